@@ -1,0 +1,111 @@
+// The training part of a job spec, after the API has parsed and validated it.
+// This is the contract between api/ (which fills it from JSON) and the
+// executor (which runs it). Field meanings follow DESIGN.md §3 and
+// Lightning's Trainer.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace tpujobs::executor {
+
+enum class LayerType { kLinear, kRelu, kGelu, kTanh, kSigmoid, kDropout, kLayerNorm };
+
+struct LayerSpec {
+  LayerType type = LayerType::kLinear;
+  int out = 0;                 // linear: output width (ignored when tied)
+  bool bias = true;            // linear
+  double p = 0.5;              // dropout probability
+  std::optional<int> tie;      // linear: index (in `layers`) of an earlier
+                               // linear layer whose weight is reused, transposed
+};
+
+enum class Loss { kCrossEntropy, kMse };
+
+struct ModelSpec {
+  std::vector<LayerSpec> layers;
+  Loss loss = Loss::kCrossEntropy;
+};
+
+enum class SyntheticKind { kBlobs, kSpirals, kXor, kRegression };
+
+struct SyntheticData {
+  SyntheticKind kind = SyntheticKind::kBlobs;
+  int n = 1000;
+  int features = 2;
+  int classes = 2;     // ignored for regression (one target)
+  double noise = 0.1;
+};
+
+struct BuiltinData { std::string name; };   // iris, wine, breast_cancer, digits
+struct UploadedData { std::string id; };    // ds_...
+
+struct DataSpec {
+  std::variant<BuiltinData, SyntheticData, UploadedData> source = BuiltinData{"digits"};
+  int batch_size = 32;         // per core, as in Lightning
+  double val_fraction = 0.2;
+  bool shuffle = true;
+  bool drop_last = false;
+};
+
+enum class OptimizerType { kSgd, kAdam, kAdamW };
+
+struct OptimizerSpec {
+  OptimizerType type = OptimizerType::kAdam;
+  double lr = 1e-3;
+  double weight_decay = 0.0;
+  double momentum = 0.0;       // sgd
+  bool nesterov = false;       // sgd
+  double beta1 = 0.9;          // adam, adamw
+  double beta2 = 0.999;
+  double eps = 1e-8;
+};
+
+enum class Precision { kFp32, kBf16, kFp16 };  // 32-true, bf16-true, 16-true
+
+struct Bound {
+  std::optional<double> min;
+  std::optional<double> max;
+};
+
+struct TrainingSpec {
+  ModelSpec model;
+  DataSpec data;
+  OptimizerSpec optimizer;
+
+  int max_epochs = 10;             // -1: unlimited (max_steps must be set)
+  std::int64_t max_steps = -1;     // -1: unlimited
+  int accumulate_grad_batches = 1;
+  std::optional<double> gradient_clip_val;  // clip by global L2 norm
+  int log_every_n_steps = 10;
+  int check_val_every_n_epoch = 1;
+  int checkpoint_every_n_steps = 100;  // 0: only at epoch end
+  std::uint64_t seed = 42;
+
+  Precision precision = Precision::kFp32;
+  // Number of replicas (emulated TPU cores, or 1 for a CPU job).
+  int world_size = 1;
+  bool on_tpu = true;              // false for accelerator: "cpu"
+  bool xla_debug = false;          // strategy: "xla_debug"
+  bool lightning_v1 = false;       // lightning_version: "1.x"
+
+  // Quality gates on final metrics ("val_accuracy", "val_loss", "loss", ...).
+  std::map<std::string, Bound> expect;
+  std::optional<std::chrono::milliseconds> timeout;
+};
+
+// What the executor needs to know about the device it emulates. The service
+// fills it from the scheduler's generation facts.
+struct DeviceFacts {
+  std::string generation = "v3";
+  std::int64_t hbm_bytes = std::int64_t{16} << 30;
+  double peak_flops = 61.5e12;
+  int mxu_dim = 128;
+};
+
+}  // namespace tpujobs::executor
