@@ -1,0 +1,103 @@
+// What the HTTP routes need from the running service. api/ parses and
+// validates requests and renders answers; service/JobManager implements this
+// interface (jobs, the pool, the database behind them). Methods are
+// thread-safe and called from I/O threads: the ones that may wait answer
+// through a callback instead of blocking.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/http.h"
+#include "api/job_spec.h"
+#include "db/result.h"
+#include "scheduler/resolve.h"
+
+namespace tpujobs::api {
+
+using JsonResult = db::Result<nlohmann::json>;
+
+struct SubmitRequest {
+  std::string tenant;
+  JobSpec spec;
+  nlohmann::json spec_json;  // as submitted
+  scheduler::Resolution resolution;
+  nlohmann::json estimate;   // the executor's estimate, rendered
+  std::vector<std::string> warnings;
+  std::optional<std::string> idempotency_key;
+  std::string spec_hash;     // identifies the body for Idempotency-Key reuse
+};
+
+struct SubmitOutcome {
+  enum class Kind { kCreated, kExisting, kConflict, kUnavailable, kError } kind = Kind::kError;
+  std::int64_t id = 0;
+  nlohmann::json job;        // the job as GET /v1/jobs/{id} shows it
+  std::string message;       // for kConflict / kUnavailable / kError
+};
+
+struct JobQuery {
+  std::string tenant;
+  std::vector<std::string> states;
+  std::vector<std::pair<std::string, std::string>> labels;
+  std::optional<std::string> name;
+  int limit = 50;
+  std::optional<std::string> cursor;
+};
+
+class JobService {
+ public:
+  virtual ~JobService() = default;
+
+  // Commits the job, then calls `done` (from any thread). kCreated means the
+  // job is durable in PostgreSQL.
+  virtual void submit(SubmitRequest request, std::function<void(SubmitOutcome)> done) = 0;
+
+  // kNotFound when the job does not exist or belongs to another tenant.
+  virtual JsonResult get_job(std::int64_t id, const std::string& tenant) = 0;
+  virtual JsonResult list_jobs(const JobQuery& query) = 0;
+  // Calls `done` with the job once it is terminal, or when `timeout` passes.
+  virtual void wait_job(std::int64_t id, const std::string& tenant, std::chrono::milliseconds timeout,
+                        std::function<void(JsonResult)> done) = 0;
+  // kConflict when the job is already terminal.
+  virtual JsonResult cancel_job(std::int64_t id, const std::string& tenant) = 0;
+  virtual JsonResult job_logs(std::int64_t id, const std::string& tenant, std::int64_t after, int limit) = 0;
+  // Streams log lines after `after` as Server-Sent Events until the job ends
+  // or the client leaves. Answers 404 through `writer` itself.
+  virtual void follow_logs(std::int64_t id, const std::string& tenant, std::int64_t after,
+                           ResponseWriterPtr writer) = 0;
+  virtual JsonResult job_metrics(std::int64_t id, const std::string& tenant, std::int64_t after) = 0;
+  virtual JsonResult job_events(std::int64_t id, const std::string& tenant) = 0;
+  // The torch_xla-style metrics report as text.
+  virtual db::Result<std::string> xla_report(std::int64_t id, const std::string& tenant) = 0;
+
+  virtual nlohmann::json pool_view() = 0;
+  // action: "drain", "fail", "recover". kNotFound for an unknown host.
+  virtual JsonResult host_action(const std::string& host, const std::string& action) = 0;
+  // Admin: frees the cores a job holds and fails it (a stale holder).
+  virtual JsonResult force_release(std::int64_t id) = 0;
+
+  // Uploads: validates the CSV; kInvalid with a message naming the line.
+  virtual JsonResult upload_dataset(const std::string& tenant, const std::string& name, const std::string& csv) = 0;
+
+  // What validation needs: the pool's shape, and the executor's dry run
+  // (dataset shape, HBM per core, the performance advisor) on the device
+  // the resolution points at.
+  virtual scheduler::PoolCapacity capacity() = 0;
+  struct Estimate {
+    nlohmann::json estimate;          // rendered for :validate and the job
+    std::vector<std::string> advice;  // the advisor's warnings
+    std::optional<FieldError> error;  // the job cannot run (dataset, model, HBM)
+  };
+  virtual Estimate estimate(const JobSpec& spec, const scheduler::Resolution& resolution) = 0;
+
+  virtual bool ready() = 0;
+  // Prometheus text lines about jobs and the pool (the API adds its own).
+  virtual std::string prometheus_metrics() = 0;
+};
+
+}  // namespace tpujobs::api

@@ -1,0 +1,596 @@
+#include "api/job_spec.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+namespace tpujobs::api {
+namespace {
+
+using nlohmann::json;
+
+const std::map<std::string, std::vector<std::string>, std::less<>>& field_table() {
+  static const std::map<std::string, std::vector<std::string>, std::less<>> table = {
+      {"",
+       {"name", "labels", "priority", "trainer", "model", "data", "optimizer", "expect", "max_retries",
+        "timeout", "lightning_version", "runtime", "env", "resources"}},
+      {"trainer",
+       {"accelerator", "devices", "tpu_cores", "num_nodes", "precision", "strategy", "max_epochs", "max_steps",
+        "accumulate_grad_batches", "gradient_clip_val", "log_every_n_steps", "check_val_every_n_epoch",
+        "checkpoint_every_n_steps", "seed"}},
+      {"resources", {"accelerator_type"}},
+      {"model", {"layers", "loss"}},
+      {"model.layers[]", {"type", "out", "bias", "p", "tie"}},
+      {"data", {"dataset", "batch_size", "val_fraction", "shuffle", "drop_last"}},
+      {"data.dataset", {"synthetic", "n", "features", "classes", "noise", "upload"}},
+      {"optimizer", {"type", "lr", "weight_decay", "momentum", "nesterov", "betas", "eps"}},
+      {"expect.*", {"min", "max"}},
+  };
+  return table;
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t previous = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t substitution = previous + (a[i - 1] == b[j - 1] ? 0 : 1);
+      previous = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, substitution});
+    }
+  }
+  return row[b.size()];
+}
+
+std::string type_name(const json& value) {
+  switch (value.type()) {
+    case json::value_t::null: return "null";
+    case json::value_t::boolean: return "a boolean";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned: return "an integer";
+    case json::value_t::number_float: return "a number";
+    case json::value_t::string: return "a string";
+    case json::value_t::array: return "an array";
+    case json::value_t::object: return "an object";
+    default: return "an unsupported value";
+  }
+}
+
+std::string join_path(std::string_view parent, std::string_view key) {
+  if (parent.empty()) return std::string(key);
+  return std::string(parent) + "." + std::string(key);
+}
+
+// Reads the fields of one JSON object, collecting a FieldError for each
+// problem, and at the end one for each field nobody asked for.
+class ObjectReader {
+ public:
+  // `schema` names the entry of field_table() used for "did you mean" hints.
+  ObjectReader(const json& object, std::string path, std::string schema, std::vector<FieldError>* errors)
+      : object_(object), path_(std::move(path)), schema_(std::move(schema)), errors_(errors) {}
+
+  ~ObjectReader() { report_unknown(); }
+
+  const std::string& path() const { return path_; }
+  std::string field(std::string_view key) const { return join_path(path_, key); }
+
+  // The raw value, or nullptr when absent (or explicitly null if allow_null).
+  const json* raw(std::string_view key, bool allow_null = false) {
+    seen_.emplace_back(key);
+    auto it = object_.find(std::string(key));
+    if (it == object_.end()) return nullptr;
+    if (it->is_null() && !allow_null) return nullptr;
+    return &*it;
+  }
+
+  std::optional<std::string> string(std::string_view key, std::size_t max_length = 256) {
+    const json* value = raw(key);
+    if (!value) return std::nullopt;
+    if (!value->is_string()) {
+      error(key, "must be a string, got " + type_name(*value));
+      return std::nullopt;
+    }
+    std::string text = value->get<std::string>();
+    if (text.size() > max_length) {
+      error(key, "is longer than " + std::to_string(max_length) + " characters");
+      return std::nullopt;
+    }
+    return text;
+  }
+
+  std::optional<std::int64_t> integer(std::string_view key, std::int64_t min, std::int64_t max) {
+    const json* value = raw(key);
+    if (!value) return std::nullopt;
+    return integer_value(*value, field(key), min, max, errors_);
+  }
+
+  std::optional<double> number(std::string_view key, double min, double max) {
+    const json* value = raw(key);
+    if (!value) return std::nullopt;
+    if (!value->is_number()) {
+      error(key, "must be a number, got " + type_name(*value));
+      return std::nullopt;
+    }
+    const double number = value->get<double>();
+    if (!std::isfinite(number) || number < min || number > max) {
+      error(key, "must be between " + format(min) + " and " + format(max) + ", got " + value->dump());
+      return std::nullopt;
+    }
+    return number;
+  }
+
+  std::optional<bool> boolean(std::string_view key) {
+    const json* value = raw(key);
+    if (!value) return std::nullopt;
+    if (!value->is_boolean()) {
+      error(key, "must be true or false, got " + type_name(*value));
+      return std::nullopt;
+    }
+    return value->get<bool>();
+  }
+
+  // Accepts one of `choices`; otherwise an error listing them.
+  std::optional<std::string> choice(std::string_view key, const std::vector<std::string>& choices) {
+    std::optional<std::string> text = string(key);
+    if (!text) return std::nullopt;
+    if (std::find(choices.begin(), choices.end(), *text) == choices.end()) {
+      std::string list;
+      for (const std::string& c : choices) list += (list.empty() ? "'" : ", '") + c + "'";
+      error(key, "must be one of " + list + ", got '" + *text + "'");
+      return std::nullopt;
+    }
+    return text;
+  }
+
+  void error(std::string_view key, std::string message, std::string hint = {}) {
+    errors_->push_back({field(key), std::move(message), std::move(hint)});
+  }
+
+  static std::optional<std::int64_t> integer_value(const json& value, const std::string& path, std::int64_t min,
+                                                   std::int64_t max, std::vector<FieldError>* errors) {
+    std::optional<std::int64_t> number;
+    if (value.is_number_integer()) {
+      number = value.get<std::int64_t>();
+    } else if (value.is_number_unsigned()) {
+      const auto u = value.get<std::uint64_t>();
+      if (u <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) number = static_cast<std::int64_t>(u);
+    } else if (value.is_number_float()) {
+      const double d = value.get<double>();
+      if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15) number = static_cast<std::int64_t>(d);
+    }
+    if (!value.is_number()) {
+      errors->push_back({path, "must be an integer, got " + type_name(value), ""});
+      return std::nullopt;
+    }
+    if (!number || *number < min || *number > max) {
+      errors->push_back({path,
+                         "must be an integer between " + std::to_string(min) + " and " + std::to_string(max) +
+                             ", got " + value.dump(),
+                         ""});
+      return std::nullopt;
+    }
+    return number;
+  }
+
+ private:
+  static std::string format(double value) {
+    json j = value;
+    return j.dump();
+  }
+
+  void report_unknown() {
+    if (!object_.is_object()) return;
+    for (auto it = object_.begin(); it != object_.end(); ++it) {
+      if (std::find(seen_.begin(), seen_.end(), it.key()) != seen_.end()) continue;
+      std::string hint;
+      const auto& known = known_fields(schema_);
+      std::size_t best = 3;
+      for (const std::string& candidate : known) {
+        const std::size_t d = edit_distance(it.key(), candidate);
+        if (d < best) {
+          best = d;
+          hint = "did you mean '" + candidate + "'?";
+        }
+      }
+      if (hint.empty() && !known.empty()) {
+        std::string list;
+        for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+        hint = "known fields here: " + list;
+      }
+      errors_->push_back({join_path(path_, it.key()), "unknown field", hint});
+    }
+  }
+
+  const json& object_;
+  std::string path_;
+  std::string schema_;
+  std::vector<FieldError>* errors_;
+  std::vector<std::string> seen_;
+};
+
+// Requires `value` to be an object; reports otherwise.
+bool expect_object(const json* value, const std::string& path, std::vector<FieldError>* errors) {
+  if (!value) return false;
+  if (!value->is_object()) {
+    errors->push_back({path, "must be an object, got " + type_name(*value), ""});
+    return false;
+  }
+  return true;
+}
+
+scheduler::DeviceValue device_value(const json& value, const std::string& path, std::vector<FieldError>* errors) {
+  scheduler::DeviceValue out;
+  if (value.is_number()) {
+    std::optional<std::int64_t> n = ObjectReader::integer_value(value, path, -1'000'000, 1'000'000, errors);
+    if (n) {
+      out.kind = scheduler::DeviceValue::Kind::kInt;
+      out.number = *n;
+    }
+  } else if (value.is_string()) {
+    out.kind = scheduler::DeviceValue::Kind::kString;
+    out.text = value.get<std::string>().substr(0, 64);
+  } else if (value.is_array()) {
+    out.kind = scheduler::DeviceValue::Kind::kList;
+    if (value.size() > 64) {
+      errors->push_back({path, "lists more than 64 devices", ""});
+      return {};
+    }
+    for (std::size_t i = 0; i < value.size(); ++i) {
+      std::optional<std::int64_t> n = ObjectReader::integer_value(value[i], path + "[" + std::to_string(i) + "]",
+                                                                  -1'000'000, 1'000'000, errors);
+      if (n) out.list.push_back(*n);
+    }
+  } else {
+    errors->push_back({path, "must be 'auto', an integer or a list of core indices, got " + type_name(value),
+                       "for TPUs use devices: 'auto', 1, 8 or [k]"});
+  }
+  return out;
+}
+
+void parse_trainer(ObjectReader& r, JobSpec* spec) {
+  scheduler::TrainerSettings& t = spec->trainer;
+  executor::TrainingSpec& training = spec->training;
+  t.accelerator = r.string("accelerator", 32);
+  if (auto v = r.integer("num_nodes", 1, 4096)) t.num_nodes = *v;
+  if (const json* v = r.raw("precision")) {
+    if (v->is_string()) {
+      t.precision = v->get<std::string>().substr(0, 32);
+    } else if (v->is_number_integer() || v->is_number_unsigned()) {
+      t.precision = std::to_string(v->get<std::int64_t>());
+    } else {
+      r.error("precision", "must be a string such as 'bf16-true' or an integer, got " + type_name(*v),
+              "on TPUs use precision: '32-true', '16-true' or 'bf16-true'");
+    }
+  }
+  t.strategy = r.string("strategy", 64);
+  if (auto v = r.integer("max_epochs", -1, 100000)) training.max_epochs = static_cast<int>(*v);
+  if (auto v = r.integer("max_steps", -1, 100'000'000)) training.max_steps = *v;
+  if (auto v = r.integer("accumulate_grad_batches", 1, 1024)) training.accumulate_grad_batches = static_cast<int>(*v);
+  if (auto v = r.number("gradient_clip_val", 0.0, 1e9)) training.gradient_clip_val = *v;
+  if (auto v = r.integer("log_every_n_steps", 1, 1'000'000)) training.log_every_n_steps = static_cast<int>(*v);
+  if (auto v = r.integer("check_val_every_n_epoch", 1, 100000)) training.check_val_every_n_epoch = static_cast<int>(*v);
+  if (auto v = r.integer("checkpoint_every_n_steps", 0, 100'000'000)) training.checkpoint_every_n_steps = static_cast<int>(*v);
+  if (auto v = r.integer("seed", 0, std::numeric_limits<std::int64_t>::max())) training.seed = static_cast<std::uint64_t>(*v);
+}
+
+void parse_layers(const json& layers, const std::string& path, executor::ModelSpec* model,
+                  std::vector<FieldError>* errors) {
+  if (!layers.is_array()) {
+    errors->push_back({path, "must be an array of layers, got " + type_name(layers), ""});
+    return;
+  }
+  if (layers.empty() || layers.size() > 64) {
+    errors->push_back({path, "must hold between 1 and 64 layers", ""});
+    return;
+  }
+  static const std::map<std::string, executor::LayerType, std::less<>> kTypes = {
+      {"linear", executor::LayerType::kLinear},   {"relu", executor::LayerType::kRelu},
+      {"gelu", executor::LayerType::kGelu},       {"tanh", executor::LayerType::kTanh},
+      {"sigmoid", executor::LayerType::kSigmoid}, {"dropout", executor::LayerType::kDropout},
+      {"layernorm", executor::LayerType::kLayerNorm}};
+  std::vector<std::string> type_names;
+  for (const auto& [name, _] : kTypes) type_names.push_back(name);
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const std::string layer_path = path + "[" + std::to_string(i) + "]";
+    if (!expect_object(&layers[i], layer_path, errors)) continue;
+    ObjectReader r(layers[i], layer_path, "model.layers[]", errors);
+    executor::LayerSpec layer;
+    std::optional<std::string> type = r.choice("type", type_names);
+    if (!type) {
+      if (!r.raw("type")) r.error("type", "is required", "e.g. {\"type\": \"linear\", \"out\": 128}");
+      continue;
+    }
+    layer.type = kTypes.find(*type)->second;
+    if (layer.type == executor::LayerType::kLinear) {
+      if (auto v = r.integer("out", 1, 65536)) layer.out = static_cast<int>(*v);
+      if (auto v = r.boolean("bias")) layer.bias = *v;
+      if (const json* tie = r.raw("tie")) {
+        std::optional<std::int64_t> index;
+        if (tie->is_string()) {
+          const std::string text = tie->get<std::string>();
+          std::int64_t parsed = 0;
+          const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), parsed);
+          if (ec == std::errc() && end == text.data() + text.size()) index = parsed;
+        } else if (tie->is_number_integer()) {
+          index = tie->get<std::int64_t>();
+        }
+        if (!index || *index < 0 || static_cast<std::size_t>(*index) >= i ||
+            layers[*index].value("type", "") != "linear") {
+          r.error("tie", "must be the index of an earlier linear layer, got " + tie->dump(),
+                  "weight tying reuses (transposed) the weight of an earlier linear layer: \"tie\": \"0\"");
+        } else {
+          layer.tie = static_cast<int>(*index);
+        }
+      }
+      if (!layer.tie && layer.out == 0 && !r.raw("out")) {
+        r.error("out", "is required for a linear layer", "give the output width, e.g. \"out\": 128");
+      }
+    } else if (layer.type == executor::LayerType::kDropout) {
+      if (auto v = r.number("p", 0.0, 0.999)) layer.p = *v;
+    }
+    model->layers.push_back(layer);
+  }
+}
+
+void parse_data(ObjectReader& r, executor::DataSpec* data, std::vector<FieldError>* errors) {
+  if (const json* dataset = r.raw("dataset")) {
+    const std::string path = r.field("dataset");
+    if (dataset->is_string()) {
+      const std::string name = dataset->get<std::string>();
+      static const std::vector<std::string> kBuiltins = {"iris", "wine", "breast_cancer", "digits"};
+      if (std::find(kBuiltins.begin(), kBuiltins.end(), name) == kBuiltins.end()) {
+        errors->push_back({path, "unknown dataset '" + name.substr(0, 64) + "'",
+                           "built-in datasets: iris, wine, breast_cancer, digits; or "
+                           "{\"synthetic\": \"blobs\"} or {\"upload\": \"ds_...\"}"});
+      } else {
+        data->source = executor::BuiltinData{name};
+      }
+    } else if (expect_object(dataset, path, errors)) {
+      ObjectReader d(*dataset, path, "data.dataset", errors);
+      if (d.raw("upload")) {
+        if (auto id = d.string("upload", 64)) data->source = executor::UploadedData{*id};
+      } else if (auto kind = d.choice("synthetic", {"blobs", "spirals", "xor", "regression"})) {
+        executor::SyntheticData synthetic;
+        static const std::map<std::string, executor::SyntheticKind, std::less<>> kKinds = {
+            {"blobs", executor::SyntheticKind::kBlobs},
+            {"spirals", executor::SyntheticKind::kSpirals},
+            {"xor", executor::SyntheticKind::kXor},
+            {"regression", executor::SyntheticKind::kRegression}};
+        synthetic.kind = kKinds.find(*kind)->second;
+        if (auto v = d.integer("n", 16, 1'000'000)) synthetic.n = static_cast<int>(*v);
+        if (auto v = d.integer("features", 1, 8192)) synthetic.features = static_cast<int>(*v);
+        if (auto v = d.integer("classes", 2, 1000)) synthetic.classes = static_cast<int>(*v);
+        if (auto v = d.number("noise", 0.0, 100.0)) synthetic.noise = *v;
+        data->source = synthetic;
+      } else if (!d.raw("synthetic")) {
+        d.error("synthetic", "is required when dataset is an object",
+                "{\"synthetic\": \"blobs\", \"n\": 10000, \"features\": 32, \"classes\": 4} or {\"upload\": \"ds_...\"}");
+      }
+    }
+  }
+  if (auto v = r.integer("batch_size", 1, 65536)) data->batch_size = static_cast<int>(*v);
+  if (auto v = r.number("val_fraction", 0.0, 0.9)) data->val_fraction = *v;
+  if (auto v = r.boolean("shuffle")) data->shuffle = *v;
+  if (auto v = r.boolean("drop_last")) data->drop_last = *v;
+}
+
+void parse_optimizer(ObjectReader& r, executor::OptimizerSpec* optimizer, std::vector<FieldError>* errors) {
+  if (auto type = r.choice("type", {"sgd", "adam", "adamw"})) {
+    optimizer->type = *type == "sgd"    ? executor::OptimizerType::kSgd
+                      : *type == "adam" ? executor::OptimizerType::kAdam
+                                        : executor::OptimizerType::kAdamW;
+  }
+  if (auto v = r.number("lr", 1e-12, 100.0)) optimizer->lr = *v;
+  if (auto v = r.number("weight_decay", 0.0, 10.0)) optimizer->weight_decay = *v;
+  if (auto v = r.number("momentum", 0.0, 0.9999)) optimizer->momentum = *v;
+  if (auto v = r.boolean("nesterov")) optimizer->nesterov = *v;
+  if (auto v = r.number("eps", 1e-16, 1.0)) optimizer->eps = *v;
+  if (const json* betas = r.raw("betas")) {
+    const std::string path = r.field("betas");
+    if (!betas->is_array() || betas->size() != 2 || !(*betas)[0].is_number() || !(*betas)[1].is_number()) {
+      errors->push_back({path, "must be a pair of numbers [beta1, beta2]", "e.g. \"betas\": [0.9, 0.999]"});
+    } else {
+      const double b1 = (*betas)[0].get<double>();
+      const double b2 = (*betas)[1].get<double>();
+      if (!(b1 >= 0 && b1 < 1) || !(b2 >= 0 && b2 < 1)) {
+        errors->push_back({path, "betas must each be in [0, 1)", ""});
+      } else {
+        optimizer->beta1 = b1;
+        optimizer->beta2 = b2;
+      }
+    }
+  }
+  if (optimizer->nesterov && (optimizer->type != executor::OptimizerType::kSgd || optimizer->momentum <= 0)) {
+    errors->push_back({r.field("nesterov"), "Nesterov momentum requires a momentum and zero dampening",
+                       "use type 'sgd' with momentum > 0, or drop nesterov"});
+  }
+}
+
+void parse_expect(const json& expect, std::map<std::string, executor::Bound>* out, std::vector<FieldError>* errors) {
+  static const std::vector<std::string> kMetrics = {"loss", "val_loss", "val_accuracy", "train_accuracy",
+                                                    "samples_per_sec"};
+  for (auto it = expect.begin(); it != expect.end(); ++it) {
+    const std::string path = "expect." + it.key();
+    if (std::find(kMetrics.begin(), kMetrics.end(), it.key()) == kMetrics.end()) {
+      errors->push_back({path, "unknown metric '" + it.key().substr(0, 64) + "'",
+                         "gates can check: loss, val_loss, val_accuracy, train_accuracy, samples_per_sec"});
+      continue;
+    }
+    if (!expect_object(&*it, path, errors)) continue;
+    ObjectReader r(*it, path, "expect.*", errors);
+    executor::Bound bound;
+    bound.min = r.number("min", -1e300, 1e300);
+    bound.max = r.number("max", -1e300, 1e300);
+    if (!bound.min && !bound.max) {
+      errors->push_back({path, "needs a min or a max", "e.g. {\"min\": 0.95}"});
+      continue;
+    }
+    (*out)[it.key()] = bound;
+  }
+}
+
+}  // namespace
+
+const std::vector<std::string>& known_fields(std::string_view path) {
+  static const std::vector<std::string> kNone;
+  const auto& table = field_table();
+  auto it = table.find(path);
+  return it == table.end() ? kNone : it->second;
+}
+
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
+  if (text.empty() || text.size() > 32) return std::nullopt;
+  double total_ms = 0;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    std::size_t start = i;
+    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+    if (start == i) return std::nullopt;
+    double value = 0;
+    const auto [end, ec] = std::from_chars(text.data() + start, text.data() + i, value);
+    if (ec != std::errc() || end != text.data() + i) return std::nullopt;
+    std::size_t unit_start = i;
+    while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
+    const std::string_view unit = text.substr(unit_start, i - unit_start);
+    double scale = 0;
+    if (unit == "ms") scale = 1;
+    else if (unit == "s" || (unit.empty() && i == text.size() && start == 0)) scale = 1000;
+    else if (unit == "m") scale = 60'000;
+    else if (unit == "h") scale = 3'600'000;
+    else if (unit == "d") scale = 86'400'000;
+    else return std::nullopt;
+    total_ms += value * scale;
+  }
+  if (total_ms <= 0 || total_ms > 30.0 * 86'400'000) return std::nullopt;
+  return std::chrono::milliseconds(static_cast<std::int64_t>(total_ms));
+}
+
+std::optional<JobSpec> parse_job_spec(const json& body, std::vector<FieldError>* errors) {
+  const std::size_t errors_before = errors->size();
+  if (!body.is_object()) {
+    errors->push_back({"", "the job spec must be a JSON object, got " + type_name(body), ""});
+    return std::nullopt;
+  }
+  JobSpec spec;
+  {
+    ObjectReader top(body, "", "", errors);
+    if (auto name = top.string("name", 128)) spec.name = *name;
+    if (const json* labels = top.raw("labels"); expect_object(labels, "labels", errors)) {
+      if (labels->size() > 32) errors->push_back({"labels", "has more than 32 labels", ""});
+      for (auto it = labels->begin(); it != labels->end(); ++it) {
+        if (!it->is_string()) {
+          errors->push_back({"labels." + it.key(), "must be a string, got " + type_name(*it), ""});
+        } else if (it.key().empty() || it.key().size() > 63 || it->get<std::string>().size() > 256) {
+          errors->push_back({"labels." + it.key().substr(0, 64), "keys are 1-63 and values 0-256 characters", ""});
+        } else {
+          spec.labels[it.key()] = it->get<std::string>();
+        }
+      }
+    }
+    if (auto v = top.integer("priority", -1000, 1000)) spec.priority = static_cast<int>(*v);
+    if (auto v = top.integer("max_retries", 0, 10)) spec.max_retries = static_cast<int>(*v);
+    if (const json* timeout = top.raw("timeout")) {
+      std::optional<std::chrono::milliseconds> parsed;
+      if (timeout->is_string()) parsed = parse_duration(timeout->get<std::string>());
+      else if (timeout->is_number() && timeout->get<double>() > 0 && timeout->get<double>() <= 30.0 * 86400)
+        parsed = std::chrono::milliseconds(static_cast<std::int64_t>(timeout->get<double>() * 1000));
+      if (!parsed) {
+        top.error("timeout", "must be a duration such as \"30m\", \"90s\" or \"1h30m\" (at most 30 days), got " +
+                                 timeout->dump().substr(0, 64));
+      } else {
+        spec.training.timeout = parsed;
+      }
+    }
+    spec.trainer.lightning_version = top.choice("lightning_version", {"1.x", "2.x"});
+    spec.trainer.runtime = top.string("runtime", 32);
+    if (const json* env = top.raw("env"); expect_object(env, "env", errors)) {
+      for (auto it = env->begin(); it != env->end(); ++it) {
+        if (!it->is_string()) errors->push_back({"env." + it.key(), "must be a string, got " + type_name(*it), ""});
+        else spec.trainer.env[it.key()] = it->get<std::string>();
+      }
+    }
+    if (const json* resources = top.raw("resources"); expect_object(resources, "resources", errors)) {
+      ObjectReader r(*resources, "resources", "resources", errors);
+      spec.trainer.accelerator_type = r.string("accelerator_type", 32);
+    }
+    if (const json* trainer = top.raw("trainer"); expect_object(trainer, "trainer", errors)) {
+      ObjectReader r(*trainer, "trainer", "trainer", errors);
+      parse_trainer(r, &spec);
+      if (const json* v = r.raw("devices")) spec.trainer.devices = device_value(*v, "trainer.devices", errors);
+      if (const json* v = r.raw("tpu_cores")) spec.trainer.tpu_cores = device_value(*v, "trainer.tpu_cores", errors);
+    }
+    if (const json* model = top.raw("model"); expect_object(model, "model", errors)) {
+      ObjectReader r(*model, "model", "model", errors);
+      if (const json* layers = r.raw("layers")) parse_layers(*layers, "model.layers", &spec.training.model, errors);
+      else r.error("layers", "is required", "e.g. [{\"type\": \"linear\", \"out\": 128}, {\"type\": \"relu\"}, {\"type\": \"linear\", \"out\": 10}]");
+      if (auto loss = r.choice("loss", {"cross_entropy", "mse"})) {
+        spec.training.model.loss = *loss == "mse" ? executor::Loss::kMse : executor::Loss::kCrossEntropy;
+      }
+    } else if (!body.contains("model")) {
+      errors->push_back({"model", "is required", "a model needs at least {\"layers\": [...]}"});
+    }
+    if (const json* data = top.raw("data"); expect_object(data, "data", errors)) {
+      ObjectReader r(*data, "data", "data", errors);
+      parse_data(r, &spec.training.data, errors);
+    } else if (!body.contains("data")) {
+      errors->push_back({"data", "is required", "e.g. {\"dataset\": \"digits\", \"batch_size\": 64}"});
+    }
+    if (const json* optimizer = top.raw("optimizer"); expect_object(optimizer, "optimizer", errors)) {
+      ObjectReader r(*optimizer, "optimizer", "optimizer", errors);
+      parse_optimizer(r, &spec.training.optimizer, errors);
+    }
+    if (const json* expect = top.raw("expect"); expect_object(expect, "expect", errors)) {
+      parse_expect(*expect, &spec.training.expect, errors);
+    }
+  }
+  if (spec.training.max_epochs == -1 && spec.training.max_steps == -1) {
+    errors->push_back({"trainer.max_steps", "max_epochs and max_steps cannot both be unlimited (-1)",
+                       "set max_epochs (e.g. 20) or max_steps"});
+  }
+  if (errors->size() != errors_before) return std::nullopt;
+  json key = json::object();
+  for (const char* part : {"trainer", "model", "data", "optimizer", "expect", "lightning_version", "runtime", "env",
+                           "resources", "timeout"}) {
+    if (body.contains(part)) key[part] = body[part];
+  }
+  spec.training_key = key.dump();
+  return spec;
+}
+
+nlohmann::json resolution_json(const scheduler::Resolution& r) {
+  const scheduler::ResourceRequest& q = r.request;
+  json out = {{"accelerator", r.accelerator},
+              {"precision", scheduler::precision_name(r.precision)},
+              {"strategy", r.strategy},
+              {"world_size", r.world_size},
+              {"lightning_version", r.lightning_v1 ? "1.x" : "2.x"},
+              {"cores", q.cores()},
+              {"hosts", q.hosts},
+              {"devices_per_host", q.devices_per_host}};
+  out["kind"] = q.kind == scheduler::RequestKind::kCpu          ? "cpu"
+                : q.kind == scheduler::RequestKind::kSingleCore ? "single_core"
+                : q.kind == scheduler::RequestKind::kHost       ? "host"
+                                                                : "slice";
+  out["generation"] = q.generation ? json(scheduler::facts(*q.generation).name) : json(nullptr);
+  out["accelerator_type"] = q.accelerator_type.empty() ? json(nullptr) : json(q.accelerator_type);
+  out["pinned_core"] = q.pinned_core ? json(*q.pinned_core) : json(nullptr);
+  return out;
+}
+
+void apply_resolution(const scheduler::Resolution& resolution, JobSpec* spec) {
+  executor::TrainingSpec& t = spec->training;
+  t.world_size = std::max(1, resolution.world_size);
+  t.on_tpu = resolution.accelerator == "tpu";
+  t.xla_debug = resolution.strategy == "xla_debug";
+  t.lightning_v1 = resolution.lightning_v1;
+  switch (resolution.precision) {
+    case scheduler::Precision::k32True: t.precision = executor::Precision::kFp32; break;
+    case scheduler::Precision::k16True: t.precision = executor::Precision::kFp16; break;
+    case scheduler::Precision::kBf16True: t.precision = executor::Precision::kBf16; break;
+  }
+}
+
+}  // namespace tpujobs::api

@@ -1,0 +1,53 @@
+// The job spec (DESIGN §3): a strict parser from JSON that reports every
+// problem at once, each with the JSON path of its field.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/problem.h"
+#include "executor/spec.h"
+#include "scheduler/resolve.h"
+
+namespace tpujobs::api {
+
+struct JobSpec {
+  std::string name;
+  std::map<std::string, std::string> labels;
+  int priority = 0;
+  int max_retries = 0;
+  // The trainer settings as written, for scheduler::resolve().
+  scheduler::TrainerSettings trainer;
+  // Everything the executor needs. world_size, precision, on_tpu, xla_debug
+  // and lightning_v1 are filled in from the resolution (apply_resolution).
+  executor::TrainingSpec training;
+  // The canonical JSON of everything that decides how the job trains (not
+  // its name, labels or priority): equal keys train identically.
+  std::string training_key;
+};
+
+// Parses `body` (already valid JSON) strictly: unknown fields, wrong types
+// and out-of-range numbers are errors naming their path. Returns the spec
+// when there are no errors.
+std::optional<JobSpec> parse_job_spec(const nlohmann::json& body, std::vector<FieldError>* errors);
+
+// Copies the resolved settings (world size, precision, strategy, version)
+// into spec->training.
+void apply_resolution(const scheduler::Resolution& resolution, JobSpec* spec);
+
+// The resolved request as the API shows it ("resolved" in a job).
+nlohmann::json resolution_json(const scheduler::Resolution& resolution);
+
+// "30m", "90s", "1h30m", "500ms", or a number of seconds. nullopt if malformed.
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
+
+// Every field name the parser accepts at `path` ("", "trainer", "model.layers[]", ...).
+// Used for "did you mean" hints and by the OpenAPI test.
+const std::vector<std::string>& known_fields(std::string_view path);
+
+}  // namespace tpujobs::api

@@ -1,0 +1,480 @@
+#include "api/jobs_api.h"
+
+#include <charconv>
+#include <cstdio>
+
+#include "api/problem.h"
+
+namespace tpujobs::api {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kMaxJsonDepth = 64;
+
+// nlohmann's parser has no depth limit; refuse absurd nesting before it.
+bool nesting_within(std::string_view body, int limit) {
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < body.size(); ++i) {
+    const char c = body[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > limit) return false;
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  return true;
+}
+
+// Parses a JSON request body; on failure answers 400 and returns nullopt.
+std::optional<json> parse_body(const Request& request, const ResponseWriterPtr& writer) {
+  if (request.body.empty()) {
+    writer->respond(problem(400, "the request body is empty; send the job spec as JSON",
+                            {{"hint", "curl -X POST localhost:8080/v1/jobs -d @examples/digits-mlp.json"}}));
+    return std::nullopt;
+  }
+  if (!nesting_within(request.body, kMaxJsonDepth)) {
+    writer->respond(problem(400, "the JSON body is nested deeper than " + std::to_string(kMaxJsonDepth) + " levels"));
+    return std::nullopt;
+  }
+  try {
+    return json::parse(request.body);
+  } catch (const json::parse_error& e) {
+    writer->respond(problem(400, std::string("malformed JSON: ") + e.what(),
+                            {{"hint", "check the body with `python3 -m json.tool < spec.json`"},
+                             {"position", e.byte}}));
+    return std::nullopt;
+  }
+}
+
+std::optional<std::int64_t> parse_int(std::string_view text) {
+  std::int64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+Response answer(const JsonResult& result, int ok_status = 200) {
+  if (result.ok()) return json_response(ok_status, *result);
+  switch (result.code()) {
+    case db::ErrorCode::kNotFound: return problem(404, result.error().message);
+    case db::ErrorCode::kConflict: return problem(409, result.error().message);
+    case db::ErrorCode::kInvalid: return problem(422, result.error().message);
+    case db::ErrorCode::kUnavailable:
+      return problem(503, "the database is unavailable: " + result.error().message).header("Retry-After", "1");
+    case db::ErrorCode::kInternal: break;
+  }
+  return problem(500, result.error().message);
+}
+
+// Job ids in paths are positive integers; anything else cannot exist.
+std::optional<std::int64_t> job_id(const PathParams& params, const ResponseWriterPtr& writer) {
+  auto it = params.find("id");
+  std::optional<std::int64_t> id = it == params.end() ? std::nullopt : parse_int(it->second);
+  if (!id || *id <= 0) {
+    writer->respond(problem(404, "no job '" + (it == params.end() ? "" : it->second.substr(0, 64)) + "'"));
+    return std::nullopt;
+  }
+  return id;
+}
+
+// FNV-1a over the canonical dump: the same spec always hashes the same.
+std::string spec_hash(const json& body) {
+  std::uint64_t hash = 1469598103934665603ull;
+  for (unsigned char c : body.dump()) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  }
+  char out[17];
+  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(hash));
+  return out;
+}
+
+struct CheckedSpec {
+  json body;
+  std::optional<JobSpec> spec;
+  scheduler::Resolution resolution;
+  json estimate;
+  std::vector<FieldError> errors;
+  std::vector<std::string> warnings;
+};
+
+// Everything submit and :validate share: parse, resolve the trainer settings
+// against the pool, dry-run the executor.
+CheckedSpec check_spec(json body, JobService& service) {
+  CheckedSpec checked;
+  checked.body = std::move(body);
+  checked.spec = parse_job_spec(checked.body, &checked.errors);
+  if (!checked.spec) return checked;
+  checked.resolution = scheduler::resolve(checked.spec->trainer, service.capacity());
+  checked.warnings = checked.resolution.warnings;
+  for (const scheduler::FieldProblem& p : checked.resolution.errors) {
+    checked.errors.push_back({p.field, p.message, p.hint});
+  }
+  if (!checked.errors.empty()) return checked;
+  apply_resolution(checked.resolution, &*checked.spec);
+  JobService::Estimate estimate = service.estimate(*checked.spec, checked.resolution);
+  checked.estimate = std::move(estimate.estimate);
+  for (std::string& advice : estimate.advice) checked.warnings.push_back(std::move(advice));
+  if (estimate.error) checked.errors.push_back(*estimate.error);
+  return checked;
+}
+
+std::string content_type_for(std::string_view path) {
+  auto ends = [&](std::string_view s) { return path.size() >= s.size() && path.substr(path.size() - s.size()) == s; };
+  if (ends(".html")) return "text/html; charset=utf-8";
+  if (ends(".js") || ends(".mjs")) return "text/javascript; charset=utf-8";
+  if (ends(".css")) return "text/css; charset=utf-8";
+  if (ends(".svg")) return "image/svg+xml";
+  if (ends(".png")) return "image/png";
+  if (ends(".json")) return "application/json";
+  return "application/octet-stream";
+}
+
+}  // namespace
+
+void LatencyHistogram::observe(const std::string& route, const std::string& method, int status, double seconds) {
+  const std::string key = "method=\"" + method + "\",route=\"" + route + "\",code=\"" + std::to_string(status) + "\"";
+  std::lock_guard lock(mutex_);
+  Series& s = series_[key];
+  for (std::size_t i = 0; i < kBuckets.size(); ++i) {
+    if (seconds <= kBuckets[i]) ++s.buckets[i];
+  }
+  ++s.count;
+  s.sum += seconds;
+}
+
+std::string LatencyHistogram::prometheus() const {
+  std::string out =
+      "# HELP tpujobs_http_request_duration_seconds Time from a request's arrival to its answer.\n"
+      "# TYPE tpujobs_http_request_duration_seconds histogram\n";
+  std::lock_guard lock(mutex_);
+  char number[64];
+  for (const auto& [labels, s] : series_) {
+    for (std::size_t i = 0; i < kBuckets.size(); ++i) {
+      std::snprintf(number, sizeof number, "%g", kBuckets[i]);
+      out += "tpujobs_http_request_duration_seconds_bucket{" + labels + ",le=\"" + number + "\"} " +
+             std::to_string(s.buckets[i]) + "\n";
+    }
+    out += "tpujobs_http_request_duration_seconds_bucket{" + labels + ",le=\"+Inf\"} " + std::to_string(s.count) + "\n";
+    std::snprintf(number, sizeof number, "%.6f", s.sum);
+    out += "tpujobs_http_request_duration_seconds_sum{" + labels + "} " + number + "\n";
+    out += "tpujobs_http_request_duration_seconds_count{" + labels + "} " + std::to_string(s.count) + "\n";
+  }
+  return out;
+}
+
+JobsApi::JobsApi(JobService& service, ApiOptions options) : service_(service), options_(std::move(options)) {
+  add_routes();
+}
+
+void JobsApi::handle(Request request, ResponseWriterPtr writer) {
+  const Route* route = nullptr;
+  PathParams params;
+  std::string allowed;
+  switch (router_.match(request.method, request.path, &route, &params, &allowed)) {
+    case Router::Match::kFound:
+      try {
+        route->handler(request, params, writer);
+      } catch (const std::exception& e) {
+        writer->respond(problem(500, std::string("internal error: ") + e.what()));
+      }
+      return;
+    case Router::Match::kNoMethod:
+      writer->respond(problem(405, request.method.substr(0, 16) + " is not allowed on " + request.path.substr(0, 256),
+                              {{"allowed", allowed}})
+                          .header("Allow", allowed));
+      return;
+    case Router::Match::kNoPath:
+      if (request.method == "GET" || request.method == "HEAD") {
+        writer->respond(serve_static(request));
+        return;
+      }
+      writer->respond(problem(404, "no route for " + request.method.substr(0, 16) + " " + request.path.substr(0, 256),
+                              {{"hint", "GET /openapi.json lists every route"}}));
+      return;
+  }
+}
+
+void JobsApi::completed(std::string_view method, std::string_view path, int status,
+                        std::chrono::steady_clock::duration elapsed) {
+  std::string route = router_.pattern_of(method, path);
+  if (route.empty()) route = status == 404 ? "unmatched" : "static";
+  latency_.observe(route, std::string(method.substr(0, 8)), status,
+                   std::chrono::duration<double>(elapsed).count());
+}
+
+Response JobsApi::serve_static(const Request& request) {
+  std::string path = request.path == "/" ? "/index.html" : request.path;
+  if (path.find("..") != std::string::npos || path.find('\\') != std::string::npos) {
+    return problem(400, "path traversal is not allowed");
+  }
+  std::string_view file = options_.static_file ? options_.static_file(path) : std::string_view();
+  if (file.empty()) {
+    return problem(404, "no route or file for GET " + request.path.substr(0, 256),
+                   {{"hint", "GET /openapi.json lists every route"}});
+  }
+  Response response;
+  response.content_type = content_type_for(path);
+  response.body = std::string(file);
+  response.header("Cache-Control", path == "/index.html" ? "no-cache" : "public, max-age=300");
+  return response;
+}
+
+void JobsApi::submit(Request& request, ResponseWriterPtr writer) {
+  std::optional<json> body = parse_body(request, writer);
+  if (!body) return;
+  std::optional<std::string> key;
+  if (std::string_view k = request.header("idempotency-key"); !k.empty()) {
+    if (k.size() > 255) {
+      writer->respond(problem(400, "the Idempotency-Key header is longer than 255 characters"));
+      return;
+    }
+    key = std::string(k);
+  }
+  CheckedSpec checked = check_spec(std::move(*body), service_);
+  if (!checked.errors.empty()) {
+    writer->respond(spec_problems(checked.errors, checked.warnings));
+    return;
+  }
+  SubmitRequest submit;
+  submit.tenant = options_.default_tenant;
+  submit.spec = std::move(*checked.spec);
+  submit.spec_hash = spec_hash(checked.body);
+  submit.spec_json = std::move(checked.body);
+  submit.resolution = checked.resolution;
+  submit.estimate = std::move(checked.estimate);
+  submit.warnings = std::move(checked.warnings);
+  submit.idempotency_key = std::move(key);
+  service_.submit(std::move(submit), [writer](SubmitOutcome outcome) {
+    switch (outcome.kind) {
+      case SubmitOutcome::Kind::kCreated:
+        writer->respond(json_response(201, outcome.job).header("Location", "/v1/jobs/" + std::to_string(outcome.id)));
+        return;
+      case SubmitOutcome::Kind::kExisting:
+        writer->respond(json_response(200, outcome.job).header("Location", "/v1/jobs/" + std::to_string(outcome.id)));
+        return;
+      case SubmitOutcome::Kind::kConflict:
+        writer->respond(problem(409, outcome.message,
+                                {{"hint", "an Idempotency-Key names one job spec; use a new key for a different spec"},
+                                 {"job_id", outcome.id}}));
+        return;
+      case SubmitOutcome::Kind::kUnavailable:
+        writer->respond(problem(503, outcome.message, {{"hint", "retry after the database is back"}})
+                            .header("Retry-After", "1"));
+        return;
+      case SubmitOutcome::Kind::kError:
+        writer->respond(problem(500, outcome.message));
+        return;
+    }
+  });
+}
+
+void JobsApi::validate(Request& request, ResponseWriterPtr writer) {
+  std::optional<json> body = parse_body(request, writer);
+  if (!body) return;
+  CheckedSpec checked = check_spec(std::move(*body), service_);
+  if (!checked.errors.empty()) {
+    Response response = spec_problems(checked.errors, checked.warnings);
+    json payload = json::parse(response.body);
+    payload["valid"] = false;
+    if (!checked.estimate.is_null()) payload["estimate"] = checked.estimate;
+    response.body = payload.dump();
+    writer->respond(std::move(response));
+    return;
+  }
+  writer->respond(json_response(200, {{"valid", true},
+                                      {"warnings", checked.warnings},
+                                      {"resolved", resolution_json(checked.resolution)},
+                                      {"estimate", checked.estimate}}));
+}
+
+void JobsApi::add_routes() {
+  const std::string tenant = options_.default_tenant;
+  router_.add("POST", "/v1/jobs", [this](Request& r, const PathParams&, ResponseWriterPtr w) { submit(r, w); });
+  router_.add("POST", "/v1/jobs:validate",
+              [this](Request& r, const PathParams&, ResponseWriterPtr w) { validate(r, w); });
+  router_.add("GET", "/v1/jobs", [this, tenant](Request& r, const PathParams&, ResponseWriterPtr w) {
+    JobQuery query;
+    query.tenant = tenant;
+    for (auto [it, end] = r.query.equal_range("state"); it != end; ++it) {
+      std::string_view list = it->second;
+      while (!list.empty()) {
+        const std::size_t comma = list.find(',');
+        std::string state(list.substr(0, comma));
+        for (char& c : state) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        static const std::vector<std::string> kStates = {"QUEUED", "STARTING", "RUNNING",
+                                                         "SUCCEEDED", "FAILED", "CANCELLED"};
+        if (std::find(kStates.begin(), kStates.end(), state) == kStates.end()) {
+          w->respond(problem(400, "unknown state '" + state.substr(0, 32) + "'",
+                             {{"field", "state"},
+                              {"hint", "states: QUEUED, STARTING, RUNNING, SUCCEEDED, FAILED, CANCELLED"}}));
+          return;
+        }
+        query.states.push_back(std::move(state));
+        list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+      }
+    }
+    for (auto [it, end] = r.query.equal_range("label"); it != end; ++it) {
+      const std::size_t eq = it->second.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        w->respond(problem(400, "label filters look like label=key=value", {{"field", "label"}}));
+        return;
+      }
+      query.labels.emplace_back(it->second.substr(0, eq), it->second.substr(eq + 1));
+    }
+    query.name = r.query_value("name");
+    if (auto limit = r.query_value("limit")) {
+      std::optional<std::int64_t> n = parse_int(*limit);
+      if (!n || *n < 1 || *n > 500) {
+        w->respond(problem(400, "limit must be an integer from 1 to 500", {{"field", "limit"}}));
+        return;
+      }
+      query.limit = static_cast<int>(*n);
+    }
+    query.cursor = r.query_value("cursor");
+    w->respond(answer(service_.list_jobs(query)));
+  });
+  router_.add("GET", "/v1/jobs/{id}", [this, tenant](Request&, const PathParams& p, ResponseWriterPtr w) {
+    if (auto id = job_id(p, w)) w->respond(answer(service_.get_job(*id, tenant)));
+  });
+  router_.add("GET", "/v1/jobs/{id}/wait", [this, tenant](Request& r, const PathParams& p, ResponseWriterPtr w) {
+    auto id = job_id(p, w);
+    if (!id) return;
+    std::int64_t seconds = 30;
+    if (auto t = r.query_value("timeout")) {
+      std::optional<std::int64_t> n = parse_int(*t);
+      if (!n || *n < 0 || *n > 300) {
+        w->respond(problem(400, "timeout must be a number of seconds from 0 to 300", {{"field", "timeout"}}));
+        return;
+      }
+      seconds = *n;
+    }
+    service_.wait_job(*id, tenant, std::chrono::seconds(seconds), [w](JsonResult result) { w->respond(answer(result)); });
+  });
+  router_.add("POST", "/v1/jobs/{id}/cancel", [this, tenant](Request&, const PathParams& p, ResponseWriterPtr w) {
+    if (auto id = job_id(p, w)) w->respond(answer(service_.cancel_job(*id, tenant), 202));
+  });
+  router_.add("GET", "/v1/jobs/{id}/logs", [this, tenant](Request& r, const PathParams& p, ResponseWriterPtr w) {
+    auto id = job_id(p, w);
+    if (!id) return;
+    std::int64_t after = 0;
+    if (auto a = r.query_value("after")) {
+      std::optional<std::int64_t> n = parse_int(*a);
+      if (!n || *n < 0) {
+        w->respond(problem(400, "after must be a log sequence number (>= 0)", {{"field", "after"}}));
+        return;
+      }
+      after = *n;
+    }
+    if (auto last = r.header("last-event-id"); !last.empty()) {
+      if (auto n = parse_int(last)) after = std::max(after, *n);
+    }
+    int limit = 1000;
+    if (auto l = r.query_value("limit")) {
+      std::optional<std::int64_t> n = parse_int(*l);
+      if (!n || *n < 1 || *n > 10000) {
+        w->respond(problem(400, "limit must be an integer from 1 to 10000", {{"field", "limit"}}));
+        return;
+      }
+      limit = static_cast<int>(*n);
+    }
+    const bool follow = r.header("accept").find("text/event-stream") != std::string_view::npos ||
+                        r.query_value("follow") == "true";
+    if (follow) {
+      service_.follow_logs(*id, tenant, after, w);
+      return;
+    }
+    w->respond(answer(service_.job_logs(*id, tenant, after, limit)));
+  });
+  router_.add("GET", "/v1/jobs/{id}/metrics", [this, tenant](Request& r, const PathParams& p, ResponseWriterPtr w) {
+    auto id = job_id(p, w);
+    if (!id) return;
+    std::int64_t after = 0;
+    if (auto a = r.query_value("after")) {
+      std::optional<std::int64_t> n = parse_int(*a);
+      if (!n || *n < 0) {
+        w->respond(problem(400, "after must be a sequence number (>= 0)", {{"field", "after"}}));
+        return;
+      }
+      after = *n;
+    }
+    w->respond(answer(service_.job_metrics(*id, tenant, after)));
+  });
+  router_.add("GET", "/v1/jobs/{id}/events", [this, tenant](Request&, const PathParams& p, ResponseWriterPtr w) {
+    if (auto id = job_id(p, w)) w->respond(answer(service_.job_events(*id, tenant)));
+  });
+  router_.add("GET", "/v1/jobs/{id}/xla-report", [this, tenant](Request&, const PathParams& p, ResponseWriterPtr w) {
+    auto id = job_id(p, w);
+    if (!id) return;
+    db::Result<std::string> report = service_.xla_report(*id, tenant);
+    if (!report.ok()) {
+      w->respond(answer(JsonResult(report.error())));
+      return;
+    }
+    Response response;
+    response.content_type = "text/plain; charset=utf-8";
+    response.body = std::move(*report);
+    w->respond(std::move(response));
+  });
+  router_.add("GET", "/v1/pool", [this](Request&, const PathParams&, ResponseWriterPtr w) {
+    w->respond(json_response(200, service_.pool_view()));
+  });
+  for (const char* action : {"drain", "fail", "recover"}) {
+    router_.add("POST", std::string("/v1/pool/hosts/{host}:") + action,
+                [this, action](Request&, const PathParams& p, ResponseWriterPtr w) {
+                  w->respond(answer(service_.host_action(p.find("host")->second, action)));
+                });
+  }
+  router_.add("POST", "/v1/pool/leases/{id}:release", [this](Request&, const PathParams& p, ResponseWriterPtr w) {
+    if (auto id = job_id(p, w)) w->respond(answer(service_.force_release(*id)));
+  });
+  router_.add("POST", "/v1/datasets", [this, tenant](Request& r, const PathParams&, ResponseWriterPtr w) {
+    if (r.body.empty()) {
+      w->respond(problem(400, "the request body is empty; send the CSV file",
+                         {{"hint", "curl -X POST --data-binary @data.csv -H 'Content-Type: text/csv' localhost:8080/v1/datasets?name=mydata"}}));
+      return;
+    }
+    const std::string name = r.query_value("name").value_or("upload").substr(0, 128);
+    w->respond(answer(service_.upload_dataset(tenant, name, r.body), 201));
+  });
+  router_.add("GET", "/healthz", [](Request&, const PathParams&, ResponseWriterPtr w) {
+    w->respond(json_response(200, {{"status", "ok"}}));
+  });
+  router_.add("GET", "/readyz", [this](Request&, const PathParams&, ResponseWriterPtr w) {
+    const bool ready = service_.ready();
+    Response response = json_response(ready ? 200 : 503, {{"ready", ready}, {"database", ready ? "ok" : "unreachable"}});
+    if (!ready) response.header("Retry-After", "1");
+    w->respond(std::move(response));
+  });
+  router_.add("GET", "/metrics", [this](Request&, const PathParams&, ResponseWriterPtr w) {
+    Response response;
+    response.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    response.body = service_.prometheus_metrics() + latency_.prometheus();
+    w->respond(std::move(response));
+  });
+  router_.add("GET", "/openapi.json", [](Request&, const PathParams&, ResponseWriterPtr w) {
+    Response response;
+    response.body = std::string(openapi_document());
+    w->respond(std::move(response));
+  });
+}
+
+std::string_view Request::header(std::string_view name) const {
+  auto it = headers.find(std::string(name));
+  return it == headers.end() ? std::string_view() : std::string_view(it->second);
+}
+
+std::optional<std::string> Request::query_value(std::string_view name) const {
+  auto it = query.find(std::string(name));
+  if (it == query.end()) return std::nullopt;
+  return it->second;
+}
+
+}  // namespace tpujobs::api

@@ -1,0 +1,66 @@
+// The REST API of DESIGN §6: routes, request parsing and validation,
+// answers. Plugs into the HTTP server as its api::Handler.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <functional>
+#include <mutex>
+#include <string>
+
+#include "api/http.h"
+#include "api/job_service.h"
+#include "api/router.h"
+
+namespace tpujobs::api {
+
+// Request latency per route, as a Prometheus histogram.
+class LatencyHistogram {
+ public:
+  static constexpr std::array<double, 12> kBuckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                                      0.05,   0.1,   0.25,   0.5,   1,    2.5};
+  void observe(const std::string& route, const std::string& method, int status, double seconds);
+  std::string prometheus() const;
+
+ private:
+  struct Series {
+    std::array<std::uint64_t, kBuckets.size()> buckets{};
+    std::uint64_t count = 0;
+    double sum = 0;
+  };
+  mutable std::mutex mutex_;
+  std::map<std::string, Series> series_;  // key: labels text
+};
+
+struct ApiOptions {
+  // Static files of the web UI by path ("/index.html"); returns "" when absent.
+  std::function<std::string_view(std::string_view path)> static_file;
+  std::string default_tenant = "default";
+};
+
+class JobsApi final : public Handler {
+ public:
+  JobsApi(JobService& service, ApiOptions options);
+
+  void handle(Request request, ResponseWriterPtr writer) override;
+  void completed(std::string_view method, std::string_view path, int status,
+                 std::chrono::steady_clock::duration elapsed) override;
+
+  const Router& router() const { return router_; }
+
+ private:
+  void add_routes();
+  void submit(Request& request, ResponseWriterPtr writer);
+  void validate(Request& request, ResponseWriterPtr writer);
+  Response serve_static(const Request& request);
+
+  JobService& service_;
+  ApiOptions options_;
+  Router router_;
+  LatencyHistogram latency_;
+};
+
+// The OpenAPI document the service publishes at /openapi.json.
+std::string_view openapi_document();
+
+}  // namespace tpujobs::api

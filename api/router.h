@@ -1,0 +1,44 @@
+// Maps method + path to a handler. Patterns are literal segments and
+// `{name}` parameters; a parameter may be followed by a literal suffix as in
+// Google's custom methods: "/v1/pool/hosts/{host}:drain".
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "api/http.h"
+
+namespace tpujobs::api {
+
+using PathParams = std::map<std::string, std::string, std::less<>>;
+using RouteHandler = std::function<void(Request&, const PathParams&, ResponseWriterPtr)>;
+
+struct Route {
+  std::string method;
+  std::string pattern;  // "/v1/jobs/{id}"
+  RouteHandler handler;
+};
+
+class Router {
+ public:
+  void add(std::string method, std::string pattern, RouteHandler handler);
+
+  enum class Match { kFound, kNoPath, kNoMethod };
+  // On kFound sets *route and *params. On kNoMethod sets *allowed to the
+  // methods the path does accept.
+  Match match(std::string_view method, std::string_view path, const Route** route, PathParams* params,
+              std::string* allowed) const;
+
+  // The pattern a path matched (for metrics labels), or "" when none.
+  std::string pattern_of(std::string_view method, std::string_view path) const;
+
+  const std::vector<Route>& routes() const { return routes_; }
+
+ private:
+  std::vector<Route> routes_;
+};
+
+}  // namespace tpujobs::api

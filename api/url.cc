@@ -1,0 +1,60 @@
+#include "api/url.h"
+
+namespace tpujobs::api {
+namespace {
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string decode_or_keep(std::string_view in, bool plus_is_space) {
+  std::string out;
+  if (!percent_decode(in, plus_is_space, &out)) return std::string(in);
+  return out;
+}
+
+}  // namespace
+
+bool percent_decode(std::string_view in, bool plus_is_space, std::string* out) {
+  out->clear();
+  out->reserve(in.size());
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const char c = in[i];
+    if (c == '%') {
+      if (i + 2 >= in.size()) return false;
+      const int hi = hex_value(in[i + 1]);
+      const int lo = hex_value(in[i + 2]);
+      if (hi < 0 || lo < 0) return false;
+      out->push_back(static_cast<char>(hi * 16 + lo));
+      i += 2;
+    } else if (c == '+' && plus_is_space) {
+      out->push_back(' ');
+    } else {
+      out->push_back(c);
+    }
+  }
+  return true;
+}
+
+void split_target(std::string_view target, std::string* path, std::multimap<std::string, std::string>* query) {
+  const std::size_t question = target.find('?');
+  *path = decode_or_keep(target.substr(0, question), false);
+  query->clear();
+  if (question == std::string_view::npos) return;
+  std::string_view rest = target.substr(question + 1);
+  while (!rest.empty()) {
+    const std::size_t amp = rest.find('&');
+    const std::string_view pair = rest.substr(0, amp);
+    rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
+    if (pair.empty()) continue;
+    const std::size_t eq = pair.find('=');
+    std::string key = decode_or_keep(pair.substr(0, eq), true);
+    std::string value = eq == std::string_view::npos ? std::string() : decode_or_keep(pair.substr(eq + 1), true);
+    query->emplace(std::move(key), std::move(value));
+  }
+}
+
+}  // namespace tpujobs::api

@@ -1,0 +1,18 @@
+// Request-target parsing: path and query, percent-decoded.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+
+namespace tpujobs::api {
+
+// Decodes %XX escapes (and '+' as space when `plus_is_space`). Returns false
+// on a malformed escape, leaving *out unspecified.
+bool percent_decode(std::string_view in, bool plus_is_space, std::string* out);
+
+// Splits "/v1/jobs?state=RUNNING&label=a%3Db" into its decoded path and
+// query parameters. Malformed escapes are kept verbatim.
+void split_target(std::string_view target, std::string* path, std::multimap<std::string, std::string>* query);
+
+}  // namespace tpujobs::api

@@ -1,0 +1,179 @@
+// Scheduling cost on a v3-2048 pool (256 hosts x 8 cores) with 10,000 mixed
+// waiting jobs. See RESULTS.md for figures and how they were taken.
+#include <benchmark/benchmark.h>
+
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "scheduler/pool.h"
+#include "scheduler/scheduler.h"
+
+namespace tpujobs::scheduler {
+namespace {
+
+constexpr int kWaitingJobs = 10000;
+
+// A mix like a busy shared pool: half single cores, a quarter whole hosts, a
+// quarter v3-32..v3-512 slices (smaller ones more often); 80% of jobs say
+// how long they run.
+class JobMix {
+ public:
+  explicit JobMix(std::uint64_t seed) : random_(seed) {}
+
+  JobRequest next() {
+    JobRequest job;
+    job.id = ++last_id_;
+    job.submit_order = job.id;
+    job.priority = static_cast<int>(random_() % 4);
+    job.tenant = "team-" + std::to_string(random_() % 8);
+    ResourceRequest& request = job.request;
+    request.generation = Generation::kV3;
+    const int pick = static_cast<int>(random_() % 100);
+    if (pick < 50) {
+      request.kind = RequestKind::kSingleCore;
+      request.devices_per_host = 1;
+      request.hosts = 1;
+      if (pick < 5) request.pinned_core = static_cast<int>(random_() % 8);
+    } else if (pick < 75) {
+      request.kind = RequestKind::kHost;
+      request.devices_per_host = 8;
+      request.hosts = 1;
+      request.accelerator_type = "v3-8";
+    } else {
+      static constexpr int kSliceHosts[] = {4, 4, 4, 8, 8, 16, 16, 32, 64};
+      request.kind = RequestKind::kSlice;
+      request.devices_per_host = 8;
+      request.hosts = kSliceHosts[random_() % std::size(kSliceHosts)];
+      request.accelerator_type = "v3-" + std::to_string(request.hosts * 8);
+    }
+    if (random_() % 5 != 0) {
+      job.expected_runtime = std::chrono::minutes(1 + random_() % 60);
+    }
+    return job;
+  }
+
+ private:
+  std::mt19937_64 random_;
+  JobId last_id_ = 0;
+};
+
+std::unique_ptr<Scheduler> make_scheduler() {
+  std::optional<PoolLayout> layout = parse_pool("v3-2048", nullptr);
+  return std::make_unique<Scheduler>(std::move(*layout), SchedulerOptions{});
+}
+
+const Clock::time_point kStart = Clock::time_point{} + std::chrono::hours(1000);
+
+// A loaded pool: the first pass filled it, kWaitingJobs still wait.
+struct LoadedPool {
+  std::unique_ptr<Scheduler> scheduler = make_scheduler();
+  JobMix mix{42};
+  std::vector<JobId> running;
+  Clock::time_point now = kStart;
+
+  LoadedPool() {
+    for (int i = 0; i < kWaitingJobs; ++i) scheduler->submit(mix.next());
+    track(scheduler->schedule(now));
+    while (static_cast<int>(scheduler->queue().size()) < kWaitingJobs) {
+      scheduler->submit(mix.next());
+    }
+    track(scheduler->schedule(now));
+  }
+  void track(const std::vector<Placement>& started) {
+    for (const Placement& placement : started) running.push_back(placement.job);
+  }
+};
+
+// One pass from an idle pool: places jobs until the pool is full, then
+// classifies the rest.
+void BM_FullPassIdlePool(benchmark::State& state) {
+  std::size_t started = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::unique_ptr<Scheduler> scheduler = make_scheduler();
+    JobMix mix(7);
+    for (int i = 0; i < kWaitingJobs; ++i) scheduler->submit(mix.next());
+    state.ResumeTiming();
+    started = scheduler->schedule(kStart).size();
+    benchmark::DoNotOptimize(started);
+    state.PauseTiming();
+    scheduler.reset();
+    state.ResumeTiming();
+  }
+  state.counters["started"] = static_cast<double>(started);
+}
+BENCHMARK(BM_FullPassIdlePool)->Unit(benchmark::kMillisecond);
+
+// One pass over a full pool with 10,000 waiting: nothing fits, every job is
+// classified and positioned.
+void BM_FullPassLoadedPool(benchmark::State& state) {
+  LoadedPool pool;
+  for (auto _ : state) {
+    pool.now += std::chrono::seconds(1);
+    benchmark::DoNotOptimize(pool.scheduler->schedule(pool.now));
+  }
+  state.counters["waiting"] = static_cast<double>(pool.scheduler->queue().size());
+  state.counters["used_cores"] = pool.scheduler->view().used_cores;
+}
+BENCHMARK(BM_FullPassLoadedPool)->Unit(benchmark::kMillisecond);
+
+// submit() + schedule() in the loaded state.
+void BM_SubmitEvent(benchmark::State& state) {
+  LoadedPool pool;
+  for (auto _ : state) {
+    pool.now += std::chrono::seconds(1);
+    pool.scheduler->submit(pool.mix.next());
+    pool.track(pool.scheduler->schedule(pool.now));
+  }
+  state.counters["waiting"] = static_cast<double>(pool.scheduler->queue().size());
+}
+BENCHMARK(BM_SubmitEvent)->Unit(benchmark::kMicrosecond);
+
+// finish() of a random running job + schedule() (which refills the freed
+// cores) in the loaded state; a replacement job keeps 10,000 waiting.
+void BM_FinishEvent(benchmark::State& state) {
+  LoadedPool pool;
+  std::mt19937_64 random(3);
+  std::size_t started = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    if (pool.running.empty()) {
+      state.SkipWithError("pool ran out of running jobs");
+      break;
+    }
+    const std::size_t pick = random() % pool.running.size();
+    const JobId victim = pool.running[pick];
+    pool.running[pick] = pool.running.back();
+    pool.running.pop_back();
+    pool.scheduler->submit(pool.mix.next());
+    pool.now += std::chrono::seconds(1);
+    state.ResumeTiming();
+    pool.scheduler->finish(victim);
+    const std::vector<Placement> placed = pool.scheduler->schedule(pool.now);
+    state.PauseTiming();
+    started += placed.size();
+    pool.track(placed);
+    state.ResumeTiming();
+  }
+  state.counters["started_per_event"] =
+      benchmark::Counter(static_cast<double>(started), benchmark::Counter::kAvgIterations);
+}
+BENCHMARK(BM_FinishEvent)->Unit(benchmark::kMicrosecond);
+
+// The first pending() after a change plans estimated starts for the queue.
+void BM_EstimatePlan(benchmark::State& state) {
+  LoadedPool pool;
+  const JobId last = pool.scheduler->queue().back();
+  for (auto _ : state) {
+    pool.now += std::chrono::seconds(1);
+    pool.scheduler->schedule(pool.now);
+    benchmark::DoNotOptimize(pool.scheduler->pending(last));
+  }
+}
+BENCHMARK(BM_EstimatePlan)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace tpujobs::scheduler
+
+BENCHMARK_MAIN();

@@ -1,0 +1,240 @@
+#include "db/connection.h"
+
+#include <libpq-fe.h>
+#include <poll.h>
+
+#include <cassert>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+
+namespace tpujobs::db {
+namespace {
+
+// SQLSTATE classes that mean "try again later" rather than "this is wrong".
+ErrorCode code_for_sqlstate(std::string_view state) {
+  if (state.empty()) return ErrorCode::kUnavailable;  // no answer from the server
+  const std::string_view class_code = state.substr(0, 2);
+  if (class_code == "08" || class_code == "57" || class_code == "53" || class_code == "40") {
+    return ErrorCode::kUnavailable;
+  }
+  if (state == "23505") return ErrorCode::kConflict;
+  if (class_code == "22" || class_code == "23") return ErrorCode::kInvalid;
+  return ErrorCode::kInternal;
+}
+
+std::string trimmed(const char* message) {
+  std::string text = message ? message : "";
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text;
+}
+
+}  // namespace
+
+Param::Param(double number) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.17g", number);
+  value_ = buffer;
+}
+
+Param Param::bytes(std::string_view data) {
+  Param param{std::string(data)};
+  param.binary_ = true;
+  return param;
+}
+
+Param Param::array(std::span<const std::optional<std::string>> elements) {
+  return Param{array_literal(elements)};
+}
+
+QueryResult::QueryResult(pg_result* result) : result_(result) {}
+QueryResult::QueryResult(QueryResult&& other) noexcept : result_(other.result_) {
+  other.result_ = nullptr;
+}
+QueryResult& QueryResult::operator=(QueryResult&& other) noexcept {
+  if (this != &other) {
+    if (result_) PQclear(result_);
+    result_ = other.result_;
+    other.result_ = nullptr;
+  }
+  return *this;
+}
+QueryResult::~QueryResult() {
+  if (result_) PQclear(result_);
+}
+
+int QueryResult::rows() const { return PQntuples(result_); }
+int QueryResult::columns() const { return PQnfields(result_); }
+
+std::int64_t QueryResult::affected_rows() const {
+  const std::string_view text = PQcmdTuples(result_);
+  std::int64_t count = 0;
+  std::from_chars(text.data(), text.data() + text.size(), count);
+  return count;
+}
+
+bool QueryResult::is_null(int row, int column) const {
+  return PQgetisnull(result_, row, column) != 0;
+}
+
+std::string_view QueryResult::text(int row, int column) const {
+  assert(row < rows() && column < columns());
+  return std::string_view(PQgetvalue(result_, row, column),
+                          static_cast<std::size_t>(PQgetlength(result_, row, column)));
+}
+
+std::optional<std::string> QueryResult::optional_string(int row, int column) const {
+  if (is_null(row, column)) return std::nullopt;
+  return string(row, column);
+}
+
+std::int64_t QueryResult::int64(int row, int column) const {
+  const std::string_view value = text(row, column);
+  std::int64_t number = 0;
+  std::from_chars(value.data(), value.data() + value.size(), number);
+  return number;
+}
+
+bool QueryResult::boolean(int row, int column) const { return text(row, column) == "t"; }
+
+double QueryResult::float64(int row, int column) const {
+  return std::strtod(std::string(text(row, column)).c_str(), nullptr);
+}
+
+TimePoint QueryResult::timestamp(int row, int column) const {
+  const std::optional<TimePoint> time = parse_timestamp(text(row, column));
+  assert(time || is_null(row, column));
+  return time.value_or(TimePoint{});
+}
+
+std::optional<TimePoint> QueryResult::optional_timestamp(int row, int column) const {
+  if (is_null(row, column)) return std::nullopt;
+  return timestamp(row, column);
+}
+
+std::string QueryResult::bytes(int row, int column) const {
+  return decode_bytea_hex(text(row, column)).value_or(std::string());
+}
+
+Result<std::unique_ptr<Connection>> Connection::open(const std::string& conninfo) {
+  pg_conn* raw = PQconnectdb(conninfo.c_str());
+  if (raw == nullptr) return make_error(ErrorCode::kInternal, "libpq could not allocate");
+  std::unique_ptr<Connection> connection(new Connection(raw));
+  if (PQstatus(raw) != CONNECTION_OK) {
+    return make_error(ErrorCode::kUnavailable,
+                      "cannot connect to PostgreSQL: " + trimmed(PQerrorMessage(raw)));
+  }
+  // Timestamps are read and written as ISO text in UTC (see pg_text.h).
+  Status session = connection->execute_script(
+      "SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET IntervalStyle = 'postgres'");
+  if (!session.ok()) return session.error();
+  return connection;
+}
+
+Connection::~Connection() { PQfinish(connection_); }
+
+Error Connection::error_from(pg_result* result, std::string_view what) const {
+  const char* state = result ? PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
+  std::string message = result ? trimmed(PQresultErrorMessage(result)) : std::string();
+  if (message.empty()) message = trimmed(PQerrorMessage(connection_));
+  ErrorCode code = code_for_sqlstate(state ? state : "");
+  if (PQstatus(connection_) != CONNECTION_OK) code = ErrorCode::kUnavailable;
+  return make_error(code, std::string(what) + ": " + message);
+}
+
+Result<QueryResult> Connection::execute(std::string_view sql, std::initializer_list<Param> params) {
+  return execute(sql, std::span<const Param>(params.begin(), params.size()));
+}
+
+Result<QueryResult> Connection::execute(std::string_view sql, std::span<const Param> params) {
+  if (is_broken()) return make_error(ErrorCode::kUnavailable, "connection to PostgreSQL lost");
+  std::string key(sql);
+  auto found = prepared_.find(key);
+  if (found == prepared_.end()) {
+    const std::string name = "s" + std::to_string(prepared_.size() + 1);
+    QueryResult prepared(PQprepare(connection_, name.c_str(), key.c_str(), 0, nullptr));
+    if (PQresultStatus(prepared.result_) != PGRES_COMMAND_OK) {
+      return error_from(prepared.result_, "prepare failed");
+    }
+    found = prepared_.emplace(std::move(key), name).first;
+  }
+  std::vector<const char*> values(params.size());
+  std::vector<int> lengths(params.size());
+  std::vector<int> formats(params.size());
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const std::optional<std::string>& value = params[i].value();
+    values[i] = value ? value->data() : nullptr;
+    lengths[i] = value ? static_cast<int>(value->size()) : 0;
+    formats[i] = params[i].is_binary() ? 1 : 0;
+  }
+  QueryResult result(PQexecPrepared(connection_, found->second.c_str(),
+                                    static_cast<int>(params.size()), values.data(),
+                                    lengths.data(), formats.data(), 0));
+  const ExecStatusType status = PQresultStatus(result.result_);
+  if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
+    return error_from(result.result_, "statement failed");
+  }
+  return result;
+}
+
+Status Connection::execute_script(std::string_view trusted_sql) {
+  if (is_broken()) return make_error(ErrorCode::kUnavailable, "connection to PostgreSQL lost");
+  QueryResult result(PQexec(connection_, std::string(trusted_sql).c_str()));
+  const ExecStatusType status = PQresultStatus(result.result_);
+  if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
+    return error_from(result.result_, "script failed");
+  }
+  return Status::Ok();
+}
+
+bool Connection::is_broken() const { return PQstatus(connection_) != CONNECTION_OK; }
+
+bool Connection::lost_while_idle() {
+  if (is_broken()) return true;
+  pollfd descriptor{PQsocket(connection_), POLLIN, 0};
+  if (descriptor.fd < 0) return true;
+  if (poll(&descriptor, 1, 0) > 0) {
+    // Something arrived while idle: a termination notice or EOF. Reading it
+    // updates the status; a notice alone leaves the connection usable.
+    if (PQconsumeInput(connection_) == 0) return true;
+    while (PGnotify* notify = PQnotifies(connection_)) PQfreemem(notify);
+  }
+  return is_broken();
+}
+
+bool Connection::in_transaction() const {
+  return PQtransactionStatus(connection_) != PQTRANS_IDLE;
+}
+
+bool Connection::transaction_failed() const {
+  return PQtransactionStatus(connection_) == PQTRANS_INERROR;
+}
+
+Result<Transaction> Transaction::begin(Connection& connection) {
+  Status status = connection.execute_script("BEGIN");
+  if (!status.ok()) return status.error();
+  return Transaction(connection);
+}
+
+Transaction::Transaction(Transaction&& other) noexcept
+    : connection_(other.connection_), open_(other.open_) {
+  other.open_ = false;
+}
+
+Transaction::~Transaction() {
+  if (open_ && !connection_->is_broken()) (void)connection_->execute_script("ROLLBACK");
+}
+
+Status Transaction::commit() {
+  assert(open_);
+  open_ = false;
+  // The server answers COMMIT of a failed transaction with a rollback and no
+  // error, so a caller that ignored a failed statement must hear it here.
+  if (connection_->transaction_failed()) {
+    (void)connection_->execute_script("ROLLBACK");
+    return make_error(ErrorCode::kInvalid, "transaction rolled back: a statement in it failed");
+  }
+  return connection_->execute_script("COMMIT");
+}
+
+}  // namespace tpujobs::db

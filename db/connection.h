@@ -1,0 +1,168 @@
+// One libpq connection, the values passed to its statements, the rows that
+// come back, and transactions. Obtain connections from ConnectionPool.
+//
+// @warning Do NOT build a query string by embedding values in it! Write the
+// SQL with placeholders ($1, $2, ...) and pass the values as Params: they
+// travel separately from the SQL text, so no value can change what the
+// statement does.
+#pragma once
+
+#include <chrono>
+#include <concepts>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "db/pg_text.h"
+#include "db/result.h"
+
+struct pg_conn;
+struct pg_result;
+
+namespace tpujobs::db {
+
+// A value bound to a statement placeholder: NULL, text, or raw bytes (bytea).
+class Param {
+ public:
+  Param(std::nullopt_t) {}
+  Param(std::string_view text) : value_(std::string(text)) {}
+  Param(const char* text) : value_(std::string(text)) {}
+  Param(const std::string& text) : value_(text) {}
+  Param(std::string&& text) : value_(std::move(text)) {}
+  template <std::integral T>
+  Param(T number) {
+    if constexpr (std::same_as<T, bool>) {
+      value_ = number ? "true" : "false";
+    } else {
+      value_ = std::to_string(number);
+    }
+  }
+  Param(double number);
+  Param(TimePoint time) : value_(format_timestamp(time)) {}
+  template <class T>
+  Param(const std::optional<T>& value) {
+    if (value) *this = Param(*value);
+  }
+
+  // Raw bytes for a bytea placeholder, sent in binary so nothing is escaped.
+  static Param bytes(std::string_view data);
+  // An array placeholder ($1::text[], $1::jsonb[], $1::bigint[], ...).
+  static Param array(std::span<const std::optional<std::string>> elements);
+
+  bool is_null() const { return !value_.has_value(); }
+  bool is_binary() const { return binary_; }
+  const std::optional<std::string>& value() const { return value_; }
+
+ private:
+  std::optional<std::string> value_;
+  bool binary_ = false;
+};
+
+// The rows of a finished statement, in text format. Accessors take a row and
+// a column index; reading a NULL gives "" / 0 / false (check is_null first
+// when NULL is meaningful).
+class QueryResult {
+ public:
+  explicit QueryResult(pg_result* result);
+  QueryResult(QueryResult&&) noexcept;
+  QueryResult& operator=(QueryResult&&) noexcept;
+  ~QueryResult();
+
+  int rows() const;
+  int columns() const;
+  // Rows inserted, updated or deleted by the statement.
+  std::int64_t affected_rows() const;
+
+  bool is_null(int row, int column) const;
+  std::string_view text(int row, int column) const;
+  std::string string(int row, int column) const { return std::string(text(row, column)); }
+  std::optional<std::string> optional_string(int row, int column) const;
+  std::int64_t int64(int row, int column) const;
+  bool boolean(int row, int column) const;
+  double float64(int row, int column) const;
+  TimePoint timestamp(int row, int column) const;
+  std::optional<TimePoint> optional_timestamp(int row, int column) const;
+  // A bytea column, decoded to raw bytes.
+  std::string bytes(int row, int column) const;
+
+ private:
+  friend class Connection;
+  pg_result* result_;
+};
+
+// A live connection. Not thread-safe: one thread uses it at a time (the pool
+// guarantees that). Every statement is prepared once per connection, keyed by
+// its SQL text, and then executed with its parameters.
+class Connection {
+ public:
+  // Connects with a libpq conninfo ("host=... dbname=..." or a postgresql://
+  // URL). kUnavailable when the server cannot be reached.
+  static Result<std::unique_ptr<Connection>> open(const std::string& conninfo);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Runs one statement with $n placeholders bound to params.
+  Result<QueryResult> execute(std::string_view sql, std::initializer_list<Param> params = {});
+  Result<QueryResult> execute(std::string_view sql, std::span<const Param> params);
+
+  // Runs several ';'-separated statements without parameters.
+  // @warning Only for SQL text that is part of the program (migrations);
+  // never for text that contains a value.
+  Status execute_script(std::string_view trusted_sql);
+
+  // True once the connection to the server is lost; it is then never used
+  // again (the pool replaces it).
+  bool is_broken() const;
+  // True when the server closed the connection while it sat idle (a restart).
+  // Reads what is pending on the socket without blocking.
+  bool lost_while_idle();
+  // True when a transaction is open (or failed and not rolled back).
+  bool in_transaction() const;
+  // True when a statement failed inside the open transaction.
+  bool transaction_failed() const;
+
+ private:
+  explicit Connection(pg_conn* connection) : connection_(connection) {}
+  Error error_from(pg_result* result, std::string_view what) const;
+
+  pg_conn* connection_;
+  std::unordered_map<std::string, std::string> prepared_;  // SQL text -> statement name
+};
+
+// A transaction on one connection: BEGIN when made, ROLLBACK when destroyed
+// without commit(). The connection must outlive it.
+class Transaction {
+ public:
+  static Result<Transaction> begin(Connection& connection);
+  Transaction(Transaction&& other) noexcept;
+  Transaction& operator=(Transaction&&) = delete;
+  ~Transaction();
+
+  Result<QueryResult> execute(std::string_view sql, std::initializer_list<Param> params = {}) {
+    return connection_->execute(sql, params);
+  }
+  Result<QueryResult> execute(std::string_view sql, std::span<const Param> params) {
+    return connection_->execute(sql, params);
+  }
+  Status execute_script(std::string_view trusted_sql) {
+    return connection_->execute_script(trusted_sql);
+  }
+
+  // Commits. After a failed statement the server refuses the commit, and the
+  // result is that statement's failure mode (kInternal at worst).
+  Status commit();
+
+ private:
+  explicit Transaction(Connection& connection) : connection_(&connection) {}
+  Connection* connection_;
+  bool open_ = true;
+};
+
+}  // namespace tpujobs::db

@@ -1,0 +1,91 @@
+#include "db/connection_pool.h"
+
+#include <cassert>
+
+namespace tpujobs::db {
+
+PooledConnection::PooledConnection(PooledConnection&& other) noexcept
+    : pool_(other.pool_), connection_(std::move(other.connection_)) {}
+
+PooledConnection& PooledConnection::operator=(PooledConnection&& other) noexcept {
+  if (this != &other) {
+    release();
+    pool_ = other.pool_;
+    connection_ = std::move(other.connection_);
+  }
+  return *this;
+}
+
+PooledConnection::~PooledConnection() { release(); }
+
+void PooledConnection::release() {
+  if (connection_) pool_->give_back(std::move(connection_));
+}
+
+Result<std::unique_ptr<ConnectionPool>> ConnectionPool::create(std::string conninfo, int size) {
+  if (size < 1) return make_error(ErrorCode::kInvalid, "pool size must be at least 1");
+  std::unique_ptr<ConnectionPool> pool(new ConnectionPool(std::move(conninfo), size));
+  Result<std::unique_ptr<Connection>> first = Connection::open(pool->conninfo_);
+  if (!first.ok()) return first.error();
+  pool->idle_.push_back(std::move(*first));
+  pool->open_ = 1;
+  return pool;
+}
+
+ConnectionPool::~ConnectionPool() {
+  std::lock_guard lock(mutex_);
+  assert(open_ == static_cast<int>(idle_.size()) && "a PooledConnection outlived its pool");
+}
+
+Result<PooledConnection> ConnectionPool::acquire(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    while (!idle_.empty()) {
+      std::unique_ptr<Connection> connection = std::move(idle_.back());
+      idle_.pop_back();
+      // A connection the server closed while it sat in the pool (restart,
+      // idle timeout) is replaced rather than handed out to fail.
+      if (!connection->lost_while_idle()) return PooledConnection(this, std::move(connection));
+      --open_;
+    }
+    if (open_ < size_) {
+      ++open_;
+      lock.unlock();
+      Result<std::unique_ptr<Connection>> opened = Connection::open(conninfo_);
+      lock.lock();
+      if (opened.ok()) return PooledConnection(this, std::move(*opened));
+      --open_;
+      freed_.notify_one();
+      return opened.error();
+    }
+    if (freed_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty() &&
+        open_ >= size_) {
+      return make_error(ErrorCode::kUnavailable,
+                        "no database connection became free within " +
+                            std::to_string(timeout.count()) + " ms");
+    }
+  }
+}
+
+void ConnectionPool::give_back(std::unique_ptr<Connection> connection) {
+  // A transaction left open by a caller must not leak into the next borrower.
+  if (!connection->is_broken() && connection->in_transaction()) {
+    (void)connection->execute_script("ROLLBACK");
+  }
+  std::lock_guard lock(mutex_);
+  if (connection->is_broken() || connection->in_transaction()) {
+    --open_;  // dropped; the next acquire opens a fresh one
+  } else {
+    idle_.push_back(std::move(connection));
+  }
+  freed_.notify_one();
+}
+
+bool ConnectionPool::ping(std::chrono::milliseconds timeout) {
+  Result<PooledConnection> connection = acquire(timeout);
+  if (!connection.ok()) return false;
+  return (*connection)->execute("SELECT 1").ok();
+}
+
+}  // namespace tpujobs::db

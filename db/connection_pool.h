@@ -1,0 +1,90 @@
+// A fixed-size pool of PostgreSQL connections shared by the service's
+// threads. A connection is lent out as a PooledConnection and comes back when
+// that handle is destroyed; a connection that broke (server restart, network)
+// is dropped and a fresh one is opened on a later acquire, so the pool heals
+// by itself once the server is back.
+//
+// @warning Do NOT create a query string by embedding values in it! Use $n
+// placeholders and pass Params (see db/connection.h).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "db/connection.h"
+#include "db/result.h"
+
+namespace tpujobs::db {
+
+class ConnectionPool;
+
+// A connection borrowed from the pool; returned to it on destruction. The
+// pool must outlive it.
+class PooledConnection {
+ public:
+  PooledConnection(PooledConnection&& other) noexcept;
+  PooledConnection& operator=(PooledConnection&& other) noexcept;
+  ~PooledConnection();
+
+  Connection& operator*() const { return *connection_; }
+  Connection* operator->() const { return connection_.get(); }
+
+ private:
+  friend class ConnectionPool;
+  PooledConnection(ConnectionPool* pool, std::unique_ptr<Connection> connection)
+      : pool_(pool), connection_(std::move(connection)) {}
+  void release();
+
+  ConnectionPool* pool_;
+  std::unique_ptr<Connection> connection_;
+};
+
+class ConnectionPool {
+ public:
+  // Opens one connection to check the conninfo (the rest open on demand, up
+  // to size). kUnavailable when the server cannot be reached, kInvalid when
+  // size < 1.
+  static Result<std::unique_ptr<ConnectionPool>> create(std::string conninfo, int size);
+  ~ConnectionPool();  // all PooledConnections must be gone by then
+  ConnectionPool(const ConnectionPool&) = delete;
+  ConnectionPool& operator=(const ConnectionPool&) = delete;
+
+  // Waits up to timeout for a free connection. kUnavailable when none frees
+  // up in time or when a new connection cannot be opened (server down).
+  Result<PooledConnection> acquire(std::chrono::milliseconds timeout);
+
+  // True when the server answers a trivial query now (for /readyz).
+  bool ping(std::chrono::milliseconds timeout = std::chrono::milliseconds(1000));
+
+  int size() const { return size_; }
+  const std::string& conninfo() const { return conninfo_; }
+
+ private:
+  friend class PooledConnection;
+  ConnectionPool(std::string conninfo, int size) : conninfo_(std::move(conninfo)), size_(size) {}
+  void give_back(std::unique_ptr<Connection> connection);
+
+  const std::string conninfo_;
+  const int size_;
+  std::mutex mutex_;
+  std::condition_variable freed_;
+  std::vector<std::unique_ptr<Connection>> idle_;
+  int open_ = 0;  // connections that exist: idle, lent out, or being opened
+};
+
+// Borrows a connection for the duration of body(Connection&), which returns a
+// Result or Status; an acquire failure is returned as body's result type.
+template <class Body>
+auto with_connection(ConnectionPool& pool, std::chrono::milliseconds timeout, Body&& body)
+    -> decltype(body(std::declval<Connection&>())) {
+  Result<PooledConnection> connection = pool.acquire(timeout);
+  if (!connection.ok()) return connection.error();
+  return body(**connection);
+}
+
+}  // namespace tpujobs::db

@@ -1,0 +1,427 @@
+#include "db/embedded_postgres.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <libpq-fe.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "db/connection.h"
+
+namespace tpujobs::db {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kPort = "5432";  // only names the socket file
+constexpr const char* kSuperuser = "tpujobs";
+constexpr const char* kDatabase = "tpujobs";
+
+std::string errno_text() { return std::strerror(errno); }
+
+// The newest /usr/lib/postgresql/<major>/bin that has a postgres binary.
+std::string find_bin_dir() {
+  std::error_code error;
+  int best_version = -1;
+  std::string best;
+  for (const auto& entry : fs::directory_iterator("/usr/lib/postgresql", error)) {
+    const std::string name = entry.path().filename().string();
+    int version = 0;
+    try {
+      version = std::stoi(name);
+    } catch (...) {
+      continue;
+    }
+    if (version > best_version && fs::exists(entry.path() / "bin" / "postgres", error)) {
+      best_version = version;
+      best = (entry.path() / "bin").string();
+    }
+  }
+  return best;
+}
+
+std::string tail_of(const fs::path& file, std::size_t bytes = 1500) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return "";
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  const std::streamoff from = size > static_cast<std::streamoff>(bytes) ? size - bytes : 0;
+  in.seekg(from);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return text;
+}
+
+// Quotes a conninfo value: 'a b' -> 'a b', with \ and ' escaped.
+std::string quote_conninfo(const std::string& value) {
+  std::string out = "'";
+  for (char c : value) {
+    if (c == '\\' || c == '\'') out += '\\';
+    out += c;
+  }
+  return out + "'";
+}
+
+bool alive(pid_t pid) { return kill(pid, 0) == 0 || errno == EPERM; }
+
+// True when pid is a running PostgreSQL server process. A PID recorded by a
+// server that crashed may since have been given to an unrelated process.
+bool is_live_postgres(pid_t pid) {
+  if (pid <= 0 || pid == getpid() || !alive(pid)) return false;
+  char target[4096];
+  const std::string link = "/proc/" + std::to_string(pid) + "/exe";
+  const ssize_t length = readlink(link.c_str(), target, sizeof target - 1);
+  if (length < 0) return errno != ENOENT;  // cannot tell (permissions): assume it is
+  target[length] = '\0';
+  return fs::path(target).filename().string().starts_with("postgres");
+}
+
+// Waits until the child exits or the deadline passes; true when it exited.
+bool wait_for_exit(pid_t pid, Clock::time_point deadline, int* exit_status = nullptr) {
+  for (;;) {
+    int status = 0;
+    const pid_t reaped = waitpid(pid, &status, WNOHANG);
+    if (reaped == pid) {
+      if (exit_status) *exit_status = status;
+      return true;
+    }
+    // Not our child (SIGCHLD ignored, or started elsewhere): poll for it.
+    if (reaped < 0 && errno == ECHILD && !alive(pid)) return true;
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+struct Identity {
+  bool switch_user = false;
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+
+// fork + exec of a PostgreSQL program with stdout/stderr to log_fd, as the
+// unprivileged identity when asked. Everything the child needs is prepared
+// before fork: only async-signal-safe calls happen in between.
+Result<pid_t> spawn(const std::vector<std::string>& args, int log_fd, const Identity& identity,
+                    bool die_with_parent) {
+  std::vector<char*> argv;
+  for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) return make_error(ErrorCode::kInternal, "fork failed: " + errno_text());
+  if (pid == 0) {
+    // Signals the service ignores or blocks must not reach the server so.
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (int signal_number : {SIGINT, SIGTERM, SIGQUIT, SIGHUP, SIGPIPE, SIGCHLD, SIGUSR1}) {
+      signal(signal_number, SIG_DFL);
+    }
+    setsid();  // a Ctrl-C in the terminal goes to the service, which stops us
+    const int null_fd = open("/dev/null", O_RDONLY);
+    if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
+    dup2(log_fd, STDOUT_FILENO);
+    dup2(log_fd, STDERR_FILENO);
+    if (identity.switch_user) {
+      if (setgroups(0, nullptr) != 0 || setgid(identity.gid) != 0 || setuid(identity.uid) != 0) {
+        _exit(126);
+      }
+    }
+    if (die_with_parent) {
+      prctl(PR_SET_PDEATHSIG, SIGINT);
+      if (getppid() != parent) _exit(0);
+    }
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+class FileDescriptor {
+ public:
+  explicit FileDescriptor(int fd) : fd_(fd) {}
+  ~FileDescriptor() {
+    if (fd_ >= 0) close(fd_);
+  }
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+Result<Identity> unprivileged_identity() {
+  Identity identity;
+  if (geteuid() != 0) return identity;
+  // PostgreSQL refuses to run as root.
+  for (const char* name : {"postgres", "nobody"}) {
+    if (const passwd* entry = getpwnam(name)) {
+      identity.switch_user = true;
+      identity.uid = entry->pw_uid;
+      identity.gid = entry->pw_gid;
+      return identity;
+    }
+  }
+  return make_error(ErrorCode::kInvalid,
+                    "running as root, and neither user 'postgres' nor 'nobody' exists to run "
+                    "PostgreSQL as");
+}
+
+// Every ancestor of dir must be searchable by the server's user.
+Status check_reachable(const fs::path& dir, const Identity& identity) {
+  for (fs::path current = dir.parent_path(); !current.empty(); current = current.parent_path()) {
+    struct stat info;
+    if (stat(current.c_str(), &info) != 0) break;
+    const bool searchable = (info.st_mode & S_IXOTH) ||
+                            (info.st_uid == identity.uid && (info.st_mode & S_IXUSR)) ||
+                            (info.st_gid == identity.gid && (info.st_mode & S_IXGRP));
+    if (!searchable) {
+      return make_error(ErrorCode::kInvalid,
+                        "PostgreSQL runs as uid " + std::to_string(identity.uid) +
+                            " and cannot reach " + dir.string() + ": " + current.string() +
+                            " is not searchable by it; choose a state directory outside it");
+    }
+    if (current == current.root_path()) break;
+  }
+  return Status::Ok();
+}
+
+Status chown_tree(const fs::path& root, const Identity& identity) {
+  if (lchown(root.c_str(), identity.uid, identity.gid) != 0) {
+    return make_error(ErrorCode::kInvalid, "chown " + root.string() + ": " + errno_text());
+  }
+  std::error_code error;
+  for (auto it = fs::recursive_directory_iterator(root, error);
+       !error && it != fs::recursive_directory_iterator(); it.increment(error)) {
+    if (lchown(it->path().c_str(), identity.uid, identity.gid) != 0) {
+      return make_error(ErrorCode::kInvalid, "chown " + it->path().string() + ": " + errno_text());
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<EmbeddedPostgres>> EmbeddedPostgres::start(Options options) {
+  if (options.state_dir.empty()) {
+    return make_error(ErrorCode::kInvalid, "embedded PostgreSQL needs a state directory");
+  }
+  std::error_code error;
+  options.state_dir = fs::absolute(options.state_dir, error).lexically_normal();
+  if (options.state_dir.filename().empty()) options.state_dir = options.state_dir.parent_path();
+  // The socket path must fit sockaddr_un (108 bytes with its terminator).
+  if ((options.state_dir / ".s.PGSQL.5432").string().size() > 100) {
+    return make_error(ErrorCode::kInvalid,
+                      "state directory path too long for a Unix socket: " +
+                          options.state_dir.string());
+  }
+  if (options.bin_dir.empty()) options.bin_dir = find_bin_dir();
+  if (options.bin_dir.empty() || !fs::exists(fs::path(options.bin_dir) / "postgres", error)) {
+    return make_error(ErrorCode::kInvalid,
+                      "no PostgreSQL server binaries found (looked in " +
+                          (options.bin_dir.empty() ? std::string("/usr/lib/postgresql/*/bin")
+                                                   : options.bin_dir) +
+                          "); install the postgresql package");
+  }
+  fs::create_directories(options.state_dir, error);
+  if (error) {
+    return make_error(ErrorCode::kInvalid,
+                      "cannot create " + options.state_dir.string() + ": " + error.message());
+  }
+
+  Result<Identity> identity = unprivileged_identity();
+  if (!identity.ok()) return identity.error();
+  std::unique_ptr<EmbeddedPostgres> server(new EmbeddedPostgres(std::move(options)));
+  server->switch_user_ = identity->switch_user;
+  server->run_as_uid_ = identity->switch_user ? identity->uid : geteuid();
+  server->run_as_gid_ = identity->switch_user ? identity->gid : getegid();
+  if (identity->switch_user) {
+    if (Status reachable = check_reachable(server->state_dir(), *identity); !reachable.ok()) {
+      return reachable.error();
+    }
+    // A state directory made by root (or copied in) is handed over whole.
+    struct stat info;
+    if (stat(server->data_dir().c_str(), &info) == 0 && info.st_uid != identity->uid) {
+      if (Status owned = chown_tree(server->state_dir(), *identity); !owned.ok()) {
+        return owned.error();
+      }
+    }
+    if (lchown(server->state_dir().c_str(), identity->uid, identity->gid) != 0) {
+      return make_error(ErrorCode::kInvalid,
+                        "chown " + server->state_dir().string() + ": " + errno_text());
+    }
+  }
+  chmod(server->state_dir().c_str(), 0700);
+  if (Status launched = server->launch(); !launched.ok()) return launched.error();
+  return server;
+}
+
+std::string EmbeddedPostgres::conninfo_for(const std::string& database) const {
+  return "host=" + quote_conninfo(options_.state_dir.string()) + " port=" + kPort +
+         " dbname=" + quote_conninfo(database) + " user=" + kSuperuser;
+}
+
+Status EmbeddedPostgres::launch() {
+  const Identity identity{switch_user_, run_as_uid_, run_as_gid_};
+  const fs::path bin(options_.bin_dir);
+  std::error_code error;
+
+  if (!fs::exists(data_dir() / "PG_VERSION", error)) {
+    if (fs::exists(data_dir(), error) && !fs::is_empty(data_dir(), error)) {
+      return make_error(ErrorCode::kInvalid,
+                        data_dir().string() + " exists but holds no PostgreSQL cluster");
+    }
+    fs::remove(data_dir(), error);
+    // initdb into a side directory and rename: a crash half-way leaves no
+    // half-made cluster where the next start would look.
+    const fs::path staging = options_.state_dir / "pgdata.initdb";
+    fs::remove_all(staging, error);
+    const fs::path initdb_log = options_.state_dir / "initdb.log";
+    FileDescriptor log(open(initdb_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640));
+    if (log.get() < 0) {
+      return make_error(ErrorCode::kInvalid, "cannot write " + initdb_log.string());
+    }
+    if (switch_user_ && fchown(log.get(), run_as_uid_, run_as_gid_) != 0) {
+      return make_error(ErrorCode::kInvalid, "chown " + initdb_log.string() + ": " + errno_text());
+    }
+    std::vector<std::string> args = {(bin / "initdb").string(),
+                                     "-D",
+                                     staging.string(),
+                                     "-U",
+                                     kSuperuser,
+                                     "--auth=trust",
+                                     "--encoding=UTF8",
+                                     "--locale=C"};
+    if (!options_.sync_initdb) args.push_back("--no-sync");
+    Result<pid_t> pid = spawn(args, log.get(), identity, /*die_with_parent=*/false);
+    if (!pid.ok()) return pid.error();
+    int status = 0;
+    while (waitpid(*pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      return make_error(ErrorCode::kInternal,
+                        "initdb failed (see " + initdb_log.string() + "):\n" + tail_of(initdb_log));
+    }
+    fs::rename(staging, data_dir(), error);
+    if (error) return make_error(ErrorCode::kInternal, "rename pgdata: " + error.message());
+  }
+
+  // A postmaster.pid left behind by a crash names a PID that is gone or that
+  // now belongs to another program; remove it. A live server is a conflict.
+  const fs::path pid_file = data_dir() / "postmaster.pid";
+  if (std::ifstream in(pid_file); in) {
+    pid_t recorded = 0;
+    in >> recorded;
+    const auto deadline = Clock::now() + options_.wait_for_previous_server;
+    while (is_live_postgres(recorded) && Clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (is_live_postgres(recorded)) {
+      return make_error(ErrorCode::kConflict,
+                        "PostgreSQL (pid " + std::to_string(recorded) +
+                            ") is already running on " + data_dir().string() +
+                            "; stop it or use another state directory");
+    }
+    fs::remove(pid_file, error);
+  }
+
+  FileDescriptor log(open(log_file().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640));
+  if (log.get() < 0) return make_error(ErrorCode::kInvalid, "cannot write " + log_file().string());
+  if (switch_user_ && fchown(log.get(), run_as_uid_, run_as_gid_) != 0) {
+    return make_error(ErrorCode::kInvalid, "chown " + log_file().string() + ": " + errno_text());
+  }
+  std::vector<std::string> args = {(bin / "postgres").string(),
+                                   "-D",
+                                   data_dir().string(),
+                                   "-k",
+                                   options_.state_dir.string(),
+                                   "-p",
+                                   kPort,
+                                   "-c",
+                                   "listen_addresses=",
+                                   "-c",
+                                   "fsync=on",
+                                   "-c",
+                                   "synchronous_commit=on",
+                                   "-c",
+                                   "shared_buffers=128MB",
+                                   "-c",
+                                   "max_connections=100"};
+  for (const auto& [name, value] : options_.settings) {
+    args.push_back("-c");
+    args.push_back(name + "=" + value);
+  }
+  Result<pid_t> pid = spawn(args, log.get(), identity, /*die_with_parent=*/true);
+  if (!pid.ok()) return pid.error();
+  postmaster_pid_ = *pid;
+
+  const std::string socket_dir = options_.state_dir.string();
+  const char* keywords[] = {"host", "port", "dbname", "user", "connect_timeout", nullptr};
+  const char* values[] = {socket_dir.c_str(), kPort, "postgres", kSuperuser, "2", nullptr};
+  const auto deadline = Clock::now() + options_.start_timeout;
+  for (;;) {
+    int status = 0;
+    if (waitpid(postmaster_pid_, &status, WNOHANG) == postmaster_pid_) {
+      postmaster_pid_ = -1;
+      return make_error(ErrorCode::kUnavailable,
+                        "PostgreSQL exited during start-up (see " + log_file().string() + "):\n" +
+                            tail_of(log_file()));
+    }
+    if (PQpingParams(keywords, values, 0) == PQPING_OK) break;
+    if (Clock::now() >= deadline) {
+      (void)stop();
+      return make_error(ErrorCode::kUnavailable,
+                        "PostgreSQL did not accept connections within " +
+                            std::to_string(options_.start_timeout.count()) + " s (see " +
+                            log_file().string() + "):\n" + tail_of(log_file()));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+
+  Result<std::unique_ptr<Connection>> admin = Connection::open(conninfo_for("postgres"));
+  if (!admin.ok()) return admin.error();
+  Result<QueryResult> existing =
+      (*admin)->execute("SELECT 1 FROM pg_database WHERE datname = $1", {kDatabase});
+  if (!existing.ok()) return existing.error();
+  if (existing->rows() == 0) {
+    Status created = (*admin)->execute_script("CREATE DATABASE tpujobs");
+    // Another process may have created it at the same moment.
+    if (!created.ok() && created.code() != ErrorCode::kConflict) return created;
+  }
+  return Status::Ok();
+}
+
+Status EmbeddedPostgres::stop(Shutdown mode) {
+  if (postmaster_pid_ <= 0) return Status::Ok();
+  const pid_t pid = postmaster_pid_;
+  postmaster_pid_ = -1;
+  kill(pid, mode == Shutdown::kFast ? SIGINT : SIGQUIT);
+  if (wait_for_exit(pid, Clock::now() + options_.stop_timeout)) return Status::Ok();
+  kill(pid, SIGQUIT);  // immediate shutdown: recovery runs at the next start
+  if (wait_for_exit(pid, Clock::now() + std::chrono::seconds(5))) {
+    return make_error(ErrorCode::kUnavailable, "PostgreSQL needed an immediate shutdown");
+  }
+  kill(pid, SIGKILL);
+  wait_for_exit(pid, Clock::now() + std::chrono::seconds(5));
+  return make_error(ErrorCode::kUnavailable, "PostgreSQL had to be killed");
+}
+
+Status EmbeddedPostgres::restart() {
+  if (running()) return Status::Ok();
+  return launch();
+}
+
+EmbeddedPostgres::~EmbeddedPostgres() { (void)stop(); }
+
+}  // namespace tpujobs::db

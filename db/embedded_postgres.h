@@ -1,0 +1,93 @@
+// A private PostgreSQL server for one state directory: initdb on first use,
+// then postgres listening only on a Unix socket inside that directory. Used
+// by `tpujobs serve` without --database-url, and by the tests (each with its
+// own temporary directory, so no TCP port is ever shared).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "db/result.h"
+
+namespace tpujobs::db {
+
+class EmbeddedPostgres {
+ public:
+  struct Options {
+    // Holds pgdata/, the socket, and postgres.log. Created when missing.
+    std::filesystem::path state_dir;
+    // Directory with initdb and postgres; empty: the newest
+    // /usr/lib/postgresql/<version>/bin.
+    std::string bin_dir;
+    std::chrono::seconds start_timeout{30};
+    // How long a shutdown may take before SIGQUIT, then SIGKILL.
+    std::chrono::seconds stop_timeout{30};
+    // A postmaster still alive on state_dir (say, one finishing its shutdown
+    // after the previous service died) is waited for this long before
+    // start() gives up with an error.
+    std::chrono::seconds wait_for_previous_server{5};
+    // initdb normally syncs the new cluster to disk; tests may skip that.
+    bool sync_initdb = true;
+    // Extra "name=value" server settings, applied after the defaults.
+    std::vector<std::pair<std::string, std::string>> settings;
+  };
+
+  // Initialises the cluster if needed, starts the server, waits until it
+  // accepts connections and makes sure database "tpujobs" exists. Runs the
+  // server as an unprivileged user (postgres, else nobody) when called as
+  // root. The server is stopped when the returned object dies. Errors:
+  // kInvalid for an unusable state_dir or bin_dir, kConflict when another
+  // live postmaster owns state_dir, kUnavailable when the server does not
+  // come up in time (the message quotes the tail of postgres.log).
+  //
+  // The server gets the parent-death signal of the calling thread: call from
+  // a thread that lives as long as the server (the main thread).
+  static Result<std::unique_ptr<EmbeddedPostgres>> start(Options options);
+
+  ~EmbeddedPostgres();
+  EmbeddedPostgres(const EmbeddedPostgres&) = delete;
+  EmbeddedPostgres& operator=(const EmbeddedPostgres&) = delete;
+
+  // "host=<state_dir> port=5432 dbname=tpujobs user=tpujobs".
+  std::string conninfo() const { return conninfo_for("tpujobs"); }
+  // The same server, another database.
+  std::string conninfo_for(const std::string& database) const;
+
+  enum class Shutdown {
+    // SIGINT: sessions end, a checkpoint is written, the server exits.
+    kFast,
+    // SIGQUIT: exit at once; the next start replays the WAL. For clusters
+    // about to be deleted, where the final checkpoint would be wasted work.
+    kImmediate,
+  };
+  // Stops the server; escalates to SIGQUIT, then SIGKILL, when it takes
+  // longer than stop_timeout. kUnavailable when it had to escalate.
+  // Idempotent.
+  Status stop(Shutdown mode = Shutdown::kFast);
+  // Starts the server again after stop() (same state_dir and options).
+  Status restart();
+
+  bool running() const { return postmaster_pid_ > 0; }
+  pid_t postmaster_pid() const { return postmaster_pid_; }
+  const std::filesystem::path& state_dir() const { return options_.state_dir; }
+  std::filesystem::path data_dir() const { return options_.state_dir / "pgdata"; }
+  std::filesystem::path log_file() const { return options_.state_dir / "postgres.log"; }
+
+ private:
+  explicit EmbeddedPostgres(Options options) : options_(std::move(options)) {}
+  Status launch();
+
+  Options options_;
+  uid_t run_as_uid_ = 0;
+  gid_t run_as_gid_ = 0;
+  bool switch_user_ = false;
+  pid_t postmaster_pid_ = -1;
+};
+
+}  // namespace tpujobs::db

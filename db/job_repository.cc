@@ -1,0 +1,422 @@
+#include "db/job_repository.h"
+
+#include <algorithm>
+#include <array>
+
+namespace tpujobs::db {
+namespace {
+
+constexpr std::array<std::string_view, 6> kStateNames = {"QUEUED",    "STARTING", "RUNNING",
+                                                         "SUCCEEDED", "FAILED",   "CANCELLED"};
+
+// Every query that returns jobs selects these, in this order, from alias j.
+#define TPUJOBS_JOB_COLUMNS                                                                    \
+  "j.id, j.tenant, j.name, j.labels, j.priority, j.state, j.spec, j.resolved, j.warnings, "   \
+  "j.idempotency_key, j.spec_hash, j.allocation, j.pending, j.progress, j.latest_metrics, "   \
+  "j.error, j.result, j.attempt, j.cancel_requested, j.created_at, j.started_at, "            \
+  "j.finished_at, j.updated_at, j.owner, j.lease_expires_at"
+
+constexpr int kMaxPageSize = 500;
+
+JobRow read_job(const QueryResult& rows, int row, int first_column = 0) {
+  const int c = first_column;
+  JobRow job;
+  job.id = rows.int64(row, c + 0);
+  job.tenant = rows.string(row, c + 1);
+  job.name = rows.string(row, c + 2);
+  job.labels_json = rows.string(row, c + 3);
+  job.priority = static_cast<int>(rows.int64(row, c + 4));
+  job.state = parse_job_state(rows.text(row, c + 5)).value_or(JobState::kFailed);
+  job.spec_json = rows.string(row, c + 6);
+  job.resolved_json = rows.string(row, c + 7);
+  job.warnings_json = rows.string(row, c + 8);
+  job.idempotency_key = rows.optional_string(row, c + 9);
+  job.spec_hash = rows.string(row, c + 10);
+  job.allocation_json = rows.optional_string(row, c + 11);
+  job.pending_json = rows.optional_string(row, c + 12);
+  job.progress_json = rows.optional_string(row, c + 13);
+  job.latest_metrics_json = rows.optional_string(row, c + 14);
+  job.error_json = rows.optional_string(row, c + 15);
+  job.result_json = rows.optional_string(row, c + 16);
+  job.attempt = static_cast<int>(rows.int64(row, c + 17));
+  job.cancel_requested = rows.boolean(row, c + 18);
+  job.created_at = rows.timestamp(row, c + 19);
+  job.started_at = rows.optional_timestamp(row, c + 20);
+  job.finished_at = rows.optional_timestamp(row, c + 21);
+  job.updated_at = rows.timestamp(row, c + 22);
+  job.owner = rows.optional_string(row, c + 23);
+  job.lease_expires_at = rows.optional_timestamp(row, c + 24);
+  return job;
+}
+
+std::vector<JobRow> read_jobs(const QueryResult& rows) {
+  std::vector<JobRow> jobs;
+  jobs.reserve(rows.rows());
+  for (int row = 0; row < rows.rows(); ++row) jobs.push_back(read_job(rows, row));
+  return jobs;
+}
+
+std::vector<std::optional<std::string>> state_names(const std::vector<JobState>& states) {
+  std::vector<std::optional<std::string>> names;
+  for (JobState state : states) names.emplace_back(std::string(to_string(state)));
+  return names;
+}
+
+// The cursor is the (created_at, id) of the last row shown, made opaque so
+// clients do not build their own.
+std::string encode_cursor(const JobRow& last) {
+  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
+                          last.created_at.time_since_epoch())
+                          .count();
+  return to_hex(std::to_string(micros) + ":" + std::to_string(last.id));
+}
+
+std::optional<std::pair<TimePoint, std::int64_t>> decode_cursor(std::string_view cursor) {
+  const std::optional<std::string> text = from_hex(cursor);
+  if (!text) return std::nullopt;
+  const std::size_t colon = text->find(':');
+  if (colon == std::string::npos) return std::nullopt;
+  try {
+    std::size_t used = 0;
+    const long long micros = std::stoll(text->substr(0, colon), &used);
+    if (used != colon) return std::nullopt;
+    const std::string id_text = text->substr(colon + 1);
+    const long long id = std::stoll(id_text, &used);
+    if (used != id_text.size()) return std::nullopt;
+    return std::make_pair(TimePoint(std::chrono::duration_cast<TimePoint::duration>(
+                              std::chrono::microseconds(micros))),
+                          static_cast<std::int64_t>(id));
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+constexpr const char* kInsertJobs =
+    "WITH input AS ("
+    "  SELECT nextval('jobs_id_seq') AS id, t.*"
+    "  FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::integer[], $5::jsonb[],"
+    "              $6::jsonb[], $7::jsonb[], $8::text[], $9::text[])"
+    "       WITH ORDINALITY AS t(tenant, name, labels, priority, spec, resolved, warnings,"
+    "                            idempotency_key, spec_hash, ord)"
+    "), inserted AS ("
+    "  INSERT INTO jobs AS j (id, tenant, name, labels, priority, state, spec, resolved,"
+    "                         warnings, idempotency_key, spec_hash)"
+    "  SELECT id, tenant, name, labels, priority, 'QUEUED', spec, resolved, warnings,"
+    "         idempotency_key, spec_hash"
+    "  FROM input ORDER BY ord"
+    "  ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING"
+    "  RETURNING j.*"
+    "), events AS ("
+    "  INSERT INTO job_events (job_id, from_state, to_state, reason)"
+    "  SELECT id, NULL, 'QUEUED', 'Submitted' FROM inserted"
+    ")"
+    " SELECT input.ord, " TPUJOBS_JOB_COLUMNS " FROM inserted j JOIN input ON input.id = j.id";
+
+constexpr const char* kJobsByIdempotencyKey =
+    "SELECT " TPUJOBS_JOB_COLUMNS
+    " FROM jobs j JOIN unnest($1::text[], $2::text[]) AS k(tenant, idempotency_key)"
+    " ON j.tenant = k.tenant AND j.idempotency_key = k.idempotency_key";
+
+constexpr const char* kListJobs =
+    "SELECT " TPUJOBS_JOB_COLUMNS
+    " FROM jobs j"
+    " WHERE ($1::text IS NULL OR j.tenant = $1::text)"
+    "   AND (cardinality($2::text[]) = 0 OR j.state = ANY($2::text[]))"
+    "   AND j.labels @> jsonb_object($3::text[])"
+    "   AND ($4::text IS NULL OR j.name = $4::text)"
+    "   AND ($5::timestamptz IS NULL OR (j.created_at, j.id) < ($5::timestamptz, $6::bigint))"
+    " ORDER BY j.created_at DESC, j.id DESC"
+    " LIMIT $7::integer";
+
+constexpr const char* kTransition =
+    "WITH previous AS ("
+    "  SELECT id, state FROM jobs"
+    "  WHERE id = $1::bigint AND state = ANY($2::text[])"
+    "    AND state NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')"
+    "  FOR UPDATE"
+    "), changed AS ("
+    "  UPDATE jobs j SET"
+    "    state = $3::text,"
+    "    updated_at = now(),"
+    "    allocation = CASE WHEN $6::boolean THEN NULL ELSE COALESCE($7::jsonb, j.allocation) END,"
+    "    error = COALESCE($8::jsonb, j.error),"
+    "    result = COALESCE($9::jsonb, j.result),"
+    "    started_at = CASE WHEN $10::boolean THEN now() ELSE j.started_at END,"
+    "    finished_at = CASE WHEN $11::boolean THEN now() ELSE j.finished_at END,"
+    "    attempt = j.attempt + CASE WHEN $12::boolean THEN 1 ELSE 0 END,"
+    "    owner = CASE WHEN $15::boolean THEN NULL ELSE COALESCE($13::text, j.owner) END,"
+    "    lease_expires_at = CASE WHEN $15::boolean THEN NULL"
+    "                            WHEN $13::text IS NOT NULL"
+    "                            THEN now() + $14::bigint * interval '1 second'"
+    "                            ELSE j.lease_expires_at END,"
+    "    pending = CASE WHEN $16::boolean THEN NULL ELSE j.pending END"
+    "  FROM previous WHERE j.id = previous.id"
+    "  RETURNING j.id, previous.state AS from_state"
+    "), event AS ("
+    "  INSERT INTO job_events (job_id, from_state, to_state, reason, detail)"
+    "  SELECT id, from_state, $3::text, $4::text, $5::jsonb FROM changed"
+    ")"
+    " SELECT count(*) FROM changed";
+
+constexpr const char* kUnfinished = "('QUEUED', 'STARTING', 'RUNNING')";
+
+}  // namespace
+
+std::string_view to_string(JobState state) { return kStateNames[static_cast<int>(state)]; }
+
+std::optional<JobState> parse_job_state(std::string_view text) {
+  for (std::size_t i = 0; i < kStateNames.size(); ++i) {
+    if (kStateNames[i] == text) return static_cast<JobState>(i);
+  }
+  return std::nullopt;
+}
+
+bool is_terminal(JobState state) {
+  return state == JobState::kSucceeded || state == JobState::kFailed ||
+         state == JobState::kCancelled;
+}
+
+Result<std::vector<InsertedJob>> JobRepository::insert_jobs(const std::vector<NewJob>& jobs) {
+  if (jobs.empty()) return std::vector<InsertedJob>{};
+  std::array<std::vector<std::optional<std::string>>, 9> columns;
+  for (auto& column : columns) column.reserve(jobs.size());
+  for (const NewJob& job : jobs) {
+    columns[0].emplace_back(job.tenant);
+    columns[1].emplace_back(job.name);
+    columns[2].emplace_back(job.labels_json);
+    columns[3].emplace_back(std::to_string(job.priority));
+    columns[4].emplace_back(job.spec_json);
+    columns[5].emplace_back(job.resolved_json);
+    columns[6].emplace_back(job.warnings_json);
+    columns[7].emplace_back(job.idempotency_key);
+    columns[8].emplace_back(job.spec_hash);
+  }
+  std::vector<Param> params;
+  for (const auto& column : columns) params.push_back(Param::array(column));
+
+  return with_connection(
+      pool_, acquire_timeout_,
+      [&](Connection& connection) -> Result<std::vector<InsertedJob>> {
+        // One statement: the jobs and their first events commit together.
+        Result<QueryResult> rows = connection.execute(kInsertJobs, params);
+        if (!rows.ok()) return rows.error();
+        std::vector<std::optional<InsertedJob>> results(jobs.size());
+        for (int row = 0; row < rows->rows(); ++row) {
+          const std::int64_t ord = rows->int64(row, 0);
+          results[ord - 1] = InsertedJob{false, read_job(*rows, row, 1)};
+        }
+        // The rest met an existing idempotency key (possibly one inserted
+        // earlier in this batch, or committed by a concurrent batch).
+        std::vector<std::optional<std::string>> tenants, keys;
+        for (std::size_t i = 0; i < jobs.size(); ++i) {
+          if (!results[i]) {
+            tenants.emplace_back(jobs[i].tenant);
+            keys.emplace_back(jobs[i].idempotency_key);
+          }
+        }
+        if (!keys.empty()) {
+          Result<QueryResult> existing = connection.execute(
+              kJobsByIdempotencyKey, {Param::array(tenants), Param::array(keys)});
+          if (!existing.ok()) return existing.error();
+          for (int row = 0; row < existing->rows(); ++row) {
+            JobRow job = read_job(*existing, row);
+            for (std::size_t i = 0; i < jobs.size(); ++i) {
+              if (!results[i] && jobs[i].tenant == job.tenant &&
+                  jobs[i].idempotency_key == job.idempotency_key) {
+                results[i] = InsertedJob{true, job};
+              }
+            }
+          }
+        }
+        std::vector<InsertedJob> out;
+        out.reserve(jobs.size());
+        for (auto& result : results) {
+          if (!result) return make_error(ErrorCode::kInternal, "a job was neither new nor found");
+          out.push_back(std::move(*result));
+        }
+        return out;
+      });
+}
+
+Result<std::optional<JobRow>> JobRepository::get_job(std::int64_t id) {
+  return with_connection(pool_, acquire_timeout_,
+                         [&](Connection& connection) -> Result<std::optional<JobRow>> {
+                           Result<QueryResult> rows = connection.execute(
+                               "SELECT " TPUJOBS_JOB_COLUMNS " FROM jobs j WHERE j.id = $1::bigint",
+                               {id});
+                           if (!rows.ok()) return rows.error();
+                           if (rows->rows() == 0) return std::optional<JobRow>();
+                           return std::optional<JobRow>(read_job(*rows, 0));
+                         });
+}
+
+Result<JobPage> JobRepository::list_jobs(const JobFilter& filter) {
+  const int limit = std::clamp(filter.limit, 1, kMaxPageSize);
+  std::optional<TimePoint> after_time;
+  std::optional<std::int64_t> after_id;
+  if (!filter.cursor.empty()) {
+    const auto decoded = decode_cursor(filter.cursor);
+    if (!decoded) return make_error(ErrorCode::kInvalid, "malformed cursor");
+    after_time = decoded->first;
+    after_id = decoded->second;
+  }
+  std::vector<std::optional<std::string>> labels;
+  for (const auto& [key, value] : filter.labels) {
+    labels.emplace_back(key);
+    labels.emplace_back(value);
+  }
+  const std::vector<std::optional<std::string>> states = state_names(filter.states);
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> Result<JobPage> {
+        // One row more than asked tells whether another page follows.
+        Result<QueryResult> rows = connection.execute(
+            kListJobs, {filter.tenant, Param::array(states), Param::array(labels), filter.name,
+                        after_time, after_id, limit + 1});
+        if (!rows.ok()) return rows.error();
+        JobPage page;
+        page.jobs = read_jobs(*rows);
+        if (static_cast<int>(page.jobs.size()) > limit) {
+          page.jobs.pop_back();
+          page.next_cursor = encode_cursor(page.jobs.back());
+        }
+        return page;
+      });
+}
+
+Result<bool> JobRepository::transition(const Transition& t) {
+  const std::vector<std::optional<std::string>> from = state_names(t.from);
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<bool> {
+    Result<QueryResult> rows = connection.execute(
+        kTransition,
+        {t.job_id, Param::array(from), to_string(t.to), t.reason, t.detail_json,
+         t.clear_allocation, t.allocation_json, t.error_json, t.result_json, t.set_started_at,
+         t.set_finished_at, t.increment_attempt, t.owner,
+         static_cast<std::int64_t>(t.lease.count()), t.clear_owner, t.clear_pending});
+    if (!rows.ok()) return rows.error();
+    return rows->int64(0, 0) > 0;
+  });
+}
+
+Status JobRepository::update_progress(std::int64_t id,
+                                      const std::optional<std::string>& progress_json,
+                                      const std::optional<std::string>& latest_metrics_json) {
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Status {
+    Result<QueryResult> rows = connection.execute(
+        "UPDATE jobs SET progress = COALESCE($2::jsonb, progress),"
+        " latest_metrics = COALESCE($3::jsonb, latest_metrics), updated_at = now()"
+        " WHERE id = $1::bigint",
+        {id, progress_json, latest_metrics_json});
+    if (!rows.ok()) return rows.error();
+    if (rows->affected_rows() == 0) {
+      return make_error(ErrorCode::kNotFound, "no job " + std::to_string(id));
+    }
+    return Status::Ok();
+  });
+}
+
+Status JobRepository::set_pending(
+    const std::vector<std::pair<std::int64_t, std::optional<std::string>>>& batch) {
+  if (batch.empty()) return Status::Ok();
+  std::vector<std::optional<std::string>> ids, pending;
+  for (const auto& [id, json] : batch) {
+    ids.emplace_back(std::to_string(id));
+    pending.push_back(json);
+  }
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Status {
+    Result<QueryResult> rows = connection.execute(
+        "UPDATE jobs j SET pending = u.pending"
+        " FROM unnest($1::bigint[], $2::jsonb[]) AS u(id, pending)"
+        " WHERE j.id = u.id AND j.state = 'QUEUED'",
+        {Param::array(ids), Param::array(pending)});
+    if (!rows.ok()) return rows.error();
+    return Status::Ok();
+  });
+}
+
+Status JobRepository::request_cancel(std::int64_t id) {
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Status {
+    Result<QueryResult> rows = connection.execute(
+        "WITH target AS (SELECT id, state FROM jobs WHERE id = $1::bigint FOR UPDATE),"
+        " changed AS ("
+        "  UPDATE jobs j SET cancel_requested = true, updated_at = now() FROM target"
+        "  WHERE j.id = target.id AND target.state NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')"
+        "  RETURNING j.id)"
+        " SELECT (SELECT state FROM target), (SELECT count(*) FROM changed)",
+        {id});
+    if (!rows.ok()) return rows.error();
+    if (rows->is_null(0, 0)) {
+      return make_error(ErrorCode::kNotFound, "no job " + std::to_string(id));
+    }
+    if (rows->int64(0, 1) == 0) {
+      return make_error(ErrorCode::kConflict,
+                        "job " + std::to_string(id) + " is already " + rows->string(0, 0));
+    }
+    return Status::Ok();
+  });
+}
+
+Result<std::int64_t> JobRepository::renew_leases(const std::string& owner,
+                                                 std::chrono::seconds lease) {
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::int64_t> {
+        Result<QueryResult> rows = connection.execute(
+            "UPDATE jobs SET lease_expires_at = now() + $2::bigint * interval '1 second'"
+            " WHERE owner = $1::text AND state IN ('QUEUED', 'STARTING', 'RUNNING')",
+            {owner, static_cast<std::int64_t>(lease.count())});
+        if (!rows.ok()) return rows.error();
+        return rows->affected_rows();
+      });
+}
+
+Result<std::vector<JobRow>> JobRepository::load_unfinished() {
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<JobRow>> {
+        Result<QueryResult> rows = connection.execute(
+            std::string("SELECT " TPUJOBS_JOB_COLUMNS " FROM jobs j WHERE j.state IN ") +
+            kUnfinished + " ORDER BY j.priority DESC, j.id");
+        if (!rows.ok()) return rows.error();
+        return read_jobs(*rows);
+      });
+}
+
+Result<std::vector<JobEventRow>> JobRepository::list_events(std::int64_t id) {
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<JobEventRow>> {
+        Result<QueryResult> rows = connection.execute(
+            "SELECT id, job_id, at, from_state, to_state, reason, detail FROM job_events"
+            " WHERE job_id = $1::bigint ORDER BY id",
+            {id});
+        if (!rows.ok()) return rows.error();
+        std::vector<JobEventRow> events;
+        for (int row = 0; row < rows->rows(); ++row) {
+          JobEventRow event;
+          event.id = rows->int64(row, 0);
+          event.job_id = rows->int64(row, 1);
+          event.at = rows->timestamp(row, 2);
+          if (!rows->is_null(row, 3)) event.from_state = parse_job_state(rows->text(row, 3));
+          event.to_state = parse_job_state(rows->text(row, 4)).value_or(JobState::kFailed);
+          event.reason = rows->string(row, 5);
+          event.detail_json = rows->optional_string(row, 6);
+          events.push_back(std::move(event));
+        }
+        return events;
+      });
+}
+
+Result<std::map<std::string, std::int64_t>> JobRepository::count_jobs_by_state() {
+  return with_connection(
+      pool_, acquire_timeout_,
+      [&](Connection& connection) -> Result<std::map<std::string, std::int64_t>> {
+        Result<QueryResult> rows =
+            connection.execute("SELECT state, count(*) FROM jobs GROUP BY state");
+        if (!rows.ok()) return rows.error();
+        std::map<std::string, std::int64_t> counts;
+        for (std::string_view name : kStateNames) counts[std::string(name)] = 0;
+        for (int row = 0; row < rows->rows(); ++row) {
+          counts[rows->string(row, 0)] = rows->int64(row, 1);
+        }
+        return counts;
+      });
+}
+
+}  // namespace tpujobs::db

@@ -1,0 +1,179 @@
+// Jobs and their state history (tables jobs, job_events). JSON columns travel
+// as JSON text; PostgreSQL checks them (kInvalid when malformed).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "db/connection_pool.h"
+#include "db/pg_text.h"
+#include "db/result.h"
+
+namespace tpujobs::db {
+
+// QUEUED -> STARTING -> RUNNING -> SUCCEEDED | FAILED | CANCELLED (DESIGN §5).
+enum class JobState { kQueued, kStarting, kRunning, kSucceeded, kFailed, kCancelled };
+
+std::string_view to_string(JobState state);  // "QUEUED", ...
+std::optional<JobState> parse_job_state(std::string_view text);
+bool is_terminal(JobState state);
+
+// A job as submitted; the repository assigns id, state QUEUED and times.
+struct NewJob {
+  std::string tenant;
+  std::string name;
+  std::string labels_json = "{}";  // a JSON object of string values
+  int priority = 0;
+  std::string spec_json;            // the spec as submitted
+  std::string resolved_json = "{}";  // resolved request, precision, world size
+  std::string warnings_json = "[]";
+  std::optional<std::string> idempotency_key;
+  std::string spec_hash;
+};
+
+struct JobRow {
+  std::int64_t id = 0;
+  std::string tenant;
+  std::string name;
+  std::string labels_json;
+  int priority = 0;
+  JobState state = JobState::kQueued;
+  std::string spec_json;
+  std::string resolved_json;
+  std::string warnings_json;
+  std::optional<std::string> idempotency_key;
+  std::string spec_hash;
+  std::optional<std::string> allocation_json;
+  std::optional<std::string> pending_json;
+  std::optional<std::string> progress_json;
+  std::optional<std::string> latest_metrics_json;
+  std::optional<std::string> error_json;
+  std::optional<std::string> result_json;
+  int attempt = 0;
+  bool cancel_requested = false;
+  TimePoint created_at;
+  std::optional<TimePoint> started_at;
+  std::optional<TimePoint> finished_at;
+  TimePoint updated_at;
+  std::optional<std::string> owner;
+  std::optional<TimePoint> lease_expires_at;
+};
+
+struct InsertedJob {
+  // True when a job with the same (tenant, idempotency_key) already existed;
+  // row is then that job (compare spec_hash to answer 200 or 409).
+  bool existing = false;
+  JobRow row;
+};
+
+struct JobFilter {
+  std::optional<std::string> tenant;
+  std::vector<JobState> states;  // any of them; empty: all
+  std::vector<std::pair<std::string, std::string>> labels;  // all must match
+  std::optional<std::string> name;
+  int limit = 50;      // clamped to 1..500
+  std::string cursor;  // next_cursor of the previous page; empty: first page
+};
+
+struct JobPage {
+  std::vector<JobRow> jobs;  // newest first
+  std::string next_cursor;   // empty on the last page
+};
+
+// A conditional state change plus the columns that change with it. Columns
+// whose field is unset keep their value.
+struct Transition {
+  std::int64_t job_id = 0;
+  std::vector<JobState> from;  // the job must be in one of these
+  JobState to = JobState::kQueued;
+  std::string reason;                    // recorded in job_events
+  std::optional<std::string> detail_json;  // recorded in job_events
+  std::optional<std::string> allocation_json;
+  bool clear_allocation = false;
+  std::optional<std::string> error_json;
+  std::optional<std::string> result_json;
+  bool set_started_at = false;   // started_at = now()
+  bool set_finished_at = false;  // finished_at = now()
+  bool increment_attempt = false;
+  std::optional<std::string> owner;  // with lease: lease_expires_at = now() + lease
+  std::chrono::seconds lease{0};
+  bool clear_owner = false;  // owner and lease_expires_at = NULL
+  bool clear_pending = false;
+};
+
+struct JobEventRow {
+  std::int64_t id = 0;
+  std::int64_t job_id = 0;
+  TimePoint at;
+  std::optional<JobState> from_state;  // none for the first event
+  JobState to_state = JobState::kQueued;
+  std::string reason;
+  std::optional<std::string> detail_json;
+};
+
+class JobRepository {
+ public:
+  // The pool must outlive the repository. Every call borrows a connection for
+  // its duration, waiting at most acquire_timeout (kUnavailable after).
+  explicit JobRepository(ConnectionPool& pool,
+                         std::chrono::milliseconds acquire_timeout = std::chrono::seconds(5))
+      : pool_(pool), acquire_timeout_(acquire_timeout) {}
+
+  // Inserts a batch in ONE transaction (one commit for all: the service
+  // batches concurrent submits), each new job QUEUED with a first job_events
+  // row (reason "Submitted"). A job whose (tenant, idempotency_key) exists is
+  // not inserted and comes back with existing=true. Results are in input
+  // order; ids ascend in input order among the new ones. All or nothing:
+  // kInvalid (malformed JSON) fails the whole batch.
+  Result<std::vector<InsertedJob>> insert_jobs(const std::vector<NewJob>& jobs);
+
+  // nullopt when there is no such job.
+  Result<std::optional<JobRow>> get_job(std::int64_t id);
+
+  // Newest first (created_at, then id). kInvalid for a cursor this did not make.
+  Result<JobPage> list_jobs(const JobFilter& filter);
+
+  // Applies the transition when the job is in one of t.from (and never when
+  // it is terminal), recording a job_events row in the same statement.
+  // false when the job was not in an allowed state (or does not exist).
+  Result<bool> transition(const Transition& t);
+
+  // Sets progress and latest_metrics (JSON); nullopt keeps the current
+  // value. kNotFound when there is no such job.
+  Status update_progress(std::int64_t id, const std::optional<std::string>& progress_json,
+                         const std::optional<std::string>& latest_metrics_json);
+
+  // Sets jobs.pending (why the job waits) for many queued jobs in one
+  // statement (nullopt clears it); jobs no longer QUEUED are skipped.
+  // updated_at is left alone: the reason is recomputed often.
+  Status set_pending(const std::vector<std::pair<std::int64_t, std::optional<std::string>>>& batch);
+
+  // Marks cancel_requested. kNotFound when there is no such job, kConflict
+  // when it is already terminal.
+  Status request_cancel(std::int64_t id);
+
+  // Extends the lease of every unfinished job owned by owner to now() + lease
+  // (the heartbeat). Returns how many jobs it covered.
+  Result<std::int64_t> renew_leases(const std::string& owner, std::chrono::seconds lease);
+
+  // QUEUED, STARTING and RUNNING jobs, priority descending then id (restart).
+  Result<std::vector<JobRow>> load_unfinished();
+
+  // The job's events, oldest first.
+  Result<std::vector<JobEventRow>> list_events(std::int64_t id);
+
+  // Every state with its job count (0 included), keyed by to_string(state).
+  Result<std::map<std::string, std::int64_t>> count_jobs_by_state();
+
+ private:
+  ConnectionPool& pool_;
+  std::chrono::milliseconds acquire_timeout_;
+};
+
+}  // namespace tpujobs::db

@@ -1,0 +1,33 @@
+// Schema migrations: the numbered .sql files of db/migrations/, compiled into
+// the binary, applied in order at start-up.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "db/connection_pool.h"
+#include "db/result.h"
+
+namespace tpujobs::db {
+
+struct Migration {
+  int version;       // 1 for "001_initial.sql"
+  std::string name;  // the file name
+  std::string sql;
+};
+
+// The embedded migrations, ascending by version.
+std::vector<Migration> embedded_migrations();
+
+// Applies every migration not yet recorded in schema_migrations, each in its
+// own transaction together with its record, so a failure leaves the schema at
+// the last good version. Several processes may call this at once: a
+// transaction-scoped advisory lock makes them take turns, and each applies
+// only what the others have not.
+Status migrate(ConnectionPool& pool);
+Status migrate(ConnectionPool& pool, const std::vector<Migration>& migrations);
+
+// The versions recorded in schema_migrations, ascending.
+Result<std::vector<int>> applied_migrations(ConnectionPool& pool);
+
+}  // namespace tpujobs::db

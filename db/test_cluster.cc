@@ -1,0 +1,76 @@
+#include "db/test_cluster.h"
+
+#include <stdlib.h>
+
+#include <atomic>
+#include <filesystem>
+#include <mutex>
+
+#include "db/migrate.h"
+
+namespace tpujobs::db::testing {
+namespace {
+
+// Stops the server, then deletes its directory, when the process exits.
+class Cluster {
+ public:
+  Cluster() : directory_(make_temp_dir("tpujobs-test-")), server_(start(directory_)) {}
+  ~Cluster() {
+    if (server_.ok()) (void)(*server_)->stop(EmbeddedPostgres::Shutdown::kImmediate);
+    std::error_code ignored;
+    std::filesystem::remove_all(directory_, ignored);
+  }
+  Result<std::unique_ptr<EmbeddedPostgres>>& server() { return server_; }
+
+ private:
+  static Result<std::unique_ptr<EmbeddedPostgres>> start(const std::string& directory) {
+    EmbeddedPostgres::Options options;
+    options.state_dir = directory;
+    options.sync_initdb = false;  // a throw-away cluster; the server still fsyncs
+    return EmbeddedPostgres::start(std::move(options));
+  }
+
+  std::string directory_;
+  Result<std::unique_ptr<EmbeddedPostgres>> server_;
+};
+
+}  // namespace
+
+std::string make_temp_dir(const std::string& prefix) {
+  const char* tmp = getenv("TMPDIR");
+  std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/" + prefix + "XXXXXX";
+  if (mkdtemp(pattern.data()) == nullptr) return "";
+  return pattern;
+}
+
+Result<EmbeddedPostgres*> shared_cluster() {
+  static Cluster cluster;
+  if (!cluster.server().ok()) return cluster.server().error();
+  return cluster.server()->get();
+}
+
+Result<std::string> create_database() {
+  static std::atomic<int> next{0};
+  Result<EmbeddedPostgres*> server = shared_cluster();
+  if (!server.ok()) return server.error();
+  Result<std::unique_ptr<Connection>> admin =
+      Connection::open((*server)->conninfo_for("postgres"));
+  if (!admin.ok()) return admin.error();
+  // The name is made here from a counter, never from input.
+  const std::string name = "test_" + std::to_string(++next);
+  if (Status created = (*admin)->execute_script("CREATE DATABASE " + name); !created.ok()) {
+    return created.error();
+  }
+  return (*server)->conninfo_for(name);
+}
+
+Result<std::unique_ptr<ConnectionPool>> fresh_migrated_pool(int pool_size) {
+  Result<std::string> conninfo = create_database();
+  if (!conninfo.ok()) return conninfo.error();
+  Result<std::unique_ptr<ConnectionPool>> pool = ConnectionPool::create(*conninfo, pool_size);
+  if (!pool.ok()) return pool.error();
+  if (Status migrated = migrate(**pool); !migrated.ok()) return migrated.error();
+  return pool;
+}
+
+}  // namespace tpujobs::db::testing

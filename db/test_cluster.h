@@ -1,0 +1,29 @@
+// For tests: one PostgreSQL server per test process, in a fresh temporary
+// directory, started on first use and removed at exit; and a fresh, migrated
+// database per test so tests never see each other's rows.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "db/connection_pool.h"
+#include "db/embedded_postgres.h"
+#include "db/result.h"
+
+namespace tpujobs::db::testing {
+
+// The process-wide server. kUnavailable/kInvalid when it cannot start (the
+// message says why); later calls return the same outcome.
+Result<EmbeddedPostgres*> shared_cluster();
+
+// Creates an empty database test_<n> on the shared server; returns its
+// conninfo.
+Result<std::string> create_database();
+
+// create_database() + migrate() + a pool of pool_size connections on it.
+Result<std::unique_ptr<ConnectionPool>> fresh_migrated_pool(int pool_size = 4);
+
+// A new empty temporary directory (mkdtemp under $TMPDIR or /tmp).
+std::string make_temp_dir(const std::string& prefix);
+
+}  // namespace tpujobs::db::testing

@@ -1,0 +1,53 @@
+// The performance advisor: the pitfalls of Lightning's TPU performance guide,
+// found in a job spec before (and while) it runs, and an estimate of its step
+// time on the real generation.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "executor/model_shape.h"
+#include "executor/spec.h"
+
+namespace tpujobs::executor {
+
+// Everything referenced must outlive the call.
+struct AdvisorInput {
+  const TrainingSpec& spec;
+  const ModelShape& shape;
+  const DeviceFacts& device;
+  std::int64_t train_samples;    // before sharding over replicas
+  std::int64_t steps_per_epoch;  // optimizer steps per epoch per replica
+};
+
+struct Advice {
+  // "SMALL_BATCH"        per-core batch below 128 (the MXU has 128 rows)
+  // "BATCH_PADDING"      per-core batch not a multiple of 8 (XLA pads it)
+  // "MXU_PADDING"        a linear's width not a multiple of 128
+  // "FREQUENT_HOST_SYNC" log_every_n_steps below 10
+  // "RECOMPILES"         a last partial batch with drop_last: false
+  std::string code;
+  std::string message;  // one paragraph, with numbers and what to change
+};
+
+// The advice for a TPU job, in the order above; empty for a CPU job
+// (spec.on_tpu == false) because none of it applies there.
+std::vector<Advice> advise(const AdvisorInput& input);
+
+// An estimate, never a measurement: the training FLOPs of one step
+// (6 x MACs per sample x global batch), split over the replicas, run at the
+// generation's peak FLOP/s times the MXU utilisation the shapes allow.
+struct StepTimeEstimate {
+  double flops_per_step = 0;   // the whole global batch
+  double mxu_utilization = 0;  // useful / padded multiply-adds over all linears, 0..1
+  double seconds = 0;          // per step, on the real generation
+  std::string summary;         // "estimated step time on TPU v3: 0.42 ms (...)"
+};
+StepTimeEstimate estimate_step_time(const AdvisorInput& input);
+
+// Total optimizer steps the spec asks for (max_steps and max_epochs both
+// honoured); -1 when neither bounds the run.
+std::int64_t planned_steps(const TrainingSpec& spec, std::int64_t steps_per_epoch);
+
+}  // namespace tpujobs::executor

@@ -1,0 +1,21 @@
+// The all-reduce of gradients across replicas, as a ring: deterministic for a
+// given world size because every element is summed in a fixed order.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace tpujobs::executor {
+
+class WorkerPool;
+
+// Ring all-reduce (reduce-scatter, then all-gather) of `buffers` (one per
+// replica, each `count` floats): the buffer is cut into one chunk per replica,
+// and chunk c is summed along the ring starting at replica c:
+// ((b[c] + b[c+1]) + b[c+2]) + ... (indices mod the world size). The sum,
+// times `scale`, ends up in buffers[0]; the other buffers are clobbered.
+// Chunks run in parallel on `pool` when it is not null.
+void ring_all_reduce(const std::vector<float*>& buffers, std::size_t count, float scale,
+                     WorkerPool* pool);
+
+}  // namespace tpujobs::executor

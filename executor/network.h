@@ -1,0 +1,117 @@
+// The model: one flat parameter vector shared (read-only during a step) by all
+// replicas, and per-replica workspaces that run forward and backward passes on
+// a batch with preallocated buffers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "executor/model_shape.h"
+#include "executor/spec.h"
+
+namespace tpujobs::executor {
+
+class WorkerPool;
+
+// Where one layer's parameters live in the flat vector (offsets in floats).
+struct LayerParameters {
+  static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  std::size_t weight = kNone;  // linear: [in x out] row-major; a tied linear points at
+                               // its source's [out x in] weight, used transposed
+  std::size_t bias = kNone;    // linear bias [out]; layernorm: gamma at weight, beta at bias
+  std::size_t weight_size = 0;
+};
+
+class Network {
+ public:
+  // Lays out and initializes the parameters as torch does by default
+  // (linear: U(-1/sqrt(in), 1/sqrt(in)) for weight and bias; layernorm: 1, 0),
+  // drawing from `seed`. `shape` must come from infer_shape(model, ...).
+  Network(const ModelSpec& model, const ModelShape& shape, Precision precision,
+          std::uint64_t seed);
+
+  const ModelSpec& model() const { return model_; }
+  const ModelShape& shape() const { return shape_; }
+  Precision precision() const { return precision_; }
+  const std::vector<LayerParameters>& layout() const { return layout_; }
+
+  // Every trainable value, each shared tensor once.
+  std::vector<float>& parameters() { return parameters_; }
+  const std::vector<float>& parameters() const { return parameters_; }
+  // Distinct parameter tensors (what torch's len(list(model.parameters())) counts).
+  int parameter_tensors() const { return parameter_tensors_; }
+  int tied_layers() const;
+
+  // Must be called after parameters() change: refreshes the reduced-precision
+  // copy that matmuls read under bf16-true / 16-true.
+  void parameters_changed();
+  // What matmuls read: parameters() under fp32, else their rounded copy.
+  const float* matmul_parameters() const;
+
+ private:
+  ModelSpec model_;
+  ModelShape shape_;
+  Precision precision_;
+  std::vector<LayerParameters> layout_;
+  std::vector<float> parameters_;
+  std::vector<float> rounded_;  // empty under fp32
+  int parameter_tensors_ = 0;
+};
+
+// How one replica may split its large matrix products over the pool.
+struct ComputeSplit {
+  WorkerPool* pool = nullptr;
+  int parts = 1;                             // 1: never split
+  std::int64_t min_multiply_adds = 1 << 21;  // smaller products are not worth a split
+};
+
+struct BatchLoss {
+  double loss_sum = 0;      // sum over the batch's samples
+  std::int64_t correct = 0; // classification: argmax == label
+};
+
+// One replica's buffers for batches of up to `max_rows` samples. Allocates
+// everything in the constructor; the passes themselves do not allocate.
+class Replica {
+ public:
+  Replica(const Network& network, int max_rows, ComputeSplit split);
+
+  int max_rows() const { return max_rows_; }
+  // The batch to fill before a pass: rows x input features, and one label per row.
+  float* input() { return activations_[0].data(); }
+  float* labels() { return labels_.data(); }
+
+  // Accumulated d(loss)/d(parameters), in the network's layout.
+  std::vector<float>& gradients() { return gradients_; }
+  void zero_gradients();
+
+  // Forward in training mode (dropout active, masks drawn from `dropout_seed`),
+  // the batch's mean loss, and backward: adds loss_scale * d(mean loss) to
+  // gradients(). Returns the batch's loss sum and correct count.
+  BatchLoss train_batch(int rows, float loss_scale, std::uint64_t dropout_seed);
+  // Forward in evaluation mode only.
+  BatchLoss evaluate_batch(int rows);
+
+ private:
+  const float* forward(int rows, bool training, std::uint64_t dropout_seed);
+  BatchLoss loss(int rows, float* output_gradient, float scale);
+  void backward(int rows);
+
+  const Network& network_;
+  int max_rows_;
+  ComputeSplit split_;
+  std::vector<std::vector<float>> activations_;  // [layer] rows x width; [0] is the input
+  std::vector<std::vector<float>> rounded_inputs_;  // linear layers under bf16/fp16
+  std::vector<std::vector<float>> aux_;          // dropout masks; layernorm normalized inputs
+  std::vector<std::vector<float>> inverse_std_;  // layernorm
+  std::vector<float> labels_;
+  std::vector<float> gradient_a_, gradient_b_, rounded_gradient_;
+  std::vector<float> gradients_;
+};
+
+// FNV-1a over the exact bytes of `values`, as "fnv1a64:<16 hex digits>".
+std::string digest(const std::vector<float>& values);
+
+}  // namespace tpujobs::executor

@@ -1,0 +1,634 @@
+// train() and estimate(): the training loop of one job, with Lightning's
+// semantics on TPU (per-core batches, distributed sampling, all-reduced
+// gradients), the emulated XLA runtime around it, and the job's reporting.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <memory>
+#include <sstream>
+
+#include "executor/advisor.h"
+#include "executor/all_reduce.h"
+#include "executor/dataset.h"
+#include "executor/executor.h"
+#include "executor/lightning_log.h"
+#include "executor/network.h"
+#include "executor/optimizer.h"
+#include "executor/random.h"
+#include "executor/sampler.h"
+#include "executor/training_state.h"
+#include "executor/worker_pool.h"
+#include "executor/xla_metrics.h"
+
+namespace tpujobs::executor {
+namespace {
+
+using std::chrono::duration;
+using std::chrono::nanoseconds;
+using std::chrono::steady_clock;
+
+constexpr std::uint64_t kDropoutStream = 0xd20;
+
+class SteadyClock final : public Clock {
+ public:
+  steady_clock::time_point now() override { return steady_clock::now(); }
+};
+
+JobError invalid(std::string message, std::string hint = {}) {
+  return JobError{"INVALID_ARGUMENT", std::move(message), std::move(hint)};
+}
+
+std::string format_number(double value, const char* format = "%.4g") {
+  char text[64];
+  std::snprintf(text, sizeof(text), format, value);
+  return text;
+}
+
+// What identifies a model for checkpoints and XLA graph keys.
+std::string model_fingerprint(const TrainingSpec& spec, const ModelShape& shape) {
+  static const char* kPrecision[] = {"f32", "bf16", "f16"};
+  std::string key = "in" + std::to_string(shape.input_features);
+  for (std::size_t i = 0; i < shape.layers.size(); ++i) {
+    const LayerShape& layer = shape.layers[i];
+    const LayerSpec& layer_spec = spec.model.layers[i];
+    key += "|" + std::to_string(static_cast<int>(layer.type)) + ":" + std::to_string(layer.out);
+    if (layer_spec.tie) key += "t" + std::to_string(*layer_spec.tie);
+    if (layer.type == LayerType::kLinear && !layer_spec.bias) key += "nb";
+    if (layer.type == LayerType::kDropout) key += "p" + format_number(layer_spec.p, "%.17g");
+  }
+  key += spec.model.loss == Loss::kCrossEntropy ? "|ce|" : "|mse|";
+  return key + kPrecision[static_cast<int>(spec.precision)];
+}
+
+// The parts of a job that do not depend on training: data, shapes, plan.
+struct Prepared {
+  DatasetSplit data;
+  ModelShape shape;
+  SamplerOptions sampler;
+  std::int64_t batches_per_epoch = 0;  // per replica
+  std::int64_t steps_per_epoch = 0;    // optimizer steps
+  std::int64_t total_steps = -1;
+};
+
+std::variant<Prepared, JobError> prepare(const TrainingSpec& spec, DatasetSource& datasets) {
+  Prepared prepared;
+  if (spec.world_size < 1) return invalid("world_size must be at least 1");
+  if (spec.data.batch_size < 1) return invalid("data.batch_size must be at least 1");
+  if (spec.accumulate_grad_batches < 1) return invalid("trainer.accumulate_grad_batches must be at least 1");
+  if (spec.max_epochs < 0 && spec.max_steps < 0) {
+    return invalid("trainer: max_epochs=-1 needs max_steps to bound the run");
+  }
+  if (spec.check_val_every_n_epoch < 1) return invalid("trainer.check_val_every_n_epoch must be at least 1");
+  if (spec.log_every_n_steps < 1) return invalid("trainer.log_every_n_steps must be at least 1");
+  auto loaded = load_dataset(spec.data, spec.model.loss, spec.seed, datasets);
+  if (auto* error = std::get_if<std::string>(&loaded)) {
+    return invalid(*error, "Check data.dataset; uploaded CSVs need a header row, numeric features "
+                           "and an integer class index in the last column 'label'.");
+  }
+  prepared.data = std::move(std::get<DatasetSplit>(loaded));
+  if (std::string error = infer_shape(spec.model, prepared.data.train.features, &prepared.shape);
+      !error.empty()) {
+    return invalid(error);
+  }
+  if (spec.model.layers.empty()) return invalid("model.layers must not be empty");
+  if (spec.model.loss == Loss::kCrossEntropy && prepared.shape.outputs < prepared.data.classes) {
+    return invalid("the model's last layer has " + std::to_string(prepared.shape.outputs) +
+                       " outputs but the dataset has " + std::to_string(prepared.data.classes) +
+                       " classes (labels up to " + std::to_string(prepared.data.classes - 1) + ")",
+                   "Make the last linear layer's out equal the number of classes.");
+  }
+  if (spec.model.loss == Loss::kMse && prepared.shape.outputs != 1) {
+    return invalid("loss mse compares one target per sample, but the model has " +
+                       std::to_string(prepared.shape.outputs) + " outputs",
+                   "End the model with a linear layer with out: 1.");
+  }
+  prepared.sampler = SamplerOptions{prepared.data.train.rows, spec.world_size, spec.seed,
+                                    spec.data.shuffle, spec.data.drop_last};
+  prepared.batches_per_epoch = batches_per_replica(prepared.sampler, spec.data.batch_size);
+  if (prepared.batches_per_epoch == 0) {
+    return invalid("the training split has " + std::to_string(prepared.data.train.rows) +
+                       " samples: not one full batch of " + std::to_string(spec.data.batch_size) +
+                       " per core on " + std::to_string(spec.world_size) + " cores with drop_last",
+                   "Lower data.batch_size, use fewer cores or set drop_last: false.");
+  }
+  prepared.steps_per_epoch =
+      (prepared.batches_per_epoch + spec.accumulate_grad_batches - 1) / spec.accumulate_grad_batches;
+  prepared.total_steps = planned_steps(spec, prepared.steps_per_epoch);
+  return prepared;
+}
+
+// One running job. Owns everything train() builds; run() never throws past train().
+class Trainer {
+ public:
+  Trainer(const TrainingSpec& spec, const DeviceFacts& device, WorkerPool& workers,
+          TrainingSink& sink, const RunControl& control, Prepared prepared)
+      : spec_(spec),
+        device_(device),
+        workers_(workers),
+        sink_(sink),
+        control_(control),
+        clock_(control.clock != nullptr ? *control.clock : system_clock()),
+        prepared_(std::move(prepared)),
+        fingerprint_(model_fingerprint(spec, prepared_.shape)),
+        xla_([this] { return clock_.now(); }) {}
+
+  TrainingResult run();
+
+ private:
+  struct StepOutcome {
+    std::optional<JobError> error;
+    bool cancelled = false;
+  };
+
+  void log(const std::string& line) { sink_.log(line); }
+  void announce();
+  std::optional<JobError> restore(const Checkpoint& checkpoint);
+  std::optional<JobError> check_control(std::int64_t next_step);
+  // Runs micro-batch `batch` of `epoch` on every replica; returns the mean loss.
+  double run_micro_batch(int epoch, std::int64_t batch, int index_in_group,
+                         const std::vector<std::vector<std::int64_t>>& shards);
+  void validate();
+  void emit_checkpoint();
+  TrainingResult finish(TrainingResult result);
+  double seconds_since(steady_clock::time_point since) {
+    return duration<double>(clock_.now() - since).count();
+  }
+
+  const TrainingSpec& spec_;
+  const DeviceFacts& device_;
+  WorkerPool& workers_;
+  TrainingSink& sink_;
+  const RunControl& control_;
+  Clock& clock_;
+  Prepared prepared_;
+  std::string fingerprint_;
+  XlaMetrics xla_;
+
+  std::unique_ptr<Network> network_;
+  std::vector<std::unique_ptr<Replica>> replicas_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::map<int, std::string> planned_rows_;  // batch rows -> graph key, once buffers are sized
+  std::vector<double> replica_losses_;
+  std::vector<nanoseconds> replica_transfer_;
+  std::vector<std::string> warnings_;
+
+  // Position and running statistics (what a checkpoint keeps).
+  std::int64_t step_ = 0;
+  int epoch_ = 0;
+  std::int64_t batch_ = 0;
+  double epoch_loss_sum_ = 0;
+  std::int64_t epoch_loss_count_ = 0;
+  std::map<std::string, double> last_metrics_;
+
+  steady_clock::time_point started_;
+  steady_clock::time_point throughput_since_;
+  std::int64_t throughput_samples_ = 0;
+  std::int64_t samples_this_run_ = 0;
+  double last_samples_per_sec_ = 0;
+  bool compile_warning_logged_ = false;
+};
+
+void Trainer::announce() {
+  const ModelShape& shape = prepared_.shape;
+  log("GPU available: False, used: False");
+  log(std::string("TPU available: True, using: ") + std::to_string(spec_.on_tpu ? spec_.world_size : 0) +
+      " TPU cores");
+  log("IPU available: False, using: 0 IPUs");
+  log("HPU available: False, using: 0 HPUs");
+  if (!spec_.on_tpu && spec_.world_size > 1) {
+    log("Running on " + std::to_string(spec_.world_size) + " CPU processes");
+  }
+  if (spec_.lightning_v1 && spec_.on_tpu && network_->tied_layers() > 0) {
+    // Lightning 1.2-1.4 (core/decorators.py, parameter_validation) counted
+    // parameters before and after moving the module to the XLA device; tied
+    // weights were untied by the move, so the count grew.
+    const int before = network_->parameter_tensors();
+    const int after = before + network_->tied_layers();
+    const std::string warning =
+        "UserWarning: The model layers do not match after moving to the target device. If your "
+        "model employs weight sharing on TPU, please tie your weights using the "
+        "`on_post_move_to_device` model hook.";
+    const std::string counts = "Layer count: [Before: " + std::to_string(before) +
+                               " After: " + std::to_string(after) + "]";
+    log(warning);
+    log(counts);
+    warnings_.push_back(warning + " " + counts);
+  }
+  log("Dataset: " + prepared_.data.description + "; train " + std::to_string(prepared_.data.train.rows) +
+      ", validation " + std::to_string(prepared_.data.validation.rows) + "; " +
+      std::to_string(prepared_.batches_per_epoch) + " batches of " + std::to_string(spec_.data.batch_size) +
+      " per core per epoch on " + std::to_string(spec_.world_size) +
+      (spec_.world_size == 1 ? " core" : " cores"));
+  for (const std::string& line : model_summary(spec_.model, shape)) log(line);
+}
+
+std::optional<JobError> Trainer::restore(const Checkpoint& checkpoint) {
+  std::string error;
+  std::optional<TrainingState> state = decode_state(checkpoint.bytes, &error);
+  if (!state) return invalid("cannot resume: " + error);
+  if (state->model_fingerprint != fingerprint_ || state->seed != spec_.seed ||
+      state->world_size != spec_.world_size ||
+      state->parameters.size() != network_->parameters().size()) {
+    return invalid("cannot resume: the checkpoint belongs to another model, seed or world size",
+                   "Resume with the spec the checkpoint was written with.");
+  }
+  if (!optimizer_->restore(state->optimizer_steps, std::move(state->first_moment),
+                           std::move(state->second_moment))) {
+    return invalid("cannot resume: the checkpoint's optimizer state does not match the optimizer");
+  }
+  std::optional<XlaMetrics> xla = XlaMetrics::deserialize(state->xla_metrics, [this] { return clock_.now(); });
+  if (!xla) return invalid("cannot resume: the checkpoint's XLA metrics are unreadable");
+  xla_ = std::move(*xla);
+  network_->parameters() = std::move(state->parameters);
+  network_->parameters_changed();
+  step_ = state->step;
+  epoch_ = state->epoch;
+  batch_ = state->batch;
+  epoch_loss_sum_ = state->epoch_loss_sum;
+  epoch_loss_count_ = state->epoch_loss_count;
+  last_metrics_ = std::move(state->last_metrics);
+  log("Restoring states from the checkpoint at step " + std::to_string(step_) + " (epoch " +
+      std::to_string(epoch_) + ", batch " + std::to_string(batch_) + ")");
+  return std::nullopt;
+}
+
+std::optional<JobError> Trainer::check_control(std::int64_t next_step) {
+  if (control_.cancel != nullptr && control_.cancel->load(std::memory_order_relaxed)) {
+    log("Job cancelled: stopping before step " + std::to_string(next_step) + " (epoch " +
+        std::to_string(epoch_) + ")");
+    return JobError{"CANCELLED", "cancelled at step " + std::to_string(next_step - 1) + " (epoch " +
+                                     std::to_string(epoch_) + ")", ""};
+  }
+  if (spec_.timeout) {
+    const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(clock_.now() - started_);
+    if (elapsed > *spec_.timeout) {
+      const std::string message = "the job exceeded its timeout of " +
+                                  format_duration_ms(spec_.timeout->count()) + " at step " +
+                                  std::to_string(next_step - 1) + " (epoch " + std::to_string(epoch_) + ")";
+      log("DEADLINE_EXCEEDED: " + message);
+      return JobError{"DEADLINE_EXCEEDED", message,
+                      "Raise `timeout`, lower trainer.max_epochs / max_steps, or train on more cores."};
+    }
+  }
+  return std::nullopt;
+}
+
+double Trainer::run_micro_batch(int epoch, std::int64_t batch, int index_in_group,
+                                const std::vector<std::vector<std::int64_t>>& shards) {
+  const int rows = batch_rows(prepared_.sampler, spec_.data.batch_size, batch);
+  const int world = spec_.world_size;
+  const int features = prepared_.data.train.features;
+
+  // The emulated XLA compile: a graph per (model, batch shape). Sizing the
+  // step's buffers for a shape not seen before is this emulation's compile.
+  nanoseconds planning{0};
+  auto plan = planned_rows_.find(rows);
+  if (plan == planned_rows_.end()) {
+    const auto begin = steady_clock::now();
+    if (replicas_.empty()) {
+      const ComputeSplit split{&workers_, std::max(1, workers_.threads() / world)};
+      for (int r = 0; r < world; ++r) {
+        replicas_.push_back(std::make_unique<Replica>(*network_, spec_.data.batch_size, split));
+      }
+      replica_losses_.assign(world, 0.0);
+      replica_transfer_.assign(world, nanoseconds{0});
+    }
+    const std::string graph_key = "train_step[" + fingerprint_ + "] x=f32[" + std::to_string(rows) +
+                                  "," + std::to_string(features) + "] y=[" + std::to_string(rows) + "]";
+    plan = planned_rows_.emplace(rows, graph_key).first;
+    planning = steady_clock::now() - begin;
+  }
+  xla_.compile(plan->second, planning);
+
+  std::vector<double>& losses = replica_losses_;
+  std::vector<nanoseconds>& transfer = replica_transfer_;
+  const std::uint64_t step_seed = derive_seed(spec_.seed, {kDropoutStream, static_cast<std::uint64_t>(step_),
+                                                           static_cast<std::uint64_t>(index_in_group)});
+  const float loss_scale = 1.0f / static_cast<float>(spec_.accumulate_grad_batches);
+  const Dataset& train = prepared_.data.train;
+  const auto begin = steady_clock::now();
+  workers_.parallel_for(world, [&](int r) {
+    Replica& replica = *replicas_[r];
+    const auto copy_begin = steady_clock::now();
+    const std::int64_t first = batch * spec_.data.batch_size;
+    float* input = replica.input();
+    float* labels = replica.labels();
+    for (int i = 0; i < rows; ++i) {
+      const std::int64_t sample = shards[r][first + i];
+      std::copy_n(train.values.data() + sample * features, features, input + std::size_t(i) * features);
+      labels[i] = train.labels[sample];
+    }
+    transfer[r] = steady_clock::now() - copy_begin;
+    if (index_in_group == 0) replica.zero_gradients();
+    const BatchLoss result = replica.train_batch(rows, loss_scale, derive_seed(step_seed, {std::uint64_t(r)}));
+    losses[r] = result.loss_sum / rows;
+  });
+  const nanoseconds elapsed = steady_clock::now() - begin;
+  nanoseconds transfer_total{0};
+  for (const nanoseconds& t : transfer) transfer_total += t;
+  xla_.transfer_to_device(std::int64_t{world} * rows * (features + 1) * 4, transfer_total);
+  xla_.execute(elapsed - transfer_total / world);
+  samples_this_run_ += std::int64_t{world} * rows;
+  throughput_samples_ += std::int64_t{world} * rows;
+  (void)epoch;
+  double mean = 0;
+  for (double loss : losses) mean += loss;  // fixed order
+  return mean / world;
+}
+
+void Trainer::validate() {
+  const Dataset& validation = prepared_.data.validation;
+  if (validation.rows == 0) return;
+  const int world = spec_.world_size;
+  const int chunk = spec_.data.batch_size;
+  const std::int64_t chunks = (validation.rows + chunk - 1) / chunk;
+  std::vector<BatchLoss> results(static_cast<std::size_t>(chunks));
+  const int features = validation.features;
+  workers_.parallel_for(world, [&](int r) {
+    Replica& replica = *replicas_[r];
+    for (std::int64_t c = r; c < chunks; c += world) {
+      const std::int64_t first = c * chunk;
+      const int rows = static_cast<int>(std::min<std::int64_t>(chunk, validation.rows - first));
+      std::copy_n(validation.values.data() + first * features, std::size_t(rows) * features, replica.input());
+      std::copy_n(validation.labels.data() + first, rows, replica.labels());
+      results[c] = replica.evaluate_batch(rows);
+    }
+  });
+  double loss_sum = 0;
+  std::int64_t correct = 0;
+  for (const BatchLoss& result : results) {
+    loss_sum += result.loss_sum;
+    correct += result.correct;
+  }
+  last_metrics_["val_loss"] = loss_sum / validation.rows;
+  if (spec_.model.loss == Loss::kCrossEntropy) {
+    last_metrics_["val_accuracy"] = static_cast<double>(correct) / validation.rows;
+  }
+}
+
+void Trainer::emit_checkpoint() {
+  TrainingState state;
+  state.model_fingerprint = fingerprint_;
+  state.seed = spec_.seed;
+  state.world_size = spec_.world_size;
+  state.step = step_;
+  state.epoch = epoch_;
+  state.batch = batch_;
+  state.parameters = network_->parameters();
+  state.optimizer_steps = optimizer_->steps();
+  state.first_moment = optimizer_->first_moment();
+  state.second_moment = optimizer_->second_moment();
+  state.rng_stream = derive_seed(spec_.seed, {static_cast<std::uint64_t>(epoch_), static_cast<std::uint64_t>(batch_)});
+  state.epoch_loss_sum = epoch_loss_sum_;
+  state.epoch_loss_count = epoch_loss_count_;
+  state.last_metrics = last_metrics_;
+  state.xla_metrics = xla_.serialize();
+  sink_.checkpoint(Checkpoint{step_, epoch_, encode_state(state)});
+}
+
+TrainingResult Trainer::run() {
+  TrainingResult result;
+  started_ = clock_.now();
+  throughput_since_ = started_;
+  network_ = std::make_unique<Network>(spec_.model, prepared_.shape, spec_.precision, spec_.seed);
+  optimizer_ = std::make_unique<Optimizer>(spec_.optimizer, network_->parameters().size());
+  announce();
+
+  if (spec_.on_tpu) {
+    const HbmUsage hbm = estimate_hbm(spec_, prepared_.shape, device_);
+    log(hbm.summary());
+    if (!hbm.fits) {
+      log(hbm.message());
+      result.error = JobError{"RESOURCE_EXHAUSTED", hbm.message(), hbm.hint()};
+      return finish(std::move(result));
+    }
+    const AdvisorInput input{spec_, prepared_.shape, device_, prepared_.data.train.rows,
+                             prepared_.steps_per_epoch};
+    for (const Advice& advice : advise(input)) {
+      const std::string line = "PerformanceWarning [" + advice.code + "]: " + advice.message;
+      log(line);
+      warnings_.push_back(line);
+    }
+    log(estimate_step_time(input).summary);
+  }
+
+  if (control_.resume != nullptr) {
+    if (std::optional<JobError> error = restore(*control_.resume)) {
+      result.error = std::move(error);
+      return finish(std::move(result));
+    }
+  }
+
+  const std::int64_t batches = prepared_.batches_per_epoch;
+  const int accumulate = spec_.accumulate_grad_batches;
+  const int world = spec_.world_size;
+  std::vector<float*> gradient_buffers;
+  std::string stop_reason;
+  bool stopped = spec_.max_steps >= 0 && step_ >= spec_.max_steps;
+  if (stopped) stop_reason = "`max_steps=" + std::to_string(spec_.max_steps) + "` reached.";
+
+  while (!stopped && (spec_.max_epochs < 0 || epoch_ < spec_.max_epochs)) {
+    std::vector<std::vector<std::int64_t>> shards(world);
+    for (int r = 0; r < world; ++r) shards[r] = replica_indices(prepared_.sampler, r, epoch_);
+    const steady_clock::time_point epoch_began = clock_.now();
+    while (batch_ < batches) {
+      if (std::optional<JobError> error = check_control(step_ + 1)) {
+        result.error = std::move(error);
+        if (result.error->type == "CANCELLED") result.outcome = Outcome::kCancelled;
+        return finish(std::move(result));
+      }
+      const std::int64_t group_end = std::min(batches, (batch_ / accumulate + 1) * accumulate);
+      double step_loss = 0;
+      for (std::int64_t b = batch_; b < group_end; ++b) {
+        const double loss = run_micro_batch(epoch_, b, static_cast<int>(b - batch_), shards);
+        step_loss += loss;
+        epoch_loss_sum_ += loss;
+        ++epoch_loss_count_;
+      }
+      step_loss /= static_cast<double>(group_end - batch_);
+      if (!std::isfinite(step_loss)) {
+        const std::string message = std::string("the training loss is ") + (std::isnan(step_loss) ? "nan" : "inf") +
+                                    " at step " + std::to_string(step_ + 1) + " (epoch " + std::to_string(epoch_) +
+                                    ", batch " + std::to_string(group_end - 1) + ")";
+        log("NUMERICAL_ERROR: " + message);
+        std::string hint = "Lower the learning rate (optimizer.lr is " + format_number(spec_.optimizer.lr) +
+                           "), set trainer.gradient_clip_val (e.g. 1.0)";
+        if (spec_.precision == Precision::kFp16) hint += ", or use precision bf16-true (16-true overflows easily)";
+        result.error = JobError{"NUMERICAL_ERROR", message, hint + "."};
+        return finish(std::move(result));
+      }
+      if (replicas_.size() != gradient_buffers.size()) {
+        gradient_buffers.clear();
+        for (auto& replica : replicas_) gradient_buffers.push_back(replica->gradients().data());
+      }
+      std::vector<float>& gradients = replicas_[0]->gradients();
+      ring_all_reduce(gradient_buffers, gradients.size(), 1.0f / static_cast<float>(world), &workers_);
+      if (spec_.gradient_clip_val) clip_by_global_norm(gradients, *spec_.gradient_clip_val, &workers_);
+      optimizer_->step(network_->parameters(), gradients, &workers_);
+      network_->parameters_changed();
+      ++step_;
+      batch_ = group_end;
+
+      const double since = seconds_since(throughput_since_);
+      if (since > 0) last_samples_per_sec_ = static_cast<double>(throughput_samples_) / since;
+      sink_.progress(Progress{step_, prepared_.total_steps, epoch_, spec_.max_epochs, last_samples_per_sec_});
+      if (step_ % spec_.log_every_n_steps == 0) {
+        MetricPoint point{step_, epoch_, {{"loss", step_loss}, {"samples_per_sec", last_samples_per_sec_},
+                                          {"lr", optimizer_->learning_rate()}}};
+        xla_.local_scalar_dense(static_cast<std::int64_t>(point.values.size()));
+        sink_.metrics(point);
+        throughput_since_ = clock_.now();
+        throughput_samples_ = 0;
+      }
+      if (spec_.max_steps >= 0 && step_ >= spec_.max_steps) {
+        stopped = true;
+        stop_reason = "`max_steps=" + std::to_string(spec_.max_steps) + "` reached.";
+        break;
+      }
+      if (spec_.checkpoint_every_n_steps > 0 && step_ % spec_.checkpoint_every_n_steps == 0 &&
+          batch_ < batches) {
+        emit_checkpoint();
+      }
+    }
+
+    // Epoch end (or the last, truncated epoch when max_steps stopped it).
+    const bool last_epoch = stopped || (spec_.max_epochs >= 0 && epoch_ + 1 >= spec_.max_epochs);
+    const bool epoch_finished = batch_ >= batches;
+    std::vector<std::pair<std::string, double>> shown;
+    if (epoch_loss_count_ > 0) {
+      last_metrics_["loss"] = epoch_loss_sum_ / static_cast<double>(epoch_loss_count_);
+      shown.emplace_back("loss", last_metrics_["loss"]);
+    }
+    if ((epoch_ + 1) % spec_.check_val_every_n_epoch == 0 || last_epoch) {
+      validate();
+      MetricPoint point{step_, epoch_, {}};
+      for (const char* name : {"val_loss", "val_accuracy"}) {
+        if (auto it = last_metrics_.find(name); it != last_metrics_.end()) point.values[name] = it->second;
+      }
+      if (!point.values.empty()) {
+        xla_.local_scalar_dense(static_cast<std::int64_t>(point.values.size()));
+        sink_.metrics(point);
+      }
+    }
+    for (const char* name : {"val_loss", "val_accuracy"}) {
+      if (auto it = last_metrics_.find(name); it != last_metrics_.end()) shown.emplace_back(name, it->second);
+    }
+    log(epoch_line(epoch_, epoch_finished ? batches : batch_, seconds_since(epoch_began), shown));
+    if (!compile_warning_logged_) {
+      if (std::optional<std::string> warning = xla_.frequent_compile_warning(step_)) {
+        log(*warning);
+        warnings_.push_back(*warning);
+        compile_warning_logged_ = true;
+      }
+    }
+    if (epoch_finished) {
+      ++epoch_;
+      batch_ = 0;
+      epoch_loss_sum_ = 0;
+      epoch_loss_count_ = 0;
+    }
+    emit_checkpoint();
+  }
+  if (stop_reason.empty()) stop_reason = "`max_epochs=" + std::to_string(spec_.max_epochs) + "` reached.";
+  log("`Trainer.fit` stopped: " + stop_reason);
+  result.outcome = Outcome::kSucceeded;
+
+  for (const auto& [metric, bound] : spec_.expect) {
+    auto it = last_metrics_.find(metric);
+    if (it == last_metrics_.end()) {
+      result.outcome = Outcome::kFailed;
+      result.error = JobError{"EXPECTATION_FAILED", "expect." + metric + ": the job did not produce the metric " + metric,
+                              "Expect one of the final metrics: loss, val_loss, val_accuracy (classification)."};
+      break;
+    }
+    const double value = it->second;
+    std::string failure;
+    if (bound.min && !(value >= *bound.min)) {
+      failure = metric + " = " + format_number(value) + " is below the minimum " + format_number(*bound.min);
+    } else if (bound.max && !(value <= *bound.max)) {
+      failure = metric + " = " + format_number(value) + " is above the maximum " + format_number(*bound.max);
+    }
+    if (!failure.empty()) {
+      log("EXPECTATION_FAILED: " + failure);
+      result.outcome = Outcome::kFailed;
+      result.error = JobError{"EXPECTATION_FAILED", failure,
+                              "Train longer (max_epochs), tune optimizer.lr, or relax expect." + metric + "."};
+      break;
+    }
+  }
+  return finish(std::move(result));
+}
+
+TrainingResult Trainer::finish(TrainingResult result) {
+  if (result.error && result.outcome == Outcome::kSucceeded) result.outcome = Outcome::kFailed;
+  result.steps = step_;
+  result.final_metrics = last_metrics_;
+  if (step_ > 0 || !last_metrics_.empty()) result.final_metrics["epochs"] = epoch_;
+  const double seconds = seconds_since(started_);
+  if (seconds > 0 && samples_this_run_ > 0) {
+    result.final_metrics["samples_per_sec"] = static_cast<double>(samples_this_run_) / seconds;
+  }
+  result.xla_report = xla_.report();
+  if (spec_.xla_debug) {
+    std::istringstream lines(result.xla_report);
+    for (std::string line; std::getline(lines, line);) log(line);
+  }
+  if (network_) result.parameters_digest = digest(network_->parameters());
+  result.warnings = std::move(warnings_);
+  return result;
+}
+
+}  // namespace
+
+Clock& system_clock() {
+  static SteadyClock clock;
+  return clock;
+}
+
+TrainingResult train(const TrainingSpec& spec, const DeviceFacts& device, WorkerPool& workers,
+                     DatasetSource& datasets, TrainingSink& sink, const RunControl& control) {
+  try {
+    auto prepared = prepare(spec, datasets);
+    if (auto* error = std::get_if<JobError>(&prepared)) {
+      sink.log(error->type + ": " + error->message);
+      TrainingResult result;
+      result.outcome = Outcome::kFailed;
+      result.error = std::move(*error);
+      return result;
+    }
+    Trainer trainer(spec, device, workers, sink, control, std::move(std::get<Prepared>(prepared)));
+    return trainer.run();
+  } catch (const std::exception& e) {
+    TrainingResult result;
+    result.outcome = Outcome::kFailed;
+    result.error = JobError{"INTERNAL", std::string("training failed: ") + e.what(), ""};
+    return result;
+  }
+}
+
+std::variant<Estimate, JobError> estimate(const TrainingSpec& spec, const DeviceFacts& device,
+                                          DatasetSource& datasets) {
+  try {
+    auto prepared_or_error = prepare(spec, datasets);
+    if (auto* error = std::get_if<JobError>(&prepared_or_error)) return std::move(*error);
+    const Prepared& prepared = std::get<Prepared>(prepared_or_error);
+    Estimate estimate;
+    estimate.input_features = prepared.shape.input_features;
+    estimate.classes = prepared.data.classes;
+    estimate.train_samples = prepared.data.train.rows;
+    estimate.steps_per_epoch = prepared.steps_per_epoch;
+    estimate.total_steps = prepared.total_steps;
+    estimate.hbm = estimate_hbm(spec, prepared.shape, device);
+    const AdvisorInput input{spec, prepared.shape, device, prepared.data.train.rows, prepared.steps_per_epoch};
+    for (const Advice& advice : advise(input)) estimate.advice.push_back(advice.code + ": " + advice.message);
+    const StepTimeEstimate step_time = estimate_step_time(input);
+    estimate.estimated_step_seconds = step_time.seconds;
+    estimate.mxu_utilization = step_time.mxu_utilization;
+    return estimate;
+  } catch (const std::exception& e) {
+    return JobError{"INTERNAL", std::string("estimate failed: ") + e.what(), ""};
+  }
+}
+
+}  // namespace tpujobs::executor

@@ -1,0 +1,147 @@
+#include "executor/training_state.h"
+
+#include <cstring>
+#include <type_traits>
+
+namespace tpujobs::executor {
+namespace {
+
+constexpr std::string_view kMagic = "TPUJOBS-CHECKPOINT";
+constexpr std::uint32_t kVersion = 1;
+
+std::uint64_t fnv1a(std::string_view bytes) {
+  std::uint64_t hash = 0xcbf29ce484222325ULL;
+  for (unsigned char c : bytes) hash = (hash ^ c) * 0x100000001b3ULL;
+  return hash;
+}
+
+class Writer {
+ public:
+  template <typename T>
+  void scalar(T value) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    out_.append(reinterpret_cast<const char*>(&value), sizeof(T));
+  }
+  void bytes(std::string_view text) {
+    scalar<std::uint64_t>(text.size());
+    out_.append(text);
+  }
+  void floats(const std::vector<float>& values) {
+    scalar<std::uint64_t>(values.size());
+    out_.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+  }
+  std::string& out() { return out_; }
+
+ private:
+  std::string out_;
+};
+
+class Reader {
+ public:
+  explicit Reader(std::string_view in) : in_(in) {}
+  template <typename T>
+  bool scalar(T* value) {
+    if (in_.size() < sizeof(T)) return false;
+    std::memcpy(value, in_.data(), sizeof(T));
+    in_.remove_prefix(sizeof(T));
+    return true;
+  }
+  bool bytes(std::string* text) {
+    std::uint64_t size = 0;
+    if (!scalar(&size) || in_.size() < size) return false;
+    text->assign(in_.substr(0, size));
+    in_.remove_prefix(size);
+    return true;
+  }
+  bool floats(std::vector<float>* values) {
+    std::uint64_t size = 0;
+    if (!scalar(&size) || in_.size() / sizeof(float) < size) return false;
+    values->resize(size);
+    std::memcpy(values->data(), in_.data(), size * sizeof(float));
+    in_.remove_prefix(size * sizeof(float));
+    return true;
+  }
+  bool done() const { return in_.empty(); }
+
+ private:
+  std::string_view in_;
+};
+
+}  // namespace
+
+std::string encode_state(const TrainingState& state) {
+  Writer writer;
+  writer.out().append(kMagic);
+  writer.scalar(kVersion);
+  writer.bytes(state.model_fingerprint);
+  writer.scalar(state.seed);
+  writer.scalar<std::int32_t>(state.world_size);
+  writer.scalar(state.step);
+  writer.scalar<std::int32_t>(state.epoch);
+  writer.scalar(state.batch);
+  writer.floats(state.parameters);
+  writer.scalar(state.optimizer_steps);
+  writer.floats(state.first_moment);
+  writer.floats(state.second_moment);
+  writer.scalar(state.rng_stream);
+  writer.scalar(state.epoch_loss_sum);
+  writer.scalar(state.epoch_loss_count);
+  writer.scalar<std::uint64_t>(state.last_metrics.size());
+  for (const auto& [name, value] : state.last_metrics) {
+    writer.bytes(name);
+    writer.scalar(value);
+  }
+  writer.bytes(state.xla_metrics);
+  writer.scalar(fnv1a(writer.out()));
+  return std::move(writer.out());
+}
+
+std::optional<TrainingState> decode_state(std::string_view bytes, std::string* error) {
+  constexpr std::size_t kChecksum = sizeof(std::uint64_t);
+  if (bytes.size() < kMagic.size() + sizeof(kVersion) + kChecksum ||
+      bytes.substr(0, kMagic.size()) != kMagic) {
+    *error = "not a tpujobs checkpoint";
+    return std::nullopt;
+  }
+  std::uint64_t checksum = 0;
+  std::memcpy(&checksum, bytes.data() + bytes.size() - kChecksum, kChecksum);
+  const std::string_view body = bytes.substr(0, bytes.size() - kChecksum);
+  if (fnv1a(body) != checksum) {
+    *error = "checkpoint is corrupted (checksum mismatch)";
+    return std::nullopt;
+  }
+  Reader reader(body.substr(kMagic.size()));
+  std::uint32_t version = 0;
+  reader.scalar(&version);
+  if (version != kVersion) {
+    *error = "checkpoint version " + std::to_string(version) + " is not supported (expected " +
+             std::to_string(kVersion) + ")";
+    return std::nullopt;
+  }
+  TrainingState state;
+  std::int32_t world_size = 0, epoch = 0;
+  std::uint64_t metric_count = 0;
+  bool ok = reader.bytes(&state.model_fingerprint) && reader.scalar(&state.seed) &&
+            reader.scalar(&world_size) && reader.scalar(&state.step) && reader.scalar(&epoch) &&
+            reader.scalar(&state.batch) && reader.floats(&state.parameters) &&
+            reader.scalar(&state.optimizer_steps) && reader.floats(&state.first_moment) &&
+            reader.floats(&state.second_moment) && reader.scalar(&state.rng_stream) &&
+            reader.scalar(&state.epoch_loss_sum) && reader.scalar(&state.epoch_loss_count) &&
+            reader.scalar(&metric_count);
+  for (std::uint64_t i = 0; ok && i < metric_count; ++i) {
+    std::string name;
+    double value = 0;
+    ok = reader.bytes(&name) && reader.scalar(&value);
+    state.last_metrics[name] = value;
+  }
+  ok = ok && reader.bytes(&state.xla_metrics) && reader.done();
+  if (!ok) {
+    *error = "checkpoint is truncated or malformed";
+    return std::nullopt;
+  }
+  state.world_size = world_size;
+  state.epoch = epoch;
+  return state;
+}
+
+}  // namespace tpujobs::executor

@@ -1,0 +1,48 @@
+// Everything a job needs to continue exactly where it stopped, and its
+// encoding as Checkpoint::bytes.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tpujobs::executor {
+
+struct TrainingState {
+  // Identity of the run the state belongs to: resuming another model, seed or
+  // world size is refused (the result would not be that run's).
+  std::string model_fingerprint;
+  std::uint64_t seed = 0;
+  int world_size = 1;
+
+  // Data position: the next micro-batch to run is `batch` of `epoch`.
+  std::int64_t step = 0;  // optimizer steps taken
+  int epoch = 0;
+  std::int64_t batch = 0;
+
+  std::vector<float> parameters;
+  std::int64_t optimizer_steps = 0;
+  std::vector<float> first_moment, second_moment;
+
+  // Every random stream (shuffling, dropout) is derived from the seed and the
+  // data position above, so this is the whole RNG state.
+  std::uint64_t rng_stream = 0;
+
+  // Running statistics that the logs and final metrics continue from.
+  double epoch_loss_sum = 0;
+  std::int64_t epoch_loss_count = 0;
+  std::map<std::string, double> last_metrics;
+
+  std::string xla_metrics;  // XlaMetrics::serialize()
+};
+
+// A versioned binary encoding with a trailing checksum.
+std::string encode_state(const TrainingState& state);
+// Returns nullopt (and sets *error) when `bytes` is truncated, corrupted, or
+// of another version.
+std::optional<TrainingState> decode_state(std::string_view bytes, std::string* error);
+
+}  // namespace tpujobs::executor

@@ -1,0 +1,341 @@
+#include "executor/xla_metrics.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <charconv>
+#include <cmath>
+#include <iomanip>
+#include <sstream>
+#include <utility>
+
+namespace tpujobs::executor {
+namespace {
+
+// torch_xla keeps the newest 1024 samples of each metric for its rates and
+// percentiles; TotalSamples and Accumulator count every sample.
+constexpr std::size_t kMaxSamples = 1024;
+
+constexpr std::string_view kCompileTime = "CompileTime";
+constexpr std::string_view kExecuteTime = "ExecuteTime";
+constexpr std::string_view kTransferToDeviceTime = "TransferToDeviceTime";
+constexpr std::string_view kTransferFromServerTime = "TransferFromServerTime";
+constexpr std::string_view kInboundData = "InboundData";
+constexpr std::string_view kOutboundData = "OutboundData";
+constexpr std::string_view kUncachedCompile = "UncachedCompile";
+constexpr std::string_view kCachedCompile = "CachedCompile";
+constexpr std::string_view kLocalScalarDense = "aten::_local_scalar_dense";
+
+constexpr std::string_view kSerializedMagic = "tpujobs.xla_metrics";
+constexpr int kSerializedVersion = 1;
+
+// Compiles beyond this many are the first graph every job needs.
+constexpr std::int64_t kWarmupCompiles = 1;
+// ... and beyond warm-up, one compile per this many steps is "too frequent".
+constexpr std::int64_t kStepsPerTolerableCompile = 10;
+
+// 02s531ms124.356us: the larger units once the value reaches them, then
+// always microseconds with three decimals (torch_xla's MetricFnTime).
+std::string format_time(double nanoseconds) {
+  struct Part {
+    const char* suffix;
+    double scale;
+    int width;
+  };
+  static constexpr std::array<Part, 5> kWholeParts = {{
+      {"d", 86400e9, 2},
+      {"h", 3600e9, 2},
+      {"m", 60e9, 2},
+      {"s", 1e9, 2},
+      {"ms", 1e6, 3},
+  }};
+  std::ostringstream out;
+  out << std::setfill('0');
+  double rest = std::max(0.0, nanoseconds);
+  bool started = false;
+  for (const Part& part : kWholeParts) {
+    const double whole = std::floor(rest / part.scale);
+    if (whole >= 1.0 || started) {
+      out << std::setw(part.width) << static_cast<std::int64_t>(whole) << part.suffix;
+      rest -= whole * part.scale;
+      started = true;
+    }
+  }
+  out << std::setw(7) << std::fixed << std::setprecision(3) << rest / 1e3 << "us";
+  return out.str();
+}
+
+// 1.50MB: binary multiples, two decimals (torch_xla's MetricFnBytes).
+std::string format_bytes(double bytes) {
+  static constexpr std::array<const char*, 6> kSuffixes = {"B", "KB", "MB", "GB", "TB", "PB"};
+  std::size_t suffix = 0;
+  while (suffix + 1 < kSuffixes.size() && bytes >= 1024.0) {
+    bytes /= 1024.0;
+    ++suffix;
+  }
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(2) << bytes << kSuffixes[suffix];
+  return out.str();
+}
+
+// Serialized strings are length-prefixed so keys may hold any byte.
+void put_string(std::string& out, std::string_view text) {
+  out += std::to_string(text.size());
+  out += ':';
+  out += text;
+  out += '\n';
+}
+
+class Reader {
+ public:
+  explicit Reader(std::string_view text) : text_(text) {}
+
+  bool integer(std::int64_t* value) {
+    skip_space();
+    const char* begin = text_.data() + pos_;
+    const char* end = text_.data() + text_.size();
+    auto [ptr, error] = std::from_chars(begin, end, *value);
+    if (error != std::errc() || ptr == begin) return false;
+    pos_ += static_cast<std::size_t>(ptr - begin);
+    return true;
+  }
+  // Doubles travel as their bit pattern so a round trip is exact.
+  bool real(double* value) {
+    std::int64_t bits = 0;
+    if (!integer(&bits)) return false;
+    *value = std::bit_cast<double>(bits);
+    return std::isfinite(*value);
+  }
+  bool string(std::string* value) {
+    std::int64_t size = 0;
+    if (!integer(&size) || size < 0 || pos_ >= text_.size() || text_[pos_] != ':') return false;
+    ++pos_;
+    if (static_cast<std::uint64_t>(size) > text_.size() - pos_) return false;
+    value->assign(text_.substr(pos_, static_cast<std::size_t>(size)));
+    pos_ += static_cast<std::size_t>(size);
+    return true;
+  }
+  bool done() {
+    skip_space();
+    return pos_ == text_.size();
+  }
+
+ private:
+  void skip_space() {
+    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\n')) ++pos_;
+  }
+  std::string_view text_;
+  std::size_t pos_ = 0;
+};
+
+std::string real_bits(double value) { return std::to_string(std::bit_cast<std::int64_t>(value)); }
+
+}  // namespace
+
+XlaMetrics::XlaMetrics(Now now)
+    : now_(now ? std::move(now) : Now([] { return std::chrono::steady_clock::now(); })),
+      origin_(now_()) {}
+
+std::int64_t XlaMetrics::elapsed_ns() const {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(now_() - origin_).count();
+}
+
+void XlaMetrics::add_sample(const std::string& name, Unit unit, double value) {
+  Metric& metric = metrics_[name];
+  metric.unit = unit;
+  ++metric.total_samples;
+  metric.accumulator += value;
+  const Sample sample{value, elapsed_ns()};
+  if (metric.samples.size() < kMaxSamples) {
+    metric.samples.push_back(sample);
+  } else {
+    metric.samples[metric.next] = sample;
+    metric.next = (metric.next + 1) % kMaxSamples;
+  }
+}
+
+void XlaMetrics::add_counter(const std::string& name, std::int64_t delta) {
+  counters_[name] += delta;
+}
+
+std::int64_t XlaMetrics::counter(const std::string& name) const {
+  auto it = counters_.find(name);
+  return it == counters_.end() ? 0 : it->second;
+}
+
+bool XlaMetrics::compile(std::string_view graph_key, std::chrono::nanoseconds planning_time) {
+  if (compiled_graphs_.contains(graph_key)) {
+    add_counter(std::string(kCachedCompile), 1);
+    return false;
+  }
+  compiled_graphs_.emplace(graph_key);
+  add_counter(std::string(kUncachedCompile), 1);
+  add_sample(std::string(kCompileTime), Unit::kTime, static_cast<double>(planning_time.count()));
+  return true;
+}
+
+void XlaMetrics::execute(std::chrono::nanoseconds run_time) {
+  add_sample(std::string(kExecuteTime), Unit::kTime, static_cast<double>(run_time.count()));
+}
+
+void XlaMetrics::local_scalar_dense(std::int64_t count) {
+  if (count > 0) add_counter(std::string(kLocalScalarDense), count);
+}
+
+void XlaMetrics::transfer_to_device(std::int64_t bytes, std::chrono::nanoseconds time) {
+  add_sample(std::string(kTransferToDeviceTime), Unit::kTime, static_cast<double>(time.count()));
+  add_sample(std::string(kInboundData), Unit::kBytes, static_cast<double>(bytes));
+}
+
+void XlaMetrics::transfer_from_device(std::int64_t bytes, std::chrono::nanoseconds time) {
+  add_sample(std::string(kTransferFromServerTime), Unit::kTime, static_cast<double>(time.count()));
+  add_sample(std::string(kOutboundData), Unit::kBytes, static_cast<double>(bytes));
+}
+
+std::int64_t XlaMetrics::uncached_compiles() const {
+  return counter(std::string(kUncachedCompile));
+}
+
+std::int64_t XlaMetrics::cached_compiles() const { return counter(std::string(kCachedCompile)); }
+
+std::int64_t XlaMetrics::local_scalar_dense_count() const {
+  return counter(std::string(kLocalScalarDense));
+}
+
+std::optional<std::string> XlaMetrics::frequent_compile_warning(std::int64_t steps) const {
+  const std::int64_t compiles = uncached_compiles();
+  const std::int64_t after_warmup = compiles - kWarmupCompiles;
+  if (steps <= 0 || after_warmup <= 0 || after_warmup * kStepsPerTolerableCompile <= steps) {
+    return std::nullopt;
+  }
+  return "pt-xla-profiler: CompileTime too frequent: " + std::to_string(compiles) +
+         " counts during " + std::to_string(steps) + " steps";
+}
+
+std::string XlaMetrics::report() const {
+  std::ostringstream out;
+  for (const auto& [name, metric] : metrics_) {
+    if (metric.total_samples == 0) continue;
+    auto repr = [&](double value) {
+      return metric.unit == Unit::kTime ? format_time(value) : format_bytes(value);
+    };
+    out << "Metric: " << name << "\n";
+    out << "  TotalSamples: " << metric.total_samples << "\n";
+    out << "  Accumulator: " << repr(metric.accumulator) << "\n";
+    // Rates over the retained samples, from the first to the last timestamp.
+    std::int64_t first = metric.samples.front().time_ns;
+    std::int64_t last = first;
+    double window_total = 0;
+    for (const Sample& sample : metric.samples) {
+      first = std::min(first, sample.time_ns);
+      last = std::max(last, sample.time_ns);
+      window_total += sample.value;
+    }
+    if (last > first) {
+      const double seconds = static_cast<double>(last - first) / 1e9;
+      out << "  ValueRate: " << repr(window_total / seconds) << " / second\n";
+      out << "  Rate: " << static_cast<double>(metric.samples.size()) / seconds << " / second\n";
+    }
+    std::vector<double> values;
+    values.reserve(metric.samples.size());
+    for (const Sample& sample : metric.samples) values.push_back(sample.value);
+    std::sort(values.begin(), values.end());
+    static constexpr std::array<int, 9> kPercentiles = {1, 5, 10, 20, 50, 80, 90, 95, 99};
+    out << "  Percentiles: ";
+    for (std::size_t i = 0; i < kPercentiles.size(); ++i) {
+      if (i > 0) out << "; ";
+      out << kPercentiles[i] << "%=";
+      const std::size_t index = values.size() * static_cast<std::size_t>(kPercentiles[i]) / 100;
+      out << repr(values[std::min(index, values.size() - 1)]);
+    }
+    out << "\n";
+  }
+  for (const auto& [name, value] : counters_) {
+    if (value == 0) continue;
+    out << "Counter: " << name << "\n";
+    out << "  Value: " << value << "\n";
+  }
+  return out.str();
+}
+
+std::string XlaMetrics::serialize() const {
+  std::string out;
+  out += kSerializedMagic;
+  out += ' ';
+  out += std::to_string(kSerializedVersion);
+  out += '\n';
+  out += std::to_string(elapsed_ns()) + "\n";
+  out += std::to_string(compiled_graphs_.size()) + "\n";
+  for (const std::string& key : compiled_graphs_) put_string(out, key);
+  out += std::to_string(counters_.size()) + "\n";
+  for (const auto& [name, value] : counters_) {
+    put_string(out, name);
+    out += std::to_string(value) + "\n";
+  }
+  out += std::to_string(metrics_.size()) + "\n";
+  for (const auto& [name, metric] : metrics_) {
+    put_string(out, name);
+    out += std::to_string(metric.unit == Unit::kTime ? 0 : 1) + " " +
+           std::to_string(metric.total_samples) + " " + real_bits(metric.accumulator) + " " +
+           std::to_string(metric.next) + " " + std::to_string(metric.samples.size()) + "\n";
+    for (const Sample& sample : metric.samples) {
+      out += real_bits(sample.value) + " " + std::to_string(sample.time_ns) + "\n";
+    }
+  }
+  return out;
+}
+
+std::optional<XlaMetrics> XlaMetrics::deserialize(std::string_view bytes, Now now) {
+  const std::string header = std::string(kSerializedMagic) + " ";
+  if (!bytes.starts_with(header)) return std::nullopt;
+  Reader in(bytes.substr(header.size()));
+  std::int64_t version = 0, elapsed = 0, count = 0;
+  if (!in.integer(&version) || version != kSerializedVersion) return std::nullopt;
+  if (!in.integer(&elapsed) || elapsed < 0) return std::nullopt;
+
+  XlaMetrics metrics(std::move(now));
+  metrics.origin_ -= std::chrono::nanoseconds(elapsed);
+
+  if (!in.integer(&count) || count < 0) return std::nullopt;
+  for (std::int64_t i = 0; i < count; ++i) {
+    std::string key;
+    if (!in.string(&key)) return std::nullopt;
+    metrics.compiled_graphs_.insert(std::move(key));
+  }
+  if (!in.integer(&count) || count < 0) return std::nullopt;
+  for (std::int64_t i = 0; i < count; ++i) {
+    std::string name;
+    std::int64_t value = 0;
+    if (!in.string(&name) || !in.integer(&value) || value < 0) return std::nullopt;
+    metrics.counters_[name] = value;
+  }
+  if (!in.integer(&count) || count < 0) return std::nullopt;
+  for (std::int64_t i = 0; i < count; ++i) {
+    std::string name;
+    std::int64_t unit = 0, next = 0, retained = 0;
+    Metric metric;
+    if (!in.string(&name) || !in.integer(&unit) || (unit != 0 && unit != 1) ||
+        !in.integer(&metric.total_samples) || !in.real(&metric.accumulator) || !in.integer(&next) ||
+        !in.integer(&retained)) {
+      return std::nullopt;
+    }
+    if (retained < 0 || static_cast<std::size_t>(retained) > kMaxSamples ||
+        retained > metric.total_samples || next < 0 ||
+        (next > 0 && static_cast<std::size_t>(next) >= static_cast<std::size_t>(retained)) ||
+        (metric.total_samples > 0 && retained == 0)) {
+      return std::nullopt;
+    }
+    metric.unit = unit == 0 ? Unit::kTime : Unit::kBytes;
+    metric.next = static_cast<std::size_t>(next);
+    for (std::int64_t s = 0; s < retained; ++s) {
+      Sample sample;
+      if (!in.real(&sample.value) || !in.integer(&sample.time_ns)) return std::nullopt;
+      metric.samples.push_back(sample);
+    }
+    metrics.metrics_[name] = std::move(metric);
+  }
+  if (!in.done()) return std::nullopt;
+  return metrics;
+}
+
+}  // namespace tpujobs::executor

@@ -1,0 +1,95 @@
+// torch_xla-style metrics of one job: the emulated compile cache, execute and
+// transfer timings, host syncs, and the report that torch_xla's
+// `met.metrics_report()` prints.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tpujobs::executor {
+
+// Thread-compatible: one job owns one instance and uses it from its own thread.
+class XlaMetrics {
+ public:
+  using Now = std::function<std::chrono::steady_clock::time_point()>;
+
+  // `now` timestamps samples (for the report's Rate and ValueRate lines);
+  // empty means std::chrono::steady_clock::now. Tests pass a fake.
+  explicit XlaMetrics(Now now = {});
+
+  // The compile cache. Returns true when `graph_key` (the step's graph and its
+  // input shapes) was not seen before: counts UncachedCompile and records
+  // CompileTime = planning_time. Otherwise counts CachedCompile, returns false.
+  bool compile(std::string_view graph_key, std::chrono::nanoseconds planning_time);
+  // One execution of a compiled graph (ExecuteTime).
+  void execute(std::chrono::nanoseconds run_time);
+  // Host syncs such as `.item()` on a logged scalar (aten::_local_scalar_dense).
+  void local_scalar_dense(std::int64_t count = 1);
+  // Host -> device copies (TransferToDeviceTime, InboundData).
+  void transfer_to_device(std::int64_t bytes, std::chrono::nanoseconds time);
+  // Device -> host copies (TransferFromServerTime, OutboundData).
+  void transfer_from_device(std::int64_t bytes, std::chrono::nanoseconds time);
+
+  std::int64_t uncached_compiles() const;
+  std::int64_t cached_compiles() const;
+  std::int64_t local_scalar_dense_count() const;
+
+  // After warm-up (the first graph every job compiles), more compiles than
+  // 10% of the steps mean shapes keep changing. Then returns
+  // "pt-xla-profiler: CompileTime too frequent: N counts during M steps"
+  // (N = all uncached compiles), else nullopt.
+  std::optional<std::string> frequent_compile_warning(std::int64_t steps) const;
+
+  // torch_xla's metrics_report() layout: every metric with samples, by name
+  //   Metric: CompileTime
+  //     TotalSamples: 2
+  //     Accumulator: 02s531ms124.356us
+  //     ValueRate: 01s265ms562.178us / second
+  //     Rate: 0.999 / second
+  //     Percentiles: 1%=...; 5%=...; 10%=...; 20%=...; 50%=...; 80%=...; 90%=...; 95%=...; 99%=...
+  // then every non-zero counter, by name ("Counter: UncachedCompile\n  Value: 2\n").
+  // Times print like 02s531ms124.356us, bytes like 1.50MB. ValueRate and Rate
+  // appear once the samples span a positive time.
+  std::string report() const;
+
+  // A self-describing, versioned encoding of all counters, samples and the
+  // compile cache, for checkpoints.
+  std::string serialize() const;
+  // Returns nullopt when `bytes` is not something serialize() produced.
+  // Sample timestamps continue from where the serialized instance stopped.
+  static std::optional<XlaMetrics> deserialize(std::string_view bytes, Now now = {});
+
+ private:
+  struct Sample {
+    double value = 0;
+    std::int64_t time_ns = 0;  // since this job's metrics began
+  };
+  enum class Unit { kTime, kBytes };
+  struct Metric {
+    Unit unit = Unit::kTime;
+    std::int64_t total_samples = 0;
+    double accumulator = 0;
+    std::vector<Sample> samples;  // the newest kMaxSamples, as a ring
+    std::size_t next = 0;         // ring position of the next overwrite
+  };
+
+  std::int64_t elapsed_ns() const;
+  void add_sample(const std::string& name, Unit unit, double value);
+  void add_counter(const std::string& name, std::int64_t delta);
+  std::int64_t counter(const std::string& name) const;
+
+  Now now_;
+  std::chrono::steady_clock::time_point origin_;
+  std::set<std::string, std::less<>> compiled_graphs_;
+  std::map<std::string, Metric> metrics_;
+  std::map<std::string, std::int64_t> counters_;
+};
+
+}  // namespace tpujobs::executor

@@ -1,0 +1,122 @@
+// Resolution and validation of a job's trainer settings (DESIGN §3, §4, §8):
+// turns what the user wrote (`devices`, `precision`, `strategy`, ...) into a
+// ResourceRequest for the pool, reporting every problem at once with
+// PyTorch Lightning's own message texts. Pure: no I/O, no globals.
+//
+// Lightning version. Lightning 2.x rules apply unless lightning_version is
+// "1.x", which reproduces the older behaviour, so that one spec can be valid
+// under one and rejected under the other:
+//   - `devices` (2.x): 'auto', 1, the host's device count or [k] with
+//     0 <= k < count. Under 1.x `devices` and `tpu_cores` follow the old
+//     `tpu_cores` rule: 1, 8 or [k] with 1 <= k <= 8 (1-based: [k] is core
+//     k - 1), and a string other than "1"/"8" is a list ("3" means [3]).
+//   - `tpu_cores` always follows the 1.x rule and is mapped to `devices`;
+//     under 2.x it adds Lightning's deprecation warning. Both given: error.
+//   - `precision` (2.x): '32-true' ('32'), '16-true', 'bf16-true'. Under 1.x:
+//     32, 'bf16', and 16 which becomes bf16 with a warning; 64 is refused.
+//   - `strategy` (2.x): auto, xla, single_xla, xla_debug. Under 1.x the old
+//     names: auto, tpu_spawn, single_tpu, tpu_spawn_debug. Either way the
+//     resolved name is "xla", "single_xla" or "xla_debug".
+//   - `accelerator` absent: 'auto' under 2.x; under 1.x 'cpu' (Lightning 1.x
+//     did not pick the TPU by itself), unless `tpu_cores` is given.
+//   - `runtime` 'xrt' is refused under 2.x; under 1.x it needs
+//     XRT_TPU_CONFIG in `env`.
+//
+// Mixed pools. A job runs on one generation; which ones it may run on:
+//   - `devices: 1`: any generation. `[k]`: any generation whose hosts have
+//     core k. When several generations fit, request.generation is nullopt
+//     and placement must pick a host of a generation whose
+//     devices_per_host > pinned_core.
+//   - `devices: N` (N > 1): generations whose hosts have exactly N devices
+//     (8: v2 and v3; 4: v4); generation is nullopt when several do.
+//   - `devices: 'auto'` (or absent): every device of a host of the largest
+//     kind in the pool (8 if there are v2 or v3 hosts, else 4).
+//   - `num_nodes > 1`: the newest generation whose hosts fit, of which
+//     devices x num_nodes is a valid slice and of which the pool has enough
+//     hosts; `resources.accelerator_type` picks one explicitly.
+//   - `resources.accelerator_type` fixes the generation. Without `devices`
+//     and `num_nodes` it asks for the whole slice. A one-host type ("v3-8")
+//     also allows a single core of that host (`devices: 1` or `[k]`).
+//   Lightning's devices message quotes the device count of the first
+//   generation in the pool (v2 < v3 < v4), or of the named one; the hint
+//   lists the counts of every generation present.
+//
+// Requests that can never run are errors here, never left pending: num_nodes
+// > 1 with fewer than all devices of a host, a slice size the generation
+// does not have, accelerator_type disagreeing with devices x num_nodes, a
+// generation the pool lacks, more hosts than the pool has (healthy or not).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "scheduler/generation.h"
+#include "scheduler/request.h"
+
+namespace tpujobs::scheduler {
+
+// A value of `devices` / `tpu_cores` as the user wrote it.
+struct DeviceValue {
+  enum class Kind { kAbsent, kInt, kString, kList } kind = Kind::kAbsent;
+  std::int64_t number = 0;         // kInt
+  std::string text;                // kString ("auto", or anything the user wrote, e.g. "8", "-1")
+  std::vector<std::int64_t> list;  // kList
+};
+
+struct TrainerSettings {                   // absent optionals mean "not given"
+  std::optional<std::string> accelerator;  // "tpu" | "cpu" | "auto" | "gpu" | ...
+  DeviceValue devices;
+  DeviceValue tpu_cores;
+  std::optional<std::int64_t> num_nodes;
+  std::optional<std::string> precision;  // the API turns a JSON number 16 into "16"
+  std::optional<std::string> strategy;
+  std::optional<std::string> runtime;  // "pjrt" | "xrt"
+  std::map<std::string, std::string> env;
+  std::optional<std::string> accelerator_type;   // resources.accelerator_type, e.g. "v3-32"
+  std::optional<std::string> lightning_version;  // "2.x" (default) | "1.x"
+};
+
+// What the pool offers, per generation present (hosts counted whether
+// healthy or not). A generation with 0 hosts counts as absent.
+struct PoolCapacity {
+  std::map<Generation, int> hosts;
+};
+
+// One problem with the settings. `field` is the JSON path of the setting to
+// change: "trainer.devices", "trainer.tpu_cores", "trainer.num_nodes",
+// "trainer.accelerator", "trainer.precision", "trainer.strategy",
+// "trainer.runtime", "trainer.env", "resources.accelerator_type",
+// "lightning_version".
+struct FieldProblem {
+  std::string field;
+  std::string message;  // Lightning's text where Lightning has one
+  std::string hint;     // what to change; never empty
+};
+
+enum class Precision { k32True, k16True, kBf16True };
+
+struct Resolution {
+  std::vector<FieldProblem> errors;  // every problem at once; empty = valid
+  std::vector<std::string>
+      warnings;             // Lightning's warning texts (deprecations, precision=16 -> bf16 ...)
+  ResourceRequest request;  // meaningful only when errors is empty
+  Precision precision = Precision::k32True;
+  std::string strategy;     // resolved: "xla", "single_xla", "xla_debug" (or "auto" for cpu)
+  std::string accelerator;  // resolved: "tpu" | "cpu"
+  int world_size = 1;       // replicas = request.cores(), or 1 for cpu
+  bool lightning_v1 = false;
+};
+
+// Validates `settings` against the rules above and the generations present
+// in `pool`. Never throws on user input: every problem is in `errors`, each
+// check running on whatever the checks before it could resolve.
+Resolution resolve(const TrainerSettings& settings, const PoolCapacity& pool);
+
+// "32-true", "16-true", "bf16-true".
+std::string_view precision_name(Precision precision);
+
+}  // namespace tpujobs::scheduler

@@ -1,0 +1,669 @@
+#include "scheduler/scheduler.h"
+
+#include <algorithm>
+#include <bit>
+#include <tuple>
+#include <utility>
+
+namespace tpujobs::scheduler {
+namespace {
+
+constexpr Clock::time_point kNever = Clock::time_point::max();
+
+// Cores a waiting job of this kind will hold, for quota checks.
+int requested_cores(RequestKind kind, int devices_per_host, int hosts) {
+  switch (kind) {
+    case RequestKind::kCpu:
+      return 0;
+    case RequestKind::kSingleCore:
+      return 1;
+    case RequestKind::kHost:
+      return devices_per_host;
+    case RequestKind::kSlice:
+      return devices_per_host * hosts;
+  }
+  return 0;
+}
+
+// Hosts a whole-host or slice request spans.
+int block_hosts(RequestKind kind, int hosts) { return kind == RequestKind::kHost ? 1 : hosts; }
+
+}  // namespace
+
+std::string_view pending_reason_name(PendingReason reason) {
+  switch (reason) {
+    case PendingReason::kNone:
+      return "None";
+    case PendingReason::kResources:
+      return "Resources";
+    case PendingReason::kPriority:
+      return "Priority";
+    case PendingReason::kHostUnhealthy:
+      return "HostUnhealthy";
+    case PendingReason::kQuota:
+      return "Quota";
+  }
+  return "None";
+}
+
+struct Scheduler::Choice {
+  Generation generation = Generation::kV3;
+  std::vector<int> hosts;
+  std::vector<CoreRef> cores;
+  Clock::time_point ready{};  // find_earliest only: when every chosen core is free
+};
+
+// When each core of the pool becomes free (kNever: unknown), with per-host
+// summaries kept current so a search costs O(hosts), not O(cores).
+class Scheduler::CoreTimes {
+ public:
+  CoreTimes(const Pool& pool, Clock::time_point now)
+      : pool_(pool),
+        now_(now),
+        times_(pool.total_cores(), now),
+        latest_(pool.host_count(), now),
+        earliest_(pool.host_count(), now),
+        earliest_core_(pool.host_count(), 0),
+        busy_(pool.host_count(), 0) {}
+
+  Clock::time_point at(int host, int core) const { return times_[pool_.flat_index(host, core)]; }
+  // Sets a core without updating its host's summary; call refresh(host) after.
+  void put(int host, int core, Clock::time_point time) {
+    times_[pool_.flat_index(host, core)] = time;
+  }
+  void set(int host, int core, Clock::time_point time) {
+    put(host, core, time);
+    refresh(host);
+  }
+  void refresh(int host) {
+    Clock::time_point latest = now_;
+    Clock::time_point earliest = kNever;
+    int earliest_core = 0;
+    int busy = 0;
+    for (int c = 0; c < pool_.devices(host); ++c) {
+      const Clock::time_point time = at(host, c);
+      latest = std::max(latest, time);
+      if (time < earliest) {
+        earliest = time;
+        earliest_core = c;
+      }
+      if (time > now_) ++busy;
+    }
+    latest_[host] = latest;
+    earliest_[host] = earliest;
+    earliest_core_[host] = earliest_core;
+    busy_[host] = busy;
+  }
+  // When the whole host is free.
+  Clock::time_point latest(int host) const { return latest_[host]; }
+  // When its first core is free, and which core that is.
+  Clock::time_point earliest(int host) const { return earliest_[host]; }
+  int earliest_core(int host) const { return earliest_core_[host]; }
+  // Cores not free at `now`.
+  int busy(int host) const { return busy_[host]; }
+
+ private:
+  const Pool& pool_;
+  Clock::time_point now_;
+  std::vector<Clock::time_point> times_;
+  std::vector<Clock::time_point> latest_;
+  std::vector<Clock::time_point> earliest_;
+  std::vector<int> earliest_core_;
+  std::vector<int> busy_;
+};
+
+bool Scheduler::QueueEntry::operator<(const QueueEntry& other) const {
+  return std::tie(other.priority, submit_order, id) <
+         std::tie(priority, other.submit_order, other.id);
+}
+
+Scheduler::Scheduler(PoolLayout layout, SchedulerOptions options)
+    : pool_(std::move(layout)), options_(options) {}
+
+int Scheduler::intern_shape(const ResourceRequest& request) {
+  Shape shape{request.kind, request.generation, request.devices_per_host, request.hosts,
+              request.kind == RequestKind::kSingleCore ? request.pinned_core : std::nullopt};
+  if (request.kind == RequestKind::kCpu) shape = Shape{RequestKind::kCpu, {}, 0, 0, {}};
+  const auto [it, inserted] = shape_index_.emplace(shape, static_cast<int>(shapes_.size()));
+  if (inserted) shapes_.push_back(shape);
+  return it->second;
+}
+
+int Scheduler::intern_tenant(const std::string& tenant) {
+  const auto [it, inserted] = tenant_index_.emplace(tenant, static_cast<int>(tenants_.size()));
+  if (inserted) tenants_.push_back(Tenant{tenant, std::nullopt, 0});
+  return it->second;
+}
+
+bool Scheduler::generation_matches(const Shape& shape, int host) const {
+  const Generation generation = pool_.generation(host);
+  if (shape.generation && *shape.generation != generation) return false;
+  if (shape.kind == RequestKind::kSingleCore) {
+    return !shape.pinned_core ||
+           (*shape.pinned_core >= 0 && *shape.pinned_core < pool_.devices(host));
+  }
+  return shape.devices_per_host == pool_.devices(host);
+}
+
+bool Scheduler::fits_idle(const Shape& shape, bool healthy_only) const {
+  if (shape.kind == RequestKind::kCpu) return true;
+  auto usable = [&](int host) {
+    return generation_matches(shape, host) && (!healthy_only || pool_.schedulable(host));
+  };
+  if (shape.kind == RequestKind::kSingleCore) {
+    for (int h = 0; h < pool_.host_count(); ++h) {
+      if (usable(h)) return true;
+    }
+    return false;
+  }
+  const int n = block_hosts(shape.kind, shape.hosts);
+  if (n < 1) return false;
+  for (const HostRun& run : pool_.runs()) {
+    for (int begin = run.first_host; begin + n <= run.first_host + run.host_count; begin += n) {
+      bool all = true;
+      for (int h = begin; h < begin + n && all; ++h) all = usable(h);
+      if (all) return true;
+    }
+  }
+  return false;
+}
+
+bool Scheduler::fits_idle_healthy(const Shape& shape) const { return fits_idle(shape, true); }
+
+bool Scheduler::can_ever_fit(const ResourceRequest& request) const {
+  if (request.kind == RequestKind::kCpu) return true;
+  const Shape shape{request.kind, request.generation, request.devices_per_host, request.hosts,
+                    request.kind == RequestKind::kSingleCore ? request.pinned_core : std::nullopt};
+  return fits_idle(shape, false);
+}
+
+int Scheduler::largest_free_block(int host_begin, int host_end,
+                                  const std::vector<int>& free_prefix) const {
+  // Grows the aligned block [host_begin, host_end) to its buddy parent while
+  // the parent is entirely free; the result says how big a free block a
+  // placement here would break.
+  const HostRun* run = &pool_.runs()[pool_.run_of(host_begin)];
+  int size = host_end - host_begin;
+  if (free_prefix[host_end] - free_prefix[host_begin] != size) return 0;
+  int begin = host_begin;
+  for (;;) {
+    const int parent = size * 2;
+    const int parent_begin = run->first_host + (begin - run->first_host) / parent * parent;
+    if (parent_begin + parent > run->first_host + run->host_count) break;
+    if (free_prefix[parent_begin + parent] - free_prefix[parent_begin] != parent) break;
+    begin = parent_begin;
+    size = parent;
+  }
+  return size;
+}
+
+std::optional<Scheduler::Choice> Scheduler::find_free(
+    const Shape& shape, const std::vector<std::uint32_t>& avoid) const {
+  const int host_count = pool_.host_count();
+  auto avoided = [&](int host) { return avoid.empty() ? std::uint32_t{0} : avoid[host]; };
+  // free_prefix[h]: healthy, entirely free hosts among 0..h-1.
+  std::vector<int> free_prefix(host_count + 1, 0);
+  for (int h = 0; h < host_count; ++h) {
+    free_prefix[h + 1] = free_prefix[h] + (pool_.schedulable(h) && pool_.fully_free(h) ? 1 : 0);
+  }
+
+  if (shape.kind == RequestKind::kSingleCore) {
+    // Best fit: fewest free cores, then the smallest free block broken.
+    std::optional<std::tuple<int, int, int>> best;  // (free cores, block, host)
+    int best_core = 0;
+    for (int h = 0; h < host_count; ++h) {
+      if (!pool_.schedulable(h) || !generation_matches(shape, h)) continue;
+      const std::uint32_t open = pool_.free_mask(h) & ~avoided(h);
+      int core;
+      if (shape.pinned_core) {
+        if (((open >> *shape.pinned_core) & 1u) == 0) continue;
+        core = *shape.pinned_core;
+      } else {
+        if (open == 0) continue;
+        core = std::countr_zero(open);
+      }
+      const std::tuple<int, int, int> key{pool_.free_cores(h),
+                                          largest_free_block(h, h + 1, free_prefix), h};
+      if (!best || key < *best) {
+        best = key;
+        best_core = core;
+      }
+    }
+    if (!best) return std::nullopt;
+    const int host = std::get<2>(*best);
+    return Choice{pool_.generation(host), {host}, {CoreRef{host, best_core}}, {}};
+  }
+
+  const int n = block_hosts(shape.kind, shape.hosts);
+  if (n < 1) return std::nullopt;
+  std::optional<std::pair<int, int>> best;  // (free block broken, first host)
+  for (const HostRun& run : pool_.runs()) {
+    if (run.host_count < n || !generation_matches(shape, run.first_host)) continue;
+    for (int begin = run.first_host; begin + n <= run.first_host + run.host_count; begin += n) {
+      if (free_prefix[begin + n] - free_prefix[begin] != n) continue;
+      bool clear = true;
+      for (int h = begin; h < begin + n && clear; ++h) clear = avoided(h) == 0;
+      if (!clear) continue;
+      const std::pair<int, int> key{largest_free_block(begin, begin + n, free_prefix), begin};
+      if (!best || key < *best) best = key;
+    }
+  }
+  if (!best) return std::nullopt;
+  Choice choice;
+  choice.generation = pool_.generation(best->second);
+  for (int h = best->second; h < best->second + n; ++h) {
+    choice.hosts.push_back(h);
+    for (int c = 0; c < pool_.devices(h); ++c) choice.cores.push_back({h, c});
+  }
+  return choice;
+}
+
+std::optional<Scheduler::Choice> Scheduler::find_earliest(const Shape& shape,
+                                                          const CoreTimes& times) const {
+  if (shape.kind == RequestKind::kSingleCore) {
+    // Earliest core; among equals the busiest host, so single cores pack.
+    std::optional<std::tuple<Clock::time_point, int, int>> best;  // (time, -busy, host)
+    int best_core = 0;
+    for (int h = 0; h < pool_.host_count(); ++h) {
+      if (!pool_.schedulable(h) || !generation_matches(shape, h)) continue;
+      const int core = shape.pinned_core ? *shape.pinned_core : times.earliest_core(h);
+      const std::tuple<Clock::time_point, int, int> key{times.at(h, core), -times.busy(h), h};
+      if (!best || key < *best) {
+        best = key;
+        best_core = core;
+      }
+    }
+    if (!best) return std::nullopt;
+    const int host = std::get<2>(*best);
+    return Choice{pool_.generation(host), {host}, {CoreRef{host, best_core}}, std::get<0>(*best)};
+  }
+
+  const int n = block_hosts(shape.kind, shape.hosts);
+  if (n < 1) return std::nullopt;
+  std::optional<std::tuple<Clock::time_point, int, int>> best;  // (time, busy, first host)
+  for (const HostRun& run : pool_.runs()) {
+    if (run.host_count < n || !generation_matches(shape, run.first_host)) continue;
+    for (int begin = run.first_host; begin + n <= run.first_host + run.host_count; begin += n) {
+      Clock::time_point ready{};
+      int busy = 0;
+      bool healthy = true;
+      for (int h = begin; h < begin + n && healthy; ++h) {
+        healthy = pool_.schedulable(h);
+        ready = std::max(ready, times.latest(h));
+        busy += times.busy(h);
+      }
+      if (!healthy) continue;
+      const std::tuple<Clock::time_point, int, int> key{ready, busy, begin};
+      if (!best || key < *best) best = key;
+    }
+  }
+  if (!best) return std::nullopt;
+  Choice choice;
+  const int first = std::get<2>(*best);
+  choice.generation = pool_.generation(first);
+  choice.ready = std::get<0>(*best);
+  for (int h = first; h < first + n; ++h) {
+    choice.hosts.push_back(h);
+    for (int c = 0; c < pool_.devices(h); ++c) choice.cores.push_back({h, c});
+  }
+  return choice;
+}
+
+Clock::time_point Scheduler::expected_end(const Job& job, Clock::time_point now) const {
+  if (!job.request.expected_runtime) return kNever;
+  return std::max(job.started + *job.request.expected_runtime, now);
+}
+
+bool Scheduler::over_quota(const Job& job) const {
+  const Tenant& tenant = tenants_[job.tenant];
+  if (!tenant.max_cores) return false;
+  const Shape& shape = shapes_[job.shape];
+  const int cores = requested_cores(shape.kind, shape.devices_per_host, shape.hosts);
+  return cores > 0 && tenant.used_cores + cores > *tenant.max_cores;
+}
+
+bool Scheduler::submit(JobRequest request) {
+  if (jobs_.contains(request.id)) return false;
+  const JobId id = request.id;
+  Job job;
+  job.shape = intern_shape(request.request);
+  job.tenant = intern_tenant(request.tenant);
+  job.request = std::move(request);
+  Job& stored = jobs_.emplace(id, std::move(job)).first->second;
+  const QueueEntry entry{stored.request.priority, stored.request.submit_order, id, &stored};
+  if (shapes_[stored.shape].kind == RequestKind::kCpu) {
+    cpu_queue_.insert(entry);
+  } else {
+    queue_.insert(entry);
+    shape_waiting_.resize(shapes_.size(), 0);
+    ++shape_waiting_[stored.shape];
+  }
+  ++version_;
+  return true;
+}
+
+void Scheduler::dequeue(Job& job) {
+  const QueueEntry entry{job.request.priority, job.request.submit_order, job.request.id, &job};
+  if (shapes_[job.shape].kind == RequestKind::kCpu) {
+    cpu_queue_.erase(entry);
+  } else {
+    queue_.erase(entry);
+    --shape_waiting_[job.shape];
+  }
+}
+
+Placement Scheduler::start(Job& job, Choice choice, Clock::time_point now) {
+  const Shape& shape = shapes_[job.shape];
+  Placement placement;
+  placement.job = job.request.id;
+  placement.kind = shape.kind;
+  placement.generation = choice.generation;
+  switch (shape.kind) {
+    case RequestKind::kCpu:
+      placement.accelerator_type = "cpu";
+      break;
+    case RequestKind::kSingleCore:
+      placement.accelerator_type = std::string(facts(choice.generation).name);
+      break;
+    case RequestKind::kHost:
+    case RequestKind::kSlice: {
+      const GenerationFacts& generation = facts(choice.generation);
+      const int size = static_cast<int>(choice.cores.size()) * generation.name_units_per_device;
+      placement.accelerator_type = SliceType{choice.generation, size}.name();
+      break;
+    }
+  }
+  for (const CoreRef& core : choice.cores) pool_.assign(core.host, core.core, job.request.id);
+  placement.hosts = std::move(choice.hosts);
+  placement.cores = std::move(choice.cores);
+  tenants_[job.tenant].used_cores += static_cast<int>(placement.cores.size());
+  job.running = true;
+  job.started = now;
+  job.last_heartbeat = now;
+  job.placement = placement;
+  ++running_count_;
+  return placement;
+}
+
+void Scheduler::release(Job& job) {
+  for (const CoreRef& core : job.placement.cores) pool_.release(core.host, core.core);
+  tenants_[job.tenant].used_cores -= static_cast<int>(job.placement.cores.size());
+  job.running = false;
+  --running_count_;
+}
+
+std::vector<Placement> Scheduler::schedule(Clock::time_point now) {
+  ++version_;
+  last_pass_ = now;
+  reservation_.reset();
+  std::vector<Placement> started;
+  for (const QueueEntry& entry : cpu_queue_) started.push_back(start(*entry.job, Choice{}, now));
+  cpu_queue_.clear();
+
+  // Per shape, for this pass. Cores are only taken during a pass, so "does
+  // not fit" stays true once found and each shape is searched O(starts)
+  // times. A shape is *closed* once no more of its jobs can start; when every
+  // waiting shape is closed (or no healthy core is free) the walk stops.
+  const std::size_t shape_count = shapes_.size();
+  shape_waiting_.resize(shape_count, 0);
+  std::vector<signed char> healthy_fit(shape_count, -1);
+  std::vector<char> no_fit(shape_count, 0);
+  std::vector<char> no_fit_outside_reservation(shape_count, 0);
+  std::vector<char> closed(shape_count, 0);
+  int open_shapes = 0;
+  for (std::size_t s = 0; s < shape_count; ++s) {
+    if (shape_waiting_[s] > 0) {
+      ++open_shapes;
+    } else {
+      closed[s] = 1;
+    }
+  }
+  auto close = [&](int s) {
+    if (!closed[s]) {
+      closed[s] = 1;
+      --open_shapes;
+    }
+  };
+  const std::vector<std::uint32_t> avoid_nothing;
+  std::vector<std::uint32_t> reserved;  // per host: cores reserved for the head
+  bool have_head = false;
+
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    if (have_head && (open_shapes == 0 || pool_.schedulable_free_cores() == 0)) break;
+    Job& job = *it->job;
+    const int s = job.shape;
+    const Shape& shape = shapes_[s];
+    if (healthy_fit[s] < 0) {
+      healthy_fit[s] = fits_idle_healthy(shape) ? 1 : 0;
+      if (!healthy_fit[s]) close(s);
+    }
+    std::optional<Choice> choice;
+    if (!healthy_fit[s] || over_quota(job)) {
+      // Waits without holding anything back.
+    } else if (!have_head) {
+      if (!no_fit[s]) {
+        choice = find_free(shape, avoid_nothing);
+        if (!choice) no_fit[s] = 1;
+      }
+      if (!choice) {
+        have_head = true;
+        close(s);
+        reserved.assign(pool_.host_count(), 0);
+        reservation_ = reserve(job, now, reserved);
+      }
+    } else if (!closed[s]) {
+      if (!no_fit_outside_reservation[s]) {
+        choice = find_free(shape, reserved);
+        if (!choice) {
+          no_fit_outside_reservation[s] = 1;
+          if (!reservation_->start) close(s);
+        }
+      }
+      const std::optional<std::chrono::milliseconds>& runtime = job.request.expected_runtime;
+      if (!choice && !no_fit[s] && reservation_->start && runtime &&
+          now + *runtime <= *reservation_->start) {
+        choice = find_free(shape, avoid_nothing);
+        if (!choice) {
+          no_fit[s] = 1;
+          close(s);
+        }
+      }
+    }
+
+    if (choice) {
+      Job& starting = job;
+      ++it;
+      dequeue(starting);
+      started.push_back(start(starting, std::move(*choice), now));
+      if (shape_waiting_[s] == 0) close(s);
+      continue;
+    }
+    ++it;
+  }
+  return started;
+}
+
+Reservation Scheduler::reserve(const Job& head, Clock::time_point now,
+                               std::vector<std::uint32_t>& reserved) const {
+  Reservation reservation{head.request.id, std::nullopt, {}};
+  std::optional<Choice> earliest = find_earliest(shapes_[head.shape], core_times(now));
+  if (!earliest) return reservation;  // not reached: the head fits the healthy hosts
+  if (earliest->ready != kNever) reservation.start = earliest->ready;
+  for (const CoreRef& core : earliest->cores) reserved[core.host] |= std::uint32_t{1} << core.core;
+  reservation.cores = std::move(earliest->cores);
+  return reservation;
+}
+
+Scheduler::CoreTimes Scheduler::core_times(Clock::time_point now) const {
+  CoreTimes times(pool_, now);
+  for (int h = 0; h < pool_.host_count(); ++h) {
+    for (int c = 0; c < pool_.devices(h); ++c) {
+      const std::optional<JobId> holder = pool_.holder(h, c);
+      if (holder) times.put(h, c, expected_end(jobs_.at(*holder), now));
+    }
+    times.refresh(h);
+  }
+  return times;
+}
+
+void Scheduler::classify() const {
+  plan_version_ = version_;
+  const std::vector<std::uint32_t> avoid_nothing;
+  CoreTimes times = core_times(last_pass_);
+  std::vector<signed char> healthy_fit(shapes_.size(), -1);
+  std::vector<signed char> fits_now(shapes_.size(), -1);
+  // Times only grow while planning, so a shape with no known start stays so.
+  std::vector<char> start_unknown(shapes_.size(), 0);
+  bool have_head = false;
+  int position = 0;
+  for (const QueueEntry& entry : cpu_queue_) {
+    entry.job->reason = PendingReason::kNone;
+    entry.job->position = 0;
+    entry.job->estimated_start = last_pass_;
+  }
+  for (const QueueEntry& entry : queue_) {
+    Job& job = *entry.job;
+    const int s = job.shape;
+    const Shape& shape = shapes_[s];
+    job.position = ++position;
+    job.estimated_start.reset();
+    if (healthy_fit[s] < 0) healthy_fit[s] = fits_idle_healthy(shape) ? 1 : 0;
+    if (over_quota(job)) {
+      job.reason = PendingReason::kQuota;
+      continue;
+    }
+    if (!healthy_fit[s]) {
+      job.reason = PendingReason::kHostUnhealthy;
+      continue;
+    }
+    // After a pass, a job that fits now but did not start is held back by
+    // the head's reservation.
+    if (fits_now[s] < 0) fits_now[s] = find_free(shape, avoid_nothing) ? 1 : 0;
+    job.reason =
+        have_head && fits_now[s] ? PendingReason::kPriority : PendingReason::kResources;
+    have_head = true;
+
+    if (start_unknown[s]) continue;
+    const std::optional<Choice> choice = find_earliest(shape, times);
+    if (!choice || choice->ready == kNever) {
+      start_unknown[s] = 1;
+      continue;
+    }
+    job.estimated_start = choice->ready;
+    const Clock::time_point end =
+        job.request.expected_runtime ? choice->ready + *job.request.expected_runtime : kNever;
+    for (const CoreRef& core : choice->cores) times.put(core.host, core.core, end);
+    for (int host : choice->hosts) times.refresh(host);
+  }
+}
+
+bool Scheduler::cancel(JobId id) {
+  const auto it = jobs_.find(id);
+  if (it == jobs_.end()) return false;
+  Job& job = it->second;
+  if (job.running) {
+    release(job);
+  } else {
+    dequeue(job);
+  }
+  jobs_.erase(it);
+  ++version_;
+  return true;
+}
+
+void Scheduler::finish(JobId id) { cancel(id); }
+
+bool Scheduler::force_release(JobId id) {
+  const auto it = jobs_.find(id);
+  if (it == jobs_.end() || !it->second.running) return false;
+  release(it->second);
+  jobs_.erase(it);
+  ++version_;
+  return true;
+}
+
+std::optional<PendingInfo> Scheduler::pending(JobId id) const {
+  const auto it = jobs_.find(id);
+  if (it == jobs_.end() || it->second.running) return std::nullopt;
+  if (plan_version_ != version_) classify();
+  const Job& job = it->second;
+  return PendingInfo{job.reason, job.position, job.estimated_start};
+}
+
+std::optional<Placement> Scheduler::placement(JobId id) const {
+  const auto it = jobs_.find(id);
+  if (it == jobs_.end() || !it->second.running) return std::nullopt;
+  return it->second.placement;
+}
+
+std::optional<Reservation> Scheduler::reservation() const { return reservation_; }
+
+std::vector<JobId> Scheduler::set_host_health(int host, HostHealth health) {
+  std::vector<JobId> evicted;
+  if (host < 0 || host >= pool_.host_count()) return evicted;
+  if (health == HostHealth::kFailed) {
+    for (int c = 0; c < pool_.devices(host); ++c) {
+      const std::optional<JobId> holder = pool_.holder(host, c);
+      if (holder && std::find(evicted.begin(), evicted.end(), *holder) == evicted.end()) {
+        evicted.push_back(*holder);
+      }
+    }
+    std::sort(evicted.begin(), evicted.end());
+    for (JobId id : evicted) force_release(id);
+  }
+  pool_.set_health(host, health);
+  ++version_;
+  return evicted;
+}
+
+std::optional<int> Scheduler::find_host(std::string_view name) const {
+  return pool_.find_host(name);
+}
+
+void Scheduler::heartbeat(JobId id, Clock::time_point now) {
+  const auto it = jobs_.find(id);
+  if (it == jobs_.end() || !it->second.running) return;
+  it->second.last_heartbeat = std::max(it->second.last_heartbeat, now);
+}
+
+std::vector<JobId> Scheduler::reclaim_expired(Clock::time_point now) {
+  std::vector<JobId> expired;
+  for (const auto& [id, job] : jobs_) {
+    if (job.running && now - job.last_heartbeat > options_.lease_timeout) expired.push_back(id);
+  }
+  std::sort(expired.begin(), expired.end());
+  for (JobId id : expired) force_release(id);
+  return expired;
+}
+
+void Scheduler::set_tenant_quota(std::string tenant, std::optional<int> max_cores) {
+  tenants_[intern_tenant(tenant)].max_cores = max_cores;
+  ++version_;
+}
+
+Scheduler::PoolView Scheduler::view() const {
+  PoolView view;
+  view.hosts.reserve(pool_.host_count());
+  for (int h = 0; h < pool_.host_count(); ++h) {
+    HostView host{h, pool_.layout(h).name, pool_.generation(h), pool_.health(h), {}};
+    host.cores.reserve(pool_.devices(h));
+    for (int c = 0; c < pool_.devices(h); ++c) host.cores.push_back(pool_.holder(h, c));
+    view.hosts.push_back(std::move(host));
+  }
+  view.total_cores = pool_.total_cores();
+  view.used_cores = pool_.used_cores();
+  view.healthy_cores = pool_.healthy_cores();
+  view.queued_jobs = static_cast<int>(queue_.size() + cpu_queue_.size());
+  view.running_jobs = running_count_;
+  return view;
+}
+
+std::vector<JobId> Scheduler::queue() const {
+  std::vector<JobId> ids;
+  ids.reserve(queue_.size() + cpu_queue_.size());
+  for (const QueueEntry& entry : cpu_queue_) ids.push_back(entry.id);
+  for (const QueueEntry& entry : queue_) ids.push_back(entry.id);
+  return ids;
+}
+
+}  // namespace tpujobs::scheduler

@@ -1,0 +1,270 @@
+// The queue and placement policy for the emulated TPU pool.
+//
+// Placement is all-or-nothing. A request gets one of:
+//  - kSingleCore: one free core (core k when pinned_core = k). Best fit: the
+//    host with the fewest free cores wins, so whole hosts stay free.
+//  - kHost: every core of one fully free host.
+//  - kSlice of n hosts: every core of n consecutive, fully free hosts of one
+//    generation, buddy-aligned: the hosts are
+//        [run.first_host + k*n, run.first_host + (k+1)*n)
+//    for some k >= 0, inside one host run (a maximal range of consecutive
+//    hosts of one generation, see scheduler/pool.h). In a v3-64 pool a v3-32
+//    slice is hosts 0-3 or 4-7, never 2-5.
+//  - kCpu: no core; always starts at the next schedule().
+// Only kHealthy hosts receive new work. When several places fit, the one that
+// leaves the largest aligned runs of free hosts intact is chosen.
+//
+// Order: higher priority first, then lower submit_order, then lower id.
+// schedule() walks the queue in that order and starts every job that fits.
+// The first job that does not fit (the *head*) gets a reservation: the
+// cores where it can start earliest, judged by the running jobs'
+// expected_runtime (a job without one is assumed to run forever; among equal
+// candidates the one with the fewest busy cores wins). A later job may then
+// start ("backfill") only when it fits now and
+//   - does not touch the reserved cores (resources the head cannot use or
+//     does not need), or
+//   - the reserved start is known and the job's own expected_runtime ends by
+//     then.
+// So no job ever delays the head's reserved start. Jobs held back by quota,
+// or that cannot fit on the healthy hosts even when idle, never become head.
+//
+// Time is passed in; there are no clocks, no I/O and no globals.
+//
+// @warning Not thread-safe, not even the const methods (pending() fills a
+// cache). The service serialises every call with one mutex.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "scheduler/generation.h"
+#include "scheduler/pool.h"
+#include "scheduler/request.h"
+
+namespace tpujobs::scheduler {
+
+using Clock = std::chrono::steady_clock;
+
+struct JobRequest {
+  JobId id = 0;
+  int priority = 0;               // higher runs first
+  std::int64_t submit_order = 0;  // ties broken by it, ascending (a monotonic sequence)
+  std::string tenant;
+  ResourceRequest request;
+  // Used for backfill and estimated starts; nullopt = unknown (runs forever
+  // as far as planning is concerned).
+  std::optional<std::chrono::milliseconds> expected_runtime;
+};
+
+struct CoreRef {
+  int host;
+  int core;
+  friend bool operator==(const CoreRef&, const CoreRef&) = default;
+};
+
+struct Placement {
+  JobId job = 0;
+  RequestKind kind = RequestKind::kCpu;
+  Generation generation = Generation::kV3;  // meaningless for kCpu
+  std::vector<int> hosts;                   // ascending; empty for kCpu
+  std::vector<CoreRef> cores;               // host-major, ascending; empty for kCpu
+  // "v3-32" for a slice or a whole host (v3-8), "v3" for a single core, "cpu" for kCpu.
+  std::string accelerator_type;
+};
+
+enum class PendingReason {
+  kNone,           // a cpu job, waiting only for the next schedule()
+  kResources,      // not enough free cores of the right shape
+  kPriority,       // fits now, but would delay a higher-priority job's reservation
+  kHostUnhealthy,  // cannot fit on the healthy hosts even if they were idle
+  kQuota,          // the tenant's running jobs already use its core quota
+};
+
+// "None", "Resources", "Priority", "HostUnhealthy", "Quota".
+std::string_view pending_reason_name(PendingReason reason);
+
+struct PendingInfo {
+  PendingReason reason = PendingReason::kNone;
+  int queue_position = 0;  // 1-based among waiting jobs, in scheduling order
+  // When the job would start if every running and earlier job took exactly
+  // its expected_runtime; nullopt when an unknown runtime (or quota, or an
+  // unhealthy pool) makes that impossible to say.
+  std::optional<Clock::time_point> estimated_start;
+};
+
+// What the head of the queue is guaranteed (see the top of this file).
+struct Reservation {
+  JobId job = 0;
+  std::optional<Clock::time_point> start;  // nullopt: a holder's runtime is unknown
+  std::vector<CoreRef> cores;
+};
+
+struct SchedulerOptions {
+  std::chrono::milliseconds lease_timeout{30000};
+};
+
+class Scheduler {
+ public:
+  Scheduler(PoolLayout layout, SchedulerOptions options);
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Enqueues a job (also used to requeue one after a host failure). Returns
+  // false, changing nothing, when the id is already queued or running. A
+  // request that can never fit (see can_ever_fit) waits with kHostUnhealthy;
+  // the service rejects those before submitting.
+  bool submit(JobRequest job);
+
+  // Starts every job that may start now (see the top of this file) and
+  // returns their placements in start order (cpu jobs first). Leases start
+  // at `now`. Stops walking the queue once nothing more can start, so a pass
+  // over a full pool costs little whatever the queue length.
+  std::vector<Placement> schedule(Clock::time_point now);
+
+  // Dequeues a waiting job or releases a running one. False if unknown.
+  bool cancel(JobId job);
+  // Releases the cores of a job that ended (or dequeues it). Unknown ids are
+  // ignored.
+  void finish(JobId job);
+
+  // A waiting job's reason, position and estimated start; nullopt when the
+  // job is not waiting. Computed from the current state and the `now` of the
+  // last schedule() (meaningful right after a schedule()); the first call
+  // after a change costs O(queue x hosts), later ones O(1).
+  std::optional<PendingInfo> pending(JobId job) const;
+  // A running job's placement; nullopt when the job is not running.
+  std::optional<Placement> placement(JobId job) const;
+  // The head's reservation from the last schedule(), if a job is blocked.
+  std::optional<Reservation> reservation() const;
+
+  // Failing a host returns the running jobs that lost cores on it, in
+  // ascending id order; they are released everywhere and forgotten (the
+  // caller fails or resubmits them). Draining keeps running jobs but places
+  // nothing new; kHealthy recovers. Out-of-range hosts: no-op, empty result.
+  std::vector<JobId> set_host_health(int host, HostHealth health);
+  std::optional<int> find_host(std::string_view name) const;
+
+  // Renews a running job's lease. Ignored for jobs that are not running.
+  void heartbeat(JobId job, Clock::time_point now);
+  // Releases and returns (ascending) the running jobs whose last heartbeat
+  // (or start) is more than lease_timeout before `now`.
+  std::vector<JobId> reclaim_expired(Clock::time_point now);
+  // Admin: releases a running job's cores. False if the job is not running.
+  bool force_release(JobId job);
+
+  // Caps the TPU cores a tenant's running jobs may hold together; nullopt
+  // removes the cap. A job that would exceed it waits with kQuota.
+  void set_tenant_quota(std::string tenant, std::optional<int> max_cores);
+
+  // Everything GET /v1/pool shows.
+  struct HostView {
+    int index;
+    std::string name;
+    Generation generation;
+    HostHealth health;
+    std::vector<std::optional<JobId>> cores;  // the job on each core, or none
+  };
+  struct PoolView {
+    std::vector<HostView> hosts;
+    int total_cores;
+    int used_cores;
+    int healthy_cores;  // cores on kHealthy hosts
+    int queued_jobs;
+    int running_jobs;  // including cpu jobs
+  };
+  PoolView view() const;
+
+  // False when the pool could not hold `request` even idle and all healthy.
+  bool can_ever_fit(const ResourceRequest& request) const;
+
+  // The waiting jobs: cpu jobs, then the others in scheduling order.
+  std::vector<JobId> queue() const;
+
+ private:
+  // Requests that place alike; the pass caches "does not fit" per shape.
+  struct Shape {
+    RequestKind kind;
+    std::optional<Generation> generation;
+    int devices_per_host;
+    int hosts;
+    std::optional<int> pinned_core;
+    auto operator<=>(const Shape&) const = default;
+  };
+  struct Tenant {
+    std::string name;
+    std::optional<int> max_cores;
+    int used_cores = 0;
+  };
+  struct Job {
+    JobRequest request;
+    int shape = 0;
+    int tenant = 0;
+    bool running = false;
+    // While waiting, filled lazily by pending() (see classify):
+    mutable PendingReason reason = PendingReason::kNone;
+    mutable int position = 0;
+    // While running:
+    Placement placement;
+    Clock::time_point started;
+    Clock::time_point last_heartbeat;
+    mutable std::optional<Clock::time_point> estimated_start;
+  };
+  struct QueueEntry {
+    int priority;
+    std::int64_t submit_order;
+    JobId id;
+    Job* job;
+    bool operator<(const QueueEntry& other) const;
+  };
+  struct Choice;
+  class CoreTimes;
+
+  int intern_shape(const ResourceRequest& request);
+  int intern_tenant(const std::string& tenant);
+  bool generation_matches(const Shape& shape, int host) const;
+  bool fits_idle_healthy(const Shape& shape) const;
+  bool fits_idle(const Shape& shape, bool healthy_only) const;
+  // Where `shape` fits now, avoiding cores set in `avoid` (per host masks;
+  // empty = avoid nothing).
+  std::optional<Choice> find_free(const Shape& shape, const std::vector<std::uint32_t>& avoid) const;
+  // Where `shape` can start earliest given when each core frees up.
+  std::optional<Choice> find_earliest(const Shape& shape, const CoreTimes& times) const;
+  int largest_free_block(int host_begin, int host_end, const std::vector<int>& free_prefix) const;
+  Placement start(Job& job, Choice choice, Clock::time_point now);
+  void release(Job& job);
+  // The head's reservation; marks its cores in `reserved` (per host masks).
+  Reservation reserve(const Job& head, Clock::time_point now,
+                      std::vector<std::uint32_t>& reserved) const;
+  CoreTimes core_times(Clock::time_point now) const;
+  Clock::time_point expected_end(const Job& job, Clock::time_point now) const;
+  // Fills every waiting job's reason, position and estimated start.
+  void classify() const;
+  void dequeue(Job& job);
+  bool over_quota(const Job& job) const;
+
+  Pool pool_;
+  SchedulerOptions options_;
+  std::unordered_map<JobId, Job> jobs_;  // waiting and running; node-stable
+  std::set<QueueEntry> queue_;      // waiting TPU jobs
+  std::set<QueueEntry> cpu_queue_;  // waiting cpu jobs: start at the next pass
+  std::vector<int> shape_waiting_;  // waiting jobs per shape
+  std::vector<Shape> shapes_;
+  std::map<Shape, int> shape_index_;
+  std::vector<Tenant> tenants_;
+  std::unordered_map<std::string, int> tenant_index_;
+  int running_count_ = 0;
+  std::optional<Reservation> reservation_;
+  Clock::time_point last_pass_{};
+  // Any change bumps version_; pending() replans when plan_version_ lags.
+  std::uint64_t version_ = 1;
+  mutable std::uint64_t plan_version_ = 0;
+};
+
+}  // namespace tpujobs::scheduler

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Installs what tpujobs needs from Debian (only what is missing: a fast no-op
+# when everything is there) and builds it. Sourced by serve.sh and test.sh;
+# can also be run alone: scripts/setup.sh [--test] [--preset NAME].
+set -euo pipefail
+
+TPUJOBS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+BUILD_PACKAGES=(g++ make cmake pkg-config ccache libboost1.81-dev nlohmann-json3-dev libeigen3-dev
+  libpq-dev postgresql libgtest-dev libgmock-dev libbenchmark-dev)
+TEST_PACKAGES=(curl)
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+install_packages() {
+  local missing=()
+  for package in "$@"; do
+    if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$package")
+    fi
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing ${missing[*]}" >&2
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+  fi
+}
+
+build() {
+  local preset="$1"
+  cmake --preset "$preset" -S "$TPUJOBS_ROOT" >/dev/null
+  cmake --build --preset "$preset" -j "$(nproc)"
+}
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  with_tests=0
+  preset=default
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --test) with_tests=1 ;;
+      --preset) preset="$2"; shift ;;
+      *) echo "usage: scripts/setup.sh [--test] [--preset default|asan]" >&2; exit 2 ;;
+    esac
+    shift
+  done
+  install_packages "${BUILD_PACKAGES[@]}"
+  [ "$with_tests" -eq 1 ] && install_packages "${TEST_PACKAGES[@]}"
+  build "$preset"
+fi

@@ -1,0 +1,445 @@
+#include "service/http_server.h"
+
+#include <atomic>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "api/url.h"
+
+namespace tpujobs::service {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+std::string problem_body(int status, std::string_view title, std::string_view detail) {
+  // Kept dependency-free: this TU must not pull in the JSON library too.
+  std::string body = "{\"type\":\"about:blank\",\"title\":\"";
+  body += title;
+  body += "\",\"status\":" + std::to_string(status) + ",\"detail\":\"";
+  body += detail;
+  body += "\"}";
+  return body;
+}
+
+struct ServerState {
+  ServerState(HttpServerOptions o, api::Handler& h) : options(std::move(o)), handler(h) {}
+  HttpServerOptions options;
+  api::Handler& handler;
+  std::atomic<std::int64_t> in_flight{0};
+  std::atomic<std::int64_t> connections{0};
+  std::atomic<bool> stopping{false};
+};
+
+class Session;
+
+struct SessionRegistry {
+  std::mutex mutex;
+  std::unordered_map<Session*, std::weak_ptr<Session>> sessions;
+};
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, ServerState& state, SessionRegistry& registry)
+      : stream_(std::move(socket)), state_(state), registry_(registry) {
+    ++state_.connections;
+  }
+  ~Session() {
+    --state_.connections;
+    std::lock_guard lock(registry_.mutex);
+    registry_.sessions.erase(this);
+  }
+
+  void start() {
+    {
+      std::lock_guard lock(registry_.mutex);
+      registry_.sessions.emplace(this, weak_from_this());
+    }
+    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->wait_for_request(); });
+  }
+
+  // Closes the connection if it is idle between requests (or, with `force`,
+  // whatever it is doing). Thread-safe.
+  void close_from_outside(bool force) {
+    asio::post(stream_.get_executor(), [self = shared_from_this(), force] {
+      if (force || self->phase_ == Phase::kIdle) self->close();
+    });
+  }
+
+  // Called through the writer, from any thread.
+  void post_response(api::Response response) {
+    asio::post(stream_.get_executor(), [self = shared_from_this(), r = std::move(response)]() mutable {
+      self->write_response(std::move(r));
+    });
+  }
+  void post_stream_start(api::Response head) {
+    asio::post(stream_.get_executor(), [self = shared_from_this(), h = std::move(head)]() mutable {
+      self->start_stream(std::move(h));
+    });
+  }
+  bool post_stream_data(std::string data) {
+    if (stream_closed_) return false;
+    asio::post(stream_.get_executor(), [self = shared_from_this(), d = std::move(data)]() mutable {
+      self->stream_queue_.push_back(std::move(d));
+      self->pump_stream();
+    });
+    return true;
+  }
+  void post_stream_end() {
+    asio::post(stream_.get_executor(), [self = shared_from_this()] {
+      self->stream_end_requested_ = true;
+      self->pump_stream();
+    });
+  }
+  bool stream_closed() const { return stream_closed_; }
+
+ private:
+  enum class Phase { kIdle, kReading, kHandling, kWriting, kStreaming, kClosed };
+
+  void wait_for_request() {
+    if (state_.stopping) return close();
+    phase_ = Phase::kIdle;
+    if (buffer_.size() > 0) return read_header();
+    stream_.expires_after(state_.options.idle_timeout);
+    stream_.async_read_some(buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+      if (ec) return self->close();
+      self->buffer_.commit(n);
+      self->read_header();
+    });
+  }
+
+  void read_header() {
+    phase_ = Phase::kReading;
+    parser_.emplace();
+    parser_->header_limit(16 * 1024);
+    parser_->body_limit(state_.options.body_limit);
+    stream_.expires_after(state_.options.header_timeout);
+    http::async_read_header(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      self->on_header(ec);
+    });
+  }
+
+  void on_header(beast::error_code ec) {
+    if (ec == beast::error::timeout) return reject(408, "Request Timeout", "the request header did not arrive in time");
+    if (ec == http::error::header_limit) return reject(431, "Request Header Fields Too Large", "headers exceed 16 KiB");
+    if (ec) {
+      if (ec == http::error::end_of_stream || ec == asio::error::eof) return close();
+      return reject(400, "Bad Request", "malformed HTTP request");
+    }
+    const auto& header = parser_->get();
+    if (const auto length = parser_->content_length(); length && *length > state_.options.body_limit) {
+      return reject(413, "Payload Too Large",
+                    "the request body is larger than " + std::to_string(state_.options.body_limit) + " bytes");
+    }
+    if (parser_->is_done()) return dispatch_request();
+    auto read_body = [self = shared_from_this()] {
+      self->stream_.expires_after(self->state_.options.body_timeout);
+      http::async_read(self->stream_, self->buffer_, *self->parser_, [self](beast::error_code ec, std::size_t) {
+        if (ec == http::error::body_limit) {
+          return self->reject(413, "Payload Too Large",
+                              "the request body is larger than " + std::to_string(self->state_.options.body_limit) + " bytes");
+        }
+        if (ec == beast::error::timeout) return self->reject(408, "Request Timeout", "the request body did not arrive in time");
+        if (ec) return self->close();
+        self->dispatch_request();
+      });
+    };
+    if (beast::iequals(header[http::field::expect], "100-continue")) {
+      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      asio::async_write(stream_, asio::buffer(kContinue.data(), kContinue.size()),
+                        [self = shared_from_this(), read_body](beast::error_code ec, std::size_t) {
+                          if (ec) return self->close();
+                          read_body();
+                        });
+      return;
+    }
+    read_body();
+  }
+
+  void dispatch_request();
+
+  void reject(int status, std::string_view title, std::string detail) {
+    api::Response response;
+    response.status = status;
+    response.content_type = "application/problem+json";
+    response.body = problem_body(status, title, detail);
+    keep_alive_ = false;
+    ++state_.in_flight;
+    request_method_ = "";
+    write_response(std::move(response));
+  }
+
+  void write_response(api::Response response) {
+    if (phase_ == Phase::kClosed) {
+      finish_request(response.status);
+      return;
+    }
+    phase_ = Phase::kWriting;
+    auto message = std::make_shared<http::response<http::string_body>>(
+        static_cast<http::status>(response.status), 11);
+    message->set(http::field::server, "tpujobs");
+    message->set(http::field::content_type, response.content_type);
+    for (auto& [name, value] : response.headers) message->set(name, value);
+    message->body() = std::move(response.body);
+    message->keep_alive(keep_alive_ && !state_.stopping);
+    message->prepare_payload();
+    stream_.expires_after(state_.options.body_timeout);
+    const int status = response.status;
+    http::async_write(stream_, *message, [self = shared_from_this(), message, status](beast::error_code ec, std::size_t) {
+      self->finish_request(status);
+      if (ec || !message->keep_alive()) return self->close();
+      self->wait_for_request();
+    });
+  }
+
+  void finish_request(int status) {
+    if (!request_method_.empty()) {
+      state_.handler.completed(request_method_, request_path_, status,
+                               std::chrono::steady_clock::now() - request_received_);
+    }
+    --state_.in_flight;
+  }
+
+  void start_stream(api::Response head) {
+    if (phase_ == Phase::kClosed) {
+      stream_closed_ = true;
+      finish_request(head.status);
+      return;
+    }
+    phase_ = Phase::kStreaming;
+    std::string raw = "HTTP/1.1 " + std::to_string(head.status) + " " +
+                      std::string(http::obsolete_reason(static_cast<http::status>(head.status))) +
+                      "\r\nServer: tpujobs\r\nContent-Type: " + head.content_type +
+                      "\r\nCache-Control: no-cache\r\nConnection: close\r\n";
+    for (auto& [name, value] : head.headers) raw += name + ": " + value + "\r\n";
+    raw += "\r\n";
+    stream_queue_.push_front(std::move(raw));
+    stream_.expires_never();
+    finish_request(head.status);
+    // A read that completes means the peer closed (or misbehaves): stop.
+    stream_.async_read_some(buffer_.prepare(1024), [self = shared_from_this()](beast::error_code, std::size_t) {
+      self->close();
+    });
+    pump_stream();
+  }
+
+  void pump_stream() {
+    if (phase_ != Phase::kStreaming || stream_writing_) return;
+    if (stream_queue_.empty()) {
+      if (stream_end_requested_) close();
+      return;
+    }
+    stream_writing_ = true;
+    auto data = std::make_shared<std::string>(std::move(stream_queue_.front()));
+    stream_queue_.pop_front();
+    asio::async_write(stream_.socket(), asio::buffer(*data), [self = shared_from_this(), data](beast::error_code ec, std::size_t) {
+      self->stream_writing_ = false;
+      if (ec) return self->close();
+      self->pump_stream();
+    });
+  }
+
+  void close() {
+    if (phase_ == Phase::kClosed) return;
+    const bool handling = phase_ == Phase::kHandling;
+    phase_ = Phase::kClosed;
+    stream_closed_ = true;
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.close();
+    (void)handling;  // a response still owed is dropped in write_response()
+  }
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  ServerState& state_;
+  SessionRegistry& registry_;
+  Phase phase_ = Phase::kIdle;
+  bool keep_alive_ = true;
+  std::string request_method_;
+  std::string request_path_;
+  std::chrono::steady_clock::time_point request_received_;
+  std::deque<std::string> stream_queue_;
+  bool stream_writing_ = false;
+  bool stream_end_requested_ = false;
+  std::atomic<bool> stream_closed_{false};
+};
+
+class Writer final : public api::ResponseWriter {
+ public:
+  explicit Writer(std::shared_ptr<Session> session) : session_(std::move(session)) {}
+  void respond(api::Response response) override {
+    if (auto session = take()) session->post_response(std::move(response));
+  }
+  void start_stream(api::Response head) override {
+    std::lock_guard lock(mutex_);
+    if (used_ || !session_) return;
+    used_ = true;
+    session_->post_stream_start(std::move(head));
+  }
+  bool write(std::string data) override {
+    std::lock_guard lock(mutex_);
+    return session_ && session_->post_stream_data(std::move(data));
+  }
+  void end() override {
+    std::lock_guard lock(mutex_);
+    if (session_) session_->post_stream_end();
+    session_.reset();
+  }
+  bool closed() const override {
+    std::lock_guard lock(mutex_);
+    return !session_ || session_->stream_closed();
+  }
+
+ private:
+  std::shared_ptr<Session> take() {
+    std::lock_guard lock(mutex_);
+    if (used_) return nullptr;
+    used_ = true;
+    return std::move(session_);
+  }
+  mutable std::mutex mutex_;
+  bool used_ = false;
+  std::shared_ptr<Session> session_;
+};
+
+void Session::dispatch_request() {
+  phase_ = Phase::kHandling;
+  stream_.expires_never();
+  http::request<http::string_body> message = parser_->release();
+  parser_.reset();
+  keep_alive_ = message.keep_alive();
+
+  api::Request request;
+  request.received_at = std::chrono::steady_clock::now();
+  request.method = std::string(message.method_string());
+  request.target = std::string(message.target());
+  api::split_target(request.target, &request.path, &request.query);
+  for (const auto& field : message) {
+    std::string name(field.name_string());
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    request.headers[std::move(name)] = std::string(field.value());
+  }
+  request.body = std::move(message.body());
+  request_method_ = request.method;
+  request_path_ = request.path;
+  request_received_ = request.received_at;
+  ++state_.in_flight;
+  state_.handler.handle(std::move(request), std::make_shared<Writer>(shared_from_this()));
+}
+
+}  // namespace
+
+class HttpServer::Impl {
+ public:
+  Impl(HttpServerOptions options, api::Handler& handler)
+      : state_(std::move(options), handler), io_(state_.options.io_threads), acceptor_(asio::make_strand(io_)) {}
+
+  std::string start() {
+    beast::error_code ec;
+    const auto address = asio::ip::make_address(state_.options.address, ec);
+    if (ec) return "invalid listen address '" + state_.options.address + "': " + ec.message();
+    const tcp::endpoint endpoint(address, state_.options.port);
+    acceptor_.open(endpoint.protocol(), ec);
+    if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(endpoint, ec);
+    if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) {
+      return "cannot listen on " + state_.options.address + ":" + std::to_string(state_.options.port) + ": " + ec.message();
+    }
+    port_ = acceptor_.local_endpoint().port();
+    accept();
+    for (int i = 0; i < std::max(1, state_.options.io_threads); ++i) {
+      threads_.emplace_back([this] { io_.run(); });
+    }
+    return {};
+  }
+
+  std::uint16_t port() const { return port_; }
+
+  void stop_accepting() {
+    state_.stopping = true;
+    asio::post(acceptor_.get_executor(), [this] {
+      beast::error_code ignored;
+      acceptor_.close(ignored);
+    });
+    for_each_session([](Session& s) { s.close_from_outside(false); });
+  }
+
+  void shutdown(std::chrono::milliseconds deadline) {
+    if (threads_.empty()) return;
+    if (!state_.stopping) stop_accepting();
+    const auto until = std::chrono::steady_clock::now() + deadline;
+    while (state_.in_flight > 0 && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    for_each_session([](Session& s) { s.close_from_outside(true); });
+    while (state_.connections > 0 && std::chrono::steady_clock::now() < until + std::chrono::seconds(1)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    work_.reset();
+    io_.stop();
+    for (std::thread& t : threads_) t.join();
+    threads_.clear();
+  }
+
+  ServerState state_;
+
+ private:
+  void accept() {
+    acceptor_.async_accept(asio::make_strand(io_), [this](beast::error_code ec, tcp::socket socket) {
+      if (ec) {
+        if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+        return accept();  // e.g. too many open files: keep serving the others
+      }
+      socket.set_option(tcp::no_delay(true), ec);
+      std::make_shared<Session>(std::move(socket), state_, registry_)->start();
+      accept();
+    });
+  }
+
+  template <class F>
+  void for_each_session(F f) {
+    std::vector<std::shared_ptr<Session>> alive;
+    {
+      std::lock_guard lock(registry_.mutex);
+      for (auto& [_, weak] : registry_.sessions) {
+        if (auto s = weak.lock()) alive.push_back(std::move(s));
+      }
+    }
+    for (auto& s : alive) f(*s);
+  }
+
+  asio::io_context io_;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_{io_.get_executor()};
+  tcp::acceptor acceptor_;
+  SessionRegistry registry_;
+  std::vector<std::thread> threads_;
+  std::uint16_t port_ = 0;
+};
+
+HttpServer::HttpServer(HttpServerOptions options, api::Handler& handler)
+    : impl_(std::make_unique<Impl>(std::move(options), handler)) {}
+HttpServer::~HttpServer() { impl_->shutdown(std::chrono::milliseconds(0)); }
+std::string HttpServer::start() { return impl_->start(); }
+std::uint16_t HttpServer::port() const { return impl_->port(); }
+void HttpServer::stop_accepting() { impl_->stop_accepting(); }
+void HttpServer::shutdown(std::chrono::milliseconds deadline) { impl_->shutdown(deadline); }
+std::int64_t HttpServer::in_flight() const { return impl_->state_.in_flight; }
+std::int64_t HttpServer::open_connections() const { return impl_->state_.connections; }
+
+}  // namespace tpujobs::service

@@ -1,0 +1,52 @@
+// The HTTP/1.1 server: Boost.Beast, asynchronous, keep-alive, several I/O
+// threads. It parses requests into api::Request and hands them to one
+// api::Handler. Only http_server.cc includes Beast.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "api/http.h"
+
+namespace tpujobs::service {
+
+struct HttpServerOptions {
+  std::string address = "127.0.0.1";
+  std::uint16_t port = 8080;  // 0: any free port (see HttpServer::port())
+  int io_threads = 2;
+  std::size_t body_limit = 1 << 20;  // larger bodies get 413
+  std::chrono::milliseconds header_timeout{10000};  // whole header must arrive within
+  std::chrono::milliseconds body_timeout{30000};    // whole body must arrive within
+  std::chrono::milliseconds idle_timeout{60000};    // keep-alive connection with no request
+};
+
+class HttpServer {
+ public:
+  // `handler` must outlive the server.
+  HttpServer(HttpServerOptions options, api::Handler& handler);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds and starts the I/O threads. Returns an error message, or "".
+  std::string start();
+  // The bound port (useful with port 0). Valid after start().
+  std::uint16_t port() const;
+  // Stops accepting new connections; requests already read still get their
+  // answer. Idle keep-alive connections are closed.
+  void stop_accepting();
+  // Waits until no request is in flight or `deadline` passes, then closes
+  // every connection (streams included) and joins the I/O threads.
+  void shutdown(std::chrono::milliseconds deadline);
+
+  std::int64_t in_flight() const;
+  std::int64_t open_connections() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tpujobs::service

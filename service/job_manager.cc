@@ -1,0 +1,1341 @@
+#include "service/job_manager.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <iostream>
+
+#include "api/problem.h"
+
+namespace tpujobs::service {
+namespace {
+
+using nlohmann::json;
+using SteadyClock = std::chrono::steady_clock;
+
+constexpr const char* kQueued = "QUEUED";
+constexpr const char* kStarting = "STARTING";
+constexpr const char* kRunning = "RUNNING";
+constexpr const char* kSucceeded = "SUCCEEDED";
+constexpr const char* kFailed = "FAILED";
+constexpr const char* kCancelled = "CANCELLED";
+
+bool is_terminal(std::string_view state) {
+  return state == kSucceeded || state == kFailed || state == kCancelled;
+}
+
+std::string iso_time(std::chrono::system_clock::time_point t) {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char out[40];
+  std::snprintf(out, sizeof out, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", utc.tm_year + 1900, utc.tm_mon + 1,
+                utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, static_cast<int>(ms % 1000));
+  return out;
+}
+
+json time_or_null(const std::optional<std::chrono::system_clock::time_point>& t) {
+  return t ? json(iso_time(*t)) : json(nullptr);
+}
+
+json parse_or_null(const std::optional<std::string>& text) {
+  if (!text || text->empty()) return nullptr;
+  json value = json::parse(*text, nullptr, false);
+  return value.is_discarded() ? json(nullptr) : value;
+}
+
+json error_json(std::string_view type, std::string_view message, std::string_view hint) {
+  return {{"type", type}, {"message", message}, {"hint", hint}};
+}
+
+std::string generation_name(scheduler::Generation g) { return std::string(scheduler::facts(g).name); }
+
+json placement_json(const scheduler::Placement& p, const scheduler::PoolLayout& layout) {
+  json hosts = json::array();
+  for (int h : p.hosts) hosts.push_back(layout.hosts[h].name);
+  json cores = json::array();
+  for (const scheduler::CoreRef& c : p.cores) cores.push_back({{"host", layout.hosts[c.host].name}, {"core", c.core}});
+  return {{"generation", generation_name(p.generation)},
+          {"accelerator_type", p.accelerator_type.empty() ? json(nullptr) : json(p.accelerator_type)},
+          {"hosts", hosts},
+          {"cores", cores}};
+}
+
+api::JsonResult not_found(std::int64_t id) {
+  return db::make_error(db::ErrorCode::kNotFound, "no job " + std::to_string(id));
+}
+
+}  // namespace
+
+// A job this process has queued or runs. Guarded by JobManager::mutex_
+// except where noted.
+struct JobManager::LiveJob {
+  std::int64_t id = 0;
+  std::string tenant;
+  db::JobRow row;                 // state, times, error/result as last written
+  json base;                      // the parts of the view that never change
+  api::JobSpec spec;
+  scheduler::Resolution resolution;
+  std::int64_t submit_order = 0;
+  std::optional<scheduler::Placement> placement;
+  std::optional<executor::Progress> progress;
+  std::map<std::string, double> latest_metrics;
+  std::atomic<bool> cancel{false};   // read by the executor without the mutex
+  StopReason stop_reason = StopReason::kNone;
+  bool runner_started = false;
+  std::thread runner;
+  // Sequence numbers of the current run (the runner thread only).
+  std::int64_t next_log_seq = 1;
+  std::int64_t next_metric_seq = 1;
+  std::int64_t skip_metrics_through_step = -1;  // replayed steps after a resume
+  // Log lines of the current run, for followers: (seq, line).
+  std::vector<std::pair<std::int64_t, std::string>> recent_logs;
+  std::vector<std::function<void(api::JsonResult)>> waiters;
+  SteadyClock::time_point run_started{};
+};
+
+// Routes the executor's output: log lines and metrics to the telemetry
+// writer, checkpoints straight to PostgreSQL, progress into memory.
+class JobManager::Sink final : public executor::TrainingSink {
+ public:
+  Sink(JobManager& manager, std::shared_ptr<LiveJob> job) : manager_(manager), job_(std::move(job)) {}
+
+  void log(std::string_view line) override {
+    db::LogLine entry{job_->id, job_->next_log_seq++, std::chrono::system_clock::now(), std::string(line)};
+    {
+      std::lock_guard lock(manager_.mutex_);
+      job_->recent_logs.emplace_back(entry.seq, entry.line);
+    }
+    std::lock_guard lock(manager_.telemetry_mutex_);
+    manager_.pending_logs_.push_back(std::move(entry));
+  }
+
+  void metrics(const executor::MetricPoint& point) override {
+    {
+      std::lock_guard lock(manager_.mutex_);
+      for (const auto& [name, value] : point.values) job_->latest_metrics[name] = value;
+    }
+    if (point.step <= job_->skip_metrics_through_step) return;  // already recorded before the resume
+    json values = json::object();
+    for (const auto& [name, value] : point.values) {
+      if (std::isfinite(value)) values[name] = value;
+    }
+    db::MetricRow row{job_->id, job_->next_metric_seq++, point.step, point.epoch, std::chrono::system_clock::now(),
+                      values.dump()};
+    std::lock_guard lock(manager_.telemetry_mutex_);
+    manager_.pending_metrics_.push_back(std::move(row));
+  }
+
+  void checkpoint(const executor::Checkpoint& checkpoint) override {
+    // Logs and metrics up to here land first, so a resume never replays
+    // lines before a checkpoint that already has them.
+    manager_.flush_telemetry();
+    manager_.with_retry([&] {
+      return manager_.repo_.save_checkpoint(job_->id, checkpoint.step, checkpoint.epoch, checkpoint.bytes);
+    });
+  }
+
+  void progress(const executor::Progress& progress) override {
+    const auto now = SteadyClock::now();
+    {
+      std::lock_guard lock(manager_.mutex_);
+      job_->progress = progress;
+      manager_.scheduler_.heartbeat(job_->id, now);
+    }
+    if (now - last_progress_write_ < std::chrono::seconds(1)) return;
+    last_progress_write_ = now;
+    json p = {{"step", progress.step},
+              {"total_steps", progress.total_steps},
+              {"epoch", progress.epoch},
+              {"max_epochs", progress.max_epochs},
+              {"samples_per_sec", progress.samples_per_sec}};
+    json m;
+    {
+      std::lock_guard lock(manager_.mutex_);
+      m = job_->latest_metrics;
+    }
+    std::lock_guard lock(manager_.telemetry_mutex_);
+    manager_.pending_progress_[job_->id] = {p.dump(), m.dump()};
+  }
+
+ private:
+  JobManager& manager_;
+  std::shared_ptr<LiveJob> job_;
+  SteadyClock::time_point last_progress_write_{};
+};
+
+class JobManager::Datasets final : public executor::DatasetSource {
+ public:
+  explicit Datasets(db::Repositories& repo) : repo_(repo) {}
+  std::optional<std::string> uploaded_csv(std::string_view id) override {
+    auto row = repo_.get_dataset(std::string(id));
+    if (!row.ok() || !*row) return std::nullopt;
+    return (*row)->csv;
+  }
+
+ private:
+  db::Repositories& repo_;
+};
+
+JobManager::JobManager(db::ConnectionPool& pool, scheduler::PoolLayout layout, JobManagerOptions options)
+    : pool_(pool),
+      repo_(pool),
+      layout_(layout),
+      options_(std::move(options)),
+      workers_(options_.workers),
+      datasets_owner_(std::make_unique<Datasets>(repo_)),
+      scheduler_(std::move(layout), scheduler::SchedulerOptions{options_.lease_timeout}) {
+  datasets_ = datasets_owner_.get();
+}
+
+JobManager::~JobManager() {
+  shutdown();
+  close();
+}
+
+template <class F>
+bool JobManager::with_retry(F&& write) {
+  auto delay = std::chrono::milliseconds(50);
+  for (;;) {
+    auto status = write();
+    if (status.ok()) {
+      database_ok_ = true;
+      return true;
+    }
+    if (status.code() != db::ErrorCode::kUnavailable) {
+      std::cerr << "tpujobs: database write failed: " << status.error().message << "\n";
+      return false;
+    }
+    database_ok_ = false;
+    {
+      std::lock_guard lock(telemetry_mutex_);
+      if (telemetry_stopping_) return false;
+    }
+    std::this_thread::sleep_for(delay);
+    delay = std::min(delay * 2, std::chrono::milliseconds(2000));
+  }
+}
+
+db::Status JobManager::start() {
+  auto hosts = repo_.load_host_health();
+  if (!hosts.ok()) return hosts.error();
+  auto quotas = repo_.load_quotas();
+  if (!quotas.ok()) return quotas.error();
+  auto unfinished = repo_.load_unfinished();
+  if (!unfinished.ok()) return unfinished.error();
+  {
+    std::lock_guard lock(mutex_);
+    for (const db::HostHealthRow& h : *hosts) {
+      std::optional<int> index = scheduler_.find_host(h.name);
+      if (!index) continue;
+      if (h.health == "draining") scheduler_.set_host_health(*index, scheduler::HostHealth::kDraining);
+      if (h.health == "failed") scheduler_.set_host_health(*index, scheduler::HostHealth::kFailed);
+    }
+    for (const db::QuotaRow& q : *quotas) scheduler_.set_tenant_quota(q.tenant, q.max_cores);
+  }
+  for (db::JobRow& row : *unfinished) {
+    if (row.state == kStarting || row.state == kRunning) {
+      // A previous process ran it and is gone: its cores were never ours.
+      db::Transition t;
+      t.id = row.id;
+      t.from = {kStarting, kRunning};
+      t.to = kQueued;
+      t.reason = "Requeued after a service restart; resumes from its last checkpoint";
+      auto moved = repo_.transition(t);
+      if (!moved.ok()) return moved.error();
+      row.state = kQueued;
+    }
+    std::string error;
+    std::shared_ptr<LiveJob> job = make_live(row, &error);
+    if (!job) {
+      db::Transition t;
+      t.id = row.id;
+      t.from = {kQueued};
+      t.to = kFailed;
+      t.reason = "Rejected on restart: " + error;
+      t.error = error_json("INTERNAL", error, "resubmit the job against the current pool").dump();
+      t.set_finished = true;
+      (void)repo_.transition(t);
+      continue;
+    }
+    std::lock_guard lock(mutex_);
+    enqueue_locked(job);
+  }
+  started_ = true;
+  committer_ = std::thread([this] { committer_loop(); });
+  scheduler_thread_ = std::thread([this] { scheduler_loop(); });
+  telemetry_ = std::thread([this] { telemetry_loop(); });
+  wake_scheduler();
+  return db::Status::Ok();
+}
+
+void JobManager::shutdown() {
+  if (!started_) return;
+  {
+    std::lock_guard lock(submit_mutex_);
+    if (submit_closed_) return;
+    submit_closed_ = true;
+  }
+  submit_wake_.notify_all();
+  if (committer_.joinable()) committer_.join();  // answers what it already took
+  std::vector<std::thread> runners;
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+    for (auto& [id, job] : live_) {
+      if (job->runner_started && job->stop_reason == StopReason::kNone) {
+        job->stop_reason = StopReason::kShutdown;
+        job->cancel = true;
+      }
+    }
+  }
+  scheduler_wake_.notify_all();
+  if (scheduler_thread_.joinable()) scheduler_thread_.join();
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& [id, job] : live_) {
+      if (job->runner.joinable()) runners.push_back(std::move(job->runner));
+    }
+    for (std::thread& t : finished_runners_) runners.push_back(std::move(t));
+    finished_runners_.clear();
+  }
+  for (std::thread& t : runners) t.join();
+  flush_telemetry();
+}
+
+void JobManager::close() {
+  if (closed_) return;
+  closed_ = true;
+  {
+    std::lock_guard lock(telemetry_mutex_);
+    telemetry_stopping_ = true;
+  }
+  telemetry_wake_.notify_all();
+  if (telemetry_.joinable()) telemetry_.join();
+  timers_.stop();
+  // Anyone still waiting gets the job as it stands.
+  std::vector<std::function<void(api::JsonResult)>> waiters;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& [id, job] : live_) {
+      for (auto& w : job->waiters) waiters.push_back(std::move(w));
+      job->waiters.clear();
+    }
+  }
+  for (auto& w : waiters) w(db::make_error(db::ErrorCode::kUnavailable, "the service is stopping"));
+}
+
+// ---------------------------------------------------------------- submit
+
+void JobManager::submit(api::SubmitRequest request, std::function<void(api::SubmitOutcome)> done) {
+  {
+    std::lock_guard lock(submit_mutex_);
+    if (!submit_closed_) {
+      submits_.push_back({std::move(request), std::move(done)});
+      submit_wake_.notify_one();
+      return;
+    }
+  }
+  api::SubmitOutcome outcome;
+  outcome.kind = api::SubmitOutcome::Kind::kUnavailable;
+  outcome.message = "the service is shutting down";
+  done(std::move(outcome));
+}
+
+void JobManager::committer_loop() {
+  for (;;) {
+    std::vector<PendingSubmit> batch;
+    {
+      std::unique_lock lock(submit_mutex_);
+      submit_wake_.wait(lock, [this] { return submit_closed_ || !submits_.empty(); });
+      if (submits_.empty() && submit_closed_) return;
+      while (!submits_.empty() && static_cast<int>(batch.size()) < options_.submit_batch) {
+        batch.push_back(std::move(submits_.front()));
+        submits_.pop_front();
+      }
+    }
+    commit_batch(batch);
+  }
+}
+
+void JobManager::commit_batch(std::vector<PendingSubmit>& batch) {
+  std::vector<db::NewJob> rows;
+  rows.reserve(batch.size());
+  for (PendingSubmit& p : batch) {
+    const api::SubmitRequest& r = p.request;
+    db::NewJob row;
+    row.tenant = r.tenant;
+    row.name = r.spec.name;
+    row.labels = json(r.spec.labels).dump();
+    row.priority = r.spec.priority;
+    row.spec = r.spec_json.dump();
+    json resolved = {{"request", api::resolution_json(r.resolution)}, {"estimate", r.estimate}};
+    row.resolved = resolved.dump();
+    row.warnings = json(r.warnings).dump();
+    row.idempotency_key = r.idempotency_key;
+    row.spec_hash = r.spec_hash;
+    rows.push_back(std::move(row));
+  }
+  auto inserted = repo_.insert_jobs(rows);
+  if (!inserted.ok()) {
+    database_ok_ = inserted.code() != db::ErrorCode::kUnavailable;
+    for (PendingSubmit& p : batch) {
+      api::SubmitOutcome outcome;
+      outcome.kind = inserted.code() == db::ErrorCode::kUnavailable ? api::SubmitOutcome::Kind::kUnavailable
+                                                                     : api::SubmitOutcome::Kind::kError;
+      outcome.message = "the job was not stored: " + inserted.error().message;
+      p.done(std::move(outcome));
+    }
+    return;
+  }
+  database_ok_ = true;
+  std::vector<std::pair<std::function<void(api::SubmitOutcome)>, api::SubmitOutcome>> answers;
+  {
+    std::lock_guard lock(mutex_);
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      db::InsertedJob& result = (*inserted)[i];
+      api::SubmitOutcome outcome;
+      outcome.id = result.row.id;
+      if (result.existing) {
+        if (result.row.spec_hash != batch[i].request.spec_hash) {
+          outcome.kind = api::SubmitOutcome::Kind::kConflict;
+          outcome.message = "Idempotency-Key '" + batch[i].request.idempotency_key.value_or("") +
+                            "' was already used for job " + std::to_string(result.row.id) + " with a different spec";
+        } else {
+          outcome.kind = api::SubmitOutcome::Kind::kExisting;
+          auto it = live_.find(result.row.id);
+          outcome.job = it != live_.end() ? render_live_locked(*it->second) : render(result.row);
+        }
+      } else {
+        ++submitted_total_;
+        auto job = std::make_shared<LiveJob>();
+        job->id = result.row.id;
+        job->tenant = result.row.tenant;
+        job->row = result.row;
+        job->spec = std::move(batch[i].request.spec);
+        job->resolution = std::move(batch[i].request.resolution);
+        job->base = render(result.row);
+        enqueue_locked(job);
+        outcome.kind = api::SubmitOutcome::Kind::kCreated;
+        outcome.job = render_live_locked(*job);
+      }
+      answers.emplace_back(std::move(batch[i].done), std::move(outcome));
+    }
+  }
+  wake_scheduler();
+  for (auto& [done, outcome] : answers) done(std::move(outcome));
+}
+
+std::shared_ptr<JobManager::LiveJob> JobManager::make_live(const db::JobRow& row, std::string* error) {
+  json spec_json = json::parse(row.spec, nullptr, false);
+  std::vector<api::FieldError> errors;
+  std::optional<api::JobSpec> spec = spec_json.is_discarded() ? std::nullopt : api::parse_job_spec(spec_json, &errors);
+  if (!spec) {
+    *error = errors.empty() ? "stored spec is not valid JSON" : errors.front().field + ": " + errors.front().message;
+    return nullptr;
+  }
+  scheduler::Resolution resolution = scheduler::resolve(spec->trainer, capacity());
+  if (!resolution.errors.empty()) {
+    *error = resolution.errors.front().field + ": " + resolution.errors.front().message;
+    return nullptr;
+  }
+  api::apply_resolution(resolution, &*spec);
+  auto job = std::make_shared<LiveJob>();
+  job->id = row.id;
+  job->tenant = row.tenant;
+  job->row = row;
+  job->spec = std::move(*spec);
+  job->resolution = std::move(resolution);
+  job->base = render(row);
+  return job;
+}
+
+void JobManager::enqueue_locked(const std::shared_ptr<LiveJob>& job) {
+  job->submit_order = ++submit_order_;
+  job->row.state = kQueued;
+  live_[job->id] = job;
+  if (job->resolution.request.kind == scheduler::RequestKind::kCpu) {
+    cpu_waiting_.push_back(job);
+    return;
+  }
+  scheduler::JobRequest request;
+  request.id = job->id;
+  request.priority = job->spec.priority;
+  request.submit_order = job->submit_order;
+  request.tenant = job->tenant;
+  request.request = job->resolution.request;
+  scheduler_.submit(std::move(request));
+}
+
+void JobManager::wake_scheduler() {
+  {
+    std::lock_guard lock(mutex_);
+    schedule_requested_ = true;
+  }
+  scheduler_wake_.notify_one();
+}
+
+// ------------------------------------------------------------- scheduling
+
+void JobManager::scheduler_loop() {
+  std::unique_lock lock(mutex_);
+  auto last_reclaim = SteadyClock::now();
+  while (!stopping_) {
+    scheduler_wake_.wait_for(lock, std::chrono::milliseconds(500),
+                             [this] { return stopping_ || schedule_requested_; });
+    if (stopping_) break;
+    schedule_requested_ = false;
+    const auto now = SteadyClock::now();
+
+    // Runners that ended: join them outside the lock.
+    std::vector<std::thread> ended = std::move(finished_runners_);
+    finished_runners_.clear();
+
+    if (now - last_reclaim > std::chrono::seconds(1)) {
+      last_reclaim = now;
+      for (scheduler::JobId id : scheduler_.reclaim_expired(now)) {
+        auto it = live_.find(id);
+        if (it != live_.end() && it->second->stop_reason == StopReason::kNone) {
+          it->second->stop_reason = StopReason::kLeaseLost;
+          it->second->cancel = true;
+        }
+      }
+    }
+
+    std::vector<std::pair<std::shared_ptr<LiveJob>, scheduler::Placement>> starts;
+    for (scheduler::Placement& p : scheduler_.schedule(now)) {
+      auto it = live_.find(p.job);
+      if (it == live_.end()) {
+        scheduler_.finish(p.job);
+        continue;
+      }
+      starts.emplace_back(it->second, std::move(p));
+    }
+    while (!cpu_waiting_.empty() && cpu_running_ < options_.max_cpu_jobs) {
+      std::shared_ptr<LiveJob> job = cpu_waiting_.front();
+      cpu_waiting_.pop_front();
+      if (is_terminal(job->row.state)) continue;
+      ++cpu_running_;
+      scheduler::Placement p;
+      p.job = job->id;
+      starts.emplace_back(job, std::move(p));
+    }
+    for (auto& [job, placement] : starts) {
+      job->placement = placement;
+      job->runner_started = true;
+      job->run_started = now;
+      job->row.state = kStarting;
+      job->runner = std::thread([this, job = job, placement = placement] { run_job(job, placement); });
+    }
+    lock.unlock();
+    for (std::thread& t : ended) t.join();
+    lock.lock();
+  }
+}
+
+void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement placement) {
+  const bool cpu = job->resolution.request.kind == scheduler::RequestKind::kCpu;
+  json allocation = cpu ? json{{"accelerator", "cpu"}} : placement_json(placement, layout_);
+
+  db::Transition starting;
+  starting.id = job->id;
+  starting.from = {kQueued};
+  starting.to = kStarting;
+  starting.reason = cpu ? "Placed on the executor's CPU threads"
+                        : "Allocated " + std::to_string(placement.cores.size()) + " cores on " +
+                              std::to_string(placement.hosts.size()) + " host(s)";
+  starting.allocation = allocation.dump();
+  starting.set_started = true;
+  starting.owner = options_.instance;
+  bool moved = false;
+  with_retry([&] {
+    auto r = repo_.transition(starting);
+    if (r.ok()) moved = *r;
+    return db::Status(r.ok() ? db::Status::Ok() : db::Status(r.error()));
+  });
+  auto release = [&] {
+    std::lock_guard lock(mutex_);
+    if (cpu) --cpu_running_;
+    else scheduler_.finish(job->id);
+    job->runner_started = false;
+  };
+  if (!moved) {
+    // Cancelled (or taken over) between placement and start.
+    release();
+    auto row = repo_.get_job(job->id);
+    std::lock_guard lock(mutex_);
+    if (row.ok() && *row) job->row = **row;
+    if (job->runner.joinable()) finished_runners_.push_back(std::move(job->runner));
+    live_.erase(job->id);
+    schedule_requested_ = true;
+    scheduler_wake_.notify_one();
+    notify_waiters(job);
+    return;
+  }
+
+  // Resume from the last checkpoint, and continue the sequence numbers.
+  std::optional<executor::Checkpoint> resume;
+  {
+    auto checkpoint = repo_.latest_checkpoint(job->id);
+    if (checkpoint.ok() && *checkpoint) {
+      resume = executor::Checkpoint{(*checkpoint)->step, (*checkpoint)->epoch, std::move((*checkpoint)->bytes)};
+    }
+    auto log_seq = repo_.max_log_seq(job->id);
+    job->next_log_seq = (log_seq.ok() ? *log_seq : 0) + 1;
+    auto metric_seq = repo_.max_metric_seq(job->id);
+    job->next_metric_seq = (metric_seq.ok() ? *metric_seq : 0) + 1;
+    auto metric_step = repo_.max_metric_step(job->id);
+    job->skip_metrics_through_step = metric_step.ok() ? *metric_step : -1;
+  }
+
+  db::Transition running;
+  running.id = job->id;
+  running.from = {kStarting};
+  running.to = kRunning;
+  running.reason = resume ? "Resumed from the checkpoint at step " + std::to_string(resume->step) : "Training started";
+  with_retry([&] {
+    auto r = repo_.transition(running);
+    return db::Status(r.ok() ? db::Status::Ok() : db::Status(r.error()));
+  });
+  {
+    std::lock_guard lock(mutex_);
+    job->row.state = kRunning;
+    job->row.allocation = allocation.dump();
+    job->row.started_at = std::chrono::system_clock::now();
+    scheduler_.heartbeat(job->id, SteadyClock::now());
+  }
+
+  Sink sink(*this, job);
+  if (resume) sink.log("Restoring states from the checkpoint at step " + std::to_string(resume->step));
+  executor::DeviceFacts device = device_for(cpu ? std::nullopt : std::optional(placement.generation));
+  executor::RunControl control;
+  control.cancel = &job->cancel;
+  control.resume = resume ? &*resume : nullptr;
+  executor::TrainingResult result = executor::train(job->spec.training, device, workers_, *datasets_, sink, control);
+
+  StopReason reason;
+  {
+    std::lock_guard lock(mutex_);
+    reason = job->stop_reason;
+  }
+  flush_telemetry();
+
+  std::string state;
+  std::string why;
+  json error = nullptr;
+  json result_json = nullptr;
+  json final_metrics = result.final_metrics;
+  result_json = {{"metrics", final_metrics},
+                 {"steps", result.steps},
+                 {"xla_report", result.xla_report},
+                 {"parameters_digest", result.parameters_digest}};
+  bool requeue = false;
+  if (result.outcome == executor::Outcome::kSucceeded) {
+    state = kSucceeded;
+    why = "Training finished";
+  } else if (result.outcome == executor::Outcome::kFailed) {
+    state = kFailed;
+    const executor::JobError& e = *result.error;
+    error = error_json(e.type, e.message, e.hint);
+    why = e.type + ": " + e.message;
+  } else {
+    switch (reason) {
+      case StopReason::kShutdown:
+        requeue = true;
+        why = "Service stopping; requeued to resume from its last checkpoint";
+        break;
+      case StopReason::kHostFailedRetry:
+        requeue = true;
+        why = "A host of its slice failed; retrying on healthy hosts from its last checkpoint";
+        break;
+      case StopReason::kHostFailedFinal:
+        state = kFailed;
+        error = error_json("UNAVAILABLE", "failed to connect to all addresses",
+                           "a host of the job's slice failed; check the slice's hosts (GET /v1/pool), or set "
+                           "max_retries so the job resumes on healthy hosts from its last checkpoint");
+        why = "UNAVAILABLE: failed to connect to all addresses";
+        break;
+      case StopReason::kLeaseLost:
+        state = kFailed;
+        error = error_json("UNAVAILABLE", "the job's lease on its cores expired or was released",
+                           "an admin released the cores, or the job stopped heartbeating; resubmit it");
+        why = "Lease released";
+        break;
+      case StopReason::kUserCancel:
+      case StopReason::kNone:
+        state = kCancelled;
+        why = "Cancelled by request";
+        error = error_json("CANCELLED", "the job was cancelled", "");
+        break;
+    }
+  }
+
+  if (requeue) {
+    db::Transition back;
+    back.id = job->id;
+    back.from = {kRunning};
+    back.to = kQueued;
+    back.reason = why;
+    back.increment_attempt = reason == StopReason::kHostFailedRetry;
+    with_retry([&] {
+      auto r = repo_.transition(back);
+      return db::Status(r.ok() ? db::Status::Ok() : db::Status(r.error()));
+    });
+    std::lock_guard lock(mutex_);
+    if (cpu) --cpu_running_;
+    else scheduler_.finish(job->id);
+    job->runner_started = false;
+    job->stop_reason = StopReason::kNone;
+    job->cancel = false;
+    job->placement.reset();
+    job->progress.reset();
+    job->recent_logs.clear();
+    if (reason == StopReason::kHostFailedRetry) ++job->row.attempt;
+    if (job->runner.joinable()) finished_runners_.push_back(std::move(job->runner));
+    if (!stopping_) enqueue_locked(job);
+    job->row.state = kQueued;
+    schedule_requested_ = true;
+    scheduler_wake_.notify_one();
+    return;
+  }
+  finish_job(job, state, why, error, result_json);
+}
+
+void JobManager::finish_job(const std::shared_ptr<LiveJob>& job, const std::string& state, const std::string& reason,
+                            json error, json result) {
+  db::Transition t;
+  t.id = job->id;
+  t.from = {kQueued, kStarting, kRunning};
+  t.to = state;
+  t.reason = reason;
+  if (!error.is_null()) t.error = error.dump();
+  if (!result.is_null()) t.result = result.dump();
+  t.set_finished = true;
+  with_retry([&] {
+    auto r = repo_.transition(t);
+    return db::Status(r.ok() ? db::Status::Ok() : db::Status(r.error()));
+  });
+  auto row = repo_.get_job(job->id);
+  ++finished_total_;
+  std::lock_guard lock(mutex_);
+  if (row.ok() && *row) job->row = **row;
+  else job->row.state = state;
+  if (job->runner_started) {
+    if (job->resolution.request.kind == scheduler::RequestKind::kCpu) --cpu_running_;
+    else scheduler_.finish(job->id);
+    job->runner_started = false;
+  }
+  if (job->runner.joinable()) finished_runners_.push_back(std::move(job->runner));
+  live_.erase(job->id);
+  schedule_requested_ = true;
+  scheduler_wake_.notify_one();
+  notify_waiters(job);
+}
+
+void JobManager::notify_waiters(const std::shared_ptr<LiveJob>& job) {
+  // mutex_ is held by the caller; answering only posts to I/O threads.
+  json view = render(job->row);
+  for (auto& waiter : job->waiters) waiter(view);
+  job->waiters.clear();
+}
+
+// ---------------------------------------------------------------- reads
+
+db::Result<db::JobRow> JobManager::load_visible(std::int64_t id, const std::string& tenant) {
+  auto row = repo_.get_job(id);
+  if (!row.ok()) return row.error();
+  if (!*row || (*row)->tenant != tenant) return db::make_error(db::ErrorCode::kNotFound, "no job " + std::to_string(id));
+  return std::move(**row);
+}
+
+json JobManager::render(const db::JobRow& row) {
+  json spec = parse_or_null(row.spec);
+  json resolved = parse_or_null(row.resolved);
+  json estimate = resolved.is_object() && resolved.contains("estimate") ? resolved["estimate"] : json(nullptr);
+  json result = parse_or_null(row.result);
+  json view = {
+      {"id", row.id},
+      {"name", row.name},
+      {"tenant", row.tenant},
+      {"labels", parse_or_null(row.labels)},
+      {"priority", row.priority},
+      {"state", row.state},
+      {"spec", spec},
+      {"resolved", resolved.is_object() && resolved.contains("request") ? resolved["request"] : json(nullptr)},
+      {"estimate", estimate},
+      {"allocation", parse_or_null(row.allocation)},
+      {"queue_position", nullptr},
+      {"pending_reason", nullptr},
+      {"estimated_start", nullptr},
+      {"progress", parse_or_null(row.progress)},
+      {"metrics", parse_or_null(row.latest_metrics)},
+      {"created_at", iso_time(row.created_at)},
+      {"started_at", time_or_null(row.started_at)},
+      {"finished_at", time_or_null(row.finished_at)},
+      {"error", parse_or_null(row.error)},
+      {"warnings", parse_or_null(row.warnings)},
+      {"attempt", row.attempt},
+      {"max_retries", spec.is_object() ? spec.value("max_retries", 0) : 0},
+  };
+  if (result.is_object()) {
+    result.erase("xla_report");
+    view["result"] = result;
+    if (result.contains("metrics") && result["metrics"].is_object() && !result["metrics"].empty()) {
+      view["metrics"] = result["metrics"];
+    }
+  } else {
+    view["result"] = nullptr;
+  }
+  return view;
+}
+
+json JobManager::render_live_locked(const LiveJob& job) {
+  json view = job.base;
+  view["state"] = job.row.state;
+  view["attempt"] = job.row.attempt;
+  if (job.placement && job.resolution.request.kind != scheduler::RequestKind::kCpu) {
+    view["allocation"] = placement_json(*job.placement, layout_);
+  } else if (job.placement) {
+    view["allocation"] = {{"accelerator", "cpu"}};
+  }
+  view["started_at"] = time_or_null(job.row.started_at);
+  if (job.row.state == kQueued) {
+    if (std::optional<scheduler::PendingInfo> info = scheduler_.pending(job.id)) {
+      view["pending_reason"] = scheduler::pending_reason_name(info->reason);
+      view["queue_position"] = info->queue_position;
+      if (info->estimated_start) {
+        const auto wait = *info->estimated_start - SteadyClock::now();
+        view["estimated_start"] = iso_time(std::chrono::system_clock::now() +
+                                           std::chrono::duration_cast<std::chrono::system_clock::duration>(wait));
+      }
+    } else if (job.resolution.request.kind == scheduler::RequestKind::kCpu) {
+      view["pending_reason"] = "Resources";
+      int position = 1;
+      for (const auto& waiting : cpu_waiting_) {
+        if (waiting.get() == &job) break;
+        ++position;
+      }
+      view["queue_position"] = position;
+    }
+  }
+  if (job.progress) {
+    const executor::Progress& p = *job.progress;
+    json progress = {{"step", p.step},
+                     {"total_steps", p.total_steps},
+                     {"epoch", p.epoch},
+                     {"max_epochs", p.max_epochs},
+                     {"samples_per_sec", p.samples_per_sec}};
+    if (p.total_steps > 0 && p.step > 0) {
+      const double elapsed = std::chrono::duration<double>(SteadyClock::now() - job.run_started).count();
+      progress["percent"] = 100.0 * static_cast<double>(p.step) / static_cast<double>(p.total_steps);
+      progress["eta_seconds"] = elapsed / static_cast<double>(p.step) * static_cast<double>(p.total_steps - p.step);
+    }
+    view["progress"] = progress;
+  }
+  if (!job.latest_metrics.empty()) {
+    json metrics = json::object();
+    for (const auto& [name, value] : job.latest_metrics) {
+      if (std::isfinite(value)) metrics[name] = value;
+    }
+    view["metrics"] = metrics;
+  }
+  return view;
+}
+
+api::JsonResult JobManager::get_job(std::int64_t id, const std::string& tenant) {
+  {
+    std::lock_guard lock(mutex_);
+    auto it = live_.find(id);
+    if (it != live_.end()) {
+      if (it->second->tenant != tenant) return not_found(id);
+      return render_live_locked(*it->second);
+    }
+  }
+  auto row = load_visible(id, tenant);
+  if (!row.ok()) return row.error();
+  return render(*row);
+}
+
+api::JsonResult JobManager::list_jobs(const api::JobQuery& query) {
+  db::JobFilter filter;
+  filter.tenant = query.tenant;
+  filter.states = query.states;
+  filter.labels = query.labels;
+  filter.name = query.name;
+  filter.limit = query.limit;
+  filter.cursor = query.cursor;
+  auto page = repo_.list_jobs(filter);
+  if (!page.ok()) return page.error();
+  json jobs = json::array();
+  {
+    std::lock_guard lock(mutex_);
+    for (const db::JobRow& row : page->rows) {
+      auto it = live_.find(row.id);
+      json view = it != live_.end() ? render_live_locked(*it->second) : render(row);
+      view.erase("spec");
+      jobs.push_back(std::move(view));
+    }
+  }
+  return json{{"jobs", jobs}, {"next_cursor", page->next_cursor ? json(*page->next_cursor) : json(nullptr)}};
+}
+
+void JobManager::wait_job(std::int64_t id, const std::string& tenant, std::chrono::milliseconds timeout,
+                          std::function<void(api::JsonResult)> done) {
+  {
+    std::lock_guard lock(mutex_);
+    auto it = live_.find(id);
+    if (it != live_.end()) {
+      if (it->second->tenant != tenant) {
+        done(not_found(id));
+        return;
+      }
+      if (timeout.count() == 0) {
+        done(render_live_locked(*it->second));
+        return;
+      }
+      // The first of "terminal" and "timeout" answers; the other finds the
+      // shared flag set and does nothing.
+      auto answered = std::make_shared<std::atomic<bool>>(false);
+      auto callback = std::make_shared<std::function<void(api::JsonResult)>>(std::move(done));
+      it->second->waiters.push_back([answered, callback](api::JsonResult r) {
+        if (!answered->exchange(true)) (*callback)(std::move(r));
+      });
+      timers_.schedule_after(timeout, [this, id, tenant, answered, callback] {
+        if (answered->load()) return;
+        api::JsonResult current = get_job(id, tenant);
+        if (!answered->exchange(true)) (*callback)(std::move(current));
+      });
+      return;
+    }
+  }
+  done(get_job(id, tenant));  // not live: terminal (or unknown) already
+}
+
+api::JsonResult JobManager::cancel_job(std::int64_t id, const std::string& tenant) {
+  std::shared_ptr<LiveJob> queued;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = live_.find(id);
+    if (it != live_.end()) {
+      std::shared_ptr<LiveJob> job = it->second;
+      if (job->tenant != tenant) return not_found(id);
+      if (job->runner_started) {
+        if (job->stop_reason == StopReason::kNone) job->stop_reason = StopReason::kUserCancel;
+        job->cancel = true;
+        json view = render_live_locked(*job);
+        view["cancel_requested"] = true;
+        return view;
+      }
+      // Still queued here: leave the queue now.
+      scheduler_.cancel(id);
+      cpu_waiting_.erase(std::remove(cpu_waiting_.begin(), cpu_waiting_.end(), job), cpu_waiting_.end());
+      queued = job;
+    }
+  }
+  if (queued) {
+    finish_job(queued, kCancelled, "Cancelled by request while queued",
+               error_json("CANCELLED", "the job was cancelled before it started", ""), nullptr);
+    std::lock_guard lock(mutex_);
+    return render(queued->row);
+  }
+  auto row = load_visible(id, tenant);
+  if (!row.ok()) return row.error();
+  if (is_terminal(row->state)) {
+    return db::make_error(db::ErrorCode::kConflict,
+                          "job " + std::to_string(id) + " is already " + row->state + "; only unfinished jobs can be cancelled");
+  }
+  // Unfinished but run by another process: ask it through the database.
+  if (db::Status s = repo_.request_cancel(id); !s.ok()) return s.error();
+  json view = render(*row);
+  view["cancel_requested"] = true;
+  return view;
+}
+
+api::JsonResult JobManager::job_logs(std::int64_t id, const std::string& tenant, std::int64_t after, int limit) {
+  if (auto row = load_visible(id, tenant); !row.ok()) return row.error();
+  flush_telemetry();
+  auto lines = repo_.list_logs(id, after, limit);
+  if (!lines.ok()) return lines.error();
+  json out = json::array();
+  std::int64_t last = after;
+  for (const db::LogLine& l : *lines) {
+    out.push_back({{"seq", l.seq}, {"at", iso_time(l.at)}, {"line", l.line}});
+    last = l.seq;
+  }
+  return json{{"job_id", id}, {"lines", out}, {"next_after", last}};
+}
+
+void JobManager::follow_logs(std::int64_t id, const std::string& tenant, std::int64_t after,
+                             api::ResponseWriterPtr writer) {
+  auto row = load_visible(id, tenant);
+  if (!row.ok()) {
+    writer->respond(row.code() == db::ErrorCode::kNotFound ? api::problem(404, row.error().message)
+                                                           : api::problem(503, row.error().message));
+    return;
+  }
+  api::Response head;
+  head.content_type = "text/event-stream";
+  head.header("X-Accel-Buffering", "no");
+  writer->start_stream(std::move(head));
+  writer->write("retry: 1000\n\n");
+  stream_tick(id, after, std::move(writer), 0);
+}
+
+void JobManager::stream_tick(std::int64_t id, std::int64_t after, api::ResponseWriterPtr writer, int idle_ticks) {
+  if (writer->closed()) return;
+  std::vector<std::pair<std::int64_t, std::string>> lines;
+  bool live = false;
+  bool need_database = true;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = live_.find(id);
+    if (it != live_.end()) {
+      live = true;
+      const auto& recent = it->second->recent_logs;
+      if (!recent.empty() && recent.front().first <= after + 1) {
+        need_database = false;
+        for (const auto& entry : recent) {
+          if (entry.first > after) lines.push_back(entry);
+        }
+      } else if (recent.empty() && !it->second->runner_started) {
+        need_database = after == 0 ? true : true;
+      }
+    }
+  }
+  if (need_database) {
+    auto stored = repo_.list_logs(id, after, 1000);
+    if (stored.ok()) {
+      for (const db::LogLine& l : *stored) lines.emplace_back(l.seq, l.line);
+    }
+  }
+  std::string chunk;
+  for (const auto& [seq, line] : lines) {
+    chunk += "id: " + std::to_string(seq) + "\nevent: log\ndata: " + json{{"seq", seq}, {"line", line}}.dump() + "\n\n";
+    after = seq;
+  }
+  if (!chunk.empty()) {
+    if (!writer->write(std::move(chunk))) return;
+    idle_ticks = 0;
+  } else {
+    ++idle_ticks;
+  }
+  if (!live && lines.empty()) {
+    // Everything stored has been sent; is the job over?
+    auto row = repo_.get_job(id);
+    if (row.ok() && *row && is_terminal((*row)->state)) {
+      writer->write("event: end\ndata: " + json{{"state", (*row)->state}}.dump() + "\n\n");
+      writer->end();
+      return;
+    }
+  }
+  if (idle_ticks > 0 && idle_ticks % 60 == 0) {
+    if (!writer->write(": keep-alive\n\n")) return;
+  }
+  timers_.schedule_after(std::chrono::milliseconds(250),
+                         [this, id, after, writer, idle_ticks] { stream_tick(id, after, writer, idle_ticks); });
+}
+
+api::JsonResult JobManager::job_metrics(std::int64_t id, const std::string& tenant, std::int64_t after) {
+  if (auto row = load_visible(id, tenant); !row.ok()) return row.error();
+  flush_telemetry();
+  auto points = repo_.list_metrics(id, after, 100000);
+  if (!points.ok()) return points.error();
+  json out = json::array();
+  std::int64_t last = after;
+  for (const db::MetricRow& m : *points) {
+    json values = json::parse(m.values, nullptr, false);
+    out.push_back({{"seq", m.seq}, {"step", m.step}, {"epoch", m.epoch}, {"at", iso_time(m.at)}, {"values", values}});
+    last = m.seq;
+  }
+  return json{{"job_id", id}, {"points", out}, {"next_after", last}};
+}
+
+api::JsonResult JobManager::job_events(std::int64_t id, const std::string& tenant) {
+  if (auto row = load_visible(id, tenant); !row.ok()) return row.error();
+  auto events = repo_.list_events(id);
+  if (!events.ok()) return events.error();
+  json out = json::array();
+  for (const db::JobEventRow& e : *events) {
+    out.push_back({{"at", iso_time(e.at)},
+                   {"from", e.from_state ? json(*e.from_state) : json(nullptr)},
+                   {"to", e.to_state},
+                   {"reason", e.reason}});
+  }
+  return json{{"job_id", id}, {"events", out}};
+}
+
+db::Result<std::string> JobManager::xla_report(std::int64_t id, const std::string& tenant) {
+  auto row = load_visible(id, tenant);
+  if (!row.ok()) return row.error();
+  json result = parse_or_null(row->result);
+  if (!result.is_object() || !result.contains("xla_report") || !result["xla_report"].is_string() ||
+      result["xla_report"].get<std::string>().empty()) {
+    return db::make_error(db::ErrorCode::kConflict, "job " + std::to_string(id) + " is " + row->state +
+                                                        ": the XLA metrics report is written when it ends");
+  }
+  return result["xla_report"].get<std::string>();
+}
+
+// ------------------------------------------------------------------ pool
+
+nlohmann::json JobManager::pool_view() {
+  std::lock_guard lock(mutex_);
+  scheduler::Scheduler::PoolView view = scheduler_.view();
+  json hosts = json::array();
+  for (const auto& h : view.hosts) {
+    json cores = json::array();
+    int used = 0;
+    for (std::size_t c = 0; c < h.cores.size(); ++c) {
+      if (h.cores[c]) {
+        ++used;
+        auto it = live_.find(*h.cores[c]);
+        cores.push_back({{"core", c},
+                         {"job", *h.cores[c]},
+                         {"job_name", it != live_.end() ? json(it->second->spec.name) : json(nullptr)}});
+      } else {
+        cores.push_back({{"core", c}, {"job", nullptr}});
+      }
+    }
+    const scheduler::GenerationFacts& f = scheduler::facts(h.generation);
+    hosts.push_back({{"name", h.name},
+                     {"generation", f.name},
+                     {"health", scheduler::host_health_name(h.health)},
+                     {"devices", h.cores.size()},
+                     {"hbm_bytes_per_device", f.hbm_bytes_per_device},
+                     {"cores_in_use", used},
+                     {"utilization", h.cores.empty() ? 0.0 : static_cast<double>(used) / h.cores.size()},
+                     {"cores", cores}});
+  }
+  int cpu_jobs = cpu_running_;
+  return {{"hosts", hosts},
+          {"total_cores", view.total_cores},
+          {"used_cores", view.used_cores},
+          {"healthy_cores", view.healthy_cores},
+          {"utilization", view.total_cores ? static_cast<double>(view.used_cores) / view.total_cores : 0.0},
+          {"queued_jobs", view.queued_jobs + static_cast<int>(cpu_waiting_.size())},
+          {"running_jobs", view.running_jobs + cpu_jobs},
+          {"cpu_jobs_running", cpu_jobs}};
+}
+
+api::JsonResult JobManager::host_action(const std::string& host, const std::string& action) {
+  scheduler::HostHealth health = action == "drain"  ? scheduler::HostHealth::kDraining
+                                 : action == "fail" ? scheduler::HostHealth::kFailed
+                                                    : scheduler::HostHealth::kHealthy;
+  std::optional<int> index;
+  std::string generation;
+  {
+    std::lock_guard lock(mutex_);
+    index = scheduler_.find_host(host);
+    if (!index) {
+      return db::make_error(db::ErrorCode::kNotFound, "no host '" + host.substr(0, 64) + "' in the pool");
+    }
+    generation = generation_name(layout_.hosts[*index].generation);
+  }
+  // Durable first: a restart must not bring a failed host back.
+  if (db::Status s = repo_.upsert_host_health(host, generation, std::string(scheduler::host_health_name(health)));
+      !s.ok()) {
+    return s.error();
+  }
+  json affected = json::array();
+  {
+    std::lock_guard lock(mutex_);
+    for (scheduler::JobId id : scheduler_.set_host_health(*index, health)) {
+      affected.push_back(id);
+      auto it = live_.find(id);
+      if (it == live_.end()) continue;
+      LiveJob& job = *it->second;
+      // The scheduler already took the cores back; the runner must not
+      // release them again.
+      job.stop_reason = job.row.attempt < job.spec.max_retries ? StopReason::kHostFailedRetry
+                                                               : StopReason::kHostFailedFinal;
+      job.cancel = true;
+    }
+    schedule_requested_ = true;
+  }
+  scheduler_wake_.notify_one();
+  return json{{"host", host}, {"health", scheduler::host_health_name(health)}, {"affected_jobs", affected}};
+}
+
+api::JsonResult JobManager::force_release(std::int64_t id) {
+  std::lock_guard lock(mutex_);
+  auto it = live_.find(id);
+  if (it == live_.end() || !it->second->runner_started) {
+    return db::make_error(db::ErrorCode::kNotFound, "job " + std::to_string(id) + " holds no cores here");
+  }
+  scheduler_.force_release(id);
+  if (it->second->stop_reason == StopReason::kNone) it->second->stop_reason = StopReason::kLeaseLost;
+  it->second->cancel = true;
+  schedule_requested_ = true;
+  scheduler_wake_.notify_one();
+  return json{{"job", id}, {"released", true}};
+}
+
+api::JsonResult JobManager::upload_dataset(const std::string& tenant, const std::string& name, const std::string& csv) {
+  auto parsed = executor::parse_csv(csv);
+  if (auto* message = std::get_if<std::string>(&parsed)) {
+    return db::make_error(db::ErrorCode::kInvalid, *message);
+  }
+  const executor::CsvTable& table = std::get<executor::CsvTable>(parsed);
+  auto id = repo_.create_dataset(tenant, name, table.rows, static_cast<int>(table.columns.size()), table.classes, csv);
+  if (!id.ok()) return id.error();
+  return json{{"id", *id},
+              {"name", name},
+              {"rows", table.rows},
+              {"features", table.features},
+              {"classes", table.classes},
+              {"columns", table.columns}};
+}
+
+scheduler::PoolCapacity JobManager::capacity() {
+  scheduler::PoolCapacity capacity;
+  for (const scheduler::HostLayout& h : layout_.hosts) ++capacity.hosts[h.generation];
+  return capacity;
+}
+
+executor::DeviceFacts JobManager::device_for(std::optional<scheduler::Generation> generation) const {
+  executor::DeviceFacts device;
+  if (!generation && !layout_.hosts.empty()) generation = layout_.hosts.front().generation;
+  if (generation) {
+    const scheduler::GenerationFacts& f = scheduler::facts(*generation);
+    device.generation = std::string(f.name);
+    device.hbm_bytes = f.hbm_bytes_per_device;
+    device.peak_flops = f.peak_bf16_flops_per_device;
+    device.mxu_dim = f.mxu_dim;
+  }
+  return device;
+}
+
+JobManager::Estimate JobManager::estimate(const api::JobSpec& spec, const scheduler::Resolution& resolution) {
+  std::optional<scheduler::Generation> generation = resolution.request.generation;
+  if (!generation) {
+    for (const scheduler::HostLayout& h : layout_.hosts) {
+      if (resolution.request.kind != scheduler::RequestKind::kHost ||
+          scheduler::facts(h.generation).devices_per_host == resolution.request.devices_per_host) {
+        generation = h.generation;
+        break;
+      }
+    }
+  }
+  const executor::DeviceFacts device = device_for(generation);
+  // The dry run loads the dataset: remember answers for identical specs.
+  json key_parts = {spec.training_key, device.generation, spec.training.world_size};
+  const std::string key = key_parts.dump();
+  {
+    std::lock_guard lock(estimate_mutex_);
+    auto it = estimate_cache_.find(key);
+    if (it != estimate_cache_.end()) return it->second;
+  }
+  Estimate out;
+  auto result = executor::estimate(spec.training, device, *datasets_);
+  if (auto* error = std::get_if<executor::JobError>(&result)) {
+    std::string field = "data.dataset";
+    if (error->message.find("layer") != std::string::npos || error->message.find("tie") != std::string::npos) {
+      field = "model.layers";
+    }
+    out.error = api::FieldError{field, error->message, error->hint};
+    return out;  // not cached: an upload may appear later
+  }
+  const executor::Estimate& e = std::get<executor::Estimate>(result);
+  const executor::HbmUsage& hbm = e.hbm;
+  out.advice = e.advice;
+  out.estimate = {{"input_features", e.input_features},
+                  {"classes", e.classes},
+                  {"train_samples", e.train_samples},
+                  {"steps_per_epoch", e.steps_per_epoch},
+                  {"total_steps", e.total_steps},
+                  {"device", device.generation},
+                  {"hbm_per_core",
+                   {{"parameters", hbm.parameters},
+                    {"gradients", hbm.gradients},
+                    {"optimizer_state", hbm.optimizer_state},
+                    {"activations", hbm.activations},
+                    {"total", hbm.total},
+                    {"capacity", hbm.capacity},
+                    {"fits", hbm.fits}}},
+                  {"estimated_step_seconds", e.estimated_step_seconds},
+                  {"mxu_utilization", e.mxu_utilization},
+                  {"note", "step time and MXU utilisation are estimates for a real " + device.generation +
+                               " device, not measurements"}};
+  if (!hbm.fits && hbm.certain) {
+    out.error = api::FieldError{"data.batch_size", hbm.message(), hbm.hint()};
+  }
+  std::lock_guard lock(estimate_mutex_);
+  if (estimate_cache_.size() > 4096) estimate_cache_.clear();
+  estimate_cache_[key] = out;
+  return out;
+}
+
+// ------------------------------------------------------------- telemetry
+
+bool JobManager::flush_telemetry() {
+  std::lock_guard flush(flush_mutex_);
+  std::vector<db::LogLine> logs;
+  std::vector<db::MetricRow> metrics;
+  std::map<std::int64_t, std::pair<std::string, std::string>> progress;
+  {
+    std::lock_guard lock(telemetry_mutex_);
+    logs.swap(pending_logs_);
+    metrics.swap(pending_metrics_);
+    progress.swap(pending_progress_);
+  }
+  bool ok = true;
+  if (!logs.empty()) ok &= with_retry([&] { return repo_.append_logs(logs); });
+  if (!metrics.empty()) ok &= with_retry([&] { return repo_.append_metrics(metrics); });
+  for (const auto& [id, p] : progress) {
+    ok &= with_retry([&] { return repo_.update_progress(id, p.first, p.second); });
+  }
+  return ok;
+}
+
+void JobManager::telemetry_loop() {
+  std::unique_lock lock(telemetry_mutex_);
+  while (!telemetry_stopping_) {
+    telemetry_wake_.wait_for(lock, options_.telemetry_interval);
+    lock.unlock();
+    flush_telemetry();
+    lock.lock();
+  }
+}
+
+bool JobManager::ready() {
+  const bool ok = pool_.ping(std::chrono::milliseconds(500));
+  database_ok_ = ok;
+  return ok;
+}
+
+std::string JobManager::prometheus_metrics() {
+  std::string out;
+  auto counts = repo_.count_jobs_by_state();
+  out += "# HELP tpujobs_jobs Jobs by state.\n# TYPE tpujobs_jobs gauge\n";
+  for (const char* state : {kQueued, kStarting, kRunning, kSucceeded, kFailed, kCancelled}) {
+    std::int64_t n = 0;
+    if (counts.ok()) {
+      auto it = counts->find(state);
+      if (it != counts->end()) n = it->second;
+    }
+    out += std::string("tpujobs_jobs{state=\"") + state + "\"} " + std::to_string(n) + "\n";
+  }
+  std::lock_guard lock(mutex_);
+  scheduler::Scheduler::PoolView view = scheduler_.view();
+  out += "# HELP tpujobs_queue_depth Jobs waiting for cores.\n# TYPE tpujobs_queue_depth gauge\n";
+  out += "tpujobs_queue_depth " + std::to_string(view.queued_jobs + cpu_waiting_.size()) + "\n";
+  out += "# HELP tpujobs_cores_in_use Emulated TPU cores held by running jobs.\n# TYPE tpujobs_cores_in_use gauge\n";
+  out += "tpujobs_cores_in_use " + std::to_string(view.used_cores) + "\n";
+  out += "# HELP tpujobs_cores_total Emulated TPU cores in the pool.\n# TYPE tpujobs_cores_total gauge\n";
+  out += "tpujobs_cores_total " + std::to_string(view.total_cores) + "\n";
+  out += "# HELP tpujobs_cores_healthy Cores on healthy hosts.\n# TYPE tpujobs_cores_healthy gauge\n";
+  out += "tpujobs_cores_healthy " + std::to_string(view.healthy_cores) + "\n";
+  out += "# HELP tpujobs_running_jobs Jobs running in this process.\n# TYPE tpujobs_running_jobs gauge\n";
+  out += "tpujobs_running_jobs " + std::to_string(view.running_jobs + cpu_running_) + "\n";
+  out += "# HELP tpujobs_jobs_submitted_total Jobs committed by this process.\n# TYPE tpujobs_jobs_submitted_total counter\n";
+  out += "tpujobs_jobs_submitted_total " + std::to_string(submitted_total_.load()) + "\n";
+  out += "# HELP tpujobs_jobs_finished_total Jobs this process took to a terminal state.\n# TYPE tpujobs_jobs_finished_total counter\n";
+  out += "tpujobs_jobs_finished_total " + std::to_string(finished_total_.load()) + "\n";
+  out += "# HELP tpujobs_database_up Whether the last database call succeeded.\n# TYPE tpujobs_database_up gauge\n";
+  out += std::string("tpujobs_database_up ") + (database_ok_ ? "1" : "0") + "\n";
+  return out;
+}
+
+}  // namespace tpujobs::service

@@ -1,0 +1,161 @@
+// The heart of the service: takes committed jobs to the scheduler, runs the
+// placed ones on the executor, and records every transition, log line,
+// metric and checkpoint in PostgreSQL. Implements api::JobService.
+//
+// Threads: a committer (group commit of submits), a scheduler loop, one
+// runner per running job (its compute runs on the shared executor
+// WorkerPool), a telemetry writer (batched logs, metrics, progress) and a
+// timer thread (long-poll timeouts, log streams).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "api/job_service.h"
+#include "db/connection_pool.h"
+#include "db/repositories.h"
+#include "executor/executor.h"
+#include "executor/worker_pool.h"
+#include "scheduler/pool.h"
+#include "scheduler/scheduler.h"
+#include "service/timer_queue.h"
+
+namespace tpujobs::service {
+
+struct JobManagerOptions {
+  int workers = 2;               // executor worker threads shared by all jobs
+  int max_cpu_jobs = 2;          // accelerator "cpu" jobs running at once
+  int submit_batch = 256;        // most jobs committed in one transaction
+  std::chrono::milliseconds lease_timeout{30000};
+  std::chrono::milliseconds telemetry_interval{200};
+  std::string instance = "tpujobs";  // recorded as the owner of the jobs it runs
+};
+
+class JobManager final : public api::JobService {
+ public:
+  JobManager(db::ConnectionPool& pool, scheduler::PoolLayout layout, JobManagerOptions options);
+  ~JobManager() override;
+
+  // Restores host health and quotas, re-queues what a previous process left
+  // unfinished (to resume from its checkpoint), and starts the threads.
+  db::Status start();
+  // Stops taking submits, stops running jobs at a checkpoint and re-queues
+  // them for the next start. Idempotent.
+  void shutdown();
+  // Stops the remaining threads (after the HTTP server is down).
+  void close();
+
+  // api::JobService
+  void submit(api::SubmitRequest request, std::function<void(api::SubmitOutcome)> done) override;
+  api::JsonResult get_job(std::int64_t id, const std::string& tenant) override;
+  api::JsonResult list_jobs(const api::JobQuery& query) override;
+  void wait_job(std::int64_t id, const std::string& tenant, std::chrono::milliseconds timeout,
+                std::function<void(api::JsonResult)> done) override;
+  api::JsonResult cancel_job(std::int64_t id, const std::string& tenant) override;
+  api::JsonResult job_logs(std::int64_t id, const std::string& tenant, std::int64_t after, int limit) override;
+  void follow_logs(std::int64_t id, const std::string& tenant, std::int64_t after,
+                   api::ResponseWriterPtr writer) override;
+  api::JsonResult job_metrics(std::int64_t id, const std::string& tenant, std::int64_t after) override;
+  api::JsonResult job_events(std::int64_t id, const std::string& tenant) override;
+  db::Result<std::string> xla_report(std::int64_t id, const std::string& tenant) override;
+  nlohmann::json pool_view() override;
+  api::JsonResult host_action(const std::string& host, const std::string& action) override;
+  api::JsonResult force_release(std::int64_t id) override;
+  api::JsonResult upload_dataset(const std::string& tenant, const std::string& name, const std::string& csv) override;
+  scheduler::PoolCapacity capacity() override;
+  Estimate estimate(const api::JobSpec& spec, const scheduler::Resolution& resolution) override;
+  bool ready() override;
+  std::string prometheus_metrics() override;
+
+ private:
+  struct LiveJob;
+  struct PendingSubmit {
+    api::SubmitRequest request;
+    std::function<void(api::SubmitOutcome)> done;
+  };
+  enum class StopReason { kNone, kUserCancel, kHostFailedRetry, kHostFailedFinal, kShutdown, kLeaseLost };
+  class Sink;
+  class Datasets;
+
+  // Threads.
+  void committer_loop();
+  void scheduler_loop();
+  void telemetry_loop();
+  void run_job(std::shared_ptr<LiveJob> job, scheduler::Placement placement);
+
+  // Helpers (mutex_ held where the name says _locked).
+  void commit_batch(std::vector<PendingSubmit>& batch);
+  std::shared_ptr<LiveJob> make_live(const db::JobRow& row, std::string* error);
+  void enqueue_locked(const std::shared_ptr<LiveJob>& job);
+  void wake_scheduler();
+  void finish_job(const std::shared_ptr<LiveJob>& job, const std::string& state, const std::string& reason,
+                  nlohmann::json error, nlohmann::json result);
+  void notify_waiters(const std::shared_ptr<LiveJob>& job);
+  bool flush_telemetry();
+  nlohmann::json render(const db::JobRow& row);
+  nlohmann::json render_live_locked(const LiveJob& job);
+  db::Result<db::JobRow> load_visible(std::int64_t id, const std::string& tenant);
+  executor::DeviceFacts device_for(std::optional<scheduler::Generation> generation) const;
+  void stream_tick(std::int64_t id, std::int64_t after, api::ResponseWriterPtr writer, int idle_ticks);
+  // Retries a database write until it succeeds or the manager shuts down.
+  template <class F>
+  bool with_retry(F&& write);
+
+  db::ConnectionPool& pool_;
+  db::Repositories repo_;
+  scheduler::PoolLayout layout_;
+  JobManagerOptions options_;
+  executor::WorkerPool workers_;
+  Datasets* datasets_ = nullptr;
+  std::unique_ptr<Datasets> datasets_owner_;
+
+  mutable std::mutex mutex_;  // guards everything below up to the next blank line
+  scheduler::Scheduler scheduler_;
+  std::unordered_map<std::int64_t, std::shared_ptr<LiveJob>> live_;
+  std::deque<std::shared_ptr<LiveJob>> cpu_waiting_;
+  int cpu_running_ = 0;
+  std::int64_t submit_order_ = 0;
+  bool schedule_requested_ = false;
+  bool stopping_ = false;
+  std::condition_variable scheduler_wake_;
+  std::vector<std::thread> finished_runners_;
+
+  std::mutex submit_mutex_;
+  std::condition_variable submit_wake_;
+  std::deque<PendingSubmit> submits_;
+  bool submit_closed_ = false;
+
+  std::mutex telemetry_mutex_;
+  std::condition_variable telemetry_wake_;
+  std::vector<db::LogLine> pending_logs_;
+  std::vector<db::MetricRow> pending_metrics_;
+  std::map<std::int64_t, std::pair<std::string, std::string>> pending_progress_;  // id -> (progress, metrics)
+  bool telemetry_stopping_ = false;
+  std::mutex flush_mutex_;  // one flush at a time, so batches land in order
+
+  std::mutex estimate_mutex_;
+  std::unordered_map<std::string, Estimate> estimate_cache_;
+
+  std::atomic<bool> database_ok_{true};
+  std::atomic<std::int64_t> submitted_total_{0};
+  std::atomic<std::int64_t> finished_total_{0};
+
+  TimerQueue timers_;
+  std::thread committer_;
+  std::thread scheduler_thread_;
+  std::thread telemetry_;
+  bool started_ = false;
+  bool closed_ = false;
+};
+
+}  // namespace tpujobs::service

@@ -1,0 +1,232 @@
+#include "service/serve.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+#include <thread>
+
+#include "api/jobs_api.h"
+#include "db/connection_pool.h"
+#include "db/embedded_postgres.h"
+#include "db/migrate.h"
+#include "service/http_server.h"
+#include "service/job_manager.h"
+#include "service/pool_config.h"
+#include "service/web_assets.h"
+
+namespace tpujobs::service {
+namespace {
+
+constexpr const char* kServeUsage = R"(usage: tpujobs serve [options]
+
+Runs the tpujobs service: the REST API, the scheduler and the executor.
+
+options:
+  --listen ADDR:PORT     where to listen (default 127.0.0.1:8080; port 0 picks a free one)
+  --pool SPEC            the emulated TPU pool: a slice (v3-32), a list (v3-8,v3-8,v4-16)
+                         or @FILE.json (default v3-32)
+  --database-url URL     use this PostgreSQL (also TPUJOBS_DATABASE_URL); without it an
+                         embedded PostgreSQL runs in STATE_DIR/pgdata
+  --state-dir DIR        where the embedded database lives (default ./state, or TPUJOBS_STATE_DIR)
+  --io-threads N         HTTP I/O threads (default 2)
+  --workers N            training worker threads shared by all jobs (default: CPU count)
+  --max-body BYTES       request body cap (default 1048576)
+  --lease-timeout SECS   reclaim cores of a job that stopped heartbeating (default 30)
+  -h, --help             this text
+)";
+
+struct ServeOptions {
+  std::string address = "127.0.0.1";
+  int port = 8080;
+  std::string pool = "v3-32";
+  std::string database_url;
+  std::string state_dir = "state";
+  int io_threads = 2;
+  int workers = 0;
+  std::size_t max_body = 1 << 20;
+  int lease_timeout_seconds = 30;
+};
+
+// Returns an error message, or "" with *options filled.
+std::string parse_options(const std::vector<std::string>& args, ServeOptions* options, bool* help) {
+  if (const char* url = std::getenv("TPUJOBS_DATABASE_URL"); url && *url) options->database_url = url;
+  if (const char* dir = std::getenv("TPUJOBS_STATE_DIR"); dir && *dir) options->state_dir = dir;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "-h" || arg == "--help") {
+      *help = true;
+      return {};
+    }
+    std::string name = arg;
+    std::optional<std::string> value;
+    if (const std::size_t eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+    }
+    auto next = [&]() -> std::optional<std::string> {
+      if (value) return value;
+      if (i + 1 >= args.size()) return std::nullopt;
+      return args[++i];
+    };
+    auto number = [&](int min, int max, int* out) -> std::string {
+      std::optional<std::string> v = next();
+      if (!v) return name + " needs a value";
+      try {
+        std::size_t used = 0;
+        const long n = std::stol(*v, &used);
+        if (used != v->size() || n < min || n > max) throw std::out_of_range("range");
+        *out = static_cast<int>(n);
+      } catch (const std::exception&) {
+        return name + " must be an integer from " + std::to_string(min) + " to " + std::to_string(max);
+      }
+      return {};
+    };
+    if (name == "--listen") {
+      std::optional<std::string> v = next();
+      if (!v) return "--listen needs ADDR:PORT";
+      const std::size_t colon = v->rfind(':');
+      if (colon == std::string::npos) return "--listen needs ADDR:PORT, got '" + *v + "'";
+      options->address = v->substr(0, colon);
+      if (options->address.size() > 2 && options->address.front() == '[') {
+        options->address = options->address.substr(1, options->address.size() - 2);
+      }
+      try {
+        std::size_t used = 0;
+        options->port = std::stoi(v->substr(colon + 1), &used);
+        if (used != v->size() - colon - 1 || options->port < 0 || options->port > 65535) throw std::out_of_range("");
+      } catch (const std::exception&) {
+        return "--listen: bad port in '" + *v + "'";
+      }
+    } else if (name == "--pool") {
+      std::optional<std::string> v = next();
+      if (!v) return "--pool needs a value such as v3-32";
+      options->pool = *v;
+    } else if (name == "--database-url") {
+      std::optional<std::string> v = next();
+      if (!v) return "--database-url needs a URL";
+      options->database_url = *v;
+    } else if (name == "--state-dir") {
+      std::optional<std::string> v = next();
+      if (!v) return "--state-dir needs a directory";
+      options->state_dir = *v;
+    } else if (name == "--io-threads") {
+      if (std::string e = number(1, 64, &options->io_threads); !e.empty()) return e;
+    } else if (name == "--workers") {
+      if (std::string e = number(1, 256, &options->workers); !e.empty()) return e;
+    } else if (name == "--lease-timeout") {
+      if (std::string e = number(1, 86400, &options->lease_timeout_seconds); !e.empty()) return e;
+    } else if (name == "--max-body") {
+      int bytes = 0;
+      if (std::string e = number(1024, 64 << 20, &bytes); !e.empty()) return e;
+      options->max_body = static_cast<std::size_t>(bytes);
+    } else {
+      return "unknown option '" + arg + "'";
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+int run_serve(const std::vector<std::string>& args) {
+  ServeOptions options;
+  bool help = false;
+  if (std::string error = parse_options(args, &options, &help); !error.empty()) {
+    std::cerr << "tpujobs serve: " << error << "\n\n" << kServeUsage;
+    return 2;
+  }
+  if (help) {
+    std::cout << kServeUsage;
+    return 0;
+  }
+  std::string pool_error;
+  std::optional<scheduler::PoolLayout> layout = load_pool(options.pool, &pool_error);
+  if (!layout) {
+    std::cerr << "tpujobs serve: --pool: " << pool_error << "\n";
+    return 2;
+  }
+
+  // Signals are taken by sigwait() below; every thread started from here on
+  // inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  std::unique_ptr<db::EmbeddedPostgres> embedded;
+  std::string conninfo = options.database_url;
+  if (conninfo.empty()) {
+    db::EmbeddedPostgres::Options pg;
+    pg.state_dir = std::filesystem::absolute(options.state_dir);
+    std::cerr << "tpujobs: starting embedded PostgreSQL in " << pg.state_dir.string() << "\n";
+    auto started = db::EmbeddedPostgres::start(pg);
+    if (!started.ok()) {
+      std::cerr << "tpujobs serve: embedded PostgreSQL: " << started.error().message << "\n";
+      return 1;
+    }
+    embedded = std::move(*started);
+    conninfo = embedded->conninfo();
+  }
+  auto pool = db::ConnectionPool::create(conninfo, 12);
+  if (!pool.ok()) {
+    std::cerr << "tpujobs serve: database: " << pool.error().message << "\n";
+    return 1;
+  }
+  if (db::Status migrated = db::migrate(**pool); !migrated.ok()) {
+    std::cerr << "tpujobs serve: migrations: " << migrated.error().message << "\n";
+    return 1;
+  }
+
+  JobManagerOptions manager_options;
+  manager_options.workers = options.workers > 0 ? options.workers
+                                                : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  manager_options.lease_timeout = std::chrono::seconds(options.lease_timeout_seconds);
+  JobManager manager(**pool, *layout, manager_options);
+  if (db::Status started = manager.start(); !started.ok()) {
+    std::cerr << "tpujobs serve: " << started.error().message << "\n";
+    return 1;
+  }
+
+  api::ApiOptions api_options;
+  api_options.static_file = [](std::string_view path) { return web_asset(path); };
+  api::JobsApi api(manager, api_options);
+  HttpServerOptions http;
+  http.address = options.address;
+  http.port = static_cast<std::uint16_t>(options.port);
+  http.io_threads = options.io_threads;
+  http.body_limit = options.max_body;
+  HttpServer server(http, api);
+  if (std::string error = server.start(); !error.empty()) {
+    std::cerr << "tpujobs serve: " << error << "\n";
+    manager.shutdown();
+    return 1;
+  }
+  std::cout << "tpujobs listening on http://" << (options.address.find(':') != std::string::npos ? "[" + options.address + "]" : options.address)
+            << ":" << server.port() << " (pool " << options.pool << ")" << std::endl;
+
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  std::cerr << "tpujobs: " << (signal_number == SIGINT ? "SIGINT" : "SIGTERM")
+            << ": stopping (finishing requests, checkpointing running jobs)\n";
+  server.stop_accepting();
+  manager.shutdown();
+  server.shutdown(std::chrono::seconds(5));
+  manager.close();
+  if (embedded) {
+    if (db::Status stopped = embedded->stop(); !stopped.ok()) {
+      std::cerr << "tpujobs: stopping PostgreSQL: " << stopped.error().message << "\n";
+    }
+  }
+  std::cerr << "tpujobs: stopped\n";
+  return 0;
+}
+
+}  // namespace tpujobs::service

@@ -1,0 +1,211 @@
+#include "executor/xla_metrics.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+
+namespace tpujobs::executor {
+namespace {
+
+using std::chrono::microseconds;
+using std::chrono::milliseconds;
+using std::chrono::nanoseconds;
+using std::chrono::seconds;
+
+// A clock the test moves by hand; shared by reference with the metrics.
+struct FakeTime {
+  std::chrono::steady_clock::time_point now{};
+  XlaMetrics::Now clock() {
+    return [this] { return now; };
+  }
+};
+
+TEST(XlaMetricsTest, CompileCacheCountsEachGraphAndShapeOnce) {
+  XlaMetrics metrics;
+  EXPECT_TRUE(metrics.compile("train_step f32[64,64]", milliseconds(5)));
+  EXPECT_FALSE(metrics.compile("train_step f32[64,64]", milliseconds(5)));
+  EXPECT_FALSE(metrics.compile("train_step f32[64,64]", milliseconds(5)));
+  // The last partial batch has a new shape: a second graph.
+  EXPECT_TRUE(metrics.compile("train_step f32[29,64]", milliseconds(3)));
+  EXPECT_FALSE(metrics.compile("train_step f32[29,64]", milliseconds(3)));
+  EXPECT_EQ(metrics.uncached_compiles(), 2);
+  EXPECT_EQ(metrics.cached_compiles(), 3);
+  EXPECT_EQ(metrics.local_scalar_dense_count(), 0);
+  metrics.local_scalar_dense();
+  metrics.local_scalar_dense(3);
+  EXPECT_EQ(metrics.local_scalar_dense_count(), 4);
+}
+
+TEST(XlaMetricsTest, EmptyReportIsEmpty) {
+  XlaMetrics metrics;
+  EXPECT_EQ(metrics.report(), "");
+}
+
+TEST(XlaMetricsTest, ReportHasTorchXlaLayout) {
+  FakeTime time;
+  XlaMetrics metrics(time.clock());
+  metrics.compile("step a", nanoseconds(2'531'124'356));  // t = 0 s
+  time.now += seconds(1);
+  metrics.compile("step a", nanoseconds(7));  // cached: no CompileTime sample
+  time.now += seconds(1);
+  metrics.compile("step b", seconds(1));  // t = 2 s
+  metrics.execute(milliseconds(3));
+  time.now += seconds(1);
+  metrics.execute(milliseconds(5));  // t = 3 s
+  metrics.transfer_to_device(1'572'864, microseconds(250));
+  metrics.local_scalar_dense(2);
+
+  const std::string one = "01s000ms000.000us";
+  const std::string two = "02s531ms124.356us";
+  EXPECT_EQ(metrics.report(),
+            "Metric: CompileTime\n"
+            "  TotalSamples: 2\n"
+            "  Accumulator: 03s531ms124.356us\n"
+            "  ValueRate: 01s765ms562.178us / second\n"
+            "  Rate: 1 / second\n"
+            "  Percentiles: 1%=" +
+                one + "; 5%=" + one + "; 10%=" + one + "; 20%=" + one + "; 50%=" + two +
+                "; 80%=" + two + "; 90%=" + two + "; 95%=" + two + "; 99%=" + two +
+                "\n"
+                "Metric: ExecuteTime\n"
+                "  TotalSamples: 2\n"
+                "  Accumulator: 008ms000.000us\n"
+                "  ValueRate: 008ms000.000us / second\n"
+                "  Rate: 2 / second\n"
+                "  Percentiles: 1%=003ms000.000us; 5%=003ms000.000us; 10%=003ms000.000us; "
+                "20%=003ms000.000us; 50%=005ms000.000us; 80%=005ms000.000us; "
+                "90%=005ms000.000us; 95%=005ms000.000us; 99%=005ms000.000us\n"
+                "Metric: InboundData\n"
+                "  TotalSamples: 1\n"
+                "  Accumulator: 1.50MB\n"
+                "  Percentiles: 1%=1.50MB; 5%=1.50MB; 10%=1.50MB; 20%=1.50MB; 50%=1.50MB; "
+                "80%=1.50MB; 90%=1.50MB; 95%=1.50MB; 99%=1.50MB\n"
+                "Metric: TransferToDeviceTime\n"
+                "  TotalSamples: 1\n"
+                "  Accumulator: 250.000us\n"
+                "  Percentiles: 1%=250.000us; 5%=250.000us; 10%=250.000us; 20%=250.000us; "
+                "50%=250.000us; 80%=250.000us; 90%=250.000us; 95%=250.000us; 99%=250.000us\n"
+                "Counter: CachedCompile\n"
+                "  Value: 1\n"
+                "Counter: UncachedCompile\n"
+                "  Value: 2\n"
+                "Counter: aten::_local_scalar_dense\n"
+                "  Value: 2\n");
+}
+
+TEST(XlaMetricsTest, FormatsLongAndShortTimesAndBytesLikeTorchXla) {
+  FakeTime time;
+  XlaMetrics metrics(time.clock());
+  metrics.execute(nanoseconds(4'100));
+  metrics.transfer_from_device(512, nanoseconds(3'661'500'000'250));
+  const std::string report = metrics.report();
+  EXPECT_NE(report.find("Metric: ExecuteTime\n  TotalSamples: 1\n  Accumulator: 004.100us\n"),
+            std::string::npos)
+      << report;
+  EXPECT_NE(report.find("Metric: OutboundData\n  TotalSamples: 1\n  Accumulator: 512.00B\n"),
+            std::string::npos)
+      << report;
+  EXPECT_NE(report.find("Metric: TransferFromServerTime\n  TotalSamples: 1\n"
+                        "  Accumulator: 01h01m01s500ms000.250us\n"),
+            std::string::npos)
+      << report;
+}
+
+TEST(XlaMetricsTest, PercentilesUseTheNewest1024Samples) {
+  FakeTime time;
+  XlaMetrics metrics(time.clock());
+  // 1500 samples of 1..1500 ms, one per second: the first 476 drop out of the
+  // window, so the smallest retained is 477 ms.
+  for (int i = 1; i <= 1500; ++i) {
+    metrics.execute(milliseconds(i));
+    time.now += seconds(1);
+  }
+  const std::string report = metrics.report();
+  EXPECT_NE(report.find("  TotalSamples: 1500\n"), std::string::npos) << report;
+  // Sum of 1..1500 ms = 1125750 ms.
+  EXPECT_NE(report.find("  Accumulator: 18m45s750ms000.000us\n"), std::string::npos) << report;
+  // 1024 samples over 1023 s.
+  EXPECT_NE(report.find("  Rate: 1.00098 / second\n"), std::string::npos) << report;
+  // index = p * 1024 / 100 into 477..1500 ms.
+  EXPECT_NE(report.find("Percentiles: 1%=487ms000.000us; 5%=528ms000.000us; "
+                        "10%=579ms000.000us; 20%=681ms000.000us; 50%=989ms000.000us; "
+                        "80%=01s296ms000.000us; 90%=01s398ms000.000us; 95%=01s449ms000.000us; "
+                        "99%=01s490ms000.000us\n"),
+            std::string::npos)
+      << report;
+}
+
+TEST(XlaMetricsTest, WarnsWhenCompilesOutnumberATenthOfTheSteps) {
+  XlaMetrics metrics;
+  EXPECT_EQ(metrics.frequent_compile_warning(0), std::nullopt);
+  metrics.compile("full batch", milliseconds(1));
+  // The first graph is warm-up, never "too frequent".
+  EXPECT_EQ(metrics.frequent_compile_warning(1), std::nullopt);
+  metrics.compile("partial batch", milliseconds(1));
+  // One compile after warm-up: fine over 10 steps, too frequent over 9.
+  EXPECT_EQ(metrics.frequent_compile_warning(10), std::nullopt);
+  EXPECT_EQ(metrics.frequent_compile_warning(9),
+            "pt-xla-profiler: CompileTime too frequent: 2 counts during 9 steps");
+  for (int i = 0; i < 19; ++i) metrics.compile("shape " + std::to_string(i), milliseconds(1));
+  EXPECT_EQ(metrics.frequent_compile_warning(11),
+            "pt-xla-profiler: CompileTime too frequent: 21 counts during 11 steps");
+  EXPECT_EQ(metrics.frequent_compile_warning(200), std::nullopt);
+}
+
+TEST(XlaMetricsTest, SerializeRoundTripKeepsCountersSamplesAndCache) {
+  FakeTime time;
+  XlaMetrics metrics(time.clock());
+  metrics.compile("step with\nnewline: f32[8,4]", milliseconds(12));
+  time.now += seconds(2);
+  metrics.compile("step with\nnewline: f32[8,4]", milliseconds(12));
+  metrics.execute(microseconds(1500));
+  metrics.transfer_to_device(4096, microseconds(20));
+  metrics.local_scalar_dense(5);
+
+  const std::string bytes = metrics.serialize();
+  FakeTime later;
+  later.now = time.now + std::chrono::hours(100);  // another process, another epoch
+  std::optional<XlaMetrics> restored = XlaMetrics::deserialize(bytes, later.clock());
+  ASSERT_TRUE(restored.has_value());
+  EXPECT_EQ(restored->report(), metrics.report());
+  EXPECT_EQ(restored->serialize(), bytes);
+  EXPECT_EQ(restored->uncached_compiles(), 1);
+  EXPECT_EQ(restored->cached_compiles(), 1);
+  EXPECT_EQ(restored->local_scalar_dense_count(), 5);
+  // The compile cache survives: the same graph is not compiled again.
+  EXPECT_FALSE(restored->compile("step with\nnewline: f32[8,4]", milliseconds(1)));
+  // Timestamps continue where the saved run stopped: one more second later
+  // the two ExecuteTime samples are one second apart.
+  later.now += seconds(1);
+  restored->execute(microseconds(500));
+  EXPECT_NE(restored->report().find("Metric: ExecuteTime\n  TotalSamples: 2\n"
+                                    "  Accumulator: 002ms000.000us\n"
+                                    "  ValueRate: 002ms000.000us / second\n"
+                                    "  Rate: 2 / second\n"),
+            std::string::npos)
+      << restored->report();
+}
+
+TEST(XlaMetricsTest, DeserializeRejectsWhatSerializeDidNotProduce) {
+  XlaMetrics metrics;
+  metrics.compile("graph", milliseconds(1));
+  metrics.execute(milliseconds(2));
+  const std::string bytes = metrics.serialize();
+  EXPECT_FALSE(XlaMetrics::deserialize("").has_value());
+  EXPECT_FALSE(XlaMetrics::deserialize("not metrics").has_value());
+  EXPECT_FALSE(XlaMetrics::deserialize(bytes.substr(0, bytes.size() / 2)).has_value());
+  EXPECT_FALSE(XlaMetrics::deserialize(bytes + "7\n").has_value());
+  std::string other_version = bytes;
+  other_version.replace(other_version.find(" 1\n"), 3, " 9\n");
+  EXPECT_FALSE(XlaMetrics::deserialize(other_version).has_value());
+  // Cutting anywhere before the last number fails cleanly (cutting inside it
+  // leaves a shorter, still well-formed number).
+  const std::size_t last_number = bytes.find_last_of(' ');
+  for (std::size_t size = 0; size <= last_number; ++size) {
+    EXPECT_FALSE(XlaMetrics::deserialize(bytes.substr(0, size)).has_value()) << size;
+  }
+}
+
+}  // namespace
+}  // namespace tpujobs::executor
