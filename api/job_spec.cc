@@ -325,7 +325,7 @@ void parse_layers(const json& layers, const std::string& path, executor::ModelSp
           layer.tie = static_cast<int>(*index);
         }
       }
-      if (!layer.tie && layer.out == 0 && !r.raw("out")) {
+      if (!r.raw("tie") && layer.out == 0 && !r.raw("out")) {
         r.error("out", "is required for a linear layer", "give the output width, e.g. \"out\": 128");
       }
     } else if (layer.type == executor::LayerType::kDropout) {

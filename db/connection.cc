@@ -168,8 +168,8 @@ Result<QueryResult> Connection::execute(std::string_view sql, std::span<const Pa
     formats[i] = params[i].is_binary() ? 1 : 0;
   }
   QueryResult result(PQexecPrepared(connection_, found->second.c_str(),
-                                    static_cast<int>(params.size()), values.data(),
-                                    lengths.data(), formats.data(), 0));
+                                    static_cast<int>(params.size()), values.data(), lengths.data(),
+                                    formats.data(), 0));
   const ExecStatusType status = PQresultStatus(result.result_);
   if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
     return error_from(result.result_, "statement failed");
@@ -202,9 +202,7 @@ bool Connection::lost_while_idle() {
   return is_broken();
 }
 
-bool Connection::in_transaction() const {
-  return PQtransactionStatus(connection_) != PQTRANS_IDLE;
-}
+bool Connection::in_transaction() const { return PQtransactionStatus(connection_) != PQTRANS_IDLE; }
 
 bool Connection::transaction_failed() const {
   return PQtransactionStatus(connection_) == PQTRANS_INERROR;

@@ -61,9 +61,8 @@ Result<PooledConnection> ConnectionPool::acquire(std::chrono::milliseconds timeo
     }
     if (freed_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty() &&
         open_ >= size_) {
-      return make_error(ErrorCode::kUnavailable,
-                        "no database connection became free within " +
-                            std::to_string(timeout.count()) + " ms");
+      return make_error(ErrorCode::kUnavailable, "no database connection became free within " +
+                                                     std::to_string(timeout.count()) + " ms");
     }
   }
 }

@@ -222,17 +222,16 @@ Result<std::unique_ptr<EmbeddedPostgres>> EmbeddedPostgres::start(Options option
   if (options.state_dir.filename().empty()) options.state_dir = options.state_dir.parent_path();
   // The socket path must fit sockaddr_un (108 bytes with its terminator).
   if ((options.state_dir / ".s.PGSQL.5432").string().size() > 100) {
-    return make_error(ErrorCode::kInvalid,
-                      "state directory path too long for a Unix socket: " +
-                          options.state_dir.string());
+    return make_error(ErrorCode::kInvalid, "state directory path too long for a Unix socket: " +
+                                               options.state_dir.string());
   }
   if (options.bin_dir.empty()) options.bin_dir = find_bin_dir();
   if (options.bin_dir.empty() || !fs::exists(fs::path(options.bin_dir) / "postgres", error)) {
-    return make_error(ErrorCode::kInvalid,
-                      "no PostgreSQL server binaries found (looked in " +
-                          (options.bin_dir.empty() ? std::string("/usr/lib/postgresql/*/bin")
-                                                   : options.bin_dir) +
-                          "); install the postgresql package");
+    return make_error(
+        ErrorCode::kInvalid,
+        "no PostgreSQL server binaries found (looked in " +
+            (options.bin_dir.empty() ? std::string("/usr/lib/postgresql/*/bin") : options.bin_dir) +
+            "); install the postgresql package");
   }
   fs::create_directories(options.state_dir, error);
   if (error) {
@@ -295,14 +294,9 @@ Status EmbeddedPostgres::launch() {
     if (switch_user_ && fchown(log.get(), run_as_uid_, run_as_gid_) != 0) {
       return make_error(ErrorCode::kInvalid, "chown " + initdb_log.string() + ": " + errno_text());
     }
-    std::vector<std::string> args = {(bin / "initdb").string(),
-                                     "-D",
-                                     staging.string(),
-                                     "-U",
-                                     kSuperuser,
-                                     "--auth=trust",
-                                     "--encoding=UTF8",
-                                     "--locale=C"};
+    std::vector<std::string> args = {
+        (bin / "initdb").string(), "-D",        staging.string(), "-U", kSuperuser, "--auth=trust",
+        "--encoding=UTF8",         "--locale=C"};
     if (!options_.sync_initdb) args.push_back("--no-sync");
     Result<pid_t> pid = spawn(args, log.get(), identity, /*die_with_parent=*/false);
     if (!pid.ok()) return pid.error();
@@ -328,10 +322,9 @@ Status EmbeddedPostgres::launch() {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     if (is_live_postgres(recorded)) {
-      return make_error(ErrorCode::kConflict,
-                        "PostgreSQL (pid " + std::to_string(recorded) +
-                            ") is already running on " + data_dir().string() +
-                            "; stop it or use another state directory");
+      return make_error(ErrorCode::kConflict, "PostgreSQL (pid " + std::to_string(recorded) +
+                                                  ") is already running on " + data_dir().string() +
+                                                  "; stop it or use another state directory");
     }
     fs::remove(pid_file, error);
   }
@@ -374,9 +367,9 @@ Status EmbeddedPostgres::launch() {
     int status = 0;
     if (waitpid(postmaster_pid_, &status, WNOHANG) == postmaster_pid_) {
       postmaster_pid_ = -1;
-      return make_error(ErrorCode::kUnavailable,
-                        "PostgreSQL exited during start-up (see " + log_file().string() + "):\n" +
-                            tail_of(log_file()));
+      return make_error(ErrorCode::kUnavailable, "PostgreSQL exited during start-up (see " +
+                                                     log_file().string() + "):\n" +
+                                                     tail_of(log_file()));
     }
     if (PQpingParams(keywords, values, 0) == PQPING_OK) break;
     if (Clock::now() >= deadline) {

@@ -10,10 +10,10 @@ constexpr std::array<std::string_view, 6> kStateNames = {"QUEUED",    "STARTING"
                                                          "SUCCEEDED", "FAILED",   "CANCELLED"};
 
 // Every query that returns jobs selects these, in this order, from alias j.
-#define TPUJOBS_JOB_COLUMNS                                                                    \
-  "j.id, j.tenant, j.name, j.labels, j.priority, j.state, j.spec, j.resolved, j.warnings, "   \
-  "j.idempotency_key, j.spec_hash, j.allocation, j.pending, j.progress, j.latest_metrics, "   \
-  "j.error, j.result, j.attempt, j.cancel_requested, j.created_at, j.started_at, "            \
+#define TPUJOBS_JOB_COLUMNS                                                                 \
+  "j.id, j.tenant, j.name, j.labels, j.priority, j.state, j.spec, j.resolved, j.warnings, " \
+  "j.idempotency_key, j.spec_hash, j.allocation, j.pending, j.progress, j.latest_metrics, " \
+  "j.error, j.result, j.attempt, j.cancel_requested, j.created_at, j.started_at, "          \
   "j.finished_at, j.updated_at, j.owner, j.lease_expires_at"
 
 constexpr int kMaxPageSize = 500;
@@ -65,9 +65,9 @@ std::vector<std::optional<std::string>> state_names(const std::vector<JobState>&
 // The cursor is the (created_at, id) of the last row shown, made opaque so
 // clients do not build their own.
 std::string encode_cursor(const JobRow& last) {
-  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
-                          last.created_at.time_since_epoch())
-                          .count();
+  const auto micros =
+      std::chrono::duration_cast<std::chrono::microseconds>(last.created_at.time_since_epoch())
+          .count();
   return to_hex(std::to_string(micros) + ":" + std::to_string(last.id));
 }
 
@@ -195,8 +195,7 @@ Result<std::vector<InsertedJob>> JobRepository::insert_jobs(const std::vector<Ne
   for (const auto& column : columns) params.push_back(Param::array(column));
 
   return with_connection(
-      pool_, acquire_timeout_,
-      [&](Connection& connection) -> Result<std::vector<InsertedJob>> {
+      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<InsertedJob>> {
         // One statement: the jobs and their first events commit together.
         Result<QueryResult> rows = connection.execute(kInsertJobs, params);
         if (!rows.ok()) return rows.error();
@@ -239,15 +238,14 @@ Result<std::vector<InsertedJob>> JobRepository::insert_jobs(const std::vector<Ne
 }
 
 Result<std::optional<JobRow>> JobRepository::get_job(std::int64_t id) {
-  return with_connection(pool_, acquire_timeout_,
-                         [&](Connection& connection) -> Result<std::optional<JobRow>> {
-                           Result<QueryResult> rows = connection.execute(
-                               "SELECT " TPUJOBS_JOB_COLUMNS " FROM jobs j WHERE j.id = $1::bigint",
-                               {id});
-                           if (!rows.ok()) return rows.error();
-                           if (rows->rows() == 0) return std::optional<JobRow>();
-                           return std::optional<JobRow>(read_job(*rows, 0));
-                         });
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::optional<JobRow>> {
+        Result<QueryResult> rows = connection.execute(
+            "SELECT " TPUJOBS_JOB_COLUMNS " FROM jobs j WHERE j.id = $1::bigint", {id});
+        if (!rows.ok()) return rows.error();
+        if (rows->rows() == 0) return std::optional<JobRow>();
+        return std::optional<JobRow>(read_job(*rows, 0));
+      });
 }
 
 Result<JobPage> JobRepository::list_jobs(const JobFilter& filter) {
@@ -266,32 +264,30 @@ Result<JobPage> JobRepository::list_jobs(const JobFilter& filter) {
     labels.emplace_back(value);
   }
   const std::vector<std::optional<std::string>> states = state_names(filter.states);
-  return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> Result<JobPage> {
-        // One row more than asked tells whether another page follows.
-        Result<QueryResult> rows = connection.execute(
-            kListJobs, {filter.tenant, Param::array(states), Param::array(labels), filter.name,
-                        after_time, after_id, limit + 1});
-        if (!rows.ok()) return rows.error();
-        JobPage page;
-        page.jobs = read_jobs(*rows);
-        if (static_cast<int>(page.jobs.size()) > limit) {
-          page.jobs.pop_back();
-          page.next_cursor = encode_cursor(page.jobs.back());
-        }
-        return page;
-      });
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<JobPage> {
+    // One row more than asked tells whether another page follows.
+    Result<QueryResult> rows =
+        connection.execute(kListJobs, {filter.tenant, Param::array(states), Param::array(labels),
+                                       filter.name, after_time, after_id, limit + 1});
+    if (!rows.ok()) return rows.error();
+    JobPage page;
+    page.jobs = read_jobs(*rows);
+    if (static_cast<int>(page.jobs.size()) > limit) {
+      page.jobs.pop_back();
+      page.next_cursor = encode_cursor(page.jobs.back());
+    }
+    return page;
+  });
 }
 
 Result<bool> JobRepository::transition(const Transition& t) {
   const std::vector<std::optional<std::string>> from = state_names(t.from);
   return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<bool> {
     Result<QueryResult> rows = connection.execute(
-        kTransition,
-        {t.job_id, Param::array(from), to_string(t.to), t.reason, t.detail_json,
-         t.clear_allocation, t.allocation_json, t.error_json, t.result_json, t.set_started_at,
-         t.set_finished_at, t.increment_attempt, t.owner,
-         static_cast<std::int64_t>(t.lease.count()), t.clear_owner, t.clear_pending});
+        kTransition, {t.job_id, Param::array(from), to_string(t.to), t.reason, t.detail_json,
+                      t.clear_allocation, t.allocation_json, t.error_json, t.result_json,
+                      t.set_started_at, t.set_finished_at, t.increment_attempt, t.owner,
+                      static_cast<std::int64_t>(t.lease.count()), t.clear_owner, t.clear_pending});
     if (!rows.ok()) return rows.error();
     return rows->int64(0, 0) > 0;
   });

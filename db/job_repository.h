@@ -26,43 +26,43 @@ bool is_terminal(JobState state);
 
 // A job as submitted; the repository assigns id, state QUEUED and times.
 struct NewJob {
-  std::string tenant;
-  std::string name;
+  std::string tenant{};
+  std::string name{};
   std::string labels_json = "{}";  // a JSON object of string values
   int priority = 0;
-  std::string spec_json;            // the spec as submitted
+  std::string spec_json{};           // the spec as submitted
   std::string resolved_json = "{}";  // resolved request, precision, world size
   std::string warnings_json = "[]";
-  std::optional<std::string> idempotency_key;
-  std::string spec_hash;
+  std::optional<std::string> idempotency_key{};
+  std::string spec_hash{};
 };
 
 struct JobRow {
   std::int64_t id = 0;
-  std::string tenant;
-  std::string name;
-  std::string labels_json;
+  std::string tenant{};
+  std::string name{};
+  std::string labels_json{};
   int priority = 0;
   JobState state = JobState::kQueued;
-  std::string spec_json;
-  std::string resolved_json;
-  std::string warnings_json;
-  std::optional<std::string> idempotency_key;
-  std::string spec_hash;
-  std::optional<std::string> allocation_json;
-  std::optional<std::string> pending_json;
-  std::optional<std::string> progress_json;
-  std::optional<std::string> latest_metrics_json;
-  std::optional<std::string> error_json;
-  std::optional<std::string> result_json;
+  std::string spec_json{};
+  std::string resolved_json{};
+  std::string warnings_json{};
+  std::optional<std::string> idempotency_key{};
+  std::string spec_hash{};
+  std::optional<std::string> allocation_json{};
+  std::optional<std::string> pending_json{};
+  std::optional<std::string> progress_json{};
+  std::optional<std::string> latest_metrics_json{};
+  std::optional<std::string> error_json{};
+  std::optional<std::string> result_json{};
   int attempt = 0;
   bool cancel_requested = false;
-  TimePoint created_at;
-  std::optional<TimePoint> started_at;
-  std::optional<TimePoint> finished_at;
-  TimePoint updated_at;
-  std::optional<std::string> owner;
-  std::optional<TimePoint> lease_expires_at;
+  TimePoint created_at{};
+  std::optional<TimePoint> started_at{};
+  std::optional<TimePoint> finished_at{};
+  TimePoint updated_at{};
+  std::optional<std::string> owner{};
+  std::optional<TimePoint> lease_expires_at{};
 };
 
 struct InsertedJob {
@@ -73,35 +73,35 @@ struct InsertedJob {
 };
 
 struct JobFilter {
-  std::optional<std::string> tenant;
-  std::vector<JobState> states;  // any of them; empty: all
-  std::vector<std::pair<std::string, std::string>> labels;  // all must match
-  std::optional<std::string> name;
-  int limit = 50;      // clamped to 1..500
-  std::string cursor;  // next_cursor of the previous page; empty: first page
+  std::optional<std::string> tenant{};
+  std::vector<JobState> states{};                             // any of them; empty: all
+  std::vector<std::pair<std::string, std::string>> labels{};  // all must match
+  std::optional<std::string> name{};
+  int limit = 50;        // clamped to 1..500
+  std::string cursor{};  // next_cursor of the previous page; empty: first page
 };
 
 struct JobPage {
-  std::vector<JobRow> jobs;  // newest first
-  std::string next_cursor;   // empty on the last page
+  std::vector<JobRow> jobs{};  // newest first
+  std::string next_cursor{};   // empty on the last page
 };
 
 // A conditional state change plus the columns that change with it. Columns
 // whose field is unset keep their value.
 struct Transition {
   std::int64_t job_id = 0;
-  std::vector<JobState> from;  // the job must be in one of these
+  std::vector<JobState> from{};  // the job must be in one of these
   JobState to = JobState::kQueued;
-  std::string reason;                    // recorded in job_events
-  std::optional<std::string> detail_json;  // recorded in job_events
-  std::optional<std::string> allocation_json;
+  std::string reason{};                      // recorded in job_events
+  std::optional<std::string> detail_json{};  // recorded in job_events
+  std::optional<std::string> allocation_json{};
   bool clear_allocation = false;
-  std::optional<std::string> error_json;
-  std::optional<std::string> result_json;
+  std::optional<std::string> error_json{};
+  std::optional<std::string> result_json{};
   bool set_started_at = false;   // started_at = now()
   bool set_finished_at = false;  // finished_at = now()
   bool increment_attempt = false;
-  std::optional<std::string> owner;  // with lease: lease_expires_at = now() + lease
+  std::optional<std::string> owner{};  // with lease: lease_expires_at = now() + lease
   std::chrono::seconds lease{0};
   bool clear_owner = false;  // owner and lease_expires_at = NULL
   bool clear_pending = false;
@@ -110,11 +110,11 @@ struct Transition {
 struct JobEventRow {
   std::int64_t id = 0;
   std::int64_t job_id = 0;
-  TimePoint at;
-  std::optional<JobState> from_state;  // none for the first event
+  TimePoint at{};
+  std::optional<JobState> from_state{};  // none for the first event
   JobState to_state = JobState::kQueued;
-  std::string reason;
-  std::optional<std::string> detail_json;
+  std::string reason{};
+  std::optional<std::string> detail_json{};
 };
 
 class JobRepository {

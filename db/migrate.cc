@@ -43,8 +43,8 @@ Status migrate(ConnectionPool& pool, const std::vector<Migration>& migrations) {
     if (!transaction.ok()) return transaction.error();
     // Held until this transaction ends; a second process waits here and then
     // sees the version as applied.
-    if (auto locked = transaction->execute("SELECT pg_advisory_xact_lock($1::bigint)",
-                                           {kMigrationLock});
+    if (auto locked =
+            transaction->execute("SELECT pg_advisory_xact_lock($1::bigint)", {kMigrationLock});
         !locked.ok()) {
       return locked.error();
     }

@@ -11,9 +11,9 @@
 namespace tpujobs::db {
 
 struct Migration {
-  int version;       // 1 for "001_initial.sql"
-  std::string name;  // the file name
-  std::string sql;
+  int version;         // 1 for "001_initial.sql"
+  std::string name{};  // the file name
+  std::string sql{};
 };
 
 // The embedded migrations, ascending by version.

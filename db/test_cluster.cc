@@ -53,8 +53,7 @@ Result<std::string> create_database() {
   static std::atomic<int> next{0};
   Result<EmbeddedPostgres*> server = shared_cluster();
   if (!server.ok()) return server.error();
-  Result<std::unique_ptr<Connection>> admin =
-      Connection::open((*server)->conninfo_for("postgres"));
+  Result<std::unique_ptr<Connection>> admin = Connection::open((*server)->conninfo_for("postgres"));
   if (!admin.ok()) return admin.error();
   // The name is made here from a counter, never from input.
   const std::string name = "test_" + std::to_string(++next);

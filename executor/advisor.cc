@@ -24,10 +24,14 @@ std::int64_t round_up(std::int64_t value, std::int64_t multiple) {
 
 std::string format(const char* pattern, ...) __attribute__((format(printf, 1, 2)));
 std::string format(const char* pattern, ...) {
-  char text[512];
   va_list args;
   va_start(args, pattern);
-  std::vsnprintf(text, sizeof text, pattern, args);
+  va_list sized;
+  va_copy(sized, args);
+  const int size = std::vsnprintf(nullptr, 0, pattern, sized);
+  va_end(sized);
+  std::string text(static_cast<std::size_t>(std::max(size, 0)), '\0');
+  std::vsnprintf(text.data(), text.size() + 1, pattern, args);
   va_end(args);
   return text;
 }
@@ -82,17 +86,18 @@ std::optional<Advice> small_batch(const AdvisorInput& input) {
   const std::int64_t shard = shard_samples(input);
   // A shard too small for a full MXU batch cannot be helped by a larger batch.
   if (batch >= mxu || shard < mxu) return std::nullopt;
+  const int replicas = std::max(input.spec.world_size, 1);
+  const std::string global =
+      replicas > 1 ? format(" (a global batch of %d on %d cores)", mxu * replicas, replicas) : "";
   return Advice{
       "SMALL_BATCH",
       format("The per-core batch_size %d is small for a TPU: the MXU is a %dx%d systolic array "
              "and every weight tile it loads is reused only by the %d rows of the batch, so it "
              "spends much of each step loading weights. The TPU performance guide asks for a "
              "per-core batch that is a multiple of 8 and ideally %d or more. Each core reads "
-             "%lld samples per epoch, so batch_size %d fits (global batch %lld on %d cores; "
-             "scale the learning rate with it).",
-             batch, mxu, mxu, batch, mxu, static_cast<long long>(shard), mxu,
-             static_cast<long long>(mxu) * std::max(input.spec.world_size, 1),
-             std::max(input.spec.world_size, 1))};
+             "%lld samples per epoch, so batch_size %d fits%s; scale the learning rate with the "
+             "batch.",
+             batch, mxu, mxu, batch, mxu, static_cast<long long>(shard), mxu, global.c_str())};
 }
 
 std::optional<Advice> batch_padding(const AdvisorInput& input) {
@@ -156,11 +161,12 @@ std::optional<Advice> frequent_host_sync(const AdvisorInput& input) {
                          static_cast<long long>(steps));
   return Advice{
       "FREQUENT_HOST_SYNC",
-      format("log_every_n_steps %d reads the logged values back to the host every %d step%s "
-             "(.item(), counted as aten::_local_scalar_dense): %s. Each one waits for the TPU to "
-             "finish the step, so the host cannot queue the next graph while the device works. "
-             "Log every 50 steps (Lightning's default), or at least every %d.",
-             every, every, every == 1 ? "" : "s", how_many.c_str(), kMinStepsPerHostSync)};
+      format("log_every_n_steps %d reads the logged values back to the host %s (.item(), "
+             "counted as aten::_local_scalar_dense): %s. Each one waits for the TPU to finish "
+             "the step, so the host cannot queue the next graph while the device works. Log "
+             "every 50 steps (Lightning's default), or at least every %d.",
+             every, every == 1 ? "on every step" : format("every %d steps", every).c_str(),
+             how_many.c_str(), kMinStepsPerHostSync)};
 }
 
 std::optional<Advice> recompiles(const AdvisorInput& input) {
@@ -170,18 +176,25 @@ std::optional<Advice> recompiles(const AdvisorInput& input) {
     return std::nullopt;
   }
   const std::int64_t partial = shard % batch;
+  // A nearby batch size that divides the shard and stays a multiple of 8.
+  std::string divisor;
+  for (std::int64_t candidate = batch / 2; candidate <= 2 * batch; ++candidate) {
+    if (candidate % kBatchTile == 0 && shard % candidate == 0) {
+      divisor = format(", or batch_size %lld, which divides the %lld samples of each core",
+                       static_cast<long long>(candidate), static_cast<long long>(shard));
+      if (candidate >= batch) break;
+    }
+  }
   return Advice{
       "RECOMPILES",
       format("Every epoch ends with a partial batch: each core reads %lld samples, that is %lld "
              "batches of %lld and one of %lld. XLA compiles a graph per input shape, so the last "
-             "batch compiles a second graph (UncachedCompile) and the step after it switches "
-             "back. Set data.drop_last: true to keep one shape (it skips %lld samples per core "
-             "per epoch, a different %lld each epoch when shuffling), or pick a batch_size that "
-             "divides %lld.",
+             "batch compiles a second graph (UncachedCompile) and every epoch switches between "
+             "the two. Set data.drop_last: true to keep one shape (it skips %lld samples per core "
+             "per epoch, different ones each epoch when shuffling)%s.",
              static_cast<long long>(shard), static_cast<long long>(shard / batch),
              static_cast<long long>(batch), static_cast<long long>(partial),
-             static_cast<long long>(partial), static_cast<long long>(partial),
-             static_cast<long long>(shard))};
+             static_cast<long long>(partial), divisor.c_str())};
 }
 
 }  // namespace
@@ -218,11 +231,13 @@ StepTimeEstimate estimate_step_time(const AdvisorInput& input) {
     estimate.seconds =
         estimate.flops_per_step / static_cast<double>(replicas) / per_core_flops_per_second;
   }
+  const bool under_a_millisecond = estimate.seconds < 1e-3;
   estimate.summary = format(
-      "Estimated step time on TPU %s: %.3g ms (an estimate from FLOPs, not a measurement: "
+      "Estimated step time on TPU %s: %.3g %s (an estimate from FLOPs, not a measurement: "
       "%.3g GFLOP per core per step at %.1f TFLOP/s peak and %s MXU utilisation; input "
       "pipeline, host syncs and compiles come on top)",
-      input.device.generation.c_str(), estimate.seconds * 1e3,
+      input.device.generation.c_str(), estimate.seconds * (under_a_millisecond ? 1e6 : 1e3),
+      under_a_millisecond ? "us" : "ms",
       estimate.flops_per_step / static_cast<double>(replicas) / 1e9, input.device.peak_flops / 1e12,
       percent(estimate.mxu_utilization).c_str());
   return estimate;

@@ -142,7 +142,8 @@ class Trainer {
   };
 
   void log(const std::string& line) { sink_.log(line); }
-  void announce();
+  void announce_devices();
+  void announce_model();
   std::optional<JobError> restore(const Checkpoint& checkpoint);
   std::optional<JobError> check_control(std::int64_t next_step);
   // Runs micro-batch `batch` of `epoch` on every replica; returns the mean loss.
@@ -189,8 +190,7 @@ class Trainer {
   bool compile_warning_logged_ = false;
 };
 
-void Trainer::announce() {
-  const ModelShape& shape = prepared_.shape;
+void Trainer::announce_devices() {
   log("GPU available: False, used: False");
   log(std::string("TPU available: True, using: ") + std::to_string(spec_.on_tpu ? spec_.world_size : 0) +
       " TPU cores");
@@ -199,6 +199,15 @@ void Trainer::announce() {
   if (!spec_.on_tpu && spec_.world_size > 1) {
     log("Running on " + std::to_string(spec_.world_size) + " CPU processes");
   }
+  log("Dataset: " + prepared_.data.description + "; train " + std::to_string(prepared_.data.train.rows) +
+      ", validation " + std::to_string(prepared_.data.validation.rows) + "; " +
+      std::to_string(prepared_.batches_per_epoch) + " batches of " + std::to_string(spec_.data.batch_size) +
+      " per core per epoch on " + std::to_string(spec_.world_size) +
+      (spec_.world_size == 1 ? " core" : " cores"));
+  for (const std::string& line : model_summary(spec_.model, prepared_.shape)) log(line);
+}
+
+void Trainer::announce_model() {
   if (spec_.lightning_v1 && spec_.on_tpu && network_->tied_layers() > 0) {
     // Lightning 1.2-1.4 (core/decorators.py, parameter_validation) counted
     // parameters before and after moving the module to the XLA device; tied
@@ -215,12 +224,6 @@ void Trainer::announce() {
     log(counts);
     warnings_.push_back(warning + " " + counts);
   }
-  log("Dataset: " + prepared_.data.description + "; train " + std::to_string(prepared_.data.train.rows) +
-      ", validation " + std::to_string(prepared_.data.validation.rows) + "; " +
-      std::to_string(prepared_.batches_per_epoch) + " batches of " + std::to_string(spec_.data.batch_size) +
-      " per core per epoch on " + std::to_string(spec_.world_size) +
-      (spec_.world_size == 1 ? " core" : " cores"));
-  for (const std::string& line : model_summary(spec_.model, shape)) log(line);
 }
 
 std::optional<JobError> Trainer::restore(const Checkpoint& checkpoint) {
@@ -391,10 +394,7 @@ TrainingResult Trainer::run() {
   TrainingResult result;
   started_ = clock_.now();
   throughput_since_ = started_;
-  network_ = std::make_unique<Network>(spec_.model, prepared_.shape, spec_.precision, spec_.seed);
-  optimizer_ = std::make_unique<Optimizer>(spec_.optimizer, network_->parameters().size());
-  announce();
-
+  announce_devices();
   if (spec_.on_tpu) {
     const HbmUsage hbm = estimate_hbm(spec_, prepared_.shape, device_);
     log(hbm.summary());
@@ -412,6 +412,10 @@ TrainingResult Trainer::run() {
     }
     log(estimate_step_time(input).summary);
   }
+  // Only now that the model is known to fit: allocate it.
+  network_ = std::make_unique<Network>(spec_.model, prepared_.shape, spec_.precision, spec_.seed);
+  optimizer_ = std::make_unique<Optimizer>(spec_.optimizer, network_->parameters().size());
+  announce_model();
 
   if (control_.resume != nullptr) {
     if (std::optional<JobError> error = restore(*control_.resume)) {

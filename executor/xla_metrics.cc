@@ -321,7 +321,8 @@ std::optional<XlaMetrics> XlaMetrics::deserialize(std::string_view bytes, Now no
     }
     if (retained < 0 || static_cast<std::size_t>(retained) > kMaxSamples ||
         retained > metric.total_samples || next < 0 ||
-        (next > 0 && static_cast<std::size_t>(next) >= static_cast<std::size_t>(retained)) ||
+        // The ring only wraps once it is full.
+        (next > 0 && (static_cast<std::size_t>(retained) < kMaxSamples || next >= retained)) ||
         (metric.total_samples > 0 && retained == 0)) {
       return std::nullopt;
     }

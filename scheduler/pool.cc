@@ -37,15 +37,15 @@ std::optional<PoolLayout> parse_pool(std::string_view text, std::string* error) 
     if (error != nullptr) *error = std::move(message);
     return std::nullopt;
   };
-  if (trim(text).empty()) return fail("--pool is empty; expected an accelerator type such as v3-32");
+  if (trim(text).empty())
+    return fail("--pool is empty; expected an accelerator type such as v3-32");
 
   std::vector<SliceType> parts;
   std::size_t start = 0;
   for (int index = 1;; ++index) {
     const std::size_t comma = text.find(',', start);
-    const std::string_view part =
-        trim(text.substr(start, comma == std::string_view::npos ? std::string_view::npos
-                                                                : comma - start));
+    const std::string_view part = trim(text.substr(
+        start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
     const std::string where = "--pool part " + std::to_string(index);
     if (part.empty()) return fail(where + " is empty");
     const std::optional<SliceType> slice = parse_slice_type(part);

@@ -4,6 +4,7 @@
 #include <array>
 #include <charconv>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <utility>
@@ -144,6 +145,16 @@ std::optional<SliceType> largest_slice(Generation generation, int hosts) {
   return best;
 }
 
+// The slice with the most hosts of any generation.
+SliceType largest_slice_anywhere() {
+  std::optional<SliceType> best;
+  for (Generation generation : kAllGenerations) {
+    const SliceType slice{generation, facts(generation).slice_sizes.back()};
+    if (!best || slice.hosts() > best->hosts()) best = slice;
+  }
+  return *best;
+}
+
 std::optional<SliceType> slice_of(Generation generation, std::int64_t devices) {
   const std::int64_t size = devices * facts(generation).name_units_per_device;
   for (int valid : facts(generation).slice_sizes) {
@@ -213,8 +224,12 @@ struct Context {
 
 // "8 on v2/v3 hosts, 4 on v4 hosts"
 std::string host_counts_text(const std::vector<Generation>& generations) {
+  std::vector<int> counts;
+  for (Generation g : generations) counts.push_back(devices_per_host(g));
+  std::sort(counts.begin(), counts.end(), std::greater<>());
+  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
   std::vector<std::string> parts;
-  for (int count : {8, 4}) {
+  for (int count : counts) {
     std::vector<std::string> names;
     for (Generation g : generations) {
       if (devices_per_host(g) == count) names.push_back(generation_name(g));
@@ -595,6 +610,14 @@ void check_num_nodes(Context& c) {
     c.error(kFieldNumNodes,
             "`num_nodes` must be a positive integer, but got " + std::to_string(num_nodes) + ".",
             "Use `num_nodes: 1` for one host, or the number of hosts of a pod slice.");
+  } else if (const SliceType largest = largest_slice_anywhere(); num_nodes > largest.hosts()) {
+    // Also keeps every later devices x num_nodes product far from overflow.
+    c.num_nodes_ok = false;
+    c.error(kFieldNumNodes,
+            "`num_nodes=" + std::to_string(num_nodes) +
+                "` is more hosts than any TPU pod slice has (the largest, " + largest.name() +
+                ", has " + std::to_string(largest.hosts()) + ").",
+            "`num_nodes` counts hosts: use the number of hosts of a slice, e.g. 4 for a v3-32.");
   } else if (num_nodes > 1 && c.accelerator == Accelerator::kCpu) {
     c.num_nodes_ok = false;
     c.error(kFieldNumNodes,

@@ -514,7 +514,6 @@ void Scheduler::classify() const {
   std::vector<signed char> fits_now(shapes_.size(), -1);
   // Times only grow while planning, so a shape with no known start stays so.
   std::vector<char> start_unknown(shapes_.size(), 0);
-  bool have_head = false;
   int position = 0;
   for (const QueueEntry& entry : cpu_queue_) {
     entry.job->reason = PendingReason::kNone;
@@ -539,9 +538,8 @@ void Scheduler::classify() const {
     // After a pass, a job that fits now but did not start is held back by
     // the head's reservation.
     if (fits_now[s] < 0) fits_now[s] = find_free(shape, avoid_nothing) ? 1 : 0;
-    job.reason =
-        have_head && fits_now[s] ? PendingReason::kPriority : PendingReason::kResources;
-    have_head = true;
+    const bool held_back = reservation_ && reservation_->job != job.request.id && fits_now[s];
+    job.reason = held_back ? PendingReason::kPriority : PendingReason::kResources;
 
     if (start_unknown[s]) continue;
     const std::optional<Choice> choice = find_earliest(shape, times);

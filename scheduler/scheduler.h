@@ -233,7 +233,8 @@ class Scheduler {
   bool fits_idle(const Shape& shape, bool healthy_only) const;
   // Where `shape` fits now, avoiding cores set in `avoid` (per host masks;
   // empty = avoid nothing).
-  std::optional<Choice> find_free(const Shape& shape, const std::vector<std::uint32_t>& avoid) const;
+  std::optional<Choice> find_free(const Shape& shape,
+                                  const std::vector<std::uint32_t>& avoid) const;
   // Where `shape` can start earliest given when each core frees up.
   std::optional<Choice> find_earliest(const Shape& shape, const CoreTimes& times) const;
   int largest_free_block(int host_begin, int host_end, const std::vector<int>& free_prefix) const;
@@ -252,9 +253,9 @@ class Scheduler {
   Pool pool_;
   SchedulerOptions options_;
   std::unordered_map<JobId, Job> jobs_;  // waiting and running; node-stable
-  std::set<QueueEntry> queue_;      // waiting TPU jobs
-  std::set<QueueEntry> cpu_queue_;  // waiting cpu jobs: start at the next pass
-  std::vector<int> shape_waiting_;  // waiting jobs per shape
+  std::set<QueueEntry> queue_;           // waiting TPU jobs
+  std::set<QueueEntry> cpu_queue_;       // waiting cpu jobs: start at the next pass
+  std::vector<int> shape_waiting_;       // waiting jobs per shape
   std::vector<Shape> shapes_;
   std::map<Shape, int> shape_index_;
   std::vector<Tenant> tenants_;

@@ -14,16 +14,16 @@ namespace {
 using nlohmann::json;
 using SteadyClock = std::chrono::steady_clock;
 
-constexpr const char* kQueued = "QUEUED";
-constexpr const char* kStarting = "STARTING";
-constexpr const char* kRunning = "RUNNING";
-constexpr const char* kSucceeded = "SUCCEEDED";
-constexpr const char* kFailed = "FAILED";
-constexpr const char* kCancelled = "CANCELLED";
+using db::JobState;
+constexpr JobState kQueued = JobState::kQueued;
+constexpr JobState kStarting = JobState::kStarting;
+constexpr JobState kRunning = JobState::kRunning;
+constexpr JobState kSucceeded = JobState::kSucceeded;
+constexpr JobState kFailed = JobState::kFailed;
+constexpr JobState kCancelled = JobState::kCancelled;
+using db::is_terminal;
 
-bool is_terminal(std::string_view state) {
-  return state == kSucceeded || state == kFailed || state == kCancelled;
-}
+std::string state_name(JobState state) { return std::string(db::to_string(state)); }
 
 std::string iso_time(std::chrono::system_clock::time_point t) {
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
@@ -122,7 +122,7 @@ class JobManager::Sink final : public executor::TrainingSink {
     for (const auto& [name, value] : point.values) {
       if (std::isfinite(value)) values[name] = value;
     }
-    db::MetricRow row{job_->id, job_->next_metric_seq++, point.step, point.epoch, std::chrono::system_clock::now(),
+    db::MetricPoint row{job_->id, job_->next_metric_seq++, point.step, point.epoch, std::chrono::system_clock::now(),
                       values.dump()};
     std::lock_guard lock(manager_.telemetry_mutex_);
     manager_.pending_metrics_.push_back(std::move(row));
@@ -133,7 +133,7 @@ class JobManager::Sink final : public executor::TrainingSink {
     // lines before a checkpoint that already has them.
     manager_.flush_telemetry();
     manager_.with_retry([&] {
-      return manager_.repo_.save_checkpoint(job_->id, checkpoint.step, checkpoint.epoch, checkpoint.bytes);
+      return manager_.outputs_.save_checkpoint(job_->id, checkpoint.step, checkpoint.epoch, checkpoint.bytes);
     });
   }
 
@@ -223,7 +223,7 @@ db::Status JobManager::start() {
   if (!hosts.ok()) return hosts.error();
   auto quotas = repo_.load_quotas();
   if (!quotas.ok()) return quotas.error();
-  auto unfinished = repo_.load_unfinished();
+  auto unfinished = jobs_.load_unfinished();
   if (!unfinished.ok()) return unfinished.error();
   {
     std::lock_guard lock(mutex_);
@@ -239,11 +239,11 @@ db::Status JobManager::start() {
     if (row.state == kStarting || row.state == kRunning) {
       // A previous process ran it and is gone: its cores were never ours.
       db::Transition t;
-      t.id = row.id;
+      t.job_id = row.id;
       t.from = {kStarting, kRunning};
       t.to = kQueued;
       t.reason = "Requeued after a service restart; resumes from its last checkpoint";
-      auto moved = repo_.transition(t);
+      auto moved = jobs_.transition(t);
       if (!moved.ok()) return moved.error();
       row.state = kQueued;
     }
@@ -251,13 +251,13 @@ db::Status JobManager::start() {
     std::shared_ptr<LiveJob> job = make_live(row, &error);
     if (!job) {
       db::Transition t;
-      t.id = row.id;
+      t.job_id = row.id;
       t.from = {kQueued};
       t.to = kFailed;
       t.reason = "Rejected on restart: " + error;
-      t.error = error_json("INTERNAL", error, "resubmit the job against the current pool").dump();
-      t.set_finished = true;
-      (void)repo_.transition(t);
+      t.error_json = error_json("INTERNAL", error, "resubmit the job against the current pool").dump();
+      t.set_finished_at = true;
+      (void)jobs_.transition(t);
       continue;
     }
     std::lock_guard lock(mutex_);
@@ -368,17 +368,17 @@ void JobManager::commit_batch(std::vector<PendingSubmit>& batch) {
     db::NewJob row;
     row.tenant = r.tenant;
     row.name = r.spec.name;
-    row.labels = json(r.spec.labels).dump();
+    row.labels_json = json(r.spec.labels).dump();
     row.priority = r.spec.priority;
-    row.spec = r.spec_json.dump();
+    row.spec_json = r.spec_json.dump();
     json resolved = {{"request", api::resolution_json(r.resolution)}, {"estimate", r.estimate}};
-    row.resolved = resolved.dump();
-    row.warnings = json(r.warnings).dump();
+    row.resolved_json = resolved.dump();
+    row.warnings_json = json(r.warnings).dump();
     row.idempotency_key = r.idempotency_key;
     row.spec_hash = r.spec_hash;
     rows.push_back(std::move(row));
   }
-  auto inserted = repo_.insert_jobs(rows);
+  auto inserted = jobs_.insert_jobs(rows);
   if (!inserted.ok()) {
     database_ok_ = inserted.code() != db::ErrorCode::kUnavailable;
     for (PendingSubmit& p : batch) {
@@ -429,7 +429,7 @@ void JobManager::commit_batch(std::vector<PendingSubmit>& batch) {
 }
 
 std::shared_ptr<JobManager::LiveJob> JobManager::make_live(const db::JobRow& row, std::string* error) {
-  json spec_json = json::parse(row.spec, nullptr, false);
+  json spec_json = json::parse(row.spec_json, nullptr, false);
   std::vector<api::FieldError> errors;
   std::optional<api::JobSpec> spec = spec_json.is_discarded() ? std::nullopt : api::parse_job_spec(spec_json, &errors);
   if (!spec) {
@@ -461,7 +461,7 @@ void JobManager::enqueue_locked(const std::shared_ptr<LiveJob>& job) {
     return;
   }
   scheduler::JobRequest request;
-  request.id = job->id;
+  request.job_id = job->id;
   request.priority = job->spec.priority;
   request.submit_order = job->submit_order;
   request.tenant = job->tenant;
@@ -540,18 +540,18 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
   json allocation = cpu ? json{{"accelerator", "cpu"}} : placement_json(placement, layout_);
 
   db::Transition starting;
-  starting.id = job->id;
+  starting.job_id = job->id;
   starting.from = {kQueued};
   starting.to = kStarting;
   starting.reason = cpu ? "Placed on the executor's CPU threads"
                         : "Allocated " + std::to_string(placement.cores.size()) + " cores on " +
                               std::to_string(placement.hosts.size()) + " host(s)";
-  starting.allocation = allocation.dump();
-  starting.set_started = true;
+  starting.allocation_json = allocation.dump();
+  starting.set_started_at = true;
   starting.owner = options_.instance;
   bool moved = false;
   with_retry([&] {
-    auto r = repo_.transition(starting);
+    auto r = jobs_.transition(starting);
     if (r.ok()) moved = *r;
     return db::Status(r.ok() ? db::Status::Ok() : db::Status(r.error()));
   });
@@ -564,7 +564,7 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
   if (!moved) {
     // Cancelled (or taken over) between placement and start.
     release();
-    auto row = repo_.get_job(job->id);
+    auto row = jobs_.get_job(job->id);
     std::lock_guard lock(mutex_);
     if (row.ok() && *row) job->row = **row;
     if (job->runner.joinable()) finished_runners_.push_back(std::move(job->runner));
@@ -578,31 +578,35 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
   // Resume from the last checkpoint, and continue the sequence numbers.
   std::optional<executor::Checkpoint> resume;
   {
-    auto checkpoint = repo_.latest_checkpoint(job->id);
+    auto checkpoint = outputs_.latest_checkpoint(job->id);
     if (checkpoint.ok() && *checkpoint) {
       resume = executor::Checkpoint{(*checkpoint)->step, (*checkpoint)->epoch, std::move((*checkpoint)->bytes)};
     }
-    auto log_seq = repo_.max_log_seq(job->id);
+    auto log_seq = outputs_.max_log_seq(job->id);
     job->next_log_seq = (log_seq.ok() ? *log_seq : 0) + 1;
-    auto metric_seq = repo_.max_metric_seq(job->id);
+    auto metric_seq = outputs_.max_metric_seq(job->id);
     job->next_metric_seq = (metric_seq.ok() ? *metric_seq : 0) + 1;
-    auto metric_step = repo_.max_metric_step(job->id);
-    job->skip_metrics_through_step = metric_step.ok() ? *metric_step : -1;
+    // Points up to the last recorded step would be recorded twice.
+    job->skip_metrics_through_step = -1;
+    if (metric_seq.ok() && *metric_seq > 0) {
+      auto last = outputs_.list_metrics(job->id, *metric_seq - 1, 1);
+      if (last.ok() && !last->empty()) job->skip_metrics_through_step = last->front().step;
+    }
   }
 
   db::Transition running;
-  running.id = job->id;
+  running.job_id = job->id;
   running.from = {kStarting};
   running.to = kRunning;
   running.reason = resume ? "Resumed from the checkpoint at step " + std::to_string(resume->step) : "Training started";
   with_retry([&] {
-    auto r = repo_.transition(running);
+    auto r = jobs_.transition(running);
     return db::Status(r.ok() ? db::Status::Ok() : db::Status(r.error()));
   });
   {
     std::lock_guard lock(mutex_);
     job->row.state = kRunning;
-    job->row.allocation = allocation.dump();
+    job->row.allocation_json = allocation.dump();
     job->row.started_at = std::chrono::system_clock::now();
     scheduler_.heartbeat(job->id, SteadyClock::now());
   }
@@ -622,7 +626,7 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
   }
   flush_telemetry();
 
-  std::string state;
+  JobState state = kFailed;
   std::string why;
   json error = nullptr;
   json result_json = nullptr;
@@ -674,13 +678,13 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
 
   if (requeue) {
     db::Transition back;
-    back.id = job->id;
+    back.job_id = job->id;
     back.from = {kRunning};
     back.to = kQueued;
     back.reason = why;
     back.increment_attempt = reason == StopReason::kHostFailedRetry;
     with_retry([&] {
-      auto r = repo_.transition(back);
+      auto r = jobs_.transition(back);
       return db::Status(r.ok() ? db::Status::Ok() : db::Status(r.error()));
     });
     std::lock_guard lock(mutex_);
@@ -703,21 +707,21 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
   finish_job(job, state, why, error, result_json);
 }
 
-void JobManager::finish_job(const std::shared_ptr<LiveJob>& job, const std::string& state, const std::string& reason,
+void JobManager::finish_job(const std::shared_ptr<LiveJob>& job, JobState state, const std::string& reason,
                             json error, json result) {
   db::Transition t;
-  t.id = job->id;
+  t.job_id = job->id;
   t.from = {kQueued, kStarting, kRunning};
   t.to = state;
   t.reason = reason;
-  if (!error.is_null()) t.error = error.dump();
-  if (!result.is_null()) t.result = result.dump();
-  t.set_finished = true;
+  if (!error.is_null()) t.error_json = error.dump();
+  if (!result.is_null()) t.result_json = result.dump();
+  t.set_finished_at = true;
   with_retry([&] {
-    auto r = repo_.transition(t);
+    auto r = jobs_.transition(t);
     return db::Status(r.ok() ? db::Status::Ok() : db::Status(r.error()));
   });
-  auto row = repo_.get_job(job->id);
+  auto row = jobs_.get_job(job->id);
   ++finished_total_;
   std::lock_guard lock(mutex_);
   if (row.ok() && *row) job->row = **row;
@@ -744,38 +748,38 @@ void JobManager::notify_waiters(const std::shared_ptr<LiveJob>& job) {
 // ---------------------------------------------------------------- reads
 
 db::Result<db::JobRow> JobManager::load_visible(std::int64_t id, const std::string& tenant) {
-  auto row = repo_.get_job(id);
+  auto row = jobs_.get_job(id);
   if (!row.ok()) return row.error();
   if (!*row || (*row)->tenant != tenant) return db::make_error(db::ErrorCode::kNotFound, "no job " + std::to_string(id));
   return std::move(**row);
 }
 
 json JobManager::render(const db::JobRow& row) {
-  json spec = parse_or_null(row.spec);
-  json resolved = parse_or_null(row.resolved);
+  json spec = parse_or_null(row.spec_json);
+  json resolved = parse_or_null(row.resolved_json);
   json estimate = resolved.is_object() && resolved.contains("estimate") ? resolved["estimate"] : json(nullptr);
-  json result = parse_or_null(row.result);
+  json result = parse_or_null(row.result_json);
   json view = {
       {"id", row.id},
       {"name", row.name},
       {"tenant", row.tenant},
-      {"labels", parse_or_null(row.labels)},
+      {"labels", parse_or_null(row.labels_json)},
       {"priority", row.priority},
-      {"state", row.state},
+      {"state", state_name(row.state)},
       {"spec", spec},
       {"resolved", resolved.is_object() && resolved.contains("request") ? resolved["request"] : json(nullptr)},
       {"estimate", estimate},
-      {"allocation", parse_or_null(row.allocation)},
+      {"allocation", parse_or_null(row.allocation_json)},
       {"queue_position", nullptr},
       {"pending_reason", nullptr},
       {"estimated_start", nullptr},
-      {"progress", parse_or_null(row.progress)},
-      {"metrics", parse_or_null(row.latest_metrics)},
+      {"progress", parse_or_null(row.progress_json)},
+      {"metrics", parse_or_null(row.latest_metrics_json)},
       {"created_at", iso_time(row.created_at)},
       {"started_at", time_or_null(row.started_at)},
       {"finished_at", time_or_null(row.finished_at)},
-      {"error", parse_or_null(row.error)},
-      {"warnings", parse_or_null(row.warnings)},
+      {"error", parse_or_null(row.error_json)},
+      {"warnings", parse_or_null(row.warnings_json)},
       {"attempt", row.attempt},
       {"max_retries", spec.is_object() ? spec.value("max_retries", 0) : 0},
   };
@@ -793,7 +797,7 @@ json JobManager::render(const db::JobRow& row) {
 
 json JobManager::render_live_locked(const LiveJob& job) {
   json view = job.base;
-  view["state"] = job.row.state;
+  view["state"] = state_name(job.row.state);
   view["attempt"] = job.row.attempt;
   if (job.placement && job.resolution.request.kind != scheduler::RequestKind::kCpu) {
     view["allocation"] = placement_json(*job.placement, layout_);
@@ -861,24 +865,26 @@ api::JsonResult JobManager::get_job(std::int64_t id, const std::string& tenant) 
 api::JsonResult JobManager::list_jobs(const api::JobQuery& query) {
   db::JobFilter filter;
   filter.tenant = query.tenant;
-  filter.states = query.states;
+  for (const std::string& name : query.states) {
+    if (std::optional<JobState> state = db::parse_job_state(name)) filter.states.push_back(*state);
+  }
   filter.labels = query.labels;
   filter.name = query.name;
   filter.limit = query.limit;
-  filter.cursor = query.cursor;
-  auto page = repo_.list_jobs(filter);
+  filter.cursor = query.cursor.value_or("");
+  auto page = jobs_.list_jobs(filter);
   if (!page.ok()) return page.error();
   json jobs = json::array();
   {
     std::lock_guard lock(mutex_);
-    for (const db::JobRow& row : page->rows) {
+    for (const db::JobRow& row : page->jobs) {
       auto it = live_.find(row.id);
       json view = it != live_.end() ? render_live_locked(*it->second) : render(row);
       view.erase("spec");
       jobs.push_back(std::move(view));
     }
   }
-  return json{{"jobs", jobs}, {"next_cursor", page->next_cursor ? json(*page->next_cursor) : json(nullptr)}};
+  return json{{"jobs", jobs}, {"next_cursor", page->next_cursor.empty() ? json(nullptr) : json(page->next_cursor)}};
 }
 
 void JobManager::wait_job(std::int64_t id, const std::string& tenant, std::chrono::milliseconds timeout,
@@ -944,10 +950,10 @@ api::JsonResult JobManager::cancel_job(std::int64_t id, const std::string& tenan
   if (!row.ok()) return row.error();
   if (is_terminal(row->state)) {
     return db::make_error(db::ErrorCode::kConflict,
-                          "job " + std::to_string(id) + " is already " + row->state + "; only unfinished jobs can be cancelled");
+                          "job " + std::to_string(id) + " is already " + state_name(row->state) + "; only unfinished jobs can be cancelled");
   }
   // Unfinished but run by another process: ask it through the database.
-  if (db::Status s = repo_.request_cancel(id); !s.ok()) return s.error();
+  if (db::Status s = jobs_.request_cancel(id); !s.ok()) return s.error();
   json view = render(*row);
   view["cancel_requested"] = true;
   return view;
@@ -956,7 +962,7 @@ api::JsonResult JobManager::cancel_job(std::int64_t id, const std::string& tenan
 api::JsonResult JobManager::job_logs(std::int64_t id, const std::string& tenant, std::int64_t after, int limit) {
   if (auto row = load_visible(id, tenant); !row.ok()) return row.error();
   flush_telemetry();
-  auto lines = repo_.list_logs(id, after, limit);
+  auto lines = outputs_.list_logs(id, after, limit);
   if (!lines.ok()) return lines.error();
   json out = json::array();
   std::int64_t last = after;
@@ -1005,7 +1011,7 @@ void JobManager::stream_tick(std::int64_t id, std::int64_t after, api::ResponseW
     }
   }
   if (need_database) {
-    auto stored = repo_.list_logs(id, after, 1000);
+    auto stored = outputs_.list_logs(id, after, 1000);
     if (stored.ok()) {
       for (const db::LogLine& l : *stored) lines.emplace_back(l.seq, l.line);
     }
@@ -1023,9 +1029,9 @@ void JobManager::stream_tick(std::int64_t id, std::int64_t after, api::ResponseW
   }
   if (!live && lines.empty()) {
     // Everything stored has been sent; is the job over?
-    auto row = repo_.get_job(id);
+    auto row = jobs_.get_job(id);
     if (row.ok() && *row && is_terminal((*row)->state)) {
-      writer->write("event: end\ndata: " + json{{"state", (*row)->state}}.dump() + "\n\n");
+      writer->write("event: end\ndata: " + json{{"state", state_name((*row)->state)}}.dump() + "\n\n");
       writer->end();
       return;
     }
@@ -1040,12 +1046,12 @@ void JobManager::stream_tick(std::int64_t id, std::int64_t after, api::ResponseW
 api::JsonResult JobManager::job_metrics(std::int64_t id, const std::string& tenant, std::int64_t after) {
   if (auto row = load_visible(id, tenant); !row.ok()) return row.error();
   flush_telemetry();
-  auto points = repo_.list_metrics(id, after, 100000);
+  auto points = outputs_.list_metrics(id, after, 100000);
   if (!points.ok()) return points.error();
   json out = json::array();
   std::int64_t last = after;
-  for (const db::MetricRow& m : *points) {
-    json values = json::parse(m.values, nullptr, false);
+  for (const db::MetricPoint& m : *points) {
+    json values = json::parse(m.metrics_json, nullptr, false);
     out.push_back({{"seq", m.seq}, {"step", m.step}, {"epoch", m.epoch}, {"at", iso_time(m.at)}, {"values", values}});
     last = m.seq;
   }
@@ -1054,13 +1060,13 @@ api::JsonResult JobManager::job_metrics(std::int64_t id, const std::string& tena
 
 api::JsonResult JobManager::job_events(std::int64_t id, const std::string& tenant) {
   if (auto row = load_visible(id, tenant); !row.ok()) return row.error();
-  auto events = repo_.list_events(id);
+  auto events = jobs_.list_events(id);
   if (!events.ok()) return events.error();
   json out = json::array();
   for (const db::JobEventRow& e : *events) {
     out.push_back({{"at", iso_time(e.at)},
-                   {"from", e.from_state ? json(*e.from_state) : json(nullptr)},
-                   {"to", e.to_state},
+                   {"from", e.from_state ? json(state_name(*e.from_state)) : json(nullptr)},
+                   {"to", state_name(e.to_state)},
                    {"reason", e.reason}});
   }
   return json{{"job_id", id}, {"events", out}};
@@ -1069,10 +1075,10 @@ api::JsonResult JobManager::job_events(std::int64_t id, const std::string& tenan
 db::Result<std::string> JobManager::xla_report(std::int64_t id, const std::string& tenant) {
   auto row = load_visible(id, tenant);
   if (!row.ok()) return row.error();
-  json result = parse_or_null(row->result);
+  json result = parse_or_null(row->result_json);
   if (!result.is_object() || !result.contains("xla_report") || !result["xla_report"].is_string() ||
       result["xla_report"].get<std::string>().empty()) {
-    return db::make_error(db::ErrorCode::kConflict, "job " + std::to_string(id) + " is " + row->state +
+    return db::make_error(db::ErrorCode::kConflict, "job " + std::to_string(id) + " is " + state_name(row->state) +
                                                         ": the XLA metrics report is written when it ends");
   }
   return result["xla_report"].get<std::string>();
@@ -1272,7 +1278,7 @@ JobManager::Estimate JobManager::estimate(const api::JobSpec& spec, const schedu
 bool JobManager::flush_telemetry() {
   std::lock_guard flush(flush_mutex_);
   std::vector<db::LogLine> logs;
-  std::vector<db::MetricRow> metrics;
+  std::vector<db::MetricPoint> metrics;
   std::map<std::int64_t, std::pair<std::string, std::string>> progress;
   {
     std::lock_guard lock(telemetry_mutex_);
@@ -1281,10 +1287,10 @@ bool JobManager::flush_telemetry() {
     progress.swap(pending_progress_);
   }
   bool ok = true;
-  if (!logs.empty()) ok &= with_retry([&] { return repo_.append_logs(logs); });
-  if (!metrics.empty()) ok &= with_retry([&] { return repo_.append_metrics(metrics); });
+  if (!logs.empty()) ok &= with_retry([&] { return outputs_.append_logs(logs); });
+  if (!metrics.empty()) ok &= with_retry([&] { return outputs_.append_metrics(metrics); });
   for (const auto& [id, p] : progress) {
-    ok &= with_retry([&] { return repo_.update_progress(id, p.first, p.second); });
+    ok &= with_retry([&] { return jobs_.update_progress(id, p.first, p.second); });
   }
   return ok;
 }
@@ -1307,15 +1313,15 @@ bool JobManager::ready() {
 
 std::string JobManager::prometheus_metrics() {
   std::string out;
-  auto counts = repo_.count_jobs_by_state();
+  auto counts = jobs_.count_jobs_by_state();
   out += "# HELP tpujobs_jobs Jobs by state.\n# TYPE tpujobs_jobs gauge\n";
-  for (const char* state : {kQueued, kStarting, kRunning, kSucceeded, kFailed, kCancelled}) {
+  for (JobState state : {kQueued, kStarting, kRunning, kSucceeded, kFailed, kCancelled}) {
     std::int64_t n = 0;
     if (counts.ok()) {
-      auto it = counts->find(state);
+      auto it = counts->find(state_name(state));
       if (it != counts->end()) n = it->second;
     }
-    out += std::string("tpujobs_jobs{state=\"") + state + "\"} " + std::to_string(n) + "\n";
+    out += "tpujobs_jobs{state=\"" + state_name(state) + "\"} " + std::to_string(n) + "\n";
   }
   std::lock_guard lock(mutex_);
   scheduler::Scheduler::PoolView view = scheduler_.view();

@@ -23,7 +23,8 @@
 
 #include "api/job_service.h"
 #include "db/connection_pool.h"
-#include "db/repositories.h"
+#include "db/job_output_repository.h"
+#include "db/job_repository.h"
 #include "executor/executor.h"
 #include "executor/worker_pool.h"
 #include "scheduler/pool.h"
@@ -112,7 +113,8 @@ class JobManager final : public api::JobService {
   bool with_retry(F&& write);
 
   db::ConnectionPool& pool_;
-  db::Repositories repo_;
+  db::JobRepository jobs_;
+  db::JobOutputRepository outputs_;
   scheduler::PoolLayout layout_;
   JobManagerOptions options_;
   executor::WorkerPool workers_;
@@ -138,7 +140,7 @@ class JobManager final : public api::JobService {
   std::mutex telemetry_mutex_;
   std::condition_variable telemetry_wake_;
   std::vector<db::LogLine> pending_logs_;
-  std::vector<db::MetricRow> pending_metrics_;
+  std::vector<db::MetricPoint> pending_metrics_;
   std::map<std::int64_t, std::pair<std::string, std::string>> pending_progress_;  // id -> (progress, metrics)
   bool telemetry_stopping_ = false;
   std::mutex flush_mutex_;  // one flush at a time, so batches land in order

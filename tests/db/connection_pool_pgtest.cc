@@ -1,10 +1,9 @@
 // The pool, statements and transactions against a real server.
-#include "db/connection_pool.h"
-
 #include <gtest/gtest.h>
 
 #include <thread>
 
+#include "db/connection_pool.h"
 #include "db/test_cluster.h"
 
 namespace tpujobs::db {
@@ -28,10 +27,11 @@ TEST(ConnectionPoolTest, RoundTripsParametersOfEveryKind) {
   const std::string binary("\0\x01\xff\x7f", 4);
   const TimePoint when = *parse_timestamp("2026-11-21 12:17:01.123456+00");
   auto row = (*connection)
-                 ->execute("SELECT $1::text, $2::bigint, $3::boolean, $4::text IS NULL,"
-                           " $5::timestamptz, $6::bytea, $7::double precision",
-                           {awkward, std::int64_t{-9000000000}, true, std::nullopt, when,
-                            Param::bytes(binary), 0.25});
+                 ->execute(
+                     "SELECT $1::text, $2::bigint, $3::boolean, $4::text IS NULL,"
+                     " $5::timestamptz, $6::bytea, $7::double precision",
+                     {awkward, std::int64_t{-9000000000}, true, std::nullopt, when,
+                      Param::bytes(binary), 0.25});
   ASSERT_TRUE(row.ok()) << row.error().message;
   EXPECT_EQ(awkward, row->string(0, 0));
   EXPECT_EQ(-9000000000, row->int64(0, 1));

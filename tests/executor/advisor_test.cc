@@ -117,7 +117,8 @@ TEST(AdvisorTest, CpuJobsGetNoTpuAdvice) {
 TEST(AdvisorTest, RecompilesFollowTheShardNotTheDataset) {
   // 8 replicas: ceil(1437 / 8) = 180 samples each; 180 = 2 x 64 + 52.
   const Job eight(digits_spec(8), 64, 1437);
-  const std::string& message = find(eight.advice(), "RECOMPILES").message;
+  const std::vector<Advice> advice = eight.advice();
+  const std::string& message = find(advice, "RECOMPILES").message;
   EXPECT_NE(message.find("each core reads 180 samples, that is 2 batches of 64 and one of 52"),
             std::string::npos)
       << message;
@@ -131,6 +132,22 @@ TEST(AdvisorTest, RecompilesFollowTheShardNotTheDataset) {
   dropped.data.drop_last = true;
   EXPECT_EQ(codes(Job(dropped, 64, 1437).advice()),
             (std::vector<std::string>{"SMALL_BATCH", "MXU_PADDING"}));
+}
+
+TEST(AdvisorTest, RecompilesSuggestsANearbyBatchThatDividesTheShard) {
+  TrainingSpec spec = gemm_spec();
+  spec.data.drop_last = false;
+  spec.data.batch_size = 200;
+  // 1440 = 7 x 200 + 40; 160 and 240 divide 1440, 240 is the first at or above 200.
+  const std::vector<Advice> advice = Job(spec, 1024, 1440).advice();
+  const std::string& message = find(advice, "RECOMPILES").message;
+  EXPECT_NE(message.find("one of 40."), std::string::npos) << message;
+  EXPECT_NE(message.find("or batch_size 240, which divides the 1440 samples of each core."),
+            std::string::npos)
+      << message;
+  // 1437 has no divisor that is a multiple of 8: no such suggestion.
+  const std::vector<Advice> digits = Job(digits_spec(), 64, 1437).advice();
+  EXPECT_EQ(find(digits, "RECOMPILES").message.find("divides"), std::string::npos);
 }
 
 TEST(AdvisorTest, SmallBatchOnlyWhenALargerBatchExists) {
@@ -158,7 +175,8 @@ TEST(AdvisorTest, HiddenWidthsNotMultiplesOf128AreNamed) {
   TrainingSpec spec = gemm_spec();
   spec.model.layers = {linear(200), relu(), linear(200), relu(), linear(10)};
   const Job job(spec, 1024, 8192);
-  const std::string& message = find(job.advice(), "MXU_PADDING").message;
+  const std::vector<Advice> advice = job.advice();
+  const std::string& message = find(advice, "MXU_PADDING").message;
   // 200 pads to 256: 1024x200 runs at 78.1%, 200x200 at 61.0%, 200x10 at 6.1%.
   EXPECT_NE(message.find("layers[0] linear 1024->200 runs at 78.1%; layers[2] linear "
                          "200->200 runs at 61.0%; layers[4] linear 200->10 runs at 6.1%"),
@@ -171,8 +189,9 @@ TEST(AdvisorTest, HiddenWidthsNotMultiplesOf128AreNamed) {
 TEST(AdvisorTest, FrequentHostSyncsOnlyWhenTheyAddUp) {
   TrainingSpec spec = digits_spec();  // 23 steps x 20 epochs = 460 steps
   spec.log_every_n_steps = 1;
-  const std::string& message = find(Job(spec, 64, 1437).advice(), "FREQUENT_HOST_SYNC").message;
-  EXPECT_NE(message.find("log_every_n_steps 1 reads the logged values back to the host every 1 "
+  const std::vector<Advice> advice = Job(spec, 64, 1437).advice();
+  const std::string& message = find(advice, "FREQUENT_HOST_SYNC").message;
+  EXPECT_NE(message.find("log_every_n_steps 1 reads the logged values back to the host on every "
                          "step (.item(), counted as aten::_local_scalar_dense): at least 460 host "
                          "syncs in 460 steps"),
             std::string::npos)
@@ -211,7 +230,7 @@ TEST(AdvisorTest, StepTimeIsAnEstimateFromFlopsAndUtilization) {
   // 10 outputs pad to 128: 21,012,480 / 21,495,808 useful.
   EXPECT_NEAR(estimate.mxu_utilization, 21'012'480.0 / 21'495'808.0, 1e-12);
   EXPECT_NEAR(estimate.seconds, 6.0 * 21'495'808 * 256 / 61.5e12, 1e-12);
-  EXPECT_NE(estimate.summary.find("Estimated step time on TPU v3: 0.537 ms (an estimate from "
+  EXPECT_NE(estimate.summary.find("Estimated step time on TPU v3: 537 us (an estimate from "
                                   "FLOPs, not a measurement"),
             std::string::npos)
       << estimate.summary;
@@ -227,6 +246,10 @@ TEST(AdvisorTest, StepTimeSplitsTheGlobalBatchOverReplicas) {
   // Same per-core batch: eight times the work per step, the same time.
   EXPECT_DOUBLE_EQ(replicated.flops_per_step, 8 * single.flops_per_step);
   EXPECT_DOUBLE_EQ(replicated.seconds, single.seconds);
+  // Four times the per-core batch: four times as long, now in milliseconds.
+  TrainingSpec larger = gemm_spec();
+  larger.data.batch_size = 1024;
+  EXPECT_NE(Job(larger, 1024, 8192).step_time().summary.find("TPU v3: 2.15 ms"), std::string::npos);
 }
 
 }  // namespace

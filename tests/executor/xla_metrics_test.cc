@@ -187,6 +187,24 @@ TEST(XlaMetricsTest, SerializeRoundTripKeepsCountersSamplesAndCache) {
       << restored->report();
 }
 
+TEST(XlaMetricsTest, SerializeRoundTripKeepsAWrappedSampleWindow) {
+  FakeTime time;
+  XlaMetrics metrics(time.clock());
+  for (int i = 1; i <= 1500; ++i) {
+    metrics.execute(milliseconds(i));
+    time.now += milliseconds(10);
+  }
+  std::optional<XlaMetrics> restored = XlaMetrics::deserialize(metrics.serialize(), time.clock());
+  ASSERT_TRUE(restored.has_value());
+  EXPECT_EQ(restored->report(), metrics.report());
+  // The next sample replaces the oldest retained one (477 ms) in both.
+  metrics.execute(milliseconds(1));
+  restored->execute(milliseconds(1));
+  EXPECT_EQ(restored->report(), metrics.report());
+  EXPECT_NE(metrics.report().find("Percentiles: 1%=486ms000.000us;"), std::string::npos)
+      << metrics.report();
+}
+
 TEST(XlaMetricsTest, DeserializeRejectsWhatSerializeDidNotProduce) {
   XlaMetrics metrics;
   metrics.compile("graph", milliseconds(1));

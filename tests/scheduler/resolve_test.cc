@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <set>
 #include <string>
 #include <string_view>
@@ -10,9 +11,11 @@
 namespace tpujobs::scheduler {
 namespace {
 
-std::string Join(const std::vector<std::string>& parts) {
+std::string Join(const std::vector<std::string>& parts, std::string_view separator = " | ") {
   std::string out;
-  for (std::size_t i = 0; i < parts.size(); ++i) out += (i > 0 ? " | " : "") + parts[i];
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    out += (i > 0 ? std::string(separator) : "") + parts[i];
+  }
   return out;
 }
 
@@ -162,7 +165,7 @@ const std::vector<Case>& Cases() {
       {"v2_devices_auto", "devices=auto", "v3-32", "tpu host v3 8x1 v3-8 world=8 32-true xla"},
       {"v2_defaults", "", "v3-32", "tpu host v3 8x1 v3-8 world=8 32-true xla"},
       {"v2_devices_string_8", "devices='8'", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla"},
-      {"v2_devices_string_1_spaces", "devices=' 1 '", "v3-8",
+      {"v2_devices_string_plus_1", "devices='+1'", "v3-8",
        "tpu single v3 1x1 world=1 32-true single_xla"},
       {"v2_devices_3", "devices=3", "v3-32", S(kDevicesV3, "3")},
       {"v2_devices_2", "devices=2", "v3-8", S(kDevicesV3, "2")},
@@ -233,6 +236,12 @@ const std::vector<Case>& Cases() {
        "trainer.num_nodes: `num_nodes` must be a positive integer, but got 0."},
       {"v2_num_nodes_negative", "devices=8 num_nodes=-2", "v3-32",
        "trainer.num_nodes: `num_nodes` must be a positive integer, but got -2."},
+      {"v2_num_nodes_huge", "num_nodes=9223372036854775807", "v3-32",
+       "trainer.num_nodes: `num_nodes=9223372036854775807` is more hosts than any TPU pod slice "
+       "has (the largest, v4-4096, has 512)."},
+      {"v2_num_nodes_huge_with_type", "type=v3-32 num_nodes=513", "v3-32",
+       "trainer.num_nodes: `num_nodes=513` is more hosts than any TPU pod slice has (the largest, "
+       "v4-4096, has 512)."},
       // --- resources.accelerator_type ----------------------------------------
       {"type_v3_32", "type=v3-32", "v3-32", "tpu slice v3 8x4 v3-32 world=32 32-true xla"},
       {"type_v3_8", "type=v3-8", "v3-32", "tpu host v3 8x1 v3-8 world=8 32-true xla"},
@@ -414,8 +423,7 @@ const std::vector<Case>& Cases() {
       {"tpu_cores_and_devices", "tpu_cores=8 devices=8", "v3-32",
        "trainer.tpu_cores: `devices=8` and `tpu_cores=8` were both given; pass only one of "
        "them."},
-      {"tpu_cores_no_tpu", "tpu_cores=8", "", "trainer.tpu_cores: No TPU devices were found.",
-       kDeprecated8},
+      {"tpu_cores_no_tpu", "tpu_cores=8", "", "trainer.tpu_cores: No TPU devices were found."},
       {"tpu_cores_8_on_v4", "tpu_cores=8", "v4-8",
        "trainer.tpu_cores: `tpu_cores=8` asks for 8 devices per host, but the hosts it may run on "
        "have 4 on v4 hosts.",
@@ -504,6 +512,8 @@ const std::vector<Case>& Cases() {
   };
   return *cases;
 }
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name << ": " << c.settings; }
 
 class ResolveTableTest : public ::testing::TestWithParam<Case> {};
 
@@ -618,6 +628,79 @@ TEST(ResolveTest, HintsSayWhatToChange) {
   ASSERT_EQ(1u, slice.errors.size());
   EXPECT_NE(std::string::npos, slice.errors[0].hint.find("v3-32 (`num_nodes: 4`)"))
       << slice.errors[0].hint;
+}
+
+// Every combination of a few values per setting: either problems, each
+// with a hint, or a request the pool can hold.
+TEST(ResolveTest, EveryCombinationIsExplainedOrFitsThePool) {
+  const std::vector<std::string> devices = {"",
+                                            "devices=0",
+                                            "devices=1",
+                                            "devices=4",
+                                            "devices=8",
+                                            "devices=[0]",
+                                            "devices=[7]",
+                                            "devices=auto",
+                                            "devices='2,3'"};
+  const std::vector<std::string> tpu_cores = {"", "tpu_cores=8", "tpu_cores=[1]"};
+  const std::vector<std::string> num_nodes = {"", "num_nodes=0", "num_nodes=2", "num_nodes=4",
+                                              "num_nodes=513"};
+  const std::vector<std::string> accelerators = {"", "accelerator=tpu", "accelerator=cpu",
+                                                 "accelerator=auto", "accelerator=gpu"};
+  const std::vector<std::string> types = {"", "type=v3-32", "type=v4-8", "type=v9-1"};
+  const std::vector<std::string> versions = {"", "v=1.x"};
+  const std::vector<std::string> pools = {"", "v3-32", "v3-8,v4-8", "v2-32"};
+  int valid = 0;
+  int invalid = 0;
+  for (const std::string& d : devices)
+    for (const std::string& t : tpu_cores)
+      for (const std::string& n : num_nodes)
+        for (const std::string& a : accelerators)
+          for (const std::string& ty : types)
+            for (const std::string& v : versions)
+              for (const std::string& pool_text : pools) {
+                const std::string text = Join({d, t, n, a, ty, v}, " ");
+                const PoolCapacity pool = Pool(pool_text);
+                const Resolution r = resolve(Settings(text), pool);
+                if (!r.errors.empty()) {
+                  ++invalid;
+                  for (const FieldProblem& p : r.errors) {
+                    ASSERT_FALSE(p.hint.empty()) << text << " on " << pool_text;
+                    ASSERT_FALSE(p.message.empty()) << text << " on " << pool_text;
+                  }
+                  continue;
+                }
+                ++valid;
+                const ResourceRequest& q = r.request;
+                if (r.accelerator == "cpu") {
+                  ASSERT_EQ(RequestKind::kCpu, q.kind) << text;
+                  ASSERT_EQ(1, r.world_size) << text;
+                  continue;
+                }
+                ASSERT_EQ("tpu", r.accelerator) << text;
+                ASSERT_EQ(q.cores(), r.world_size) << text;
+                ASSERT_GE(q.hosts, 1) << text;
+                for (const auto& [generation, hosts] : pool.hosts) {
+                  if (q.generation && *q.generation != generation) continue;
+                  const int per_host = facts(generation).devices_per_host;
+                  const bool fits = q.kind == RequestKind::kSingleCore
+                                        ? q.pinned_core.value_or(0) < per_host
+                                        : q.devices_per_host == per_host;
+                  if (q.generation) {
+                    ASSERT_TRUE(fits) << text << " on " << pool_text;
+                    ASSERT_LE(q.hosts, hosts) << text << " on " << pool_text;
+                  }
+                }
+                if (q.kind == RequestKind::kSlice ||
+                    (q.kind == RequestKind::kHost && q.generation)) {
+                  const std::optional<SliceType> slice = parse_slice_type(q.accelerator_type);
+                  ASSERT_TRUE(slice) << text << " -> " << q.accelerator_type;
+                  ASSERT_EQ(q.cores(), slice->devices()) << text;
+                  ASSERT_EQ(q.hosts, slice->hosts()) << text;
+                }
+              }
+  EXPECT_GT(valid, 300);
+  EXPECT_GT(invalid, 1000);
 }
 
 TEST(ResolveTest, PrecisionNames) {

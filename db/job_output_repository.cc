@@ -1,0 +1,160 @@
+#include "db/job_output_repository.h"
+
+#include <algorithm>
+
+namespace tpujobs::db {
+namespace {
+
+constexpr int kMaxListLimit = 10000;
+
+std::optional<std::string> time_or_now(TimePoint at) {
+  if (at == TimePoint{}) return std::nullopt;  // COALESCE(..., now()) in SQL
+  return format_timestamp(at);
+}
+
+Result<std::int64_t> max_seq(ConnectionPool& pool, std::chrono::milliseconds timeout,
+                             const char* sql, std::int64_t job_id) {
+  return with_connection(pool, timeout, [&](Connection& connection) -> Result<std::int64_t> {
+    Result<QueryResult> rows = connection.execute(sql, {job_id});
+    if (!rows.ok()) return rows.error();
+    return rows->int64(0, 0);
+  });
+}
+
+}  // namespace
+
+Status JobOutputRepository::append_logs(const std::vector<LogLine>& lines) {
+  if (lines.empty()) return Status::Ok();
+  std::vector<std::optional<std::string>> jobs, seqs, times, texts;
+  for (const LogLine& line : lines) {
+    jobs.emplace_back(std::to_string(line.job_id));
+    seqs.emplace_back(std::to_string(line.seq));
+    times.push_back(time_or_now(line.at));
+    texts.emplace_back(line.line);
+  }
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Status {
+    Result<QueryResult> rows = connection.execute(
+        "INSERT INTO job_logs (job_id, seq, at, line)"
+        " SELECT job_id, seq, COALESCE(at, now()), line"
+        " FROM unnest($1::bigint[], $2::bigint[], $3::timestamptz[], $4::text[])"
+        "      AS t(job_id, seq, at, line)"
+        " ON CONFLICT (job_id, seq) DO NOTHING",
+        {Param::array(jobs), Param::array(seqs), Param::array(times), Param::array(texts)});
+    if (!rows.ok()) return rows.error();
+    return Status::Ok();
+  });
+}
+
+Result<std::vector<LogLine>> JobOutputRepository::list_logs(std::int64_t job_id,
+                                                            std::int64_t after_seq, int limit) {
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<LogLine>> {
+        Result<QueryResult> rows = connection.execute(
+            "SELECT seq, at, line FROM job_logs"
+            " WHERE job_id = $1::bigint AND seq > $2::bigint ORDER BY seq LIMIT $3::integer",
+            {job_id, after_seq, std::clamp(limit, 1, kMaxListLimit)});
+        if (!rows.ok()) return rows.error();
+        std::vector<LogLine> lines;
+        lines.reserve(rows->rows());
+        for (int row = 0; row < rows->rows(); ++row) {
+          lines.push_back(
+              {job_id, rows->int64(row, 0), rows->timestamp(row, 1), rows->string(row, 2)});
+        }
+        return lines;
+      });
+}
+
+Result<std::int64_t> JobOutputRepository::max_log_seq(std::int64_t job_id) {
+  return max_seq(pool_, acquire_timeout_,
+                 "SELECT COALESCE(max(seq), 0) FROM job_logs WHERE job_id = $1::bigint", job_id);
+}
+
+Status JobOutputRepository::append_metrics(const std::vector<MetricPoint>& points) {
+  if (points.empty()) return Status::Ok();
+  std::vector<std::optional<std::string>> jobs, seqs, steps, epochs, times, metrics;
+  for (const MetricPoint& point : points) {
+    jobs.emplace_back(std::to_string(point.job_id));
+    seqs.emplace_back(std::to_string(point.seq));
+    steps.emplace_back(std::to_string(point.step));
+    epochs.emplace_back(std::to_string(point.epoch));
+    times.push_back(time_or_now(point.at));
+    metrics.emplace_back(point.metrics_json);
+  }
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Status {
+    Result<QueryResult> rows = connection.execute(
+        "INSERT INTO job_metrics (job_id, seq, step, epoch, at, metrics)"
+        " SELECT job_id, seq, step, epoch, COALESCE(at, now()), metrics"
+        " FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::integer[],"
+        "             $5::timestamptz[], $6::jsonb[]) AS t(job_id, seq, step, epoch, at, metrics)"
+        " ON CONFLICT (job_id, seq) DO NOTHING",
+        {Param::array(jobs), Param::array(seqs), Param::array(steps), Param::array(epochs),
+         Param::array(times), Param::array(metrics)});
+    if (!rows.ok()) return rows.error();
+    return Status::Ok();
+  });
+}
+
+Result<std::vector<MetricPoint>> JobOutputRepository::list_metrics(std::int64_t job_id,
+                                                                   std::int64_t after_seq,
+                                                                   int limit) {
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<MetricPoint>> {
+        Result<QueryResult> rows = connection.execute(
+            "SELECT seq, step, epoch, at, metrics FROM job_metrics"
+            " WHERE job_id = $1::bigint AND seq > $2::bigint ORDER BY seq LIMIT $3::integer",
+            {job_id, after_seq, std::clamp(limit, 1, kMaxListLimit)});
+        if (!rows.ok()) return rows.error();
+        std::vector<MetricPoint> points;
+        points.reserve(rows->rows());
+        for (int row = 0; row < rows->rows(); ++row) {
+          points.push_back({job_id, rows->int64(row, 0), rows->int64(row, 1),
+                            static_cast<int>(rows->int64(row, 2)), rows->timestamp(row, 3),
+                            rows->string(row, 4)});
+        }
+        return points;
+      });
+}
+
+Result<std::int64_t> JobOutputRepository::max_metric_seq(std::int64_t job_id) {
+  return max_seq(pool_, acquire_timeout_,
+                 "SELECT COALESCE(max(seq), 0) FROM job_metrics WHERE job_id = $1::bigint", job_id);
+}
+
+Status JobOutputRepository::save_checkpoint(std::int64_t job_id, std::int64_t step, int epoch,
+                                            const std::string& bytes) {
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Status {
+    Result<Transaction> transaction = Transaction::begin(connection);
+    if (!transaction.ok()) return transaction.error();
+    Result<QueryResult> saved = transaction->execute(
+        "INSERT INTO job_checkpoints (job_id, step, epoch, bytes)"
+        " VALUES ($1::bigint, $2::bigint, $3::integer, $4::bytea)"
+        " ON CONFLICT (job_id, step)"
+        " DO UPDATE SET epoch = excluded.epoch, at = now(), bytes = excluded.bytes",
+        {job_id, step, epoch, Param::bytes(bytes)});
+    if (!saved.ok()) return saved.error();
+    Result<QueryResult> pruned = transaction->execute(
+        "DELETE FROM job_checkpoints WHERE job_id = $1::bigint AND step NOT IN ("
+        "  SELECT step FROM job_checkpoints WHERE job_id = $1::bigint"
+        "  ORDER BY step DESC LIMIT 2)",
+        {job_id});
+    if (!pruned.ok()) return pruned.error();
+    return transaction->commit();
+  });
+}
+
+Result<std::optional<CheckpointRow>> JobOutputRepository::latest_checkpoint(std::int64_t job_id) {
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::optional<CheckpointRow>> {
+        Result<QueryResult> rows = connection.execute(
+            "SELECT step, epoch, at, bytes FROM job_checkpoints WHERE job_id = $1::bigint"
+            " ORDER BY step DESC LIMIT 1",
+            {job_id});
+        if (!rows.ok()) return rows.error();
+        if (rows->rows() == 0) return std::optional<CheckpointRow>();
+        return std::optional<CheckpointRow>(
+            CheckpointRow{job_id, rows->int64(0, 0), static_cast<int>(rows->int64(0, 1)),
+                          rows->timestamp(0, 2), rows->bytes(0, 3)});
+      });
+}
+
+}  // namespace tpujobs::db

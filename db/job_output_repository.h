@@ -1,0 +1,76 @@
+// What a running job writes: log lines, metric points and checkpoints
+// (tables job_logs, job_metrics, job_checkpoints). Writers number lines and
+// points themselves (seq from 1); appends are idempotent on (job_id, seq), so
+// a writer resumed after a crash can resend a batch without duplicates.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "db/connection_pool.h"
+#include "db/pg_text.h"
+#include "db/result.h"
+
+namespace tpujobs::db {
+
+struct LogLine {
+  std::int64_t job_id = 0;
+  std::int64_t seq = 0;
+  TimePoint at{};  // default (epoch): the time of the insert
+  std::string line{};
+};
+
+struct MetricPoint {
+  std::int64_t job_id = 0;
+  std::int64_t seq = 0;
+  std::int64_t step = 0;
+  int epoch = 0;
+  TimePoint at{};              // default (epoch): the time of the insert
+  std::string metrics_json{};  // {"loss": 0.31, "samples_per_s": 5120, ...}
+};
+
+struct CheckpointRow {
+  std::int64_t job_id = 0;
+  std::int64_t step = 0;
+  int epoch = 0;
+  TimePoint at{};
+  std::string bytes{};
+};
+
+class JobOutputRepository {
+ public:
+  // The pool must outlive the repository.
+  explicit JobOutputRepository(ConnectionPool& pool,
+                               std::chrono::milliseconds acquire_timeout = std::chrono::seconds(5))
+      : pool_(pool), acquire_timeout_(acquire_timeout) {}
+
+  // Inserts the lines in one statement; a (job_id, seq) already stored is
+  // skipped. kInvalid when a job does not exist.
+  Status append_logs(const std::vector<LogLine>& lines);
+  // Lines with seq > after_seq, ascending, at most limit (clamped to 1..10000).
+  Result<std::vector<LogLine>> list_logs(std::int64_t job_id, std::int64_t after_seq, int limit);
+  // The highest seq stored for the job; 0 when none.
+  Result<std::int64_t> max_log_seq(std::int64_t job_id);
+
+  // As the log calls, for metric points.
+  Status append_metrics(const std::vector<MetricPoint>& points);
+  Result<std::vector<MetricPoint>> list_metrics(std::int64_t job_id, std::int64_t after_seq,
+                                                int limit);
+  Result<std::int64_t> max_metric_seq(std::int64_t job_id);
+
+  // Stores a checkpoint (replacing one at the same step) and deletes all but
+  // the job's two latest (by step), in one transaction.
+  Status save_checkpoint(std::int64_t job_id, std::int64_t step, int epoch,
+                         const std::string& bytes);
+  // The checkpoint with the highest step; nullopt when none.
+  Result<std::optional<CheckpointRow>> latest_checkpoint(std::int64_t job_id);
+
+ private:
+  ConnectionPool& pool_;
+  std::chrono::milliseconds acquire_timeout_;
+};
+
+}  // namespace tpujobs::db

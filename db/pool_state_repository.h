@@ -1,0 +1,49 @@
+// The pool's persistent operator state: host health set through the admin
+// API (table pool_hosts) and per-tenant core quotas (table tenant_quotas).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "db/connection_pool.h"
+#include "db/pg_text.h"
+#include "db/result.h"
+
+namespace tpujobs::db {
+
+struct HostHealthRow {
+  std::string name{};        // "v3-host-0"
+  std::string generation{};  // "v3"
+  std::string health{};      // as the scheduler names it ("healthy", "draining", "failed")
+  TimePoint updated_at{};
+};
+
+class PoolStateRepository {
+ public:
+  // The pool must outlive the repository.
+  explicit PoolStateRepository(ConnectionPool& pool,
+                               std::chrono::milliseconds acquire_timeout = std::chrono::seconds(5))
+      : pool_(pool), acquire_timeout_(acquire_timeout) {}
+
+  // Inserts or replaces the host's record.
+  Status upsert_host_health(const std::string& name, const std::string& generation,
+                            const std::string& health);
+  // Every recorded host, by name.
+  Result<std::vector<HostHealthRow>> load_host_health();
+
+  // Sets the tenant's core quota (kInvalid when negative).
+  Status set_quota(const std::string& tenant, int max_cores);
+  // Removes the tenant's quota (no limit). Removing a missing one is fine.
+  Status clear_quota(const std::string& tenant);
+  // tenant -> max_cores.
+  Result<std::map<std::string, int>> load_quotas();
+
+ private:
+  ConnectionPool& pool_;
+  std::chrono::milliseconds acquire_timeout_;
+};
+
+}  // namespace tpujobs::db

@@ -1,0 +1,45 @@
+// API tokens (table api_tokens). Only a hash of each token is stored; the
+// caller hashes what the client presents and looks the hash up.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "db/connection_pool.h"
+#include "db/pg_text.h"
+#include "db/result.h"
+
+namespace tpujobs::db {
+
+struct TokenRow {
+  std::int64_t id = 0;
+  std::string token_hash{};
+  std::string tenant{};
+  std::string role{};  // "user" or "admin"
+  TimePoint created_at{};
+  std::optional<TimePoint> revoked_at{};
+};
+
+class TokenRepository {
+ public:
+  // The pool must outlive the repository.
+  explicit TokenRepository(ConnectionPool& pool,
+                           std::chrono::milliseconds acquire_timeout = std::chrono::seconds(5))
+      : pool_(pool), acquire_timeout_(acquire_timeout) {}
+
+  // kConflict when the hash is already stored, kInvalid for another role.
+  Result<TokenRow> create_token(const std::string& token_hash, const std::string& tenant,
+                                const std::string& role);
+  // The token with this hash unless revoked; nullopt otherwise.
+  Result<std::optional<TokenRow>> find_token(const std::string& token_hash);
+  // Revokes it from now on. kNotFound when there is no such token.
+  Status revoke_token(std::int64_t id);
+
+ private:
+  ConnectionPool& pool_;
+  std::chrono::milliseconds acquire_timeout_;
+};
+
+}  // namespace tpujobs::db

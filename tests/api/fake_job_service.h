@@ -1,0 +1,91 @@
+// A JobService that records what it is asked and answers from canned
+// values, so the API's routing and parsing can be tested without a
+// database.
+#pragma once
+
+#include "api/job_service.h"
+
+namespace tpujobs::api::testing {
+
+class FakeJobService : public JobService {
+ public:
+  scheduler::PoolCapacity pool{{{scheduler::Generation::kV3, 4}}};
+  std::vector<SubmitRequest> submitted;
+  std::vector<std::string> host_actions;
+
+  void submit(SubmitRequest request, std::function<void(SubmitOutcome)> done) override {
+    submitted.push_back(request);
+    SubmitOutcome outcome;
+    outcome.kind = SubmitOutcome::Kind::kCreated;
+    outcome.id = static_cast<std::int64_t>(submitted.size());
+    outcome.job = {{"id", outcome.id}, {"state", "QUEUED"}};
+    done(outcome);
+  }
+  JsonResult get_job(std::int64_t id, const std::string&) override {
+    if (id == 1) return nlohmann::json{{"id", 1}, {"state", "RUNNING"}};
+    return db::make_error(db::ErrorCode::kNotFound, "no job " + std::to_string(id));
+  }
+  JsonResult list_jobs(const JobQuery& query) override {
+    last_query = query;
+    return nlohmann::json{{"jobs", nlohmann::json::array()}, {"next_cursor", nullptr}};
+  }
+  void wait_job(std::int64_t id, const std::string& tenant, std::chrono::milliseconds,
+                std::function<void(JsonResult)> done) override {
+    done(get_job(id, tenant));
+  }
+  JsonResult cancel_job(std::int64_t id, const std::string&) override {
+    if (id == 1) return db::make_error(db::ErrorCode::kConflict, "job 1 is already SUCCEEDED");
+    return db::make_error(db::ErrorCode::kNotFound, "no job");
+  }
+  JsonResult job_logs(std::int64_t, const std::string&, std::int64_t after, int) override {
+    return nlohmann::json{{"lines", nlohmann::json::array()}, {"next_after", after}};
+  }
+  void follow_logs(std::int64_t, const std::string&, std::int64_t, ResponseWriterPtr writer) override {
+    writer->respond(json_response(200, {{"follow", true}}));
+  }
+  JsonResult job_metrics(std::int64_t, const std::string&, std::int64_t) override {
+    return nlohmann::json{{"points", nlohmann::json::array()}};
+  }
+  JsonResult job_events(std::int64_t, const std::string&) override {
+    return nlohmann::json{{"events", nlohmann::json::array()}};
+  }
+  db::Result<std::string> xla_report(std::int64_t, const std::string&) override {
+    return std::string("Metric: CompileTime\n");
+  }
+  nlohmann::json pool_view() override { return {{"hosts", nlohmann::json::array()}}; }
+  JsonResult host_action(const std::string& host, const std::string& action) override {
+    host_actions.push_back(action + " " + host);
+    return nlohmann::json{{"host", host}};
+  }
+  JsonResult force_release(std::int64_t id) override { return nlohmann::json{{"job", id}}; }
+  JsonResult upload_dataset(const std::string&, const std::string& name, const std::string&) override {
+    return nlohmann::json{{"id", "ds_1"}, {"name", name}};
+  }
+  scheduler::PoolCapacity capacity() override { return pool; }
+  Estimate estimate(const JobSpec&, const scheduler::Resolution&) override {
+    Estimate e;
+    e.estimate = {{"hbm_per_core", {{"total", 1}}}};
+    return e;
+  }
+  bool ready() override { return true; }
+  std::string prometheus_metrics() override { return "tpujobs_jobs{state=\"QUEUED\"} 0\n"; }
+
+  JobQuery last_query;
+};
+
+// Captures the one response a handler sends.
+class CapturingWriter : public ResponseWriter {
+ public:
+  void respond(Response r) override { response = std::move(r); }
+  void start_stream(Response head) override { response = std::move(head); }
+  bool write(std::string data) override {
+    streamed += data;
+    return true;
+  }
+  void end() override {}
+  bool closed() const override { return false; }
+  Response response;
+  std::string streamed;
+};
+
+}  // namespace tpujobs::api::testing

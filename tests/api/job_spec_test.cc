@@ -1,0 +1,183 @@
+#include "api/job_spec.h"
+
+#include <gtest/gtest.h>
+
+namespace tpujobs::api {
+namespace {
+
+using nlohmann::json;
+
+std::vector<FieldError> errors_of(const std::string& text) {
+  std::vector<FieldError> errors;
+  parse_job_spec(json::parse(text), &errors);
+  return errors;
+}
+
+std::string fields(const std::vector<FieldError>& errors) {
+  std::string out;
+  for (const FieldError& e : errors) out += (out.empty() ? "" : " ") + e.field;
+  return out;
+}
+
+constexpr const char* kMinimal = R"({"model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "digits"}})";
+
+TEST(JobSpec, ParsesTheDesignExample) {
+  const char* text = R"({
+    "name": "digits-mlp", "labels": {"pipeline": "ci-1234"}, "priority": 0,
+    "trainer": {"accelerator": "tpu", "devices": 8, "num_nodes": 1, "precision": "bf16-true", "strategy": "auto",
+                "max_epochs": 20, "max_steps": -1, "accumulate_grad_batches": 1, "gradient_clip_val": null,
+                "log_every_n_steps": 10, "check_val_every_n_epoch": 1, "checkpoint_every_n_steps": 100, "seed": 42},
+    "model": {"layers": [{"type": "linear", "out": 128}, {"type": "relu"}, {"type": "linear", "out": 10}],
+              "loss": "cross_entropy"},
+    "data": {"dataset": "digits", "batch_size": 64, "val_fraction": 0.2, "shuffle": true, "drop_last": false},
+    "optimizer": {"type": "adam", "lr": 0.001, "weight_decay": 0.0},
+    "expect": {"val_accuracy": {"min": 0.95}},
+    "max_retries": 1, "timeout": "30m"})";
+  std::vector<FieldError> errors;
+  std::optional<JobSpec> spec = parse_job_spec(json::parse(text), &errors);
+  ASSERT_TRUE(spec) << fields(errors);
+  EXPECT_EQ(spec->name, "digits-mlp");
+  EXPECT_EQ(spec->labels.at("pipeline"), "ci-1234");
+  EXPECT_EQ(spec->max_retries, 1);
+  EXPECT_EQ(spec->trainer.devices.kind, scheduler::DeviceValue::Kind::kInt);
+  EXPECT_EQ(spec->trainer.devices.number, 8);
+  EXPECT_EQ(spec->trainer.precision, "bf16-true");
+  EXPECT_EQ(spec->training.model.layers.size(), 3u);
+  EXPECT_EQ(spec->training.model.layers[0].out, 128);
+  EXPECT_EQ(spec->training.model.layers[1].type, executor::LayerType::kRelu);
+  EXPECT_EQ(spec->training.data.batch_size, 64);
+  EXPECT_FALSE(spec->training.gradient_clip_val);
+  EXPECT_EQ(spec->training.checkpoint_every_n_steps, 100);
+  EXPECT_EQ(spec->training.expect.at("val_accuracy").min, 0.95);
+  EXPECT_EQ(spec->training.timeout, std::chrono::minutes(30));
+}
+
+TEST(JobSpec, UnknownFieldsAreErrorsWithPathAndSuggestion) {
+  auto errors = errors_of(R"({"model": {"layers": [{"type": "linear", "out": 10, "ouy": 3}]},
+                              "data": {"dataset": "digits", "batchsize": 4}, "trainer": {"devcies": 8}, "colour": 1})");
+  EXPECT_EQ(fields(errors), "trainer.devcies model.layers[0].ouy data.batchsize colour") << fields(errors);
+  for (const FieldError& e : errors) EXPECT_EQ(e.message, "unknown field");
+  EXPECT_EQ(errors[0].hint, "did you mean 'devices'?");
+  EXPECT_EQ(errors[1].hint, "did you mean 'out'?");
+  EXPECT_EQ(errors[2].hint, "did you mean 'batch_size'?");
+  EXPECT_EQ(errors[3].hint.rfind("known fields here: name, labels", 0), 0u);
+}
+
+TEST(JobSpec, WrongTypesNameTheTypeAndThePath) {
+  auto errors = errors_of(R"({"priority": "high", "model": {"layers": [{"type": "linear", "out": "10"}]},
+                              "data": {"dataset": "digits", "shuffle": "yes"}, "optimizer": {"lr": [1]}})");
+  ASSERT_EQ(errors.size(), 4u) << fields(errors);
+  EXPECT_EQ(errors[0].field, "priority");
+  EXPECT_EQ(errors[0].message, "must be an integer, got a string");
+  EXPECT_EQ(errors[1].field, "model.layers[0].out");
+  EXPECT_EQ(errors[2].field, "data.shuffle");
+  EXPECT_EQ(errors[2].message, "must be true or false, got a string");
+  EXPECT_EQ(errors[3].field, "optimizer.lr");
+}
+
+TEST(JobSpec, NumbersOutOfRangeAreRejected) {
+  auto errors = errors_of(R"({"priority": 5000, "max_retries": -1, "model": {"layers": [{"type": "dropout", "p": 1.5}]},
+                              "data": {"dataset": "digits", "batch_size": 0, "val_fraction": 0.95}})");
+  EXPECT_EQ(fields(errors), "priority max_retries model.layers[0].p data.batch_size data.val_fraction");
+}
+
+TEST(JobSpec, RequiredPartsAreNamed) {
+  EXPECT_EQ(fields(errors_of("{}")), "model data");
+  EXPECT_EQ(fields(errors_of(R"({"model": {}, "data": {}})")), "model.layers");
+  EXPECT_EQ(fields(errors_of(R"({"model": {"layers": [{"type": "linear"}]}, "data": {}})")), "model.layers[0].out");
+  EXPECT_EQ(fields(errors_of("[1, 2]")), "");
+  EXPECT_EQ(errors_of("[1, 2]").size(), 1u);
+}
+
+TEST(JobSpec, DatasetsBuiltinSyntheticUploadAndUnknown) {
+  std::vector<FieldError> errors;
+  auto spec = parse_job_spec(json::parse(R"({"model": {"layers": [{"type": "linear", "out": 4}]},
+      "data": {"dataset": {"synthetic": "spirals", "n": 500, "features": 2, "classes": 3}}})"), &errors);
+  ASSERT_TRUE(spec);
+  const auto& synthetic = std::get<executor::SyntheticData>(spec->training.data.source);
+  EXPECT_EQ(synthetic.kind, executor::SyntheticKind::kSpirals);
+  EXPECT_EQ(synthetic.n, 500);
+  spec = parse_job_spec(json::parse(R"({"model": {"layers": [{"type": "linear", "out": 4}]},
+      "data": {"dataset": {"upload": "ds_abc"}}})"), &errors);
+  ASSERT_TRUE(spec);
+  EXPECT_EQ(std::get<executor::UploadedData>(spec->training.data.source).id, "ds_abc");
+  auto bad = errors_of(R"({"model": {"layers": [{"type": "linear", "out": 4}]}, "data": {"dataset": "mnist"}})");
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_EQ(bad[0].field, "data.dataset");
+  EXPECT_EQ(bad[0].message, "unknown dataset 'mnist'");
+}
+
+TEST(JobSpec, TieMustNameAnEarlierLinearLayer) {
+  std::vector<FieldError> errors;
+  auto spec = parse_job_spec(json::parse(R"({"model": {"layers": [{"type": "linear", "out": 32}, {"type": "tanh"},
+      {"type": "linear", "tie": "0"}]}, "data": {"dataset": "digits"}})"), &errors);
+  ASSERT_TRUE(spec) << fields(errors);
+  EXPECT_EQ(spec->training.model.layers[2].tie, 0);
+  EXPECT_EQ(fields(errors_of(R"({"model": {"layers": [{"type": "linear", "out": 32}, {"type": "tanh"},
+      {"type": "linear", "tie": "1"}]}, "data": {"dataset": "digits"}})")), "model.layers[2].tie");
+  EXPECT_EQ(fields(errors_of(R"({"model": {"layers": [{"type": "linear", "tie": 0}]}, "data": {"dataset": "digits"}})")),
+            "model.layers[0].tie");
+}
+
+TEST(JobSpec, PrecisionNumbersBecomeStringsForTheResolver) {
+  std::vector<FieldError> errors;
+  json body = json::parse(kMinimal);
+  body["trainer"] = {{"precision", 16}};
+  auto spec = parse_job_spec(body, &errors);
+  ASSERT_TRUE(spec);
+  EXPECT_EQ(spec->trainer.precision, "16");
+}
+
+TEST(JobSpec, DevicesFormsReachTheResolverAsWritten) {
+  std::vector<FieldError> errors;
+  json body = json::parse(kMinimal);
+  body["trainer"] = {{"devices", json::array({5})}, {"tpu_cores", "auto"}};
+  auto spec = parse_job_spec(body, &errors);
+  ASSERT_TRUE(spec);
+  EXPECT_EQ(spec->trainer.devices.kind, scheduler::DeviceValue::Kind::kList);
+  EXPECT_EQ(spec->trainer.devices.list, std::vector<std::int64_t>{5});
+  EXPECT_EQ(spec->trainer.tpu_cores.kind, scheduler::DeviceValue::Kind::kString);
+  body["trainer"] = {{"devices", true}};
+  EXPECT_EQ(fields(errors_of(body.dump())), "trainer.devices");
+}
+
+TEST(JobSpec, Durations) {
+  EXPECT_EQ(parse_duration("30m"), std::chrono::minutes(30));
+  EXPECT_EQ(parse_duration("1h30m"), std::chrono::minutes(90));
+  EXPECT_EQ(parse_duration("500ms"), std::chrono::milliseconds(500));
+  EXPECT_EQ(parse_duration("90"), std::chrono::seconds(90));
+  EXPECT_EQ(parse_duration(""), std::nullopt);
+  EXPECT_EQ(parse_duration("10 minutes"), std::nullopt);
+  EXPECT_EQ(parse_duration("-5s"), std::nullopt);
+  EXPECT_EQ(parse_duration("40d"), std::nullopt);
+  EXPECT_EQ(fields(errors_of(R"({"timeout": "soon", "model": {"layers": [{"type": "relu"}]}, "data": {}})")), "timeout");
+}
+
+TEST(JobSpec, BothLimitsUnboundedIsAnError) {
+  json body = json::parse(kMinimal);
+  body["trainer"] = {{"max_epochs", -1}, {"max_steps", -1}};
+  EXPECT_EQ(fields(errors_of(body.dump())), "trainer.max_steps");
+}
+
+TEST(JobSpec, ExpectGatesNeedAKnownMetricAndABound) {
+  json body = json::parse(kMinimal);
+  body["expect"] = {{"val_acc", {{"min", 0.9}}}, {"val_loss", json::object()}};
+  EXPECT_EQ(fields(errors_of(body.dump())), "expect.val_acc expect.val_loss");
+}
+
+TEST(JobSpec, TrainingKeyIgnoresNameLabelsAndPriority) {
+  std::vector<FieldError> errors;
+  json a = json::parse(kMinimal);
+  json b = a;
+  b["name"] = "other";
+  b["priority"] = 5;
+  auto sa = parse_job_spec(a, &errors);
+  auto sb = parse_job_spec(b, &errors);
+  ASSERT_TRUE(sa && sb);
+  EXPECT_EQ(sa->training_key, sb->training_key);
+  b["data"]["batch_size"] = 7;
+  EXPECT_NE(parse_job_spec(b, &errors)->training_key, sa->training_key);
+}
+
+}  // namespace
+}  // namespace tpujobs::api

@@ -1,0 +1,196 @@
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "api/jobs_api.h"
+#include "api/url.h"
+#include "fake_job_service.h"
+
+namespace tpujobs::api {
+namespace {
+
+using testing::CapturingWriter;
+using testing::FakeJobService;
+
+Response call(JobsApi& api, std::string method, std::string target, std::string body = "",
+              std::map<std::string, std::string> headers = {}) {
+  Request request;
+  request.method = std::move(method);
+  request.target = target;
+  split_target(target, &request.path, &request.query);
+  request.body = std::move(body);
+  request.headers = std::move(headers);
+  auto writer = std::make_shared<CapturingWriter>();
+  api.handle(std::move(request), writer);
+  return writer->response;
+}
+
+nlohmann::json body_of(const Response& r) { return nlohmann::json::parse(r.body); }
+
+TEST(OpenApi, DocumentsExactlyTheRoutesTheRouterServes) {
+  FakeJobService service;
+  JobsApi api(service, {});
+  std::set<std::string> served;
+  for (const Route& route : api.router().routes()) {
+    std::string method = route.method;
+    for (char& c : method) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    served.insert(method + " " + route.pattern);
+  }
+  const nlohmann::json doc = nlohmann::json::parse(openapi_document());
+  std::set<std::string> documented;
+  for (const auto& [path, methods] : doc["paths"].items()) {
+    for (const auto& [method, operation] : methods.items()) documented.insert(method + " " + path);
+  }
+  EXPECT_EQ(served, documented);
+  EXPECT_EQ(doc["openapi"], "3.1.0");
+}
+
+TEST(OpenApi, EveryDocumentedPathIsRoutedNotStatic) {
+  FakeJobService service;
+  JobsApi api(service, {});
+  const nlohmann::json doc = nlohmann::json::parse(openapi_document());
+  for (const auto& [path, methods] : doc["paths"].items()) {
+    std::string concrete = path;
+    for (const auto& [from, to] : {std::pair{"{id}", "1"}, std::pair{"{host}", "v3-32-h0"}}) {
+      if (auto at = concrete.find(from); at != std::string::npos) concrete.replace(at, std::string(from).size(), to);
+    }
+    for (const auto& [method, _] : methods.items()) {
+      std::string upper = method;
+      for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      Response r = call(api, upper, concrete);
+      EXPECT_NE(r.status, 405) << upper << " " << concrete;
+      if (r.status == 404) {
+        EXPECT_EQ(body_of(r)["detail"].get<std::string>().find("no route"), std::string::npos)
+            << upper << " " << concrete;
+      }
+    }
+  }
+}
+
+TEST(Routes, UnknownPathIsProblemJson404AndWrongMethodIs405WithAllow) {
+  FakeJobService service;
+  JobsApi api(service, {});
+  Response missing = call(api, "POST", "/v1/nothing");
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_EQ(missing.content_type, "application/problem+json");
+  Response wrong = call(api, "DELETE", "/v1/jobs");
+  EXPECT_EQ(wrong.status, 405);
+  bool has_allow = false;
+  for (const auto& [name, value] : wrong.headers) {
+    if (name == "Allow") {
+      has_allow = true;
+      EXPECT_NE(value.find("POST"), std::string::npos);
+      EXPECT_NE(value.find("GET"), std::string::npos);
+    }
+  }
+  EXPECT_TRUE(has_allow);
+}
+
+TEST(Routes, MalformedJsonIs400WithPosition) {
+  FakeJobService service;
+  JobsApi api(service, {});
+  Response r = call(api, "POST", "/v1/jobs", "{\"name\": ");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.content_type, "application/problem+json");
+  EXPECT_NE(body_of(r)["detail"].get<std::string>().find("malformed JSON"), std::string::npos);
+  EXPECT_TRUE(service.submitted.empty());
+}
+
+TEST(Routes, DeepNestingIsRefusedBeforeParsing) {
+  FakeJobService service;
+  JobsApi api(service, {});
+  Response r = call(api, "POST", "/v1/jobs", std::string(100000, '[') + std::string(100000, ']'));
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(body_of(r)["detail"].get<std::string>().find("nested deeper"), std::string::npos);
+}
+
+TEST(Routes, DevicesThreeIs422WithLightningsMessageOnItsField) {
+  FakeJobService service;
+  JobsApi api(service, {});
+  Response r = call(api, "POST", "/v1/jobs", R"({"trainer": {"devices": 3},
+      "model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "digits"}})");
+  ASSERT_EQ(r.status, 422);
+  const nlohmann::json body = body_of(r);
+  ASSERT_EQ(body["errors"].size(), 1u);
+  EXPECT_EQ(body["errors"][0]["field"], "trainer.devices");
+  EXPECT_EQ(body["errors"][0]["message"], "`devices` can only be 'auto', 1, 8 or [<0-7>] for TPUs. Got 3");
+  EXPECT_FALSE(body["errors"][0]["hint"].get<std::string>().empty());
+  EXPECT_TRUE(service.submitted.empty());
+}
+
+TEST(Routes, ValidSubmitReaches201WithLocationAndIdempotencyKey) {
+  FakeJobService service;
+  JobsApi api(service, {});
+  Response r = call(api, "POST", "/v1/jobs", R"({"trainer": {"devices": 8, "precision": "bf16-true"},
+      "model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "digits"}})",
+                    {{"idempotency-key", "ci-42"}});
+  EXPECT_EQ(r.status, 201);
+  ASSERT_EQ(service.submitted.size(), 1u);
+  EXPECT_EQ(service.submitted[0].idempotency_key, "ci-42");
+  EXPECT_EQ(service.submitted[0].spec.training.world_size, 8);
+  EXPECT_EQ(service.submitted[0].spec.training.precision, executor::Precision::kBf16);
+  bool location = false;
+  for (const auto& [name, value] : r.headers) location |= name == "Location" && value == "/v1/jobs/1";
+  EXPECT_TRUE(location);
+}
+
+TEST(Routes, SameSpecHashesEquallyAndADifferentOneDoesNot) {
+  FakeJobService service;
+  JobsApi api(service, {});
+  const std::string a = R"({"model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "iris"}})";
+  const std::string a_reordered = R"({"data": {"dataset": "iris"}, "model": {"layers": [{"out": 10, "type": "linear"}]}})";
+  const std::string b = R"({"model": {"layers": [{"type": "linear", "out": 3}]}, "data": {"dataset": "iris"}})";
+  call(api, "POST", "/v1/jobs", a);
+  call(api, "POST", "/v1/jobs", a_reordered);
+  call(api, "POST", "/v1/jobs", b);
+  ASSERT_EQ(service.submitted.size(), 3u);
+  EXPECT_EQ(service.submitted[0].spec_hash, service.submitted[1].spec_hash);
+  EXPECT_NE(service.submitted[0].spec_hash, service.submitted[2].spec_hash);
+}
+
+TEST(Routes, ListParsesFiltersAndRejectsBadOnes) {
+  FakeJobService service;
+  JobsApi api(service, {});
+  EXPECT_EQ(call(api, "GET", "/v1/jobs?state=running,queued&label=team%3Dml&limit=5").status, 200);
+  EXPECT_EQ(service.last_query.states, (std::vector<std::string>{"RUNNING", "QUEUED"}));
+  ASSERT_EQ(service.last_query.labels.size(), 1u);
+  EXPECT_EQ(service.last_query.labels[0], (std::pair<std::string, std::string>{"team", "ml"}));
+  EXPECT_EQ(service.last_query.limit, 5);
+  EXPECT_EQ(call(api, "GET", "/v1/jobs?state=DONE").status, 400);
+  EXPECT_EQ(call(api, "GET", "/v1/jobs?limit=0").status, 400);
+  EXPECT_EQ(call(api, "GET", "/v1/jobs?limit=abc").status, 400);
+  EXPECT_EQ(call(api, "GET", "/v1/jobs?label=novalue").status, 400);
+}
+
+TEST(Routes, JobIdsThatAreNotPositiveIntegersAre404) {
+  FakeJobService service;
+  JobsApi api(service, {});
+  EXPECT_EQ(call(api, "GET", "/v1/jobs/abc").status, 404);
+  EXPECT_EQ(call(api, "GET", "/v1/jobs/-1").status, 404);
+  EXPECT_EQ(call(api, "GET", "/v1/jobs/1").status, 200);
+  EXPECT_EQ(call(api, "POST", "/v1/jobs/1/cancel").status, 409);
+}
+
+TEST(Routes, HostActionsReachTheServiceWithTheHostName) {
+  FakeJobService service;
+  JobsApi api(service, {});
+  EXPECT_EQ(call(api, "POST", "/v1/pool/hosts/v3-32-h1:drain").status, 200);
+  EXPECT_EQ(call(api, "POST", "/v1/pool/hosts/v3-32-h1:recover").status, 200);
+  EXPECT_EQ(call(api, "POST", "/v1/pool/hosts/v3-32-h1:explode").status, 404);
+  EXPECT_EQ(service.host_actions, (std::vector<std::string>{"drain v3-32-h1", "recover v3-32-h1"}));
+}
+
+TEST(Routes, StaticPathsRefuseTraversal) {
+  FakeJobService service;
+  ApiOptions options;
+  options.static_file = [](std::string_view path) -> std::string_view {
+    return path == "/index.html" ? "<html></html>" : "";
+  };
+  JobsApi api(service, options);
+  EXPECT_EQ(call(api, "GET", "/").status, 200);
+  EXPECT_EQ(call(api, "GET", "/%2e%2e/etc/passwd").status, 400);
+  EXPECT_EQ(call(api, "GET", "/nothing.js").status, 404);
+}
+
+}  // namespace
+}  // namespace tpujobs::api

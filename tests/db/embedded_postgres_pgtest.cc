@@ -1,0 +1,216 @@
+// The embedded server's life cycle, crash leftovers, running as root, and a
+// pool living through a server restart. Each test uses a private state dir.
+#include <gtest/gtest.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "db/connection_pool.h"
+#include "db/embedded_postgres.h"
+#include "db/test_cluster.h"
+
+namespace tpujobs::db {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+
+class EmbeddedPostgresTest : public ::testing::Test {
+ protected:
+  // One cluster directory for the suite: initdb runs once, each test starts
+  // and stops its own server on it.
+  static void SetUpTestSuite() { directory_ = testing::make_temp_dir("tpujobs-embedded-"); }
+  static void TearDownTestSuite() {
+    std::error_code ignored;
+    fs::remove_all(directory_, ignored);
+  }
+
+  static EmbeddedPostgres::Options options() {
+    EmbeddedPostgres::Options options;
+    options.state_dir = directory_;
+    options.sync_initdb = false;
+    options.wait_for_previous_server = std::chrono::seconds(0);
+    return options;
+  }
+
+  static std::unique_ptr<EmbeddedPostgres> start_server() {
+    auto server = EmbeddedPostgres::start(options());
+    EXPECT_TRUE(server.ok()) << server.error().message;
+    return server.ok() ? std::move(*server) : nullptr;
+  }
+
+  static std::string scalar(ConnectionPool& pool, const char* sql) {
+    auto connection = pool.acquire(milliseconds(1000));
+    if (!connection.ok()) return "acquire: " + connection.error().message;
+    auto rows = (*connection)->execute(sql);
+    if (!rows.ok()) return "error: " + std::string(to_string(rows.code()));
+    return rows->rows() > 0 ? rows->string(0, 0) : "";
+  }
+
+  static std::string directory_;
+};
+
+std::string EmbeddedPostgresTest::directory_;
+
+TEST_F(EmbeddedPostgresTest, StartStopAndStartAgainKeepsData) {
+  auto server = start_server();
+  ASSERT_TRUE(server);
+  EXPECT_TRUE(server->running());
+  EXPECT_TRUE(fs::exists(server->data_dir() / "PG_VERSION"));
+  EXPECT_TRUE(fs::exists(fs::path(directory_) / ".s.PGSQL.5432"));
+  EXPECT_NE(std::string::npos, server->conninfo().find("dbname='tpujobs'"));
+  {
+    auto pool = ConnectionPool::create(server->conninfo(), 1);
+    ASSERT_TRUE(pool.ok()) << pool.error().message;
+    EXPECT_EQ("UTF8", scalar(**pool, "SHOW server_encoding"));
+    EXPECT_EQ("on", scalar(**pool, "SHOW fsync"));
+    EXPECT_EQ("on", scalar(**pool, "SHOW synchronous_commit"));
+    EXPECT_EQ("", scalar(**pool, "SHOW listen_addresses"));
+    EXPECT_EQ("100", scalar(**pool, "SHOW max_connections"));
+  }
+  {
+    auto pool = ConnectionPool::create(server->conninfo(), 1);
+    ASSERT_TRUE(pool.ok());
+    auto connection = (*pool)->acquire(milliseconds(1000));
+    ASSERT_TRUE(connection.ok());
+    ASSERT_TRUE((*connection)->execute_script("DROP TABLE IF EXISTS kept").ok());
+    ASSERT_TRUE((*connection)->execute_script("CREATE TABLE kept (v text)").ok());
+    ASSERT_TRUE((*connection)->execute("INSERT INTO kept VALUES ($1::text)", {"survives"}).ok());
+  }
+  const pid_t pid = server->postmaster_pid();
+  ASSERT_TRUE(server->stop().ok());
+  EXPECT_FALSE(server->running());
+  EXPECT_NE(0, kill(pid, 0));  // the postmaster is gone
+  EXPECT_FALSE(fs::exists(server->data_dir() / "postmaster.pid"));
+  EXPECT_TRUE(server->stop().ok());  // idempotent
+
+  const auto version_written = fs::last_write_time(server->data_dir() / "PG_VERSION");
+  server.reset();
+  auto again = start_server();
+  ASSERT_TRUE(again);
+  EXPECT_EQ(version_written, fs::last_write_time(again->data_dir() / "PG_VERSION"));  // no initdb
+  auto pool = ConnectionPool::create(again->conninfo(), 1);
+  ASSERT_TRUE(pool.ok());
+  EXPECT_EQ("survives", scalar(**pool, "SELECT v FROM kept"));
+  EXPECT_TRUE(fs::file_size(again->log_file()) > 0);
+}
+
+TEST_F(EmbeddedPostgresTest, StalePostmasterPidFromACrashIsIgnored) {
+  auto first = start_server();  // makes sure the cluster exists
+  ASSERT_TRUE(first);
+  first.reset();
+  const fs::path pid_file = fs::path(directory_) / "pgdata" / "postmaster.pid";
+
+  // A PID that no longer exists: a child that has exited and been reaped.
+  const pid_t gone = fork();
+  if (gone == 0) _exit(0);
+  waitpid(gone, nullptr, 0);
+  std::ofstream(pid_file) << gone << "\n" << directory_ << "/pgdata\n";
+  auto after_crash = start_server();
+  ASSERT_TRUE(after_crash);
+  EXPECT_NE(gone, after_crash->postmaster_pid());
+  after_crash.reset();
+
+  // A PID reused by a live process that is not PostgreSQL (this test).
+  std::ofstream(pid_file) << getpid() << "\n" << directory_ << "/pgdata\n";
+  auto after_reuse = start_server();
+  ASSERT_TRUE(after_reuse);
+  auto pool = ConnectionPool::create(after_reuse->conninfo(), 1);
+  ASSERT_TRUE(pool.ok());
+  EXPECT_EQ("1", scalar(**pool, "SELECT 1"));
+}
+
+TEST_F(EmbeddedPostgresTest, LiveServerOnTheSameDirectoryIsAConflict) {
+  auto running = start_server();
+  ASSERT_TRUE(running);
+  auto second = EmbeddedPostgres::start(options());
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(ErrorCode::kConflict, second.code());
+  EXPECT_NE(std::string::npos, second.error().message.find("already running"))
+      << second.error().message;
+  // The first server is unharmed.
+  auto pool = ConnectionPool::create(running->conninfo(), 1);
+  ASSERT_TRUE(pool.ok());
+  EXPECT_EQ("1", scalar(**pool, "SELECT 1"));
+}
+
+TEST_F(EmbeddedPostgresTest, AsRootTheServerRunsUnprivileged) {
+  if (geteuid() != 0) GTEST_SKIP() << "only meaningful when the tests run as root";
+  auto server = start_server();
+  ASSERT_TRUE(server);
+  const passwd* postgres = getpwnam("postgres");
+  if (postgres == nullptr) postgres = getpwnam("nobody");
+  ASSERT_NE(nullptr, postgres);
+  struct stat process;
+  ASSERT_EQ(0, stat(("/proc/" + std::to_string(server->postmaster_pid())).c_str(), &process));
+  EXPECT_EQ(postgres->pw_uid, process.st_uid);
+  struct stat data;
+  ASSERT_EQ(0, stat(server->data_dir().c_str(), &data));
+  EXPECT_EQ(postgres->pw_uid, data.st_uid);
+  // The root-owned service still connects through the socket.
+  auto pool = ConnectionPool::create(server->conninfo(), 1);
+  ASSERT_TRUE(pool.ok()) << pool.error().message;
+  EXPECT_EQ("tpujobs", scalar(**pool, "SELECT current_user"));
+}
+
+TEST_F(EmbeddedPostgresTest, PoolReconnectsAfterTheServerRestarts) {
+  auto server = start_server();
+  ASSERT_TRUE(server);
+  auto pool = ConnectionPool::create(server->conninfo(), 2);
+  ASSERT_TRUE(pool.ok());
+  ConnectionPool& connections = **pool;
+  EXPECT_EQ("1", scalar(connections, "SELECT 1"));
+  auto held = connections.acquire(milliseconds(1000));  // in use across the restart
+  ASSERT_TRUE(held.ok());
+
+  ASSERT_TRUE(server->stop().ok());
+  EXPECT_FALSE(connections.ping(milliseconds(200)));
+  auto while_down = connections.acquire(milliseconds(200));
+  if (while_down.ok()) {
+    auto failed = (*while_down)->execute("SELECT 1");
+    ASSERT_FALSE(failed.ok());
+    EXPECT_EQ(ErrorCode::kUnavailable, failed.code());
+  } else {
+    EXPECT_EQ(ErrorCode::kUnavailable, while_down.code());
+  }
+  auto on_held = (*held)->execute("SELECT 1");
+  ASSERT_FALSE(on_held.ok());
+  EXPECT_EQ(ErrorCode::kUnavailable, on_held.code());
+
+  ASSERT_TRUE(server->restart().ok());
+  // Right after the restart, without any retry by the caller.
+  EXPECT_EQ("1", scalar(connections, "SELECT 1"));
+  EXPECT_TRUE(connections.ping());
+  {
+    PooledConnection dropped = std::move(*held);  // broken: replaced, not reused
+  }
+  auto first = connections.acquire(milliseconds(1000));
+  auto second = connections.acquire(milliseconds(1000));
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_TRUE((*first)->execute("SELECT 1").ok());
+  EXPECT_TRUE((*second)->execute("SELECT 1").ok());
+}
+
+TEST(EmbeddedPostgresOptionsTest, UnusableOptionsAreClearErrors) {
+  EmbeddedPostgres::Options no_binaries;
+  no_binaries.state_dir = testing::make_temp_dir("tpujobs-options-");
+  no_binaries.bin_dir = "/nonexistent/postgresql/bin";
+  auto missing = EmbeddedPostgres::start(no_binaries);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(ErrorCode::kInvalid, missing.code());
+  EXPECT_NE(std::string::npos, missing.error().message.find("postgresql package"));
+  fs::remove_all(no_binaries.state_dir);
+
+  EmbeddedPostgres::Options long_path;
+  long_path.state_dir = "/tmp/" + std::string(120, 'x');
+  auto too_long = EmbeddedPostgres::start(long_path);
+  ASSERT_FALSE(too_long.ok());
+  EXPECT_EQ(ErrorCode::kInvalid, too_long.code());
+  EXPECT_FALSE(fs::exists(long_path.state_dir));
+}
+
+}  // namespace
+}  // namespace tpujobs::db

@@ -1,0 +1,197 @@
+// Logs, metrics and checkpoints, plus the small catalog tables (datasets,
+// tokens, pool state), against a real server.
+#include <gtest/gtest.h>
+
+#include "db/job_output_repository.h"
+#include "db/repositories.h"
+#include "db/test_cluster.h"
+
+namespace tpujobs::db {
+namespace {
+
+class OutputRepositoryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto pool = testing::fresh_migrated_pool(2);
+    ASSERT_TRUE(pool.ok()) << pool.error().message;
+    pool_ = std::move(*pool);
+    repositories_ = std::make_unique<Repositories>(*pool_);
+    NewJob job;
+    job.tenant = "team-a";
+    job.spec_json = "{}";
+    auto inserted = repositories_->jobs.insert_jobs({job, job});
+    ASSERT_TRUE(inserted.ok()) << inserted.error().message;
+    job_ = (*inserted)[0].row.id;
+    other_job_ = (*inserted)[1].row.id;
+  }
+
+  std::string log_text(std::int64_t after, int limit) {
+    auto lines = repositories_->outputs.list_logs(job_, after, limit);
+    EXPECT_TRUE(lines.ok());
+    std::string out;
+    for (const LogLine& line : *lines) out += std::to_string(line.seq) + ":" + line.line + " ";
+    return out;
+  }
+
+  std::unique_ptr<ConnectionPool> pool_;
+  std::unique_ptr<Repositories> repositories_;
+  std::int64_t job_ = 0;
+  std::int64_t other_job_ = 0;
+};
+
+TEST_F(OutputRepositoryTest, LogAppendIsIdempotentAndPagesAfterSeq) {
+  JobOutputRepository& outputs = repositories_->outputs;
+  auto max_empty = outputs.max_log_seq(job_);
+  ASSERT_TRUE(max_empty.ok());
+  EXPECT_EQ(0, *max_empty);
+  const TimePoint at = *parse_timestamp("2026-11-21 10:00:00.5+00");
+  ASSERT_TRUE(outputs
+                  .append_logs({{job_, 1, at, "GPU available: False, used: False"},
+                                {job_, 2, {}, "TPU available: True, using: 8 TPU cores"},
+                                {other_job_, 1, {}, "other job"}})
+                  .ok());
+  // A resumed writer resends line 2 (with other text) and continues.
+  ASSERT_TRUE(
+      outputs.append_logs({{job_, 2, {}, "resent"}, {job_, 3, {}, "Epoch 0: loss=2.30"}}).ok());
+  EXPECT_EQ(
+      "1:GPU available: False, used: False 2:TPU available: True, using: 8 TPU cores "
+      "3:Epoch 0: loss=2.30 ",
+      log_text(0, 100));
+  EXPECT_EQ("2:TPU available: True, using: 8 TPU cores ", log_text(1, 1));
+  EXPECT_EQ("", log_text(3, 100));
+  EXPECT_EQ(3, *outputs.max_log_seq(job_));
+  EXPECT_EQ(1, *outputs.max_log_seq(other_job_));
+  auto lines = outputs.list_logs(job_, 0, 1);
+  ASSERT_TRUE(lines.ok());
+  EXPECT_EQ(at, (*lines)[0].at);
+
+  Status orphan = outputs.append_logs({{other_job_ + 1000, 1, {}, "no such job"}});
+  ASSERT_FALSE(orphan.ok());
+  EXPECT_EQ(ErrorCode::kInvalid, orphan.code());
+}
+
+TEST_F(OutputRepositoryTest, MetricsShareStepsAndAppendIdempotently) {
+  JobOutputRepository& outputs = repositories_->outputs;
+  ASSERT_TRUE(
+      outputs
+          .append_metrics({{job_, 1, 10, 0, {}, R"({"loss": 2.1})"},
+                           {job_, 2, 10, 0, {}, R"({"val_loss": 2.0, "val_accuracy": 0.4})"},
+                           {job_, 3, 20, 1, {}, R"({"loss": 1.5})"}})
+          .ok());
+  ASSERT_TRUE(outputs.append_metrics({{job_, 3, 20, 1, {}, R"({"loss": 99})"}}).ok());
+  auto points = outputs.list_metrics(job_, 1, 10);
+  ASSERT_TRUE(points.ok());
+  ASSERT_EQ(2u, points->size());
+  EXPECT_EQ(10, (*points)[0].step);
+  EXPECT_EQ(R"({"val_loss": 2.0, "val_accuracy": 0.4})", (*points)[0].metrics_json);
+  EXPECT_EQ(1, (*points)[1].epoch);
+  EXPECT_EQ(R"({"loss": 1.5})", (*points)[1].metrics_json);
+  EXPECT_EQ(3, *outputs.max_metric_seq(job_));
+  EXPECT_EQ(0, *outputs.max_metric_seq(other_job_));
+  Status bad = outputs.append_metrics({{job_, 4, 30, 1, {}, "loss=1"}});
+  EXPECT_EQ(ErrorCode::kInvalid, bad.code());
+}
+
+TEST_F(OutputRepositoryTest, CheckpointsKeepTheLastTwo) {
+  JobOutputRepository& outputs = repositories_->outputs;
+  auto none = outputs.latest_checkpoint(job_);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  const std::string weights("\x00\x01\x02\xff weights", 12);
+  for (std::int64_t step : {100, 200, 300}) {
+    ASSERT_TRUE(outputs
+                    .save_checkpoint(job_, step, static_cast<int>(step / 100),
+                                     weights + std::to_string(step))
+                    .ok());
+  }
+  ASSERT_TRUE(outputs.save_checkpoint(other_job_, 50, 0, "other").ok());
+  auto latest = outputs.latest_checkpoint(job_);
+  ASSERT_TRUE(latest.ok() && latest->has_value());
+  EXPECT_EQ(300, (*latest)->step);
+  EXPECT_EQ(3, (*latest)->epoch);
+  EXPECT_EQ(weights + "300", (*latest)->bytes);
+
+  auto connection = pool_->acquire(std::chrono::seconds(1));
+  ASSERT_TRUE(connection.ok());
+  auto steps = (*connection)
+                   ->execute(
+                       "SELECT string_agg(job_id::text || '@' || step, ' ' ORDER BY job_id,"
+                       " step) FROM job_checkpoints");
+  ASSERT_TRUE(steps.ok());
+  EXPECT_EQ(std::to_string(job_) + "@200 " + std::to_string(job_) + "@300 " +
+                std::to_string(other_job_) + "@50",
+            steps->string(0, 0));
+
+  // The epoch-end checkpoint at the same step replaces the periodic one.
+  ASSERT_TRUE(outputs.save_checkpoint(job_, 300, 4, "epoch end").ok());
+  latest = outputs.latest_checkpoint(job_);
+  EXPECT_EQ("epoch end", (*latest)->bytes);
+  EXPECT_EQ(4, (*latest)->epoch);
+}
+
+TEST_F(OutputRepositoryTest, DatasetsRoundTrip) {
+  DatasetRepository& datasets = repositories_->datasets;
+  auto id = datasets.create_dataset({.tenant = "team-a",
+                                     .name = "blobs",
+                                     .rows = 2,
+                                     .columns = 3,
+                                     .classes = 2,
+                                     .csv = "x1,x2,label\n0.5,1.5,0\n2.5,3.5,1\n"});
+  ASSERT_TRUE(id.ok()) << id.error().message;
+  EXPECT_EQ(19u, id->size());
+  EXPECT_EQ("ds_", id->substr(0, 3));
+  auto other = datasets.create_dataset({.tenant = "team-a", .csv = "a\n1\n"});
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE(*id, *other);
+  auto row = datasets.get_dataset(*id);
+  ASSERT_TRUE(row.ok() && row->has_value());
+  EXPECT_EQ("blobs", (*row)->name);
+  EXPECT_EQ(2, (*row)->rows);
+  EXPECT_EQ(3, (*row)->columns);
+  EXPECT_EQ(2, (*row)->classes);
+  EXPECT_EQ("x1,x2,label\n0.5,1.5,0\n2.5,3.5,1\n", (*row)->csv);
+  auto missing = datasets.get_dataset("ds_0000000000000000");
+  ASSERT_TRUE(missing.ok());
+  EXPECT_FALSE(missing->has_value());
+}
+
+TEST_F(OutputRepositoryTest, TokensAreFoundByHashUntilRevoked) {
+  TokenRepository& tokens = repositories_->tokens;
+  auto created = tokens.create_token("sha256:abc", "team-a", "admin");
+  ASSERT_TRUE(created.ok()) << created.error().message;
+  EXPECT_EQ(ErrorCode::kConflict, tokens.create_token("sha256:abc", "team-b", "user").code());
+  EXPECT_EQ(ErrorCode::kInvalid, tokens.create_token("sha256:def", "team-b", "root").code());
+  auto found = tokens.find_token("sha256:abc");
+  ASSERT_TRUE(found.ok() && found->has_value());
+  EXPECT_EQ("team-a", (*found)->tenant);
+  EXPECT_EQ("admin", (*found)->role);
+  EXPECT_FALSE((*tokens.find_token("sha256:zzz")).has_value());
+  ASSERT_TRUE(tokens.revoke_token(created->id).ok());
+  EXPECT_FALSE((*tokens.find_token("sha256:abc")).has_value());
+  EXPECT_EQ(ErrorCode::kNotFound, tokens.revoke_token(created->id + 100).code());
+}
+
+TEST_F(OutputRepositoryTest, HostHealthAndQuotasPersist) {
+  PoolStateRepository& state = repositories_->pool_state;
+  ASSERT_TRUE(state.upsert_host_health("v3-host-1", "v3", "draining").ok());
+  ASSERT_TRUE(state.upsert_host_health("v3-host-0", "v3", "failed").ok());
+  ASSERT_TRUE(state.upsert_host_health("v3-host-0", "v3", "healthy").ok());
+  auto hosts = state.load_host_health();
+  ASSERT_TRUE(hosts.ok());
+  ASSERT_EQ(2u, hosts->size());
+  EXPECT_EQ("v3-host-0", (*hosts)[0].name);
+  EXPECT_EQ("healthy", (*hosts)[0].health);
+  EXPECT_EQ("draining", (*hosts)[1].health);
+
+  ASSERT_TRUE(state.set_quota("team-a", 16).ok());
+  ASSERT_TRUE(state.set_quota("team-b", 8).ok());
+  ASSERT_TRUE(state.set_quota("team-a", 32).ok());
+  EXPECT_EQ(ErrorCode::kInvalid, state.set_quota("team-c", -1).code());
+  ASSERT_TRUE(state.clear_quota("team-b").ok());
+  auto quotas = state.load_quotas();
+  ASSERT_TRUE(quotas.ok());
+  EXPECT_EQ((std::map<std::string, int>{{"team-a", 32}}), *quotas);
+}
+
+}  // namespace
+}  // namespace tpujobs::db

@@ -1,0 +1,355 @@
+// Jobs and events against a real server: idempotent batch insert, conditional
+// transitions, listing with filters and cursor pagination.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <thread>
+
+#include "db/job_repository.h"
+#include "db/test_cluster.h"
+
+namespace tpujobs::db {
+namespace {
+
+class JobRepositoryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto pool = testing::fresh_migrated_pool(4);
+    ASSERT_TRUE(pool.ok()) << pool.error().message;
+    pool_ = std::move(*pool);
+    jobs_ = std::make_unique<JobRepository>(*pool_);
+  }
+
+  static NewJob job(std::string name, std::string tenant = "team-a") {
+    NewJob job;
+    job.tenant = std::move(tenant);
+    job.name = std::move(name);
+    job.spec_json = R"({"trainer": {"devices": 8}})";
+    job.spec_hash = "hash-" + job.name;
+    return job;
+  }
+
+  std::vector<InsertedJob> insert(const std::vector<NewJob>& batch) {
+    auto inserted = jobs_->insert_jobs(batch);
+    EXPECT_TRUE(inserted.ok()) << inserted.error().message;
+    return inserted.ok() ? *inserted : std::vector<InsertedJob>{};
+  }
+
+  JobRow get(std::int64_t id) {
+    auto row = jobs_->get_job(id);
+    EXPECT_TRUE(row.ok() && row->has_value());
+    return row.ok() && row->has_value() ? **row : JobRow{};
+  }
+
+  std::string states_of(std::int64_t id) {
+    auto events = jobs_->list_events(id);
+    EXPECT_TRUE(events.ok());
+    std::string out;
+    for (const JobEventRow& event : *events) {
+      out += std::string(event.from_state ? to_string(*event.from_state) : "-") + ">" +
+             std::string(to_string(event.to_state)) + "(" + event.reason + ") ";
+    }
+    return out;
+  }
+
+  std::unique_ptr<ConnectionPool> pool_;
+  std::unique_ptr<JobRepository> jobs_;
+};
+
+TEST_F(JobRepositoryTest, BatchInsertReturnsRowsInInputOrderWithFirstEvent) {
+  NewJob labelled = job("b");
+  labelled.labels_json = R"({"pipeline": "ci-1234"})";
+  labelled.priority = 5;
+  auto inserted = insert({job("a"), labelled, job("c")});
+  ASSERT_EQ(3u, inserted.size());
+  EXPECT_EQ("a", inserted[0].row.name);
+  EXPECT_EQ("b", inserted[1].row.name);
+  EXPECT_EQ("c", inserted[2].row.name);
+  EXPECT_LT(inserted[0].row.id, inserted[1].row.id);
+  EXPECT_LT(inserted[1].row.id, inserted[2].row.id);
+  for (const InsertedJob& job : inserted) {
+    EXPECT_FALSE(job.existing);
+    EXPECT_EQ(JobState::kQueued, job.row.state);
+    EXPECT_EQ(0, job.row.attempt);
+    EXPECT_FALSE(job.row.allocation_json.has_value());
+  }
+  const JobRow stored = get(inserted[1].row.id);
+  EXPECT_EQ(R"({"pipeline": "ci-1234"})", stored.labels_json);
+  EXPECT_EQ(5, stored.priority);
+  EXPECT_EQ(R"({"trainer": {"devices": 8}})", stored.spec_json);
+  EXPECT_EQ("hash-b", stored.spec_hash);
+  EXPECT_EQ(stored.created_at, inserted[1].row.created_at);
+  EXPECT_EQ("->QUEUED(Submitted) ", states_of(stored.id));
+}
+
+TEST_F(JobRepositoryTest, IdempotencyKeyReturnsExistingJob) {
+  NewJob first = job("first");
+  first.idempotency_key = "key-1";
+  const auto original = insert({first});
+  ASSERT_EQ(1u, original.size());
+
+  NewJob again = job("again");  // same key, other body: the caller compares hashes
+  again.idempotency_key = "key-1";
+  NewJob other_tenant = job("other", "team-b");
+  other_tenant.idempotency_key = "key-1";  // keys are per tenant
+  NewJob twin_a = job("twin");
+  twin_a.idempotency_key = "key-2";
+  NewJob twin_b = job("twin");
+  twin_b.idempotency_key = "key-2";  // twice in one batch
+  const auto second = insert({again, other_tenant, twin_a, twin_b});
+  ASSERT_EQ(4u, second.size());
+  EXPECT_TRUE(second[0].existing);
+  EXPECT_EQ(original[0].row.id, second[0].row.id);
+  EXPECT_EQ("hash-first", second[0].row.spec_hash);
+  EXPECT_FALSE(second[1].existing);
+  EXPECT_NE(original[0].row.id, second[1].row.id);
+  EXPECT_FALSE(second[2].existing);
+  EXPECT_TRUE(second[3].existing);
+  EXPECT_EQ(second[2].row.id, second[3].row.id);
+
+  auto counts = jobs_->count_jobs_by_state();
+  ASSERT_TRUE(counts.ok());
+  EXPECT_EQ(3, (*counts)["QUEUED"]);
+  EXPECT_EQ(0, (*counts)["RUNNING"]);
+}
+
+TEST_F(JobRepositoryTest, ConcurrentSubmitsWithOneKeyMakeOneJob) {
+  std::vector<std::int64_t> ids(4);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] {
+      NewJob submit = job("racer");
+      submit.idempotency_key = "same";
+      auto inserted = jobs_->insert_jobs({submit});
+      ids[i] = inserted.ok() ? (*inserted)[0].row.id : -1;
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (std::int64_t id : ids) EXPECT_EQ(ids[0], id);
+  EXPECT_GT(ids[0], 0);
+}
+
+TEST_F(JobRepositoryTest, BadJsonFailsTheWholeBatch) {
+  NewJob broken = job("broken");
+  broken.labels_json = "{not json";
+  auto inserted = jobs_->insert_jobs({job("fine"), broken});
+  ASSERT_FALSE(inserted.ok());
+  EXPECT_EQ(ErrorCode::kInvalid, inserted.code());
+  auto page = jobs_->list_jobs({});
+  ASSERT_TRUE(page.ok());
+  EXPECT_TRUE(page->jobs.empty());
+}
+
+TEST_F(JobRepositoryTest, TransitionsAreConditionalAndRecorded) {
+  const std::int64_t id = insert({job("run")})[0].row.id;
+  Transition start{
+      .job_id = id, .from = {JobState::kQueued}, .to = JobState::kStarting, .reason = "Scheduled"};
+  start.allocation_json = R"({"hosts": ["h0"], "cores": [0, 1]})";
+  start.owner = "instance-1";
+  start.lease = std::chrono::seconds(30);
+  start.clear_pending = true;
+  ASSERT_TRUE(jobs_->set_pending({{id, R"({"reason": "Resources"})"}}).ok());
+  EXPECT_EQ(R"({"reason": "Resources"})", get(id).pending_json.value_or(""));
+  auto started = jobs_->transition(start);
+  ASSERT_TRUE(started.ok()) << started.error().message;
+  EXPECT_TRUE(*started);
+  // The same transition again finds the job no longer QUEUED.
+  EXPECT_FALSE(*jobs_->transition(start));
+
+  JobRow row = get(id);
+  EXPECT_EQ(JobState::kStarting, row.state);
+  EXPECT_EQ(R"({"cores": [0, 1], "hosts": ["h0"]})", row.allocation_json.value_or(""));
+  EXPECT_EQ("instance-1", row.owner.value_or(""));
+  ASSERT_TRUE(row.lease_expires_at.has_value());
+  EXPECT_GT(*row.lease_expires_at, row.updated_at + std::chrono::seconds(29));
+  EXPECT_FALSE(row.pending_json.has_value());
+  EXPECT_FALSE(row.started_at.has_value());
+
+  EXPECT_TRUE(*jobs_->transition({.job_id = id,
+                                  .from = {JobState::kStarting},
+                                  .to = JobState::kRunning,
+                                  .reason = "Started",
+                                  .set_started_at = true,
+                                  .increment_attempt = true}));
+  Transition fail{
+      .job_id = id, .from = {JobState::kRunning}, .to = JobState::kFailed, .reason = "HostFailed"};
+  fail.error_json = R"({"type": "UNAVAILABLE", "message": "failed to connect to all addresses"})";
+  fail.detail_json = R"({"host": "h0"})";
+  fail.set_finished_at = true;
+  fail.clear_owner = true;
+  EXPECT_TRUE(*jobs_->transition(fail));
+
+  row = get(id);
+  EXPECT_EQ(JobState::kFailed, row.state);
+  EXPECT_EQ(1, row.attempt);
+  EXPECT_TRUE(row.started_at.has_value());
+  EXPECT_TRUE(row.finished_at.has_value());
+  EXPECT_FALSE(row.owner.has_value());
+  EXPECT_FALSE(row.lease_expires_at.has_value());
+  EXPECT_NE(std::string::npos, row.error_json.value_or("").find("UNAVAILABLE"));
+
+  // Terminal states never change, even when the caller lists them as allowed.
+  EXPECT_FALSE(*jobs_->transition({.job_id = id,
+                                   .from = {JobState::kFailed, JobState::kRunning},
+                                   .to = JobState::kQueued,
+                                   .reason = "Retry"}));
+  EXPECT_EQ(JobState::kFailed, get(id).state);
+  EXPECT_EQ(
+      "->QUEUED(Submitted) QUEUED>STARTING(Scheduled) STARTING>RUNNING(Started) "
+      "RUNNING>FAILED(HostFailed) ",
+      states_of(id));
+  auto events = jobs_->list_events(id);
+  ASSERT_TRUE(events.ok());
+  EXPECT_EQ(R"({"host": "h0"})", events->back().detail_json.value_or(""));
+  // A job that does not exist cannot move either.
+  EXPECT_FALSE(*jobs_->transition({.job_id = id + 1000,
+                                   .from = {JobState::kQueued},
+                                   .to = JobState::kStarting,
+                                   .reason = "x"}));
+}
+
+TEST_F(JobRepositoryTest, ConcurrentTransitionsFromOneStateLetExactlyOneWin) {
+  const std::int64_t id = insert({job("contested")})[0].row.id;
+  std::atomic<int> winners{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] {
+      Transition t{.job_id = id,
+                   .from = {JobState::kQueued},
+                   .to = JobState::kStarting,
+                   .reason = "Scheduled"};
+      t.owner = "instance-" + std::to_string(i);
+      auto won = jobs_->transition(t);
+      if (won.ok() && *won) ++winners;
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(1, winners.load());
+  EXPECT_EQ("->QUEUED(Submitted) QUEUED>STARTING(Scheduled) ", states_of(id));
+}
+
+TEST_F(JobRepositoryTest, CancelRequestAndProgress) {
+  const auto inserted = insert({job("a"), job("b")});
+  const std::int64_t a = inserted[0].row.id, b = inserted[1].row.id;
+  ASSERT_TRUE(jobs_->request_cancel(a).ok());
+  EXPECT_TRUE(get(a).cancel_requested);
+  EXPECT_FALSE(get(b).cancel_requested);
+  ASSERT_TRUE(*jobs_->transition(
+      {.job_id = a, .from = {JobState::kQueued}, .to = JobState::kCancelled, .reason = "Cancel"}));
+  Status again = jobs_->request_cancel(a);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(ErrorCode::kConflict, again.code());
+  Status missing = jobs_->request_cancel(b + 1000);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(ErrorCode::kNotFound, missing.code());
+
+  ASSERT_TRUE(jobs_->update_progress(b, R"({"step": 10})", R"({"loss": 0.5})").ok());
+  ASSERT_TRUE(jobs_->update_progress(b, R"({"step": 20})", std::nullopt).ok());
+  const JobRow row = get(b);
+  EXPECT_EQ(R"({"step": 20})", row.progress_json.value_or(""));
+  EXPECT_EQ(R"({"loss": 0.5})", row.latest_metrics_json.value_or(""));
+  EXPECT_EQ(ErrorCode::kNotFound, jobs_->update_progress(b + 1000, "{}", "{}").code());
+  auto none = jobs_->get_job(b + 1000);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+}
+
+TEST_F(JobRepositoryTest, LoadUnfinishedOrdersByPriorityThenId) {
+  NewJob low = job("low"), high = job("high"), mid = job("mid"), done = job("done");
+  high.priority = 10;
+  mid.priority = 5;
+  const auto inserted = insert({low, high, mid, done});
+  ASSERT_TRUE(*jobs_->transition({.job_id = inserted[3].row.id,
+                                  .from = {JobState::kQueued},
+                                  .to = JobState::kCancelled,
+                                  .reason = "Cancel"}));
+  ASSERT_TRUE(*jobs_->transition({.job_id = inserted[0].row.id,
+                                  .from = {JobState::kQueued},
+                                  .to = JobState::kStarting,
+                                  .reason = "Scheduled"}));
+  auto unfinished = jobs_->load_unfinished();
+  ASSERT_TRUE(unfinished.ok());
+  std::string names;
+  for (const JobRow& row : *unfinished) names += row.name + " ";
+  EXPECT_EQ("high mid low ", names);
+
+  Transition own{.job_id = inserted[0].row.id,
+                 .from = {JobState::kStarting},
+                 .to = JobState::kRunning,
+                 .reason = "Started"};
+  own.owner = "me";
+  own.lease = std::chrono::seconds(1);
+  ASSERT_TRUE(*jobs_->transition(own));
+  auto renewed = jobs_->renew_leases("me", std::chrono::seconds(60));
+  ASSERT_TRUE(renewed.ok());
+  EXPECT_EQ(1, *renewed);
+  const JobRow row = get(inserted[0].row.id);
+  EXPECT_GT(*row.lease_expires_at, row.updated_at + std::chrono::seconds(59));
+}
+
+TEST_F(JobRepositoryTest, ListFiltersByTenantStateLabelsAndName) {
+  NewJob a = job("train", "team-a"), b = job("train", "team-b"), c = job("eval", "team-a");
+  a.labels_json = R"({"pipeline": "ci-1", "stage": "nightly"})";
+  b.labels_json = R"({"pipeline": "ci-1"})";
+  c.labels_json = R"({"pipeline": "ci-2"})";
+  const auto inserted = insert({a, b, c});
+  ASSERT_TRUE(*jobs_->transition({.job_id = inserted[2].row.id,
+                                  .from = {JobState::kQueued},
+                                  .to = JobState::kStarting,
+                                  .reason = "Scheduled"}));
+
+  auto names = [&](JobFilter filter) {
+    auto page = jobs_->list_jobs(filter);
+    EXPECT_TRUE(page.ok()) << page.error().message;
+    std::string out;
+    for (const JobRow& row : page->jobs) out += row.tenant + "/" + row.name + " ";
+    return out;
+  };
+  EXPECT_EQ("team-a/eval team-b/train team-a/train ", names({}));
+  EXPECT_EQ("team-a/eval team-a/train ", names({.tenant = "team-a"}));
+  EXPECT_EQ("team-a/eval ", names({.states = {JobState::kStarting, JobState::kRunning}}));
+  EXPECT_EQ("team-b/train team-a/train ", names({.labels = {{"pipeline", "ci-1"}}}));
+  EXPECT_EQ("team-a/train ", names({.labels = {{"pipeline", "ci-1"}, {"stage", "nightly"}}}));
+  EXPECT_EQ("", names({.labels = {{"pipeline", "ci-1\"}, \"x\": {\""}}}));
+  EXPECT_EQ("team-b/train team-a/train ", names({.name = "train"}));
+  EXPECT_EQ("team-a/train ", names({.tenant = "team-a", .name = "train"}));
+}
+
+TEST_F(JobRepositoryTest, CursorPagesHaveNoDuplicatesAndNoGaps) {
+  // Several batches: rows of one batch share created_at, so the id breaks ties.
+  std::set<std::int64_t> all;
+  for (int batch = 0; batch < 5; ++batch) {
+    std::vector<NewJob> jobs;
+    for (int i = 0; i < 7; ++i) jobs.push_back(job("j" + std::to_string(batch * 7 + i)));
+    for (const InsertedJob& inserted : insert(jobs)) all.insert(inserted.row.id);
+  }
+  std::vector<std::int64_t> seen;
+  JobFilter filter{.limit = 4};
+  int pages = 0;
+  for (;;) {
+    auto page = jobs_->list_jobs(filter);
+    ASSERT_TRUE(page.ok()) << page.error().message;
+    ++pages;
+    EXPECT_LE(page->jobs.size(), 4u);
+    for (const JobRow& row : page->jobs) seen.push_back(row.id);
+    if (page->next_cursor.empty()) break;
+    filter.cursor = page->next_cursor;
+    // A job submitted while paging appears on no later page: it is newer.
+    if (pages == 2) insert({job("late")});
+  }
+  EXPECT_EQ(9, pages);  // 35 rows in pages of 4
+  ASSERT_EQ(35u, seen.size());
+  EXPECT_EQ(all, std::set<std::int64_t>(seen.begin(), seen.end()));
+  for (std::size_t i = 1; i < seen.size(); ++i) EXPECT_GT(seen[i - 1], seen[i]);
+
+  auto bad = jobs_->list_jobs({.cursor = "not-a-cursor"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(ErrorCode::kInvalid, bad.code());
+  auto clamped = jobs_->list_jobs({.limit = 100000});
+  ASSERT_TRUE(clamped.ok());
+  EXPECT_EQ(36u, clamped->jobs.size());
+  EXPECT_TRUE(clamped->next_cursor.empty());
+}
+
+}  // namespace
+}  // namespace tpujobs::db

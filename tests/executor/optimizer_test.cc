@@ -1,0 +1,121 @@
+#include "executor/optimizer.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "executor/worker_pool.h"
+
+namespace tpujobs::executor {
+namespace {
+
+OptimizerSpec sgd(double lr, double momentum = 0, bool nesterov = false, double decay = 0) {
+  OptimizerSpec spec;
+  spec.type = OptimizerType::kSgd;
+  spec.lr = lr;
+  spec.momentum = momentum;
+  spec.nesterov = nesterov;
+  spec.weight_decay = decay;
+  return spec;
+}
+
+TEST(Sgd, PlainStep) {
+  Optimizer optimizer(sgd(0.1), 2);
+  std::vector<float> p = {1.0f, -2.0f};
+  optimizer.step(p, {0.5f, -1.0f}, nullptr);
+  EXPECT_FLOAT_EQ(p[0], 0.95f);
+  EXPECT_FLOAT_EQ(p[1], -1.9f);
+}
+
+TEST(Sgd, MomentumStartsWithTheFirstGradient) {
+  Optimizer optimizer(sgd(0.1, 0.9), 1);
+  std::vector<float> p = {1.0f};
+  optimizer.step(p, {1.0f}, nullptr);  // buf = 1, p = 1 - 0.1
+  EXPECT_FLOAT_EQ(p[0], 0.9f);
+  optimizer.step(p, {1.0f}, nullptr);  // buf = 0.9 + 1 = 1.9, p = 0.9 - 0.19
+  EXPECT_FLOAT_EQ(p[0], 0.71f);
+  EXPECT_FLOAT_EQ(optimizer.first_moment()[0], 1.9f);
+}
+
+TEST(Sgd, Nesterov) {
+  Optimizer optimizer(sgd(0.1, 0.9, true), 1);
+  std::vector<float> p = {1.0f};
+  optimizer.step(p, {1.0f}, nullptr);  // buf = 1, d = 1 + 0.9 * 1 = 1.9
+  EXPECT_FLOAT_EQ(p[0], 1.0f - 0.19f);
+  optimizer.step(p, {1.0f}, nullptr);  // buf = 1.9, d = 1 + 0.9 * 1.9 = 2.71
+  EXPECT_FLOAT_EQ(p[0], 0.81f - 0.271f);
+}
+
+TEST(Sgd, WeightDecayAddsToTheGradient) {
+  Optimizer optimizer(sgd(0.1, 0, false, 0.5), 1);
+  std::vector<float> p = {2.0f};
+  optimizer.step(p, {1.0f}, nullptr);  // d = 1 + 0.5 * 2 = 2
+  EXPECT_FLOAT_EQ(p[0], 1.8f);
+}
+
+TEST(Adam, FirstTwoStepsByHand) {
+  OptimizerSpec spec;
+  spec.type = OptimizerType::kAdam;
+  spec.lr = 0.01;
+  Optimizer optimizer(spec, 1);
+  std::vector<float> p = {1.0f};
+  // Step 1: m = 0.1 g, v = 0.001 g^2; m_hat = g, v_hat = g^2 -> p -= lr * g / (|g| + eps).
+  optimizer.step(p, {0.5f}, nullptr);
+  EXPECT_NEAR(p[0], 1.0 - 0.01 * 0.5 / (0.5 + 1e-8), 1e-7);
+  // Step 2 with g = -1: m = 0.9*0.05 + 0.1*(-1) = -0.055; v = 0.999*0.00025 + 0.001*1 = 0.00124975.
+  const double m = -0.055, v = 0.00124975;
+  const double m_hat = m / (1 - 0.81), v_hat = v / (1 - 0.998001);
+  const double expected = p[0] - 0.01 * m_hat / (std::sqrt(v_hat) + 1e-8);
+  optimizer.step(p, {-1.0f}, nullptr);
+  EXPECT_NEAR(p[0], expected, 1e-6);
+  EXPECT_EQ(optimizer.steps(), 2);
+}
+
+TEST(Adam, L2WeightDecayVersusDecoupledAdamW) {
+  OptimizerSpec spec;
+  spec.lr = 0.1;
+  spec.weight_decay = 0.5;
+  spec.type = OptimizerType::kAdam;
+  Optimizer adam(spec, 1);
+  spec.type = OptimizerType::kAdamW;
+  Optimizer adamw(spec, 1);
+  std::vector<float> p_adam = {2.0f}, p_adamw = {2.0f};
+  // Adam: g' = 0 + 0.5 * 2 = 1 -> p = 2 - 0.1 * 1/1 = 1.9.
+  adam.step(p_adam, {0.0f}, nullptr);
+  EXPECT_NEAR(p_adam[0], 1.9, 1e-6);
+  // AdamW: p = 2 * (1 - 0.1 * 0.5) = 1.9, then the Adam step on g = 0 moves nothing.
+  adamw.step(p_adamw, {0.0f}, nullptr);
+  EXPECT_NEAR(p_adamw[0], 1.9, 1e-6);
+  // With a gradient they differ: AdamW's decay does not enter the moments.
+  adam.step(p_adam, {1.0f}, nullptr);
+  adamw.step(p_adamw, {1.0f}, nullptr);
+  EXPECT_GT(std::abs(p_adam[0] - p_adamw[0]), 1e-3);
+}
+
+TEST(Optimizer, PoolSplitGivesIdenticalBits) {
+  WorkerPool pool(3);
+  OptimizerSpec spec;
+  const std::size_t n = 300'000;
+  Optimizer serial(spec, n), parallel(spec, n);
+  std::vector<float> a(n), b(n), g(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    a[i] = b[i] = std::sin(static_cast<float>(i));
+    g[i] = std::cos(static_cast<float>(i) * 0.5f);
+  }
+  serial.step(a, g, nullptr);
+  parallel.step(b, g, &pool);
+  EXPECT_EQ(a, b);
+}
+
+TEST(ClipByGlobalNorm, ScalesOnlyAboveTheBound) {
+  std::vector<float> g = {3.0f, 4.0f};  // norm 5
+  EXPECT_DOUBLE_EQ(clip_by_global_norm(g, 10.0, nullptr), 5.0);
+  EXPECT_EQ(g, (std::vector<float>{3.0f, 4.0f}));
+  EXPECT_DOUBLE_EQ(clip_by_global_norm(g, 1.0, nullptr), 5.0);
+  EXPECT_NEAR(g[0], 0.6, 1e-6);
+  EXPECT_NEAR(g[1], 0.8, 1e-6);
+  EXPECT_NEAR(std::hypot(g[0], g[1]), 1.0, 1e-6);
+}
+
+}  // namespace
+}  // namespace tpujobs::executor

@@ -1,0 +1,358 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+
+#include "executor/executor.h"
+#include "executor/worker_pool.h"
+#include "tests/executor/training_fakes.h"
+
+namespace tpujobs::executor {
+namespace {
+
+using fakes::activation;
+using fakes::FakeClock;
+using fakes::linear;
+using fakes::MapDatasets;
+using fakes::RecordingSink;
+using fakes::small_spec;
+using fakes::tied_linear;
+using ::testing::HasSubstr;
+
+TrainingSpec digits_spec(int cores, int batch_per_core) {
+  TrainingSpec spec;
+  spec.model.layers = {linear(128), activation(LayerType::kRelu), linear(10)};
+  spec.data.source = BuiltinData{"digits"};
+  spec.data.batch_size = batch_per_core;
+  spec.data.val_fraction = 0.2;
+  spec.optimizer.type = OptimizerType::kAdam;
+  spec.optimizer.lr = 1e-3;
+  spec.max_epochs = 20;
+  spec.world_size = cores;
+  spec.on_tpu = true;
+  return spec;
+}
+
+std::string describe(const TrainingResult& result) {
+  return result.error ? result.error->type + ": " + result.error->message : "no error";
+}
+
+class TrainerTest : public ::testing::Test {
+ protected:
+  TrainingResult run(const TrainingSpec& spec, RecordingSink& sink, RunControl control = {}) {
+    return train(spec, DeviceFacts{}, pool_, datasets_, sink, control);
+  }
+  TrainingResult run(const TrainingSpec& spec) {
+    RecordingSink sink;
+    return run(spec, sink);
+  }
+  WorkerPool pool_{2};
+  MapDatasets datasets_;
+};
+
+TEST_F(TrainerTest, DigitsMlpReachesAccuracyOnOneCore) {
+  const TrainingResult result = run(digits_spec(1, 64));
+  ASSERT_EQ(result.outcome, Outcome::kSucceeded) << describe(result);
+  EXPECT_GE(result.final_metrics.at("val_accuracy"), 0.96);
+  EXPECT_EQ(result.steps, 20 * 23);  // 1438 training samples in batches of 64
+}
+
+TEST_F(TrainerTest, DigitsMlpReachesAccuracyOnEightCoresAtTheSameGlobalBatch) {
+  // 8 cores x 8 per core read, step by step, the same 64 samples as 1 core x 64.
+  const TrainingResult result = run(digits_spec(8, 8));
+  ASSERT_EQ(result.outcome, Outcome::kSucceeded) << describe(result);
+  EXPECT_GE(result.final_metrics.at("val_accuracy"), 0.96);
+  EXPECT_EQ(result.steps, 20 * 23);
+  EXPECT_NEAR(result.final_metrics.at("val_accuracy"),
+              run(digits_spec(1, 64)).final_metrics.at("val_accuracy"), 0.006);
+}
+
+TEST_F(TrainerTest, EightCoresWithBatch64PerCoreTakeEightTimesFewerSteps) {
+  // Lightning semantics: batch_size is per core, so the global batch is 512
+  // and 20 epochs are 60 optimizer steps.
+  const TrainingResult result = run(digits_spec(8, 64));
+  ASSERT_EQ(result.outcome, Outcome::kSucceeded) << describe(result);
+  EXPECT_EQ(result.steps, 20 * 3);
+  EXPECT_GT(result.final_metrics.at("val_accuracy"), 0.8);
+}
+
+TEST_F(TrainerTest, SameSeedGivesBitIdenticalParameters) {
+  TrainingSpec spec = small_spec();
+  spec.model.layers.insert(spec.model.layers.begin() + 2, activation(LayerType::kDropout, 0.2));
+  spec.world_size = 4;
+  const TrainingResult a = run(spec), b = run(spec);
+  ASSERT_EQ(a.outcome, Outcome::kSucceeded) << describe(a);
+  EXPECT_EQ(a.parameters_digest, b.parameters_digest);
+  EXPECT_EQ(a.final_metrics.at("val_loss"), b.final_metrics.at("val_loss"));
+  spec.seed = 43;
+  EXPECT_NE(run(spec).parameters_digest, a.parameters_digest);
+}
+
+TEST_F(TrainerTest, ResumingFromAnyCheckpointIsBitIdentical) {
+  TrainingSpec spec = small_spec();
+  spec.model.layers = {linear(12), activation(LayerType::kLayerNorm), activation(LayerType::kGelu),
+                       activation(LayerType::kDropout, 0.1), linear(3)};
+  spec.world_size = 3;
+  spec.data.batch_size = 8;  // 120 train samples: 40 per replica -> 5 batches
+  spec.accumulate_grad_batches = 2;
+  spec.gradient_clip_val = 0.5;
+  spec.precision = Precision::kBf16;
+  spec.optimizer.type = OptimizerType::kAdamW;
+  spec.optimizer.weight_decay = 0.01;
+  spec.max_epochs = 3;
+  spec.checkpoint_every_n_steps = 2;
+  RecordingSink sink;
+  const TrainingResult uninterrupted = run(spec, sink);
+  ASSERT_EQ(uninterrupted.outcome, Outcome::kSucceeded) << describe(uninterrupted);
+  EXPECT_EQ(uninterrupted.steps, 9);  // 3 optimizer steps per epoch
+  // Every 2 steps mid-epoch, and at each epoch end.
+  std::vector<std::int64_t> steps;
+  for (const Checkpoint& checkpoint : sink.checkpoints) steps.push_back(checkpoint.step);
+  EXPECT_EQ(steps, (std::vector<std::int64_t>{2, 3, 4, 6, 8, 9}));
+  for (const Checkpoint& checkpoint : sink.checkpoints) {
+    RecordingSink resumed_sink;
+    RunControl control;
+    control.resume = &checkpoint;
+    const TrainingResult resumed = run(spec, resumed_sink, control);
+    ASSERT_EQ(resumed.outcome, Outcome::kSucceeded) << describe(resumed);
+    EXPECT_EQ(resumed.parameters_digest, uninterrupted.parameters_digest) << "from step " << checkpoint.step;
+    EXPECT_EQ(resumed.steps, uninterrupted.steps);
+    EXPECT_EQ(resumed.final_metrics.at("val_loss"), uninterrupted.final_metrics.at("val_loss"));
+    EXPECT_EQ(resumed.final_metrics.at("loss"), uninterrupted.final_metrics.at("loss"));
+    EXPECT_FALSE(resumed_sink.lines_with("Restoring states from the checkpoint at step").empty());
+  }
+}
+
+TEST_F(TrainerTest, ResumeRefusesAnotherRunsCheckpoint) {
+  TrainingSpec spec = small_spec();
+  RecordingSink sink;
+  ASSERT_EQ(run(spec, sink).outcome, Outcome::kSucceeded);
+  ASSERT_FALSE(sink.checkpoints.empty());
+  spec.world_size = 2;
+  RunControl control;
+  control.resume = &sink.checkpoints.front();
+  const TrainingResult result = run(spec, sink, control);
+  ASSERT_TRUE(result.error);
+  EXPECT_EQ(result.error->type, "INVALID_ARGUMENT");
+  EXPECT_THAT(result.error->message, HasSubstr("another model, seed or world size"));
+  Checkpoint corrupted = sink.checkpoints.front();
+  corrupted.bytes[corrupted.bytes.size() / 2] ^= 1;
+  control.resume = &corrupted;
+  spec.world_size = 1;
+  EXPECT_THAT(run(spec, sink, control).error->message, HasSubstr("checksum"));
+}
+
+class CancellingSink : public RecordingSink {
+ public:
+  void progress(const Progress& progress) override {
+    RecordingSink::progress(progress);
+    if (progress.step == 3) cancel = true;
+  }
+  std::atomic<bool> cancel{false};
+};
+
+TEST_F(TrainerTest, CancelStopsWithinOneStep) {
+  CancellingSink sink;
+  RunControl control;
+  control.cancel = &sink.cancel;
+  const TrainingResult result = run(small_spec(), sink, control);
+  EXPECT_EQ(result.outcome, Outcome::kCancelled);
+  ASSERT_TRUE(result.error);
+  EXPECT_EQ(result.error->type, "CANCELLED");
+  EXPECT_EQ(result.steps, 3);
+}
+
+TEST_F(TrainerTest, TimeoutEndsWithDeadlineExceeded) {
+  TrainingSpec spec = small_spec();
+  spec.max_epochs = 1000;
+  spec.timeout = std::chrono::seconds(10);
+  FakeClock clock(std::chrono::milliseconds(250));  // every now() moves time on
+  RecordingSink sink;
+  RunControl control;
+  control.clock = &clock;
+  const TrainingResult result = run(spec, sink, control);
+  EXPECT_EQ(result.outcome, Outcome::kFailed);
+  ASSERT_TRUE(result.error);
+  EXPECT_EQ(result.error->type, "DEADLINE_EXCEEDED");
+  EXPECT_THAT(result.error->message, HasSubstr("timeout of 10s"));
+  EXPECT_GT(result.steps, 0);
+  EXPECT_LT(result.steps, 100);
+}
+
+TEST_F(TrainerTest, NonFiniteLossIsANumericalErrorNamingTheStep) {
+  TrainingSpec spec = small_spec();
+  spec.optimizer.type = OptimizerType::kSgd;
+  spec.optimizer.lr = 1e30;
+  const TrainingResult result = run(spec);
+  ASSERT_TRUE(result.error);
+  EXPECT_EQ(result.error->type, "NUMERICAL_ERROR");
+  EXPECT_THAT(result.error->message, ::testing::MatchesRegex("the training loss is (nan|inf) at step [0-9]+ .*"));
+  EXPECT_THAT(result.error->hint, HasSubstr("gradient_clip_val"));
+}
+
+TEST_F(TrainerTest, ExpectGatesNameMetricValueAndBound) {
+  TrainingSpec spec = small_spec();
+  spec.expect["val_accuracy"] = Bound{0.5, std::nullopt};
+  EXPECT_EQ(run(spec).outcome, Outcome::kSucceeded);
+  spec.expect["val_accuracy"] = Bound{1.01, std::nullopt};
+  const TrainingResult result = run(spec);
+  EXPECT_EQ(result.outcome, Outcome::kFailed);
+  ASSERT_TRUE(result.error);
+  EXPECT_EQ(result.error->type, "EXPECTATION_FAILED");
+  EXPECT_THAT(result.error->message, ::testing::MatchesRegex("val_accuracy = 0\\.[0-9]+ is below the minimum 1\\.01"));
+  spec.expect.clear();
+  spec.expect["loss"] = Bound{std::nullopt, 1e-9};
+  EXPECT_THAT(run(spec).error->message, HasSubstr("is above the maximum 1e-09"));
+}
+
+TEST_F(TrainerTest, TiedWeightsStayTiedAndLightning1xWarns) {
+  TrainingSpec spec = small_spec();
+  spec.model.layers = {linear(6), activation(LayerType::kTanh), tied_linear(0)};  // 4 -> 6 -> 4
+  spec.on_tpu = true;
+  spec.lightning_v1 = true;
+  RecordingSink sink;
+  const TrainingResult result = run(spec, sink);
+  ASSERT_EQ(result.outcome, Outcome::kSucceeded) << describe(result);
+  EXPECT_EQ(sink.lines_with("Layer count: [Before: 3 After: 4]").size(), 1u);
+  EXPECT_EQ(sink.lines_with("The model layers do not match after moving to the target device").size(), 1u);
+  ASSERT_FALSE(result.warnings.empty());
+  EXPECT_EQ(sink.lines_with("Total params").front(), "34        Total params");  // 4*6+6 + 4
+  spec.lightning_v1 = false;
+  RecordingSink quiet;
+  run(spec, quiet);
+  EXPECT_TRUE(quiet.lines_with("Layer count").empty());
+}
+
+TEST_F(TrainerTest, LogsReadLikeLightningOnATpuHost) {
+  TrainingSpec spec = small_spec();
+  spec.world_size = 8;
+  spec.on_tpu = true;
+  spec.data.batch_size = 8;
+  RecordingSink sink;
+  const TrainingResult result = run(spec, sink);
+  ASSERT_EQ(result.outcome, Outcome::kSucceeded) << describe(result);
+  EXPECT_EQ(sink.lines[0], "GPU available: False, used: False");
+  EXPECT_EQ(sink.lines[1], "TPU available: True, using: 8 TPU cores");
+  EXPECT_EQ(sink.lines_with("  | Name     | Type   | Params").size(), 1u);
+  EXPECT_EQ(sink.lines_with("Trainable params").size(), 1u);
+  const auto epochs = sink.lines_with("Epoch ");
+  ASSERT_EQ(epochs.size(), 3u);
+  EXPECT_THAT(epochs[2], ::testing::MatchesRegex(
+                             "Epoch 2: 100%\\|██████████\\| 2/2 \\[.*, loss=[0-9.e-]+, "
+                             "val_loss=[0-9.e-]+, val_accuracy=[0-9.]+\\]"));
+  EXPECT_EQ(sink.lines.back(), "`Trainer.fit` stopped: `max_epochs=3` reached.");
+  EXPECT_EQ(sink.lines_with("HBM per core").size(), 1u);
+}
+
+TEST_F(TrainerTest, MetricsEveryLogIntervalAndAtValidation) {
+  TrainingSpec spec = small_spec();  // 120 samples, batch 16: 8 steps per epoch, 24 in all
+  RecordingSink sink;
+  const TrainingResult result = run(spec, sink);
+  ASSERT_EQ(result.steps, 24);
+  std::vector<std::int64_t> loss_steps, validation_steps;
+  for (const MetricPoint& point : sink.points) {
+    if (point.values.count("loss")) {
+      loss_steps.push_back(point.step);
+      EXPECT_TRUE(point.values.count("samples_per_sec") && point.values.count("lr"));
+    }
+    if (point.values.count("val_accuracy")) validation_steps.push_back(point.step);
+  }
+  EXPECT_EQ(loss_steps, (std::vector<std::int64_t>{5, 10, 15, 20}));
+  EXPECT_EQ(validation_steps, (std::vector<std::int64_t>{8, 16, 24}));
+  EXPECT_EQ(sink.progress_calls, 24);
+  EXPECT_THAT(result.xla_report, HasSubstr("Counter: aten::_local_scalar_dense\n  Value: 18\n"));
+}
+
+TEST_F(TrainerTest, LastPartialBatchCompilesASecondGraph) {
+  TrainingSpec spec = small_spec();  // 120 samples in batches of 16: the last has 8
+  spec.xla_debug = true;
+  RecordingSink sink;
+  const TrainingResult result = run(spec, sink);
+  EXPECT_THAT(result.xla_report, HasSubstr("Counter: UncachedCompile\n  Value: 2\n"));
+  EXPECT_THAT(result.xla_report, HasSubstr("Metric: CompileTime\n  TotalSamples: 2\n"));
+  EXPECT_THAT(result.xla_report, HasSubstr("Counter: CachedCompile\n  Value: 22\n"));
+  EXPECT_EQ(sink.lines_with("Metric: CompileTime").size(), 1u);  // xla_debug logs the report
+  // Two compiles in the first epoch's 8 steps: more than a tenth of the steps.
+  EXPECT_EQ(sink.lines_with("pt-xla-profiler: CompileTime too frequent: 2 counts during 8 steps").size(), 1u);
+  spec.data.drop_last = true;
+  spec.xla_debug = false;
+  RecordingSink quiet;
+  const TrainingResult dropped = run(spec, quiet);
+  EXPECT_THAT(dropped.xla_report, HasSubstr("Counter: UncachedCompile\n  Value: 1\n"));
+  EXPECT_TRUE(quiet.lines_with("Metric: CompileTime").empty());
+  EXPECT_TRUE(quiet.lines_with("pt-xla-profiler").empty());
+}
+
+TEST_F(TrainerTest, TooLargeForHbmFailsAtStartWithoutAllocating) {
+  TrainingSpec spec = small_spec();
+  spec.model.layers = {linear(60000), linear(60000), linear(3)};  // 3.6e9 parameters
+  spec.on_tpu = true;
+  RecordingSink sink;
+  const TrainingResult result = run(spec, sink);
+  ASSERT_TRUE(result.error);
+  EXPECT_EQ(result.error->type, "RESOURCE_EXHAUSTED");
+  EXPECT_THAT(result.error->message,
+              ::testing::MatchesRegex("RESOURCE_EXHAUSTED: Ran out of memory in memory space hbm\\. "
+                                      "Used [0-9.]+G of 15\\.48G hbm\\."));
+  EXPECT_FALSE(result.error->hint.empty());
+  EXPECT_EQ(result.steps, 0);
+}
+
+TEST_F(TrainerTest, BadDatasetOrModelIsInvalidArgument) {
+  TrainingSpec spec = small_spec();
+  spec.data.source = UploadedData{"ds_missing"};
+  EXPECT_EQ(run(spec).error->message, "no uploaded dataset 'ds_missing'");
+  datasets_.uploads["ds_1"] = "a,b,label\n1,2,0\n3,4,7\n5,6,1\n";
+  spec.data.source = UploadedData{"ds_1"};
+  const TrainingResult result = run(spec);
+  ASSERT_TRUE(result.error);
+  EXPECT_EQ(result.error->type, "INVALID_ARGUMENT");
+  EXPECT_EQ(result.error->message,
+            "the model's last layer has 3 outputs but the dataset has 8 classes (labels up to 7)");
+}
+
+TEST_F(TrainerTest, RegressionOnSyntheticDataLearns) {
+  TrainingSpec spec = small_spec();
+  spec.data.source = SyntheticData{SyntheticKind::kRegression, 600, 8, 0, 0.05};
+  spec.model.layers = {linear(16), activation(LayerType::kTanh), linear(1)};
+  spec.model.loss = Loss::kMse;
+  spec.max_epochs = 15;
+  spec.world_size = 2;
+  const TrainingResult result = run(spec);
+  ASSERT_EQ(result.outcome, Outcome::kSucceeded) << describe(result);
+  EXPECT_LT(result.final_metrics.at("val_loss"), 0.1);  // targets have variance ~1
+  EXPECT_EQ(result.final_metrics.count("val_accuracy"), 0u);
+}
+
+TEST_F(TrainerTest, MaxStepsStopsMidEpochAndValidates) {
+  TrainingSpec spec = small_spec();
+  spec.max_epochs = -1;
+  spec.max_steps = 11;
+  RecordingSink sink;
+  const TrainingResult result = run(spec, sink);
+  ASSERT_EQ(result.outcome, Outcome::kSucceeded) << describe(result);
+  EXPECT_EQ(result.steps, 11);
+  EXPECT_EQ(sink.lines.back(), "`Trainer.fit` stopped: `max_steps=11` reached.");
+  EXPECT_EQ(result.final_metrics.count("val_accuracy"), 1u);
+}
+
+TEST_F(TrainerTest, EstimateDescribesTheJob) {
+  TrainingSpec spec = digits_spec(8, 64);
+  auto estimated = estimate(spec, DeviceFacts{}, datasets_);
+  ASSERT_TRUE(std::holds_alternative<Estimate>(estimated));
+  const Estimate& e = std::get<Estimate>(estimated);
+  EXPECT_EQ(e.input_features, 64);
+  EXPECT_EQ(e.classes, 10);
+  EXPECT_EQ(e.train_samples, 1438);
+  EXPECT_EQ(e.steps_per_epoch, 3);
+  EXPECT_EQ(e.total_steps, 60);
+  EXPECT_TRUE(e.hbm.fits);
+  EXPECT_GT(e.estimated_step_seconds, 0);
+  EXPECT_FALSE(e.advice.empty());  // batch 64 < 128, widths not multiples of 128
+  spec.data.source = BuiltinData{"nope"};
+  EXPECT_EQ(std::get<JobError>(estimate(spec, DeviceFacts{}, datasets_)).type, "INVALID_ARGUMENT");
+}
+
+}  // namespace
+}  // namespace tpujobs::executor
