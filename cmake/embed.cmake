@@ -6,11 +6,14 @@
 function(tpujobs_embed target ns)
   set(out_cc ${CMAKE_CURRENT_BINARY_DIR}/${target}_embedded.cc)
   set(files ${ARGN})
+  # A ';' in a custom command would split it: pass the list '|'-separated.
+  string(REPLACE ";" "|" files_arg "${files}")
   add_custom_command(
     OUTPUT ${out_cc}
-    COMMAND ${CMAKE_COMMAND} -DOUT=${out_cc} -DNS=${ns} "-DFILES=${files}"
+    COMMAND ${CMAKE_COMMAND} -DOUT=${out_cc} -DNS=${ns} "-DFILES=${files_arg}"
             -P ${CMAKE_SOURCE_DIR}/cmake/embed_files.cmake
     DEPENDS ${files} ${CMAKE_SOURCE_DIR}/cmake/embed_files.cmake
-    COMMENT "Embedding ${target}")
+    COMMENT "Embedding ${target}"
+    VERBATIM)
   add_library(${target} STATIC ${out_cc})
 endfunction()

@@ -15,21 +15,28 @@ void ring_all_reduce(const std::vector<float*>& buffers, std::size_t count, floa
     return;
   }
   const std::size_t chunk_size = (count + world - 1) / world;
+  // Each element's sum takes the ring's order, b[c] + b[c+1] + ... + b[c-1],
+  // but in one pass over memory: blocks of the chunk are summed in a small
+  // buffer, reading every replica once, instead of hop by hop.
   auto reduce_chunk = [&](int chunk) {
-    const std::size_t begin = std::min(count, std::size_t(chunk) * chunk_size);
-    const std::size_t end = std::min(count, begin + chunk_size);
-    // Reduce-scatter: at hop s, replica (chunk + s) passes its partial sum to the next.
-    for (int hop = 0; hop + 1 < world; ++hop) {
-      const float* from = buffers[(chunk + hop) % world];
-      float* to = buffers[(chunk + hop + 1) % world];
-      for (std::size_t i = begin; i < end; ++i) to[i] += from[i];
+    constexpr std::size_t kBlock = 1024;
+    float sum[kBlock];
+    const std::size_t chunk_begin = std::min(count, std::size_t(chunk) * chunk_size);
+    const std::size_t chunk_end = std::min(count, chunk_begin + chunk_size);
+    for (std::size_t begin = chunk_begin; begin < chunk_end; begin += kBlock) {
+      const std::size_t size = std::min(kBlock, chunk_end - begin);
+      const float* first = buffers[chunk] + begin;
+      for (std::size_t i = 0; i < size; ++i) sum[i] = first[i];
+      for (int hop = 1; hop < world; ++hop) {
+        const float* next = buffers[(chunk + hop) % world] + begin;
+        for (std::size_t i = 0; i < size; ++i) sum[i] += next[i];
+      }
+      float* out = buffers[0] + begin;
+      for (std::size_t i = 0; i < size; ++i) out[i] = sum[i] * scale;
     }
-    // All-gather (into the one copy that the step reads).
-    const float* total = buffers[(chunk + world - 1) % world];
-    float* out = buffers[0];
-    for (std::size_t i = begin; i < end; ++i) out[i] = total[i] * scale;
   };
-  if (pool != nullptr) {
+  // Small reductions are not worth waking threads for.
+  if (pool != nullptr && count * buffers.size() >= (std::size_t{1} << 18)) {
     pool->parallel_for(world, reduce_chunk);
   } else {
     for (int chunk = 0; chunk < world; ++chunk) reduce_chunk(chunk);

@@ -13,8 +13,9 @@ class WorkerPool;
 // replica, each `count` floats): the buffer is cut into one chunk per replica,
 // and chunk c is summed along the ring starting at replica c:
 // ((b[c] + b[c+1]) + b[c+2]) + ... (indices mod the world size). The sum,
-// times `scale`, ends up in buffers[0]; the other buffers are clobbered.
-// Chunks run in parallel on `pool` when it is not null.
+// times `scale`, ends up in buffers[0]; the other buffers are left as they
+// were. Large reductions run their chunks in parallel on `pool` (if not
+// null); the bits do not depend on that.
 void ring_all_reduce(const std::vector<float*>& buffers, std::size_t count, float scale,
                      WorkerPool* pool);
 

@@ -149,6 +149,7 @@ Replica::Replica(const Network& network, int max_rows, ComputeSplit split)
   gradient_b_.resize(rows * widest);
   if (reduced) rounded_gradient_.resize(rows * widest);
   gradients_.assign(network.parameters().size(), 0.0f);
+  weight_written_.assign(shape.layers.size(), 0);
 }
 
 void Replica::zero_gradients() { std::fill(gradients_.begin(), gradients_.end(), 0.0f); }
@@ -271,7 +272,8 @@ BatchLoss Replica::loss(int rows, float* output_gradient, float scale) {
   return result;
 }
 
-void Replica::backward(int rows) {
+void Replica::backward(int rows, bool accumulate) {
+  std::fill(weight_written_.begin(), weight_written_.end(), 0);
   const ModelShape& shape = network_.shape();
   const float* parameters = network_.parameters().data();
   const float* matmul = network_.matmul_parameters();
@@ -300,11 +302,20 @@ void Replica::backward(int rows) {
         ConstView dym(dy_data, rows, out);
         ConstView xm(x_data, rows, in);
         const std::int64_t multiply_adds = std::int64_t{rows} * in * out;
+        // A tied weight gets gradients from two layers: the later one (seen
+        // first here) may overwrite, the source then adds.
+        const std::size_t owner = layer.tied ? static_cast<std::size_t>(*network_.model().layers[l].tie) : l;
+        const bool overwrite = !accumulate && !weight_written_[owner];
+        weight_written_[owner] = 1;
         if (!layer.tied) {
           View dw(gradients + where.weight, in, out);
           ConstView w(matmul + where.weight, in, out);
           run_split(split_, multiply_adds, out, [&](int begin, int count) {
-            dw.middleCols(begin, count).noalias() += xm.transpose() * dym.middleCols(begin, count);
+            if (overwrite) {
+              dw.middleCols(begin, count).noalias() = xm.transpose() * dym.middleCols(begin, count);
+            } else {
+              dw.middleCols(begin, count).noalias() += xm.transpose() * dym.middleCols(begin, count);
+            }
           });
           if (need_input_gradient) {
             run_split(split_, multiply_adds, rows, [&](int begin, int count) {
@@ -316,7 +327,11 @@ void Replica::backward(int rows) {
           View dw(gradients + where.weight, out, in);
           ConstView w(matmul + where.weight, out, in);
           run_split(split_, multiply_adds, out, [&](int begin, int count) {
-            dw.middleRows(begin, count).noalias() += dym.middleCols(begin, count).transpose() * xm;
+            if (overwrite) {
+              dw.middleRows(begin, count).noalias() = dym.middleCols(begin, count).transpose() * xm;
+            } else {
+              dw.middleRows(begin, count).noalias() += dym.middleCols(begin, count).transpose() * xm;
+            }
           });
           if (need_input_gradient) {
             run_split(split_, multiply_adds, rows, [&](int begin, int count) {
@@ -326,6 +341,7 @@ void Replica::backward(int rows) {
         }
         if (where.bias != LayerParameters::kNone) {
           RowVectorView bias_gradient(gradients + where.bias, out);
+          if (!accumulate) bias_gradient.setZero();
           for (int r = 0; r < rows; ++r) bias_gradient += dy.row(r);
         }
         break;
@@ -361,6 +377,10 @@ void Replica::backward(int rows) {
         ConstRowVectorView gamma(parameters + where.weight, out);
         RowVectorView gamma_gradient(gradients + where.weight, out);
         RowVectorView beta_gradient(gradients + where.bias, out);
+        if (!accumulate) {
+          gamma_gradient.setZero();
+          beta_gradient.setZero();
+        }
         for (int r = 0; r < rows; ++r) {
           gamma_gradient += dy.row(r).cwiseProduct(normalized.row(r));
           beta_gradient += dy.row(r);
@@ -384,10 +404,11 @@ void Replica::backward(int rows) {
   }
 }
 
-BatchLoss Replica::train_batch(int rows, float loss_scale, std::uint64_t dropout_seed) {
+BatchLoss Replica::train_batch(int rows, float loss_scale, std::uint64_t dropout_seed,
+                               bool accumulate) {
   forward(rows, true, dropout_seed);
   const BatchLoss result = loss(rows, gradient_a_.data(), loss_scale);
-  backward(rows);
+  backward(rows, accumulate);
   return result;
 }
 

@@ -89,15 +89,18 @@ class Replica {
 
   // Forward in training mode (dropout active, masks drawn from `dropout_seed`),
   // the batch's mean loss, and backward: adds loss_scale * d(mean loss) to
-  // gradients(). Returns the batch's loss sum and correct count.
-  BatchLoss train_batch(int rows, float loss_scale, std::uint64_t dropout_seed);
+  // gradients() when `accumulate`, else overwrites them with it (which saves
+  // a pass over memory for the first micro-batch of a step). Returns the
+  // batch's loss sum and correct count.
+  BatchLoss train_batch(int rows, float loss_scale, std::uint64_t dropout_seed,
+                        bool accumulate = true);
   // Forward in evaluation mode only.
   BatchLoss evaluate_batch(int rows);
 
  private:
   const float* forward(int rows, bool training, std::uint64_t dropout_seed);
   BatchLoss loss(int rows, float* output_gradient, float scale);
-  void backward(int rows);
+  void backward(int rows, bool accumulate);
 
   const Network& network_;
   int max_rows_;
@@ -109,6 +112,7 @@ class Replica {
   std::vector<float> labels_;
   std::vector<float> gradient_a_, gradient_b_, rounded_gradient_;
   std::vector<float> gradients_;
+  std::vector<char> weight_written_;  // per layer: its weight got a gradient this pass
 };
 
 // FNV-1a over the exact bytes of `values`, as "fnv1a64:<16 hex digits>".

@@ -310,8 +310,7 @@ double Trainer::run_micro_batch(int epoch, std::int64_t batch, int index_in_grou
                                                            static_cast<std::uint64_t>(index_in_group)});
   const float loss_scale = 1.0f / static_cast<float>(spec_.accumulate_grad_batches);
   const Dataset& train = prepared_.data.train;
-  const auto begin = steady_clock::now();
-  workers_.parallel_for(world, [&](int r) {
+  auto run_replica = [&](int r) {
     Replica& replica = *replicas_[r];
     const auto copy_begin = steady_clock::now();
     const std::int64_t first = batch * spec_.data.batch_size;
@@ -323,10 +322,19 @@ double Trainer::run_micro_batch(int epoch, std::int64_t batch, int index_in_grou
       labels[i] = train.labels[sample];
     }
     transfer[r] = steady_clock::now() - copy_begin;
-    if (index_in_group == 0) replica.zero_gradients();
-    const BatchLoss result = replica.train_batch(rows, loss_scale, derive_seed(step_seed, {std::uint64_t(r)}));
+    const BatchLoss result = replica.train_batch(rows, loss_scale, derive_seed(step_seed, {std::uint64_t(r)}),
+                                                 /*accumulate=*/index_in_group > 0);
     losses[r] = result.loss_sum / rows;
-  });
+  };
+  const auto begin = steady_clock::now();
+  // Waking pool threads costs more than tiny models' passes: those run here.
+  // The result is the same bits either way.
+  constexpr std::int64_t kInlineMultiplyAdds = std::int64_t{1} << 21;
+  if (std::int64_t{world} * rows * prepared_.shape.macs_per_sample() * 3 < kInlineMultiplyAdds) {
+    for (int r = 0; r < world; ++r) run_replica(r);
+  } else {
+    workers_.parallel_for(world, run_replica);
+  }
   const nanoseconds elapsed = steady_clock::now() - begin;
   nanoseconds transfer_total{0};
   for (const nanoseconds& t : transfer) transfer_total += t;

@@ -19,8 +19,8 @@ constexpr std::string_view kFieldTpuCores = "trainer.tpu_cores";
 constexpr std::string_view kFieldNumNodes = "trainer.num_nodes";
 constexpr std::string_view kFieldPrecision = "trainer.precision";
 constexpr std::string_view kFieldStrategy = "trainer.strategy";
-constexpr std::string_view kFieldRuntime = "trainer.runtime";
-constexpr std::string_view kFieldEnv = "trainer.env";
+constexpr std::string_view kFieldRuntime = "runtime";
+constexpr std::string_view kFieldEnv = "env";
 constexpr std::string_view kFieldAcceleratorType = "resources.accelerator_type";
 constexpr std::string_view kFieldLightningVersion = "lightning_version";
 

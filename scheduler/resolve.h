@@ -89,7 +89,7 @@ struct PoolCapacity {
 // One problem with the settings. `field` is the JSON path of the setting to
 // change: "trainer.devices", "trainer.tpu_cores", "trainer.num_nodes",
 // "trainer.accelerator", "trainer.precision", "trainer.strategy",
-// "trainer.runtime", "trainer.env", "resources.accelerator_type",
+// "runtime", "env", "resources.accelerator_type",
 // "lightning_version".
 struct FieldProblem {
   std::string field;

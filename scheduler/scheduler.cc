@@ -168,8 +168,6 @@ bool Scheduler::fits_idle(const Shape& shape, bool healthy_only) const {
   return false;
 }
 
-bool Scheduler::fits_idle_healthy(const Shape& shape) const { return fits_idle(shape, true); }
-
 bool Scheduler::can_ever_fit(const ResourceRequest& request) const {
   if (request.kind == RequestKind::kCpu) return true;
   const Shape shape{request.kind, request.generation, request.devices_per_host, request.hosts,
@@ -434,7 +432,7 @@ std::vector<Placement> Scheduler::schedule(Clock::time_point now) {
     const int s = job.shape;
     const Shape& shape = shapes_[s];
     if (healthy_fit[s] < 0) {
-      healthy_fit[s] = fits_idle_healthy(shape) ? 1 : 0;
+      healthy_fit[s] = fits_idle(shape, /*healthy_only=*/true) ? 1 : 0;
       if (!healthy_fit[s]) close(s);
     }
     std::optional<Choice> choice;
@@ -526,7 +524,7 @@ void Scheduler::classify() const {
     const Shape& shape = shapes_[s];
     job.position = ++position;
     job.estimated_start.reset();
-    if (healthy_fit[s] < 0) healthy_fit[s] = fits_idle_healthy(shape) ? 1 : 0;
+    if (healthy_fit[s] < 0) healthy_fit[s] = fits_idle(shape, /*healthy_only=*/true) ? 1 : 0;
     if (over_quota(job)) {
       job.reason = PendingReason::kQuota;
       continue;
@@ -563,6 +561,7 @@ bool Scheduler::cancel(JobId id) {
     release(job);
   } else {
     dequeue(job);
+    if (reservation_ && reservation_->job == id) reservation_.reset();
   }
   jobs_.erase(it);
   ++version_;

@@ -229,7 +229,6 @@ class Scheduler {
   int intern_shape(const ResourceRequest& request);
   int intern_tenant(const std::string& tenant);
   bool generation_matches(const Shape& shape, int host) const;
-  bool fits_idle_healthy(const Shape& shape) const;
   bool fits_idle(const Shape& shape, bool healthy_only) const;
   // Where `shape` fits now, avoiding cores set in `avoid` (per host masks;
   // empty = avoid nothing).

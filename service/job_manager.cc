@@ -30,7 +30,7 @@ std::string iso_time(std::chrono::system_clock::time_point t) {
   const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
   std::tm utc{};
   gmtime_r(&seconds, &utc);
-  char out[40];
+  char out[96];
   std::snprintf(out, sizeof out, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", utc.tm_year + 1900, utc.tm_mon + 1,
                 utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, static_cast<int>(ms % 1000));
   return out;
@@ -133,7 +133,7 @@ class JobManager::Sink final : public executor::TrainingSink {
     // lines before a checkpoint that already has them.
     manager_.flush_telemetry();
     manager_.with_retry([&] {
-      return manager_.outputs_.save_checkpoint(job_->id, checkpoint.step, checkpoint.epoch, checkpoint.bytes);
+      return manager_.repo_.outputs.save_checkpoint(job_->id, checkpoint.step, checkpoint.epoch, checkpoint.bytes);
     });
   }
 
@@ -146,6 +146,12 @@ class JobManager::Sink final : public executor::TrainingSink {
     }
     if (now - last_progress_write_ < std::chrono::seconds(1)) return;
     last_progress_write_ = now;
+    record_progress(progress);
+  }
+
+  // Queues the progress (and latest metrics) for the database now, however
+  // recently the last one went.
+  void record_progress(const executor::Progress& progress) {
     json p = {{"step", progress.step},
               {"total_steps", progress.total_steps},
               {"epoch", progress.epoch},
@@ -168,7 +174,7 @@ class JobManager::Sink final : public executor::TrainingSink {
 
 class JobManager::Datasets final : public executor::DatasetSource {
  public:
-  explicit Datasets(db::Repositories& repo) : repo_(repo) {}
+  explicit Datasets(db::DatasetRepository& repo) : repo_(repo) {}
   std::optional<std::string> uploaded_csv(std::string_view id) override {
     auto row = repo_.get_dataset(std::string(id));
     if (!row.ok() || !*row) return std::nullopt;
@@ -176,7 +182,7 @@ class JobManager::Datasets final : public executor::DatasetSource {
   }
 
  private:
-  db::Repositories& repo_;
+  db::DatasetRepository& repo_;
 };
 
 JobManager::JobManager(db::ConnectionPool& pool, scheduler::PoolLayout layout, JobManagerOptions options)
@@ -185,7 +191,7 @@ JobManager::JobManager(db::ConnectionPool& pool, scheduler::PoolLayout layout, J
       layout_(layout),
       options_(std::move(options)),
       workers_(options_.workers),
-      datasets_owner_(std::make_unique<Datasets>(repo_)),
+      datasets_owner_(std::make_unique<Datasets>(repo_.datasets)),
       scheduler_(std::move(layout), scheduler::SchedulerOptions{options_.lease_timeout}) {
   datasets_ = datasets_owner_.get();
 }
@@ -219,11 +225,11 @@ bool JobManager::with_retry(F&& write) {
 }
 
 db::Status JobManager::start() {
-  auto hosts = repo_.load_host_health();
+  auto hosts = repo_.pool_state.load_host_health();
   if (!hosts.ok()) return hosts.error();
-  auto quotas = repo_.load_quotas();
+  auto quotas = repo_.pool_state.load_quotas();
   if (!quotas.ok()) return quotas.error();
-  auto unfinished = jobs_.load_unfinished();
+  auto unfinished = repo_.jobs.load_unfinished();
   if (!unfinished.ok()) return unfinished.error();
   {
     std::lock_guard lock(mutex_);
@@ -233,7 +239,7 @@ db::Status JobManager::start() {
       if (h.health == "draining") scheduler_.set_host_health(*index, scheduler::HostHealth::kDraining);
       if (h.health == "failed") scheduler_.set_host_health(*index, scheduler::HostHealth::kFailed);
     }
-    for (const db::QuotaRow& q : *quotas) scheduler_.set_tenant_quota(q.tenant, q.max_cores);
+    for (const auto& [tenant, max_cores] : *quotas) scheduler_.set_tenant_quota(tenant, max_cores);
   }
   for (db::JobRow& row : *unfinished) {
     if (row.state == kStarting || row.state == kRunning) {
@@ -243,7 +249,7 @@ db::Status JobManager::start() {
       t.from = {kStarting, kRunning};
       t.to = kQueued;
       t.reason = "Requeued after a service restart; resumes from its last checkpoint";
-      auto moved = jobs_.transition(t);
+      auto moved = repo_.jobs.transition(t);
       if (!moved.ok()) return moved.error();
       row.state = kQueued;
     }
@@ -257,7 +263,7 @@ db::Status JobManager::start() {
       t.reason = "Rejected on restart: " + error;
       t.error_json = error_json("INTERNAL", error, "resubmit the job against the current pool").dump();
       t.set_finished_at = true;
-      (void)jobs_.transition(t);
+      (void)repo_.jobs.transition(t);
       continue;
     }
     std::lock_guard lock(mutex_);
@@ -378,7 +384,7 @@ void JobManager::commit_batch(std::vector<PendingSubmit>& batch) {
     row.spec_hash = r.spec_hash;
     rows.push_back(std::move(row));
   }
-  auto inserted = jobs_.insert_jobs(rows);
+  auto inserted = repo_.jobs.insert_jobs(rows);
   if (!inserted.ok()) {
     database_ok_ = inserted.code() != db::ErrorCode::kUnavailable;
     for (PendingSubmit& p : batch) {
@@ -461,7 +467,7 @@ void JobManager::enqueue_locked(const std::shared_ptr<LiveJob>& job) {
     return;
   }
   scheduler::JobRequest request;
-  request.job_id = job->id;
+  request.id = job->id;
   request.priority = job->spec.priority;
   request.submit_order = job->submit_order;
   request.tenant = job->tenant;
@@ -551,7 +557,7 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
   starting.owner = options_.instance;
   bool moved = false;
   with_retry([&] {
-    auto r = jobs_.transition(starting);
+    auto r = repo_.jobs.transition(starting);
     if (r.ok()) moved = *r;
     return db::Status(r.ok() ? db::Status::Ok() : db::Status(r.error()));
   });
@@ -564,7 +570,7 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
   if (!moved) {
     // Cancelled (or taken over) between placement and start.
     release();
-    auto row = jobs_.get_job(job->id);
+    auto row = repo_.jobs.get_job(job->id);
     std::lock_guard lock(mutex_);
     if (row.ok() && *row) job->row = **row;
     if (job->runner.joinable()) finished_runners_.push_back(std::move(job->runner));
@@ -578,18 +584,18 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
   // Resume from the last checkpoint, and continue the sequence numbers.
   std::optional<executor::Checkpoint> resume;
   {
-    auto checkpoint = outputs_.latest_checkpoint(job->id);
+    auto checkpoint = repo_.outputs.latest_checkpoint(job->id);
     if (checkpoint.ok() && *checkpoint) {
       resume = executor::Checkpoint{(*checkpoint)->step, (*checkpoint)->epoch, std::move((*checkpoint)->bytes)};
     }
-    auto log_seq = outputs_.max_log_seq(job->id);
+    auto log_seq = repo_.outputs.max_log_seq(job->id);
     job->next_log_seq = (log_seq.ok() ? *log_seq : 0) + 1;
-    auto metric_seq = outputs_.max_metric_seq(job->id);
+    auto metric_seq = repo_.outputs.max_metric_seq(job->id);
     job->next_metric_seq = (metric_seq.ok() ? *metric_seq : 0) + 1;
     // Points up to the last recorded step would be recorded twice.
     job->skip_metrics_through_step = -1;
     if (metric_seq.ok() && *metric_seq > 0) {
-      auto last = outputs_.list_metrics(job->id, *metric_seq - 1, 1);
+      auto last = repo_.outputs.list_metrics(job->id, *metric_seq - 1, 1);
       if (last.ok() && !last->empty()) job->skip_metrics_through_step = last->front().step;
     }
   }
@@ -600,7 +606,7 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
   running.to = kRunning;
   running.reason = resume ? "Resumed from the checkpoint at step " + std::to_string(resume->step) : "Training started";
   with_retry([&] {
-    auto r = jobs_.transition(running);
+    auto r = repo_.jobs.transition(running);
     return db::Status(r.ok() ? db::Status::Ok() : db::Status(r.error()));
   });
   {
@@ -618,6 +624,14 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
   control.cancel = &job->cancel;
   control.resume = resume ? &*resume : nullptr;
   executor::TrainingResult result = executor::train(job->spec.training, device, workers_, *datasets_, sink, control);
+  {
+    std::optional<executor::Progress> last;
+    {
+      std::lock_guard lock(mutex_);
+      last = job->progress;
+    }
+    if (last) sink.record_progress(*last);
+  }
 
   StopReason reason;
   {
@@ -684,7 +698,7 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
     back.reason = why;
     back.increment_attempt = reason == StopReason::kHostFailedRetry;
     with_retry([&] {
-      auto r = jobs_.transition(back);
+      auto r = repo_.jobs.transition(back);
       return db::Status(r.ok() ? db::Status::Ok() : db::Status(r.error()));
     });
     std::lock_guard lock(mutex_);
@@ -718,10 +732,10 @@ void JobManager::finish_job(const std::shared_ptr<LiveJob>& job, JobState state,
   if (!result.is_null()) t.result_json = result.dump();
   t.set_finished_at = true;
   with_retry([&] {
-    auto r = jobs_.transition(t);
+    auto r = repo_.jobs.transition(t);
     return db::Status(r.ok() ? db::Status::Ok() : db::Status(r.error()));
   });
-  auto row = jobs_.get_job(job->id);
+  auto row = repo_.jobs.get_job(job->id);
   ++finished_total_;
   std::lock_guard lock(mutex_);
   if (row.ok() && *row) job->row = **row;
@@ -748,7 +762,7 @@ void JobManager::notify_waiters(const std::shared_ptr<LiveJob>& job) {
 // ---------------------------------------------------------------- reads
 
 db::Result<db::JobRow> JobManager::load_visible(std::int64_t id, const std::string& tenant) {
-  auto row = jobs_.get_job(id);
+  auto row = repo_.jobs.get_job(id);
   if (!row.ok()) return row.error();
   if (!*row || (*row)->tenant != tenant) return db::make_error(db::ErrorCode::kNotFound, "no job " + std::to_string(id));
   return std::move(**row);
@@ -872,7 +886,7 @@ api::JsonResult JobManager::list_jobs(const api::JobQuery& query) {
   filter.name = query.name;
   filter.limit = query.limit;
   filter.cursor = query.cursor.value_or("");
-  auto page = jobs_.list_jobs(filter);
+  auto page = repo_.jobs.list_jobs(filter);
   if (!page.ok()) return page.error();
   json jobs = json::array();
   {
@@ -953,7 +967,7 @@ api::JsonResult JobManager::cancel_job(std::int64_t id, const std::string& tenan
                           "job " + std::to_string(id) + " is already " + state_name(row->state) + "; only unfinished jobs can be cancelled");
   }
   // Unfinished but run by another process: ask it through the database.
-  if (db::Status s = jobs_.request_cancel(id); !s.ok()) return s.error();
+  if (db::Status s = repo_.jobs.request_cancel(id); !s.ok()) return s.error();
   json view = render(*row);
   view["cancel_requested"] = true;
   return view;
@@ -962,7 +976,7 @@ api::JsonResult JobManager::cancel_job(std::int64_t id, const std::string& tenan
 api::JsonResult JobManager::job_logs(std::int64_t id, const std::string& tenant, std::int64_t after, int limit) {
   if (auto row = load_visible(id, tenant); !row.ok()) return row.error();
   flush_telemetry();
-  auto lines = outputs_.list_logs(id, after, limit);
+  auto lines = repo_.outputs.list_logs(id, after, limit);
   if (!lines.ok()) return lines.error();
   json out = json::array();
   std::int64_t last = after;
@@ -1011,7 +1025,7 @@ void JobManager::stream_tick(std::int64_t id, std::int64_t after, api::ResponseW
     }
   }
   if (need_database) {
-    auto stored = outputs_.list_logs(id, after, 1000);
+    auto stored = repo_.outputs.list_logs(id, after, 1000);
     if (stored.ok()) {
       for (const db::LogLine& l : *stored) lines.emplace_back(l.seq, l.line);
     }
@@ -1029,7 +1043,7 @@ void JobManager::stream_tick(std::int64_t id, std::int64_t after, api::ResponseW
   }
   if (!live && lines.empty()) {
     // Everything stored has been sent; is the job over?
-    auto row = jobs_.get_job(id);
+    auto row = repo_.jobs.get_job(id);
     if (row.ok() && *row && is_terminal((*row)->state)) {
       writer->write("event: end\ndata: " + json{{"state", state_name((*row)->state)}}.dump() + "\n\n");
       writer->end();
@@ -1046,7 +1060,7 @@ void JobManager::stream_tick(std::int64_t id, std::int64_t after, api::ResponseW
 api::JsonResult JobManager::job_metrics(std::int64_t id, const std::string& tenant, std::int64_t after) {
   if (auto row = load_visible(id, tenant); !row.ok()) return row.error();
   flush_telemetry();
-  auto points = outputs_.list_metrics(id, after, 100000);
+  auto points = repo_.outputs.list_metrics(id, after, 100000);
   if (!points.ok()) return points.error();
   json out = json::array();
   std::int64_t last = after;
@@ -1060,7 +1074,7 @@ api::JsonResult JobManager::job_metrics(std::int64_t id, const std::string& tena
 
 api::JsonResult JobManager::job_events(std::int64_t id, const std::string& tenant) {
   if (auto row = load_visible(id, tenant); !row.ok()) return row.error();
-  auto events = jobs_.list_events(id);
+  auto events = repo_.jobs.list_events(id);
   if (!events.ok()) return events.error();
   json out = json::array();
   for (const db::JobEventRow& e : *events) {
@@ -1140,7 +1154,7 @@ api::JsonResult JobManager::host_action(const std::string& host, const std::stri
     generation = generation_name(layout_.hosts[*index].generation);
   }
   // Durable first: a restart must not bring a failed host back.
-  if (db::Status s = repo_.upsert_host_health(host, generation, std::string(scheduler::host_health_name(health)));
+  if (db::Status s = repo_.pool_state.upsert_host_health(host, generation, std::string(scheduler::host_health_name(health)));
       !s.ok()) {
     return s.error();
   }
@@ -1184,7 +1198,8 @@ api::JsonResult JobManager::upload_dataset(const std::string& tenant, const std:
     return db::make_error(db::ErrorCode::kInvalid, *message);
   }
   const executor::CsvTable& table = std::get<executor::CsvTable>(parsed);
-  auto id = repo_.create_dataset(tenant, name, table.rows, static_cast<int>(table.columns.size()), table.classes, csv);
+  auto id = repo_.datasets.create_dataset(
+      {tenant, name, table.rows, static_cast<int>(table.columns.size()), table.classes, csv});
   if (!id.ok()) return id.error();
   return json{{"id", *id},
               {"name", name},
@@ -1287,10 +1302,10 @@ bool JobManager::flush_telemetry() {
     progress.swap(pending_progress_);
   }
   bool ok = true;
-  if (!logs.empty()) ok &= with_retry([&] { return outputs_.append_logs(logs); });
-  if (!metrics.empty()) ok &= with_retry([&] { return outputs_.append_metrics(metrics); });
+  if (!logs.empty()) ok &= with_retry([&] { return repo_.outputs.append_logs(logs); });
+  if (!metrics.empty()) ok &= with_retry([&] { return repo_.outputs.append_metrics(metrics); });
   for (const auto& [id, p] : progress) {
-    ok &= with_retry([&] { return jobs_.update_progress(id, p.first, p.second); });
+    ok &= with_retry([&] { return repo_.jobs.update_progress(id, p.first, p.second); });
   }
   return ok;
 }
@@ -1313,7 +1328,7 @@ bool JobManager::ready() {
 
 std::string JobManager::prometheus_metrics() {
   std::string out;
-  auto counts = jobs_.count_jobs_by_state();
+  auto counts = repo_.jobs.count_jobs_by_state();
   out += "# HELP tpujobs_jobs Jobs by state.\n# TYPE tpujobs_jobs gauge\n";
   for (JobState state : {kQueued, kStarting, kRunning, kSucceeded, kFailed, kCancelled}) {
     std::int64_t n = 0;

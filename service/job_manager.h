@@ -23,8 +23,7 @@
 
 #include "api/job_service.h"
 #include "db/connection_pool.h"
-#include "db/job_output_repository.h"
-#include "db/job_repository.h"
+#include "db/repositories.h"
 #include "executor/executor.h"
 #include "executor/worker_pool.h"
 #include "scheduler/pool.h"
@@ -99,7 +98,7 @@ class JobManager final : public api::JobService {
   std::shared_ptr<LiveJob> make_live(const db::JobRow& row, std::string* error);
   void enqueue_locked(const std::shared_ptr<LiveJob>& job);
   void wake_scheduler();
-  void finish_job(const std::shared_ptr<LiveJob>& job, const std::string& state, const std::string& reason,
+  void finish_job(const std::shared_ptr<LiveJob>& job, db::JobState state, const std::string& reason,
                   nlohmann::json error, nlohmann::json result);
   void notify_waiters(const std::shared_ptr<LiveJob>& job);
   bool flush_telemetry();
@@ -113,8 +112,7 @@ class JobManager final : public api::JobService {
   bool with_retry(F&& write);
 
   db::ConnectionPool& pool_;
-  db::JobRepository jobs_;
-  db::JobOutputRepository outputs_;
+  db::Repositories repo_;
   scheduler::PoolLayout layout_;
   JobManagerOptions options_;
   executor::WorkerPool workers_;

@@ -61,7 +61,7 @@ program="${build_dir}/bench/executor/executor_train_throughput"
 if [[ ! -x "${program}" || -n "${REBUILD:-}" ]]; then
   echo "Building executor_train_throughput in ${build_dir} ..." >&2
   cmake -S "${repo}" -B "${build_dir}" -DTPUJOBS_COMPONENTS=executor \
-    -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS="${BENCH_CXX_FLAGS--march=native}" >&2
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS="${BENCH_CXX_FLAGS--march=native}" >&2
   cmake --build "${build_dir}" -j2 --target executor_train_throughput >&2
 fi
 

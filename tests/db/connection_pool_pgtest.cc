@@ -12,7 +12,7 @@ namespace {
 using std::chrono::milliseconds;
 
 std::unique_ptr<ConnectionPool> make_pool(int size) {
-  Result<std::string> conninfo = testing::create_database();
+  Result<std::string> conninfo = testing::create_schema();
   EXPECT_TRUE(conninfo.ok()) << conninfo.error().message;
   Result<std::unique_ptr<ConnectionPool>> pool = ConnectionPool::create(*conninfo, size);
   EXPECT_TRUE(pool.ok()) << pool.error().message;

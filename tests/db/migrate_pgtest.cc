@@ -9,8 +9,8 @@
 namespace tpujobs::db {
 namespace {
 
-std::unique_ptr<ConnectionPool> empty_database_pool(int size = 2) {
-  auto conninfo = testing::create_database();
+std::unique_ptr<ConnectionPool> empty_schema_pool(int size = 2) {
+  auto conninfo = testing::create_schema();
   EXPECT_TRUE(conninfo.ok()) << conninfo.error().message;
   auto pool = ConnectionPool::create(*conninfo, size);
   EXPECT_TRUE(pool.ok()) << pool.error().message;
@@ -36,7 +36,12 @@ TEST(MigrateTest, EmbeddedMigrationsAreNumberedFromOne) {
 }
 
 TEST(MigrateTest, CreatesTheDesignTablesAndIsIdempotent) {
-  auto pool = empty_database_pool();
+  // A whole database, as in production.
+  auto conninfo = testing::create_database();
+  ASSERT_TRUE(conninfo.ok()) << conninfo.error().message;
+  auto created = ConnectionPool::create(*conninfo, 2);
+  ASSERT_TRUE(created.ok()) << created.error().message;
+  std::unique_ptr<ConnectionPool> pool = std::move(*created);
   ASSERT_TRUE(migrate(*pool).ok());
   ASSERT_TRUE(migrate(*pool).ok());
   auto applied = applied_migrations(*pool);
@@ -58,7 +63,7 @@ TEST(MigrateTest, CreatesTheDesignTablesAndIsIdempotent) {
 }
 
 TEST(MigrateTest, ConcurrentProcessesApplyEachVersionOnce) {
-  auto conninfo = testing::create_database();
+  auto conninfo = testing::create_schema();
   ASSERT_TRUE(conninfo.ok());
   std::vector<Migration> migrations = embedded_migrations();
   // A slow second migration widens the window in which starters overlap.
@@ -83,7 +88,7 @@ TEST(MigrateTest, ConcurrentProcessesApplyEachVersionOnce) {
 }
 
 TEST(MigrateTest, FailedMigrationLeavesNothingBehind) {
-  auto pool = empty_database_pool();
+  auto pool = empty_schema_pool();
   std::vector<Migration> migrations = embedded_migrations();
   const int good = static_cast<int>(migrations.size());
   migrations.push_back({900, "900_broken.sql", "CREATE TABLE half_done (x integer); SELEC 1"});
@@ -93,12 +98,16 @@ TEST(MigrateTest, FailedMigrationLeavesNothingBehind) {
   auto applied = applied_migrations(*pool);
   ASSERT_TRUE(applied.ok());
   EXPECT_EQ(static_cast<std::size_t>(good), applied->size());
-  EXPECT_EQ("0", query_text(*pool, "SELECT count(*) FROM pg_tables WHERE tablename = 'half_done'"));
+  EXPECT_EQ("0", query_text(*pool,
+                            "SELECT count(*) FROM pg_tables WHERE tablename = 'half_done' AND "
+                            "schemaname = current_schema()"));
 
   // Fixed, it applies on the next start.
   migrations.back().sql = "CREATE TABLE half_done (x integer)";
   ASSERT_TRUE(migrate(*pool, migrations).ok());
-  EXPECT_EQ("1", query_text(*pool, "SELECT count(*) FROM pg_tables WHERE tablename = 'half_done'"));
+  EXPECT_EQ("1", query_text(*pool,
+                            "SELECT count(*) FROM pg_tables WHERE tablename = 'half_done' AND "
+                            "schemaname = current_schema()"));
   EXPECT_EQ("900_broken.sql",
             query_text(*pool, "SELECT name FROM schema_migrations WHERE version = 900"));
 }

@@ -139,6 +139,23 @@ TEST(NetworkGradients, SplitOverThePoolGivesTheSameGradients) {
   }
 }
 
+TEST(NetworkGradients, OverwritingEqualsZeroingThenAccumulating) {
+  Fixture f = build({linear(5), activation(LayerType::kLayerNorm), tied_linear(0)}, Loss::kCrossEntropy);
+  f.replica->zero_gradients();
+  f.replica->train_batch(kRows, 0.5f, 3);
+  const std::vector<float> accumulated = f.replica->gradients();
+  for (float& g : f.replica->gradients()) g = 123.0f;  // stale values from an earlier step
+  f.replica->train_batch(kRows, 0.5f, 3, /*accumulate=*/false);
+  // Equal up to rounding: Eigen may order a small product's sums differently for = and +=.
+  for (std::size_t i = 0; i < accumulated.size(); ++i) {
+    EXPECT_NEAR(f.replica->gradients()[i], accumulated[i], 1e-7 + 1e-5 * std::abs(accumulated[i])) << i;
+  }
+  f.replica->train_batch(kRows, 0.5f, 3, /*accumulate=*/true);
+  for (std::size_t i = 0; i < accumulated.size(); ++i) {
+    EXPECT_NEAR(f.replica->gradients()[i], 2 * accumulated[i], 1e-7 + 1e-5 * std::abs(accumulated[i]));
+  }
+}
+
 TEST(NetworkPrecision, Bf16RoundsMatmulInputsAndAccumulatesInFp32) {
   ModelSpec model;
   model.layers = {linear(1, false)};

@@ -197,12 +197,13 @@ TEST(XlaMetricsTest, SerializeRoundTripKeepsAWrappedSampleWindow) {
   std::optional<XlaMetrics> restored = XlaMetrics::deserialize(metrics.serialize(), time.clock());
   ASSERT_TRUE(restored.has_value());
   EXPECT_EQ(restored->report(), metrics.report());
-  // The next sample replaces the oldest retained one (477 ms) in both.
-  metrics.execute(milliseconds(1));
-  restored->execute(milliseconds(1));
+  // The next sample replaces the oldest retained one (5 s for 477 ms) in both:
+  // the 20th percentile, index 204 of [478, ..., 1500, 5000], moves from 681 to 682.
+  metrics.execute(seconds(5));
+  restored->execute(seconds(5));
   EXPECT_EQ(restored->report(), metrics.report());
-  EXPECT_NE(metrics.report().find("Percentiles: 1%=486ms000.000us;"), std::string::npos)
-      << metrics.report();
+  EXPECT_NE(metrics.report().find("  TotalSamples: 1501\n"), std::string::npos) << metrics.report();
+  EXPECT_NE(metrics.report().find("; 20%=682ms000.000us;"), std::string::npos) << metrics.report();
 }
 
 TEST(XlaMetricsTest, DeserializeRejectsWhatSerializeDidNotProduce) {

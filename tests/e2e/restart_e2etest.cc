@@ -1,0 +1,86 @@
+// A restart in the middle of a job: graceful (SIGTERM) and a crash
+// (SIGKILL). Either way the job resumes from its last checkpoint and
+// succeeds, its log sequence has no gap or duplicate, and no core stays held.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "service_process.h"
+
+namespace tpujobs::testing {
+namespace {
+
+using nlohmann::json;
+
+json long_spec(const std::string& name) {
+  return {{"name", name},
+          {"trainer", {{"devices", 8}, {"max_epochs", 12}, {"log_every_n_steps", 5}, {"checkpoint_every_n_steps", 10}}},
+          {"model", {{"layers", json::array({{{"type", "linear"}, {"out", 128}}, {{"type", "relu"}},
+                                             {{"type", "linear"}, {"out", 4}}})}}},
+          {"data", {{"dataset", {{"synthetic", "blobs"}, {"n", 20000}, {"features", 64}, {"classes", 4}}},
+                    {"batch_size", 32}}},
+          {"optimizer", {{"type", "adam"}, {"lr", 0.001}}}};
+}
+
+// Waits until the job has made progress past `step`.
+json wait_for_step(const ServiceProcess& service, std::int64_t id, std::int64_t step) {
+  json job;
+  for (int i = 0; i < 1200; ++i) {
+    job = service.get("/v1/jobs/" + std::to_string(id)).json();
+    if (job["state"] == "RUNNING" && job["progress"].is_object() && job["progress"]["step"].get<std::int64_t>() >= step) {
+      return job;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return job;
+}
+
+void expect_contiguous_logs(const ServiceProcess& service, std::int64_t id) {
+  const json logs = service.get("/v1/jobs/" + std::to_string(id) + "/logs?limit=10000").json();
+  std::int64_t expected = 1;
+  for (const json& line : logs["lines"]) {
+    ASSERT_EQ(line["seq"], expected) << "log sequence has a gap or a duplicate";
+    ++expected;
+  }
+  EXPECT_GT(expected, 10);
+}
+
+void restart_in_the_middle(bool crash) {
+  ServiceProcess first;
+  ASSERT_EQ(first.start(), "");
+  HttpResponse created = first.post("/v1/jobs", long_spec(crash ? "crash" : "graceful").dump());
+  ASSERT_EQ(created.status, 201) << created.body;
+  const std::int64_t id = created.json()["id"];
+  const json running = wait_for_step(first, id, 25);
+  ASSERT_EQ(running["state"], "RUNNING") << running.dump(2) << first.log();
+  if (crash) {
+    first.kill9();
+  } else {
+    ASSERT_EQ(first.stop(), 0) << first.log();
+  }
+
+  ServiceProcess::Options options;
+  options.state_dir = first.state_dir();
+  ServiceProcess second(options);
+  ASSERT_EQ(second.start(), "") << second.log();
+  const json done = second.wait_terminal(id, std::chrono::seconds(300));
+  ASSERT_EQ(done["state"], "SUCCEEDED") << done.dump(2) << second.log();
+
+  const json events = second.get("/v1/jobs/" + std::to_string(id) + "/events").json()["events"];
+  bool resumed = false;
+  for (const json& e : events) {
+    if (e["reason"].get<std::string>().find("Resumed from the checkpoint at step") != std::string::npos) resumed = true;
+  }
+  EXPECT_TRUE(resumed) << events.dump(2);
+  expect_contiguous_logs(second, id);
+  const json pool = second.get("/v1/pool").json();
+  EXPECT_EQ(pool["used_cores"], 0);
+  ASSERT_EQ(second.stop(), 0) << second.log();
+}
+
+TEST(Restart, GracefulStopResumesFromCheckpoint) { restart_in_the_middle(false); }
+
+TEST(Restart, CrashResumesFromCheckpoint) { restart_in_the_middle(true); }
+
+}  // namespace
+}  // namespace tpujobs::testing

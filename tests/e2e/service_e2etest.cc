@@ -1,0 +1,259 @@
+// End to end: the real binary, its embedded PostgreSQL, a real socket.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <thread>
+
+#include "service_process.h"
+
+namespace tpujobs::testing {
+namespace {
+
+using nlohmann::json;
+
+// One service for the whole file: starting PostgreSQL once keeps it quick.
+class Service : public ::testing::Environment {
+ public:
+  static ServiceProcess* instance;
+  void SetUp() override {
+    instance = new ServiceProcess();
+    const std::string error = instance->start();
+    ASSERT_EQ(error, "");
+  }
+  void TearDown() override {
+    EXPECT_EQ(instance->stop(), 0) << instance->log();
+    delete instance;
+  }
+};
+ServiceProcess* Service::instance = nullptr;
+
+ServiceProcess& service() { return *Service::instance; }
+
+json quick_spec(const std::string& name, int epochs = 3) {
+  return {{"name", name},
+          {"trainer", {{"devices", 1}, {"max_epochs", epochs}, {"log_every_n_steps", 2}}},
+          {"model", {{"layers", json::array({{{"type", "linear"}, {"out", 16}}, {{"type", "relu"}},
+                                             {{"type", "linear"}, {"out", 3}}})}}},
+          {"data", {{"dataset", "iris"}, {"batch_size", 16}}},
+          {"optimizer", {{"type", "adam"}, {"lr", 0.01}}}};
+}
+
+std::int64_t submit(const json& spec, const std::map<std::string, std::string>& headers = {}) {
+  HttpResponse r = service().post("/v1/jobs", spec.dump(), headers);
+  EXPECT_EQ(r.status, 201) << r.body;
+  return r.json().value("id", std::int64_t{0});
+}
+
+TEST(Service, DigitsExampleRunsFromQueuedToSucceeded) {
+  HttpResponse created = service().post("/v1/jobs", read_source_file("examples/digits-mlp.json"));
+  ASSERT_EQ(created.status, 201) << created.body;
+  const json job = created.json();
+  const std::int64_t id = job["id"];
+  EXPECT_EQ(created.header("location"), "/v1/jobs/" + std::to_string(id));
+  EXPECT_EQ(job["state"], "QUEUED");
+  EXPECT_EQ(job["resolved"]["cores"], 8);
+  EXPECT_EQ(job["resolved"]["precision"], "bf16-true");
+
+  const json done = service().wait_terminal(id);
+  ASSERT_EQ(done["state"], "SUCCEEDED") << done.dump(2);
+  EXPECT_GE(done["metrics"]["val_accuracy"].get<double>(), 0.9);
+  EXPECT_EQ(done["allocation"]["cores"].size(), 8u);
+  EXPECT_FALSE(done["started_at"].is_null());
+  EXPECT_FALSE(done["finished_at"].is_null());
+
+  const json events = service().get("/v1/jobs/" + std::to_string(id) + "/events").json()["events"];
+  std::vector<std::string> states;
+  for (const json& e : events) states.push_back(e["to"]);
+  EXPECT_EQ(states, (std::vector<std::string>{"QUEUED", "STARTING", "RUNNING", "SUCCEEDED"}));
+
+  const json logs = service().get("/v1/jobs/" + std::to_string(id) + "/logs").json();
+  std::string text;
+  std::int64_t expected_seq = 1;
+  for (const json& l : logs["lines"]) {
+    EXPECT_EQ(l["seq"], expected_seq++);
+    text += l["line"].get<std::string>() + "\n";
+  }
+  EXPECT_NE(text.find("TPU available: True, using: 8 TPU cores"), std::string::npos) << text;
+
+  const json metrics = service().get("/v1/jobs/" + std::to_string(id) + "/metrics").json();
+  EXPECT_GT(metrics["points"].size(), 1u);
+  HttpResponse report = service().get("/v1/jobs/" + std::to_string(id) + "/xla-report");
+  EXPECT_EQ(report.status, 200);
+  EXPECT_NE(report.body.find("Metric: CompileTime"), std::string::npos);
+  EXPECT_NE(report.body.find("Counter: UncachedCompile"), std::string::npos);
+}
+
+TEST(Service, MisconfiguredExampleIs422WithEveryLightningMessage) {
+  HttpResponse r = service().post("/v1/jobs", read_source_file("examples/misconfigured.json"));
+  ASSERT_EQ(r.status, 422) << r.body;
+  EXPECT_EQ(r.header("content-type"), "application/problem+json");
+  std::map<std::string, std::string> by_field;
+  for (const json& e : r.json()["errors"]) by_field[e["field"]] = e["message"];
+  EXPECT_EQ(by_field["trainer.devices"], "`devices` can only be 'auto', 1, 8 or [<0-7>] for TPUs. Got 3");
+  EXPECT_NE(by_field["trainer.precision"].find("is not supported in XLA"), std::string::npos);
+  EXPECT_NE(by_field["trainer.strategy"].find("XLAAccelerator"), std::string::npos);
+  // Nothing was stored.
+  EXPECT_EQ(service().get("/v1/jobs?name=runs-on-my-gpu-box").json()["jobs"].size(), 0u);
+}
+
+TEST(Service, ValidateReturnsResolvedRequestAndEstimateWithoutStoring) {
+  HttpResponse r = service().post("/v1/jobs:validate", read_source_file("examples/v3-32-slice.json"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json body = r.json();
+  EXPECT_TRUE(body["valid"]);
+  EXPECT_EQ(body["resolved"]["accelerator_type"], "v3-32");
+  EXPECT_EQ(body["resolved"]["hosts"], 4);
+  EXPECT_GT(body["estimate"]["hbm_per_core"]["total"].get<double>(), 0);
+  EXPECT_EQ(service().get("/v1/jobs?name=blobs-v3-32").json()["jobs"].size(), 0u);
+}
+
+TEST(Service, IdempotencyKeyReturnsTheSameJobAndRefusesAnotherSpec) {
+  const json spec = quick_spec("idempotent");
+  HttpResponse first = service().post("/v1/jobs", spec.dump(), {{"Idempotency-Key", "pipeline-7-step-3"}});
+  ASSERT_EQ(first.status, 201) << first.body;
+  HttpResponse again = service().post("/v1/jobs", spec.dump(), {{"Idempotency-Key", "pipeline-7-step-3"}});
+  EXPECT_EQ(again.status, 200) << again.body;
+  EXPECT_EQ(again.json()["id"], first.json()["id"]);
+  json other = spec;
+  other["priority"] = 3;
+  HttpResponse conflict = service().post("/v1/jobs", other.dump(), {{"Idempotency-Key", "pipeline-7-step-3"}});
+  EXPECT_EQ(conflict.status, 409) << conflict.body;
+  EXPECT_EQ(conflict.json()["job_id"], first.json()["id"]);
+  service().wait_terminal(first.json()["id"]);
+}
+
+TEST(Service, BodiesOverTheCapAre413) {
+  std::string big = "{\"name\": \"" + std::string(2 << 20, 'x') + "\"}";
+  HttpResponse r = service().post("/v1/jobs", big);
+  EXPECT_EQ(r.status, 413);
+  EXPECT_EQ(service().get("/healthz").status, 200);
+}
+
+TEST(Service, MalformedHttpGets400AndTheServiceStaysUp) {
+  const std::string answer = raw_exchange(service().port(), "GARBAGE\r\n\r\n", std::chrono::seconds(5));
+  EXPECT_NE(answer.find("400"), std::string::npos) << answer;
+  EXPECT_EQ(service().get("/healthz").status, 200);
+}
+
+TEST(Service, CancelStopsARunningJobAndASecondCancelIs409) {
+  json spec = quick_spec("to-cancel", 100000);
+  spec["data"] = {{"dataset", {{"synthetic", "blobs"}, {"n", 20000}, {"features", 64}, {"classes", 4}}}, {"batch_size", 32}};
+  spec["model"]["layers"][2]["out"] = 4;
+  const std::int64_t id = submit(spec);
+  for (int i = 0; i < 300; ++i) {
+    if (service().get("/v1/jobs/" + std::to_string(id)).json()["state"] == "RUNNING") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  HttpResponse cancel = service().post("/v1/jobs/" + std::to_string(id) + "/cancel");
+  EXPECT_EQ(cancel.status, 202) << cancel.body;
+  const json done = service().wait_terminal(id, std::chrono::seconds(30));
+  EXPECT_EQ(done["state"], "CANCELLED");
+  EXPECT_EQ(service().post("/v1/jobs/" + std::to_string(id) + "/cancel").status, 409);
+}
+
+TEST(Service, ListPagesNewestFirstWithoutDuplicatesOrGaps) {
+  std::set<std::int64_t> submitted;
+  for (int i = 0; i < 5; ++i) submitted.insert(submit(quick_spec("page-me", 1)));
+  std::vector<std::int64_t> seen;
+  std::string cursor;
+  for (int page = 0; page < 10; ++page) {
+    std::string target = "/v1/jobs?name=page-me&limit=2";
+    if (!cursor.empty()) target += "&cursor=" + cursor;
+    const json body = service().get(target).json();
+    for (const json& j : body["jobs"]) seen.push_back(j["id"]);
+    if (body["next_cursor"].is_null()) break;
+    cursor = body["next_cursor"];
+  }
+  ASSERT_EQ(seen.size(), 5u);
+  EXPECT_TRUE(std::is_sorted(seen.rbegin(), seen.rend()));
+  EXPECT_EQ(std::set<std::int64_t>(seen.begin(), seen.end()), submitted);
+  for (std::int64_t id : submitted) service().wait_terminal(id);
+}
+
+TEST(Service, LogsFollowAsServerSentEventsUntilTheEnd) {
+  const std::int64_t id = submit(quick_spec("follow-me", 5));
+  std::vector<std::int64_t> seqs;
+  std::string end_state;
+  const int status = read_event_stream(
+      service().port(), "/v1/jobs/" + std::to_string(id) + "/logs",
+      [&](const std::string& event, const std::string& data) {
+        const json payload = json::parse(data);
+        if (event == "log") seqs.push_back(payload["seq"]);
+        if (event == "end") {
+          end_state = payload["state"];
+          return false;
+        }
+        return true;
+      },
+      std::chrono::seconds(60));
+  EXPECT_EQ(status, 200);
+  EXPECT_EQ(end_state, "SUCCEEDED");
+  ASSERT_FALSE(seqs.empty());
+  for (std::size_t i = 0; i < seqs.size(); ++i) EXPECT_EQ(seqs[i], static_cast<std::int64_t>(i + 1));
+}
+
+TEST(Service, HealthReadinessMetricsAndOpenApi) {
+  EXPECT_EQ(service().get("/healthz").status, 200);
+  HttpResponse ready = service().get("/readyz");
+  EXPECT_EQ(ready.status, 200);
+  EXPECT_EQ(ready.json()["database"], "ok");
+  HttpResponse metrics = service().get("/metrics");
+  EXPECT_EQ(metrics.status, 200);
+  EXPECT_NE(metrics.body.find("tpujobs_jobs{state=\"SUCCEEDED\"}"), std::string::npos);
+  EXPECT_NE(metrics.body.find("tpujobs_queue_depth"), std::string::npos);
+  EXPECT_NE(metrics.body.find("tpujobs_cores_in_use"), std::string::npos);
+  EXPECT_NE(metrics.body.find("tpujobs_http_request_duration_seconds_bucket"), std::string::npos);
+  HttpResponse doc = service().get("/openapi.json");
+  EXPECT_EQ(doc.status, 200);
+  EXPECT_TRUE(doc.json()["paths"].contains("/v1/jobs/{id}/wait"));
+}
+
+TEST(Service, PoolShowsHostsAndAdminActionsChangeHealth) {
+  json pool = service().get("/v1/pool").json();
+  ASSERT_EQ(pool["hosts"].size(), 4u);
+  EXPECT_EQ(pool["total_cores"], 32);
+  const std::string host = pool["hosts"][3]["name"];
+  EXPECT_EQ(service().post("/v1/pool/hosts/" + host + ":drain").status, 200);
+  pool = service().get("/v1/pool").json();
+  EXPECT_EQ(pool["hosts"][3]["health"], "draining");
+  EXPECT_EQ(service().post("/v1/pool/hosts/" + host + ":recover").status, 200);
+  EXPECT_EQ(service().get("/v1/pool").json()["hosts"][3]["health"], "healthy");
+  EXPECT_EQ(service().post("/v1/pool/hosts/no-such-host:fail").status, 404);
+}
+
+TEST(Service, AFailedHostEndsItsJobWithUnavailable) {
+  json spec = quick_spec("on-a-dying-host", 100000);
+  spec["trainer"]["devices"] = 8;
+  spec["data"] = {{"dataset", {{"synthetic", "blobs"}, {"n", 20000}, {"features", 64}, {"classes", 4}}}, {"batch_size", 32}};
+  spec["model"]["layers"][2]["out"] = 4;
+  const std::int64_t id = submit(spec);
+  json job;
+  for (int i = 0; i < 300; ++i) {
+    job = service().get("/v1/jobs/" + std::to_string(id)).json();
+    if (job["state"] == "RUNNING") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(job["state"], "RUNNING");
+  const std::string host = job["allocation"]["hosts"][0];
+  EXPECT_EQ(service().post("/v1/pool/hosts/" + host + ":fail").status, 200);
+  const json done = service().wait_terminal(id, std::chrono::seconds(30));
+  EXPECT_EQ(done["state"], "FAILED");
+  EXPECT_EQ(done["error"]["type"], "UNAVAILABLE");
+  EXPECT_EQ(done["error"]["message"], "failed to connect to all addresses");
+  EXPECT_EQ(service().post("/v1/pool/hosts/" + host + ":recover").status, 200);
+}
+
+TEST(Service, UnknownJobsAre404ProblemJson) {
+  HttpResponse r = service().get("/v1/jobs/999999");
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(r.header("content-type"), "application/problem+json");
+}
+
+}  // namespace
+}  // namespace tpujobs::testing
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  ::testing::AddGlobalTestEnvironment(new tpujobs::testing::Service);
+  return RUN_ALL_TESTS();
+}

@@ -1,0 +1,128 @@
+#include "service_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+namespace tpujobs::testing {
+
+ServiceProcess::ServiceProcess(Options options) : options_(std::move(options)) {
+  if (options_.state_dir.empty()) {
+    std::string pattern = (std::filesystem::temp_directory_path() / "tpujobs-e2e-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    options_.state_dir = pattern;
+    temporary_ = true;
+  }
+}
+
+ServiceProcess::~ServiceProcess() {
+  if (pid_ > 0) stop();
+  if (temporary_) {
+    std::error_code ignored;
+    std::filesystem::remove_all(options_.state_dir, ignored);
+  }
+}
+
+std::string ServiceProcess::log() const {
+  std::ifstream in(log_path_);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string ServiceProcess::start(std::chrono::seconds timeout) {
+  static int generation = 0;
+  log_path_ = std::filesystem::temp_directory_path() /
+              ("tpujobs-e2e-" + std::to_string(getpid()) + "-" + std::to_string(++generation) + ".log");
+  std::vector<std::string> args = {TPUJOBS_BINARY, "serve", "--listen", "127.0.0.1:0", "--pool", options_.pool,
+                                   "--state-dir", options_.state_dir.string()};
+  args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
+  pid_ = fork();
+  if (pid_ < 0) return "fork failed";
+  if (pid_ == 0) {
+    const int fd = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+      close(fd);
+    }
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  const std::regex listening("listening on http://127\\.0\\.0\\.1:([0-9]+)");
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::smatch match;
+    const std::string text = log();
+    if (std::regex_search(text, match, listening)) {
+      port_ = std::stoi(match[1]);
+      return {};
+    }
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return "tpujobs exited before listening:\n" + text;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return "tpujobs did not start listening in time:\n" + log();
+}
+
+int ServiceProcess::stop(std::chrono::seconds timeout) {
+  if (pid_ <= 0) return -1;
+  kill(pid_, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+  return -1;
+}
+
+void ServiceProcess::kill9() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+}
+
+nlohmann::json ServiceProcess::wait_terminal(std::int64_t id, std::chrono::seconds timeout) const {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  nlohmann::json job;
+  while (std::chrono::steady_clock::now() < deadline) {
+    HttpResponse r = http(port_, "GET", "/v1/jobs/" + std::to_string(id) + "/wait?timeout=10");
+    if (r.status == 200) {
+      job = r.json();
+      const std::string state = job.value("state", "");
+      if (state == "SUCCEEDED" || state == "FAILED" || state == "CANCELLED") return job;
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  return job;
+}
+
+std::string read_source_file(const std::string& relative) {
+  std::ifstream in(std::string(TPUJOBS_SOURCE_DIR) + "/" + relative);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace tpujobs::testing

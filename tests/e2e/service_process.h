@@ -1,0 +1,62 @@
+// Runs the real `tpujobs serve` binary for end-to-end tests: a private state
+// directory (so a private embedded PostgreSQL), a free port, and stop by
+// SIGTERM or SIGKILL of the process it started.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "http_client.h"
+
+namespace tpujobs::testing {
+
+class ServiceProcess {
+ public:
+  struct Options {
+    std::string pool = "v3-32";
+    std::vector<std::string> extra_args;
+    std::filesystem::path state_dir;  // empty: a new temporary directory
+  };
+
+  explicit ServiceProcess(Options options);
+  ServiceProcess() : ServiceProcess(Options{}) {}
+  ~ServiceProcess();  // stops the service, removes a temporary state dir
+
+  // Starts the binary and waits until it listens. Returns an error message, or "".
+  std::string start(std::chrono::seconds timeout = std::chrono::seconds(90));
+  // SIGTERM and wait for a graceful exit; returns the exit code (-1 on timeout).
+  int stop(std::chrono::seconds timeout = std::chrono::seconds(60));
+  // SIGKILL: a crash. The embedded PostgreSQL it started is left behind, as
+  // after a real crash.
+  void kill9();
+
+  int port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  const std::filesystem::path& state_dir() const { return options_.state_dir; }
+  std::string log() const;  // what the service printed
+
+  HttpResponse get(const std::string& target) const { return http(port_, "GET", target); }
+  HttpResponse post(const std::string& target, const std::string& body = "",
+                    const std::map<std::string, std::string>& headers = {}) const {
+    return http(port_, "POST", target, body, headers);
+  }
+  // Polls GET /v1/jobs/{id} until its state is terminal; returns the job.
+  nlohmann::json wait_terminal(std::int64_t id, std::chrono::seconds timeout = std::chrono::seconds(120)) const;
+
+ private:
+  Options options_;
+  bool temporary_ = false;
+  pid_t pid_ = -1;
+  int port_ = 0;
+  std::filesystem::path log_path_;
+};
+
+// The text of a file in the repository (examples/...).
+std::string read_source_file(const std::string& relative);
+
+}  // namespace tpujobs::testing
