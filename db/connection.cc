@@ -117,13 +117,20 @@ std::string QueryResult::bytes(int row, int column) const {
 }
 
 Result<std::unique_ptr<Connection>> Connection::open(const std::string& conninfo) {
-  pg_conn* raw = PQconnectdb(conninfo.c_str());
+  // Parameters listed before the expanded dbname act as defaults.
+  const char* keywords[] = {"connect_timeout", "application_name", "dbname", nullptr};
+  const char* values[] = {"10", "tpujobs", conninfo.c_str(), nullptr};
+  pg_conn* raw = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
   if (raw == nullptr) return make_error(ErrorCode::kInternal, "libpq could not allocate");
   std::unique_ptr<Connection> connection(new Connection(raw));
   if (PQstatus(raw) != CONNECTION_OK) {
     return make_error(ErrorCode::kUnavailable,
                       "cannot connect to PostgreSQL: " + trimmed(PQerrorMessage(raw)));
   }
+  // Server NOTICEs ("... does not exist, skipping") are not errors; libpq
+  // would print them on stderr.
+  PQsetNoticeProcessor(
+      raw, [](void*, const char*) {}, nullptr);
   // Timestamps are read and written as ISO text in UTC (see pg_text.h).
   Status session = connection->execute_script(
       "SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET IntervalStyle = 'postgres'");

@@ -102,7 +102,8 @@ class QueryResult {
 class Connection {
  public:
   // Connects with a libpq conninfo ("host=... dbname=..." or a postgresql://
-  // URL). kUnavailable when the server cannot be reached.
+  // URL); connect_timeout defaults to 10 s unless the conninfo sets it.
+  // kUnavailable when the server cannot be reached.
   static Result<std::unique_ptr<Connection>> open(const std::string& conninfo);
   ~Connection();
   Connection(const Connection&) = delete;
@@ -155,8 +156,9 @@ class Transaction {
     return connection_->execute_script(trusted_sql);
   }
 
-  // Commits. After a failed statement the server refuses the commit, and the
-  // result is that statement's failure mode (kInternal at worst).
+  // Commits. When a statement in the transaction failed, nothing is
+  // committed and the result is kInvalid. kUnavailable when the connection
+  // dropped (the outcome is then unknown).
   Status commit();
 
  private:

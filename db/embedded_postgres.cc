@@ -13,7 +13,6 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "db/connection.h"
@@ -74,16 +73,24 @@ std::string quote_conninfo(const std::string& value) {
 
 bool alive(pid_t pid) { return kill(pid, 0) == 0 || errno == EPERM; }
 
-// True when pid is a running PostgreSQL server process. A PID recorded by a
-// server that crashed may since have been given to an unrelated process.
-bool is_live_postgres(pid_t pid) {
+// True when pid is a running PostgreSQL server process working on data_dir.
+// A PID recorded by a server that crashed may since have been given to an
+// unrelated process, or to another cluster's server.
+bool is_live_postgres(pid_t pid, const fs::path& data_dir) {
   if (pid <= 0 || pid == getpid() || !alive(pid)) return false;
+  const std::string proc = "/proc/" + std::to_string(pid);
   char target[4096];
-  const std::string link = "/proc/" + std::to_string(pid) + "/exe";
-  const ssize_t length = readlink(link.c_str(), target, sizeof target - 1);
+  ssize_t length = readlink((proc + "/exe").c_str(), target, sizeof target - 1);
   if (length < 0) return errno != ENOENT;  // cannot tell (permissions): assume it is
   target[length] = '\0';
-  return fs::path(target).filename().string().starts_with("postgres");
+  if (!fs::path(target).filename().string().starts_with("postgres")) return false;
+  // The postmaster and its children run with the data directory as cwd.
+  length = readlink((proc + "/cwd").c_str(), target, sizeof target - 1);
+  if (length < 0) return errno != ENOENT;
+  target[length] = '\0';
+  std::error_code error;
+  const fs::path ours = fs::canonical(data_dir, error);
+  return error || fs::path(target) == ours;
 }
 
 // Waits until the child exits or the deadline passes; true when it exited.
@@ -190,7 +197,8 @@ Status check_reachable(const fs::path& dir, const Identity& identity) {
       return make_error(ErrorCode::kInvalid,
                         "PostgreSQL runs as uid " + std::to_string(identity.uid) +
                             " and cannot reach " + dir.string() + ": " + current.string() +
-                            " is not searchable by it; choose a state directory outside it");
+                            " is not searchable by it; choose a state directory outside it (for "
+                            "example under /var/lib or /tmp)");
     }
     if (current == current.root_path()) break;
   }
@@ -318,10 +326,10 @@ Status EmbeddedPostgres::launch() {
     pid_t recorded = 0;
     in >> recorded;
     const auto deadline = Clock::now() + options_.wait_for_previous_server;
-    while (is_live_postgres(recorded) && Clock::now() < deadline) {
+    while (is_live_postgres(recorded, data_dir()) && Clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    if (is_live_postgres(recorded)) {
+    if (is_live_postgres(recorded, data_dir())) {
       return make_error(ErrorCode::kConflict, "PostgreSQL (pid " + std::to_string(recorded) +
                                                   ") is already running on " + data_dir().string() +
                                                   "; stop it or use another state directory");

@@ -42,8 +42,9 @@ class EmbeddedPostgres {
   // accepts connections and makes sure database "tpujobs" exists. Runs the
   // server as an unprivileged user (postgres, else nobody) when called as
   // root. The server is stopped when the returned object dies. Errors:
-  // kInvalid for an unusable state_dir or bin_dir, kConflict when another
-  // live postmaster owns state_dir, kUnavailable when the server does not
+  // kInvalid for an unusable state_dir or bin_dir (as root: also when the
+  // unprivileged user cannot reach state_dir), kConflict when another live
+  // postmaster owns state_dir, kUnavailable when the server does not
   // come up in time (the message quotes the tail of postgres.log).
   //
   // The server gets the parent-death signal of the calling thread: call from
@@ -54,7 +55,8 @@ class EmbeddedPostgres {
   EmbeddedPostgres(const EmbeddedPostgres&) = delete;
   EmbeddedPostgres& operator=(const EmbeddedPostgres&) = delete;
 
-  // "host=<state_dir> port=5432 dbname=tpujobs user=tpujobs".
+  // "host='<state_dir>' port=5432 dbname='tpujobs' user=tpujobs" (values
+  // quoted for libpq).
   std::string conninfo() const { return conninfo_for("tpujobs"); }
   // The same server, another database.
   std::string conninfo_for(const std::string& database) const;

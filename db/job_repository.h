@@ -24,6 +24,9 @@ std::string_view to_string(JobState state);  // "QUEUED", ...
 std::optional<JobState> parse_job_state(std::string_view text);
 bool is_terminal(JobState state);
 
+// Row structs give every member an initializer ({} included) so callers can
+// use designated initializers under -Wextra.
+
 // A job as submitted; the repository assigns id, state QUEUED and times.
 struct NewJob {
   std::string tenant{};

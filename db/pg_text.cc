@@ -1,6 +1,5 @@
 #include "db/pg_text.h"
 
-#include <charconv>
 #include <cstdio>
 
 namespace tpujobs::db {
@@ -74,7 +73,11 @@ std::optional<TimePoint> parse_timestamp(std::string_view text) {
 }
 
 std::string array_literal(std::span<const std::optional<std::string>> elements) {
-  std::string out = "{";
+  std::size_t size = 2;
+  for (const auto& element : elements) size += element ? element->size() + 3 : 5;
+  std::string out;
+  out.reserve(size + size / 16);
+  out += '{';
   for (std::size_t i = 0; i < elements.size(); ++i) {
     if (i > 0) out += ',';
     if (!elements[i]) {
@@ -82,10 +85,16 @@ std::string array_literal(std::span<const std::optional<std::string>> elements) 
       continue;
     }
     out += '"';
-    for (char c : *elements[i]) {
-      if (c == '"' || c == '\\') out += '\\';
-      out += c;
+    const std::string_view text = *elements[i];
+    std::size_t start = 0;
+    for (std::size_t special = text.find_first_of("\"\\"); special != std::string_view::npos;
+         special = text.find_first_of("\"\\", start)) {
+      out.append(text, start, special - start);
+      out += '\\';
+      out += text[special];
+      start = special + 1;
     }
+    out.append(text, start);
     out += '"';
   }
   out += '}';

@@ -30,7 +30,8 @@ std::vector<std::string_view> split_fields(std::string_view line) {
   std::size_t start = 0;
   while (true) {
     const std::size_t comma = line.find(',', start);
-    fields.push_back(trim(line.substr(start, comma == std::string_view::npos ? line.npos : comma - start)));
+    fields.push_back(
+        trim(line.substr(start, comma == std::string_view::npos ? line.npos : comma - start)));
     if (comma == std::string_view::npos) break;
     start = comma + 1;
   }
@@ -139,8 +140,8 @@ std::variant<CsvTable, std::string> parse_csv(std::string_view text, Loss loss) 
     for (std::size_t i = 0; i < fields.size(); ++i) {
       double value = 0;
       if (!parse_number(fields[i], &value) || !std::isfinite(value)) {
-        return "line " + std::to_string(line_number) + ", column '" + table.columns[i] + "': " +
-               quoted(fields[i]) + " is not a finite number";
+        return "line " + std::to_string(line_number) + ", column '" + table.columns[i] +
+               "': " + quoted(fields[i]) + " is not a finite number";
       }
       if (static_cast<int>(i) != label_column) {
         table.values.push_back(static_cast<float>(value));
@@ -167,9 +168,10 @@ std::variant<CsvTable, std::string> parse_csv(std::string_view text, Loss loss) 
   return table;
 }
 
-std::variant<Dataset, std::string> generate_synthetic(const SyntheticData& spec,
-                                                      std::uint64_t seed, int* classes) {
-  const int min_features = spec.kind == SyntheticKind::kBlobs || spec.kind == SyntheticKind::kRegression ? 1 : 2;
+std::variant<Dataset, std::string> generate_synthetic(const SyntheticData& spec, std::uint64_t seed,
+                                                      int* classes) {
+  const int min_features =
+      spec.kind == SyntheticKind::kBlobs || spec.kind == SyntheticKind::kRegression ? 1 : 2;
   if (spec.n < 2) return std::string("synthetic data: n must be at least 2");
   if (spec.features < min_features) {
     return "synthetic data: features must be at least " + std::to_string(min_features);
@@ -182,8 +184,12 @@ std::variant<Dataset, std::string> generate_synthetic(const SyntheticData& spec,
   }
   int class_count = 0;
   switch (spec.kind) {
-    case SyntheticKind::kXor: class_count = 2; break;
-    case SyntheticKind::kRegression: class_count = 0; break;
+    case SyntheticKind::kXor:
+      class_count = 2;
+      break;
+    case SyntheticKind::kRegression:
+      class_count = 0;
+      break;
     default:
       if (spec.classes < 2 || spec.classes > 1000) {
         return std::string("synthetic data: classes must be between 2 and 1000");
@@ -204,7 +210,8 @@ std::variant<Dataset, std::string> generate_synthetic(const SyntheticData& spec,
       for (int i = 0; i < spec.n; ++i) {
         const int label = i % class_count;
         for (int j = 0; j < f; ++j) {
-          data.values[std::size_t(i) * f + j] = static_cast<float>(centres[std::size_t(label) * f + j] + spec.noise * rng.normal());
+          data.values[std::size_t(i) * f + j] =
+              static_cast<float>(centres[std::size_t(label) * f + j] + spec.noise * rng.normal());
         }
         data.labels[i] = static_cast<float>(label);
       }
@@ -215,9 +222,12 @@ std::variant<Dataset, std::string> generate_synthetic(const SyntheticData& spec,
         const int label = i % class_count;
         const double t = rng.uniform();
         const double angle = 6.283185307179586 * label / class_count + 3.0 * t * 3.141592653589793;
-        data.values[std::size_t(i) * f + 0] = static_cast<float>(t * std::cos(angle) + spec.noise * rng.normal());
-        data.values[std::size_t(i) * f + 1] = static_cast<float>(t * std::sin(angle) + spec.noise * rng.normal());
-        for (int j = 2; j < f; ++j) data.values[std::size_t(i) * f + j] = static_cast<float>(spec.noise * rng.normal());
+        data.values[std::size_t(i) * f + 0] =
+            static_cast<float>(t * std::cos(angle) + spec.noise * rng.normal());
+        data.values[std::size_t(i) * f + 1] =
+            static_cast<float>(t * std::sin(angle) + spec.noise * rng.normal());
+        for (int j = 2; j < f; ++j)
+          data.values[std::size_t(i) * f + j] = static_cast<float>(spec.noise * rng.normal());
         data.labels[i] = static_cast<float>(label);
       }
       break;
@@ -228,7 +238,8 @@ std::variant<Dataset, std::string> generate_synthetic(const SyntheticData& spec,
         data.labels[i] = (x0 > 0) == (x1 > 0) ? 0.0f : 1.0f;
         data.values[std::size_t(i) * f + 0] = static_cast<float>(x0 + spec.noise * rng.normal());
         data.values[std::size_t(i) * f + 1] = static_cast<float>(x1 + spec.noise * rng.normal());
-        for (int j = 2; j < f; ++j) data.values[std::size_t(i) * f + j] = static_cast<float>(rng.uniform(-1.0, 1.0));
+        for (int j = 2; j < f; ++j)
+          data.values[std::size_t(i) * f + j] = static_cast<float>(rng.uniform(-1.0, 1.0));
       }
       break;
     }
@@ -257,9 +268,10 @@ std::variant<DatasetSplit, std::string> load_dataset(const DataSpec& data, Loss 
   Dataset all;
   if (const auto* synthetic = std::get_if<SyntheticData>(&data.source)) {
     if ((synthetic->kind == SyntheticKind::kRegression) != (loss == Loss::kMse)) {
-      return std::string(loss == Loss::kMse
-                             ? "loss mse needs a regression dataset (synthetic: regression, or an upload)"
-                             : "synthetic regression data needs loss mse");
+      return std::string(
+          loss == Loss::kMse
+              ? "loss mse needs a regression dataset (synthetic: regression, or an upload)"
+              : "synthetic regression data needs loss mse");
     }
     auto generated = generate_synthetic(*synthetic, seed, &split.classes);
     if (auto* error = std::get_if<std::string>(&generated)) return *error;
@@ -285,7 +297,8 @@ std::variant<DatasetSplit, std::string> load_dataset(const DataSpec& data, Loss 
       split.description = "upload " + id;
     }
     auto parsed = parse_csv(csv, loss);
-    if (auto* error = std::get_if<std::string>(&parsed)) return "dataset " + split.description + ": " + *error;
+    if (auto* error = std::get_if<std::string>(&parsed))
+      return "dataset " + split.description + ": " + *error;
     CsvTable& table = std::get<CsvTable>(parsed);
     all.features = table.features;
     all.rows = table.rows;
@@ -293,9 +306,9 @@ std::variant<DatasetSplit, std::string> load_dataset(const DataSpec& data, Loss 
     all.labels = std::move(table.labels);
     split.classes = table.classes;
   }
-  split.description += " (" + std::to_string(all.rows) + " samples, " +
-                       std::to_string(all.features) + " features" +
-                       (split.classes > 0 ? ", " + std::to_string(split.classes) + " classes" : "") + ")";
+  split.description +=
+      " (" + std::to_string(all.rows) + " samples, " + std::to_string(all.features) + " features" +
+      (split.classes > 0 ? ", " + std::to_string(split.classes) + " classes" : "") + ")";
 
   if (!(data.val_fraction >= 0 && data.val_fraction < 1)) {
     return std::string("val_fraction must be in [0, 1)");

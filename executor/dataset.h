@@ -22,8 +22,8 @@ struct Dataset {
 
 struct DatasetSplit {
   Dataset train;
-  Dataset validation;  // empty when val_fraction is 0
-  int classes = 0;     // 0 for regression
+  Dataset validation;       // empty when val_fraction is 0
+  int classes = 0;          // 0 for regression
   std::string description;  // "digits (1797 samples, 64 features, 10 classes)"
 };
 
@@ -39,7 +39,7 @@ std::variant<DatasetSplit, std::string> load_dataset(const DataSpec& data, Loss 
 // centres uniform in [-1, 1]^features), spirals (one arm per class in the
 // first two features), xor (the sign of x0*x1; always 2 classes), regression
 // (a fixed random linear function plus Gaussian noise).
-std::variant<Dataset, std::string> generate_synthetic(const SyntheticData& spec,
-                                                      std::uint64_t seed, int* classes);
+std::variant<Dataset, std::string> generate_synthetic(const SyntheticData& spec, std::uint64_t seed,
+                                                      int* classes);
 
 }  // namespace tpujobs::executor

@@ -98,7 +98,7 @@ struct TrainingResult {
   std::int64_t steps = 0;
   std::string xla_report;             // torch_xla's metrics_report() layout
   std::vector<std::string> warnings;  // the advisor's, and Lightning's (e.g. weight tying)
-  // A hash of the final parameters' exact bits ("fnv1a64:0123abcd..."): equal
+  // A hash of the final parameters' exact bits ("hash64:0123abcd..."): equal
   // digests mean bit-identical parameters (e.g. a resumed and an
   // uninterrupted run). Empty if training did not get as far as building them.
   std::string parameters_digest;
@@ -119,8 +119,8 @@ struct Estimate {
   std::int64_t steps_per_epoch = 0;  // optimizer steps
   std::int64_t total_steps = 0;      // -1 when unbounded
   HbmUsage hbm;
-  std::vector<std::string> advice;   // the performance advisor's warnings
-  double estimated_step_seconds = 0; // on the real generation: always an estimate
+  std::vector<std::string> advice;    // the performance advisor's warnings
+  double estimated_step_seconds = 0;  // on the real generation: always an estimate
   double mxu_utilization = 0;
 };
 
@@ -134,10 +134,10 @@ std::variant<Estimate, JobError> estimate(const TrainingSpec& spec, const Device
 struct CsvTable {
   std::vector<std::string> columns;  // as in the header, `label` included
   std::int64_t rows = 0;
-  int classes = 0;              // 1 + the largest label (classification); 0 for regression
-  int features = 0;             // columns other than `label`
-  std::vector<float> values;    // rows x features, row-major, in file order
-  std::vector<float> labels;    // one per row
+  int classes = 0;            // 1 + the largest label (classification); 0 for regression
+  int features = 0;           // columns other than `label`
+  std::vector<float> values;  // rows x features, row-major, in file order
+  std::vector<float> labels;  // one per row
 };
 
 // Parses a CSV with a header row; numeric feature columns and a `label` column

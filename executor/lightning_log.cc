@@ -9,13 +9,20 @@ namespace {
 
 const char* layer_type_name(LayerType type) {
   switch (type) {
-    case LayerType::kLinear: return "Linear";
-    case LayerType::kRelu: return "ReLU";
-    case LayerType::kGelu: return "GELU";
-    case LayerType::kTanh: return "Tanh";
-    case LayerType::kSigmoid: return "Sigmoid";
-    case LayerType::kDropout: return "Dropout";
-    case LayerType::kLayerNorm: return "LayerNorm";
+    case LayerType::kLinear:
+      return "Linear";
+    case LayerType::kRelu:
+      return "ReLU";
+    case LayerType::kGelu:
+      return "GELU";
+    case LayerType::kTanh:
+      return "Tanh";
+    case LayerType::kSigmoid:
+      return "Sigmoid";
+    case LayerType::kDropout:
+      return "Dropout";
+    case LayerType::kLayerNorm:
+      return "LayerNorm";
   }
   return "?";
 }
@@ -49,7 +56,8 @@ std::string clock_time(double seconds) {
 
 std::string human_readable_count(std::int64_t number) {
   static const char* kLabels[] = {" ", "K", "M", "B", "T"};
-  const int digits = number > 0 ? static_cast<int>(std::floor(std::log10(static_cast<double>(number)))) + 1 : 1;
+  const int digits =
+      number > 0 ? static_cast<int>(std::floor(std::log10(static_cast<double>(number)))) + 1 : 1;
   const int groups = std::min(5, (digits + 2) / 3);
   const double scaled = static_cast<double>(number) * std::pow(10.0, -3.0 * (groups - 1));
   char text[48];
@@ -68,7 +76,8 @@ std::vector<std::string> model_summary(const ModelSpec& model, const ModelShape&
   std::vector<std::vector<std::string>> rows;
   for (std::size_t i = 0; i < shape.layers.size(); ++i) {
     std::string type = layer_type_name(shape.layers[i].type);
-    if (model.layers[i].tie) type += " (tied to layers." + std::to_string(*model.layers[i].tie) + ")";
+    if (model.layers[i].tie)
+      type += " (tied to layers." + std::to_string(*model.layers[i].tie) + ")";
     rows.push_back({std::to_string(i), "layers." + std::to_string(i), type,
                     human_readable_count(shape.layers[i].parameters)});
   }
@@ -77,8 +86,8 @@ std::vector<std::string> model_summary(const ModelSpec& model, const ModelShape&
     for (int c = 0; c < 4; ++c) widths[c] = std::max(widths[c], row[c].size());
   }
   auto render = [&](const std::vector<std::string>& row) {
-    return pad(row[0], widths[0]) + " | " + pad(row[1], widths[1]) + " | " + pad(row[2], widths[2]) +
-           " | " + row[3];
+    return pad(row[0], widths[0]) + " | " + pad(row[1], widths[1]) + " | " +
+           pad(row[2], widths[2]) + " | " + row[3];
   };
   std::vector<std::string> lines;
   const std::string header = render({"", "Name", "Type", "Params"});

@@ -21,8 +21,9 @@ std::string human_readable_count(std::int64_t number);
 std::vector<std::string> model_summary(const ModelSpec& model, const ModelShape& shape);
 
 // The final state of an epoch's progress bar, e.g.
-// "Epoch 3: 100%|██████████| 23/23 [00:01<00:00, 18.52it/s, loss=0.123, val_loss=0.0912, val_accuracy=0.972]".
-// `elapsed_seconds` <= 0 prints "?it/s". Values print with 3 significant digits.
+// "Epoch 3: 100%|██████████| 23/23 [00:01<00:00, 18.52it/s, loss=0.123, val_loss=0.0912,
+// val_accuracy=0.972]". `elapsed_seconds` <= 0 prints "?it/s". Values print with 3 significant
+// digits.
 std::string epoch_line(int epoch, std::int64_t batches, double elapsed_seconds,
                        const std::vector<std::pair<std::string, double>>& values);
 

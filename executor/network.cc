@@ -10,6 +10,7 @@
 
 #include "executor/precision.h"
 #include "executor/random.h"
+#include "executor/training_state.h"
 #include "executor/worker_pool.h"
 
 namespace tpujobs::executor {
@@ -264,7 +265,8 @@ BatchLoss Replica::loss(int rows, float* output_gradient, float scale) {
       for (int k = 0; k < outputs; ++k) {
         const float difference = y(r, k) - labels_[r];
         squares += double{difference} * difference;
-        if (output_gradient != nullptr) output_gradient[std::size_t(r) * outputs + k] = per_value * difference;
+        if (output_gradient != nullptr)
+          output_gradient[std::size_t(r) * outputs + k] = per_value * difference;
       }
       result.loss_sum += squares / outputs;
     }
@@ -304,7 +306,8 @@ void Replica::backward(int rows, bool accumulate) {
         const std::int64_t multiply_adds = std::int64_t{rows} * in * out;
         // A tied weight gets gradients from two layers: the later one (seen
         // first here) may overwrite, the source then adds.
-        const std::size_t owner = layer.tied ? static_cast<std::size_t>(*network_.model().layers[l].tie) : l;
+        const std::size_t owner =
+            layer.tied ? static_cast<std::size_t>(*network_.model().layers[l].tie) : l;
         const bool overwrite = !accumulate && !weight_written_[owner];
         weight_written_[owner] = 1;
         if (!layer.tied) {
@@ -314,7 +317,8 @@ void Replica::backward(int rows, bool accumulate) {
             if (overwrite) {
               dw.middleCols(begin, count).noalias() = xm.transpose() * dym.middleCols(begin, count);
             } else {
-              dw.middleCols(begin, count).noalias() += xm.transpose() * dym.middleCols(begin, count);
+              dw.middleCols(begin, count).noalias() +=
+                  xm.transpose() * dym.middleCols(begin, count);
             }
           });
           if (need_input_gradient) {
@@ -330,7 +334,8 @@ void Replica::backward(int rows, bool accumulate) {
             if (overwrite) {
               dw.middleRows(begin, count).noalias() = dym.middleCols(begin, count).transpose() * xm;
             } else {
-              dw.middleRows(begin, count).noalias() += dym.middleCols(begin, count).transpose() * xm;
+              dw.middleRows(begin, count).noalias() +=
+                  dym.middleCols(begin, count).transpose() * xm;
             }
           });
           if (need_input_gradient) {
@@ -418,13 +423,10 @@ BatchLoss Replica::evaluate_batch(int rows) {
 }
 
 std::string digest(const std::vector<float>& values) {
-  std::uint64_t hash = 0xcbf29ce484222325ULL;
-  const auto* bytes = reinterpret_cast<const unsigned char*>(values.data());
-  for (std::size_t i = 0; i < values.size() * sizeof(float); ++i) {
-    hash = (hash ^ bytes[i]) * 0x100000001b3ULL;
-  }
+  const std::uint64_t hash = hash64(std::string_view(reinterpret_cast<const char*>(values.data()),
+                                                     values.size() * sizeof(float)));
   char text[32];
-  std::snprintf(text, sizeof(text), "fnv1a64:%016llx", static_cast<unsigned long long>(hash));
+  std::snprintf(text, sizeof(text), "hash64:%016llx", static_cast<unsigned long long>(hash));
   return text;
 }
 

@@ -29,8 +29,7 @@ class Network {
   // Lays out and initializes the parameters as torch does by default
   // (linear: U(-1/sqrt(in), 1/sqrt(in)) for weight and bias; layernorm: 1, 0),
   // drawing from `seed`. `shape` must come from infer_shape(model, ...).
-  Network(const ModelSpec& model, const ModelShape& shape, Precision precision,
-          std::uint64_t seed);
+  Network(const ModelSpec& model, const ModelShape& shape, Precision precision, std::uint64_t seed);
 
   const ModelSpec& model() const { return model_; }
   const ModelShape& shape() const { return shape_; }
@@ -68,8 +67,8 @@ struct ComputeSplit {
 };
 
 struct BatchLoss {
-  double loss_sum = 0;      // sum over the batch's samples
-  std::int64_t correct = 0; // classification: argmax == label
+  double loss_sum = 0;       // sum over the batch's samples
+  std::int64_t correct = 0;  // classification: argmax == label
 };
 
 // One replica's buffers for batches of up to `max_rows` samples. Allocates
@@ -105,17 +104,18 @@ class Replica {
   const Network& network_;
   int max_rows_;
   ComputeSplit split_;
-  std::vector<std::vector<float>> activations_;  // [layer] rows x width; [0] is the input
+  std::vector<std::vector<float>> activations_;     // [layer] rows x width; [0] is the input
   std::vector<std::vector<float>> rounded_inputs_;  // linear layers under bf16/fp16
-  std::vector<std::vector<float>> aux_;          // dropout masks; layernorm normalized inputs
-  std::vector<std::vector<float>> inverse_std_;  // layernorm
+  std::vector<std::vector<float>> aux_;             // dropout masks; layernorm normalized inputs
+  std::vector<std::vector<float>> inverse_std_;     // layernorm
   std::vector<float> labels_;
   std::vector<float> gradient_a_, gradient_b_, rounded_gradient_;
   std::vector<float> gradients_;
   std::vector<char> weight_written_;  // per layer: its weight got a gradient this pass
 };
 
-// FNV-1a over the exact bytes of `values`, as "fnv1a64:<16 hex digits>".
+// hash64 of the exact bytes of `values`, as "hash64:<16 hex digits>": equal
+// digests mean (barring a collision) bit-identical values.
 std::string digest(const std::vector<float>& values);
 
 }  // namespace tpujobs::executor

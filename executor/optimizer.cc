@@ -1,5 +1,7 @@
 #include "executor/optimizer.h"
 
+#define EIGEN_DONT_PARALLELIZE
+#include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 
@@ -35,7 +37,8 @@ Optimizer::Optimizer(const OptimizerSpec& spec, std::size_t parameters) : spec_(
 
 bool Optimizer::restore(std::int64_t steps, std::vector<float> first_moment,
                         std::vector<float> second_moment) {
-  if (first_moment.size() != first_moment_.size() || second_moment.size() != second_moment_.size()) {
+  if (first_moment.size() != first_moment_.size() ||
+      second_moment.size() != second_moment_.size()) {
     return false;
   }
   steps_ = steps;
@@ -80,20 +83,24 @@ void Optimizer::update(float* p, const float* g, std::size_t begin, std::size_t 
       const float root_correction2 = static_cast<float>(std::sqrt(correction2));
       const float eps = static_cast<float>(spec_.eps);
       const float shrink = 1.0f - lr * decay;
-      float* m = first_moment_.data();
-      float* v = second_moment_.data();
-      for (std::size_t i = begin; i < end; ++i) {
-        float d = g[i];
-        if (decoupled) {
-          p[i] *= shrink;
-        } else {
-          d += decay * p[i];
-        }
-        m[i] = beta1 * m[i] + (1.0f - beta1) * d;
-        v[i] = beta2 * v[i] + (1.0f - beta2) * d * d;
-        const float denominator = std::sqrt(v[i]) / root_correction2 + eps;
-        p[i] -= step_size * m[i] / denominator;
+      // Elementwise array expressions: vectorized, and IEEE-exact like the scalar loop.
+      const auto n = static_cast<Eigen::Index>(end - begin);
+      Eigen::Map<Eigen::ArrayXf> param(p + begin, n), m(first_moment_.data() + begin, n),
+          v(second_moment_.data() + begin, n);
+      Eigen::Map<const Eigen::ArrayXf> grad(g + begin, n);
+      auto update_moments = [&](const auto& d) {
+        m = beta1 * m + (1.0f - beta1) * d;
+        v = beta2 * v + (1.0f - beta2) * d.square();
+      };
+      if (decoupled) {
+        param *= shrink;
+        update_moments(grad);
+      } else if (decay != 0.0f) {
+        update_moments(grad + decay * param);
+      } else {
+        update_moments(grad);
       }
+      param -= step_size * m / (v.sqrt() / root_correction2 + eps);
       return;
     }
   }

@@ -29,7 +29,8 @@ class Optimizer {
   const std::vector<float>& second_moment() const { return second_moment_; }
   // Restores the slots; returns false (changing nothing) when their sizes do
   // not fit this optimizer.
-  bool restore(std::int64_t steps, std::vector<float> first_moment, std::vector<float> second_moment);
+  bool restore(std::int64_t steps, std::vector<float> first_moment,
+               std::vector<float> second_moment);
 
  private:
   void update(float* parameters, const float* gradients, std::size_t begin, std::size_t end);

@@ -75,16 +75,19 @@ std::variant<Prepared, JobError> prepare(const TrainingSpec& spec, DatasetSource
   Prepared prepared;
   if (spec.world_size < 1) return invalid("world_size must be at least 1");
   if (spec.data.batch_size < 1) return invalid("data.batch_size must be at least 1");
-  if (spec.accumulate_grad_batches < 1) return invalid("trainer.accumulate_grad_batches must be at least 1");
+  if (spec.accumulate_grad_batches < 1)
+    return invalid("trainer.accumulate_grad_batches must be at least 1");
   if (spec.max_epochs < 0 && spec.max_steps < 0) {
     return invalid("trainer: max_epochs=-1 needs max_steps to bound the run");
   }
-  if (spec.check_val_every_n_epoch < 1) return invalid("trainer.check_val_every_n_epoch must be at least 1");
+  if (spec.check_val_every_n_epoch < 1)
+    return invalid("trainer.check_val_every_n_epoch must be at least 1");
   if (spec.log_every_n_steps < 1) return invalid("trainer.log_every_n_steps must be at least 1");
   auto loaded = load_dataset(spec.data, spec.model.loss, spec.seed, datasets);
   if (auto* error = std::get_if<std::string>(&loaded)) {
-    return invalid(*error, "Check data.dataset; uploaded CSVs need a header row, numeric features "
-                           "and an integer class index in the last column 'label'.");
+    return invalid(*error,
+                   "Check data.dataset; uploaded CSVs need a header row, numeric features "
+                   "and an integer class index in the last column 'label'.");
   }
   prepared.data = std::move(std::get<DatasetSplit>(loaded));
   if (std::string error = infer_shape(spec.model, prepared.data.train.features, &prepared.shape);
@@ -112,10 +115,29 @@ std::variant<Prepared, JobError> prepare(const TrainingSpec& spec, DatasetSource
                        " per core on " + std::to_string(spec.world_size) + " cores with drop_last",
                    "Lower data.batch_size, use fewer cores or set drop_last: false.");
   }
-  prepared.steps_per_epoch =
-      (prepared.batches_per_epoch + spec.accumulate_grad_batches - 1) / spec.accumulate_grad_batches;
+  prepared.steps_per_epoch = (prepared.batches_per_epoch + spec.accumulate_grad_batches - 1) /
+                             spec.accumulate_grad_batches;
   prepared.total_steps = planned_steps(spec, prepared.steps_per_epoch);
   return prepared;
+}
+
+// Every emulated core keeps its own gradients and activations in host memory:
+// refuse what would exhaust the host rather than the emulated HBM.
+std::optional<JobError> host_memory_error(const TrainingSpec& spec, const ModelShape& shape) {
+  std::int64_t widths = shape.input_features;
+  for (const LayerShape& layer : shape.layers) widths += 2 * std::int64_t{layer.out};
+  const double host_bytes =
+      4.0 * spec.world_size *
+      (static_cast<double>(shape.parameters) +
+       static_cast<double>(spec.data.batch_size) * static_cast<double>(widths));
+  constexpr double kHostBudgetBytes = 8.0 * (1 << 30);
+  if (host_bytes <= kHostBudgetBytes) return std::nullopt;
+  return JobError{
+      "RESOURCE_EXHAUSTED",
+      "emulating " + std::to_string(spec.world_size) + " cores of this model needs " +
+          format_number(host_bytes / (1 << 30), "%.1f") +
+          " GiB of host memory; the emulator allows 8 GiB per job",
+      "Use fewer cores (devices / num_nodes), a smaller model, or a smaller batch_size."};
 }
 
 // One running job. Owns everything train() builds; run() never throws past train().
@@ -147,8 +169,9 @@ class Trainer {
   std::optional<JobError> restore(const Checkpoint& checkpoint);
   std::optional<JobError> check_control(std::int64_t next_step);
   // Runs micro-batch `batch` of `epoch` on every replica; returns the mean loss.
-  double run_micro_batch(int epoch, std::int64_t batch, int index_in_group,
+  double run_micro_batch(std::int64_t batch, int index_in_group,
                          const std::vector<std::vector<std::int64_t>>& shards);
+  void ensure_replicas();  // allocates every replica's buffers, once
   void validate();
   void emit_checkpoint();
   TrainingResult finish(TrainingResult result);
@@ -192,18 +215,19 @@ class Trainer {
 
 void Trainer::announce_devices() {
   log("GPU available: False, used: False");
-  log(std::string("TPU available: True, using: ") + std::to_string(spec_.on_tpu ? spec_.world_size : 0) +
-      " TPU cores");
+  log(std::string("TPU available: True, using: ") +
+      std::to_string(spec_.on_tpu ? spec_.world_size : 0) + " TPU cores");
   log("IPU available: False, using: 0 IPUs");
   log("HPU available: False, using: 0 HPUs");
   if (!spec_.on_tpu && spec_.world_size > 1) {
     log("Running on " + std::to_string(spec_.world_size) + " CPU processes");
   }
-  log("Dataset: " + prepared_.data.description + "; train " + std::to_string(prepared_.data.train.rows) +
-      ", validation " + std::to_string(prepared_.data.validation.rows) + "; " +
-      std::to_string(prepared_.batches_per_epoch) + " batches of " + std::to_string(spec_.data.batch_size) +
-      " per core per epoch on " + std::to_string(spec_.world_size) +
-      (spec_.world_size == 1 ? " core" : " cores"));
+  log("Dataset: " + prepared_.data.description + "; train " +
+      std::to_string(prepared_.data.train.rows) + ", validation " +
+      std::to_string(prepared_.data.validation.rows) + "; " +
+      std::to_string(prepared_.batches_per_epoch) + " batches of " +
+      std::to_string(spec_.data.batch_size) + " per core per epoch on " +
+      std::to_string(spec_.world_size) + (spec_.world_size == 1 ? " core" : " cores"));
   for (const std::string& line : model_summary(spec_.model, prepared_.shape)) log(line);
 }
 
@@ -240,7 +264,8 @@ std::optional<JobError> Trainer::restore(const Checkpoint& checkpoint) {
                            std::move(state->second_moment))) {
     return invalid("cannot resume: the checkpoint's optimizer state does not match the optimizer");
   }
-  std::optional<XlaMetrics> xla = XlaMetrics::deserialize(state->xla_metrics, [this] { return clock_.now(); });
+  std::optional<XlaMetrics> xla =
+      XlaMetrics::deserialize(state->xla_metrics, [this] { return clock_.now(); });
   if (!xla) return invalid("cannot resume: the checkpoint's XLA metrics are unreadable");
   xla_ = std::move(*xla);
   network_->parameters() = std::move(state->parameters);
@@ -260,24 +285,28 @@ std::optional<JobError> Trainer::check_control(std::int64_t next_step) {
   if (control_.cancel != nullptr && control_.cancel->load(std::memory_order_relaxed)) {
     log("Job cancelled: stopping before step " + std::to_string(next_step) + " (epoch " +
         std::to_string(epoch_) + ")");
-    return JobError{"CANCELLED", "cancelled at step " + std::to_string(next_step - 1) + " (epoch " +
-                                     std::to_string(epoch_) + ")", ""};
+    return JobError{"CANCELLED",
+                    "cancelled at step " + std::to_string(next_step - 1) + " (epoch " +
+                        std::to_string(epoch_) + ")",
+                    ""};
   }
   if (spec_.timeout) {
-    const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(clock_.now() - started_);
+    const auto elapsed =
+        std::chrono::duration_cast<std::chrono::milliseconds>(clock_.now() - started_);
     if (elapsed > *spec_.timeout) {
-      const std::string message = "the job exceeded its timeout of " +
-                                  format_duration_ms(spec_.timeout->count()) + " at step " +
-                                  std::to_string(next_step - 1) + " (epoch " + std::to_string(epoch_) + ")";
+      const std::string message =
+          "the job exceeded its timeout of " + format_duration_ms(spec_.timeout->count()) +
+          " at step " + std::to_string(next_step - 1) + " (epoch " + std::to_string(epoch_) + ")";
       log("DEADLINE_EXCEEDED: " + message);
-      return JobError{"DEADLINE_EXCEEDED", message,
-                      "Raise `timeout`, lower trainer.max_epochs / max_steps, or train on more cores."};
+      return JobError{
+          "DEADLINE_EXCEEDED", message,
+          "Raise `timeout`, lower trainer.max_epochs / max_steps, or train on more cores."};
     }
   }
   return std::nullopt;
 }
 
-double Trainer::run_micro_batch(int epoch, std::int64_t batch, int index_in_group,
+double Trainer::run_micro_batch(std::int64_t batch, int index_in_group,
                                 const std::vector<std::vector<std::int64_t>>& shards) {
   const int rows = batch_rows(prepared_.sampler, spec_.data.batch_size, batch);
   const int world = spec_.world_size;
@@ -289,16 +318,10 @@ double Trainer::run_micro_batch(int epoch, std::int64_t batch, int index_in_grou
   auto plan = planned_rows_.find(rows);
   if (plan == planned_rows_.end()) {
     const auto begin = steady_clock::now();
-    if (replicas_.empty()) {
-      const ComputeSplit split{&workers_, std::max(1, workers_.threads() / world)};
-      for (int r = 0; r < world; ++r) {
-        replicas_.push_back(std::make_unique<Replica>(*network_, spec_.data.batch_size, split));
-      }
-      replica_losses_.assign(world, 0.0);
-      replica_transfer_.assign(world, nanoseconds{0});
-    }
+    ensure_replicas();
     const std::string graph_key = "train_step[" + fingerprint_ + "] x=f32[" + std::to_string(rows) +
-                                  "," + std::to_string(features) + "] y=[" + std::to_string(rows) + "]";
+                                  "," + std::to_string(features) + "] y=[" + std::to_string(rows) +
+                                  "]";
     plan = planned_rows_.emplace(rows, graph_key).first;
     planning = steady_clock::now() - begin;
   }
@@ -306,8 +329,9 @@ double Trainer::run_micro_batch(int epoch, std::int64_t batch, int index_in_grou
 
   std::vector<double>& losses = replica_losses_;
   std::vector<nanoseconds>& transfer = replica_transfer_;
-  const std::uint64_t step_seed = derive_seed(spec_.seed, {kDropoutStream, static_cast<std::uint64_t>(step_),
-                                                           static_cast<std::uint64_t>(index_in_group)});
+  const std::uint64_t step_seed =
+      derive_seed(spec_.seed, {kDropoutStream, static_cast<std::uint64_t>(step_),
+                               static_cast<std::uint64_t>(index_in_group)});
   const float loss_scale = 1.0f / static_cast<float>(spec_.accumulate_grad_batches);
   const Dataset& train = prepared_.data.train;
   auto run_replica = [&](int r) {
@@ -318,12 +342,14 @@ double Trainer::run_micro_batch(int epoch, std::int64_t batch, int index_in_grou
     float* labels = replica.labels();
     for (int i = 0; i < rows; ++i) {
       const std::int64_t sample = shards[r][first + i];
-      std::copy_n(train.values.data() + sample * features, features, input + std::size_t(i) * features);
+      std::copy_n(train.values.data() + sample * features, features,
+                  input + std::size_t(i) * features);
       labels[i] = train.labels[sample];
     }
     transfer[r] = steady_clock::now() - copy_begin;
-    const BatchLoss result = replica.train_batch(rows, loss_scale, derive_seed(step_seed, {std::uint64_t(r)}),
-                                                 /*accumulate=*/index_in_group > 0);
+    const BatchLoss result =
+        replica.train_batch(rows, loss_scale, derive_seed(step_seed, {std::uint64_t(r)}),
+                            /*accumulate=*/index_in_group > 0);
     losses[r] = result.loss_sum / rows;
   };
   const auto begin = steady_clock::now();
@@ -342,15 +368,27 @@ double Trainer::run_micro_batch(int epoch, std::int64_t batch, int index_in_grou
   xla_.execute(elapsed - transfer_total / world);
   samples_this_run_ += std::int64_t{world} * rows;
   throughput_samples_ += std::int64_t{world} * rows;
-  (void)epoch;
   double mean = 0;
   for (double loss : losses) mean += loss;  // fixed order
   return mean / world;
 }
 
+void Trainer::ensure_replicas() {
+  if (!replicas_.empty()) return;
+  const int world = spec_.world_size;
+  // Replicas split large products only when there are more threads than replicas.
+  const ComputeSplit split{&workers_, std::max(1, workers_.threads() / world)};
+  for (int r = 0; r < world; ++r) {
+    replicas_.push_back(std::make_unique<Replica>(*network_, spec_.data.batch_size, split));
+  }
+  replica_losses_.assign(world, 0.0);
+  replica_transfer_.assign(world, nanoseconds{0});
+}
+
 void Trainer::validate() {
   const Dataset& validation = prepared_.data.validation;
   if (validation.rows == 0) return;
+  ensure_replicas();
   const int world = spec_.world_size;
   const int chunk = spec_.data.batch_size;
   const std::int64_t chunks = (validation.rows + chunk - 1) / chunk;
@@ -361,7 +399,8 @@ void Trainer::validate() {
     for (std::int64_t c = r; c < chunks; c += world) {
       const std::int64_t first = c * chunk;
       const int rows = static_cast<int>(std::min<std::int64_t>(chunk, validation.rows - first));
-      std::copy_n(validation.values.data() + first * features, std::size_t(rows) * features, replica.input());
+      std::copy_n(validation.values.data() + first * features, std::size_t(rows) * features,
+                  replica.input());
       std::copy_n(validation.labels.data() + first, rows, replica.labels());
       results[c] = replica.evaluate_batch(rows);
     }
@@ -390,7 +429,8 @@ void Trainer::emit_checkpoint() {
   state.optimizer_steps = optimizer_->steps();
   state.first_moment = optimizer_->first_moment();
   state.second_moment = optimizer_->second_moment();
-  state.rng_stream = derive_seed(spec_.seed, {static_cast<std::uint64_t>(epoch_), static_cast<std::uint64_t>(batch_)});
+  state.rng_stream = derive_seed(
+      spec_.seed, {static_cast<std::uint64_t>(epoch_), static_cast<std::uint64_t>(batch_)});
   state.epoch_loss_sum = epoch_loss_sum_;
   state.epoch_loss_count = epoch_loss_count_;
   state.last_metrics = last_metrics_;
@@ -419,6 +459,11 @@ TrainingResult Trainer::run() {
       warnings_.push_back(line);
     }
     log(estimate_step_time(input).summary);
+  }
+  if (std::optional<JobError> error = host_memory_error(spec_, prepared_.shape)) {
+    log(error->type + ": " + error->message);
+    result.error = std::move(error);
+    return finish(std::move(result));
   }
   // Only now that the model is known to fit: allocate it.
   network_ = std::make_unique<Network>(spec_.model, prepared_.shape, spec_.precision, spec_.seed);
@@ -453,20 +498,23 @@ TrainingResult Trainer::run() {
       const std::int64_t group_end = std::min(batches, (batch_ / accumulate + 1) * accumulate);
       double step_loss = 0;
       for (std::int64_t b = batch_; b < group_end; ++b) {
-        const double loss = run_micro_batch(epoch_, b, static_cast<int>(b - batch_), shards);
+        const double loss = run_micro_batch(b, static_cast<int>(b - batch_), shards);
         step_loss += loss;
         epoch_loss_sum_ += loss;
         ++epoch_loss_count_;
       }
       step_loss /= static_cast<double>(group_end - batch_);
       if (!std::isfinite(step_loss)) {
-        const std::string message = std::string("the training loss is ") + (std::isnan(step_loss) ? "nan" : "inf") +
-                                    " at step " + std::to_string(step_ + 1) + " (epoch " + std::to_string(epoch_) +
-                                    ", batch " + std::to_string(group_end - 1) + ")";
+        const std::string message =
+            std::string("the training loss is ") + (std::isnan(step_loss) ? "nan" : "inf") +
+            " at step " + std::to_string(step_ + 1) + " (epoch " + std::to_string(epoch_) +
+            ", batch " + std::to_string(group_end - 1) + ")";
         log("NUMERICAL_ERROR: " + message);
-        std::string hint = "Lower the learning rate (optimizer.lr is " + format_number(spec_.optimizer.lr) +
+        std::string hint = "Lower the learning rate (optimizer.lr is " +
+                           format_number(spec_.optimizer.lr) +
                            "), set trainer.gradient_clip_val (e.g. 1.0)";
-        if (spec_.precision == Precision::kFp16) hint += ", or use precision bf16-true (16-true overflows easily)";
+        if (spec_.precision == Precision::kFp16)
+          hint += ", or use precision bf16-true (16-true overflows easily)";
         result.error = JobError{"NUMERICAL_ERROR", message, hint + "."};
         return finish(std::move(result));
       }
@@ -475,8 +523,10 @@ TrainingResult Trainer::run() {
         for (auto& replica : replicas_) gradient_buffers.push_back(replica->gradients().data());
       }
       std::vector<float>& gradients = replicas_[0]->gradients();
-      ring_all_reduce(gradient_buffers, gradients.size(), 1.0f / static_cast<float>(world), &workers_);
-      if (spec_.gradient_clip_val) clip_by_global_norm(gradients, *spec_.gradient_clip_val, &workers_);
+      ring_all_reduce(gradient_buffers, gradients.size(), 1.0f / static_cast<float>(world),
+                      &workers_);
+      if (spec_.gradient_clip_val)
+        clip_by_global_norm(gradients, *spec_.gradient_clip_val, &workers_);
       optimizer_->step(network_->parameters(), gradients, &workers_);
       network_->parameters_changed();
       ++step_;
@@ -484,10 +534,14 @@ TrainingResult Trainer::run() {
 
       const double since = seconds_since(throughput_since_);
       if (since > 0) last_samples_per_sec_ = static_cast<double>(throughput_samples_) / since;
-      sink_.progress(Progress{step_, prepared_.total_steps, epoch_, spec_.max_epochs, last_samples_per_sec_});
+      sink_.progress(
+          Progress{step_, prepared_.total_steps, epoch_, spec_.max_epochs, last_samples_per_sec_});
       if (step_ % spec_.log_every_n_steps == 0) {
-        MetricPoint point{step_, epoch_, {{"loss", step_loss}, {"samples_per_sec", last_samples_per_sec_},
-                                          {"lr", optimizer_->learning_rate()}}};
+        MetricPoint point{step_,
+                          epoch_,
+                          {{"loss", step_loss},
+                           {"samples_per_sec", last_samples_per_sec_},
+                           {"lr", optimizer_->learning_rate()}}};
         xla_.local_scalar_dense(static_cast<std::int64_t>(point.values.size()));
         sink_.metrics(point);
         throughput_since_ = clock_.now();
@@ -516,7 +570,8 @@ TrainingResult Trainer::run() {
       validate();
       MetricPoint point{step_, epoch_, {}};
       for (const char* name : {"val_loss", "val_accuracy"}) {
-        if (auto it = last_metrics_.find(name); it != last_metrics_.end()) point.values[name] = it->second;
+        if (auto it = last_metrics_.find(name); it != last_metrics_.end())
+          point.values[name] = it->second;
       }
       if (!point.values.empty()) {
         xla_.local_scalar_dense(static_cast<std::int64_t>(point.values.size()));
@@ -524,7 +579,8 @@ TrainingResult Trainer::run() {
       }
     }
     for (const char* name : {"val_loss", "val_accuracy"}) {
-      if (auto it = last_metrics_.find(name); it != last_metrics_.end()) shown.emplace_back(name, it->second);
+      if (auto it = last_metrics_.find(name); it != last_metrics_.end())
+        shown.emplace_back(name, it->second);
     }
     log(epoch_line(epoch_, epoch_finished ? batches : batch_, seconds_since(epoch_began), shown));
     if (!compile_warning_logged_) {
@@ -542,7 +598,8 @@ TrainingResult Trainer::run() {
     }
     emit_checkpoint();
   }
-  if (stop_reason.empty()) stop_reason = "`max_epochs=" + std::to_string(spec_.max_epochs) + "` reached.";
+  if (stop_reason.empty())
+    stop_reason = "`max_epochs=" + std::to_string(spec_.max_epochs) + "` reached.";
   log("`Trainer.fit` stopped: " + stop_reason);
   result.outcome = Outcome::kSucceeded;
 
@@ -550,22 +607,27 @@ TrainingResult Trainer::run() {
     auto it = last_metrics_.find(metric);
     if (it == last_metrics_.end()) {
       result.outcome = Outcome::kFailed;
-      result.error = JobError{"EXPECTATION_FAILED", "expect." + metric + ": the job did not produce the metric " + metric,
-                              "Expect one of the final metrics: loss, val_loss, val_accuracy (classification)."};
+      result.error = JobError{
+          "EXPECTATION_FAILED",
+          "expect." + metric + ": the job did not produce the metric " + metric,
+          "Expect one of the final metrics: loss, val_loss, val_accuracy (classification)."};
       break;
     }
     const double value = it->second;
     std::string failure;
     if (bound.min && !(value >= *bound.min)) {
-      failure = metric + " = " + format_number(value) + " is below the minimum " + format_number(*bound.min);
+      failure = metric + " = " + format_number(value) + " is below the minimum " +
+                format_number(*bound.min);
     } else if (bound.max && !(value <= *bound.max)) {
-      failure = metric + " = " + format_number(value) + " is above the maximum " + format_number(*bound.max);
+      failure = metric + " = " + format_number(value) + " is above the maximum " +
+                format_number(*bound.max);
     }
     if (!failure.empty()) {
       log("EXPECTATION_FAILED: " + failure);
       result.outcome = Outcome::kFailed;
-      result.error = JobError{"EXPECTATION_FAILED", failure,
-                              "Train longer (max_epochs), tune optimizer.lr, or relax expect." + metric + "."};
+      result.error =
+          JobError{"EXPECTATION_FAILED", failure,
+                   "Train longer (max_epochs), tune optimizer.lr, or relax expect." + metric + "."};
       break;
     }
   }
@@ -632,8 +694,10 @@ std::variant<Estimate, JobError> estimate(const TrainingSpec& spec, const Device
     estimate.steps_per_epoch = prepared.steps_per_epoch;
     estimate.total_steps = prepared.total_steps;
     estimate.hbm = estimate_hbm(spec, prepared.shape, device);
-    const AdvisorInput input{spec, prepared.shape, device, prepared.data.train.rows, prepared.steps_per_epoch};
-    for (const Advice& advice : advise(input)) estimate.advice.push_back(advice.code + ": " + advice.message);
+    const AdvisorInput input{spec, prepared.shape, device, prepared.data.train.rows,
+                             prepared.steps_per_epoch};
+    for (const Advice& advice : advise(input))
+      estimate.advice.push_back(advice.code + ": " + advice.message);
     const StepTimeEstimate step_time = estimate_step_time(input);
     estimate.estimated_step_seconds = step_time.seconds;
     estimate.mxu_utilization = step_time.mxu_utilization;

@@ -9,12 +9,6 @@ namespace {
 constexpr std::string_view kMagic = "TPUJOBS-CHECKPOINT";
 constexpr std::uint32_t kVersion = 1;
 
-std::uint64_t fnv1a(std::string_view bytes) {
-  std::uint64_t hash = 0xcbf29ce484222325ULL;
-  for (unsigned char c : bytes) hash = (hash ^ c) * 0x100000001b3ULL;
-  return hash;
-}
-
 class Writer {
  public:
   template <typename T>
@@ -69,6 +63,21 @@ class Reader {
 
 }  // namespace
 
+std::uint64_t hash64(std::string_view bytes) {
+  constexpr std::uint64_t kPrime = 0x100000001b3ULL;
+  std::uint64_t hash = 0xcbf29ce484222325ULL ^ bytes.size();
+  std::size_t i = 0;
+  for (; i + 8 <= bytes.size(); i += 8) {
+    std::uint64_t word;
+    std::memcpy(&word, bytes.data() + i, 8);
+    hash = (hash ^ word) * kPrime;
+  }
+  for (; i < bytes.size(); ++i) hash = (hash ^ static_cast<unsigned char>(bytes[i])) * kPrime;
+  hash ^= hash >> 33;  // spread the high bits of the last products down
+  hash *= 0xff51afd7ed558ccdULL;
+  return hash ^ (hash >> 33);
+}
+
 std::string encode_state(const TrainingState& state) {
   Writer writer;
   writer.out().append(kMagic);
@@ -92,7 +101,7 @@ std::string encode_state(const TrainingState& state) {
     writer.scalar(value);
   }
   writer.bytes(state.xla_metrics);
-  writer.scalar(fnv1a(writer.out()));
+  writer.scalar(hash64(writer.out()));
   return std::move(writer.out());
 }
 
@@ -106,7 +115,7 @@ std::optional<TrainingState> decode_state(std::string_view bytes, std::string* e
   std::uint64_t checksum = 0;
   std::memcpy(&checksum, bytes.data() + bytes.size() - kChecksum, kChecksum);
   const std::string_view body = bytes.substr(0, bytes.size() - kChecksum);
-  if (fnv1a(body) != checksum) {
+  if (hash64(body) != checksum) {
     *error = "checkpoint is corrupted (checksum mismatch)";
     return std::nullopt;
   }

@@ -39,6 +39,10 @@ struct TrainingState {
   std::string xla_metrics;  // XlaMetrics::serialize()
 };
 
+// A 64-bit hash of `bytes` (FNV-1a over little-endian 8-byte words, then a
+// final mix): checkpoint checksums and parameter digests. Not cryptographic.
+std::uint64_t hash64(std::string_view bytes);
+
 // A versioned binary encoding with a trailing checksum.
 std::string encode_state(const TrainingState& state);
 // Returns nullopt (and sets *error) when `bytes` is truncated, corrupted, or

@@ -35,7 +35,11 @@ class WorkerPool {
   template <typename Task>
   void parallel_for(int count, Task&& task) {
     if (count <= 0) return;
-    run(count, [](void* context, int index) { (*static_cast<std::remove_reference_t<Task>*>(context))(index); },
+    run(
+        count,
+        [](void* context, int index) {
+          (*static_cast<std::remove_reference_t<Task>*>(context))(index);
+        },
         const_cast<void*>(static_cast<const void*>(&task)));
   }
 

@@ -1,6 +1,5 @@
 #include "scheduler/pool.h"
 
-#include <bit>
 #include <cassert>
 #include <map>
 #include <unordered_set>
@@ -104,7 +103,8 @@ Pool::Pool(PoolLayout layout) : layout_(std::move(layout)), runs_(host_runs(layo
   for (int h = 0; h < static_cast<int>(layout_.hosts.size()); ++h) {
     const int devices = facts(layout_.hosts[h].generation).devices_per_host;
     assert(devices > 0 && devices <= 32);
-    hosts_.push_back({devices, total_cores_, 0, HostHealth::kHealthy, all_cores_mask(devices)});
+    hosts_.push_back(
+        {devices, total_cores_, 0, HostHealth::kHealthy, all_cores_mask(devices), devices});
     total_cores_ += devices;
     host_by_name_.emplace(layout_.hosts[h].name, h);  // keeps the first of duplicates
   }
@@ -128,12 +128,11 @@ std::optional<JobId> Pool::holder(int host, int core) const {
   return holders_[flat_index(host, core)];
 }
 
-int Pool::free_cores(int host) const { return std::popcount(hosts_[host].free_mask); }
-
 void Pool::assign(int host, int core, JobId job) {
   HostState& state = hosts_[host];
   assert((state.free_mask >> core) & 1u);
   state.free_mask &= ~(std::uint32_t{1} << core);
+  --state.free_count;
   holders_[flat_index(host, core)] = job;
   ++used_cores_;
   if (state.health == HostHealth::kHealthy) --schedulable_free_cores_;
@@ -143,6 +142,7 @@ void Pool::release(int host, int core) {
   HostState& state = hosts_[host];
   if ((state.free_mask >> core) & 1u) return;
   state.free_mask |= std::uint32_t{1} << core;
+  ++state.free_count;
   holders_[flat_index(host, core)].reset();
   --used_cores_;
   if (state.health == HostHealth::kHealthy) ++schedulable_free_cores_;
@@ -150,7 +150,7 @@ void Pool::release(int host, int core) {
 
 void Pool::set_health(int host, HostHealth health) {
   HostState& state = hosts_[host];
-  const int free = std::popcount(state.free_mask);
+  const int free = state.free_count;
   if (state.health == HostHealth::kHealthy) {
     healthy_cores_ -= state.devices;
     schedulable_free_cores_ -= free;

@@ -90,7 +90,7 @@ class Pool {
   std::optional<JobId> holder(int host, int core) const;
   // Bit c is set when core c of `host` is free.
   std::uint32_t free_mask(int host) const { return hosts_[host].free_mask; }
-  int free_cores(int host) const;
+  int free_cores(int host) const { return hosts_[host].free_count; }
   bool fully_free(int host) const { return free_cores(host) == devices(host); }
 
   // Precondition: the core is free. The caller keeps per-job bookkeeping.
@@ -115,6 +115,7 @@ class Pool {
     int run = 0;         // index in runs_
     HostHealth health = HostHealth::kHealthy;
     std::uint32_t free_mask = 0;
+    int free_count = 0;  // set bits in free_mask
   };
 
   PoolLayout layout_;

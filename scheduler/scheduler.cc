@@ -118,7 +118,7 @@ bool Scheduler::QueueEntry::operator<(const QueueEntry& other) const {
 }
 
 Scheduler::Scheduler(PoolLayout layout, SchedulerOptions options)
-    : pool_(std::move(layout)), options_(options) {}
+    : pool_(std::move(layout)), options_(options), core_end_(pool_.total_cores(), kNever) {}
 
 int Scheduler::intern_shape(const ResourceRequest& request) {
   Shape shape{request.kind, request.generation, request.devices_per_host, request.hosts,
@@ -200,38 +200,49 @@ std::optional<Scheduler::Choice> Scheduler::find_free(
   const int host_count = pool_.host_count();
   auto avoided = [&](int host) { return avoid.empty() ? std::uint32_t{0} : avoid[host]; };
   // free_prefix[h]: healthy, entirely free hosts among 0..h-1.
-  std::vector<int> free_prefix(host_count + 1, 0);
-  for (int h = 0; h < host_count; ++h) {
-    free_prefix[h + 1] = free_prefix[h] + (pool_.schedulable(h) && pool_.fully_free(h) ? 1 : 0);
-  }
+  std::vector<int> free_prefix;
+  auto count_free_hosts = [&] {
+    free_prefix.assign(host_count + 1, 0);
+    for (int h = 0; h < host_count; ++h) {
+      free_prefix[h + 1] = free_prefix[h] + (pool_.schedulable(h) && pool_.fully_free(h) ? 1 : 0);
+    }
+  };
 
   if (shape.kind == RequestKind::kSingleCore) {
-    // Best fit: fewest free cores, then the smallest free block broken.
-    std::optional<std::tuple<int, int, int>> best;  // (free cores, block, host)
-    int best_core = 0;
-    for (int h = 0; h < host_count; ++h) {
-      if (!pool_.schedulable(h) || !generation_matches(shape, h)) continue;
+    // Best fit: a host already in use with the fewest free cores; failing
+    // that, the idle host whose free block is smallest.
+    auto usable = [&](int h) {
+      if (!pool_.schedulable(h) || !generation_matches(shape, h)) return false;
       const std::uint32_t open = pool_.free_mask(h) & ~avoided(h);
-      int core;
-      if (shape.pinned_core) {
-        if (((open >> *shape.pinned_core) & 1u) == 0) continue;
-        core = *shape.pinned_core;
-      } else {
-        if (open == 0) continue;
-        core = std::countr_zero(open);
-      }
-      const std::tuple<int, int, int> key{pool_.free_cores(h),
-                                          largest_free_block(h, h + 1, free_prefix), h};
-      if (!best || key < *best) {
-        best = key;
-        best_core = core;
-      }
+      return shape.pinned_core ? ((open >> *shape.pinned_core) & 1u) != 0 : open != 0;
+    };
+    std::optional<std::pair<int, int>> best_used;  // (free cores, host)
+    for (int h = 0; h < host_count; ++h) {
+      if (pool_.fully_free(h) || !usable(h)) continue;
+      const std::pair<int, int> key{pool_.free_cores(h), h};
+      if (!best_used || key < *best_used) best_used = key;
+      if (key.first == 1) break;  // nothing fits tighter
     }
-    if (!best) return std::nullopt;
-    const int host = std::get<2>(*best);
-    return Choice{pool_.generation(host), {host}, {CoreRef{host, best_core}}, {}};
+    std::optional<int> host;
+    if (best_used) {
+      host = best_used->second;
+    } else {
+      count_free_hosts();
+      std::optional<std::pair<int, int>> best_idle;  // (free block broken, host)
+      for (int h = 0; h < host_count; ++h) {
+        if (!pool_.fully_free(h) || !usable(h)) continue;
+        const std::pair<int, int> key{largest_free_block(h, h + 1, free_prefix), h};
+        if (!best_idle || key < *best_idle) best_idle = key;
+      }
+      if (best_idle) host = best_idle->second;
+    }
+    if (!host) return std::nullopt;
+    const std::uint32_t open = pool_.free_mask(*host) & ~avoided(*host);
+    const int core = shape.pinned_core ? *shape.pinned_core : std::countr_zero(open);
+    return Choice{pool_.generation(*host), {*host}, {CoreRef{*host, core}}, {}};
   }
 
+  count_free_hosts();
   const int n = block_hosts(shape.kind, shape.hosts);
   if (n < 1) return std::nullopt;
   std::optional<std::pair<int, int>> best;  // (free block broken, first host)
@@ -307,11 +318,6 @@ std::optional<Scheduler::Choice> Scheduler::find_earliest(const Shape& shape,
   return choice;
 }
 
-Clock::time_point Scheduler::expected_end(const Job& job, Clock::time_point now) const {
-  if (!job.request.expected_runtime) return kNever;
-  return std::max(job.started + *job.request.expected_runtime, now);
-}
-
 bool Scheduler::over_quota(const Job& job) const {
   const Tenant& tenant = tenants_[job.tenant];
   if (!tenant.max_cores) return false;
@@ -334,7 +340,11 @@ bool Scheduler::submit(JobRequest request) {
   } else {
     queue_.insert(entry);
     shape_waiting_.resize(shapes_.size(), 0);
+    shape_runtimes_.resize(shapes_.size());
     ++shape_waiting_[stored.shape];
+    if (stored.request.expected_runtime) {
+      shape_runtimes_[stored.shape].insert(*stored.request.expected_runtime);
+    }
   }
   ++version_;
   return true;
@@ -347,6 +357,10 @@ void Scheduler::dequeue(Job& job) {
   } else {
     queue_.erase(entry);
     --shape_waiting_[job.shape];
+    if (job.request.expected_runtime) {
+      std::multiset<std::chrono::milliseconds>& runtimes = shape_runtimes_[job.shape];
+      runtimes.erase(runtimes.find(*job.request.expected_runtime));
+    }
   }
 }
 
@@ -371,7 +385,12 @@ Placement Scheduler::start(Job& job, Choice choice, Clock::time_point now) {
       break;
     }
   }
-  for (const CoreRef& core : choice.cores) pool_.assign(core.host, core.core, job.request.id);
+  const Clock::time_point end =
+      job.request.expected_runtime ? now + *job.request.expected_runtime : kNever;
+  for (const CoreRef& core : choice.cores) {
+    pool_.assign(core.host, core.core, job.request.id);
+    core_end_[pool_.flat_index(core.host, core.core)] = end;
+  }
   placement.hosts = std::move(choice.hosts);
   placement.cores = std::move(choice.cores);
   tenants_[job.tenant].used_cores += static_cast<int>(placement.cores.size());
@@ -404,6 +423,7 @@ std::vector<Placement> Scheduler::schedule(Clock::time_point now) {
   // waiting shape is closed (or no healthy core is free) the walk stops.
   const std::size_t shape_count = shapes_.size();
   shape_waiting_.resize(shape_count, 0);
+  shape_runtimes_.resize(shape_count);
   std::vector<signed char> healthy_fit(shape_count, -1);
   std::vector<char> no_fit(shape_count, 0);
   std::vector<char> no_fit_outside_reservation(shape_count, 0);
@@ -454,7 +474,11 @@ std::vector<Placement> Scheduler::schedule(Clock::time_point now) {
         choice = find_free(shape, reserved);
         if (!choice) {
           no_fit_outside_reservation[s] = 1;
-          if (!reservation_->start) close(s);
+          const std::multiset<std::chrono::milliseconds>& runtimes = shape_runtimes_[s];
+          if (!reservation_->start || runtimes.empty() ||
+              now + *runtimes.begin() > *reservation_->start) {
+            close(s);
+          }
         }
       }
       const std::optional<std::chrono::milliseconds>& runtime = job.request.expected_runtime;
@@ -495,9 +519,11 @@ Reservation Scheduler::reserve(const Job& head, Clock::time_point now,
 Scheduler::CoreTimes Scheduler::core_times(Clock::time_point now) const {
   CoreTimes times(pool_, now);
   for (int h = 0; h < pool_.host_count(); ++h) {
+    const std::uint32_t free = pool_.free_mask(h);
     for (int c = 0; c < pool_.devices(h); ++c) {
-      const std::optional<JobId> holder = pool_.holder(h, c);
-      if (holder) times.put(h, c, expected_end(jobs_.at(*holder), now));
+      if (((free >> c) & 1u) == 0) {
+        times.put(h, c, std::max(core_end_[pool_.flat_index(h, c)], now));
+      }
     }
     times.refresh(h);
   }

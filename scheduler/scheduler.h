@@ -243,7 +243,6 @@ class Scheduler {
   Reservation reserve(const Job& head, Clock::time_point now,
                       std::vector<std::uint32_t>& reserved) const;
   CoreTimes core_times(Clock::time_point now) const;
-  Clock::time_point expected_end(const Job& job, Clock::time_point now) const;
   // Fills every waiting job's reason, position and estimated start.
   void classify() const;
   void dequeue(Job& job);
@@ -251,10 +250,15 @@ class Scheduler {
 
   Pool pool_;
   SchedulerOptions options_;
+  // Per flat core index: when its holder is expected to end (max(): unknown).
+  std::vector<Clock::time_point> core_end_;
   std::unordered_map<JobId, Job> jobs_;  // waiting and running; node-stable
   std::set<QueueEntry> queue_;           // waiting TPU jobs
   std::set<QueueEntry> cpu_queue_;       // waiting cpu jobs: start at the next pass
   std::vector<int> shape_waiting_;       // waiting jobs per shape
+  // Known expected runtimes of the waiting jobs, per shape: a shape whose
+  // shortest job cannot end before the head's reserved start cannot backfill.
+  std::vector<std::multiset<std::chrono::milliseconds>> shape_runtimes_;
   std::vector<Shape> shapes_;
   std::map<Shape, int> shape_index_;
   std::vector<Tenant> tenants_;

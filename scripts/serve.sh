@@ -5,6 +5,7 @@
 set -euo pipefail
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/setup.sh"
 install_packages "${BUILD_PACKAGES[@]}"
+install_web_packages
 build default
 cd "$TPUJOBS_ROOT"
 exec "$TPUJOBS_ROOT/build/service/tpujobs" serve "$@"

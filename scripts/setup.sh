@@ -8,7 +8,8 @@ TPUJOBS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 BUILD_PACKAGES=(g++ make cmake pkg-config ccache libboost1.81-dev nlohmann-json3-dev libeigen3-dev
   libpq-dev postgresql libgtest-dev libgmock-dev libbenchmark-dev)
-TEST_PACKAGES=(curl)
+# The browser tests drive Debian's Chromium with playwright-core from npm.
+TEST_PACKAGES=(curl chromium)
 
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
@@ -25,6 +26,19 @@ install_packages() {
     echo "setup: installing ${missing[*]}" >&2
     as_root apt-get update -qq
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+  fi
+}
+
+# Installs the web UI's npm packages (exact versions from the lock file).
+# Node.js may come from elsewhere (NodeSource bundles npm): install Debian's
+# only when there is no npm at all.
+install_web_packages() {
+  if [ -f "$TPUJOBS_ROOT/web/package-lock.json" ]; then
+    command -v npm >/dev/null 2>&1 || install_packages nodejs npm
+    local web="$TPUJOBS_ROOT/web"
+    if [ ! -f "$web/node_modules/.package-lock.json" ] || [ "$web/package-lock.json" -nt "$web/node_modules/.package-lock.json" ]; then
+      (cd "$web" && npm ci --no-audit --no-fund --loglevel=error >&2)
+    fi
   fi
 }
 
@@ -46,6 +60,7 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
     shift
   done
   install_packages "${BUILD_PACKAGES[@]}"
+  install_web_packages
   [ "$with_tests" -eq 1 ] && install_packages "${TEST_PACKAGES[@]}"
   build "$preset"
 fi

@@ -6,6 +6,7 @@
 set -euo pipefail
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/setup.sh"
 install_packages "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}"
+install_web_packages
 cd "$TPUJOBS_ROOT"
 
 build default

@@ -135,6 +135,10 @@ class Session : public std::enable_shared_from_this<Session> {
   void on_header(beast::error_code ec) {
     if (ec == beast::error::timeout) return reject(408, "Request Timeout", "the request header did not arrive in time");
     if (ec == http::error::header_limit) return reject(431, "Request Header Fields Too Large", "headers exceed 16 KiB");
+    if (ec == http::error::body_limit) {
+      return reject(413, "Payload Too Large",
+                    "the request body is larger than " + std::to_string(state_.options.body_limit) + " bytes");
+    }
     if (ec) {
       if (ec == http::error::end_of_stream || ec == asio::error::eof) return close();
       return reject(400, "Bad Request", "malformed HTTP request");

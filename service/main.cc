@@ -4,29 +4,36 @@
 #include <string>
 #include <vector>
 
+#include "service/cli.h"
+#include "service/cli_options.h"
 #include "service/serve.h"
 
 namespace {
 
-constexpr const char* kUsage = R"(usage: tpujobs <command> [options]
-
-commands:
-  serve        run the service (REST API, scheduler, executor, embedded PostgreSQL)
-
-Run `tpujobs <command> --help` for a command's options.
-)";
+std::string usage() {
+  return "usage: tpujobs <command> [options]\n\n"
+         "commands:\n"
+         "  serve        run the service (REST API, scheduler, executor, embedded PostgreSQL)\n" +
+         tpujobs::service::client_commands_summary() +
+         "\nClient commands talk to --server URL (or $TPUJOBS_URL, default http://127.0.0.1:8080)\n"
+         "and send --token T (or $TPUJOBS_TOKEN). Exit codes: 0 succeeded/valid, 1 job failed,\n"
+         "2 spec rejected or usage error, 3 cancelled, 4 server unreachable or 5xx,\n"
+         "124 --timeout elapsed.\n\n"
+         "Run `tpujobs <command> --help` for a command's options.\n";
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-    std::cout << kUsage;
+    std::cout << usage();
     return args.empty() ? 2 : 0;
   }
   const std::string command = args[0];
   args.erase(args.begin());
   if (command == "serve") return tpujobs::service::run_serve(args);
-  std::cerr << "tpujobs: unknown command '" << command << "'\n\n" << kUsage;
+  if (tpujobs::service::is_client_command(command)) return tpujobs::service::run_client(command, args);
+  std::cerr << "tpujobs: unknown command '" << command << "'\n\n" << usage();
   return 2;
 }

@@ -11,7 +11,8 @@ samples/s measured after a warm-up:
   gemm_mlp    1024 -> 4096 -> 4096 -> 10 ReLU, Adam lr 1e-3, batch 256, fp32,
               synthetic data with 1024 features and 10 classes
 
-Output lines match the C++ program: "<name> samples_per_sec=<x> steps=<n> seconds=<s>".
+Output lines match the C++ program:
+"<name> samples_per_sec=<x> steps=<n> seconds=<s> samples_per_cpu_sec=<c>".
 """
 import argparse
 import csv
@@ -72,12 +73,14 @@ def measure(name, model, x, y, batch_size, warmup_steps, steps):
     for _ in range(warmup_steps):
         step()
     samples = 0
+    cpu_start = time.process_time()
     start = time.perf_counter()
     for _ in range(steps):
         samples += step()
     seconds = time.perf_counter() - start
-    print(f"{name} samples_per_sec={samples / seconds:.1f} steps={steps} seconds={seconds:.4f}",
-          flush=True)
+    cpu_seconds = time.process_time() - cpu_start
+    print(f"{name} samples_per_sec={samples / seconds:.1f} steps={steps} seconds={seconds:.4f} "
+          f"samples_per_cpu_sec={samples / cpu_seconds:.1f}", flush=True)
 
 
 def main():

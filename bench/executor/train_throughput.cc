@@ -10,11 +10,13 @@
 // validation cancel out and what remains is the steady-state training loop.
 //
 // Usage: executor_train_throughput [--threads N] [--quick] [digits|gemm|replicas]...
-// Prints one line per figure: "<name> samples_per_sec=<x> steps=<n> seconds=<s>".
+// Prints one line per figure: "<name> samples_per_sec=<x> steps=<n> seconds=<s>
+// samples_per_cpu_sec=<c> ..." (c: samples per CPU-second of all threads).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -89,6 +91,7 @@ TrainingSpec gemm_spec(std::int64_t samples) {
 
 struct Timed {
   double seconds = 0;
+  double cpu_seconds = 0;               // all threads of this process
   double reported_samples_per_sec = 0;  // train()'s own figure
 };
 
@@ -97,9 +100,11 @@ Timed run(TrainingSpec spec, std::int64_t steps, WorkerPool& workers) {
   DeviceFacts device;  // v3
   NoUploads datasets;
   DiscardingSink sink;
+  const std::clock_t cpu_start = std::clock();
   const auto start = std::chrono::steady_clock::now();
   const TrainingResult result = train(spec, device, workers, datasets, sink, RunControl{});
   const auto end = std::chrono::steady_clock::now();
+  const std::clock_t cpu_end = std::clock();
   if (result.outcome != Outcome::kSucceeded) {
     std::fprintf(stderr, "train() failed: %s: %s\n", result.error ? result.error->type.c_str() : "",
                  result.error ? result.error->message.c_str() : "");
@@ -107,6 +112,7 @@ Timed run(TrainingSpec spec, std::int64_t steps, WorkerPool& workers) {
   }
   auto reported = result.final_metrics.find("samples_per_sec");
   return Timed{std::chrono::duration<double>(end - start).count(),
+               static_cast<double>(cpu_end - cpu_start) / CLOCKS_PER_SEC,
                reported == result.final_metrics.end() ? 0.0 : reported->second};
 }
 
@@ -120,9 +126,11 @@ double measure(const char* name, const TrainingSpec& spec, std::int64_t short_st
   const double samples =
       static_cast<double>(long_steps - short_steps) * spec.data.batch_size * spec.world_size;
   const double rate = samples / seconds;
+  const double cpu_seconds = longer.cpu_seconds - shorter.cpu_seconds;
   std::printf(
-      "%s samples_per_sec=%.1f steps=%lld seconds=%.4f train_reported_samples_per_sec=%.1f\n", name,
-      rate, static_cast<long long>(long_steps - short_steps), seconds,
+      "%s samples_per_sec=%.1f steps=%lld seconds=%.4f samples_per_cpu_sec=%.1f "
+      "train_reported_samples_per_sec=%.1f\n",
+      name, rate, static_cast<long long>(long_steps - short_steps), seconds, samples / cpu_seconds,
       longer.reported_samples_per_sec);
   std::fflush(stdout);
   return rate;

@@ -153,6 +153,21 @@ TEST(ConnectionPoolTest, OpenTransactionIsNotHandedToNextBorrower) {
   EXPECT_FALSE((*next)->in_transaction());
 }
 
+TEST(ConnectionPoolTest, ConninfoOverridesTheDefaults) {
+  auto conninfo = testing::create_schema();
+  ASSERT_TRUE(conninfo.ok());
+  for (const auto& [extra, expected] :
+       {std::pair{"", "tpujobs"}, std::pair{" application_name=custom", "custom"}}) {
+    auto connection = Connection::open(*conninfo + extra);
+    ASSERT_TRUE(connection.ok()) << connection.error().message;
+    auto name = (*connection)->execute("SHOW application_name");
+    ASSERT_TRUE(name.ok());
+    EXPECT_EQ(expected, name->string(0, 0));
+    auto zone = (*connection)->execute("SHOW TimeZone");
+    EXPECT_EQ("UTC", zone->string(0, 0));
+  }
+}
+
 TEST(ConnectionPoolTest, PingAndUnreachableServer) {
   auto pool = make_pool(1);
   EXPECT_TRUE(pool->ping());

@@ -121,6 +121,17 @@ TEST_F(EmbeddedPostgresTest, StalePostmasterPidFromACrashIsIgnored) {
   auto pool = ConnectionPool::create(after_reuse->conninfo(), 1);
   ASSERT_TRUE(pool.ok());
   EXPECT_EQ("1", scalar(**pool, "SELECT 1"));
+  pool->reset();
+  after_reuse.reset();
+
+  // A PID reused by another cluster's PostgreSQL (say, the system's).
+  auto other_cluster = testing::shared_cluster();
+  ASSERT_TRUE(other_cluster.ok()) << other_cluster.error().message;
+  std::ofstream(pid_file) << (*other_cluster)->postmaster_pid() << "\n"
+                          << directory_ << "/pgdata\n";
+  auto beside_other = start_server();
+  ASSERT_TRUE(beside_other);
+  EXPECT_TRUE((*other_cluster)->running());
 }
 
 TEST_F(EmbeddedPostgresTest, LiveServerOnTheSameDirectoryIsAConflict) {

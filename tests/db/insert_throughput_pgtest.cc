@@ -18,6 +18,13 @@ namespace {
 
 constexpr int kBatchSize = 64;
 constexpr double kRequiredJobsPerSecond = 2000;
+// The floor is checked in optimised builds only: a sanitizer or -O0 build
+// measures the instrumentation.
+#if defined(NDEBUG) && !defined(__SANITIZE_ADDRESS__)
+constexpr bool kCheckFloor = true;
+#else
+constexpr bool kCheckFloor = false;
+#endif
 
 constexpr const char* kSpec = R"({"name": "digits-mlp", "labels": {"pipeline": "ci-1234"},
  "priority": 0, "trainer": {"accelerator": "tpu", "devices": 8, "num_nodes": 1,
@@ -102,8 +109,10 @@ TEST(InsertThroughputTest, BatchesOf64SustainTwoThousandJobsPerSecond) {
               kBatchSize, one_writer, two_writers);
   RecordProperty("jobs_per_second_1_writer", static_cast<int>(one_writer));
   RecordProperty("jobs_per_second_2_writers", static_cast<int>(two_writers));
-  EXPECT_GE(one_writer, kRequiredJobsPerSecond);
-  EXPECT_GE(two_writers, kRequiredJobsPerSecond);
+  if (kCheckFloor) {
+    EXPECT_GE(one_writer, kRequiredJobsPerSecond);
+    EXPECT_GE(two_writers, kRequiredJobsPerSecond);
+  }
 
   auto counts = jobs.count_jobs_by_state();
   ASSERT_TRUE(counts.ok());

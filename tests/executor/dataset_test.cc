@@ -33,14 +33,20 @@ TEST(ParseCsv, ErrorsNameTheLine) {
   EXPECT_EQ(csv_error("a,label\n"), "no data rows after the header (line 1)");
   EXPECT_EQ(csv_error("a,b\n1,2\n"),
             "line 1: the header has no 'label' column (expected feature columns, then 'label')");
-  EXPECT_EQ(csv_error("a,b,label\n1,2,0\n1,2\n"), "line 3: expected 3 fields like the header, found 2");
-  EXPECT_EQ(csv_error("a,b,label\n1,2,0\n1,2,0,4\n"), "line 3: expected 3 fields like the header, found 4");
-  EXPECT_EQ(csv_error("a,b,label\n1,2,0\n\n1,x7,0\n"), "line 4, column 'b': 'x7' is not a finite number");
+  EXPECT_EQ(csv_error("a,b,label\n1,2,0\n1,2\n"),
+            "line 3: expected 3 fields like the header, found 2");
+  EXPECT_EQ(csv_error("a,b,label\n1,2,0\n1,2,0,4\n"),
+            "line 3: expected 3 fields like the header, found 4");
+  EXPECT_EQ(csv_error("a,b,label\n1,2,0\n\n1,x7,0\n"),
+            "line 4, column 'b': 'x7' is not a finite number");
   EXPECT_EQ(csv_error("a,label\n1,0\nnan,1\n"), "line 3, column 'a': 'nan' is not a finite number");
   EXPECT_EQ(csv_error("a,label\n1,0\n2,\n"), "line 3, column 'label': '' is not a finite number");
-  EXPECT_EQ(csv_error("a,label\n1,0\n2,1.5\n"), "line 3: label '1.5' is not an integer class index");
-  EXPECT_EQ(csv_error("a,label\n1,-1\n"), "line 2: label '-1' is out of range (class indices are 0..65535)");
-  EXPECT_EQ(csv_error("a,label\n1,70000\n"), "line 2: label '70000' is out of range (class indices are 0..65535)");
+  EXPECT_EQ(csv_error("a,label\n1,0\n2,1.5\n"),
+            "line 3: label '1.5' is not an integer class index");
+  EXPECT_EQ(csv_error("a,label\n1,-1\n"),
+            "line 2: label '-1' is out of range (class indices are 0..65535)");
+  EXPECT_EQ(csv_error("a,label\n1,70000\n"),
+            "line 2: label '70000' is out of range (class indices are 0..65535)");
 }
 
 TEST(ParseCsv, RegressionAcceptsAnyFiniteTarget) {
@@ -53,8 +59,10 @@ TEST(ParseCsv, RegressionAcceptsAnyFiniteTarget) {
 TEST(LoadDataset, BuiltinsSplitAndStandardizeWithTrainStatistics) {
   fakes::MapDatasets none;
   for (const auto& [name, rows, features, classes] :
-       std::vector<std::tuple<std::string, int, int, int>>{
-           {"iris", 150, 4, 3}, {"wine", 178, 13, 3}, {"breast_cancer", 569, 30, 2}, {"digits", 1797, 64, 10}}) {
+       std::vector<std::tuple<std::string, int, int, int>>{{"iris", 150, 4, 3},
+                                                           {"wine", 178, 13, 3},
+                                                           {"breast_cancer", 569, 30, 2},
+                                                           {"digits", 1797, 64, 10}}) {
     DataSpec spec;
     spec.source = BuiltinData{name};
     spec.val_fraction = 0.2;
@@ -83,8 +91,11 @@ TEST(LoadDataset, ErrorsForUnknownBuiltinMissingUploadAndBadUpload) {
   datasets.uploads["ds_bad"] = "a,label\n1,0\n2,x\n";
   DataSpec spec;
   spec.source = BuiltinData{"mnist"};
-  auto error = [&] { return std::get<std::string>(load_dataset(spec, Loss::kCrossEntropy, 1, datasets)); };
-  EXPECT_EQ(error(), "unknown built-in dataset 'mnist' (available: iris, wine, breast_cancer, digits)");
+  auto error = [&] {
+    return std::get<std::string>(load_dataset(spec, Loss::kCrossEntropy, 1, datasets));
+  };
+  EXPECT_EQ(error(),
+            "unknown built-in dataset 'mnist' (available: iris, wine, breast_cancer, digits)");
   spec.source = UploadedData{"ds_none"};
   EXPECT_EQ(error(), "no uploaded dataset 'ds_none'");
   spec.source = UploadedData{"ds_bad"};
@@ -112,7 +123,9 @@ TEST(Synthetic, GeneratorsHonourTheirParameters) {
     const Dataset& data = std::get<Dataset>(generated);
     EXPECT_EQ(data.rows, 300);
     EXPECT_EQ(data.features, 5);
-    const int expected_classes = kind == SyntheticKind::kXor ? 2 : kind == SyntheticKind::kRegression ? 0 : 4;
+    const int expected_classes = kind == SyntheticKind::kXor          ? 2
+                                 : kind == SyntheticKind::kRegression ? 0
+                                                                      : 4;
     EXPECT_EQ(classes, expected_classes);
     for (float label : data.labels) {
       if (expected_classes > 0) {
@@ -123,9 +136,11 @@ TEST(Synthetic, GeneratorsHonourTheirParameters) {
     }
   }
   int classes = 0;
-  EXPECT_EQ(std::get<std::string>(generate_synthetic({SyntheticKind::kBlobs, 1, 2, 2, 0.1}, 1, &classes)),
-            "synthetic data: n must be at least 2");
-  EXPECT_EQ(std::get<std::string>(generate_synthetic({SyntheticKind::kSpirals, 10, 1, 2, 0.1}, 1, &classes)),
+  EXPECT_EQ(
+      std::get<std::string>(generate_synthetic({SyntheticKind::kBlobs, 1, 2, 2, 0.1}, 1, &classes)),
+      "synthetic data: n must be at least 2");
+  EXPECT_EQ(std::get<std::string>(
+                generate_synthetic({SyntheticKind::kSpirals, 10, 1, 2, 0.1}, 1, &classes)),
             "synthetic data: features must be at least 2");
 }
 

@@ -35,8 +35,9 @@ TEST(ModelSummary, ListsLayersAndTotals) {
 }
 
 TEST(EpochLine, ReadsLikeTheProgressBar) {
-  EXPECT_EQ(epoch_line(3, 23, 2.0, {{"loss", 0.1234}, {"val_accuracy", 0.97222}}),
-            "Epoch 3: 100%|██████████| 23/23 [00:02<00:00, 11.50it/s, loss=0.123, val_accuracy=0.972]");
+  EXPECT_EQ(
+      epoch_line(3, 23, 2.0, {{"loss", 0.1234}, {"val_accuracy", 0.97222}}),
+      "Epoch 3: 100%|██████████| 23/23 [00:02<00:00, 11.50it/s, loss=0.123, val_accuracy=0.972]");
   EXPECT_EQ(epoch_line(0, 5, 0.0, {}), "Epoch 0: 100%|██████████| 5/5 [00:00<00:00, ?it/s]");
 }
 

@@ -35,10 +35,11 @@ Fixture build(std::vector<LayerSpec> layers, Loss loss, ComputeSplit split = {},
   f.network = std::make_unique<Network>(f.model, f.shape, precision, 7);
   f.replica = std::make_unique<Replica>(*f.network, kRows, split);
   Rng rng(99);
-  for (int i = 0; i < kRows * kFeatures; ++i) f.replica->input()[i] = static_cast<float>(rng.normal());
+  for (int i = 0; i < kRows * kFeatures; ++i)
+    f.replica->input()[i] = static_cast<float>(rng.normal());
   for (int r = 0; r < kRows; ++r) {
-    f.replica->labels()[r] = loss == Loss::kMse ? static_cast<float>(rng.normal())
-                                                : static_cast<float>(r % 3);
+    f.replica->labels()[r] =
+        loss == Loss::kMse ? static_cast<float>(rng.normal()) : static_cast<float>(r % 3);
   }
   return f;
 }
@@ -100,7 +101,8 @@ TEST(NetworkGradients, Sigmoid) {
 }
 
 TEST(NetworkGradients, DropoutWithFixedMask) {
-  Fixture f = build({linear(8), activation(LayerType::kDropout, 0.3), linear(3)}, Loss::kCrossEntropy);
+  Fixture f =
+      build({linear(8), activation(LayerType::kDropout, 0.3), linear(3)}, Loss::kCrossEntropy);
   expect_gradients_match_finite_differences(f);
 }
 
@@ -140,7 +142,8 @@ TEST(NetworkGradients, SplitOverThePoolGivesTheSameGradients) {
 }
 
 TEST(NetworkGradients, OverwritingEqualsZeroingThenAccumulating) {
-  Fixture f = build({linear(5), activation(LayerType::kLayerNorm), tied_linear(0)}, Loss::kCrossEntropy);
+  Fixture f =
+      build({linear(5), activation(LayerType::kLayerNorm), tied_linear(0)}, Loss::kCrossEntropy);
   f.replica->zero_gradients();
   f.replica->train_batch(kRows, 0.5f, 3);
   const std::vector<float> accumulated = f.replica->gradients();
@@ -148,11 +151,13 @@ TEST(NetworkGradients, OverwritingEqualsZeroingThenAccumulating) {
   f.replica->train_batch(kRows, 0.5f, 3, /*accumulate=*/false);
   // Equal up to rounding: Eigen may order a small product's sums differently for = and +=.
   for (std::size_t i = 0; i < accumulated.size(); ++i) {
-    EXPECT_NEAR(f.replica->gradients()[i], accumulated[i], 1e-7 + 1e-5 * std::abs(accumulated[i])) << i;
+    EXPECT_NEAR(f.replica->gradients()[i], accumulated[i], 1e-7 + 1e-5 * std::abs(accumulated[i]))
+        << i;
   }
   f.replica->train_batch(kRows, 0.5f, 3, /*accumulate=*/true);
   for (std::size_t i = 0; i < accumulated.size(); ++i) {
-    EXPECT_NEAR(f.replica->gradients()[i], 2 * accumulated[i], 1e-7 + 1e-5 * std::abs(accumulated[i]));
+    EXPECT_NEAR(f.replica->gradients()[i], 2 * accumulated[i],
+                1e-7 + 1e-5 * std::abs(accumulated[i]));
   }
 }
 
@@ -178,7 +183,8 @@ TEST(NetworkPrecision, Bf16RoundsMatmulInputsAndAccumulatesInFp32) {
   };
   // bf16 keeps 8 significant bits: 1+2^-9 -> 1, 3+2^-8 -> 3, 1+2^-10 -> 1, 0.25+2^-12 -> 0.25.
   const double expected_bf16 = 1.0 * 3.0 + (-0.5) * 1.0 + 0.25 * 2.0;
-  const double expected_fp32 = double(weights[0]) * x[0] + double(weights[1]) * x[1] + double(weights[2]) * x[2];
+  const double expected_fp32 =
+      double(weights[0]) * x[0] + double(weights[1]) * x[1] + double(weights[2]) * x[2];
   EXPECT_NEAR(std::sqrt(output_squared(bf16)), expected_bf16, 1e-6);
   EXPECT_NEAR(std::sqrt(output_squared(fp32)), expected_fp32, 1e-5);
   EXPECT_GT(std::abs(expected_bf16 - expected_fp32), 1e-3);
@@ -187,7 +193,7 @@ TEST(NetworkPrecision, Bf16RoundsMatmulInputsAndAccumulatesInFp32) {
 TEST(NetworkDigest, ChangesWithAnyBit) {
   std::vector<float> values = {1.0f, 2.0f, 3.0f};
   const std::string before = digest(values);
-  EXPECT_EQ(before.rfind("fnv1a64:", 0), 0u);
+  EXPECT_EQ(before.rfind("hash64:", 0), 0u);
   values[1] = std::nextafter(values[1], 3.0f);
   EXPECT_NE(digest(values), before);
 }

@@ -35,17 +35,20 @@ TEST(Bfloat16, TiesGoToEven) {
 TEST(Bfloat16, SpecialValues) {
   EXPECT_TRUE(std::isnan(round_to_bfloat16(std::numeric_limits<float>::quiet_NaN())));
   EXPECT_TRUE(std::isnan(round_to_bfloat16(from_bits(0x7f800001))));  // signalling NaN stays NaN
-  EXPECT_EQ(round_to_bfloat16(std::numeric_limits<float>::infinity()), std::numeric_limits<float>::infinity());
+  EXPECT_EQ(round_to_bfloat16(std::numeric_limits<float>::infinity()),
+            std::numeric_limits<float>::infinity());
   // The largest float rounds past bfloat16's largest finite value to infinity.
-  EXPECT_EQ(round_to_bfloat16(std::numeric_limits<float>::max()), std::numeric_limits<float>::infinity());
+  EXPECT_EQ(round_to_bfloat16(std::numeric_limits<float>::max()),
+            std::numeric_limits<float>::infinity());
   // Subnormals round like everything else.
   EXPECT_EQ(round_to_bfloat16(from_bits(0x00008000)), 0.0f);
   EXPECT_EQ(round_to_bfloat16(from_bits(0x00018000)), from_bits(0x00020000));
 }
 
 TEST(Float16, RoundsToElevenSignificantBits) {
-  EXPECT_EQ(round_to_float16(1.0f + 0x1.0p-11f), 1.0f);                 // tie, to even
-  EXPECT_EQ(round_to_float16(1.0f + 0x1.0p-10f + 0x1.0p-11f), 1.0f + 0x1.0p-9f);  // tie, to even (up)
+  EXPECT_EQ(round_to_float16(1.0f + 0x1.0p-11f), 1.0f);  // tie, to even
+  EXPECT_EQ(round_to_float16(1.0f + 0x1.0p-10f + 0x1.0p-11f),
+            1.0f + 0x1.0p-9f);  // tie, to even (up)
   EXPECT_EQ(round_to_float16(1.0f + 0x1.0p-11f + 0x1.0p-20f), 1.0f + 0x1.0p-10f);
   EXPECT_EQ(round_to_float16(0.1f), 0.0999755859375f);
 }
@@ -55,9 +58,9 @@ TEST(Float16, RangeAndSubnormals) {
   EXPECT_EQ(round_to_float16(65519.0f), 65504.0f);
   EXPECT_EQ(round_to_float16(65520.0f), std::numeric_limits<float>::infinity());
   EXPECT_EQ(round_to_float16(-1e6f), -std::numeric_limits<float>::infinity());
-  EXPECT_EQ(round_to_float16(0x1.0p-24f), 0x1.0p-24f);          // smallest subnormal
-  EXPECT_EQ(round_to_float16(0x1.0p-25f), 0.0f);                // tie to even (zero)
-  EXPECT_EQ(round_to_float16(0x1.8p-24f), 0x1.0p-23f);          // tie to even (2 quanta)
+  EXPECT_EQ(round_to_float16(0x1.0p-24f), 0x1.0p-24f);               // smallest subnormal
+  EXPECT_EQ(round_to_float16(0x1.0p-25f), 0.0f);                     // tie to even (zero)
+  EXPECT_EQ(round_to_float16(0x1.8p-24f), 0x1.0p-23f);               // tie to even (2 quanta)
   EXPECT_EQ(round_to_float16(0x1.0p-14f - 0x1.0p-26f), 0x1.0p-14f);  // rounds up into normals
   EXPECT_TRUE(std::isnan(round_to_float16(std::numeric_limits<float>::quiet_NaN())));
 }

@@ -116,7 +116,8 @@ TEST_F(TrainerTest, ResumingFromAnyCheckpointIsBitIdentical) {
     control.resume = &checkpoint;
     const TrainingResult resumed = run(spec, resumed_sink, control);
     ASSERT_EQ(resumed.outcome, Outcome::kSucceeded) << describe(resumed);
-    EXPECT_EQ(resumed.parameters_digest, uninterrupted.parameters_digest) << "from step " << checkpoint.step;
+    EXPECT_EQ(resumed.parameters_digest, uninterrupted.parameters_digest)
+        << "from step " << checkpoint.step;
     EXPECT_EQ(resumed.steps, uninterrupted.steps);
     EXPECT_EQ(resumed.final_metrics.at("val_loss"), uninterrupted.final_metrics.at("val_loss"));
     EXPECT_EQ(resumed.final_metrics.at("loss"), uninterrupted.final_metrics.at("loss"));
@@ -187,7 +188,8 @@ TEST_F(TrainerTest, NonFiniteLossIsANumericalErrorNamingTheStep) {
   const TrainingResult result = run(spec);
   ASSERT_TRUE(result.error);
   EXPECT_EQ(result.error->type, "NUMERICAL_ERROR");
-  EXPECT_THAT(result.error->message, ::testing::MatchesRegex("the training loss is (nan|inf) at step [0-9]+ .*"));
+  EXPECT_THAT(result.error->message,
+              ::testing::MatchesRegex("the training loss is (nan|inf) at step [0-9]+ .*"));
   EXPECT_THAT(result.error->hint, HasSubstr("gradient_clip_val"));
 }
 
@@ -200,7 +202,8 @@ TEST_F(TrainerTest, ExpectGatesNameMetricValueAndBound) {
   EXPECT_EQ(result.outcome, Outcome::kFailed);
   ASSERT_TRUE(result.error);
   EXPECT_EQ(result.error->type, "EXPECTATION_FAILED");
-  EXPECT_THAT(result.error->message, ::testing::MatchesRegex("val_accuracy = 0\\.[0-9]+ is below the minimum 1\\.01"));
+  EXPECT_THAT(result.error->message,
+              ::testing::MatchesRegex("val_accuracy = 0\\.[0-9]+ is below the minimum 1\\.01"));
   spec.expect.clear();
   spec.expect["loss"] = Bound{std::nullopt, 1e-9};
   EXPECT_THAT(run(spec).error->message, HasSubstr("is above the maximum 1e-09"));
@@ -215,7 +218,9 @@ TEST_F(TrainerTest, TiedWeightsStayTiedAndLightning1xWarns) {
   const TrainingResult result = run(spec, sink);
   ASSERT_EQ(result.outcome, Outcome::kSucceeded) << describe(result);
   EXPECT_EQ(sink.lines_with("Layer count: [Before: 3 After: 4]").size(), 1u);
-  EXPECT_EQ(sink.lines_with("The model layers do not match after moving to the target device").size(), 1u);
+  EXPECT_EQ(
+      sink.lines_with("The model layers do not match after moving to the target device").size(),
+      1u);
   ASSERT_FALSE(result.warnings.empty());
   EXPECT_EQ(sink.lines_with("Total params").front(), "34        Total params");  // 4*6+6 + 4
   spec.lightning_v1 = false;
@@ -238,9 +243,9 @@ TEST_F(TrainerTest, LogsReadLikeLightningOnATpuHost) {
   EXPECT_EQ(sink.lines_with("Trainable params").size(), 1u);
   const auto epochs = sink.lines_with("Epoch ");
   ASSERT_EQ(epochs.size(), 3u);
-  EXPECT_THAT(epochs[2], ::testing::MatchesRegex(
-                             "Epoch 2: 100%\\|██████████\\| 2/2 \\[.*, loss=[0-9.e-]+, "
-                             "val_loss=[0-9.e-]+, val_accuracy=[0-9.]+\\]"));
+  EXPECT_THAT(epochs[2],
+              ::testing::MatchesRegex("Epoch 2: 100%\\|██████████\\| 2/2 \\[.*, loss=[0-9.e-]+, "
+                                      "val_loss=[0-9.e-]+, val_accuracy=[0-9.]+\\]"));
   EXPECT_EQ(sink.lines.back(), "`Trainer.fit` stopped: `max_epochs=3` reached.");
   EXPECT_EQ(sink.lines_with("HBM per core").size(), 1u);
 }
@@ -274,7 +279,9 @@ TEST_F(TrainerTest, LastPartialBatchCompilesASecondGraph) {
   EXPECT_THAT(result.xla_report, HasSubstr("Counter: CachedCompile\n  Value: 22\n"));
   EXPECT_EQ(sink.lines_with("Metric: CompileTime").size(), 1u);  // xla_debug logs the report
   // Two compiles in the first epoch's 8 steps: more than a tenth of the steps.
-  EXPECT_EQ(sink.lines_with("pt-xla-profiler: CompileTime too frequent: 2 counts during 8 steps").size(), 1u);
+  EXPECT_EQ(
+      sink.lines_with("pt-xla-profiler: CompileTime too frequent: 2 counts during 8 steps").size(),
+      1u);
   spec.data.drop_last = true;
   spec.xla_debug = false;
   RecordingSink quiet;
@@ -292,11 +299,22 @@ TEST_F(TrainerTest, TooLargeForHbmFailsAtStartWithoutAllocating) {
   const TrainingResult result = run(spec, sink);
   ASSERT_TRUE(result.error);
   EXPECT_EQ(result.error->type, "RESOURCE_EXHAUSTED");
-  EXPECT_THAT(result.error->message,
-              ::testing::MatchesRegex("RESOURCE_EXHAUSTED: Ran out of memory in memory space hbm\\. "
-                                      "Used [0-9.]+G of 15\\.48G hbm\\."));
+  EXPECT_THAT(
+      result.error->message,
+      ::testing::MatchesRegex("RESOURCE_EXHAUSTED: Ran out of memory in memory space hbm\\. "
+                              "Used [0-9.]+G of 15\\.48G hbm\\."));
   EXPECT_FALSE(result.error->hint.empty());
   EXPECT_EQ(result.steps, 0);
+}
+
+TEST_F(TrainerTest, TooManyEmulatedCoresForHostMemoryFailsAtStart) {
+  TrainingSpec spec = small_spec();
+  spec.model.layers = {linear(20000), linear(20000), linear(3)};  // 4e8 parameters
+  spec.world_size = 8;
+  const TrainingResult result = run(spec);
+  ASSERT_TRUE(result.error);
+  EXPECT_EQ(result.error->type, "RESOURCE_EXHAUSTED");
+  EXPECT_THAT(result.error->message, HasSubstr("GiB of host memory"));
 }
 
 TEST_F(TrainerTest, BadDatasetOrModelIsInvalidArgument) {

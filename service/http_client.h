@@ -1,0 +1,69 @@
+// The command-line client's side of HTTP: a small blocking HTTP/1.1 client
+// behind an interface, so the client commands can be tested against a fake
+// server. This is the only client translation unit that includes Beast.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace tpujobs::service {
+
+// Where the service is: `http://host[:port][/base]`. https is not supported
+// (the service itself speaks plain HTTP; put TLS in a proxy and the client on
+// the proxy's inside).
+struct ServerUrl {
+  std::string host;
+  std::string port = "80";
+  std::string base_path;  // "" or "/prefix" without a trailing slash
+};
+
+// Returns nullopt and sets *error for anything but an http:// URL with a host.
+std::optional<ServerUrl> parse_server_url(std::string_view url, std::string* error);
+
+struct HttpRequest {
+  std::string method = "GET";
+  std::string target;  // path and query, relative to the server's base path
+  std::string body;    // sent as application/json when not empty
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+struct HttpResponse {
+  // 0 when there was no HTTP answer at all (refused, reset, timed out);
+  // `error` then says why.
+  int status = 0;
+  std::string body;
+  std::map<std::string, std::string> headers;  // names lower-cased
+  std::string error;
+};
+
+class HttpClient {
+ public:
+  virtual ~HttpClient() = default;
+
+  // One request on its own connection. Never throws: a transport failure
+  // is a response with status 0.
+  virtual HttpResponse send(const HttpRequest& request, std::chrono::milliseconds timeout) = 0;
+
+  // Sends `request` and hands the response body to `on_body` piece by piece
+  // as it arrives (for text/event-stream), until the server ends it,
+  // `on_body` returns false, no byte arrives for `idle_timeout`, or
+  // `deadline` passes. Only a 2xx body is streamed; any other answer comes
+  // back whole in the result. The result's body is empty for a 2xx.
+  virtual HttpResponse stream(const HttpRequest& request, const std::function<bool(std::string_view)>& on_body,
+                              std::chrono::milliseconds idle_timeout,
+                              std::chrono::steady_clock::time_point deadline) = 0;
+};
+
+using HttpClientPtr = std::unique_ptr<HttpClient>;
+
+// A client that opens a new TCP connection to `server` per request.
+HttpClientPtr make_http_client(ServerUrl server);
+
+}  // namespace tpujobs::service

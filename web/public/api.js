@@ -1,0 +1,90 @@
+// The REST API (DESIGN §6), and nothing else: every page talks to the service
+// through these functions.
+
+// A non-2xx answer. `problem` is the application/problem+json body (with
+// `errors: [{field, message, hint}]` on 422), or a minimal one built from
+// the status when the body was not JSON.
+export class ApiError extends Error {
+  constructor(status, problem) {
+    super(problem.detail || problem.title || `HTTP ${status}`);
+    this.status = status;
+    this.problem = problem;
+  }
+}
+
+async function request(method, path, body) {
+  const init = { method, headers: { Accept: 'application/json' } };
+  if (body !== undefined) {
+    init.headers['Content-Type'] = 'application/json';
+    init.body = typeof body === 'string' ? body : JSON.stringify(body);
+  }
+  const response = await fetch(path, init);
+  const type = response.headers.get('Content-Type') || '';
+  const payload = type.includes('json') ? await response.json() : await response.text();
+  if (!response.ok) {
+    const problem = typeof payload === 'object' ? payload : { title: response.statusText, detail: payload };
+    throw new ApiError(response.status, problem);
+  }
+  return payload;
+}
+
+function query(params) {
+  const search = new URLSearchParams();
+  for (const [key, value] of Object.entries(params)) {
+    if (value === undefined || value === null || value === '') continue;
+    for (const item of Array.isArray(value) ? value : [value]) search.append(key, item);
+  }
+  const text = search.toString();
+  return text ? `?${text}` : '';
+}
+
+// {jobs, next_cursor}, newest first. `label` is "key=value" (or a list of them).
+export const listJobs = ({ state, label, name, limit, cursor } = {}) =>
+  request('GET', `/v1/jobs${query({ state, label, name, limit, cursor })}`);
+export const getJob = (id) => request('GET', `/v1/jobs/${id}`);
+export const jobEvents = (id) => request('GET', `/v1/jobs/${id}/events`);
+export const jobMetrics = (id, after = 0) => request('GET', `/v1/jobs/${id}/metrics${query({ after })}`);
+export const xlaReport = (id) => request('GET', `/v1/jobs/${id}/xla-report`);
+export const cancelJob = (id) => request('POST', `/v1/jobs/${id}/cancel`);
+// `spec` may be the raw editor text, so the server reports malformed JSON itself.
+export const validateSpec = (spec) => request('POST', '/v1/jobs:validate', spec);
+export const submitJob = (spec) => request('POST', '/v1/jobs', spec);
+export const getPool = () => request('GET', '/v1/pool');
+// action: "drain" | "fail" | "recover".
+export const hostAction = (host, action) =>
+  request('POST', `/v1/pool/hosts/${encodeURIComponent(host)}:${action}`);
+
+// Follows a job's log live (Server-Sent Events). Calls onLine({seq, line}) once
+// per line in order, starting after `after`, and onEnd(state) when the job is
+// over and every line has been sent. A dropped connection is reopened after
+// the last line seen. Returns a function that stops following.
+export function followLogs(id, after, onLine, onEnd) {
+  let last = after;
+  let source = null;
+  let retry = null;
+  let stopped = false;
+  const open = () => {
+    source = new EventSource(`/v1/jobs/${id}/logs${query({ after: last })}`);
+    source.addEventListener('log', (event) => {
+      const entry = JSON.parse(event.data);
+      if (entry.seq <= last) return;
+      last = entry.seq;
+      onLine(entry);
+    });
+    source.addEventListener('end', (event) => {
+      stop();
+      onEnd(JSON.parse(event.data).state);
+    });
+    source.onerror = () => {
+      source.close();
+      if (!stopped) retry = setTimeout(open, 1000);
+    };
+  };
+  const stop = () => {
+    stopped = true;
+    clearTimeout(retry);
+    if (source) source.close();
+  };
+  open();
+  return stop;
+}

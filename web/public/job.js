@@ -1,0 +1,256 @@
+// Job: everything about one job, live until it ends: state and timeline,
+// queue position and pending reason, progress, charts, the log (followed over
+// Server-Sent Events), where it runs, the advisor's warnings, the XLA report,
+// and Cancel.
+import { ApiError, cancelJob, followLogs, getJob, jobEvents, jobMetrics, xlaReport } from './api.js';
+import { lineChart } from './chart.js';
+import {
+  announce, describePlacement, errorNote, fill, formatAge, formatDuration, formatNumber, formatTime, h, isTerminal,
+  jobColour, poll, progressBar, stateBadge, warningText,
+} from './ui.js';
+
+const PENDING_REASONS = {
+  Resources: 'Waiting for enough free cores.',
+  Priority: 'Waiting behind jobs with a higher priority or that were queued earlier.',
+  HostUnhealthy: 'The hosts it needs are draining or failed.',
+  Quota: 'The tenant is at its core quota.',
+};
+const MAX_LOG_LINES = 5000;
+
+export function mount(root, { id }) {
+  const heading = h('h1', {}, `Job #${id}`);
+  const badge = h('span', { class: 'state-holder' });
+  const cancelButton = h('button', { type: 'button', class: 'danger', id: 'cancel' }, 'Cancel job');
+  const notice = h('div');
+  const overview = h('section', { class: 'card overview', 'aria-labelledby': 'overview-heading' });
+  const waiting = h('section', { class: 'card waiting', 'aria-labelledby': 'waiting-heading', hidden: true });
+  const failure = h('section', { class: 'card failure', 'aria-labelledby': 'failure-heading', hidden: true });
+  const timeline = h('ol', { class: 'timeline' });
+  const placement = h('div');
+  const warnings = h('div');
+  const xla = h('div', {}, h('p', { class: 'muted' }, 'Written when the job ends.'));
+  const followBox = h('input', { type: 'checkbox', id: 'follow-log', checked: true });
+  const logView = h('pre', { class: 'log', id: 'log', role: 'log', 'aria-live': 'off', 'aria-label': 'Job log', tabindex: '0' });
+  const logStatus = h('span', { class: 'muted small', id: 'log-status' }, 'connecting…');
+
+  const lossChart = lineChart({ title: 'Loss', xLabel: 'step', series: [{ label: 'loss' }, { label: 'val_loss' }] });
+  const accuracyChart = lineChart({ title: 'Validation accuracy', xLabel: 'step', series: [{ label: 'val_accuracy', stroke: '#16a34a' }] });
+  const throughputChart = lineChart({ title: 'Throughput (samples/s)', xLabel: 'step', series: [{ label: 'samples/s', stroke: '#9333ea' }] });
+  lossChart.element.id = 'chart-loss';
+  accuracyChart.element.id = 'chart-accuracy';
+  throughputChart.element.id = 'chart-throughput';
+
+  root.append(
+    h('nav', { class: 'breadcrumbs', 'aria-label': 'Breadcrumbs' }, h('a', { href: '#/jobs' }, 'Jobs'), ' / ', `#${id}`),
+    h('div', { class: 'page-head' }, h('div', { class: 'title' }, heading, badge), cancelButton),
+    notice,
+    h('div', { class: 'job-layout' },
+      h('div', { class: 'job-main' },
+        overview, waiting, failure,
+        h('section', { class: 'card', 'aria-labelledby': 'charts-heading' },
+          h('h2', { id: 'charts-heading' }, 'Training'),
+          h('div', { class: 'charts' }, lossChart.element, accuracyChart.element, throughputChart.element)),
+        h('section', { class: 'card', 'aria-labelledby': 'log-heading' },
+          h('div', { class: 'section-head' }, h('h2', { id: 'log-heading' }, 'Log'), logStatus,
+            h('label', { class: 'checkbox' }, followBox, ' Follow')),
+          logView),
+        h('section', { class: 'card', 'aria-labelledby': 'xla-heading' }, h('h2', { id: 'xla-heading' }, 'XLA metrics report'), xla)),
+      h('aside', { class: 'job-side', 'aria-label': 'Job details' },
+        h('section', { class: 'card', 'aria-labelledby': 'timeline-heading' }, h('h2', { id: 'timeline-heading' }, 'Timeline'), timeline),
+        h('section', { class: 'card', 'aria-labelledby': 'placement-heading' }, h('h2', { id: 'placement-heading' }, 'Where it runs'), placement),
+        h('section', { class: 'card', 'aria-labelledby': 'warnings-heading' }, h('h2', { id: 'warnings-heading' }, 'Advisor'), warnings))));
+
+  let job = null;
+  let lastState = null;
+  let eventCount = -1;
+  let stopped = false;
+  const stops = [];
+
+  // ---- job, events
+  const renderJob = () => {
+    heading.textContent = `${job.name || 'Job'} #${job.id}`;
+    document.title = `${job.name || 'Job'} #${job.id} · tpujobs`;
+    fill(badge, stateBadge(job.state));
+    badge.setAttribute('data-state', job.state);
+    cancelButton.disabled = isTerminal(job.state);
+    if (lastState && lastState !== job.state) announce(`Job ${job.id} is now ${job.state}`);
+    lastState = job.state;
+
+    const progress = job.progress || {};
+    const metrics = job.metrics || {};
+    fill(overview,
+      h('h2', { id: 'overview-heading' }, 'Overview'),
+      h('div', { class: 'overview-progress' }, progressBar(job)),
+      h('dl', { class: 'facts columns' },
+        fact('Epoch', progress.max_epochs ? `${Math.min(progress.epoch + 1, progress.max_epochs)} / ${progress.max_epochs}` : '—'),
+        fact('Samples/s', formatNumber(progress.samples_per_sec ?? metrics.samples_per_sec, 3)),
+        fact('Loss', formatNumber(metrics.loss)),
+        fact('Val loss', formatNumber(metrics.val_loss)),
+        fact('Val accuracy', metrics.val_accuracy !== undefined ? `${(metrics.val_accuracy * 100).toFixed(1)}%` : '—'),
+        fact('Runs on', describePlacement(job)),
+        fact('Priority', job.priority ?? 0),
+        fact('Tenant', job.tenant || '—'),
+        fact('Attempt', `${(job.attempt ?? 0) + 1} of ${(job.max_retries ?? 0) + 1}`),
+        fact('Submitted', h('time', { datetime: job.created_at, title: job.created_at }, formatAge(job.created_at))),
+        fact('Ran for', job.started_at
+          ? formatDuration(((job.finished_at ? Date.parse(job.finished_at) : Date.now()) - Date.parse(job.started_at)) / 1000)
+          : '—'),
+        fact('Labels', Object.keys(job.labels || {}).length
+          ? Object.entries(job.labels).map(([k, v]) => h('span', { class: 'label-chip' }, `${k}=${v}`)) : '—')));
+
+    waiting.hidden = job.state !== 'QUEUED';
+    if (!waiting.hidden) {
+      fill(waiting,
+        h('h2', { id: 'waiting-heading' }, 'Waiting in the queue'),
+        h('dl', { class: 'facts' },
+          fact('Queue position', job.queue_position ?? '—'),
+          fact('Pending reason', job.pending_reason
+            ? [h('strong', {}, job.pending_reason), ` — ${PENDING_REASONS[job.pending_reason] || ''}`] : '—'),
+          fact('Estimated start', job.estimated_start ? formatTime(job.estimated_start) : 'unknown')));
+    }
+    failure.hidden = !job.error;
+    if (job.error) {
+      fill(failure,
+        h('h2', { id: 'failure-heading' }, job.state === 'CANCELLED' ? 'Cancelled' : 'Why it failed'),
+        h('p', {}, h('code', { class: 'error-type' }, job.error.type), ' ', job.error.message),
+        job.error.hint ? h('p', { class: 'hint' }, h('strong', {}, 'Hint: '), job.error.hint) : null);
+    }
+    renderPlacement();
+    const list = job.warnings || [];
+    fill(warnings, list.length
+      ? h('ul', { class: 'warnings' }, list.map((w) => h('li', {}, warningText(w))))
+      : h('p', { class: 'muted' }, 'No warnings.'));
+  };
+
+  const renderPlacement = () => {
+    const allocation = job.allocation;
+    if (!allocation) {
+      fill(placement, h('p', { class: 'muted' }, isTerminal(job.state) ? 'It holds no cores.' : 'Not placed yet.'));
+      return;
+    }
+    if (allocation.accelerator === 'cpu') {
+      fill(placement, h('p', {}, 'On the host CPU (no TPU cores).'));
+      return;
+    }
+    const byHost = new Map();
+    for (const core of allocation.cores || []) byHost.set(core.host, [...(byHost.get(core.host) || []), core.core]);
+    fill(placement,
+      h('p', {}, `${allocation.cores.length} ${allocation.generation || ''} cores`,
+        allocation.accelerator_type ? ` (${allocation.accelerator_type})` : '',
+        isTerminal(job.state) ? ', released' : ''),
+      h('ul', { class: 'placement' }, [...byHost].map(([host, cores]) => h('li', {},
+        h('span', { class: 'host-name' }, host),
+        h('span', { class: 'mini-cores', 'aria-label': `cores ${cores.join(', ')}` },
+          cores.map((c) => h('span', { class: 'mini-core', style: { background: jobColour(job.id) }, title: `core ${c}` })))))),
+      h('p', {}, h('a', { href: '#/pool' }, 'See the pool')));
+  };
+
+  const renderEvents = (events) => {
+    if (events.length === eventCount) return;
+    eventCount = events.length;
+    fill(timeline, events.map((e) => h('li', { class: `event state-${(e.to || '').toLowerCase()}` },
+      h('div', { class: 'event-head' }, stateBadge(e.to),
+        h('time', { datetime: e.at, title: e.at }, formatTime(e.at))),
+      h('p', { class: 'reason' }, e.reason || ''))));
+  };
+
+  const refresh = async () => {
+    if (stopped) return;
+    const [next, events] = await Promise.all([getJob(id), jobEvents(id)]);
+    notice.replaceChildren();
+    job = next;
+    renderJob();
+    renderEvents(events.events || []);
+    if (isTerminal(job.state)) {
+      stopJobPolling();
+      loadXlaReport();
+    }
+  };
+  const onError = (error) => {
+    if (error instanceof ApiError && error.status === 404) {
+      stopJobPolling();
+      fill(notice, h('p', { class: 'error-note', role: 'alert' }, `There is no job #${id}.`));
+    } else {
+      fill(notice, errorNote(error));
+    }
+  };
+  const stopJobPolling = poll(refresh, 1000, onError);
+  stops.push(stopJobPolling);
+
+  // ---- metrics → charts
+  const byStep = new Map();
+  let metricsAfter = 0;
+  let metricsDone = false;
+  const refreshMetrics = async () => {
+    if (metricsDone) return;
+    const page = await jobMetrics(id, metricsAfter);
+    for (const point of page.points || []) {
+      const row = byStep.get(point.step) || {};
+      Object.assign(row, point.values);
+      byStep.set(point.step, row);
+    }
+    if (page.next_after) metricsAfter = page.next_after;
+    if ((page.points || []).length) drawCharts();
+    // One more read after the job ends picks up the final validation point.
+    if (job && isTerminal(job.state) && (page.points || []).length === 0) metricsDone = true;
+  };
+  const drawCharts = () => {
+    const steps = [...byStep.keys()].sort((a, b) => a - b);
+    const column = (name) => steps.map((s) => (byStep.get(s)[name] ?? null));
+    lossChart.setData([steps, column('loss'), column('val_loss')]);
+    accuracyChart.setData([steps, column('val_accuracy')]);
+    throughputChart.setData([steps, column('samples_per_sec')]);
+  };
+  stops.push(poll(refreshMetrics, 1000, () => {}));
+
+  // ---- log
+  let lineCount = 0;
+  const stopLogs = followLogs(id, 0, ({ seq, line }) => {
+    lineCount += 1;
+    logView.append(`${line}\n`);
+    if (lineCount > MAX_LOG_LINES) logView.firstChild.remove();
+    logStatus.textContent = `${seq} lines, live`;
+    if (followBox.checked) logView.scrollTop = logView.scrollHeight;
+  }, (state) => {
+    logStatus.textContent = `${lineCount} lines, complete (${state})`;
+    if (lineCount === 0) logView.textContent = '(no output)';
+  });
+  stops.push(stopLogs);
+
+  // ---- XLA report
+  let xlaLoaded = false;
+  const loadXlaReport = async () => {
+    if (xlaLoaded) return;
+    xlaLoaded = true;
+    try {
+      const report = await xlaReport(id);
+      fill(xla, h('pre', { class: 'report', tabindex: '0', 'aria-label': 'XLA metrics report' }, report));
+    } catch (error) {
+      fill(xla, h('p', { class: 'muted' }, error.message));
+    }
+  };
+
+  cancelButton.addEventListener('click', async () => {
+    if (!window.confirm(`Cancel job #${id}${job && job.name ? ` (${job.name})` : ''}?`)) return;
+    cancelButton.disabled = true;
+    try {
+      await cancelJob(id);
+      announce(`Cancelling job ${id}`);
+      fill(notice, h('p', { class: 'info-note' }, 'Cancellation requested: it takes effect within one training step.'));
+    } catch (error) {
+      fill(notice, h('p', { class: 'error-note', role: 'alert' }, error.message));
+    }
+  });
+
+  return () => {
+    stopped = true;
+    for (const stop of stops) stop();
+    lossChart.destroy();
+    accuracyChart.destroy();
+    throughputChart.destroy();
+  };
+}
+
+function fact(term, value) {
+  return h('div', {}, h('dt', {}, term), h('dd', {}, value));
+}
