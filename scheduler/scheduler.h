@@ -2,7 +2,8 @@
 //
 // Placement is all-or-nothing. A request gets one of:
 //  - kSingleCore: one free core (core k when pinned_core = k). Best fit: the
-//    host with the fewest free cores wins, so whole hosts stay free.
+//    busy host with the fewest free cores wins; an idle host is broken only
+//    when no busy one has room, so whole hosts stay free for big jobs.
 //  - kHost: every core of one fully free host.
 //  - kSlice of n hosts: every core of n consecutive, fully free hosts of one
 //    generation, buddy-aligned: the hosts are
@@ -92,7 +93,7 @@ std::string_view pending_reason_name(PendingReason reason);
 
 struct PendingInfo {
   PendingReason reason = PendingReason::kNone;
-  int queue_position = 0;  // 1-based among waiting jobs, in scheduling order
+  int queue_position = 0;  // 1-based among waiting TPU jobs, in scheduling order; 0 for cpu
   // When the job would start if every running and earlier job took exactly
   // its expected_runtime; nullopt when an unknown runtime (or quota, or an
   // unhealthy pool) makes that impossible to say.

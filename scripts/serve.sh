@@ -8,4 +8,10 @@ install_packages "${BUILD_PACKAGES[@]}"
 install_web_packages
 build default
 cd "$TPUJOBS_ROOT"
+# PostgreSQL runs as the unprivileged `postgres` user when we are root, and
+# it must reach its data directory: a checkout under /root is not reachable.
+if [ -z "${TPUJOBS_STATE_DIR:-}" ] && [ "$(id -u)" -eq 0 ] && ! su -s /bin/sh postgres -c "test -x '$TPUJOBS_ROOT'" 2>/dev/null; then
+  export TPUJOBS_STATE_DIR=/var/lib/tpujobs/state
+  mkdir -p "$TPUJOBS_STATE_DIR"
+fi
 exec "$TPUJOBS_ROOT/build/service/tpujobs" serve "$@"

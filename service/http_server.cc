@@ -204,7 +204,8 @@ class Session : public std::enable_shared_from_this<Session> {
     const int status = response.status;
     http::async_write(stream_, *message, [self = shared_from_this(), message, status](beast::error_code ec, std::size_t) {
       self->finish_request(status);
-      if (ec || !message->keep_alive()) return self->close();
+      if (ec) return self->close();
+      if (!message->keep_alive()) return self->linger();
       self->wait_for_request();
     });
   }
@@ -256,6 +257,27 @@ class Session : public std::enable_shared_from_this<Session> {
     });
   }
 
+  // Closes after an answer sent before the whole request was read (413, 408):
+  // stop sending, then read and drop what the client still sends for a
+  // moment, so it gets to read the answer instead of a connection reset.
+  void linger() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    linger_deadline_ = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    drain();
+  }
+
+  void drain() {
+    const auto left = linger_deadline_ - std::chrono::steady_clock::now();
+    if (left <= std::chrono::steady_clock::duration::zero()) return close();
+    stream_.expires_after(std::chrono::duration_cast<std::chrono::milliseconds>(left));
+    buffer_.clear();
+    stream_.async_read_some(buffer_.prepare(64 * 1024), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      if (ec) return self->close();
+      self->drain();
+    });
+  }
+
   void close() {
     if (phase_ == Phase::kClosed) return;
     const bool handling = phase_ == Phase::kHandling;
@@ -277,6 +299,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string request_method_;
   std::string request_path_;
   std::chrono::steady_clock::time_point request_received_;
+  std::chrono::steady_clock::time_point linger_deadline_{};
   std::deque<std::string> stream_queue_;
   bool stream_writing_ = false;
   bool stream_end_requested_ = false;

@@ -88,7 +88,8 @@ TEST(Service, MisconfiguredExampleIs422WithEveryLightningMessage) {
   ASSERT_EQ(r.status, 422) << r.body;
   EXPECT_EQ(r.header("content-type"), "application/problem+json");
   std::map<std::string, std::string> by_field;
-  for (const json& e : r.json()["errors"]) by_field[e["field"].get<std::string>()] = e["message"].get<std::string>();
+  const json body = r.json();
+  for (const json& e : body["errors"]) by_field[e["field"].get<std::string>()] = e["message"].get<std::string>();
   EXPECT_EQ(by_field["trainer.devices"], "`devices` can only be 'auto', 1, 8 or [<0-7>] for TPUs. Got 3");
   EXPECT_NE(by_field["trainer.precision"].find("is not supported in XLA"), std::string::npos);
   EXPECT_NE(by_field["trainer.strategy"].find("XLAAccelerator"), std::string::npos);

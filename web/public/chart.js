@@ -2,6 +2,15 @@
 // uPlot.iife.min.js). A chart sizes itself to its container and records how
 // many points it shows in data-points, with a text summary for screen readers.
 
+// Tick labels that fit a narrow axis: 250000 → "250k".
+function compact(value) {
+  if (value === null || value === undefined) return '';
+  const size = Math.abs(value);
+  if (size >= 1e6) return `${Number((value / 1e6).toPrecision(3))}M`;
+  if (size >= 1e3) return `${Number((value / 1e3).toPrecision(3))}k`;
+  return String(Number(value.toPrecision(3)));
+}
+
 const PALETTE = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2'];
 
 // options: {title, xLabel, series: [{label, stroke?, scale?}], axes?: {y: label, y2: label},
@@ -25,12 +34,17 @@ export function lineChart(options) {
     width: 400,
     height: options.height || 200,
     scales: {
-      x: { time: Boolean(options.time) },
+      // A time axis spans at least `minSpan` seconds so the first samples do not zoom to milliseconds.
+      x: options.time
+        ? { time: true, range: (u, min, max) => [Math.min(min ?? 0, (max ?? 0) - (options.minSpan || 60)), max ?? 0] }
+        : { time: false },
       y: options.yRange ? { range: options.yRange } : {},
       ...(hasY2 ? { y2: {} } : {}),
     },
     series: [
-      { label: options.xLabel || 'step' },
+      options.time
+        ? { label: 'time', value: (u, t) => (t === null || t === undefined ? '—' : new Date(t * 1000).toLocaleTimeString()) }
+        : { label: options.xLabel || 'step' },
       ...options.series.map((s, i) => ({
         label: s.label,
         stroke: s.stroke || PALETTE[i % PALETTE.length],
@@ -42,9 +56,12 @@ export function lineChart(options) {
       })),
     ],
     axes: [
-      { ...axisStyle, label: options.time ? null : options.xLabel },
-      { ...axisStyle, label: options.axes && options.axes.y, size: 60 },
-      ...(hasY2 ? [{ ...axisStyle, scale: 'y2', side: 1, label: options.axes && options.axes.y2, size: 60, grid: { show: false } }] : []),
+      options.time
+        ? { ...axisStyle, space: 90, values: (u, ticks) => ticks.map((t) => new Date(t * 1000).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit' })) }
+        : { ...axisStyle, label: options.xLabel, values: (u, ticks) => ticks.map(compact) },
+      { ...axisStyle, label: options.axes && options.axes.y, size: 50, values: (u, ticks) => ticks.map(compact) },
+      ...(hasY2 ? [{ ...axisStyle, scale: 'y2', side: 1, label: options.axes && options.axes.y2, size: 50,
+        values: (u, ticks) => ticks.map(compact), grid: { show: false } }] : []),
     ],
     legend: { live: true },
     cursor: { drag: { x: true, y: false } },

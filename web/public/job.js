@@ -31,11 +31,13 @@ export function mount(root, { id }) {
   const xla = h('div', {}, h('p', { class: 'muted' }, 'Written when the job ends.'));
   const followBox = h('input', { type: 'checkbox', id: 'follow-log', checked: true });
   const logView = h('pre', { class: 'log', id: 'log', role: 'log', 'aria-live': 'off', 'aria-label': 'Job log', tabindex: '0' });
-  const logStatus = h('span', { class: 'muted small', id: 'log-status' }, 'connecting…');
+  const logStatus = h('span', { class: 'muted small', id: 'log-status' }, 'waiting for output…');
 
-  const lossChart = lineChart({ title: 'Loss', xLabel: 'step', series: [{ label: 'loss' }, { label: 'val_loss' }] });
+  const lossChart = lineChart({ title: 'Loss', xLabel: 'step', series: [{ label: 'loss' }, { label: 'val_loss', stroke: '#dc2626' }] });
   const accuracyChart = lineChart({ title: 'Validation accuracy', xLabel: 'step', series: [{ label: 'val_accuracy', stroke: '#16a34a' }] });
   const throughputChart = lineChart({ title: 'Throughput (samples/s)', xLabel: 'step', series: [{ label: 'samples/s', stroke: '#9333ea' }] });
+  const charts = h('div', { class: 'charts', hidden: true }, lossChart.element, accuracyChart.element, throughputChart.element);
+  const noMetrics = h('p', { class: 'muted' }, 'The charts appear when training logs its first step.');
   lossChart.element.id = 'chart-loss';
   accuracyChart.element.id = 'chart-accuracy';
   throughputChart.element.id = 'chart-throughput';
@@ -48,8 +50,7 @@ export function mount(root, { id }) {
       h('div', { class: 'job-main' },
         overview, waiting, failure,
         h('section', { class: 'card', 'aria-labelledby': 'charts-heading' },
-          h('h2', { id: 'charts-heading' }, 'Training'),
-          h('div', { class: 'charts' }, lossChart.element, accuracyChart.element, throughputChart.element)),
+          h('h2', { id: 'charts-heading' }, 'Training'), noMetrics, charts),
         h('section', { class: 'card', 'aria-labelledby': 'log-heading' },
           h('div', { class: 'section-head' }, h('h2', { id: 'log-heading' }, 'Log'), logStatus,
             h('label', { class: 'checkbox' }, followBox, ' Follow')),
@@ -148,7 +149,7 @@ export function mount(root, { id }) {
   const renderEvents = (events) => {
     if (events.length === eventCount) return;
     eventCount = events.length;
-    fill(timeline, events.map((e) => h('li', { class: `event state-${(e.to || '').toLowerCase()}` },
+    fill(timeline, events.map((e) => h('li', { class: `event to-${(e.to || '').toLowerCase()}` },
       h('div', { class: 'event-head' }, stateBadge(e.to),
         h('time', { datetime: e.at, title: e.at }, formatTime(e.at))),
       h('p', { class: 'reason' }, e.reason || ''))));
@@ -190,7 +191,13 @@ export function mount(root, { id }) {
       byStep.set(point.step, row);
     }
     if (page.next_after) metricsAfter = page.next_after;
-    if ((page.points || []).length) drawCharts();
+    if ((page.points || []).length) {
+      noMetrics.hidden = true;
+      charts.hidden = false;
+      drawCharts();
+    } else if (job && isTerminal(job.state) && byStep.size === 0) {
+      noMetrics.textContent = 'This job logged no metrics.';
+    }
     // One more read after the job ends picks up the final validation point.
     if (job && isTerminal(job.state) && (page.points || []).length === 0) metricsDone = true;
   };

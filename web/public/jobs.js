@@ -18,15 +18,26 @@ export function mount(root, params) {
   stateSelect.value = filters.state;
   const labelInput = h('input', { id: 'filter-label', name: 'label', value: filters.label, placeholder: 'key=value', autocomplete: 'off' });
   const nameInput = h('input', { id: 'filter-name', name: 'name', value: filters.name, placeholder: 'exact name', autocomplete: 'off' });
+  // Filtering keeps focus where it is: the URL is replaced, the page is not remounted.
   const apply = (event) => {
     if (event) event.preventDefault();
-    const search = new URLSearchParams();
-    if (stateSelect.value) search.set('state', stateSelect.value);
-    if (labelInput.value.trim()) search.set('label', labelInput.value.trim());
-    if (nameInput.value.trim()) search.set('name', nameInput.value.trim());
+    filters.state = stateSelect.value;
+    filters.label = labelInput.value.trim();
+    filters.name = nameInput.value.trim();
+    const search = new URLSearchParams(Object.entries(filters).filter(([, v]) => v));
     const text = search.toString();
-    location.hash = text ? `#/jobs?${text}` : '#/jobs';
+    history.replaceState(null, '', text ? `#/jobs?${text}` : '#/jobs');
+    clearButton.hidden = !text;
+    cursors.length = 1;
+    restart();
   };
+  const clearButton = h('button', { type: 'button', class: 'secondary', hidden: !(filters.state || filters.label || filters.name),
+    onclick: () => {
+      stateSelect.value = '';
+      labelInput.value = '';
+      nameInput.value = '';
+      apply();
+    } }, 'Clear filters');
   stateSelect.addEventListener('change', apply);
 
   const status = h('p', { class: 'table-status', role: 'status' });
@@ -45,7 +56,7 @@ export function mount(root, params) {
       h('div', { class: 'field' }, h('label', { for: 'filter-label' }, 'Label'), labelInput),
       h('div', { class: 'field' }, h('label', { for: 'filter-name' }, 'Name'), nameInput),
       h('button', { type: 'submit' }, 'Filter'),
-      (filters.state || filters.label || filters.name) ? h('a', { href: '#/jobs', class: 'clear' }, 'Clear filters') : null),
+      clearButton),
     problem,
     h('table', { class: 'jobs-table' },
       h('caption', { class: 'visually-hidden' }, 'Jobs, newest first'),
@@ -58,16 +69,19 @@ export function mount(root, params) {
   const render = (page) => {
     nextCursor = page.next_cursor || null;
     const now = Date.now();
+    // Rows are rebuilt each second; keep keyboard focus on the same link.
+    const focused = body.contains(document.activeElement) ? document.activeElement.id : null;
     fill(body, page.jobs.map((job) => h('tr', { 'data-job': job.id, 'data-state': job.state },
-      h('td', { 'data-label': 'ID' }, h('a', { href: `#/jobs/${job.id}` }, `#${job.id}`)),
+      h('td', { 'data-label': 'ID' }, h('a', { href: `#/jobs/${job.id}`, id: `job-id-${job.id}` }, `#${job.id}`)),
       h('td', { 'data-label': 'State' }, stateBadge(job.state)),
-      h('td', { 'data-label': 'Name', class: 'name' }, h('a', { href: `#/jobs/${job.id}` }, job.name || '(unnamed)'),
-        labelsOf(job)),
+      h('td', { 'data-label': 'Name', class: 'name' },
+        h('span', {}, h('a', { href: `#/jobs/${job.id}`, id: `job-name-${job.id}` }, job.name || '(unnamed)'), labelsOf(job))),
       h('td', { 'data-label': 'Cores / slice' }, describePlacement(job)),
       h('td', { 'data-label': 'Progress', class: 'progress-cell' }, progressBar(job)),
       h('td', { 'data-label': 'Priority', class: 'number' }, job.priority ?? 0),
       h('td', { 'data-label': 'Age' }, h('time', { datetime: job.created_at, title: job.created_at }, formatAge(job.created_at, now))),
       h('td', { 'data-label': 'Tenant' }, job.tenant || '—'))));
+    if (focused) document.getElementById(focused)?.focus({ preventScroll: true });
     const pageNumber = cursors.length;
     status.textContent = page.jobs.length === 0
       ? (pageNumber === 1 ? 'No jobs match. Submit one, or clear the filters.' : 'No more jobs.')
@@ -82,11 +96,12 @@ export function mount(root, params) {
     problem.replaceChildren();
     render(page);
   };
-  let stop = poll(refresh, 1000, (error) => fill(problem, errorNote(error)));
+  let stop = () => {};
   const restart = () => {
     stop();
     stop = poll(refresh, 1000, (error) => fill(problem, errorNote(error)));
   };
+  restart();
   previous.addEventListener('click', () => {
     if (cursors.length > 1) cursors.pop();
     restart();

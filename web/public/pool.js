@@ -67,7 +67,7 @@ export function mount(root) {
         fail: host.health !== 'failed',
         recover: host.health !== 'healthy',
       };
-      return h('section', { class: `host health-${host.health}`, 'data-host': host.name, 'data-health': host.health,
+      return h('section', { class: 'host', 'data-host': host.name, 'data-health': host.health,
         'aria-label': `Host ${host.name}` },
         h('div', { class: 'host-head' },
           h('h3', {}, host.name), h('span', { class: 'muted small' }, host.generation),

@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# Load test of a real `tpujobs serve` (embedded PostgreSQL) on loopback.
+#
+#   bench/service/run.sh [PATH/TO/tpujobs]
+#
+# Starts its own service on a free port with a fresh state dir, then:
+#   1. RSS of the idle service (VmRSS of the tpujobs process only)
+#   2. submit -> RUNNING latency on the idle pool (start_latency.py)
+#   3. drains every host, then POST /v1/jobs with wrk (64 connections);
+#      checks that PostgreSQL holds exactly as many new jobs as wrk saw 201s
+#   4. GET /v1/jobs/{id} with wrk over the queued jobs (kept in memory) and
+#      over the finished jobs of step 2 (read from PostgreSQL)
+#   5. RSS after the load
+# prints a table and stops the service.
+#
+# Environment: DURATION (wrk run, default 10s), CONNECTIONS (64),
+# WRK_THREADS (2), LATENCY_JOBS (200), PERF=1 records `perf record -g` of
+# the service during each wrk run into $OUT (default: the state dir, kept).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+binary=${1:-$root/build-perf/service/tpujobs}
+duration=${DURATION:-10s}
+connections=${CONNECTIONS:-64}
+wrk_threads=${WRK_THREADS:-2}
+latency_jobs=${LATENCY_JOBS:-200}
+spec=$root/examples/digits-mlp.json
+
+[[ -x $binary ]] || { echo "no tpujobs binary at $binary (build target tpujobs first)" >&2; exit 2; }
+command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)" >&2; exit 2; }
+
+state=$(mktemp -d /tmp/tpujobs-bench.XXXXXX)
+chmod 755 "$state"  # the embedded PostgreSQL may run as an unprivileged user
+out=${OUT:-$state}
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+url=http://127.0.0.1:$port
+
+"$binary" serve --listen "127.0.0.1:$port" --state-dir "$state/state" --pool v3-32 >"$state/serve.log" 2>&1 &
+pid=$!
+stop_service() {
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid"
+    wait "$pid" || true
+  fi
+}
+trap stop_service EXIT
+
+for _ in $(seq 600); do
+  grep -q "tpujobs listening on" "$state/serve.log" && break
+  kill -0 "$pid" 2>/dev/null || { cat "$state/serve.log" >&2; exit 1; }
+  sleep 0.1
+done
+grep -q "tpujobs listening on" "$state/serve.log" || { echo "service did not start" >&2; exit 1; }
+
+rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$pid/status"; }
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+jobs_stored() {  # all jobs in PostgreSQL, by /metrics tpujobs_jobs (a COUNT in the database)
+  curl -sf "$url/metrics" | awk '/^tpujobs_jobs\{/ {n += $2} END {print n + 0}'
+}
+commits() {  # transactions committed in the tpujobs database so far (pg_stat_database)
+  psql -h "$state/state" -p 5432 -U tpujobs -d tpujobs -Atc \
+    "SELECT xact_commit FROM pg_stat_database WHERE datname = 'tpujobs'" 2>/dev/null || echo 0
+}
+wrk_field() {  # wrk_field FILE REGEX -> the second field of the first matching line
+  awk -v re="$2" '$0 ~ re {print $2; exit}' "$1"
+}
+profile() {  # profile NAME: perf record of the service while wrk runs
+  if [[ ${PERF:-0} == 1 ]]; then
+    perf record -F 499 -g -p "$pid" -o "$out/perf-$1.data" -- sleep "${duration%s}" >/dev/null 2>&1 &
+  fi
+}
+
+sleep 2
+rss_idle=$(rss_kb)
+load_start=$(load)
+
+# ---- 2. submit -> RUNNING on the idle pool
+python3 "$here/start_latency.py" --port "$port" --spec "$spec" --jobs "$latency_jobs" | tee "$state/latency.txt"
+load_latency=$(load)
+
+# ---- 3. submit throughput with every host drained (jobs wait, HostUnhealthy)
+for host in $(curl -sf "$url/v1/pool" | python3 -c 'import json, sys; print(" ".join(h["name"] for h in json.load(sys.stdin)["hosts"]))'); do
+  curl -sf -X POST "$url/v1/pool/hosts/$host:drain" >/dev/null
+done
+before=$(jobs_stored)
+commits_before=$(commits)
+profile submit
+SUBMIT_SPEC=$spec wrk -t"$wrk_threads" -c"$connections" -d"$duration" --latency -s "$here/submit.lua" "$url" | tee "$state/submit.txt"
+wait  # perf, if any
+load_submit=$(load)
+sleep 1  # answers already sent are committed; this is only for the count below
+after=$(jobs_stored)
+commits_submit=$(($(commits) - commits_before))
+created=$(wrk_field "$state/submit.txt" '^created_201')
+stored=$((after - before))
+last_id=$(curl -sf "$url/v1/jobs?limit=1" | python3 -c 'import json, sys; print(json.load(sys.stdin)["jobs"][0]["id"])')
+pending_reason=$(curl -sf "$url/v1/jobs/$last_id" | python3 -c 'import json, sys; j = json.load(sys.stdin); print(j["state"], j["pending_reason"])')
+
+# ---- 4. status reads
+profile status-queued
+FIRST_ID=$((latency_jobs + 1)) LAST_ID=$last_id wrk -t"$wrk_threads" -c"$connections" -d"$duration" --latency \
+  -s "$here/status.lua" "$url" | tee "$state/status-queued.txt"
+wait
+load_status=$(load)
+profile status-finished
+FIRST_ID=1 LAST_ID=$latency_jobs wrk -t"$wrk_threads" -c"$connections" -d"$duration" --latency \
+  -s "$here/status.lua" "$url" | tee "$state/status-finished.txt"
+wait
+
+sleep 2
+rss_after=$(rss_kb)
+stop_service
+
+# ---- table
+row() { printf '| %-44s | %-22s | %-12s |\n' "$1" "$2" "$3"; }
+echo
+echo "tpujobs service benchmark, $(date -u +%FT%TZ), $(nproc) CPUs, load average at start: $load_start"
+row "measure" "result" "target"
+row "---" "---" "---"
+row "submit, jobs/s (201 committed, $connections conn)" "$(wrk_field "$state/submit.txt" '^Requests/sec')" ">= 2000"
+row "submit latency p50 / p99" "$(wrk_field "$state/submit.txt" '^ +50%') / $(wrk_field "$state/submit.txt" '^ +99%')" ""
+row "submit 201s (wrk) / new jobs in PostgreSQL" "$created / $stored" "equal"
+row "submit non-201 / socket errors" "$(wrk_field "$state/submit.txt" '^other_status') / $(wrk_field "$state/submit.txt" '^socket_errors')" "0 / 0"
+row "PostgreSQL commits during submit (all)" "$commits_submit ($(awk -v c="$created" -v n="$commits_submit" 'BEGIN {printf "%.1f", n ? c / n : 0}') jobs/commit)" ""
+row "state of the last job submitted" "$pending_reason" ""
+row "status (queued jobs, in memory), req/s" "$(wrk_field "$state/status-queued.txt" '^Requests/sec')" ">= 20000"
+row "status (queued) p50 / p99" "$(wrk_field "$state/status-queued.txt" '^ +50%') / $(wrk_field "$state/status-queued.txt" '^ +99%')" "p99 < 10ms"
+row "status (queued) non-200" "$(wrk_field "$state/status-queued.txt" '^other_status')" "0"
+row "status (finished jobs, PostgreSQL), req/s" "$(wrk_field "$state/status-finished.txt" '^Requests/sec')" ">= 20000"
+row "status (finished) p50 / p99" "$(wrk_field "$state/status-finished.txt" '^ +50%') / $(wrk_field "$state/status-finished.txt" '^ +99%')" "p99 < 10ms"
+row "status (finished) non-200" "$(wrk_field "$state/status-finished.txt" '^other_status')" "0"
+for figure in client events starting; do
+  row "submit->RUNNING $figure ms p50/p90/p99" \
+    "$(awk -v f="$figure" '$1 == f {print $3 " / " $5 " / " $7}' "$state/latency.txt")" "p50 < 5"
+done
+row "RSS idle after start (MB)" "$(awk -v k="$rss_idle" 'BEGIN {printf "%.1f", k / 1024}')" "< 50"
+row "RSS after the load (MB)" "$(awk -v k="$rss_after" 'BEGIN {printf "%.1f", k / 1024}')" "< 50"
+row "load average: latency / submit / status" "$load_latency | $load_submit | $load_status" ""
+echo
+echo "raw output and logs: $state"
+[[ $created == "$stored" ]] || { echo "MISMATCH: wrk saw $created 201s but PostgreSQL holds $stored new jobs" >&2; exit 1; }
