@@ -21,6 +21,9 @@ struct Request {
   std::map<std::string, std::string> headers;     // names lower-cased
   std::string body;
   std::chrono::steady_clock::time_point received_at;
+  // Set by the API once it knows who is asking (bearer token, or the
+  // default tenant when the service runs without tokens).
+  std::string tenant;
 
   // The header's value, or "" when absent. `name` must be lower case.
   std::string_view header(std::string_view name) const;

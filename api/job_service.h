@@ -49,9 +49,22 @@ struct JobQuery {
   std::optional<std::string> cursor;
 };
 
+// Who makes a request: the tenant it acts for, and whether it may operate
+// the pool.
+struct Principal {
+  std::string tenant;
+  bool admin = false;
+};
+
 class JobService {
  public:
   virtual ~JobService() = default;
+
+  // The principal a bearer token stands for; nullopt for an unknown or
+  // revoked token.
+  virtual db::Result<std::optional<Principal>> authenticate(std::string_view token) = 0;
+  // True once any token exists: requests without one are then refused.
+  virtual bool auth_required() = 0;
 
   // Commits the job, then calls `done` (from any thread). kCreated means the
   // job is durable in PostgreSQL.
@@ -76,6 +89,10 @@ class JobService {
   virtual db::Result<std::string> xla_report(std::int64_t id, const std::string& tenant) = 0;
 
   virtual nlohmann::json pool_view() = 0;
+  // Admin: at most `max_cores` TPU cores running at once for the tenant
+  // (nullopt: no limit). Jobs over it wait with pending_reason Quota.
+  virtual JsonResult set_quota(const std::string& tenant, std::optional<int> max_cores) = 0;
+  virtual std::optional<int> quota(const std::string& tenant) = 0;
   // action: "drain", "fail", "recover". kNotFound for an unknown host.
   virtual JsonResult host_action(const std::string& host, const std::string& action) = 0;
   // Admin: frees the cores a job holds and fails it (a stale holder).

@@ -180,6 +180,7 @@ void JobsApi::handle(Request request, ResponseWriterPtr writer) {
   std::string allowed;
   switch (router_.match(request.method, request.path, &route, &params, &allowed)) {
     case Router::Match::kFound:
+      if (!authorize(request, *route, writer)) return;
       try {
         route->handler(request, params, writer);
       } catch (const std::exception& e) {
@@ -208,6 +209,55 @@ void JobsApi::completed(std::string_view method, std::string_view path, int stat
   if (route.empty()) route = status == 404 ? "unmatched" : "static";
   latency_.observe(route, std::string(method.substr(0, 8)), status,
                    std::chrono::duration<double>(elapsed).count());
+}
+
+bool JobsApi::authorize(Request& request, const Route& route, const ResponseWriterPtr& writer) {
+  static const std::vector<std::string> kOpen = {"/healthz", "/readyz", "/metrics", "/openapi.json"};
+  if (std::find(kOpen.begin(), kOpen.end(), route.pattern) != kOpen.end()) return true;
+  std::string token;
+  if (std::string_view auth = request.header("authorization"); !auth.empty()) {
+    if (auth.size() < 8 || !std::equal(auth.begin(), auth.begin() + 7, "bearer ", [](char a, char b) {
+          return std::tolower(static_cast<unsigned char>(a)) == b;
+        })) {
+      writer->respond(problem(401, "the Authorization header must be `Bearer <token>`",
+                              {{"hint", "create a token with `tpujobs token create --tenant NAME`"}})
+                          .header("WWW-Authenticate", "Bearer realm=\"tpujobs\""));
+      return false;
+    }
+    token = std::string(auth.substr(7));
+  } else if (auto query = request.query_value("access_token")) {
+    token = *query;  // EventSource cannot send headers
+  }
+  Principal principal{options_.default_tenant, true};
+  if (!token.empty()) {
+    auto found = service_.authenticate(token);
+    if (!found.ok()) {
+      writer->respond(problem(503, "cannot check the token: " + found.error().message).header("Retry-After", "1"));
+      return false;
+    }
+    if (!*found) {
+      writer->respond(problem(401, "unknown or revoked token",
+                              {{"hint", "create a token with `tpujobs token create --tenant NAME`"}})
+                          .header("WWW-Authenticate", "Bearer realm=\"tpujobs\", error=\"invalid_token\""));
+      return false;
+    }
+    principal = **found;
+  } else if (service_.auth_required()) {
+    writer->respond(problem(401, "this service requires a bearer token",
+                            {{"hint", "send `Authorization: Bearer <token>`; an admin creates one with "
+                                      "`tpujobs token create --tenant NAME`"}})
+                        .header("WWW-Authenticate", "Bearer realm=\"tpujobs\""));
+    return false;
+  }
+  const bool admin_only = route.method == "POST" && (route.pattern.rfind("/v1/pool/", 0) == 0 ||
+                                                     route.pattern.rfind("/v1/tenants/", 0) == 0);
+  if (admin_only && !principal.admin) {
+    writer->respond(problem(403, "pool operations need an admin token",
+                            {{"hint", "ask an admin: `tpujobs token create --tenant NAME --role admin`"}}));
+    return false;
+  }
+  request.tenant = std::move(principal.tenant);
+  return true;
 }
 
 Response JobsApi::serve_static(const Request& request) {
@@ -239,12 +289,21 @@ void JobsApi::submit(Request& request, ResponseWriterPtr writer) {
     key = std::string(k);
   }
   CheckedSpec checked = check_spec(std::move(*body), service_);
+  if (checked.errors.empty()) {
+    const int cores = checked.resolution.request.cores();
+    if (std::optional<int> limit = service_.quota(request.tenant); limit && cores > *limit) {
+      checked.errors.push_back({"trainer.devices",
+                                "the job needs " + std::to_string(cores) + " TPU cores but tenant '" +
+                                    request.tenant + "' may use at most " + std::to_string(*limit),
+                                "ask for fewer devices or hosts, or ask an admin to raise the quota"});
+    }
+  }
   if (!checked.errors.empty()) {
     writer->respond(spec_problems(checked.errors, checked.warnings));
     return;
   }
   SubmitRequest submit;
-  submit.tenant = options_.default_tenant;
+  submit.tenant = request.tenant;
   submit.spec = std::move(*checked.spec);
   submit.spec_hash = spec_hash(checked.body);
   submit.spec_json = std::move(checked.body);
@@ -296,13 +355,12 @@ void JobsApi::validate(Request& request, ResponseWriterPtr writer) {
 }
 
 void JobsApi::add_routes() {
-  const std::string tenant = options_.default_tenant;
   router_.add("POST", "/v1/jobs", [this](Request& r, const PathParams&, ResponseWriterPtr w) { submit(r, w); });
   router_.add("POST", "/v1/jobs:validate",
               [this](Request& r, const PathParams&, ResponseWriterPtr w) { validate(r, w); });
-  router_.add("GET", "/v1/jobs", [this, tenant](Request& r, const PathParams&, ResponseWriterPtr w) {
+  router_.add("GET", "/v1/jobs", [this](Request& r, const PathParams&, ResponseWriterPtr w) {
     JobQuery query;
-    query.tenant = tenant;
+    query.tenant = r.tenant;
     for (auto [it, end] = r.query.equal_range("state"); it != end; ++it) {
       std::string_view list = it->second;
       while (!list.empty()) {
@@ -341,10 +399,10 @@ void JobsApi::add_routes() {
     query.cursor = r.query_value("cursor");
     w->respond(answer(service_.list_jobs(query)));
   });
-  router_.add("GET", "/v1/jobs/{id}", [this, tenant](Request&, const PathParams& p, ResponseWriterPtr w) {
-    if (auto id = job_id(p, w)) w->respond(answer(service_.get_job(*id, tenant)));
+  router_.add("GET", "/v1/jobs/{id}", [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
+    if (auto id = job_id(p, w)) w->respond(answer(service_.get_job(*id, r.tenant)));
   });
-  router_.add("GET", "/v1/jobs/{id}/wait", [this, tenant](Request& r, const PathParams& p, ResponseWriterPtr w) {
+  router_.add("GET", "/v1/jobs/{id}/wait", [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
     auto id = job_id(p, w);
     if (!id) return;
     std::int64_t seconds = 30;
@@ -356,12 +414,12 @@ void JobsApi::add_routes() {
       }
       seconds = *n;
     }
-    service_.wait_job(*id, tenant, std::chrono::seconds(seconds), [w](JsonResult result) { w->respond(answer(result)); });
+    service_.wait_job(*id, r.tenant, std::chrono::seconds(seconds), [w](JsonResult result) { w->respond(answer(result)); });
   });
-  router_.add("POST", "/v1/jobs/{id}/cancel", [this, tenant](Request&, const PathParams& p, ResponseWriterPtr w) {
-    if (auto id = job_id(p, w)) w->respond(answer(service_.cancel_job(*id, tenant), 202));
+  router_.add("POST", "/v1/jobs/{id}/cancel", [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
+    if (auto id = job_id(p, w)) w->respond(answer(service_.cancel_job(*id, r.tenant), 202));
   });
-  router_.add("GET", "/v1/jobs/{id}/logs", [this, tenant](Request& r, const PathParams& p, ResponseWriterPtr w) {
+  router_.add("GET", "/v1/jobs/{id}/logs", [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
     auto id = job_id(p, w);
     if (!id) return;
     std::int64_t after = 0;
@@ -388,12 +446,12 @@ void JobsApi::add_routes() {
     const bool follow = r.header("accept").find("text/event-stream") != std::string_view::npos ||
                         r.query_value("follow") == "true";
     if (follow) {
-      service_.follow_logs(*id, tenant, after, w);
+      service_.follow_logs(*id, r.tenant, after, w);
       return;
     }
-    w->respond(answer(service_.job_logs(*id, tenant, after, limit)));
+    w->respond(answer(service_.job_logs(*id, r.tenant, after, limit)));
   });
-  router_.add("GET", "/v1/jobs/{id}/metrics", [this, tenant](Request& r, const PathParams& p, ResponseWriterPtr w) {
+  router_.add("GET", "/v1/jobs/{id}/metrics", [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
     auto id = job_id(p, w);
     if (!id) return;
     std::int64_t after = 0;
@@ -405,15 +463,15 @@ void JobsApi::add_routes() {
       }
       after = *n;
     }
-    w->respond(answer(service_.job_metrics(*id, tenant, after)));
+    w->respond(answer(service_.job_metrics(*id, r.tenant, after)));
   });
-  router_.add("GET", "/v1/jobs/{id}/events", [this, tenant](Request&, const PathParams& p, ResponseWriterPtr w) {
-    if (auto id = job_id(p, w)) w->respond(answer(service_.job_events(*id, tenant)));
+  router_.add("GET", "/v1/jobs/{id}/events", [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
+    if (auto id = job_id(p, w)) w->respond(answer(service_.job_events(*id, r.tenant)));
   });
-  router_.add("GET", "/v1/jobs/{id}/xla-report", [this, tenant](Request&, const PathParams& p, ResponseWriterPtr w) {
+  router_.add("GET", "/v1/jobs/{id}/xla-report", [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
     auto id = job_id(p, w);
     if (!id) return;
-    db::Result<std::string> report = service_.xla_report(*id, tenant);
+    db::Result<std::string> report = service_.xla_report(*id, r.tenant);
     if (!report.ok()) {
       w->respond(answer(JsonResult(report.error())));
       return;
@@ -432,17 +490,34 @@ void JobsApi::add_routes() {
                   w->respond(answer(service_.host_action(p.find("host")->second, action)));
                 });
   }
+  router_.add("POST", "/v1/tenants/{tenant}/quota", [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
+    std::optional<json> body = parse_body(r, w);
+    if (!body) return;
+    if (!body->is_object() || !body->contains("max_cores") ||
+        !((*body)["max_cores"].is_null() || (*body)["max_cores"].is_number_unsigned() ||
+          ((*body)["max_cores"].is_number_integer() && (*body)["max_cores"].get<std::int64_t>() >= 0)) ||
+        body->size() != 1) {
+      w->respond(problem(422, "the body must be {\"max_cores\": N} with N >= 0, or null for no limit",
+                         {{"errors", json::array({{{"field", "max_cores"},
+                                                   {"message", "must be a non-negative integer or null"}}})}}));
+      return;
+    }
+    const json& value = (*body)["max_cores"];
+    std::optional<int> max_cores;
+    if (!value.is_null()) max_cores = static_cast<int>(std::min<std::int64_t>(value.get<std::int64_t>(), 1 << 20));
+    w->respond(answer(service_.set_quota(p.find("tenant")->second.substr(0, 64), max_cores)));
+  });
   router_.add("POST", "/v1/pool/leases/{id}:release", [this](Request&, const PathParams& p, ResponseWriterPtr w) {
     if (auto id = job_id(p, w)) w->respond(answer(service_.force_release(*id)));
   });
-  router_.add("POST", "/v1/datasets", [this, tenant](Request& r, const PathParams&, ResponseWriterPtr w) {
+  router_.add("POST", "/v1/datasets", [this](Request& r, const PathParams&, ResponseWriterPtr w) {
     if (r.body.empty()) {
       w->respond(problem(400, "the request body is empty; send the CSV file",
                          {{"hint", "curl -X POST --data-binary @data.csv -H 'Content-Type: text/csv' localhost:8080/v1/datasets?name=mydata"}}));
       return;
     }
     const std::string name = r.query_value("name").value_or("upload").substr(0, 128);
-    w->respond(answer(service_.upload_dataset(tenant, name, r.body), 201));
+    w->respond(answer(service_.upload_dataset(r.tenant, name, r.body), 201));
   });
   router_.add("GET", "/healthz", [](Request&, const PathParams&, ResponseWriterPtr w) {
     w->respond(json_response(200, {{"status", "ok"}}));

@@ -50,6 +50,9 @@ class JobsApi final : public Handler {
 
  private:
   void add_routes();
+  // Works out who is asking and whether they may use `route`; answers
+  // 401/403/503 itself and returns false when they may not.
+  bool authorize(Request& request, const Route& route, const ResponseWriterPtr& writer);
   void submit(Request& request, ResponseWriterPtr writer);
   void validate(Request& request, ResponseWriterPtr writer);
   Response serve_static(const Request& request);

@@ -34,6 +34,8 @@ class TokenRepository {
                                 const std::string& role);
   // The token with this hash unless revoked; nullopt otherwise.
   Result<std::optional<TokenRow>> find_token(const std::string& token_hash);
+  // How many tokens are not revoked (none: the service may run open on loopback).
+  Result<std::int64_t> count_active_tokens();
   // Revokes it from now on. kNotFound when there is no such token.
   Status revoke_token(std::int64_t id);
 

@@ -22,11 +22,15 @@ struct AdvisorInput {
 };
 
 struct Advice {
-  // "SMALL_BATCH"        per-core batch below 128 (the MXU has 128 rows)
+  // "SMALL_BATCH"        per-core batch below mxu_dim (128) while each core's
+  //                      shard could fill one: every weight tile loaded into the
+  //                      MXU is reused by too few rows (the TPU guide: a multiple
+  //                      of 8, ideally 128 or more per core)
   // "BATCH_PADDING"      per-core batch not a multiple of 8 (XLA pads it)
-  // "MXU_PADDING"        a linear's width not a multiple of 128
-  // "FREQUENT_HOST_SYNC" log_every_n_steps below 10
-  // "RECOMPILES"         a last partial batch with drop_last: false
+  // "MXU_PADDING"        the linears do less than 90% useful MXU work because
+  //                      widths are not multiples of 128 (per-layer figures)
+  // "FREQUENT_HOST_SYNC" log_every_n_steps below 10 and at least 10 syncs planned
+  // "RECOMPILES"         a last partial batch per core with drop_last: false
   std::string code;
   std::string message;  // one paragraph, with numbers and what to change
 };

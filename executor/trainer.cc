@@ -283,6 +283,8 @@ std::optional<JobError> Trainer::restore(const Checkpoint& checkpoint) {
 
 std::optional<JobError> Trainer::check_control(std::int64_t next_step) {
   if (control_.cancel != nullptr && control_.cancel->load(std::memory_order_relaxed)) {
+    // Called between optimizer steps, where a checkpoint is exact.
+    if (control_.checkpoint_on_cancel != nullptr && control_.checkpoint_on_cancel->load()) emit_checkpoint();
     log("Job cancelled: stopping before step " + std::to_string(next_step) + " (epoch " +
         std::to_string(epoch_) + ")");
     return JobError{"CANCELLED",

@@ -146,11 +146,14 @@ class Client {
   // ------------------------------------------------------------ transport
 
   HttpResponse send_once(HttpRequest request, milliseconds timeout) {
-    if (!line_.token.empty()) request.headers.emplace_back("Authorization", "Bearer " + line_.token);
+    if (!line_.token.empty())
+      request.headers.emplace_back("Authorization", "Bearer " + line_.token);
     return context_.http->send(request, timeout);
   }
 
-  static bool retryable(const HttpResponse& response) { return response.status == 0 || response.status >= 500; }
+  static bool retryable(const HttpResponse& response) {
+    return response.status == 0 || response.status >= 500;
+  }
 
   milliseconds backoff(int attempt) const {
     milliseconds delay = context_.retry.first_backoff;
@@ -174,7 +177,8 @@ class Client {
   // code it stands for.
   int report_failure(const HttpResponse& response, const std::string& what) {
     if (response.status == 0) {
-      err_ << "tpujobs: cannot reach the service at " << line_.server << " (" << what << "): " << response.error
+      err_ << "tpujobs: cannot reach the service at " << line_.server << " (" << what
+           << "): " << response.error
            << "\n  hint: start it with `tpujobs serve`, or point --server / TPUJOBS_URL at it\n";
       return kExitUnreachable;
     }
@@ -186,12 +190,15 @@ class Client {
     if (problem.is_object() && problem.contains("errors") && problem["errors"].is_array()) {
       for (const json& e : problem["errors"]) {
         err_ << "  " << string_of(e, "field") << ": " << string_of(e, "message") << "\n";
-        if (const std::string hint = string_of(e, "hint"); !hint.empty()) err_ << "    hint: " << hint << "\n";
+        if (const std::string hint = string_of(e, "hint"); !hint.empty())
+          err_ << "    hint: " << hint << "\n";
       }
     }
-    if (const std::string hint = string_of(problem, "hint"); !hint.empty()) err_ << "  hint: " << hint << "\n";
+    if (const std::string hint = string_of(problem, "hint"); !hint.empty())
+      err_ << "  hint: " << hint << "\n";
     if (problem.is_object() && problem.contains("warnings") && problem["warnings"].is_array()) {
-      for (const json& w : problem["warnings"]) err_ << "  warning: " << (w.is_string() ? w.get<std::string>() : w.dump()) << "\n";
+      for (const json& w : problem["warnings"])
+        err_ << "  warning: " << (w.is_string() ? w.get<std::string>() : w.dump()) << "\n";
     }
     if (response.status >= 500) return kExitUnreachable;
     return kExitRejected;
@@ -260,7 +267,8 @@ class Client {
       }
       if (progress.contains("step")) {
         text += "  step " + string_of(progress, "step");
-        if (const std::string total = string_of(progress, "total_steps"); !total.empty() && total != "0") {
+        if (const std::string total = string_of(progress, "total_steps");
+            !total.empty() && total != "0") {
           text += "/" + total;
         }
       }
@@ -276,8 +284,8 @@ class Client {
         }
       }
     }
-    if (progress.is_object() && progress.contains("eta_seconds") && progress["eta_seconds"].is_number() &&
-        !is_terminal_state(state)) {
+    if (progress.is_object() && progress.contains("eta_seconds") &&
+        progress["eta_seconds"].is_number() && !is_terminal_state(state)) {
       text += "  eta " + format_duration(milliseconds(static_cast<std::int64_t>(
                              1000 * std::max(0.0, progress["eta_seconds"].get<double>()))));
     }
@@ -285,8 +293,9 @@ class Client {
   }
 
   void show_progress(const json& job, Clock::time_point started) {
-    const std::string text = progress_text(job) + "  [" + format_duration(std::chrono::duration_cast<milliseconds>(
-                                                              Clock::now() - started)) + "]";
+    const std::string text =
+        progress_text(job) + "  [" +
+        format_duration(std::chrono::duration_cast<milliseconds>(Clock::now() - started)) + "]";
     const std::string state = string_of(job, "state");
     if (context_.err_is_tty) {
       err_ << "\r\033[K" << text << std::flush;
@@ -312,10 +321,15 @@ class Client {
     std::int64_t after = 0;
     for (int page = 0; page < 1000; ++page) {
       HttpResponse response =
-          call({"GET", "/v1/jobs/" + id + "/logs?after=" + std::to_string(after) + "&limit=10000", "", {}});
+          call({"GET",
+                "/v1/jobs/" + id + "/logs?after=" + std::to_string(after) + "&limit=10000",
+                "",
+                {}});
       if (response.status != 200) break;
       const json body = json::parse(response.body, nullptr, false);
-      if (!body.is_object() || !body.contains("lines") || !body["lines"].is_array() || body["lines"].empty()) break;
+      if (!body.is_object() || !body.contains("lines") || !body["lines"].is_array() ||
+          body["lines"].empty())
+        break;
       for (const json& line : body["lines"]) {
         tail.push_back(string_of(line, "line"));
         if (static_cast<int>(tail.size()) > context_.retry.log_tail_lines) tail.pop_front();
@@ -349,7 +363,8 @@ class Client {
     if (!line_.junit_path.empty()) {
       std::ofstream file(line_.junit_path, std::ios::binary | std::ios::trunc);
       file << junit_report(job, tail, outcome.timed_out, elapsed);
-      if (!file.good()) err_ << "tpujobs: cannot write the JUnit report to " << line_.junit_path << "\n";
+      if (!file.good())
+        err_ << "tpujobs: cannot write the JUnit report to " << line_.junit_path << "\n";
     }
     if (line_.json) out_ << job.dump(2) << "\n";
 
@@ -360,20 +375,26 @@ class Client {
       err_ << "---\n";
     }
     if (outcome.timed_out) {
-      err_ << "tpujobs: --timeout " << format_duration(*line_.timeout) << " elapsed; job " << id << " is still "
-           << state << " (it keeps running: `tpujobs cancel " << id << "` stops it)\n";
+      err_ << "tpujobs: --timeout " << format_duration(*line_.timeout) << " elapsed; job " << id
+           << " is still " << state << " (it keeps running: `tpujobs cancel " << id
+           << "` stops it)\n";
     } else if (state == "SUCCEEDED") {
-      if (!line_.json) out_ << progress_text(job) << " in " << format_duration(milliseconds(static_cast<std::int64_t>(elapsed * 1000))) << "\n";
+      if (!line_.json)
+        out_ << progress_text(job) << " in "
+             << format_duration(milliseconds(static_cast<std::int64_t>(elapsed * 1000))) << "\n";
     } else {
       const json error = job.value("error", json(nullptr));
       err_ << "tpujobs: job " << id << " " << state;
       if (const std::string type = string_of(error, "type"); !type.empty()) err_ << ": " << type;
-      if (const std::string message = string_of(error, "message"); !message.empty()) err_ << ": " << message;
+      if (const std::string message = string_of(error, "message"); !message.empty())
+        err_ << ": " << message;
       err_ << "\n";
-      if (const std::string hint = string_of(error, "hint"); !hint.empty()) err_ << "  hint: " << hint << "\n";
+      if (const std::string hint = string_of(error, "hint"); !hint.empty())
+        err_ << "  hint: " << hint << "\n";
     }
     for (const GateOutcome& gate : evaluate_gates(job)) {
-      if (!gate.passed && !gate.skipped && !line_.json) err_ << "  expect " << gate.metric << ": " << gate.message << "\n";
+      if (!gate.passed && !gate.skipped && !line_.json)
+        err_ << "  expect " << gate.metric << ": " << gate.message << "\n";
     }
     return code;
   }
@@ -388,7 +409,8 @@ class Client {
   // Sleeps for the backoff, but not past the deadline.
   void pause(milliseconds delay, std::optional<Clock::time_point> deadline) {
     if (deadline) {
-      delay = std::min(delay, std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(*deadline - Clock::now())));
+      delay = std::min(delay, std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(
+                                                            *deadline - Clock::now())));
     }
     if (delay.count() > 0) context_.sleep(delay);
   }
@@ -396,9 +418,10 @@ class Client {
   void note_outage(const HttpResponse& response, milliseconds retry_in) {
     end_progress();
     if (!in_outage_) {
-      err_ << "tpujobs: lost the service (" << (response.status == 0 ? response.error : "HTTP " + std::to_string(response.status))
-           << "); reconnecting every " << format_duration(std::max(retry_in, milliseconds(1000))).c_str()
-           << " or sooner\n";
+      err_ << "tpujobs: lost the service ("
+           << (response.status == 0 ? response.error : "HTTP " + std::to_string(response.status))
+           << "); reconnecting every "
+           << format_duration(std::max(retry_in, milliseconds(1000))).c_str() << " or sooner\n";
     }
     in_outage_ = true;
   }
@@ -411,12 +434,13 @@ class Client {
   // Long-polls until the job ends or the deadline passes. Network errors and
   // 5xx (a restarting service) are retried with backoff for as long as it
   // takes; only an answer about the job ends the wait.
-  WaitOutcome wait_for(const std::string& id, Clock::time_point started, std::optional<Clock::time_point> deadline,
-                       bool show) {
+  WaitOutcome wait_for(const std::string& id, Clock::time_point started,
+                       std::optional<Clock::time_point> deadline, bool show) {
     WaitOutcome outcome;
     int failures = 0;
     for (;;) {
-      int poll = context_.err_is_tty && show ? context_.retry.tty_poll_seconds : context_.retry.wait_poll_seconds;
+      int poll = context_.err_is_tty && show ? context_.retry.tty_poll_seconds
+                                             : context_.retry.wait_poll_seconds;
       if (deadline) {
         const auto remaining = std::chrono::duration_cast<milliseconds>(*deadline - Clock::now());
         if (remaining.count() <= 0 && !outcome.job.is_null()) {
@@ -425,8 +449,9 @@ class Client {
         }
         poll = static_cast<int>(std::clamp<std::int64_t>(remaining.count() / 1000, 0, poll));
       }
-      HttpResponse response = send_once({"GET", "/v1/jobs/" + id + "/wait?timeout=" + std::to_string(poll), "", {}},
-                                        milliseconds(poll * 1000) + kRequestTimeout);
+      HttpResponse response =
+          send_once({"GET", "/v1/jobs/" + id + "/wait?timeout=" + std::to_string(poll), "", {}},
+                    milliseconds(poll * 1000) + kRequestTimeout);
       if (response.status == 200) {
         note_recovered();
         failures = 0;
@@ -446,7 +471,8 @@ class Client {
         note_outage(response, delay);
         if (deadline && Clock::now() >= *deadline) {
           outcome.timed_out = true;
-          if (outcome.job.is_null()) outcome.job = json{{"id", std::stoll(id)}, {"state", "UNKNOWN"}};
+          if (outcome.job.is_null())
+            outcome.job = json{{"id", std::stoll(id)}, {"state", "UNKNOWN"}};
           return outcome;
         }
         pause(delay, deadline);
@@ -461,7 +487,8 @@ class Client {
   // Streams the job's log to stdout until the service says the job ended.
   // Reconnects after drops from the last line seen. Returns the exit code of
   // the streaming (0, or 2/4 for a problem); *timed_out when the deadline hit.
-  int follow_log(const std::string& id, std::optional<Clock::time_point> deadline, bool* timed_out) {
+  int follow_log(const std::string& id, std::optional<Clock::time_point> deadline,
+                 bool* timed_out) {
     std::int64_t after = 0;
     int failures = 0;
     bool ended = false;
@@ -473,9 +500,12 @@ class Client {
       }
       EventStreamParser parser;
       bool received = false;
-      HttpRequest request{"GET", "/v1/jobs/" + id + "/logs?after=" + std::to_string(after), "",
+      HttpRequest request{"GET",
+                          "/v1/jobs/" + id + "/logs?after=" + std::to_string(after),
+                          "",
                           {{"Accept", "text/event-stream"}}};
-      if (!line_.token.empty()) request.headers.emplace_back("Authorization", "Bearer " + line_.token);
+      if (!line_.token.empty())
+        request.headers.emplace_back("Authorization", "Bearer " + line_.token);
       HttpResponse response = context_.http->stream(
           request,
           [&](std::string_view bytes) {
@@ -520,14 +550,17 @@ class Client {
   int submit() {
     json spec;
     if (!load_spec(&spec)) return kExitRejected;
-    const std::string key = line_.idempotency_key.empty() ? generated_idempotency_key() : line_.idempotency_key;
+    const std::string key =
+        line_.idempotency_key.empty() ? generated_idempotency_key() : line_.idempotency_key;
     const Clock::time_point started = Clock::now();
     HttpResponse response = call({"POST", "/v1/jobs", spec.dump(), {{"Idempotency-Key", key}}});
-    if (response.status != 201 && response.status != 200) return report_failure(response, "submitting the job");
+    if (response.status != 201 && response.status != 200)
+      return report_failure(response, "submitting the job");
     json job = json::parse(response.body, nullptr, false);
     const std::string id = string_of(job, "id");
     if (id.empty()) {
-      err_ << "tpujobs: the service answered the submit without a job id: " << response.body.substr(0, 300) << "\n";
+      err_ << "tpujobs: the service answered the submit without a job id: "
+           << response.body.substr(0, 300) << "\n";
       return kExitUnreachable;
     }
     if (!line_.wait) {
@@ -535,7 +568,8 @@ class Client {
         out_ << job.dump(2) << "\n";
       } else {
         out_ << (response.status == 200 ? "attached to job " : "submitted job ") << id;
-        if (const std::string name = string_of(job, "name"); !name.empty()) out_ << " (" << name << ")";
+        if (const std::string name = string_of(job, "name"); !name.empty())
+          out_ << " (" << name << ")";
         out_ << ": " << string_of(job, "state") << "\n";
       }
       return kExitSucceeded;
@@ -557,7 +591,8 @@ class Client {
         WaitOutcome outcome;
         HttpResponse response = call({"GET", "/v1/jobs/" + id, "", {}});
         outcome.job = json::parse(response.body, nullptr, false);
-        if (response.status != 200 || !outcome.job.is_object()) outcome.job = json{{"id", std::stoll(id)}, {"state", "UNKNOWN"}};
+        if (response.status != 200 || !outcome.job.is_object())
+          outcome.job = json{{"id", std::stoll(id)}, {"state", "UNKNOWN"}};
         outcome.timed_out = !is_terminal_state(string_of(outcome.job, "state"));
         return finish(outcome, started);
       }
@@ -571,7 +606,8 @@ class Client {
     json spec;
     if (!load_spec(&spec)) return kExitRejected;
     HttpResponse response = call({"POST", "/v1/jobs:validate", spec.dump(), {}});
-    if (response.status != 200) return report_failure(response, "validating " + line_.positionals.front());
+    if (response.status != 200)
+      return report_failure(response, "validating " + line_.positionals.front());
     const json body = json::parse(response.body, nullptr, false);
     const bool valid = body.is_object() && body.value("valid", false);
     if (line_.json) {
@@ -585,7 +621,8 @@ class Client {
         out_ << "  estimate: " << body["estimate"].dump() << "\n";
       }
       for (const json& warning : body.value("warnings", json::array())) {
-        out_ << "  warning: " << (warning.is_string() ? warning.get<std::string>() : warning.dump()) << "\n";
+        out_ << "  warning: " << (warning.is_string() ? warning.get<std::string>() : warning.dump())
+             << "\n";
       }
     }
     return valid ? kExitSucceeded : kExitRejected;
@@ -602,7 +639,8 @@ class Client {
     }
     out_ << progress_text(job) << "\n";
     for (const char* field : {"created_at", "started_at", "finished_at"}) {
-      if (const std::string at = string_of(job, field); !at.empty()) out_ << "  " << field << ": " << at << "\n";
+      if (const std::string at = string_of(job, field); !at.empty())
+        out_ << "  " << field << ": " << at << "\n";
     }
     if (job.contains("allocation") && !job["allocation"].is_null()) {
       out_ << "  allocation: " << job["allocation"].dump() << "\n";
@@ -610,18 +648,24 @@ class Client {
     if (job.contains("metrics") && job["metrics"].is_object()) {
       out_ << "  metrics:";
       for (const auto& [name, value] : job["metrics"].items()) {
-        out_ << " " << name << "=" << (value.is_number() ? number_text(value.get<double>()) : value.dump());
+        out_ << " " << name << "="
+             << (value.is_number() ? number_text(value.get<double>()) : value.dump());
       }
       out_ << "\n";
     }
     const json error = job.value("error", json(nullptr));
     if (error.is_object()) {
-      out_ << "  error: " << string_of(error, "type") << ": " << string_of(error, "message") << "\n";
-      if (const std::string hint = string_of(error, "hint"); !hint.empty()) out_ << "  hint: " << hint << "\n";
+      out_ << "  error: " << string_of(error, "type") << ": " << string_of(error, "message")
+           << "\n";
+      if (const std::string hint = string_of(error, "hint"); !hint.empty())
+        out_ << "  hint: " << hint << "\n";
     }
     for (const GateOutcome& gate : evaluate_gates(job)) {
       out_ << "  expect " << gate.metric << ": "
-           << (gate.passed ? "passed" : gate.skipped ? "not checked (" + gate.message + ")" : gate.message) << "\n";
+           << (gate.passed    ? "passed"
+               : gate.skipped ? "not checked (" + gate.message + ")"
+                              : gate.message)
+           << "\n";
     }
     for (const json& warning : job.value("warnings", json::array())) {
       if (warning.is_string()) out_ << "  warning: " << warning.get<std::string>() << "\n";
@@ -638,10 +682,15 @@ class Client {
     std::int64_t after = 0;
     for (;;) {
       HttpResponse response =
-          call({"GET", "/v1/jobs/" + id + "/logs?after=" + std::to_string(after) + "&limit=10000", "", {}});
+          call({"GET",
+                "/v1/jobs/" + id + "/logs?after=" + std::to_string(after) + "&limit=10000",
+                "",
+                {}});
       if (response.status != 200) return report_failure(response, "reading the log of job " + id);
       const json body = json::parse(response.body, nullptr, false);
-      if (!body.is_object() || !body.contains("lines") || !body["lines"].is_array() || body["lines"].empty()) break;
+      if (!body.is_object() || !body.contains("lines") || !body["lines"].is_array() ||
+          body["lines"].empty())
+        break;
       for (const json& line : body["lines"]) {
         if (line_.json) {
           out_ << line.dump() << "\n";
@@ -665,7 +714,8 @@ class Client {
            << string_of(problem, "detail") << ")\n";
       return kExitSucceeded;
     }
-    if (response.status != 202 && response.status != 200) return report_failure(response, "cancelling job " + id);
+    if (response.status != 202 && response.status != 200)
+      return report_failure(response, "cancelling job " + id);
     if (line_.json) {
       out_ << json::parse(response.body, nullptr, false).dump(2) << "\n";
     } else {
@@ -706,7 +756,8 @@ class Client {
       out_ << page.dump(2) << "\n";
       return kExitSucceeded;
     }
-    std::vector<std::vector<std::string>> rows = {{"ID", "NAME", "STATE", "PROGRESS", "VAL_ACCURACY", "CREATED"}};
+    std::vector<std::vector<std::string>> rows = {
+        {"ID", "NAME", "STATE", "PROGRESS", "VAL_ACCURACY", "CREATED"}};
     const json jobs = page.is_object() ? page.value("jobs", json::array()) : json::array();
     for (const json& job : jobs) {
       std::string progress = "-";
@@ -722,8 +773,8 @@ class Client {
                                            metrics["val_accuracy"].is_number()
                                        ? number_text(metrics["val_accuracy"].get<double>())
                                        : "-";
-      rows.push_back({string_of(job, "id"), string_of(job, "name"), string_of(job, "state"), progress, accuracy,
-                      string_of(job, "created_at")});
+      rows.push_back({string_of(job, "id"), string_of(job, "name"), string_of(job, "state"),
+                      progress, accuracy, string_of(job, "created_at")});
     }
     print_table(rows);
     if (jobs.empty()) out_ << "(no jobs)\n";
@@ -739,23 +790,27 @@ class Client {
       out_ << view.dump(2) << "\n";
       return kExitSucceeded;
     }
-    std::vector<std::vector<std::string>> rows = {{"HOST", "GENERATION", "HEALTH", "CORES", "IN USE", "JOBS"}};
+    std::vector<std::vector<std::string>> rows = {
+        {"HOST", "GENERATION", "HEALTH", "CORES", "IN USE", "JOBS"}};
     for (const json& host : view.value("hosts", json::array())) {
       std::vector<std::string> jobs;
       for (const json& core : host.value("cores", json::array())) {
         const std::string job = string_of(core, "job");
-        if (!job.empty() && std::find(jobs.begin(), jobs.end(), job) == jobs.end()) jobs.push_back(job);
+        if (!job.empty() && std::find(jobs.begin(), jobs.end(), job) == jobs.end())
+          jobs.push_back(job);
       }
       std::string job_text;
       for (const std::string& j : jobs) job_text += (job_text.empty() ? "" : ",") + j;
-      rows.push_back({string_of(host, "name"), string_of(host, "generation"), string_of(host, "health"),
-                      string_of(host, "devices"), string_of(host, "cores_in_use"), job_text.empty() ? "-" : job_text});
+      rows.push_back({string_of(host, "name"), string_of(host, "generation"),
+                      string_of(host, "health"), string_of(host, "devices"),
+                      string_of(host, "cores_in_use"), job_text.empty() ? "-" : job_text});
     }
     print_table(rows);
     const double utilization = view.value("utilization", 0.0);
     out_ << view.value("total_cores", 0) << " cores, " << view.value("used_cores", 0) << " in use ("
-         << number_text(100 * utilization, "%.0f") << "%), " << view.value("healthy_cores", 0) << " healthy; "
-         << view.value("running_jobs", 0) << " jobs running, " << view.value("queued_jobs", 0) << " queued\n";
+         << number_text(100 * utilization, "%.0f") << "%), " << view.value("healthy_cores", 0)
+         << " healthy; " << view.value("running_jobs", 0) << " jobs running, "
+         << view.value("queued_jobs", 0) << " queued\n";
     return kExitSucceeded;
   }
 
@@ -790,7 +845,8 @@ int run_client_command(const CommandLine& command_line, const ClientContext& con
 
 int run_client(const std::string& command, const std::vector<std::string>& args) {
   CommandLine line;
-  if (std::string error = parse_command_line(command, args, process_environment(), &line); !error.empty()) {
+  if (std::string error = parse_command_line(command, args, process_environment(), &line);
+      !error.empty()) {
     std::cerr << "tpujobs " << command << ": " << error << "\n\n" << command_usage(command);
     return kExitRejected;
   }

@@ -34,7 +34,8 @@ exit codes: 0 succeeded/valid, 1 job failed (including a missed expect gate),
 
 const std::vector<CommandSpec>& command_specs() {
   static const std::vector<CommandSpec> specs = {
-      {"submit", "SPEC.json",
+      {"submit",
+       "SPEC.json",
        {"--wait", "--follow", "--timeout", "--idempotency-key", "--junit", "--set"},
        "submit a job (and wait for it, follow its log, gate CI on it)",
        R"(Submits the job in SPEC.json ("-" reads stdin) and prints its id. With --wait
@@ -54,24 +55,36 @@ options:
                          --set model.layers[0].out=256 --set trainer.precision=32-true;
                          VALUE is JSON when it parses as JSON, else a string; repeatable
 )"},
-      {"validate", "SPEC.json", {"--set"}, "check a spec without running it",
+      {"validate",
+       "SPEC.json",
+       {"--set"},
+       "check a spec without running it",
        R"(Asks the service to resolve SPEC.json as it would at submit time: the trainer
 settings, the HBM estimate and warnings. Exit 0 when it is valid, 2 when not.
 
 options:
   --set PATH=VALUE       override a spec field (see `tpujobs submit --help`); repeatable
 )"},
-      {"status", "ID", {}, "show a job: state, progress, metrics, error",
+      {"status",
+       "ID",
+       {},
+       "show a job: state, progress, metrics, error",
        R"(Prints the job's state, why it waits, its progress, latest metrics and error.
 )"},
-      {"logs", "ID", {"--follow"}, "print a job's log",
+      {"logs",
+       "ID",
+       {"--follow"},
+       "print a job's log",
        R"(Prints the job's log lines.
 
 options:
   --follow               keep printing new lines until the job ends (reconnects when
                          the connection drops)
 )"},
-      {"wait", "ID", {"--timeout", "--junit"}, "wait for a job to end; the exit code says how",
+      {"wait",
+       "ID",
+       {"--timeout", "--junit"},
+       "wait for a job to end; the exit code says how",
        R"(Waits until the job ends and exits with its outcome. Survives restarts of the
 service and network errors: only an answer from the service ends the wait.
 
@@ -79,17 +92,26 @@ options:
   --timeout DUR          stop waiting after DUR and exit 124 (the job keeps running)
   --junit FILE           write a JUnit XML report of the outcome and the expect gates
 )"},
-      {"cancel", "ID", {}, "cancel a job",
+      {"cancel",
+       "ID",
+       {},
+       "cancel a job",
        R"(Asks the service to cancel the job; it stops within one training step.
 A job that has already ended is left as it is (exit 0, with a note).
 )"},
-      {"list", "", {"--state", "--label", "--limit"}, "list jobs, newest first",
+      {"list",
+       "",
+       {"--state", "--label", "--limit"},
+       "list jobs, newest first",
        R"(options:
   --state S              only jobs in state S (QUEUED, RUNNING, SUCCEEDED, ...)
   --label K=V            only jobs with this label; repeatable (all must match)
   --limit N              at most N jobs (1-500, default 50)
 )"},
-      {"pool", "", {}, "show the TPU pool: hosts, cores in use, health",
+      {"pool",
+       "",
+       {},
+       "show the TPU pool: hosts, cores in use, health",
        R"(Prints every host of the emulated pool with its health and the jobs on its cores.
 )"},
   };
@@ -104,9 +126,9 @@ const CommandSpec* find_spec(std::string_view command) {
 }
 
 bool takes_value(std::string_view option) {
-  return option == "--timeout" || option == "--idempotency-key" || option == "--junit" || option == "--set" ||
-         option == "--state" || option == "--label" || option == "--limit" || option == "--server" ||
-         option == "--token";
+  return option == "--timeout" || option == "--idempotency-key" || option == "--junit" ||
+         option == "--set" || option == "--state" || option == "--label" || option == "--limit" ||
+         option == "--server" || option == "--token";
 }
 
 std::optional<std::int64_t> parse_positive(std::string_view text) {
@@ -189,7 +211,8 @@ std::string client_commands_summary() {
 }
 
 std::string parse_command_line(std::string_view command, const std::vector<std::string>& args,
-                               const std::map<std::string, std::string>& environment, CommandLine* out) {
+                               const std::map<std::string, std::string>& environment,
+                               CommandLine* out) {
   const CommandSpec* spec = find_spec(command);
   if (!spec) return "unknown command '" + std::string(command) + "'";
   *out = CommandLine{};
@@ -198,7 +221,8 @@ std::string parse_command_line(std::string_view command, const std::vector<std::
     out->server = it->second;
   }
   if (auto it = environment.find("TPUJOBS_TOKEN"); it != environment.end()) out->token = it->second;
-  if (std::any_of(args.begin(), args.end(), [](const std::string& a) { return a == "-h" || a == "--help"; })) {
+  if (std::any_of(args.begin(), args.end(),
+                  [](const std::string& a) { return a == "-h" || a == "--help"; })) {
     out->help = true;
     return {};
   }
@@ -221,7 +245,8 @@ std::string parse_command_line(std::string_view command, const std::vector<std::
       value = arg.substr(eq + 1);
     }
     const bool common = name == "--server" || name == "--token" || name == "--json";
-    if (!common && std::find(spec->options.begin(), spec->options.end(), name) == spec->options.end()) {
+    if (!common &&
+        std::find(spec->options.begin(), spec->options.end(), name) == spec->options.end()) {
       return "unknown option '" + name + "' for `tpujobs " + std::string(command) + "`";
     }
     if (takes_value(name)) {
@@ -245,9 +270,11 @@ std::string parse_command_line(std::string_view command, const std::vector<std::
       out->follow = true;
     } else if (name == "--timeout") {
       out->timeout = parse_duration(*value);
-      if (!out->timeout) return "--timeout: '" + *value + "' is not a duration (try 90s, 10m or 1h30m)";
+      if (!out->timeout)
+        return "--timeout: '" + *value + "' is not a duration (try 90s, 10m or 1h30m)";
     } else if (name == "--idempotency-key") {
-      if (value->empty() || value->size() > 255) return "--idempotency-key must be 1 to 255 characters";
+      if (value->empty() || value->size() > 255)
+        return "--idempotency-key must be 1 to 255 characters";
       out->idempotency_key = *value;
     } else if (name == "--junit") {
       if (value->empty()) return "--junit needs a file name";
@@ -262,12 +289,15 @@ std::string parse_command_line(std::string_view command, const std::vector<std::
       static const std::vector<std::string> states = {"QUEUED",    "STARTING", "RUNNING",
                                                       "SUCCEEDED", "FAILED",   "CANCELLED"};
       if (std::find(states.begin(), states.end(), state) == states.end()) {
-        return "--state must be one of QUEUED, STARTING, RUNNING, SUCCEEDED, FAILED, CANCELLED; got '" + *value + "'";
+        return "--state must be one of QUEUED, STARTING, RUNNING, SUCCEEDED, FAILED, CANCELLED; "
+               "got '" +
+               *value + "'";
       }
       out->state = state;
     } else if (name == "--label") {
       const std::size_t eq = value->find('=');
-      if (eq == std::string::npos || eq == 0) return "--label needs KEY=VALUE, got '" + *value + "'";
+      if (eq == std::string::npos || eq == 0)
+        return "--label needs KEY=VALUE, got '" + *value + "'";
       out->labels.push_back(*value);
     } else if (name == "--limit") {
       std::optional<std::int64_t> n = parse_positive(*value);
@@ -292,7 +322,8 @@ std::string parse_command_line(std::string_view command, const std::vector<std::
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
   if (text.empty()) return std::nullopt;
   // A bare number is seconds, as in `timeout 90`.
-  bool bare = std::all_of(text.begin(), text.end(), [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
+  bool bare = std::all_of(text.begin(), text.end(),
+                          [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
   double total_ms = 0;
   std::size_t i = 0;
   while (i < text.size()) {
@@ -300,7 +331,8 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
     while (i < text.size() && ((text[i] >= '0' && text[i] <= '9') || text[i] == '.')) ++i;
     if (i == start) return std::nullopt;
     const std::string number(text.substr(start, i - start));
-    if (std::count(number.begin(), number.end(), '.') > 1 || number.front() == '.' || number.back() == '.') {
+    if (std::count(number.begin(), number.end(), '.') > 1 || number.front() == '.' ||
+        number.back() == '.') {
       return std::nullopt;
     }
     const double value = std::strtod(number.c_str(), nullptr);
@@ -308,12 +340,18 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
     while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
     const std::string_view unit = text.substr(unit_start, i - unit_start);
     double scale = 0;
-    if (bare || unit == "s") scale = 1000;
-    else if (unit == "ms") scale = 1;
-    else if (unit == "m") scale = 60e3;
-    else if (unit == "h") scale = 3600e3;
-    else if (unit == "d") scale = 86400e3;
-    else return std::nullopt;
+    if (bare || unit == "s")
+      scale = 1000;
+    else if (unit == "ms")
+      scale = 1;
+    else if (unit == "m")
+      scale = 60e3;
+    else if (unit == "h")
+      scale = 3600e3;
+    else if (unit == "d")
+      scale = 86400e3;
+    else
+      return std::nullopt;
     total_ms += value * scale;
   }
   if (!std::isfinite(total_ms) || total_ms > 1e15) return std::nullopt;
@@ -337,7 +375,8 @@ std::string format_duration(std::chrono::milliseconds duration) {
 
 std::string apply_override(json* spec, std::string_view assignment) {
   const std::size_t eq = assignment.find('=');
-  if (eq == std::string_view::npos) return "--set needs PATH=VALUE, got '" + std::string(assignment) + "'";
+  if (eq == std::string_view::npos)
+    return "--set needs PATH=VALUE, got '" + std::string(assignment) + "'";
   const std::string_view path = assignment.substr(0, eq);
   const std::string raw(assignment.substr(eq + 1));
   std::optional<std::vector<PathStep>> steps = parse_path(path);
@@ -357,10 +396,12 @@ std::string apply_override(json* spec, std::string_view assignment) {
     if (step.index) {
       walked += "[" + std::to_string(*step.index) + "]";
       if (node->is_null()) *node = json::array();
-      if (!node->is_array()) return "--set " + std::string(assignment) + ": " + walked + " indexes a non-array";
+      if (!node->is_array())
+        return "--set " + std::string(assignment) + ": " + walked + " indexes a non-array";
       if (*step.index > node->size()) {
-        return "--set " + std::string(assignment) + ": index " + std::to_string(*step.index) + " is past the end of " +
-               walked.substr(0, walked.rfind('[')) + " (size " + std::to_string(node->size()) + ")";
+        return "--set " + std::string(assignment) + ": index " + std::to_string(*step.index) +
+               " is past the end of " + walked.substr(0, walked.rfind('[')) + " (size " +
+               std::to_string(node->size()) + ")";
       }
       if (*step.index == node->size()) node->push_back(nullptr);
       node = &(*node)[*step.index];
@@ -368,7 +409,8 @@ std::string apply_override(json* spec, std::string_view assignment) {
       walked += (walked.empty() ? "" : ".") + step.key;
       if (node->is_null()) *node = json::object();
       if (!node->is_object()) {
-        return "--set " + std::string(assignment) + ": cannot set '" + step.key + "' inside a " + node->type_name();
+        return "--set " + std::string(assignment) + ": cannot set '" + step.key + "' inside a " +
+               node->type_name();
       }
       node = &(*node)[step.key];
     }

@@ -14,12 +14,12 @@ namespace tpujobs::service {
 
 // Exit codes of the client commands (DESIGN §2).
 enum ExitCode : int {
-  kExitSucceeded = 0,     // the job succeeded, the spec is valid, the request was done
-  kExitJobFailed = 1,     // the job failed, including a missed `expect` gate
-  kExitRejected = 2,      // the spec was rejected (400/422), or a usage error
-  kExitCancelled = 3,     // the job was cancelled
-  kExitUnreachable = 4,   // no answer from the server, or 5xx after retries
-  kExitTimedOut = 124,    // --timeout elapsed first (as timeout(1))
+  kExitSucceeded = 0,    // the job succeeded, the spec is valid, the request was done
+  kExitJobFailed = 1,    // the job failed, including a missed `expect` gate
+  kExitRejected = 2,     // the spec was rejected (400/422), or a usage error
+  kExitCancelled = 3,    // the job was cancelled
+  kExitUnreachable = 4,  // no answer from the server, or 5xx after retries
+  kExitTimedOut = 124,   // --timeout elapsed first (as timeout(1))
 };
 
 // The client commands, and whether `command` is one of them.
@@ -50,7 +50,8 @@ struct CommandLine {
 // Returns "" with *out filled, or a usage error message (exit code 2).
 // With --help, out->help is set and the other arguments are not checked.
 std::string parse_command_line(std::string_view command, const std::vector<std::string>& args,
-                               const std::map<std::string, std::string>& environment, CommandLine* out);
+                               const std::map<std::string, std::string>& environment,
+                               CommandLine* out);
 
 // The --help text of a client command ("" for an unknown command).
 std::string command_usage(std::string_view command);

@@ -70,7 +70,9 @@ std::vector<GateOutcome> evaluate_gates(const json& job) {
     gate.max = number_field(bound, "max");
     gate.value = number_field(metrics, metric.c_str());
     if (!gate.value) {
-      if (state == "SUCCEEDED" || (state == "FAILED" && string_field(job.value("error", json(nullptr)), "type") == "EXPECTATION_FAILED")) {
+      if (state == "SUCCEEDED" ||
+          (state == "FAILED" &&
+           string_field(job.value("error", json(nullptr)), "type") == "EXPECTATION_FAILED")) {
         gate.message = "the job did not report the metric " + metric;
       } else {
         gate.skipped = true;
@@ -79,11 +81,14 @@ std::vector<GateOutcome> evaluate_gates(const json& job) {
       }
     } else if (!is_terminal_state(state)) {
       gate.skipped = true;
-      gate.message = "the job is still " + state + " (" + metric + " = " + number(*gate.value) + " so far)";
+      gate.message =
+          "the job is still " + state + " (" + metric + " = " + number(*gate.value) + " so far)";
     } else if (gate.min && !(*gate.value >= *gate.min)) {
-      gate.message = metric + " = " + number(*gate.value) + " is below the minimum " + number(*gate.min);
+      gate.message =
+          metric + " = " + number(*gate.value) + " is below the minimum " + number(*gate.min);
     } else if (gate.max && !(*gate.value <= *gate.max)) {
-      gate.message = metric + " = " + number(*gate.value) + " is above the maximum " + number(*gate.max);
+      gate.message =
+          metric + " = " + number(*gate.value) + " is above the maximum " + number(*gate.max);
     } else if (state != "SUCCEEDED" && state != "FAILED") {
       // A cancelled job's metrics are those of an unfinished run.
       gate.skipped = true;
@@ -101,11 +106,21 @@ std::string xml_escape(const std::string& text) {
   out.reserve(text.size());
   for (const char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
       default:
         // XML 1.0 has no way to write other control characters, even escaped.
         if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t' && c != '\r') {
@@ -144,14 +159,17 @@ std::string junit_report(const json& job, const std::vector<std::string>& log_ta
   int failures = failure_type.empty() ? 0 : 1;
   int skipped = 0;
   for (const GateOutcome& gate : gates) {
-    if (gate.skipped) ++skipped;
-    else if (!gate.passed) ++failures;
+    if (gate.skipped)
+      ++skipped;
+    else if (!gate.passed)
+      ++failures;
   }
   const std::size_t tests = 1 + gates.size();
 
   std::string xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  const std::string counts = " tests=\"" + std::to_string(tests) + "\" failures=\"" + std::to_string(failures) +
-                             "\" errors=\"0\" skipped=\"" + std::to_string(skipped) + "\" time=\"" + time + "\"";
+  const std::string counts = " tests=\"" + std::to_string(tests) + "\" failures=\"" +
+                             std::to_string(failures) + "\" errors=\"0\" skipped=\"" +
+                             std::to_string(skipped) + "\" time=\"" + time + "\"";
   xml += "<testsuites name=\"tpujobs\"" + counts + ">\n";
   xml += "  <testsuite name=\"" + xml_escape("tpujobs." + name) + "\"" + counts + ">\n";
   xml += "    <properties>\n";
@@ -160,30 +178,35 @@ std::string junit_report(const json& job, const std::vector<std::string>& log_ta
   xml += "    </properties>\n";
 
   const std::string classname = xml_escape("tpujobs." + name);
-  xml += "    <testcase classname=\"" + classname + "\" name=\"training run\" time=\"" + time + "\">\n";
+  xml += "    <testcase classname=\"" + classname + "\" name=\"training run\" time=\"" + time +
+         "\">\n";
   if (!failure_type.empty()) {
     std::string body = failure_message + "\n";
-    if (const std::string hint = string_field(error, "hint"); !hint.empty()) body += "hint: " + hint + "\n";
+    if (const std::string hint = string_field(error, "hint"); !hint.empty())
+      body += "hint: " + hint + "\n";
     if (!log_tail.empty()) body += "\nlast log lines:\n" + tail_text(log_tail);
-    xml += "      <failure type=\"" + xml_escape(failure_type) + "\" message=\"" + xml_escape(failure_message) +
-           "\">" + xml_escape(body) + "</failure>\n";
+    xml += "      <failure type=\"" + xml_escape(failure_type) + "\" message=\"" +
+           xml_escape(failure_message) + "\">" + xml_escape(body) + "</failure>\n";
   }
-  if (!log_tail.empty()) xml += "      <system-out>" + xml_escape(tail_text(log_tail)) + "</system-out>\n";
+  // A failure carries the log tail already.
+  if (!log_tail.empty() && failure_type.empty())
+    xml += "      <system-out>" + xml_escape(tail_text(log_tail)) + "</system-out>\n";
   xml += "    </testcase>\n";
 
   for (const GateOutcome& gate : gates) {
-    xml += "    <testcase classname=\"" + classname + ".expect\" name=\"" + xml_escape(gate_name(gate)) +
-           "\" time=\"0\">\n";
+    xml += "    <testcase classname=\"" + classname + ".expect\" name=\"" +
+           xml_escape(gate_name(gate)) + "\" time=\"0\">\n";
     if (gate.value) {
-      xml += "      <properties><property name=\"value\" value=\"" + number(*gate.value) + "\"/></properties>\n";
+      xml += "      <properties><property name=\"value\" value=\"" + number(*gate.value) +
+             "\"/></properties>\n";
     }
     if (gate.skipped) {
       xml += "      <skipped message=\"" + xml_escape(gate.message) + "\"/>\n";
     } else if (!gate.passed) {
       std::string body = gate.message + "\n";
       if (!log_tail.empty()) body += "\nlast log lines:\n" + tail_text(log_tail);
-      xml += "      <failure type=\"EXPECTATION_FAILED\" message=\"" + xml_escape(gate.message) + "\">" +
-             xml_escape(body) + "</failure>\n";
+      xml += "      <failure type=\"EXPECTATION_FAILED\" message=\"" + xml_escape(gate.message) +
+             "\">" + xml_escape(body) + "</failure>\n";
     }
     xml += "    </testcase>\n";
   }

@@ -38,8 +38,8 @@ std::vector<GateOutcome> evaluate_gates(const nlohmann::json& job);
 // <testcase> for the job's outcome (a <failure> with the error, its hint and
 // `log_tail` when it failed, was cancelled or `timed_out`) and one per gate.
 // `elapsed_seconds` is the time the client waited.
-std::string junit_report(const nlohmann::json& job, const std::vector<std::string>& log_tail, bool timed_out,
-                         double elapsed_seconds);
+std::string junit_report(const nlohmann::json& job, const std::vector<std::string>& log_tail,
+                         bool timed_out, double elapsed_seconds);
 
 // Escapes text for XML attribute values and character data.
 std::string xml_escape(const std::string& text);

@@ -24,7 +24,8 @@ std::string lower(std::string text) {
 
 template <class Fields>
 void copy_headers(const Fields& fields, HttpResponse* out) {
-  for (const auto& field : fields) out->headers[lower(std::string(field.name_string()))] = std::string(field.value());
+  for (const auto& field : fields)
+    out->headers[lower(std::string(field.name_string()))] = std::string(field.value());
 }
 
 class BeastHttpClient final : public HttpClient {
@@ -56,14 +57,16 @@ class BeastHttpClient final : public HttpClient {
     return out;
   }
 
-  HttpResponse stream(const HttpRequest& request, const std::function<bool(std::string_view)>& on_body,
+  HttpResponse stream(const HttpRequest& request,
+                      const std::function<bool(std::string_view)>& on_body,
                       std::chrono::milliseconds idle_timeout,
                       std::chrono::steady_clock::time_point deadline) override {
     HttpResponse out;
     auto arm = [&](beast::tcp_stream& stream) {
       const auto now = std::chrono::steady_clock::now();
-      stream.expires_after(std::max(std::chrono::steady_clock::duration::zero(),
-                                    std::min<std::chrono::steady_clock::duration>(idle_timeout, deadline - now)));
+      stream.expires_after(
+          std::max(std::chrono::steady_clock::duration::zero(),
+                   std::min<std::chrono::steady_clock::duration>(idle_timeout, deadline - now)));
     };
     try {
       asio::io_context io;
@@ -116,8 +119,8 @@ class BeastHttpClient final : public HttpClient {
   }
 
   http::request<http::string_body> build(const HttpRequest& request) const {
-    http::request<http::string_body> message(http::string_to_verb(request.method), server_.base_path + request.target,
-                                             11);
+    http::request<http::string_body> message(http::string_to_verb(request.method),
+                                             server_.base_path + request.target, 11);
     message.set(http::field::host, server_.host);
     message.set(http::field::user_agent, "tpujobs-cli");
     if (!request.body.empty()) message.set(http::field::content_type, "application/json");
@@ -167,8 +170,9 @@ std::optional<ServerUrl> parse_server_url(std::string_view url, std::string* err
   }
   if (!authority.empty()) {  // ":port"
     std::string_view port = authority.substr(1);
-    const bool numeric = !port.empty() && port.size() <= 5 &&
-                         std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const bool numeric =
+        !port.empty() && port.size() <= 5 &&
+        std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; });
     if (!numeric || std::stoi(std::string(port)) > 65535) {
       *error = "bad port in '" + std::string(url) + "'";
       return std::nullopt;
@@ -182,6 +186,8 @@ std::optional<ServerUrl> parse_server_url(std::string_view url, std::string* err
   return server;
 }
 
-HttpClientPtr make_http_client(ServerUrl server) { return std::make_unique<BeastHttpClient>(std::move(server)); }
+HttpClientPtr make_http_client(ServerUrl server) {
+  return std::make_unique<BeastHttpClient>(std::move(server));
+}
 
 }  // namespace tpujobs::service

@@ -56,7 +56,8 @@ class HttpClient {
   // `on_body` returns false, no byte arrives for `idle_timeout`, or
   // `deadline` passes. Only a 2xx body is streamed; any other answer comes
   // back whole in the result. The result's body is empty for a 2xx.
-  virtual HttpResponse stream(const HttpRequest& request, const std::function<bool(std::string_view)>& on_body,
+  virtual HttpResponse stream(const HttpRequest& request,
+                              const std::function<bool(std::string_view)>& on_body,
                               std::chrono::milliseconds idle_timeout,
                               std::chrono::steady_clock::time_point deadline) = 0;
 };

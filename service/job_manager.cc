@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "api/problem.h"
+#include "service/tokens.h"
 
 namespace tpujobs::service {
 namespace {
@@ -83,6 +84,7 @@ struct JobManager::LiveJob {
   std::optional<executor::Progress> progress;
   std::map<std::string, double> latest_metrics;
   std::atomic<bool> cancel{false};   // read by the executor without the mutex
+  std::atomic<bool> checkpoint_on_cancel{false};
   StopReason stop_reason = StopReason::kNone;
   bool runner_started = false;
   std::thread runner;
@@ -239,7 +241,10 @@ db::Status JobManager::start() {
       if (h.health == "draining") scheduler_.set_host_health(*index, scheduler::HostHealth::kDraining);
       if (h.health == "failed") scheduler_.set_host_health(*index, scheduler::HostHealth::kFailed);
     }
-    for (const auto& [tenant, max_cores] : *quotas) scheduler_.set_tenant_quota(tenant, max_cores);
+    for (const auto& [tenant, max_cores] : *quotas) {
+      scheduler_.set_tenant_quota(tenant, max_cores);
+      quotas_[tenant] = max_cores;
+    }
   }
   for (db::JobRow& row : *unfinished) {
     if (row.state == kStarting || row.state == kRunning) {
@@ -293,6 +298,7 @@ void JobManager::shutdown() {
     for (auto& [id, job] : live_) {
       if (job->runner_started && job->stop_reason == StopReason::kNone) {
         job->stop_reason = StopReason::kShutdown;
+        job->checkpoint_on_cancel = true;
         job->cancel = true;
       }
     }
@@ -425,12 +431,19 @@ void JobManager::commit_batch(std::vector<PendingSubmit>& batch) {
         job->base = render(result.row);
         enqueue_locked(job);
         outcome.kind = api::SubmitOutcome::Kind::kCreated;
-        outcome.job = render_live_locked(*job);
       }
       answers.emplace_back(std::move(batch[i].done), std::move(outcome));
     }
+    // Place what fits now rather than on the scheduler thread's next turn:
+    // on an idle pool a job starts before its 201 leaves.
+    if (!stopping_) start_placed_locked(SteadyClock::now());
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      api::SubmitOutcome& outcome = answers[i].second;
+      if (outcome.kind != api::SubmitOutcome::Kind::kCreated) continue;
+      auto it = live_.find(outcome.id);
+      if (it != live_.end()) outcome.job = render_live_locked(*it->second);
+    }
   }
-  wake_scheduler();
   for (auto& [done, outcome] : answers) done(std::move(outcome));
 }
 
@@ -485,6 +498,34 @@ void JobManager::wake_scheduler() {
 
 // ------------------------------------------------------------- scheduling
 
+void JobManager::start_placed_locked(SteadyClock::time_point now) {
+  std::vector<std::pair<std::shared_ptr<LiveJob>, scheduler::Placement>> starts;
+  for (scheduler::Placement& p : scheduler_.schedule(now)) {
+    auto it = live_.find(p.job);
+    if (it == live_.end()) {
+      scheduler_.finish(p.job);
+      continue;
+    }
+    starts.emplace_back(it->second, std::move(p));
+  }
+  while (!cpu_waiting_.empty() && cpu_running_ < options_.max_cpu_jobs) {
+    std::shared_ptr<LiveJob> job = cpu_waiting_.front();
+    cpu_waiting_.pop_front();
+    if (is_terminal(job->row.state)) continue;
+    ++cpu_running_;
+    scheduler::Placement p;
+    p.job = job->id;
+    starts.emplace_back(job, std::move(p));
+  }
+  for (auto& [job, placement] : starts) {
+    job->placement = placement;
+    job->runner_started = true;
+    job->run_started = now;
+    job->row.state = kStarting;
+    job->runner = std::thread([this, job = job, placement = placement] { run_job(job, placement); });
+  }
+}
+
 void JobManager::scheduler_loop() {
   std::unique_lock lock(mutex_);
   auto last_reclaim = SteadyClock::now();
@@ -510,31 +551,7 @@ void JobManager::scheduler_loop() {
       }
     }
 
-    std::vector<std::pair<std::shared_ptr<LiveJob>, scheduler::Placement>> starts;
-    for (scheduler::Placement& p : scheduler_.schedule(now)) {
-      auto it = live_.find(p.job);
-      if (it == live_.end()) {
-        scheduler_.finish(p.job);
-        continue;
-      }
-      starts.emplace_back(it->second, std::move(p));
-    }
-    while (!cpu_waiting_.empty() && cpu_running_ < options_.max_cpu_jobs) {
-      std::shared_ptr<LiveJob> job = cpu_waiting_.front();
-      cpu_waiting_.pop_front();
-      if (is_terminal(job->row.state)) continue;
-      ++cpu_running_;
-      scheduler::Placement p;
-      p.job = job->id;
-      starts.emplace_back(job, std::move(p));
-    }
-    for (auto& [job, placement] : starts) {
-      job->placement = placement;
-      job->runner_started = true;
-      job->run_started = now;
-      job->row.state = kStarting;
-      job->runner = std::thread([this, job = job, placement = placement] { run_job(job, placement); });
-    }
+    start_placed_locked(now);
     lock.unlock();
     for (std::thread& t : ended) t.join();
     lock.lock();
@@ -618,11 +635,11 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
   }
 
   Sink sink(*this, job);
-  if (resume) sink.log("Restoring states from the checkpoint at step " + std::to_string(resume->step));
   executor::DeviceFacts device = device_for(cpu ? std::nullopt : std::optional(placement.generation));
   executor::RunControl control;
   control.cancel = &job->cancel;
   control.resume = resume ? &*resume : nullptr;
+  control.checkpoint_on_cancel = &job->checkpoint_on_cancel;
   executor::TrainingResult result = executor::train(job->spec.training, device, workers_, *datasets_, sink, control);
   {
     std::optional<executor::Progress> last;
@@ -707,6 +724,7 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
     job->runner_started = false;
     job->stop_reason = StopReason::kNone;
     job->cancel = false;
+    job->checkpoint_on_cancel = false;
     job->placement.reset();
     job->progress.reset();
     job->recent_logs.clear();
@@ -1318,6 +1336,59 @@ void JobManager::telemetry_loop() {
     flush_telemetry();
     lock.lock();
   }
+}
+
+db::Result<std::optional<api::Principal>> JobManager::authenticate(std::string_view token) {
+  const auto now = SteadyClock::now();
+  const std::string key(token);
+  {
+    std::lock_guard lock(auth_mutex_);
+    auto it = token_cache_.find(key);
+    if (it != token_cache_.end() && it->second.second > now) return it->second.first;
+  }
+  auto row = repo_.tokens.find_token(hash_token(token));
+  if (!row.ok()) return row.error();
+  std::optional<api::Principal> principal;
+  if (*row) principal = api::Principal{(*row)->tenant, (*row)->role == "admin"};
+  std::lock_guard lock(auth_mutex_);
+  if (token_cache_.size() > 10000) token_cache_.clear();  // bounds memory against random tokens
+  // A revoked token stops working within the cache's lifetime.
+  token_cache_[key] = {principal, now + std::chrono::seconds(5)};
+  return principal;
+}
+
+bool JobManager::auth_required() {
+  const auto now = SteadyClock::now();
+  std::lock_guard lock(auth_mutex_);
+  if (!tokens_exist_ || now - tokens_checked_ > std::chrono::seconds(2)) {
+    auto count = repo_.tokens.count_active_tokens();
+    // If the database cannot say, stay closed once tokens were seen.
+    if (count.ok()) tokens_exist_ = *count > 0;
+    else if (!tokens_exist_) tokens_exist_ = false;
+    tokens_checked_ = now;
+  }
+  return *tokens_exist_;
+}
+
+api::JsonResult JobManager::set_quota(const std::string& tenant, std::optional<int> max_cores) {
+  db::Status stored = max_cores ? repo_.pool_state.set_quota(tenant, *max_cores) : repo_.pool_state.clear_quota(tenant);
+  if (!stored.ok()) return stored.error();
+  {
+    std::lock_guard lock(mutex_);
+    scheduler_.set_tenant_quota(tenant, max_cores);
+    if (max_cores) quotas_[tenant] = *max_cores;
+    else quotas_.erase(tenant);
+    schedule_requested_ = true;
+  }
+  scheduler_wake_.notify_one();
+  return json{{"tenant", tenant}, {"max_cores", max_cores ? json(*max_cores) : json(nullptr)}};
+}
+
+std::optional<int> JobManager::quota(const std::string& tenant) {
+  std::lock_guard lock(mutex_);
+  auto it = quotas_.find(tenant);
+  if (it == quotas_.end()) return std::nullopt;
+  return it->second;
 }
 
 bool JobManager::ready() {

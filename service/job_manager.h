@@ -75,6 +75,10 @@ class JobManager final : public api::JobService {
   scheduler::PoolCapacity capacity() override;
   Estimate estimate(const api::JobSpec& spec, const scheduler::Resolution& resolution) override;
   bool ready() override;
+  db::Result<std::optional<api::Principal>> authenticate(std::string_view token) override;
+  bool auth_required() override;
+  api::JsonResult set_quota(const std::string& tenant, std::optional<int> max_cores) override;
+  std::optional<int> quota(const std::string& tenant) override;
   std::string prometheus_metrics() override;
 
  private:
@@ -97,6 +101,8 @@ class JobManager final : public api::JobService {
   void commit_batch(std::vector<PendingSubmit>& batch);
   std::shared_ptr<LiveJob> make_live(const db::JobRow& row, std::string* error);
   void enqueue_locked(const std::shared_ptr<LiveJob>& job);
+  // Runs a scheduling pass and starts a runner for every job it placed.
+  void start_placed_locked(std::chrono::steady_clock::time_point now);
   void wake_scheduler();
   void finish_job(const std::shared_ptr<LiveJob>& job, db::JobState state, const std::string& reason,
                   nlohmann::json error, nlohmann::json result);
@@ -142,6 +148,15 @@ class JobManager final : public api::JobService {
   std::map<std::int64_t, std::pair<std::string, std::string>> pending_progress_;  // id -> (progress, metrics)
   bool telemetry_stopping_ = false;
   std::mutex flush_mutex_;  // one flush at a time, so batches land in order
+
+  // Tokens already checked (token -> principal, until when), and whether
+  // any token exists; both refreshed every few seconds.
+  std::mutex auth_mutex_;
+  std::unordered_map<std::string, std::pair<std::optional<api::Principal>, std::chrono::steady_clock::time_point>>
+      token_cache_;
+  std::optional<bool> tokens_exist_;
+  std::chrono::steady_clock::time_point tokens_checked_{};
+  std::map<std::string, int> quotas_;  // guarded by mutex_
 
   std::mutex estimate_mutex_;
   std::unordered_map<std::string, Estimate> estimate_cache_;

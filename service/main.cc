@@ -7,13 +7,15 @@
 #include "service/cli.h"
 #include "service/cli_options.h"
 #include "service/serve.h"
+#include "service/tokens.h"
 
 namespace {
 
 std::string usage() {
   return "usage: tpujobs <command> [options]\n\n"
          "commands:\n"
-         "  serve        run the service (REST API, scheduler, executor, embedded PostgreSQL)\n" +
+         "  serve        run the service (REST API, scheduler, executor, embedded PostgreSQL)\n"
+         "  token        create an API token for a tenant (admin)\n" +
          tpujobs::service::client_commands_summary() +
          "\nClient commands talk to --server URL (or $TPUJOBS_URL, default http://127.0.0.1:8080)\n"
          "and send --token T (or $TPUJOBS_TOKEN). Exit codes: 0 succeeded/valid, 1 job failed,\n"
@@ -33,7 +35,9 @@ int main(int argc, char** argv) {
   const std::string command = args[0];
   args.erase(args.begin());
   if (command == "serve") return tpujobs::service::run_serve(args);
-  if (tpujobs::service::is_client_command(command)) return tpujobs::service::run_client(command, args);
+  if (command == "token") return tpujobs::service::run_token_command(args);
+  if (tpujobs::service::is_client_command(command))
+    return tpujobs::service::run_client(command, args);
   std::cerr << "tpujobs: unknown command '" << command << "'\n\n" << usage();
   return 2;
 }

@@ -15,6 +15,7 @@
 #include "db/connection_pool.h"
 #include "db/embedded_postgres.h"
 #include "db/migrate.h"
+#include "db/token_repository.h"
 #include "service/http_server.h"
 #include "service/job_manager.h"
 #include "service/pool_config.h"
@@ -183,6 +184,21 @@ int run_serve(const std::vector<std::string>& args) {
   if (db::Status migrated = db::migrate(**pool); !migrated.ok()) {
     std::cerr << "tpujobs serve: migrations: " << migrated.error().message << "\n";
     return 1;
+  }
+
+  const bool loopback = options.address == "localhost" || options.address == "::1" ||
+                        options.address.rfind("127.", 0) == 0;
+  if (!loopback) {
+    db::TokenRepository tokens(**pool);
+    auto count = tokens.count_active_tokens();
+    if (!count.ok() || *count == 0) {
+      std::cerr << "tpujobs serve: refusing to listen on " << options.address
+                << " without API tokens: anyone who can reach it could submit, cancel and drain.\n"
+                << "  Create one first: tpujobs token create --tenant NAME --role admin"
+                << (options.database_url.empty() ? " --state-dir " + options.state_dir : std::string())
+                << "\n  or listen on a loopback address (--listen 127.0.0.1:PORT).\n";
+      return 2;
+    }
   }
 
   JobManagerOptions manager_options;

@@ -68,6 +68,22 @@ class FakeJobService : public JobService {
     return e;
   }
   bool ready() override { return true; }
+  db::Result<std::optional<Principal>> authenticate(std::string_view token) override {
+    if (token == "user-token") return std::optional<Principal>(Principal{"team-a", false});
+    if (token == "admin-token") return std::optional<Principal>(Principal{"ops", true});
+    return std::optional<Principal>();
+  }
+  bool auth_required() override { return require_auth; }
+  JsonResult set_quota(const std::string& tenant, std::optional<int> max_cores) override {
+    quotas[tenant] = max_cores;
+    return nlohmann::json{{"tenant", tenant}};
+  }
+  std::optional<int> quota(const std::string& tenant) override {
+    auto it = quotas.find(tenant);
+    return it == quotas.end() ? std::nullopt : it->second;
+  }
+  bool require_auth = false;
+  std::map<std::string, std::optional<int>> quotas;
   std::string prometheus_metrics() override { return "tpujobs_jobs{state=\"QUEUED\"} 0\n"; }
 
   JobQuery last_query;

@@ -51,7 +51,8 @@ TEST(OpenApi, EveryDocumentedPathIsRoutedNotStatic) {
   const nlohmann::json doc = nlohmann::json::parse(openapi_document());
   for (const auto& [path, methods] : doc["paths"].items()) {
     std::string concrete = path;
-    for (const auto& [from, to] : {std::pair{"{id}", "1"}, std::pair{"{host}", "v3-32-h0"}}) {
+    for (const auto& [from, to] :
+         {std::pair{"{id}", "1"}, std::pair{"{host}", "v3-32-h0"}, std::pair{"{tenant}", "team-a"}}) {
       if (auto at = concrete.find(from); at != std::string::npos) concrete.replace(at, std::string(from).size(), to);
     }
     for (const auto& [method, _] : methods.items()) {
@@ -190,6 +191,63 @@ TEST(Routes, StaticPathsRefuseTraversal) {
   EXPECT_EQ(call(api, "GET", "/").status, 200);
   EXPECT_EQ(call(api, "GET", "/%2e%2e/etc/passwd").status, 400);
   EXPECT_EQ(call(api, "GET", "/nothing.js").status, 404);
+}
+
+std::string header_of(const Response& r, const std::string& name) {
+  for (const auto& [n, v] : r.headers) {
+    if (n == name) return v;
+  }
+  return "";
+}
+
+TEST(Auth, OnceTokensExistAnonymousRequestsAre401ButHealthIsOpen) {
+  FakeJobService service;
+  service.require_auth = true;
+  JobsApi api(service, {});
+  Response r = call(api, "GET", "/v1/jobs");
+  EXPECT_EQ(r.status, 401);
+  EXPECT_EQ(r.content_type, "application/problem+json");
+  EXPECT_EQ(header_of(r, "WWW-Authenticate").rfind("Bearer", 0), 0u);
+  EXPECT_EQ(call(api, "GET", "/healthz").status, 200);
+  EXPECT_EQ(call(api, "GET", "/metrics").status, 200);
+  EXPECT_EQ(call(api, "GET", "/v1/jobs", "", {{"authorization", "Bearer nope"}}).status, 401);
+  EXPECT_EQ(call(api, "GET", "/v1/jobs", "", {{"authorization", "Basic dXNlcjpwdw=="}}).status, 401);
+  EXPECT_EQ(call(api, "GET", "/v1/jobs", "", {{"authorization", "Bearer user-token"}}).status, 200);
+  EXPECT_EQ(service.last_query.tenant, "team-a");
+  EXPECT_EQ(call(api, "GET", "/v1/jobs?access_token=user-token").status, 200);
+}
+
+TEST(Auth, SubmitsActForTheTokensTenant) {
+  FakeJobService service;
+  JobsApi api(service, {});
+  Response r = call(api, "POST", "/v1/jobs", R"({"model": {"layers": [{"type": "linear", "out": 3}]}, "data": {"dataset": "iris"}})",
+                    {{"authorization", "Bearer user-token"}});
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(service.submitted.at(0).tenant, "team-a");
+}
+
+TEST(Auth, PoolAndQuotaOperationsNeedAnAdmin) {
+  FakeJobService service;
+  service.require_auth = true;
+  JobsApi api(service, {});
+  EXPECT_EQ(call(api, "POST", "/v1/pool/hosts/h0:drain", "", {{"authorization", "Bearer user-token"}}).status, 403);
+  EXPECT_EQ(call(api, "POST", "/v1/pool/hosts/h0:drain", "", {{"authorization", "Bearer admin-token"}}).status, 200);
+  EXPECT_EQ(call(api, "POST", "/v1/tenants/team-a/quota", R"({"max_cores": 8})", {{"authorization", "Bearer user-token"}}).status, 403);
+  EXPECT_EQ(call(api, "POST", "/v1/tenants/team-a/quota", R"({"max_cores": 8})", {{"authorization", "Bearer admin-token"}}).status, 200);
+  EXPECT_EQ(service.quotas["team-a"], 8);
+  EXPECT_EQ(call(api, "POST", "/v1/tenants/team-a/quota", R"({"max_cores": -1})", {{"authorization", "Bearer admin-token"}}).status, 422);
+  EXPECT_EQ(call(api, "GET", "/v1/pool", "", {{"authorization", "Bearer user-token"}}).status, 200);
+}
+
+TEST(Auth, ASubmitThatCanNeverFitTheQuotaIs422) {
+  FakeJobService service;
+  service.quotas["team-a"] = 4;
+  JobsApi api(service, {});
+  Response r = call(api, "POST", "/v1/jobs", R"({"trainer": {"devices": 8}, "model": {"layers": [{"type": "linear", "out": 3}]},
+      "data": {"dataset": "iris"}})", {{"authorization", "Bearer user-token"}});
+  ASSERT_EQ(r.status, 422) << r.body;
+  EXPECT_NE(body_of(r)["errors"][0]["message"].get<std::string>().find("at most 4"), std::string::npos);
+  EXPECT_TRUE(service.submitted.empty());
 }
 
 }  // namespace

@@ -50,7 +50,8 @@ TEST(Service, DigitsExampleRunsFromQueuedToSucceeded) {
   const json job = created.json();
   const std::int64_t id = job["id"];
   EXPECT_EQ(created.header("location"), "/v1/jobs/" + std::to_string(id));
-  EXPECT_EQ(job["state"], "QUEUED");
+  // On an idle pool the job is placed before the 201 leaves.
+  EXPECT_TRUE(job["state"] == "QUEUED" || job["state"] == "STARTING") << job.dump();
   EXPECT_EQ(job["resolved"]["cores"], 8);
   EXPECT_EQ(job["resolved"]["precision"], "bf16-true");
 

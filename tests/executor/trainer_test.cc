@@ -34,6 +34,14 @@ TrainingSpec digits_spec(int cores, int batch_per_core) {
   return spec;
 }
 
+// Unoptimized Eigen (the Debug sanitizer preset) is ~100x slower: the full
+// 20-epoch digits runs would take minutes there, so only optimized builds run them.
+#ifdef __OPTIMIZE__
+#define SKIP_IF_UNOPTIMIZED()
+#else
+#define SKIP_IF_UNOPTIMIZED() GTEST_SKIP() << "20-epoch runs need an optimized build"
+#endif
+
 std::string describe(const TrainingResult& result) {
   return result.error ? result.error->type + ": " + result.error->message : "no error";
 }
@@ -52,6 +60,7 @@ class TrainerTest : public ::testing::Test {
 };
 
 TEST_F(TrainerTest, DigitsMlpReachesAccuracyOnOneCoreAndOnEightAtTheSameGlobalBatch) {
+  SKIP_IF_UNOPTIMIZED();
   const TrainingResult one = run(digits_spec(1, 64));
   ASSERT_EQ(one.outcome, Outcome::kSucceeded) << describe(one);
   EXPECT_GE(one.final_metrics.at("val_accuracy"), 0.96);
@@ -65,6 +74,7 @@ TEST_F(TrainerTest, DigitsMlpReachesAccuracyOnOneCoreAndOnEightAtTheSameGlobalBa
 }
 
 TEST_F(TrainerTest, EightCoresWithBatch64PerCoreTakeEightTimesFewerSteps) {
+  SKIP_IF_UNOPTIMIZED();
   // Lightning semantics: batch_size is per core, so the global batch is 512
   // and 20 epochs are 60 optimizer steps.
   const TrainingResult result = run(digits_spec(8, 64));

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with clang (ASan + UBSan) and runs each one
+# for a bounded time. Fails when any target crashes, leaks, trips a
+# sanitizer or breaks one of its checks, and when a known crash in
+# fuzz/regressions/<target>/ still reproduces.
+#
+#   fuzz/run.sh [SECONDS]        # default 30 per target
+#   FUZZ_BUILD=dir FUZZ_JOBS=2 fuzz/run.sh 60
+#
+# The committed corpus (fuzz/corpus/<target>/) is only read; what a run
+# discovers goes to $FUZZ_BUILD/corpus/<target>/, crashing inputs to
+# $FUZZ_BUILD/artifacts/<target>/ (reproduce: $FUZZ_BUILD/fuzz_<target> FILE).
+set -uo pipefail
+
+seconds="${1:-30}"
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+build="${FUZZ_BUILD:-$repo/build-fuzz}"
+targets=(job_spec csv http_request)
+
+CC=clang CXX=clang++ cmake -S "$repo/fuzz" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null || exit 1
+cmake --build "$build" -j"${FUZZ_JOBS:-2}" || exit 1
+
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:${ASAN_OPTIONS:-}"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
+
+failed=()
+for target in "${targets[@]}"; do
+  binary="$build/fuzz_$target"
+  mkdir -p "$build/corpus/$target" "$build/artifacts/$target"
+
+  regressions=("$repo/fuzz/regressions/$target"/*)
+  if [[ -e "${regressions[0]}" ]]; then
+    echo "== $target: known crashes in fuzz/regressions/$target"
+    if ! "$binary" "${regressions[@]}" >"$build/artifacts/$target/regressions.log" 2>&1; then
+      echo "   FAILED: a known crash still reproduces (see $build/artifacts/$target/regressions.log)"
+      failed+=("$target:regressions")
+    fi
+  fi
+
+  echo "== $target: fuzzing for ${seconds}s"
+  if ! "$binary" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
+      -print_final_stats=1 -artifact_prefix="$build/artifacts/$target/" \
+      "$build/corpus/$target" "$repo/fuzz/corpus/$target" >"$build/artifacts/$target/fuzz.log" 2>&1; then
+    echo "   FAILED: see $build/artifacts/$target/fuzz.log"
+    grep -m3 -E "ERROR|runtime error|SUMMARY|Test unit written" "$build/artifacts/$target/fuzz.log" | sed 's/^/   /'
+    failed+=("$target")
+  else
+    grep -E "stat::number_of_executed_units|stat::new_units_added" "$build/artifacts/$target/fuzz.log" | sed 's/^/   /'
+  fi
+done
+
+if ((${#failed[@]})); then
+  echo "fuzzing failed: ${failed[*]}"
+  exit 1
+fi
+echo "fuzzing passed: ${targets[*]} (${seconds}s each)"

@@ -1,0 +1,245 @@
+// The client commands against a scripted fake server: exit codes, retries
+// through outages, log following across dropped streams, and what is printed.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "service/cli.h"
+
+namespace tpujobs::service {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+
+HttpResponse answer(int status, const json& body) { return {status, body.dump(), {}, ""}; }
+HttpResponse refused() { return {0, "", {}, "Connection refused"}; }
+
+class FakeServer final : public HttpClient {
+ public:
+  // Answers to requests whose "METHOD target" starts with a prefix, in order;
+  // the last answer for a prefix repeats.
+  void script(const std::string& prefix, std::vector<HttpResponse> responses) {
+    scripts_.emplace_back(prefix, std::deque<HttpResponse>(responses.begin(), responses.end()));
+  }
+  // Bodies handed out by successive stream() calls (each a list of pieces).
+  std::deque<std::vector<std::string>> streams;
+
+  HttpResponse send(const HttpRequest& request, milliseconds) override {
+    requests.push_back(request);
+    const std::string key = request.method + " " + request.target;
+    for (auto& [prefix, answers] : scripts_) {
+      if (key.rfind(prefix, 0) != 0) continue;
+      HttpResponse response = answers.front();
+      if (answers.size() > 1) answers.pop_front();
+      return response;
+    }
+    return answer(404, {{"detail", "no script for " + key}});
+  }
+
+  HttpResponse stream(const HttpRequest& request,
+                      const std::function<bool(std::string_view)>& on_body, milliseconds,
+                      std::chrono::steady_clock::time_point) override {
+    requests.push_back(request);
+    if (streams.empty()) return refused();
+    std::vector<std::string> pieces = streams.front();
+    streams.pop_front();
+    for (const std::string& piece : pieces) {
+      if (!on_body(piece)) break;
+    }
+    return {200, "", {}, ""};
+  }
+
+  std::string header(std::size_t index, const std::string& name) const {
+    for (const auto& [n, v] : requests.at(index).headers) {
+      if (n == name) return v;
+    }
+    return "";
+  }
+
+  std::vector<HttpRequest> requests;
+
+ private:
+  std::vector<std::pair<std::string, std::deque<HttpResponse>>> scripts_;
+};
+
+class ClientCommandTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    spec_path_ = std::filesystem::temp_directory_path() /
+                 ("tpujobs-cli-spec-" + std::to_string(getpid()) + ".json");
+    std::ofstream(spec_path_) << R"({"name": "digits-mlp", "trainer": {"devices": 8},
+                                     "model": {"layers": [{"type": "linear", "out": 10}]},
+                                     "data": {"dataset": "digits"}, "expect": {"val_accuracy": {"min": 0.9}}})";
+    context_.http = &server_;
+    context_.out = &out_;
+    context_.err = &err_;
+    context_.sleep = [this](milliseconds delay) { slept_.push_back(delay.count()); };
+    context_.retry.attempts = 3;
+    context_.retry.first_backoff = milliseconds(100);
+    context_.retry.max_backoff = milliseconds(400);
+    context_.retry.wait_poll_seconds = 5;
+  }
+  void TearDown() override { std::filesystem::remove(spec_path_); }
+
+  int run(const std::string& command, std::vector<std::string> args) {
+    CommandLine line;
+    const std::string error =
+        parse_command_line(command, args, {{"TPUJOBS_TOKEN", "s3cret"}}, &line);
+    EXPECT_EQ("", error);
+    return run_client_command(line, context_);
+  }
+
+  json job(const std::string& state, const json& extra = json::object()) {
+    json j = {{"id", 7},
+              {"name", "digits-mlp"},
+              {"state", state},
+              {"spec", {{"expect", {{"val_accuracy", {{"min", 0.9}}}}}}}};
+    j.update(extra);
+    return j;
+  }
+
+  FakeServer server_;
+  std::ostringstream out_;
+  std::ostringstream err_;
+  std::vector<std::int64_t> slept_;
+  ClientContext context_;
+  std::filesystem::path spec_path_;
+};
+
+TEST_F(ClientCommandTest, SubmitWaitRidesOutARestartAndExitsZero) {
+  server_.script("POST /v1/jobs", {answer(201, job("QUEUED"))});
+  server_.script(
+      "GET /v1/jobs/7/wait?timeout=5",
+      {refused(), refused(), answer(503, {{"detail", "the database is unavailable"}}),
+       answer(200,
+              job("RUNNING", {{"progress", {{"epoch", 3}, {"max_epochs", 20}, {"step", 60}}}})),
+       answer(200, job("SUCCEEDED", {{"metrics", {{"val_accuracy", 0.95}}}}))});
+  EXPECT_EQ(kExitSucceeded,
+            run("submit", {spec_path_.string(), "--wait", "--set", "trainer.devices=1"}));
+
+  const json sent = json::parse(server_.requests.at(0).body);
+  EXPECT_EQ(1, sent["trainer"]["devices"]);
+  EXPECT_EQ("Bearer s3cret", server_.header(0, "Authorization"));
+  EXPECT_EQ(0u, server_.header(0, "Idempotency-Key").rfind("tpujobs-cli-", 0)) << "a generated key";
+  EXPECT_EQ((std::vector<std::int64_t>{100, 200, 400}), slept_) << "backoff doubles up to the cap";
+  EXPECT_NE(std::string::npos, err_.str().find("lost the service (Connection refused)"))
+      << err_.str();
+  EXPECT_NE(std::string::npos, err_.str().find("reconnected")) << err_.str();
+  EXPECT_NE(std::string::npos, err_.str().find("job 7 digits-mlp  RUNNING  epoch 3/20  step 60"))
+      << err_.str();
+  EXPECT_NE(std::string::npos, out_.str().find("job 7 digits-mlp  SUCCEEDED  val_accuracy 0.95"))
+      << out_.str();
+}
+
+TEST_F(ClientCommandTest, MissedGateExitsOneWithLogTailAndHint) {
+  server_.script("POST /v1/jobs", {answer(201, job("QUEUED"))});
+  server_.script(
+      "GET /v1/jobs/7/wait",
+      {answer(200, job("FAILED", {{"metrics", {{"val_accuracy", 0.5}}},
+                                  {"error",
+                                   {{"type", "EXPECTATION_FAILED"},
+                                    {"message", "val_accuracy = 0.5 is below the minimum 0.9"},
+                                    {"hint", "Train longer (max_epochs)"}}}}))});
+  server_.script("GET /v1/jobs/7/logs?after=0",
+                 {answer(200, {{"lines",
+                                {{{"seq", 1}, {"line", "Epoch 0: loss=2.3"}},
+                                 {{"seq", 2}, {"line", "EXPECTATION_FAILED: val_accuracy"}}}},
+                               {"next_after", 2}})});
+  server_.script("GET /v1/jobs/7/logs?after=2",
+                 {answer(200, {{"lines", json::array()}, {"next_after", 2}})});
+  const std::string junit = spec_path_.string() + ".xml";
+  EXPECT_EQ(kExitJobFailed,
+            run("submit", {spec_path_.string(), "--idempotency-key", "ci-9", "--junit", junit}));
+  EXPECT_EQ("ci-9", server_.header(0, "Idempotency-Key"));
+  EXPECT_NE(std::string::npos,
+            err_.str().find("--- last 2 log lines of job 7 ---\nEpoch 0: loss=2.3\n"
+                            "EXPECTATION_FAILED: val_accuracy\n---\n"))
+      << err_.str();
+  EXPECT_NE(
+      std::string::npos,
+      err_.str().find(
+          "tpujobs: job 7 FAILED: EXPECTATION_FAILED: val_accuracy = 0.5 is below the minimum 0.9\n"
+          "  hint: Train longer (max_epochs)\n"))
+      << err_.str();
+  std::ifstream in(junit);
+  std::stringstream xml;
+  xml << in.rdbuf();
+  EXPECT_NE(std::string::npos, xml.str().find("failures=\"2\"")) << xml.str();
+  std::filesystem::remove(junit);
+}
+
+TEST_F(ClientCommandTest, RejectedSpecExitsTwoWithFieldErrors) {
+  server_.script(
+      "POST /v1/jobs:validate",
+      {answer(422, {{"detail", "1 problem with the job spec"},
+                    {"errors",
+                     {{{"field", "trainer.devices"},
+                       {"message", "`devices` can only be 'auto', 1, 8 or [<0-7>] for TPUs. Got 3"},
+                       {"hint", "Use devices: 8"}}}}})});
+  EXPECT_EQ(kExitRejected, run("validate", {spec_path_.string()}));
+  EXPECT_EQ("tpujobs: validating " + spec_path_.string() +
+                ": HTTP 422: 1 problem with the job spec\n"
+                "  trainer.devices: `devices` can only be 'auto', 1, 8 or [<0-7>] for TPUs. Got 3\n"
+                "    hint: Use devices: 8\n",
+            err_.str());
+}
+
+TEST_F(ClientCommandTest, UnreachableServerExitsFourAfterRetries) {
+  server_.script("GET /v1/pool", {refused()});
+  EXPECT_EQ(kExitUnreachable, run("pool", {}));
+  EXPECT_EQ(3u, server_.requests.size());
+  EXPECT_NE(std::string::npos, err_.str().find("cannot reach the service")) << err_.str();
+  server_.script("GET /v1/jobs/7", {answer(500, {{"detail", "boom"}})});
+  EXPECT_EQ(kExitUnreachable, run("status", {"7"}));
+}
+
+TEST_F(ClientCommandTest, CancelledJobExitsThreeAndTimeoutExits124) {
+  server_.script("GET /v1/jobs/7/wait", {answer(200, job("CANCELLED"))});
+  server_.script("GET /v1/jobs/7/logs", {answer(200, {{"lines", json::array()}})});
+  EXPECT_EQ(kExitCancelled, run("wait", {"7"}));
+
+  FakeServer running;
+  running.script("GET /v1/jobs/8/wait?timeout=0", {answer(200, job("RUNNING"))});
+  running.script("GET /v1/jobs/8/logs", {answer(200, {{"lines", json::array()}})});
+  context_.http = &running;
+  EXPECT_EQ(kExitTimedOut, run("wait", {"8", "--timeout", "0s"}));
+  EXPECT_NE(std::string::npos, err_.str().find("--timeout 0s elapsed; job 7 is still RUNNING"))
+      << err_.str();
+}
+
+TEST_F(ClientCommandTest, FollowResumesAfterADroppedStream) {
+  server_.streams.push_back(
+      {"retry: 1000\n\nid: 1\nevent: log\ndata: {\"seq\":1,\"line\":\"Epoch 0\"}\n\nid: 2\nev"});
+  server_.streams.push_back({"id: 2\nevent: log\ndata: {\"seq\":2,",
+                             "\"line\":\"Epoch 1\"}\n\n: keep-alive\n\n",
+                             "event: end\ndata: {\"state\":\"SUCCEEDED\"}\n\n"});
+  EXPECT_EQ(kExitSucceeded, run("logs", {"7", "--follow"}));
+  EXPECT_EQ("Epoch 0\nEpoch 1\n", out_.str());
+  ASSERT_EQ(2u, server_.requests.size());
+  EXPECT_EQ("/v1/jobs/7/logs?after=0", server_.requests[0].target);
+  EXPECT_EQ("/v1/jobs/7/logs?after=1", server_.requests[1].target)
+      << "resumes after the last line it printed";
+  EXPECT_EQ("text/event-stream", server_.header(0, "Accept"));
+}
+
+TEST_F(ClientCommandTest, ListPrintsATable) {
+  server_.script("GET /v1/jobs?state=RUNNING&label=team%3Dml&limit=50",
+                 {answer(200, {{"jobs",
+                                {job("RUNNING", {{"progress", {{"epoch", 2}, {"max_epochs", 20}}},
+                                                 {"metrics", {{"val_accuracy", 0.81}}},
+                                                 {"created_at", "2026-01-01T00:00:00Z"}})}},
+                               {"next_cursor", nullptr}})});
+  EXPECT_EQ(kExitSucceeded, run("list", {"--state", "RUNNING", "--label", "team=ml"}));
+  EXPECT_EQ(
+      "ID  NAME        STATE    PROGRESS    VAL_ACCURACY  CREATED\n"
+      "7   digits-mlp  RUNNING  epoch 2/20  0.81          2026-01-01T00:00:00Z\n",
+      out_.str());
+}
+
+}  // namespace
+}  // namespace tpujobs::service

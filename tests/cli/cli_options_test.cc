@@ -1,0 +1,206 @@
+#include "service/cli_options.h"
+
+#include <gtest/gtest.h>
+
+#include "service/http_client.h"
+
+namespace tpujobs::service {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+
+CommandLine parse_ok(const std::string& command, const std::vector<std::string>& args,
+                     const std::map<std::string, std::string>& environment = {}) {
+  CommandLine line;
+  const std::string error = parse_command_line(command, args, environment, &line);
+  EXPECT_EQ("", error);
+  return line;
+}
+
+std::string parse_error(const std::string& command, const std::vector<std::string>& args) {
+  CommandLine line;
+  return parse_command_line(command, args, {}, &line);
+}
+
+TEST(ParseCommandLine, SubmitWithEveryOption) {
+  CommandLine line = parse_ok(
+      "submit", {"spec.json", "--wait", "--follow", "--timeout", "10m", "--idempotency-key=ci-1",
+                 "--junit", "out.xml", "--set", "trainer.devices=8", "--set=a.b=c", "--json"});
+  EXPECT_EQ(std::vector<std::string>{"spec.json"}, line.positionals);
+  EXPECT_TRUE(line.wait);
+  EXPECT_TRUE(line.follow);
+  EXPECT_TRUE(line.json);
+  EXPECT_EQ(milliseconds(600000), line.timeout);
+  EXPECT_EQ("ci-1", line.idempotency_key);
+  EXPECT_EQ("out.xml", line.junit_path);
+  EXPECT_EQ((std::vector<std::string>{"trainer.devices=8", "a.b=c"}), line.overrides);
+}
+
+TEST(ParseCommandLine, TimeoutFollowAndJUnitImplyWait) {
+  EXPECT_FALSE(parse_ok("submit", {"s.json"}).wait);
+  EXPECT_TRUE(parse_ok("submit", {"s.json", "--timeout", "5s"}).wait);
+  EXPECT_TRUE(parse_ok("submit", {"s.json", "--follow"}).wait);
+  EXPECT_TRUE(parse_ok("submit", {"s.json", "--junit", "r.xml"}).wait);
+}
+
+TEST(ParseCommandLine, ServerAndTokenFromEnvironmentUnlessGiven) {
+  const std::map<std::string, std::string> env = {{"TPUJOBS_URL", "http://ci:9000"},
+                                                  {"TPUJOBS_TOKEN", "secret"}};
+  CommandLine from_env = parse_ok("pool", {}, env);
+  EXPECT_EQ("http://ci:9000", from_env.server);
+  EXPECT_EQ("secret", from_env.token);
+  CommandLine given = parse_ok("pool", {"--server", "http://other:1", "--token=t2"}, env);
+  EXPECT_EQ("http://other:1", given.server);
+  EXPECT_EQ("t2", given.token);
+  EXPECT_EQ("http://127.0.0.1:8080", parse_ok("pool", {}).server);
+}
+
+TEST(ParseCommandLine, ListFilters) {
+  CommandLine line = parse_ok("list", {"--state", "running", "--label", "pipeline=ci-1",
+                                       "--label=team=ml", "--limit", "7"});
+  EXPECT_EQ("RUNNING", line.state);
+  EXPECT_EQ((std::vector<std::string>{"pipeline=ci-1", "team=ml"}), line.labels);
+  EXPECT_EQ(7, line.limit);
+}
+
+TEST(ParseCommandLine, HelpWinsOverEverythingElse) {
+  CommandLine line = parse_ok("wait", {"--bogus", "-h"});
+  EXPECT_TRUE(line.help);
+  EXPECT_NE(std::string::npos, command_usage("wait").find("--timeout DUR"));
+  for (const std::string& command : client_commands()) {
+    EXPECT_NE(std::string::npos, command_usage(command).find("usage: tpujobs " + command))
+        << command;
+    EXPECT_NE(std::string::npos, command_usage(command).find("124 --timeout elapsed")) << command;
+  }
+}
+
+TEST(ParseCommandLine, UsageErrors) {
+  EXPECT_EQ("SPEC.json is missing", parse_error("submit", {"--wait"}));
+  EXPECT_EQ("unexpected argument 'b.json'", parse_error("submit", {"a.json", "b.json"}));
+  EXPECT_EQ("unknown option '--wiat' for `tpujobs submit`",
+            parse_error("submit", {"a.json", "--wiat"}));
+  EXPECT_EQ("unknown option '--follow' for `tpujobs status`",
+            parse_error("status", {"3", "--follow"}));
+  EXPECT_EQ("--timeout needs a value", parse_error("wait", {"3", "--timeout"}));
+  EXPECT_EQ("--timeout: 'soon' is not a duration (try 90s, 10m or 1h30m)",
+            parse_error("wait", {"3", "--timeout", "soon"}));
+  EXPECT_EQ("a job ID is a positive integer, got 'abc'", parse_error("status", {"abc"}));
+  EXPECT_EQ("a job ID is a positive integer, got '0'", parse_error("cancel", {"0"}));
+  EXPECT_EQ("--set needs PATH=VALUE, got 'trainer.devices'",
+            parse_error("submit", {"a.json", "--set", "trainer.devices"}));
+  EXPECT_EQ("--limit must be an integer from 1 to 500", parse_error("list", {"--limit", "0"}));
+  EXPECT_EQ("--wait takes no value", parse_error("submit", {"a.json", "--wait=yes"}));
+  EXPECT_EQ("unexpected argument 'extra'", parse_error("pool", {"extra"}));
+  EXPECT_EQ("unknown command 'launch'", parse_error("launch", {}));
+  EXPECT_FALSE(is_client_command("serve"));
+  EXPECT_TRUE(is_client_command("validate"));
+}
+
+TEST(ParseCommandLine, DoubleDashEndsOptionsAndDashIsStdin) {
+  EXPECT_EQ(std::vector<std::string>{"--odd-name.json"},
+            parse_ok("validate", {"--", "--odd-name.json"}).positionals);
+  EXPECT_EQ(std::vector<std::string>{"-"}, parse_ok("submit", {"-"}).positionals);
+}
+
+TEST(Duration, Units) {
+  EXPECT_EQ(milliseconds(90000), parse_duration("90"));
+  EXPECT_EQ(milliseconds(1500), parse_duration("1.5"));
+  EXPECT_EQ(milliseconds(500), parse_duration("500ms"));
+  EXPECT_EQ(milliseconds(30000), parse_duration("30s"));
+  EXPECT_EQ(milliseconds(600000), parse_duration("10m"));
+  EXPECT_EQ(milliseconds(7200000), parse_duration("2h"));
+  EXPECT_EQ(milliseconds(86400000), parse_duration("1d"));
+  EXPECT_EQ(milliseconds(5400000), parse_duration("1h30m"));
+  EXPECT_EQ(milliseconds(1500), parse_duration("1.5s"));
+  EXPECT_EQ(milliseconds(0), parse_duration("0s"));
+}
+
+TEST(Duration, Rejects) {
+  for (const char* text : {"", "-5s", "10x", "m", "1.2.3s", ".5s", "10 m", "1h30", "5.s"}) {
+    EXPECT_EQ(std::nullopt, parse_duration(text)) << text;
+  }
+}
+
+TEST(Duration, Formats) {
+  EXPECT_EQ("0s", format_duration(milliseconds(999)));
+  EXPECT_EQ("59s", format_duration(milliseconds(59000)));
+  EXPECT_EQ("3m05s", format_duration(milliseconds(185000)));
+  EXPECT_EQ("1h02m", format_duration(milliseconds(3720000)));
+}
+
+TEST(Override, ValuesAreJsonWhenTheyParseElseStrings) {
+  json spec = json::parse(R"({"trainer": {"devices": 8, "precision": "bf16-true"}})");
+  EXPECT_EQ("", apply_override(&spec, "trainer.devices=1"));
+  EXPECT_EQ("", apply_override(&spec, "trainer.precision=32-true"));
+  EXPECT_EQ("", apply_override(&spec, "trainer.gradient_clip_val=null"));
+  EXPECT_EQ("", apply_override(&spec, "trainer.devices=[3]"));
+  EXPECT_EQ("", apply_override(&spec, "data.shuffle=false"));
+  EXPECT_EQ("", apply_override(&spec, "name=\"42\""));
+  EXPECT_EQ("", apply_override(&spec, "labels.url=a=b"));
+  EXPECT_EQ(R"({"data":{"shuffle":false},"labels":{"url":"a=b"},"name":"42",)"
+            R"("trainer":{"devices":[3],"gradient_clip_val":null,"precision":"32-true"}})",
+            spec.dump());
+}
+
+TEST(Override, CreatesMissingObjectsForGates) {
+  json spec = json::parse(R"({"name": "x"})");
+  EXPECT_EQ("", apply_override(&spec, "expect.val_accuracy.min=0.95"));
+  EXPECT_EQ(R"({"expect":{"val_accuracy":{"min":0.95}},"name":"x"})", spec.dump());
+}
+
+TEST(Override, ArrayIndices) {
+  json spec =
+      json::parse(R"({"model": {"layers": [{"type": "linear", "out": 128}, {"type": "relu"}]}})");
+  EXPECT_EQ("", apply_override(&spec, "model.layers[0].out=256"));
+  EXPECT_EQ("", apply_override(&spec, "model.layers[2]={\"type\":\"linear\",\"out\":10}"));
+  EXPECT_EQ(
+      R"({"model":{"layers":[{"out":256,"type":"linear"},{"type":"relu"},{"out":10,"type":"linear"}]}})",
+      spec.dump());
+}
+
+TEST(Override, ErrorsLeaveTheSpecUnchanged) {
+  json spec = json::parse(R"({"model": {"layers": [{"type": "relu"}]}, "name": "x"})");
+  const std::string before = spec.dump();
+  EXPECT_EQ("--set model.layers[5].out=1: index 5 is past the end of model.layers (size 1)",
+            apply_override(&spec, "model.layers[5].out=1"));
+  EXPECT_EQ("--set name.first=a: cannot set 'first' inside a string",
+            apply_override(&spec, "name.first=a"));
+  EXPECT_EQ("--set model[0]=1: model[0] indexes a non-array", apply_override(&spec, "model[0]=1"));
+  EXPECT_NE("", apply_override(&spec, "a..b=1"));
+  EXPECT_NE("", apply_override(&spec, "[0]=1"));
+  EXPECT_NE("", apply_override(&spec, "a.=1"));
+  EXPECT_NE("", apply_override(&spec, "no_equals"));
+  EXPECT_EQ(before, spec.dump());
+}
+
+TEST(ServerUrl, Parses) {
+  std::string error;
+  std::optional<ServerUrl> url = parse_server_url("http://127.0.0.1:8080", &error);
+  ASSERT_TRUE(url);
+  EXPECT_EQ("127.0.0.1", url->host);
+  EXPECT_EQ("8080", url->port);
+  EXPECT_EQ("", url->base_path);
+  url = parse_server_url("http://tpujobs.internal/api/", &error);
+  ASSERT_TRUE(url);
+  EXPECT_EQ("tpujobs.internal", url->host);
+  EXPECT_EQ("80", url->port);
+  EXPECT_EQ("/api", url->base_path);
+  url = parse_server_url("http://[::1]:9000", &error);
+  ASSERT_TRUE(url);
+  EXPECT_EQ("::1", url->host);
+  EXPECT_EQ("9000", url->port);
+}
+
+TEST(ServerUrl, Rejects) {
+  std::string error;
+  EXPECT_FALSE(parse_server_url("https://x", &error));
+  EXPECT_NE(std::string::npos, error.find("https is not supported"));
+  EXPECT_FALSE(parse_server_url("127.0.0.1:8080", &error));
+  EXPECT_FALSE(parse_server_url("http://:8080", &error));
+  EXPECT_FALSE(parse_server_url("http://host:99999", &error));
+  EXPECT_FALSE(parse_server_url("http://host:80x", &error));
+}
+
+}  // namespace
+}  // namespace tpujobs::service

@@ -1,0 +1,713 @@
+// Hostile and broken input against the real service (issue 7): every bad
+// request is answered with the right 4xx and an RFC 9457 problem+json body,
+// SQL-looking text is data and never code, slow clients are cut off by the
+// header timeout, and the service stays healthy throughout.
+//
+// Cases marked KNOWN BUG fail today on purpose: they show a wrong answer the
+// lead has been told about (see the comment on each).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+#include <thread>
+
+#include "tests/e2e/service_process.h"
+
+namespace tpujobs::testing {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+class Service : public ::testing::Environment {
+ public:
+  static ServiceProcess* instance;
+  void SetUp() override {
+    instance = new ServiceProcess();
+    ASSERT_EQ(instance->start(), "");
+  }
+  void TearDown() override {
+    // After everything hostile: still ready, and a graceful stop (a crash
+    // would have ended the process with a signal, not exit code 0).
+    EXPECT_EQ(instance->get("/readyz").status, 200);
+    const int code = instance->stop();
+    const std::string log = instance->log();
+    EXPECT_EQ(code, 0) << log;
+    for (const char* crash : {"AddressSanitizer", "runtime error:", "terminate called",
+                              "Segmentation fault", "Aborted", "core dumped", "panic"}) {
+      EXPECT_EQ(log.find(crash), std::string::npos) << crash << " in the service log:\n" << log;
+    }
+    delete instance;
+  }
+};
+ServiceProcess* Service::instance = nullptr;
+
+ServiceProcess& service() { return *Service::instance; }
+
+// A valid spec that trains in well under a second.
+json tiny_spec(const std::string& name) {
+  return {{"name", name},
+          {"trainer", {{"devices", 1}, {"max_epochs", 1}}},
+          {"model", {{"layers", json::array({{{"type", "linear"}, {"out", 3}}})}}},
+          {"data", {{"dataset", "iris"}, {"batch_size", 32}}}};
+}
+
+// tiny_spec with `path` (a JSON pointer) replaced by the raw JSON text
+// `value`, so values nlohmann would never produce (1e400, -0) reach the server
+// exactly as written.
+std::string spec_with(const std::string& pointer, const std::string& value) {
+  json spec = tiny_spec("hostile");
+  const std::string marker = "\"@@VALUE@@\"";
+  spec[json::json_pointer(pointer)] = "@@VALUE@@";
+  std::string text = spec.dump();
+  text.replace(text.find(marker), marker.size(), value);
+  return text;
+}
+
+std::string percent_encode(std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out += {'%', kHex[c >> 4], kHex[c & 15]};
+    }
+  }
+  return out;
+}
+
+// An answer read off a raw socket.
+struct RawAnswer {
+  int status = 0;
+  std::map<std::string, std::string> headers;  // names lower-cased
+  std::string body;
+};
+
+RawAnswer parse_raw(const std::string& raw) {
+  RawAnswer answer;
+  const std::size_t head_end = raw.find("\r\n\r\n");
+  if (raw.rfind("HTTP/1.1 ", 0) != 0 || head_end == std::string::npos) return answer;
+  answer.status = std::atoi(raw.c_str() + 9);
+  std::size_t line = raw.find("\r\n") + 2;
+  while (line < head_end) {
+    const std::size_t next = raw.find("\r\n", line);
+    const std::string field = raw.substr(line, next - line);
+    const std::size_t colon = field.find(':');
+    if (colon != std::string::npos) {
+      std::string name = field.substr(0, colon);
+      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      answer.headers[name] = field.substr(field.find_first_not_of(' ', colon + 1));
+    }
+    line = next + 2;
+  }
+  answer.body = raw.substr(head_end + 4);
+  return answer;
+}
+
+struct BadRequest {
+  BadRequest(std::string name_, std::string method_, std::string target_, std::string body_,
+             std::map<std::string, std::string> headers_, int status_, std::string detail_contains_,
+             std::string allow_ = "", std::string raw_ = "")
+      : name(std::move(name_)),
+        method(std::move(method_)),
+        target(std::move(target_)),
+        body(std::move(body_)),
+        headers(std::move(headers_)),
+        status(status_),
+        detail_contains(std::move(detail_contains_)),
+        allow(std::move(allow_)),
+        raw(std::move(raw_)) {}
+
+  std::string name;  // test name: letters, digits, underscores
+  std::string method;
+  std::string target;
+  std::string body;
+  std::map<std::string, std::string> headers;
+  int status;
+  std::string detail_contains;  // text a user would look for in `detail` or `errors` ("" = any)
+  std::string allow;            // expected Allow header for 405
+  std::string raw;              // when set: sent as is on a raw socket instead
+};
+
+std::string csv_upload_target() { return "/v1/datasets?name=hostile"; }
+
+std::vector<BadRequest> bad_requests() {
+  const std::map<std::string, std::string> csv = {{"Content-Type", "text/csv"}};
+  const std::string valid = tiny_spec("hostile").dump();
+  std::vector<BadRequest> cases = {
+      // Malformed and truncated JSON.
+      {"EmptyBody", "POST", "/v1/jobs", "", {}, 400, "body is empty"},
+      {"LoneBrace", "POST", "/v1/jobs", "{", {}, 400, "malformed JSON"},
+      {"TruncatedSpec",
+       "POST",
+       "/v1/jobs",
+       valid.substr(0, valid.size() / 2),
+       {},
+       400,
+       "malformed JSON"},
+      {"TrailingComma", "POST", "/v1/jobs", R"({"name": "x",})", {}, 400, "malformed JSON"},
+      {"SingleQuotes", "POST", "/v1/jobs", "{'name': 'x'}", {}, 400, "malformed JSON"},
+      {"Comment", "POST", "/v1/jobs", "// spec\n" + valid, {}, 400, "malformed JSON"},
+      {"TwoDocuments", "POST", "/v1/jobs", valid + valid, {}, 400, "malformed JSON"},
+      {"BareNaN",
+       "POST",
+       "/v1/jobs",
+       spec_with("/optimizer", R"({"lr": NaN})"),
+       {},
+       400,
+       "malformed JSON"},
+      {"ValidateTruncated",
+       "POST",
+       "/v1/jobs:validate",
+       R"({"trainer": {"devices": )",
+       {},
+       400,
+       "malformed JSON"},
+      {"TopLevelArray", "POST", "/v1/jobs", "[]", {}, 422, "must be a JSON object"},
+      {"TopLevelString", "POST", "/v1/jobs", R"("digits")", {}, 422, "must be a JSON object"},
+      {"TopLevelNull", "POST", "/v1/jobs", "null", {}, 422, "must be a JSON object"},
+      // Wrong types.
+      {"NameIsNumber", "POST", "/v1/jobs", spec_with("/name", "42"), {}, 422, "must be a string"},
+      {"DevicesIsWord",
+       "POST",
+       "/v1/jobs",
+       spec_with("/trainer/devices", R"("three")"),
+       {},
+       422,
+       ""},
+      {"TrainerIsArray",
+       "POST",
+       "/v1/jobs",
+       spec_with("/trainer", "[]"),
+       {},
+       422,
+       "must be an object"},
+      {"LabelValueIsNumber",
+       "POST",
+       "/v1/jobs",
+       spec_with("/labels", R"({"team": 1})"),
+       {},
+       422,
+       "must be a string"},
+      {"LayersIsObject", "POST", "/v1/jobs", spec_with("/model/layers", "{}"), {}, 422, ""},
+      {"BatchSizeIsBool",
+       "POST",
+       "/v1/jobs",
+       spec_with("/data/batch_size", "true"),
+       {},
+       422,
+       "must be an integer"},
+      {"LrIsString",
+       "POST",
+       "/v1/jobs",
+       spec_with("/optimizer", R"({"type": "adam", "lr": "0.01"})"),
+       {},
+       422,
+       ""},
+      // Numbers out of range.
+      {"HugeInteger",
+       "POST",
+       "/v1/jobs",
+       spec_with("/trainer/max_epochs", "99999999999999999999999"),
+       {},
+       422,
+       "must be an integer"},
+      {"DevicesWrapsTo1In32Bits",
+       "POST",
+       "/v1/jobs",
+       spec_with("/trainer/devices", "4294967297"),
+       {},
+       422,
+       "4294967297"},
+      {"NegativeBeyondInt64",
+       "POST",
+       "/v1/jobs",
+       spec_with("/priority", "-9223372036854775809"),
+       {},
+       422,
+       "must be an integer"},
+      {"SeedBeyondUint64",
+       "POST",
+       "/v1/jobs",
+       spec_with("/trainer/seed", "18446744073709551616"),
+       {},
+       422,
+       ""},
+      {"NegativeZeroBatch",
+       "POST",
+       "/v1/jobs",
+       spec_with("/data/batch_size", "-0"),
+       {},
+       422,
+       "batch_size"},
+      {"NaNString",
+       "POST",
+       "/v1/jobs",
+       spec_with("/optimizer", R"({"type": "adam", "lr": "NaN"})"),
+       {},
+       422,
+       ""},
+      {"UnderflowLrIsZero",
+       "POST",
+       "/v1/jobs",
+       spec_with("/optimizer", R"({"type": "adam", "lr": -1e-400})"),
+       {},
+       422,
+       "lr"},
+      {"EndlessTimeout",
+       "POST",
+       "/v1/jobs",
+       spec_with("/timeout", R"("9999999999999999999999h")"),
+       {},
+       422,
+       "duration"},
+      // KNOWN BUG: 1e400 overflows a double; nlohmann throws out_of_range
+      // (not parse_error), which api/jobs_api.cc parse_body() does not catch,
+      // so JobsApi::handle answers 500. Expected: 400 malformed JSON.
+      {"OverflowingDouble",
+       "POST",
+       "/v1/jobs",
+       spec_with("/trainer/max_epochs", "1e400"),
+       {},
+       400,
+       "1e400"},
+      // Sizes and nesting.
+      {"TenMegabyteBody",
+       "POST",
+       "/v1/jobs",
+       "{\"name\": \"" + std::string(10 << 20, 'x') + "\"}",
+       {},
+       413,
+       "larger than"},
+      {"DeepArrayNesting", "POST", "/v1/jobs", std::string(100000, '['), {}, 400, "nested deeper"},
+      {"DeepObjectNesting",
+       "POST",
+       "/v1/jobs:validate",
+       [] {
+         std::string s;
+         for (int i = 0; i < 200; ++i) s += "{\"a\":";
+         return s + "1" + std::string(200, '}');
+       }(),
+       {},
+       400,
+       "nested deeper"},
+      {"NestingInsideLabels",
+       "POST",
+       "/v1/jobs",
+       spec_with("/labels", R"({"a": {"b": {"c": {"d": [[[1]]]}}}})"),
+       {},
+       422,
+       "must be a string"},
+      // Invalid UTF-8 in strings and keys.
+      {"InvalidUtf8InName",
+       "POST",
+       "/v1/jobs",
+       spec_with("/name", "\"\xff\xfe\""),
+       {},
+       400,
+       "UTF-8"},
+      {"InvalidUtf8InKey", "POST", "/v1/jobs", "{\"\xc3\x28\": 1}", {}, 400, "UTF-8"},
+      {"OverlongUtf8InLabel",
+       "POST",
+       "/v1/jobs",
+       spec_with("/labels", "{\"a\": \"\xc0\xaf\"}"),
+       {},
+       400,
+       "UTF-8"},
+      {"LoneSurrogateEscape",
+       "POST",
+       "/v1/jobs",
+       spec_with("/name", R"("\ud800")"),
+       {},
+       400,
+       "surrogate"},
+      // Unknown fields.
+      {"MisspelledTopLevel",
+       "POST",
+       "/v1/jobs",
+       spec_with("/nmae", R"("x")"),
+       {},
+       422,
+       "unknown field"},
+      {"GpusInTrainer",
+       "POST",
+       "/v1/jobs",
+       spec_with("/trainer/gpus", "8"),
+       {},
+       422,
+       "unknown field"},
+      {"UnitsInLayer",
+       "POST",
+       "/v1/jobs",
+       spec_with("/model/layers/0/units", "3"),
+       {},
+       422,
+       "unknown field"},
+      // SQL injection where the input is checked before any query.
+      {"InjectedState",
+       "GET",
+       "/v1/jobs?state=" + percent_encode("RUNNING' OR '1'='1"),
+       "",
+       {},
+       400,
+       "unknown state"},
+      {"InjectedCursor",
+       "GET",
+       "/v1/jobs?cursor=" + percent_encode("' OR 1=1 --"),
+       "",
+       {},
+       422,
+       "cursor"},
+      {"InjectedUploadId",
+       "POST",
+       "/v1/jobs",
+       spec_with("/data/dataset", R"({"upload": "ds_1' OR '1'='1"})"),
+       {},
+       422,
+       "ds_1' OR '1'='1"},
+      {"InjectedJobId", "GET", "/v1/jobs/" + percent_encode("1 OR 1=1"), "", {}, 404, "no job"},
+      {"InjectedHost",
+       "POST",
+       "/v1/pool/hosts/" + percent_encode("h0'; DELETE FROM pool_hosts; --") + ":drain",
+       "",
+       {},
+       404,
+       "no host"},
+      // KNOWN BUG: invalid UTF-8 in a text query parameter reaches PostgreSQL,
+      // which refuses it; the answer is 422 with the SQL error text ("statement
+      // failed: ERROR: invalid byte sequence ...") instead of the 400 every
+      // other bad query parameter gets. Fix in api/jobs_api.cc GET /v1/jobs
+      // (and POST /v1/datasets ?name=): reject non-UTF-8 `name`/`label` with 400.
+      {"InvalidUtf8NameFilter", "GET", "/v1/jobs?name=%FF%FE", "", {}, 400, "UTF-8"},
+      {"InvalidUtf8LabelFilter", "GET", "/v1/jobs?label=%FF=%FE", "", {}, 400, "UTF-8"},
+      {"InvalidUtf8DatasetName", "POST", "/v1/datasets?name=%FF", "a,label\n1,0\n", csv, 400,
+       "UTF-8"},
+      // KNOWN BUG: an Idempotency-Key with bytes that are not UTF-8 is passed
+      // to the INSERT, PostgreSQL refuses it and the submit answers 500 ("the
+      // job was not stored"). Fix in JobsApi::submit next to the 255-character
+      // check: 400 unless the key is printable ASCII.
+      {"InvalidUtf8IdempotencyKey",
+       "POST",
+       "/v1/jobs",
+       valid,
+       {{"Idempotency-Key", "key-\xff\xfe"}},
+       400,
+       "Idempotency-Key"},
+      {"OverlongIdempotencyKey",
+       "POST",
+       "/v1/jobs",
+       valid,
+       {{"Idempotency-Key", std::string(300, 'k')}},
+       400,
+       "Idempotency-Key"},
+      // Static paths that try to leave the web root.
+      {"DotDotPath", "GET", "/../../etc/passwd", "", {}, 400, "traversal"},
+      {"EncodedDotDot", "GET", "/%2e%2e/%2e%2e/etc/passwd", "", {}, 400, "traversal"},
+      {"EncodedSlashDotDot", "GET", "/assets/..%2f..%2fetc%2fpasswd", "", {}, 400, "traversal"},
+      {"EncodedBackslash", "GET", "/%5cetc%5cpasswd", "", {}, 400, "traversal"},
+      {"NulInStaticPath", "GET", "/index.html%00.png", "", {}, 404, "no route or file"},
+      // Bad CSV uploads: 422 naming the line.
+      {"CsvEmpty", "POST", csv_upload_target(), "", csv, 400, "body is empty"},
+      {"CsvRaggedRow", "POST", csv_upload_target(), "a,b,label\n1,2,0\n1,2\n", csv, 422, "line 3"},
+      {"CsvNotANumber", "POST", csv_upload_target(), "a,b,label\n1,2,0\n1,two,1\n", csv, 422,
+       "line 3"},
+      {"CsvInfinity", "POST", csv_upload_target(), "a,b,label\n1,1e400,0\n", csv, 422, "line 2"},
+      {"CsvHeaderOnly", "POST", csv_upload_target(), "a,b,label\n", csv, 422, "line 1"},
+      {"CsvNoLabelColumn", "POST", csv_upload_target(), "a,b,c\n1,2,3\n", csv, 422, "label"},
+      {"CsvNegativeLabel", "POST", csv_upload_target(), "a,label\n1,0\n2,-1\n", csv, 422, "line 3"},
+      {"CsvLabelTooLarge", "POST", csv_upload_target(), "a,label\n1,70000\n", csv, 422, "line 2"},
+      {"CsvFractionalLabel", "POST", csv_upload_target(), "a,label\n1,0.5\n", csv, 422, "line 2"},
+      {"CsvBinary", "POST", csv_upload_target(), std::string("\x00\x01\x02\xff\n\x03", 6), csv, 422,
+       "line"},
+      // KNOWN BUG: 1e300 is a finite double but not a float; executor/dataset.cc
+      // parse_csv stores static_cast<float>(1e300) = inf and accepts the file,
+      // so training on it yields NaN. Fix there: refuse |value| > FLT_MAX with
+      // the same "is not a finite number" message (found by fuzz/csv).
+      {"CsvBeyondFloatRange", "POST", csv_upload_target(), "a,label\n1e300,0\n", csv, 422,
+       "line 2"},
+      // Wrong methods: 405 with Allow.
+      {"DeleteJobs", "DELETE", "/v1/jobs", "", {}, 405, "DELETE", "POST, GET"},
+      {"PutJob", "PUT", "/v1/jobs/1", "{}", {}, 405, "PUT", "GET"},
+      {"GetCancel", "GET", "/v1/jobs/1/cancel", "", {}, 405, "GET", "POST"},
+      {"PostHealthz", "POST", "/healthz", "", {}, 405, "POST", "GET"},
+      {"GetDatasets", "GET", "/v1/datasets", "", {}, 405, "GET", "POST"},
+      // Unknown routes.
+      {"PostUnknown", "POST", "/v1/nothing-here", "{}", {}, 404, "no route"},
+      {"GetOtherVersion", "GET", "/v2/jobs", "", {}, 404, "no route"},
+      {"UnknownCustomMethod", "POST", "/v1/jobs/1:explode", "", {}, 404, "no route"},
+      {"InvalidUtf8Path", "POST", "/v1/%FF%FE", "", {}, 404, "no route"},
+      // Bad ids.
+      {"IdIsWord", "GET", "/v1/jobs/abc", "", {}, 404, "no job"},
+      {"IdIsNegative", "GET", "/v1/jobs/-1", "", {}, 404, "no job"},
+      {"IdIsZero", "GET", "/v1/jobs/0/logs", "", {}, 404, "no job"},
+      {"IdOverflows", "POST", "/v1/jobs/99999999999999999999/cancel", "", {}, 404, "no job"},
+      {"IdDoesNotExist", "GET", "/v1/jobs/987654321", "", {}, 404, ""},
+      // Bad after / limit / timeout.
+      {"AfterNegative", "GET", "/v1/jobs/1/logs?after=-1", "", {}, 400, "after"},
+      {"AfterWord", "GET", "/v1/jobs/1/metrics?after=first", "", {}, 400, "after"},
+      {"LogLimitZero", "GET", "/v1/jobs/1/logs?limit=0", "", {}, 400, "limit"},
+      {"LogLimitHuge", "GET", "/v1/jobs/1/logs?limit=99999999999999999999", "", {}, 400, "limit"},
+      {"ListLimitTooLarge", "GET", "/v1/jobs?limit=501", "", {}, 400, "limit"},
+      {"ListLimitFloat", "GET", "/v1/jobs?limit=2.5", "", {}, 400, "limit"},
+      {"WaitTimeoutTooLong", "GET", "/v1/jobs/1/wait?timeout=301", "", {}, 400, "timeout"},
+      {"WaitTimeoutExponent", "GET", "/v1/jobs/1/wait?timeout=1e3", "", {}, 400, "timeout"},
+      {"WaitTimeoutNegative", "GET", "/v1/jobs/1/wait?timeout=-5", "", {}, 400, "timeout"},
+      {"LabelFilterWithoutValue", "GET", "/v1/jobs?label=team", "", {}, 400, "label"},
+      // The HTTP layer itself, on a raw socket.
+      {"HeaderSectionOver16KiB",
+       "",
+       "",
+       "",
+       {},
+       431,
+       "16 KiB",
+       "",
+       "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Filler: " + std::string(20 << 10, 'a') + "\r\n\r\n"},
+      {"GarbageRequestLine",
+       "",
+       "",
+       "",
+       {},
+       400,
+       "malformed",
+       "",
+       "GARBAGE\x01\x02 NOT HTTP\r\n\r\n"},
+      {"TlsHandshakeOnPlainPort",
+       "",
+       "",
+       "",
+       {},
+       400,
+       "malformed",
+       "",
+       std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11)},
+      {"Http2Preface", "", "", "", {}, 400, "malformed", "", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"},
+      {"UnknownHttpVersion",
+       "",
+       "",
+       "",
+       {},
+       400,
+       "malformed",
+       "",
+       "GET /healthz HTTP/9.9\r\nHost: x\r\n\r\n"},
+      {"ContentLengthWord",
+       "",
+       "",
+       "",
+       {},
+       400,
+       "malformed",
+       "",
+       "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n"},
+      {"ConflictingContentLengths",
+       "",
+       "",
+       "",
+       {},
+       400,
+       "malformed",
+       "",
+       "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!"},
+      {"DeclaredTenMegabytes",
+       "",
+       "",
+       "",
+       {},
+       413,
+       "larger than",
+       "",
+       "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 10485760\r\n\r\n{"},
+      {"ChunkedOverTheCap",
+       "",
+       "",
+       "",
+       {},
+       413,
+       "larger than",
+       "",
+       [] {
+         std::string r = "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+         for (int i = 0; i < 20; ++i) r += "10000\r\n" + std::string(0x10000, 'x') + "\r\n";
+         return r + "0\r\n\r\n";
+       }()},
+      // KNOWN BUG: a malformed chunk size is a malformed request, but the
+      // body read in service/http_server.cc (Session::on_header, read_body)
+      // closes the connection without an answer on any error other than
+      // body_limit/timeout. Fix: end_of_stream -> close(), anything else ->
+      // reject(400, "Bad Request", "malformed HTTP request body").
+      {"MalformedChunkSize",
+       "",
+       "",
+       "",
+       {},
+       400,
+       "malformed",
+       "",
+       "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+       "chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n"},
+  };
+  return cases;
+}
+
+class BadRequestTable : public ::testing::TestWithParam<BadRequest> {};
+
+TEST_P(BadRequestTable, IsA4xxProblemAndTheServiceStaysHealthy) {
+  const BadRequest& c = GetParam();
+  HttpResponse r;
+  if (!c.raw.empty()) {
+    const RawAnswer raw = parse_raw(raw_exchange(service().port(), c.raw, std::chrono::seconds(5)));
+    r.status = raw.status;
+    r.headers = raw.headers;
+    r.body = raw.body;
+  } else {
+    r = http(service().port(), c.method, c.target, c.body, c.headers, std::chrono::seconds(20));
+  }
+  EXPECT_EQ(r.status, c.status) << r.body.substr(0, 500);
+  EXPECT_EQ(r.header("content-type"), "application/problem+json") << r.body.substr(0, 500);
+  const json problem = r.json();
+  ASSERT_TRUE(problem.is_object()) << r.body.substr(0, 500);
+  EXPECT_EQ(problem.value("status", 0), r.status);
+  const std::string detail = problem.value("detail", "");
+  EXPECT_FALSE(detail.empty()) << r.body.substr(0, 500);
+  // What a user reads: the detail and, for spec problems, each field and message.
+  std::string readable = detail;
+  for (const json& e : problem.value("errors", json::array())) {
+    readable += "\n" + e.value("field", "") + ": " + e.value("message", "");
+  }
+  EXPECT_NE(readable.find(c.detail_contains), std::string::npos) << "detail: " << readable;
+  // Internals never leak into an answer.
+  EXPECT_EQ(detail.find("statement failed"), std::string::npos) << detail;
+  if (!c.allow.empty()) {
+    EXPECT_EQ(r.header("allow"), c.allow);
+  }
+  EXPECT_EQ(service().get("/healthz").status, 200) << "after " << c.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Hostile, BadRequestTable, ::testing::ValuesIn(bad_requests()),
+                         [](const ::testing::TestParamInfo<BadRequest>& info) {
+                           return info.param.name;
+                         });
+
+TEST(HostileTable, HasAtLeastFiftyCases) { EXPECT_GE(bad_requests().size(), 50u); }
+
+TEST(SqlInjection, TextFieldsAreStoredAndEchoedVerbatim) {
+  const std::string drop = "'; DROP TABLE jobs; --";
+  const std::string label_key = "x' OR '1'='1";
+  const std::string label_value = "'); DELETE FROM jobs WHERE ('1'='1";
+  const std::string key = "k'); DROP TABLE jobs; --";
+  json spec = tiny_spec(drop);
+  spec["labels"] = {{label_key, label_value}, {"quote", "\"\\'%_*"}};
+
+  HttpResponse created = service().post("/v1/jobs", spec.dump(), {{"Idempotency-Key", key}});
+  ASSERT_EQ(created.status, 201) << created.body;
+  const std::int64_t id = created.json()["id"];
+  const json job = service().get("/v1/jobs/" + std::to_string(id)).json();
+  EXPECT_EQ(job["name"], drop);
+  EXPECT_EQ(job["labels"][label_key], label_value);
+  EXPECT_EQ(job["labels"]["quote"], "\"\\'%_*");
+
+  // The key matches itself, not every key.
+  HttpResponse again = service().post("/v1/jobs", spec.dump(), {{"Idempotency-Key", key}});
+  EXPECT_EQ(again.status, 200) << again.body;
+  EXPECT_EQ(again.json()["id"], id);
+
+  // Filters find exactly this job; a tautology finds nothing.
+  const json by_name = service().get("/v1/jobs?name=" + percent_encode(drop)).json();
+  ASSERT_EQ(by_name["jobs"].size(), 1u) << by_name.dump();
+  EXPECT_EQ(by_name["jobs"][0]["id"], id);
+  const json by_label =
+      service().get("/v1/jobs?label=" + percent_encode(label_key + "=" + label_value)).json();
+  ASSERT_EQ(by_label["jobs"].size(), 1u) << by_label.dump();
+  EXPECT_EQ(by_label["jobs"][0]["id"], id);
+  const json tautology = service().get("/v1/jobs?name=" + percent_encode("' OR '1'='1")).json();
+  EXPECT_EQ(tautology["jobs"].size(), 0u) << tautology.dump();
+  const json wildcard = service().get("/v1/jobs?name=%25").json();
+  EXPECT_EQ(wildcard["jobs"].size(), 0u) << "'%' is a name, not a LIKE pattern";
+
+  // The jobs table is still there and still takes jobs.
+  HttpResponse next = service().post("/v1/jobs", tiny_spec("after-injection").dump());
+  ASSERT_EQ(next.status, 201) << next.body;
+  EXPECT_EQ(service().wait_terminal(id)["state"], "SUCCEEDED");
+  EXPECT_EQ(service().wait_terminal(next.json()["id"])["state"], "SUCCEEDED");
+  EXPECT_EQ(service().get("/v1/jobs/" + std::to_string(id)).json()["name"], drop);
+}
+
+TEST(SqlInjection, DatasetNameIsStoredVerbatimAndUsable) {
+  const std::string name = "iris'); DROP TABLE datasets; --";
+  HttpResponse uploaded =
+      service().post("/v1/datasets?name=" + percent_encode(name),
+                     "a,b,label\n1,2,0\n2,1,1\n1,1,0\n2,2,1\n", {{"Content-Type", "text/csv"}});
+  ASSERT_EQ(uploaded.status, 201) << uploaded.body;
+  const json dataset = uploaded.json();
+  EXPECT_EQ(dataset["name"], name);
+  json spec = tiny_spec("uses-upload");
+  spec["model"]["layers"][0]["out"] = 2;
+  spec["data"] = {{"dataset", {{"upload", dataset["id"]}}}, {"batch_size", 2}};
+  HttpResponse created = service().post("/v1/jobs", spec.dump());
+  ASSERT_EQ(created.status, 201) << created.body;
+  EXPECT_EQ(service().wait_terminal(created.json()["id"])["state"], "SUCCEEDED");
+}
+
+// One byte a second: the header timeout (10 s) ends the connection with 408,
+// and other clients are served meanwhile.
+TEST(SlowClient, HeaderTimeoutCutsItOffWhileOthersAreServed) {
+  namespace asio = boost::asio;
+  asio::io_context io;
+  asio::ip::tcp::socket socket(io);
+  socket.connect(
+      {asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(service().port())});
+  const std::string request = "GET /healthz HTTP/1.1\r\n";
+  const Clock::time_point first_byte = Clock::now();
+  std::atomic<bool> done{false};
+  std::string answer;
+  Clock::time_point closed_at;
+  std::thread slow([&] {
+    for (std::size_t i = 0; i < 3; ++i) {
+      asio::write(socket, asio::buffer(&request[i], 1));
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+    boost::system::error_code ec;
+    char chunk[1024];
+    while (!ec) {
+      const std::size_t n = socket.read_some(asio::buffer(chunk), ec);
+      answer.append(chunk, n);
+    }
+    closed_at = Clock::now();
+    done = true;
+  });
+  int served = 0;
+  double slowest = 0;
+  while (!done && Clock::now() - first_byte < std::chrono::seconds(20)) {
+    const Clock::time_point start = Clock::now();
+    EXPECT_EQ(service().get("/healthz").status, 200);
+    slowest = std::max(slowest, std::chrono::duration<double>(Clock::now() - start).count());
+    ++served;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  slow.join();
+  const double cut_after = std::chrono::duration<double>(closed_at - first_byte).count();
+  EXPECT_GE(cut_after, 9.5);
+  EXPECT_LE(cut_after, 12.5);
+  const RawAnswer parsed = parse_raw(answer);
+  EXPECT_EQ(parsed.status, 408) << answer;
+  EXPECT_EQ(parsed.headers.count("content-type") ? parsed.headers.at("content-type") : "",
+            "application/problem+json");
+  EXPECT_GE(served, 20);
+  EXPECT_LT(slowest, 1.0);
+  std::printf("slow client cut after %.2f s; %d other requests served meanwhile, slowest %.3f s\n",
+              cut_after, served, slowest);
+}
+
+}  // namespace
+}  // namespace tpujobs::testing
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  ::testing::AddGlobalTestEnvironment(new tpujobs::testing::Service());
+  return RUN_ALL_TESTS();
+}
