@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cstdio>
+#include <limits>
 
 #include "api/problem.h"
 
@@ -58,6 +59,24 @@ std::optional<std::int64_t> parse_int(std::string_view text) {
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
   return value;
+}
+
+// Reads an optional integer query parameter within [min, max]. Returns
+// false (having answered 400 naming the parameter) when it is malformed.
+bool query_int(const Request& request, const ResponseWriterPtr& writer, std::string_view name, std::int64_t min,
+               std::int64_t max, std::int64_t* value) {
+  std::optional<std::string> text = request.query_value(name);
+  if (!text) return true;
+  std::optional<std::int64_t> n = parse_int(*text);
+  if (!n || *n < min || *n > max) {
+    writer->respond(problem(400,
+                            std::string(name) + " must be an integer from " + std::to_string(min) + " to " +
+                                std::to_string(max),
+                            {{"field", name}}));
+    return false;
+  }
+  *value = *n;
+  return true;
 }
 
 Response answer(const JsonResult& result, int ok_status = 200) {
@@ -388,14 +407,9 @@ void JobsApi::add_routes() {
       query.labels.emplace_back(it->second.substr(0, eq), it->second.substr(eq + 1));
     }
     query.name = r.query_value("name");
-    if (auto limit = r.query_value("limit")) {
-      std::optional<std::int64_t> n = parse_int(*limit);
-      if (!n || *n < 1 || *n > 500) {
-        w->respond(problem(400, "limit must be an integer from 1 to 500", {{"field", "limit"}}));
-        return;
-      }
-      query.limit = static_cast<int>(*n);
-    }
+    std::int64_t limit = query.limit;
+    if (!query_int(r, w, "limit", 1, 500, &limit)) return;
+    query.limit = static_cast<int>(limit);
     query.cursor = r.query_value("cursor");
     w->respond(answer(service_.list_jobs(query)));
   });
@@ -406,14 +420,7 @@ void JobsApi::add_routes() {
     auto id = job_id(p, w);
     if (!id) return;
     std::int64_t seconds = 30;
-    if (auto t = r.query_value("timeout")) {
-      std::optional<std::int64_t> n = parse_int(*t);
-      if (!n || *n < 0 || *n > 300) {
-        w->respond(problem(400, "timeout must be a number of seconds from 0 to 300", {{"field", "timeout"}}));
-        return;
-      }
-      seconds = *n;
-    }
+    if (!query_int(r, w, "timeout", 0, 300, &seconds)) return;
     service_.wait_job(*id, r.tenant, std::chrono::seconds(seconds), [w](JsonResult result) { w->respond(answer(result)); });
   });
   router_.add("POST", "/v1/jobs/{id}/cancel", [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
@@ -423,25 +430,13 @@ void JobsApi::add_routes() {
     auto id = job_id(p, w);
     if (!id) return;
     std::int64_t after = 0;
-    if (auto a = r.query_value("after")) {
-      std::optional<std::int64_t> n = parse_int(*a);
-      if (!n || *n < 0) {
-        w->respond(problem(400, "after must be a log sequence number (>= 0)", {{"field", "after"}}));
-        return;
-      }
-      after = *n;
+    std::int64_t limit = 1000;
+    if (!query_int(r, w, "after", 0, std::numeric_limits<std::int64_t>::max(), &after) ||
+        !query_int(r, w, "limit", 1, 10000, &limit)) {
+      return;
     }
     if (auto last = r.header("last-event-id"); !last.empty()) {
       if (auto n = parse_int(last)) after = std::max(after, *n);
-    }
-    int limit = 1000;
-    if (auto l = r.query_value("limit")) {
-      std::optional<std::int64_t> n = parse_int(*l);
-      if (!n || *n < 1 || *n > 10000) {
-        w->respond(problem(400, "limit must be an integer from 1 to 10000", {{"field", "limit"}}));
-        return;
-      }
-      limit = static_cast<int>(*n);
     }
     const bool follow = r.header("accept").find("text/event-stream") != std::string_view::npos ||
                         r.query_value("follow") == "true";
@@ -449,20 +444,13 @@ void JobsApi::add_routes() {
       service_.follow_logs(*id, r.tenant, after, w);
       return;
     }
-    w->respond(answer(service_.job_logs(*id, r.tenant, after, limit)));
+    w->respond(answer(service_.job_logs(*id, r.tenant, after, static_cast<int>(limit))));
   });
   router_.add("GET", "/v1/jobs/{id}/metrics", [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
     auto id = job_id(p, w);
     if (!id) return;
     std::int64_t after = 0;
-    if (auto a = r.query_value("after")) {
-      std::optional<std::int64_t> n = parse_int(*a);
-      if (!n || *n < 0) {
-        w->respond(problem(400, "after must be a sequence number (>= 0)", {{"field", "after"}}));
-        return;
-      }
-      after = *n;
-    }
+    if (!query_int(r, w, "after", 0, std::numeric_limits<std::int64_t>::max(), &after)) return;
     w->respond(answer(service_.job_metrics(*id, r.tenant, after)));
   });
   router_.add("GET", "/v1/jobs/{id}/events", [this](Request& r, const PathParams& p, ResponseWriterPtr w) {

@@ -50,6 +50,9 @@ class BeastHttpClient final : public HttpClient {
       copy_headers(parser.get(), &out);
       beast::error_code ignored;
       stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    } catch (const boost::system::system_error& e) {
+      out = HttpResponse{};
+      out.error = e.code().message();  // what() adds the Asio source location
     } catch (const std::exception& e) {
       out = HttpResponse{};
       out.error = e.what();
@@ -105,6 +108,9 @@ class BeastHttpClient final : public HttpClient {
       }
       beast::error_code ignored;
       stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    } catch (const boost::system::system_error& e) {
+      if (out.status == 0) out = HttpResponse{};
+      out.error = e.code().message();
     } catch (const std::exception& e) {
       if (out.status == 0) out = HttpResponse{};
       out.error = e.what();

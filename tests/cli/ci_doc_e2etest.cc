@@ -283,9 +283,11 @@ TEST_F(CiDocTest, GitLabPassingJobExitsZero) {
 }
 
 TEST_F(CiDocTest, TimeoutExitsOneHundredTwentyFour) {
-  // digits-mlp trains for a few seconds on 8 emulated cores; 1s is too short.
-  std::vector<ClientRun> runs =
-      run_all(github_, environment("examples/digits-mlp.json", "0.9", "1s"));
+  // digits-mlp for 1000 epochs trains for a minute or more; 1s is too short.
+  nlohmann::json spec = nlohmann::json::parse(read_source_file("examples/digits-mlp.json"));
+  spec["trainer"]["max_epochs"] = 1000;
+  std::ofstream(workdir_ / "long.json") << spec.dump();
+  std::vector<ClientRun> runs = run_all(github_, environment("long.json", "0.9", "1s"));
   EXPECT_EQ(0, runs[0].exit_code) << runs[0].err;
   EXPECT_EQ(124, runs[1].exit_code) << runs[1].err;
   EXPECT_NE(std::string::npos, runs[1].err.find("--timeout 1s elapsed")) << runs[1].err;

@@ -32,6 +32,11 @@ export async function startService({ pool } = {}) {
   if (pool) args.push('--pool', pool);
   const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
+  let exit = null;  // how the process ended: "code 1" or "signal SIGSEGV"
+  const exited = new Promise((resolveExit) => child.once('exit', (code, signal) => {
+    exit = signal ? `signal ${signal}` : `code ${code}`;
+    resolveExit();
+  }));
   const url = await new Promise((resolveUrl, reject) => {
     const timer = setTimeout(() => reject(new Error(`tpujobs did not start within 90 s:\n${output}`)), 90_000);
     const onData = (chunk) => {
@@ -44,20 +49,22 @@ export async function startService({ pool } = {}) {
     };
     child.stdout.on('data', onData);
     child.stderr.on('data', onData);
-    child.on('exit', (code) => {
+    exited.then(() => {
       clearTimeout(timer);
-      reject(new Error(`tpujobs exited with ${code} before listening:\n${output}`));
+      reject(new Error(`tpujobs ended (${exit}) before listening:\n${output}`));
     });
   });
+  // Stops the service; throws when it had died on its own during the test.
   const stop = async () => {
-    if (child.exitCode === null) {
-      const exited = new Promise((r) => child.once('exit', r));
+    const diedEarlier = exit;
+    if (!exit) {
       child.kill('SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
       await exited;
       clearTimeout(timer);
     }
     rmSync(stateDir, { recursive: true, force: true });
+    if (diedEarlier) throw new Error(`tpujobs died during the test (${diedEarlier}):\n${output.slice(-4000)}`);
   };
   return { url, stop };
 }

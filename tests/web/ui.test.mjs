@@ -22,9 +22,13 @@ beforeEach(async () => {
   browser = await launchBrowser();
 });
 afterEach(async () => {
+  const pageErrors = browser ? browser.errors : [];
   await browser?.close();
-  await service?.stop();
-  assert.deepEqual(browser.errors, [], 'the page threw no JavaScript errors');
+  browser = undefined;
+  const running = service;
+  service = undefined;
+  await running?.stop();
+  assert.deepEqual(pageErrors, [], 'the page threw no JavaScript errors');
 });
 
 const dataState = (page) => page.locator('.state-holder').getAttribute('data-state');

@@ -12,8 +12,18 @@ export class ApiError extends Error {
   }
 }
 
+// The API token, when the service requires one (kept in this browser only).
+const TOKEN_KEY = 'tpujobs.token';
+export const getToken = () => localStorage.getItem(TOKEN_KEY) || '';
+export function setToken(token) {
+  if (token) localStorage.setItem(TOKEN_KEY, token);
+  else localStorage.removeItem(TOKEN_KEY);
+}
+
 async function request(method, path, body) {
   const init = { method, headers: { Accept: 'application/json' } };
+  const token = getToken();
+  if (token) init.headers.Authorization = `Bearer ${token}`;
   if (body !== undefined) {
     init.headers['Content-Type'] = 'application/json';
     init.body = typeof body === 'string' ? body : JSON.stringify(body);
@@ -23,6 +33,8 @@ async function request(method, path, body) {
   const payload = type.includes('json') ? await response.json() : await response.text();
   if (!response.ok) {
     const problem = typeof payload === 'object' ? payload : { title: response.statusText, detail: payload };
+    // The shell asks for a token when the service wants one (or rejects the one given).
+    if (response.status === 401) window.dispatchEvent(new CustomEvent('tpujobs:unauthorized', { detail: problem }));
     throw new ApiError(response.status, problem);
   }
   return payload;
@@ -64,7 +76,8 @@ export function followLogs(id, after, onLine, onEnd) {
   let retry = null;
   let stopped = false;
   const open = () => {
-    source = new EventSource(`/v1/jobs/${id}/logs${query({ after: last })}`);
+    // EventSource cannot send headers: the service also takes the token as access_token.
+    source = new EventSource(`/v1/jobs/${id}/logs${query({ after: last, access_token: getToken() })}`);
     source.addEventListener('log', (event) => {
       const entry = JSON.parse(event.data);
       if (entry.seq <= last) return;

@@ -5,7 +5,7 @@ import * as jobsPage from './jobs.js';
 import * as jobPage from './job.js';
 import * as submitPage from './submit.js';
 import * as poolPage from './pool.js';
-import { getPool } from './api.js';
+import { getPool, getToken, setToken } from './api.js';
 import { fill, h, poll } from './ui.js';
 
 const routes = [
@@ -53,7 +53,42 @@ function watchPoolSummary() {
   }, 2000, () => { summary.textContent = 'service unreachable'; });
 }
 
+// A service with API tokens answers 401: ask for one, keep it in this browser.
+function askForToken(problem) {
+  const banner = document.getElementById('auth');
+  if (!banner.hidden) return;
+  const input = h('input', { id: 'token', type: 'password', autocomplete: 'off', required: true });
+  fill(banner,
+    h('form', { class: 'auth-form', 'aria-labelledby': 'auth-heading', onsubmit: (event) => {
+      event.preventDefault();
+      setToken(input.value.trim());
+      banner.hidden = true;
+      showSignedIn();
+      route();
+    } },
+    h('h2', { id: 'auth-heading' }, 'This service needs an API token'),
+    h('p', { class: 'small' }, problem.detail || '', problem.hint ? ` — ${problem.hint}` : ''),
+    h('div', { class: 'field inline' }, h('label', { for: 'token' }, 'API token'), input, h('button', { type: 'submit' }, 'Use token'))));
+  banner.hidden = false;
+  input.focus();
+}
+
+function showSignedIn() {
+  const slot = document.getElementById('signed-in');
+  if (!getToken()) {
+    slot.replaceChildren();
+    return;
+  }
+  fill(slot, h('button', { type: 'button', class: 'link-button', onclick: () => {
+    setToken('');
+    showSignedIn();
+    route();
+  } }, 'Forget token'));
+}
+
+window.addEventListener('tpujobs:unauthorized', (event) => askForToken(event.detail));
 window.addEventListener('hashchange', route);
+showSignedIn();
 if (!location.hash) history.replaceState(null, '', '#/jobs');
 route();
 watchPoolSummary();
