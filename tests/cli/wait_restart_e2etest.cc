@@ -58,6 +58,10 @@ TEST(WaitAcrossRestart, WaitEndsWithTheJobOutcomeAfterTheServiceComesBack) {
   std::string pattern = (fs::temp_directory_path() / "tpujobs-cli-restart-XXXXXX").string();
   ASSERT_NE(nullptr, mkdtemp(pattern.data()));
   const fs::path root = pattern;
+  // PostgreSQL may run as another user (when the tests run as root): it
+  // must be able to reach the state directory inside.
+  fs::permissions(root, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                            fs::perms::others_read | fs::perms::others_exec);
   fs::create_directory(root / "state");
   fs::create_directory(root / "client");
   const int port = free_port();
