@@ -68,6 +68,13 @@ wrk_field() {  # wrk_field FILE REGEX -> the second field of the first matching 
 profile() {  # profile NAME: perf record of the service while wrk runs
   if [[ ${PERF:-0} == 1 ]]; then
     perf record -F 499 -g -p "$pid" -o "$out/perf-$1.data" -- sleep "${duration%s}" >/dev/null 2>&1 &
+    perf_pid=$!
+  fi
+}
+wait_profile() {
+  if [[ -n ${perf_pid:-} ]]; then
+    wait "$perf_pid" || true
+    perf_pid=
   fi
 }
 
@@ -87,7 +94,7 @@ before=$(jobs_stored)
 commits_before=$(commits)
 profile submit
 SUBMIT_SPEC=$spec wrk -t"$wrk_threads" -c"$connections" -d"$duration" --latency -s "$here/submit.lua" "$url" | tee "$state/submit.txt"
-wait  # perf, if any
+wait_profile
 load_submit=$(load)
 sleep 1  # answers already sent are committed; this is only for the count below
 after=$(jobs_stored)
@@ -101,12 +108,12 @@ pending_reason=$(curl -sf "$url/v1/jobs/$last_id" | python3 -c 'import json, sys
 profile status-queued
 FIRST_ID=$((latency_jobs + 1)) LAST_ID=$last_id wrk -t"$wrk_threads" -c"$connections" -d"$duration" --latency \
   -s "$here/status.lua" "$url" | tee "$state/status-queued.txt"
-wait
+wait_profile
 load_status=$(load)
 profile status-finished
 FIRST_ID=1 LAST_ID=$latency_jobs wrk -t"$wrk_threads" -c"$connections" -d"$duration" --latency \
   -s "$here/status.lua" "$url" | tee "$state/status-finished.txt"
-wait
+wait_profile
 
 sleep 2
 rss_after=$(rss_kb)
@@ -120,7 +127,7 @@ row "measure" "result" "target"
 row "---" "---" "---"
 row "submit, jobs/s (201 committed, $connections conn)" "$(wrk_field "$state/submit.txt" '^Requests/sec')" ">= 2000"
 row "submit latency p50 / p99" "$(wrk_field "$state/submit.txt" '^ +50%') / $(wrk_field "$state/submit.txt" '^ +99%')" ""
-row "submit 201s (wrk) / new jobs in PostgreSQL" "$created / $stored" "equal"
+row "submit 201s (wrk) / new jobs in PostgreSQL" "$created / $stored" "equal (+<= $connections in flight)"
 row "submit non-201 / socket errors" "$(wrk_field "$state/submit.txt" '^other_status') / $(wrk_field "$state/submit.txt" '^socket_errors')" "0 / 0"
 row "PostgreSQL commits during submit (all)" "$commits_submit ($(awk -v c="$created" -v n="$commits_submit" 'BEGIN {printf "%.1f", n ? c / n : 0}') jobs/commit)" ""
 row "state of the last job submitted" "$pending_reason" ""
@@ -139,4 +146,9 @@ row "RSS after the load (MB)" "$(awk -v k="$rss_after" 'BEGIN {printf "%.1f", k 
 row "load average: latency / submit / status" "$load_latency | $load_submit | $load_status" ""
 echo
 echo "raw output and logs: $state"
-[[ $created == "$stored" ]] || { echo "MISMATCH: wrk saw $created 201s but PostgreSQL holds $stored new jobs" >&2; exit 1; }
+# wrk stops with up to one request in flight per connection: those jobs are
+# committed but their 201 is never read. Anything else is a lost or phantom job.
+if ((stored < created || stored > created + connections)); then
+  echo "MISMATCH: wrk saw $created 201s but PostgreSQL holds $stored new jobs" >&2
+  exit 1
+fi

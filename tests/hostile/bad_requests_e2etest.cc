@@ -554,6 +554,9 @@ std::vector<BadRequest> bad_requests() {
   return cases;
 }
 
+// Test output names the case instead of dumping its bytes.
+void PrintTo(const BadRequest& c, std::ostream* os) { *os << c.name; }
+
 class BadRequestTable : public ::testing::TestWithParam<BadRequest> {};
 
 TEST_P(BadRequestTable, IsA4xxProblemAndTheServiceStaysHealthy) {
@@ -597,7 +600,9 @@ TEST(HostileTable, HasAtLeastFiftyCases) { EXPECT_GE(bad_requests().size(), 50u)
 
 TEST(SqlInjection, TextFieldsAreStoredAndEchoedVerbatim) {
   const std::string drop = "'; DROP TABLE jobs; --";
-  const std::string label_key = "x' OR '1'='1";
+  // A label filter is label=key=value, split at the first '=': keys cannot
+  // hold one, values can.
+  const std::string label_key = "x' OR 1>0; --";
   const std::string label_value = "'); DELETE FROM jobs WHERE ('1'='1";
   const std::string key = "k'); DROP TABLE jobs; --";
   json spec = tiny_spec(drop);
@@ -693,6 +698,12 @@ TEST(SlowClient, HeaderTimeoutCutsItOffWhileOthersAreServed) {
   const double cut_after = std::chrono::duration<double>(closed_at - first_byte).count();
   EXPECT_GE(cut_after, 9.5);
   EXPECT_LE(cut_after, 12.5);
+  // KNOWN BUG: the header timeout is meant to answer 408 (Session::on_header
+  // in service/http_server.cc), but beast::tcp_stream closes the socket when
+  // its deadline expires, so the 408 is written to a closed socket and the
+  // client sees a bare close. Fix: time the header with a separate
+  // asio::steady_timer that cancels the read (stream_.socket().cancel()),
+  // then reject(408, ...) on the still-open socket.
   const RawAnswer parsed = parse_raw(answer);
   EXPECT_EQ(parsed.status, 408) << answer;
   EXPECT_EQ(parsed.headers.count("content-type") ? parsed.headers.at("content-type") : "",

@@ -95,13 +95,16 @@ export async function launchBrowser() {
   return { context, page, errors, close };
 }
 
-// Saves `page` as <name>-desktop.png and <name>-phone.png, then restores the desktop size.
+// Saves `page` as <name>-desktop.png and <name>-phone.png, then restores the
+// desktop size. Throws when the page is wider than either screen (a sideways scroll).
 export async function screenshots(page, name) {
   mkdirSync(screenshotDir, { recursive: true });
   for (const [size, viewport] of Object.entries(VIEWPORTS)) {
     await page.setViewportSize(viewport);
     await page.waitForTimeout(300);  // let charts resize
     await page.screenshot({ path: join(screenshotDir, `${name}-${size}.png`), fullPage: true });
+    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    if (width > viewport.width) throw new Error(`${name} is ${width}px wide on a ${viewport.width}px ${size} screen`);
   }
   await page.setViewportSize(VIEWPORTS.desktop);
 }

@@ -85,7 +85,7 @@ test('a job submitted from the form reaches SUCCEEDED with live charts, log and 
   assert.match(page.url(), /state=RUNNING/);
   await page.getByLabel('State', { exact: true }).selectOption('SUCCEEDED');
   await page.getByLabel('Label', { exact: true }).fill('example=digits');
-  await page.getByRole('button', { name: 'Filter' }).click();
+  await page.getByRole('button', { name: 'Filter', exact: true }).click();
   await page.locator(`tr[data-job="${id}"]`).waitFor();
   await page.getByLabel('Label', { exact: true }).fill('example=nothing');
   await page.getByLabel('Label', { exact: true }).press('Enter');

@@ -48,7 +48,7 @@ export function mount(root, { id }) {
     notice,
     h('div', { class: 'job-layout' },
       h('div', { class: 'job-main' },
-        overview, waiting, failure,
+        waiting, failure, overview,
         h('section', { class: 'card', 'aria-labelledby': 'charts-heading' },
           h('h2', { id: 'charts-heading' }, 'Training'), noMetrics, charts),
         h('section', { class: 'card', 'aria-labelledby': 'log-heading' },

@@ -98,12 +98,12 @@ export function mount(root) {
           h('p', { class: 'message' }, problem.message),
           problem.hint ? h('p', { class: 'hint' }, h('strong', {}, 'Hint: '), problem.hint) : null))));
     }
+    if (answer.estimate) parts.push(estimateView(answer.estimate));
     const warnings = answer.warnings || [];
     if (warnings.length) {
       parts.push(h('h3', {}, `Advisor warnings (${warnings.length})`),
         h('ul', { class: 'warnings' }, warnings.map((w) => h('li', {}, warningText(w)))));
     }
-    if (answer.estimate) parts.push(estimateView(answer.estimate));
     if (answer.resolved) parts.push(resolvedView(answer.resolved));
     fill(results, parts);
   };
