@@ -72,6 +72,9 @@ class JobService {
 
   // kNotFound when the job does not exist or belongs to another tenant.
   virtual JsonResult get_job(std::int64_t id, const std::string& tenant) = 0;
+  // The same, already serialised (what GET /v1/jobs/{id} sends): lets the
+  // service answer pollers from a cache.
+  virtual db::Result<std::string> get_job_text(std::int64_t id, const std::string& tenant) = 0;
   virtual JsonResult list_jobs(const JobQuery& query) = 0;
   // Calls `done` with the job once it is terminal, or when `timeout` passes.
   virtual void wait_job(std::int64_t id, const std::string& tenant, std::chrono::milliseconds timeout,

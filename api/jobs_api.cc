@@ -414,7 +414,16 @@ void JobsApi::add_routes() {
     w->respond(answer(service_.list_jobs(query)));
   });
   router_.add("GET", "/v1/jobs/{id}", [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
-    if (auto id = job_id(p, w)) w->respond(answer(service_.get_job(*id, r.tenant)));
+    auto id = job_id(p, w);
+    if (!id) return;
+    db::Result<std::string> body = service_.get_job_text(*id, r.tenant);
+    if (!body.ok()) {
+      w->respond(answer(JsonResult(body.error())));
+      return;
+    }
+    Response response;
+    response.body = std::move(*body);
+    w->respond(std::move(response));
   });
   router_.add("GET", "/v1/jobs/{id}/wait", [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
     auto id = job_id(p, w);

@@ -64,6 +64,11 @@ json placement_json(const scheduler::Placement& p, const scheduler::PoolLayout& 
           {"cores", cores}};
 }
 
+// What jobs.resolved holds: the resolved request and the executor's estimate.
+json resolved_of(const api::SubmitRequest& request) {
+  return {{"request", api::resolution_json(request.resolution)}, {"estimate", request.estimate}};
+}
+
 api::JsonResult not_found(std::int64_t id) {
   return db::make_error(db::ErrorCode::kNotFound, "no job " + std::to_string(id));
 }
@@ -96,6 +101,10 @@ struct JobManager::LiveJob {
   std::vector<std::pair<std::int64_t, std::string>> recent_logs;
   std::vector<std::function<void(api::JsonResult)>> waiters;
   SteadyClock::time_point run_started{};
+  // GET /v1/jobs/{id} as last rendered, valid while JobManager::epoch_
+  // still equals cached_epoch.
+  std::string cached_body;
+  std::uint64_t cached_epoch = 0;
 };
 
 // Routes the executor's output: log lines and metrics to the telemetry
@@ -118,6 +127,7 @@ class JobManager::Sink final : public executor::TrainingSink {
     {
       std::lock_guard lock(manager_.mutex_);
       for (const auto& [name, value] : point.values) job_->latest_metrics[name] = value;
+      ++manager_.epoch_;
     }
     if (point.step <= job_->skip_metrics_through_step) return;  // already recorded before the resume
     json values = json::object();
@@ -144,6 +154,7 @@ class JobManager::Sink final : public executor::TrainingSink {
     {
       std::lock_guard lock(manager_.mutex_);
       job_->progress = progress;
+      ++manager_.epoch_;
       manager_.scheduler_.heartbeat(job_->id, now);
     }
     if (now - last_progress_write_ < std::chrono::seconds(1)) return;
@@ -383,8 +394,7 @@ void JobManager::commit_batch(std::vector<PendingSubmit>& batch) {
     row.labels_json = json(r.spec.labels).dump();
     row.priority = r.spec.priority;
     row.spec_json = r.spec_json.dump();
-    json resolved = {{"request", api::resolution_json(r.resolution)}, {"estimate", r.estimate}};
-    row.resolved_json = resolved.dump();
+    row.resolved_json = resolved_of(r).dump();
     row.warnings_json = json(r.warnings).dump();
     row.idempotency_key = r.idempotency_key;
     row.spec_hash = r.spec_hash;
@@ -426,9 +436,11 @@ void JobManager::commit_batch(std::vector<PendingSubmit>& batch) {
         job->id = result.row.id;
         job->tenant = result.row.tenant;
         job->row = result.row;
-        job->spec = std::move(batch[i].request.spec);
-        job->resolution = std::move(batch[i].request.resolution);
-        job->base = render(result.row);
+        api::SubmitRequest& request = batch[i].request;
+        job->base = render_row(result.row, std::move(request.spec_json), resolved_of(request),
+                               json(request.spec.labels), json(request.warnings));
+        job->spec = std::move(request.spec);
+        job->resolution = std::move(request.resolution);
         enqueue_locked(job);
         outcome.kind = api::SubmitOutcome::Kind::kCreated;
       }
@@ -474,6 +486,7 @@ std::shared_ptr<JobManager::LiveJob> JobManager::make_live(const db::JobRow& row
 void JobManager::enqueue_locked(const std::shared_ptr<LiveJob>& job) {
   job->submit_order = ++submit_order_;
   job->row.state = kQueued;
+  ++epoch_;
   live_[job->id] = job;
   if (job->resolution.request.kind == scheduler::RequestKind::kCpu) {
     cpu_waiting_.push_back(job);
@@ -518,6 +531,7 @@ void JobManager::start_placed_locked(SteadyClock::time_point now) {
     starts.emplace_back(job, std::move(p));
   }
   for (auto& [job, placement] : starts) {
+    ++epoch_;
     job->placement = placement;
     job->runner_started = true;
     job->run_started = now;
@@ -598,9 +612,11 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
     return;
   }
 
-  // Resume from the last checkpoint, and continue the sequence numbers.
+  // Resume from the last checkpoint, and continue the sequence numbers. A
+  // job that never started has neither: skip the round trips.
   std::optional<executor::Checkpoint> resume;
-  {
+  const bool fresh = !job->row.started_at && job->row.attempt == 0;
+  if (!fresh) {
     auto checkpoint = repo_.outputs.latest_checkpoint(job->id);
     if (checkpoint.ok() && *checkpoint) {
       resume = executor::Checkpoint{(*checkpoint)->step, (*checkpoint)->epoch, std::move((*checkpoint)->bytes)};
@@ -629,6 +645,7 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
   {
     std::lock_guard lock(mutex_);
     job->row.state = kRunning;
+    ++epoch_;
     job->row.allocation_json = allocation.dump();
     job->row.started_at = std::chrono::system_clock::now();
     scheduler_.heartbeat(job->id, SteadyClock::now());
@@ -732,6 +749,7 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
     if (job->runner.joinable()) finished_runners_.push_back(std::move(job->runner));
     if (!stopping_) enqueue_locked(job);
     job->row.state = kQueued;
+    ++epoch_;
     schedule_requested_ = true;
     scheduler_wake_.notify_one();
     return;
@@ -758,6 +776,7 @@ void JobManager::finish_job(const std::shared_ptr<LiveJob>& job, JobState state,
   std::lock_guard lock(mutex_);
   if (row.ok() && *row) job->row = **row;
   else job->row.state = state;
+  ++epoch_;
   if (job->runner_started) {
     if (job->resolution.request.kind == scheduler::RequestKind::kCpu) --cpu_running_;
     else scheduler_.finish(job->id);
@@ -787,15 +806,20 @@ db::Result<db::JobRow> JobManager::load_visible(std::int64_t id, const std::stri
 }
 
 json JobManager::render(const db::JobRow& row) {
-  json spec = parse_or_null(row.spec_json);
-  json resolved = parse_or_null(row.resolved_json);
+  return render_row(row, parse_or_null(row.spec_json), parse_or_null(row.resolved_json),
+                    parse_or_null(row.labels_json), parse_or_null(row.warnings_json));
+}
+
+// The view of a stored row, given its JSON columns already parsed (a new
+// job's come straight from the request).
+json JobManager::render_row(const db::JobRow& row, json spec, json resolved, json labels, json warnings) {
   json estimate = resolved.is_object() && resolved.contains("estimate") ? resolved["estimate"] : json(nullptr);
   json result = parse_or_null(row.result_json);
   json view = {
       {"id", row.id},
       {"name", row.name},
       {"tenant", row.tenant},
-      {"labels", parse_or_null(row.labels_json)},
+      {"labels", std::move(labels)},
       {"priority", row.priority},
       {"state", state_name(row.state)},
       {"spec", spec},
@@ -811,7 +835,7 @@ json JobManager::render(const db::JobRow& row) {
       {"started_at", time_or_null(row.started_at)},
       {"finished_at", time_or_null(row.finished_at)},
       {"error", parse_or_null(row.error_json)},
-      {"warnings", parse_or_null(row.warnings_json)},
+      {"warnings", std::move(warnings)},
       {"attempt", row.attempt},
       {"max_retries", spec.is_object() ? spec.value("max_retries", 0) : 0},
   };
@@ -892,6 +916,26 @@ api::JsonResult JobManager::get_job(std::int64_t id, const std::string& tenant) 
   auto row = load_visible(id, tenant);
   if (!row.ok()) return row.error();
   return render(*row);
+}
+
+db::Result<std::string> JobManager::get_job_text(std::int64_t id, const std::string& tenant) {
+  {
+    std::lock_guard lock(mutex_);
+    auto it = live_.find(id);
+    if (it != live_.end()) {
+      LiveJob& job = *it->second;
+      if (job.tenant != tenant) return not_found(id).error();
+      // Pollers ask far more often than jobs change: render once per change.
+      if (job.cached_body.empty() || job.cached_epoch != epoch_) {
+        job.cached_body = render_live_locked(job).dump(-1, ' ', false, json::error_handler_t::replace);
+        job.cached_epoch = epoch_;
+      }
+      return job.cached_body;
+    }
+  }
+  auto row = load_visible(id, tenant);
+  if (!row.ok()) return row.error();
+  return render(*row).dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 api::JsonResult JobManager::list_jobs(const api::JobQuery& query) {
@@ -1179,6 +1223,7 @@ api::JsonResult JobManager::host_action(const std::string& host, const std::stri
   json affected = json::array();
   {
     std::lock_guard lock(mutex_);
+    ++epoch_;
     for (scheduler::JobId id : scheduler_.set_host_health(*index, health)) {
       affected.push_back(id);
       auto it = live_.find(id);
@@ -1203,6 +1248,7 @@ api::JsonResult JobManager::force_release(std::int64_t id) {
     return db::make_error(db::ErrorCode::kNotFound, "job " + std::to_string(id) + " holds no cores here");
   }
   scheduler_.force_release(id);
+  ++epoch_;
   if (it->second->stop_reason == StopReason::kNone) it->second->stop_reason = StopReason::kLeaseLost;
   it->second->cancel = true;
   schedule_requested_ = true;
@@ -1376,6 +1422,7 @@ api::JsonResult JobManager::set_quota(const std::string& tenant, std::optional<i
   {
     std::lock_guard lock(mutex_);
     scheduler_.set_tenant_quota(tenant, max_cores);
+    ++epoch_;
     if (max_cores) quotas_[tenant] = *max_cores;
     else quotas_.erase(tenant);
     schedule_requested_ = true;

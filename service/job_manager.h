@@ -58,6 +58,7 @@ class JobManager final : public api::JobService {
   // api::JobService
   void submit(api::SubmitRequest request, std::function<void(api::SubmitOutcome)> done) override;
   api::JsonResult get_job(std::int64_t id, const std::string& tenant) override;
+  db::Result<std::string> get_job_text(std::int64_t id, const std::string& tenant) override;
   api::JsonResult list_jobs(const api::JobQuery& query) override;
   void wait_job(std::int64_t id, const std::string& tenant, std::chrono::milliseconds timeout,
                 std::function<void(api::JsonResult)> done) override;
@@ -109,6 +110,8 @@ class JobManager final : public api::JobService {
   void notify_waiters(const std::shared_ptr<LiveJob>& job);
   bool flush_telemetry();
   nlohmann::json render(const db::JobRow& row);
+  nlohmann::json render_row(const db::JobRow& row, nlohmann::json spec, nlohmann::json resolved,
+                            nlohmann::json labels, nlohmann::json warnings);
   nlohmann::json render_live_locked(const LiveJob& job);
   db::Result<db::JobRow> load_visible(std::int64_t id, const std::string& tenant);
   executor::DeviceFacts device_for(std::optional<scheduler::Generation> generation) const;
@@ -132,6 +135,7 @@ class JobManager final : public api::JobService {
   int cpu_running_ = 0;
   std::int64_t submit_order_ = 0;
   bool schedule_requested_ = false;
+  std::uint64_t epoch_ = 1;  // bumped by every change a job's view can show
   bool stopping_ = false;
   std::condition_variable scheduler_wake_;
   std::vector<std::thread> finished_runners_;

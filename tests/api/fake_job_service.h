@@ -25,6 +25,11 @@ class FakeJobService : public JobService {
     if (id == 1) return nlohmann::json{{"id", 1}, {"state", "RUNNING"}};
     return db::make_error(db::ErrorCode::kNotFound, "no job " + std::to_string(id));
   }
+  db::Result<std::string> get_job_text(std::int64_t id, const std::string& tenant) override {
+    JsonResult job = get_job(id, tenant);
+    if (!job.ok()) return job.error();
+    return job->dump();
+  }
   JsonResult list_jobs(const JobQuery& query) override {
     last_query = query;
     return nlohmann::json{{"jobs", nlohmann::json::array()}, {"next_cursor", nullptr}};
