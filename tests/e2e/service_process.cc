@@ -52,6 +52,10 @@ std::string ServiceProcess::start(std::chrono::seconds timeout) {
       dup2(fd, 2);
       close(fd);
     }
+    // In a sanitizer build the service aborts on any memory error or UB
+    // (halt_on_error); leaks are checked by the in-process tests, not in
+    // every service process a test kills.
+    setenv("ASAN_OPTIONS", "detect_leaks=0:abort_on_error=1", 1);
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
