@@ -1,5 +1,6 @@
 #include "api/jobs_api.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <limits>
@@ -51,6 +52,10 @@ std::optional<json> parse_body(const Request& request, const ResponseWriterPtr& 
                             {{"hint", "check the body with `python3 -m json.tool < spec.json`"},
                              {"position", e.byte}}));
     return std::nullopt;
+  } catch (const json::exception& e) {  // e.g. a number beyond a double's range
+    writer->respond(problem(400, std::string("malformed JSON: ") + e.what(),
+                            {{"hint", "numbers must fit a 64-bit float"}}));
+    return std::nullopt;
   }
 }
 
@@ -59,6 +64,55 @@ std::optional<std::int64_t> parse_int(std::string_view text) {
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
   return value;
+}
+
+// Well-formed UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing
+// past U+10FFFF.
+bool valid_utf8(std::string_view text) {
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    std::size_t extra = 0;
+    unsigned char low = 0x80;
+    unsigned char high = 0xBF;
+    if (c < 0x80) {
+      extra = 0;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+      extra = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      extra = 2;
+      if (c == 0xE0) low = 0xA0;
+      if (c == 0xED) high = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      extra = 3;
+      if (c == 0xF0) low = 0x90;
+      if (c == 0xF4) high = 0x8F;
+    } else {
+      return false;
+    }
+    if (extra > 0 && i + extra >= text.size()) return false;
+    for (std::size_t k = 1; k <= extra; ++k) {
+      const auto next = static_cast<unsigned char>(text[i + k]);
+      const unsigned char lo = k == 1 ? low : 0x80;
+      const unsigned char hi = k == 1 ? high : 0xBF;
+      if (next < lo || next > hi) return false;
+    }
+    i += extra + 1;
+  }
+  return true;
+}
+
+// Text query parameters end up in SQL parameters: refuse bytes that are not
+// UTF-8 here (400) rather than let PostgreSQL refuse them.
+bool utf8_query(const Request& request, const ResponseWriterPtr& writer) {
+  for (const auto& [name, value] : request.query) {
+    if (!valid_utf8(name) || !valid_utf8(value)) {
+      writer->respond(problem(400, "query parameter '" + std::string(valid_utf8(name) ? name : "?") +
+                                       "' is not valid UTF-8",
+                              {{"field", valid_utf8(name) ? name : std::string("query")}}));
+      return false;
+    }
+  }
+  return true;
 }
 
 // Reads an optional integer query parameter within [min, max]. Returns
@@ -199,7 +253,7 @@ void JobsApi::handle(Request request, ResponseWriterPtr writer) {
   std::string allowed;
   switch (router_.match(request.method, request.path, &route, &params, &allowed)) {
     case Router::Match::kFound:
-      if (!authorize(request, *route, writer)) return;
+      if (!utf8_query(request, writer) || !authorize(request, *route, writer)) return;
       try {
         route->handler(request, params, writer);
       } catch (const std::exception& e) {
@@ -303,6 +357,11 @@ void JobsApi::submit(Request& request, ResponseWriterPtr writer) {
   if (std::string_view k = request.header("idempotency-key"); !k.empty()) {
     if (k.size() > 255) {
       writer->respond(problem(400, "the Idempotency-Key header is longer than 255 characters"));
+      return;
+    }
+    if (!std::all_of(k.begin(), k.end(), [](char c) { return c >= 0x20 && c < 0x7F; })) {
+      writer->respond(problem(400, "the Idempotency-Key header must be printable ASCII",
+                              {{"hint", "use e.g. the CI pipeline and step ids: pipeline-1234-train"}}));
       return;
     }
     key = std::string(k);

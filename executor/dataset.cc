@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "executor/random.h"
@@ -139,7 +140,9 @@ std::variant<CsvTable, std::string> parse_csv(std::string_view text, Loss loss) 
     }
     for (std::size_t i = 0; i < fields.size(); ++i) {
       double value = 0;
-      if (!parse_number(fields[i], &value) || !std::isfinite(value)) {
+      // Values are trained as float: one beyond float's range would become inf.
+      if (!parse_number(fields[i], &value) || !std::isfinite(value) ||
+          std::fabs(value) > static_cast<double>(std::numeric_limits<float>::max())) {
         return "line " + std::to_string(line_number) + ", column '" + table.columns[i] +
                "': " + quoted(fields[i]) + " is not a finite number";
       }

@@ -6,6 +6,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
@@ -54,7 +55,7 @@ struct SessionRegistry {
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket socket, ServerState& state, SessionRegistry& registry)
-      : stream_(std::move(socket)), state_(state), registry_(registry) {
+      : stream_(std::move(socket)), deadline_(stream_.get_executor()), state_(state), registry_(registry) {
     ++state_.connections;
   }
   ~Session() {
@@ -126,14 +127,30 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_.emplace();
     parser_->header_limit(16 * 1024);
     parser_->body_limit(state_.options.body_limit);
-    stream_.expires_after(state_.options.header_timeout);
+    stream_.expires_never();
+    arm_deadline(state_.options.header_timeout);
     http::async_read_header(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      self->deadline_.cancel();
       self->on_header(ec);
     });
   }
 
+  // A read that must finish by a deadline. Unlike tcp_stream's own expiry,
+  // which closes the socket, this only cancels the read, so the client can
+  // still be told 408.
+  void arm_deadline(std::chrono::milliseconds timeout) {
+    deadline_hit_ = false;
+    deadline_.expires_after(timeout);
+    deadline_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec) return;  // the read finished first
+      self->deadline_hit_ = true;
+      beast::error_code ignored;
+      self->stream_.socket().cancel(ignored);
+    });
+  }
+
   void on_header(beast::error_code ec) {
-    if (ec == beast::error::timeout) return reject(408, "Request Timeout", "the request header did not arrive in time");
+    if (ec && deadline_hit_) return reject(408, "Request Timeout", "the request header did not arrive in time");
     if (ec == http::error::header_limit) return reject(431, "Request Header Fields Too Large", "headers exceed 16 KiB");
     if (ec == http::error::body_limit) {
       return reject(413, "Payload Too Large",
@@ -150,14 +167,21 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     if (parser_->is_done()) return dispatch_request();
     auto read_body = [self = shared_from_this()] {
-      self->stream_.expires_after(self->state_.options.body_timeout);
+      self->arm_deadline(self->state_.options.body_timeout);
       http::async_read(self->stream_, self->buffer_, *self->parser_, [self](beast::error_code ec, std::size_t) {
+        self->deadline_.cancel();
+        if (ec && self->deadline_hit_) {
+          return self->reject(408, "Request Timeout", "the request body did not arrive in time");
+        }
         if (ec == http::error::body_limit) {
           return self->reject(413, "Payload Too Large",
                               "the request body is larger than " + std::to_string(self->state_.options.body_limit) + " bytes");
         }
-        if (ec == beast::error::timeout) return self->reject(408, "Request Timeout", "the request body did not arrive in time");
-        if (ec) return self->close();
+        if (ec == http::error::end_of_stream || ec == http::error::partial_message || ec == asio::error::eof ||
+            ec == asio::error::connection_reset || ec == asio::error::operation_aborted) {
+          return self->close();
+        }
+        if (ec) return self->reject(400, "Bad Request", "malformed request body: " + ec.message());
         self->dispatch_request();
       });
     };
@@ -283,6 +307,7 @@ class Session : public std::enable_shared_from_this<Session> {
     const bool handling = phase_ == Phase::kHandling;
     phase_ = Phase::kClosed;
     stream_closed_ = true;
+    deadline_.cancel();
     beast::error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
     stream_.close();
@@ -290,6 +315,8 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   beast::tcp_stream stream_;
+  asio::steady_timer deadline_;
+  bool deadline_hit_ = false;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   ServerState& state_;
