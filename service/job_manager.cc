@@ -1081,8 +1081,6 @@ void JobManager::stream_tick(std::int64_t id, std::int64_t after, api::ResponseW
         for (const auto& entry : recent) {
           if (entry.first > after) lines.push_back(entry);
         }
-      } else if (recent.empty() && !it->second->runner_started) {
-        need_database = after == 0 ? true : true;
       }
     }
   }
