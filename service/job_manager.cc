@@ -237,6 +237,16 @@ bool JobManager::with_retry(F&& write) {
   }
 }
 
+bool JobManager::apply_transition(const db::Transition& transition) {
+  bool applied = false;
+  with_retry([&] {
+    auto r = repo_.jobs.transition(transition);
+    if (r.ok()) applied = *r;
+    return r.ok() ? db::Status::Ok() : db::Status(r.error());
+  });
+  return applied;
+}
+
 db::Status JobManager::start() {
   auto hosts = repo_.pool_state.load_host_health();
   if (!hosts.ok()) return hosts.error();
@@ -586,12 +596,7 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
   starting.allocation_json = allocation.dump();
   starting.set_started_at = true;
   starting.owner = options_.instance;
-  bool moved = false;
-  with_retry([&] {
-    auto r = repo_.jobs.transition(starting);
-    if (r.ok()) moved = *r;
-    return db::Status(r.ok() ? db::Status::Ok() : db::Status(r.error()));
-  });
+  const bool moved = apply_transition(starting);
   auto release = [&] {
     std::lock_guard lock(mutex_);
     if (cpu) --cpu_running_;
@@ -638,10 +643,7 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
   running.from = {kStarting};
   running.to = kRunning;
   running.reason = resume ? "Resumed from the checkpoint at step " + std::to_string(resume->step) : "Training started";
-  with_retry([&] {
-    auto r = repo_.jobs.transition(running);
-    return db::Status(r.ok() ? db::Status::Ok() : db::Status(r.error()));
-  });
+  apply_transition(running);
   {
     std::lock_guard lock(mutex_);
     job->row.state = kRunning;
@@ -731,10 +733,7 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
     back.to = kQueued;
     back.reason = why;
     back.increment_attempt = reason == StopReason::kHostFailedRetry;
-    with_retry([&] {
-      auto r = repo_.jobs.transition(back);
-      return db::Status(r.ok() ? db::Status::Ok() : db::Status(r.error()));
-    });
+    apply_transition(back);
     std::lock_guard lock(mutex_);
     if (cpu) --cpu_running_;
     else scheduler_.finish(job->id);
@@ -767,10 +766,7 @@ void JobManager::finish_job(const std::shared_ptr<LiveJob>& job, JobState state,
   if (!error.is_null()) t.error_json = error.dump();
   if (!result.is_null()) t.result_json = result.dump();
   t.set_finished_at = true;
-  with_retry([&] {
-    auto r = repo_.jobs.transition(t);
-    return db::Status(r.ok() ? db::Status::Ok() : db::Status(r.error()));
-  });
+  apply_transition(t);
   auto row = repo_.jobs.get_job(job->id);
   ++finished_total_;
   std::lock_guard lock(mutex_);

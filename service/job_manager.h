@@ -116,6 +116,9 @@ class JobManager final : public api::JobService {
   db::Result<db::JobRow> load_visible(std::int64_t id, const std::string& tenant);
   executor::DeviceFacts device_for(std::optional<scheduler::Generation> generation) const;
   void stream_tick(std::int64_t id, std::int64_t after, api::ResponseWriterPtr writer, int idle_ticks);
+  // Applies a state transition, retrying while the database is unavailable.
+  // False when the job was not in an allowed state (or the write failed).
+  bool apply_transition(const db::Transition& transition);
   // Retries a database write until it succeeds or the manager shuts down.
   template <class F>
   bool with_retry(F&& write);
