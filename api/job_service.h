@@ -26,6 +26,7 @@ struct SubmitRequest {
   std::string tenant;
   JobSpec spec;
   nlohmann::json spec_json;  // as submitted
+  std::string spec_text;     // spec_json.dump(): what is stored and hashed
   scheduler::Resolution resolution;
   nlohmann::json estimate;   // the executor's estimate, rendered
   std::vector<std::string> warnings;

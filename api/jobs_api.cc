@@ -158,9 +158,9 @@ std::optional<std::int64_t> job_id(const PathParams& params, const ResponseWrite
 }
 
 // FNV-1a over the canonical dump: the same spec always hashes the same.
-std::string spec_hash(const json& body) {
+std::string spec_hash(std::string_view canonical) {
   std::uint64_t hash = 1469598103934665603ull;
-  for (unsigned char c : body.dump()) {
+  for (unsigned char c : canonical) {
     hash ^= c;
     hash *= 1099511628211ull;
   }
@@ -383,7 +383,8 @@ void JobsApi::submit(Request& request, ResponseWriterPtr writer) {
   SubmitRequest submit;
   submit.tenant = request.tenant;
   submit.spec = std::move(*checked.spec);
-  submit.spec_hash = spec_hash(checked.body);
+  submit.spec_text = checked.body.dump();
+  submit.spec_hash = spec_hash(submit.spec_text);
   submit.spec_json = std::move(checked.body);
   submit.resolution = checked.resolution;
   submit.estimate = std::move(checked.estimate);

@@ -282,14 +282,30 @@ Result<JobPage> JobRepository::list_jobs(const JobFilter& filter) {
 
 Result<bool> JobRepository::transition(const Transition& t) {
   const std::vector<std::optional<std::string>> from = state_names(t.from);
+  const std::vector<Param> params{t.job_id,          Param::array(from),
+                                  to_string(t.to),   t.reason,
+                                  t.detail_json,     t.clear_allocation,
+                                  t.allocation_json, t.error_json,
+                                  t.result_json,     t.set_started_at,
+                                  t.set_finished_at, t.increment_attempt,
+                                  t.owner,           static_cast<std::int64_t>(t.lease.count()),
+                                  t.clear_owner,     t.clear_pending};
   return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<bool> {
-    Result<QueryResult> rows = connection.execute(
-        kTransition, {t.job_id, Param::array(from), to_string(t.to), t.reason, t.detail_json,
-                      t.clear_allocation, t.allocation_json, t.error_json, t.result_json,
-                      t.set_started_at, t.set_finished_at, t.increment_attempt, t.owner,
-                      static_cast<std::int64_t>(t.lease.count()), t.clear_owner, t.clear_pending});
+    if (t.durable) {
+      Result<QueryResult> rows = connection.execute(kTransition, params);
+      if (!rows.ok()) return rows.error();
+      return rows->int64(0, 0) > 0;
+    }
+    Result<Transaction> transaction = Transaction::begin(connection);
+    if (!transaction.ok()) return transaction.error();
+    Result<QueryResult> relaxed = transaction->execute("SET LOCAL synchronous_commit TO off");
+    if (!relaxed.ok()) return relaxed.error();
+    Result<QueryResult> rows = transaction->execute(kTransition, params);
     if (!rows.ok()) return rows.error();
-    return rows->int64(0, 0) > 0;
+    const bool changed = rows->int64(0, 0) > 0;
+    Status committed = transaction->commit();
+    if (!committed.ok()) return committed.error();
+    return changed;
   });
 }
 

@@ -108,6 +108,12 @@ struct Transition {
   std::chrono::seconds lease{0};
   bool clear_owner = false;  // owner and lease_expires_at = NULL
   bool clear_pending = false;
+  // False: commit without waiting for the WAL flush (synchronous_commit
+  // off). Only for transitions whose loss in a database crash is harmless:
+  // the job then reads as its earlier state, which a restart re-queues
+  // anyway, and any later durable commit (a log batch, a checkpoint) makes
+  // this one durable too, since the WAL is flushed in order.
+  bool durable = true;
 };
 
 struct JobEventRow {

@@ -447,7 +447,10 @@ std::vector<Placement> Scheduler::schedule(Clock::time_point now) {
   bool have_head = false;
 
   for (auto it = queue_.begin(); it != queue_.end();) {
-    if (have_head && (open_shapes == 0 || pool_.schedulable_free_cores() == 0)) break;
+    // Every waiting shape closed: nothing further can start (with no head,
+    // say, when no waiting shape fits the healthy hosts at all).
+    if (open_shapes == 0) break;
+    if (have_head && pool_.schedulable_free_cores() == 0) break;
     Job& job = *it->job;
     const int s = job.shape;
     const Shape& shape = shapes_[s];

@@ -80,9 +80,11 @@ class Session : public std::enable_shared_from_this<Session> {
     });
   }
 
-  // Called through the writer, from any thread.
+  // Called through the writer, from any thread. A handler that answers at
+  // once (most reads) is on the session's strand already: the write then
+  // starts inline instead of through the queue, without waking a thread.
   void post_response(api::Response response) {
-    asio::post(stream_.get_executor(), [self = shared_from_this(), r = std::move(response)]() mutable {
+    asio::dispatch(stream_.get_executor(), [self = shared_from_this(), r = std::move(response)]() mutable {
       self->write_response(std::move(r));
     });
   }

@@ -47,6 +47,9 @@ json parse_or_null(const std::optional<std::string>& text) {
   return value.is_discarded() ? json(nullptr) : value;
 }
 
+// A view as the response body (invalid UTF-8 from user text replaced).
+std::string response_body(const json& view) { return view.dump(-1, ' ', false, json::error_handler_t::replace); }
+
 json error_json(std::string_view type, std::string_view message, std::string_view hint) {
   return {{"type", type}, {"message", message}, {"hint", hint}};
 }
@@ -88,6 +91,8 @@ struct JobManager::LiveJob {
   std::optional<scheduler::Placement> placement;
   std::optional<executor::Progress> progress;
   std::map<std::string, double> latest_metrics;
+  // The newest checkpoint stored in PostgreSQL: where a resume would start.
+  std::optional<std::pair<std::int64_t, int>> stored_checkpoint;  // (step, epoch)
   std::atomic<bool> cancel{false};   // read by the executor without the mutex
   std::atomic<bool> checkpoint_on_cancel{false};
   StopReason stop_reason = StopReason::kNone;
@@ -140,13 +145,16 @@ class JobManager::Sink final : public executor::TrainingSink {
     manager_.pending_metrics_.push_back(std::move(row));
   }
 
+  // Queued for the telemetry writer, which stores it after the log lines
+  // and metrics queued before it, so a resume never replays lines that are
+  // already recorded. Training goes on meanwhile, also while the database
+  // is away; only the newest checkpoint of a job waits.
   void checkpoint(const executor::Checkpoint& checkpoint) override {
-    // Logs and metrics up to here land first, so a resume never replays
-    // lines before a checkpoint that already has them.
-    manager_.flush_telemetry();
-    manager_.with_retry([&] {
-      return manager_.repo_.outputs.save_checkpoint(job_->id, checkpoint.step, checkpoint.epoch, checkpoint.bytes);
-    });
+    {
+      std::lock_guard lock(manager_.telemetry_mutex_);
+      manager_.pending_checkpoints_[job_->id] = checkpoint;
+    }
+    manager_.telemetry_wake_.notify_one();
   }
 
   void progress(const executor::Progress& progress) override {
@@ -205,7 +213,8 @@ JobManager::JobManager(db::ConnectionPool& pool, scheduler::PoolLayout layout, J
       options_(std::move(options)),
       workers_(options_.workers),
       datasets_owner_(std::make_unique<Datasets>(repo_.datasets)),
-      scheduler_(std::move(layout), scheduler::SchedulerOptions{options_.lease_timeout}) {
+      scheduler_(std::move(layout), scheduler::SchedulerOptions{options_.lease_timeout}),
+      finished_views_(options_.finished_view_bytes) {
   datasets_ = datasets_owner_.get();
 }
 
@@ -296,7 +305,9 @@ db::Status JobManager::start() {
     enqueue_locked(job);
   }
   started_ = true;
-  committer_ = std::thread([this] { committer_loop(); });
+  for (int i = 0; i < std::max(1, options_.committers); ++i) {
+    committers_.emplace_back([this] { committer_loop(); });
+  }
   scheduler_thread_ = std::thread([this] { scheduler_loop(); });
   telemetry_ = std::thread([this] { telemetry_loop(); });
   wake_scheduler();
@@ -311,7 +322,8 @@ void JobManager::shutdown() {
     submit_closed_ = true;
   }
   submit_wake_.notify_all();
-  if (committer_.joinable()) committer_.join();  // answers what it already took
+  for (std::thread& t : committers_) t.join();  // they answer what they already took
+  committers_.clear();
   std::vector<std::thread> runners;
   {
     std::lock_guard lock(mutex_);
@@ -363,10 +375,24 @@ void JobManager::close() {
 // ---------------------------------------------------------------- submit
 
 void JobManager::submit(api::SubmitRequest request, std::function<void(api::SubmitOutcome)> done) {
+  PendingSubmit pending;
+  pending.resolved = resolved_of(request);
+  db::NewJob& row = pending.row;
+  row.tenant = request.tenant;
+  row.name = request.spec.name;
+  row.labels_json = json(request.spec.labels).dump();
+  row.priority = request.spec.priority;
+  row.spec_json = request.spec_text.empty() ? request.spec_json.dump() : request.spec_text;
+  row.resolved_json = pending.resolved.dump();
+  row.warnings_json = json(request.warnings).dump();
+  row.idempotency_key = request.idempotency_key;
+  row.spec_hash = request.spec_hash;
+  pending.request = std::move(request);
+  pending.done = std::move(done);
   {
     std::lock_guard lock(submit_mutex_);
     if (!submit_closed_) {
-      submits_.push_back({std::move(request), std::move(done)});
+      submits_.push_back(std::move(pending));
       submit_wake_.notify_one();
       return;
     }
@@ -374,7 +400,7 @@ void JobManager::submit(api::SubmitRequest request, std::function<void(api::Subm
   api::SubmitOutcome outcome;
   outcome.kind = api::SubmitOutcome::Kind::kUnavailable;
   outcome.message = "the service is shutting down";
-  done(std::move(outcome));
+  pending.done(std::move(outcome));
 }
 
 void JobManager::committer_loop() {
@@ -396,20 +422,7 @@ void JobManager::committer_loop() {
 void JobManager::commit_batch(std::vector<PendingSubmit>& batch) {
   std::vector<db::NewJob> rows;
   rows.reserve(batch.size());
-  for (PendingSubmit& p : batch) {
-    const api::SubmitRequest& r = p.request;
-    db::NewJob row;
-    row.tenant = r.tenant;
-    row.name = r.spec.name;
-    row.labels_json = json(r.spec.labels).dump();
-    row.priority = r.spec.priority;
-    row.spec_json = r.spec_json.dump();
-    row.resolved_json = resolved_of(r).dump();
-    row.warnings_json = json(r.warnings).dump();
-    row.idempotency_key = r.idempotency_key;
-    row.spec_hash = r.spec_hash;
-    rows.push_back(std::move(row));
-  }
+  for (PendingSubmit& p : batch) rows.push_back(std::move(p.row));
   auto inserted = repo_.jobs.insert_jobs(rows);
   if (!inserted.ok()) {
     database_ok_ = inserted.code() != db::ErrorCode::kUnavailable;
@@ -447,7 +460,7 @@ void JobManager::commit_batch(std::vector<PendingSubmit>& batch) {
         job->tenant = result.row.tenant;
         job->row = result.row;
         api::SubmitRequest& request = batch[i].request;
-        job->base = render_row(result.row, std::move(request.spec_json), resolved_of(request),
+        job->base = render_row(result.row, std::move(request.spec_json), std::move(batch[i].resolved),
                                json(request.spec.labels), json(request.warnings));
         job->spec = std::move(request.spec);
         job->resolution = std::move(request.resolution);
@@ -596,6 +609,10 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
   starting.allocation_json = allocation.dump();
   starting.set_started_at = true;
   starting.owner = options_.instance;
+  // Lost in a database crash, STARTING and RUNNING read as QUEUED again,
+  // which a restart re-queues anyway: skip their WAL flush (two fsyncs on
+  // the way from submit to RUNNING).
+  starting.durable = false;
   const bool moved = apply_transition(starting);
   auto release = [&] {
     std::lock_guard lock(mutex_);
@@ -643,6 +660,7 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
   running.from = {kStarting};
   running.to = kRunning;
   running.reason = resume ? "Resumed from the checkpoint at step " + std::to_string(resume->step) : "Training started";
+  running.durable = false;
   apply_transition(running);
   {
     std::lock_guard lock(mutex_);
@@ -650,6 +668,7 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
     ++epoch_;
     job->row.allocation_json = allocation.dump();
     job->row.started_at = std::chrono::system_clock::now();
+    if (resume) job->stored_checkpoint = {resume->step, resume->epoch};
     scheduler_.heartbeat(job->id, SteadyClock::now());
   }
 
@@ -769,6 +788,9 @@ void JobManager::finish_job(const std::shared_ptr<LiveJob>& job, JobState state,
   apply_transition(t);
   auto row = repo_.jobs.get_job(job->id);
   ++finished_total_;
+  if (row.ok() && *row && is_terminal((*row)->state)) {
+    finished_views_.put(job->id, job->tenant, response_body(render(**row)));
+  }
   std::lock_guard lock(mutex_);
   if (row.ok() && *row) job->row = **row;
   else job->row.state = state;
@@ -832,6 +854,7 @@ json JobManager::render_row(const db::JobRow& row, json spec, json resolved, jso
       {"finished_at", time_or_null(row.finished_at)},
       {"error", parse_or_null(row.error_json)},
       {"warnings", std::move(warnings)},
+      {"last_checkpoint", nullptr},
       {"attempt", row.attempt},
       {"max_retries", spec.is_object() ? spec.value("max_retries", 0) : 0},
   };
@@ -890,6 +913,9 @@ json JobManager::render_live_locked(const LiveJob& job) {
     }
     view["progress"] = progress;
   }
+  if (job.stored_checkpoint) {
+    view["last_checkpoint"] = {{"step", job.stored_checkpoint->first}, {"epoch", job.stored_checkpoint->second}};
+  }
   if (!job.latest_metrics.empty()) {
     json metrics = json::object();
     for (const auto& [name, value] : job.latest_metrics) {
@@ -923,15 +949,21 @@ db::Result<std::string> JobManager::get_job_text(std::int64_t id, const std::str
       if (job.tenant != tenant) return not_found(id).error();
       // Pollers ask far more often than jobs change: render once per change.
       if (job.cached_body.empty() || job.cached_epoch != epoch_) {
-        job.cached_body = render_live_locked(job).dump(-1, ' ', false, json::error_handler_t::replace);
+        job.cached_body = response_body(render_live_locked(job));
         job.cached_epoch = epoch_;
       }
       return job.cached_body;
     }
   }
+  if (std::optional<FinishedViewCache::Entry> hit = finished_views_.find(id)) {
+    if (hit->tenant != tenant) return not_found(id).error();
+    return std::move(hit->body);
+  }
   auto row = load_visible(id, tenant);
   if (!row.ok()) return row.error();
-  return render(*row).dump(-1, ' ', false, json::error_handler_t::replace);
+  std::string body = response_body(render(*row));
+  if (is_terminal(row->state)) finished_views_.put(id, row->tenant, body);
+  return body;
 }
 
 api::JsonResult JobManager::list_jobs(const api::JobQuery& query) {
@@ -1353,15 +1385,28 @@ bool JobManager::flush_telemetry() {
   std::vector<db::LogLine> logs;
   std::vector<db::MetricPoint> metrics;
   std::map<std::int64_t, std::pair<std::string, std::string>> progress;
+  std::map<std::int64_t, executor::Checkpoint> checkpoints;
   {
     std::lock_guard lock(telemetry_mutex_);
     logs.swap(pending_logs_);
     metrics.swap(pending_metrics_);
     progress.swap(pending_progress_);
+    checkpoints.swap(pending_checkpoints_);
   }
   bool ok = true;
   if (!logs.empty()) ok &= with_retry([&] { return repo_.outputs.append_logs(logs); });
   if (!metrics.empty()) ok &= with_retry([&] { return repo_.outputs.append_metrics(metrics); });
+  for (const auto& [id, c] : checkpoints) {
+    if (!with_retry([&] { return repo_.outputs.save_checkpoint(id, c.step, c.epoch, c.bytes); })) {
+      ok = false;
+      continue;
+    }
+    std::lock_guard lock(mutex_);
+    if (auto it = live_.find(id); it != live_.end()) {
+      it->second->stored_checkpoint = {c.step, c.epoch};
+      ++epoch_;
+    }
+  }
   for (const auto& [id, p] : progress) {
     ok &= with_retry([&] { return repo_.jobs.update_progress(id, p.first, p.second); });
   }
@@ -1371,7 +1416,10 @@ bool JobManager::flush_telemetry() {
 void JobManager::telemetry_loop() {
   std::unique_lock lock(telemetry_mutex_);
   while (!telemetry_stopping_) {
-    telemetry_wake_.wait_for(lock, options_.telemetry_interval);
+    // Log lines and metrics go in batches; a checkpoint goes at once, so a
+    // crash loses as little training as possible.
+    telemetry_wake_.wait_for(lock, options_.telemetry_interval,
+                             [this] { return telemetry_stopping_ || !pending_checkpoints_.empty(); });
     lock.unlock();
     flush_telemetry();
     lock.lock();

@@ -2,7 +2,7 @@
 // placed ones on the executor, and records every transition, log line,
 // metric and checkpoint in PostgreSQL. Implements api::JobService.
 //
-// Threads: a committer (group commit of submits), a scheduler loop, one
+// Threads: committers (group commit of submits), a scheduler loop, one
 // runner per running job (its compute runs on the shared executor
 // WorkerPool), a telemetry writer (batched logs, metrics, progress) and a
 // timer thread (long-poll timeouts, log streams).
@@ -29,6 +29,7 @@
 #include "scheduler/pool.h"
 #include "scheduler/scheduler.h"
 #include "service/timer_queue.h"
+#include "service/view_cache.h"
 
 namespace tpujobs::service {
 
@@ -36,9 +37,14 @@ struct JobManagerOptions {
   int workers = 2;               // executor worker threads shared by all jobs
   int max_cpu_jobs = 2;          // accelerator "cpu" jobs running at once
   int submit_batch = 256;        // most jobs committed in one transaction
+  // Transactions of submits in flight at once: while one waits for its
+  // commit, the next batch is inserted and the previous one answered.
+  int committers = 2;
   std::chrono::milliseconds lease_timeout{30000};
   std::chrono::milliseconds telemetry_interval{200};
   std::string instance = "tpujobs";  // recorded as the owner of the jobs it runs
+  // Memory for the rendered views of finished jobs (FinishedViewCache).
+  std::size_t finished_view_bytes = 64u << 20;
 };
 
 class JobManager final : public api::JobService {
@@ -86,6 +92,8 @@ class JobManager final : public api::JobService {
   struct LiveJob;
   struct PendingSubmit {
     api::SubmitRequest request;
+    db::NewJob row;           // built on the submitting thread, not the committer's
+    nlohmann::json resolved;  // resolved_of(request)
     std::function<void(api::SubmitOutcome)> done;
   };
   enum class StopReason { kNone, kUserCancel, kHostFailedRetry, kHostFailedFinal, kShutdown, kLeaseLost };
@@ -153,6 +161,7 @@ class JobManager final : public api::JobService {
   std::vector<db::LogLine> pending_logs_;
   std::vector<db::MetricPoint> pending_metrics_;
   std::map<std::int64_t, std::pair<std::string, std::string>> pending_progress_;  // id -> (progress, metrics)
+  std::map<std::int64_t, executor::Checkpoint> pending_checkpoints_;  // the newest of each job
   bool telemetry_stopping_ = false;
   std::mutex flush_mutex_;  // one flush at a time, so batches land in order
 
@@ -168,12 +177,14 @@ class JobManager final : public api::JobService {
   std::mutex estimate_mutex_;
   std::unordered_map<std::string, Estimate> estimate_cache_;
 
+  FinishedViewCache finished_views_;
+
   std::atomic<bool> database_ok_{true};
   std::atomic<std::int64_t> submitted_total_{0};
   std::atomic<std::int64_t> finished_total_{0};
 
   TimerQueue timers_;
-  std::thread committer_;
+  std::vector<std::thread> committers_;
   std::thread scheduler_thread_;
   std::thread telemetry_;
   bool started_ = false;

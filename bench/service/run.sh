@@ -15,7 +15,8 @@
 #
 # Environment: DURATION (wrk run, default 10s), CONNECTIONS (64),
 # WRK_THREADS (2), LATENCY_JOBS (200), PERF=1 records `perf record -g` of
-# the service during each wrk run into $OUT (default: the state dir, kept).
+# the service during each wrk run into $OUT (default: the state dir, kept);
+# PERF=all records every process instead (`perf record -a`, no call graphs).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -53,6 +54,23 @@ for _ in $(seq 600); do
 done
 grep -q "tpujobs listening on" "$state/serve.log" || { echo "service did not start" >&2; exit 1; }
 
+# CPU time in ms (user + system) of the service, and of the embedded
+# PostgreSQL (postmaster and every backend): CPU per request is meaningful
+# even on a loaded machine, where rates are not.
+clk_tck=$(getconf CLK_TCK)
+cpu_ms_of() {  # cpu_ms_of PID...
+  for p in "$@"; do cat "/proc/$p/stat" 2>/dev/null; done |
+    awk -v hz="$clk_tck" '{sub(/^.*\) /, ""); t += $12 + $13} END {printf "%d", t * 1000 / hz}'
+}
+postgres_pids() {
+  local postmaster
+  postmaster=$(head -1 "$state/state/pgdata/postmaster.pid")
+  echo "$postmaster"
+  awk -v pp="$postmaster" '{line = $0; sub(/^.*\) /, "", line); split(line, f, " "); if (f[2] == pp) print $1}' /proc/[0-9]*/stat 2>/dev/null
+}
+service_cpu_ms() { cpu_ms_of "$pid"; }
+postgres_cpu_ms() { cpu_ms_of $(postgres_pids); }
+
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$pid/status"; }
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 jobs_stored() {  # all jobs in PostgreSQL, by /metrics tpujobs_jobs (a COUNT in the database)
@@ -68,6 +86,9 @@ wrk_field() {  # wrk_field FILE REGEX -> the second field of the first matching 
 profile() {  # profile NAME: perf record of the service while wrk runs
   if [[ ${PERF:-0} == 1 ]]; then
     perf record -F 499 -g -p "$pid" -o "$out/perf-$1.data" -- sleep "${duration%s}" >/dev/null 2>&1 &
+    perf_pid=$!
+  elif [[ ${PERF:-0} == all ]]; then  # every process: how tpujobs, PostgreSQL and wrk share the CPUs
+    perf record -F 499 -a -o "$out/perf-$1.data" -- sleep "${duration%s}" >/dev/null 2>&1 &
     perf_pid=$!
   fi
 }
@@ -93,8 +114,10 @@ done
 before=$(jobs_stored)
 commits_before=$(commits)
 profile submit
+service_cpu_before=$(service_cpu_ms); postgres_cpu_before=$(postgres_cpu_ms)
 SUBMIT_SPEC=$spec wrk -t"$wrk_threads" -c"$connections" -d"$duration" --latency -s "$here/submit.lua" "$url" | tee "$state/submit.txt"
 wait_profile
+service_cpu_submit=$(($(service_cpu_ms) - service_cpu_before)); postgres_cpu_submit=$(($(postgres_cpu_ms) - postgres_cpu_before))
 load_submit=$(load)
 sleep 1  # answers already sent are committed; this is only for the count below
 after=$(jobs_stored)
@@ -106,9 +129,11 @@ pending_reason=$(curl -sf "$url/v1/jobs/$last_id" | python3 -c 'import json, sys
 
 # ---- 4. status reads
 profile status-queued
+service_cpu_before=$(service_cpu_ms)
 FIRST_ID=$((latency_jobs + 1)) LAST_ID=$last_id wrk -t"$wrk_threads" -c"$connections" -d"$duration" --latency \
   -s "$here/status.lua" "$url" | tee "$state/status-queued.txt"
 wait_profile
+service_cpu_status=$(($(service_cpu_ms) - service_cpu_before))
 load_status=$(load)
 profile status-finished
 FIRST_ID=1 LAST_ID=$latency_jobs wrk -t"$wrk_threads" -c"$connections" -d"$duration" --latency \
@@ -130,9 +155,11 @@ row "submit latency p50 / p99" "$(wrk_field "$state/submit.txt" '^ +50%') / $(wr
 row "submit 201s (wrk) / new jobs in PostgreSQL" "$created / $stored" "equal (+<= $connections in flight)"
 row "submit non-201 / socket errors" "$(wrk_field "$state/submit.txt" '^other_status') / $(wrk_field "$state/submit.txt" '^socket_errors')" "0 / 0"
 row "PostgreSQL commits during submit (all)" "$commits_submit ($(awk -v c="$created" -v n="$commits_submit" 'BEGIN {printf "%.1f", n ? c / n : 0}') jobs/commit)" ""
+row "CPU per submit: tpujobs / PostgreSQL (µs)" "$(awk -v a="$service_cpu_submit" -v b="$postgres_cpu_submit" -v n="$stored" 'BEGIN {printf "%.0f / %.0f", a * 1000 / n, b * 1000 / n}')" ""
 row "state of the last job submitted" "$pending_reason" ""
 row "status (queued jobs, in memory), req/s" "$(wrk_field "$state/status-queued.txt" '^Requests/sec')" ">= 20000"
 row "status (queued) p50 / p99" "$(wrk_field "$state/status-queued.txt" '^ +50%') / $(wrk_field "$state/status-queued.txt" '^ +99%')" "p99 < 10ms"
+row "CPU per status read, tpujobs (µs)" "$(awk -v a="$service_cpu_status" -v n="$(awk '/requests in/ {print $1; exit}' "$state/status-queued.txt")" 'BEGIN {printf "%.1f", a * 1000 / n}')" ""
 row "status (queued) non-200" "$(wrk_field "$state/status-queued.txt" '^other_status')" "0"
 row "status (finished jobs, PostgreSQL), req/s" "$(wrk_field "$state/status-finished.txt" '^Requests/sec')" ">= 20000"
 row "status (finished) p50 / p99" "$(wrk_field "$state/status-finished.txt" '^ +50%') / $(wrk_field "$state/status-finished.txt" '^ +99%')" "p99 < 10ms"

@@ -22,12 +22,14 @@ json long_spec(const std::string& name) {
           {"optimizer", {{"type", "adam"}, {"lr", 0.001}}}};
 }
 
-// Waits until the job has made progress past `step`.
+// Waits until the job has made progress past `step` and has a checkpoint
+// stored (checkpoints are written behind the training, not in its way).
 json wait_for_step(const ServiceProcess& service, std::int64_t id, std::int64_t step) {
   json job;
   for (int i = 0; i < 1200; ++i) {
     job = service.get("/v1/jobs/" + std::to_string(id)).json();
-    if (job["state"] == "RUNNING" && job["progress"].is_object() && job["progress"]["step"].get<std::int64_t>() >= step) {
+    if (job["state"] == "RUNNING" && job["progress"].is_object() && job["progress"]["step"].get<std::int64_t>() >= step &&
+        job["last_checkpoint"].is_object()) {
       return job;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -67,11 +69,18 @@ void restart_in_the_middle(bool crash) {
   ASSERT_EQ(done["state"], "SUCCEEDED") << done.dump(2) << second.log();
 
   const json events = second.get("/v1/jobs/" + std::to_string(id) + "/events").json()["events"];
+  // It resumes from the checkpoint the first run reported as stored, or a
+  // later one.
+  const std::string prefix = "Resumed from the checkpoint at step ";
   bool resumed = false;
   for (const json& e : events) {
-    if (e["reason"].get<std::string>().find("Resumed from the checkpoint at step") != std::string::npos) resumed = true;
+    const std::string reason = e["reason"];
+    if (reason.starts_with(prefix)) {
+      resumed = true;
+      EXPECT_GE(std::stoll(reason.substr(prefix.size())), running["last_checkpoint"]["step"].get<std::int64_t>());
+    }
   }
-  EXPECT_TRUE(resumed) << events.dump(2);
+  EXPECT_TRUE(resumed) << events.dump(2) << "\nfirst run:\n" << first.log() << "\nsecond run:\n" << second.log();
   expect_contiguous_logs(second, id);
   const json pool = second.get("/v1/pool").json();
   EXPECT_EQ(pool["used_cores"], 0);
