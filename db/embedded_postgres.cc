@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -69,6 +70,28 @@ std::string quote_conninfo(const std::string& value) {
     out += c;
   }
   return out + "'";
+}
+
+// "was killed by SIGKILL", "exited with status 1": a waitpid() status in words.
+std::string describe_exit(int status) {
+  if (WIFSIGNALED(status)) {
+    const char* name = sigabbrev_np(WTERMSIG(status));
+    return "was killed by " +
+           (name ? "SIG" + std::string(name) : "signal " + std::to_string(WTERMSIG(status)));
+  }
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  return "ended";
+}
+
+// One line of a multi-line start-up error: its first line, and the last
+// FATAL line of the quoted log when there is one (the reason).
+std::string summary_of(const std::string& message) {
+  std::string summary = message.substr(0, message.find('\n'));
+  const std::size_t fatal = message.rfind("FATAL:");
+  if (fatal != std::string::npos) {
+    summary += " " + message.substr(fatal, message.find('\n', fatal) - fatal);
+  }
+  return summary;
 }
 
 bool alive(pid_t pid) { return kill(pid, 0) == 0 || errno == EPERM; }
@@ -381,7 +404,7 @@ Status EmbeddedPostgres::launch() {
     }
     if (PQpingParams(keywords, values, 0) == PQPING_OK) break;
     if (Clock::now() >= deadline) {
-      (void)stop();
+      (void)shut_down(Shutdown::kFast);
       return make_error(ErrorCode::kUnavailable,
                         "PostgreSQL did not accept connections within " +
                             std::to_string(options_.start_timeout.count()) + " s (see " +
@@ -404,6 +427,11 @@ Status EmbeddedPostgres::launch() {
 }
 
 Status EmbeddedPostgres::stop(Shutdown mode) {
+  end_supervision();
+  return shut_down(mode);
+}
+
+Status EmbeddedPostgres::shut_down(Shutdown mode) {
   if (postmaster_pid_ <= 0) return Status::Ok();
   const pid_t pid = postmaster_pid_;
   postmaster_pid_ = -1;
@@ -419,8 +447,78 @@ Status EmbeddedPostgres::stop(Shutdown mode) {
 }
 
 Status EmbeddedPostgres::restart() {
+  {
+    std::lock_guard lock(supervision_mutex_);
+    if (supervising_) return Status::Ok();  // running, or being brought back
+  }
   if (running()) return Status::Ok();
-  return launch();
+  Status launched = launch();
+  if (launched.ok() && report_) supervise(report_);
+  return launched;
+}
+
+void EmbeddedPostgres::supervise(Report report) {
+  {
+    std::lock_guard lock(supervision_mutex_);
+    if (supervising_) return;
+    supervising_ = true;
+  }
+  // The previous supervisor, if any, was joined by end_supervision().
+  report_ = std::move(report);
+  supervisor_ = std::thread([this] { watch(); });
+}
+
+void EmbeddedPostgres::end_supervision() {
+  {
+    std::lock_guard lock(supervision_mutex_);
+    supervising_ = false;
+  }
+  supervision_wake_.notify_all();
+  if (supervisor_.joinable()) supervisor_.join();
+}
+
+void EmbeddedPostgres::watch() {
+  std::unique_lock lock(supervision_mutex_);
+  for (;;) {
+    // Polled rather than a blocking waitpid(), so that stop() can end the
+    // watch at any moment without a signal.
+    if (supervision_wake_.wait_for(lock, std::chrono::milliseconds(100),
+                                   [this] { return !supervising_; })) {
+      return;
+    }
+    const pid_t pid = postmaster_pid_;
+    int status = 0;
+    if (pid <= 0 || waitpid(pid, &status, WNOHANG) != pid) continue;
+    postmaster_pid_ = -1;
+    lock.unlock();
+    report_("embedded PostgreSQL (pid " + std::to_string(pid) + ") " + describe_exit(status) +
+            " unexpectedly; starting it again");
+    const bool back = relaunch_after_crash();
+    lock.lock();
+    if (!back) return;
+  }
+}
+
+bool EmbeddedPostgres::relaunch_after_crash() {
+  const auto began = Clock::now();
+  auto delay = std::chrono::milliseconds(100);
+  for (int attempt = 1;; ++attempt) {
+    Status launched = launch();
+    if (launched.ok()) {
+      const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - began);
+      report_("embedded PostgreSQL is back (pid " + std::to_string(postmaster_pid_) + ") after " +
+              std::to_string(took.count()) + " ms, attempt " + std::to_string(attempt));
+      return true;
+    }
+    // A server that came up but failed a later check is started afresh.
+    (void)shut_down(Shutdown::kImmediate);
+    report_("embedded PostgreSQL restart attempt " + std::to_string(attempt) +
+            " failed: " + summary_of(launched.error().message) + "; next attempt in " +
+            std::to_string(delay.count()) + " ms");
+    std::unique_lock lock(supervision_mutex_);
+    if (supervision_wake_.wait_for(lock, delay, [this] { return !supervising_; })) return false;
+    delay = std::min(delay * 2, std::chrono::milliseconds(5000));
+  }
 }
 
 EmbeddedPostgres::~EmbeddedPostgres() { (void)stop(); }

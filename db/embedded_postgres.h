@@ -6,10 +6,15 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -69,11 +74,26 @@ class EmbeddedPostgres {
     kImmediate,
   };
   // Stops the server; escalates to SIGQUIT, then SIGKILL, when it takes
-  // longer than stop_timeout. kUnavailable when it had to escalate.
+  // longer than stop_timeout. kUnavailable when it had to escalate. Ends
+  // supervision first (waiting for a restart attempt in progress).
   // Idempotent.
   Status stop(Shutdown mode = Shutdown::kFast);
-  // Starts the server again after stop() (same state_dir and options).
+  // Starts the server again after stop() (same state_dir and options), and
+  // supervises it again if it was supervised. Ok at once while it runs or
+  // while supervision is bringing it back.
   Status restart();
+
+  // Keeps the server up: from a thread of its own, notices when the
+  // postmaster exits without stop() (killed, crashed), reports it and starts
+  // it again, retrying with back-off (100 ms doubling to 5 s; after a crash
+  // the old backends hold the shared memory for a moment) until it is up or
+  // stop() is called. Every event is one line for `report`, called from that
+  // thread. Only the postmaster's own PID is waited for: other children of
+  // the process are never reaped here. The restarted server gets the
+  // parent-death signal of the supervising thread, which lives until stop().
+  // Calling it again while supervising does nothing.
+  using Report = std::function<void(const std::string& line)>;
+  void supervise(Report report);
 
   bool running() const { return postmaster_pid_ > 0; }
   pid_t postmaster_pid() const { return postmaster_pid_; }
@@ -84,12 +104,26 @@ class EmbeddedPostgres {
  private:
   explicit EmbeddedPostgres(Options options) : options_(std::move(options)) {}
   Status launch();
+  // stop() without touching supervision: signals, waits, escalates.
+  Status shut_down(Shutdown mode);
+  void end_supervision();
+  void watch();
+  // Starts the server again after it died; false when stop() came first.
+  bool relaunch_after_crash();
 
   Options options_;
   uid_t run_as_uid_ = 0;
   gid_t run_as_gid_ = 0;
   bool switch_user_ = false;
-  pid_t postmaster_pid_ = -1;
+  // Written by the controlling thread and the supervisor, never at once
+  // (stop() ends supervision before it touches the server); read anywhere.
+  std::atomic<pid_t> postmaster_pid_{-1};
+
+  std::mutex supervision_mutex_;
+  std::condition_variable supervision_wake_;
+  bool supervising_ = false;  // guarded by supervision_mutex_
+  Report report_;
+  std::thread supervisor_;
 };
 
 }  // namespace tpujobs::db

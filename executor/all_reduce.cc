@@ -1,5 +1,8 @@
 #include "executor/all_reduce.h"
 
+// The pool parallelizes; Eigen itself must never start threads of its own.
+#define EIGEN_DONT_PARALLELIZE
+#include <Eigen/Core>
 #include <algorithm>
 
 #include "executor/worker_pool.h"
@@ -18,21 +21,21 @@ void ring_all_reduce(const std::vector<float*>& buffers, std::size_t count, floa
   // Each element's sum takes the ring's order, b[c] + b[c+1] + ... + b[c-1],
   // but in one pass over memory: blocks of the chunk are summed in a small
   // buffer, reading every replica once, instead of hop by hop.
+  // Elementwise array expressions: vectorized, each element's sum in ring order.
+  using Block = Eigen::Map<const Eigen::ArrayXf>;
   auto reduce_chunk = [&](int chunk) {
     constexpr std::size_t kBlock = 1024;
-    float sum[kBlock];
+    Eigen::Array<float, kBlock, 1> sum;
     const std::size_t chunk_begin = std::min(count, std::size_t(chunk) * chunk_size);
     const std::size_t chunk_end = std::min(count, chunk_begin + chunk_size);
     for (std::size_t begin = chunk_begin; begin < chunk_end; begin += kBlock) {
-      const std::size_t size = std::min(kBlock, chunk_end - begin);
-      const float* first = buffers[chunk] + begin;
-      for (std::size_t i = 0; i < size; ++i) sum[i] = first[i];
+      const auto size = static_cast<Eigen::Index>(std::min(kBlock, chunk_end - begin));
+      auto partial = sum.head(size);
+      partial = Block(buffers[chunk] + begin, size);
       for (int hop = 1; hop < world; ++hop) {
-        const float* next = buffers[(chunk + hop) % world] + begin;
-        for (std::size_t i = 0; i < size; ++i) sum[i] += next[i];
+        partial += Block(buffers[(chunk + hop) % world] + begin, size);
       }
-      float* out = buffers[0] + begin;
-      for (std::size_t i = 0; i < size; ++i) out[i] = sum[i] * scale;
+      Eigen::Map<Eigen::ArrayXf>(buffers[0] + begin, size) = partial * scale;
     }
   };
   // Small reductions are not worth waking threads for.

@@ -5,15 +5,16 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "executor/float_buffer.h"
+#include "executor/gemm.h"
 #include "executor/model_shape.h"
 #include "executor/spec.h"
 
 namespace tpujobs::executor {
-
-class WorkerPool;
 
 // Where one layer's parameters live in the flat vector (offsets in floats).
 struct LayerParameters {
@@ -37,8 +38,8 @@ class Network {
   const std::vector<LayerParameters>& layout() const { return layout_; }
 
   // Every trainable value, each shared tensor once.
-  std::vector<float>& parameters() { return parameters_; }
-  const std::vector<float>& parameters() const { return parameters_; }
+  FloatBuffer& parameters() { return parameters_; }
+  const FloatBuffer& parameters() const { return parameters_; }
   // Distinct parameter tensors (what torch's len(list(model.parameters())) counts).
   int parameter_tensors() const { return parameter_tensors_; }
   int tied_layers() const;
@@ -54,16 +55,9 @@ class Network {
   ModelShape shape_;
   Precision precision_;
   std::vector<LayerParameters> layout_;
-  std::vector<float> parameters_;
-  std::vector<float> rounded_;  // empty under fp32
+  FloatBuffer parameters_;
+  FloatBuffer rounded_;  // empty under fp32
   int parameter_tensors_ = 0;
-};
-
-// How one replica may split its large matrix products over the pool.
-struct ComputeSplit {
-  WorkerPool* pool = nullptr;
-  int parts = 1;                             // 1: never split
-  std::int64_t min_multiply_adds = 1 << 21;  // smaller products are not worth a split
 };
 
 struct BatchLoss {
@@ -83,7 +77,7 @@ class Replica {
   float* labels() { return labels_.data(); }
 
   // Accumulated d(loss)/d(parameters), in the network's layout.
-  std::vector<float>& gradients() { return gradients_; }
+  FloatBuffer& gradients() { return gradients_; }
   void zero_gradients();
 
   // Forward in training mode (dropout active, masks drawn from `dropout_seed`),
@@ -104,18 +98,18 @@ class Replica {
   const Network& network_;
   int max_rows_;
   ComputeSplit split_;
-  std::vector<std::vector<float>> activations_;     // [layer] rows x width; [0] is the input
-  std::vector<std::vector<float>> rounded_inputs_;  // linear layers under bf16/fp16
-  std::vector<std::vector<float>> aux_;             // dropout masks; layernorm normalized inputs
-  std::vector<std::vector<float>> inverse_std_;     // layernorm
-  std::vector<float> labels_;
-  std::vector<float> gradient_a_, gradient_b_, rounded_gradient_;
-  std::vector<float> gradients_;
+  std::vector<FloatBuffer> activations_;     // [layer] rows x width; [0] is the input
+  std::vector<FloatBuffer> rounded_inputs_;  // linear layers under bf16/fp16
+  std::vector<FloatBuffer> aux_;             // dropout masks; layernorm normalized inputs
+  std::vector<FloatBuffer> inverse_std_;     // layernorm
+  FloatBuffer labels_;
+  FloatBuffer gradient_a_, gradient_b_, rounded_gradient_;
+  FloatBuffer gradients_;
   std::vector<char> weight_written_;  // per layer: its weight got a gradient this pass
 };
 
 // hash64 of the exact bytes of `values`, as "hash64:<16 hex digits>": equal
 // digests mean (barring a collision) bit-identical values.
-std::string digest(const std::vector<float>& values);
+std::string digest(std::span<const float> values);
 
 }  // namespace tpujobs::executor

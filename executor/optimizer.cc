@@ -35,19 +35,19 @@ Optimizer::Optimizer(const OptimizerSpec& spec, std::size_t parameters) : spec_(
   if (adam) second_moment_.assign(parameters, 0.0f);
 }
 
-bool Optimizer::restore(std::int64_t steps, std::vector<float> first_moment,
-                        std::vector<float> second_moment) {
+bool Optimizer::restore(std::int64_t steps, std::span<const float> first_moment,
+                        std::span<const float> second_moment) {
   if (first_moment.size() != first_moment_.size() ||
       second_moment.size() != second_moment_.size()) {
     return false;
   }
   steps_ = steps;
-  first_moment_ = std::move(first_moment);
-  second_moment_ = std::move(second_moment);
+  std::copy(first_moment.begin(), first_moment.end(), first_moment_.begin());
+  std::copy(second_moment.begin(), second_moment.end(), second_moment_.begin());
   return true;
 }
 
-void Optimizer::step(std::vector<float>& parameters, const std::vector<float>& gradients,
+void Optimizer::step(std::span<float> parameters, std::span<const float> gradients,
                      WorkerPool* pool) {
   ++steps_;
   for_chunks(parameters.size(), pool, [&](int, std::size_t begin, std::size_t end) {
@@ -84,6 +84,9 @@ void Optimizer::update(float* p, const float* g, std::size_t begin, std::size_t 
       const float eps = static_cast<float>(spec_.eps);
       const float shrink = 1.0f - lr * decay;
       // Elementwise array expressions: vectorized, and IEEE-exact like the scalar loop.
+      // (Three passes over one chunk: the chunk stays in L2. One pass over
+      // L1-sized blocks measured no faster: with SSE2 the sqrt and division
+      // bound the update, not memory.)
       const auto n = static_cast<Eigen::Index>(end - begin);
       Eigen::Map<Eigen::ArrayXf> param(p + begin, n), m(first_moment_.data() + begin, n),
           v(second_moment_.data() + begin, n);
@@ -106,7 +109,7 @@ void Optimizer::update(float* p, const float* g, std::size_t begin, std::size_t 
   }
 }
 
-double clip_by_global_norm(std::vector<float>& gradients, double max_norm, WorkerPool* pool) {
+double clip_by_global_norm(std::span<float> gradients, double max_norm, WorkerPool* pool) {
   const std::size_t chunks = (gradients.size() + kChunk - 1) / kChunk;
   std::vector<double> partial(chunks, 0.0);
   for_chunks(gradients.size(), pool, [&](int chunk, std::size_t begin, std::size_t end) {

@@ -25,6 +25,9 @@ std::int64_t samples_per_replica(const SamplerOptions& options);
 // without shuffle), padded or truncated as above, then every world_size-th
 // index starting at rank.
 std::vector<std::int64_t> replica_indices(const SamplerOptions& options, int rank, int epoch);
+// replica_indices() of every rank in [0, world_size), shuffling once.
+std::vector<std::vector<std::int64_t>> all_replica_indices(const SamplerOptions& options,
+                                                           int epoch);
 
 // Batches per replica per epoch for a per-core batch size: a last partial
 // batch counts unless drop_last.

@@ -260,15 +260,14 @@ std::optional<JobError> Trainer::restore(const Checkpoint& checkpoint) {
     return invalid("cannot resume: the checkpoint belongs to another model, seed or world size",
                    "Resume with the spec the checkpoint was written with.");
   }
-  if (!optimizer_->restore(state->optimizer_steps, std::move(state->first_moment),
-                           std::move(state->second_moment))) {
+  if (!optimizer_->restore(state->optimizer_steps, state->first_moment, state->second_moment)) {
     return invalid("cannot resume: the checkpoint's optimizer state does not match the optimizer");
   }
   std::optional<XlaMetrics> xla =
       XlaMetrics::deserialize(state->xla_metrics, [this] { return clock_.now(); });
   if (!xla) return invalid("cannot resume: the checkpoint's XLA metrics are unreadable");
   xla_ = std::move(*xla);
-  network_->parameters() = std::move(state->parameters);
+  network_->parameters().assign(state->parameters.begin(), state->parameters.end());
   network_->parameters_changed();
   step_ = state->step;
   epoch_ = state->epoch;
@@ -378,8 +377,10 @@ double Trainer::run_micro_batch(std::int64_t batch, int index_in_group,
 void Trainer::ensure_replicas() {
   if (!replicas_.empty()) return;
   const int world = spec_.world_size;
-  // Replicas split large products only when there are more threads than replicas.
-  const ComputeSplit split{&workers_, std::max(1, workers_.threads() / world)};
+  // Large products run as panels on the pool, nested in the replicas' tasks:
+  // threads that have no replica left to run take panels.
+  ComputeSplit split;
+  split.pool = &workers_;
   for (int r = 0; r < world; ++r) {
     replicas_.push_back(std::make_unique<Replica>(*network_, spec_.data.batch_size, split));
   }
@@ -427,10 +428,11 @@ void Trainer::emit_checkpoint() {
   state.step = step_;
   state.epoch = epoch_;
   state.batch = batch_;
-  state.parameters = network_->parameters();
+  state.parameters.assign(network_->parameters().begin(), network_->parameters().end());
   state.optimizer_steps = optimizer_->steps();
-  state.first_moment = optimizer_->first_moment();
-  state.second_moment = optimizer_->second_moment();
+  state.first_moment.assign(optimizer_->first_moment().begin(), optimizer_->first_moment().end());
+  state.second_moment.assign(optimizer_->second_moment().begin(),
+                             optimizer_->second_moment().end());
   state.rng_stream = derive_seed(
       spec_.seed, {static_cast<std::uint64_t>(epoch_), static_cast<std::uint64_t>(batch_)});
   state.epoch_loss_sum = epoch_loss_sum_;
@@ -488,8 +490,8 @@ TrainingResult Trainer::run() {
   if (stopped) stop_reason = "`max_steps=" + std::to_string(spec_.max_steps) + "` reached.";
 
   while (!stopped && (spec_.max_epochs < 0 || epoch_ < spec_.max_epochs)) {
-    std::vector<std::vector<std::int64_t>> shards(world);
-    for (int r = 0; r < world; ++r) shards[r] = replica_indices(prepared_.sampler, r, epoch_);
+    const std::vector<std::vector<std::int64_t>> shards =
+        all_replica_indices(prepared_.sampler, epoch_);
     const steady_clock::time_point epoch_began = clock_.now();
     while (batch_ < batches) {
       if (std::optional<JobError> error = check_control(step_ + 1)) {
@@ -524,7 +526,7 @@ TrainingResult Trainer::run() {
         gradient_buffers.clear();
         for (auto& replica : replicas_) gradient_buffers.push_back(replica->gradients().data());
       }
-      std::vector<float>& gradients = replicas_[0]->gradients();
+      FloatBuffer& gradients = replicas_[0]->gradients();
       ring_all_reduce(gradient_buffers, gradients.size(), 1.0f / static_cast<float>(world),
                       &workers_);
       if (spec_.gradient_clip_val)

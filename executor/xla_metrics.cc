@@ -79,6 +79,14 @@ std::string format_bytes(double bytes) {
 }
 
 // Serialized strings are length-prefixed so keys may hold any byte.
+// Appends `value` in decimal, then `separator`, without temporaries: a
+// checkpoint carries up to kMaxSamples samples of every metric.
+void put_integer(std::string& out, std::int64_t value, char separator) {
+  char text[24];
+  out.append(text, std::to_chars(text, text + sizeof(text), value).ptr);
+  out += separator;
+}
+
 void put_string(std::string& out, std::string_view text) {
   out += std::to_string(text.size());
   out += ':';
@@ -279,7 +287,8 @@ std::string XlaMetrics::serialize() const {
            std::to_string(metric.total_samples) + " " + real_bits(metric.accumulator) + " " +
            std::to_string(metric.next) + " " + std::to_string(metric.samples.size()) + "\n";
     for (const Sample& sample : metric.samples) {
-      out += real_bits(sample.value) + " " + std::to_string(sample.time_ns) + "\n";
+      put_integer(out, std::bit_cast<std::int64_t>(sample.value), ' ');
+      put_integer(out, sample.time_ns, '\n');
     }
   }
   return out;

@@ -17,6 +17,10 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 build="${FUZZ_BUILD:-$repo/build-fuzz}"
 targets=(job_spec csv http_request)
 
+if ! command -v clang++ >/dev/null; then
+  echo "fuzz/run.sh: clang++ not found (scripts/setup.sh --test installs clang and libclang-rt-14-dev)" >&2
+  exit 1
+fi
 CC=clang CXX=clang++ cmake -S "$repo/fuzz" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null || exit 1
 cmake --build "$build" -j"${FUZZ_JOBS:-2}" || exit 1
 
@@ -45,7 +49,9 @@ for target in "${targets[@]}"; do
     grep -m3 -E "ERROR|runtime error|SUMMARY|Test unit written" "$build/artifacts/$target/fuzz.log" | sed 's/^/   /'
     failed+=("$target")
   else
-    grep -E "stat::number_of_executed_units|stat::new_units_added" "$build/artifacts/$target/fuzz.log" | sed 's/^/   /'
+    grep -E "stat::number_of_executed_units|stat::average_exec_per_sec|stat::new_units_added" \
+      "$build/artifacts/$target/fuzz.log" | sed 's/^/   /'
+    echo "   corpus: $(ls "$repo/fuzz/corpus/$target" | wc -l) committed, $(ls "$build/corpus/$target" | wc -l) found in $build/corpus/$target"
   fi
 done
 

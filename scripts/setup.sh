@@ -9,7 +9,10 @@ TPUJOBS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_PACKAGES=(g++ make cmake pkg-config ccache libboost1.81-dev nlohmann-json3-dev libeigen3-dev
   libpq-dev libssl-dev postgresql libgtest-dev libgmock-dev libbenchmark-dev)
 # The browser tests drive Debian's Chromium with playwright-core from npm.
-TEST_PACKAGES=(curl chromium)
+# The fuzz test (fuzz/run.sh) builds with clang -fsanitize=fuzzer,address,
+# undefined: Debian 12's clang is clang-14, whose runtimes (libFuzzer, ASan,
+# UBSan) are in libclang-rt-14-dev, only recommended by clang.
+TEST_PACKAGES=(curl chromium clang libclang-rt-14-dev)
 
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi

@@ -101,7 +101,7 @@ struct JobManager::LiveJob {
   // Sequence numbers of the current run (the runner thread only).
   std::int64_t next_log_seq = 1;
   std::int64_t next_metric_seq = 1;
-  std::int64_t skip_metrics_through_step = -1;  // replayed steps after a resume
+  std::int64_t skip_metric_points = 0;  // replayed points already recorded, after a resume
   // Log lines of the current run, for followers: (seq, line).
   std::vector<std::pair<std::int64_t, std::string>> recent_logs;
   std::vector<std::function<void(api::JsonResult)>> waiters;
@@ -134,7 +134,10 @@ class JobManager::Sink final : public executor::TrainingSink {
       for (const auto& [name, value] : point.values) job_->latest_metrics[name] = value;
       ++manager_.epoch_;
     }
-    if (point.step <= job_->skip_metrics_through_step) return;  // already recorded before the resume
+    if (job_->skip_metric_points > 0) {  // already recorded before the resume
+      --job_->skip_metric_points;
+      return;
+    }
     json values = json::object();
     for (const auto& [name, value] : point.values) {
       if (std::isfinite(value)) values[name] = value;
@@ -647,11 +650,14 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
     job->next_log_seq = (log_seq.ok() ? *log_seq : 0) + 1;
     auto metric_seq = repo_.outputs.max_metric_seq(job->id);
     job->next_metric_seq = (metric_seq.ok() ? *metric_seq : 0) + 1;
-    // Points up to the last recorded step would be recorded twice.
-    job->skip_metrics_through_step = -1;
-    if (metric_seq.ok() && *metric_seq > 0) {
-      auto last = repo_.outputs.list_metrics(job->id, *metric_seq - 1, 1);
-      if (last.ok() && !last->empty()) job->skip_metrics_through_step = last->front().step;
+    // The resumed run emits again every point after the checkpoint's step
+    // (a step can have two: training and validation); skip as many as are
+    // recorded already.
+    job->skip_metric_points = 0;
+    const std::int64_t from = resume ? resume->step : 0;
+    auto recorded = repo_.outputs.list_metrics(job->id, 0, 1000000);
+    if (recorded.ok()) {
+      for (const db::MetricPoint& m : *recorded) job->skip_metric_points += m.step > from ? 1 : 0;
     }
   }
 

@@ -33,7 +33,8 @@ options:
   --pool SPEC            the emulated TPU pool: a slice (v3-32), a list (v3-8,v3-8,v4-16)
                          or @FILE.json (default v3-32)
   --database-url URL     use this PostgreSQL (also TPUJOBS_DATABASE_URL); without it an
-                         embedded PostgreSQL runs in STATE_DIR/pgdata
+                         embedded PostgreSQL runs in STATE_DIR/pgdata (started again
+                         if it dies)
   --state-dir DIR        where the embedded database lives (default ./state, or TPUJOBS_STATE_DIR)
   --io-threads N         HTTP I/O threads (default 2)
   --workers N            training worker threads shared by all jobs (default: CPU count)
@@ -174,6 +175,11 @@ int run_serve(const std::vector<std::string>& args) {
       return 1;
     }
     embedded = std::move(*started);
+    // A postmaster that dies (killed, out of memory) is started again; the
+    // connection pool and the job manager's retries carry the service over
+    // the gap. stop() below ends this before the normal shutdown.
+    embedded->supervise(
+        [](const std::string& line) { std::cerr << "tpujobs: " << line << std::endl; });
     conninfo = embedded->conninfo();
   }
   auto pool = db::ConnectionPool::create(conninfo, 12);

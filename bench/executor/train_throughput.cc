@@ -3,15 +3,18 @@
 //   digits      64 -> 128 -> 10 ReLU, Adam lr 1e-3, batch 64, 1 core
 //   gemm        1024 -> 4096 -> 4096 -> 10 ReLU, Adam lr 1e-3, batch 256, fp32,
 //               synthetic blobs with 1024 features, 1 core
-//   replicas    digits at a global batch of 512: 1 replica x 512 vs 8 x 64
+//   replicas    digits at a global batch of 512: 1 replica x 512 vs 8 x 64,
+//               in alternating pairs (median ratio of the pairs)
 //
 // Each figure is the difference of two runs that differ only in max_steps,
 // so dataset loading, shape inference, the first compile and the final
 // validation cancel out and what remains is the steady-state training loop.
 //
 // Usage: executor_train_throughput [--threads N] [--quick] [digits|gemm|replicas]...
-// Prints one line per figure: "<name> samples_per_sec=<x> steps=<n> seconds=<s>
-// samples_per_cpu_sec=<c> ..." (c: samples per CPU-second of all threads).
+// Prints the matrix-product kernel in use, then one line per figure:
+// "<name> samples_per_sec=<x> steps=<n> seconds=<s> samples_per_cpu_sec=<c> ..."
+// (c: samples per CPU-second of all threads).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +26,7 @@
 #include <vector>
 
 #include "executor/executor.h"
+#include "executor/gemm.h"
 #include "executor/worker_pool.h"
 
 namespace tpujobs::executor {
@@ -116,24 +120,35 @@ Timed run(TrainingSpec spec, std::int64_t steps, WorkerPool& workers) {
                reported == result.final_metrics.end() ? 0.0 : reported->second};
 }
 
+struct Rates {
+  double samples_per_sec = 0;
+  double samples_per_cpu_sec = 0;
+};
+
 // Steady-state samples/s from two runs of `short_steps` and `long_steps`.
-double measure(const char* name, const TrainingSpec& spec, std::int64_t short_steps,
-               std::int64_t long_steps, WorkerPool& workers) {
+Rates measure(const char* name, const TrainingSpec& spec, std::int64_t short_steps,
+              std::int64_t long_steps, WorkerPool& workers) {
   run(spec, short_steps, workers);  // warm caches and the allocator
   const Timed shorter = run(spec, short_steps, workers);
   const Timed longer = run(spec, long_steps, workers);
   const double seconds = longer.seconds - shorter.seconds;
   const double samples =
       static_cast<double>(long_steps - short_steps) * spec.data.batch_size * spec.world_size;
-  const double rate = samples / seconds;
   const double cpu_seconds = longer.cpu_seconds - shorter.cpu_seconds;
+  const Rates rates{samples / seconds, samples / cpu_seconds};
   std::printf(
       "%s samples_per_sec=%.1f steps=%lld seconds=%.4f samples_per_cpu_sec=%.1f "
       "train_reported_samples_per_sec=%.1f\n",
-      name, rate, static_cast<long long>(long_steps - short_steps), seconds, samples / cpu_seconds,
-      longer.reported_samples_per_sec);
+      name, rates.samples_per_sec, static_cast<long long>(long_steps - short_steps), seconds,
+      rates.samples_per_cpu_sec, longer.reported_samples_per_sec);
   std::fflush(stdout);
-  return rate;
+  return rates;
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t middle = values.size() / 2;
+  return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
 }
 
 int main_impl(int argc, char** argv) {
@@ -156,21 +171,46 @@ int main_impl(int argc, char** argv) {
   }
   if (which.empty()) which = {"digits", "gemm", "replicas"};
   WorkerPool workers(threads);
-  std::printf("threads=%d\n", threads);
+  std::printf("threads=%d gemm_kernel=%s\n", threads, gemm_kernel_name(best_gemm_kernel()));
   const int scale = quick ? 1 : 4;
   for (const std::string& name : which) {
     if (name == "digits") {
       measure("digits_mlp", digits_spec(1, 64), 100 * scale, 1100 * scale, workers);
     } else if (name == "gemm") {
-      // One epoch holds every step: 80 batches of 256 (+5% validation).
+      // One epoch holds every step: long_steps + 2 batches of 256 (+5% validation).
       const std::int64_t long_steps = quick ? 8 : 40;
       measure("gemm_mlp", gemm_spec(256 * (long_steps + 2) * 100 / 95), 2, long_steps, workers);
     } else if (name == "replicas") {
-      const double one =
-          measure("digits_global512_1x512", digits_spec(1, 512), 20 * scale, 220 * scale, workers);
-      const double eight =
-          measure("digits_global512_8x64", digits_spec(8, 64), 20 * scale, 220 * scale, workers);
-      std::printf("replicas time_ratio_8_vs_1=%.3f\n", one / eight);
+      // Pairs of runs in alternating order, so that both sides see the same
+      // load; the median of the pairs' ratios.
+      const int pairs = quick ? 3 : 5;
+      std::vector<double> ratios, cpu_ratios;
+      std::string each;
+      for (int pair = 0; pair < pairs; ++pair) {
+        Rates one, eight;
+        auto run_one = [&] {
+          one = measure("digits_global512_1x512", digits_spec(1, 512), 20 * scale, 220 * scale,
+                        workers);
+        };
+        auto run_eight = [&] {
+          eight = measure("digits_global512_8x64", digits_spec(8, 64), 20 * scale, 220 * scale,
+                          workers);
+        };
+        if (pair % 2 == 0) {
+          run_one();
+          run_eight();
+        } else {
+          run_eight();
+          run_one();
+        }
+        ratios.push_back(one.samples_per_sec / eight.samples_per_sec);
+        cpu_ratios.push_back(one.samples_per_cpu_sec / eight.samples_per_cpu_sec);
+        char text[32];
+        std::snprintf(text, sizeof(text), "%s%.3f", each.empty() ? "" : ",", ratios.back());
+        each += text;
+      }
+      std::printf("replicas time_ratio_8_vs_1=%.3f cpu_time_ratio_8_vs_1=%.3f pairs=%s\n",
+                  median(ratios), median(cpu_ratios), each.c_str());
     }
   }
   return 0;

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <mutex>
+#include <thread>
 
 #include "db/connection_pool.h"
 #include "db/embedded_postgres.h"
@@ -203,6 +205,143 @@ TEST_F(EmbeddedPostgresTest, PoolReconnectsAfterTheServerRestarts) {
   ASSERT_TRUE(first.ok() && second.ok());
   EXPECT_TRUE((*first)->execute("SELECT 1").ok());
   EXPECT_TRUE((*second)->execute("SELECT 1").ok());
+}
+
+// What a supervised server reported, for the test to wait on.
+class ReportedLines {
+ public:
+  EmbeddedPostgres::Report recorder() {
+    return [this](const std::string& line) {
+      std::lock_guard lock(mutex_);
+      lines_.push_back(line);
+    };
+  }
+  std::vector<std::string> lines() {
+    std::lock_guard lock(mutex_);
+    return lines_;
+  }
+  bool any_contains(const std::string& text) {
+    for (const std::string& line : lines()) {
+      if (line.find(text) != std::string::npos) return true;
+    }
+    return false;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::string> lines_;
+};
+
+// Kills the postmaster with SIGKILL and waits until the supervisor reported
+// another one and it answers queries; returns how long that took (or -1 ms).
+milliseconds kill_and_wait_for_comeback(EmbeddedPostgres& server, ConnectionPool& pool,
+                                        ReportedLines& reported) {
+  const pid_t killed = server.postmaster_pid();
+  const auto began = std::chrono::steady_clock::now();
+  if (killed <= 0 || kill(killed, SIGKILL) != 0) return milliseconds(-1);
+  const auto deadline = began + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    const pid_t now_running = server.postmaster_pid();
+    if (now_running > 0 && now_running != killed &&
+        reported.any_contains("is back (pid " + std::to_string(now_running) + ")") &&
+        pool.ping(milliseconds(500))) {
+      return std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - began);
+    }
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  return milliseconds(-1);
+}
+
+TEST_F(EmbeddedPostgresTest, SupervisedServerIsStartedAgainAfterKillNine) {
+  auto server = start_server();
+  ASSERT_TRUE(server);
+  auto pool = ConnectionPool::create(server->conninfo(), 2);
+  ASSERT_TRUE(pool.ok());
+  ConnectionPool& connections = **pool;
+  {
+    auto connection = connections.acquire(milliseconds(1000));
+    ASSERT_TRUE(connection.ok());
+    ASSERT_TRUE((*connection)->execute_script("DROP TABLE IF EXISTS committed_before").ok());
+    ASSERT_TRUE((*connection)->execute_script("CREATE TABLE committed_before (v text)").ok());
+    ASSERT_TRUE(
+        (*connection)->execute("INSERT INTO committed_before VALUES ($1::text)", {"kept"}).ok());
+  }
+  // Another child of this process, exited and not yet reaped: the
+  // supervisor must leave it to its owner.
+  const pid_t other_child = fork();
+  if (other_child == 0) _exit(7);
+  ASSERT_GT(other_child, 0);
+
+  ReportedLines reported;
+  server->supervise(reported.recorder());
+  const pid_t first = server->postmaster_pid();
+  const milliseconds took = kill_and_wait_for_comeback(*server, connections, reported);
+  ASSERT_GE(took.count(), 0) << "no new postmaster answered within 60 s; reported:\n"
+                             << ::testing::PrintToString(reported.lines());
+  std::printf("postmaster killed with SIGKILL: answering again after %lld ms\n",
+              static_cast<long long>(took.count()));
+  EXPECT_NE(first, server->postmaster_pid());
+  EXPECT_TRUE(server->running());
+  EXPECT_EQ("kept", scalar(connections, "SELECT v FROM committed_before"));
+  EXPECT_TRUE(reported.any_contains("(pid " + std::to_string(first) + ") was killed by SIGKILL"))
+      << ::testing::PrintToString(reported.lines());
+
+  int status = 0;
+  ASSERT_EQ(other_child, waitpid(other_child, &status, WNOHANG))
+      << "the supervisor reaped a child not its own";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 7);
+
+  // stop() is a stop, not a crash: nothing comes back.
+  const pid_t second = server->postmaster_pid();
+  const std::size_t lines_before_stop = reported.lines().size();
+  ASSERT_TRUE(server->stop().ok());
+  std::this_thread::sleep_for(milliseconds(500));
+  EXPECT_FALSE(server->running());
+  EXPECT_NE(0, kill(second, 0));
+  EXPECT_FALSE(fs::exists(server->data_dir() / "postmaster.pid"));
+  EXPECT_EQ(lines_before_stop, reported.lines().size())
+      << ::testing::PrintToString(reported.lines());
+
+  // restart() supervises again.
+  ASSERT_TRUE(server->restart().ok());
+  const milliseconds again = kill_and_wait_for_comeback(*server, connections, reported);
+  EXPECT_GE(again.count(), 0) << ::testing::PrintToString(reported.lines());
+  EXPECT_EQ("kept", scalar(connections, "SELECT v FROM committed_before"));
+}
+
+TEST_F(EmbeddedPostgresTest, SupervisorRetriesUntilTheServerCanStart) {
+  auto server = start_server();
+  ASSERT_TRUE(server);
+  auto pool = ConnectionPool::create(server->conninfo(), 1);
+  ASSERT_TRUE(pool.ok());
+  ReportedLines reported;
+  server->supervise(reported.recorder());
+  // Without PG_VERSION the directory is no cluster: starts fail until it is
+  // back (the server read it at its own start, and does not miss it).
+  const fs::path version = server->data_dir() / "PG_VERSION";
+  const fs::path moved = server->data_dir() / "PG_VERSION.moved";
+  fs::rename(version, moved);
+  const pid_t killed = server->postmaster_pid();
+  ASSERT_EQ(0, kill(killed, SIGKILL));
+  for (int i = 0; i < 600 && !reported.any_contains("restart attempt 2 failed"); ++i) {
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  fs::rename(moved, version);
+  ASSERT_TRUE(
+      reported.any_contains("restart attempt 2 failed: " + server->data_dir().string() +
+                            " exists but holds no PostgreSQL cluster; next attempt in 200 ms"))
+      << ::testing::PrintToString(reported.lines());
+  for (int i = 0; i < 600 && !reported.any_contains("is back"); ++i) {
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  EXPECT_TRUE(reported.any_contains("is back")) << ::testing::PrintToString(reported.lines());
+  EXPECT_TRUE(server->running());
+  EXPECT_NE(killed, server->postmaster_pid());
+  // The pool's connection died with the old server: the first use drops it.
+  for (int i = 0; i < 100 && !(*pool)->ping(milliseconds(500)); ++i) {
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  EXPECT_EQ("1", scalar(**pool, "SELECT 1"));
 }
 
 TEST(EmbeddedPostgresOptionsTest, UnusableOptionsAreClearErrors) {

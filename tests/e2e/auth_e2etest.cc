@@ -14,20 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-// Runs `tpujobs token create` and returns the token it printed.
-std::string create_token(const ServiceProcess& service, const std::string& tenant, const std::string& role) {
-  const std::string command = std::string(TPUJOBS_BINARY) + " token create --tenant " + tenant + " --role " + role +
-                              " --state-dir " + service.state_dir().string() + " 2>/dev/null";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return "";
-  char line[256] = {0};
-  std::string token;
-  if (fgets(line, sizeof line, pipe)) token = line;
-  pclose(pipe);
-  while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.pop_back();
-  return token;
-}
-
 std::map<std::string, std::string> bearer(const std::string& token) { return {{"Authorization", "Bearer " + token}}; }
 
 TEST(Auth, TokensTenantsAndAdminOnlyPoolOperations) {

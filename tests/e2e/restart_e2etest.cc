@@ -3,8 +3,7 @@
 // succeeds, its log sequence has no gap or duplicate, and no core stays held.
 #include <gtest/gtest.h>
 
-#include <thread>
-
+#include "training_jobs.h"
 #include "service_process.h"
 
 namespace tpujobs::testing {
@@ -20,31 +19,6 @@ json long_spec(const std::string& name) {
           {"data", {{"dataset", {{"synthetic", "blobs"}, {"n", 20000}, {"features", 64}, {"classes", 4}}},
                     {"batch_size", 32}}},
           {"optimizer", {{"type", "adam"}, {"lr", 0.001}}}};
-}
-
-// Waits until the job has made progress past `step` and has a checkpoint
-// stored (checkpoints are written behind the training, not in its way).
-json wait_for_step(const ServiceProcess& service, std::int64_t id, std::int64_t step) {
-  json job;
-  for (int i = 0; i < 1200; ++i) {
-    job = service.get("/v1/jobs/" + std::to_string(id)).json();
-    if (job["state"] == "RUNNING" && job["progress"].is_object() && job["progress"]["step"].get<std::int64_t>() >= step &&
-        job["last_checkpoint"].is_object()) {
-      return job;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return job;
-}
-
-void expect_contiguous_logs(const ServiceProcess& service, std::int64_t id) {
-  const json logs = service.get("/v1/jobs/" + std::to_string(id) + "/logs?limit=10000").json();
-  std::int64_t expected = 1;
-  for (const json& line : logs["lines"]) {
-    ASSERT_EQ(line["seq"], expected) << "log sequence has a gap or a duplicate";
-    ++expected;
-  }
-  EXPECT_GT(expected, 10);
 }
 
 void restart_in_the_middle(bool crash) {
@@ -68,20 +42,12 @@ void restart_in_the_middle(bool crash) {
   const json done = second.wait_terminal(id, std::chrono::seconds(300));
   ASSERT_EQ(done["state"], "SUCCEEDED") << done.dump(2) << second.log();
 
-  const json events = second.get("/v1/jobs/" + std::to_string(id) + "/events").json()["events"];
   // It resumes from the checkpoint the first run reported as stored, or a
   // later one.
-  const std::string prefix = "Resumed from the checkpoint at step ";
-  bool resumed = false;
-  for (const json& e : events) {
-    const std::string reason = e["reason"];
-    if (reason.starts_with(prefix)) {
-      resumed = true;
-      EXPECT_GE(std::stoll(reason.substr(prefix.size())), running["last_checkpoint"]["step"].get<std::int64_t>());
-    }
-  }
-  EXPECT_TRUE(resumed) << events.dump(2) << "\nfirst run:\n" << first.log() << "\nsecond run:\n" << second.log();
-  expect_contiguous_logs(second, id);
+  EXPECT_GE(resumed_from_step(second, id), running["last_checkpoint"]["step"].get<std::int64_t>())
+      << second.get("/v1/jobs/" + std::to_string(id) + "/events").body << "\nfirst run:\n" << first.log()
+      << "\nsecond run:\n" << second.log();
+  EXPECT_GT(expect_contiguous_logs(second, id), 10);
   const json pool = second.get("/v1/pool").json();
   EXPECT_EQ(pool["used_cores"], 0);
   ASSERT_EQ(second.stop(), 0) << second.log();

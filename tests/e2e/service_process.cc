@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -106,6 +107,21 @@ void ServiceProcess::kill9() {
   pid_ = -1;
 }
 
+bool ServiceProcess::alive() const {
+  if (pid_ <= 0) return false;
+  siginfo_t info{};
+  // WNOWAIT: look without reaping, so stop() and kill9() keep working.
+  if (waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return false;
+  return info.si_pid == 0;
+}
+
+pid_t ServiceProcess::embedded_postmaster_pid() const {
+  std::ifstream in(options_.state_dir / "pgdata" / "postmaster.pid");
+  pid_t pid = -1;
+  if (!(in >> pid)) return -1;
+  return pid;
+}
+
 nlohmann::json ServiceProcess::wait_terminal(std::int64_t id, std::chrono::seconds timeout) const {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   nlohmann::json job;
@@ -127,6 +143,19 @@ std::string read_source_file(const std::string& relative) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+std::string create_token(const ServiceProcess& service, const std::string& tenant, const std::string& role) {
+  const std::string command = std::string(TPUJOBS_BINARY) + " token create --tenant " + tenant + " --role " + role +
+                              " --state-dir " + service.state_dir().string() + " 2>/dev/null";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return "";
+  char line[256] = {0};
+  std::string token;
+  if (fgets(line, sizeof line, pipe)) token = line;
+  pclose(pipe);
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.pop_back();
+  return token;
 }
 
 }  // namespace tpujobs::testing

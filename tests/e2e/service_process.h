@@ -35,6 +35,13 @@ class ServiceProcess {
   // after a real crash.
   void kill9();
 
+  // True while the process it started has not exited (it is not reaped here
+  // when it has: a later stop() or kill9() still finds it).
+  bool alive() const;
+  // The embedded PostgreSQL's postmaster: the first line of
+  // STATE_DIR/pgdata/postmaster.pid; -1 when there is none.
+  pid_t embedded_postmaster_pid() const;
+
   int port() const { return port_; }
   pid_t pid() const { return pid_; }
   const std::filesystem::path& state_dir() const { return options_.state_dir; }
@@ -58,5 +65,10 @@ class ServiceProcess {
 
 // The text of a file in the repository (examples/...).
 std::string read_source_file(const std::string& relative);
+
+// Runs `tpujobs token create --tenant TENANT --role ROLE` on the service's
+// state directory (before or after start()) and returns the token it
+// printed, or "" when it failed.
+std::string create_token(const ServiceProcess& service, const std::string& tenant, const std::string& role);
 
 }  // namespace tpujobs::testing

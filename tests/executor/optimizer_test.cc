@@ -3,11 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 
 #include "executor/worker_pool.h"
 
 namespace tpujobs::executor {
 namespace {
+
+using Floats = std::vector<float>;
 
 OptimizerSpec sgd(double lr, double momentum = 0, bool nesterov = false, double decay = 0) {
   OptimizerSpec spec;
@@ -22,7 +25,7 @@ OptimizerSpec sgd(double lr, double momentum = 0, bool nesterov = false, double 
 TEST(Sgd, PlainStep) {
   Optimizer optimizer(sgd(0.1), 2);
   std::vector<float> p = {1.0f, -2.0f};
-  optimizer.step(p, {0.5f, -1.0f}, nullptr);
+  optimizer.step(p, Floats{0.5f, -1.0f}, nullptr);
   EXPECT_FLOAT_EQ(p[0], 0.95f);
   EXPECT_FLOAT_EQ(p[1], -1.9f);
 }
@@ -30,9 +33,9 @@ TEST(Sgd, PlainStep) {
 TEST(Sgd, MomentumStartsWithTheFirstGradient) {
   Optimizer optimizer(sgd(0.1, 0.9), 1);
   std::vector<float> p = {1.0f};
-  optimizer.step(p, {1.0f}, nullptr);  // buf = 1, p = 1 - 0.1
+  optimizer.step(p, Floats{1.0f}, nullptr);  // buf = 1, p = 1 - 0.1
   EXPECT_FLOAT_EQ(p[0], 0.9f);
-  optimizer.step(p, {1.0f}, nullptr);  // buf = 0.9 + 1 = 1.9, p = 0.9 - 0.19
+  optimizer.step(p, Floats{1.0f}, nullptr);  // buf = 0.9 + 1 = 1.9, p = 0.9 - 0.19
   EXPECT_FLOAT_EQ(p[0], 0.71f);
   EXPECT_FLOAT_EQ(optimizer.first_moment()[0], 1.9f);
 }
@@ -40,16 +43,16 @@ TEST(Sgd, MomentumStartsWithTheFirstGradient) {
 TEST(Sgd, Nesterov) {
   Optimizer optimizer(sgd(0.1, 0.9, true), 1);
   std::vector<float> p = {1.0f};
-  optimizer.step(p, {1.0f}, nullptr);  // buf = 1, d = 1 + 0.9 * 1 = 1.9
+  optimizer.step(p, Floats{1.0f}, nullptr);  // buf = 1, d = 1 + 0.9 * 1 = 1.9
   EXPECT_FLOAT_EQ(p[0], 1.0f - 0.19f);
-  optimizer.step(p, {1.0f}, nullptr);  // buf = 1.9, d = 1 + 0.9 * 1.9 = 2.71
+  optimizer.step(p, Floats{1.0f}, nullptr);  // buf = 1.9, d = 1 + 0.9 * 1.9 = 2.71
   EXPECT_FLOAT_EQ(p[0], 0.81f - 0.271f);
 }
 
 TEST(Sgd, WeightDecayAddsToTheGradient) {
   Optimizer optimizer(sgd(0.1, 0, false, 0.5), 1);
   std::vector<float> p = {2.0f};
-  optimizer.step(p, {1.0f}, nullptr);  // d = 1 + 0.5 * 2 = 2
+  optimizer.step(p, Floats{1.0f}, nullptr);  // d = 1 + 0.5 * 2 = 2
   EXPECT_FLOAT_EQ(p[0], 1.8f);
 }
 
@@ -60,13 +63,13 @@ TEST(Adam, FirstTwoStepsByHand) {
   Optimizer optimizer(spec, 1);
   std::vector<float> p = {1.0f};
   // Step 1: m = 0.1 g, v = 0.001 g^2; m_hat = g, v_hat = g^2 -> p -= lr * g / (|g| + eps).
-  optimizer.step(p, {0.5f}, nullptr);
+  optimizer.step(p, Floats{0.5f}, nullptr);
   EXPECT_NEAR(p[0], 1.0 - 0.01 * 0.5 / (0.5 + 1e-8), 1e-7);
   // Step 2 with g = -1: m = 0.9*0.05 + 0.1*(-1) = -0.055; v = 0.999*0.00025 + 0.001*1 = 0.00124975.
   const double m = -0.055, v = 0.00124975;
   const double m_hat = m / (1 - 0.81), v_hat = v / (1 - 0.998001);
   const double expected = p[0] - 0.01 * m_hat / (std::sqrt(v_hat) + 1e-8);
-  optimizer.step(p, {-1.0f}, nullptr);
+  optimizer.step(p, Floats{-1.0f}, nullptr);
   EXPECT_NEAR(p[0], expected, 1e-6);
   EXPECT_EQ(optimizer.steps(), 2);
 }
@@ -81,14 +84,14 @@ TEST(Adam, L2WeightDecayVersusDecoupledAdamW) {
   Optimizer adamw(spec, 1);
   std::vector<float> p_adam = {2.0f}, p_adamw = {2.0f};
   // Adam: g' = 0 + 0.5 * 2 = 1 -> p = 2 - 0.1 * 1/1 = 1.9.
-  adam.step(p_adam, {0.0f}, nullptr);
+  adam.step(p_adam, Floats{0.0f}, nullptr);
   EXPECT_NEAR(p_adam[0], 1.9, 1e-6);
   // AdamW: p = 2 * (1 - 0.1 * 0.5) = 1.9, then the Adam step on g = 0 moves nothing.
-  adamw.step(p_adamw, {0.0f}, nullptr);
+  adamw.step(p_adamw, Floats{0.0f}, nullptr);
   EXPECT_NEAR(p_adamw[0], 1.9, 1e-6);
   // With a gradient they differ: AdamW's decay does not enter the moments.
-  adam.step(p_adam, {1.0f}, nullptr);
-  adamw.step(p_adamw, {1.0f}, nullptr);
+  adam.step(p_adam, Floats{1.0f}, nullptr);
+  adamw.step(p_adamw, Floats{1.0f}, nullptr);
   EXPECT_GT(std::abs(p_adam[0] - p_adamw[0]), 1e-3);
 }
 
@@ -110,7 +113,7 @@ TEST(Optimizer, PoolSplitGivesIdenticalBits) {
 TEST(ClipByGlobalNorm, ScalesOnlyAboveTheBound) {
   std::vector<float> g = {3.0f, 4.0f};  // norm 5
   EXPECT_DOUBLE_EQ(clip_by_global_norm(g, 10.0, nullptr), 5.0);
-  EXPECT_EQ(g, (std::vector<float>{3.0f, 4.0f}));
+  EXPECT_EQ(g, (Floats{3.0f, 4.0f}));
   EXPECT_DOUBLE_EQ(clip_by_global_norm(g, 1.0, nullptr), 5.0);
   EXPECT_NEAR(g[0], 0.6, 1e-6);
   EXPECT_NEAR(g[1], 0.8, 1e-6);

@@ -58,6 +58,18 @@ TEST(Sampler, ShuffleDependsOnSeedAndEpochOnly) {
   EXPECT_TRUE(common.empty());
 }
 
+TEST(Sampler, AllReplicasAtOnceMatchEachReplica) {
+  for (const SamplerOptions& options :
+       {SamplerOptions{101, 8, 7, true, false}, SamplerOptions{101, 8, 7, true, true},
+        SamplerOptions{10, 3, 1, false, false}}) {
+    const auto shards = all_replica_indices(options, 5);
+    ASSERT_EQ(shards.size(), static_cast<std::size_t>(options.world_size));
+    for (int rank = 0; rank < options.world_size; ++rank) {
+      EXPECT_EQ(shards[rank], replica_indices(options, rank, 5)) << "rank " << rank;
+    }
+  }
+}
+
 TEST(Sampler, DataLoaderBatchesPerReplica) {
   // 1438 samples on 8 cores: 180 per replica (padded), batches of 64: 64, 64, 52.
   SamplerOptions options{1438, 8, 0, true, false};

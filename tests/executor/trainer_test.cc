@@ -95,6 +95,67 @@ TEST_F(TrainerTest, SameSeedGivesBitIdenticalParameters) {
   EXPECT_NE(run(spec).parameters_digest, a.parameters_digest);
 }
 
+// Wide enough that the matrix products run as panels on the pool (see
+// executor/gemm.h), with the reductions of layernorm and of the loss, dropout,
+// and Adam: everything whose bits could depend on threads or addresses.
+TrainingSpec wide_spec(int world_size) {
+  TrainingSpec spec = small_spec();
+  spec.data.source = SyntheticData{SyntheticKind::kBlobs, 600, 48, 5, 0.5};
+  spec.model.layers = {linear(512),
+                       activation(LayerType::kLayerNorm),
+                       activation(LayerType::kGelu),
+                       activation(LayerType::kDropout, 0.1),
+                       linear(512),
+                       activation(LayerType::kRelu),
+                       linear(5)};
+  spec.data.batch_size = 64;
+  spec.world_size = world_size;
+  spec.max_epochs = -1;
+  spec.max_steps = 6;
+  spec.checkpoint_every_n_steps = 2;
+  return spec;
+}
+
+TEST_F(TrainerTest, SameSeedIsBitIdenticalForEveryPoolSize) {
+  for (int world_size : {1, 3}) {
+    const TrainingSpec spec = wide_spec(world_size);
+    std::string expected;
+    for (int threads : {1, 2, 3}) {
+      WorkerPool pool(threads);
+      RecordingSink sink;
+      const TrainingResult result = train(spec, DeviceFacts{}, pool, datasets_, sink, RunControl{});
+      ASSERT_EQ(result.outcome, Outcome::kSucceeded) << describe(result);
+      ASSERT_EQ(result.steps, 6);
+      if (expected.empty()) expected = result.parameters_digest;
+      EXPECT_EQ(result.parameters_digest, expected)
+          << world_size << " replicas on " << threads << " threads";
+      // And again on the same pool, after the heap has moved on.
+      EXPECT_EQ(run(spec).parameters_digest, expected) << world_size << " replicas, rerun";
+    }
+  }
+}
+
+TEST_F(TrainerTest, ResumingOnAnotherPoolSizeIsBitIdentical) {
+  const TrainingSpec spec = wide_spec(2);
+  RecordingSink sink;
+  const TrainingResult uninterrupted = run(spec, sink);  // 2 threads
+  ASSERT_EQ(uninterrupted.outcome, Outcome::kSucceeded) << describe(uninterrupted);
+  ASSERT_EQ(sink.checkpoints.size(), 3u);  // steps 2 and 4, and the end
+  for (int threads : {1, 3}) {
+    WorkerPool pool(threads);
+    for (std::size_t i = 0; i + 1 < sink.checkpoints.size(); ++i) {
+      RecordingSink resumed_sink;
+      RunControl control;
+      control.resume = &sink.checkpoints[i];
+      const TrainingResult resumed =
+          train(spec, DeviceFacts{}, pool, datasets_, resumed_sink, control);
+      ASSERT_EQ(resumed.outcome, Outcome::kSucceeded) << describe(resumed);
+      EXPECT_EQ(resumed.parameters_digest, uninterrupted.parameters_digest)
+          << "from step " << sink.checkpoints[i].step << " on " << threads << " threads";
+    }
+  }
+}
+
 TEST_F(TrainerTest, ResumingFromAnyCheckpointIsBitIdentical) {
   TrainingSpec spec = small_spec();
   spec.model.layers = {linear(12), activation(LayerType::kLayerNorm), activation(LayerType::kGelu),

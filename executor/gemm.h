@@ -1,0 +1,61 @@
+// Matrix products of the training engine: C = op(A) op(B) or C += op(A) op(B)
+// on row-major float matrices, in parallel on the worker pool.
+//
+// Reproducibility: a product is cut into panels (blocks of C's columns, or of
+// its rows when C is taller than wide) by its shape alone; each panel is one
+// kernel call with fixed cache blocking, and the pool may run the panels in
+// any order on any thread. The bits of C therefore depend on the shapes and
+// the kernel only: not on the pool's thread count, the host's cache sizes or
+// where the buffers are.
+//
+// Kernels: Eigen's GEMM compiled for the build's baseline target (SSE2 on
+// x86-64) and, when the build includes it (CMake option TPUJOBS_GEMM_AVX2),
+// compiled for AVX2 with FMA, about twice as fast. The AVX2 kernel is used only
+// when the CPU reports both features, so a binary runs on any x86-64 CPU. The
+// two kernels round differently: bit-identical reruns need the same kernel.
+#pragma once
+
+#include <cstdint>
+
+namespace tpujobs::executor {
+
+class WorkerPool;
+
+enum class GemmKernel { kGeneric, kAvx2Fma };
+
+// The fastest kernel that this build includes and this CPU can run.
+GemmKernel best_gemm_kernel();
+bool gemm_kernel_available(GemmKernel kernel);
+const char* gemm_kernel_name(GemmKernel kernel);  // "generic", "avx2+fma"
+
+// Where a replica's products run: their panels on `pool` (null: all on the
+// calling thread), their multiply-adds in `kernel` (the generic kernel when
+// `kernel` is not available).
+struct ComputeSplit {
+  WorkerPool* pool = nullptr;
+  GemmKernel kernel = best_gemm_kernel();
+};
+
+// The row-major matrix at `data`, rows `stride` floats apart, used as stored
+// or transposed.
+struct MatrixOperand {
+  const float* data = nullptr;
+  std::int64_t stride = 0;
+  bool transposed = false;
+};
+
+// c[m x n] (rows `c_stride` floats apart) = op(a)[m x k] * op(b)[k x n], or
+// c += that product when `accumulate`. c must not overlap a or b.
+void gemm(int m, int n, int k, MatrixOperand a, MatrixOperand b, float* c, std::int64_t c_stride,
+          bool accumulate, const ComputeSplit& split);
+
+// How gemm() cuts an m x n x k product: `count` panels of `width` columns
+// (or rows, when `along_rows`), the last one possibly narrower.
+struct GemmPanels {
+  bool along_rows = false;
+  int count = 1;
+  int width = 0;
+};
+GemmPanels plan_gemm_panels(int m, int n, int k);
+
+}  // namespace tpujobs::executor

@@ -1,0 +1,368 @@
+// A database outage under load. The service runs against a PostgreSQL this
+// test owns; while clients submit and poll and jobs train, the test stops
+// PostgreSQL for several seconds and starts it again, without touching the
+// service. During the outage /readyz says 503, every submit is a 503 with
+// Retry-After (never a 201), and the running jobs keep training (their view
+// is served from memory). Afterwards the service is ready again by itself,
+// submits get 201, every 201 ever sent names a stored job, and the jobs end
+// SUCCEEDED with gapless logs and metrics and their checkpoints stored.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "db/connection.h"
+#include "db/embedded_postgres.h"
+#include "db/test_cluster.h"
+#include "service_process.h"
+#include "training_jobs.h"
+
+namespace tpujobs::testing {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kLongJobs = 3;
+constexpr int kLogEvery = 100;
+constexpr int kCheckpointEvery = 500;
+constexpr int kStepsPerEpoch = 1000;  // 40000 samples, 20% held out, 32 per batch
+
+json long_spec(const std::string& name, int seed, int epochs) {
+  return blobs_job_spec({.name = name,
+                         .seed = seed,
+                         .epochs = epochs,
+                         .log_every_n_steps = kLogEvery,
+                         .checkpoint_every_n_steps = kCheckpointEvery,
+                         .samples = 40000,
+                         .features = 64,
+                         .hidden = 256});
+}
+
+// How many epochs make the long jobs train through the whole outage and
+// beyond (some 20 s of three jobs sharing two CPUs), on this build and
+// machine: a sanitizer build trains ten times slower, a loaded machine
+// slower too, and the executor gets faster. Times a short job alone.
+int epochs_for_the_long_jobs(const ServiceProcess& service) {
+  const auto began = Clock::now();
+  const HttpResponse created = service.post("/v1/jobs", long_spec("calibration", 1, 2).dump());
+  EXPECT_EQ(created.status, 201) << created.body;
+  if (created.status != 201) return 0;
+  const json done = service.wait_terminal(created.json()["id"].get<std::int64_t>());
+  EXPECT_EQ(done["state"], "SUCCEEDED") << done.dump();
+  const double steps_per_second =
+      2 * kStepsPerEpoch / std::chrono::duration<double>(Clock::now() - began).count();
+  const double steps = steps_per_second * 2.0 / kLongJobs * 20;
+  return std::clamp(static_cast<int>(steps / kStepsPerEpoch) + 1, 4, 200);
+}
+
+// What the load clients submit: tiny, and queued behind a drained pool.
+const std::string& load_spec() {
+  static const std::string spec = json{
+      {"name", "load"},
+      {"trainer", {{"devices", 1}, {"max_epochs", 1}}},
+      {"model", {{"layers", json::array({{{"type", "linear"}, {"out", 3}}})}}},
+      {"data", {{"dataset", "iris"}}}}.dump();
+  return spec;
+}
+
+double seconds_between(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+// One request of the load clients and its answer.
+struct Exchange {
+  bool submit = false;
+  Clock::time_point sent;
+  Clock::time_point answered;
+  int status = 0;
+  bool retry_after = false;
+  std::int64_t created = -1;  // the id of a 201
+};
+
+// Client threads that submit jobs and poll the service until stopped,
+// recording every exchange.
+class LoadClients {
+ public:
+  LoadClients(int port, std::vector<std::int64_t> polled)
+      : port_(port), polled_(std::move(polled)) {}
+  ~LoadClients() { stop(); }
+
+  void start(int submitters, int pollers) {
+    for (int i = 0; i < submitters; ++i) threads_.emplace_back([this] { submit_loop(); });
+    for (int i = 0; i < pollers; ++i) threads_.emplace_back([this, i] { poll_loop(i); });
+  }
+  void stop() {
+    stopping_ = true;
+    for (std::thread& t : threads_) t.join();
+    threads_.clear();
+  }
+  std::vector<Exchange> exchanges() {
+    std::lock_guard lock(mutex_);
+    return exchanges_;
+  }
+  // Whether a submit sent after `since` was answered 201.
+  bool created_since(Clock::time_point since) {
+    std::lock_guard lock(mutex_);
+    return std::any_of(exchanges_.begin(), exchanges_.end(), [&](const Exchange& e) {
+      return e.submit && e.sent >= since && e.status == 201;
+    });
+  }
+
+ private:
+  void record(Exchange exchange) {
+    std::lock_guard lock(mutex_);
+    exchanges_.push_back(exchange);
+  }
+  void submit_loop() {
+    while (!stopping_) {
+      Exchange e;
+      e.submit = true;
+      e.sent = Clock::now();
+      const HttpResponse r =
+          http(port_, "POST", "/v1/jobs", load_spec(), {}, std::chrono::seconds(30));
+      e.answered = Clock::now();
+      e.status = r.status;
+      e.retry_after = !r.header("retry-after").empty();
+      if (r.status == 201) e.created = r.json()["id"].get<std::int64_t>();
+      record(e);
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+  }
+  void poll_loop(int index) {
+    for (std::size_t n = 0; !stopping_; ++n) {
+      Exchange e;
+      e.sent = Clock::now();
+      const std::string target = index % 2 == 0
+                                     ? "/v1/jobs/" + std::to_string(polled_[n % polled_.size()])
+                                     : "/v1/jobs?limit=5";
+      e.status = http(port_, "GET", target, "", {}, std::chrono::seconds(30)).status;
+      e.answered = Clock::now();
+      record(e);
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+  }
+
+  const int port_;
+  const std::vector<std::int64_t> polled_;
+  std::atomic<bool> stopping_{false};
+  std::vector<std::thread> threads_;
+  std::mutex mutex_;
+  std::vector<Exchange> exchanges_;
+};
+
+// The newest checkpoint stored for each job that has one (job id -> step),
+// read from the database; empty when it cannot be read.
+std::map<std::int64_t, std::int64_t> stored_checkpoint_steps(const std::string& conninfo) {
+  std::map<std::int64_t, std::int64_t> steps;
+  auto connection = db::Connection::open(conninfo);
+  if (!connection.ok()) return steps;
+  auto rows =
+      (*connection)->execute("SELECT job_id, max(step) FROM job_checkpoints GROUP BY job_id");
+  if (!rows.ok()) return steps;
+  for (int row = 0; row < rows->rows(); ++row) steps[rows->int64(row, 0)] = rows->int64(row, 1);
+  return steps;
+}
+
+// The training step of each job as GET /v1/jobs/{id} shows it; -1 for a
+// job whose view is not a 200 of a RUNNING job.
+std::vector<std::int64_t> running_steps(const ServiceProcess& service,
+                                        const std::vector<std::int64_t>& ids) {
+  std::vector<std::int64_t> steps;
+  for (std::int64_t id : ids) {
+    const HttpResponse r = service.get("/v1/jobs/" + std::to_string(id));
+    const json job = r.json();
+    const bool running = r.status == 200 && job.is_object() && job["state"] == "RUNNING" &&
+                         job["progress"].is_object();
+    steps.push_back(running ? job["progress"]["step"].get<std::int64_t>() : -1);
+  }
+  return steps;
+}
+
+// Polls GET /readyz until it answers `status`; the seconds that took, or -1.
+double wait_readyz(const ServiceProcess& service, int status, Clock::time_point since,
+                   std::chrono::seconds timeout) {
+  while (Clock::now() - since < timeout) {
+    const HttpResponse r = service.get("/readyz");
+    if (r.status == status) {
+      if (status == 503) {
+        EXPECT_EQ(r.json()["ready"], false) << r.body;
+        EXPECT_FALSE(r.header("retry-after").empty());
+      }
+      return seconds_between(since, Clock::now());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return -1;
+}
+
+TEST(DatabaseOutage, ServiceRidesOutAStoppedPostgres) {
+  // The PostgreSQL the service talks to, which this test stops and starts.
+  struct TemporaryDirectory {
+    std::filesystem::path path = db::testing::make_temp_dir("tpujobs-outage-");
+    ~TemporaryDirectory() {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+  } directory;
+  db::EmbeddedPostgres::Options pg;
+  pg.state_dir = directory.path;
+  pg.sync_initdb = false;
+  auto started = db::EmbeddedPostgres::start(pg);
+  ASSERT_TRUE(started.ok()) << started.error().message;
+  std::unique_ptr<db::EmbeddedPostgres> postgres = std::move(*started);
+  const std::string conninfo = postgres->conninfo();
+
+  ServiceProcess::Options options;
+  options.extra_args = {"--database-url", conninfo};
+  ServiceProcess service(options);
+  ASSERT_EQ(service.start(), "");
+
+  const int epochs = epochs_for_the_long_jobs(service);
+  ASSERT_GT(epochs, 0);
+  const std::int64_t total_steps = std::int64_t{kStepsPerEpoch} * epochs;
+  std::vector<std::int64_t> ids;
+  for (int i = 0; i < kLongJobs; ++i) {
+    HttpResponse created =
+        service.post("/v1/jobs", long_spec("long-" + std::to_string(i), 200 + i, epochs).dump());
+    ASSERT_EQ(created.status, 201) << created.body;
+    ids.push_back(created.json()["id"].get<std::int64_t>());
+  }
+  for (std::int64_t id : ids) {
+    const json job = wait_for_step(service, id, 2 * kCheckpointEvery);
+    ASSERT_EQ(job["state"], "RUNNING") << job.dump() << service.log();
+  }
+  // The pool drained: what the clients submit waits in the queue, and the
+  // running jobs keep the CPU.
+  const json pool = service.get("/v1/pool").json();
+  ASSERT_TRUE(pool.is_object() && !pool["hosts"].empty()) << pool.dump();
+  for (const json& host : pool["hosts"]) {
+    ASSERT_EQ(service.post("/v1/pool/hosts/" + host["name"].get<std::string>() + ":drain").status,
+              200);
+  }
+
+  LoadClients load(service.port(), ids);
+  load.start(/*submitters=*/3, /*pollers=*/2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+
+  // ---- the outage
+  ASSERT_TRUE(postgres->stop().ok());
+  const auto stopped = Clock::now();
+  const double unready_after = wait_readyz(service, 503, stopped, std::chrono::seconds(5));
+  ASSERT_GE(unready_after, 0) << "/readyz did not turn false with the database stopped\n"
+                              << service.log();
+
+  // Training goes on, and the views of live jobs come from memory.
+  const std::vector<std::int64_t> steps_before = running_steps(service, ids);
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  const std::vector<std::int64_t> steps_after = running_steps(service, ids);
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    EXPECT_GE(steps_before[i], 0) << "job " << ids[i]
+                                  << ": no 200 RUNNING view with the database down";
+    EXPECT_GT(steps_after[i], steps_before[i])
+        << "job " << ids[i] << " stopped training during the outage";
+  }
+  // An outage of some five seconds in all.
+  std::this_thread::sleep_for(std::chrono::seconds(5) - (Clock::now() - stopped));
+
+  // ---- the database returns; the service notices by itself
+  const auto restarting = Clock::now();
+  ASSERT_TRUE(postgres->restart().ok());
+  const auto restarted = Clock::now();
+  const double ready_after = wait_readyz(service, 200, restarted, std::chrono::seconds(30));
+  ASSERT_GE(ready_after, 0) << "/readyz did not turn true again\n" << service.log();
+  double created_after = -1;
+  while (Clock::now() - restarted < std::chrono::seconds(30)) {
+    if (load.created_since(restarted)) {
+      created_after = seconds_between(restarted, Clock::now());
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_GE(created_after, 0) << "no submit got a 201 after the database came back";
+
+  // Checkpoints made during the outage reach the database once it is back.
+  double checkpoints_after = -1;
+  while (Clock::now() - restarted < std::chrono::seconds(30)) {
+    const std::map<std::int64_t, std::int64_t> stored = stored_checkpoint_steps(conninfo);
+    bool caught_up = true;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      caught_up &= stored.count(ids[i]) > 0 && stored.at(ids[i]) >= steps_after[i];
+    }
+    if (caught_up) {
+      checkpoints_after = seconds_between(restarted, Clock::now());
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_GE(checkpoints_after, 0)
+      << "the checkpoints made during the outage were not stored after it";
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  load.stop();
+
+  // ---- what the clients saw
+  int outage_submits = 0;
+  int created = 0;
+  std::map<int, int> statuses;
+  for (const Exchange& e : load.exchanges()) {
+    ++statuses[e.status];
+    if (e.submit && e.status == 201) ++created;
+    const bool in_outage = e.sent >= stopped && e.answered <= restarting;
+    if (!in_outage) continue;
+    if (e.submit) {
+      ++outage_submits;
+      EXPECT_EQ(e.status, 503) << "a submit during the outage";
+      EXPECT_TRUE(e.retry_after) << "a 503 without Retry-After";
+    } else {
+      EXPECT_TRUE(e.status == 200 || e.status == 503)
+          << "a read during the outage answered " << e.status;
+    }
+  }
+  EXPECT_GT(outage_submits, 10) << "too few submits during the outage to say anything";
+  for (const auto& [status, count] : statuses) {
+    EXPECT_TRUE(status == 200 || status == 201 || status == 503)
+        << count << " answers with status " << status;
+  }
+  // Every 201, whenever it was sent, names a stored job.
+  for (const Exchange& e : load.exchanges()) {
+    if (e.created < 0) continue;
+    const HttpResponse r = service.get("/v1/jobs/" + std::to_string(e.created));
+    ASSERT_EQ(r.status, 200) << "job " << e.created << " got a 201 but does not exist";
+    EXPECT_EQ(r.json()["name"], "load");
+  }
+
+  // ---- the running jobs finish as if nothing happened
+  for (std::int64_t id : ids) {
+    const json done = service.wait_terminal(id, std::chrono::seconds(400));
+    ASSERT_EQ(done["state"], "SUCCEEDED") << done.dump(2) << service.log();
+    EXPECT_EQ(done["result"]["steps"], total_steps);
+    EXPECT_GT(expect_contiguous_logs(service, id), 10);
+    expect_gapless_metrics(service, id, kLogEvery, epochs, total_steps);
+  }
+  const std::map<std::int64_t, std::int64_t> stored = stored_checkpoint_steps(conninfo);
+  for (std::int64_t id : ids) {
+    const auto it = stored.find(id);
+    ASSERT_NE(it, stored.end()) << "job " << id << " has no checkpoint stored";
+    EXPECT_EQ(it->second, total_steps) << "job " << id << ": its final checkpoint is not stored";
+  }
+
+  std::printf(
+      "%d jobs of %lld steps; database stopped for %.1f s under load: /readyz 503 after %.2f s; ",
+      kLongJobs, static_cast<long long>(total_steps), seconds_between(stopped, restarting),
+      unready_after);
+  std::printf("%d submits during the outage, all 503 + Retry-After; ", outage_submits);
+  std::printf("jobs trained on (steps %s -> %s in 3 s); ", join(steps_before).c_str(),
+              join(steps_after).c_str());
+  std::printf("after the restart /readyz 200 after %.2f s, first 201 after %.2f s, ", ready_after,
+              created_after);
+  std::printf("checkpoints caught up after %.2f s; %d jobs created by the clients, all present\n",
+              checkpoints_after, created);
+  EXPECT_EQ(service.stop(), 0) << service.log();
+}
+
+}  // namespace
+}  // namespace tpujobs::testing

@@ -1,0 +1,135 @@
+#include "training_jobs.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+namespace tpujobs::testing {
+
+using nlohmann::json;
+
+json blobs_job_spec(const BlobsJob& job) {
+  return {
+      {"name", job.name},
+      {"trainer",
+       {{"devices", 1},
+        {"max_epochs", job.epochs},
+        {"log_every_n_steps", job.log_every_n_steps},
+        {"checkpoint_every_n_steps", job.checkpoint_every_n_steps},
+        {"seed", job.seed}}},
+      {"model",
+       {{"layers", json::array({{{"type", "linear"}, {"out", job.hidden}},
+                                {{"type", "relu"}},
+                                {{"type", "linear"}, {"out", 4}}})}}},
+      {"data",
+       {{"dataset",
+         {{"synthetic", "blobs"}, {"n", job.samples}, {"features", job.features}, {"classes", 4}}},
+        {"batch_size", 32}}},
+      {"optimizer", {{"type", "adam"}, {"lr", 0.001}}}};
+}
+
+json wait_for_step(const ServiceProcess& service, std::int64_t id, std::int64_t step,
+                   std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  json job;
+  while (std::chrono::steady_clock::now() < deadline) {
+    job = service.get("/v1/jobs/" + std::to_string(id)).json();
+    if (job.is_object() && job["state"] == "RUNNING" && job["progress"].is_object() &&
+        job["progress"]["step"].get<std::int64_t>() >= step && job["last_checkpoint"].is_object()) {
+      return job;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return job;
+}
+
+std::int64_t resumed_from_step(const ServiceProcess& service, std::int64_t id) {
+  const json events = service.get("/v1/jobs/" + std::to_string(id) + "/events").json()["events"];
+  const std::string prefix = "Resumed from the checkpoint at step ";
+  std::int64_t step = -1;
+  if (!events.is_array()) return step;
+  for (const json& e : events) {
+    const std::string reason = e["reason"];
+    if (reason.starts_with(prefix)) step = std::stoll(reason.substr(prefix.size()));
+  }
+  return step;
+}
+
+std::int64_t expect_contiguous_logs(const ServiceProcess& service, std::int64_t id) {
+  const HttpResponse response = service.get("/v1/jobs/" + std::to_string(id) + "/logs?limit=10000");
+  EXPECT_EQ(response.status, 200) << response.body;
+  const json logs = response.json();
+  std::int64_t expected = 1;
+  if (!logs.is_object() || !logs["lines"].is_array()) return 0;
+  for (const json& line : logs["lines"]) {
+    EXPECT_EQ(line["seq"], expected)
+        << "job " << id << ": log sequence has a gap or a duplicate before " << line.dump();
+    if (line["seq"] != expected) return 0;
+    ++expected;
+  }
+  return expected - 1;
+}
+
+std::vector<std::string> expect_gapless_metrics(const ServiceProcess& service, std::int64_t id,
+                                                std::int64_t log_every_n_steps, std::int64_t epochs,
+                                                std::int64_t total_steps) {
+  EXPECT_EQ(total_steps % epochs, 0) << "the check assumes equal epochs";
+  const std::int64_t steps_per_epoch = total_steps / epochs;
+  std::vector<std::string> expected;
+  for (std::int64_t step = 1; step <= total_steps; ++step) {
+    if (step % log_every_n_steps == 0)
+      expected.push_back("step " + std::to_string(step) + " train");
+    if (step % steps_per_epoch == 0)
+      expected.push_back("step " + std::to_string(step) + " validation");
+  }
+
+  const HttpResponse response = service.get("/v1/jobs/" + std::to_string(id) + "/metrics");
+  EXPECT_EQ(response.status, 200) << response.body;
+  const json points = response.json()["points"];
+  std::vector<std::string> kinds;
+  std::vector<std::string> series;
+  std::int64_t seq = 1;
+  for (const json& point : points) {
+    EXPECT_EQ(point["seq"], seq++)
+        << "job " << id << ": metric seq has a gap or a duplicate at " << point.dump();
+    const json& values = point["values"];
+    const std::string step = std::to_string(point["step"].get<std::int64_t>());
+    const std::string prefix =
+        "step " + step + " epoch " + std::to_string(point["epoch"].get<int>());
+    if (values.contains("loss")) {
+      kinds.push_back("step " + step + " train");
+      series.push_back(prefix + " train loss=" + values["loss"].dump());
+    } else if (values.contains("val_loss")) {
+      kinds.push_back("step " + step + " validation");
+      series.push_back(prefix + " validation val_loss=" + values["val_loss"].dump() +
+                       " val_accuracy=" + values.value("val_accuracy", json()).dump());
+    } else {
+      kinds.push_back("step " + step + " unknown " + values.dump());
+      series.push_back(kinds.back());
+    }
+  }
+  EXPECT_EQ(first_difference(kinds, expected), "")
+      << "job " << id << ": the metric series is not one point per " << log_every_n_steps
+      << " steps plus one per epoch (" << kinds.size() << " points, " << expected.size()
+      << " expected)";
+  return series;
+}
+
+std::string join(const std::vector<std::int64_t>& values) {
+  std::string out;
+  for (std::int64_t v : values) out += (out.empty() ? "" : " ") + std::to_string(v);
+  return out;
+}
+
+std::string first_difference(const std::vector<std::string>& actual,
+                             const std::vector<std::string>& expected) {
+  if (actual == expected) return "";
+  std::size_t line = 0;
+  while (line < actual.size() && line < expected.size() && actual[line] == expected[line]) ++line;
+  auto at = [line](const std::vector<std::string>& lines) {
+    return line < lines.size() ? lines[line] : "(none)";
+  };
+  return "line " + std::to_string(line + 1) + ": '" + at(actual) + "' vs '" + at(expected) + "'";
+}
+
+}  // namespace tpujobs::testing

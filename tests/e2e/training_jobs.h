@@ -1,0 +1,64 @@
+// Training jobs in the end-to-end tests: a spec to submit, and checks of what
+// a job recorded (its progress, its log sequence, its metric series). Each
+// check adds a gtest failure that says what is wrong.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "service_process.h"
+
+namespace tpujobs::testing {
+
+// A job that trains a one-hidden-layer MLP (ReLU, Adam, batch 32 per core)
+// on a synthetic "blobs" dataset of 4 classes, 20% of it held out.
+struct BlobsJob {
+  std::string name;
+  int seed = 1;
+  int epochs = 1;
+  int log_every_n_steps = 50;
+  int checkpoint_every_n_steps = 100;
+  int samples = 1000;
+  int features = 32;
+  int hidden = 128;
+};
+// On one core: (samples * 0.8 / 32) steps an epoch.
+nlohmann::json blobs_job_spec(const BlobsJob& job);
+
+// Polls GET /v1/jobs/{id} until the job is RUNNING at `step` or later with
+// a checkpoint stored (last_checkpoint: checkpoints are written behind the
+// training), or the timeout passes; returns the last view either way.
+nlohmann::json wait_for_step(const ServiceProcess& service, std::int64_t id, std::int64_t step,
+                             std::chrono::seconds timeout = std::chrono::seconds(60));
+
+// The N of the job's last "Resumed from the checkpoint at step N" event;
+// -1 when it never resumed.
+std::int64_t resumed_from_step(const ServiceProcess& service, std::int64_t id);
+
+// GET /v1/jobs/{id}/logs must number the lines 1, 2, ..., n: no gap and no
+// duplicate. Returns n.
+std::int64_t expect_contiguous_logs(const ServiceProcess& service, std::int64_t id);
+
+// GET /v1/jobs/{id}/metrics of a job that trained `total_steps` steps over
+// `epochs` epochs (validating after each), against what the trainer emits:
+// seq 1..n, a training point (with "loss") at every multiple of
+// log_every_n_steps and a validation point (with "val_loss") at the last
+// step of every epoch, in step order, each exactly once. Returns the series
+// as lines such as "step 10 epoch 0 train loss=0.52", comparable between two
+// runs of one spec (throughput, which differs, left out).
+std::vector<std::string> expect_gapless_metrics(const ServiceProcess& service, std::int64_t id,
+                                                std::int64_t log_every_n_steps, std::int64_t epochs,
+                                                std::int64_t total_steps);
+
+// "1 2 3": numbers for a message.
+std::string join(const std::vector<std::int64_t>& values);
+
+// "" when the two are equal, else where they first differ:
+// "line 12: 'a' vs 'b'" (a line that one of them lacks reads "(none)").
+std::string first_difference(const std::vector<std::string>& actual,
+                             const std::vector<std::string>& expected);
+
+}  // namespace tpujobs::testing

@@ -1,0 +1,180 @@
+#include "executor/gemm.h"
+
+#include <gtest/gtest.h>
+
+#define EIGEN_DONT_PARALLELIZE
+#include <Eigen/Core>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "executor/random.h"
+#include "executor/worker_pool.h"
+
+namespace tpujobs::executor {
+namespace {
+
+std::vector<GemmKernel> available_kernels() {
+  std::vector<GemmKernel> kernels;
+  for (GemmKernel kernel : {GemmKernel::kGeneric, GemmKernel::kAvx2Fma}) {
+    if (gemm_kernel_available(kernel)) kernels.push_back(kernel);
+  }
+  return kernels;
+}
+
+// A row-major matrix with `stride` >= cols: a block of a wider buffer.
+struct Matrix {
+  int rows = 0, cols = 0, stride = 0;
+  std::vector<float> values;
+  float at(int r, int c) const { return values[std::size_t(r) * stride + c]; }
+  MatrixOperand operand(bool transposed) const { return {values.data(), stride, transposed}; }
+};
+
+Matrix random_matrix(int rows, int cols, int padding, std::uint64_t seed) {
+  Matrix m{rows, cols, cols + padding, {}};
+  m.values.resize(std::size_t(rows) * m.stride);
+  Rng rng(seed);
+  for (float& v : m.values) v = static_cast<float>(rng.uniform(-1.0, 1.0));
+  return m;
+}
+
+// The stored matrix that op() turns into rows x cols.
+Matrix random_operand(int rows, int cols, bool transposed, std::uint64_t seed) {
+  return transposed ? random_matrix(cols, rows, 3, seed) : random_matrix(rows, cols, 5, seed);
+}
+
+float op_at(const Matrix& stored, bool transposed, int r, int c) {
+  return transposed ? stored.at(c, r) : stored.at(r, c);
+}
+
+std::string bits(const std::vector<float>& values) {
+  return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+}
+
+TEST(Gemm, MatchesADoublePrecisionReferenceForEveryTransposeAndKernel) {
+  const int m = 37, n = 53, k = 29;
+  for (GemmKernel kernel : available_kernels()) {
+    for (int mode = 0; mode < 4; ++mode) {
+      const bool ta = mode & 1, tb = mode & 2;
+      const Matrix a = random_operand(m, k, ta, 1 + mode);
+      const Matrix b = random_operand(k, n, tb, 11 + mode);
+      const int c_stride = n + 7;
+      std::vector<float> c(std::size_t(m) * c_stride, 0.5f);
+      gemm(m, n, k, a.operand(ta), b.operand(tb), c.data(), c_stride, /*accumulate=*/true,
+           ComputeSplit{nullptr, kernel});
+      std::vector<float> assigned = c;
+      gemm(m, n, k, a.operand(ta), b.operand(tb), assigned.data(), c_stride, /*accumulate=*/false,
+           ComputeSplit{nullptr, kernel});
+      for (int r = 0; r < m; ++r) {
+        for (int col = 0; col < c_stride; ++col) {
+          const std::size_t at = std::size_t(r) * c_stride + col;
+          if (col >= n) {  // outside c: untouched
+            ASSERT_EQ(c[at], 0.5f);
+            ASSERT_EQ(assigned[at], 0.5f);
+            continue;
+          }
+          double expected = 0;
+          for (int i = 0; i < k; ++i) expected += double{op_at(a, ta, r, i)} * op_at(b, tb, i, col);
+          ASSERT_NEAR(assigned[at], expected, 1e-5)
+              << gemm_kernel_name(kernel) << " mode " << mode << " at " << r << "," << col;
+          ASSERT_NEAR(c[at], expected + 0.5, 1e-5) << gemm_kernel_name(kernel) << " mode " << mode;
+        }
+      }
+    }
+  }
+}
+
+TEST(Gemm, EmptyDepthAssignsZerosOrLeavesC) {
+  std::vector<float> c(6, 2.0f);
+  gemm(2, 3, 0, MatrixOperand{nullptr, 0, false}, MatrixOperand{nullptr, 3, false}, c.data(), 3,
+       true, ComputeSplit{});
+  EXPECT_EQ(c, std::vector<float>(6, 2.0f));
+  gemm(2, 3, 0, MatrixOperand{nullptr, 0, false}, MatrixOperand{nullptr, 3, false}, c.data(), 3,
+       false, ComputeSplit{});
+  EXPECT_EQ(c, std::vector<float>(6, 0.0f));
+}
+
+TEST(GemmPanels, CutTheDimensionWhoseSharedOperandIsSmallerIntoWholeGranules) {
+  // The GEMM-bound MLP's forward product: batch 256, 4096 -> 4096.
+  GemmPanels panels = plan_gemm_panels(256, 4096, 4096);
+  EXPECT_FALSE(panels.along_rows);
+  EXPECT_EQ(panels.count, 8);
+  EXPECT_EQ(panels.width, 512);
+  // Its last layer's weight gradient: 4096 x 10, summed over 256 rows.
+  panels = plan_gemm_panels(4096, 10, 256);
+  EXPECT_TRUE(panels.along_rows);
+  EXPECT_EQ(panels.count, 5);
+  EXPECT_EQ(panels.width % 48, 0);
+  EXPECT_GE(panels.width * panels.count, 4096);
+  // Small products stay whole.
+  panels = plan_gemm_panels(64, 128, 64);
+  EXPECT_EQ(panels.count, 1);
+  EXPECT_EQ(panels.width, 128);
+}
+
+// The same product computed with every pool size and with operands moved to
+// other addresses gives the same bits: panels depend on the shape alone, and
+// the kernels pack their operands, so alignment plays no part.
+TEST(Gemm, BitsDependOnNeitherThreadCountNorAddresses) {
+  struct Shape {
+    int m, n, k;
+    bool ta, tb;
+  };
+  for (GemmKernel kernel : available_kernels()) {
+    for (const Shape& shape :
+         {Shape{96, 1000, 300, false, false}, Shape{1000, 40, 200, true, false},
+          Shape{130, 700, 257, false, true}}) {
+      ASSERT_GT(plan_gemm_panels(shape.m, shape.n, shape.k).count, 2);
+      const Matrix a = random_operand(shape.m, shape.k, shape.ta, 3);
+      const Matrix b = random_operand(shape.k, shape.n, shape.tb, 4);
+      auto product = [&](WorkerPool* pool, int shift) {
+        // Copies of the operands and of c starting `shift` floats further on.
+        std::vector<float> a_copy(shift, 0.0f), b_copy(shift, 0.0f);
+        a_copy.insert(a_copy.end(), a.values.begin(), a.values.end());
+        b_copy.insert(b_copy.end(), b.values.begin(), b.values.end());
+        std::vector<float> c(shift + std::size_t(shape.m) * shape.n, 1.0f);
+        gemm(shape.m, shape.n, shape.k, MatrixOperand{a_copy.data() + shift, a.stride, shape.ta},
+             MatrixOperand{b_copy.data() + shift, b.stride, shape.tb}, c.data() + shift, shape.n,
+             true, ComputeSplit{pool, kernel});
+        return std::vector<float>(c.begin() + shift, c.end());
+      };
+      const std::vector<float> expected = product(nullptr, 0);
+      for (int shift = 1; shift < 8; ++shift) {
+        EXPECT_EQ(bits(product(nullptr, shift)), bits(expected))
+            << gemm_kernel_name(kernel) << " shifted by " << shift;
+      }
+      for (int threads : {1, 2, 3, 5}) {
+        WorkerPool pool(threads);
+        EXPECT_EQ(bits(product(&pool, threads)), bits(expected))
+            << gemm_kernel_name(kernel) << " on " << threads << " threads";
+      }
+    }
+  }
+}
+
+// Eigen's own blocking follows the cache sizes it detects, and with it where
+// sums are split: 92% of a 130x300x1000 product's elements changed between a
+// 32 KiB and a 16 KiB L1. The kernels block with fixed sizes instead, so a
+// checkpoint resumed on another host of the same kind continues bit for bit.
+// (Only the generic kernel's copy of Eigen can be told other cache sizes.)
+TEST(Gemm, BitsDoNotDependOnTheHostsCacheSizes) {
+  const Matrix a = random_operand(130, 1000, false, 5);
+  const Matrix b = random_operand(1000, 300, false, 6);
+  auto product = [&] {
+    std::vector<float> c(130 * 300);
+    gemm(130, 300, 1000, a.operand(false), b.operand(false), c.data(), 300, false,
+         ComputeSplit{nullptr, GemmKernel::kGeneric});
+    return c;
+  };
+  const std::vector<float> expected = product();
+  const std::ptrdiff_t l1 = Eigen::l1CacheSize(), l2 = Eigen::l2CacheSize(),
+                       l3 = Eigen::l3CacheSize();
+  Eigen::setCpuCacheSizes(16 * 1024, 256 * 1024, 2 * 1024 * 1024);
+  const std::vector<float> other_host = product();
+  Eigen::setCpuCacheSizes(l1, l2, l3);
+  EXPECT_EQ(bits(other_host), bits(expected));
+}
+
+}  // namespace
+}  // namespace tpujobs::executor
