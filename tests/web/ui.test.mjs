@@ -12,7 +12,7 @@ const examples = resolve(dirname(fileURLToPath(import.meta.url)), '../../example
 const digits = JSON.parse(readFileSync(join(examples, 'digits-mlp.json'), 'utf8'));
 // A job that would run for minutes: the tests end it.
 const longDigits = (name, trainer = {}) => ({
-  ...digits, name, trainer: { ...digits.trainer, max_epochs: 5000, ...trainer }, expect: undefined, timeout: '30m',
+  ...digits, name, trainer: { ...digits.trainer, max_epochs: 50_000, ...trainer }, expect: undefined, timeout: '30m',
 });
 
 let service;
@@ -140,6 +140,12 @@ test('a running job is cancelled from its page; a job waiting behind it shows wh
   await page.goto(`${service.url}/#/jobs/${slice.id}`);
   await page.waitForFunction(() => document.querySelector('.state-holder')?.dataset.state === 'RUNNING', null, { timeout: 60_000 });
   await page.waitForFunction(() => Number(document.querySelector('#chart-loss')?.dataset.points) > 1, null, { timeout: 30_000 });
+  // The slice logs hundreds of lines a second; the page keeps up and stays responsive.
+  await page.waitForFunction(() => /lines, live/.test(document.querySelector('#log-status')?.textContent), null, { timeout: 10_000 });
+  const before = Date.now();
+  const shown = await page.evaluate(() => document.querySelector('#log').textContent.split('\n').length);
+  assert.ok(Date.now() - before < 1000, 'the page answers within a second while the log streams');
+  assert.ok(shown > 10, 'the log shows the streamed lines');
   await page.getByRole('button', { name: 'Cancel job' }).click();
   await page.waitForFunction(() => document.querySelector('.state-holder')?.dataset.state === 'CANCELLED', null, { timeout: 30_000 });
   assert.match(await page.locator('.timeline').innerText(), /CANCELLED/);
