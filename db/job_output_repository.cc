@@ -12,10 +12,11 @@ std::optional<std::string> time_or_now(TimePoint at) {
   return format_timestamp(at);
 }
 
-Result<std::int64_t> max_seq(ConnectionPool& pool, std::chrono::milliseconds timeout,
-                             const char* sql, std::int64_t job_id) {
+// The one bigint a query such as SELECT max(...) or count(*) returns.
+Result<std::int64_t> single_int64(ConnectionPool& pool, std::chrono::milliseconds timeout,
+                                  const char* sql, std::initializer_list<Param> params) {
   return with_connection(pool, timeout, [&](Connection& connection) -> Result<std::int64_t> {
-    Result<QueryResult> rows = connection.execute(sql, {job_id});
+    Result<QueryResult> rows = connection.execute(sql, params);
     if (!rows.ok()) return rows.error();
     return rows->int64(0, 0);
   });
@@ -65,8 +66,8 @@ Result<std::vector<LogLine>> JobOutputRepository::list_logs(std::int64_t job_id,
 }
 
 Result<std::int64_t> JobOutputRepository::max_log_seq(std::int64_t job_id) {
-  return max_seq(pool_, acquire_timeout_,
-                 "SELECT COALESCE(max(seq), 0) FROM job_logs WHERE job_id = $1::bigint", job_id);
+  return single_int64(pool_, acquire_timeout_,
+                      "SELECT COALESCE(max(seq), 0) FROM job_logs WHERE job_id = $1::bigint", {job_id});
 }
 
 Status JobOutputRepository::append_metrics(const std::vector<MetricPoint>& points) {
@@ -116,8 +117,14 @@ Result<std::vector<MetricPoint>> JobOutputRepository::list_metrics(std::int64_t 
 }
 
 Result<std::int64_t> JobOutputRepository::max_metric_seq(std::int64_t job_id) {
-  return max_seq(pool_, acquire_timeout_,
-                 "SELECT COALESCE(max(seq), 0) FROM job_metrics WHERE job_id = $1::bigint", job_id);
+  return single_int64(pool_, acquire_timeout_,
+                      "SELECT COALESCE(max(seq), 0) FROM job_metrics WHERE job_id = $1::bigint", {job_id});
+}
+
+Result<std::int64_t> JobOutputRepository::count_metrics_after_step(std::int64_t job_id, std::int64_t step) {
+  return single_int64(pool_, acquire_timeout_,
+                      "SELECT count(*) FROM job_metrics WHERE job_id = $1::bigint AND step > $2::bigint",
+                      {job_id, step});
 }
 
 Status JobOutputRepository::save_checkpoint(std::int64_t job_id, std::int64_t step, int epoch,

@@ -60,6 +60,8 @@ class JobOutputRepository {
   Result<std::vector<MetricPoint>> list_metrics(std::int64_t job_id, std::int64_t after_seq,
                                                 int limit);
   Result<std::int64_t> max_metric_seq(std::int64_t job_id);
+  // How many of the job's stored points are past `step`.
+  Result<std::int64_t> count_metrics_after_step(std::int64_t job_id, std::int64_t step);
 
   // Stores a checkpoint (replacing one at the same step) and deletes all but
   // the job's two latest (by step), in one transaction.

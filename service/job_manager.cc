@@ -106,10 +106,16 @@ struct JobManager::LiveJob {
   std::vector<std::pair<std::int64_t, std::string>> recent_logs;
   std::vector<std::function<void(api::JsonResult)>> waiters;
   SteadyClock::time_point run_started{};
-  // GET /v1/jobs/{id} as last rendered, valid while JobManager::epoch_
-  // still equals cached_epoch.
+  // Bumped by changes only this job's view shows (progress, metrics, a
+  // stored checkpoint); JobManager::epoch_ counts the changes that can move
+  // any job's view (states, queue order, pool). A running job's telemetry
+  // thus leaves the cached views of the queued jobs valid.
+  std::uint64_t version = 0;
+  // GET /v1/jobs/{id} as last rendered, valid while epoch_ and version
+  // still equal these.
   std::string cached_body;
   std::uint64_t cached_epoch = 0;
+  std::uint64_t cached_version = 0;
 };
 
 // Routes the executor's output: log lines and metrics to the telemetry
@@ -132,7 +138,7 @@ class JobManager::Sink final : public executor::TrainingSink {
     {
       std::lock_guard lock(manager_.mutex_);
       for (const auto& [name, value] : point.values) job_->latest_metrics[name] = value;
-      ++manager_.epoch_;
+      ++job_->version;
     }
     if (job_->skip_metric_points > 0) {  // already recorded before the resume
       --job_->skip_metric_points;
@@ -165,7 +171,7 @@ class JobManager::Sink final : public executor::TrainingSink {
     {
       std::lock_guard lock(manager_.mutex_);
       job_->progress = progress;
-      ++manager_.epoch_;
+      ++job_->version;
       manager_.scheduler_.heartbeat(job_->id, now);
     }
     if (now - last_progress_write_ < std::chrono::seconds(1)) return;
@@ -653,12 +659,8 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
     // The resumed run emits again every point after the checkpoint's step
     // (a step can have two: training and validation); skip as many as are
     // recorded already.
-    job->skip_metric_points = 0;
-    const std::int64_t from = resume ? resume->step : 0;
-    auto recorded = repo_.outputs.list_metrics(job->id, 0, 1000000);
-    if (recorded.ok()) {
-      for (const db::MetricPoint& m : *recorded) job->skip_metric_points += m.step > from ? 1 : 0;
-    }
+    auto recorded = repo_.outputs.count_metrics_after_step(job->id, resume ? resume->step : 0);
+    job->skip_metric_points = recorded.ok() ? *recorded : 0;
   }
 
   db::Transition running;
@@ -954,9 +956,10 @@ db::Result<std::string> JobManager::get_job_text(std::int64_t id, const std::str
       LiveJob& job = *it->second;
       if (job.tenant != tenant) return not_found(id).error();
       // Pollers ask far more often than jobs change: render once per change.
-      if (job.cached_body.empty() || job.cached_epoch != epoch_) {
+      if (job.cached_body.empty() || job.cached_epoch != epoch_ || job.cached_version != job.version) {
         job.cached_body = response_body(render_live_locked(job));
         job.cached_epoch = epoch_;
+        job.cached_version = job.version;
       }
       return job.cached_body;
     }
@@ -1410,7 +1413,7 @@ bool JobManager::flush_telemetry() {
     std::lock_guard lock(mutex_);
     if (auto it = live_.find(id); it != live_.end()) {
       it->second->stored_checkpoint = {c.step, c.epoch};
-      ++epoch_;
+      ++it->second->version;
     }
   }
   for (const auto& [id, p] : progress) {

@@ -146,7 +146,7 @@ class JobManager final : public api::JobService {
   int cpu_running_ = 0;
   std::int64_t submit_order_ = 0;
   bool schedule_requested_ = false;
-  std::uint64_t epoch_ = 1;  // bumped by every change a job's view can show
+  std::uint64_t epoch_ = 1;  // bumped by every change that can move any job's view
   bool stopping_ = false;
   std::condition_variable scheduler_wake_;
   std::vector<std::thread> finished_runners_;

@@ -88,6 +88,11 @@ TEST_F(OutputRepositoryTest, MetricsShareStepsAndAppendIdempotently) {
   EXPECT_EQ(R"({"loss": 1.5})", (*points)[1].metrics_json);
   EXPECT_EQ(3, *outputs.max_metric_seq(job_));
   EXPECT_EQ(0, *outputs.max_metric_seq(other_job_));
+  // What a resume from a checkpoint skips: the points past its step.
+  EXPECT_EQ(3, *outputs.count_metrics_after_step(job_, 0));
+  EXPECT_EQ(1, *outputs.count_metrics_after_step(job_, 10));
+  EXPECT_EQ(0, *outputs.count_metrics_after_step(job_, 20));
+  EXPECT_EQ(0, *outputs.count_metrics_after_step(other_job_, 0));
   Status bad = outputs.append_metrics({{job_, 4, 30, 1, {}, "loss=1"}});
   EXPECT_EQ(ErrorCode::kInvalid, bad.code());
 }

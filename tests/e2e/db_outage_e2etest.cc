@@ -30,7 +30,8 @@ using Clock = std::chrono::steady_clock;
 constexpr int kLongJobs = 3;
 constexpr int kLogEvery = 100;
 constexpr int kCheckpointEvery = 500;
-constexpr int kStepsPerEpoch = 1000;  // 40000 samples, 20% held out, 32 per batch
+constexpr int kSamples = 40000;
+constexpr std::int64_t kStepsPerEpoch = blobs_steps_per_epoch(kSamples);
 
 json long_spec(const std::string& name, int seed, int epochs) {
   return blobs_job_spec({.name = name,
@@ -38,7 +39,7 @@ json long_spec(const std::string& name, int seed, int epochs) {
                          .epochs = epochs,
                          .log_every_n_steps = kLogEvery,
                          .checkpoint_every_n_steps = kCheckpointEvery,
-                         .samples = 40000,
+                         .samples = kSamples,
                          .features = 64,
                          .hidden = 256});
 }
@@ -224,7 +225,7 @@ TEST(DatabaseOutage, ServiceRidesOutAStoppedPostgres) {
 
   const int epochs = epochs_for_the_long_jobs(service);
   ASSERT_GT(epochs, 0);
-  const std::int64_t total_steps = std::int64_t{kStepsPerEpoch} * epochs;
+  const std::int64_t total_steps = kStepsPerEpoch * epochs;
   std::vector<std::int64_t> ids;
   for (int i = 0; i < kLongJobs; ++i) {
     HttpResponse created =

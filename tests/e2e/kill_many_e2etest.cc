@@ -23,8 +23,8 @@ constexpr int kJobs = 10;
 constexpr int kEpochs = 4;
 constexpr int kLogEvery = 20;
 constexpr int kCheckpointEvery = 100;
-// 40000 samples, 20% held out, 32 per batch: 1000 steps an epoch.
-constexpr std::int64_t kTotalSteps = 1000 * kEpochs;
+constexpr int kSamples = 40000;
+constexpr std::int64_t kTotalSteps = blobs_steps_per_epoch(kSamples) * kEpochs;
 
 // One core each; under a second of CPU alone in a RelWithDebInfo build, so
 // ten of them share two CPUs for several seconds. The small model keeps the
@@ -37,7 +37,7 @@ json job_spec(int index, const std::string& name) {
                          .epochs = kEpochs,
                          .log_every_n_steps = kLogEvery,
                          .checkpoint_every_n_steps = kCheckpointEvery,
-                         .samples = 40000,
+                         .samples = kSamples,
                          .features = 32,
                          .hidden = 128});
 }
