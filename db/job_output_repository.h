@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -69,6 +70,10 @@ class JobOutputRepository {
                          const std::string& bytes);
   // The checkpoint with the highest step; nullopt when none.
   Result<std::optional<CheckpointRow>> latest_checkpoint(std::int64_t job_id);
+  // The step and epoch of the newest checkpoint of each of these jobs that
+  // has one (without the bytes), in one query.
+  Result<std::map<std::int64_t, std::pair<std::int64_t, int>>> latest_checkpoint_positions(
+      const std::vector<std::int64_t>& job_ids);
 
  private:
   ConnectionPool& pool_;

@@ -71,7 +71,8 @@ GemmPanels plan_gemm_panels(int m, int n, int k) {
   const int wanted = static_cast<int>(
       std::clamp<std::int64_t>(multiply_adds / kMinPanelMultiplyAdds, 1, kMaxPanels));
   const int granules = (extent + granule - 1) / granule;
-  const int granules_per_panel = (granules + wanted - 1) / std::min(wanted, granules);
+  const int panel_count = std::min(wanted, granules);
+  const int granules_per_panel = (granules + panel_count - 1) / panel_count;
   panels.width = std::max(1, std::min(extent, granules_per_panel * granule));
   panels.count = (extent + panels.width - 1) / panels.width;
   return panels;

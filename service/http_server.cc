@@ -11,6 +11,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <cstdint>
 #include <deque>
 #include <mutex>
 #include <thread>
@@ -132,7 +133,7 @@ class Session : public std::enable_shared_from_this<Session> {
     stream_.expires_never();
     arm_deadline(state_.options.header_timeout);
     http::async_read_header(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-      self->deadline_.cancel();
+      self->disarm_deadline();
       self->on_header(ec);
     });
   }
@@ -140,15 +141,24 @@ class Session : public std::enable_shared_from_this<Session> {
   // A read that must finish by a deadline. Unlike tcp_stream's own expiry,
   // which closes the socket, this only cancels the read, so the client can
   // still be told 408.
+  // A timer that fired just as the read finished has its handler queued
+  // already, and cancel() cannot take it back: the generation tells it that
+  // it belongs to a read that is over.
   void arm_deadline(std::chrono::milliseconds timeout) {
     deadline_hit_ = false;
+    const std::uint64_t generation = ++deadline_generation_;
     deadline_.expires_after(timeout);
-    deadline_.async_wait([self = shared_from_this()](beast::error_code ec) {
-      if (ec) return;  // the read finished first
+    deadline_.async_wait([self = shared_from_this(), generation](beast::error_code ec) {
+      if (ec || generation != self->deadline_generation_) return;  // the read finished first
       self->deadline_hit_ = true;
       beast::error_code ignored;
       self->stream_.socket().cancel(ignored);
     });
+  }
+
+  void disarm_deadline() {
+    ++deadline_generation_;
+    deadline_.cancel();
   }
 
   void on_header(beast::error_code ec) {
@@ -171,7 +181,7 @@ class Session : public std::enable_shared_from_this<Session> {
     auto read_body = [self = shared_from_this()] {
       self->arm_deadline(self->state_.options.body_timeout);
       http::async_read(self->stream_, self->buffer_, *self->parser_, [self](beast::error_code ec, std::size_t) {
-        self->deadline_.cancel();
+        self->disarm_deadline();
         if (ec && self->deadline_hit_) {
           return self->reject(408, "Request Timeout", "the request body did not arrive in time");
         }
@@ -319,6 +329,7 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::tcp_stream stream_;
   asio::steady_timer deadline_;
   bool deadline_hit_ = false;
+  std::uint64_t deadline_generation_ = 0;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   ServerState& state_;

@@ -155,13 +155,20 @@ class JobManager::Sink final : public executor::TrainingSink {
   }
 
   // Queued for the telemetry writer, which stores it after the log lines
-  // and metrics queued before it, so a resume never replays lines that are
-  // already recorded. Training goes on meanwhile, also while the database
-  // is away; only the newest checkpoint of a job waits.
+  // and metrics queued before it: a stored checkpoint never has lines or
+  // points before it missing. (A resume does log again what the run logged
+  // after the checkpoint, under new seqs, as a restarted trainer would;
+  // its metric points are skipped, see skip_metric_points.) Training goes
+  // on meanwhile, also while the database is away; only the newest
+  // checkpoint of a job waits.
   void checkpoint(const executor::Checkpoint& checkpoint) override {
+    // Megabytes: copied, and the older one freed, outside the lock that
+    // every log line takes.
+    executor::Checkpoint newest = checkpoint;
     {
       std::lock_guard lock(manager_.telemetry_mutex_);
-      manager_.pending_checkpoints_[job_->id] = checkpoint;
+      auto [it, added] = manager_.pending_checkpoints_.try_emplace(job_->id, std::move(newest));
+      if (!added) std::swap(it->second, newest);
     }
     manager_.telemetry_wake_.notify_one();
   }
@@ -248,7 +255,10 @@ bool JobManager::with_retry(F&& write) {
     database_ok_ = false;
     {
       std::lock_guard lock(telemetry_mutex_);
-      if (telemetry_stopping_) return false;
+      if (telemetry_stopping_ || (retry_until_ && SteadyClock::now() >= *retry_until_)) {
+        std::cerr << "tpujobs: database unavailable, a write is given up: " << status.error().message << "\n";
+        return false;
+      }
     }
     std::this_thread::sleep_for(delay);
     delay = std::min(delay * 2, std::chrono::milliseconds(2000));
@@ -257,12 +267,23 @@ bool JobManager::with_retry(F&& write) {
 
 bool JobManager::apply_transition(const db::Transition& transition) {
   bool applied = false;
+  bool retried = false;
   with_retry([&] {
     auto r = repo_.jobs.transition(transition);
-    if (r.ok()) applied = *r;
-    return r.ok() ? db::Status::Ok() : db::Status(r.error());
+    if (r.ok()) {
+      applied = *r;
+      return db::Status::Ok();
+    }
+    retried = true;
+    return db::Status(r.error());
   });
-  return applied;
+  if (applied || !retried) return applied;
+  // A commit whose answer the connection lost is not applied again by the
+  // retry: the job is already in the target state (under this owner, for a
+  // claim). Tell it from a job someone else moved on by that state.
+  auto row = repo_.jobs.get_job(transition.job_id);
+  return row.ok() && *row && (*row)->state == transition.to &&
+         (!transition.owner || (*row)->owner == transition.owner);
 }
 
 db::Status JobManager::start() {
@@ -272,6 +293,11 @@ db::Status JobManager::start() {
   if (!quotas.ok()) return quotas.error();
   auto unfinished = repo_.jobs.load_unfinished();
   if (!unfinished.ok()) return unfinished.error();
+  // Where each job would resume, for its view while it waits.
+  std::vector<std::int64_t> ids;
+  for (const db::JobRow& row : *unfinished) ids.push_back(row.id);
+  auto checkpoints = repo_.outputs.latest_checkpoint_positions(ids);
+  if (!checkpoints.ok()) return checkpoints.error();
   {
     std::lock_guard lock(mutex_);
     for (const db::HostHealthRow& h : *hosts) {
@@ -310,6 +336,7 @@ db::Status JobManager::start() {
       (void)repo_.jobs.transition(t);
       continue;
     }
+    if (auto c = checkpoints->find(row.id); c != checkpoints->end()) job->stored_checkpoint = c->second;
     std::lock_guard lock(mutex_);
     enqueue_locked(job);
   }
@@ -329,6 +356,10 @@ void JobManager::shutdown() {
     std::lock_guard lock(submit_mutex_);
     if (submit_closed_) return;
     submit_closed_ = true;
+  }
+  {
+    std::lock_guard lock(telemetry_mutex_);
+    retry_until_ = SteadyClock::now() + options_.shutdown_write_grace;
   }
   submit_wake_.notify_all();
   for (std::thread& t : committers_) t.join();  // they answer what they already took
@@ -401,6 +432,7 @@ void JobManager::submit(api::SubmitRequest request, std::function<void(api::Subm
   {
     std::lock_guard lock(submit_mutex_);
     if (!submit_closed_) {
+      pending.order = ++submit_order_;
       submits_.push_back(std::move(pending));
       submit_wake_.notify_one();
       return;
@@ -473,7 +505,7 @@ void JobManager::commit_batch(std::vector<PendingSubmit>& batch) {
                                json(request.spec.labels), json(request.warnings));
         job->spec = std::move(request.spec);
         job->resolution = std::move(request.resolution);
-        enqueue_locked(job);
+        enqueue_locked(job, batch[i].order);
         outcome.kind = api::SubmitOutcome::Kind::kCreated;
       }
       answers.emplace_back(std::move(batch[i].done), std::move(outcome));
@@ -515,13 +547,15 @@ std::shared_ptr<JobManager::LiveJob> JobManager::make_live(const db::JobRow& row
   return job;
 }
 
-void JobManager::enqueue_locked(const std::shared_ptr<LiveJob>& job) {
-  job->submit_order = ++submit_order_;
+void JobManager::enqueue_locked(const std::shared_ptr<LiveJob>& job, std::int64_t order) {
+  job->submit_order = order > 0 ? order : ++submit_order_;
   job->row.state = kQueued;
   ++epoch_;
   live_[job->id] = job;
   if (job->resolution.request.kind == scheduler::RequestKind::kCpu) {
-    cpu_waiting_.push_back(job);
+    auto at = std::upper_bound(cpu_waiting_.begin(), cpu_waiting_.end(), job->submit_order,
+                               [](std::int64_t o, const std::shared_ptr<LiveJob>& w) { return o < w->submit_order; });
+    cpu_waiting_.insert(at, job);
     return;
   }
   scheduler::JobRequest request;
@@ -618,10 +652,8 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
   starting.allocation_json = allocation.dump();
   starting.set_started_at = true;
   starting.owner = options_.instance;
-  // Lost in a database crash, STARTING and RUNNING read as QUEUED again,
-  // which a restart re-queues anyway: skip their WAL flush (two fsyncs on
-  // the way from submit to RUNNING).
-  starting.durable = false;
+  // STARTING is the claim on the job (its owner), so it is flushed before
+  // the job trains; RUNNING below is not.
   const bool moved = apply_transition(starting);
   auto release = [&] {
     std::lock_guard lock(mutex_);
@@ -668,6 +700,8 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
   running.from = {kStarting};
   running.to = kRunning;
   running.reason = resume ? "Resumed from the checkpoint at step " + std::to_string(resume->step) : "Training started";
+  // Lost in a database crash, the job reads as STARTING under this owner,
+  // which a restart re-queues as it does RUNNING: skip the WAL flush.
   running.durable = false;
   apply_transition(running);
   {
@@ -816,7 +850,8 @@ void JobManager::finish_job(const std::shared_ptr<LiveJob>& job, JobState state,
 }
 
 void JobManager::notify_waiters(const std::shared_ptr<LiveJob>& job) {
-  // mutex_ is held by the caller; answering only posts to I/O threads.
+  // mutex_ is held by the caller. Called off the waiters' I/O threads (by a
+  // runner or the scheduler), answering only posts to them.
   json view = render(job->row);
   for (auto& waiter : job->waiters) waiter(view);
   job->waiters.clear();
@@ -1002,18 +1037,20 @@ api::JsonResult JobManager::list_jobs(const api::JobQuery& query) {
 
 void JobManager::wait_job(std::int64_t id, const std::string& tenant, std::chrono::milliseconds timeout,
                           std::function<void(api::JsonResult)> done) {
+  // An answer given at once is given after the lock is released: done()
+  // may write the response inline.
+  std::optional<api::JsonResult> now;
   {
     std::lock_guard lock(mutex_);
     auto it = live_.find(id);
     if (it != live_.end()) {
       if (it->second->tenant != tenant) {
-        done(not_found(id));
-        return;
+        now = not_found(id);
+      } else if (timeout.count() == 0) {
+        now = render_live_locked(*it->second);
       }
-      if (timeout.count() == 0) {
-        done(render_live_locked(*it->second));
-        return;
-      }
+    }
+    if (it != live_.end() && !now) {
       // The first of "terminal" and "timeout" answers; the other finds the
       // shared flag set and does nothing.
       auto answered = std::make_shared<std::atomic<bool>>(false);
@@ -1029,6 +1066,7 @@ void JobManager::wait_job(std::int64_t id, const std::string& tenant, std::chron
       return;
     }
   }
+  if (now) return done(std::move(*now));
   done(get_job(id, tenant));  // not live: terminal (or unknown) already
 }
 
@@ -1073,8 +1111,9 @@ api::JsonResult JobManager::cancel_job(std::int64_t id, const std::string& tenan
 }
 
 api::JsonResult JobManager::job_logs(std::int64_t id, const std::string& tenant, std::int64_t after, int limit) {
-  if (auto row = load_visible(id, tenant); !row.ok()) return row.error();
-  flush_telemetry();
+  auto row = load_visible(id, tenant);
+  if (!row.ok()) return row.error();
+  if (!is_terminal(row->state)) flush_outputs_for_read();
   auto lines = repo_.outputs.list_logs(id, after, limit);
   if (!lines.ok()) return lines.error();
   json out = json::array();
@@ -1155,8 +1194,9 @@ void JobManager::stream_tick(std::int64_t id, std::int64_t after, api::ResponseW
 }
 
 api::JsonResult JobManager::job_metrics(std::int64_t id, const std::string& tenant, std::int64_t after) {
-  if (auto row = load_visible(id, tenant); !row.ok()) return row.error();
-  flush_telemetry();
+  auto row = load_visible(id, tenant);
+  if (!row.ok()) return row.error();
+  if (!is_terminal(row->state)) flush_outputs_for_read();
   auto points = repo_.outputs.list_metrics(id, after, 100000);
   if (!points.ok()) return points.error();
   json out = json::array();
@@ -1420,6 +1460,31 @@ bool JobManager::flush_telemetry() {
     ok &= with_retry([&] { return repo_.jobs.update_progress(id, p.first, p.second); });
   }
   return ok;
+}
+
+// A reader of a running job's logs or metrics expects what was logged
+// before it asked: store the queued lines and points now, in one attempt
+// (an I/O thread must not sit in the outage back-off). Checkpoints and
+// progress are left to the telemetry writer. What cannot be stored goes
+// back to the front of the queues; a batch stored twice is harmless, since
+// appends ignore rows already present.
+void JobManager::flush_outputs_for_read() {
+  std::lock_guard flush(flush_mutex_);
+  std::vector<db::LogLine> logs;
+  std::vector<db::MetricPoint> metrics;
+  {
+    std::lock_guard lock(telemetry_mutex_);
+    logs.swap(pending_logs_);
+    metrics.swap(pending_metrics_);
+  }
+  const bool stored = (logs.empty() || repo_.outputs.append_logs(logs).ok()) &&
+                      (metrics.empty() || repo_.outputs.append_metrics(metrics).ok());
+  if (stored) return;
+  std::lock_guard lock(telemetry_mutex_);
+  pending_logs_.insert(pending_logs_.begin(), std::make_move_iterator(logs.begin()),
+                       std::make_move_iterator(logs.end()));
+  pending_metrics_.insert(pending_metrics_.begin(), std::make_move_iterator(metrics.begin()),
+                          std::make_move_iterator(metrics.end()));
 }
 
 void JobManager::telemetry_loop() {

@@ -45,6 +45,10 @@ struct JobManagerOptions {
   std::string instance = "tpujobs";  // recorded as the owner of the jobs it runs
   // Memory for the rendered views of finished jobs (FinishedViewCache).
   std::size_t finished_view_bytes = 64u << 20;
+  // How long a shutdown keeps retrying its writes (checkpoints, the jobs'
+  // return to QUEUED) while the database is away, before it gives up: the
+  // next start resumes the jobs from their last stored checkpoint.
+  std::chrono::milliseconds shutdown_write_grace{10000};
 };
 
 class JobManager final : public api::JobService {
@@ -95,6 +99,9 @@ class JobManager final : public api::JobService {
     db::NewJob row;           // built on the submitting thread, not the committer's
     nlohmann::json resolved;  // resolved_of(request)
     std::function<void(api::SubmitOutcome)> done;
+    // Its place among equal priorities: taken on arrival, since two
+    // committers may commit a later batch first.
+    std::int64_t order = 0;
   };
   enum class StopReason { kNone, kUserCancel, kHostFailedRetry, kHostFailedFinal, kShutdown, kLeaseLost };
   class Sink;
@@ -109,7 +116,9 @@ class JobManager final : public api::JobService {
   // Helpers (mutex_ held where the name says _locked).
   void commit_batch(std::vector<PendingSubmit>& batch);
   std::shared_ptr<LiveJob> make_live(const db::JobRow& row, std::string* error);
-  void enqueue_locked(const std::shared_ptr<LiveJob>& job);
+  // Queues the job behind the jobs of its priority submitted before
+  // `order` (on arrival); 0: behind all of them, as a requeue.
+  void enqueue_locked(const std::shared_ptr<LiveJob>& job, std::int64_t order = 0);
   // Runs a scheduling pass and starts a runner for every job it placed.
   void start_placed_locked(std::chrono::steady_clock::time_point now);
   void wake_scheduler();
@@ -117,6 +126,7 @@ class JobManager final : public api::JobService {
                   nlohmann::json error, nlohmann::json result);
   void notify_waiters(const std::shared_ptr<LiveJob>& job);
   bool flush_telemetry();
+  void flush_outputs_for_read();
   nlohmann::json render(const db::JobRow& row);
   nlohmann::json render_row(const db::JobRow& row, nlohmann::json spec, nlohmann::json resolved,
                             nlohmann::json labels, nlohmann::json warnings);
@@ -144,7 +154,7 @@ class JobManager final : public api::JobService {
   std::unordered_map<std::int64_t, std::shared_ptr<LiveJob>> live_;
   std::deque<std::shared_ptr<LiveJob>> cpu_waiting_;
   int cpu_running_ = 0;
-  std::int64_t submit_order_ = 0;
+  std::atomic<std::int64_t> submit_order_{0};
   bool schedule_requested_ = false;
   std::uint64_t epoch_ = 1;  // bumped by every change that can move any job's view
   bool stopping_ = false;
@@ -163,6 +173,8 @@ class JobManager final : public api::JobService {
   std::map<std::int64_t, std::pair<std::string, std::string>> pending_progress_;  // id -> (progress, metrics)
   std::map<std::int64_t, executor::Checkpoint> pending_checkpoints_;  // the newest of each job
   bool telemetry_stopping_ = false;
+  // Set by shutdown(): writes stop retrying after it (telemetry_mutex_).
+  std::optional<std::chrono::steady_clock::time_point> retry_until_;
   std::mutex flush_mutex_;  // one flush at a time, so batches land in order
 
   // Tokens already checked (token -> principal, until when), and whether

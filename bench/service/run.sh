@@ -9,7 +9,8 @@
 #   3. drains every host, then POST /v1/jobs with wrk (64 connections);
 #      checks that PostgreSQL holds exactly as many new jobs as wrk saw 201s
 #   4. GET /v1/jobs/{id} with wrk over the queued jobs (kept in memory) and
-#      over the finished jobs of step 2 (read from PostgreSQL)
+#      over the finished jobs of step 2 (served from the in-memory LRU
+#      of rendered views after their first read from PostgreSQL)
 #   5. RSS after the load
 # prints a table and stops the service.
 #
@@ -161,7 +162,7 @@ row "status (queued jobs, in memory), req/s" "$(wrk_field "$state/status-queued.
 row "status (queued) p50 / p99" "$(wrk_field "$state/status-queued.txt" '^ +50%') / $(wrk_field "$state/status-queued.txt" '^ +99%')" "p99 < 10ms"
 row "CPU per status read, tpujobs (µs)" "$(awk -v a="$service_cpu_status" -v n="$(awk '/requests in/ {print $1; exit}' "$state/status-queued.txt")" 'BEGIN {printf "%.1f", a * 1000 / n}')" ""
 row "status (queued) non-200" "$(wrk_field "$state/status-queued.txt" '^other_status')" "0"
-row "status (finished jobs, PostgreSQL), req/s" "$(wrk_field "$state/status-finished.txt" '^Requests/sec')" ">= 20000"
+row "status (finished jobs, LRU of rendered views), req/s" "$(wrk_field "$state/status-finished.txt" '^Requests/sec')" ">= 20000"
 row "status (finished) p50 / p99" "$(wrk_field "$state/status-finished.txt" '^ +50%') / $(wrk_field "$state/status-finished.txt" '^ +99%')" "p99 < 10ms"
 row "status (finished) non-200" "$(wrk_field "$state/status-finished.txt" '^other_status')" "0"
 for figure in client events starting; do

@@ -132,6 +132,14 @@ TEST_F(OutputRepositoryTest, CheckpointsKeepTheLastTwo) {
   latest = outputs.latest_checkpoint(job_);
   EXPECT_EQ("epoch end", (*latest)->bytes);
   EXPECT_EQ(4, (*latest)->epoch);
+
+  // What a restart shows as last_checkpoint of the jobs it requeues.
+  auto positions = outputs.latest_checkpoint_positions({job_, other_job_, other_job_ + 1000});
+  ASSERT_TRUE(positions.ok()) << positions.error().message;
+  EXPECT_EQ(2u, positions->size());
+  EXPECT_EQ((std::pair<std::int64_t, int>{300, 4}), positions->at(job_));
+  EXPECT_EQ((std::pair<std::int64_t, int>{50, 0}), positions->at(other_job_));
+  EXPECT_TRUE(outputs.latest_checkpoint_positions({})->empty());
 }
 
 TEST_F(OutputRepositoryTest, DatasetsRoundTrip) {

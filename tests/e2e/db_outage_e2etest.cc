@@ -201,21 +201,36 @@ double wait_readyz(const ServiceProcess& service, int status, Clock::time_point 
   return -1;
 }
 
+// A PostgreSQL cluster the test owns, which it stops and starts; the
+// service is pointed at it with --database-url. Removed at the end.
+class OwnPostgres {
+ public:
+  OwnPostgres() : directory_(db::testing::make_temp_dir("tpujobs-outage-")) {
+    db::EmbeddedPostgres::Options options;
+    options.state_dir = directory_;
+    options.sync_initdb = false;
+    auto started = db::EmbeddedPostgres::start(options);
+    if (started.ok()) postgres_ = std::move(*started);
+    else error_ = started.error().message;
+  }
+  ~OwnPostgres() {
+    postgres_.reset();  // stops it
+    std::error_code ignored;
+    std::filesystem::remove_all(directory_, ignored);
+  }
+  // "" once it runs.
+  const std::string& error() const { return error_; }
+  db::EmbeddedPostgres* operator->() const { return postgres_.get(); }
+
+ private:
+  std::filesystem::path directory_;
+  std::unique_ptr<db::EmbeddedPostgres> postgres_;
+  std::string error_;
+};
+
 TEST(DatabaseOutage, ServiceRidesOutAStoppedPostgres) {
-  // The PostgreSQL the service talks to, which this test stops and starts.
-  struct TemporaryDirectory {
-    std::filesystem::path path = db::testing::make_temp_dir("tpujobs-outage-");
-    ~TemporaryDirectory() {
-      std::error_code ignored;
-      std::filesystem::remove_all(path, ignored);
-    }
-  } directory;
-  db::EmbeddedPostgres::Options pg;
-  pg.state_dir = directory.path;
-  pg.sync_initdb = false;
-  auto started = db::EmbeddedPostgres::start(pg);
-  ASSERT_TRUE(started.ok()) << started.error().message;
-  std::unique_ptr<db::EmbeddedPostgres> postgres = std::move(*started);
+  OwnPostgres postgres;
+  ASSERT_EQ(postgres.error(), "");
   const std::string conninfo = postgres->conninfo();
 
   ServiceProcess::Options options;
@@ -362,6 +377,50 @@ TEST(DatabaseOutage, ServiceRidesOutAStoppedPostgres) {
               created_after);
   std::printf("checkpoints caught up after %.2f s; %d jobs created by the clients, all present\n",
               checkpoints_after, created);
+  EXPECT_EQ(service.stop(), 0) << service.log();
+}
+
+// SIGTERM while the database is away: the service cannot store the
+// shutdown checkpoint or requeue its job, retries for a bounded grace, and
+// exits. The job stays RUNNING in PostgreSQL; the next start requeues it and
+// it resumes from the last checkpoint it did store.
+TEST(DatabaseOutage, ShutdownDuringAnOutageEndsAndTheJobResumesLater) {
+  OwnPostgres postgres;
+  ASSERT_EQ(postgres.error(), "");
+
+  ServiceProcess::Options options;
+  options.extra_args = {"--database-url", postgres->conninfo()};
+  std::int64_t id = 0;
+  std::int64_t stored_step = 0;
+  {
+    ServiceProcess service(options);
+    ASSERT_EQ(service.start(), "");
+    const HttpResponse created = service.post("/v1/jobs", long_spec("stopped-in-outage", 7, 200).dump());
+    ASSERT_EQ(created.status, 201) << created.body;
+    id = created.json()["id"].get<std::int64_t>();
+    const json job = wait_for_step(service, id, 2 * kCheckpointEvery);
+    ASSERT_EQ(job["state"], "RUNNING") << job.dump() << service.log();
+    ASSERT_TRUE(job["last_checkpoint"].is_object()) << job.dump();
+    stored_step = job["last_checkpoint"]["step"].get<std::int64_t>();
+
+    ASSERT_TRUE(postgres->stop().ok());
+    const auto stopping = Clock::now();
+    EXPECT_NE(service.stop(std::chrono::seconds(60)), -1) << "SIGTERM did not end the service\n" << service.log();
+    const double took = seconds_between(stopping, Clock::now());
+    // The grace for writes is 10 s; the rest is the job's last step and the
+    // HTTP server's own drain.
+    EXPECT_LT(took, 30.0) << service.log();
+    std::printf("SIGTERM with the database stopped: the service exited after %.1f s\n", took);
+  }
+
+  ASSERT_TRUE(postgres->restart().ok());
+  ServiceProcess service(options);
+  ASSERT_EQ(service.start(), "");
+  const json resumed = wait_for_step(service, id, stored_step + kCheckpointEvery);
+  EXPECT_EQ(resumed["state"], "RUNNING") << resumed.dump() << service.log();
+  EXPECT_GE(resumed_from_step(service, id), stored_step) << "the job resumed from a checkpoint it had stored";
+  EXPECT_EQ(service.post("/v1/jobs/" + std::to_string(id) + "/cancel").status, 202);
+  EXPECT_EQ(service.wait_terminal(id)["state"], "CANCELLED");
   EXPECT_EQ(service.stop(), 0) << service.log();
 }
 

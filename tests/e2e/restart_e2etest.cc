@@ -29,6 +29,7 @@ void restart_in_the_middle(bool crash) {
   const std::int64_t id = created.json()["id"];
   const json running = wait_for_step(first, id, 25);
   ASSERT_EQ(running["state"], "RUNNING") << running.dump(2) << first.log();
+  ASSERT_TRUE(running["last_checkpoint"].is_object()) << "no checkpoint stored in time: " << running.dump(2);
   if (crash) {
     first.kill9();
   } else {

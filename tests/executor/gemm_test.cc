@@ -107,6 +107,11 @@ TEST(GemmPanels, CutTheDimensionWhoseSharedOperandIsSmallerIntoWholeGranules) {
   EXPECT_EQ(panels.count, 5);
   EXPECT_EQ(panels.width % 48, 0);
   EXPECT_GE(panels.width * panels.count, 4096);
+  // Fewer granules than the work would want panels: one granule each.
+  panels = plan_gemm_panels(64, 32, 1 << 20);
+  EXPECT_TRUE(panels.along_rows);
+  EXPECT_EQ(panels.count, 2);
+  EXPECT_EQ(panels.width, 48);
   // Small products stay whole.
   panels = plan_gemm_panels(64, 128, 64);
   EXPECT_EQ(panels.count, 1);
