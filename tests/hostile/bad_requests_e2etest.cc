@@ -873,36 +873,59 @@ TEST(SqlInjection, DatasetNameIsStoredVerbatimAndUsable) {
   EXPECT_EQ(service().wait_terminal(created.json()["id"])["state"], "SUCCEEDED");
 }
 
-// One byte a second: the header timeout (10 s) ends the connection with 408,
-// and other clients are served meanwhile.
-TEST(SlowClient, HeaderTimeoutCutsItOffWhileOthersAreServed) {
+// A client that sends `at_once`, then `trickle` one byte a second, then
+// reads until the service closes (the trickle must end before the timeout): what it answered, and how long after the
+// first byte it closed.
+struct SlowExchange {
+  std::string answer;
+  double closed_after = 0;
+};
+SlowExchange send_slowly(const std::string& at_once, const std::string& trickle) {
   namespace asio = boost::asio;
   asio::io_context io;
   asio::ip::tcp::socket socket(io);
   socket.connect(
       {asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(service().port())});
-  const std::string request = "GET /healthz HTTP/1.1\r\n";
   const Clock::time_point first_byte = Clock::now();
+  boost::system::error_code ec;
+  asio::write(socket, asio::buffer(at_once), ec);
+  for (std::size_t i = 0; i < trickle.size() && !ec; ++i) {
+    asio::write(socket, asio::buffer(&trickle[i], 1), ec);
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  SlowExchange exchange;
+  ec.clear();
+  char chunk[1024];
+  while (!ec) {
+    const std::size_t n = socket.read_some(asio::buffer(chunk), ec);
+    exchange.answer.append(chunk, n);
+  }
+  exchange.closed_after = std::chrono::duration<double>(Clock::now() - first_byte).count();
+  return exchange;
+}
+
+void expect_408_problem(const std::string& answer) {
+  // Regression: the 408 was once written to a socket the stream's own
+  // deadline had already closed, so the client saw a bare close.
+  const RawAnswer parsed = parse_raw(answer);
+  EXPECT_EQ(parsed.status, 408) << answer;
+  EXPECT_EQ(parsed.headers.count("content-type") ? parsed.headers.at("content-type") : "",
+            "application/problem+json");
+}
+
+// One byte a second: the header timeout (10 s) ends the connection with 408,
+// and other clients are served meanwhile.
+TEST(SlowClient, HeaderTimeoutCutsItOffWhileOthersAreServed) {
   std::atomic<bool> done{false};
-  std::string answer;
-  Clock::time_point closed_at;
+  SlowExchange exchange;
   std::thread slow([&] {
-    for (std::size_t i = 0; i < 3; ++i) {
-      asio::write(socket, asio::buffer(&request[i], 1));
-      std::this_thread::sleep_for(std::chrono::seconds(1));
-    }
-    boost::system::error_code ec;
-    char chunk[1024];
-    while (!ec) {
-      const std::size_t n = socket.read_some(asio::buffer(chunk), ec);
-      answer.append(chunk, n);
-    }
-    closed_at = Clock::now();
+    exchange = send_slowly("", "GET");  // and then nothing more
     done = true;
   });
+  const Clock::time_point began = Clock::now();
   int served = 0;
   double slowest = 0;
-  while (!done && Clock::now() - first_byte < std::chrono::seconds(20)) {
+  while (!done && Clock::now() - began < std::chrono::seconds(40)) {
     const Clock::time_point start = Clock::now();
     EXPECT_EQ(service().get("/healthz").status, 200);
     slowest = std::max(slowest, std::chrono::duration<double>(Clock::now() - start).count());
@@ -910,19 +933,28 @@ TEST(SlowClient, HeaderTimeoutCutsItOffWhileOthersAreServed) {
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
   slow.join();
-  const double cut_after = std::chrono::duration<double>(closed_at - first_byte).count();
-  EXPECT_GE(cut_after, 9.5);
-  EXPECT_LE(cut_after, 12.5);
-  // Regression: the 408 was once written to a socket the stream's own
-  // deadline had already closed, so the client saw a bare close.
-  const RawAnswer parsed = parse_raw(answer);
-  EXPECT_EQ(parsed.status, 408) << answer;
-  EXPECT_EQ(parsed.headers.count("content-type") ? parsed.headers.at("content-type") : "",
-            "application/problem+json");
+  EXPECT_GE(exchange.closed_after, 9.5);
+  EXPECT_LE(exchange.closed_after, 12.5);
+  expect_408_problem(exchange.answer);
   EXPECT_GE(served, 20);
   EXPECT_LT(slowest, 1.0);
   std::printf("slow client cut after %.2f s; %d other requests served meanwhile, slowest %.3f s\n",
-              cut_after, served, slowest);
+              exchange.closed_after, served, slowest);
+}
+
+// A whole header, then a body of one byte a second: the body timeout (30 s)
+// ends it with 408 as well.
+TEST(SlowClient, BodyTimeoutCutsOffASlowBody) {
+  const std::string header =
+      "POST /v1/jobs:validate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "Content-Length: 100\r\n\r\n";
+  // 25 of the 100 bytes, then nothing more (writing on after the service
+  // closed would reset the connection and lose its answer).
+  const SlowExchange exchange = send_slowly(header, std::string(25, ' '));
+  EXPECT_GE(exchange.closed_after, 29.5);
+  EXPECT_LE(exchange.closed_after, 33.0);
+  expect_408_problem(exchange.answer);
+  std::printf("slow body cut after %.2f s\n", exchange.closed_after);
 }
 
 }  // namespace
