@@ -671,7 +671,7 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
     live_.erase(job->id);
     schedule_requested_ = true;
     scheduler_wake_.notify_one();
-    notify_waiters(job);
+    notify_waiters(job, render(job->row));
     return;
   }
 
@@ -830,8 +830,11 @@ void JobManager::finish_job(const std::shared_ptr<LiveJob>& job, JobState state,
   apply_transition(t);
   auto row = repo_.jobs.get_job(job->id);
   ++finished_total_;
+  // Rendered once, for the cache of finished views and for the waiters.
+  std::optional<json> view;
   if (row.ok() && *row && is_terminal((*row)->state)) {
-    finished_views_.put(job->id, job->tenant, response_body(render(**row)));
+    view = render(**row);
+    finished_views_.put(job->id, job->tenant, response_body(*view));
   }
   std::lock_guard lock(mutex_);
   if (row.ok() && *row) job->row = **row;
@@ -846,13 +849,12 @@ void JobManager::finish_job(const std::shared_ptr<LiveJob>& job, JobState state,
   live_.erase(job->id);
   schedule_requested_ = true;
   scheduler_wake_.notify_one();
-  notify_waiters(job);
+  notify_waiters(job, view ? std::move(*view) : render(job->row));
 }
 
-void JobManager::notify_waiters(const std::shared_ptr<LiveJob>& job) {
+void JobManager::notify_waiters(const std::shared_ptr<LiveJob>& job, const json& view) {
   // mutex_ is held by the caller. Called off the waiters' I/O threads (by a
   // runner or the scheduler), answering only posts to them.
-  json view = render(job->row);
   for (auto& waiter : job->waiters) waiter(view);
   job->waiters.clear();
 }

@@ -124,7 +124,7 @@ class JobManager final : public api::JobService {
   void wake_scheduler();
   void finish_job(const std::shared_ptr<LiveJob>& job, db::JobState state, const std::string& reason,
                   nlohmann::json error, nlohmann::json result);
-  void notify_waiters(const std::shared_ptr<LiveJob>& job);
+  void notify_waiters(const std::shared_ptr<LiveJob>& job, const nlohmann::json& view);
   bool flush_telemetry();
   void flush_outputs_for_read();
   nlohmann::json render(const db::JobRow& row);
