@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -24,6 +25,11 @@ ServiceProcess::ServiceProcess(Options options) : options_(std::move(options)) {
 
 ServiceProcess::~ServiceProcess() {
   if (pid_ > 0) stop();
+  // A failing assertion has printed log() by now; keep the files only on request.
+  if (std::getenv("TPUJOBS_KEEP_TEST_LOGS") == nullptr) {
+    std::error_code ignored;
+    for (const auto& path : log_paths_) std::filesystem::remove(path, ignored);
+  }
   if (temporary_) {
     std::error_code ignored;
     std::filesystem::remove_all(options_.state_dir, ignored);
@@ -38,21 +44,26 @@ std::string ServiceProcess::log() const {
 }
 
 std::string ServiceProcess::start(std::chrono::seconds timeout) {
-  static int generation = 0;
-  log_path_ = std::filesystem::temp_directory_path() /
-              ("tpujobs-e2e-" + std::to_string(getpid()) + "-" + std::to_string(++generation) + ".log");
+  // A new file each start, created here before the fork: a file left by an
+  // earlier process that had the same pid must never be read as this
+  // service's output (its "listening on" line names another port).
+  std::string pattern = (std::filesystem::temp_directory_path() / "tpujobs-e2e-log-XXXXXX").string();
+  const int log_fd = mkstemp(pattern.data());
+  if (log_fd < 0) return "mkstemp failed for the service log";
+  log_path_ = pattern;
+  log_paths_.push_back(log_path_);
   std::vector<std::string> args = {TPUJOBS_BINARY, "serve", "--listen", "127.0.0.1:0", "--pool", options_.pool,
                                    "--state-dir", options_.state_dir.string()};
   args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
   pid_ = fork();
-  if (pid_ < 0) return "fork failed";
+  if (pid_ < 0) {
+    close(log_fd);
+    return "fork failed";
+  }
   if (pid_ == 0) {
-    const int fd = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      dup2(fd, 1);
-      dup2(fd, 2);
-      close(fd);
-    }
+    dup2(log_fd, 1);
+    dup2(log_fd, 2);
+    close(log_fd);
     // In a sanitizer build the service aborts on any memory error or UB
     // (halt_on_error); leaks are checked by the in-process tests, not in
     // every service process a test kills.
@@ -63,6 +74,7 @@ std::string ServiceProcess::start(std::chrono::seconds timeout) {
     execv(argv[0], argv.data());
     _exit(127);
   }
+  close(log_fd);
   const std::regex listening("listening on http://127\\.0\\.0\\.1:([0-9]+)");
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
