@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <bit>
+#include <ext/pb_ds/assoc_container.hpp>
+#include <ext/pb_ds/tree_policy.hpp>
+#include <functional>
 #include <tuple>
 #include <utility>
 
@@ -117,8 +120,35 @@ bool Scheduler::QueueEntry::operator<(const QueueEntry& other) const {
          std::tie(priority, other.submit_order, other.id);
 }
 
+// An ordered set whose nodes also count their subtrees, so a job's rank is
+// O(log n) (libstdc++'s policy-based red-black tree). Erasing an entry
+// leaves the iterators to the others valid, as std::set does.
+class Scheduler::Queue
+    : public __gnu_pbds::tree<QueueEntry, __gnu_pbds::null_type, std::less<QueueEntry>, __gnu_pbds::rb_tree_tag,
+                              __gnu_pbds::tree_order_statistics_node_update> {};
+
+// The estimated starts of the waiting jobs, planned in queue order from the
+// state at `version` (see plan_through). Any change starts a new plan.
+struct Scheduler::Plan {
+  explicit Plan(CoreTimes core_times) : times(std::move(core_times)) {}
+  std::uint64_t version = 0;
+  CoreTimes times;                       // when each core frees up, as planned so far
+  std::vector<signed char> healthy_fit;  // per shape: fits the healthy hosts when idle
+  std::vector<signed char> fits_now;     // per shape: fits the free cores; -1 not yet known
+  // Per shape: no later job of it gets a known start (times only grow while
+  // planning, so once unknown it stays so).
+  std::vector<char> start_unknown;
+  int open_shapes = 0;  // waiting shapes that may still get a known start
+  Queue::const_iterator next;  // the first waiting job not planned yet
+};
+
 Scheduler::Scheduler(PoolLayout layout, SchedulerOptions options)
-    : pool_(std::move(layout)), options_(options), core_end_(pool_.total_cores(), kNever) {}
+    : pool_(std::move(layout)),
+      options_(options),
+      core_end_(pool_.total_cores(), kNever),
+      queue_(std::make_unique<Queue>()) {}
+
+Scheduler::~Scheduler() = default;
 
 int Scheduler::intern_shape(const ResourceRequest& request) {
   Shape shape{request.kind, request.generation, request.devices_per_host, request.hosts,
@@ -338,7 +368,7 @@ bool Scheduler::submit(JobRequest request) {
   if (shapes_[stored.shape].kind == RequestKind::kCpu) {
     cpu_queue_.insert(entry);
   } else {
-    queue_.insert(entry);
+    queue_->insert(entry);
     shape_waiting_.resize(shapes_.size(), 0);
     shape_runtimes_.resize(shapes_.size());
     ++shape_waiting_[stored.shape];
@@ -355,7 +385,7 @@ void Scheduler::dequeue(Job& job) {
   if (shapes_[job.shape].kind == RequestKind::kCpu) {
     cpu_queue_.erase(entry);
   } else {
-    queue_.erase(entry);
+    queue_->erase(entry);
     --shape_waiting_[job.shape];
     if (job.request.expected_runtime) {
       std::multiset<std::chrono::milliseconds>& runtimes = shape_runtimes_[job.shape];
@@ -446,7 +476,7 @@ std::vector<Placement> Scheduler::schedule(Clock::time_point now) {
   std::vector<std::uint32_t> reserved;  // per host: cores reserved for the head
   bool have_head = false;
 
-  for (auto it = queue_.begin(); it != queue_.end();) {
+  for (auto it = queue_->begin(); it != queue_->end();) {
     // Every waiting shape closed: nothing further can start (with no head,
     // say, when no waiting shape fits the healthy hosts at all).
     if (open_shapes == 0) break;
@@ -533,52 +563,53 @@ Scheduler::CoreTimes Scheduler::core_times(Clock::time_point now) const {
   return times;
 }
 
-void Scheduler::classify() const {
-  plan_version_ = version_;
-  const std::vector<std::uint32_t> avoid_nothing;
-  CoreTimes times = core_times(last_pass_);
-  std::vector<signed char> healthy_fit(shapes_.size(), -1);
-  std::vector<signed char> fits_now(shapes_.size(), -1);
-  // Times only grow while planning, so a shape with no known start stays so.
-  std::vector<char> start_unknown(shapes_.size(), 0);
-  int position = 0;
-  for (const QueueEntry& entry : cpu_queue_) {
-    entry.job->reason = PendingReason::kNone;
-    entry.job->position = 0;
-    entry.job->estimated_start = last_pass_;
+Scheduler::Plan& Scheduler::current_plan() const {
+  if (plan_ && plan_->version == version_) return *plan_;
+  plan_ = std::make_unique<Plan>(core_times(last_pass_));
+  Plan& plan = *plan_;
+  plan.version = version_;
+  const std::size_t shape_count = shapes_.size();
+  plan.healthy_fit.assign(shape_count, 0);
+  plan.fits_now.assign(shape_count, -1);
+  plan.start_unknown.assign(shape_count, 0);
+  for (std::size_t s = 0; s < shape_count; ++s) {
+    if (shapes_[s].kind == RequestKind::kCpu) continue;
+    plan.healthy_fit[s] = fits_idle(shapes_[s], /*healthy_only=*/true) ? 1 : 0;
+    if (!plan.healthy_fit[s] || s >= shape_waiting_.size() || shape_waiting_[s] == 0) continue;
+    // A shape with no known start now has none later either: planning only
+    // makes cores free later.
+    const std::optional<Choice> first = find_earliest(shapes_[s], plan.times);
+    if (first && first->ready != kNever) {
+      ++plan.open_shapes;
+    } else {
+      plan.start_unknown[s] = 1;
+    }
   }
-  for (const QueueEntry& entry : queue_) {
-    Job& job = *entry.job;
-    const int s = job.shape;
-    const Shape& shape = shapes_[s];
-    job.position = ++position;
-    job.estimated_start.reset();
-    if (healthy_fit[s] < 0) healthy_fit[s] = fits_idle(shape, /*healthy_only=*/true) ? 1 : 0;
-    if (over_quota(job)) {
-      job.reason = PendingReason::kQuota;
-      continue;
-    }
-    if (!healthy_fit[s]) {
-      job.reason = PendingReason::kHostUnhealthy;
-      continue;
-    }
-    // After a pass, a job that fits now but did not start is held back by
-    // the head's reservation.
-    if (fits_now[s] < 0) fits_now[s] = find_free(shape, avoid_nothing) ? 1 : 0;
-    const bool held_back = reservation_ && reservation_->job != job.request.id && fits_now[s];
-    job.reason = held_back ? PendingReason::kPriority : PendingReason::kResources;
+  plan.next = queue_->begin();
+  return plan;
+}
 
-    if (start_unknown[s]) continue;
-    const std::optional<Choice> choice = find_earliest(shape, times);
+void Scheduler::plan_through(const Job& target) const {
+  Plan& plan = *plan_;
+  while (target.planned != plan.version && plan.open_shapes > 0 && plan.next != queue_->end()) {
+    Job& job = *plan.next->job;
+    ++plan.next;
+    job.planned = plan.version;
+    job.estimated_start.reset();
+    const int s = job.shape;
+    // Jobs held by quota or an unhealthy pool take no cores in the plan.
+    if (over_quota(job) || !plan.healthy_fit[s] || plan.start_unknown[s]) continue;
+    const std::optional<Choice> choice = find_earliest(shapes_[s], plan.times);
     if (!choice || choice->ready == kNever) {
-      start_unknown[s] = 1;
+      plan.start_unknown[s] = 1;
+      --plan.open_shapes;
       continue;
     }
     job.estimated_start = choice->ready;
     const Clock::time_point end =
         job.request.expected_runtime ? choice->ready + *job.request.expected_runtime : kNever;
-    for (const CoreRef& core : choice->cores) times.put(core.host, core.core, end);
-    for (int host : choice->hosts) times.refresh(host);
+    for (const CoreRef& core : choice->cores) plan.times.put(core.host, core.core, end);
+    for (int host : choice->hosts) plan.times.refresh(host);
   }
 }
 
@@ -611,9 +642,30 @@ bool Scheduler::force_release(JobId id) {
 std::optional<PendingInfo> Scheduler::pending(JobId id) const {
   const auto it = jobs_.find(id);
   if (it == jobs_.end() || it->second.running) return std::nullopt;
-  if (plan_version_ != version_) classify();
   const Job& job = it->second;
-  return PendingInfo{job.reason, job.position, job.estimated_start};
+  const int s = job.shape;
+  // A cpu job starts at the next pass.
+  if (shapes_[s].kind == RequestKind::kCpu) return PendingInfo{PendingReason::kNone, 0, last_pass_};
+  Plan& plan = current_plan();
+  PendingInfo info;
+  const QueueEntry entry{job.request.priority, job.request.submit_order, id, nullptr};
+  info.queue_position = static_cast<int>(queue_->order_of_key(entry)) + 1;
+  if (over_quota(job)) {
+    info.reason = PendingReason::kQuota;
+    return info;
+  }
+  if (!plan.healthy_fit[s]) {
+    info.reason = PendingReason::kHostUnhealthy;
+    return info;
+  }
+  // After a pass, a job that fits now but did not start is held back by
+  // the head's reservation.
+  if (plan.fits_now[s] < 0) plan.fits_now[s] = find_free(shapes_[s], {}) ? 1 : 0;
+  const bool held_back = reservation_ && reservation_->job != id && plan.fits_now[s];
+  info.reason = held_back ? PendingReason::kPriority : PendingReason::kResources;
+  plan_through(job);
+  if (job.planned == plan.version) info.estimated_start = job.estimated_start;
+  return info;
 }
 
 std::optional<Placement> Scheduler::placement(JobId id) const {
@@ -679,16 +731,16 @@ Scheduler::PoolView Scheduler::view() const {
   view.total_cores = pool_.total_cores();
   view.used_cores = pool_.used_cores();
   view.healthy_cores = pool_.healthy_cores();
-  view.queued_jobs = static_cast<int>(queue_.size() + cpu_queue_.size());
+  view.queued_jobs = static_cast<int>(queue_->size() + cpu_queue_.size());
   view.running_jobs = running_count_;
   return view;
 }
 
 std::vector<JobId> Scheduler::queue() const {
   std::vector<JobId> ids;
-  ids.reserve(queue_.size() + cpu_queue_.size());
+  ids.reserve(queue_->size() + cpu_queue_.size());
   for (const QueueEntry& entry : cpu_queue_) ids.push_back(entry.id);
-  for (const QueueEntry& entry : queue_) ids.push_back(entry.id);
+  for (const QueueEntry& entry : *queue_) ids.push_back(entry.id);
   return ids;
 }
 

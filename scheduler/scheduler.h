@@ -38,6 +38,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -114,6 +115,7 @@ struct SchedulerOptions {
 class Scheduler {
  public:
   Scheduler(PoolLayout layout, SchedulerOptions options);
+  ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
@@ -137,8 +139,13 @@ class Scheduler {
 
   // A waiting job's reason, position and estimated start; nullopt when the
   // job is not waiting. Computed from the current state and the `now` of the
-  // last schedule() (meaningful right after a schedule()); the first call
-  // after a change costs O(queue x hosts), later ones O(1).
+  // last schedule() (meaningful right after a schedule()). The reason and the
+  // position cost O(log queue). The estimated starts are planned in queue
+  // order, lazily, only as far as the job asked about, and not at all past
+  // the point where no waiting shape can get a known start (say, when every
+  // running job's runtime is unknown); the plan is kept until the next
+  // change. So the first call after a change costs O(jobs ahead x hosts) at
+  // worst, and O(log queue) in that common case.
   std::optional<PendingInfo> pending(JobId job) const;
   // A running job's placement; nullopt when the job is not running.
   std::optional<Placement> placement(JobId job) const;
@@ -208,14 +215,14 @@ class Scheduler {
     int shape = 0;
     int tenant = 0;
     bool running = false;
-    // While waiting, filled lazily by pending() (see classify):
-    mutable PendingReason reason = PendingReason::kNone;
-    mutable int position = 0;
+    // While waiting: the estimated start, valid while `planned` equals the
+    // plan's version (see plan_through).
+    mutable std::optional<Clock::time_point> estimated_start;
+    mutable std::uint64_t planned = 0;
     // While running:
     Placement placement;
     Clock::time_point started;
     Clock::time_point last_heartbeat;
-    mutable std::optional<Clock::time_point> estimated_start;
   };
   struct QueueEntry {
     int priority;
@@ -226,6 +233,8 @@ class Scheduler {
   };
   struct Choice;
   class CoreTimes;
+  class Queue;  // the waiting TPU jobs in order, with O(log n) ranks
+  struct Plan;  // the estimated starts planned so far since the last change
 
   int intern_shape(const ResourceRequest& request);
   int intern_tenant(const std::string& tenant);
@@ -244,8 +253,10 @@ class Scheduler {
   Reservation reserve(const Job& head, Clock::time_point now,
                       std::vector<std::uint32_t>& reserved) const;
   CoreTimes core_times(Clock::time_point now) const;
-  // Fills every waiting job's reason, position and estimated start.
-  void classify() const;
+  // Starts a new plan when the state changed since the current one.
+  Plan& current_plan() const;
+  // Plans estimated starts in queue order until `job` has one (or cannot).
+  void plan_through(const Job& job) const;
   void dequeue(Job& job);
   bool over_quota(const Job& job) const;
 
@@ -254,7 +265,7 @@ class Scheduler {
   // Per flat core index: when its holder is expected to end (max(): unknown).
   std::vector<Clock::time_point> core_end_;
   std::unordered_map<JobId, Job> jobs_;  // waiting and running; node-stable
-  std::set<QueueEntry> queue_;           // waiting TPU jobs
+  std::unique_ptr<Queue> queue_;         // waiting TPU jobs
   std::set<QueueEntry> cpu_queue_;       // waiting cpu jobs: start at the next pass
   std::vector<int> shape_waiting_;       // waiting jobs per shape
   // Known expected runtimes of the waiting jobs, per shape: a shape whose
@@ -267,9 +278,9 @@ class Scheduler {
   int running_count_ = 0;
   std::optional<Reservation> reservation_;
   Clock::time_point last_pass_{};
-  // Any change bumps version_; pending() replans when plan_version_ lags.
+  // Any change bumps version_; pending() replans when the plan's lags.
   std::uint64_t version_ = 1;
-  mutable std::uint64_t plan_version_ = 0;
+  mutable std::unique_ptr<Plan> plan_;
 };
 
 }  // namespace tpujobs::scheduler

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
 #include <string>
 
 namespace tpujobs::scheduler {
@@ -399,6 +401,112 @@ TEST(Scheduler, SliceNamesCountTensorCores) {
   scheduler.submit(job(1, pod_slice("v4-16")));
   EXPECT_EQ("1:v4-16@0-1", describe(scheduler.schedule(kT0)));
   EXPECT_EQ(8u, scheduler.placement(1)->cores.size());
+}
+
+// Builds the same mixed queue every time: shapes, known and unknown
+// runtimes, priorities, and a tenant held by its quota.
+void fill_mixed_queue(Scheduler& scheduler, std::uint32_t seed, int jobs) {
+  std::mt19937 random(seed);
+  scheduler.set_tenant_quota("capped", 8);
+  for (JobId id = 1; id <= jobs; ++id) {
+    ResourceRequest request;
+    switch (random() % 5) {
+      case 0:
+        request = single_core();
+        break;
+      case 1:
+        request = single_core(static_cast<int>(random() % 8));
+        break;
+      case 2:
+        request = whole_host();
+        break;
+      case 3:
+        request = pod_slice("v3-32");
+        break;
+      default:
+        request = whole_host(Generation::kV4);
+        break;
+    }
+    std::optional<milliseconds> runtime;
+    if (random() % 4 != 0) runtime = minutes(1 + random() % 120);
+    scheduler.submit(job(id, request, runtime, static_cast<int>(random() % 3), random() % 4 == 0 ? "capped" : "team"));
+    if (id == jobs / 2) scheduler.schedule(kT0);
+  }
+  scheduler.schedule(kT0 + minutes(1));
+  // A host frees up: the jobs behind the head that fit there now wait for
+  // its reservation.
+  for (JobId id = 1; id <= jobs; ++id) {
+    const std::optional<Placement> placement = scheduler.placement(id);
+    if (placement && placement->kind == RequestKind::kHost) {
+      scheduler.finish(id);
+      break;
+    }
+  }
+}
+
+std::string pending_text(const Scheduler& scheduler, JobId id) {
+  const std::optional<PendingInfo> info = scheduler.pending(id);
+  if (!info) return "not waiting";
+  std::string out = waiting(scheduler, id);
+  if (info->estimated_start) {
+    out += " at +" + std::to_string(std::chrono::duration_cast<seconds>(*info->estimated_start - kT0).count()) + "s";
+  }
+  return out;
+}
+
+// Estimated starts are planned lazily, only as far as the job asked about:
+// the answers must not depend on the order of the questions, nor on what a
+// plan made before a change had already worked out.
+TEST(Scheduler, PendingAnswersDoNotDependOnTheOrderOfTheQuestions) {
+  constexpr int kJobs = 60;
+  Scheduler forward = make("v3-64,v4-8");
+  Scheduler backward = make("v3-64,v4-8");
+  Scheduler shuffled = make("v3-64,v4-8");
+  for (Scheduler* scheduler : {&forward, &backward, &shuffled}) fill_mixed_queue(*scheduler, 7, kJobs);
+
+  std::vector<JobId> ids;
+  for (JobId id = 1; id <= kJobs; ++id) ids.push_back(id);
+  std::vector<std::string> expected;
+  for (JobId id : ids) expected.push_back(pending_text(forward, id));
+  std::vector<std::string> got(kJobs);
+  for (auto it = ids.rbegin(); it != ids.rend(); ++it) got[*it - 1] = pending_text(backward, *it);
+  EXPECT_EQ(expected, got);
+  std::vector<JobId> order = ids;
+  std::shuffle(order.begin(), order.end(), std::mt19937(11));
+  for (JobId id : order) got[id - 1] = pending_text(shuffled, id);
+  EXPECT_EQ(expected, got);
+
+  // The queue positions follow the scheduling order.
+  const std::vector<JobId> queue = backward.queue();
+  for (std::size_t i = 0; i < queue.size(); ++i) {
+    EXPECT_EQ(static_cast<int>(i) + 1, backward.pending(queue[i])->queue_position) << "job " << queue[i];
+  }
+  // The mix covers what it should: known and unknown starts, every reason
+  // but HostUnhealthy, running and waiting jobs.
+  std::string all;
+  for (const std::string& text : expected) all += text + "\n";
+  for (std::string_view part : {"Resources#", "Priority#", "Quota#", " at +", "not waiting"}) {
+    EXPECT_NE(std::string::npos, all.find(part)) << part << " in\n" << all;
+  }
+
+  // A change drops the plan: half of it asked before, a job appended and one
+  // ahead of everything cancelled, then all of it asked again, against a
+  // scheduler that saw the same changes before any question.
+  for (JobId id = 1; id <= kJobs / 2; ++id) pending_text(forward, id);
+  const JobId first = queue.front();
+  for (Scheduler* scheduler : {&forward, &backward}) {
+    scheduler->submit(job(kJobs + 1, single_core(), minutes(5)));
+    scheduler->cancel(first);
+  }
+  Scheduler fresh = make("v3-64,v4-8");
+  fill_mixed_queue(fresh, 7, kJobs);
+  fresh.submit(job(kJobs + 1, single_core(), minutes(5)));
+  fresh.cancel(first);
+  for (JobId id = kJobs + 1; id >= 1; --id) {
+    EXPECT_EQ(pending_text(fresh, id), pending_text(forward, id)) << "job " << id;
+    EXPECT_EQ(pending_text(fresh, id), pending_text(backward, id)) << "job " << id;
+  }
+  EXPECT_EQ("not waiting", pending_text(forward, first));
 }
 
 TEST(Scheduler, PendingReasonNames) {
