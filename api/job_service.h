@@ -37,7 +37,7 @@ struct SubmitRequest {
 struct SubmitOutcome {
   enum class Kind { kCreated, kExisting, kConflict, kUnavailable, kError } kind = Kind::kError;
   std::int64_t id = 0;
-  nlohmann::json job;        // the job as GET /v1/jobs/{id} shows it
+  std::string job;           // the job as GET /v1/jobs/{id} shows it (JSON text)
   std::string message;       // for kConflict / kUnavailable / kError
 };
 

@@ -393,11 +393,13 @@ void JobsApi::submit(Request& request, ResponseWriterPtr writer) {
   service_.submit(std::move(submit), [writer](SubmitOutcome outcome) {
     switch (outcome.kind) {
       case SubmitOutcome::Kind::kCreated:
-        writer->respond(json_response(201, outcome.job).header("Location", "/v1/jobs/" + std::to_string(outcome.id)));
+      case SubmitOutcome::Kind::kExisting: {
+        Response response;
+        response.status = outcome.kind == SubmitOutcome::Kind::kCreated ? 201 : 200;
+        response.body = std::move(outcome.job);
+        writer->respond(std::move(response.header("Location", "/v1/jobs/" + std::to_string(outcome.id))));
         return;
-      case SubmitOutcome::Kind::kExisting:
-        writer->respond(json_response(200, outcome.job).header("Location", "/v1/jobs/" + std::to_string(outcome.id)));
-        return;
+      }
       case SubmitOutcome::Kind::kConflict:
         writer->respond(problem(409, outcome.message,
                                 {{"hint", "an Idempotency-Key names one job spec; use a new key for a different spec"},

@@ -1,6 +1,7 @@
 #include "service/job_manager.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -50,6 +51,18 @@ json parse_or_null(const std::optional<std::string>& text) {
 // A view as the response body (invalid UTF-8 from user text replaced).
 std::string response_body(const json& view) { return view.dump(-1, ' ', false, json::error_handler_t::replace); }
 
+// The members of a live job's view that change while it is queued or runs.
+constexpr std::array<std::string_view, 10> kLiveMembers = {"allocation",  "attempt",    "estimated_start",
+                                                           "last_checkpoint", "metrics", "pending_reason",
+                                                           "progress",    "queue_position", "started_at",
+                                                           "state"};
+
+// An object's members as text, without the braces ("" for an empty object).
+std::string members_text(const json& object) {
+  std::string text = response_body(object);
+  return text.substr(1, text.size() - 2);
+}
+
 json error_json(std::string_view type, std::string_view message, std::string_view hint) {
   return {{"type", type}, {"message", message}, {"hint", hint}};
 }
@@ -83,8 +96,19 @@ api::JsonResult not_found(std::int64_t id) {
 struct JobManager::LiveJob {
   std::int64_t id = 0;
   std::string tenant;
-  db::JobRow row;                 // state, times, error/result as last written
-  json base;                      // the parts of the view that never change
+  // State, times, attempt as last written. Its texts (spec, resolved,
+  // labels, warnings) are dropped once the view is built: they live on in
+  // the two strings below.
+  db::JobRow row;
+  // The view of GET /v1/jobs/{id}, apart from the members that change while
+  // the job is live (kLiveMembers): as JSON text, members only, no braces,
+  // the spec apart since lists leave it out. Far smaller than a json tree
+  // (a queued job is mostly this), and spliced rather than serialised.
+  std::string fixed_members;
+  std::string spec_text;
+  // The non-null values the view had, when built, for the live members (a
+  // resumed job's progress and metrics, say).
+  json live_base;
   api::JobSpec spec;
   scheduler::Resolution resolution;
   std::int64_t submit_order = 0;
@@ -492,7 +516,8 @@ void JobManager::commit_batch(std::vector<PendingSubmit>& batch) {
         } else {
           outcome.kind = api::SubmitOutcome::Kind::kExisting;
           auto it = live_.find(result.row.id);
-          outcome.job = it != live_.end() ? render_live_locked(*it->second) : render(result.row);
+          outcome.job = it != live_.end() ? render_live_text_locked(*it->second, /*with_spec=*/true)
+                                          : response_body(render(result.row));
         }
       } else {
         ++submitted_total_;
@@ -501,8 +526,8 @@ void JobManager::commit_batch(std::vector<PendingSubmit>& batch) {
         job->tenant = result.row.tenant;
         job->row = result.row;
         api::SubmitRequest& request = batch[i].request;
-        job->base = render_row(result.row, std::move(request.spec_json), std::move(batch[i].resolved),
-                               json(request.spec.labels), json(request.warnings));
+        set_view_base(*job, render_row(result.row, std::move(request.spec_json), std::move(batch[i].resolved),
+                                       json(request.spec.labels), json(request.warnings)));
         job->spec = std::move(request.spec);
         job->resolution = std::move(request.resolution);
         enqueue_locked(job, batch[i].order);
@@ -517,7 +542,7 @@ void JobManager::commit_batch(std::vector<PendingSubmit>& batch) {
       api::SubmitOutcome& outcome = answers[i].second;
       if (outcome.kind != api::SubmitOutcome::Kind::kCreated) continue;
       auto it = live_.find(outcome.id);
-      if (it != live_.end()) outcome.job = render_live_locked(*it->second);
+      if (it != live_.end()) outcome.job = render_live_text_locked(*it->second, /*with_spec=*/true);
     }
   }
   for (auto& [done, outcome] : answers) done(std::move(outcome));
@@ -543,7 +568,7 @@ std::shared_ptr<JobManager::LiveJob> JobManager::make_live(const db::JobRow& row
   job->row = row;
   job->spec = std::move(*spec);
   job->resolution = std::move(resolution);
-  job->base = render(row);
+  set_view_base(*job, render(row));
   return job;
 }
 
@@ -666,12 +691,13 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
     release();
     auto row = repo_.jobs.get_job(job->id);
     std::lock_guard lock(mutex_);
-    if (row.ok() && *row) job->row = **row;
+    const bool stored = row.ok() && *row;
+    if (stored) job->row = **row;
     if (job->runner.joinable()) finished_runners_.push_back(std::move(job->runner));
     live_.erase(job->id);
     schedule_requested_ = true;
     scheduler_wake_.notify_one();
-    notify_waiters(job, render(job->row));
+    notify_waiters(job, stored ? render(job->row) : render_live_locked(*job));
     return;
   }
 
@@ -817,7 +843,7 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
   finish_job(job, state, why, error, result_json);
 }
 
-void JobManager::finish_job(const std::shared_ptr<LiveJob>& job, JobState state, const std::string& reason,
+json JobManager::finish_job(const std::shared_ptr<LiveJob>& job, JobState state, const std::string& reason,
                             json error, json result) {
   db::Transition t;
   t.job_id = job->id;
@@ -838,7 +864,7 @@ void JobManager::finish_job(const std::shared_ptr<LiveJob>& job, JobState state,
   }
   std::lock_guard lock(mutex_);
   if (row.ok() && *row) job->row = **row;
-  else job->row.state = state;
+  else job->row.state = state;  // not read back: the view from memory
   ++epoch_;
   if (job->runner_started) {
     if (job->resolution.request.kind == scheduler::RequestKind::kCpu) --cpu_running_;
@@ -849,7 +875,9 @@ void JobManager::finish_job(const std::shared_ptr<LiveJob>& job, JobState state,
   live_.erase(job->id);
   schedule_requested_ = true;
   scheduler_wake_.notify_one();
-  notify_waiters(job, view ? std::move(*view) : render(job->row));
+  if (!view) view = row.ok() && *row ? render(job->row) : render_live_locked(*job);
+  notify_waiters(job, *view);
+  return std::move(*view);
 }
 
 void JobManager::notify_waiters(const std::shared_ptr<LiveJob>& job, const json& view) {
@@ -915,8 +943,27 @@ json JobManager::render_row(const db::JobRow& row, json spec, json resolved, jso
   return view;
 }
 
-json JobManager::render_live_locked(const LiveJob& job) {
-  json view = job.base;
+void JobManager::set_view_base(LiveJob& job, json view) {
+  json live = json::object();
+  for (std::string_view name : kLiveMembers) {
+    auto it = view.find(name);
+    if (it == view.end()) continue;
+    if (!it->is_null()) live[std::string(name)] = std::move(*it);
+    view.erase(it);
+  }
+  job.spec_text = response_body(view["spec"]);
+  view.erase("spec");
+  job.fixed_members = members_text(view);
+  job.live_base = std::move(live);
+  for (std::string* text : {&job.row.spec_json, &job.row.resolved_json, &job.row.labels_json, &job.row.warnings_json}) {
+    std::string().swap(*text);
+  }
+}
+
+std::string JobManager::render_live_text_locked(const LiveJob& job, bool with_spec) {
+  json view = json::object();
+  for (std::string_view name : kLiveMembers) view[std::string(name)] = nullptr;
+  for (const auto& [name, value] : job.live_base.items()) view[name] = value;
   view["state"] = state_name(job.row.state);
   view["attempt"] = job.row.attempt;
   if (job.placement && job.resolution.request.kind != scheduler::RequestKind::kCpu) {
@@ -968,8 +1015,21 @@ json JobManager::render_live_locked(const LiveJob& job) {
     }
     view["metrics"] = metrics;
   }
-  return view;
+  std::string text;
+  text.reserve(job.fixed_members.size() + job.spec_text.size() + 512);
+  text += '{';
+  text += job.fixed_members;
+  if (with_spec) {
+    text += ",\"spec\":";
+    text += job.spec_text;
+  }
+  text += ',';
+  text += members_text(view);
+  text += '}';
+  return text;
 }
+
+json JobManager::render_live_locked(const LiveJob& job) { return json::parse(render_live_text_locked(job, true)); }
 
 api::JsonResult JobManager::get_job(std::int64_t id, const std::string& tenant) {
   {
@@ -994,7 +1054,7 @@ db::Result<std::string> JobManager::get_job_text(std::int64_t id, const std::str
       if (job.tenant != tenant) return not_found(id).error();
       // Pollers ask far more often than jobs change: render once per change.
       if (job.cached_body.empty() || job.cached_epoch != epoch_ || job.cached_version != job.version) {
-        job.cached_body = response_body(render_live_locked(job));
+        job.cached_body = render_live_text_locked(job, /*with_spec=*/true);
         job.cached_epoch = epoch_;
         job.cached_version = job.version;
       }
@@ -1029,8 +1089,13 @@ api::JsonResult JobManager::list_jobs(const api::JobQuery& query) {
     std::lock_guard lock(mutex_);
     for (const db::JobRow& row : page->jobs) {
       auto it = live_.find(row.id);
-      json view = it != live_.end() ? render_live_locked(*it->second) : render(row);
-      view.erase("spec");
+      json view;
+      if (it != live_.end()) {
+        view = json::parse(render_live_text_locked(*it->second, /*with_spec=*/false));
+      } else {
+        view = render(row);
+        view.erase("spec");
+      }
       jobs.push_back(std::move(view));
     }
   }
@@ -1094,10 +1159,8 @@ api::JsonResult JobManager::cancel_job(std::int64_t id, const std::string& tenan
     }
   }
   if (queued) {
-    finish_job(queued, kCancelled, "Cancelled by request while queued",
-               error_json("CANCELLED", "the job was cancelled before it started", ""), nullptr);
-    std::lock_guard lock(mutex_);
-    return render(queued->row);
+    return finish_job(queued, kCancelled, "Cancelled by request while queued",
+                      error_json("CANCELLED", "the job was cancelled before it started", ""), nullptr);
   }
   auto row = load_visible(id, tenant);
   if (!row.ok()) return row.error();

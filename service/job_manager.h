@@ -122,14 +122,20 @@ class JobManager final : public api::JobService {
   // Runs a scheduling pass and starts a runner for every job it placed.
   void start_placed_locked(std::chrono::steady_clock::time_point now);
   void wake_scheduler();
-  void finish_job(const std::shared_ptr<LiveJob>& job, db::JobState state, const std::string& reason,
-                  nlohmann::json error, nlohmann::json result);
+  // Stores the outcome, answers the waiters; returns the final view.
+  nlohmann::json finish_job(const std::shared_ptr<LiveJob>& job, db::JobState state, const std::string& reason,
+                            nlohmann::json error, nlohmann::json result);
   void notify_waiters(const std::shared_ptr<LiveJob>& job, const nlohmann::json& view);
   bool flush_telemetry();
   void flush_outputs_for_read();
   nlohmann::json render(const db::JobRow& row);
   nlohmann::json render_row(const db::JobRow& row, nlohmann::json spec, nlohmann::json resolved,
                             nlohmann::json labels, nlohmann::json warnings);
+  // Splits a view into the LiveJob's fixed text and live members.
+  void set_view_base(LiveJob& job, nlohmann::json view);
+  // The view of a live job as JSON text, from the fixed text and the live
+  // members; without the spec for lists.
+  std::string render_live_text_locked(const LiveJob& job, bool with_spec);
   nlohmann::json render_live_locked(const LiveJob& job);
   db::Result<db::JobRow> load_visible(std::int64_t id, const std::string& tenant);
   executor::DeviceFacts device_for(std::optional<scheduler::Generation> generation) const;

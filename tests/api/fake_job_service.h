@@ -18,7 +18,7 @@ class FakeJobService : public JobService {
     SubmitOutcome outcome;
     outcome.kind = SubmitOutcome::Kind::kCreated;
     outcome.id = static_cast<std::int64_t>(submitted.size());
-    outcome.job = {{"id", outcome.id}, {"state", "QUEUED"}};
+    outcome.job = nlohmann::json{{"id", outcome.id}, {"state", "QUEUED"}}.dump();
     done(outcome);
   }
   JsonResult get_job(std::int64_t id, const std::string&) override {

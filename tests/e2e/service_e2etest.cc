@@ -1,6 +1,7 @@
 // End to end: the real binary, its embedded PostgreSQL, a real socket.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <thread>
 
@@ -122,6 +123,55 @@ TEST(Service, IdempotencyKeyReturnsTheSameJobAndRefusesAnotherSpec) {
   EXPECT_EQ(conflict.status, 409) << conflict.body;
   EXPECT_EQ(conflict.json()["job_id"], first.json()["id"]);
   service().wait_terminal(first.json()["id"]);
+}
+
+// The top-level members of a JSON text, in order, duplicates included (a
+// parsed json object would hide a duplicate).
+std::vector<std::string> top_level_members(const std::string& text) {
+  std::vector<std::string> names;
+  const json parsed = json::parse(text, [&](int depth, json::parse_event_t event, json& value) {
+    if (event == json::parse_event_t::key && depth == 1) names.push_back(value.get<std::string>());
+    return true;
+  });
+  EXPECT_TRUE(parsed.is_object()) << text;
+  return names;
+}
+
+// A live job's view is put together from kept text and the members that
+// change; it must read exactly as the view of a finished job does.
+TEST(Service, ALiveJobShowsEveryMemberOnceAsAFinishedOneDoes) {
+  const json spec = quick_spec("members", 100000);
+  HttpResponse created = service().post("/v1/jobs", spec.dump());
+  ASSERT_EQ(created.status, 201) << created.body;
+  const std::int64_t id = created.json()["id"];
+  const std::string path = "/v1/jobs/" + std::to_string(id);
+  HttpResponse live = service().get(path);
+  ASSERT_EQ(live.status, 200);
+  const json listed = service().get("/v1/jobs?name=members").json()["jobs"];
+  ASSERT_EQ(listed.size(), 1u);
+  ASSERT_EQ(service().post(path + "/cancel").status, 202);
+  service().wait_terminal(id);
+  HttpResponse finished = service().get(path);
+  ASSERT_EQ(finished.json()["state"], "CANCELLED") << finished.body;
+
+  std::vector<std::string> expected = top_level_members(finished.body);
+  std::sort(expected.begin(), expected.end());
+  ASSERT_TRUE(std::adjacent_find(expected.begin(), expected.end()) == expected.end());
+  for (const HttpResponse* view : {&created, &live}) {
+    std::vector<std::string> names = top_level_members(view->body);
+    std::sort(names.begin(), names.end());
+    EXPECT_EQ(expected, names) << view->body;
+    const json parsed = view->json();
+    EXPECT_EQ(spec, parsed["spec"]);
+    EXPECT_EQ(finished.json()["resolved"], parsed["resolved"]);
+    EXPECT_EQ(finished.json()["estimate"], parsed["estimate"]);
+    EXPECT_EQ(finished.json()["created_at"], parsed["created_at"]);
+  }
+  std::vector<std::string> without_spec = expected;
+  without_spec.erase(std::find(without_spec.begin(), without_spec.end(), "spec"));
+  std::vector<std::string> names;
+  for (const auto& [name, value] : listed[0].items()) names.push_back(name);
+  EXPECT_EQ(without_spec, names) << listed[0].dump();
 }
 
 TEST(Service, BodiesOverTheCapAre413) {
