@@ -133,7 +133,7 @@ struct Scheduler::Plan {
   explicit Plan(CoreTimes core_times) : times(std::move(core_times)) {}
   std::uint64_t version = 0;
   CoreTimes times;                       // when each core frees up, as planned so far
-  std::vector<signed char> healthy_fit;  // per shape: fits the healthy hosts when idle
+  std::vector<signed char> healthy_fit;  // per waiting shape: fits the healthy hosts when idle
   std::vector<signed char> fits_now;     // per shape: fits the free cores; -1 not yet known
   // Per shape: no later job of it gets a known start (times only grow while
   // planning, so once unknown it stays so).
@@ -572,10 +572,11 @@ Scheduler::Plan& Scheduler::current_plan() const {
   plan.healthy_fit.assign(shape_count, 0);
   plan.fits_now.assign(shape_count, -1);
   plan.start_unknown.assign(shape_count, 0);
-  for (std::size_t s = 0; s < shape_count; ++s) {
-    if (shapes_[s].kind == RequestKind::kCpu) continue;
+  // Only the shapes with waiting jobs matter (pending() asks about those).
+  for (std::size_t s = 0; s < std::min(shape_count, shape_waiting_.size()); ++s) {
+    if (shape_waiting_[s] == 0) continue;
     plan.healthy_fit[s] = fits_idle(shapes_[s], /*healthy_only=*/true) ? 1 : 0;
-    if (!plan.healthy_fit[s] || s >= shape_waiting_.size() || shape_waiting_[s] == 0) continue;
+    if (!plan.healthy_fit[s]) continue;
     // A shape with no known start now has none later either: planning only
     // makes cores free later.
     const std::optional<Choice> first = find_earliest(shapes_[s], plan.times);

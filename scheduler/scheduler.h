@@ -144,8 +144,9 @@ class Scheduler {
   // order, lazily, only as far as the job asked about, and not at all past
   // the point where no waiting shape can get a known start (say, when every
   // running job's runtime is unknown); the plan is kept until the next
-  // change. So the first call after a change costs O(jobs ahead x hosts) at
-  // worst, and O(log queue) in that common case.
+  // change. So the first call after a change costs O(cores + waiting shapes
+  // x hosts) to start the plan, plus O(jobs ahead x hosts) at worst; later
+  // calls O(log queue) plus whatever the plan has not reached yet.
   std::optional<PendingInfo> pending(JobId job) const;
   // A running job's placement; nullopt when the job is not running.
   std::optional<Placement> placement(JobId job) const;

@@ -697,6 +697,7 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
     live_.erase(job->id);
     schedule_requested_ = true;
     scheduler_wake_.notify_one();
+    if (!stored) job->placement.reset();  // released above
     notify_waiters(job, stored ? render(job->row) : render_live_locked(*job));
     return;
   }
@@ -875,7 +876,20 @@ json JobManager::finish_job(const std::shared_ptr<LiveJob>& job, JobState state,
   live_.erase(job->id);
   schedule_requested_ = true;
   scheduler_wake_.notify_one();
-  if (!view) view = row.ok() && *row ? render(job->row) : render_live_locked(*job);
+  if (!view && row.ok() && *row) view = render(job->row);
+  if (!view) {
+    // Not read back: the view from memory, with the outcome in hand.
+    view = render_live_locked(*job);
+    (*view)["finished_at"] = iso_time(std::chrono::system_clock::now());
+    (*view)["error"] = error;
+    if (result.is_object()) {
+      result.erase("xla_report");
+      if (result.contains("metrics") && result["metrics"].is_object() && !result["metrics"].empty()) {
+        (*view)["metrics"] = result["metrics"];
+      }
+    }
+    (*view)["result"] = result;
+  }
   notify_waiters(job, *view);
   return std::move(*view);
 }
@@ -1019,12 +1033,16 @@ std::string JobManager::render_live_text_locked(const LiveJob& job, bool with_sp
   text.reserve(job.fixed_members.size() + job.spec_text.size() + 512);
   text += '{';
   text += job.fixed_members;
+  auto separate = [&text] {
+    if (text.size() > 1) text += ',';
+  };
   if (with_spec) {
-    text += ",\"spec\":";
+    separate();
+    text += "\"spec\":";
     text += job.spec_text;
   }
-  text += ',';
-  text += members_text(view);
+  separate();
+  text += members_text(view);  // never empty: the ten live members
   text += '}';
   return text;
 }
