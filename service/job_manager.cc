@@ -1058,9 +1058,18 @@ api::JsonResult JobManager::get_job(std::int64_t id, const std::string& tenant) 
       return render_live_locked(*it->second);
     }
   }
+  // A finished job as last rendered (what `wait` on a finished job reads):
+  // no database round trip, also while the database is away.
+  if (std::optional<FinishedViewCache::Entry> hit = finished_views_.find(id)) {
+    if (hit->tenant != tenant) return not_found(id);
+    json view = json::parse(hit->body, nullptr, false);
+    if (!view.is_discarded()) return view;
+  }
   auto row = load_visible(id, tenant);
   if (!row.ok()) return row.error();
-  return render(*row);
+  json view = render(*row);
+  if (is_terminal(row->state)) finished_views_.put(id, row->tenant, response_body(view));
+  return view;
 }
 
 db::Result<std::string> JobManager::get_job_text(std::int64_t id, const std::string& tenant) {

@@ -48,12 +48,14 @@ json long_spec(const std::string& name, int seed, int epochs) {
 // beyond (some 20 s of three jobs sharing two CPUs), on this build and
 // machine: a sanitizer build trains ten times slower, a loaded machine
 // slower too, and the executor gets faster. Times a short job alone.
-int epochs_for_the_long_jobs(const ServiceProcess& service) {
+int epochs_for_the_long_jobs(const ServiceProcess& service, std::int64_t* calibration_id = nullptr) {
   const auto began = Clock::now();
   const HttpResponse created = service.post("/v1/jobs", long_spec("calibration", 1, 2).dump());
   EXPECT_EQ(created.status, 201) << created.body;
   if (created.status != 201) return 0;
-  const json done = service.wait_terminal(created.json()["id"].get<std::int64_t>());
+  const std::int64_t id = created.json()["id"].get<std::int64_t>();
+  if (calibration_id != nullptr) *calibration_id = id;
+  const json done = service.wait_terminal(id);
   EXPECT_EQ(done["state"], "SUCCEEDED") << done.dump();
   const double steps_per_second =
       2 * kStepsPerEpoch / std::chrono::duration<double>(Clock::now() - began).count();
@@ -238,7 +240,8 @@ TEST(DatabaseOutage, ServiceRidesOutAStoppedPostgres) {
   ServiceProcess service(options);
   ASSERT_EQ(service.start(), "");
 
-  const int epochs = epochs_for_the_long_jobs(service);
+  std::int64_t finished_id = 0;  // the calibration job: SUCCEEDED before the outage
+  const int epochs = epochs_for_the_long_jobs(service, &finished_id);
   ASSERT_GT(epochs, 0);
   const std::int64_t total_steps = kStepsPerEpoch * epochs;
   std::vector<std::int64_t> ids;
@@ -281,6 +284,15 @@ TEST(DatabaseOutage, ServiceRidesOutAStoppedPostgres) {
                                   << ": no 200 RUNNING view with the database down";
     EXPECT_GT(steps_after[i], steps_before[i])
         << "job " << ids[i] << " stopped training during the outage";
+  }
+  // A finished job reads as it ended, by GET and by `wait`, from memory.
+  const std::string finished_path = "/v1/jobs/" + std::to_string(finished_id);
+  for (const std::string& target : {finished_path, finished_path + "/wait?timeout=0"}) {
+    const HttpResponse r = service.get(target);
+    EXPECT_EQ(r.status, 200) << target << ": " << r.body;
+    if (r.status == 200) {
+      EXPECT_EQ(r.json()["state"], "SUCCEEDED") << target << ": " << r.body;
+    }
   }
   // An outage of some five seconds in all.
   std::this_thread::sleep_for(std::chrono::seconds(5) - (Clock::now() - stopped));
