@@ -589,6 +589,9 @@ void JobManager::enqueue_locked(const std::shared_ptr<LiveJob>& job, std::int64_
   request.submit_order = job->submit_order;
   request.tenant = job->tenant;
   request.request = job->resolution.request;
+  // The time limit bounds the run, as Slurm's does: the scheduler plans
+  // estimated starts and lets short jobs backfill with it.
+  request.expected_runtime = job->spec.training.timeout;
   scheduler_.submit(std::move(request));
 }
 

@@ -2,7 +2,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <ctime>
+#include <iomanip>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "service_process.h"
@@ -172,6 +175,37 @@ TEST(Service, ALiveJobShowsEveryMemberOnceAsAFinishedOneDoes) {
   std::vector<std::string> names;
   for (const auto& [name, value] : listed[0].items()) names.push_back(name);
   EXPECT_EQ(without_spec, names) << listed[0].dump();
+}
+
+// A job's timeout bounds its run: a job waiting behind it gets an estimated
+// start at the end of that bound, as squeue --start shows from time limits.
+TEST(Service, AWaitingJobIsToldWhenTheTimeLimitsAheadOfItEnd) {
+  json blocker = json::parse(read_source_file("examples/v3-32-slice.json"));
+  blocker["name"] = "whole-pool";
+  blocker["trainer"]["max_epochs"] = 100000;
+  blocker["timeout"] = "10m";
+  blocker.erase("expect");
+  const auto before = std::chrono::system_clock::now();
+  const std::int64_t first = submit(blocker);
+  json waiting = quick_spec("behind-the-slice", 1);
+  waiting["trainer"]["devices"] = 8;
+  waiting["timeout"] = "5m";
+  const std::int64_t second = submit(waiting);
+  const json view = service().get("/v1/jobs/" + std::to_string(second)).json();
+  EXPECT_EQ(view["state"], "QUEUED") << view.dump();
+  EXPECT_EQ(view["pending_reason"], "Resources") << view.dump();
+  ASSERT_TRUE(view["estimated_start"].is_string()) << view.dump();
+  // The slice's ten minutes from its start, read back at the second.
+  std::tm parts{};
+  std::istringstream(view["estimated_start"].get<std::string>()) >> std::get_time(&parts, "%Y-%m-%dT%H:%M:%S");
+  const auto estimated = std::chrono::system_clock::from_time_t(timegm(&parts));
+  EXPECT_GE(estimated, before + std::chrono::minutes(10) - std::chrono::seconds(2)) << view.dump();
+  EXPECT_LE(estimated, std::chrono::system_clock::now() + std::chrono::minutes(10) + std::chrono::seconds(2))
+      << view.dump();
+  for (std::int64_t id : {second, first}) {
+    service().post("/v1/jobs/" + std::to_string(id) + "/cancel");
+    EXPECT_EQ(service().wait_terminal(id)["state"], "CANCELLED");
+  }
 }
 
 TEST(Service, BodiesOverTheCapAre413) {
