@@ -139,6 +139,7 @@ struct Scheduler::Plan {
   // planning, so once unknown it stays so).
   std::vector<char> start_unknown;
   int open_shapes = 0;  // waiting shapes that may still get a known start
+  int walked = 0;       // jobs planned so far, up to the estimate horizon
   Queue::const_iterator next;  // the first waiting job not planned yet
 };
 
@@ -592,9 +593,11 @@ Scheduler::Plan& Scheduler::current_plan() const {
 
 void Scheduler::plan_through(const Job& target) const {
   Plan& plan = *plan_;
-  while (target.planned != plan.version && plan.open_shapes > 0 && plan.next != queue_->end()) {
+  while (target.planned != plan.version && plan.open_shapes > 0 && plan.next != queue_->end() &&
+         plan.walked < options_.estimate_horizon) {
     Job& job = *plan.next->job;
     ++plan.next;
+    ++plan.walked;
     job.planned = plan.version;
     job.estimated_start.reset();
     const int s = job.shape;

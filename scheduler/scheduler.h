@@ -110,6 +110,11 @@ struct Reservation {
 
 struct SchedulerOptions {
   std::chrono::milliseconds lease_timeout{30000};
+  // Estimated starts are planned for this many waiting jobs at the head of
+  // the queue; the rest read "unknown". As Slurm's backfill looks at
+  // bf_max_job_test jobs: it bounds the planning a change costs when every
+  // job states a runtime.
+  int estimate_horizon = 500;
 };
 
 class Scheduler {
@@ -143,10 +148,11 @@ class Scheduler {
   // position cost O(log queue). The estimated starts are planned in queue
   // order, lazily, only as far as the job asked about, and not at all past
   // the point where no waiting shape can get a known start (say, when every
-  // running job's runtime is unknown); the plan is kept until the next
-  // change. So the first call after a change costs O(cores + waiting shapes
-  // x hosts) to start the plan, plus O(jobs ahead x hosts) at worst; later
-  // calls O(log queue) plus whatever the plan has not reached yet.
+  // running job's runtime is unknown), nor past the first
+  // options.estimate_horizon jobs; the plan is kept until the next change.
+  // So the first call after a change costs O(cores + waiting shapes x
+  // hosts) to start the plan, plus O(min(jobs ahead, horizon) x hosts);
+  // later calls O(log queue) plus whatever the plan has not reached yet.
   std::optional<PendingInfo> pending(JobId job) const;
   // A running job's placement; nullopt when the job is not running.
   std::optional<Placement> placement(JobId job) const;

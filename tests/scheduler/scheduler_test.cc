@@ -509,6 +509,25 @@ TEST(Scheduler, PendingAnswersDoNotDependOnTheOrderOfTheQuestions) {
   EXPECT_EQ("not waiting", pending_text(forward, first));
 }
 
+// Estimates stop at the horizon, as Slurm's backfill stops at
+// bf_max_job_test: later jobs read "unknown" however known the runtimes.
+TEST(Scheduler, EstimatedStartsStopAtTheHorizon) {
+  std::string error;
+  SchedulerOptions options;
+  options.estimate_horizon = 3;
+  Scheduler scheduler(*parse_pool("v3-8", &error), options);
+  scheduler.submit(job(1, whole_host(), minutes(10)));
+  for (JobId id = 2; id <= 5; ++id) scheduler.submit(job(id, whole_host(), minutes(10)));
+  EXPECT_EQ("1:v3-8@0", describe(scheduler.schedule(kT0)));
+  // Asked from the back, then from the front: the same answers.
+  EXPECT_FALSE(scheduler.pending(5)->estimated_start.has_value());
+  EXPECT_EQ(kT0 + minutes(10), scheduler.pending(2)->estimated_start);
+  EXPECT_EQ(kT0 + minutes(20), scheduler.pending(3)->estimated_start);
+  EXPECT_EQ(kT0 + minutes(30), scheduler.pending(4)->estimated_start);
+  EXPECT_FALSE(scheduler.pending(5)->estimated_start.has_value());
+  EXPECT_EQ("Resources#4", waiting(scheduler, 5));
+}
+
 TEST(Scheduler, PendingReasonNames) {
   EXPECT_EQ("Resources", pending_reason_name(PendingReason::kResources));
   EXPECT_EQ("Priority", pending_reason_name(PendingReason::kPriority));
