@@ -63,6 +63,20 @@ std::string members_text(const json& object) {
   return text.substr(1, text.size() - 2);
 }
 
+// A job's result in its view: without the XLA report (it has its own
+// route); its final metrics, when it has them, are the view's metrics.
+void put_result(json& view, json result) {
+  if (result.is_object()) {
+    result.erase("xla_report");
+    if (result.contains("metrics") && result["metrics"].is_object() && !result["metrics"].empty()) {
+      view["metrics"] = result["metrics"];
+    }
+  } else {
+    result = nullptr;
+  }
+  view["result"] = std::move(result);
+}
+
 json error_json(std::string_view type, std::string_view message, std::string_view hint) {
   return {{"type", type}, {"message", message}, {"hint", hint}};
 }
@@ -526,8 +540,10 @@ void JobManager::commit_batch(std::vector<PendingSubmit>& batch) {
         job->tenant = result.row.tenant;
         job->row = result.row;
         api::SubmitRequest& request = batch[i].request;
-        set_view_base(*job, render_row(result.row, std::move(request.spec_json), std::move(batch[i].resolved),
-                                       json(request.spec.labels), json(request.warnings)));
+        set_view_base(*job,
+                      render_row(result.row, std::move(request.spec_json), std::move(batch[i].resolved),
+                                 json(request.spec.labels), json(request.warnings)),
+                      std::move(request.spec_text));
         job->spec = std::move(request.spec);
         job->resolution = std::move(request.resolution);
         enqueue_locked(job, batch[i].order);
@@ -862,9 +878,9 @@ json JobManager::finish_job(const std::shared_ptr<LiveJob>& job, JobState state,
   ++finished_total_;
   // Rendered once, for the cache of finished views and for the waiters.
   std::optional<json> view;
-  if (row.ok() && *row && is_terminal((*row)->state)) {
+  if (row.ok() && *row) {
     view = render(**row);
-    finished_views_.put(job->id, job->tenant, response_body(*view));
+    if (is_terminal((*row)->state)) finished_views_.put(job->id, job->tenant, response_body(*view));
   }
   std::lock_guard lock(mutex_);
   if (row.ok() && *row) job->row = **row;
@@ -879,19 +895,12 @@ json JobManager::finish_job(const std::shared_ptr<LiveJob>& job, JobState state,
   live_.erase(job->id);
   schedule_requested_ = true;
   scheduler_wake_.notify_one();
-  if (!view && row.ok() && *row) view = render(job->row);
   if (!view) {
     // Not read back: the view from memory, with the outcome in hand.
     view = render_live_locked(*job);
     (*view)["finished_at"] = iso_time(std::chrono::system_clock::now());
     (*view)["error"] = error;
-    if (result.is_object()) {
-      result.erase("xla_report");
-      if (result.contains("metrics") && result["metrics"].is_object() && !result["metrics"].empty()) {
-        (*view)["metrics"] = result["metrics"];
-      }
-    }
-    (*view)["result"] = result;
+    put_result(*view, std::move(result));
   }
   notify_waiters(job, *view);
   return std::move(*view);
@@ -948,19 +957,11 @@ json JobManager::render_row(const db::JobRow& row, json spec, json resolved, jso
       {"attempt", row.attempt},
       {"max_retries", spec.is_object() ? spec.value("max_retries", 0) : 0},
   };
-  if (result.is_object()) {
-    result.erase("xla_report");
-    view["result"] = result;
-    if (result.contains("metrics") && result["metrics"].is_object() && !result["metrics"].empty()) {
-      view["metrics"] = result["metrics"];
-    }
-  } else {
-    view["result"] = nullptr;
-  }
+  put_result(view, std::move(result));
   return view;
 }
 
-void JobManager::set_view_base(LiveJob& job, json view) {
+void JobManager::set_view_base(LiveJob& job, json view, std::string spec_text) {
   json live = json::object();
   for (std::string_view name : kLiveMembers) {
     auto it = view.find(name);
@@ -968,7 +969,7 @@ void JobManager::set_view_base(LiveJob& job, json view) {
     if (!it->is_null()) live[std::string(name)] = std::move(*it);
     view.erase(it);
   }
-  job.spec_text = response_body(view["spec"]);
+  job.spec_text = spec_text.empty() ? response_body(view["spec"]) : std::move(spec_text);
   view.erase("spec");
   job.fixed_members = members_text(view);
   job.live_base = std::move(live);
@@ -1061,18 +1062,12 @@ api::JsonResult JobManager::get_job(std::int64_t id, const std::string& tenant) 
       return render_live_locked(*it->second);
     }
   }
-  // A finished job as last rendered (what `wait` on a finished job reads):
-  // no database round trip, also while the database is away.
-  if (std::optional<FinishedViewCache::Entry> hit = finished_views_.find(id)) {
-    if (hit->tenant != tenant) return not_found(id);
-    json view = json::parse(hit->body, nullptr, false);
-    if (!view.is_discarded()) return view;
-  }
-  auto row = load_visible(id, tenant);
-  if (!row.ok()) return row.error();
-  json view = render(*row);
-  if (is_terminal(row->state)) finished_views_.put(id, row->tenant, response_body(view));
-  return view;
+  // Finished (or gone meanwhile): the text GET shows, from the cache of
+  // finished views when it is there, so `wait` on a finished job needs no
+  // database round trip, also while the database is away.
+  db::Result<std::string> text = get_job_text(id, tenant);
+  if (!text.ok()) return text.error();
+  return json::parse(*text);
 }
 
 db::Result<std::string> JobManager::get_job_text(std::int64_t id, const std::string& tenant) {

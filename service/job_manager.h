@@ -131,8 +131,9 @@ class JobManager final : public api::JobService {
   nlohmann::json render(const db::JobRow& row);
   nlohmann::json render_row(const db::JobRow& row, nlohmann::json spec, nlohmann::json resolved,
                             nlohmann::json labels, nlohmann::json warnings);
-  // Splits a view into the LiveJob's fixed text and live members.
-  void set_view_base(LiveJob& job, nlohmann::json view);
+  // Splits a view into the LiveJob's fixed text and live members;
+  // `spec_text`, when given, is the view's spec already serialised.
+  void set_view_base(LiveJob& job, nlohmann::json view, std::string spec_text = {});
   // The view of a live job as JSON text, from the fixed text and the live
   // members; without the spec for lists.
   std::string render_live_text_locked(const LiveJob& job, bool with_spec);

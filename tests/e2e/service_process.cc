@@ -1,6 +1,5 @@
 #include "service_process.h"
 
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -37,7 +36,8 @@ ServiceProcess::~ServiceProcess() {
 }
 
 std::string ServiceProcess::log() const {
-  std::ifstream in(log_path_);
+  if (log_paths_.empty()) return {};
+  std::ifstream in(log_paths_.back());
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
@@ -50,8 +50,7 @@ std::string ServiceProcess::start(std::chrono::seconds timeout) {
   std::string pattern = (std::filesystem::temp_directory_path() / "tpujobs-e2e-log-XXXXXX").string();
   const int log_fd = mkstemp(pattern.data());
   if (log_fd < 0) return "mkstemp failed for the service log";
-  log_path_ = pattern;
-  log_paths_.push_back(log_path_);
+  log_paths_.push_back(pattern);
   std::vector<std::string> args = {TPUJOBS_BINARY, "serve", "--listen", "127.0.0.1:0", "--pool", options_.pool,
                                    "--state-dir", options_.state_dir.string()};
   args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());

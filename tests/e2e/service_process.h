@@ -60,8 +60,7 @@ class ServiceProcess {
   bool temporary_ = false;
   pid_t pid_ = -1;
   int port_ = 0;
-  std::filesystem::path log_path_;                // this start's output
-  std::vector<std::filesystem::path> log_paths_;  // every start's, removed at the end
+  std::vector<std::filesystem::path> log_paths_;  // every start's output, the last is current
 };
 
 // The text of a file in the repository (examples/...).
