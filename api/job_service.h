@@ -17,6 +17,7 @@
 #include "api/job_spec.h"
 #include "base/job_state.h"
 #include "base/result.h"
+#include "scheduler/pool.h"
 #include "scheduler/resolve.h"
 
 namespace tpujobs::api {
@@ -98,8 +99,9 @@ class JobService {
   // (nullopt: no limit). Jobs over it wait with pending_reason Quota.
   virtual JsonResult set_quota(const std::string& tenant, std::optional<int> max_cores) = 0;
   virtual std::optional<int> quota(const std::string& tenant) = 0;
-  // action: "drain", "fail", "recover". kNotFound for an unknown host.
-  virtual JsonResult host_action(const std::string& host, const std::string& action) = 0;
+  // Admin: drains, fails or recovers a host (POST /v1/pool/hosts/{host}:drain,
+  // :fail, :recover). kNotFound for an unknown host.
+  virtual JsonResult set_host_health(const std::string& host, scheduler::HostHealth health) = 0;
   // Admin: frees the cores a job holds and fails it (a stale holder).
   virtual JsonResult force_release(std::int64_t id) = 0;
 

@@ -285,8 +285,7 @@ void JobsApi::completed(std::string_view method, std::string_view path, int stat
 }
 
 bool JobsApi::authorize(Request& request, const Route& route, const ResponseWriterPtr& writer) {
-  static const std::vector<std::string> kOpen = {"/healthz", "/readyz", "/metrics", "/openapi.json"};
-  if (std::find(kOpen.begin(), kOpen.end(), route.pattern) != kOpen.end()) return true;
+  if (route.access == Access::kOpen) return true;
   std::string token;
   if (std::string_view auth = request.header("authorization"); !auth.empty()) {
     if (auth.size() < 8 || !std::equal(auth.begin(), auth.begin() + 7, "bearer ", [](char a, char b) {
@@ -322,9 +321,7 @@ bool JobsApi::authorize(Request& request, const Route& route, const ResponseWrit
                         .header("WWW-Authenticate", "Bearer realm=\"tpujobs\""));
     return false;
   }
-  const bool admin_only = route.method == "POST" && (route.pattern.rfind("/v1/pool/", 0) == 0 ||
-                                                     route.pattern.rfind("/v1/tenants/", 0) == 0);
-  if (admin_only && !principal.admin) {
+  if (route.access == Access::kAdmin && !principal.admin) {
     writer->respond(problem(403, "pool operations need an admin token",
                             {{"hint", "ask an admin: `tpujobs token create --tenant NAME --role admin`"}}));
     return false;
@@ -436,10 +433,17 @@ void JobsApi::validate(Request& request, ResponseWriterPtr writer) {
 }
 
 void JobsApi::add_routes() {
-  router_.add("POST", "/v1/jobs", [this](Request& r, const PathParams&, ResponseWriterPtr w) { submit(r, w); });
-  router_.add("POST", "/v1/jobs:validate",
+  add_job_routes();
+  add_pool_routes();
+  add_dataset_routes();
+  add_service_routes();
+}
+
+void JobsApi::add_job_routes() {
+  router_.add("POST", "/v1/jobs", Access::kTenant, [this](Request& r, const PathParams&, ResponseWriterPtr w) { submit(r, w); });
+  router_.add("POST", "/v1/jobs:validate", Access::kTenant,
               [this](Request& r, const PathParams&, ResponseWriterPtr w) { validate(r, w); });
-  router_.add("GET", "/v1/jobs", [this](Request& r, const PathParams&, ResponseWriterPtr w) {
+  router_.add("GET", "/v1/jobs", Access::kTenant, [this](Request& r, const PathParams&, ResponseWriterPtr w) {
     JobQuery query;
     query.tenant = r.tenant;
     for (auto [it, end] = r.query.equal_range("state"); it != end; ++it) {
@@ -473,7 +477,7 @@ void JobsApi::add_routes() {
     query.cursor = r.query_value("cursor");
     w->respond(answer(service_.list_jobs(query)));
   });
-  router_.add("GET", "/v1/jobs/{id}", [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
+  router_.add("GET", "/v1/jobs/{id}", Access::kTenant, [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
     auto id = job_id(p, w);
     if (!id) return;
     base::Result<std::string> body = service_.get_job_text(*id, r.tenant);
@@ -485,17 +489,17 @@ void JobsApi::add_routes() {
     response.body = std::move(*body);
     w->respond(std::move(response));
   });
-  router_.add("GET", "/v1/jobs/{id}/wait", [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
+  router_.add("GET", "/v1/jobs/{id}/wait", Access::kTenant, [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
     auto id = job_id(p, w);
     if (!id) return;
     std::int64_t seconds = 30;
     if (!query_int(r, w, "timeout", 0, 300, &seconds)) return;
     service_.wait_job(*id, r.tenant, std::chrono::seconds(seconds), [w](JsonResult result) { w->respond(answer(result)); });
   });
-  router_.add("POST", "/v1/jobs/{id}/cancel", [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
+  router_.add("POST", "/v1/jobs/{id}/cancel", Access::kTenant, [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
     if (auto id = job_id(p, w)) w->respond(answer(service_.cancel_job(*id, r.tenant), 202));
   });
-  router_.add("GET", "/v1/jobs/{id}/logs", [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
+  router_.add("GET", "/v1/jobs/{id}/logs", Access::kTenant, [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
     auto id = job_id(p, w);
     if (!id) return;
     std::int64_t after = 0;
@@ -515,17 +519,17 @@ void JobsApi::add_routes() {
     }
     w->respond(answer(service_.job_logs(*id, r.tenant, after, static_cast<int>(limit))));
   });
-  router_.add("GET", "/v1/jobs/{id}/metrics", [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
+  router_.add("GET", "/v1/jobs/{id}/metrics", Access::kTenant, [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
     auto id = job_id(p, w);
     if (!id) return;
     std::int64_t after = 0;
     if (!query_int(r, w, "after", 0, std::numeric_limits<std::int64_t>::max(), &after)) return;
     w->respond(answer(service_.job_metrics(*id, r.tenant, after)));
   });
-  router_.add("GET", "/v1/jobs/{id}/events", [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
+  router_.add("GET", "/v1/jobs/{id}/events", Access::kTenant, [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
     if (auto id = job_id(p, w)) w->respond(answer(service_.job_events(*id, r.tenant)));
   });
-  router_.add("GET", "/v1/jobs/{id}/xla-report", [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
+  router_.add("GET", "/v1/jobs/{id}/xla-report", Access::kTenant, [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
     auto id = job_id(p, w);
     if (!id) return;
     base::Result<std::string> report = service_.xla_report(*id, r.tenant);
@@ -538,16 +542,25 @@ void JobsApi::add_routes() {
     response.body = std::move(*report);
     w->respond(std::move(response));
   });
-  router_.add("GET", "/v1/pool", [this](Request&, const PathParams&, ResponseWriterPtr w) {
+}
+
+// The pool's view (any tenant) and its administration (admins).
+void JobsApi::add_pool_routes() {
+  router_.add("GET", "/v1/pool", Access::kTenant, [this](Request&, const PathParams&, ResponseWriterPtr w) {
     w->respond(json_response(200, service_.pool_view()));
   });
-  for (const char* action : {"drain", "fail", "recover"}) {
-    router_.add("POST", std::string("/v1/pool/hosts/{host}:") + action,
-                [this, action](Request&, const PathParams& p, ResponseWriterPtr w) {
-                  w->respond(answer(service_.host_action(p.find("host")->second, action)));
+  // An action not listed has no route: a 404, never a guess.
+  constexpr std::pair<const char*, scheduler::HostHealth> kHostActions[] = {
+      {"drain", scheduler::HostHealth::kDraining},
+      {"fail", scheduler::HostHealth::kFailed},
+      {"recover", scheduler::HostHealth::kHealthy}};
+  for (const auto& [action, health] : kHostActions) {
+    router_.add("POST", std::string("/v1/pool/hosts/{host}:") + action, Access::kAdmin,
+                [this, health = health](Request&, const PathParams& p, ResponseWriterPtr w) {
+                  w->respond(answer(service_.set_host_health(p.find("host")->second, health)));
                 });
   }
-  router_.add("POST", "/v1/tenants/{tenant}/quota", [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
+  router_.add("POST", "/v1/tenants/{tenant}/quota", Access::kAdmin, [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
     std::optional<json> body = parse_body(r, w);
     if (!body) return;
     if (!body->is_object() || !body->contains("max_cores") ||
@@ -564,10 +577,13 @@ void JobsApi::add_routes() {
     if (!value.is_null()) max_cores = static_cast<int>(std::min<std::int64_t>(value.get<std::int64_t>(), 1 << 20));
     w->respond(answer(service_.set_quota(p.find("tenant")->second.substr(0, 64), max_cores)));
   });
-  router_.add("POST", "/v1/pool/leases/{id}:release", [this](Request&, const PathParams& p, ResponseWriterPtr w) {
+  router_.add("POST", "/v1/pool/leases/{id}:release", Access::kAdmin, [this](Request&, const PathParams& p, ResponseWriterPtr w) {
     if (auto id = job_id(p, w)) w->respond(answer(service_.force_release(*id)));
   });
-  router_.add("POST", "/v1/datasets", [this](Request& r, const PathParams&, ResponseWriterPtr w) {
+}
+
+void JobsApi::add_dataset_routes() {
+  router_.add("POST", "/v1/datasets", Access::kTenant, [this](Request& r, const PathParams&, ResponseWriterPtr w) {
     if (r.body.empty()) {
       w->respond(problem(400, "the request body is empty; send the CSV file",
                          {{"hint", "curl -X POST --data-binary @data.csv -H 'Content-Type: text/csv' localhost:8080/v1/datasets?name=mydata"}}));
@@ -576,22 +592,26 @@ void JobsApi::add_routes() {
     const std::string name = r.query_value("name").value_or("upload").substr(0, 128);
     w->respond(answer(service_.upload_dataset(r.tenant, name, r.body), 201));
   });
-  router_.add("GET", "/healthz", [](Request&, const PathParams&, ResponseWriterPtr w) {
+}
+
+// Probes, metrics and the API document: open to anyone.
+void JobsApi::add_service_routes() {
+  router_.add("GET", "/healthz", Access::kOpen, [](Request&, const PathParams&, ResponseWriterPtr w) {
     w->respond(json_response(200, {{"status", "ok"}}));
   });
-  router_.add("GET", "/readyz", [this](Request&, const PathParams&, ResponseWriterPtr w) {
+  router_.add("GET", "/readyz", Access::kOpen, [this](Request&, const PathParams&, ResponseWriterPtr w) {
     const bool ready = service_.ready();
     Response response = json_response(ready ? 200 : 503, {{"ready", ready}, {"database", ready ? "ok" : "unreachable"}});
     if (!ready) response.header("Retry-After", "1");
     w->respond(std::move(response));
   });
-  router_.add("GET", "/metrics", [this](Request&, const PathParams&, ResponseWriterPtr w) {
+  router_.add("GET", "/metrics", Access::kOpen, [this](Request&, const PathParams&, ResponseWriterPtr w) {
     Response response;
     response.content_type = "text/plain; version=0.0.4; charset=utf-8";
     response.body = service_.prometheus_metrics() + latency_.prometheus();
     w->respond(std::move(response));
   });
-  router_.add("GET", "/openapi.json", [](Request&, const PathParams&, ResponseWriterPtr w) {
+  router_.add("GET", "/openapi.json", Access::kOpen, [](Request&, const PathParams&, ResponseWriterPtr w) {
     Response response;
     response.body = std::string(openapi_document());
     w->respond(std::move(response));

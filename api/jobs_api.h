@@ -49,7 +49,12 @@ class JobsApi final : public Handler {
   const Router& router() const { return router_; }
 
  private:
+  // The route table, one function per resource; each route states its Access.
   void add_routes();
+  void add_job_routes();
+  void add_pool_routes();
+  void add_dataset_routes();
+  void add_service_routes();
   // Works out who is asking and whether they may use `route`; answers
   // 401/403/503 itself and returns false when they may not.
   bool authorize(Request& request, const Route& route, const ResponseWriterPtr& writer);

@@ -44,8 +44,8 @@ bool match_path(std::string_view pattern, std::string_view path, PathParams* par
 
 }  // namespace
 
-void Router::add(std::string method, std::string pattern, RouteHandler handler) {
-  routes_.push_back({std::move(method), std::move(pattern), std::move(handler)});
+void Router::add(std::string method, std::string pattern, Access access, RouteHandler handler) {
+  routes_.push_back({std::move(method), std::move(pattern), access, std::move(handler)});
 }
 
 Router::Match Router::match(std::string_view method, std::string_view path, const Route** route, PathParams* params,

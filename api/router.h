@@ -16,15 +16,24 @@ namespace tpujobs::api {
 using PathParams = std::map<std::string, std::string, std::less<>>;
 using RouteHandler = std::function<void(Request&, const PathParams&, ResponseWriterPtr)>;
 
+// Who may call a route, declared with it in the route table.
+enum class Access {
+  kOpen,    // anyone; no token is read (probes, /metrics, /openapi.json)
+  kTenant,  // an authenticated caller (the default tenant when the service
+            // runs without tokens), who sees only its own tenant's jobs
+  kAdmin,   // a token with the admin role (pool and tenant administration)
+};
+
 struct Route {
   std::string method;
   std::string pattern;  // "/v1/jobs/{id}"
+  Access access = Access::kTenant;
   RouteHandler handler;
 };
 
 class Router {
  public:
-  void add(std::string method, std::string pattern, RouteHandler handler);
+  void add(std::string method, std::string pattern, Access access, RouteHandler handler);
 
   enum class Match { kFound, kNoPath, kNoMethod };
   // On kFound sets *route and *params. On kNoMethod sets *allowed to the

@@ -1366,10 +1366,7 @@ nlohmann::json JobManager::pool_view() {
           {"cpu_jobs_running", cpu_jobs}};
 }
 
-api::JsonResult JobManager::host_action(const std::string& host, const std::string& action) {
-  scheduler::HostHealth health = action == "drain"  ? scheduler::HostHealth::kDraining
-                                 : action == "fail" ? scheduler::HostHealth::kFailed
-                                                    : scheduler::HostHealth::kHealthy;
+api::JsonResult JobManager::set_host_health(const std::string& host, scheduler::HostHealth health) {
   std::optional<int> index;
   std::string generation;
   {

@@ -80,7 +80,7 @@ class JobManager final : public api::JobService {
   api::JsonResult job_events(std::int64_t id, const std::string& tenant) override;
   db::Result<std::string> xla_report(std::int64_t id, const std::string& tenant) override;
   nlohmann::json pool_view() override;
-  api::JsonResult host_action(const std::string& host, const std::string& action) override;
+  api::JsonResult set_host_health(const std::string& host, scheduler::HostHealth health) override;
   api::JsonResult force_release(std::int64_t id) override;
   api::JsonResult upload_dataset(const std::string& tenant, const std::string& name, const std::string& csv) override;
   scheduler::PoolCapacity capacity() override;

@@ -58,8 +58,8 @@ class FakeJobService : public JobService {
     return std::string("Metric: CompileTime\n");
   }
   nlohmann::json pool_view() override { return {{"hosts", nlohmann::json::array()}}; }
-  JsonResult host_action(const std::string& host, const std::string& action) override {
-    host_actions.push_back(action + " " + host);
+  JsonResult set_host_health(const std::string& host, scheduler::HostHealth health) override {
+    host_actions.push_back(std::string(scheduler::host_health_name(health)) + " " + host);
     return nlohmann::json{{"host", host}};
   }
   JsonResult force_release(std::int64_t id) override { return nlohmann::json{{"job", id}}; }

@@ -178,7 +178,7 @@ TEST(Routes, HostActionsReachTheServiceWithTheHostName) {
   EXPECT_EQ(call(api, "POST", "/v1/pool/hosts/v3-32-h1:drain").status, 200);
   EXPECT_EQ(call(api, "POST", "/v1/pool/hosts/v3-32-h1:recover").status, 200);
   EXPECT_EQ(call(api, "POST", "/v1/pool/hosts/v3-32-h1:explode").status, 404);
-  EXPECT_EQ(service.host_actions, (std::vector<std::string>{"drain v3-32-h1", "recover v3-32-h1"}));
+  EXPECT_EQ(service.host_actions, (std::vector<std::string>{"draining v3-32-h1", "healthy v3-32-h1"}));
 }
 
 TEST(Routes, StaticPathsRefuseTraversal) {
@@ -237,6 +237,50 @@ TEST(Auth, PoolAndQuotaOperationsNeedAnAdmin) {
   EXPECT_EQ(service.quotas["team-a"], 8);
   EXPECT_EQ(call(api, "POST", "/v1/tenants/team-a/quota", R"({"max_cores": -1})", {{"authorization", "Bearer admin-token"}}).status, 422);
   EXPECT_EQ(call(api, "GET", "/v1/pool", "", {{"authorization", "Bearer user-token"}}).status, 200);
+}
+
+std::string_view AccessName(Access access) {
+  switch (access) {
+    case Access::kOpen: return "open";
+    case Access::kTenant: return "tenant";
+    case Access::kAdmin: return "admin";
+  }
+  return "?";
+}
+
+// The route table's access column, as a reader of the API would check it.
+TEST(Auth, EveryRouteDeclaresWhoMayCallIt) {
+  FakeJobService service;
+  JobsApi api(service, {});
+  std::map<std::string, std::vector<std::string>> by_access;
+  for (const Route& route : api.router().routes()) {
+    by_access[std::string(AccessName(route.access))].push_back(route.method + " " + route.pattern);
+  }
+  EXPECT_EQ((std::vector<std::string>{"GET /healthz", "GET /readyz", "GET /metrics", "GET /openapi.json"}),
+            by_access["open"]);
+  EXPECT_EQ((std::vector<std::string>{"POST /v1/pool/hosts/{host}:drain", "POST /v1/pool/hosts/{host}:fail",
+                                      "POST /v1/pool/hosts/{host}:recover", "POST /v1/tenants/{tenant}/quota",
+                                      "POST /v1/pool/leases/{id}:release"}),
+            by_access["admin"]);
+  for (const std::string& route : by_access["tenant"]) {
+    EXPECT_EQ(std::string::npos, route.find("/v1/pool/hosts/")) << route;
+  }
+}
+
+// Whatever the path, an admin route refuses a tenant's token before its handler runs.
+TEST(Auth, EveryAdminRouteRefusesATenantToken) {
+  FakeJobService service;
+  service.require_auth = true;
+  JobsApi api(service, {});
+  for (const Route& route : api.router().routes()) {
+    if (route.access != Access::kAdmin) continue;
+    std::string target = route.pattern;
+    for (const char* parameter : {"{host}", "{tenant}", "{id}"}) {
+      if (auto at = target.find(parameter); at != std::string::npos) target.replace(at, std::string(parameter).size(), "1");
+    }
+    EXPECT_EQ(403, call(api, route.method, target, "{}", {{"authorization", "Bearer user-token"}}).status) << target;
+  }
+  EXPECT_TRUE(service.host_actions.empty());
 }
 
 TEST(Auth, ASubmitThatCanNeverFitTheQuotaIs422) {
