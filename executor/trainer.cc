@@ -11,6 +11,7 @@
 #include "executor/advisor.h"
 #include "executor/all_reduce.h"
 #include "executor/dataset.h"
+#include "executor/denormals.h"
 #include "executor/executor.h"
 #include "executor/lightning_log.h"
 #include "executor/network.h"
@@ -666,6 +667,9 @@ Clock& system_clock() {
 
 TrainingResult train(const TrainingSpec& spec, const DeviceFacts& device, WorkerPool& workers,
                      DatasetSource& datasets, TrainingSink& sink, const RunControl& control) {
+  // The caller's thread runs small models' passes and the optimizer: it
+  // flushes subnormals like the pool's threads, until train() returns.
+  FlushDenormalsScope flush_denormals;
   try {
     auto prepared = prepare(spec, datasets);
     if (auto* error = std::get_if<JobError>(&prepared)) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "executor/denormals.h"
+
 namespace tpujobs::executor {
 namespace {
 // The pool whose worker_loop runs on this thread, if any.
@@ -62,6 +64,9 @@ void WorkerPool::execute(Group& group, int index, std::unique_lock<std::mutex>& 
 
 void WorkerPool::worker_loop() {
   current_pool = this;
+  // Every task that trains runs here or on a thread inside train(): both
+  // flush subnormals, as a TPU does (executor/denormals.h).
+  flush_denormals_on_this_thread();
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     work_available_.wait(lock, [&] { return stopping_ || !queue_.empty(); });

@@ -1,6 +1,7 @@
 // The fixed set of compute threads that every running job shares: replicas'
 // forward/backward passes, the parts of large matrix products, all-reduce
 // chunks. Jobs do not own threads; they hand the pool groups of tasks.
+// The threads flush subnormals to zero, as a TPU does (executor/denormals.h).
 #pragma once
 
 #include <condition_variable>
