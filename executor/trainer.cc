@@ -149,6 +149,7 @@ class Trainer {
       : spec_(spec),
         device_(device),
         workers_(workers),
+        share_(workers),
         sink_(sink),
         control_(control),
         clock_(control.clock != nullptr ? *control.clock : system_clock()),
@@ -183,6 +184,9 @@ class Trainer {
   const TrainingSpec& spec_;
   const DeviceFacts& device_;
   WorkerPool& workers_;
+  // Joined once the dataset is loaded (executor/worker_pool.h): every
+  // step's and validation's compute is a turn.
+  WorkerPool::JobShare share_;
   TrainingSink& sink_;
   const RunControl& control_;
   Clock& clock_;
@@ -392,6 +396,7 @@ void Trainer::ensure_replicas() {
 void Trainer::validate() {
   const Dataset& validation = prepared_.data.validation;
   if (validation.rows == 0) return;
+  WorkerPool::StepTurn turn(share_);
   ensure_replicas();
   const int world = spec_.world_size;
   const int chunk = spec_.data.batch_size;
@@ -500,6 +505,7 @@ TrainingResult Trainer::run() {
         if (result.error->type == "CANCELLED") result.outcome = Outcome::kCancelled;
         return finish(std::move(result));
       }
+      WorkerPool::StepTurn turn(share_);
       const std::int64_t group_end = std::min(batches, (batch_ / accumulate + 1) * accumulate);
       double step_loss = 0;
       for (std::int64_t b = batch_; b < group_end; ++b) {
@@ -534,6 +540,7 @@ TrainingResult Trainer::run() {
         clip_by_global_norm(gradients, *spec_.gradient_clip_val, &workers_);
       optimizer_->step(network_->parameters(), gradients, &workers_);
       network_->parameters_changed();
+      turn.end();
       ++step_;
       batch_ = group_end;
 

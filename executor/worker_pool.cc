@@ -78,4 +78,55 @@ void WorkerPool::worker_loop() {
   }
 }
 
+WorkerPool::JobShare::JobShare(WorkerPool& pool) : pool_(pool) {
+  std::lock_guard<std::mutex> lock(pool_.turns_mutex_);
+  if (!pool_.shares_.empty()) {
+    turns_ = (*std::min_element(pool_.shares_.begin(), pool_.shares_.end(),
+                                [](const JobShare* a, const JobShare* b) {
+                                  return a->turns_ < b->turns_;
+                                }))->turns_;
+  }
+  pool_.shares_.push_back(this);
+}
+
+WorkerPool::JobShare::~JobShare() {
+  {
+    std::lock_guard<std::mutex> lock(pool_.turns_mutex_);
+    pool_.shares_.erase(std::find(pool_.shares_.begin(), pool_.shares_.end(), this));
+  }
+  pool_.turn_changed_.notify_all();  // it may have held others back
+}
+
+bool WorkerPool::may_begin_turn(const JobShare& share) const {
+  if (turns_running_ >= threads()) return false;
+  for (const JobShare* other : shares_) {
+    if (other->turns_ < share.turns_) return false;
+    if (other->turns_ == share.turns_ && other->waiting_ != 0 && other->waiting_ < share.waiting_)
+      return false;
+  }
+  return true;
+}
+
+WorkerPool::StepTurn::StepTurn(JobShare& share) : pool_(&share.pool_) {
+  std::unique_lock<std::mutex> lock(pool_->turns_mutex_);
+  share.waiting_ = pool_->next_ticket_++;
+  pool_->turn_changed_.wait(lock, [&] { return pool_->may_begin_turn(share); });
+  share.waiting_ = 0;
+  ++share.turns_;
+  ++pool_->turns_running_;
+  // It may release jobs it held back, or the next in line may be free to
+  // begin as well.
+  pool_->turn_changed_.notify_all();
+}
+
+void WorkerPool::StepTurn::end() {
+  if (pool_ == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lock(pool_->turns_mutex_);
+    --pool_->turns_running_;
+  }
+  pool_->turn_changed_.notify_all();
+  pool_ = nullptr;
+}
+
 }  // namespace tpujobs::executor
