@@ -1,7 +1,8 @@
 // Eigen's GEMM for one instruction set, with cache blocking fixed here rather
-// than derived from the host's cache sizes. Compiled twice (see
-// executor/CMakeLists.txt): with the build's flags as gemm_generic, and with
-// -mavx2 -mfma and TPUJOBS_GEMM_AVX2_FMA defined as gemm_avx2_fma.
+// than derived from the host's cache sizes. Compiled up to three times (see
+// executor/CMakeLists.txt): with the build's flags as gemm_generic, with
+// -mavx2 -mfma and TPUJOBS_GEMM_AVX2_FMA defined as gemm_avx2_fma, and with
+// AVX-512 flags and TPUJOBS_GEMM_AVX512 defined as gemm_avx512.
 #include "executor/gemm_kernel.h"
 
 #if defined(TPUJOBS_GEMM_AVX2_FMA)
@@ -12,6 +13,9 @@
 // one (tests/executor checks the object's symbols).
 #define Eigen tpujobs_eigen_avx2_fma
 #define TPUJOBS_GEMM_NAMESPACE gemm_avx2_fma
+#elif defined(TPUJOBS_GEMM_AVX512)
+#define Eigen tpujobs_eigen_avx512
+#define TPUJOBS_GEMM_NAMESPACE gemm_avx512
 #else
 #define TPUJOBS_GEMM_NAMESPACE gemm_generic
 #endif

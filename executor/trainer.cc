@@ -13,6 +13,7 @@
 #include "executor/dataset.h"
 #include "executor/denormals.h"
 #include "executor/executor.h"
+#include "executor/gemm.h"
 #include "executor/lightning_log.h"
 #include "executor/network.h"
 #include "executor/optimizer.h"
@@ -678,6 +679,15 @@ TrainingResult train(const TrainingSpec& spec, const DeviceFacts& device, Worker
   // flushes subnormals like the pool's threads, until train() returns.
   FlushDenormalsScope flush_denormals;
   try {
+    if (const GemmKernelChoice& kernel = configured_gemm_kernel(); !kernel.error.empty()) {
+      sink.log("INTERNAL: " + kernel.error);
+      TrainingResult result;
+      result.outcome = Outcome::kFailed;
+      result.error = JobError{"INTERNAL", kernel.error,
+                              "Unset TPUJOBS_GEMM_KERNEL on the server, or set it to one of the "
+                              "kernels available there."};
+      return result;
+    }
     auto prepared = prepare(spec, datasets);
     if (auto* error = std::get_if<JobError>(&prepared)) {
       sink.log(error->type + ": " + error->message);
