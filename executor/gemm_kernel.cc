@@ -22,6 +22,8 @@
 
 #define EIGEN_DONT_PARALLELIZE
 #include <Eigen/Core>
+#include <cstdlib>
+#include <new>
 
 namespace tpujobs::executor::TPUJOBS_GEMM_NAMESPACE {
 namespace {
@@ -39,6 +41,35 @@ constexpr Index kMaxDepthBlock = 320;
 constexpr Index kColumnsPerBlock = 1920;
 constexpr Index kRowsPerBlock = 384;
 
+// Eigen packs blocks of both operands into buffers that it would otherwise
+// allocate (megabytes, from the heap) on every call: each thread keeps its
+// own pair instead, allocated on its first product. One product runs on a
+// thread at a time (a kernel call never waits on the pool).
+class PackBuffers {
+ public:
+  static constexpr std::size_t kAFloats = std::size_t{kMaxDepthBlock} * kColumnsPerBlock;
+  static constexpr std::size_t kBFloats = std::size_t{kMaxDepthBlock} * kRowsPerBlock;
+  PackBuffers()
+      : a_(allocate(kAFloats)), b_(allocate(kBFloats)) {}
+  ~PackBuffers() {
+    std::free(a_);
+    std::free(b_);
+  }
+  PackBuffers(const PackBuffers&) = delete;
+  PackBuffers& operator=(const PackBuffers&) = delete;
+  float* a() { return a_; }
+  float* b() { return b_; }
+
+ private:
+  static float* allocate(std::size_t floats) {
+    void* memory = std::aligned_alloc(64, floats * sizeof(float));
+    if (memory == nullptr) throw std::bad_alloc();
+    return static_cast<float*>(memory);
+  }
+  float* a_;
+  float* b_;
+};
+
 class FixedBlocking final : public Eigen::internal::level3_blocking<float, float> {
  public:
   explicit FixedBlocking(Index depth) {
@@ -48,6 +79,10 @@ class FixedBlocking final : public Eigen::internal::level3_blocking<float, float
     // its rows are c's columns.
     m_mc = kColumnsPerBlock;
     m_nc = kRowsPerBlock;
+    // m_kc <= kMaxDepthBlock: the thread's buffers hold any block.
+    thread_local PackBuffers buffers;
+    m_blockA = buffers.a();
+    m_blockB = buffers.b();
   }
 };
 
