@@ -397,7 +397,7 @@ void Trainer::ensure_replicas() {
 void Trainer::validate() {
   const Dataset& validation = prepared_.data.validation;
   if (validation.rows == 0) return;
-  WorkerPool::StepTurn turn(share_);
+  WorkerPool::StepTurn turn(share_, validation.rows * prepared_.shape.macs_per_sample());
   ensure_replicas();
   const int world = spec_.world_size;
   const int chunk = spec_.data.batch_size;
@@ -506,8 +506,10 @@ TrainingResult Trainer::run() {
         if (result.error->type == "CANCELLED") result.outcome = Outcome::kCancelled;
         return finish(std::move(result));
       }
-      WorkerPool::StepTurn turn(share_);
       const std::int64_t group_end = std::min(batches, (batch_ / accumulate + 1) * accumulate);
+      // Forward, weight and input gradients: about 3 multiply-adds per weight and sample.
+      WorkerPool::StepTurn turn(share_, (group_end - batch_) * world * spec_.data.batch_size * 3 *
+                                            prepared_.shape.macs_per_sample());
       double step_loss = 0;
       for (std::int64_t b = batch_; b < group_end; ++b) {
         const double loss = run_micro_batch(b, static_cast<int>(b - batch_), shards);

@@ -81,10 +81,10 @@ void WorkerPool::worker_loop() {
 WorkerPool::JobShare::JobShare(WorkerPool& pool) : pool_(pool) {
   std::lock_guard<std::mutex> lock(pool_.turns_mutex_);
   if (!pool_.shares_.empty()) {
-    turns_ = (*std::min_element(pool_.shares_.begin(), pool_.shares_.end(),
-                                [](const JobShare* a, const JobShare* b) {
-                                  return a->turns_ < b->turns_;
-                                }))->turns_;
+    work_ = (*std::min_element(pool_.shares_.begin(), pool_.shares_.end(),
+                               [](const JobShare* a, const JobShare* b) {
+                                 return a->work_ < b->work_;
+                               }))->work_;
   }
   pool_.shares_.push_back(this);
 }
@@ -100,19 +100,19 @@ WorkerPool::JobShare::~JobShare() {
 bool WorkerPool::may_begin_turn(const JobShare& share) const {
   if (turns_running_ >= threads()) return false;
   for (const JobShare* other : shares_) {
-    if (other->turns_ < share.turns_) return false;
-    if (other->turns_ == share.turns_ && other->waiting_ != 0 && other->waiting_ < share.waiting_)
+    if (other->work_ < share.work_) return false;
+    if (other->work_ == share.work_ && other->waiting_ != 0 && other->waiting_ < share.waiting_)
       return false;
   }
   return true;
 }
 
-WorkerPool::StepTurn::StepTurn(JobShare& share) : pool_(&share.pool_) {
+WorkerPool::StepTurn::StepTurn(JobShare& share, std::int64_t work) : pool_(&share.pool_) {
   std::unique_lock<std::mutex> lock(pool_->turns_mutex_);
   share.waiting_ = pool_->next_ticket_++;
   pool_->turn_changed_.wait(lock, [&] { return pool_->may_begin_turn(share); });
   share.waiting_ = 0;
-  ++share.turns_;
+  share.work_ += std::max<std::int64_t>(1, work);
   ++pool_->turns_running_;
   // It may release jobs it held back, or the next in line may be free to
   // begin as well.

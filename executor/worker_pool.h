@@ -3,17 +3,19 @@
 // chunks. Jobs do not own threads; they hand the pool groups of tasks.
 // The threads flush subnormals to zero, as a TPU does (executor/denormals.h).
 //
-// Fair shares: the jobs running at once take turns, round-robin. A job holds
-// a JobShare while it trains and runs each step's compute inside a StepTurn.
-// A job begins its (n+1)-th turn only once every job in the pool has begun
-// its n-th, even one whose thread the OS has not run for a while, and at
-// most threads() turns run at once (the longest waiting first). Jobs thus
-// advance step for step: one job's cheap steps cannot run hundreds of times
-// while another waits for its first. The price is that, while jobs run
-// together, a job with cheap steps steps at the rate of the slowest one; and
-// the work a job does between its turns (setup, logging, checkpoints) must
-// be bounded, as train()'s is. A job joining starts level with the job that
-// has taken the fewest turns: the others do not wait while it catches up.
+// Fair shares: the jobs running at once take turns, round-robin weighted by
+// work. A job holds a JobShare while it trains and runs each step's compute
+// inside a StepTurn, which states the step's work (its multiply-adds). A job
+// begins a turn only while no other job in the pool has begun less work,
+// even one whose thread the OS has not run for a while, and at most
+// threads() turns run at once (the longest waiting first among equals). Jobs
+// with equal steps thus advance step for step, one job's cheap steps cannot
+// run hundreds of times while another waits for its first, and a job with
+// steps a thousand times cheaper than another's takes about a thousand steps
+// per step of the other. The work a job does between its turns (setup,
+// logging, checkpoints) must be bounded, as train()'s is: the others may
+// wait for it. A job joining starts level with the job that has begun the
+// least work: the others do not wait while it catches up.
 #pragma once
 
 #include <condition_variable>
@@ -51,16 +53,17 @@ class WorkerPool {
    private:
     friend class WorkerPool;
     WorkerPool& pool_;
-    std::int64_t turns_ = 0;    // guarded by pool_.turns_mutex_
+    std::int64_t work_ = 0;     // work of the turns begun; guarded by pool_.turns_mutex_
     std::uint64_t waiting_ = 0;  // the wait's ticket, 0 when not waiting; guarded likewise
   };
 
-  // One step's compute of a job: the constructor blocks until it is the
-  // job's turn, the destructor (or end()) gives the turn back. A pool thread
-  // must not take a turn (the turns running could be waiting on it).
+  // One step's compute of a job, of `work` units (at least 1): the
+  // constructor blocks until it is the job's turn, the destructor (or end())
+  // gives the turn back. A pool thread must not take a turn (the turns
+  // running could be waiting on it).
   class StepTurn {
    public:
-    explicit StepTurn(JobShare& share);
+    explicit StepTurn(JobShare& share, std::int64_t work = 1);
     ~StepTurn() { end(); }
     StepTurn(const StepTurn&) = delete;
     StepTurn& operator=(const StepTurn&) = delete;
@@ -105,7 +108,7 @@ class WorkerPool {
   void execute(Group& group, int index, std::unique_lock<std::mutex>& lock);
 
   // True when `share` may begin a turn now: a turn is free, no job has
-  // begun fewer turns, and no job that has begun as many waits longer.
+  // begun less work, and no job that has begun as much waits longer.
   bool may_begin_turn(const JobShare& share) const;  // requires turns_mutex_
 
   std::mutex turns_mutex_;
