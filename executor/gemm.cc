@@ -1,6 +1,7 @@
 #include "executor/gemm.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "executor/gemm_kernel.h"
 #include "executor/worker_pool.h"
@@ -14,7 +15,7 @@ constexpr std::int64_t kMinPanelMultiplyAdds = std::int64_t{1} << 21;
 // shares with the others again, so not more.
 constexpr int kMaxPanels = 8;
 // Panel widths are whole SIMD column groups (and cache lines of c) or whole
-// row micro-panels of both kernels (12 rows for SSE2, 24 for AVX2).
+// row micro-panels of every kernel (12 rows for SSE2, 24 for AVX2, 48 for AVX-512).
 constexpr int kColumnGranule = 16;
 constexpr int kRowGranule = 48;
 
@@ -24,8 +25,22 @@ bool cpu_has_avx2_fma() {
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 #endif
+#if defined(TPUJOBS_HAVE_GEMM_AVX512)  // defined by CMake on x86-64 only
+// libgcc reports AVX-512 features only when the OS saves the ZMM registers.
+bool cpu_has_avx512() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+#endif
 
 void multiply_add(GemmKernel kernel, const GemmTask& task) {
+#if defined(TPUJOBS_HAVE_GEMM_AVX512)
+  if (kernel == GemmKernel::kAvx512 && cpu_has_avx512()) {
+    gemm_avx512::multiply_add(task);
+    return;
+  }
+#endif
 #if defined(TPUJOBS_HAVE_GEMM_AVX2_FMA)
   if (kernel == GemmKernel::kAvx2Fma && cpu_has_avx2_fma()) {
     gemm_avx2_fma::multiply_add(task);
@@ -35,6 +50,22 @@ void multiply_add(GemmKernel kernel, const GemmTask& task) {
   (void)kernel;
   gemm_generic::multiply_add(task);
 }
+
+// What a kernel needs, for the error when TPUJOBS_GEMM_KERNEL forces one.
+const char* gemm_kernel_needs(GemmKernel kernel) {
+  switch (kernel) {
+    case GemmKernel::kAvx2Fma:
+      return "AVX2 and FMA (option TPUJOBS_GEMM_AVX2)";
+    case GemmKernel::kAvx512:
+      return "AVX-512 F and DQ (option TPUJOBS_GEMM_AVX512)";
+    case GemmKernel::kGeneric:
+      break;
+  }
+  return "nothing";
+}
+
+constexpr GemmKernel kAllKernels[] = {GemmKernel::kGeneric, GemmKernel::kAvx2Fma,
+                                      GemmKernel::kAvx512};
 
 }  // namespace
 
@@ -48,16 +79,72 @@ bool gemm_kernel_available(GemmKernel kernel) {
 #else
       return false;
 #endif
+    case GemmKernel::kAvx512:
+#if defined(TPUJOBS_HAVE_GEMM_AVX512)
+      return cpu_has_avx512();
+#else
+      return false;
+#endif
   }
   return false;
 }
 
-GemmKernel best_gemm_kernel() {
-  return gemm_kernel_available(GemmKernel::kAvx2Fma) ? GemmKernel::kAvx2Fma : GemmKernel::kGeneric;
+GemmKernel fastest_gemm_kernel() {
+  if (gemm_kernel_available(GemmKernel::kAvx512)) return GemmKernel::kAvx512;
+  if (gemm_kernel_available(GemmKernel::kAvx2Fma)) return GemmKernel::kAvx2Fma;
+  return GemmKernel::kGeneric;
 }
 
 const char* gemm_kernel_name(GemmKernel kernel) {
-  return kernel == GemmKernel::kAvx2Fma ? "avx2+fma" : "generic";
+  switch (kernel) {
+    case GemmKernel::kAvx2Fma:
+      return "avx2";
+    case GemmKernel::kAvx512:
+      return "avx512";
+    case GemmKernel::kGeneric:
+      break;
+  }
+#if defined(__x86_64__)
+  return "sse2";
+#else
+  return "generic";
+#endif
+}
+
+namespace {
+std::string available_gemm_kernel_names() {
+  std::string names;
+  for (GemmKernel kernel : kAllKernels) {
+    if (!gemm_kernel_available(kernel)) continue;
+    names += (names.empty() ? "" : ", ") + std::string(gemm_kernel_name(kernel));
+  }
+  return names;
+}
+}  // namespace
+
+GemmKernelChoice choose_gemm_kernel(const char* forced) {
+  GemmKernelChoice choice{fastest_gemm_kernel(), ""};
+  if (forced == nullptr || *forced == '\0') return choice;
+  const std::string name = forced;
+  for (GemmKernel kernel : kAllKernels) {
+    if (name != gemm_kernel_name(kernel)) continue;
+    if (gemm_kernel_available(kernel)) {
+      choice.kernel = kernel;
+    } else {
+      choice.error = "TPUJOBS_GEMM_KERNEL=" + name + ": the " + name + " matrix kernel needs " +
+                     gemm_kernel_needs(kernel) + ", which this " +
+                     "build or CPU lacks; available here: " + available_gemm_kernel_names();
+    }
+    return choice;
+  }
+  choice.error = "TPUJOBS_GEMM_KERNEL=" + name + " names no matrix kernel; available here: " +
+                 available_gemm_kernel_names();
+  return choice;
+}
+
+const GemmKernelChoice& configured_gemm_kernel() {
+  static const GemmKernelChoice choice = choose_gemm_kernel(std::getenv("TPUJOBS_GEMM_KERNEL"));
+  return choice;
 }
 
 GemmPanels plan_gemm_panels(int m, int n, int k) {

@@ -9,24 +9,45 @@
 // where the buffers are.
 //
 // Kernels: Eigen's GEMM compiled for the build's baseline target (SSE2 on
-// x86-64) and, when the build includes it (CMake option TPUJOBS_GEMM_AVX2),
-// compiled for AVX2 with FMA, about twice as fast. The AVX2 kernel is used only
-// when the CPU reports both features, so a binary runs on any x86-64 CPU. The
-// two kernels round differently: bit-identical reruns need the same kernel.
+// x86-64) and, when the build includes them (CMake options TPUJOBS_GEMM_AVX2
+// and TPUJOBS_GEMM_AVX512), compiled for AVX2 with FMA (about twice as fast)
+// and for AVX-512 (F and DQ, with FMA; 16 floats a vector). Each is used only
+// when the CPU (and the OS) reports its features, so a binary runs on any
+// x86-64 CPU. The kernels round differently: bit-identical reruns need the
+// same kernel. The environment variable TPUJOBS_GEMM_KERNEL=sse2|avx2|avx512
+// forces one (to compare them, or to resume bit-identically on another host).
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace tpujobs::executor {
 
 class WorkerPool;
 
-enum class GemmKernel { kGeneric, kAvx2Fma };
+enum class GemmKernel { kGeneric, kAvx2Fma, kAvx512 };
 
 // The fastest kernel that this build includes and this CPU can run.
-GemmKernel best_gemm_kernel();
+GemmKernel fastest_gemm_kernel();
 bool gemm_kernel_available(GemmKernel kernel);
-const char* gemm_kernel_name(GemmKernel kernel);  // "generic", "avx2+fma"
+// "sse2" (the generic kernel on x86-64; "generic" elsewhere), "avx2", "avx512":
+// the names TPUJOBS_GEMM_KERNEL takes.
+const char* gemm_kernel_name(GemmKernel kernel);
+
+// The kernel that `forced` (TPUJOBS_GEMM_KERNEL's value; null or empty: not
+// set) asks for, or else the fastest. `error` says why when `forced` names
+// no kernel or one that this build or CPU lacks; `kernel` is then the fastest.
+struct GemmKernelChoice {
+  GemmKernel kernel = GemmKernel::kGeneric;
+  std::string error;
+};
+GemmKernelChoice choose_gemm_kernel(const char* forced);
+
+// choose_gemm_kernel(TPUJOBS_GEMM_KERNEL), read once per process. train()
+// fails every job with the choice's error, so that a misconfigured server
+// says so rather than training with another kernel than the one it was told.
+const GemmKernelChoice& configured_gemm_kernel();
+inline GemmKernel best_gemm_kernel() { return configured_gemm_kernel().kernel; }
 
 // Where a replica's products run: their panels on `pool` (null: all on the
 // calling thread), their multiply-adds in `kernel` (the generic kernel when

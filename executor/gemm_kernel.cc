@@ -1,7 +1,8 @@
 // Eigen's GEMM for one instruction set, with cache blocking fixed here rather
-// than derived from the host's cache sizes. Compiled twice (see
-// executor/CMakeLists.txt): with the build's flags as gemm_generic, and with
-// -mavx2 -mfma and TPUJOBS_GEMM_AVX2_FMA defined as gemm_avx2_fma.
+// than derived from the host's cache sizes. Compiled up to three times (see
+// executor/CMakeLists.txt): with the build's flags as gemm_generic, with
+// -mavx2 -mfma and TPUJOBS_GEMM_AVX2_FMA defined as gemm_avx2_fma, and with
+// AVX-512 flags and TPUJOBS_GEMM_AVX512 defined as gemm_avx512.
 #include "executor/gemm_kernel.h"
 
 #if defined(TPUJOBS_GEMM_AVX2_FMA)
@@ -12,12 +13,17 @@
 // one (tests/executor checks the object's symbols).
 #define Eigen tpujobs_eigen_avx2_fma
 #define TPUJOBS_GEMM_NAMESPACE gemm_avx2_fma
+#elif defined(TPUJOBS_GEMM_AVX512)
+#define Eigen tpujobs_eigen_avx512
+#define TPUJOBS_GEMM_NAMESPACE gemm_avx512
 #else
 #define TPUJOBS_GEMM_NAMESPACE gemm_generic
 #endif
 
 #define EIGEN_DONT_PARALLELIZE
 #include <Eigen/Core>
+#include <cstdlib>
+#include <new>
 
 namespace tpujobs::executor::TPUJOBS_GEMM_NAMESPACE {
 namespace {
@@ -35,6 +41,35 @@ constexpr Index kMaxDepthBlock = 320;
 constexpr Index kColumnsPerBlock = 1920;
 constexpr Index kRowsPerBlock = 384;
 
+// Eigen packs blocks of both operands into buffers that it would otherwise
+// allocate (megabytes, from the heap) on every call: each thread keeps its
+// own pair instead, allocated on its first product. One product runs on a
+// thread at a time (a kernel call never waits on the pool).
+class PackBuffers {
+ public:
+  static constexpr std::size_t kAFloats = std::size_t{kMaxDepthBlock} * kColumnsPerBlock;
+  static constexpr std::size_t kBFloats = std::size_t{kMaxDepthBlock} * kRowsPerBlock;
+  PackBuffers()
+      : a_(allocate(kAFloats)), b_(allocate(kBFloats)) {}
+  ~PackBuffers() {
+    std::free(a_);
+    std::free(b_);
+  }
+  PackBuffers(const PackBuffers&) = delete;
+  PackBuffers& operator=(const PackBuffers&) = delete;
+  float* a() { return a_; }
+  float* b() { return b_; }
+
+ private:
+  static float* allocate(std::size_t floats) {
+    void* memory = std::aligned_alloc(64, floats * sizeof(float));
+    if (memory == nullptr) throw std::bad_alloc();
+    return static_cast<float*>(memory);
+  }
+  float* a_;
+  float* b_;
+};
+
 class FixedBlocking final : public Eigen::internal::level3_blocking<float, float> {
  public:
   explicit FixedBlocking(Index depth) {
@@ -44,6 +79,10 @@ class FixedBlocking final : public Eigen::internal::level3_blocking<float, float
     // its rows are c's columns.
     m_mc = kColumnsPerBlock;
     m_nc = kRowsPerBlock;
+    // m_kc <= kMaxDepthBlock: the thread's buffers hold any block.
+    thread_local PackBuffers buffers;
+    m_blockA = buffers.a();
+    m_blockB = buffers.b();
   }
 };
 

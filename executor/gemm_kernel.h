@@ -31,5 +31,8 @@ void multiply_add(const GemmTask& task);
 namespace gemm_avx2_fma {
 void multiply_add(const GemmTask& task);  // only in builds with TPUJOBS_HAVE_GEMM_AVX2_FMA
 }
+namespace gemm_avx512 {
+void multiply_add(const GemmTask& task);  // only in builds with TPUJOBS_HAVE_GEMM_AVX512
+}
 
 }  // namespace tpujobs::executor

@@ -11,6 +11,8 @@ namespace tpujobs::executor {
 namespace {
 
 constexpr std::size_t kChunk = std::size_t{1} << 16;
+// 4 arrays x 1024 floats: 16 KiB, half an L1 data cache.
+constexpr std::size_t kFusedBlock = 1024;
 
 // Runs work(begin, end) over [0, count) in fixed chunks, on the pool if any.
 template <typename Work>
@@ -83,27 +85,29 @@ void Optimizer::update(float* p, const float* g, std::size_t begin, std::size_t 
       const float root_correction2 = static_cast<float>(std::sqrt(correction2));
       const float eps = static_cast<float>(spec_.eps);
       const float shrink = 1.0f - lr * decay;
-      // Elementwise array expressions: vectorized, and IEEE-exact like the scalar loop.
-      // (Three passes over one chunk: the chunk stays in L2. One pass over
-      // L1-sized blocks measured no faster: with SSE2 the sqrt and division
-      // bound the update, not memory.)
-      const auto n = static_cast<Eigen::Index>(end - begin);
-      Eigen::Map<Eigen::ArrayXf> param(p + begin, n), m(first_moment_.data() + begin, n),
-          v(second_moment_.data() + begin, n);
-      Eigen::Map<const Eigen::ArrayXf> grad(g + begin, n);
-      auto update_moments = [&](const auto& d) {
-        m = beta1 * m + (1.0f - beta1) * d;
-        v = beta2 * v + (1.0f - beta2) * d.square();
-      };
-      if (decoupled) {
-        param *= shrink;
-        update_moments(grad);
-      } else if (decay != 0.0f) {
-        update_moments(grad + decay * param);
-      } else {
-        update_moments(grad);
+      // Elementwise array expressions: vectorized, and IEEE-exact like the
+      // scalar loop. The moments' and the parameters' passes are fused per
+      // block of kFusedBlock elements, whose four arrays stay in L1 between
+      // the passes: the chunk crosses the cache hierarchy once, not three times.
+      for (std::size_t block = begin; block < end; block += kFusedBlock) {
+        const auto n = static_cast<Eigen::Index>(std::min(kFusedBlock, end - block));
+        Eigen::Map<Eigen::ArrayXf> param(p + block, n), m(first_moment_.data() + block, n),
+            v(second_moment_.data() + block, n);
+        Eigen::Map<const Eigen::ArrayXf> grad(g + block, n);
+        auto update_moments = [&](const auto& d) {
+          m = beta1 * m + (1.0f - beta1) * d;
+          v = beta2 * v + (1.0f - beta2) * d.square();
+        };
+        if (decoupled) {
+          param *= shrink;
+          update_moments(grad);
+        } else if (decay != 0.0f) {
+          update_moments(grad + decay * param);
+        } else {
+          update_moments(grad);
+        }
+        param -= step_size * m / (v.sqrt() / root_correction2 + eps);
       }
-      param -= step_size * m / (v.sqrt() / root_correction2 + eps);
       return;
     }
   }

@@ -11,7 +11,9 @@
 #include "executor/advisor.h"
 #include "executor/all_reduce.h"
 #include "executor/dataset.h"
+#include "executor/denormals.h"
 #include "executor/executor.h"
+#include "executor/gemm.h"
 #include "executor/lightning_log.h"
 #include "executor/network.h"
 #include "executor/optimizer.h"
@@ -143,6 +145,7 @@ class Trainer {
       : spec_(spec),
         device_(device),
         workers_(workers),
+        share_(workers),
         sink_(sink),
         control_(control),
         clock_(control.clock != nullptr ? *control.clock : base::real_clock()),
@@ -177,6 +180,9 @@ class Trainer {
   const TrainingSpec& spec_;
   const DeviceFacts& device_;
   WorkerPool& workers_;
+  // Joined once the dataset is loaded (executor/worker_pool.h): every
+  // step's and validation's compute is a turn.
+  WorkerPool::JobShare share_;
   TrainingSink& sink_;
   const RunControl& control_;
   Clock& clock_;
@@ -386,6 +392,7 @@ void Trainer::ensure_replicas() {
 void Trainer::validate() {
   const Dataset& validation = prepared_.data.validation;
   if (validation.rows == 0) return;
+  WorkerPool::StepTurn turn(share_, validation.rows * prepared_.shape.macs_per_sample());
   ensure_replicas();
   const int world = spec_.world_size;
   const int chunk = spec_.data.batch_size;
@@ -495,6 +502,9 @@ TrainingResult Trainer::run() {
         return finish(std::move(result));
       }
       const std::int64_t group_end = std::min(batches, (batch_ / accumulate + 1) * accumulate);
+      // Forward, weight and input gradients: about 3 multiply-adds per weight and sample.
+      WorkerPool::StepTurn turn(share_, (group_end - batch_) * world * spec_.data.batch_size * 3 *
+                                            prepared_.shape.macs_per_sample());
       double step_loss = 0;
       for (std::int64_t b = batch_; b < group_end; ++b) {
         const double loss = run_micro_batch(b, static_cast<int>(b - batch_), shards);
@@ -528,6 +538,7 @@ TrainingResult Trainer::run() {
         clip_by_global_norm(gradients, *spec_.gradient_clip_val, &workers_);
       optimizer_->step(network_->parameters(), gradients, &workers_);
       network_->parameters_changed();
+      turn.end();
       ++step_;
       batch_ = group_end;
 
@@ -656,7 +667,19 @@ TrainingResult Trainer::finish(TrainingResult result) {
 
 TrainingResult train(const TrainingSpec& spec, const DeviceFacts& device, WorkerPool& workers,
                      DatasetSource& datasets, TrainingSink& sink, const RunControl& control) {
+  // The caller's thread runs small models' passes and the optimizer: it
+  // flushes subnormals like the pool's threads, until train() returns.
+  FlushDenormalsScope flush_denormals;
   try {
+    if (const GemmKernelChoice& kernel = configured_gemm_kernel(); !kernel.error.empty()) {
+      sink.log("INTERNAL: " + kernel.error);
+      TrainingResult result;
+      result.outcome = Outcome::kFailed;
+      result.error = JobError{"INTERNAL", kernel.error,
+                              "Unset TPUJOBS_GEMM_KERNEL on the server, or set it to one of the "
+                              "kernels available there."};
+      return result;
+    }
     auto prepared = prepare(spec, datasets);
     if (auto* error = std::get_if<JobError>(&prepared)) {
       sink.log(error->type + ": " + error->message);

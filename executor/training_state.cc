@@ -80,6 +80,12 @@ std::uint64_t hash64(std::string_view bytes) {
 
 std::string encode_state(const TrainingState& state) {
   Writer writer;
+  // Hundreds of megabytes for large models: one allocation, no regrowth copies.
+  std::size_t size = 256 + state.model_fingerprint.size() + state.xla_metrics.size() +
+                     sizeof(float) * (state.parameters.size() + state.first_moment.size() +
+                                      state.second_moment.size());
+  for (const auto& [name, value] : state.last_metrics) size += 16 + name.size();
+  writer.out().reserve(size);
   writer.out().append(kMagic);
   writer.scalar(kVersion);
   writer.bytes(state.model_fingerprint);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "executor/denormals.h"
+
 namespace tpujobs::executor {
 namespace {
 // The pool whose worker_loop runs on this thread, if any.
@@ -62,6 +64,9 @@ void WorkerPool::execute(Group& group, int index, std::unique_lock<std::mutex>& 
 
 void WorkerPool::worker_loop() {
   current_pool = this;
+  // Every task that trains runs here or on a thread inside train(): both
+  // flush subnormals, as a TPU does (executor/denormals.h).
+  flush_denormals_on_this_thread();
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     work_available_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
@@ -71,6 +76,57 @@ void WorkerPool::worker_loop() {
     if (group.next == group.count) queue_.pop_front();
     execute(group, index, lock);
   }
+}
+
+WorkerPool::JobShare::JobShare(WorkerPool& pool) : pool_(pool) {
+  std::lock_guard<std::mutex> lock(pool_.turns_mutex_);
+  if (!pool_.shares_.empty()) {
+    work_ = (*std::min_element(pool_.shares_.begin(), pool_.shares_.end(),
+                               [](const JobShare* a, const JobShare* b) {
+                                 return a->work_ < b->work_;
+                               }))->work_;
+  }
+  pool_.shares_.push_back(this);
+}
+
+WorkerPool::JobShare::~JobShare() {
+  {
+    std::lock_guard<std::mutex> lock(pool_.turns_mutex_);
+    pool_.shares_.erase(std::find(pool_.shares_.begin(), pool_.shares_.end(), this));
+  }
+  pool_.turn_changed_.notify_all();  // it may have held others back
+}
+
+bool WorkerPool::may_begin_turn(const JobShare& share) const {
+  if (turns_running_ >= threads()) return false;
+  for (const JobShare* other : shares_) {
+    if (other->work_ < share.work_) return false;
+    if (other->work_ == share.work_ && other->waiting_ != 0 && other->waiting_ < share.waiting_)
+      return false;
+  }
+  return true;
+}
+
+WorkerPool::StepTurn::StepTurn(JobShare& share, std::int64_t work) : pool_(&share.pool_) {
+  std::unique_lock<std::mutex> lock(pool_->turns_mutex_);
+  share.waiting_ = pool_->next_ticket_++;
+  pool_->turn_changed_.wait(lock, [&] { return pool_->may_begin_turn(share); });
+  share.waiting_ = 0;
+  share.work_ += std::max<std::int64_t>(1, work);
+  ++pool_->turns_running_;
+  // It may release jobs it held back, or the next in line may be free to
+  // begin as well.
+  pool_->turn_changed_.notify_all();
+}
+
+void WorkerPool::StepTurn::end() {
+  if (pool_ == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lock(pool_->turns_mutex_);
+    --pool_->turns_running_;
+  }
+  pool_->turn_changed_.notify_all();
+  pool_ = nullptr;
 }
 
 }  // namespace tpujobs::executor

@@ -1,10 +1,26 @@
 // The fixed set of compute threads that every running job shares: replicas'
 // forward/backward passes, the parts of large matrix products, all-reduce
 // chunks. Jobs do not own threads; they hand the pool groups of tasks.
+// The threads flush subnormals to zero, as a TPU does (executor/denormals.h).
+//
+// Fair shares: the jobs running at once take turns, round-robin weighted by
+// work. A job holds a JobShare while it trains and runs each step's compute
+// inside a StepTurn, which states the step's work (its multiply-adds). A job
+// begins a turn only while no other job in the pool has begun less work,
+// even one whose thread the OS has not run for a while, and at most
+// threads() turns run at once (the longest waiting first among equals). Jobs
+// with equal steps thus advance step for step, one job's cheap steps cannot
+// run hundreds of times while another waits for its first, and a job with
+// steps a thousand times cheaper than another's takes about a thousand steps
+// per step of the other. The work a job does between its turns (setup,
+// logging, checkpoints) must be bounded, as train()'s is: the others may
+// wait for it. A job joining starts level with the job that has begun the
+// least work: the others do not wait while it catches up.
 #pragma once
 
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <exception>
 #include <mutex>
@@ -24,6 +40,38 @@ class WorkerPool {
   WorkerPool& operator=(const WorkerPool&) = delete;
 
   int threads() const { return static_cast<int>(threads_.size()); }
+
+  // A job's place among the jobs sharing the pool, from construction to
+  // destruction. Not thread-safe itself: one thread runs the job's turns.
+  class JobShare {
+   public:
+    explicit JobShare(WorkerPool& pool);
+    ~JobShare();
+    JobShare(const JobShare&) = delete;
+    JobShare& operator=(const JobShare&) = delete;
+
+   private:
+    friend class WorkerPool;
+    WorkerPool& pool_;
+    std::int64_t work_ = 0;     // work of the turns begun; guarded by pool_.turns_mutex_
+    std::uint64_t waiting_ = 0;  // the wait's ticket, 0 when not waiting; guarded likewise
+  };
+
+  // One step's compute of a job, of `work` units (at least 1): the
+  // constructor blocks until it is the job's turn, the destructor (or end())
+  // gives the turn back. A pool thread must not take a turn (the turns
+  // running could be waiting on it).
+  class StepTurn {
+   public:
+    explicit StepTurn(JobShare& share, std::int64_t work = 1);
+    ~StepTurn() { end(); }
+    StepTurn(const StepTurn&) = delete;
+    StepTurn& operator=(const StepTurn&) = delete;
+    void end();  // idempotent
+
+   private:
+    WorkerPool* pool_;
+  };
 
   // Runs task(i) for every i in [0, count), each exactly once, on the pool's
   // threads, and returns when all have finished. Groups from different
@@ -58,6 +106,16 @@ class WorkerPool {
   void worker_loop();
   // Runs index `index` of `group` and records its completion.
   void execute(Group& group, int index, std::unique_lock<std::mutex>& lock);
+
+  // True when `share` may begin a turn now: a turn is free, no job has
+  // begun less work, and no job that has begun as much waits longer.
+  bool may_begin_turn(const JobShare& share) const;  // requires turns_mutex_
+
+  std::mutex turns_mutex_;
+  std::condition_variable turn_changed_;
+  std::vector<JobShare*> shares_;  // guarded by turns_mutex_
+  int turns_running_ = 0;          // guarded by turns_mutex_
+  std::uint64_t next_ticket_ = 1;  // guarded by turns_mutex_
 
   std::mutex mutex_;
   std::condition_variable work_available_;

@@ -11,17 +11,42 @@ samples/s measured after a warm-up:
   gemm_mlp    1024 -> 4096 -> 4096 -> 10 ReLU, Adam lr 1e-3, batch 256, fp32,
               synthetic data with 1024 features and 10 classes
 
+Both are timed late in training (after several epochs' warm-up for digits,
+from the second epoch of 16 batches on for the GEMM MLP), where values that
+shrink towards subnormals would slow an Intel core down.
+
+--flush-denormals sets flush-to-zero and denormals-are-zero in the MXCSR of
+the main thread before torch is imported, so every thread torch's OpenBLAS
+and OpenMP start afterwards inherits them (torch.set_flush_denormal(True)
+alone reaches only the calling thread and threads created after it, not
+OpenBLAS's pool, which starts when the library loads). It then checks that a
+multi-threaded torch operation computes subnormals as zero.
+
 Output lines match the C++ program:
 "<name> samples_per_sec=<x> steps=<n> seconds=<s> samples_per_cpu_sec=<c>".
 """
 import argparse
 import csv
+import ctypes
+import ctypes.util
 import os
 import sys
 import time
 
-import torch
-from torch import nn
+torch = None  # imported in main(), after the floating-point mode is set
+nn = None
+
+
+def flush_denormals_before_threads_start():
+    """FTZ and DAZ in this thread's MXCSR through glibc's fenv (x86-64 only)."""
+    libm = ctypes.CDLL(ctypes.util.find_library("m"))
+    env = ctypes.create_string_buffer(32)  # x86-64 fenv_t: x87 state, then the MXCSR at byte 28
+    if libm.fegetenv(env) != 0:
+        sys.exit("fegetenv failed")
+    mxcsr = int.from_bytes(env.raw[28:32], "little") | 0x8040  # FTZ (bit 15) | DAZ (bit 6)
+    ctypes.memmove(ctypes.addressof(env) + 28, mxcsr.to_bytes(4, "little"), 4)
+    if libm.fesetenv(env) != 0:
+        sys.exit("fesetenv failed")
 
 
 def load_digits(path):
@@ -37,6 +62,15 @@ def load_digits(path):
     order = torch.randperm(len(y), generator=generator)
     train = order[: len(y) - int(round(0.2 * len(y)))]
     return x[train].contiguous(), y[train].contiguous()
+
+
+def subnormals_computed_as_zero():
+    """True when a multi-threaded elementwise op and a matrix product flush subnormals."""
+    tiny = torch.full((1 << 20,), 1e-39)  # subnormal in fp32
+    elementwise = bool(((tiny * 1.0) == 0).all())
+    a = torch.full((512, 512), 1e-20)
+    product = bool((a @ a == 0).all())  # every product 1e-40 (subnormal), summed: < 1.2e-38
+    return elementwise and product
 
 
 def mlp(widths):
@@ -89,12 +123,22 @@ def main():
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--digits-csv", default=os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "..", "..", "data", "digits.csv"))
+    parser.add_argument("--flush-denormals", action="store_true")
     parser.add_argument("which", nargs="*", default=["digits", "gemm"])
     args = parser.parse_args()
 
+    if args.flush_denormals:
+        flush_denormals_before_threads_start()
+    global torch, nn
+    import torch as torch_module
+    torch = torch_module
+    nn = torch.nn
+    if args.flush_denormals:
+        torch.set_flush_denormal(True)
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    print(f"torch={torch.__version__} threads={torch.get_num_threads()}", flush=True)
+    print(f"torch={torch.__version__} threads={torch.get_num_threads()} "
+          f"subnormals_as_zero={'yes' if subnormals_computed_as_zero() else 'no'}", flush=True)
     scale = 1 if args.quick else 4
     for which in args.which:
         if which == "digits":
@@ -104,8 +148,10 @@ def main():
             n = 256 * 16
             x = torch.randn(n, 1024)
             y = torch.randint(0, 10, (n,))
-            measure("gemm_mlp", mlp([1024, 4096, 4096, 10]), x, y, 256, 2,
-                    8 if args.quick else 38)
+            # 16 batches an epoch; timed from step 24 (epoch 2) to step 56
+            # (epoch 4), as executor_train_throughput does.
+            measure("gemm_mlp", mlp([1024, 4096, 4096, 10]), x, y, 256, 8 if args.quick else 24,
+                    8 if args.quick else 32)
         else:
             sys.exit(f"unknown benchmark {which}")
 

@@ -17,7 +17,7 @@ namespace {
 
 std::vector<GemmKernel> available_kernels() {
   std::vector<GemmKernel> kernels;
-  for (GemmKernel kernel : {GemmKernel::kGeneric, GemmKernel::kAvx2Fma}) {
+  for (GemmKernel kernel : {GemmKernel::kGeneric, GemmKernel::kAvx2Fma, GemmKernel::kAvx512}) {
     if (gemm_kernel_available(kernel)) kernels.push_back(kernel);
   }
   return kernels;
@@ -179,6 +179,63 @@ TEST(Gemm, BitsDoNotDependOnTheHostsCacheSizes) {
   const std::vector<float> other_host = product();
   Eigen::setCpuCacheSizes(l1, l2, l3);
   EXPECT_EQ(bits(other_host), bits(expected));
+}
+
+TEST(Gemm, KernelForcedByNameOrTheFastest) {
+  const GemmKernel fastest = fastest_gemm_kernel();
+  EXPECT_EQ(choose_gemm_kernel(nullptr).kernel, fastest);
+  EXPECT_EQ(choose_gemm_kernel("").kernel, fastest);
+  EXPECT_TRUE(choose_gemm_kernel(nullptr).error.empty());
+  const GemmKernelChoice sse2 = choose_gemm_kernel(gemm_kernel_name(GemmKernel::kGeneric));
+  EXPECT_EQ(sse2.kernel, GemmKernel::kGeneric);
+  EXPECT_EQ(sse2.error, "");
+  const GemmKernelChoice unknown = choose_gemm_kernel("avx1024");
+  EXPECT_EQ(unknown.kernel, fastest);
+  EXPECT_NE(unknown.error.find("TPUJOBS_GEMM_KERNEL=avx1024 names no matrix kernel; available "
+                               "here: "),
+            std::string::npos)
+      << unknown.error;
+  for (GemmKernel kernel : {GemmKernel::kAvx2Fma, GemmKernel::kAvx512}) {
+    const GemmKernelChoice forced = choose_gemm_kernel(gemm_kernel_name(kernel));
+    if (gemm_kernel_available(kernel)) {
+      EXPECT_EQ(forced.kernel, kernel);
+      EXPECT_EQ(forced.error, "");
+    } else {
+      EXPECT_EQ(forced.kernel, fastest);
+      EXPECT_NE(forced.error.find("which this build or CPU lacks"), std::string::npos)
+          << forced.error;
+    }
+  }
+}
+
+// The AVX-512 kernel on its own: correct, and the same bits on every pool size
+// (the tests above cover it too, among the available kernels).
+TEST(Gemm, Avx512KernelIsCorrectAndBitReproducible) {
+  if (!gemm_kernel_available(GemmKernel::kAvx512)) {
+    GTEST_SKIP() << "this CPU (or build) has no AVX-512 F+DQ: the avx512 kernel cannot run here";
+  }
+  EXPECT_EQ(fastest_gemm_kernel(), GemmKernel::kAvx512);
+  const int m = 200, n = 700, k = 333;
+  const Matrix a = random_operand(m, k, false, 11);
+  const Matrix b = random_operand(k, n, true, 12);
+  auto product = [&](WorkerPool* pool) {
+    std::vector<float> c(std::size_t(m) * n);
+    gemm(m, n, k, a.operand(false), b.operand(true), c.data(), n, false,
+         ComputeSplit{pool, GemmKernel::kAvx512});
+    return c;
+  };
+  const std::vector<float> alone = product(nullptr);
+  for (int r = 0; r < m; r += 37) {
+    for (int col = 0; col < n; col += 53) {
+      double expected = 0;
+      for (int i = 0; i < k; ++i) expected += double(op_at(a, false, r, i)) * op_at(b, true, i, col);
+      ASSERT_NEAR(alone[std::size_t(r) * n + col], expected, 1e-4) << r << "," << col;
+    }
+  }
+  for (int threads : {1, 2, 3}) {
+    WorkerPool pool(threads);
+    EXPECT_EQ(bits(product(&pool)), bits(alone)) << threads << " threads";
+  }
 }
 
 }  // namespace

@@ -1,8 +1,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 
 #include "executor/executor.h"
 #include "executor/worker_pool.h"
@@ -219,6 +223,97 @@ class CancellingSink : public RecordingSink {
   }
   std::atomic<bool> cancel{false};
 };
+
+// Ten jobs started together on one pool: each sink's first log line waits
+// until all ten have one (they are then all sharing the pool), and every
+// step any job reports is a sample of all ten jobs' progress.
+class TenJobsRace {
+ public:
+  static constexpr int kJobs = 10;
+
+  class Sink : public RecordingSink {
+   public:
+    Sink(TenJobsRace& race, int job) : race_(race), job_(job) {}
+    void log(std::string_view line) override {
+      if (lines.empty()) race_.arrive();
+      RecordingSink::log(line);
+    }
+    void progress(const Progress& progress) override {
+      RecordingSink::progress(progress);
+      race_.sample(job_, progress);
+    }
+
+   private:
+    TenJobsRace& race_;
+    int job_;
+  };
+
+  void arrive() {
+    std::unique_lock lock(mutex_);
+    ++arrived_;
+    all_arrived_.notify_all();
+    // A generous bound on how long ten job threads take to start.
+    if (!all_arrived_.wait_for(lock, std::chrono::minutes(1), [&] { return arrived_ == kJobs; })) {
+      unfair_.push_back("not all jobs started");
+    }
+  }
+  void sample(int job, const Progress& progress) {
+    std::lock_guard lock(mutex_);
+    done_[job] = static_cast<double>(progress.step) / static_cast<double>(progress.total_steps);
+    ++samples_;
+    const auto [slowest, fastest] = std::minmax_element(std::begin(done_), std::end(done_));
+    // At least half, with one step of slack for the turns running right now.
+    const double one_step = 1.0 / static_cast<double>(progress.total_steps);
+    if (*slowest + one_step < *fastest / 2 && unfair_.size() < 5) {
+      std::string line = "job " + std::to_string(job) + " at step " +
+                         std::to_string(progress.step) + ": progress";
+      for (double d : done_) line += " " + std::to_string(d);
+      unfair_.push_back(line);
+    }
+  }
+  std::vector<std::string> unfair() {
+    std::lock_guard lock(mutex_);
+    return unfair_;
+  }
+  int samples() {
+    std::lock_guard lock(mutex_);
+    return samples_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable all_arrived_;
+  int arrived_ = 0;
+  double done_[kJobs] = {};
+  int samples_ = 0;
+  std::vector<std::string> unfair_;
+};
+
+TEST_F(TrainerTest, TenJobsStartedTogetherProgressAlike) {
+  // Digits steps are tiny (they run on the job's own thread): without turns,
+  // whichever threads the OS runs first would take hundreds of steps while
+  // others wait for their first.
+  TrainingSpec spec = digits_spec(1, 64);
+  spec.max_epochs = 3;
+  TenJobsRace race;
+  std::vector<std::unique_ptr<TenJobsRace::Sink>> sinks;
+  std::vector<TrainingResult> results(TenJobsRace::kJobs);
+  for (int job = 0; job < TenJobsRace::kJobs; ++job)
+    sinks.push_back(std::make_unique<TenJobsRace::Sink>(race, job));
+  std::vector<std::thread> jobs;
+  for (int job = 0; job < TenJobsRace::kJobs; ++job) {
+    jobs.emplace_back([&, job] {
+      results[job] = train(spec, DeviceFacts{}, pool_, datasets_, *sinks[job], RunControl{});
+    });
+  }
+  for (std::thread& thread : jobs) thread.join();
+  for (const TrainingResult& result : results) {
+    ASSERT_EQ(result.outcome, Outcome::kSucceeded) << describe(result);
+    EXPECT_EQ(result.steps, 3 * 23);
+  }
+  EXPECT_EQ(race.samples(), TenJobsRace::kJobs * 3 * 23);
+  EXPECT_THAT(race.unfair(), ::testing::IsEmpty()) << "the slowest job fell below half the fastest's progress";
+}
 
 TEST_F(TrainerTest, CancelStopsWithinOneStep) {
   CancellingSink sink;
