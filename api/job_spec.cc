@@ -221,19 +221,19 @@ bool expect_object(const json* value, const std::string& path, std::vector<Field
   return true;
 }
 
-scheduler::DeviceValue device_value(const json& value, const std::string& path, std::vector<FieldError>* errors) {
-  scheduler::DeviceValue out;
+lightning::DeviceValue device_value(const json& value, const std::string& path, std::vector<FieldError>* errors) {
+  lightning::DeviceValue out;
   if (value.is_number()) {
     std::optional<std::int64_t> n = ObjectReader::integer_value(value, path, -1'000'000, 1'000'000, errors);
     if (n) {
-      out.kind = scheduler::DeviceValue::Kind::kInt;
+      out.kind = lightning::DeviceValue::Kind::kInt;
       out.number = *n;
     }
   } else if (value.is_string()) {
-    out.kind = scheduler::DeviceValue::Kind::kString;
+    out.kind = lightning::DeviceValue::Kind::kString;
     out.text = value.get<std::string>().substr(0, 64);
   } else if (value.is_array()) {
-    out.kind = scheduler::DeviceValue::Kind::kList;
+    out.kind = lightning::DeviceValue::Kind::kList;
     if (value.size() > 64) {
       errors->push_back({path, "lists more than 64 devices", ""});
       return {};
@@ -251,7 +251,7 @@ scheduler::DeviceValue device_value(const json& value, const std::string& path, 
 }
 
 void parse_trainer(ObjectReader& r, JobSpec* spec) {
-  scheduler::TrainerSettings& t = spec->trainer;
+  lightning::TrainerSettings& t = spec->trainer;
   executor::TrainingSpec& training = spec->training;
   t.accelerator = r.string("accelerator", 32);
   if (auto v = r.integer("num_nodes", 1, 4096)) t.num_nodes = *v;
@@ -560,10 +560,10 @@ std::optional<JobSpec> parse_job_spec(const json& body, std::vector<FieldError>*
   return spec;
 }
 
-nlohmann::json resolution_json(const scheduler::Resolution& r) {
+nlohmann::json resolution_json(const Resolution& r) {
   const scheduler::ResourceRequest& q = r.request;
   json out = {{"accelerator", r.accelerator},
-              {"precision", scheduler::precision_name(r.precision)},
+              {"precision", lightning::precision_name(r.precision)},
               {"strategy", r.strategy},
               {"world_size", r.world_size},
               {"lightning_version", r.lightning_v1 ? "1.x" : "2.x"},
@@ -580,16 +580,16 @@ nlohmann::json resolution_json(const scheduler::Resolution& r) {
   return out;
 }
 
-void apply_resolution(const scheduler::Resolution& resolution, JobSpec* spec) {
+void apply_resolution(const Resolution& resolution, JobSpec* spec) {
   executor::TrainingSpec& t = spec->training;
   t.world_size = std::max(1, resolution.world_size);
   t.on_tpu = resolution.accelerator == "tpu";
   t.xla_debug = resolution.strategy == "xla_debug";
   t.lightning_v1 = resolution.lightning_v1;
   switch (resolution.precision) {
-    case scheduler::Precision::k32True: t.precision = executor::Precision::kFp32; break;
-    case scheduler::Precision::k16True: t.precision = executor::Precision::kFp16; break;
-    case scheduler::Precision::kBf16True: t.precision = executor::Precision::kBf16; break;
+    case lightning::Precision::k32True: t.precision = executor::Precision::kFp32; break;
+    case lightning::Precision::k16True: t.precision = executor::Precision::kFp16; break;
+    case lightning::Precision::kBf16True: t.precision = executor::Precision::kBf16; break;
   }
 }
 

@@ -172,7 +172,7 @@ std::string spec_hash(std::string_view canonical) {
 struct CheckedSpec {
   json body;
   std::optional<JobSpec> spec;
-  scheduler::Resolution resolution;
+  Resolution resolution;
   json estimate;
   std::vector<FieldError> errors;
   std::vector<std::string> warnings;
@@ -185,9 +185,9 @@ CheckedSpec check_spec(json body, JobService& service) {
   checked.body = std::move(body);
   checked.spec = parse_job_spec(checked.body, &checked.errors);
   if (!checked.spec) return checked;
-  checked.resolution = scheduler::resolve(checked.spec->trainer, service.capacity());
+  checked.resolution = resolve(checked.spec->trainer, service.capacity());
   checked.warnings = checked.resolution.warnings;
-  for (const scheduler::FieldProblem& p : checked.resolution.errors) {
+  for (const lightning::FieldProblem& p : checked.resolution.errors) {
     checked.errors.push_back({p.field, p.message, p.hint});
   }
   if (!checked.errors.empty()) return checked;

@@ -39,7 +39,7 @@ TEST(JobSpec, ParsesTheDesignExample) {
   EXPECT_EQ(spec->name, "digits-mlp");
   EXPECT_EQ(spec->labels.at("pipeline"), "ci-1234");
   EXPECT_EQ(spec->max_retries, 1);
-  EXPECT_EQ(spec->trainer.devices.kind, scheduler::DeviceValue::Kind::kInt);
+  EXPECT_EQ(spec->trainer.devices.kind, lightning::DeviceValue::Kind::kInt);
   EXPECT_EQ(spec->trainer.devices.number, 8);
   EXPECT_EQ(spec->trainer.precision, "bf16-true");
   EXPECT_EQ(spec->training.model.layers.size(), 3u);
@@ -134,9 +134,9 @@ TEST(JobSpec, DevicesFormsReachTheResolverAsWritten) {
   body["trainer"] = {{"devices", json::array({5})}, {"tpu_cores", "auto"}};
   auto spec = parse_job_spec(body, &errors);
   ASSERT_TRUE(spec);
-  EXPECT_EQ(spec->trainer.devices.kind, scheduler::DeviceValue::Kind::kList);
+  EXPECT_EQ(spec->trainer.devices.kind, lightning::DeviceValue::Kind::kList);
   EXPECT_EQ(spec->trainer.devices.list, std::vector<std::int64_t>{5});
-  EXPECT_EQ(spec->trainer.tpu_cores.kind, scheduler::DeviceValue::Kind::kString);
+  EXPECT_EQ(spec->trainer.tpu_cores.kind, lightning::DeviceValue::Kind::kString);
   body["trainer"] = {{"devices", true}};
   EXPECT_EQ(fields(errors_of(body.dump())), "trainer.devices");
 }

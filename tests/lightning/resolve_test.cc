@@ -1,14 +1,17 @@
-#include "scheduler/resolve.h"
+#include "lightning/resolve.h"
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <ostream>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
-namespace tpujobs::scheduler {
+#include "scheduler/generation.h"
+
+namespace tpujobs::lightning {
 namespace {
 
 std::string Join(const std::vector<std::string>& parts, std::string_view separator = " | ") {
@@ -73,26 +76,40 @@ TrainerSettings Settings(std::string_view text) {
   return settings;
 }
 
-// "v3-32,v4-8": the hosts of those slices; "" has no TPU hosts.
-PoolCapacity Pool(std::string_view text) {
-  PoolCapacity pool;
-  for (const std::string& name : Split(text, ',')) {
-    const std::optional<SliceType> slice = parse_slice_type(name);
-    EXPECT_TRUE(slice) << name;
-    if (slice) pool.hosts[slice->generation] += slice->hosts();
+// The pool as the rules see it, with the scheduler's generation facts.
+PoolView View(const std::map<scheduler::Generation, int>& hosts) {
+  PoolView view;
+  for (scheduler::Generation g :
+       {scheduler::Generation::kV2, scheduler::Generation::kV3, scheduler::Generation::kV4}) {
+    const scheduler::GenerationFacts& f = scheduler::facts(g);
+    const auto it = hosts.find(g);
+    view.generations.push_back({std::string(f.name), f.devices_per_host, f.name_units_per_device,
+                                {f.slice_sizes.begin(), f.slice_sizes.end()},
+                                it == hosts.end() ? 0 : it->second});
   }
-  return pool;
+  return view;
 }
 
-std::string_view KindName(RequestKind kind) {
+// "v3-32,v4-8": the hosts of those slices; "" has no TPU hosts.
+PoolView Pool(std::string_view text) {
+  std::map<scheduler::Generation, int> hosts;
+  for (const std::string& name : Split(text, ',')) {
+    const std::optional<scheduler::SliceType> slice = scheduler::parse_slice_type(name);
+    EXPECT_TRUE(slice) << name;
+    if (slice) hosts[slice->generation] += slice->hosts();
+  }
+  return View(hosts);
+}
+
+std::string_view KindName(DeviceRequest::Kind kind) {
   switch (kind) {
-    case RequestKind::kCpu:
+    case DeviceRequest::Kind::kCpu:
       return "cpu";
-    case RequestKind::kSingleCore:
+    case DeviceRequest::Kind::kSingleCore:
       return "single";
-    case RequestKind::kHost:
+    case DeviceRequest::Kind::kHost:
       return "host";
-    case RequestKind::kSlice:
+    case DeviceRequest::Kind::kSlice:
       return "slice";
   }
   return "?";
@@ -106,11 +123,11 @@ std::string Summary(const Resolution& resolution) {
     for (const FieldProblem& e : resolution.errors) errors.push_back(e.field + ": " + e.message);
     return Join(errors);
   }
-  const ResourceRequest& request = resolution.request;
+  const DeviceRequest& request = resolution.device;
   std::string out = resolution.accelerator;
-  if (request.kind != RequestKind::kCpu) {
+  if (request.kind != DeviceRequest::Kind::kCpu) {
     out += " " + std::string(KindName(request.kind)) + " " +
-           (request.generation ? std::string(facts(*request.generation).name) : "any") + " " +
+           (request.generation ? *request.generation : std::string("any")) + " " +
            std::to_string(request.devices_per_host) + "x" + std::to_string(request.hosts);
     if (!request.accelerator_type.empty()) out += " " + request.accelerator_type;
     if (request.pinned_core) out += " core=" + std::to_string(*request.pinned_core);
@@ -526,7 +543,7 @@ TEST_P(ResolveTableTest, ResolvesOrExplains) {
     EXPECT_FALSE(problem.hint.empty()) << problem.field << ": " << problem.message;
   }
   if (resolution.errors.empty()) {
-    const int expected_world = resolution.accelerator == "tpu" ? resolution.request.cores() : 1;
+    const int expected_world = resolution.accelerator == "tpu" ? resolution.device.cores() : 1;
     EXPECT_EQ(expected_world, resolution.world_size);
   }
 }
@@ -589,9 +606,9 @@ TEST(ResolveTest, SliceRequestCarriesEverythingPlacementNeeds) {
   const Resolution resolution =
       resolve(Settings("num_nodes=16 precision=bf16-true"), Pool("v3-128"));
   ASSERT_TRUE(resolution.errors.empty()) << Summary(resolution);
-  const ResourceRequest& request = resolution.request;
-  EXPECT_EQ(RequestKind::kSlice, request.kind);
-  EXPECT_EQ(Generation::kV3, request.generation);
+  const DeviceRequest& request = resolution.device;
+  EXPECT_EQ(DeviceRequest::Kind::kSlice, request.kind);
+  EXPECT_EQ("v3", request.generation);
   EXPECT_EQ(8, request.devices_per_host);
   EXPECT_EQ(16, request.hosts);
   EXPECT_EQ(128, request.cores());
@@ -604,13 +621,14 @@ TEST(ResolveTest, SliceRequestCarriesEverythingPlacementNeeds) {
 }
 
 TEST(ResolveTest, GenerationsWithoutHostsCountAsAbsent) {
-  PoolCapacity pool;
-  pool.hosts[Generation::kV3] = 0;
-  pool.hosts[Generation::kV4] = 2;
-  EXPECT_EQ("tpu host v4 4x1 v4-8 world=4 32-true xla", Summary(resolve(Settings(""), pool)));
-  pool.hosts[Generation::kV4] = 0;
+  std::map<scheduler::Generation, int> hosts;
+  hosts[scheduler::Generation::kV3] = 0;
+  hosts[scheduler::Generation::kV4] = 2;
+  EXPECT_EQ("tpu host v4 4x1 v4-8 world=4 32-true xla",
+            Summary(resolve(Settings(""), View(hosts))));
+  hosts[scheduler::Generation::kV4] = 0;
   EXPECT_EQ("trainer.accelerator: No TPU devices were found.",
-            Summary(resolve(Settings("accelerator=tpu"), pool)));
+            Summary(resolve(Settings("accelerator=tpu"), View(hosts))));
 }
 
 TEST(ResolveTest, HintsSayWhatToChange) {
@@ -659,7 +677,7 @@ TEST(ResolveTest, EveryCombinationIsExplainedOrFitsThePool) {
             for (const std::string& v : versions)
               for (const std::string& pool_text : pools) {
                 const std::string text = Join({d, t, n, a, ty, v}, " ");
-                const PoolCapacity pool = Pool(pool_text);
+                const PoolView pool = Pool(pool_text);
                 const Resolution r = resolve(Settings(text), pool);
                 if (!r.errors.empty()) {
                   ++invalid;
@@ -670,19 +688,21 @@ TEST(ResolveTest, EveryCombinationIsExplainedOrFitsThePool) {
                   continue;
                 }
                 ++valid;
-                const ResourceRequest& q = r.request;
+                const DeviceRequest& q = r.device;
                 if (r.accelerator == "cpu") {
-                  ASSERT_EQ(RequestKind::kCpu, q.kind) << text;
+                  ASSERT_EQ(DeviceRequest::Kind::kCpu, q.kind) << text;
                   ASSERT_EQ(1, r.world_size) << text;
                   continue;
                 }
                 ASSERT_EQ("tpu", r.accelerator) << text;
                 ASSERT_EQ(q.cores(), r.world_size) << text;
                 ASSERT_GE(q.hosts, 1) << text;
-                for (const auto& [generation, hosts] : pool.hosts) {
-                  if (q.generation && *q.generation != generation) continue;
-                  const int per_host = facts(generation).devices_per_host;
-                  const bool fits = q.kind == RequestKind::kSingleCore
+                for (const TpuGeneration& generation : pool.generations) {
+                  if (generation.hosts == 0) continue;
+                  if (q.generation && *q.generation != generation.name) continue;
+                  const int hosts = generation.hosts;
+                  const int per_host = generation.devices_per_host;
+                  const bool fits = q.kind == DeviceRequest::Kind::kSingleCore
                                         ? q.pinned_core.value_or(0) < per_host
                                         : q.devices_per_host == per_host;
                   if (q.generation) {
@@ -690,9 +710,10 @@ TEST(ResolveTest, EveryCombinationIsExplainedOrFitsThePool) {
                     ASSERT_LE(q.hosts, hosts) << text << " on " << pool_text;
                   }
                 }
-                if (q.kind == RequestKind::kSlice ||
-                    (q.kind == RequestKind::kHost && q.generation)) {
-                  const std::optional<SliceType> slice = parse_slice_type(q.accelerator_type);
+                if (q.kind == DeviceRequest::Kind::kSlice ||
+                    (q.kind == DeviceRequest::Kind::kHost && q.generation)) {
+                  const std::optional<scheduler::SliceType> slice =
+                      scheduler::parse_slice_type(q.accelerator_type);
                   ASSERT_TRUE(slice) << text << " -> " << q.accelerator_type;
                   ASSERT_EQ(q.cores(), slice->devices()) << text;
                   ASSERT_EQ(q.hosts, slice->hosts()) << text;
@@ -709,4 +730,4 @@ TEST(ResolveTest, PrecisionNames) {
 }
 
 }  // namespace
-}  // namespace tpujobs::scheduler
+}  // namespace tpujobs::lightning

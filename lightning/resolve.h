@@ -1,6 +1,6 @@
 // Resolution and validation of a job's trainer settings (DESIGN §3, §4, §8):
 // turns what the user wrote (`devices`, `precision`, `strategy`, ...) into a
-// ResourceRequest for the pool, reporting every problem at once with
+// DeviceRequest for the pool, reporting every problem at once with
 // PyTorch Lightning's own message texts. Pure: no I/O, no globals.
 //
 // Lightning version. Lightning 2.x rules apply unless lightning_version is
@@ -54,10 +54,7 @@
 #include <string_view>
 #include <vector>
 
-#include "scheduler/generation.h"
-#include "scheduler/request.h"
-
-namespace tpujobs::scheduler {
+namespace tpujobs::lightning {
 
 // A value of `devices` / `tpu_cores` as the user wrote it.
 struct DeviceValue {
@@ -80,10 +77,40 @@ struct TrainerSettings {                   // absent optionals mean "not given"
   std::optional<std::string> lightning_version;  // "2.x" (default) | "1.x"
 };
 
-// What the pool offers, per generation present (hosts counted whether
-// healthy or not). A generation with 0 hosts counts as absent.
-struct PoolCapacity {
-  std::map<Generation, int> hosts;
+// One TPU generation as the rules see it: the facts Lightning's checks and
+// messages depend on, and how many of its hosts the pool has. The service
+// fills these from its own generation facts (scheduler/generation.h), so the
+// rules never keep a second copy of them.
+struct TpuGeneration {
+  std::string name;              // "v2", "v3", "v4"
+  int devices_per_host = 0;      // 8, 8, 4
+  int units_per_device = 1;      // accelerator-type units per device: v4-8 is 4 chips
+  std::vector<int> slice_sizes;  // valid accelerator-type sizes, ascending
+  int hosts = 0;                 // hosts in the pool, healthy or not; 0 = absent
+};
+
+// Every generation the service emulates, oldest first (v2, v3, v4).
+struct PoolView {
+  std::vector<TpuGeneration> generations;
+};
+
+// What a job asks of the pool, once its settings are resolved; api/ maps it
+// onto the scheduler's ResourceRequest.
+struct DeviceRequest {
+  enum class Kind {
+    kCpu,         // accelerator "cpu": takes no TPU core
+    kSingleCore,  // devices: 1 or [k]
+    kHost,        // all devices of one host
+    kSlice,       // num_nodes > 1 whole hosts forming a pod slice
+  } kind = Kind::kCpu;
+  // A TpuGeneration::name; nullopt: any generation whose host fits.
+  std::optional<std::string> generation;
+  int devices_per_host = 0;        // cores used on each host (1 for a single core)
+  int hosts = 0;                   // 0 for cpu, 1 for a single core or a host
+  std::optional<int> pinned_core;  // devices: [k] -> core k of a host (0-based)
+  std::string accelerator_type;    // "v3-32" for a slice or a whole host, "" otherwise
+
+  int cores() const { return devices_per_host * hosts; }
 };
 
 // One problem with the settings. `field` is the JSON path of the setting to
@@ -102,21 +129,21 @@ enum class Precision { k32True, k16True, kBf16True };
 struct Resolution {
   std::vector<FieldProblem> errors;  // every problem at once; empty = valid
   std::vector<std::string>
-      warnings;             // Lightning's warning texts (deprecations, precision=16 -> bf16 ...)
-  ResourceRequest request;  // meaningful only when errors is empty
+      warnings;          // Lightning's warning texts (deprecations, precision=16 -> bf16 ...)
+  DeviceRequest device;  // meaningful only when errors is empty
   Precision precision = Precision::k32True;
   std::string strategy;     // resolved: "xla", "single_xla", "xla_debug" (or "auto" for cpu)
   std::string accelerator;  // resolved: "tpu" | "cpu"
-  int world_size = 1;       // replicas = request.cores(), or 1 for cpu
+  int world_size = 1;       // replicas = device.cores(), or 1 for cpu
   bool lightning_v1 = false;
 };
 
 // Validates `settings` against the rules above and the generations present
 // in `pool`. Never throws on user input: every problem is in `errors`, each
 // check running on whatever the checks before it could resolve.
-Resolution resolve(const TrainerSettings& settings, const PoolCapacity& pool);
+Resolution resolve(const TrainerSettings& settings, const PoolView& pool);
 
 // "32-true", "16-true", "bf16-true".
 std::string_view precision_name(Precision precision);
 
-}  // namespace tpujobs::scheduler
+}  // namespace tpujobs::lightning
