@@ -424,12 +424,17 @@ void JobsApi::validate(Request& request, ResponseWriterPtr writer) {
     Response response = spec_problems(checked.errors, checked.warnings);
     json payload = json::parse(response.body);
     payload["valid"] = false;
+    // The rules the errors come from (unset when the spec did not parse).
+    if (!checked.resolution.lightning_version.empty()) {
+      payload["lightning_version"] = checked.resolution.lightning_version;
+    }
     if (!checked.estimate.is_null()) payload["estimate"] = checked.estimate;
     response.body = payload.dump();
     writer->respond(std::move(response));
     return;
   }
   writer->respond(json_response(200, {{"valid", true},
+                                      {"lightning_version", checked.resolution.lightning_version},
                                       {"warnings", checked.warnings},
                                       {"resolved", resolution_json(checked.resolution)},
                                       {"estimate", checked.estimate}}));

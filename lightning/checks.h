@@ -16,6 +16,7 @@
 #include "lightning/python.h"
 #include "lightning/resolve.h"
 #include "lightning/slices.h"
+#include "lightning/versions.h"
 
 namespace tpujobs::lightning {
 
@@ -31,7 +32,6 @@ inline constexpr std::string_view kFieldEnv = "env";
 inline constexpr std::string_view kFieldAcceleratorType = "resources.accelerator_type";
 inline constexpr std::string_view kFieldLightningVersion = "lightning_version";
 
-enum class Version { kV1, kV2 };
 enum class Accelerator { kUnresolved, kTpu, kCpu };
 
 // What `devices` / `tpu_cores` asks of one host once Lightning's rules pass.
@@ -47,7 +47,12 @@ struct Context {
   const PoolView& pool;
   Resolution& out;
 
-  Version version = Version::kV2;
+  // The release whose rules apply (check_lightning_version) and its number
+  // (2.1 -> 201), which the rule tables are keyed by.
+  const Release* default_release = &releases().back();
+  bool release_from_environment = false;  // environment.lightning chose default_release
+  const Release* release = default_release;
+  int version = release->number();
   Accelerator accelerator = Accelerator::kUnresolved;
   std::vector<Generation> pool_generations = {};  // TPU generations with hosts, oldest first
 
@@ -60,16 +65,24 @@ struct Context {
   const DeviceValue* devices_value = nullptr;
   std::optional<DeviceAsk> ask = std::nullopt;
 
+  // environment lists no torch_xla: the TPU is not usable from Python.
+  bool torch_xla_missing = false;
+
   bool num_nodes_ok = true;
   bool request_ok = false;
 
-  void error(std::string_view field, std::string message, std::string hint) {
-    out.errors.push_back({std::string(field), std::move(message), std::move(hint)});
+  // `source`: the "tag:path" of the rule table row whose text `message` is;
+  // empty for tpujobs' own messages.
+  void error(std::string_view field, std::string message, std::string hint,
+             std::string_view source = {}) {
+    out.errors.push_back(
+        {std::string(field), std::move(message), std::move(hint), std::string(source)});
   }
   void warn(std::string text) { out.warnings.push_back(std::move(text)); }
+  bool v1() const { return version < 200; }
 
   int pool_hosts(Generation generation) const { return std::max(generation->hosts, 0); }
-  bool tpu_available() const { return !pool_generations.empty(); }
+  bool tpu_available() const { return !pool_generations.empty() && !torch_xla_missing; }
 
   // The generations the device rules are checked against.
   std::vector<Generation> device_generations() const {
@@ -88,8 +101,30 @@ struct Context {
   }
 };
 
+// A message text of a rule table with its {placeholders}, the field its
+// errors name, and the upstream "tag:path" it quotes, so tests can check that
+// every message comes from a table row and docs can list them.
+struct RuleText {
+  std::string_view field;
+  std::string_view text;
+  std::string_view source;
+};
+
+// Every text of every table, by concern (each defined beside its table).
+std::vector<RuleText> accelerator_rule_texts();
+std::vector<RuleText> device_rule_texts();
+std::vector<RuleText> precision_rule_texts();
+std::vector<RuleText> strategy_rule_texts();
+std::vector<RuleText> runtime_rule_texts();
+std::vector<RuleText> environment_rule_texts();
+std::vector<RuleText> num_nodes_rule_texts();
+
+// All of them.
+std::vector<RuleText> all_rule_texts();
+
 // One check of one concern. Each reports its problems through the context
 // and records what it resolved there for the checks after it.
+void check_environment(Context& c);        // environment.cc
 void check_lightning_version(Context& c);  // versions.cc
 void check_accelerator(Context& c);        // accelerator.cc
 void check_accelerator_type(Context& c);   // slices.cc

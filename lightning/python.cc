@@ -27,6 +27,8 @@ std::string py_repr(const DeviceValue& value) {
       return py_repr(value.text);
     case DeviceValue::Kind::kList:
       return py_list(value.list);
+    case DeviceValue::Kind::kOther:
+      return value.python_repr;
   }
   return "None";
 }
@@ -81,6 +83,18 @@ std::string join(const std::vector<std::string>& parts, std::string_view separat
   for (std::size_t i = 0; i < parts.size(); ++i) {
     if (i > 0) out += separator;
     out += parts[i];
+  }
+  return out;
+}
+
+std::string fill(std::string_view text,
+                 std::initializer_list<std::pair<std::string_view, std::string>> values) {
+  std::string out(text);
+  for (const auto& [name, value] : values) {
+    const std::string key = "{" + std::string(name) + "}";
+    for (std::size_t at = out.find(key); at != std::string::npos; at = out.find(key, at + value.size())) {
+      out.replace(at, key.size(), value);
+    }
   }
   return out;
 }

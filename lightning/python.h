@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
+#include <utility>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -34,5 +36,10 @@ std::optional<std::int64_t> py_int(std::string_view text);
 std::optional<std::vector<std::int64_t>> py_int_list(std::string_view text, std::string* bad);
 
 std::string join(const std::vector<std::string>& parts, std::string_view separator);
+
+// `text` with each "{name}" of `values` replaced by its value, as Python's
+// str.format fills Lightning's f-strings.
+std::string fill(std::string_view text,
+                 std::initializer_list<std::pair<std::string_view, std::string>> values);
 
 }  // namespace tpujobs::lightning

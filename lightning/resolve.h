@@ -56,12 +56,30 @@
 
 namespace tpujobs::lightning {
 
-// A value of `devices` / `tpu_cores` as the user wrote it.
+// A value of `devices` / `tpu_cores` as the user wrote it, with the Python
+// type Lightning would see (JSON 8.0 is a float, true a bool).
 struct DeviceValue {
-  enum class Kind { kAbsent, kInt, kString, kList } kind = Kind::kAbsent;
+  enum class Kind { kAbsent, kInt, kString, kList, kOther } kind = Kind::kAbsent;
   std::int64_t number = 0;         // kInt
   std::string text;                // kString ("auto", or anything the user wrote, e.g. "8", "-1")
-  std::vector<std::int64_t> list;  // kList
+  std::vector<std::int64_t> list;  // kList: its int elements
+  // kList: the Python type of the first element that is not an int
+  // ("float", "str", "bool", ...); empty when every element is an int.
+  std::string list_other_type;
+  // kOther: Python's type name and repr of the value ("float", "8.0";
+  // "bool", "True"; "dict", "{}") and whether it equals 0 (0.0, False).
+  std::string python_type;
+  std::string python_repr;
+  bool equals_zero = false;
+};
+
+// What `pip freeze` shows on the TPU VM (the spec's `environment`), as
+// written: "3.10", "2.1.0", "2.1.0+cpu", "2.1.3".
+struct Environment {
+  std::optional<std::string> python;
+  std::optional<std::string> torch;
+  std::optional<std::string> torch_xla;
+  std::optional<std::string> lightning;
 };
 
 struct TrainerSettings {                   // absent optionals mean "not given"
@@ -69,12 +87,16 @@ struct TrainerSettings {                   // absent optionals mean "not given"
   DeviceValue devices;
   DeviceValue tpu_cores;
   std::optional<std::int64_t> num_nodes;
-  std::optional<std::string> precision;  // the API turns a JSON number 16 into "16"
+  std::optional<std::string> precision;  // as written; a JSON number 16 becomes "16"
+  bool precision_is_number = false;      // the JSON value was a number (Python int)
   std::optional<std::string> strategy;
   std::optional<std::string> runtime;  // "pjrt" | "xrt"
   std::map<std::string, std::string> env;
   std::optional<std::string> accelerator_type;   // resources.accelerator_type, e.g. "v3-32"
-  std::optional<std::string> lightning_version;  // "2.x" (default) | "1.x"
+  std::optional<std::string> lightning_version;  // "1.6" ... "2.5", "1.x", "2.x" (default)
+  // `environment`; nullopt when the spec has none (then torch_xla is
+  // assumed present and matching, as on a fresh Cloud TPU VM).
+  std::optional<Environment> environment;
 };
 
 // One TPU generation as the rules see it: the facts Lightning's checks and
@@ -122,6 +144,10 @@ struct FieldProblem {
   std::string field;
   std::string message;  // Lightning's text where Lightning has one
   std::string hint;     // what to change; never empty
+  // Where `message` comes from: "2.1.4:src/lightning/fabric/accelerators/xla.py"
+  // (a tag of Lightning-AI/pytorch-lightning and a path), or another cited
+  // source; empty when the message is tpujobs' own.
+  std::string source;
 };
 
 enum class Precision { k32True, k16True, kBf16True };
@@ -136,6 +162,8 @@ struct Resolution {
   std::string accelerator;  // resolved: "tpu" | "cpu"
   int world_size = 1;       // replicas = device.cores(), or 1 for cpu
   bool lightning_v1 = false;
+  std::string lightning_version;  // the release whose rules were applied: "2.1"
+  std::string lightning_tag;      // the upstream tag its texts quote: "2.1.4"
 };
 
 // Validates `settings` against the rules above and the generations present

@@ -147,14 +147,24 @@ void check_accelerator_type(Context& c) {
 // ---------------------------------------------------------------------------
 // num_nodes
 
+constexpr std::string_view kNumNodesPositive =
+    "`num_nodes` must be a positive integer, but got {num_nodes}.";
+constexpr std::string_view kNumNodesSource =
+    "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py";
+
+std::vector<RuleText> num_nodes_rule_texts() {
+  return {{kFieldNumNodes, kNumNodesPositive, kNumNodesSource}};
+}
+
 void check_num_nodes(Context& c) {
   if (!c.settings.num_nodes) return;
   const std::int64_t num_nodes = *c.settings.num_nodes;
   if (num_nodes < 1) {
     c.num_nodes_ok = false;
-    c.error(kFieldNumNodes,
-            "`num_nodes` must be a positive integer, but got " + std::to_string(num_nodes) + ".",
-            "Use `num_nodes: 1` for one host, or the number of hosts of a pod slice.");
+    // Lightning 2.1 and later check this themselves; before, tpujobs does.
+    c.error(kFieldNumNodes, fill(kNumNodesPositive, {{"num_nodes", std::to_string(num_nodes)}}),
+            "Use `num_nodes: 1` for one host, or the number of hosts of a pod slice.",
+            c.version >= 201 ? kNumNodesSource : std::string_view());
   } else if (const SliceType largest = largest_slice_anywhere(c.pool); num_nodes > largest.hosts()) {
     // Also keeps every later devices x num_nodes product far from overflow.
     c.num_nodes_ok = false;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <ostream>
 #include <set>
@@ -9,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "lightning/checks.h"
 #include "scheduler/generation.h"
 
 namespace tpujobs::lightning {
@@ -34,17 +36,32 @@ std::vector<std::string> Split(std::string_view text, char separator) {
   return out;
 }
 
-// "8" -> int, "auto" / "'8'" -> string, "[0,1]" / "[]" -> list.
+// "8" -> int, "auto" / "'8'" -> string ('_' stands for a space: "'_8_'"),
+// "[0,1]" / "[]" -> list, "[1.0]" / "['1']" -> a list with a non-int,
+// "8.0" -> float, "True" / "False" -> bool, "{}" -> dict.
 DeviceValue ParseDeviceValue(const std::string& text) {
   DeviceValue value;
   if (text.front() == '[') {
     value.kind = DeviceValue::Kind::kList;
     for (const std::string& item : Split(text.substr(1, text.size() - 2), ',')) {
-      value.list.push_back(std::stoll(item));
+      if (item.front() == '\'') {
+        if (value.list_other_type.empty()) value.list_other_type = "str";
+      } else if (item.find('.') != std::string::npos) {
+        if (value.list_other_type.empty()) value.list_other_type = "float";
+      } else {
+        value.list.push_back(std::stoll(item));
+      }
     }
   } else if (text.front() == '\'') {
     value.kind = DeviceValue::Kind::kString;
     value.text = text.substr(1, text.size() - 2);
+    std::replace(value.text.begin(), value.text.end(), '_', ' ');
+  } else if (text.find('.') != std::string::npos || text == "True" || text == "False" ||
+             text == "{}") {
+    value.kind = DeviceValue::Kind::kOther;
+    value.python_type = text == "{}" ? "dict" : text.find('.') != std::string::npos ? "float" : "bool";
+    value.python_repr = text;
+    value.equals_zero = text == "False" || text == "0.0";
   } else if (text == "auto") {
     value.kind = DeviceValue::Kind::kString;
     value.text = text;
@@ -55,7 +72,9 @@ DeviceValue ParseDeviceValue(const std::string& text) {
   return value;
 }
 
-// "devices=8 num_nodes=4 precision=bf16-true type=v3-32 v=1.x env.K=V"
+// "devices=8 num_nodes=4 precision=bf16-true type=v3-32 v=1.x env.K=V"; a
+// precision of digits is a number (precision=16), quoted a string
+// (precision='16'); py=, torch=, xla=, pl= fill `environment`.
 TrainerSettings Settings(std::string_view text) {
   TrainerSettings settings;
   for (const std::string& token : Split(text, ' ')) {
@@ -66,7 +85,20 @@ TrainerSettings Settings(std::string_view text) {
     if (key == "devices") settings.devices = ParseDeviceValue(value);
     if (key == "tpu_cores") settings.tpu_cores = ParseDeviceValue(value);
     if (key == "num_nodes") settings.num_nodes = std::stoll(value);
-    if (key == "precision") settings.precision = value;
+    if (key == "precision") {
+      const bool quoted = value.front() == '\'';
+      settings.precision = quoted ? value.substr(1, value.size() - 2) : value;
+      settings.precision_is_number =
+          !quoted && std::all_of(value.begin(), value.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+    }
+    auto environment = [&]() -> Environment& {
+      if (!settings.environment) settings.environment.emplace();
+      return *settings.environment;
+    };
+    if (key == "py") environment().python = value;
+    if (key == "torch") environment().torch = value;
+    if (key == "xla") environment().torch_xla = value;
+    if (key == "pl") environment().lightning = value;
     if (key == "strategy") settings.strategy = value;
     if (key == "runtime") settings.runtime = value;
     if (key == "type") settings.accelerator_type = value;
@@ -196,8 +228,7 @@ const std::vector<Case>& Cases() {
       {"v2_devices_minus_1", "devices=-1", "v3-32", S(kDevicesV3, "-1")},
       {"v2_devices_string_core", "devices='5,'", "v3-8",
        "tpu single v3 1x1 core=5 world=1 32-true single_xla"},
-      {"v2_devices_0_auto", "devices=0", "v3-32",
-       "trainer.devices: `Trainer(devices=0)` value is not a valid input using auto accelerator."},
+      {"v2_devices_0_auto", "devices=0", "v3-32", "trainer.devices: `Trainer(devices=0)` value is not a valid input using tpu accelerator."},
       {"v2_devices_0_tpu", "accelerator=tpu devices='0'", "v3-32",
        "trainer.devices: `Trainer(devices='0')` value is not a valid input using tpu "
        "accelerator."},
@@ -316,35 +347,21 @@ const std::vector<Case>& Cases() {
       {"mixed_slice_too_big", "num_nodes=8", "v2-32,v3-32",
        "trainer.num_nodes: A v3-64 slice needs 8 v3 hosts, but the pool has 4."},
       // --- accelerator ---------------------------------------------------------
-      {"accelerator_cpu", "accelerator=cpu", "v3-32", "cpu world=1 32-true auto"},
-      {"accelerator_tpu_no_tpu", "accelerator=tpu", "",
-       "trainer.accelerator: No TPU devices were found."},
+      {"accelerator_cpu", "accelerator=cpu", "v3-32", "cpu world=1 32-true auto", "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+      {"accelerator_tpu_no_tpu", "accelerator=tpu", "", "trainer.accelerator: `XLAAccelerator` can not run on your system since the accelerator is not available. The following accelerator(s) is available and can be passed into `accelerator` argument of `Trainer`: ['cpu']."},
       {"accelerator_auto_no_tpu", "accelerator=auto", "", "cpu world=1 32-true auto"},
       {"accelerator_default_no_tpu", "", "", "cpu world=1 32-true auto"},
-      {"accelerator_gpu", "accelerator=gpu", "v3-32",
-       S(S("trainer.accelerator: `Trainer(accelerator='gpu')", kUnavailable), "['tpu', 'cpu'].")},
-      {"accelerator_cuda_no_tpu", "accelerator=cuda", "",
-       S(S("trainer.accelerator: `Trainer(accelerator='cuda')", kUnavailable), "['cpu'].")},
+      {"accelerator_gpu", "accelerator=gpu", "v3-32", "trainer.accelerator: No supported gpu backend found!"},
+      {"accelerator_cuda_no_tpu", "accelerator=cuda", "", "trainer.accelerator: `CUDAAccelerator` can not run on your system since the accelerator is not available. The following accelerator(s) is available and can be passed into `accelerator` argument of `Trainer`: ['cpu']."},
       {"accelerator_unknown", "accelerator=foo", "v3-32",
        "trainer.accelerator: You selected an invalid accelerator name: `accelerator='foo'`. "
        "Available names are: auto, cpu, cuda, mps, tpu."},
-      {"accelerator_cpu_devices_4", "accelerator=cpu devices=4", "v3-32",
-       "cpu world=1 32-true auto",
-       "tpujobs runs `accelerator='cpu'` jobs as one process on the executor's threads; "
-       "`devices=4` trains one replica."},
-      {"accelerator_cpu_devices_negative", "accelerator=cpu devices=-1", "v3-32",
-       "trainer.devices: `devices` selected with `CPUAccelerator` should be an int > 0."},
-      {"accelerator_cpu_devices_0", "accelerator=cpu devices=0", "v3-32",
-       "trainer.devices: `Trainer(devices=0)` value is not a valid input using cpu accelerator."},
-      {"accelerator_cpu_num_nodes", "accelerator=cpu num_nodes=2", "v3-32",
-       "trainer.num_nodes: `num_nodes=2` asks for several TPU hosts, but the job runs with "
-       "`accelerator='cpu'`."},
-      {"accelerator_cpu_type", "accelerator=cpu type=v3-8", "v3-32",
-       "resources.accelerator_type: `accelerator_type='v3-8'` names a TPU slice, but the job "
-       "runs with `accelerator='cpu'`."},
-      {"accelerator_cpu_tpu_cores", "accelerator=cpu tpu_cores=8", "v3-32",
-       "trainer.tpu_cores: `tpu_cores=8` asks for TPU cores, but the job runs with "
-       "`accelerator='cpu'`."},
+      {"accelerator_cpu_devices_4", "accelerator=cpu devices=4", "v3-32", "cpu world=1 32-true auto", "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`. | tpujobs runs `accelerator='cpu'` jobs as one process on the executor's threads; `devices=4` trains one replica."},
+      {"accelerator_cpu_devices_negative", "accelerator=cpu devices=-1", "v3-32", "trainer.devices: `devices` selected with `CPUAccelerator` should be an int > 0.", "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+      {"accelerator_cpu_devices_0", "accelerator=cpu devices=0", "v3-32", "trainer.devices: `Trainer(devices=0)` value is not a valid input using cpu accelerator.", "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+      {"accelerator_cpu_num_nodes", "accelerator=cpu num_nodes=2", "v3-32", "trainer.num_nodes: `num_nodes=2` asks for several TPU hosts, but the job runs with `accelerator='cpu'`.", "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+      {"accelerator_cpu_type", "accelerator=cpu type=v3-8", "v3-32", "resources.accelerator_type: `accelerator_type='v3-8'` names a TPU slice, but the job runs with `accelerator='cpu'`.", "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+      {"accelerator_cpu_tpu_cores", "accelerator=cpu tpu_cores=8", "v3-32", "trainer.tpu_cores: Trainer.__init__() got an unexpected keyword argument 'tpu_cores'", "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
       // --- precision, 2.x --------------------------------------------------
       {"precision_bf16_true", "precision=bf16-true", "v3-32",
        "tpu host v3 8x1 v3-8 world=8 bf16-true xla"},
@@ -367,15 +384,9 @@ const std::vector<Case>& Cases() {
        "Please set your precision to bf16-mixed instead!"},
       {"precision_64", "precision=64", "v3-32",
        S("trainer.precision: `precision='64-true'", kXlaPrecision)},
-      {"precision_invalid", "precision=8", "v3-32",
-       "trainer.precision: Precision '8' is invalid. Allowed precision values: ('16-true', "
-       "'16-mixed', 'bf16-true', 'bf16-mixed', '32-true', '64-true', 64, 32, 16, '64', '32', "
-       "'16', 'bf16')"},
-      {"precision_cpu_bf16_true", "accelerator=cpu precision=bf16-true", "v3-32",
-       "cpu world=1 bf16-true auto"},
-      {"precision_cpu_mixed", "accelerator=cpu precision=bf16-mixed", "v3-32",
-       "trainer.precision: `precision='bf16-mixed'` is not supported by the tpujobs CPU executor. "
-       "`precision` must be one of: ('32-true', '16-true', 'bf16-true')."},
+      {"precision_invalid", "precision='8'", "v3-32", "trainer.precision: Precision '8' is invalid. Allowed precision values: ('transformer-engine', 'transformer-engine-float16', '16-true', '16-mixed', 'bf16-true', 'bf16-mixed', '32-true', '64-true', 64, 32, 16, '64', '32', '16', 'bf16')"},
+      {"precision_cpu_bf16_true", "accelerator=cpu precision=bf16-true", "v3-32", "cpu world=1 bf16-true auto", "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+      {"precision_cpu_mixed", "accelerator=cpu precision=bf16-mixed", "v3-32", "trainer.precision: `precision='bf16-mixed'` is not supported by the tpujobs CPU executor. `precision` must be one of: ('32-true', '16-true', 'bf16-true').", "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
       // --- strategy, 2.x ---------------------------------------------------
       {"strategy_xla", "strategy=xla devices=8", "v3-32",
        "tpu host v3 8x1 v3-8 world=8 32-true xla"},
@@ -396,23 +407,11 @@ const std::vector<Case>& Cases() {
       {"strategy_ddp_spawn", "strategy=ddp_spawn", "v3-32",
        "trainer.strategy: The `XLAAccelerator` can only be used with a `SingleDeviceXLAStrategy` "
        "or `XLAStrategy`, found DDPStrategy."},
-      {"strategy_deepspeed", "strategy=deepspeed", "v4-8",
-       "trainer.strategy: The `XLAAccelerator` can only be used with a `SingleDeviceXLAStrategy` "
-       "or `XLAStrategy`, found DeepSpeedStrategy."},
-      {"strategy_fsdp", "strategy=fsdp", "v3-32",
-       "trainer.strategy: The `XLAAccelerator` can only be used with a `SingleDeviceXLAStrategy` "
-       "or `XLAStrategy`, found FSDPStrategy."},
-      {"strategy_unknown", "strategy=foo", "v3-32",
-       "trainer.strategy: You selected an invalid strategy name: `strategy='foo'`. It must be "
-       "either a string or an instance of `lightning.pytorch.strategies.Strategy`. Valid names on "
-       "TPUs: auto, xla, single_xla, xla_debug."},
-      {"strategy_v1_name_under_v2", "strategy=tpu_spawn", "v3-32",
-       "trainer.strategy: You selected an invalid strategy name: `strategy='tpu_spawn'`. It must "
-       "be either a string or an instance of `lightning.pytorch.strategies.Strategy`. Valid names "
-       "on TPUs: auto, xla, single_xla, xla_debug."},
-      {"strategy_cpu_ddp", "accelerator=cpu strategy=ddp", "v3-32",
-       "trainer.strategy: `strategy='ddp'` is not supported for `accelerator='cpu'` jobs: tpujobs "
-       "runs them as one process on the executor's threads."},
+      {"strategy_deepspeed", "strategy=deepspeed", "v4-8", "trainer.strategy: To use the `DeepSpeedStrategy`, you must have DeepSpeed installed. Install it by running `pip install -U deepspeed`."},
+      {"strategy_fsdp", "strategy=fsdp", "v3-32", "trainer.strategy: You selected strategy to be `fsdp`, but GPU accelerator is not used."},
+      {"strategy_unknown", "strategy=foo", "v3-32", "trainer.strategy: You selected an invalid strategy name: `strategy='foo'`. It must be either a string or an instance of `lightning.pytorch.strategies.Strategy`. Example choices: auto, ddp, ddp_spawn, deepspeed, ... Find a complete list of options in our documentation at https://lightning.ai"},
+      {"strategy_v1_name_under_v2", "strategy=tpu_spawn", "v3-32", "trainer.strategy: You selected an invalid strategy name: `strategy='tpu_spawn'`. It must be either a string or an instance of `lightning.pytorch.strategies.Strategy`. Example choices: auto, ddp, ddp_spawn, deepspeed, ... Find a complete list of options in our documentation at https://lightning.ai"},
+      {"strategy_cpu_ddp", "accelerator=cpu strategy=ddp", "v3-32", "trainer.strategy: `strategy='ddp'` is not supported for `accelerator='cpu'` jobs: tpujobs runs them as one process on the executor's threads.", "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
       // --- runtime ---------------------------------------------------------
       {"runtime_xrt_v2", "runtime=xrt", "v3-32",
        "runtime: The XLA XRT runtime is not supported anymore."},
@@ -421,49 +420,32 @@ const std::vector<Case>& Cases() {
       {"runtime_unknown", "runtime=grpc", "v3-32",
        "runtime: `runtime` must be 'pjrt' or 'xrt', got 'grpc'."},
       // --- tpu_cores under 2.x -----------------------------------------------
-      {"tpu_cores_8", "tpu_cores=8", "v3-32", "tpu host v3 8x1 v3-8 world=8 32-true xla",
-       kDeprecated8},
-      {"tpu_cores_core1", "tpu_cores=[1]", "v3-32",
-       "tpu single v3 1x1 core=0 world=1 32-true single_xla",
-       "Setting `Trainer(tpu_cores=[1])` is deprecated in v1.7 and will be removed in v2.0. Please "
-       "use `Trainer(accelerator='tpu', devices=[1])` instead."},
-      {"tpu_cores_core8", "tpu_cores=[8]", "v3-8",
-       "tpu single v3 1x1 core=7 world=1 32-true single_xla",
-       "Setting `Trainer(tpu_cores=[8])` is deprecated in v1.7 and will be removed in v2.0. Please "
-       "use `Trainer(accelerator='tpu', devices=[8])` instead."},
-      {"tpu_cores_core0", "tpu_cores=[0]", "v3-32", S("trainer.tpu_cores: ", kTpuCores),
-       "Setting `Trainer(tpu_cores=[0])` is deprecated in v1.7 and will be removed in v2.0. Please "
-       "use `Trainer(accelerator='tpu', devices=[0])` instead."},
-      {"tpu_cores_3", "tpu_cores=3", "v3-32", S("trainer.tpu_cores: ", kTpuCores),
-       "Setting `Trainer(tpu_cores=3)` is deprecated in v1.7 and will be removed in v2.0. Please "
-       "use `Trainer(accelerator='tpu', devices=3)` instead."},
-      {"tpu_cores_and_devices", "tpu_cores=8 devices=8", "v3-32",
-       "trainer.tpu_cores: `devices=8` and `tpu_cores=8` were both given; pass only one of "
-       "them."},
-      {"tpu_cores_no_tpu", "tpu_cores=8", "", "trainer.tpu_cores: No TPU devices were found."},
-      {"tpu_cores_8_on_v4", "tpu_cores=8", "v4-8",
+      {"tpu_cores_8", "v=1.9 tpu_cores=8", "v3-32", "tpu host v3 8x1 v3-8 world=8 32-true xla v1", "Setting `Trainer(tpu_cores=8)` is deprecated in v1.7 and will be removed in v2.0. Please use `Trainer(accelerator='tpu', devices=8)` instead."},
+      {"tpu_cores_core1", "v=1.9 tpu_cores=[1]", "v3-32", "tpu single v3 1x1 core=0 world=1 32-true single_xla v1", "Setting `Trainer(tpu_cores=[1])` is deprecated in v1.7 and will be removed in v2.0. Please use `Trainer(accelerator='tpu', devices=[1])` instead."},
+      {"tpu_cores_core8", "v=1.9 tpu_cores=[8]", "v3-8", "tpu single v3 1x1 core=7 world=1 32-true single_xla v1", "Setting `Trainer(tpu_cores=[8])` is deprecated in v1.7 and will be removed in v2.0. Please use `Trainer(accelerator='tpu', devices=[8])` instead."},
+      {"tpu_cores_core0", "v=1.9 tpu_cores=[0]", "v3-32", "trainer.tpu_cores: `devices` can only be 1, 8 or [<1-8>] for TPUs.", "Setting `Trainer(tpu_cores=[0])` is deprecated in v1.7 and will be removed in v2.0. Please use `Trainer(accelerator='tpu', devices=[0])` instead."},
+      {"tpu_cores_3", "v=1.9 tpu_cores=3", "v3-32", "trainer.tpu_cores: `devices` can only be 1, 8 or [<1-8>] for TPUs.", "Setting `Trainer(tpu_cores=3)` is deprecated in v1.7 and will be removed in v2.0. Please use `Trainer(accelerator='tpu', devices=3)` instead."},
+      {"tpu_cores_and_devices", "v=1.9 tpu_cores=8 devices=8", "v3-32", "tpu host v3 8x1 v3-8 world=8 32-true xla v1", "Setting `Trainer(tpu_cores=8)` is deprecated in v1.7 and will be removed in v2.0. Please use `Trainer(accelerator='tpu', devices=8)` instead. | The flag `devices=8` will be ignored, instead the device specific number 8 will be used"},
+      {"tpu_cores_no_tpu", "v=1.9 tpu_cores=8", "", "trainer.tpu_cores: `TPUAccelerator` can not run on your system since the accelerator is not available. The following accelerator(s) is available and can be passed into `accelerator` argument of `Trainer`: ['cpu']."},
+      {"tpu_cores_8_on_v4", "v=1.9 tpu_cores=8", "v4-8",
        "trainer.tpu_cores: `tpu_cores=8` asks for 8 devices per host, but the hosts it may run on "
        "have 4 on v4 hosts.",
        kDeprecated8},
-      {"tpu_cores_slice", "tpu_cores=8 num_nodes=4", "v3-32",
-       "tpu slice v3 8x4 v3-32 world=32 32-true xla", kDeprecated8},
+      {"tpu_cores_slice", "v=1.9 tpu_cores=8 num_nodes=4", "v3-32", "tpu slice v3 8x4 v3-32 world=32 32-true xla v1", "Setting `Trainer(tpu_cores=8)` is deprecated in v1.7 and will be removed in v2.0. Please use `Trainer(accelerator='tpu', devices=8)` instead."},
       // --- Lightning 1.x -----------------------------------------------------
       {"v1_devices_8", "v=1.x accelerator=tpu devices=8", "v3-32",
        "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
-      {"v1_devices_3", "v=1.x accelerator=tpu devices=3", "v3-32",
-       S("trainer.devices: ", kTpuCores)},
+      {"v1_devices_3", "v=1.x accelerator=tpu devices=3", "v3-32", "trainer.devices: `devices` can only be 1, 8 or [<1-8>] for TPUs."},
       {"v1_devices_core8", "v=1.x accelerator=tpu devices=[8]", "v3-32",
        "tpu single v3 1x1 core=7 world=1 32-true single_xla v1"},
-      {"v1_devices_core0", "v=1.x accelerator=tpu devices=[0]", "v3-32",
-       S("trainer.devices: ", kTpuCores)},
+      {"v1_devices_core0", "v=1.x accelerator=tpu devices=[0]", "v3-32", "trainer.devices: `devices` can only be 1, 8 or [<1-8>] for TPUs."},
       {"v1_devices_string_is_core", "v=1.x accelerator=tpu devices='3'", "v3-32",
        "tpu single v3 1x1 core=2 world=1 32-true single_xla v1"},
       {"v1_devices_0", "v=1.x accelerator=tpu devices=0", "v3-32",
        "trainer.devices: `Trainer(devices=0)` value is not a valid input using tpu accelerator."},
       {"v1_devices_garbage", "v=1.x accelerator=tpu devices='abc'", "v3-32",
        "trainer.devices: invalid literal for int() with base 10: 'abc'"},
-      {"v1_tpu_cores_implies_tpu", "v=1.x tpu_cores=8", "v3-32",
-       "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
+      {"v1_tpu_cores_implies_tpu", "v=1.x tpu_cores=8", "v3-32", "tpu host v3 8x1 v3-8 world=8 32-true xla v1", "Setting `Trainer(tpu_cores=8)` is deprecated in v1.7 and will be removed in v2.0. Please use `Trainer(accelerator='tpu', devices=8)` instead."},
       {"v1_default_is_cpu", "v=1.x", "v3-32", "cpu world=1 32-true auto v1", kTpuUnused},
       {"v1_default_no_tpu", "v=1.x", "", "cpu world=1 32-true auto v1"},
       {"v1_accelerator_auto", "v=1.x accelerator=auto devices=1", "v3-32",
@@ -480,33 +462,23 @@ const std::vector<Case>& Cases() {
        "trainer.precision: `Trainer(accelerator='tpu', precision=64)` is not implemented. Please, "
        "open an issue in `https://github.com/Lightning-AI/lightning/issues` requesting this "
        "feature."},
-      {"v1_precision_2x_name", "v=1.x accelerator=tpu precision=bf16-true", "v3-32",
-       "trainer.precision: Precision 'bf16-true' is invalid. Allowed precision values: ['16', "
-       "'32', '64', 'bf16']"},
-      {"v1_precision_16_cpu", "v=1.x accelerator=cpu precision=16", "v3-32",
-       "cpu world=1 bf16-true auto v1",
-       "You passed `Trainer(accelerator='cpu', precision=16)` but native AMP is not supported on "
-       "CPU. Using `precision='bf16'` instead."},
+      {"v1_precision_2x_name", "v=1.x accelerator=tpu precision=bf16-true", "v3-32", "trainer.precision: Precision 'bf16-true' is invalid. Allowed precision values: ('64', '32', '16', 'bf16', 64, 32, 16)"},
+      {"v1_precision_16_cpu", "v=1.x accelerator=cpu precision=16", "v3-32", "cpu world=1 bf16-true auto v1", "TPU available but not used. Set `accelerator` and `devices` using `Trainer(accelerator='tpu', devices=8)`. | You passed `Trainer(accelerator='cpu', precision=16)` but native AMP is not supported on CPU. Using `precision='bf16'` instead."},
       {"v1_xrt_without_config", "v=1.x accelerator=tpu runtime=xrt", "v3-32",
        "env: Missing XLA configuration"},
       {"v1_xrt_with_config",
        "v=1.x accelerator=tpu runtime=xrt env.XRT_TPU_CONFIG=localservice;0;localhost:51011",
        "v3-32", "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
-      {"v1_strategy_tpu_spawn", "v=1.x accelerator=tpu strategy=tpu_spawn", "v3-32",
-       "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
+      {"v1_strategy_tpu_spawn", "v=1.x accelerator=tpu strategy=tpu_spawn", "v3-32", "trainer.strategy: `Trainer(strategy='tpu_spawn')` is not a valid strategy, you can use `Trainer(strategy='ddp_spawn', accelerator='tpu')` instead."},
       {"v1_strategy_debug", "v=1.x accelerator=tpu strategy=tpu_spawn_debug", "v3-32",
        "tpu host v3 8x1 v3-8 world=8 32-true xla_debug v1"},
       {"v1_strategy_single_tpu", "v=1.x accelerator=tpu strategy=single_tpu devices=1", "v3-32",
        "tpu single v3 1x1 world=1 32-true single_xla v1"},
-      {"v1_strategy_xla_unknown", "v=1.x accelerator=tpu strategy=xla", "v3-32",
-       "trainer.strategy: You selected an invalid strategy name: `strategy='xla'`. It must be "
-       "either a string or an instance of `pytorch_lightning.strategies.Strategy`. Valid names on "
-       "TPUs: auto, tpu_spawn, single_tpu, tpu_spawn_debug."},
+      {"v1_strategy_xla_unknown", "v=1.x accelerator=tpu strategy=xla", "v3-32", "trainer.strategy: You selected an invalid strategy name: `strategy='xla'`. It must be either a string or an instance of `pytorch_lightning.strategies.Strategy`. Example choices: ddp, ddp_spawn, deepspeed, dp, ... Find a complete list of options in our documentation at https://lightning.ai"},
       {"v1_strategy_ddp_spawn", "v=1.x accelerator=tpu strategy=ddp_spawn", "v3-32",
        "trainer.strategy: The `TPUAccelerator` can only be used with a `SingleTPUStrategy` or "
        "`TPUSpawnStrategy`, found DDPSpawnStrategy."},
-      {"v1_v4_devices_4", "v=1.x accelerator=tpu devices=4", "v4-8",
-       S("trainer.devices: ", kTpuCores)},
+      {"v1_v4_devices_4", "v=1.x accelerator=tpu devices=4", "v4-8", "trainer.devices: `devices` can only be 1, 8 or [<1-8>] for TPUs."},
       {"v1_v4_devices_8", "v=1.x accelerator=tpu devices=8", "v4-8",
        "trainer.devices: `devices=8` asks for 8 devices per host, but the hosts it may run on "
        "have 4 on v4 hosts."},
@@ -521,11 +493,8 @@ const std::vector<Case>& Cases() {
        "tpu single v3 1x1 core=5 world=1 32-true single_xla v1"},
       {"v1_v2_slice", "v=1.x accelerator=tpu type=v2-32", "v2-32",
        "tpu slice v2 8x4 v2-32 world=32 32-true xla v1"},
-      {"v1_accelerator_unknown", "v=1.x accelerator=foo", "v3-32",
-       "trainer.accelerator: You selected an invalid accelerator name: `accelerator='foo'`. "
-       "Available names are: auto, cpu, cuda, hpu, ipu, mps, tpu."},
-      {"version_unknown", "v=3.x devices=8", "v3-32",
-       "lightning_version: `lightning_version` must be '2.x' or '1.x', got '3.x'."},
+      {"v1_accelerator_unknown", "v=1.x accelerator=foo", "v3-32", "trainer.accelerator: You selected an invalid accelerator name: `accelerator='foo'`. Available names are: cpu, cuda, hpu, ipu, mps, tpu."},
+      {"version_unknown", "v=3.x devices=8", "v3-32", "lightning_version: `lightning_version` must be one of 1.6, 1.7, 1.8, 1.9, 2.0, 2.1, 2.2, 2.3, 2.4, 2.5, 1.x, 2.x, got '3.x'."},
   };
   return *cases;
 }
@@ -552,6 +521,430 @@ INSTANTIATE_TEST_SUITE_P(Lightning, ResolveTableTest, ::testing::ValuesIn(Cases(
                          [](const ::testing::TestParamInfo<Case>& info) {
                            return info.param.name;
                          });
+
+// Cases per Lightning version, each naming the upstream source (tag:path)
+// whose code or test it follows. Summary() as in the table above.
+struct VersionCase {
+  std::string name;
+  std::string source;
+  std::string settings;
+  std::string pool;
+  std::string expected;
+  std::string warnings = "";
+};
+
+void PrintTo(const VersionCase& c, std::ostream* os) { *os << c.name << ": " << c.settings; }
+
+constexpr const char* kNotAvailableXla =
+    "`XLAAccelerator` can not run on your system since the accelerator is not available. The "
+    "following accelerator(s) is available and can be passed into `accelerator` argument of "
+    "`Trainer`: ";
+constexpr const char* kInvalidStrategy2 =
+    "It must be either a string or an instance of `lightning.pytorch.strategies.Strategy`. "
+    "Example choices: auto, ddp, ddp_spawn, deepspeed, ... Find a complete list of options in our "
+    "documentation at https://lightning.ai";
+constexpr const char* kAllowed21 =
+    "('transformer-engine', 'transformer-engine-float16', '16-true', '16-mixed', 'bf16-true', "
+    "'bf16-mixed', '32-true', '64-true', 64, 32, 16, '64', '32', '16', 'bf16')";
+constexpr const char* kAllowed20 =
+    "('16-mixed', 'bf16-mixed', '32-true', '64-true', 64, 32, 16, '64', '32', '16', 'bf16')";
+constexpr const char* kXlaOnly =
+    "`precision` must be one of: ('32-true', '16-true', 'bf16-true').";
+constexpr const char* kOneBased19 = "`devices` can only be 1, 8 or [<1-8>] for TPUs.";
+constexpr const char* kTypeError21 =
+    "Device IDs (GPU/TPU) must be an int, a string, a sequence of ints, but you passed ";
+constexpr const char* kTypeError17 =
+    "Device IDs (GPU/TPU) must be an int, a string, a sequence of ints or None, but you passed ";
+constexpr const char* kUnexpectedTpuCores =
+    "trainer.tpu_cores: Trainer.__init__() got an unexpected keyword argument 'tpu_cores'";
+constexpr const char* kWrongStrategy21 =
+    "trainer.strategy: The `XLAAccelerator` can only be used with a `SingleDeviceXLAStrategy` or "
+    "`XLAStrategy`, found ";
+constexpr const char* kWrongStrategy1 =
+    "trainer.strategy: The `TPUAccelerator` can only be used with a `SingleTPUStrategy` or "
+    "`TPUSpawnStrategy`, found ";
+
+const std::vector<VersionCase>& VersionCases() {
+  static const auto* cases = new std::vector<VersionCase>{
+      // --- devices, 2.1+: _parse_tpu_devices / _check_tpu_devices_valid -------------------
+      {"v21_devices_string_8", "2.1.4:src/lightning/fabric/accelerators/xla.py", "v=2.1 devices='8'",
+       "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla"},
+      {"v25_devices_string_padded", "2.5.6:src/lightning/fabric/accelerators/xla.py",
+       "v=2.5 devices='_8_'", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla"},
+      {"v22_devices_string_trailing_comma", "2.2.5:src/lightning/fabric/accelerators/xla.py",
+       "v=2.2 devices='2,'", "v3-8", "tpu single v3 1x1 core=2 world=1 32-true single_xla"},
+      {"v21_devices_string_list_repr", "2.1.4:tests/tests_fabric/accelerators/test_xla.py",
+       "v=2.1 devices='[1]'", "v3-8",
+       "trainer.devices: Could not parse the selected TPU devices: '[1]'"},
+      {"v21_devices_anything_else", "2.1.4:tests/tests_fabric/accelerators/test_xla.py",
+       "v=2.1 devices='anything-else'", "v3-8",
+       "trainer.devices: Could not parse the selected TPU devices: 'anything-else'"},
+      {"v21_devices_5", "2.1.4:tests/tests_fabric/accelerators/test_xla.py", "v=2.1 devices=5",
+       "v3-8",
+       "trainer.devices: `devices` can only be 'auto', 1, 8 or [<0-7>] for TPUs. Got 5"},
+      {"v24_devices_string_3", "2.4.0:src/lightning/fabric/accelerators/xla.py", "v=2.4 devices='3'",
+       "v3-8", "trainer.devices: `devices` can only be 'auto', 1, 8 or [<0-7>] for TPUs. Got 3"},
+      {"v23_devices_two_cores", "2.3.3:src/lightning/fabric/accelerators/xla.py",
+       "v=2.3 devices=[0,1]", "v3-8",
+       "trainer.devices: `devices` can only be 'auto', 1, 8 or [<0-7>] for TPUs. Got [0, 1]"},
+      {"v21_devices_v4_count", "2.1.4:src/lightning/fabric/accelerators/xla.py (auto_device_count)",
+       "v=2.1 devices=8", "v4-8",
+       "trainer.devices: `devices` can only be 'auto', 1, 4 or [<0-3>] for TPUs. Got 8"},
+      {"v21_devices_float", "2.1.4:src/lightning/fabric/utilities/device_parser.py (_check_data_type)",
+       "v=2.1 devices=8.0", "v3-8", S(S("trainer.devices: ", kTypeError21), "8.0.")},
+      {"v25_devices_bool", "2.5.6:src/lightning/fabric/utilities/device_parser.py (_check_data_type)",
+       "v=2.5 devices=True", "v3-8", S(S("trainer.devices: ", kTypeError21), "True.")},
+      {"v21_devices_list_of_float", "2.1.4:src/lightning/fabric/utilities/device_parser.py",
+       "v=2.1 devices=[1.0]", "v3-8", S(kTypeError21, "a sequence of float.").insert(0, "trainer.devices: ")},
+      {"v21_devices_zero_float", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+       "v=2.1 devices=0.0", "v3-8",
+       "trainer.devices: `Trainer(devices=0.0)` value is not a valid input using tpu accelerator."},
+      {"v21_devices_false", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+       "v=2.1 devices=False", "v3-8",
+       "trainer.devices: `Trainer(devices=False)` value is not a valid input using tpu accelerator."},
+      {"v21_devices_empty_list", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+       "v=2.1 devices=[]", "v3-8",
+       "trainer.devices: `Trainer(devices=[])` value is not a valid input using tpu accelerator."},
+      {"v21_devices_string_zero", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+       "v=2.1 accelerator=auto devices='0'", "v3-8",
+       "trainer.devices: `Trainer(devices='0')` value is not a valid input using tpu accelerator."},
+      // --- devices, 1.x and 2.0: 1-based ---------------------------------------------------
+      {"v20_devices_3", "2.0.9:src/lightning/fabric/accelerators/tpu.py", "v=2.0 devices=3", "v3-8",
+       S("trainer.devices: ", kOneBased19)},
+      {"v20_devices_core1_is_first", "2.0.9:src/lightning/fabric/accelerators/tpu.py",
+       "v=2.0 devices=[1]", "v3-8", "tpu single v3 1x1 core=0 world=1 32-true single_xla"},
+      {"v20_devices_core0", "2.0.9:src/lightning/fabric/accelerators/tpu.py", "v=2.0 devices=[0]",
+       "v3-8", S("trainer.devices: ", kOneBased19)},
+      {"v20_devices_string_4_is_a_list", "2.0.9:src/lightning/fabric/accelerators/tpu.py (_parse_tpu_devices_str: '4' -> [4])",
+       "v=2.0 devices='4'", "v3-8", "tpu single v3 1x1 core=3 world=1 32-true single_xla"},
+      {"v19_devices_3", "1.9.5:src/lightning_fabric/accelerators/tpu.py", "v=1.9 accelerator=tpu devices=3",
+       "v3-8", S("trainer.devices: ", kOneBased19)},
+      {"v18_devices_3", "1.8.6:src/lightning_lite/accelerators/tpu.py", "v=1.8 accelerator=tpu devices=3",
+       "v3-8", S("trainer.devices: ", kTpuCores)},
+      {"v17_devices_3", "1.7.7:src/pytorch_lightning/utilities/device_parser.py",
+       "v=1.7 accelerator=tpu devices=3", "v3-8", S("trainer.devices: ", kTpuCores)},
+      {"v16_devices_3", "1.6.5:pytorch_lightning/utilities/device_parser.py",
+       "v=1.6 accelerator=tpu devices=3", "v3-8", S("trainer.devices: ", kTpuCores)},
+      {"v16_devices_float", "1.6.5:pytorch_lightning/utilities/device_parser.py (_check_data_type)",
+       "v=1.6 accelerator=tpu devices=8.0", "v3-8",
+       "trainer.devices: Device ID's (GPU/TPU) must be int, string or sequence of ints or None."},
+      {"v17_devices_float", "1.7.7:src/pytorch_lightning/utilities/device_parser.py (_check_data_type)",
+       "v=1.7 accelerator=tpu devices=8.0", "v3-8", S(S("trainer.devices: ", kTypeError17), "float.")},
+      {"v19_devices_bad_string", "1.9.5:src/lightning_fabric/accelerators/tpu.py (_parse_tpu_devices_str)",
+       "v=1.9 accelerator=tpu devices='x'", "v3-8",
+       "trainer.devices: invalid literal for int() with base 10: 'x'"},
+      {"v19_devices_zero_names_flag", "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+       "v=1.9 accelerator=tpu devices=0", "v3-8",
+       "trainer.devices: `Trainer(devices=0)` value is not a valid input using tpu accelerator."},
+      // --- tpu_cores ---------------------------------------------------------------------
+      {"v16_tpu_cores_no_warning", "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py",
+       "v=1.6 tpu_cores=8", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
+      {"v17_tpu_cores_deprecated", "1.7.7:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+       "v=1.7 tpu_cores=[2]", "v3-8", "tpu single v3 1x1 core=1 world=1 32-true single_xla v1",
+       "Setting `Trainer(tpu_cores=[2])` is deprecated in v1.7 and will be removed in v2.0. Please "
+       "use `Trainer(accelerator='tpu', devices=[2])` instead."},
+      {"v19_tpu_cores_string_repr", "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+       "v=1.9 tpu_cores='8'", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla v1",
+       "Setting `Trainer(tpu_cores='8')` is deprecated in v1.7 and will be removed in v2.0. Please "
+       "use `Trainer(accelerator='tpu', devices='8')` instead."},
+      {"v19_tpu_cores_with_devices", "1.9.5:tests/tests_pytorch/accelerators/test_tpu.py (test_accelerator_tpu_with_tpu_cores_priority)",
+       "v=1.9 accelerator=tpu devices=1 tpu_cores=8", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 32-true xla v1",
+       "Setting `Trainer(tpu_cores=8)` is deprecated in v1.7 and will be removed in v2.0. Please "
+       "use `Trainer(accelerator='tpu', devices=8)` instead. | The flag `devices=1` will be ignored, "
+       "instead the device specific number 8 will be used"},
+      {"v20_tpu_cores_removed", "2.0.9:src/lightning/pytorch/trainer/trainer.py", "v=2.0 tpu_cores=8",
+       "v3-8", kUnexpectedTpuCores},
+      {"v25_tpu_cores_removed_py39", "2.5.6:src/lightning/pytorch/trainer/trainer.py (Python 3.9 TypeError)",
+       "v=2.5 tpu_cores=8 py=3.9 torch=2.5.0 xla=2.5.0", "v3-8",
+       "trainer.tpu_cores: __init__() got an unexpected keyword argument 'tpu_cores'"},
+      // --- accelerator -------------------------------------------------------------------
+      {"v21_accelerator_hpu", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+       "v=2.1 accelerator=hpu", "v3-8",
+       "trainer.accelerator: You selected an invalid accelerator name: `accelerator='hpu'`. "
+       "Available names are: auto, cpu, cuda, mps, tpu."},
+      {"v25_accelerator_ipu", "2.5.6:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+       "v=2.5 accelerator=ipu", "v3-8",
+       "trainer.accelerator: You selected an invalid accelerator name: `accelerator='ipu'`. "
+       "Available names are: auto, cpu, cuda, mps, tpu."},
+      {"v20_accelerator_hpu_registered", "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+       "v=2.0 accelerator=hpu", "v3-8",
+       "trainer.accelerator: `HPUAccelerator` can not run on your system since the accelerator is "
+       "not available. The following accelerator(s) is available and can be passed into "
+       "`accelerator` argument of `Trainer`: ['cpu', 'tpu']."},
+      {"v20_accelerator_unknown", "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+       "v=2.0 accelerator=foo", "v3-8",
+       "trainer.accelerator: You selected an invalid accelerator name: `accelerator='foo'`. "
+       "Available names are: auto, cpu, cuda, hpu, ipu, mps, tpu."},
+      {"v21_accelerator_cuda", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+       "v=2.1 accelerator=cuda", "v3-8",
+       "trainer.accelerator: `CUDAAccelerator` can not run on your system since the accelerator "
+       "is not available. The following accelerator(s) is available and can be passed into "
+       "`accelerator` argument of `Trainer`: ['cpu', 'tpu']."},
+      {"v21_accelerator_gpu", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+       "v=2.1 accelerator=gpu", "v3-8", "trainer.accelerator: No supported gpu backend found!"},
+      {"v17_accelerator_mps", "1.7.7:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+       "v=1.7 accelerator=mps", "v3-8",
+       "trainer.accelerator: MPSAccelerator can not run on your system since the accelerator is "
+       "not available. The following accelerator(s) is available and can be passed into "
+       "`accelerator` argument of `Trainer`: ['cpu', 'tpu']."},
+      {"v16_accelerator_cuda_unknown", "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py",
+       "v=1.6 accelerator=cuda", "v3-8",
+       "trainer.accelerator: When passing string value for the `accelerator` argument of "
+       "`Trainer`, it can only be one of ['cpu', 'gpu', 'hpu', 'ipu', 'tpu']."},
+      {"v16_accelerator_gpu", "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py",
+       "v=1.6 accelerator=gpu", "v3-8",
+       "trainer.accelerator: GPUAccelerator can not run on your system since the accelerator is "
+       "not available. The following accelerator(s) is available and can be passed into "
+       "`accelerator` argument of `Trainer`: ['cpu', 'tpu']."},
+      {"v21_tpu_without_tpu", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+       "v=2.1 accelerator=tpu", "", S(S("trainer.accelerator: ", kNotAvailableXla), "['cpu'].")},
+      {"v19_cpu_on_tpu_warns", "1.9.5:src/pytorch_lightning/trainer/setup.py (_log_device_info)",
+       "v=1.9", "v4-8", "cpu world=1 32-true auto v1",
+       "TPU available but not used. Set `accelerator` and `devices` using "
+       "`Trainer(accelerator='tpu', devices=8)`."},
+      {"v22_cpu_on_tpu_warns", "2.2.5:src/lightning/pytorch/trainer/setup.py (_log_device_info)",
+       "v=2.2 accelerator=cpu", "v3-8", "cpu world=1 32-true auto",
+       "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+      // --- precision ---------------------------------------------------------------------
+      {"v21_precision_int_repr", "2.1.4:src/lightning/fabric/connector.py (_convert_precision_to_unified_args)",
+       "v=2.1 precision=1", "v3-8",
+       S(S("trainer.precision: Precision 1 is invalid. Allowed precision values: ", kAllowed21), "")},
+      {"v21_precision_transformer_engine", "2.1.4:src/lightning/pytorch/plugins/precision/xla.py",
+       "v=2.1 precision=transformer-engine", "v3-8",
+       S("trainer.precision: `precision='transformer-engine')` is not supported in XLA. ", kXlaOnly)},
+      {"v20_precision_transformer_engine", "2.0.9:src/lightning/fabric/connector.py",
+       "v=2.0 precision=transformer-engine", "v3-8",
+       S(S("trainer.precision: Precision 'transformer-engine' is invalid. Allowed precision values: ",
+           kAllowed20), "")},
+      {"v20_precision_bf16_true_is_2_1", "2.0.9:src/lightning/fabric/connector.py",
+       "v=2.0 precision=bf16-true", "v3-8",
+       S(S("trainer.precision: Precision 'bf16-true' is invalid. Allowed precision values: ",
+           kAllowed20), "")},
+      {"v20_precision_16_mixed_on_tpu", "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+       "v=2.0 precision=16", "v3-8", "tpu host v3 8x1 v3-8 world=8 bf16-true xla",
+       "16 is supported for historical reasons but its usage is discouraged. Please set your "
+       "precision to 16-mixed instead! | You passed `Trainer(accelerator='tpu', "
+       "precision='16-mixed')` but AMP with fp16 is not supported on TPUs. Using "
+       "`precision='bf16-mixed'` instead."},
+      {"v20_precision_64_on_tpu", "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+       "v=2.0 precision=64-true", "v3-8",
+       "trainer.precision: `Trainer(accelerator='tpu', precision='64-true')` is not implemented. "
+       "Please, open an issue in `https://github.com/Lightning-AI/lightning/issues` requesting "
+       "this feature."},
+      {"v23_precision_16_alias", "2.3.3:src/lightning/fabric/connector.py", "v=2.3 precision=16",
+       "v3-8",
+       S("trainer.precision: `precision='16-mixed')` is not supported in XLA. ", kXlaOnly),
+       "`precision=16` is supported for historical reasons but its usage is discouraged. Please "
+       "set your precision to 16-mixed instead!"},
+      {"v25_precision_bf16_true", "2.5.6:src/lightning/pytorch/plugins/precision/xla.py",
+       "v=2.5 precision=bf16-true", "v3-8", "tpu host v3 8x1 v3-8 world=8 bf16-true xla"},
+      {"v18_precision_mixed_gone", "1.8.6:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+       "v=1.8 accelerator=tpu precision=mixed", "v3-8",
+       "trainer.precision: Precision 'mixed' is invalid. Allowed precision values: ('16', '32', "
+       "'64', 'bf16')"},
+      {"v16_precision_16_bf16", "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py",
+       "v=1.6 accelerator=tpu precision=16", "v3-8", "tpu host v3 8x1 v3-8 world=8 bf16-true xla v1",
+       "You passed `Trainer(accelerator='tpu', precision=16)` but AMP is not supported with TPUs. "
+       "Using `precision='bf16'` instead."},
+      {"v19_precision_32_true_invalid", "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+       "v=1.9 accelerator=tpu precision=32-true", "v3-8",
+       "trainer.precision: Precision '32-true' is invalid. Allowed precision values: ('64', '32', "
+       "'16', 'bf16', 64, 32, 16)"},
+      {"v17_precision_64_on_tpu", "1.7.7:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+       "v=1.7 accelerator=tpu precision=64", "v3-8",
+       "trainer.precision: `Trainer(accelerator='tpu', precision=64)` is not implemented. Please, "
+       "open an issue in `https://github.com/Lightning-AI/lightning/issues` requesting this "
+       "feature."},
+      // --- strategy ----------------------------------------------------------------------
+      {"v21_strategy_upper_case", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+       "v=2.1 strategy=XLA", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla"},
+      {"v21_strategy_single_device", "2.1.4:src/lightning/pytorch/strategies/single_device.py",
+       "v=2.1 strategy=single_device", "v3-8", S(kWrongStrategy21, "SingleDeviceStrategy.")},
+      {"v22_strategy_ddp_find_unused", "2.2.5:src/lightning/pytorch/strategies/ddp.py",
+       "v=2.2 strategy=ddp_spawn_find_unused_parameters_true", "v3-8",
+       S(kWrongStrategy21, "DDPStrategy.")},
+      {"v21_strategy_fsdp_cpu_offload", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+       "v=2.1 strategy=fsdp_cpu_offload", "v3-8",
+       "trainer.strategy: You selected strategy to be `fsdp`, but GPU accelerator is not used."},
+      {"v24_strategy_single_tpu_gone", "2.4.0:src/lightning/pytorch/strategies/single_xla.py",
+       "v=2.4 strategy=single_tpu", "v3-8",
+       S("trainer.strategy: You selected an invalid strategy name: `strategy='single_tpu'`. ",
+         kInvalidStrategy2)},
+      {"v20_strategy_single_tpu", "2.0.9:src/lightning/pytorch/strategies/single_tpu.py",
+       "v=2.0 devices=1 strategy=single_tpu", "v3-8", "tpu single v3 1x1 world=1 32-true single_xla"},
+      {"v20_strategy_wrong", "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+       "v=2.0 strategy=ddp", "v3-8",
+       "trainer.strategy: The `TPUAccelerator` can only be used with a `SingleTPUStrategy` or "
+       "`XLAStrategy`, found DDPStrategy."},
+      {"v19_strategy_tpu_spawn", "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+       "v=1.9 accelerator=tpu strategy=tpu_spawn", "v3-8",
+       "trainer.strategy: `Trainer(strategy='tpu_spawn')` is not a valid strategy, you can use "
+       "`Trainer(strategy='ddp_spawn', accelerator='tpu')` instead."},
+      {"v19_strategy_ddp_spawn", "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+       "v=1.9 accelerator=tpu strategy=ddp_spawn", "v3-8", S(kWrongStrategy1, "DDPSpawnStrategy.")},
+      {"v19_strategy_debug", "1.9.5:src/pytorch_lightning/strategies/tpu_spawn.py",
+       "v=1.9 accelerator=tpu strategy=tpu_spawn_debug", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 32-true xla_debug v1"},
+      {"v19_strategy_fsdp_native", "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+       "v=1.9 accelerator=tpu strategy=fsdp_native", "v3-8",
+       "trainer.strategy: You selected strategy to be `fsdp_native`, but GPU accelerator is not used."},
+      {"v18_strategy_unknown_registry", "1.8.6:src/lightning_lite/strategies/registry.py",
+       "v=1.8 accelerator=tpu strategy=xla", "v3-8",
+       "trainer.strategy: 'xla' not found in registry. Available names: bagua, colossalai, ddp, "
+       "ddp_find_unused_parameters_false, ddp_fork, ddp_fork_find_unused_parameters_false, "
+       "ddp_fully_sharded, ddp_notebook, ddp_notebook_find_unused_parameters_false, ddp_sharded, "
+       "ddp_sharded_find_unused_parameters_false, ddp_sharded_spawn, "
+       "ddp_sharded_spawn_find_unused_parameters_false, ddp_spawn, "
+       "ddp_spawn_find_unused_parameters_false, deepspeed, deepspeed_stage_1, deepspeed_stage_2, "
+       "deepspeed_stage_2_offload, deepspeed_stage_3, deepspeed_stage_3_offload, "
+       "deepspeed_stage_3_offload_nvme, dp, fsdp, fsdp_native, fsdp_native_full_shard_offload, "
+       "horovod, hpu_parallel, hpu_single, ipu_strategy, single_device, single_tpu, tpu_spawn, "
+       "tpu_spawn_debug"},
+      {"v16_strategy_deepspeed", "1.6.5:pytorch_lightning/strategies/deepspeed.py",
+       "v=1.6 accelerator=tpu strategy=deepspeed", "v3-8",
+       "trainer.strategy: To use the DeepSpeed plugin, you must have DeepSpeed installed. pip "
+       "install deepspeed"},
+      // --- num_nodes, runtime ------------------------------------------------------------
+      {"v21_num_nodes_zero", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+       "v=2.1 num_nodes=0", "v3-8",
+       "trainer.num_nodes: `num_nodes` must be a positive integer, but got 0."},
+      {"v21_xrt_allowed", "2.1.4:src/lightning/fabric/accelerators/xla.py (_using_pjrt)",
+       "v=2.1 runtime=xrt env.XRT_TPU_CONFIG=localservice;0;localhost:51011", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 32-true xla"},
+      {"v22_xrt_refused", "2.2.5:src/lightning/fabric/accelerators/xla.py", "v=2.2 runtime=xrt",
+       "v3-8", "runtime: The XLA XRT runtime is not supported anymore."},
+      // --- environment -------------------------------------------------------------------
+      {"env_selects_rules", "2.0.9:src/lightning/fabric/accelerators/tpu.py",
+       "pl=2.0.9 torch=2.0.1 xla=2.0 py=3.10 devices=[1]", "v3-8",
+       "tpu single v3 1x1 core=0 world=1 32-true single_xla"},
+      {"env_disagrees_with_version", "environment.lightning selects the rules",
+       "pl=2.1.3 v=1.x torch=2.1.0 xla=2.1.0", "v3-8",
+       "lightning_version: `lightning_version` '1.x' selects the rules of Lightning 1.9, but "
+       "`environment.lightning` is 2.1.3."},
+      {"env_torch_xla_mismatch", "pytorch/xla#8292 (ImportError of _XLAC)",
+       "pl=2.4.0 torch=2.4.1 xla=2.5.0 py=3.10", "v3-8",
+       "environment.torch_xla: ImportError: /usr/local/lib/python3.10/dist-packages/_XLAC.cpython-"
+       "310-x86_64-linux-gnu.so: undefined symbol: _ZN2at6native12cpu_fallbackERKN3c1014Operator"
+       "HandleEPSt6vectorINS1_6IValueESaIS6_EEbNS1_11DispatchKeyE"},
+      {"env_no_torch_xla_tpu", "2.1.4:src/lightning/fabric/accelerators/xla.py (XLAAccelerator.__init__)",
+       "pl=2.1.3 torch=2.1.0 accelerator=tpu", "v3-8",
+       "trainer.accelerator: Requirement 'torch_xla>=1.13' not met. HINT: Try running `pip "
+       "install -U 'torch_xla>=1.13'`"},
+      {"env_no_torch_xla_auto_is_cpu", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (_choose_auto_accelerator)",
+       "pl=2.1.3 torch=2.1.0", "v3-8", "cpu world=1 32-true auto"},
+      {"env_lightning_needs_newer_torch", "2.3.3:requirements/pytorch/base.txt",
+       "pl=2.3.0 torch=1.13.1 xla=1.13 py=3.8", "v3-8",
+       "environment.torch: ERROR: pip's dependency resolver does not currently take into account "
+       "all the packages that are installed. This behaviour is the source of the following "
+       "dependency conflicts.\nlightning 2.3.0 requires torch<2.4.0,>=2.0.0, but you have torch "
+       "1.13.1 which is incompatible."},
+      {"env_python_without_wheel", "pytorch/xla v2.5.0:README.md (torch_xla 2.5 wheels: cp39-cp311)",
+       "pl=2.5.0 torch=2.5.0 xla=2.5.0 py=3.8", "v3-8",
+       "environment.torch_xla: ERROR: No matching distribution found for torch_xla==2.5.0"},
+      {"env_xrt_removed", "pytorch/xla v2.2.0 (XRT removed)",
+       "pl=2.1.3 torch=2.2.0 xla=2.2.0 runtime=xrt env.XRT_TPU_CONFIG=x", "v3-8",
+       "runtime: torch_xla 2.2.0 has no XRT runtime (removed in torch_xla 2.2). | "
+       "environment.torch: ERROR: pip's dependency resolver does not currently take into account "
+       "all the packages that are installed. This behaviour is the source of the following "
+       "dependency conflicts.\nlightning 2.1.3 requires torch<2.2.0,>=1.12.0, but you have torch "
+       "2.2.0 which is incompatible."},
+  };
+  return *cases;
+}
+
+class VersionTableTest : public ::testing::TestWithParam<VersionCase> {};
+
+TEST_P(VersionTableTest, FollowsUpstream) {
+  const VersionCase& c = GetParam();
+  const Resolution resolution = resolve(Settings(c.settings), Pool(c.pool));
+  EXPECT_EQ(c.expected, Summary(resolution)) << c.source;
+  EXPECT_EQ(c.warnings, Join(resolution.warnings)) << c.source;
+}
+
+INSTANTIATE_TEST_SUITE_P(Versions, VersionTableTest, ::testing::ValuesIn(VersionCases()),
+                         [](const ::testing::TestParamInfo<VersionCase>& info) {
+                           return info.param.name;
+                         });
+
+// Every supported version has cases, and every case names its source.
+TEST(ResolveTest, VersionTableCoversEveryRelease) {
+  std::set<std::string> versions;
+  for (const VersionCase& c : VersionCases()) {
+    EXPECT_FALSE(c.source.empty()) << c.name;
+    if (c.name[0] == 'v') versions.insert(c.name.substr(1, 2));
+  }
+  for (const char* v : {"16", "17", "18", "19", "20", "21", "22", "23", "24", "25"}) {
+    EXPECT_TRUE(versions.count(v)) << "no case for Lightning " << v;
+  }
+}
+
+
+// Does `message` read as `text` with its {placeholders} filled in?
+bool FillsTemplate(std::string_view text, std::string_view message) {
+  std::vector<std::string_view> pieces;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t open = text.find('{', start);
+    const std::size_t close = open == std::string_view::npos ? open : text.find('}', open);
+    if (close == std::string_view::npos) {
+      pieces.push_back(text.substr(start));
+      break;
+    }
+    pieces.push_back(text.substr(start, open - start));
+    start = close + 1;
+  }
+  if (!message.starts_with(pieces.front()) || !message.ends_with(pieces.back())) return false;
+  std::size_t at = pieces.front().size();
+  for (std::size_t i = 1; i + 1 < pieces.size(); ++i) {
+    at = message.find(pieces[i], at);
+    if (at == std::string_view::npos) return false;
+    at += pieces[i].size();
+  }
+  return pieces.size() == 1 ? message == text : at <= message.size() - pieces.back().size();
+}
+
+// Every message that names a source is the text of a row of that source's
+// table, placeholders filled; every warning not tpujobs' own is one too. So
+// a text cannot drift from the table (and the docs built from it).
+TEST(ResolveTest, EveryUpstreamMessageIsARuleTableText) {
+  const std::vector<RuleText> texts = all_rule_texts();
+  std::vector<std::pair<std::string, std::string>> runs;  // settings, pool
+  for (const Case& c : Cases()) runs.emplace_back(c.settings, c.pool);
+  for (const VersionCase& c : VersionCases()) runs.emplace_back(c.settings, c.pool);
+  int checked = 0;
+  for (const auto& [settings, pool] : runs) {
+    const Resolution resolution = resolve(Settings(settings), Pool(pool));
+    for (const FieldProblem& problem : resolution.errors) {
+      if (problem.source.empty()) continue;
+      ++checked;
+      const bool found = std::any_of(texts.begin(), texts.end(), [&](const RuleText& text) {
+        return text.source == problem.source && text.field == problem.field &&
+               FillsTemplate(text.text, problem.message);
+      });
+      EXPECT_TRUE(found) << settings << ": " << problem.field << ": " << problem.message
+                         << " [" << problem.source << "]";
+    }
+    for (const std::string& warning : resolution.warnings) {
+      if (warning.starts_with("tpujobs")) continue;
+      ++checked;
+      const bool found = std::any_of(texts.begin(), texts.end(), [&](const RuleText& text) {
+        return text.field == "warning" && FillsTemplate(text.text, warning);
+      });
+      EXPECT_TRUE(found) << settings << ": warning " << warning;
+    }
+  }
+  EXPECT_GT(checked, 80);
+}
+
+// Each table text's source names a tag of a release it holds for, or another
+// cited source.
+TEST(ResolveTest, EveryRuleTextCitesItsSource) {
+  for (const RuleText& text : all_rule_texts()) {
+    EXPECT_FALSE(text.source.empty()) << text.text;
+    EXPECT_FALSE(text.text.empty()) << text.source;
+  }
+}
 
 TEST(ResolveTest, TableIsLargeAndNamesAreUnique) {
   std::set<std::string> names;
@@ -627,7 +1020,9 @@ TEST(ResolveTest, GenerationsWithoutHostsCountAsAbsent) {
   EXPECT_EQ("tpu host v4 4x1 v4-8 world=4 32-true xla",
             Summary(resolve(Settings(""), View(hosts))));
   hosts[scheduler::Generation::kV4] = 0;
-  EXPECT_EQ("trainer.accelerator: No TPU devices were found.",
+  EXPECT_EQ("trainer.accelerator: `XLAAccelerator` can not run on your system since the accelerator is not "
+            "available. The following accelerator(s) is available and can be passed into `accelerator` "
+            "argument of `Trainer`: ['cpu'].",
             Summary(resolve(Settings("accelerator=tpu"), View(hosts))));
 }
 
