@@ -274,22 +274,15 @@ const std::vector<Case>& Cases() {
        "uses 1 of the 8 devices of each v3 host."},
       {"v2_slice_v4_16", "devices=4 num_nodes=2", "v4-32",
        "tpu slice v4 4x2 v4-16 world=8 32-true xla"},
-      {"v2_slice_v4_24", "devices=4 num_nodes=3", "v4-32",
-       "trainer.num_nodes: `devices=4` x `num_nodes=3` makes a v4-24, which is not a valid v4 "
-       "slice. Valid v4 slices: v4-8, v4-16, v4-32, v4-64, v4-128, v4-256, v4-512, v4-1024, "
-       "v4-2048, v4-4096."},
+      {"v2_slice_v4_24", "devices=4 num_nodes=3", "v4-32", "trainer.num_nodes: `devices=4` x `num_nodes=3` makes a v4-24, which is not a valid v4 slice. Valid v4 slices: v4-8, v4-16, v4-32, v4-64, v4-128, v4-256, v4-384, v4-512, v4-768, v4-1024, v4-1152, v4-1536, v4-2048, v4-2304, v4-3072, v4-3456, v4-4096, v4-4608, v4-6144, v4-8192."},
       {"v2_slice_v4_too_big", "num_nodes=8", "v4-32",
        "trainer.num_nodes: A v4-64 slice needs 8 v4 hosts, but the pool has 4."},
       {"v2_num_nodes_0", "num_nodes=0", "v3-32",
        "trainer.num_nodes: `num_nodes` must be a positive integer, but got 0."},
       {"v2_num_nodes_negative", "devices=8 num_nodes=-2", "v3-32",
        "trainer.num_nodes: `num_nodes` must be a positive integer, but got -2."},
-      {"v2_num_nodes_huge", "num_nodes=9223372036854775807", "v3-32",
-       "trainer.num_nodes: `num_nodes=9223372036854775807` is more hosts than any TPU pod slice "
-       "has (the largest, v4-4096, has 512)."},
-      {"v2_num_nodes_huge_with_type", "type=v3-32 num_nodes=513", "v3-32",
-       "trainer.num_nodes: `num_nodes=513` is more hosts than any TPU pod slice has (the largest, "
-       "v4-4096, has 512)."},
+      {"v2_num_nodes_huge", "num_nodes=9223372036854775807", "v3-32", "trainer.num_nodes: `num_nodes=9223372036854775807` is more hosts than any TPU pod slice has (the largest, v4-8192, has 1024)."},
+      {"v2_num_nodes_huge_with_type", "type=v3-32 num_nodes=513", "v3-32", "resources.accelerator_type: `accelerator_type='v3-32'` is 4 hosts x 8 devices, but `devices='auto'` x `num_nodes=513` asks for 4104 devices."},
       // --- resources.accelerator_type ----------------------------------------
       {"type_v3_32", "type=v3-32", "v3-32", "tpu slice v3 8x4 v3-32 world=32 32-true xla"},
       {"type_v3_8", "type=v3-8", "v3-32", "tpu host v3 8x1 v3-8 world=8 32-true xla"},
@@ -814,6 +807,15 @@ const std::vector<VersionCase>& VersionCases() {
        "tpu host v3 8x1 v3-8 world=8 32-true xla"},
       {"v22_xrt_refused", "2.2.5:src/lightning/fabric/accelerators/xla.py", "v=2.2 runtime=xrt",
        "v3-8", "runtime: The XLA XRT runtime is not supported anymore."},
+      // --- v4 slices are 3-D topologies ----------------------------------------------------
+      {"topology_v4_384", "cloud.google.com/tpu/docs/v4 (4x4x12 chips)", "type=v4-384", "v4-384",
+       "tpu slice v4 4x48 v4-384 world=192 32-true xla"},
+      {"topology_v4_96_is_no_slice", "cloud.google.com/tpu/docs/v4 (48 chips: no AxBxC of cubes)",
+       "devices=4 num_nodes=12", "v4-384",
+       "trainer.num_nodes: `devices=4` x `num_nodes=12` makes a v4-96, which is not a valid v4 "
+       "slice. Valid v4 slices: v4-8, v4-16, v4-32, v4-64, v4-128, v4-256, v4-384, v4-512, v4-768, "
+       "v4-1024, v4-1152, v4-1536, v4-2048, v4-2304, v4-3072, v4-3456, v4-4096, v4-4608, v4-6144, "
+       "v4-8192."},
       // --- environment -------------------------------------------------------------------
       {"env_selects_rules", "2.0.9:src/lightning/fabric/accelerators/tpu.py",
        "pl=2.0.9 torch=2.0.1 xla=2.0 py=3.10 devices=[1]", "v3-8",
