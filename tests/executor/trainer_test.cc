@@ -365,10 +365,10 @@ TEST_F(TrainerTest, TooLargeForHbmFailsAtStartWithoutAllocating) {
   const TrainingResult result = run(spec, sink);
   ASSERT_TRUE(result.error);
   EXPECT_EQ(result.error->type, "RESOURCE_EXHAUSTED");
-  EXPECT_THAT(
-      result.error->message,
-      ::testing::MatchesRegex("RESOURCE_EXHAUSTED: Ran out of memory in memory space hbm\\. "
-                              "Used [0-9.]+G of 15\\.48G hbm\\."));
+  EXPECT_THAT(result.error->message,
+              ::testing::StartsWith("RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out "
+                                    "of memory in memory space hbm. Used 53.80G of 15.48G hbm. "
+                                    "Exceeded hbm capacity by 38.32G.\n\nTotal hbm usage >= "));
   EXPECT_FALSE(result.error->hint.empty());
   EXPECT_EQ(result.steps, 0);
 }
