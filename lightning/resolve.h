@@ -3,24 +3,15 @@
 // DeviceRequest for the pool, reporting every problem at once with
 // PyTorch Lightning's own message texts. Pure: no I/O, no globals.
 //
-// Lightning version. Lightning 2.x rules apply unless lightning_version is
-// "1.x", which reproduces the older behaviour, so that one spec can be valid
-// under one and rejected under the other:
-//   - `devices` (2.x): 'auto', 1, the host's device count or [k] with
-//     0 <= k < count. Under 1.x `devices` and `tpu_cores` follow the old
-//     `tpu_cores` rule: 1, 8 or [k] with 1 <= k <= 8 (1-based: [k] is core
-//     k - 1), and a string other than "1"/"8" is a list ("3" means [3]).
-//   - `tpu_cores` always follows the 1.x rule and is mapped to `devices`;
-//     under 2.x it adds Lightning's deprecation warning. Both given: error.
-//   - `precision` (2.x): '32-true' ('32'), '16-true', 'bf16-true'. Under 1.x:
-//     32, 'bf16', and 16 which becomes bf16 with a warning; 64 is refused.
-//   - `strategy` (2.x): auto, xla, single_xla, xla_debug. Under 1.x the old
-//     names: auto, tpu_spawn, single_tpu, tpu_spawn_debug. Either way the
-//     resolved name is "xla", "single_xla" or "xla_debug".
-//   - `accelerator` absent: 'auto' under 2.x; under 1.x 'cpu' (Lightning 1.x
-//     did not pick the TPU by itself), unless `tpu_cores` is given.
-//   - `runtime` 'xrt' is refused under 2.x; under 1.x it needs
-//     XRT_TPU_CONFIG in `env`.
+// Lightning version. The rules and texts are those of one release, 1.6 ...
+// 2.5 (lightning_version, or environment.lightning; default 2.5), each a row
+// of a cited table per concern (lightning/checks.h lists the files;
+// docs/lightning-rules.md every text). So one spec can be valid under one
+// release and refused under another: 1.x defaults to the CPU and counts TPU
+// cores from 1, 2.0 still counts from 1, 2.1 counts from 0; tpu_cores is
+// deprecated in 1.7-1.9 and a TypeError from 2.0; each release has its own
+// precision values and strategy registry; XRT is refused from 2.2.
+// `environment` is checked against the torch / torch_xla / Python facts first.
 //
 // Mixed pools. A job runs on one generation; which ones it may run on:
 //   - `devices: 1`: any generation. `[k]`: any generation whose hosts have

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <ostream>
 #include <set>
 #include <string>
@@ -945,6 +947,26 @@ TEST(ResolveTest, EveryRuleTextCitesItsSource) {
   for (const RuleText& text : all_rule_texts()) {
     EXPECT_FALSE(text.source.empty()) << text.text;
     EXPECT_FALSE(text.text.empty()) << text.source;
+  }
+}
+
+// docs/lightning-rules.md lists every text of every table (as Markdown
+// table cells: '|' escaped, line breaks as <br>), so the docs cannot drift
+// from the rules.
+TEST(ResolveTest, EveryRuleTextIsInTheDocs) {
+  std::ifstream file(std::string(TPUJOBS_SOURCE_DIR) + "/docs/lightning-rules.md");
+  ASSERT_TRUE(file) << "docs/lightning-rules.md";
+  std::stringstream docs;
+  docs << file.rdbuf();
+  for (const RuleText& text : all_rule_texts()) {
+    std::string cell;
+    for (char ch : text.text) {
+      if (ch == '|') cell += "\\|";
+      else if (ch == '\n') cell += "<br>";
+      else cell += ch;
+    }
+    EXPECT_NE(docs.str().find("| " + cell + " |"), std::string::npos) << text.text;
+    EXPECT_NE(docs.str().find("`" + std::string(text.source) + "`"), std::string::npos) << text.source;
   }
 }
 
