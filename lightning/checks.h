@@ -67,6 +67,8 @@ struct Context {
 
   // environment lists no torch_xla: the TPU is not usable from Python.
   bool torch_xla_missing = false;
+  // env XLA_USE_BF16 is set: torch_xla makes every float tensor bf16.
+  bool xla_use_bf16 = false;
 
   bool num_nodes_ok = true;
   bool request_ok = false;

@@ -56,6 +56,9 @@ struct TorchXlaRelease {
   int python_last;
   bool xrt;               // the XRT runtime is still there
   std::string_view undefined_symbol;  // what importing _XLAC against another torch reports
+  // What torch_xla prints when XLA_USE_BF16 is set (torch_xla/csrc/dtype.cpp
+  // ShouldUseBF16); empty: it says nothing.
+  std::string_view xla_use_bf16_notice;
   std::string_view source;
 };
 
@@ -67,19 +70,23 @@ constexpr std::string_view kSymbolCpuFallback =
 constexpr std::string_view kSymbolVariableInfo = "_ZN5torch8autograd12VariableInfoC1ERKN2at6TensorE";
 
 constexpr TorchXlaRelease kTorchXlaReleases[] = {
-    {{113, 113}, 113, 7, 8, true, kSymbolVariableInfo,
+    {{113, 113}, 113, 7, 8, true, kSymbolVariableInfo, "",
      "pytorch/xla v2.1.0:README.md (torch_xla-1.13 wheels: cp37, cp38)"},
-    {{200, 200}, 200, 8, 10, true, kSymbolVariableInfo,
+    {{200, 200}, 200, 8, 10, true, kSymbolVariableInfo, "",
      "pytorch/xla v2.1.0:README.md (torch_xla-2.0 wheels: cp38, cp310)"},
-    {{201, 201}, 201, 8, 11, true, kSymbolVariableInfo,
+    {{201, 201}, 201, 8, 11, true, kSymbolVariableInfo, "",
      "pytorch/xla v2.5.0:README.md (torch_xla-2.1.0 wheels; +xrt build for XRT)"},
-    {{202, 202}, 202, 8, 11, false, kSymbolVariableInfo,
+    {{202, 202}, 202, 8, 11, false, kSymbolVariableInfo, "",
      "pytorch/xla v2.5.0:README.md (torch_xla-2.2.0 wheels); XRT removed in 2.2"},
-    {{203, 203}, 203, 8, 11, false, kSymbolVariableInfo,
+    {{203, 203}, 203, 8, 11, false, kSymbolVariableInfo, "",
      "pytorch/xla v2.5.0:README.md (torch_xla-2.3.0 wheels: cp38, cp310, cp311)"},
     {{204, 204}, 204, 9, 11, false, kSymbolCpuFallback,
+     "XLA_USE_BF16 will be deprecated after the 2.4 release, please convert your model to bf16 "
+     "directly",
      "pytorch/xla v2.5.0:README.md (torch_xla-2.4.0 wheels: cp39, cp310, cp311)"},
     {{205, 205}, 205, 9, 11, false, kSymbolCpuFallback,
+     "XLA_USE_BF16 will be deprecated after the 2.5 release, please convert your model to bf16 "
+     "directly",
      "pytorch/xla v2.5.0:README.md (torch_xla-2.5.0 wheels: cp39, cp310, cp311); "
      "pytorch/xla#8292 (the undefined symbol)"},
 };
@@ -156,7 +163,19 @@ std::string install_hint(int torch_xla_minor_number, int python_minor) {
 
 }  // namespace
 
+// torch_xla's sys_util::GetEnvBool: "true", "false", or a number (non-zero).
+bool env_bool(const std::map<std::string, std::string>& env, const std::string& name) {
+  const auto it = env.find(name);
+  if (it == env.end()) return false;
+  if (it->second == "true") return true;
+  if (it->second == "false") return false;
+  const std::optional<std::int64_t> number = py_int(it->second);
+  return number && *number != 0;
+}
+
 void check_environment(Context& c) {
+  // XLA_USE_BF16 stores every float tensor as bf16, whatever the precision.
+  c.xla_use_bf16 = env_bool(c.settings.env, "XLA_USE_BF16");
   if (!c.settings.environment) return;
   const Environment& env = *c.settings.environment;
   const std::optional<Version> python = read(c, kFieldPython, env.python);
@@ -209,6 +228,9 @@ void check_environment(Context& c) {
                   " are of different minor versions: " + install_hint(wheel->torch, python_minor) +
                   ".", wheel->source);
     }
+    if (wheel && c.xla_use_bf16 && !wheel->xla_use_bf16_notice.empty()) {
+      c.warn(std::string(wheel->xla_use_bf16_notice));
+    }
     if (wheel && !wheel->xrt && c.settings.runtime == "xrt") {
       c.error(kFieldRuntime,
               "torch_xla " + torch_xla->text + " has no XRT runtime (removed in torch_xla 2.2).",
@@ -240,7 +262,12 @@ void check_environment(Context& c) {
 
 std::vector<RuleText> environment_rule_texts() {
   std::vector<RuleText> out;
-  for (const TorchXlaRelease& row : kTorchXlaReleases) out.push_back({kFieldTorchXla, kImportError, row.source});
+  for (const TorchXlaRelease& row : kTorchXlaReleases) {
+    out.push_back({kFieldTorchXla, kImportError, row.source});
+    if (!row.xla_use_bf16_notice.empty()) {
+      out.push_back({"warning", row.xla_use_bf16_notice, row.source});
+    }
+  }
   out.push_back({kFieldTorchXla, kNoDistribution, kPipSource});
   for (const TorchRequirement& row : kTorchRequirements) {
     out.push_back({kFieldTorch, kResolverConflict, row.source});

@@ -173,7 +173,8 @@ void check_precision_plugin(Context& c, const PrecisionRules& rules, std::string
 void check_precision(Context& c) {
   const PrecisionRules& rules = *row_for<PrecisionRules>(kPrecisionRules, c.version);
   if (!c.settings.precision) {
-    c.out.precision = Precision::k32True;
+    const bool bf16 = c.xla_use_bf16 && c.accelerator == Accelerator::kTpu;
+    c.out.precision = bf16 ? Precision::kBf16True : Precision::k32True;
     return;
   }
   const std::string& written = *c.settings.precision;
@@ -199,6 +200,7 @@ void check_precision(Context& c) {
     }
   }
   check_precision_plugin(c, rules, canonical, written, number);
+  if (c.xla_use_bf16 && c.accelerator == Accelerator::kTpu) c.out.precision = Precision::kBf16True;
 }
 
 std::vector<RuleText> precision_rule_texts() {

@@ -846,6 +846,14 @@ const std::vector<VersionCase>& VersionCases() {
       {"env_python_without_wheel", "pytorch/xla v2.5.0:README.md (torch_xla 2.5 wheels: cp39-cp311)",
        "pl=2.5.0 torch=2.5.0 xla=2.5.0 py=3.8", "v3-8",
        "environment.torch_xla: ERROR: No matching distribution found for torch_xla==2.5.0"},
+      {"env_xla_use_bf16_notice", "pytorch/xla v2.4.0:torch_xla/csrc/dtype.cpp (ShouldUseBF16)",
+       "pl=2.4.0 torch=2.4.0 xla=2.4.0 py=3.10 env.XLA_USE_BF16=1", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 bf16-true xla",
+       "XLA_USE_BF16 will be deprecated after the 2.4 release, please convert your model to bf16 "
+       "directly"},
+      {"env_xla_use_bf16_silent_before_2_4", "pytorch/xla v2.1.0:torch_xla/csrc/dtype.cpp",
+       "pl=2.1.3 torch=2.1.0 xla=2.1.0 env.XLA_USE_BF16=true", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 bf16-true xla"},
       {"env_xrt_removed", "pytorch/xla v2.2.0 (XRT removed)",
        "pl=2.1.3 torch=2.2.0 xla=2.2.0 runtime=xrt env.XRT_TPU_CONFIG=x", "v3-8",
        "runtime: torch_xla 2.2.0 has no XRT runtime (removed in torch_xla 2.2). | "
