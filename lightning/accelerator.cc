@@ -169,6 +169,7 @@ void check_accelerator(Context& c) {
     for (const auto& [name, accelerator_class] : kAcceleratorClasses) {
       if (name == flag) refuse_unavailable(c, accelerator_class);
     }
+    c.unavailable_accelerator = flag;
     return;
   }
   c.out.accelerator = c.accelerator == Accelerator::kTpu ? "tpu" : "cpu";

@@ -54,6 +54,10 @@ struct Context {
   const Release* release = default_release;
   int version = release->number();
   Accelerator accelerator = Accelerator::kUnresolved;
+  // A registered accelerator that is not available here ("cuda"): its
+  // device check still runs first, as the connector checks devices before it
+  // instantiates the accelerator.
+  std::string unavailable_accelerator = {};
   std::vector<Generation> pool_generations = {};  // TPU generations with hosts, oldest first
 
   // resources.accelerator_type, when given and valid.

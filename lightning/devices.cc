@@ -121,7 +121,9 @@ bool refuse_zero_devices(Context& c, const DeviceValue& value) {
   if (!is_zero(value)) return false;
   const DeviceRules& rules = rules_for(c);
   std::string accelerator;
-  if (rules.zero_names_resolved) {
+  if (!c.unavailable_accelerator.empty()) {
+    accelerator = c.unavailable_accelerator;
+  } else if (rules.zero_names_resolved) {
     accelerator = c.accelerator == Accelerator::kTpu ? "tpu" : "cpu";
   } else {
     accelerator = c.settings.accelerator.value_or("None");
@@ -344,6 +346,7 @@ void check_cpu_devices(Context& c) {
 void check_devices(Context& c) {
   if (c.accelerator == Accelerator::kTpu) check_tpu_devices(c);
   if (c.accelerator == Accelerator::kCpu) check_cpu_devices(c);
+  if (!c.unavailable_accelerator.empty()) refuse_zero_devices(c, c.settings.devices);
 }
 
 std::vector<RuleText> device_rule_texts() {

@@ -692,6 +692,12 @@ const std::vector<VersionCase>& VersionCases() {
        "trainer.accelerator: GPUAccelerator can not run on your system since the accelerator is "
        "not available. The following accelerator(s) is available and can be passed into "
        "`accelerator` argument of `Trainer`: ['cpu', 'tpu']."},
+      {"v21_cuda_devices_zero", "2.1.4:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_passing_zero_and_empty_list_to_devices_flag)",
+       "v=2.1 accelerator=cuda devices=[]", "v3-8",
+       "trainer.accelerator: `CUDAAccelerator` can not run on your system since the accelerator "
+       "is not available. The following accelerator(s) is available and can be passed into "
+       "`accelerator` argument of `Trainer`: ['cpu', 'tpu']. | trainer.devices: "
+       "`Trainer(devices=[])` value is not a valid input using cuda accelerator."},
       {"v21_tpu_without_tpu", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
        "v=2.1 accelerator=tpu", "", S(S("trainer.accelerator: ", kNotAvailableXla), "['cpu'].")},
       {"v19_cpu_on_tpu_warns", "1.9.5:src/pytorch_lightning/trainer/setup.py (_log_device_info)",
