@@ -88,6 +88,23 @@ constexpr TpuCoresRules kTpuCoresRules[] = {
      "2.0.9:src/lightning/pytorch/trainer/trainer.py (Trainer.__init__ has no tpu_cores)"},
 };
 
+// 1.x: `devices='auto'` without `accelerator` names no device type.
+struct AutoWithoutAccelerator {
+  Versions versions;
+  std::string_view text;  // {devices}: as written (str)
+  std::string_view source;
+};
+constexpr AutoWithoutAccelerator kAutoWithoutAccelerator[] = {
+    {{106, 106},
+     "You passed `devices={devices}` but haven't specified `accelerator=('auto'|'tpu'|'gpu'|'ipu'|"
+     "'cpu'|'hpu)` for the devices mapping",
+     "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py"},
+    {{107, 109},
+     "You passed `devices={devices}` but haven't specified `accelerator=('auto'|'tpu'|'gpu'|'ipu'|"
+     "'cpu'|'hpu'|'mps')` for the devices mapping.",
+     "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
+};
+
 const DeviceRules& rules_for(const Context& c) {
   return *row_for<DeviceRules>(kDeviceRules, c.version);
 }
@@ -344,6 +361,17 @@ void check_cpu_devices(Context& c) {
 }  // namespace
 
 void check_devices(Context& c) {
+  const AutoWithoutAccelerator* automatic =
+      row_for<AutoWithoutAccelerator>(kAutoWithoutAccelerator, c.version);
+  const DeviceValue& devices = c.settings.devices;
+  if (automatic && !c.settings.accelerator && devices.kind == DeviceValue::Kind::kString &&
+      devices.text == "auto" && c.settings.tpu_cores.kind == DeviceValue::Kind::kAbsent) {
+    c.error(kFieldDevices, fill(automatic->text, {{"devices", devices.text}}),
+            "Lightning " + c.release->name() +
+                " needs an accelerator for `devices: \"auto\"`: add `accelerator: \"tpu\"`.",
+            automatic->source);
+    return;
+  }
   if (c.accelerator == Accelerator::kTpu) check_tpu_devices(c);
   if (c.accelerator == Accelerator::kCpu) check_cpu_devices(c);
   if (!c.unavailable_accelerator.empty()) refuse_zero_devices(c, c.settings.devices);
@@ -357,6 +385,9 @@ std::vector<RuleText> device_rule_texts() {
       out.push_back({kFieldDevices, text, rules.source});
       out.push_back({kFieldTpuCores, text, rules.source});
     }
+  }
+  for (const AutoWithoutAccelerator& row : kAutoWithoutAccelerator) {
+    out.push_back({kFieldDevices, row.text, row.source});
   }
   out.push_back({kFieldDevices, "`devices` selected with `CPUAccelerator` should be an int > 0.",
                  "2.1.4:src/lightning/fabric/accelerators/cpu.py (_parse_cpu_cores)"});

@@ -628,6 +628,12 @@ const std::vector<VersionCase>& VersionCases() {
       {"v19_devices_bad_string", "1.9.5:src/lightning_fabric/accelerators/tpu.py (_parse_tpu_devices_str)",
        "v=1.9 accelerator=tpu devices='x'", "v3-8",
        "trainer.devices: invalid literal for int() with base 10: 'x'"},
+      {"v19_devices_auto_without_accelerator", "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+       "v=1.9 devices=auto", "v3-8",
+       "trainer.devices: You passed `devices=auto` but haven't specified "
+       "`accelerator=('auto'|'tpu'|'gpu'|'ipu'|'cpu'|'hpu'|'mps')` for the devices mapping.",
+       "TPU available but not used. Set `accelerator` and `devices` using "
+       "`Trainer(accelerator='tpu', devices=8)`."},
       {"v19_devices_zero_names_flag", "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
        "v=1.9 accelerator=tpu devices=0", "v3-8",
        "trainer.devices: `Trainer(devices=0)` value is not a valid input using tpu accelerator."},
