@@ -22,8 +22,14 @@ struct DeviceRules {
   std::string_view type_error;     // {type}, {repr}
   std::string_view type_sequence;  // {type}
   std::string_view unparsable;     // {devices}: 2.1+ the whole text; before, Python's int() error
-  std::string_view zero;           // {devices}, {accelerator}
-  bool zero_names_resolved;        // the accelerator named is the one 'auto' resolved to
+  std::string_view source;
+};
+
+// The connector's `devices in ([], 0, "0")` check, before any parsing.
+struct ZeroDevicesRule {
+  Versions versions;
+  std::string_view text;     // {devices}: repr, {accelerator}
+  bool names_resolved;       // the accelerator named is the one 'auto' resolved to
   std::string_view source;
 };
 
@@ -40,27 +46,36 @@ constexpr std::string_view kTypeSequence17 =
 constexpr DeviceRules kDeviceRules[] = {
     {{106, 106}, TpuParse::kOneBased, "`tpu_cores` can only be 1, 8 or [<1-8>]",
      "Device ID's (GPU/TPU) must be int, string or sequence of ints or None.",
-     "Device ID's (GPU/TPU) must be int, string or sequence of ints or None.", kIntLiteral, kZero,
-     false, "1.6.5:pytorch_lightning/utilities/device_parser.py"},
+     "Device ID's (GPU/TPU) must be int, string or sequence of ints or None.", kIntLiteral,
+     "1.6.5:pytorch_lightning/utilities/device_parser.py"},
     {{107, 107}, TpuParse::kOneBased, "`tpu_cores` can only be 1, 8 or [<1-8>]", kTypeError17,
-     kTypeSequence17, kIntLiteral, kZero, false,
+     kTypeSequence17, kIntLiteral,
      "1.7.7:src/pytorch_lightning/utilities/device_parser.py"},
     {{108, 108}, TpuParse::kOneBased, "`tpu_cores` can only be 1, 8 or [<1-8>]", kTypeError17,
-     kTypeSequence17, kIntLiteral, kZero, false,
+     kTypeSequence17, kIntLiteral,
      "1.8.6:src/lightning_lite/accelerators/tpu.py"},
     {{109, 109}, TpuParse::kOneBased, "`devices` can only be 1, 8 or [<1-8>] for TPUs.",
-     kTypeError17, kTypeSequence17, kIntLiteral, kZero, false,
+     kTypeError17, kTypeSequence17, kIntLiteral,
      "1.9.5:src/lightning_fabric/accelerators/tpu.py"},
     {{200, 200}, TpuParse::kOneBased, "`devices` can only be 1, 8 or [<1-8>] for TPUs.",
-     kTypeError17, kTypeSequence17, kIntLiteral, kZero, true,
+     kTypeError17, kTypeSequence17, kIntLiteral,
      "2.0.9:src/lightning/fabric/accelerators/tpu.py"},
     {{201, 299}, TpuParse::kZeroBased,
      "`devices` can only be 'auto', 1, {count} or [<0-{last}>] for TPUs. Got {devices}",
      "Device IDs (GPU/TPU) must be an int, a string, a sequence of ints, but you passed {repr}.",
      "Device IDs (GPU/TPU) must be an int, a string, a sequence of ints, but you passed a sequence "
      "of {type}.",
-     "Could not parse the selected TPU devices: {devices}", kZero, true,
+     "Could not parse the selected TPU devices: {devices}",
      "2.1.4:src/lightning/fabric/accelerators/xla.py"},
+};
+
+// 1.x checks the flags before it resolves 'auto' (an absent accelerator is
+// None); 2.0 after.
+constexpr ZeroDevicesRule kZeroDevicesRules[] = {
+    {{106, 109}, kZero, false,
+     "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
+    {{200, 299}, kZero, true,
+     "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py"},
 };
 
 // What Lightning does with `tpu_cores`, by version.
@@ -136,19 +151,19 @@ bool is_zero(const DeviceValue& value) {
 // 2.0 on; as written, None when absent, before).
 bool refuse_zero_devices(Context& c, const DeviceValue& value) {
   if (!is_zero(value)) return false;
-  const DeviceRules& rules = rules_for(c);
+  const ZeroDevicesRule& rule = *row_for<ZeroDevicesRule>(kZeroDevicesRules, c.version);
   std::string accelerator;
   if (!c.unavailable_accelerator.empty()) {
     accelerator = c.unavailable_accelerator;
-  } else if (rules.zero_names_resolved) {
+  } else if (rule.names_resolved) {
     accelerator = c.accelerator == Accelerator::kTpu ? "tpu" : "cpu";
   } else {
     accelerator = c.settings.accelerator.value_or("None");
   }
   c.error(c.devices_field,
-          fill(rules.zero, {{"devices", py_repr(value)}, {"accelerator", accelerator}}),
+          fill(rule.text, {{"devices", py_repr(value)}, {"accelerator", accelerator}}),
           "Ask for at least one device: `devices: 1` for a single core, or 'auto' for a whole "
-          "host.", rules.source);
+          "host.", rule.source);
   return true;
 }
 
@@ -381,10 +396,14 @@ std::vector<RuleText> device_rule_texts() {
   std::vector<RuleText> out;
   for (const DeviceRules& rules : kDeviceRules) {
     for (std::string_view text :
-         {rules.invalid, rules.type_error, rules.type_sequence, rules.unparsable, rules.zero}) {
+         {rules.invalid, rules.type_error, rules.type_sequence, rules.unparsable}) {
       out.push_back({kFieldDevices, text, rules.source});
       out.push_back({kFieldTpuCores, text, rules.source});
     }
+  }
+  for (const ZeroDevicesRule& rule : kZeroDevicesRules) {
+    out.push_back({kFieldDevices, rule.text, rule.source});
+    out.push_back({kFieldTpuCores, rule.text, rule.source});
   }
   for (const AutoWithoutAccelerator& row : kAutoWithoutAccelerator) {
     out.push_back({kFieldDevices, row.text, row.source});

@@ -48,7 +48,10 @@ constexpr std::string_view kAllowed21 =
     "'bf16-mixed', '32-true', '64-true', 64, 32, 16, '64', '32', '16', 'bf16')";
 
 constexpr PrecisionRules kPrecisionRules[] = {
-    {{106, 107}, "('16', '32', '64', 'bf16', 'mixed')", true, false, "", TpuPlugin::kLegacy,
+    {{106, 106}, "('16', '32', '64', 'bf16', 'mixed')", true, false, "", TpuPlugin::kLegacy,
+     kInvalid, kSixtyFour1, kFp16Legacy,
+     "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py"},
+    {{107, 107}, "('16', '32', '64', 'bf16', 'mixed')", true, false, "", TpuPlugin::kLegacy,
      kInvalid, kSixtyFour1, kFp16Legacy,
      "1.7.7:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
     {{108, 108}, "('16', '32', '64', 'bf16')", true, false, "", TpuPlugin::kLegacy, kInvalid,
