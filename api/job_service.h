@@ -15,10 +15,11 @@
 
 #include "api/http.h"
 #include "api/job_spec.h"
+#include "api/resolution.h"
 #include "base/job_state.h"
 #include "base/result.h"
+#include "scheduler/capacity.h"
 #include "scheduler/pool.h"
-#include "scheduler/resolve.h"
 
 namespace tpujobs::api {
 
@@ -29,7 +30,7 @@ struct SubmitRequest {
   JobSpec spec;
   nlohmann::json spec_json;  // as submitted
   std::string spec_text;     // spec_json.dump(): what is stored and hashed
-  scheduler::Resolution resolution;
+  Resolution resolution;
   nlohmann::json estimate;   // the executor's estimate, rendered
   std::vector<std::string> warnings;
   std::optional<std::string> idempotency_key;
@@ -117,7 +118,7 @@ class JobService {
     std::vector<std::string> advice;  // the advisor's warnings
     std::optional<FieldError> error;  // the job cannot run (dataset, model, HBM)
   };
-  virtual Estimate estimate(const JobSpec& spec, const scheduler::Resolution& resolution) = 0;
+  virtual Estimate estimate(const JobSpec& spec, const Resolution& resolution) = 0;
 
   virtual bool ready() = 0;
   // Prometheus text lines about jobs and the pool (the API adds its own).

@@ -14,7 +14,8 @@ const std::map<std::string, std::vector<std::string>, std::less<>>& field_table(
   static const std::map<std::string, std::vector<std::string>, std::less<>> table = {
       {"",
        {"name", "labels", "priority", "trainer", "model", "data", "optimizer", "expect", "max_retries",
-        "timeout", "lightning_version", "runtime", "env", "resources"}},
+        "timeout", "lightning_version", "environment", "runtime", "env", "resources"}},
+      {"environment", {"python", "torch", "torch_xla", "lightning"}},
       {"trainer",
        {"accelerator", "devices", "tpu_cores", "num_nodes", "precision", "strategy", "max_epochs", "max_steps",
         "accumulate_grad_batches", "gradient_clip_val", "log_every_n_steps", "check_val_every_n_epoch",
@@ -221,45 +222,81 @@ bool expect_object(const json* value, const std::string& path, std::vector<Field
   return true;
 }
 
-scheduler::DeviceValue device_value(const json& value, const std::string& path, std::vector<FieldError>* errors) {
-  scheduler::DeviceValue out;
-  if (value.is_number()) {
+// Python's name for the type of a JSON value, as Lightning's messages print it.
+std::string python_type(const json& value) {
+  if (value.is_boolean()) return "bool";
+  if (value.is_number_integer() || value.is_number_unsigned()) return "int";
+  if (value.is_number_float()) return "float";
+  if (value.is_string()) return "str";
+  if (value.is_array()) return "list";
+  if (value.is_object()) return "dict";
+  return "NoneType";
+}
+
+// Python's repr() of a scalar JSON value (8.0, True); "{...}" for objects.
+std::string python_repr(const json& value) {
+  if (value.is_boolean()) return value.get<bool>() ? "True" : "False";
+  if (value.is_null()) return "None";
+  if (value.is_object()) return value.empty() ? "{}" : "{...}";
+  if (value.is_number_float()) {
+    std::string text = value.dump();
+    if (text.find_first_of(".eE") == std::string::npos) text += ".0";
+    return text.substr(0, 32);
+  }
+  return value.dump().substr(0, 64);
+}
+
+// `devices` / `tpu_cores` as Python would see it: Lightning itself judges
+// the value, so every JSON type reaches it (8.0 is a float, true a bool).
+lightning::DeviceValue device_value(const json& value, const std::string& path, std::vector<FieldError>* errors) {
+  lightning::DeviceValue out;
+  if (value.is_number_integer() || value.is_number_unsigned()) {
     std::optional<std::int64_t> n = ObjectReader::integer_value(value, path, -1'000'000, 1'000'000, errors);
     if (n) {
-      out.kind = scheduler::DeviceValue::Kind::kInt;
+      out.kind = lightning::DeviceValue::Kind::kInt;
       out.number = *n;
     }
   } else if (value.is_string()) {
-    out.kind = scheduler::DeviceValue::Kind::kString;
+    out.kind = lightning::DeviceValue::Kind::kString;
     out.text = value.get<std::string>().substr(0, 64);
   } else if (value.is_array()) {
-    out.kind = scheduler::DeviceValue::Kind::kList;
+    out.kind = lightning::DeviceValue::Kind::kList;
     if (value.size() > 64) {
       errors->push_back({path, "lists more than 64 devices", ""});
       return {};
     }
     for (std::size_t i = 0; i < value.size(); ++i) {
-      std::optional<std::int64_t> n = ObjectReader::integer_value(value[i], path + "[" + std::to_string(i) + "]",
-                                                                  -1'000'000, 1'000'000, errors);
-      if (n) out.list.push_back(*n);
+      const json& item = value[i];
+      if (item.is_number_integer() || item.is_number_unsigned()) {
+        std::optional<std::int64_t> n = ObjectReader::integer_value(item, path + "[" + std::to_string(i) + "]",
+                                                                    -1'000'000, 1'000'000, errors);
+        if (n) out.list.push_back(*n);
+      } else if (out.list_other_type.empty()) {
+        out.list_other_type = python_type(item);
+      }
     }
   } else {
-    errors->push_back({path, "must be 'auto', an integer or a list of core indices, got " + type_name(value),
-                       "for TPUs use devices: 'auto', 1, 8 or [k]"});
+    out.kind = lightning::DeviceValue::Kind::kOther;
+    out.python_type = python_type(value);
+    out.python_repr = python_repr(value);
+    out.equals_zero = (value.is_number() && value.get<double>() == 0.0) ||
+                      (value.is_boolean() && !value.get<bool>());
   }
   return out;
 }
 
 void parse_trainer(ObjectReader& r, JobSpec* spec) {
-  scheduler::TrainerSettings& t = spec->trainer;
+  lightning::TrainerSettings& t = spec->trainer;
   executor::TrainingSpec& training = spec->training;
   t.accelerator = r.string("accelerator", 32);
-  if (auto v = r.integer("num_nodes", 1, 4096)) t.num_nodes = *v;
+  // Lightning judges the value ("`num_nodes` must be a positive integer").
+  if (auto v = r.integer("num_nodes", -1'000'000, 1'000'000)) t.num_nodes = *v;
   if (const json* v = r.raw("precision")) {
     if (v->is_string()) {
       t.precision = v->get<std::string>().substr(0, 32);
     } else if (v->is_number_integer() || v->is_number_unsigned()) {
       t.precision = std::to_string(v->get<std::int64_t>());
+      t.precision_is_number = true;
     } else {
       r.error("precision", "must be a string such as 'bf16-true' or an integer, got " + type_name(*v),
               "on TPUs use precision: '32-true', '16-true' or 'bf16-true'");
@@ -504,7 +541,22 @@ std::optional<JobSpec> parse_job_spec(const json& body, std::vector<FieldError>*
         spec.training.timeout = parsed;
       }
     }
-    spec.trainer.lightning_version = top.choice("lightning_version", {"1.x", "2.x"});
+    // Which versions exist is Lightning's rule (lightning/versions.h).
+    spec.trainer.lightning_version = top.string("lightning_version", 32);
+    if (const json* environment = top.raw("environment"); expect_object(environment, "environment", errors)) {
+      ObjectReader r(*environment, "environment", "environment", errors);
+      lightning::Environment& env = spec.trainer.environment.emplace();
+      for (auto [key, target] : {std::pair{"python", &env.python}, std::pair{"torch", &env.torch},
+                                 std::pair{"torch_xla", &env.torch_xla}, std::pair{"lightning", &env.lightning}}) {
+        const json* value = r.raw(key);
+        if (value && !value->is_string()) {
+          r.error(key, "must be a version string as `pip freeze` prints it, got " + type_name(*value),
+                  "quote it: \"3.10\" (the JSON number 3.10 is 3.1)");
+          continue;
+        }
+        *target = r.string(key, 32);
+      }
+    }
     spec.trainer.runtime = top.string("runtime", 32);
     if (const json* env = top.raw("env"); expect_object(env, "env", errors)) {
       for (auto it = env->begin(); it != env->end(); ++it) {
@@ -552,7 +604,8 @@ std::optional<JobSpec> parse_job_spec(const json& body, std::vector<FieldError>*
   }
   if (errors->size() != errors_before) return std::nullopt;
   json key = json::object();
-  for (const char* part : {"trainer", "model", "data", "optimizer", "expect", "lightning_version", "runtime", "env",
+  for (const char* part : {"trainer", "model", "data", "optimizer", "expect", "lightning_version", "environment",
+                           "runtime", "env",
                            "resources", "timeout"}) {
     if (body.contains(part)) key[part] = body[part];
   }
@@ -560,13 +613,14 @@ std::optional<JobSpec> parse_job_spec(const json& body, std::vector<FieldError>*
   return spec;
 }
 
-nlohmann::json resolution_json(const scheduler::Resolution& r) {
+nlohmann::json resolution_json(const Resolution& r) {
   const scheduler::ResourceRequest& q = r.request;
   json out = {{"accelerator", r.accelerator},
-              {"precision", scheduler::precision_name(r.precision)},
+              {"precision", lightning::precision_name(r.precision)},
               {"strategy", r.strategy},
               {"world_size", r.world_size},
-              {"lightning_version", r.lightning_v1 ? "1.x" : "2.x"},
+              {"lightning_version", r.lightning_version},
+              {"lightning_source", "Lightning-AI/pytorch-lightning@" + r.lightning_tag},
               {"cores", q.cores()},
               {"hosts", q.hosts},
               {"devices_per_host", q.devices_per_host}};
@@ -580,16 +634,16 @@ nlohmann::json resolution_json(const scheduler::Resolution& r) {
   return out;
 }
 
-void apply_resolution(const scheduler::Resolution& resolution, JobSpec* spec) {
+void apply_resolution(const Resolution& resolution, JobSpec* spec) {
   executor::TrainingSpec& t = spec->training;
   t.world_size = std::max(1, resolution.world_size);
   t.on_tpu = resolution.accelerator == "tpu";
   t.xla_debug = resolution.strategy == "xla_debug";
   t.lightning_v1 = resolution.lightning_v1;
   switch (resolution.precision) {
-    case scheduler::Precision::k32True: t.precision = executor::Precision::kFp32; break;
-    case scheduler::Precision::k16True: t.precision = executor::Precision::kFp16; break;
-    case scheduler::Precision::kBf16True: t.precision = executor::Precision::kBf16; break;
+    case lightning::Precision::k32True: t.precision = executor::Precision::kFp32; break;
+    case lightning::Precision::k16True: t.precision = executor::Precision::kFp16; break;
+    case lightning::Precision::kBf16True: t.precision = executor::Precision::kBf16; break;
   }
 }
 

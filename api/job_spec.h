@@ -12,7 +12,8 @@
 
 #include "api/problem.h"
 #include "executor/spec.h"
-#include "scheduler/resolve.h"
+#include "api/resolution.h"
+#include "lightning/resolve.h"
 
 namespace tpujobs::api {
 
@@ -21,8 +22,8 @@ struct JobSpec {
   std::map<std::string, std::string> labels;
   int priority = 0;
   int max_retries = 0;
-  // The trainer settings as written, for scheduler::resolve().
-  scheduler::TrainerSettings trainer;
+  // The trainer settings as written, for resolve() (api/resolution.h).
+  lightning::TrainerSettings trainer;
   // Everything the executor needs. world_size, precision, on_tpu, xla_debug
   // and lightning_v1 are filled in from the resolution (apply_resolution).
   executor::TrainingSpec training;
@@ -38,10 +39,10 @@ std::optional<JobSpec> parse_job_spec(const nlohmann::json& body, std::vector<Fi
 
 // Copies the resolved settings (world size, precision, strategy, version)
 // into spec->training.
-void apply_resolution(const scheduler::Resolution& resolution, JobSpec* spec);
+void apply_resolution(const Resolution& resolution, JobSpec* spec);
 
 // The resolved request as the API shows it ("resolved" in a job).
-nlohmann::json resolution_json(const scheduler::Resolution& resolution);
+nlohmann::json resolution_json(const Resolution& resolution);
 
 // "30m", "90s", "1h30m", "500ms", or a number of seconds. nullopt if malformed.
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);

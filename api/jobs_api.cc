@@ -172,7 +172,7 @@ std::string spec_hash(std::string_view canonical) {
 struct CheckedSpec {
   json body;
   std::optional<JobSpec> spec;
-  scheduler::Resolution resolution;
+  Resolution resolution;
   json estimate;
   std::vector<FieldError> errors;
   std::vector<std::string> warnings;
@@ -185,9 +185,9 @@ CheckedSpec check_spec(json body, JobService& service) {
   checked.body = std::move(body);
   checked.spec = parse_job_spec(checked.body, &checked.errors);
   if (!checked.spec) return checked;
-  checked.resolution = scheduler::resolve(checked.spec->trainer, service.capacity());
+  checked.resolution = resolve(checked.spec->trainer, service.capacity());
   checked.warnings = checked.resolution.warnings;
-  for (const scheduler::FieldProblem& p : checked.resolution.errors) {
+  for (const lightning::FieldProblem& p : checked.resolution.errors) {
     checked.errors.push_back({p.field, p.message, p.hint});
   }
   if (!checked.errors.empty()) return checked;
@@ -421,12 +421,17 @@ void JobsApi::validate(Request& request, ResponseWriterPtr writer) {
     Response response = spec_problems(checked.errors, checked.warnings);
     json payload = json::parse(response.body);
     payload["valid"] = false;
+    // The rules the errors come from (unset when the spec did not parse).
+    if (!checked.resolution.lightning_version.empty()) {
+      payload["lightning_version"] = checked.resolution.lightning_version;
+    }
     if (!checked.estimate.is_null()) payload["estimate"] = checked.estimate;
     response.body = payload.dump();
     writer->respond(std::move(response));
     return;
   }
   writer->respond(json_response(200, {{"valid", true},
+                                      {"lightning_version", checked.resolution.lightning_version},
                                       {"warnings", checked.warnings},
                                       {"resolved", resolution_json(checked.resolution)},
                                       {"estimate", checked.estimate}}));

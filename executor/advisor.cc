@@ -228,18 +228,24 @@ StepTimeEstimate estimate_step_time(const AdvisorInput& input) {
   estimate.mxu_utilization = overall_utilization(linear_work(input));
   const double per_core_flops_per_second = input.device.peak_flops * estimate.mxu_utilization;
   if (estimate.flops_per_step > 0 && per_core_flops_per_second > 0) {
-    estimate.seconds =
+    estimate.compute_seconds =
         estimate.flops_per_step / static_cast<double>(replicas) / per_core_flops_per_second;
   }
-  const bool under_a_millisecond = estimate.seconds < 1e-3;
+  estimate.fixed_seconds = kStepFixedCostSeconds;
+  estimate.seconds = estimate.compute_seconds + estimate.fixed_seconds;
+  auto duration = [](double seconds) {
+    return seconds < 1e-3 ? format("%.3g us", seconds * 1e6) : format("%.3g ms", seconds * 1e3);
+  };
   estimate.summary = format(
-      "Estimated step time on TPU %s: %.3g %s (an estimate from FLOPs, not a measurement: "
-      "%.3g GFLOP per core per step at %.1f TFLOP/s peak and %s MXU utilisation; input "
-      "pipeline, host syncs and compiles come on top)",
-      input.device.generation.c_str(), estimate.seconds * (under_a_millisecond ? 1e6 : 1e3),
-      under_a_millisecond ? "us" : "ms",
+      "Estimated step time on TPU %s: %s (an estimate, not a measurement: %s of MXU work, "
+      "%.3g GFLOP per core per step at %.1f TFLOP/s peak and %s MXU utilisation, plus %s fixed "
+      "per step for dispatch, infeed and the step's synchronisation, the shortest ExecuteTime "
+      "posted for a torch_xla training step on Cloud TPU, pytorch/xla#3808; input pipeline, "
+      "host syncs and compiles come on top)",
+      input.device.generation.c_str(), duration(estimate.seconds).c_str(),
+      duration(estimate.compute_seconds).c_str(),
       estimate.flops_per_step / static_cast<double>(replicas) / 1e9, input.device.peak_flops / 1e12,
-      percent(estimate.mxu_utilization).c_str());
+      percent(estimate.mxu_utilization).c_str(), duration(estimate.fixed_seconds).c_str());
   return estimate;
 }
 

@@ -39,13 +39,25 @@ struct Advice {
 // (spec.on_tpu == false) because none of it applies there.
 std::vector<Advice> advise(const AdvisorInput& input);
 
+// What every step costs however small its graph: launching the compiled
+// program, feeding the batch, and the step's synchronisation. The figure is
+// published, not guessed: the 1st percentile of ExecuteTime in torch_xla
+// metrics users posted for training steps on Cloud TPU, 1.398 ms
+// (pytorch/xla#3808, "Metric: ExecuteTime ... 1%=001ms397.965us"; the
+// smallest of the reports found: Lightning-AI/pytorch-lightning#7368 shows
+// 1%=002ms114.601us).
+inline constexpr double kStepFixedCostSeconds = 1.397965e-3;
+
 // An estimate, never a measurement: the training FLOPs of one step
 // (6 x MACs per sample x global batch), split over the replicas, run at the
-// generation's peak FLOP/s times the MXU utilisation the shapes allow.
+// generation's peak FLOP/s times the MXU utilisation the shapes allow, plus
+// the fixed cost of a step.
 struct StepTimeEstimate {
   double flops_per_step = 0;   // the whole global batch
   double mxu_utilization = 0;  // useful / padded multiply-adds over all linears, 0..1
-  double seconds = 0;          // per step, on the real generation
+  double compute_seconds = 0;  // the MXU work of one step, per core
+  double fixed_seconds = 0;    // kStepFixedCostSeconds
+  double seconds = 0;          // per step, on the real generation: compute + fixed
   std::string summary;         // "estimated step time on TPU v3: 0.42 ms (...)"
 };
 StepTimeEstimate estimate_step_time(const AdvisorInput& input);

@@ -12,8 +12,52 @@ namespace {
 constexpr std::int64_t kMinorTile = 128;
 constexpr std::int64_t kSecondMinorTile = 8;
 
-// Pod slice sizes (cores) a job can ask for on v2/v3 besides 1.
-constexpr std::array<std::int64_t, 8> kSliceCores = {8, 32, 64, 128, 256, 512, 1024, 2048};
+// The slices of each generation, for hints that name only slices that exist:
+// accelerator-type sizes (TensorCores; a v4 device is a two-core chip), as
+// scheduler/generation.cc lists them for the pool (this library may not use
+// the scheduler's).
+struct SliceFamily {
+  std::string_view generation;
+  std::int64_t units_per_device;
+  std::int64_t devices_per_host;
+  std::array<std::int64_t, 20> sizes;  // ascending, 0-padded
+};
+constexpr SliceFamily kSliceFamilies[] = {
+    {"v2", 1, 8, {8, 32, 128, 256, 512}},
+    {"v3", 1, 8, {8, 32, 64, 128, 256, 512, 1024, 2048}},
+    {"v4", 2, 4, {8, 16, 32, 64, 128, 256, 384, 512, 768, 1024, 1152, 1536, 2048, 2304, 3072,
+                  3456, 4096, 4608, 6144, 8192}},
+};
+
+const SliceFamily* slice_family(std::string_view generation) {
+  for (const SliceFamily& family : kSliceFamilies) {
+    if (family.generation == generation) return &family;
+  }
+  return nullptr;
+}
+
+// XLA's HumanReadableNumBytes: "0B", "512B", "530.00M", "21.95G".
+std::string xla_bytes(std::int64_t bytes) {
+  if (bytes < 1024) return std::to_string(std::max<std::int64_t>(bytes, 0)) + "B";
+  static constexpr char kUnits[] = "KMGTPE";
+  double value = static_cast<double>(bytes);
+  int unit = -1;
+  while (value >= 1024.0 && unit < 5) {
+    value /= 1024.0;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f%c", value, kUnits[unit]);
+  return text;
+}
+
+// "    reserved        530.00M": the label, then the value right-aligned so
+// that every line of a block ends in the same column, as XLA prints them.
+std::string breakdown_line(std::string_view label, const std::string& value) {
+  const std::size_t width = 23;
+  const std::size_t used = label.size() + value.size();
+  return "    " + std::string(label) + std::string(used < width ? width - used : 1, ' ') + value;
+}
 
 std::int64_t round_up(std::int64_t value, std::int64_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
@@ -121,8 +165,30 @@ std::string format_readable(std::int64_t bytes) {
 
 std::string HbmUsage::message() const {
   if (fits) return {};
-  return "RESOURCE_EXHAUSTED: Ran out of memory in memory space hbm. Used " + format_gib(total) +
-         " of " + format_gib(capacity) + " hbm.";
+  // torch_xla aliases the updated parameters and optimizer state with its
+  // inputs: they are the program's arguments (and its output, sharing their
+  // buffers); gradients and activations are its HLO temporaries.
+  const std::int64_t arguments = parameters + optimizer_state;
+  const std::int64_t program = gradients + activations;
+  const std::int64_t unpadded_program = std::max<std::int64_t>(lower_bound - arguments, 0);
+  char utilization[96];
+  std::snprintf(utilization, sizeof utilization, " (%.1f%% utilization: Unpadded (",
+                program > 0 ? 100.0 * static_cast<double>(std::min(unpadded_program, program)) /
+                                  static_cast<double>(program)
+                            : 100.0);
+  return "RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory "
+         "space hbm. Used " +
+         format_gib(total) + " of " + format_gib(capacity) + " hbm. Exceeded hbm capacity by " +
+         xla_bytes(total - capacity) + ".\n\nTotal hbm usage >= " + xla_bytes(total + reserved) +
+         ":\n" + breakdown_line("reserved", xla_bytes(reserved)) + "\n" +
+         breakdown_line("program", xla_bytes(program)) + "\n" +
+         breakdown_line("arguments", xla_bytes(arguments)) + "\n\nOutput size " +
+         xla_bytes(arguments) + "; shares " + xla_bytes(arguments) +
+         " with arguments.\n\nProgram hbm requirement " + xla_bytes(program) + ":\n" +
+         breakdown_line("global", "0B") + "\n" + breakdown_line("scoped", "0B") + "\n" +
+         breakdown_line("HLO temp", xla_bytes(program)) + utilization +
+         xla_bytes(unpadded_program) + ") Padded (" + xla_bytes(program) +
+         "), 0.0% fragmentation (0B))";
 }
 
 std::string HbmUsage::summary() const {
@@ -153,14 +219,21 @@ std::string HbmUsage::hint() const {
   hint += "The largest per-core batch that fits is " + std::to_string(max_fitting_batch) +
           ": set data.batch_size to " + std::to_string(max_fitting_batch) + " or less";
   const std::int64_t global_batch = std::int64_t{per_core_batch} * world_size;
-  for (std::int64_t cores : kSliceCores) {
-    if (cores <= world_size) continue;
-    const std::int64_t per_core = (global_batch + cores - 1) / cores;
-    if (per_core > max_fitting_batch) continue;
-    hint += "; or keep the global batch of " + std::to_string(global_batch) + " on " +
-            std::to_string(cores) + " cores (a " + generation + "-" + std::to_string(cores) +
-            (cores == 8 ? " host" : " slice") + ") with batch_size " + std::to_string(per_core);
-    break;
+  if (const SliceFamily* family = slice_family(generation)) {
+    for (std::int64_t size : family->sizes) {
+      const std::int64_t devices = size / family->units_per_device;
+      if (size == 0 || devices <= world_size) continue;
+      const std::int64_t per_core = (global_batch + devices - 1) / devices;
+      if (per_core > max_fitting_batch) continue;
+      const std::int64_t hosts = devices / family->devices_per_host;
+      hint += "; or keep the global batch of " + std::to_string(global_batch) + " on " +
+              std::to_string(devices) + (family->units_per_device > 1 ? " chips" : " cores") +
+              " (a " + generation + "-" + std::to_string(size) +
+              (hosts == 1 ? std::string(" host")
+                          : " slice of " + std::to_string(hosts) + " hosts") +
+              ") with batch_size " + std::to_string(per_core);
+      break;
+    }
   }
   if (precision == Precision::kFp32 && total_in_bf16 > 0) {
     hint += "; or precision \"bf16-true\", which needs " + format_gib(total_in_bf16) +
@@ -180,7 +253,8 @@ HbmUsage estimate_hbm(const TrainingSpec& spec, const ModelShape& shape,
   usage.activations = padded.activations;
   usage.total = padded.total();
   usage.lower_bound = breakdown(spec, shape, spec.precision, batch, false).total();
-  usage.capacity = std::max<std::int64_t>(device.hbm_bytes - kHbmRuntimeReservedBytes, 0);
+  usage.reserved = device.generation == "v4" ? kHbmRuntimeReservedBytesV4 : kHbmRuntimeReservedBytes;
+  usage.capacity = std::max<std::int64_t>(device.hbm_bytes - usage.reserved, 0);
   usage.fits = usage.total <= usage.capacity;
   usage.certain = usage.lower_bound > usage.capacity;
 

@@ -10,14 +10,18 @@
 
 namespace tpujobs::executor {
 
-// The runtime keeps part of every core's HBM for itself (programs, infeed
-// buffers, scratch): a v2 core reports 7.48G and a v3 core 15.48G usable.
-inline constexpr std::int64_t kHbmRuntimeReservedBytes = 558'345'748;  // 0.52 GiB
+// The runtime keeps part of every core's HBM for itself; XLA's out-of-memory
+// report lists it as "reserved": 530.00M on v2/v3 (7.48G and 15.48G usable),
+// 1.25G on a v4 chip (30.75G usable), as in the reports users posted
+// (LargeWorldModel/LWM#60 on a v3-8, erfanzar/EasyDeL#166 on a v4-32).
+inline constexpr std::int64_t kHbmRuntimeReservedBytes = std::int64_t{530} << 20;
+inline constexpr std::int64_t kHbmRuntimeReservedBytesV4 = std::int64_t{1280} << 20;
 
 struct HbmUsage {
   // Bytes per core, each padded to the TPU tile layout (see estimate_hbm).
   std::int64_t parameters = 0, gradients = 0, optimizer_state = 0, activations = 0, total = 0;
   std::int64_t capacity = 0;     // usable HBM per core (16 GiB v3 -> "15.48G")
+  std::int64_t reserved = 0;     // the runtime's share (capacity + reserved = the HBM)
   bool fits = true;              // total <= capacity
   bool certain = false;          // even the unpadded lower bound exceeds capacity
   std::int64_t lower_bound = 0;  // total without tile padding
@@ -30,12 +34,19 @@ struct HbmUsage {
   int max_fitting_batch = 0;       // largest per-core batch that fits; 0: not even 1
   std::int64_t total_in_bf16 = 0;  // total under bf16-true (fp32 jobs only, else 0)
 
-  // "RESOURCE_EXHAUSTED: Ran out of memory in memory space hbm. Used 21.95G of
-  // 15.48G hbm." (G = GiB, two decimals) when it does not fit; empty otherwise.
+  // XLA's compile-time out-of-memory error when it does not fit, empty
+  // otherwise: "RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of
+  // memory in memory space hbm. Used 21.95G of 15.48G hbm. Exceeded hbm
+  // capacity by 6.47G." then XLA's breakdown: "Total hbm usage >= ..."
+  // (reserved, program, arguments), the output size, and "Program hbm
+  // requirement" (global, scoped, HLO temp). Arguments are the parameters and
+  // optimizer state (torch_xla's step aliases them with its outputs); the
+  // program's HLO temp is the gradients and activations.
   std::string message() const;
   // What to change, with numbers: the largest per-core batch that fits, the
-  // cores that keep the global batch at that per-core batch, bf16-true. Empty
-  // when it fits.
+  // smallest slice of the generation that exists and keeps the global batch
+  // within it (v4 counts chips: 8 chips are a v4-16 of 2 hosts), bf16-true.
+  // Empty when it fits.
   std::string hint() const;
   // One line for logs and the validate endpoint:
   // "HBM per core: 420.00K of 15.48G (parameters 73.00K, gradients 73.00K, optimizer

@@ -19,20 +19,46 @@ constexpr std::size_t kMaxSamples = 1024;
 constexpr std::string_view kCompileTime = "CompileTime";
 constexpr std::string_view kExecuteTime = "ExecuteTime";
 constexpr std::string_view kTransferToDeviceTime = "TransferToDeviceTime";
-constexpr std::string_view kTransferFromServerTime = "TransferFromServerTime";
+// PJRT's name (torch_xla 2.3+); XRT called it TransferFromServerTime.
+constexpr std::string_view kTransferFromDeviceTime = "TransferFromDeviceTime";
 constexpr std::string_view kInboundData = "InboundData";
 constexpr std::string_view kOutboundData = "OutboundData";
 constexpr std::string_view kUncachedCompile = "UncachedCompile";
 constexpr std::string_view kCachedCompile = "CachedCompile";
 constexpr std::string_view kLocalScalarDense = "aten::_local_scalar_dense";
+constexpr std::string_view kMarkStep = "MarkStep";
+
+// torch_xla's report is torch::lazy::CreateMetricReport() followed by
+// runtime::metrics_reader::CreateMetricReport() (init_python_bindings.cpp
+// `_xla_metrics_report`): these counters are the lazy core's
+// (TORCH_LAZY_COUNTER in xla_graph_executor.cpp); every metric here and the
+// other counters (XLA_COUNTER: MarkStep, aten::*) are the runtime's.
+constexpr std::string_view kLazyCounters[] = {kCachedCompile, kUncachedCompile};
+
+// torch_xla/csrc/runtime/metrics_analysis.cc (v2.3.0 ... v2.5.0), the
+// analyses PT_XLA_DEBUG=1 prints after each step.
+constexpr std::string_view kAnalysisPrefix = "pt-xla-profiler";
+struct FrequencyAnalysis {
+  std::string_view metric;
+  double threshold;          // samples per step above which it fires
+  std::int64_t warmup_steps;  // it stays quiet up to this many steps
+};
+constexpr FrequencyAnalysis kFrequencyAnalyses[] = {
+    {kCompileTime, 0.5, 10},
+    {kTransferFromDeviceTime, 0.5, 0},
+};
+struct SlowAnalysis {
+  std::string_view metric;
+  double threshold_ns;  // the longest retained sample above this fires
+};
+constexpr SlowAnalysis kSlowAnalyses[] = {
+    {kCompileTime, 300e9},
+    {kExecuteTime, 30e9},
+};
 
 constexpr std::string_view kSerializedMagic = "tpujobs.xla_metrics";
 constexpr int kSerializedVersion = 1;
 
-// Compiles beyond this many are the first graph every job needs.
-constexpr std::int64_t kWarmupCompiles = 1;
-// ... and beyond warm-up, one compile per this many steps is "too frequent".
-constexpr std::int64_t kStepsPerTolerableCompile = 10;
 
 // 02s531ms124.356us: the larger units once the value reaches them, then
 // always microseconds with three decimals (torch_xla's MetricFnTime).
@@ -184,6 +210,7 @@ bool XlaMetrics::compile(std::string_view graph_key, std::chrono::nanoseconds pl
 
 void XlaMetrics::execute(std::chrono::nanoseconds run_time) {
   add_sample(std::string(kExecuteTime), Unit::kTime, static_cast<double>(run_time.count()));
+  add_counter(std::string(kMarkStep), 1);
 }
 
 void XlaMetrics::local_scalar_dense(std::int64_t count) {
@@ -196,7 +223,7 @@ void XlaMetrics::transfer_to_device(std::int64_t bytes, std::chrono::nanoseconds
 }
 
 void XlaMetrics::transfer_from_device(std::int64_t bytes, std::chrono::nanoseconds time) {
-  add_sample(std::string(kTransferFromServerTime), Unit::kTime, static_cast<double>(time.count()));
+  add_sample(std::string(kTransferFromDeviceTime), Unit::kTime, static_cast<double>(time.count()));
   add_sample(std::string(kOutboundData), Unit::kBytes, static_cast<double>(bytes));
 }
 
@@ -210,58 +237,114 @@ std::int64_t XlaMetrics::local_scalar_dense_count() const {
   return counter(std::string(kLocalScalarDense));
 }
 
-std::optional<std::string> XlaMetrics::frequent_compile_warning(std::int64_t steps) const {
-  const std::int64_t compiles = uncached_compiles();
-  const std::int64_t after_warmup = compiles - kWarmupCompiles;
-  if (steps <= 0 || after_warmup <= 0 || after_warmup * kStepsPerTolerableCompile <= steps) {
-    return std::nullopt;
+std::int64_t XlaMetrics::mark_steps() const { return counter(std::string(kMarkStep)); }
+
+std::optional<std::string> XlaMetrics::frequency_analysis(std::string_view name,
+                                                          std::int64_t steps) const {
+  for (const FrequencyAnalysis& analysis : kFrequencyAnalyses) {
+    if (analysis.metric != name) continue;
+    const auto it = metrics_.find(std::string(name));
+    if (it == metrics_.end() || steps <= analysis.warmup_steps || steps <= 0) return std::nullopt;
+    const std::int64_t count = it->second.total_samples;
+    if (static_cast<double>(count) / static_cast<double>(steps) <= analysis.threshold) {
+      return std::nullopt;
+    }
+    return std::string(kAnalysisPrefix) + ": " + std::string(name) + " too frequent: " +
+           std::to_string(count) + " counts during " + std::to_string(steps) + " steps";
   }
-  return "pt-xla-profiler: CompileTime too frequent: " + std::to_string(compiles) +
-         " counts during " + std::to_string(steps) + " steps";
+  return std::nullopt;
+}
+
+std::optional<std::string> XlaMetrics::frequent_compile_warning(std::int64_t steps) const {
+  return frequency_analysis(kCompileTime, steps);
+}
+
+std::vector<std::string> XlaMetrics::performance_report() const {
+  std::vector<std::string> lines;
+  const std::int64_t steps = mark_steps();
+  for (const FrequencyAnalysis& analysis : kFrequencyAnalyses) {
+    if (auto line = frequency_analysis(analysis.metric, steps)) lines.push_back(*line);
+  }
+  for (const SlowAnalysis& analysis : kSlowAnalyses) {
+    const auto it = metrics_.find(std::string(analysis.metric));
+    if (it == metrics_.end()) continue;
+    double longest = 0;
+    for (const Sample& sample : it->second.samples) longest = std::max(longest, sample.value);
+    if (longest > analysis.threshold_ns) {
+      lines.push_back(std::string(kAnalysisPrefix) + ": " + std::string(analysis.metric) +
+                      " too slow: longest instance took " + format_time(longest) +
+                      ". Please open a GitHub issue with the graph dump for our team to "
+                      "optimize.");
+    }
+  }
+  std::string unlowered;
+  for (const auto& [name, value] : counters_) {
+    if (value > 0 && name.find("aten::") != std::string::npos && name != kLocalScalarDense) {
+      unlowered += name + ", ";
+    }
+  }
+  if (!unlowered.empty()) {
+    lines.push_back(std::string(kAnalysisPrefix) + ": Op(s) not lowered: " + unlowered +
+                    " Please open a GitHub issue with the above op lowering requests.");
+  }
+  return lines;
+}
+
+void XlaMetrics::cpu_fallback(std::string_view op) { add_counter("aten::" + std::string(op), 1); }
+
+void XlaMetrics::emit_metric(std::ostringstream& out, const std::string& name,
+                             const Metric& metric) const {
+  auto repr = [&](double value) {
+    return metric.unit == Unit::kTime ? format_time(value) : format_bytes(value);
+  };
+  out << "Metric: " << name << "\n";
+  out << "  TotalSamples: " << metric.total_samples << "\n";
+  out << "  Accumulator: " << repr(metric.accumulator) << "\n";
+  // Rates over the retained samples, from the first to the last timestamp.
+  std::int64_t first = metric.samples.front().time_ns;
+  std::int64_t last = first;
+  double window_total = 0;
+  for (const Sample& sample : metric.samples) {
+    first = std::min(first, sample.time_ns);
+    last = std::max(last, sample.time_ns);
+    window_total += sample.value;
+  }
+  if (last > first) {
+    const double seconds = static_cast<double>(last - first) / 1e9;
+    out << "  ValueRate: " << repr(window_total / seconds) << " / second\n";
+    out << "  Rate: " << static_cast<double>(metric.samples.size()) / seconds << " / second\n";
+  }
+  std::vector<double> values;
+  values.reserve(metric.samples.size());
+  for (const Sample& sample : metric.samples) values.push_back(sample.value);
+  std::sort(values.begin(), values.end());
+  static constexpr std::array<int, 9> kPercentiles = {1, 5, 10, 20, 50, 80, 90, 95, 99};
+  out << "  Percentiles: ";
+  for (std::size_t i = 0; i < kPercentiles.size(); ++i) {
+    if (i > 0) out << "; ";
+    out << kPercentiles[i] << "%=";
+    const std::size_t index = values.size() * static_cast<std::size_t>(kPercentiles[i]) / 100;
+    out << repr(values[std::min(index, values.size() - 1)]);
+  }
+  out << "\n";
 }
 
 std::string XlaMetrics::report() const {
+  auto lazy = [](std::string_view name) {
+    return std::find(std::begin(kLazyCounters), std::end(kLazyCounters), name) !=
+           std::end(kLazyCounters);
+  };
   std::ostringstream out;
+  // The lazy core's block: its counters (its metrics are not emulated).
+  for (const auto& [name, value] : counters_) {
+    if (value > 0 && lazy(name)) out << "Counter: " << name << "\n  Value: " << value << "\n";
+  }
+  // The runtime's block: every metric, then the other counters.
   for (const auto& [name, metric] : metrics_) {
-    if (metric.total_samples == 0) continue;
-    auto repr = [&](double value) {
-      return metric.unit == Unit::kTime ? format_time(value) : format_bytes(value);
-    };
-    out << "Metric: " << name << "\n";
-    out << "  TotalSamples: " << metric.total_samples << "\n";
-    out << "  Accumulator: " << repr(metric.accumulator) << "\n";
-    // Rates over the retained samples, from the first to the last timestamp.
-    std::int64_t first = metric.samples.front().time_ns;
-    std::int64_t last = first;
-    double window_total = 0;
-    for (const Sample& sample : metric.samples) {
-      first = std::min(first, sample.time_ns);
-      last = std::max(last, sample.time_ns);
-      window_total += sample.value;
-    }
-    if (last > first) {
-      const double seconds = static_cast<double>(last - first) / 1e9;
-      out << "  ValueRate: " << repr(window_total / seconds) << " / second\n";
-      out << "  Rate: " << static_cast<double>(metric.samples.size()) / seconds << " / second\n";
-    }
-    std::vector<double> values;
-    values.reserve(metric.samples.size());
-    for (const Sample& sample : metric.samples) values.push_back(sample.value);
-    std::sort(values.begin(), values.end());
-    static constexpr std::array<int, 9> kPercentiles = {1, 5, 10, 20, 50, 80, 90, 95, 99};
-    out << "  Percentiles: ";
-    for (std::size_t i = 0; i < kPercentiles.size(); ++i) {
-      if (i > 0) out << "; ";
-      out << kPercentiles[i] << "%=";
-      const std::size_t index = values.size() * static_cast<std::size_t>(kPercentiles[i]) / 100;
-      out << repr(values[std::min(index, values.size() - 1)]);
-    }
-    out << "\n";
+    if (metric.total_samples > 0) emit_metric(out, name, metric);
   }
   for (const auto& [name, value] : counters_) {
-    if (value == 0) continue;
-    out << "Counter: " << name << "\n";
-    out << "  Value: " << value << "\n";
+    if (value > 0 && !lazy(name)) out << "Counter: " << name << "\n  Value: " << value << "\n";
   }
   return out.str();
 }

@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,33 +29,48 @@ class XlaMetrics {
   // input shapes) was not seen before: counts UncachedCompile and records
   // CompileTime = planning_time. Otherwise counts CachedCompile, returns false.
   bool compile(std::string_view graph_key, std::chrono::nanoseconds planning_time);
-  // One execution of a compiled graph (ExecuteTime).
+  // One execution of a compiled graph (ExecuteTime): one step, so it also
+  // counts MarkStep, as xm.mark_step() does.
   void execute(std::chrono::nanoseconds run_time);
   // Host syncs such as `.item()` on a logged scalar (aten::_local_scalar_dense).
   void local_scalar_dense(std::int64_t count = 1);
   // Host -> device copies (TransferToDeviceTime, InboundData).
   void transfer_to_device(std::int64_t bytes, std::chrono::nanoseconds time);
-  // Device -> host copies (TransferFromServerTime, OutboundData).
+  // Device -> host copies (TransferFromDeviceTime, OutboundData).
   void transfer_from_device(std::int64_t bytes, std::chrono::nanoseconds time);
 
   std::int64_t uncached_compiles() const;
   std::int64_t cached_compiles() const;
   std::int64_t local_scalar_dense_count() const;
+  std::int64_t mark_steps() const;
+  // An op that fell back to the CPU (counted as "aten::<op>").
+  void cpu_fallback(std::string_view op);
 
-  // After warm-up (the first graph every job compiles), more compiles than
-  // 10% of the steps mean shapes keep changing. Then returns
-  // "pt-xla-profiler: CompileTime too frequent: N counts during M steps"
-  // (N = all uncached compiles), else nullopt.
+  // torch_xla's MetricFrequency("CompileTime", 0.5, 10) analysis after
+  // `steps` steps: more than one compile per two steps once past 10 steps.
+  // Returns "pt-xla-profiler: CompileTime too frequent: N counts during M
+  // steps" (N = CompileTime samples), else nullopt.
   std::optional<std::string> frequent_compile_warning(std::int64_t steps) const;
 
-  // torch_xla's metrics_report() layout: every metric with samples, by name
+  // What torch_xla prints after each step under PT_XLA_DEBUG=1
+  // (runtime/metrics_analysis.cc CreatePerformanceReport), one line per
+  // analysis that fires, in its order, with MarkStep as the step count:
+  //   CompileTime too frequent (> 0.5 per step, after 10 steps),
+  //   TransferFromDeviceTime too frequent (> 0.5 per step),
+  //   CompileTime too slow (> 300 s), ExecuteTime too slow (> 30 s),
+  //   Op(s) not lowered (aten:: counters but _local_scalar_dense).
+  std::vector<std::string> performance_report() const;
+
+  // torch_xla's metrics_report(): the lazy core's block (counters
+  // CachedCompile, UncachedCompile) then the runtime's (every metric with
+  // samples, by name, then the other counters: MarkStep, aten::*). A metric:
   //   Metric: CompileTime
   //     TotalSamples: 2
   //     Accumulator: 02s531ms124.356us
   //     ValueRate: 01s265ms562.178us / second
   //     Rate: 0.999 / second
   //     Percentiles: 1%=...; 5%=...; 10%=...; 20%=...; 50%=...; 80%=...; 90%=...; 95%=...; 99%=...
-  // then every non-zero counter, by name ("Counter: UncachedCompile\n  Value: 2\n").
+  // A counter: "Counter: UncachedCompile\n  Value: 2\n"; zero ones are left out.
   // Times print like 02s531ms124.356us, bytes like 1.50MB. ValueRate and Rate
   // appear once the samples span a positive time.
   std::string report() const;
@@ -81,6 +97,8 @@ class XlaMetrics {
   };
 
   std::int64_t elapsed_ns() const;
+  std::optional<std::string> frequency_analysis(std::string_view name, std::int64_t steps) const;
+  void emit_metric(std::ostringstream& out, const std::string& name, const Metric& metric) const;
   void add_sample(const std::string& name, Unit unit, double value);
   void add_counter(const std::string& name, std::int64_t delta);
   std::int64_t counter(const std::string& name) const;

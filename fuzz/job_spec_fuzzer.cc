@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "api/job_spec.h"
-#include "scheduler/resolve.h"
+#include "api/resolution.h"
 
 namespace {
 
@@ -41,9 +41,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check(spec->name.size() <= 128);
   check(spec->training.data.batch_size >= 1);
   const tpujobs::scheduler::PoolCapacity pool{{{tpujobs::scheduler::Generation::kV3, 4}}};
-  const tpujobs::scheduler::Resolution resolution =
-      tpujobs::scheduler::resolve(spec->trainer, pool);
-  for (const tpujobs::scheduler::FieldProblem& p : resolution.errors) check(!p.message.empty());
+  const tpujobs::api::Resolution resolution = tpujobs::api::resolve(spec->trainer, pool);
+  for (const tpujobs::lightning::FieldProblem& p : resolution.errors) check(!p.message.empty());
   if (resolution.errors.empty()) {
     tpujobs::api::apply_resolution(resolution, &*spec);
     check(tpujobs::api::resolution_json(resolution).is_object());

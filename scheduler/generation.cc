@@ -11,7 +11,13 @@ constexpr std::int64_t kGiB = std::int64_t{1} << 30;
 
 constexpr std::array kV2Slices{8, 32, 128, 256, 512};
 constexpr std::array kV3Slices{8, 32, 64, 128, 256, 512, 1024, 2048};
-constexpr std::array kV4Slices{8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096};
+// v4 slices are 3-D topologies of chips (Cloud TPU "TPU v4", topologies):
+// 2x2x1, 2x2x2, 2x2x4 and 2x4x4 below a cube, then AxBxC with every dimension
+// a multiple of 4 (whole 4x4x4 cubes, at most 4 per dimension: 16x16x16 is
+// the 4096-chip pod). The type counts TensorCores, two per chip: 4x4x12 is
+// 192 chips, a v4-384.
+constexpr std::array kV4Slices{8,    16,   32,   64,   128,  256,  384,  512,  768,  1024,
+                               1152, 1536, 2048, 2304, 3072, 3456, 4096, 4608, 6144, 8192};
 
 // Peak bf16 throughput per device: v2 45 TFLOP/s and v3 123 TFLOP/s per
 // two-core chip; v4 275 TFLOP/s per chip (one device).

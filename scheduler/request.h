@@ -1,5 +1,6 @@
 // What a job asks of the pool, once its trainer settings are resolved
-// (scheduler/resolve.h produces it; scheduler/scheduler.h places it).
+// (api/resolution.h maps lightning/'s resolution onto it; scheduler/scheduler.h
+// places it).
 #pragma once
 
 #include <optional>

@@ -124,7 +124,7 @@ struct JobManager::LiveJob {
   // resumed job's progress and metrics, say).
   json live_base;
   api::JobSpec spec;
-  scheduler::Resolution resolution;
+  api::Resolution resolution;
   std::int64_t submit_order = 0;
   std::optional<scheduler::Placement> placement;
   std::optional<executor::Progress> progress;
@@ -572,7 +572,7 @@ std::shared_ptr<JobManager::LiveJob> JobManager::make_live(const db::JobRow& row
     *error = errors.empty() ? "stored spec is not valid JSON" : errors.front().field + ": " + errors.front().message;
     return nullptr;
   }
-  scheduler::Resolution resolution = scheduler::resolve(spec->trainer, capacity());
+  api::Resolution resolution = api::resolve(spec->trainer, capacity());
   if (!resolution.errors.empty()) {
     *error = resolution.errors.front().field + ": " + resolution.errors.front().message;
     return nullptr;
@@ -1454,7 +1454,7 @@ executor::DeviceFacts JobManager::device_for(std::optional<scheduler::Generation
   return device;
 }
 
-JobManager::Estimate JobManager::estimate(const api::JobSpec& spec, const scheduler::Resolution& resolution) {
+JobManager::Estimate JobManager::estimate(const api::JobSpec& spec, const api::Resolution& resolution) {
   std::optional<scheduler::Generation> generation = resolution.request.generation;
   if (!generation) {
     for (const scheduler::HostLayout& h : layout_.hosts) {

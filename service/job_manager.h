@@ -84,7 +84,7 @@ class JobManager final : public api::JobService {
   api::JsonResult force_release(std::int64_t id) override;
   api::JsonResult upload_dataset(const std::string& tenant, const std::string& name, const std::string& csv) override;
   scheduler::PoolCapacity capacity() override;
-  Estimate estimate(const api::JobSpec& spec, const scheduler::Resolution& resolution) override;
+  Estimate estimate(const api::JobSpec& spec, const api::Resolution& resolution) override;
   bool ready() override;
   db::Result<std::optional<api::Principal>> authenticate(std::string_view token) override;
   bool auth_required() override;

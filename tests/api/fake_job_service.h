@@ -67,7 +67,7 @@ class FakeJobService : public JobService {
     return nlohmann::json{{"id", "ds_1"}, {"name", name}};
   }
   scheduler::PoolCapacity capacity() override { return pool; }
-  Estimate estimate(const JobSpec&, const scheduler::Resolution&) override {
+  Estimate estimate(const JobSpec&, const Resolution&) override {
     Estimate e;
     e.estimate = {{"hbm_per_core", {{"total", 1}}}};
     return e;

@@ -39,7 +39,7 @@ TEST(JobSpec, ParsesTheDesignExample) {
   EXPECT_EQ(spec->name, "digits-mlp");
   EXPECT_EQ(spec->labels.at("pipeline"), "ci-1234");
   EXPECT_EQ(spec->max_retries, 1);
-  EXPECT_EQ(spec->trainer.devices.kind, scheduler::DeviceValue::Kind::kInt);
+  EXPECT_EQ(spec->trainer.devices.kind, lightning::DeviceValue::Kind::kInt);
   EXPECT_EQ(spec->trainer.devices.number, 8);
   EXPECT_EQ(spec->trainer.precision, "bf16-true");
   EXPECT_EQ(spec->training.model.layers.size(), 3u);
@@ -134,11 +134,37 @@ TEST(JobSpec, DevicesFormsReachTheResolverAsWritten) {
   body["trainer"] = {{"devices", json::array({5})}, {"tpu_cores", "auto"}};
   auto spec = parse_job_spec(body, &errors);
   ASSERT_TRUE(spec);
-  EXPECT_EQ(spec->trainer.devices.kind, scheduler::DeviceValue::Kind::kList);
+  EXPECT_EQ(spec->trainer.devices.kind, lightning::DeviceValue::Kind::kList);
   EXPECT_EQ(spec->trainer.devices.list, std::vector<std::int64_t>{5});
-  EXPECT_EQ(spec->trainer.tpu_cores.kind, scheduler::DeviceValue::Kind::kString);
-  body["trainer"] = {{"devices", true}};
-  EXPECT_EQ(fields(errors_of(body.dump())), "trainer.devices");
+  EXPECT_EQ(spec->trainer.tpu_cores.kind, lightning::DeviceValue::Kind::kString);
+  // Every JSON type reaches Lightning's own type check, with Python's view of it.
+  body["trainer"] = {{"devices", true}, {"tpu_cores", json::array({1, 2.5})}};
+  spec = parse_job_spec(body, &errors);
+  ASSERT_TRUE(spec);
+  EXPECT_EQ(spec->trainer.devices.kind, lightning::DeviceValue::Kind::kOther);
+  EXPECT_EQ(spec->trainer.devices.python_type, "bool");
+  EXPECT_EQ(spec->trainer.devices.python_repr, "True");
+  EXPECT_EQ(spec->trainer.tpu_cores.list_other_type, "float");
+  body["trainer"] = {{"devices", 0.0}};
+  spec = parse_job_spec(body, &errors);
+  ASSERT_TRUE(spec);
+  EXPECT_EQ(spec->trainer.devices.python_repr, "0.0");
+  EXPECT_TRUE(spec->trainer.devices.equals_zero);
+}
+
+TEST(JobSpec, EnvironmentIsReadAsPipFreezeShowsIt) {
+  std::vector<FieldError> errors;
+  json body = json::parse(kMinimal);
+  body["environment"] = {{"python", "3.10"}, {"torch", "2.1.0"}, {"torch_xla", "2.1.0"}, {"lightning", "2.1.3"}};
+  auto spec = parse_job_spec(body, &errors);
+  ASSERT_TRUE(spec);
+  ASSERT_TRUE(spec->trainer.environment);
+  EXPECT_EQ(spec->trainer.environment->python, "3.10");
+  EXPECT_EQ(spec->trainer.environment->torch_xla, "2.1.0");
+  EXPECT_EQ(spec->trainer.environment->lightning, "2.1.3");
+  // 3.10 as a JSON number is 3.1: refused with a hint to quote it.
+  body["environment"] = {{"python", 3.10}, {"jax", "0.4"}};
+  EXPECT_EQ(fields(errors_of(body.dump())), "environment.python environment.jax");
 }
 
 TEST(JobSpec, Durations) {

@@ -119,6 +119,60 @@ TEST(Routes, DevicesThreeIs422WithLightningsMessageOnItsField) {
   EXPECT_TRUE(service.submitted.empty());
 }
 
+TEST(Routes, ValidateNamesTheLightningVersionWhoseRulesApplied) {
+  FakeJobService service;
+  JobsApi api(service, {});
+  const std::string model = R"("model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "digits"})";
+  // The default: the last 2.x release.
+  Response r = call(api, "POST", "/v1/jobs:validate", R"({"trainer": {"devices": 8}, )" + model + "}");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(body_of(r)["lightning_version"], "2.5");
+  EXPECT_EQ(body_of(r)["resolved"]["lightning_source"], "Lightning-AI/pytorch-lightning@2.5.6");
+  // environment.lightning selects the rules: 2.0 still counts devices from 1.
+  r = call(api, "POST", "/v1/jobs:validate",
+           R"({"trainer": {"devices": [1]}, "environment": {"python": "3.10", "torch": "2.0.1",
+               "torch_xla": "2.0", "lightning": "2.0.9"}, )" + model + "}");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(body_of(r)["lightning_version"], "2.0");
+  EXPECT_EQ(body_of(r)["resolved"]["pinned_core"], 0);
+  // A refusal says which rules refused it.
+  r = call(api, "POST", "/v1/jobs:validate",
+           R"({"trainer": {"accelerator": "tpu", "devices": 3}, "lightning_version": "1.7", )" + model + "}");
+  ASSERT_EQ(r.status, 422) << r.body;
+  EXPECT_EQ(body_of(r)["lightning_version"], "1.7");
+  EXPECT_EQ(body_of(r)["errors"][0]["message"], "`tpu_cores` can only be 1, 8 or [<1-8>]");
+}
+
+TEST(Routes, MismatchedTorchAndTorchXlaIsTheImportErrorOnTheVm) {
+  FakeJobService service;
+  JobsApi api(service, {});
+  Response r = call(api, "POST", "/v1/jobs:validate",
+                    R"({"environment": {"python": "3.10", "torch": "2.4.1", "torch_xla": "2.5.0", "lightning": "2.4.0"},
+                        "model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "digits"}})");
+  ASSERT_EQ(r.status, 422) << r.body;
+  const nlohmann::json error = body_of(r)["errors"][0];
+  EXPECT_EQ(error["field"], "environment.torch_xla");
+  EXPECT_TRUE(error["message"].get<std::string>().starts_with(
+      "ImportError: /usr/local/lib/python3.10/dist-packages/_XLAC.cpython-310-x86_64-linux-gnu.so: undefined symbol: "));
+  EXPECT_NE(error["hint"].get<std::string>().find("torch==2.5.0"), std::string::npos) << error["hint"];
+}
+
+TEST(Routes, LightningJudgesDeviceValuesOfEveryJsonType) {
+  FakeJobService service;
+  JobsApi api(service, {});
+  const std::string rest = R"("model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "digits"}})";
+  Response r = call(api, "POST", "/v1/jobs:validate", R"({"trainer": {"devices": 8.0, "num_nodes": 0}, )" + rest);
+  ASSERT_EQ(r.status, 422) << r.body;
+  const nlohmann::json errors = body_of(r)["errors"];
+  ASSERT_EQ(errors.size(), 2u) << errors;
+  EXPECT_EQ(errors[0]["message"],
+            "Device IDs (GPU/TPU) must be an int, a string, a sequence of ints, but you passed 8.0.");
+  EXPECT_EQ(errors[1]["message"], "`num_nodes` must be a positive integer, but got 0.");
+  r = call(api, "POST", "/v1/jobs:validate", R"({"trainer": {"devices": "2,", "precision": 1}, )" + rest);
+  ASSERT_EQ(r.status, 422) << r.body;
+  EXPECT_TRUE(body_of(r)["errors"][0]["message"].get<std::string>().starts_with("Precision 1 is invalid."));
+}
+
 TEST(Routes, ValidSubmitReaches201WithLocationAndIdempotencyKey) {
   FakeJobService service;
   JobsApi api(service, {});

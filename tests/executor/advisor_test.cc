@@ -229,10 +229,14 @@ TEST(AdvisorTest, StepTimeIsAnEstimateFromFlopsAndUtilization) {
   EXPECT_DOUBLE_EQ(estimate.flops_per_step, 6.0 * 21'012'480 * 256);
   // 10 outputs pad to 128: 21,012,480 / 21,495,808 useful.
   EXPECT_NEAR(estimate.mxu_utilization, 21'012'480.0 / 21'495'808.0, 1e-12);
-  EXPECT_NEAR(estimate.seconds, 6.0 * 21'495'808 * 256 / 61.5e12, 1e-12);
-  EXPECT_NE(estimate.summary.find("Estimated step time on TPU v3: 537 us (an estimate from "
-                                  "FLOPs, not a measurement"),
+  EXPECT_NEAR(estimate.compute_seconds, 6.0 * 21'495'808 * 256 / 61.5e12, 1e-12);
+  // Plus the published fixed cost of a step (pytorch/xla#3808).
+  EXPECT_NEAR(estimate.seconds, estimate.compute_seconds + 1.397965e-3, 1e-12);
+  EXPECT_NE(estimate.summary.find("Estimated step time on TPU v3: 1.93 ms (an estimate, not a "
+                                  "measurement: 537 us of MXU work"),
             std::string::npos)
+      << estimate.summary;
+  EXPECT_NE(estimate.summary.find("plus 1.4 ms fixed per step"), std::string::npos)
       << estimate.summary;
   EXPECT_NE(estimate.summary.find("97.8% MXU utilisation"), std::string::npos) << estimate.summary;
 }
@@ -246,10 +250,26 @@ TEST(AdvisorTest, StepTimeSplitsTheGlobalBatchOverReplicas) {
   // Same per-core batch: eight times the work per step, the same time.
   EXPECT_DOUBLE_EQ(replicated.flops_per_step, 8 * single.flops_per_step);
   EXPECT_DOUBLE_EQ(replicated.seconds, single.seconds);
-  // Four times the per-core batch: four times as long, now in milliseconds.
+  // Four times the per-core batch: four times the MXU work, the same fixed cost.
   TrainingSpec larger = gemm_spec();
   larger.data.batch_size = 1024;
-  EXPECT_NE(Job(larger, 1024, 8192).step_time().summary.find("TPU v3: 2.15 ms"), std::string::npos);
+  const StepTimeEstimate four = Job(larger, 1024, 8192).step_time();
+  EXPECT_NEAR(four.compute_seconds, 4 * single.compute_seconds, 1e-12);
+  EXPECT_NE(four.summary.find("TPU v3: 3.55 ms (an estimate, not a measurement: 2.15 ms of MXU work"),
+            std::string::npos)
+      << four.summary;
+}
+
+// A tiny model's step is the fixed cost, not nanoseconds of FLOPs.
+TEST(AdvisorTest, TinyModelsStepTimeIsTheFixedCost) {
+  TrainingSpec tiny = gemm_spec();
+  tiny.model.layers = {linear(10)};
+  tiny.data.batch_size = 8;
+  const StepTimeEstimate estimate = Job(tiny, 64, 1797).step_time();
+  EXPECT_LT(estimate.compute_seconds, 1e-6);
+  EXPECT_GE(estimate.seconds, 1.397965e-3);
+  EXPECT_NE(estimate.summary.find("Estimated step time on TPU v3: 1.4 ms"), std::string::npos)
+      << estimate.summary;
 }
 
 }  // namespace

@@ -110,14 +110,29 @@ TEST(HbmTest, CertainOutOfMemoryHasExactMessageAndConcreteHint) {
   EXPECT_EQ(usage.total, 22'542'827'520);
   EXPECT_FALSE(usage.fits);
   EXPECT_TRUE(usage.certain);  // the unpadded 20.99G is already too much
-  EXPECT_EQ(
-      usage.message(),
-      "RESOURCE_EXHAUSTED: Ran out of memory in memory space hbm. Used 20.99G of 15.48G hbm.");
+  // XLA's text, then its breakdown: parameters and adam's slots are the
+  // arguments (1.12G + 2.25G), gradients and activations the program.
+  EXPECT_EQ(usage.message(),
+            "RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory "
+            "space hbm. Used 20.99G of 15.48G hbm. Exceeded hbm capacity by 5.51G.\n"
+            "\n"
+            "Total hbm usage >= 21.51G:\n"
+            "    reserved        530.00M\n"
+            "    program          17.62G\n"
+            "    arguments         3.37G\n"
+            "\n"
+            "Output size 3.37G; shares 3.37G with arguments.\n"
+            "\n"
+            "Program hbm requirement 17.62G:\n"
+            "    global               0B\n"
+            "    scoped               0B\n"
+            "    HLO temp         17.62G (100.0% utilization: Unpadded (17.62G) Padded (17.62G), "
+            "0.0% fragmentation (0B))");
   // (15.48G - 4.49G of model state) / 270,336 bytes per row, in rows of 8.
-  EXPECT_EQ(usage.max_fitting_batch, 43'632);
+  EXPECT_EQ(usage.max_fitting_batch, 43'640);
   const std::string hint = usage.hint();
-  EXPECT_NE(hint.find("The largest per-core batch that fits is 43632: set data.batch_size to "
-                      "43632 or less"),
+  EXPECT_NE(hint.find("The largest per-core batch that fits is 43640: set data.batch_size to "
+                      "43640 or less"),
             std::string::npos)
       << hint;
   EXPECT_NE(hint.find("or keep the global batch of 65536 on 8 cores (a v3-8 host) with "
@@ -137,9 +152,40 @@ TEST(HbmTest, PaddingCanTipAJobOverWithoutCertainty) {
   EXPECT_FALSE(usage.fits);
   EXPECT_FALSE(usage.certain);
   EXPECT_LE(usage.lower_bound, usage.capacity);
-  EXPECT_EQ(
-      usage.message(),
-      "RESOURCE_EXHAUSTED: Ran out of memory in memory space hbm. Used 19.07G of 15.48G hbm.");
+  EXPECT_TRUE(usage.message().starts_with(
+      "RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space "
+      "hbm. Used 19.07G of 15.48G hbm. Exceeded hbm capacity by 3.59G.\n"));
+  // Tile padding doubles the temporaries: half of them are used.
+  EXPECT_NE(usage.message().find("    HLO temp         19.07G (50.4% utilization: Unpadded (9.61G) "
+                                 "Padded (19.07G), 0.0% fragmentation (0B))"),
+            std::string::npos)
+      << usage.message();
+}
+
+// The hint names only slices that exist: there is no v2-64, and 8 v4 chips
+// are a v4-16 of two hosts.
+TEST(HbmTest, HintNamesOnlySlicesThatExist) {
+  // 32 v2 cores of 20,000 rows each do not fit; 64 would, but a v2-64 does not exist.
+  TrainingSpec spec = classifier({16384, 16384}, 1000, 20'000);
+  spec.world_size = 32;
+  DeviceFacts v2{"v2", std::int64_t{8} << 30, 22.5e12, 128};
+  HbmUsage usage = estimate_hbm(spec, shape_of(spec, 1024), v2);
+  ASSERT_FALSE(usage.fits);
+  EXPECT_EQ(usage.hint().find("v2-64"), std::string::npos) << usage.hint();
+  EXPECT_NE(usage.hint().find("keep the global batch of 640000 on 128 cores (a v2-128 slice of 16 "
+                              "hosts) with batch_size 5000"),
+            std::string::npos)
+      << usage.hint();
+  spec.world_size = 4;
+  spec.data.batch_size = 120'000;
+  DeviceFacts v4{"v4", std::int64_t{32} << 30, 275e12, 128};
+  usage = estimate_hbm(spec, shape_of(spec, 1024), v4);
+  ASSERT_FALSE(usage.fits);
+  EXPECT_NE(usage.message().find(" of 30.75G hbm."), std::string::npos) << usage.message();
+  EXPECT_NE(usage.message().find("    reserved          1.25G\n"), std::string::npos);
+  EXPECT_NE(usage.hint().find("on 8 chips (a v4-16 slice of 2 hosts) with batch_size 60000"),
+            std::string::npos)
+      << usage.hint();
 }
 
 TEST(HbmTest, ModelThatCannotFitAtAnyBatchSaysSo) {

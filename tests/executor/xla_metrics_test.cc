@@ -59,6 +59,10 @@ TEST(XlaMetricsTest, ReportHasTorchXlaLayout) {
   const std::string one = "01s000ms000.000us";
   const std::string two = "02s531ms124.356us";
   EXPECT_EQ(metrics.report(),
+            "Counter: CachedCompile\n"
+            "  Value: 1\n"
+            "Counter: UncachedCompile\n"
+            "  Value: 2\n"
             "Metric: CompileTime\n"
             "  TotalSamples: 2\n"
             "  Accumulator: 03s531ms124.356us\n"
@@ -86,9 +90,7 @@ TEST(XlaMetricsTest, ReportHasTorchXlaLayout) {
                 "  Accumulator: 250.000us\n"
                 "  Percentiles: 1%=250.000us; 5%=250.000us; 10%=250.000us; 20%=250.000us; "
                 "50%=250.000us; 80%=250.000us; 90%=250.000us; 95%=250.000us; 99%=250.000us\n"
-                "Counter: CachedCompile\n"
-                "  Value: 1\n"
-                "Counter: UncachedCompile\n"
+                "Counter: MarkStep\n"
                 "  Value: 2\n"
                 "Counter: aten::_local_scalar_dense\n"
                 "  Value: 2\n");
@@ -106,7 +108,7 @@ TEST(XlaMetricsTest, FormatsLongAndShortTimesAndBytesLikeTorchXla) {
   EXPECT_NE(report.find("Metric: OutboundData\n  TotalSamples: 1\n  Accumulator: 512.00B\n"),
             std::string::npos)
       << report;
-  EXPECT_NE(report.find("Metric: TransferFromServerTime\n  TotalSamples: 1\n"
+  EXPECT_NE(report.find("Metric: TransferFromDeviceTime\n  TotalSamples: 1\n"
                         "  Accumulator: 01h01m01s500ms000.250us\n"),
             std::string::npos)
       << report;
@@ -136,21 +138,66 @@ TEST(XlaMetricsTest, PercentilesUseTheNewest1024Samples) {
       << report;
 }
 
-TEST(XlaMetricsTest, WarnsWhenCompilesOutnumberATenthOfTheSteps) {
+// torch_xla/csrc/runtime/metrics_analysis.cc: MetricFrequency("CompileTime", 0.5f, 10).
+TEST(XlaMetricsTest, CompilesAreTooFrequentAboveOnePerTwoStepsAfterTenSteps) {
   XlaMetrics metrics;
   EXPECT_EQ(metrics.frequent_compile_warning(0), std::nullopt);
-  metrics.compile("full batch", milliseconds(1));
-  // The first graph is warm-up, never "too frequent".
-  EXPECT_EQ(metrics.frequent_compile_warning(1), std::nullopt);
-  metrics.compile("partial batch", milliseconds(1));
-  // One compile after warm-up: fine over 10 steps, too frequent over 9.
+  for (int i = 0; i < 8; ++i) metrics.compile("shape " + std::to_string(i), milliseconds(1));
+  // Within the first 10 steps it never fires, however many compiles.
   EXPECT_EQ(metrics.frequent_compile_warning(10), std::nullopt);
-  EXPECT_EQ(metrics.frequent_compile_warning(9),
-            "pt-xla-profiler: CompileTime too frequent: 2 counts during 9 steps");
-  for (int i = 0; i < 19; ++i) metrics.compile("shape " + std::to_string(i), milliseconds(1));
-  EXPECT_EQ(metrics.frequent_compile_warning(11),
-            "pt-xla-profiler: CompileTime too frequent: 21 counts during 11 steps");
-  EXPECT_EQ(metrics.frequent_compile_warning(200), std::nullopt);
+  for (int i = 8; i < 11; ++i) metrics.compile("shape " + std::to_string(i), milliseconds(1));
+  // 11 compiles: 11 / 21 steps is above 0.5, 11 / 22 is not.
+  EXPECT_EQ(metrics.frequent_compile_warning(21),
+            "pt-xla-profiler: CompileTime too frequent: 11 counts during 21 steps");
+  EXPECT_EQ(metrics.frequent_compile_warning(22), std::nullopt);
+  // Cached compiles are not CompileTime samples.
+  for (int i = 0; i < 50; ++i) metrics.compile("shape 0", milliseconds(1));
+  EXPECT_EQ(metrics.frequent_compile_warning(22), std::nullopt);
+}
+
+// The analyses PT_XLA_DEBUG prints after each step, counted in MarkSteps.
+TEST(XlaMetricsTest, PerformanceReportHasEachAnalysisThatFires) {
+  XlaMetrics metrics;
+  EXPECT_TRUE(metrics.performance_report().empty());
+  metrics.compile("graph", seconds(301));
+  for (int i = 0; i < 12; ++i) {
+    metrics.execute(i == 0 ? seconds(31) : milliseconds(1));
+    metrics.transfer_from_device(4, microseconds(5));
+  }
+  metrics.cpu_fallback("nonzero");
+  metrics.local_scalar_dense(3);
+  EXPECT_EQ(metrics.mark_steps(), 12);
+  const std::vector<std::string> lines = metrics.performance_report();
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[0], "pt-xla-profiler: TransferFromDeviceTime too frequent: 12 counts during 12 steps");
+  EXPECT_EQ(lines[1],
+            "pt-xla-profiler: CompileTime too slow: longest instance took 05m01s000ms000.000us. "
+            "Please open a GitHub issue with the graph dump for our team to optimize.");
+  EXPECT_EQ(lines[2],
+            "pt-xla-profiler: ExecuteTime too slow: longest instance took 31s000ms000.000us. "
+            "Please open a GitHub issue with the graph dump for our team to optimize.");
+  EXPECT_EQ(lines[3],
+            "pt-xla-profiler: Op(s) not lowered: aten::nonzero,  Please open a GitHub issue with "
+            "the above op lowering requests.");
+}
+
+// _xla_metrics_report: torch::lazy's report, then the runtime's.
+TEST(XlaMetricsTest, ReportIsTheLazyBlockThenTheRuntimeBlock) {
+  XlaMetrics metrics;
+  metrics.compile("graph", milliseconds(2));
+  metrics.compile("graph", milliseconds(2));
+  metrics.execute(milliseconds(1));
+  metrics.local_scalar_dense(1);
+  const std::string report = metrics.report();
+  const auto at = [&](std::string_view text) { return report.find(text); };
+  ASSERT_NE(at("Counter: CachedCompile\n  Value: 1\nCounter: UncachedCompile\n  Value: 1\n"),
+            std::string::npos)
+      << report;
+  EXPECT_EQ(at("Counter: CachedCompile"), 0u) << report;
+  EXPECT_LT(at("Counter: UncachedCompile"), at("Metric: CompileTime"));
+  EXPECT_LT(at("Metric: CompileTime"), at("Metric: ExecuteTime"));
+  EXPECT_LT(at("Metric: ExecuteTime"), at("Counter: MarkStep\n  Value: 1\n"));
+  EXPECT_LT(at("Counter: MarkStep"), at("Counter: aten::_local_scalar_dense\n  Value: 1\n"));
 }
 
 TEST(XlaMetricsTest, SerializeRoundTripKeepsCountersSamplesAndCache) {

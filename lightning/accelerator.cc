@@ -1,0 +1,195 @@
+// `accelerator`: Lightning's accelerator registry and its messages, by
+// version. Sources: the AcceleratorConnector of each tag
+// (`_check_config_and_set_final_flags`, `_choose_gpu_accelerator_backend`,
+// `_set_parallel_devices_and_init_accelerator`) and the trainer's setup
+// warnings (`_log_device_info`).
+#include "lightning/checks.h"
+
+namespace tpujobs::lightning {
+namespace {
+
+struct AcceleratorRules {
+  Versions versions;
+  // The registry's names in its order (classes registered sorted by class name).
+  std::string_view registered;
+  std::string_view invalid_name;   // {accelerator}: repr; {names}: registered; {names_list}: as a list
+  std::string_view not_available;  // {class}, {available}
+  std::string_view tpu_class;
+  bool gpu_registered;             // 1.6 registers 'gpu'; later 'gpu' picks a backend or fails
+  std::string_view no_gpu_backend;
+  std::string_view tpu_unused;     // {count}
+  // accelerator='tpu' without torch_xla installed: the accelerator's own
+  // import check (str(_XLA_AVAILABLE)); empty: it is just not available.
+  std::string_view xla_missing;
+  std::string_view source;
+};
+
+constexpr std::string_view kNotAvailable =
+    "{class} can not run on your system since the accelerator is not available. The following "
+    "accelerator(s) is available and can be passed into `accelerator` argument of `Trainer`: "
+    "{available}.";
+constexpr std::string_view kNotAvailableQuoted =
+    "`{class}` can not run on your system since the accelerator is not available. The following "
+    "accelerator(s) is available and can be passed into `accelerator` argument of `Trainer`: "
+    "{available}.";
+constexpr std::string_view kTpuUnused1 =
+    "TPU available but not used. Set `accelerator` and `devices` using "
+    "`Trainer(accelerator='tpu', devices={count})`.";
+constexpr std::string_view kTpuUnused2 =
+    "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`.";
+
+constexpr AcceleratorRules kAcceleratorRules[] = {
+    {{106, 106}, "cpu, gpu, hpu, ipu, tpu",
+     "When passing string value for the `accelerator` argument of `Trainer`, it can only be one of "
+     "{names_list}.",
+     kNotAvailable, "TPUAccelerator", true, "", kTpuUnused1, "",
+     "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py"},
+    {{107, 107}, "cpu, cuda, hpu, ipu, mps, tpu",
+     "You selected an invalid accelerator name: `accelerator={accelerator}`. Available names are: "
+     "{names}.",
+     kNotAvailable, "TPUAccelerator", false, "No supported gpu backend found!", kTpuUnused1, "",
+     "1.7.7:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
+    {{108, 109}, "cpu, cuda, hpu, ipu, mps, tpu",
+     "You selected an invalid accelerator name: `accelerator={accelerator}`. Available names are: "
+     "{names}.",
+     kNotAvailableQuoted, "TPUAccelerator", false, "No supported gpu backend found!", kTpuUnused1, "",
+     "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
+    {{200, 200}, "cpu, cuda, hpu, ipu, mps, tpu",
+     "You selected an invalid accelerator name: `accelerator={accelerator}`. Available names are: "
+     "auto, {names}.",
+     kNotAvailableQuoted, "TPUAccelerator", false, "No supported gpu backend found!", kTpuUnused1,
+     "Module not found: 'torch_xla'. HINT: Try running `pip install -U torch_xla`",
+     "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py"},
+    {{201, 299}, "cpu, cuda, mps, tpu",
+     "You selected an invalid accelerator name: `accelerator={accelerator}`. Available names are: "
+     "auto, {names}.",
+     kNotAvailableQuoted, "XLAAccelerator", false, "No supported gpu backend found!", kTpuUnused2,
+     "Requirement 'torch_xla>=1.13' not met. HINT: Try running `pip install -U 'torch_xla>=1.13'`",
+     "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py"},
+};
+
+// The class Lightning instantiates for a registered name other than tpu/cpu.
+constexpr std::pair<std::string_view, std::string_view> kAcceleratorClasses[] = {
+    {"gpu", "GPUAccelerator"}, {"cuda", "CUDAAccelerator"}, {"mps", "MPSAccelerator"},
+    {"hpu", "HPUAccelerator"}, {"ipu", "IPUAccelerator"},
+};
+
+std::vector<std::string> split_names(std::string_view names) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start < names.size()) {
+    const std::size_t comma = std::min(names.find(", ", start), names.size());
+    out.emplace_back(names.substr(start, comma - start));
+    start = comma + 2;
+  }
+  return out;
+}
+
+std::string py_str_list(const std::vector<std::string>& names) {
+  std::vector<std::string> quoted;
+  for (const std::string& name : names) quoted.push_back(py_repr(name));
+  return "[" + join(quoted, ", ") + "]";
+}
+
+// What `available_accelerator` lists: the registered names that run here.
+std::string available_list(const Context& c, const AcceleratorRules& rules) {
+  std::vector<std::string> available;
+  for (const std::string& name : split_names(rules.registered)) {
+    if (name == "cpu" || (name == "tpu" && c.tpu_available())) available.push_back(name);
+  }
+  return py_str_list(available);
+}
+
+const AcceleratorRules& rules_for(const Context& c) {
+  return *row_for<AcceleratorRules>(kAcceleratorRules, c.version);
+}
+
+constexpr std::string_view kGpuHint =
+    "tpujobs emulates TPU hosts, not GPUs: use `accelerator: \"tpu\"` (or \"auto\") and drop "
+    "GPU-only settings.";
+
+void refuse_unavailable(Context& c, std::string_view accelerator_class) {
+  const AcceleratorRules& rules = rules_for(c);
+  c.error(kFieldAccelerator,
+          fill(rules.not_available,
+               {{"class", std::string(accelerator_class)}, {"available", available_list(c, rules)}}),
+          std::string(kGpuHint), rules.source);
+}
+
+}  // namespace
+
+void check_accelerator(Context& c) {
+  const AcceleratorRules& rules = rules_for(c);
+  const bool tpu_cores_given = c.settings.tpu_cores.kind != DeviceValue::Kind::kAbsent;
+  std::string flag;
+  if (c.settings.accelerator) {
+    flag = *c.settings.accelerator;
+  } else if (c.v1()) {
+    // 1.x: no accelerator means the CPU, unless a device flag such as
+    // tpu_cores names one.
+    flag = tpu_cores_given ? "tpu" : "cpu";
+  } else {
+    flag = "auto";
+  }
+  const std::vector<std::string> names = split_names(rules.registered);
+  const bool registered = std::find(names.begin(), names.end(), flag) != names.end();
+  if (!registered && flag != "auto" && !(flag == "gpu" && !rules.gpu_registered)) {
+    c.error(kFieldAccelerator,
+            fill(rules.invalid_name, {{"accelerator", py_repr(flag)},
+                                      {"names", std::string(rules.registered)},
+                                      {"names_list", py_str_list(names)}}),
+            "tpujobs emulates TPUs: use `accelerator: \"tpu\"` (or \"auto\"), or \"cpu\".", rules.source);
+    return;
+  }
+  if (flag == "auto") {
+    c.accelerator = c.tpu_available() ? Accelerator::kTpu : Accelerator::kCpu;
+  } else if (flag == "cpu") {
+    c.accelerator = Accelerator::kCpu;
+  } else if (flag == "tpu") {
+    if (c.torch_xla_missing && !rules.xla_missing.empty()) {
+      c.error(kFieldAccelerator, std::string(rules.xla_missing),
+              "`environment` lists no torch_xla: install it with the torch of the same minor "
+              "version (pip install torch~=2.1.0 'torch_xla[tpu]~=2.1.0' -f "
+              "https://storage.googleapis.com/libtpu-releases/index.html).", rules.source);
+      return;
+    }
+    if (!c.tpu_available()) {
+      c.error(c.settings.accelerator ? kFieldAccelerator : kFieldTpuCores,
+              fill(rules.not_available, {{"class", std::string(rules.tpu_class)},
+                                         {"available", available_list(c, rules)}}),
+              "This pool has no TPU hosts: use `accelerator: \"cpu\"` (or \"auto\", which falls "
+              "back to the CPU), or submit to a service started with TPU hosts (--pool v3-8).", rules.source);
+      return;
+    }
+    c.accelerator = Accelerator::kTpu;
+  } else if (flag == "gpu" && !rules.gpu_registered) {
+    c.error(kFieldAccelerator, std::string(rules.no_gpu_backend), std::string(kGpuHint), rules.source);
+    return;
+  } else {
+    for (const auto& [name, accelerator_class] : kAcceleratorClasses) {
+      if (name == flag) refuse_unavailable(c, accelerator_class);
+    }
+    c.unavailable_accelerator = flag;
+    return;
+  }
+  c.out.accelerator = c.accelerator == Accelerator::kTpu ? "tpu" : "cpu";
+  if (c.accelerator == Accelerator::kCpu && c.tpu_available()) {
+    // Before 2.1 TPUAccelerator.auto_device_count() is always 8.
+    c.warn(fill(rules.tpu_unused, {{"count", "8"}}));
+  }
+}
+
+std::vector<RuleText> accelerator_rule_texts() {
+  std::vector<RuleText> out;
+  for (const AcceleratorRules& rules : kAcceleratorRules) {
+    for (std::string_view text : {rules.invalid_name, rules.not_available, rules.no_gpu_backend}) {
+      if (!text.empty()) out.push_back({kFieldAccelerator, text, rules.source});
+    }
+    out.push_back({kFieldTpuCores, rules.not_available, rules.source});
+    if (!rules.xla_missing.empty()) out.push_back({kFieldAccelerator, rules.xla_missing, rules.source});
+    out.push_back({"warning", rules.tpu_unused, rules.source});
+  }
+  return out;
+}
+
+}  // namespace tpujobs::lightning

@@ -1,0 +1,144 @@
+// The state resolve()'s checks share, and the checks themselves, one file
+// per concern: versions.cc (lightning_version, runtime), accelerator.cc,
+// devices.cc, slices.cc (accelerator_type, num_nodes, the request),
+// precision.cc, strategy.cc. resolve.cc applies them in order (kChecks[]).
+// Internal to lightning/.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "lightning/python.h"
+#include "lightning/resolve.h"
+#include "lightning/slices.h"
+#include "lightning/versions.h"
+
+namespace tpujobs::lightning {
+
+// JSON paths of the settings, as the API layer names them.
+inline constexpr std::string_view kFieldAccelerator = "trainer.accelerator";
+inline constexpr std::string_view kFieldDevices = "trainer.devices";
+inline constexpr std::string_view kFieldTpuCores = "trainer.tpu_cores";
+inline constexpr std::string_view kFieldNumNodes = "trainer.num_nodes";
+inline constexpr std::string_view kFieldPrecision = "trainer.precision";
+inline constexpr std::string_view kFieldStrategy = "trainer.strategy";
+inline constexpr std::string_view kFieldRuntime = "runtime";
+inline constexpr std::string_view kFieldEnv = "env";
+inline constexpr std::string_view kFieldAcceleratorType = "resources.accelerator_type";
+inline constexpr std::string_view kFieldLightningVersion = "lightning_version";
+
+enum class Accelerator { kUnresolved, kTpu, kCpu };
+
+// What `devices` / `tpu_cores` asks of one host once Lightning's rules pass.
+struct DeviceAsk {
+  enum class Kind { kAuto, kCount, kCore } kind = Kind::kAuto;
+  std::int64_t count = 0;  // kCount
+  std::int64_t core = 0;   // kCore, 0-based
+};
+
+// The state the checks share: what earlier checks resolved, for later ones.
+struct Context {
+  const TrainerSettings& settings;
+  const PoolView& pool;
+  Resolution& out;
+
+  // The release whose rules apply (check_lightning_version) and its number
+  // (2.1 -> 201), which the rule tables are keyed by.
+  const Release* default_release = &releases().back();
+  bool release_from_environment = false;  // environment.lightning chose default_release
+  const Release* release = default_release;
+  int version = release->number();
+  Accelerator accelerator = Accelerator::kUnresolved;
+  // A registered accelerator that is not available here ("cuda"): its
+  // device check still runs first, as the connector checks devices before it
+  // instantiates the accelerator.
+  std::string unavailable_accelerator = {};
+  std::vector<Generation> pool_generations = {};  // TPU generations with hosts, oldest first
+
+  // resources.accelerator_type, when given and valid.
+  std::optional<SliceType> named_slice = std::nullopt;
+  bool named_slice_ok = true;  // false: invalid, or its generation is not in the pool
+
+  // The device setting in use and what it asks; ask is nullopt when invalid.
+  std::string_view devices_field = kFieldDevices;
+  const DeviceValue* devices_value = nullptr;
+  std::optional<DeviceAsk> ask = std::nullopt;
+
+  // environment lists no torch_xla: the TPU is not usable from Python.
+  bool torch_xla_missing = false;
+  // env XLA_USE_BF16 is set: torch_xla makes every float tensor bf16.
+  bool xla_use_bf16 = false;
+
+  bool num_nodes_ok = true;
+  bool request_ok = false;
+
+  // `source`: the "tag:path" of the rule table row whose text `message` is;
+  // empty for tpujobs' own messages.
+  void error(std::string_view field, std::string message, std::string hint,
+             std::string_view source = {}) {
+    out.errors.push_back(
+        {std::string(field), std::move(message), std::move(hint), std::string(source)});
+  }
+  void warn(std::string text) { out.warnings.push_back(std::move(text)); }
+  bool v1() const { return version < 200; }
+
+  int pool_hosts(Generation generation) const { return std::max(generation->hosts, 0); }
+  bool tpu_available() const { return !pool_generations.empty() && !torch_xla_missing; }
+
+  // The generations the device rules are checked against.
+  std::vector<Generation> device_generations() const {
+    if (named_slice) return {named_slice->generation};
+    return pool_generations;
+  }
+
+  std::string_view devices_name() const {
+    return devices_field == kFieldTpuCores ? "tpu_cores" : "devices";
+  }
+  // "`devices=8`" as written, for tpujobs' own messages.
+  std::string devices_written() const {
+    const bool absent = !devices_value || devices_value->kind == DeviceValue::Kind::kAbsent;
+    return "`" + std::string(devices_name()) + "=" +
+           (absent ? std::string("'auto'") : py_repr(*devices_value)) + "`";
+  }
+};
+
+// A message text of a rule table with its {placeholders}, the field its
+// errors name, and the upstream "tag:path" it quotes, so tests can check that
+// every message comes from a table row and docs can list them.
+struct RuleText {
+  std::string_view field;
+  std::string_view text;
+  std::string_view source;
+};
+
+// Every text of every table, by concern (each defined beside its table).
+std::vector<RuleText> accelerator_rule_texts();
+std::vector<RuleText> device_rule_texts();
+std::vector<RuleText> precision_rule_texts();
+std::vector<RuleText> strategy_rule_texts();
+std::vector<RuleText> runtime_rule_texts();
+std::vector<RuleText> environment_rule_texts();
+std::vector<RuleText> num_nodes_rule_texts();
+
+// All of them.
+std::vector<RuleText> all_rule_texts();
+
+// One check of one concern. Each reports its problems through the context
+// and records what it resolved there for the checks after it.
+void check_environment(Context& c);        // environment.cc
+void check_lightning_version(Context& c);  // versions.cc
+void check_accelerator(Context& c);        // accelerator.cc
+void check_accelerator_type(Context& c);   // slices.cc
+void check_devices(Context& c);            // devices.cc
+void check_num_nodes(Context& c);          // slices.cc
+void check_request(Context& c);            // slices.cc
+void check_precision(Context& c);          // precision.cc
+void check_strategy(Context& c);           // strategy.cc
+void check_runtime(Context& c);            // versions.cc
+
+}  // namespace tpujobs::lightning

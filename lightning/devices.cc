@@ -1,0 +1,423 @@
+// `devices` and `tpu_cores`: Lightning's device parsing and its messages, by
+// version. Sources: `parse_tpu_cores` / `_parse_tpu_devices` and
+// `_check_data_type` of each tag's device parser, the connector's
+// `_check_device_config_and_set_final_flags` and, for 1.x `tpu_cores`,
+// `_map_deprecated_devices_specific_info_to_accelerator_and_device_flag`.
+#include <algorithm>
+
+#include "lightning/checks.h"
+
+namespace tpujobs::lightning {
+namespace {
+
+enum class TpuParse {
+  kOneBased,   // 1, 8 or [<1-8>]; only "1" and "8" are strings of a count
+  kZeroBased,  // 'auto', 1, the device count or [<0-count-1>]; int(text) first
+};
+
+struct DeviceRules {
+  Versions versions;
+  TpuParse parse;
+  std::string_view invalid;        // {count}, {last}, {devices}: the parsed value's repr
+  std::string_view type_error;     // {type}, {repr}
+  std::string_view type_sequence;  // {type}
+  std::string_view unparsable;     // {devices}: 2.1+ the whole text; before, Python's int() error
+  std::string_view source;
+};
+
+// The connector's `devices in ([], 0, "0")` check, before any parsing.
+struct ZeroDevicesRule {
+  Versions versions;
+  std::string_view text;     // {devices}: repr, {accelerator}
+  bool names_resolved;       // the accelerator named is the one 'auto' resolved to
+  std::string_view source;
+};
+
+constexpr std::string_view kZero =
+    "`Trainer(devices={devices})` value is not a valid input using {accelerator} accelerator.";
+constexpr std::string_view kIntLiteral = "invalid literal for int() with base 10: {devices}";
+constexpr std::string_view kTypeError17 =
+    "Device IDs (GPU/TPU) must be an int, a string, a sequence of ints or None, but you passed "
+    "{type}.";
+constexpr std::string_view kTypeSequence17 =
+    "Device IDs (GPU/TPU) must be an int, a string, a sequence of ints or None, but you passed a "
+    "sequence of {type}.";
+
+constexpr DeviceRules kDeviceRules[] = {
+    {{106, 106}, TpuParse::kOneBased, "`tpu_cores` can only be 1, 8 or [<1-8>]",
+     "Device ID's (GPU/TPU) must be int, string or sequence of ints or None.",
+     "Device ID's (GPU/TPU) must be int, string or sequence of ints or None.", kIntLiteral,
+     "1.6.5:pytorch_lightning/utilities/device_parser.py"},
+    {{107, 107}, TpuParse::kOneBased, "`tpu_cores` can only be 1, 8 or [<1-8>]", kTypeError17,
+     kTypeSequence17, kIntLiteral,
+     "1.7.7:src/pytorch_lightning/utilities/device_parser.py"},
+    {{108, 108}, TpuParse::kOneBased, "`tpu_cores` can only be 1, 8 or [<1-8>]", kTypeError17,
+     kTypeSequence17, kIntLiteral,
+     "1.8.6:src/lightning_lite/accelerators/tpu.py"},
+    {{109, 109}, TpuParse::kOneBased, "`devices` can only be 1, 8 or [<1-8>] for TPUs.",
+     kTypeError17, kTypeSequence17, kIntLiteral,
+     "1.9.5:src/lightning_fabric/accelerators/tpu.py"},
+    {{200, 200}, TpuParse::kOneBased, "`devices` can only be 1, 8 or [<1-8>] for TPUs.",
+     kTypeError17, kTypeSequence17, kIntLiteral,
+     "2.0.9:src/lightning/fabric/accelerators/tpu.py"},
+    {{201, 299}, TpuParse::kZeroBased,
+     "`devices` can only be 'auto', 1, {count} or [<0-{last}>] for TPUs. Got {devices}",
+     "Device IDs (GPU/TPU) must be an int, a string, a sequence of ints, but you passed {repr}.",
+     "Device IDs (GPU/TPU) must be an int, a string, a sequence of ints, but you passed a sequence "
+     "of {type}.",
+     "Could not parse the selected TPU devices: {devices}",
+     "2.1.4:src/lightning/fabric/accelerators/xla.py"},
+};
+
+// 1.x checks the flags before it resolves 'auto' (an absent accelerator is
+// None); 2.0 after.
+constexpr ZeroDevicesRule kZeroDevicesRules[] = {
+    {{106, 109}, kZero, false,
+     "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
+    {{200, 299}, kZero, true,
+     "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py"},
+};
+
+// What Lightning does with `tpu_cores`, by version.
+struct TpuCoresRules {
+  Versions versions;
+  std::string_view deprecated;       // warning; {tpu_cores}: repr
+  std::string_view removed;          // error: Trainer has no such keyword; {qualname}
+  std::string_view devices_ignored;  // warning when devices is given too; {devices}, {tpu_cores}
+  std::string_view source;
+};
+
+constexpr std::string_view kDevicesIgnored =
+    "The flag `devices={devices}` will be ignored, instead the device specific number "
+    "{tpu_cores} will be used";
+
+constexpr TpuCoresRules kTpuCoresRules[] = {
+    {{106, 106}, "", "", kDevicesIgnored,
+     "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py"},
+    {{107, 109},
+     "Setting `Trainer(tpu_cores={tpu_cores})` is deprecated in v1.7 and will be removed in v2.0. "
+     "Please use `Trainer(accelerator='tpu', devices={tpu_cores})` instead.",
+     "", kDevicesIgnored, "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
+    // Lightning 2.0 removed the argument: Python refuses the keyword.
+    {{200, 299}, "", "{qualname}() got an unexpected keyword argument 'tpu_cores'", "",
+     "2.0.9:src/lightning/pytorch/trainer/trainer.py (Trainer.__init__ has no tpu_cores)"},
+};
+
+// 1.x: `devices='auto'` without `accelerator` names no device type.
+struct AutoWithoutAccelerator {
+  Versions versions;
+  std::string_view text;  // {devices}: as written (str)
+  std::string_view source;
+};
+constexpr AutoWithoutAccelerator kAutoWithoutAccelerator[] = {
+    {{106, 106},
+     "You passed `devices={devices}` but haven't specified `accelerator=('auto'|'tpu'|'gpu'|'ipu'|"
+     "'cpu'|'hpu)` for the devices mapping",
+     "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py"},
+    {{107, 109},
+     "You passed `devices={devices}` but haven't specified `accelerator=('auto'|'tpu'|'gpu'|'ipu'|"
+     "'cpu'|'hpu'|'mps')` for the devices mapping.",
+     "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
+};
+
+const DeviceRules& rules_for(const Context& c) {
+  return *row_for<DeviceRules>(kDeviceRules, c.version);
+}
+
+std::string devices_hint(const Context& c) {
+  const std::vector<Generation> generations = c.device_generations();
+  if (rules_for(c).parse == TpuParse::kOneBased) {
+    return "Lightning " + c.release->name() +
+           " accepts 1, 8 (every core of a host) or [k] with 1 <= k <= 8 (one core, 1-based). Use "
+           "`devices: 8` or `devices: 1`; 0-based [k] and 4-device v4 hosts need Lightning 2.1 or "
+           "later.";
+  }
+  const int count = devices_per_host(generations.front());
+  return "Use `devices: " + std::to_string(count) + "` (every core of a host), `devices: 1`, or " +
+         "`devices: [k]` for one specific core (0-based); for more cores add hosts with " +
+         "`num_nodes`. Devices per host in this pool: " + host_counts_text(generations) + ".";
+}
+
+bool is_zero(const DeviceValue& value) {
+  return (value.kind == DeviceValue::Kind::kInt && value.number == 0) ||
+         (value.kind == DeviceValue::Kind::kString && value.text == "0") ||
+         (value.kind == DeviceValue::Kind::kList && value.list.empty() &&
+          value.list_other_type.empty()) ||
+         (value.kind == DeviceValue::Kind::kOther && value.equals_zero);
+}
+
+// The connector's check on the raw flag, before any parsing: devices in
+// ([], 0, "0"). The accelerator it names is the flag ('auto' resolved from
+// 2.0 on; as written, None when absent, before).
+bool refuse_zero_devices(Context& c, const DeviceValue& value) {
+  if (!is_zero(value)) return false;
+  const ZeroDevicesRule& rule = *row_for<ZeroDevicesRule>(kZeroDevicesRules, c.version);
+  std::string accelerator;
+  if (!c.unavailable_accelerator.empty()) {
+    accelerator = c.unavailable_accelerator;
+  } else if (rule.names_resolved) {
+    accelerator = c.accelerator == Accelerator::kTpu ? "tpu" : "cpu";
+  } else {
+    accelerator = c.settings.accelerator.value_or("None");
+  }
+  c.error(c.devices_field,
+          fill(rule.text, {{"devices", py_repr(value)}, {"accelerator", accelerator}}),
+          "Ask for at least one device: `devices: 1` for a single core, or 'auto' for a whole "
+          "host.", rule.source);
+  return true;
+}
+
+// `_check_data_type`: ints, strings and sequences of ints only.
+bool refuse_data_type(Context& c, const DeviceValue& value) {
+  const DeviceRules& rules = rules_for(c);
+  if (value.kind == DeviceValue::Kind::kOther) {
+    c.error(c.devices_field,
+            fill(rules.type_error, {{"type", value.python_type}, {"repr", value.python_repr}}),
+            devices_hint(c), rules.source);
+    return true;
+  }
+  if (value.kind == DeviceValue::Kind::kList && !value.list_other_type.empty()) {
+    c.error(c.devices_field, fill(rules.type_sequence, {{"type", value.list_other_type}}),
+            devices_hint(c), rules.source);
+    return true;
+  }
+  return false;
+}
+
+std::optional<DeviceAsk> invalid(Context& c, const std::string& shown) {
+  const DeviceRules& rules = rules_for(c);
+  const int count = devices_per_host(c.device_generations().front());
+  c.error(c.devices_field,
+          fill(rules.invalid, {{"count", std::to_string(count)},
+                               {"last", std::to_string(count - 1)},
+                               {"devices", shown}}),
+          devices_hint(c), rules.source);
+  return std::nullopt;
+}
+
+// 2.1+ `_parse_tpu_devices` + `_check_tpu_devices_valid`, with the device
+// count of the generations the job may run on.
+std::optional<DeviceAsk> parse_zero_based(Context& c, const DeviceValue& value) {
+  std::optional<std::int64_t> count;
+  std::optional<std::vector<std::int64_t>> list;
+  std::string shown = py_repr(value);  // what "Got ..." prints: the parsed value
+  switch (value.kind) {
+    case DeviceValue::Kind::kAbsent:
+    case DeviceValue::Kind::kOther:
+      return DeviceAsk{};
+    case DeviceValue::Kind::kInt:
+      count = value.number;
+      break;
+    case DeviceValue::Kind::kList:
+      list = value.list;
+      break;
+    case DeviceValue::Kind::kString: {
+      if (value.text == "auto") return DeviceAsk{};
+      const std::string_view text = strip(value.text);
+      count = py_int(text);
+      if (count) {
+        shown = std::to_string(*count);
+        break;
+      }
+      std::string bad;
+      list = py_int_list(text, &bad);
+      if (!list) {
+        c.error(c.devices_field, fill(rules_for(c).unparsable, {{"devices", py_repr(text)}}),
+                devices_hint(c), rules_for(c).source);
+        return std::nullopt;
+      }
+      shown = py_list(*list);
+      break;
+    }
+  }
+  for (Generation g : c.device_generations()) {
+    const int per_host = devices_per_host(g);
+    if (count && (*count == 1 || *count == per_host)) {
+      return DeviceAsk{DeviceAsk::Kind::kCount, *count, 0};
+    }
+    if (list && list->size() == 1 && (*list)[0] >= 0 && (*list)[0] < per_host) {
+      return DeviceAsk{DeviceAsk::Kind::kCore, 0, (*list)[0]};
+    }
+  }
+  return invalid(c, shown);
+}
+
+// 1.x and 2.0 `parse_tpu_cores` / `_parse_tpu_devices`: 1, 8 or [<1-8>],
+// 1-based, with "1"/"8" the only strings read as counts.
+std::optional<DeviceAsk> parse_one_based(Context& c, const DeviceValue& value) {
+  std::optional<std::int64_t> count;
+  std::optional<std::vector<std::int64_t>> list;
+  switch (value.kind) {
+    case DeviceValue::Kind::kAbsent:
+    case DeviceValue::Kind::kOther:
+      return DeviceAsk{};
+    case DeviceValue::Kind::kInt:
+      count = value.number;
+      break;
+    case DeviceValue::Kind::kList:
+      list = value.list;
+      break;
+    case DeviceValue::Kind::kString: {
+      if (value.text == "auto") return DeviceAsk{};
+      const std::string_view text = strip(value.text);
+      if (text == "1" || text == "8") {
+        count = text == "1" ? 1 : 8;
+        break;
+      }
+      std::string bad;
+      list = py_int_list(text, &bad);
+      if (!list) {
+        c.error(c.devices_field, fill(rules_for(c).unparsable, {{"devices", py_repr(bad)}}),
+                devices_hint(c), rules_for(c).source);
+        return std::nullopt;
+      }
+      break;
+    }
+  }
+  if (count && (*count == 1 || *count == 8)) return DeviceAsk{DeviceAsk::Kind::kCount, *count, 0};
+  if (list && list->size() == 1 && (*list)[0] >= 1 && (*list)[0] <= 8) {
+    return DeviceAsk{DeviceAsk::Kind::kCore, 0, (*list)[0] - 1};
+  }
+  return invalid(c, "");
+}
+
+// "Trainer.__init__" from Python 3.10 on, "__init__" before.
+std::string init_qualname(const Context& c) {
+  const std::string python =
+      c.settings.environment ? c.settings.environment->python.value_or("3.10") : "3.10";
+  if (python.starts_with("3.") && python.size() >= 3) {
+    const std::optional<std::int64_t> minor = py_int(std::string_view(python).substr(2, 2));
+    if (minor && *minor < 10) return "__init__";
+  }
+  return "Trainer.__init__";
+}
+
+// Lightning 1.x truthiness of a device flag.
+bool truthy(const DeviceValue& value) {
+  return value.kind != DeviceValue::Kind::kAbsent && !is_zero(value);
+}
+
+void check_tpu_devices(Context& c) {
+  const DeviceValue& devices = c.settings.devices;
+  const DeviceValue& tpu_cores = c.settings.tpu_cores;
+  const bool tpu_cores_given = tpu_cores.kind != DeviceValue::Kind::kAbsent;
+  const TpuCoresRules& cores_rules = *row_for<TpuCoresRules>(kTpuCoresRules, c.version);
+  c.devices_field = kFieldDevices;
+  c.devices_value = &devices;
+  if (tpu_cores_given) {
+    if (!cores_rules.removed.empty()) {
+      c.error(kFieldTpuCores, fill(cores_rules.removed, {{"qualname", init_qualname(c)}}),
+              "Lightning 2.0 removed `tpu_cores`: use `devices` with `accelerator: \"tpu\"` "
+              "(`devices: 8`, or `devices: [k]` with k 0-based from 2.1 on).", cores_rules.source);
+      return;
+    }
+    if (!cores_rules.deprecated.empty()) {
+      c.warn(fill(cores_rules.deprecated, {{"tpu_cores", py_repr(tpu_cores)}}));
+    }
+    if (truthy(tpu_cores)) {
+      if (truthy(devices)) {
+        c.warn(fill(cores_rules.devices_ignored,
+                    {{"devices", py_str(devices)}, {"tpu_cores", py_str(tpu_cores)}}));
+      }
+      c.devices_field = kFieldTpuCores;
+      c.devices_value = &tpu_cores;
+    }
+  }
+  if (c.device_generations().empty()) return;  // no TPU: already reported
+  if (c.devices_field == kFieldDevices && refuse_zero_devices(c, devices)) return;
+  if (refuse_data_type(c, *c.devices_value)) return;
+  c.ask = rules_for(c).parse == TpuParse::kZeroBased ? parse_zero_based(c, *c.devices_value)
+                                                      : parse_one_based(c, *c.devices_value);
+}
+
+// Lightning's `_parse_cpu_cores`. A CPU job is one replica on the executor's
+// threads, so more devices are accepted but do not multiply the work.
+void check_cpu_devices(Context& c) {
+  if (c.settings.tpu_cores.kind != DeviceValue::Kind::kAbsent) {
+    const TpuCoresRules& cores_rules = *row_for<TpuCoresRules>(kTpuCoresRules, c.version);
+    if (!cores_rules.removed.empty()) {
+      c.error(kFieldTpuCores, fill(cores_rules.removed, {{"qualname", init_qualname(c)}}),
+              "Lightning 2.0 removed `tpu_cores`: use `devices`.", cores_rules.source);
+      return;
+    }
+    c.error(kFieldTpuCores,
+            "`tpu_cores=" + py_str(c.settings.tpu_cores) +
+                "` asks for TPU cores, but the job runs with `accelerator='cpu'`.",
+            "Remove `tpu_cores` for a CPU job, or set `accelerator: \"tpu\"` with `devices`.");
+    return;
+  }
+  const DeviceValue& devices = c.settings.devices;
+  c.devices_value = &devices;
+  if (refuse_zero_devices(c, devices)) return;
+  std::optional<std::int64_t> count;
+  if (devices.kind == DeviceValue::Kind::kAbsent) return;
+  if (devices.kind == DeviceValue::Kind::kInt) count = devices.number;
+  if (devices.kind == DeviceValue::Kind::kString) {
+    if (devices.text == "auto") return;
+    const std::string_view text = strip(devices.text);
+    if (!text.empty() &&
+        std::all_of(text.begin(), text.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
+      count = py_int(text);
+    }
+  }
+  if (!count || *count <= 0) {
+    c.error(kFieldDevices, "`devices` selected with `CPUAccelerator` should be an int > 0.",
+            "Use `devices: 1` (or 'auto') for a CPU job.");
+    return;
+  }
+  if (*count > 1) {
+    c.warn(
+        "tpujobs runs `accelerator='cpu'` jobs as one process on the executor's threads; "
+        "`devices=" +
+        std::to_string(*count) + "` trains one replica.");
+  }
+}
+
+}  // namespace
+
+void check_devices(Context& c) {
+  const AutoWithoutAccelerator* automatic =
+      row_for<AutoWithoutAccelerator>(kAutoWithoutAccelerator, c.version);
+  const DeviceValue& devices = c.settings.devices;
+  if (automatic && !c.settings.accelerator && devices.kind == DeviceValue::Kind::kString &&
+      devices.text == "auto" && c.settings.tpu_cores.kind == DeviceValue::Kind::kAbsent) {
+    c.error(kFieldDevices, fill(automatic->text, {{"devices", devices.text}}),
+            "Lightning " + c.release->name() +
+                " needs an accelerator for `devices: \"auto\"`: add `accelerator: \"tpu\"`.",
+            automatic->source);
+    return;
+  }
+  if (c.accelerator == Accelerator::kTpu) check_tpu_devices(c);
+  if (c.accelerator == Accelerator::kCpu) check_cpu_devices(c);
+  if (!c.unavailable_accelerator.empty()) refuse_zero_devices(c, c.settings.devices);
+}
+
+std::vector<RuleText> device_rule_texts() {
+  std::vector<RuleText> out;
+  for (const DeviceRules& rules : kDeviceRules) {
+    for (std::string_view text :
+         {rules.invalid, rules.type_error, rules.type_sequence, rules.unparsable}) {
+      out.push_back({kFieldDevices, text, rules.source});
+      out.push_back({kFieldTpuCores, text, rules.source});
+    }
+  }
+  for (const ZeroDevicesRule& rule : kZeroDevicesRules) {
+    out.push_back({kFieldDevices, rule.text, rule.source});
+    out.push_back({kFieldTpuCores, rule.text, rule.source});
+  }
+  for (const AutoWithoutAccelerator& row : kAutoWithoutAccelerator) {
+    out.push_back({kFieldDevices, row.text, row.source});
+  }
+  out.push_back({kFieldDevices, "`devices` selected with `CPUAccelerator` should be an int > 0.",
+                 "2.1.4:src/lightning/fabric/accelerators/cpu.py (_parse_cpu_cores)"});
+  for (const TpuCoresRules& rules : kTpuCoresRules) {
+    if (!rules.deprecated.empty()) out.push_back({"warning", rules.deprecated, rules.source});
+    if (!rules.removed.empty()) out.push_back({kFieldTpuCores, rules.removed, rules.source});
+    if (!rules.devices_ignored.empty()) {
+      out.push_back({"warning", rules.devices_ignored, rules.source});
+    }
+  }
+  return out;
+}
+
+}  // namespace tpujobs::lightning

@@ -1,0 +1,278 @@
+// `environment`: do the versions `pip freeze` shows on the TPU VM go
+// together, and which Lightning's rules apply. Every fact is a row of a
+// cited table; a mismatch is refused with the error the VM would print.
+#include <charconv>
+
+#include "lightning/checks.h"
+
+namespace tpujobs::lightning {
+namespace {
+
+constexpr std::string_view kFieldPython = "environment.python";
+constexpr std::string_view kFieldTorch = "environment.torch";
+constexpr std::string_view kFieldTorchXla = "environment.torch_xla";
+constexpr std::string_view kFieldLightning = "environment.lightning";
+
+// A version as pip prints it, reduced to what the facts depend on.
+struct Version {
+  int major = 0;
+  int minor = 0;
+  int patch = 0;
+  std::string text;  // as written
+  std::string minor_text() const { return std::to_string(major) + "." + std::to_string(minor); }
+  int number() const { return major * 100 + minor; }
+};
+
+// "2.1.0", "2.1.0+cpu", "2.1", "3.10", "3.10.12"; nullopt otherwise.
+std::optional<Version> parse_version(std::string_view text) {
+  Version out;
+  out.text = std::string(text);
+  const char* at = text.data();
+  const char* end = text.data() + text.size();
+  int* parts[] = {&out.major, &out.minor, &out.patch};
+  for (int i = 0; i < 3; ++i) {
+    const auto [next, ec] = std::from_chars(at, end, *parts[i]);
+    if (ec != std::errc()) {
+      if (i < 2) return std::nullopt;
+      break;
+    }
+    at = next;
+    if (at == end || *at != '.') break;
+    ++at;
+  }
+  if (at != end && *at != '+' && *at != 'r' && *at != 'a' && *at != 'b' && *at != '.' &&
+      *at != 'p' && *at != 'd') {
+    return std::nullopt;
+  }
+  return out;
+}
+
+// torch_xla releases: the torch they are built against, the Pythons they
+// have wheels for, and their runtimes.
+struct TorchXlaRelease {
+  Versions versions;      // torch_xla major*100+minor
+  int torch;              // the torch minor version it is built for (same number)
+  int python_first;       // Python 3.x, x in [first, last]
+  int python_last;
+  bool xrt;               // the XRT runtime is still there
+  std::string_view undefined_symbol;  // what importing _XLAC against another torch reports
+  // What torch_xla prints when XLA_USE_BF16 is set (torch_xla/csrc/dtype.cpp
+  // ShouldUseBF16); empty: it says nothing.
+  std::string_view xla_use_bf16_notice;
+  std::string_view source;
+};
+
+// The symbol import reports depends on which libtorch the wheel meets; the
+// ones here are those users reported for that torch_xla release.
+constexpr std::string_view kSymbolCpuFallback =
+    "_ZN2at6native12cpu_fallbackERKN3c1014OperatorHandleEPSt6vectorINS1_6IValueESaIS6_EEbNS1_"
+    "11DispatchKeyE";
+constexpr std::string_view kSymbolVariableInfo = "_ZN5torch8autograd12VariableInfoC1ERKN2at6TensorE";
+
+constexpr TorchXlaRelease kTorchXlaReleases[] = {
+    {{113, 113}, 113, 7, 8, true, kSymbolVariableInfo, "",
+     "pytorch/xla v2.1.0:README.md (torch_xla-1.13 wheels: cp37, cp38)"},
+    {{200, 200}, 200, 8, 10, true, kSymbolVariableInfo, "",
+     "pytorch/xla v2.1.0:README.md (torch_xla-2.0 wheels: cp38, cp310)"},
+    {{201, 201}, 201, 8, 11, true, kSymbolVariableInfo, "",
+     "pytorch/xla v2.5.0:README.md (torch_xla-2.1.0 wheels; +xrt build for XRT)"},
+    {{202, 202}, 202, 8, 11, false, kSymbolVariableInfo, "",
+     "pytorch/xla v2.5.0:README.md (torch_xla-2.2.0 wheels); XRT removed in 2.2"},
+    {{203, 203}, 203, 8, 11, false, kSymbolVariableInfo, "",
+     "pytorch/xla v2.5.0:README.md (torch_xla-2.3.0 wheels: cp38, cp310, cp311)"},
+    {{204, 204}, 204, 9, 11, false, kSymbolCpuFallback,
+     "XLA_USE_BF16 will be deprecated after the 2.4 release, please convert your model to bf16 "
+     "directly",
+     "pytorch/xla v2.5.0:README.md (torch_xla-2.4.0 wheels: cp39, cp310, cp311)"},
+    {{205, 205}, 205, 9, 11, false, kSymbolCpuFallback,
+     "XLA_USE_BF16 will be deprecated after the 2.5 release, please convert your model to bf16 "
+     "directly",
+     "pytorch/xla v2.5.0:README.md (torch_xla-2.5.0 wheels: cp39, cp310, cp311); "
+     "pytorch/xla#8292 (the undefined symbol)"},
+};
+
+// Lightning's torch requirement, by release (requirements/pytorch/base.txt).
+struct TorchRequirement {
+  Versions versions;
+  std::string_view package;    // what pip installs: pytorch-lightning (1.x), lightning (2.x)
+  std::string_view specifier;  // as pip prints it
+  int minimum;                 // torch major*100+minor, inclusive
+  int below;                   // torch major*100+minor that is too new (the upper bound)
+  bool below_inclusive_patch;  // "<=1.13.1"-style bounds: the minor itself is allowed
+  std::string_view source;
+};
+
+constexpr TorchRequirement kTorchRequirements[] = {
+    {{106, 106}, "pytorch-lightning", "torch<=1.11.0,>=1.8.*", 108, 111, true,
+     "1.6.5:requirements/base.txt"},
+    {{107, 107}, "pytorch-lightning", "torch<1.13.0,>=1.9.*", 109, 113, false,
+     "1.7.7:requirements/pytorch/base.txt"},
+    {{108, 108}, "pytorch-lightning", "torch<=1.13.1,>=1.9.0", 109, 113, true,
+     "1.8.6:requirements/pytorch/base.txt"},
+    {{109, 109}, "pytorch-lightning", "torch<=2.0.0,>=1.10.0", 110, 200, true,
+     "1.9.5:requirements/pytorch/base.txt"},
+    {{200, 200}, "lightning", "torch<2.1.0,>=1.11.0", 111, 201, false,
+     "2.0.9:requirements/pytorch/base.txt"},
+    {{201, 201}, "lightning", "torch<2.2.0,>=1.12.0", 112, 202, false,
+     "2.1.4:requirements/pytorch/base.txt"},
+    {{202, 202}, "lightning", "torch<2.3.0,>=1.13.0", 113, 203, false,
+     "2.2.5:requirements/pytorch/base.txt"},
+    {{203, 203}, "lightning", "torch<2.4.0,>=2.0.0", 200, 204, false,
+     "2.3.3:requirements/pytorch/base.txt"},
+    {{204, 204}, "lightning", "torch<2.5.0,>=2.1.0", 201, 205, false,
+     "2.4.0:requirements/pytorch/base.txt"},
+    {{205, 205}, "lightning", "torch<2.9.0,>=2.1.0", 201, 209, false,
+     "2.5.6:requirements/pytorch/base.txt"},
+};
+
+// pip's own messages (pip >= 20.3, the resolver of every Python tpujobs knows).
+constexpr std::string_view kPipSource = "pip (install and resolver messages)";
+
+constexpr std::string_view kImportError =
+    "ImportError: /usr/local/lib/python{python}/dist-packages/_XLAC.cpython-{abi}-x86_64-linux-gnu"
+    ".so: undefined symbol: {symbol}";
+constexpr std::string_view kNoDistribution =
+    "ERROR: No matching distribution found for torch_xla=={torch_xla}";
+constexpr std::string_view kResolverConflict =
+    "ERROR: pip's dependency resolver does not currently take into account all the packages that "
+    "are installed. This behaviour is the source of the following dependency conflicts.\n"
+    "{package} {lightning} requires {specifier}, but you have torch {torch} which is "
+    "incompatible.";
+
+std::optional<Version> read(Context& c, std::string_view field,
+                            const std::optional<std::string>& text) {
+  if (!text) return std::nullopt;
+  std::optional<Version> version = parse_version(*text);
+  if (!version) {
+    c.error(field, "`" + std::string(field) + "` must be a version as `pip freeze` prints it, got " +
+                       py_repr(*text) + ".",
+            "Write the version `pip show " +
+                std::string(field.substr(field.find('.') + 1)) + "` prints, e.g. \"2.1.0\".");
+  }
+  return version;
+}
+
+std::string install_hint(int torch_xla_minor_number, int python_minor) {
+  const std::string version =
+      std::to_string(torch_xla_minor_number / 100) + "." + std::to_string(torch_xla_minor_number % 100) + ".0";
+  return "torch_xla " + version + " is built for torch " + version + " (Python 3." +
+         std::to_string(python_minor) +
+         " wheels exist): pip install torch==" + version + " 'torch_xla[tpu]==" + version +
+         "' -f https://storage.googleapis.com/libtpu-releases/index.html";
+}
+
+}  // namespace
+
+// torch_xla's sys_util::GetEnvBool: "true", "false", or a number (non-zero).
+bool env_bool(const std::map<std::string, std::string>& env, const std::string& name) {
+  const auto it = env.find(name);
+  if (it == env.end()) return false;
+  if (it->second == "true") return true;
+  if (it->second == "false") return false;
+  const std::optional<std::int64_t> number = py_int(it->second);
+  return number && *number != 0;
+}
+
+void check_environment(Context& c) {
+  // XLA_USE_BF16 stores every float tensor as bf16, whatever the precision.
+  c.xla_use_bf16 = env_bool(c.settings.env, "XLA_USE_BF16");
+  if (!c.settings.environment) return;
+  const Environment& env = *c.settings.environment;
+  const std::optional<Version> python = read(c, kFieldPython, env.python);
+  const std::optional<Version> torch = read(c, kFieldTorch, env.torch);
+  const std::optional<Version> torch_xla = read(c, kFieldTorchXla, env.torch_xla);
+  const std::optional<Version> lightning = read(c, kFieldLightning, env.lightning);
+
+  // environment.lightning selects the rules.
+  if (lightning) {
+    const Release* release = find_release(lightning->text);
+    if (!release) {
+      c.error(kFieldLightning,
+              "Lightning " + lightning->text + " is not a release tpujobs reproduces (" +
+                  release_names() + ").",
+              "Use a Lightning between 1.6 and 2.5.");
+    } else {
+      c.default_release = release;
+      c.release_from_environment = true;
+      const std::optional<std::string>& asked = c.settings.lightning_version;
+      const Release* asked_release = asked ? find_release(*asked) : nullptr;
+      if (asked_release && asked_release != release) {
+        c.error(kFieldLightningVersion,
+                "`lightning_version` " + py_repr(*asked) + " selects the rules of Lightning " +
+                    asked_release->name() + ", but `environment.lightning` is " + lightning->text + ".",
+                "Drop `lightning_version` (environment.lightning selects the rules), or make them "
+                "agree: `lightning_version: \"" + release->name() + "\"`.");
+      }
+    }
+  }
+
+  const int python_minor = python && python->major == 3 ? python->minor : 10;
+  if (!torch_xla) {
+    c.torch_xla_missing = true;  // a TPU job fails the way Lightning does without it
+  } else {
+    const TorchXlaRelease* wheel = row_for<TorchXlaRelease>(kTorchXlaReleases, torch_xla->number());
+    if (!wheel) {
+      c.error(kFieldTorchXla, fill(kNoDistribution, {{"torch_xla", torch_xla->text}}),
+              "tpujobs knows torch_xla 1.13 and 2.0 to 2.5: pick one of those.", kPipSource);
+    } else if (python_minor < wheel->python_first || python_minor > wheel->python_last) {
+      c.error(kFieldTorchXla, fill(kNoDistribution, {{"torch_xla", torch_xla->text}}),
+              "torch_xla " + torch_xla->minor_text() + " has wheels for Python 3." +
+                  std::to_string(wheel->python_first) + " to 3." + std::to_string(wheel->python_last) +
+                  ", not " + (python ? python->text : std::string("3.10")) + ".", kPipSource);
+    } else if (torch && torch->number() != wheel->torch) {
+      c.error(kFieldTorchXla,
+              fill(kImportError, {{"python", "3." + std::to_string(python_minor)},
+                                  {"abi", "3" + std::to_string(python_minor)},
+                                  {"symbol", std::string(wheel->undefined_symbol)}}),
+              "torch " + torch->text + " and torch_xla " + torch_xla->text +
+                  " are of different minor versions: " + install_hint(wheel->torch, python_minor) +
+                  ".", wheel->source);
+    }
+    if (wheel && c.xla_use_bf16 && !wheel->xla_use_bf16_notice.empty()) {
+      c.warn(std::string(wheel->xla_use_bf16_notice));
+    }
+    if (wheel && !wheel->xrt && c.settings.runtime == "xrt") {
+      c.error(kFieldRuntime,
+              "torch_xla " + torch_xla->text + " has no XRT runtime (removed in torch_xla 2.2).",
+              "Use `runtime: \"pjrt\"` (PJRT_DEVICE=TPU).");
+    }
+  }
+
+  if (torch && lightning) {
+    const Release* release = find_release(lightning->text);
+    const TorchRequirement* requirement =
+        release ? row_for<TorchRequirement>(kTorchRequirements, release->number()) : nullptr;
+    if (requirement) {
+      const int t = torch->number();
+      const bool too_new = requirement->below_inclusive_patch ? t > requirement->below
+                                                              : t >= requirement->below;
+      if (t < requirement->minimum || too_new) {
+        c.error(kFieldTorch,
+                fill(kResolverConflict, {{"package", std::string(requirement->package)},
+                                         {"lightning", lightning->text},
+                                         {"specifier", std::string(requirement->specifier)},
+                                         {"torch", torch->text}}),
+                std::string(requirement->package) + " " + lightning->text + " needs " +
+                    std::string(requirement->specifier) + "; install a torch in that range (and the "
+                    "torch_xla of the same minor version).", requirement->source);
+      }
+    }
+  }
+}
+
+std::vector<RuleText> environment_rule_texts() {
+  std::vector<RuleText> out;
+  for (const TorchXlaRelease& row : kTorchXlaReleases) {
+    out.push_back({kFieldTorchXla, kImportError, row.source});
+    if (!row.xla_use_bf16_notice.empty()) {
+      out.push_back({"warning", row.xla_use_bf16_notice, row.source});
+    }
+  }
+  out.push_back({kFieldTorchXla, kNoDistribution, kPipSource});
+  for (const TorchRequirement& row : kTorchRequirements) {
+    out.push_back({kFieldTorch, kResolverConflict, row.source});
+  }
+  return out;
+}
+
+}  // namespace tpujobs::lightning

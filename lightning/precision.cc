@@ -1,0 +1,221 @@
+// `precision`: the values each Lightning version accepts, the aliases and
+// their warnings, and what the TPU precision plugin makes of them. Sources:
+// the connector's precision check (1.x `_precision_types`, 1.9
+// `supported_precision`, 2.x `_convert_precision_to_unified_args`) and the
+// TPU/XLA branch of `_check_and_init_precision` / `_validate_precision_choice`
+// or `XLAPrecision.__init__`.
+#include <algorithm>
+
+#include "lightning/checks.h"
+
+namespace tpujobs::lightning {
+namespace {
+
+// How a version's TPU plugin treats the (canonical) precision.
+enum class TpuPlugin {
+  kLegacy,      // 1.x: 32 -> fp32; 16 and 'bf16' -> bf16 (16 with a warning); 64 refused
+  kTpuBf16,     // 2.0: '32-true'; '16-mixed' and 'bf16-mixed' -> bf16 (16 with a warning)
+  kXlaPrecision // 2.1+: XLAPrecision accepts '32-true', '16-true', 'bf16-true'
+};
+
+struct PrecisionRules {
+  Versions versions;
+  // Allowed values as the message prints the tuple; strings quoted, ints bare.
+  std::string_view allowed;
+  bool compare_as_string;  // 1.6-1.8 check str(precision); later versions the value itself
+  // 2.x aliases ("16" -> "16-mixed") and the warning they give; {precision}, {canonical}.
+  bool aliases;
+  std::string_view alias_warning;
+  TpuPlugin plugin;
+  std::string_view invalid;       // {precision}: repr, {allowed}
+  std::string_view not_on_tpu;    // {precision}: repr of the canonical value
+  std::string_view fp16_warning;  // 16 on a TPU becomes bf16
+  std::string_view source;
+};
+
+constexpr std::string_view kInvalid = "Precision {precision} is invalid. Allowed precision values: {allowed}";
+constexpr std::string_view kSixtyFour1 =
+    "`Trainer(accelerator='tpu', precision=64)` is not implemented. Please, open an issue in "
+    "`https://github.com/Lightning-AI/lightning/issues` requesting this feature.";
+constexpr std::string_view kFp16Legacy =
+    "You passed `Trainer(accelerator='tpu', precision=16)` but AMP is not supported with TPUs. "
+    "Using `precision='bf16'` instead.";
+constexpr std::string_view kFp16Cpu1x =
+    "You passed `Trainer(accelerator='cpu', precision=16)` but native AMP is not supported on "
+    "CPU. Using `precision='bf16'` instead.";
+constexpr std::string_view kAllowed21 =
+    "('transformer-engine', 'transformer-engine-float16', '16-true', '16-mixed', 'bf16-true', "
+    "'bf16-mixed', '32-true', '64-true', 64, 32, 16, '64', '32', '16', 'bf16')";
+
+constexpr PrecisionRules kPrecisionRules[] = {
+    {{106, 106}, "('16', '32', '64', 'bf16', 'mixed')", true, false, "", TpuPlugin::kLegacy,
+     kInvalid, kSixtyFour1, kFp16Legacy,
+     "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py"},
+    {{107, 107}, "('16', '32', '64', 'bf16', 'mixed')", true, false, "", TpuPlugin::kLegacy,
+     kInvalid, kSixtyFour1, kFp16Legacy,
+     "1.7.7:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
+    {{108, 108}, "('16', '32', '64', 'bf16')", true, false, "", TpuPlugin::kLegacy, kInvalid,
+     kSixtyFour1, kFp16Legacy,
+     "1.8.6:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
+    {{109, 109}, "('64', '32', '16', 'bf16', 64, 32, 16)", false, false, "", TpuPlugin::kLegacy,
+     kInvalid, kSixtyFour1, kFp16Legacy,
+     "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
+    {{200, 200},
+     "('16-mixed', 'bf16-mixed', '32-true', '64-true', 64, 32, 16, '64', '32', '16', 'bf16')",
+     false, true,
+     "{precision} is supported for historical reasons but its usage is discouraged. Please set "
+     "your precision to {canonical} instead!",
+     TpuPlugin::kTpuBf16, kInvalid,
+     "`Trainer(accelerator='tpu', precision='64-true')` is not implemented. Please, open an issue "
+     "in `https://github.com/Lightning-AI/lightning/issues` requesting this feature.",
+     "You passed `Trainer(accelerator='tpu', precision='16-mixed')` but AMP with fp16 is not "
+     "supported on TPUs. Using `precision='bf16-mixed'` instead.",
+     "2.0.9:src/lightning/fabric/connector.py; "
+     "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py"},
+    {{201, 299}, kAllowed21, false, true,
+     "`precision={precision}` is supported for historical reasons but its usage is discouraged. "
+     "Please set your precision to {canonical} instead!",
+     TpuPlugin::kXlaPrecision, kInvalid,
+     "`precision={precision})` is not supported in XLA. `precision` must be one of: ('32-true', "
+     "'16-true', 'bf16-true').",
+     "", "2.1.4:src/lightning/fabric/connector.py; 2.1.4:src/lightning/pytorch/plugins/precision/xla.py"},
+};
+
+// 2.x `_PRECISION_INPUT_STR_ALIAS_CONVERSION`.
+constexpr std::pair<std::string_view, std::string_view> kAliases[] = {
+    {"64", "64-true"}, {"32", "32-true"}, {"16", "16-mixed"}, {"bf16", "bf16-mixed"}};
+
+constexpr std::string_view kPrecisionHint =
+    "Use `precision: \"bf16-true\"` on TPUs (the MXU multiplies in bfloat16), or \"32-true\"; "
+    "mixed precision (AMP) does not exist on XLA.";
+
+// Is `written` one of `allowed` (the printed tuple), comparing as Python does?
+bool allowed_value(const PrecisionRules& rules, const std::string& written, bool number) {
+  const std::string as_str = "'" + written + "'";
+  const std::string_view allowed = rules.allowed;
+  auto contains = [&](const std::string& item) {
+    for (std::size_t at = allowed.find(item); at != std::string_view::npos;
+         at = allowed.find(item, at + 1)) {
+      const char before = at == 0 ? '(' : allowed[at - 1];
+      const char after = at + item.size() < allowed.size() ? allowed[at + item.size()] : ')';
+      if ((before == '(' || before == ' ') && (after == ',' || after == ')')) return true;
+    }
+    return false;
+  };
+  if (rules.compare_as_string) return contains(as_str);  // str(precision) in the tuple
+  return contains(number ? written : as_str);
+}
+
+std::string shown(const std::string& written, bool number) {
+  return number ? written : py_repr(written);
+}
+
+void check_precision_plugin(Context& c, const PrecisionRules& rules, std::string canonical,
+                            const std::string& written, bool number) {
+  const bool tpu = c.accelerator != Accelerator::kCpu;
+  switch (rules.plugin) {
+    case TpuPlugin::kLegacy:
+      if (canonical == "32") {
+        c.out.precision = Precision::k32True;
+      } else if (canonical == "bf16") {
+        c.out.precision = Precision::kBf16True;
+      } else if (canonical == "16") {
+        c.out.precision = Precision::kBf16True;
+        c.warn(std::string(tpu ? rules.fp16_warning : kFp16Cpu1x));
+      } else if (tpu && canonical == "64") {
+        c.error(kFieldPrecision, std::string(rules.not_on_tpu),
+                "Use `precision: \"bf16\"` (or 16, which means bf16 on TPUs) or 32.", rules.source);
+      } else {
+        c.error(kFieldPrecision,
+                "`precision=" + shown(written, number) +
+                    "` is not supported by the tpujobs executor. `precision` must be one of: "
+                    "[16, 32, 'bf16'].",
+                "Use `precision: 32` or \"bf16\".");
+      }
+      return;
+    case TpuPlugin::kTpuBf16:
+      if (canonical == "32-true") {
+        c.out.precision = Precision::k32True;
+        return;
+      }
+      if (tpu && (canonical == "16-mixed" || canonical == "bf16-mixed")) {
+        // TPUBf16PrecisionPlugin sets XLA_USE_BF16=1: every tensor is bf16.
+        if (canonical == "16-mixed") c.warn(std::string(rules.fp16_warning));
+        c.out.precision = Precision::kBf16True;
+        return;
+      }
+      if (tpu && canonical == "64-true") {
+        c.error(kFieldPrecision, std::string(rules.not_on_tpu),
+                "Use `precision: \"bf16-mixed\"` (bfloat16 on TPUs) or \"32-true\".", rules.source);
+        return;
+      }
+      break;
+    case TpuPlugin::kXlaPrecision:
+      if (canonical == "32-true" || canonical == "16-true" || canonical == "bf16-true") {
+        c.out.precision = canonical == "32-true"   ? Precision::k32True
+                          : canonical == "16-true" ? Precision::k16True
+                                                   : Precision::kBf16True;
+        return;
+      }
+      if (tpu) {
+        c.error(kFieldPrecision, fill(rules.not_on_tpu, {{"precision", py_repr(canonical)}}),
+                std::string(kPrecisionHint), rules.source);
+        return;
+      }
+      break;
+  }
+  c.error(kFieldPrecision,
+          "`precision=" + py_repr(canonical) +
+              "` is not supported by the tpujobs CPU executor. `precision` must be one of: "
+              "('32-true', '16-true', 'bf16-true').",
+          "Use `precision: \"32-true\"` or \"bf16-true\" for a CPU job.");
+}
+
+}  // namespace
+
+void check_precision(Context& c) {
+  const PrecisionRules& rules = *row_for<PrecisionRules>(kPrecisionRules, c.version);
+  if (!c.settings.precision) {
+    const bool bf16 = c.xla_use_bf16 && c.accelerator == Accelerator::kTpu;
+    c.out.precision = bf16 ? Precision::kBf16True : Precision::k32True;
+    return;
+  }
+  const std::string& written = *c.settings.precision;
+  const bool number = c.settings.precision_is_number;
+  if (!allowed_value(rules, written, number)) {
+    c.error(kFieldPrecision,
+            fill(rules.invalid,
+                 {{"precision", shown(written, number)}, {"allowed", std::string(rules.allowed)}}),
+            c.v1() ? "Lightning " + c.release->name() +
+                         " takes 16, 32, 64 or \"bf16\" (the \"-true\"/\"-mixed\" names came in "
+                         "2.0): use \"bf16\" on TPUs."
+                   : std::string(kPrecisionHint), rules.source);
+    return;
+  }
+  std::string canonical = written;
+  if (rules.aliases) {
+    for (const auto& [alias, target] : kAliases) {
+      if (alias != written) continue;
+      canonical = target;
+      if (!written.starts_with("32") && !written.starts_with("64")) {
+        c.warn(fill(rules.alias_warning, {{"precision", written}, {"canonical", canonical}}));
+      }
+    }
+  }
+  check_precision_plugin(c, rules, canonical, written, number);
+  if (c.xla_use_bf16 && c.accelerator == Accelerator::kTpu) c.out.precision = Precision::kBf16True;
+}
+
+std::vector<RuleText> precision_rule_texts() {
+  std::vector<RuleText> out = {
+      {"warning", kFp16Cpu1x, "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"}};
+  for (const PrecisionRules& rules : kPrecisionRules) {
+    out.push_back({kFieldPrecision, rules.invalid, rules.source});
+    out.push_back({kFieldPrecision, rules.not_on_tpu, rules.source});
+    if (!rules.alias_warning.empty()) out.push_back({"warning", rules.alias_warning, rules.source});
+    if (!rules.fp16_warning.empty()) out.push_back({"warning", rules.fp16_warning, rules.source});
+  }
+  return out;
+}
+
+}  // namespace tpujobs::lightning

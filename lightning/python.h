@@ -1,0 +1,45 @@
+// Python-style rendering and parsing, so that messages read exactly as
+// Lightning's do ({value!r}, {value}) and strings are read as Python's int()
+// reads them.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <utility>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lightning/resolve.h"
+
+namespace tpujobs::lightning {
+
+// repr() of a str: 'text'.
+std::string py_repr(std::string_view text);
+// repr() of a list of ints: [0, 1].
+std::string py_list(const std::vector<std::int64_t>& list);
+// repr(value) as Lightning prints it with {value!r}.
+std::string py_repr(const DeviceValue& value);
+// str(value) as Lightning prints it with {value}.
+std::string py_str(const DeviceValue& value);
+
+// str.strip().
+std::string_view strip(std::string_view text);
+
+// Python's int(text) for the texts users write: optional sign, digits,
+// surrounding whitespace. nullopt when Python would raise (or overflow).
+std::optional<std::int64_t> py_int(std::string_view text);
+
+// Splits "0, 1," like Lightning: empty pieces are skipped. nullopt names the
+// first piece Python's int() refuses, through *bad.
+std::optional<std::vector<std::int64_t>> py_int_list(std::string_view text, std::string* bad);
+
+std::string join(const std::vector<std::string>& parts, std::string_view separator);
+
+// `text` with each "{name}" of `values` replaced by its value, as Python's
+// str.format fills Lightning's f-strings.
+std::string fill(std::string_view text,
+                 std::initializer_list<std::pair<std::string_view, std::string>> values);
+
+}  // namespace tpujobs::lightning

@@ -1,0 +1,168 @@
+// Resolution and validation of a job's trainer settings (DESIGN §3, §4, §8):
+// turns what the user wrote (`devices`, `precision`, `strategy`, ...) into a
+// DeviceRequest for the pool, reporting every problem at once with
+// PyTorch Lightning's own message texts. Pure: no I/O, no globals.
+//
+// Lightning version. The rules and texts are those of one release, 1.6 ...
+// 2.5 (lightning_version, or environment.lightning; default 2.5), each a row
+// of a cited table per concern (lightning/checks.h lists the files;
+// docs/lightning-rules.md every text). So one spec can be valid under one
+// release and refused under another: 1.x defaults to the CPU and counts TPU
+// cores from 1, 2.0 still counts from 1, 2.1 counts from 0; tpu_cores is
+// deprecated in 1.7-1.9 and a TypeError from 2.0; each release has its own
+// precision values and strategy registry; XRT is refused from 2.2.
+// `environment` is checked against the torch / torch_xla / Python facts first.
+//
+// Mixed pools. A job runs on one generation; which ones it may run on:
+//   - `devices: 1`: any generation. `[k]`: any generation whose hosts have
+//     core k. When several generations fit, request.generation is nullopt
+//     and placement must pick a host of a generation whose
+//     devices_per_host > pinned_core.
+//   - `devices: N` (N > 1): generations whose hosts have exactly N devices
+//     (8: v2 and v3; 4: v4); generation is nullopt when several do.
+//   - `devices: 'auto'` (or absent): every device of a host of the largest
+//     kind in the pool (8 if there are v2 or v3 hosts, else 4).
+//   - `num_nodes > 1`: the newest generation whose hosts fit, of which
+//     devices x num_nodes is a valid slice and of which the pool has enough
+//     hosts; `resources.accelerator_type` picks one explicitly.
+//   - `resources.accelerator_type` fixes the generation. Without `devices`
+//     and `num_nodes` it asks for the whole slice. A one-host type ("v3-8")
+//     also allows a single core of that host (`devices: 1` or `[k]`).
+//   Lightning's devices message quotes the device count of the first
+//   generation in the pool (v2 < v3 < v4), or of the named one; the hint
+//   lists the counts of every generation present.
+//
+// Requests that can never run are errors here, never left pending: num_nodes
+// > 1 with fewer than all devices of a host, a slice size the generation
+// does not have, accelerator_type disagreeing with devices x num_nodes, a
+// generation the pool lacks, more hosts than the pool has (healthy or not).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tpujobs::lightning {
+
+// A value of `devices` / `tpu_cores` as the user wrote it, with the Python
+// type Lightning would see (JSON 8.0 is a float, true a bool).
+struct DeviceValue {
+  enum class Kind { kAbsent, kInt, kString, kList, kOther } kind = Kind::kAbsent;
+  std::int64_t number = 0;         // kInt
+  std::string text;                // kString ("auto", or anything the user wrote, e.g. "8", "-1")
+  std::vector<std::int64_t> list;  // kList: its int elements
+  // kList: the Python type of the first element that is not an int
+  // ("float", "str", "bool", ...); empty when every element is an int.
+  std::string list_other_type;
+  // kOther: Python's type name and repr of the value ("float", "8.0";
+  // "bool", "True"; "dict", "{}") and whether it equals 0 (0.0, False).
+  std::string python_type;
+  std::string python_repr;
+  bool equals_zero = false;
+};
+
+// What `pip freeze` shows on the TPU VM (the spec's `environment`), as
+// written: "3.10", "2.1.0", "2.1.0+cpu", "2.1.3".
+struct Environment {
+  std::optional<std::string> python;
+  std::optional<std::string> torch;
+  std::optional<std::string> torch_xla;
+  std::optional<std::string> lightning;
+};
+
+struct TrainerSettings {                   // absent optionals mean "not given"
+  std::optional<std::string> accelerator;  // "tpu" | "cpu" | "auto" | "gpu" | ...
+  DeviceValue devices;
+  DeviceValue tpu_cores;
+  std::optional<std::int64_t> num_nodes;
+  std::optional<std::string> precision;  // as written; a JSON number 16 becomes "16"
+  bool precision_is_number = false;      // the JSON value was a number (Python int)
+  std::optional<std::string> strategy;
+  std::optional<std::string> runtime;  // "pjrt" | "xrt"
+  std::map<std::string, std::string> env;
+  std::optional<std::string> accelerator_type;   // resources.accelerator_type, e.g. "v3-32"
+  std::optional<std::string> lightning_version;  // "1.6" ... "2.5", "1.x", "2.x" (default)
+  // `environment`; nullopt when the spec has none (then torch_xla is
+  // assumed present and matching, as on a fresh Cloud TPU VM).
+  std::optional<Environment> environment;
+};
+
+// One TPU generation as the rules see it: the facts Lightning's checks and
+// messages depend on, and how many of its hosts the pool has. The service
+// fills these from its own generation facts (scheduler/generation.h), so the
+// rules never keep a second copy of them.
+struct TpuGeneration {
+  std::string name;              // "v2", "v3", "v4"
+  int devices_per_host = 0;      // 8, 8, 4
+  int units_per_device = 1;      // accelerator-type units per device: v4-8 is 4 chips
+  std::vector<int> slice_sizes;  // valid accelerator-type sizes, ascending
+  int hosts = 0;                 // hosts in the pool, healthy or not; 0 = absent
+};
+
+// Every generation the service emulates, oldest first (v2, v3, v4).
+struct PoolView {
+  std::vector<TpuGeneration> generations;
+};
+
+// What a job asks of the pool, once its settings are resolved; api/ maps it
+// onto the scheduler's ResourceRequest.
+struct DeviceRequest {
+  enum class Kind {
+    kCpu,         // accelerator "cpu": takes no TPU core
+    kSingleCore,  // devices: 1 or [k]
+    kHost,        // all devices of one host
+    kSlice,       // num_nodes > 1 whole hosts forming a pod slice
+  } kind = Kind::kCpu;
+  // A TpuGeneration::name; nullopt: any generation whose host fits.
+  std::optional<std::string> generation;
+  int devices_per_host = 0;        // cores used on each host (1 for a single core)
+  int hosts = 0;                   // 0 for cpu, 1 for a single core or a host
+  std::optional<int> pinned_core;  // devices: [k] -> core k of a host (0-based)
+  std::string accelerator_type;    // "v3-32" for a slice or a whole host, "" otherwise
+
+  int cores() const { return devices_per_host * hosts; }
+};
+
+// One problem with the settings. `field` is the JSON path of the setting to
+// change: "trainer.devices", "trainer.tpu_cores", "trainer.num_nodes",
+// "trainer.accelerator", "trainer.precision", "trainer.strategy",
+// "runtime", "env", "resources.accelerator_type",
+// "lightning_version".
+struct FieldProblem {
+  std::string field;
+  std::string message;  // Lightning's text where Lightning has one
+  std::string hint;     // what to change; never empty
+  // Where `message` comes from: "2.1.4:src/lightning/fabric/accelerators/xla.py"
+  // (a tag of Lightning-AI/pytorch-lightning and a path), or another cited
+  // source; empty when the message is tpujobs' own.
+  std::string source;
+};
+
+enum class Precision { k32True, k16True, kBf16True };
+
+struct Resolution {
+  std::vector<FieldProblem> errors;  // every problem at once; empty = valid
+  std::vector<std::string>
+      warnings;          // Lightning's warning texts (deprecations, precision=16 -> bf16 ...)
+  DeviceRequest device;  // meaningful only when errors is empty
+  Precision precision = Precision::k32True;
+  std::string strategy;     // resolved: "xla", "single_xla", "xla_debug" (or "auto" for cpu)
+  std::string accelerator;  // resolved: "tpu" | "cpu"
+  int world_size = 1;       // replicas = device.cores(), or 1 for cpu
+  bool lightning_v1 = false;
+  std::string lightning_version;  // the release whose rules were applied: "2.1"
+  std::string lightning_tag;      // the upstream tag its texts quote: "2.1.4"
+};
+
+// Validates `settings` against the rules above and the generations present
+// in `pool`. Never throws on user input: every problem is in `errors`, each
+// check running on whatever the checks before it could resolve.
+Resolution resolve(const TrainerSettings& settings, const PoolView& pool);
+
+// "32-true", "16-true", "bf16-true".
+std::string_view precision_name(Precision precision);
+
+}  // namespace tpujobs::lightning

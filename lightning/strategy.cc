@@ -1,0 +1,270 @@
+// `strategy`: the strategy registry of each Lightning version, and what the
+// connector says about a name on a TPU. Sources: the `register_strategies`
+// of each strategy class (`src/.../strategies/*.py`), the connector's
+// `_check_config_and_set_final_flags` (lower-casing, invalid names, 1.x
+// `tpu_spawn`), `_check_strategy_and_fallback` (FSDP on a non-GPU
+// accelerator), `_lazy_init_strategy` (TPU accelerator with another
+// strategy) and DeepSpeedStrategy.__init__ (DeepSpeed not installed).
+#include <algorithm>
+#include <cctype>
+
+#include "lightning/checks.h"
+
+namespace tpujobs::lightning {
+namespace {
+
+enum class StrategyKind {
+  kXla,        // XLAStrategy / TPUSpawnStrategy: every device of the hosts
+  kSingleXla,  // one device
+  kXlaDebug,   // XLAStrategy(debug=True): adds the torch_xla metrics report
+  kTpuSpawn,   // 1.x 'tpu_spawn': refused by the connector
+  kFsdp,       // FSDP: refused first by its GPU check
+  kDeepSpeed,  // refused first: DeepSpeed is not installed on a TPU VM
+  kOther,      // registered, but not a TPU strategy
+};
+
+struct RegisteredStrategy {
+  std::string_view name;
+  Versions versions;
+  std::string_view class_name;
+  StrategyKind kind;
+};
+
+constexpr Versions k1x{106, 109};
+constexpr Versions k2x{200, 299};
+constexpr Versions kAll{106, 299};
+
+// The registries, from each tag's strategies/*.py register_strategies.
+constexpr RegisteredStrategy kRegistry[] = {
+    {"bagua", k1x, "BaguaStrategy", StrategyKind::kOther},
+    {"colossalai", {108, 109}, "ColossalAIStrategy", StrategyKind::kOther},
+    {"ddp", kAll, "DDPStrategy", StrategyKind::kOther},
+    {"ddp2", {106, 106}, "DDP2Strategy", StrategyKind::kOther},
+    {"ddp_find_unused_parameters_false", kAll, "DDPStrategy", StrategyKind::kOther},
+    {"ddp_find_unused_parameters_true", k2x, "DDPStrategy", StrategyKind::kOther},
+    {"ddp_fork", {107, 109}, "DDPSpawnStrategy", StrategyKind::kOther},
+    {"ddp_fork", k2x, "DDPStrategy", StrategyKind::kOther},
+    {"ddp_fork_find_unused_parameters_false", {107, 109}, "DDPSpawnStrategy", StrategyKind::kOther},
+    {"ddp_fork_find_unused_parameters_false", k2x, "DDPStrategy", StrategyKind::kOther},
+    {"ddp_fork_find_unused_parameters_true", k2x, "DDPStrategy", StrategyKind::kOther},
+    {"ddp_fully_sharded", k1x, "DDPFullyShardedStrategy", StrategyKind::kOther},
+    {"ddp_notebook", {107, 109}, "DDPSpawnStrategy", StrategyKind::kOther},
+    {"ddp_notebook", k2x, "DDPStrategy", StrategyKind::kOther},
+    {"ddp_notebook_find_unused_parameters_false", {107, 109}, "DDPSpawnStrategy",
+     StrategyKind::kOther},
+    {"ddp_notebook_find_unused_parameters_false", k2x, "DDPStrategy", StrategyKind::kOther},
+    {"ddp_notebook_find_unused_parameters_true", k2x, "DDPStrategy", StrategyKind::kOther},
+    {"ddp_sharded", k1x, "DDPShardedStrategy", StrategyKind::kOther},
+    {"ddp_sharded_find_unused_parameters_false", k1x, "DDPShardedStrategy", StrategyKind::kOther},
+    {"ddp_sharded_spawn", k1x, "DDPSpawnShardedStrategy", StrategyKind::kOther},
+    {"ddp_sharded_spawn_find_unused_parameters_false", k1x, "DDPSpawnShardedStrategy",
+     StrategyKind::kOther},
+    {"ddp_spawn", k1x, "DDPSpawnStrategy", StrategyKind::kOther},
+    {"ddp_spawn", k2x, "DDPStrategy", StrategyKind::kOther},
+    {"ddp_spawn_find_unused_parameters_false", k1x, "DDPSpawnStrategy", StrategyKind::kOther},
+    {"ddp_spawn_find_unused_parameters_false", k2x, "DDPStrategy", StrategyKind::kOther},
+    {"ddp_spawn_find_unused_parameters_true", k2x, "DDPStrategy", StrategyKind::kOther},
+    {"deepspeed", kAll, "DeepSpeedStrategy", StrategyKind::kDeepSpeed},
+    {"deepspeed_stage_1", kAll, "DeepSpeedStrategy", StrategyKind::kDeepSpeed},
+    {"deepspeed_stage_2", kAll, "DeepSpeedStrategy", StrategyKind::kDeepSpeed},
+    {"deepspeed_stage_2_offload", kAll, "DeepSpeedStrategy", StrategyKind::kDeepSpeed},
+    {"deepspeed_stage_3", kAll, "DeepSpeedStrategy", StrategyKind::kDeepSpeed},
+    {"deepspeed_stage_3_offload", kAll, "DeepSpeedStrategy", StrategyKind::kDeepSpeed},
+    {"deepspeed_stage_3_offload_nvme", kAll, "DeepSpeedStrategy", StrategyKind::kDeepSpeed},
+    {"dp", k1x, "DataParallelStrategy", StrategyKind::kOther},
+    {"fsdp", k1x, "DDPFullyShardedStrategy", StrategyKind::kOther},
+    {"fsdp", k2x, "FSDPStrategy", StrategyKind::kFsdp},
+    {"fsdp_cpu_offload", k2x, "FSDPStrategy", StrategyKind::kFsdp},
+    {"fsdp_native", {107, 109}, "DDPFullyShardedNativeStrategy", StrategyKind::kFsdp},
+    {"fsdp_native_full_shard_offload", {107, 109}, "DDPFullyShardedNativeStrategy",
+     StrategyKind::kFsdp},
+    {"horovod", k1x, "HorovodStrategy", StrategyKind::kOther},
+    {"hpu_parallel", {106, 200}, "HPUParallelStrategy", StrategyKind::kOther},
+    {"hpu_single", {106, 200}, "SingleHPUStrategy", StrategyKind::kOther},
+    {"ipu_strategy", {106, 200}, "IPUStrategy", StrategyKind::kOther},
+    {"single_device", kAll, "SingleDeviceStrategy", StrategyKind::kOther},
+    {"single_tpu", {106, 200}, "SingleTPUStrategy", StrategyKind::kSingleXla},
+    {"single_xla", {201, 299}, "SingleDeviceXLAStrategy", StrategyKind::kSingleXla},
+    {"tpu_spawn", k1x, "TPUSpawnStrategy", StrategyKind::kTpuSpawn},
+    {"tpu_spawn_debug", k1x, "TPUSpawnStrategy", StrategyKind::kXlaDebug},
+    {"xla", k2x, "XLAStrategy", StrategyKind::kXla},
+    {"xla_debug", k2x, "XLAStrategy", StrategyKind::kXlaDebug},
+};
+
+struct StrategyRules {
+  Versions versions;
+  bool auto_registered;      // 'auto' is a valid value (1.9+); before, absent means auto
+  std::string_view invalid;  // {strategy}: repr; {names}: the sorted registry
+  std::string_view tpu_spawn;
+  std::string_view fsdp_on_tpu;        // {name}: FSDP's strategy_name
+  std::string_view fsdp_name;
+  std::string_view deepspeed_missing;
+  std::string_view wrong_strategy;     // {class}
+  std::string_view source;
+};
+
+constexpr std::string_view kNotFound = "'{strategy}' not found in registry. Available names: {names}";
+constexpr std::string_view kTpuSpawn =
+    "`Trainer(strategy='tpu_spawn')` is not a valid strategy, you can use "
+    "`Trainer(strategy='ddp_spawn', accelerator='tpu')` instead.";
+constexpr std::string_view kDeepSpeed17 =
+    "To use the `DeepSpeedStrategy`, you must have DeepSpeed installed. Install it by running "
+    "`pip install -U deepspeed`.";
+constexpr std::string_view kWrong1x =
+    "The `TPUAccelerator` can only be used with a `SingleTPUStrategy` or `TPUSpawnStrategy`, "
+    "found {class}.";
+constexpr std::string_view kFsdp =
+    "You selected strategy to be `{name}`, but GPU accelerator is not used.";
+
+constexpr StrategyRules kStrategyRules[] = {
+    {{106, 106}, false, kNotFound, kTpuSpawn, "", "",
+     "To use the DeepSpeed plugin, you must have DeepSpeed installed. pip install deepspeed",
+     kWrong1x, "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py"},
+    {{107, 108}, false, kNotFound, kTpuSpawn, kFsdp, "fsdp_native", kDeepSpeed17, kWrong1x,
+     "1.8.6:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
+    {{109, 109}, true,
+     "You selected an invalid strategy name: `strategy={strategy}`. It must be either a string or "
+     "an instance of `pytorch_lightning.strategies.Strategy`. Example choices: ddp, ddp_spawn, "
+     "deepspeed, dp, ... Find a complete list of options in our documentation at "
+     "https://lightning.ai",
+     kTpuSpawn, kFsdp, "fsdp_native", kDeepSpeed17, kWrong1x,
+     "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
+    {{200, 200}, true,
+     "You selected an invalid strategy name: `strategy={strategy}`. It must be either a string or "
+     "an instance of `lightning.pytorch.strategies.Strategy`. Example choices: auto, ddp, "
+     "ddp_spawn, deepspeed, ... Find a complete list of options in our documentation at "
+     "https://lightning.ai",
+     "", kFsdp, "fsdp", kDeepSpeed17,
+     "The `TPUAccelerator` can only be used with a `SingleTPUStrategy` or `XLAStrategy`, found "
+     "{class}.",
+     "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py"},
+    {{201, 299}, true,
+     "You selected an invalid strategy name: `strategy={strategy}`. It must be either a string or "
+     "an instance of `lightning.pytorch.strategies.Strategy`. Example choices: auto, ddp, "
+     "ddp_spawn, deepspeed, ... Find a complete list of options in our documentation at "
+     "https://lightning.ai",
+     "", kFsdp, "fsdp", kDeepSpeed17,
+     "The `XLAAccelerator` can only be used with a `SingleDeviceXLAStrategy` or `XLAStrategy`, "
+     "found {class}.",
+     "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py"},
+};
+
+const RegisteredStrategy* find_registered(std::string_view name, int version) {
+  for (const RegisteredStrategy& entry : kRegistry) {
+    if (entry.name == name && entry.versions.contains(version)) return &entry;
+  }
+  return nullptr;
+}
+
+// The registry's names, sorted, as StrategyRegistry.get lists them.
+std::string registry_names(int version) {
+  std::vector<std::string> names;
+  for (const RegisteredStrategy& entry : kRegistry) {
+    if (entry.versions.contains(version)) names.emplace_back(entry.name);
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return join(names, ", ");
+}
+
+// The TPU strategy names of a version, for hints.
+std::string tpu_strategy_names(int version) {
+  std::vector<std::string> names;
+  for (const RegisteredStrategy& entry : kRegistry) {
+    const bool tpu = entry.kind == StrategyKind::kXla || entry.kind == StrategyKind::kSingleXla ||
+                     entry.kind == StrategyKind::kXlaDebug;
+    if (tpu && entry.versions.contains(version)) names.emplace_back(entry.name);
+  }
+  return join(names, ", ");
+}
+
+std::string strategy_hint(const Context& c) {
+  return std::string("Remove `strategy` (or use \"auto\"): Lightning picks ") +
+         (c.version >= 201   ? "`XLAStrategy` for several TPU cores and `SingleDeviceXLAStrategy`"
+          : c.version >= 200 ? "`XLAStrategy` for several TPU cores and `SingleTPUStrategy`"
+                             : "`TPUSpawnStrategy` for several TPU cores and `SingleTPUStrategy`") +
+         " for one. TPU strategies of Lightning " + c.release->name() + ": " +
+         tpu_strategy_names(c.version) + ".";
+}
+
+}  // namespace
+
+void check_strategy(Context& c) {
+  // Every version lower-cases a strategy name first.
+  std::string written = c.settings.strategy.value_or("auto");
+  std::transform(written.begin(), written.end(), written.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  const StrategyRules& rules = *row_for<StrategyRules>(kStrategyRules, c.version);
+  const bool automatic = !c.settings.strategy || (written == "auto" && rules.auto_registered);
+  const RegisteredStrategy* entry = automatic ? nullptr : find_registered(written, c.version);
+  if (!automatic && !entry) {
+    c.error(kFieldStrategy,
+            fill(rules.invalid, {{"strategy", rules.invalid == kNotFound ? written : py_repr(written)},
+                                 {"names", registry_names(c.version)}}),
+            strategy_hint(c), rules.source);
+    return;
+  }
+  if (entry && entry->kind == StrategyKind::kTpuSpawn) {
+    c.error(kFieldStrategy, std::string(rules.tpu_spawn), strategy_hint(c), rules.source);
+    return;
+  }
+  if (c.accelerator == Accelerator::kCpu) {
+    c.out.strategy = "auto";
+    if (!automatic) {
+      c.error(kFieldStrategy,
+              "`strategy=" + py_repr(written) +
+                  "` is not supported for `accelerator='cpu'` jobs: tpujobs runs them as one "
+                  "process on the executor's threads.",
+              "Remove `strategy` (or use \"auto\") for a CPU job.");
+    }
+    return;
+  }
+  const bool several = c.request_ok && c.out.world_size > 1;
+  if (automatic) {
+    c.out.strategy = several || !c.request_ok ? "xla" : "single_xla";
+    return;
+  }
+  switch (entry->kind) {
+    case StrategyKind::kXla:
+      c.out.strategy = "xla";
+      return;
+    case StrategyKind::kXlaDebug:
+      c.out.strategy = "xla_debug";
+      return;
+    case StrategyKind::kSingleXla:
+      if (several) {
+        c.error(kFieldStrategy,
+                "`strategy=" + py_repr(written) + "` runs on one TPU core, but " +
+                    c.devices_written() + " asks for " + std::to_string(c.out.world_size) + ".",
+                "Use `strategy: \"auto\"` for several cores, or `devices: 1`.");
+        return;
+      }
+      c.out.strategy = "single_xla";
+      return;
+    case StrategyKind::kFsdp:
+      c.error(kFieldStrategy, fill(rules.fsdp_on_tpu, {{"name", std::string(rules.fsdp_name)}}),
+              strategy_hint(c), rules.source);
+      return;
+    case StrategyKind::kDeepSpeed:
+      c.error(kFieldStrategy, std::string(rules.deepspeed_missing), strategy_hint(c), rules.source);
+      return;
+    case StrategyKind::kTpuSpawn:
+    case StrategyKind::kOther:
+      c.error(kFieldStrategy, fill(rules.wrong_strategy, {{"class", std::string(entry->class_name)}}),
+              strategy_hint(c), rules.source);
+      return;
+  }
+}
+
+std::vector<RuleText> strategy_rule_texts() {
+  std::vector<RuleText> out;
+  for (const StrategyRules& rules : kStrategyRules) {
+    for (std::string_view text : {rules.invalid, rules.tpu_spawn, rules.fsdp_on_tpu,
+                                  rules.deepspeed_missing, rules.wrong_strategy}) {
+      if (!text.empty()) out.push_back({kFieldStrategy, text, rules.source});
+    }
+  }
+  return out;
+}
+
+}  // namespace tpujobs::lightning

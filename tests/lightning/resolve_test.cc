@@ -1,0 +1,1172 @@
+#include "lightning/resolve.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <ostream>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lightning/checks.h"
+#include "scheduler/generation.h"
+
+namespace tpujobs::lightning {
+namespace {
+
+std::string Join(const std::vector<std::string>& parts, std::string_view separator = " | ") {
+  std::string out;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    out += (i > 0 ? std::string(separator) : "") + parts[i];
+  }
+  return out;
+}
+
+std::vector<std::string> Split(std::string_view text, char separator) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find(separator, start);
+    if (end == std::string_view::npos) end = text.size();
+    if (end > start) out.emplace_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+// "8" -> int, "auto" / "'8'" -> string ('_' stands for a space: "'_8_'"),
+// "[0,1]" / "[]" -> list, "[1.0]" / "['1']" -> a list with a non-int,
+// "8.0" -> float, "True" / "False" -> bool, "{}" -> dict.
+DeviceValue ParseDeviceValue(const std::string& text) {
+  DeviceValue value;
+  if (text.front() == '[') {
+    value.kind = DeviceValue::Kind::kList;
+    for (const std::string& item : Split(text.substr(1, text.size() - 2), ',')) {
+      if (item.front() == '\'') {
+        if (value.list_other_type.empty()) value.list_other_type = "str";
+      } else if (item.find('.') != std::string::npos) {
+        if (value.list_other_type.empty()) value.list_other_type = "float";
+      } else {
+        value.list.push_back(std::stoll(item));
+      }
+    }
+  } else if (text.front() == '\'') {
+    value.kind = DeviceValue::Kind::kString;
+    value.text = text.substr(1, text.size() - 2);
+    std::replace(value.text.begin(), value.text.end(), '_', ' ');
+  } else if (text.find('.') != std::string::npos || text == "True" || text == "False" ||
+             text == "{}") {
+    value.kind = DeviceValue::Kind::kOther;
+    value.python_type = text == "{}" ? "dict" : text.find('.') != std::string::npos ? "float" : "bool";
+    value.python_repr = text;
+    value.equals_zero = text == "False" || text == "0.0";
+  } else if (text == "auto") {
+    value.kind = DeviceValue::Kind::kString;
+    value.text = text;
+  } else {
+    value.kind = DeviceValue::Kind::kInt;
+    value.number = std::stoll(text);
+  }
+  return value;
+}
+
+// "devices=8 num_nodes=4 precision=bf16-true type=v3-32 v=1.x env.K=V"; a
+// precision of digits is a number (precision=16), quoted a string
+// (precision='16'); py=, torch=, xla=, pl= fill `environment`.
+TrainerSettings Settings(std::string_view text) {
+  TrainerSettings settings;
+  for (const std::string& token : Split(text, ' ')) {
+    const std::size_t eq = token.find('=');
+    const std::string key = token.substr(0, eq);
+    const std::string value = token.substr(eq + 1);
+    if (key == "accelerator") settings.accelerator = value;
+    if (key == "devices") settings.devices = ParseDeviceValue(value);
+    if (key == "tpu_cores") settings.tpu_cores = ParseDeviceValue(value);
+    if (key == "num_nodes") settings.num_nodes = std::stoll(value);
+    if (key == "precision") {
+      const bool quoted = value.front() == '\'';
+      settings.precision = quoted ? value.substr(1, value.size() - 2) : value;
+      settings.precision_is_number =
+          !quoted && std::all_of(value.begin(), value.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+    }
+    auto environment = [&]() -> Environment& {
+      if (!settings.environment) settings.environment.emplace();
+      return *settings.environment;
+    };
+    if (key == "py") environment().python = value;
+    if (key == "torch") environment().torch = value;
+    if (key == "xla") environment().torch_xla = value;
+    if (key == "pl") environment().lightning = value;
+    if (key == "strategy") settings.strategy = value;
+    if (key == "runtime") settings.runtime = value;
+    if (key == "type") settings.accelerator_type = value;
+    if (key == "v") settings.lightning_version = value;
+    if (key.starts_with("env.")) settings.env[key.substr(4)] = value;
+  }
+  return settings;
+}
+
+// The pool as the rules see it, with the scheduler's generation facts.
+PoolView View(const std::map<scheduler::Generation, int>& hosts) {
+  PoolView view;
+  for (scheduler::Generation g :
+       {scheduler::Generation::kV2, scheduler::Generation::kV3, scheduler::Generation::kV4}) {
+    const scheduler::GenerationFacts& f = scheduler::facts(g);
+    const auto it = hosts.find(g);
+    view.generations.push_back({std::string(f.name), f.devices_per_host, f.name_units_per_device,
+                                {f.slice_sizes.begin(), f.slice_sizes.end()},
+                                it == hosts.end() ? 0 : it->second});
+  }
+  return view;
+}
+
+// "v3-32,v4-8": the hosts of those slices; "" has no TPU hosts.
+PoolView Pool(std::string_view text) {
+  std::map<scheduler::Generation, int> hosts;
+  for (const std::string& name : Split(text, ',')) {
+    const std::optional<scheduler::SliceType> slice = scheduler::parse_slice_type(name);
+    EXPECT_TRUE(slice) << name;
+    if (slice) hosts[slice->generation] += slice->hosts();
+  }
+  return View(hosts);
+}
+
+std::string_view KindName(DeviceRequest::Kind kind) {
+  switch (kind) {
+    case DeviceRequest::Kind::kCpu:
+      return "cpu";
+    case DeviceRequest::Kind::kSingleCore:
+      return "single";
+    case DeviceRequest::Kind::kHost:
+      return "host";
+    case DeviceRequest::Kind::kSlice:
+      return "slice";
+  }
+  return "?";
+}
+
+// "tpu slice v3 8x4 v3-32 world=32 bf16-true xla", "cpu world=1 32-true auto",
+// or the errors as "field: message | ...".
+std::string Summary(const Resolution& resolution) {
+  if (!resolution.errors.empty()) {
+    std::vector<std::string> errors;
+    for (const FieldProblem& e : resolution.errors) errors.push_back(e.field + ": " + e.message);
+    return Join(errors);
+  }
+  const DeviceRequest& request = resolution.device;
+  std::string out = resolution.accelerator;
+  if (request.kind != DeviceRequest::Kind::kCpu) {
+    out += " " + std::string(KindName(request.kind)) + " " +
+           (request.generation ? *request.generation : std::string("any")) + " " +
+           std::to_string(request.devices_per_host) + "x" + std::to_string(request.hosts);
+    if (!request.accelerator_type.empty()) out += " " + request.accelerator_type;
+    if (request.pinned_core) out += " core=" + std::to_string(*request.pinned_core);
+  }
+  out += " world=" + std::to_string(resolution.world_size) + " " +
+         std::string(precision_name(resolution.precision)) + " " + resolution.strategy;
+  if (resolution.lightning_v1) out += " v1";
+  return out;
+}
+
+struct Case {
+  std::string name;
+  std::string settings;
+  std::string pool;
+  std::string expected;  // Summary() of the resolution
+  std::string warnings = "";
+};
+
+constexpr const char* kDevicesV3 =
+    "trainer.devices: `devices` can only be 'auto', 1, 8 or [<0-7>] for TPUs. Got ";
+constexpr const char* kDevicesV4 =
+    "trainer.devices: `devices` can only be 'auto', 1, 4 or [<0-3>] for TPUs. Got ";
+constexpr const char* kTpuCores = "`tpu_cores` can only be 1, 8 or [<1-8>]";
+constexpr const char* kV3Slices =
+    "Valid v3 slices: v3-8, v3-32, v3-64, v3-128, v3-256, v3-512, v3-1024, v3-2048.";
+constexpr const char* kXlaPrecision =
+    ")` is not supported in XLA. `precision` must be one of: ('32-true', '16-true', "
+    "'bf16-true').";
+constexpr const char* kDeprecated8 =
+    "Setting `Trainer(tpu_cores=8)` is deprecated in v1.7 and will be removed in v2.0. Please use "
+    "`Trainer(accelerator='tpu', devices=8)` instead.";
+constexpr const char* kTpuUnused =
+    "TPU available but not used. Set `accelerator` and `devices` using "
+    "`Trainer(accelerator='tpu', devices=8)`.";
+constexpr const char* kUnavailable =
+    "` can not run on your system since the accelerator is not available. The following "
+    "accelerator(s) is available and can be passed into `accelerator` argument of `Trainer`: ";
+
+std::string S(std::string a, std::string_view b) { return a + std::string(b); }
+
+const std::vector<Case>& Cases() {
+  static const std::vector<Case>* cases = new std::vector<Case>{
+      // --- Lightning 2.x devices on a v3 pool -------------------------------
+      {"v2_devices_8", "devices=8", "v3-32", "tpu host v3 8x1 v3-8 world=8 32-true xla"},
+      {"v2_devices_1", "devices=1", "v3-32", "tpu single v3 1x1 world=1 32-true single_xla"},
+      {"v2_devices_core3", "devices=[3]", "v3-32",
+       "tpu single v3 1x1 core=3 world=1 32-true single_xla"},
+      {"v2_devices_core0", "devices=[0]", "v3-8",
+       "tpu single v3 1x1 core=0 world=1 32-true single_xla"},
+      {"v2_devices_core7", "devices=[7]", "v3-8",
+       "tpu single v3 1x1 core=7 world=1 32-true single_xla"},
+      {"v2_devices_auto", "devices=auto", "v3-32", "tpu host v3 8x1 v3-8 world=8 32-true xla"},
+      {"v2_defaults", "", "v3-32", "tpu host v3 8x1 v3-8 world=8 32-true xla"},
+      {"v2_devices_string_8", "devices='8'", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla"},
+      {"v2_devices_string_plus_1", "devices='+1'", "v3-8",
+       "tpu single v3 1x1 world=1 32-true single_xla"},
+      {"v2_devices_3", "devices=3", "v3-32", S(kDevicesV3, "3")},
+      {"v2_devices_2", "devices=2", "v3-8", S(kDevicesV3, "2")},
+      {"v2_devices_16", "devices=16", "v3-32", S(kDevicesV3, "16")},
+      {"v2_devices_core8", "devices=[8]", "v3-32", S(kDevicesV3, "[8]")},
+      {"v2_devices_core_negative", "devices=[-1]", "v3-8", S(kDevicesV3, "[-1]")},
+      {"v2_devices_two_cores", "devices=[0,1]", "v3-32", S(kDevicesV3, "[0, 1]")},
+      {"v2_devices_string_3", "devices='3'", "v3-32", S(kDevicesV3, "3")},
+      {"v2_devices_string_list", "devices='0,1'", "v3-32", S(kDevicesV3, "[0, 1]")},
+      {"v2_devices_string_minus_1", "devices='-1'", "v3-32", S(kDevicesV3, "-1")},
+      {"v2_devices_minus_1", "devices=-1", "v3-32", S(kDevicesV3, "-1")},
+      {"v2_devices_string_core", "devices='5,'", "v3-8",
+       "tpu single v3 1x1 core=5 world=1 32-true single_xla"},
+      {"v2_devices_0_auto", "devices=0", "v3-32", "trainer.devices: `Trainer(devices=0)` value is not a valid input using tpu accelerator."},
+      {"v2_devices_0_tpu", "accelerator=tpu devices='0'", "v3-32",
+       "trainer.devices: `Trainer(devices='0')` value is not a valid input using tpu "
+       "accelerator."},
+      {"v2_devices_empty_list", "accelerator=tpu devices=[]", "v3-32",
+       "trainer.devices: `Trainer(devices=[])` value is not a valid input using tpu accelerator."},
+      {"v2_devices_garbage", "devices='abc'", "v3-32",
+       "trainer.devices: Could not parse the selected TPU devices: 'abc'"},
+      // --- other generations -----------------------------------------------
+      {"v2_v4_devices_4", "devices=4", "v4-32", "tpu host v4 4x1 v4-8 world=4 32-true xla"},
+      {"v2_v4_devices_8", "devices=8", "v4-16", S(kDevicesV4, "8")},
+      {"v2_v4_core3", "devices=[3]", "v4-8", "tpu single v4 1x1 core=3 world=1 32-true single_xla"},
+      {"v2_v4_core4", "devices=[4]", "v4-8", S(kDevicesV4, "[4]")},
+      {"v2_v4_auto", "devices=auto", "v4-8", "tpu host v4 4x1 v4-8 world=4 32-true xla"},
+      {"v2_v4_defaults", "", "v4-32", "tpu host v4 4x1 v4-8 world=4 32-true xla"},
+      {"v2_gen_v2_host", "devices=8", "v2-32", "tpu host v2 8x1 v2-8 world=8 32-true xla"},
+      {"v2_gen_v2_slice", "devices=8 num_nodes=4", "v2-32",
+       "tpu slice v2 8x4 v2-32 world=32 32-true xla"},
+      {"v2_gen_v2_bad_slice", "devices=8 num_nodes=8", "v2-128",
+       "trainer.num_nodes: `devices=8` x `num_nodes=8` makes a v2-64, which is not a valid v2 "
+       "slice. Valid v2 slices: v2-8, v2-32, v2-128, v2-256, v2-512."},
+      {"v2_gen_v2_devices_3", "devices=3", "v2-8",
+       "trainer.devices: `devices` can only be 'auto', 1, 8 or [<0-7>] for TPUs. Got 3"},
+      // --- pod slices --------------------------------------------------------
+      {"v2_slice_v3_32", "devices=8 num_nodes=4", "v3-32",
+       "tpu slice v3 8x4 v3-32 world=32 32-true xla"},
+      {"v2_slice_auto_devices", "num_nodes=4", "v3-32",
+       "tpu slice v3 8x4 v3-32 world=32 32-true xla"},
+      {"v2_slice_one_node", "num_nodes=1 devices=8", "v3-32",
+       "tpu host v3 8x1 v3-8 world=8 32-true xla"},
+      {"v2_slice_v3_64_on_128", "num_nodes=8", "v3-128",
+       "tpu slice v3 8x8 v3-64 world=64 32-true xla"},
+      {"v2_slice_v3_16", "devices=8 num_nodes=2", "v3-32",
+       S("trainer.num_nodes: `devices=8` x `num_nodes=2` makes a v3-16, which is not a valid v3 "
+         "slice. ",
+         kV3Slices)},
+      {"v2_slice_too_big", "devices=8 num_nodes=8", "v3-32",
+       "trainer.num_nodes: A v3-64 slice needs 8 v3 hosts, but the pool has 4."},
+      {"v2_slice_single_core", "devices=1 num_nodes=4", "v3-32",
+       "trainer.devices: `num_nodes=4` asks for a pod slice of whole hosts, but `devices=1` uses "
+       "1 of the 8 devices of each v3 host."},
+      {"v2_slice_pinned_core", "devices=[2] num_nodes=2", "v3-32",
+       "trainer.devices: `num_nodes=2` asks for a pod slice of whole hosts, but `devices=[2]` "
+       "uses 1 of the 8 devices of each v3 host."},
+      {"v2_slice_v4_16", "devices=4 num_nodes=2", "v4-32",
+       "tpu slice v4 4x2 v4-16 world=8 32-true xla"},
+      {"v2_slice_v4_24", "devices=4 num_nodes=3", "v4-32", "trainer.num_nodes: `devices=4` x `num_nodes=3` makes a v4-24, which is not a valid v4 slice. Valid v4 slices: v4-8, v4-16, v4-32, v4-64, v4-128, v4-256, v4-384, v4-512, v4-768, v4-1024, v4-1152, v4-1536, v4-2048, v4-2304, v4-3072, v4-3456, v4-4096, v4-4608, v4-6144, v4-8192."},
+      {"v2_slice_v4_too_big", "num_nodes=8", "v4-32",
+       "trainer.num_nodes: A v4-64 slice needs 8 v4 hosts, but the pool has 4."},
+      {"v2_num_nodes_0", "num_nodes=0", "v3-32",
+       "trainer.num_nodes: `num_nodes` must be a positive integer, but got 0."},
+      {"v2_num_nodes_negative", "devices=8 num_nodes=-2", "v3-32",
+       "trainer.num_nodes: `num_nodes` must be a positive integer, but got -2."},
+      {"v2_num_nodes_huge", "num_nodes=9223372036854775807", "v3-32", "trainer.num_nodes: `num_nodes=9223372036854775807` is more hosts than any TPU pod slice has (the largest, v4-8192, has 1024)."},
+      {"v2_num_nodes_huge_with_type", "type=v3-32 num_nodes=513", "v3-32", "resources.accelerator_type: `accelerator_type='v3-32'` is 4 hosts x 8 devices, but `devices='auto'` x `num_nodes=513` asks for 4104 devices."},
+      // --- resources.accelerator_type ----------------------------------------
+      {"type_v3_32", "type=v3-32", "v3-32", "tpu slice v3 8x4 v3-32 world=32 32-true xla"},
+      {"type_v3_8", "type=v3-8", "v3-32", "tpu host v3 8x1 v3-8 world=8 32-true xla"},
+      {"type_v3_8_one_core", "type=v3-8 devices=1", "v3-32",
+       "tpu single v3 1x1 world=1 32-true single_xla"},
+      {"type_v3_8_pinned", "type=v3-8 devices=[5]", "v3-32",
+       "tpu single v3 1x1 core=5 world=1 32-true single_xla"},
+      {"type_v3_32_agrees", "type=v3-32 devices=8 num_nodes=4", "v3-32",
+       "tpu slice v3 8x4 v3-32 world=32 32-true xla"},
+      {"type_v3_32_devices_only", "type=v3-32 devices=8", "v3-32",
+       "tpu slice v3 8x4 v3-32 world=32 32-true xla"},
+      {"type_v3_32_one_core", "type=v3-32 devices=1", "v3-32",
+       "resources.accelerator_type: `accelerator_type='v3-32'` is 4 hosts x 8 devices, but "
+       "`devices=1` asks for a single core."},
+      {"type_disagrees", "type=v3-32 devices=8 num_nodes=2", "v3-32",
+       "resources.accelerator_type: `accelerator_type='v3-32'` is 4 hosts x 8 devices, but "
+       "`devices=8` x `num_nodes=2` asks for 16 devices."},
+      {"type_larger_than_pool", "type=v3-64", "v3-32",
+       "resources.accelerator_type: A v3-64 slice needs 8 v3 hosts, but the pool has 4."},
+      {"type_generation_missing", "type=v4-8", "v3-32",
+       "resources.accelerator_type: The pool has no v4 hosts; it has v3 (4 hosts)."},
+      {"type_invalid_size", "type=v3-16", "v3-32",
+       S("resources.accelerator_type: 'v3-16' is not a valid v3 slice. ", kV3Slices)},
+      {"type_unknown_generation", "type=v5e-8", "v3-32",
+       "resources.accelerator_type: 'v5e-8' is not a TPU accelerator type this service "
+       "emulates: expected <generation>-<cores> with generation v2, v3 or v4, e.g. 'v3-32'."},
+      {"type_v4_16", "type=v4-16", "v4-32", "tpu slice v4 4x2 v4-16 world=8 32-true xla"},
+      {"type_v4_8_devices_4", "type=v4-8 devices=4", "v4-8",
+       "tpu host v4 4x1 v4-8 world=4 32-true xla"},
+      {"type_v4_8_devices_8", "type=v4-8 devices=8", "v4-8", S(kDevicesV4, "8")},
+      {"type_picks_generation_for_message", "type=v3-8 devices=4", "v3-8,v4-8", S(kDevicesV3, "4")},
+      {"type_v2_32_mixed", "type=v2-32", "v2-32,v3-32",
+       "tpu slice v2 8x4 v2-32 world=32 32-true xla"},
+      // --- mixed pools --------------------------------------------------------
+      {"mixed_devices_8_v3_only", "devices=8", "v3-8,v4-8",
+       "tpu host v3 8x1 v3-8 world=8 32-true xla"},
+      {"mixed_devices_4_v4_only", "devices=4", "v3-8,v4-8",
+       "tpu host v4 4x1 v4-8 world=4 32-true xla"},
+      {"mixed_devices_1_any", "devices=1", "v3-8,v4-8",
+       "tpu single any 1x1 world=1 32-true single_xla"},
+      {"mixed_core5_v3_only", "devices=[5]", "v3-8,v4-8",
+       "tpu single v3 1x1 core=5 world=1 32-true single_xla"},
+      {"mixed_core2_any", "devices=[2]", "v3-8,v4-8",
+       "tpu single any 1x1 core=2 world=1 32-true single_xla"},
+      {"mixed_auto_largest_host", "devices=auto", "v3-8,v4-8",
+       "tpu host v3 8x1 v3-8 world=8 32-true xla"},
+      {"mixed_devices_3", "devices=3", "v3-8,v4-8", S(kDevicesV3, "3")},
+      {"mixed_v2_v3_host_any", "devices=8", "v2-8,v3-8", "tpu host any 8x1 world=8 32-true xla"},
+      {"mixed_slice_newest", "devices=8 num_nodes=4", "v2-32,v3-32",
+       "tpu slice v3 8x4 v3-32 world=32 32-true xla"},
+      {"mixed_slice_where_hosts_are", "num_nodes=4", "v2-32,v3-8",
+       "tpu slice v2 8x4 v2-32 world=32 32-true xla"},
+      {"mixed_slice_v4", "devices=4 num_nodes=4", "v3-32,v4-32",
+       "tpu slice v4 4x4 v4-32 world=16 32-true xla"},
+      {"mixed_slice_too_big", "num_nodes=8", "v2-32,v3-32",
+       "trainer.num_nodes: A v3-64 slice needs 8 v3 hosts, but the pool has 4."},
+      // --- accelerator ---------------------------------------------------------
+      {"accelerator_cpu", "accelerator=cpu", "v3-32", "cpu world=1 32-true auto", "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+      {"accelerator_tpu_no_tpu", "accelerator=tpu", "", "trainer.accelerator: `XLAAccelerator` can not run on your system since the accelerator is not available. The following accelerator(s) is available and can be passed into `accelerator` argument of `Trainer`: ['cpu']."},
+      {"accelerator_auto_no_tpu", "accelerator=auto", "", "cpu world=1 32-true auto"},
+      {"accelerator_default_no_tpu", "", "", "cpu world=1 32-true auto"},
+      {"accelerator_gpu", "accelerator=gpu", "v3-32", "trainer.accelerator: No supported gpu backend found!"},
+      {"accelerator_cuda_no_tpu", "accelerator=cuda", "", "trainer.accelerator: `CUDAAccelerator` can not run on your system since the accelerator is not available. The following accelerator(s) is available and can be passed into `accelerator` argument of `Trainer`: ['cpu']."},
+      {"accelerator_unknown", "accelerator=foo", "v3-32",
+       "trainer.accelerator: You selected an invalid accelerator name: `accelerator='foo'`. "
+       "Available names are: auto, cpu, cuda, mps, tpu."},
+      {"accelerator_cpu_devices_4", "accelerator=cpu devices=4", "v3-32", "cpu world=1 32-true auto", "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`. | tpujobs runs `accelerator='cpu'` jobs as one process on the executor's threads; `devices=4` trains one replica."},
+      {"accelerator_cpu_devices_negative", "accelerator=cpu devices=-1", "v3-32", "trainer.devices: `devices` selected with `CPUAccelerator` should be an int > 0.", "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+      {"accelerator_cpu_devices_0", "accelerator=cpu devices=0", "v3-32", "trainer.devices: `Trainer(devices=0)` value is not a valid input using cpu accelerator.", "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+      {"accelerator_cpu_num_nodes", "accelerator=cpu num_nodes=2", "v3-32", "trainer.num_nodes: `num_nodes=2` asks for several TPU hosts, but the job runs with `accelerator='cpu'`.", "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+      {"accelerator_cpu_type", "accelerator=cpu type=v3-8", "v3-32", "resources.accelerator_type: `accelerator_type='v3-8'` names a TPU slice, but the job runs with `accelerator='cpu'`.", "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+      {"accelerator_cpu_tpu_cores", "accelerator=cpu tpu_cores=8", "v3-32", "trainer.tpu_cores: Trainer.__init__() got an unexpected keyword argument 'tpu_cores'", "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+      // --- precision, 2.x --------------------------------------------------
+      {"precision_bf16_true", "precision=bf16-true", "v3-32",
+       "tpu host v3 8x1 v3-8 world=8 bf16-true xla"},
+      {"precision_16_true", "precision=16-true", "v3-32",
+       "tpu host v3 8x1 v3-8 world=8 16-true xla"},
+      {"precision_32_alias", "precision=32", "v3-32", "tpu host v3 8x1 v3-8 world=8 32-true xla"},
+      {"precision_32_true", "precision=32-true devices=1", "v4-8",
+       "tpu single v4 1x1 world=1 32-true single_xla"},
+      {"precision_16_mixed", "precision=16-mixed", "v3-32",
+       S("trainer.precision: `precision='16-mixed'", kXlaPrecision)},
+      {"precision_bf16_mixed", "precision=bf16-mixed", "v3-32",
+       S("trainer.precision: `precision='bf16-mixed'", kXlaPrecision)},
+      {"precision_16_legacy", "precision=16", "v3-32",
+       S("trainer.precision: `precision='16-mixed'", kXlaPrecision),
+       "`precision=16` is supported for historical reasons but its usage is discouraged. Please "
+       "set your precision to 16-mixed instead!"},
+      {"precision_bf16_legacy", "precision=bf16", "v3-32",
+       S("trainer.precision: `precision='bf16-mixed'", kXlaPrecision),
+       "`precision=bf16` is supported for historical reasons but its usage is discouraged. "
+       "Please set your precision to bf16-mixed instead!"},
+      {"precision_64", "precision=64", "v3-32",
+       S("trainer.precision: `precision='64-true'", kXlaPrecision)},
+      {"precision_invalid", "precision='8'", "v3-32", "trainer.precision: Precision '8' is invalid. Allowed precision values: ('transformer-engine', 'transformer-engine-float16', '16-true', '16-mixed', 'bf16-true', 'bf16-mixed', '32-true', '64-true', 64, 32, 16, '64', '32', '16', 'bf16')"},
+      {"precision_cpu_bf16_true", "accelerator=cpu precision=bf16-true", "v3-32", "cpu world=1 bf16-true auto", "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+      {"precision_cpu_mixed", "accelerator=cpu precision=bf16-mixed", "v3-32", "trainer.precision: `precision='bf16-mixed'` is not supported by the tpujobs CPU executor. `precision` must be one of: ('32-true', '16-true', 'bf16-true').", "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+      // --- strategy, 2.x ---------------------------------------------------
+      {"strategy_xla", "strategy=xla devices=8", "v3-32",
+       "tpu host v3 8x1 v3-8 world=8 32-true xla"},
+      {"strategy_xla_one_core", "strategy=xla devices=1", "v3-32",
+       "tpu single v3 1x1 world=1 32-true xla"},
+      {"strategy_single_xla", "strategy=single_xla devices=[1]", "v3-32",
+       "tpu single v3 1x1 core=1 world=1 32-true single_xla"},
+      {"strategy_single_xla_8", "strategy=single_xla devices=8", "v3-32",
+       "trainer.strategy: `strategy='single_xla'` runs on one TPU core, but `devices=8` asks for "
+       "8."},
+      {"strategy_xla_debug", "strategy=xla_debug num_nodes=4", "v3-32",
+       "tpu slice v3 8x4 v3-32 world=32 32-true xla_debug"},
+      {"strategy_auto", "strategy=auto devices=1", "v3-32",
+       "tpu single v3 1x1 world=1 32-true single_xla"},
+      {"strategy_ddp", "strategy=ddp", "v3-32",
+       "trainer.strategy: The `XLAAccelerator` can only be used with a `SingleDeviceXLAStrategy` "
+       "or `XLAStrategy`, found DDPStrategy."},
+      {"strategy_ddp_spawn", "strategy=ddp_spawn", "v3-32",
+       "trainer.strategy: The `XLAAccelerator` can only be used with a `SingleDeviceXLAStrategy` "
+       "or `XLAStrategy`, found DDPStrategy."},
+      {"strategy_deepspeed", "strategy=deepspeed", "v4-8", "trainer.strategy: To use the `DeepSpeedStrategy`, you must have DeepSpeed installed. Install it by running `pip install -U deepspeed`."},
+      {"strategy_fsdp", "strategy=fsdp", "v3-32", "trainer.strategy: You selected strategy to be `fsdp`, but GPU accelerator is not used."},
+      {"strategy_unknown", "strategy=foo", "v3-32", "trainer.strategy: You selected an invalid strategy name: `strategy='foo'`. It must be either a string or an instance of `lightning.pytorch.strategies.Strategy`. Example choices: auto, ddp, ddp_spawn, deepspeed, ... Find a complete list of options in our documentation at https://lightning.ai"},
+      {"strategy_v1_name_under_v2", "strategy=tpu_spawn", "v3-32", "trainer.strategy: You selected an invalid strategy name: `strategy='tpu_spawn'`. It must be either a string or an instance of `lightning.pytorch.strategies.Strategy`. Example choices: auto, ddp, ddp_spawn, deepspeed, ... Find a complete list of options in our documentation at https://lightning.ai"},
+      {"strategy_cpu_ddp", "accelerator=cpu strategy=ddp", "v3-32", "trainer.strategy: `strategy='ddp'` is not supported for `accelerator='cpu'` jobs: tpujobs runs them as one process on the executor's threads.", "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+      // --- runtime ---------------------------------------------------------
+      {"runtime_xrt_v2", "runtime=xrt", "v3-32",
+       "runtime: The XLA XRT runtime is not supported anymore."},
+      {"runtime_pjrt", "runtime=pjrt devices=1", "v3-32",
+       "tpu single v3 1x1 world=1 32-true single_xla"},
+      {"runtime_unknown", "runtime=grpc", "v3-32",
+       "runtime: `runtime` must be 'pjrt' or 'xrt', got 'grpc'."},
+      // --- tpu_cores under 2.x -----------------------------------------------
+      {"tpu_cores_8", "v=1.9 tpu_cores=8", "v3-32", "tpu host v3 8x1 v3-8 world=8 32-true xla v1", "Setting `Trainer(tpu_cores=8)` is deprecated in v1.7 and will be removed in v2.0. Please use `Trainer(accelerator='tpu', devices=8)` instead."},
+      {"tpu_cores_core1", "v=1.9 tpu_cores=[1]", "v3-32", "tpu single v3 1x1 core=0 world=1 32-true single_xla v1", "Setting `Trainer(tpu_cores=[1])` is deprecated in v1.7 and will be removed in v2.0. Please use `Trainer(accelerator='tpu', devices=[1])` instead."},
+      {"tpu_cores_core8", "v=1.9 tpu_cores=[8]", "v3-8", "tpu single v3 1x1 core=7 world=1 32-true single_xla v1", "Setting `Trainer(tpu_cores=[8])` is deprecated in v1.7 and will be removed in v2.0. Please use `Trainer(accelerator='tpu', devices=[8])` instead."},
+      {"tpu_cores_core0", "v=1.9 tpu_cores=[0]", "v3-32", "trainer.tpu_cores: `devices` can only be 1, 8 or [<1-8>] for TPUs.", "Setting `Trainer(tpu_cores=[0])` is deprecated in v1.7 and will be removed in v2.0. Please use `Trainer(accelerator='tpu', devices=[0])` instead."},
+      {"tpu_cores_3", "v=1.9 tpu_cores=3", "v3-32", "trainer.tpu_cores: `devices` can only be 1, 8 or [<1-8>] for TPUs.", "Setting `Trainer(tpu_cores=3)` is deprecated in v1.7 and will be removed in v2.0. Please use `Trainer(accelerator='tpu', devices=3)` instead."},
+      {"tpu_cores_and_devices", "v=1.9 tpu_cores=8 devices=8", "v3-32", "tpu host v3 8x1 v3-8 world=8 32-true xla v1", "Setting `Trainer(tpu_cores=8)` is deprecated in v1.7 and will be removed in v2.0. Please use `Trainer(accelerator='tpu', devices=8)` instead. | The flag `devices=8` will be ignored, instead the device specific number 8 will be used"},
+      {"tpu_cores_no_tpu", "v=1.9 tpu_cores=8", "", "trainer.tpu_cores: `TPUAccelerator` can not run on your system since the accelerator is not available. The following accelerator(s) is available and can be passed into `accelerator` argument of `Trainer`: ['cpu']."},
+      {"tpu_cores_8_on_v4", "v=1.9 tpu_cores=8", "v4-8",
+       "trainer.tpu_cores: `tpu_cores=8` asks for 8 devices per host, but the hosts it may run on "
+       "have 4 on v4 hosts.",
+       kDeprecated8},
+      {"tpu_cores_slice", "v=1.9 tpu_cores=8 num_nodes=4", "v3-32", "tpu slice v3 8x4 v3-32 world=32 32-true xla v1", "Setting `Trainer(tpu_cores=8)` is deprecated in v1.7 and will be removed in v2.0. Please use `Trainer(accelerator='tpu', devices=8)` instead."},
+      // --- Lightning 1.x -----------------------------------------------------
+      {"v1_devices_8", "v=1.x accelerator=tpu devices=8", "v3-32",
+       "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
+      {"v1_devices_3", "v=1.x accelerator=tpu devices=3", "v3-32", "trainer.devices: `devices` can only be 1, 8 or [<1-8>] for TPUs."},
+      {"v1_devices_core8", "v=1.x accelerator=tpu devices=[8]", "v3-32",
+       "tpu single v3 1x1 core=7 world=1 32-true single_xla v1"},
+      {"v1_devices_core0", "v=1.x accelerator=tpu devices=[0]", "v3-32", "trainer.devices: `devices` can only be 1, 8 or [<1-8>] for TPUs."},
+      {"v1_devices_string_is_core", "v=1.x accelerator=tpu devices='3'", "v3-32",
+       "tpu single v3 1x1 core=2 world=1 32-true single_xla v1"},
+      {"v1_devices_0", "v=1.x accelerator=tpu devices=0", "v3-32",
+       "trainer.devices: `Trainer(devices=0)` value is not a valid input using tpu accelerator."},
+      {"v1_devices_garbage", "v=1.x accelerator=tpu devices='abc'", "v3-32",
+       "trainer.devices: invalid literal for int() with base 10: 'abc'"},
+      {"v1_tpu_cores_implies_tpu", "v=1.x tpu_cores=8", "v3-32", "tpu host v3 8x1 v3-8 world=8 32-true xla v1", "Setting `Trainer(tpu_cores=8)` is deprecated in v1.7 and will be removed in v2.0. Please use `Trainer(accelerator='tpu', devices=8)` instead."},
+      {"v1_default_is_cpu", "v=1.x", "v3-32", "cpu world=1 32-true auto v1", kTpuUnused},
+      {"v1_default_no_tpu", "v=1.x", "", "cpu world=1 32-true auto v1"},
+      {"v1_accelerator_auto", "v=1.x accelerator=auto devices=1", "v3-32",
+       "tpu single v3 1x1 world=1 32-true single_xla v1"},
+      {"v1_precision_16", "v=1.x accelerator=tpu precision=16", "v3-32",
+       "tpu host v3 8x1 v3-8 world=8 bf16-true xla v1",
+       "You passed `Trainer(accelerator='tpu', precision=16)` but AMP is not supported with TPUs. "
+       "Using `precision='bf16'` instead."},
+      {"v1_precision_bf16", "v=1.x accelerator=tpu precision=bf16", "v3-32",
+       "tpu host v3 8x1 v3-8 world=8 bf16-true xla v1"},
+      {"v1_precision_32", "v=1.x accelerator=tpu precision=32", "v3-32",
+       "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
+      {"v1_precision_64", "v=1.x accelerator=tpu precision=64", "v3-32",
+       "trainer.precision: `Trainer(accelerator='tpu', precision=64)` is not implemented. Please, "
+       "open an issue in `https://github.com/Lightning-AI/lightning/issues` requesting this "
+       "feature."},
+      {"v1_precision_2x_name", "v=1.x accelerator=tpu precision=bf16-true", "v3-32", "trainer.precision: Precision 'bf16-true' is invalid. Allowed precision values: ('64', '32', '16', 'bf16', 64, 32, 16)"},
+      {"v1_precision_16_cpu", "v=1.x accelerator=cpu precision=16", "v3-32", "cpu world=1 bf16-true auto v1", "TPU available but not used. Set `accelerator` and `devices` using `Trainer(accelerator='tpu', devices=8)`. | You passed `Trainer(accelerator='cpu', precision=16)` but native AMP is not supported on CPU. Using `precision='bf16'` instead."},
+      {"v1_xrt_without_config", "v=1.x accelerator=tpu runtime=xrt", "v3-32",
+       "env: Missing XLA configuration"},
+      {"v1_xrt_with_config",
+       "v=1.x accelerator=tpu runtime=xrt env.XRT_TPU_CONFIG=localservice;0;localhost:51011",
+       "v3-32", "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
+      {"v1_strategy_tpu_spawn", "v=1.x accelerator=tpu strategy=tpu_spawn", "v3-32", "trainer.strategy: `Trainer(strategy='tpu_spawn')` is not a valid strategy, you can use `Trainer(strategy='ddp_spawn', accelerator='tpu')` instead."},
+      {"v1_strategy_debug", "v=1.x accelerator=tpu strategy=tpu_spawn_debug", "v3-32",
+       "tpu host v3 8x1 v3-8 world=8 32-true xla_debug v1"},
+      {"v1_strategy_single_tpu", "v=1.x accelerator=tpu strategy=single_tpu devices=1", "v3-32",
+       "tpu single v3 1x1 world=1 32-true single_xla v1"},
+      {"v1_strategy_xla_unknown", "v=1.x accelerator=tpu strategy=xla", "v3-32", "trainer.strategy: You selected an invalid strategy name: `strategy='xla'`. It must be either a string or an instance of `pytorch_lightning.strategies.Strategy`. Example choices: ddp, ddp_spawn, deepspeed, dp, ... Find a complete list of options in our documentation at https://lightning.ai"},
+      {"v1_strategy_ddp_spawn", "v=1.x accelerator=tpu strategy=ddp_spawn", "v3-32",
+       "trainer.strategy: The `TPUAccelerator` can only be used with a `SingleTPUStrategy` or "
+       "`TPUSpawnStrategy`, found DDPSpawnStrategy."},
+      {"v1_v4_devices_4", "v=1.x accelerator=tpu devices=4", "v4-8", "trainer.devices: `devices` can only be 1, 8 or [<1-8>] for TPUs."},
+      {"v1_v4_devices_8", "v=1.x accelerator=tpu devices=8", "v4-8",
+       "trainer.devices: `devices=8` asks for 8 devices per host, but the hosts it may run on "
+       "have 4 on v4 hosts."},
+      {"v1_v4_auto", "v=1.x accelerator=tpu", "v4-8",
+       "tpu host v4 4x1 v4-8 world=4 32-true xla v1"},
+      {"v1_v4_core_5", "v=1.x accelerator=tpu devices=[5]", "v4-8",
+       "trainer.devices: `devices=[5]` asks for core 4 (0-based) of a host, but the hosts it may "
+       "run on have 4 on v4 hosts."},
+      {"v1_slice", "v=1.x accelerator=tpu devices=8 num_nodes=4", "v3-32",
+       "tpu slice v3 8x4 v3-32 world=32 32-true xla v1"},
+      {"v1_mixed_core6", "v=1.x accelerator=tpu devices=[6]", "v3-8,v4-8",
+       "tpu single v3 1x1 core=5 world=1 32-true single_xla v1"},
+      {"v1_v2_slice", "v=1.x accelerator=tpu type=v2-32", "v2-32",
+       "tpu slice v2 8x4 v2-32 world=32 32-true xla v1"},
+      {"v1_accelerator_unknown", "v=1.x accelerator=foo", "v3-32", "trainer.accelerator: You selected an invalid accelerator name: `accelerator='foo'`. Available names are: cpu, cuda, hpu, ipu, mps, tpu."},
+      {"version_unknown", "v=3.x devices=8", "v3-32", "lightning_version: `lightning_version` must be one of 1.6, 1.7, 1.8, 1.9, 2.0, 2.1, 2.2, 2.3, 2.4, 2.5, 1.x, 2.x, got '3.x'."},
+  };
+  return *cases;
+}
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name << ": " << c.settings; }
+
+class ResolveTableTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ResolveTableTest, ResolvesOrExplains) {
+  const Case& c = GetParam();
+  const Resolution resolution = resolve(Settings(c.settings), Pool(c.pool));
+  EXPECT_EQ(c.expected, Summary(resolution)) << c.settings << " on " << c.pool;
+  EXPECT_EQ(c.warnings, Join(resolution.warnings)) << c.settings << " on " << c.pool;
+  for (const FieldProblem& problem : resolution.errors) {
+    EXPECT_FALSE(problem.hint.empty()) << problem.field << ": " << problem.message;
+  }
+  if (resolution.errors.empty()) {
+    const int expected_world = resolution.accelerator == "tpu" ? resolution.device.cores() : 1;
+    EXPECT_EQ(expected_world, resolution.world_size);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Lightning, ResolveTableTest, ::testing::ValuesIn(Cases()),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           return info.param.name;
+                         });
+
+// Cases per Lightning version, each naming the upstream source (tag:path)
+// whose code or test it follows. Summary() as in the table above.
+struct VersionCase {
+  std::string name;
+  std::string source;
+  std::string settings;
+  std::string pool;
+  std::string expected;
+  std::string warnings = "";
+};
+
+void PrintTo(const VersionCase& c, std::ostream* os) { *os << c.name << ": " << c.settings; }
+
+constexpr const char* kNotAvailableXla =
+    "`XLAAccelerator` can not run on your system since the accelerator is not available. The "
+    "following accelerator(s) is available and can be passed into `accelerator` argument of "
+    "`Trainer`: ";
+constexpr const char* kInvalidStrategy2 =
+    "It must be either a string or an instance of `lightning.pytorch.strategies.Strategy`. "
+    "Example choices: auto, ddp, ddp_spawn, deepspeed, ... Find a complete list of options in our "
+    "documentation at https://lightning.ai";
+constexpr const char* kAllowed21 =
+    "('transformer-engine', 'transformer-engine-float16', '16-true', '16-mixed', 'bf16-true', "
+    "'bf16-mixed', '32-true', '64-true', 64, 32, 16, '64', '32', '16', 'bf16')";
+constexpr const char* kAllowed20 =
+    "('16-mixed', 'bf16-mixed', '32-true', '64-true', 64, 32, 16, '64', '32', '16', 'bf16')";
+constexpr const char* kXlaOnly =
+    "`precision` must be one of: ('32-true', '16-true', 'bf16-true').";
+constexpr const char* kOneBased19 = "`devices` can only be 1, 8 or [<1-8>] for TPUs.";
+constexpr const char* kTypeError21 =
+    "Device IDs (GPU/TPU) must be an int, a string, a sequence of ints, but you passed ";
+constexpr const char* kTypeError17 =
+    "Device IDs (GPU/TPU) must be an int, a string, a sequence of ints or None, but you passed ";
+constexpr const char* kUnexpectedTpuCores =
+    "trainer.tpu_cores: Trainer.__init__() got an unexpected keyword argument 'tpu_cores'";
+constexpr const char* kWrongStrategy21 =
+    "trainer.strategy: The `XLAAccelerator` can only be used with a `SingleDeviceXLAStrategy` or "
+    "`XLAStrategy`, found ";
+constexpr const char* kWrongStrategy1 =
+    "trainer.strategy: The `TPUAccelerator` can only be used with a `SingleTPUStrategy` or "
+    "`TPUSpawnStrategy`, found ";
+
+const std::vector<VersionCase>& VersionCases() {
+  static const auto* cases = new std::vector<VersionCase>{
+      // --- devices, 2.1+: _parse_tpu_devices / _check_tpu_devices_valid -------------------
+      {"v21_devices_string_8", "2.1.4:src/lightning/fabric/accelerators/xla.py", "v=2.1 devices='8'",
+       "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla"},
+      {"v25_devices_string_padded", "2.5.6:src/lightning/fabric/accelerators/xla.py",
+       "v=2.5 devices='_8_'", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla"},
+      {"v22_devices_string_trailing_comma", "2.2.5:src/lightning/fabric/accelerators/xla.py",
+       "v=2.2 devices='2,'", "v3-8", "tpu single v3 1x1 core=2 world=1 32-true single_xla"},
+      {"v21_devices_string_list_repr", "2.1.4:tests/tests_fabric/accelerators/test_xla.py",
+       "v=2.1 devices='[1]'", "v3-8",
+       "trainer.devices: Could not parse the selected TPU devices: '[1]'"},
+      {"v21_devices_anything_else", "2.1.4:tests/tests_fabric/accelerators/test_xla.py",
+       "v=2.1 devices='anything-else'", "v3-8",
+       "trainer.devices: Could not parse the selected TPU devices: 'anything-else'"},
+      {"v21_devices_5", "2.1.4:tests/tests_fabric/accelerators/test_xla.py", "v=2.1 devices=5",
+       "v3-8",
+       "trainer.devices: `devices` can only be 'auto', 1, 8 or [<0-7>] for TPUs. Got 5"},
+      {"v24_devices_string_3", "2.4.0:src/lightning/fabric/accelerators/xla.py", "v=2.4 devices='3'",
+       "v3-8", "trainer.devices: `devices` can only be 'auto', 1, 8 or [<0-7>] for TPUs. Got 3"},
+      {"v23_devices_two_cores", "2.3.3:src/lightning/fabric/accelerators/xla.py",
+       "v=2.3 devices=[0,1]", "v3-8",
+       "trainer.devices: `devices` can only be 'auto', 1, 8 or [<0-7>] for TPUs. Got [0, 1]"},
+      {"v21_devices_v4_count", "2.1.4:src/lightning/fabric/accelerators/xla.py (auto_device_count)",
+       "v=2.1 devices=8", "v4-8",
+       "trainer.devices: `devices` can only be 'auto', 1, 4 or [<0-3>] for TPUs. Got 8"},
+      {"v21_devices_float", "2.1.4:src/lightning/fabric/utilities/device_parser.py (_check_data_type)",
+       "v=2.1 devices=8.0", "v3-8", S(S("trainer.devices: ", kTypeError21), "8.0.")},
+      {"v25_devices_bool", "2.5.6:src/lightning/fabric/utilities/device_parser.py (_check_data_type)",
+       "v=2.5 devices=True", "v3-8", S(S("trainer.devices: ", kTypeError21), "True.")},
+      {"v21_devices_list_of_float", "2.1.4:src/lightning/fabric/utilities/device_parser.py",
+       "v=2.1 devices=[1.0]", "v3-8", S(kTypeError21, "a sequence of float.").insert(0, "trainer.devices: ")},
+      {"v21_devices_zero_float", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+       "v=2.1 devices=0.0", "v3-8",
+       "trainer.devices: `Trainer(devices=0.0)` value is not a valid input using tpu accelerator."},
+      {"v21_devices_false", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+       "v=2.1 devices=False", "v3-8",
+       "trainer.devices: `Trainer(devices=False)` value is not a valid input using tpu accelerator."},
+      {"v21_devices_empty_list", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+       "v=2.1 devices=[]", "v3-8",
+       "trainer.devices: `Trainer(devices=[])` value is not a valid input using tpu accelerator."},
+      {"v21_devices_string_zero", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+       "v=2.1 accelerator=auto devices='0'", "v3-8",
+       "trainer.devices: `Trainer(devices='0')` value is not a valid input using tpu accelerator."},
+      // --- devices, 1.x and 2.0: 1-based ---------------------------------------------------
+      {"v20_devices_3", "2.0.9:src/lightning/fabric/accelerators/tpu.py", "v=2.0 devices=3", "v3-8",
+       S("trainer.devices: ", kOneBased19)},
+      {"v20_devices_core1_is_first", "2.0.9:src/lightning/fabric/accelerators/tpu.py",
+       "v=2.0 devices=[1]", "v3-8", "tpu single v3 1x1 core=0 world=1 32-true single_xla"},
+      {"v20_devices_core0", "2.0.9:src/lightning/fabric/accelerators/tpu.py", "v=2.0 devices=[0]",
+       "v3-8", S("trainer.devices: ", kOneBased19)},
+      {"v20_devices_string_4_is_a_list", "2.0.9:src/lightning/fabric/accelerators/tpu.py (_parse_tpu_devices_str: '4' -> [4])",
+       "v=2.0 devices='4'", "v3-8", "tpu single v3 1x1 core=3 world=1 32-true single_xla"},
+      {"v19_devices_3", "1.9.5:src/lightning_fabric/accelerators/tpu.py", "v=1.9 accelerator=tpu devices=3",
+       "v3-8", S("trainer.devices: ", kOneBased19)},
+      {"v18_devices_3", "1.8.6:src/lightning_lite/accelerators/tpu.py", "v=1.8 accelerator=tpu devices=3",
+       "v3-8", S("trainer.devices: ", kTpuCores)},
+      {"v17_devices_3", "1.7.7:src/pytorch_lightning/utilities/device_parser.py",
+       "v=1.7 accelerator=tpu devices=3", "v3-8", S("trainer.devices: ", kTpuCores)},
+      {"v16_devices_3", "1.6.5:pytorch_lightning/utilities/device_parser.py",
+       "v=1.6 accelerator=tpu devices=3", "v3-8", S("trainer.devices: ", kTpuCores)},
+      {"v16_devices_float", "1.6.5:pytorch_lightning/utilities/device_parser.py (_check_data_type)",
+       "v=1.6 accelerator=tpu devices=8.0", "v3-8",
+       "trainer.devices: Device ID's (GPU/TPU) must be int, string or sequence of ints or None."},
+      {"v17_devices_float", "1.7.7:src/pytorch_lightning/utilities/device_parser.py (_check_data_type)",
+       "v=1.7 accelerator=tpu devices=8.0", "v3-8", S(S("trainer.devices: ", kTypeError17), "float.")},
+      {"v19_devices_bad_string", "1.9.5:src/lightning_fabric/accelerators/tpu.py (_parse_tpu_devices_str)",
+       "v=1.9 accelerator=tpu devices='x'", "v3-8",
+       "trainer.devices: invalid literal for int() with base 10: 'x'"},
+      {"v19_devices_auto_without_accelerator", "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+       "v=1.9 devices=auto", "v3-8",
+       "trainer.devices: You passed `devices=auto` but haven't specified "
+       "`accelerator=('auto'|'tpu'|'gpu'|'ipu'|'cpu'|'hpu'|'mps')` for the devices mapping.",
+       "TPU available but not used. Set `accelerator` and `devices` using "
+       "`Trainer(accelerator='tpu', devices=8)`."},
+      {"v19_devices_zero_names_flag", "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+       "v=1.9 accelerator=tpu devices=0", "v3-8",
+       "trainer.devices: `Trainer(devices=0)` value is not a valid input using tpu accelerator."},
+      // --- tpu_cores ---------------------------------------------------------------------
+      {"v16_tpu_cores_no_warning", "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py",
+       "v=1.6 tpu_cores=8", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
+      {"v17_tpu_cores_deprecated", "1.7.7:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+       "v=1.7 tpu_cores=[2]", "v3-8", "tpu single v3 1x1 core=1 world=1 32-true single_xla v1",
+       "Setting `Trainer(tpu_cores=[2])` is deprecated in v1.7 and will be removed in v2.0. Please "
+       "use `Trainer(accelerator='tpu', devices=[2])` instead."},
+      {"v19_tpu_cores_string_repr", "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+       "v=1.9 tpu_cores='8'", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla v1",
+       "Setting `Trainer(tpu_cores='8')` is deprecated in v1.7 and will be removed in v2.0. Please "
+       "use `Trainer(accelerator='tpu', devices='8')` instead."},
+      {"v19_tpu_cores_with_devices", "1.9.5:tests/tests_pytorch/accelerators/test_tpu.py (test_accelerator_tpu_with_tpu_cores_priority)",
+       "v=1.9 accelerator=tpu devices=1 tpu_cores=8", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 32-true xla v1",
+       "Setting `Trainer(tpu_cores=8)` is deprecated in v1.7 and will be removed in v2.0. Please "
+       "use `Trainer(accelerator='tpu', devices=8)` instead. | The flag `devices=1` will be ignored, "
+       "instead the device specific number 8 will be used"},
+      {"v20_tpu_cores_removed", "2.0.9:src/lightning/pytorch/trainer/trainer.py", "v=2.0 tpu_cores=8",
+       "v3-8", kUnexpectedTpuCores},
+      {"v25_tpu_cores_removed_py39", "2.5.6:src/lightning/pytorch/trainer/trainer.py (Python 3.9 TypeError)",
+       "v=2.5 tpu_cores=8 py=3.9 torch=2.5.0 xla=2.5.0", "v3-8",
+       "trainer.tpu_cores: __init__() got an unexpected keyword argument 'tpu_cores'"},
+      // --- accelerator -------------------------------------------------------------------
+      {"v21_accelerator_hpu", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+       "v=2.1 accelerator=hpu", "v3-8",
+       "trainer.accelerator: You selected an invalid accelerator name: `accelerator='hpu'`. "
+       "Available names are: auto, cpu, cuda, mps, tpu."},
+      {"v25_accelerator_ipu", "2.5.6:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+       "v=2.5 accelerator=ipu", "v3-8",
+       "trainer.accelerator: You selected an invalid accelerator name: `accelerator='ipu'`. "
+       "Available names are: auto, cpu, cuda, mps, tpu."},
+      {"v20_accelerator_hpu_registered", "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+       "v=2.0 accelerator=hpu", "v3-8",
+       "trainer.accelerator: `HPUAccelerator` can not run on your system since the accelerator is "
+       "not available. The following accelerator(s) is available and can be passed into "
+       "`accelerator` argument of `Trainer`: ['cpu', 'tpu']."},
+      {"v20_accelerator_unknown", "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+       "v=2.0 accelerator=foo", "v3-8",
+       "trainer.accelerator: You selected an invalid accelerator name: `accelerator='foo'`. "
+       "Available names are: auto, cpu, cuda, hpu, ipu, mps, tpu."},
+      {"v21_accelerator_cuda", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+       "v=2.1 accelerator=cuda", "v3-8",
+       "trainer.accelerator: `CUDAAccelerator` can not run on your system since the accelerator "
+       "is not available. The following accelerator(s) is available and can be passed into "
+       "`accelerator` argument of `Trainer`: ['cpu', 'tpu']."},
+      {"v21_accelerator_gpu", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+       "v=2.1 accelerator=gpu", "v3-8", "trainer.accelerator: No supported gpu backend found!"},
+      {"v17_accelerator_mps", "1.7.7:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+       "v=1.7 accelerator=mps", "v3-8",
+       "trainer.accelerator: MPSAccelerator can not run on your system since the accelerator is "
+       "not available. The following accelerator(s) is available and can be passed into "
+       "`accelerator` argument of `Trainer`: ['cpu', 'tpu']."},
+      {"v16_accelerator_cuda_unknown", "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py",
+       "v=1.6 accelerator=cuda", "v3-8",
+       "trainer.accelerator: When passing string value for the `accelerator` argument of "
+       "`Trainer`, it can only be one of ['cpu', 'gpu', 'hpu', 'ipu', 'tpu']."},
+      {"v16_accelerator_gpu", "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py",
+       "v=1.6 accelerator=gpu", "v3-8",
+       "trainer.accelerator: GPUAccelerator can not run on your system since the accelerator is "
+       "not available. The following accelerator(s) is available and can be passed into "
+       "`accelerator` argument of `Trainer`: ['cpu', 'tpu']."},
+      {"v21_cuda_devices_zero", "2.1.4:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_passing_zero_and_empty_list_to_devices_flag)",
+       "v=2.1 accelerator=cuda devices=[]", "v3-8",
+       "trainer.accelerator: `CUDAAccelerator` can not run on your system since the accelerator "
+       "is not available. The following accelerator(s) is available and can be passed into "
+       "`accelerator` argument of `Trainer`: ['cpu', 'tpu']. | trainer.devices: "
+       "`Trainer(devices=[])` value is not a valid input using cuda accelerator."},
+      {"v21_tpu_without_tpu", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+       "v=2.1 accelerator=tpu", "", S(S("trainer.accelerator: ", kNotAvailableXla), "['cpu'].")},
+      {"v19_cpu_on_tpu_warns", "1.9.5:src/pytorch_lightning/trainer/setup.py (_log_device_info)",
+       "v=1.9", "v4-8", "cpu world=1 32-true auto v1",
+       "TPU available but not used. Set `accelerator` and `devices` using "
+       "`Trainer(accelerator='tpu', devices=8)`."},
+      {"v22_cpu_on_tpu_warns", "2.2.5:src/lightning/pytorch/trainer/setup.py (_log_device_info)",
+       "v=2.2 accelerator=cpu", "v3-8", "cpu world=1 32-true auto",
+       "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+      // --- precision ---------------------------------------------------------------------
+      {"v21_precision_int_repr", "2.1.4:src/lightning/fabric/connector.py (_convert_precision_to_unified_args)",
+       "v=2.1 precision=1", "v3-8",
+       S(S("trainer.precision: Precision 1 is invalid. Allowed precision values: ", kAllowed21), "")},
+      {"v21_precision_transformer_engine", "2.1.4:src/lightning/pytorch/plugins/precision/xla.py",
+       "v=2.1 precision=transformer-engine", "v3-8",
+       S("trainer.precision: `precision='transformer-engine')` is not supported in XLA. ", kXlaOnly)},
+      {"v20_precision_transformer_engine", "2.0.9:src/lightning/fabric/connector.py",
+       "v=2.0 precision=transformer-engine", "v3-8",
+       S(S("trainer.precision: Precision 'transformer-engine' is invalid. Allowed precision values: ",
+           kAllowed20), "")},
+      {"v20_precision_bf16_true_is_2_1", "2.0.9:src/lightning/fabric/connector.py",
+       "v=2.0 precision=bf16-true", "v3-8",
+       S(S("trainer.precision: Precision 'bf16-true' is invalid. Allowed precision values: ",
+           kAllowed20), "")},
+      {"v20_precision_16_mixed_on_tpu", "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+       "v=2.0 precision=16", "v3-8", "tpu host v3 8x1 v3-8 world=8 bf16-true xla",
+       "16 is supported for historical reasons but its usage is discouraged. Please set your "
+       "precision to 16-mixed instead! | You passed `Trainer(accelerator='tpu', "
+       "precision='16-mixed')` but AMP with fp16 is not supported on TPUs. Using "
+       "`precision='bf16-mixed'` instead."},
+      {"v20_precision_64_on_tpu", "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+       "v=2.0 precision=64-true", "v3-8",
+       "trainer.precision: `Trainer(accelerator='tpu', precision='64-true')` is not implemented. "
+       "Please, open an issue in `https://github.com/Lightning-AI/lightning/issues` requesting "
+       "this feature."},
+      {"v23_precision_16_alias", "2.3.3:src/lightning/fabric/connector.py", "v=2.3 precision=16",
+       "v3-8",
+       S("trainer.precision: `precision='16-mixed')` is not supported in XLA. ", kXlaOnly),
+       "`precision=16` is supported for historical reasons but its usage is discouraged. Please "
+       "set your precision to 16-mixed instead!"},
+      {"v25_precision_bf16_true", "2.5.6:src/lightning/pytorch/plugins/precision/xla.py",
+       "v=2.5 precision=bf16-true", "v3-8", "tpu host v3 8x1 v3-8 world=8 bf16-true xla"},
+      {"v18_precision_mixed_gone", "1.8.6:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+       "v=1.8 accelerator=tpu precision=mixed", "v3-8",
+       "trainer.precision: Precision 'mixed' is invalid. Allowed precision values: ('16', '32', "
+       "'64', 'bf16')"},
+      {"v16_precision_16_bf16", "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py",
+       "v=1.6 accelerator=tpu precision=16", "v3-8", "tpu host v3 8x1 v3-8 world=8 bf16-true xla v1",
+       "You passed `Trainer(accelerator='tpu', precision=16)` but AMP is not supported with TPUs. "
+       "Using `precision='bf16'` instead."},
+      {"v19_precision_32_true_invalid", "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+       "v=1.9 accelerator=tpu precision=32-true", "v3-8",
+       "trainer.precision: Precision '32-true' is invalid. Allowed precision values: ('64', '32', "
+       "'16', 'bf16', 64, 32, 16)"},
+      {"v17_precision_64_on_tpu", "1.7.7:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+       "v=1.7 accelerator=tpu precision=64", "v3-8",
+       "trainer.precision: `Trainer(accelerator='tpu', precision=64)` is not implemented. Please, "
+       "open an issue in `https://github.com/Lightning-AI/lightning/issues` requesting this "
+       "feature."},
+      // --- strategy ----------------------------------------------------------------------
+      {"v21_strategy_upper_case", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+       "v=2.1 strategy=XLA", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla"},
+      {"v21_strategy_single_device", "2.1.4:src/lightning/pytorch/strategies/single_device.py",
+       "v=2.1 strategy=single_device", "v3-8", S(kWrongStrategy21, "SingleDeviceStrategy.")},
+      {"v22_strategy_ddp_find_unused", "2.2.5:src/lightning/pytorch/strategies/ddp.py",
+       "v=2.2 strategy=ddp_spawn_find_unused_parameters_true", "v3-8",
+       S(kWrongStrategy21, "DDPStrategy.")},
+      {"v21_strategy_fsdp_cpu_offload", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+       "v=2.1 strategy=fsdp_cpu_offload", "v3-8",
+       "trainer.strategy: You selected strategy to be `fsdp`, but GPU accelerator is not used."},
+      {"v24_strategy_single_tpu_gone", "2.4.0:src/lightning/pytorch/strategies/single_xla.py",
+       "v=2.4 strategy=single_tpu", "v3-8",
+       S("trainer.strategy: You selected an invalid strategy name: `strategy='single_tpu'`. ",
+         kInvalidStrategy2)},
+      {"v20_strategy_single_tpu", "2.0.9:src/lightning/pytorch/strategies/single_tpu.py",
+       "v=2.0 devices=1 strategy=single_tpu", "v3-8", "tpu single v3 1x1 world=1 32-true single_xla"},
+      {"v20_strategy_wrong", "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+       "v=2.0 strategy=ddp", "v3-8",
+       "trainer.strategy: The `TPUAccelerator` can only be used with a `SingleTPUStrategy` or "
+       "`XLAStrategy`, found DDPStrategy."},
+      {"v19_strategy_tpu_spawn", "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+       "v=1.9 accelerator=tpu strategy=tpu_spawn", "v3-8",
+       "trainer.strategy: `Trainer(strategy='tpu_spawn')` is not a valid strategy, you can use "
+       "`Trainer(strategy='ddp_spawn', accelerator='tpu')` instead."},
+      {"v19_strategy_ddp_spawn", "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+       "v=1.9 accelerator=tpu strategy=ddp_spawn", "v3-8", S(kWrongStrategy1, "DDPSpawnStrategy.")},
+      {"v19_strategy_debug", "1.9.5:src/pytorch_lightning/strategies/tpu_spawn.py",
+       "v=1.9 accelerator=tpu strategy=tpu_spawn_debug", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 32-true xla_debug v1"},
+      {"v19_strategy_fsdp_native", "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+       "v=1.9 accelerator=tpu strategy=fsdp_native", "v3-8",
+       "trainer.strategy: You selected strategy to be `fsdp_native`, but GPU accelerator is not used."},
+      {"v18_strategy_unknown_registry", "1.8.6:src/lightning_lite/strategies/registry.py",
+       "v=1.8 accelerator=tpu strategy=xla", "v3-8",
+       "trainer.strategy: 'xla' not found in registry. Available names: bagua, colossalai, ddp, "
+       "ddp_find_unused_parameters_false, ddp_fork, ddp_fork_find_unused_parameters_false, "
+       "ddp_fully_sharded, ddp_notebook, ddp_notebook_find_unused_parameters_false, ddp_sharded, "
+       "ddp_sharded_find_unused_parameters_false, ddp_sharded_spawn, "
+       "ddp_sharded_spawn_find_unused_parameters_false, ddp_spawn, "
+       "ddp_spawn_find_unused_parameters_false, deepspeed, deepspeed_stage_1, deepspeed_stage_2, "
+       "deepspeed_stage_2_offload, deepspeed_stage_3, deepspeed_stage_3_offload, "
+       "deepspeed_stage_3_offload_nvme, dp, fsdp, fsdp_native, fsdp_native_full_shard_offload, "
+       "horovod, hpu_parallel, hpu_single, ipu_strategy, single_device, single_tpu, tpu_spawn, "
+       "tpu_spawn_debug"},
+      {"v16_strategy_deepspeed", "1.6.5:pytorch_lightning/strategies/deepspeed.py",
+       "v=1.6 accelerator=tpu strategy=deepspeed", "v3-8",
+       "trainer.strategy: To use the DeepSpeed plugin, you must have DeepSpeed installed. pip "
+       "install deepspeed"},
+      // --- num_nodes, runtime ------------------------------------------------------------
+      {"v21_num_nodes_zero", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+       "v=2.1 num_nodes=0", "v3-8",
+       "trainer.num_nodes: `num_nodes` must be a positive integer, but got 0."},
+      {"v21_xrt_allowed", "2.1.4:src/lightning/fabric/accelerators/xla.py (_using_pjrt)",
+       "v=2.1 runtime=xrt env.XRT_TPU_CONFIG=localservice;0;localhost:51011", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 32-true xla"},
+      {"v22_xrt_refused", "2.2.5:src/lightning/fabric/accelerators/xla.py", "v=2.2 runtime=xrt",
+       "v3-8", "runtime: The XLA XRT runtime is not supported anymore."},
+      // --- v4 slices are 3-D topologies ----------------------------------------------------
+      {"topology_v4_384", "cloud.google.com/tpu/docs/v4 (4x4x12 chips)", "type=v4-384", "v4-384",
+       "tpu slice v4 4x48 v4-384 world=192 32-true xla"},
+      {"topology_v4_96_is_no_slice", "cloud.google.com/tpu/docs/v4 (48 chips: no AxBxC of cubes)",
+       "devices=4 num_nodes=12", "v4-384",
+       "trainer.num_nodes: `devices=4` x `num_nodes=12` makes a v4-96, which is not a valid v4 "
+       "slice. Valid v4 slices: v4-8, v4-16, v4-32, v4-64, v4-128, v4-256, v4-384, v4-512, v4-768, "
+       "v4-1024, v4-1152, v4-1536, v4-2048, v4-2304, v4-3072, v4-3456, v4-4096, v4-4608, v4-6144, "
+       "v4-8192."},
+      // --- environment -------------------------------------------------------------------
+      {"env_selects_rules", "2.0.9:src/lightning/fabric/accelerators/tpu.py",
+       "pl=2.0.9 torch=2.0.1 xla=2.0 py=3.10 devices=[1]", "v3-8",
+       "tpu single v3 1x1 core=0 world=1 32-true single_xla"},
+      {"env_disagrees_with_version", "environment.lightning selects the rules",
+       "pl=2.1.3 v=1.x torch=2.1.0 xla=2.1.0", "v3-8",
+       "lightning_version: `lightning_version` '1.x' selects the rules of Lightning 1.9, but "
+       "`environment.lightning` is 2.1.3."},
+      {"env_torch_xla_mismatch", "pytorch/xla#8292 (ImportError of _XLAC)",
+       "pl=2.4.0 torch=2.4.1 xla=2.5.0 py=3.10", "v3-8",
+       "environment.torch_xla: ImportError: /usr/local/lib/python3.10/dist-packages/_XLAC.cpython-"
+       "310-x86_64-linux-gnu.so: undefined symbol: _ZN2at6native12cpu_fallbackERKN3c1014Operator"
+       "HandleEPSt6vectorINS1_6IValueESaIS6_EEbNS1_11DispatchKeyE"},
+      {"env_no_torch_xla_tpu", "2.1.4:src/lightning/fabric/accelerators/xla.py (XLAAccelerator.__init__)",
+       "pl=2.1.3 torch=2.1.0 accelerator=tpu", "v3-8",
+       "trainer.accelerator: Requirement 'torch_xla>=1.13' not met. HINT: Try running `pip "
+       "install -U 'torch_xla>=1.13'`"},
+      {"env_no_torch_xla_auto_is_cpu", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (_choose_auto_accelerator)",
+       "pl=2.1.3 torch=2.1.0", "v3-8", "cpu world=1 32-true auto"},
+      {"env_lightning_needs_newer_torch", "2.3.3:requirements/pytorch/base.txt",
+       "pl=2.3.0 torch=1.13.1 xla=1.13 py=3.8", "v3-8",
+       "environment.torch: ERROR: pip's dependency resolver does not currently take into account "
+       "all the packages that are installed. This behaviour is the source of the following "
+       "dependency conflicts.\nlightning 2.3.0 requires torch<2.4.0,>=2.0.0, but you have torch "
+       "1.13.1 which is incompatible."},
+      {"env_python_without_wheel", "pytorch/xla v2.5.0:README.md (torch_xla 2.5 wheels: cp39-cp311)",
+       "pl=2.5.0 torch=2.5.0 xla=2.5.0 py=3.8", "v3-8",
+       "environment.torch_xla: ERROR: No matching distribution found for torch_xla==2.5.0"},
+      {"env_xla_use_bf16_notice", "pytorch/xla v2.4.0:torch_xla/csrc/dtype.cpp (ShouldUseBF16)",
+       "pl=2.4.0 torch=2.4.0 xla=2.4.0 py=3.10 env.XLA_USE_BF16=1", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 bf16-true xla",
+       "XLA_USE_BF16 will be deprecated after the 2.4 release, please convert your model to bf16 "
+       "directly"},
+      {"env_xla_use_bf16_silent_before_2_4", "pytorch/xla v2.1.0:torch_xla/csrc/dtype.cpp",
+       "pl=2.1.3 torch=2.1.0 xla=2.1.0 env.XLA_USE_BF16=true", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 bf16-true xla"},
+      {"env_xrt_removed", "pytorch/xla v2.2.0 (XRT removed)",
+       "pl=2.1.3 torch=2.2.0 xla=2.2.0 runtime=xrt env.XRT_TPU_CONFIG=x", "v3-8",
+       "runtime: torch_xla 2.2.0 has no XRT runtime (removed in torch_xla 2.2). | "
+       "environment.torch: ERROR: pip's dependency resolver does not currently take into account "
+       "all the packages that are installed. This behaviour is the source of the following "
+       "dependency conflicts.\nlightning 2.1.3 requires torch<2.2.0,>=1.12.0, but you have torch "
+       "2.2.0 which is incompatible."},
+  };
+  return *cases;
+}
+
+class VersionTableTest : public ::testing::TestWithParam<VersionCase> {};
+
+TEST_P(VersionTableTest, FollowsUpstream) {
+  const VersionCase& c = GetParam();
+  const Resolution resolution = resolve(Settings(c.settings), Pool(c.pool));
+  EXPECT_EQ(c.expected, Summary(resolution)) << c.source;
+  EXPECT_EQ(c.warnings, Join(resolution.warnings)) << c.source;
+}
+
+INSTANTIATE_TEST_SUITE_P(Versions, VersionTableTest, ::testing::ValuesIn(VersionCases()),
+                         [](const ::testing::TestParamInfo<VersionCase>& info) {
+                           return info.param.name;
+                         });
+
+// Every supported version has cases, and every case names its source.
+TEST(ResolveTest, VersionTableCoversEveryRelease) {
+  std::set<std::string> versions;
+  for (const VersionCase& c : VersionCases()) {
+    EXPECT_FALSE(c.source.empty()) << c.name;
+    if (c.name[0] == 'v') versions.insert(c.name.substr(1, 2));
+  }
+  for (const char* v : {"16", "17", "18", "19", "20", "21", "22", "23", "24", "25"}) {
+    EXPECT_TRUE(versions.count(v)) << "no case for Lightning " << v;
+  }
+}
+
+
+// Does `message` read as `text` with its {placeholders} filled in?
+bool FillsTemplate(std::string_view text, std::string_view message) {
+  std::vector<std::string_view> pieces;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t open = text.find('{', start);
+    const std::size_t close = open == std::string_view::npos ? open : text.find('}', open);
+    if (close == std::string_view::npos) {
+      pieces.push_back(text.substr(start));
+      break;
+    }
+    pieces.push_back(text.substr(start, open - start));
+    start = close + 1;
+  }
+  if (!message.starts_with(pieces.front()) || !message.ends_with(pieces.back())) return false;
+  std::size_t at = pieces.front().size();
+  for (std::size_t i = 1; i + 1 < pieces.size(); ++i) {
+    at = message.find(pieces[i], at);
+    if (at == std::string_view::npos) return false;
+    at += pieces[i].size();
+  }
+  return pieces.size() == 1 ? message == text : at <= message.size() - pieces.back().size();
+}
+
+// Every message that names a source is the text of a row of that source's
+// table, placeholders filled; every warning not tpujobs' own is one too. So
+// a text cannot drift from the table (and the docs built from it).
+TEST(ResolveTest, EveryUpstreamMessageIsARuleTableText) {
+  const std::vector<RuleText> texts = all_rule_texts();
+  std::vector<std::pair<std::string, std::string>> runs;  // settings, pool
+  for (const Case& c : Cases()) runs.emplace_back(c.settings, c.pool);
+  for (const VersionCase& c : VersionCases()) runs.emplace_back(c.settings, c.pool);
+  int checked = 0;
+  for (const auto& [settings, pool] : runs) {
+    const Resolution resolution = resolve(Settings(settings), Pool(pool));
+    for (const FieldProblem& problem : resolution.errors) {
+      if (problem.source.empty()) continue;
+      ++checked;
+      const bool found = std::any_of(texts.begin(), texts.end(), [&](const RuleText& text) {
+        return text.source == problem.source && text.field == problem.field &&
+               FillsTemplate(text.text, problem.message);
+      });
+      EXPECT_TRUE(found) << settings << ": " << problem.field << ": " << problem.message
+                         << " [" << problem.source << "]";
+    }
+    for (const std::string& warning : resolution.warnings) {
+      if (warning.starts_with("tpujobs")) continue;
+      ++checked;
+      const bool found = std::any_of(texts.begin(), texts.end(), [&](const RuleText& text) {
+        return text.field == "warning" && FillsTemplate(text.text, warning);
+      });
+      EXPECT_TRUE(found) << settings << ": warning " << warning;
+    }
+  }
+  EXPECT_GT(checked, 80);
+}
+
+// Each table text's source names a tag of a release it holds for, or another
+// cited source.
+TEST(ResolveTest, EveryRuleTextCitesItsSource) {
+  for (const RuleText& text : all_rule_texts()) {
+    EXPECT_FALSE(text.source.empty()) << text.text;
+    EXPECT_FALSE(text.text.empty()) << text.source;
+  }
+}
+
+// docs/lightning-rules.md lists every text of every table (as Markdown
+// table cells: '|' escaped, line breaks as <br>), so the docs cannot drift
+// from the rules.
+TEST(ResolveTest, EveryRuleTextIsInTheDocs) {
+  std::ifstream file(std::string(TPUJOBS_SOURCE_DIR) + "/docs/lightning-rules.md");
+  ASSERT_TRUE(file) << "docs/lightning-rules.md";
+  std::stringstream docs;
+  docs << file.rdbuf();
+  for (const RuleText& text : all_rule_texts()) {
+    std::string cell;
+    for (char ch : text.text) {
+      if (ch == '|') cell += "\\|";
+      else if (ch == '\n') cell += "<br>";
+      else cell += ch;
+    }
+    EXPECT_NE(docs.str().find("| " + cell + " |"), std::string::npos) << text.text;
+    EXPECT_NE(docs.str().find("`" + std::string(text.source) + "`"), std::string::npos) << text.source;
+  }
+}
+
+TEST(ResolveTest, TableIsLargeAndNamesAreUnique) {
+  std::set<std::string> names;
+  for (const Case& c : Cases()) EXPECT_TRUE(names.insert(c.name).second) << c.name;
+  EXPECT_GE(Cases().size(), 80u);
+}
+
+std::vector<std::string> Fields(const Resolution& resolution) {
+  std::vector<std::string> fields;
+  for (const FieldProblem& problem : resolution.errors) fields.push_back(problem.field);
+  return fields;
+}
+
+TEST(ResolveTest, ReportsEveryProblemAtOnce) {
+  const Resolution resolution =
+      resolve(Settings("devices=3 precision=16-mixed strategy=ddp runtime=xrt"), Pool("v3-32"));
+  EXPECT_EQ((std::vector<std::string>{"trainer.devices", "trainer.precision", "trainer.strategy",
+                                      "runtime"}),
+            Fields(resolution));
+  EXPECT_EQ(S(kDevicesV3, "3"), "trainer.devices: " + resolution.errors[0].message);
+}
+
+TEST(ResolveTest, ReportsSliceAndSettingProblemsTogether) {
+  const Resolution resolution = resolve(
+      Settings("v=1.x accelerator=tpu type=v4-8 num_nodes=0 precision=bf16-mixed strategy=xla"),
+      Pool("v3-32"));
+  EXPECT_EQ((std::vector<std::string>{"resources.accelerator_type", "trainer.num_nodes",
+                                      "trainer.precision", "trainer.strategy"}),
+            Fields(resolution))
+      << Summary(resolution);
+}
+
+TEST(ResolveTest, InvalidAcceleratorStillChecksTheRest) {
+  const Resolution resolution =
+      resolve(Settings("accelerator=gpu precision=64 strategy=foo"), Pool("v4-8"));
+  EXPECT_EQ(
+      (std::vector<std::string>{"trainer.accelerator", "trainer.precision", "trainer.strategy"}),
+      Fields(resolution));
+}
+
+TEST(ResolveTest, SameSpecDiffersBetweenLightningVersions) {
+  const char* spec = "accelerator=tpu devices=8 precision=16";
+  const Resolution v2 = resolve(Settings(spec), Pool("v3-8"));
+  const Resolution v1 = resolve(Settings(std::string(spec) + " v=1.x"), Pool("v3-8"));
+  EXPECT_EQ((std::vector<std::string>{"trainer.precision"}), Fields(v2));
+  EXPECT_TRUE(v1.errors.empty()) << Summary(v1);
+  EXPECT_EQ(Precision::kBf16True, v1.precision);
+  EXPECT_TRUE(v1.lightning_v1);
+}
+
+TEST(ResolveTest, SliceRequestCarriesEverythingPlacementNeeds) {
+  const Resolution resolution =
+      resolve(Settings("num_nodes=16 precision=bf16-true"), Pool("v3-128"));
+  ASSERT_TRUE(resolution.errors.empty()) << Summary(resolution);
+  const DeviceRequest& request = resolution.device;
+  EXPECT_EQ(DeviceRequest::Kind::kSlice, request.kind);
+  EXPECT_EQ("v3", request.generation);
+  EXPECT_EQ(8, request.devices_per_host);
+  EXPECT_EQ(16, request.hosts);
+  EXPECT_EQ(128, request.cores());
+  EXPECT_EQ("v3-128", request.accelerator_type);
+  EXPECT_FALSE(request.pinned_core);
+  EXPECT_EQ(128, resolution.world_size);
+  EXPECT_EQ("tpu", resolution.accelerator);
+  EXPECT_EQ("xla", resolution.strategy);
+  EXPECT_EQ("bf16-true", precision_name(resolution.precision));
+}
+
+TEST(ResolveTest, GenerationsWithoutHostsCountAsAbsent) {
+  std::map<scheduler::Generation, int> hosts;
+  hosts[scheduler::Generation::kV3] = 0;
+  hosts[scheduler::Generation::kV4] = 2;
+  EXPECT_EQ("tpu host v4 4x1 v4-8 world=4 32-true xla",
+            Summary(resolve(Settings(""), View(hosts))));
+  hosts[scheduler::Generation::kV4] = 0;
+  EXPECT_EQ("trainer.accelerator: `XLAAccelerator` can not run on your system since the accelerator is not "
+            "available. The following accelerator(s) is available and can be passed into `accelerator` "
+            "argument of `Trainer`: ['cpu'].",
+            Summary(resolve(Settings("accelerator=tpu"), View(hosts))));
+}
+
+TEST(ResolveTest, HintsSayWhatToChange) {
+  const Resolution xrt = resolve(Settings("v=1.x accelerator=tpu runtime=xrt"), Pool("v3-8"));
+  ASSERT_EQ(1u, xrt.errors.size());
+  EXPECT_NE(std::string::npos,
+            xrt.errors[0].hint.find("export XRT_TPU_CONFIG=\"localservice;0;localhost:51011\""));
+
+  const Resolution devices = resolve(Settings("devices=3"), Pool("v3-8,v4-8"));
+  ASSERT_EQ(1u, devices.errors.size());
+  EXPECT_NE(std::string::npos, devices.errors[0].hint.find("8 on v3 hosts, 4 on v4 hosts"))
+      << devices.errors[0].hint;
+
+  const Resolution slice = resolve(Settings("num_nodes=8"), Pool("v3-32"));
+  ASSERT_EQ(1u, slice.errors.size());
+  EXPECT_NE(std::string::npos, slice.errors[0].hint.find("v3-32 (`num_nodes: 4`)"))
+      << slice.errors[0].hint;
+}
+
+// Every combination of a few values per setting: either problems, each
+// with a hint, or a request the pool can hold.
+TEST(ResolveTest, EveryCombinationIsExplainedOrFitsThePool) {
+  const std::vector<std::string> devices = {"",
+                                            "devices=0",
+                                            "devices=1",
+                                            "devices=4",
+                                            "devices=8",
+                                            "devices=[0]",
+                                            "devices=[7]",
+                                            "devices=auto",
+                                            "devices='2,3'"};
+  const std::vector<std::string> tpu_cores = {"", "tpu_cores=[1]"};
+  const std::vector<std::string> num_nodes = {"", "num_nodes=0", "num_nodes=4", "num_nodes=513"};
+  const std::vector<std::string> accelerators = {"", "accelerator=tpu", "accelerator=cpu",
+                                                 "accelerator=auto", "accelerator=gpu"};
+  const std::vector<std::string> types = {"", "type=v3-32", "type=v4-8", "type=v9-1"};
+  const std::vector<std::string> versions = {"", "v=1.x"};
+  const std::vector<std::string> pools = {"", "v3-32", "v3-8,v4-8", "v2-32"};
+  int valid = 0;
+  int invalid = 0;
+  for (const std::string& d : devices)
+    for (const std::string& t : tpu_cores)
+      for (const std::string& n : num_nodes)
+        for (const std::string& a : accelerators)
+          for (const std::string& ty : types)
+            for (const std::string& v : versions)
+              for (const std::string& pool_text : pools) {
+                const std::string text = Join({d, t, n, a, ty, v}, " ");
+                const PoolView pool = Pool(pool_text);
+                const Resolution r = resolve(Settings(text), pool);
+                if (!r.errors.empty()) {
+                  ++invalid;
+                  for (const FieldProblem& p : r.errors) {
+                    ASSERT_FALSE(p.hint.empty()) << text << " on " << pool_text;
+                    ASSERT_FALSE(p.message.empty()) << text << " on " << pool_text;
+                  }
+                  continue;
+                }
+                ++valid;
+                const DeviceRequest& q = r.device;
+                if (r.accelerator == "cpu") {
+                  ASSERT_EQ(DeviceRequest::Kind::kCpu, q.kind) << text;
+                  ASSERT_EQ(1, r.world_size) << text;
+                  continue;
+                }
+                ASSERT_EQ("tpu", r.accelerator) << text;
+                ASSERT_EQ(q.cores(), r.world_size) << text;
+                ASSERT_GE(q.hosts, 1) << text;
+                for (const TpuGeneration& generation : pool.generations) {
+                  if (generation.hosts == 0) continue;
+                  if (q.generation && *q.generation != generation.name) continue;
+                  const int hosts = generation.hosts;
+                  const int per_host = generation.devices_per_host;
+                  const bool fits = q.kind == DeviceRequest::Kind::kSingleCore
+                                        ? q.pinned_core.value_or(0) < per_host
+                                        : q.devices_per_host == per_host;
+                  if (q.generation) {
+                    ASSERT_TRUE(fits) << text << " on " << pool_text;
+                    ASSERT_LE(q.hosts, hosts) << text << " on " << pool_text;
+                  }
+                }
+                if (q.kind == DeviceRequest::Kind::kSlice ||
+                    (q.kind == DeviceRequest::Kind::kHost && q.generation)) {
+                  const std::optional<scheduler::SliceType> slice =
+                      scheduler::parse_slice_type(q.accelerator_type);
+                  ASSERT_TRUE(slice) << text << " -> " << q.accelerator_type;
+                  ASSERT_EQ(q.cores(), slice->devices()) << text;
+                  ASSERT_EQ(q.hosts, slice->hosts()) << text;
+                }
+              }
+  EXPECT_GT(valid, 200);
+  EXPECT_GT(invalid, 1000);
+}
+
+TEST(ResolveTest, PrecisionNames) {
+  EXPECT_EQ("32-true", precision_name(Precision::k32True));
+  EXPECT_EQ("16-true", precision_name(Precision::k16True));
+  EXPECT_EQ("bf16-true", precision_name(Precision::kBf16True));
+}
+
+}  // namespace
+}  // namespace tpujobs::lightning
