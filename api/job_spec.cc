@@ -638,6 +638,8 @@ void apply_resolution(const Resolution& resolution, JobSpec* spec) {
   executor::TrainingSpec& t = spec->training;
   t.world_size = std::max(1, resolution.world_size);
   t.on_tpu = resolution.accelerator == "tpu";
+  t.devices_per_host = t.on_tpu ? std::max(1, resolution.device.devices_per_host) : 0;
+  t.tpu_available = resolution.tpu_available;
   t.xla_debug = resolution.strategy == "xla_debug";
   t.lightning_v1 = resolution.lightning_v1;
   switch (resolution.precision) {

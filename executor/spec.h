@@ -91,6 +91,11 @@ struct TrainingSpec {
   // Number of replicas (emulated TPU cores, or 1 for a CPU job).
   int world_size = 1;
   bool on_tpu = true;              // false for accelerator: "cpu"
+  // Lightning's `trainer.num_devices`: the TPU cores the job uses on each
+  // host (8 for a v3-32 slice of four hosts), the count its device log line
+  // shows; and whether the pool offers TPUs at all (XLAAccelerator.is_available()).
+  int devices_per_host = 1;
+  bool tpu_available = true;
   bool xla_debug = false;          // strategy: "xla_debug"
   bool lightning_v1 = false;       // lightning_version: "1.x"
 

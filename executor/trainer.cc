@@ -216,8 +216,10 @@ class Trainer {
 
 void Trainer::announce_devices() {
   log("GPU available: False, used: False");
-  log(std::string("TPU available: True, using: ") +
-      std::to_string(spec_.on_tpu ? spec_.world_size : 0) + " TPU cores");
+  // Lightning's _log_device_info: `num_tpu_cores = trainer.num_devices`,
+  // the devices of one node (host), not the world size.
+  log(std::string("TPU available: ") + (spec_.tpu_available ? "True" : "False") + ", using: " +
+      std::to_string(spec_.on_tpu ? spec_.devices_per_host : 0) + " TPU cores");
   log("IPU available: False, using: 0 IPUs");
   log("HPU available: False, using: 0 HPUs");
   if (!spec_.on_tpu && spec_.world_size > 1) {

@@ -173,6 +173,7 @@ void check_accelerator(Context& c) {
     return;
   }
   c.out.accelerator = c.accelerator == Accelerator::kTpu ? "tpu" : "cpu";
+  c.out.tpu_available = c.tpu_available();
   if (c.accelerator == Accelerator::kCpu && c.tpu_available()) {
     // Before 2.1 TPUAccelerator.auto_device_count() is always 8.
     c.warn(fill(rules.tpu_unused, {{"count", "8"}}));

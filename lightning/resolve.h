@@ -152,6 +152,7 @@ struct Resolution {
   std::string strategy;     // resolved: "xla", "single_xla", "xla_debug" (or "auto" for cpu)
   std::string accelerator;  // resolved: "tpu" | "cpu"
   int world_size = 1;       // replicas = device.cores(), or 1 for cpu
+  bool tpu_available = false;  // XLAAccelerator.is_available(): TPU hosts and torch_xla
   bool lightning_v1 = false;
   std::string lightning_version;  // the release whose rules were applied: "2.1"
   std::string lightning_tag;      // the upstream tag its texts quote: "2.1.4"

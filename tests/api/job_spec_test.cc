@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "api/resolution.h"
+
 namespace tpujobs::api {
 namespace {
 
@@ -203,6 +205,41 @@ TEST(JobSpec, TrainingKeyIgnoresNameLabelsAndPriority) {
   EXPECT_EQ(sa->training_key, sb->training_key);
   b["data"]["batch_size"] = 7;
   EXPECT_NE(parse_job_spec(b, &errors)->training_key, sa->training_key);
+}
+
+}  // namespace
+}  // namespace tpujobs::api
+
+namespace tpujobs::api {
+namespace {
+
+// What the executor's device log line needs: Lightning's trainer.num_devices
+// (the cores of one host) and whether the pool has TPUs.
+TEST(ApplyResolution, PassesTheDevicesOfOneHostAndTpuAvailability) {
+  scheduler::PoolCapacity v3_32;
+  v3_32.hosts[scheduler::Generation::kV3] = 4;
+  std::vector<FieldError> errors;
+  std::optional<JobSpec> spec = parse_job_spec(
+      json::parse(R"({"trainer": {"devices": 8, "num_nodes": 4},
+                      "model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "digits"}})"),
+      &errors);
+  ASSERT_TRUE(spec) << fields(errors);
+  Resolution slice = resolve(spec->trainer, v3_32);
+  ASSERT_TRUE(slice.errors.empty()) << slice.errors.front().message;
+  apply_resolution(slice, &*spec);
+  EXPECT_EQ(spec->training.world_size, 32);
+  EXPECT_EQ(spec->training.devices_per_host, 8);
+  EXPECT_TRUE(spec->training.tpu_available);
+
+  spec->trainer.accelerator = "cpu";
+  spec->trainer.devices = lightning::DeviceValue{};
+  spec->trainer.num_nodes = 1;
+  Resolution cpu = resolve(spec->trainer, v3_32);
+  ASSERT_TRUE(cpu.errors.empty()) << cpu.errors.front().message;
+  apply_resolution(cpu, &*spec);
+  EXPECT_FALSE(spec->training.on_tpu);
+  EXPECT_EQ(spec->training.devices_per_host, 0);
+  EXPECT_TRUE(spec->training.tpu_available) << "a TPU pool: \"TPU available: True, using: 0 TPU cores\"";
 }
 
 }  // namespace

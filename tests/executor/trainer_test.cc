@@ -391,9 +391,36 @@ TEST_F(TrainerTest, TiedWeightsStayTiedAndLightning1xWarns) {
   EXPECT_TRUE(quiet.lines_with("Layer count").empty());
 }
 
+// Lightning logs trainer.num_devices, the devices of one host: a v3-32
+// slice (four hosts of 8) says 8, a CPU job on a TPU pool 0 with TPUs
+// available, and a pool without TPUs says so.
+TEST_F(TrainerTest, DeviceLineCountsTheDevicesOfOneHost) {
+  struct Case {
+    int world_size, devices_per_host;
+    bool on_tpu, tpu_available;
+    const char* line;
+  };
+  for (const Case& c : {Case{16, 8, true, true, "TPU available: True, using: 8 TPU cores"},
+                        Case{1, 0, false, true, "TPU available: True, using: 0 TPU cores"},
+                        Case{1, 0, false, false, "TPU available: False, using: 0 TPU cores"}}) {
+    TrainingSpec spec = small_spec();
+    spec.world_size = c.world_size;
+    spec.devices_per_host = c.devices_per_host;
+    spec.on_tpu = c.on_tpu;
+    spec.tpu_available = c.tpu_available;
+    spec.data.batch_size = 4;
+    RecordingSink sink;
+    const TrainingResult result = run(spec, sink);
+    ASSERT_EQ(result.outcome, Outcome::kSucceeded) << describe(result);
+    ASSERT_GE(sink.lines.size(), 2u);
+    EXPECT_EQ(sink.lines[1], c.line);
+  }
+}
+
 TEST_F(TrainerTest, LogsReadLikeLightningOnATpuHost) {
   TrainingSpec spec = small_spec();
   spec.world_size = 8;
+  spec.devices_per_host = 8;
   spec.on_tpu = true;
   spec.data.batch_size = 8;
   RecordingSink sink;
