@@ -1,14 +1,6 @@
 #include "db/cluster_repository.h"
 
 namespace tpujobs::db {
-namespace {
-
-// The key of the scheduler leader's advisory lock (any constant the
-// service uses for nothing else; migrate() takes another).
-constexpr std::int64_t kLeaderLockKey = 0x7470756a6f62;  // "tpujob"
-
-}  // namespace
-
 Result<std::int64_t> ClusterRepository::register_agent(const std::string& name,
                                                        const std::vector<AgentHost>& hosts,
                                                        int workers) {
@@ -136,7 +128,7 @@ bool LeaderLock::hold() {
   }
   Result<std::unique_ptr<Connection>> opened = Connection::open(conninfo_);
   if (!opened.ok()) return false;
-  Result<QueryResult> taken = (*opened)->execute("SELECT pg_try_advisory_lock($1::bigint)", {kLeaderLockKey});
+  Result<QueryResult> taken = (*opened)->execute("SELECT pg_try_advisory_lock($1::bigint)", {key_});
   if (!taken.ok() || !taken->boolean(0, 0)) return false;
   connection_ = std::move(*opened);
   return true;

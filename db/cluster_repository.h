@@ -85,7 +85,11 @@ class ClusterRepository {
 // the leader's death (its socket closing) frees it for another replica.
 class LeaderLock {
  public:
-  explicit LeaderLock(std::string conninfo) : conninfo_(std::move(conninfo)) {}
+  static constexpr std::int64_t kSchedulerKey = 0x7470756a6f62;  // "tpujob"
+  // Held by a `tpujobs serve` without --name on a database of its own.
+  static constexpr std::int64_t kStandaloneKey = 0x7470756a6f63;
+  explicit LeaderLock(std::string conninfo, std::int64_t key = kSchedulerKey)
+      : conninfo_(std::move(conninfo)), key_(key) {}
   // True when this process holds the lock now: already held and its session
   // still answers, or just taken. False when another process holds it or
   // the server cannot be reached (then leadership is given up).
@@ -95,6 +99,7 @@ class LeaderLock {
 
  private:
   std::string conninfo_;
+  std::int64_t key_;
   std::unique_ptr<Connection> connection_;
 };
 

@@ -90,6 +90,12 @@ PlacementPass place_jobs(PlacementInput& input, const std::vector<WaitingJob>& q
   for (const WaitingJob& job : queue) {
     const scheduler::ResourceRequest& request = job.request;
     WaitingReason waiting{job.id, scheduler::PendingReason::kResources, 0, {}};
+    if (!job.resolvable) {
+      waiting.reason = scheduler::PendingReason::kHostUnhealthy;
+      waiting.detail = "no registered agent has hosts of its kind";
+      pass.waiting.push_back(std::move(waiting));
+      continue;
+    }
     if (request.kind == RequestKind::kCpu) {
       auto emptiest = std::max_element(input.free_cpu_slots.begin(), input.free_cpu_slots.end(),
                                        [](const auto& a, const auto& b) { return a.second < b.second; });

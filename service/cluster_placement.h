@@ -36,6 +36,9 @@ struct WaitingJob {
   std::int64_t id = 0;
   std::string tenant;
   scheduler::ResourceRequest request;
+  // False when the registered hosts cannot resolve the job's spec (no agent
+  // with hosts of its kind): it waits, HostUnhealthy.
+  bool resolvable = true;
 };
 
 struct ClusterPlacement {

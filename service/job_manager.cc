@@ -263,6 +263,7 @@ class JobManager::Datasets final : public executor::DatasetSource {
 JobManager::JobManager(db::ConnectionPool& pool, scheduler::PoolLayout layout, JobManagerOptions options)
     : pool_(pool),
       repo_(pool),
+      cluster_(pool),
       layout_(layout),
       options_(std::move(options)),
       workers_(options_.workers),
@@ -325,6 +326,15 @@ bool JobManager::apply_transition(const db::Transition& transition) {
 }
 
 db::Status JobManager::start() {
+  if (options_.cluster) {
+    // The leader and the agents own the queue and the runs.
+    started_ = true;
+    for (int i = 0; i < std::max(1, options_.committers); ++i) {
+      committers_.emplace_back([this] { committer_loop(); });
+    }
+    telemetry_ = std::thread([this] { telemetry_loop(); });
+    return db::Status::Ok();
+  }
   auto hosts = repo_.pool_state.load_host_health();
   if (!hosts.ok()) return hosts.error();
   auto quotas = repo_.pool_state.load_quotas();
@@ -533,6 +543,12 @@ void JobManager::commit_batch(std::vector<PendingSubmit>& batch) {
           outcome.job = it != live_.end() ? render_live_text_locked(*it->second, /*with_spec=*/true)
                                           : response_body(render(result.row));
         }
+      } else if (options_.cluster) {
+        ++submitted_total_;
+        outcome.kind = api::SubmitOutcome::Kind::kCreated;
+        api::SubmitRequest& request = batch[i].request;
+        outcome.job = response_body(render_row(result.row, std::move(request.spec_json), std::move(batch[i].resolved),
+                                               json(request.spec.labels), json(request.warnings)));
       } else {
         ++submitted_total_;
         auto job = std::make_shared<LiveJob>();
@@ -553,14 +569,16 @@ void JobManager::commit_batch(std::vector<PendingSubmit>& batch) {
     }
     // Place what fits now rather than on the scheduler thread's next turn:
     // on an idle pool a job starts before its 201 leaves.
-    if (!stopping_) start_placed_locked(SteadyClock::now());
-    for (std::size_t i = 0; i < batch.size(); ++i) {
+    if (!stopping_ && !options_.cluster) start_placed_locked(SteadyClock::now());
+    for (std::size_t i = 0; i < batch.size() && !options_.cluster; ++i) {
       api::SubmitOutcome& outcome = answers[i].second;
       if (outcome.kind != api::SubmitOutcome::Kind::kCreated) continue;
       auto it = live_.find(outcome.id);
       if (it != live_.end()) outcome.job = render_live_text_locked(*it->second, /*with_spec=*/true);
     }
   }
+  // Committed: wake the scheduler leader, wherever it runs.
+  if (options_.cluster) (void)cluster_.notify(db::kSubmitChannel, "submit");
   for (auto& [done, outcome] : answers) done(std::move(outcome));
 }
 
@@ -958,6 +976,15 @@ json JobManager::render_row(const db::JobRow& row, json spec, json resolved, jso
       {"max_retries", spec.is_object() ? spec.value("max_retries", 0) : 0},
   };
   put_result(view, std::move(result));
+  // Cluster mode: the scheduler leader records why a queued job waits.
+  if (row.state == kQueued && row.pending_json) {
+    json pending = parse_or_null(row.pending_json);
+    if (pending.is_object()) {
+      view["pending_reason"] = pending.value("reason", "Resources");
+      view["queue_position"] = pending.value("queue_position", 0);
+      if (pending.contains("detail")) view["pending_detail"] = pending["detail"];
+    }
+  }
   return view;
 }
 
@@ -1092,6 +1119,17 @@ db::Result<std::string> JobManager::get_job_text(std::int64_t id, const std::str
   }
   auto row = load_visible(id, tenant);
   if (!row.ok()) return row.error();
+  if (options_.cluster && !is_terminal(row->state)) {
+    // Run elsewhere: where a resume would start is in the table.
+    json view = render(*row);
+    auto checkpoints = repo_.outputs.latest_checkpoint_positions({id});
+    if (checkpoints.ok()) {
+      if (auto c = checkpoints->find(id); c != checkpoints->end()) {
+        view["last_checkpoint"] = {{"step", c->second.first}, {"epoch", c->second.second}};
+      }
+    }
+    return response_body(view);
+  }
   std::string body = response_body(render(*row));
   if (is_terminal(row->state)) finished_views_.put(id, row->tenant, body);
   return body;
@@ -1159,7 +1197,23 @@ void JobManager::wait_job(std::int64_t id, const std::string& tenant, std::chron
     }
   }
   if (now) return done(std::move(*now));
+  if (options_.cluster && timeout.count() > 0) {
+    return poll_wait(id, tenant, SteadyClock::now() + timeout, std::move(done));
+  }
   done(get_job(id, tenant));  // not live: terminal (or unknown) already
+}
+
+void JobManager::poll_wait(std::int64_t id, std::string tenant, SteadyClock::time_point deadline,
+                           std::function<void(api::JsonResult)> done) {
+  api::JsonResult current = get_job(id, tenant);
+  std::optional<JobState> state = current.ok() ? db::parse_job_state((*current).value("state", "")) : std::nullopt;
+  const bool over = !state || is_terminal(*state) || SteadyClock::now() >= deadline;
+  if (over) return done(std::move(current));
+  const auto next = std::min(deadline - SteadyClock::now(), SteadyClock::duration(std::chrono::milliseconds(200)));
+  timers_.schedule_after(std::chrono::duration_cast<std::chrono::milliseconds>(next),
+                         [this, id, tenant = std::move(tenant), deadline, done = std::move(done)]() mutable {
+                           poll_wait(id, std::move(tenant), deadline, std::move(done));
+                         });
 }
 
 api::JsonResult JobManager::cancel_job(std::int64_t id, const std::string& tenant) {
@@ -1193,8 +1247,27 @@ api::JsonResult JobManager::cancel_job(std::int64_t id, const std::string& tenan
     return db::make_error(db::ErrorCode::kConflict,
                           "job " + std::to_string(id) + " is already " + state_name(row->state) + "; only unfinished jobs can be cancelled");
   }
-  // Unfinished but run by another process: ask it through the database.
+  if (options_.cluster && row->state == kQueued) {
+    // Not placed yet: it ends here, unless the leader places it first.
+    db::Transition t;
+    t.job_id = id;
+    t.from = {kQueued};
+    t.to = kCancelled;
+    t.reason = "Cancelled by request while queued";
+    t.error_json = error_json("CANCELLED", "the job was cancelled before it started", "").dump();
+    t.set_finished_at = true;
+    auto moved = repo_.jobs.transition(t);
+    if (!moved.ok()) return moved.error();
+    if (*moved) {
+      auto now = load_visible(id, tenant);
+      if (!now.ok()) return now.error();
+      return render(*now);
+    }
+  }
+  // Unfinished but run by another process: ask it through the database,
+  // and wake its agent.
   if (db::Status s = repo_.jobs.request_cancel(id); !s.ok()) return s.error();
+  if (options_.cluster) (void)cluster_.notify(db::kAgentChannel, row->agent.value_or(""));
   json view = render(*row);
   view["cancel_requested"] = true;
   return view;
@@ -1328,6 +1401,7 @@ db::Result<std::string> JobManager::xla_report(std::int64_t id, const std::strin
 // ------------------------------------------------------------------ pool
 
 nlohmann::json JobManager::pool_view() {
+  if (options_.cluster) return cluster_pool_view();
   std::lock_guard lock(mutex_);
   scheduler::Scheduler::PoolView view = scheduler_.view();
   json hosts = json::array();
@@ -1366,10 +1440,109 @@ nlohmann::json JobManager::pool_view() {
           {"cpu_jobs_running", cpu_jobs}};
 }
 
+json JobManager::cluster_pool_view() {
+  auto agents = cluster_.list_agents();
+  auto hosts = cluster_.list_hosts();
+  auto unfinished = repo_.jobs.load_unfinished();
+  if (!agents.ok() || !hosts.ok() || !unfinished.ok()) {
+    return {{"error", "the database did not answer"}, {"hosts", json::array()}, {"agents", json::array()}};
+  }
+  std::map<std::pair<std::string, int>, std::pair<std::int64_t, std::string>> core_jobs;  // (host, core) -> job
+  std::map<std::string, json> agent_jobs;
+  int queued = 0, running = 0, cpu_jobs = 0;
+  for (const db::JobRow& row : *unfinished) {
+    if (row.state == kQueued) {
+      ++queued;
+      continue;
+    }
+    ++running;
+    if (row.agent) {
+      auto [it, added] = agent_jobs.try_emplace(*row.agent, json::array());
+      it->second.push_back(row.id);
+    }
+    const json allocation = parse_or_null(row.allocation_json);
+    if (!allocation.is_object()) continue;
+    if (allocation.value("accelerator", "") == "cpu") ++cpu_jobs;
+    for (const json& core : allocation.value("cores", json::array())) {
+      core_jobs[{core.value("host", ""), core.value("core", -1)}] = {row.id, row.name};
+    }
+  }
+  json host_views = json::array();
+  int total = 0, used = 0, healthy = 0;
+  for (const db::ClusterHostRow& h : *hosts) {
+    std::optional<scheduler::Generation> generation = scheduler::parse_generation(h.generation);
+    if (!generation) continue;
+    const scheduler::GenerationFacts& f = scheduler::facts(*generation);
+    json cores = json::array();
+    int in_use = 0;
+    for (int c = 0; c < f.devices_per_host; ++c) {
+      auto it = core_jobs.find({h.name, c});
+      if (it != core_jobs.end()) {
+        ++in_use;
+        cores.push_back({{"core", c}, {"job", it->second.first}, {"job_name", it->second.second}});
+      } else {
+        cores.push_back({{"core", c}, {"job", nullptr}});
+      }
+    }
+    const bool alive = h.agent_state == "alive";
+    total += f.devices_per_host;
+    used += in_use;
+    if (alive && h.health == "healthy") healthy += f.devices_per_host;
+    host_views.push_back({{"name", h.name},
+                          {"agent", h.agent},
+                          {"agent_state", h.agent_state},
+                          {"generation", f.name},
+                          {"health", alive ? h.health : "unreachable"},
+                          {"devices", f.devices_per_host},
+                          {"hbm_bytes_per_device", f.hbm_bytes_per_device},
+                          {"cores_in_use", in_use},
+                          {"utilization", static_cast<double>(in_use) / f.devices_per_host},
+                          {"cores", cores}});
+  }
+  json agent_views = json::array();
+  for (const db::AgentRow& a : *agents) {
+    json names = json::array();
+    for (const db::ClusterHostRow& h : *hosts) {
+      if (h.agent == a.name) names.push_back(h.name);
+    }
+    auto jobs = agent_jobs.find(a.name);
+    agent_views.push_back({{"name", a.name},
+                           {"state", a.state},
+                           {"epoch", a.epoch},
+                           {"workers", a.workers},
+                           {"last_heartbeat", iso_time(a.last_heartbeat)},
+                           {"hosts", names},
+                           {"running_jobs", jobs != agent_jobs.end() ? jobs->second : json::array()}});
+  }
+  return {{"hosts", host_views},
+          {"agents", agent_views},
+          {"total_cores", total},
+          {"used_cores", used},
+          {"healthy_cores", healthy},
+          {"utilization", total ? static_cast<double>(used) / total : 0.0},
+          {"queued_jobs", queued},
+          {"running_jobs", running},
+          {"cpu_jobs_running", cpu_jobs}};
+}
+
 api::JsonResult JobManager::host_action(const std::string& host, const std::string& action) {
   scheduler::HostHealth health = action == "drain"  ? scheduler::HostHealth::kDraining
                                  : action == "fail" ? scheduler::HostHealth::kFailed
                                                     : scheduler::HostHealth::kHealthy;
+  if (options_.cluster) {
+    // Stored; the leader places nothing more on a host that is not healthy.
+    auto hosts = cluster_.list_hosts();
+    if (!hosts.ok()) return hosts.error();
+    auto it = std::find_if(hosts->begin(), hosts->end(), [&](const db::ClusterHostRow& h) { return h.name == host; });
+    if (it == hosts->end()) return db::make_error(db::ErrorCode::kNotFound, "no host '" + host.substr(0, 64) + "' in the pool");
+    if (db::Status s = repo_.pool_state.upsert_host_health(host, it->generation,
+                                                           std::string(scheduler::host_health_name(health)));
+        !s.ok()) {
+      return s.error();
+    }
+    (void)cluster_.notify(db::kSubmitChannel, "pool");
+    return json{{"host", host}, {"health", scheduler::host_health_name(health)}, {"affected_jobs", json::array()}};
+  }
   std::optional<int> index;
   std::string generation;
   {
@@ -1407,6 +1580,26 @@ api::JsonResult JobManager::host_action(const std::string& host, const std::stri
 }
 
 api::JsonResult JobManager::force_release(std::int64_t id) {
+  if (options_.cluster) {
+    // The job ends here; its agent finds it moved on and stops its copy.
+    auto row = repo_.jobs.get_job(id);
+    if (!row.ok()) return row.error();
+    db::Transition t;
+    t.job_id = id;
+    t.from = {kStarting, kRunning};
+    t.to = kFailed;
+    t.reason = "Lease released";
+    t.error_json = error_json("UNAVAILABLE", "the job's lease on its cores expired or was released",
+                              "an admin released the cores, or the job stopped heartbeating; resubmit it")
+                       .dump();
+    t.set_finished_at = true;
+    auto moved = repo_.jobs.transition(t);
+    if (!moved.ok()) return moved.error();
+    if (!*moved) return db::make_error(db::ErrorCode::kNotFound, "job " + std::to_string(id) + " holds no cores");
+    if (*row) (void)cluster_.notify(db::kAgentChannel, (*row)->agent.value_or(""));
+    (void)cluster_.notify(db::kSubmitChannel, "released");
+    return json{{"job", id}, {"released", true}};
+  }
   std::lock_guard lock(mutex_);
   auto it = live_.find(id);
   if (it == live_.end() || !it->second->runner_started) {
@@ -1439,6 +1632,24 @@ api::JsonResult JobManager::upload_dataset(const std::string& tenant, const std:
 }
 
 scheduler::PoolCapacity JobManager::capacity() {
+  if (options_.cluster) {
+    // Every registered agent's hosts: a job for the hosts of a lost agent
+    // waits for it rather than being refused.
+    std::lock_guard lock(capacity_mutex_);
+    const auto now = SteadyClock::now();
+    if (!cluster_capacity_ || now - capacity_read_ > std::chrono::seconds(1)) {
+      auto hosts = cluster_.list_hosts();
+      if (hosts.ok()) {
+        scheduler::PoolCapacity read;
+        for (const db::ClusterHostRow& h : *hosts) {
+          if (auto generation = scheduler::parse_generation(h.generation)) ++read.hosts[*generation];
+        }
+        cluster_capacity_ = read;
+        capacity_read_ = now;
+      }
+    }
+    return cluster_capacity_.value_or(scheduler::PoolCapacity{});
+  }
   scheduler::PoolCapacity capacity;
   for (const scheduler::HostLayout& h : layout_.hosts) ++capacity.hosts[h.generation];
   return capacity;
@@ -1459,6 +1670,10 @@ executor::DeviceFacts JobManager::device_for(std::optional<scheduler::Generation
 
 JobManager::Estimate JobManager::estimate(const api::JobSpec& spec, const scheduler::Resolution& resolution) {
   std::optional<scheduler::Generation> generation = resolution.request.generation;
+  if (!generation && options_.cluster) {
+    const scheduler::PoolCapacity pool = capacity();
+    if (!pool.hosts.empty()) generation = pool.hosts.begin()->first;
+  }
   if (!generation) {
     for (const scheduler::HostLayout& h : layout_.hosts) {
       if (resolution.request.kind != scheduler::RequestKind::kHost ||

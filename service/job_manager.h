@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "api/job_service.h"
+#include "db/cluster_repository.h"
 #include "db/connection_pool.h"
 #include "db/repositories.h"
 #include "executor/executor.h"
@@ -49,6 +50,10 @@ struct JobManagerOptions {
   // return to QUEUED) while the database is away, before it gives up: the
   // next start resumes the jobs from their last stored checkpoint.
   std::chrono::milliseconds shutdown_write_grace{10000};
+  // DESIGN §9: jobs are placed by the scheduler leader (SchedulerLeader) and
+  // run by agents (Agent), which may be other processes; this manager then
+  // only commits, shows, waits on and cancels them, from the tables.
+  bool cluster = false;
 };
 
 class JobManager final : public api::JobService {
@@ -141,6 +146,13 @@ class JobManager final : public api::JobService {
   db::Result<db::JobRow> load_visible(std::int64_t id, const std::string& tenant);
   executor::DeviceFacts device_for(std::optional<scheduler::Generation> generation) const;
   void stream_tick(std::int64_t id, std::int64_t after, api::ResponseWriterPtr writer, int idle_ticks);
+  // Cluster mode: answers `done` once the stored job is terminal or at
+  // `deadline`, looking every poll on the timer thread (one bounded read
+  // each).
+  void poll_wait(std::int64_t id, std::string tenant, std::chrono::steady_clock::time_point deadline,
+                 std::function<void(api::JsonResult)> done);
+  // Cluster mode: the pool as the agents' hosts and the placed jobs show it.
+  nlohmann::json cluster_pool_view();
   // Applies a state transition, retrying while the database is unavailable.
   // False when the job was not in an allowed state (or the write failed).
   bool apply_transition(const db::Transition& transition);
@@ -150,6 +162,11 @@ class JobManager final : public api::JobService {
 
   db::ConnectionPool& pool_;
   db::Repositories repo_;
+  db::ClusterRepository cluster_;
+  // Cluster mode: the registered hosts' capacity, read at most every second.
+  std::mutex capacity_mutex_;
+  std::optional<scheduler::PoolCapacity> cluster_capacity_;
+  std::chrono::steady_clock::time_point capacity_read_{};
   scheduler::PoolLayout layout_;
   JobManagerOptions options_;
   executor::WorkerPool workers_;
