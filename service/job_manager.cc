@@ -1540,8 +1540,24 @@ api::JsonResult JobManager::host_action(const std::string& host, const std::stri
         !s.ok()) {
       return s.error();
     }
+    // A failed host's jobs: the leader takes them off it on its next pass.
+    json affected = json::array();
+    if (health == scheduler::HostHealth::kFailed) {
+      auto unfinished = repo_.jobs.load_unfinished();
+      if (!unfinished.ok()) return unfinished.error();
+      for (const db::JobRow& row : *unfinished) {
+        const json allocation = parse_or_null(row.allocation_json);
+        if (row.state == kQueued || !allocation.is_object() || !allocation.contains("hosts")) continue;
+        for (const json& h : allocation["hosts"]) {
+          if (h == host) {
+            affected.push_back(row.id);
+            break;
+          }
+        }
+      }
+    }
     (void)cluster_.notify(db::kSubmitChannel, "pool");
-    return json{{"host", host}, {"health", scheduler::host_health_name(health)}, {"affected_jobs", json::array()}};
+    return json{{"host", host}, {"health", scheduler::host_health_name(health)}, {"affected_jobs", affected}};
   }
   std::optional<int> index;
   std::string generation;

@@ -1,5 +1,6 @@
 #include "service/scheduler_leader.h"
 
+#include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -98,38 +99,46 @@ std::optional<scheduler::ResourceRequest> SchedulerLeader::request_of(const db::
   return resolution.request;
 }
 
+db::Status SchedulerLeader::move_off(const db::JobRow& row, const std::string& retry_reason,
+                                     const std::string& hint) {
+  db::Transition t;
+  t.job_id = row.id;
+  t.from = {JobState::kStarting, JobState::kRunning};
+  t.require_epoch = row.placement_epoch;
+  t.clear_placement = true;
+  t.clear_allocation = true;
+  if (row.attempt < max_retries_of(row)) {
+    t.to = JobState::kQueued;
+    t.increment_attempt = true;
+    t.reason = retry_reason;
+  } else {
+    t.to = JobState::kFailed;
+    t.set_finished_at = true;
+    t.reason = "UNAVAILABLE: failed to connect to all addresses";
+    t.error_json =
+        json{{"type", "UNAVAILABLE"}, {"message", "failed to connect to all addresses"}, {"hint", hint}}.dump();
+  }
+  auto moved = repo_.jobs.transition(t);
+  if (!moved.ok()) return moved.error();
+  if (*moved) {
+    std::cerr << "tpujobs: job " << row.id << ": " << t.reason << std::endl;
+    requests_.erase(row.id);
+    // Its agent, if it still listens, stops its copy now.
+    (void)cluster_.notify(db::kAgentChannel, row.agent.value_or(""));
+  }
+  return db::Status::Ok();
+}
+
 db::Status SchedulerLeader::requeue_orphans() {
   auto orphans = repo_.jobs.orphaned_jobs();
   if (!orphans.ok()) return orphans.error();
   for (const db::JobRow& row : *orphans) {
     const std::string agent = row.agent.value_or("");
-    db::Transition t;
-    t.job_id = row.id;
-    t.from = {JobState::kStarting, JobState::kRunning};
-    t.require_epoch = row.placement_epoch;
-    t.clear_placement = true;
-    t.clear_allocation = true;
-    if (row.attempt < max_retries_of(row)) {
-      t.to = JobState::kQueued;
-      t.increment_attempt = true;
-      t.reason = "Agent " + agent + " was lost; requeued to resume from its last checkpoint";
-    } else {
-      t.to = JobState::kFailed;
-      t.set_finished_at = true;
-      t.reason = "UNAVAILABLE: failed to connect to all addresses";
-      t.error_json = json{{"type", "UNAVAILABLE"},
-                          {"message", "failed to connect to all addresses"},
-                          {"hint", "the agent running the job (" + agent +
-                                       ") stopped answering; check it (GET /v1/pool), or set max_retries so the "
-                                       "job resumes on another agent from its last checkpoint"}}
-                         .dump();
-    }
-    auto moved = repo_.jobs.transition(t);
-    if (!moved.ok()) return moved.error();
-    if (*moved) {
-      std::cerr << "tpujobs: job " << row.id << ": " << t.reason << std::endl;
-      requests_.erase(row.id);
-    }
+    db::Status s = move_off(row, "Agent " + agent + " was lost; requeued to resume from its last checkpoint",
+                            "the agent running the job (" + agent +
+                                ") stopped answering; check it (GET /v1/pool), or set max_retries so the job "
+                                "resumes on another agent from its last checkpoint");
+    if (!s.ok()) return s;
   }
   return db::Status::Ok();
 }
@@ -158,7 +167,9 @@ db::Status SchedulerLeader::run_pass() {
   }
   scheduler::PoolCapacity capacity;  // every registered host, so a lost agent's jobs wait
   std::map<std::string, int> host_index;
+  std::set<std::string> failed_hosts;
   for (const db::ClusterHostRow& h : *hosts) {
+    if (h.health == "failed") failed_hosts.insert(h.name);
     std::optional<scheduler::Generation> generation = scheduler::parse_generation(h.generation);
     if (!generation) continue;
     ++capacity.hosts[*generation];
@@ -183,6 +194,17 @@ db::Status SchedulerLeader::run_pass() {
         if (auto slot = input.free_cpu_slots.find(row.agent.value_or("")); slot != input.free_cpu_slots.end()) {
           --slot->second;
         }
+        continue;
+      }
+      const json slice_hosts = allocation.value("hosts", json::array());
+      if (std::any_of(slice_hosts.begin(), slice_hosts.end(),
+                      [&](const json& h) { return h.is_string() && failed_hosts.count(h.get<std::string>()); })) {
+        // DESIGN §4: a job whose host fails is retried from its checkpoint
+        // on healthy hosts, or ends UNAVAILABLE.
+        db::Status s = move_off(row, "A host of its slice failed; retrying on healthy hosts from its last checkpoint",
+                                "a host of the job's slice failed; check the slice's hosts (GET /v1/pool), or set "
+                                "max_retries so the job resumes on healthy hosts from its last checkpoint");
+        if (!s.ok()) return s;
         continue;
       }
       for (const json& core : allocation.value("cores", json::array())) {

@@ -1,8 +1,9 @@
 // The scheduler leader (DESIGN §9): one replica at a time, elected through a
 // PostgreSQL advisory lock, turns the tables into placements. Each pass it
 //   - declares lost the agents silent for `agent_silence`, and requeues the
-//     jobs placed on an agent that is lost or rejoined since (from their last
-//     checkpoint while max_retries allows; else FAILED, UNAVAILABLE),
+//     jobs placed on an agent that is lost or rejoined since, or on a host an
+//     admin failed (from their last checkpoint while max_retries allows;
+//     else FAILED, UNAVAILABLE),
 //   - cancels the queued jobs whose cancel was requested,
 //   - places what fits (service/cluster_placement.h) by committing each job
 //     QUEUED -> STARTING with its agent and that agent's epoch, and only then
@@ -56,6 +57,9 @@ class SchedulerLeader {
  private:
   void loop();
   db::Status requeue_orphans();
+  // Takes a placed job off its agent: requeued (reason `retry_reason`) while
+  // max_retries allows, else FAILED, UNAVAILABLE with `hint`.
+  db::Status move_off(const db::JobRow& row, const std::string& retry_reason, const std::string& hint);
   // The job's resource request, from its stored spec; nullopt when the
   // pool's capacity cannot resolve it (no agent with such hosts yet).
   std::optional<scheduler::ResourceRequest> request_of(const db::JobRow& row,
