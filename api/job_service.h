@@ -15,12 +15,13 @@
 
 #include "api/http.h"
 #include "api/job_spec.h"
-#include "db/result.h"
+#include "base/job_state.h"
+#include "base/result.h"
 #include "scheduler/resolve.h"
 
 namespace tpujobs::api {
 
-using JsonResult = db::Result<nlohmann::json>;
+using JsonResult = base::Result<nlohmann::json>;
 
 struct SubmitRequest {
   std::string tenant;
@@ -63,7 +64,7 @@ class JobService {
 
   // The principal a bearer token stands for; nullopt for an unknown or
   // revoked token.
-  virtual db::Result<std::optional<Principal>> authenticate(std::string_view token) = 0;
+  virtual base::Result<std::optional<Principal>> authenticate(std::string_view token) = 0;
   // True once any token exists: requests without one are then refused.
   virtual bool auth_required() = 0;
 
@@ -75,7 +76,7 @@ class JobService {
   virtual JsonResult get_job(std::int64_t id, const std::string& tenant) = 0;
   // The same, already serialised (what GET /v1/jobs/{id} sends): lets the
   // service answer pollers from a cache.
-  virtual db::Result<std::string> get_job_text(std::int64_t id, const std::string& tenant) = 0;
+  virtual base::Result<std::string> get_job_text(std::int64_t id, const std::string& tenant) = 0;
   virtual JsonResult list_jobs(const JobQuery& query) = 0;
   // Calls `done` with the job once it is terminal, or when `timeout` passes.
   virtual void wait_job(std::int64_t id, const std::string& tenant, std::chrono::milliseconds timeout,
@@ -90,7 +91,7 @@ class JobService {
   virtual JsonResult job_metrics(std::int64_t id, const std::string& tenant, std::int64_t after) = 0;
   virtual JsonResult job_events(std::int64_t id, const std::string& tenant) = 0;
   // The torch_xla-style metrics report as text.
-  virtual db::Result<std::string> xla_report(std::int64_t id, const std::string& tenant) = 0;
+  virtual base::Result<std::string> xla_report(std::int64_t id, const std::string& tenant) = 0;
 
   virtual nlohmann::json pool_view() = 0;
   // Admin: at most `max_cores` TPU cores running at once for the tenant

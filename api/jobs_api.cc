@@ -136,12 +136,12 @@ bool query_int(const Request& request, const ResponseWriterPtr& writer, std::str
 Response answer(const JsonResult& result, int ok_status = 200) {
   if (result.ok()) return json_response(ok_status, *result);
   switch (result.code()) {
-    case db::ErrorCode::kNotFound: return problem(404, result.error().message);
-    case db::ErrorCode::kConflict: return problem(409, result.error().message);
-    case db::ErrorCode::kInvalid: return problem(422, result.error().message);
-    case db::ErrorCode::kUnavailable:
+    case base::ErrorCode::kNotFound: return problem(404, result.error().message);
+    case base::ErrorCode::kConflict: return problem(409, result.error().message);
+    case base::ErrorCode::kInvalid: return problem(422, result.error().message);
+    case base::ErrorCode::kUnavailable:
       return problem(503, "the database is unavailable: " + result.error().message).header("Retry-After", "1");
-    case db::ErrorCode::kInternal: break;
+    case base::ErrorCode::kInternal: break;
   }
   return problem(500, result.error().message);
 }
@@ -448,9 +448,7 @@ void JobsApi::add_routes() {
         const std::size_t comma = list.find(',');
         std::string state(list.substr(0, comma));
         for (char& c : state) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-        static const std::vector<std::string> kStates = {"QUEUED", "STARTING", "RUNNING",
-                                                         "SUCCEEDED", "FAILED", "CANCELLED"};
-        if (std::find(kStates.begin(), kStates.end(), state) == kStates.end()) {
+        if (!base::parse_job_state(state)) {
           w->respond(problem(400, "unknown state '" + state.substr(0, 32) + "'",
                              {{"field", "state"},
                               {"hint", "states: QUEUED, STARTING, RUNNING, SUCCEEDED, FAILED, CANCELLED"}}));
@@ -478,7 +476,7 @@ void JobsApi::add_routes() {
   router_.add("GET", "/v1/jobs/{id}", [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
     auto id = job_id(p, w);
     if (!id) return;
-    db::Result<std::string> body = service_.get_job_text(*id, r.tenant);
+    base::Result<std::string> body = service_.get_job_text(*id, r.tenant);
     if (!body.ok()) {
       w->respond(answer(JsonResult(body.error())));
       return;
@@ -530,7 +528,7 @@ void JobsApi::add_routes() {
   router_.add("GET", "/v1/jobs/{id}/xla-report", [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
     auto id = job_id(p, w);
     if (!id) return;
-    db::Result<std::string> report = service_.xla_report(*id, r.tenant);
+    base::Result<std::string> report = service_.xla_report(*id, r.tenant);
     if (!report.ok()) {
       w->respond(answer(JsonResult(report.error())));
       return;

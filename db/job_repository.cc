@@ -6,9 +6,6 @@
 namespace tpujobs::db {
 namespace {
 
-constexpr std::array<std::string_view, 6> kStateNames = {"QUEUED",    "STARTING", "RUNNING",
-                                                         "SUCCEEDED", "FAILED",   "CANCELLED"};
-
 // Every query that returns jobs selects these, in this order, from alias j.
 #define TPUJOBS_JOB_COLUMNS                                                                 \
   "j.id, j.tenant, j.name, j.labels, j.priority, j.state, j.spec, j.resolved, j.warnings, " \
@@ -172,20 +169,6 @@ constexpr const char* kTransition =
 constexpr const char* kUnfinished = "('QUEUED', 'STARTING', 'RUNNING')";
 
 }  // namespace
-
-std::string_view to_string(JobState state) { return kStateNames[static_cast<int>(state)]; }
-
-std::optional<JobState> parse_job_state(std::string_view text) {
-  for (std::size_t i = 0; i < kStateNames.size(); ++i) {
-    if (kStateNames[i] == text) return static_cast<JobState>(i);
-  }
-  return std::nullopt;
-}
-
-bool is_terminal(JobState state) {
-  return state == JobState::kSucceeded || state == JobState::kFailed ||
-         state == JobState::kCancelled;
-}
 
 Result<std::vector<InsertedJob>> JobRepository::insert_jobs(const std::vector<NewJob>& jobs) {
   if (jobs.empty()) return std::vector<InsertedJob>{};
@@ -463,7 +446,7 @@ Result<std::map<std::string, std::int64_t>> JobRepository::count_jobs_by_state()
             connection.execute("SELECT state, count(*) FROM jobs GROUP BY state");
         if (!rows.ok()) return rows.error();
         std::map<std::string, std::int64_t> counts;
-        for (std::string_view name : kStateNames) counts[std::string(name)] = 0;
+        for (std::string_view name : base::kJobStateNames) counts[std::string(name)] = 0;
         for (int row = 0; row < rows->rows(); ++row) {
           counts[rows->string(row, 0)] = rows->int64(row, 1);
         }

@@ -13,16 +13,15 @@
 
 #include "db/connection_pool.h"
 #include "db/pg_text.h"
+#include "base/job_state.h"
 #include "db/result.h"
 
 namespace tpujobs::db {
 
-// QUEUED -> STARTING -> RUNNING -> SUCCEEDED | FAILED | CANCELLED (DESIGN §5).
-enum class JobState { kQueued, kStarting, kRunning, kSucceeded, kFailed, kCancelled };
-
-std::string_view to_string(JobState state);  // "QUEUED", ...
-std::optional<JobState> parse_job_state(std::string_view text);
-bool is_terminal(JobState state);
+using base::is_terminal;
+using base::JobState;
+using base::parse_job_state;
+using base::to_string;
 
 // Row structs give every member an initializer ({} included) so callers can
 // use designated initializers under -Wextra.

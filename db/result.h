@@ -1,81 +1,16 @@
-// Errors as values at the db/ boundary: every call that can fail returns a
-// Result<T> (or a Status) instead of throwing, so a caller sees each way it
-// can go wrong.
+// db/ speaks the project's one error idiom, base::Result and base::Status;
+// these names let code inside db/ (and its callers) write db::Result.
 #pragma once
 
-#include <cassert>
-#include <string>
-#include <string_view>
-#include <utility>
-#include <variant>
+#include "base/result.h"
 
 namespace tpujobs::db {
 
-enum class ErrorCode {
-  kNotFound,
-  kConflict,
-  // The server is down or the connection was lost: retrying later may work.
-  kUnavailable,
-  // The caller passed something the database refuses (bad JSON, a CHECK).
-  kInvalid,
-  kInternal,
-};
-
-std::string_view to_string(ErrorCode code);
-
-struct Error {
-  ErrorCode code;
-  std::string message;
-};
-
-// Holds either a T or an Error. Reading value() of an error result (or
-// error() of an ok one) is a programming error and asserts.
-template <class T>
-class [[nodiscard]] Result {
- public:
-  Result(T value) : state_(std::move(value)) {}
-  Result(Error error) : state_(std::move(error)) {}
-
-  bool ok() const { return state_.index() == 0; }
-  explicit operator bool() const { return ok(); }
-
-  T& value() & {
-    assert(ok());
-    return std::get<0>(state_);
-  }
-  const T& value() const& {
-    assert(ok());
-    return std::get<0>(state_);
-  }
-  T&& value() && {
-    assert(ok());
-    return std::get<0>(std::move(state_));
-  }
-  T& operator*() & { return value(); }
-  const T& operator*() const& { return value(); }
-  T&& operator*() && { return std::move(*this).value(); }
-  T* operator->() { return &value(); }
-  const T* operator->() const { return &value(); }
-
-  const Error& error() const {
-    assert(!ok());
-    return std::get<1>(state_);
-  }
-  ErrorCode code() const { return error().code; }
-
- private:
-  std::variant<T, Error> state_;
-};
-
-// The result of a call that returns nothing but can fail.
-class [[nodiscard]] Status : public Result<std::monostate> {
- public:
-  using Result<std::monostate>::Result;
-  static Status Ok() { return Status(std::monostate{}); }
-};
-
-inline Error make_error(ErrorCode code, std::string message) {
-  return Error{code, std::move(message)};
-}
+using base::Error;
+using base::ErrorCode;
+using base::make_error;
+using base::Result;
+using base::Status;
+using base::to_string;
 
 }  // namespace tpujobs::db

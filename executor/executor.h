@@ -16,6 +16,7 @@
 #include <variant>
 #include <vector>
 
+#include "base/clock.h"
 #include "executor/hbm.h"
 #include "executor/spec.h"
 
@@ -65,17 +66,12 @@ class DatasetSource {
   virtual std::optional<std::string> uploaded_csv(std::string_view id) = 0;
 };
 
-class Clock {
- public:
-  virtual ~Clock() = default;
-  virtual std::chrono::steady_clock::time_point now() = 0;
-};
-// std::chrono::steady_clock behind the Clock interface (stateless, shared).
-Clock& system_clock();
+// Time comes from the project's one Clock (base/clock.h).
+using base::Clock;
 
 struct RunControl {
   const std::atomic<bool>* cancel = nullptr;  // set by the service; honoured within one step
-  Clock* clock = nullptr;                     // timeout and throughput; nullptr = system_clock()
+  Clock* clock = nullptr;                     // timeout and throughput; nullptr = base::real_clock()
   const Checkpoint* resume = nullptr;         // continue from here, bit-identically
   // When cancelled, first emit a checkpoint of where training stopped (the
   // service stopping: the job resumes there on the next start).

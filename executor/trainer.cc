@@ -30,11 +30,6 @@ using std::chrono::steady_clock;
 
 constexpr std::uint64_t kDropoutStream = 0xd20;
 
-class SteadyClock final : public Clock {
- public:
-  steady_clock::time_point now() override { return steady_clock::now(); }
-};
-
 JobError invalid(std::string message, std::string hint = {}) {
   return JobError{"INVALID_ARGUMENT", std::move(message), std::move(hint)};
 }
@@ -150,7 +145,7 @@ class Trainer {
         workers_(workers),
         sink_(sink),
         control_(control),
-        clock_(control.clock != nullptr ? *control.clock : system_clock()),
+        clock_(control.clock != nullptr ? *control.clock : base::real_clock()),
         prepared_(std::move(prepared)),
         fingerprint_(model_fingerprint(spec, prepared_.shape)),
         xla_([this] { return clock_.now(); }) {}
@@ -658,11 +653,6 @@ TrainingResult Trainer::finish(TrainingResult result) {
 }
 
 }  // namespace
-
-Clock& system_clock() {
-  static SteadyClock clock;
-  return clock;
-}
 
 TrainingResult train(const TrainingSpec& spec, const DeviceFacts& device, WorkerPool& workers,
                      DatasetSource& datasets, TrainingSink& sink, const RunControl& control) {

@@ -46,13 +46,15 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/clock.h"
 #include "scheduler/generation.h"
 #include "scheduler/pool.h"
 #include "scheduler/request.h"
 
 namespace tpujobs::scheduler {
 
-using Clock = std::chrono::steady_clock;
+// Time points only: the scheduler never reads a clock (see the top of this file).
+using Clock = base::Clock;
 
 struct JobRequest {
   JobId id = 0;

@@ -6,7 +6,7 @@ set -euo pipefail
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/setup.sh"
 install_packages "${BUILD_PACKAGES[@]}"
 install_web_packages
-build default
+build default tpujobs
 cd "$TPUJOBS_ROOT"
 # PostgreSQL runs as the unprivileged `postgres` user when we are root, and
 # it must reach its data directory: a checkout under /root is not reachable.

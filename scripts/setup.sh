@@ -12,7 +12,7 @@ BUILD_PACKAGES=(g++ make cmake pkg-config ccache libboost1.81-dev nlohmann-json3
 # The fuzz test (fuzz/run.sh) builds with clang -fsanitize=fuzzer,address,
 # undefined: Debian 12's clang is clang-14, whose runtimes (libFuzzer, ASan,
 # UBSan) are in libclang-rt-14-dev, only recommended by clang.
-TEST_PACKAGES=(curl chromium clang libclang-rt-14-dev)
+TEST_PACKAGES=(curl chromium clang libclang-rt-14-dev prometheus)
 
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
@@ -45,10 +45,15 @@ install_web_packages() {
   fi
 }
 
+# build PRESET [TARGET...]: configure and build the preset, all targets or
+# only the ones named (the service's command builds only `tpujobs`).
 build() {
   local preset="$1"
+  shift
+  local targets=()
+  [ $# -gt 0 ] && targets=(--target "$@")
   cmake --preset "$preset" -S "$TPUJOBS_ROOT" >/dev/null
-  cmake --build --preset "$preset" -j "$(nproc)"
+  cmake --build --preset "$preset" -j "$(nproc)" "${targets[@]}"
 }
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "base/job_state.h"
+
 namespace tpujobs::service {
 namespace {
 
@@ -286,9 +288,7 @@ std::string parse_command_line(std::string_view command, const std::vector<std::
     } else if (name == "--state") {
       std::string state = *value;
       for (char& c : state) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-      static const std::vector<std::string> states = {"QUEUED",    "STARTING", "RUNNING",
-                                                      "SUCCEEDED", "FAILED",   "CANCELLED"};
-      if (std::find(states.begin(), states.end(), state) == states.end()) {
+      if (!base::parse_job_state(state)) {
         return "--state must be one of QUEUED, STARTING, RUNNING, SUCCEEDED, FAILED, CANCELLED; "
                "got '" +
                *value + "'";

@@ -1899,8 +1899,8 @@ std::string JobManager::prometheus_metrics() {
   out += "tpujobs_queue_depth " + std::to_string(view.queued_jobs + cpu_waiting_.size()) + "\n";
   out += "# HELP tpujobs_cores_in_use Emulated TPU cores held by running jobs.\n# TYPE tpujobs_cores_in_use gauge\n";
   out += "tpujobs_cores_in_use " + std::to_string(view.used_cores) + "\n";
-  out += "# HELP tpujobs_cores_total Emulated TPU cores in the pool.\n# TYPE tpujobs_cores_total gauge\n";
-  out += "tpujobs_cores_total " + std::to_string(view.total_cores) + "\n";
+  out += "# HELP tpujobs_pool_cores Emulated TPU cores in the pool.\n# TYPE tpujobs_pool_cores gauge\n";
+  out += "tpujobs_pool_cores " + std::to_string(view.total_cores) + "\n";
   out += "# HELP tpujobs_cores_healthy Cores on healthy hosts.\n# TYPE tpujobs_cores_healthy gauge\n";
   out += "tpujobs_cores_healthy " + std::to_string(view.healthy_cores) + "\n";
   out += "# HELP tpujobs_running_jobs Jobs running in this process.\n# TYPE tpujobs_running_jobs gauge\n";

@@ -2,7 +2,7 @@
 
 namespace tpujobs::service {
 
-TimerQueue::TimerQueue() : thread_([this] { run(); }) {}
+TimerQueue::TimerQueue(Clock& clock) : clock_(clock), thread_([this] { run(); }) {}
 
 TimerQueue::~TimerQueue() { stop(); }
 
@@ -33,8 +33,11 @@ void TimerQueue::run() {
       continue;
     }
     auto first = tasks_.begin();
-    if (first->first > Clock::now()) {
-      wake_.wait_until(lock, first->first);
+    const Clock::time_point now = clock_.now();
+    if (first->first > now) {
+      // Waits in the clock's own terms: a fake clock's time points are not
+      // steady_clock's, so only the distance to the task is meaningful.
+      wake_.wait_for(lock, first->first - now);
       continue;
     }
     std::function<void()> task = std::move(first->second);

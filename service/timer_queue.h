@@ -10,24 +10,28 @@
 #include <mutex>
 #include <thread>
 
+#include "base/clock.h"
+
 namespace tpujobs::service {
 
 class TimerQueue {
  public:
-  using Clock = std::chrono::steady_clock;
-  TimerQueue();
+  using Clock = base::Clock;
+  // `clock` must outlive the queue; tasks run when it reads `when` or later.
+  explicit TimerQueue(Clock& clock = base::real_clock());
   ~TimerQueue();  // runs nothing more; pending callbacks are dropped
 
   // Runs `task` on the timer thread at `when` (or soon after). Tasks must be
   // short; a task may schedule further tasks.
   void schedule(Clock::time_point when, std::function<void()> task);
   void schedule_after(std::chrono::milliseconds delay, std::function<void()> task) {
-    schedule(Clock::now() + delay, std::move(task));
+    schedule(clock_.now() + delay, std::move(task));
   }
   void stop();
 
  private:
   void run();
+  Clock& clock_;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::multimap<Clock::time_point, std::function<void()>> tasks_;

@@ -23,9 +23,9 @@ class FakeJobService : public JobService {
   }
   JsonResult get_job(std::int64_t id, const std::string&) override {
     if (id == 1) return nlohmann::json{{"id", 1}, {"state", "RUNNING"}};
-    return db::make_error(db::ErrorCode::kNotFound, "no job " + std::to_string(id));
+    return base::make_error(base::ErrorCode::kNotFound, "no job " + std::to_string(id));
   }
-  db::Result<std::string> get_job_text(std::int64_t id, const std::string& tenant) override {
+  base::Result<std::string> get_job_text(std::int64_t id, const std::string& tenant) override {
     JsonResult job = get_job(id, tenant);
     if (!job.ok()) return job.error();
     return job->dump();
@@ -39,8 +39,8 @@ class FakeJobService : public JobService {
     done(get_job(id, tenant));
   }
   JsonResult cancel_job(std::int64_t id, const std::string&) override {
-    if (id == 1) return db::make_error(db::ErrorCode::kConflict, "job 1 is already SUCCEEDED");
-    return db::make_error(db::ErrorCode::kNotFound, "no job");
+    if (id == 1) return base::make_error(base::ErrorCode::kConflict, "job 1 is already SUCCEEDED");
+    return base::make_error(base::ErrorCode::kNotFound, "no job");
   }
   JsonResult job_logs(std::int64_t, const std::string&, std::int64_t after, int) override {
     return nlohmann::json{{"lines", nlohmann::json::array()}, {"next_after", after}};
@@ -54,7 +54,7 @@ class FakeJobService : public JobService {
   JsonResult job_events(std::int64_t, const std::string&) override {
     return nlohmann::json{{"events", nlohmann::json::array()}};
   }
-  db::Result<std::string> xla_report(std::int64_t, const std::string&) override {
+  base::Result<std::string> xla_report(std::int64_t, const std::string&) override {
     return std::string("Metric: CompileTime\n");
   }
   nlohmann::json pool_view() override { return {{"hosts", nlohmann::json::array()}}; }
@@ -73,7 +73,7 @@ class FakeJobService : public JobService {
     return e;
   }
   bool ready() override { return true; }
-  db::Result<std::optional<Principal>> authenticate(std::string_view token) override {
+  base::Result<std::optional<Principal>> authenticate(std::string_view token) override {
     if (token == "user-token") return std::optional<Principal>(Principal{"team-a", false});
     if (token == "admin-token") return std::optional<Principal>(Principal{"ops", true});
     return std::optional<Principal>();

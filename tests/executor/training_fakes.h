@@ -54,20 +54,8 @@ class MapDatasets : public DatasetSource {
   std::map<std::string, std::string> uploads;
 };
 
-// Time advances only by `tick` on every now() call (and by advance()).
-class FakeClock : public Clock {
- public:
-  explicit FakeClock(std::chrono::milliseconds tick = std::chrono::milliseconds(0)) : tick_(tick) {}
-  std::chrono::steady_clock::time_point now() override {
-    current_ += tick_;
-    return current_;
-  }
-  void advance(std::chrono::milliseconds by) { current_ += by; }
-
- private:
-  std::chrono::milliseconds tick_;
-  std::chrono::steady_clock::time_point current_{};
-};
+// Time advances by `tick` on every now() call (and by advance()).
+using FakeClock = base::FakeClock;
 
 inline LayerSpec linear(int out, bool bias = true) {
   LayerSpec layer;

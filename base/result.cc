@@ -1,6 +1,6 @@
-#include "db/result.h"
+#include "base/result.h"
 
-namespace tpujobs::db {
+namespace tpujobs::base {
 
 std::string_view to_string(ErrorCode code) {
   switch (code) {
@@ -18,4 +18,4 @@ std::string_view to_string(ErrorCode code) {
   return "UNKNOWN";
 }
 
-}  // namespace tpujobs::db
+}  // namespace tpujobs::base

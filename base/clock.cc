@@ -1,0 +1,46 @@
+#include "base/clock.h"
+
+#include <thread>
+
+namespace tpujobs::base {
+namespace {
+
+class RealClock final : public Clock {
+ public:
+  time_point now() override { return std::chrono::steady_clock::now(); }
+  wall_time_point wall_now() override { return std::chrono::system_clock::now(); }
+  void sleep_for(std::chrono::nanoseconds duration) override { std::this_thread::sleep_for(duration); }
+};
+
+}  // namespace
+
+Clock& real_clock() {
+  static RealClock clock;
+  return clock;
+}
+
+FakeClock::FakeClock(std::chrono::nanoseconds advance_per_read) : advance_per_read_(advance_per_read) {}
+
+// Both start at a fixed, non-zero point, so a test's times are the same on
+// every run and differ from a default-constructed time_point.
+Clock::time_point FakeClock::now() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  elapsed_ += advance_per_read_;
+  return time_point{} + std::chrono::hours(1) + elapsed_;
+}
+
+Clock::wall_time_point FakeClock::wall_now() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  // 2026-01-01T00:00:00Z
+  return wall_time_point{} + std::chrono::seconds(1767225600) +
+         std::chrono::duration_cast<std::chrono::system_clock::duration>(elapsed_);
+}
+
+void FakeClock::sleep_for(std::chrono::nanoseconds duration) { advance(duration); }
+
+void FakeClock::advance(std::chrono::nanoseconds duration) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (duration.count() > 0) elapsed_ += duration;
+}
+
+}  // namespace tpujobs::base

@@ -1,0 +1,47 @@
+// The one source of time. Every part that reads the time or waits takes a
+// Clock&, so a test can pass a FakeClock and step time instead of sleeping
+// (Envoy's TimeSource). Steady time orders and measures; wall time is only
+// for what a person reads (timestamps in logs and views).
+#pragma once
+
+#include <chrono>
+#include <mutex>
+
+namespace tpujobs::base {
+
+class Clock {
+ public:
+  using time_point = std::chrono::steady_clock::time_point;
+  using wall_time_point = std::chrono::system_clock::time_point;
+
+  virtual ~Clock() = default;
+  // Monotonic: never goes back.
+  virtual time_point now() = 0;
+  virtual wall_time_point wall_now() = 0;
+  // Blocks the calling thread for `duration` of this clock's time.
+  virtual void sleep_for(std::chrono::nanoseconds duration) = 0;
+};
+
+// std::chrono's steady and system clocks and std::this_thread::sleep_for.
+// Stateless; lives for the whole program.
+Clock& real_clock();
+
+// A clock that moves only when told to: by advance(), by sleep_for (which
+// returns at once, so code that sleeps between attempts runs its whole
+// schedule instantly in a test), and by `advance_per_read` on every now().
+// Thread-safe.
+class FakeClock final : public Clock {
+ public:
+  explicit FakeClock(std::chrono::nanoseconds advance_per_read = std::chrono::nanoseconds(0));
+  time_point now() override;
+  wall_time_point wall_now() override;
+  void sleep_for(std::chrono::nanoseconds duration) override;
+  void advance(std::chrono::nanoseconds duration);
+
+ private:
+  std::mutex mutex_;
+  const std::chrono::nanoseconds advance_per_read_;
+  std::chrono::nanoseconds elapsed_{0};
+};
+
+}  // namespace tpujobs::base

@@ -1,0 +1,81 @@
+// Errors as values at every module boundary: a call that can fail returns a
+// Result<T> (or a Status) instead of throwing, so a caller sees each way it
+// can go wrong. The one error idiom of the project (DESIGN §1).
+#pragma once
+
+#include <cassert>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+
+namespace tpujobs::base {
+
+enum class ErrorCode {
+  kNotFound,
+  kConflict,
+  // The server is down or the connection was lost: retrying later may work.
+  kUnavailable,
+  // The caller passed something the database refuses (bad JSON, a CHECK).
+  kInvalid,
+  kInternal,
+};
+
+std::string_view to_string(ErrorCode code);
+
+struct Error {
+  ErrorCode code;
+  std::string message;
+};
+
+// Holds either a T or an Error. Reading value() of an error result (or
+// error() of an ok one) is a programming error and asserts.
+template <class T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : state_(std::move(value)) {}
+  Result(Error error) : state_(std::move(error)) {}
+
+  bool ok() const { return state_.index() == 0; }
+  explicit operator bool() const { return ok(); }
+
+  T& value() & {
+    assert(ok());
+    return std::get<0>(state_);
+  }
+  const T& value() const& {
+    assert(ok());
+    return std::get<0>(state_);
+  }
+  T&& value() && {
+    assert(ok());
+    return std::get<0>(std::move(state_));
+  }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  T&& operator*() && { return std::move(*this).value(); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+
+  const Error& error() const {
+    assert(!ok());
+    return std::get<1>(state_);
+  }
+  ErrorCode code() const { return error().code; }
+
+ private:
+  std::variant<T, Error> state_;
+};
+
+// The result of a call that returns nothing but can fail.
+class [[nodiscard]] Status : public Result<std::monostate> {
+ public:
+  using Result<std::monostate>::Result;
+  static Status Ok() { return Status(std::monostate{}); }
+};
+
+inline Error make_error(ErrorCode code, std::string message) {
+  return Error{code, std::move(message)};
+}
+
+}  // namespace tpujobs::base

@@ -1,0 +1,76 @@
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "base/clock.h"
+#include "base/job_state.h"
+#include "base/result.h"
+
+namespace tpujobs::base {
+namespace {
+
+using std::chrono::milliseconds;
+
+TEST(JobStateNames, EveryStateRoundTripsThroughItsName) {
+  for (JobState state : {JobState::kQueued, JobState::kStarting, JobState::kRunning, JobState::kSucceeded,
+                         JobState::kFailed, JobState::kCancelled}) {
+    ASSERT_EQ(state, parse_job_state(to_string(state)));
+  }
+  EXPECT_EQ("QUEUED", to_string(JobState::kQueued));
+  EXPECT_EQ("CANCELLED", to_string(JobState::kCancelled));
+}
+
+TEST(JobStateNames, OnlyExactNamesParse) {
+  EXPECT_FALSE(parse_job_state("queued"));
+  EXPECT_FALSE(parse_job_state("QUEUED "));
+  EXPECT_FALSE(parse_job_state(""));
+}
+
+TEST(JobStateNames, TerminalStatesAreTheThreeEnds) {
+  EXPECT_FALSE(is_terminal(JobState::kQueued));
+  EXPECT_FALSE(is_terminal(JobState::kStarting));
+  EXPECT_FALSE(is_terminal(JobState::kRunning));
+  EXPECT_TRUE(is_terminal(JobState::kSucceeded));
+  EXPECT_TRUE(is_terminal(JobState::kFailed));
+  EXPECT_TRUE(is_terminal(JobState::kCancelled));
+}
+
+TEST(FakeClock, MovesOnlyWhenToldAndSleepReturnsAtOnce) {
+  FakeClock clock;
+  const Clock::time_point start = clock.now();
+  const Clock::wall_time_point wall_start = clock.wall_now();
+  EXPECT_EQ(start, clock.now());
+  clock.sleep_for(milliseconds(1500));
+  EXPECT_EQ(start + milliseconds(1500), clock.now());
+  EXPECT_EQ(wall_start + milliseconds(1500), clock.wall_now());
+  clock.advance(milliseconds(-5));  // time never goes back
+  EXPECT_EQ(start + milliseconds(1500), clock.now());
+}
+
+TEST(FakeClock, CanAdvanceOnEveryRead) {
+  FakeClock clock(milliseconds(250));
+  const Clock::time_point first = clock.now();
+  EXPECT_EQ(first + milliseconds(250), clock.now());
+}
+
+TEST(RealClock, SteadyTimeDoesNotGoBack) {
+  Clock& clock = real_clock();
+  const Clock::time_point before = clock.now();
+  clock.sleep_for(milliseconds(1));
+  EXPECT_GE(clock.now() - before, milliseconds(1));
+}
+
+TEST(Result, HoldsAValueOrAnError) {
+  Result<int> value = 7;
+  ASSERT_TRUE(value.ok());
+  EXPECT_EQ(7, *value);
+  Result<int> error = make_error(ErrorCode::kNotFound, "no job 3");
+  ASSERT_FALSE(error.ok());
+  EXPECT_EQ(ErrorCode::kNotFound, error.code());
+  EXPECT_EQ("NOT_FOUND", to_string(error.code()));
+  EXPECT_EQ("no job 3", error.error().message);
+  EXPECT_TRUE(Status::Ok().ok());
+}
+
+}  // namespace
+}  // namespace tpujobs::base
