@@ -7,30 +7,17 @@
 #include "api/job_spec.h"
 #include "scheduler/generation.h"
 #include "scheduler/resolve.h"
+#include "service/database_datasets.h"
 
 namespace tpujobs::service {
 namespace {
 
 using nlohmann::json;
 using db::JobState;
-using SteadyClock = std::chrono::steady_clock;
 
 json error_json(std::string_view type, std::string_view message, std::string_view hint) {
   return {{"type", type}, {"message", message}, {"hint", hint}};
 }
-
-class DatabaseDatasets final : public executor::DatasetSource {
- public:
-  explicit DatabaseDatasets(db::DatasetRepository& repo) : repo_(repo) {}
-  std::optional<std::string> uploaded_csv(std::string_view id) override {
-    auto row = repo_.get_dataset(std::string(id));
-    if (!row.ok() || !*row) return std::nullopt;
-    return (*row)->csv;
-  }
-
- private:
-  db::DatasetRepository& repo_;
-};
 
 }  // namespace
 
@@ -57,7 +44,7 @@ class Agent::Sink final : public executor::TrainingSink {
   Sink(Agent& agent, Run& run) : agent_(agent), run_(run) {}
 
   void log(std::string_view line) override {
-    db::LogLine entry{run_.row.id, run_.next_log_seq++, std::chrono::system_clock::now(), std::string(line),
+    db::LogLine entry{run_.row.id, run_.next_log_seq++, agent_.options_.clock->wall_now(), std::string(line),
                       run_.epoch};
     std::lock_guard lock(agent_.telemetry_mutex_);
     agent_.pending_logs_.push_back(std::move(entry));
@@ -74,7 +61,7 @@ class Agent::Sink final : public executor::TrainingSink {
       if (std::isfinite(value)) values[name] = value;
     }
     db::MetricPoint row{run_.row.id, run_.next_metric_seq++, point.step, point.epoch,
-                        std::chrono::system_clock::now(), values.dump(), run_.epoch};
+                        agent_.options_.clock->wall_now(), values.dump(), run_.epoch};
     std::lock_guard lock(agent_.telemetry_mutex_);
     agent_.pending_metrics_.push_back(std::move(row));
   }
@@ -94,7 +81,7 @@ class Agent::Sink final : public executor::TrainingSink {
 
   void progress(const executor::Progress& progress) override {
     run_.progress = progress;
-    const auto now = SteadyClock::now();
+    const auto now = agent_.options_.clock->now();
     // Other processes show it from the table: often enough to follow.
     if (now - last_write_ < std::chrono::milliseconds(250)) return;
     last_write_ = now;
@@ -120,7 +107,7 @@ class Agent::Sink final : public executor::TrainingSink {
  private:
   Agent& agent_;
   Run& run_;
-  SteadyClock::time_point last_write_{};
+  base::Clock::time_point last_write_{};
 };
 
 Agent::Agent(db::ConnectionPool& pool, AgentOptions options)
@@ -191,14 +178,15 @@ void Agent::stop_all_locked(StopReason reason) {
 
 void Agent::supervise_loop() {
   std::unique_ptr<db::Connection> listener;
-  auto last_heartbeat = SteadyClock::now();
+  base::Clock& clock = *options_.clock;
+  auto last_heartbeat = clock.now();
   for (;;) {
     {
       std::lock_guard lock(mutex_);
       if (stopping_) return;
     }
-    if (SteadyClock::now() - last_heartbeat >= options_.heartbeat_interval) {
-      last_heartbeat = SteadyClock::now();
+    if (clock.now() - last_heartbeat >= options_.heartbeat_interval) {
+      last_heartbeat = clock.now();
       auto alive = cluster_.heartbeat(options_.name, epoch_);
       if (alive.ok() && !*alive) {
         // Declared lost while silent: every job here has moved on (or will
@@ -378,6 +366,7 @@ void Agent::run_job(std::shared_ptr<Run> run) {
   control.cancel = &run->cancel;
   control.resume = resume ? &*resume : nullptr;
   control.checkpoint_on_cancel = &run->checkpoint_on_cancel;
+  control.clock = options_.clock;
   executor::TrainingResult result =
       executor::train(spec->training, device_for(run->row), workers_, *datasets_, sink, control);
   sink.record_progress();

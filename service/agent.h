@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/clock.h"
 #include "db/cluster_repository.h"
 #include "db/repositories.h"
 #include "executor/executor.h"
@@ -42,6 +43,9 @@ struct AgentOptions {
   std::chrono::milliseconds heartbeat_interval{1000};
   std::chrono::milliseconds poll_interval{500};
   std::chrono::milliseconds telemetry_interval{200};
+  // Heartbeat and progress timing, and the log lines' times. Must outlive
+  // the agent.
+  base::Clock* clock = &base::real_clock();
 };
 
 class Agent {

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "api/problem.h"
+#include "service/database_datasets.h"
 #include "service/tokens.h"
 
 namespace tpujobs::service {
@@ -247,19 +248,6 @@ class JobManager::Sink final : public executor::TrainingSink {
   SteadyClock::time_point last_progress_write_{};
 };
 
-class JobManager::Datasets final : public executor::DatasetSource {
- public:
-  explicit Datasets(db::DatasetRepository& repo) : repo_(repo) {}
-  std::optional<std::string> uploaded_csv(std::string_view id) override {
-    auto row = repo_.get_dataset(std::string(id));
-    if (!row.ok() || !*row) return std::nullopt;
-    return (*row)->csv;
-  }
-
- private:
-  db::DatasetRepository& repo_;
-};
-
 JobManager::JobManager(db::ConnectionPool& pool, scheduler::PoolLayout layout, JobManagerOptions options)
     : pool_(pool),
       repo_(pool),
@@ -267,7 +255,7 @@ JobManager::JobManager(db::ConnectionPool& pool, scheduler::PoolLayout layout, J
       layout_(layout),
       options_(std::move(options)),
       workers_(options_.workers),
-      datasets_owner_(std::make_unique<Datasets>(repo_.datasets)),
+      datasets_owner_(std::make_unique<DatabaseDatasets>(repo_.datasets)),
       scheduler_(std::move(layout), scheduler::SchedulerOptions{options_.lease_timeout}),
       finished_views_(options_.finished_view_bytes) {
   datasets_ = datasets_owner_.get();
@@ -882,7 +870,7 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
 }
 
 json JobManager::finish_job(const std::shared_ptr<LiveJob>& job, JobState state, const std::string& reason,
-                            json error, json result) {
+                            json error, json result, bool stored) {
   db::Transition t;
   t.job_id = job->id;
   t.from = {kQueued, kStarting, kRunning};
@@ -891,7 +879,7 @@ json JobManager::finish_job(const std::shared_ptr<LiveJob>& job, JobState state,
   if (!error.is_null()) t.error_json = error.dump();
   if (!result.is_null()) t.result_json = result.dump();
   t.set_finished_at = true;
-  apply_transition(t);
+  if (!stored) apply_transition(t);
   auto row = repo_.jobs.get_job(job->id);
   ++finished_total_;
   // Rendered once, for the cache of finished views and for the waiters.
@@ -1231,15 +1219,38 @@ api::JsonResult JobManager::cancel_job(std::int64_t id, const std::string& tenan
         view["cancel_requested"] = true;
         return view;
       }
-      // Still queued here: leave the queue now.
-      scheduler_.cancel(id);
-      cpu_waiting_.erase(std::remove(cpu_waiting_.begin(), cpu_waiting_.end(), job), cpu_waiting_.end());
       queued = job;
     }
   }
   if (queued) {
-    return finish_job(queued, kCancelled, "Cancelled by request while queued",
-                      error_json("CANCELLED", "the job was cancelled before it started", ""), nullptr);
+    // Still queued here. Stored first, in one attempt: this is an I/O
+    // thread, which must not sit in an outage's back-off (a 503 tells the
+    // client to try again; the job stays queued meanwhile).
+    const json error = error_json("CANCELLED", "the job was cancelled before it started", "");
+    db::Transition t;
+    t.job_id = id;
+    t.from = {kQueued};
+    t.to = kCancelled;
+    t.reason = "Cancelled by request while queued";
+    t.error_json = error.dump();
+    t.set_finished_at = true;
+    auto stored = repo_.jobs.transition(t);
+    if (!stored.ok()) return stored.error();
+    std::lock_guard lock(mutex_);
+    if (!*stored || queued->runner_started) {
+      // Placed meanwhile: stop it as a running job.
+      if (queued->stop_reason == StopReason::kNone) queued->stop_reason = StopReason::kUserCancel;
+      queued->cancel = true;
+      json view = render_live_locked(*queued);
+      view["cancel_requested"] = true;
+      return view;
+    }
+    scheduler_.cancel(id);
+    cpu_waiting_.erase(std::remove(cpu_waiting_.begin(), cpu_waiting_.end(), queued), cpu_waiting_.end());
+  }
+  if (queued) {
+    return finish_job(queued, kCancelled, "Cancelled by request while queued", error_json("CANCELLED", "the job was cancelled before it started", ""),
+                      nullptr, /*stored=*/true);
   }
   auto row = load_visible(id, tenant);
   if (!row.ok()) return row.error();
@@ -1893,10 +1904,23 @@ std::string JobManager::prometheus_metrics() {
     }
     out += "tpujobs_jobs{state=\"" + state_name(state) + "\"} " + std::to_string(n) + "\n";
   }
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   scheduler::Scheduler::PoolView view = scheduler_.view();
+  std::size_t cpu_waiting = cpu_waiting_.size();
+  if (options_.cluster) {
+    // The cluster's pool, as every replica sees it in the tables.
+    lock.unlock();
+    const json pool = cluster_pool_view();
+    lock.lock();
+    view.queued_jobs = pool.value("queued_jobs", 0);
+    view.used_cores = pool.value("used_cores", 0);
+    view.total_cores = pool.value("total_cores", 0);
+    view.healthy_cores = pool.value("healthy_cores", 0);
+    view.running_jobs = pool.value("running_jobs", 0);
+    cpu_waiting = 0;
+  }
   out += "# HELP tpujobs_queue_depth Jobs waiting for cores.\n# TYPE tpujobs_queue_depth gauge\n";
-  out += "tpujobs_queue_depth " + std::to_string(view.queued_jobs + cpu_waiting_.size()) + "\n";
+  out += "tpujobs_queue_depth " + std::to_string(view.queued_jobs + cpu_waiting) + "\n";
   out += "# HELP tpujobs_cores_in_use Emulated TPU cores held by running jobs.\n# TYPE tpujobs_cores_in_use gauge\n";
   out += "tpujobs_cores_in_use " + std::to_string(view.used_cores) + "\n";
   out += "# HELP tpujobs_pool_cores Emulated TPU cores in the pool.\n# TYPE tpujobs_pool_cores gauge\n";

@@ -110,7 +110,6 @@ class JobManager final : public api::JobService {
   };
   enum class StopReason { kNone, kUserCancel, kHostFailedRetry, kHostFailedFinal, kShutdown, kLeaseLost };
   class Sink;
-  class Datasets;
 
   // Threads.
   void committer_loop();
@@ -128,8 +127,9 @@ class JobManager final : public api::JobService {
   void start_placed_locked(std::chrono::steady_clock::time_point now);
   void wake_scheduler();
   // Stores the outcome, answers the waiters; returns the final view.
+  // `stored`: the transition is in the database already.
   nlohmann::json finish_job(const std::shared_ptr<LiveJob>& job, db::JobState state, const std::string& reason,
-                            nlohmann::json error, nlohmann::json result);
+                            nlohmann::json error, nlohmann::json result, bool stored = false);
   void notify_waiters(const std::shared_ptr<LiveJob>& job, const nlohmann::json& view);
   bool flush_telemetry();
   void flush_outputs_for_read();
@@ -170,8 +170,8 @@ class JobManager final : public api::JobService {
   scheduler::PoolLayout layout_;
   JobManagerOptions options_;
   executor::WorkerPool workers_;
-  Datasets* datasets_ = nullptr;
-  std::unique_ptr<Datasets> datasets_owner_;
+  executor::DatasetSource* datasets_ = nullptr;
+  std::unique_ptr<executor::DatasetSource> datasets_owner_;
 
   mutable std::mutex mutex_;  // guards everything below up to the next blank line
   scheduler::Scheduler scheduler_;

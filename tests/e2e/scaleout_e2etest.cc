@@ -201,8 +201,61 @@ TEST_F(ScaleOut, FortyJobsThroughTwoReplicasOnTwoAgentsEachRunOnce) {
   for (const json& host : pool["hosts"]) EXPECT_FALSE(host["agent"].get<std::string>().empty());
   EXPECT_EQ(pool["total_cores"], 16);
   EXPECT_EQ(pool["used_cores"], 0);
+  // `tpujobs pool` shows each agent, its state and its hosts.
+  const std::string command = std::string(TPUJOBS_BINARY) + " pool --server http://127.0.0.1:" +
+                              std::to_string(replica_a->port()) + " 2>&1";
+  std::string printed;
+  if (FILE* pipe = popen(command.c_str(), "r")) {
+    char buffer[4096];
+    while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) printed.append(buffer, n);
+    pclose(pipe);
+  }
+  EXPECT_NE(printed.find("AGENT"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("agent-1-h0"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("alive"), std::string::npos) << printed;
   std::printf("40 jobs succeeded on %zu agents; %d pool samples, %d compared\n", agents_used.size(), samples.load(),
               compared.load());
+}
+
+TEST_F(ScaleOut, FailingAHostMovesItsJobToAHealthyHostOfAnotherAgent) {
+  auto replica_a = start_replica("replica-a");
+  auto agent_1 = start_agent("agent-1", "v3-8");
+  const std::int64_t id = submit(*replica_a, long_job("on-a-failing-host", kEpochs));
+  const json running = wait_for_step(*replica_a, id, 100);
+  ASSERT_EQ(agent_of(running), "agent-1") << running.dump();
+  auto agent_2 = start_agent("agent-2", "v3-8");
+  HttpResponse failed = replica_a->post("/v1/pool/hosts/agent-1-h0:fail");
+  ASSERT_EQ(failed.status, 200) << failed.body;
+  EXPECT_EQ(failed.json()["affected_jobs"], json::array({id}));
+  const json done = replica_a->wait_terminal(id);
+  EXPECT_EQ(done["state"], "SUCCEEDED") << done.dump();
+  EXPECT_EQ(agent_of(done), "agent-2");
+  EXPECT_EQ(done["attempt"], 1);
+  EXPECT_GT(resumed_from_step(*replica_a, id), 0);
+  expect_contiguous_logs(*replica_a, id);
+  const json pool = replica_a->get("/v1/pool").json();
+  for (const json& host : pool["hosts"]) {
+    if (host["name"] == "agent-1-h0") {
+      EXPECT_EQ(host["health"], "failed");
+    }
+  }
+}
+
+TEST_F(ScaleOut, ASliceWiderThanAnyOneAgentWaitsAndSaysWhy) {
+  auto replica_a = start_replica("replica-a");
+  // Two hosts each: four in the pool, but a v3-32 needs four on one agent.
+  auto agent_1 = start_agent("agent-1", "v3-8,v3-8");
+  auto agent_2 = start_agent("agent-2", "v3-8,v3-8");
+  json spec = long_job("four-host-slice", 1);
+  spec["trainer"]["devices"] = 8;
+  spec["trainer"]["num_nodes"] = 4;
+  const std::int64_t id = submit(*replica_a, spec);
+  const json waiting = wait_until(*replica_a, id, [](const json& j) { return j.contains("pending_detail"); },
+                                  std::chrono::seconds(30));
+  EXPECT_EQ(waiting["state"], "QUEUED") << waiting.dump();
+  EXPECT_EQ(waiting["pending_reason"], "Resources");
+  EXPECT_NE(waiting.value("pending_detail", "").find("only on the hosts of one agent"), std::string::npos)
+      << waiting.dump();
 }
 
 TEST_F(ScaleOut, CancelThroughTheOtherReplicaStopsARunningJobWithinASecond) {
