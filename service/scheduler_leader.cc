@@ -61,6 +61,7 @@ void SchedulerLeader::loop() {
       std::cerr << "tpujobs: " << options_.instance
                 << (leading ? ": scheduler leader now" : ": no longer the scheduler leader") << std::endl;
       leader_ = leading;
+      pending_written_.clear();  // another leader may have written since
     }
     if (leading) {
       if (db::Status s = run_pass(); !s.ok()) {
@@ -77,6 +78,8 @@ void SchedulerLeader::loop() {
       }
     }
     if (listener) {
+      // A burst of submits makes one pass, not one each.
+      std::this_thread::sleep_for(options_.min_pass_interval);
       (void)listener->wait_notifications(options_.poll_interval);
     } else {
       std::unique_lock lock(mutex_);
@@ -277,14 +280,21 @@ db::Status SchedulerLeader::run_pass() {
   // Committed: now the agents may act.
   for (const std::string& agent : woken) (void)cluster_.notify(db::kAgentChannel, agent);
 
+  // Only the reasons that changed since the last pass are written.
   std::vector<std::pair<std::int64_t, std::optional<std::string>>> pending;
+  std::map<std::int64_t, std::string> written;
   for (const WaitingReason& w : pass.waiting) {
     json reason = {{"reason", std::string(scheduler::pending_reason_name(w.reason))},
                    {"queue_position", w.queue_position}};
     if (!w.detail.empty()) reason["detail"] = w.detail;
-    pending.emplace_back(w.job, reason.dump());
+    std::string text = reason.dump();
+    auto before = pending_written_.find(w.job);
+    if (before == pending_written_.end() || before->second != text) pending.emplace_back(w.job, text);
+    written.emplace(w.job, std::move(text));
   }
-  return repo_.jobs.set_pending(pending);
+  db::Status stored = repo_.jobs.set_pending(pending);
+  pending_written_ = stored.ok() ? std::move(written) : std::map<std::int64_t, std::string>{};
+  return stored;
 }
 
 }  // namespace tpujobs::service

@@ -36,6 +36,7 @@ struct SchedulerLeaderOptions {
   std::string instance = "tpujobs";
   std::chrono::milliseconds agent_silence{10000};
   std::chrono::milliseconds poll_interval{500};
+  std::chrono::milliseconds min_pass_interval{20};  // passes at most this often
   int max_cpu_jobs_per_agent = 2;
 };
 
@@ -71,6 +72,7 @@ class SchedulerLeader {
   SchedulerLeaderOptions options_;
   db::LeaderLock lock_;
   std::map<std::int64_t, scheduler::ResourceRequest> requests_;  // job -> request (the thread only)
+  std::map<std::int64_t, std::string> pending_written_;  // job -> jobs.pending as last written (the thread only)
 
   std::atomic<bool> leader_{false};
   std::mutex mutex_;
