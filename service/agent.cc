@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <iostream>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "api/job_spec.h"
@@ -432,6 +433,14 @@ void Agent::flush_telemetry() {
   // database; only an unreachable database keeps them for the next flush.
   auto unavailable = [](const db::Status& s) { return !s.ok() && s.code() == db::ErrorCode::kUnavailable; };
   const bool logs_stored = logs.empty() || !unavailable(repo_.outputs.append_logs(logs));
+  if (!logs.empty() && logs_stored) {
+    // Followers on every replica wake (NOTIFY tpujobs_logs "id,id,...").
+    std::set<std::int64_t> ids;
+    for (const db::LogLine& line : logs) ids.insert(line.job_id);
+    std::string payload;
+    for (std::int64_t id : ids) payload += (payload.empty() ? "" : ",") + std::to_string(id);
+    (void)cluster_.notify(db::kLogChannel, payload);
+  }
   const bool metrics_stored = logs_stored && (metrics.empty() || !unavailable(repo_.outputs.append_metrics(metrics)));
   std::map<std::int64_t, PendingCheckpoint> checkpoints_left;
   for (auto& [id, c] : checkpoints) {

@@ -1,6 +1,7 @@
 #include "service/job_manager.h"
 
 #include <algorithm>
+#include <charconv>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -321,6 +322,7 @@ db::Status JobManager::start() {
       committers_.emplace_back([this] { committer_loop(); });
     }
     telemetry_ = std::thread([this] { telemetry_loop(); });
+    log_listener_ = std::thread([this] { log_listener_loop(); });
     return db::Status::Ok();
   }
   auto hosts = repo_.pool_state.load_host_health();
@@ -435,6 +437,12 @@ void JobManager::close() {
   }
   telemetry_wake_.notify_all();
   if (telemetry_.joinable()) telemetry_.join();
+  {
+    std::lock_guard lock(log_followers_mutex_);
+    log_listener_stopping_ = true;
+  }
+  log_listener_wake_.notify_all();
+  if (log_listener_.joinable()) log_listener_.join();
   timers_.stop();
   // Anyone still waiting gets the job as it stands.
   std::vector<std::function<void(api::JsonResult)>> waiters;
@@ -1360,11 +1368,72 @@ void JobManager::stream_tick(std::int64_t id, std::int64_t after, api::ResponseW
       return;
     }
   }
-  if (idle_ticks > 0 && idle_ticks % 60 == 0) {
+  // Cluster mode ticks on the agents' NOTIFY and at least every second;
+  // otherwise every 250 ms. A keep-alive about every 15 s either way.
+  if (idle_ticks > 0 && idle_ticks % (options_.cluster ? 15 : 60) == 0) {
     if (!writer->write(": keep-alive\n\n")) return;
   }
-  timers_.schedule_after(std::chrono::milliseconds(250),
-                         [this, id, after, writer, idle_ticks] { stream_tick(id, after, writer, idle_ticks); });
+  auto next = [this, id, after, writer, idle_ticks] { stream_tick(id, after, writer, idle_ticks); };
+  if (!options_.cluster) {
+    timers_.schedule_after(std::chrono::milliseconds(250), std::move(next));
+    return;
+  }
+  // Whichever comes first, the notification or the fallback, ticks.
+  auto fired = std::make_shared<std::atomic<bool>>(false);
+  auto once = [fired, next = std::move(next)] {
+    if (!fired->exchange(true)) next();
+  };
+  {
+    std::lock_guard lock(log_followers_mutex_);
+    auto& waiting = log_followers_[id];
+    std::erase_if(waiting, [](const LogFollower& f) { return f.fired->load(); });
+    waiting.push_back({fired, once});
+  }
+  timers_.schedule_after(std::chrono::seconds(1), once);
+}
+
+void JobManager::log_listener_loop() {
+  std::unique_ptr<db::Connection> listener;
+  for (;;) {
+    {
+      std::lock_guard lock(log_followers_mutex_);
+      if (log_listener_stopping_) return;
+    }
+    if (!listener || listener->is_broken()) {
+      listener.reset();
+      auto opened = db::Connection::open(pool_.conninfo());
+      if (opened.ok() && (*opened)->execute_script(std::string("LISTEN ") + db::kLogChannel).ok()) {
+        listener = std::move(*opened);
+      } else {
+        std::unique_lock lock(log_followers_mutex_);
+        log_listener_wake_.wait_for(lock, std::chrono::seconds(1), [this] { return log_listener_stopping_; });
+        continue;
+      }
+    }
+    auto notes = listener->wait_notifications(std::chrono::milliseconds(250));
+    if (!notes.ok()) continue;
+    std::vector<std::function<void()>> wake;
+    {
+      std::lock_guard lock(log_followers_mutex_);
+      for (const db::Notification& note : *notes) {
+        // The payload: the ids of the jobs whose lines were stored, comma-separated.
+        std::size_t start = 0;
+        while (start < note.payload.size()) {
+          std::size_t end = note.payload.find(',', start);
+          if (end == std::string::npos) end = note.payload.size();
+          std::int64_t id = 0;
+          std::from_chars(note.payload.data() + start, note.payload.data() + end, id);
+          if (auto it = log_followers_.find(id); it != log_followers_.end()) {
+            for (LogFollower& f : it->second) wake.push_back(f.tick);
+            log_followers_.erase(it);
+          }
+          start = end + 1;
+        }
+      }
+    }
+    // Ticked on the timer thread, as every stream's tick.
+    for (auto& tick : wake) timers_.schedule_after(std::chrono::milliseconds(0), std::move(tick));
+  }
 }
 
 api::JsonResult JobManager::job_metrics(std::int64_t id, const std::string& tenant, std::int64_t after) {

@@ -151,6 +151,9 @@ class JobManager final : public api::JobService {
   // each).
   void poll_wait(std::int64_t id, std::string tenant, std::chrono::steady_clock::time_point deadline,
                  std::function<void(api::JsonResult)> done);
+  // Cluster mode: wakes the log streams of the jobs named in the agents'
+  // NOTIFY tpujobs_logs (their polling fallback ticks meanwhile).
+  void log_listener_loop();
   // Cluster mode: the pool as the agents' hosts and the placed jobs show it.
   nlohmann::json cluster_pool_view();
   // Applies a state transition, retrying while the database is unavailable.
@@ -223,6 +226,17 @@ class JobManager final : public api::JobService {
   std::vector<std::thread> committers_;
   std::thread scheduler_thread_;
   std::thread telemetry_;
+
+  // Cluster mode: log streams waiting for a job's next lines.
+  struct LogFollower {
+    std::shared_ptr<std::atomic<bool>> fired;  // ticked already (by the fallback)
+    std::function<void()> tick;
+  };
+  std::mutex log_followers_mutex_;
+  std::map<std::int64_t, std::vector<LogFollower>> log_followers_;
+  bool log_listener_stopping_ = false;
+  std::condition_variable log_listener_wake_;
+  std::thread log_listener_;
   bool started_ = false;
   bool closed_ = false;
 };

@@ -276,6 +276,29 @@ TEST_F(ScaleOut, CancelThroughTheOtherReplicaStopsARunningJobWithinASecond) {
   std::printf("cancel through the other replica: CANCELLED after %.3f s\n", took);
 }
 
+TEST_F(ScaleOut, LogsFollowedThroughTheOtherReplicaArriveInOrderToTheEnd) {
+  auto replica_a = start_replica("replica-a");
+  auto replica_b = start_replica("replica-b");
+  auto agent_1 = start_agent("agent-1");
+  const std::int64_t id = submit(*replica_a, long_job("followed", 40));
+  std::vector<std::int64_t> seqs;
+  std::string end;
+  const int status = read_event_stream(
+      replica_b->port(), "/v1/jobs/" + std::to_string(id) + "/logs",
+      [&](const std::string& event, const std::string& data) {
+        const json body = json::parse(data, nullptr, false);
+        if (event == "log") seqs.push_back(body["seq"].get<std::int64_t>());
+        if (event == "end") end = body.value("state", "");
+        return event != "end";
+      },
+      std::chrono::seconds(120));
+  EXPECT_EQ(status, 200);
+  EXPECT_EQ(end, "SUCCEEDED");
+  ASSERT_FALSE(seqs.empty());
+  for (std::size_t i = 0; i < seqs.size(); ++i) ASSERT_EQ(seqs[i], static_cast<std::int64_t>(i) + 1);
+  EXPECT_EQ(static_cast<std::int64_t>(seqs.size()), expect_contiguous_logs(*replica_a, id));
+}
+
 TEST_F(ScaleOut, KillNineOfAnAgentMidRunFinishesItsJobsOnTheOtherFromCheckpoints) {
   auto replica_a = start_replica("replica-a");
   auto replica_b = start_replica("replica-b");
