@@ -12,7 +12,7 @@ BUILD_PACKAGES=(g++ make cmake pkg-config ccache libboost1.81-dev nlohmann-json3
 # The fuzz test (fuzz/run.sh) builds with clang -fsanitize=fuzzer,address,
 # undefined: Debian 12's clang is clang-14, whose runtimes (libFuzzer, ASan,
 # UBSan) are in libclang-rt-14-dev, only recommended by clang.
-TEST_PACKAGES=(curl chromium clang libclang-rt-14-dev prometheus)
+TEST_PACKAGES=(curl chromium clang libclang-rt-14-dev prometheus dpkg-dev file)
 
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi

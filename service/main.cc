@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "service/cli.h"
-#include "service/cli_options.h"
+#include "client/commands.h"
+#include "client/options.h"
 #include "service/serve.h"
 #include "service/tokens.h"
 
@@ -17,7 +17,7 @@ std::string usage() {
          "  serve        run the service (REST API, scheduler, executor, embedded PostgreSQL)\n"
          "  agent        run the jobs of a cluster on this machine's hosts (DESIGN §9)\n"
          "  token        create an API token for a tenant (admin)\n" +
-         tpujobs::service::client_commands_summary() +
+         tpujobs::client::client_commands_summary() +
          "\nClient commands talk to --server URL (or $TPUJOBS_URL, default http://127.0.0.1:8080)\n"
          "and send --token T (or $TPUJOBS_TOKEN). Exit codes: 0 succeeded/valid, 1 job failed,\n"
          "2 spec rejected or usage error, 3 cancelled, 4 server unreachable or 5xx,\n"
@@ -38,8 +38,8 @@ int main(int argc, char** argv) {
   if (command == "serve") return tpujobs::service::run_serve(args);
   if (command == "agent") return tpujobs::service::run_agent(args);
   if (command == "token") return tpujobs::service::run_token_command(args);
-  if (tpujobs::service::is_client_command(command))
-    return tpujobs::service::run_client(command, args);
+  if (tpujobs::client::is_client_command(command))
+    return tpujobs::client::run_client(command, args);
   std::cerr << "tpujobs: unknown command '" << command << "'\n\n" << usage();
   return 2;
 }

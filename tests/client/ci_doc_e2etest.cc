@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/cli/client_process.h"
+#include "tests/client/client_process.h"
 #include "tests/e2e/service_process.h"
 
 namespace tpujobs::testing {
@@ -168,13 +168,17 @@ class CiDocTest : public ::testing::Test {
     workdir_ = pattern;
     // The snippets run from a checkout: examples/ is where they expect it.
     fs::create_directory_symlink(fs::path(TPUJOBS_SOURCE_DIR) / "examples", workdir_ / "examples");
-    const std::vector<std::string> blocks = yaml_blocks(read_source_file("docs/ci.md"));
-    ASSERT_EQ(2u, blocks.size())
-        << "docs/ci.md should hold the GitHub Actions and the GitLab CI job";
-    github_ = client_command_lines(blocks[0]);
-    gitlab_ = client_command_lines(blocks[1]);
-    ASSERT_NE(std::string::npos, blocks[0].find("runs-on:"));
-    ASSERT_NE(std::string::npos, blocks[1].find("script:"));
+    blocks_ = yaml_blocks(read_source_file("docs/ci.md"));
+    ASSERT_EQ(4u, blocks_.size()) << "docs/ci.md should hold the GitHub Actions and the GitLab CI "
+                                     "jobs, built from source and installed from the package";
+    github_ = client_command_lines(blocks_[0]);
+    gitlab_ = client_command_lines(blocks_[1]);
+    github_package_ = client_command_lines(blocks_[2]);
+    gitlab_package_ = client_command_lines(blocks_[3]);
+    ASSERT_NE(std::string::npos, blocks_[0].find("runs-on:"));
+    ASSERT_NE(std::string::npos, blocks_[1].find("script:"));
+    ASSERT_NE(std::string::npos, blocks_[2].find("runs-on:"));
+    ASSERT_NE(std::string::npos, blocks_[3].find("script:"));
   }
   void TearDown() override {
     std::error_code ignored;
@@ -209,8 +213,11 @@ class CiDocTest : public ::testing::Test {
   static ServiceProcess* service_;
   static std::string* start_error_;
   fs::path workdir_;
+  std::vector<std::string> blocks_;
   std::vector<std::string> github_;
   std::vector<std::string> gitlab_;
+  std::vector<std::string> github_package_;  // the same jobs with the package installed
+  std::vector<std::string> gitlab_package_;
 };
 
 ServiceProcess* CiDocTest::service_ = nullptr;
@@ -224,6 +231,43 @@ TEST_F(CiDocTest, SnippetsValidateThenSubmitWithTheGate) {
     for (const char* flag : {"--wait", "--timeout", "--junit", "--idempotency-key", "--set"}) {
       EXPECT_NE(std::string::npos, (*commands)[1].find(flag)) << flag;
     }
+  }
+}
+
+// The package jobs install the .deb that scripts/package.sh makes and then run
+// exactly the source jobs' commands, with the installed `tpujobs` on PATH.
+TEST_F(CiDocTest, PackageSnippetsInstallTheDebAndRunTheSameCommands) {
+  const auto installed = [](std::vector<std::string> commands) {
+    for (std::string& command : commands) {
+      EXPECT_EQ(0u, command.find("tpujobs ")) << "the package puts tpujobs on PATH: " << command;
+    }
+    return commands;
+  };
+  const auto built = [](std::vector<std::string> commands) {
+    for (std::string& command : commands) {
+      EXPECT_EQ(0u, command.find("build/service/tpujobs ")) << command;
+      command.erase(0, std::string("build/service/").size());
+    }
+    return commands;
+  };
+  EXPECT_EQ(built(github_), installed(github_package_));
+  EXPECT_EQ(built(gitlab_), installed(gitlab_package_));
+  for (std::size_t block : {2u, 3u}) {
+    EXPECT_TRUE(std::regex_search(blocks_[block], std::regex(R"(apt-get install .*\./(dist/)?tpujobs_\*_amd64\.deb)")))
+        << blocks_[block];
+    EXPECT_EQ(std::string::npos, blocks_[block].find("cmake --build"))
+        << "the package job must not build from source:\n" << blocks_[block];
+  }
+  EXPECT_NE(std::string::npos, blocks_[3].find("scripts/package.sh")) << "GitLab's packaging stage";
+}
+
+TEST_F(CiDocTest, PackagePassingJobExitsZero) {
+  for (const auto* commands : {&github_package_, &gitlab_package_}) {
+    std::vector<ClientRun> runs = run_all(*commands, environment("examples/iris-cpu.json", "0.8", "5m"));
+    ASSERT_EQ(2u, runs.size());
+    EXPECT_EQ(0, runs[0].exit_code) << runs[0].err;
+    EXPECT_EQ(0, runs[1].exit_code) << runs[1].err;
+    EXPECT_NE(std::string::npos, junit().find("failures=\"0\""));
   }
 }
 

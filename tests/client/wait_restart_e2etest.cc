@@ -9,7 +9,7 @@
 
 #include <thread>
 
-#include "tests/cli/client_process.h"
+#include "tests/client/client_process.h"
 #include "tests/e2e/service_process.h"
 
 namespace tpujobs::testing {

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-namespace tpujobs::service {
+namespace tpujobs::client {
 
 // Exit codes of the client commands (DESIGN §2).
 enum ExitCode : int {
@@ -75,4 +75,4 @@ std::string format_duration(std::chrono::milliseconds duration);
 // on error.
 std::string apply_override(nlohmann::json* spec, std::string_view assignment);
 
-}  // namespace tpujobs::service
+}  // namespace tpujobs::client

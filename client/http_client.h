@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-namespace tpujobs::service {
+namespace tpujobs::client {
 
 // Where the service is: `http://host[:port][/base]`. https is not supported
 // (the service itself speaks plain HTTP; put TLS in a proxy and the client on
@@ -67,4 +67,4 @@ using HttpClientPtr = std::unique_ptr<HttpClient>;
 // A client that opens a new TCP connection to `server` per request.
 HttpClientPtr make_http_client(ServerUrl server);
 
-}  // namespace tpujobs::service
+}  // namespace tpujobs::client

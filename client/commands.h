@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "service/cli_options.h"
-#include "service/http_client.h"
+#include "client/options.h"
+#include "client/http_client.h"
 
-namespace tpujobs::service {
+namespace tpujobs::client {
 
 // How hard the client tries before it reports the server unreachable.
 struct RetryPolicy {
@@ -48,4 +48,4 @@ int run_client_command(const CommandLine& command_line, const ClientContext& con
 // the server over HTTP and prints to stdout / stderr.
 int run_client(const std::string& command, const std::vector<std::string>& args);
 
-}  // namespace tpujobs::service
+}  // namespace tpujobs::client

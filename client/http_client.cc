@@ -1,4 +1,4 @@
-#include "service/http_client.h"
+#include "client/http_client.h"
 
 #include <algorithm>
 #include <boost/asio/connect.hpp>
@@ -7,7 +7,7 @@
 #include <boost/beast/http.hpp>
 #include <cctype>
 
-namespace tpujobs::service {
+namespace tpujobs::client {
 namespace {
 
 namespace asio = boost::asio;
@@ -196,4 +196,4 @@ HttpClientPtr make_http_client(ServerUrl server) {
   return std::make_unique<BeastHttpClient>(std::move(server));
 }
 
-}  // namespace tpujobs::service
+}  // namespace tpujobs::client

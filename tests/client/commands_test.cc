@@ -8,9 +8,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "service/cli.h"
+#include "client/commands.h"
 
-namespace tpujobs::service {
+namespace tpujobs::client {
 namespace {
 
 using nlohmann::json;
@@ -242,4 +242,4 @@ TEST_F(ClientCommandTest, ListPrintsATable) {
 }
 
 }  // namespace
-}  // namespace tpujobs::service
+}  // namespace tpujobs::client

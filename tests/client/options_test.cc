@@ -1,10 +1,10 @@
-#include "service/cli_options.h"
+#include "client/options.h"
 
 #include <gtest/gtest.h>
 
-#include "service/http_client.h"
+#include "client/http_client.h"
 
-namespace tpujobs::service {
+namespace tpujobs::client {
 namespace {
 
 using nlohmann::json;
@@ -203,4 +203,4 @@ TEST(ServerUrl, Rejects) {
 }
 
 }  // namespace
-}  // namespace tpujobs::service
+}  // namespace tpujobs::client

@@ -1,8 +1,8 @@
-#include "service/cli_report.h"
+#include "client/junit_report.h"
 
 #include <gtest/gtest.h>
 
-namespace tpujobs::service {
+namespace tpujobs::client {
 namespace {
 
 using nlohmann::json;
@@ -140,4 +140,4 @@ TEST(JUnit, EscapesMarkupAndControlCharacters) {
 }
 
 }  // namespace
-}  // namespace tpujobs::service
+}  // namespace tpujobs::client

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace tpujobs::service {
+namespace tpujobs::client {
 
 bool is_terminal_state(const std::string& state);
 
@@ -44,4 +44,4 @@ std::string junit_report(const nlohmann::json& job, const std::vector<std::strin
 // Escapes text for XML attribute values and character data.
 std::string xml_escape(const std::string& text);
 
-}  // namespace tpujobs::service
+}  // namespace tpujobs::client

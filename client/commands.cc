@@ -1,4 +1,4 @@
-#include "service/cli.h"
+#include "client/commands.h"
 
 #include <unistd.h>
 
@@ -14,9 +14,10 @@
 #include <sstream>
 #include <thread>
 
-#include "service/cli_report.h"
+#include "client/event_stream.h"
+#include "client/junit_report.h"
 
-namespace tpujobs::service {
+namespace tpujobs::client {
 namespace {
 
 using nlohmann::json;
@@ -63,58 +64,6 @@ std::string generated_idempotency_key() {
   for (int i = 0; i < 32; ++i) key += "0123456789abcdef"[nibble(device)];
   return key;
 }
-
-// Incremental text/event-stream parser: feed bytes, get complete events.
-class EventStreamParser {
- public:
-  struct Event {
-    std::string name = "message";
-    std::string id;
-    std::string data;
-  };
-
-  // Appends bytes; returns the events they complete.
-  std::vector<Event> feed(std::string_view bytes) {
-    buffer_.append(bytes);
-    std::vector<Event> events;
-    std::size_t line_start = 0;
-    for (;;) {
-      const std::size_t newline = buffer_.find('\n', line_start);
-      if (newline == std::string::npos) break;
-      std::string line = buffer_.substr(line_start, newline - line_start);
-      line_start = newline + 1;
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      if (line.empty()) {
-        if (has_fields_) events.push_back(std::move(current_));
-        current_ = Event{};
-        has_fields_ = false;
-        continue;
-      }
-      if (line.front() == ':') continue;  // a comment: keep-alive
-      const std::size_t colon = line.find(':');
-      const std::string field = line.substr(0, colon);
-      std::string value = colon == std::string::npos ? "" : line.substr(colon + 1);
-      if (!value.empty() && value.front() == ' ') value.erase(0, 1);
-      if (field == "event") {
-        current_.name = value;
-        has_fields_ = true;
-      } else if (field == "data") {
-        if (!current_.data.empty()) current_.data += '\n';
-        current_.data += value;
-        has_fields_ = true;
-      } else if (field == "id") {
-        current_.id = value;
-      }
-    }
-    buffer_.erase(0, line_start);
-    return events;
-  }
-
- private:
-  std::string buffer_;
-  Event current_;
-  bool has_fields_ = false;
-};
 
 // What a wait ended with.
 struct WaitOutcome {
@@ -881,4 +830,4 @@ int run_client(const std::string& command, const std::vector<std::string>& args)
   return run_client_command(line, context);
 }
 
-}  // namespace tpujobs::service
+}  // namespace tpujobs::client

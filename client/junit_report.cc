@@ -1,10 +1,10 @@
-#include "service/cli_report.h"
+#include "client/junit_report.h"
 
 #include <cstdio>
 
-#include "service/cli_options.h"
+#include "client/options.h"
 
-namespace tpujobs::service {
+namespace tpujobs::client {
 namespace {
 
 using nlohmann::json;
@@ -214,4 +214,4 @@ std::string junit_report(const json& job, const std::vector<std::string>& log_ta
   return xml;
 }
 
-}  // namespace tpujobs::service
+}  // namespace tpujobs::client

@@ -1,4 +1,4 @@
-#include "service/cli_options.h"
+#include "client/options.h"
 
 #include <algorithm>
 #include <charconv>
@@ -7,7 +7,7 @@
 
 #include "base/job_state.h"
 
-namespace tpujobs::service {
+namespace tpujobs::client {
 namespace {
 
 using nlohmann::json;
@@ -420,4 +420,4 @@ std::string apply_override(json* spec, std::string_view assignment) {
   return {};
 }
 
-}  // namespace tpujobs::service
+}  // namespace tpujobs::client
