@@ -156,31 +156,37 @@ Result<std::int64_t> JobOutputRepository::count_metrics_after_step(std::int64_t 
 
 Status JobOutputRepository::save_checkpoint(std::int64_t job_id, std::int64_t step, int epoch,
                                             const std::string& bytes, std::int64_t fence_epoch) {
+  // One statement, committed by the server on its own: a writer paused
+  // between the statements of a transaction would hold the job row's lock
+  // (FOR SHARE, the fence) and stall whoever moves the job on. The DELETE
+  // sees the rows before the INSERT: it keeps the newest one besides the
+  // one saved.
   return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Status {
-    Result<Transaction> transaction = Transaction::begin(connection);
-    if (!transaction.ok()) return transaction.error();
-    Result<QueryResult> saved = transaction->execute(
-        "INSERT INTO job_checkpoints (job_id, step, epoch, bytes)"
-        " SELECT job_id, step, epoch, bytes FROM"
-        "  (VALUES ($1::bigint, $2::bigint, $3::integer, $4::bytea, $5::bigint))"
-        "  AS t(job_id, step, epoch, bytes, fence)"
-        " WHERE " TPUJOBS_FENCE_HOLDS
-        " ON CONFLICT (job_id, step)"
-        " DO UPDATE SET epoch = excluded.epoch, at = now(), bytes = excluded.bytes",
+    Result<QueryResult> saved = connection.execute(
+        "WITH saved AS ("
+        "  INSERT INTO job_checkpoints (job_id, step, epoch, bytes)"
+        "  SELECT job_id, step, epoch, bytes FROM"
+        "   (VALUES ($1::bigint, $2::bigint, $3::integer, $4::bytea, $5::bigint))"
+        "   AS t(job_id, step, epoch, bytes, fence)"
+        "  WHERE " TPUJOBS_FENCE_HOLDS
+        "  ON CONFLICT (job_id, step)"
+        "  DO UPDATE SET epoch = excluded.epoch, at = now(), bytes = excluded.bytes"
+        "  RETURNING job_id, step"
+        "), pruned AS ("
+        "  DELETE FROM job_checkpoints c USING saved"
+        "  WHERE c.job_id = saved.job_id AND c.step <> saved.step AND c.step NOT IN ("
+        "    SELECT o.step FROM job_checkpoints o WHERE o.job_id = saved.job_id AND o.step <> saved.step"
+        "    ORDER BY o.step DESC LIMIT 1)"
+        "  RETURNING 1"
+        ") SELECT count(*) FROM saved",
         {job_id, step, epoch, Param::bytes(bytes), fence_epoch});
     if (!saved.ok()) return saved.error();
-    if (saved->affected_rows() == 0) {
+    if (saved->int64(0, 0) == 0) {
       return make_error(ErrorCode::kConflict, "job " + std::to_string(job_id) +
                                                   " no longer runs under placement epoch " +
                                                   std::to_string(fence_epoch));
     }
-    Result<QueryResult> pruned = transaction->execute(
-        "DELETE FROM job_checkpoints WHERE job_id = $1::bigint AND step NOT IN ("
-        "  SELECT step FROM job_checkpoints WHERE job_id = $1::bigint"
-        "  ORDER BY step DESC LIMIT 2)",
-        {job_id});
-    if (!pruned.ok()) return pruned.error();
-    return transaction->commit();
+    return Status::Ok();
   });
 }
 

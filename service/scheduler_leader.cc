@@ -62,10 +62,12 @@ void SchedulerLeader::loop() {
                 << (leading ? ": scheduler leader now" : ": no longer the scheduler leader") << std::endl;
       leader_ = leading;
       pending_written_.clear();  // another leader may have written since
+      reachable_since_ = options_.clock->now();
     }
     if (leading) {
       if (db::Status s = run_pass(); !s.ok()) {
         std::cerr << "tpujobs: scheduling pass: " << s.error().message << std::endl;
+        reachable_since_ = options_.clock->now();
       }
     }
     // Woken by a submit or a finished job (NOTIFY), else after the poll
@@ -79,7 +81,7 @@ void SchedulerLeader::loop() {
     }
     if (listener) {
       // A burst of submits makes one pass, not one each.
-      std::this_thread::sleep_for(options_.min_pass_interval);
+      options_.clock->sleep_for(options_.min_pass_interval);
       (void)listener->wait_notifications(options_.poll_interval);
     } else {
       std::unique_lock lock(mutex_);
@@ -147,7 +149,11 @@ db::Status SchedulerLeader::requeue_orphans() {
 }
 
 db::Status SchedulerLeader::run_pass() {
-  auto lost = cluster_.mark_lost(options_.agent_silence);
+  // Silence is judged only over a span the leader itself could reach the
+  // database: after an outage (or a takeover) every heartbeat looks old.
+  std::vector<std::string> none;
+  const bool judge = options_.clock->now() - reachable_since_ >= options_.agent_silence;
+  auto lost = judge ? cluster_.mark_lost(options_.agent_silence) : db::Result<std::vector<std::string>>(none);
   if (!lost.ok()) return lost.error();
   for (const std::string& name : *lost) std::cerr << "tpujobs: agent " << name << " is lost" << std::endl;
   if (db::Status s = requeue_orphans(); !s.ok()) return s;

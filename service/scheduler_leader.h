@@ -24,6 +24,7 @@
 #include <string>
 #include <thread>
 
+#include "base/clock.h"
 #include "db/cluster_repository.h"
 #include "db/repositories.h"
 #include "scheduler/request.h"
@@ -38,6 +39,7 @@ struct SchedulerLeaderOptions {
   std::chrono::milliseconds poll_interval{500};
   std::chrono::milliseconds min_pass_interval{20};  // passes at most this often
   int max_cpu_jobs_per_agent = 2;
+  base::Clock* clock = &base::real_clock();  // must outlive the leader
 };
 
 class SchedulerLeader {
@@ -73,6 +75,8 @@ class SchedulerLeader {
   db::LeaderLock lock_;
   std::map<std::int64_t, scheduler::ResourceRequest> requests_;  // job -> request (the thread only)
   std::map<std::int64_t, std::string> pending_written_;  // job -> jobs.pending as last written (the thread only)
+  // Since when this replica has led with the database answering (the thread only).
+  base::Clock::time_point reachable_since_{};
 
   std::atomic<bool> leader_{false};
   std::mutex mutex_;
