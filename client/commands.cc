@@ -760,6 +760,17 @@ class Client {
          << number_text(100 * utilization, "%.0f") << "%), " << view.value("healthy_cores", 0)
          << " healthy; " << view.value("running_jobs", 0) << " jobs running, "
          << view.value("queued_jobs", 0) << " queued\n";
+    if (view.contains("agents")) {  // a cluster (DESIGN §9): who runs which hosts
+      std::vector<std::vector<std::string>> agents = {{"AGENT", "STATE", "LAST HEARTBEAT", "HOSTS", "RUNNING JOBS"}};
+      for (const json& agent : view["agents"]) {
+        std::string hosts, running;
+        for (const json& h : agent.value("hosts", json::array())) hosts += (hosts.empty() ? "" : ",") + h.get<std::string>();
+        for (const json& j : agent.value("running_jobs", json::array())) running += (running.empty() ? "" : ",") + j.dump();
+        agents.push_back({string_of(agent, "name"), string_of(agent, "state"), string_of(agent, "last_heartbeat"),
+                          hosts.empty() ? "-" : hosts, running.empty() ? "-" : running});
+      }
+      print_table(agents);
+    }
     return kExitSucceeded;
   }
 

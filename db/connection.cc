@@ -196,6 +196,28 @@ Status Connection::execute_script(std::string_view trusted_sql) {
 
 bool Connection::is_broken() const { return PQstatus(connection_) != CONNECTION_OK; }
 
+Result<std::vector<Notification>> Connection::wait_notifications(std::chrono::milliseconds timeout) {
+  std::vector<Notification> received;
+  auto take = [&] {
+    while (PGnotify* notify = PQnotifies(connection_)) {
+      received.push_back({notify->relname, notify->extra ? notify->extra : ""});
+      PQfreemem(notify);
+    }
+  };
+  take();  // some may have come with the answer to an earlier statement
+  if (!received.empty()) return received;
+  pollfd descriptor{PQsocket(connection_), POLLIN, 0};
+  if (descriptor.fd < 0 || is_broken()) {
+    return make_error(ErrorCode::kUnavailable, "the LISTEN connection is lost");
+  }
+  const int ready = poll(&descriptor, 1, static_cast<int>(timeout.count()));
+  if (ready > 0 && PQconsumeInput(connection_) == 0) {
+    return make_error(ErrorCode::kUnavailable, "the LISTEN connection is lost: " + trimmed(PQerrorMessage(connection_)));
+  }
+  take();
+  return received;
+}
+
 bool Connection::lost_while_idle() {
   if (is_broken()) return true;
   pollfd descriptor{PQsocket(connection_), POLLIN, 0};

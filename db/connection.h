@@ -96,6 +96,12 @@ class QueryResult {
   pg_result* result_;
 };
 
+// A NOTIFY received on a LISTENing connection.
+struct Notification {
+  std::string channel{};
+  std::string payload{};
+};
+
 // A live connection. Not thread-safe: one thread uses it at a time (the pool
 // guarantees that). Every statement is prepared once per connection, keyed by
 // its SQL text, and then executed with its parameters.
@@ -117,6 +123,12 @@ class Connection {
   // @warning Only for SQL text that is part of the program (migrations);
   // never for text that contains a value.
   Status execute_script(std::string_view trusted_sql);
+
+  // LISTEN/NOTIFY (DESIGN §9): after `LISTEN channel` on this connection,
+  // waits up to timeout for notifications and returns them (empty when none
+  // came). kUnavailable when the connection is lost. Use a connection of its
+  // own, not one lent by a pool, so the LISTEN lasts.
+  Result<std::vector<Notification>> wait_notifications(std::chrono::milliseconds timeout);
 
   // True once the connection to the server is lost; it is then never used
   // again (the pool replaces it).

@@ -3,6 +3,14 @@
 #include <algorithm>
 
 namespace tpujobs::db {
+
+// A row t of a job's output with column t.fence lands when t.fence is 0
+// (unfenced) or the job still runs under that placement epoch. FOR SHARE
+// orders it against a concurrent requeue: the requeue waits for this
+// insert, or this insert sees the requeue and is dropped.
+#define TPUJOBS_FENCE_HOLDS                                                               \
+  "(t.fence = 0 OR EXISTS (SELECT 1 FROM jobs f WHERE f.id = t.job_id"                  \
+  " AND f.placement_epoch = t.fence AND f.state IN ('STARTING', 'RUNNING') FOR SHARE))"
 namespace {
 
 constexpr int kMaxListLimit = 10000;
@@ -27,20 +35,34 @@ Result<std::int64_t> single_int64(ConnectionPool& pool, std::chrono::millisecond
 Status JobOutputRepository::append_logs(const std::vector<LogLine>& lines) {
   if (lines.empty()) return Status::Ok();
   std::vector<std::optional<std::string>> jobs, seqs, times, texts;
+  std::vector<std::optional<std::string>> fences;
+  bool fenced = false;
   for (const LogLine& line : lines) {
     jobs.emplace_back(std::to_string(line.job_id));
     seqs.emplace_back(std::to_string(line.seq));
     times.push_back(time_or_now(line.at));
     texts.emplace_back(line.line);
+    fences.emplace_back(std::to_string(line.fence_epoch));
+    fenced |= line.fence_epoch != 0;
   }
   return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Status {
-    Result<QueryResult> rows = connection.execute(
-        "INSERT INTO job_logs (job_id, seq, at, line)"
-        " SELECT job_id, seq, COALESCE(at, now()), line"
-        " FROM unnest($1::bigint[], $2::bigint[], $3::timestamptz[], $4::text[])"
-        "      AS t(job_id, seq, at, line)"
-        " ON CONFLICT (job_id, seq) DO NOTHING",
-        {Param::array(jobs), Param::array(seqs), Param::array(times), Param::array(texts)});
+    Result<QueryResult> rows =
+        fenced ? connection.execute(
+                     "INSERT INTO job_logs (job_id, seq, at, line)"
+                     " SELECT job_id, seq, COALESCE(at, now()), line"
+                     " FROM unnest($1::bigint[], $2::bigint[], $3::timestamptz[], $4::text[],"
+                     "             $5::bigint[]) AS t(job_id, seq, at, line, fence)"
+                     " WHERE " TPUJOBS_FENCE_HOLDS
+                     " ON CONFLICT (job_id, seq) DO NOTHING",
+                     {Param::array(jobs), Param::array(seqs), Param::array(times), Param::array(texts),
+                      Param::array(fences)})
+               : connection.execute(
+                     "INSERT INTO job_logs (job_id, seq, at, line)"
+                     " SELECT job_id, seq, COALESCE(at, now()), line"
+                     " FROM unnest($1::bigint[], $2::bigint[], $3::timestamptz[], $4::text[])"
+                     "      AS t(job_id, seq, at, line)"
+                     " ON CONFLICT (job_id, seq) DO NOTHING",
+                     {Param::array(jobs), Param::array(seqs), Param::array(times), Param::array(texts)});
     if (!rows.ok()) return rows.error();
     return Status::Ok();
   });
@@ -73,6 +95,7 @@ Result<std::int64_t> JobOutputRepository::max_log_seq(std::int64_t job_id) {
 Status JobOutputRepository::append_metrics(const std::vector<MetricPoint>& points) {
   if (points.empty()) return Status::Ok();
   std::vector<std::optional<std::string>> jobs, seqs, steps, epochs, times, metrics;
+  std::vector<std::optional<std::string>> fences;
   for (const MetricPoint& point : points) {
     jobs.emplace_back(std::to_string(point.job_id));
     seqs.emplace_back(std::to_string(point.seq));
@@ -80,16 +103,20 @@ Status JobOutputRepository::append_metrics(const std::vector<MetricPoint>& point
     epochs.emplace_back(std::to_string(point.epoch));
     times.push_back(time_or_now(point.at));
     metrics.emplace_back(point.metrics_json);
+    fences.emplace_back(std::to_string(point.fence_epoch));
   }
+  // Unfenced points pass the fence (fence 0), so one statement serves both.
   return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Status {
     Result<QueryResult> rows = connection.execute(
         "INSERT INTO job_metrics (job_id, seq, step, epoch, at, metrics)"
         " SELECT job_id, seq, step, epoch, COALESCE(at, now()), metrics"
         " FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::integer[],"
-        "             $5::timestamptz[], $6::jsonb[]) AS t(job_id, seq, step, epoch, at, metrics)"
+        "             $5::timestamptz[], $6::jsonb[], $7::bigint[])"
+        "      AS t(job_id, seq, step, epoch, at, metrics, fence)"
+        " WHERE " TPUJOBS_FENCE_HOLDS
         " ON CONFLICT (job_id, seq) DO NOTHING",
         {Param::array(jobs), Param::array(seqs), Param::array(steps), Param::array(epochs),
-         Param::array(times), Param::array(metrics)});
+         Param::array(times), Param::array(metrics), Param::array(fences)});
     if (!rows.ok()) return rows.error();
     return Status::Ok();
   });
@@ -128,24 +155,38 @@ Result<std::int64_t> JobOutputRepository::count_metrics_after_step(std::int64_t 
 }
 
 Status JobOutputRepository::save_checkpoint(std::int64_t job_id, std::int64_t step, int epoch,
-                                            const std::string& bytes) {
+                                            const std::string& bytes, std::int64_t fence_epoch) {
+  // One statement, committed by the server on its own: a writer paused
+  // between the statements of a transaction would hold the job row's lock
+  // (FOR SHARE, the fence) and stall whoever moves the job on. The DELETE
+  // sees the rows before the INSERT: it keeps the newest one besides the
+  // one saved.
   return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Status {
-    Result<Transaction> transaction = Transaction::begin(connection);
-    if (!transaction.ok()) return transaction.error();
-    Result<QueryResult> saved = transaction->execute(
-        "INSERT INTO job_checkpoints (job_id, step, epoch, bytes)"
-        " VALUES ($1::bigint, $2::bigint, $3::integer, $4::bytea)"
-        " ON CONFLICT (job_id, step)"
-        " DO UPDATE SET epoch = excluded.epoch, at = now(), bytes = excluded.bytes",
-        {job_id, step, epoch, Param::bytes(bytes)});
+    Result<QueryResult> saved = connection.execute(
+        "WITH saved AS ("
+        "  INSERT INTO job_checkpoints (job_id, step, epoch, bytes)"
+        "  SELECT job_id, step, epoch, bytes FROM"
+        "   (VALUES ($1::bigint, $2::bigint, $3::integer, $4::bytea, $5::bigint))"
+        "   AS t(job_id, step, epoch, bytes, fence)"
+        "  WHERE " TPUJOBS_FENCE_HOLDS
+        "  ON CONFLICT (job_id, step)"
+        "  DO UPDATE SET epoch = excluded.epoch, at = now(), bytes = excluded.bytes"
+        "  RETURNING job_id, step"
+        "), pruned AS ("
+        "  DELETE FROM job_checkpoints c USING saved"
+        "  WHERE c.job_id = saved.job_id AND c.step <> saved.step AND c.step NOT IN ("
+        "    SELECT o.step FROM job_checkpoints o WHERE o.job_id = saved.job_id AND o.step <> saved.step"
+        "    ORDER BY o.step DESC LIMIT 1)"
+        "  RETURNING 1"
+        ") SELECT count(*) FROM saved",
+        {job_id, step, epoch, Param::bytes(bytes), fence_epoch});
     if (!saved.ok()) return saved.error();
-    Result<QueryResult> pruned = transaction->execute(
-        "DELETE FROM job_checkpoints WHERE job_id = $1::bigint AND step NOT IN ("
-        "  SELECT step FROM job_checkpoints WHERE job_id = $1::bigint"
-        "  ORDER BY step DESC LIMIT 2)",
-        {job_id});
-    if (!pruned.ok()) return pruned.error();
-    return transaction->commit();
+    if (saved->int64(0, 0) == 0) {
+      return make_error(ErrorCode::kConflict, "job " + std::to_string(job_id) +
+                                                  " no longer runs under placement epoch " +
+                                                  std::to_string(fence_epoch));
+    }
+    return Status::Ok();
   });
 }
 

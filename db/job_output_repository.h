@@ -22,6 +22,9 @@ struct LogLine {
   std::int64_t seq = 0;
   TimePoint at{};  // default (epoch): the time of the insert
   std::string line{};
+  // Non-zero: stored only while the job runs under this placement epoch
+  // (DESIGN §9 fencing); a line of a stale agent is dropped.
+  std::int64_t fence_epoch = 0;
 };
 
 struct MetricPoint {
@@ -31,6 +34,7 @@ struct MetricPoint {
   int epoch = 0;
   TimePoint at{};              // default (epoch): the time of the insert
   std::string metrics_json{};  // {"loss": 0.31, "samples_per_s": 5120, ...}
+  std::int64_t fence_epoch = 0;  // as LogLine's
 };
 
 struct CheckpointRow {
@@ -65,9 +69,11 @@ class JobOutputRepository {
   Result<std::int64_t> count_metrics_after_step(std::int64_t job_id, std::int64_t step);
 
   // Stores a checkpoint (replacing one at the same step) and deletes all but
-  // the job's two latest (by step), in one transaction.
+  // the job's two latest (by step), in one transaction. With a non-zero
+  // fence_epoch, only while the job runs under that placement epoch:
+  // kConflict (nothing stored) otherwise.
   Status save_checkpoint(std::int64_t job_id, std::int64_t step, int epoch,
-                         const std::string& bytes);
+                         const std::string& bytes, std::int64_t fence_epoch = 0);
   // The checkpoint with the highest step; nullopt when none.
   Result<std::optional<CheckpointRow>> latest_checkpoint(std::int64_t job_id);
   // The step and epoch of the newest checkpoint of each of these jobs that

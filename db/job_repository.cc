@@ -11,7 +11,7 @@ namespace {
   "j.id, j.tenant, j.name, j.labels, j.priority, j.state, j.spec, j.resolved, j.warnings, " \
   "j.idempotency_key, j.spec_hash, j.allocation, j.pending, j.progress, j.latest_metrics, " \
   "j.error, j.result, j.attempt, j.cancel_requested, j.created_at, j.started_at, "          \
-  "j.finished_at, j.updated_at, j.owner, j.lease_expires_at"
+  "j.finished_at, j.updated_at, j.owner, j.lease_expires_at, j.agent, j.placement_epoch"
 
 constexpr int kMaxPageSize = 500;
 
@@ -43,6 +43,8 @@ JobRow read_job(const QueryResult& rows, int row, int first_column = 0) {
   job.updated_at = rows.timestamp(row, c + 22);
   job.owner = rows.optional_string(row, c + 23);
   job.lease_expires_at = rows.optional_timestamp(row, c + 24);
+  job.agent = rows.optional_string(row, c + 25);
+  if (!rows.is_null(row, c + 26)) job.placement_epoch = rows.int64(row, c + 26);
   return job;
 }
 
@@ -135,6 +137,7 @@ constexpr const char* kTransition =
     "  SELECT id, state FROM jobs"
     "  WHERE id = $1::bigint AND state = ANY($2::text[])"
     "    AND state NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')"
+    "    AND ($20::bigint IS NULL OR placement_epoch = $20::bigint)"
     "  FOR UPDATE"
     "), changed AS ("
     "  UPDATE jobs j SET"
@@ -151,7 +154,10 @@ constexpr const char* kTransition =
     "                            WHEN $13::text IS NOT NULL"
     "                            THEN now() + $14::bigint * interval '1 second'"
     "                            ELSE j.lease_expires_at END,"
-    "    pending = CASE WHEN $16::boolean THEN NULL ELSE j.pending END"
+    "    pending = CASE WHEN $16::boolean THEN NULL ELSE j.pending END,"
+    "    agent = CASE WHEN $19::boolean THEN NULL ELSE COALESCE($17::text, j.agent) END,"
+    "    placement_epoch = CASE WHEN $19::boolean THEN NULL"
+    "                           ELSE COALESCE($18::bigint, j.placement_epoch) END"
     "  FROM previous WHERE j.id = previous.id"
     "  RETURNING j.id, previous.state AS from_state"
     "), event AS ("
@@ -277,7 +283,9 @@ Result<bool> JobRepository::transition(const Transition& t) {
                                   t.result_json,     t.set_started_at,
                                   t.set_finished_at, t.increment_attempt,
                                   t.owner,           static_cast<std::int64_t>(t.lease.count()),
-                                  t.clear_owner,     t.clear_pending};
+                                  t.clear_owner,     t.clear_pending,
+                                  t.agent,           t.placement_epoch,
+                                  t.clear_placement, t.require_epoch};
   return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<bool> {
     if (t.durable) {
       Result<QueryResult> rows = connection.execute(kTransition, params);
@@ -299,13 +307,14 @@ Result<bool> JobRepository::transition(const Transition& t) {
 
 Status JobRepository::update_progress(std::int64_t id,
                                       const std::optional<std::string>& progress_json,
-                                      const std::optional<std::string>& latest_metrics_json) {
+                                      const std::optional<std::string>& latest_metrics_json,
+                                      std::int64_t fence_epoch) {
   return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Status {
     Result<QueryResult> rows = connection.execute(
         "UPDATE jobs SET progress = COALESCE($2::jsonb, progress),"
         " latest_metrics = COALESCE($3::jsonb, latest_metrics), updated_at = now()"
-        " WHERE id = $1::bigint",
-        {id, progress_json, latest_metrics_json});
+        " WHERE id = $1::bigint AND ($4::bigint = 0 OR placement_epoch = $4::bigint)",
+        {id, progress_json, latest_metrics_json, fence_epoch});
     if (!rows.ok()) return rows.error();
     if (rows->affected_rows() == 0) {
       return make_error(ErrorCode::kNotFound, "no job " + std::to_string(id));
@@ -374,6 +383,32 @@ Result<std::vector<JobRow>> JobRepository::load_unfinished() {
         Result<QueryResult> rows = connection.execute(
             std::string("SELECT " TPUJOBS_JOB_COLUMNS " FROM jobs j WHERE j.state IN ") +
             kUnfinished + " ORDER BY j.priority DESC, j.id");
+        if (!rows.ok()) return rows.error();
+        return read_jobs(*rows);
+      });
+}
+
+Result<std::vector<JobRow>> JobRepository::jobs_on_agent(const std::string& agent) {
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<JobRow>> {
+        Result<QueryResult> rows = connection.execute(
+            "SELECT " TPUJOBS_JOB_COLUMNS " FROM jobs j"
+            " WHERE j.agent = $1::text AND j.state IN ('STARTING', 'RUNNING') ORDER BY j.id",
+            {agent});
+        if (!rows.ok()) return rows.error();
+        return read_jobs(*rows);
+      });
+}
+
+Result<std::vector<JobRow>> JobRepository::orphaned_jobs() {
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<JobRow>> {
+        Result<QueryResult> rows = connection.execute(
+            "SELECT " TPUJOBS_JOB_COLUMNS " FROM jobs j"
+            " WHERE j.agent IS NOT NULL AND j.state IN ('STARTING', 'RUNNING')"
+            "   AND NOT EXISTS (SELECT 1 FROM agents a WHERE a.name = j.agent"
+            "                   AND a.state = 'alive' AND a.epoch = j.placement_epoch)"
+            " ORDER BY j.id");
         if (!rows.ok()) return rows.error();
         return read_jobs(*rows);
       });

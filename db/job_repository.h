@@ -65,6 +65,8 @@ struct JobRow {
   TimePoint updated_at{};
   std::optional<std::string> owner{};
   std::optional<TimePoint> lease_expires_at{};
+  std::optional<std::string> agent{};              // DESIGN §9: who runs it
+  std::optional<std::int64_t> placement_epoch{};  // and under which registration
 };
 
 struct InsertedJob {
@@ -107,6 +109,13 @@ struct Transition {
   std::chrono::seconds lease{0};
   bool clear_owner = false;  // owner and lease_expires_at = NULL
   bool clear_pending = false;
+  // The placement (DESIGN §9): the agent that runs the job and the epoch of
+  // its registration; clear_placement sets both to NULL.
+  std::optional<std::string> agent{};
+  std::optional<std::int64_t> placement_epoch{};
+  bool clear_placement = false;
+  // Fencing: applied only while the job's placement_epoch equals this.
+  std::optional<std::int64_t> require_epoch{};
   // False: commit without waiting for the WAL flush (synchronous_commit
   // off). Only for transitions whose loss in a database crash is harmless:
   // the job then reads as its earlier state, which a restart re-queues
@@ -154,8 +163,11 @@ class JobRepository {
 
   // Sets progress and latest_metrics (JSON); nullopt keeps the current
   // value. kNotFound when there is no such job.
+  // With a non-zero fence_epoch, only while the job's placement_epoch is
+  // that (kNotFound otherwise).
   Status update_progress(std::int64_t id, const std::optional<std::string>& progress_json,
-                         const std::optional<std::string>& latest_metrics_json);
+                         const std::optional<std::string>& latest_metrics_json,
+                         std::int64_t fence_epoch = 0);
 
   // Sets jobs.pending (why the job waits) for many queued jobs in one
   // statement (nullopt clears it); jobs no longer QUEUED are skipped.
@@ -172,6 +184,12 @@ class JobRepository {
 
   // QUEUED, STARTING and RUNNING jobs, priority descending then id (restart).
   Result<std::vector<JobRow>> load_unfinished();
+
+  // STARTING and RUNNING jobs placed on this agent (any epoch), by id.
+  Result<std::vector<JobRow>> jobs_on_agent(const std::string& agent);
+  // STARTING and RUNNING jobs placed on an agent whose placement is not
+  // that agent's current epoch while alive (it was lost, or rejoined), by id.
+  Result<std::vector<JobRow>> orphaned_jobs();
 
   // The job's events, oldest first.
   Result<std::vector<JobEventRow>> list_events(std::int64_t id);

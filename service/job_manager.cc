@@ -1,6 +1,7 @@
 #include "service/job_manager.h"
 
 #include <algorithm>
+#include <charconv>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include <iostream>
 
 #include "api/problem.h"
+#include "service/database_datasets.h"
 #include "service/tokens.h"
 
 namespace tpujobs::service {
@@ -247,26 +249,14 @@ class JobManager::Sink final : public executor::TrainingSink {
   SteadyClock::time_point last_progress_write_{};
 };
 
-class JobManager::Datasets final : public executor::DatasetSource {
- public:
-  explicit Datasets(db::DatasetRepository& repo) : repo_(repo) {}
-  std::optional<std::string> uploaded_csv(std::string_view id) override {
-    auto row = repo_.get_dataset(std::string(id));
-    if (!row.ok() || !*row) return std::nullopt;
-    return (*row)->csv;
-  }
-
- private:
-  db::DatasetRepository& repo_;
-};
-
 JobManager::JobManager(db::ConnectionPool& pool, scheduler::PoolLayout layout, JobManagerOptions options)
     : pool_(pool),
       repo_(pool),
+      cluster_(pool),
       layout_(layout),
       options_(std::move(options)),
       workers_(options_.workers),
-      datasets_owner_(std::make_unique<Datasets>(repo_.datasets)),
+      datasets_owner_(std::make_unique<DatabaseDatasets>(repo_.datasets)),
       scheduler_(std::move(layout), scheduler::SchedulerOptions{options_.lease_timeout}),
       finished_views_(options_.finished_view_bytes) {
   datasets_ = datasets_owner_.get();
@@ -325,6 +315,16 @@ bool JobManager::apply_transition(const db::Transition& transition) {
 }
 
 db::Status JobManager::start() {
+  if (options_.cluster) {
+    // The leader and the agents own the queue and the runs.
+    started_ = true;
+    for (int i = 0; i < std::max(1, options_.committers); ++i) {
+      committers_.emplace_back([this] { committer_loop(); });
+    }
+    telemetry_ = std::thread([this] { telemetry_loop(); });
+    log_listener_ = std::thread([this] { log_listener_loop(); });
+    return db::Status::Ok();
+  }
   auto hosts = repo_.pool_state.load_host_health();
   if (!hosts.ok()) return hosts.error();
   auto quotas = repo_.pool_state.load_quotas();
@@ -437,6 +437,12 @@ void JobManager::close() {
   }
   telemetry_wake_.notify_all();
   if (telemetry_.joinable()) telemetry_.join();
+  {
+    std::lock_guard lock(log_followers_mutex_);
+    log_listener_stopping_ = true;
+  }
+  log_listener_wake_.notify_all();
+  if (log_listener_.joinable()) log_listener_.join();
   timers_.stop();
   // Anyone still waiting gets the job as it stands.
   std::vector<std::function<void(api::JsonResult)>> waiters;
@@ -533,6 +539,12 @@ void JobManager::commit_batch(std::vector<PendingSubmit>& batch) {
           outcome.job = it != live_.end() ? render_live_text_locked(*it->second, /*with_spec=*/true)
                                           : response_body(render(result.row));
         }
+      } else if (options_.cluster) {
+        ++submitted_total_;
+        outcome.kind = api::SubmitOutcome::Kind::kCreated;
+        api::SubmitRequest& request = batch[i].request;
+        outcome.job = response_body(render_row(result.row, std::move(request.spec_json), std::move(batch[i].resolved),
+                                               json(request.spec.labels), json(request.warnings)));
       } else {
         ++submitted_total_;
         auto job = std::make_shared<LiveJob>();
@@ -553,14 +565,16 @@ void JobManager::commit_batch(std::vector<PendingSubmit>& batch) {
     }
     // Place what fits now rather than on the scheduler thread's next turn:
     // on an idle pool a job starts before its 201 leaves.
-    if (!stopping_) start_placed_locked(SteadyClock::now());
-    for (std::size_t i = 0; i < batch.size(); ++i) {
+    if (!stopping_ && !options_.cluster) start_placed_locked(SteadyClock::now());
+    for (std::size_t i = 0; i < batch.size() && !options_.cluster; ++i) {
       api::SubmitOutcome& outcome = answers[i].second;
       if (outcome.kind != api::SubmitOutcome::Kind::kCreated) continue;
       auto it = live_.find(outcome.id);
       if (it != live_.end()) outcome.job = render_live_text_locked(*it->second, /*with_spec=*/true);
     }
   }
+  // Committed: wake the scheduler leader, wherever it runs.
+  if (options_.cluster) (void)cluster_.notify(db::kSubmitChannel, "submit");
   for (auto& [done, outcome] : answers) done(std::move(outcome));
 }
 
@@ -864,7 +878,7 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
 }
 
 json JobManager::finish_job(const std::shared_ptr<LiveJob>& job, JobState state, const std::string& reason,
-                            json error, json result) {
+                            json error, json result, bool stored) {
   db::Transition t;
   t.job_id = job->id;
   t.from = {kQueued, kStarting, kRunning};
@@ -873,7 +887,7 @@ json JobManager::finish_job(const std::shared_ptr<LiveJob>& job, JobState state,
   if (!error.is_null()) t.error_json = error.dump();
   if (!result.is_null()) t.result_json = result.dump();
   t.set_finished_at = true;
-  apply_transition(t);
+  if (!stored) apply_transition(t);
   auto row = repo_.jobs.get_job(job->id);
   ++finished_total_;
   // Rendered once, for the cache of finished views and for the waiters.
@@ -958,6 +972,15 @@ json JobManager::render_row(const db::JobRow& row, json spec, json resolved, jso
       {"max_retries", spec.is_object() ? spec.value("max_retries", 0) : 0},
   };
   put_result(view, std::move(result));
+  // Cluster mode: the scheduler leader records why a queued job waits.
+  if (row.state == kQueued && row.pending_json) {
+    json pending = parse_or_null(row.pending_json);
+    if (pending.is_object()) {
+      view["pending_reason"] = pending.value("reason", "Resources");
+      view["queue_position"] = pending.value("queue_position", 0);
+      if (pending.contains("detail")) view["pending_detail"] = pending["detail"];
+    }
+  }
   return view;
 }
 
@@ -1092,6 +1115,17 @@ db::Result<std::string> JobManager::get_job_text(std::int64_t id, const std::str
   }
   auto row = load_visible(id, tenant);
   if (!row.ok()) return row.error();
+  if (options_.cluster && !is_terminal(row->state)) {
+    // Run elsewhere: where a resume would start is in the table.
+    json view = render(*row);
+    auto checkpoints = repo_.outputs.latest_checkpoint_positions({id});
+    if (checkpoints.ok()) {
+      if (auto c = checkpoints->find(id); c != checkpoints->end()) {
+        view["last_checkpoint"] = {{"step", c->second.first}, {"epoch", c->second.second}};
+      }
+    }
+    return response_body(view);
+  }
   std::string body = response_body(render(*row));
   if (is_terminal(row->state)) finished_views_.put(id, row->tenant, body);
   return body;
@@ -1159,7 +1193,23 @@ void JobManager::wait_job(std::int64_t id, const std::string& tenant, std::chron
     }
   }
   if (now) return done(std::move(*now));
+  if (options_.cluster && timeout.count() > 0) {
+    return poll_wait(id, tenant, SteadyClock::now() + timeout, std::move(done));
+  }
   done(get_job(id, tenant));  // not live: terminal (or unknown) already
+}
+
+void JobManager::poll_wait(std::int64_t id, std::string tenant, SteadyClock::time_point deadline,
+                           std::function<void(api::JsonResult)> done) {
+  api::JsonResult current = get_job(id, tenant);
+  std::optional<JobState> state = current.ok() ? db::parse_job_state((*current).value("state", "")) : std::nullopt;
+  const bool over = !state || is_terminal(*state) || SteadyClock::now() >= deadline;
+  if (over) return done(std::move(current));
+  const auto next = std::min(deadline - SteadyClock::now(), SteadyClock::duration(std::chrono::milliseconds(200)));
+  timers_.schedule_after(std::chrono::duration_cast<std::chrono::milliseconds>(next),
+                         [this, id, tenant = std::move(tenant), deadline, done = std::move(done)]() mutable {
+                           poll_wait(id, std::move(tenant), deadline, std::move(done));
+                         });
 }
 
 api::JsonResult JobManager::cancel_job(std::int64_t id, const std::string& tenant) {
@@ -1177,15 +1227,38 @@ api::JsonResult JobManager::cancel_job(std::int64_t id, const std::string& tenan
         view["cancel_requested"] = true;
         return view;
       }
-      // Still queued here: leave the queue now.
-      scheduler_.cancel(id);
-      cpu_waiting_.erase(std::remove(cpu_waiting_.begin(), cpu_waiting_.end(), job), cpu_waiting_.end());
       queued = job;
     }
   }
   if (queued) {
-    return finish_job(queued, kCancelled, "Cancelled by request while queued",
-                      error_json("CANCELLED", "the job was cancelled before it started", ""), nullptr);
+    // Still queued here. Stored first, in one attempt: this is an I/O
+    // thread, which must not sit in an outage's back-off (a 503 tells the
+    // client to try again; the job stays queued meanwhile).
+    const json error = error_json("CANCELLED", "the job was cancelled before it started", "");
+    db::Transition t;
+    t.job_id = id;
+    t.from = {kQueued};
+    t.to = kCancelled;
+    t.reason = "Cancelled by request while queued";
+    t.error_json = error.dump();
+    t.set_finished_at = true;
+    auto stored = repo_.jobs.transition(t);
+    if (!stored.ok()) return stored.error();
+    std::lock_guard lock(mutex_);
+    if (!*stored || queued->runner_started) {
+      // Placed meanwhile: stop it as a running job.
+      if (queued->stop_reason == StopReason::kNone) queued->stop_reason = StopReason::kUserCancel;
+      queued->cancel = true;
+      json view = render_live_locked(*queued);
+      view["cancel_requested"] = true;
+      return view;
+    }
+    scheduler_.cancel(id);
+    cpu_waiting_.erase(std::remove(cpu_waiting_.begin(), cpu_waiting_.end(), queued), cpu_waiting_.end());
+  }
+  if (queued) {
+    return finish_job(queued, kCancelled, "Cancelled by request while queued", error_json("CANCELLED", "the job was cancelled before it started", ""),
+                      nullptr, /*stored=*/true);
   }
   auto row = load_visible(id, tenant);
   if (!row.ok()) return row.error();
@@ -1193,8 +1266,27 @@ api::JsonResult JobManager::cancel_job(std::int64_t id, const std::string& tenan
     return db::make_error(db::ErrorCode::kConflict,
                           "job " + std::to_string(id) + " is already " + state_name(row->state) + "; only unfinished jobs can be cancelled");
   }
-  // Unfinished but run by another process: ask it through the database.
+  if (options_.cluster && row->state == kQueued) {
+    // Not placed yet: it ends here, unless the leader places it first.
+    db::Transition t;
+    t.job_id = id;
+    t.from = {kQueued};
+    t.to = kCancelled;
+    t.reason = "Cancelled by request while queued";
+    t.error_json = error_json("CANCELLED", "the job was cancelled before it started", "").dump();
+    t.set_finished_at = true;
+    auto moved = repo_.jobs.transition(t);
+    if (!moved.ok()) return moved.error();
+    if (*moved) {
+      auto now = load_visible(id, tenant);
+      if (!now.ok()) return now.error();
+      return render(*now);
+    }
+  }
+  // Unfinished but run by another process: ask it through the database,
+  // and wake its agent.
   if (db::Status s = repo_.jobs.request_cancel(id); !s.ok()) return s.error();
+  if (options_.cluster) (void)cluster_.notify(db::kAgentChannel, row->agent.value_or(""));
   json view = render(*row);
   view["cancel_requested"] = true;
   return view;
@@ -1276,11 +1368,72 @@ void JobManager::stream_tick(std::int64_t id, std::int64_t after, api::ResponseW
       return;
     }
   }
-  if (idle_ticks > 0 && idle_ticks % 60 == 0) {
+  // Cluster mode ticks on the agents' NOTIFY and at least every second;
+  // otherwise every 250 ms. A keep-alive about every 15 s either way.
+  if (idle_ticks > 0 && idle_ticks % (options_.cluster ? 15 : 60) == 0) {
     if (!writer->write(": keep-alive\n\n")) return;
   }
-  timers_.schedule_after(std::chrono::milliseconds(250),
-                         [this, id, after, writer, idle_ticks] { stream_tick(id, after, writer, idle_ticks); });
+  auto next = [this, id, after, writer, idle_ticks] { stream_tick(id, after, writer, idle_ticks); };
+  if (!options_.cluster) {
+    timers_.schedule_after(std::chrono::milliseconds(250), std::move(next));
+    return;
+  }
+  // Whichever comes first, the notification or the fallback, ticks.
+  auto fired = std::make_shared<std::atomic<bool>>(false);
+  auto once = [fired, next = std::move(next)] {
+    if (!fired->exchange(true)) next();
+  };
+  {
+    std::lock_guard lock(log_followers_mutex_);
+    auto& waiting = log_followers_[id];
+    std::erase_if(waiting, [](const LogFollower& f) { return f.fired->load(); });
+    waiting.push_back({fired, once});
+  }
+  timers_.schedule_after(std::chrono::seconds(1), once);
+}
+
+void JobManager::log_listener_loop() {
+  std::unique_ptr<db::Connection> listener;
+  for (;;) {
+    {
+      std::lock_guard lock(log_followers_mutex_);
+      if (log_listener_stopping_) return;
+    }
+    if (!listener || listener->is_broken()) {
+      listener.reset();
+      auto opened = db::Connection::open(pool_.conninfo());
+      if (opened.ok() && (*opened)->execute_script(std::string("LISTEN ") + db::kLogChannel).ok()) {
+        listener = std::move(*opened);
+      } else {
+        std::unique_lock lock(log_followers_mutex_);
+        log_listener_wake_.wait_for(lock, std::chrono::seconds(1), [this] { return log_listener_stopping_; });
+        continue;
+      }
+    }
+    auto notes = listener->wait_notifications(std::chrono::milliseconds(250));
+    if (!notes.ok()) continue;
+    std::vector<std::function<void()>> wake;
+    {
+      std::lock_guard lock(log_followers_mutex_);
+      for (const db::Notification& note : *notes) {
+        // The payload: the ids of the jobs whose lines were stored, comma-separated.
+        std::size_t start = 0;
+        while (start < note.payload.size()) {
+          std::size_t end = note.payload.find(',', start);
+          if (end == std::string::npos) end = note.payload.size();
+          std::int64_t id = 0;
+          std::from_chars(note.payload.data() + start, note.payload.data() + end, id);
+          if (auto it = log_followers_.find(id); it != log_followers_.end()) {
+            for (LogFollower& f : it->second) wake.push_back(f.tick);
+            log_followers_.erase(it);
+          }
+          start = end + 1;
+        }
+      }
+    }
+    // Ticked on the timer thread, as every stream's tick.
+    for (auto& tick : wake) timers_.schedule_after(std::chrono::milliseconds(0), std::move(tick));
+  }
 }
 
 api::JsonResult JobManager::job_metrics(std::int64_t id, const std::string& tenant, std::int64_t after) {
@@ -1328,6 +1481,7 @@ db::Result<std::string> JobManager::xla_report(std::int64_t id, const std::strin
 // ------------------------------------------------------------------ pool
 
 nlohmann::json JobManager::pool_view() {
+  if (options_.cluster) return cluster_pool_view();
   std::lock_guard lock(mutex_);
   scheduler::Scheduler::PoolView view = scheduler_.view();
   json hosts = json::array();
@@ -1366,7 +1520,122 @@ nlohmann::json JobManager::pool_view() {
           {"cpu_jobs_running", cpu_jobs}};
 }
 
+json JobManager::cluster_pool_view() {
+  auto agents = cluster_.list_agents();
+  auto hosts = cluster_.list_hosts();
+  auto unfinished = repo_.jobs.load_unfinished();
+  if (!agents.ok() || !hosts.ok() || !unfinished.ok()) {
+    return {{"error", "the database did not answer"}, {"hosts", json::array()}, {"agents", json::array()}};
+  }
+  std::map<std::pair<std::string, int>, std::pair<std::int64_t, std::string>> core_jobs;  // (host, core) -> job
+  std::map<std::string, json> agent_jobs;
+  int queued = 0, running = 0, cpu_jobs = 0;
+  for (const db::JobRow& row : *unfinished) {
+    if (row.state == kQueued) {
+      ++queued;
+      continue;
+    }
+    ++running;
+    if (row.agent) {
+      auto [it, added] = agent_jobs.try_emplace(*row.agent, json::array());
+      it->second.push_back(row.id);
+    }
+    const json allocation = parse_or_null(row.allocation_json);
+    if (!allocation.is_object()) continue;
+    if (allocation.value("accelerator", "") == "cpu") ++cpu_jobs;
+    for (const json& core : allocation.value("cores", json::array())) {
+      core_jobs[{core.value("host", ""), core.value("core", -1)}] = {row.id, row.name};
+    }
+  }
+  json host_views = json::array();
+  int total = 0, used = 0, healthy = 0;
+  for (const db::ClusterHostRow& h : *hosts) {
+    std::optional<scheduler::Generation> generation = scheduler::parse_generation(h.generation);
+    if (!generation) continue;
+    const scheduler::GenerationFacts& f = scheduler::facts(*generation);
+    json cores = json::array();
+    int in_use = 0;
+    for (int c = 0; c < f.devices_per_host; ++c) {
+      auto it = core_jobs.find({h.name, c});
+      if (it != core_jobs.end()) {
+        ++in_use;
+        cores.push_back({{"core", c}, {"job", it->second.first}, {"job_name", it->second.second}});
+      } else {
+        cores.push_back({{"core", c}, {"job", nullptr}});
+      }
+    }
+    const bool alive = h.agent_state == "alive";
+    total += f.devices_per_host;
+    used += in_use;
+    if (alive && h.health == "healthy") healthy += f.devices_per_host;
+    host_views.push_back({{"name", h.name},
+                          {"agent", h.agent},
+                          {"agent_state", h.agent_state},
+                          {"generation", f.name},
+                          {"health", alive ? h.health : "unreachable"},
+                          {"devices", f.devices_per_host},
+                          {"hbm_bytes_per_device", f.hbm_bytes_per_device},
+                          {"cores_in_use", in_use},
+                          {"utilization", static_cast<double>(in_use) / f.devices_per_host},
+                          {"cores", cores}});
+  }
+  json agent_views = json::array();
+  for (const db::AgentRow& a : *agents) {
+    json names = json::array();
+    for (const db::ClusterHostRow& h : *hosts) {
+      if (h.agent == a.name) names.push_back(h.name);
+    }
+    auto jobs = agent_jobs.find(a.name);
+    agent_views.push_back({{"name", a.name},
+                           {"state", a.state},
+                           {"epoch", a.epoch},
+                           {"workers", a.workers},
+                           {"last_heartbeat", iso_time(a.last_heartbeat)},
+                           {"hosts", names},
+                           {"running_jobs", jobs != agent_jobs.end() ? jobs->second : json::array()}});
+  }
+  return {{"hosts", host_views},
+          {"agents", agent_views},
+          {"total_cores", total},
+          {"used_cores", used},
+          {"healthy_cores", healthy},
+          {"utilization", total ? static_cast<double>(used) / total : 0.0},
+          {"queued_jobs", queued},
+          {"running_jobs", running},
+          {"cpu_jobs_running", cpu_jobs}};
+}
+
 api::JsonResult JobManager::set_host_health(const std::string& host, scheduler::HostHealth health) {
+  if (options_.cluster) {
+    // Stored; the leader places nothing more on a host that is not healthy.
+    auto hosts = cluster_.list_hosts();
+    if (!hosts.ok()) return hosts.error();
+    auto it = std::find_if(hosts->begin(), hosts->end(), [&](const db::ClusterHostRow& h) { return h.name == host; });
+    if (it == hosts->end()) return db::make_error(db::ErrorCode::kNotFound, "no host '" + host.substr(0, 64) + "' in the pool");
+    if (db::Status s = repo_.pool_state.upsert_host_health(host, it->generation,
+                                                           std::string(scheduler::host_health_name(health)));
+        !s.ok()) {
+      return s.error();
+    }
+    // A failed host's jobs: the leader takes them off it on its next pass.
+    json affected = json::array();
+    if (health == scheduler::HostHealth::kFailed) {
+      auto unfinished = repo_.jobs.load_unfinished();
+      if (!unfinished.ok()) return unfinished.error();
+      for (const db::JobRow& row : *unfinished) {
+        const json allocation = parse_or_null(row.allocation_json);
+        if (row.state == kQueued || !allocation.is_object() || !allocation.contains("hosts")) continue;
+        for (const json& h : allocation["hosts"]) {
+          if (h == host) {
+            affected.push_back(row.id);
+            break;
+          }
+        }
+      }
+    }
+    (void)cluster_.notify(db::kSubmitChannel, "pool");
+    return json{{"host", host}, {"health", scheduler::host_health_name(health)}, {"affected_jobs", affected}};
+  }
   std::optional<int> index;
   std::string generation;
   {
@@ -1404,6 +1673,26 @@ api::JsonResult JobManager::set_host_health(const std::string& host, scheduler::
 }
 
 api::JsonResult JobManager::force_release(std::int64_t id) {
+  if (options_.cluster) {
+    // The job ends here; its agent finds it moved on and stops its copy.
+    auto row = repo_.jobs.get_job(id);
+    if (!row.ok()) return row.error();
+    db::Transition t;
+    t.job_id = id;
+    t.from = {kStarting, kRunning};
+    t.to = kFailed;
+    t.reason = "Lease released";
+    t.error_json = error_json("UNAVAILABLE", "the job's lease on its cores expired or was released",
+                              "an admin released the cores, or the job stopped heartbeating; resubmit it")
+                       .dump();
+    t.set_finished_at = true;
+    auto moved = repo_.jobs.transition(t);
+    if (!moved.ok()) return moved.error();
+    if (!*moved) return db::make_error(db::ErrorCode::kNotFound, "job " + std::to_string(id) + " holds no cores");
+    if (*row) (void)cluster_.notify(db::kAgentChannel, (*row)->agent.value_or(""));
+    (void)cluster_.notify(db::kSubmitChannel, "released");
+    return json{{"job", id}, {"released", true}};
+  }
   std::lock_guard lock(mutex_);
   auto it = live_.find(id);
   if (it == live_.end() || !it->second->runner_started) {
@@ -1436,6 +1725,24 @@ api::JsonResult JobManager::upload_dataset(const std::string& tenant, const std:
 }
 
 scheduler::PoolCapacity JobManager::capacity() {
+  if (options_.cluster) {
+    // Every registered agent's hosts: a job for the hosts of a lost agent
+    // waits for it rather than being refused.
+    std::lock_guard lock(capacity_mutex_);
+    const auto now = SteadyClock::now();
+    if (!cluster_capacity_ || now - capacity_read_ > std::chrono::seconds(1)) {
+      auto hosts = cluster_.list_hosts();
+      if (hosts.ok()) {
+        scheduler::PoolCapacity read;
+        for (const db::ClusterHostRow& h : *hosts) {
+          if (auto generation = scheduler::parse_generation(h.generation)) ++read.hosts[*generation];
+        }
+        cluster_capacity_ = read;
+        capacity_read_ = now;
+      }
+    }
+    return cluster_capacity_.value_or(scheduler::PoolCapacity{});
+  }
   scheduler::PoolCapacity capacity;
   for (const scheduler::HostLayout& h : layout_.hosts) ++capacity.hosts[h.generation];
   return capacity;
@@ -1456,6 +1763,10 @@ executor::DeviceFacts JobManager::device_for(std::optional<scheduler::Generation
 
 JobManager::Estimate JobManager::estimate(const api::JobSpec& spec, const api::Resolution& resolution) {
   std::optional<scheduler::Generation> generation = resolution.request.generation;
+  if (!generation && options_.cluster) {
+    const scheduler::PoolCapacity pool = capacity();
+    if (!pool.hosts.empty()) generation = pool.hosts.begin()->first;
+  }
   if (!generation) {
     for (const scheduler::HostLayout& h : layout_.hosts) {
       if (resolution.request.kind != scheduler::RequestKind::kHost ||
@@ -1659,10 +1970,23 @@ std::string JobManager::prometheus_metrics() {
     }
     out += "tpujobs_jobs{state=\"" + state_name(state) + "\"} " + std::to_string(n) + "\n";
   }
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   scheduler::Scheduler::PoolView view = scheduler_.view();
+  std::size_t cpu_waiting = cpu_waiting_.size();
+  if (options_.cluster) {
+    // The cluster's pool, as every replica sees it in the tables.
+    lock.unlock();
+    const json pool = cluster_pool_view();
+    lock.lock();
+    view.queued_jobs = pool.value("queued_jobs", 0);
+    view.used_cores = pool.value("used_cores", 0);
+    view.total_cores = pool.value("total_cores", 0);
+    view.healthy_cores = pool.value("healthy_cores", 0);
+    view.running_jobs = pool.value("running_jobs", 0);
+    cpu_waiting = 0;
+  }
   out += "# HELP tpujobs_queue_depth Jobs waiting for cores.\n# TYPE tpujobs_queue_depth gauge\n";
-  out += "tpujobs_queue_depth " + std::to_string(view.queued_jobs + cpu_waiting_.size()) + "\n";
+  out += "tpujobs_queue_depth " + std::to_string(view.queued_jobs + cpu_waiting) + "\n";
   out += "# HELP tpujobs_cores_in_use Emulated TPU cores held by running jobs.\n# TYPE tpujobs_cores_in_use gauge\n";
   out += "tpujobs_cores_in_use " + std::to_string(view.used_cores) + "\n";
   out += "# HELP tpujobs_pool_cores Emulated TPU cores in the pool.\n# TYPE tpujobs_pool_cores gauge\n";

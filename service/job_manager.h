@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "api/job_service.h"
+#include "db/cluster_repository.h"
 #include "db/connection_pool.h"
 #include "db/repositories.h"
 #include "executor/executor.h"
@@ -49,6 +50,10 @@ struct JobManagerOptions {
   // return to QUEUED) while the database is away, before it gives up: the
   // next start resumes the jobs from their last stored checkpoint.
   std::chrono::milliseconds shutdown_write_grace{10000};
+  // DESIGN §9: jobs are placed by the scheduler leader (SchedulerLeader) and
+  // run by agents (Agent), which may be other processes; this manager then
+  // only commits, shows, waits on and cancels them, from the tables.
+  bool cluster = false;
 };
 
 class JobManager final : public api::JobService {
@@ -105,7 +110,6 @@ class JobManager final : public api::JobService {
   };
   enum class StopReason { kNone, kUserCancel, kHostFailedRetry, kHostFailedFinal, kShutdown, kLeaseLost };
   class Sink;
-  class Datasets;
 
   // Threads.
   void committer_loop();
@@ -123,8 +127,9 @@ class JobManager final : public api::JobService {
   void start_placed_locked(std::chrono::steady_clock::time_point now);
   void wake_scheduler();
   // Stores the outcome, answers the waiters; returns the final view.
+  // `stored`: the transition is in the database already.
   nlohmann::json finish_job(const std::shared_ptr<LiveJob>& job, db::JobState state, const std::string& reason,
-                            nlohmann::json error, nlohmann::json result);
+                            nlohmann::json error, nlohmann::json result, bool stored = false);
   void notify_waiters(const std::shared_ptr<LiveJob>& job, const nlohmann::json& view);
   bool flush_telemetry();
   void flush_outputs_for_read();
@@ -141,6 +146,16 @@ class JobManager final : public api::JobService {
   db::Result<db::JobRow> load_visible(std::int64_t id, const std::string& tenant);
   executor::DeviceFacts device_for(std::optional<scheduler::Generation> generation) const;
   void stream_tick(std::int64_t id, std::int64_t after, api::ResponseWriterPtr writer, int idle_ticks);
+  // Cluster mode: answers `done` once the stored job is terminal or at
+  // `deadline`, looking every poll on the timer thread (one bounded read
+  // each).
+  void poll_wait(std::int64_t id, std::string tenant, std::chrono::steady_clock::time_point deadline,
+                 std::function<void(api::JsonResult)> done);
+  // Cluster mode: wakes the log streams of the jobs named in the agents'
+  // NOTIFY tpujobs_logs (their polling fallback ticks meanwhile).
+  void log_listener_loop();
+  // Cluster mode: the pool as the agents' hosts and the placed jobs show it.
+  nlohmann::json cluster_pool_view();
   // Applies a state transition, retrying while the database is unavailable.
   // False when the job was not in an allowed state (or the write failed).
   bool apply_transition(const db::Transition& transition);
@@ -150,11 +165,16 @@ class JobManager final : public api::JobService {
 
   db::ConnectionPool& pool_;
   db::Repositories repo_;
+  db::ClusterRepository cluster_;
+  // Cluster mode: the registered hosts' capacity, read at most every second.
+  std::mutex capacity_mutex_;
+  std::optional<scheduler::PoolCapacity> cluster_capacity_;
+  std::chrono::steady_clock::time_point capacity_read_{};
   scheduler::PoolLayout layout_;
   JobManagerOptions options_;
   executor::WorkerPool workers_;
-  Datasets* datasets_ = nullptr;
-  std::unique_ptr<Datasets> datasets_owner_;
+  executor::DatasetSource* datasets_ = nullptr;
+  std::unique_ptr<executor::DatasetSource> datasets_owner_;
 
   mutable std::mutex mutex_;  // guards everything below up to the next blank line
   scheduler::Scheduler scheduler_;
@@ -206,6 +226,17 @@ class JobManager final : public api::JobService {
   std::vector<std::thread> committers_;
   std::thread scheduler_thread_;
   std::thread telemetry_;
+
+  // Cluster mode: log streams waiting for a job's next lines.
+  struct LogFollower {
+    std::shared_ptr<std::atomic<bool>> fired;  // ticked already (by the fallback)
+    std::function<void()> tick;
+  };
+  std::mutex log_followers_mutex_;
+  std::map<std::int64_t, std::vector<LogFollower>> log_followers_;
+  bool log_listener_stopping_ = false;
+  std::condition_variable log_listener_wake_;
+  std::thread log_listener_;
   bool started_ = false;
   bool closed_ = false;
 };

@@ -15,6 +15,7 @@ std::string usage() {
   return "usage: tpujobs <command> [options]\n\n"
          "commands:\n"
          "  serve        run the service (REST API, scheduler, executor, embedded PostgreSQL)\n"
+         "  agent        run the jobs of a cluster on this machine's hosts (DESIGN §9)\n"
          "  token        create an API token for a tenant (admin)\n" +
          tpujobs::client::client_commands_summary() +
          "\nClient commands talk to --server URL (or $TPUJOBS_URL, default http://127.0.0.1:8080)\n"
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
   const std::string command = args[0];
   args.erase(args.begin());
   if (command == "serve") return tpujobs::service::run_serve(args);
+  if (command == "agent") return tpujobs::service::run_agent(args);
   if (command == "token") return tpujobs::service::run_token_command(args);
   if (tpujobs::client::is_client_command(command))
     return tpujobs::client::run_client(command, args);

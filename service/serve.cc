@@ -17,7 +17,10 @@
 #include "db/migrate.h"
 #include "db/token_repository.h"
 #include "service/http_server.h"
+#include "db/cluster_repository.h"
+#include "service/agent.h"
 #include "service/job_manager.h"
+#include "service/scheduler_leader.h"
 #include "service/pool_config.h"
 #include "service/web_assets.h"
 
@@ -40,6 +43,27 @@ options:
   --workers N            training worker threads shared by all jobs (default: CPU count)
   --max-body BYTES       request body cap (default 1048576)
   --lease-timeout SECS   reclaim cores of a job that stopped heartbeating (default 30)
+  --name NAME            with --database-url: join a cluster (DESIGN §9) as NAME: any
+                         number of replicas share the database, one of them is the
+                         scheduler leader, and --pool runs an in-process agent NAME
+                         whose hosts are NAME-h0, NAME-h1, ...; --pool none serves
+                         the API only (no --name needed)
+  --agent-silence SECS   cluster: an agent silent this long is lost (default 10)
+  -h, --help             this text
+)";
+
+constexpr const char* kAgentUsage = R"(usage: tpujobs agent --database-url URL --pool SPEC --name NAME [options]
+
+Runs the jobs placed on this machine's emulated hosts (DESIGN §9): registers
+the hosts NAME-h0, NAME-h1, ... (or the names of a @FILE pool), heartbeats,
+trains what the scheduler leader places on them and writes state, logs,
+metrics and checkpoints to the database.
+
+options:
+  --database-url URL     the cluster's PostgreSQL (also TPUJOBS_DATABASE_URL)
+  --pool SPEC            this machine's hosts: a slice (v3-32), a list or @FILE.json
+  --name NAME            this agent's name, unique in the cluster
+  --workers N            training worker threads (default: CPU count)
   -h, --help             this text
 )";
 
@@ -53,6 +77,8 @@ struct ServeOptions {
   int workers = 0;
   std::size_t max_body = 1 << 20;
   int lease_timeout_seconds = 30;
+  std::string name;
+  int agent_silence_seconds = 10;
 };
 
 // Returns an error message, or "" with *options filled.
@@ -123,6 +149,14 @@ std::string parse_options(const std::vector<std::string>& args, ServeOptions* op
       if (std::string e = number(1, 256, &options->workers); !e.empty()) return e;
     } else if (name == "--lease-timeout") {
       if (std::string e = number(1, 86400, &options->lease_timeout_seconds); !e.empty()) return e;
+    } else if (name == "--name") {
+      std::optional<std::string> v = next();
+      if (!v || v->empty() || v->size() > 64 || v->find_first_of(" \t\n/") != std::string::npos) {
+        return "--name needs a name of 1 to 64 characters without spaces or '/'";
+      }
+      options->name = *v;
+    } else if (name == "--agent-silence") {
+      if (std::string e = number(1, 3600, &options->agent_silence_seconds); !e.empty()) return e;
     } else if (name == "--max-body") {
       int bytes = 0;
       if (std::string e = number(1024, 64 << 20, &bytes); !e.empty()) return e;
@@ -134,7 +168,80 @@ std::string parse_options(const std::vector<std::string>& args, ServeOptions* op
   return {};
 }
 
+// The hosts of agent `name`: NAME-h0, NAME-h1, ... for a slice spec; the
+// file's own names for @FILE.
+std::optional<scheduler::PoolLayout> agent_layout(const ServeOptions& options, std::string* error) {
+  std::optional<scheduler::PoolLayout> layout = load_pool(options.pool, error);
+  if (!layout || options.pool.rfind('@', 0) == 0) return layout;
+  for (std::size_t i = 0; i < layout->hosts.size(); ++i) {
+    layout->hosts[i].name = options.name + "-h" + std::to_string(i);
+  }
+  return layout;
+}
+
+sigset_t block_stop_signals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+  return signals;
+}
+
 }  // namespace
+
+int run_agent(const std::vector<std::string>& args) {
+  ServeOptions options;
+  bool help = false;
+  if (std::string error = parse_options(args, &options, &help); !error.empty()) {
+    std::cerr << "tpujobs agent: " << error << "\n\n" << kAgentUsage;
+    return 2;
+  }
+  if (help) {
+    std::cout << kAgentUsage;
+    return 0;
+  }
+  if (options.database_url.empty() || options.name.empty() || options.pool == "none") {
+    std::cerr << "tpujobs agent: --database-url, --pool and --name are required\n\n" << kAgentUsage;
+    return 2;
+  }
+  std::string pool_error;
+  std::optional<scheduler::PoolLayout> layout = agent_layout(options, &pool_error);
+  if (!layout) {
+    std::cerr << "tpujobs agent: --pool: " << pool_error << "\n";
+    return 2;
+  }
+  sigset_t signals = block_stop_signals();
+  auto pool = db::ConnectionPool::create(options.database_url, 6);
+  if (!pool.ok()) {
+    std::cerr << "tpujobs agent: database: " << pool.error().message << "\n";
+    return 1;
+  }
+  if (db::Status migrated = db::migrate(**pool); !migrated.ok()) {
+    std::cerr << "tpujobs agent: migrations: " << migrated.error().message << "\n";
+    return 1;
+  }
+  AgentOptions agent_options;
+  agent_options.name = options.name;
+  agent_options.conninfo = options.database_url;
+  agent_options.layout = *layout;
+  agent_options.workers = options.workers > 0 ? options.workers
+                                              : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  Agent agent(**pool, agent_options);
+  if (db::Status started = agent.start(); !started.ok()) {
+    std::cerr << "tpujobs agent: " << started.error().message << "\n";
+    return 1;
+  }
+  std::cout << "tpujobs agent " << options.name << " running " << layout->hosts.size() << " host(s) (pool "
+            << options.pool << ")" << std::endl;
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  std::cerr << "tpujobs agent: stopping (checkpointing and requeueing running jobs)\n";
+  agent.stop();
+  std::cerr << "tpujobs agent: stopped\n";
+  return 0;
+}
 
 int run_serve(const std::vector<std::string>& args) {
   ServeOptions options;
@@ -147,8 +254,23 @@ int run_serve(const std::vector<std::string>& args) {
     std::cout << kServeUsage;
     return 0;
   }
+  // DESIGN §9: with a database URL, --name or --pool none joins a cluster.
+  const bool cluster = !options.database_url.empty() && (!options.name.empty() || options.pool == "none");
+  if (options.pool == "none" && options.database_url.empty()) {
+    std::cerr << "tpujobs serve: --pool none serves the API of a cluster: it needs --database-url\n";
+    return 2;
+  }
+  if (!options.name.empty() && options.database_url.empty()) {
+    std::cerr << "tpujobs serve: --name joins a cluster: it needs --database-url\n";
+    return 2;
+  }
   std::string pool_error;
-  std::optional<scheduler::PoolLayout> layout = load_pool(options.pool, &pool_error);
+  std::optional<scheduler::PoolLayout> layout;
+  if (options.pool == "none") {
+    layout = scheduler::PoolLayout{};
+  } else {
+    layout = cluster ? agent_layout(options, &pool_error) : load_pool(options.pool, &pool_error);
+  }
   if (!layout) {
     std::cerr << "tpujobs serve: --pool: " << pool_error << "\n";
     return 2;
@@ -156,12 +278,7 @@ int run_serve(const std::vector<std::string>& args) {
 
   // Signals are taken by sigwait() below; every thread started from here on
   // inherits the mask.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
+  sigset_t signals = block_stop_signals();
 
   std::unique_ptr<db::EmbeddedPostgres> embedded;
   std::string conninfo = options.database_url;
@@ -207,14 +324,53 @@ int run_serve(const std::vector<std::string>& args) {
     }
   }
 
+  // One standalone service per database: a second one would hand out the
+  // same cores (DESIGN §9 is the way to run several).
+  std::optional<db::LeaderLock> standalone;
+  if (!cluster && !options.database_url.empty()) {
+    standalone.emplace(conninfo, db::LeaderLock::kStandaloneKey);
+    if (!standalone->hold()) {
+      std::cerr << "tpujobs serve: another tpujobs serve runs on this database without --name; two would hand "
+                   "out the same cores.\n  To run several, give each --name NAME (or --pool none) and run "
+                   "`tpujobs agent` on the workers (DESIGN §9).\n";
+      return 2;
+    }
+  }
+
   JobManagerOptions manager_options;
+  manager_options.cluster = cluster;
+  if (!options.name.empty()) manager_options.instance = options.name;
   manager_options.workers = options.workers > 0 ? options.workers
                                                 : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   manager_options.lease_timeout = std::chrono::seconds(options.lease_timeout_seconds);
-  JobManager manager(**pool, *layout, manager_options);
+  JobManager manager(**pool, cluster ? scheduler::PoolLayout{} : *layout, manager_options);
   if (db::Status started = manager.start(); !started.ok()) {
     std::cerr << "tpujobs serve: " << started.error().message << "\n";
     return 1;
+  }
+  std::unique_ptr<SchedulerLeader> leader;
+  std::unique_ptr<Agent> agent;
+  if (cluster) {
+    SchedulerLeaderOptions leader_options;
+    leader_options.conninfo = conninfo;
+    leader_options.instance = options.name.empty() ? "replica" : options.name;
+    leader_options.agent_silence = std::chrono::seconds(options.agent_silence_seconds);
+    leader = std::make_unique<SchedulerLeader>(**pool, leader_options);
+    leader->start();
+    if (!layout->hosts.empty()) {
+      AgentOptions agent_options;
+      agent_options.name = options.name;
+      agent_options.conninfo = conninfo;
+      agent_options.layout = *layout;
+      agent_options.workers = manager_options.workers;
+      agent = std::make_unique<Agent>(**pool, agent_options);
+      if (db::Status started = agent->start(); !started.ok()) {
+        std::cerr << "tpujobs serve: agent: " << started.error().message << "\n";
+        leader->stop();
+        manager.shutdown();
+        return 1;
+      }
+    }
   }
 
   api::ApiOptions api_options;
@@ -239,6 +395,8 @@ int run_serve(const std::vector<std::string>& args) {
   std::cerr << "tpujobs: " << (signal_number == SIGINT ? "SIGINT" : "SIGTERM")
             << ": stopping (finishing requests, checkpointing running jobs)\n";
   server.stop_accepting();
+  if (agent) agent->stop();
+  if (leader) leader->stop();
   manager.shutdown();
   server.shutdown(std::chrono::seconds(5));
   manager.close();

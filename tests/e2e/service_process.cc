@@ -51,8 +51,10 @@ std::string ServiceProcess::start(std::chrono::seconds timeout) {
   const int log_fd = mkstemp(pattern.data());
   if (log_fd < 0) return "mkstemp failed for the service log";
   log_paths_.push_back(pattern);
+  const bool agent = options_.command == "agent";
   std::vector<std::string> args = {TPUJOBS_BINARY, "serve", "--listen", "127.0.0.1:0", "--pool", options_.pool,
                                    "--state-dir", options_.state_dir.string()};
+  if (agent) args = {TPUJOBS_BINARY, "agent"};
   args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
   pid_ = fork();
   if (pid_ < 0) {
@@ -74,13 +76,13 @@ std::string ServiceProcess::start(std::chrono::seconds timeout) {
     _exit(127);
   }
   close(log_fd);
-  const std::regex listening("listening on http://127\\.0\\.0\\.1:([0-9]+)");
+  const std::regex listening(agent ? "tpujobs agent \\S+ running()" : "listening on http://127\\.0\\.0\\.1:([0-9]+)");
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
     std::smatch match;
     const std::string text = log();
     if (std::regex_search(text, match, listening)) {
-      port_ = std::stoi(match[1]);
+      port_ = agent ? 0 : std::stoi(match[1]);
       return {};
     }
     int status = 0;
@@ -116,6 +118,14 @@ void ServiceProcess::kill9() {
   kill(pid_, SIGKILL);
   waitpid(pid_, nullptr, 0);
   pid_ = -1;
+}
+
+void ServiceProcess::pause() {
+  if (pid_ > 0) kill(pid_, SIGSTOP);
+}
+
+void ServiceProcess::resume() {
+  if (pid_ > 0) kill(pid_, SIGCONT);
 }
 
 bool ServiceProcess::alive() const {

@@ -21,6 +21,9 @@ class ServiceProcess {
     std::string pool = "v3-32";
     std::vector<std::string> extra_args;
     std::filesystem::path state_dir;  // empty: a new temporary directory
+    // "agent": runs `tpujobs agent EXTRA_ARGS` instead (no listen address,
+    // pool or state dir; start() waits for its "running" line).
+    std::string command = "serve";
   };
 
   explicit ServiceProcess(Options options);
@@ -34,6 +37,10 @@ class ServiceProcess {
   // SIGKILL: a crash. The embedded PostgreSQL it started is left behind, as
   // after a real crash.
   void kill9();
+
+  // SIGSTOP / SIGCONT: a process paused past its lease, and back.
+  void pause();
+  void resume();
 
   // True while the process it started has not exited (it is not reaped here
   // when it has: a later stop() or kill9() still finds it).

@@ -1,0 +1,139 @@
+#include "db/cluster_repository.h"
+
+namespace tpujobs::db {
+Result<std::int64_t> ClusterRepository::register_agent(const std::string& name,
+                                                       const std::vector<AgentHost>& hosts,
+                                                       int workers) {
+  std::vector<std::optional<std::string>> names, generations;
+  for (const AgentHost& h : hosts) {
+    names.emplace_back(h.name);
+    generations.emplace_back(h.generation);
+  }
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::int64_t> {
+    Result<Transaction> transaction = Transaction::begin(connection);
+    if (!transaction.ok()) return transaction.error();
+    Result<QueryResult> taken = transaction->execute(
+        "SELECT h.name, h.agent FROM agent_hosts h JOIN agents a ON a.name = h.agent"
+        " WHERE h.name = ANY($1::text[]) AND h.agent <> $2::text AND a.state = 'alive' LIMIT 1",
+        {Param::array(names), name});
+    if (!taken.ok()) return taken.error();
+    if (taken->rows() > 0) {
+      return make_error(ErrorCode::kConflict, "host '" + taken->string(0, 0) + "' belongs to agent '" +
+                                                  taken->string(0, 1) + "', which is alive");
+    }
+    Result<QueryResult> agent = transaction->execute(
+        "INSERT INTO agents (name, state, epoch, workers, started_at, last_heartbeat)"
+        " VALUES ($1::text, 'alive', nextval('agent_epochs'), $2::integer, now(), now())"
+        " ON CONFLICT (name) DO UPDATE SET state = 'alive', epoch = excluded.epoch,"
+        "   workers = excluded.workers, started_at = now(), last_heartbeat = now()"
+        " RETURNING epoch",
+        {name, workers});
+    if (!agent.ok()) return agent.error();
+    const std::int64_t epoch = agent->int64(0, 0);
+    // Hosts a lost agent held move to this one.
+    Result<QueryResult> cleared = transaction->execute(
+        "DELETE FROM agent_hosts WHERE agent = $1::text OR name = ANY($2::text[])", {name, Param::array(names)});
+    if (!cleared.ok()) return cleared.error();
+    Result<QueryResult> added = transaction->execute(
+        "INSERT INTO agent_hosts (name, agent, generation, position)"
+        " SELECT h.name, $1::text, h.generation, h.position - 1"
+        " FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS h(name, generation, position)",
+        {name, Param::array(names), Param::array(generations)});
+    if (!added.ok()) return added.error();
+    Status committed = transaction->commit();
+    if (!committed.ok()) return committed.error();
+    return epoch;
+  });
+}
+
+Result<bool> ClusterRepository::heartbeat(const std::string& name, std::int64_t epoch) {
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<bool> {
+    Result<QueryResult> rows = connection.execute(
+        "UPDATE agents SET last_heartbeat = now()"
+        " WHERE name = $1::text AND epoch = $2::bigint AND state = 'alive'",
+        {name, epoch});
+    if (!rows.ok()) return rows.error();
+    return rows->affected_rows() > 0;
+  });
+}
+
+Result<std::vector<std::string>> ClusterRepository::mark_lost(std::chrono::milliseconds silence) {
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<std::string>> {
+    Result<QueryResult> rows = connection.execute(
+        "UPDATE agents SET state = 'lost'"
+        " WHERE state = 'alive' AND last_heartbeat < now() - $1::bigint * interval '1 millisecond'"
+        " RETURNING name",
+        {static_cast<std::int64_t>(silence.count())});
+    if (!rows.ok()) return rows.error();
+    std::vector<std::string> names;
+    for (int r = 0; r < rows->rows(); ++r) names.push_back(rows->string(r, 0));
+    return names;
+  });
+}
+
+Status ClusterRepository::leave(const std::string& name, std::int64_t epoch) {
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Status {
+    Result<QueryResult> rows = connection.execute(
+        "UPDATE agents SET state = 'lost' WHERE name = $1::text AND epoch = $2::bigint", {name, epoch});
+    if (!rows.ok()) return rows.error();
+    return Status::Ok();
+  });
+}
+
+Result<std::vector<AgentRow>> ClusterRepository::list_agents() {
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<AgentRow>> {
+    Result<QueryResult> rows = connection.execute(
+        "SELECT name, state, epoch, workers, started_at, last_heartbeat FROM agents ORDER BY name");
+    if (!rows.ok()) return rows.error();
+    std::vector<AgentRow> agents;
+    for (int r = 0; r < rows->rows(); ++r) {
+      agents.push_back({rows->string(r, 0), rows->string(r, 1), rows->int64(r, 2),
+                        static_cast<int>(rows->int64(r, 3)), rows->timestamp(r, 4), rows->timestamp(r, 5)});
+    }
+    return agents;
+  });
+}
+
+Result<std::vector<ClusterHostRow>> ClusterRepository::list_hosts() {
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<ClusterHostRow>> {
+    Result<QueryResult> rows = connection.execute(
+        "SELECT h.name, h.agent, a.state, h.generation, h.position, COALESCE(p.health, 'healthy')"
+        " FROM agent_hosts h JOIN agents a ON a.name = h.agent"
+        " LEFT JOIN pool_hosts p ON p.name = h.name"
+        " ORDER BY h.agent, h.position");
+    if (!rows.ok()) return rows.error();
+    std::vector<ClusterHostRow> hosts;
+    for (int r = 0; r < rows->rows(); ++r) {
+      hosts.push_back({rows->string(r, 0), rows->string(r, 1), rows->string(r, 2), rows->string(r, 3),
+                       static_cast<int>(rows->int64(r, 4)), rows->string(r, 5)});
+    }
+    return hosts;
+  });
+}
+
+Status ClusterRepository::notify(const char* channel, const std::string& payload) {
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Status {
+    Result<QueryResult> rows = connection.execute("SELECT pg_notify($1::text, $2::text)", {channel, payload});
+    if (!rows.ok()) return rows.error();
+    return Status::Ok();
+  });
+}
+
+bool LeaderLock::hold() {
+  if (connection_) {
+    // Still ours while the session that took it answers.
+    if (!connection_->is_broken() && connection_->execute("SELECT 1").ok()) return true;
+    connection_.reset();
+    return false;
+  }
+  Result<std::unique_ptr<Connection>> opened = Connection::open(conninfo_);
+  if (!opened.ok()) return false;
+  Result<QueryResult> taken = (*opened)->execute("SELECT pg_try_advisory_lock($1::bigint)", {key_});
+  if (!taken.ok() || !taken->boolean(0, 0)) return false;
+  connection_ = std::move(*opened);
+  return true;
+}
+
+void LeaderLock::release() { connection_.reset(); }  // the session ends: PostgreSQL frees the lock
+
+}  // namespace tpujobs::db

@@ -1,0 +1,106 @@
+// Past one machine (DESIGN §9): the agents that run jobs and their hosts
+// (tables agents, agent_hosts), the scheduler leader's lock, the jobs placed
+// on each agent, and the NOTIFY wake-ups. PostgreSQL is the only
+// coordination engine: every decision here is a row or a lock in it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "db/connection_pool.h"
+#include "db/pg_text.h"
+#include "db/result.h"
+
+namespace tpujobs::db {
+
+// The channels of LISTEN/NOTIFY. Payloads: an agent name (kAgentChannel:
+// "" wakes every agent), a job id (kLogChannel).
+inline constexpr const char* kSubmitChannel = "tpujobs_submit";  // submit -> leader
+inline constexpr const char* kAgentChannel = "tpujobs_agent";    // placement, cancel -> agent
+inline constexpr const char* kLogChannel = "tpujobs_logs";       // new log lines -> followers
+
+struct AgentHost {
+  std::string name{};        // "agent-a-h0"
+  std::string generation{};  // "v3"
+};
+
+struct AgentRow {
+  std::string name{};
+  std::string state{};  // "alive" | "lost"
+  std::int64_t epoch = 0;
+  int workers = 1;
+  TimePoint started_at{};
+  TimePoint last_heartbeat{};
+};
+
+struct ClusterHostRow {
+  std::string name{};
+  std::string agent{};
+  std::string agent_state{};  // the agent's: "alive" | "lost"
+  std::string generation{};
+  int position = 0;
+  std::string health = "healthy";  // pool_hosts' admin health, healthy when unset
+};
+
+class ClusterRepository {
+ public:
+  // The pool must outlive the repository.
+  explicit ClusterRepository(ConnectionPool& pool,
+                             std::chrono::milliseconds acquire_timeout = std::chrono::seconds(5))
+      : pool_(pool), acquire_timeout_(acquire_timeout) {}
+
+  // (Re)registers the agent: alive, a new epoch (larger than any before),
+  // its hosts replaced by `hosts`. kConflict when a host name belongs to
+  // another agent that is alive. Returns the epoch.
+  Result<std::int64_t> register_agent(const std::string& name, const std::vector<AgentHost>& hosts,
+                                      int workers);
+  // The heartbeat: false when the agent no longer is alive under this epoch
+  // (declared lost, or registered again since): it must stop its jobs.
+  Result<bool> heartbeat(const std::string& name, std::int64_t epoch);
+  // Declares lost every alive agent whose last heartbeat is older than
+  // `silence`; returns their names.
+  Result<std::vector<std::string>> mark_lost(std::chrono::milliseconds silence);
+  // A clean stop: lost at once, so its jobs move without waiting.
+  Status leave(const std::string& name, std::int64_t epoch);
+
+  Result<std::vector<AgentRow>> list_agents();
+  // Every host of every registered agent, by agent then position.
+  Result<std::vector<ClusterHostRow>> list_hosts();
+
+  // NOTIFY channel, payload (after the current statement, outside any
+  // transaction: at once).
+  Status notify(const char* channel, const std::string& payload);
+
+ private:
+  ConnectionPool& pool_;
+  std::chrono::milliseconds acquire_timeout_;
+};
+
+// The scheduler leader's election: a session advisory lock held on a
+// connection of its own. PostgreSQL releases it when that session ends, so
+// the leader's death (its socket closing) frees it for another replica.
+class LeaderLock {
+ public:
+  static constexpr std::int64_t kSchedulerKey = 0x7470756a6f62;  // "tpujob"
+  // Held by a `tpujobs serve` without --name on a database of its own.
+  static constexpr std::int64_t kStandaloneKey = 0x7470756a6f63;
+  explicit LeaderLock(std::string conninfo, std::int64_t key = kSchedulerKey)
+      : conninfo_(std::move(conninfo)), key_(key) {}
+  // True when this process holds the lock now: already held and its session
+  // still answers, or just taken. False when another process holds it or
+  // the server cannot be reached (then leadership is given up).
+  bool hold();
+  bool held() const { return connection_ != nullptr; }
+  void release();
+
+ private:
+  std::string conninfo_;
+  std::int64_t key_;
+  std::unique_ptr<Connection> connection_;
+};
+
+}  // namespace tpujobs::db

@@ -1,0 +1,465 @@
+#include "service/agent.h"
+
+#include <cmath>
+#include <iostream>
+#include <set>
+#include <nlohmann/json.hpp>
+
+#include "api/job_spec.h"
+#include "scheduler/generation.h"
+#include "scheduler/resolve.h"
+#include "service/database_datasets.h"
+
+namespace tpujobs::service {
+namespace {
+
+using nlohmann::json;
+using db::JobState;
+
+json error_json(std::string_view type, std::string_view message, std::string_view hint) {
+  return {{"type", type}, {"message", message}, {"hint", hint}};
+}
+
+}  // namespace
+
+// One copy of a job running here, under the placement epoch it was given.
+struct Agent::Run {
+  db::JobRow row;
+  std::int64_t epoch = 0;
+  std::atomic<bool> cancel{false};
+  std::atomic<bool> checkpoint_on_cancel{false};
+  std::atomic<StopReason> stop_reason{StopReason::kNone};
+  std::thread thread;
+  // The runner thread's own.
+  std::int64_t next_log_seq = 1;
+  std::int64_t next_metric_seq = 1;
+  std::int64_t skip_metric_points = 0;
+  std::map<std::string, double> latest_metrics;
+  std::optional<executor::Progress> progress;
+};
+
+// Routes the executor's output to the telemetry writer, every item fenced
+// by the run's placement epoch.
+class Agent::Sink final : public executor::TrainingSink {
+ public:
+  Sink(Agent& agent, Run& run) : agent_(agent), run_(run) {}
+
+  void log(std::string_view line) override {
+    db::LogLine entry{run_.row.id, run_.next_log_seq++, agent_.options_.clock->wall_now(), std::string(line),
+                      run_.epoch};
+    std::lock_guard lock(agent_.telemetry_mutex_);
+    agent_.pending_logs_.push_back(std::move(entry));
+  }
+
+  void metrics(const executor::MetricPoint& point) override {
+    for (const auto& [name, value] : point.values) run_.latest_metrics[name] = value;
+    if (run_.skip_metric_points > 0) {  // recorded before the resume
+      --run_.skip_metric_points;
+      return;
+    }
+    json values = json::object();
+    for (const auto& [name, value] : point.values) {
+      if (std::isfinite(value)) values[name] = value;
+    }
+    db::MetricPoint row{run_.row.id, run_.next_metric_seq++, point.step, point.epoch,
+                        agent_.options_.clock->wall_now(), values.dump(), run_.epoch};
+    std::lock_guard lock(agent_.telemetry_mutex_);
+    agent_.pending_metrics_.push_back(std::move(row));
+  }
+
+  // Stored after the lines and points queued before it (one flush writes
+  // logs, metrics, then checkpoints), so a checkpoint never has lines
+  // before it missing.
+  void checkpoint(const executor::Checkpoint& checkpoint) override {
+    PendingCheckpoint newest{run_.epoch, checkpoint};
+    {
+      std::lock_guard lock(agent_.telemetry_mutex_);
+      auto [it, added] = agent_.pending_checkpoints_.try_emplace(run_.row.id, std::move(newest));
+      if (!added) std::swap(it->second, newest);
+    }
+    agent_.telemetry_wake_.notify_one();
+  }
+
+  void progress(const executor::Progress& progress) override {
+    run_.progress = progress;
+    const auto now = agent_.options_.clock->now();
+    // Other processes show it from the table: often enough to follow.
+    if (now - last_write_ < std::chrono::milliseconds(250)) return;
+    last_write_ = now;
+    record_progress();
+  }
+
+  void record_progress() {
+    if (!run_.progress) return;
+    const executor::Progress& p = *run_.progress;
+    json progress = {{"step", p.step},
+                     {"total_steps", p.total_steps},
+                     {"epoch", p.epoch},
+                     {"max_epochs", p.max_epochs},
+                     {"samples_per_sec", p.samples_per_sec}};
+    json metrics = json::object();
+    for (const auto& [name, value] : run_.latest_metrics) {
+      if (std::isfinite(value)) metrics[name] = value;
+    }
+    std::lock_guard lock(agent_.telemetry_mutex_);
+    agent_.pending_progress_[run_.row.id] = {run_.epoch, progress.dump(), metrics.dump()};
+  }
+
+ private:
+  Agent& agent_;
+  Run& run_;
+  base::Clock::time_point last_write_{};
+};
+
+Agent::Agent(db::ConnectionPool& pool, AgentOptions options)
+    : pool_(pool),
+      repo_(pool),
+      cluster_(pool),
+      options_(std::move(options)),
+      workers_(options_.workers),
+      datasets_(std::make_unique<DatabaseDatasets>(repo_.datasets)) {}
+
+Agent::~Agent() { stop(); }
+
+db::Status Agent::start() {
+  std::vector<db::AgentHost> hosts;
+  for (const scheduler::HostLayout& h : options_.layout.hosts) {
+    hosts.push_back({h.name, std::string(scheduler::facts(h.generation).name)});
+  }
+  auto epoch = cluster_.register_agent(options_.name, hosts, options_.workers);
+  if (!epoch.ok()) return epoch.error();
+  epoch_ = *epoch;
+  std::cerr << "tpujobs: agent " << options_.name << " registered " << hosts.size() << " host(s), epoch " << *epoch
+            << std::endl;
+  started_ = true;
+  supervisor_ = std::thread([this] { supervise_loop(); });
+  telemetry_ = std::thread([this] { telemetry_loop(); });
+  return db::Status::Ok();
+}
+
+void Agent::stop() {
+  if (!started_) return;
+  std::vector<std::thread> threads;
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) return;
+    stopping_ = true;
+    stop_all_locked(StopReason::kShutdown);
+  }
+  wake_.notify_all();
+  if (supervisor_.joinable()) supervisor_.join();
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& [id, run] : runs_) {
+      if (run->thread.joinable()) threads.push_back(std::move(run->thread));
+    }
+    for (std::thread& t : ended_) threads.push_back(std::move(t));
+    ended_.clear();
+  }
+  for (std::thread& t : threads) t.join();
+  flush_telemetry();
+  {
+    std::lock_guard lock(telemetry_mutex_);
+    telemetry_stopping_ = true;
+  }
+  telemetry_wake_.notify_all();
+  if (telemetry_.joinable()) telemetry_.join();
+  (void)cluster_.leave(options_.name, epoch_);
+  (void)cluster_.notify(db::kSubmitChannel, "agent-left");
+}
+
+void Agent::stop_all_locked(StopReason reason) {
+  for (auto& [id, run] : runs_) {
+    StopReason none = StopReason::kNone;
+    run->stop_reason.compare_exchange_strong(none, reason);
+    if (reason == StopReason::kShutdown) run->checkpoint_on_cancel = true;
+    run->cancel = true;
+  }
+}
+
+void Agent::supervise_loop() {
+  std::unique_ptr<db::Connection> listener;
+  base::Clock& clock = *options_.clock;
+  auto last_heartbeat = clock.now();
+  for (;;) {
+    {
+      std::lock_guard lock(mutex_);
+      if (stopping_) return;
+    }
+    if (clock.now() - last_heartbeat >= options_.heartbeat_interval) {
+      last_heartbeat = clock.now();
+      auto alive = cluster_.heartbeat(options_.name, epoch_);
+      if (alive.ok() && !*alive) {
+        // Declared lost while silent: every job here has moved on (or will
+        // be moved by the leader); stop the copies, and join again.
+        std::cerr << "tpujobs: agent " << options_.name << " was declared lost (epoch " << epoch_
+                  << "); stopping its copies and registering again" << std::endl;
+        std::vector<std::thread> threads;
+        {
+          std::lock_guard lock(mutex_);
+          stop_all_locked(StopReason::kMovedOn);
+          for (auto& [id, run] : runs_) {
+            if (run->thread.joinable()) threads.push_back(std::move(run->thread));
+          }
+        }
+        for (std::thread& t : threads) t.join();
+        {
+          std::lock_guard lock(mutex_);
+          runs_.clear();
+        }
+        std::vector<db::AgentHost> hosts;
+        for (const scheduler::HostLayout& h : options_.layout.hosts) {
+          hosts.push_back({h.name, std::string(scheduler::facts(h.generation).name)});
+        }
+        auto epoch = cluster_.register_agent(options_.name, hosts, options_.workers);
+        if (epoch.ok()) {
+          epoch_ = *epoch;
+          std::cerr << "tpujobs: agent " << options_.name << " rejoined, epoch " << *epoch << std::endl;
+        }
+      }
+    }
+    reconcile();
+    if (!listener || listener->is_broken()) {
+      auto opened = db::Connection::open(options_.conninfo);
+      listener.reset();
+      if (opened.ok() && (*opened)->execute_script(std::string("LISTEN ") + db::kAgentChannel).ok()) {
+        listener = std::move(*opened);
+      }
+    }
+    const auto wait = std::min(options_.poll_interval, options_.heartbeat_interval);
+    if (listener) {
+      (void)listener->wait_notifications(wait);  // any payload: one look costs one query
+    } else {
+      std::unique_lock lock(mutex_);
+      wake_.wait_for(lock, wait, [this] { return stopping_; });
+    }
+  }
+}
+
+void Agent::reconcile() {
+  auto placed = repo_.jobs.jobs_on_agent(options_.name);
+  if (!placed.ok()) return;  // the database is away: the runs go on, their writes wait
+  std::vector<std::thread> ended;
+  {
+    std::lock_guard lock(mutex_);
+    ended.swap(ended_);
+  }
+  for (std::thread& t : ended) t.join();  // runners that ended: they need no lock to finish
+  std::lock_guard lock(mutex_);
+  if (stopping_) return;
+  const std::int64_t epoch = epoch_;
+  std::map<std::int64_t, const db::JobRow*> current;
+  for (const db::JobRow& row : *placed) {
+    if (row.placement_epoch == epoch) current[row.id] = &row;
+  }
+  for (auto& [id, run] : runs_) {
+    auto it = current.find(id);
+    if (it == current.end() || run->epoch != epoch) {
+      // Requeued, cancelled, released or failed elsewhere: this copy is stale.
+      StopReason none = StopReason::kNone;
+      run->stop_reason.compare_exchange_strong(none, StopReason::kMovedOn);
+      run->cancel = true;
+    } else if (it->second->cancel_requested) {
+      StopReason none = StopReason::kNone;
+      run->stop_reason.compare_exchange_strong(none, StopReason::kUserCancel);
+      run->cancel = true;
+    }
+  }
+  for (const auto& [id, row] : current) {
+    if (runs_.count(id)) continue;
+    auto run = std::make_shared<Run>();
+    run->row = *row;
+    run->epoch = epoch;
+    if (row->cancel_requested) {
+      run->stop_reason = StopReason::kUserCancel;
+      run->cancel = true;
+    }
+    runs_[id] = run;
+    run->thread = std::thread([this, run] { run_job(run); });
+  }
+}
+
+executor::DeviceFacts Agent::device_for(const db::JobRow& row) const {
+  executor::DeviceFacts device;
+  std::optional<scheduler::Generation> generation;
+  json allocation = json::parse(row.allocation_json.value_or("{}"), nullptr, false);
+  if (allocation.is_object() && allocation.contains("generation") && allocation["generation"].is_string()) {
+    generation = scheduler::parse_generation(allocation["generation"].get<std::string>());
+  }
+  if (!generation && !options_.layout.hosts.empty()) generation = options_.layout.hosts.front().generation;
+  if (generation) {
+    const scheduler::GenerationFacts& f = scheduler::facts(*generation);
+    device.generation = std::string(f.name);
+    device.hbm_bytes = f.hbm_bytes_per_device;
+    device.peak_flops = f.peak_bf16_flops_per_device;
+    device.mxu_dim = f.mxu_dim;
+  }
+  return device;
+}
+
+void Agent::run_job(std::shared_ptr<Run> run) {
+  const std::int64_t id = run->row.id;
+  auto finish_here = [&] {
+    std::lock_guard lock(mutex_);
+    auto it = runs_.find(id);
+    if (it != runs_.end() && it->second == run) {
+      if (run->thread.joinable()) ended_.push_back(std::move(run->thread));
+      runs_.erase(it);
+    }
+  };
+  auto end_transition = [&](JobState to, std::vector<JobState> from, const std::string& reason) {
+    db::Transition t;
+    t.job_id = id;
+    t.from = std::move(from);
+    t.to = to;
+    t.reason = reason;
+    t.require_epoch = run->epoch;
+    return t;
+  };
+
+  // The job as the leader placed it.
+  json spec_json = json::parse(run->row.spec_json, nullptr, false);
+  std::vector<api::FieldError> errors;
+  std::optional<api::JobSpec> spec = spec_json.is_discarded() ? std::nullopt : api::parse_job_spec(spec_json, &errors);
+  scheduler::PoolCapacity capacity;
+  for (const scheduler::HostLayout& h : options_.layout.hosts) ++capacity.hosts[h.generation];
+  scheduler::Resolution resolution;
+  if (spec) resolution = scheduler::resolve(spec->trainer, capacity);
+  if (!spec || !resolution.errors.empty()) {
+    const std::string why = !spec ? "the stored spec does not parse" : resolution.errors.front().message;
+    db::Transition t = end_transition(JobState::kFailed, {JobState::kStarting, JobState::kRunning}, "Rejected by agent: " + why);
+    t.error_json = error_json("INTERNAL", why, "resubmit the job against the current pool").dump();
+    t.set_finished_at = true;
+    (void)repo_.jobs.transition(t);
+    finish_here();
+    return;
+  }
+  api::apply_resolution(resolution, &*spec);
+
+  // Resume from the last checkpoint and continue the sequence numbers.
+  std::optional<executor::Checkpoint> resume;
+  auto checkpoint = repo_.outputs.latest_checkpoint(id);
+  auto log_seq = repo_.outputs.max_log_seq(id);
+  auto metric_seq = repo_.outputs.max_metric_seq(id);
+  if (!checkpoint.ok() || !log_seq.ok() || !metric_seq.ok()) {
+    // Cannot tell where to start: leave it to the next look.
+    finish_here();
+    return;
+  }
+  if (*checkpoint) resume = executor::Checkpoint{(*checkpoint)->step, (*checkpoint)->epoch, std::move((*checkpoint)->bytes)};
+  run->next_log_seq = *log_seq + 1;
+  run->next_metric_seq = *metric_seq + 1;
+  auto recorded = repo_.outputs.count_metrics_after_step(id, resume ? resume->step : 0);
+  run->skip_metric_points = recorded.ok() ? *recorded : 0;
+
+  db::Transition running = end_transition(JobState::kRunning, {JobState::kStarting, JobState::kRunning},
+                                          resume ? "Resumed from the checkpoint at step " + std::to_string(resume->step) +
+                                                       " on agent " + options_.name
+                                                 : "Training started on agent " + options_.name);
+  auto moved = repo_.jobs.transition(running);
+  if (!moved.ok() || !*moved) {
+    finish_here();  // moved on meanwhile, or the database is away: the next look decides
+    return;
+  }
+
+  Sink sink(*this, *run);
+  executor::RunControl control;
+  control.cancel = &run->cancel;
+  control.resume = resume ? &*resume : nullptr;
+  control.checkpoint_on_cancel = &run->checkpoint_on_cancel;
+  control.clock = options_.clock;
+  executor::TrainingResult result =
+      executor::train(spec->training, device_for(run->row), workers_, *datasets_, sink, control);
+  sink.record_progress();
+  flush_telemetry();
+
+  const StopReason reason = run->stop_reason.load();
+  json result_json = {{"metrics", result.final_metrics},
+                      {"steps", result.steps},
+                      {"xla_report", result.xla_report},
+                      {"parameters_digest", result.parameters_digest}};
+  std::optional<db::Transition> end;
+  if (result.outcome == executor::Outcome::kSucceeded) {
+    end = end_transition(JobState::kSucceeded, {JobState::kRunning}, "Training finished");
+    end->result_json = result_json.dump();
+  } else if (result.outcome == executor::Outcome::kFailed) {
+    const executor::JobError& e = *result.error;
+    end = end_transition(JobState::kFailed, {JobState::kRunning}, e.type + ": " + e.message);
+    end->error_json = error_json(e.type, e.message, e.hint).dump();
+    end->result_json = result_json.dump();
+  } else if (reason == StopReason::kUserCancel) {
+    end = end_transition(JobState::kCancelled, {JobState::kRunning}, "Cancelled by request");
+    end->error_json = error_json("CANCELLED", "the job was cancelled", "").dump();
+  } else if (reason == StopReason::kShutdown) {
+    end = end_transition(JobState::kQueued, {JobState::kRunning},
+                         "Agent " + options_.name + " stopping; requeued to resume from its last checkpoint");
+    end->clear_placement = true;
+    end->clear_allocation = true;
+  }
+  // kMovedOn: the job belongs to another placement now; nothing to write.
+  if (end) {
+    if (end->to != JobState::kQueued) end->set_finished_at = true;
+    (void)repo_.jobs.transition(*end);
+    (void)cluster_.notify(db::kSubmitChannel, "finished");  // cores freed: wake the leader
+  }
+  finish_here();
+}
+
+void Agent::telemetry_loop() {
+  std::unique_lock lock(telemetry_mutex_);
+  while (!telemetry_stopping_) {
+    telemetry_wake_.wait_for(lock, options_.telemetry_interval,
+                             [this] { return telemetry_stopping_ || !pending_checkpoints_.empty(); });
+    lock.unlock();
+    flush_telemetry();
+    lock.lock();
+  }
+}
+
+void Agent::flush_telemetry() {
+  std::lock_guard flush(flush_mutex_);
+  std::vector<db::LogLine> logs;
+  std::vector<db::MetricPoint> metrics;
+  std::map<std::int64_t, PendingProgress> progress;
+  std::map<std::int64_t, PendingCheckpoint> checkpoints;
+  {
+    std::lock_guard lock(telemetry_mutex_);
+    logs.swap(pending_logs_);
+    metrics.swap(pending_metrics_);
+    progress.swap(pending_progress_);
+    checkpoints.swap(pending_checkpoints_);
+  }
+  // Fenced writes that do not land (the job moved on) are dropped by the
+  // database; only an unreachable database keeps them for the next flush.
+  auto unavailable = [](const db::Status& s) { return !s.ok() && s.code() == db::ErrorCode::kUnavailable; };
+  const bool logs_stored = logs.empty() || !unavailable(repo_.outputs.append_logs(logs));
+  if (!logs.empty() && logs_stored) {
+    // Followers on every replica wake (NOTIFY tpujobs_logs "id,id,...").
+    std::set<std::int64_t> ids;
+    for (const db::LogLine& line : logs) ids.insert(line.job_id);
+    std::string payload;
+    for (std::int64_t id : ids) payload += (payload.empty() ? "" : ",") + std::to_string(id);
+    (void)cluster_.notify(db::kLogChannel, payload);
+  }
+  const bool metrics_stored = logs_stored && (metrics.empty() || !unavailable(repo_.outputs.append_metrics(metrics)));
+  std::map<std::int64_t, PendingCheckpoint> checkpoints_left;
+  for (auto& [id, c] : checkpoints) {
+    if (!metrics_stored ||
+        unavailable(repo_.outputs.save_checkpoint(id, c.checkpoint.step, c.checkpoint.epoch, c.checkpoint.bytes, c.fence))) {
+      checkpoints_left.emplace(id, std::move(c));
+    }
+  }
+  for (const auto& [id, p] : progress) (void)repo_.jobs.update_progress(id, p.progress, p.metrics, p.fence);
+  if (logs_stored && metrics_stored && checkpoints_left.empty()) return;
+  std::lock_guard lock(telemetry_mutex_);
+  if (!logs_stored) {
+    pending_logs_.insert(pending_logs_.begin(), std::make_move_iterator(logs.begin()), std::make_move_iterator(logs.end()));
+  }
+  if (!metrics_stored) {
+    pending_metrics_.insert(pending_metrics_.begin(), std::make_move_iterator(metrics.begin()),
+                            std::make_move_iterator(metrics.end()));
+  }
+  for (auto& [id, c] : checkpoints_left) pending_checkpoints_.try_emplace(id, std::move(c));  // a newer one wins
+}
+
+}  // namespace tpujobs::service

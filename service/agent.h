@@ -1,0 +1,119 @@
+// The agent (DESIGN §9): the worker of one machine. It registers its hosts
+// in PostgreSQL under a new epoch, heartbeats, runs the jobs the scheduler
+// leader placed on it (committed STARTING rows naming it and its epoch) on
+// its own worker threads, and writes their state, log lines, metrics,
+// progress and checkpoints, every write conditional on the placement's
+// epoch (fencing).
+//
+// Threads: a supervisor (heartbeat; the placed jobs: start, cancel, stop a
+// copy whose job moved on), one runner per job it runs (its compute on the
+// shared executor WorkerPool), and a telemetry writer (batches).
+//
+// When its heartbeat finds it no longer alive under its epoch (it was
+// silent past the lease and declared lost), it stops every copy it runs —
+// their writes would not land anyway — and registers again under a new
+// epoch, with no jobs.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/clock.h"
+#include "db/cluster_repository.h"
+#include "db/repositories.h"
+#include "executor/executor.h"
+#include "executor/worker_pool.h"
+#include "scheduler/pool.h"
+
+namespace tpujobs::service {
+
+struct AgentOptions {
+  std::string name;      // unique among agents
+  std::string conninfo;  // for the LISTEN connection
+  scheduler::PoolLayout layout;  // its hosts, already named
+  int workers = 1;               // executor worker threads
+  int max_cpu_jobs = 2;          // must match the leader's max_cpu_jobs_per_agent
+  std::chrono::milliseconds heartbeat_interval{1000};
+  std::chrono::milliseconds poll_interval{500};
+  std::chrono::milliseconds telemetry_interval{200};
+  // Heartbeat and progress timing, and the log lines' times. Must outlive
+  // the agent.
+  base::Clock* clock = &base::real_clock();
+};
+
+class Agent {
+ public:
+  // The pool must outlive the agent.
+  Agent(db::ConnectionPool& pool, AgentOptions options);
+  ~Agent();
+
+  // Registers (kConflict when another alive agent holds one of its host
+  // names) and starts the threads.
+  db::Status start();
+  // Stops the runs at a checkpoint, requeues them (to resume anywhere),
+  // leaves the pool and stops the threads. Idempotent.
+  void stop();
+
+  std::int64_t epoch() const { return epoch_; }
+
+ private:
+  struct Run;
+  class Sink;
+  enum class StopReason { kNone, kUserCancel, kMovedOn, kShutdown };
+
+  void supervise_loop();
+  // One look at the jobs placed here: start new ones, pass cancels on,
+  // stop copies whose job moved on.
+  void reconcile();
+  void stop_all_locked(StopReason reason);
+  void run_job(std::shared_ptr<Run> run);
+  void telemetry_loop();
+  // Writes what the runs queued; what the database refuses for being away
+  // stays queued for the next flush.
+  void flush_telemetry();
+  executor::DeviceFacts device_for(const db::JobRow& row) const;
+
+  db::ConnectionPool& pool_;
+  db::Repositories repo_;
+  db::ClusterRepository cluster_;
+  AgentOptions options_;
+  executor::WorkerPool workers_;
+  std::unique_ptr<executor::DatasetSource> datasets_;
+  std::atomic<std::int64_t> epoch_{0};
+
+  std::mutex mutex_;  // guards what follows, up to the blank line
+  std::map<std::int64_t, std::shared_ptr<Run>> runs_;
+  std::vector<std::thread> ended_;
+  bool stopping_ = false;
+  std::condition_variable wake_;
+
+  std::mutex telemetry_mutex_;  // guards what follows, up to the blank line
+  std::vector<db::LogLine> pending_logs_;
+  std::vector<db::MetricPoint> pending_metrics_;
+  struct PendingProgress {
+    std::int64_t fence = 0;
+    std::string progress, metrics;
+  };
+  std::map<std::int64_t, PendingProgress> pending_progress_;
+  struct PendingCheckpoint {
+    std::int64_t fence = 0;
+    executor::Checkpoint checkpoint;
+  };
+  std::map<std::int64_t, PendingCheckpoint> pending_checkpoints_;
+  bool telemetry_stopping_ = false;
+  std::condition_variable telemetry_wake_;
+  std::mutex flush_mutex_;  // one flush at a time, so batches land in order
+
+  std::thread supervisor_;
+  std::thread telemetry_;
+  bool started_ = false;
+};
+
+}  // namespace tpujobs::service

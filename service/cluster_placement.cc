@@ -1,0 +1,151 @@
+#include "service/cluster_placement.h"
+
+#include <algorithm>
+
+#include "scheduler/generation.h"
+
+namespace tpujobs::service {
+namespace {
+
+using scheduler::RequestKind;
+
+bool shape_matches(const ClusterHost& host, const scheduler::ResourceRequest& request) {
+  if (request.generation && *request.generation != host.generation) return false;
+  const int devices = static_cast<int>(host.core_job.size());
+  if (request.kind == RequestKind::kSingleCore) return !request.pinned_core || *request.pinned_core < devices;
+  return devices == request.devices_per_host;
+}
+
+bool idle(const ClusterHost& host) {
+  return std::all_of(host.core_job.begin(), host.core_job.end(), [](std::int64_t j) { return j == 0; });
+}
+
+// [begin, end) index ranges of each agent's hosts in `hosts`.
+std::vector<std::pair<int, int>> agent_ranges(const std::vector<ClusterHost>& hosts) {
+  std::vector<std::pair<int, int>> ranges;
+  for (int i = 0; i < static_cast<int>(hosts.size()); ++i) {
+    if (ranges.empty() || hosts[ranges.back().first].agent != hosts[i].agent) ranges.push_back({i, i});
+    ranges.back().second = i + 1;
+  }
+  return ranges;
+}
+
+// Where the request fits. `ignore_use`: as if every host were idle;
+// `ignore_health`: as if every host were usable.
+std::optional<ClusterPlacement> find_place(const std::vector<ClusterHost>& hosts,
+                                           const scheduler::ResourceRequest& request, bool ignore_use,
+                                           bool ignore_health) {
+  auto usable = [&](const ClusterHost& h) { return ignore_health || h.usable; };
+  ClusterPlacement place;
+  if (request.kind == RequestKind::kSingleCore) {
+    for (int i = 0; i < static_cast<int>(hosts.size()); ++i) {
+      const ClusterHost& h = hosts[i];
+      if (!usable(h) || !shape_matches(h, request)) continue;
+      for (int c = 0; c < static_cast<int>(h.core_job.size()); ++c) {
+        if (request.pinned_core && c != *request.pinned_core) continue;
+        if (!ignore_use && h.core_job[c] != 0) continue;
+        place.agent = h.agent;
+        place.hosts = {i};
+        place.cores = {{i, c}};
+        place.generation = h.generation;
+        return place;
+      }
+    }
+    return std::nullopt;
+  }
+  const int wanted = std::max(1, request.hosts);
+  for (const auto& [begin, end] : agent_ranges(hosts)) {
+    // Aligned runs of `wanted` positions within one agent.
+    for (int start = begin; start + wanted <= end; start += wanted) {
+      bool fits = true;
+      for (int i = start; i < start + wanted && fits; ++i) {
+        fits = usable(hosts[i]) && shape_matches(hosts[i], request) && (ignore_use || idle(hosts[i]));
+      }
+      if (!fits) continue;
+      place.agent = hosts[start].agent;
+      place.generation = hosts[start].generation;
+      for (int i = start; i < start + wanted; ++i) {
+        place.hosts.push_back(i);
+        for (int c = 0; c < static_cast<int>(hosts[i].core_job.size()); ++c) place.cores.push_back({i, c});
+      }
+      return place;
+    }
+  }
+  return std::nullopt;
+}
+
+// A slice that would fit the pool if it could span agents: the reason it
+// waits is that it may not.
+bool fits_only_across_agents(const std::vector<ClusterHost>& hosts, const scheduler::ResourceRequest& request) {
+  if (request.kind != RequestKind::kSlice) return false;
+  int matching = 0;
+  for (const ClusterHost& h : hosts) matching += shape_matches(h, request) ? 1 : 0;
+  return matching >= request.hosts;
+}
+
+}  // namespace
+
+PlacementPass place_jobs(PlacementInput& input, const std::vector<WaitingJob>& queue) {
+  PlacementPass pass;
+  for (const WaitingJob& job : queue) {
+    const scheduler::ResourceRequest& request = job.request;
+    WaitingReason waiting{job.id, scheduler::PendingReason::kResources, 0, {}};
+    if (!job.resolvable) {
+      waiting.reason = scheduler::PendingReason::kHostUnhealthy;
+      waiting.detail = "no registered agent has hosts of its kind";
+      pass.waiting.push_back(std::move(waiting));
+      continue;
+    }
+    if (request.kind == RequestKind::kCpu) {
+      auto emptiest = std::max_element(input.free_cpu_slots.begin(), input.free_cpu_slots.end(),
+                                       [](const auto& a, const auto& b) { return a.second < b.second; });
+      if (emptiest != input.free_cpu_slots.end() && emptiest->second > 0) {
+        --emptiest->second;
+        ClusterPlacement place;
+        place.job = job.id;
+        place.agent = emptiest->first;
+        place.accelerator_type = "cpu";
+        pass.placed.push_back(std::move(place));
+        continue;
+      }
+      if (input.free_cpu_slots.empty()) {
+        waiting.reason = scheduler::PendingReason::kHostUnhealthy;
+        waiting.detail = "no agent is alive";
+      }
+      pass.waiting.push_back(std::move(waiting));
+      continue;
+    }
+    auto quota = input.quota_left.find(job.tenant);
+    if (quota != input.quota_left.end() && request.cores() > quota->second) {
+      waiting.reason = scheduler::PendingReason::kQuota;
+      pass.waiting.push_back(std::move(waiting));
+      continue;
+    }
+    if (std::optional<ClusterPlacement> place = find_place(input.hosts, request, false, false)) {
+      place->job = job.id;
+      place->accelerator_type = request.accelerator_type;
+      for (const scheduler::CoreRef& c : place->cores) input.hosts[c.host].core_job[c.core] = job.id;
+      if (quota != input.quota_left.end()) quota->second -= request.cores();
+      pass.placed.push_back(std::move(*place));
+      continue;
+    }
+    if (find_place(input.hosts, request, /*ignore_use=*/true, /*ignore_health=*/false)) {
+      waiting.reason = scheduler::PendingReason::kResources;
+    } else if (find_place(input.hosts, request, /*ignore_use=*/true, /*ignore_health=*/true)) {
+      waiting.reason = scheduler::PendingReason::kHostUnhealthy;
+      waiting.detail = "its hosts belong to a lost agent or are drained or failed";
+    } else if (fits_only_across_agents(input.hosts, request)) {
+      waiting.reason = scheduler::PendingReason::kResources;
+      waiting.detail = "a multi-host slice is placed only on the hosts of one agent, and no agent has " +
+                       std::to_string(request.hosts) + " aligned hosts of its kind";
+    } else {
+      waiting.reason = scheduler::PendingReason::kHostUnhealthy;
+      waiting.detail = "no agent with hosts of its kind is registered";
+    }
+    pass.waiting.push_back(std::move(waiting));
+  }
+  for (std::size_t i = 0; i < pass.waiting.size(); ++i) pass.waiting[i].queue_position = static_cast<int>(i) + 1;
+  return pass;
+}
+
+}  // namespace tpujobs::service

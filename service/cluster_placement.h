@@ -1,0 +1,75 @@
+// Where the scheduler leader places waiting jobs on the agents' hosts
+// (DESIGN §9). A pure function over a snapshot the leader reads from
+// PostgreSQL, so it is tested alone.
+//
+// Policy: jobs are taken in queue order (priority descending, then id); each
+// goes where it fits now, or waits with a reason; a job that waits does not
+// hold back the jobs behind it (first fit, no reservations). A single core
+// takes the first free core (or the pinned one) of a usable host; a whole
+// host needs a usable host of that device count with every core free; a pod
+// slice of N hosts needs N usable, idle hosts of its generation at an
+// aligned run of N positions of ONE agent (slices do not span agents yet).
+// cpu jobs take a slot of an alive agent (max_cpu_jobs each), the emptiest.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "scheduler/pool.h"
+#include "scheduler/request.h"
+#include "scheduler/scheduler.h"
+
+namespace tpujobs::service {
+
+struct ClusterHost {
+  std::string name;
+  std::string agent;
+  scheduler::Generation generation = scheduler::Generation::kV3;
+  bool usable = true;                  // its agent is alive and the host healthy
+  std::vector<std::int64_t> core_job;  // per core: the job holding it, 0 when free
+};
+
+struct WaitingJob {
+  std::int64_t id = 0;
+  std::string tenant;
+  scheduler::ResourceRequest request;
+  // False when the registered hosts cannot resolve the job's spec (no agent
+  // with hosts of its kind): it waits, HostUnhealthy.
+  bool resolvable = true;
+};
+
+struct ClusterPlacement {
+  std::int64_t job = 0;
+  std::string agent;
+  std::vector<int> hosts;  // indexes into the hosts given
+  std::vector<scheduler::CoreRef> cores;
+  std::optional<scheduler::Generation> generation;  // none for cpu jobs
+  std::string accelerator_type;
+};
+
+struct WaitingReason {
+  std::int64_t job = 0;
+  scheduler::PendingReason reason = scheduler::PendingReason::kResources;
+  int queue_position = 0;  // 1-based among the jobs left waiting
+  std::string detail;      // why, when the reason alone does not say
+};
+
+struct PlacementPass {
+  std::vector<ClusterPlacement> placed;
+  std::vector<WaitingReason> waiting;
+};
+
+struct PlacementInput {
+  std::vector<ClusterHost> hosts;  // grouped by agent, in each agent's host order
+  std::map<std::string, int> free_cpu_slots;  // alive agent -> cpu jobs it may still start
+  std::map<std::string, int> quota_left;      // tenant -> cores it may still take (absent: no cap)
+};
+
+// Places what fits from `queue` (in order). Updates input's hosts, slots
+// and quotas to include what it placed.
+PlacementPass place_jobs(PlacementInput& input, const std::vector<WaitingJob>& queue);
+
+}  // namespace tpujobs::service

@@ -1,0 +1,306 @@
+#include "service/scheduler_leader.h"
+
+#include <algorithm>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "api/job_spec.h"
+#include "scheduler/generation.h"
+#include "scheduler/resolve.h"
+#include "service/cluster_placement.h"
+
+namespace tpujobs::service {
+namespace {
+
+using nlohmann::json;
+using db::JobState;
+
+json parse_object(const std::optional<std::string>& text) {
+  if (!text) return json::object();
+  json value = json::parse(*text, nullptr, false);
+  return value.is_object() ? value : json::object();
+}
+
+int max_retries_of(const db::JobRow& row) {
+  const json spec = json::parse(row.spec_json, nullptr, false);
+  if (!spec.is_object()) return 0;
+  const auto it = spec.find("max_retries");
+  return it != spec.end() && it->is_number_integer() ? it->get<int>() : 0;
+}
+
+}  // namespace
+
+SchedulerLeader::SchedulerLeader(db::ConnectionPool& pool, SchedulerLeaderOptions options)
+    : pool_(pool), repo_(pool), cluster_(pool), options_(std::move(options)), lock_(options_.conninfo) {}
+
+SchedulerLeader::~SchedulerLeader() { stop(); }
+
+void SchedulerLeader::start() { thread_ = std::thread([this] { loop(); }); }
+
+void SchedulerLeader::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  lock_.release();
+  leader_ = false;
+}
+
+void SchedulerLeader::loop() {
+  std::unique_ptr<db::Connection> listener;
+  for (;;) {
+    {
+      std::lock_guard lock(mutex_);
+      if (stopping_) return;
+    }
+    const bool leading = lock_.hold();
+    if (leading != leader_) {
+      std::cerr << "tpujobs: " << options_.instance
+                << (leading ? ": scheduler leader now" : ": no longer the scheduler leader") << std::endl;
+      leader_ = leading;
+      pending_written_.clear();  // another leader may have written since
+      reachable_since_ = options_.clock->now();
+    }
+    if (leading) {
+      if (db::Status s = run_pass(); !s.ok()) {
+        std::cerr << "tpujobs: scheduling pass: " << s.error().message << std::endl;
+        reachable_since_ = options_.clock->now();
+      }
+    }
+    // Woken by a submit or a finished job (NOTIFY), else after the poll
+    // interval: a lost notification delays a pass, never loses work.
+    if (!listener || listener->is_broken()) {
+      auto opened = db::Connection::open(options_.conninfo);
+      listener.reset();
+      if (opened.ok() && (*opened)->execute_script(std::string("LISTEN ") + db::kSubmitChannel).ok()) {
+        listener = std::move(*opened);
+      }
+    }
+    if (listener) {
+      // A burst of submits makes one pass, not one each.
+      options_.clock->sleep_for(options_.min_pass_interval);
+      (void)listener->wait_notifications(options_.poll_interval);
+    } else {
+      std::unique_lock lock(mutex_);
+      wake_.wait_for(lock, options_.poll_interval, [this] { return stopping_; });
+    }
+  }
+}
+
+std::optional<scheduler::ResourceRequest> SchedulerLeader::request_of(const db::JobRow& row,
+                                                                      const scheduler::PoolCapacity& capacity) {
+  if (auto it = requests_.find(row.id); it != requests_.end()) return it->second;
+  json spec_json = json::parse(row.spec_json, nullptr, false);
+  if (spec_json.is_discarded()) return std::nullopt;
+  std::vector<api::FieldError> errors;
+  std::optional<api::JobSpec> spec = api::parse_job_spec(spec_json, &errors);
+  if (!spec) return std::nullopt;
+  scheduler::Resolution resolution = scheduler::resolve(spec->trainer, capacity);
+  if (!resolution.errors.empty()) return std::nullopt;
+  requests_[row.id] = resolution.request;
+  return resolution.request;
+}
+
+db::Status SchedulerLeader::move_off(const db::JobRow& row, const std::string& retry_reason,
+                                     const std::string& hint) {
+  db::Transition t;
+  t.job_id = row.id;
+  t.from = {JobState::kStarting, JobState::kRunning};
+  t.require_epoch = row.placement_epoch;
+  t.clear_placement = true;
+  t.clear_allocation = true;
+  if (row.attempt < max_retries_of(row)) {
+    t.to = JobState::kQueued;
+    t.increment_attempt = true;
+    t.reason = retry_reason;
+  } else {
+    t.to = JobState::kFailed;
+    t.set_finished_at = true;
+    t.reason = "UNAVAILABLE: failed to connect to all addresses";
+    t.error_json =
+        json{{"type", "UNAVAILABLE"}, {"message", "failed to connect to all addresses"}, {"hint", hint}}.dump();
+  }
+  auto moved = repo_.jobs.transition(t);
+  if (!moved.ok()) return moved.error();
+  if (*moved) {
+    std::cerr << "tpujobs: job " << row.id << ": " << t.reason << std::endl;
+    requests_.erase(row.id);
+    // Its agent, if it still listens, stops its copy now.
+    (void)cluster_.notify(db::kAgentChannel, row.agent.value_or(""));
+  }
+  return db::Status::Ok();
+}
+
+db::Status SchedulerLeader::requeue_orphans() {
+  auto orphans = repo_.jobs.orphaned_jobs();
+  if (!orphans.ok()) return orphans.error();
+  for (const db::JobRow& row : *orphans) {
+    const std::string agent = row.agent.value_or("");
+    db::Status s = move_off(row, "Agent " + agent + " was lost; requeued to resume from its last checkpoint",
+                            "the agent running the job (" + agent +
+                                ") stopped answering; check it (GET /v1/pool), or set max_retries so the job "
+                                "resumes on another agent from its last checkpoint");
+    if (!s.ok()) return s;
+  }
+  return db::Status::Ok();
+}
+
+db::Status SchedulerLeader::run_pass() {
+  // Silence is judged only over a span the leader itself could reach the
+  // database: after an outage (or a takeover) every heartbeat looks old.
+  std::vector<std::string> none;
+  const bool judge = options_.clock->now() - reachable_since_ >= options_.agent_silence;
+  auto lost = judge ? cluster_.mark_lost(options_.agent_silence) : db::Result<std::vector<std::string>>(none);
+  if (!lost.ok()) return lost.error();
+  for (const std::string& name : *lost) std::cerr << "tpujobs: agent " << name << " is lost" << std::endl;
+  if (db::Status s = requeue_orphans(); !s.ok()) return s;
+
+  auto agents = cluster_.list_agents();
+  if (!agents.ok()) return agents.error();
+  auto hosts = cluster_.list_hosts();
+  if (!hosts.ok()) return hosts.error();
+  auto unfinished = repo_.jobs.load_unfinished();
+  if (!unfinished.ok()) return unfinished.error();
+  auto quotas = repo_.pool_state.load_quotas();
+  if (!quotas.ok()) return quotas.error();
+
+  std::map<std::string, std::int64_t> epoch_of;  // alive agents
+  PlacementInput input;
+  for (const db::AgentRow& a : *agents) {
+    if (a.state != "alive") continue;
+    epoch_of[a.name] = a.epoch;
+    input.free_cpu_slots[a.name] = options_.max_cpu_jobs_per_agent;
+  }
+  scheduler::PoolCapacity capacity;  // every registered host, so a lost agent's jobs wait
+  std::map<std::string, int> host_index;
+  std::set<std::string> failed_hosts;
+  for (const db::ClusterHostRow& h : *hosts) {
+    if (h.health == "failed") failed_hosts.insert(h.name);
+    std::optional<scheduler::Generation> generation = scheduler::parse_generation(h.generation);
+    if (!generation) continue;
+    ++capacity.hosts[*generation];
+    ClusterHost host;
+    host.name = h.name;
+    host.agent = h.agent;
+    host.generation = *generation;
+    host.usable = h.agent_state == "alive" && h.health == "healthy";
+    host.core_job.assign(scheduler::facts(*generation).devices_per_host, 0);
+    host_index[h.name] = static_cast<int>(input.hosts.size());
+    input.hosts.push_back(std::move(host));
+  }
+  std::map<std::string, int> tenant_cores;
+  std::vector<WaitingJob> queue;
+  std::set<std::int64_t> unfinished_ids;
+  for (const db::JobRow& row : *unfinished) {
+    unfinished_ids.insert(row.id);
+    if (row.state != JobState::kQueued) {
+      // Running: its cores are taken.
+      const json allocation = parse_object(row.allocation_json);
+      if (allocation.value("accelerator", "") == "cpu") {
+        if (auto slot = input.free_cpu_slots.find(row.agent.value_or("")); slot != input.free_cpu_slots.end()) {
+          --slot->second;
+        }
+        continue;
+      }
+      const json slice_hosts = allocation.value("hosts", json::array());
+      if (std::any_of(slice_hosts.begin(), slice_hosts.end(),
+                      [&](const json& h) { return h.is_string() && failed_hosts.count(h.get<std::string>()); })) {
+        // DESIGN §4: a job whose host fails is retried from its checkpoint
+        // on healthy hosts, or ends UNAVAILABLE.
+        db::Status s = move_off(row, "A host of its slice failed; retrying on healthy hosts from its last checkpoint",
+                                "a host of the job's slice failed; check the slice's hosts (GET /v1/pool), or set "
+                                "max_retries so the job resumes on healthy hosts from its last checkpoint");
+        if (!s.ok()) return s;
+        continue;
+      }
+      for (const json& core : allocation.value("cores", json::array())) {
+        auto it = host_index.find(core.value("host", ""));
+        const int c = core.value("core", -1);
+        if (it == host_index.end()) continue;
+        ClusterHost& host = input.hosts[it->second];
+        if (c >= 0 && c < static_cast<int>(host.core_job.size())) host.core_job[c] = row.id;
+        ++tenant_cores[row.tenant];
+      }
+      continue;
+    }
+    if (row.cancel_requested) {
+      db::Transition t;
+      t.job_id = row.id;
+      t.from = {JobState::kQueued};
+      t.to = JobState::kCancelled;
+      t.reason = "Cancelled by request while queued";
+      t.error_json = json{{"type", "CANCELLED"}, {"message", "the job was cancelled before it started"}, {"hint", ""}}.dump();
+      t.set_finished_at = true;
+      if (auto moved = repo_.jobs.transition(t); !moved.ok()) return moved.error();
+      continue;
+    }
+    std::optional<scheduler::ResourceRequest> request = request_of(row, capacity);
+    if (!request) {
+      // No registered agent has hosts it could use (yet).
+      queue.push_back({row.id, row.tenant, {}, /*resolvable=*/false});
+      continue;
+    }
+    queue.push_back({row.id, row.tenant, *request});
+  }
+  for (auto it = requests_.begin(); it != requests_.end();) {
+    it = unfinished_ids.count(it->first) ? std::next(it) : requests_.erase(it);
+  }
+  for (const auto& [tenant, max_cores] : *quotas) input.quota_left[tenant] = max_cores - tenant_cores[tenant];
+
+  PlacementPass pass = place_jobs(input, queue);
+  std::set<std::string> woken;
+  for (const ClusterPlacement& p : pass.placed) {
+    json allocation;
+    if (!p.generation) {
+      allocation = {{"accelerator", "cpu"}, {"agent", p.agent}};
+    } else {
+      json host_names = json::array();
+      for (int h : p.hosts) host_names.push_back(input.hosts[h].name);
+      json cores = json::array();
+      for (const scheduler::CoreRef& c : p.cores) cores.push_back({{"host", input.hosts[c.host].name}, {"core", c.core}});
+      allocation = {{"generation", std::string(scheduler::facts(*p.generation).name)},
+                    {"accelerator_type", p.accelerator_type.empty() ? json(nullptr) : json(p.accelerator_type)},
+                    {"hosts", host_names},
+                    {"cores", cores},
+                    {"agent", p.agent}};
+    }
+    db::Transition t;
+    t.job_id = p.job;
+    t.from = {JobState::kQueued};
+    t.to = JobState::kStarting;
+    t.reason = p.generation ? "Placed on agent " + p.agent + ": " + std::to_string(p.cores.size()) + " cores on " +
+                                  std::to_string(p.hosts.size()) + " host(s)"
+                            : "Placed on agent " + p.agent + "'s CPU threads";
+    t.allocation_json = allocation.dump();
+    t.set_started_at = true;
+    t.clear_pending = true;
+    t.agent = p.agent;
+    t.placement_epoch = epoch_of.at(p.agent);
+    auto moved = repo_.jobs.transition(t);
+    if (!moved.ok()) return moved.error();
+    if (*moved) woken.insert(p.agent);
+  }
+  // Committed: now the agents may act.
+  for (const std::string& agent : woken) (void)cluster_.notify(db::kAgentChannel, agent);
+
+  // Only the reasons that changed since the last pass are written.
+  std::vector<std::pair<std::int64_t, std::optional<std::string>>> pending;
+  std::map<std::int64_t, std::string> written;
+  for (const WaitingReason& w : pass.waiting) {
+    json reason = {{"reason", std::string(scheduler::pending_reason_name(w.reason))},
+                   {"queue_position", w.queue_position}};
+    if (!w.detail.empty()) reason["detail"] = w.detail;
+    std::string text = reason.dump();
+    auto before = pending_written_.find(w.job);
+    if (before == pending_written_.end() || before->second != text) pending.emplace_back(w.job, text);
+    written.emplace(w.job, std::move(text));
+  }
+  db::Status stored = repo_.jobs.set_pending(pending);
+  pending_written_ = stored.ok() ? std::move(written) : std::map<std::int64_t, std::string>{};
+  return stored;
+}
+
+}  // namespace tpujobs::service

@@ -1,0 +1,88 @@
+// The scheduler leader (DESIGN §9): one replica at a time, elected through a
+// PostgreSQL advisory lock, turns the tables into placements. Each pass it
+//   - declares lost the agents silent for `agent_silence`, and requeues the
+//     jobs placed on an agent that is lost or rejoined since, or on a host an
+//     admin failed (from their last checkpoint while max_retries allows;
+//     else FAILED, UNAVAILABLE),
+//   - cancels the queued jobs whose cancel was requested,
+//   - places what fits (service/cluster_placement.h) by committing each job
+//     QUEUED -> STARTING with its agent and that agent's epoch, and only then
+//     wakes the agent (NOTIFY): an agent acts on committed placements only,
+//   - records why the others wait (jobs.pending).
+// It keeps no state between passes: a new leader starts from the tables.
+// Every replica runs one; the others wait for the lock, trying again every
+// poll interval, so a leader's death is taken over within one interval of
+// PostgreSQL seeing its session end.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "base/clock.h"
+#include "db/cluster_repository.h"
+#include "db/repositories.h"
+#include "scheduler/request.h"
+#include "scheduler/resolve.h"
+
+namespace tpujobs::service {
+
+struct SchedulerLeaderOptions {
+  std::string conninfo;  // for the leader lock and the LISTEN connection
+  std::string instance = "tpujobs";
+  std::chrono::milliseconds agent_silence{10000};
+  std::chrono::milliseconds poll_interval{500};
+  std::chrono::milliseconds min_pass_interval{20};  // passes at most this often
+  int max_cpu_jobs_per_agent = 2;
+  base::Clock* clock = &base::real_clock();  // must outlive the leader
+};
+
+class SchedulerLeader {
+ public:
+  // The pool must outlive the leader.
+  SchedulerLeader(db::ConnectionPool& pool, SchedulerLeaderOptions options);
+  ~SchedulerLeader();
+
+  void start();
+  // Gives up leadership (another replica takes over) and stops the thread.
+  void stop();
+  bool is_leader() const { return leader_; }
+
+  // One pass over the tables, as the leader makes it (for tests; the thread
+  // calls it while it holds the lock).
+  db::Status run_pass();
+
+ private:
+  void loop();
+  db::Status requeue_orphans();
+  // Takes a placed job off its agent: requeued (reason `retry_reason`) while
+  // max_retries allows, else FAILED, UNAVAILABLE with `hint`.
+  db::Status move_off(const db::JobRow& row, const std::string& retry_reason, const std::string& hint);
+  // The job's resource request, from its stored spec; nullopt when the
+  // pool's capacity cannot resolve it (no agent with such hosts yet).
+  std::optional<scheduler::ResourceRequest> request_of(const db::JobRow& row,
+                                                       const scheduler::PoolCapacity& capacity);
+
+  db::ConnectionPool& pool_;
+  db::Repositories repo_;
+  db::ClusterRepository cluster_;
+  SchedulerLeaderOptions options_;
+  db::LeaderLock lock_;
+  std::map<std::int64_t, scheduler::ResourceRequest> requests_;  // job -> request (the thread only)
+  std::map<std::int64_t, std::string> pending_written_;  // job -> jobs.pending as last written (the thread only)
+  // Since when this replica has led with the database answering (the thread only).
+  base::Clock::time_point reachable_since_{};
+
+  std::atomic<bool> leader_{false};
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;  // mutex_
+  std::thread thread_;
+};
+
+}  // namespace tpujobs::service

@@ -1,0 +1,196 @@
+// Agents, epochs, fencing, the leader lock and NOTIFY (DESIGN §9), against a
+// real server.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "db/cluster_repository.h"
+#include "db/migrate.h"
+#include "db/repositories.h"
+#include "db/test_cluster.h"
+
+namespace tpujobs::db {
+namespace {
+
+class ClusterRepositoryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto conninfo = testing::create_schema();
+    ASSERT_TRUE(conninfo.ok()) << conninfo.error().message;
+    conninfo_ = *conninfo;
+    auto pool = ConnectionPool::create(conninfo_, 3);
+    ASSERT_TRUE(pool.ok()) << pool.error().message;
+    pool_ = std::move(*pool);
+    ASSERT_TRUE(migrate(*pool_).ok());
+    repositories_ = std::make_unique<Repositories>(*pool_);
+    cluster_ = std::make_unique<ClusterRepository>(*pool_);
+    NewJob job;
+    job.tenant = "team-a";
+    job.spec_json = "{}";
+    auto inserted = repositories_->jobs.insert_jobs({job});
+    ASSERT_TRUE(inserted.ok()) << inserted.error().message;
+    job_ = (*inserted)[0].row.id;
+  }
+
+  // Places the job on `agent` under `epoch`, as the leader does.
+  bool place(const std::string& agent, std::int64_t epoch, JobState from = JobState::kQueued) {
+    Transition t;
+    t.job_id = job_;
+    t.from = {from};
+    t.to = JobState::kStarting;
+    t.reason = "placed";
+    t.agent = agent;
+    t.placement_epoch = epoch;
+    auto moved = repositories_->jobs.transition(t);
+    return moved.ok() && *moved;
+  }
+
+  bool requeue(std::int64_t epoch) {
+    Transition t;
+    t.job_id = job_;
+    t.from = {JobState::kStarting, JobState::kRunning};
+    t.to = JobState::kQueued;
+    t.reason = "agent lost";
+    t.require_epoch = epoch;
+    t.clear_placement = true;
+    auto moved = repositories_->jobs.transition(t);
+    return moved.ok() && *moved;
+  }
+
+  std::string logs() {
+    auto lines = repositories_->outputs.list_logs(job_, 0, 100);
+    EXPECT_TRUE(lines.ok());
+    std::string out;
+    for (const LogLine& l : *lines) out += std::to_string(l.seq) + ":" + l.line + " ";
+    return out;
+  }
+
+  std::string conninfo_;
+  std::unique_ptr<ConnectionPool> pool_;
+  std::unique_ptr<Repositories> repositories_;
+  std::unique_ptr<ClusterRepository> cluster_;
+  std::int64_t job_ = 0;
+};
+
+TEST_F(ClusterRepositoryTest, RejoiningAgentGetsANewEpochAndTheOldOneStopsHeartbeating) {
+  auto first = cluster_->register_agent("a", {{"a-h0", "v3"}, {"a-h1", "v3"}}, 1);
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  auto beat = cluster_->heartbeat("a", *first);
+  ASSERT_TRUE(beat.ok());
+  EXPECT_TRUE(*beat);
+  auto second = cluster_->register_agent("a", {{"a-h0", "v3"}}, 2);
+  ASSERT_TRUE(second.ok());
+  EXPECT_GT(*second, *first);
+  EXPECT_FALSE(*cluster_->heartbeat("a", *first));  // the old life must stop
+  EXPECT_TRUE(*cluster_->heartbeat("a", *second));
+  auto hosts = cluster_->list_hosts();
+  ASSERT_TRUE(hosts.ok());
+  ASSERT_EQ(1u, hosts->size());
+  EXPECT_EQ("a-h0", (*hosts)[0].name);
+  EXPECT_EQ("alive", (*hosts)[0].agent_state);
+}
+
+TEST_F(ClusterRepositoryTest, AHostOfAnAliveAgentCannotBeClaimedByAnother) {
+  ASSERT_TRUE(cluster_->register_agent("a", {{"shared-h0", "v3"}}, 1).ok());
+  auto clash = cluster_->register_agent("b", {{"shared-h0", "v3"}}, 1);
+  ASSERT_FALSE(clash.ok());
+  EXPECT_EQ(ErrorCode::kConflict, clash.code());
+}
+
+TEST_F(ClusterRepositoryTest, SilentAgentIsMarkedLostAndItsJobsAreOrphans) {
+  auto epoch = cluster_->register_agent("a", {{"a-h0", "v3"}}, 1);
+  ASSERT_TRUE(epoch.ok());
+  ASSERT_TRUE(place("a", *epoch));
+  auto orphans = repositories_->jobs.orphaned_jobs();
+  ASSERT_TRUE(orphans.ok());
+  EXPECT_TRUE(orphans->empty());
+  auto none = cluster_->mark_lost(std::chrono::seconds(60));
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+  auto lost = cluster_->mark_lost(std::chrono::milliseconds(0));
+  ASSERT_TRUE(lost.ok());
+  ASSERT_EQ(std::vector<std::string>{"a"}, *lost);
+  EXPECT_FALSE(*cluster_->heartbeat("a", *epoch));
+  orphans = repositories_->jobs.orphaned_jobs();
+  ASSERT_TRUE(orphans.ok());
+  ASSERT_EQ(1u, orphans->size());
+  EXPECT_EQ(job_, (*orphans)[0].id);
+  EXPECT_EQ(*epoch, (*orphans)[0].placement_epoch.value_or(0));
+}
+
+TEST_F(ClusterRepositoryTest, WritesOfAStaleEpochDoNotLand) {
+  auto a = cluster_->register_agent("a", {{"a-h0", "v3"}}, 1);
+  auto b = cluster_->register_agent("b", {{"b-h0", "v3"}}, 1);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(place("a", *a));
+  JobOutputRepository& outputs = repositories_->outputs;
+  ASSERT_TRUE(outputs.append_logs({{job_, 1, {}, "a: step 1", *a}}).ok());
+  ASSERT_TRUE(outputs.save_checkpoint(job_, 10, 0, "ckpt-a", *a).ok());
+  // The leader moves the job to b; a, paused meanwhile, writes on.
+  ASSERT_TRUE(requeue(*a));
+  ASSERT_TRUE(place("b", *b));
+  ASSERT_TRUE(outputs.append_logs({{job_, 2, {}, "a: stale", *a}, {job_, 2, {}, "b: resumed", *b}}).ok());
+  ASSERT_TRUE(outputs.append_metrics({{job_, 1, 20, 0, {}, R"({"loss": 9})", *a}}).ok());
+  EXPECT_EQ(ErrorCode::kConflict, outputs.save_checkpoint(job_, 20, 0, "ckpt-stale", *a).code());
+  EXPECT_FALSE(repositories_->jobs.update_progress(job_, R"({"step": 99})", std::nullopt, *a).ok());
+  EXPECT_EQ("1:a: step 1 2:b: resumed ", logs());
+  auto metrics = outputs.list_metrics(job_, 0, 10);
+  ASSERT_TRUE(metrics.ok());
+  EXPECT_TRUE(metrics->empty());
+  auto checkpoint = outputs.latest_checkpoint(job_);
+  ASSERT_TRUE(checkpoint.ok() && *checkpoint);
+  EXPECT_EQ("ckpt-a", (*checkpoint)->bytes);
+  // A transition of the stale agent is refused; b's is applied.
+  Transition stale;
+  stale.job_id = job_;
+  stale.from = {JobState::kStarting};
+  stale.to = JobState::kSucceeded;
+  stale.require_epoch = *a;
+  EXPECT_FALSE(*repositories_->jobs.transition(stale));
+  Transition running = stale;
+  running.to = JobState::kRunning;
+  running.require_epoch = *b;
+  EXPECT_TRUE(*repositories_->jobs.transition(running));
+  ASSERT_TRUE(repositories_->jobs.update_progress(job_, R"({"step": 21})", std::nullopt, *b).ok());
+}
+
+TEST_F(ClusterRepositoryTest, OneLeaderAtATimeAndTheLockFreesWhenItsSessionEnds) {
+  LeaderLock first(conninfo_);
+  LeaderLock second(conninfo_);
+  ASSERT_TRUE(first.hold());
+  EXPECT_TRUE(first.hold());  // still held
+  EXPECT_FALSE(second.hold());
+  first.release();
+  // The server frees the lock when the session's end reaches it.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  bool taken = false;
+  while (!taken && std::chrono::steady_clock::now() < deadline) {
+    taken = second.hold();
+    if (!taken) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(taken);
+  EXPECT_FALSE(first.hold());
+}
+
+TEST_F(ClusterRepositoryTest, NotifyWakesAListener) {
+  auto listener = Connection::open(conninfo_);
+  ASSERT_TRUE(listener.ok());
+  ASSERT_TRUE((*listener)->execute_script(std::string("LISTEN ") + kAgentChannel).ok());
+  auto nothing = (*listener)->wait_notifications(std::chrono::milliseconds(10));
+  ASSERT_TRUE(nothing.ok());
+  EXPECT_TRUE(nothing->empty());
+  ASSERT_TRUE(cluster_->notify(kAgentChannel, "agent-b").ok());
+  std::vector<Notification> got;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (got.empty() && std::chrono::steady_clock::now() < deadline) {
+    auto some = (*listener)->wait_notifications(std::chrono::milliseconds(500));
+    ASSERT_TRUE(some.ok());
+    got = *some;
+  }
+  ASSERT_EQ(1u, got.size());
+  EXPECT_EQ(kAgentChannel, got[0].channel);
+  EXPECT_EQ("agent-b", got[0].payload);
+}
+
+}  // namespace
+}  // namespace tpujobs::db

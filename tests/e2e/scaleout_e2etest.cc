@@ -1,0 +1,399 @@
+// Past one machine (DESIGN §9), with real processes on one PostgreSQL server
+// the test starts: two `tpujobs serve --pool none` replicas and two
+// `tpujobs agent`s. Jobs are sized by steps and the test waits on states and
+// steps; the 1 s and 10 s figures are the deadlines being checked, measured.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "db/embedded_postgres.h"
+#include "db/test_cluster.h"
+#include "service_process.h"
+#include "training_jobs.h"
+
+namespace tpujobs::testing {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The cluster's PostgreSQL, owned by the test; removed at the end.
+class ClusterDatabase {
+ public:
+  ClusterDatabase() : directory_(db::testing::make_temp_dir("tpujobs-scaleout-")) {
+    db::EmbeddedPostgres::Options options;
+    options.state_dir = directory_;
+    options.sync_initdb = false;
+    auto started = db::EmbeddedPostgres::start(options);
+    if (started.ok()) postgres_ = std::move(*started);
+    else error_ = started.error().message;
+  }
+  ~ClusterDatabase() {
+    postgres_.reset();
+    std::error_code ignored;
+    std::filesystem::remove_all(directory_, ignored);
+  }
+  const std::string& error() const { return error_; }
+  std::string url() const { return postgres_->conninfo(); }
+
+ private:
+  std::filesystem::path directory_;
+  std::unique_ptr<db::EmbeddedPostgres> postgres_;
+  std::string error_;
+};
+
+class ScaleOut : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_EQ(database_.error(), ""); }
+
+  std::unique_ptr<ServiceProcess> start_replica(const std::string& name) {
+    ServiceProcess::Options options;
+    options.pool = "none";
+    options.extra_args = {"--database-url", database_.url(), "--name", name};
+    auto replica = std::make_unique<ServiceProcess>(options);
+    EXPECT_EQ(replica->start(), "");
+    return replica;
+  }
+
+  std::unique_ptr<ServiceProcess> start_agent(const std::string& name, const std::string& pool = "v3-8") {
+    ServiceProcess::Options options;
+    options.command = "agent";
+    options.extra_args = {"--database-url", database_.url(), "--pool", pool, "--name", name, "--workers", "1"};
+    auto agent = std::make_unique<ServiceProcess>(options);
+    EXPECT_EQ(agent->start(), "");
+    return agent;
+  }
+
+  static std::int64_t submit(const ServiceProcess& replica, const json& spec) {
+    HttpResponse r = replica.post("/v1/jobs", spec.dump());
+    EXPECT_EQ(r.status, 201) << r.body;
+    return r.status == 201 ? r.json()["id"].get<std::int64_t>() : 0;
+  }
+
+  static json job(const ServiceProcess& replica, std::int64_t id) {
+    return replica.get("/v1/jobs/" + std::to_string(id)).json();
+  }
+
+  // Polls until `done(job)` or the timeout; returns the last view.
+  template <class Done>
+  static json wait_until(const ServiceProcess& replica, std::int64_t id, Done done,
+                         std::chrono::seconds timeout = std::chrono::seconds(120)) {
+    const auto deadline = Clock::now() + timeout;
+    json view;
+    while (Clock::now() < deadline) {
+      view = job(replica, id);
+      if (view.is_object() && done(view)) return view;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return view;
+  }
+
+  static std::string agent_of(const json& view) {
+    return view["allocation"].is_object() ? view["allocation"].value("agent", "") : "";
+  }
+
+  // How many times the job went to RUNNING.
+  static int runs(const ServiceProcess& replica, std::int64_t id) {
+    int n = 0;
+    const json events = replica.get("/v1/jobs/" + std::to_string(id) + "/events").json();
+    for (const json& e : events["events"]) {
+      n += e["to"] == "RUNNING" ? 1 : 0;
+    }
+    return n;
+  }
+
+  // A job long enough to be caught running: `epochs` of 25 steps on one
+  // core through a wide hidden layer, logging and checkpointing every 25
+  // steps.
+  static json long_job(const std::string& name, int epochs, int seed = 7) {
+    BlobsJob spec;
+    spec.name = name;
+    spec.seed = seed;
+    spec.epochs = epochs;
+    spec.samples = 1000;
+    spec.hidden = 1024;
+    spec.log_every_n_steps = 25;
+    spec.checkpoint_every_n_steps = 25;
+    json j = blobs_job_spec(spec);
+    j["max_retries"] = 2;
+    return j;
+  }
+  static constexpr int kEpochs = 160;  // 4,000 steps
+  static constexpr int kSteps = kEpochs * 25;
+
+  ClusterDatabase database_;
+};
+
+TEST_F(ScaleOut, FortyJobsThroughTwoReplicasOnTwoAgentsEachRunOnce) {
+  auto replica_a = start_replica("replica-a");
+  auto replica_b = start_replica("replica-b");
+  auto agent_1 = start_agent("agent-1");
+  auto agent_2 = start_agent("agent-2");
+  ASSERT_TRUE(replica_a->alive() && replica_b->alive() && agent_1->alive() && agent_2->alive());
+
+  // Sampled throughout: no view shows more cores in use than exist, no core
+  // is held by two jobs, and the two replicas agree whenever the pool did
+  // not change between the samples.
+  std::atomic<bool> stop{false};
+  std::atomic<int> samples{0}, compared{0}, disagreements{0}, overcommitted{0};
+  std::thread sampler([&] {
+    auto cores_of = [](const json& pool) {
+      std::map<std::string, json> cores;
+      for (const json& h : pool["hosts"]) cores[h["name"].get<std::string>()] = h["cores"];
+      return cores;
+    };
+    while (!stop) {
+      const json a1 = replica_a->get("/v1/pool").json();
+      const json b = replica_b->get("/v1/pool").json();
+      const json a2 = replica_a->get("/v1/pool").json();
+      ++samples;
+      for (const json* view : {&a1, &b}) {
+        if (!view->contains("used_cores")) continue;
+        if ((*view)["used_cores"].get<int>() > (*view)["total_cores"].get<int>()) ++overcommitted;
+      }
+      if (cores_of(a1) == cores_of(a2)) {
+        ++compared;
+        if (cores_of(a1) != cores_of(b)) ++disagreements;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+
+  std::vector<std::int64_t> ids;
+  for (int i = 0; i < 40; ++i) {
+    BlobsJob spec;
+    spec.name = "batch-" + std::to_string(i);
+    spec.seed = i;
+    spec.samples = 320;  // 8 steps
+    spec.log_every_n_steps = 2;
+    const ServiceProcess& through = i % 2 == 0 ? *replica_a : *replica_b;
+    ids.push_back(submit(through, blobs_job_spec(spec)));
+  }
+  std::set<std::string> agents_used;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const ServiceProcess& other = i % 2 == 0 ? *replica_b : *replica_a;
+    const json done = other.wait_terminal(ids[i]);
+    ASSERT_EQ(done["state"], "SUCCEEDED") << done.dump() << replica_a->log() << agent_1->log();
+    EXPECT_EQ(done["attempt"], 0);
+    EXPECT_EQ(runs(other, ids[i]), 1) << "job " << ids[i] << " ran more than once";
+    expect_contiguous_logs(other, ids[i]);
+    agents_used.insert(agent_of(done));
+  }
+  stop = true;
+  sampler.join();
+  EXPECT_EQ(agents_used, (std::set<std::string>{"agent-1", "agent-2"}));
+  EXPECT_EQ(overcommitted, 0);
+  EXPECT_EQ(disagreements, 0) << "of " << compared << " stable samples";
+  EXPECT_GT(compared, 0);
+  const json pool = replica_b->get("/v1/pool").json();
+  ASSERT_EQ(pool["agents"].size(), 2u) << pool.dump();
+  for (const json& agent : pool["agents"]) {
+    EXPECT_EQ(agent["state"], "alive");
+    EXPECT_TRUE(agent["running_jobs"].empty());
+  }
+  for (const json& host : pool["hosts"]) EXPECT_FALSE(host["agent"].get<std::string>().empty());
+  EXPECT_EQ(pool["total_cores"], 16);
+  EXPECT_EQ(pool["used_cores"], 0);
+  // `tpujobs pool` shows each agent, its state and its hosts.
+  const std::string command = std::string(TPUJOBS_BINARY) + " pool --server http://127.0.0.1:" +
+                              std::to_string(replica_a->port()) + " 2>&1";
+  std::string printed;
+  if (FILE* pipe = popen(command.c_str(), "r")) {
+    char buffer[4096];
+    while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) printed.append(buffer, n);
+    pclose(pipe);
+  }
+  EXPECT_NE(printed.find("AGENT"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("agent-1-h0"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("alive"), std::string::npos) << printed;
+  std::printf("40 jobs succeeded on %zu agents; %d pool samples, %d compared\n", agents_used.size(), samples.load(),
+              compared.load());
+}
+
+TEST_F(ScaleOut, FailingAHostMovesItsJobToAHealthyHostOfAnotherAgent) {
+  auto replica_a = start_replica("replica-a");
+  auto agent_1 = start_agent("agent-1", "v3-8");
+  const std::int64_t id = submit(*replica_a, long_job("on-a-failing-host", kEpochs));
+  const json running = wait_for_step(*replica_a, id, 100);
+  ASSERT_EQ(agent_of(running), "agent-1") << running.dump();
+  auto agent_2 = start_agent("agent-2", "v3-8");
+  HttpResponse failed = replica_a->post("/v1/pool/hosts/agent-1-h0:fail");
+  ASSERT_EQ(failed.status, 200) << failed.body;
+  EXPECT_EQ(failed.json()["affected_jobs"], json::array({id}));
+  const json done = replica_a->wait_terminal(id);
+  EXPECT_EQ(done["state"], "SUCCEEDED") << done.dump();
+  EXPECT_EQ(agent_of(done), "agent-2");
+  EXPECT_EQ(done["attempt"], 1);
+  EXPECT_GT(resumed_from_step(*replica_a, id), 0);
+  expect_contiguous_logs(*replica_a, id);
+  const json pool = replica_a->get("/v1/pool").json();
+  for (const json& host : pool["hosts"]) {
+    if (host["name"] == "agent-1-h0") {
+      EXPECT_EQ(host["health"], "failed");
+    }
+  }
+}
+
+TEST_F(ScaleOut, ASliceWiderThanAnyOneAgentWaitsAndSaysWhy) {
+  auto replica_a = start_replica("replica-a");
+  // Two hosts each: four in the pool, but a v3-32 needs four on one agent.
+  auto agent_1 = start_agent("agent-1", "v3-8,v3-8");
+  auto agent_2 = start_agent("agent-2", "v3-8,v3-8");
+  json spec = long_job("four-host-slice", 1);
+  spec["trainer"]["devices"] = 8;
+  spec["trainer"]["num_nodes"] = 4;
+  const std::int64_t id = submit(*replica_a, spec);
+  const json waiting = wait_until(*replica_a, id, [](const json& j) { return j.contains("pending_detail"); },
+                                  std::chrono::seconds(30));
+  EXPECT_EQ(waiting["state"], "QUEUED") << waiting.dump();
+  EXPECT_EQ(waiting["pending_reason"], "Resources");
+  EXPECT_NE(waiting.value("pending_detail", "").find("only on the hosts of one agent"), std::string::npos)
+      << waiting.dump();
+}
+
+TEST_F(ScaleOut, CancelThroughTheOtherReplicaStopsARunningJobWithinASecond) {
+  auto replica_a = start_replica("replica-a");
+  auto replica_b = start_replica("replica-b");
+  auto agent_1 = start_agent("agent-1");
+  const std::int64_t id = submit(*replica_a, long_job("cancel-me", 100000));
+  const json running = wait_for_step(*replica_b, id, 50);
+  ASSERT_EQ(running["state"], "RUNNING") << running.dump();
+  const auto asked = Clock::now();
+  HttpResponse cancel = replica_b->post("/v1/jobs/" + std::to_string(id) + "/cancel");
+  ASSERT_EQ(cancel.status, 202) << cancel.body;
+  const json done = wait_until(*replica_a, id, [](const json& j) { return j["state"] != "RUNNING"; });
+  const double took = seconds_since(asked);
+  EXPECT_EQ(done["state"], "CANCELLED") << done.dump();
+  EXPECT_LT(took, 1.0) << "the cancel took " << took << " s";
+  RecordProperty("cancel_seconds", std::to_string(took));
+  std::printf("cancel through the other replica: CANCELLED after %.3f s\n", took);
+}
+
+TEST_F(ScaleOut, LogsFollowedThroughTheOtherReplicaArriveInOrderToTheEnd) {
+  auto replica_a = start_replica("replica-a");
+  auto replica_b = start_replica("replica-b");
+  auto agent_1 = start_agent("agent-1");
+  const std::int64_t id = submit(*replica_a, long_job("followed", 40));
+  std::vector<std::int64_t> seqs;
+  std::string end;
+  const int status = read_event_stream(
+      replica_b->port(), "/v1/jobs/" + std::to_string(id) + "/logs",
+      [&](const std::string& event, const std::string& data) {
+        const json body = json::parse(data, nullptr, false);
+        if (event == "log") seqs.push_back(body["seq"].get<std::int64_t>());
+        if (event == "end") end = body.value("state", "");
+        return event != "end";
+      },
+      std::chrono::seconds(120));
+  EXPECT_EQ(status, 200);
+  EXPECT_EQ(end, "SUCCEEDED");
+  ASSERT_FALSE(seqs.empty());
+  for (std::size_t i = 0; i < seqs.size(); ++i) ASSERT_EQ(seqs[i], static_cast<std::int64_t>(i) + 1);
+  EXPECT_EQ(static_cast<std::int64_t>(seqs.size()), expect_contiguous_logs(*replica_a, id));
+}
+
+TEST_F(ScaleOut, KillNineOfAnAgentMidRunFinishesItsJobsOnTheOtherFromCheckpoints) {
+  auto replica_a = start_replica("replica-a");
+  auto replica_b = start_replica("replica-b");
+  // The reference: the same spec, uninterrupted.
+  auto agent_1 = start_agent("agent-1");
+  const std::int64_t reference = submit(*replica_a, long_job("reference", kEpochs));
+  const json reference_done = replica_a->wait_terminal(reference);
+  ASSERT_EQ(reference_done["state"], "SUCCEEDED") << reference_done.dump();
+
+  const std::int64_t id = submit(*replica_b, long_job("interrupted", kEpochs));
+  const json running = wait_for_step(*replica_a, id, 100);
+  ASSERT_EQ(running["state"], "RUNNING") << running.dump();
+  ASSERT_EQ(agent_of(running), "agent-1");
+  auto agent_2 = start_agent("agent-2");
+  agent_1->kill9();
+
+  const json done = replica_b->wait_terminal(id, std::chrono::seconds(180));
+  ASSERT_EQ(done["state"], "SUCCEEDED") << done.dump() << replica_a->log() << replica_b->log() << agent_2->log();
+  EXPECT_EQ(agent_of(done), "agent-2");
+  EXPECT_EQ(done["attempt"], 1);
+  EXPECT_GT(resumed_from_step(*replica_a, id), 0) << "it did not resume from a checkpoint";
+  expect_contiguous_logs(*replica_a, id);
+  const std::vector<std::string> metrics = expect_gapless_metrics(*replica_a, id, 25, kEpochs, kSteps);
+  EXPECT_EQ(first_difference(metrics, expect_gapless_metrics(*replica_a, reference, 25, kEpochs, kSteps)), "");
+  EXPECT_EQ(done["result"]["parameters_digest"], reference_done["result"]["parameters_digest"]);
+  const json pool = replica_a->get("/v1/pool").json();
+  for (const json& agent : pool["agents"]) {
+    if (agent["name"] == "agent-1") {
+      EXPECT_EQ(agent["state"], "lost");
+    }
+  }
+}
+
+TEST_F(ScaleOut, KillNineOfTheLeaderReplicaTheOtherPlacesWithinTenSeconds) {
+  auto replica_a = start_replica("replica-a");
+  auto replica_b = start_replica("replica-b");
+  auto agent_1 = start_agent("agent-1");
+  // The first job proves a leader exists; its log names it.
+  BlobsJob small;
+  small.name = "before";
+  small.samples = 320;
+  ASSERT_EQ(replica_a->wait_terminal(submit(*replica_a, blobs_job_spec(small)))["state"], "SUCCEEDED");
+  const bool a_leads = replica_a->log().find("scheduler leader now") != std::string::npos;
+  const bool b_leads = replica_b->log().find("scheduler leader now") != std::string::npos;
+  ASSERT_NE(a_leads, b_leads) << "exactly one replica must lead";
+  ServiceProcess& leader = a_leads ? *replica_a : *replica_b;
+  ServiceProcess& survivor = a_leads ? *replica_b : *replica_a;
+  leader.kill9();
+  const auto killed = Clock::now();
+  small.name = "after";
+  const std::int64_t id = submit(survivor, blobs_job_spec(small));
+  const json placed = wait_until(survivor, id, [](const json& j) { return j["state"] != "QUEUED"; },
+                                 std::chrono::seconds(30));
+  const double took = seconds_since(killed);
+  EXPECT_NE(placed["state"], "QUEUED") << placed.dump();
+  EXPECT_LT(took, 10.0);
+  EXPECT_EQ(survivor.wait_terminal(id)["state"], "SUCCEEDED");
+  RecordProperty("failover_seconds", std::to_string(took));
+  std::printf("leader killed: the other replica placed a new job after %.3f s\n", took);
+}
+
+TEST_F(ScaleOut, AnAgentPausedPastItsLeaseWritesNothingAfterItsJobMovedAndStopsItsCopy) {
+  auto replica_a = start_replica("replica-a");
+  auto agent_1 = start_agent("agent-1");
+  const std::int64_t reference = submit(*replica_a, long_job("reference", kEpochs, 11));
+  const json reference_done = replica_a->wait_terminal(reference);
+  ASSERT_EQ(reference_done["state"], "SUCCEEDED");
+
+  const std::int64_t id = submit(*replica_a, long_job("paused", kEpochs, 11));
+  const json running = wait_for_step(*replica_a, id, 100);
+  ASSERT_EQ(agent_of(running), "agent-1") << running.dump();
+  auto agent_2 = start_agent("agent-2");
+  agent_1->pause();
+  // Declared lost after its silence; the job moves to agent-2.
+  const json moved = wait_until(*replica_a, id, [](const json& j) {
+    return j["state"] == "RUNNING" && j["allocation"].is_object() && j["allocation"]["agent"] == "agent-2";
+  });
+  ASSERT_EQ(agent_of(moved), "agent-2") << moved.dump();
+  agent_1->resume();
+  const json done = replica_a->wait_terminal(id);
+  ASSERT_EQ(done["state"], "SUCCEEDED") << done.dump();
+  // Stale lines or points from agent-1 would break the numbering or repeat
+  // a step; stale parameters would change the digest.
+  expect_contiguous_logs(*replica_a, id);
+  const std::vector<std::string> metrics = expect_gapless_metrics(*replica_a, id, 25, kEpochs, kSteps);
+  EXPECT_EQ(first_difference(metrics, expect_gapless_metrics(*replica_a, reference, 25, kEpochs, kSteps)), "");
+  EXPECT_EQ(done["result"]["parameters_digest"], reference_done["result"]["parameters_digest"]);
+  // agent-1 found out, stopped its copy and rejoined under a new epoch.
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (Clock::now() < deadline && agent_1->log().find("rejoined") == std::string::npos) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_NE(agent_1->log().find("declared lost"), std::string::npos) << agent_1->log();
+  EXPECT_NE(agent_1->log().find("rejoined"), std::string::npos) << agent_1->log();
+}
+
+}  // namespace
+}  // namespace tpujobs::testing

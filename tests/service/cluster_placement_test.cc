@@ -1,0 +1,109 @@
+// The scheduler leader's placement over the agents' hosts (DESIGN §9).
+#include "service/cluster_placement.h"
+
+#include <gtest/gtest.h>
+
+namespace tpujobs::service {
+namespace {
+
+using scheduler::RequestKind;
+
+ClusterHost host(const std::string& agent, int index, bool usable = true) {
+  ClusterHost h;
+  h.name = agent + "-h" + std::to_string(index);
+  h.agent = agent;
+  h.usable = usable;
+  h.core_job.assign(8, 0);
+  return h;
+}
+
+scheduler::ResourceRequest single_core() {
+  scheduler::ResourceRequest r;
+  r.kind = RequestKind::kSingleCore;
+  r.devices_per_host = 1;
+  r.hosts = 1;
+  return r;
+}
+
+scheduler::ResourceRequest slice(int hosts) {
+  scheduler::ResourceRequest r;
+  r.kind = RequestKind::kSlice;
+  r.generation = scheduler::Generation::kV3;
+  r.devices_per_host = 8;
+  r.hosts = hosts;
+  r.accelerator_type = "v3-" + std::to_string(8 * hosts);
+  return r;
+}
+
+// "job@agent:host,host" for each placement, then "job:Reason" for each wait.
+std::string describe(const PlacementInput& input, const PlacementPass& pass) {
+  std::string out;
+  for (const ClusterPlacement& p : pass.placed) {
+    out += std::to_string(p.job) + "@" + p.agent + ":";
+    for (int h : p.hosts) out += input.hosts[h].name + ",";
+    out += " ";
+  }
+  for (const WaitingReason& w : pass.waiting) {
+    out += std::to_string(w.job) + ":" + std::string(scheduler::pending_reason_name(w.reason)) + "#" +
+           std::to_string(w.queue_position) + " ";
+  }
+  return out;
+}
+
+TEST(ClusterPlacementTest, SliceGoesOnTheHostsOfOneAgentOnly) {
+  PlacementInput input;
+  input.hosts = {host("a", 0), host("a", 1), host("b", 0), host("b", 1)};
+  input.hosts[1].core_job[3] = 99;  // a-h1 is partly busy: a cannot take a 2-host slice
+  const PlacementPass pass = place_jobs(input, {{1, "t", slice(2)}, {2, "t", slice(2)}});
+  EXPECT_EQ("1@b:b-h0,b-h1, 2:Resources#1 ", describe(input, pass));
+  EXPECT_EQ(1, input.hosts[2].core_job[0]);
+}
+
+TEST(ClusterPlacementTest, ASliceThatOnlyFitsAcrossAgentsSaysSo) {
+  PlacementInput input;
+  input.hosts = {host("a", 0), host("b", 0)};
+  const PlacementPass pass = place_jobs(input, {{7, "t", slice(2)}});
+  ASSERT_EQ(1u, pass.waiting.size());
+  EXPECT_EQ(scheduler::PendingReason::kResources, pass.waiting[0].reason);
+  EXPECT_NE(std::string::npos, pass.waiting[0].detail.find("only on the hosts of one agent"));
+}
+
+TEST(ClusterPlacementTest, HostsOfALostAgentAreNotUsed) {
+  PlacementInput input;
+  input.hosts = {host("a", 0, /*usable=*/false)};
+  const PlacementPass pass = place_jobs(input, {{1, "t", single_core()}});
+  EXPECT_EQ("1:HostUnhealthy#1 ", describe(input, pass));
+  input.hosts.push_back(host("b", 0));
+  EXPECT_EQ("1@b:b-h0, ", describe(input, place_jobs(input, {{1, "t", single_core()}})));
+}
+
+TEST(ClusterPlacementTest, SingleCoresFillAHostBeforeTheNextAndNeverOverlap) {
+  PlacementInput input;
+  input.hosts = {host("a", 0)};
+  std::vector<WaitingJob> queue;
+  for (int i = 1; i <= 9; ++i) queue.push_back({i, "t", single_core()});
+  const PlacementPass pass = place_jobs(input, queue);
+  ASSERT_EQ(8u, pass.placed.size());
+  for (int c = 0; c < 8; ++c) EXPECT_EQ(c + 1, input.hosts[0].core_job[c]);
+  EXPECT_EQ("9:Resources#1 ", describe(input, PlacementPass{{}, pass.waiting}));
+}
+
+TEST(ClusterPlacementTest, CpuJobsGoToTheEmptiestAliveAgent) {
+  PlacementInput input;
+  input.free_cpu_slots = {{"a", 1}, {"b", 2}};
+  scheduler::ResourceRequest cpu;  // kCpu by default
+  const PlacementPass pass = place_jobs(input, {{1, "t", cpu}, {2, "t", cpu}, {3, "t", cpu}, {4, "t", cpu}});
+  EXPECT_EQ("1@b: 2@a: 3@b: 4:Resources#1 ", describe(input, pass));
+}
+
+TEST(ClusterPlacementTest, QuotaHoldsATenantBack) {
+  PlacementInput input;
+  input.hosts = {host("a", 0)};
+  input.quota_left = {{"capped", 1}};
+  const PlacementPass pass =
+      place_jobs(input, {{1, "capped", single_core()}, {2, "capped", single_core()}, {3, "free", single_core()}});
+  EXPECT_EQ("1@a:a-h0, 3@a:a-h0, 2:Quota#1 ", describe(input, pass));
+}
+
+}  // namespace
+}  // namespace tpujobs::service

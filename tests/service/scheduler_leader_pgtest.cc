@@ -1,0 +1,112 @@
+// The scheduler leader's passes over real tables (DESIGN §9): placements
+// carry the agent's epoch, a lost agent's jobs are requeued or fail, and
+// a cancel of a queued job is honoured.
+#include "service/scheduler_leader.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "db/migrate.h"
+#include "db/test_cluster.h"
+
+namespace tpujobs::service {
+namespace {
+
+using nlohmann::json;
+
+class SchedulerLeaderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto conninfo = db::testing::create_schema();
+    ASSERT_TRUE(conninfo.ok()) << conninfo.error().message;
+    auto pool = db::ConnectionPool::create(*conninfo, 3);
+    ASSERT_TRUE(pool.ok());
+    pool_ = std::move(*pool);
+    ASSERT_TRUE(db::migrate(*pool_).ok());
+    repo_ = std::make_unique<db::Repositories>(*pool_);
+    cluster_ = std::make_unique<db::ClusterRepository>(*pool_);
+    SchedulerLeaderOptions options;
+    options.conninfo = *conninfo;
+    options.agent_silence = std::chrono::seconds(60);
+    leader_ = std::make_unique<SchedulerLeader>(*pool_, options);
+    options.agent_silence = std::chrono::milliseconds(0);  // every agent is silent too long
+    impatient_ = std::make_unique<SchedulerLeader>(*pool_, options);
+  }
+
+  std::int64_t submit(int devices, int max_retries = 0) {
+    const json spec = {{"name", "j"},
+                       {"max_retries", max_retries},
+                       {"trainer", {{"devices", devices}, {"max_epochs", 1}}},
+                       {"model", {{"layers", json::array({{{"type", "linear"}, {"out", 3}}})}}},
+                       {"data", {{"dataset", "iris"}}}};
+    db::NewJob job;
+    job.tenant = "t";
+    job.spec_json = spec.dump();
+    auto inserted = repo_->jobs.insert_jobs({job});
+    EXPECT_TRUE(inserted.ok());
+    return (*inserted)[0].row.id;
+  }
+
+  db::JobRow row(std::int64_t id) { return **repo_->jobs.get_job(id); }
+
+  std::unique_ptr<db::ConnectionPool> pool_;
+  std::unique_ptr<db::Repositories> repo_;
+  std::unique_ptr<db::ClusterRepository> cluster_;
+  std::unique_ptr<SchedulerLeader> leader_;
+  std::unique_ptr<SchedulerLeader> impatient_;
+};
+
+TEST_F(SchedulerLeaderTest, PlacesUnderTheAgentsEpochAndRequeuesWhenTheAgentIsLost) {
+  auto epoch = cluster_->register_agent("a", {{"a-h0", "v3"}}, 1);
+  ASSERT_TRUE(epoch.ok());
+  const std::int64_t whole_host = submit(8, /*max_retries=*/1);
+  const std::int64_t single = submit(1);  // no core left: waits
+  ASSERT_TRUE(leader_->run_pass().ok());
+  db::JobRow placed = row(whole_host);
+  EXPECT_EQ(db::JobState::kStarting, placed.state);
+  EXPECT_EQ("a", placed.agent.value_or(""));
+  EXPECT_EQ(*epoch, placed.placement_epoch.value_or(0));
+  EXPECT_EQ("a", json::parse(placed.allocation_json.value_or("{}")).value("agent", ""));
+  db::JobRow waiting = row(single);
+  EXPECT_EQ(db::JobState::kQueued, waiting.state);
+  EXPECT_EQ("Resources", json::parse(waiting.pending_json.value_or("{}")).value("reason", ""));
+
+  // The agent falls silent: the next pass requeues its job (a retry left)
+  // and the waiting one still waits, now for a lost agent's host.
+  ASSERT_TRUE(impatient_->run_pass().ok());
+  db::JobRow requeued = row(whole_host);
+  EXPECT_EQ(db::JobState::kQueued, requeued.state);
+  EXPECT_EQ(1, requeued.attempt);
+  EXPECT_FALSE(requeued.agent.has_value());
+  EXPECT_EQ("HostUnhealthy", json::parse(row(single).pending_json.value_or("{}")).value("reason", ""));
+
+  // It rejoins under a new epoch; the job is placed again, under that one.
+  auto again = cluster_->register_agent("a", {{"a-h0", "v3"}}, 1);
+  ASSERT_TRUE(again.ok());
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(*again, row(whole_host).placement_epoch.value_or(0));
+}
+
+TEST_F(SchedulerLeaderTest, AJobWithoutRetriesLeftEndsUnavailable) {
+  ASSERT_TRUE(cluster_->register_agent("a", {{"a-h0", "v3"}}, 1).ok());
+  const std::int64_t id = submit(1, /*max_retries=*/0);
+  ASSERT_TRUE(leader_->run_pass().ok());  // placed
+  ASSERT_TRUE(impatient_->run_pass().ok());  // lost, no retry left
+  db::JobRow failed = row(id);
+  EXPECT_EQ(db::JobState::kFailed, failed.state);
+  const json error = json::parse(failed.error_json.value_or("{}"));
+  EXPECT_EQ("UNAVAILABLE", error.value("type", ""));
+  EXPECT_EQ("failed to connect to all addresses", error.value("message", ""));
+  EXPECT_NE(std::string::npos, error.value("hint", "").find("max_retries"));
+}
+
+TEST_F(SchedulerLeaderTest, ACancelRequestedWhileQueuedEndsTheJob) {
+  const std::int64_t id = submit(1);
+  ASSERT_TRUE(repo_->jobs.request_cancel(id).ok());
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(db::JobState::kCancelled, row(id).state);
+}
+
+}  // namespace
+}  // namespace tpujobs::service
