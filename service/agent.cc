@@ -7,7 +7,8 @@
 
 #include "api/job_spec.h"
 #include "scheduler/generation.h"
-#include "scheduler/resolve.h"
+#include "api/resolution.h"
+#include "scheduler/capacity.h"
 #include "service/database_datasets.h"
 
 namespace tpujobs::service {
@@ -323,8 +324,8 @@ void Agent::run_job(std::shared_ptr<Run> run) {
   std::optional<api::JobSpec> spec = spec_json.is_discarded() ? std::nullopt : api::parse_job_spec(spec_json, &errors);
   scheduler::PoolCapacity capacity;
   for (const scheduler::HostLayout& h : options_.layout.hosts) ++capacity.hosts[h.generation];
-  scheduler::Resolution resolution;
-  if (spec) resolution = scheduler::resolve(spec->trainer, capacity);
+  api::Resolution resolution;
+  if (spec) resolution = api::resolve(spec->trainer, capacity);
   if (!spec || !resolution.errors.empty()) {
     const std::string why = !spec ? "the stored spec does not parse" : resolution.errors.front().message;
     db::Transition t = end_transition(JobState::kFailed, {JobState::kStarting, JobState::kRunning}, "Rejected by agent: " + why);

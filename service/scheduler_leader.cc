@@ -7,7 +7,8 @@
 
 #include "api/job_spec.h"
 #include "scheduler/generation.h"
-#include "scheduler/resolve.h"
+#include "api/resolution.h"
+#include "scheduler/capacity.h"
 #include "service/cluster_placement.h"
 
 namespace tpujobs::service {
@@ -98,7 +99,7 @@ std::optional<scheduler::ResourceRequest> SchedulerLeader::request_of(const db::
   std::vector<api::FieldError> errors;
   std::optional<api::JobSpec> spec = api::parse_job_spec(spec_json, &errors);
   if (!spec) return std::nullopt;
-  scheduler::Resolution resolution = scheduler::resolve(spec->trainer, capacity);
+  api::Resolution resolution = api::resolve(spec->trainer, capacity);
   if (!resolution.errors.empty()) return std::nullopt;
   requests_[row.id] = resolution.request;
   return resolution.request;

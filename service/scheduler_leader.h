@@ -28,7 +28,8 @@
 #include "db/cluster_repository.h"
 #include "db/repositories.h"
 #include "scheduler/request.h"
-#include "scheduler/resolve.h"
+#include "api/resolution.h"
+#include "scheduler/capacity.h"
 
 namespace tpujobs::service {
 
