@@ -30,8 +30,14 @@ TEST(Auth, TokensTenantsAndAdminOnlyPoolOperations) {
   ASSERT_FALSE(ops.empty());
 
   // Now anonymous requests are refused; health stays open.
-  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // the "tokens exist" cache
+  // The service learns that tokens exist through a short cache: wait for
+  // the answer to change (a state), not for the cache's period.
   HttpResponse anonymous = service.get("/v1/jobs");
+  for (const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+       anonymous.status != 401 && std::chrono::steady_clock::now() < deadline;
+       anonymous = service.get("/v1/jobs")) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   EXPECT_EQ(anonymous.status, 401);
   EXPECT_EQ(anonymous.header("content-type"), "application/problem+json");
   EXPECT_EQ(service.get("/healthz").status, 200);

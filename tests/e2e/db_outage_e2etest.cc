@@ -276,9 +276,20 @@ TEST(DatabaseOutage, ServiceRidesOutAStoppedPostgres) {
                               << service.log();
 
   // Training goes on, and the views of live jobs come from memory.
+  // Every job takes a further step while the database is down: waited for
+  // step by step, however fast the machine trains.
   const std::vector<std::int64_t> steps_before = running_steps(service, ids);
-  std::this_thread::sleep_for(std::chrono::seconds(3));
-  const std::vector<std::int64_t> steps_after = running_steps(service, ids);
+  std::vector<std::int64_t> steps_after = running_steps(service, ids);
+  const auto all_moved = [&] {
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      if (steps_before[i] < 0 || steps_after[i] <= steps_before[i]) return false;
+    }
+    return true;
+  };
+  for (const auto deadline = Clock::now() + std::chrono::seconds(60); !all_moved() && Clock::now() < deadline;
+       steps_after = running_steps(service, ids)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   for (std::size_t i = 0; i < ids.size(); ++i) {
     EXPECT_GE(steps_before[i], 0) << "job " << ids[i]
                                   << ": no 200 RUNNING view with the database down";
