@@ -364,19 +364,6 @@ Status JobRepository::request_cancel(std::int64_t id) {
   });
 }
 
-Result<std::int64_t> JobRepository::renew_leases(const std::string& owner,
-                                                 std::chrono::seconds lease) {
-  return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::int64_t> {
-        Result<QueryResult> rows = connection.execute(
-            "UPDATE jobs SET lease_expires_at = now() + $2::bigint * interval '1 second'"
-            " WHERE owner = $1::text AND state IN ('QUEUED', 'STARTING', 'RUNNING')",
-            {owner, static_cast<std::int64_t>(lease.count())});
-        if (!rows.ok()) return rows.error();
-        return rows->affected_rows();
-      });
-}
-
 Result<std::vector<JobRow>> JobRepository::load_unfinished() {
   return with_connection(
       pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<JobRow>> {

@@ -178,10 +178,6 @@ class JobRepository {
   // when it is already terminal.
   Status request_cancel(std::int64_t id);
 
-  // Extends the lease of every unfinished job owned by owner to now() + lease
-  // (the heartbeat). Returns how many jobs it covered.
-  Result<std::int64_t> renew_leases(const std::string& owner, std::chrono::seconds lease);
-
   // QUEUED, STARTING and RUNNING jobs, priority descending then id (restart).
   Result<std::vector<JobRow>> load_unfinished();
 
