@@ -11,8 +11,11 @@ BUILD_PACKAGES=(g++ make cmake pkg-config ccache libboost1.81-dev nlohmann-json3
 # The browser tests drive Debian's Chromium with playwright-core from npm.
 # The fuzz test (fuzz/run.sh) builds with clang -fsanitize=fuzzer,address,
 # undefined: Debian 12's clang is clang-14, whose runtimes (libFuzzer, ASan,
-# UBSan) are in libclang-rt-14-dev, only recommended by clang.
-TEST_PACKAGES=(curl chromium clang libclang-rt-14-dev prometheus dpkg-dev file)
+# UBSan) are in libclang-rt-14-dev, only recommended by clang. The interface
+# test runs Prometheus's promtool; the package test runs cpack (dpkg-dev,
+# file) and installs the package with dpkg -i, which needs its dependency
+# adduser already there.
+TEST_PACKAGES=(curl chromium clang libclang-rt-14-dev prometheus dpkg-dev file adduser)
 
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
