@@ -354,8 +354,15 @@ void parse_layers(const json& layers, const std::string& path, executor::ModelSp
         } else if (tie->is_number_integer()) {
           index = tie->get<std::int64_t>();
         }
+        const auto is_linear = [](const json& earlier) {
+          // An earlier layer may itself be malformed (not an object, a numeric
+          // "type"): it has its own error, and it is no linear layer to tie to.
+          if (!earlier.is_object()) return false;
+          const auto type = earlier.find("type");
+          return type != earlier.end() && type->is_string() && *type == "linear";
+        };
         if (!index || *index < 0 || static_cast<std::size_t>(*index) >= i ||
-            layers[*index].value("type", "") != "linear") {
+            !is_linear(layers[*index])) {
           r.error("tie", "must be the index of an earlier linear layer, got " + tie->dump(),
                   "weight tying reuses (transposed) the weight of an earlier linear layer: \"tie\": \"0\"");
         } else {

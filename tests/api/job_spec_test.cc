@@ -121,6 +121,17 @@ TEST(JobSpec, TieMustNameAnEarlierLinearLayer) {
             "model.layers[0].tie");
 }
 
+TEST(JobSpec, TieToAMalformedEarlierLayerIsAnErrorNotACrash) {
+  // Found by fuzz/job_spec_fuzzer.cc: the earlier layer's own problem (a numeric
+  // type, not an object) is reported, and the tie to it is refused.
+  EXPECT_EQ(fields(errors_of(R"({"model": {"layers": [{"type": 1}, {"type": "linear", "tie": "0"}]},
+      "data": {"dataset": "digits"}})")),
+            "model.layers[0].type model.layers[1].tie");
+  EXPECT_EQ(fields(errors_of(R"({"model": {"layers": [5, {"type": "linear", "tie": 0}]},
+      "data": {"dataset": "digits"}})")),
+            "model.layers[0] model.layers[1].tie");
+}
+
 TEST(JobSpec, PrecisionNumbersBecomeStringsForTheResolver) {
   std::vector<FieldError> errors;
   json body = json::parse(kMinimal);
