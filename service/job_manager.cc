@@ -1727,21 +1727,20 @@ api::JsonResult JobManager::upload_dataset(const std::string& tenant, const std:
 scheduler::PoolCapacity JobManager::capacity() {
   if (options_.cluster) {
     // Every registered agent's hosts: a job for the hosts of a lost agent
-    // waits for it rather than being refused.
+    // waits for it rather than being refused. Read at each call: a copy kept
+    // for a second resolved `accelerator: auto` to the CPU for a job
+    // submitted just after the first agent registered.
+    auto hosts = cluster_.list_hosts();
     std::lock_guard lock(capacity_mutex_);
-    const auto now = SteadyClock::now();
-    if (!cluster_capacity_ || now - capacity_read_ > std::chrono::seconds(1)) {
-      auto hosts = cluster_.list_hosts();
-      if (hosts.ok()) {
-        scheduler::PoolCapacity read;
-        for (const db::ClusterHostRow& h : *hosts) {
-          if (auto generation = scheduler::parse_generation(h.generation)) ++read.hosts[*generation];
-        }
-        cluster_capacity_ = read;
-        capacity_read_ = now;
+    if (hosts.ok()) {
+      scheduler::PoolCapacity read;
+      for (const db::ClusterHostRow& h : *hosts) {
+        if (auto generation = scheduler::parse_generation(h.generation)) ++read.hosts[*generation];
       }
+      last_cluster_capacity_ = read;
     }
-    return cluster_capacity_.value_or(scheduler::PoolCapacity{});
+    // The database did not answer: the last pool it described.
+    return last_cluster_capacity_;
   }
   scheduler::PoolCapacity capacity;
   for (const scheduler::HostLayout& h : layout_.hosts) ++capacity.hosts[h.generation];
@@ -1788,11 +1787,7 @@ JobManager::Estimate JobManager::estimate(const api::JobSpec& spec, const api::R
   Estimate out;
   auto result = executor::estimate(spec.training, device, *datasets_);
   if (auto* error = std::get_if<executor::JobError>(&result)) {
-    std::string field = "data.dataset";
-    if (error->message.find("layer") != std::string::npos || error->message.find("tie") != std::string::npos) {
-      field = "model.layers";
-    }
-    out.error = api::FieldError{field, error->message, error->hint};
+    out.error = api::FieldError{error->field.empty() ? "spec" : error->field, error->message, error->hint};
     return out;  // not cached: an upload may appear later
   }
   const executor::Estimate& e = std::get<executor::Estimate>(result);

@@ -166,10 +166,9 @@ class JobManager final : public api::JobService {
   db::ConnectionPool& pool_;
   db::Repositories repo_;
   db::ClusterRepository cluster_;
-  // Cluster mode: the registered hosts' capacity, read at most every second.
+  // Cluster mode: the registered hosts. capacity when the database last answered.
   std::mutex capacity_mutex_;
-  std::optional<scheduler::PoolCapacity> cluster_capacity_;
-  std::chrono::steady_clock::time_point capacity_read_{};
+  scheduler::PoolCapacity last_cluster_capacity_;
   scheduler::PoolLayout layout_;
   JobManagerOptions options_;
   executor::WorkerPool workers_;
