@@ -36,6 +36,11 @@ JobError invalid(std::string message, std::string hint = {}) {
   return JobError{"INVALID_ARGUMENT", std::move(message), std::move(hint)};
 }
 
+// A spec the dry run refuses: the error names the field the user must change.
+JobError invalid_field(std::string field, std::string message, std::string hint = {}) {
+  return JobError{"INVALID_ARGUMENT", std::move(message), std::move(hint), std::move(field)};
+}
+
 std::string format_number(double value, const char* format = "%.4g") {
   char text[64];
   std::snprintf(text, sizeof(text), format, value);
@@ -70,36 +75,38 @@ struct Prepared {
 
 std::variant<Prepared, JobError> prepare(const TrainingSpec& spec, DatasetSource& datasets) {
   Prepared prepared;
-  if (spec.world_size < 1) return invalid("world_size must be at least 1");
-  if (spec.data.batch_size < 1) return invalid("data.batch_size must be at least 1");
+  if (spec.world_size < 1) return invalid_field("trainer.devices", "world_size must be at least 1");
+  if (spec.data.batch_size < 1) return invalid_field("data.batch_size", "data.batch_size must be at least 1");
   if (spec.accumulate_grad_batches < 1)
-    return invalid("trainer.accumulate_grad_batches must be at least 1");
+    return invalid_field("trainer.accumulate_grad_batches",
+                         "trainer.accumulate_grad_batches must be at least 1");
   if (spec.max_epochs < 0 && spec.max_steps < 0) {
-    return invalid("trainer: max_epochs=-1 needs max_steps to bound the run");
+    return invalid_field("trainer.max_steps", "trainer: max_epochs=-1 needs max_steps to bound the run");
   }
   if (spec.check_val_every_n_epoch < 1)
-    return invalid("trainer.check_val_every_n_epoch must be at least 1");
-  if (spec.log_every_n_steps < 1) return invalid("trainer.log_every_n_steps must be at least 1");
+    return invalid_field("trainer.check_val_every_n_epoch",
+                         "trainer.check_val_every_n_epoch must be at least 1");
+  if (spec.log_every_n_steps < 1) return invalid_field("trainer.log_every_n_steps", "trainer.log_every_n_steps must be at least 1");
   auto loaded = load_dataset(spec.data, spec.model.loss, spec.seed, datasets);
   if (auto* error = std::get_if<std::string>(&loaded)) {
-    return invalid(*error,
+    return invalid_field("data.dataset", *error,
                    "Check data.dataset; uploaded CSVs need a header row, numeric features "
                    "and an integer class index in the last column 'label'.");
   }
   prepared.data = std::move(std::get<DatasetSplit>(loaded));
   if (std::string error = infer_shape(spec.model, prepared.data.train.features, &prepared.shape);
       !error.empty()) {
-    return invalid(error);
+    return invalid_field("model.layers", error);
   }
-  if (spec.model.layers.empty()) return invalid("model.layers must not be empty");
+  if (spec.model.layers.empty()) return invalid_field("model.layers", "model.layers must not be empty");
   if (spec.model.loss == Loss::kCrossEntropy && prepared.shape.outputs < prepared.data.classes) {
-    return invalid("the model's last layer has " + std::to_string(prepared.shape.outputs) +
+    return invalid_field("model.layers", "the model's last layer has " + std::to_string(prepared.shape.outputs) +
                        " outputs but the dataset has " + std::to_string(prepared.data.classes) +
                        " classes (labels up to " + std::to_string(prepared.data.classes - 1) + ")",
                    "Make the last linear layer's out equal the number of classes.");
   }
   if (spec.model.loss == Loss::kMse && prepared.shape.outputs != 1) {
-    return invalid("loss mse compares one target per sample, but the model has " +
+    return invalid_field("model.layers", "loss mse compares one target per sample, but the model has " +
                        std::to_string(prepared.shape.outputs) + " outputs",
                    "End the model with a linear layer with out: 1.");
   }
@@ -107,7 +114,7 @@ std::variant<Prepared, JobError> prepare(const TrainingSpec& spec, DatasetSource
                                     spec.data.shuffle, spec.data.drop_last};
   prepared.batches_per_epoch = batches_per_replica(prepared.sampler, spec.data.batch_size);
   if (prepared.batches_per_epoch == 0) {
-    return invalid("the training split has " + std::to_string(prepared.data.train.rows) +
+    return invalid_field("data.batch_size", "the training split has " + std::to_string(prepared.data.train.rows) +
                        " samples: not one full batch of " + std::to_string(spec.data.batch_size) +
                        " per core on " + std::to_string(spec.world_size) + " cores with drop_last",
                    "Lower data.batch_size, use fewer cores or set drop_last: false.");

@@ -560,5 +560,28 @@ TEST_F(TrainerTest, EstimateDescribesTheJob) {
   EXPECT_EQ(std::get<JobError>(estimate(spec, DeviceFacts{}, datasets_)).type, "INVALID_ARGUMENT");
 }
 
+// The dry run's refusals name the spec field to change (the API's problem
+// answer shows it), whatever their message says.
+TEST_F(TrainerTest, EstimateErrorsNameTheFieldToChange) {
+  auto field_of = [&](const TrainingSpec& spec) {
+    auto estimated = estimate(spec, DeviceFacts{}, datasets_);
+    return std::holds_alternative<JobError>(estimated) ? std::get<JobError>(estimated).field : "(no error)";
+  };
+  TrainingSpec spec = digits_spec(8, 64);
+  spec.data.source = BuiltinData{"nope"};
+  EXPECT_EQ(field_of(spec), "data.dataset");
+  spec = digits_spec(8, 64);
+  spec.model.layers.back().out = 3;  // 10 classes
+  EXPECT_EQ(field_of(spec), "model.layers");
+  spec = digits_spec(8, 64);
+  spec.data.batch_size = 100000;
+  spec.data.drop_last = true;
+  EXPECT_EQ(field_of(spec), "data.batch_size");
+  spec = digits_spec(8, 64);
+  spec.max_epochs = -1;
+  spec.max_steps = -1;
+  EXPECT_EQ(field_of(spec), "trainer.max_steps");
+}
+
 }  // namespace
 }  // namespace tpujobs::executor
