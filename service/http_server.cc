@@ -412,24 +412,29 @@ class HttpServer::Impl {
   Impl(HttpServerOptions options, api::Handler& handler)
       : state_(std::move(options), handler), io_(state_.options.io_threads), acceptor_(asio::make_strand(io_)) {}
 
-  std::string start() {
+  base::Status start() {
     beast::error_code ec;
     const auto address = asio::ip::make_address(state_.options.address, ec);
-    if (ec) return "invalid listen address '" + state_.options.address + "': " + ec.message();
+    if (ec) {
+      return base::make_error(base::ErrorCode::kInvalid,
+                              "invalid listen address '" + state_.options.address + "': " + ec.message());
+    }
     const tcp::endpoint endpoint(address, state_.options.port);
     acceptor_.open(endpoint.protocol(), ec);
     if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
     if (!ec) acceptor_.bind(endpoint, ec);
     if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
     if (ec) {
-      return "cannot listen on " + state_.options.address + ":" + std::to_string(state_.options.port) + ": " + ec.message();
+      return base::make_error(base::ErrorCode::kUnavailable, "cannot listen on " + state_.options.address + ":" +
+                                                                 std::to_string(state_.options.port) + ": " +
+                                                                 ec.message());
     }
     port_ = acceptor_.local_endpoint().port();
     accept();
     for (int i = 0; i < std::max(1, state_.options.io_threads); ++i) {
       threads_.emplace_back([this] { io_.run(); });
     }
-    return {};
+    return base::Status::Ok();
   }
 
   std::uint16_t port() const { return port_; }
@@ -498,7 +503,7 @@ class HttpServer::Impl {
 HttpServer::HttpServer(HttpServerOptions options, api::Handler& handler)
     : impl_(std::make_unique<Impl>(std::move(options), handler)) {}
 HttpServer::~HttpServer() { impl_->shutdown(std::chrono::milliseconds(0)); }
-std::string HttpServer::start() { return impl_->start(); }
+base::Status HttpServer::start() { return impl_->start(); }
 std::uint16_t HttpServer::port() const { return impl_->port(); }
 void HttpServer::stop_accepting() { impl_->stop_accepting(); }
 void HttpServer::shutdown(std::chrono::milliseconds deadline) { impl_->shutdown(deadline); }

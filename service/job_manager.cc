@@ -361,9 +361,9 @@ db::Status JobManager::start() {
       if (!moved.ok()) return moved.error();
       row.state = kQueued;
     }
-    std::string error;
-    std::shared_ptr<LiveJob> job = make_live(row, &error);
-    if (!job) {
+    base::Result<std::shared_ptr<LiveJob>> live = make_live(row);
+    if (!live.ok()) {
+      const std::string& error = live.error().message;
       db::Transition t;
       t.job_id = row.id;
       t.from = {kQueued};
@@ -374,6 +374,7 @@ db::Status JobManager::start() {
       (void)repo_.jobs.transition(t);
       continue;
     }
+    std::shared_ptr<LiveJob> job = std::move(*live);
     if (auto c = checkpoints->find(row.id); c != checkpoints->end()) job->stored_checkpoint = c->second;
     base::MutexLock lock(mutex_);
     enqueue_locked(job);
@@ -578,18 +579,19 @@ void JobManager::commit_batch(std::vector<PendingSubmit>& batch) {
   for (auto& [done, outcome] : answers) done(std::move(outcome));
 }
 
-std::shared_ptr<JobManager::LiveJob> JobManager::make_live(const db::JobRow& row, std::string* error) {
+base::Result<std::shared_ptr<JobManager::LiveJob>> JobManager::make_live(const db::JobRow& row) {
   json spec_json = json::parse(row.spec_json, nullptr, false);
   std::vector<api::FieldError> errors;
   std::optional<api::JobSpec> spec = spec_json.is_discarded() ? std::nullopt : api::parse_job_spec(spec_json, &errors);
   if (!spec) {
-    *error = errors.empty() ? "stored spec is not valid JSON" : errors.front().field + ": " + errors.front().message;
-    return nullptr;
+    return base::make_error(base::ErrorCode::kInvalid, errors.empty() ? "stored spec is not valid JSON"
+                                                                      : errors.front().field + ": " +
+                                                                            errors.front().message);
   }
   api::Resolution resolution = api::resolve(spec->trainer, capacity());
   if (!resolution.errors.empty()) {
-    *error = resolution.errors.front().field + ": " + resolution.errors.front().message;
-    return nullptr;
+    return base::make_error(base::ErrorCode::kInvalid,
+                            resolution.errors.front().field + ": " + resolution.errors.front().message);
   }
   api::apply_resolution(resolution, &*spec);
   auto job = std::make_shared<LiveJob>();

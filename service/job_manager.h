@@ -119,7 +119,8 @@ class JobManager final : public api::JobService {
 
   // Helpers (REQUIRES(mutex_): the name ends in _locked).
   void commit_batch(std::vector<PendingSubmit>& batch);
-  std::shared_ptr<LiveJob> make_live(const db::JobRow& row, std::string* error);
+  // kInvalid when the stored spec no longer parses or resolves on this pool.
+  base::Result<std::shared_ptr<LiveJob>> make_live(const db::JobRow& row);
   // Queues the job behind the jobs of its priority submitted before
   // `order` (on arrival); 0: behind all of them, as a requeue.
   void enqueue_locked(const std::shared_ptr<LiveJob>& job, std::int64_t order = 0) REQUIRES(mutex_);
