@@ -230,6 +230,7 @@ void check_strategy(Context& c) {
       return;
     case StrategyKind::kXlaDebug:
       c.out.strategy = "xla_debug";
+      c.out.pt_xla_debug = true;  // the strategy's setup sets PT_XLA_DEBUG=1
       return;
     case StrategyKind::kSingleXla:
       if (several) {

@@ -244,7 +244,8 @@ TEST(ApplyResolution, PassesTheDevicesOfOneHostAndTpuAvailability) {
 
   spec->trainer.accelerator = "cpu";
   spec->trainer.devices = lightning::DeviceValue{};
-  spec->trainer.num_nodes = 1;
+  spec->trainer.num_nodes.kind = lightning::DeviceValue::Kind::kInt;
+  spec->trainer.num_nodes.number = 1;
   Resolution cpu = resolve(spec->trainer, v3_32);
   ASSERT_TRUE(cpu.errors.empty()) << cpu.errors.front().message;
   apply_resolution(cpu, &*spec);
