@@ -406,7 +406,7 @@ const std::vector<Case>& Cases() {
        "trainer.strategy: The `XLAAccelerator` can only be used with a `SingleDeviceXLAStrategy` "
        "or `XLAStrategy`, found DDPStrategy."},
       {"strategy_deepspeed", "strategy=deepspeed", "v4-8", "trainer.strategy: To use the `DeepSpeedStrategy`, you must have DeepSpeed installed. Install it by running `pip install -U deepspeed`."},
-      {"strategy_fsdp", "strategy=fsdp", "v3-32", "trainer.strategy: You selected strategy to be `fsdp`, but GPU accelerator is not used."},
+      {"strategy_fsdp", "strategy=fsdp", "v3-32", "trainer.strategy: The strategy `fsdp` requires a GPU accelerator, but received `accelerator='tpu'`. Please set `accelerator='cuda'`, `accelerator='gpu'`, or pass a `CUDAAccelerator()` instance to use FSDP."},
       {"strategy_unknown", "strategy=foo", "v3-32", "trainer.strategy: You selected an invalid strategy name: `strategy='foo'`. It must be either a string or an instance of `lightning.pytorch.strategies.Strategy`. Example choices: auto, ddp, ddp_spawn, deepspeed, ... Find a complete list of options in our documentation at https://lightning.ai"},
       {"strategy_v1_name_under_v2", "strategy=tpu_spawn", "v3-32", "trainer.strategy: You selected an invalid strategy name: `strategy='tpu_spawn'`. It must be either a string or an instance of `lightning.pytorch.strategies.Strategy`. Example choices: auto, ddp, ddp_spawn, deepspeed, ... Find a complete list of options in our documentation at https://lightning.ai"},
       {"strategy_cpu_ddp", "accelerator=cpu strategy=ddp", "v3-32", "trainer.strategy: `strategy='ddp'` is not supported for `accelerator='cpu'` jobs: tpujobs runs them as one process on the executor's threads.", "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
@@ -777,6 +777,25 @@ const std::vector<VersionCase>& VersionCases() {
       {"v21_strategy_fsdp_cpu_offload", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
        "v=2.1 strategy=fsdp_cpu_offload", "v3-8",
        "trainer.strategy: You selected strategy to be `fsdp`, but GPU accelerator is not used."},
+      {"v24_strategy_fsdp", "2.4.0:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (_check_strategy_and_fallback)",
+       "v=2.4 strategy=fsdp", "v3-8",
+       "trainer.strategy: The strategy `fsdp` requires a GPU accelerator, but got: tpu"},
+      {"v25_strategy_fsdp_cpu", "2.5.6:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_check_fsdp_strategy_and_fallback)",
+       "v=2.5 accelerator=cpu strategy=fsdp", "v3-8",
+       "trainer.strategy: The strategy `fsdp` requires a GPU accelerator, but received "
+       "`accelerator='cpu'`. Please set `accelerator='cuda'`, `accelerator='gpu'`, or pass a "
+       "`CUDAAccelerator()` instance to use FSDP.",
+       "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+      {"v20_strategy_fsdp_cpu", "2.0.9:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_check_fsdp_strategy_and_fallback)",
+       "v=2.0 accelerator=cpu strategy=fsdp", "v3-8",
+       "trainer.strategy: You selected strategy to be `fsdp`, but GPU accelerator is not used.",
+       "TPU available but not used. Set `accelerator` and `devices` using "
+       "`Trainer(accelerator='tpu', devices=8)`."},
+      {"v25_strategy_deepspeed_cpu", "2.5.6:src/lightning/pytorch/strategies/deepspeed.py (DeepSpeedStrategy.__init__)",
+       "v=2.5 accelerator=cpu strategy=deepspeed", "v3-8",
+       "trainer.strategy: To use the `DeepSpeedStrategy`, you must have DeepSpeed installed. "
+       "Install it by running `pip install -U deepspeed`.",
+       "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
       {"v24_strategy_single_tpu_gone", "2.4.0:src/lightning/pytorch/strategies/single_xla.py",
        "v=2.4 strategy=single_tpu", "v3-8",
        S("trainer.strategy: You selected an invalid strategy name: `strategy='single_tpu'`. ",
