@@ -777,6 +777,36 @@ const std::vector<VersionCase>& VersionCases() {
       {"v21_strategy_fsdp_cpu_offload", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
        "v=2.1 strategy=fsdp_cpu_offload", "v3-8",
        "trainer.strategy: You selected strategy to be `fsdp`, but GPU accelerator is not used."},
+      // --- upstream unit tests, 2.5 -----------------------------------------------------------
+      {"v25_precision_1", "2.5.6:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_validate_precision_type[1])", "v=2.5 precision=1", "v3-8",
+       "trainer.precision: Precision 1 is invalid. Allowed precision values: ('transformer-engine', 'transformer-engine-float16', '16-true', '16-mixed', 'bf16-true', 'bf16-mixed', '32-true', '64-true', 64, 32, 16, '64', '32', '16', 'bf16')"},
+      {"v25_precision_12", "2.5.6:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_validate_precision_type[12])", "v=2.5 precision=12", "v3-8",
+       "trainer.precision: Precision 12 is invalid. Allowed precision values: ('transformer-engine', 'transformer-engine-float16', '16-true', '16-mixed', 'bf16-true', 'bf16-mixed', '32-true', '64-true', 64, 32, 16, '64', '32', '16', 'bf16')"},
+      {"v25_precision_invalid", "2.5.6:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_validate_precision_type[invalid])", "v=2.5 precision='invalid'", "v3-8",
+       "trainer.precision: Precision 'invalid' is invalid. Allowed precision values: ('transformer-engine', 'transformer-engine-float16', '16-true', '16-mixed', 'bf16-true', 'bf16-mixed', '32-true', '64-true', 64, 32, 16, '64', '32', '16', 'bf16')"},
+      {"v25_accelerator_invalid", "2.5.6:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_accelerator_invalid_choice)", "v=2.5 accelerator=invalid", "v3-8",
+       "trainer.accelerator: You selected an invalid accelerator name: `accelerator='invalid'`. "
+       "Available names are: auto, cpu, cuda, mps, tpu."},
+      {"v25_tpu_16_true_ddp", "2.5.6:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_unsupported_tpu_choice)",
+       "v=2.5 accelerator=tpu precision=16-true strategy=ddp", "v3-8",
+       "trainer.strategy: The `XLAAccelerator` can only be used with a `SingleDeviceXLAStrategy` or "
+       "`XLAStrategy`, found DDPStrategy."},
+      // --- upstream unit tests, 1.9 -----------------------------------------------------------
+      {"v19_tpu_precision_64", "1.9.5:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_unsupported_tpu_choice)",
+       "v=1.9 accelerator=tpu precision=64", "v3-8",
+       "trainer.precision: `Trainer(accelerator='tpu', precision=64)` is not implemented. Please, "
+       "open an issue in `https://github.com/Lightning-AI/lightning/issues` requesting this feature."},
+      {"v19_tpu_16_ddp", "1.9.5:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_unsupported_tpu_choice)",
+       "v=1.9 accelerator=tpu precision=16 strategy=ddp", "v3-8",
+       "trainer.strategy: The `TPUAccelerator` can only be used with a `SingleTPUStrategy` or "
+       "`TPUSpawnStrategy`, found DDPStrategy.",
+       "You passed `Trainer(accelerator='tpu', precision=16)` but AMP is not supported with TPUs. "
+       "Using `precision='bf16'` instead."},
+      {"v19_cpu_fsdp_native", "1.9.5:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_check_native_fsdp_strategy_and_fallback)",
+       "v=1.9 accelerator=cpu strategy=fsdp_native", "v3-8",
+       "trainer.strategy: You selected strategy to be `fsdp_native`, but GPU accelerator is not used.",
+       "TPU available but not used. Set `accelerator` and `devices` using "
+       "`Trainer(accelerator='tpu', devices=8)`."},
       {"v24_strategy_fsdp", "2.4.0:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (_check_strategy_and_fallback)",
        "v=2.4 strategy=fsdp", "v3-8",
        "trainer.strategy: The strategy `fsdp` requires a GPU accelerator, but got: tpu"},
