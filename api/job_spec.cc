@@ -580,7 +580,7 @@ std::optional<JobSpec> parse_job_spec(const json& body, std::vector<FieldError>*
       if (const json* v = r.raw("tpu_cores")) spec.trainer.tpu_cores = device_value(*v, "trainer.tpu_cores", errors);
       // Lightning judges num_nodes of any JSON type ("`num_nodes` must be a
       // positive integer, but got 2.0.", or int("2") in 2.0 and older).
-      if (const json* v = r.raw("num_nodes")) spec.trainer.num_nodes = device_value(*v, "trainer.num_nodes", errors);
+      if (const json* v = r.raw("num_nodes", /*allow_null=*/true)) spec.trainer.num_nodes = device_value(*v, "trainer.num_nodes", errors);
     }
     if (const json* model = top.raw("model"); expect_object(model, "model", errors)) {
       ObjectReader r(*model, "model", "model", errors);
