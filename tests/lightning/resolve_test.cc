@@ -791,6 +791,16 @@ const std::vector<VersionCase>& VersionCases() {
        "v=2.5 accelerator=tpu precision=16-true strategy=ddp", "v3-8",
        "trainer.strategy: The `XLAAccelerator` can only be used with a `SingleDeviceXLAStrategy` or "
        "`XLAStrategy`, found DDPStrategy."},
+      // --- upstream unit tests, 2.0 -----------------------------------------------------------
+      {"v20_tpu_precision_64_true", "2.0.9:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_unsupported_tpu_choice)", "v=2.0 accelerator=tpu precision=64-true", "v3-8",
+       "trainer.precision: `Trainer(accelerator='tpu', precision='64-true')` is not implemented. "
+       "Please, open an issue in `https://github.com/Lightning-AI/lightning/issues` requesting "
+       "this feature."},
+      {"v20_tpu_16_mixed_ddp", "2.0.9:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_unsupported_tpu_choice)", "v=2.0 accelerator=tpu precision=16-mixed strategy=ddp", "v3-8",
+       "trainer.strategy: The `TPUAccelerator` can only be used with a `SingleTPUStrategy` or "
+       "`XLAStrategy`, found DDPStrategy.",
+       "You passed `Trainer(accelerator='tpu', precision='16-mixed')` but AMP with fp16 is not "
+       "supported on TPUs. Using `precision='bf16-mixed'` instead."},
       // --- upstream unit tests, 1.9 -----------------------------------------------------------
       {"v19_tpu_precision_64", "1.9.5:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_unsupported_tpu_choice)",
        "v=1.9 accelerator=tpu precision=64", "v3-8",
