@@ -158,7 +158,7 @@ class Trainer {
         clock_(control.clock != nullptr ? *control.clock : base::real_clock()),
         prepared_(std::move(prepared)),
         fingerprint_(model_fingerprint(spec, prepared_.shape)),
-        xla_([this] { return clock_.now(); }) {}
+        xla_([this] { return clock_.now(); }, spec.torch_xla_version) {}
 
   TrainingResult run();
 
@@ -170,6 +170,7 @@ class Trainer {
 
   void log(const std::string& line) { sink_.log(line); }
   void announce_devices();
+  void after_mark_step();
   void announce_model();
   std::optional<JobError> restore(const Checkpoint& checkpoint);
   std::optional<JobError> check_control(std::int64_t next_step);
@@ -219,16 +220,25 @@ class Trainer {
   std::int64_t samples_this_run_ = 0;
   double last_samples_per_sec_ = 0;
   bool compile_warning_logged_ = false;
+  std::int64_t metrics_saves_ = 0;  // XLA_METRICS_FILE's step=N
 };
 
+// What torch_xla prints after xm.mark_step(): the performance analyses
+// under PT_XLA_DEBUG (StepMarker), the metrics report under
+// XLA_METRICS_FILE=STDOUT|STDERR (debug/metrics_saver.py).
+void Trainer::after_mark_step() {
+  if (spec_.xla_debug) {
+    for (const std::string& line : xla_.performance_report()) log(line);
+  }
+  if (spec_.xla_metrics_file == "STDOUT" || spec_.xla_metrics_file == "STDERR") {
+    std::istringstream lines(xla_.metrics_data(metrics_saves_++));
+    for (std::string line; std::getline(lines, line);) log(line);
+  }
+}
+
 void Trainer::announce_devices() {
-  log("GPU available: False, used: False");
-  // Lightning's _log_device_info: `num_tpu_cores = trainer.num_devices`,
-  // the devices of one node (host), not the world size.
-  log(std::string("TPU available: ") + (spec_.tpu_available ? "True" : "False") + ", using: " +
-      std::to_string(spec_.on_tpu ? spec_.devices_per_host : 0) + " TPU cores");
-  log("IPU available: False, using: 0 IPUs");
-  log("HPU available: False, using: 0 HPUs");
+  // Lightning's _log_device_info, as the job's release prints it.
+  for (const std::string& line : spec_.device_info) log(line);
   if (!spec_.on_tpu && spec_.world_size > 1) {
     log("Running on " + std::to_string(spec_.world_size) + " CPU processes");
   }
@@ -274,7 +284,8 @@ std::optional<JobError> Trainer::restore(const Checkpoint& checkpoint) {
     return invalid("cannot resume: the checkpoint's optimizer state does not match the optimizer");
   }
   std::optional<XlaMetrics> xla =
-      XlaMetrics::deserialize(state->xla_metrics, [this] { return clock_.now(); });
+      XlaMetrics::deserialize(state->xla_metrics, [this] { return clock_.now(); },
+                              spec_.torch_xla_version);
   if (!xla) return invalid("cannot resume: the checkpoint's XLA metrics are unreadable");
   xla_ = std::move(*xla);
   network_->parameters().assign(state->parameters.begin(), state->parameters.end());
@@ -550,6 +561,7 @@ TrainingResult Trainer::run() {
       turn.end();
       ++step_;
       batch_ = group_end;
+      after_mark_step();
 
       const double since = seconds_since(throughput_since_);
       if (since > 0) last_samples_per_sec_ = static_cast<double>(throughput_samples_) / since;
@@ -604,7 +616,8 @@ TrainingResult Trainer::run() {
     log(epoch_line(epoch_, epoch_finished ? batches : batch_, seconds_since(epoch_began), shown));
     if (!compile_warning_logged_) {
       if (std::optional<std::string> warning = xla_.frequent_compile_warning(step_)) {
-        log(*warning);
+        // tpujobs' advice; the log has torch_xla's own lines only under
+        // PT_XLA_DEBUG (after_mark_step).
         warnings_.push_back(*warning);
         compile_warning_logged_ = true;
       }
@@ -663,10 +676,6 @@ TrainingResult Trainer::finish(TrainingResult result) {
     result.final_metrics["samples_per_sec"] = static_cast<double>(samples_this_run_) / seconds;
   }
   result.xla_report = xla_.report();
-  if (spec_.xla_debug) {
-    std::istringstream lines(result.xla_report);
-    for (std::string line; std::getline(lines, line);) log(line);
-  }
   if (network_) result.parameters_digest = digest(network_->parameters());
   result.warnings = std::move(warnings_);
   return result;
