@@ -90,9 +90,12 @@ void standardize(DatasetSplit& split) {
   }
 }
 
+// What the loaders refuse: the input, never the machine.
+base::Error invalid(std::string message) { return base::make_error(base::ErrorCode::kInvalid, std::move(message)); }
+
 }  // namespace
 
-std::variant<CsvTable, std::string> parse_csv(std::string_view text, Loss loss) {
+base::Result<CsvTable> parse_csv(std::string_view text, Loss loss) {
   CsvTable table;
   std::size_t position = 0;
   std::int64_t line_number = 0;
@@ -117,34 +120,34 @@ std::variant<CsvTable, std::string> parse_csv(std::string_view text, Loss loss) 
           name = name.substr(1, name.size() - 2);
         }
         if (name.empty()) {
-          return "line " + std::to_string(line_number) + ": column " + std::to_string(i + 1) +
-                 " of the header has no name";
+          return invalid("line " + std::to_string(line_number) + ": column " + std::to_string(i + 1) +
+                 " of the header has no name");
         }
         if (name == "label") label_column = static_cast<int>(i);
         table.columns.emplace_back(name);
       }
       if (label_column < 0) {
-        return "line " + std::to_string(line_number) +
-               ": the header has no 'label' column (expected feature columns, then 'label')";
+        return invalid("line " + std::to_string(line_number) +
+               ": the header has no 'label' column (expected feature columns, then 'label')");
       }
       if (width < 2) {
-        return "line " + std::to_string(line_number) +
-               ": the header needs at least one feature column besides 'label'";
+        return invalid("line " + std::to_string(line_number) +
+               ": the header needs at least one feature column besides 'label'");
       }
       table.features = static_cast<int>(width - 1);
       continue;
     }
     if (fields.size() != width) {
-      return "line " + std::to_string(line_number) + ": expected " + std::to_string(width) +
-             " fields like the header, found " + std::to_string(fields.size());
+      return invalid("line " + std::to_string(line_number) + ": expected " + std::to_string(width) +
+             " fields like the header, found " + std::to_string(fields.size()));
     }
     for (std::size_t i = 0; i < fields.size(); ++i) {
       double value = 0;
       // Values are trained as float: one beyond float's range would become inf.
       if (!parse_number(fields[i], &value) || !std::isfinite(value) ||
           std::fabs(value) > static_cast<double>(std::numeric_limits<float>::max())) {
-        return "line " + std::to_string(line_number) + ", column '" + table.columns[i] +
-               "': " + quoted(fields[i]) + " is not a finite number";
+        return invalid("line " + std::to_string(line_number) + ", column '" + table.columns[i] +
+               "': " + quoted(fields[i]) + " is not a finite number");
       }
       if (static_cast<int>(i) != label_column) {
         table.values.push_back(static_cast<float>(value));
@@ -152,12 +155,12 @@ std::variant<CsvTable, std::string> parse_csv(std::string_view text, Loss loss) 
       }
       if (loss == Loss::kCrossEntropy) {
         if (value != std::floor(value)) {
-          return "line " + std::to_string(line_number) + ": label " + quoted(fields[i]) +
-                 " is not an integer class index";
+          return invalid("line " + std::to_string(line_number) + ": label " + quoted(fields[i]) +
+                 " is not an integer class index");
         }
         if (value < 0 || value >= kMaxClasses) {
-          return "line " + std::to_string(line_number) + ": label " + quoted(fields[i]) +
-                 " is out of range (class indices are 0.." + std::to_string(kMaxClasses - 1) + ")";
+          return invalid("line " + std::to_string(line_number) + ": label " + quoted(fields[i]) +
+                 " is out of range (class indices are 0.." + std::to_string(kMaxClasses - 1) + ")");
         }
         largest_label = std::max(largest_label, static_cast<int>(value));
       }
@@ -165,25 +168,24 @@ std::variant<CsvTable, std::string> parse_csv(std::string_view text, Loss loss) 
     }
     ++table.rows;
   }
-  if (!have_header) return "empty input: expected a header row and at least one data row";
-  if (table.rows == 0) return "no data rows after the header (line 1)";
+  if (!have_header) return invalid("empty input: expected a header row and at least one data row");
+  if (table.rows == 0) return invalid("no data rows after the header (line 1)");
   table.classes = loss == Loss::kCrossEntropy ? largest_label + 1 : 0;
   return table;
 }
 
-std::variant<Dataset, std::string> generate_synthetic(const SyntheticData& spec, std::uint64_t seed,
-                                                      int* classes) {
+base::Result<Dataset> generate_synthetic(const SyntheticData& spec, std::uint64_t seed, int* classes) {
   const int min_features =
       spec.kind == SyntheticKind::kBlobs || spec.kind == SyntheticKind::kRegression ? 1 : 2;
-  if (spec.n < 2) return std::string("synthetic data: n must be at least 2");
+  if (spec.n < 2) return invalid(std::string("synthetic data: n must be at least 2"));
   if (spec.features < min_features) {
-    return "synthetic data: features must be at least " + std::to_string(min_features);
+    return invalid("synthetic data: features must be at least " + std::to_string(min_features));
   }
   if (std::int64_t{spec.n} * spec.features > kMaxSyntheticValues) {
-    return "synthetic data: n x features must be at most " + std::to_string(kMaxSyntheticValues);
+    return invalid("synthetic data: n x features must be at most " + std::to_string(kMaxSyntheticValues));
   }
   if (!(spec.noise >= 0) || !std::isfinite(spec.noise)) {
-    return std::string("synthetic data: noise must be a finite number >= 0");
+    return invalid(std::string("synthetic data: noise must be a finite number >= 0"));
   }
   int class_count = 0;
   switch (spec.kind) {
@@ -195,7 +197,7 @@ std::variant<Dataset, std::string> generate_synthetic(const SyntheticData& spec,
       break;
     default:
       if (spec.classes < 2 || spec.classes > 1000) {
-        return std::string("synthetic data: classes must be between 2 and 1000");
+        return invalid(std::string("synthetic data: classes must be between 2 and 1000"));
       }
       class_count = spec.classes;
   }
@@ -265,20 +267,20 @@ std::variant<Dataset, std::string> generate_synthetic(const SyntheticData& spec,
   return data;
 }
 
-std::variant<DatasetSplit, std::string> load_dataset(const DataSpec& data, Loss loss,
-                                                     std::uint64_t seed, DatasetSource& datasets) {
+base::Result<DatasetSplit> load_dataset(const DataSpec& data, Loss loss, std::uint64_t seed,
+                                        DatasetSource& datasets) {
   DatasetSplit split;
   Dataset all;
   if (const auto* synthetic = std::get_if<SyntheticData>(&data.source)) {
     if ((synthetic->kind == SyntheticKind::kRegression) != (loss == Loss::kMse)) {
-      return std::string(
+      return invalid(std::string(
           loss == Loss::kMse
               ? "loss mse needs a regression dataset (synthetic: regression, or an upload)"
-              : "synthetic regression data needs loss mse");
+              : "synthetic regression data needs loss mse"));
     }
-    auto generated = generate_synthetic(*synthetic, seed, &split.classes);
-    if (auto* error = std::get_if<std::string>(&generated)) return *error;
-    all = std::move(std::get<Dataset>(generated));
+    base::Result<Dataset> generated = generate_synthetic(*synthetic, seed, &split.classes);
+    if (!generated.ok()) return generated.error();
+    all = std::move(*generated);
     static constexpr const char* kKinds[] = {"blobs", "spirals", "xor", "regression"};
     split.description = std::string("synthetic ") + kKinds[static_cast<int>(synthetic->kind)];
   } else {
@@ -287,22 +289,21 @@ std::variant<DatasetSplit, std::string> load_dataset(const DataSpec& data, Loss 
     if (const auto* builtin = std::get_if<BuiltinData>(&data.source)) {
       csv = builtin_data::find(builtin->name + ".csv");
       if (builtin->name.empty() || builtin->name.find('.') != std::string::npos || csv.empty()) {
-        return "unknown built-in dataset '" + builtin->name +
-               "' (available: iris, wine, breast_cancer, digits)";
+        return invalid("unknown built-in dataset '" + builtin->name +
+               "' (available: iris, wine, breast_cancer, digits)");
       }
       split.description = builtin->name;
     } else {
       const std::string& id = std::get<UploadedData>(data.source).id;
       std::optional<std::string> uploaded = datasets.uploaded_csv(id);
-      if (!uploaded) return "no uploaded dataset '" + id + "'";
+      if (!uploaded) return invalid("no uploaded dataset '" + id + "'");
       text = std::move(*uploaded);
       csv = text;
       split.description = "upload " + id;
     }
-    auto parsed = parse_csv(csv, loss);
-    if (auto* error = std::get_if<std::string>(&parsed))
-      return "dataset " + split.description + ": " + *error;
-    CsvTable& table = std::get<CsvTable>(parsed);
+    base::Result<CsvTable> parsed = parse_csv(csv, loss);
+    if (!parsed.ok()) return invalid("dataset " + split.description + ": " + parsed.error().message);
+    CsvTable& table = *parsed;
     all.features = table.features;
     all.rows = table.rows;
     all.values = std::move(table.values);
@@ -314,7 +315,7 @@ std::variant<DatasetSplit, std::string> load_dataset(const DataSpec& data, Loss 
       (split.classes > 0 ? ", " + std::to_string(split.classes) + " classes" : "") + ")";
 
   if (!(data.val_fraction >= 0 && data.val_fraction < 1)) {
-    return std::string("val_fraction must be in [0, 1)");
+    return invalid(std::string("val_fraction must be in [0, 1)"));
   }
   std::vector<std::int64_t> order(static_cast<std::size_t>(all.rows));
   std::iota(order.begin(), order.end(), std::int64_t{0});

@@ -31,15 +31,14 @@ struct DatasetSplit {
 // `seed` (at least one stays for training) and standardizes every feature
 // with the training split's mean and standard deviation. Returns an error
 // message on an unknown builtin, a missing upload, a bad CSV or bad generator
-// parameters.
-std::variant<DatasetSplit, std::string> load_dataset(const DataSpec& data, Loss loss,
-                                                     std::uint64_t seed, DatasetSource& datasets);
+// parameters (kInvalid).
+base::Result<DatasetSplit> load_dataset(const DataSpec& data, Loss loss, std::uint64_t seed,
+                                        DatasetSource& datasets);
 
 // Synthetic data (before splitting): blobs (Gaussian clusters, std `noise`,
 // centres uniform in [-1, 1]^features), spirals (one arm per class in the
 // first two features), xor (the sign of x0*x1; always 2 classes), regression
 // (a fixed random linear function plus Gaussian noise).
-std::variant<Dataset, std::string> generate_synthetic(const SyntheticData& spec, std::uint64_t seed,
-                                                      int* classes);
+base::Result<Dataset> generate_synthetic(const SyntheticData& spec, std::uint64_t seed, int* classes);
 
 }  // namespace tpujobs::executor

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/result.h"
 #include "executor/hbm.h"
 #include "executor/spec.h"
 
@@ -130,7 +131,7 @@ struct Estimate {
 // Returns an error (type INVALID_ARGUMENT) instead when the dataset or model
 // cannot be built: unknown builtin, missing upload, bad CSV (naming the line),
 // a bad tie, labels the model's outputs cannot represent.
-std::variant<Estimate, JobError> estimate(const TrainingSpec& spec, const DeviceFacts& device,
+base::Result<Estimate, JobError> estimate(const TrainingSpec& spec, const DeviceFacts& device,
                                           DatasetSource& datasets);
 
 // A parsed uploaded dataset.
@@ -148,8 +149,7 @@ struct CsvTable {
 // be an integer in [0, 65535]; for regression (Loss::kMse) any finite number.
 // Blank lines are skipped. Returns an error message naming the line (1-based,
 // the header is line 1) for ragged rows, non-numbers, empty input, a missing
-// `label` column or a bad label. Never throws.
-std::variant<CsvTable, std::string> parse_csv(std::string_view text,
-                                              Loss loss = Loss::kCrossEntropy);
+// `label` column or a bad label (kInvalid). Never throws.
+base::Result<CsvTable> parse_csv(std::string_view text, Loss loss = Loss::kCrossEntropy);
 
 }  // namespace tpujobs::executor

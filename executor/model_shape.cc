@@ -10,10 +10,10 @@ std::int64_t ModelShape::macs_per_sample() const {
   return macs;
 }
 
-std::string infer_shape(const ModelSpec& model, int input_features, ModelShape* shape) {
-  shape->input_features = input_features;
-  shape->layers.clear();
-  shape->parameters = 0;
+base::Result<ModelShape> infer_shape(const ModelSpec& model, int input_features) {
+  auto invalid = [](std::string message) { return base::make_error(base::ErrorCode::kInvalid, std::move(message)); };
+  ModelShape shape;
+  shape.input_features = input_features;
   int width = input_features;
   for (std::size_t i = 0; i < model.layers.size(); ++i) {
     const LayerSpec& spec = model.layers[i];
@@ -25,19 +25,19 @@ std::string infer_shape(const ModelSpec& model, int input_features, ModelShape* 
           const int source = *spec.tie;
           if (source < 0 || static_cast<std::size_t>(source) >= i ||
               model.layers[source].type != LayerType::kLinear || model.layers[source].tie) {
-            return where + ".tie must name an earlier, untied linear layer";
+            return invalid(where + ".tie must name an earlier, untied linear layer");
           }
-          const LayerShape& tied_to = shape->layers[source];
+          const LayerShape& tied_to = shape.layers[source];
           // The tied weight is used transposed: it maps out -> in of the source.
           if (tied_to.out != width) {
-            return where + ": tied weight of layer " + std::to_string(source) + " expects width " +
-                   std::to_string(tied_to.out) + " but receives " + std::to_string(width);
+            return invalid(where + ": tied weight of layer " + std::to_string(source) + " expects width " +
+                   std::to_string(tied_to.out) + " but receives " + std::to_string(width));
           }
           layer.out = tied_to.in;
           layer.tied = true;
           layer.parameters = spec.bias ? layer.out : 0;
         } else {
-          if (spec.out <= 0) return where + ".out must be a positive integer";
+          if (spec.out <= 0) return invalid(where + ".out must be a positive integer");
           layer.out = spec.out;
           layer.parameters = std::int64_t{layer.in} * layer.out + (spec.bias ? layer.out : 0);
         }
@@ -49,11 +49,11 @@ std::string infer_shape(const ModelSpec& model, int input_features, ModelShape* 
         break;
     }
     width = layer.out;
-    shape->parameters += layer.parameters;
-    shape->layers.push_back(layer);
+    shape.parameters += layer.parameters;
+    shape.layers.push_back(layer);
   }
-  shape->outputs = width;
-  return {};
+  shape.outputs = width;
+  return shape;
 }
 
 }  // namespace tpujobs::executor

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/result.h"
 #include "executor/spec.h"
 
 namespace tpujobs::executor {
@@ -28,10 +29,10 @@ struct ModelShape {
   std::int64_t macs_per_sample() const;
 };
 
-// Infers every layer's width. Returns an error message (and leaves *shape
-// unspecified) when the spec cannot be built: a linear without `out`, a tie
-// pointing at a layer that is not an earlier linear, or a tied layer whose
-// transposed weight does not fit the width it receives.
-std::string infer_shape(const ModelSpec& model, int input_features, ModelShape* shape);
+// Infers every layer's width. kInvalid, naming the layer, when the spec cannot
+// be built: a linear without `out`, a tie pointing at a layer that is not an
+// earlier linear, or a tied layer whose transposed weight does not fit the
+// width it receives.
+base::Result<ModelShape> infer_shape(const ModelSpec& model, int input_features);
 
 }  // namespace tpujobs::executor

@@ -73,7 +73,7 @@ struct Prepared {
   std::int64_t total_steps = -1;
 };
 
-std::variant<Prepared, JobError> prepare(const TrainingSpec& spec, DatasetSource& datasets) {
+base::Result<Prepared, JobError> prepare(const TrainingSpec& spec, DatasetSource& datasets) {
   Prepared prepared;
   if (spec.world_size < 1) return invalid_field("trainer.devices", "world_size must be at least 1");
   if (spec.data.batch_size < 1) return invalid_field("data.batch_size", "data.batch_size must be at least 1");
@@ -87,17 +87,16 @@ std::variant<Prepared, JobError> prepare(const TrainingSpec& spec, DatasetSource
     return invalid_field("trainer.check_val_every_n_epoch",
                          "trainer.check_val_every_n_epoch must be at least 1");
   if (spec.log_every_n_steps < 1) return invalid_field("trainer.log_every_n_steps", "trainer.log_every_n_steps must be at least 1");
-  auto loaded = load_dataset(spec.data, spec.model.loss, spec.seed, datasets);
-  if (auto* error = std::get_if<std::string>(&loaded)) {
-    return invalid_field("data.dataset", *error,
+  base::Result<DatasetSplit> loaded = load_dataset(spec.data, spec.model.loss, spec.seed, datasets);
+  if (!loaded.ok()) {
+    return invalid_field("data.dataset", loaded.error().message,
                    "Check data.dataset; uploaded CSVs need a header row, numeric features "
                    "and an integer class index in the last column 'label'.");
   }
-  prepared.data = std::move(std::get<DatasetSplit>(loaded));
-  if (std::string error = infer_shape(spec.model, prepared.data.train.features, &prepared.shape);
-      !error.empty()) {
-    return invalid_field("model.layers", error);
-  }
+  prepared.data = std::move(*loaded);
+  base::Result<ModelShape> shape = infer_shape(spec.model, prepared.data.train.features);
+  if (!shape.ok()) return invalid_field("model.layers", shape.error().message);
+  prepared.shape = std::move(*shape);
   if (spec.model.layers.empty()) return invalid_field("model.layers", "model.layers must not be empty");
   if (spec.model.loss == Loss::kCrossEntropy && prepared.shape.outputs < prepared.data.classes) {
     return invalid_field("model.layers", "the model's last layer has " + std::to_string(prepared.shape.outputs) +
@@ -271,9 +270,8 @@ void Trainer::announce_model() {
 }
 
 std::optional<JobError> Trainer::restore(const Checkpoint& checkpoint) {
-  std::string error;
-  std::optional<TrainingState> state = decode_state(checkpoint.bytes, &error);
-  if (!state) return invalid("cannot resume: " + error);
+  base::Result<TrainingState> state = decode_state(checkpoint.bytes);
+  if (!state.ok()) return invalid("cannot resume: " + state.error().message);
   if (state->model_fingerprint != fingerprint_ || state->seed != spec_.seed ||
       state->world_size != spec_.world_size ||
       state->parameters.size() != network_->parameters().size()) {
@@ -698,15 +696,15 @@ TrainingResult train(const TrainingSpec& spec, const DeviceFacts& device, Worker
                               "kernels available there."};
       return result;
     }
-    auto prepared = prepare(spec, datasets);
-    if (auto* error = std::get_if<JobError>(&prepared)) {
-      sink.log(error->type + ": " + error->message);
+    base::Result<Prepared, JobError> prepared = prepare(spec, datasets);
+    if (!prepared.ok()) {
+      sink.log(prepared.error().type + ": " + prepared.error().message);
       TrainingResult result;
       result.outcome = Outcome::kFailed;
-      result.error = std::move(*error);
+      result.error = prepared.error();
       return result;
     }
-    Trainer trainer(spec, device, workers, sink, control, std::move(std::get<Prepared>(prepared)));
+    Trainer trainer(spec, device, workers, sink, control, std::move(*prepared));
     return trainer.run();
   } catch (const std::exception& e) {
     TrainingResult result;
@@ -716,12 +714,12 @@ TrainingResult train(const TrainingSpec& spec, const DeviceFacts& device, Worker
   }
 }
 
-std::variant<Estimate, JobError> estimate(const TrainingSpec& spec, const DeviceFacts& device,
+base::Result<Estimate, JobError> estimate(const TrainingSpec& spec, const DeviceFacts& device,
                                           DatasetSource& datasets) {
   try {
-    auto prepared_or_error = prepare(spec, datasets);
-    if (auto* error = std::get_if<JobError>(&prepared_or_error)) return std::move(*error);
-    const Prepared& prepared = std::get<Prepared>(prepared_or_error);
+    base::Result<Prepared, JobError> prepared_or_error = prepare(spec, datasets);
+    if (!prepared_or_error.ok()) return prepared_or_error.error();
+    const Prepared& prepared = *prepared_or_error;
     Estimate estimate;
     estimate.input_features = prepared.shape.input_features;
     estimate.classes = prepared.data.classes;

@@ -111,27 +111,25 @@ std::string encode_state(const TrainingState& state) {
   return std::move(writer.out());
 }
 
-std::optional<TrainingState> decode_state(std::string_view bytes, std::string* error) {
+base::Result<TrainingState> decode_state(std::string_view bytes) {
+  auto invalid = [](std::string message) { return base::make_error(base::ErrorCode::kInvalid, std::move(message)); };
   constexpr std::size_t kChecksum = sizeof(std::uint64_t);
   if (bytes.size() < kMagic.size() + sizeof(kVersion) + kChecksum ||
       bytes.substr(0, kMagic.size()) != kMagic) {
-    *error = "not a tpujobs checkpoint";
-    return std::nullopt;
+    return invalid("not a tpujobs checkpoint");
   }
   std::uint64_t checksum = 0;
   std::memcpy(&checksum, bytes.data() + bytes.size() - kChecksum, kChecksum);
   const std::string_view body = bytes.substr(0, bytes.size() - kChecksum);
   if (hash64(body) != checksum) {
-    *error = "checkpoint is corrupted (checksum mismatch)";
-    return std::nullopt;
+    return invalid("checkpoint is corrupted (checksum mismatch)");
   }
   Reader reader(body.substr(kMagic.size()));
   std::uint32_t version = 0;
   reader.scalar(&version);
   if (version != kVersion) {
-    *error = "checkpoint version " + std::to_string(version) + " is not supported (expected " +
-             std::to_string(kVersion) + ")";
-    return std::nullopt;
+    return invalid("checkpoint version " + std::to_string(version) + " is not supported (expected " +
+             std::to_string(kVersion) + ")");
   }
   TrainingState state;
   std::int32_t world_size = 0, epoch = 0;
@@ -151,8 +149,7 @@ std::optional<TrainingState> decode_state(std::string_view bytes, std::string* e
   }
   ok = ok && reader.bytes(&state.xla_metrics) && reader.done();
   if (!ok) {
-    *error = "checkpoint is truncated or malformed";
-    return std::nullopt;
+    return invalid("checkpoint is truncated or malformed");
   }
   state.world_size = world_size;
   state.epoch = epoch;

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/result.h"
+
 namespace tpujobs::executor {
 
 struct TrainingState {
@@ -45,8 +47,8 @@ std::uint64_t hash64(std::string_view bytes);
 
 // A versioned binary encoding with a trailing checksum.
 std::string encode_state(const TrainingState& state);
-// Returns nullopt (and sets *error) when `bytes` is truncated, corrupted, or
-// of another version.
-std::optional<TrainingState> decode_state(std::string_view bytes, std::string* error);
+// kInvalid, saying which, when `bytes` is truncated, corrupted, or of another
+// version.
+base::Result<TrainingState> decode_state(std::string_view bytes);
 
 }  // namespace tpujobs::executor

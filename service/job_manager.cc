@@ -1710,11 +1710,9 @@ api::JsonResult JobManager::force_release(std::int64_t id) {
 }
 
 api::JsonResult JobManager::upload_dataset(const std::string& tenant, const std::string& name, const std::string& csv) {
-  auto parsed = executor::parse_csv(csv);
-  if (auto* message = std::get_if<std::string>(&parsed)) {
-    return db::make_error(db::ErrorCode::kInvalid, *message);
-  }
-  const executor::CsvTable& table = std::get<executor::CsvTable>(parsed);
+  base::Result<executor::CsvTable> parsed = executor::parse_csv(csv);
+  if (!parsed.ok()) return parsed.error();
+  const executor::CsvTable& table = *parsed;
   auto id = repo_.datasets.create_dataset(
       {tenant, name, table.rows, static_cast<int>(table.columns.size()), table.classes, csv});
   if (!id.ok()) return id.error();
@@ -1787,12 +1785,13 @@ JobManager::Estimate JobManager::estimate(const api::JobSpec& spec, const api::R
     if (it != estimate_cache_.end()) return it->second;
   }
   Estimate out;
-  auto result = executor::estimate(spec.training, device, *datasets_);
-  if (auto* error = std::get_if<executor::JobError>(&result)) {
-    out.error = api::FieldError{error->field.empty() ? "spec" : error->field, error->message, error->hint};
+  base::Result<executor::Estimate, executor::JobError> result = executor::estimate(spec.training, device, *datasets_);
+  if (!result.ok()) {
+    const executor::JobError& error = result.error();
+    out.error = api::FieldError{error.field.empty() ? "spec" : error.field, error.message, error.hint};
     return out;  // not cached: an upload may appear later
   }
-  const executor::Estimate& e = std::get<executor::Estimate>(result);
+  const executor::Estimate& e = *result;
   const executor::HbmUsage& hbm = e.hbm;
   out.advice = e.advice;
   out.estimate = {{"input_features", e.input_features},

@@ -42,7 +42,9 @@ struct Job {
 
   Job(TrainingSpec training, int input_features, std::int64_t samples)
       : spec(std::move(training)), train_samples(samples) {
-    EXPECT_EQ(infer_shape(spec.model, input_features, &shape), "");
+    base::Result<ModelShape> inferred = infer_shape(spec.model, input_features);
+    EXPECT_TRUE(inferred.ok()) << inferred.error().message;
+    if (inferred.ok()) shape = std::move(*inferred);
   }
   std::int64_t steps_per_epoch() const {
     const std::int64_t shard = (train_samples + spec.world_size - 1) / spec.world_size;

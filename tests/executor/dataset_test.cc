@@ -11,14 +11,13 @@ namespace {
 
 std::string csv_error(std::string_view text, Loss loss = Loss::kCrossEntropy) {
   auto parsed = parse_csv(text, loss);
-  if (auto* error = std::get_if<std::string>(&parsed)) return *error;
-  return "(parsed)";
+  return parsed.ok() ? "(parsed)" : parsed.error().message;
 }
 
 TEST(ParseCsv, ReadsFeaturesLabelsAndClasses) {
   auto parsed = parse_csv("a,b,label\n1,2.5,0\n-3,4e-1,2\r\n\n5, 6 ,1\n");
-  ASSERT_TRUE(std::holds_alternative<CsvTable>(parsed)) << std::get<std::string>(parsed);
-  const CsvTable& table = std::get<CsvTable>(parsed);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  const CsvTable& table = *parsed;
   EXPECT_EQ(table.columns, (std::vector<std::string>{"a", "b", "label"}));
   EXPECT_EQ(table.rows, 3);
   EXPECT_EQ(table.features, 2);
@@ -51,9 +50,9 @@ TEST(ParseCsv, ErrorsNameTheLine) {
 
 TEST(ParseCsv, RegressionAcceptsAnyFiniteTarget) {
   auto parsed = parse_csv("x,label\n1,0.25\n2,-7\n", Loss::kMse);
-  ASSERT_TRUE(std::holds_alternative<CsvTable>(parsed));
-  EXPECT_EQ(std::get<CsvTable>(parsed).classes, 0);
-  EXPECT_EQ(std::get<CsvTable>(parsed).labels, (std::vector<float>{0.25f, -7}));
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(parsed->classes, 0);
+  EXPECT_EQ(parsed->labels, (std::vector<float>{0.25f, -7}));
 }
 
 TEST(LoadDataset, BuiltinsSplitAndStandardizeWithTrainStatistics) {
@@ -67,8 +66,8 @@ TEST(LoadDataset, BuiltinsSplitAndStandardizeWithTrainStatistics) {
     spec.source = BuiltinData{name};
     spec.val_fraction = 0.2;
     auto loaded = load_dataset(spec, Loss::kCrossEntropy, 42, none);
-    ASSERT_TRUE(std::holds_alternative<DatasetSplit>(loaded)) << std::get<std::string>(loaded);
-    const DatasetSplit& split = std::get<DatasetSplit>(loaded);
+    ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+    const DatasetSplit& split = *loaded;
     EXPECT_EQ(split.train.rows + split.validation.rows, rows) << name;
     EXPECT_EQ(split.validation.rows, std::llround(rows * 0.2)) << name;
     EXPECT_EQ(split.train.features, features) << name;
@@ -92,7 +91,7 @@ TEST(LoadDataset, ErrorsForUnknownBuiltinMissingUploadAndBadUpload) {
   DataSpec spec;
   spec.source = BuiltinData{"mnist"};
   auto error = [&] {
-    return std::get<std::string>(load_dataset(spec, Loss::kCrossEntropy, 1, datasets));
+    return load_dataset(spec, Loss::kCrossEntropy, 1, datasets).error().message;
   };
   EXPECT_EQ(error(),
             "unknown built-in dataset 'mnist' (available: iris, wine, breast_cancer, digits)");
@@ -106,9 +105,9 @@ TEST(LoadDataset, SplitIsDeterministicPerSeed) {
   fakes::MapDatasets none;
   DataSpec spec;
   spec.source = BuiltinData{"iris"};
-  auto a = std::get<DatasetSplit>(load_dataset(spec, Loss::kCrossEntropy, 1, none));
-  auto b = std::get<DatasetSplit>(load_dataset(spec, Loss::kCrossEntropy, 1, none));
-  auto c = std::get<DatasetSplit>(load_dataset(spec, Loss::kCrossEntropy, 2, none));
+  auto a = *load_dataset(spec, Loss::kCrossEntropy, 1, none);
+  auto b = *load_dataset(spec, Loss::kCrossEntropy, 1, none);
+  auto c = *load_dataset(spec, Loss::kCrossEntropy, 2, none);
   EXPECT_EQ(a.validation.values, b.validation.values);
   EXPECT_NE(a.validation.values, c.validation.values);
 }
@@ -119,8 +118,8 @@ TEST(Synthetic, GeneratorsHonourTheirParameters) {
     SyntheticData spec{kind, 300, 5, 4, 0.1};
     int classes = -1;
     auto generated = generate_synthetic(spec, 3, &classes);
-    ASSERT_TRUE(std::holds_alternative<Dataset>(generated)) << std::get<std::string>(generated);
-    const Dataset& data = std::get<Dataset>(generated);
+    ASSERT_TRUE(generated.ok()) << generated.error().message;
+    const Dataset& data = *generated;
     EXPECT_EQ(data.rows, 300);
     EXPECT_EQ(data.features, 5);
     const int expected_classes = kind == SyntheticKind::kXor          ? 2
@@ -137,10 +136,9 @@ TEST(Synthetic, GeneratorsHonourTheirParameters) {
   }
   int classes = 0;
   EXPECT_EQ(
-      std::get<std::string>(generate_synthetic({SyntheticKind::kBlobs, 1, 2, 2, 0.1}, 1, &classes)),
+      generate_synthetic({SyntheticKind::kBlobs, 1, 2, 2, 0.1}, 1, &classes).error().message,
       "synthetic data: n must be at least 2");
-  EXPECT_EQ(std::get<std::string>(
-                generate_synthetic({SyntheticKind::kSpirals, 10, 1, 2, 0.1}, 1, &classes)),
+  EXPECT_EQ(generate_synthetic({SyntheticKind::kSpirals, 10, 1, 2, 0.1}, 1, &classes).error().message,
             "synthetic data: features must be at least 2");
 }
 

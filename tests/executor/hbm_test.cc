@@ -28,9 +28,9 @@ TrainingSpec classifier(std::vector<int> hidden, int classes, int batch_size) {
 }
 
 ModelShape shape_of(const TrainingSpec& spec, int input_features) {
-  ModelShape shape;
-  EXPECT_EQ(infer_shape(spec.model, input_features, &shape), "");
-  return shape;
+  base::Result<ModelShape> shape = infer_shape(spec.model, input_features);
+  EXPECT_TRUE(shape.ok()) << shape.error().message;
+  return shape.ok() ? *shape : ModelShape{};
 }
 
 DeviceFacts v3() { return DeviceFacts{"v3", 16 * kGiB, 123e12, 128}; }

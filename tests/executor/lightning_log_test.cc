@@ -20,8 +20,9 @@ TEST(HumanReadableCount, MatchesLightning) {
 TEST(ModelSummary, ListsLayersAndTotals) {
   ModelSpec model;
   model.layers = {fakes::linear(128), fakes::activation(LayerType::kRelu), fakes::linear(10)};
-  ModelShape shape;
-  ASSERT_EQ(infer_shape(model, 64, &shape), "");
+  base::Result<ModelShape> inferred = infer_shape(model, 64);
+  ASSERT_TRUE(inferred.ok()) << inferred.error().message;
+  const ModelShape& shape = *inferred;
   const std::vector<std::string> lines = model_summary(model, shape);
   ASSERT_EQ(lines.size(), 10u);
   EXPECT_EQ(lines[0], "  | Name     | Type   | Params");

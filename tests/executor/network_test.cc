@@ -31,8 +31,9 @@ Fixture build(std::vector<LayerSpec> layers, Loss loss, ComputeSplit split = {},
   Fixture f;
   f.model.layers = std::move(layers);
   f.model.loss = loss;
-  const std::string error = infer_shape(f.model, kFeatures, &f.shape);
-  EXPECT_EQ(error, "");
+  base::Result<ModelShape> shape = infer_shape(f.model, kFeatures);
+  EXPECT_TRUE(shape.ok()) << shape.error().message;
+  if (shape.ok()) f.shape = std::move(*shape);
   f.network = std::make_unique<Network>(f.model, f.shape, precision, 7);
   f.replica = std::make_unique<Replica>(*f.network, kRows, split);
   Rng rng(99);
@@ -180,8 +181,9 @@ TEST(NetworkPrecision, Bf16RoundsMatmulInputsAndAccumulatesInFp32) {
   ModelSpec model;
   model.layers = {linear(1, false)};
   model.loss = Loss::kMse;
-  ModelShape shape;
-  ASSERT_EQ(infer_shape(model, 3, &shape), "");
+  base::Result<ModelShape> inferred = infer_shape(model, 3);
+  ASSERT_TRUE(inferred.ok()) << inferred.error().message;
+  const ModelShape& shape = *inferred;
   Network bf16(model, shape, Precision::kBf16, 1);
   Network fp32(model, shape, Precision::kFp32, 1);
   const float weights[3] = {1.0f + 0x1.0p-9f, -0.5f, 0.25f + 0x1.0p-12f};

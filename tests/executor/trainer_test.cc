@@ -561,8 +561,8 @@ TEST_F(TrainerTest, MaxStepsStopsMidEpochAndValidates) {
 TEST_F(TrainerTest, EstimateDescribesTheJob) {
   TrainingSpec spec = digits_spec(8, 64);
   auto estimated = estimate(spec, DeviceFacts{}, datasets_);
-  ASSERT_TRUE(std::holds_alternative<Estimate>(estimated));
-  const Estimate& e = std::get<Estimate>(estimated);
+  ASSERT_TRUE(estimated.ok()) << estimated.error().message;
+  const Estimate& e = *estimated;
   EXPECT_EQ(e.input_features, 64);
   EXPECT_EQ(e.classes, 10);
   EXPECT_EQ(e.train_samples, 1438);
@@ -572,7 +572,7 @@ TEST_F(TrainerTest, EstimateDescribesTheJob) {
   EXPECT_GT(e.estimated_step_seconds, 0);
   EXPECT_FALSE(e.advice.empty());  // batch 64 < 128, widths not multiples of 128
   spec.data.source = BuiltinData{"nope"};
-  EXPECT_EQ(std::get<JobError>(estimate(spec, DeviceFacts{}, datasets_)).type, "INVALID_ARGUMENT");
+  EXPECT_EQ(estimate(spec, DeviceFacts{}, datasets_).error().type, "INVALID_ARGUMENT");
 }
 
 // The dry run's refusals name the spec field to change (the API's problem
@@ -580,7 +580,7 @@ TEST_F(TrainerTest, EstimateDescribesTheJob) {
 TEST_F(TrainerTest, EstimateErrorsNameTheFieldToChange) {
   auto field_of = [&](const TrainingSpec& spec) {
     auto estimated = estimate(spec, DeviceFacts{}, datasets_);
-    return std::holds_alternative<JobError>(estimated) ? std::get<JobError>(estimated).field : "(no error)";
+    return estimated.ok() ? "(no error)" : estimated.error().field;
   };
   TrainingSpec spec = digits_spec(8, 64);
   spec.data.source = BuiltinData{"nope"};
