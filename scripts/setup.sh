@@ -15,7 +15,7 @@ BUILD_PACKAGES=(g++ make cmake pkg-config ccache libboost1.81-dev nlohmann-json3
 # test runs Prometheus's promtool; the package test runs cpack (dpkg-dev,
 # file) and installs the package with dpkg -i, which needs its dependency
 # adduser already there.
-TEST_PACKAGES=(curl chromium clang libclang-rt-14-dev prometheus dpkg-dev file adduser)
+TEST_PACKAGES=(curl chromium clang clang-format libclang-rt-14-dev prometheus dpkg-dev file adduser)
 
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
