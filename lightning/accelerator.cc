@@ -174,10 +174,6 @@ void check_accelerator(Context& c) {
   }
   c.out.accelerator = c.accelerator == Accelerator::kTpu ? "tpu" : "cpu";
   c.out.tpu_available = c.tpu_available();
-  if (c.accelerator == Accelerator::kCpu && c.tpu_available()) {
-    // Before 2.1 TPUAccelerator.auto_device_count() is always 8.
-    c.warn(fill(rules.tpu_unused, {{"count", "8"}}));
-  }
 }
 
 namespace {
@@ -208,6 +204,13 @@ constexpr DeviceInfoRules kDeviceInfoRules[] = {
 }  // namespace
 
 void check_device_info(Context& c) {
+  // _log_device_info runs once the connector is done, so its warning comes
+  // after the connector's (precision, strategy).
+  if (c.accelerator == Accelerator::kCpu && c.tpu_available()) {
+    // Before 2.1 TPUAccelerator.auto_device_count() is always 8.
+    const AcceleratorRules& accelerator = *row_for<AcceleratorRules>(kAcceleratorRules, c.version);
+    c.warn(fill(accelerator.tpu_unused, {{"count", "8"}}));
+  }
   const DeviceInfoRules& rules = *row_for<DeviceInfoRules>(kDeviceInfoRules, c.version);
   // trainer.num_devices: the devices of one node (host), not the world size.
   const int count = c.out.accelerator == "tpu" ? c.out.device.devices_per_host : 0;
