@@ -48,6 +48,13 @@ constexpr std::string_view kFp16Cpu2x =
     "supported on CPU. Using `precision='bf16-mixed'` instead.";
 constexpr std::string_view kFp16Cpu2xSource =
     "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py";
+// 2.1+ TransformerEnginePrecision.__init__ without transformer_engine
+// installed (str(RequirementCache("transformer_engine>=0.11.0"))).
+constexpr std::string_view kTransformerEngineMissing =
+    "Requirement 'transformer_engine>=0.11.0' not met. HINT: Try running `pip install -U "
+    "'transformer_engine>=0.11.0'`";
+constexpr std::string_view kTransformerEngineSource =
+    "2.1.4:src/lightning/fabric/plugins/precision/transformer_engine.py";
 constexpr std::string_view kAllowed21 =
     "('transformer-engine', 'transformer-engine-float16', '16-true', '16-mixed', 'bf16-true', "
     "'bf16-mixed', '32-true', '64-true', 64, 32, 16, '64', '32', '16', 'bf16')";
@@ -170,8 +177,16 @@ void check_precision_plugin(Context& c, const PrecisionRules& rules, std::string
                                                    : Precision::kBf16True;
         return;
       }
-      // Only an XLA strategy gets XLAPrecision; another strategy gets the
-      // generic plugin, and the connector refuses the strategy afterwards.
+      // Only an XLA strategy gets XLAPrecision; another strategy (or the
+      // CPU) gets the generic plugin, and the connector refuses the strategy
+      // afterwards. Transformer Engine needs a library no TPU VM has.
+      if ((!tpu || build == StrategyBuild::kOther) && canonical.starts_with("transformer-engine")) {
+        c.error(kFieldPrecision, std::string(kTransformerEngineMissing),
+                "Transformer Engine is NVIDIA's FP8 library (Hopper GPUs); on TPUs use `precision: "
+                "\"bf16-true\"`.",
+                kTransformerEngineSource);
+        return;
+      }
       if (tpu && build == StrategyBuild::kOther) return;
       if (tpu) {
         c.error(kFieldPrecision, fill(rules.not_on_tpu, {{"precision", py_repr(canonical)}}),
@@ -237,7 +252,8 @@ void check_precision(Context& c) {
 std::vector<RuleText> precision_rule_texts() {
   std::vector<RuleText> out = {
       {"warning", kFp16Cpu1x, "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
-      {"warning", kFp16Cpu2x, kFp16Cpu2xSource}};
+      {"warning", kFp16Cpu2x, kFp16Cpu2xSource},
+      {kFieldPrecision, kTransformerEngineMissing, kTransformerEngineSource}};
   for (const PrecisionRules& rules : kPrecisionRules) {
     out.push_back({kFieldPrecision, rules.invalid, rules.source});
     out.push_back({kFieldPrecision, rules.not_on_tpu, rules.source});

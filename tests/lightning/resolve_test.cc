@@ -958,6 +958,15 @@ const std::vector<VersionCase>& VersionCases() {
        "v=2.4 accelerator=cpu devices=0", "v3-8",
        "trainer.devices: `Trainer(devices=0)` value is not a valid input using cpu accelerator.",
        "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+      {"v21_cpu_transformer_engine", "2.1.4:src/lightning/fabric/plugins/precision/transformer_engine.py (TransformerEnginePrecision.__init__)",
+       "v=2.1 accelerator=cpu precision=transformer-engine", "",
+       "trainer.precision: Requirement 'transformer_engine>=0.11.0' not met. HINT: Try running "
+       "`pip install -U 'transformer_engine>=0.11.0'`"},
+      {"v24_ddp_transformer_engine_float16", "2.4.0:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (_check_and_init_precision: TransformerEnginePrecision for a non-XLA strategy)",
+       "v=2.4 accelerator=tpu strategy=ddp precision=transformer-engine-float16", "v3-8",
+       "trainer.precision: Requirement 'transformer_engine>=0.11.0' not met. HINT: Try running "
+       "`pip install -U 'transformer_engine>=0.11.0'` | trainer.strategy: The `XLAAccelerator` can "
+       "only be used with a `SingleDeviceXLAStrategy` or `XLAStrategy`, found DDPStrategy."},
       // 1.9
       {"v19_accelerator_auto_devices_8", "1.9.5:tests/tests_pytorch/accelerators/test_tpu.py (test_accelerator_tpu)",
        "v=1.9 accelerator=auto devices=8", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
