@@ -621,27 +621,6 @@ std::optional<JobSpec> parse_job_spec(const json& body, std::vector<FieldError>*
   return spec;
 }
 
-nlohmann::json resolution_json(const Resolution& r) {
-  const scheduler::ResourceRequest& q = r.request;
-  json out = {{"accelerator", r.accelerator},
-              {"precision", lightning::precision_name(r.precision)},
-              {"strategy", r.strategy},
-              {"world_size", r.world_size},
-              {"lightning_version", r.lightning_version},
-              {"lightning_source", "Lightning-AI/pytorch-lightning@" + r.lightning_tag},
-              {"cores", q.cores()},
-              {"hosts", q.hosts},
-              {"devices_per_host", q.devices_per_host}};
-  out["kind"] = q.kind == scheduler::RequestKind::kCpu          ? "cpu"
-                : q.kind == scheduler::RequestKind::kSingleCore ? "single_core"
-                : q.kind == scheduler::RequestKind::kHost       ? "host"
-                                                                : "slice";
-  out["generation"] = q.generation ? json(scheduler::facts(*q.generation).name) : json(nullptr);
-  out["accelerator_type"] = q.accelerator_type.empty() ? json(nullptr) : json(q.accelerator_type);
-  out["pinned_core"] = q.pinned_core ? json(*q.pinned_core) : json(nullptr);
-  return out;
-}
-
 void apply_resolution(const Resolution& resolution, JobSpec* spec) {
   executor::TrainingSpec& t = spec->training;
   t.world_size = std::max(1, resolution.world_size);

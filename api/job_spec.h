@@ -41,9 +41,6 @@ std::optional<JobSpec> parse_job_spec(const nlohmann::json& body, std::vector<Fi
 // into spec->training.
 void apply_resolution(const Resolution& resolution, JobSpec* spec);
 
-// The resolved request as the API shows it ("resolved" in a job).
-nlohmann::json resolution_json(const Resolution& resolution);
-
 // "30m", "90s", "1h30m", "500ms", or a number of seconds. nullopt if malformed.
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
 

@@ -47,4 +47,32 @@ Resolution resolve(const lightning::TrainerSettings& settings, const scheduler::
   return out;
 }
 
+std::string torch_xla_version_name(int version) {
+  return std::to_string(version / 100) + "." + std::to_string(version % 100);
+}
+
+nlohmann::json resolution_json(const Resolution& r) {
+  using nlohmann::json;
+  const scheduler::ResourceRequest& q = r.request;
+  json out = {{"accelerator", r.accelerator},
+              {"precision", lightning::precision_name(r.precision)},
+              {"lightning_precision", r.lightning_precision},
+              {"strategy", r.strategy},
+              {"world_size", r.world_size},
+              {"lightning_version", r.lightning_version},
+              {"lightning_source", "Lightning-AI/pytorch-lightning@" + r.lightning_tag},
+              {"torch_xla_version", torch_xla_version_name(r.torch_xla_version)},
+              {"cores", q.cores()},
+              {"hosts", q.hosts},
+              {"devices_per_host", q.devices_per_host}};
+  out["kind"] = q.kind == scheduler::RequestKind::kCpu          ? "cpu"
+                : q.kind == scheduler::RequestKind::kSingleCore ? "single_core"
+                : q.kind == scheduler::RequestKind::kHost       ? "host"
+                                                                : "slice";
+  out["generation"] = q.generation ? json(scheduler::facts(*q.generation).name) : json(nullptr);
+  out["accelerator_type"] = q.accelerator_type.empty() ? json(nullptr) : json(q.accelerator_type);
+  out["pinned_core"] = q.pinned_core ? json(*q.pinned_core) : json(nullptr);
+  return out;
+}
+
 }  // namespace tpujobs::api

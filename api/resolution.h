@@ -3,6 +3,9 @@
 // the scheduler's ResourceRequest.
 #pragma once
 
+#include <nlohmann/json.hpp>
+#include <string>
+
 #include "lightning/resolve.h"
 #include "scheduler/capacity.h"
 #include "scheduler/request.h"
@@ -20,5 +23,14 @@ lightning::PoolView pool_view(const scheduler::PoolCapacity& capacity);
 
 // lightning::resolve() on pool_view(capacity), with the request mapped.
 Resolution resolve(const lightning::TrainerSettings& settings, const scheduler::PoolCapacity& capacity);
+
+// "2.5" for 205: a torch_xla version as Resolution::torch_xla_version holds it.
+std::string torch_xla_version_name(int version);
+
+// The resolved request as the API shows it ("resolved" in a job and in the
+// :validate answer): what the job takes of the pool, and which rules and
+// texts apply: Lightning's release and tag, Lightning's own precision flag,
+// and the torch_xla whose metric names and report layout the job prints.
+nlohmann::json resolution_json(const Resolution& resolution);
 
 }  // namespace tpujobs::api

@@ -17,7 +17,6 @@ struct AcceleratorRules {
   std::string_view tpu_class;
   bool gpu_registered;             // 1.6 registers 'gpu'; later 'gpu' picks a backend or fails
   std::string_view no_gpu_backend;
-  std::string_view tpu_unused;     // {count}
   // accelerator='tpu' without torch_xla installed: the accelerator's own
   // import check (str(_XLA_AVAILABLE)); empty: it is just not available.
   std::string_view xla_missing;
@@ -32,38 +31,33 @@ constexpr std::string_view kNotAvailableQuoted =
     "`{class}` can not run on your system since the accelerator is not available. The following "
     "accelerator(s) is available and can be passed into `accelerator` argument of `Trainer`: "
     "{available}.";
-constexpr std::string_view kTpuUnused1 =
-    "TPU available but not used. Set `accelerator` and `devices` using "
-    "`Trainer(accelerator='tpu', devices={count})`.";
-constexpr std::string_view kTpuUnused2 =
-    "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`.";
 
 constexpr AcceleratorRules kAcceleratorRules[] = {
     {{106, 106}, "cpu, gpu, hpu, ipu, tpu",
      "When passing string value for the `accelerator` argument of `Trainer`, it can only be one of "
      "{names_list}.",
-     kNotAvailable, "TPUAccelerator", true, "", kTpuUnused1, "",
+     kNotAvailable, "TPUAccelerator", true, "", "",
      "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py"},
     {{107, 107}, "cpu, cuda, hpu, ipu, mps, tpu",
      "You selected an invalid accelerator name: `accelerator={accelerator}`. Available names are: "
      "{names}.",
-     kNotAvailable, "TPUAccelerator", false, "No supported gpu backend found!", kTpuUnused1, "",
+     kNotAvailable, "TPUAccelerator", false, "No supported gpu backend found!", "",
      "1.7.7:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
     {{108, 109}, "cpu, cuda, hpu, ipu, mps, tpu",
      "You selected an invalid accelerator name: `accelerator={accelerator}`. Available names are: "
      "{names}.",
-     kNotAvailableQuoted, "TPUAccelerator", false, "No supported gpu backend found!", kTpuUnused1, "",
+     kNotAvailableQuoted, "TPUAccelerator", false, "No supported gpu backend found!", "",
      "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
     {{200, 200}, "cpu, cuda, hpu, ipu, mps, tpu",
      "You selected an invalid accelerator name: `accelerator={accelerator}`. Available names are: "
      "auto, {names}.",
-     kNotAvailableQuoted, "TPUAccelerator", false, "No supported gpu backend found!", kTpuUnused1,
+     kNotAvailableQuoted, "TPUAccelerator", false, "No supported gpu backend found!",
      "Module not found: 'torch_xla'. HINT: Try running `pip install -U torch_xla`",
      "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py"},
     {{201, 299}, "cpu, cuda, mps, tpu",
      "You selected an invalid accelerator name: `accelerator={accelerator}`. Available names are: "
      "auto, {names}.",
-     kNotAvailableQuoted, "XLAAccelerator", false, "No supported gpu backend found!", kTpuUnused2,
+     kNotAvailableQuoted, "XLAAccelerator", false, "No supported gpu backend found!",
      "Requirement 'torch_xla>=1.13' not met. HINT: Try running `pip install -U 'torch_xla>=1.13'`",
      "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py"},
 };
@@ -174,10 +168,6 @@ void check_accelerator(Context& c) {
   }
   c.out.accelerator = c.accelerator == Accelerator::kTpu ? "tpu" : "cpu";
   c.out.tpu_available = c.tpu_available();
-  if (c.accelerator == Accelerator::kCpu && c.tpu_available()) {
-    // Before 2.1 TPUAccelerator.auto_device_count() is always 8.
-    c.warn(fill(rules.tpu_unused, {{"count", "8"}}));
-  }
 }
 
 namespace {
@@ -188,8 +178,15 @@ struct DeviceInfoRules {
   Versions versions;
   bool ipu_line;  // 2.3 dropped the IPU line (lightning_graphcore moved out)
   bool hpu_line;  // 2.5 dropped the HPU line
+  std::string_view tpu_unused;  // the warning for a CPU job where a TPU is available; {count}
   std::string_view source;
 };
+
+constexpr std::string_view kTpuUnused1 =
+    "TPU available but not used. Set `accelerator` and `devices` using "
+    "`Trainer(accelerator='tpu', devices={count})`.";
+constexpr std::string_view kTpuUnused2 =
+    "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`.";
 
 constexpr std::string_view kGpuLine = "GPU available: False, used: False";
 constexpr std::string_view kTpuLine = "TPU available: {available}, using: {count} TPU cores";
@@ -197,18 +194,25 @@ constexpr std::string_view kIpuLine = "IPU available: False, using: 0 IPUs";
 constexpr std::string_view kHpuLine = "HPU available: False, using: 0 HPUs";
 
 constexpr DeviceInfoRules kDeviceInfoRules[] = {
-    {{106, 106}, true, true, "1.6.5:pytorch_lightning/trainer/trainer.py (_log_device_info)"},
-    {{107, 107}, true, true, "1.7.7:src/pytorch_lightning/trainer/trainer.py (_log_device_info)"},
-    {{108, 109}, true, true, "1.9.5:src/pytorch_lightning/trainer/setup.py (_log_device_info)"},
-    {{200, 202}, true, true, "2.2.5:src/lightning/pytorch/trainer/setup.py (_log_device_info)"},
-    {{203, 204}, false, true, "2.4.0:src/lightning/pytorch/trainer/setup.py (_log_device_info)"},
-    {{205, 299}, false, false, "2.5.6:src/lightning/pytorch/trainer/setup.py (_log_device_info)"},
+    {{106, 106}, true, true, kTpuUnused1, "1.6.5:pytorch_lightning/trainer/trainer.py (_log_device_info)"},
+    {{107, 107}, true, true, kTpuUnused1, "1.7.7:src/pytorch_lightning/trainer/trainer.py (_log_device_info)"},
+    {{108, 109}, true, true, kTpuUnused1, "1.9.5:src/pytorch_lightning/trainer/setup.py (_log_device_info)"},
+    {{200, 200}, true, true, kTpuUnused1, "2.0.9:src/lightning/pytorch/trainer/setup.py (_log_device_info)"},
+    {{201, 202}, true, true, kTpuUnused2, "2.2.5:src/lightning/pytorch/trainer/setup.py (_log_device_info)"},
+    {{203, 204}, false, true, kTpuUnused2, "2.4.0:src/lightning/pytorch/trainer/setup.py (_log_device_info)"},
+    {{205, 299}, false, false, kTpuUnused2, "2.5.6:src/lightning/pytorch/trainer/setup.py (_log_device_info)"},
 };
 
 }  // namespace
 
 void check_device_info(Context& c) {
   const DeviceInfoRules& rules = *row_for<DeviceInfoRules>(kDeviceInfoRules, c.version);
+  // _log_device_info runs once the connector is done, so its warning comes
+  // after the connector's (precision, strategy).
+  if (c.accelerator == Accelerator::kCpu && c.tpu_available()) {
+    // Before 2.1 TPUAccelerator.auto_device_count() is always 8.
+    c.warn(fill(rules.tpu_unused, {{"count", "8"}}));
+  }
   // trainer.num_devices: the devices of one node (host), not the world size.
   const int count = c.out.accelerator == "tpu" ? c.out.device.devices_per_host : 0;
   std::vector<std::string>& lines = c.out.device_info;
@@ -226,6 +230,7 @@ std::vector<RuleText> device_info_rule_texts() {
     out.push_back({"log", kTpuLine, rules.source});
     if (rules.ipu_line) out.push_back({"log", kIpuLine, rules.source});
     if (rules.hpu_line) out.push_back({"log", kHpuLine, rules.source});
+    out.push_back({"warning", rules.tpu_unused, rules.source});
   }
   return out;
 }
@@ -238,7 +243,6 @@ std::vector<RuleText> accelerator_rule_texts() {
     }
     out.push_back({kFieldTpuCores, rules.not_available, rules.source});
     if (!rules.xla_missing.empty()) out.push_back({kFieldAccelerator, rules.xla_missing, rules.source});
-    out.push_back({"warning", rules.tpu_unused, rules.source});
   }
   return out;
 }

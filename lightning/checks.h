@@ -151,6 +151,17 @@ void check_strategy(Context& c);           // strategy.cc
 void check_runtime(Context& c);            // versions.cc
 void check_device_info(Context& c);        // accelerator.cc
 
+// What building the `strategy` comes to, which decides whether Lightning
+// ever builds a precision plugin and which (strategy.cc): the registry
+// instantiates the strategy before the precision plugin, and from 2.1 only
+// an XLA strategy gets XLAPrecision.
+enum class StrategyBuild {
+  kTpu,    // auto or an XLA strategy: the TPU precision plugin
+  kOther,  // a registered non-TPU strategy: built; the connector refuses it afterwards
+  kFails,  // refused before the precision plugin (invalid name, DeepSpeed, FSDP, ...)
+};
+StrategyBuild strategy_build(const Context& c);
+
 // The torch_xla (major*100+minor) a release runs with when `environment`
 // names none: the newest whose torch the release's requirement allows
 // (environment.cc).

@@ -43,6 +43,18 @@ constexpr std::string_view kFp16Legacy =
 constexpr std::string_view kFp16Cpu1x =
     "You passed `Trainer(accelerator='cpu', precision=16)` but native AMP is not supported on "
     "CPU. Using `precision='bf16'` instead.";
+constexpr std::string_view kFp16Cpu2x =
+    "You passed `Trainer(accelerator='cpu', precision='16-mixed')` but AMP with fp16 is not "
+    "supported on CPU. Using `precision='bf16-mixed'` instead.";
+constexpr std::string_view kFp16Cpu2xSource =
+    "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py";
+// 2.1+ TransformerEnginePrecision.__init__ without transformer_engine
+// installed (str(RequirementCache("transformer_engine>=0.11.0"))).
+constexpr std::string_view kTransformerEngineMissing =
+    "Requirement 'transformer_engine>=0.11.0' not met. HINT: Try running `pip install -U "
+    "'transformer_engine>=0.11.0'`";
+constexpr std::string_view kTransformerEngineSource =
+    "2.1.4:src/lightning/fabric/plugins/precision/transformer_engine.py";
 constexpr std::string_view kAllowed21 =
     "('transformer-engine', 'transformer-engine-float16', '16-true', '16-mixed', 'bf16-true', "
     "'bf16-mixed', '32-true', '64-true', 64, 32, 16, '64', '32', '16', 'bf16')";
@@ -110,9 +122,15 @@ std::string shown(const std::string& written, bool number) {
   return number ? written : py_repr(written);
 }
 
-void check_precision_plugin(Context& c, const PrecisionRules& rules, std::string canonical,
+// The plugin the connector builds for `canonical` (the flag after the alias
+// conversion), which it may change as Lightning does ('16' -> 'bf16' in 1.x).
+void check_precision_plugin(Context& c, const PrecisionRules& rules, std::string& canonical,
                             const std::string& written, bool number) {
   const bool tpu = c.accelerator != Accelerator::kCpu;
+  // The registry builds the strategy first: when that fails, Lightning never
+  // gets to the precision plugin (_init_strategy, then _check_and_init_precision).
+  const StrategyBuild build = strategy_build(c);
+  if (build == StrategyBuild::kFails) return;
   switch (rules.plugin) {
     case TpuPlugin::kLegacy:
       if (canonical == "32") {
@@ -121,6 +139,7 @@ void check_precision_plugin(Context& c, const PrecisionRules& rules, std::string
         c.out.precision = Precision::kBf16True;
       } else if (canonical == "16") {
         c.out.precision = Precision::kBf16True;
+        canonical = "bf16";
         c.warn(std::string(tpu ? rules.fp16_warning : kFp16Cpu1x));
       } else if (tpu && canonical == "64") {
         c.error(kFieldPrecision, std::string(rules.not_on_tpu),
@@ -141,6 +160,7 @@ void check_precision_plugin(Context& c, const PrecisionRules& rules, std::string
       if (tpu && (canonical == "16-mixed" || canonical == "bf16-mixed")) {
         // TPUBf16PrecisionPlugin sets XLA_USE_BF16=1: every tensor is bf16.
         if (canonical == "16-mixed") c.warn(std::string(rules.fp16_warning));
+        canonical = "bf16-mixed";
         c.out.precision = Precision::kBf16True;
         return;
       }
@@ -157,6 +177,17 @@ void check_precision_plugin(Context& c, const PrecisionRules& rules, std::string
                                                    : Precision::kBf16True;
         return;
       }
+      // Only an XLA strategy gets XLAPrecision; another strategy (or the
+      // CPU) gets the generic plugin, and the connector refuses the strategy
+      // afterwards. Transformer Engine needs a library no TPU VM has.
+      if ((!tpu || build == StrategyBuild::kOther) && canonical.starts_with("transformer-engine")) {
+        c.error(kFieldPrecision, std::string(kTransformerEngineMissing),
+                "Transformer Engine is NVIDIA's FP8 library (Hopper GPUs); on TPUs use `precision: "
+                "\"bf16-true\"`.",
+                kTransformerEngineSource);
+        return;
+      }
+      if (tpu && build == StrategyBuild::kOther) return;
       if (tpu) {
         c.error(kFieldPrecision, fill(rules.not_on_tpu, {{"precision", py_repr(canonical)}}),
                 std::string(kPrecisionHint), rules.source);
@@ -164,10 +195,20 @@ void check_precision_plugin(Context& c, const PrecisionRules& rules, std::string
       }
       break;
   }
+  // 2.x on the CPU: fp16 AMP becomes bf16 AMP with a warning (every 2.x
+  // release). tpujobs' CPU executor runs bf16 AMP as bf16 arithmetic.
+  if (!tpu && canonical == "16-mixed") {
+    c.warn(std::string(kFp16Cpu2x));
+    canonical = "bf16-mixed";
+  }
+  if (!tpu && canonical == "bf16-mixed") {
+    c.out.precision = Precision::kBf16True;
+    return;
+  }
   c.error(kFieldPrecision,
           "`precision=" + py_repr(canonical) +
               "` is not supported by the tpujobs CPU executor. `precision` must be one of: "
-              "('32-true', '16-true', 'bf16-true').",
+              "('32-true', '16-true', 'bf16-true', 'bf16-mixed').",
           "Use `precision: \"32-true\"` or \"bf16-true\" for a CPU job.");
 }
 
@@ -178,6 +219,7 @@ void check_precision(Context& c) {
   if (!c.settings.precision) {
     const bool bf16 = c.xla_use_bf16 && c.accelerator == Accelerator::kTpu;
     c.out.precision = bf16 ? Precision::kBf16True : Precision::k32True;
+    c.out.lightning_precision = c.v1() ? "32" : "32-true";
     return;
   }
   const std::string& written = *c.settings.precision;
@@ -203,12 +245,15 @@ void check_precision(Context& c) {
     }
   }
   check_precision_plugin(c, rules, canonical, written, number);
+  c.out.lightning_precision = canonical;
   if (c.xla_use_bf16 && c.accelerator == Accelerator::kTpu) c.out.precision = Precision::kBf16True;
 }
 
 std::vector<RuleText> precision_rule_texts() {
   std::vector<RuleText> out = {
-      {"warning", kFp16Cpu1x, "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"}};
+      {"warning", kFp16Cpu1x, "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
+      {"warning", kFp16Cpu2x, kFp16Cpu2xSource},
+      {kFieldPrecision, kTransformerEngineMissing, kTransformerEngineSource}};
   for (const PrecisionRules& rules : kPrecisionRules) {
     out.push_back({kFieldPrecision, rules.invalid, rules.source});
     out.push_back({kFieldPrecision, rules.not_on_tpu, rules.source});

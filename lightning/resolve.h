@@ -151,6 +151,11 @@ struct Resolution {
       warnings;          // Lightning's warning texts (deprecations, precision=16 -> bf16 ...)
   DeviceRequest device;  // meaningful only when errors is empty
   Precision precision = Precision::k32True;
+  // The precision flag Lightning ends up with, in its own spelling: "32"
+  // and "bf16" in 1.x, "32-true", "bf16-mixed", "bf16-true" ... in 2.x
+  // (e.g. 2.x turns '16-mixed' on the CPU into 'bf16-mixed'). `precision`
+  // is how the executor runs it.
+  std::string lightning_precision = "32-true";
   std::string strategy;     // resolved: "xla", "single_xla", "xla_debug" (or "auto" for cpu)
   std::string accelerator;  // resolved: "tpu" | "cpu"
   int world_size = 1;       // replicas = device.cores(), or 1 for cpu

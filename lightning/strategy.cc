@@ -91,6 +91,64 @@ constexpr RegisteredStrategy kRegistry[] = {
     {"xla_debug", k2x, "XLAStrategy", StrategyKind::kXlaDebug},
 };
 
+// What a strategy class's __init__ raises (or warns) on a TPU VM, where its
+// library or its devices are missing: the registry instantiates the class
+// before the connector looks at the accelerator.
+struct ClassInit {
+  std::string_view class_name;
+  Versions versions;
+  bool raises;  // false: a warning, and the strategy is built
+  std::string_view text;
+  std::string_view source;
+};
+
+constexpr ClassInit kClassInit[] = {
+    {"BaguaStrategy", {106, 109}, true,
+     "To use the `BaguaStrategy`, you must have `Bagua` installed. Use `pip install bagua` to "
+     "install it.",
+     "1.9.5:src/pytorch_lightning/strategies/bagua.py"},
+    {"ColossalAIStrategy", {108, 109}, true,
+     "To use the `ColossalAIStrategy`, please install `colossalai` first. Download `colossalai` by "
+     "consulting `https://colossalai.org/download`.",
+     "1.9.5:src/pytorch_lightning/strategies/colossalai.py"},
+    {"HorovodStrategy", {109, 109}, true,
+     "Requested `strategy=\"horovod\"`, but Horovod is not installed. Install with "
+     "`HOROVOD_WITH_PYTORCH=1 pip install horovod[pytorch]`",
+     "1.9.5:src/pytorch_lightning/strategies/horovod.py"},
+    {"HPUParallelStrategy", {106, 200}, true, "`HPUParallelStrategy` requires HPU devices to run",
+     "2.0.9:src/lightning/pytorch/strategies/hpu_parallel.py"},
+    {"SingleHPUStrategy", {106, 200}, true, "`SingleHPUStrategy` requires HPU devices to run",
+     "2.0.9:src/lightning/pytorch/strategies/single_hpu.py"},
+    {"IPUStrategy", {106, 200}, true,
+     "The IPU Accelerator requires IPU devices to run. Learn more or get started with IPUs at "
+     "https://www.graphcore.ai/getstarted",
+     "2.0.9:src/lightning/pytorch/strategies/ipu.py"},
+};
+
+// 1.9 deprecates the FairScale strategies in their __init__.
+constexpr std::string_view kFairScaleDeprecated =
+    "PyTorch Lightning's sharded implementation using FairScale has been deprecated in v1.9.0 and "
+    "will be removed in v2.0.0. You can try using the `Trainer(strategy='fsdp_native')` instead. "
+    "The difference is that native FSDP uses PyTorch's implementation and the current strategy "
+    "uses FairScale's implementation (which was upstreamed to PyTorch). After removal, "
+    "`strategy='fsdp'` will use the native version by default.";
+constexpr ClassInit kClassInitWarnings[] = {
+    {"DDPShardedStrategy", {109, 109}, false, kFairScaleDeprecated,
+     "1.9.5:src/pytorch_lightning/strategies/sharded.py"},
+    {"DDPSpawnShardedStrategy", {109, 109}, false, kFairScaleDeprecated,
+     "1.9.5:src/pytorch_lightning/strategies/sharded_spawn.py"},
+    {"DDPFullyShardedStrategy", {109, 109}, false, kFairScaleDeprecated,
+     "1.9.5:src/pytorch_lightning/strategies/fully_sharded.py"},
+};
+
+const ClassInit* class_init(std::span<const ClassInit> table, std::string_view class_name,
+                            int version) {
+  for (const ClassInit& row : table) {
+    if (row.class_name == class_name && row.versions.contains(version)) return &row;
+  }
+  return nullptr;
+}
+
 struct StrategyRules {
   Versions versions;
   bool auto_registered;      // 'auto' is a valid value (1.9+); before, absent means auto
@@ -199,16 +257,55 @@ std::string strategy_hint(const Context& c) {
          tpu_strategy_names(c.version) + ".";
 }
 
+// The strategy setting as the connector sees it: lower-cased (every
+// version does so first), and its registry row.
+struct WrittenStrategy {
+  std::string name;
+  const StrategyRules* rules;
+  bool automatic;                 // absent, or 'auto' where 'auto' is registered
+  const RegisteredStrategy* entry;  // nullptr when automatic or not registered
+};
+
+WrittenStrategy written_strategy(const Context& c) {
+  WrittenStrategy w;
+  w.name = c.settings.strategy.value_or("auto");
+  std::transform(w.name.begin(), w.name.end(), w.name.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  w.rules = row_for<StrategyRules>(kStrategyRules, c.version);
+  w.automatic = !c.settings.strategy || (w.name == "auto" && w.rules->auto_registered);
+  w.entry = w.automatic ? nullptr : find_registered(w.name, c.version);
+  return w;
+}
+
 }  // namespace
 
+StrategyBuild strategy_build(const Context& c) {
+  const WrittenStrategy w = written_strategy(c);
+  if (w.automatic) return StrategyBuild::kTpu;
+  if (!w.entry) return StrategyBuild::kFails;
+  switch (w.entry->kind) {
+    case StrategyKind::kXla:
+    case StrategyKind::kSingleXla:
+    case StrategyKind::kXlaDebug:
+      return StrategyBuild::kTpu;
+    case StrategyKind::kTpuSpawn:
+    case StrategyKind::kDeepSpeed:
+      return StrategyBuild::kFails;
+    case StrategyKind::kFsdp:
+      return w.rules->fsdp_on_tpu.empty() ? StrategyBuild::kOther : StrategyBuild::kFails;
+    case StrategyKind::kOther:
+      break;
+  }
+  const ClassInit* init = class_init(kClassInit, w.entry->class_name, c.version);
+  return init && init->raises ? StrategyBuild::kFails : StrategyBuild::kOther;
+}
+
 void check_strategy(Context& c) {
-  // Every version lower-cases a strategy name first.
-  std::string written = c.settings.strategy.value_or("auto");
-  std::transform(written.begin(), written.end(), written.begin(),
-                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-  const StrategyRules& rules = *row_for<StrategyRules>(kStrategyRules, c.version);
-  const bool automatic = !c.settings.strategy || (written == "auto" && rules.auto_registered);
-  const RegisteredStrategy* entry = automatic ? nullptr : find_registered(written, c.version);
+  const WrittenStrategy w = written_strategy(c);
+  const std::string& written = w.name;
+  const StrategyRules& rules = *w.rules;
+  const bool automatic = w.automatic;
+  const RegisteredStrategy* entry = w.entry;
   if (!automatic && !entry) {
     c.error(kFieldStrategy,
             fill(rules.invalid, {{"strategy", rules.invalid == kNotFound ? written : py_repr(written)},
@@ -236,6 +333,16 @@ void check_strategy(Context& c) {
     // installed, whatever the accelerator.
     c.error(kFieldStrategy, std::string(rules.deepspeed_missing), strategy_hint(c), rules.source);
     return;
+  }
+  if (entry) {
+    // Other classes whose __init__ needs a library or device a TPU VM lacks.
+    if (const ClassInit* init = class_init(kClassInit, entry->class_name, c.version)) {
+      c.error(kFieldStrategy, std::string(init->text), strategy_hint(c), init->source);
+      return;
+    }
+    if (const ClassInit* init = class_init(kClassInitWarnings, entry->class_name, c.version)) {
+      c.warn(std::string(init->text));
+    }
   }
   if (c.accelerator == Accelerator::kCpu) {
     c.out.strategy = "auto";
@@ -288,6 +395,8 @@ void check_strategy(Context& c) {
 
 std::vector<RuleText> strategy_rule_texts() {
   std::vector<RuleText> out;
+  for (const ClassInit& init : kClassInit) out.push_back({kFieldStrategy, init.text, init.source});
+  for (const ClassInit& init : kClassInitWarnings) out.push_back({"warning", init.text, init.source});
   for (const StrategyRules& rules : kStrategyRules) {
     for (std::string_view text : {rules.invalid, rules.tpu_spawn, rules.fsdp_on_tpu,
                                   rules.deepspeed_missing, rules.wrong_strategy}) {

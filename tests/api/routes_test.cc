@@ -119,6 +119,13 @@ TEST(Routes, DevicesThreeIs422WithLightningsMessageOnItsField) {
   EXPECT_TRUE(service.submitted.empty());
 }
 
+// POST /v1/jobs:validate of `fields` (JSON members, each followed by a
+// comma) plus a small model and dataset.
+Response validate(JobsApi& api, const std::string& fields) {
+  return call(api, "POST", "/v1/jobs:validate",
+              "{" + fields + R"("model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "digits"}})");
+}
+
 TEST(Routes, ValidateNamesTheLightningVersionWhoseRulesApplied) {
   FakeJobService service;
   JobsApi api(service, {});
@@ -141,6 +148,43 @@ TEST(Routes, ValidateNamesTheLightningVersionWhoseRulesApplied) {
   ASSERT_EQ(r.status, 422) << r.body;
   EXPECT_EQ(body_of(r)["lightning_version"], "1.7");
   EXPECT_EQ(body_of(r)["errors"][0]["message"], "`tpu_cores` can only be 1, 8 or [<1-8>]");
+}
+
+// The torch_xla whose metric names and report layout the job prints:
+// environment.torch_xla, else the newest one the release's torch allows.
+TEST(Routes, ValidateNamesTheTorchXlaWhoseMetricNamesApply) {
+  FakeJobService service;
+  JobsApi api(service, {});
+  Response r = validate(api, R"("trainer": {"devices": 8},)");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(body_of(r)["resolved"]["torch_xla_version"], "2.5");
+  r = validate(api, R"("trainer": {"devices": 8}, "environment": {"python": "3.10", "torch": "2.1.0",
+                       "torch_xla": "2.1.0", "lightning": "2.1.3"},)");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(body_of(r)["resolved"]["torch_xla_version"], "2.1");
+  // Lightning 1.6 without an environment: torch_xla 1.13, the last for its torch.
+  r = validate(api, R"("trainer": {"accelerator": "tpu", "devices": 8}, "lightning_version": "1.6",)");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(body_of(r)["resolved"]["torch_xla_version"], "1.13");
+}
+
+// 2.x turns '16-mixed' on the CPU into 'bf16-mixed' with its warning, and
+// the answer shows Lightning's flag beside the executor's precision.
+TEST(Routes, ValidateShowsLightningsPrecisionFlagOnTheCpu) {
+  FakeJobService service;
+  JobsApi api(service, {});
+  const Response r =
+      validate(api, R"("trainer": {"accelerator": "cpu", "precision": "16-mixed"}, "lightning_version": "2.0",)");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const nlohmann::json body = body_of(r);
+  EXPECT_EQ(body["resolved"]["lightning_precision"], "bf16-mixed");
+  EXPECT_EQ(body["resolved"]["precision"], "bf16-true");
+  bool warned = false;
+  for (const auto& warning : body["warnings"]) {
+    warned |= warning.get<std::string>().starts_with(
+        "You passed `Trainer(accelerator='cpu', precision='16-mixed')` but AMP with fp16 is not supported on CPU.");
+  }
+  EXPECT_TRUE(warned) << body["warnings"];
 }
 
 TEST(Routes, MismatchedTorchAndTorchXlaIsTheImportErrorOnTheVm) {

@@ -354,7 +354,7 @@ const std::vector<Case>& Cases() {
       {"accelerator_unknown", "accelerator=foo", "v3-32",
        "trainer.accelerator: You selected an invalid accelerator name: `accelerator='foo'`. "
        "Available names are: auto, cpu, cuda, mps, tpu."},
-      {"accelerator_cpu_devices_4", "accelerator=cpu devices=4", "v3-32", "cpu world=1 32-true auto", "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`. | tpujobs runs `accelerator='cpu'` jobs as one process on the executor's threads; `devices=4` trains one replica."},
+      {"accelerator_cpu_devices_4", "accelerator=cpu devices=4", "v3-32", "cpu world=1 32-true auto", "tpujobs runs `accelerator='cpu'` jobs as one process on the executor's threads; `devices=4` trains one replica. | TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
       {"accelerator_cpu_devices_negative", "accelerator=cpu devices=-1", "v3-32", "trainer.devices: `devices` selected with `CPUAccelerator` should be an int > 0.", "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
       {"accelerator_cpu_devices_0", "accelerator=cpu devices=0", "v3-32", "trainer.devices: `Trainer(devices=0)` value is not a valid input using cpu accelerator.", "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
       {"accelerator_cpu_num_nodes", "accelerator=cpu num_nodes=2", "v3-32", "trainer.num_nodes: `num_nodes=2` asks for several TPU hosts, but the job runs with `accelerator='cpu'`.", "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
@@ -384,7 +384,7 @@ const std::vector<Case>& Cases() {
        S("trainer.precision: `precision='64-true'", kXlaPrecision)},
       {"precision_invalid", "precision='8'", "v3-32", "trainer.precision: Precision '8' is invalid. Allowed precision values: ('transformer-engine', 'transformer-engine-float16', '16-true', '16-mixed', 'bf16-true', 'bf16-mixed', '32-true', '64-true', 64, 32, 16, '64', '32', '16', 'bf16')"},
       {"precision_cpu_bf16_true", "accelerator=cpu precision=bf16-true", "v3-32", "cpu world=1 bf16-true auto", "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
-      {"precision_cpu_mixed", "accelerator=cpu precision=bf16-mixed", "v3-32", "trainer.precision: `precision='bf16-mixed'` is not supported by the tpujobs CPU executor. `precision` must be one of: ('32-true', '16-true', 'bf16-true').", "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+      {"precision_cpu_mixed", "accelerator=cpu precision=bf16-mixed", "v3-32", "cpu world=1 bf16-true auto", "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
       // --- strategy, 2.x ---------------------------------------------------
       {"strategy_xla", "strategy=xla devices=8", "v3-32",
        "tpu host v3 8x1 v3-8 world=8 32-true xla"},
@@ -461,7 +461,7 @@ const std::vector<Case>& Cases() {
        "open an issue in `https://github.com/Lightning-AI/lightning/issues` requesting this "
        "feature."},
       {"v1_precision_2x_name", "v=1.x accelerator=tpu precision=bf16-true", "v3-32", "trainer.precision: Precision 'bf16-true' is invalid. Allowed precision values: ('64', '32', '16', 'bf16', 64, 32, 16)"},
-      {"v1_precision_16_cpu", "v=1.x accelerator=cpu precision=16", "v3-32", "cpu world=1 bf16-true auto v1", "TPU available but not used. Set `accelerator` and `devices` using `Trainer(accelerator='tpu', devices=8)`. | You passed `Trainer(accelerator='cpu', precision=16)` but native AMP is not supported on CPU. Using `precision='bf16'` instead."},
+      {"v1_precision_16_cpu", "v=1.x accelerator=cpu precision=16", "v3-32", "cpu world=1 bf16-true auto v1", "You passed `Trainer(accelerator='cpu', precision=16)` but native AMP is not supported on CPU. Using `precision='bf16'` instead. | TPU available but not used. Set `accelerator` and `devices` using `Trainer(accelerator='tpu', devices=8)`."},
       {"v1_xrt_without_config", "v=1.x accelerator=tpu runtime=xrt", "v3-32",
        "env: Missing XLA configuration"},
       {"v1_xrt_with_config",
@@ -874,6 +874,160 @@ const std::vector<VersionCase>& VersionCases() {
        "v=1.6 accelerator=tpu strategy=deepspeed", "v3-8",
        "trainer.strategy: To use the DeepSpeed plugin, you must have DeepSpeed installed. pip "
        "install deepspeed"},
+      // --- precision plugins and strategy registries, 1.9-2.4 (the plugin follows the strategy) -----
+      {"v21_tpu_16_true_ddp", "2.1.4:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_unsupported_tpu_choice)",
+       "v=2.1 accelerator=tpu precision=16-true strategy=ddp", "v3-8", S(kWrongStrategy21, "DDPStrategy.")},
+      {"v22_tpu_16_true_ddp", "2.2.5:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_unsupported_tpu_choice)",
+       "v=2.2 accelerator=tpu precision=16-true strategy=ddp", "v3-8", S(kWrongStrategy21, "DDPStrategy.")},
+      {"v24_tpu_16_true_ddp", "2.4.0:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_unsupported_tpu_choice)",
+       "v=2.4 accelerator=tpu precision=16-true strategy=ddp", "v3-8", S(kWrongStrategy21, "DDPStrategy.")},
+      {"v21_tpu_16_mixed_ddp_no_xla_precision", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (_check_and_init_precision: XLAPrecision only for an XLA strategy)",
+       "v=2.1 accelerator=tpu precision=16-mixed strategy=ddp", "v3-8", S(kWrongStrategy21, "DDPStrategy.")},
+      {"v24_tpu_64_true_ddp_spawn", "2.4.0:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (_check_and_init_precision)",
+       "v=2.4 accelerator=tpu precision=64-true strategy=ddp_spawn", "v3-8", S(kWrongStrategy21, "DDPStrategy.")},
+      {"v24_deepspeed_before_precision", "2.4.0:src/lightning/pytorch/strategies/deepspeed.py (the registry builds the strategy before the precision plugin)",
+       "v=2.4 strategy=deepspeed_stage_3 precision=bf16-mixed", "v3-8",
+       "trainer.strategy: To use the `DeepSpeedStrategy`, you must have DeepSpeed installed. "
+       "Install it by running `pip install -U deepspeed`."},
+      {"v22_fsdp_before_precision", "2.2.5:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (_check_strategy_and_fallback before _check_and_init_precision)",
+       "v=2.2 strategy=fsdp precision=16-mixed", "v3-8",
+       "trainer.strategy: You selected strategy to be `fsdp`, but GPU accelerator is not used."},
+      {"v21_ddp_spawn_devices_8", "2.1.4:tests/tests_pytorch/accelerators/test_xla.py (test_strategy_choice_tpu_str_ddp_spawn)",
+       "v=2.1 strategy=ddp_spawn accelerator=tpu devices=8", "v3-8", S(kWrongStrategy21, "DDPStrategy.")},
+      {"v22_ddp_spawn_devices_8", "2.2.5:tests/tests_pytorch/accelerators/test_xla.py (test_strategy_choice_tpu_str_ddp_spawn)",
+       "v=2.2 strategy=ddp_spawn accelerator=tpu devices=8", "v3-8", S(kWrongStrategy21, "DDPStrategy.")},
+      {"v24_ddp_spawn_devices_8", "2.4.0:tests/tests_pytorch/accelerators/test_xla.py (test_strategy_choice_tpu_str_ddp_spawn)",
+       "v=2.4 strategy=ddp_spawn accelerator=tpu devices=8", "v3-8", S(kWrongStrategy21, "DDPStrategy.")},
+      {"v24_xla_debug_devices_8", "2.4.0:tests/tests_pytorch/accelerators/test_xla.py (test_strategy_choice_tpu_str_xla_debug)",
+       "v=2.4 strategy=xla_debug accelerator=tpu devices=8", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla_debug"},
+      {"v21_xla_debug_registry", "2.1.4:tests/tests_pytorch/strategies/test_registry.py (test_xla_debug_strategy_registry)",
+       "v=2.1 strategy=xla_debug", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla_debug"},
+      {"v22_ddp_notebook_find_unused_true", "2.2.5:tests/tests_pytorch/strategies/test_registry.py (test_ddp_find_unused_parameters_strategy_registry)",
+       "v=2.2 strategy=ddp_notebook_find_unused_parameters_true", "v3-8", S(kWrongStrategy21, "DDPStrategy.")},
+      {"v24_deepspeed_stage_2_offload", "2.4.0:tests/tests_pytorch/strategies/test_registry.py (test_strategy_registry_with_deepspeed_strategies)",
+       "v=2.4 strategy=deepspeed_stage_2_offload", "v3-8",
+       "trainer.strategy: To use the `DeepSpeedStrategy`, you must have DeepSpeed installed. "
+       "Install it by running `pip install -U deepspeed`."},
+      {"v24_deepspeed_stage_1_offload_is_fabric_only", "2.4.0:src/lightning/pytorch/strategies/deepspeed.py (register_strategies: no stage_1_offload)",
+       "v=2.4 strategy=deepspeed_stage_1_offload", "v3-8",
+       S("trainer.strategy: You selected an invalid strategy name: `strategy='deepspeed_stage_1_offload'`. ",
+         kInvalidStrategy2)},
+      {"v24_accelerator_auto_devices_8", "2.4.0:tests/tests_pytorch/accelerators/test_xla.py (test_accelerator_tpu)",
+       "v=2.4 accelerator=auto devices=8", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla"},
+      {"v22_accelerator_auto_devices_auto", "2.2.5:tests/tests_pytorch/accelerators/test_xla.py (test_accelerator_tpu)",
+       "v=2.2 accelerator=auto devices=auto", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla"},
+      {"v21_accelerator_tpu_devices_auto", "2.1.4:tests/tests_pytorch/accelerators/test_xla.py (test_accelerator_tpu)",
+       "v=2.1 accelerator=tpu devices=auto", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla"},
+      {"v24_device_ids_core2", "2.4.0:tests/tests_pytorch/accelerators/test_xla.py (test_trainer_config_device_ids[[2]])",
+       "v=2.4 accelerator=tpu devices=[2]", "v3-8", "tpu single v3 1x1 core=2 world=1 32-true single_xla"},
+      {"v24_device_ids_string_8", "2.4.0:tests/tests_pytorch/accelerators/test_xla.py (test_trainer_config_device_ids['8'])",
+       "v=2.4 accelerator=tpu devices='8'", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla"},
+      {"v21_device_ids_1", "2.1.4:tests/tests_pytorch/accelerators/test_xla.py (test_trainer_config_device_ids[1])",
+       "v=2.1 accelerator=tpu devices=1", "v3-8", "tpu single v3 1x1 world=1 32-true single_xla"},
+      {"v21_xla_precision_16_mixed", "2.1.4:tests/tests_pytorch/plugins/precision/test_xla.py (test_precision_input_validation)",
+       "v=2.1 accelerator=tpu precision=16-mixed", "v3-8",
+       S("trainer.precision: `precision='16-mixed')` is not supported in XLA. ", kXlaOnly)},
+      {"v22_xla_precision_bf16_mixed", "2.2.5:tests/tests_pytorch/plugins/precision/test_xla.py (test_precision_input_validation)",
+       "v=2.2 accelerator=tpu precision=bf16-mixed", "v3-8",
+       S("trainer.precision: `precision='bf16-mixed')` is not supported in XLA. ", kXlaOnly)},
+      {"v24_xla_precision_64_true", "2.4.0:tests/tests_pytorch/plugins/precision/test_xla.py (test_precision_input_validation)",
+       "v=2.4 accelerator=tpu precision=64-true", "v3-8",
+       S("trainer.precision: `precision='64-true')` is not supported in XLA. ", kXlaOnly)},
+      {"v22_xla_precision_16_alias", "2.2.5:src/lightning/fabric/connector.py (_convert_precision_to_unified_args) + plugins/precision/xla.py",
+       "v=2.2 accelerator=tpu precision='16'", "v3-8",
+       S("trainer.precision: `precision='16-mixed')` is not supported in XLA. ", kXlaOnly),
+       "`precision=16` is supported for historical reasons but its usage is discouraged. Please "
+       "set your precision to 16-mixed instead!"},
+      {"v24_xla_precision_16_true", "2.4.0:tests/tests_pytorch/plugins/precision/test_xla.py (test_selected_dtype)",
+       "v=2.4 accelerator=tpu precision=16-true", "v3-8", "tpu host v3 8x1 v3-8 world=8 16-true xla"},
+      {"v21_xla_precision_bf16_true", "2.1.4:tests/tests_pytorch/plugins/precision/test_xla.py (test_selected_dtype)",
+       "v=2.1 accelerator=tpu precision=bf16-true devices=1", "v3-8", "tpu single v3 1x1 world=1 bf16-true single_xla"},
+      {"v22_accelerator_choice_tpu_core1", "2.2.5:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_accelerator_choice_tpu[tpu-devices2])",
+       "v=2.2 accelerator=tpu devices=[1]", "v3-8", "tpu single v3 1x1 core=1 world=1 32-true single_xla"},
+      {"v22_accelerator_choice_auto_1", "2.2.5:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_accelerator_choice_tpu[auto-1])",
+       "v=2.2 accelerator=auto devices=1", "v3-8", "tpu single v3 1x1 world=1 32-true single_xla"},
+      {"v24_accelerator_choice_tpu_auto_v4", "2.4.0:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_accelerator_choice_tpu[tpu-auto])",
+       "v=2.4 accelerator=tpu devices=auto", "v4-8", "tpu host v4 4x1 v4-8 world=4 32-true xla"},
+      {"v24_zero_devices_tpu_string", "2.4.0:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_passing_zero_and_empty_list_to_devices_flag)",
+       "v=2.4 accelerator=tpu devices='0'", "v3-8",
+       "trainer.devices: `Trainer(devices='0')` value is not a valid input using tpu accelerator."},
+      {"v22_zero_devices_tpu_list", "2.2.5:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_passing_zero_and_empty_list_to_devices_flag)",
+       "v=2.2 accelerator=tpu devices=[]", "v3-8",
+       "trainer.devices: `Trainer(devices=[])` value is not a valid input using tpu accelerator."},
+      {"v24_zero_devices_cpu", "2.4.0:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_passing_zero_and_empty_list_to_devices_flag)",
+       "v=2.4 accelerator=cpu devices=0", "v3-8",
+       "trainer.devices: `Trainer(devices=0)` value is not a valid input using cpu accelerator.",
+       "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+      {"v21_cpu_transformer_engine", "2.1.4:src/lightning/fabric/plugins/precision/transformer_engine.py (TransformerEnginePrecision.__init__)",
+       "v=2.1 accelerator=cpu precision=transformer-engine", "",
+       "trainer.precision: Requirement 'transformer_engine>=0.11.0' not met. HINT: Try running "
+       "`pip install -U 'transformer_engine>=0.11.0'`"},
+      {"v24_ddp_transformer_engine_float16", "2.4.0:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (_check_and_init_precision: TransformerEnginePrecision for a non-XLA strategy)",
+       "v=2.4 accelerator=tpu strategy=ddp precision=transformer-engine-float16", "v3-8",
+       "trainer.precision: Requirement 'transformer_engine>=0.11.0' not met. HINT: Try running "
+       "`pip install -U 'transformer_engine>=0.11.0'` | trainer.strategy: The `XLAAccelerator` can "
+       "only be used with a `SingleDeviceXLAStrategy` or `XLAStrategy`, found DDPStrategy."},
+      // 1.9
+      {"v19_accelerator_auto_devices_8", "1.9.5:tests/tests_pytorch/accelerators/test_tpu.py (test_accelerator_tpu)",
+       "v=1.9 accelerator=auto devices=8", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
+      {"v19_accelerator_auto_devices_auto", "1.9.5:tests/tests_pytorch/accelerators/test_tpu.py (test_accelerator_tpu)",
+       "v=1.9 accelerator=auto devices=auto", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
+      {"v19_accelerator_tpu_devices_none", "1.9.5:tests/tests_pytorch/accelerators/test_tpu.py (test_accelerator_tpu)",
+       "v=1.9 accelerator=tpu", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
+      {"v19_device_ids_string_core", "1.9.5:tests/tests_pytorch/accelerators/test_tpu.py (test_trainer_config_device_ids['2,']: 1-based)",
+       "v=1.9 accelerator=tpu devices='2,'", "v3-8", "tpu single v3 1x1 core=1 world=1 32-true single_xla v1"},
+      {"v19_device_ids_string_8", "1.9.5:tests/tests_pytorch/accelerators/test_tpu.py (test_trainer_config_device_ids['8'])",
+       "v=1.9 accelerator=tpu devices='8'", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
+      {"v19_strategy_bagua", "1.9.5:src/pytorch_lightning/strategies/bagua.py (BaguaStrategy.__init__)",
+       "v=1.9 accelerator=tpu strategy=bagua", "v3-8",
+       "trainer.strategy: To use the `BaguaStrategy`, you must have `Bagua` installed. Use `pip "
+       "install bagua` to install it."},
+      {"v19_strategy_horovod", "1.9.5:src/pytorch_lightning/strategies/horovod.py (HorovodStrategy.__init__)",
+       "v=1.9 accelerator=tpu strategy=horovod precision=64", "v3-8",
+       "trainer.strategy: Requested `strategy=\"horovod\"`, but Horovod is not installed. Install "
+       "with `HOROVOD_WITH_PYTORCH=1 pip install horovod[pytorch]`"},
+      {"v18_strategy_colossalai", "1.8.6:src/pytorch_lightning/strategies/colossalai.py (ColossalAIStrategy.__init__)",
+       "v=1.8 accelerator=tpu strategy=colossalai", "v3-8",
+       "trainer.strategy: To use the `ColossalAIStrategy`, please install `colossalai` first. "
+       "Download `colossalai` by consulting `https://colossalai.org/download`."},
+      {"v20_strategy_hpu_parallel", "2.0.9:src/lightning/pytorch/strategies/hpu_parallel.py (HPUParallelStrategy.__init__)",
+       "v=2.0 strategy=hpu_parallel", "v3-8",
+       "trainer.strategy: `HPUParallelStrategy` requires HPU devices to run"},
+      {"v16_strategy_ipu", "1.6.5:pytorch_lightning/strategies/ipu.py (IPUStrategy.__init__)",
+       "v=1.6 accelerator=tpu strategy=ipu_strategy", "v3-8",
+       "trainer.strategy: The IPU Accelerator requires IPU devices to run. Learn more or get "
+       "started with IPUs at https://www.graphcore.ai/getstarted"},
+      {"v19_strategy_ddp_sharded", "1.9.5:src/pytorch_lightning/strategies/sharded.py (FairScale deprecation)",
+       "v=1.9 accelerator=tpu strategy=ddp_sharded", "v3-8", S(kWrongStrategy1, "DDPShardedStrategy."),
+       "PyTorch Lightning's sharded implementation using FairScale has been deprecated in v1.9.0 "
+       "and will be removed in v2.0.0. You can try using the `Trainer(strategy='fsdp_native')` "
+       "instead. The difference is that native FSDP uses PyTorch's implementation and the current "
+       "strategy uses FairScale's implementation (which was upstreamed to PyTorch). After removal, "
+       "`strategy='fsdp'` will use the native version by default."},
+      {"v18_strategy_ddp_sharded_no_warning", "1.8.6:src/pytorch_lightning/strategies/sharded.py",
+       "v=1.8 accelerator=tpu strategy=ddp_sharded", "v3-8", S(kWrongStrategy1, "DDPShardedStrategy.")},
+      // --- 2.x on the CPU: '16-mixed' becomes 'bf16-mixed' with a warning -----------------------
+      {"v20_cpu_16_mixed", "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (_check_and_init_precision)",
+       "v=2.0 accelerator=cpu precision=16-mixed", "", "cpu world=1 bf16-true auto",
+       "You passed `Trainer(accelerator='cpu', precision='16-mixed')` but AMP with fp16 is not "
+       "supported on CPU. Using `precision='bf16-mixed'` instead."},
+      {"v21_cpu_16_alias", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (_check_and_init_precision)",
+       "v=2.1 accelerator=cpu precision=16", "",  "cpu world=1 bf16-true auto",
+       "`precision=16` is supported for historical reasons but its usage is discouraged. Please "
+       "set your precision to 16-mixed instead! | You passed `Trainer(accelerator='cpu', "
+       "precision='16-mixed')` but AMP with fp16 is not supported on CPU. Using "
+       "`precision='bf16-mixed'` instead."},
+      {"v25_cpu_16_mixed_tpu_pool", "2.5.6:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (_check_and_init_precision)",
+       "v=2.5 accelerator=cpu precision=16-mixed", "v3-8", "cpu world=1 bf16-true auto",
+       "You passed `Trainer(accelerator='cpu', precision='16-mixed')` but AMP with fp16 is not "
+       "supported on CPU. Using `precision='bf16-mixed'` instead. | TPU available but not used. "
+       "You can set it by doing `Trainer(accelerator='tpu')`."},
+      {"v24_cpu_bf16_mixed", "2.4.0:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (MixedPrecision on the CPU)",
+       "v=2.4 accelerator=cpu precision=bf16-mixed", "", "cpu world=1 bf16-true auto"},
+      {"v19_cpu_16", "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py (_check_and_init_precision)",
+       "v=1.9 accelerator=cpu precision=16", "", "cpu world=1 bf16-true auto v1",
+       "You passed `Trainer(accelerator='cpu', precision=16)` but native AMP is not supported on "
+       "CPU. Using `precision='bf16'` instead."},
       // --- num_nodes, runtime ------------------------------------------------------------
       {"v21_num_nodes_zero", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
        "v=2.1 num_nodes=0", "v3-8",
@@ -1165,7 +1319,7 @@ std::vector<std::string> Fields(const Resolution& resolution) {
 
 TEST(ResolveTest, ReportsEveryProblemAtOnce) {
   const Resolution resolution =
-      resolve(Settings("devices=3 precision=16-mixed strategy=ddp runtime=xrt"), Pool("v3-32"));
+      resolve(Settings("devices=3 precision='8' strategy=ddp runtime=xrt"), Pool("v3-32"));
   EXPECT_EQ((std::vector<std::string>{"trainer.devices", "trainer.precision", "trainer.strategy",
                                       "runtime"}),
             Fields(resolution));
@@ -1184,7 +1338,7 @@ TEST(ResolveTest, ReportsSliceAndSettingProblemsTogether) {
 
 TEST(ResolveTest, InvalidAcceleratorStillChecksTheRest) {
   const Resolution resolution =
-      resolve(Settings("accelerator=gpu precision=64 strategy=foo"), Pool("v4-8"));
+      resolve(Settings("accelerator=gpu precision='8' strategy=foo"), Pool("v4-8"));
   EXPECT_EQ(
       (std::vector<std::string>{"trainer.accelerator", "trainer.precision", "trainer.strategy"}),
       Fields(resolution));
