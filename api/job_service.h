@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -80,6 +81,10 @@ class JobService {
   // service answer pollers from a cache.
   virtual base::Result<std::string> get_job_text(std::int64_t id, const std::string& tenant) = 0;
   virtual JsonResult list_jobs(const JobQuery& query) = 0;
+  // The state of each of the tenant's jobs among `ids` (depends_on checks);
+  // ids with no job of the tenant are absent.
+  virtual base::Result<std::map<std::int64_t, base::JobState>> job_states(const std::string& tenant,
+                                                                          const std::vector<std::int64_t>& ids) = 0;
   // Calls `done` with the job once it is terminal, or when `timeout` passes.
   virtual void wait_job(std::int64_t id, const std::string& tenant, std::chrono::milliseconds timeout,
                         std::function<void(JsonResult)> done) = 0;

@@ -176,15 +176,40 @@ struct CheckedSpec {
   json estimate;
   std::vector<FieldError> errors;
   std::vector<std::string> warnings;
+  // The check could not be made (the database is away): answered as such.
+  std::optional<base::Error> failure;
 };
 
-// Everything submit and :validate share: parse, resolve the trainer settings
-// against the pool, dry-run the executor.
-CheckedSpec check_spec(json body, JobService& service) {
+// Each job named in depends_on must exist, be the tenant's, and so (ids
+// grow) have been submitted before this one.
+void check_dependencies_exist(const std::string& tenant, JobService& service, CheckedSpec* checked) {
+  const std::vector<scheduler::Dependency>& dependencies = checked->spec->depends_on;
+  if (dependencies.empty()) return;
+  std::vector<std::int64_t> ids;
+  for (const scheduler::Dependency& d : dependencies) ids.push_back(d.job);
+  base::Result<std::map<std::int64_t, base::JobState>> states = service.job_states(tenant, ids);
+  if (!states.ok()) {
+    checked->failure = states.error();
+    return;
+  }
+  for (std::size_t i = 0; i < dependencies.size(); ++i) {
+    if (states->contains(dependencies[i].job)) continue;
+    checked->errors.push_back({"depends_on[" + std::to_string(i) + "].job",
+                               "job " + std::to_string(dependencies[i].job) + " does not exist",
+                               "a job may depend only on jobs of its tenant submitted before it (GET /v1/jobs "
+                               "lists them); submit the job it needs first"});
+  }
+}
+
+// Everything submit and :validate share: parse, check the jobs it depends
+// on, resolve the trainer settings against the pool, dry-run the executor.
+CheckedSpec check_spec(json body, const std::string& tenant, JobService& service) {
   CheckedSpec checked;
   checked.body = std::move(body);
   checked.spec = parse_job_spec(checked.body, &checked.errors);
   if (!checked.spec) return checked;
+  check_dependencies_exist(tenant, service, &checked);
+  if (checked.failure) return checked;
   checked.resolution = resolve(checked.spec->trainer, service.capacity());
   checked.warnings = checked.resolution.warnings;
   for (const lightning::FieldProblem& p : checked.resolution.errors) {
@@ -363,7 +388,11 @@ void JobsApi::submit(Request& request, ResponseWriterPtr writer) {
     }
     key = std::string(k);
   }
-  CheckedSpec checked = check_spec(std::move(*body), service_);
+  CheckedSpec checked = check_spec(std::move(*body), request.tenant, service_);
+  if (checked.failure) {
+    writer->respond(answer(JsonResult(*checked.failure)));
+    return;
+  }
   if (checked.errors.empty()) {
     const int cores = checked.resolution.request.cores();
     if (std::optional<int> limit = service_.quota(request.tenant); limit && cores > *limit) {
@@ -416,7 +445,11 @@ void JobsApi::submit(Request& request, ResponseWriterPtr writer) {
 void JobsApi::validate(Request& request, ResponseWriterPtr writer) {
   std::optional<json> body = parse_body(request, writer);
   if (!body) return;
-  CheckedSpec checked = check_spec(std::move(*body), service_);
+  CheckedSpec checked = check_spec(std::move(*body), request.tenant, service_);
+  if (checked.failure) {
+    writer->respond(answer(JsonResult(*checked.failure)));
+    return;
+  }
   if (!checked.errors.empty()) {
     Response response = spec_problems(checked.errors, checked.warnings);
     json payload = json::parse(response.body);

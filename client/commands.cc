@@ -201,13 +201,16 @@ class Client {
     const std::string state = string_of(job, "state");
     text += "  " + state;
     if (state == "QUEUED") {
-      if (const std::string position = string_of(job, "queue_position"); !position.empty()) {
+      const std::string reason = string_of(job, "pending_reason");
+      if (const std::string position = string_of(job, "queue_position"); !position.empty() && position != "0") {
         text += " (position " + position;
-        if (const std::string reason = string_of(job, "pending_reason"); !reason.empty()) {
-          text += ", waiting for " + reason;
-        }
+        if (!reason.empty()) text += ", waiting for " + reason;
         text += ")";
+      } else if (!reason.empty()) {
+        // Held before the queue (a dependency): no position yet.
+        text += " (waiting for " + reason + ")";
       }
+      if (const std::string detail = string_of(job, "pending_detail"); !detail.empty()) text += ": " + detail;
     }
     const json progress = job.is_object() ? job.value("progress", json(nullptr)) : json(nullptr);
     if (progress.is_object() && !is_terminal_state(state)) {

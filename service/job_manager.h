@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -75,6 +76,8 @@ class JobManager final : public api::JobService {
   api::JsonResult get_job(std::int64_t id, const std::string& tenant) override;
   db::Result<std::string> get_job_text(std::int64_t id, const std::string& tenant) override;
   api::JsonResult list_jobs(const api::JobQuery& query) override;
+  db::Result<std::map<std::int64_t, db::JobState>> job_states(const std::string& tenant,
+                                                              const std::vector<std::int64_t>& ids) override;
   void wait_job(std::int64_t id, const std::string& tenant, std::chrono::milliseconds timeout,
                 std::function<void(api::JsonResult)> done) override;
   api::JsonResult cancel_job(std::int64_t id, const std::string& tenant) override;
@@ -156,6 +159,21 @@ class JobManager final : public api::JobService {
   void log_listener_loop();
   // Cluster mode: the pool as the agents' hosts and the placed jobs show it.
   nlohmann::json cluster_pool_view();
+  // Workload rules (scheduler/dependencies.h), single-process mode; the
+  // scheduler leader applies the same rules in cluster mode.
+  // Holds a job whose dependencies are not known to be met before the
+  // queue; false when it may be queued.
+  bool hold_for_dependencies_locked(const std::shared_ptr<LiveJob>& job);
+  // Takes a waiting job out of whichever queue holds it.
+  void withdraw_locked(const std::shared_ptr<LiveJob>& job);
+  // Scheduler thread, mutex_ held on entry and exit (released around the
+  // database): releases the held jobs whose dependencies are met, ends the
+  // ones whose dependencies never can be, and those past their start_by.
+  void apply_workload_rules(std::unique_lock<std::mutex>& lock);
+  // Ends a withdrawn waiting job CANCELLED with `reason`; requeues it when
+  // the database cannot record that (the next pass tries again).
+  void end_unstartable(const std::shared_ptr<LiveJob>& job, const std::string& reason, const std::string& detail,
+                       const std::string& hint);
   // Applies a state transition, retrying while the database is unavailable.
   // False when the job was not in an allowed state (or the write failed).
   bool apply_transition(const db::Transition& transition);
@@ -212,6 +230,10 @@ class JobManager final : public api::JobService {
   std::optional<bool> tokens_exist_;
   std::chrono::steady_clock::time_point tokens_checked_{};
   std::map<std::string, int> quotas_;  // guarded by mutex_
+  // Workload rules (mutex_): jobs held by their dependencies, and the start
+  // deadlines of waiting jobs (deadline, job), soonest first.
+  std::set<std::int64_t> dependency_held_;
+  std::set<std::pair<std::chrono::system_clock::time_point, std::int64_t>> start_deadlines_;
 
   std::mutex estimate_mutex_;
   std::unordered_map<std::string, Estimate> estimate_cache_;

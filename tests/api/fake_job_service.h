@@ -30,6 +30,16 @@ class FakeJobService : public JobService {
     if (!job.ok()) return job.error();
     return job->dump();
   }
+  // Jobs 1..known_jobs exist and are RUNNING.
+  std::int64_t known_jobs = 3;
+  base::Result<std::map<std::int64_t, base::JobState>> job_states(const std::string&,
+                                                                  const std::vector<std::int64_t>& ids) override {
+    std::map<std::int64_t, base::JobState> states;
+    for (std::int64_t id : ids) {
+      if (id >= 1 && id <= known_jobs) states[id] = base::JobState::kRunning;
+    }
+    return states;
+  }
   JsonResult list_jobs(const JobQuery& query) override {
     last_query = query;
     return nlohmann::json{{"jobs", nlohmann::json::array()}, {"next_cursor", nullptr}};

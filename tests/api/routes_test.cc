@@ -119,6 +119,27 @@ TEST(Routes, DevicesThreeIs422WithLightningsMessageOnItsField) {
   EXPECT_TRUE(service.submitted.empty());
 }
 
+TEST(Routes, DependingOnAJobThatDoesNotExistIs422OnItsField) {
+  FakeJobService service;  // jobs 1-3 exist
+  JobsApi api(service, {});
+  Response r = call(api, "POST", "/v1/jobs", R"({"depends_on": [{"job": 2}, {"job": 99, "condition": "failed"}],
+      "model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "digits"}})");
+  ASSERT_EQ(r.status, 422) << r.body;
+  EXPECT_EQ(r.content_type, "application/problem+json");
+  const nlohmann::json body = body_of(r);
+  ASSERT_EQ(body["errors"].size(), 1u) << r.body;
+  EXPECT_EQ(body["errors"][0]["field"], "depends_on[1].job");
+  EXPECT_EQ(body["errors"][0]["message"], "job 99 does not exist");
+  EXPECT_NE(body["errors"][0]["hint"].get<std::string>().find("submitted before it"), std::string::npos);
+  EXPECT_TRUE(service.submitted.empty());
+
+  Response ok = call(api, "POST", "/v1/jobs", R"({"depends_on": [{"job": 2}], "start_by": "10m",
+      "model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "digits"}})");
+  ASSERT_EQ(ok.status, 201) << ok.body;
+  ASSERT_EQ(service.submitted.size(), 1u);
+  EXPECT_EQ(service.submitted[0].spec.depends_on.size(), 1u);
+}
+
 TEST(Routes, ValidateNamesTheLightningVersionWhoseRulesApplied) {
   FakeJobService service;
   JobsApi api(service, {});

@@ -14,6 +14,7 @@ const PENDING_REASONS = {
   Priority: 'Waiting behind jobs with a higher priority or that were queued earlier.',
   HostUnhealthy: 'The hosts it needs are draining or failed.',
   Quota: 'The tenant is at its core quota.',
+  Dependency: 'Waiting for the jobs it depends on to end (depends_on).',
 };
 const MAX_LOG_LINES = 5000;
 
@@ -107,6 +108,12 @@ export function mount(root, { id }) {
           fact('Queue position', job.queue_position ?? '—'),
           fact('Pending reason', job.pending_reason
             ? [h('strong', {}, job.pending_reason), ` — ${PENDING_REASONS[job.pending_reason] || ''}`] : '—'),
+          job.pending_detail ? fact('Why', job.pending_detail) : null,
+          (job.spec?.depends_on || []).length
+            ? fact('Depends on', job.spec.depends_on.map((d) =>
+              h('span', { class: 'label-chip' }, h('a', { href: `#/jobs/${d.job}` }, `job ${d.job}`),
+                ` ${d.condition || 'succeeded'}`)))
+            : null,
           fact('Estimated start', job.estimated_start ? formatTime(job.estimated_start) : 'unknown')));
     }
     failure.hidden = !job.error;

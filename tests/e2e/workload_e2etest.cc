@@ -1,0 +1,194 @@
+// Workload management end to end, through HTTP, in both set-ups: one
+// `tpujobs serve` (JobManager holds the jobs), and a replica with an agent on
+// one PostgreSQL (the scheduler leader holds them). Dependencies (Slurm's
+// afterok / afternotok / afterany) and start deadlines. Every wait is on a
+// state, with a generous deadline.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "own_postgres.h"
+#include "service_process.h"
+#include "training_jobs.h"
+
+namespace tpujobs::testing {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// A job that runs until cancelled, in practice: 4,000 steps through a wide layer.
+json long_job(const std::string& name) {
+  BlobsJob spec;
+  spec.name = name;
+  spec.epochs = 160;
+  spec.hidden = 1024;
+  spec.log_every_n_steps = 25;
+  spec.checkpoint_every_n_steps = 25;
+  return blobs_job_spec(spec);
+}
+
+json short_job(const std::string& name) {
+  BlobsJob spec;
+  spec.name = name;
+  spec.samples = 320;
+  return blobs_job_spec(spec);
+}
+
+json depending(json spec, std::int64_t on, const std::string& condition) {
+  spec["depends_on"] = json::array({{{"job", on}, {"condition", condition}}});
+  return spec;
+}
+
+std::int64_t submit(const ServiceProcess& service, const json& spec) {
+  HttpResponse r = service.post("/v1/jobs", spec.dump());
+  EXPECT_EQ(r.status, 201) << r.body;
+  return r.status == 201 ? r.json()["id"].get<std::int64_t>() : 0;
+}
+
+json job(const ServiceProcess& service, std::int64_t id) { return service.get("/v1/jobs/" + std::to_string(id)).json(); }
+
+template <class Done>
+json wait_until(const ServiceProcess& service, std::int64_t id, Done done,
+                std::chrono::seconds timeout = std::chrono::seconds(120)) {
+  const auto deadline = Clock::now() + timeout;
+  json view;
+  while (Clock::now() < deadline) {
+    view = job(service, id);
+    if (view.is_object() && done(view)) return view;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return view;
+}
+
+// The time of the job's first move to `state` (ISO text, comparable as text).
+std::string first_event_at(const ServiceProcess& service, std::int64_t id, const std::string& state) {
+  const json events = service.get("/v1/jobs/" + std::to_string(id) + "/events").json();
+  for (const json& e : events["events"]) {
+    if (e["to"] == state) return e["at"].get<std::string>();
+  }
+  return "";
+}
+
+// The scenario both set-ups must pass.
+void dependencies_hold_and_release(const ServiceProcess& service) {
+  const std::int64_t upstream = submit(service, long_job("upstream"));
+  wait_until(service, upstream, [](const json& j) { return j["state"] == "RUNNING"; });
+  const std::int64_t on_success = submit(service, depending(short_job("on-success"), upstream, "succeeded"));
+  const std::int64_t on_failure = submit(service, depending(short_job("on-failure"), upstream, "failed"));
+  const std::int64_t on_end = submit(service, depending(short_job("on-end"), upstream, "finished"));
+  const std::int64_t chained = submit(service, depending(short_job("chained"), on_end, "succeeded"));
+
+  // All wait, saying for what.
+  for (std::int64_t id : {on_success, on_failure, on_end, chained}) {
+    json waiting = wait_until(service, id, [](const json& j) { return j["pending_reason"] == "Dependency"; });
+    EXPECT_EQ(waiting["state"], "QUEUED") << waiting.dump();
+    EXPECT_EQ(waiting["pending_reason"], "Dependency") << waiting.dump();
+  }
+  json detail = wait_until(service, on_success, [](const json& j) { return j.contains("pending_detail"); });
+  EXPECT_EQ(detail.value("pending_detail", ""),
+            "job " + std::to_string(upstream) + " has not finished (RUNNING); waits for it to succeed")
+      << detail.dump();
+
+  // Cancelled upstream: "failed" and "finished" are met, "succeeded" never can be.
+  ASSERT_EQ(service.post("/v1/jobs/" + std::to_string(upstream) + "/cancel").status, 202);
+  const json cancelled = service.wait_terminal(upstream);
+  ASSERT_EQ(cancelled["state"], "CANCELLED");
+
+  const json never = service.wait_terminal(on_success);
+  EXPECT_EQ(never["state"], "CANCELLED") << never.dump();
+  ASSERT_TRUE(never["error"].is_object()) << never.dump();
+  EXPECT_EQ(never["error"].value("reason", ""), "DependencyNeverSatisfied") << never.dump();
+  EXPECT_NE(never["error"].value("message", "").find("ended CANCELLED; the job needed it to succeed"),
+            std::string::npos)
+      << never.dump();
+  EXPECT_TRUE(never["started_at"].is_null()) << never.dump();
+
+  for (std::int64_t id : {on_failure, on_end, chained}) {
+    const json done = service.wait_terminal(id);
+    EXPECT_EQ(done["state"], "SUCCEEDED") << done.dump();
+  }
+  // None started before what it waited for had ended.
+  EXPECT_GE(first_event_at(service, on_failure, "STARTING"), cancelled["finished_at"].get<std::string>());
+  EXPECT_GE(first_event_at(service, on_end, "STARTING"), cancelled["finished_at"].get<std::string>());
+  EXPECT_GE(first_event_at(service, chained, "STARTING"), job(service, on_end)["finished_at"].get<std::string>());
+}
+
+void bad_dependencies_are_422(const ServiceProcess& service) {
+  HttpResponse r = service.post("/v1/jobs", depending(short_job("nowhere"), 999999, "succeeded").dump());
+  ASSERT_EQ(r.status, 422) << r.body;
+  const json body = r.json();
+  ASSERT_EQ(body["errors"].size(), 1u) << r.body;
+  EXPECT_EQ(body["errors"][0]["field"], "depends_on[0].job");
+  EXPECT_EQ(body["errors"][0]["message"], "job 999999 does not exist");
+  json bad_condition = short_job("bad");
+  bad_condition["depends_on"] = json::array({{{"job", 1}, {"condition", "afterok"}}});
+  HttpResponse c = service.post("/v1/jobs", bad_condition.dump());
+  ASSERT_EQ(c.status, 422) << c.body;
+  EXPECT_EQ(c.json()["errors"][0]["field"], "depends_on[0].condition") << c.body;
+}
+
+void start_deadline_cancels(const ServiceProcess& service) {
+  // Every core taken; a job that needs a whole host cannot start in time.
+  json blocker = long_job("blocker");
+  blocker["trainer"]["devices"] = 8;
+  blocker["trainer"]["max_epochs"] = 100000;  // runs until cancelled
+  const std::int64_t held = submit(service, blocker);
+  wait_until(service, held, [](const json& j) { return j["state"] == "RUNNING"; });
+  json late = short_job("late");
+  late["trainer"]["devices"] = 8;
+  late["start_by"] = "2s";
+  const std::int64_t id = submit(service, late);
+  const json done = service.wait_terminal(id);
+  EXPECT_EQ(done["state"], "CANCELLED") << done.dump();
+  ASSERT_TRUE(done["error"].is_object()) << done.dump();
+  EXPECT_EQ(done["error"].value("reason", ""), "StartDeadlineExceeded") << done.dump();
+  EXPECT_TRUE(done["started_at"].is_null()) << done.dump();
+  ASSERT_EQ(service.post("/v1/jobs/" + std::to_string(held) + "/cancel").status, 202);
+  service.wait_terminal(held);
+}
+
+TEST(WorkloadSingleProcess, DependenciesStartDeadlinesAndBadInput) {
+  ServiceProcess::Options options;
+  options.pool = "v3-8";
+  ServiceProcess service(options);
+  ASSERT_EQ(service.start(), "");
+  bad_dependencies_are_422(service);
+  dependencies_hold_and_release(service);
+  start_deadline_cancels(service);
+  // A held job survives a restart, still held.
+  const std::int64_t upstream = submit(service, long_job("upstream-2"));
+  const std::int64_t held = submit(service, depending(short_job("held"), upstream, "finished"));
+  wait_until(service, held, [](const json& j) { return j["pending_reason"] == "Dependency"; });
+  ASSERT_EQ(service.stop(), 0);
+  ASSERT_EQ(service.start(), "");
+  json again = wait_until(service, held, [](const json& j) { return j["pending_reason"] == "Dependency"; });
+  EXPECT_EQ(again["pending_reason"], "Dependency") << again.dump();
+  ASSERT_EQ(service.post("/v1/jobs/" + std::to_string(upstream) + "/cancel").status, 202);
+  EXPECT_EQ(service.wait_terminal(held)["state"], "SUCCEEDED");
+}
+
+TEST(WorkloadCluster, DependenciesStartDeadlinesAndBadInput) {
+  OwnPostgres database{"tpujobs-workload-"};
+  ASSERT_EQ(database.error(), "");
+  ServiceProcess::Options replica_options;
+  replica_options.pool = "none";
+  replica_options.extra_args = {"--database-url", database.url(), "--name", "replica-a"};
+  ServiceProcess replica(replica_options);
+  ASSERT_EQ(replica.start(), "");
+  ServiceProcess::Options agent_options;
+  agent_options.command = "agent";
+  agent_options.extra_args = {"--database-url", database.url(), "--pool", "v3-8", "--name", "agent-1", "--workers", "2"};
+  ServiceProcess agent(agent_options);
+  ASSERT_EQ(agent.start(), "");
+  bad_dependencies_are_422(replica);
+  dependencies_hold_and_release(replica);
+  start_deadline_cancels(replica);
+}
+
+}  // namespace
+}  // namespace tpujobs::testing
