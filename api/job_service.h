@@ -36,6 +36,9 @@ struct SubmitRequest {
   std::vector<std::string> warnings;
   std::optional<std::string> idempotency_key;
   std::string spec_hash;     // identifies the body for Idempotency-Key reuse
+  // A sweep's child (submit_array): its place and the values it was given.
+  std::optional<int> array_index;
+  nlohmann::json array_values;
 };
 
 struct SubmitOutcome {
@@ -43,6 +46,7 @@ struct SubmitOutcome {
   std::int64_t id = 0;
   std::string job;           // the job as GET /v1/jobs/{id} shows it (JSON text)
   std::string message;       // for kConflict / kUnavailable / kError
+  std::int64_t array_id = 0;  // submit_array: the array's id
 };
 
 struct JobQuery {
@@ -52,6 +56,7 @@ struct JobQuery {
   std::optional<std::string> name;
   int limit = 50;
   std::optional<std::string> cursor;
+  std::optional<std::int64_t> array_id;  // only the children of this job array
 };
 
 // Who makes a request: the tenant it acts for, and whether it may operate
@@ -74,6 +79,10 @@ class JobService {
   // Commits the job, then calls `done` (from any thread). kCreated means the
   // job is durable in PostgreSQL.
   virtual void submit(SubmitRequest request, std::function<void(SubmitOutcome)> done) = 0;
+  // Commits the children of one job array (a sweep) in one transaction,
+  // then calls `done` with their outcomes in order (from any thread).
+  virtual void submit_array(std::vector<SubmitRequest> children,
+                            std::function<void(std::vector<SubmitOutcome>)> done) = 0;
 
   // kNotFound when the job does not exist or belongs to another tenant.
   virtual JsonResult get_job(std::int64_t id, const std::string& tenant) = 0;

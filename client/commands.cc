@@ -509,6 +509,7 @@ class Client {
     if (response.status != 201 && response.status != 200)
       return report_failure(response, "submitting the job");
     json job = json::parse(response.body, nullptr, false);
+    if (job.is_object() && job.contains("array")) return submitted_array(job, response.status, started);
     const std::string id = string_of(job, "id");
     if (id.empty()) {
       err_ << "tpujobs: the service answered the submit without a job id: "
@@ -532,6 +533,58 @@ class Client {
       if (warning.is_string()) err_ << "  warning: " << warning.get<std::string>() << "\n";
     }
     return wait_and_finish(id, started);
+  }
+
+  // A sweep's answer: {"array": {"id", "size"}, "jobs": [...]}. With --wait,
+  // waits for every child and exits with the worst outcome (timeout, then
+  // failed, then cancelled); --junit writes one test case per child.
+  int submitted_array(const json& answer, int status, Clock::time_point started) {
+    const std::string array = string_of(answer["array"], "id");
+    const json jobs = answer.value("jobs", json::array());
+    if (line_.json && !line_.wait) {
+      out_ << answer.dump(2) << "\n";
+      return kExitSucceeded;
+    }
+    std::ostream& note = line_.wait ? err_ : out_;
+    note << (status == 200 ? "attached to job array " : "submitted job array ") << array << ": " << jobs.size()
+         << " jobs\n";
+    for (const json& job : jobs) {
+      note << "  job " << string_of(job, "id") << " " << (job.contains("array") ? job["array"]["values"].dump() : "")
+           << "\n";
+    }
+    if (!line_.wait) return kExitSucceeded;
+    const std::optional<Clock::time_point> deadline = deadline_from(started);
+    std::vector<json> children;
+    std::vector<bool> timed_out;
+    int code = kExitSucceeded;
+    for (const json& job : jobs) {
+      WaitOutcome outcome = wait_for(string_of(job, "id"), started, deadline, false);
+      if (outcome.exit_code != kExitSucceeded) return outcome.exit_code;
+      const int job_code = outcome.timed_out ? kExitTimedOut : exit_code_for_job(outcome.job).value_or(kExitJobFailed);
+      // The worst outcome wins: timeout, failed, cancelled, succeeded.
+      auto rank = [](int c) { return c == kExitTimedOut ? 3 : c == kExitJobFailed ? 2 : c == kExitCancelled ? 1 : 0; };
+      if (rank(job_code) > rank(code)) code = job_code;
+      children.push_back(outcome.job);
+      timed_out.push_back(outcome.timed_out);
+    }
+    if (line_.json) {
+      out_ << json{{"array", answer["array"]}, {"jobs", children}}.dump(2) << "\n";
+    } else {
+      // The children side by side: state, the values swept, the final metrics.
+      for (const json& job : children) {
+        out_ << progress_text(job);
+        if (job.contains("array") && job["array"].is_object()) out_ << "  " << job["array"].value("values", json()).dump();
+        if (job.contains("metrics") && job["metrics"].is_object()) out_ << "  " << job["metrics"].dump();
+        out_ << "\n";
+      }
+    }
+    if (!line_.junit_path.empty()) {
+      std::ofstream file(line_.junit_path, std::ios::binary | std::ios::trunc);
+      const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
+      file << junit_array_report(std::stoll(array), children, timed_out, elapsed);
+      if (!file.good()) err_ << "tpujobs: cannot write the JUnit report to " << line_.junit_path << "\n";
+    }
+    return code;
   }
 
   int wait_and_finish(const std::string& id, Clock::time_point started) {

@@ -462,7 +462,8 @@ void JobManager::close() {
 
 // ---------------------------------------------------------------- submit
 
-void JobManager::submit(api::SubmitRequest request, std::function<void(api::SubmitOutcome)> done) {
+JobManager::PendingSubmit JobManager::make_pending(api::SubmitRequest request,
+                                                   std::function<void(api::SubmitOutcome)> done) {
   PendingSubmit pending;
   pending.resolved = resolved_of(request);
   db::NewJob& row = pending.row;
@@ -475,8 +476,17 @@ void JobManager::submit(api::SubmitRequest request, std::function<void(api::Subm
   row.warnings_json = json(request.warnings).dump();
   row.idempotency_key = request.idempotency_key;
   row.spec_hash = request.spec_hash;
+  if (request.array_index) {
+    row.array_index = *request.array_index;
+    row.array_values_json = request.array_values.is_object() ? request.array_values.dump() : "{}";
+  }
   pending.request = std::move(request);
   pending.done = std::move(done);
+  return pending;
+}
+
+void JobManager::submit(api::SubmitRequest request, std::function<void(api::SubmitOutcome)> done) {
+  PendingSubmit pending = make_pending(std::move(request), std::move(done));
   {
     std::lock_guard lock(submit_mutex_);
     if (!submit_closed_) {
@@ -492,6 +502,52 @@ void JobManager::submit(api::SubmitRequest request, std::function<void(api::Subm
   pending.done(std::move(outcome));
 }
 
+void JobManager::submit_array(std::vector<api::SubmitRequest> children,
+                              std::function<void(std::vector<api::SubmitOutcome>)> done) {
+  // The children answer one by one (from one committer, as one batch); the
+  // last answer calls `done`.
+  struct Answers {
+    std::mutex mutex;
+    std::vector<api::SubmitOutcome> outcomes;
+    std::size_t left = 0;
+    std::function<void(std::vector<api::SubmitOutcome>)> done;
+  };
+  auto answers = std::make_shared<Answers>();
+  answers->outcomes.resize(children.size());
+  answers->left = children.size();
+  answers->done = std::move(done);
+  std::vector<PendingSubmit> pending;
+  for (std::size_t i = 0; i < children.size(); ++i) {
+    pending.push_back(make_pending(std::move(children[i]), [answers, i](api::SubmitOutcome outcome) {
+      std::unique_lock lock(answers->mutex);
+      answers->outcomes[i] = std::move(outcome);
+      if (--answers->left > 0) return;
+      lock.unlock();
+      answers->done(std::move(answers->outcomes));
+    }));
+  }
+  if (pending.empty()) return answers->done({});
+  {
+    std::lock_guard lock(submit_mutex_);
+    if (!submit_closed_) {
+      pending.front().array_size = pending.size();
+      for (PendingSubmit& p : pending) {
+        p.order = ++submit_order_;
+        p.row.array_group = pending.front().order;
+        submits_.push_back(std::move(p));
+      }
+      submit_wake_.notify_one();
+      return;
+    }
+  }
+  for (PendingSubmit& p : pending) {
+    api::SubmitOutcome outcome;
+    outcome.kind = api::SubmitOutcome::Kind::kUnavailable;
+    outcome.message = "the service is shutting down";
+    p.done(std::move(outcome));
+  }
+}
+
 void JobManager::committer_loop() {
   for (;;) {
     std::vector<PendingSubmit> batch;
@@ -500,8 +556,13 @@ void JobManager::committer_loop() {
       submit_wake_.wait(lock, [this] { return submit_closed_ || !submits_.empty(); });
       if (submits_.empty() && submit_closed_) return;
       while (!submits_.empty() && static_cast<int>(batch.size()) < options_.submit_batch) {
-        batch.push_back(std::move(submits_.front()));
-        submits_.pop_front();
+        // A job array goes whole into one batch: one transaction.
+        const std::size_t take = std::max<std::size_t>(1, submits_.front().array_size);
+        if (!batch.empty() && static_cast<int>(batch.size() + take) > options_.submit_batch) break;
+        for (std::size_t i = 0; i < take && !submits_.empty(); ++i) {
+          batch.push_back(std::move(submits_.front()));
+          submits_.pop_front();
+        }
       }
     }
     commit_batch(batch);
@@ -532,6 +593,7 @@ void JobManager::commit_batch(std::vector<PendingSubmit>& batch) {
       db::InsertedJob& result = (*inserted)[i];
       api::SubmitOutcome outcome;
       outcome.id = result.row.id;
+      outcome.array_id = result.row.array_id.value_or(0);
       if (result.existing) {
         if (result.row.spec_hash != batch[i].request.spec_hash) {
           outcome.kind = api::SubmitOutcome::Kind::kConflict;
@@ -1107,6 +1169,11 @@ json JobManager::render_row(const db::JobRow& row, json spec, json resolved, jso
       {"max_retries", spec.is_object() ? spec.value("max_retries", 0) : 0},
   };
   put_result(view, std::move(result));
+  if (row.array_id) {
+    view["array"] = {{"id", *row.array_id},
+                     {"index", row.array_index.value_or(0)},
+                     {"values", parse_or_null(row.array_values_json)}};
+  }
   // Cluster mode: the scheduler leader records why a queued job waits.
   if (row.state == kQueued && row.pending_json) {
     json pending = parse_or_null(row.pending_json);
@@ -1279,6 +1346,7 @@ api::JsonResult JobManager::list_jobs(const api::JobQuery& query) {
   filter.name = query.name;
   filter.limit = query.limit;
   filter.cursor = query.cursor.value_or("");
+  filter.array_id = query.array_id;
   auto page = repo_.jobs.list_jobs(filter);
   if (!page.ok()) return page.error();
   json jobs = json::array();

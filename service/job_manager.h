@@ -73,6 +73,8 @@ class JobManager final : public api::JobService {
 
   // api::JobService
   void submit(api::SubmitRequest request, std::function<void(api::SubmitOutcome)> done) override;
+  void submit_array(std::vector<api::SubmitRequest> children,
+                    std::function<void(std::vector<api::SubmitOutcome>)> done) override;
   api::JsonResult get_job(std::int64_t id, const std::string& tenant) override;
   db::Result<std::string> get_job_text(std::int64_t id, const std::string& tenant) override;
   api::JsonResult list_jobs(const api::JobQuery& query) override;
@@ -110,7 +112,12 @@ class JobManager final : public api::JobService {
     // Its place among equal priorities: taken on arrival, since two
     // committers may commit a later batch first.
     std::int64_t order = 0;
+    // The first child of a job array: how many children follow it in the
+    // queue, itself included (a batch never splits an array).
+    std::size_t array_size = 0;
   };
+  // A submit's row, built on the submitting thread.
+  PendingSubmit make_pending(api::SubmitRequest request, std::function<void(api::SubmitOutcome)> done);
   enum class StopReason { kNone, kUserCancel, kHostFailedRetry, kHostFailedFinal, kShutdown, kLeaseLost };
   class Sink;
 

@@ -21,6 +21,14 @@ class FakeJobService : public JobService {
     outcome.job = nlohmann::json{{"id", outcome.id}, {"state", "QUEUED"}}.dump();
     done(outcome);
   }
+  void submit_array(std::vector<SubmitRequest> children, std::function<void(std::vector<SubmitOutcome>)> done) override {
+    std::vector<SubmitOutcome> outcomes;
+    for (SubmitRequest& child : children) {
+      submit(std::move(child), [&](SubmitOutcome o) { outcomes.push_back(std::move(o)); });
+    }
+    for (SubmitOutcome& o : outcomes) o.array_id = outcomes.front().id;
+    done(std::move(outcomes));
+  }
   JsonResult get_job(std::int64_t id, const std::string&) override {
     if (id == 1) return nlohmann::json{{"id", 1}, {"state", "RUNNING"}};
     return base::make_error(base::ErrorCode::kNotFound, "no job " + std::to_string(id));

@@ -140,6 +140,37 @@ TEST(Routes, DependingOnAJobThatDoesNotExistIs422OnItsField) {
   EXPECT_EQ(service.submitted[0].spec.depends_on.size(), 1u);
 }
 
+TEST(Routes, ASweepSubmitsOneArrayOrNamesTheChildThatIsWrong) {
+  FakeJobService service;
+  JobsApi api(service, {});
+  Response bad = call(api, "POST", "/v1/jobs", R"({"sweep": {"trainer.devices": [1, 3]},
+      "model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "digits"}})");
+  ASSERT_EQ(bad.status, 422) << bad.body;
+  const nlohmann::json problems = body_of(bad);
+  ASSERT_EQ(problems["errors"].size(), 1u) << bad.body;
+  EXPECT_EQ(problems["errors"][0]["field"], "trainer.devices");
+  EXPECT_EQ(problems["errors"][0]["message"].get<std::string>().rfind(R"(sweep child 1 {"trainer.devices":3}: )", 0),
+            0u)
+      << bad.body;
+  EXPECT_TRUE(service.submitted.empty());
+
+  Response ok = call(api, "POST", "/v1/jobs", R"({"sweep": {"optimizer.lr": [0.1, 0.2], "trainer.seed": [1, 2, 3]},
+      "model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "digits"}})",
+                     {{"idempotency-key", "grid-1"}});
+  ASSERT_EQ(ok.status, 201) << ok.body;
+  EXPECT_EQ(body_of(ok)["array"]["size"], 6);
+  EXPECT_EQ(body_of(ok)["jobs"].size(), 6u);
+  ASSERT_EQ(service.submitted.size(), 6u);
+  EXPECT_EQ(service.submitted[5].array_index, 5);
+  EXPECT_EQ(service.submitted[5].idempotency_key, "grid-1#5");
+  EXPECT_EQ(service.submitted[5].array_values["trainer.seed"], 3);
+
+  Response listed = call(api, "GET", "/v1/jobs?array=1");
+  ASSERT_EQ(listed.status, 200);
+  EXPECT_EQ(service.last_query.array_id, 1);
+  EXPECT_EQ(call(api, "GET", "/v1/jobs?array=x").status, 400);
+}
+
 TEST(Routes, ValidateNamesTheLightningVersionWhoseRulesApplied) {
   FakeJobService service;
   JobsApi api(service, {});

@@ -7,10 +7,14 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <set>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "../client/client_process.h"
+#include "db/test_cluster.h"
 #include "own_postgres.h"
 #include "service_process.h"
 #include "training_jobs.h"
@@ -152,12 +156,59 @@ void start_deadline_cancels(const ServiceProcess& service) {
   service.wait_terminal(held);
 }
 
-TEST(WorkloadSingleProcess, DependenciesStartDeadlinesAndBadInput) {
+// A 2 x 2 sweep through `tpujobs submit --wait --junit`: one job array, a
+// test case per child, the children listed by GET /v1/jobs?array=ID.
+void sweep_runs_as_an_array(const ServiceProcess& service) {
+  json spec = short_job("grid");
+  spec["sweep"] = {{"optimizer.lr", {0.001, 0.01}}, {"trainer.seed", {1, 2}}};
+  spec["expect"] = {{"val_accuracy", {{"min", 0.0}}}};
+  const std::filesystem::path directory = db::testing::make_temp_dir("tpujobs-sweep-");
+  {
+    std::ofstream file(directory / "grid.json");
+    file << spec.dump(2);
+  }
+  const ClientRun run = run_client_process(
+      {"submit", "grid.json", "--wait", "--junit", "report.xml", "--timeout", "5m"},
+      {{"TPUJOBS_URL", "http://127.0.0.1:" + std::to_string(service.port())}}, directory);
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  const std::string report = file_text(directory / "report.xml");
+  EXPECT_NE(report.find(R"(tests="4" failures="0")"), std::string::npos) << report;
+  for (const char* child : {"child 0 ", "child 1 ", "child 2 ", "child 3 "}) {
+    EXPECT_NE(report.find(child), std::string::npos) << child << "\n" << report;
+  }
+  const std::size_t at = run.err.find("submitted job array ");
+  ASSERT_NE(at, std::string::npos) << run.err;
+  const std::int64_t array = std::stoll(run.err.substr(at + 20));
+
+  const json listed = service.get("/v1/jobs?array=" + std::to_string(array)).json();
+  ASSERT_EQ(listed["jobs"].size(), 4u) << listed.dump();
+  std::set<std::string> combinations;
+  for (const json& child : listed["jobs"]) {
+    EXPECT_EQ(child["state"], "SUCCEEDED") << child.dump();
+    EXPECT_EQ(child["array"]["id"], array) << child.dump();
+    EXPECT_TRUE(child["metrics"].contains("val_accuracy")) << child.dump();
+    combinations.insert(child["array"]["values"].dump());
+  }
+  EXPECT_EQ(combinations.size(), 4u);
+  std::error_code ignored;
+  std::filesystem::remove_all(directory, ignored);
+
+  // One bad child refuses the whole sweep, naming it.
+  json bad = short_job("grid-bad");
+  bad["sweep"] = {{"trainer.devices", {1, 3}}};
+  HttpResponse refused = service.post("/v1/jobs", bad.dump());
+  ASSERT_EQ(refused.status, 422) << refused.body;
+  EXPECT_EQ(refused.json()["errors"][0]["field"], "trainer.devices") << refused.body;
+  EXPECT_NE(refused.json()["errors"][0]["message"].get<std::string>().find("sweep child 1"), std::string::npos);
+}
+
+TEST(WorkloadSingleProcess, SweepsDependenciesStartDeadlinesAndBadInput) {
   ServiceProcess::Options options;
   options.pool = "v3-8";
   ServiceProcess service(options);
   ASSERT_EQ(service.start(), "");
   bad_dependencies_are_422(service);
+  sweep_runs_as_an_array(service);
   dependencies_hold_and_release(service);
   start_deadline_cancels(service);
   // A held job survives a restart, still held.
@@ -172,7 +223,7 @@ TEST(WorkloadSingleProcess, DependenciesStartDeadlinesAndBadInput) {
   EXPECT_EQ(service.wait_terminal(held)["state"], "SUCCEEDED");
 }
 
-TEST(WorkloadCluster, DependenciesStartDeadlinesAndBadInput) {
+TEST(WorkloadCluster, SweepsDependenciesStartDeadlinesAndBadInput) {
   OwnPostgres database{"tpujobs-workload-"};
   ASSERT_EQ(database.error(), "");
   ServiceProcess::Options replica_options;
@@ -186,6 +237,7 @@ TEST(WorkloadCluster, DependenciesStartDeadlinesAndBadInput) {
   ServiceProcess agent(agent_options);
   ASSERT_EQ(agent.start(), "");
   bad_dependencies_are_422(replica);
+  sweep_runs_as_an_array(replica);
   dependencies_hold_and_release(replica);
   start_deadline_cancels(replica);
 }

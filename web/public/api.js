@@ -51,8 +51,8 @@ function query(params) {
 }
 
 // {jobs, next_cursor}, newest first. `label` is "key=value" (or a list of them).
-export const listJobs = ({ state, label, name, limit, cursor } = {}) =>
-  request('GET', `/v1/jobs${query({ state, label, name, limit, cursor })}`);
+export const listJobs = ({ state, label, name, array, limit, cursor } = {}) =>
+  request('GET', `/v1/jobs${query({ state, label, name, array, limit, cursor })}`);
 export const getJob = (id) => request('GET', `/v1/jobs/${id}`);
 export const jobEvents = (id) => request('GET', `/v1/jobs/${id}/events`);
 export const jobMetrics = (id, after = 0) => request('GET', `/v1/jobs/${id}/metrics${query({ after })}`);

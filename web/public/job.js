@@ -97,6 +97,8 @@ export function mount(root, { id }) {
         fact('Ran for', job.started_at
           ? formatDuration(((job.finished_at ? Date.parse(job.finished_at) : Date.now()) - Date.parse(job.started_at)) / 1000)
           : '—'),
+        job.array ? fact('Job array', h('a', { href: `#/jobs?array=${job.array.id}` },
+          `#${job.array.id}, child ${job.array.index}: ${JSON.stringify(job.array.values)}`)) : null,
         fact('Labels', Object.keys(job.labels || {}).length
           ? Object.entries(job.labels).map(([k, v]) => h('span', { class: 'label-chip' }, `${k}=${v}`)) : '—')));
 
