@@ -17,6 +17,7 @@
 #include "api/http.h"
 #include "api/job_spec.h"
 #include "api/resolution.h"
+#include "api/usage.h"
 #include "base/job_state.h"
 #include "base/result.h"
 #include "scheduler/capacity.h"
@@ -110,6 +111,8 @@ class JobService {
   virtual base::Result<std::string> xla_report(std::int64_t id, const std::string& tenant) = 0;
 
   virtual nlohmann::json pool_view() = 0;
+  // Accounting: TPU core-seconds per group and generation (api/usage.h).
+  virtual base::Result<std::vector<UsageRow>> usage(const UsageQuery& query) = 0;
   // Admin: at most `max_cores` TPU cores running at once for the tenant
   // (nullopt: no limit). Jobs over it wait with pending_reason Quota.
   virtual JsonResult set_quota(const std::string& tenant, std::optional<int> max_cores) = 0;

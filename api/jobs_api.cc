@@ -353,6 +353,7 @@ bool JobsApi::authorize(Request& request, const Route& route, const ResponseWrit
     return false;
   }
   request.tenant = std::move(principal.tenant);
+  request.admin = principal.admin;
   return true;
 }
 
@@ -567,6 +568,53 @@ void JobsApi::validate(Request& request, ResponseWriterPtr writer) {
                                       {"estimate", checked.estimate}}));
 }
 
+void JobsApi::usage(Request& request, ResponseWriterPtr writer) {
+  const auto now = std::chrono::system_clock::now();
+  UsageQuery query;
+  query.to = now;
+  query.from = now - std::chrono::hours(24);
+  for (auto [name, target] : {std::pair{"from", &query.from}, std::pair{"to", &query.to}}) {
+    std::optional<std::string> text = request.query_value(name);
+    if (!text) continue;
+    std::optional<std::chrono::system_clock::time_point> time = parse_usage_time(*text, now);
+    if (!time) {
+      writer->respond(problem(400, std::string(name) + " must be a UTC time or an age, got '" + text->substr(0, 64) + "'",
+                              {{"field", name}, {"hint", "e.g. 2026-11-23T10:00:00Z, or 24h for a day ago"}}));
+      return;
+    }
+    *target = *time;
+  }
+  if (query.from >= query.to) {
+    writer->respond(problem(400, "from must be before to", {{"field", "from"}, {"hint", "the window is [from, to)"}}));
+    return;
+  }
+  const std::string group_by = request.query_value("group_by").value_or("tenant");
+  if (group_by != "tenant" && group_by != "label") {
+    writer->respond(problem(400, "group_by must be tenant or label, got '" + group_by.substr(0, 32) + "'",
+                            {{"field", "group_by"}, {"hint", "group_by=label groups by each key=value; add label=KEY for one key"}}));
+    return;
+  }
+  query.by_label = group_by == "label";
+  query.label_key = request.query_value("label");
+  // A tenant sees its own use; an admin everyone's, or one tenant's.
+  query.tenant = request.admin ? request.query_value("tenant") : std::optional<std::string>(request.tenant);
+  base::Result<std::vector<UsageRow>> rows = service_.usage(query);
+  if (!rows.ok()) {
+    writer->respond(answer(JsonResult(rows.error())));
+    return;
+  }
+  const bool csv = request.query_value("format") == "csv" ||
+                   request.header("accept").find("text/csv") != std::string_view::npos;
+  if (csv) {
+    Response response;
+    response.content_type = "text/csv; charset=utf-8";
+    response.body = usage_csv(*rows);
+    writer->respond(std::move(response));
+    return;
+  }
+  writer->respond(json_response(200, usage_json(query, *rows)));
+}
+
 void JobsApi::add_routes() {
   add_job_routes();
   add_pool_routes();
@@ -688,6 +736,9 @@ void JobsApi::add_job_routes() {
 void JobsApi::add_pool_routes() {
   router_.add("GET", "/v1/pool", Access::kTenant, [this](Request&, const PathParams&, ResponseWriterPtr w) {
     w->respond(json_response(200, service_.pool_view()));
+  });
+  router_.add("GET", "/v1/usage", Access::kTenant, [this](Request& r, const PathParams&, ResponseWriterPtr w) {
+    usage(r, w);
   });
   // An action not listed has no route: a 404, never a guess.
   constexpr std::pair<const char*, scheduler::HostHealth> kHostActions[] = {

@@ -67,6 +67,8 @@ class JobsApi final : public Handler {
                                                         const std::optional<std::string>& key,
                                                         const ResponseWriterPtr& writer);
   void validate(Request& request, ResponseWriterPtr writer);
+  // GET /v1/usage?from=&to=&group_by=tenant|label[&label=KEY][&format=csv]
+  void usage(Request& request, ResponseWriterPtr writer);
   Response serve_static(const Request& request);
 
   JobService& service_;

@@ -87,6 +87,7 @@ class Client {
     if (command == "cancel") return cancel();
     if (command == "list") return list();
     if (command == "pool") return pool();
+    if (command == "usage") return usage();
     err_ << "tpujobs: unknown command '" << command << "'\n";
     return kExitRejected;
   }
@@ -784,6 +785,50 @@ class Client {
     print_table(rows);
     if (jobs.empty()) out_ << "(no jobs)\n";
     if (!string_of(page, "next_cursor").empty()) out_ << "(more jobs: raise --limit or filter)\n";
+    return kExitSucceeded;
+  }
+
+  int usage() {
+    std::string query;
+    auto add = [&](const std::string& name, const std::string& value) {
+      query += (query.empty() ? "?" : "&") + name + "=" + percent_encode(value);
+    };
+    if (line_.from) add("from", *line_.from);
+    if (line_.to) add("to", *line_.to);
+    const std::size_t colon = line_.group_by.find(':');
+    add("group_by", line_.group_by.substr(0, colon));
+    if (colon != std::string::npos) add("label", line_.group_by.substr(colon + 1));
+    if (line_.csv) add("format", "csv");
+    HttpResponse response = call({"GET", "/v1/usage" + query, "", {}});
+    if (response.status != 200) return report_failure(response, "reading the usage");
+    if (line_.csv) {
+      out_ << response.body;
+      return kExitSucceeded;
+    }
+    const json view = json::parse(response.body, nullptr, false);
+    if (line_.json || !view.is_object()) {
+      out_ << view.dump(2) << "\n";
+      return kExitSucceeded;
+    }
+    std::vector<std::vector<std::string>> rows = {
+        {line_.group_by == "tenant" ? "TENANT" : "LABEL", "CORE-HOURS", "CORE-SECONDS", "JOBS", "BY GENERATION"}};
+    for (const json& group : view.value("groups", json::array())) {
+      const double seconds = group.value("core_seconds", 0.0);
+      std::string generations;
+      const json by_generation = group.contains("by_generation") ? group["by_generation"] : json::object();
+      for (auto it = by_generation.begin(); it != by_generation.end(); ++it) {
+        const std::string& generation = it.key();
+        const json& value = it.value();
+        generations += (generations.empty() ? "" : " ") + generation + "=" +
+                       number_text(value.is_number() ? value.get<double>() : 0.0, "%.0f");
+      }
+      const std::string name = string_of(group, "group");
+      rows.push_back({name.empty() ? "(none)" : name, number_text(seconds / 3600, "%.3f"), number_text(seconds, "%.1f"),
+                      string_of(group, "jobs"), generations});
+    }
+    print_table(rows);
+    out_ << "from " << string_of(view, "from") << " to " << string_of(view, "to") << ": "
+         << number_text(view.value("total_core_seconds", 0.0), "%.1f") << " TPU core-seconds\n";
     return kExitSucceeded;
   }
 

@@ -116,6 +116,19 @@ A job that has already ended is left as it is (exit 0, with a note).
        "show the TPU pool: hosts, cores in use, health",
        R"(Prints every host of the emulated pool with its health and the jobs on its cores.
 )"},
+      {"usage",
+       "",
+       {"--from", "--to", "--group-by", "--csv"},
+       "show TPU core-seconds used, per tenant or label",
+       R"(Sums the core-seconds jobs held TPU cores over a window, by generation (as
+Slurm's sreport). A tenant sees its own; an admin token sees every tenant's.
+
+options:
+  --from T               window start: a UTC time (2026-11-23T10:00:00Z) or an age (24h, 7d); default 24h
+  --to T                 window end, the same way; default now
+  --group-by G           tenant (default), label (each key=value), or label:KEY (one key's values)
+  --csv                  print the CSV the service sends (GET /v1/usage?format=csv)
+)"},
   };
   return specs;
 }
@@ -130,7 +143,8 @@ const CommandSpec* find_spec(std::string_view command) {
 bool takes_value(std::string_view option) {
   return option == "--timeout" || option == "--idempotency-key" || option == "--junit" ||
          option == "--set" || option == "--state" || option == "--label" || option == "--limit" ||
-         option == "--server" || option == "--token";
+         option == "--server" || option == "--token" || option == "--from" || option == "--to" ||
+         option == "--group-by";
 }
 
 std::optional<std::int64_t> parse_positive(std::string_view text) {
@@ -299,6 +313,16 @@ std::string parse_command_line(std::string_view command, const std::vector<std::
       if (eq == std::string::npos || eq == 0)
         return "--label needs KEY=VALUE, got '" + *value + "'";
       out->labels.push_back(*value);
+    } else if (name == "--from") {
+      out->from = *value;
+    } else if (name == "--to") {
+      out->to = *value;
+    } else if (name == "--csv") {
+      out->csv = true;
+    } else if (name == "--group-by") {
+      if (*value != "tenant" && *value != "label" && value->rfind("label:", 0) != 0)
+        return "--group-by must be tenant, label or label:KEY, got '" + *value + "'";
+      out->group_by = *value;
     } else if (name == "--limit") {
       std::optional<std::int64_t> n = parse_positive(*value);
       if (!n || *n > 500) return "--limit must be an integer from 1 to 500";

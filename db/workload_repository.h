@@ -11,9 +11,18 @@
 
 #include "base/job_state.h"
 #include "db/connection_pool.h"
+#include "db/pg_text.h"
 #include "db/result.h"
 
 namespace tpujobs::db {
+
+// TPU core-seconds of one group on one generation (see usage()).
+struct UsageRow {
+  std::string group{};
+  std::string generation{};
+  std::int64_t jobs = 0;
+  double core_seconds = 0;
+};
 
 class WorkloadRepository {
  public:
@@ -27,6 +36,17 @@ class WorkloadRepository {
   // jobs. Ids with no (visible) job are absent from the answer.
   Result<std::map<std::int64_t, base::JobState>> job_states(const std::vector<std::int64_t>& ids,
                                                             const std::optional<std::string>& tenant = std::nullopt);
+
+  // TPU core-seconds in [from, to): every span a job was STARTING or
+  // RUNNING (from job_events; a running job's span ends now), clipped to the
+  // window, times the cores it asked for (resolved.request.cores; cpu jobs
+  // hold none and are left out). Grouped by tenant, or with by_label by each
+  // "key=value" of the job's labels (only label_key's when given; "" for a
+  // job without), and by the generation it ran on. Only `tenant`'s jobs when
+  // given. Ordered by group, then generation.
+  Result<std::vector<UsageRow>> usage(TimePoint from, TimePoint to, bool by_label,
+                                      const std::optional<std::string>& label_key,
+                                      const std::optional<std::string>& tenant);
 
  private:
   ConnectionPool& pool_;

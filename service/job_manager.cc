@@ -708,6 +708,17 @@ db::Result<std::map<std::int64_t, JobState>> JobManager::job_states(const std::s
   return repo_.workload.job_states(ids, tenant);
 }
 
+db::Result<std::vector<api::UsageRow>> JobManager::usage(const api::UsageQuery& query) {
+  auto rows = repo_.workload.usage(query.from, query.to, query.by_label, query.label_key, query.tenant);
+  if (!rows.ok()) return rows.error();
+  std::vector<api::UsageRow> out;
+  out.reserve(rows->size());
+  for (db::UsageRow& row : *rows) {
+    out.push_back({std::move(row.group), std::move(row.generation), row.jobs, row.core_seconds});
+  }
+  return out;
+}
+
 bool JobManager::hold_for_dependencies_locked(const std::shared_ptr<LiveJob>& job) {
   if (job->spec.start_by && !job->row.started_at) {
     start_deadlines_.emplace(job->row.created_at + *job->spec.start_by, job->id);

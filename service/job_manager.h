@@ -90,6 +90,7 @@ class JobManager final : public api::JobService {
   api::JsonResult job_events(std::int64_t id, const std::string& tenant) override;
   db::Result<std::string> xla_report(std::int64_t id, const std::string& tenant) override;
   nlohmann::json pool_view() override;
+  db::Result<std::vector<api::UsageRow>> usage(const api::UsageQuery& query) override;
   api::JsonResult set_host_health(const std::string& host, scheduler::HostHealth health) override;
   api::JsonResult force_release(std::int64_t id) override;
   api::JsonResult upload_dataset(const std::string& tenant, const std::string& name, const std::string& csv) override;

@@ -75,6 +75,11 @@ class FakeJobService : public JobService {
   base::Result<std::string> xla_report(std::int64_t, const std::string&) override {
     return std::string("Metric: CompileTime\n");
   }
+  std::optional<UsageQuery> last_usage;
+  base::Result<std::vector<UsageRow>> usage(const UsageQuery& query) override {
+    last_usage = query;
+    return std::vector<UsageRow>{{"team-a", "v3", 2, 80.0}, {"team-a", "v4", 1, 20.0}, {"team-b", "v3", 1, 150.5}};
+  }
   nlohmann::json pool_view() override { return {{"hosts", nlohmann::json::array()}}; }
   JsonResult set_host_health(const std::string& host, scheduler::HostHealth health) override {
     host_actions.push_back(std::string(scheduler::host_health_name(health)) + " " + host);

@@ -171,6 +171,39 @@ TEST(Routes, ASweepSubmitsOneArrayOrNamesTheChildThatIsWrong) {
   EXPECT_EQ(call(api, "GET", "/v1/jobs?array=x").status, 400);
 }
 
+TEST(Routes, UsageIsJsonOrCsvAndATenantSeesOnlyItsOwn) {
+  FakeJobService service;
+  JobsApi api(service, {});
+  Response r = call(api, "GET", "/v1/usage?from=2026-11-23T00:00:00Z&to=2026-11-24T00:00:00.5Z&group_by=tenant",
+                    "", {{"authorization", "Bearer user-token"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const nlohmann::json body = body_of(r);
+  EXPECT_EQ(body["from"], "2026-11-23T00:00:00.000Z");
+  EXPECT_EQ(body["to"], "2026-11-24T00:00:00.500Z");
+  EXPECT_DOUBLE_EQ(body["total_core_seconds"].get<double>(), 250.5);
+  ASSERT_EQ(body["groups"].size(), 2u);
+  EXPECT_EQ(body["groups"][0]["group"], "team-b");  // most used first
+  EXPECT_DOUBLE_EQ(body["groups"][1]["core_seconds"].get<double>(), 100.0);
+  EXPECT_DOUBLE_EQ(body["groups"][1]["by_generation"]["v4"].get<double>(), 20.0);
+  EXPECT_EQ(service.last_usage->tenant, "team-a");  // the token's tenant, whatever it asks
+
+  Response all = call(api, "GET", "/v1/usage?group_by=label&label=pipeline&format=csv", "",
+                      {{"authorization", "Bearer admin-token"}});
+  ASSERT_EQ(all.status, 200) << all.body;
+  EXPECT_EQ(all.content_type, "text/csv; charset=utf-8");
+  EXPECT_EQ(all.body.substr(0, all.body.find("\r\n")), "group,generation,jobs,core_seconds");
+  EXPECT_NE(all.body.find("team-b,v3,1,150.500\r\n"), std::string::npos) << all.body;
+  EXPECT_FALSE(service.last_usage->tenant);  // an admin sees every tenant
+  EXPECT_TRUE(service.last_usage->by_label);
+  EXPECT_EQ(service.last_usage->label_key, "pipeline");
+
+  for (const char* bad : {"/v1/usage?from=yesterday", "/v1/usage?group_by=host", "/v1/usage?from=1h&to=2h"}) {
+    Response refused = call(api, "GET", bad);
+    EXPECT_EQ(refused.status, 400) << bad;
+    EXPECT_EQ(refused.content_type, "application/problem+json") << bad;
+  }
+}
+
 TEST(Routes, ValidateNamesTheLightningVersionWhoseRulesApplied) {
   FakeJobService service;
   JobsApi api(service, {});

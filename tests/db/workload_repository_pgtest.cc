@@ -2,6 +2,8 @@
 // one batch with other jobs, listed by array; the states dependencies read.
 #include <gtest/gtest.h>
 
+#include <ctime>
+
 #include "db/job_repository.h"
 #include "db/test_cluster.h"
 #include "db/workload_repository.h"
@@ -90,6 +92,89 @@ TEST_F(WorkloadRepositoryTest, JobStatesSeeOnlyTheTenantsJobs) {
   ASSERT_TRUE(own.ok());
   EXPECT_EQ((std::map<std::int64_t, JobState>{{mine, JobState::kFailed}}), *own);
   EXPECT_TRUE(workload_->job_states({})->empty());
+}
+
+TEST_F(WorkloadRepositoryTest, UsageSumsTheHeldSpansTimesCoresClippedToTheWindow) {
+  // Jobs asking for 8, 1 and 0 (cpu) cores, for two tenants and labels.
+  NewJob host = job("host");
+  host.resolved_json = R"({"request": {"cores": 8, "generation": "v3"}})";
+  host.labels_json = R"({"pipeline": "ci"})";
+  NewJob core = job("core", "team-b");
+  core.resolved_json = R"({"request": {"cores": 1, "generation": null}})";
+  NewJob cpu = job("cpu");
+  cpu.resolved_json = R"({"request": {"cores": 0, "generation": null}})";
+  auto inserted = jobs_->insert_jobs({host, core, cpu});
+  ASSERT_TRUE(inserted.ok());
+  auto move = [&](std::int64_t id, JobState from, JobState to, std::optional<std::string> allocation = {}) {
+    Transition t;
+    t.job_id = id;
+    t.from = {from};
+    t.to = to;
+    t.allocation_json = std::move(allocation);
+    t.set_started_at = to == JobState::kStarting;
+    t.set_finished_at = base::is_terminal(to);
+    ASSERT_TRUE(*jobs_->transition(t));
+  };
+  for (const InsertedJob& j : *inserted) {
+    move(j.row.id, JobState::kQueued, JobState::kStarting, R"({"generation": "v3"})");
+    move(j.row.id, JobState::kStarting, JobState::kRunning);
+  }
+  const std::int64_t host_id = (*inserted)[0].row.id;
+  const std::int64_t core_id = (*inserted)[1].row.id;
+  // Known spans: the events' times set by hand (starting 10:00, running
+  // 10:00:10, the host job ending at 11:00:10, the core job still running).
+  auto set_times = [&](std::int64_t id, const char* starting, const char* running, const char* ended) {
+    auto c = pool_->acquire(std::chrono::seconds(5));
+    ASSERT_TRUE(c.ok());
+    ASSERT_TRUE((*c)->execute("UPDATE job_events SET at = CASE to_state WHEN 'STARTING' THEN $2::timestamptz"
+                              " WHEN 'RUNNING' THEN $3::timestamptz ELSE COALESCE($4::timestamptz, at) END"
+                              " WHERE job_id = $1::bigint AND to_state <> 'QUEUED'",
+                              {id, starting, running, ended ? std::optional<std::string>(ended) : std::nullopt})
+                    .ok());
+  };
+  move(host_id, JobState::kRunning, JobState::kSucceeded);
+  set_times(host_id, "2026-01-01T10:00:00Z", "2026-01-01T10:00:10Z", "2026-01-01T11:00:10Z");
+  set_times(core_id, "2026-01-01T10:00:00Z", "2026-01-01T10:00:10Z", nullptr);
+  {
+    auto c = pool_->acquire(std::chrono::seconds(5));
+    ASSERT_TRUE((*c)->execute("UPDATE jobs SET created_at = '2026-01-01T09:00:00Z'").ok());
+  }
+  const auto at = [](const char* text) {
+    std::tm utc{};
+    strptime(text, "%Y-%m-%dT%H:%M:%S", &utc);
+    return std::chrono::system_clock::from_time_t(timegm(&utc));
+  };
+
+  // 10:30 - 11:30: the host job 30 min 10 s x 8 cores, the core job 1 h x 1.
+  auto by_tenant = workload_->usage(at("2026-01-01T10:30:00"), at("2026-01-01T11:30:00"), false, std::nullopt,
+                                    std::nullopt);
+  ASSERT_TRUE(by_tenant.ok()) << by_tenant.error().message;
+  ASSERT_EQ(2u, by_tenant->size());
+  EXPECT_EQ("team-a", (*by_tenant)[0].group);
+  EXPECT_EQ("v3", (*by_tenant)[0].generation);
+  EXPECT_EQ(1, (*by_tenant)[0].jobs);
+  EXPECT_DOUBLE_EQ(8.0 * (30 * 60 + 10), (*by_tenant)[0].core_seconds);
+  EXPECT_EQ("team-b", (*by_tenant)[1].group);
+  EXPECT_DOUBLE_EQ(3600.0, (*by_tenant)[1].core_seconds);
+
+  // By label: the host job under pipeline=ci, the core job under "".
+  auto by_label = workload_->usage(at("2026-01-01T00:00:00"), at("2026-01-01T10:00:05"), true,
+                                   std::string("pipeline"), std::nullopt);
+  ASSERT_TRUE(by_label.ok()) << by_label.error().message;
+  ASSERT_EQ(2u, by_label->size());
+  EXPECT_EQ("", (*by_label)[0].group);
+  EXPECT_DOUBLE_EQ(5.0, (*by_label)[0].core_seconds);
+  EXPECT_EQ("pipeline=ci", (*by_label)[1].group);
+  EXPECT_DOUBLE_EQ(40.0, (*by_label)[1].core_seconds);
+
+  // One tenant; a window before anything ran.
+  auto only_b = workload_->usage(at("2026-01-01T10:00:00"), at("2026-01-01T10:01:00"), false, std::nullopt,
+                                 std::string("team-b"));
+  ASSERT_EQ(1u, only_b->size());
+  EXPECT_DOUBLE_EQ(60.0, (*only_b)[0].core_seconds);
+  EXPECT_TRUE(workload_->usage(at("2025-01-01T00:00:00"), at("2025-01-02T00:00:00"), false, std::nullopt,
+                               std::nullopt)
+                  ->empty());
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -156,6 +157,51 @@ void start_deadline_cancels(const ServiceProcess& service) {
   service.wait_terminal(held);
 }
 
+// "2026-11-23T21:29:01.537Z" -> seconds since the epoch.
+double epoch_seconds(const std::string& text) {
+  std::tm utc{};
+  strptime(text.substr(0, 19).c_str(), "%Y-%m-%dT%H:%M:%S", &utc);
+  return static_cast<double>(timegm(&utc)) + std::stod("0" + text.substr(19, 4));
+}
+
+// Every job so far ran once and has ended: GET /v1/usage must equal the sum
+// of cores x (finished_at - started_at) over the jobs, and say so in CSV and
+// through `tpujobs usage`.
+void usage_matches_the_jobs(const ServiceProcess& service) {
+  const json listed = service.get("/v1/jobs?limit=500").json();
+  double expected = 0;
+  for (const json& job : listed["jobs"]) {
+    ASSERT_NE(job["state"], "RUNNING") << job.dump();
+    if (job["started_at"].is_null() || job["finished_at"].is_null()) continue;
+    expected += job["resolved"]["cores"].get<double>() *
+                (epoch_seconds(job["finished_at"]) - epoch_seconds(job["started_at"]));
+  }
+  ASSERT_GT(expected, 0);
+  const json usage = service.get("/v1/usage?from=2h").json();
+  ASSERT_EQ(usage["groups"].size(), 1u) << usage.dump();
+  EXPECT_EQ(usage["groups"][0]["group"], "default");
+  const double measured = usage["total_core_seconds"].get<double>();
+  // The views' times are in milliseconds; the events' in microseconds.
+  EXPECT_NEAR(measured, expected, 0.01 * expected + 1.0) << usage.dump();
+  EXPECT_NEAR(usage["groups"][0]["by_generation"]["v3"].get<double>(), measured, 1e-6) << usage.dump();
+
+  HttpResponse csv = service.get("/v1/usage?from=2h&format=csv");
+  ASSERT_EQ(csv.status, 200);
+  EXPECT_EQ(csv.body.rfind("group,generation,jobs,core_seconds\r\ndefault,v3,", 0), 0u) << csv.body;
+  EXPECT_EQ(service.get("/v1/usage?from=tomorrow").status, 400);
+
+  const std::filesystem::path directory = db::testing::make_temp_dir("tpujobs-usage-");
+  const ClientRun run = run_client_process({"usage", "--from", "2h"},
+                                           {{"TPUJOBS_URL", "http://127.0.0.1:" + std::to_string(service.port())}},
+                                           directory);
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_NE(run.out.find("TENANT"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("default"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("TPU core-seconds"), std::string::npos) << run.out;
+  std::error_code ignored;
+  std::filesystem::remove_all(directory, ignored);
+}
+
 // A 2 x 2 sweep through `tpujobs submit --wait --junit`: one job array, a
 // test case per child, the children listed by GET /v1/jobs?array=ID.
 void sweep_runs_as_an_array(const ServiceProcess& service) {
@@ -211,6 +257,7 @@ TEST(WorkloadSingleProcess, SweepsDependenciesStartDeadlinesAndBadInput) {
   sweep_runs_as_an_array(service);
   dependencies_hold_and_release(service);
   start_deadline_cancels(service);
+  usage_matches_the_jobs(service);
   // A held job survives a restart, still held.
   const std::int64_t upstream = submit(service, long_job("upstream-2"));
   const std::int64_t held = submit(service, depending(short_job("held"), upstream, "finished"));
@@ -240,6 +287,7 @@ TEST(WorkloadCluster, SweepsDependenciesStartDeadlinesAndBadInput) {
   sweep_runs_as_an_array(replica);
   dependencies_hold_and_release(replica);
   start_deadline_cancels(replica);
+  usage_matches_the_jobs(replica);
 }
 
 }  // namespace
