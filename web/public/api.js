@@ -62,6 +62,7 @@ export const cancelJob = (id) => request('POST', `/v1/jobs/${id}/cancel`);
 export const validateSpec = (spec) => request('POST', '/v1/jobs:validate', spec);
 export const submitJob = (spec) => request('POST', '/v1/jobs', spec);
 export const getPool = () => request('GET', '/v1/pool');
+export const getUsage = ({ from, to, group_by } = {}) => request('GET', `/v1/usage${query({ from, to, group_by })}`);
 // action: "drain" | "fail" | "recover".
 export const hostAction = (host, action) =>
   request('POST', `/v1/pool/hosts/${encodeURIComponent(host)}:${action}`);
