@@ -58,6 +58,30 @@ constexpr const char* kUsage =
 
 }  // namespace
 
+Result<PurgeBatch> WorkloadRepository::purge_finished_outputs(std::chrono::seconds older_than, int max_jobs) {
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<PurgeBatch> {
+    Result<QueryResult> rows = connection.execute(
+        "WITH picked AS ("
+        "  SELECT id FROM jobs"
+        "  WHERE finished_at IS NOT NULL AND outputs_purged_at IS NULL"
+        "    AND finished_at < now() - $1::bigint * interval '1 second'"
+        "    AND state IN ('SUCCEEDED', 'FAILED', 'CANCELLED')"
+        "  ORDER BY finished_at LIMIT $2::integer"
+        "  FOR UPDATE SKIP LOCKED"
+        "), logs AS ("
+        "  DELETE FROM job_logs l USING picked p WHERE l.job_id = p.id RETURNING 1"
+        "), metrics AS ("
+        "  DELETE FROM job_metrics m USING picked p WHERE m.job_id = p.id RETURNING 1"
+        "), marked AS ("
+        "  UPDATE jobs j SET outputs_purged_at = now() FROM picked p WHERE j.id = p.id RETURNING 1"
+        ")"
+        " SELECT (SELECT count(*) FROM marked), (SELECT count(*) FROM logs), (SELECT count(*) FROM metrics)",
+        {static_cast<std::int64_t>(older_than.count()), max_jobs});
+    if (!rows.ok()) return rows.error();
+    return PurgeBatch{rows->int64(0, 0), rows->int64(0, 1), rows->int64(0, 2)};
+  });
+}
+
 Result<std::vector<UsageRow>> WorkloadRepository::usage(TimePoint from, TimePoint to, bool by_label,
                                                         const std::optional<std::string>& label_key,
                                                         const std::optional<std::string>& tenant) {

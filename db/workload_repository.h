@@ -24,6 +24,13 @@ struct UsageRow {
   double core_seconds = 0;
 };
 
+// What one purge batch removed.
+struct PurgeBatch {
+  std::int64_t jobs = 0;
+  std::int64_t log_lines = 0;
+  std::int64_t metric_points = 0;
+};
+
 class WorkloadRepository {
  public:
   // The pool must outlive the repository. Every call borrows a connection
@@ -44,6 +51,13 @@ class WorkloadRepository {
   // "key=value" of the job's labels (only label_key's when given; "" for a
   // job without), and by the generation it ran on. Only `tenant`'s jobs when
   // given. Ordered by group, then generation.
+  // Retention: deletes the log lines and metric points of at most
+  // `max_jobs` jobs that finished more than `older_than` ago and were not
+  // purged yet (oldest first), and marks them purged; the job rows and their
+  // events stay. One statement: a batch is all or nothing, and jobs another
+  // process is purging are skipped (SKIP LOCKED), so replicas may all run it.
+  Result<PurgeBatch> purge_finished_outputs(std::chrono::seconds older_than, int max_jobs);
+
   Result<std::vector<UsageRow>> usage(TimePoint from, TimePoint to, bool by_label,
                                       const std::optional<std::string>& label_key,
                                       const std::optional<std::string>& tenant);

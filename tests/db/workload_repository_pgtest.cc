@@ -177,5 +177,58 @@ TEST_F(WorkloadRepositoryTest, UsageSumsTheHeldSpansTimesCoresClippedToTheWindow
                   ->empty());
 }
 
+TEST_F(WorkloadRepositoryTest, RetentionPurgesOldFinishedJobsOutputsInBatchesAndKeepsTheRows) {
+  std::vector<NewJob> batch;
+  for (int i = 0; i < 5; ++i) batch.push_back(job("j" + std::to_string(i)));
+  auto inserted = jobs_->insert_jobs(batch);
+  ASSERT_TRUE(inserted.ok());
+  std::vector<std::int64_t> ids;
+  for (const InsertedJob& j : *inserted) ids.push_back(j.row.id);
+  auto c = pool_->acquire(std::chrono::seconds(5));
+  ASSERT_TRUE(c.ok());
+  for (std::int64_t id : ids) {
+    ASSERT_TRUE((*c)->execute("INSERT INTO job_logs (job_id, seq, line) SELECT $1::bigint, s, 'line' "
+                              "FROM generate_series(1, 3) s",
+                              {id})
+                    .ok());
+    ASSERT_TRUE((*c)->execute("INSERT INTO job_metrics (job_id, seq, step, epoch, metrics) "
+                              "VALUES ($1::bigint, 1, 1, 0, '{}')",
+                              {id})
+                    .ok());
+  }
+  // Jobs 0-3 finished two days ago, job 4 an hour ago; job 3 is still running.
+  ASSERT_TRUE((*c)->execute("UPDATE jobs SET state = 'SUCCEEDED', finished_at = now() - interval '2 days' "
+                            "WHERE id = ANY($1::bigint[])",
+                            {Param::array(std::vector<std::optional<std::string>>{
+                                std::to_string(ids[0]), std::to_string(ids[1]), std::to_string(ids[2])})})
+                  .ok());
+  ASSERT_TRUE((*c)->execute("UPDATE jobs SET state = 'FAILED', finished_at = now() - interval '1 hour' "
+                            "WHERE id = $1::bigint",
+                            {ids[4]})
+                  .ok());
+  auto count = [&](const char* table, std::int64_t id) {
+    auto rows = (*c)->execute(std::string("SELECT count(*) FROM ") + table + " WHERE job_id = $1::bigint", {id});
+    return rows.ok() ? rows->int64(0, 0) : -1;
+  };
+
+  // A day's retention, two jobs a batch: jobs 0 and 1, then 2, then none.
+  auto first = workload_->purge_finished_outputs(std::chrono::hours(24), 2);
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  EXPECT_EQ(2, first->jobs);
+  EXPECT_EQ(6, first->log_lines);
+  EXPECT_EQ(2, first->metric_points);
+  auto second = workload_->purge_finished_outputs(std::chrono::hours(24), 2);
+  EXPECT_EQ(1, second->jobs);
+  EXPECT_EQ(0, workload_->purge_finished_outputs(std::chrono::hours(24), 2)->jobs);
+  for (int i : {0, 1, 2}) {
+    EXPECT_EQ(0, count("job_logs", ids[i]));
+    EXPECT_EQ(0, count("job_metrics", ids[i]));
+    EXPECT_EQ(JobState::kSucceeded, jobs_->get_job(ids[i])->value().state);  // the row stays
+  }
+  EXPECT_EQ(3, count("job_logs", ids[3]));  // unfinished
+  EXPECT_EQ(3, count("job_logs", ids[4]));  // finished too recently
+  EXPECT_EQ(1, count("job_metrics", ids[4]));
+}
+
 }  // namespace
 }  // namespace tpujobs::db

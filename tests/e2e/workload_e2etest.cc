@@ -26,11 +26,11 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-// A job that runs until cancelled, in practice: 4,000 steps through a wide layer.
+// A job that runs until cancelled: 100,000 epochs through a wide layer.
 json long_job(const std::string& name) {
   BlobsJob spec;
   spec.name = name;
-  spec.epochs = 160;
+  spec.epochs = 100000;
   spec.hidden = 1024;
   spec.log_every_n_steps = 25;
   spec.checkpoint_every_n_steps = 25;
@@ -141,7 +141,6 @@ void start_deadline_cancels(const ServiceProcess& service) {
   // Every core taken; a job that needs a whole host cannot start in time.
   json blocker = long_job("blocker");
   blocker["trainer"]["devices"] = 8;
-  blocker["trainer"]["max_epochs"] = 100000;  // runs until cancelled
   const std::int64_t held = submit(service, blocker);
   wait_until(service, held, [](const json& j) { return j["state"] == "RUNNING"; });
   json late = short_job("late");
@@ -288,6 +287,34 @@ TEST(WorkloadCluster, SweepsDependenciesStartDeadlinesAndBadInput) {
   dependencies_hold_and_release(replica);
   start_deadline_cancels(replica);
   usage_matches_the_jobs(replica);
+}
+
+TEST(WorkloadRetention, FinishedJobsLoseTheirLogsAndMetricsButKeepTheirRows) {
+  ServiceProcess::Options options;
+  options.pool = "v3-8";
+  options.extra_args = {"--retention", "2s"};
+  ServiceProcess service(options);
+  ASSERT_EQ(service.start(), "");
+  const std::int64_t running = submit(service, long_job("running"));
+  const std::int64_t finished = submit(service, short_job("finished"));
+  ASSERT_EQ(service.wait_terminal(finished)["state"], "SUCCEEDED");
+  const std::string logs = "/v1/jobs/" + std::to_string(finished) + "/logs";
+  const std::string metrics = "/v1/jobs/" + std::to_string(finished) + "/metrics";
+  const auto deadline = Clock::now() + std::chrono::seconds(120);
+  while (Clock::now() < deadline && !service.get(logs).json()["lines"].empty()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(service.get(logs).json()["lines"].empty());
+  EXPECT_TRUE(service.get(metrics).json()["points"].empty());
+  const json row = job(service, finished);
+  EXPECT_EQ(row["state"], "SUCCEEDED") << row.dump();
+  EXPECT_TRUE(row["result"].is_object()) << row.dump();
+  // A running job keeps everything.
+  wait_for_step(service, running, 25);
+  EXPECT_FALSE(service.get("/v1/jobs/" + std::to_string(running) + "/logs").json()["lines"].empty());
+  EXPECT_NE(service.log().find("retention: purged the outputs of"), std::string::npos) << service.log();
+  ASSERT_EQ(service.post("/v1/jobs/" + std::to_string(running) + "/cancel").status, 202);
+  service.wait_terminal(running);
 }
 
 }  // namespace
