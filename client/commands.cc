@@ -754,6 +754,7 @@ class Client {
     };
     if (line_.state) add("state", *line_.state);
     for (const std::string& label : line_.labels) add("label", label);
+    if (line_.array) add("array", std::to_string(*line_.array));
     add("limit", std::to_string(line_.limit.value_or(50)));
     HttpResponse response = call({"GET", "/v1/jobs" + query, "", {}});
     if (response.status != 200) return report_failure(response, "listing jobs");
@@ -781,7 +782,12 @@ class Client {
                                        : "-";
       rows.push_back({string_of(job, "id"), string_of(job, "name"), string_of(job, "state"),
                       progress, accuracy, string_of(job, "created_at")});
+      // A job array: the values each child was given, beside its name.
+      if (line_.array && job.contains("array") && job["array"].is_object()) {
+        rows.back().insert(rows.back().begin() + 2, job["array"].value("values", json::object()).dump());
+      }
     }
+    if (line_.array) rows.front().insert(rows.front().begin() + 2, "VALUES");
     print_table(rows);
     if (jobs.empty()) out_ << "(no jobs)\n";
     if (!string_of(page, "next_cursor").empty()) out_ << "(more jobs: raise --limit or filter)\n";

@@ -103,12 +103,13 @@ A job that has already ended is left as it is (exit 0, with a note).
 )"},
       {"list",
        "",
-       {"--state", "--label", "--limit"},
+       {"--state", "--label", "--limit", "--array"},
        "list jobs, newest first",
        R"(options:
   --state S              only jobs in state S (QUEUED, RUNNING, SUCCEEDED, ...)
   --label K=V            only jobs with this label; repeatable (all must match)
   --limit N              at most N jobs (1-500, default 50)
+  --array ID             only the children of job array ID (a sweep), with the values each was given
 )"},
       {"pool",
        "",
@@ -144,7 +145,7 @@ bool takes_value(std::string_view option) {
   return option == "--timeout" || option == "--idempotency-key" || option == "--junit" ||
          option == "--set" || option == "--state" || option == "--label" || option == "--limit" ||
          option == "--server" || option == "--token" || option == "--from" || option == "--to" ||
-         option == "--group-by";
+         option == "--group-by" || option == "--array";
 }
 
 std::optional<std::int64_t> parse_positive(std::string_view text) {
@@ -313,6 +314,10 @@ std::string parse_command_line(std::string_view command, const std::vector<std::
       if (eq == std::string::npos || eq == 0)
         return "--label needs KEY=VALUE, got '" + *value + "'";
       out->labels.push_back(*value);
+    } else if (name == "--array") {
+      std::optional<std::int64_t> id = parse_positive(*value);
+      if (!id) return "--array needs a job array ID (a positive integer), got '" + *value + "'";
+      out->array = *id;
     } else if (name == "--from") {
       out->from = *value;
     } else if (name == "--to") {
