@@ -759,7 +759,11 @@ void JobManager::apply_workload_rules(std::unique_lock<std::mutex>& lock) {
     const std::int64_t id = start_deadlines_.begin()->second;
     start_deadlines_.erase(start_deadlines_.begin());
     std::shared_ptr<LiveJob> job = waiting(id);
-    if (!job || !scheduler::start_deadline_passed(job->row.created_at, job->spec.start_by, wall_now)) continue;
+    // A job that started once (and waits again after a host failure) met its deadline.
+    if (!job || job->row.started_at ||
+        !scheduler::start_deadline_passed(job->row.created_at, job->spec.start_by, wall_now)) {
+      continue;
+    }
     withdraw_locked(job);
     ending.push_back({job, "StartDeadlineExceeded",
                       "the job did not start within its start_by of " +
@@ -771,7 +775,9 @@ void JobManager::apply_workload_rules(std::unique_lock<std::mutex>& lock) {
   if (!dependency_held_.empty()) {
     std::vector<std::int64_t> targets;
     for (std::int64_t id : dependency_held_) {
-      for (const scheduler::Dependency& d : live_.at(id)->spec.depends_on) targets.push_back(d.job);
+      if (auto it = live_.find(id); it != live_.end()) {
+        for (const scheduler::Dependency& d : it->second->spec.depends_on) targets.push_back(d.job);
+      }
     }
     lock.unlock();
     auto states = repo_.workload.job_states(targets);
