@@ -24,6 +24,7 @@ struct Request {
   // Set by the API once it knows who is asking (bearer token, or the
   // default tenant when the service runs without tokens).
   std::string tenant;
+  bool admin = false;  // the principal may operate the pool (and sees every tenant's usage)
 
   // The header's value, or "" when absent. `name` must be lower case.
   std::string_view header(std::string_view name) const;

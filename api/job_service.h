@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -16,6 +17,7 @@
 #include "api/http.h"
 #include "api/job_spec.h"
 #include "api/resolution.h"
+#include "api/usage.h"
 #include "base/job_state.h"
 #include "base/result.h"
 #include "scheduler/capacity.h"
@@ -35,6 +37,9 @@ struct SubmitRequest {
   std::vector<std::string> warnings;
   std::optional<std::string> idempotency_key;
   std::string spec_hash;     // identifies the body for Idempotency-Key reuse
+  // A sweep's child (submit_array): its place and the values it was given.
+  std::optional<int> array_index;
+  nlohmann::json array_values;
 };
 
 struct SubmitOutcome {
@@ -42,6 +47,7 @@ struct SubmitOutcome {
   std::int64_t id = 0;
   std::string job;           // the job as GET /v1/jobs/{id} shows it (JSON text)
   std::string message;       // for kConflict / kUnavailable / kError
+  std::int64_t array_id = 0;  // submit_array: the array's id
 };
 
 struct JobQuery {
@@ -51,6 +57,7 @@ struct JobQuery {
   std::optional<std::string> name;
   int limit = 50;
   std::optional<std::string> cursor;
+  std::optional<std::int64_t> array_id;  // only the children of this job array
 };
 
 // Who makes a request: the tenant it acts for, and whether it may operate
@@ -73,6 +80,10 @@ class JobService {
   // Commits the job, then calls `done` (from any thread). kCreated means the
   // job is durable in PostgreSQL.
   virtual void submit(SubmitRequest request, std::function<void(SubmitOutcome)> done) = 0;
+  // Commits the children of one job array (a sweep) in one transaction,
+  // then calls `done` with their outcomes in order (from any thread).
+  virtual void submit_array(std::vector<SubmitRequest> children,
+                            std::function<void(std::vector<SubmitOutcome>)> done) = 0;
 
   // kNotFound when the job does not exist or belongs to another tenant.
   virtual JsonResult get_job(std::int64_t id, const std::string& tenant) = 0;
@@ -80,6 +91,10 @@ class JobService {
   // service answer pollers from a cache.
   virtual base::Result<std::string> get_job_text(std::int64_t id, const std::string& tenant) = 0;
   virtual JsonResult list_jobs(const JobQuery& query) = 0;
+  // The state of each of the tenant's jobs among `ids` (depends_on checks);
+  // ids with no job of the tenant are absent.
+  virtual base::Result<std::map<std::int64_t, base::JobState>> job_states(const std::string& tenant,
+                                                                          const std::vector<std::int64_t>& ids) = 0;
   // Calls `done` with the job once it is terminal, or when `timeout` passes.
   virtual void wait_job(std::int64_t id, const std::string& tenant, std::chrono::milliseconds timeout,
                         std::function<void(JsonResult)> done) = 0;
@@ -96,6 +111,8 @@ class JobService {
   virtual base::Result<std::string> xla_report(std::int64_t id, const std::string& tenant) = 0;
 
   virtual nlohmann::json pool_view() = 0;
+  // Accounting: TPU core-seconds per group and generation (api/usage.h).
+  virtual base::Result<std::vector<UsageRow>> usage(const UsageQuery& query) = 0;
   // Admin: at most `max_cores` TPU cores running at once for the tenant
   // (nullopt: no limit). Jobs over it wait with pending_reason Quota.
   virtual JsonResult set_quota(const std::string& tenant, std::optional<int> max_cores) = 0;

@@ -14,7 +14,8 @@ const std::map<std::string, std::vector<std::string>, std::less<>>& field_table(
   static const std::map<std::string, std::vector<std::string>, std::less<>> table = {
       {"",
        {"name", "labels", "priority", "trainer", "model", "data", "optimizer", "expect", "max_retries",
-        "timeout", "lightning_version", "environment", "runtime", "env", "resources"}},
+        "timeout", "lightning_version", "environment", "runtime", "env", "resources", "depends_on", "start_by"}},
+      {"depends_on[]", {"job", "condition"}},
       {"environment", {"python", "torch", "torch_xla", "lightning"}},
       {"trainer",
        {"accelerator", "devices", "tpu_cores", "num_nodes", "precision", "strategy", "max_epochs", "max_steps",
@@ -474,6 +475,57 @@ void parse_expect(const json& expect, std::map<std::string, executor::Bound>* ou
   }
 }
 
+// A duration field: "30m", "90s", "1h30m" or a number of seconds, at most
+// 30 days. nullopt when absent or malformed (an error then).
+std::optional<std::chrono::milliseconds> duration_field(ObjectReader& r, std::string_view key) {
+  const json* value = r.raw(key);
+  if (!value) return std::nullopt;
+  std::optional<std::chrono::milliseconds> parsed;
+  if (value->is_string()) parsed = parse_duration(value->get<std::string>());
+  else if (value->is_number() && value->get<double>() > 0 && value->get<double>() <= 30.0 * 86400)
+    parsed = std::chrono::milliseconds(static_cast<std::int64_t>(value->get<double>() * 1000));
+  if (!parsed) {
+    r.error(key, "must be a duration such as \"30m\", \"90s\" or \"1h30m\" (at most 30 days), got " +
+                     value->dump().substr(0, 64));
+  }
+  return parsed;
+}
+
+constexpr std::size_t kMaxDependencies = 64;
+
+// [{"job": 12, "condition": "succeeded"}, ...]; the condition defaults to
+// "succeeded" (Slurm's afterok).
+void parse_depends_on(const json& list, std::vector<scheduler::Dependency>* out, std::vector<FieldError>* errors) {
+  if (!list.is_array()) {
+    errors->push_back({"depends_on", "must be an array, got " + type_name(list),
+                       "e.g. [{\"job\": 12, \"condition\": \"succeeded\"}]"});
+    return;
+  }
+  if (list.size() > kMaxDependencies) {
+    errors->push_back({"depends_on", "has more than " + std::to_string(kMaxDependencies) + " dependencies", ""});
+    return;
+  }
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string path = "depends_on[" + std::to_string(i) + "]";
+    if (!expect_object(&list[i], path, errors)) continue;
+    ObjectReader r(list[i], path, "depends_on[]", errors);
+    scheduler::Dependency dependency;
+    const json* job = r.raw("job");
+    const bool has_condition = r.raw("condition") != nullptr;
+    std::optional<std::string> condition = r.choice("condition", {"succeeded", "failed", "finished"});
+    if (!job) {
+      r.error("job", "is required", "the id of an earlier job, as POST /v1/jobs answered it");
+      continue;
+    }
+    std::optional<std::int64_t> id =
+        ObjectReader::integer_value(*job, r.field("job"), 1, std::numeric_limits<std::int64_t>::max(), errors);
+    if (!id || (has_condition && !condition)) continue;
+    dependency.job = *id;
+    if (condition) dependency.condition = *scheduler::parse_condition(*condition);
+    out->push_back(dependency);
+  }
+}
+
 }  // namespace
 
 const std::vector<std::string>& known_fields(std::string_view path) {
@@ -534,18 +586,9 @@ std::optional<JobSpec> parse_job_spec(const json& body, std::vector<FieldError>*
     }
     if (auto v = top.integer("priority", -1000, 1000)) spec.priority = static_cast<int>(*v);
     if (auto v = top.integer("max_retries", 0, 10)) spec.max_retries = static_cast<int>(*v);
-    if (const json* timeout = top.raw("timeout")) {
-      std::optional<std::chrono::milliseconds> parsed;
-      if (timeout->is_string()) parsed = parse_duration(timeout->get<std::string>());
-      else if (timeout->is_number() && timeout->get<double>() > 0 && timeout->get<double>() <= 30.0 * 86400)
-        parsed = std::chrono::milliseconds(static_cast<std::int64_t>(timeout->get<double>() * 1000));
-      if (!parsed) {
-        top.error("timeout", "must be a duration such as \"30m\", \"90s\" or \"1h30m\" (at most 30 days), got " +
-                                 timeout->dump().substr(0, 64));
-      } else {
-        spec.training.timeout = parsed;
-      }
-    }
+    spec.training.timeout = duration_field(top, "timeout");
+    spec.start_by = duration_field(top, "start_by");
+    if (const json* depends_on = top.raw("depends_on")) parse_depends_on(*depends_on, &spec.depends_on, errors);
     // Which versions exist is Lightning's rule (lightning/versions.h).
     spec.trainer.lightning_version = top.string("lightning_version", 32);
     if (const json* environment = top.raw("environment"); expect_object(environment, "environment", errors)) {

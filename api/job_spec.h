@@ -14,6 +14,7 @@
 #include "executor/spec.h"
 #include "api/resolution.h"
 #include "lightning/resolve.h"
+#include "scheduler/dependencies.h"
 
 namespace tpujobs::api {
 
@@ -22,6 +23,11 @@ struct JobSpec {
   std::map<std::string, std::string> labels;
   int priority = 0;
   int max_retries = 0;
+  // Workload fields (DESIGN §3). Jobs this one waits for: each names an
+  // earlier job (the service checks that it exists and is the tenant's).
+  std::vector<scheduler::Dependency> depends_on;
+  // Not started this long after its submit: CANCELLED, StartDeadlineExceeded.
+  std::optional<std::chrono::milliseconds> start_by;
   // The trainer settings as written, for resolve() (api/resolution.h).
   lightning::TrainerSettings trainer;
   // Everything the executor needs. world_size, precision, on_tpu, xla_debug

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "api/problem.h"
+#include "api/sweep.h"
 
 namespace tpujobs::api {
 namespace {
@@ -176,15 +177,40 @@ struct CheckedSpec {
   json estimate;
   std::vector<FieldError> errors;
   std::vector<std::string> warnings;
+  // The check could not be made (the database is away): answered as such.
+  std::optional<base::Error> failure;
 };
 
-// Everything submit and :validate share: parse, resolve the trainer settings
-// against the pool, dry-run the executor.
-CheckedSpec check_spec(json body, JobService& service) {
+// Each job named in depends_on must exist, be the tenant's, and so (ids
+// grow) have been submitted before this one.
+void check_dependencies_exist(const std::string& tenant, JobService& service, CheckedSpec* checked) {
+  const std::vector<scheduler::Dependency>& dependencies = checked->spec->depends_on;
+  if (dependencies.empty()) return;
+  std::vector<std::int64_t> ids;
+  for (const scheduler::Dependency& d : dependencies) ids.push_back(d.job);
+  base::Result<std::map<std::int64_t, base::JobState>> states = service.job_states(tenant, ids);
+  if (!states.ok()) {
+    checked->failure = states.error();
+    return;
+  }
+  for (std::size_t i = 0; i < dependencies.size(); ++i) {
+    if (states->contains(dependencies[i].job)) continue;
+    checked->errors.push_back({"depends_on[" + std::to_string(i) + "].job",
+                               "job " + std::to_string(dependencies[i].job) + " does not exist",
+                               "a job may depend only on jobs of its tenant submitted before it (GET /v1/jobs "
+                               "lists them); submit the job it needs first"});
+  }
+}
+
+// Everything submit and :validate share: parse, check the jobs it depends
+// on, resolve the trainer settings against the pool, dry-run the executor.
+CheckedSpec check_spec(json body, const std::string& tenant, JobService& service) {
   CheckedSpec checked;
   checked.body = std::move(body);
   checked.spec = parse_job_spec(checked.body, &checked.errors);
   if (!checked.spec) return checked;
+  check_dependencies_exist(tenant, service, &checked);
+  if (checked.failure) return checked;
   checked.resolution = resolve(checked.spec->trainer, service.capacity());
   checked.warnings = checked.resolution.warnings;
   for (const lightning::FieldProblem& p : checked.resolution.errors) {
@@ -327,6 +353,7 @@ bool JobsApi::authorize(Request& request, const Route& route, const ResponseWrit
     return false;
   }
   request.tenant = std::move(principal.tenant);
+  request.admin = principal.admin;
   return true;
 }
 
@@ -347,6 +374,55 @@ Response JobsApi::serve_static(const Request& request) {
   return response;
 }
 
+namespace {
+
+// The quota check a submit adds to the spec's own.
+void check_quota(const std::string& tenant, JobService& service, CheckedSpec* checked) {
+  if (!checked->errors.empty()) return;
+  const int cores = checked->resolution.request.cores();
+  if (std::optional<int> limit = service.quota(tenant); limit && cores > *limit) {
+    checked->errors.push_back({"trainer.devices",
+                               "the job needs " + std::to_string(cores) + " TPU cores but tenant '" + tenant +
+                                   "' may use at most " + std::to_string(*limit),
+                               "ask for fewer devices or hosts, or ask an admin to raise the quota"});
+  }
+}
+
+SubmitRequest submit_request(const std::string& tenant, CheckedSpec checked, std::optional<std::string> key) {
+  SubmitRequest submit;
+  submit.tenant = tenant;
+  submit.spec = std::move(*checked.spec);
+  submit.spec_text = checked.body.dump();
+  submit.spec_hash = spec_hash(submit.spec_text);
+  submit.spec_json = std::move(checked.body);
+  submit.resolution = checked.resolution;
+  submit.estimate = std::move(checked.estimate);
+  submit.warnings = std::move(checked.warnings);
+  submit.idempotency_key = std::move(key);
+  return submit;
+}
+
+// The answer to a submit that did not create or find its job(s); nullopt
+// when it did.
+std::optional<Response> submit_failure(const SubmitOutcome& outcome) {
+  switch (outcome.kind) {
+    case SubmitOutcome::Kind::kCreated:
+    case SubmitOutcome::Kind::kExisting:
+      return std::nullopt;
+    case SubmitOutcome::Kind::kConflict:
+      return problem(409, outcome.message,
+                     {{"hint", "an Idempotency-Key names one job spec; use a new key for a different spec"},
+                      {"job_id", outcome.id}});
+    case SubmitOutcome::Kind::kUnavailable:
+      return problem(503, outcome.message, {{"hint", "retry after the database is back"}}).header("Retry-After", "1");
+    case SubmitOutcome::Kind::kError:
+      break;
+  }
+  return problem(500, outcome.message);
+}
+
+}  // namespace
+
 void JobsApi::submit(Request& request, ResponseWriterPtr writer) {
   std::optional<json> body = parse_body(request, writer);
   if (!body) return;
@@ -363,60 +439,115 @@ void JobsApi::submit(Request& request, ResponseWriterPtr writer) {
     }
     key = std::string(k);
   }
-  CheckedSpec checked = check_spec(std::move(*body), service_);
-  if (checked.errors.empty()) {
-    const int cores = checked.resolution.request.cores();
-    if (std::optional<int> limit = service_.quota(request.tenant); limit && cores > *limit) {
-      checked.errors.push_back({"trainer.devices",
-                                "the job needs " + std::to_string(cores) + " TPU cores but tenant '" +
-                                    request.tenant + "' may use at most " + std::to_string(*limit),
-                                "ask for fewer devices or hosts, or ask an admin to raise the quota"});
-    }
+  if (body->is_object() && body->contains("sweep")) {
+    submit_sweep(request, std::move(*body), std::move(key), writer);
+    return;
   }
+  CheckedSpec checked = check_spec(std::move(*body), request.tenant, service_);
+  if (checked.failure) {
+    writer->respond(answer(JsonResult(*checked.failure)));
+    return;
+  }
+  check_quota(request.tenant, service_, &checked);
   if (!checked.errors.empty()) {
     writer->respond(spec_problems(checked.errors, checked.warnings));
     return;
   }
-  SubmitRequest submit;
-  submit.tenant = request.tenant;
-  submit.spec = std::move(*checked.spec);
-  submit.spec_text = checked.body.dump();
-  submit.spec_hash = spec_hash(submit.spec_text);
-  submit.spec_json = std::move(checked.body);
-  submit.resolution = checked.resolution;
-  submit.estimate = std::move(checked.estimate);
-  submit.warnings = std::move(checked.warnings);
-  submit.idempotency_key = std::move(key);
-  service_.submit(std::move(submit), [writer](SubmitOutcome outcome) {
-    switch (outcome.kind) {
-      case SubmitOutcome::Kind::kCreated:
-      case SubmitOutcome::Kind::kExisting: {
-        Response response;
-        response.status = outcome.kind == SubmitOutcome::Kind::kCreated ? 201 : 200;
-        response.body = std::move(outcome.job);
-        writer->respond(std::move(response.header("Location", "/v1/jobs/" + std::to_string(outcome.id))));
+  service_.submit(submit_request(request.tenant, std::move(checked), std::move(key)), [writer](SubmitOutcome outcome) {
+    if (std::optional<Response> failure = submit_failure(outcome)) {
+      writer->respond(std::move(*failure));
+      return;
+    }
+    Response response;
+    response.status = outcome.kind == SubmitOutcome::Kind::kCreated ? 201 : 200;
+    response.body = std::move(outcome.job);
+    writer->respond(std::move(response.header("Location", "/v1/jobs/" + std::to_string(outcome.id))));
+  });
+}
+
+std::optional<std::vector<SubmitRequest>> JobsApi::check_sweep(const std::string& tenant, const json& body,
+                                                               const std::optional<std::string>& key,
+                                                               const ResponseWriterPtr& writer) {
+  std::vector<FieldError> errors;
+  std::vector<SweepChild> children = expand_sweep(body, &errors);
+  if (!errors.empty()) {
+    writer->respond(spec_problems(errors, {}));
+    return std::nullopt;
+  }
+  // Each child validated on its own; its errors say which child.
+  constexpr std::size_t kMaxErrors = 50;
+  std::vector<SubmitRequest> requests;
+  std::vector<std::string> warnings;
+  for (SweepChild& child : children) {
+    CheckedSpec checked = check_spec(std::move(child.spec), tenant, service_);
+    if (checked.failure) {
+      writer->respond(answer(JsonResult(*checked.failure)));
+      return std::nullopt;
+    }
+    check_quota(tenant, service_, &checked);
+    for (FieldError& e : checked.errors) {
+      if (errors.size() == kMaxErrors) break;
+      e.message = "sweep child " + std::to_string(child.index) + " " + child.values.dump() + ": " + e.message;
+      errors.push_back(std::move(e));
+    }
+    if (!errors.empty()) continue;
+    if (warnings.empty()) warnings = checked.warnings;
+    std::optional<std::string> child_key;
+    if (key) child_key = *key + "#" + std::to_string(child.index);
+    SubmitRequest request = submit_request(tenant, std::move(checked), std::move(child_key));
+    request.array_index = child.index;
+    request.array_values = std::move(child.values);
+    requests.push_back(std::move(request));
+  }
+  if (!errors.empty()) {
+    writer->respond(spec_problems(errors, warnings));
+    return std::nullopt;
+  }
+  return requests;
+}
+
+void JobsApi::submit_sweep(Request& request, json body, std::optional<std::string> key, ResponseWriterPtr writer) {
+  std::optional<std::vector<SubmitRequest>> children = check_sweep(request.tenant, body, key, writer);
+  if (!children) return;
+  service_.submit_array(std::move(*children), [writer](std::vector<SubmitOutcome> outcomes) {
+    bool created = false;
+    json jobs = json::array();
+    for (SubmitOutcome& outcome : outcomes) {
+      if (std::optional<Response> failure = submit_failure(outcome)) {
+        writer->respond(std::move(*failure));
         return;
       }
-      case SubmitOutcome::Kind::kConflict:
-        writer->respond(problem(409, outcome.message,
-                                {{"hint", "an Idempotency-Key names one job spec; use a new key for a different spec"},
-                                 {"job_id", outcome.id}}));
-        return;
-      case SubmitOutcome::Kind::kUnavailable:
-        writer->respond(problem(503, outcome.message, {{"hint", "retry after the database is back"}})
-                            .header("Retry-After", "1"));
-        return;
-      case SubmitOutcome::Kind::kError:
-        writer->respond(problem(500, outcome.message));
-        return;
+      created = created || outcome.kind == SubmitOutcome::Kind::kCreated;
+      jobs.push_back(json::parse(outcome.job, nullptr, false));
     }
+    const std::int64_t array = outcomes.front().array_id;
+    Response response = json_response(created ? 201 : 200, {{"array", {{"id", array}, {"size", outcomes.size()}}},
+                                                             {"jobs", std::move(jobs)}});
+    writer->respond(std::move(response.header("Location", "/v1/jobs?array=" + std::to_string(array))));
   });
 }
 
 void JobsApi::validate(Request& request, ResponseWriterPtr writer) {
   std::optional<json> body = parse_body(request, writer);
   if (!body) return;
-  CheckedSpec checked = check_spec(std::move(*body), service_);
+  if (body->is_object() && body->contains("sweep")) {
+    std::optional<std::vector<SubmitRequest>> children = check_sweep(request.tenant, *body, std::nullopt, writer);
+    if (!children) return;
+    json values = json::array();
+    for (const SubmitRequest& child : *children) values.push_back(child.array_values);
+    writer->respond(json_response(200, {{"valid", true},
+                                        {"lightning_version", children->front().resolution.lightning_version},
+                                        {"warnings", children->front().warnings},
+                                        {"resolved", resolution_json(children->front().resolution)},
+                                        {"estimate", children->front().estimate},
+                                        {"sweep", {{"size", children->size()}, {"children", values}}}}));
+    return;
+  }
+  CheckedSpec checked = check_spec(std::move(*body), request.tenant, service_);
+  if (checked.failure) {
+    writer->respond(answer(JsonResult(*checked.failure)));
+    return;
+  }
   if (!checked.errors.empty()) {
     Response response = spec_problems(checked.errors, checked.warnings);
     json payload = json::parse(response.body);
@@ -435,6 +566,53 @@ void JobsApi::validate(Request& request, ResponseWriterPtr writer) {
                                       {"warnings", checked.warnings},
                                       {"resolved", resolution_json(checked.resolution)},
                                       {"estimate", checked.estimate}}));
+}
+
+void JobsApi::usage(Request& request, ResponseWriterPtr writer) {
+  const auto now = std::chrono::system_clock::now();
+  UsageQuery query;
+  query.to = now;
+  query.from = now - std::chrono::hours(24);
+  for (auto [name, target] : {std::pair{"from", &query.from}, std::pair{"to", &query.to}}) {
+    std::optional<std::string> text = request.query_value(name);
+    if (!text) continue;
+    std::optional<std::chrono::system_clock::time_point> time = parse_usage_time(*text, now);
+    if (!time) {
+      writer->respond(problem(400, std::string(name) + " must be a UTC time or an age, got '" + text->substr(0, 64) + "'",
+                              {{"field", name}, {"hint", "e.g. 2026-11-23T10:00:00Z, or 24h for a day ago"}}));
+      return;
+    }
+    *target = *time;
+  }
+  if (query.from >= query.to) {
+    writer->respond(problem(400, "from must be before to", {{"field", "from"}, {"hint", "the window is [from, to)"}}));
+    return;
+  }
+  const std::string group_by = request.query_value("group_by").value_or("tenant");
+  if (group_by != "tenant" && group_by != "label") {
+    writer->respond(problem(400, "group_by must be tenant or label, got '" + group_by.substr(0, 32) + "'",
+                            {{"field", "group_by"}, {"hint", "group_by=label groups by each key=value; add label=KEY for one key"}}));
+    return;
+  }
+  query.by_label = group_by == "label";
+  query.label_key = request.query_value("label");
+  // A tenant sees its own use; an admin everyone's, or one tenant's.
+  query.tenant = request.admin ? request.query_value("tenant") : std::optional<std::string>(request.tenant);
+  base::Result<std::vector<UsageRow>> rows = service_.usage(query);
+  if (!rows.ok()) {
+    writer->respond(answer(JsonResult(rows.error())));
+    return;
+  }
+  const bool csv = request.query_value("format") == "csv" ||
+                   request.header("accept").find("text/csv") != std::string_view::npos;
+  if (csv) {
+    Response response;
+    response.content_type = "text/csv; charset=utf-8";
+    response.body = usage_csv(*rows);
+    writer->respond(std::move(response));
+    return;
+  }
+  writer->respond(json_response(200, usage_json(query, *rows)));
 }
 
 void JobsApi::add_routes() {
@@ -480,6 +658,11 @@ void JobsApi::add_job_routes() {
     if (!query_int(r, w, "limit", 1, 500, &limit)) return;
     query.limit = static_cast<int>(limit);
     query.cursor = r.query_value("cursor");
+    if (r.query_value("array")) {
+      std::int64_t array = 0;
+      if (!query_int(r, w, "array", 1, std::numeric_limits<std::int64_t>::max(), &array)) return;
+      query.array_id = array;
+    }
     w->respond(answer(service_.list_jobs(query)));
   });
   router_.add("GET", "/v1/jobs/{id}", Access::kTenant, [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
@@ -553,6 +736,9 @@ void JobsApi::add_job_routes() {
 void JobsApi::add_pool_routes() {
   router_.add("GET", "/v1/pool", Access::kTenant, [this](Request&, const PathParams&, ResponseWriterPtr w) {
     w->respond(json_response(200, service_.pool_view()));
+  });
+  router_.add("GET", "/v1/usage", Access::kTenant, [this](Request& r, const PathParams&, ResponseWriterPtr w) {
+    usage(r, w);
   });
   // An action not listed has no route: a 404, never a guess.
   constexpr std::pair<const char*, scheduler::HostHealth> kHostActions[] = {

@@ -59,7 +59,16 @@ class JobsApi final : public Handler {
   // 401/403/503 itself and returns false when they may not.
   bool authorize(Request& request, const Route& route, const ResponseWriterPtr& writer);
   void submit(Request& request, ResponseWriterPtr writer);
+  // A spec with "sweep" (api/sweep.h): every child checked, then all
+  // submitted as one job array.
+  void submit_sweep(Request& request, nlohmann::json body, std::optional<std::string> key, ResponseWriterPtr writer);
+  // The children ready to submit; nullopt when it answered the problem.
+  std::optional<std::vector<SubmitRequest>> check_sweep(const std::string& tenant, const nlohmann::json& body,
+                                                        const std::optional<std::string>& key,
+                                                        const ResponseWriterPtr& writer);
   void validate(Request& request, ResponseWriterPtr writer);
+  // GET /v1/usage?from=&to=&group_by=tenant|label[&label=KEY][&format=csv]
+  void usage(Request& request, ResponseWriterPtr writer);
   Response serve_static(const Request& request);
 
   JobService& service_;

@@ -87,6 +87,7 @@ class Client {
     if (command == "cancel") return cancel();
     if (command == "list") return list();
     if (command == "pool") return pool();
+    if (command == "usage") return usage();
     err_ << "tpujobs: unknown command '" << command << "'\n";
     return kExitRejected;
   }
@@ -201,13 +202,16 @@ class Client {
     const std::string state = string_of(job, "state");
     text += "  " + state;
     if (state == "QUEUED") {
-      if (const std::string position = string_of(job, "queue_position"); !position.empty()) {
+      const std::string reason = string_of(job, "pending_reason");
+      if (const std::string position = string_of(job, "queue_position"); !position.empty() && position != "0") {
         text += " (position " + position;
-        if (const std::string reason = string_of(job, "pending_reason"); !reason.empty()) {
-          text += ", waiting for " + reason;
-        }
+        if (!reason.empty()) text += ", waiting for " + reason;
         text += ")";
+      } else if (!reason.empty()) {
+        // Held before the queue (a dependency): no position yet.
+        text += " (waiting for " + reason + ")";
       }
+      if (const std::string detail = string_of(job, "pending_detail"); !detail.empty()) text += ": " + detail;
     }
     const json progress = job.is_object() ? job.value("progress", json(nullptr)) : json(nullptr);
     if (progress.is_object() && !is_terminal_state(state)) {
@@ -506,6 +510,7 @@ class Client {
     if (response.status != 201 && response.status != 200)
       return report_failure(response, "submitting the job");
     json job = json::parse(response.body, nullptr, false);
+    if (job.is_object() && job.contains("array")) return submitted_array(job, response.status, started);
     const std::string id = string_of(job, "id");
     if (id.empty()) {
       err_ << "tpujobs: the service answered the submit without a job id: "
@@ -529,6 +534,58 @@ class Client {
       if (warning.is_string()) err_ << "  warning: " << warning.get<std::string>() << "\n";
     }
     return wait_and_finish(id, started);
+  }
+
+  // A sweep's answer: {"array": {"id", "size"}, "jobs": [...]}. With --wait,
+  // waits for every child and exits with the worst outcome (timeout, then
+  // failed, then cancelled); --junit writes one test case per child.
+  int submitted_array(const json& answer, int status, Clock::time_point started) {
+    const std::string array = string_of(answer["array"], "id");
+    const json jobs = answer.value("jobs", json::array());
+    if (line_.json && !line_.wait) {
+      out_ << answer.dump(2) << "\n";
+      return kExitSucceeded;
+    }
+    std::ostream& note = line_.wait ? err_ : out_;
+    note << (status == 200 ? "attached to job array " : "submitted job array ") << array << ": " << jobs.size()
+         << " jobs\n";
+    for (const json& job : jobs) {
+      note << "  job " << string_of(job, "id") << " " << (job.contains("array") ? job["array"]["values"].dump() : "")
+           << "\n";
+    }
+    if (!line_.wait) return kExitSucceeded;
+    const std::optional<Clock::time_point> deadline = deadline_from(started);
+    std::vector<json> children;
+    std::vector<bool> timed_out;
+    int code = kExitSucceeded;
+    for (const json& job : jobs) {
+      WaitOutcome outcome = wait_for(string_of(job, "id"), started, deadline, false);
+      if (outcome.exit_code != kExitSucceeded) return outcome.exit_code;
+      const int job_code = outcome.timed_out ? kExitTimedOut : exit_code_for_job(outcome.job).value_or(kExitJobFailed);
+      // The worst outcome wins: timeout, failed, cancelled, succeeded.
+      auto rank = [](int c) { return c == kExitTimedOut ? 3 : c == kExitJobFailed ? 2 : c == kExitCancelled ? 1 : 0; };
+      if (rank(job_code) > rank(code)) code = job_code;
+      children.push_back(outcome.job);
+      timed_out.push_back(outcome.timed_out);
+    }
+    if (line_.json) {
+      out_ << json{{"array", answer["array"]}, {"jobs", children}}.dump(2) << "\n";
+    } else {
+      // The children side by side: state, the values swept, the final metrics.
+      for (const json& job : children) {
+        out_ << progress_text(job);
+        if (job.contains("array") && job["array"].is_object()) out_ << "  " << job["array"].value("values", json()).dump();
+        if (job.contains("metrics") && job["metrics"].is_object()) out_ << "  " << job["metrics"].dump();
+        out_ << "\n";
+      }
+    }
+    if (!line_.junit_path.empty()) {
+      std::ofstream file(line_.junit_path, std::ios::binary | std::ios::trunc);
+      const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
+      file << junit_array_report(std::stoll(array), children, timed_out, elapsed);
+      if (!file.good()) err_ << "tpujobs: cannot write the JUnit report to " << line_.junit_path << "\n";
+    }
+    return code;
   }
 
   int wait_and_finish(const std::string& id, Clock::time_point started) {
@@ -697,6 +754,7 @@ class Client {
     };
     if (line_.state) add("state", *line_.state);
     for (const std::string& label : line_.labels) add("label", label);
+    if (line_.array) add("array", std::to_string(*line_.array));
     add("limit", std::to_string(line_.limit.value_or(50)));
     HttpResponse response = call({"GET", "/v1/jobs" + query, "", {}});
     if (response.status != 200) return report_failure(response, "listing jobs");
@@ -724,10 +782,59 @@ class Client {
                                        : "-";
       rows.push_back({string_of(job, "id"), string_of(job, "name"), string_of(job, "state"),
                       progress, accuracy, string_of(job, "created_at")});
+      // A job array: the values each child was given, beside its name.
+      if (line_.array && job.contains("array") && job["array"].is_object()) {
+        rows.back().insert(rows.back().begin() + 2, job["array"].value("values", json::object()).dump());
+      }
     }
+    if (line_.array) rows.front().insert(rows.front().begin() + 2, "VALUES");
     print_table(rows);
     if (jobs.empty()) out_ << "(no jobs)\n";
     if (!string_of(page, "next_cursor").empty()) out_ << "(more jobs: raise --limit or filter)\n";
+    return kExitSucceeded;
+  }
+
+  int usage() {
+    std::string query;
+    auto add = [&](const std::string& name, const std::string& value) {
+      query += (query.empty() ? "?" : "&") + name + "=" + percent_encode(value);
+    };
+    if (line_.from) add("from", *line_.from);
+    if (line_.to) add("to", *line_.to);
+    const std::size_t colon = line_.group_by.find(':');
+    add("group_by", line_.group_by.substr(0, colon));
+    if (colon != std::string::npos) add("label", line_.group_by.substr(colon + 1));
+    if (line_.csv) add("format", "csv");
+    HttpResponse response = call({"GET", "/v1/usage" + query, "", {}});
+    if (response.status != 200) return report_failure(response, "reading the usage");
+    if (line_.csv) {
+      out_ << response.body;
+      return kExitSucceeded;
+    }
+    const json view = json::parse(response.body, nullptr, false);
+    if (line_.json || !view.is_object()) {
+      out_ << view.dump(2) << "\n";
+      return kExitSucceeded;
+    }
+    std::vector<std::vector<std::string>> rows = {
+        {line_.group_by == "tenant" ? "TENANT" : "LABEL", "CORE-HOURS", "CORE-SECONDS", "JOBS", "BY GENERATION"}};
+    for (const json& group : view.value("groups", json::array())) {
+      const double seconds = group.value("core_seconds", 0.0);
+      std::string generations;
+      const json by_generation = group.contains("by_generation") ? group["by_generation"] : json::object();
+      for (auto it = by_generation.begin(); it != by_generation.end(); ++it) {
+        const std::string& generation = it.key();
+        const json& value = it.value();
+        generations += (generations.empty() ? "" : " ") + generation + "=" +
+                       number_text(value.is_number() ? value.get<double>() : 0.0, "%.0f");
+      }
+      const std::string name = string_of(group, "group");
+      rows.push_back({name.empty() ? "(none)" : name, number_text(seconds / 3600, "%.3f"), number_text(seconds, "%.1f"),
+                      string_of(group, "jobs"), generations});
+    }
+    print_table(rows);
+    out_ << "from " << string_of(view, "from") << " to " << string_of(view, "to") << ": "
+         << number_text(view.value("total_core_seconds", 0.0), "%.1f") << " TPU core-seconds\n";
     return kExitSucceeded;
   }
 

@@ -214,4 +214,72 @@ std::string junit_report(const json& job, const std::vector<std::string>& log_ta
   return xml;
 }
 
+std::string junit_array_report(std::int64_t array_id, const std::vector<json>& children,
+                               const std::vector<bool>& timed_out, double elapsed_seconds) {
+  const std::string name = children.empty() || string_field(children.front(), "name").empty()
+                               ? "array"
+                               : string_field(children.front(), "name");
+  const std::string classname = xml_escape("tpujobs." + name);
+  std::string cases;
+  int failures = 0;
+  for (std::size_t i = 0; i < children.size(); ++i) {
+    const json& job = children[i];
+    const json array = job.is_object() ? job.value("array", json::object()) : json::object();
+    const std::string values = array.is_object() && array.contains("values") ? array["values"].dump() : "{}";
+    const std::string index = array.is_object() && array.contains("index") ? array["index"].dump() : std::to_string(i);
+    const std::string state = string_field(job, "state");
+    const std::string id = job.is_object() && job.contains("id") ? job["id"].dump() : "?";
+    std::string failure_type;
+    std::string failure_message;
+    if (i < timed_out.size() && timed_out[i]) {
+      failure_type = "TIMEOUT";
+      failure_message = "gave up waiting; job " + id + " is still " + state;
+    } else if (state != "SUCCEEDED") {
+      const json error = job.is_object() && job.contains("error") ? job["error"] : json(nullptr);
+      failure_type = string_field(error, "type").empty() ? (state.empty() ? "NOT_FINISHED" : state)
+                                                         : string_field(error, "type");
+      failure_message = string_field(error, "message").empty() ? "job " + id + " is " + state
+                                                               : string_field(error, "message");
+    } else {
+      for (const GateOutcome& gate : evaluate_gates(job)) {
+        if (gate.skipped || gate.passed) continue;
+        failure_type = "EXPECTATION_FAILED";
+        failure_message += (failure_message.empty() ? "" : "; ") + gate.message;
+      }
+    }
+    cases += "    <testcase classname=\"" + classname + "\" name=\"" + xml_escape("child " + index + " " + values) +
+             "\" time=\"0\">\n";
+    cases += "      <properties>\n";
+    cases += "        <property name=\"job_id\" value=\"" + xml_escape(id) + "\"/>\n";
+    cases += "        <property name=\"state\" value=\"" + xml_escape(state) + "\"/>\n";
+    if (job.is_object() && job.contains("metrics") && job["metrics"].is_object()) {
+      for (const auto& [metric, value] : job["metrics"].items()) {
+        if (value.is_number()) {
+          cases += "        <property name=\"" + xml_escape(metric) + "\" value=\"" + number(value.get<double>()) +
+                   "\"/>\n";
+        }
+      }
+    }
+    cases += "      </properties>\n";
+    if (!failure_type.empty()) {
+      ++failures;
+      cases += "      <failure type=\"" + xml_escape(failure_type) + "\" message=\"" + xml_escape(failure_message) +
+               "\">" + xml_escape(failure_message) + "</failure>\n";
+    }
+    cases += "    </testcase>\n";
+  }
+  const std::string counts = " tests=\"" + std::to_string(children.size()) + "\" failures=\"" +
+                             std::to_string(failures) + "\" errors=\"0\" skipped=\"0\" time=\"" +
+                             number(elapsed_seconds) + "\"";
+  std::string xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  xml += "<testsuites name=\"tpujobs\"" + counts + ">\n";
+  xml += "  <testsuite name=\"" + xml_escape("tpujobs." + name) + "\"" + counts + ">\n";
+  xml += "    <properties>\n";
+  xml += "      <property name=\"array_id\" value=\"" + std::to_string(array_id) + "\"/>\n";
+  xml += "    </properties>\n";
+  xml += cases;
+  xml += "  </testsuite>\n</testsuites>\n";
+  return xml;
+}
+
 }  // namespace tpujobs::client

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,6 +41,14 @@ std::vector<GateOutcome> evaluate_gates(const nlohmann::json& job);
 // `elapsed_seconds` is the time the client waited.
 std::string junit_report(const nlohmann::json& job, const std::vector<std::string>& log_tail,
                          bool timed_out, double elapsed_seconds);
+
+// A job array's report (a sweep, `tpujobs submit --wait`): one <testcase>
+// per child, named by its index and the values the sweep gave it, with its
+// final metrics as properties; a <failure> when it did not succeed, a gate
+// of its `expect` failed, or `timed_out[i]`. `children` are the children's
+// GET /v1/jobs/{id} views in array order.
+std::string junit_array_report(std::int64_t array_id, const std::vector<nlohmann::json>& children,
+                               const std::vector<bool>& timed_out, double elapsed_seconds);
 
 // Escapes text for XML attribute values and character data.
 std::string xml_escape(const std::string& text);

@@ -103,18 +103,32 @@ A job that has already ended is left as it is (exit 0, with a note).
 )"},
       {"list",
        "",
-       {"--state", "--label", "--limit"},
+       {"--state", "--label", "--limit", "--array"},
        "list jobs, newest first",
        R"(options:
   --state S              only jobs in state S (QUEUED, RUNNING, SUCCEEDED, ...)
   --label K=V            only jobs with this label; repeatable (all must match)
   --limit N              at most N jobs (1-500, default 50)
+  --array ID             only the children of job array ID (a sweep), with the values each was given
 )"},
       {"pool",
        "",
        {},
        "show the TPU pool: hosts, cores in use, health",
        R"(Prints every host of the emulated pool with its health and the jobs on its cores.
+)"},
+      {"usage",
+       "",
+       {"--from", "--to", "--group-by", "--csv"},
+       "show TPU core-seconds used, per tenant or label",
+       R"(Sums the core-seconds jobs held TPU cores over a window, by generation (as
+Slurm's sreport). A tenant sees its own; an admin token sees every tenant's.
+
+options:
+  --from T               window start: a UTC time (2026-11-23T10:00:00Z) or an age (24h, 7d); default 24h
+  --to T                 window end, the same way; default now
+  --group-by G           tenant (default), label (each key=value), or label:KEY (one key's values)
+  --csv                  print the CSV the service sends (GET /v1/usage?format=csv)
 )"},
   };
   return specs;
@@ -130,7 +144,8 @@ const CommandSpec* find_spec(std::string_view command) {
 bool takes_value(std::string_view option) {
   return option == "--timeout" || option == "--idempotency-key" || option == "--junit" ||
          option == "--set" || option == "--state" || option == "--label" || option == "--limit" ||
-         option == "--server" || option == "--token";
+         option == "--server" || option == "--token" || option == "--from" || option == "--to" ||
+         option == "--group-by" || option == "--array";
 }
 
 std::optional<std::int64_t> parse_positive(std::string_view text) {
@@ -299,6 +314,20 @@ std::string parse_command_line(std::string_view command, const std::vector<std::
       if (eq == std::string::npos || eq == 0)
         return "--label needs KEY=VALUE, got '" + *value + "'";
       out->labels.push_back(*value);
+    } else if (name == "--array") {
+      std::optional<std::int64_t> id = parse_positive(*value);
+      if (!id) return "--array needs a job array ID (a positive integer), got '" + *value + "'";
+      out->array = *id;
+    } else if (name == "--from") {
+      out->from = *value;
+    } else if (name == "--to") {
+      out->to = *value;
+    } else if (name == "--csv") {
+      out->csv = true;
+    } else if (name == "--group-by") {
+      if (*value != "tenant" && *value != "label" && value->rfind("label:", 0) != 0)
+        return "--group-by must be tenant, label or label:KEY, got '" + *value + "'";
+      out->group_by = *value;
     } else if (name == "--limit") {
       std::optional<std::int64_t> n = parse_positive(*value);
       if (!n || *n > 500) return "--limit must be an integer from 1 to 500";

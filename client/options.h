@@ -43,6 +43,12 @@ struct CommandLine {
   std::optional<std::string> state;
   std::vector<std::string> labels;  // "k=v"
   std::optional<int> limit;
+  std::optional<std::int64_t> array;  // list: one job array's children
+  // usage:
+  std::optional<std::string> from;
+  std::optional<std::string> to;
+  std::string group_by = "tenant";  // tenant, label or label:KEY
+  bool csv = false;
 };
 
 // Parses the arguments after the command name. TPUJOBS_URL and TPUJOBS_TOKEN

@@ -11,7 +11,8 @@ namespace {
   "j.id, j.tenant, j.name, j.labels, j.priority, j.state, j.spec, j.resolved, j.warnings, " \
   "j.idempotency_key, j.spec_hash, j.allocation, j.pending, j.progress, j.latest_metrics, " \
   "j.error, j.result, j.attempt, j.cancel_requested, j.created_at, j.started_at, "          \
-  "j.finished_at, j.updated_at, j.owner, j.lease_expires_at, j.agent, j.placement_epoch"
+  "j.finished_at, j.updated_at, j.owner, j.lease_expires_at, j.agent, j.placement_epoch, "  \
+  "j.array_id, j.array_index, j.array_values"
 
 constexpr int kMaxPageSize = 500;
 
@@ -45,6 +46,9 @@ JobRow read_job(const QueryResult& rows, int row, int first_column = 0) {
   job.lease_expires_at = rows.optional_timestamp(row, c + 24);
   job.agent = rows.optional_string(row, c + 25);
   if (!rows.is_null(row, c + 26)) job.placement_epoch = rows.int64(row, c + 26);
+  if (!rows.is_null(row, c + 27)) job.array_id = rows.int64(row, c + 27);
+  if (!rows.is_null(row, c + 28)) job.array_index = static_cast<int>(rows.int64(row, c + 28));
+  job.array_values_json = rows.optional_string(row, c + 29);
   return job;
 }
 
@@ -96,17 +100,27 @@ std::optional<std::pair<TimePoint, std::int64_t>> decode_cursor(std::string_view
 // the input order either); within a batch, a key's first use (lowest ord)
 // wins.
 constexpr const char* kInsertJobs =
-    "WITH input AS ("
+    "WITH numbered AS ("
     "  SELECT nextval('jobs_id_seq') AS id, t.*"
     "  FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::integer[], $5::jsonb[],"
-    "              $6::jsonb[], $7::jsonb[], $8::text[], $9::text[])"
+    "              $6::jsonb[], $7::jsonb[], $8::text[], $9::text[], $10::bigint[],"
+    "              $11::integer[], $12::jsonb[])"
     "       WITH ORDINALITY AS t(tenant, name, labels, priority, spec, resolved, warnings,"
-    "                            idempotency_key, spec_hash, ord)"
+    "                            idempotency_key, spec_hash, array_group, array_index,"
+    "                            array_values, ord)"
+    "), input AS ("
+    // An array's id is its first child's.
+    "  SELECT numbered.*, CASE WHEN array_group > 0"
+    "                          THEN min(id) OVER (PARTITION BY array_group) END AS array_id"
+    "  FROM numbered"
     "), inserted AS ("
     "  INSERT INTO jobs AS j (id, tenant, name, labels, priority, state, spec, resolved,"
-    "                         warnings, idempotency_key, spec_hash)"
+    "                         warnings, idempotency_key, spec_hash, array_id, array_index,"
+    "                         array_values)"
     "  SELECT id, tenant, name, labels, priority, 'QUEUED', spec, resolved, warnings,"
-    "         idempotency_key, spec_hash"
+    "         idempotency_key, spec_hash, array_id,"
+    "         CASE WHEN array_group > 0 THEN array_index END,"
+    "         CASE WHEN array_group > 0 THEN array_values END"
     "  FROM input ORDER BY tenant, idempotency_key, ord"
     "  ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING"
     "  RETURNING j.*"
@@ -129,6 +143,7 @@ constexpr const char* kListJobs =
     "   AND j.labels @> jsonb_object($3::text[])"
     "   AND ($4::text IS NULL OR j.name = $4::text)"
     "   AND ($5::timestamptz IS NULL OR (j.created_at, j.id) < ($5::timestamptz, $6::bigint))"
+    "   AND ($8::bigint IS NULL OR j.array_id = $8::bigint)"
     " ORDER BY j.created_at DESC, j.id DESC"
     " LIMIT $7::integer";
 
@@ -172,7 +187,7 @@ constexpr const char* kUnfinished = "('QUEUED', 'STARTING', 'RUNNING')";
 
 Result<std::vector<InsertedJob>> JobRepository::insert_jobs(const std::vector<NewJob>& jobs) {
   if (jobs.empty()) return std::vector<InsertedJob>{};
-  std::array<std::vector<std::optional<std::string>>, 9> columns;
+  std::array<std::vector<std::optional<std::string>>, 12> columns;
   for (auto& column : columns) column.reserve(jobs.size());
   for (const NewJob& job : jobs) {
     columns[0].emplace_back(job.tenant);
@@ -184,6 +199,9 @@ Result<std::vector<InsertedJob>> JobRepository::insert_jobs(const std::vector<Ne
     columns[6].emplace_back(job.warnings_json);
     columns[7].emplace_back(job.idempotency_key);
     columns[8].emplace_back(job.spec_hash);
+    columns[9].emplace_back(std::to_string(job.array_group));
+    columns[10].emplace_back(std::to_string(job.array_index));
+    columns[11].emplace_back(job.array_values_json);
   }
   std::vector<Param> params;
   for (const auto& column : columns) params.push_back(Param::array(column));
@@ -262,7 +280,7 @@ Result<JobPage> JobRepository::list_jobs(const JobFilter& filter) {
     // One row more than asked tells whether another page follows.
     Result<QueryResult> rows =
         connection.execute(kListJobs, {filter.tenant, Param::array(states), Param::array(labels),
-                                       filter.name, after_time, after_id, limit + 1});
+                                       filter.name, after_time, after_id, limit + 1, filter.array_id});
     if (!rows.ok()) return rows.error();
     JobPage page;
     page.jobs = read_jobs(*rows);

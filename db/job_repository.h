@@ -37,6 +37,11 @@ struct NewJob {
   std::string warnings_json = "[]";
   std::optional<std::string> idempotency_key{};
   std::string spec_hash{};
+  // A child of a job array (a sweep): the jobs of one batch with the same
+  // array_group > 0 form one array, whose id is its first child's id.
+  std::int64_t array_group = 0;
+  int array_index = 0;
+  std::string array_values_json = "{}";  // the values the sweep set, by spec path
 };
 
 struct JobRow {
@@ -67,6 +72,9 @@ struct JobRow {
   std::optional<TimePoint> lease_expires_at{};
   std::optional<std::string> agent{};              // DESIGN §9: who runs it
   std::optional<std::int64_t> placement_epoch{};  // and under which registration
+  std::optional<std::int64_t> array_id{};         // a sweep's child: its array
+  std::optional<int> array_index{};
+  std::optional<std::string> array_values_json{};
 };
 
 struct InsertedJob {
@@ -81,6 +89,7 @@ struct JobFilter {
   std::vector<JobState> states{};                             // any of them; empty: all
   std::vector<std::pair<std::string, std::string>> labels{};  // all must match
   std::optional<std::string> name{};
+  std::optional<std::int64_t> array_id{};  // only the children of this array
   int limit = 50;        // clamped to 1..500
   std::string cursor{};  // next_cursor of the previous page; empty: first page
 };

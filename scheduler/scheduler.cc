@@ -45,6 +45,8 @@ std::string_view pending_reason_name(PendingReason reason) {
       return "HostUnhealthy";
     case PendingReason::kQuota:
       return "Quota";
+    case PendingReason::kDependency:
+      return "Dependency";
   }
   return "None";
 }

@@ -89,9 +89,12 @@ enum class PendingReason {
   kPriority,       // fits now, but would delay a higher-priority job's reservation
   kHostUnhealthy,  // cannot fit on the healthy hosts even if they were idle
   kQuota,          // the tenant's running jobs already use its core quota
+  // Held by the service before the queue, never returned by Scheduler: a
+  // job it depends on has not ended yet (scheduler/dependencies.h).
+  kDependency,
 };
 
-// "None", "Resources", "Priority", "HostUnhealthy", "Quota".
+// "None", "Resources", "Priority", "HostUnhealthy", "Quota", "Dependency".
 std::string_view pending_reason_name(PendingReason reason);
 
 struct PendingInfo {

@@ -133,6 +133,10 @@ struct JobManager::LiveJob {
   std::map<std::string, double> latest_metrics;
   // The newest checkpoint stored in PostgreSQL: where a resume would start.
   std::optional<std::pair<std::int64_t, int>> stored_checkpoint;  // (step, epoch)
+  // Workload rules: its dependencies were met once (it is queued, or ran),
+  // and while held, why it waits.
+  bool dependencies_met = false;
+  std::string dependency_detail;
   std::atomic<bool> cancel{false};   // read by the executor without the mutex
   std::atomic<bool> checkpoint_on_cancel{false};
   StopReason stop_reason = StopReason::kNone;
@@ -459,7 +463,8 @@ void JobManager::close() {
 
 // ---------------------------------------------------------------- submit
 
-void JobManager::submit(api::SubmitRequest request, std::function<void(api::SubmitOutcome)> done) {
+JobManager::PendingSubmit JobManager::make_pending(api::SubmitRequest request,
+                                                   std::function<void(api::SubmitOutcome)> done) {
   PendingSubmit pending;
   pending.resolved = resolved_of(request);
   db::NewJob& row = pending.row;
@@ -472,8 +477,17 @@ void JobManager::submit(api::SubmitRequest request, std::function<void(api::Subm
   row.warnings_json = json(request.warnings).dump();
   row.idempotency_key = request.idempotency_key;
   row.spec_hash = request.spec_hash;
+  if (request.array_index) {
+    row.array_index = *request.array_index;
+    row.array_values_json = request.array_values.is_object() ? request.array_values.dump() : "{}";
+  }
   pending.request = std::move(request);
   pending.done = std::move(done);
+  return pending;
+}
+
+void JobManager::submit(api::SubmitRequest request, std::function<void(api::SubmitOutcome)> done) {
+  PendingSubmit pending = make_pending(std::move(request), std::move(done));
   {
     base::MutexLock lock(submit_mutex_);
     if (!submit_closed_) {
@@ -489,6 +503,52 @@ void JobManager::submit(api::SubmitRequest request, std::function<void(api::Subm
   pending.done(std::move(outcome));
 }
 
+void JobManager::submit_array(std::vector<api::SubmitRequest> children,
+                              std::function<void(std::vector<api::SubmitOutcome>)> done) {
+  // The children answer one by one (from one committer, as one batch); the
+  // last answer calls `done`.
+  struct Answers {
+    std::mutex mutex;
+    std::vector<api::SubmitOutcome> outcomes;
+    std::size_t left = 0;
+    std::function<void(std::vector<api::SubmitOutcome>)> done;
+  };
+  auto answers = std::make_shared<Answers>();
+  answers->outcomes.resize(children.size());
+  answers->left = children.size();
+  answers->done = std::move(done);
+  std::vector<PendingSubmit> pending;
+  for (std::size_t i = 0; i < children.size(); ++i) {
+    pending.push_back(make_pending(std::move(children[i]), [answers, i](api::SubmitOutcome outcome) {
+      std::unique_lock lock(answers->mutex);
+      answers->outcomes[i] = std::move(outcome);
+      if (--answers->left > 0) return;
+      lock.unlock();
+      answers->done(std::move(answers->outcomes));
+    }));
+  }
+  if (pending.empty()) return answers->done({});
+  {
+    std::lock_guard lock(submit_mutex_);
+    if (!submit_closed_) {
+      pending.front().array_size = pending.size();
+      for (PendingSubmit& p : pending) {
+        p.order = ++submit_order_;
+        p.row.array_group = pending.front().order;
+        submits_.push_back(std::move(p));
+      }
+      submit_wake_.notify_one();
+      return;
+    }
+  }
+  for (PendingSubmit& p : pending) {
+    api::SubmitOutcome outcome;
+    outcome.kind = api::SubmitOutcome::Kind::kUnavailable;
+    outcome.message = "the service is shutting down";
+    p.done(std::move(outcome));
+  }
+}
+
 void JobManager::committer_loop() {
   for (;;) {
     std::vector<PendingSubmit> batch;
@@ -497,8 +557,13 @@ void JobManager::committer_loop() {
       lock.wait(submit_wake_, [this]() REQUIRES(submit_mutex_) { return submit_closed_ || !submits_.empty(); });
       if (submits_.empty() && submit_closed_) return;
       while (!submits_.empty() && static_cast<int>(batch.size()) < options_.submit_batch) {
-        batch.push_back(std::move(submits_.front()));
-        submits_.pop_front();
+        // A job array goes whole into one batch: one transaction.
+        const std::size_t take = std::max<std::size_t>(1, submits_.front().array_size);
+        if (!batch.empty() && static_cast<int>(batch.size() + take) > options_.submit_batch) break;
+        for (std::size_t i = 0; i < take && !submits_.empty(); ++i) {
+          batch.push_back(std::move(submits_.front()));
+          submits_.pop_front();
+        }
       }
     }
     commit_batch(batch);
@@ -529,6 +594,7 @@ void JobManager::commit_batch(std::vector<PendingSubmit>& batch) {
       db::InsertedJob& result = (*inserted)[i];
       api::SubmitOutcome outcome;
       outcome.id = result.row.id;
+      outcome.array_id = result.row.array_id.value_or(0);
       if (result.existing) {
         if (result.row.spec_hash != batch[i].request.spec_hash) {
           outcome.kind = api::SubmitOutcome::Kind::kConflict;
@@ -600,6 +666,7 @@ base::Result<std::shared_ptr<JobManager::LiveJob>> JobManager::make_live(const d
   job->row = row;
   job->spec = std::move(*spec);
   job->resolution = std::move(resolution);
+  job->dependencies_met = row.started_at.has_value();  // it ran: they were met
   set_view_base(*job, render(row));
   return job;
 }
@@ -609,6 +676,7 @@ void JobManager::enqueue_locked(const std::shared_ptr<LiveJob>& job, std::int64_
   job->row.state = kQueued;
   ++epoch_;
   live_[job->id] = job;
+  if (hold_for_dependencies_locked(job)) return;
   if (job->resolution.request.kind == scheduler::RequestKind::kCpu) {
     auto at = std::upper_bound(cpu_waiting_.begin(), cpu_waiting_.end(), job->submit_order,
                                [](std::int64_t o, const std::shared_ptr<LiveJob>& w) { return o < w->submit_order; });
@@ -633,6 +701,150 @@ void JobManager::wake_scheduler() {
     schedule_requested_ = true;
   }
   scheduler_wake_.notify_one();
+}
+
+// --------------------------------------------------------- workload rules
+
+db::Result<std::map<std::int64_t, JobState>> JobManager::job_states(const std::string& tenant,
+                                                                   const std::vector<std::int64_t>& ids) {
+  return repo_.workload.job_states(ids, tenant);
+}
+
+db::Result<std::vector<api::UsageRow>> JobManager::usage(const api::UsageQuery& query) {
+  auto rows = repo_.workload.usage(query.from, query.to, query.by_label, query.label_key, query.tenant);
+  if (!rows.ok()) return rows.error();
+  std::vector<api::UsageRow> out;
+  out.reserve(rows->size());
+  for (db::UsageRow& row : *rows) {
+    out.push_back({std::move(row.group), std::move(row.generation), row.jobs, row.core_seconds});
+  }
+  return out;
+}
+
+bool JobManager::hold_for_dependencies_locked(const std::shared_ptr<LiveJob>& job) {
+  if (job->spec.start_by && !job->row.started_at) {
+    start_deadlines_.emplace(job->row.created_at + *job->spec.start_by, job->id);
+  }
+  if (job->dependencies_met || job->spec.depends_on.empty()) return false;
+  dependency_held_.insert(job->id);
+  schedule_requested_ = true;  // judged at the scheduler thread's next turn
+  scheduler_wake_.notify_one();
+  return true;
+}
+
+void JobManager::withdraw_locked(const std::shared_ptr<LiveJob>& job) {
+  ++epoch_;
+  if (dependency_held_.erase(job->id) > 0) return;
+  if (job->resolution.request.kind == scheduler::RequestKind::kCpu) {
+    cpu_waiting_.erase(std::remove(cpu_waiting_.begin(), cpu_waiting_.end(), job), cpu_waiting_.end());
+  } else {
+    scheduler_.cancel(job->id);
+  }
+}
+
+void JobManager::apply_workload_rules(std::unique_lock<std::mutex>& lock) {
+  struct Ending {
+    std::shared_ptr<LiveJob> job;
+    std::string reason;
+    std::string detail;
+    std::string hint;
+  };
+  std::vector<Ending> ending;
+  auto waiting = [this](std::int64_t id) -> std::shared_ptr<LiveJob> {
+    auto it = live_.find(id);
+    if (it == live_.end() || it->second->runner_started || it->second->row.state != kQueued) return nullptr;
+    return it->second;
+  };
+
+  const auto wall_now = std::chrono::system_clock::now();
+  while (!start_deadlines_.empty() && start_deadlines_.begin()->first <= wall_now) {
+    const std::int64_t id = start_deadlines_.begin()->second;
+    start_deadlines_.erase(start_deadlines_.begin());
+    std::shared_ptr<LiveJob> job = waiting(id);
+    // A job that started once (and waits again after a host failure) met its deadline.
+    if (!job || job->row.started_at ||
+        !scheduler::start_deadline_passed(job->row.created_at, job->spec.start_by, wall_now)) {
+      continue;
+    }
+    withdraw_locked(job);
+    ending.push_back({job, "StartDeadlineExceeded",
+                      "the job did not start within its start_by of " +
+                          std::to_string(std::chrono::duration_cast<std::chrono::seconds>(*job->spec.start_by).count()) +
+                          " s",
+                      "raise start_by, lower the resources it asks for, or raise its priority"});
+  }
+
+  if (!dependency_held_.empty()) {
+    std::vector<std::int64_t> targets;
+    for (std::int64_t id : dependency_held_) {
+      if (auto it = live_.find(id); it != live_.end()) {
+        for (const scheduler::Dependency& d : it->second->spec.depends_on) targets.push_back(d.job);
+      }
+    }
+    lock.unlock();
+    auto states = repo_.workload.job_states(targets);
+    lock.lock();
+    if (states.ok()) {
+      auto state_of = [&](std::int64_t id) -> std::optional<JobState> {
+        auto it = states->find(id);
+        return it == states->end() ? std::nullopt : std::optional<JobState>(it->second);
+      };
+      for (std::int64_t id : std::vector<std::int64_t>(dependency_held_.begin(), dependency_held_.end())) {
+        std::shared_ptr<LiveJob> job = waiting(id);
+        if (!job || !dependency_held_.contains(id)) continue;
+        const scheduler::DependencyCheck check = scheduler::check_dependencies(job->spec.depends_on, state_of);
+        switch (check.verdict) {
+          case scheduler::DependencyVerdict::kSatisfied:
+            dependency_held_.erase(id);
+            job->dependencies_met = true;
+            job->dependency_detail.clear();
+            enqueue_locked(job, job->submit_order);
+            break;
+          case scheduler::DependencyVerdict::kWaiting:
+            if (job->dependency_detail != check.detail) {
+              job->dependency_detail = check.detail;
+              ++epoch_;
+            }
+            break;
+          case scheduler::DependencyVerdict::kNeverSatisfied:
+            withdraw_locked(job);
+            ending.push_back({job, "DependencyNeverSatisfied", check.detail,
+                              "the job it depends on ended otherwise; fix that job and submit both again, or "
+                              "depend on it with another condition (succeeded, failed, finished)"});
+            break;
+        }
+      }
+    }
+  }
+  if (ending.empty()) return;
+  lock.unlock();
+  for (const Ending& e : ending) end_unstartable(e.job, e.reason, e.detail, e.hint);
+  lock.lock();
+}
+
+void JobManager::end_unstartable(const std::shared_ptr<LiveJob>& job, const std::string& reason,
+                                 const std::string& detail, const std::string& hint) {
+  json error = error_json("CANCELLED", reason + ": " + detail, hint);
+  error["reason"] = reason;
+  db::Transition t;
+  t.job_id = job->id;
+  t.from = {kQueued};
+  t.to = kCancelled;
+  t.reason = reason + ": " + detail;
+  t.error_json = error.dump();
+  t.set_finished_at = true;
+  auto stored = repo_.jobs.transition(t);
+  if (!stored.ok()) {
+    // Not recorded: it waits again, and the next pass judges it again.
+    std::lock_guard lock(mutex_);
+    if (live_.contains(job->id) && !job->runner_started && !is_terminal(job->row.state)) {
+      enqueue_locked(job, job->submit_order);
+    }
+    return;
+  }
+  // Not applied: a cancel by request ended it meanwhile, and finishes it.
+  if (!*stored) return;
+  finish_job(job, kCancelled, t.reason, std::move(error), nullptr, /*stored=*/true);
 }
 
 // ------------------------------------------------------------- scheduling
@@ -691,6 +903,8 @@ void JobManager::scheduler_loop() {
       }
     }
 
+    apply_workload_rules(lock);
+    if (stopping_) break;
     start_placed_locked(now);
     lock.unlock();
     for (std::thread& t : ended) t.join();
@@ -974,6 +1188,11 @@ json JobManager::render_row(const db::JobRow& row, json spec, json resolved, jso
       {"max_retries", spec.is_object() ? spec.value("max_retries", 0) : 0},
   };
   put_result(view, std::move(result));
+  if (row.array_id) {
+    view["array"] = {{"id", *row.array_id},
+                     {"index", row.array_index.value_or(0)},
+                     {"values", parse_or_null(row.array_values_json)}};
+  }
   // Cluster mode: the scheduler leader records why a queued job waits.
   if (row.state == kQueued && row.pending_json) {
     json pending = parse_or_null(row.pending_json);
@@ -1016,7 +1235,10 @@ std::string JobManager::render_live_text_locked(const LiveJob& job, bool with_sp
   }
   view["started_at"] = time_or_null(job.row.started_at);
   if (job.row.state == kQueued) {
-    if (std::optional<scheduler::PendingInfo> info = scheduler_.pending(job.id)) {
+    if (dependency_held_.contains(job.id)) {
+      view["pending_reason"] = scheduler::pending_reason_name(scheduler::PendingReason::kDependency);
+      if (!job.dependency_detail.empty()) view["pending_detail"] = job.dependency_detail;
+    } else if (std::optional<scheduler::PendingInfo> info = scheduler_.pending(job.id)) {
       view["pending_reason"] = scheduler::pending_reason_name(info->reason);
       view["queue_position"] = info->queue_position;
       if (info->estimated_start) {
@@ -1143,6 +1365,7 @@ api::JsonResult JobManager::list_jobs(const api::JobQuery& query) {
   filter.name = query.name;
   filter.limit = query.limit;
   filter.cursor = query.cursor.value_or("");
+  filter.array_id = query.array_id;
   auto page = repo_.jobs.list_jobs(filter);
   if (!page.ok()) return page.error();
   json jobs = json::array();
@@ -1255,8 +1478,7 @@ api::JsonResult JobManager::cancel_job(std::int64_t id, const std::string& tenan
       view["cancel_requested"] = true;
       return view;
     }
-    scheduler_.cancel(id);
-    cpu_waiting_.erase(std::remove(cpu_waiting_.begin(), cpu_waiting_.end(), queued), cpu_waiting_.end());
+    withdraw_locked(queued);
   }
   if (queued) {
     return finish_job(queued, kCancelled, "Cancelled by request while queued", error_json("CANCELLED", "the job was cancelled before it started", ""),

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -72,9 +73,13 @@ class JobManager final : public api::JobService {
 
   // api::JobService
   void submit(api::SubmitRequest request, std::function<void(api::SubmitOutcome)> done) override;
+  void submit_array(std::vector<api::SubmitRequest> children,
+                    std::function<void(std::vector<api::SubmitOutcome>)> done) override;
   api::JsonResult get_job(std::int64_t id, const std::string& tenant) override;
   db::Result<std::string> get_job_text(std::int64_t id, const std::string& tenant) override;
   api::JsonResult list_jobs(const api::JobQuery& query) override;
+  db::Result<std::map<std::int64_t, db::JobState>> job_states(const std::string& tenant,
+                                                              const std::vector<std::int64_t>& ids) override;
   void wait_job(std::int64_t id, const std::string& tenant, std::chrono::milliseconds timeout,
                 std::function<void(api::JsonResult)> done) override;
   api::JsonResult cancel_job(std::int64_t id, const std::string& tenant) override;
@@ -85,6 +90,7 @@ class JobManager final : public api::JobService {
   api::JsonResult job_events(std::int64_t id, const std::string& tenant) override;
   db::Result<std::string> xla_report(std::int64_t id, const std::string& tenant) override;
   nlohmann::json pool_view() override;
+  db::Result<std::vector<api::UsageRow>> usage(const api::UsageQuery& query) override;
   api::JsonResult set_host_health(const std::string& host, scheduler::HostHealth health) override;
   api::JsonResult force_release(std::int64_t id) override;
   api::JsonResult upload_dataset(const std::string& tenant, const std::string& name, const std::string& csv) override;
@@ -107,7 +113,12 @@ class JobManager final : public api::JobService {
     // Its place among equal priorities: taken on arrival, since two
     // committers may commit a later batch first.
     std::int64_t order = 0;
+    // The first child of a job array: how many children follow it in the
+    // queue, itself included (a batch never splits an array).
+    std::size_t array_size = 0;
   };
+  // A submit's row, built on the submitting thread.
+  PendingSubmit make_pending(api::SubmitRequest request, std::function<void(api::SubmitOutcome)> done);
   enum class StopReason { kNone, kUserCancel, kHostFailedRetry, kHostFailedFinal, kShutdown, kLeaseLost };
   class Sink;
 
@@ -157,6 +168,21 @@ class JobManager final : public api::JobService {
   void log_listener_loop();
   // Cluster mode: the pool as the agents' hosts and the placed jobs show it.
   nlohmann::json cluster_pool_view();
+  // Workload rules (scheduler/dependencies.h), single-process mode; the
+  // scheduler leader applies the same rules in cluster mode.
+  // Holds a job whose dependencies are not known to be met before the
+  // queue; false when it may be queued.
+  bool hold_for_dependencies_locked(const std::shared_ptr<LiveJob>& job);
+  // Takes a waiting job out of whichever queue holds it.
+  void withdraw_locked(const std::shared_ptr<LiveJob>& job);
+  // Scheduler thread, mutex_ held on entry and exit (released around the
+  // database): releases the held jobs whose dependencies are met, ends the
+  // ones whose dependencies never can be, and those past their start_by.
+  void apply_workload_rules(std::unique_lock<std::mutex>& lock);
+  // Ends a withdrawn waiting job CANCELLED with `reason`; requeues it when
+  // the database cannot record that (the next pass tries again).
+  void end_unstartable(const std::shared_ptr<LiveJob>& job, const std::string& reason, const std::string& detail,
+                       const std::string& hint);
   // Applies a state transition, retrying while the database is unavailable.
   // False when the job was not in an allowed state (or the write failed).
   bool apply_transition(const db::Transition& transition);
@@ -215,6 +241,10 @@ class JobManager final : public api::JobService {
   std::optional<bool> tokens_exist_ GUARDED_BY(auth_mutex_);
   std::chrono::steady_clock::time_point tokens_checked_ GUARDED_BY(auth_mutex_){};
   std::map<std::string, int> quotas_ GUARDED_BY(mutex_);
+  // Workload rules: jobs held by their dependencies, and the start deadlines
+  // of waiting jobs (deadline, job), soonest first.
+  std::set<std::int64_t> dependency_held_ GUARDED_BY(mutex_);
+  std::set<std::pair<std::chrono::system_clock::time_point, std::int64_t>> start_deadlines_ GUARDED_BY(mutex_);
 
   base::Mutex estimate_mutex_;
   std::unordered_map<std::string, Estimate> estimate_cache_ GUARDED_BY(estimate_mutex_);

@@ -105,6 +105,35 @@ std::optional<scheduler::ResourceRequest> SchedulerLeader::request_of(const db::
   return resolution.request;
 }
 
+const SchedulerLeader::WorkloadFields& SchedulerLeader::workload_of(const db::JobRow& row) {
+  if (auto it = workload_.find(row.id); it != workload_.end()) return it->second;
+  WorkloadFields fields;
+  json spec_json = json::parse(row.spec_json, nullptr, false);
+  std::vector<api::FieldError> errors;
+  std::optional<api::JobSpec> spec = spec_json.is_discarded() ? std::nullopt : api::parse_job_spec(spec_json, &errors);
+  if (spec) {
+    fields.depends_on = std::move(spec->depends_on);
+    fields.start_by = spec->start_by;
+  }
+  return workload_.emplace(row.id, std::move(fields)).first->second;
+}
+
+db::Status SchedulerLeader::cancel_unstartable(std::int64_t job, const std::string& reason, const std::string& detail,
+                                               const std::string& hint) {
+  db::Transition t;
+  t.job_id = job;
+  t.from = {JobState::kQueued};
+  t.to = JobState::kCancelled;
+  t.reason = reason + ": " + detail;
+  t.error_json =
+      json{{"type", "CANCELLED"}, {"reason", reason}, {"message", reason + ": " + detail}, {"hint", hint}}.dump();
+  t.set_finished_at = true;
+  auto moved = repo_.jobs.transition(t);
+  if (!moved.ok()) return moved.error();
+  if (*moved) std::cerr << "tpujobs: job " << job << ": " << t.reason << std::endl;
+  return db::Status::Ok();
+}
+
 db::Status SchedulerLeader::move_off(const db::JobRow& row, const std::string& retry_reason,
                                      const std::string& hint) {
   db::Transition t;
@@ -192,6 +221,21 @@ db::Status SchedulerLeader::run_pass() {
     host_index[h.name] = static_cast<int>(input.hosts.size());
     input.hosts.push_back(std::move(host));
   }
+  // The jobs the queued ones depend on, in one read.
+  std::vector<std::int64_t> targets;
+  for (const db::JobRow& row : *unfinished) {
+    if (row.state != JobState::kQueued || row.started_at) continue;
+    for (const scheduler::Dependency& d : workload_of(row).depends_on) targets.push_back(d.job);
+  }
+  auto target_states = repo_.workload.job_states(targets);
+  if (!target_states.ok()) return target_states.error();
+  auto state_of = [&](std::int64_t id) -> std::optional<JobState> {
+    auto it = target_states->find(id);
+    return it == target_states->end() ? std::nullopt : std::optional<JobState>(it->second);
+  };
+  const base::Clock::wall_time_point wall_now = options_.clock->wall_now();
+  std::vector<std::pair<std::int64_t, std::string>> held;  // (job, why): waits for a dependency
+
   std::map<std::string, int> tenant_cores;
   std::vector<WaitingJob> queue;
   std::set<std::int64_t> unfinished_ids;
@@ -238,6 +282,31 @@ db::Status SchedulerLeader::run_pass() {
       if (auto moved = repo_.jobs.transition(t); !moved.ok()) return moved.error();
       continue;
     }
+    const WorkloadFields& workload = workload_of(row);
+    if (!row.started_at && scheduler::start_deadline_passed(row.created_at, workload.start_by, wall_now)) {
+      db::Status s = cancel_unstartable(
+          row.id, "StartDeadlineExceeded",
+          "the job did not start within its start_by of " +
+              std::to_string(std::chrono::duration_cast<std::chrono::seconds>(*workload.start_by).count()) + " s",
+          "raise start_by, lower the resources it asks for, or raise its priority");
+      if (!s.ok()) return s;
+      continue;
+    }
+    if (!row.started_at && !workload.depends_on.empty()) {
+      const scheduler::DependencyCheck check = scheduler::check_dependencies(workload.depends_on, state_of);
+      if (check.verdict == scheduler::DependencyVerdict::kWaiting) {
+        held.emplace_back(row.id, check.detail);
+        continue;
+      }
+      if (check.verdict == scheduler::DependencyVerdict::kNeverSatisfied) {
+        db::Status s = cancel_unstartable(row.id, "DependencyNeverSatisfied", check.detail,
+                                          "the job it depends on ended otherwise; fix that job and submit both "
+                                          "again, or depend on it with another condition (succeeded, failed, "
+                                          "finished)");
+        if (!s.ok()) return s;
+        continue;
+      }
+    }
     std::optional<scheduler::ResourceRequest> request = request_of(row, capacity);
     if (!request) {
       // No registered agent has hosts it could use (yet).
@@ -248,6 +317,9 @@ db::Status SchedulerLeader::run_pass() {
   }
   for (auto it = requests_.begin(); it != requests_.end();) {
     it = unfinished_ids.count(it->first) ? std::next(it) : requests_.erase(it);
+  }
+  for (auto it = workload_.begin(); it != workload_.end();) {
+    it = unfinished_ids.count(it->first) ? std::next(it) : workload_.erase(it);
   }
   for (const auto& [tenant, max_cores] : *quotas) input.quota_left[tenant] = max_cores - tenant_cores[tenant];
 
@@ -298,6 +370,15 @@ db::Status SchedulerLeader::run_pass() {
     auto before = pending_written_.find(w.job);
     if (before == pending_written_.end() || before->second != text) pending.emplace_back(w.job, text);
     written.emplace(w.job, std::move(text));
+  }
+  for (const auto& [job, detail] : held) {
+    std::string text = json{{"reason", std::string(scheduler::pending_reason_name(scheduler::PendingReason::kDependency))},
+                            {"queue_position", 0},
+                            {"detail", detail}}
+                           .dump();
+    auto before = pending_written_.find(job);
+    if (before == pending_written_.end() || before->second != text) pending.emplace_back(job, text);
+    written.emplace(job, std::move(text));
   }
   db::Status stored = repo_.jobs.set_pending(pending);
   pending_written_ = stored.ok() ? std::move(written) : std::map<std::int64_t, std::string>{};

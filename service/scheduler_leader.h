@@ -27,6 +27,7 @@
 #include "base/mutex.h"
 #include "db/cluster_repository.h"
 #include "db/repositories.h"
+#include "scheduler/dependencies.h"
 #include "scheduler/request.h"
 #include "api/resolution.h"
 #include "scheduler/capacity.h"
@@ -69,12 +70,26 @@ class SchedulerLeader {
   std::optional<scheduler::ResourceRequest> request_of(const db::JobRow& row,
                                                        const scheduler::PoolCapacity& capacity);
 
+  // Workload rules (scheduler/dependencies.h), as the single-process
+  // JobManager applies them.
+  struct WorkloadFields {
+    std::vector<scheduler::Dependency> depends_on;
+    std::optional<std::chrono::milliseconds> start_by;
+  };
+  // From the stored spec, cached; empty fields when it does not parse.
+  const WorkloadFields& workload_of(const db::JobRow& row);
+  // Ends a queued job CANCELLED with `reason` (StartDeadlineExceeded,
+  // DependencyNeverSatisfied); a job placed or cancelled meanwhile is left.
+  db::Status cancel_unstartable(std::int64_t job, const std::string& reason, const std::string& detail,
+                                const std::string& hint);
+
   db::ConnectionPool& pool_;
   db::Repositories repo_;
   db::ClusterRepository cluster_;
   SchedulerLeaderOptions options_;
   db::LeaderLock lock_;
   std::map<std::int64_t, scheduler::ResourceRequest> requests_;  // job -> request (the thread only)
+  std::map<std::int64_t, WorkloadFields> workload_;             // job -> its workload fields (the thread only)
   std::map<std::int64_t, std::string> pending_written_;  // job -> jobs.pending as last written (the thread only)
   // Since when this replica has led with the database answering (the thread only).
   base::Clock::time_point reachable_since_{};

@@ -11,6 +11,7 @@
 #include <optional>
 #include <thread>
 
+#include "api/job_spec.h"
 #include "api/jobs_api.h"
 #include "db/connection_pool.h"
 #include "db/embedded_postgres.h"
@@ -20,6 +21,7 @@
 #include "db/cluster_repository.h"
 #include "service/agent.h"
 #include "service/job_manager.h"
+#include "service/retention.h"
 #include "service/scheduler_leader.h"
 #include "service/pool_config.h"
 #include "service/web_assets.h"
@@ -49,6 +51,8 @@ options:
                          whose hosts are NAME-h0, NAME-h1, ...; --pool none serves
                          the API only (no --name needed)
   --agent-silence SECS   cluster: an agent silent this long is lost (default 10)
+  --retention DUR        purge the log lines and metric points of jobs finished longer
+                         ago than DUR (30d, 12h, ...; the job rows stay); default: keep all
   -h, --help             this text
 )";
 
@@ -79,6 +83,7 @@ struct ServeOptions {
   int lease_timeout_seconds = 30;
   std::string name;
   int agent_silence_seconds = 10;
+  std::optional<std::chrono::seconds> retention;  // none: keep every job's outputs
 };
 
 // Returns an error message, or "" with *options filled.
@@ -157,6 +162,13 @@ std::string parse_options(const std::vector<std::string>& args, ServeOptions* op
       options->name = *v;
     } else if (name == "--agent-silence") {
       if (std::string e = number(1, 3600, &options->agent_silence_seconds); !e.empty()) return e;
+    } else if (name == "--retention") {
+      std::optional<std::string> v = next();
+      std::optional<std::chrono::milliseconds> keep = v ? api::parse_duration(*v) : std::nullopt;
+      if (!keep || *keep < std::chrono::seconds(1)) {
+        return "--retention needs a duration of at least 1s such as 30d or 12h";
+      }
+      options->retention = std::chrono::duration_cast<std::chrono::seconds>(*keep);
     } else if (name == "--max-body") {
       int bytes = 0;
       if (std::string e = number(1024, 64 << 20, &bytes); !e.empty()) return e;
@@ -369,6 +381,15 @@ int run_serve(const std::vector<std::string>& args) {
     }
   }
 
+  // Every replica purges (batches skip what another holds).
+  std::unique_ptr<RetentionPurger> purger;
+  if (options.retention) {
+    RetentionOptions retention;
+    retention.keep = *options.retention;
+    purger = std::make_unique<RetentionPurger>(**pool, retention);
+    purger->start();
+  }
+
   api::ApiOptions api_options;
   api_options.static_file = [](std::string_view path) { return web_asset(path); };
   api::JobsApi api(manager, api_options);
@@ -391,6 +412,7 @@ int run_serve(const std::vector<std::string>& args) {
   std::cerr << "tpujobs: " << (signal_number == SIGINT ? "SIGINT" : "SIGTERM")
             << ": stopping (finishing requests, checkpointing running jobs)\n";
   server.stop_accepting();
+  if (purger) purger->stop();
   if (agent) agent->stop();
   if (leader) leader->stop();
   manager.shutdown();

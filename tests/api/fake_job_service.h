@@ -21,6 +21,14 @@ class FakeJobService : public JobService {
     outcome.job = nlohmann::json{{"id", outcome.id}, {"state", "QUEUED"}}.dump();
     done(outcome);
   }
+  void submit_array(std::vector<SubmitRequest> children, std::function<void(std::vector<SubmitOutcome>)> done) override {
+    std::vector<SubmitOutcome> outcomes;
+    for (SubmitRequest& child : children) {
+      submit(std::move(child), [&](SubmitOutcome o) { outcomes.push_back(std::move(o)); });
+    }
+    for (SubmitOutcome& o : outcomes) o.array_id = outcomes.front().id;
+    done(std::move(outcomes));
+  }
   JsonResult get_job(std::int64_t id, const std::string&) override {
     if (id == 1) return nlohmann::json{{"id", 1}, {"state", "RUNNING"}};
     return base::make_error(base::ErrorCode::kNotFound, "no job " + std::to_string(id));
@@ -29,6 +37,16 @@ class FakeJobService : public JobService {
     JsonResult job = get_job(id, tenant);
     if (!job.ok()) return job.error();
     return job->dump();
+  }
+  // Jobs 1..known_jobs exist and are RUNNING.
+  std::int64_t known_jobs = 3;
+  base::Result<std::map<std::int64_t, base::JobState>> job_states(const std::string&,
+                                                                  const std::vector<std::int64_t>& ids) override {
+    std::map<std::int64_t, base::JobState> states;
+    for (std::int64_t id : ids) {
+      if (id >= 1 && id <= known_jobs) states[id] = base::JobState::kRunning;
+    }
+    return states;
   }
   JsonResult list_jobs(const JobQuery& query) override {
     last_query = query;
@@ -56,6 +74,11 @@ class FakeJobService : public JobService {
   }
   base::Result<std::string> xla_report(std::int64_t, const std::string&) override {
     return std::string("Metric: CompileTime\n");
+  }
+  std::optional<UsageQuery> last_usage;
+  base::Result<std::vector<UsageRow>> usage(const UsageQuery& query) override {
+    last_usage = query;
+    return std::vector<UsageRow>{{"team-a", "v3", 2, 80.0}, {"team-a", "v4", 1, 20.0}, {"team-b", "v3", 1, 150.5}};
   }
   nlohmann::json pool_view() override { return {{"hosts", nlohmann::json::array()}}; }
   JsonResult set_host_health(const std::string& host, scheduler::HostHealth health) override {

@@ -282,5 +282,56 @@ TEST(ApplyResolution, PassesTheDevicesOfOneHostAndTpuAvailability) {
   EXPECT_TRUE(spec->training.tpu_available) << "a TPU pool: \"TPU available: True, using: 0 TPU cores\"";
 }
 
+
+TEST(JobSpec, DependsOnAndStartByAreParsed) {
+  json body = json::parse(kMinimal);
+  body["depends_on"] = json::parse(R"([{"job": 12}, {"job": 13, "condition": "failed"},
+                                       {"job": 14, "condition": "finished"}])");
+  body["start_by"] = "30m";
+  std::vector<FieldError> errors;
+  std::optional<JobSpec> spec = parse_job_spec(body, &errors);
+  ASSERT_TRUE(spec) << fields(errors);
+  const std::vector<scheduler::Dependency> expected = {{12, scheduler::DependencyCondition::kSucceeded},
+                                                       {13, scheduler::DependencyCondition::kFailed},
+                                                       {14, scheduler::DependencyCondition::kFinished}};
+  EXPECT_EQ(expected, spec->depends_on);
+  EXPECT_EQ(std::chrono::minutes(30), spec->start_by);
+  // Neither changes how the job trains.
+  std::optional<JobSpec> plain = parse_job_spec(json::parse(kMinimal), &errors);
+  EXPECT_EQ(plain->training_key, spec->training_key);
+}
+
+TEST(JobSpec, BadDependenciesNameTheirFieldWithAHint) {
+  auto spec_with = [](const char* depends_on) {
+    json body = json::parse(kMinimal);
+    body["depends_on"] = json::parse(depends_on);
+    std::vector<FieldError> errors;
+    parse_job_spec(body, &errors);
+    return errors;
+  };
+  EXPECT_EQ("depends_on", fields(spec_with(R"({"job": 3})")));
+  EXPECT_EQ("depends_on[0].job", fields(spec_with(R"([{"job": 0}])")));
+  EXPECT_EQ("depends_on[0].job", fields(spec_with(R"([{"job": "12"}])")));
+  EXPECT_EQ("depends_on[1].condition", fields(spec_with(R"([{"job": 1}, {"job": 2, "condition": "afterok"}])")));
+  EXPECT_EQ("depends_on[0].cond", fields(spec_with(R"([{"job": 1, "cond": "failed"}])")));
+  auto missing = spec_with(R"([{"condition": "failed"}])");
+  ASSERT_EQ("depends_on[0].job", fields(missing));
+  EXPECT_NE(std::string::npos, missing[0].hint.find("earlier job"));
+  EXPECT_EQ("depends_on[0]", fields(spec_with(R"([7])")));
+  std::string many = "[";
+  for (int i = 1; i <= 65; ++i) many += (i > 1 ? "," : "") + std::string(R"({"job": )") + std::to_string(i) + "}";
+  EXPECT_EQ("depends_on", fields(spec_with((many + "]").c_str())));
+}
+
+TEST(JobSpec, StartByIsADuration) {
+  for (const char* bad : {R"("soon")", "-5", R"("0s")", R"("31d")"}) {
+    json body = json::parse(kMinimal);
+    body["start_by"] = json::parse(bad);
+    std::vector<FieldError> errors;
+    EXPECT_FALSE(parse_job_spec(body, &errors)) << bad;
+    EXPECT_EQ("start_by", fields(errors)) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace tpujobs::api

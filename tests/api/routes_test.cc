@@ -119,6 +119,91 @@ TEST(Routes, DevicesThreeIs422WithLightningsMessageOnItsField) {
   EXPECT_TRUE(service.submitted.empty());
 }
 
+TEST(Routes, DependingOnAJobThatDoesNotExistIs422OnItsField) {
+  FakeJobService service;  // jobs 1-3 exist
+  JobsApi api(service, {});
+  Response r = call(api, "POST", "/v1/jobs", R"({"depends_on": [{"job": 2}, {"job": 99, "condition": "failed"}],
+      "model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "digits"}})");
+  ASSERT_EQ(r.status, 422) << r.body;
+  EXPECT_EQ(r.content_type, "application/problem+json");
+  const nlohmann::json body = body_of(r);
+  ASSERT_EQ(body["errors"].size(), 1u) << r.body;
+  EXPECT_EQ(body["errors"][0]["field"], "depends_on[1].job");
+  EXPECT_EQ(body["errors"][0]["message"], "job 99 does not exist");
+  EXPECT_NE(body["errors"][0]["hint"].get<std::string>().find("submitted before it"), std::string::npos);
+  EXPECT_TRUE(service.submitted.empty());
+
+  Response ok = call(api, "POST", "/v1/jobs", R"({"depends_on": [{"job": 2}], "start_by": "10m",
+      "model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "digits"}})");
+  ASSERT_EQ(ok.status, 201) << ok.body;
+  ASSERT_EQ(service.submitted.size(), 1u);
+  EXPECT_EQ(service.submitted[0].spec.depends_on.size(), 1u);
+}
+
+TEST(Routes, ASweepSubmitsOneArrayOrNamesTheChildThatIsWrong) {
+  FakeJobService service;
+  JobsApi api(service, {});
+  Response bad = call(api, "POST", "/v1/jobs", R"({"sweep": {"trainer.devices": [1, 3]},
+      "model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "digits"}})");
+  ASSERT_EQ(bad.status, 422) << bad.body;
+  const nlohmann::json problems = body_of(bad);
+  ASSERT_EQ(problems["errors"].size(), 1u) << bad.body;
+  EXPECT_EQ(problems["errors"][0]["field"], "trainer.devices");
+  EXPECT_EQ(problems["errors"][0]["message"].get<std::string>().rfind(R"(sweep child 1 {"trainer.devices":3}: )", 0),
+            0u)
+      << bad.body;
+  EXPECT_TRUE(service.submitted.empty());
+
+  Response ok = call(api, "POST", "/v1/jobs", R"({"sweep": {"optimizer.lr": [0.1, 0.2], "trainer.seed": [1, 2, 3]},
+      "model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "digits"}})",
+                     {{"idempotency-key", "grid-1"}});
+  ASSERT_EQ(ok.status, 201) << ok.body;
+  EXPECT_EQ(body_of(ok)["array"]["size"], 6);
+  EXPECT_EQ(body_of(ok)["jobs"].size(), 6u);
+  ASSERT_EQ(service.submitted.size(), 6u);
+  EXPECT_EQ(service.submitted[5].array_index, 5);
+  EXPECT_EQ(service.submitted[5].idempotency_key, "grid-1#5");
+  EXPECT_EQ(service.submitted[5].array_values["trainer.seed"], 3);
+
+  Response listed = call(api, "GET", "/v1/jobs?array=1");
+  ASSERT_EQ(listed.status, 200);
+  EXPECT_EQ(service.last_query.array_id, 1);
+  EXPECT_EQ(call(api, "GET", "/v1/jobs?array=x").status, 400);
+}
+
+TEST(Routes, UsageIsJsonOrCsvAndATenantSeesOnlyItsOwn) {
+  FakeJobService service;
+  JobsApi api(service, {});
+  Response r = call(api, "GET", "/v1/usage?from=2026-11-23T00:00:00Z&to=2026-11-24T00:00:00.5Z&group_by=tenant",
+                    "", {{"authorization", "Bearer user-token"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const nlohmann::json body = body_of(r);
+  EXPECT_EQ(body["from"], "2026-11-23T00:00:00.000Z");
+  EXPECT_EQ(body["to"], "2026-11-24T00:00:00.500Z");
+  EXPECT_DOUBLE_EQ(body["total_core_seconds"].get<double>(), 250.5);
+  ASSERT_EQ(body["groups"].size(), 2u);
+  EXPECT_EQ(body["groups"][0]["group"], "team-b");  // most used first
+  EXPECT_DOUBLE_EQ(body["groups"][1]["core_seconds"].get<double>(), 100.0);
+  EXPECT_DOUBLE_EQ(body["groups"][1]["by_generation"]["v4"].get<double>(), 20.0);
+  EXPECT_EQ(service.last_usage->tenant, "team-a");  // the token's tenant, whatever it asks
+
+  Response all = call(api, "GET", "/v1/usage?group_by=label&label=pipeline&format=csv", "",
+                      {{"authorization", "Bearer admin-token"}});
+  ASSERT_EQ(all.status, 200) << all.body;
+  EXPECT_EQ(all.content_type, "text/csv; charset=utf-8");
+  EXPECT_EQ(all.body.substr(0, all.body.find("\r\n")), "group,generation,jobs,core_seconds");
+  EXPECT_NE(all.body.find("team-b,v3,1,150.500\r\n"), std::string::npos) << all.body;
+  EXPECT_FALSE(service.last_usage->tenant);  // an admin sees every tenant
+  EXPECT_TRUE(service.last_usage->by_label);
+  EXPECT_EQ(service.last_usage->label_key, "pipeline");
+
+  for (const char* bad : {"/v1/usage?from=yesterday", "/v1/usage?group_by=host", "/v1/usage?from=1h&to=2h"}) {
+    Response refused = call(api, "GET", bad);
+    EXPECT_EQ(refused.status, 400) << bad;
+    EXPECT_EQ(refused.content_type, "application/problem+json") << bad;
+  }
+}
+
 // POST /v1/jobs:validate of `fields` (JSON members, each followed by a
 // comma) plus a small model and dataset.
 Response validate(JobsApi& api, const std::string& fields) {

@@ -18,6 +18,7 @@
 #include "db/connection.h"
 #include "db/embedded_postgres.h"
 #include "db/test_cluster.h"
+#include "own_postgres.h"
 #include "service_process.h"
 #include "training_jobs.h"
 
@@ -203,35 +204,8 @@ double wait_readyz(const ServiceProcess& service, int status, Clock::time_point 
   return -1;
 }
 
-// A PostgreSQL cluster the test owns, which it stops and starts; the
-// service is pointed at it with --database-url. Removed at the end.
-class OwnPostgres {
- public:
-  OwnPostgres() : directory_(db::testing::make_temp_dir("tpujobs-outage-")) {
-    db::EmbeddedPostgres::Options options;
-    options.state_dir = directory_;
-    options.sync_initdb = false;
-    auto started = db::EmbeddedPostgres::start(options);
-    if (started.ok()) postgres_ = std::move(*started);
-    else error_ = started.error().message;
-  }
-  ~OwnPostgres() {
-    postgres_.reset();  // stops it
-    std::error_code ignored;
-    std::filesystem::remove_all(directory_, ignored);
-  }
-  // "" once it runs.
-  const std::string& error() const { return error_; }
-  db::EmbeddedPostgres* operator->() const { return postgres_.get(); }
-
- private:
-  std::filesystem::path directory_;
-  std::unique_ptr<db::EmbeddedPostgres> postgres_;
-  std::string error_;
-};
-
 TEST(DatabaseOutage, ServiceRidesOutAStoppedPostgres) {
-  OwnPostgres postgres;
+  OwnPostgres postgres{"tpujobs-outage-"};
   ASSERT_EQ(postgres.error(), "");
   const std::string conninfo = postgres->conninfo();
 
@@ -411,7 +385,7 @@ TEST(DatabaseOutage, ServiceRidesOutAStoppedPostgres) {
 // exits. The job stays RUNNING in PostgreSQL; the next start requeues it and
 // it resumes from the last checkpoint it did store.
 TEST(DatabaseOutage, ShutdownDuringAnOutageEndsAndTheJobResumesLater) {
-  OwnPostgres postgres;
+  OwnPostgres postgres{"tpujobs-outage-"};
   ASSERT_EQ(postgres.error(), "");
 
   ServiceProcess::Options options;

@@ -9,8 +9,7 @@
 #include <set>
 #include <thread>
 
-#include "db/embedded_postgres.h"
-#include "db/test_cluster.h"
+#include "own_postgres.h"
 #include "service_process.h"
 #include "training_jobs.h"
 
@@ -23,31 +22,6 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
-
-// The cluster's PostgreSQL, owned by the test; removed at the end.
-class ClusterDatabase {
- public:
-  ClusterDatabase() : directory_(db::testing::make_temp_dir("tpujobs-scaleout-")) {
-    db::EmbeddedPostgres::Options options;
-    options.state_dir = directory_;
-    options.sync_initdb = false;
-    auto started = db::EmbeddedPostgres::start(options);
-    if (started.ok()) postgres_ = std::move(*started);
-    else error_ = started.error().message;
-  }
-  ~ClusterDatabase() {
-    postgres_.reset();
-    std::error_code ignored;
-    std::filesystem::remove_all(directory_, ignored);
-  }
-  const std::string& error() const { return error_; }
-  std::string url() const { return postgres_->conninfo(); }
-
- private:
-  std::filesystem::path directory_;
-  std::unique_ptr<db::EmbeddedPostgres> postgres_;
-  std::string error_;
-};
 
 class ScaleOut : public ::testing::Test {
  protected:
@@ -128,7 +102,7 @@ class ScaleOut : public ::testing::Test {
   static constexpr int kEpochs = 160;  // 4,000 steps
   static constexpr int kSteps = kEpochs * 25;
 
-  ClusterDatabase database_;
+  OwnPostgres database_{"tpujobs-scaleout-"};
 };
 
 TEST_F(ScaleOut, FortyJobsThroughTwoReplicasOnTwoAgentsEachRunOnce) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "scheduler/dependencies.h"
 #include "scheduler/scheduler.h"
 
 namespace tpujobs::scheduler {
@@ -545,6 +546,170 @@ INSTANTIATE_TEST_SUITE_P(Pools, SchedulerProperty,
                          ::testing::Values(Case{"v3-32,v3-8,v4-16,v3-64", 1},
                                            Case{"v3-32,v3-8,v4-16,v3-64", 2}, Case{"v3-128", 3},
                                            Case{"v2-32,v4-32,v3-8", 4}, Case{"v4-64", 5}));
+
+
+// Dependencies: jobs held before the queue as the service holds them (only
+// check_dependencies decides), against the test's own reading of Slurm's
+// afterok / afternotok / afterany. After every event: no job placed while a
+// job it depends on had not ended the way it needed, no job cancelled as
+// never satisfiable while its dependencies could still be met, and no job
+// left held once they are all met.
+class DependencyRun {
+ public:
+  explicit DependencyRun(std::uint64_t seed)
+      : scheduler_(*parse_pool("v3-32", nullptr), SchedulerOptions{kLeaseTimeout}), random_(seed) {}
+
+  void run(int events) {
+    for (int event = 0; event < events && !::testing::Test::HasFailure(); ++event) {
+      const int kind = pick(100);
+      if (kind < 45) {
+        submit_new();
+      } else if (kind < 90) {
+        end_running();
+      } else {
+        cancel_waiting();
+      }
+      release_held();
+      for (const Placement& p : scheduler_.schedule(now_)) {
+        check_met(p.job, "placed");
+        ASSERT_EQ(states_[p.job], base::JobState::kQueued);
+        states_[p.job] = base::JobState::kRunning;
+      }
+      now_ += seconds(1);
+    }
+    EXPECT_GT(released_, events / 20) << "the run should release dependent jobs";
+    EXPECT_GT(never_, 0) << "no dependency was ever unsatisfiable";
+    EXPECT_GT(held_seen_, 0) << "no job ever waited for a dependency";
+  }
+
+ private:
+  int pick(int n) { return static_cast<int>(random_() % static_cast<std::uint64_t>(n)); }
+
+  // The test's own rule: met when the job ended the way the condition names.
+  static bool met(DependencyCondition condition, base::JobState state) {
+    switch (condition) {
+      case DependencyCondition::kSucceeded: return state == base::JobState::kSucceeded;
+      case DependencyCondition::kFailed:
+        return state == base::JobState::kFailed || state == base::JobState::kCancelled;
+      case DependencyCondition::kFinished: return base::is_terminal(state);
+    }
+    return false;
+  }
+
+  void check_met(JobId id, std::string_view what) {
+    for (const Dependency& d : dependencies_[id]) {
+      EXPECT_TRUE(met(d.condition, states_[d.job]))
+          << "job " << id << " " << what << " while job " << d.job << " is " << base::to_string(states_[d.job])
+          << " and it needed " << condition_name(d.condition);
+    }
+  }
+
+  void submit_new() {
+    const JobId id = ++last_id_;
+    std::vector<Dependency>& deps = dependencies_[id];
+    const int count = id > 1 ? pick(3) : 0;
+    for (int i = 0; i < count; ++i) {
+      // Only earlier jobs, as the API allows; recent ones are likelier unfinished.
+      const JobId target = std::max<JobId>(1, id - 1 - pick(static_cast<int>(std::min<JobId>(id - 1, 12))));
+      deps.push_back({target, static_cast<DependencyCondition>(pick(3))});
+    }
+    states_[id] = base::JobState::kQueued;
+    JobRequest request;
+    request.id = id;
+    request.submit_order = id;
+    request.priority = pick(3);
+    request.tenant = "t";
+    request.request.kind = RequestKind::kSingleCore;
+    request.request.devices_per_host = 1;
+    request.request.hosts = 1;
+    if (pick(3) == 0) {
+      request.request.kind = RequestKind::kHost;
+      request.request.devices_per_host = 8;
+    }
+    requests_[id] = request;
+    held_.insert(id);
+  }
+
+  void release_held() {
+    auto state_of = [this](std::int64_t job) -> std::optional<base::JobState> {
+      auto it = states_.find(job);
+      return it == states_.end() ? std::nullopt : std::optional<base::JobState>(it->second);
+    };
+    for (auto it = held_.begin(); it != held_.end();) {
+      const JobId id = *it;
+      const DependencyCheck check = check_dependencies(dependencies_[id], state_of);
+      if (check.verdict == DependencyVerdict::kWaiting) {
+        ++held_seen_;
+        ++it;
+        continue;
+      }
+      it = held_.erase(it);
+      if (check.verdict == DependencyVerdict::kSatisfied) {
+        check_met(id, "released");
+        if (!dependencies_[id].empty()) ++released_;
+        ASSERT_TRUE(scheduler_.submit(requests_[id]));
+        continue;
+      }
+      ++never_;
+      const bool impossible = std::any_of(dependencies_[id].begin(), dependencies_[id].end(), [&](const Dependency& d) {
+        return base::is_terminal(states_[d.job]) && !met(d.condition, states_[d.job]);
+      });
+      EXPECT_TRUE(impossible) << "job " << id << " cancelled as never satisfiable: " << check.detail;
+      states_[id] = base::JobState::kCancelled;
+    }
+    // Liveness: what is still held has a dependency that has not ended.
+    for (JobId id : held_) {
+      const bool waits = std::any_of(dependencies_[id].begin(), dependencies_[id].end(),
+                                     [&](const Dependency& d) { return !base::is_terminal(states_[d.job]); });
+      EXPECT_TRUE(waits) << "job " << id << " held although every job it depends on has ended";
+    }
+  }
+
+  void end_running() {
+    std::vector<JobId> running;
+    for (const auto& [id, state] : states_) {
+      if (state == base::JobState::kRunning) running.push_back(id);
+    }
+    if (running.empty()) return;
+    const JobId id = running[pick(static_cast<int>(running.size()))];
+    const base::JobState ends[] = {base::JobState::kSucceeded, base::JobState::kSucceeded, base::JobState::kFailed,
+                                   base::JobState::kCancelled};
+    states_[id] = ends[pick(4)];
+    scheduler_.finish(id);
+  }
+
+  void cancel_waiting() {
+    std::vector<JobId> waiting;
+    for (const auto& [id, state] : states_) {
+      if (state == base::JobState::kQueued) waiting.push_back(id);
+    }
+    if (waiting.empty()) return;
+    const JobId id = waiting[pick(static_cast<int>(waiting.size()))];
+    states_[id] = base::JobState::kCancelled;
+    held_.erase(id);
+    scheduler_.cancel(id);
+  }
+
+  Scheduler scheduler_;
+  std::mt19937_64 random_;
+  std::map<JobId, base::JobState> states_;
+  std::map<JobId, std::vector<Dependency>> dependencies_;
+  std::map<JobId, JobRequest> requests_;
+  std::set<JobId> held_;
+  Clock::time_point now_ = Clock::time_point{} + std::chrono::hours(1);
+  JobId last_id_ = 0;
+  int released_ = 0;
+  int never_ = 0;
+  int held_seen_ = 0;
+};
+
+TEST(DependencyProperty, NoDependencyIsReleasedEarlyOrCancelledWhileItCouldBeMet) {
+  for (std::uint64_t seed : {11, 12, 13}) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    DependencyRun run(seed);
+    run.run(kEvents);
+  }
+}
 
 }  // namespace
 }  // namespace tpujobs::scheduler

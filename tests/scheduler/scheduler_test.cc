@@ -533,6 +533,7 @@ TEST(Scheduler, PendingReasonNames) {
   EXPECT_EQ("Priority", pending_reason_name(PendingReason::kPriority));
   EXPECT_EQ("HostUnhealthy", pending_reason_name(PendingReason::kHostUnhealthy));
   EXPECT_EQ("Quota", pending_reason_name(PendingReason::kQuota));
+  EXPECT_EQ("Dependency", pending_reason_name(PendingReason::kDependency));
 }
 
 }  // namespace

@@ -192,3 +192,30 @@ test('draining a host on the pool page changes its state; recover brings it back
   await page.waitForFunction(() => document.querySelector('[data-host="v3-32-h1"]')?.dataset.health === 'healthy');
   await fetch(`${service.url}/v1/jobs/${running.id}/cancel`, { method: 'POST' });
 });
+
+test('a sweep shows as a job array with its values and metrics side by side; the pool page charts usage', async () => {
+  const { page } = browser;
+  const response = await fetch(`${service.url}/v1/jobs`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ ...digits, name: 'grid', expect: undefined, trainer: { ...digits.trainer, max_epochs: 1 },
+      sweep: { 'optimizer.lr': [0.001, 0.01] } }),
+  });
+  assert.equal(response.status, 201);
+  const answer = await response.json();
+  assert.equal(answer.array.size, 2);
+  await page.goto(`${service.url}/#/jobs?array=${answer.array.id}`);
+  await page.getByRole('heading', { name: `Job array #${answer.array.id}` }).waitFor();
+  await page.waitForFunction(() => document.querySelectorAll('tr[data-state="SUCCEEDED"]').length === 2, null,
+    { timeout: 60_000 });
+  const rows = page.locator('tbody tr');
+  assert.match(await rows.nth(0).innerText(), /optimizer\.lr=0\.001/);
+  assert.match(await rows.nth(1).innerText(), /optimizer\.lr=0\.01/);
+  assert.match(await rows.nth(0).innerText(), /val_accuracy=/, 'the final metrics are shown');
+  await screenshots(page, 'job-array');
+
+  await page.goto(`${service.url}/#/pool`);
+  const tenant = page.locator('#usage-chart tr[data-group="default"]');
+  await tenant.waitFor({ timeout: 30_000 });
+  assert.match(await tenant.innerText(), /2 jobs/);
+});

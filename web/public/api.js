@@ -51,8 +51,8 @@ function query(params) {
 }
 
 // {jobs, next_cursor}, newest first. `label` is "key=value" (or a list of them).
-export const listJobs = ({ state, label, name, limit, cursor } = {}) =>
-  request('GET', `/v1/jobs${query({ state, label, name, limit, cursor })}`);
+export const listJobs = ({ state, label, name, array, limit, cursor } = {}) =>
+  request('GET', `/v1/jobs${query({ state, label, name, array, limit, cursor })}`);
 export const getJob = (id) => request('GET', `/v1/jobs/${id}`);
 export const jobEvents = (id) => request('GET', `/v1/jobs/${id}/events`);
 export const jobMetrics = (id, after = 0) => request('GET', `/v1/jobs/${id}/metrics${query({ after })}`);
@@ -62,6 +62,7 @@ export const cancelJob = (id) => request('POST', `/v1/jobs/${id}/cancel`);
 export const validateSpec = (spec) => request('POST', '/v1/jobs:validate', spec);
 export const submitJob = (spec) => request('POST', '/v1/jobs', spec);
 export const getPool = () => request('GET', '/v1/pool');
+export const getUsage = ({ from, to, group_by } = {}) => request('GET', `/v1/usage${query({ from, to, group_by })}`);
 // action: "drain" | "fail" | "recover".
 export const hostAction = (host, action) =>
   request('POST', `/v1/pool/hosts/${encodeURIComponent(host)}:${action}`);

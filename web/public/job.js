@@ -14,6 +14,7 @@ const PENDING_REASONS = {
   Priority: 'Waiting behind jobs with a higher priority or that were queued earlier.',
   HostUnhealthy: 'The hosts it needs are draining or failed.',
   Quota: 'The tenant is at its core quota.',
+  Dependency: 'Waiting for the jobs it depends on to end (depends_on).',
 };
 const MAX_LOG_LINES = 5000;
 
@@ -96,6 +97,8 @@ export function mount(root, { id }) {
         fact('Ran for', job.started_at
           ? formatDuration(((job.finished_at ? Date.parse(job.finished_at) : Date.now()) - Date.parse(job.started_at)) / 1000)
           : '—'),
+        job.array ? fact('Job array', h('a', { href: `#/jobs?array=${job.array.id}` },
+          `#${job.array.id}, child ${job.array.index}: ${JSON.stringify(job.array.values)}`)) : null,
         fact('Labels', Object.keys(job.labels || {}).length
           ? Object.entries(job.labels).map(([k, v]) => h('span', { class: 'label-chip' }, `${k}=${v}`)) : '—')));
 
@@ -107,6 +110,12 @@ export function mount(root, { id }) {
           fact('Queue position', job.queue_position ?? '—'),
           fact('Pending reason', job.pending_reason
             ? [h('strong', {}, job.pending_reason), ` — ${PENDING_REASONS[job.pending_reason] || ''}`] : '—'),
+          job.pending_detail ? fact('Why', job.pending_detail) : null,
+          (job.spec?.depends_on || []).length
+            ? fact('Depends on', job.spec.depends_on.map((d) =>
+              h('span', { class: 'label-chip' }, h('a', { href: `#/jobs/${d.job}` }, `job ${d.job}`),
+                ` ${d.condition || 'succeeded'}`)))
+            : null,
           fact('Estimated start', job.estimated_start ? formatTime(job.estimated_start) : 'unknown')));
     }
     failure.hidden = !job.error;

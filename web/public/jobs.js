@@ -1,5 +1,7 @@
 // Jobs: a live table, newest first, filtered by state / label / name and
 // paginated with the API's cursor. Filters live in the URL (#/jobs?state=...).
+// #/jobs?array=ID shows a job array (a sweep): its children with the values
+// each was given and their final metrics side by side.
 import { listJobs } from './api.js';
 import { STATES, describePlacement, errorNote, fill, formatAge, h, poll, progressBar, stateBadge } from './ui.js';
 
@@ -7,7 +9,8 @@ const PAGE_SIZE = 20;
 const ACTIVE = 'QUEUED,STARTING,RUNNING';
 
 export function mount(root, params) {
-  const filters = { state: params.state || '', label: params.label || '', name: params.name || '' };
+  const filters = { state: params.state || '', label: params.label || '', name: params.name || '', array: params.array || '' };
+  const arrayView = Boolean(filters.array);
   const cursors = [null];  // cursors[i] fetches page i; the last entry is the page shown.
   let nextCursor = null;
 
@@ -49,7 +52,7 @@ export function mount(root, params) {
 
   root.append(
     h('div', { class: 'page-head' },
-      h('h1', {}, 'Jobs'),
+      h('h1', {}, arrayView ? `Job array #${filters.array}` : 'Jobs'),
       h('a', { class: 'button', href: '#/submit' }, 'Submit a job')),
     h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter jobs', onsubmit: apply },
       h('div', { class: 'field' }, h('label', { for: 'filter-state' }, 'State'), stateSelect),
@@ -61,7 +64,9 @@ export function mount(root, params) {
     h('table', { class: 'jobs-table' },
       h('caption', { class: 'visually-hidden' }, 'Jobs, newest first'),
       h('thead', {}, h('tr', {},
-        ['ID', 'State', 'Name', 'Cores / slice', 'Progress', 'Priority', 'Age', 'Tenant'].map((c) => h('th', { scope: 'col' }, c)))),
+        (arrayView ? ['ID', 'State', 'Swept values', 'Final metrics', 'Progress', 'Age']
+          : ['ID', 'State', 'Name', 'Cores / slice', 'Progress', 'Priority', 'Age', 'Tenant'])
+          .map((c) => h('th', { scope: 'col' }, c)))),
       body),
     status,
     h('nav', { class: 'pager', 'aria-label': 'Pages of jobs' }, previous, pageLabel, next));
@@ -71,6 +76,16 @@ export function mount(root, params) {
     const now = Date.now();
     // Rows are rebuilt each second; keep keyboard focus on the same link.
     const focused = body.contains(document.activeElement) ? document.activeElement.id : null;
+    if (arrayView) {
+      fill(body, [...page.jobs].sort((a, b) => (a.array?.index ?? 0) - (b.array?.index ?? 0)).map((job) =>
+        h('tr', { 'data-job': job.id, 'data-state': job.state },
+          h('td', { 'data-label': 'ID' }, h('a', { href: `#/jobs/${job.id}`, id: `job-id-${job.id}` }, `#${job.id}`)),
+          h('td', { 'data-label': 'State' }, stateBadge(job.state)),
+          h('td', { 'data-label': 'Swept values' }, valuesOf(job.array?.values)),
+          h('td', { 'data-label': 'Final metrics' }, valuesOf(job.metrics)),
+          h('td', { 'data-label': 'Progress', class: 'progress-cell' }, progressBar(job)),
+          h('td', { 'data-label': 'Age' }, h('time', { datetime: job.created_at, title: job.created_at }, formatAge(job.created_at, now))))));
+    } else {
     fill(body, page.jobs.map((job) => h('tr', { 'data-job': job.id, 'data-state': job.state },
       h('td', { 'data-label': 'ID' }, h('a', { href: `#/jobs/${job.id}`, id: `job-id-${job.id}` }, `#${job.id}`)),
       h('td', { 'data-label': 'State' }, stateBadge(job.state)),
@@ -81,6 +96,7 @@ export function mount(root, params) {
       h('td', { 'data-label': 'Priority', class: 'number' }, job.priority ?? 0),
       h('td', { 'data-label': 'Age' }, h('time', { datetime: job.created_at, title: job.created_at }, formatAge(job.created_at, now))),
       h('td', { 'data-label': 'Tenant' }, job.tenant || '—'))));
+    }
     if (focused) document.getElementById(focused)?.focus({ preventScroll: true });
     const pageNumber = cursors.length;
     status.textContent = page.jobs.length === 0
@@ -113,8 +129,19 @@ export function mount(root, params) {
   return () => stop();
 }
 
+function valuesOf(values) {
+  const entries = Object.entries(values || {});
+  if (entries.length === 0) return '—';
+  return h('span', { class: 'labels' }, entries.map(([k, v]) =>
+    h('span', { class: 'label-chip' }, `${k}=${typeof v === 'number' ? Number(v.toPrecision(4)) : JSON.stringify(v)}`)));
+}
+
 function labelsOf(job) {
   const labels = Object.entries(job.labels || {});
-  if (labels.length === 0) return null;
-  return h('span', { class: 'labels' }, labels.map(([k, v]) => h('span', { class: 'label-chip' }, `${k}=${v}`)));
+  const chips = labels.map(([k, v]) => h('span', { class: 'label-chip' }, `${k}=${v}`));
+  if (job.array) {
+    chips.push(h('a', { class: 'label-chip', href: `#/jobs?array=${job.array.id}` }, `array #${job.array.id}[${job.array.index}]`));
+  }
+  if (chips.length === 0) return null;
+  return h('span', { class: 'labels' }, chips);
 }

@@ -1,7 +1,8 @@
 // Pool: every host as a row of its cores, coloured by the job on each (hover,
 // focus or click shows it), its health, drain / fail / recover, and the
-// utilisation over time (polled each second, the last ten minutes).
-import { getPool, hostAction } from './api.js';
+// utilisation over time (polled each second, the last ten minutes), and the
+// TPU core-hours each tenant used over the last day (GET /v1/usage).
+import { getPool, getUsage, hostAction } from './api.js';
 import { lineChart } from './chart.js';
 import { announce, errorNote, fill, h, healthBadge, jobColour, poll } from './ui.js';
 
@@ -22,6 +23,7 @@ export function mount(root) {
   const chart = lineChart({ title: 'Utilisation (% of cores busy)', time: true, xLabel: 'time', yRange: [0, 100],
     series: [{ label: 'pool', stroke: '#111827' }] });
   chart.element.id = 'chart-utilisation';
+  const usage = h('div', { id: 'usage-chart', class: 'usage-chart' });
 
   root.append(
     h('div', { class: 'page-head' }, h('h1', {}, 'Pool')),
@@ -32,7 +34,9 @@ export function mount(root) {
       h('div', { class: 'section-head' }, h('h2', { id: 'hosts-heading' }, 'Hosts')),
       detail, hostsList, legend),
     h('section', { class: 'card', 'aria-labelledby': 'util-heading' },
-      h('h2', { id: 'util-heading', class: 'visually-hidden' }, 'Utilisation over time'), chart.element));
+      h('h2', { id: 'util-heading', class: 'visually-hidden' }, 'Utilisation over time'), chart.element),
+    h('section', { class: 'card', 'aria-labelledby': 'usage-heading' },
+      h('h2', { id: 'usage-heading' }, 'Usage, last 24 hours (TPU core-hours)'), usage));
 
   const history = { times: [], pool: [] };
   let lastSnapshot = '';
@@ -144,8 +148,30 @@ export function mount(root) {
       notice.append(note);
     }
   });
+  // One bar per tenant (or per label for an admin's view), the longest the
+  // most used; each bar split by generation.
+  const renderUsage = (answer) => {
+    const groups = answer.groups || [];
+    if (groups.length === 0) {
+      fill(usage, h('p', { class: 'muted' }, 'No TPU core was held in the last 24 hours.'));
+      return;
+    }
+    const most = Math.max(...groups.map((g) => g.core_seconds), 1e-9);
+    fill(usage, h('table', { class: 'usage-table' },
+      h('caption', { class: 'visually-hidden' }, 'TPU core-hours per tenant, last 24 hours'),
+      h('tbody', {}, groups.map((g) => h('tr', { 'data-group': g.group },
+        h('th', { scope: 'row' }, g.group || '(none)'),
+        h('td', { class: 'usage-bar-cell' },
+          h('div', { class: 'usage-bar', style: `width: ${(100 * g.core_seconds / most).toFixed(1)}%`,
+            title: Object.entries(g.by_generation || {}).map(([gen, s]) => `${gen}: ${(s / 3600).toFixed(2)} core-hours`).join(', ') })),
+        h('td', { class: 'number' }, (g.core_seconds / 3600).toFixed(2)),
+        h('td', { class: 'muted' }, `${g.jobs} job${g.jobs === 1 ? '' : 's'}`))))));
+  };
+  const stopUsage = poll(async () => renderUsage(await getUsage({ from: '24h' })), 10000,
+    (error) => fill(usage, errorNote(error)));
   return () => {
     stop();
+    stopUsage();
     chart.destroy();
   };
 }

@@ -159,8 +159,14 @@ export function mount(root) {
     busy(true);
     try {
       const job = await submitJob(editor.value);
-      announce(`Job ${job.id} submitted`);
-      location.hash = `#/jobs/${job.id}`;
+      if (job.array) {
+        // A sweep: its children side by side.
+        announce(`Job array ${job.array.id} submitted: ${job.array.size} jobs`);
+        location.hash = `#/jobs?array=${job.array.id}`;
+      } else {
+        announce(`Job ${job.id} submitted`);
+        location.hash = `#/jobs/${job.id}`;
+      }
     } catch (error) {
       handleError(error);
       busy(false);
