@@ -508,28 +508,32 @@ void JobManager::submit_array(std::vector<api::SubmitRequest> children,
   // The children answer one by one (from one committer, as one batch); the
   // last answer calls `done`.
   struct Answers {
-    std::mutex mutex;
-    std::vector<api::SubmitOutcome> outcomes;
-    std::size_t left = 0;
+    base::Mutex mutex;
+    std::vector<api::SubmitOutcome> outcomes GUARDED_BY(mutex);
+    std::size_t left GUARDED_BY(mutex) = 0;
     std::function<void(std::vector<api::SubmitOutcome>)> done;
   };
   auto answers = std::make_shared<Answers>();
-  answers->outcomes.resize(children.size());
-  answers->left = children.size();
+  {
+    base::MutexLock lock(answers->mutex);
+    answers->outcomes.resize(children.size());
+    answers->left = children.size();
+  }
   answers->done = std::move(done);
   std::vector<PendingSubmit> pending;
   for (std::size_t i = 0; i < children.size(); ++i) {
     pending.push_back(make_pending(std::move(children[i]), [answers, i](api::SubmitOutcome outcome) {
-      std::unique_lock lock(answers->mutex);
+      base::MutexLock lock(answers->mutex);
       answers->outcomes[i] = std::move(outcome);
       if (--answers->left > 0) return;
+      std::vector<api::SubmitOutcome> outcomes = std::move(answers->outcomes);
       lock.unlock();
-      answers->done(std::move(answers->outcomes));
+      answers->done(std::move(outcomes));
     }));
   }
   if (pending.empty()) return answers->done({});
   {
-    std::lock_guard lock(submit_mutex_);
+    base::MutexLock lock(submit_mutex_);
     if (!submit_closed_) {
       pending.front().array_size = pending.size();
       for (PendingSubmit& p : pending) {
@@ -742,7 +746,7 @@ void JobManager::withdraw_locked(const std::shared_ptr<LiveJob>& job) {
   }
 }
 
-void JobManager::apply_workload_rules(std::unique_lock<std::mutex>& lock) {
+void JobManager::apply_workload_rules() {
   struct Ending {
     std::shared_ptr<LiveJob> job;
     std::string reason;
@@ -750,7 +754,7 @@ void JobManager::apply_workload_rules(std::unique_lock<std::mutex>& lock) {
     std::string hint;
   };
   std::vector<Ending> ending;
-  auto waiting = [this](std::int64_t id) -> std::shared_ptr<LiveJob> {
+  auto waiting = [this](std::int64_t id) REQUIRES(mutex_) -> std::shared_ptr<LiveJob> {
     auto it = live_.find(id);
     if (it == live_.end() || it->second->runner_started || it->second->row.state != kQueued) return nullptr;
     return it->second;
@@ -781,9 +785,9 @@ void JobManager::apply_workload_rules(std::unique_lock<std::mutex>& lock) {
         for (const scheduler::Dependency& d : it->second->spec.depends_on) targets.push_back(d.job);
       }
     }
-    lock.unlock();
+    mutex_.unlock();
     auto states = repo_.workload.job_states(targets);
-    lock.lock();
+    mutex_.lock();
     if (states.ok()) {
       auto state_of = [&](std::int64_t id) -> std::optional<JobState> {
         auto it = states->find(id);
@@ -817,9 +821,9 @@ void JobManager::apply_workload_rules(std::unique_lock<std::mutex>& lock) {
     }
   }
   if (ending.empty()) return;
-  lock.unlock();
+  mutex_.unlock();
   for (const Ending& e : ending) end_unstartable(e.job, e.reason, e.detail, e.hint);
-  lock.lock();
+  mutex_.lock();
 }
 
 void JobManager::end_unstartable(const std::shared_ptr<LiveJob>& job, const std::string& reason,
@@ -836,7 +840,7 @@ void JobManager::end_unstartable(const std::shared_ptr<LiveJob>& job, const std:
   auto stored = repo_.jobs.transition(t);
   if (!stored.ok()) {
     // Not recorded: it waits again, and the next pass judges it again.
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(mutex_);
     if (live_.contains(job->id) && !job->runner_started && !is_terminal(job->row.state)) {
       enqueue_locked(job, job->submit_order);
     }
@@ -903,7 +907,7 @@ void JobManager::scheduler_loop() {
       }
     }
 
-    apply_workload_rules(lock);
+    apply_workload_rules();
     if (stopping_) break;
     start_placed_locked(now);
     lock.unlock();

@@ -172,13 +172,13 @@ class JobManager final : public api::JobService {
   // scheduler leader applies the same rules in cluster mode.
   // Holds a job whose dependencies are not known to be met before the
   // queue; false when it may be queued.
-  bool hold_for_dependencies_locked(const std::shared_ptr<LiveJob>& job);
+  bool hold_for_dependencies_locked(const std::shared_ptr<LiveJob>& job) REQUIRES(mutex_);
   // Takes a waiting job out of whichever queue holds it.
-  void withdraw_locked(const std::shared_ptr<LiveJob>& job);
+  void withdraw_locked(const std::shared_ptr<LiveJob>& job) REQUIRES(mutex_);
   // Scheduler thread, mutex_ held on entry and exit (released around the
   // database): releases the held jobs whose dependencies are met, ends the
   // ones whose dependencies never can be, and those past their start_by.
-  void apply_workload_rules(std::unique_lock<std::mutex>& lock);
+  void apply_workload_rules() REQUIRES(mutex_);
   // Ends a withdrawn waiting job CANCELLED with `reason`; requeues it when
   // the database cannot record that (the next pass tries again).
   void end_unstartable(const std::shared_ptr<LiveJob>& job, const std::string& reason, const std::string& detail,

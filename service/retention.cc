@@ -14,7 +14,7 @@ void RetentionPurger::start() { thread_ = std::thread([this] { loop(); }); }
 
 void RetentionPurger::stop() {
   {
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(mutex_);
     stopping_ = true;
   }
   wake_.notify_all();
@@ -36,7 +36,7 @@ db::Result<db::PurgeBatch> RetentionPurger::purge_now() {
     total.metric_points += batch->metric_points;
     if (batch->jobs < options_.batch_jobs) return total;
     {
-      std::lock_guard lock(mutex_);
+      base::MutexLock lock(mutex_);
       if (stopping_) return total;
     }
     options_.clock->sleep_for(options_.pause);
@@ -52,8 +52,8 @@ void RetentionPurger::loop() {
       std::cerr << "tpujobs: retention: purged the outputs of " << purged->jobs << " finished job(s) ("
                 << purged->log_lines << " log lines, " << purged->metric_points << " metric points)" << std::endl;
     }
-    std::unique_lock lock(mutex_);
-    if (wake_.wait_for(lock, interval(), [this] { return stopping_; })) return;
+    base::MutexLock lock(mutex_);
+    if (lock.wait_for(wake_, interval(), [this]() REQUIRES(mutex_) { return stopping_; })) return;
   }
 }
 

@@ -7,10 +7,10 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <mutex>
 #include <thread>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "db/workload_repository.h"
 
 namespace tpujobs::service {
@@ -46,9 +46,9 @@ class RetentionPurger {
 
   db::WorkloadRepository repo_;
   RetentionOptions options_;
-  std::mutex mutex_;
+  base::Mutex mutex_;
   std::condition_variable wake_;
-  bool stopping_ = false;  // mutex_
+  bool stopping_ GUARDED_BY(mutex_) = false;
   std::thread thread_;
 };
 

@@ -96,8 +96,11 @@ TEST(Service, MisconfiguredExampleIs422WithEveryLightningMessage) {
   const json body = r.json();
   for (const json& e : body["errors"]) by_field[e["field"].get<std::string>()] = e["message"].get<std::string>();
   EXPECT_EQ(by_field["trainer.devices"], "`devices` can only be 'auto', 1, 8 or [<0-7>] for TPUs. Got 3");
-  EXPECT_NE(by_field["trainer.precision"].find("is not supported in XLA"), std::string::npos);
   EXPECT_NE(by_field["trainer.strategy"].find("XLAAccelerator"), std::string::npos);
+  // Lightning 2.5 builds the strategy before the precision plugin, and checks
+  // the XLA precisions only for an XLA strategy: '16-mixed' beside 'ddp'
+  // draws no error of its own.
+  EXPECT_EQ(by_field.count("trainer.precision"), 0u) << r.body;
   // Nothing was stored.
   EXPECT_EQ(service().get("/v1/jobs?name=runs-on-my-gpu-box").json()["jobs"].size(), 0u);
 }

@@ -557,7 +557,7 @@ INSTANTIATE_TEST_SUITE_P(Pools, SchedulerProperty,
 class DependencyRun {
  public:
   explicit DependencyRun(std::uint64_t seed)
-      : scheduler_(*parse_pool("v3-32", nullptr), SchedulerOptions{kLeaseTimeout}), random_(seed) {}
+      : scheduler_(*parse_pool("v3-32"), SchedulerOptions{kLeaseTimeout}), random_(seed) {}
 
   void run(int events) {
     for (int event = 0; event < events && !::testing::Test::HasFailure(); ++event) {
