@@ -169,7 +169,7 @@ class JobManager::Sink final : public executor::TrainingSink {
   Sink(JobManager& manager, std::shared_ptr<LiveJob> job) : manager_(manager), job_(std::move(job)) {}
 
   void log(std::string_view line) override {
-    db::LogLine entry{job_->id, job_->next_log_seq++, std::chrono::system_clock::now(), std::string(line)};
+    db::LogLine entry{job_->id, job_->next_log_seq++, manager_.clock_.wall_now(), std::string(line)};
     {
       base::MutexLock lock(manager_.mutex_);
       job_->recent_logs.emplace_back(entry.seq, entry.line);
@@ -192,7 +192,7 @@ class JobManager::Sink final : public executor::TrainingSink {
     for (const auto& [name, value] : point.values) {
       if (std::isfinite(value)) values[name] = value;
     }
-    db::MetricPoint row{job_->id, job_->next_metric_seq++, point.step, point.epoch, std::chrono::system_clock::now(),
+    db::MetricPoint row{job_->id, job_->next_metric_seq++, point.step, point.epoch, manager_.clock_.wall_now(),
                       values.dump()};
     base::MutexLock lock(manager_.telemetry_mutex_);
     manager_.pending_metrics_.push_back(std::move(row));
@@ -218,7 +218,7 @@ class JobManager::Sink final : public executor::TrainingSink {
   }
 
   void progress(const executor::Progress& progress) override {
-    const auto now = SteadyClock::now();
+    const auto now = manager_.clock_.now();
     {
       base::MutexLock lock(manager_.mutex_);
       job_->progress = progress;
@@ -259,6 +259,7 @@ JobManager::JobManager(db::ConnectionPool& pool, scheduler::PoolLayout layout, J
       cluster_(pool),
       layout_(layout),
       options_(std::move(options)),
+      clock_(options_.clock != nullptr ? *options_.clock : base::real_clock()),
       workers_(options_.workers),
       datasets_owner_(std::make_unique<DatabaseDatasets>(repo_.datasets)),
       scheduler_(std::move(layout), scheduler::SchedulerOptions{options_.lease_timeout}),
@@ -287,12 +288,12 @@ bool JobManager::with_retry(F&& write) {
     database_ok_ = false;
     {
       base::MutexLock lock(telemetry_mutex_);
-      if (telemetry_stopping_ || (retry_until_ && SteadyClock::now() >= *retry_until_)) {
+      if (telemetry_stopping_ || (retry_until_ && clock_.now() >= *retry_until_)) {
         std::cerr << "tpujobs: database unavailable, a write is given up: " << status.error().message << "\n";
         return false;
       }
     }
-    std::this_thread::sleep_for(delay);
+    clock_.sleep_for(delay);
     delay = std::min(delay * 2, std::chrono::milliseconds(2000));
   }
 }
@@ -402,7 +403,7 @@ void JobManager::shutdown() {
   }
   {
     base::MutexLock lock(telemetry_mutex_);
-    retry_until_ = SteadyClock::now() + options_.shutdown_write_grace;
+    retry_until_ = clock_.now() + options_.shutdown_write_grace;
   }
   submit_wake_.notify_all();
   for (std::thread& t : committers_) t.join();  // they answer what they already took
@@ -636,7 +637,7 @@ void JobManager::commit_batch(std::vector<PendingSubmit>& batch) {
     }
     // Place what fits now rather than on the scheduler thread's next turn:
     // on an idle pool a job starts before its 201 leaves.
-    if (!stopping_ && !options_.cluster) start_placed_locked(SteadyClock::now());
+    if (!stopping_ && !options_.cluster) start_placed_locked(clock_.now());
     for (std::size_t i = 0; i < batch.size() && !options_.cluster; ++i) {
       api::SubmitOutcome& outcome = answers[i].second;
       if (outcome.kind != api::SubmitOutcome::Kind::kCreated) continue;
@@ -760,7 +761,7 @@ void JobManager::apply_workload_rules() {
     return it->second;
   };
 
-  const auto wall_now = std::chrono::system_clock::now();
+  const auto wall_now = clock_.wall_now();
   while (!start_deadlines_.empty() && start_deadlines_.begin()->first <= wall_now) {
     const std::int64_t id = start_deadlines_.begin()->second;
     start_deadlines_.erase(start_deadlines_.begin());
@@ -884,13 +885,13 @@ void JobManager::start_placed_locked(SteadyClock::time_point now) {
 
 void JobManager::scheduler_loop() {
   base::MutexLock lock(mutex_);
-  auto last_reclaim = SteadyClock::now();
+  auto last_reclaim = clock_.now();
   while (!stopping_) {
     lock.wait_for(scheduler_wake_, std::chrono::milliseconds(500),
                   [this]() REQUIRES(mutex_) { return stopping_ || schedule_requested_; });
     if (stopping_) break;
     schedule_requested_ = false;
-    const auto now = SteadyClock::now();
+    const auto now = clock_.now();
 
     // Runners that ended: join them outside the lock.
     std::vector<std::thread> ended = std::move(finished_runners_);
@@ -989,9 +990,9 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
     job->row.state = kRunning;
     ++epoch_;
     job->row.allocation_json = allocation.dump();
-    job->row.started_at = std::chrono::system_clock::now();
+    job->row.started_at = clock_.wall_now();
     if (resume) job->stored_checkpoint = {resume->step, resume->epoch};
-    scheduler_.heartbeat(job->id, SteadyClock::now());
+    scheduler_.heartbeat(job->id, clock_.now());
   }
 
   Sink sink(*this, job);
@@ -1132,7 +1133,7 @@ json JobManager::finish_job(const std::shared_ptr<LiveJob>& job, JobState state,
   if (!view) {
     // Not read back: the view from memory, with the outcome in hand.
     view = render_live_locked(*job);
-    (*view)["finished_at"] = iso_time(std::chrono::system_clock::now());
+    (*view)["finished_at"] = iso_time(clock_.wall_now());
     (*view)["error"] = error;
     put_result(*view, std::move(result));
   }
@@ -1246,8 +1247,8 @@ std::string JobManager::render_live_text_locked(const LiveJob& job, bool with_sp
       view["pending_reason"] = scheduler::pending_reason_name(info->reason);
       view["queue_position"] = info->queue_position;
       if (info->estimated_start) {
-        const auto wait = *info->estimated_start - SteadyClock::now();
-        view["estimated_start"] = iso_time(std::chrono::system_clock::now() +
+        const auto wait = *info->estimated_start - clock_.now();
+        view["estimated_start"] = iso_time(clock_.wall_now() +
                                            std::chrono::duration_cast<std::chrono::system_clock::duration>(wait));
       }
     } else if (job.resolution.request.kind == scheduler::RequestKind::kCpu) {
@@ -1268,7 +1269,7 @@ std::string JobManager::render_live_text_locked(const LiveJob& job, bool with_sp
                      {"max_epochs", p.max_epochs},
                      {"samples_per_sec", p.samples_per_sec}};
     if (p.total_steps > 0 && p.step > 0) {
-      const double elapsed = std::chrono::duration<double>(SteadyClock::now() - job.run_started).count();
+      const double elapsed = std::chrono::duration<double>(clock_.now() - job.run_started).count();
       progress["percent"] = 100.0 * static_cast<double>(p.step) / static_cast<double>(p.total_steps);
       progress["eta_seconds"] = elapsed / static_cast<double>(p.step) * static_cast<double>(p.total_steps - p.step);
     }
@@ -1423,7 +1424,7 @@ void JobManager::wait_job(std::int64_t id, const std::string& tenant, std::chron
   }
   if (now) return done(std::move(*now));
   if (options_.cluster && timeout.count() > 0) {
-    return poll_wait(id, tenant, SteadyClock::now() + timeout, std::move(done));
+    return poll_wait(id, tenant, clock_.now() + timeout, std::move(done));
   }
   done(get_job(id, tenant));  // not live: terminal (or unknown) already
 }
@@ -1432,9 +1433,9 @@ void JobManager::poll_wait(std::int64_t id, std::string tenant, SteadyClock::tim
                            std::function<void(api::JsonResult)> done) {
   api::JsonResult current = get_job(id, tenant);
   std::optional<JobState> state = current.ok() ? db::parse_job_state((*current).value("state", "")) : std::nullopt;
-  const bool over = !state || is_terminal(*state) || SteadyClock::now() >= deadline;
+  const bool over = !state || is_terminal(*state) || clock_.now() >= deadline;
   if (over) return done(std::move(current));
-  const auto next = std::min(deadline - SteadyClock::now(), SteadyClock::duration(std::chrono::milliseconds(200)));
+  const auto next = std::min(deadline - clock_.now(), SteadyClock::duration(std::chrono::milliseconds(200)));
   timers_.schedule_after(std::chrono::duration_cast<std::chrono::milliseconds>(next),
                          [this, id, tenant = std::move(tenant), deadline, done = std::move(done)]() mutable {
                            poll_wait(id, std::move(tenant), deadline, std::move(done));
@@ -2127,7 +2128,7 @@ void JobManager::telemetry_loop() {
 }
 
 db::Result<std::optional<api::Principal>> JobManager::authenticate(std::string_view token) {
-  const auto now = SteadyClock::now();
+  const auto now = clock_.now();
   const std::string key(token);
   {
     base::MutexLock lock(auth_mutex_);
@@ -2146,7 +2147,7 @@ db::Result<std::optional<api::Principal>> JobManager::authenticate(std::string_v
 }
 
 bool JobManager::auth_required() {
-  const auto now = SteadyClock::now();
+  const auto now = clock_.now();
   base::MutexLock lock(auth_mutex_);
   if (!tokens_exist_ || now - tokens_checked_ > std::chrono::seconds(2)) {
     auto count = repo_.tokens.count_active_tokens();

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "api/job_service.h"
+#include "base/clock.h"
 #include "base/mutex.h"
 #include "db/cluster_repository.h"
 #include "db/connection_pool.h"
@@ -55,6 +56,9 @@ struct JobManagerOptions {
   // run by agents (Agent), which may be other processes; this manager then
   // only commits, shows, waits on and cancels them, from the tables.
   bool cluster = false;
+  // Steady and wall time, and the sleeps between write retries (null: the
+  // real clock). Must outlive the manager.
+  base::Clock* clock = nullptr;
 };
 
 class JobManager final : public api::JobService {
@@ -198,6 +202,7 @@ class JobManager final : public api::JobService {
   scheduler::PoolCapacity last_cluster_capacity_ GUARDED_BY(capacity_mutex_);
   scheduler::PoolLayout layout_;
   JobManagerOptions options_;
+  base::Clock& clock_;
   executor::WorkerPool workers_;
   executor::DatasetSource* datasets_ = nullptr;
   std::unique_ptr<executor::DatasetSource> datasets_owner_;
@@ -255,7 +260,7 @@ class JobManager final : public api::JobService {
   std::atomic<std::int64_t> submitted_total_{0};
   std::atomic<std::int64_t> finished_total_{0};
 
-  TimerQueue timers_;
+  TimerQueue timers_{clock_};
   std::vector<std::thread> committers_;
   std::thread scheduler_thread_;
   std::thread telemetry_;
