@@ -136,4 +136,47 @@ bool LeaderLock::hold() {
 
 void LeaderLock::release() { connection_.reset(); }  // the session ends: PostgreSQL frees the lock
 
+Result<std::int64_t> ClusterRepository::next_slice_placement() {
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::int64_t> {
+    Result<QueryResult> rows = connection.execute("SELECT nextval('slice_placements')");
+    if (!rows.ok()) return rows.error();
+    return rows->int64(0, 0);
+  });
+}
+
+Status ClusterRepository::set_rendezvous_key(std::int64_t placement, const std::string& key,
+                                             std::string_view value) {
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Status {
+    Result<QueryResult> rows = connection.execute(
+        "INSERT INTO rendezvous_keys (placement, key, value) VALUES ($1::bigint, $2::text, $3::bytea)"
+        " ON CONFLICT (placement, key) DO UPDATE SET value = excluded.value",
+        {placement, key, Param::bytes(value)});
+    if (!rows.ok()) return rows.error();
+    return Status::Ok();
+  });
+}
+
+Result<std::optional<std::string>> ClusterRepository::get_rendezvous_key(std::int64_t placement,
+                                                                          const std::string& key) {
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::optional<std::string>> {
+        Result<QueryResult> rows = connection.execute(
+            "SELECT value FROM rendezvous_keys WHERE placement = $1::bigint AND key = $2::text",
+            {placement, key});
+        if (!rows.ok()) return rows.error();
+        if (rows->rows() == 0) return std::optional<std::string>();
+        return std::optional<std::string>(rows->bytes(0, 0));
+      });
+}
+
+Status ClusterRepository::forget_rendezvous_before(std::chrono::milliseconds age) {
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Status {
+    Result<QueryResult> rows = connection.execute(
+        "DELETE FROM rendezvous_keys WHERE created_at < now() - $1::bigint * interval '1 millisecond'",
+        {static_cast<std::int64_t>(age.count())});
+    if (!rows.ok()) return rows.error();
+    return Status::Ok();
+  });
+}
+
 }  // namespace tpujobs::db

@@ -75,6 +75,16 @@ class ClusterRepository {
   // transaction: at once).
   Status notify(const char* channel, const std::string& payload);
 
+  // A new number for the placement of a slice spanning agents: the scope of
+  // its rendezvous keys.
+  Result<std::int64_t> next_slice_placement();
+  // The Gloo rendezvous of placement `placement`: set() stores (replacing),
+  // get() returns nullopt while the key is absent. Rows of placements older
+  // than `keep` are removed by forget_rendezvous_before().
+  Status set_rendezvous_key(std::int64_t placement, const std::string& key, std::string_view value);
+  Result<std::optional<std::string>> get_rendezvous_key(std::int64_t placement, const std::string& key);
+  Status forget_rendezvous_before(std::chrono::milliseconds age);
+
  private:
   ConnectionPool& pool_;
   std::chrono::milliseconds acquire_timeout_;

@@ -149,6 +149,27 @@ db::Status SchedulerLeader::requeue_orphans() {
   return db::Status::Ok();
 }
 
+db::Result<nlohmann::json> SchedulerLeader::slice_allocation(const ClusterPlacement& p,
+                                                             const std::map<std::string, std::int64_t>& epoch_of) {
+  auto placement = cluster_.next_slice_placement();
+  if (!placement.ok()) return placement.error();
+  json parts = json::array();
+  int first_host = 0;
+  for (const auto& [agent, hosts] : p.parts) {
+    parts.push_back({{"agent", agent}, {"epoch", epoch_of.at(agent)}, {"first_host", first_host}, {"hosts", hosts}});
+    first_host += hosts;
+  }
+  return json{{"placement", *placement}, {"parts", parts}};
+}
+
+std::string SchedulerLeader::describe_parts(const ClusterPlacement& p) {
+  std::string out;
+  for (const auto& [agent, hosts] : p.parts) {
+    out += (out.empty() ? "" : ", ") + std::to_string(hosts) + " host(s) on agent " + agent;
+  }
+  return out + " (" + std::to_string(p.cores.size()) + " cores)";
+}
+
 db::Status SchedulerLeader::run_pass() {
   // Silence is judged only over a span the leader itself could reach the
   // database: after an outage (or a takeover) every heartbeat looks old.
@@ -267,6 +288,11 @@ db::Status SchedulerLeader::run_pass() {
                     {"hosts", host_names},
                     {"cores", cores},
                     {"agent", p.agent}};
+      if (!p.parts.empty()) {
+        auto slice = slice_allocation(p, epoch_of);
+        if (!slice.ok()) return slice.error();
+        allocation["slice"] = std::move(*slice);
+      }
     }
     db::Transition t;
     t.job_id = p.job;
@@ -275,6 +301,7 @@ db::Status SchedulerLeader::run_pass() {
     t.reason = p.generation ? "Placed on agent " + p.agent + ": " + std::to_string(p.cores.size()) + " cores on " +
                                   std::to_string(p.hosts.size()) + " host(s)"
                             : "Placed on agent " + p.agent + "'s CPU threads";
+    if (!p.parts.empty()) t.reason = "Placed across agents: " + describe_parts(p);
     t.allocation_json = allocation.dump();
     t.set_started_at = true;
     t.clear_pending = true;
@@ -283,6 +310,9 @@ db::Status SchedulerLeader::run_pass() {
     auto moved = repo_.jobs.transition(t);
     if (!moved.ok()) return moved.error();
     if (*moved) woken.insert(p.agent);
+    for (const auto& [agent, hosts] : p.parts) {
+      if (*moved) woken.insert(agent);
+    }
   }
   // Committed: now the agents may act.
   for (const std::string& agent : woken) (void)cluster_.notify(db::kAgentChannel, agent);

@@ -30,6 +30,8 @@
 #include "scheduler/request.h"
 #include "api/resolution.h"
 #include "scheduler/capacity.h"
+#include "service/cluster_placement.h"
+#include <nlohmann/json.hpp>
 
 namespace tpujobs::service {
 
@@ -64,6 +66,11 @@ class SchedulerLeader {
   // Takes a placed job off its agent: requeued (reason `retry_reason`) while
   // max_retries allows, else FAILED, UNAVAILABLE with `hint`.
   db::Status move_off(const db::JobRow& row, const std::string& retry_reason, const std::string& hint);
+  // A slice spanning agents: its placement number (the rendezvous' scope)
+  // and its parts {agent, epoch, first_host, hosts}, for allocation.slice.
+  db::Result<nlohmann::json> slice_allocation(const ClusterPlacement& p,
+                                              const std::map<std::string, std::int64_t>& epoch_of);
+  static std::string describe_parts(const ClusterPlacement& p);
   // The job's resource request, from its stored spec; nullopt when the
   // pool's capacity cannot resolve it (no agent with such hosts yet).
   std::optional<scheduler::ResourceRequest> request_of(const db::JobRow& row,
