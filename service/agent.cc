@@ -321,8 +321,10 @@ void Agent::reconcile() {
     if (row.placement_epoch == epoch) current[row.id] = &row;
   }
   for (const db::JobRow& row : *parts) current[row.id] = &row;
+  std::set<std::int64_t> listed;  // placements still STARTING or RUNNING
   for (auto it = current.begin(); it != current.end();) {
     std::optional<SliceRole> role = slice_role(*it->second, options_.name, epoch);
+    if (role) listed.insert(role->placement);
     const bool peer_of_another_epoch = it->second->agent != options_.name && !role;
     if (peer_of_another_epoch || (role && ended_slice_placements_.count(role->placement))) {
       it = current.erase(it);
@@ -331,6 +333,8 @@ void Agent::reconcile() {
     roles[it->first] = std::move(role);
     ++it;
   }
+  // A placement no longer listed never comes back: forget it.
+  std::erase_if(ended_slice_placements_, [&](std::int64_t placement) { return !listed.count(placement); });
   for (auto& [id, run] : runs_) {
     auto it = current.find(id);
     const bool other_placement = it != current.end() && run->slice.has_value() != roles[id].has_value();

@@ -179,6 +179,12 @@ db::Status SchedulerLeader::run_pass() {
   if (!lost.ok()) return lost.error();
   for (const std::string& name : *lost) std::cerr << "tpujobs: agent " << name << " is lost" << std::endl;
   if (db::Status s = requeue_orphans(); !s.ok()) return s;
+  if (options_.clock->now() - rendezvous_swept_ >= std::chrono::minutes(1)) {
+    // A rendezvous is over once its slice connected or failed (within the
+    // collective deadline): old keys only take room.
+    if (db::Status s = cluster_.forget_rendezvous_before(std::chrono::hours(1)); !s.ok()) return s;
+    rendezvous_swept_ = options_.clock->now();
+  }
 
   auto agents = cluster_.list_agents();
   if (!agents.ok()) return agents.error();

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 
@@ -31,7 +32,6 @@
 #include "api/resolution.h"
 #include "scheduler/capacity.h"
 #include "service/cluster_placement.h"
-#include <nlohmann/json.hpp>
 
 namespace tpujobs::service {
 
@@ -85,6 +85,7 @@ class SchedulerLeader {
   std::map<std::int64_t, std::string> pending_written_;  // job -> jobs.pending as last written (the thread only)
   // Since when this replica has led with the database answering (the thread only).
   base::Clock::time_point reachable_since_{};
+  base::Clock::time_point rendezvous_swept_{};  // old rendezvous keys last removed
 
   std::atomic<bool> leader_{false};
   std::mutex mutex_;
