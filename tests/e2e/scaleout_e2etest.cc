@@ -279,6 +279,7 @@ TEST_F(ScaleOut, AV3_32SliceAcrossTwoAndFourAgentsEqualsItOnOneAgentBitForBit) {
     std::string digest;
     std::vector<std::string> series;
     json allocation;
+    std::string xla_report;
   };
   auto run = [&](const std::string& name) {
     const std::int64_t id = submit(*replica, v3_32_digits_job(name, 3));
@@ -287,7 +288,8 @@ TEST_F(ScaleOut, AV3_32SliceAcrossTwoAndFourAgentsEqualsItOnOneAgentBitForBit) {
     });
     EXPECT_EQ(done["state"], "SUCCEEDED") << done.dump();
     return Outcome{done["result"].value("parameters_digest", ""), metric_series(*replica, id),
-                   done.value("allocation", json())};
+                   done.value("allocation", json()),
+                   replica->get("/v1/jobs/" + std::to_string(id) + "/xla-report").body};
   };
   std::vector<std::unique_ptr<ServiceProcess>> agents;
   agents.push_back(start_agent("one", "v3-32", kCollectiveArgs));
@@ -295,6 +297,7 @@ TEST_F(ScaleOut, AV3_32SliceAcrossTwoAndFourAgentsEqualsItOnOneAgentBitForBit) {
   ASSERT_FALSE(one.digest.empty());
   ASSERT_EQ(one.series.size(), 3u * 11 + 3);  // a point a step, one a validation
   EXPECT_FALSE(one.allocation.contains("slice")) << one.allocation.dump();
+  EXPECT_EQ(one.xla_report.find("CrossHost"), std::string::npos) << one.xla_report;
   for (auto& agent : agents) EXPECT_EQ(agent->stop(), 0);
   agents.clear();
 
@@ -308,6 +311,10 @@ TEST_F(ScaleOut, AV3_32SliceAcrossTwoAndFourAgentsEqualsItOnOneAgentBitForBit) {
     EXPECT_EQ(split.allocation["slice"]["parts"].size(), static_cast<std::size_t>(count)) << split.allocation.dump();
     EXPECT_EQ(split.digest, one.digest) << "across " << count << " agents";
     EXPECT_EQ(split.series, one.series) << "across " << count << " agents";
+    // The cross-host traffic, counted by the first part: 33 gathers.
+    EXPECT_NE(split.xla_report.find("Metric: CrossHostAllGatherTime\n  TotalSamples: 33"), std::string::npos)
+        << split.xla_report;
+    EXPECT_NE(split.xla_report.find("Metric: CrossHostInboundData"), std::string::npos) << split.xla_report;
     for (auto& agent : agents) EXPECT_EQ(agent->stop(), 0);
     agents.clear();
   }
