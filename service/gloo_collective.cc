@@ -54,6 +54,19 @@ class KeyStore final : public gloo::rendezvous::Store {
 
 }  // namespace
 
+bool InProcessRendezvousKeys::set(const std::string& key, const std::string& value) {
+  std::lock_guard lock(mutex_);
+  values_[key] = value;
+  return true;
+}
+
+std::optional<std::string> InProcessRendezvousKeys::get(const std::string& key) {
+  std::lock_guard lock(mutex_);
+  auto it = values_.find(key);
+  if (it == values_.end()) return std::nullopt;
+  return it->second;
+}
+
 executor::JobError unreachable_peer_error(std::chrono::milliseconds timeout) {
   return executor::JobError{
       "UNAVAILABLE", "failed to connect to all addresses",

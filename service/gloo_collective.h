@@ -6,7 +6,9 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <variant>
@@ -30,6 +32,18 @@ class RendezvousKeys {
   virtual bool set(const std::string& key, const std::string& value) = 0;
   // The value, or nullopt while the key is absent or the store unreachable.
   virtual std::optional<std::string> get(const std::string& key) = 0;
+};
+
+// Keys in this process's memory: for a slice whose ranks are threads of one
+// process (tests, benchmarks). Thread-safe.
+class InProcessRendezvousKeys final : public RendezvousKeys {
+ public:
+  bool set(const std::string& key, const std::string& value) override;
+  std::optional<std::string> get(const std::string& key) override;
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, std::string> values_;  // guarded by mutex_
 };
 
 struct GlooOptions {

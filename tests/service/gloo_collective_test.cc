@@ -5,8 +5,6 @@
 
 #include <gtest/gtest.h>
 
-#include <map>
-#include <mutex>
 #include <numeric>
 #include <thread>
 
@@ -14,25 +12,6 @@ namespace tpujobs::service {
 namespace {
 
 using std::chrono::milliseconds;
-
-class MemoryKeys : public RendezvousKeys {
- public:
-  bool set(const std::string& key, const std::string& value) override {
-    std::lock_guard lock(mutex_);
-    values_[key] = value;
-    return true;
-  }
-  std::optional<std::string> get(const std::string& key) override {
-    std::lock_guard lock(mutex_);
-    auto it = values_.find(key);
-    if (it == values_.end()) return std::nullopt;
-    return it->second;
-  }
-
- private:
-  std::mutex mutex_;
-  std::map<std::string, std::string> values_;
-};
 
 GlooOptions loopback(milliseconds timeout) {
   GlooOptions options;
@@ -44,7 +23,7 @@ GlooOptions loopback(milliseconds timeout) {
 // Connects `size` ranks on threads; each then runs `body`.
 template <class Body>
 void run_ranks(int size, milliseconds timeout, Body body) {
-  MemoryKeys keys;
+  InProcessRendezvousKeys keys;
   std::vector<std::thread> threads;
   for (int rank = 0; rank < size; ++rank) {
     threads.emplace_back([&, rank] {
@@ -84,7 +63,7 @@ TEST(GlooCollectiveTest, AllGatherPutsEveryRanksFloatsInRankOrder) {
 }
 
 TEST(GlooCollectiveTest, APeerThatNeverJoinsFailsTheRendezvousWithinTheDeadline) {
-  MemoryKeys keys;
+  InProcessRendezvousKeys keys;
   const auto began = std::chrono::steady_clock::now();
   Connected connected = GlooCollective::connect(keys, 0, 2, loopback(milliseconds(1500)));
   const auto took = std::chrono::steady_clock::now() - began;

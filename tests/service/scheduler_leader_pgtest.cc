@@ -35,11 +35,14 @@ class SchedulerLeaderTest : public ::testing::Test {
   }
 
   std::int64_t submit(int devices, int max_retries = 0) {
-    const json spec = {{"name", "j"},
-                       {"max_retries", max_retries},
-                       {"trainer", {{"devices", devices}, {"max_epochs", 1}}},
-                       {"model", {{"layers", json::array({{{"type", "linear"}, {"out", 3}}})}}},
-                       {"data", {{"dataset", "iris"}}}};
+    return submit_spec({{"name", "j"},
+                        {"max_retries", max_retries},
+                        {"trainer", {{"devices", devices}, {"max_epochs", 1}}},
+                        {"model", {{"layers", json::array({{{"type", "linear"}, {"out", 3}}})}}},
+                        {"data", {{"dataset", "iris"}}}});
+  }
+
+  std::int64_t submit_spec(const json& spec) {
     db::NewJob job;
     job.tenant = "t";
     job.spec_json = spec.dump();
@@ -110,12 +113,7 @@ TEST_F(SchedulerLeaderTest, ASliceNoAgentHasAloneIsPlacedAcrossAgentsAndEachPart
                      {"resources", {{"accelerator_type", "v3-32"}}},
                      {"model", {{"layers", json::array({{{"type", "linear"}, {"out", 3}}})}}},
                      {"data", {{"dataset", "iris"}}}};
-  db::NewJob job;
-  job.tenant = "t";
-  job.spec_json = spec.dump();
-  auto inserted = repo_->jobs.insert_jobs({job});
-  ASSERT_TRUE(inserted.ok());
-  const std::int64_t id = (*inserted)[0].row.id;
+  const std::int64_t id = submit_spec(spec);
   ASSERT_TRUE(leader_->run_pass().ok());
 
   const db::JobRow placed = row(id);
