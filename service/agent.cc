@@ -345,7 +345,10 @@ void Agent::reconcile() {
       StopReason none = StopReason::kNone;
       run->stop_reason.compare_exchange_strong(none, StopReason::kMovedOn);
       run->cancel = true;
-    } else if (it->second->cancel_requested) {
+    } else if (it->second->cancel_requested && !run->peer()) {
+      // The first part stops at a step boundary and closes its collective;
+      // the other parts end on that (a part stopping first would fail the
+      // first part's step instead).
       StopReason none = StopReason::kNone;
       run->stop_reason.compare_exchange_strong(none, StopReason::kUserCancel);
       run->cancel = true;
@@ -357,7 +360,7 @@ void Agent::reconcile() {
     run->row = *row;
     run->epoch = epoch;
     run->slice = roles[id];
-    if (row->cancel_requested) {
+    if (row->cancel_requested && !run->peer()) {
       run->stop_reason = StopReason::kUserCancel;
       run->cancel = true;
     }

@@ -357,6 +357,23 @@ TEST_F(ScaleOut, KillingAnAgentOfASliceFailsTheStepOnItsPeersAndTheJobIsRetriedT
   EXPECT_GE(resumed_from_step(*replica, id), 5);
 }
 
+TEST_F(ScaleOut, ACancelledSliceAcrossAgentsEndsCancelledAndFreesEveryHost) {
+  auto replica = start_replica("replica-a");
+  auto agent_a = start_agent("agent-a", "v3-8,v3-8", kCollectiveArgs);
+  auto agent_b = start_agent("agent-b", "v3-8,v3-8", kCollectiveArgs);
+  const std::int64_t id = submit(*replica, v3_32_digits_job("cancelled-slice", 100000, /*max_retries=*/2));
+  const json running = wait_for_step(*replica, id, 12);
+  ASSERT_EQ(running["state"], "RUNNING") << running.dump();
+  ASSERT_EQ(replica->post("/v1/jobs/" + std::to_string(id) + "/cancel").status, 202);
+  const json done = wait_until(*replica, id, [](const json& j) { return j["state"] != "RUNNING"; });
+  EXPECT_EQ(done["state"], "CANCELLED") << done.dump();
+  EXPECT_EQ(done.value("attempt", -1), 0) << done.dump();
+  // Its four hosts take the next v3-32 at once.
+  const std::int64_t next = submit(*replica, v3_32_digits_job("after-cancel", 1));
+  const json after = wait_until(*replica, next, [](const json& j) { return j["state"] == "SUCCEEDED"; });
+  EXPECT_EQ(after["state"], "SUCCEEDED") << after.dump();
+}
+
 TEST_F(ScaleOut, AnAgentWhoseCollectiveAddressCannotBeReachedFailsTheRendezvous) {
   auto replica = start_replica("replica-a");
   auto agent_a = start_agent("agent-a", "v3-8,v3-8", kCollectiveArgs);
