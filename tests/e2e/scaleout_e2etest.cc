@@ -357,6 +357,29 @@ TEST_F(ScaleOut, KillingAnAgentOfASliceFailsTheStepOnItsPeersAndTheJobIsRetriedT
   EXPECT_GE(resumed_from_step(*replica, id), 5);
 }
 
+TEST_F(ScaleOut, KillingTheFirstAgentOfASliceEndsItsPeersAndTheJobResumesElsewhere) {
+  auto replica = start_replica("replica-a");
+  std::map<std::string, std::unique_ptr<ServiceProcess>> agents;
+  for (const char* name : {"agent-a", "agent-b", "agent-c"}) agents[name] = start_agent(name, "v3-8,v3-8", kCollectiveArgs);
+  const int epochs = 60;
+  const std::int64_t id = submit(*replica, v3_32_digits_job("killed-first", epochs, /*max_retries=*/3));
+  const json running = wait_for_step(*replica, id, 12);
+  ASSERT_EQ(running["state"], "RUNNING") << running.dump();
+  const std::string first = running["allocation"]["slice"]["parts"][0]["agent"];
+  const std::string peer = running["allocation"]["slice"]["parts"][1]["agent"];
+  agents.at(first)->kill9();
+  // The peer's step fails at once (the sockets closed) and its part ends:
+  // the leader requeues the job once the first agent is lost (10 s), and it
+  // resumes from its checkpoint on the agents left.
+  const json done = wait_until(
+      *replica, id, [](const json& j) { return j["state"] == "SUCCEEDED" || j["state"] == "FAILED"; },
+      std::chrono::seconds(300));
+  EXPECT_EQ(done["state"], "SUCCEEDED") << done.dump();
+  EXPECT_EQ(done["progress"].value("step", 0), epochs * 11) << done.dump();
+  EXPECT_GE(resumed_from_step(*replica, id), 5);
+  EXPECT_NE(agents.at(peer)->log().find("slice all-gather"), std::string::npos) << agents.at(peer)->log();
+}
+
 TEST_F(ScaleOut, ACancelledSliceAcrossAgentsEndsCancelledAndFreesEveryHost) {
   auto replica = start_replica("replica-a");
   auto agent_a = start_agent("agent-a", "v3-8,v3-8", kCollectiveArgs);
