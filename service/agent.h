@@ -82,8 +82,8 @@ class Agent {
   void reconcile();
   void stop_all_locked(StopReason reason);
   void run_job(std::shared_ptr<Run> run);
-  // A slice spanning agents: joins the other parts; nullopt when the job
-  // runs whole here. Sets *error when the rendezvous fails.
+  // A slice spanning agents: joins the other parts. nullptr when the job
+  // runs whole here, or when the rendezvous failed (then *error is set).
   std::unique_ptr<executor::SliceCollective> join_slice(const Run& run, std::optional<executor::JobError>* error);
   // The transition ending a run that failed because a peer of its slice
   // was unreachable: requeued while max_retries allows.
