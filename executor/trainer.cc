@@ -427,9 +427,11 @@ std::variant<std::vector<double>, JobError> Trainer::reduce_across_hosts(int mic
   const int local_hosts = local_replicas_ / per_host;
   const std::size_t count = replicas_[0]->gradients().size();
   // One row per host: its replicas' gradient sum, then its replicas' losses
-  // of each micro-batch (doubles, as pairs of floats' bits).
+  // of each micro-batch (doubles, as pairs of floats' bits), then the step
+  // it took (an int64's bits): parts that resumed from different
+  // checkpoints must not be summed.
   const std::size_t loss_floats = std::size_t(micro_batches) * per_host * 2;
-  const std::size_t row = count + loss_floats;
+  const std::size_t row = count + loss_floats + 2;
   gather_send_.resize(row * local_hosts);
   for (int h = 0; h < local_hosts; ++h) {
     std::vector<float*> host(gradient_buffers_.begin() + h * per_host,
@@ -444,6 +446,8 @@ std::variant<std::vector<double>, JobError> Trainer::reduce_across_hosts(int mic
       }
     }
     std::memcpy(out + count, losses.data(), loss_floats * sizeof(float));
+    const std::int64_t step = step_ + 1;
+    std::memcpy(out + count + loss_floats, &step, sizeof step);
   }
   const float* rows = gather_send_.data();
   if (control_.slice != nullptr && control_.slice->collective != nullptr) {
@@ -461,6 +465,17 @@ std::variant<std::vector<double>, JobError> Trainer::reduce_across_hosts(int mic
         static_cast<std::int64_t>((gather_all_.size() - gather_send_.size()) * sizeof(float)),
         steady_clock::now() - begin);
     rows = gather_all_.data();
+    for (int h = 0; h < slice_hosts_; ++h) {
+      std::int64_t step = 0;
+      std::memcpy(&step, rows + row * h + count + loss_floats, sizeof step);
+      if (step != step_ + 1) {
+        const std::string message = "host " + std::to_string(h) + " of the slice took step " +
+                                    std::to_string(step) + " while this one took step " +
+                                    std::to_string(step_ + 1) + ": its parts resumed from different checkpoints";
+        log("INTERNAL: " + message);
+        return JobError{"INTERNAL", message, "Resubmit the job; report this as a bug."};
+      }
+    }
   }
   // The hosts' sums added in host order, then scaled: the same bits however
   // the hosts are split among processes.

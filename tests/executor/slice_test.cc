@@ -213,5 +213,35 @@ TEST(SliceTest, AResumedPartContinuesBitIdentically) {
   }
 }
 
+TEST(SliceTest, PartsResumedFromDifferentCheckpointsFailInsteadOfMixingSteps) {
+  const TrainingSpec spec = v3_32_spec();
+  const std::vector<PartRun> whole = run_split(spec, {4});
+  ASSERT_GE(whole[0].sink.checkpoints.size(), 2u);
+  MemoryGroup group(2);
+  MemoryCollective first(group, 0, 2), second(group, 1, 2);
+  const std::vector<int> split{2, 2};
+  SlicePart parts[2] = {{0, 2, split, &first}, {2, 2, split, &second}};
+  const Checkpoint* resumes[2] = {&whole[0].sink.checkpoints[0], &whole[0].sink.checkpoints[1]};
+  TrainingResult results[2];
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < 2; ++rank) {
+    threads.emplace_back([&, rank] {
+      WorkerPool workers(1);
+      MapDatasets datasets;
+      RecordingSink sink;
+      RunControl control;
+      control.slice = &parts[rank];
+      control.resume = resumes[rank];
+      results[rank] = train(spec, DeviceFacts{}, workers, datasets, sink, control);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const TrainingResult& result : results) {
+    ASSERT_EQ(result.outcome, Outcome::kFailed);
+    EXPECT_EQ(result.error->type, "INTERNAL");
+    EXPECT_NE(result.error->message.find("resumed from different checkpoints"), std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace tpujobs::executor
