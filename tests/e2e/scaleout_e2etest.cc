@@ -353,6 +353,8 @@ TEST_F(ScaleOut, KillingAnAgentOfASliceFailsTheStepOnItsPeersAndTheJobIsRetriedT
       std::chrono::seconds(300));
   EXPECT_EQ(done["state"], "SUCCEEDED") << done.dump();
   EXPECT_GE(done.value("attempt", 0), 1) << done.dump();
+  const json history = replica->get("/v1/jobs/" + std::to_string(id) + "/events").json();
+  for (const json& e : history["events"]) std::printf("  -> %s: %s\n", e.value("to", "").c_str(), e.value("reason", "").c_str());
   EXPECT_EQ(done["progress"].value("step", 0), epochs * 11) << done.dump();
   EXPECT_GE(resumed_from_step(*replica, id), 5);
 }
