@@ -83,12 +83,14 @@ Status ClusterRepository::leave(const std::string& name, std::int64_t epoch) {
 Result<std::vector<AgentRow>> ClusterRepository::list_agents() {
   return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<AgentRow>> {
     Result<QueryResult> rows = connection.execute(
-        "SELECT name, state, epoch, workers, started_at, last_heartbeat FROM agents ORDER BY name");
+        "SELECT name, state, epoch, workers, started_at, last_heartbeat,"
+        "  (extract(epoch FROM now() - last_heartbeat) * 1000)::bigint FROM agents ORDER BY name");
     if (!rows.ok()) return rows.error();
     std::vector<AgentRow> agents;
     for (int r = 0; r < rows->rows(); ++r) {
       agents.push_back({rows->string(r, 0), rows->string(r, 1), rows->int64(r, 2),
-                        static_cast<int>(rows->int64(r, 3)), rows->timestamp(r, 4), rows->timestamp(r, 5)});
+                        static_cast<int>(rows->int64(r, 3)), rows->timestamp(r, 4), rows->timestamp(r, 5),
+                        rows->int64(r, 6)});
     }
     return agents;
   });

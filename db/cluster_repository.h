@@ -35,6 +35,7 @@ struct AgentRow {
   int workers = 1;
   TimePoint started_at{};
   TimePoint last_heartbeat{};
+  std::int64_t silent_ms = 0;  // since last_heartbeat, by the database's clock
 };
 
 struct ClusterHostRow {

@@ -75,6 +75,7 @@ std::optional<ClusterPlacement> find_place(const std::vector<ClusterHost>& hosts
   // No agent has the slice alone: the first fitting hosts of several.
   for (int i = 0; i < static_cast<int>(hosts.size()) && static_cast<int>(place.hosts.size()) < wanted; ++i) {
     if (!usable(hosts[i]) || !shape_matches(hosts[i], request) || (!ignore_use && !idle(hosts[i]))) continue;
+    if (!ignore_health && !hosts[i].punctual) continue;
     place.hosts.push_back(i);
     if (place.parts.empty() || place.parts.back().first != hosts[i].agent) place.parts.push_back({hosts[i].agent, 0});
     ++place.parts.back().second;

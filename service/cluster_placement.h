@@ -31,6 +31,10 @@ struct ClusterHost {
   std::string agent;
   scheduler::Generation generation = scheduler::Generation::kV3;
   bool usable = true;                  // its agent is alive and the host healthy
+  // Its agent heartbeats on time: a part of a slice spanning agents is
+  // placed only there (an agent just killed is alive until declared lost,
+  // and its part would only make the others wait out their deadline).
+  bool punctual = true;
   std::vector<std::int64_t> core_job;  // per core: the job holding it, 0 when free
 };
 

@@ -196,10 +196,16 @@ db::Status SchedulerLeader::run_pass() {
   if (!quotas.ok()) return quotas.error();
 
   std::map<std::string, std::int64_t> epoch_of;  // alive agents
+  std::set<std::string> late;                    // alive, but their heartbeats are late
   PlacementInput input;
   for (const db::AgentRow& a : *agents) {
     if (a.state != "alive") continue;
     epoch_of[a.name] = a.epoch;
+    // Judged, like silence, only over a span the leader could reach the database.
+    if (options_.clock->now() - reachable_since_ >= options_.slice_part_silence &&
+        std::chrono::milliseconds(a.silent_ms) >= options_.slice_part_silence) {
+      late.insert(a.name);
+    }
     input.free_cpu_slots[a.name] = options_.max_cpu_jobs_per_agent;
   }
   scheduler::PoolCapacity capacity;  // every registered host, so a lost agent's jobs wait
@@ -215,6 +221,7 @@ db::Status SchedulerLeader::run_pass() {
     host.agent = h.agent;
     host.generation = *generation;
     host.usable = h.agent_state == "alive" && h.health == "healthy";
+    host.punctual = !late.count(h.agent);
     host.core_job.assign(scheduler::facts(*generation).devices_per_host, 0);
     host_index[h.name] = static_cast<int>(input.hosts.size());
     input.hosts.push_back(std::move(host));

@@ -39,6 +39,9 @@ struct SchedulerLeaderOptions {
   std::string conninfo;  // for the leader lock and the LISTEN connection
   std::string instance = "tpujobs";
   std::chrono::milliseconds agent_silence{10000};
+  // An alive agent silent this long gets no part of a new slice spanning
+  // agents (three of its heartbeats missed).
+  std::chrono::milliseconds slice_part_silence{3000};
   std::chrono::milliseconds poll_interval{500};
   std::chrono::milliseconds min_pass_interval{20};  // passes at most this often
   int max_cpu_jobs_per_agent = 2;

@@ -336,8 +336,9 @@ TEST_F(ScaleOut, KillingAnAgentOfASliceFailsTheStepOnItsPeersAndTheJobIsRetriedT
   victim.kill9();
   const auto killed = Clock::now();
   // The first part's step fails at once (the peer's sockets closed), within
-  // the collective deadline at the latest; the job goes back to the queue.
-  const json requeued = wait_until(*replica, id, [](const json& j) { return j["state"] != "RUNNING"; });
+  // the collective deadline at the latest; the job goes back to the queue
+  // (its attempt counts it: the state may be RUNNING again before a poll).
+  const json requeued = wait_until(*replica, id, [](const json& j) { return j.value("attempt", 0) >= 1; });
   const double took = seconds_since(killed);
   EXPECT_LT(took, kCollectiveTimeoutSeconds + 2.0) << requeued.dump();
   std::string reasons;
@@ -346,13 +347,16 @@ TEST_F(ScaleOut, KillingAnAgentOfASliceFailsTheStepOnItsPeersAndTheJobIsRetriedT
     reasons += e.value("reason", "") + "\n";
   }
   EXPECT_NE(reasons.find("UNAVAILABLE: failed to connect to all addresses"), std::string::npos) << reasons;
-  std::printf("agent %s killed: its peer failed the step and the job left RUNNING after %.3f s\n", peer.c_str(),
+  std::printf("agent %s killed: its peer failed the step and the job was requeued after %.3f s\n", peer.c_str(),
               took);
   const json done = wait_until(
       *replica, id, [](const json& j) { return j["state"] == "SUCCEEDED" || j["state"] == "FAILED"; },
       std::chrono::seconds(300));
   EXPECT_EQ(done["state"], "SUCCEEDED") << done.dump();
   EXPECT_GE(done.value("attempt", 0), 1) << done.dump();
+  // At most one retry is placed on the killed agent (at once, while it still
+  // looked punctual); once its heartbeats are 3 s late it gets no new part.
+  EXPECT_LE(done.value("attempt", 0), 2) << done.dump();
   const json history = replica->get("/v1/jobs/" + std::to_string(id) + "/events").json();
   for (const json& e : history["events"]) std::printf("  -> %s: %s\n", e.value("to", "").c_str(), e.value("reason", "").c_str());
   EXPECT_EQ(done["progress"].value("step", 0), epochs * 11) << done.dump();

@@ -72,6 +72,18 @@ TEST(ClusterPlacementTest, ASliceNoAgentHasAloneSpansAgentsInAgentThenHostOrder)
   EXPECT_EQ(7, input.hosts[4].core_job[7]);
 }
 
+TEST(ClusterPlacementTest, ASliceSpanningAgentsSkipsAnAgentWhoseHeartbeatsAreLate) {
+  PlacementInput input;
+  input.hosts = {host("a", 0), host("a", 1), host("b", 0), host("b", 1), host("c", 0), host("c", 1)};
+  input.hosts[2].punctual = input.hosts[3].punctual = false;  // b: killed, not yet declared lost
+  EXPECT_EQ("7@a:a-h0,a-h1,c-h0,c-h1, ", describe(input, place_jobs(input, {{7, "t", slice(4)}})));
+  // A slice b has alone still goes there: no collective waits on it.
+  PlacementInput alone;
+  alone.hosts = {host("b", 0), host("b", 1)};
+  alone.hosts[0].punctual = alone.hosts[1].punctual = false;
+  EXPECT_EQ("8@b:b-h0,b-h1, ", describe(alone, place_jobs(alone, {{8, "t", slice(2)}})));
+}
+
 TEST(ClusterPlacementTest, ASliceOneAgentHasStaysOnIt) {
   PlacementInput input;
   input.hosts = {host("a", 0), host("b", 0), host("b", 1)};
