@@ -32,9 +32,11 @@ class KeyStore final : public gloo::rendezvous::Store {
 
   void wait(const std::vector<std::string>& keys) override { wait(keys, options_.timeout); }
 
-  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
+  void wait(const std::vector<std::string>& keys,
+            const std::chrono::milliseconds& timeout) override {
     base::Clock& clock = *options_.clock;
-    const auto bound = (timeout == gloo::kNoTimeout || timeout > options_.timeout) ? options_.timeout : timeout;
+    const auto bound =
+        (timeout == gloo::kNoTimeout || timeout > options_.timeout) ? options_.timeout : timeout;
     const auto deadline = clock.now() + bound;
     for (const std::string& key : keys) {
       while (!keys_.get(key)) {
@@ -72,7 +74,8 @@ executor::JobError unreachable_peer_error(std::chrono::milliseconds timeout) {
       "UNAVAILABLE", "failed to connect to all addresses",
       "a host of the job's slice, on another agent, could not be reached within " +
           std::to_string(timeout.count() / 1000.0).substr(0, 4) +
-          " s; check the slice's agents and hosts (GET /v1/pool), or set max_retries so the job resumes "
+          " s; check the slice's agents and hosts (GET /v1/pool), or set max_retries so the job "
+          "resumes "
           "from its last checkpoint on healthy hosts"};
 }
 
@@ -92,15 +95,17 @@ std::variant<std::unique_ptr<GlooCollective>, executor::JobError> GlooCollective
     context->setTimeout(options.timeout);
     KeyStore store(keys, options);
     context->connectFullMesh(store, device);
-    return std::unique_ptr<GlooCollective>(new GlooCollective(std::move(context), rank, size, options.timeout));
+    return std::unique_ptr<GlooCollective>(
+        new GlooCollective(std::move(context), rank, size, options.timeout));
   } catch (const std::exception& e) {
-    std::cerr << "tpujobs: slice rendezvous (rank " << rank << " of " << size << "): " << e.what() << std::endl;
+    std::cerr << "tpujobs: slice rendezvous (rank " << rank << " of " << size << "): " << e.what()
+              << std::endl;
     return unreachable_peer_error(options.timeout);
   }
 }
 
-std::optional<executor::JobError> GlooCollective::all_gather(const float* mine, float* all,
-                                                             const std::vector<std::size_t>& counts) {
+std::optional<executor::JobError> GlooCollective::all_gather(
+    const float* mine, float* all, const std::vector<std::size_t>& counts) {
   if (broken_ || static_cast<int>(counts.size()) != size_) return unreachable_peer_error(timeout_);
   try {
     gloo::AllgathervOptions options(context_);
@@ -115,7 +120,8 @@ std::optional<executor::JobError> GlooCollective::all_gather(const float* mine, 
     // A pair that failed stays failed: the slice must be placed again.
     broken_ = true;
     last_failure_ = e.what();
-    std::cerr << "tpujobs: slice all-gather (rank " << rank_ << " of " << size_ << "): " << e.what() << std::endl;
+    std::cerr << "tpujobs: slice all-gather (rank " << rank_ << " of " << size_ << "): " << e.what()
+              << std::endl;
     return unreachable_peer_error(timeout_);
   }
 }

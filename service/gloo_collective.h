@@ -53,7 +53,8 @@ struct GlooOptions {
   // Bounds the rendezvous and every collective: no call waits longer.
   std::chrono::milliseconds timeout{30000};
   std::chrono::milliseconds poll_interval{20};  // of the rendezvous keys
-  base::Clock* clock = &base::real_clock();     // the rendezvous' deadline; must outlive the collective
+  base::Clock* clock =
+      &base::real_clock();  // the rendezvous' deadline; must outlive the collective
 };
 
 // The executor's hint for the error every failure here becomes.

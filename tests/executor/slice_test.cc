@@ -35,7 +35,8 @@ class MemoryGroup {
       gathered_ = parts_;
       ++round_;
       changed_.notify_all();
-    } else if (!changed_.wait_for(lock, std::chrono::seconds(60), [&] { return round_ != round || broken_; }) ||
+    } else if (!changed_.wait_for(lock, std::chrono::seconds(60),
+                                  [&] { return round_ != round || broken_; }) ||
                broken_) {
       broken_ = true;
       changed_.notify_all();
@@ -63,7 +64,8 @@ class MemoryGroup {
 
 class MemoryCollective : public SliceCollective {
  public:
-  MemoryCollective(MemoryGroup& group, int rank, int size) : group_(group), rank_(rank), size_(size) {}
+  MemoryCollective(MemoryGroup& group, int rank, int size)
+      : group_(group), rank_(rank), size_(size) {}
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::optional<JobError> all_gather(const float* mine, float* all,
@@ -105,9 +107,11 @@ struct PartRun {
   RecordingSink sink;
 };
 
-// Runs the slice split as `hosts_per_rank` says, each part on its own thread.
+// Runs the slice split as `hosts_per_rank` says, each part on its own
+// thread (resuming from resumes[rank], when given).
 std::vector<PartRun> run_split(const TrainingSpec& spec, const std::vector<int>& hosts_per_rank,
-                               int fail_rank = -1, int fail_at_call = 0) {
+                               int fail_rank = -1, int fail_at_call = 0,
+                               const std::vector<const Checkpoint*>& resumes = {}) {
   const int size = static_cast<int>(hosts_per_rank.size());
   MemoryGroup group(size);
   std::vector<std::unique_ptr<MemoryCollective>> collectives;
@@ -127,6 +131,7 @@ std::vector<PartRun> run_split(const TrainingSpec& spec, const std::vector<int>&
       MapDatasets datasets;
       RunControl control;
       if (size > 1) control.slice = &parts[rank];  // one part: the whole slice here
+      if (!resumes.empty()) control.resume = resumes[rank];
       runs[rank].result = train(spec, DeviceFacts{}, workers, datasets, runs[rank].sink, control);
     });
   }
@@ -156,11 +161,12 @@ TEST(SliceTest, SplitAmongProcessesGivesTheBitsOfTheWholeSlice) {
   ASSERT_EQ(whole[0].result.outcome, Outcome::kSucceeded);
   ASSERT_FALSE(whole[0].result.parameters_digest.empty());
   ASSERT_GT(whole[0].sink.points.size(), 10u);
-  for (const std::vector<int>& split : {std::vector<int>{2, 2}, std::vector<int>{1, 1, 1, 1},
-                                        std::vector<int>{3, 1}}) {
+  for (const std::vector<int>& split :
+       {std::vector<int>{2, 2}, std::vector<int>{1, 1, 1, 1}, std::vector<int>{3, 1}}) {
     const std::vector<PartRun> parts = run_split(spec, split);
     for (std::size_t rank = 0; rank < parts.size(); ++rank) {
-      SCOPED_TRACE("split into " + std::to_string(split.size()) + " parts, rank " + std::to_string(rank));
+      SCOPED_TRACE("split into " + std::to_string(split.size()) + " parts, rank " +
+                   std::to_string(rank));
       ASSERT_EQ(parts[rank].result.outcome, Outcome::kSucceeded);
       EXPECT_EQ(parts[rank].result.parameters_digest, whole[0].result.parameters_digest);
       EXPECT_EQ(losses(parts[rank].sink), losses(whole[0].sink));
@@ -172,7 +178,8 @@ TEST(SliceTest, SplitAmongProcessesGivesTheBitsOfTheWholeSlice) {
 }
 
 TEST(SliceTest, APeerDroppingMidRunFailsTheStepOnEveryPart) {
-  const std::vector<PartRun> parts = run_split(v3_32_spec(), {2, 2}, /*fail_rank=*/1, /*fail_at_call=*/5);
+  const std::vector<PartRun> parts =
+      run_split(v3_32_spec(), {2, 2}, /*fail_rank=*/1, /*fail_at_call=*/5);
   for (const PartRun& part : parts) {
     ASSERT_EQ(part.result.outcome, Outcome::kFailed);
     ASSERT_TRUE(part.result.error.has_value());
@@ -187,29 +194,11 @@ TEST(SliceTest, AResumedPartContinuesBitIdentically) {
   const std::vector<PartRun> whole = run_split(spec, {4});
   ASSERT_EQ(whole[0].result.outcome, Outcome::kSucceeded);
   ASSERT_GE(whole[0].sink.checkpoints.size(), 2u);
-  const Checkpoint& middle = whole[0].sink.checkpoints[1];
+  const Checkpoint* middle = &whole[0].sink.checkpoints[1];
   // The slice re-placed on two processes resumes from the one-process checkpoint.
-  MemoryGroup group(2);
-  MemoryCollective first(group, 0, 2), second(group, 1, 2);
-  const std::vector<int> split{2, 2};
-  SlicePart parts[2] = {{0, 2, split, &first}, {2, 2, split, &second}};
-  TrainingResult results[2];
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < 2; ++rank) {
-    threads.emplace_back([&, rank] {
-      WorkerPool workers(1);
-      MapDatasets datasets;
-      RecordingSink sink;
-      RunControl control;
-      control.slice = &parts[rank];
-      control.resume = &middle;
-      results[rank] = train(spec, DeviceFacts{}, workers, datasets, sink, control);
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  for (const TrainingResult& result : results) {
-    ASSERT_EQ(result.outcome, Outcome::kSucceeded);
-    EXPECT_EQ(result.parameters_digest, whole[0].result.parameters_digest);
+  for (const PartRun& part : run_split(spec, {2, 2}, -1, 0, {middle, middle})) {
+    ASSERT_EQ(part.result.outcome, Outcome::kSucceeded);
+    EXPECT_EQ(part.result.parameters_digest, whole[0].result.parameters_digest);
   }
 }
 
@@ -217,26 +206,10 @@ TEST(SliceTest, PartsResumedFromDifferentCheckpointsFailInsteadOfMixingSteps) {
   const TrainingSpec spec = v3_32_spec();
   const std::vector<PartRun> whole = run_split(spec, {4});
   ASSERT_GE(whole[0].sink.checkpoints.size(), 2u);
-  MemoryGroup group(2);
-  MemoryCollective first(group, 0, 2), second(group, 1, 2);
-  const std::vector<int> split{2, 2};
-  SlicePart parts[2] = {{0, 2, split, &first}, {2, 2, split, &second}};
-  const Checkpoint* resumes[2] = {&whole[0].sink.checkpoints[0], &whole[0].sink.checkpoints[1]};
-  TrainingResult results[2];
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < 2; ++rank) {
-    threads.emplace_back([&, rank] {
-      WorkerPool workers(1);
-      MapDatasets datasets;
-      RecordingSink sink;
-      RunControl control;
-      control.slice = &parts[rank];
-      control.resume = resumes[rank];
-      results[rank] = train(spec, DeviceFacts{}, workers, datasets, sink, control);
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  for (const TrainingResult& result : results) {
+  const std::vector<PartRun> parts = run_split(
+      spec, {2, 2}, -1, 0, {&whole[0].sink.checkpoints[0], &whole[0].sink.checkpoints[1]});
+  for (const PartRun& part : parts) {
+    const TrainingResult& result = part.result;
     ASSERT_EQ(result.outcome, Outcome::kFailed);
     EXPECT_EQ(result.error->type, "INTERNAL");
     EXPECT_NE(result.error->message.find("resumed from different checkpoints"), std::string::npos);

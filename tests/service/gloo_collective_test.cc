@@ -43,7 +43,8 @@ TEST(GlooCollectiveTest, AllGatherPutsEveryRanksFloatsInRankOrder) {
     for (int r = 0; r < size; ++r) counts.push_back(3 * (r + 1));
     std::vector<float> expected;
     for (int r = 0; r < size; ++r) {
-      for (std::size_t i = 0; i < counts[r]; ++i) expected.push_back(static_cast<float>(r * 100 + i));
+      for (std::size_t i = 0; i < counts[r]; ++i)
+        expected.push_back(static_cast<float>(r * 100 + i));
     }
     std::vector<std::vector<float>> results(size);
     run_ranks(size, milliseconds(20000), [&](int rank, Connected& connected) {
@@ -58,7 +59,8 @@ TEST(GlooCollectiveTest, AllGatherPutsEveryRanksFloatsInRankOrder) {
         results[rank] = all;
       }
     });
-    for (int rank = 0; rank < size; ++rank) EXPECT_EQ(results[rank], expected) << size << " ranks, rank " << rank;
+    for (int rank = 0; rank < size; ++rank)
+      EXPECT_EQ(results[rank], expected) << size << " ranks, rank " << rank;
   }
 }
 
