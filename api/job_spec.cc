@@ -289,8 +289,6 @@ void parse_trainer(ObjectReader& r, JobSpec* spec) {
   lightning::TrainerSettings& t = spec->trainer;
   executor::TrainingSpec& training = spec->training;
   t.accelerator = r.string("accelerator", 32);
-  // Lightning judges the value ("`num_nodes` must be a positive integer").
-  if (auto v = r.integer("num_nodes", -1'000'000, 1'000'000)) t.num_nodes = *v;
   if (const json* v = r.raw("precision")) {
     if (v->is_string()) {
       t.precision = v->get<std::string>().substr(0, 32);
@@ -580,6 +578,9 @@ std::optional<JobSpec> parse_job_spec(const json& body, std::vector<FieldError>*
       parse_trainer(r, &spec);
       if (const json* v = r.raw("devices")) spec.trainer.devices = device_value(*v, "trainer.devices", errors);
       if (const json* v = r.raw("tpu_cores")) spec.trainer.tpu_cores = device_value(*v, "trainer.tpu_cores", errors);
+      // Lightning judges num_nodes of any JSON type ("`num_nodes` must be a
+      // positive integer, but got 2.0.", or int("2") in 2.0 and older).
+      if (const json* v = r.raw("num_nodes", /*allow_null=*/true)) spec.trainer.num_nodes = device_value(*v, "trainer.num_nodes", errors);
     }
     if (const json* model = top.raw("model"); expect_object(model, "model", errors)) {
       ObjectReader r(*model, "model", "model", errors);
@@ -647,7 +648,10 @@ void apply_resolution(const Resolution& resolution, JobSpec* spec) {
   t.on_tpu = resolution.accelerator == "tpu";
   t.devices_per_host = t.on_tpu ? std::max(1, resolution.device.devices_per_host) : 0;
   t.tpu_available = resolution.tpu_available;
-  t.xla_debug = resolution.strategy == "xla_debug";
+  t.xla_debug = resolution.pt_xla_debug;
+  t.xla_metrics_file = resolution.xla_metrics_file;
+  t.torch_xla_version = resolution.torch_xla_version;
+  t.device_info = resolution.device_info;
   t.lightning_v1 = resolution.lightning_v1;
   switch (resolution.precision) {
     case lightning::Precision::k32True: t.precision = executor::Precision::kFp32; break;

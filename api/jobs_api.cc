@@ -214,7 +214,7 @@ std::string content_type_for(std::string_view path) {
 
 void LatencyHistogram::observe(const std::string& route, const std::string& method, int status, double seconds) {
   const std::string key = "method=\"" + method + "\",route=\"" + route + "\",code=\"" + std::to_string(status) + "\"";
-  std::lock_guard lock(mutex_);
+  base::MutexLock lock(mutex_);
   Series& s = series_[key];
   for (std::size_t i = 0; i < kBuckets.size(); ++i) {
     if (seconds <= kBuckets[i]) ++s.buckets[i];
@@ -227,7 +227,7 @@ std::string LatencyHistogram::prometheus() const {
   std::string out =
       "# HELP tpujobs_http_request_duration_seconds Time from a request's arrival to its answer.\n"
       "# TYPE tpujobs_http_request_duration_seconds histogram\n";
-  std::lock_guard lock(mutex_);
+  base::MutexLock lock(mutex_);
   char number[64];
   for (const auto& [labels, s] : series_) {
     for (std::size_t i = 0; i < kBuckets.size(); ++i) {

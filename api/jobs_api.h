@@ -5,12 +5,12 @@
 #include <array>
 #include <atomic>
 #include <functional>
-#include <mutex>
 #include <string>
 
 #include "api/http.h"
 #include "api/job_service.h"
 #include "api/router.h"
+#include "base/mutex.h"
 
 namespace tpujobs::api {
 
@@ -28,8 +28,8 @@ class LatencyHistogram {
     std::uint64_t count = 0;
     double sum = 0;
   };
-  mutable std::mutex mutex_;
-  std::map<std::string, Series> series_;  // key: labels text
+  mutable base::Mutex mutex_;
+  std::map<std::string, Series> series_ GUARDED_BY(mutex_);  // key: labels text
 };
 
 struct ApiOptions {

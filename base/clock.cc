@@ -24,13 +24,13 @@ FakeClock::FakeClock(std::chrono::nanoseconds advance_per_read) : advance_per_re
 // Both start at a fixed, non-zero point, so a test's times are the same on
 // every run and differ from a default-constructed time_point.
 Clock::time_point FakeClock::now() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  base::MutexLock lock(mutex_);
   elapsed_ += advance_per_read_;
   return time_point{} + std::chrono::hours(1) + elapsed_;
 }
 
 Clock::wall_time_point FakeClock::wall_now() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  base::MutexLock lock(mutex_);
   // 2026-01-01T00:00:00Z
   return wall_time_point{} + std::chrono::seconds(1767225600) +
          std::chrono::duration_cast<std::chrono::system_clock::duration>(elapsed_);
@@ -39,7 +39,7 @@ Clock::wall_time_point FakeClock::wall_now() {
 void FakeClock::sleep_for(std::chrono::nanoseconds duration) { advance(duration); }
 
 void FakeClock::advance(std::chrono::nanoseconds duration) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  base::MutexLock lock(mutex_);
   if (duration.count() > 0) elapsed_ += duration;
 }
 

@@ -5,7 +5,7 @@
 #pragma once
 
 #include <chrono>
-#include <mutex>
+#include "base/mutex.h"
 
 namespace tpujobs::base {
 
@@ -39,9 +39,9 @@ class FakeClock final : public Clock {
   void advance(std::chrono::nanoseconds duration);
 
  private:
-  std::mutex mutex_;
+  base::Mutex mutex_;
   const std::chrono::nanoseconds advance_per_read_;
-  std::chrono::nanoseconds elapsed_{0};
+  std::chrono::nanoseconds elapsed_ GUARDED_BY(mutex_){0};
 };
 
 }  // namespace tpujobs::base

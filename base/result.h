@@ -6,6 +6,7 @@
 #include <cassert>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <variant>
 
@@ -28,13 +29,15 @@ struct Error {
   std::string message;
 };
 
-// Holds either a T or an Error. Reading value() of an error result (or
-// error() of an ok one) is a programming error and asserts.
-template <class T>
+// Holds either a T or an error: an Error, or a richer type where a layer's
+// errors carry more (executor::JobError: the user-facing type, hint and
+// field). Reading value() of an error result (or error() of an ok one) is a
+// programming error and asserts.
+template <class T, class E = Error>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : state_(std::move(value)) {}
-  Result(Error error) : state_(std::move(error)) {}
+  Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}
+  Result(E error) : state_(std::in_place_index<1>, std::move(error)) {}
 
   bool ok() const { return state_.index() == 0; }
   explicit operator bool() const { return ok(); }
@@ -57,14 +60,18 @@ class [[nodiscard]] Result {
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
 
-  const Error& error() const {
+  const E& error() const {
     assert(!ok());
     return std::get<1>(state_);
   }
-  ErrorCode code() const { return error().code; }
+  ErrorCode code() const
+    requires std::is_same_v<E, Error>
+  {
+    return error().code;
+  }
 
  private:
-  std::variant<T, Error> state_;
+  std::variant<T, E> state_;
 };
 
 // The result of a call that returns nothing but can fail.

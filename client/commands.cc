@@ -814,10 +814,9 @@ int run_client(const std::string& command, const std::vector<std::string>& args)
     std::cout << command_usage(command);
     return kExitSucceeded;
   }
-  std::string url_error;
-  std::optional<ServerUrl> server = parse_server_url(line.server, &url_error);
-  if (!server) {
-    std::cerr << "tpujobs " << command << ": --server: " << url_error << "\n";
+  base::Result<ServerUrl> server = parse_server_url(line.server);
+  if (!server.ok()) {
+    std::cerr << "tpujobs " << command << ": --server: " << server.error().message << "\n";
     return kExitRejected;
   }
   HttpClientPtr http = make_http_client(*server);

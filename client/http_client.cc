@@ -141,13 +141,15 @@ class BeastHttpClient final : public HttpClient {
 
 }  // namespace
 
-std::optional<ServerUrl> parse_server_url(std::string_view url, std::string* error) {
+base::Result<ServerUrl> parse_server_url(std::string_view url) {
+  auto fail = [](std::string message) -> base::Result<ServerUrl> {
+    return base::make_error(base::ErrorCode::kInvalid, std::move(message));
+  };
   constexpr std::string_view kScheme = "http://";
   if (url.substr(0, kScheme.size()) != kScheme) {
-    *error = url.substr(0, 8) == "https://"
-                 ? "https is not supported; reach the service over http (TLS belongs in a proxy)"
-                 : "the server URL must start with http://, got '" + std::string(url) + "'";
-    return std::nullopt;
+    return fail(url.substr(0, 8) == "https://"
+                    ? "https is not supported; reach the service over http (TLS belongs in a proxy)"
+                    : "the server URL must start with http://, got '" + std::string(url) + "'");
   }
   std::string_view rest = url.substr(kScheme.size());
   const std::size_t slash = rest.find('/');
@@ -160,14 +162,12 @@ std::optional<ServerUrl> parse_server_url(std::string_view url, std::string* err
   if (!authority.empty() && authority.front() == '[') {  // [::1]:8080
     const std::size_t close = authority.find(']');
     if (close == std::string_view::npos) {
-      *error = "unterminated IPv6 address in '" + std::string(url) + "'";
-      return std::nullopt;
+      return fail("unterminated IPv6 address in '" + std::string(url) + "'");
     }
     server.host = std::string(authority.substr(1, close - 1));
     authority.remove_prefix(close + 1);
     if (!authority.empty() && authority.front() != ':') {
-      *error = "unexpected text after the IPv6 address in '" + std::string(url) + "'";
-      return std::nullopt;
+      return fail("unexpected text after the IPv6 address in '" + std::string(url) + "'");
     }
   } else {
     const std::size_t colon = authority.find(':');
@@ -180,14 +180,12 @@ std::optional<ServerUrl> parse_server_url(std::string_view url, std::string* err
         !port.empty() && port.size() <= 5 &&
         std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; });
     if (!numeric || std::stoi(std::string(port)) > 65535) {
-      *error = "bad port in '" + std::string(url) + "'";
-      return std::nullopt;
+      return fail("bad port in '" + std::string(url) + "'");
     }
     server.port = std::string(port);
   }
   if (server.host.empty()) {
-    *error = "the server URL has no host: '" + std::string(url) + "'";
-    return std::nullopt;
+    return fail("the server URL has no host: '" + std::string(url) + "'");
   }
   return server;
 }

@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/result.h"
+
 namespace tpujobs::client {
 
 // Where the service is: `http://host[:port][/base]`. https is not supported
@@ -24,8 +26,8 @@ struct ServerUrl {
   std::string base_path;  // "" or "/prefix" without a trailing slash
 };
 
-// Returns nullopt and sets *error for anything but an http:// URL with a host.
-std::optional<ServerUrl> parse_server_url(std::string_view url, std::string* error);
+// kInvalid, saying why, for anything but an http:// URL with a host.
+base::Result<ServerUrl> parse_server_url(std::string_view url);
 
 struct HttpRequest {
   std::string method = "GET";

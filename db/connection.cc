@@ -132,8 +132,15 @@ Result<std::unique_ptr<Connection>> Connection::open(const std::string& conninfo
   PQsetNoticeProcessor(
       raw, [](void*, const char*) {}, nullptr);
   // Timestamps are read and written as ISO text in UTC (see pg_text.h).
+  // A process stopped or cut off inside a transaction (an agent under
+  // SIGSTOP, a partition) would hold its row locks, and with them every
+  // other process's writes to those rows (the leader's requeue of its jobs),
+  // for as long as its session lives: the server ends such a session after
+  // 5 s idle in a transaction, well inside the 10 s after which an agent is
+  // declared lost. Our transactions never wait on anything but the server.
   Status session = connection->execute_script(
-      "SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET IntervalStyle = 'postgres'");
+      "SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET IntervalStyle = 'postgres'; "
+      "SET idle_in_transaction_session_timeout = '5s'");
   if (!session.ok()) return session.error();
   return connection;
 }

@@ -27,19 +27,22 @@ Result<std::unique_ptr<ConnectionPool>> ConnectionPool::create(std::string conni
   std::unique_ptr<ConnectionPool> pool(new ConnectionPool(std::move(conninfo), size));
   Result<std::unique_ptr<Connection>> first = Connection::open(pool->conninfo_);
   if (!first.ok()) return first.error();
-  pool->idle_.push_back(std::move(*first));
-  pool->open_ = 1;
+  {
+    base::MutexLock lock(pool->mutex_);
+    pool->idle_.push_back(std::move(*first));
+    pool->open_ = 1;
+  }
   return pool;
 }
 
 ConnectionPool::~ConnectionPool() {
-  std::lock_guard lock(mutex_);
+  base::MutexLock lock(mutex_);
   assert(open_ == static_cast<int>(idle_.size()) && "a PooledConnection outlived its pool");
 }
 
 Result<PooledConnection> ConnectionPool::acquire(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  std::unique_lock lock(mutex_);
+  base::MutexLock lock(mutex_);
   for (;;) {
     while (!idle_.empty()) {
       std::unique_ptr<Connection> connection = std::move(idle_.back());
@@ -59,7 +62,7 @@ Result<PooledConnection> ConnectionPool::acquire(std::chrono::milliseconds timeo
       freed_.notify_one();
       return opened.error();
     }
-    if (freed_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty() &&
+    if (lock.wait_until(freed_, deadline) == std::cv_status::timeout && idle_.empty() &&
         open_ >= size_) {
       return make_error(ErrorCode::kUnavailable, "no database connection became free within " +
                                                      std::to_string(timeout.count()) + " ms");
@@ -72,7 +75,7 @@ void ConnectionPool::give_back(std::unique_ptr<Connection> connection) {
   if (!connection->is_broken() && connection->in_transaction()) {
     (void)connection->execute_script("ROLLBACK");
   }
-  std::lock_guard lock(mutex_);
+  base::MutexLock lock(mutex_);
   if (connection->is_broken() || connection->in_transaction()) {
     --open_;  // dropped; the next acquire opens a fresh one
   } else {

@@ -11,11 +11,11 @@
 #include <chrono>
 #include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
 #include "db/connection.h"
 #include "db/result.h"
 
@@ -71,10 +71,10 @@ class ConnectionPool {
 
   const std::string conninfo_;
   const int size_;
-  std::mutex mutex_;
+  base::Mutex mutex_;
   std::condition_variable freed_;
-  std::vector<std::unique_ptr<Connection>> idle_;
-  int open_ = 0;  // connections that exist: idle, lent out, or being opened
+  std::vector<std::unique_ptr<Connection>> idle_ GUARDED_BY(mutex_);
+  int open_ GUARDED_BY(mutex_) = 0;  // connections that exist: idle, lent out, or being opened
 };
 
 // Borrows a connection for the duration of body(Connection&), which returns a

@@ -448,7 +448,7 @@ Status EmbeddedPostgres::shut_down(Shutdown mode) {
 
 Status EmbeddedPostgres::restart() {
   {
-    std::lock_guard lock(supervision_mutex_);
+    base::MutexLock lock(supervision_mutex_);
     if (supervising_) return Status::Ok();  // running, or being brought back
   }
   if (running()) return Status::Ok();
@@ -459,7 +459,7 @@ Status EmbeddedPostgres::restart() {
 
 void EmbeddedPostgres::supervise(Report report) {
   {
-    std::lock_guard lock(supervision_mutex_);
+    base::MutexLock lock(supervision_mutex_);
     if (supervising_) return;
     supervising_ = true;
   }
@@ -470,7 +470,7 @@ void EmbeddedPostgres::supervise(Report report) {
 
 void EmbeddedPostgres::end_supervision() {
   {
-    std::lock_guard lock(supervision_mutex_);
+    base::MutexLock lock(supervision_mutex_);
     supervising_ = false;
   }
   supervision_wake_.notify_all();
@@ -478,12 +478,12 @@ void EmbeddedPostgres::end_supervision() {
 }
 
 void EmbeddedPostgres::watch() {
-  std::unique_lock lock(supervision_mutex_);
+  base::MutexLock lock(supervision_mutex_);
   for (;;) {
     // Polled rather than a blocking waitpid(), so that stop() can end the
     // watch at any moment without a signal.
-    if (supervision_wake_.wait_for(lock, std::chrono::milliseconds(100),
-                                   [this] { return !supervising_; })) {
+    if (lock.wait_for(supervision_wake_, std::chrono::milliseconds(100),
+                                   [this]() REQUIRES(supervision_mutex_) { return !supervising_; })) {
       return;
     }
     const pid_t pid = postmaster_pid_;
@@ -515,8 +515,8 @@ bool EmbeddedPostgres::relaunch_after_crash() {
     report_("embedded PostgreSQL restart attempt " + std::to_string(attempt) +
             " failed: " + summary_of(launched.error().message) + "; next attempt in " +
             std::to_string(delay.count()) + " ms");
-    std::unique_lock lock(supervision_mutex_);
-    if (supervision_wake_.wait_for(lock, delay, [this] { return !supervising_; })) return false;
+    base::MutexLock lock(supervision_mutex_);
+    if (lock.wait_for(supervision_wake_, delay, [this]() REQUIRES(supervision_mutex_) { return !supervising_; })) return false;
     delay = std::min(delay * 2, std::chrono::milliseconds(5000));
   }
 }

@@ -12,12 +12,12 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
 #include "db/result.h"
 
 namespace tpujobs::db {
@@ -119,9 +119,9 @@ class EmbeddedPostgres {
   // (stop() ends supervision before it touches the server); read anywhere.
   std::atomic<pid_t> postmaster_pid_{-1};
 
-  std::mutex supervision_mutex_;
+  base::Mutex supervision_mutex_;
   std::condition_variable supervision_wake_;
-  bool supervising_ = false;  // guarded by supervision_mutex_
+  bool supervising_ GUARDED_BY(supervision_mutex_) = false;
   Report report_;
   std::thread supervisor_;
 };

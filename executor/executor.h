@@ -91,6 +91,10 @@ struct JobError {
   std::string type;
   std::string message;
   std::string hint;
+  // The job-spec field the error is about ("model.layers", "data.dataset"),
+  // set where the error is raised; empty when it is not the spec's (a
+  // checkpoint, the runtime).
+  std::string field = {};
 };
 
 struct TrainingResult {

@@ -96,7 +96,18 @@ struct TrainingSpec {
   // shows; and whether the pool offers TPUs at all (XLAAccelerator.is_available()).
   int devices_per_host = 1;
   bool tpu_available = true;
-  bool xla_debug = false;          // strategy: "xla_debug"
+  // PT_XLA_DEBUG is on (strategy "xla_debug", or env): torch_xla prints its
+  // performance analyses after every step.
+  bool xla_debug = false;
+  // env XLA_METRICS_FILE: "STDOUT" / "STDERR" print "[MetricsData; step=N]"
+  // and the metrics report after every step; empty or a path prints nothing
+  // to the log.
+  std::string xla_metrics_file;
+  // The torch_xla whose metric names and report layout apply (2.5 -> 205).
+  int torch_xla_version = 205;
+  // Lightning's _log_device_info lines, as the job's Lightning release
+  // prints them (lightning::Resolution::device_info).
+  std::vector<std::string> device_info;
   bool lightning_v1 = false;       // lightning_version: "1.x"
 
   // Quality gates on final metrics ("val_accuracy", "val_loss", "loss", ...).

@@ -38,6 +38,11 @@ JobError invalid(std::string message, std::string hint = {}) {
   return JobError{"INVALID_ARGUMENT", std::move(message), std::move(hint)};
 }
 
+// A spec the dry run refuses: the error names the field the user must change.
+JobError invalid_field(std::string field, std::string message, std::string hint = {}) {
+  return JobError{"INVALID_ARGUMENT", std::move(message), std::move(hint), std::move(field)};
+}
+
 std::string format_number(double value, const char* format = "%.4g") {
   char text[64];
   std::snprintf(text, sizeof(text), format, value);
@@ -72,36 +77,38 @@ struct Prepared {
 
 std::variant<Prepared, JobError> prepare(const TrainingSpec& spec, DatasetSource& datasets) {
   Prepared prepared;
-  if (spec.world_size < 1) return invalid("world_size must be at least 1");
-  if (spec.data.batch_size < 1) return invalid("data.batch_size must be at least 1");
+  if (spec.world_size < 1) return invalid_field("trainer.devices", "world_size must be at least 1");
+  if (spec.data.batch_size < 1) return invalid_field("data.batch_size", "data.batch_size must be at least 1");
   if (spec.accumulate_grad_batches < 1)
-    return invalid("trainer.accumulate_grad_batches must be at least 1");
+    return invalid_field("trainer.accumulate_grad_batches",
+                         "trainer.accumulate_grad_batches must be at least 1");
   if (spec.max_epochs < 0 && spec.max_steps < 0) {
-    return invalid("trainer: max_epochs=-1 needs max_steps to bound the run");
+    return invalid_field("trainer.max_steps", "trainer: max_epochs=-1 needs max_steps to bound the run");
   }
   if (spec.check_val_every_n_epoch < 1)
-    return invalid("trainer.check_val_every_n_epoch must be at least 1");
-  if (spec.log_every_n_steps < 1) return invalid("trainer.log_every_n_steps must be at least 1");
+    return invalid_field("trainer.check_val_every_n_epoch",
+                         "trainer.check_val_every_n_epoch must be at least 1");
+  if (spec.log_every_n_steps < 1) return invalid_field("trainer.log_every_n_steps", "trainer.log_every_n_steps must be at least 1");
   auto loaded = load_dataset(spec.data, spec.model.loss, spec.seed, datasets);
   if (auto* error = std::get_if<std::string>(&loaded)) {
-    return invalid(*error,
+    return invalid_field("data.dataset", *error,
                    "Check data.dataset; uploaded CSVs need a header row, numeric features "
                    "and an integer class index in the last column 'label'.");
   }
   prepared.data = std::move(std::get<DatasetSplit>(loaded));
   if (std::string error = infer_shape(spec.model, prepared.data.train.features, &prepared.shape);
       !error.empty()) {
-    return invalid(error);
+    return invalid_field("model.layers", error);
   }
-  if (spec.model.layers.empty()) return invalid("model.layers must not be empty");
+  if (spec.model.layers.empty()) return invalid_field("model.layers", "model.layers must not be empty");
   if (spec.model.loss == Loss::kCrossEntropy && prepared.shape.outputs < prepared.data.classes) {
-    return invalid("the model's last layer has " + std::to_string(prepared.shape.outputs) +
+    return invalid_field("model.layers", "the model's last layer has " + std::to_string(prepared.shape.outputs) +
                        " outputs but the dataset has " + std::to_string(prepared.data.classes) +
                        " classes (labels up to " + std::to_string(prepared.data.classes - 1) + ")",
                    "Make the last linear layer's out equal the number of classes.");
   }
   if (spec.model.loss == Loss::kMse && prepared.shape.outputs != 1) {
-    return invalid("loss mse compares one target per sample, but the model has " +
+    return invalid_field("model.layers", "loss mse compares one target per sample, but the model has " +
                        std::to_string(prepared.shape.outputs) + " outputs",
                    "End the model with a linear layer with out: 1.");
   }
@@ -109,7 +116,7 @@ std::variant<Prepared, JobError> prepare(const TrainingSpec& spec, DatasetSource
                                     spec.data.shuffle, spec.data.drop_last};
   prepared.batches_per_epoch = batches_per_replica(prepared.sampler, spec.data.batch_size);
   if (prepared.batches_per_epoch == 0) {
-    return invalid("the training split has " + std::to_string(prepared.data.train.rows) +
+    return invalid_field("data.batch_size", "the training split has " + std::to_string(prepared.data.train.rows) +
                        " samples: not one full batch of " + std::to_string(spec.data.batch_size) +
                        " per core on " + std::to_string(spec.world_size) + " cores with drop_last",
                    "Lower data.batch_size, use fewer cores or set drop_last: false.");
@@ -153,7 +160,7 @@ class Trainer {
         clock_(control.clock != nullptr ? *control.clock : base::real_clock()),
         prepared_(std::move(prepared)),
         fingerprint_(model_fingerprint(spec, prepared_.shape)),
-        xla_([this] { return clock_.now(); }) {
+        xla_([this] { return clock_.now(); }, spec.torch_xla_version) {
     const int per_host = spec_.devices_per_host;
     multi_host_ = spec_.on_tpu && per_host > 0 && spec_.world_size > per_host &&
                   spec_.world_size % per_host == 0;
@@ -176,6 +183,7 @@ class Trainer {
 
   void log(const std::string& line) { sink_.log(line); }
   void announce_devices();
+  void after_mark_step();
   void announce_model();
   std::optional<JobError> restore(const Checkpoint& checkpoint);
   std::optional<JobError> check_control(std::int64_t next_step);
@@ -241,16 +249,25 @@ class Trainer {
   std::int64_t samples_this_run_ = 0;
   double last_samples_per_sec_ = 0;
   bool compile_warning_logged_ = false;
+  std::int64_t metrics_saves_ = 0;  // XLA_METRICS_FILE's step=N
 };
 
+// What torch_xla prints after xm.mark_step(): the performance analyses
+// under PT_XLA_DEBUG (StepMarker), the metrics report under
+// XLA_METRICS_FILE=STDOUT|STDERR (debug/metrics_saver.py).
+void Trainer::after_mark_step() {
+  if (spec_.xla_debug) {
+    for (const std::string& line : xla_.performance_report()) log(line);
+  }
+  if (spec_.xla_metrics_file == "STDOUT" || spec_.xla_metrics_file == "STDERR") {
+    std::istringstream lines(xla_.metrics_data(metrics_saves_++));
+    for (std::string line; std::getline(lines, line);) log(line);
+  }
+}
+
 void Trainer::announce_devices() {
-  log("GPU available: False, used: False");
-  // Lightning's _log_device_info: `num_tpu_cores = trainer.num_devices`,
-  // the devices of one node (host), not the world size.
-  log(std::string("TPU available: ") + (spec_.tpu_available ? "True" : "False") + ", using: " +
-      std::to_string(spec_.on_tpu ? spec_.devices_per_host : 0) + " TPU cores");
-  log("IPU available: False, using: 0 IPUs");
-  log("HPU available: False, using: 0 HPUs");
+  // Lightning's _log_device_info, as the job's release prints it.
+  for (const std::string& line : spec_.device_info) log(line);
   if (!spec_.on_tpu && spec_.world_size > 1) {
     log("Running on " + std::to_string(spec_.world_size) + " CPU processes");
   }
@@ -296,7 +313,8 @@ std::optional<JobError> Trainer::restore(const Checkpoint& checkpoint) {
     return invalid("cannot resume: the checkpoint's optimizer state does not match the optimizer");
   }
   std::optional<XlaMetrics> xla =
-      XlaMetrics::deserialize(state->xla_metrics, [this] { return clock_.now(); });
+      XlaMetrics::deserialize(state->xla_metrics, [this] { return clock_.now(); },
+                              spec_.torch_xla_version);
   if (!xla) return invalid("cannot resume: the checkpoint's XLA metrics are unreadable");
   xla_ = std::move(*xla);
   network_->parameters().assign(state->parameters.begin(), state->parameters.end());
@@ -662,6 +680,7 @@ TrainingResult Trainer::run() {
       turn.end();
       ++step_;
       batch_ = group_end;
+      after_mark_step();
 
       const double since = seconds_since(throughput_since_);
       if (since > 0) last_samples_per_sec_ = static_cast<double>(throughput_samples_) / since;
@@ -716,7 +735,8 @@ TrainingResult Trainer::run() {
     log(epoch_line(epoch_, epoch_finished ? batches : batch_, seconds_since(epoch_began), shown));
     if (!compile_warning_logged_) {
       if (std::optional<std::string> warning = xla_.frequent_compile_warning(step_)) {
-        log(*warning);
+        // tpujobs' advice; the log has torch_xla's own lines only under
+        // PT_XLA_DEBUG (after_mark_step).
         warnings_.push_back(*warning);
         compile_warning_logged_ = true;
       }
@@ -775,10 +795,6 @@ TrainingResult Trainer::finish(TrainingResult result) {
     result.final_metrics["samples_per_sec"] = static_cast<double>(samples_this_run_) / seconds;
   }
   result.xla_report = xla_.report();
-  if (spec_.xla_debug) {
-    std::istringstream lines(result.xla_report);
-    for (std::string line; std::getline(lines, line);) log(line);
-  }
   if (network_) result.parameters_digest = digest(network_->parameters());
   result.warnings = std::move(warnings_);
   return result;

@@ -18,7 +18,7 @@ WorkerPool::WorkerPool(int threads) {
 
 WorkerPool::~WorkerPool() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    base::MutexLock lock(mutex_);
     stopping_ = true;
   }
   work_available_.notify_all();
@@ -30,7 +30,7 @@ void WorkerPool::run(int count, void (*invoke)(void*, int), void* context) {
   group.invoke = invoke;
   group.context = context;
   group.count = count;
-  std::unique_lock<std::mutex> lock(mutex_);
+  base::MutexLock lock(mutex_);
   queue_.push_back(&group);
   if (count == 1) {
     work_available_.notify_one();
@@ -42,22 +42,22 @@ void WorkerPool::run(int count, void (*invoke)(void*, int), void* context) {
     while (group.next < group.count) {
       const int index = group.next++;
       if (group.next == group.count) queue_.erase(std::find(queue_.begin(), queue_.end(), &group));
-      execute(group, index, lock);
+      execute(group, index);
     }
   }
-  group.done.wait(lock, [&] { return group.finished == group.count; });
+  lock.wait(group.done, [&] { return group.finished == group.count; });
   if (group.error) std::rethrow_exception(group.error);
 }
 
-void WorkerPool::execute(Group& group, int index, std::unique_lock<std::mutex>& lock) {
-  lock.unlock();
+void WorkerPool::execute(Group& group, int index) {
+  mutex_.unlock();
   std::exception_ptr error;
   try {
     group.invoke(group.context, index);
   } catch (...) {
     error = std::current_exception();
   }
-  lock.lock();
+  mutex_.lock();
   if (error && !group.error) group.error = error;
   if (++group.finished == group.count) group.done.notify_all();
 }
@@ -67,19 +67,19 @@ void WorkerPool::worker_loop() {
   // Every task that trains runs here or on a thread inside train(): both
   // flush subnormals, as a TPU does (executor/denormals.h).
   flush_denormals_on_this_thread();
-  std::unique_lock<std::mutex> lock(mutex_);
+  base::MutexLock lock(mutex_);
   while (true) {
-    work_available_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    lock.wait(work_available_, [&]() REQUIRES(mutex_) { return stopping_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stopping
     Group& group = *queue_.front();
     const int index = group.next++;
     if (group.next == group.count) queue_.pop_front();
-    execute(group, index, lock);
+    execute(group, index);
   }
 }
 
 WorkerPool::JobShare::JobShare(WorkerPool& pool) : pool_(pool) {
-  std::lock_guard<std::mutex> lock(pool_.turns_mutex_);
+  base::MutexLock lock(pool_.turns_mutex_);
   if (!pool_.shares_.empty()) {
     work_ = (*std::min_element(pool_.shares_.begin(), pool_.shares_.end(),
                                [](const JobShare* a, const JobShare* b) {
@@ -91,7 +91,7 @@ WorkerPool::JobShare::JobShare(WorkerPool& pool) : pool_(pool) {
 
 WorkerPool::JobShare::~JobShare() {
   {
-    std::lock_guard<std::mutex> lock(pool_.turns_mutex_);
+    base::MutexLock lock(pool_.turns_mutex_);
     pool_.shares_.erase(std::find(pool_.shares_.begin(), pool_.shares_.end(), this));
   }
   pool_.turn_changed_.notify_all();  // it may have held others back
@@ -108,9 +108,9 @@ bool WorkerPool::may_begin_turn(const JobShare& share) const {
 }
 
 WorkerPool::StepTurn::StepTurn(JobShare& share, std::int64_t work) : pool_(&share.pool_) {
-  std::unique_lock<std::mutex> lock(pool_->turns_mutex_);
+  base::MutexLock lock(pool_->turns_mutex_);
   share.waiting_ = pool_->next_ticket_++;
-  pool_->turn_changed_.wait(lock, [&] { return pool_->may_begin_turn(share); });
+  lock.wait(pool_->turn_changed_, [&]() REQUIRES(pool_->turns_mutex_) { return pool_->may_begin_turn(share); });
   share.waiting_ = 0;
   share.work_ += std::max<std::int64_t>(1, work);
   ++pool_->turns_running_;
@@ -122,7 +122,7 @@ WorkerPool::StepTurn::StepTurn(JobShare& share, std::int64_t work) : pool_(&shar
 void WorkerPool::StepTurn::end() {
   if (pool_ == nullptr) return;
   {
-    std::lock_guard<std::mutex> lock(pool_->turns_mutex_);
+    base::MutexLock lock(pool_->turns_mutex_);
     --pool_->turns_running_;
   }
   pool_->turn_changed_.notify_all();

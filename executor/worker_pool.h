@@ -23,10 +23,11 @@
 #include <cstdint>
 #include <deque>
 #include <exception>
-#include <mutex>
 #include <thread>
 #include <type_traits>
 #include <vector>
+
+#include "base/mutex.h"
 
 namespace tpujobs::executor {
 
@@ -104,23 +105,24 @@ class WorkerPool {
 
   void run(int count, void (*invoke)(void*, int), void* context);
   void worker_loop();
-  // Runs index `index` of `group` and records its completion.
-  void execute(Group& group, int index, std::unique_lock<std::mutex>& lock);
+  // Runs index `index` of `group` (with mutex_ let go meanwhile) and records
+  // its completion.
+  void execute(Group& group, int index) REQUIRES(mutex_);
 
   // True when `share` may begin a turn now: a turn is free, no job has
   // begun less work, and no job that has begun as much waits longer.
-  bool may_begin_turn(const JobShare& share) const;  // requires turns_mutex_
+  bool may_begin_turn(const JobShare& share) const REQUIRES(turns_mutex_);
 
-  std::mutex turns_mutex_;
+  base::Mutex turns_mutex_;
   std::condition_variable turn_changed_;
-  std::vector<JobShare*> shares_;  // guarded by turns_mutex_
-  int turns_running_ = 0;          // guarded by turns_mutex_
-  std::uint64_t next_ticket_ = 1;  // guarded by turns_mutex_
+  std::vector<JobShare*> shares_ GUARDED_BY(turns_mutex_);
+  int turns_running_ GUARDED_BY(turns_mutex_) = 0;
+  std::uint64_t next_ticket_ GUARDED_BY(turns_mutex_) = 1;
 
-  std::mutex mutex_;
+  base::Mutex mutex_;
   std::condition_variable work_available_;
-  std::deque<Group*> queue_;  // groups with indices still to hand out
-  bool stopping_ = false;
+  std::deque<Group*> queue_ GUARDED_BY(mutex_);  // groups with indices still to hand out
+  bool stopping_ GUARDED_BY(mutex_) = false;
   std::vector<std::thread> threads_;
 };
 

@@ -18,9 +18,36 @@ constexpr std::size_t kMaxSamples = 1024;
 
 constexpr std::string_view kCompileTime = "CompileTime";
 constexpr std::string_view kExecuteTime = "ExecuteTime";
-constexpr std::string_view kTransferToDeviceTime = "TransferToDeviceTime";
-// PJRT's name (torch_xla 2.3+); XRT called it TransferFromServerTime.
-constexpr std::string_view kTransferFromDeviceTime = "TransferFromDeviceTime";
+
+// The names and layout of each torch_xla release (major*100+minor).
+struct TorchXlaMetrics {
+  int first;  // the releases from this one ...
+  int last;   // ... to this one
+  std::string_view transfer_to_device;
+  std::string_view transfer_from_device;
+  // The lazy core's counters (TORCH_LAZY_COUNTER) print in a block of their
+  // own before the runtime's; before 2.0 every counter was XLA_COUNTER.
+  bool lazy_block;
+  std::string_view source;
+};
+constexpr TorchXlaMetrics kTorchXlaMetrics[] = {
+    {0, 199, "TransferToServerTime", "TransferFromServerTime", false,
+     "pytorch/xla v1.13.0:third_party/xla_client/computation_client.cc, "
+     "third_party/xla_client/metrics_analysis.cc, torch_xla/csrc/tensor.cpp (XLA_COUNTER)"},
+    {200, 202, "TransferToServerTime", "TransferFromServerTime", true,
+     "pytorch/xla v2.2.0:torch_xla/csrc/runtime/computation_client.cc, "
+     "torch_xla/csrc/runtime/metrics_analysis.cc, torch_xla/csrc/init_python_bindings.cpp"},
+    {203, 9999, "TransferToDeviceTime", "TransferFromDeviceTime", true,
+     "pytorch/xla v2.3.0 ... v2.5.0:torch_xla/csrc/runtime/computation_client.cc, "
+     "torch_xla/csrc/runtime/metrics_analysis.cc"},
+};
+
+const TorchXlaMetrics& metrics_of(int torch_xla_version) {
+  for (const TorchXlaMetrics& row : kTorchXlaMetrics) {
+    if (row.first <= torch_xla_version && torch_xla_version <= row.last) return row;
+  }
+  return kTorchXlaMetrics[std::size(kTorchXlaMetrics) - 1];
+}
 constexpr std::string_view kInboundData = "InboundData";
 constexpr std::string_view kOutboundData = "OutboundData";
 constexpr std::string_view kCrossHostGatherTime = "CrossHostAllGatherTime";  // tpujobs' own
@@ -37,17 +64,17 @@ constexpr std::string_view kMarkStep = "MarkStep";
 // other counters (XLA_COUNTER: MarkStep, aten::*) are the runtime's.
 constexpr std::string_view kLazyCounters[] = {kCachedCompile, kUncachedCompile};
 
-// torch_xla/csrc/runtime/metrics_analysis.cc (v2.3.0 ... v2.5.0), the
-// analyses PT_XLA_DEBUG=1 prints after each step.
+// metrics_analysis.cc (v1.13.0 ... v2.5.0), the analyses PT_XLA_DEBUG=1
+// prints after each step.
 constexpr std::string_view kAnalysisPrefix = "pt-xla-profiler";
 struct FrequencyAnalysis {
-  std::string_view metric;
-  double threshold;          // samples per step above which it fires
+  bool transfer;              // the release's TransferFrom...Time, else CompileTime
+  double threshold;           // samples per step above which it fires
   std::int64_t warmup_steps;  // it stays quiet up to this many steps
 };
 constexpr FrequencyAnalysis kFrequencyAnalyses[] = {
-    {kCompileTime, 0.5, 10},
-    {kTransferFromDeviceTime, 0.5, 0},
+    {false, 0.5, 10},
+    {true, 0.5, 0},
 };
 struct SlowAnalysis {
   std::string_view metric;
@@ -168,9 +195,10 @@ std::string real_bits(double value) { return std::to_string(std::bit_cast<std::i
 
 }  // namespace
 
-XlaMetrics::XlaMetrics(Now now)
+XlaMetrics::XlaMetrics(Now now, int torch_xla_version)
     : now_(now ? std::move(now) : Now([] { return std::chrono::steady_clock::now(); })),
-      origin_(now_()) {}
+      origin_(now_()),
+      torch_xla_version_(torch_xla_version) {}
 
 std::int64_t XlaMetrics::elapsed_ns() const {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(now_() - origin_).count();
@@ -220,7 +248,8 @@ void XlaMetrics::local_scalar_dense(std::int64_t count) {
 }
 
 void XlaMetrics::transfer_to_device(std::int64_t bytes, std::chrono::nanoseconds time) {
-  add_sample(std::string(kTransferToDeviceTime), Unit::kTime, static_cast<double>(time.count()));
+  add_sample(std::string(metrics_of(torch_xla_version_).transfer_to_device), Unit::kTime,
+             static_cast<double>(time.count()));
   add_sample(std::string(kInboundData), Unit::kBytes, static_cast<double>(bytes));
 }
 
@@ -230,7 +259,8 @@ void XlaMetrics::cross_host_gather(std::int64_t bytes, std::chrono::nanoseconds 
 }
 
 void XlaMetrics::transfer_from_device(std::int64_t bytes, std::chrono::nanoseconds time) {
-  add_sample(std::string(kTransferFromDeviceTime), Unit::kTime, static_cast<double>(time.count()));
+  add_sample(std::string(metrics_of(torch_xla_version_).transfer_from_device), Unit::kTime,
+             static_cast<double>(time.count()));
   add_sample(std::string(kOutboundData), Unit::kBytes, static_cast<double>(bytes));
 }
 
@@ -248,8 +278,9 @@ std::int64_t XlaMetrics::mark_steps() const { return counter(std::string(kMarkSt
 
 std::optional<std::string> XlaMetrics::frequency_analysis(std::string_view name,
                                                           std::int64_t steps) const {
+  const std::string_view transfer = metrics_of(torch_xla_version_).transfer_from_device;
   for (const FrequencyAnalysis& analysis : kFrequencyAnalyses) {
-    if (analysis.metric != name) continue;
+    if ((analysis.transfer ? transfer : kCompileTime) != name) continue;
     const auto it = metrics_.find(std::string(name));
     if (it == metrics_.end() || steps <= analysis.warmup_steps || steps <= 0) return std::nullopt;
     const std::int64_t count = it->second.total_samples;
@@ -269,8 +300,11 @@ std::optional<std::string> XlaMetrics::frequent_compile_warning(std::int64_t ste
 std::vector<std::string> XlaMetrics::performance_report() const {
   std::vector<std::string> lines;
   const std::int64_t steps = mark_steps();
+  const std::string_view transfer = metrics_of(torch_xla_version_).transfer_from_device;
   for (const FrequencyAnalysis& analysis : kFrequencyAnalyses) {
-    if (auto line = frequency_analysis(analysis.metric, steps)) lines.push_back(*line);
+    if (auto line = frequency_analysis(analysis.transfer ? transfer : kCompileTime, steps)) {
+      lines.push_back(*line);
+    }
   }
   for (const SlowAnalysis& analysis : kSlowAnalyses) {
     const auto it = metrics_.find(std::string(analysis.metric));
@@ -337,8 +371,9 @@ void XlaMetrics::emit_metric(std::ostringstream& out, const std::string& name,
 }
 
 std::string XlaMetrics::report() const {
-  auto lazy = [](std::string_view name) {
-    return std::find(std::begin(kLazyCounters), std::end(kLazyCounters), name) !=
+  const bool lazy_block = metrics_of(torch_xla_version_).lazy_block;
+  auto lazy = [lazy_block](std::string_view name) {
+    return lazy_block && std::find(std::begin(kLazyCounters), std::end(kLazyCounters), name) !=
            std::end(kLazyCounters);
   };
   std::ostringstream out;
@@ -354,6 +389,10 @@ std::string XlaMetrics::report() const {
     if (value > 0 && !lazy(name)) out << "Counter: " << name << "\n  Value: " << value << "\n";
   }
   return out.str();
+}
+
+std::string XlaMetrics::metrics_data(std::int64_t save_index) const {
+  return "[MetricsData; step=" + std::to_string(save_index) + "]\n" + report() + "\n";
 }
 
 std::string XlaMetrics::serialize() const {
@@ -384,7 +423,8 @@ std::string XlaMetrics::serialize() const {
   return out;
 }
 
-std::optional<XlaMetrics> XlaMetrics::deserialize(std::string_view bytes, Now now) {
+std::optional<XlaMetrics> XlaMetrics::deserialize(std::string_view bytes, Now now,
+                                                  int torch_xla_version) {
   const std::string header = std::string(kSerializedMagic) + " ";
   if (!bytes.starts_with(header)) return std::nullopt;
   Reader in(bytes.substr(header.size()));
@@ -392,7 +432,7 @@ std::optional<XlaMetrics> XlaMetrics::deserialize(std::string_view bytes, Now no
   if (!in.integer(&version) || version != kSerializedVersion) return std::nullopt;
   if (!in.integer(&elapsed) || elapsed < 0) return std::nullopt;
 
-  XlaMetrics metrics(std::move(now));
+  XlaMetrics metrics(std::move(now), torch_xla_version);
   metrics.origin_ -= std::chrono::nanoseconds(elapsed);
 
   if (!in.integer(&count) || count < 0) return std::nullopt;

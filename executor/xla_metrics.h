@@ -23,7 +23,12 @@ class XlaMetrics {
 
   // `now` timestamps samples (for the report's Rate and ValueRate lines);
   // empty means std::chrono::steady_clock::now. Tests pass a fake.
-  explicit XlaMetrics(Now now = {});
+  // `torch_xla_version` (major*100+minor, 2.5 -> 205) picks the metric names
+  // and report layout of that release: TransferToServerTime /
+  // TransferFromServerTime up to 2.2, TransferToDeviceTime /
+  // TransferFromDeviceTime from 2.3; one block before 2.0 (every counter was
+  // the runtime's), the lazy core's block first from 2.0.
+  explicit XlaMetrics(Now now = {}, int torch_xla_version = 205);
 
   // The compile cache. Returns true when `graph_key` (the step's graph and its
   // input shapes) was not seen before: counts UncachedCompile and records
@@ -36,7 +41,8 @@ class XlaMetrics {
   void local_scalar_dense(std::int64_t count = 1);
   // Host -> device copies (TransferToDeviceTime, InboundData).
   void transfer_to_device(std::int64_t bytes, std::chrono::nanoseconds time);
-  // Device -> host copies (TransferFromDeviceTime, OutboundData).
+  // Device -> host copies (TransferFromDeviceTime, OutboundData; the
+  // ...ServerTime names up to torch_xla 2.2).
   void transfer_from_device(std::int64_t bytes, std::chrono::nanoseconds time);
   // A gather of gradients from the other hosts of a slice spanning processes
   // (tpujobs' own metric: on a real pod the all-reduce runs on the ICI and
@@ -56,11 +62,13 @@ class XlaMetrics {
   // steps" (N = CompileTime samples), else nullopt.
   std::optional<std::string> frequent_compile_warning(std::int64_t steps) const;
 
-  // What torch_xla prints after each step under PT_XLA_DEBUG=1
-  // (runtime/metrics_analysis.cc CreatePerformanceReport), one line per
-  // analysis that fires, in its order, with MarkStep as the step count:
+  // What torch_xla prints after each step under PT_XLA_DEBUG=1 (StepMarker
+  // in init_python_bindings.cpp, runtime/metrics_analysis.cc
+  // CreatePerformanceReport), one line per analysis that fires, in its
+  // order, with MarkStep as the step count; empty when none fires:
   //   CompileTime too frequent (> 0.5 per step, after 10 steps),
-  //   TransferFromDeviceTime too frequent (> 0.5 per step),
+  //   TransferFromDeviceTime (up to 2.2: TransferFromServerTime) too
+  //   frequent (> 0.5 per step),
   //   CompileTime too slow (> 300 s), ExecuteTime too slow (> 30 s),
   //   Op(s) not lowered (aten:: counters but _local_scalar_dense).
   std::vector<std::string> performance_report() const;
@@ -84,7 +92,13 @@ class XlaMetrics {
   std::string serialize() const;
   // Returns nullopt when `bytes` is not something serialize() produced.
   // Sample timestamps continue from where the serialized instance stopped.
-  static std::optional<XlaMetrics> deserialize(std::string_view bytes, Now now = {});
+  static std::optional<XlaMetrics> deserialize(std::string_view bytes, Now now = {},
+                                               int torch_xla_version = 205);
+
+  // XLA_METRICS_FILE=STDOUT: what torch_xla's debug/metrics_saver.py prints
+  // after each step, "[MetricsData; step=N]\n" then report() and a blank
+  // line, N counting the saves from 0.
+  std::string metrics_data(std::int64_t save_index) const;
 
  private:
   struct Sample {
@@ -109,6 +123,7 @@ class XlaMetrics {
 
   Now now_;
   std::chrono::steady_clock::time_point origin_;
+  int torch_xla_version_;
   std::set<std::string, std::less<>> compiled_graphs_;
   std::map<std::string, Metric> metrics_;
   std::map<std::string, std::int64_t> counters_;

@@ -180,6 +180,56 @@ void check_accelerator(Context& c) {
   }
 }
 
+namespace {
+
+// Lightning's `_log_device_info`: the lines each release prints at fit
+// start. The GPU, IPU and HPU ones never change here (no GPU, IPU or HPU).
+struct DeviceInfoRules {
+  Versions versions;
+  bool ipu_line;  // 2.3 dropped the IPU line (lightning_graphcore moved out)
+  bool hpu_line;  // 2.5 dropped the HPU line
+  std::string_view source;
+};
+
+constexpr std::string_view kGpuLine = "GPU available: False, used: False";
+constexpr std::string_view kTpuLine = "TPU available: {available}, using: {count} TPU cores";
+constexpr std::string_view kIpuLine = "IPU available: False, using: 0 IPUs";
+constexpr std::string_view kHpuLine = "HPU available: False, using: 0 HPUs";
+
+constexpr DeviceInfoRules kDeviceInfoRules[] = {
+    {{106, 106}, true, true, "1.6.5:pytorch_lightning/trainer/trainer.py (_log_device_info)"},
+    {{107, 107}, true, true, "1.7.7:src/pytorch_lightning/trainer/trainer.py (_log_device_info)"},
+    {{108, 109}, true, true, "1.9.5:src/pytorch_lightning/trainer/setup.py (_log_device_info)"},
+    {{200, 202}, true, true, "2.2.5:src/lightning/pytorch/trainer/setup.py (_log_device_info)"},
+    {{203, 204}, false, true, "2.4.0:src/lightning/pytorch/trainer/setup.py (_log_device_info)"},
+    {{205, 299}, false, false, "2.5.6:src/lightning/pytorch/trainer/setup.py (_log_device_info)"},
+};
+
+}  // namespace
+
+void check_device_info(Context& c) {
+  const DeviceInfoRules& rules = *row_for<DeviceInfoRules>(kDeviceInfoRules, c.version);
+  // trainer.num_devices: the devices of one node (host), not the world size.
+  const int count = c.out.accelerator == "tpu" ? c.out.device.devices_per_host : 0;
+  std::vector<std::string>& lines = c.out.device_info;
+  lines.emplace_back(kGpuLine);
+  lines.push_back(fill(kTpuLine, {{"available", c.tpu_available() ? "True" : "False"},
+                                  {"count", std::to_string(count)}}));
+  if (rules.ipu_line) lines.emplace_back(kIpuLine);
+  if (rules.hpu_line) lines.emplace_back(kHpuLine);
+}
+
+std::vector<RuleText> device_info_rule_texts() {
+  std::vector<RuleText> out;
+  for (const DeviceInfoRules& rules : kDeviceInfoRules) {
+    out.push_back({"log", kGpuLine, rules.source});
+    out.push_back({"log", kTpuLine, rules.source});
+    if (rules.ipu_line) out.push_back({"log", kIpuLine, rules.source});
+    if (rules.hpu_line) out.push_back({"log", kHpuLine, rules.source});
+  }
+  return out;
+}
+
 std::vector<RuleText> accelerator_rule_texts() {
   std::vector<RuleText> out;
   for (const AcceleratorRules& rules : kAcceleratorRules) {

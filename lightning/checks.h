@@ -71,9 +71,17 @@ struct Context {
 
   // environment lists no torch_xla: the TPU is not usable from Python.
   bool torch_xla_missing = false;
+  // environment names a torch_xla tpujobs knows (out.torch_xla_version).
+  bool torch_xla_from_environment = false;
   // env XLA_USE_BF16 is set: torch_xla makes every float tensor bf16.
   bool xla_use_bf16 = false;
 
+  // Python's minor version (environment.python; 3.10 when not given): some
+  // of Python's own error texts changed between versions.
+  int python_minor = 10;
+
+  // num_nodes as Lightning ends up with it; nullopt when absent or refused.
+  std::optional<std::int64_t> num_nodes = std::nullopt;
   bool num_nodes_ok = true;
   bool request_ok = false;
 
@@ -124,6 +132,7 @@ std::vector<RuleText> strategy_rule_texts();
 std::vector<RuleText> runtime_rule_texts();
 std::vector<RuleText> environment_rule_texts();
 std::vector<RuleText> num_nodes_rule_texts();
+std::vector<RuleText> device_info_rule_texts();
 
 // All of them.
 std::vector<RuleText> all_rule_texts();
@@ -140,5 +149,11 @@ void check_request(Context& c);            // slices.cc
 void check_precision(Context& c);          // precision.cc
 void check_strategy(Context& c);           // strategy.cc
 void check_runtime(Context& c);            // versions.cc
+void check_device_info(Context& c);        // accelerator.cc
+
+// The torch_xla (major*100+minor) a release runs with when `environment`
+// names none: the newest whose torch the release's requirement allows
+// (environment.cc).
+int default_torch_xla(int lightning_version);
 
 }  // namespace tpujobs::lightning

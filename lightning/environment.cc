@@ -125,6 +125,22 @@ constexpr TorchRequirement kTorchRequirements[] = {
      "2.5.6:requirements/pytorch/base.txt"},
 };
 
+// Lightning's python_requires, by release (the setup of the package pip
+// installs: pytorch_lightning's for 1.x, lightning's for 2.x).
+struct PythonRequirement {
+  Versions versions;
+  int minimum;  // Python 3.x, x >= minimum
+  std::string_view specifier;
+  std::string_view source;
+};
+
+constexpr PythonRequirement kPythonRequirements[] = {
+    {{106, 106}, 7, ">=3.7", "1.6.5:setup.py (python_requires)"},
+    {{107, 109}, 7, ">=3.7", "1.9.5:src/pytorch_lightning/__setup__.py (python_requires)"},
+    {{200, 203}, 8, ">=3.8", "2.3.3:src/lightning/__setup__.py (python_requires)"},
+    {{204, 299}, 9, ">=3.9", "2.5.6:src/lightning/__setup__.py (python_requires)"},
+};
+
 // pip's own messages (pip >= 20.3, the resolver of every Python tpujobs knows).
 constexpr std::string_view kPipSource = "pip (install and resolver messages)";
 
@@ -133,6 +149,8 @@ constexpr std::string_view kImportError =
     ".so: undefined symbol: {symbol}";
 constexpr std::string_view kNoDistribution =
     "ERROR: No matching distribution found for torch_xla=={torch_xla}";
+constexpr std::string_view kNoLightningDistribution =
+    "ERROR: No matching distribution found for {package}=={lightning}";
 constexpr std::string_view kResolverConflict =
     "ERROR: pip's dependency resolver does not currently take into account all the packages that "
     "are installed. This behaviour is the source of the following dependency conflicts.\n"
@@ -173,9 +191,28 @@ bool env_bool(const std::map<std::string, std::string>& env, const std::string& 
   return number && *number != 0;
 }
 
+int default_torch_xla(int lightning_version) {
+  const TorchRequirement* requirement =
+      row_for<TorchRequirement>(kTorchRequirements, lightning_version);
+  int chosen = kTorchXlaReleases[0].torch;
+  for (const TorchXlaRelease& release : kTorchXlaReleases) {
+    const int t = release.torch;
+    const bool too_new = requirement->below_inclusive_patch ? t > requirement->below
+                                                            : t >= requirement->below;
+    if (t >= requirement->minimum && !too_new) chosen = release.versions.first;
+  }
+  return chosen;
+}
+
 void check_environment(Context& c) {
   // XLA_USE_BF16 stores every float tensor as bf16, whatever the precision.
   c.xla_use_bf16 = env_bool(c.settings.env, "XLA_USE_BF16");
+  // torch_xla reads these itself (sys_util::GetEnvBool in StepMarker;
+  // debug/metrics_saver.py).
+  c.out.pt_xla_debug = env_bool(c.settings.env, "PT_XLA_DEBUG");
+  if (const auto it = c.settings.env.find("XLA_METRICS_FILE"); it != c.settings.env.end()) {
+    c.out.xla_metrics_file = it->second;
+  }
   if (!c.settings.environment) return;
   const Environment& env = *c.settings.environment;
   const std::optional<Version> python = read(c, kFieldPython, env.python);
@@ -207,6 +244,23 @@ void check_environment(Context& c) {
   }
 
   const int python_minor = python && python->major == 3 ? python->minor : 10;
+  c.python_minor = python_minor;
+  if (python && lightning) {
+    const Release* release = find_release(lightning->text);
+    const PythonRequirement* requirement =
+        release ? row_for<PythonRequirement>(kPythonRequirements, release->number()) : nullptr;
+    const TorchRequirement* torch_requirement =
+        release ? row_for<TorchRequirement>(kTorchRequirements, release->number()) : nullptr;
+    if (requirement && (python->major < 3 || (python->major == 3 && python_minor < requirement->minimum))) {
+      c.error(kFieldLightning,
+              fill(kNoLightningDistribution, {{"package", std::string(torch_requirement->package)},
+                                              {"lightning", lightning->text}}),
+              std::string(torch_requirement->package) + " " + lightning->text +
+                  " requires Python " + std::string(requirement->specifier) + " (python_requires), not " +
+                  python->text + ": use a newer Python, or an older Lightning.",
+              requirement->source);
+    }
+  }
   if (!torch_xla) {
     c.torch_xla_missing = true;  // a TPU job fails the way Lightning does without it
   } else {
@@ -230,6 +284,10 @@ void check_environment(Context& c) {
     }
     if (wheel && c.xla_use_bf16 && !wheel->xla_use_bf16_notice.empty()) {
       c.warn(std::string(wheel->xla_use_bf16_notice));
+    }
+    if (wheel) {
+      c.out.torch_xla_version = wheel->versions.first;
+      c.torch_xla_from_environment = true;
     }
     if (wheel && !wheel->xrt && c.settings.runtime == "xrt") {
       c.error(kFieldRuntime,
@@ -271,6 +329,9 @@ std::vector<RuleText> environment_rule_texts() {
   out.push_back({kFieldTorchXla, kNoDistribution, kPipSource});
   for (const TorchRequirement& row : kTorchRequirements) {
     out.push_back({kFieldTorch, kResolverConflict, row.source});
+  }
+  for (const PythonRequirement& row : kPythonRequirements) {
+    out.push_back({kFieldLightning, kNoLightningDistribution, row.source});
   }
   return out;
 }

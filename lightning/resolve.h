@@ -77,7 +77,9 @@ struct TrainerSettings {                   // absent optionals mean "not given"
   std::optional<std::string> accelerator;  // "tpu" | "cpu" | "auto" | "gpu" | ...
   DeviceValue devices;
   DeviceValue tpu_cores;
-  std::optional<std::int64_t> num_nodes;
+  // `num_nodes` as Python would see it (JSON "2" is a str, 2.0 a float):
+  // Lightning 2.0 and older take int(num_nodes), 2.1+ only an int.
+  DeviceValue num_nodes;
   std::optional<std::string> precision;  // as written; a JSON number 16 becomes "16"
   bool precision_is_number = false;      // the JSON value was a number (Python int)
   std::optional<std::string> strategy;
@@ -156,6 +158,19 @@ struct Resolution {
   bool lightning_v1 = false;
   std::string lightning_version;  // the release whose rules were applied: "2.1"
   std::string lightning_tag;      // the upstream tag its texts quote: "2.1.4"
+  // The torch_xla whose metric names and report layout apply, major*100+minor
+  // (2.5 -> 205): environment.torch_xla, else the newest one the release's
+  // torch requirement allows.
+  int torch_xla_version = 205;
+  // torch_xla prints its performance analyses after every step
+  // (PT_XLA_DEBUG: strategy 'xla_debug', or set in `env`).
+  bool pt_xla_debug = false;
+  // env XLA_METRICS_FILE ("STDOUT", "STDERR" or a path); empty when unset.
+  std::string xla_metrics_file;
+  // The lines Lightning's _log_device_info prints at fit start, this
+  // release's set ("GPU available: ...", "TPU available: ...", and the IPU /
+  // HPU lines of the releases that have them).
+  std::vector<std::string> device_info;
 };
 
 // Validates `settings` against the rules above and the generations present

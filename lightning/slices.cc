@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <functional>
 
 #include "lightning/checks.h"
@@ -147,24 +148,109 @@ void check_accelerator_type(Context& c) {
 // ---------------------------------------------------------------------------
 // num_nodes
 
+namespace {
+
+// What each release does with the value: 2.0 and older take
+// int(num_nodes) (so "2" and 2.0 are 2, 2.5 is 2), 2.1 and later accept only
+// an int >= 1 and print the value with str().
+struct NumNodesRules {
+  Versions versions;
+  bool python_int;            // int(num_nodes), Python's own errors
+  std::string_view positive;  // {num_nodes}: str(value); empty: no check
+  std::string_view source;
+};
+
 constexpr std::string_view kNumNodesPositive =
     "`num_nodes` must be a positive integer, but got {num_nodes}.";
-constexpr std::string_view kNumNodesSource =
-    "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py";
+constexpr NumNodesRules kNumNodesRules[] = {
+    {{106, 106}, true, "", "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py"},
+    {{107, 109}, true, "",
+     "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
+    {{200, 200}, true, "", "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py"},
+    {{201, 299}, false, kNumNodesPositive,
+     "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py"},
+};
+
+// Python's int() of a value that is not an int (CPython's own texts; the
+// TypeError's wording changed in Python 3.10).
+constexpr std::string_view kIntLiteral = "invalid literal for int() with base 10: {value}";
+constexpr std::string_view kIntTypeError39 =
+    "int() argument must be a string, a bytes-like object or a number, not '{type}'";
+constexpr std::string_view kIntTypeError310 =
+    "int() argument must be a string, a bytes-like object or a real number, not '{type}'";
+constexpr std::string_view kPythonSource = "CPython Objects/longobject.c, Objects/abstract.c (int())";
+
+}  // namespace
 
 std::vector<RuleText> num_nodes_rule_texts() {
-  return {{kFieldNumNodes, kNumNodesPositive, kNumNodesSource}};
+  std::vector<RuleText> out;
+  for (const NumNodesRules& rules : kNumNodesRules) {
+    if (!rules.positive.empty()) out.push_back({kFieldNumNodes, rules.positive, rules.source});
+  }
+  for (std::string_view text : {kIntLiteral, kIntTypeError39, kIntTypeError310}) {
+    out.push_back({kFieldNumNodes, text, kPythonSource});
+  }
+  return out;
 }
 
+namespace {
+
+// The int Lightning ends up with, or an error reported through `c`.
+std::optional<std::int64_t> num_nodes_value(Context& c) {
+  const DeviceValue& value = c.settings.num_nodes;
+  const NumNodesRules& rules = *row_for<NumNodesRules>(kNumNodesRules, c.version);
+  const std::string hint =
+      "`num_nodes` counts hosts: write an int, 1 for one host or the number of hosts of a pod "
+      "slice (4 for a v3-32).";
+  auto refuse = [&](std::string message, std::string_view source) {
+    c.num_nodes_ok = false;
+    c.error(kFieldNumNodes, std::move(message), hint, source);
+    return std::nullopt;
+  };
+  if (value.kind == DeviceValue::Kind::kInt) return value.number;
+  const bool is_bool = value.kind == DeviceValue::Kind::kOther && value.python_type == "bool";
+  if (!rules.python_int) {
+    // 2.1+: isinstance(num_nodes, int); a bool is an int (True is 1).
+    if (is_bool && value.python_repr == "True") return 1;
+    return refuse(fill(rules.positive, {{"num_nodes", py_str(value)}}), rules.source);
+  }
+  // 2.0 and older: int(num_nodes); None means 1.
+  if (value.kind == DeviceValue::Kind::kOther && value.python_type == "NoneType") return 1;
+  if (is_bool) return value.python_repr == "True" ? 1 : 0;
+  if (value.kind == DeviceValue::Kind::kString) {
+    if (std::optional<std::int64_t> number = py_int(value.text)) return number;
+    return refuse(fill(kIntLiteral, {{"value", py_repr(value.text)}}), kPythonSource);
+  }
+  if (value.kind == DeviceValue::Kind::kOther && value.python_type == "float") {
+    // int(2.5) truncates towards zero.
+    double number = 0;
+    const char* text = value.python_repr.c_str();
+    const auto [end, ec] = std::from_chars(text, text + value.python_repr.size(), number);
+    if (ec == std::errc() && end == text + value.python_repr.size() && std::abs(number) < 1e15) {
+      return static_cast<std::int64_t>(number);
+    }
+  }
+  const std::string type =
+      value.kind == DeviceValue::Kind::kList ? "list" : value.python_type;
+  return refuse(fill(c.python_minor >= 10 ? kIntTypeError310 : kIntTypeError39, {{"type", type}}),
+                kPythonSource);
+}
+
+}  // namespace
+
 void check_num_nodes(Context& c) {
-  if (!c.settings.num_nodes) return;
-  const std::int64_t num_nodes = *c.settings.num_nodes;
+  if (c.settings.num_nodes.kind == DeviceValue::Kind::kAbsent) return;
+  const std::optional<std::int64_t> value = num_nodes_value(c);
+  if (!value) return;
+  const std::int64_t num_nodes = *value;
+  c.num_nodes = num_nodes;
+  const NumNodesRules& rules = *row_for<NumNodesRules>(kNumNodesRules, c.version);
   if (num_nodes < 1) {
     c.num_nodes_ok = false;
     // Lightning 2.1 and later check this themselves; before, tpujobs does.
     c.error(kFieldNumNodes, fill(kNumNodesPositive, {{"num_nodes", std::to_string(num_nodes)}}),
             "Use `num_nodes: 1` for one host, or the number of hosts of a pod slice.",
-            c.version >= 201 ? kNumNodesSource : std::string_view());
+            rules.positive.empty() ? std::string_view() : rules.source);
   } else if (const SliceType largest = largest_slice_anywhere(c.pool); num_nodes > largest.hosts()) {
     // Also keeps every later devices x num_nodes product far from overflow.
     c.num_nodes_ok = false;
@@ -259,7 +345,7 @@ void resolve_named_slice(Context& c, const DeviceAsk& ask) {
     report_host_misfit(c, {generation}, ask);
     return;
   }
-  const std::optional<std::int64_t> num_nodes = c.settings.num_nodes;
+  const std::optional<std::int64_t> num_nodes = c.num_nodes;
   if (is_single(ask)) {
     if (num_nodes.value_or(1) > 1) {
       report_partial_hosts(c, *num_nodes, generation);
@@ -320,7 +406,7 @@ void resolve_in_pool(Context& c, DeviceAsk ask) {
     return;
   }
   const Generation only = fitting.size() == 1 ? fitting.front() : nullptr;
-  const std::int64_t num_nodes = c.settings.num_nodes.value_or(1);
+  const std::int64_t num_nodes = c.num_nodes.value_or(1);
   if (is_single(ask)) {
     if (num_nodes > 1) {
       report_partial_hosts(c, num_nodes, fitting.back());

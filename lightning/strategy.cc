@@ -116,6 +116,15 @@ constexpr std::string_view kWrong1x =
 constexpr std::string_view kFsdp =
     "You selected strategy to be `{name}`, but GPU accelerator is not used.";
 
+constexpr std::string_view kInvalid2x =
+    "You selected an invalid strategy name: `strategy={strategy}`. It must be either a string or "
+    "an instance of `lightning.pytorch.strategies.Strategy`. Example choices: auto, ddp, "
+    "ddp_spawn, deepspeed, ... Find a complete list of options in our documentation at "
+    "https://lightning.ai";
+constexpr std::string_view kWrongXla =
+    "The `XLAAccelerator` can only be used with a `SingleDeviceXLAStrategy` or `XLAStrategy`, "
+    "found {class}.";
+
 constexpr StrategyRules kStrategyRules[] = {
     {{106, 106}, false, kNotFound, kTpuSpawn, "", "",
      "To use the DeepSpeed plugin, you must have DeepSpeed installed. pip install deepspeed",
@@ -138,15 +147,18 @@ constexpr StrategyRules kStrategyRules[] = {
      "The `TPUAccelerator` can only be used with a `SingleTPUStrategy` or `XLAStrategy`, found "
      "{class}.",
      "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py"},
-    {{201, 299}, true,
-     "You selected an invalid strategy name: `strategy={strategy}`. It must be either a string or "
-     "an instance of `lightning.pytorch.strategies.Strategy`. Example choices: auto, ddp, "
-     "ddp_spawn, deepspeed, ... Find a complete list of options in our documentation at "
-     "https://lightning.ai",
-     "", kFsdp, "fsdp", kDeepSpeed17,
-     "The `XLAAccelerator` can only be used with a `SingleDeviceXLAStrategy` or `XLAStrategy`, "
-     "found {class}.",
-     "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py"},
+    {{201, 202}, true, kInvalid2x, "", kFsdp, "fsdp", kDeepSpeed17, kWrongXla,
+     "2.2.5:src/lightning/pytorch/trainer/connectors/accelerator_connector.py"},
+    {{203, 204}, true, kInvalid2x, "",
+     "The strategy `{name}` requires a GPU accelerator, but got: {accelerator}", "fsdp",
+     kDeepSpeed17, kWrongXla,
+     "2.4.0:src/lightning/pytorch/trainer/connectors/accelerator_connector.py"},
+    {{205, 299}, true, kInvalid2x, "",
+     "The strategy `{name}` requires a GPU accelerator, but received `accelerator={accelerator_repr}`. "
+     "Please set `accelerator='cuda'`, `accelerator='gpu'`, or pass a `CUDAAccelerator()` instance "
+     "to use FSDP.",
+     "fsdp", kDeepSpeed17, kWrongXla,
+     "2.5.6:src/lightning/pytorch/trainer/connectors/accelerator_connector.py"},
 };
 
 const RegisteredStrategy* find_registered(std::string_view name, int version) {
@@ -208,6 +220,23 @@ void check_strategy(Context& c) {
     c.error(kFieldStrategy, std::string(rules.tpu_spawn), strategy_hint(c), rules.source);
     return;
   }
+  if (entry && entry->kind == StrategyKind::kFsdp && !rules.fsdp_on_tpu.empty()) {
+    // _check_strategy_and_fallback: FSDP without a GPU fails first, on the
+    // CPU as on the TPU; the flag is the accelerator 'auto' resolved to.
+    const std::string accelerator = c.accelerator == Accelerator::kCpu ? "cpu" : "tpu";
+    c.error(kFieldStrategy,
+            fill(rules.fsdp_on_tpu, {{"name", std::string(rules.fsdp_name)},
+                                     {"accelerator", accelerator},
+                                     {"accelerator_repr", py_repr(accelerator)}}),
+            strategy_hint(c), rules.source);
+    return;
+  }
+  if (entry && entry->kind == StrategyKind::kDeepSpeed) {
+    // The registry instantiates DeepSpeedStrategy, which needs deepspeed
+    // installed, whatever the accelerator.
+    c.error(kFieldStrategy, std::string(rules.deepspeed_missing), strategy_hint(c), rules.source);
+    return;
+  }
   if (c.accelerator == Accelerator::kCpu) {
     c.out.strategy = "auto";
     if (!automatic) {
@@ -230,6 +259,7 @@ void check_strategy(Context& c) {
       return;
     case StrategyKind::kXlaDebug:
       c.out.strategy = "xla_debug";
+      c.out.pt_xla_debug = true;  // the strategy's setup sets PT_XLA_DEBUG=1
       return;
     case StrategyKind::kSingleXla:
       if (several) {

@@ -84,6 +84,8 @@ void check_lightning_version(Context& c) {
   c.out.lightning_version = release->name();
   c.out.lightning_tag = std::string(release->tag);
   c.out.lightning_v1 = c.version < 200;
+  // environment.torch_xla, when known, set it already.
+  if (!c.torch_xla_from_environment) c.out.torch_xla_version = default_torch_xla(c.version);
 }
 
 void check_runtime(Context& c) {

@@ -31,10 +31,9 @@ std::string_view host_health_name(HostHealth health) {
   return "unknown";
 }
 
-std::optional<PoolLayout> parse_pool(std::string_view text, std::string* error) {
-  auto fail = [error](std::string message) -> std::optional<PoolLayout> {
-    if (error != nullptr) *error = std::move(message);
-    return std::nullopt;
+base::Result<PoolLayout> parse_pool(std::string_view text) {
+  auto fail = [](std::string message) -> base::Result<PoolLayout> {
+    return base::make_error(base::ErrorCode::kInvalid, std::move(message));
   };
   if (trim(text).empty())
     return fail("--pool is empty; expected an accelerator type such as v3-32");
@@ -75,15 +74,18 @@ std::optional<PoolLayout> parse_pool(std::string_view text, std::string* error) 
   return layout;
 }
 
-std::optional<std::string> validate_pool(const PoolLayout& layout) {
-  if (layout.hosts.empty()) return "the pool has no hosts";
+base::Status validate_pool(const PoolLayout& layout) {
+  auto fail = [](std::string message) -> base::Status {
+    return base::make_error(base::ErrorCode::kInvalid, std::move(message));
+  };
+  if (layout.hosts.empty()) return fail("the pool has no hosts");
   std::unordered_set<std::string_view> names;
   for (std::size_t i = 0; i < layout.hosts.size(); ++i) {
     const std::string& name = layout.hosts[i].name;
-    if (name.empty()) return "host " + std::to_string(i) + " has an empty name";
-    if (!names.insert(name).second) return "host name '" + name + "' is used twice";
+    if (name.empty()) return fail("host " + std::to_string(i) + " has an empty name");
+    if (!names.insert(name).second) return fail("host name '" + name + "' is used twice");
   }
-  return std::nullopt;
+  return base::Status::Ok();
 }
 
 std::vector<HostRun> host_runs(const PoolLayout& layout) {

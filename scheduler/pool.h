@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/result.h"
 #include "scheduler/generation.h"
 
 namespace tpujobs::scheduler {
@@ -47,14 +48,14 @@ inline constexpr std::string_view kDefaultPool = "v3-32";
 // a comma-separated list of them ("v3-8,v3-8,v4-16"; spaces around commas are
 // allowed). Host names are "<type>-h<i>" ("v3-32-h0".."v3-32-h3"); a type
 // that appears more than once gets an ordinal ("v3-8.1-h0", "v3-8.2-h0").
-// On failure returns nullopt and, when `error` is not null, stores a message
-// naming the bad part. `@file.json` is not handled here: the service reads
-// the file and builds a PoolLayout itself (then calls validate_pool).
-std::optional<PoolLayout> parse_pool(std::string_view text, std::string* error);
+// On failure: kInvalid, with a message naming the bad part. `@file.json` is
+// not handled here: the service reads the file and builds a PoolLayout
+// itself (then calls validate_pool).
+base::Result<PoolLayout> parse_pool(std::string_view text);
 
 // Checks a layout built by hand (from --pool @file.json): at least one host,
-// every name non-empty and unique. Returns the first problem, or nullopt.
-std::optional<std::string> validate_pool(const PoolLayout& layout);
+// every name non-empty and unique. kInvalid naming the first problem.
+base::Status validate_pool(const PoolLayout& layout);
 
 // A maximal range of consecutive hosts of one generation.
 struct HostRun {

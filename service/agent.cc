@@ -113,7 +113,7 @@ class Agent::Sink final : public executor::TrainingSink {
   void log(std::string_view line) override {
     db::LogLine entry{run_.row.id, run_.next_log_seq++, agent_.options_.clock->wall_now(), std::string(line),
                       run_.epoch};
-    std::lock_guard lock(agent_.telemetry_mutex_);
+    base::MutexLock lock(agent_.telemetry_mutex_);
     agent_.pending_logs_.push_back(std::move(entry));
   }
 
@@ -129,7 +129,7 @@ class Agent::Sink final : public executor::TrainingSink {
     }
     db::MetricPoint row{run_.row.id, run_.next_metric_seq++, point.step, point.epoch,
                         agent_.options_.clock->wall_now(), values.dump(), run_.epoch};
-    std::lock_guard lock(agent_.telemetry_mutex_);
+    base::MutexLock lock(agent_.telemetry_mutex_);
     agent_.pending_metrics_.push_back(std::move(row));
   }
 
@@ -139,7 +139,7 @@ class Agent::Sink final : public executor::TrainingSink {
   void checkpoint(const executor::Checkpoint& checkpoint) override {
     PendingCheckpoint newest{run_.epoch, checkpoint};
     {
-      std::lock_guard lock(agent_.telemetry_mutex_);
+      base::MutexLock lock(agent_.telemetry_mutex_);
       auto [it, added] = agent_.pending_checkpoints_.try_emplace(run_.row.id, std::move(newest));
       if (!added) std::swap(it->second, newest);
     }
@@ -167,7 +167,7 @@ class Agent::Sink final : public executor::TrainingSink {
     for (const auto& [name, value] : run_.latest_metrics) {
       if (std::isfinite(value)) metrics[name] = value;
     }
-    std::lock_guard lock(agent_.telemetry_mutex_);
+    base::MutexLock lock(agent_.telemetry_mutex_);
     agent_.pending_progress_[run_.row.id] = {run_.epoch, progress.dump(), metrics.dump()};
   }
 
@@ -207,7 +207,7 @@ void Agent::stop() {
   if (!started_) return;
   std::vector<std::thread> threads;
   {
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(mutex_);
     if (stopping_) return;
     stopping_ = true;
     stop_all_locked(StopReason::kShutdown);
@@ -215,7 +215,7 @@ void Agent::stop() {
   wake_.notify_all();
   if (supervisor_.joinable()) supervisor_.join();
   {
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(mutex_);
     for (auto& [id, run] : runs_) {
       if (run->thread.joinable()) threads.push_back(std::move(run->thread));
     }
@@ -225,7 +225,7 @@ void Agent::stop() {
   for (std::thread& t : threads) t.join();
   flush_telemetry();
   {
-    std::lock_guard lock(telemetry_mutex_);
+    base::MutexLock lock(telemetry_mutex_);
     telemetry_stopping_ = true;
   }
   telemetry_wake_.notify_all();
@@ -249,7 +249,7 @@ void Agent::supervise_loop() {
   auto last_heartbeat = clock.now();
   for (;;) {
     {
-      std::lock_guard lock(mutex_);
+      base::MutexLock lock(mutex_);
       if (stopping_) return;
     }
     if (clock.now() - last_heartbeat >= options_.heartbeat_interval) {
@@ -262,7 +262,7 @@ void Agent::supervise_loop() {
                   << "); stopping its copies and registering again" << std::endl;
         std::vector<std::thread> threads;
         {
-          std::lock_guard lock(mutex_);
+          base::MutexLock lock(mutex_);
           stop_all_locked(StopReason::kMovedOn);
           for (auto& [id, run] : runs_) {
             if (run->thread.joinable()) threads.push_back(std::move(run->thread));
@@ -270,7 +270,7 @@ void Agent::supervise_loop() {
         }
         for (std::thread& t : threads) t.join();
         {
-          std::lock_guard lock(mutex_);
+          base::MutexLock lock(mutex_);
           runs_.clear();
         }
         std::vector<db::AgentHost> hosts;
@@ -296,8 +296,8 @@ void Agent::supervise_loop() {
     if (listener) {
       (void)listener->wait_notifications(wait);  // any payload: one look costs one query
     } else {
-      std::unique_lock lock(mutex_);
-      wake_.wait_for(lock, wait, [this] { return stopping_; });
+      base::MutexLock lock(mutex_);
+      lock.wait_for(wake_, wait, [this]() REQUIRES(mutex_) { return stopping_; });
     }
   }
 }
@@ -308,11 +308,11 @@ void Agent::reconcile() {
   if (!placed.ok() || !parts.ok()) return;  // the database is away: the runs go on, their writes wait
   std::vector<std::thread> ended;
   {
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(mutex_);
     ended.swap(ended_);
   }
   for (std::thread& t : ended) t.join();  // runners that ended: they need no lock to finish
-  std::lock_guard lock(mutex_);
+  base::MutexLock lock(mutex_);
   if (stopping_) return;
   const std::int64_t epoch = epoch_;
   std::map<std::int64_t, const db::JobRow*> current;
@@ -390,7 +390,7 @@ executor::DeviceFacts Agent::device_for(const db::JobRow& row) const {
 void Agent::run_job(std::shared_ptr<Run> run) {
   const std::int64_t id = run->row.id;
   auto finish_here = [&] {
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(mutex_);
     auto it = runs_.find(id);
     if (it != runs_.end() && it->second == run) {
       if (run->thread.joinable()) ended_.push_back(std::move(run->thread));
@@ -494,7 +494,7 @@ void Agent::run_job(std::shared_ptr<Run> run) {
   }
   collective.reset();  // its sockets close: peers still waiting fail now, not at their deadline
   if (run->slice) {
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(mutex_);
     ended_slice_placements_.insert(run->slice->placement);
   }
   if (run->peer()) {
@@ -572,10 +572,10 @@ std::optional<db::Transition> Agent::retry_after_unreachable_peer(const Run& run
 }
 
 void Agent::telemetry_loop() {
-  std::unique_lock lock(telemetry_mutex_);
+  base::MutexLock lock(telemetry_mutex_);
   while (!telemetry_stopping_) {
-    telemetry_wake_.wait_for(lock, options_.telemetry_interval,
-                             [this] { return telemetry_stopping_ || !pending_checkpoints_.empty(); });
+    lock.wait_for(telemetry_wake_, options_.telemetry_interval,
+                  [this]() REQUIRES(telemetry_mutex_) { return telemetry_stopping_ || !pending_checkpoints_.empty(); });
     lock.unlock();
     flush_telemetry();
     lock.lock();
@@ -583,13 +583,13 @@ void Agent::telemetry_loop() {
 }
 
 void Agent::flush_telemetry() {
-  std::lock_guard flush(flush_mutex_);
+  base::MutexLock flush(flush_mutex_);
   std::vector<db::LogLine> logs;
   std::vector<db::MetricPoint> metrics;
   std::map<std::int64_t, PendingProgress> progress;
   std::map<std::int64_t, PendingCheckpoint> checkpoints;
   {
-    std::lock_guard lock(telemetry_mutex_);
+    base::MutexLock lock(telemetry_mutex_);
     logs.swap(pending_logs_);
     metrics.swap(pending_metrics_);
     progress.swap(pending_progress_);
@@ -617,7 +617,7 @@ void Agent::flush_telemetry() {
   }
   for (const auto& [id, p] : progress) (void)repo_.jobs.update_progress(id, p.progress, p.metrics, p.fence);
   if (logs_stored && metrics_stored && checkpoints_left.empty()) return;
-  std::lock_guard lock(telemetry_mutex_);
+  base::MutexLock lock(telemetry_mutex_);
   if (!logs_stored) {
     pending_logs_.insert(pending_logs_.begin(), std::make_move_iterator(logs.begin()), std::make_move_iterator(logs.end()));
   }

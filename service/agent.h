@@ -20,13 +20,13 @@
 #include <condition_variable>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "db/cluster_repository.h"
 #include "db/repositories.h"
 #include "executor/executor.h"
@@ -80,7 +80,7 @@ class Agent {
   // One look at the jobs placed here: start new ones, pass cancels on,
   // stop copies whose job moved on.
   void reconcile();
-  void stop_all_locked(StopReason reason);
+  void stop_all_locked(StopReason reason) REQUIRES(mutex_);
   void run_job(std::shared_ptr<Run> run);
   // A slice spanning agents: joins the other parts. nullptr when the job
   // runs whole here, or when the rendezvous failed (then *error is set).
@@ -102,31 +102,31 @@ class Agent {
   std::unique_ptr<executor::DatasetSource> datasets_;
   std::atomic<std::int64_t> epoch_{0};
 
-  std::mutex mutex_;  // guards what follows, up to the blank line
-  std::map<std::int64_t, std::shared_ptr<Run>> runs_;
+  base::Mutex mutex_;
+  std::map<std::int64_t, std::shared_ptr<Run>> runs_ GUARDED_BY(mutex_);
   // Slice placements whose part here has ended: never started again (the
   // first part ends the job, or the leader moves it).
-  std::set<std::int64_t> ended_slice_placements_;
-  std::vector<std::thread> ended_;
-  bool stopping_ = false;
+  std::set<std::int64_t> ended_slice_placements_ GUARDED_BY(mutex_);
+  std::vector<std::thread> ended_ GUARDED_BY(mutex_);
+  bool stopping_ GUARDED_BY(mutex_) = false;
   std::condition_variable wake_;
 
-  std::mutex telemetry_mutex_;  // guards what follows, up to the blank line
-  std::vector<db::LogLine> pending_logs_;
-  std::vector<db::MetricPoint> pending_metrics_;
+  base::Mutex telemetry_mutex_;
+  std::vector<db::LogLine> pending_logs_ GUARDED_BY(telemetry_mutex_);
+  std::vector<db::MetricPoint> pending_metrics_ GUARDED_BY(telemetry_mutex_);
   struct PendingProgress {
     std::int64_t fence = 0;
     std::string progress, metrics;
   };
-  std::map<std::int64_t, PendingProgress> pending_progress_;
+  std::map<std::int64_t, PendingProgress> pending_progress_ GUARDED_BY(telemetry_mutex_);
   struct PendingCheckpoint {
     std::int64_t fence = 0;
     executor::Checkpoint checkpoint;
   };
-  std::map<std::int64_t, PendingCheckpoint> pending_checkpoints_;
-  bool telemetry_stopping_ = false;
+  std::map<std::int64_t, PendingCheckpoint> pending_checkpoints_ GUARDED_BY(telemetry_mutex_);
+  bool telemetry_stopping_ GUARDED_BY(telemetry_mutex_) = false;
   std::condition_variable telemetry_wake_;
-  std::mutex flush_mutex_;  // one flush at a time, so batches land in order
+  base::Mutex flush_mutex_ ACQUIRED_BEFORE(telemetry_mutex_);  // one flush at a time, so batches land in order
 
   std::thread supervisor_;
   std::thread telemetry_;

@@ -12,11 +12,11 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <deque>
-#include <mutex>
 #include <thread>
 #include <unordered_map>
 
 #include "api/url.h"
+#include "base/mutex.h"
 
 namespace tpujobs::service {
 namespace {
@@ -48,8 +48,8 @@ struct ServerState {
 class Session;
 
 struct SessionRegistry {
-  std::mutex mutex;
-  std::unordered_map<Session*, std::weak_ptr<Session>> sessions;
+  base::Mutex mutex;
+  std::unordered_map<Session*, std::weak_ptr<Session>> sessions GUARDED_BY(mutex);
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -60,13 +60,13 @@ class Session : public std::enable_shared_from_this<Session> {
   }
   ~Session() {
     --state_.connections;
-    std::lock_guard lock(registry_.mutex);
+    base::MutexLock lock(registry_.mutex);
     registry_.sessions.erase(this);
   }
 
   void start() {
     {
-      std::lock_guard lock(registry_.mutex);
+      base::MutexLock lock(registry_.mutex);
       registry_.sessions.emplace(this, weak_from_this());
     }
     asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->wait_for_request(); });
@@ -349,35 +349,35 @@ class Writer final : public api::ResponseWriter {
     if (auto session = take()) session->post_response(std::move(response));
   }
   void start_stream(api::Response head) override {
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(mutex_);
     if (used_ || !session_) return;
     used_ = true;
     session_->post_stream_start(std::move(head));
   }
   bool write(std::string data) override {
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(mutex_);
     return session_ && session_->post_stream_data(std::move(data));
   }
   void end() override {
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(mutex_);
     if (session_) session_->post_stream_end();
     session_.reset();
   }
   bool closed() const override {
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(mutex_);
     return !session_ || session_->stream_closed();
   }
 
  private:
   std::shared_ptr<Session> take() {
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(mutex_);
     if (used_) return nullptr;
     used_ = true;
     return std::move(session_);
   }
-  mutable std::mutex mutex_;
-  bool used_ = false;
-  std::shared_ptr<Session> session_;
+  mutable base::Mutex mutex_;
+  bool used_ GUARDED_BY(mutex_) = false;
+  std::shared_ptr<Session> session_ GUARDED_BY(mutex_);
 };
 
 void Session::dispatch_request() {
@@ -412,24 +412,29 @@ class HttpServer::Impl {
   Impl(HttpServerOptions options, api::Handler& handler)
       : state_(std::move(options), handler), io_(state_.options.io_threads), acceptor_(asio::make_strand(io_)) {}
 
-  std::string start() {
+  base::Status start() {
     beast::error_code ec;
     const auto address = asio::ip::make_address(state_.options.address, ec);
-    if (ec) return "invalid listen address '" + state_.options.address + "': " + ec.message();
+    if (ec) {
+      return base::make_error(base::ErrorCode::kInvalid,
+                              "invalid listen address '" + state_.options.address + "': " + ec.message());
+    }
     const tcp::endpoint endpoint(address, state_.options.port);
     acceptor_.open(endpoint.protocol(), ec);
     if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
     if (!ec) acceptor_.bind(endpoint, ec);
     if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
     if (ec) {
-      return "cannot listen on " + state_.options.address + ":" + std::to_string(state_.options.port) + ": " + ec.message();
+      return base::make_error(base::ErrorCode::kUnavailable, "cannot listen on " + state_.options.address + ":" +
+                                                                 std::to_string(state_.options.port) + ": " +
+                                                                 ec.message());
     }
     port_ = acceptor_.local_endpoint().port();
     accept();
     for (int i = 0; i < std::max(1, state_.options.io_threads); ++i) {
       threads_.emplace_back([this] { io_.run(); });
     }
-    return {};
+    return base::Status::Ok();
   }
 
   std::uint16_t port() const { return port_; }
@@ -479,7 +484,7 @@ class HttpServer::Impl {
   void for_each_session(F f) {
     std::vector<std::shared_ptr<Session>> alive;
     {
-      std::lock_guard lock(registry_.mutex);
+      base::MutexLock lock(registry_.mutex);
       for (auto& [_, weak] : registry_.sessions) {
         if (auto s = weak.lock()) alive.push_back(std::move(s));
       }
@@ -498,7 +503,7 @@ class HttpServer::Impl {
 HttpServer::HttpServer(HttpServerOptions options, api::Handler& handler)
     : impl_(std::make_unique<Impl>(std::move(options), handler)) {}
 HttpServer::~HttpServer() { impl_->shutdown(std::chrono::milliseconds(0)); }
-std::string HttpServer::start() { return impl_->start(); }
+base::Status HttpServer::start() { return impl_->start(); }
 std::uint16_t HttpServer::port() const { return impl_->port(); }
 void HttpServer::stop_accepting() { impl_->stop_accepting(); }
 void HttpServer::shutdown(std::chrono::milliseconds deadline) { impl_->shutdown(deadline); }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "api/http.h"
+#include "base/result.h"
 
 namespace tpujobs::service {
 
@@ -30,8 +31,9 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // Binds and starts the I/O threads. Returns an error message, or "".
-  std::string start();
+  // Binds and starts the I/O threads. kInvalid for an address that does not
+  // parse, kUnavailable when it cannot be bound.
+  base::Status start();
   // The bound port (useful with port 0). Valid after start().
   std::uint16_t port() const;
   // Stops accepting new connections; requests already read still get their

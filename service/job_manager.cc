@@ -167,16 +167,16 @@ class JobManager::Sink final : public executor::TrainingSink {
   void log(std::string_view line) override {
     db::LogLine entry{job_->id, job_->next_log_seq++, std::chrono::system_clock::now(), std::string(line)};
     {
-      std::lock_guard lock(manager_.mutex_);
+      base::MutexLock lock(manager_.mutex_);
       job_->recent_logs.emplace_back(entry.seq, entry.line);
     }
-    std::lock_guard lock(manager_.telemetry_mutex_);
+    base::MutexLock lock(manager_.telemetry_mutex_);
     manager_.pending_logs_.push_back(std::move(entry));
   }
 
   void metrics(const executor::MetricPoint& point) override {
     {
-      std::lock_guard lock(manager_.mutex_);
+      base::MutexLock lock(manager_.mutex_);
       for (const auto& [name, value] : point.values) job_->latest_metrics[name] = value;
       ++job_->version;
     }
@@ -190,7 +190,7 @@ class JobManager::Sink final : public executor::TrainingSink {
     }
     db::MetricPoint row{job_->id, job_->next_metric_seq++, point.step, point.epoch, std::chrono::system_clock::now(),
                       values.dump()};
-    std::lock_guard lock(manager_.telemetry_mutex_);
+    base::MutexLock lock(manager_.telemetry_mutex_);
     manager_.pending_metrics_.push_back(std::move(row));
   }
 
@@ -206,7 +206,7 @@ class JobManager::Sink final : public executor::TrainingSink {
     // every log line takes.
     executor::Checkpoint newest = checkpoint;
     {
-      std::lock_guard lock(manager_.telemetry_mutex_);
+      base::MutexLock lock(manager_.telemetry_mutex_);
       auto [it, added] = manager_.pending_checkpoints_.try_emplace(job_->id, std::move(newest));
       if (!added) std::swap(it->second, newest);
     }
@@ -216,7 +216,7 @@ class JobManager::Sink final : public executor::TrainingSink {
   void progress(const executor::Progress& progress) override {
     const auto now = SteadyClock::now();
     {
-      std::lock_guard lock(manager_.mutex_);
+      base::MutexLock lock(manager_.mutex_);
       job_->progress = progress;
       ++job_->version;
       manager_.scheduler_.heartbeat(job_->id, now);
@@ -236,10 +236,10 @@ class JobManager::Sink final : public executor::TrainingSink {
               {"samples_per_sec", progress.samples_per_sec}};
     json m;
     {
-      std::lock_guard lock(manager_.mutex_);
+      base::MutexLock lock(manager_.mutex_);
       m = job_->latest_metrics;
     }
-    std::lock_guard lock(manager_.telemetry_mutex_);
+    base::MutexLock lock(manager_.telemetry_mutex_);
     manager_.pending_progress_[job_->id] = {p.dump(), m.dump()};
   }
 
@@ -282,7 +282,7 @@ bool JobManager::with_retry(F&& write) {
     }
     database_ok_ = false;
     {
-      std::lock_guard lock(telemetry_mutex_);
+      base::MutexLock lock(telemetry_mutex_);
       if (telemetry_stopping_ || (retry_until_ && SteadyClock::now() >= *retry_until_)) {
         std::cerr << "tpujobs: database unavailable, a write is given up: " << status.error().message << "\n";
         return false;
@@ -337,7 +337,7 @@ db::Status JobManager::start() {
   auto checkpoints = repo_.outputs.latest_checkpoint_positions(ids);
   if (!checkpoints.ok()) return checkpoints.error();
   {
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(mutex_);
     for (const db::HostHealthRow& h : *hosts) {
       std::optional<int> index = scheduler_.find_host(h.name);
       if (!index) continue;
@@ -361,9 +361,9 @@ db::Status JobManager::start() {
       if (!moved.ok()) return moved.error();
       row.state = kQueued;
     }
-    std::string error;
-    std::shared_ptr<LiveJob> job = make_live(row, &error);
-    if (!job) {
+    base::Result<std::shared_ptr<LiveJob>> live = make_live(row);
+    if (!live.ok()) {
+      const std::string& error = live.error().message;
       db::Transition t;
       t.job_id = row.id;
       t.from = {kQueued};
@@ -374,8 +374,9 @@ db::Status JobManager::start() {
       (void)repo_.jobs.transition(t);
       continue;
     }
+    std::shared_ptr<LiveJob> job = std::move(*live);
     if (auto c = checkpoints->find(row.id); c != checkpoints->end()) job->stored_checkpoint = c->second;
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(mutex_);
     enqueue_locked(job);
   }
   started_ = true;
@@ -391,12 +392,12 @@ db::Status JobManager::start() {
 void JobManager::shutdown() {
   if (!started_) return;
   {
-    std::lock_guard lock(submit_mutex_);
+    base::MutexLock lock(submit_mutex_);
     if (submit_closed_) return;
     submit_closed_ = true;
   }
   {
-    std::lock_guard lock(telemetry_mutex_);
+    base::MutexLock lock(telemetry_mutex_);
     retry_until_ = SteadyClock::now() + options_.shutdown_write_grace;
   }
   submit_wake_.notify_all();
@@ -404,7 +405,7 @@ void JobManager::shutdown() {
   committers_.clear();
   std::vector<std::thread> runners;
   {
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(mutex_);
     stopping_ = true;
     for (auto& [id, job] : live_) {
       if (job->runner_started && job->stop_reason == StopReason::kNone) {
@@ -417,7 +418,7 @@ void JobManager::shutdown() {
   scheduler_wake_.notify_all();
   if (scheduler_thread_.joinable()) scheduler_thread_.join();
   {
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(mutex_);
     for (auto& [id, job] : live_) {
       if (job->runner.joinable()) runners.push_back(std::move(job->runner));
     }
@@ -432,13 +433,13 @@ void JobManager::close() {
   if (closed_) return;
   closed_ = true;
   {
-    std::lock_guard lock(telemetry_mutex_);
+    base::MutexLock lock(telemetry_mutex_);
     telemetry_stopping_ = true;
   }
   telemetry_wake_.notify_all();
   if (telemetry_.joinable()) telemetry_.join();
   {
-    std::lock_guard lock(log_followers_mutex_);
+    base::MutexLock lock(log_followers_mutex_);
     log_listener_stopping_ = true;
   }
   log_listener_wake_.notify_all();
@@ -447,7 +448,7 @@ void JobManager::close() {
   // Anyone still waiting gets the job as it stands.
   std::vector<std::function<void(api::JsonResult)>> waiters;
   {
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(mutex_);
     for (auto& [id, job] : live_) {
       for (auto& w : job->waiters) waiters.push_back(std::move(w));
       job->waiters.clear();
@@ -474,7 +475,7 @@ void JobManager::submit(api::SubmitRequest request, std::function<void(api::Subm
   pending.request = std::move(request);
   pending.done = std::move(done);
   {
-    std::lock_guard lock(submit_mutex_);
+    base::MutexLock lock(submit_mutex_);
     if (!submit_closed_) {
       pending.order = ++submit_order_;
       submits_.push_back(std::move(pending));
@@ -492,8 +493,8 @@ void JobManager::committer_loop() {
   for (;;) {
     std::vector<PendingSubmit> batch;
     {
-      std::unique_lock lock(submit_mutex_);
-      submit_wake_.wait(lock, [this] { return submit_closed_ || !submits_.empty(); });
+      base::MutexLock lock(submit_mutex_);
+      lock.wait(submit_wake_, [this]() REQUIRES(submit_mutex_) { return submit_closed_ || !submits_.empty(); });
       if (submits_.empty() && submit_closed_) return;
       while (!submits_.empty() && static_cast<int>(batch.size()) < options_.submit_batch) {
         batch.push_back(std::move(submits_.front()));
@@ -523,7 +524,7 @@ void JobManager::commit_batch(std::vector<PendingSubmit>& batch) {
   database_ok_ = true;
   std::vector<std::pair<std::function<void(api::SubmitOutcome)>, api::SubmitOutcome>> answers;
   {
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(mutex_);
     for (std::size_t i = 0; i < batch.size(); ++i) {
       db::InsertedJob& result = (*inserted)[i];
       api::SubmitOutcome outcome;
@@ -578,18 +579,19 @@ void JobManager::commit_batch(std::vector<PendingSubmit>& batch) {
   for (auto& [done, outcome] : answers) done(std::move(outcome));
 }
 
-std::shared_ptr<JobManager::LiveJob> JobManager::make_live(const db::JobRow& row, std::string* error) {
+base::Result<std::shared_ptr<JobManager::LiveJob>> JobManager::make_live(const db::JobRow& row) {
   json spec_json = json::parse(row.spec_json, nullptr, false);
   std::vector<api::FieldError> errors;
   std::optional<api::JobSpec> spec = spec_json.is_discarded() ? std::nullopt : api::parse_job_spec(spec_json, &errors);
   if (!spec) {
-    *error = errors.empty() ? "stored spec is not valid JSON" : errors.front().field + ": " + errors.front().message;
-    return nullptr;
+    return base::make_error(base::ErrorCode::kInvalid, errors.empty() ? "stored spec is not valid JSON"
+                                                                      : errors.front().field + ": " +
+                                                                            errors.front().message);
   }
   api::Resolution resolution = api::resolve(spec->trainer, capacity());
   if (!resolution.errors.empty()) {
-    *error = resolution.errors.front().field + ": " + resolution.errors.front().message;
-    return nullptr;
+    return base::make_error(base::ErrorCode::kInvalid,
+                            resolution.errors.front().field + ": " + resolution.errors.front().message);
   }
   api::apply_resolution(resolution, &*spec);
   auto job = std::make_shared<LiveJob>();
@@ -627,7 +629,7 @@ void JobManager::enqueue_locked(const std::shared_ptr<LiveJob>& job, std::int64_
 
 void JobManager::wake_scheduler() {
   {
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(mutex_);
     schedule_requested_ = true;
   }
   scheduler_wake_.notify_one();
@@ -665,11 +667,11 @@ void JobManager::start_placed_locked(SteadyClock::time_point now) {
 }
 
 void JobManager::scheduler_loop() {
-  std::unique_lock lock(mutex_);
+  base::MutexLock lock(mutex_);
   auto last_reclaim = SteadyClock::now();
   while (!stopping_) {
-    scheduler_wake_.wait_for(lock, std::chrono::milliseconds(500),
-                             [this] { return stopping_ || schedule_requested_; });
+    lock.wait_for(scheduler_wake_, std::chrono::milliseconds(500),
+                  [this]() REQUIRES(mutex_) { return stopping_ || schedule_requested_; });
     if (stopping_) break;
     schedule_requested_ = false;
     const auto now = SteadyClock::now();
@@ -714,7 +716,7 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
   // the job trains; RUNNING below is not.
   const bool moved = apply_transition(starting);
   auto release = [&] {
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(mutex_);
     if (cpu) --cpu_running_;
     else scheduler_.finish(job->id);
     job->runner_started = false;
@@ -723,7 +725,7 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
     // Cancelled (or taken over) between placement and start.
     release();
     auto row = repo_.jobs.get_job(job->id);
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(mutex_);
     const bool stored = row.ok() && *row;
     if (stored) job->row = **row;
     if (job->runner.joinable()) finished_runners_.push_back(std::move(job->runner));
@@ -765,7 +767,7 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
   running.durable = false;
   apply_transition(running);
   {
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(mutex_);
     job->row.state = kRunning;
     ++epoch_;
     job->row.allocation_json = allocation.dump();
@@ -784,7 +786,7 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
   {
     std::optional<executor::Progress> last;
     {
-      std::lock_guard lock(mutex_);
+      base::MutexLock lock(mutex_);
       last = job->progress;
     }
     if (last) sink.record_progress(*last);
@@ -792,7 +794,7 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
 
   StopReason reason;
   {
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(mutex_);
     reason = job->stop_reason;
   }
   flush_telemetry();
@@ -855,7 +857,7 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
     back.reason = why;
     back.increment_attempt = reason == StopReason::kHostFailedRetry;
     apply_transition(back);
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(mutex_);
     if (cpu) --cpu_running_;
     else scheduler_.finish(job->id);
     job->runner_started = false;
@@ -896,7 +898,7 @@ json JobManager::finish_job(const std::shared_ptr<LiveJob>& job, JobState state,
     view = render(**row);
     if (is_terminal((*row)->state)) finished_views_.put(job->id, job->tenant, response_body(*view));
   }
-  std::lock_guard lock(mutex_);
+  base::MutexLock lock(mutex_);
   if (row.ok() && *row) job->row = **row;
   else job->row.state = state;  // not read back: the view from memory
   ++epoch_;
@@ -1078,7 +1080,7 @@ json JobManager::render_live_locked(const LiveJob& job) { return json::parse(ren
 
 api::JsonResult JobManager::get_job(std::int64_t id, const std::string& tenant) {
   {
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(mutex_);
     auto it = live_.find(id);
     if (it != live_.end()) {
       if (it->second->tenant != tenant) return not_found(id);
@@ -1095,7 +1097,7 @@ api::JsonResult JobManager::get_job(std::int64_t id, const std::string& tenant) 
 
 db::Result<std::string> JobManager::get_job_text(std::int64_t id, const std::string& tenant) {
   {
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(mutex_);
     auto it = live_.find(id);
     if (it != live_.end()) {
       LiveJob& job = *it->second;
@@ -1145,7 +1147,7 @@ api::JsonResult JobManager::list_jobs(const api::JobQuery& query) {
   if (!page.ok()) return page.error();
   json jobs = json::array();
   {
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(mutex_);
     for (const db::JobRow& row : page->jobs) {
       auto it = live_.find(row.id);
       json view;
@@ -1167,7 +1169,7 @@ void JobManager::wait_job(std::int64_t id, const std::string& tenant, std::chron
   // may write the response inline.
   std::optional<api::JsonResult> now;
   {
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(mutex_);
     auto it = live_.find(id);
     if (it != live_.end()) {
       if (it->second->tenant != tenant) {
@@ -1215,7 +1217,7 @@ void JobManager::poll_wait(std::int64_t id, std::string tenant, SteadyClock::tim
 api::JsonResult JobManager::cancel_job(std::int64_t id, const std::string& tenant) {
   std::shared_ptr<LiveJob> queued;
   {
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(mutex_);
     auto it = live_.find(id);
     if (it != live_.end()) {
       std::shared_ptr<LiveJob> job = it->second;
@@ -1244,7 +1246,7 @@ api::JsonResult JobManager::cancel_job(std::int64_t id, const std::string& tenan
     t.set_finished_at = true;
     auto stored = repo_.jobs.transition(t);
     if (!stored.ok()) return stored.error();
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(mutex_);
     if (!*stored || queued->runner_started) {
       // Placed meanwhile: stop it as a running job.
       if (queued->stop_reason == StopReason::kNone) queued->stop_reason = StopReason::kUserCancel;
@@ -1329,7 +1331,7 @@ void JobManager::stream_tick(std::int64_t id, std::int64_t after, api::ResponseW
   bool live = false;
   bool need_database = true;
   {
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(mutex_);
     auto it = live_.find(id);
     if (it != live_.end()) {
       live = true;
@@ -1384,7 +1386,7 @@ void JobManager::stream_tick(std::int64_t id, std::int64_t after, api::ResponseW
     if (!fired->exchange(true)) next();
   };
   {
-    std::lock_guard lock(log_followers_mutex_);
+    base::MutexLock lock(log_followers_mutex_);
     auto& waiting = log_followers_[id];
     std::erase_if(waiting, [](const LogFollower& f) { return f.fired->load(); });
     waiting.push_back({fired, once});
@@ -1396,7 +1398,7 @@ void JobManager::log_listener_loop() {
   std::unique_ptr<db::Connection> listener;
   for (;;) {
     {
-      std::lock_guard lock(log_followers_mutex_);
+      base::MutexLock lock(log_followers_mutex_);
       if (log_listener_stopping_) return;
     }
     if (!listener || listener->is_broken()) {
@@ -1405,8 +1407,8 @@ void JobManager::log_listener_loop() {
       if (opened.ok() && (*opened)->execute_script(std::string("LISTEN ") + db::kLogChannel).ok()) {
         listener = std::move(*opened);
       } else {
-        std::unique_lock lock(log_followers_mutex_);
-        log_listener_wake_.wait_for(lock, std::chrono::seconds(1), [this] { return log_listener_stopping_; });
+        base::MutexLock lock(log_followers_mutex_);
+        lock.wait_for(log_listener_wake_, std::chrono::seconds(1), [this]() REQUIRES(log_followers_mutex_) { return log_listener_stopping_; });
         continue;
       }
     }
@@ -1414,7 +1416,7 @@ void JobManager::log_listener_loop() {
     if (!notes.ok()) continue;
     std::vector<std::function<void()>> wake;
     {
-      std::lock_guard lock(log_followers_mutex_);
+      base::MutexLock lock(log_followers_mutex_);
       for (const db::Notification& note : *notes) {
         // The payload: the ids of the jobs whose lines were stored, comma-separated.
         std::size_t start = 0;
@@ -1482,7 +1484,7 @@ db::Result<std::string> JobManager::xla_report(std::int64_t id, const std::strin
 
 nlohmann::json JobManager::pool_view() {
   if (options_.cluster) return cluster_pool_view();
-  std::lock_guard lock(mutex_);
+  base::MutexLock lock(mutex_);
   scheduler::Scheduler::PoolView view = scheduler_.view();
   json hosts = json::array();
   for (const auto& h : view.hosts) {
@@ -1639,7 +1641,7 @@ api::JsonResult JobManager::set_host_health(const std::string& host, scheduler::
   std::optional<int> index;
   std::string generation;
   {
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(mutex_);
     index = scheduler_.find_host(host);
     if (!index) {
       return db::make_error(db::ErrorCode::kNotFound, "no host '" + host.substr(0, 64) + "' in the pool");
@@ -1653,7 +1655,7 @@ api::JsonResult JobManager::set_host_health(const std::string& host, scheduler::
   }
   json affected = json::array();
   {
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(mutex_);
     ++epoch_;
     for (scheduler::JobId id : scheduler_.set_host_health(*index, health)) {
       affected.push_back(id);
@@ -1693,7 +1695,7 @@ api::JsonResult JobManager::force_release(std::int64_t id) {
     (void)cluster_.notify(db::kSubmitChannel, "released");
     return json{{"job", id}, {"released", true}};
   }
-  std::lock_guard lock(mutex_);
+  base::MutexLock lock(mutex_);
   auto it = live_.find(id);
   if (it == live_.end() || !it->second->runner_started) {
     return db::make_error(db::ErrorCode::kNotFound, "job " + std::to_string(id) + " holds no cores here");
@@ -1727,21 +1729,20 @@ api::JsonResult JobManager::upload_dataset(const std::string& tenant, const std:
 scheduler::PoolCapacity JobManager::capacity() {
   if (options_.cluster) {
     // Every registered agent's hosts: a job for the hosts of a lost agent
-    // waits for it rather than being refused.
-    std::lock_guard lock(capacity_mutex_);
-    const auto now = SteadyClock::now();
-    if (!cluster_capacity_ || now - capacity_read_ > std::chrono::seconds(1)) {
-      auto hosts = cluster_.list_hosts();
-      if (hosts.ok()) {
-        scheduler::PoolCapacity read;
-        for (const db::ClusterHostRow& h : *hosts) {
-          if (auto generation = scheduler::parse_generation(h.generation)) ++read.hosts[*generation];
-        }
-        cluster_capacity_ = read;
-        capacity_read_ = now;
+    // waits for it rather than being refused. Read at each call: a copy kept
+    // for a second resolved `accelerator: auto` to the CPU for a job
+    // submitted just after the first agent registered.
+    auto hosts = cluster_.list_hosts();
+    base::MutexLock lock(capacity_mutex_);
+    if (hosts.ok()) {
+      scheduler::PoolCapacity read;
+      for (const db::ClusterHostRow& h : *hosts) {
+        if (auto generation = scheduler::parse_generation(h.generation)) ++read.hosts[*generation];
       }
+      last_cluster_capacity_ = read;
     }
-    return cluster_capacity_.value_or(scheduler::PoolCapacity{});
+    // The database did not answer: the last pool it described.
+    return last_cluster_capacity_;
   }
   scheduler::PoolCapacity capacity;
   for (const scheduler::HostLayout& h : layout_.hosts) ++capacity.hosts[h.generation];
@@ -1781,18 +1782,14 @@ JobManager::Estimate JobManager::estimate(const api::JobSpec& spec, const api::R
   json key_parts = {spec.training_key, device.generation, spec.training.world_size};
   const std::string key = key_parts.dump();
   {
-    std::lock_guard lock(estimate_mutex_);
+    base::MutexLock lock(estimate_mutex_);
     auto it = estimate_cache_.find(key);
     if (it != estimate_cache_.end()) return it->second;
   }
   Estimate out;
   auto result = executor::estimate(spec.training, device, *datasets_);
   if (auto* error = std::get_if<executor::JobError>(&result)) {
-    std::string field = "data.dataset";
-    if (error->message.find("layer") != std::string::npos || error->message.find("tie") != std::string::npos) {
-      field = "model.layers";
-    }
-    out.error = api::FieldError{field, error->message, error->hint};
+    out.error = api::FieldError{error->field.empty() ? "spec" : error->field, error->message, error->hint};
     return out;  // not cached: an upload may appear later
   }
   const executor::Estimate& e = std::get<executor::Estimate>(result);
@@ -1819,7 +1816,7 @@ JobManager::Estimate JobManager::estimate(const api::JobSpec& spec, const api::R
   if (!hbm.fits && hbm.certain) {
     out.error = api::FieldError{"data.batch_size", hbm.message(), hbm.hint()};
   }
-  std::lock_guard lock(estimate_mutex_);
+  base::MutexLock lock(estimate_mutex_);
   if (estimate_cache_.size() > 4096) estimate_cache_.clear();
   estimate_cache_[key] = out;
   return out;
@@ -1828,13 +1825,13 @@ JobManager::Estimate JobManager::estimate(const api::JobSpec& spec, const api::R
 // ------------------------------------------------------------- telemetry
 
 bool JobManager::flush_telemetry() {
-  std::lock_guard flush(flush_mutex_);
+  base::MutexLock flush(flush_mutex_);
   std::vector<db::LogLine> logs;
   std::vector<db::MetricPoint> metrics;
   std::map<std::int64_t, std::pair<std::string, std::string>> progress;
   std::map<std::int64_t, executor::Checkpoint> checkpoints;
   {
-    std::lock_guard lock(telemetry_mutex_);
+    base::MutexLock lock(telemetry_mutex_);
     logs.swap(pending_logs_);
     metrics.swap(pending_metrics_);
     progress.swap(pending_progress_);
@@ -1843,18 +1840,24 @@ bool JobManager::flush_telemetry() {
   bool ok = true;
   if (!logs.empty()) ok &= with_retry([&] { return repo_.outputs.append_logs(logs); });
   if (!metrics.empty()) ok &= with_retry([&] { return repo_.outputs.append_metrics(metrics); });
-  for (const auto& [id, c] : checkpoints) {
+  for (const auto& entry : checkpoints) {
+    const std::int64_t id = entry.first;
+    const executor::Checkpoint& c = entry.second;
     if (!with_retry([&] { return repo_.outputs.save_checkpoint(id, c.step, c.epoch, c.bytes); })) {
       ok = false;
       continue;
     }
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(mutex_);
     if (auto it = live_.find(id); it != live_.end()) {
       it->second->stored_checkpoint = {c.step, c.epoch};
       ++it->second->version;
     }
   }
-  for (const auto& [id, p] : progress) {
+  for (const auto& entry : progress) {
+    // Not a structured binding: a lambda may capture one only from C++20 on,
+    // which clang 14 (the thread-safety check) does not implement.
+    const std::int64_t id = entry.first;
+    const auto& p = entry.second;
     ok &= with_retry([&] { return repo_.jobs.update_progress(id, p.first, p.second); });
   }
   return ok;
@@ -1867,18 +1870,18 @@ bool JobManager::flush_telemetry() {
 // back to the front of the queues; a batch stored twice is harmless, since
 // appends ignore rows already present.
 void JobManager::flush_outputs_for_read() {
-  std::lock_guard flush(flush_mutex_);
+  base::MutexLock flush(flush_mutex_);
   std::vector<db::LogLine> logs;
   std::vector<db::MetricPoint> metrics;
   {
-    std::lock_guard lock(telemetry_mutex_);
+    base::MutexLock lock(telemetry_mutex_);
     logs.swap(pending_logs_);
     metrics.swap(pending_metrics_);
   }
   const bool stored = (logs.empty() || repo_.outputs.append_logs(logs).ok()) &&
                       (metrics.empty() || repo_.outputs.append_metrics(metrics).ok());
   if (stored) return;
-  std::lock_guard lock(telemetry_mutex_);
+  base::MutexLock lock(telemetry_mutex_);
   pending_logs_.insert(pending_logs_.begin(), std::make_move_iterator(logs.begin()),
                        std::make_move_iterator(logs.end()));
   pending_metrics_.insert(pending_metrics_.begin(), std::make_move_iterator(metrics.begin()),
@@ -1886,12 +1889,12 @@ void JobManager::flush_outputs_for_read() {
 }
 
 void JobManager::telemetry_loop() {
-  std::unique_lock lock(telemetry_mutex_);
+  base::MutexLock lock(telemetry_mutex_);
   while (!telemetry_stopping_) {
     // Log lines and metrics go in batches; a checkpoint goes at once, so a
     // crash loses as little training as possible.
-    telemetry_wake_.wait_for(lock, options_.telemetry_interval,
-                             [this] { return telemetry_stopping_ || !pending_checkpoints_.empty(); });
+    lock.wait_for(telemetry_wake_, options_.telemetry_interval,
+                  [this]() REQUIRES(telemetry_mutex_) { return telemetry_stopping_ || !pending_checkpoints_.empty(); });
     lock.unlock();
     flush_telemetry();
     lock.lock();
@@ -1902,7 +1905,7 @@ db::Result<std::optional<api::Principal>> JobManager::authenticate(std::string_v
   const auto now = SteadyClock::now();
   const std::string key(token);
   {
-    std::lock_guard lock(auth_mutex_);
+    base::MutexLock lock(auth_mutex_);
     auto it = token_cache_.find(key);
     if (it != token_cache_.end() && it->second.second > now) return it->second.first;
   }
@@ -1910,7 +1913,7 @@ db::Result<std::optional<api::Principal>> JobManager::authenticate(std::string_v
   if (!row.ok()) return row.error();
   std::optional<api::Principal> principal;
   if (*row) principal = api::Principal{(*row)->tenant, (*row)->role == "admin"};
-  std::lock_guard lock(auth_mutex_);
+  base::MutexLock lock(auth_mutex_);
   if (token_cache_.size() > 10000) token_cache_.clear();  // bounds memory against random tokens
   // A revoked token stops working within the cache's lifetime.
   token_cache_[key] = {principal, now + std::chrono::seconds(5)};
@@ -1919,7 +1922,7 @@ db::Result<std::optional<api::Principal>> JobManager::authenticate(std::string_v
 
 bool JobManager::auth_required() {
   const auto now = SteadyClock::now();
-  std::lock_guard lock(auth_mutex_);
+  base::MutexLock lock(auth_mutex_);
   if (!tokens_exist_ || now - tokens_checked_ > std::chrono::seconds(2)) {
     auto count = repo_.tokens.count_active_tokens();
     // If the database cannot say, stay closed once tokens were seen.
@@ -1934,7 +1937,7 @@ api::JsonResult JobManager::set_quota(const std::string& tenant, std::optional<i
   db::Status stored = max_cores ? repo_.pool_state.set_quota(tenant, *max_cores) : repo_.pool_state.clear_quota(tenant);
   if (!stored.ok()) return stored.error();
   {
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(mutex_);
     scheduler_.set_tenant_quota(tenant, max_cores);
     ++epoch_;
     if (max_cores) quotas_[tenant] = *max_cores;
@@ -1946,7 +1949,7 @@ api::JsonResult JobManager::set_quota(const std::string& tenant, std::optional<i
 }
 
 std::optional<int> JobManager::quota(const std::string& tenant) {
-  std::lock_guard lock(mutex_);
+  base::MutexLock lock(mutex_);
   auto it = quotas_.find(tenant);
   if (it == quotas_.end()) return std::nullopt;
   return it->second;
@@ -1970,7 +1973,7 @@ std::string JobManager::prometheus_metrics() {
     }
     out += "tpujobs_jobs{state=\"" + state_name(state) + "\"} " + std::to_string(n) + "\n";
   }
-  std::unique_lock lock(mutex_);
+  base::MutexLock lock(mutex_);
   scheduler::Scheduler::PoolView view = scheduler_.view();
   std::size_t cpu_waiting = cpu_waiting_.size();
   if (options_.cluster) {

@@ -14,7 +14,6 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -22,6 +21,7 @@
 #include <vector>
 
 #include "api/job_service.h"
+#include "base/mutex.h"
 #include "db/cluster_repository.h"
 #include "db/connection_pool.h"
 #include "db/repositories.h"
@@ -117,14 +117,15 @@ class JobManager final : public api::JobService {
   void telemetry_loop();
   void run_job(std::shared_ptr<LiveJob> job, scheduler::Placement placement);
 
-  // Helpers (mutex_ held where the name says _locked).
+  // Helpers (REQUIRES(mutex_): the name ends in _locked).
   void commit_batch(std::vector<PendingSubmit>& batch);
-  std::shared_ptr<LiveJob> make_live(const db::JobRow& row, std::string* error);
+  // kInvalid when the stored spec no longer parses or resolves on this pool.
+  base::Result<std::shared_ptr<LiveJob>> make_live(const db::JobRow& row);
   // Queues the job behind the jobs of its priority submitted before
   // `order` (on arrival); 0: behind all of them, as a requeue.
-  void enqueue_locked(const std::shared_ptr<LiveJob>& job, std::int64_t order = 0);
+  void enqueue_locked(const std::shared_ptr<LiveJob>& job, std::int64_t order = 0) REQUIRES(mutex_);
   // Runs a scheduling pass and starts a runner for every job it placed.
-  void start_placed_locked(std::chrono::steady_clock::time_point now);
+  void start_placed_locked(std::chrono::steady_clock::time_point now) REQUIRES(mutex_);
   void wake_scheduler();
   // Stores the outcome, answers the waiters; returns the final view.
   // `stored`: the transition is in the database already.
@@ -141,8 +142,8 @@ class JobManager final : public api::JobService {
   void set_view_base(LiveJob& job, nlohmann::json view, std::string spec_text = {});
   // The view of a live job as JSON text, from the fixed text and the live
   // members; without the spec for lists.
-  std::string render_live_text_locked(const LiveJob& job, bool with_spec);
-  nlohmann::json render_live_locked(const LiveJob& job);
+  std::string render_live_text_locked(const LiveJob& job, bool with_spec) REQUIRES(mutex_);
+  nlohmann::json render_live_locked(const LiveJob& job) REQUIRES(mutex_);
   db::Result<db::JobRow> load_visible(std::int64_t id, const std::string& tenant);
   executor::DeviceFacts device_for(std::optional<scheduler::Generation> generation) const;
   void stream_tick(std::int64_t id, std::int64_t after, api::ResponseWriterPtr writer, int idle_ticks);
@@ -166,55 +167,57 @@ class JobManager final : public api::JobService {
   db::ConnectionPool& pool_;
   db::Repositories repo_;
   db::ClusterRepository cluster_;
-  // Cluster mode: the registered hosts' capacity, read at most every second.
-  std::mutex capacity_mutex_;
-  std::optional<scheduler::PoolCapacity> cluster_capacity_;
-  std::chrono::steady_clock::time_point capacity_read_{};
+  // Cluster mode: the registered hosts. capacity when the database last answered.
+  base::Mutex capacity_mutex_;
+  scheduler::PoolCapacity last_cluster_capacity_ GUARDED_BY(capacity_mutex_);
   scheduler::PoolLayout layout_;
   JobManagerOptions options_;
   executor::WorkerPool workers_;
   executor::DatasetSource* datasets_ = nullptr;
   std::unique_ptr<executor::DatasetSource> datasets_owner_;
 
-  mutable std::mutex mutex_;  // guards everything below up to the next blank line
-  scheduler::Scheduler scheduler_;
-  std::unordered_map<std::int64_t, std::shared_ptr<LiveJob>> live_;
-  std::deque<std::shared_ptr<LiveJob>> cpu_waiting_;
-  int cpu_running_ = 0;
+  mutable base::Mutex mutex_;
+  scheduler::Scheduler scheduler_ GUARDED_BY(mutex_);
+  std::unordered_map<std::int64_t, std::shared_ptr<LiveJob>> live_ GUARDED_BY(mutex_);
+  std::deque<std::shared_ptr<LiveJob>> cpu_waiting_ GUARDED_BY(mutex_);
+  int cpu_running_ GUARDED_BY(mutex_) = 0;
   std::atomic<std::int64_t> submit_order_{0};
-  bool schedule_requested_ = false;
-  std::uint64_t epoch_ = 1;  // bumped by every change that can move any job's view
-  bool stopping_ = false;
+  bool schedule_requested_ GUARDED_BY(mutex_) = false;
+  std::uint64_t epoch_ GUARDED_BY(mutex_) = 1;  // bumped by every change that can move any job's view
+  bool stopping_ GUARDED_BY(mutex_) = false;
   std::condition_variable scheduler_wake_;
-  std::vector<std::thread> finished_runners_;
+  std::vector<std::thread> finished_runners_ GUARDED_BY(mutex_);
 
-  std::mutex submit_mutex_;
+  base::Mutex submit_mutex_;
   std::condition_variable submit_wake_;
-  std::deque<PendingSubmit> submits_;
-  bool submit_closed_ = false;
+  std::deque<PendingSubmit> submits_ GUARDED_BY(submit_mutex_);
+  bool submit_closed_ GUARDED_BY(submit_mutex_) = false;
 
-  std::mutex telemetry_mutex_;
+  base::Mutex telemetry_mutex_;
   std::condition_variable telemetry_wake_;
-  std::vector<db::LogLine> pending_logs_;
-  std::vector<db::MetricPoint> pending_metrics_;
-  std::map<std::int64_t, std::pair<std::string, std::string>> pending_progress_;  // id -> (progress, metrics)
-  std::map<std::int64_t, executor::Checkpoint> pending_checkpoints_;  // the newest of each job
-  bool telemetry_stopping_ = false;
-  // Set by shutdown(): writes stop retrying after it (telemetry_mutex_).
-  std::optional<std::chrono::steady_clock::time_point> retry_until_;
-  std::mutex flush_mutex_;  // one flush at a time, so batches land in order
+  std::vector<db::LogLine> pending_logs_ GUARDED_BY(telemetry_mutex_);
+  std::vector<db::MetricPoint> pending_metrics_ GUARDED_BY(telemetry_mutex_);
+  // id -> (progress, metrics)
+  std::map<std::int64_t, std::pair<std::string, std::string>> pending_progress_ GUARDED_BY(telemetry_mutex_);
+  // The newest of each job.
+  std::map<std::int64_t, executor::Checkpoint> pending_checkpoints_ GUARDED_BY(telemetry_mutex_);
+  bool telemetry_stopping_ GUARDED_BY(telemetry_mutex_) = false;
+  // Set by shutdown(): writes stop retrying after it.
+  std::optional<std::chrono::steady_clock::time_point> retry_until_ GUARDED_BY(telemetry_mutex_);
+  // One flush at a time, so batches land in order.
+  base::Mutex flush_mutex_ ACQUIRED_BEFORE(telemetry_mutex_);
 
   // Tokens already checked (token -> principal, until when), and whether
   // any token exists; both refreshed every few seconds.
-  std::mutex auth_mutex_;
+  base::Mutex auth_mutex_;
   std::unordered_map<std::string, std::pair<std::optional<api::Principal>, std::chrono::steady_clock::time_point>>
-      token_cache_;
-  std::optional<bool> tokens_exist_;
-  std::chrono::steady_clock::time_point tokens_checked_{};
-  std::map<std::string, int> quotas_;  // guarded by mutex_
+      token_cache_ GUARDED_BY(auth_mutex_);
+  std::optional<bool> tokens_exist_ GUARDED_BY(auth_mutex_);
+  std::chrono::steady_clock::time_point tokens_checked_ GUARDED_BY(auth_mutex_){};
+  std::map<std::string, int> quotas_ GUARDED_BY(mutex_);
 
-  std::mutex estimate_mutex_;
-  std::unordered_map<std::string, Estimate> estimate_cache_;
+  base::Mutex estimate_mutex_;
+  std::unordered_map<std::string, Estimate> estimate_cache_ GUARDED_BY(estimate_mutex_);
 
   FinishedViewCache finished_views_;
 
@@ -232,9 +235,9 @@ class JobManager final : public api::JobService {
     std::shared_ptr<std::atomic<bool>> fired;  // ticked already (by the fallback)
     std::function<void()> tick;
   };
-  std::mutex log_followers_mutex_;
-  std::map<std::int64_t, std::vector<LogFollower>> log_followers_;
-  bool log_listener_stopping_ = false;
+  base::Mutex log_followers_mutex_;
+  std::map<std::int64_t, std::vector<LogFollower>> log_followers_ GUARDED_BY(log_followers_mutex_);
+  bool log_listener_stopping_ GUARDED_BY(log_followers_mutex_) = false;
   std::condition_variable log_listener_wake_;
   std::thread log_listener_;
   bool started_ = false;

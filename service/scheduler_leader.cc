@@ -41,7 +41,7 @@ void SchedulerLeader::start() { thread_ = std::thread([this] { loop(); }); }
 
 void SchedulerLeader::stop() {
   {
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(mutex_);
     stopping_ = true;
   }
   wake_.notify_all();
@@ -54,7 +54,7 @@ void SchedulerLeader::loop() {
   std::unique_ptr<db::Connection> listener;
   for (;;) {
     {
-      std::lock_guard lock(mutex_);
+      base::MutexLock lock(mutex_);
       if (stopping_) return;
     }
     const bool leading = lock_.hold();
@@ -85,8 +85,8 @@ void SchedulerLeader::loop() {
       options_.clock->sleep_for(options_.min_pass_interval);
       (void)listener->wait_notifications(options_.poll_interval);
     } else {
-      std::unique_lock lock(mutex_);
-      wake_.wait_for(lock, options_.poll_interval, [this] { return stopping_; });
+      base::MutexLock lock(mutex_);
+      lock.wait_for(wake_, options_.poll_interval, [this]() REQUIRES(mutex_) { return stopping_; });
     }
   }
 }

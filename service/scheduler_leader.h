@@ -20,12 +20,12 @@
 #include <condition_variable>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "db/cluster_repository.h"
 #include "db/repositories.h"
 #include "scheduler/request.h"
@@ -91,9 +91,9 @@ class SchedulerLeader {
   base::Clock::time_point rendezvous_swept_{};  // old rendezvous keys last removed
 
   std::atomic<bool> leader_{false};
-  std::mutex mutex_;
+  base::Mutex mutex_;
   std::condition_variable wake_;
-  bool stopping_ = false;  // mutex_
+  bool stopping_ GUARDED_BY(mutex_) = false;
   std::thread thread_;
 };
 

@@ -185,9 +185,9 @@ std::string parse_options(const std::vector<std::string>& args, ServeOptions* op
 
 // The hosts of agent `name`: NAME-h0, NAME-h1, ... for a slice spec; the
 // file's own names for @FILE.
-std::optional<scheduler::PoolLayout> agent_layout(const ServeOptions& options, std::string* error) {
-  std::optional<scheduler::PoolLayout> layout = load_pool(options.pool, error);
-  if (!layout || options.pool.rfind('@', 0) == 0) return layout;
+base::Result<scheduler::PoolLayout> agent_layout(const ServeOptions& options) {
+  base::Result<scheduler::PoolLayout> layout = load_pool(options.pool);
+  if (!layout.ok() || options.pool.rfind('@', 0) == 0) return layout;
   for (std::size_t i = 0; i < layout->hosts.size(); ++i) {
     layout->hosts[i].name = options.name + "-h" + std::to_string(i);
   }
@@ -221,10 +221,9 @@ int run_agent(const std::vector<std::string>& args) {
     std::cerr << "tpujobs agent: --database-url, --pool and --name are required\n\n" << kAgentUsage;
     return 2;
   }
-  std::string pool_error;
-  std::optional<scheduler::PoolLayout> layout = agent_layout(options, &pool_error);
-  if (!layout) {
-    std::cerr << "tpujobs agent: --pool: " << pool_error << "\n";
+  base::Result<scheduler::PoolLayout> layout = agent_layout(options);
+  if (!layout.ok()) {
+    std::cerr << "tpujobs agent: --pool: " << layout.error().message << "\n";
     return 2;
   }
   sigset_t signals = block_stop_signals();
@@ -281,15 +280,12 @@ int run_serve(const std::vector<std::string>& args) {
     std::cerr << "tpujobs serve: --name joins a cluster: it needs --database-url\n";
     return 2;
   }
-  std::string pool_error;
-  std::optional<scheduler::PoolLayout> layout;
-  if (options.pool == "none") {
-    layout = scheduler::PoolLayout{};
-  } else {
-    layout = cluster ? agent_layout(options, &pool_error) : load_pool(options.pool, &pool_error);
-  }
-  if (!layout) {
-    std::cerr << "tpujobs serve: --pool: " << pool_error << "\n";
+  base::Result<scheduler::PoolLayout> layout =
+      options.pool == "none" ? base::Result<scheduler::PoolLayout>(scheduler::PoolLayout{})
+      : cluster              ? agent_layout(options)
+                             : load_pool(options.pool);
+  if (!layout.ok()) {
+    std::cerr << "tpujobs serve: --pool: " << layout.error().message << "\n";
     return 2;
   }
 
@@ -401,8 +397,8 @@ int run_serve(const std::vector<std::string>& args) {
   http.io_threads = options.io_threads;
   http.body_limit = options.max_body;
   HttpServer server(http, api);
-  if (std::string error = server.start(); !error.empty()) {
-    std::cerr << "tpujobs serve: " << error << "\n";
+  if (base::Status started = server.start(); !started.ok()) {
+    std::cerr << "tpujobs serve: " << started.error().message << "\n";
     manager.shutdown();
     return 1;
   }

@@ -8,7 +8,7 @@ TimerQueue::~TimerQueue() { stop(); }
 
 void TimerQueue::stop() {
   {
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(mutex_);
     if (stopping_ && !thread_.joinable()) return;
     stopping_ = true;
   }
@@ -18,7 +18,7 @@ void TimerQueue::stop() {
 
 void TimerQueue::schedule(Clock::time_point when, std::function<void()> task) {
   {
-    std::lock_guard lock(mutex_);
+    base::MutexLock lock(mutex_);
     if (stopping_) return;
     tasks_.emplace(when, std::move(task));
   }
@@ -26,10 +26,10 @@ void TimerQueue::schedule(Clock::time_point when, std::function<void()> task) {
 }
 
 void TimerQueue::run() {
-  std::unique_lock lock(mutex_);
+  base::MutexLock lock(mutex_);
   while (!stopping_) {
     if (tasks_.empty()) {
-      wake_.wait(lock);
+      lock.wait(wake_);
       continue;
     }
     auto first = tasks_.begin();
@@ -37,7 +37,7 @@ void TimerQueue::run() {
     if (first->first > now) {
       // Waits in the clock's own terms: a fake clock's time points are not
       // steady_clock's, so only the distance to the task is meaningful.
-      wake_.wait_for(lock, first->first - now);
+      lock.wait_for(wake_, first->first - now);
       continue;
     }
     std::function<void()> task = std::move(first->second);

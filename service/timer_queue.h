@@ -7,10 +7,10 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <thread>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 
 namespace tpujobs::service {
 
@@ -32,10 +32,10 @@ class TimerQueue {
  private:
   void run();
   Clock& clock_;
-  std::mutex mutex_;
+  base::Mutex mutex_;
   std::condition_variable wake_;
-  std::multimap<Clock::time_point, std::function<void()>> tasks_;
-  bool stopping_ = false;
+  std::multimap<Clock::time_point, std::function<void()>> tasks_ GUARDED_BY(mutex_);
+  bool stopping_ GUARDED_BY(mutex_) = false;
   std::thread thread_;
 };
 

@@ -5,7 +5,7 @@
 namespace tpujobs::service {
 
 std::optional<FinishedViewCache::Entry> FinishedViewCache::find(std::int64_t id) {
-  std::lock_guard lock(mutex_);
+  base::MutexLock lock(mutex_);
   auto it = index_.find(id);
   if (it == index_.end()) return std::nullopt;
   order_.splice(order_.begin(), order_, it->second);
@@ -15,7 +15,7 @@ std::optional<FinishedViewCache::Entry> FinishedViewCache::find(std::int64_t id)
 void FinishedViewCache::put(std::int64_t id, std::string tenant, std::string body) {
   Entry entry{std::move(tenant), std::move(body)};
   if (cost(entry) > max_bytes_) return;
-  std::lock_guard lock(mutex_);
+  base::MutexLock lock(mutex_);
   auto it = index_.find(id);
   if (it != index_.end()) {
     bytes_ -= cost(it->second->entry);
@@ -37,12 +37,12 @@ void FinishedViewCache::evict_locked() {
 }
 
 std::size_t FinishedViewCache::bytes() const {
-  std::lock_guard lock(mutex_);
+  base::MutexLock lock(mutex_);
   return bytes_;
 }
 
 std::size_t FinishedViewCache::size() const {
-  std::lock_guard lock(mutex_);
+  base::MutexLock lock(mutex_);
   return index_.size();
 }
 

@@ -7,10 +7,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <list>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
+
+#include "base/mutex.h"
 
 namespace tpujobs::service {
 
@@ -39,13 +40,13 @@ class FinishedViewCache {
     Entry entry;
   };
   static std::size_t cost(const Entry& e) { return e.tenant.size() + e.body.size() + sizeof(Node); }
-  void evict_locked();
+  void evict_locked() REQUIRES(mutex_);
 
   const std::size_t max_bytes_;
-  mutable std::mutex mutex_;
-  std::list<Node> order_;  // most recently used first
-  std::unordered_map<std::int64_t, std::list<Node>::iterator> index_;
-  std::size_t bytes_ = 0;
+  mutable base::Mutex mutex_;
+  std::list<Node> order_ GUARDED_BY(mutex_);  // most recently used first
+  std::unordered_map<std::int64_t, std::list<Node>::iterator> index_ GUARDED_BY(mutex_);
+  std::size_t bytes_ GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace tpujobs::service

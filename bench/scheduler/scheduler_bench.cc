@@ -60,7 +60,7 @@ class JobMix {
 };
 
 std::unique_ptr<Scheduler> make_scheduler() {
-  std::optional<PoolLayout> layout = parse_pool("v3-2048", nullptr);
+  base::Result<PoolLayout> layout = parse_pool("v3-2048");
   return std::make_unique<Scheduler>(std::move(*layout), SchedulerOptions{});
 }
 

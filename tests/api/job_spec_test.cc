@@ -165,6 +165,34 @@ TEST(JobSpec, DevicesFormsReachTheResolverAsWritten) {
   EXPECT_TRUE(spec->trainer.devices.equals_zero);
 }
 
+// num_nodes too: Lightning 2.0 takes int(num_nodes), 2.1+ refuses
+// anything but an int with str(value) in its message, so the type must
+// survive parsing ("4", 4.0, null).
+TEST(JobSpec, NumNodesReachesTheResolverAsWritten) {
+  std::vector<FieldError> errors;
+  json body = json::parse(kMinimal);
+  body["trainer"] = {{"num_nodes", "4"}};
+  auto spec = parse_job_spec(body, &errors);
+  ASSERT_TRUE(spec) << errors.front().message;
+  EXPECT_EQ(spec->trainer.num_nodes.kind, lightning::DeviceValue::Kind::kString);
+  EXPECT_EQ(spec->trainer.num_nodes.text, "4");
+  body["trainer"] = {{"num_nodes", 4.0}};
+  spec = parse_job_spec(body, &errors);
+  ASSERT_TRUE(spec);
+  EXPECT_EQ(spec->trainer.num_nodes.python_type, "float");
+  EXPECT_EQ(spec->trainer.num_nodes.python_repr, "4.0");
+  body["trainer"] = {{"num_nodes", nullptr}};
+  spec = parse_job_spec(body, &errors);
+  ASSERT_TRUE(spec);
+  EXPECT_EQ(spec->trainer.num_nodes.python_type, "NoneType");
+  body["trainer"] = {{"num_nodes", 2}};
+  spec = parse_job_spec(body, &errors);
+  ASSERT_TRUE(spec);
+  EXPECT_EQ(spec->trainer.num_nodes.kind, lightning::DeviceValue::Kind::kInt);
+  EXPECT_EQ(spec->trainer.num_nodes.number, 2);
+  EXPECT_TRUE(errors.empty());
+}
+
 TEST(JobSpec, EnvironmentIsReadAsPipFreezeShowsIt) {
   std::vector<FieldError> errors;
   json body = json::parse(kMinimal);
@@ -244,7 +272,8 @@ TEST(ApplyResolution, PassesTheDevicesOfOneHostAndTpuAvailability) {
 
   spec->trainer.accelerator = "cpu";
   spec->trainer.devices = lightning::DeviceValue{};
-  spec->trainer.num_nodes = 1;
+  spec->trainer.num_nodes.kind = lightning::DeviceValue::Kind::kInt;
+  spec->trainer.num_nodes.number = 1;
   Resolution cpu = resolve(spec->trainer, v3_32);
   ASSERT_TRUE(cpu.errors.empty()) << cpu.errors.front().message;
   apply_resolution(cpu, &*spec);

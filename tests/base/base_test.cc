@@ -72,5 +72,19 @@ TEST(Result, HoldsAValueOrAnError) {
   EXPECT_TRUE(Status::Ok().ok());
 }
 
+// A layer whose errors carry more than a code and a message keeps the same
+// idiom with its own error type.
+TEST(Result, CarriesARicherErrorType) {
+  struct FieldProblem {
+    std::string field, message;
+  };
+  const Result<int, FieldProblem> bad = FieldProblem{"data.batch_size", "must be at least 1"};
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().field, "data.batch_size");
+  const Result<int, FieldProblem> good = 32;
+  ASSERT_TRUE(good.ok());
+  EXPECT_EQ(*good, 32);
+}
+
 }  // namespace
 }  // namespace tpujobs::base

@@ -175,31 +175,30 @@ TEST(Override, ErrorsLeaveTheSpecUnchanged) {
 }
 
 TEST(ServerUrl, Parses) {
-  std::string error;
-  std::optional<ServerUrl> url = parse_server_url("http://127.0.0.1:8080", &error);
+  base::Result<ServerUrl> url = parse_server_url("http://127.0.0.1:8080");
   ASSERT_TRUE(url);
   EXPECT_EQ("127.0.0.1", url->host);
   EXPECT_EQ("8080", url->port);
   EXPECT_EQ("", url->base_path);
-  url = parse_server_url("http://tpujobs.internal/api/", &error);
+  url = parse_server_url("http://tpujobs.internal/api/");
   ASSERT_TRUE(url);
   EXPECT_EQ("tpujobs.internal", url->host);
   EXPECT_EQ("80", url->port);
   EXPECT_EQ("/api", url->base_path);
-  url = parse_server_url("http://[::1]:9000", &error);
+  url = parse_server_url("http://[::1]:9000");
   ASSERT_TRUE(url);
   EXPECT_EQ("::1", url->host);
   EXPECT_EQ("9000", url->port);
 }
 
 TEST(ServerUrl, Rejects) {
-  std::string error;
-  EXPECT_FALSE(parse_server_url("https://x", &error));
-  EXPECT_NE(std::string::npos, error.find("https is not supported"));
-  EXPECT_FALSE(parse_server_url("127.0.0.1:8080", &error));
-  EXPECT_FALSE(parse_server_url("http://:8080", &error));
-  EXPECT_FALSE(parse_server_url("http://host:99999", &error));
-  EXPECT_FALSE(parse_server_url("http://host:80x", &error));
+  const base::Result<ServerUrl> https = parse_server_url("https://x");
+  ASSERT_FALSE(https.ok());
+  EXPECT_NE(std::string::npos, https.error().message.find("https is not supported"));
+  EXPECT_FALSE(parse_server_url("127.0.0.1:8080"));
+  EXPECT_FALSE(parse_server_url("http://:8080"));
+  EXPECT_FALSE(parse_server_url("http://host:99999"));
+  EXPECT_FALSE(parse_server_url("http://host:80x"));
 }
 
 }  // namespace

@@ -232,7 +232,7 @@ TEST_F(ScaleOut, FailingAHostMovesItsJobToAHealthyHostOfAnotherAgent) {
   auto agent_2 = start_agent("agent-2", "v3-8");
   HttpResponse failed = replica_a->post("/v1/pool/hosts/agent-1-h0:fail");
   ASSERT_EQ(failed.status, 200) << failed.body;
-  EXPECT_EQ(failed.json()["affected_jobs"], json::array({id}));
+  EXPECT_EQ(failed.json()["affected_jobs"], json::array({id})) << running.dump() << "\n" << job(*replica_a, id).dump();
   const json done = replica_a->wait_terminal(id);
   EXPECT_EQ(done["state"], "SUCCEEDED") << done.dump();
   EXPECT_EQ(agent_of(done), "agent-2");

@@ -391,30 +391,19 @@ TEST_F(TrainerTest, TiedWeightsStayTiedAndLightning1xWarns) {
   EXPECT_TRUE(quiet.lines_with("Layer count").empty());
 }
 
-// Lightning logs trainer.num_devices, the devices of one host: a v3-32
-// slice (four hosts of 8) says 8, a CPU job on a TPU pool 0 with TPUs
-// available, and a pool without TPUs says so.
-TEST_F(TrainerTest, DeviceLineCountsTheDevicesOfOneHost) {
-  struct Case {
-    int world_size, devices_per_host;
-    bool on_tpu, tpu_available;
-    const char* line;
-  };
-  for (const Case& c : {Case{16, 8, true, true, "TPU available: True, using: 8 TPU cores"},
-                        Case{1, 0, false, true, "TPU available: True, using: 0 TPU cores"},
-                        Case{1, 0, false, false, "TPU available: False, using: 0 TPU cores"}}) {
-    TrainingSpec spec = small_spec();
-    spec.world_size = c.world_size;
-    spec.devices_per_host = c.devices_per_host;
-    spec.on_tpu = c.on_tpu;
-    spec.tpu_available = c.tpu_available;
-    spec.data.batch_size = 4;
-    RecordingSink sink;
-    const TrainingResult result = run(spec, sink);
-    ASSERT_EQ(result.outcome, Outcome::kSucceeded) << describe(result);
-    ASSERT_GE(sink.lines.size(), 2u);
-    EXPECT_EQ(sink.lines[1], c.line);
-  }
+// lightning/ picks the lines (tests/lightning: DeviceInfoLinesAreThoseOfTheRelease).
+TEST_F(TrainerTest, DeviceLinesAreTheReleasesOwn) {
+  // lightning/ resolves _log_device_info's lines per release; the trainer
+  // prints them first, as Lightning does at fit start.
+  TrainingSpec spec = small_spec();
+  spec.device_info = {"GPU available: False, used: False",
+                      "TPU available: True, using: 8 TPU cores", "HPU available: False, using: 0 HPUs"};
+  RecordingSink sink;
+  const TrainingResult result = run(spec, sink);
+  ASSERT_EQ(result.outcome, Outcome::kSucceeded) << describe(result);
+  ASSERT_GE(sink.lines.size(), 4u);
+  EXPECT_EQ(std::vector<std::string>(sink.lines.begin(), sink.lines.begin() + 3), spec.device_info);
+  EXPECT_TRUE(sink.lines_with("IPU available").empty());
 }
 
 TEST_F(TrainerTest, LogsReadLikeLightningOnATpuHost) {
@@ -423,6 +412,7 @@ TEST_F(TrainerTest, LogsReadLikeLightningOnATpuHost) {
   spec.devices_per_host = 8;
   spec.on_tpu = true;
   spec.data.batch_size = 8;
+  spec.device_info = {"GPU available: False, used: False", "TPU available: True, using: 8 TPU cores"};
   RecordingSink sink;
   const TrainingResult result = run(spec, sink);
   ASSERT_EQ(result.outcome, Outcome::kSucceeded) << describe(result);
@@ -458,6 +448,30 @@ TEST_F(TrainerTest, MetricsEveryLogIntervalAndAtValidation) {
   EXPECT_THAT(result.xla_report, HasSubstr("Counter: aten::_local_scalar_dense\n  Value: 18\n"));
 }
 
+// Under PT_XLA_DEBUG torch_xla runs its analyses after every mark_step
+// (init_python_bindings.cpp StepMarker) and prints only those that fire
+// (xla_metrics_test covers each analysis); XLA_METRICS_FILE=STDOUT prints
+// the report after every step (debug/metrics_saver.py).
+TEST_F(TrainerTest, PtXlaDebugAndMetricsFileFollowEachStep) {
+  TrainingSpec spec = small_spec();  // 120 samples, batch 16: 8 steps per epoch, 24 in all
+  spec.xla_debug = true;
+  spec.max_epochs = 2;
+  RecordingSink sink;
+  run(spec, sink);
+  // Two graphs in 16 steps never fire; XLA_METRICS_FILE is off.
+  EXPECT_TRUE(sink.lines_with("pt-xla-profiler").empty());
+  EXPECT_TRUE(sink.lines_with("[MetricsData").empty());
+
+  spec.xla_metrics_file = "STDOUT";
+  RecordingSink saved;
+  run(spec, saved);
+  const auto headers = saved.lines_with("[MetricsData; step=");
+  ASSERT_EQ(headers.size(), 16u);
+  EXPECT_EQ(headers.front(), "[MetricsData; step=0]");
+  EXPECT_EQ(headers.back(), "[MetricsData; step=15]");
+  EXPECT_EQ(saved.lines_with("Counter: MarkStep").size(), 16u);
+}
+
 TEST_F(TrainerTest, LastPartialBatchCompilesASecondGraph) {
   TrainingSpec spec = small_spec();  // 120 samples in batches of 16: the last has 8
   spec.xla_debug = true;
@@ -466,9 +480,10 @@ TEST_F(TrainerTest, LastPartialBatchCompilesASecondGraph) {
   EXPECT_THAT(result.xla_report, HasSubstr("Counter: UncachedCompile\n  Value: 2\n"));
   EXPECT_THAT(result.xla_report, HasSubstr("Metric: CompileTime\n  TotalSamples: 2\n"));
   EXPECT_THAT(result.xla_report, HasSubstr("Counter: CachedCompile\n  Value: 22\n"));
-  EXPECT_EQ(sink.lines_with("Metric: CompileTime").size(), 1u);  // xla_debug logs the report
-  // Two compiles in 24 steps: torch_xla's analysis (more than one per two
-  // steps, after 10 steps) stays quiet.
+  // PT_XLA_DEBUG prints analyses, not the report; two compiles in 24 steps:
+  // torch_xla's analysis (more than one per two steps, after 10 steps) stays
+  // quiet.
+  EXPECT_TRUE(sink.lines_with("Metric: CompileTime").empty());
   EXPECT_TRUE(sink.lines_with("pt-xla-profiler").empty());
   spec.data.drop_last = true;
   spec.xla_debug = false;
@@ -558,6 +573,29 @@ TEST_F(TrainerTest, EstimateDescribesTheJob) {
   EXPECT_FALSE(e.advice.empty());  // batch 64 < 128, widths not multiples of 128
   spec.data.source = BuiltinData{"nope"};
   EXPECT_EQ(std::get<JobError>(estimate(spec, DeviceFacts{}, datasets_)).type, "INVALID_ARGUMENT");
+}
+
+// The dry run's refusals name the spec field to change (the API's problem
+// answer shows it), whatever their message says.
+TEST_F(TrainerTest, EstimateErrorsNameTheFieldToChange) {
+  auto field_of = [&](const TrainingSpec& spec) {
+    auto estimated = estimate(spec, DeviceFacts{}, datasets_);
+    return std::holds_alternative<JobError>(estimated) ? std::get<JobError>(estimated).field : "(no error)";
+  };
+  TrainingSpec spec = digits_spec(8, 64);
+  spec.data.source = BuiltinData{"nope"};
+  EXPECT_EQ(field_of(spec), "data.dataset");
+  spec = digits_spec(8, 64);
+  spec.model.layers.back().out = 3;  // 10 classes
+  EXPECT_EQ(field_of(spec), "model.layers");
+  spec = digits_spec(8, 64);
+  spec.data.batch_size = 100000;
+  spec.data.drop_last = true;
+  EXPECT_EQ(field_of(spec), "data.batch_size");
+  spec = digits_spec(8, 64);
+  spec.max_epochs = -1;
+  spec.max_steps = -1;
+  EXPECT_EQ(field_of(spec), "trainer.max_steps");
 }
 
 }  // namespace

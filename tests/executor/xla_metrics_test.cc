@@ -200,6 +200,57 @@ TEST(XlaMetricsTest, ReportIsTheLazyBlockThenTheRuntimeBlock) {
   EXPECT_LT(at("Counter: MarkStep"), at("Counter: aten::_local_scalar_dense\n  Value: 1\n"));
 }
 
+// torch_xla 1.13 (third_party/xla_client/metrics.cc CreateMetricReport):
+// one block, every metric then every counter by name; the XRT-era names
+// (computation_client.cc) up to 2.2, the lazy block from 2.0.
+TEST(XlaMetricsTest, ReleasesBefore20HaveOneBlockAndServerNames) {
+  XlaMetrics metrics({}, 113);
+  metrics.compile("graph", milliseconds(2));
+  metrics.compile("graph", milliseconds(2));
+  metrics.execute(milliseconds(1));
+  metrics.transfer_to_device(64, microseconds(3));
+  metrics.transfer_from_device(4, microseconds(5));
+  const std::string report = metrics.report();
+  const auto at = [&](std::string_view text) { return report.find(text); };
+  EXPECT_EQ(at("Metric: CompileTime"), 0u) << report;
+  EXPECT_NE(at("Metric: TransferFromServerTime"), std::string::npos) << report;
+  EXPECT_NE(at("Metric: TransferToServerTime"), std::string::npos) << report;
+  EXPECT_EQ(at("TransferFromDeviceTime"), std::string::npos) << report;
+  EXPECT_LT(at("Metric: TransferToServerTime"), at("Counter: CachedCompile\n  Value: 1\n"));
+  EXPECT_LT(at("Counter: CachedCompile"), at("Counter: MarkStep"));
+  EXPECT_LT(at("Counter: MarkStep"), at("Counter: UncachedCompile\n  Value: 1\n"));
+
+  XlaMetrics v22({}, 202);
+  v22.compile("graph", milliseconds(2));
+  v22.transfer_from_device(4, microseconds(5));
+  v22.execute(milliseconds(1));
+  EXPECT_EQ(v22.report().find("Counter: UncachedCompile"), 0u) << v22.report();
+  EXPECT_NE(v22.report().find("Metric: TransferFromServerTime"), std::string::npos);
+  XlaMetrics v23({}, 203);
+  v23.transfer_from_device(4, microseconds(5));
+  EXPECT_NE(v23.report().find("Metric: TransferFromDeviceTime"), std::string::npos);
+}
+
+// metrics_analysis.cc up to v2.2.0: MetricFrequency("TransferFromServerTime", 0.5f).
+TEST(XlaMetricsTest, TransferAnalysisUsesTheReleasesName) {
+  XlaMetrics metrics({}, 201);
+  for (int i = 0; i < 3; ++i) {
+    metrics.execute(milliseconds(1));
+    metrics.transfer_from_device(4, microseconds(5));
+  }
+  const std::vector<std::string> lines = metrics.performance_report();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0], "pt-xla-profiler: TransferFromServerTime too frequent: 3 counts during 3 steps");
+}
+
+// debug/metrics_saver.py save_metrics: '[MetricsData; step={}]\n{}\n'.
+TEST(XlaMetricsTest, MetricsDataIsTheSaversFormat) {
+  XlaMetrics metrics;
+  metrics.execute(milliseconds(1));
+  EXPECT_EQ(metrics.metrics_data(0), "[MetricsData; step=0]\n" + metrics.report() + "\n");
+  EXPECT_EQ(metrics.metrics_data(7).rfind("[MetricsData; step=7]\nMetric: ExecuteTime\n", 0), 0u);
+}
+
 TEST(XlaMetricsTest, SerializeRoundTripKeepsCountersSamplesAndCache) {
   FakeTime time;
   XlaMetrics metrics(time.clock());

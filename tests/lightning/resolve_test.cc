@@ -40,7 +40,7 @@ std::vector<std::string> Split(std::string_view text, char separator) {
 
 // "8" -> int, "auto" / "'8'" -> string ('_' stands for a space: "'_8_'"),
 // "[0,1]" / "[]" -> list, "[1.0]" / "['1']" -> a list with a non-int,
-// "8.0" -> float, "True" / "False" -> bool, "{}" -> dict.
+// "8.0" -> float, "True" / "False" -> bool, "{}" -> dict, "None".
 DeviceValue ParseDeviceValue(const std::string& text) {
   DeviceValue value;
   if (text.front() == '[') {
@@ -59,9 +59,12 @@ DeviceValue ParseDeviceValue(const std::string& text) {
     value.text = text.substr(1, text.size() - 2);
     std::replace(value.text.begin(), value.text.end(), '_', ' ');
   } else if (text.find('.') != std::string::npos || text == "True" || text == "False" ||
-             text == "{}") {
+             text == "{}" || text == "None") {
     value.kind = DeviceValue::Kind::kOther;
-    value.python_type = text == "{}" ? "dict" : text.find('.') != std::string::npos ? "float" : "bool";
+    value.python_type = text == "{}"                            ? "dict"
+                        : text == "None"                        ? "NoneType"
+                        : text.find('.') != std::string::npos ? "float"
+                                                                : "bool";
     value.python_repr = text;
     value.equals_zero = text == "False" || text == "0.0";
   } else if (text == "auto") {
@@ -86,7 +89,7 @@ TrainerSettings Settings(std::string_view text) {
     if (key == "accelerator") settings.accelerator = value;
     if (key == "devices") settings.devices = ParseDeviceValue(value);
     if (key == "tpu_cores") settings.tpu_cores = ParseDeviceValue(value);
-    if (key == "num_nodes") settings.num_nodes = std::stoll(value);
+    if (key == "num_nodes") settings.num_nodes = ParseDeviceValue(value);
     if (key == "precision") {
       const bool quoted = value.front() == '\'';
       settings.precision = quoted ? value.substr(1, value.size() - 2) : value;
@@ -403,7 +406,7 @@ const std::vector<Case>& Cases() {
        "trainer.strategy: The `XLAAccelerator` can only be used with a `SingleDeviceXLAStrategy` "
        "or `XLAStrategy`, found DDPStrategy."},
       {"strategy_deepspeed", "strategy=deepspeed", "v4-8", "trainer.strategy: To use the `DeepSpeedStrategy`, you must have DeepSpeed installed. Install it by running `pip install -U deepspeed`."},
-      {"strategy_fsdp", "strategy=fsdp", "v3-32", "trainer.strategy: You selected strategy to be `fsdp`, but GPU accelerator is not used."},
+      {"strategy_fsdp", "strategy=fsdp", "v3-32", "trainer.strategy: The strategy `fsdp` requires a GPU accelerator, but received `accelerator='tpu'`. Please set `accelerator='cuda'`, `accelerator='gpu'`, or pass a `CUDAAccelerator()` instance to use FSDP."},
       {"strategy_unknown", "strategy=foo", "v3-32", "trainer.strategy: You selected an invalid strategy name: `strategy='foo'`. It must be either a string or an instance of `lightning.pytorch.strategies.Strategy`. Example choices: auto, ddp, ddp_spawn, deepspeed, ... Find a complete list of options in our documentation at https://lightning.ai"},
       {"strategy_v1_name_under_v2", "strategy=tpu_spawn", "v3-32", "trainer.strategy: You selected an invalid strategy name: `strategy='tpu_spawn'`. It must be either a string or an instance of `lightning.pytorch.strategies.Strategy`. Example choices: auto, ddp, ddp_spawn, deepspeed, ... Find a complete list of options in our documentation at https://lightning.ai"},
       {"strategy_cpu_ddp", "accelerator=cpu strategy=ddp", "v3-32", "trainer.strategy: `strategy='ddp'` is not supported for `accelerator='cpu'` jobs: tpujobs runs them as one process on the executor's threads.", "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
@@ -774,6 +777,65 @@ const std::vector<VersionCase>& VersionCases() {
       {"v21_strategy_fsdp_cpu_offload", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
        "v=2.1 strategy=fsdp_cpu_offload", "v3-8",
        "trainer.strategy: You selected strategy to be `fsdp`, but GPU accelerator is not used."},
+      // --- upstream unit tests, 2.5 -----------------------------------------------------------
+      {"v25_precision_1", "2.5.6:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_validate_precision_type[1])", "v=2.5 precision=1", "v3-8",
+       "trainer.precision: Precision 1 is invalid. Allowed precision values: ('transformer-engine', 'transformer-engine-float16', '16-true', '16-mixed', 'bf16-true', 'bf16-mixed', '32-true', '64-true', 64, 32, 16, '64', '32', '16', 'bf16')"},
+      {"v25_precision_12", "2.5.6:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_validate_precision_type[12])", "v=2.5 precision=12", "v3-8",
+       "trainer.precision: Precision 12 is invalid. Allowed precision values: ('transformer-engine', 'transformer-engine-float16', '16-true', '16-mixed', 'bf16-true', 'bf16-mixed', '32-true', '64-true', 64, 32, 16, '64', '32', '16', 'bf16')"},
+      {"v25_precision_invalid", "2.5.6:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_validate_precision_type[invalid])", "v=2.5 precision='invalid'", "v3-8",
+       "trainer.precision: Precision 'invalid' is invalid. Allowed precision values: ('transformer-engine', 'transformer-engine-float16', '16-true', '16-mixed', 'bf16-true', 'bf16-mixed', '32-true', '64-true', 64, 32, 16, '64', '32', '16', 'bf16')"},
+      {"v25_accelerator_invalid", "2.5.6:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_accelerator_invalid_choice)", "v=2.5 accelerator=invalid", "v3-8",
+       "trainer.accelerator: You selected an invalid accelerator name: `accelerator='invalid'`. "
+       "Available names are: auto, cpu, cuda, mps, tpu."},
+      {"v25_tpu_16_true_ddp", "2.5.6:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_unsupported_tpu_choice)",
+       "v=2.5 accelerator=tpu precision=16-true strategy=ddp", "v3-8",
+       "trainer.strategy: The `XLAAccelerator` can only be used with a `SingleDeviceXLAStrategy` or "
+       "`XLAStrategy`, found DDPStrategy."},
+      // --- upstream unit tests, 2.0 -----------------------------------------------------------
+      {"v20_tpu_precision_64_true", "2.0.9:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_unsupported_tpu_choice)", "v=2.0 accelerator=tpu precision=64-true", "v3-8",
+       "trainer.precision: `Trainer(accelerator='tpu', precision='64-true')` is not implemented. "
+       "Please, open an issue in `https://github.com/Lightning-AI/lightning/issues` requesting "
+       "this feature."},
+      {"v20_tpu_16_mixed_ddp", "2.0.9:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_unsupported_tpu_choice)", "v=2.0 accelerator=tpu precision=16-mixed strategy=ddp", "v3-8",
+       "trainer.strategy: The `TPUAccelerator` can only be used with a `SingleTPUStrategy` or "
+       "`XLAStrategy`, found DDPStrategy.",
+       "You passed `Trainer(accelerator='tpu', precision='16-mixed')` but AMP with fp16 is not "
+       "supported on TPUs. Using `precision='bf16-mixed'` instead."},
+      // --- upstream unit tests, 1.9 -----------------------------------------------------------
+      {"v19_tpu_precision_64", "1.9.5:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_unsupported_tpu_choice)",
+       "v=1.9 accelerator=tpu precision=64", "v3-8",
+       "trainer.precision: `Trainer(accelerator='tpu', precision=64)` is not implemented. Please, "
+       "open an issue in `https://github.com/Lightning-AI/lightning/issues` requesting this feature."},
+      {"v19_tpu_16_ddp", "1.9.5:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_unsupported_tpu_choice)",
+       "v=1.9 accelerator=tpu precision=16 strategy=ddp", "v3-8",
+       "trainer.strategy: The `TPUAccelerator` can only be used with a `SingleTPUStrategy` or "
+       "`TPUSpawnStrategy`, found DDPStrategy.",
+       "You passed `Trainer(accelerator='tpu', precision=16)` but AMP is not supported with TPUs. "
+       "Using `precision='bf16'` instead."},
+      {"v19_cpu_fsdp_native", "1.9.5:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_check_native_fsdp_strategy_and_fallback)",
+       "v=1.9 accelerator=cpu strategy=fsdp_native", "v3-8",
+       "trainer.strategy: You selected strategy to be `fsdp_native`, but GPU accelerator is not used.",
+       "TPU available but not used. Set `accelerator` and `devices` using "
+       "`Trainer(accelerator='tpu', devices=8)`."},
+      {"v24_strategy_fsdp", "2.4.0:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (_check_strategy_and_fallback)",
+       "v=2.4 strategy=fsdp", "v3-8",
+       "trainer.strategy: The strategy `fsdp` requires a GPU accelerator, but got: tpu"},
+      {"v25_strategy_fsdp_cpu", "2.5.6:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_check_fsdp_strategy_and_fallback)",
+       "v=2.5 accelerator=cpu strategy=fsdp", "v3-8",
+       "trainer.strategy: The strategy `fsdp` requires a GPU accelerator, but received "
+       "`accelerator='cpu'`. Please set `accelerator='cuda'`, `accelerator='gpu'`, or pass a "
+       "`CUDAAccelerator()` instance to use FSDP.",
+       "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+      {"v20_strategy_fsdp_cpu", "2.0.9:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_check_fsdp_strategy_and_fallback)",
+       "v=2.0 accelerator=cpu strategy=fsdp", "v3-8",
+       "trainer.strategy: You selected strategy to be `fsdp`, but GPU accelerator is not used.",
+       "TPU available but not used. Set `accelerator` and `devices` using "
+       "`Trainer(accelerator='tpu', devices=8)`."},
+      {"v25_strategy_deepspeed_cpu", "2.5.6:src/lightning/pytorch/strategies/deepspeed.py (DeepSpeedStrategy.__init__)",
+       "v=2.5 accelerator=cpu strategy=deepspeed", "v3-8",
+       "trainer.strategy: To use the `DeepSpeedStrategy`, you must have DeepSpeed installed. "
+       "Install it by running `pip install -U deepspeed`.",
+       "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
       {"v24_strategy_single_tpu_gone", "2.4.0:src/lightning/pytorch/strategies/single_xla.py",
        "v=2.4 strategy=single_tpu", "v3-8",
        S("trainer.strategy: You selected an invalid strategy name: `strategy='single_tpu'`. ",
@@ -857,7 +919,53 @@ const std::vector<VersionCase>& VersionCases() {
        "1.13.1 which is incompatible."},
       {"env_python_without_wheel", "pytorch/xla v2.5.0:README.md (torch_xla 2.5 wheels: cp39-cp311)",
        "pl=2.5.0 torch=2.5.0 xla=2.5.0 py=3.8", "v3-8",
+       "environment.lightning: ERROR: No matching distribution found for lightning==2.5.0 | "
        "environment.torch_xla: ERROR: No matching distribution found for torch_xla==2.5.0"},
+      // --- Python, by release (python_requires) ---------------------------------------------
+      {"env_python_38_lightning_24", "2.4.0:src/lightning/__setup__.py (python_requires >=3.9)",
+       "pl=2.4.0 torch=2.3.0 xla=2.3.0 py=3.8 accelerator=cpu", "v3-8",
+       "environment.lightning: ERROR: No matching distribution found for lightning==2.4.0",
+       "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+      {"env_python_38_lightning_23", "2.3.3:src/lightning/__setup__.py (python_requires >=3.8)",
+       "pl=2.3.3 torch=2.3.0 xla=2.3.0 py=3.8", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla"},
+      {"env_python_36_lightning_19", "1.9.5:src/pytorch_lightning/__setup__.py (python_requires >=3.7)",
+       "pl=1.9.5 py=3.6 accelerator=cpu", "v3-8",
+       "environment.lightning: ERROR: No matching distribution found for pytorch-lightning==1.9.5"},
+      {"env_python_37_lightning_20", "2.0.9:src/lightning/__setup__.py (python_requires >=3.8)",
+       "pl=2.0.9 py=3.7 accelerator=cpu", "v3-8",
+       "environment.lightning: ERROR: No matching distribution found for lightning==2.0.9"},
+      // --- num_nodes of other types: int(num_nodes) up to 2.0, isinstance(int) from 2.1 --------
+      {"v20_num_nodes_str", "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (int(num_nodes))",
+       "v=2.0 accelerator=tpu devices=8 num_nodes='4'", "v3-32", "tpu slice v3 8x4 v3-32 world=32 32-true xla"},
+      {"v20_num_nodes_float_truncates", "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (int(num_nodes))",
+       "v=2.0 accelerator=tpu devices=8 num_nodes=4.7", "v3-32", "tpu slice v3 8x4 v3-32 world=32 32-true xla"},
+      {"v20_num_nodes_bad_literal", "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (int(num_nodes))",
+       "v=2.0 num_nodes='2.5'", "v3-32",
+       "trainer.num_nodes: invalid literal for int() with base 10: '2.5'"},
+      {"v16_num_nodes_none", "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py (None is 1)",
+       "v=1.6 tpu_cores=8 num_nodes=None", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
+      {"v19_num_nodes_list", "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py (int(num_nodes))",
+       "v=1.9 accelerator=tpu devices=8 num_nodes=[4]", "v3-32",
+       "trainer.num_nodes: int() argument must be a string, a bytes-like object or a real number, "
+       "not 'list'"},
+      {"v19_num_nodes_list_python_38", "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py (int(num_nodes)); CPython 3.8",
+       "pl=1.9.5 torch=1.13.1 xla=1.13.0 py=3.8 accelerator=tpu devices=8 num_nodes=[4]", "v3-32",
+       "trainer.num_nodes: int() argument must be a string, a bytes-like object or a number, not "
+       "'list'"},
+      {"v21_num_nodes_str", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (_check_device_config_and_set_final_flags)",
+       "v=2.1 num_nodes='4'", "v3-32",
+       "trainer.num_nodes: `num_nodes` must be a positive integer, but got 4."},
+      {"v25_num_nodes_float", "2.5.6:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (_check_device_config_and_set_final_flags)",
+       "v=2.5 num_nodes=4.0", "v3-32",
+       "trainer.num_nodes: `num_nodes` must be a positive integer, but got 4.0."},
+      {"v25_num_nodes_false", "2.5.6:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (_check_device_config_and_set_final_flags)",
+       "v=2.5 num_nodes=False", "v3-32",
+       "trainer.num_nodes: `num_nodes` must be a positive integer, but got False."},
+      {"v25_num_nodes_none", "2.5.6:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (_check_device_config_and_set_final_flags)",
+       "v=2.5 num_nodes=None", "v3-8",
+       "trainer.num_nodes: `num_nodes` must be a positive integer, but got None."},
+      {"v25_num_nodes_true_is_1", "2.5.6:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (isinstance(True, int))",
+       "v=2.5 num_nodes=True", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla"},
       {"env_xla_use_bf16_notice", "pytorch/xla v2.4.0:torch_xla/csrc/dtype.cpp (ShouldUseBF16)",
        "pl=2.4.0 torch=2.4.0 xla=2.4.0 py=3.10 env.XLA_USE_BF16=1", "v3-8",
        "tpu host v3 8x1 v3-8 world=8 bf16-true xla",
@@ -988,6 +1096,59 @@ TEST(ResolveTest, EveryRuleTextIsInTheDocs) {
     EXPECT_NE(docs.str().find("| " + cell + " |"), std::string::npos) << text.text;
     EXPECT_NE(docs.str().find("`" + std::string(text.source) + "`"), std::string::npos) << text.source;
   }
+}
+
+// _log_device_info prints the GPU and TPU lines, the IPU line up to 2.2 and
+// the HPU line up to 2.4; the TPU count is the devices of one host.
+TEST(ResolveTest, DeviceInfoLinesAreThoseOfTheRelease) {
+  const std::string gpu = "GPU available: False, used: False";
+  const std::string ipu = "IPU available: False, using: 0 IPUs";
+  const std::string hpu = "HPU available: False, using: 0 HPUs";
+  struct Row {
+    std::string settings, pool;
+    std::vector<std::string> lines;
+  };
+  const std::string tpu8 = "TPU available: True, using: 8 TPU cores";
+  for (const Row& row : std::vector<Row>{
+           {"v=1.6 tpu_cores=8", "v3-8", {gpu, tpu8, ipu, hpu}},   // 1.6.5 trainer.py
+           {"v=1.9 accelerator=tpu devices=8", "v3-8", {gpu, tpu8, ipu, hpu}},
+           {"v=2.1", "v3-8", {gpu, tpu8, ipu, hpu}},               // 2.1.4 setup.py
+           {"v=2.2", "v3-8", {gpu, tpu8, ipu, hpu}},
+           {"v=2.3", "v3-8", {gpu, tpu8, hpu}},                    // 2.3.3: no IPU line
+           {"v=2.4", "v3-8", {gpu, tpu8, hpu}},
+           {"v=2.5", "v3-8", {gpu, tpu8}},                         // 2.5.6: no HPU line
+           {"v=2.5 num_nodes=4", "v3-32", {gpu, tpu8}},            // per host, not 32
+           {"v=2.5 devices=1", "v3-8", {gpu, "TPU available: True, using: 1 TPU cores"}},
+           {"v=2.5 accelerator=cpu", "v3-8", {gpu, "TPU available: True, using: 0 TPU cores"}},
+           {"v=2.1", "", {gpu, "TPU available: False, using: 0 TPU cores", ipu, hpu}},
+       }) {
+    const Resolution resolution = resolve(Settings(row.settings), Pool(row.pool));
+    ASSERT_TRUE(resolution.errors.empty()) << row.settings;
+    EXPECT_EQ(row.lines, resolution.device_info) << row.settings;
+  }
+}
+
+// The torch_xla whose metric names apply: environment.torch_xla, else the
+// newest one the release's torch requirement allows.
+TEST(ResolveTest, TorchXlaVersionFollowsTheEnvironmentOrTheRelease) {
+  const std::vector<std::pair<std::string, int>> rows = {
+      {"v=1.6", 113}, {"v=1.9", 200}, {"v=2.0", 200}, {"v=2.1", 201}, {"v=2.2", 202},
+      {"v=2.3", 203}, {"v=2.4", 204}, {"v=2.5", 205},
+      {"pl=2.1.3 torch=2.1.0 xla=2.1.0", 201}, {"pl=2.5.0 torch=2.5.0 xla=2.5.0", 205},
+  };
+  for (const auto& [settings, version] : rows) {
+    EXPECT_EQ(version, resolve(Settings(settings), Pool("v3-8")).torch_xla_version) << settings;
+  }
+}
+
+// PT_XLA_DEBUG: the xla_debug strategy sets it; `env` may too.
+TEST(ResolveTest, PtXlaDebugFromTheStrategyOrTheEnvironment) {
+  EXPECT_TRUE(resolve(Settings("strategy=xla_debug"), Pool("v3-8")).pt_xla_debug);
+  EXPECT_TRUE(resolve(Settings("v=1.9 accelerator=tpu devices=8 strategy=tpu_spawn_debug"), Pool("v3-8")).pt_xla_debug);
+  EXPECT_TRUE(resolve(Settings("env.PT_XLA_DEBUG=1"), Pool("v3-8")).pt_xla_debug);
+  EXPECT_FALSE(resolve(Settings("env.PT_XLA_DEBUG=0"), Pool("v3-8")).pt_xla_debug);
+  EXPECT_FALSE(resolve(Settings(""), Pool("v3-8")).pt_xla_debug);
+  EXPECT_EQ("STDOUT", resolve(Settings("env.XLA_METRICS_FILE=STDOUT"), Pool("v3-8")).xla_metrics_file);
 }
 
 TEST(ResolveTest, TableIsLargeAndNamesAreUnique) {

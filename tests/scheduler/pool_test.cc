@@ -18,40 +18,39 @@ std::string describe(const PoolLayout& layout) {
 }
 
 std::string parse_error(std::string_view text) {
-  std::string error;
-  EXPECT_FALSE(parse_pool(text, &error).has_value()) << text;
-  return error;
+  const base::Result<PoolLayout> layout = parse_pool(text);
+  EXPECT_FALSE(layout.ok()) << text;
+  return layout.ok() ? "" : layout.error().message;
 }
 
 TEST(ParsePool, SingleSliceIsHostsOfEightCores) {
-  std::string error;
-  const std::optional<PoolLayout> layout = parse_pool("v3-32", &error);
-  ASSERT_TRUE(layout) << error;
+  const base::Result<PoolLayout> layout = parse_pool("v3-32");
+  ASSERT_TRUE(layout.ok()) << layout.error().message;
   EXPECT_EQ("v3-32-h0:v3 v3-32-h1:v3 v3-32-h2:v3 v3-32-h3:v3", describe(*layout));
 }
 
 TEST(ParsePool, DefaultPoolIsFourV3Hosts) {
-  const std::optional<PoolLayout> layout = parse_pool(kDefaultPool, nullptr);
+  const base::Result<PoolLayout> layout = parse_pool(kDefaultPool);
   ASSERT_TRUE(layout);
   EXPECT_EQ(4u, layout->hosts.size());
 }
 
 TEST(ParsePool, CommaListKeepsOrderAndNumbersRepeatedTypes) {
-  const std::optional<PoolLayout> layout = parse_pool("v3-8, v3-8 ,v4-16", nullptr);
+  const base::Result<PoolLayout> layout = parse_pool("v3-8, v3-8 ,v4-16");
   ASSERT_TRUE(layout);
   // v4-16 is 8 chips of 4 per host: two hosts.
   EXPECT_EQ("v3-8.1-h0:v3 v3-8.2-h0:v3 v4-16-h0:v4 v4-16-h1:v4", describe(*layout));
 }
 
 TEST(ParsePool, LargePodHasOneHostPerEightCores) {
-  const std::optional<PoolLayout> layout = parse_pool("v3-2048", nullptr);
+  const base::Result<PoolLayout> layout = parse_pool("v3-2048");
   ASSERT_TRUE(layout);
   EXPECT_EQ(256u, layout->hosts.size());
   EXPECT_EQ("v3-2048-h255", layout->hosts.back().name);
 }
 
 TEST(ParsePool, V2AndV4Generations) {
-  const std::optional<PoolLayout> layout = parse_pool("v2-8,v4-8", nullptr);
+  const base::Result<PoolLayout> layout = parse_pool("v2-8,v4-8");
   ASSERT_TRUE(layout);
   EXPECT_EQ("v2-8-h0:v2 v4-8-h0:v4", describe(*layout));
 }
@@ -70,21 +69,25 @@ TEST(ParsePool, ErrorsNameTheBadPart) {
 }
 
 TEST(ParsePool, NullErrorPointerIsAllowed) {
-  EXPECT_FALSE(parse_pool("nonsense", nullptr).has_value());
+  EXPECT_FALSE(parse_pool("nonsense").ok());
 }
 
 TEST(ValidatePool, RejectsEmptyAndDuplicateNames) {
-  EXPECT_EQ("the pool has no hosts", validate_pool(PoolLayout{}).value_or(""));
+  auto problem = [](const PoolLayout& layout) {
+    const base::Status valid = validate_pool(layout);
+    return valid.ok() ? "" : valid.error().message;
+  };
+  EXPECT_EQ("the pool has no hosts", problem(PoolLayout{}));
   PoolLayout layout{{{"a", Generation::kV3}, {"", Generation::kV3}}};
-  EXPECT_EQ("host 1 has an empty name", validate_pool(layout).value_or(""));
+  EXPECT_EQ("host 1 has an empty name", problem(layout));
   layout.hosts[1].name = "a";
-  EXPECT_EQ("host name 'a' is used twice", validate_pool(layout).value_or(""));
+  EXPECT_EQ("host name 'a' is used twice", problem(layout));
   layout.hosts[1].name = "b";
-  EXPECT_FALSE(validate_pool(layout).has_value());
+  EXPECT_TRUE(validate_pool(layout).ok());
 }
 
 TEST(HostRuns, ConsecutiveHostsOfOneGenerationFormARun) {
-  const PoolLayout layout = *parse_pool("v3-32,v3-8,v4-16,v3-64", nullptr);
+  const PoolLayout layout = *parse_pool("v3-32,v3-8,v4-16,v3-64");
   std::string out;
   for (const HostRun& run : host_runs(layout)) {
     out += std::string(facts(run.generation).name) + "@" + std::to_string(run.first_host) + "x" +
@@ -94,7 +97,7 @@ TEST(HostRuns, ConsecutiveHostsOfOneGenerationFormARun) {
 }
 
 TEST(Pool, TracksHoldersFreeCoresAndHealth) {
-  Pool pool(*parse_pool("v3-8,v4-8", nullptr));
+  Pool pool(*parse_pool("v3-8,v4-8"));
   EXPECT_EQ(12, pool.total_cores());
   EXPECT_EQ(12, pool.healthy_cores());
   EXPECT_EQ(4, pool.devices(1));

@@ -42,7 +42,7 @@ struct RunningJob {
 class PropertyRun {
  public:
   PropertyRun(std::string_view pool, std::uint64_t seed)
-      : layout_(*parse_pool(pool, nullptr)),
+      : layout_(*parse_pool(pool)),
         scheduler_(layout_, SchedulerOptions{kLeaseTimeout}),
         random_(seed),
         health_(layout_.hosts.size(), HostHealth::kHealthy) {

@@ -100,9 +100,8 @@ std::string waiting(const Scheduler& scheduler, JobId id) {
 }
 
 Scheduler make(std::string_view pool) {
-  std::string error;
-  std::optional<PoolLayout> layout = parse_pool(pool, &error);
-  EXPECT_TRUE(layout) << error;
+  base::Result<PoolLayout> layout = parse_pool(pool);
+  EXPECT_TRUE(layout.ok()) << layout.error().message;
   return Scheduler(std::move(*layout), SchedulerOptions{});
 }
 
@@ -291,7 +290,7 @@ TEST(Scheduler, DrainingKeepsRunningJobsButPlacesNothingNew) {
 }
 
 TEST(Scheduler, LeasesExpireWithoutHeartbeats) {
-  Scheduler scheduler(*parse_pool("v3-8", nullptr), SchedulerOptions{seconds(30)});
+  Scheduler scheduler(*parse_pool("v3-8"), SchedulerOptions{seconds(30)});
   scheduler.submit(job(1, single_core()));
   scheduler.submit(job(2, single_core()));
   scheduler.schedule(kT0);
@@ -514,10 +513,9 @@ TEST(Scheduler, PendingAnswersDoNotDependOnTheOrderOfTheQuestions) {
 // Estimates stop at the horizon, as Slurm's backfill stops at
 // bf_max_job_test: later jobs read "unknown" however known the runtimes.
 TEST(Scheduler, EstimatedStartsStopAtTheHorizon) {
-  std::string error;
   SchedulerOptions options;
   options.estimate_horizon = 3;
-  Scheduler scheduler(*parse_pool("v3-8", &error), options);
+  Scheduler scheduler(*parse_pool("v3-8"), options);
   scheduler.submit(job(1, whole_host(), minutes(10)));
   for (JobId id = 2; id <= 5; ++id) scheduler.submit(job(id, whole_host(), minutes(10)));
   EXPECT_EQ("1:v3-8@0", describe(scheduler.schedule(kT0)));
