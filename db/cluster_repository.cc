@@ -83,12 +83,14 @@ Status ClusterRepository::leave(const std::string& name, std::int64_t epoch) {
 Result<std::vector<AgentRow>> ClusterRepository::list_agents() {
   return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<AgentRow>> {
     Result<QueryResult> rows = connection.execute(
-        "SELECT name, state, epoch, workers, started_at, last_heartbeat FROM agents ORDER BY name");
+        "SELECT name, state, epoch, workers, started_at, last_heartbeat,"
+        "  (extract(epoch FROM now() - last_heartbeat) * 1000)::bigint FROM agents ORDER BY name");
     if (!rows.ok()) return rows.error();
     std::vector<AgentRow> agents;
     for (int r = 0; r < rows->rows(); ++r) {
       agents.push_back({rows->string(r, 0), rows->string(r, 1), rows->int64(r, 2),
-                        static_cast<int>(rows->int64(r, 3)), rows->timestamp(r, 4), rows->timestamp(r, 5)});
+                        static_cast<int>(rows->int64(r, 3)), rows->timestamp(r, 4), rows->timestamp(r, 5),
+                        rows->int64(r, 6)});
     }
     return agents;
   });
@@ -135,5 +137,48 @@ bool LeaderLock::hold() {
 }
 
 void LeaderLock::release() { connection_.reset(); }  // the session ends: PostgreSQL frees the lock
+
+Result<std::int64_t> ClusterRepository::next_slice_placement() {
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::int64_t> {
+    Result<QueryResult> rows = connection.execute("SELECT nextval('slice_placements')");
+    if (!rows.ok()) return rows.error();
+    return rows->int64(0, 0);
+  });
+}
+
+Status ClusterRepository::set_rendezvous_key(std::int64_t placement, const std::string& key,
+                                             std::string_view value) {
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Status {
+    Result<QueryResult> rows = connection.execute(
+        "INSERT INTO rendezvous_keys (placement, key, value) VALUES ($1::bigint, $2::text, $3::bytea)"
+        " ON CONFLICT (placement, key) DO UPDATE SET value = excluded.value",
+        {placement, key, Param::bytes(value)});
+    if (!rows.ok()) return rows.error();
+    return Status::Ok();
+  });
+}
+
+Result<std::optional<std::string>> ClusterRepository::get_rendezvous_key(std::int64_t placement,
+                                                                          const std::string& key) {
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::optional<std::string>> {
+        Result<QueryResult> rows = connection.execute(
+            "SELECT value FROM rendezvous_keys WHERE placement = $1::bigint AND key = $2::text",
+            {placement, key});
+        if (!rows.ok()) return rows.error();
+        if (rows->rows() == 0) return std::optional<std::string>();
+        return std::optional<std::string>(rows->bytes(0, 0));
+      });
+}
+
+Status ClusterRepository::forget_rendezvous_before(std::chrono::milliseconds age) {
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Status {
+    Result<QueryResult> rows = connection.execute(
+        "DELETE FROM rendezvous_keys WHERE created_at < now() - $1::bigint * interval '1 millisecond'",
+        {static_cast<std::int64_t>(age.count())});
+    if (!rows.ok()) return rows.error();
+    return Status::Ok();
+  });
+}
 
 }  // namespace tpujobs::db

@@ -35,6 +35,7 @@ struct AgentRow {
   int workers = 1;
   TimePoint started_at{};
   TimePoint last_heartbeat{};
+  std::int64_t silent_ms = 0;  // since last_heartbeat, by the database's clock
 };
 
 struct ClusterHostRow {
@@ -74,6 +75,16 @@ class ClusterRepository {
   // NOTIFY channel, payload (after the current statement, outside any
   // transaction: at once).
   Status notify(const char* channel, const std::string& payload);
+
+  // A new number for the placement of a slice spanning agents: the scope of
+  // its rendezvous keys.
+  Result<std::int64_t> next_slice_placement();
+  // The Gloo rendezvous of placement `placement`: set() stores (replacing),
+  // get() returns nullopt while the key is absent. Rows of placements older
+  // than `keep` are removed by forget_rendezvous_before().
+  Status set_rendezvous_key(std::int64_t placement, const std::string& key, std::string_view value);
+  Result<std::optional<std::string>> get_rendezvous_key(std::int64_t placement, const std::string& key);
+  Status forget_rendezvous_before(std::chrono::milliseconds age);
 
  private:
   ConnectionPool& pool_;

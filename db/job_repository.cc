@@ -405,6 +405,20 @@ Result<std::vector<JobRow>> JobRepository::jobs_on_agent(const std::string& agen
       });
 }
 
+Result<std::vector<JobRow>> JobRepository::slice_parts_on_agent(const std::string& agent) {
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<JobRow>> {
+        Result<QueryResult> rows = connection.execute(
+            "SELECT " TPUJOBS_JOB_COLUMNS " FROM jobs j"
+            " WHERE j.state IN ('STARTING', 'RUNNING') AND j.agent <> $1::text"
+            "   AND j.allocation -> 'slice' -> 'parts' @> jsonb_build_array(jsonb_build_object('agent', $1::text))"
+            " ORDER BY j.id",
+            {agent});
+        if (!rows.ok()) return rows.error();
+        return read_jobs(*rows);
+      });
+}
+
 Result<std::vector<JobRow>> JobRepository::orphaned_jobs() {
   return with_connection(
       pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<JobRow>> {

@@ -192,6 +192,9 @@ class JobRepository {
 
   // STARTING and RUNNING jobs placed on this agent (any epoch), by id.
   Result<std::vector<JobRow>> jobs_on_agent(const std::string& agent);
+  // STARTING or RUNNING jobs whose slice spans agents with a part on
+  // `agent` other than the first (allocation -> 'slice' -> 'parts').
+  Result<std::vector<JobRow>> slice_parts_on_agent(const std::string& agent);
   // STARTING and RUNNING jobs placed on an agent whose placement is not
   // that agent's current epoch while alive (it was lost, or rejoined), by id.
   Result<std::vector<JobRow>> orphaned_jobs();

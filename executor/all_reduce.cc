@@ -46,4 +46,18 @@ void ring_all_reduce(const std::vector<float*>& buffers, std::size_t count, floa
   }
 }
 
+void ordered_sum(const std::vector<const float*>& terms, std::size_t count, float scale, float* out) {
+  if (terms.empty()) return;
+  constexpr std::size_t kBlock = 1024;
+  Eigen::Array<float, kBlock, 1> sum;
+  using Block = Eigen::Map<const Eigen::ArrayXf>;
+  for (std::size_t begin = 0; begin < count; begin += kBlock) {
+    const auto size = static_cast<Eigen::Index>(std::min(kBlock, count - begin));
+    auto partial = sum.head(size);
+    partial = Block(terms[0] + begin, size);
+    for (std::size_t t = 1; t < terms.size(); ++t) partial += Block(terms[t] + begin, size);
+    Eigen::Map<Eigen::ArrayXf>(out + begin, size) = partial * scale;
+  }
+}
+
 }  // namespace tpujobs::executor

@@ -24,6 +24,7 @@
 namespace tpujobs::executor {
 
 class WorkerPool;  // executor/worker_pool.h
+struct SlicePart;  // executor/slice_collective.h
 
 struct MetricPoint {
   std::int64_t step = 0;  // optimizer steps taken so far
@@ -77,6 +78,10 @@ struct RunControl {
   // When cancelled, first emit a checkpoint of where training stopped (the
   // service stopping: the job resumes there on the next start).
   const std::atomic<bool>* checkpoint_on_cancel = nullptr;
+  // A multi-host slice that spans processes: the hosts this one runs and
+  // the collective joining it to the others. nullptr: every host runs here.
+  // Must outlive train().
+  const SlicePart* slice = nullptr;
 };
 
 enum class Outcome { kSucceeded, kFailed, kCancelled };

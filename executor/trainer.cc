@@ -4,12 +4,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <sstream>
 
 #include "executor/advisor.h"
 #include "executor/all_reduce.h"
+#include "executor/slice_collective.h"
 #include "executor/dataset.h"
 #include "executor/denormals.h"
 #include "executor/executor.h"
@@ -157,7 +159,18 @@ class Trainer {
         clock_(control.clock != nullptr ? *control.clock : base::real_clock()),
         prepared_(std::move(prepared)),
         fingerprint_(model_fingerprint(spec, prepared_.shape)),
-        xla_([this] { return clock_.now(); }, spec.torch_xla_version) {}
+        xla_([this] { return clock_.now(); }, spec.torch_xla_version) {
+    const int per_host = spec_.devices_per_host;
+    multi_host_ = spec_.on_tpu && per_host > 0 && spec_.world_size > per_host &&
+                  spec_.world_size % per_host == 0;
+    slice_hosts_ = multi_host_ ? spec_.world_size / per_host : 1;
+    if (multi_host_ && control_.slice != nullptr) {
+      first_replica_ = control_.slice->first_host * per_host;
+      local_replicas_ = control_.slice->hosts * per_host;
+    } else {
+      local_replicas_ = spec_.world_size;
+    }
+  }
 
   TrainingResult run();
 
@@ -173,9 +186,15 @@ class Trainer {
   void announce_model();
   std::optional<JobError> restore(const Checkpoint& checkpoint);
   std::optional<JobError> check_control(std::int64_t next_step);
-  // Runs micro-batch `batch` of `epoch` on every replica; returns the mean loss.
-  double run_micro_batch(std::int64_t batch, int index_in_group,
-                         const std::vector<std::vector<std::int64_t>>& shards);
+  // Runs micro-batch `batch` of `epoch` on this process's replicas; their
+  // losses are appended to step_losses_ (one per replica, in replica order).
+  void run_micro_batch(std::int64_t batch, int index_in_group,
+                       const std::vector<std::vector<std::int64_t>>& shards);
+  // Averages the step's gradients over the slice's replicas into
+  // replicas_[0]'s and returns each micro-batch's mean loss over them, in
+  // fixed orders. An error when a peer of the slice is gone.
+  std::variant<std::vector<double>, JobError> reduce_step(int micro_batches);
+  std::variant<std::vector<double>, JobError> reduce_across_hosts(int micro_batches);
   void ensure_replicas();  // allocates every replica's buffers, once
   void validate();
   void emit_checkpoint();
@@ -203,6 +222,16 @@ class Trainer {
   std::map<int, std::string> planned_rows_;  // batch rows -> graph key, once buffers are sized
   std::vector<double> replica_losses_;
   std::vector<nanoseconds> replica_transfer_;
+  std::vector<double> step_losses_;  // micro-batch-major: [m * local_replicas_ + r]
+  std::vector<float*> gradient_buffers_;
+  std::vector<float> gather_send_, gather_all_;
+
+  // The slice: a multi-host one reduces per host, then across hosts. This
+  // process runs replicas [first_replica_, first_replica_ + local_replicas_).
+  bool multi_host_ = false;
+  int slice_hosts_ = 1;
+  int first_replica_ = 0;
+  int local_replicas_ = 1;
   std::vector<std::string> warnings_;
 
   // Position and running statistics (what a checkpoint keeps).
@@ -326,10 +355,10 @@ std::optional<JobError> Trainer::check_control(std::int64_t next_step) {
   return std::nullopt;
 }
 
-double Trainer::run_micro_batch(std::int64_t batch, int index_in_group,
-                                const std::vector<std::vector<std::int64_t>>& shards) {
+void Trainer::run_micro_batch(std::int64_t batch, int index_in_group,
+                              const std::vector<std::vector<std::int64_t>>& shards) {
   const int rows = batch_rows(prepared_.sampler, spec_.data.batch_size, batch);
-  const int world = spec_.world_size;
+  const int world = local_replicas_;
   const int features = prepared_.data.train.features;
 
   // The emulated XLA compile: a graph per (model, batch shape). Sizing the
@@ -361,14 +390,15 @@ double Trainer::run_micro_batch(std::int64_t batch, int index_in_group,
     float* input = replica.input();
     float* labels = replica.labels();
     for (int i = 0; i < rows; ++i) {
-      const std::int64_t sample = shards[r][first + i];
+      const std::int64_t sample = shards[first_replica_ + r][first + i];
       std::copy_n(train.values.data() + sample * features, features,
                   input + std::size_t(i) * features);
       labels[i] = train.labels[sample];
     }
     transfer[r] = steady_clock::now() - copy_begin;
     const BatchLoss result =
-        replica.train_batch(rows, loss_scale, derive_seed(step_seed, {std::uint64_t(r)}),
+        replica.train_batch(rows, loss_scale,
+                            derive_seed(step_seed, {std::uint64_t(first_replica_ + r)}),
                             /*accumulate=*/index_in_group > 0);
     losses[r] = result.loss_sum / rows;
   };
@@ -386,16 +416,104 @@ double Trainer::run_micro_batch(std::int64_t batch, int index_in_group,
   for (const nanoseconds& t : transfer) transfer_total += t;
   xla_.transfer_to_device(std::int64_t{world} * rows * (features + 1) * 4, transfer_total);
   xla_.execute(elapsed - transfer_total / world);
-  samples_this_run_ += std::int64_t{world} * rows;
-  throughput_samples_ += std::int64_t{world} * rows;
-  double mean = 0;
-  for (double loss : losses) mean += loss;  // fixed order
-  return mean / world;
+  samples_this_run_ += std::int64_t{spec_.world_size} * rows;
+  throughput_samples_ += std::int64_t{spec_.world_size} * rows;
+  step_losses_.insert(step_losses_.end(), losses.begin(), losses.end());
+}
+
+std::variant<std::vector<double>, JobError> Trainer::reduce_step(int micro_batches) {
+  if (gradient_buffers_.size() != replicas_.size()) {
+    gradient_buffers_.clear();
+    for (auto& replica : replicas_) gradient_buffers_.push_back(replica->gradients().data());
+  }
+  if (multi_host_) return reduce_across_hosts(micro_batches);
+  const int world = spec_.world_size;
+  FloatBuffer& gradients = replicas_[0]->gradients();
+  ring_all_reduce(gradient_buffers_, gradients.size(), 1.0f / static_cast<float>(world), &workers_);
+  std::vector<double> means(micro_batches, 0.0);
+  for (int m = 0; m < micro_batches; ++m) {
+    for (int r = 0; r < world; ++r) means[m] += step_losses_[std::size_t(m) * world + r];  // fixed order
+    means[m] /= world;
+  }
+  return means;
+}
+
+std::variant<std::vector<double>, JobError> Trainer::reduce_across_hosts(int micro_batches) {
+  const int per_host = spec_.devices_per_host;
+  const int local_hosts = local_replicas_ / per_host;
+  const std::size_t count = replicas_[0]->gradients().size();
+  // One row per host: its replicas' gradient sum, then its replicas' losses
+  // of each micro-batch (doubles, as pairs of floats' bits), then the step
+  // it took (an int64's bits): parts that resumed from different
+  // checkpoints must not be summed.
+  const std::size_t loss_floats = std::size_t(micro_batches) * per_host * 2;
+  const std::size_t row = count + loss_floats + 2;
+  gather_send_.resize(row * local_hosts);
+  for (int h = 0; h < local_hosts; ++h) {
+    std::vector<float*> host(gradient_buffers_.begin() + h * per_host,
+                             gradient_buffers_.begin() + (h + 1) * per_host);
+    ring_all_reduce(host, count, 1.0f, &workers_);  // today's in-process ring, unscaled
+    float* out = gather_send_.data() + row * h;
+    std::copy_n(host[0], count, out);
+    std::vector<double> losses;
+    for (int m = 0; m < micro_batches; ++m) {
+      for (int r = 0; r < per_host; ++r) {
+        losses.push_back(step_losses_[std::size_t(m) * local_replicas_ + h * per_host + r]);
+      }
+    }
+    std::memcpy(out + count, losses.data(), loss_floats * sizeof(float));
+    const std::int64_t step = step_ + 1;
+    std::memcpy(out + count + loss_floats, &step, sizeof step);
+  }
+  const float* rows = gather_send_.data();
+  if (control_.slice != nullptr && control_.slice->collective != nullptr) {
+    const SlicePart& part = *control_.slice;
+    std::vector<std::size_t> counts;
+    for (int hosts : part.hosts_per_rank) counts.push_back(row * hosts);
+    gather_all_.resize(row * slice_hosts_);
+    const auto begin = steady_clock::now();
+    if (std::optional<JobError> error =
+            part.collective->all_gather(gather_send_.data(), gather_all_.data(), counts)) {
+      log(error->type + ": " + error->message);
+      return std::move(*error);
+    }
+    xla_.cross_host_gather(
+        static_cast<std::int64_t>((gather_all_.size() - gather_send_.size()) * sizeof(float)),
+        steady_clock::now() - begin);
+    rows = gather_all_.data();
+    for (int h = 0; h < slice_hosts_; ++h) {
+      std::int64_t step = 0;
+      std::memcpy(&step, rows + row * h + count + loss_floats, sizeof step);
+      if (step != step_ + 1) {
+        const std::string message = "host " + std::to_string(h) + " of the slice took step " +
+                                    std::to_string(step) + " while this one took step " +
+                                    std::to_string(step_ + 1) + ": its parts resumed from different checkpoints";
+        log("INTERNAL: " + message);
+        return JobError{"INTERNAL", message, "Resubmit the job; report this as a bug."};
+      }
+    }
+  }
+  // The hosts' sums added in host order, then scaled: the same bits however
+  // the hosts are split among processes.
+  std::vector<const float*> host_sums;
+  for (int h = 0; h < slice_hosts_; ++h) host_sums.push_back(rows + row * h);
+  ordered_sum(host_sums, count, 1.0f / static_cast<float>(spec_.world_size),
+              replicas_[0]->gradients().data());
+  std::vector<double> means(micro_batches, 0.0);
+  std::vector<double> losses(std::size_t(micro_batches) * per_host);
+  for (int h = 0; h < slice_hosts_; ++h) {
+    std::memcpy(losses.data(), rows + row * h + count, loss_floats * sizeof(float));
+    for (int m = 0; m < micro_batches; ++m) {
+      for (int r = 0; r < per_host; ++r) means[m] += losses[std::size_t(m) * per_host + r];
+    }
+  }
+  for (double& mean : means) mean /= spec_.world_size;
+  return means;
 }
 
 void Trainer::ensure_replicas() {
   if (!replicas_.empty()) return;
-  const int world = spec_.world_size;
+  const int world = local_replicas_;
   // Large products run as panels on the pool, nested in the replicas' tasks:
   // threads that have no replica left to run take panels.
   ComputeSplit split;
@@ -412,7 +530,7 @@ void Trainer::validate() {
   if (validation.rows == 0) return;
   WorkerPool::StepTurn turn(share_, validation.rows * prepared_.shape.macs_per_sample());
   ensure_replicas();
-  const int world = spec_.world_size;
+  const int world = local_replicas_;  // every process evaluates all of it: the same bits
   const int chunk = spec_.data.batch_size;
   const std::int64_t chunks = (validation.rows + chunk - 1) / chunk;
   std::vector<BatchLoss> results(static_cast<std::size_t>(chunks));
@@ -503,8 +621,7 @@ TrainingResult Trainer::run() {
 
   const std::int64_t batches = prepared_.batches_per_epoch;
   const int accumulate = spec_.accumulate_grad_batches;
-  const int world = spec_.world_size;
-  std::vector<float*> gradient_buffers;
+  const int world = local_replicas_;
   std::string stop_reason;
   bool stopped = spec_.max_steps >= 0 && step_ >= spec_.max_steps;
   if (stopped) stop_reason = "`max_steps=" + std::to_string(spec_.max_steps) + "` reached.";
@@ -523,9 +640,17 @@ TrainingResult Trainer::run() {
       // Forward, weight and input gradients: about 3 multiply-adds per weight and sample.
       WorkerPool::StepTurn turn(share_, (group_end - batch_) * world * spec_.data.batch_size * 3 *
                                             prepared_.shape.macs_per_sample());
-      double step_loss = 0;
+      step_losses_.clear();
       for (std::int64_t b = batch_; b < group_end; ++b) {
-        const double loss = run_micro_batch(b, static_cast<int>(b - batch_), shards);
+        run_micro_batch(b, static_cast<int>(b - batch_), shards);
+      }
+      auto reduced = reduce_step(static_cast<int>(group_end - batch_));
+      if (auto* error = std::get_if<JobError>(&reduced)) {
+        result.error = std::move(*error);
+        return finish(std::move(result));
+      }
+      double step_loss = 0;
+      for (double loss : std::get<std::vector<double>>(reduced)) {
         step_loss += loss;
         epoch_loss_sum_ += loss;
         ++epoch_loss_count_;
@@ -545,13 +670,7 @@ TrainingResult Trainer::run() {
         result.error = JobError{"NUMERICAL_ERROR", message, hint + "."};
         return finish(std::move(result));
       }
-      if (replicas_.size() != gradient_buffers.size()) {
-        gradient_buffers.clear();
-        for (auto& replica : replicas_) gradient_buffers.push_back(replica->gradients().data());
-      }
       FloatBuffer& gradients = replicas_[0]->gradients();
-      ring_all_reduce(gradient_buffers, gradients.size(), 1.0f / static_cast<float>(world),
-                      &workers_);
       if (spec_.gradient_clip_val)
         clip_by_global_norm(gradients, *spec_.gradient_clip_val, &workers_);
       optimizer_->step(network_->parameters(), gradients, &workers_);

@@ -50,6 +50,8 @@ const TorchXlaMetrics& metrics_of(int torch_xla_version) {
 }
 constexpr std::string_view kInboundData = "InboundData";
 constexpr std::string_view kOutboundData = "OutboundData";
+constexpr std::string_view kCrossHostGatherTime = "CrossHostAllGatherTime";  // tpujobs' own
+constexpr std::string_view kCrossHostData = "CrossHostInboundData";           // tpujobs' own
 constexpr std::string_view kUncachedCompile = "UncachedCompile";
 constexpr std::string_view kCachedCompile = "CachedCompile";
 constexpr std::string_view kLocalScalarDense = "aten::_local_scalar_dense";
@@ -249,6 +251,11 @@ void XlaMetrics::transfer_to_device(std::int64_t bytes, std::chrono::nanoseconds
   add_sample(std::string(metrics_of(torch_xla_version_).transfer_to_device), Unit::kTime,
              static_cast<double>(time.count()));
   add_sample(std::string(kInboundData), Unit::kBytes, static_cast<double>(bytes));
+}
+
+void XlaMetrics::cross_host_gather(std::int64_t bytes, std::chrono::nanoseconds time) {
+  add_sample(std::string(kCrossHostGatherTime), Unit::kTime, static_cast<double>(time.count()));
+  add_sample(std::string(kCrossHostData), Unit::kBytes, static_cast<double>(bytes));
 }
 
 void XlaMetrics::transfer_from_device(std::int64_t bytes, std::chrono::nanoseconds time) {

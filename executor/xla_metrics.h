@@ -44,6 +44,10 @@ class XlaMetrics {
   // Device -> host copies (TransferFromDeviceTime, OutboundData; the
   // ...ServerTime names up to torch_xla 2.2).
   void transfer_from_device(std::int64_t bytes, std::chrono::nanoseconds time);
+  // A gather of gradients from the other hosts of a slice spanning processes
+  // (tpujobs' own metric: on a real pod the all-reduce runs on the ICI and
+  // torch_xla's report has no such line). `bytes` received from other hosts.
+  void cross_host_gather(std::int64_t bytes, std::chrono::nanoseconds time);
 
   std::int64_t uncached_compiles() const;
   std::int64_t cached_compiles() const;

@@ -10,6 +10,7 @@
 #include "api/resolution.h"
 #include "scheduler/capacity.h"
 #include "service/database_datasets.h"
+#include "service/gloo_collective.h"
 
 namespace tpujobs::service {
 namespace {
@@ -21,7 +22,67 @@ json error_json(std::string_view type, std::string_view message, std::string_vie
   return {{"type", type}, {"message", message}, {"hint", hint}};
 }
 
+// This agent's part of a slice spanning agents (allocation.slice, written by
+// the scheduler leader).
+struct SliceRole {
+  std::int64_t placement = 0;
+  int rank = 0;
+  int first_host = 0;
+  int hosts = 0;
+  std::vector<int> hosts_per_rank;
+};
+
+std::optional<SliceRole> slice_role(const db::JobRow& row, const std::string& agent, std::int64_t epoch) {
+  const json allocation = json::parse(row.allocation_json.value_or("{}"), nullptr, false);
+  if (!allocation.is_object() || !allocation.contains("slice") || !allocation["slice"].is_object()) return std::nullopt;
+  const json& slice = allocation["slice"];
+  const json parts = slice.value("parts", json::array());
+  std::optional<SliceRole> role;
+  SliceRole found;
+  found.placement = slice.value("placement", std::int64_t{0});
+  for (std::size_t rank = 0; rank < parts.size(); ++rank) {
+    const json& part = parts[rank];
+    if (!part.is_object()) return std::nullopt;
+    found.hosts_per_rank.push_back(part.value("hosts", 0));
+    if (part.value("agent", "") == agent && part.value("epoch", std::int64_t{-1}) == epoch) {
+      found.rank = static_cast<int>(rank);
+      found.first_host = part.value("first_host", 0);
+      found.hosts = part.value("hosts", 0);
+      role = found;
+    }
+  }
+  if (role) role->hosts_per_rank = found.hosts_per_rank;
+  return role;
+}
+
+// A part of a slice other than the first writes nothing about the job: the
+// first part's copy computes the same bits and reports them.
+class DiscardSink final : public executor::TrainingSink {
+ public:
+  void log(std::string_view) override {}
+  void metrics(const executor::MetricPoint&) override {}
+  void checkpoint(const executor::Checkpoint&) override {}
+  void progress(const executor::Progress&) override {}
+};
+
 }  // namespace
+
+// The rendezvous keys of one placement, in PostgreSQL.
+class Agent::RendezvousRows final : public RendezvousKeys {
+ public:
+  RendezvousRows(db::ClusterRepository& cluster, std::int64_t placement) : cluster_(cluster), placement_(placement) {}
+  bool set(const std::string& key, const std::string& value) override {
+    return cluster_.set_rendezvous_key(placement_, key, value).ok();
+  }
+  std::optional<std::string> get(const std::string& key) override {
+    auto value = cluster_.get_rendezvous_key(placement_, key);
+    return value.ok() ? *value : std::nullopt;
+  }
+
+ private:
+  db::ClusterRepository& cluster_;
+  std::int64_t placement_;
+};
 
 // One copy of a job running here, under the placement epoch it was given.
 struct Agent::Run {
@@ -37,6 +98,10 @@ struct Agent::Run {
   std::int64_t skip_metric_points = 0;
   std::map<std::string, double> latest_metrics;
   std::optional<executor::Progress> progress;
+  // A slice spanning agents: this agent's part. A part other than the
+  // first (rank > 0) writes nothing about the job.
+  std::optional<SliceRole> slice;
+  bool peer() const { return slice && slice->rank > 0; }
 };
 
 // Routes the executor's output to the telemetry writer, every item fenced
@@ -239,7 +304,8 @@ void Agent::supervise_loop() {
 
 void Agent::reconcile() {
   auto placed = repo_.jobs.jobs_on_agent(options_.name);
-  if (!placed.ok()) return;  // the database is away: the runs go on, their writes wait
+  auto parts = repo_.jobs.slice_parts_on_agent(options_.name);
+  if (!placed.ok() || !parts.ok()) return;  // the database is away: the runs go on, their writes wait
   std::vector<std::thread> ended;
   {
     base::MutexLock lock(mutex_);
@@ -250,17 +316,39 @@ void Agent::reconcile() {
   if (stopping_) return;
   const std::int64_t epoch = epoch_;
   std::map<std::int64_t, const db::JobRow*> current;
+  std::map<std::int64_t, std::optional<SliceRole>> roles;
   for (const db::JobRow& row : *placed) {
     if (row.placement_epoch == epoch) current[row.id] = &row;
   }
+  for (const db::JobRow& row : *parts) current[row.id] = &row;
+  std::set<std::int64_t> listed;  // placements still STARTING or RUNNING
+  for (auto it = current.begin(); it != current.end();) {
+    std::optional<SliceRole> role = slice_role(*it->second, options_.name, epoch);
+    if (role) listed.insert(role->placement);
+    const bool peer_of_another_epoch = it->second->agent != options_.name && !role;
+    if (peer_of_another_epoch || (role && ended_slice_placements_.count(role->placement))) {
+      it = current.erase(it);
+      continue;
+    }
+    roles[it->first] = std::move(role);
+    ++it;
+  }
+  // A placement no longer listed never comes back: forget it.
+  std::erase_if(ended_slice_placements_, [&](std::int64_t placement) { return !listed.count(placement); });
   for (auto& [id, run] : runs_) {
     auto it = current.find(id);
-    if (it == current.end() || run->epoch != epoch) {
+    const bool other_placement = it != current.end() && run->slice.has_value() != roles[id].has_value();
+    const bool other_slice = it != current.end() && run->slice && roles[id] &&
+                             run->slice->placement != roles[id]->placement;
+    if (it == current.end() || run->epoch != epoch || other_placement || other_slice) {
       // Requeued, cancelled, released or failed elsewhere: this copy is stale.
       StopReason none = StopReason::kNone;
       run->stop_reason.compare_exchange_strong(none, StopReason::kMovedOn);
       run->cancel = true;
-    } else if (it->second->cancel_requested) {
+    } else if (it->second->cancel_requested && !run->peer()) {
+      // The first part stops at a step boundary and closes its collective;
+      // the other parts end on that (a part stopping first would fail the
+      // first part's step instead).
       StopReason none = StopReason::kNone;
       run->stop_reason.compare_exchange_strong(none, StopReason::kUserCancel);
       run->cancel = true;
@@ -271,7 +359,8 @@ void Agent::reconcile() {
     auto run = std::make_shared<Run>();
     run->row = *row;
     run->epoch = epoch;
-    if (row->cancel_requested) {
+    run->slice = roles[id];
+    if (row->cancel_requested && !run->peer()) {
       run->stop_reason = StopReason::kUserCancel;
       run->cancel = true;
     }
@@ -324,8 +413,21 @@ void Agent::run_job(std::shared_ptr<Run> run) {
   std::optional<api::JobSpec> spec = spec_json.is_discarded() ? std::nullopt : api::parse_job_spec(spec_json, &errors);
   scheduler::PoolCapacity capacity;
   for (const scheduler::HostLayout& h : options_.layout.hosts) ++capacity.hosts[h.generation];
+  if (run->slice) {
+    // The slice's hosts, most of them another agent's, are what it resolves against.
+    const executor::DeviceFacts device = device_for(run->row);
+    if (auto generation = scheduler::parse_generation(device.generation)) {
+      int hosts = 0;
+      for (int part : run->slice->hosts_per_rank) hosts += part;
+      capacity.hosts[*generation] = std::max(capacity.hosts[*generation], hosts);
+    }
+  }
   api::Resolution resolution;
   if (spec) resolution = api::resolve(spec->trainer, capacity);
+  if ((!spec || !resolution.errors.empty()) && run->peer()) {
+    finish_here();  // the first part reports it
+    return;
+  }
   if (!spec || !resolution.errors.empty()) {
     const std::string why = !spec ? "the stored spec does not parse" : resolution.errors.front().message;
     db::Transition t = end_transition(JobState::kFailed, {JobState::kStarting, JobState::kRunning}, "Rejected by agent: " + why);
@@ -353,24 +455,52 @@ void Agent::run_job(std::shared_ptr<Run> run) {
   auto recorded = repo_.outputs.count_metrics_after_step(id, resume ? resume->step : 0);
   run->skip_metric_points = recorded.ok() ? *recorded : 0;
 
-  db::Transition running = end_transition(JobState::kRunning, {JobState::kStarting, JobState::kRunning},
-                                          resume ? "Resumed from the checkpoint at step " + std::to_string(resume->step) +
-                                                       " on agent " + options_.name
-                                                 : "Training started on agent " + options_.name);
-  auto moved = repo_.jobs.transition(running);
-  if (!moved.ok() || !*moved) {
-    finish_here();  // moved on meanwhile, or the database is away: the next look decides
-    return;
+  if (!run->peer()) {
+    const std::string where = run->slice ? "agents of its slice" : "agent " + options_.name;
+    db::Transition running = end_transition(JobState::kRunning, {JobState::kStarting, JobState::kRunning},
+                                            resume ? "Resumed from the checkpoint at step " + std::to_string(resume->step) +
+                                                         " on " + where
+                                                   : "Training started on " + where);
+    auto moved = repo_.jobs.transition(running);
+    if (!moved.ok() || !*moved) {
+      finish_here();  // moved on meanwhile, or the database is away: the next look decides
+      return;
+    }
   }
 
   Sink sink(*this, *run);
+  DiscardSink discard;
+  executor::TrainingSink& output = run->peer() ? static_cast<executor::TrainingSink&>(discard) : sink;
   executor::RunControl control;
   control.cancel = &run->cancel;
   control.resume = resume ? &*resume : nullptr;
   control.checkpoint_on_cancel = &run->checkpoint_on_cancel;
   control.clock = options_.clock;
-  executor::TrainingResult result =
-      executor::train(spec->training, device_for(run->row), workers_, *datasets_, sink, control);
+  std::optional<executor::JobError> unreachable;
+  std::unique_ptr<executor::SliceCollective> collective = join_slice(*run, &unreachable);
+  executor::SlicePart part;
+  if (collective) {
+    part = executor::SlicePart{run->slice->first_host, run->slice->hosts, run->slice->hosts_per_rank,
+                               collective.get()};
+    control.slice = &part;
+  }
+  executor::TrainingResult result;
+  if (unreachable) {
+    output.log(unreachable->type + ": " + unreachable->message);
+    result.outcome = executor::Outcome::kFailed;
+    result.error = unreachable;
+  } else {
+    result = executor::train(spec->training, device_for(run->row), workers_, *datasets_, output, control);
+  }
+  collective.reset();  // its sockets close: peers still waiting fail now, not at their deadline
+  if (run->slice) {
+    base::MutexLock lock(mutex_);
+    ended_slice_placements_.insert(run->slice->placement);
+  }
+  if (run->peer()) {
+    finish_here();  // the first part writes the job's end
+    return;
+  }
   sink.record_progress();
   flush_telemetry();
 
@@ -383,6 +513,9 @@ void Agent::run_job(std::shared_ptr<Run> run) {
   if (result.outcome == executor::Outcome::kSucceeded) {
     end = end_transition(JobState::kSucceeded, {JobState::kRunning}, "Training finished");
     end->result_json = result_json.dump();
+  } else if (result.outcome == executor::Outcome::kFailed && run->slice && result.error->type == "UNAVAILABLE" &&
+             (end = retry_after_unreachable_peer(*run, spec->max_retries))) {
+    // Requeued: placed again (on healthy hosts) to resume from its checkpoint.
   } else if (result.outcome == executor::Outcome::kFailed) {
     const executor::JobError& e = *result.error;
     end = end_transition(JobState::kFailed, {JobState::kRunning}, e.type + ": " + e.message);
@@ -404,6 +537,38 @@ void Agent::run_job(std::shared_ptr<Run> run) {
     (void)cluster_.notify(db::kSubmitChannel, "finished");  // cores freed: wake the leader
   }
   finish_here();
+}
+
+std::unique_ptr<executor::SliceCollective> Agent::join_slice(const Run& run,
+                                                            std::optional<executor::JobError>* error) {
+  if (!run.slice) return nullptr;
+  RendezvousRows keys(cluster_, run.slice->placement);
+  GlooOptions options;
+  options.host = options_.collective_host;
+  options.timeout = options_.collective_timeout;
+  options.clock = options_.clock;
+  auto connected =
+      GlooCollective::connect(keys, run.slice->rank, static_cast<int>(run.slice->hosts_per_rank.size()), options);
+  if (auto* failed = std::get_if<executor::JobError>(&connected)) {
+    *error = std::move(*failed);
+    return nullptr;
+  }
+  return std::move(std::get<std::unique_ptr<GlooCollective>>(connected));
+}
+
+std::optional<db::Transition> Agent::retry_after_unreachable_peer(const Run& run, int max_retries) {
+  if (run.row.attempt >= max_retries) return std::nullopt;
+  db::Transition t;
+  t.job_id = run.row.id;
+  t.from = {JobState::kRunning};
+  t.to = JobState::kQueued;
+  t.require_epoch = run.epoch;
+  t.reason = "UNAVAILABLE: failed to connect to all addresses (a peer of its slice); requeued to resume from its "
+             "last checkpoint";
+  t.increment_attempt = true;
+  t.clear_placement = true;
+  t.clear_allocation = true;
+  return t;
 }
 
 void Agent::telemetry_loop() {

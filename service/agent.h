@@ -20,6 +20,7 @@
 #include <condition_variable>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,6 +30,7 @@
 #include "db/cluster_repository.h"
 #include "db/repositories.h"
 #include "executor/executor.h"
+#include "executor/slice_collective.h"
 #include "executor/worker_pool.h"
 #include "scheduler/pool.h"
 
@@ -46,6 +48,11 @@ struct AgentOptions {
   // Heartbeat and progress timing, and the log lines' times. Must outlive
   // the agent.
   base::Clock* clock = &base::real_clock();
+  // A slice spanning agents (DESIGN §9): the address its Gloo device binds
+  // and other agents connect to ("": Gloo's default, the machine's host
+  // name), and the deadline of its rendezvous and of every collective.
+  std::string collective_host;
+  std::chrono::milliseconds collective_timeout{30000};
 };
 
 class Agent {
@@ -66,6 +73,7 @@ class Agent {
  private:
   struct Run;
   class Sink;
+  class RendezvousRows;
   enum class StopReason { kNone, kUserCancel, kMovedOn, kShutdown };
 
   void supervise_loop();
@@ -74,6 +82,12 @@ class Agent {
   void reconcile();
   void stop_all_locked(StopReason reason) REQUIRES(mutex_);
   void run_job(std::shared_ptr<Run> run);
+  // A slice spanning agents: joins the other parts. nullptr when the job
+  // runs whole here, or when the rendezvous failed (then *error is set).
+  std::unique_ptr<executor::SliceCollective> join_slice(const Run& run, std::optional<executor::JobError>* error);
+  // The transition ending a run that failed because a peer of its slice
+  // was unreachable: requeued while max_retries allows.
+  std::optional<db::Transition> retry_after_unreachable_peer(const Run& run, int max_retries);
   void telemetry_loop();
   // Writes what the runs queued; what the database refuses for being away
   // stays queued for the next flush.
@@ -90,6 +104,9 @@ class Agent {
 
   base::Mutex mutex_;
   std::map<std::int64_t, std::shared_ptr<Run>> runs_ GUARDED_BY(mutex_);
+  // Slice placements whose part here has ended: never started again (the
+  // first part ends the job, or the leader moves it).
+  std::set<std::int64_t> ended_slice_placements_ GUARDED_BY(mutex_);
   std::vector<std::thread> ended_ GUARDED_BY(mutex_);
   bool stopping_ GUARDED_BY(mutex_) = false;
   std::condition_variable wake_;

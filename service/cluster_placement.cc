@@ -71,16 +71,23 @@ std::optional<ClusterPlacement> find_place(const std::vector<ClusterHost>& hosts
       return place;
     }
   }
-  return std::nullopt;
-}
-
-// A slice that would fit the pool if it could span agents: the reason it
-// waits is that it may not.
-bool fits_only_across_agents(const std::vector<ClusterHost>& hosts, const scheduler::ResourceRequest& request) {
-  if (request.kind != RequestKind::kSlice) return false;
-  int matching = 0;
-  for (const ClusterHost& h : hosts) matching += shape_matches(h, request) ? 1 : 0;
-  return matching >= request.hosts;
+  if (request.kind != RequestKind::kSlice) return std::nullopt;
+  // No agent has the slice alone: the first fitting hosts of several.
+  for (int i = 0; i < static_cast<int>(hosts.size()) && static_cast<int>(place.hosts.size()) < wanted; ++i) {
+    if (!usable(hosts[i]) || !shape_matches(hosts[i], request) || (!ignore_use && !idle(hosts[i]))) continue;
+    if (!ignore_health && !hosts[i].punctual) continue;
+    place.hosts.push_back(i);
+    if (place.parts.empty() || place.parts.back().first != hosts[i].agent) place.parts.push_back({hosts[i].agent, 0});
+    ++place.parts.back().second;
+  }
+  // One agent alone keeps the alignment rule above.
+  if (static_cast<int>(place.hosts.size()) < wanted || place.parts.size() < 2) return std::nullopt;
+  place.agent = place.parts.front().first;
+  place.generation = hosts[place.hosts.front()].generation;
+  for (int i : place.hosts) {
+    for (int c = 0; c < static_cast<int>(hosts[i].core_job.size()); ++c) place.cores.push_back({i, c});
+  }
+  return place;
 }
 
 }  // namespace
@@ -134,10 +141,6 @@ PlacementPass place_jobs(PlacementInput& input, const std::vector<WaitingJob>& q
     } else if (find_place(input.hosts, request, /*ignore_use=*/true, /*ignore_health=*/true)) {
       waiting.reason = scheduler::PendingReason::kHostUnhealthy;
       waiting.detail = "its hosts belong to a lost agent or are drained or failed";
-    } else if (fits_only_across_agents(input.hosts, request)) {
-      waiting.reason = scheduler::PendingReason::kResources;
-      waiting.detail = "a multi-host slice is placed only on the hosts of one agent, and no agent has " +
-                       std::to_string(request.hosts) + " aligned hosts of its kind";
     } else {
       waiting.reason = scheduler::PendingReason::kHostUnhealthy;
       waiting.detail = "no agent with hosts of its kind is registered";

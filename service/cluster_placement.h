@@ -7,8 +7,10 @@
 // hold back the jobs behind it (first fit, no reservations). A single core
 // takes the first free core (or the pinned one) of a usable host; a whole
 // host needs a usable host of that device count with every core free; a pod
-// slice of N hosts needs N usable, idle hosts of its generation at an
-// aligned run of N positions of ONE agent (slices do not span agents yet).
+// slice of N hosts takes an aligned run of N positions of one agent (usable,
+// idle hosts of its generation) when one agent has it; otherwise the first N
+// such hosts of several agents, in agent then position order: its replicas
+// then run on the agents that own the hosts, joined by a collective.
 // cpu jobs take a slot of an alive agent (max_cpu_jobs each), the emptiest.
 #pragma once
 
@@ -29,6 +31,10 @@ struct ClusterHost {
   std::string agent;
   scheduler::Generation generation = scheduler::Generation::kV3;
   bool usable = true;                  // its agent is alive and the host healthy
+  // Its agent heartbeats on time: a part of a slice spanning agents is
+  // placed only there (an agent just killed is alive until declared lost,
+  // and its part would only make the others wait out their deadline).
+  bool punctual = true;
   std::vector<std::int64_t> core_job;  // per core: the job holding it, 0 when free
 };
 
@@ -43,8 +49,11 @@ struct WaitingJob {
 
 struct ClusterPlacement {
   std::int64_t job = 0;
-  std::string agent;
+  std::string agent;       // the first part's: it writes the job's state and output
   std::vector<int> hosts;  // indexes into the hosts given
+  // A slice spanning agents: each agent, in order, and how many of `hosts`
+  // (consecutive, from the front) it runs. Empty when `agent` runs it all.
+  std::vector<std::pair<std::string, int>> parts;
   std::vector<scheduler::CoreRef> cores;
   std::optional<scheduler::Generation> generation;  // none for cpu jobs
   std::string accelerator_type;

@@ -178,6 +178,27 @@ db::Status SchedulerLeader::requeue_orphans() {
   return db::Status::Ok();
 }
 
+db::Result<nlohmann::json> SchedulerLeader::slice_allocation(const ClusterPlacement& p,
+                                                             const std::map<std::string, std::int64_t>& epoch_of) {
+  auto placement = cluster_.next_slice_placement();
+  if (!placement.ok()) return placement.error();
+  json parts = json::array();
+  int first_host = 0;
+  for (const auto& [agent, hosts] : p.parts) {
+    parts.push_back({{"agent", agent}, {"epoch", epoch_of.at(agent)}, {"first_host", first_host}, {"hosts", hosts}});
+    first_host += hosts;
+  }
+  return json{{"placement", *placement}, {"parts", parts}};
+}
+
+std::string SchedulerLeader::describe_parts(const ClusterPlacement& p) {
+  std::string out;
+  for (const auto& [agent, hosts] : p.parts) {
+    out += (out.empty() ? "" : ", ") + std::to_string(hosts) + " host(s) on agent " + agent;
+  }
+  return out + " (" + std::to_string(p.cores.size()) + " cores)";
+}
+
 db::Status SchedulerLeader::run_pass() {
   // Silence is judged only over a span the leader itself could reach the
   // database: after an outage (or a takeover) every heartbeat looks old.
@@ -187,6 +208,12 @@ db::Status SchedulerLeader::run_pass() {
   if (!lost.ok()) return lost.error();
   for (const std::string& name : *lost) std::cerr << "tpujobs: agent " << name << " is lost" << std::endl;
   if (db::Status s = requeue_orphans(); !s.ok()) return s;
+  if (options_.clock->now() - rendezvous_swept_ >= std::chrono::minutes(1)) {
+    // A rendezvous is over once its slice connected or failed (within the
+    // collective deadline): old keys only take room.
+    if (db::Status s = cluster_.forget_rendezvous_before(std::chrono::hours(1)); !s.ok()) return s;
+    rendezvous_swept_ = options_.clock->now();
+  }
 
   auto agents = cluster_.list_agents();
   if (!agents.ok()) return agents.error();
@@ -198,10 +225,16 @@ db::Status SchedulerLeader::run_pass() {
   if (!quotas.ok()) return quotas.error();
 
   std::map<std::string, std::int64_t> epoch_of;  // alive agents
+  std::set<std::string> late;                    // alive, but their heartbeats are late
   PlacementInput input;
   for (const db::AgentRow& a : *agents) {
     if (a.state != "alive") continue;
     epoch_of[a.name] = a.epoch;
+    // Judged, like silence, only over a span the leader could reach the database.
+    if (options_.clock->now() - reachable_since_ >= options_.slice_part_silence &&
+        std::chrono::milliseconds(a.silent_ms) >= options_.slice_part_silence) {
+      late.insert(a.name);
+    }
     input.free_cpu_slots[a.name] = options_.max_cpu_jobs_per_agent;
   }
   scheduler::PoolCapacity capacity;  // every registered host, so a lost agent's jobs wait
@@ -217,6 +250,7 @@ db::Status SchedulerLeader::run_pass() {
     host.agent = h.agent;
     host.generation = *generation;
     host.usable = h.agent_state == "alive" && h.health == "healthy";
+    host.punctual = !late.count(h.agent);
     host.core_job.assign(scheduler::facts(*generation).devices_per_host, 0);
     host_index[h.name] = static_cast<int>(input.hosts.size());
     input.hosts.push_back(std::move(host));
@@ -339,6 +373,11 @@ db::Status SchedulerLeader::run_pass() {
                     {"hosts", host_names},
                     {"cores", cores},
                     {"agent", p.agent}};
+      if (!p.parts.empty()) {
+        auto slice = slice_allocation(p, epoch_of);
+        if (!slice.ok()) return slice.error();
+        allocation["slice"] = std::move(*slice);
+      }
     }
     db::Transition t;
     t.job_id = p.job;
@@ -347,6 +386,7 @@ db::Status SchedulerLeader::run_pass() {
     t.reason = p.generation ? "Placed on agent " + p.agent + ": " + std::to_string(p.cores.size()) + " cores on " +
                                   std::to_string(p.hosts.size()) + " host(s)"
                             : "Placed on agent " + p.agent + "'s CPU threads";
+    if (!p.parts.empty()) t.reason = "Placed across agents: " + describe_parts(p);
     t.allocation_json = allocation.dump();
     t.set_started_at = true;
     t.clear_pending = true;
@@ -355,6 +395,9 @@ db::Status SchedulerLeader::run_pass() {
     auto moved = repo_.jobs.transition(t);
     if (!moved.ok()) return moved.error();
     if (*moved) woken.insert(p.agent);
+    for (const auto& [agent, hosts] : p.parts) {
+      if (*moved) woken.insert(agent);
+    }
   }
   // Committed: now the agents may act.
   for (const std::string& agent : woken) (void)cluster_.notify(db::kAgentChannel, agent);

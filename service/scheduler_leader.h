@@ -20,6 +20,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 
@@ -31,6 +32,7 @@
 #include "scheduler/request.h"
 #include "api/resolution.h"
 #include "scheduler/capacity.h"
+#include "service/cluster_placement.h"
 
 namespace tpujobs::service {
 
@@ -38,6 +40,9 @@ struct SchedulerLeaderOptions {
   std::string conninfo;  // for the leader lock and the LISTEN connection
   std::string instance = "tpujobs";
   std::chrono::milliseconds agent_silence{10000};
+  // An alive agent silent this long gets no part of a new slice spanning
+  // agents (three of its heartbeats missed).
+  std::chrono::milliseconds slice_part_silence{3000};
   std::chrono::milliseconds poll_interval{500};
   std::chrono::milliseconds min_pass_interval{20};  // passes at most this often
   int max_cpu_jobs_per_agent = 2;
@@ -65,6 +70,11 @@ class SchedulerLeader {
   // Takes a placed job off its agent: requeued (reason `retry_reason`) while
   // max_retries allows, else FAILED, UNAVAILABLE with `hint`.
   db::Status move_off(const db::JobRow& row, const std::string& retry_reason, const std::string& hint);
+  // A slice spanning agents: its placement number (the rendezvous' scope)
+  // and its parts {agent, epoch, first_host, hosts}, for allocation.slice.
+  db::Result<nlohmann::json> slice_allocation(const ClusterPlacement& p,
+                                              const std::map<std::string, std::int64_t>& epoch_of);
+  static std::string describe_parts(const ClusterPlacement& p);
   // The job's resource request, from its stored spec; nullopt when the
   // pool's capacity cannot resolve it (no agent with such hosts yet).
   std::optional<scheduler::ResourceRequest> request_of(const db::JobRow& row,
@@ -93,6 +103,7 @@ class SchedulerLeader {
   std::map<std::int64_t, std::string> pending_written_;  // job -> jobs.pending as last written (the thread only)
   // Since when this replica has led with the database answering (the thread only).
   base::Clock::time_point reachable_since_{};
+  base::Clock::time_point rendezvous_swept_{};  // old rendezvous keys last removed
 
   std::atomic<bool> leader_{false};
   base::Mutex mutex_;

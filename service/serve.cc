@@ -53,6 +53,8 @@ options:
   --agent-silence SECS   cluster: an agent silent this long is lost (default 10)
   --retention DUR        purge the log lines and metric points of jobs finished longer
                          ago than DUR (30d, 12h, ...; the job rows stay); default: keep all
+  --collective-address HOST, --collective-timeout SECS
+                         cluster: as for `tpujobs agent`
   -h, --help             this text
 )";
 
@@ -68,6 +70,11 @@ options:
   --pool SPEC            this machine's hosts: a slice (v3-32), a list or @FILE.json
   --name NAME            this agent's name, unique in the cluster
   --workers N            training worker threads (default: CPU count)
+  --collective-address HOST
+                         the address other agents reach this one's collectives at,
+                         for slices spanning agents (default: this machine's host name)
+  --collective-timeout SECS
+                         bounds a slice's rendezvous and every collective (default 30)
   -h, --help             this text
 )";
 
@@ -84,6 +91,8 @@ struct ServeOptions {
   std::string name;
   int agent_silence_seconds = 10;
   std::optional<std::chrono::seconds> retention;  // none: keep every job's outputs
+  std::string collective_address;
+  int collective_timeout_seconds = 30;
 };
 
 // Returns an error message, or "" with *options filled.
@@ -160,6 +169,12 @@ std::string parse_options(const std::vector<std::string>& args, ServeOptions* op
         return "--name needs a name of 1 to 64 characters without spaces or '/'";
       }
       options->name = *v;
+    } else if (name == "--collective-address") {
+      std::optional<std::string> v = next();
+      if (!v || v->empty()) return "--collective-address needs a host name or address";
+      options->collective_address = *v;
+    } else if (name == "--collective-timeout") {
+      if (std::string e = number(1, 3600, &options->collective_timeout_seconds); !e.empty()) return e;
     } else if (name == "--agent-silence") {
       if (std::string e = number(1, 3600, &options->agent_silence_seconds); !e.empty()) return e;
     } else if (name == "--retention") {
@@ -239,6 +254,8 @@ int run_agent(const std::vector<std::string>& args) {
   agent_options.layout = *layout;
   agent_options.workers = options.workers > 0 ? options.workers
                                               : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  agent_options.collective_host = options.collective_address;
+  agent_options.collective_timeout = std::chrono::seconds(options.collective_timeout_seconds);
   Agent agent(**pool, agent_options);
   if (db::Status started = agent.start(); !started.ok()) {
     std::cerr << "tpujobs agent: " << started.error().message << "\n";
@@ -371,6 +388,8 @@ int run_serve(const std::vector<std::string>& args) {
       agent_options.conninfo = conninfo;
       agent_options.layout = *layout;
       agent_options.workers = manager_options.workers;
+      agent_options.collective_host = options.collective_address;
+      agent_options.collective_timeout = std::chrono::seconds(options.collective_timeout_seconds);
       agent = std::make_unique<Agent>(**pool, agent_options);
       if (db::Status started = agent->start(); !started.ok()) {
         std::cerr << "tpujobs serve: agent: " << started.error().message << "\n";

@@ -49,7 +49,7 @@ TEST(MigrateTest, CreatesTheDesignTablesAndIsIdempotent) {
   EXPECT_EQ(static_cast<std::size_t>(embedded_migrations().size()), applied->size());
   EXPECT_EQ(
       "agent_hosts agents api_tokens datasets job_checkpoints job_events job_logs job_metrics jobs "
-      "pool_hosts "
+      "pool_hosts rendezvous_keys "
       "schema_migrations tenant_quotas",
       query_text(*pool,
                  "SELECT string_agg(tablename, ' ' ORDER BY tablename) FROM pg_tables"

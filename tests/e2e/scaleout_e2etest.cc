@@ -36,10 +36,12 @@ class ScaleOut : public ::testing::Test {
     return replica;
   }
 
-  std::unique_ptr<ServiceProcess> start_agent(const std::string& name, const std::string& pool = "v3-8") {
+  std::unique_ptr<ServiceProcess> start_agent(const std::string& name, const std::string& pool = "v3-8",
+                                              const std::vector<std::string>& extra = {}) {
     ServiceProcess::Options options;
     options.command = "agent";
     options.extra_args = {"--database-url", database_.url(), "--pool", pool, "--name", name, "--workers", "1"};
+    options.extra_args.insert(options.extra_args.end(), extra.begin(), extra.end());
     auto agent = std::make_unique<ServiceProcess>(options);
     EXPECT_EQ(agent->start(), "");
     return agent;
@@ -100,6 +102,10 @@ class ScaleOut : public ::testing::Test {
     return j;
   }
   static constexpr int kEpochs = 160;  // 4,000 steps
+  // Slices spanning agents: collectives on loopback, a short deadline.
+  static constexpr int kCollectiveTimeoutSeconds = 5;
+  inline static const std::vector<std::string> kCollectiveArgs = {"--collective-address", "127.0.0.1",
+                                                                  "--collective-timeout", "5"};
   static constexpr int kSteps = kEpochs * 25;
 
   OwnPostgres database_{"tpujobs-scaleout-"};
@@ -215,21 +221,183 @@ TEST_F(ScaleOut, FailingAHostMovesItsJobToAHealthyHostOfAnotherAgent) {
   }
 }
 
-TEST_F(ScaleOut, ASliceWiderThanAnyOneAgentWaitsAndSaysWhy) {
-  auto replica_a = start_replica("replica-a");
-  // Two hosts each: four in the pool, but a v3-32 needs four on one agent.
-  auto agent_1 = start_agent("agent-1", "v3-8,v3-8");
-  auto agent_2 = start_agent("agent-2", "v3-8,v3-8");
-  json spec = long_job("four-host-slice", 1);
-  spec["trainer"]["devices"] = 8;
-  spec["trainer"]["num_nodes"] = 4;
-  const std::int64_t id = submit(*replica_a, spec);
-  const json waiting = wait_until(*replica_a, id, [](const json& j) { return j.contains("pending_detail"); },
-                                  std::chrono::seconds(30));
-  EXPECT_EQ(waiting["state"], "QUEUED") << waiting.dump();
-  EXPECT_EQ(waiting["pending_reason"], "Resources");
-  EXPECT_NE(waiting.value("pending_detail", "").find("only on the hosts of one agent"), std::string::npos)
-      << waiting.dump();
+// A v3-32 digits job (4 hosts of 8 cores, batch 4 per core: 11 steps an
+// epoch), logging every step.
+json v3_32_digits_job(const std::string& name, int epochs, int max_retries = 0) {
+  return json{{"name", name},
+              {"trainer", {{"accelerator", "tpu"}, {"devices", 8}, {"num_nodes", 4}, {"max_epochs", epochs},
+                           {"log_every_n_steps", 1}, {"checkpoint_every_n_steps", 5}, {"seed", 11}}},
+              {"resources", {{"accelerator_type", "v3-32"}}},
+              {"model", {{"layers", json::array({{{"type", "linear"}, {"out", 64}}, {{"type", "relu"}},
+                                                 {{"type", "linear"}, {"out", 10}}})},
+                         {"loss", "cross_entropy"}}},
+              {"data", {{"dataset", "digits"}, {"batch_size", 4}, {"drop_last", true}}},
+              {"optimizer", {{"type", "adam"}, {"lr", 0.01}}},
+              {"max_retries", max_retries}};
+}
+
+// Every metric point's step, epoch and exact values (throughput left out).
+std::vector<std::string> metric_series(const ServiceProcess& replica, std::int64_t id) {
+  std::vector<std::string> series;
+  const json metrics = replica.get("/v1/jobs/" + std::to_string(id) + "/metrics").json();
+  for (json point : metrics["points"]) {
+    point["values"].erase("samples_per_sec");
+    series.push_back(std::to_string(point["step"].get<std::int64_t>()) + " " + point["values"].dump());
+  }
+  return series;
+}
+
+TEST_F(ScaleOut, AV3_32SliceAcrossTwoAndFourAgentsEqualsItOnOneAgentBitForBit) {
+  auto replica = start_replica("replica-a");
+  struct Outcome {
+    std::string digest;
+    std::vector<std::string> series;
+    json allocation;
+    std::string xla_report;
+  };
+  auto run = [&](const std::string& name) {
+    const std::int64_t id = submit(*replica, v3_32_digits_job(name, 3));
+    const json done = wait_until(*replica, id, [](const json& j) {
+      return j["state"] == "SUCCEEDED" || j["state"] == "FAILED" || j["state"] == "CANCELLED";
+    });
+    EXPECT_EQ(done["state"], "SUCCEEDED") << done.dump();
+    return Outcome{done["result"].value("parameters_digest", ""), metric_series(*replica, id),
+                   done.value("allocation", json()),
+                   replica->get("/v1/jobs/" + std::to_string(id) + "/xla-report").body};
+  };
+  std::vector<std::unique_ptr<ServiceProcess>> agents;
+  agents.push_back(start_agent("one", "v3-32", kCollectiveArgs));
+  const Outcome one = run("on-one-agent");
+  ASSERT_FALSE(one.digest.empty());
+  ASSERT_EQ(one.series.size(), 3u * 11 + 3);  // a point a step, one a validation
+  EXPECT_FALSE(one.allocation.contains("slice")) << one.allocation.dump();
+  EXPECT_EQ(one.xla_report.find("CrossHost"), std::string::npos) << one.xla_report;
+  for (auto& agent : agents) EXPECT_EQ(agent->stop(), 0);
+  agents.clear();
+
+  for (int count : {2, 4}) {
+    const std::string pool = count == 2 ? "v3-8,v3-8" : "v3-8";
+    for (int a = 0; a < count; ++a) {
+      agents.push_back(start_agent("of" + std::to_string(count) + "-" + std::to_string(a), pool, kCollectiveArgs));
+    }
+    const Outcome split = run("on-" + std::to_string(count) + "-agents");
+    ASSERT_TRUE(split.allocation.contains("slice")) << split.allocation.dump();
+    EXPECT_EQ(split.allocation["slice"]["parts"].size(), static_cast<std::size_t>(count)) << split.allocation.dump();
+    EXPECT_EQ(split.digest, one.digest) << "across " << count << " agents";
+    EXPECT_EQ(split.series, one.series) << "across " << count << " agents";
+    // The cross-host traffic, counted by the first part: 33 gathers.
+    EXPECT_NE(split.xla_report.find("Metric: CrossHostAllGatherTime\n  TotalSamples: 33"), std::string::npos)
+        << split.xla_report;
+    EXPECT_NE(split.xla_report.find("Metric: CrossHostInboundData"), std::string::npos) << split.xla_report;
+    for (auto& agent : agents) EXPECT_EQ(agent->stop(), 0);
+    agents.clear();
+  }
+}
+
+TEST_F(ScaleOut, KillingAnAgentOfASliceFailsTheStepOnItsPeersAndTheJobIsRetriedToSuccess) {
+  auto replica = start_replica("replica-a");
+  auto agent_a = start_agent("agent-a", "v3-8,v3-8", kCollectiveArgs);
+  auto agent_b = start_agent("agent-b", "v3-8,v3-8", kCollectiveArgs);
+  auto agent_c = start_agent("agent-c", "v3-8,v3-8", kCollectiveArgs);
+  const int epochs = 60;
+  const std::int64_t id = submit(*replica, v3_32_digits_job("killed-peer", epochs, /*max_retries=*/3));
+  const json running = wait_for_step(*replica, id, 12);
+  ASSERT_EQ(running["state"], "RUNNING") << running.dump();
+  const json parts = running["allocation"]["slice"]["parts"];
+  ASSERT_EQ(parts.size(), 2u) << running.dump();
+  const std::string peer = parts[1]["agent"];
+  ServiceProcess& victim = peer == "agent-b" ? *agent_b : peer == "agent-c" ? *agent_c : *agent_a;
+  victim.kill9();
+  const auto killed = Clock::now();
+  // The first part's step fails at once (the peer's sockets closed), within
+  // the collective deadline at the latest; the job goes back to the queue
+  // (its attempt counts it: the state may be RUNNING again before a poll).
+  const json requeued = wait_until(*replica, id, [](const json& j) { return j.value("attempt", 0) >= 1; });
+  const double took = seconds_since(killed);
+  EXPECT_LT(took, kCollectiveTimeoutSeconds + 2.0) << requeued.dump();
+  std::string reasons;
+  const json events = replica->get("/v1/jobs/" + std::to_string(id) + "/events").json();
+  for (const json& e : events["events"]) {
+    reasons += e.value("reason", "") + "\n";
+  }
+  EXPECT_NE(reasons.find("UNAVAILABLE: failed to connect to all addresses"), std::string::npos) << reasons;
+  std::printf("agent %s killed: its peer failed the step and the job was requeued after %.3f s\n", peer.c_str(),
+              took);
+  const json done = wait_until(
+      *replica, id, [](const json& j) { return j["state"] == "SUCCEEDED" || j["state"] == "FAILED"; },
+      std::chrono::seconds(300));
+  EXPECT_EQ(done["state"], "SUCCEEDED") << done.dump();
+  EXPECT_GE(done.value("attempt", 0), 1) << done.dump();
+  // At most one retry is placed on the killed agent (at once, while it still
+  // looked punctual); once its heartbeats are 3 s late it gets no new part.
+  EXPECT_LE(done.value("attempt", 0), 2) << done.dump();
+  const json history = replica->get("/v1/jobs/" + std::to_string(id) + "/events").json();
+  for (const json& e : history["events"]) std::printf("  -> %s: %s\n", e.value("to", "").c_str(), e.value("reason", "").c_str());
+  EXPECT_EQ(done["progress"].value("step", 0), epochs * 11) << done.dump();
+  EXPECT_GE(resumed_from_step(*replica, id), 5);
+}
+
+TEST_F(ScaleOut, KillingTheFirstAgentOfASliceEndsItsPeersAndTheJobResumesElsewhere) {
+  auto replica = start_replica("replica-a");
+  std::map<std::string, std::unique_ptr<ServiceProcess>> agents;
+  for (const char* name : {"agent-a", "agent-b", "agent-c"}) agents[name] = start_agent(name, "v3-8,v3-8", kCollectiveArgs);
+  const int epochs = 60;
+  const std::int64_t id = submit(*replica, v3_32_digits_job("killed-first", epochs, /*max_retries=*/3));
+  const json running = wait_for_step(*replica, id, 12);
+  ASSERT_EQ(running["state"], "RUNNING") << running.dump();
+  const std::string first = running["allocation"]["slice"]["parts"][0]["agent"];
+  const std::string peer = running["allocation"]["slice"]["parts"][1]["agent"];
+  agents.at(first)->kill9();
+  // The peer's step fails at once (the sockets closed) and its part ends:
+  // the leader requeues the job once the first agent is lost (10 s), and it
+  // resumes from its checkpoint on the agents left.
+  const json done = wait_until(
+      *replica, id, [](const json& j) { return j["state"] == "SUCCEEDED" || j["state"] == "FAILED"; },
+      std::chrono::seconds(300));
+  EXPECT_EQ(done["state"], "SUCCEEDED") << done.dump();
+  EXPECT_EQ(done["progress"].value("step", 0), epochs * 11) << done.dump();
+  EXPECT_GE(resumed_from_step(*replica, id), 5);
+  EXPECT_NE(agents.at(peer)->log().find("slice all-gather"), std::string::npos) << agents.at(peer)->log();
+}
+
+TEST_F(ScaleOut, ACancelledSliceAcrossAgentsEndsCancelledAndFreesEveryHost) {
+  auto replica = start_replica("replica-a");
+  auto agent_a = start_agent("agent-a", "v3-8,v3-8", kCollectiveArgs);
+  auto agent_b = start_agent("agent-b", "v3-8,v3-8", kCollectiveArgs);
+  const std::int64_t id = submit(*replica, v3_32_digits_job("cancelled-slice", 100000, /*max_retries=*/2));
+  const json running = wait_for_step(*replica, id, 12);
+  ASSERT_EQ(running["state"], "RUNNING") << running.dump();
+  ASSERT_EQ(replica->post("/v1/jobs/" + std::to_string(id) + "/cancel").status, 202);
+  const json done = wait_until(*replica, id, [](const json& j) { return j["state"] != "RUNNING"; });
+  EXPECT_EQ(done["state"], "CANCELLED") << done.dump();
+  EXPECT_EQ(done.value("attempt", -1), 0) << done.dump();
+  // Its four hosts take the next v3-32 at once.
+  const std::int64_t next = submit(*replica, v3_32_digits_job("after-cancel", 1));
+  const json after = wait_until(*replica, next, [](const json& j) { return j["state"] == "SUCCEEDED"; });
+  EXPECT_EQ(after["state"], "SUCCEEDED") << after.dump();
+}
+
+TEST_F(ScaleOut, AnAgentWhoseCollectiveAddressCannotBeReachedFailsTheRendezvous) {
+  auto replica = start_replica("replica-a");
+  auto agent_a = start_agent("agent-a", "v3-8,v3-8", kCollectiveArgs);
+  // 192.0.2.1 (TEST-NET-1) is no address of this machine: its collectives
+  // cannot be reached there, and it never joins the rendezvous.
+  auto agent_b = start_agent("agent-b", "v3-8,v3-8",
+                             {"--collective-address", "192.0.2.1", "--collective-timeout",
+                              std::to_string(kCollectiveTimeoutSeconds)});
+  const std::int64_t id = submit(*replica, v3_32_digits_job("unreachable", 2));
+  const json started = wait_until(*replica, id, [](const json& j) { return j["state"] == "RUNNING"; });
+  ASSERT_EQ(started["state"], "RUNNING") << started.dump();
+  const auto began = Clock::now();
+  const json failed = wait_until(*replica, id, [](const json& j) { return j["state"] != "RUNNING"; });
+  const double took = seconds_since(began);
+  ASSERT_EQ(failed["state"], "FAILED") << failed.dump();
+  EXPECT_EQ(failed["error"]["type"], "UNAVAILABLE");
+  EXPECT_EQ(failed["error"]["message"], "failed to connect to all addresses");
+  EXPECT_NE(failed["error"].value("hint", "").find("max_retries"), std::string::npos) << failed.dump();
+  EXPECT_LT(took, kCollectiveTimeoutSeconds + 5.0);
+  std::printf("unreachable collective address: FAILED after %.3f s (deadline %d s)\n", took,
+              kCollectiveTimeoutSeconds);
 }
 
 TEST_F(ScaleOut, CancelThroughTheOtherReplicaStopsARunningJobWithinASecond) {

@@ -59,13 +59,37 @@ TEST(ClusterPlacementTest, SliceGoesOnTheHostsOfOneAgentOnly) {
   EXPECT_EQ(1, input.hosts[2].core_job[0]);
 }
 
-TEST(ClusterPlacementTest, ASliceThatOnlyFitsAcrossAgentsSaysSo) {
+TEST(ClusterPlacementTest, ASliceNoAgentHasAloneSpansAgentsInAgentThenHostOrder) {
   PlacementInput input;
-  input.hosts = {host("a", 0), host("b", 0)};
+  input.hosts = {host("a", 0), host("a", 1), host("b", 0), host("b", 1), host("c", 0), host("c", 1)};
+  input.hosts[0].core_job[0] = 99;  // a-h0 is busy
+  const PlacementPass pass = place_jobs(input, {{7, "t", slice(4)}});
+  EXPECT_EQ("7@a:a-h1,b-h0,b-h1,c-h0, ", describe(input, pass));
+  ASSERT_EQ(1u, pass.placed.size());
+  const std::vector<std::pair<std::string, int>> parts{{"a", 1}, {"b", 2}, {"c", 1}};
+  EXPECT_EQ(parts, pass.placed[0].parts);
+  EXPECT_EQ(32u, pass.placed[0].cores.size());
+  EXPECT_EQ(7, input.hosts[4].core_job[7]);
+}
+
+TEST(ClusterPlacementTest, ASliceSpanningAgentsSkipsAnAgentWhoseHeartbeatsAreLate) {
+  PlacementInput input;
+  input.hosts = {host("a", 0), host("a", 1), host("b", 0), host("b", 1), host("c", 0), host("c", 1)};
+  input.hosts[2].punctual = input.hosts[3].punctual = false;  // b: killed, not yet declared lost
+  EXPECT_EQ("7@a:a-h0,a-h1,c-h0,c-h1, ", describe(input, place_jobs(input, {{7, "t", slice(4)}})));
+  // A slice b has alone still goes there: no collective waits on it.
+  PlacementInput alone;
+  alone.hosts = {host("b", 0), host("b", 1)};
+  alone.hosts[0].punctual = alone.hosts[1].punctual = false;
+  EXPECT_EQ("8@b:b-h0,b-h1, ", describe(alone, place_jobs(alone, {{8, "t", slice(2)}})));
+}
+
+TEST(ClusterPlacementTest, ASliceOneAgentHasStaysOnIt) {
+  PlacementInput input;
+  input.hosts = {host("a", 0), host("b", 0), host("b", 1)};
   const PlacementPass pass = place_jobs(input, {{7, "t", slice(2)}});
-  ASSERT_EQ(1u, pass.waiting.size());
-  EXPECT_EQ(scheduler::PendingReason::kResources, pass.waiting[0].reason);
-  EXPECT_NE(std::string::npos, pass.waiting[0].detail.find("only on the hosts of one agent"));
+  EXPECT_EQ("7@b:b-h0,b-h1, ", describe(input, pass));
+  EXPECT_TRUE(pass.placed[0].parts.empty());
 }
 
 TEST(ClusterPlacementTest, HostsOfALostAgentAreNotUsed) {

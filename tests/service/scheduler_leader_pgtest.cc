@@ -35,11 +35,14 @@ class SchedulerLeaderTest : public ::testing::Test {
   }
 
   std::int64_t submit(int devices, int max_retries = 0) {
-    const json spec = {{"name", "j"},
-                       {"max_retries", max_retries},
-                       {"trainer", {{"devices", devices}, {"max_epochs", 1}}},
-                       {"model", {{"layers", json::array({{{"type", "linear"}, {"out", 3}}})}}},
-                       {"data", {{"dataset", "iris"}}}};
+    return submit_spec({{"name", "j"},
+                        {"max_retries", max_retries},
+                        {"trainer", {{"devices", devices}, {"max_epochs", 1}}},
+                        {"model", {{"layers", json::array({{{"type", "linear"}, {"out", 3}}})}}},
+                        {"data", {{"dataset", "iris"}}}});
+  }
+
+  std::int64_t submit_spec(const json& spec) {
     db::NewJob job;
     job.tenant = "t";
     job.spec_json = spec.dump();
@@ -99,6 +102,48 @@ TEST_F(SchedulerLeaderTest, AJobWithoutRetriesLeftEndsUnavailable) {
   EXPECT_EQ("UNAVAILABLE", error.value("type", ""));
   EXPECT_EQ("failed to connect to all addresses", error.value("message", ""));
   EXPECT_NE(std::string::npos, error.value("hint", "").find("max_retries"));
+}
+
+TEST_F(SchedulerLeaderTest, ASliceNoAgentHasAloneIsPlacedAcrossAgentsAndEachPartFindsIt) {
+  auto epoch_a = cluster_->register_agent("a", {{"a-h0", "v3"}, {"a-h1", "v3"}}, 1);
+  auto epoch_b = cluster_->register_agent("b", {{"b-h0", "v3"}, {"b-h1", "v3"}}, 1);
+  ASSERT_TRUE(epoch_a.ok() && epoch_b.ok());
+  const json spec = {{"name", "slice"},
+                     {"trainer", {{"accelerator", "tpu"}, {"devices", 8}, {"num_nodes", 4}, {"max_epochs", 1}}},
+                     {"resources", {{"accelerator_type", "v3-32"}}},
+                     {"model", {{"layers", json::array({{{"type", "linear"}, {"out", 3}}})}}},
+                     {"data", {{"dataset", "iris"}}}};
+  const std::int64_t id = submit_spec(spec);
+  ASSERT_TRUE(leader_->run_pass().ok());
+
+  const db::JobRow placed = row(id);
+  ASSERT_EQ(db::JobState::kStarting, placed.state) << placed.pending_json.value_or("");
+  EXPECT_EQ("a", placed.agent.value_or(""));  // the first part writes the job
+  EXPECT_EQ(*epoch_a, placed.placement_epoch.value_or(0));
+  const json allocation = json::parse(placed.allocation_json.value_or("{}"));
+  EXPECT_EQ(json::array({"a-h0", "a-h1", "b-h0", "b-h1"}), allocation["hosts"]);
+  EXPECT_EQ(32u, allocation["cores"].size());
+  const json& slice = allocation["slice"];
+  EXPECT_GT(slice.value("placement", std::int64_t{0}), 0);
+  EXPECT_EQ(json::parse(R"([{"agent":"a","epoch":)" + std::to_string(*epoch_a) +
+                        R"(,"first_host":0,"hosts":2},{"agent":"b","epoch":)" + std::to_string(*epoch_b) +
+                        R"(,"first_host":2,"hosts":2}])"),
+            slice["parts"]);
+
+  // Agent b finds its part; agent a finds the job as its own, not as a part.
+  auto parts_b = repo_->jobs.slice_parts_on_agent("b");
+  ASSERT_TRUE(parts_b.ok());
+  ASSERT_EQ(1u, parts_b->size());
+  EXPECT_EQ(id, (*parts_b)[0].id);
+  EXPECT_TRUE(repo_->jobs.slice_parts_on_agent("a")->empty());
+  EXPECT_EQ(1u, repo_->jobs.jobs_on_agent("a")->size());
+
+  // The rendezvous keys are the placement's own.
+  const std::int64_t placement = slice["placement"];
+  ASSERT_TRUE(cluster_->set_rendezvous_key(placement, "0", std::string("addr\0ess", 7)).ok());
+  EXPECT_EQ(std::string("addr\0ess", 7), cluster_->get_rendezvous_key(placement, "0")->value_or(""));
+  EXPECT_FALSE(cluster_->get_rendezvous_key(placement + 1, "0")->has_value());
+  EXPECT_FALSE(cluster_->get_rendezvous_key(placement, "1")->has_value());
 }
 
 TEST_F(SchedulerLeaderTest, ACancelRequestedWhileQueuedEndsTheJob) {
