@@ -57,13 +57,13 @@ class KeyStore final : public gloo::rendezvous::Store {
 }  // namespace
 
 bool InProcessRendezvousKeys::set(const std::string& key, const std::string& value) {
-  std::lock_guard lock(mutex_);
+  base::MutexLock lock(mutex_);
   values_[key] = value;
   return true;
 }
 
 std::optional<std::string> InProcessRendezvousKeys::get(const std::string& key) {
-  std::lock_guard lock(mutex_);
+  base::MutexLock lock(mutex_);
   auto it = values_.find(key);
   if (it == values_.end()) return std::nullopt;
   return it->second;

@@ -8,13 +8,13 @@
 #include <chrono>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "executor/slice_collective.h"
 
 namespace gloo {
@@ -42,8 +42,8 @@ class InProcessRendezvousKeys final : public RendezvousKeys {
   std::optional<std::string> get(const std::string& key) override;
 
  private:
-  std::mutex mutex_;
-  std::map<std::string, std::string> values_;  // guarded by mutex_
+  base::Mutex mutex_;
+  std::map<std::string, std::string> values_ GUARDED_BY(mutex_);
 };
 
 struct GlooOptions {
