@@ -14,9 +14,9 @@
 namespace tpujobs::api {
 
 struct Request {
-  std::string method;  // "GET", "POST", ...
-  std::string target;  // as sent: "/v1/jobs?state=RUNNING"
-  std::string path;    // percent-decoded path without the query
+  std::string method;                             // "GET", "POST", ...
+  std::string target;                             // as sent: "/v1/jobs?state=RUNNING"
+  std::string path;                               // percent-decoded path without the query
   std::multimap<std::string, std::string> query;  // percent-decoded
   std::map<std::string, std::string> headers;     // names lower-cased
   std::string body;

@@ -33,10 +33,10 @@ struct SubmitRequest {
   nlohmann::json spec_json;  // as submitted
   std::string spec_text;     // spec_json.dump(): what is stored and hashed
   Resolution resolution;
-  nlohmann::json estimate;   // the executor's estimate, rendered
+  nlohmann::json estimate;  // the executor's estimate, rendered
   std::vector<std::string> warnings;
   std::optional<std::string> idempotency_key;
-  std::string spec_hash;     // identifies the body for Idempotency-Key reuse
+  std::string spec_hash;  // identifies the body for Idempotency-Key reuse
   // A sweep's child (submit_array): its place and the values it was given.
   std::optional<int> array_index;
   nlohmann::json array_values;
@@ -45,8 +45,8 @@ struct SubmitRequest {
 struct SubmitOutcome {
   enum class Kind { kCreated, kExisting, kConflict, kUnavailable, kError } kind = Kind::kError;
   std::int64_t id = 0;
-  std::string job;           // the job as GET /v1/jobs/{id} shows it (JSON text)
-  std::string message;       // for kConflict / kUnavailable / kError
+  std::string job;            // the job as GET /v1/jobs/{id} shows it (JSON text)
+  std::string message;        // for kConflict / kUnavailable / kError
   std::int64_t array_id = 0;  // submit_array: the array's id
 };
 
@@ -93,19 +93,22 @@ class JobService {
   virtual JsonResult list_jobs(const JobQuery& query) = 0;
   // The state of each of the tenant's jobs among `ids` (depends_on checks);
   // ids with no job of the tenant are absent.
-  virtual base::Result<std::map<std::int64_t, base::JobState>> job_states(const std::string& tenant,
-                                                                          const std::vector<std::int64_t>& ids) = 0;
+  virtual base::Result<std::map<std::int64_t, base::JobState>> job_states(
+      const std::string& tenant, const std::vector<std::int64_t>& ids) = 0;
   // Calls `done` with the job once it is terminal, or when `timeout` passes.
-  virtual void wait_job(std::int64_t id, const std::string& tenant, std::chrono::milliseconds timeout,
+  virtual void wait_job(std::int64_t id, const std::string& tenant,
+                        std::chrono::milliseconds timeout,
                         std::function<void(JsonResult)> done) = 0;
   // kConflict when the job is already terminal.
   virtual JsonResult cancel_job(std::int64_t id, const std::string& tenant) = 0;
-  virtual JsonResult job_logs(std::int64_t id, const std::string& tenant, std::int64_t after, int limit) = 0;
+  virtual JsonResult job_logs(std::int64_t id, const std::string& tenant, std::int64_t after,
+                              int limit) = 0;
   // Streams log lines after `after` as Server-Sent Events until the job ends
   // or the client leaves. Answers 404 through `writer` itself.
   virtual void follow_logs(std::int64_t id, const std::string& tenant, std::int64_t after,
                            ResponseWriterPtr writer) = 0;
-  virtual JsonResult job_metrics(std::int64_t id, const std::string& tenant, std::int64_t after) = 0;
+  virtual JsonResult job_metrics(std::int64_t id, const std::string& tenant,
+                                 std::int64_t after) = 0;
   virtual JsonResult job_events(std::int64_t id, const std::string& tenant) = 0;
   // The torch_xla-style metrics report as text.
   virtual base::Result<std::string> xla_report(std::int64_t id, const std::string& tenant) = 0;
@@ -124,7 +127,8 @@ class JobService {
   virtual JsonResult force_release(std::int64_t id) = 0;
 
   // Uploads: validates the CSV; kInvalid with a message naming the line.
-  virtual JsonResult upload_dataset(const std::string& tenant, const std::string& name, const std::string& csv) = 0;
+  virtual JsonResult upload_dataset(const std::string& tenant, const std::string& name,
+                                    const std::string& csv) = 0;
 
   // What validation needs: the pool's shape, and the executor's dry run
   // (dataset shape, HBM per core, the performance advisor) on the device

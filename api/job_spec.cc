@@ -13,14 +13,15 @@ using nlohmann::json;
 const std::map<std::string, std::vector<std::string>, std::less<>>& field_table() {
   static const std::map<std::string, std::vector<std::string>, std::less<>> table = {
       {"",
-       {"name", "labels", "priority", "trainer", "model", "data", "optimizer", "expect", "max_retries",
-        "timeout", "lightning_version", "environment", "runtime", "env", "resources", "depends_on", "start_by"}},
+       {"name", "labels", "priority", "trainer", "model", "data", "optimizer", "expect",
+        "max_retries", "timeout", "lightning_version", "environment", "runtime", "env", "resources",
+        "depends_on", "start_by"}},
       {"depends_on[]", {"job", "condition"}},
       {"environment", {"python", "torch", "torch_xla", "lightning"}},
       {"trainer",
-       {"accelerator", "devices", "tpu_cores", "num_nodes", "precision", "strategy", "max_epochs", "max_steps",
-        "accumulate_grad_batches", "gradient_clip_val", "log_every_n_steps", "check_val_every_n_epoch",
-        "checkpoint_every_n_steps", "seed"}},
+       {"accelerator", "devices", "tpu_cores", "num_nodes", "precision", "strategy", "max_epochs",
+        "max_steps", "accumulate_grad_batches", "gradient_clip_val", "log_every_n_steps",
+        "check_val_every_n_epoch", "checkpoint_every_n_steps", "seed"}},
       {"resources", {"accelerator_type"}},
       {"model", {"layers", "loss"}},
       {"model.layers[]", {"type", "out", "bias", "p", "tie"}},
@@ -49,15 +50,23 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 
 std::string type_name(const json& value) {
   switch (value.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return "a boolean";
+    case json::value_t::null:
+      return "null";
+    case json::value_t::boolean:
+      return "a boolean";
     case json::value_t::number_integer:
-    case json::value_t::number_unsigned: return "an integer";
-    case json::value_t::number_float: return "a number";
-    case json::value_t::string: return "a string";
-    case json::value_t::array: return "an array";
-    case json::value_t::object: return "an object";
-    default: return "an unsupported value";
+    case json::value_t::number_unsigned:
+      return "an integer";
+    case json::value_t::number_float:
+      return "a number";
+    case json::value_t::string:
+      return "a string";
+    case json::value_t::array:
+      return "an array";
+    case json::value_t::object:
+      return "an object";
+    default:
+      return "an unsupported value";
   }
 }
 
@@ -71,7 +80,8 @@ std::string join_path(std::string_view parent, std::string_view key) {
 class ObjectReader {
  public:
   // `schema` names the entry of field_table() used for "did you mean" hints.
-  ObjectReader(const json& object, std::string path, std::string schema, std::vector<FieldError>* errors)
+  ObjectReader(const json& object, std::string path, std::string schema,
+               std::vector<FieldError>* errors)
       : object_(object), path_(std::move(path)), schema_(std::move(schema)), errors_(errors) {}
 
   ~ObjectReader() { report_unknown(); }
@@ -118,7 +128,8 @@ class ObjectReader {
     }
     const double number = value->get<double>();
     if (!std::isfinite(number) || number < min || number > max) {
-      error(key, "must be between " + format(min) + " and " + format(max) + ", got " + value->dump());
+      error(key,
+            "must be between " + format(min) + " and " + format(max) + ", got " + value->dump());
       return std::nullopt;
     }
     return number;
@@ -151,17 +162,20 @@ class ObjectReader {
     errors_->push_back({field(key), std::move(message), std::move(hint)});
   }
 
-  static std::optional<std::int64_t> integer_value(const json& value, const std::string& path, std::int64_t min,
-                                                   std::int64_t max, std::vector<FieldError>* errors) {
+  static std::optional<std::int64_t> integer_value(const json& value, const std::string& path,
+                                                   std::int64_t min, std::int64_t max,
+                                                   std::vector<FieldError>* errors) {
     std::optional<std::int64_t> number;
     if (value.is_number_integer()) {
       number = value.get<std::int64_t>();
     } else if (value.is_number_unsigned()) {
       const auto u = value.get<std::uint64_t>();
-      if (u <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) number = static_cast<std::int64_t>(u);
+      if (u <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+        number = static_cast<std::int64_t>(u);
     } else if (value.is_number_float()) {
       const double d = value.get<double>();
-      if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15) number = static_cast<std::int64_t>(d);
+      if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15)
+        number = static_cast<std::int64_t>(d);
     }
     if (!value.is_number()) {
       errors->push_back({path, "must be an integer, got " + type_name(value), ""});
@@ -169,8 +183,8 @@ class ObjectReader {
     }
     if (!number || *number < min || *number > max) {
       errors->push_back({path,
-                         "must be an integer between " + std::to_string(min) + " and " + std::to_string(max) +
-                             ", got " + value.dump(),
+                         "must be an integer between " + std::to_string(min) + " and " +
+                             std::to_string(max) + ", got " + value.dump(),
                          ""});
       return std::nullopt;
     }
@@ -249,10 +263,12 @@ std::string python_repr(const json& value) {
 
 // `devices` / `tpu_cores` as Python would see it: Lightning itself judges
 // the value, so every JSON type reaches it (8.0 is a float, true a bool).
-lightning::DeviceValue device_value(const json& value, const std::string& path, std::vector<FieldError>* errors) {
+lightning::DeviceValue device_value(const json& value, const std::string& path,
+                                    std::vector<FieldError>* errors) {
   lightning::DeviceValue out;
   if (value.is_number_integer() || value.is_number_unsigned()) {
-    std::optional<std::int64_t> n = ObjectReader::integer_value(value, path, -1'000'000, 1'000'000, errors);
+    std::optional<std::int64_t> n =
+        ObjectReader::integer_value(value, path, -1'000'000, 1'000'000, errors);
     if (n) {
       out.kind = lightning::DeviceValue::Kind::kInt;
       out.number = *n;
@@ -269,8 +285,8 @@ lightning::DeviceValue device_value(const json& value, const std::string& path, 
     for (std::size_t i = 0; i < value.size(); ++i) {
       const json& item = value[i];
       if (item.is_number_integer() || item.is_number_unsigned()) {
-        std::optional<std::int64_t> n = ObjectReader::integer_value(item, path + "[" + std::to_string(i) + "]",
-                                                                    -1'000'000, 1'000'000, errors);
+        std::optional<std::int64_t> n = ObjectReader::integer_value(
+            item, path + "[" + std::to_string(i) + "]", -1'000'000, 1'000'000, errors);
         if (n) out.list.push_back(*n);
       } else if (out.list_other_type.empty()) {
         out.list_other_type = python_type(item);
@@ -297,19 +313,25 @@ void parse_trainer(ObjectReader& r, JobSpec* spec) {
       t.precision = std::to_string(v->get<std::int64_t>());
       t.precision_is_number = true;
     } else {
-      r.error("precision", "must be a string such as 'bf16-true' or an integer, got " + type_name(*v),
+      r.error("precision",
+              "must be a string such as 'bf16-true' or an integer, got " + type_name(*v),
               "on TPUs use precision: '32-true', '16-true' or 'bf16-true'");
     }
   }
   t.strategy = r.string("strategy", 64);
   if (auto v = r.integer("max_epochs", -1, 100000)) training.max_epochs = static_cast<int>(*v);
   if (auto v = r.integer("max_steps", -1, 100'000'000)) training.max_steps = *v;
-  if (auto v = r.integer("accumulate_grad_batches", 1, 1024)) training.accumulate_grad_batches = static_cast<int>(*v);
+  if (auto v = r.integer("accumulate_grad_batches", 1, 1024))
+    training.accumulate_grad_batches = static_cast<int>(*v);
   if (auto v = r.number("gradient_clip_val", 0.0, 1e9)) training.gradient_clip_val = *v;
-  if (auto v = r.integer("log_every_n_steps", 1, 1'000'000)) training.log_every_n_steps = static_cast<int>(*v);
-  if (auto v = r.integer("check_val_every_n_epoch", 1, 100000)) training.check_val_every_n_epoch = static_cast<int>(*v);
-  if (auto v = r.integer("checkpoint_every_n_steps", 0, 100'000'000)) training.checkpoint_every_n_steps = static_cast<int>(*v);
-  if (auto v = r.integer("seed", 0, std::numeric_limits<std::int64_t>::max())) training.seed = static_cast<std::uint64_t>(*v);
+  if (auto v = r.integer("log_every_n_steps", 1, 1'000'000))
+    training.log_every_n_steps = static_cast<int>(*v);
+  if (auto v = r.integer("check_val_every_n_epoch", 1, 100000))
+    training.check_val_every_n_epoch = static_cast<int>(*v);
+  if (auto v = r.integer("checkpoint_every_n_steps", 0, 100'000'000))
+    training.checkpoint_every_n_steps = static_cast<int>(*v);
+  if (auto v = r.integer("seed", 0, std::numeric_limits<std::int64_t>::max()))
+    training.seed = static_cast<std::uint64_t>(*v);
 }
 
 void parse_layers(const json& layers, const std::string& path, executor::ModelSpec* model,
@@ -323,9 +345,9 @@ void parse_layers(const json& layers, const std::string& path, executor::ModelSp
     return;
   }
   static const std::map<std::string, executor::LayerType, std::less<>> kTypes = {
-      {"linear", executor::LayerType::kLinear},   {"relu", executor::LayerType::kRelu},
-      {"gelu", executor::LayerType::kGelu},       {"tanh", executor::LayerType::kTanh},
-      {"sigmoid", executor::LayerType::kSigmoid}, {"dropout", executor::LayerType::kDropout},
+      {"linear", executor::LayerType::kLinear},      {"relu", executor::LayerType::kRelu},
+      {"gelu", executor::LayerType::kGelu},          {"tanh", executor::LayerType::kTanh},
+      {"sigmoid", executor::LayerType::kSigmoid},    {"dropout", executor::LayerType::kDropout},
       {"layernorm", executor::LayerType::kLayerNorm}};
   std::vector<std::string> type_names;
   for (const auto& [name, _] : kTypes) type_names.push_back(name);
@@ -336,7 +358,8 @@ void parse_layers(const json& layers, const std::string& path, executor::ModelSp
     executor::LayerSpec layer;
     std::optional<std::string> type = r.choice("type", type_names);
     if (!type) {
-      if (!r.raw("type")) r.error("type", "is required", "e.g. {\"type\": \"linear\", \"out\": 128}");
+      if (!r.raw("type"))
+        r.error("type", "is required", "e.g. {\"type\": \"linear\", \"out\": 128}");
       continue;
     }
     layer.type = kTypes.find(*type)->second;
@@ -363,13 +386,15 @@ void parse_layers(const json& layers, const std::string& path, executor::ModelSp
         if (!index || *index < 0 || static_cast<std::size_t>(*index) >= i ||
             !is_linear(layers[*index])) {
           r.error("tie", "must be the index of an earlier linear layer, got " + tie->dump(),
-                  "weight tying reuses (transposed) the weight of an earlier linear layer: \"tie\": \"0\"");
+                  "weight tying reuses (transposed) the weight of an earlier linear layer: "
+                  "\"tie\": \"0\"");
         } else {
           layer.tie = static_cast<int>(*index);
         }
       }
       if (!r.raw("tie") && layer.out == 0 && !r.raw("out")) {
-        r.error("out", "is required for a linear layer", "give the output width, e.g. \"out\": 128");
+        r.error("out", "is required for a linear layer",
+                "give the output width, e.g. \"out\": 128");
       }
     } else if (layer.type == executor::LayerType::kDropout) {
       if (auto v = r.number("p", 0.0, 0.999)) layer.p = *v;
@@ -410,7 +435,8 @@ void parse_data(ObjectReader& r, executor::DataSpec* data, std::vector<FieldErro
         data->source = synthetic;
       } else if (!d.raw("synthetic")) {
         d.error("synthetic", "is required when dataset is an object",
-                "{\"synthetic\": \"blobs\", \"n\": 10000, \"features\": 32, \"classes\": 4} or {\"upload\": \"ds_...\"}");
+                "{\"synthetic\": \"blobs\", \"n\": 10000, \"features\": 32, \"classes\": 4} or "
+                "{\"upload\": \"ds_...\"}");
       }
     }
   }
@@ -420,7 +446,8 @@ void parse_data(ObjectReader& r, executor::DataSpec* data, std::vector<FieldErro
   if (auto v = r.boolean("drop_last")) data->drop_last = *v;
 }
 
-void parse_optimizer(ObjectReader& r, executor::OptimizerSpec* optimizer, std::vector<FieldError>* errors) {
+void parse_optimizer(ObjectReader& r, executor::OptimizerSpec* optimizer,
+                     std::vector<FieldError>* errors) {
   if (auto type = r.choice("type", {"sgd", "adam", "adamw"})) {
     optimizer->type = *type == "sgd"    ? executor::OptimizerType::kSgd
                       : *type == "adam" ? executor::OptimizerType::kAdam
@@ -433,8 +460,10 @@ void parse_optimizer(ObjectReader& r, executor::OptimizerSpec* optimizer, std::v
   if (auto v = r.number("eps", 1e-16, 1.0)) optimizer->eps = *v;
   if (const json* betas = r.raw("betas")) {
     const std::string path = r.field("betas");
-    if (!betas->is_array() || betas->size() != 2 || !(*betas)[0].is_number() || !(*betas)[1].is_number()) {
-      errors->push_back({path, "must be a pair of numbers [beta1, beta2]", "e.g. \"betas\": [0.9, 0.999]"});
+    if (!betas->is_array() || betas->size() != 2 || !(*betas)[0].is_number() ||
+        !(*betas)[1].is_number()) {
+      errors->push_back(
+          {path, "must be a pair of numbers [beta1, beta2]", "e.g. \"betas\": [0.9, 0.999]"});
     } else {
       const double b1 = (*betas)[0].get<double>();
       const double b2 = (*betas)[1].get<double>();
@@ -446,20 +475,24 @@ void parse_optimizer(ObjectReader& r, executor::OptimizerSpec* optimizer, std::v
       }
     }
   }
-  if (optimizer->nesterov && (optimizer->type != executor::OptimizerType::kSgd || optimizer->momentum <= 0)) {
-    errors->push_back({r.field("nesterov"), "Nesterov momentum requires a momentum and zero dampening",
+  if (optimizer->nesterov &&
+      (optimizer->type != executor::OptimizerType::kSgd || optimizer->momentum <= 0)) {
+    errors->push_back({r.field("nesterov"),
+                       "Nesterov momentum requires a momentum and zero dampening",
                        "use type 'sgd' with momentum > 0, or drop nesterov"});
   }
 }
 
-void parse_expect(const json& expect, std::map<std::string, executor::Bound>* out, std::vector<FieldError>* errors) {
-  static const std::vector<std::string> kMetrics = {"loss", "val_loss", "val_accuracy", "train_accuracy",
-                                                    "samples_per_sec"};
+void parse_expect(const json& expect, std::map<std::string, executor::Bound>* out,
+                  std::vector<FieldError>* errors) {
+  static const std::vector<std::string> kMetrics = {"loss", "val_loss", "val_accuracy",
+                                                    "train_accuracy", "samples_per_sec"};
   for (auto it = expect.begin(); it != expect.end(); ++it) {
     const std::string path = "expect." + it.key();
     if (std::find(kMetrics.begin(), kMetrics.end(), it.key()) == kMetrics.end()) {
-      errors->push_back({path, "unknown metric '" + it.key().substr(0, 64) + "'",
-                         "gates can check: loss, val_loss, val_accuracy, train_accuracy, samples_per_sec"});
+      errors->push_back(
+          {path, "unknown metric '" + it.key().substr(0, 64) + "'",
+           "gates can check: loss, val_loss, val_accuracy, train_accuracy, samples_per_sec"});
       continue;
     }
     if (!expect_object(&*it, path, errors)) continue;
@@ -481,12 +514,14 @@ std::optional<std::chrono::milliseconds> duration_field(ObjectReader& r, std::st
   const json* value = r.raw(key);
   if (!value) return std::nullopt;
   std::optional<std::chrono::milliseconds> parsed;
-  if (value->is_string()) parsed = parse_duration(value->get<std::string>());
+  if (value->is_string())
+    parsed = parse_duration(value->get<std::string>());
   else if (value->is_number() && value->get<double>() > 0 && value->get<double>() <= 30.0 * 86400)
     parsed = std::chrono::milliseconds(static_cast<std::int64_t>(value->get<double>() * 1000));
   if (!parsed) {
-    r.error(key, "must be a duration such as \"30m\", \"90s\" or \"1h30m\" (at most 30 days), got " +
-                     value->dump().substr(0, 64));
+    r.error(key,
+            "must be a duration such as \"30m\", \"90s\" or \"1h30m\" (at most 30 days), got " +
+                value->dump().substr(0, 64));
   }
   return parsed;
 }
@@ -495,14 +530,16 @@ constexpr std::size_t kMaxDependencies = 64;
 
 // [{"job": 12, "condition": "succeeded"}, ...]; the condition defaults to
 // "succeeded" (Slurm's afterok).
-void parse_depends_on(const json& list, std::vector<scheduler::Dependency>* out, std::vector<FieldError>* errors) {
+void parse_depends_on(const json& list, std::vector<scheduler::Dependency>* out,
+                      std::vector<FieldError>* errors) {
   if (!list.is_array()) {
     errors->push_back({"depends_on", "must be an array, got " + type_name(list),
                        "e.g. [{\"job\": 12, \"condition\": \"succeeded\"}]"});
     return;
   }
   if (list.size() > kMaxDependencies) {
-    errors->push_back({"depends_on", "has more than " + std::to_string(kMaxDependencies) + " dependencies", ""});
+    errors->push_back(
+        {"depends_on", "has more than " + std::to_string(kMaxDependencies) + " dependencies", ""});
     return;
   }
   for (std::size_t i = 0; i < list.size(); ++i) {
@@ -512,13 +549,14 @@ void parse_depends_on(const json& list, std::vector<scheduler::Dependency>* out,
     scheduler::Dependency dependency;
     const json* job = r.raw("job");
     const bool has_condition = r.raw("condition") != nullptr;
-    std::optional<std::string> condition = r.choice("condition", {"succeeded", "failed", "finished"});
+    std::optional<std::string> condition =
+        r.choice("condition", {"succeeded", "failed", "finished"});
     if (!job) {
       r.error("job", "is required", "the id of an earlier job, as POST /v1/jobs answered it");
       continue;
     }
-    std::optional<std::int64_t> id =
-        ObjectReader::integer_value(*job, r.field("job"), 1, std::numeric_limits<std::int64_t>::max(), errors);
+    std::optional<std::int64_t> id = ObjectReader::integer_value(
+        *job, r.field("job"), 1, std::numeric_limits<std::int64_t>::max(), errors);
     if (!id || (has_condition && !condition)) continue;
     dependency.job = *id;
     if (condition) dependency.condition = *scheduler::parse_condition(*condition);
@@ -541,7 +579,8 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
   std::size_t i = 0;
   while (i < text.size()) {
     std::size_t start = i;
-    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
+      ++i;
     if (start == i) return std::nullopt;
     double value = 0;
     const auto [end, ec] = std::from_chars(text.data() + start, text.data() + i, value);
@@ -550,12 +589,18 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
     while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
     const std::string_view unit = text.substr(unit_start, i - unit_start);
     double scale = 0;
-    if (unit == "ms") scale = 1;
-    else if (unit == "s" || (unit.empty() && i == text.size() && start == 0)) scale = 1000;
-    else if (unit == "m") scale = 60'000;
-    else if (unit == "h") scale = 3'600'000;
-    else if (unit == "d") scale = 86'400'000;
-    else return std::nullopt;
+    if (unit == "ms")
+      scale = 1;
+    else if (unit == "s" || (unit.empty() && i == text.size() && start == 0))
+      scale = 1000;
+    else if (unit == "m")
+      scale = 60'000;
+    else if (unit == "h")
+      scale = 3'600'000;
+    else if (unit == "d")
+      scale = 86'400'000;
+    else
+      return std::nullopt;
     total_ms += value * scale;
   }
   if (total_ms <= 0 || total_ms > 30.0 * 86'400'000) return std::nullopt;
@@ -577,8 +622,10 @@ std::optional<JobSpec> parse_job_spec(const json& body, std::vector<FieldError>*
       for (auto it = labels->begin(); it != labels->end(); ++it) {
         if (!it->is_string()) {
           errors->push_back({"labels." + it.key(), "must be a string, got " + type_name(*it), ""});
-        } else if (it.key().empty() || it.key().size() > 63 || it->get<std::string>().size() > 256) {
-          errors->push_back({"labels." + it.key().substr(0, 64), "keys are 1-63 and values 0-256 characters", ""});
+        } else if (it.key().empty() || it.key().size() > 63 ||
+                   it->get<std::string>().size() > 256) {
+          errors->push_back({"labels." + it.key().substr(0, 64),
+                             "keys are 1-63 and values 0-256 characters", ""});
         } else {
           spec.labels[it.key()] = it->get<std::string>();
         }
@@ -588,17 +635,21 @@ std::optional<JobSpec> parse_job_spec(const json& body, std::vector<FieldError>*
     if (auto v = top.integer("max_retries", 0, 10)) spec.max_retries = static_cast<int>(*v);
     spec.training.timeout = duration_field(top, "timeout");
     spec.start_by = duration_field(top, "start_by");
-    if (const json* depends_on = top.raw("depends_on")) parse_depends_on(*depends_on, &spec.depends_on, errors);
+    if (const json* depends_on = top.raw("depends_on"))
+      parse_depends_on(*depends_on, &spec.depends_on, errors);
     // Which versions exist is Lightning's rule (lightning/versions.h).
     spec.trainer.lightning_version = top.string("lightning_version", 32);
-    if (const json* environment = top.raw("environment"); expect_object(environment, "environment", errors)) {
+    if (const json* environment = top.raw("environment");
+        expect_object(environment, "environment", errors)) {
       ObjectReader r(*environment, "environment", "environment", errors);
       lightning::Environment& env = spec.trainer.environment.emplace();
-      for (auto [key, target] : {std::pair{"python", &env.python}, std::pair{"torch", &env.torch},
-                                 std::pair{"torch_xla", &env.torch_xla}, std::pair{"lightning", &env.lightning}}) {
+      for (auto [key, target] :
+           {std::pair{"python", &env.python}, std::pair{"torch", &env.torch},
+            std::pair{"torch_xla", &env.torch_xla}, std::pair{"lightning", &env.lightning}}) {
         const json* value = r.raw(key);
         if (value && !value->is_string()) {
-          r.error(key, "must be a version string as `pip freeze` prints it, got " + type_name(*value),
+          r.error(key,
+                  "must be a version string as `pip freeze` prints it, got " + type_name(*value),
                   "quote it: \"3.10\" (the JSON number 3.10 is 3.1)");
           continue;
         }
@@ -608,29 +659,40 @@ std::optional<JobSpec> parse_job_spec(const json& body, std::vector<FieldError>*
     spec.trainer.runtime = top.string("runtime", 32);
     if (const json* env = top.raw("env"); expect_object(env, "env", errors)) {
       for (auto it = env->begin(); it != env->end(); ++it) {
-        if (!it->is_string()) errors->push_back({"env." + it.key(), "must be a string, got " + type_name(*it), ""});
-        else spec.trainer.env[it.key()] = it->get<std::string>();
+        if (!it->is_string())
+          errors->push_back({"env." + it.key(), "must be a string, got " + type_name(*it), ""});
+        else
+          spec.trainer.env[it.key()] = it->get<std::string>();
       }
     }
-    if (const json* resources = top.raw("resources"); expect_object(resources, "resources", errors)) {
+    if (const json* resources = top.raw("resources");
+        expect_object(resources, "resources", errors)) {
       ObjectReader r(*resources, "resources", "resources", errors);
       spec.trainer.accelerator_type = r.string("accelerator_type", 32);
     }
     if (const json* trainer = top.raw("trainer"); expect_object(trainer, "trainer", errors)) {
       ObjectReader r(*trainer, "trainer", "trainer", errors);
       parse_trainer(r, &spec);
-      if (const json* v = r.raw("devices")) spec.trainer.devices = device_value(*v, "trainer.devices", errors);
-      if (const json* v = r.raw("tpu_cores")) spec.trainer.tpu_cores = device_value(*v, "trainer.tpu_cores", errors);
+      if (const json* v = r.raw("devices"))
+        spec.trainer.devices = device_value(*v, "trainer.devices", errors);
+      if (const json* v = r.raw("tpu_cores"))
+        spec.trainer.tpu_cores = device_value(*v, "trainer.tpu_cores", errors);
       // Lightning judges num_nodes of any JSON type ("`num_nodes` must be a
       // positive integer, but got 2.0.", or int("2") in 2.0 and older).
-      if (const json* v = r.raw("num_nodes", /*allow_null=*/true)) spec.trainer.num_nodes = device_value(*v, "trainer.num_nodes", errors);
+      if (const json* v = r.raw("num_nodes", /*allow_null=*/true))
+        spec.trainer.num_nodes = device_value(*v, "trainer.num_nodes", errors);
     }
     if (const json* model = top.raw("model"); expect_object(model, "model", errors)) {
       ObjectReader r(*model, "model", "model", errors);
-      if (const json* layers = r.raw("layers")) parse_layers(*layers, "model.layers", &spec.training.model, errors);
-      else r.error("layers", "is required", "e.g. [{\"type\": \"linear\", \"out\": 128}, {\"type\": \"relu\"}, {\"type\": \"linear\", \"out\": 10}]");
+      if (const json* layers = r.raw("layers"))
+        parse_layers(*layers, "model.layers", &spec.training.model, errors);
+      else
+        r.error("layers", "is required",
+                "e.g. [{\"type\": \"linear\", \"out\": 128}, {\"type\": \"relu\"}, {\"type\": "
+                "\"linear\", \"out\": 10}]");
       if (auto loss = r.choice("loss", {"cross_entropy", "mse"})) {
-        spec.training.model.loss = *loss == "mse" ? executor::Loss::kMse : executor::Loss::kCrossEntropy;
+        spec.training.model.loss =
+            *loss == "mse" ? executor::Loss::kMse : executor::Loss::kCrossEntropy;
       }
     } else if (!body.contains("model")) {
       errors->push_back({"model", "is required", "a model needs at least {\"layers\": [...]}"});
@@ -639,9 +701,11 @@ std::optional<JobSpec> parse_job_spec(const json& body, std::vector<FieldError>*
       ObjectReader r(*data, "data", "data", errors);
       parse_data(r, &spec.training.data, errors);
     } else if (!body.contains("data")) {
-      errors->push_back({"data", "is required", "e.g. {\"dataset\": \"digits\", \"batch_size\": 64}"});
+      errors->push_back(
+          {"data", "is required", "e.g. {\"dataset\": \"digits\", \"batch_size\": 64}"});
     }
-    if (const json* optimizer = top.raw("optimizer"); expect_object(optimizer, "optimizer", errors)) {
+    if (const json* optimizer = top.raw("optimizer");
+        expect_object(optimizer, "optimizer", errors)) {
       ObjectReader r(*optimizer, "optimizer", "optimizer", errors);
       parse_optimizer(r, &spec.training.optimizer, errors);
     }
@@ -650,14 +714,14 @@ std::optional<JobSpec> parse_job_spec(const json& body, std::vector<FieldError>*
     }
   }
   if (spec.training.max_epochs == -1 && spec.training.max_steps == -1) {
-    errors->push_back({"trainer.max_steps", "max_epochs and max_steps cannot both be unlimited (-1)",
+    errors->push_back({"trainer.max_steps",
+                       "max_epochs and max_steps cannot both be unlimited (-1)",
                        "set max_epochs (e.g. 20) or max_steps"});
   }
   if (errors->size() != errors_before) return std::nullopt;
   json key = json::object();
-  for (const char* part : {"trainer", "model", "data", "optimizer", "expect", "lightning_version", "environment",
-                           "runtime", "env",
-                           "resources", "timeout"}) {
+  for (const char* part : {"trainer", "model", "data", "optimizer", "expect", "lightning_version",
+                           "environment", "runtime", "env", "resources", "timeout"}) {
     if (body.contains(part)) key[part] = body[part];
   }
   spec.training_key = key.dump();
@@ -676,9 +740,15 @@ void apply_resolution(const Resolution& resolution, JobSpec* spec) {
   t.device_info = resolution.device_info;
   t.lightning_v1 = resolution.lightning_v1;
   switch (resolution.precision) {
-    case lightning::Precision::k32True: t.precision = executor::Precision::kFp32; break;
-    case lightning::Precision::k16True: t.precision = executor::Precision::kFp16; break;
-    case lightning::Precision::kBf16True: t.precision = executor::Precision::kBf16; break;
+    case lightning::Precision::k32True:
+      t.precision = executor::Precision::kFp32;
+      break;
+    case lightning::Precision::k16True:
+      t.precision = executor::Precision::kFp16;
+      break;
+    case lightning::Precision::kBf16True:
+      t.precision = executor::Precision::kBf16;
+      break;
   }
 }
 

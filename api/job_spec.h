@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "api/problem.h"
-#include "executor/spec.h"
 #include "api/resolution.h"
+#include "executor/spec.h"
 #include "lightning/resolve.h"
 #include "scheduler/dependencies.h"
 

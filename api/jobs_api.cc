@@ -22,8 +22,10 @@ bool nesting_within(std::string_view body, int limit) {
   for (std::size_t i = 0; i < body.size(); ++i) {
     const char c = body[i];
     if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
     } else if (c == '"') {
       in_string = true;
     } else if (c == '{' || c == '[') {
@@ -38,12 +40,14 @@ bool nesting_within(std::string_view body, int limit) {
 // Parses a JSON request body; on failure answers 400 and returns nullopt.
 std::optional<json> parse_body(const Request& request, const ResponseWriterPtr& writer) {
   if (request.body.empty()) {
-    writer->respond(problem(400, "the request body is empty; send the job spec as JSON",
-                            {{"hint", "curl -X POST localhost:8080/v1/jobs -d @examples/digits-mlp.json"}}));
+    writer->respond(
+        problem(400, "the request body is empty; send the job spec as JSON",
+                {{"hint", "curl -X POST localhost:8080/v1/jobs -d @examples/digits-mlp.json"}}));
     return std::nullopt;
   }
   if (!nesting_within(request.body, kMaxJsonDepth)) {
-    writer->respond(problem(400, "the JSON body is nested deeper than " + std::to_string(kMaxJsonDepth) + " levels"));
+    writer->respond(problem(
+        400, "the JSON body is nested deeper than " + std::to_string(kMaxJsonDepth) + " levels"));
     return std::nullopt;
   }
   try {
@@ -107,9 +111,10 @@ bool valid_utf8(std::string_view text) {
 bool utf8_query(const Request& request, const ResponseWriterPtr& writer) {
   for (const auto& [name, value] : request.query) {
     if (!valid_utf8(name) || !valid_utf8(value)) {
-      writer->respond(problem(400, "query parameter '" + std::string(valid_utf8(name) ? name : "?") +
-                                       "' is not valid UTF-8",
-                              {{"field", valid_utf8(name) ? name : std::string("query")}}));
+      writer->respond(problem(
+          400,
+          "query parameter '" + std::string(valid_utf8(name) ? name : "?") + "' is not valid UTF-8",
+          {{"field", valid_utf8(name) ? name : std::string("query")}}));
       return false;
     }
   }
@@ -118,15 +123,15 @@ bool utf8_query(const Request& request, const ResponseWriterPtr& writer) {
 
 // Reads an optional integer query parameter within [min, max]. Returns
 // false (having answered 400 naming the parameter) when it is malformed.
-bool query_int(const Request& request, const ResponseWriterPtr& writer, std::string_view name, std::int64_t min,
-               std::int64_t max, std::int64_t* value) {
+bool query_int(const Request& request, const ResponseWriterPtr& writer, std::string_view name,
+               std::int64_t min, std::int64_t max, std::int64_t* value) {
   std::optional<std::string> text = request.query_value(name);
   if (!text) return true;
   std::optional<std::int64_t> n = parse_int(*text);
   if (!n || *n < min || *n > max) {
     writer->respond(problem(400,
-                            std::string(name) + " must be an integer from " + std::to_string(min) + " to " +
-                                std::to_string(max),
+                            std::string(name) + " must be an integer from " + std::to_string(min) +
+                                " to " + std::to_string(max),
                             {{"field", name}}));
     return false;
   }
@@ -137,12 +142,17 @@ bool query_int(const Request& request, const ResponseWriterPtr& writer, std::str
 Response answer(const JsonResult& result, int ok_status = 200) {
   if (result.ok()) return json_response(ok_status, *result);
   switch (result.code()) {
-    case base::ErrorCode::kNotFound: return problem(404, result.error().message);
-    case base::ErrorCode::kConflict: return problem(409, result.error().message);
-    case base::ErrorCode::kInvalid: return problem(422, result.error().message);
+    case base::ErrorCode::kNotFound:
+      return problem(404, result.error().message);
+    case base::ErrorCode::kConflict:
+      return problem(409, result.error().message);
+    case base::ErrorCode::kInvalid:
+      return problem(422, result.error().message);
     case base::ErrorCode::kUnavailable:
-      return problem(503, "the database is unavailable: " + result.error().message).header("Retry-After", "1");
-    case base::ErrorCode::kInternal: break;
+      return problem(503, "the database is unavailable: " + result.error().message)
+          .header("Retry-After", "1");
+    case base::ErrorCode::kInternal:
+      break;
   }
   return problem(500, result.error().message);
 }
@@ -152,7 +162,8 @@ std::optional<std::int64_t> job_id(const PathParams& params, const ResponseWrite
   auto it = params.find("id");
   std::optional<std::int64_t> id = it == params.end() ? std::nullopt : parse_int(it->second);
   if (!id || *id <= 0) {
-    writer->respond(problem(404, "no job '" + (it == params.end() ? "" : it->second.substr(0, 64)) + "'"));
+    writer->respond(
+        problem(404, "no job '" + (it == params.end() ? "" : it->second.substr(0, 64)) + "'"));
     return std::nullopt;
   }
   return id;
@@ -183,7 +194,8 @@ struct CheckedSpec {
 
 // Each job named in depends_on must exist, be the tenant's, and so (ids
 // grow) have been submitted before this one.
-void check_dependencies_exist(const std::string& tenant, JobService& service, CheckedSpec* checked) {
+void check_dependencies_exist(const std::string& tenant, JobService& service,
+                              CheckedSpec* checked) {
   const std::vector<scheduler::Dependency>& dependencies = checked->spec->depends_on;
   if (dependencies.empty()) return;
   std::vector<std::int64_t> ids;
@@ -195,10 +207,11 @@ void check_dependencies_exist(const std::string& tenant, JobService& service, Ch
   }
   for (std::size_t i = 0; i < dependencies.size(); ++i) {
     if (states->contains(dependencies[i].job)) continue;
-    checked->errors.push_back({"depends_on[" + std::to_string(i) + "].job",
-                               "job " + std::to_string(dependencies[i].job) + " does not exist",
-                               "a job may depend only on jobs of its tenant submitted before it (GET /v1/jobs "
-                               "lists them); submit the job it needs first"});
+    checked->errors.push_back(
+        {"depends_on[" + std::to_string(i) + "].job",
+         "job " + std::to_string(dependencies[i].job) + " does not exist",
+         "a job may depend only on jobs of its tenant submitted before it (GET /v1/jobs "
+         "lists them); submit the job it needs first"});
   }
 }
 
@@ -226,7 +239,9 @@ CheckedSpec check_spec(json body, const std::string& tenant, JobService& service
 }
 
 std::string content_type_for(std::string_view path) {
-  auto ends = [&](std::string_view s) { return path.size() >= s.size() && path.substr(path.size() - s.size()) == s; };
+  auto ends = [&](std::string_view s) {
+    return path.size() >= s.size() && path.substr(path.size() - s.size()) == s;
+  };
   if (ends(".html")) return "text/html; charset=utf-8";
   if (ends(".js") || ends(".mjs")) return "text/javascript; charset=utf-8";
   if (ends(".css")) return "text/css; charset=utf-8";
@@ -238,8 +253,10 @@ std::string content_type_for(std::string_view path) {
 
 }  // namespace
 
-void LatencyHistogram::observe(const std::string& route, const std::string& method, int status, double seconds) {
-  const std::string key = "method=\"" + method + "\",route=\"" + route + "\",code=\"" + std::to_string(status) + "\"";
+void LatencyHistogram::observe(const std::string& route, const std::string& method, int status,
+                               double seconds) {
+  const std::string key =
+      "method=\"" + method + "\",route=\"" + route + "\",code=\"" + std::to_string(status) + "\"";
   base::MutexLock lock(mutex_);
   Series& s = series_[key];
   for (std::size_t i = 0; i < kBuckets.size(); ++i) {
@@ -261,15 +278,18 @@ std::string LatencyHistogram::prometheus() const {
       out += "tpujobs_http_request_duration_seconds_bucket{" + labels + ",le=\"" + number + "\"} " +
              std::to_string(s.buckets[i]) + "\n";
     }
-    out += "tpujobs_http_request_duration_seconds_bucket{" + labels + ",le=\"+Inf\"} " + std::to_string(s.count) + "\n";
+    out += "tpujobs_http_request_duration_seconds_bucket{" + labels + ",le=\"+Inf\"} " +
+           std::to_string(s.count) + "\n";
     std::snprintf(number, sizeof number, "%.6f", s.sum);
     out += "tpujobs_http_request_duration_seconds_sum{" + labels + "} " + number + "\n";
-    out += "tpujobs_http_request_duration_seconds_count{" + labels + "} " + std::to_string(s.count) + "\n";
+    out += "tpujobs_http_request_duration_seconds_count{" + labels + "} " +
+           std::to_string(s.count) + "\n";
   }
   return out;
 }
 
-JobsApi::JobsApi(JobService& service, ApiOptions options) : service_(service), options_(std::move(options)) {
+JobsApi::JobsApi(JobService& service, ApiOptions options)
+    : service_(service), options_(std::move(options)) {
   add_routes();
 }
 
@@ -287,7 +307,9 @@ void JobsApi::handle(Request request, ResponseWriterPtr writer) {
       }
       return;
     case Router::Match::kNoMethod:
-      writer->respond(problem(405, request.method.substr(0, 16) + " is not allowed on " + request.path.substr(0, 256),
+      writer->respond(problem(405,
+                              request.method.substr(0, 16) + " is not allowed on " +
+                                  request.path.substr(0, 256),
                               {{"allowed", allowed}})
                           .header("Allow", allowed));
       return;
@@ -296,8 +318,9 @@ void JobsApi::handle(Request request, ResponseWriterPtr writer) {
         writer->respond(serve_static(request));
         return;
       }
-      writer->respond(problem(404, "no route for " + request.method.substr(0, 16) + " " + request.path.substr(0, 256),
-                              {{"hint", "GET /openapi.json lists every route"}}));
+      writer->respond(problem(
+          404, "no route for " + request.method.substr(0, 16) + " " + request.path.substr(0, 256),
+          {{"hint", "GET /openapi.json lists every route"}}));
       return;
   }
 }
@@ -314,12 +337,14 @@ bool JobsApi::authorize(Request& request, const Route& route, const ResponseWrit
   if (route.access == Access::kOpen) return true;
   std::string token;
   if (std::string_view auth = request.header("authorization"); !auth.empty()) {
-    if (auth.size() < 8 || !std::equal(auth.begin(), auth.begin() + 7, "bearer ", [](char a, char b) {
+    if (auth.size() < 8 ||
+        !std::equal(auth.begin(), auth.begin() + 7, "bearer ", [](char a, char b) {
           return std::tolower(static_cast<unsigned char>(a)) == b;
         })) {
-      writer->respond(problem(401, "the Authorization header must be `Bearer <token>`",
-                              {{"hint", "create a token with `tpujobs token create --tenant NAME`"}})
-                          .header("WWW-Authenticate", "Bearer realm=\"tpujobs\""));
+      writer->respond(
+          problem(401, "the Authorization header must be `Bearer <token>`",
+                  {{"hint", "create a token with `tpujobs token create --tenant NAME`"}})
+              .header("WWW-Authenticate", "Bearer realm=\"tpujobs\""));
       return false;
     }
     token = std::string(auth.substr(7));
@@ -330,26 +355,30 @@ bool JobsApi::authorize(Request& request, const Route& route, const ResponseWrit
   if (!token.empty()) {
     auto found = service_.authenticate(token);
     if (!found.ok()) {
-      writer->respond(problem(503, "cannot check the token: " + found.error().message).header("Retry-After", "1"));
+      writer->respond(problem(503, "cannot check the token: " + found.error().message)
+                          .header("Retry-After", "1"));
       return false;
     }
     if (!*found) {
-      writer->respond(problem(401, "unknown or revoked token",
-                              {{"hint", "create a token with `tpujobs token create --tenant NAME`"}})
-                          .header("WWW-Authenticate", "Bearer realm=\"tpujobs\", error=\"invalid_token\""));
+      writer->respond(
+          problem(401, "unknown or revoked token",
+                  {{"hint", "create a token with `tpujobs token create --tenant NAME`"}})
+              .header("WWW-Authenticate", "Bearer realm=\"tpujobs\", error=\"invalid_token\""));
       return false;
     }
     principal = **found;
   } else if (service_.auth_required()) {
     writer->respond(problem(401, "this service requires a bearer token",
-                            {{"hint", "send `Authorization: Bearer <token>`; an admin creates one with "
-                                      "`tpujobs token create --tenant NAME`"}})
+                            {{"hint",
+                              "send `Authorization: Bearer <token>`; an admin creates one with "
+                              "`tpujobs token create --tenant NAME`"}})
                         .header("WWW-Authenticate", "Bearer realm=\"tpujobs\""));
     return false;
   }
   if (route.access == Access::kAdmin && !principal.admin) {
-    writer->respond(problem(403, "pool operations need an admin token",
-                            {{"hint", "ask an admin: `tpujobs token create --tenant NAME --role admin`"}}));
+    writer->respond(
+        problem(403, "pool operations need an admin token",
+                {{"hint", "ask an admin: `tpujobs token create --tenant NAME --role admin`"}}));
     return false;
   }
   request.tenant = std::move(principal.tenant);
@@ -381,14 +410,16 @@ void check_quota(const std::string& tenant, JobService& service, CheckedSpec* ch
   if (!checked->errors.empty()) return;
   const int cores = checked->resolution.request.cores();
   if (std::optional<int> limit = service.quota(tenant); limit && cores > *limit) {
-    checked->errors.push_back({"trainer.devices",
-                               "the job needs " + std::to_string(cores) + " TPU cores but tenant '" + tenant +
-                                   "' may use at most " + std::to_string(*limit),
-                               "ask for fewer devices or hosts, or ask an admin to raise the quota"});
+    checked->errors.push_back(
+        {"trainer.devices",
+         "the job needs " + std::to_string(cores) + " TPU cores but tenant '" + tenant +
+             "' may use at most " + std::to_string(*limit),
+         "ask for fewer devices or hosts, or ask an admin to raise the quota"});
   }
 }
 
-SubmitRequest submit_request(const std::string& tenant, CheckedSpec checked, std::optional<std::string> key) {
+SubmitRequest submit_request(const std::string& tenant, CheckedSpec checked,
+                             std::optional<std::string> key) {
   SubmitRequest submit;
   submit.tenant = tenant;
   submit.spec = std::move(*checked.spec);
@@ -410,11 +441,13 @@ std::optional<Response> submit_failure(const SubmitOutcome& outcome) {
     case SubmitOutcome::Kind::kExisting:
       return std::nullopt;
     case SubmitOutcome::Kind::kConflict:
-      return problem(409, outcome.message,
-                     {{"hint", "an Idempotency-Key names one job spec; use a new key for a different spec"},
-                      {"job_id", outcome.id}});
+      return problem(
+          409, outcome.message,
+          {{"hint", "an Idempotency-Key names one job spec; use a new key for a different spec"},
+           {"job_id", outcome.id}});
     case SubmitOutcome::Kind::kUnavailable:
-      return problem(503, outcome.message, {{"hint", "retry after the database is back"}}).header("Retry-After", "1");
+      return problem(503, outcome.message, {{"hint", "retry after the database is back"}})
+          .header("Retry-After", "1");
     case SubmitOutcome::Kind::kError:
       break;
   }
@@ -433,8 +466,9 @@ void JobsApi::submit(Request& request, ResponseWriterPtr writer) {
       return;
     }
     if (!std::all_of(k.begin(), k.end(), [](char c) { return c >= 0x20 && c < 0x7F; })) {
-      writer->respond(problem(400, "the Idempotency-Key header must be printable ASCII",
-                              {{"hint", "use e.g. the CI pipeline and step ids: pipeline-1234-train"}}));
+      writer->respond(
+          problem(400, "the Idempotency-Key header must be printable ASCII",
+                  {{"hint", "use e.g. the CI pipeline and step ids: pipeline-1234-train"}}));
       return;
     }
     key = std::string(k);
@@ -453,21 +487,23 @@ void JobsApi::submit(Request& request, ResponseWriterPtr writer) {
     writer->respond(spec_problems(checked.errors, checked.warnings));
     return;
   }
-  service_.submit(submit_request(request.tenant, std::move(checked), std::move(key)), [writer](SubmitOutcome outcome) {
-    if (std::optional<Response> failure = submit_failure(outcome)) {
-      writer->respond(std::move(*failure));
-      return;
-    }
-    Response response;
-    response.status = outcome.kind == SubmitOutcome::Kind::kCreated ? 201 : 200;
-    response.body = std::move(outcome.job);
-    writer->respond(std::move(response.header("Location", "/v1/jobs/" + std::to_string(outcome.id))));
-  });
+  service_.submit(submit_request(request.tenant, std::move(checked), std::move(key)),
+                  [writer](SubmitOutcome outcome) {
+                    if (std::optional<Response> failure = submit_failure(outcome)) {
+                      writer->respond(std::move(*failure));
+                      return;
+                    }
+                    Response response;
+                    response.status = outcome.kind == SubmitOutcome::Kind::kCreated ? 201 : 200;
+                    response.body = std::move(outcome.job);
+                    writer->respond(std::move(
+                        response.header("Location", "/v1/jobs/" + std::to_string(outcome.id))));
+                  });
 }
 
-std::optional<std::vector<SubmitRequest>> JobsApi::check_sweep(const std::string& tenant, const json& body,
-                                                               const std::optional<std::string>& key,
-                                                               const ResponseWriterPtr& writer) {
+std::optional<std::vector<SubmitRequest>> JobsApi::check_sweep(
+    const std::string& tenant, const json& body, const std::optional<std::string>& key,
+    const ResponseWriterPtr& writer) {
   std::vector<FieldError> errors;
   std::vector<SweepChild> children = expand_sweep(body, &errors);
   if (!errors.empty()) {
@@ -487,7 +523,8 @@ std::optional<std::vector<SubmitRequest>> JobsApi::check_sweep(const std::string
     check_quota(tenant, service_, &checked);
     for (FieldError& e : checked.errors) {
       if (errors.size() == kMaxErrors) break;
-      e.message = "sweep child " + std::to_string(child.index) + " " + child.values.dump() + ": " + e.message;
+      e.message = "sweep child " + std::to_string(child.index) + " " + child.values.dump() + ": " +
+                  e.message;
       errors.push_back(std::move(e));
     }
     if (!errors.empty()) continue;
@@ -506,8 +543,10 @@ std::optional<std::vector<SubmitRequest>> JobsApi::check_sweep(const std::string
   return requests;
 }
 
-void JobsApi::submit_sweep(Request& request, json body, std::optional<std::string> key, ResponseWriterPtr writer) {
-  std::optional<std::vector<SubmitRequest>> children = check_sweep(request.tenant, body, key, writer);
+void JobsApi::submit_sweep(Request& request, json body, std::optional<std::string> key,
+                           ResponseWriterPtr writer) {
+  std::optional<std::vector<SubmitRequest>> children =
+      check_sweep(request.tenant, body, key, writer);
   if (!children) return;
   service_.submit_array(std::move(*children), [writer](std::vector<SubmitOutcome> outcomes) {
     bool created = false;
@@ -521,9 +560,11 @@ void JobsApi::submit_sweep(Request& request, json body, std::optional<std::strin
       jobs.push_back(json::parse(outcome.job, nullptr, false));
     }
     const std::int64_t array = outcomes.front().array_id;
-    Response response = json_response(created ? 201 : 200, {{"array", {{"id", array}, {"size", outcomes.size()}}},
-                                                             {"jobs", std::move(jobs)}});
-    writer->respond(std::move(response.header("Location", "/v1/jobs?array=" + std::to_string(array))));
+    Response response = json_response(
+        created ? 201 : 200,
+        {{"array", {{"id", array}, {"size", outcomes.size()}}}, {"jobs", std::move(jobs)}});
+    writer->respond(
+        std::move(response.header("Location", "/v1/jobs?array=" + std::to_string(array))));
   });
 }
 
@@ -531,16 +572,18 @@ void JobsApi::validate(Request& request, ResponseWriterPtr writer) {
   std::optional<json> body = parse_body(request, writer);
   if (!body) return;
   if (body->is_object() && body->contains("sweep")) {
-    std::optional<std::vector<SubmitRequest>> children = check_sweep(request.tenant, *body, std::nullopt, writer);
+    std::optional<std::vector<SubmitRequest>> children =
+        check_sweep(request.tenant, *body, std::nullopt, writer);
     if (!children) return;
     json values = json::array();
     for (const SubmitRequest& child : *children) values.push_back(child.array_values);
-    writer->respond(json_response(200, {{"valid", true},
-                                        {"lightning_version", children->front().resolution.lightning_version},
-                                        {"warnings", children->front().warnings},
-                                        {"resolved", resolution_json(children->front().resolution)},
-                                        {"estimate", children->front().estimate},
-                                        {"sweep", {{"size", children->size()}, {"children", values}}}}));
+    writer->respond(
+        json_response(200, {{"valid", true},
+                            {"lightning_version", children->front().resolution.lightning_version},
+                            {"warnings", children->front().warnings},
+                            {"resolved", resolution_json(children->front().resolution)},
+                            {"estimate", children->front().estimate},
+                            {"sweep", {{"size", children->size()}, {"children", values}}}}));
     return;
   }
   CheckedSpec checked = check_spec(std::move(*body), request.tenant, service_);
@@ -578,26 +621,32 @@ void JobsApi::usage(Request& request, ResponseWriterPtr writer) {
     if (!text) continue;
     std::optional<std::chrono::system_clock::time_point> time = parse_usage_time(*text, now);
     if (!time) {
-      writer->respond(problem(400, std::string(name) + " must be a UTC time or an age, got '" + text->substr(0, 64) + "'",
-                              {{"field", name}, {"hint", "e.g. 2026-11-23T10:00:00Z, or 24h for a day ago"}}));
+      writer->respond(problem(
+          400,
+          std::string(name) + " must be a UTC time or an age, got '" + text->substr(0, 64) + "'",
+          {{"field", name}, {"hint", "e.g. 2026-11-23T10:00:00Z, or 24h for a day ago"}}));
       return;
     }
     *target = *time;
   }
   if (query.from >= query.to) {
-    writer->respond(problem(400, "from must be before to", {{"field", "from"}, {"hint", "the window is [from, to)"}}));
+    writer->respond(problem(400, "from must be before to",
+                            {{"field", "from"}, {"hint", "the window is [from, to)"}}));
     return;
   }
   const std::string group_by = request.query_value("group_by").value_or("tenant");
   if (group_by != "tenant" && group_by != "label") {
-    writer->respond(problem(400, "group_by must be tenant or label, got '" + group_by.substr(0, 32) + "'",
-                            {{"field", "group_by"}, {"hint", "group_by=label groups by each key=value; add label=KEY for one key"}}));
+    writer->respond(
+        problem(400, "group_by must be tenant or label, got '" + group_by.substr(0, 32) + "'",
+                {{"field", "group_by"},
+                 {"hint", "group_by=label groups by each key=value; add label=KEY for one key"}}));
     return;
   }
   query.by_label = group_by == "label";
   query.label_key = request.query_value("label");
   // A tenant sees its own use; an admin everyone's, or one tenant's.
-  query.tenant = request.admin ? request.query_value("tenant") : std::optional<std::string>(request.tenant);
+  query.tenant =
+      request.admin ? request.query_value("tenant") : std::optional<std::string>(request.tenant);
   base::Result<std::vector<UsageRow>> rows = service_.usage(query);
   if (!rows.ok()) {
     writer->respond(answer(JsonResult(rows.error())));
@@ -623,123 +672,142 @@ void JobsApi::add_routes() {
 }
 
 void JobsApi::add_job_routes() {
-  router_.add("POST", "/v1/jobs", Access::kTenant, [this](Request& r, const PathParams&, ResponseWriterPtr w) { submit(r, w); });
+  router_.add("POST", "/v1/jobs", Access::kTenant,
+              [this](Request& r, const PathParams&, ResponseWriterPtr w) { submit(r, w); });
   router_.add("POST", "/v1/jobs:validate", Access::kTenant,
               [this](Request& r, const PathParams&, ResponseWriterPtr w) { validate(r, w); });
-  router_.add("GET", "/v1/jobs", Access::kTenant, [this](Request& r, const PathParams&, ResponseWriterPtr w) {
-    JobQuery query;
-    query.tenant = r.tenant;
-    for (auto [it, end] = r.query.equal_range("state"); it != end; ++it) {
-      std::string_view list = it->second;
-      while (!list.empty()) {
-        const std::size_t comma = list.find(',');
-        std::string state(list.substr(0, comma));
-        for (char& c : state) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-        if (!base::parse_job_state(state)) {
-          w->respond(problem(400, "unknown state '" + state.substr(0, 32) + "'",
-                             {{"field", "state"},
-                              {"hint", "states: QUEUED, STARTING, RUNNING, SUCCEEDED, FAILED, CANCELLED"}}));
+  router_.add(
+      "GET", "/v1/jobs", Access::kTenant,
+      [this](Request& r, const PathParams&, ResponseWriterPtr w) {
+        JobQuery query;
+        query.tenant = r.tenant;
+        for (auto [it, end] = r.query.equal_range("state"); it != end; ++it) {
+          std::string_view list = it->second;
+          while (!list.empty()) {
+            const std::size_t comma = list.find(',');
+            std::string state(list.substr(0, comma));
+            for (char& c : state)
+              c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+            if (!base::parse_job_state(state)) {
+              w->respond(problem(
+                  400, "unknown state '" + state.substr(0, 32) + "'",
+                  {{"field", "state"},
+                   {"hint", "states: QUEUED, STARTING, RUNNING, SUCCEEDED, FAILED, CANCELLED"}}));
+              return;
+            }
+            query.states.push_back(std::move(state));
+            list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+          }
+        }
+        for (auto [it, end] = r.query.equal_range("label"); it != end; ++it) {
+          const std::size_t eq = it->second.find('=');
+          if (eq == std::string::npos || eq == 0) {
+            w->respond(
+                problem(400, "label filters look like label=key=value", {{"field", "label"}}));
+            return;
+          }
+          query.labels.emplace_back(it->second.substr(0, eq), it->second.substr(eq + 1));
+        }
+        query.name = r.query_value("name");
+        std::int64_t limit = query.limit;
+        if (!query_int(r, w, "limit", 1, 500, &limit)) return;
+        query.limit = static_cast<int>(limit);
+        query.cursor = r.query_value("cursor");
+        if (r.query_value("array")) {
+          std::int64_t array = 0;
+          if (!query_int(r, w, "array", 1, std::numeric_limits<std::int64_t>::max(), &array))
+            return;
+          query.array_id = array;
+        }
+        w->respond(answer(service_.list_jobs(query)));
+      });
+  router_.add("GET", "/v1/jobs/{id}", Access::kTenant,
+              [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
+                auto id = job_id(p, w);
+                if (!id) return;
+                base::Result<std::string> body = service_.get_job_text(*id, r.tenant);
+                if (!body.ok()) {
+                  w->respond(answer(JsonResult(body.error())));
+                  return;
+                }
+                Response response;
+                response.body = std::move(*body);
+                w->respond(std::move(response));
+              });
+  router_.add("GET", "/v1/jobs/{id}/wait", Access::kTenant,
+              [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
+                auto id = job_id(p, w);
+                if (!id) return;
+                std::int64_t seconds = 30;
+                if (!query_int(r, w, "timeout", 0, 300, &seconds)) return;
+                service_.wait_job(*id, r.tenant, std::chrono::seconds(seconds),
+                                  [w](JsonResult result) { w->respond(answer(result)); });
+              });
+  router_.add("POST", "/v1/jobs/{id}/cancel", Access::kTenant,
+              [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
+                if (auto id = job_id(p, w))
+                  w->respond(answer(service_.cancel_job(*id, r.tenant), 202));
+              });
+  router_.add(
+      "GET", "/v1/jobs/{id}/logs", Access::kTenant,
+      [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
+        auto id = job_id(p, w);
+        if (!id) return;
+        std::int64_t after = 0;
+        std::int64_t limit = 1000;
+        if (!query_int(r, w, "after", 0, std::numeric_limits<std::int64_t>::max(), &after) ||
+            !query_int(r, w, "limit", 1, 10000, &limit)) {
           return;
         }
-        query.states.push_back(std::move(state));
-        list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
-      }
-    }
-    for (auto [it, end] = r.query.equal_range("label"); it != end; ++it) {
-      const std::size_t eq = it->second.find('=');
-      if (eq == std::string::npos || eq == 0) {
-        w->respond(problem(400, "label filters look like label=key=value", {{"field", "label"}}));
-        return;
-      }
-      query.labels.emplace_back(it->second.substr(0, eq), it->second.substr(eq + 1));
-    }
-    query.name = r.query_value("name");
-    std::int64_t limit = query.limit;
-    if (!query_int(r, w, "limit", 1, 500, &limit)) return;
-    query.limit = static_cast<int>(limit);
-    query.cursor = r.query_value("cursor");
-    if (r.query_value("array")) {
-      std::int64_t array = 0;
-      if (!query_int(r, w, "array", 1, std::numeric_limits<std::int64_t>::max(), &array)) return;
-      query.array_id = array;
-    }
-    w->respond(answer(service_.list_jobs(query)));
-  });
-  router_.add("GET", "/v1/jobs/{id}", Access::kTenant, [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
-    auto id = job_id(p, w);
-    if (!id) return;
-    base::Result<std::string> body = service_.get_job_text(*id, r.tenant);
-    if (!body.ok()) {
-      w->respond(answer(JsonResult(body.error())));
-      return;
-    }
-    Response response;
-    response.body = std::move(*body);
-    w->respond(std::move(response));
-  });
-  router_.add("GET", "/v1/jobs/{id}/wait", Access::kTenant, [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
-    auto id = job_id(p, w);
-    if (!id) return;
-    std::int64_t seconds = 30;
-    if (!query_int(r, w, "timeout", 0, 300, &seconds)) return;
-    service_.wait_job(*id, r.tenant, std::chrono::seconds(seconds), [w](JsonResult result) { w->respond(answer(result)); });
-  });
-  router_.add("POST", "/v1/jobs/{id}/cancel", Access::kTenant, [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
-    if (auto id = job_id(p, w)) w->respond(answer(service_.cancel_job(*id, r.tenant), 202));
-  });
-  router_.add("GET", "/v1/jobs/{id}/logs", Access::kTenant, [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
-    auto id = job_id(p, w);
-    if (!id) return;
-    std::int64_t after = 0;
-    std::int64_t limit = 1000;
-    if (!query_int(r, w, "after", 0, std::numeric_limits<std::int64_t>::max(), &after) ||
-        !query_int(r, w, "limit", 1, 10000, &limit)) {
-      return;
-    }
-    if (auto last = r.header("last-event-id"); !last.empty()) {
-      if (auto n = parse_int(last)) after = std::max(after, *n);
-    }
-    const bool follow = r.header("accept").find("text/event-stream") != std::string_view::npos ||
-                        r.query_value("follow") == "true";
-    if (follow) {
-      service_.follow_logs(*id, r.tenant, after, w);
-      return;
-    }
-    w->respond(answer(service_.job_logs(*id, r.tenant, after, static_cast<int>(limit))));
-  });
-  router_.add("GET", "/v1/jobs/{id}/metrics", Access::kTenant, [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
-    auto id = job_id(p, w);
-    if (!id) return;
-    std::int64_t after = 0;
-    if (!query_int(r, w, "after", 0, std::numeric_limits<std::int64_t>::max(), &after)) return;
-    w->respond(answer(service_.job_metrics(*id, r.tenant, after)));
-  });
-  router_.add("GET", "/v1/jobs/{id}/events", Access::kTenant, [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
-    if (auto id = job_id(p, w)) w->respond(answer(service_.job_events(*id, r.tenant)));
-  });
-  router_.add("GET", "/v1/jobs/{id}/xla-report", Access::kTenant, [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
-    auto id = job_id(p, w);
-    if (!id) return;
-    base::Result<std::string> report = service_.xla_report(*id, r.tenant);
-    if (!report.ok()) {
-      w->respond(answer(JsonResult(report.error())));
-      return;
-    }
-    Response response;
-    response.content_type = "text/plain; charset=utf-8";
-    response.body = std::move(*report);
-    w->respond(std::move(response));
-  });
+        if (auto last = r.header("last-event-id"); !last.empty()) {
+          if (auto n = parse_int(last)) after = std::max(after, *n);
+        }
+        const bool follow =
+            r.header("accept").find("text/event-stream") != std::string_view::npos ||
+            r.query_value("follow") == "true";
+        if (follow) {
+          service_.follow_logs(*id, r.tenant, after, w);
+          return;
+        }
+        w->respond(answer(service_.job_logs(*id, r.tenant, after, static_cast<int>(limit))));
+      });
+  router_.add("GET", "/v1/jobs/{id}/metrics", Access::kTenant,
+              [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
+                auto id = job_id(p, w);
+                if (!id) return;
+                std::int64_t after = 0;
+                if (!query_int(r, w, "after", 0, std::numeric_limits<std::int64_t>::max(), &after))
+                  return;
+                w->respond(answer(service_.job_metrics(*id, r.tenant, after)));
+              });
+  router_.add("GET", "/v1/jobs/{id}/events", Access::kTenant,
+              [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
+                if (auto id = job_id(p, w)) w->respond(answer(service_.job_events(*id, r.tenant)));
+              });
+  router_.add("GET", "/v1/jobs/{id}/xla-report", Access::kTenant,
+              [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
+                auto id = job_id(p, w);
+                if (!id) return;
+                base::Result<std::string> report = service_.xla_report(*id, r.tenant);
+                if (!report.ok()) {
+                  w->respond(answer(JsonResult(report.error())));
+                  return;
+                }
+                Response response;
+                response.content_type = "text/plain; charset=utf-8";
+                response.body = std::move(*report);
+                w->respond(std::move(response));
+              });
 }
 
 // The pool's view (any tenant) and its administration (admins).
 void JobsApi::add_pool_routes() {
-  router_.add("GET", "/v1/pool", Access::kTenant, [this](Request&, const PathParams&, ResponseWriterPtr w) {
-    w->respond(json_response(200, service_.pool_view()));
-  });
-  router_.add("GET", "/v1/usage", Access::kTenant, [this](Request& r, const PathParams&, ResponseWriterPtr w) {
-    usage(r, w);
-  });
+  router_.add("GET", "/v1/pool", Access::kTenant,
+              [this](Request&, const PathParams&, ResponseWriterPtr w) {
+                w->respond(json_response(200, service_.pool_view()));
+              });
+  router_.add("GET", "/v1/usage", Access::kTenant,
+              [this](Request& r, const PathParams&, ResponseWriterPtr w) { usage(r, w); });
   // An action not listed has no route: a 404, never a guess.
   constexpr std::pair<const char*, scheduler::HostHealth> kHostActions[] = {
       {"drain", scheduler::HostHealth::kDraining},
@@ -751,62 +819,77 @@ void JobsApi::add_pool_routes() {
                   w->respond(answer(service_.set_host_health(p.find("host")->second, health)));
                 });
   }
-  router_.add("POST", "/v1/tenants/{tenant}/quota", Access::kAdmin, [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
-    std::optional<json> body = parse_body(r, w);
-    if (!body) return;
-    if (!body->is_object() || !body->contains("max_cores") ||
-        !((*body)["max_cores"].is_null() || (*body)["max_cores"].is_number_unsigned() ||
-          ((*body)["max_cores"].is_number_integer() && (*body)["max_cores"].get<std::int64_t>() >= 0)) ||
-        body->size() != 1) {
-      w->respond(problem(422, "the body must be {\"max_cores\": N} with N >= 0, or null for no limit",
-                         {{"errors", json::array({{{"field", "max_cores"},
-                                                   {"message", "must be a non-negative integer or null"}}})}}));
-      return;
-    }
-    const json& value = (*body)["max_cores"];
-    std::optional<int> max_cores;
-    if (!value.is_null()) max_cores = static_cast<int>(std::min<std::int64_t>(value.get<std::int64_t>(), 1 << 20));
-    w->respond(answer(service_.set_quota(p.find("tenant")->second.substr(0, 64), max_cores)));
-  });
-  router_.add("POST", "/v1/pool/leases/{id}:release", Access::kAdmin, [this](Request&, const PathParams& p, ResponseWriterPtr w) {
-    if (auto id = job_id(p, w)) w->respond(answer(service_.force_release(*id)));
-  });
+  router_.add(
+      "POST", "/v1/tenants/{tenant}/quota", Access::kAdmin,
+      [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
+        std::optional<json> body = parse_body(r, w);
+        if (!body) return;
+        if (!body->is_object() || !body->contains("max_cores") ||
+            !((*body)["max_cores"].is_null() || (*body)["max_cores"].is_number_unsigned() ||
+              ((*body)["max_cores"].is_number_integer() &&
+               (*body)["max_cores"].get<std::int64_t>() >= 0)) ||
+            body->size() != 1) {
+          w->respond(
+              problem(422, "the body must be {\"max_cores\": N} with N >= 0, or null for no limit",
+                      {{"errors",
+                        json::array({{{"field", "max_cores"},
+                                      {"message", "must be a non-negative integer or null"}}})}}));
+          return;
+        }
+        const json& value = (*body)["max_cores"];
+        std::optional<int> max_cores;
+        if (!value.is_null())
+          max_cores = static_cast<int>(std::min<std::int64_t>(value.get<std::int64_t>(), 1 << 20));
+        w->respond(answer(service_.set_quota(p.find("tenant")->second.substr(0, 64), max_cores)));
+      });
+  router_.add("POST", "/v1/pool/leases/{id}:release", Access::kAdmin,
+              [this](Request&, const PathParams& p, ResponseWriterPtr w) {
+                if (auto id = job_id(p, w)) w->respond(answer(service_.force_release(*id)));
+              });
 }
 
 void JobsApi::add_dataset_routes() {
-  router_.add("POST", "/v1/datasets", Access::kTenant, [this](Request& r, const PathParams&, ResponseWriterPtr w) {
-    if (r.body.empty()) {
-      w->respond(problem(400, "the request body is empty; send the CSV file",
-                         {{"hint", "curl -X POST --data-binary @data.csv -H 'Content-Type: text/csv' localhost:8080/v1/datasets?name=mydata"}}));
-      return;
-    }
-    const std::string name = r.query_value("name").value_or("upload").substr(0, 128);
-    w->respond(answer(service_.upload_dataset(r.tenant, name, r.body), 201));
-  });
+  router_.add("POST", "/v1/datasets", Access::kTenant,
+              [this](Request& r, const PathParams&, ResponseWriterPtr w) {
+                if (r.body.empty()) {
+                  w->respond(problem(400, "the request body is empty; send the CSV file",
+                                     {{"hint",
+                                       "curl -X POST --data-binary @data.csv -H 'Content-Type: "
+                                       "text/csv' localhost:8080/v1/datasets?name=mydata"}}));
+                  return;
+                }
+                const std::string name = r.query_value("name").value_or("upload").substr(0, 128);
+                w->respond(answer(service_.upload_dataset(r.tenant, name, r.body), 201));
+              });
 }
 
 // Probes, metrics and the API document: open to anyone.
 void JobsApi::add_service_routes() {
-  router_.add("GET", "/healthz", Access::kOpen, [](Request&, const PathParams&, ResponseWriterPtr w) {
-    w->respond(json_response(200, {{"status", "ok"}}));
-  });
-  router_.add("GET", "/readyz", Access::kOpen, [this](Request&, const PathParams&, ResponseWriterPtr w) {
-    const bool ready = service_.ready();
-    Response response = json_response(ready ? 200 : 503, {{"ready", ready}, {"database", ready ? "ok" : "unreachable"}});
-    if (!ready) response.header("Retry-After", "1");
-    w->respond(std::move(response));
-  });
-  router_.add("GET", "/metrics", Access::kOpen, [this](Request&, const PathParams&, ResponseWriterPtr w) {
-    Response response;
-    response.content_type = "text/plain; version=0.0.4; charset=utf-8";
-    response.body = service_.prometheus_metrics() + latency_.prometheus();
-    w->respond(std::move(response));
-  });
-  router_.add("GET", "/openapi.json", Access::kOpen, [](Request&, const PathParams&, ResponseWriterPtr w) {
-    Response response;
-    response.body = std::string(openapi_document());
-    w->respond(std::move(response));
-  });
+  router_.add("GET", "/healthz", Access::kOpen,
+              [](Request&, const PathParams&, ResponseWriterPtr w) {
+                w->respond(json_response(200, {{"status", "ok"}}));
+              });
+  router_.add(
+      "GET", "/readyz", Access::kOpen, [this](Request&, const PathParams&, ResponseWriterPtr w) {
+        const bool ready = service_.ready();
+        Response response = json_response(
+            ready ? 200 : 503, {{"ready", ready}, {"database", ready ? "ok" : "unreachable"}});
+        if (!ready) response.header("Retry-After", "1");
+        w->respond(std::move(response));
+      });
+  router_.add("GET", "/metrics", Access::kOpen,
+              [this](Request&, const PathParams&, ResponseWriterPtr w) {
+                Response response;
+                response.content_type = "text/plain; version=0.0.4; charset=utf-8";
+                response.body = service_.prometheus_metrics() + latency_.prometheus();
+                w->respond(std::move(response));
+              });
+  router_.add("GET", "/openapi.json", Access::kOpen,
+              [](Request&, const PathParams&, ResponseWriterPtr w) {
+                Response response;
+                response.body = std::string(openapi_document());
+                w->respond(std::move(response));
+              });
 }
 
 std::string_view Request::header(std::string_view name) const {

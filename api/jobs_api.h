@@ -61,9 +61,11 @@ class JobsApi final : public Handler {
   void submit(Request& request, ResponseWriterPtr writer);
   // A spec with "sweep" (api/sweep.h): every child checked, then all
   // submitted as one job array.
-  void submit_sweep(Request& request, nlohmann::json body, std::optional<std::string> key, ResponseWriterPtr writer);
+  void submit_sweep(Request& request, nlohmann::json body, std::optional<std::string> key,
+                    ResponseWriterPtr writer);
   // The children ready to submit; nullopt when it answered the problem.
-  std::optional<std::vector<SubmitRequest>> check_sweep(const std::string& tenant, const nlohmann::json& body,
+  std::optional<std::vector<SubmitRequest>> check_sweep(const std::string& tenant,
+                                                        const nlohmann::json& body,
                                                         const std::optional<std::string>& key,
                                                         const ResponseWriterPtr& writer);
   void validate(Request& request, ResponseWriterPtr writer);

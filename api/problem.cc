@@ -5,21 +5,36 @@ namespace {
 
 std::string_view status_title(int status) {
   switch (status) {
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 406: return "Not Acceptable";
-    case 408: return "Request Timeout";
-    case 409: return "Conflict";
-    case 413: return "Payload Too Large";
-    case 415: return "Unsupported Media Type";
-    case 422: return "Unprocessable Entity";
-    case 429: return "Too Many Requests";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
-    default: return status < 500 ? "Client Error" : "Server Error";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 406:
+      return "Not Acceptable";
+    case 408:
+      return "Request Timeout";
+    case 409:
+      return "Conflict";
+    case 413:
+      return "Payload Too Large";
+    case 415:
+      return "Unsupported Media Type";
+    case 422:
+      return "Unprocessable Entity";
+    case 429:
+      return "Too Many Requests";
+    case 500:
+      return "Internal Server Error";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return status < 500 ? "Client Error" : "Server Error";
   }
 }
 
@@ -49,11 +64,13 @@ Response problem(int status, std::string_view detail, nlohmann::json extra) {
   return response;
 }
 
-Response spec_problems(const std::vector<FieldError>& errors, const std::vector<std::string>& warnings) {
+Response spec_problems(const std::vector<FieldError>& errors,
+                       const std::vector<std::string>& warnings) {
   nlohmann::json list = nlohmann::json::array();
   for (const FieldError& e : errors) list.push_back(to_json(e));
-  std::string detail = errors.size() == 1 ? errors.front().message
-                                          : std::to_string(errors.size()) + " problems with the job spec";
+  std::string detail = errors.size() == 1
+                           ? errors.front().message
+                           : std::to_string(errors.size()) + " problems with the job spec";
   nlohmann::json extra = {{"errors", list}};
   if (!warnings.empty()) extra["warnings"] = warnings;
   return problem(422, detail, extra);

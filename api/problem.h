@@ -12,7 +12,7 @@
 namespace tpujobs::api {
 
 struct FieldError {
-  std::string field;    // JSON path: "trainer.devices", "model.layers[2].out", "" for the whole body
+  std::string field;  // JSON path: "trainer.devices", "model.layers[2].out", "" for the whole body
   std::string message;
   std::string hint;
 };
@@ -23,9 +23,11 @@ Response json_response(int status, const nlohmann::json& body);
 
 // A problem+json response. `title` is the short, fixed summary of the status
 // ("Unprocessable Entity"), `detail` what went wrong this time.
-Response problem(int status, std::string_view detail, nlohmann::json extra = nlohmann::json::object());
+Response problem(int status, std::string_view detail,
+                 nlohmann::json extra = nlohmann::json::object());
 
 // 422 listing every problem with the spec.
-Response spec_problems(const std::vector<FieldError>& errors, const std::vector<std::string>& warnings = {});
+Response spec_problems(const std::vector<FieldError>& errors,
+                       const std::vector<std::string>& warnings = {});
 
 }  // namespace tpujobs::api

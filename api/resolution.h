@@ -22,7 +22,8 @@ struct Resolution : lightning::Resolution {
 lightning::PoolView pool_view(const scheduler::PoolCapacity& capacity);
 
 // lightning::resolve() on pool_view(capacity), with the request mapped.
-Resolution resolve(const lightning::TrainerSettings& settings, const scheduler::PoolCapacity& capacity);
+Resolution resolve(const lightning::TrainerSettings& settings,
+                   const scheduler::PoolCapacity& capacity);
 
 // "2.5" for 205: a torch_xla version as Resolution::torch_xla_version holds it.
 std::string torch_xla_version_name(int version);

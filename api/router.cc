@@ -48,8 +48,8 @@ void Router::add(std::string method, std::string pattern, Access access, RouteHa
   routes_.push_back({std::move(method), std::move(pattern), access, std::move(handler)});
 }
 
-Router::Match Router::match(std::string_view method, std::string_view path, const Route** route, PathParams* params,
-                            std::string* allowed) const {
+Router::Match Router::match(std::string_view method, std::string_view path, const Route** route,
+                            PathParams* params, std::string* allowed) const {
   bool path_found = false;
   allowed->clear();
   for (const Route& r : routes_) {
@@ -61,7 +61,8 @@ Router::Match Router::match(std::string_view method, std::string_view path, cons
       return Match::kFound;
     }
     path_found = true;
-    if (allowed->find(r.method) == std::string::npos) *allowed += (allowed->empty() ? "" : ", ") + r.method;
+    if (allowed->find(r.method) == std::string::npos)
+      *allowed += (allowed->empty() ? "" : ", ") + r.method;
   }
   return path_found ? Match::kNoMethod : Match::kNoPath;
 }

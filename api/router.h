@@ -38,8 +38,8 @@ class Router {
   enum class Match { kFound, kNoPath, kNoMethod };
   // On kFound sets *route and *params. On kNoMethod sets *allowed to the
   // methods the path does accept.
-  Match match(std::string_view method, std::string_view path, const Route** route, PathParams* params,
-              std::string* allowed) const;
+  Match match(std::string_view method, std::string_view path, const Route** route,
+              PathParams* params, std::string* allowed) const;
 
   // The pattern a path matched (for metrics labels), or "" when none.
   std::string pattern_of(std::string_view method, std::string_view path) const;

@@ -23,7 +23,8 @@ std::optional<std::vector<Segment>> parse_path(std::string_view path) {
   std::size_t start = 0;
   while (start <= path.size()) {
     const std::size_t dot = path.find('.', start);
-    std::string_view part = path.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
+    std::string_view part =
+        path.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
     Segment segment;
     if (const std::size_t bracket = part.find('['); bracket != std::string_view::npos) {
       if (part.back() != ']' || bracket + 2 >= part.size()) return std::nullopt;
@@ -49,7 +50,8 @@ std::optional<std::vector<Segment>> parse_path(std::string_view path) {
 
 // Sets `value` at `segments` in `spec`; an error message when the path runs
 // through something that is not an object or past the end of an array.
-std::optional<std::string> set_path(json& spec, const std::vector<Segment>& segments, const json& value) {
+std::optional<std::string> set_path(json& spec, const std::vector<Segment>& segments,
+                                    const json& value) {
   json* at = &spec;
   for (std::size_t i = 0; i < segments.size(); ++i) {
     const Segment& s = segments[i];
@@ -66,7 +68,8 @@ std::optional<std::string> set_path(json& spec, const std::vector<Segment>& segm
     }
     auto it = at->find(s.key);
     if (it == at->end() || !it->is_array() || *s.index >= it->size()) {
-      return "names element " + std::to_string(*s.index) + " of '" + s.key + "', which the spec does not have";
+      return "names element " + std::to_string(*s.index) + " of '" + s.key +
+             "', which the spec does not have";
     }
     at = &(*it)[*s.index];
     if (last) {
@@ -102,12 +105,14 @@ std::vector<SweepChild> expand_sweep(const json& body, std::vector<FieldError>* 
     const std::string field = "sweep." + it.key().substr(0, 128);
     std::optional<std::vector<Segment>> segments = parse_path(it.key());
     if (!segments) {
-      errors->push_back({field, "is not a spec path", "dot-separated fields, e.g. optimizer.lr or model.layers[0].out"});
+      errors->push_back({field, "is not a spec path",
+                         "dot-separated fields, e.g. optimizer.lr or model.layers[0].out"});
       continue;
     }
     const std::string& root = segments->front().key;
     if (root == "sweep" || root == "depends_on" || root == "name") {
-      errors->push_back({field, "cannot be swept", "sweep the fields that decide how a job trains"});
+      errors->push_back(
+          {field, "cannot be swept", "sweep the fields that decide how a job trains"});
       continue;
     }
     if (!it->is_array() || it->empty()) {
@@ -139,7 +144,8 @@ std::vector<SweepChild> expand_sweep(const json& body, std::vector<FieldError>* 
       const json& value = (*axes[a].values)[rest % axes[a].values->size()];
       rest /= axes[a].values->size();
       if (std::optional<std::string> problem = set_path(child.spec, axes[a].segments, value)) {
-        errors->push_back({"sweep." + axes[a].path, *problem, "sweep only paths the spec can have"});
+        errors->push_back(
+            {"sweep." + axes[a].path, *problem, "sweep only paths the spec can have"});
         return {};
       }
       child.values[axes[a].path] = value;

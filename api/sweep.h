@@ -17,9 +17,9 @@ namespace tpujobs::api {
 inline constexpr std::size_t kMaxSweepChildren = 256;
 
 struct SweepChild {
-  int index = 0;            // its place in the product, 0-based; the last path varies fastest
-  nlohmann::json spec;      // the spec to validate and submit
-  nlohmann::json values;    // {path: value} the sweep set
+  int index = 0;          // its place in the product, 0-based; the last path varies fastest
+  nlohmann::json spec;    // the spec to validate and submit
+  nlohmann::json values;  // {path: value} the sweep set
 };
 
 // Expands body["sweep"] (body must be an object that has it). Paths are

@@ -39,7 +39,8 @@ bool percent_decode(std::string_view in, bool plus_is_space, std::string* out) {
   return true;
 }
 
-void split_target(std::string_view target, std::string* path, std::multimap<std::string, std::string>* query) {
+void split_target(std::string_view target, std::string* path,
+                  std::multimap<std::string, std::string>* query) {
   const std::size_t question = target.find('?');
   *path = decode_or_keep(target.substr(0, question), false);
   query->clear();
@@ -52,7 +53,8 @@ void split_target(std::string_view target, std::string* path, std::multimap<std:
     if (pair.empty()) continue;
     const std::size_t eq = pair.find('=');
     std::string key = decode_or_keep(pair.substr(0, eq), true);
-    std::string value = eq == std::string_view::npos ? std::string() : decode_or_keep(pair.substr(eq + 1), true);
+    std::string value =
+        eq == std::string_view::npos ? std::string() : decode_or_keep(pair.substr(eq + 1), true);
     query->emplace(std::move(key), std::move(value));
   }
 }

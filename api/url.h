@@ -13,6 +13,7 @@ bool percent_decode(std::string_view in, bool plus_is_space, std::string* out);
 
 // Splits "/v1/jobs?state=RUNNING&label=a%3Db" into its decoded path and
 // query parameters. Malformed escapes are kept verbatim.
-void split_target(std::string_view target, std::string* path, std::multimap<std::string, std::string>* query);
+void split_target(std::string_view target, std::string* path,
+                  std::multimap<std::string, std::string>* query);
 
 }  // namespace tpujobs::api

@@ -11,14 +11,14 @@ namespace tpujobs::api {
 
 using nlohmann::json;
 
-std::optional<std::chrono::system_clock::time_point> parse_usage_time(std::string_view text,
-                                                                      std::chrono::system_clock::time_point now) {
+std::optional<std::chrono::system_clock::time_point> parse_usage_time(
+    std::string_view text, std::chrono::system_clock::time_point now) {
   if (text.empty() || text.size() > 40) return std::nullopt;
   if (std::optional<std::chrono::milliseconds> age = parse_duration(text)) return now - *age;
   const std::string copy(text);
   int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0, used = 0;
-  if (std::sscanf(copy.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &year, &month, &day, &hour, &minute, &second, &used) !=
-          6 ||
+  if (std::sscanf(copy.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &year, &month, &day, &hour, &minute,
+                  &second, &used) != 6 ||
       used != 19) {
     return std::nullopt;
   }
@@ -32,7 +32,8 @@ std::optional<std::chrono::system_clock::time_point> parse_usage_time(std::strin
     rest = rest.substr(digits);
   }
   if (rest != "Z" && rest != "+00:00") return std::nullopt;
-  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) return std::nullopt;
+  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60)
+    return std::nullopt;
   std::tm utc{};
   utc.tm_year = year - 1900;
   utc.tm_mon = month - 1;
@@ -42,17 +43,20 @@ std::optional<std::chrono::system_clock::time_point> parse_usage_time(std::strin
   utc.tm_sec = second;
   const std::time_t seconds = timegm(&utc);
   return std::chrono::system_clock::from_time_t(seconds) +
-         std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::duration<double>(fraction));
+         std::chrono::duration_cast<std::chrono::system_clock::duration>(
+             std::chrono::duration<double>(fraction));
 }
 
 std::string rfc3339(std::chrono::system_clock::time_point time) {
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(time.time_since_epoch()).count();
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(time.time_since_epoch()).count();
   const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
   std::tm utc{};
   gmtime_r(&seconds, &utc);
   char out[64];
-  std::snprintf(out, sizeof out, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", utc.tm_year + 1900, utc.tm_mon + 1,
-                utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, static_cast<int>(ms % 1000));
+  std::snprintf(out, sizeof out, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", utc.tm_year + 1900,
+                utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec,
+                static_cast<int>(ms % 1000));
   return out;
 }
 
@@ -74,12 +78,15 @@ json usage_json(const UsageQuery& query, const std::vector<UsageRow>& rows) {
     total += row.core_seconds;
   }
   std::vector<std::pair<std::string, Group>> ordered(groups.begin(), groups.end());
-  std::stable_sort(ordered.begin(), ordered.end(),
-                   [](const auto& a, const auto& b) { return a.second.core_seconds > b.second.core_seconds; });
+  std::stable_sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) {
+    return a.second.core_seconds > b.second.core_seconds;
+  });
   json out_groups = json::array();
   for (auto& [name, g] : ordered) {
-    out_groups.push_back(
-        {{"group", name}, {"core_seconds", g.core_seconds}, {"jobs", g.jobs}, {"by_generation", g.by_generation}});
+    out_groups.push_back({{"group", name},
+                          {"core_seconds", g.core_seconds},
+                          {"jobs", g.jobs},
+                          {"by_generation", g.by_generation}});
   }
   json out = {{"from", rfc3339(query.from)},
               {"to", rfc3339(query.to)},
@@ -101,7 +108,8 @@ std::string usage_csv(const std::vector<UsageRow>& rows) {
   for (const UsageRow& row : rows) {
     char seconds[64];
     std::snprintf(seconds, sizeof seconds, "%.3f", row.core_seconds);
-    csv += field(row.group) + "," + field(row.generation) + "," + std::to_string(row.jobs) + "," + seconds + "\r\n";
+    csv += field(row.group) + "," + field(row.generation) + "," + std::to_string(row.jobs) + "," +
+           seconds + "\r\n";
   }
   return csv;
 }

@@ -18,9 +18,9 @@ namespace tpujobs::api {
 struct UsageQuery {
   std::chrono::system_clock::time_point from;
   std::chrono::system_clock::time_point to;
-  bool by_label = false;                  // group_by=label: one group per "key=value"
-  std::optional<std::string> label_key;   // with by_label: only this key's values
-  std::optional<std::string> tenant;      // only this tenant's jobs (non-admins: always theirs)
+  bool by_label = false;                 // group_by=label: one group per "key=value"
+  std::optional<std::string> label_key;  // with by_label: only this key's values
+  std::optional<std::string> tenant;     // only this tenant's jobs (non-admins: always theirs)
 };
 
 struct UsageRow {
@@ -33,8 +33,8 @@ struct UsageRow {
 // A time for `from` / `to`: an RFC 3339 UTC time ("2026-11-23T10:00:00Z",
 // fractions allowed) or an age before `now` ("24h", "90m", "7d").
 // nullopt when it is neither.
-std::optional<std::chrono::system_clock::time_point> parse_usage_time(std::string_view text,
-                                                                      std::chrono::system_clock::time_point now);
+std::optional<std::chrono::system_clock::time_point> parse_usage_time(
+    std::string_view text, std::chrono::system_clock::time_point now);
 
 // {"from", "to", "group_by", "total_core_seconds", "groups": [{"group",
 // "core_seconds", "jobs", "by_generation": {"v3": ...}}]}, groups by

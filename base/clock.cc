@@ -9,7 +9,9 @@ class RealClock final : public Clock {
  public:
   time_point now() override { return std::chrono::steady_clock::now(); }
   wall_time_point wall_now() override { return std::chrono::system_clock::now(); }
-  void sleep_for(std::chrono::nanoseconds duration) override { std::this_thread::sleep_for(duration); }
+  void sleep_for(std::chrono::nanoseconds duration) override {
+    std::this_thread::sleep_for(duration);
+  }
 };
 
 }  // namespace
@@ -19,7 +21,8 @@ Clock& real_clock() {
   return clock;
 }
 
-FakeClock::FakeClock(std::chrono::nanoseconds advance_per_read) : advance_per_read_(advance_per_read) {}
+FakeClock::FakeClock(std::chrono::nanoseconds advance_per_read)
+    : advance_per_read_(advance_per_read) {}
 
 // Both start at a fixed, non-zero point, so a test's times are the same on
 // every run and differ from a default-constructed time_point.

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+
 #include "base/mutex.h"
 
 namespace tpujobs::base {

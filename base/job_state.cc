@@ -4,7 +4,9 @@
 
 namespace tpujobs::base {
 
-std::string_view to_string(JobState state) { return kJobStateNames[static_cast<std::size_t>(state)]; }
+std::string_view to_string(JobState state) {
+  return kJobStateNames[static_cast<std::size_t>(state)];
+}
 
 std::optional<JobState> parse_job_state(std::string_view text) {
   for (std::size_t i = 0; i < kJobStateNames.size(); ++i) {

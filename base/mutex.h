@@ -93,20 +93,23 @@ class SCOPED_CAPABILITY MutexLock {
   }
   // Returns done() at the end: false when the deadline passed first.
   template <class Clock, class Duration, class Predicate>
-  bool wait_until(std::condition_variable& cv, const std::chrono::time_point<Clock, Duration>& deadline,
-                  Predicate done) {
+  bool wait_until(std::condition_variable& cv,
+                  const std::chrono::time_point<Clock, Duration>& deadline, Predicate done) {
     return cv.wait_until(lock_, deadline, std::move(done));
   }
   template <class Rep, class Period, class Predicate>
-  bool wait_for(std::condition_variable& cv, const std::chrono::duration<Rep, Period>& timeout, Predicate done) {
+  bool wait_for(std::condition_variable& cv, const std::chrono::duration<Rep, Period>& timeout,
+                Predicate done) {
     return cv.wait_for(lock_, timeout, std::move(done));
   }
   template <class Clock, class Duration>
-  std::cv_status wait_until(std::condition_variable& cv, const std::chrono::time_point<Clock, Duration>& deadline) {
+  std::cv_status wait_until(std::condition_variable& cv,
+                            const std::chrono::time_point<Clock, Duration>& deadline) {
     return cv.wait_until(lock_, deadline);
   }
   template <class Rep, class Period>
-  std::cv_status wait_for(std::condition_variable& cv, const std::chrono::duration<Rep, Period>& timeout) {
+  std::cv_status wait_for(std::condition_variable& cv,
+                          const std::chrono::duration<Rep, Period>& timeout) {
     return cv.wait_for(lock_, timeout);
   }
 

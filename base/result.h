@@ -64,11 +64,7 @@ class [[nodiscard]] Result {
     assert(!ok());
     return std::get<1>(state_);
   }
-  ErrorCode code() const
-    requires std::is_same_v<E, Error>
-  {
-    return error().code;
-  }
+  ErrorCode code() const requires std::is_same_v<E, Error> { return error().code; }
 
  private:
   std::variant<T, E> state_;

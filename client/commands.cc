@@ -203,7 +203,8 @@ class Client {
     text += "  " + state;
     if (state == "QUEUED") {
       const std::string reason = string_of(job, "pending_reason");
-      if (const std::string position = string_of(job, "queue_position"); !position.empty() && position != "0") {
+      if (const std::string position = string_of(job, "queue_position");
+          !position.empty() && position != "0") {
         text += " (position " + position;
         if (!reason.empty()) text += ", waiting for " + reason;
         text += ")";
@@ -211,7 +212,8 @@ class Client {
         // Held before the queue (a dependency): no position yet.
         text += " (waiting for " + reason + ")";
       }
-      if (const std::string detail = string_of(job, "pending_detail"); !detail.empty()) text += ": " + detail;
+      if (const std::string detail = string_of(job, "pending_detail"); !detail.empty())
+        text += ": " + detail;
     }
     const json progress = job.is_object() ? job.value("progress", json(nullptr)) : json(nullptr);
     if (progress.is_object() && !is_terminal_state(state)) {
@@ -510,7 +512,8 @@ class Client {
     if (response.status != 201 && response.status != 200)
       return report_failure(response, "submitting the job");
     json job = json::parse(response.body, nullptr, false);
-    if (job.is_object() && job.contains("array")) return submitted_array(job, response.status, started);
+    if (job.is_object() && job.contains("array"))
+      return submitted_array(job, response.status, started);
     const std::string id = string_of(job, "id");
     if (id.empty()) {
       err_ << "tpujobs: the service answered the submit without a job id: "
@@ -547,11 +550,11 @@ class Client {
       return kExitSucceeded;
     }
     std::ostream& note = line_.wait ? err_ : out_;
-    note << (status == 200 ? "attached to job array " : "submitted job array ") << array << ": " << jobs.size()
-         << " jobs\n";
+    note << (status == 200 ? "attached to job array " : "submitted job array ") << array << ": "
+         << jobs.size() << " jobs\n";
     for (const json& job : jobs) {
-      note << "  job " << string_of(job, "id") << " " << (job.contains("array") ? job["array"]["values"].dump() : "")
-           << "\n";
+      note << "  job " << string_of(job, "id") << " "
+           << (job.contains("array") ? job["array"]["values"].dump() : "") << "\n";
     }
     if (!line_.wait) return kExitSucceeded;
     const std::optional<Clock::time_point> deadline = deadline_from(started);
@@ -561,9 +564,13 @@ class Client {
     for (const json& job : jobs) {
       WaitOutcome outcome = wait_for(string_of(job, "id"), started, deadline, false);
       if (outcome.exit_code != kExitSucceeded) return outcome.exit_code;
-      const int job_code = outcome.timed_out ? kExitTimedOut : exit_code_for_job(outcome.job).value_or(kExitJobFailed);
+      const int job_code = outcome.timed_out
+                               ? kExitTimedOut
+                               : exit_code_for_job(outcome.job).value_or(kExitJobFailed);
       // The worst outcome wins: timeout, failed, cancelled, succeeded.
-      auto rank = [](int c) { return c == kExitTimedOut ? 3 : c == kExitJobFailed ? 2 : c == kExitCancelled ? 1 : 0; };
+      auto rank = [](int c) {
+        return c == kExitTimedOut ? 3 : c == kExitJobFailed ? 2 : c == kExitCancelled ? 1 : 0;
+      };
       if (rank(job_code) > rank(code)) code = job_code;
       children.push_back(outcome.job);
       timed_out.push_back(outcome.timed_out);
@@ -574,8 +581,10 @@ class Client {
       // The children side by side: state, the values swept, the final metrics.
       for (const json& job : children) {
         out_ << progress_text(job);
-        if (job.contains("array") && job["array"].is_object()) out_ << "  " << job["array"].value("values", json()).dump();
-        if (job.contains("metrics") && job["metrics"].is_object()) out_ << "  " << job["metrics"].dump();
+        if (job.contains("array") && job["array"].is_object())
+          out_ << "  " << job["array"].value("values", json()).dump();
+        if (job.contains("metrics") && job["metrics"].is_object())
+          out_ << "  " << job["metrics"].dump();
         out_ << "\n";
       }
     }
@@ -583,7 +592,8 @@ class Client {
       std::ofstream file(line_.junit_path, std::ios::binary | std::ios::trunc);
       const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
       file << junit_array_report(std::stoll(array), children, timed_out, elapsed);
-      if (!file.good()) err_ << "tpujobs: cannot write the JUnit report to " << line_.junit_path << "\n";
+      if (!file.good())
+        err_ << "tpujobs: cannot write the JUnit report to " << line_.junit_path << "\n";
     }
     return code;
   }
@@ -784,7 +794,8 @@ class Client {
                       progress, accuracy, string_of(job, "created_at")});
       // A job array: the values each child was given, beside its name.
       if (line_.array && job.contains("array") && job["array"].is_object()) {
-        rows.back().insert(rows.back().begin() + 2, job["array"].value("values", json::object()).dump());
+        rows.back().insert(rows.back().begin() + 2,
+                           job["array"].value("values", json::object()).dump());
       }
     }
     if (line_.array) rows.front().insert(rows.front().begin() + 2, "VALUES");
@@ -816,12 +827,14 @@ class Client {
       out_ << view.dump(2) << "\n";
       return kExitSucceeded;
     }
-    std::vector<std::vector<std::string>> rows = {
-        {line_.group_by == "tenant" ? "TENANT" : "LABEL", "CORE-HOURS", "CORE-SECONDS", "JOBS", "BY GENERATION"}};
+    std::vector<std::vector<std::string>> rows = {{line_.group_by == "tenant" ? "TENANT" : "LABEL",
+                                                   "CORE-HOURS", "CORE-SECONDS", "JOBS",
+                                                   "BY GENERATION"}};
     for (const json& group : view.value("groups", json::array())) {
       const double seconds = group.value("core_seconds", 0.0);
       std::string generations;
-      const json by_generation = group.contains("by_generation") ? group["by_generation"] : json::object();
+      const json by_generation =
+          group.contains("by_generation") ? group["by_generation"] : json::object();
       for (auto it = by_generation.begin(); it != by_generation.end(); ++it) {
         const std::string& generation = it.key();
         const json& value = it.value();
@@ -829,8 +842,8 @@ class Client {
                        number_text(value.is_number() ? value.get<double>() : 0.0, "%.0f");
       }
       const std::string name = string_of(group, "group");
-      rows.push_back({name.empty() ? "(none)" : name, number_text(seconds / 3600, "%.3f"), number_text(seconds, "%.1f"),
-                      string_of(group, "jobs"), generations});
+      rows.push_back({name.empty() ? "(none)" : name, number_text(seconds / 3600, "%.3f"),
+                      number_text(seconds, "%.1f"), string_of(group, "jobs"), generations});
     }
     print_table(rows);
     out_ << "from " << string_of(view, "from") << " to " << string_of(view, "to") << ": "
@@ -868,13 +881,17 @@ class Client {
          << " healthy; " << view.value("running_jobs", 0) << " jobs running, "
          << view.value("queued_jobs", 0) << " queued\n";
     if (view.contains("agents")) {  // a cluster (DESIGN §9): who runs which hosts
-      std::vector<std::vector<std::string>> agents = {{"AGENT", "STATE", "LAST HEARTBEAT", "HOSTS", "RUNNING JOBS"}};
+      std::vector<std::vector<std::string>> agents = {
+          {"AGENT", "STATE", "LAST HEARTBEAT", "HOSTS", "RUNNING JOBS"}};
       for (const json& agent : view["agents"]) {
         std::string hosts, running;
-        for (const json& h : agent.value("hosts", json::array())) hosts += (hosts.empty() ? "" : ",") + h.get<std::string>();
-        for (const json& j : agent.value("running_jobs", json::array())) running += (running.empty() ? "" : ",") + j.dump();
-        agents.push_back({string_of(agent, "name"), string_of(agent, "state"), string_of(agent, "last_heartbeat"),
-                          hosts.empty() ? "-" : hosts, running.empty() ? "-" : running});
+        for (const json& h : agent.value("hosts", json::array()))
+          hosts += (hosts.empty() ? "" : ",") + h.get<std::string>();
+        for (const json& j : agent.value("running_jobs", json::array()))
+          running += (running.empty() ? "" : ",") + j.dump();
+        agents.push_back({string_of(agent, "name"), string_of(agent, "state"),
+                          string_of(agent, "last_heartbeat"), hosts.empty() ? "-" : hosts,
+                          running.empty() ? "-" : running});
       }
       print_table(agents);
     }

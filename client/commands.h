@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "client/options.h"
 #include "client/http_client.h"
+#include "client/options.h"
 
 namespace tpujobs::client {
 

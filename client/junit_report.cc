@@ -225,8 +225,10 @@ std::string junit_array_report(std::int64_t array_id, const std::vector<json>& c
   for (std::size_t i = 0; i < children.size(); ++i) {
     const json& job = children[i];
     const json array = job.is_object() ? job.value("array", json::object()) : json::object();
-    const std::string values = array.is_object() && array.contains("values") ? array["values"].dump() : "{}";
-    const std::string index = array.is_object() && array.contains("index") ? array["index"].dump() : std::to_string(i);
+    const std::string values =
+        array.is_object() && array.contains("values") ? array["values"].dump() : "{}";
+    const std::string index =
+        array.is_object() && array.contains("index") ? array["index"].dump() : std::to_string(i);
     const std::string state = string_field(job, "state");
     const std::string id = job.is_object() && job.contains("id") ? job["id"].dump() : "?";
     std::string failure_type;
@@ -247,24 +249,24 @@ std::string junit_array_report(std::int64_t array_id, const std::vector<json>& c
         failure_message += (failure_message.empty() ? "" : "; ") + gate.message;
       }
     }
-    cases += "    <testcase classname=\"" + classname + "\" name=\"" + xml_escape("child " + index + " " + values) +
-             "\" time=\"0\">\n";
+    cases += "    <testcase classname=\"" + classname + "\" name=\"" +
+             xml_escape("child " + index + " " + values) + "\" time=\"0\">\n";
     cases += "      <properties>\n";
     cases += "        <property name=\"job_id\" value=\"" + xml_escape(id) + "\"/>\n";
     cases += "        <property name=\"state\" value=\"" + xml_escape(state) + "\"/>\n";
     if (job.is_object() && job.contains("metrics") && job["metrics"].is_object()) {
       for (const auto& [metric, value] : job["metrics"].items()) {
         if (value.is_number()) {
-          cases += "        <property name=\"" + xml_escape(metric) + "\" value=\"" + number(value.get<double>()) +
-                   "\"/>\n";
+          cases += "        <property name=\"" + xml_escape(metric) + "\" value=\"" +
+                   number(value.get<double>()) + "\"/>\n";
         }
       }
     }
     cases += "      </properties>\n";
     if (!failure_type.empty()) {
       ++failures;
-      cases += "      <failure type=\"" + xml_escape(failure_type) + "\" message=\"" + xml_escape(failure_message) +
-               "\">" + xml_escape(failure_message) + "</failure>\n";
+      cases += "      <failure type=\"" + xml_escape(failure_type) + "\" message=\"" +
+               xml_escape(failure_message) + "\">" + xml_escape(failure_message) + "</failure>\n";
     }
     cases += "    </testcase>\n";
   }

@@ -4,8 +4,8 @@
 // `GET /v1/jobs/{id}`.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>

@@ -9,41 +9,44 @@ Result<std::int64_t> ClusterRepository::register_agent(const std::string& name,
     names.emplace_back(h.name);
     generations.emplace_back(h.generation);
   }
-  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::int64_t> {
-    Result<Transaction> transaction = Transaction::begin(connection);
-    if (!transaction.ok()) return transaction.error();
-    Result<QueryResult> taken = transaction->execute(
-        "SELECT h.name, h.agent FROM agent_hosts h JOIN agents a ON a.name = h.agent"
-        " WHERE h.name = ANY($1::text[]) AND h.agent <> $2::text AND a.state = 'alive' LIMIT 1",
-        {Param::array(names), name});
-    if (!taken.ok()) return taken.error();
-    if (taken->rows() > 0) {
-      return make_error(ErrorCode::kConflict, "host '" + taken->string(0, 0) + "' belongs to agent '" +
-                                                  taken->string(0, 1) + "', which is alive");
-    }
-    Result<QueryResult> agent = transaction->execute(
-        "INSERT INTO agents (name, state, epoch, workers, started_at, last_heartbeat)"
-        " VALUES ($1::text, 'alive', nextval('agent_epochs'), $2::integer, now(), now())"
-        " ON CONFLICT (name) DO UPDATE SET state = 'alive', epoch = excluded.epoch,"
-        "   workers = excluded.workers, started_at = now(), last_heartbeat = now()"
-        " RETURNING epoch",
-        {name, workers});
-    if (!agent.ok()) return agent.error();
-    const std::int64_t epoch = agent->int64(0, 0);
-    // Hosts a lost agent held move to this one.
-    Result<QueryResult> cleared = transaction->execute(
-        "DELETE FROM agent_hosts WHERE agent = $1::text OR name = ANY($2::text[])", {name, Param::array(names)});
-    if (!cleared.ok()) return cleared.error();
-    Result<QueryResult> added = transaction->execute(
-        "INSERT INTO agent_hosts (name, agent, generation, position)"
-        " SELECT h.name, $1::text, h.generation, h.position - 1"
-        " FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS h(name, generation, position)",
-        {name, Param::array(names), Param::array(generations)});
-    if (!added.ok()) return added.error();
-    Status committed = transaction->commit();
-    if (!committed.ok()) return committed.error();
-    return epoch;
-  });
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::int64_t> {
+        Result<Transaction> transaction = Transaction::begin(connection);
+        if (!transaction.ok()) return transaction.error();
+        Result<QueryResult> taken = transaction->execute(
+            "SELECT h.name, h.agent FROM agent_hosts h JOIN agents a ON a.name = h.agent"
+            " WHERE h.name = ANY($1::text[]) AND h.agent <> $2::text AND a.state = 'alive' LIMIT 1",
+            {Param::array(names), name});
+        if (!taken.ok()) return taken.error();
+        if (taken->rows() > 0) {
+          return make_error(ErrorCode::kConflict, "host '" + taken->string(0, 0) +
+                                                      "' belongs to agent '" + taken->string(0, 1) +
+                                                      "', which is alive");
+        }
+        Result<QueryResult> agent = transaction->execute(
+            "INSERT INTO agents (name, state, epoch, workers, started_at, last_heartbeat)"
+            " VALUES ($1::text, 'alive', nextval('agent_epochs'), $2::integer, now(), now())"
+            " ON CONFLICT (name) DO UPDATE SET state = 'alive', epoch = excluded.epoch,"
+            "   workers = excluded.workers, started_at = now(), last_heartbeat = now()"
+            " RETURNING epoch",
+            {name, workers});
+        if (!agent.ok()) return agent.error();
+        const std::int64_t epoch = agent->int64(0, 0);
+        // Hosts a lost agent held move to this one.
+        Result<QueryResult> cleared = transaction->execute(
+            "DELETE FROM agent_hosts WHERE agent = $1::text OR name = ANY($2::text[])",
+            {name, Param::array(names)});
+        if (!cleared.ok()) return cleared.error();
+        Result<QueryResult> added = transaction->execute(
+            "INSERT INTO agent_hosts (name, agent, generation, position)"
+            " SELECT h.name, $1::text, h.generation, h.position - 1"
+            " FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS h(name, generation, position)",
+            {name, Param::array(names), Param::array(generations)});
+        if (!added.ok()) return added.error();
+        Status committed = transaction->commit();
+        if (!committed.ok()) return committed.error();
+        return epoch;
+      });
 }
 
 Result<bool> ClusterRepository::heartbeat(const std::string& name, std::int64_t epoch) {
@@ -58,64 +61,74 @@ Result<bool> ClusterRepository::heartbeat(const std::string& name, std::int64_t 
 }
 
 Result<std::vector<std::string>> ClusterRepository::mark_lost(std::chrono::milliseconds silence) {
-  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<std::string>> {
-    Result<QueryResult> rows = connection.execute(
-        "UPDATE agents SET state = 'lost'"
-        " WHERE state = 'alive' AND last_heartbeat < now() - $1::bigint * interval '1 millisecond'"
-        " RETURNING name",
-        {static_cast<std::int64_t>(silence.count())});
-    if (!rows.ok()) return rows.error();
-    std::vector<std::string> names;
-    for (int r = 0; r < rows->rows(); ++r) names.push_back(rows->string(r, 0));
-    return names;
-  });
+  return with_connection(pool_, acquire_timeout_,
+                         [&](Connection& connection) -> Result<std::vector<std::string>> {
+                           Result<QueryResult> rows = connection.execute(
+                               "UPDATE agents SET state = 'lost'"
+                               " WHERE state = 'alive' AND last_heartbeat < now() - $1::bigint * "
+                               "interval '1 millisecond'"
+                               " RETURNING name",
+                               {static_cast<std::int64_t>(silence.count())});
+                           if (!rows.ok()) return rows.error();
+                           std::vector<std::string> names;
+                           for (int r = 0; r < rows->rows(); ++r)
+                             names.push_back(rows->string(r, 0));
+                           return names;
+                         });
 }
 
 Status ClusterRepository::leave(const std::string& name, std::int64_t epoch) {
   return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Status {
     Result<QueryResult> rows = connection.execute(
-        "UPDATE agents SET state = 'lost' WHERE name = $1::text AND epoch = $2::bigint", {name, epoch});
+        "UPDATE agents SET state = 'lost' WHERE name = $1::text AND epoch = $2::bigint",
+        {name, epoch});
     if (!rows.ok()) return rows.error();
     return Status::Ok();
   });
 }
 
 Result<std::vector<AgentRow>> ClusterRepository::list_agents() {
-  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<AgentRow>> {
-    Result<QueryResult> rows = connection.execute(
-        "SELECT name, state, epoch, workers, started_at, last_heartbeat,"
-        "  (extract(epoch FROM now() - last_heartbeat) * 1000)::bigint FROM agents ORDER BY name");
-    if (!rows.ok()) return rows.error();
-    std::vector<AgentRow> agents;
-    for (int r = 0; r < rows->rows(); ++r) {
-      agents.push_back({rows->string(r, 0), rows->string(r, 1), rows->int64(r, 2),
-                        static_cast<int>(rows->int64(r, 3)), rows->timestamp(r, 4), rows->timestamp(r, 5),
-                        rows->int64(r, 6)});
-    }
-    return agents;
-  });
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<AgentRow>> {
+        Result<QueryResult> rows = connection.execute(
+            "SELECT name, state, epoch, workers, started_at, last_heartbeat,"
+            "  (extract(epoch FROM now() - last_heartbeat) * 1000)::bigint FROM agents ORDER BY "
+            "name");
+        if (!rows.ok()) return rows.error();
+        std::vector<AgentRow> agents;
+        for (int r = 0; r < rows->rows(); ++r) {
+          agents.push_back({rows->string(r, 0), rows->string(r, 1), rows->int64(r, 2),
+                            static_cast<int>(rows->int64(r, 3)), rows->timestamp(r, 4),
+                            rows->timestamp(r, 5), rows->int64(r, 6)});
+        }
+        return agents;
+      });
 }
 
 Result<std::vector<ClusterHostRow>> ClusterRepository::list_hosts() {
-  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<ClusterHostRow>> {
-    Result<QueryResult> rows = connection.execute(
-        "SELECT h.name, h.agent, a.state, h.generation, h.position, COALESCE(p.health, 'healthy')"
-        " FROM agent_hosts h JOIN agents a ON a.name = h.agent"
-        " LEFT JOIN pool_hosts p ON p.name = h.name"
-        " ORDER BY h.agent, h.position");
-    if (!rows.ok()) return rows.error();
-    std::vector<ClusterHostRow> hosts;
-    for (int r = 0; r < rows->rows(); ++r) {
-      hosts.push_back({rows->string(r, 0), rows->string(r, 1), rows->string(r, 2), rows->string(r, 3),
-                       static_cast<int>(rows->int64(r, 4)), rows->string(r, 5)});
-    }
-    return hosts;
-  });
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<ClusterHostRow>> {
+        Result<QueryResult> rows = connection.execute(
+            "SELECT h.name, h.agent, a.state, h.generation, h.position, COALESCE(p.health, "
+            "'healthy')"
+            " FROM agent_hosts h JOIN agents a ON a.name = h.agent"
+            " LEFT JOIN pool_hosts p ON p.name = h.name"
+            " ORDER BY h.agent, h.position");
+        if (!rows.ok()) return rows.error();
+        std::vector<ClusterHostRow> hosts;
+        for (int r = 0; r < rows->rows(); ++r) {
+          hosts.push_back({rows->string(r, 0), rows->string(r, 1), rows->string(r, 2),
+                           rows->string(r, 3), static_cast<int>(rows->int64(r, 4)),
+                           rows->string(r, 5)});
+        }
+        return hosts;
+      });
 }
 
 Status ClusterRepository::notify(const char* channel, const std::string& payload) {
   return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Status {
-    Result<QueryResult> rows = connection.execute("SELECT pg_notify($1::text, $2::text)", {channel, payload});
+    Result<QueryResult> rows =
+        connection.execute("SELECT pg_notify($1::text, $2::text)", {channel, payload});
     if (!rows.ok()) return rows.error();
     return Status::Ok();
   });
@@ -139,18 +152,20 @@ bool LeaderLock::hold() {
 void LeaderLock::release() { connection_.reset(); }  // the session ends: PostgreSQL frees the lock
 
 Result<std::int64_t> ClusterRepository::next_slice_placement() {
-  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::int64_t> {
-    Result<QueryResult> rows = connection.execute("SELECT nextval('slice_placements')");
-    if (!rows.ok()) return rows.error();
-    return rows->int64(0, 0);
-  });
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::int64_t> {
+        Result<QueryResult> rows = connection.execute("SELECT nextval('slice_placements')");
+        if (!rows.ok()) return rows.error();
+        return rows->int64(0, 0);
+      });
 }
 
 Status ClusterRepository::set_rendezvous_key(std::int64_t placement, const std::string& key,
                                              std::string_view value) {
   return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Status {
     Result<QueryResult> rows = connection.execute(
-        "INSERT INTO rendezvous_keys (placement, key, value) VALUES ($1::bigint, $2::text, $3::bytea)"
+        "INSERT INTO rendezvous_keys (placement, key, value) VALUES ($1::bigint, $2::text, "
+        "$3::bytea)"
         " ON CONFLICT (placement, key) DO UPDATE SET value = excluded.value",
         {placement, key, Param::bytes(value)});
     if (!rows.ok()) return rows.error();
@@ -159,7 +174,7 @@ Status ClusterRepository::set_rendezvous_key(std::int64_t placement, const std::
 }
 
 Result<std::optional<std::string>> ClusterRepository::get_rendezvous_key(std::int64_t placement,
-                                                                          const std::string& key) {
+                                                                         const std::string& key) {
   return with_connection(
       pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::optional<std::string>> {
         Result<QueryResult> rows = connection.execute(
@@ -174,7 +189,8 @@ Result<std::optional<std::string>> ClusterRepository::get_rendezvous_key(std::in
 Status ClusterRepository::forget_rendezvous_before(std::chrono::milliseconds age) {
   return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Status {
     Result<QueryResult> rows = connection.execute(
-        "DELETE FROM rendezvous_keys WHERE created_at < now() - $1::bigint * interval '1 millisecond'",
+        "DELETE FROM rendezvous_keys WHERE created_at < now() - $1::bigint * interval '1 "
+        "millisecond'",
         {static_cast<std::int64_t>(age.count())});
     if (!rows.ok()) return rows.error();
     return Status::Ok();

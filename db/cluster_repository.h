@@ -83,7 +83,8 @@ class ClusterRepository {
   // get() returns nullopt while the key is absent. Rows of placements older
   // than `keep` are removed by forget_rendezvous_before().
   Status set_rendezvous_key(std::int64_t placement, const std::string& key, std::string_view value);
-  Result<std::optional<std::string>> get_rendezvous_key(std::int64_t placement, const std::string& key);
+  Result<std::optional<std::string>> get_rendezvous_key(std::int64_t placement,
+                                                        const std::string& key);
   Status forget_rendezvous_before(std::chrono::milliseconds age);
 
  private:

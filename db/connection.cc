@@ -203,7 +203,8 @@ Status Connection::execute_script(std::string_view trusted_sql) {
 
 bool Connection::is_broken() const { return PQstatus(connection_) != CONNECTION_OK; }
 
-Result<std::vector<Notification>> Connection::wait_notifications(std::chrono::milliseconds timeout) {
+Result<std::vector<Notification>> Connection::wait_notifications(
+    std::chrono::milliseconds timeout) {
   std::vector<Notification> received;
   auto take = [&] {
     while (PGnotify* notify = PQnotifies(connection_)) {
@@ -219,7 +220,8 @@ Result<std::vector<Notification>> Connection::wait_notifications(std::chrono::mi
   }
   const int ready = poll(&descriptor, 1, static_cast<int>(timeout.count()));
   if (ready > 0 && PQconsumeInput(connection_) == 0) {
-    return make_error(ErrorCode::kUnavailable, "the LISTEN connection is lost: " + trimmed(PQerrorMessage(connection_)));
+    return make_error(ErrorCode::kUnavailable,
+                      "the LISTEN connection is lost: " + trimmed(PQerrorMessage(connection_)));
   }
   take();
   return received;

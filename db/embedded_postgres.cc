@@ -483,7 +483,7 @@ void EmbeddedPostgres::watch() {
     // Polled rather than a blocking waitpid(), so that stop() can end the
     // watch at any moment without a signal.
     if (lock.wait_for(supervision_wake_, std::chrono::milliseconds(100),
-                                   [this]() REQUIRES(supervision_mutex_) { return !supervising_; })) {
+                      [this]() REQUIRES(supervision_mutex_) { return !supervising_; })) {
       return;
     }
     const pid_t pid = postmaster_pid_;
@@ -516,7 +516,9 @@ bool EmbeddedPostgres::relaunch_after_crash() {
             " failed: " + summary_of(launched.error().message) + "; next attempt in " +
             std::to_string(delay.count()) + " ms");
     base::MutexLock lock(supervision_mutex_);
-    if (lock.wait_for(supervision_wake_, delay, [this]() REQUIRES(supervision_mutex_) { return !supervising_; })) return false;
+    if (lock.wait_for(supervision_wake_, delay,
+                      [this]() REQUIRES(supervision_mutex_) { return !supervising_; }))
+      return false;
     delay = std::min(delay * 2, std::chrono::milliseconds(5000));
   }
 }

@@ -8,8 +8,8 @@ namespace tpujobs::db {
 // (unfenced) or the job still runs under that placement epoch. FOR SHARE
 // orders it against a concurrent requeue: the requeue waits for this
 // insert, or this insert sees the requeue and is dropped.
-#define TPUJOBS_FENCE_HOLDS                                                               \
-  "(t.fence = 0 OR EXISTS (SELECT 1 FROM jobs f WHERE f.id = t.job_id"                  \
+#define TPUJOBS_FENCE_HOLDS                                            \
+  "(t.fence = 0 OR EXISTS (SELECT 1 FROM jobs f WHERE f.id = t.job_id" \
   " AND f.placement_epoch = t.fence AND f.state IN ('STARTING', 'RUNNING') FOR SHARE))"
 namespace {
 
@@ -52,17 +52,17 @@ Status JobOutputRepository::append_logs(const std::vector<LogLine>& lines) {
                      " SELECT job_id, seq, COALESCE(at, now()), line"
                      " FROM unnest($1::bigint[], $2::bigint[], $3::timestamptz[], $4::text[],"
                      "             $5::bigint[]) AS t(job_id, seq, at, line, fence)"
-                     " WHERE " TPUJOBS_FENCE_HOLDS
-                     " ON CONFLICT (job_id, seq) DO NOTHING",
-                     {Param::array(jobs), Param::array(seqs), Param::array(times), Param::array(texts),
-                      Param::array(fences)})
+                     " WHERE " TPUJOBS_FENCE_HOLDS " ON CONFLICT (job_id, seq) DO NOTHING",
+                     {Param::array(jobs), Param::array(seqs), Param::array(times),
+                      Param::array(texts), Param::array(fences)})
                : connection.execute(
                      "INSERT INTO job_logs (job_id, seq, at, line)"
                      " SELECT job_id, seq, COALESCE(at, now()), line"
                      " FROM unnest($1::bigint[], $2::bigint[], $3::timestamptz[], $4::text[])"
                      "      AS t(job_id, seq, at, line)"
                      " ON CONFLICT (job_id, seq) DO NOTHING",
-                     {Param::array(jobs), Param::array(seqs), Param::array(times), Param::array(texts)});
+                     {Param::array(jobs), Param::array(seqs), Param::array(times),
+                      Param::array(texts)});
     if (!rows.ok()) return rows.error();
     return Status::Ok();
   });
@@ -89,7 +89,8 @@ Result<std::vector<LogLine>> JobOutputRepository::list_logs(std::int64_t job_id,
 
 Result<std::int64_t> JobOutputRepository::max_log_seq(std::int64_t job_id) {
   return single_int64(pool_, acquire_timeout_,
-                      "SELECT COALESCE(max(seq), 0) FROM job_logs WHERE job_id = $1::bigint", {job_id});
+                      "SELECT COALESCE(max(seq), 0) FROM job_logs WHERE job_id = $1::bigint",
+                      {job_id});
 }
 
 Status JobOutputRepository::append_metrics(const std::vector<MetricPoint>& points) {
@@ -113,8 +114,7 @@ Status JobOutputRepository::append_metrics(const std::vector<MetricPoint>& point
         " FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::integer[],"
         "             $5::timestamptz[], $6::jsonb[], $7::bigint[])"
         "      AS t(job_id, seq, step, epoch, at, metrics, fence)"
-        " WHERE " TPUJOBS_FENCE_HOLDS
-        " ON CONFLICT (job_id, seq) DO NOTHING",
+        " WHERE " TPUJOBS_FENCE_HOLDS " ON CONFLICT (job_id, seq) DO NOTHING",
         {Param::array(jobs), Param::array(seqs), Param::array(steps), Param::array(epochs),
          Param::array(times), Param::array(metrics), Param::array(fences)});
     if (!rows.ok()) return rows.error();
@@ -145,13 +145,16 @@ Result<std::vector<MetricPoint>> JobOutputRepository::list_metrics(std::int64_t 
 
 Result<std::int64_t> JobOutputRepository::max_metric_seq(std::int64_t job_id) {
   return single_int64(pool_, acquire_timeout_,
-                      "SELECT COALESCE(max(seq), 0) FROM job_metrics WHERE job_id = $1::bigint", {job_id});
+                      "SELECT COALESCE(max(seq), 0) FROM job_metrics WHERE job_id = $1::bigint",
+                      {job_id});
 }
 
-Result<std::int64_t> JobOutputRepository::count_metrics_after_step(std::int64_t job_id, std::int64_t step) {
-  return single_int64(pool_, acquire_timeout_,
-                      "SELECT count(*) FROM job_metrics WHERE job_id = $1::bigint AND step > $2::bigint",
-                      {job_id, step});
+Result<std::int64_t> JobOutputRepository::count_metrics_after_step(std::int64_t job_id,
+                                                                   std::int64_t step) {
+  return single_int64(
+      pool_, acquire_timeout_,
+      "SELECT count(*) FROM job_metrics WHERE job_id = $1::bigint AND step > $2::bigint",
+      {job_id, step});
 }
 
 Status JobOutputRepository::save_checkpoint(std::int64_t job_id, std::int64_t step, int epoch,
@@ -175,7 +178,8 @@ Status JobOutputRepository::save_checkpoint(std::int64_t job_id, std::int64_t st
         "), pruned AS ("
         "  DELETE FROM job_checkpoints c USING saved"
         "  WHERE c.job_id = saved.job_id AND c.step <> saved.step AND c.step NOT IN ("
-        "    SELECT o.step FROM job_checkpoints o WHERE o.job_id = saved.job_id AND o.step <> saved.step"
+        "    SELECT o.step FROM job_checkpoints o WHERE o.job_id = saved.job_id AND o.step <> "
+        "saved.step"
         "    ORDER BY o.step DESC LIMIT 1)"
         "  RETURNING 1"
         ") SELECT count(*) FROM saved",
@@ -205,8 +209,8 @@ Result<std::optional<CheckpointRow>> JobOutputRepository::latest_checkpoint(std:
       });
 }
 
-Result<std::map<std::int64_t, std::pair<std::int64_t, int>>> JobOutputRepository::latest_checkpoint_positions(
-    const std::vector<std::int64_t>& job_ids) {
+Result<std::map<std::int64_t, std::pair<std::int64_t, int>>>
+JobOutputRepository::latest_checkpoint_positions(const std::vector<std::int64_t>& job_ids) {
   using Positions = std::map<std::int64_t, std::pair<std::int64_t, int>>;
   if (job_ids.empty()) return Positions{};
   std::vector<std::optional<std::string>> ids;

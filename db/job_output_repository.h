@@ -32,8 +32,8 @@ struct MetricPoint {
   std::int64_t seq = 0;
   std::int64_t step = 0;
   int epoch = 0;
-  TimePoint at{};              // default (epoch): the time of the insert
-  std::string metrics_json{};  // {"loss": 0.31, "samples_per_s": 5120, ...}
+  TimePoint at{};                // default (epoch): the time of the insert
+  std::string metrics_json{};    // {"loss": 0.31, "samples_per_s": 5120, ...}
   std::int64_t fence_epoch = 0;  // as LogLine's
 };
 

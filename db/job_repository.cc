@@ -278,9 +278,9 @@ Result<JobPage> JobRepository::list_jobs(const JobFilter& filter) {
   const std::vector<std::optional<std::string>> states = state_names(filter.states);
   return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<JobPage> {
     // One row more than asked tells whether another page follows.
-    Result<QueryResult> rows =
-        connection.execute(kListJobs, {filter.tenant, Param::array(states), Param::array(labels),
-                                       filter.name, after_time, after_id, limit + 1, filter.array_id});
+    Result<QueryResult> rows = connection.execute(
+        kListJobs, {filter.tenant, Param::array(states), Param::array(labels), filter.name,
+                    after_time, after_id, limit + 1, filter.array_id});
     if (!rows.ok()) return rows.error();
     JobPage page;
     page.jobs = read_jobs(*rows);
@@ -397,7 +397,8 @@ Result<std::vector<JobRow>> JobRepository::jobs_on_agent(const std::string& agen
   return with_connection(
       pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<JobRow>> {
         Result<QueryResult> rows = connection.execute(
-            "SELECT " TPUJOBS_JOB_COLUMNS " FROM jobs j"
+            "SELECT " TPUJOBS_JOB_COLUMNS
+            " FROM jobs j"
             " WHERE j.agent = $1::text AND j.state IN ('STARTING', 'RUNNING') ORDER BY j.id",
             {agent});
         if (!rows.ok()) return rows.error();
@@ -408,12 +409,14 @@ Result<std::vector<JobRow>> JobRepository::jobs_on_agent(const std::string& agen
 Result<std::vector<JobRow>> JobRepository::slice_parts_on_agent(const std::string& agent) {
   return with_connection(
       pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<JobRow>> {
-        Result<QueryResult> rows = connection.execute(
-            "SELECT " TPUJOBS_JOB_COLUMNS " FROM jobs j"
-            " WHERE j.state IN ('STARTING', 'RUNNING') AND j.agent <> $1::text"
-            "   AND j.allocation -> 'slice' -> 'parts' @> jsonb_build_array(jsonb_build_object('agent', $1::text))"
-            " ORDER BY j.id",
-            {agent});
+        Result<QueryResult> rows =
+            connection.execute("SELECT " TPUJOBS_JOB_COLUMNS
+                               " FROM jobs j"
+                               " WHERE j.state IN ('STARTING', 'RUNNING') AND j.agent <> $1::text"
+                               "   AND j.allocation -> 'slice' -> 'parts' @> "
+                               "jsonb_build_array(jsonb_build_object('agent', $1::text))"
+                               " ORDER BY j.id",
+                               {agent});
         if (!rows.ok()) return rows.error();
         return read_jobs(*rows);
       });
@@ -423,7 +426,8 @@ Result<std::vector<JobRow>> JobRepository::orphaned_jobs() {
   return with_connection(
       pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<JobRow>> {
         Result<QueryResult> rows = connection.execute(
-            "SELECT " TPUJOBS_JOB_COLUMNS " FROM jobs j"
+            "SELECT " TPUJOBS_JOB_COLUMNS
+            " FROM jobs j"
             " WHERE j.agent IS NOT NULL AND j.state IN ('STARTING', 'RUNNING')"
             "   AND NOT EXISTS (SELECT 1 FROM agents a WHERE a.name = j.agent"
             "                   AND a.state = 'alive' AND a.epoch = j.placement_epoch)"

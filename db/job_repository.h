@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
+#include "base/job_state.h"
 #include "db/connection_pool.h"
 #include "db/pg_text.h"
-#include "base/job_state.h"
 #include "db/result.h"
 
 namespace tpujobs::db {
@@ -70,7 +70,7 @@ struct JobRow {
   TimePoint updated_at{};
   std::optional<std::string> owner{};
   std::optional<TimePoint> lease_expires_at{};
-  std::optional<std::string> agent{};              // DESIGN §9: who runs it
+  std::optional<std::string> agent{};             // DESIGN §9: who runs it
   std::optional<std::int64_t> placement_epoch{};  // and under which registration
   std::optional<std::int64_t> array_id{};         // a sweep's child: its array
   std::optional<int> array_index{};
@@ -90,8 +90,8 @@ struct JobFilter {
   std::vector<std::pair<std::string, std::string>> labels{};  // all must match
   std::optional<std::string> name{};
   std::optional<std::int64_t> array_id{};  // only the children of this array
-  int limit = 50;        // clamped to 1..500
-  std::string cursor{};  // next_cursor of the previous page; empty: first page
+  int limit = 50;                          // clamped to 1..500
+  std::string cursor{};                    // next_cursor of the previous page; empty: first page
 };
 
 struct JobPage {

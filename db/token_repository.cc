@@ -39,11 +39,13 @@ Result<std::optional<TokenRow>> TokenRepository::find_token(const std::string& t
 }
 
 Result<std::int64_t> TokenRepository::count_active_tokens() {
-  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::int64_t> {
-    Result<QueryResult> rows = connection.execute("SELECT count(*) FROM api_tokens WHERE revoked_at IS NULL");
-    if (!rows.ok()) return rows.error();
-    return rows->int64(0, 0);
-  });
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::int64_t> {
+        Result<QueryResult> rows =
+            connection.execute("SELECT count(*) FROM api_tokens WHERE revoked_at IS NULL");
+        if (!rows.ok()) return rows.error();
+        return rows->int64(0, 0);
+      });
 }
 
 Status TokenRepository::revoke_token(std::int64_t id) {

@@ -11,7 +11,8 @@ Result<std::map<std::int64_t, base::JobState>> WorkloadRepository::job_states(
   for (std::int64_t id : ids) id_texts.emplace_back(std::to_string(id));
   return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<States> {
     Result<QueryResult> rows = connection.execute(
-        "SELECT id, state FROM jobs WHERE id = ANY($1::bigint[]) AND ($2::text IS NULL OR tenant = $2::text)",
+        "SELECT id, state FROM jobs WHERE id = ANY($1::bigint[]) AND ($2::text IS NULL OR tenant = "
+        "$2::text)",
         {Param::array(id_texts), tenant});
     if (!rows.ok()) return rows.error();
     States states;
@@ -29,7 +30,8 @@ namespace {
 constexpr const char* kUsage =
     "WITH candidates AS ("
     "  SELECT j.id, j.tenant, j.labels,"
-    "         COALESCE(j.allocation->>'generation', j.resolved->'request'->>'generation', 'unknown')"
+    "         COALESCE(j.allocation->>'generation', j.resolved->'request'->>'generation', "
+    "'unknown')"
     "           AS generation,"
     "         COALESCE((j.resolved->'request'->>'cores')::integer, 0) AS cores"
     "  FROM jobs j"
@@ -48,52 +50,62 @@ constexpr const char* kUsage =
     "), per_job AS ("
     "  SELECT job_id, SUM(seconds) AS seconds FROM held WHERE seconds > 0 GROUP BY job_id"
     ")"
-    " SELECT CASE WHEN $3::boolean THEN COALESCE(l.key || '=' || l.value, '') ELSE c.tenant END AS grp,"
-    "        c.generation, count(*) AS jobs, SUM(p.seconds * c.cores)::double precision AS core_seconds"
+    " SELECT CASE WHEN $3::boolean THEN COALESCE(l.key || '=' || l.value, '') ELSE c.tenant END AS "
+    "grp,"
+    "        c.generation, count(*) AS jobs, SUM(p.seconds * c.cores)::double precision AS "
+    "core_seconds"
     " FROM per_job p JOIN candidates c ON c.id = p.job_id"
-    " LEFT JOIN LATERAL jsonb_each_text(CASE WHEN $3::boolean THEN c.labels ELSE '{}'::jsonb END) AS l(key, value)"
+    " LEFT JOIN LATERAL jsonb_each_text(CASE WHEN $3::boolean THEN c.labels ELSE '{}'::jsonb END) "
+    "AS l(key, value)"
     "   ON $4::text IS NULL OR l.key = $4::text"
     " WHERE c.cores > 0"
     " GROUP BY 1, 2 ORDER BY 1, 2";
 
 }  // namespace
 
-Result<PurgeBatch> WorkloadRepository::purge_finished_outputs(std::chrono::seconds older_than, int max_jobs) {
-  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<PurgeBatch> {
-    Result<QueryResult> rows = connection.execute(
-        "WITH picked AS ("
-        "  SELECT id FROM jobs"
-        "  WHERE finished_at IS NOT NULL AND outputs_purged_at IS NULL"
-        "    AND finished_at < now() - $1::bigint * interval '1 second'"
-        "    AND state IN ('SUCCEEDED', 'FAILED', 'CANCELLED')"
-        "  ORDER BY finished_at LIMIT $2::integer"
-        "  FOR UPDATE SKIP LOCKED"
-        "), logs AS ("
-        "  DELETE FROM job_logs l USING picked p WHERE l.job_id = p.id RETURNING 1"
-        "), metrics AS ("
-        "  DELETE FROM job_metrics m USING picked p WHERE m.job_id = p.id RETURNING 1"
-        "), marked AS ("
-        "  UPDATE jobs j SET outputs_purged_at = now() FROM picked p WHERE j.id = p.id RETURNING 1"
-        ")"
-        " SELECT (SELECT count(*) FROM marked), (SELECT count(*) FROM logs), (SELECT count(*) FROM metrics)",
-        {static_cast<std::int64_t>(older_than.count()), max_jobs});
-    if (!rows.ok()) return rows.error();
-    return PurgeBatch{rows->int64(0, 0), rows->int64(0, 1), rows->int64(0, 2)};
-  });
+Result<PurgeBatch> WorkloadRepository::purge_finished_outputs(std::chrono::seconds older_than,
+                                                              int max_jobs) {
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> Result<PurgeBatch> {
+        Result<QueryResult> rows = connection.execute(
+            "WITH picked AS ("
+            "  SELECT id FROM jobs"
+            "  WHERE finished_at IS NOT NULL AND outputs_purged_at IS NULL"
+            "    AND finished_at < now() - $1::bigint * interval '1 second'"
+            "    AND state IN ('SUCCEEDED', 'FAILED', 'CANCELLED')"
+            "  ORDER BY finished_at LIMIT $2::integer"
+            "  FOR UPDATE SKIP LOCKED"
+            "), logs AS ("
+            "  DELETE FROM job_logs l USING picked p WHERE l.job_id = p.id RETURNING 1"
+            "), metrics AS ("
+            "  DELETE FROM job_metrics m USING picked p WHERE m.job_id = p.id RETURNING 1"
+            "), marked AS ("
+            "  UPDATE jobs j SET outputs_purged_at = now() FROM picked p WHERE j.id = p.id "
+            "RETURNING 1"
+            ")"
+            " SELECT (SELECT count(*) FROM marked), (SELECT count(*) FROM logs), (SELECT count(*) "
+            "FROM metrics)",
+            {static_cast<std::int64_t>(older_than.count()), max_jobs});
+        if (!rows.ok()) return rows.error();
+        return PurgeBatch{rows->int64(0, 0), rows->int64(0, 1), rows->int64(0, 2)};
+      });
 }
 
 Result<std::vector<UsageRow>> WorkloadRepository::usage(TimePoint from, TimePoint to, bool by_label,
                                                         const std::optional<std::string>& label_key,
                                                         const std::optional<std::string>& tenant) {
-  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<UsageRow>> {
-    Result<QueryResult> rows = connection.execute(kUsage, {from, to, by_label, label_key, tenant});
-    if (!rows.ok()) return rows.error();
-    std::vector<UsageRow> out;
-    for (int row = 0; row < rows->rows(); ++row) {
-      out.push_back({rows->string(row, 0), rows->string(row, 1), rows->int64(row, 2), rows->float64(row, 3)});
-    }
-    return out;
-  });
+  return with_connection(pool_, acquire_timeout_,
+                         [&](Connection& connection) -> Result<std::vector<UsageRow>> {
+                           Result<QueryResult> rows =
+                               connection.execute(kUsage, {from, to, by_label, label_key, tenant});
+                           if (!rows.ok()) return rows.error();
+                           std::vector<UsageRow> out;
+                           for (int row = 0; row < rows->rows(); ++row) {
+                             out.push_back({rows->string(row, 0), rows->string(row, 1),
+                                            rows->int64(row, 2), rows->float64(row, 3)});
+                           }
+                           return out;
+                         });
 }
 
 }  // namespace tpujobs::db

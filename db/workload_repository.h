@@ -41,8 +41,9 @@ class WorkloadRepository {
 
   // The state of each job among `ids`; with a tenant, only that tenant's
   // jobs. Ids with no (visible) job are absent from the answer.
-  Result<std::map<std::int64_t, base::JobState>> job_states(const std::vector<std::int64_t>& ids,
-                                                            const std::optional<std::string>& tenant = std::nullopt);
+  Result<std::map<std::int64_t, base::JobState>> job_states(
+      const std::vector<std::int64_t>& ids,
+      const std::optional<std::string>& tenant = std::nullopt);
 
   // TPU core-seconds in [from, to): every span a job was STARTING or
   // RUNNING (from job_events; a running job's span ends now), clipped to the

@@ -46,7 +46,8 @@ void ring_all_reduce(const std::vector<float*>& buffers, std::size_t count, floa
   }
 }
 
-void ordered_sum(const std::vector<const float*>& terms, std::size_t count, float scale, float* out) {
+void ordered_sum(const std::vector<const float*>& terms, std::size_t count, float scale,
+                 float* out) {
   if (terms.empty()) return;
   constexpr std::size_t kBlock = 1024;
   Eigen::Array<float, kBlock, 1> sum;

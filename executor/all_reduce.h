@@ -21,6 +21,7 @@ void ring_all_reduce(const std::vector<float*>& buffers, std::size_t count, floa
 
 // out[i] = (((terms[0][i] + terms[1][i]) + terms[2][i]) + ...) * scale: the
 // terms added in the order given. `out` may be one of the terms.
-void ordered_sum(const std::vector<const float*>& terms, std::size_t count, float scale, float* out);
+void ordered_sum(const std::vector<const float*>& terms, std::size_t count, float scale,
+                 float* out);
 
 }  // namespace tpujobs::executor

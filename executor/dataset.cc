@@ -91,7 +91,9 @@ void standardize(DatasetSplit& split) {
 }
 
 // What the loaders refuse: the input, never the machine.
-base::Error invalid(std::string message) { return base::make_error(base::ErrorCode::kInvalid, std::move(message)); }
+base::Error invalid(std::string message) {
+  return base::make_error(base::ErrorCode::kInvalid, std::move(message));
+}
 
 }  // namespace
 
@@ -120,26 +122,27 @@ base::Result<CsvTable> parse_csv(std::string_view text, Loss loss) {
           name = name.substr(1, name.size() - 2);
         }
         if (name.empty()) {
-          return invalid("line " + std::to_string(line_number) + ": column " + std::to_string(i + 1) +
-                 " of the header has no name");
+          return invalid("line " + std::to_string(line_number) + ": column " +
+                         std::to_string(i + 1) + " of the header has no name");
         }
         if (name == "label") label_column = static_cast<int>(i);
         table.columns.emplace_back(name);
       }
       if (label_column < 0) {
-        return invalid("line " + std::to_string(line_number) +
-               ": the header has no 'label' column (expected feature columns, then 'label')");
+        return invalid(
+            "line " + std::to_string(line_number) +
+            ": the header has no 'label' column (expected feature columns, then 'label')");
       }
       if (width < 2) {
         return invalid("line " + std::to_string(line_number) +
-               ": the header needs at least one feature column besides 'label'");
+                       ": the header needs at least one feature column besides 'label'");
       }
       table.features = static_cast<int>(width - 1);
       continue;
     }
     if (fields.size() != width) {
       return invalid("line " + std::to_string(line_number) + ": expected " + std::to_string(width) +
-             " fields like the header, found " + std::to_string(fields.size()));
+                     " fields like the header, found " + std::to_string(fields.size()));
     }
     for (std::size_t i = 0; i < fields.size(); ++i) {
       double value = 0;
@@ -147,7 +150,7 @@ base::Result<CsvTable> parse_csv(std::string_view text, Loss loss) {
       if (!parse_number(fields[i], &value) || !std::isfinite(value) ||
           std::fabs(value) > static_cast<double>(std::numeric_limits<float>::max())) {
         return invalid("line " + std::to_string(line_number) + ", column '" + table.columns[i] +
-               "': " + quoted(fields[i]) + " is not a finite number");
+                       "': " + quoted(fields[i]) + " is not a finite number");
       }
       if (static_cast<int>(i) != label_column) {
         table.values.push_back(static_cast<float>(value));
@@ -156,11 +159,12 @@ base::Result<CsvTable> parse_csv(std::string_view text, Loss loss) {
       if (loss == Loss::kCrossEntropy) {
         if (value != std::floor(value)) {
           return invalid("line " + std::to_string(line_number) + ": label " + quoted(fields[i]) +
-                 " is not an integer class index");
+                         " is not an integer class index");
         }
         if (value < 0 || value >= kMaxClasses) {
           return invalid("line " + std::to_string(line_number) + ": label " + quoted(fields[i]) +
-                 " is out of range (class indices are 0.." + std::to_string(kMaxClasses - 1) + ")");
+                         " is out of range (class indices are 0.." +
+                         std::to_string(kMaxClasses - 1) + ")");
         }
         largest_label = std::max(largest_label, static_cast<int>(value));
       }
@@ -174,7 +178,8 @@ base::Result<CsvTable> parse_csv(std::string_view text, Loss loss) {
   return table;
 }
 
-base::Result<Dataset> generate_synthetic(const SyntheticData& spec, std::uint64_t seed, int* classes) {
+base::Result<Dataset> generate_synthetic(const SyntheticData& spec, std::uint64_t seed,
+                                         int* classes) {
   const int min_features =
       spec.kind == SyntheticKind::kBlobs || spec.kind == SyntheticKind::kRegression ? 1 : 2;
   if (spec.n < 2) return invalid(std::string("synthetic data: n must be at least 2"));
@@ -182,7 +187,8 @@ base::Result<Dataset> generate_synthetic(const SyntheticData& spec, std::uint64_
     return invalid("synthetic data: features must be at least " + std::to_string(min_features));
   }
   if (std::int64_t{spec.n} * spec.features > kMaxSyntheticValues) {
-    return invalid("synthetic data: n x features must be at most " + std::to_string(kMaxSyntheticValues));
+    return invalid("synthetic data: n x features must be at most " +
+                   std::to_string(kMaxSyntheticValues));
   }
   if (!(spec.noise >= 0) || !std::isfinite(spec.noise)) {
     return invalid(std::string("synthetic data: noise must be a finite number >= 0"));
@@ -290,7 +296,7 @@ base::Result<DatasetSplit> load_dataset(const DataSpec& data, Loss loss, std::ui
       csv = builtin_data::find(builtin->name + ".csv");
       if (builtin->name.empty() || builtin->name.find('.') != std::string::npos || csv.empty()) {
         return invalid("unknown built-in dataset '" + builtin->name +
-               "' (available: iris, wine, breast_cancer, digits)");
+                       "' (available: iris, wine, breast_cancer, digits)");
       }
       split.description = builtin->name;
     } else {
@@ -302,7 +308,8 @@ base::Result<DatasetSplit> load_dataset(const DataSpec& data, Loss loss, std::ui
       split.description = "upload " + id;
     }
     base::Result<CsvTable> parsed = parse_csv(csv, loss);
-    if (!parsed.ok()) return invalid("dataset " + split.description + ": " + parsed.error().message);
+    if (!parsed.ok())
+      return invalid("dataset " + split.description + ": " + parsed.error().message);
     CsvTable& table = *parsed;
     all.features = table.features;
     all.rows = table.rows;

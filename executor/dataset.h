@@ -39,6 +39,7 @@ base::Result<DatasetSplit> load_dataset(const DataSpec& data, Loss loss, std::ui
 // centres uniform in [-1, 1]^features), spirals (one arm per class in the
 // first two features), xor (the sign of x0*x1; always 2 classes), regression
 // (a fixed random linear function plus Gaussian noise).
-base::Result<Dataset> generate_synthetic(const SyntheticData& spec, std::uint64_t seed, int* classes);
+base::Result<Dataset> generate_synthetic(const SyntheticData& spec, std::uint64_t seed,
+                                         int* classes);
 
 }  // namespace tpujobs::executor

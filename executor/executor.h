@@ -73,8 +73,8 @@ using base::Clock;
 
 struct RunControl {
   const std::atomic<bool>* cancel = nullptr;  // set by the service; honoured within one step
-  Clock* clock = nullptr;                     // timeout and throughput; nullptr = base::real_clock()
-  const Checkpoint* resume = nullptr;         // continue from here, bit-identically
+  Clock* clock = nullptr;              // timeout and throughput; nullptr = base::real_clock()
+  const Checkpoint* resume = nullptr;  // continue from here, bit-identically
   // When cancelled, first emit a checkpoint of where training stopped (the
   // service stopping: the job resumes there on the next start).
   const std::atomic<bool>* checkpoint_on_cancel = nullptr;

@@ -137,8 +137,8 @@ GemmKernelChoice choose_gemm_kernel(const char* forced) {
     }
     return choice;
   }
-  choice.error = "TPUJOBS_GEMM_KERNEL=" + name + " names no matrix kernel; available here: " +
-                 available_gemm_kernel_names();
+  choice.error = "TPUJOBS_GEMM_KERNEL=" + name +
+                 " names no matrix kernel; available here: " + available_gemm_kernel_names();
   return choice;
 }
 

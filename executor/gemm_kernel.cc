@@ -49,8 +49,7 @@ class PackBuffers {
  public:
   static constexpr std::size_t kAFloats = std::size_t{kMaxDepthBlock} * kColumnsPerBlock;
   static constexpr std::size_t kBFloats = std::size_t{kMaxDepthBlock} * kRowsPerBlock;
-  PackBuffers()
-      : a_(allocate(kAFloats)), b_(allocate(kBFloats)) {}
+  PackBuffers() : a_(allocate(kAFloats)), b_(allocate(kBFloats)) {}
   ~PackBuffers() {
     std::free(a_);
     std::free(b_);

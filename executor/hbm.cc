@@ -25,8 +25,8 @@ struct SliceFamily {
 constexpr SliceFamily kSliceFamilies[] = {
     {"v2", 1, 8, {8, 32, 128, 256, 512}},
     {"v3", 1, 8, {8, 32, 64, 128, 256, 512, 1024, 2048}},
-    {"v4", 2, 4, {8, 16, 32, 64, 128, 256, 384, 512, 768, 1024, 1152, 1536, 2048, 2304, 3072,
-                  3456, 4096, 4608, 6144, 8192}},
+    {"v4", 2, 4, {8,    16,   32,   64,   128,  256,  384,  512,  768,  1024,
+                  1152, 1536, 2048, 2304, 3072, 3456, 4096, 4608, 6144, 8192}},
 };
 
 const SliceFamily* slice_family(std::string_view generation) {
@@ -226,12 +226,12 @@ std::string HbmUsage::hint() const {
       const std::int64_t per_core = (global_batch + devices - 1) / devices;
       if (per_core > max_fitting_batch) continue;
       const std::int64_t hosts = devices / family->devices_per_host;
-      hint += "; or keep the global batch of " + std::to_string(global_batch) + " on " +
-              std::to_string(devices) + (family->units_per_device > 1 ? " chips" : " cores") +
-              " (a " + generation + "-" + std::to_string(size) +
-              (hosts == 1 ? std::string(" host")
-                          : " slice of " + std::to_string(hosts) + " hosts") +
-              ") with batch_size " + std::to_string(per_core);
+      hint +=
+          "; or keep the global batch of " + std::to_string(global_batch) + " on " +
+          std::to_string(devices) + (family->units_per_device > 1 ? " chips" : " cores") + " (a " +
+          generation + "-" + std::to_string(size) +
+          (hosts == 1 ? std::string(" host") : " slice of " + std::to_string(hosts) + " hosts") +
+          ") with batch_size " + std::to_string(per_core);
       break;
     }
   }
@@ -253,7 +253,8 @@ HbmUsage estimate_hbm(const TrainingSpec& spec, const ModelShape& shape,
   usage.activations = padded.activations;
   usage.total = padded.total();
   usage.lower_bound = breakdown(spec, shape, spec.precision, batch, false).total();
-  usage.reserved = device.generation == "v4" ? kHbmRuntimeReservedBytesV4 : kHbmRuntimeReservedBytes;
+  usage.reserved =
+      device.generation == "v4" ? kHbmRuntimeReservedBytesV4 : kHbmRuntimeReservedBytes;
   usage.capacity = std::max<std::int64_t>(device.hbm_bytes - usage.reserved, 0);
   usage.fits = usage.total <= usage.capacity;
   usage.certain = usage.lower_bound > usage.capacity;

@@ -11,7 +11,9 @@ std::int64_t ModelShape::macs_per_sample() const {
 }
 
 base::Result<ModelShape> infer_shape(const ModelSpec& model, int input_features) {
-  auto invalid = [](std::string message) { return base::make_error(base::ErrorCode::kInvalid, std::move(message)); };
+  auto invalid = [](std::string message) {
+    return base::make_error(base::ErrorCode::kInvalid, std::move(message));
+  };
   ModelShape shape;
   shape.input_features = input_features;
   int width = input_features;
@@ -30,8 +32,9 @@ base::Result<ModelShape> infer_shape(const ModelSpec& model, int input_features)
           const LayerShape& tied_to = shape.layers[source];
           // The tied weight is used transposed: it maps out -> in of the source.
           if (tied_to.out != width) {
-            return invalid(where + ": tied weight of layer " + std::to_string(source) + " expects width " +
-                   std::to_string(tied_to.out) + " but receives " + std::to_string(width));
+            return invalid(where + ": tied weight of layer " + std::to_string(source) +
+                           " expects width " + std::to_string(tied_to.out) + " but receives " +
+                           std::to_string(width));
           }
           layer.out = tied_to.in;
           layer.tied = true;

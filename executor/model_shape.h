@@ -13,17 +13,17 @@ namespace tpujobs::executor {
 
 struct LayerShape {
   LayerType type;
-  int in = 0;                  // width of the layer's input
-  int out = 0;                 // width of the layer's output
-  std::int64_t parameters = 0; // owned by this layer (0 for a tied linear's weight)
+  int in = 0;                   // width of the layer's input
+  int out = 0;                  // width of the layer's output
+  std::int64_t parameters = 0;  // owned by this layer (0 for a tied linear's weight)
   bool tied = false;
 };
 
 struct ModelShape {
   int input_features = 0;
-  int outputs = 0;             // width of the last layer
+  int outputs = 0;  // width of the last layer
   std::vector<LayerShape> layers;
-  std::int64_t parameters = 0; // total, counting a tied weight once
+  std::int64_t parameters = 0;  // total, counting a tied weight once
 
   // Forward-pass multiply-adds per sample (linear layers only).
   std::int64_t macs_per_sample() const;

@@ -18,11 +18,11 @@ enum class LayerType { kLinear, kRelu, kGelu, kTanh, kSigmoid, kDropout, kLayerN
 
 struct LayerSpec {
   LayerType type = LayerType::kLinear;
-  int out = 0;                 // linear: output width (ignored when tied)
-  bool bias = true;            // linear
-  double p = 0.5;              // dropout probability
-  std::optional<int> tie;      // linear: index (in `layers`) of an earlier
-                               // linear layer whose weight is reused, transposed
+  int out = 0;             // linear: output width (ignored when tied)
+  bool bias = true;        // linear
+  double p = 0.5;          // dropout probability
+  std::optional<int> tie;  // linear: index (in `layers`) of an earlier
+                           // linear layer whose weight is reused, transposed
 };
 
 enum class Loss { kCrossEntropy, kMse };
@@ -38,16 +38,20 @@ struct SyntheticData {
   SyntheticKind kind = SyntheticKind::kBlobs;
   int n = 1000;
   int features = 2;
-  int classes = 2;     // ignored for regression (one target)
+  int classes = 2;  // ignored for regression (one target)
   double noise = 0.1;
 };
 
-struct BuiltinData { std::string name; };   // iris, wine, breast_cancer, digits
-struct UploadedData { std::string id; };    // ds_...
+struct BuiltinData {
+  std::string name;
+};  // iris, wine, breast_cancer, digits
+struct UploadedData {
+  std::string id;
+};  // ds_...
 
 struct DataSpec {
   std::variant<BuiltinData, SyntheticData, UploadedData> source = BuiltinData{"digits"};
-  int batch_size = 32;         // per core, as in Lightning
+  int batch_size = 32;  // per core, as in Lightning
   double val_fraction = 0.2;
   bool shuffle = true;
   bool drop_last = false;
@@ -59,9 +63,9 @@ struct OptimizerSpec {
   OptimizerType type = OptimizerType::kAdam;
   double lr = 1e-3;
   double weight_decay = 0.0;
-  double momentum = 0.0;       // sgd
-  bool nesterov = false;       // sgd
-  double beta1 = 0.9;          // adam, adamw
+  double momentum = 0.0;  // sgd
+  bool nesterov = false;  // sgd
+  double beta1 = 0.9;     // adam, adamw
   double beta2 = 0.999;
   double eps = 1e-8;
 };
@@ -78,8 +82,8 @@ struct TrainingSpec {
   DataSpec data;
   OptimizerSpec optimizer;
 
-  int max_epochs = 10;             // -1: unlimited (max_steps must be set)
-  std::int64_t max_steps = -1;     // -1: unlimited
+  int max_epochs = 10;          // -1: unlimited (max_steps must be set)
+  std::int64_t max_steps = -1;  // -1: unlimited
   int accumulate_grad_batches = 1;
   std::optional<double> gradient_clip_val;  // clip by global L2 norm
   int log_every_n_steps = 10;
@@ -90,7 +94,7 @@ struct TrainingSpec {
   Precision precision = Precision::kFp32;
   // Number of replicas (emulated TPU cores, or 1 for a CPU job).
   int world_size = 1;
-  bool on_tpu = true;              // false for accelerator: "cpu"
+  bool on_tpu = true;  // false for accelerator: "cpu"
   // Lightning's `trainer.num_devices`: the TPU cores the job uses on each
   // host (8 for a v3-32 slice of four hosts), the count its device log line
   // shows; and whether the pool offers TPUs at all (XLAAccelerator.is_available()).
@@ -108,7 +112,7 @@ struct TrainingSpec {
   // Lightning's _log_device_info lines, as the job's Lightning release
   // prints them (lightning::Resolution::device_info).
   std::vector<std::string> device_info;
-  bool lightning_v1 = false;       // lightning_version: "1.x"
+  bool lightning_v1 = false;  // lightning_version: "1.x"
 
   // Quality gates on final metrics ("val_accuracy", "val_loss", "loss", ...).
   std::map<std::string, Bound> expect;

@@ -11,7 +11,6 @@
 
 #include "executor/advisor.h"
 #include "executor/all_reduce.h"
-#include "executor/slice_collective.h"
 #include "executor/dataset.h"
 #include "executor/denormals.h"
 #include "executor/executor.h"
@@ -21,6 +20,7 @@
 #include "executor/optimizer.h"
 #include "executor/random.h"
 #include "executor/sampler.h"
+#include "executor/slice_collective.h"
 #include "executor/training_state.h"
 #include "executor/worker_pool.h"
 #include "executor/xla_metrics.h"
@@ -78,47 +78,57 @@ struct Prepared {
 base::Result<Prepared, JobError> prepare(const TrainingSpec& spec, DatasetSource& datasets) {
   Prepared prepared;
   if (spec.world_size < 1) return invalid_field("trainer.devices", "world_size must be at least 1");
-  if (spec.data.batch_size < 1) return invalid_field("data.batch_size", "data.batch_size must be at least 1");
+  if (spec.data.batch_size < 1)
+    return invalid_field("data.batch_size", "data.batch_size must be at least 1");
   if (spec.accumulate_grad_batches < 1)
     return invalid_field("trainer.accumulate_grad_batches",
                          "trainer.accumulate_grad_batches must be at least 1");
   if (spec.max_epochs < 0 && spec.max_steps < 0) {
-    return invalid_field("trainer.max_steps", "trainer: max_epochs=-1 needs max_steps to bound the run");
+    return invalid_field("trainer.max_steps",
+                         "trainer: max_epochs=-1 needs max_steps to bound the run");
   }
   if (spec.check_val_every_n_epoch < 1)
     return invalid_field("trainer.check_val_every_n_epoch",
                          "trainer.check_val_every_n_epoch must be at least 1");
-  if (spec.log_every_n_steps < 1) return invalid_field("trainer.log_every_n_steps", "trainer.log_every_n_steps must be at least 1");
+  if (spec.log_every_n_steps < 1)
+    return invalid_field("trainer.log_every_n_steps",
+                         "trainer.log_every_n_steps must be at least 1");
   base::Result<DatasetSplit> loaded = load_dataset(spec.data, spec.model.loss, spec.seed, datasets);
   if (!loaded.ok()) {
     return invalid_field("data.dataset", loaded.error().message,
-                   "Check data.dataset; uploaded CSVs need a header row, numeric features "
-                   "and an integer class index in the last column 'label'.");
+                         "Check data.dataset; uploaded CSVs need a header row, numeric features "
+                         "and an integer class index in the last column 'label'.");
   }
   prepared.data = std::move(*loaded);
   base::Result<ModelShape> shape = infer_shape(spec.model, prepared.data.train.features);
   if (!shape.ok()) return invalid_field("model.layers", shape.error().message);
   prepared.shape = std::move(*shape);
-  if (spec.model.layers.empty()) return invalid_field("model.layers", "model.layers must not be empty");
+  if (spec.model.layers.empty())
+    return invalid_field("model.layers", "model.layers must not be empty");
   if (spec.model.loss == Loss::kCrossEntropy && prepared.shape.outputs < prepared.data.classes) {
-    return invalid_field("model.layers", "the model's last layer has " + std::to_string(prepared.shape.outputs) +
-                       " outputs but the dataset has " + std::to_string(prepared.data.classes) +
-                       " classes (labels up to " + std::to_string(prepared.data.classes - 1) + ")",
-                   "Make the last linear layer's out equal the number of classes.");
+    return invalid_field("model.layers",
+                         "the model's last layer has " + std::to_string(prepared.shape.outputs) +
+                             " outputs but the dataset has " +
+                             std::to_string(prepared.data.classes) + " classes (labels up to " +
+                             std::to_string(prepared.data.classes - 1) + ")",
+                         "Make the last linear layer's out equal the number of classes.");
   }
   if (spec.model.loss == Loss::kMse && prepared.shape.outputs != 1) {
-    return invalid_field("model.layers", "loss mse compares one target per sample, but the model has " +
-                       std::to_string(prepared.shape.outputs) + " outputs",
-                   "End the model with a linear layer with out: 1.");
+    return invalid_field("model.layers",
+                         "loss mse compares one target per sample, but the model has " +
+                             std::to_string(prepared.shape.outputs) + " outputs",
+                         "End the model with a linear layer with out: 1.");
   }
   prepared.sampler = SamplerOptions{prepared.data.train.rows, spec.world_size, spec.seed,
                                     spec.data.shuffle, spec.data.drop_last};
   prepared.batches_per_epoch = batches_per_replica(prepared.sampler, spec.data.batch_size);
   if (prepared.batches_per_epoch == 0) {
-    return invalid_field("data.batch_size", "the training split has " + std::to_string(prepared.data.train.rows) +
-                       " samples: not one full batch of " + std::to_string(spec.data.batch_size) +
-                       " per core on " + std::to_string(spec.world_size) + " cores with drop_last",
-                   "Lower data.batch_size, use fewer cores or set drop_last: false.");
+    return invalid_field("data.batch_size",
+                         "the training split has " + std::to_string(prepared.data.train.rows) +
+                             " samples: not one full batch of " +
+                             std::to_string(spec.data.batch_size) + " per core on " +
+                             std::to_string(spec.world_size) + " cores with drop_last",
+                         "Lower data.batch_size, use fewer cores or set drop_last: false.");
   }
   prepared.steps_per_epoch = (prepared.batches_per_epoch + spec.accumulate_grad_batches - 1) /
                              spec.accumulate_grad_batches;
@@ -310,9 +320,8 @@ std::optional<JobError> Trainer::restore(const Checkpoint& checkpoint) {
   if (!optimizer_->restore(state->optimizer_steps, state->first_moment, state->second_moment)) {
     return invalid("cannot resume: the checkpoint's optimizer state does not match the optimizer");
   }
-  std::optional<XlaMetrics> xla =
-      XlaMetrics::deserialize(state->xla_metrics, [this] { return clock_.now(); },
-                              spec_.torch_xla_version);
+  std::optional<XlaMetrics> xla = XlaMetrics::deserialize(
+      state->xla_metrics, [this] { return clock_.now(); }, spec_.torch_xla_version);
   if (!xla) return invalid("cannot resume: the checkpoint's XLA metrics are unreadable");
   xla_ = std::move(*xla);
   network_->parameters().assign(state->parameters.begin(), state->parameters.end());
@@ -331,7 +340,8 @@ std::optional<JobError> Trainer::restore(const Checkpoint& checkpoint) {
 std::optional<JobError> Trainer::check_control(std::int64_t next_step) {
   if (control_.cancel != nullptr && control_.cancel->load(std::memory_order_relaxed)) {
     // Called between optimizer steps, where a checkpoint is exact.
-    if (control_.checkpoint_on_cancel != nullptr && control_.checkpoint_on_cancel->load()) emit_checkpoint();
+    if (control_.checkpoint_on_cancel != nullptr && control_.checkpoint_on_cancel->load())
+      emit_checkpoint();
     log("Job cancelled: stopping before step " + std::to_string(next_step) + " (epoch " +
         std::to_string(epoch_) + ")");
     return JobError{"CANCELLED",
@@ -396,10 +406,9 @@ void Trainer::run_micro_batch(std::int64_t batch, int index_in_group,
       labels[i] = train.labels[sample];
     }
     transfer[r] = steady_clock::now() - copy_begin;
-    const BatchLoss result =
-        replica.train_batch(rows, loss_scale,
-                            derive_seed(step_seed, {std::uint64_t(first_replica_ + r)}),
-                            /*accumulate=*/index_in_group > 0);
+    const BatchLoss result = replica.train_batch(
+        rows, loss_scale, derive_seed(step_seed, {std::uint64_t(first_replica_ + r)}),
+        /*accumulate=*/index_in_group > 0);
     losses[r] = result.loss_sum / rows;
   };
   const auto begin = steady_clock::now();
@@ -432,7 +441,8 @@ std::variant<std::vector<double>, JobError> Trainer::reduce_step(int micro_batch
   ring_all_reduce(gradient_buffers_, gradients.size(), 1.0f / static_cast<float>(world), &workers_);
   std::vector<double> means(micro_batches, 0.0);
   for (int m = 0; m < micro_batches; ++m) {
-    for (int r = 0; r < world; ++r) means[m] += step_losses_[std::size_t(m) * world + r];  // fixed order
+    for (int r = 0; r < world; ++r)
+      means[m] += step_losses_[std::size_t(m) * world + r];  // fixed order
     means[m] /= world;
   }
   return means;
@@ -487,7 +497,8 @@ std::variant<std::vector<double>, JobError> Trainer::reduce_across_hosts(int mic
       if (step != step_ + 1) {
         const std::string message = "host " + std::to_string(h) + " of the slice took step " +
                                     std::to_string(step) + " while this one took step " +
-                                    std::to_string(step_ + 1) + ": its parts resumed from different checkpoints";
+                                    std::to_string(step_ + 1) +
+                                    ": its parts resumed from different checkpoints";
         log("INTERNAL: " + message);
         return JobError{"INTERNAL", message, "Resubmit the job; report this as a bug."};
       }

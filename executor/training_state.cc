@@ -112,7 +112,9 @@ std::string encode_state(const TrainingState& state) {
 }
 
 base::Result<TrainingState> decode_state(std::string_view bytes) {
-  auto invalid = [](std::string message) { return base::make_error(base::ErrorCode::kInvalid, std::move(message)); };
+  auto invalid = [](std::string message) {
+    return base::make_error(base::ErrorCode::kInvalid, std::move(message));
+  };
   constexpr std::size_t kChecksum = sizeof(std::uint64_t);
   if (bytes.size() < kMagic.size() + sizeof(kVersion) + kChecksum ||
       bytes.substr(0, kMagic.size()) != kMagic) {
@@ -128,8 +130,8 @@ base::Result<TrainingState> decode_state(std::string_view bytes) {
   std::uint32_t version = 0;
   reader.scalar(&version);
   if (version != kVersion) {
-    return invalid("checkpoint version " + std::to_string(version) + " is not supported (expected " +
-             std::to_string(kVersion) + ")");
+    return invalid("checkpoint version " + std::to_string(version) +
+                   " is not supported (expected " + std::to_string(kVersion) + ")");
   }
   TrainingState state;
   std::int32_t world_size = 0, epoch = 0;

@@ -81,10 +81,10 @@ void WorkerPool::worker_loop() {
 WorkerPool::JobShare::JobShare(WorkerPool& pool) : pool_(pool) {
   base::MutexLock lock(pool_.turns_mutex_);
   if (!pool_.shares_.empty()) {
-    work_ = (*std::min_element(pool_.shares_.begin(), pool_.shares_.end(),
-                               [](const JobShare* a, const JobShare* b) {
-                                 return a->work_ < b->work_;
-                               }))->work_;
+    work_ = (*std::min_element(
+                 pool_.shares_.begin(), pool_.shares_.end(),
+                 [](const JobShare* a, const JobShare* b) { return a->work_ < b->work_; }))
+                ->work_;
   }
   pool_.shares_.push_back(this);
 }
@@ -110,7 +110,8 @@ bool WorkerPool::may_begin_turn(const JobShare& share) const {
 WorkerPool::StepTurn::StepTurn(JobShare& share, std::int64_t work) : pool_(&share.pool_) {
   base::MutexLock lock(pool_->turns_mutex_);
   share.waiting_ = pool_->next_ticket_++;
-  lock.wait(pool_->turn_changed_, [&]() REQUIRES(pool_->turns_mutex_) { return pool_->may_begin_turn(share); });
+  lock.wait(pool_->turn_changed_,
+            [&]() REQUIRES(pool_->turns_mutex_) { return pool_->may_begin_turn(share); });
   share.waiting_ = 0;
   share.work_ += std::max<std::int64_t>(1, work);
   ++pool_->turns_running_;

@@ -54,7 +54,7 @@ class WorkerPool {
    private:
     friend class WorkerPool;
     WorkerPool& pool_;
-    std::int64_t work_ = 0;     // work of the turns begun; guarded by pool_.turns_mutex_
+    std::int64_t work_ = 0;      // work of the turns begun; guarded by pool_.turns_mutex_
     std::uint64_t waiting_ = 0;  // the wait's ticket, 0 when not waiting; guarded likewise
   };
 

@@ -51,7 +51,7 @@ const TorchXlaMetrics& metrics_of(int torch_xla_version) {
 constexpr std::string_view kInboundData = "InboundData";
 constexpr std::string_view kOutboundData = "OutboundData";
 constexpr std::string_view kCrossHostGatherTime = "CrossHostAllGatherTime";  // tpujobs' own
-constexpr std::string_view kCrossHostData = "CrossHostInboundData";           // tpujobs' own
+constexpr std::string_view kCrossHostData = "CrossHostInboundData";          // tpujobs' own
 constexpr std::string_view kUncachedCompile = "UncachedCompile";
 constexpr std::string_view kCachedCompile = "CachedCompile";
 constexpr std::string_view kLocalScalarDense = "aten::_local_scalar_dense";
@@ -87,7 +87,6 @@ constexpr SlowAnalysis kSlowAnalyses[] = {
 
 constexpr std::string_view kSerializedMagic = "tpujobs.xla_metrics";
 constexpr int kSerializedVersion = 1;
-
 
 // 02s531ms124.356us: the larger units once the value reaches them, then
 // always microseconds with three decimals (torch_xla's MetricFnTime).
@@ -287,8 +286,9 @@ std::optional<std::string> XlaMetrics::frequency_analysis(std::string_view name,
     if (static_cast<double>(count) / static_cast<double>(steps) <= analysis.threshold) {
       return std::nullopt;
     }
-    return std::string(kAnalysisPrefix) + ": " + std::string(name) + " too frequent: " +
-           std::to_string(count) + " counts during " + std::to_string(steps) + " steps";
+    return std::string(kAnalysisPrefix) + ": " + std::string(name) +
+           " too frequent: " + std::to_string(count) + " counts during " + std::to_string(steps) +
+           " steps";
   }
   return std::nullopt;
 }
@@ -374,7 +374,7 @@ std::string XlaMetrics::report() const {
   const bool lazy_block = metrics_of(torch_xla_version_).lazy_block;
   auto lazy = [lazy_block](std::string_view name) {
     return lazy_block && std::find(std::begin(kLazyCounters), std::end(kLazyCounters), name) !=
-           std::end(kLazyCounters);
+                             std::end(kLazyCounters);
   };
   std::ostringstream out;
   // The lazy core's block: its counters (its metrics are not emulated).

@@ -12,10 +12,11 @@ struct AcceleratorRules {
   Versions versions;
   // The registry's names in its order (classes registered sorted by class name).
   std::string_view registered;
-  std::string_view invalid_name;   // {accelerator}: repr; {names}: registered; {names_list}: as a list
+  std::string_view
+      invalid_name;  // {accelerator}: repr; {names}: registered; {names_list}: as a list
   std::string_view not_available;  // {class}, {available}
   std::string_view tpu_class;
-  bool gpu_registered;             // 1.6 registers 'gpu'; later 'gpu' picks a backend or fails
+  bool gpu_registered;  // 1.6 registers 'gpu'; later 'gpu' picks a backend or fails
   std::string_view no_gpu_backend;
   // accelerator='tpu' without torch_xla installed: the accelerator's own
   // import check (str(_XLA_AVAILABLE)); empty: it is just not available.
@@ -33,31 +34,54 @@ constexpr std::string_view kNotAvailableQuoted =
     "{available}.";
 
 constexpr AcceleratorRules kAcceleratorRules[] = {
-    {{106, 106}, "cpu, gpu, hpu, ipu, tpu",
+    {{106, 106},
+     "cpu, gpu, hpu, ipu, tpu",
      "When passing string value for the `accelerator` argument of `Trainer`, it can only be one of "
      "{names_list}.",
-     kNotAvailable, "TPUAccelerator", true, "", "",
+     kNotAvailable,
+     "TPUAccelerator",
+     true,
+     "",
+     "",
      "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py"},
-    {{107, 107}, "cpu, cuda, hpu, ipu, mps, tpu",
+    {{107, 107},
+     "cpu, cuda, hpu, ipu, mps, tpu",
      "You selected an invalid accelerator name: `accelerator={accelerator}`. Available names are: "
      "{names}.",
-     kNotAvailable, "TPUAccelerator", false, "No supported gpu backend found!", "",
+     kNotAvailable,
+     "TPUAccelerator",
+     false,
+     "No supported gpu backend found!",
+     "",
      "1.7.7:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
-    {{108, 109}, "cpu, cuda, hpu, ipu, mps, tpu",
+    {{108, 109},
+     "cpu, cuda, hpu, ipu, mps, tpu",
      "You selected an invalid accelerator name: `accelerator={accelerator}`. Available names are: "
      "{names}.",
-     kNotAvailableQuoted, "TPUAccelerator", false, "No supported gpu backend found!", "",
+     kNotAvailableQuoted,
+     "TPUAccelerator",
+     false,
+     "No supported gpu backend found!",
+     "",
      "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
-    {{200, 200}, "cpu, cuda, hpu, ipu, mps, tpu",
+    {{200, 200},
+     "cpu, cuda, hpu, ipu, mps, tpu",
      "You selected an invalid accelerator name: `accelerator={accelerator}`. Available names are: "
      "auto, {names}.",
-     kNotAvailableQuoted, "TPUAccelerator", false, "No supported gpu backend found!",
+     kNotAvailableQuoted,
+     "TPUAccelerator",
+     false,
+     "No supported gpu backend found!",
      "Module not found: 'torch_xla'. HINT: Try running `pip install -U torch_xla`",
      "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py"},
-    {{201, 299}, "cpu, cuda, mps, tpu",
+    {{201, 299},
+     "cpu, cuda, mps, tpu",
      "You selected an invalid accelerator name: `accelerator={accelerator}`. Available names are: "
      "auto, {names}.",
-     kNotAvailableQuoted, "XLAAccelerator", false, "No supported gpu backend found!",
+     kNotAvailableQuoted,
+     "XLAAccelerator",
+     false,
+     "No supported gpu backend found!",
      "Requirement 'torch_xla>=1.13' not met. HINT: Try running `pip install -U 'torch_xla>=1.13'`",
      "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py"},
 };
@@ -105,8 +129,8 @@ constexpr std::string_view kGpuHint =
 void refuse_unavailable(Context& c, std::string_view accelerator_class) {
   const AcceleratorRules& rules = rules_for(c);
   c.error(kFieldAccelerator,
-          fill(rules.not_available,
-               {{"class", std::string(accelerator_class)}, {"available", available_list(c, rules)}}),
+          fill(rules.not_available, {{"class", std::string(accelerator_class)},
+                                     {"available", available_list(c, rules)}}),
           std::string(kGpuHint), rules.source);
 }
 
@@ -132,7 +156,8 @@ void check_accelerator(Context& c) {
             fill(rules.invalid_name, {{"accelerator", py_repr(flag)},
                                       {"names", std::string(rules.registered)},
                                       {"names_list", py_str_list(names)}}),
-            "tpujobs emulates TPUs: use `accelerator: \"tpu\"` (or \"auto\"), or \"cpu\".", rules.source);
+            "tpujobs emulates TPUs: use `accelerator: \"tpu\"` (or \"auto\"), or \"cpu\".",
+            rules.source);
     return;
   }
   if (flag == "auto") {
@@ -144,7 +169,8 @@ void check_accelerator(Context& c) {
       c.error(kFieldAccelerator, std::string(rules.xla_missing),
               "`environment` lists no torch_xla: install it with the torch of the same minor "
               "version (pip install torch~=2.1.0 'torch_xla[tpu]~=2.1.0' -f "
-              "https://storage.googleapis.com/libtpu-releases/index.html).", rules.source);
+              "https://storage.googleapis.com/libtpu-releases/index.html).",
+              rules.source);
       return;
     }
     if (!c.tpu_available()) {
@@ -152,12 +178,14 @@ void check_accelerator(Context& c) {
               fill(rules.not_available, {{"class", std::string(rules.tpu_class)},
                                          {"available", available_list(c, rules)}}),
               "This pool has no TPU hosts: use `accelerator: \"cpu\"` (or \"auto\", which falls "
-              "back to the CPU), or submit to a service started with TPU hosts (--pool v3-8).", rules.source);
+              "back to the CPU), or submit to a service started with TPU hosts (--pool v3-8).",
+              rules.source);
       return;
     }
     c.accelerator = Accelerator::kTpu;
   } else if (flag == "gpu" && !rules.gpu_registered) {
-    c.error(kFieldAccelerator, std::string(rules.no_gpu_backend), std::string(kGpuHint), rules.source);
+    c.error(kFieldAccelerator, std::string(rules.no_gpu_backend), std::string(kGpuHint),
+            rules.source);
     return;
   } else {
     for (const auto& [name, accelerator_class] : kAcceleratorClasses) {
@@ -176,8 +204,8 @@ namespace {
 // start. The GPU, IPU and HPU ones never change here (no GPU, IPU or HPU).
 struct DeviceInfoRules {
   Versions versions;
-  bool ipu_line;  // 2.3 dropped the IPU line (lightning_graphcore moved out)
-  bool hpu_line;  // 2.5 dropped the HPU line
+  bool ipu_line;                // 2.3 dropped the IPU line (lightning_graphcore moved out)
+  bool hpu_line;                // 2.5 dropped the HPU line
   std::string_view tpu_unused;  // the warning for a CPU job where a TPU is available; {count}
   std::string_view source;
 };
@@ -194,13 +222,41 @@ constexpr std::string_view kIpuLine = "IPU available: False, using: 0 IPUs";
 constexpr std::string_view kHpuLine = "HPU available: False, using: 0 HPUs";
 
 constexpr DeviceInfoRules kDeviceInfoRules[] = {
-    {{106, 106}, true, true, kTpuUnused1, "1.6.5:pytorch_lightning/trainer/trainer.py (_log_device_info)"},
-    {{107, 107}, true, true, kTpuUnused1, "1.7.7:src/pytorch_lightning/trainer/trainer.py (_log_device_info)"},
-    {{108, 109}, true, true, kTpuUnused1, "1.9.5:src/pytorch_lightning/trainer/setup.py (_log_device_info)"},
-    {{200, 200}, true, true, kTpuUnused1, "2.0.9:src/lightning/pytorch/trainer/setup.py (_log_device_info)"},
-    {{201, 202}, true, true, kTpuUnused2, "2.2.5:src/lightning/pytorch/trainer/setup.py (_log_device_info)"},
-    {{203, 204}, false, true, kTpuUnused2, "2.4.0:src/lightning/pytorch/trainer/setup.py (_log_device_info)"},
-    {{205, 299}, false, false, kTpuUnused2, "2.5.6:src/lightning/pytorch/trainer/setup.py (_log_device_info)"},
+    {{106, 106},
+     true,
+     true,
+     kTpuUnused1,
+     "1.6.5:pytorch_lightning/trainer/trainer.py (_log_device_info)"},
+    {{107, 107},
+     true,
+     true,
+     kTpuUnused1,
+     "1.7.7:src/pytorch_lightning/trainer/trainer.py (_log_device_info)"},
+    {{108, 109},
+     true,
+     true,
+     kTpuUnused1,
+     "1.9.5:src/pytorch_lightning/trainer/setup.py (_log_device_info)"},
+    {{200, 200},
+     true,
+     true,
+     kTpuUnused1,
+     "2.0.9:src/lightning/pytorch/trainer/setup.py (_log_device_info)"},
+    {{201, 202},
+     true,
+     true,
+     kTpuUnused2,
+     "2.2.5:src/lightning/pytorch/trainer/setup.py (_log_device_info)"},
+    {{203, 204},
+     false,
+     true,
+     kTpuUnused2,
+     "2.4.0:src/lightning/pytorch/trainer/setup.py (_log_device_info)"},
+    {{205, 299},
+     false,
+     false,
+     kTpuUnused2,
+     "2.5.6:src/lightning/pytorch/trainer/setup.py (_log_device_info)"},
 };
 
 }  // namespace
@@ -242,7 +298,8 @@ std::vector<RuleText> accelerator_rule_texts() {
       if (!text.empty()) out.push_back({kFieldAccelerator, text, rules.source});
     }
     out.push_back({kFieldTpuCores, rules.not_available, rules.source});
-    if (!rules.xla_missing.empty()) out.push_back({kFieldAccelerator, rules.xla_missing, rules.source});
+    if (!rules.xla_missing.empty())
+      out.push_back({kFieldAccelerator, rules.xla_missing, rules.source});
   }
   return out;
 }

@@ -28,8 +28,8 @@ struct DeviceRules {
 // The connector's `devices in ([], 0, "0")` check, before any parsing.
 struct ZeroDevicesRule {
   Versions versions;
-  std::string_view text;     // {devices}: repr, {accelerator}
-  bool names_resolved;       // the accelerator named is the one 'auto' resolved to
+  std::string_view text;  // {devices}: repr, {accelerator}
+  bool names_resolved;    // the accelerator named is the one 'auto' resolved to
   std::string_view source;
 };
 
@@ -44,23 +44,43 @@ constexpr std::string_view kTypeSequence17 =
     "sequence of {type}.";
 
 constexpr DeviceRules kDeviceRules[] = {
-    {{106, 106}, TpuParse::kOneBased, "`tpu_cores` can only be 1, 8 or [<1-8>]",
+    {{106, 106},
+     TpuParse::kOneBased,
+     "`tpu_cores` can only be 1, 8 or [<1-8>]",
      "Device ID's (GPU/TPU) must be int, string or sequence of ints or None.",
-     "Device ID's (GPU/TPU) must be int, string or sequence of ints or None.", kIntLiteral,
+     "Device ID's (GPU/TPU) must be int, string or sequence of ints or None.",
+     kIntLiteral,
      "1.6.5:pytorch_lightning/utilities/device_parser.py"},
-    {{107, 107}, TpuParse::kOneBased, "`tpu_cores` can only be 1, 8 or [<1-8>]", kTypeError17,
-     kTypeSequence17, kIntLiteral,
+    {{107, 107},
+     TpuParse::kOneBased,
+     "`tpu_cores` can only be 1, 8 or [<1-8>]",
+     kTypeError17,
+     kTypeSequence17,
+     kIntLiteral,
      "1.7.7:src/pytorch_lightning/utilities/device_parser.py"},
-    {{108, 108}, TpuParse::kOneBased, "`tpu_cores` can only be 1, 8 or [<1-8>]", kTypeError17,
-     kTypeSequence17, kIntLiteral,
+    {{108, 108},
+     TpuParse::kOneBased,
+     "`tpu_cores` can only be 1, 8 or [<1-8>]",
+     kTypeError17,
+     kTypeSequence17,
+     kIntLiteral,
      "1.8.6:src/lightning_lite/accelerators/tpu.py"},
-    {{109, 109}, TpuParse::kOneBased, "`devices` can only be 1, 8 or [<1-8>] for TPUs.",
-     kTypeError17, kTypeSequence17, kIntLiteral,
+    {{109, 109},
+     TpuParse::kOneBased,
+     "`devices` can only be 1, 8 or [<1-8>] for TPUs.",
+     kTypeError17,
+     kTypeSequence17,
+     kIntLiteral,
      "1.9.5:src/lightning_fabric/accelerators/tpu.py"},
-    {{200, 200}, TpuParse::kOneBased, "`devices` can only be 1, 8 or [<1-8>] for TPUs.",
-     kTypeError17, kTypeSequence17, kIntLiteral,
+    {{200, 200},
+     TpuParse::kOneBased,
+     "`devices` can only be 1, 8 or [<1-8>] for TPUs.",
+     kTypeError17,
+     kTypeSequence17,
+     kIntLiteral,
      "2.0.9:src/lightning/fabric/accelerators/tpu.py"},
-    {{201, 299}, TpuParse::kZeroBased,
+    {{201, 299},
+     TpuParse::kZeroBased,
      "`devices` can only be 'auto', 1, {count} or [<0-{last}>] for TPUs. Got {devices}",
      "Device IDs (GPU/TPU) must be an int, a string, a sequence of ints, but you passed {repr}.",
      "Device IDs (GPU/TPU) must be an int, a string, a sequence of ints, but you passed a sequence "
@@ -72,9 +92,13 @@ constexpr DeviceRules kDeviceRules[] = {
 // 1.x checks the flags before it resolves 'auto' (an absent accelerator is
 // None); 2.0 after.
 constexpr ZeroDevicesRule kZeroDevicesRules[] = {
-    {{106, 109}, kZero, false,
+    {{106, 109},
+     kZero,
+     false,
      "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
-    {{200, 299}, kZero, true,
+    {{200, 299},
+     kZero,
+     true,
      "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py"},
 };
 
@@ -92,14 +116,22 @@ constexpr std::string_view kDevicesIgnored =
     "{tpu_cores} will be used";
 
 constexpr TpuCoresRules kTpuCoresRules[] = {
-    {{106, 106}, "", "", kDevicesIgnored,
+    {{106, 106},
+     "",
+     "",
+     kDevicesIgnored,
      "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py"},
     {{107, 109},
      "Setting `Trainer(tpu_cores={tpu_cores})` is deprecated in v1.7 and will be removed in v2.0. "
      "Please use `Trainer(accelerator='tpu', devices={tpu_cores})` instead.",
-     "", kDevicesIgnored, "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
+     "",
+     kDevicesIgnored,
+     "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
     // Lightning 2.0 removed the argument: Python refuses the keyword.
-    {{200, 299}, "", "{qualname}() got an unexpected keyword argument 'tpu_cores'", "",
+    {{200, 299},
+     "",
+     "{qualname}() got an unexpected keyword argument 'tpu_cores'",
+     "",
      "2.0.9:src/lightning/pytorch/trainer/trainer.py (Trainer.__init__ has no tpu_cores)"},
 };
 
@@ -163,7 +195,8 @@ bool refuse_zero_devices(Context& c, const DeviceValue& value) {
   c.error(c.devices_field,
           fill(rule.text, {{"devices", py_repr(value)}, {"accelerator", accelerator}}),
           "Ask for at least one device: `devices: 1` for a single core, or 'auto' for a whole "
-          "host.", rule.source);
+          "host.",
+          rule.source);
   return true;
 }
 
@@ -308,7 +341,8 @@ void check_tpu_devices(Context& c) {
     if (!cores_rules.removed.empty()) {
       c.error(kFieldTpuCores, fill(cores_rules.removed, {{"qualname", init_qualname(c)}}),
               "Lightning 2.0 removed `tpu_cores`: use `devices` with `accelerator: \"tpu\"` "
-              "(`devices: 8`, or `devices: [k]` with k 0-based from 2.1 on).", cores_rules.source);
+              "(`devices: 8`, or `devices: [k]` with k 0-based from 2.1 on).",
+              cores_rules.source);
       return;
     }
     if (!cores_rules.deprecated.empty()) {
@@ -327,7 +361,7 @@ void check_tpu_devices(Context& c) {
   if (c.devices_field == kFieldDevices && refuse_zero_devices(c, devices)) return;
   if (refuse_data_type(c, *c.devices_value)) return;
   c.ask = rules_for(c).parse == TpuParse::kZeroBased ? parse_zero_based(c, *c.devices_value)
-                                                      : parse_one_based(c, *c.devices_value);
+                                                     : parse_one_based(c, *c.devices_value);
 }
 
 // Lightning's `_parse_cpu_cores`. A CPU job is one replica on the executor's

@@ -50,11 +50,11 @@ std::optional<Version> parse_version(std::string_view text) {
 // torch_xla releases: the torch they are built against, the Pythons they
 // have wheels for, and their runtimes.
 struct TorchXlaRelease {
-  Versions versions;      // torch_xla major*100+minor
-  int torch;              // the torch minor version it is built for (same number)
-  int python_first;       // Python 3.x, x in [first, last]
+  Versions versions;  // torch_xla major*100+minor
+  int torch;          // the torch minor version it is built for (same number)
+  int python_first;   // Python 3.x, x in [first, last]
   int python_last;
-  bool xrt;               // the XRT runtime is still there
+  bool xrt;                           // the XRT runtime is still there
   std::string_view undefined_symbol;  // what importing _XLAC against another torch reports
   // What torch_xla prints when XLA_USE_BF16 is set (torch_xla/csrc/dtype.cpp
   // ShouldUseBF16); empty: it says nothing.
@@ -67,24 +67,65 @@ struct TorchXlaRelease {
 constexpr std::string_view kSymbolCpuFallback =
     "_ZN2at6native12cpu_fallbackERKN3c1014OperatorHandleEPSt6vectorINS1_6IValueESaIS6_EEbNS1_"
     "11DispatchKeyE";
-constexpr std::string_view kSymbolVariableInfo = "_ZN5torch8autograd12VariableInfoC1ERKN2at6TensorE";
+constexpr std::string_view kSymbolVariableInfo =
+    "_ZN5torch8autograd12VariableInfoC1ERKN2at6TensorE";
 
 constexpr TorchXlaRelease kTorchXlaReleases[] = {
-    {{113, 113}, 113, 7, 8, true, kSymbolVariableInfo, "",
+    {{113, 113},
+     113,
+     7,
+     8,
+     true,
+     kSymbolVariableInfo,
+     "",
      "pytorch/xla v2.1.0:README.md (torch_xla-1.13 wheels: cp37, cp38)"},
-    {{200, 200}, 200, 8, 10, true, kSymbolVariableInfo, "",
+    {{200, 200},
+     200,
+     8,
+     10,
+     true,
+     kSymbolVariableInfo,
+     "",
      "pytorch/xla v2.1.0:README.md (torch_xla-2.0 wheels: cp38, cp310)"},
-    {{201, 201}, 201, 8, 11, true, kSymbolVariableInfo, "",
+    {{201, 201},
+     201,
+     8,
+     11,
+     true,
+     kSymbolVariableInfo,
+     "",
      "pytorch/xla v2.5.0:README.md (torch_xla-2.1.0 wheels; +xrt build for XRT)"},
-    {{202, 202}, 202, 8, 11, false, kSymbolVariableInfo, "",
+    {{202, 202},
+     202,
+     8,
+     11,
+     false,
+     kSymbolVariableInfo,
+     "",
      "pytorch/xla v2.5.0:README.md (torch_xla-2.2.0 wheels); XRT removed in 2.2"},
-    {{203, 203}, 203, 8, 11, false, kSymbolVariableInfo, "",
+    {{203, 203},
+     203,
+     8,
+     11,
+     false,
+     kSymbolVariableInfo,
+     "",
      "pytorch/xla v2.5.0:README.md (torch_xla-2.3.0 wheels: cp38, cp310, cp311)"},
-    {{204, 204}, 204, 9, 11, false, kSymbolCpuFallback,
+    {{204, 204},
+     204,
+     9,
+     11,
+     false,
+     kSymbolCpuFallback,
      "XLA_USE_BF16 will be deprecated after the 2.4 release, please convert your model to bf16 "
      "directly",
      "pytorch/xla v2.5.0:README.md (torch_xla-2.4.0 wheels: cp39, cp310, cp311)"},
-    {{205, 205}, 205, 9, 11, false, kSymbolCpuFallback,
+    {{205, 205},
+     205,
+     9,
+     11,
+     false,
+     kSymbolCpuFallback,
      "XLA_USE_BF16 will be deprecated after the 2.5 release, please convert your model to bf16 "
      "directly",
      "pytorch/xla v2.5.0:README.md (torch_xla-2.5.0 wheels: cp39, cp310, cp311); "
@@ -103,25 +144,75 @@ struct TorchRequirement {
 };
 
 constexpr TorchRequirement kTorchRequirements[] = {
-    {{106, 106}, "pytorch-lightning", "torch<=1.11.0,>=1.8.*", 108, 111, true,
+    {{106, 106},
+     "pytorch-lightning",
+     "torch<=1.11.0,>=1.8.*",
+     108,
+     111,
+     true,
      "1.6.5:requirements/base.txt"},
-    {{107, 107}, "pytorch-lightning", "torch<1.13.0,>=1.9.*", 109, 113, false,
+    {{107, 107},
+     "pytorch-lightning",
+     "torch<1.13.0,>=1.9.*",
+     109,
+     113,
+     false,
      "1.7.7:requirements/pytorch/base.txt"},
-    {{108, 108}, "pytorch-lightning", "torch<=1.13.1,>=1.9.0", 109, 113, true,
+    {{108, 108},
+     "pytorch-lightning",
+     "torch<=1.13.1,>=1.9.0",
+     109,
+     113,
+     true,
      "1.8.6:requirements/pytorch/base.txt"},
-    {{109, 109}, "pytorch-lightning", "torch<=2.0.0,>=1.10.0", 110, 200, true,
+    {{109, 109},
+     "pytorch-lightning",
+     "torch<=2.0.0,>=1.10.0",
+     110,
+     200,
+     true,
      "1.9.5:requirements/pytorch/base.txt"},
-    {{200, 200}, "lightning", "torch<2.1.0,>=1.11.0", 111, 201, false,
+    {{200, 200},
+     "lightning",
+     "torch<2.1.0,>=1.11.0",
+     111,
+     201,
+     false,
      "2.0.9:requirements/pytorch/base.txt"},
-    {{201, 201}, "lightning", "torch<2.2.0,>=1.12.0", 112, 202, false,
+    {{201, 201},
+     "lightning",
+     "torch<2.2.0,>=1.12.0",
+     112,
+     202,
+     false,
      "2.1.4:requirements/pytorch/base.txt"},
-    {{202, 202}, "lightning", "torch<2.3.0,>=1.13.0", 113, 203, false,
+    {{202, 202},
+     "lightning",
+     "torch<2.3.0,>=1.13.0",
+     113,
+     203,
+     false,
      "2.2.5:requirements/pytorch/base.txt"},
-    {{203, 203}, "lightning", "torch<2.4.0,>=2.0.0", 200, 204, false,
+    {{203, 203},
+     "lightning",
+     "torch<2.4.0,>=2.0.0",
+     200,
+     204,
+     false,
      "2.3.3:requirements/pytorch/base.txt"},
-    {{204, 204}, "lightning", "torch<2.5.0,>=2.1.0", 201, 205, false,
+    {{204, 204},
+     "lightning",
+     "torch<2.5.0,>=2.1.0",
+     201,
+     205,
+     false,
      "2.4.0:requirements/pytorch/base.txt"},
-    {{205, 205}, "lightning", "torch<2.9.0,>=2.1.0", 201, 209, false,
+    {{205, 205},
+     "lightning",
+     "torch<2.9.0,>=2.1.0",
+     201,
+     209,
+     false,
      "2.5.6:requirements/pytorch/base.txt"},
 };
 
@@ -162,20 +253,21 @@ std::optional<Version> read(Context& c, std::string_view field,
   if (!text) return std::nullopt;
   std::optional<Version> version = parse_version(*text);
   if (!version) {
-    c.error(field, "`" + std::string(field) + "` must be a version as `pip freeze` prints it, got " +
-                       py_repr(*text) + ".",
-            "Write the version `pip show " +
-                std::string(field.substr(field.find('.') + 1)) + "` prints, e.g. \"2.1.0\".");
+    c.error(field,
+            "`" + std::string(field) + "` must be a version as `pip freeze` prints it, got " +
+                py_repr(*text) + ".",
+            "Write the version `pip show " + std::string(field.substr(field.find('.') + 1)) +
+                "` prints, e.g. \"2.1.0\".");
   }
   return version;
 }
 
 std::string install_hint(int torch_xla_minor_number, int python_minor) {
-  const std::string version =
-      std::to_string(torch_xla_minor_number / 100) + "." + std::to_string(torch_xla_minor_number % 100) + ".0";
+  const std::string version = std::to_string(torch_xla_minor_number / 100) + "." +
+                              std::to_string(torch_xla_minor_number % 100) + ".0";
   return "torch_xla " + version + " is built for torch " + version + " (Python 3." +
-         std::to_string(python_minor) +
-         " wheels exist): pip install torch==" + version + " 'torch_xla[tpu]==" + version +
+         std::to_string(python_minor) + " wheels exist): pip install torch==" + version +
+         " 'torch_xla[tpu]==" + version +
          "' -f https://storage.googleapis.com/libtpu-releases/index.html";
 }
 
@@ -197,8 +289,8 @@ int default_torch_xla(int lightning_version) {
   int chosen = kTorchXlaReleases[0].torch;
   for (const TorchXlaRelease& release : kTorchXlaReleases) {
     const int t = release.torch;
-    const bool too_new = requirement->below_inclusive_patch ? t > requirement->below
-                                                            : t >= requirement->below;
+    const bool too_new =
+        requirement->below_inclusive_patch ? t > requirement->below : t >= requirement->below;
     if (t >= requirement->minimum && !too_new) chosen = release.versions.first;
   }
   return chosen;
@@ -236,9 +328,11 @@ void check_environment(Context& c) {
       if (asked_release && asked_release != release) {
         c.error(kFieldLightningVersion,
                 "`lightning_version` " + py_repr(*asked) + " selects the rules of Lightning " +
-                    asked_release->name() + ", but `environment.lightning` is " + lightning->text + ".",
+                    asked_release->name() + ", but `environment.lightning` is " + lightning->text +
+                    ".",
                 "Drop `lightning_version` (environment.lightning selects the rules), or make them "
-                "agree: `lightning_version: \"" + release->name() + "\"`.");
+                "agree: `lightning_version: \"" +
+                    release->name() + "\"`.");
       }
     }
   }
@@ -251,13 +345,15 @@ void check_environment(Context& c) {
         release ? row_for<PythonRequirement>(kPythonRequirements, release->number()) : nullptr;
     const TorchRequirement* torch_requirement =
         release ? row_for<TorchRequirement>(kTorchRequirements, release->number()) : nullptr;
-    if (requirement && (python->major < 3 || (python->major == 3 && python_minor < requirement->minimum))) {
+    if (requirement &&
+        (python->major < 3 || (python->major == 3 && python_minor < requirement->minimum))) {
       c.error(kFieldLightning,
               fill(kNoLightningDistribution, {{"package", std::string(torch_requirement->package)},
                                               {"lightning", lightning->text}}),
               std::string(torch_requirement->package) + " " + lightning->text +
-                  " requires Python " + std::string(requirement->specifier) + " (python_requires), not " +
-                  python->text + ": use a newer Python, or an older Lightning.",
+                  " requires Python " + std::string(requirement->specifier) +
+                  " (python_requires), not " + python->text +
+                  ": use a newer Python, or an older Lightning.",
               requirement->source);
     }
   }
@@ -271,8 +367,10 @@ void check_environment(Context& c) {
     } else if (python_minor < wheel->python_first || python_minor > wheel->python_last) {
       c.error(kFieldTorchXla, fill(kNoDistribution, {{"torch_xla", torch_xla->text}}),
               "torch_xla " + torch_xla->minor_text() + " has wheels for Python 3." +
-                  std::to_string(wheel->python_first) + " to 3." + std::to_string(wheel->python_last) +
-                  ", not " + (python ? python->text : std::string("3.10")) + ".", kPipSource);
+                  std::to_string(wheel->python_first) + " to 3." +
+                  std::to_string(wheel->python_last) + ", not " +
+                  (python ? python->text : std::string("3.10")) + ".",
+              kPipSource);
     } else if (torch && torch->number() != wheel->torch) {
       c.error(kFieldTorchXla,
               fill(kImportError, {{"python", "3." + std::to_string(python_minor)},
@@ -280,7 +378,8 @@ void check_environment(Context& c) {
                                   {"symbol", std::string(wheel->undefined_symbol)}}),
               "torch " + torch->text + " and torch_xla " + torch_xla->text +
                   " are of different minor versions: " + install_hint(wheel->torch, python_minor) +
-                  ".", wheel->source);
+                  ".",
+              wheel->source);
     }
     if (wheel && c.xla_use_bf16 && !wheel->xla_use_bf16_notice.empty()) {
       c.warn(std::string(wheel->xla_use_bf16_notice));
@@ -302,8 +401,8 @@ void check_environment(Context& c) {
         release ? row_for<TorchRequirement>(kTorchRequirements, release->number()) : nullptr;
     if (requirement) {
       const int t = torch->number();
-      const bool too_new = requirement->below_inclusive_patch ? t > requirement->below
-                                                              : t >= requirement->below;
+      const bool too_new =
+          requirement->below_inclusive_patch ? t > requirement->below : t >= requirement->below;
       if (t < requirement->minimum || too_new) {
         c.error(kFieldTorch,
                 fill(kResolverConflict, {{"package", std::string(requirement->package)},
@@ -311,8 +410,10 @@ void check_environment(Context& c) {
                                          {"specifier", std::string(requirement->specifier)},
                                          {"torch", torch->text}}),
                 std::string(requirement->package) + " " + lightning->text + " needs " +
-                    std::string(requirement->specifier) + "; install a torch in that range (and the "
-                    "torch_xla of the same minor version).", requirement->source);
+                    std::string(requirement->specifier) +
+                    "; install a torch in that range (and the "
+                    "torch_xla of the same minor version).",
+                requirement->source);
       }
     }
   }

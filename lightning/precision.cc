@@ -13,9 +13,9 @@ namespace {
 
 // How a version's TPU plugin treats the (canonical) precision.
 enum class TpuPlugin {
-  kLegacy,      // 1.x: 32 -> fp32; 16 and 'bf16' -> bf16 (16 with a warning); 64 refused
-  kTpuBf16,     // 2.0: '32-true'; '16-mixed' and 'bf16-mixed' -> bf16 (16 with a warning)
-  kXlaPrecision // 2.1+: XLAPrecision accepts '32-true', '16-true', 'bf16-true'
+  kLegacy,       // 1.x: 32 -> fp32; 16 and 'bf16' -> bf16 (16 with a warning); 64 refused
+  kTpuBf16,      // 2.0: '32-true'; '16-mixed' and 'bf16-mixed' -> bf16 (16 with a warning)
+  kXlaPrecision  // 2.1+: XLAPrecision accepts '32-true', '16-true', 'bf16-true'
 };
 
 struct PrecisionRules {
@@ -33,7 +33,8 @@ struct PrecisionRules {
   std::string_view source;
 };
 
-constexpr std::string_view kInvalid = "Precision {precision} is invalid. Allowed precision values: {allowed}";
+constexpr std::string_view kInvalid =
+    "Precision {precision} is invalid. Allowed precision values: {allowed}";
 constexpr std::string_view kSixtyFour1 =
     "`Trainer(accelerator='tpu', precision=64)` is not implemented. Please, open an issue in "
     "`https://github.com/Lightning-AI/lightning/issues` requesting this feature.";
@@ -60,37 +61,73 @@ constexpr std::string_view kAllowed21 =
     "'bf16-mixed', '32-true', '64-true', 64, 32, 16, '64', '32', '16', 'bf16')";
 
 constexpr PrecisionRules kPrecisionRules[] = {
-    {{106, 106}, "('16', '32', '64', 'bf16', 'mixed')", true, false, "", TpuPlugin::kLegacy,
-     kInvalid, kSixtyFour1, kFp16Legacy,
+    {{106, 106},
+     "('16', '32', '64', 'bf16', 'mixed')",
+     true,
+     false,
+     "",
+     TpuPlugin::kLegacy,
+     kInvalid,
+     kSixtyFour1,
+     kFp16Legacy,
      "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py"},
-    {{107, 107}, "('16', '32', '64', 'bf16', 'mixed')", true, false, "", TpuPlugin::kLegacy,
-     kInvalid, kSixtyFour1, kFp16Legacy,
+    {{107, 107},
+     "('16', '32', '64', 'bf16', 'mixed')",
+     true,
+     false,
+     "",
+     TpuPlugin::kLegacy,
+     kInvalid,
+     kSixtyFour1,
+     kFp16Legacy,
      "1.7.7:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
-    {{108, 108}, "('16', '32', '64', 'bf16')", true, false, "", TpuPlugin::kLegacy, kInvalid,
-     kSixtyFour1, kFp16Legacy,
+    {{108, 108},
+     "('16', '32', '64', 'bf16')",
+     true,
+     false,
+     "",
+     TpuPlugin::kLegacy,
+     kInvalid,
+     kSixtyFour1,
+     kFp16Legacy,
      "1.8.6:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
-    {{109, 109}, "('64', '32', '16', 'bf16', 64, 32, 16)", false, false, "", TpuPlugin::kLegacy,
-     kInvalid, kSixtyFour1, kFp16Legacy,
+    {{109, 109},
+     "('64', '32', '16', 'bf16', 64, 32, 16)",
+     false,
+     false,
+     "",
+     TpuPlugin::kLegacy,
+     kInvalid,
+     kSixtyFour1,
+     kFp16Legacy,
      "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
     {{200, 200},
      "('16-mixed', 'bf16-mixed', '32-true', '64-true', 64, 32, 16, '64', '32', '16', 'bf16')",
-     false, true,
+     false,
+     true,
      "{precision} is supported for historical reasons but its usage is discouraged. Please set "
      "your precision to {canonical} instead!",
-     TpuPlugin::kTpuBf16, kInvalid,
+     TpuPlugin::kTpuBf16,
+     kInvalid,
      "`Trainer(accelerator='tpu', precision='64-true')` is not implemented. Please, open an issue "
      "in `https://github.com/Lightning-AI/lightning/issues` requesting this feature.",
      "You passed `Trainer(accelerator='tpu', precision='16-mixed')` but AMP with fp16 is not "
      "supported on TPUs. Using `precision='bf16-mixed'` instead.",
      "2.0.9:src/lightning/fabric/connector.py; "
      "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py"},
-    {{201, 299}, kAllowed21, false, true,
+    {{201, 299},
+     kAllowed21,
+     false,
+     true,
      "`precision={precision}` is supported for historical reasons but its usage is discouraged. "
      "Please set your precision to {canonical} instead!",
-     TpuPlugin::kXlaPrecision, kInvalid,
+     TpuPlugin::kXlaPrecision,
+     kInvalid,
      "`precision={precision})` is not supported in XLA. `precision` must be one of: ('32-true', "
      "'16-true', 'bf16-true').",
-     "", "2.1.4:src/lightning/fabric/connector.py; 2.1.4:src/lightning/pytorch/plugins/precision/xla.py"},
+     "",
+     "2.1.4:src/lightning/fabric/connector.py; "
+     "2.1.4:src/lightning/pytorch/plugins/precision/xla.py"},
 };
 
 // 2.x `_PRECISION_INPUT_STR_ALIAS_CONVERSION`.
@@ -231,7 +268,8 @@ void check_precision(Context& c) {
             c.v1() ? "Lightning " + c.release->name() +
                          " takes 16, 32, 64 or \"bf16\" (the \"-true\"/\"-mixed\" names came in "
                          "2.0): use \"bf16\" on TPUs."
-                   : std::string(kPrecisionHint), rules.source);
+                   : std::string(kPrecisionHint),
+            rules.source);
     return;
   }
   std::string canonical = written;
@@ -251,7 +289,8 @@ void check_precision(Context& c) {
 
 std::vector<RuleText> precision_rule_texts() {
   std::vector<RuleText> out = {
-      {"warning", kFp16Cpu1x, "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
+      {"warning", kFp16Cpu1x,
+       "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
       {"warning", kFp16Cpu2x, kFp16Cpu2xSource},
       {kFieldPrecision, kTransformerEngineMissing, kTransformerEngineSource}};
   for (const PrecisionRules& rules : kPrecisionRules) {

@@ -92,7 +92,8 @@ std::string fill(std::string_view text,
   std::string out(text);
   for (const auto& [name, value] : values) {
     const std::string key = "{" + std::string(name) + "}";
-    for (std::size_t at = out.find(key); at != std::string::npos; at = out.find(key, at + value.size())) {
+    for (std::size_t at = out.find(key); at != std::string::npos;
+         at = out.find(key, at + value.size())) {
       out.replace(at, key.size(), value);
     }
   }

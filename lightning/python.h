@@ -5,10 +5,10 @@
 
 #include <cstdint>
 #include <initializer_list>
-#include <utility>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "lightning/resolve.h"

@@ -156,9 +156,9 @@ struct Resolution {
   // (e.g. 2.x turns '16-mixed' on the CPU into 'bf16-mixed'). `precision`
   // is how the executor runs it.
   std::string lightning_precision = "32-true";
-  std::string strategy;     // resolved: "xla", "single_xla", "xla_debug" (or "auto" for cpu)
-  std::string accelerator;  // resolved: "tpu" | "cpu"
-  int world_size = 1;       // replicas = device.cores(), or 1 for cpu
+  std::string strategy;        // resolved: "xla", "single_xla", "xla_debug" (or "auto" for cpu)
+  std::string accelerator;     // resolved: "tpu" | "cpu"
+  int world_size = 1;          // replicas = device.cores(), or 1 for cpu
   bool tpu_available = false;  // XLAAccelerator.is_available(): TPU hosts and torch_xla
   bool lightning_v1 = false;
   std::string lightning_version;  // the release whose rules were applied: "2.1"

@@ -36,8 +36,7 @@ std::optional<SliceType> parse_slice_type(const PoolView& pool, std::string_view
 
 std::string slice_names(Generation generation) {
   std::vector<std::string> names;
-  for (int size : generation->slice_sizes)
-    names.push_back(SliceType{generation, size}.name());
+  for (int size : generation->slice_sizes) names.push_back(SliceType{generation, size}.name());
   return join(names, ", ");
 }
 
@@ -112,7 +111,8 @@ void check_accelerator_type(Context& c) {
   if (!c.named_slice) {
     c.named_slice_ok = false;
     const std::size_t dash = written.find('-');
-    const Generation generation = find_generation(c.pool, std::string_view(written).substr(0, dash));
+    const Generation generation =
+        find_generation(c.pool, std::string_view(written).substr(0, dash));
     if (generation && dash != std::string::npos) {
       c.error(kFieldAcceleratorType,
               py_repr(written) + " is not a valid " + generation_name(generation) +
@@ -164,10 +164,17 @@ constexpr std::string_view kNumNodesPositive =
     "`num_nodes` must be a positive integer, but got {num_nodes}.";
 constexpr NumNodesRules kNumNodesRules[] = {
     {{106, 106}, true, "", "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py"},
-    {{107, 109}, true, "",
+    {{107, 109},
+     true,
+     "",
      "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
-    {{200, 200}, true, "", "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py"},
-    {{201, 299}, false, kNumNodesPositive,
+    {{200, 200},
+     true,
+     "",
+     "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py"},
+    {{201, 299},
+     false,
+     kNumNodesPositive,
      "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py"},
 };
 
@@ -178,7 +185,8 @@ constexpr std::string_view kIntTypeError39 =
     "int() argument must be a string, a bytes-like object or a number, not '{type}'";
 constexpr std::string_view kIntTypeError310 =
     "int() argument must be a string, a bytes-like object or a real number, not '{type}'";
-constexpr std::string_view kPythonSource = "CPython Objects/longobject.c, Objects/abstract.c (int())";
+constexpr std::string_view kPythonSource =
+    "CPython Objects/longobject.c, Objects/abstract.c (int())";
 
 }  // namespace
 
@@ -230,8 +238,7 @@ std::optional<std::int64_t> num_nodes_value(Context& c) {
       return static_cast<std::int64_t>(number);
     }
   }
-  const std::string type =
-      value.kind == DeviceValue::Kind::kList ? "list" : value.python_type;
+  const std::string type = value.kind == DeviceValue::Kind::kList ? "list" : value.python_type;
   return refuse(fill(c.python_minor >= 10 ? kIntTypeError310 : kIntTypeError39, {{"type", type}}),
                 kPythonSource);
 }
@@ -251,7 +258,8 @@ void check_num_nodes(Context& c) {
     c.error(kFieldNumNodes, fill(kNumNodesPositive, {{"num_nodes", std::to_string(num_nodes)}}),
             "Use `num_nodes: 1` for one host, or the number of hosts of a pod slice.",
             rules.positive.empty() ? std::string_view() : rules.source);
-  } else if (const SliceType largest = largest_slice_anywhere(c.pool); num_nodes > largest.hosts()) {
+  } else if (const SliceType largest = largest_slice_anywhere(c.pool);
+             num_nodes > largest.hosts()) {
     // Also keeps every later devices x num_nodes product far from overflow.
     c.num_nodes_ok = false;
     c.error(kFieldNumNodes,

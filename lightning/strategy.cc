@@ -50,7 +50,9 @@ constexpr RegisteredStrategy kRegistry[] = {
     {"ddp_fully_sharded", k1x, "DDPFullyShardedStrategy", StrategyKind::kOther},
     {"ddp_notebook", {107, 109}, "DDPSpawnStrategy", StrategyKind::kOther},
     {"ddp_notebook", k2x, "DDPStrategy", StrategyKind::kOther},
-    {"ddp_notebook_find_unused_parameters_false", {107, 109}, "DDPSpawnStrategy",
+    {"ddp_notebook_find_unused_parameters_false",
+     {107, 109},
+     "DDPSpawnStrategy",
      StrategyKind::kOther},
     {"ddp_notebook_find_unused_parameters_false", k2x, "DDPStrategy", StrategyKind::kOther},
     {"ddp_notebook_find_unused_parameters_true", k2x, "DDPStrategy", StrategyKind::kOther},
@@ -76,7 +78,9 @@ constexpr RegisteredStrategy kRegistry[] = {
     {"fsdp", k2x, "FSDPStrategy", StrategyKind::kFsdp},
     {"fsdp_cpu_offload", k2x, "FSDPStrategy", StrategyKind::kFsdp},
     {"fsdp_native", {107, 109}, "DDPFullyShardedNativeStrategy", StrategyKind::kFsdp},
-    {"fsdp_native_full_shard_offload", {107, 109}, "DDPFullyShardedNativeStrategy",
+    {"fsdp_native_full_shard_offload",
+     {107, 109},
+     "DDPFullyShardedNativeStrategy",
      StrategyKind::kFsdp},
     {"horovod", k1x, "HorovodStrategy", StrategyKind::kOther},
     {"hpu_parallel", {106, 200}, "HPUParallelStrategy", StrategyKind::kOther},
@@ -103,23 +107,37 @@ struct ClassInit {
 };
 
 constexpr ClassInit kClassInit[] = {
-    {"BaguaStrategy", {106, 109}, true,
+    {"BaguaStrategy",
+     {106, 109},
+     true,
      "To use the `BaguaStrategy`, you must have `Bagua` installed. Use `pip install bagua` to "
      "install it.",
      "1.9.5:src/pytorch_lightning/strategies/bagua.py"},
-    {"ColossalAIStrategy", {108, 109}, true,
+    {"ColossalAIStrategy",
+     {108, 109},
+     true,
      "To use the `ColossalAIStrategy`, please install `colossalai` first. Download `colossalai` by "
      "consulting `https://colossalai.org/download`.",
      "1.9.5:src/pytorch_lightning/strategies/colossalai.py"},
-    {"HorovodStrategy", {109, 109}, true,
+    {"HorovodStrategy",
+     {109, 109},
+     true,
      "Requested `strategy=\"horovod\"`, but Horovod is not installed. Install with "
      "`HOROVOD_WITH_PYTORCH=1 pip install horovod[pytorch]`",
      "1.9.5:src/pytorch_lightning/strategies/horovod.py"},
-    {"HPUParallelStrategy", {106, 200}, true, "`HPUParallelStrategy` requires HPU devices to run",
+    {"HPUParallelStrategy",
+     {106, 200},
+     true,
+     "`HPUParallelStrategy` requires HPU devices to run",
      "2.0.9:src/lightning/pytorch/strategies/hpu_parallel.py"},
-    {"SingleHPUStrategy", {106, 200}, true, "`SingleHPUStrategy` requires HPU devices to run",
+    {"SingleHPUStrategy",
+     {106, 200},
+     true,
+     "`SingleHPUStrategy` requires HPU devices to run",
      "2.0.9:src/lightning/pytorch/strategies/single_hpu.py"},
-    {"IPUStrategy", {106, 200}, true,
+    {"IPUStrategy",
+     {106, 200},
+     true,
      "The IPU Accelerator requires IPU devices to run. Learn more or get started with IPUs at "
      "https://www.graphcore.ai/getstarted",
      "2.0.9:src/lightning/pytorch/strategies/ipu.py"},
@@ -133,11 +151,20 @@ constexpr std::string_view kFairScaleDeprecated =
     "uses FairScale's implementation (which was upstreamed to PyTorch). After removal, "
     "`strategy='fsdp'` will use the native version by default.";
 constexpr ClassInit kClassInitWarnings[] = {
-    {"DDPShardedStrategy", {109, 109}, false, kFairScaleDeprecated,
+    {"DDPShardedStrategy",
+     {109, 109},
+     false,
+     kFairScaleDeprecated,
      "1.9.5:src/pytorch_lightning/strategies/sharded.py"},
-    {"DDPSpawnShardedStrategy", {109, 109}, false, kFairScaleDeprecated,
+    {"DDPSpawnShardedStrategy",
+     {109, 109},
+     false,
+     kFairScaleDeprecated,
      "1.9.5:src/pytorch_lightning/strategies/sharded_spawn.py"},
-    {"DDPFullyShardedStrategy", {109, 109}, false, kFairScaleDeprecated,
+    {"DDPFullyShardedStrategy",
+     {109, 109},
+     false,
+     kFairScaleDeprecated,
      "1.9.5:src/pytorch_lightning/strategies/fully_sharded.py"},
 };
 
@@ -154,14 +181,15 @@ struct StrategyRules {
   bool auto_registered;      // 'auto' is a valid value (1.9+); before, absent means auto
   std::string_view invalid;  // {strategy}: repr; {names}: the sorted registry
   std::string_view tpu_spawn;
-  std::string_view fsdp_on_tpu;        // {name}: FSDP's strategy_name
+  std::string_view fsdp_on_tpu;  // {name}: FSDP's strategy_name
   std::string_view fsdp_name;
   std::string_view deepspeed_missing;
-  std::string_view wrong_strategy;     // {class}
+  std::string_view wrong_strategy;  // {class}
   std::string_view source;
 };
 
-constexpr std::string_view kNotFound = "'{strategy}' not found in registry. Available names: {names}";
+constexpr std::string_view kNotFound =
+    "'{strategy}' not found in registry. Available names: {names}";
 constexpr std::string_view kTpuSpawn =
     "`Trainer(strategy='tpu_spawn')` is not a valid strategy, you can use "
     "`Trainer(strategy='ddp_spawn', accelerator='tpu')` instead.";
@@ -184,38 +212,78 @@ constexpr std::string_view kWrongXla =
     "found {class}.";
 
 constexpr StrategyRules kStrategyRules[] = {
-    {{106, 106}, false, kNotFound, kTpuSpawn, "", "",
+    {{106, 106},
+     false,
+     kNotFound,
+     kTpuSpawn,
+     "",
+     "",
      "To use the DeepSpeed plugin, you must have DeepSpeed installed. pip install deepspeed",
-     kWrong1x, "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py"},
-    {{107, 108}, false, kNotFound, kTpuSpawn, kFsdp, "fsdp_native", kDeepSpeed17, kWrong1x,
+     kWrong1x,
+     "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py"},
+    {{107, 108},
+     false,
+     kNotFound,
+     kTpuSpawn,
+     kFsdp,
+     "fsdp_native",
+     kDeepSpeed17,
+     kWrong1x,
      "1.8.6:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
-    {{109, 109}, true,
+    {{109, 109},
+     true,
      "You selected an invalid strategy name: `strategy={strategy}`. It must be either a string or "
      "an instance of `pytorch_lightning.strategies.Strategy`. Example choices: ddp, ddp_spawn, "
      "deepspeed, dp, ... Find a complete list of options in our documentation at "
      "https://lightning.ai",
-     kTpuSpawn, kFsdp, "fsdp_native", kDeepSpeed17, kWrong1x,
+     kTpuSpawn,
+     kFsdp,
+     "fsdp_native",
+     kDeepSpeed17,
+     kWrong1x,
      "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
-    {{200, 200}, true,
+    {{200, 200},
+     true,
      "You selected an invalid strategy name: `strategy={strategy}`. It must be either a string or "
      "an instance of `lightning.pytorch.strategies.Strategy`. Example choices: auto, ddp, "
      "ddp_spawn, deepspeed, ... Find a complete list of options in our documentation at "
      "https://lightning.ai",
-     "", kFsdp, "fsdp", kDeepSpeed17,
+     "",
+     kFsdp,
+     "fsdp",
+     kDeepSpeed17,
      "The `TPUAccelerator` can only be used with a `SingleTPUStrategy` or `XLAStrategy`, found "
      "{class}.",
      "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py"},
-    {{201, 202}, true, kInvalid2x, "", kFsdp, "fsdp", kDeepSpeed17, kWrongXla,
+    {{201, 202},
+     true,
+     kInvalid2x,
+     "",
+     kFsdp,
+     "fsdp",
+     kDeepSpeed17,
+     kWrongXla,
      "2.2.5:src/lightning/pytorch/trainer/connectors/accelerator_connector.py"},
-    {{203, 204}, true, kInvalid2x, "",
-     "The strategy `{name}` requires a GPU accelerator, but got: {accelerator}", "fsdp",
-     kDeepSpeed17, kWrongXla,
+    {{203, 204},
+     true,
+     kInvalid2x,
+     "",
+     "The strategy `{name}` requires a GPU accelerator, but got: {accelerator}",
+     "fsdp",
+     kDeepSpeed17,
+     kWrongXla,
      "2.4.0:src/lightning/pytorch/trainer/connectors/accelerator_connector.py"},
-    {{205, 299}, true, kInvalid2x, "",
-     "The strategy `{name}` requires a GPU accelerator, but received `accelerator={accelerator_repr}`. "
+    {{205, 299},
+     true,
+     kInvalid2x,
+     "",
+     "The strategy `{name}` requires a GPU accelerator, but received "
+     "`accelerator={accelerator_repr}`. "
      "Please set `accelerator='cuda'`, `accelerator='gpu'`, or pass a `CUDAAccelerator()` instance "
      "to use FSDP.",
-     "fsdp", kDeepSpeed17, kWrongXla,
+     "fsdp",
+     kDeepSpeed17,
+     kWrongXla,
      "2.5.6:src/lightning/pytorch/trainer/connectors/accelerator_connector.py"},
 };
 
@@ -262,7 +330,7 @@ std::string strategy_hint(const Context& c) {
 struct WrittenStrategy {
   std::string name;
   const StrategyRules* rules;
-  bool automatic;                 // absent, or 'auto' where 'auto' is registered
+  bool automatic;                   // absent, or 'auto' where 'auto' is registered
   const RegisteredStrategy* entry;  // nullptr when automatic or not registered
 };
 
@@ -307,10 +375,11 @@ void check_strategy(Context& c) {
   const bool automatic = w.automatic;
   const RegisteredStrategy* entry = w.entry;
   if (!automatic && !entry) {
-    c.error(kFieldStrategy,
-            fill(rules.invalid, {{"strategy", rules.invalid == kNotFound ? written : py_repr(written)},
-                                 {"names", registry_names(c.version)}}),
-            strategy_hint(c), rules.source);
+    c.error(
+        kFieldStrategy,
+        fill(rules.invalid, {{"strategy", rules.invalid == kNotFound ? written : py_repr(written)},
+                             {"names", registry_names(c.version)}}),
+        strategy_hint(c), rules.source);
     return;
   }
   if (entry && entry->kind == StrategyKind::kTpuSpawn) {
@@ -387,7 +456,8 @@ void check_strategy(Context& c) {
       return;
     case StrategyKind::kTpuSpawn:
     case StrategyKind::kOther:
-      c.error(kFieldStrategy, fill(rules.wrong_strategy, {{"class", std::string(entry->class_name)}}),
+      c.error(kFieldStrategy,
+              fill(rules.wrong_strategy, {{"class", std::string(entry->class_name)}}),
               strategy_hint(c), rules.source);
       return;
   }
@@ -396,7 +466,8 @@ void check_strategy(Context& c) {
 std::vector<RuleText> strategy_rule_texts() {
   std::vector<RuleText> out;
   for (const ClassInit& init : kClassInit) out.push_back({kFieldStrategy, init.text, init.source});
-  for (const ClassInit& init : kClassInitWarnings) out.push_back({"warning", init.text, init.source});
+  for (const ClassInit& init : kClassInitWarnings)
+    out.push_back({"warning", init.text, init.source});
   for (const StrategyRules& rules : kStrategyRules) {
     for (std::string_view text : {rules.invalid, rules.tpu_spawn, rules.fsdp_on_tpu,
                                   rules.deepspeed_missing, rules.wrong_strategy}) {

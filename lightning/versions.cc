@@ -73,10 +73,12 @@ void check_lightning_version(Context& c) {
   const Release* release =
       written && !c.release_from_environment ? find_release(*written) : c.default_release;
   if (written && !find_release(*written)) {
-    c.error(kFieldLightningVersion,
-            "`lightning_version` must be one of " + release_names() + ", got " + py_repr(*written) + ".",
-            "Use the version `pip show lightning` prints on the TPU VM (\"2.1\"), or \"2.x\" / \"1.x\" "
-            "for the last release of each.");
+    c.error(
+        kFieldLightningVersion,
+        "`lightning_version` must be one of " + release_names() + ", got " + py_repr(*written) +
+            ".",
+        "Use the version `pip show lightning` prints on the TPU VM (\"2.1\"), or \"2.x\" / \"1.x\" "
+        "for the last release of each.");
     release = c.default_release;
   }
   c.release = release;
@@ -100,7 +102,8 @@ void check_runtime(Context& c) {
   if (rule && !rule->xrt_error.empty()) {
     c.error(kFieldRuntime, std::string(rule->xrt_error),
             "Use `runtime: \"pjrt\"` (PJRT_DEVICE=TPU): Lightning 2.2 and later run on PJRT only. "
-            "Or validate with `lightning_version: \"2.1\"` or older.", rule->source);
+            "Or validate with `lightning_version: \"2.1\"` or older.",
+            rule->source);
   } else if (c.settings.env.find("XRT_TPU_CONFIG") == c.settings.env.end()) {
     c.error(kFieldEnv, "Missing XLA configuration",
             "Set XRT_TPU_CONFIG in `env`, as on a Cloud TPU VM: export "

@@ -59,17 +59,20 @@ struct DependencyCheck {
 
 // One dependency against the state of the job it names (nullopt: no such
 // job, which never becomes satisfied).
-DependencyVerdict judge_dependency(DependencyCondition condition, std::optional<base::JobState> state);
+DependencyVerdict judge_dependency(DependencyCondition condition,
+                                   std::optional<base::JobState> state);
 
 // All of them: kNeverSatisfied wins over kWaiting, which wins over
 // kSatisfied. `state_of` answers the state of a job id (nullopt: unknown).
-DependencyCheck check_dependencies(const std::vector<Dependency>& dependencies,
-                                   const std::function<std::optional<base::JobState>(std::int64_t)>& state_of);
+DependencyCheck check_dependencies(
+    const std::vector<Dependency>& dependencies,
+    const std::function<std::optional<base::JobState>(std::int64_t)>& state_of);
 
 // True when a job submitted at `submitted` with `start_by` has not started by
 // `now` and so must end CANCELLED, reason StartDeadlineExceeded (Cloud TPU
 // queued resources' valid_until). No start_by: never.
-bool start_deadline_passed(base::Clock::wall_time_point submitted, std::optional<std::chrono::milliseconds> start_by,
+bool start_deadline_passed(base::Clock::wall_time_point submitted,
+                           std::optional<std::chrono::milliseconds> start_by,
                            base::Clock::wall_time_point now);
 
 }  // namespace tpujobs::scheduler

@@ -29,9 +29,7 @@ const GenerationFacts kFacts[] = {
 
 }  // namespace
 
-const GenerationFacts& facts(Generation generation) {
-  return kFacts[static_cast<int>(generation)];
-}
+const GenerationFacts& facts(Generation generation) { return kFacts[static_cast<int>(generation)]; }
 
 std::optional<Generation> parse_generation(std::string_view text) {
   for (const GenerationFacts& f : kFacts) {

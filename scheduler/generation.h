@@ -14,11 +14,11 @@ enum class Generation { kV2, kV3, kV4 };
 
 struct GenerationFacts {
   Generation generation;
-  std::string_view name;           // "v2", "v3", "v4"
-  int devices_per_host;            // 8, 8, 4
+  std::string_view name;  // "v2", "v3", "v4"
+  int devices_per_host;   // 8, 8, 4
   std::int64_t hbm_bytes_per_device;
   double peak_bf16_flops_per_device;
-  int mxu_dim;                     // the MXU is mxu_dim x mxu_dim
+  int mxu_dim;  // the MXU is mxu_dim x mxu_dim
   // The number in an accelerator type ("v3-32") counts TensorCores. A v2/v3
   // device is one TensorCore; a v4 device (chip) has two, so v4-8 is 4 chips
   // on one host.

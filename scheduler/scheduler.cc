@@ -125,9 +125,9 @@ bool Scheduler::QueueEntry::operator<(const QueueEntry& other) const {
 // An ordered set whose nodes also count their subtrees, so a job's rank is
 // O(log n) (libstdc++'s policy-based red-black tree). Erasing an entry
 // leaves the iterators to the others valid, as std::set does.
-class Scheduler::Queue
-    : public __gnu_pbds::tree<QueueEntry, __gnu_pbds::null_type, std::less<QueueEntry>, __gnu_pbds::rb_tree_tag,
-                              __gnu_pbds::tree_order_statistics_node_update> {};
+class Scheduler::Queue : public __gnu_pbds::tree<QueueEntry, __gnu_pbds::null_type,
+                                                 std::less<QueueEntry>, __gnu_pbds::rb_tree_tag,
+                                                 __gnu_pbds::tree_order_statistics_node_update> {};
 
 // The estimated starts of the waiting jobs, planned in queue order from the
 // state at `version` (see plan_through). Any change starts a new plan.
@@ -140,8 +140,8 @@ struct Scheduler::Plan {
   // Per shape: no later job of it gets a known start (times only grow while
   // planning, so once unknown it stays so).
   std::vector<char> start_unknown;
-  int open_shapes = 0;  // waiting shapes that may still get a known start
-  int walked = 0;       // jobs planned so far, up to the estimate horizon
+  int open_shapes = 0;         // waiting shapes that may still get a known start
+  int walked = 0;              // jobs planned so far, up to the estimate horizon
   Queue::const_iterator next;  // the first waiting job not planned yet
 };
 

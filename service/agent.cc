@@ -2,21 +2,21 @@
 
 #include <cmath>
 #include <iostream>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "api/job_spec.h"
-#include "scheduler/generation.h"
 #include "api/resolution.h"
 #include "scheduler/capacity.h"
+#include "scheduler/generation.h"
 #include "service/database_datasets.h"
 #include "service/gloo_collective.h"
 
 namespace tpujobs::service {
 namespace {
 
-using nlohmann::json;
 using db::JobState;
+using nlohmann::json;
 
 json error_json(std::string_view type, std::string_view message, std::string_view hint) {
   return {{"type", type}, {"message", message}, {"hint", hint}};
@@ -32,9 +32,11 @@ struct SliceRole {
   std::vector<int> hosts_per_rank;
 };
 
-std::optional<SliceRole> slice_role(const db::JobRow& row, const std::string& agent, std::int64_t epoch) {
+std::optional<SliceRole> slice_role(const db::JobRow& row, const std::string& agent,
+                                    std::int64_t epoch) {
   const json allocation = json::parse(row.allocation_json.value_or("{}"), nullptr, false);
-  if (!allocation.is_object() || !allocation.contains("slice") || !allocation["slice"].is_object()) return std::nullopt;
+  if (!allocation.is_object() || !allocation.contains("slice") || !allocation["slice"].is_object())
+    return std::nullopt;
   const json& slice = allocation["slice"];
   const json parts = slice.value("parts", json::array());
   std::optional<SliceRole> role;
@@ -70,7 +72,8 @@ class DiscardSink final : public executor::TrainingSink {
 // The rendezvous keys of one placement, in PostgreSQL.
 class Agent::RendezvousRows final : public RendezvousKeys {
  public:
-  RendezvousRows(db::ClusterRepository& cluster, std::int64_t placement) : cluster_(cluster), placement_(placement) {}
+  RendezvousRows(db::ClusterRepository& cluster, std::int64_t placement)
+      : cluster_(cluster), placement_(placement) {}
   bool set(const std::string& key, const std::string& value) override {
     return cluster_.set_rendezvous_key(placement_, key, value).ok();
   }
@@ -111,8 +114,8 @@ class Agent::Sink final : public executor::TrainingSink {
   Sink(Agent& agent, Run& run) : agent_(agent), run_(run) {}
 
   void log(std::string_view line) override {
-    db::LogLine entry{run_.row.id, run_.next_log_seq++, agent_.options_.clock->wall_now(), std::string(line),
-                      run_.epoch};
+    db::LogLine entry{run_.row.id, run_.next_log_seq++, agent_.options_.clock->wall_now(),
+                      std::string(line), run_.epoch};
     base::MutexLock lock(agent_.telemetry_mutex_);
     agent_.pending_logs_.push_back(std::move(entry));
   }
@@ -127,8 +130,13 @@ class Agent::Sink final : public executor::TrainingSink {
     for (const auto& [name, value] : point.values) {
       if (std::isfinite(value)) values[name] = value;
     }
-    db::MetricPoint row{run_.row.id, run_.next_metric_seq++, point.step, point.epoch,
-                        agent_.options_.clock->wall_now(), values.dump(), run_.epoch};
+    db::MetricPoint row{run_.row.id,
+                        run_.next_metric_seq++,
+                        point.step,
+                        point.epoch,
+                        agent_.options_.clock->wall_now(),
+                        values.dump(),
+                        run_.epoch};
     base::MutexLock lock(agent_.telemetry_mutex_);
     agent_.pending_metrics_.push_back(std::move(row));
   }
@@ -195,8 +203,8 @@ db::Status Agent::start() {
   auto epoch = cluster_.register_agent(options_.name, hosts, options_.workers);
   if (!epoch.ok()) return epoch.error();
   epoch_ = *epoch;
-  std::cerr << "tpujobs: agent " << options_.name << " registered " << hosts.size() << " host(s), epoch " << *epoch
-            << std::endl;
+  std::cerr << "tpujobs: agent " << options_.name << " registered " << hosts.size()
+            << " host(s), epoch " << *epoch << std::endl;
   started_ = true;
   supervisor_ = std::thread([this] { supervise_loop(); });
   telemetry_ = std::thread([this] { telemetry_loop(); });
@@ -280,7 +288,8 @@ void Agent::supervise_loop() {
         auto epoch = cluster_.register_agent(options_.name, hosts, options_.workers);
         if (epoch.ok()) {
           epoch_ = *epoch;
-          std::cerr << "tpujobs: agent " << options_.name << " rejoined, epoch " << *epoch << std::endl;
+          std::cerr << "tpujobs: agent " << options_.name << " rejoined, epoch " << *epoch
+                    << std::endl;
         }
       }
     }
@@ -288,7 +297,8 @@ void Agent::supervise_loop() {
     if (!listener || listener->is_broken()) {
       auto opened = db::Connection::open(options_.conninfo);
       listener.reset();
-      if (opened.ok() && (*opened)->execute_script(std::string("LISTEN ") + db::kAgentChannel).ok()) {
+      if (opened.ok() &&
+          (*opened)->execute_script(std::string("LISTEN ") + db::kAgentChannel).ok()) {
         listener = std::move(*opened);
       }
     }
@@ -305,7 +315,8 @@ void Agent::supervise_loop() {
 void Agent::reconcile() {
   auto placed = repo_.jobs.jobs_on_agent(options_.name);
   auto parts = repo_.jobs.slice_parts_on_agent(options_.name);
-  if (!placed.ok() || !parts.ok()) return;  // the database is away: the runs go on, their writes wait
+  if (!placed.ok() || !parts.ok())
+    return;  // the database is away: the runs go on, their writes wait
   std::vector<std::thread> ended;
   {
     base::MutexLock lock(mutex_);
@@ -334,10 +345,12 @@ void Agent::reconcile() {
     ++it;
   }
   // A placement no longer listed never comes back: forget it.
-  std::erase_if(ended_slice_placements_, [&](std::int64_t placement) { return !listed.count(placement); });
+  std::erase_if(ended_slice_placements_,
+                [&](std::int64_t placement) { return !listed.count(placement); });
   for (auto& [id, run] : runs_) {
     auto it = current.find(id);
-    const bool other_placement = it != current.end() && run->slice.has_value() != roles[id].has_value();
+    const bool other_placement =
+        it != current.end() && run->slice.has_value() != roles[id].has_value();
     const bool other_slice = it != current.end() && run->slice && roles[id] &&
                              run->slice->placement != roles[id]->placement;
     if (it == current.end() || run->epoch != epoch || other_placement || other_slice) {
@@ -373,10 +386,12 @@ executor::DeviceFacts Agent::device_for(const db::JobRow& row) const {
   executor::DeviceFacts device;
   std::optional<scheduler::Generation> generation;
   json allocation = json::parse(row.allocation_json.value_or("{}"), nullptr, false);
-  if (allocation.is_object() && allocation.contains("generation") && allocation["generation"].is_string()) {
+  if (allocation.is_object() && allocation.contains("generation") &&
+      allocation["generation"].is_string()) {
     generation = scheduler::parse_generation(allocation["generation"].get<std::string>());
   }
-  if (!generation && !options_.layout.hosts.empty()) generation = options_.layout.hosts.front().generation;
+  if (!generation && !options_.layout.hosts.empty())
+    generation = options_.layout.hosts.front().generation;
   if (generation) {
     const scheduler::GenerationFacts& f = scheduler::facts(*generation);
     device.generation = std::string(f.name);
@@ -410,7 +425,8 @@ void Agent::run_job(std::shared_ptr<Run> run) {
   // The job as the leader placed it.
   json spec_json = json::parse(run->row.spec_json, nullptr, false);
   std::vector<api::FieldError> errors;
-  std::optional<api::JobSpec> spec = spec_json.is_discarded() ? std::nullopt : api::parse_job_spec(spec_json, &errors);
+  std::optional<api::JobSpec> spec =
+      spec_json.is_discarded() ? std::nullopt : api::parse_job_spec(spec_json, &errors);
   scheduler::PoolCapacity capacity;
   for (const scheduler::HostLayout& h : options_.layout.hosts) ++capacity.hosts[h.generation];
   if (run->slice) {
@@ -429,8 +445,10 @@ void Agent::run_job(std::shared_ptr<Run> run) {
     return;
   }
   if (!spec || !resolution.errors.empty()) {
-    const std::string why = !spec ? "the stored spec does not parse" : resolution.errors.front().message;
-    db::Transition t = end_transition(JobState::kFailed, {JobState::kStarting, JobState::kRunning}, "Rejected by agent: " + why);
+    const std::string why =
+        !spec ? "the stored spec does not parse" : resolution.errors.front().message;
+    db::Transition t = end_transition(JobState::kFailed, {JobState::kStarting, JobState::kRunning},
+                                      "Rejected by agent: " + why);
     t.error_json = error_json("INTERNAL", why, "resubmit the job against the current pool").dump();
     t.set_finished_at = true;
     (void)repo_.jobs.transition(t);
@@ -449,7 +467,9 @@ void Agent::run_job(std::shared_ptr<Run> run) {
     finish_here();
     return;
   }
-  if (*checkpoint) resume = executor::Checkpoint{(*checkpoint)->step, (*checkpoint)->epoch, std::move((*checkpoint)->bytes)};
+  if (*checkpoint)
+    resume = executor::Checkpoint{(*checkpoint)->step, (*checkpoint)->epoch,
+                                  std::move((*checkpoint)->bytes)};
   run->next_log_seq = *log_seq + 1;
   run->next_metric_seq = *metric_seq + 1;
   auto recorded = repo_.outputs.count_metrics_after_step(id, resume ? resume->step : 0);
@@ -457,10 +477,11 @@ void Agent::run_job(std::shared_ptr<Run> run) {
 
   if (!run->peer()) {
     const std::string where = run->slice ? "agents of its slice" : "agent " + options_.name;
-    db::Transition running = end_transition(JobState::kRunning, {JobState::kStarting, JobState::kRunning},
-                                            resume ? "Resumed from the checkpoint at step " + std::to_string(resume->step) +
-                                                         " on " + where
-                                                   : "Training started on " + where);
+    db::Transition running = end_transition(
+        JobState::kRunning, {JobState::kStarting, JobState::kRunning},
+        resume
+            ? "Resumed from the checkpoint at step " + std::to_string(resume->step) + " on " + where
+            : "Training started on " + where);
     auto moved = repo_.jobs.transition(running);
     if (!moved.ok() || !*moved) {
       finish_here();  // moved on meanwhile, or the database is away: the next look decides
@@ -470,7 +491,8 @@ void Agent::run_job(std::shared_ptr<Run> run) {
 
   Sink sink(*this, *run);
   DiscardSink discard;
-  executor::TrainingSink& output = run->peer() ? static_cast<executor::TrainingSink&>(discard) : sink;
+  executor::TrainingSink& output =
+      run->peer() ? static_cast<executor::TrainingSink&>(discard) : sink;
   executor::RunControl control;
   control.cancel = &run->cancel;
   control.resume = resume ? &*resume : nullptr;
@@ -480,8 +502,8 @@ void Agent::run_job(std::shared_ptr<Run> run) {
   std::unique_ptr<executor::SliceCollective> collective = join_slice(*run, &unreachable);
   executor::SlicePart part;
   if (collective) {
-    part = executor::SlicePart{run->slice->first_host, run->slice->hosts, run->slice->hosts_per_rank,
-                               collective.get()};
+    part = executor::SlicePart{run->slice->first_host, run->slice->hosts,
+                               run->slice->hosts_per_rank, collective.get()};
     control.slice = &part;
   }
   executor::TrainingResult result;
@@ -490,7 +512,8 @@ void Agent::run_job(std::shared_ptr<Run> run) {
     result.outcome = executor::Outcome::kFailed;
     result.error = unreachable;
   } else {
-    result = executor::train(spec->training, device_for(run->row), workers_, *datasets_, output, control);
+    result = executor::train(spec->training, device_for(run->row), workers_, *datasets_, output,
+                             control);
   }
   collective.reset();  // its sockets close: peers still waiting fail now, not at their deadline
   if (run->slice) {
@@ -513,7 +536,8 @@ void Agent::run_job(std::shared_ptr<Run> run) {
   if (result.outcome == executor::Outcome::kSucceeded) {
     end = end_transition(JobState::kSucceeded, {JobState::kRunning}, "Training finished");
     end->result_json = result_json.dump();
-  } else if (result.outcome == executor::Outcome::kFailed && run->slice && result.error->type == "UNAVAILABLE" &&
+  } else if (result.outcome == executor::Outcome::kFailed && run->slice &&
+             result.error->type == "UNAVAILABLE" &&
              (end = retry_after_unreachable_peer(*run, spec->max_retries))) {
     // Requeued: placed again (on healthy hosts) to resume from its checkpoint.
   } else if (result.outcome == executor::Outcome::kFailed) {
@@ -525,8 +549,9 @@ void Agent::run_job(std::shared_ptr<Run> run) {
     end = end_transition(JobState::kCancelled, {JobState::kRunning}, "Cancelled by request");
     end->error_json = error_json("CANCELLED", "the job was cancelled", "").dump();
   } else if (reason == StopReason::kShutdown) {
-    end = end_transition(JobState::kQueued, {JobState::kRunning},
-                         "Agent " + options_.name + " stopping; requeued to resume from its last checkpoint");
+    end = end_transition(
+        JobState::kQueued, {JobState::kRunning},
+        "Agent " + options_.name + " stopping; requeued to resume from its last checkpoint");
     end->clear_placement = true;
     end->clear_allocation = true;
   }
@@ -539,16 +564,16 @@ void Agent::run_job(std::shared_ptr<Run> run) {
   finish_here();
 }
 
-std::unique_ptr<executor::SliceCollective> Agent::join_slice(const Run& run,
-                                                            std::optional<executor::JobError>* error) {
+std::unique_ptr<executor::SliceCollective> Agent::join_slice(
+    const Run& run, std::optional<executor::JobError>* error) {
   if (!run.slice) return nullptr;
   RendezvousRows keys(cluster_, run.slice->placement);
   GlooOptions options;
   options.host = options_.collective_host;
   options.timeout = options_.collective_timeout;
   options.clock = options_.clock;
-  auto connected =
-      GlooCollective::connect(keys, run.slice->rank, static_cast<int>(run.slice->hosts_per_rank.size()), options);
+  auto connected = GlooCollective::connect(
+      keys, run.slice->rank, static_cast<int>(run.slice->hosts_per_rank.size()), options);
   if (auto* failed = std::get_if<executor::JobError>(&connected)) {
     *error = std::move(*failed);
     return nullptr;
@@ -563,8 +588,10 @@ std::optional<db::Transition> Agent::retry_after_unreachable_peer(const Run& run
   t.from = {JobState::kRunning};
   t.to = JobState::kQueued;
   t.require_epoch = run.epoch;
-  t.reason = "UNAVAILABLE: failed to connect to all addresses (a peer of its slice); requeued to resume from its "
-             "last checkpoint";
+  t.reason =
+      "UNAVAILABLE: failed to connect to all addresses (a peer of its slice); requeued to resume "
+      "from its "
+      "last checkpoint";
   t.increment_attempt = true;
   t.clear_placement = true;
   t.clear_allocation = true;
@@ -575,7 +602,9 @@ void Agent::telemetry_loop() {
   base::MutexLock lock(telemetry_mutex_);
   while (!telemetry_stopping_) {
     lock.wait_for(telemetry_wake_, options_.telemetry_interval,
-                  [this]() REQUIRES(telemetry_mutex_) { return telemetry_stopping_ || !pending_checkpoints_.empty(); });
+                  [this]() REQUIRES(telemetry_mutex_) {
+                    return telemetry_stopping_ || !pending_checkpoints_.empty();
+                  });
     lock.unlock();
     flush_telemetry();
     lock.lock();
@@ -597,7 +626,9 @@ void Agent::flush_telemetry() {
   }
   // Fenced writes that do not land (the job moved on) are dropped by the
   // database; only an unreachable database keeps them for the next flush.
-  auto unavailable = [](const db::Status& s) { return !s.ok() && s.code() == db::ErrorCode::kUnavailable; };
+  auto unavailable = [](const db::Status& s) {
+    return !s.ok() && s.code() == db::ErrorCode::kUnavailable;
+  };
   const bool logs_stored = logs.empty() || !unavailable(repo_.outputs.append_logs(logs));
   if (!logs.empty() && logs_stored) {
     // Followers on every replica wake (NOTIFY tpujobs_logs "id,id,...").
@@ -607,25 +638,30 @@ void Agent::flush_telemetry() {
     for (std::int64_t id : ids) payload += (payload.empty() ? "" : ",") + std::to_string(id);
     (void)cluster_.notify(db::kLogChannel, payload);
   }
-  const bool metrics_stored = logs_stored && (metrics.empty() || !unavailable(repo_.outputs.append_metrics(metrics)));
+  const bool metrics_stored =
+      logs_stored && (metrics.empty() || !unavailable(repo_.outputs.append_metrics(metrics)));
   std::map<std::int64_t, PendingCheckpoint> checkpoints_left;
   for (auto& [id, c] : checkpoints) {
     if (!metrics_stored ||
-        unavailable(repo_.outputs.save_checkpoint(id, c.checkpoint.step, c.checkpoint.epoch, c.checkpoint.bytes, c.fence))) {
+        unavailable(repo_.outputs.save_checkpoint(id, c.checkpoint.step, c.checkpoint.epoch,
+                                                  c.checkpoint.bytes, c.fence))) {
       checkpoints_left.emplace(id, std::move(c));
     }
   }
-  for (const auto& [id, p] : progress) (void)repo_.jobs.update_progress(id, p.progress, p.metrics, p.fence);
+  for (const auto& [id, p] : progress)
+    (void)repo_.jobs.update_progress(id, p.progress, p.metrics, p.fence);
   if (logs_stored && metrics_stored && checkpoints_left.empty()) return;
   base::MutexLock lock(telemetry_mutex_);
   if (!logs_stored) {
-    pending_logs_.insert(pending_logs_.begin(), std::make_move_iterator(logs.begin()), std::make_move_iterator(logs.end()));
+    pending_logs_.insert(pending_logs_.begin(), std::make_move_iterator(logs.begin()),
+                         std::make_move_iterator(logs.end()));
   }
   if (!metrics_stored) {
     pending_metrics_.insert(pending_metrics_.begin(), std::make_move_iterator(metrics.begin()),
                             std::make_move_iterator(metrics.end()));
   }
-  for (auto& [id, c] : checkpoints_left) pending_checkpoints_.try_emplace(id, std::move(c));  // a newer one wins
+  for (auto& [id, c] : checkpoints_left)
+    pending_checkpoints_.try_emplace(id, std::move(c));  // a newer one wins
 }
 
 }  // namespace tpujobs::service

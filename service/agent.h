@@ -37,8 +37,8 @@
 namespace tpujobs::service {
 
 struct AgentOptions {
-  std::string name;      // unique among agents
-  std::string conninfo;  // for the LISTEN connection
+  std::string name;              // unique among agents
+  std::string conninfo;          // for the LISTEN connection
   scheduler::PoolLayout layout;  // its hosts, already named
   int workers = 1;               // executor worker threads
   int max_cpu_jobs = 2;          // must match the leader's max_cpu_jobs_per_agent
@@ -84,7 +84,8 @@ class Agent {
   void run_job(std::shared_ptr<Run> run);
   // A slice spanning agents: joins the other parts. nullptr when the job
   // runs whole here, or when the rendezvous failed (then *error is set).
-  std::unique_ptr<executor::SliceCollective> join_slice(const Run& run, std::optional<executor::JobError>* error);
+  std::unique_ptr<executor::SliceCollective> join_slice(const Run& run,
+                                                        std::optional<executor::JobError>* error);
   // The transition ending a run that failed because a peer of its slice
   // was unreachable: requeued while max_retries allows.
   std::optional<db::Transition> retry_after_unreachable_peer(const Run& run, int max_retries);
@@ -126,7 +127,8 @@ class Agent {
   std::map<std::int64_t, PendingCheckpoint> pending_checkpoints_ GUARDED_BY(telemetry_mutex_);
   bool telemetry_stopping_ GUARDED_BY(telemetry_mutex_) = false;
   std::condition_variable telemetry_wake_;
-  base::Mutex flush_mutex_ ACQUIRED_BEFORE(telemetry_mutex_);  // one flush at a time, so batches land in order
+  base::Mutex flush_mutex_
+      ACQUIRED_BEFORE(telemetry_mutex_);  // one flush at a time, so batches land in order
 
   std::thread supervisor_;
   std::thread telemetry_;

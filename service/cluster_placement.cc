@@ -12,19 +12,22 @@ using scheduler::RequestKind;
 bool shape_matches(const ClusterHost& host, const scheduler::ResourceRequest& request) {
   if (request.generation && *request.generation != host.generation) return false;
   const int devices = static_cast<int>(host.core_job.size());
-  if (request.kind == RequestKind::kSingleCore) return !request.pinned_core || *request.pinned_core < devices;
+  if (request.kind == RequestKind::kSingleCore)
+    return !request.pinned_core || *request.pinned_core < devices;
   return devices == request.devices_per_host;
 }
 
 bool idle(const ClusterHost& host) {
-  return std::all_of(host.core_job.begin(), host.core_job.end(), [](std::int64_t j) { return j == 0; });
+  return std::all_of(host.core_job.begin(), host.core_job.end(),
+                     [](std::int64_t j) { return j == 0; });
 }
 
 // [begin, end) index ranges of each agent's hosts in `hosts`.
 std::vector<std::pair<int, int>> agent_ranges(const std::vector<ClusterHost>& hosts) {
   std::vector<std::pair<int, int>> ranges;
   for (int i = 0; i < static_cast<int>(hosts.size()); ++i) {
-    if (ranges.empty() || hosts[ranges.back().first].agent != hosts[i].agent) ranges.push_back({i, i});
+    if (ranges.empty() || hosts[ranges.back().first].agent != hosts[i].agent)
+      ranges.push_back({i, i});
     ranges.back().second = i + 1;
   }
   return ranges;
@@ -33,8 +36,8 @@ std::vector<std::pair<int, int>> agent_ranges(const std::vector<ClusterHost>& ho
 // Where the request fits. `ignore_use`: as if every host were idle;
 // `ignore_health`: as if every host were usable.
 std::optional<ClusterPlacement> find_place(const std::vector<ClusterHost>& hosts,
-                                           const scheduler::ResourceRequest& request, bool ignore_use,
-                                           bool ignore_health) {
+                                           const scheduler::ResourceRequest& request,
+                                           bool ignore_use, bool ignore_health) {
   auto usable = [&](const ClusterHost& h) { return ignore_health || h.usable; };
   ClusterPlacement place;
   if (request.kind == RequestKind::kSingleCore) {
@@ -59,25 +62,30 @@ std::optional<ClusterPlacement> find_place(const std::vector<ClusterHost>& hosts
     for (int start = begin; start + wanted <= end; start += wanted) {
       bool fits = true;
       for (int i = start; i < start + wanted && fits; ++i) {
-        fits = usable(hosts[i]) && shape_matches(hosts[i], request) && (ignore_use || idle(hosts[i]));
+        fits =
+            usable(hosts[i]) && shape_matches(hosts[i], request) && (ignore_use || idle(hosts[i]));
       }
       if (!fits) continue;
       place.agent = hosts[start].agent;
       place.generation = hosts[start].generation;
       for (int i = start; i < start + wanted; ++i) {
         place.hosts.push_back(i);
-        for (int c = 0; c < static_cast<int>(hosts[i].core_job.size()); ++c) place.cores.push_back({i, c});
+        for (int c = 0; c < static_cast<int>(hosts[i].core_job.size()); ++c)
+          place.cores.push_back({i, c});
       }
       return place;
     }
   }
   if (request.kind != RequestKind::kSlice) return std::nullopt;
   // No agent has the slice alone: the first fitting hosts of several.
-  for (int i = 0; i < static_cast<int>(hosts.size()) && static_cast<int>(place.hosts.size()) < wanted; ++i) {
-    if (!usable(hosts[i]) || !shape_matches(hosts[i], request) || (!ignore_use && !idle(hosts[i]))) continue;
+  for (int i = 0;
+       i < static_cast<int>(hosts.size()) && static_cast<int>(place.hosts.size()) < wanted; ++i) {
+    if (!usable(hosts[i]) || !shape_matches(hosts[i], request) || (!ignore_use && !idle(hosts[i])))
+      continue;
     if (!ignore_health && !hosts[i].punctual) continue;
     place.hosts.push_back(i);
-    if (place.parts.empty() || place.parts.back().first != hosts[i].agent) place.parts.push_back({hosts[i].agent, 0});
+    if (place.parts.empty() || place.parts.back().first != hosts[i].agent)
+      place.parts.push_back({hosts[i].agent, 0});
     ++place.parts.back().second;
   }
   // One agent alone keeps the alignment rule above.
@@ -85,7 +93,8 @@ std::optional<ClusterPlacement> find_place(const std::vector<ClusterHost>& hosts
   place.agent = place.parts.front().first;
   place.generation = hosts[place.hosts.front()].generation;
   for (int i : place.hosts) {
-    for (int c = 0; c < static_cast<int>(hosts[i].core_job.size()); ++c) place.cores.push_back({i, c});
+    for (int c = 0; c < static_cast<int>(hosts[i].core_job.size()); ++c)
+      place.cores.push_back({i, c});
   }
   return place;
 }
@@ -104,8 +113,9 @@ PlacementPass place_jobs(PlacementInput& input, const std::vector<WaitingJob>& q
       continue;
     }
     if (request.kind == RequestKind::kCpu) {
-      auto emptiest = std::max_element(input.free_cpu_slots.begin(), input.free_cpu_slots.end(),
-                                       [](const auto& a, const auto& b) { return a.second < b.second; });
+      auto emptiest =
+          std::max_element(input.free_cpu_slots.begin(), input.free_cpu_slots.end(),
+                           [](const auto& a, const auto& b) { return a.second < b.second; });
       if (emptiest != input.free_cpu_slots.end() && emptiest->second > 0) {
         --emptiest->second;
         ClusterPlacement place;
@@ -131,7 +141,8 @@ PlacementPass place_jobs(PlacementInput& input, const std::vector<WaitingJob>& q
     if (std::optional<ClusterPlacement> place = find_place(input.hosts, request, false, false)) {
       place->job = job.id;
       place->accelerator_type = request.accelerator_type;
-      for (const scheduler::CoreRef& c : place->cores) input.hosts[c.host].core_job[c.core] = job.id;
+      for (const scheduler::CoreRef& c : place->cores)
+        input.hosts[c.host].core_job[c.core] = job.id;
       if (quota != input.quota_left.end()) quota->second -= request.cores();
       pass.placed.push_back(std::move(*place));
       continue;
@@ -147,7 +158,8 @@ PlacementPass place_jobs(PlacementInput& input, const std::vector<WaitingJob>& q
     }
     pass.waiting.push_back(std::move(waiting));
   }
-  for (std::size_t i = 0; i < pass.waiting.size(); ++i) pass.waiting[i].queue_position = static_cast<int>(i) + 1;
+  for (std::size_t i = 0; i < pass.waiting.size(); ++i)
+    pass.waiting[i].queue_position = static_cast<int>(i) + 1;
   return pass;
 }
 

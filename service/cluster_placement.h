@@ -30,7 +30,7 @@ struct ClusterHost {
   std::string name;
   std::string agent;
   scheduler::Generation generation = scheduler::Generation::kV3;
-  bool usable = true;                  // its agent is alive and the host healthy
+  bool usable = true;  // its agent is alive and the host healthy
   // Its agent heartbeats on time: a part of a slice spanning agents is
   // placed only there (an agent just killed is alive until declared lost,
   // and its part would only make the others wait out their deadline).
@@ -72,7 +72,7 @@ struct PlacementPass {
 };
 
 struct PlacementInput {
-  std::vector<ClusterHost> hosts;  // grouped by agent, in each agent's host order
+  std::vector<ClusterHost> hosts;             // grouped by agent, in each agent's host order
   std::map<std::string, int> free_cpu_slots;  // alive agent -> cpu jobs it may still start
   std::map<std::string, int> quota_left;      // tenant -> cores it may still take (absent: no cap)
 };

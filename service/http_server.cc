@@ -55,7 +55,10 @@ struct SessionRegistry {
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket socket, ServerState& state, SessionRegistry& registry)
-      : stream_(std::move(socket)), deadline_(stream_.get_executor()), state_(state), registry_(registry) {
+      : stream_(std::move(socket)),
+        deadline_(stream_.get_executor()),
+        state_(state),
+        registry_(registry) {
     ++state_.connections;
   }
   ~Session() {
@@ -69,7 +72,8 @@ class Session : public std::enable_shared_from_this<Session> {
       base::MutexLock lock(registry_.mutex);
       registry_.sessions.emplace(this, weak_from_this());
     }
-    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->wait_for_request(); });
+    asio::dispatch(stream_.get_executor(),
+                   [self = shared_from_this()] { self->wait_for_request(); });
   }
 
   // Closes the connection if it is idle between requests (or, with `force`,
@@ -84,9 +88,10 @@ class Session : public std::enable_shared_from_this<Session> {
   // once (most reads) is on the session's strand already: the write then
   // starts inline instead of through the queue, without waking a thread.
   void post_response(api::Response response) {
-    asio::dispatch(stream_.get_executor(), [self = shared_from_this(), r = std::move(response)]() mutable {
-      self->write_response(std::move(r));
-    });
+    asio::dispatch(stream_.get_executor(),
+                   [self = shared_from_this(), r = std::move(response)]() mutable {
+                     self->write_response(std::move(r));
+                   });
   }
   void post_stream_start(api::Response head) {
     asio::post(stream_.get_executor(), [self = shared_from_this(), h = std::move(head)]() mutable {
@@ -117,11 +122,12 @@ class Session : public std::enable_shared_from_this<Session> {
     phase_ = Phase::kIdle;
     if (buffer_.size() > 0) return read_header();
     stream_.expires_after(state_.options.idle_timeout);
-    stream_.async_read_some(buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
-      if (ec) return self->close();
-      self->buffer_.commit(n);
-      self->read_header();
-    });
+    stream_.async_read_some(buffer_.prepare(4096),
+                            [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                              if (ec) return self->close();
+                              self->buffer_.commit(n);
+                              self->read_header();
+                            });
   }
 
   void read_header() {
@@ -131,10 +137,11 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->body_limit(state_.options.body_limit);
     stream_.expires_never();
     arm_deadline(state_.options.header_timeout);
-    http::async_read_header(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-      self->disarm_deadline();
-      self->on_header(ec);
-    });
+    http::async_read_header(stream_, buffer_, *parser_,
+                            [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                              self->disarm_deadline();
+                              self->on_header(ec);
+                            });
   }
 
   // A read that must finish by a deadline. Unlike tcp_stream's own expiry,
@@ -149,7 +156,8 @@ class Session : public std::enable_shared_from_this<Session> {
     deadline_hit_ = false;
     deadline_.expires_after(timeout);
     deadline_.async_wait([self = shared_from_this()](beast::error_code ec) {
-      if (ec || self->deadline_.expiry() > asio::steady_timer::clock_type::now()) return;  // the read finished first
+      if (ec || self->deadline_.expiry() > asio::steady_timer::clock_type::now())
+        return;  // the read finished first
       self->deadline_hit_ = true;
       beast::error_code ignored;
       self->stream_.socket().cancel(ignored);
@@ -159,40 +167,50 @@ class Session : public std::enable_shared_from_this<Session> {
   void disarm_deadline() { deadline_.expires_at(asio::steady_timer::time_point::max()); }
 
   void on_header(beast::error_code ec) {
-    if (ec && deadline_hit_) return reject(408, "Request Timeout", "the request header did not arrive in time");
-    if (ec == http::error::header_limit) return reject(431, "Request Header Fields Too Large", "headers exceed 16 KiB");
+    if (ec && deadline_hit_)
+      return reject(408, "Request Timeout", "the request header did not arrive in time");
+    if (ec == http::error::header_limit)
+      return reject(431, "Request Header Fields Too Large", "headers exceed 16 KiB");
     if (ec == http::error::body_limit) {
       return reject(413, "Payload Too Large",
-                    "the request body is larger than " + std::to_string(state_.options.body_limit) + " bytes");
+                    "the request body is larger than " + std::to_string(state_.options.body_limit) +
+                        " bytes");
     }
     if (ec) {
       if (ec == http::error::end_of_stream || ec == asio::error::eof) return close();
       return reject(400, "Bad Request", "malformed HTTP request");
     }
     const auto& header = parser_->get();
-    if (const auto length = parser_->content_length(); length && *length > state_.options.body_limit) {
+    if (const auto length = parser_->content_length();
+        length && *length > state_.options.body_limit) {
       return reject(413, "Payload Too Large",
-                    "the request body is larger than " + std::to_string(state_.options.body_limit) + " bytes");
+                    "the request body is larger than " + std::to_string(state_.options.body_limit) +
+                        " bytes");
     }
     if (parser_->is_done()) return dispatch_request();
     auto read_body = [self = shared_from_this()] {
       self->arm_deadline(self->state_.options.body_timeout);
-      http::async_read(self->stream_, self->buffer_, *self->parser_, [self](beast::error_code ec, std::size_t) {
-        self->disarm_deadline();
-        if (ec && self->deadline_hit_) {
-          return self->reject(408, "Request Timeout", "the request body did not arrive in time");
-        }
-        if (ec == http::error::body_limit) {
-          return self->reject(413, "Payload Too Large",
-                              "the request body is larger than " + std::to_string(self->state_.options.body_limit) + " bytes");
-        }
-        if (ec == http::error::end_of_stream || ec == http::error::partial_message || ec == asio::error::eof ||
-            ec == asio::error::connection_reset || ec == asio::error::operation_aborted) {
-          return self->close();
-        }
-        if (ec) return self->reject(400, "Bad Request", "malformed request body: " + ec.message());
-        self->dispatch_request();
-      });
+      http::async_read(
+          self->stream_, self->buffer_, *self->parser_, [self](beast::error_code ec, std::size_t) {
+            self->disarm_deadline();
+            if (ec && self->deadline_hit_) {
+              return self->reject(408, "Request Timeout",
+                                  "the request body did not arrive in time");
+            }
+            if (ec == http::error::body_limit) {
+              return self->reject(413, "Payload Too Large",
+                                  "the request body is larger than " +
+                                      std::to_string(self->state_.options.body_limit) + " bytes");
+            }
+            if (ec == http::error::end_of_stream || ec == http::error::partial_message ||
+                ec == asio::error::eof || ec == asio::error::connection_reset ||
+                ec == asio::error::operation_aborted) {
+              return self->close();
+            }
+            if (ec)
+              return self->reject(400, "Bad Request", "malformed request body: " + ec.message());
+            self->dispatch_request();
+          });
     };
     if (beast::iequals(header[http::field::expect], "100-continue")) {
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -235,12 +253,14 @@ class Session : public std::enable_shared_from_this<Session> {
     message->prepare_payload();
     stream_.expires_after(state_.options.body_timeout);
     const int status = response.status;
-    http::async_write(stream_, *message, [self = shared_from_this(), message, status](beast::error_code ec, std::size_t) {
-      self->finish_request(status);
-      if (ec) return self->close();
-      if (!message->keep_alive()) return self->linger();
-      self->wait_for_request();
-    });
+    http::async_write(
+        stream_, *message,
+        [self = shared_from_this(), message, status](beast::error_code ec, std::size_t) {
+          self->finish_request(status);
+          if (ec) return self->close();
+          if (!message->keep_alive()) return self->linger();
+          self->wait_for_request();
+        });
   }
 
   void finish_request(int status) {
@@ -268,9 +288,9 @@ class Session : public std::enable_shared_from_this<Session> {
     stream_.expires_never();
     finish_request(head.status);
     // A read that completes means the peer closed (or misbehaves): stop.
-    stream_.async_read_some(buffer_.prepare(1024), [self = shared_from_this()](beast::error_code, std::size_t) {
-      self->close();
-    });
+    stream_.async_read_some(
+        buffer_.prepare(1024),
+        [self = shared_from_this()](beast::error_code, std::size_t) { self->close(); });
     pump_stream();
   }
 
@@ -283,11 +303,12 @@ class Session : public std::enable_shared_from_this<Session> {
     stream_writing_ = true;
     auto data = std::make_shared<std::string>(std::move(stream_queue_.front()));
     stream_queue_.pop_front();
-    asio::async_write(stream_.socket(), asio::buffer(*data), [self = shared_from_this(), data](beast::error_code ec, std::size_t) {
-      self->stream_writing_ = false;
-      if (ec) return self->close();
-      self->pump_stream();
-    });
+    asio::async_write(stream_.socket(), asio::buffer(*data),
+                      [self = shared_from_this(), data](beast::error_code ec, std::size_t) {
+                        self->stream_writing_ = false;
+                        if (ec) return self->close();
+                        self->pump_stream();
+                      });
   }
 
   // Closes after an answer sent before the whole request was read (413, 408):
@@ -305,10 +326,11 @@ class Session : public std::enable_shared_from_this<Session> {
     if (left <= std::chrono::steady_clock::duration::zero()) return close();
     stream_.expires_after(std::chrono::duration_cast<std::chrono::milliseconds>(left));
     buffer_.clear();
-    stream_.async_read_some(buffer_.prepare(64 * 1024), [self = shared_from_this()](beast::error_code ec, std::size_t) {
-      if (ec) return self->close();
-      self->drain();
-    });
+    stream_.async_read_some(buffer_.prepare(64 * 1024),
+                            [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                              if (ec) return self->close();
+                              self->drain();
+                            });
   }
 
   void close() {
@@ -410,14 +432,17 @@ void Session::dispatch_request() {
 class HttpServer::Impl {
  public:
   Impl(HttpServerOptions options, api::Handler& handler)
-      : state_(std::move(options), handler), io_(state_.options.io_threads), acceptor_(asio::make_strand(io_)) {}
+      : state_(std::move(options), handler),
+        io_(state_.options.io_threads),
+        acceptor_(asio::make_strand(io_)) {}
 
   base::Status start() {
     beast::error_code ec;
     const auto address = asio::ip::make_address(state_.options.address, ec);
     if (ec) {
-      return base::make_error(base::ErrorCode::kInvalid,
-                              "invalid listen address '" + state_.options.address + "': " + ec.message());
+      return base::make_error(
+          base::ErrorCode::kInvalid,
+          "invalid listen address '" + state_.options.address + "': " + ec.message());
     }
     const tcp::endpoint endpoint(address, state_.options.port);
     acceptor_.open(endpoint.protocol(), ec);
@@ -425,9 +450,9 @@ class HttpServer::Impl {
     if (!ec) acceptor_.bind(endpoint, ec);
     if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
     if (ec) {
-      return base::make_error(base::ErrorCode::kUnavailable, "cannot listen on " + state_.options.address + ":" +
-                                                                 std::to_string(state_.options.port) + ": " +
-                                                                 ec.message());
+      return base::make_error(base::ErrorCode::kUnavailable,
+                              "cannot listen on " + state_.options.address + ":" +
+                                  std::to_string(state_.options.port) + ": " + ec.message());
     }
     port_ = acceptor_.local_endpoint().port();
     accept();
@@ -456,7 +481,8 @@ class HttpServer::Impl {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     for_each_session([](Session& s) { s.close_from_outside(true); });
-    while (state_.connections > 0 && std::chrono::steady_clock::now() < until + std::chrono::seconds(1)) {
+    while (state_.connections > 0 &&
+           std::chrono::steady_clock::now() < until + std::chrono::seconds(1)) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     work_.reset();
@@ -469,15 +495,16 @@ class HttpServer::Impl {
 
  private:
   void accept() {
-    acceptor_.async_accept(asio::make_strand(io_), [this](beast::error_code ec, tcp::socket socket) {
-      if (ec) {
-        if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
-        return accept();  // e.g. too many open files: keep serving the others
-      }
-      socket.set_option(tcp::no_delay(true), ec);
-      std::make_shared<Session>(std::move(socket), state_, registry_)->start();
-      accept();
-    });
+    acceptor_.async_accept(
+        asio::make_strand(io_), [this](beast::error_code ec, tcp::socket socket) {
+          if (ec) {
+            if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+            return accept();  // e.g. too many open files: keep serving the others
+          }
+          socket.set_option(tcp::no_delay(true), ec);
+          std::make_shared<Session>(std::move(socket), state_, registry_)->start();
+          accept();
+        });
   }
 
   template <class F>
@@ -493,7 +520,8 @@ class HttpServer::Impl {
   }
 
   asio::io_context io_;
-  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_{io_.get_executor()};
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_{
+      io_.get_executor()};
   tcp::acceptor acceptor_;
   SessionRegistry registry_;
   std::vector<std::thread> threads_;

@@ -17,7 +17,7 @@ struct HttpServerOptions {
   std::string address = "127.0.0.1";
   std::uint16_t port = 8080;  // 0: any free port (see HttpServer::port())
   int io_threads = 2;
-  std::size_t body_limit = 1 << 20;  // larger bodies get 413
+  std::size_t body_limit = 1 << 20;                 // larger bodies get 413
   std::chrono::milliseconds header_timeout{10000};  // whole header must arrive within
   std::chrono::milliseconds body_timeout{30000};    // whole body must arrive within
   std::chrono::milliseconds idle_timeout{60000};    // keep-alive connection with no request

@@ -1,8 +1,8 @@
 #include "service/job_manager.h"
 
 #include <algorithm>
-#include <charconv>
 #include <array>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -30,13 +30,15 @@ using db::is_terminal;
 std::string state_name(JobState state) { return std::string(db::to_string(state)); }
 
 std::string iso_time(std::chrono::system_clock::time_point t) {
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
   const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
   std::tm utc{};
   gmtime_r(&seconds, &utc);
   char out[96];
-  std::snprintf(out, sizeof out, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", utc.tm_year + 1900, utc.tm_mon + 1,
-                utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, static_cast<int>(ms % 1000));
+  std::snprintf(out, sizeof out, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", utc.tm_year + 1900,
+                utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec,
+                static_cast<int>(ms % 1000));
   return out;
 }
 
@@ -51,13 +53,14 @@ json parse_or_null(const std::optional<std::string>& text) {
 }
 
 // A view as the response body (invalid UTF-8 from user text replaced).
-std::string response_body(const json& view) { return view.dump(-1, ' ', false, json::error_handler_t::replace); }
+std::string response_body(const json& view) {
+  return view.dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 // The members of a live job's view that change while it is queued or runs.
-constexpr std::array<std::string_view, 10> kLiveMembers = {"allocation",  "attempt",    "estimated_start",
-                                                           "last_checkpoint", "metrics", "pending_reason",
-                                                           "progress",    "queue_position", "started_at",
-                                                           "state"};
+constexpr std::array<std::string_view, 10> kLiveMembers = {
+    "allocation",     "attempt",  "estimated_start", "last_checkpoint", "metrics",
+    "pending_reason", "progress", "queue_position",  "started_at",      "state"};
 
 // An object's members as text, without the braces ("" for an empty object).
 std::string members_text(const json& object) {
@@ -83,17 +86,21 @@ json error_json(std::string_view type, std::string_view message, std::string_vie
   return {{"type", type}, {"message", message}, {"hint", hint}};
 }
 
-std::string generation_name(scheduler::Generation g) { return std::string(scheduler::facts(g).name); }
+std::string generation_name(scheduler::Generation g) {
+  return std::string(scheduler::facts(g).name);
+}
 
 json placement_json(const scheduler::Placement& p, const scheduler::PoolLayout& layout) {
   json hosts = json::array();
   for (int h : p.hosts) hosts.push_back(layout.hosts[h].name);
   json cores = json::array();
-  for (const scheduler::CoreRef& c : p.cores) cores.push_back({{"host", layout.hosts[c.host].name}, {"core", c.core}});
-  return {{"generation", generation_name(p.generation)},
-          {"accelerator_type", p.accelerator_type.empty() ? json(nullptr) : json(p.accelerator_type)},
-          {"hosts", hosts},
-          {"cores", cores}};
+  for (const scheduler::CoreRef& c : p.cores)
+    cores.push_back({{"host", layout.hosts[c.host].name}, {"core", c.core}});
+  return {
+      {"generation", generation_name(p.generation)},
+      {"accelerator_type", p.accelerator_type.empty() ? json(nullptr) : json(p.accelerator_type)},
+      {"hosts", hosts},
+      {"cores", cores}};
 }
 
 // What jobs.resolved holds: the resolved request and the executor's estimate.
@@ -137,7 +144,7 @@ struct JobManager::LiveJob {
   // and while held, why it waits.
   bool dependencies_met = false;
   std::string dependency_detail;
-  std::atomic<bool> cancel{false};   // read by the executor without the mutex
+  std::atomic<bool> cancel{false};  // read by the executor without the mutex
   std::atomic<bool> checkpoint_on_cancel{false};
   StopReason stop_reason = StopReason::kNone;
   bool runner_started = false;
@@ -166,10 +173,12 @@ struct JobManager::LiveJob {
 // writer, checkpoints straight to PostgreSQL, progress into memory.
 class JobManager::Sink final : public executor::TrainingSink {
  public:
-  Sink(JobManager& manager, std::shared_ptr<LiveJob> job) : manager_(manager), job_(std::move(job)) {}
+  Sink(JobManager& manager, std::shared_ptr<LiveJob> job)
+      : manager_(manager), job_(std::move(job)) {}
 
   void log(std::string_view line) override {
-    db::LogLine entry{job_->id, job_->next_log_seq++, manager_.clock_.wall_now(), std::string(line)};
+    db::LogLine entry{job_->id, job_->next_log_seq++, manager_.clock_.wall_now(),
+                      std::string(line)};
     {
       base::MutexLock lock(manager_.mutex_);
       job_->recent_logs.emplace_back(entry.seq, entry.line);
@@ -192,8 +201,8 @@ class JobManager::Sink final : public executor::TrainingSink {
     for (const auto& [name, value] : point.values) {
       if (std::isfinite(value)) values[name] = value;
     }
-    db::MetricPoint row{job_->id, job_->next_metric_seq++, point.step, point.epoch, manager_.clock_.wall_now(),
-                      values.dump()};
+    db::MetricPoint row{job_->id,    job_->next_metric_seq++,    point.step,
+                        point.epoch, manager_.clock_.wall_now(), values.dump()};
     base::MutexLock lock(manager_.telemetry_mutex_);
     manager_.pending_metrics_.push_back(std::move(row));
   }
@@ -253,7 +262,8 @@ class JobManager::Sink final : public executor::TrainingSink {
   SteadyClock::time_point last_progress_write_{};
 };
 
-JobManager::JobManager(db::ConnectionPool& pool, scheduler::PoolLayout layout, JobManagerOptions options)
+JobManager::JobManager(db::ConnectionPool& pool, scheduler::PoolLayout layout,
+                       JobManagerOptions options)
     : pool_(pool),
       repo_(pool),
       cluster_(pool),
@@ -289,7 +299,8 @@ bool JobManager::with_retry(F&& write) {
     {
       base::MutexLock lock(telemetry_mutex_);
       if (telemetry_stopping_ || (retry_until_ && clock_.now() >= *retry_until_)) {
-        std::cerr << "tpujobs: database unavailable, a write is given up: " << status.error().message << "\n";
+        std::cerr << "tpujobs: database unavailable, a write is given up: "
+                  << status.error().message << "\n";
         return false;
       }
     }
@@ -346,7 +357,8 @@ db::Status JobManager::start() {
     for (const db::HostHealthRow& h : *hosts) {
       std::optional<int> index = scheduler_.find_host(h.name);
       if (!index) continue;
-      if (h.health == "draining") scheduler_.set_host_health(*index, scheduler::HostHealth::kDraining);
+      if (h.health == "draining")
+        scheduler_.set_host_health(*index, scheduler::HostHealth::kDraining);
       if (h.health == "failed") scheduler_.set_host_health(*index, scheduler::HostHealth::kFailed);
     }
     for (const auto& [tenant, max_cores] : *quotas) {
@@ -374,13 +386,15 @@ db::Status JobManager::start() {
       t.from = {kQueued};
       t.to = kFailed;
       t.reason = "Rejected on restart: " + error;
-      t.error_json = error_json("INTERNAL", error, "resubmit the job against the current pool").dump();
+      t.error_json =
+          error_json("INTERNAL", error, "resubmit the job against the current pool").dump();
       t.set_finished_at = true;
       (void)repo_.jobs.transition(t);
       continue;
     }
     std::shared_ptr<LiveJob> job = std::move(*live);
-    if (auto c = checkpoints->find(row.id); c != checkpoints->end()) job->stored_checkpoint = c->second;
+    if (auto c = checkpoints->find(row.id); c != checkpoints->end())
+      job->stored_checkpoint = c->second;
     base::MutexLock lock(mutex_);
     enqueue_locked(job);
   }
@@ -523,14 +537,15 @@ void JobManager::submit_array(std::vector<api::SubmitRequest> children,
   answers->done = std::move(done);
   std::vector<PendingSubmit> pending;
   for (std::size_t i = 0; i < children.size(); ++i) {
-    pending.push_back(make_pending(std::move(children[i]), [answers, i](api::SubmitOutcome outcome) {
-      base::MutexLock lock(answers->mutex);
-      answers->outcomes[i] = std::move(outcome);
-      if (--answers->left > 0) return;
-      std::vector<api::SubmitOutcome> outcomes = std::move(answers->outcomes);
-      lock.unlock();
-      answers->done(std::move(outcomes));
-    }));
+    pending.push_back(
+        make_pending(std::move(children[i]), [answers, i](api::SubmitOutcome outcome) {
+          base::MutexLock lock(answers->mutex);
+          answers->outcomes[i] = std::move(outcome);
+          if (--answers->left > 0) return;
+          std::vector<api::SubmitOutcome> outcomes = std::move(answers->outcomes);
+          lock.unlock();
+          answers->done(std::move(outcomes));
+        }));
   }
   if (pending.empty()) return answers->done({});
   {
@@ -559,7 +574,8 @@ void JobManager::committer_loop() {
     std::vector<PendingSubmit> batch;
     {
       base::MutexLock lock(submit_mutex_);
-      lock.wait(submit_wake_, [this]() REQUIRES(submit_mutex_) { return submit_closed_ || !submits_.empty(); });
+      lock.wait(submit_wake_,
+                [this]() REQUIRES(submit_mutex_) { return submit_closed_ || !submits_.empty(); });
       if (submits_.empty() && submit_closed_) return;
       while (!submits_.empty() && static_cast<int>(batch.size()) < options_.submit_batch) {
         // A job array goes whole into one batch: one transaction.
@@ -584,8 +600,9 @@ void JobManager::commit_batch(std::vector<PendingSubmit>& batch) {
     database_ok_ = inserted.code() != db::ErrorCode::kUnavailable;
     for (PendingSubmit& p : batch) {
       api::SubmitOutcome outcome;
-      outcome.kind = inserted.code() == db::ErrorCode::kUnavailable ? api::SubmitOutcome::Kind::kUnavailable
-                                                                     : api::SubmitOutcome::Kind::kError;
+      outcome.kind = inserted.code() == db::ErrorCode::kUnavailable
+                         ? api::SubmitOutcome::Kind::kUnavailable
+                         : api::SubmitOutcome::Kind::kError;
       outcome.message = "the job was not stored: " + inserted.error().message;
       p.done(std::move(outcome));
     }
@@ -604,7 +621,8 @@ void JobManager::commit_batch(std::vector<PendingSubmit>& batch) {
         if (result.row.spec_hash != batch[i].request.spec_hash) {
           outcome.kind = api::SubmitOutcome::Kind::kConflict;
           outcome.message = "Idempotency-Key '" + batch[i].request.idempotency_key.value_or("") +
-                            "' was already used for job " + std::to_string(result.row.id) + " with a different spec";
+                            "' was already used for job " + std::to_string(result.row.id) +
+                            " with a different spec";
         } else {
           outcome.kind = api::SubmitOutcome::Kind::kExisting;
           auto it = live_.find(result.row.id);
@@ -615,7 +633,8 @@ void JobManager::commit_batch(std::vector<PendingSubmit>& batch) {
         ++submitted_total_;
         outcome.kind = api::SubmitOutcome::Kind::kCreated;
         api::SubmitRequest& request = batch[i].request;
-        outcome.job = response_body(render_row(result.row, std::move(request.spec_json), std::move(batch[i].resolved),
+        outcome.job = response_body(render_row(result.row, std::move(request.spec_json),
+                                               std::move(batch[i].resolved),
                                                json(request.spec.labels), json(request.warnings)));
       } else {
         ++submitted_total_;
@@ -624,10 +643,11 @@ void JobManager::commit_batch(std::vector<PendingSubmit>& batch) {
         job->tenant = result.row.tenant;
         job->row = result.row;
         api::SubmitRequest& request = batch[i].request;
-        set_view_base(*job,
-                      render_row(result.row, std::move(request.spec_json), std::move(batch[i].resolved),
-                                 json(request.spec.labels), json(request.warnings)),
-                      std::move(request.spec_text));
+        set_view_base(
+            *job,
+            render_row(result.row, std::move(request.spec_json), std::move(batch[i].resolved),
+                       json(request.spec.labels), json(request.warnings)),
+            std::move(request.spec_text));
         job->spec = std::move(request.spec);
         job->resolution = std::move(request.resolution);
         enqueue_locked(job, batch[i].order);
@@ -653,16 +673,17 @@ void JobManager::commit_batch(std::vector<PendingSubmit>& batch) {
 base::Result<std::shared_ptr<JobManager::LiveJob>> JobManager::make_live(const db::JobRow& row) {
   json spec_json = json::parse(row.spec_json, nullptr, false);
   std::vector<api::FieldError> errors;
-  std::optional<api::JobSpec> spec = spec_json.is_discarded() ? std::nullopt : api::parse_job_spec(spec_json, &errors);
+  std::optional<api::JobSpec> spec =
+      spec_json.is_discarded() ? std::nullopt : api::parse_job_spec(spec_json, &errors);
   if (!spec) {
-    return base::make_error(base::ErrorCode::kInvalid, errors.empty() ? "stored spec is not valid JSON"
-                                                                      : errors.front().field + ": " +
-                                                                            errors.front().message);
+    return base::make_error(base::ErrorCode::kInvalid,
+                            errors.empty() ? "stored spec is not valid JSON"
+                                           : errors.front().field + ": " + errors.front().message);
   }
   api::Resolution resolution = api::resolve(spec->trainer, capacity());
   if (!resolution.errors.empty()) {
-    return base::make_error(base::ErrorCode::kInvalid,
-                            resolution.errors.front().field + ": " + resolution.errors.front().message);
+    return base::make_error(base::ErrorCode::kInvalid, resolution.errors.front().field + ": " +
+                                                           resolution.errors.front().message);
   }
   api::apply_resolution(resolution, &*spec);
   auto job = std::make_shared<LiveJob>();
@@ -683,8 +704,9 @@ void JobManager::enqueue_locked(const std::shared_ptr<LiveJob>& job, std::int64_
   live_[job->id] = job;
   if (hold_for_dependencies_locked(job)) return;
   if (job->resolution.request.kind == scheduler::RequestKind::kCpu) {
-    auto at = std::upper_bound(cpu_waiting_.begin(), cpu_waiting_.end(), job->submit_order,
-                               [](std::int64_t o, const std::shared_ptr<LiveJob>& w) { return o < w->submit_order; });
+    auto at = std::upper_bound(
+        cpu_waiting_.begin(), cpu_waiting_.end(), job->submit_order,
+        [](std::int64_t o, const std::shared_ptr<LiveJob>& w) { return o < w->submit_order; });
     cpu_waiting_.insert(at, job);
     return;
   }
@@ -710,13 +732,14 @@ void JobManager::wake_scheduler() {
 
 // --------------------------------------------------------- workload rules
 
-db::Result<std::map<std::int64_t, JobState>> JobManager::job_states(const std::string& tenant,
-                                                                   const std::vector<std::int64_t>& ids) {
+db::Result<std::map<std::int64_t, JobState>> JobManager::job_states(
+    const std::string& tenant, const std::vector<std::int64_t>& ids) {
   return repo_.workload.job_states(ids, tenant);
 }
 
 db::Result<std::vector<api::UsageRow>> JobManager::usage(const api::UsageQuery& query) {
-  auto rows = repo_.workload.usage(query.from, query.to, query.by_label, query.label_key, query.tenant);
+  auto rows =
+      repo_.workload.usage(query.from, query.to, query.by_label, query.label_key, query.tenant);
   if (!rows.ok()) return rows.error();
   std::vector<api::UsageRow> out;
   out.reserve(rows->size());
@@ -741,7 +764,8 @@ void JobManager::withdraw_locked(const std::shared_ptr<LiveJob>& job) {
   ++epoch_;
   if (dependency_held_.erase(job->id) > 0) return;
   if (job->resolution.request.kind == scheduler::RequestKind::kCpu) {
-    cpu_waiting_.erase(std::remove(cpu_waiting_.begin(), cpu_waiting_.end(), job), cpu_waiting_.end());
+    cpu_waiting_.erase(std::remove(cpu_waiting_.begin(), cpu_waiting_.end(), job),
+                       cpu_waiting_.end());
   } else {
     scheduler_.cancel(job->id);
   }
@@ -757,7 +781,8 @@ void JobManager::apply_workload_rules() {
   std::vector<Ending> ending;
   auto waiting = [this](std::int64_t id) REQUIRES(mutex_) -> std::shared_ptr<LiveJob> {
     auto it = live_.find(id);
-    if (it == live_.end() || it->second->runner_started || it->second->row.state != kQueued) return nullptr;
+    if (it == live_.end() || it->second->runner_started || it->second->row.state != kQueued)
+      return nullptr;
     return it->second;
   };
 
@@ -772,11 +797,13 @@ void JobManager::apply_workload_rules() {
       continue;
     }
     withdraw_locked(job);
-    ending.push_back({job, "StartDeadlineExceeded",
-                      "the job did not start within its start_by of " +
-                          std::to_string(std::chrono::duration_cast<std::chrono::seconds>(*job->spec.start_by).count()) +
-                          " s",
-                      "raise start_by, lower the resources it asks for, or raise its priority"});
+    ending.push_back(
+        {job, "StartDeadlineExceeded",
+         "the job did not start within its start_by of " +
+             std::to_string(
+                 std::chrono::duration_cast<std::chrono::seconds>(*job->spec.start_by).count()) +
+             " s",
+         "raise start_by, lower the resources it asks for, or raise its priority"});
   }
 
   if (!dependency_held_.empty()) {
@@ -794,10 +821,12 @@ void JobManager::apply_workload_rules() {
         auto it = states->find(id);
         return it == states->end() ? std::nullopt : std::optional<JobState>(it->second);
       };
-      for (std::int64_t id : std::vector<std::int64_t>(dependency_held_.begin(), dependency_held_.end())) {
+      for (std::int64_t id :
+           std::vector<std::int64_t>(dependency_held_.begin(), dependency_held_.end())) {
         std::shared_ptr<LiveJob> job = waiting(id);
         if (!job || !dependency_held_.contains(id)) continue;
-        const scheduler::DependencyCheck check = scheduler::check_dependencies(job->spec.depends_on, state_of);
+        const scheduler::DependencyCheck check =
+            scheduler::check_dependencies(job->spec.depends_on, state_of);
         switch (check.verdict) {
           case scheduler::DependencyVerdict::kSatisfied:
             dependency_held_.erase(id);
@@ -813,9 +842,10 @@ void JobManager::apply_workload_rules() {
             break;
           case scheduler::DependencyVerdict::kNeverSatisfied:
             withdraw_locked(job);
-            ending.push_back({job, "DependencyNeverSatisfied", check.detail,
-                              "the job it depends on ended otherwise; fix that job and submit both again, or "
-                              "depend on it with another condition (succeeded, failed, finished)"});
+            ending.push_back(
+                {job, "DependencyNeverSatisfied", check.detail,
+                 "the job it depends on ended otherwise; fix that job and submit both again, or "
+                 "depend on it with another condition (succeeded, failed, finished)"});
             break;
         }
       }
@@ -879,7 +909,8 @@ void JobManager::start_placed_locked(SteadyClock::time_point now) {
     job->runner_started = true;
     job->run_started = now;
     job->row.state = kStarting;
-    job->runner = std::thread([this, job = job, placement = placement] { run_job(job, placement); });
+    job->runner =
+        std::thread([this, job = job, placement = placement] { run_job(job, placement); });
   }
 }
 
@@ -936,8 +967,10 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
   const bool moved = apply_transition(starting);
   auto release = [&] {
     base::MutexLock lock(mutex_);
-    if (cpu) --cpu_running_;
-    else scheduler_.finish(job->id);
+    if (cpu)
+      --cpu_running_;
+    else
+      scheduler_.finish(job->id);
     job->runner_started = false;
   };
   if (!moved) {
@@ -963,7 +996,8 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
   if (!fresh) {
     auto checkpoint = repo_.outputs.latest_checkpoint(job->id);
     if (checkpoint.ok() && *checkpoint) {
-      resume = executor::Checkpoint{(*checkpoint)->step, (*checkpoint)->epoch, std::move((*checkpoint)->bytes)};
+      resume = executor::Checkpoint{(*checkpoint)->step, (*checkpoint)->epoch,
+                                    std::move((*checkpoint)->bytes)};
     }
     auto log_seq = repo_.outputs.max_log_seq(job->id);
     job->next_log_seq = (log_seq.ok() ? *log_seq : 0) + 1;
@@ -980,7 +1014,8 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
   running.job_id = job->id;
   running.from = {kStarting};
   running.to = kRunning;
-  running.reason = resume ? "Resumed from the checkpoint at step " + std::to_string(resume->step) : "Training started";
+  running.reason = resume ? "Resumed from the checkpoint at step " + std::to_string(resume->step)
+                          : "Training started";
   // Lost in a database crash, the job reads as STARTING under this owner,
   // which a restart re-queues as it does RUNNING: skip the WAL flush.
   running.durable = false;
@@ -996,12 +1031,14 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
   }
 
   Sink sink(*this, job);
-  executor::DeviceFacts device = device_for(cpu ? std::nullopt : std::optional(placement.generation));
+  executor::DeviceFacts device =
+      device_for(cpu ? std::nullopt : std::optional(placement.generation));
   executor::RunControl control;
   control.cancel = &job->cancel;
   control.resume = resume ? &*resume : nullptr;
   control.checkpoint_on_cancel = &job->checkpoint_on_cancel;
-  executor::TrainingResult result = executor::train(job->spec.training, device, workers_, *datasets_, sink, control);
+  executor::TrainingResult result =
+      executor::train(job->spec.training, device, workers_, *datasets_, sink, control);
   {
     std::optional<executor::Progress> last;
     {
@@ -1048,15 +1085,17 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
         break;
       case StopReason::kHostFailedFinal:
         state = kFailed;
-        error = error_json("UNAVAILABLE", "failed to connect to all addresses",
-                           "a host of the job's slice failed; check the slice's hosts (GET /v1/pool), or set "
-                           "max_retries so the job resumes on healthy hosts from its last checkpoint");
+        error = error_json(
+            "UNAVAILABLE", "failed to connect to all addresses",
+            "a host of the job's slice failed; check the slice's hosts (GET /v1/pool), or set "
+            "max_retries so the job resumes on healthy hosts from its last checkpoint");
         why = "UNAVAILABLE: failed to connect to all addresses";
         break;
       case StopReason::kLeaseLost:
         state = kFailed;
-        error = error_json("UNAVAILABLE", "the job's lease on its cores expired or was released",
-                           "an admin released the cores, or the job stopped heartbeating; resubmit it");
+        error =
+            error_json("UNAVAILABLE", "the job's lease on its cores expired or was released",
+                       "an admin released the cores, or the job stopped heartbeating; resubmit it");
         why = "Lease released";
         break;
       case StopReason::kUserCancel:
@@ -1077,8 +1116,10 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
     back.increment_attempt = reason == StopReason::kHostFailedRetry;
     apply_transition(back);
     base::MutexLock lock(mutex_);
-    if (cpu) --cpu_running_;
-    else scheduler_.finish(job->id);
+    if (cpu)
+      --cpu_running_;
+    else
+      scheduler_.finish(job->id);
     job->runner_started = false;
     job->stop_reason = StopReason::kNone;
     job->cancel = false;
@@ -1098,8 +1139,8 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
   finish_job(job, state, why, error, result_json);
 }
 
-json JobManager::finish_job(const std::shared_ptr<LiveJob>& job, JobState state, const std::string& reason,
-                            json error, json result, bool stored) {
+json JobManager::finish_job(const std::shared_ptr<LiveJob>& job, JobState state,
+                            const std::string& reason, json error, json result, bool stored) {
   db::Transition t;
   t.job_id = job->id;
   t.from = {kQueued, kStarting, kRunning};
@@ -1118,12 +1159,16 @@ json JobManager::finish_job(const std::shared_ptr<LiveJob>& job, JobState state,
     if (is_terminal((*row)->state)) finished_views_.put(job->id, job->tenant, response_body(*view));
   }
   base::MutexLock lock(mutex_);
-  if (row.ok() && *row) job->row = **row;
-  else job->row.state = state;  // not read back: the view from memory
+  if (row.ok() && *row)
+    job->row = **row;
+  else
+    job->row.state = state;  // not read back: the view from memory
   ++epoch_;
   if (job->runner_started) {
-    if (job->resolution.request.kind == scheduler::RequestKind::kCpu) --cpu_running_;
-    else scheduler_.finish(job->id);
+    if (job->resolution.request.kind == scheduler::RequestKind::kCpu)
+      --cpu_running_;
+    else
+      scheduler_.finish(job->id);
     job->runner_started = false;
   }
   if (job->runner.joinable()) finished_runners_.push_back(std::move(job->runner));
@@ -1153,7 +1198,8 @@ void JobManager::notify_waiters(const std::shared_ptr<LiveJob>& job, const json&
 db::Result<db::JobRow> JobManager::load_visible(std::int64_t id, const std::string& tenant) {
   auto row = repo_.jobs.get_job(id);
   if (!row.ok()) return row.error();
-  if (!*row || (*row)->tenant != tenant) return db::make_error(db::ErrorCode::kNotFound, "no job " + std::to_string(id));
+  if (!*row || (*row)->tenant != tenant)
+    return db::make_error(db::ErrorCode::kNotFound, "no job " + std::to_string(id));
   return std::move(**row);
 }
 
@@ -1164,8 +1210,10 @@ json JobManager::render(const db::JobRow& row) {
 
 // The view of a stored row, given its JSON columns already parsed (a new
 // job's come straight from the request).
-json JobManager::render_row(const db::JobRow& row, json spec, json resolved, json labels, json warnings) {
-  json estimate = resolved.is_object() && resolved.contains("estimate") ? resolved["estimate"] : json(nullptr);
+json JobManager::render_row(const db::JobRow& row, json spec, json resolved, json labels,
+                            json warnings) {
+  json estimate =
+      resolved.is_object() && resolved.contains("estimate") ? resolved["estimate"] : json(nullptr);
   json result = parse_or_null(row.result_json);
   json view = {
       {"id", row.id},
@@ -1175,7 +1223,8 @@ json JobManager::render_row(const db::JobRow& row, json spec, json resolved, jso
       {"priority", row.priority},
       {"state", state_name(row.state)},
       {"spec", spec},
-      {"resolved", resolved.is_object() && resolved.contains("request") ? resolved["request"] : json(nullptr)},
+      {"resolved",
+       resolved.is_object() && resolved.contains("request") ? resolved["request"] : json(nullptr)},
       {"estimate", estimate},
       {"allocation", parse_or_null(row.allocation_json)},
       {"queue_position", nullptr},
@@ -1222,7 +1271,8 @@ void JobManager::set_view_base(LiveJob& job, json view, std::string spec_text) {
   view.erase("spec");
   job.fixed_members = members_text(view);
   job.live_base = std::move(live);
-  for (std::string* text : {&job.row.spec_json, &job.row.resolved_json, &job.row.labels_json, &job.row.warnings_json}) {
+  for (std::string* text :
+       {&job.row.spec_json, &job.row.resolved_json, &job.row.labels_json, &job.row.warnings_json}) {
     std::string().swap(*text);
   }
 }
@@ -1241,15 +1291,17 @@ std::string JobManager::render_live_text_locked(const LiveJob& job, bool with_sp
   view["started_at"] = time_or_null(job.row.started_at);
   if (job.row.state == kQueued) {
     if (dependency_held_.contains(job.id)) {
-      view["pending_reason"] = scheduler::pending_reason_name(scheduler::PendingReason::kDependency);
+      view["pending_reason"] =
+          scheduler::pending_reason_name(scheduler::PendingReason::kDependency);
       if (!job.dependency_detail.empty()) view["pending_detail"] = job.dependency_detail;
     } else if (std::optional<scheduler::PendingInfo> info = scheduler_.pending(job.id)) {
       view["pending_reason"] = scheduler::pending_reason_name(info->reason);
       view["queue_position"] = info->queue_position;
       if (info->estimated_start) {
         const auto wait = *info->estimated_start - clock_.now();
-        view["estimated_start"] = iso_time(clock_.wall_now() +
-                                           std::chrono::duration_cast<std::chrono::system_clock::duration>(wait));
+        view["estimated_start"] =
+            iso_time(clock_.wall_now() +
+                     std::chrono::duration_cast<std::chrono::system_clock::duration>(wait));
       }
     } else if (job.resolution.request.kind == scheduler::RequestKind::kCpu) {
       view["pending_reason"] = "Resources";
@@ -1270,13 +1322,16 @@ std::string JobManager::render_live_text_locked(const LiveJob& job, bool with_sp
                      {"samples_per_sec", p.samples_per_sec}};
     if (p.total_steps > 0 && p.step > 0) {
       const double elapsed = std::chrono::duration<double>(clock_.now() - job.run_started).count();
-      progress["percent"] = 100.0 * static_cast<double>(p.step) / static_cast<double>(p.total_steps);
-      progress["eta_seconds"] = elapsed / static_cast<double>(p.step) * static_cast<double>(p.total_steps - p.step);
+      progress["percent"] =
+          100.0 * static_cast<double>(p.step) / static_cast<double>(p.total_steps);
+      progress["eta_seconds"] =
+          elapsed / static_cast<double>(p.step) * static_cast<double>(p.total_steps - p.step);
     }
     view["progress"] = progress;
   }
   if (job.stored_checkpoint) {
-    view["last_checkpoint"] = {{"step", job.stored_checkpoint->first}, {"epoch", job.stored_checkpoint->second}};
+    view["last_checkpoint"] = {{"step", job.stored_checkpoint->first},
+                               {"epoch", job.stored_checkpoint->second}};
   }
   if (!job.latest_metrics.empty()) {
     json metrics = json::object();
@@ -1303,7 +1358,9 @@ std::string JobManager::render_live_text_locked(const LiveJob& job, bool with_sp
   return text;
 }
 
-json JobManager::render_live_locked(const LiveJob& job) { return json::parse(render_live_text_locked(job, true)); }
+json JobManager::render_live_locked(const LiveJob& job) {
+  return json::parse(render_live_text_locked(job, true));
+}
 
 api::JsonResult JobManager::get_job(std::int64_t id, const std::string& tenant) {
   {
@@ -1330,7 +1387,8 @@ db::Result<std::string> JobManager::get_job_text(std::int64_t id, const std::str
       LiveJob& job = *it->second;
       if (job.tenant != tenant) return not_found(id).error();
       // Pollers ask far more often than jobs change: render once per change.
-      if (job.cached_body.empty() || job.cached_epoch != epoch_ || job.cached_version != job.version) {
+      if (job.cached_body.empty() || job.cached_epoch != epoch_ ||
+          job.cached_version != job.version) {
         job.cached_body = render_live_text_locked(job, /*with_spec=*/true);
         job.cached_epoch = epoch_;
         job.cached_version = job.version;
@@ -1388,10 +1446,12 @@ api::JsonResult JobManager::list_jobs(const api::JobQuery& query) {
       jobs.push_back(std::move(view));
     }
   }
-  return json{{"jobs", jobs}, {"next_cursor", page->next_cursor.empty() ? json(nullptr) : json(page->next_cursor)}};
+  return json{{"jobs", jobs},
+              {"next_cursor", page->next_cursor.empty() ? json(nullptr) : json(page->next_cursor)}};
 }
 
-void JobManager::wait_job(std::int64_t id, const std::string& tenant, std::chrono::milliseconds timeout,
+void JobManager::wait_job(std::int64_t id, const std::string& tenant,
+                          std::chrono::milliseconds timeout,
                           std::function<void(api::JsonResult)> done) {
   // An answer given at once is given after the lock is released: done()
   // may write the response inline.
@@ -1432,14 +1492,17 @@ void JobManager::wait_job(std::int64_t id, const std::string& tenant, std::chron
 void JobManager::poll_wait(std::int64_t id, std::string tenant, SteadyClock::time_point deadline,
                            std::function<void(api::JsonResult)> done) {
   api::JsonResult current = get_job(id, tenant);
-  std::optional<JobState> state = current.ok() ? db::parse_job_state((*current).value("state", "")) : std::nullopt;
+  std::optional<JobState> state =
+      current.ok() ? db::parse_job_state((*current).value("state", "")) : std::nullopt;
   const bool over = !state || is_terminal(*state) || clock_.now() >= deadline;
   if (over) return done(std::move(current));
-  const auto next = std::min(deadline - clock_.now(), SteadyClock::duration(std::chrono::milliseconds(200)));
-  timers_.schedule_after(std::chrono::duration_cast<std::chrono::milliseconds>(next),
-                         [this, id, tenant = std::move(tenant), deadline, done = std::move(done)]() mutable {
-                           poll_wait(id, std::move(tenant), deadline, std::move(done));
-                         });
+  const auto next =
+      std::min(deadline - clock_.now(), SteadyClock::duration(std::chrono::milliseconds(200)));
+  timers_.schedule_after(
+      std::chrono::duration_cast<std::chrono::milliseconds>(next),
+      [this, id, tenant = std::move(tenant), deadline, done = std::move(done)]() mutable {
+        poll_wait(id, std::move(tenant), deadline, std::move(done));
+      });
 }
 
 api::JsonResult JobManager::cancel_job(std::int64_t id, const std::string& tenant) {
@@ -1486,14 +1549,16 @@ api::JsonResult JobManager::cancel_job(std::int64_t id, const std::string& tenan
     withdraw_locked(queued);
   }
   if (queued) {
-    return finish_job(queued, kCancelled, "Cancelled by request while queued", error_json("CANCELLED", "the job was cancelled before it started", ""),
+    return finish_job(queued, kCancelled, "Cancelled by request while queued",
+                      error_json("CANCELLED", "the job was cancelled before it started", ""),
                       nullptr, /*stored=*/true);
   }
   auto row = load_visible(id, tenant);
   if (!row.ok()) return row.error();
   if (is_terminal(row->state)) {
-    return db::make_error(db::ErrorCode::kConflict,
-                          "job " + std::to_string(id) + " is already " + state_name(row->state) + "; only unfinished jobs can be cancelled");
+    return db::make_error(db::ErrorCode::kConflict, "job " + std::to_string(id) + " is already " +
+                                                        state_name(row->state) +
+                                                        "; only unfinished jobs can be cancelled");
   }
   if (options_.cluster && row->state == kQueued) {
     // Not placed yet: it ends here, unless the leader places it first.
@@ -1521,7 +1586,8 @@ api::JsonResult JobManager::cancel_job(std::int64_t id, const std::string& tenan
   return view;
 }
 
-api::JsonResult JobManager::job_logs(std::int64_t id, const std::string& tenant, std::int64_t after, int limit) {
+api::JsonResult JobManager::job_logs(std::int64_t id, const std::string& tenant, std::int64_t after,
+                                     int limit) {
   auto row = load_visible(id, tenant);
   if (!row.ok()) return row.error();
   if (!is_terminal(row->state)) flush_outputs_for_read();
@@ -1540,8 +1606,9 @@ void JobManager::follow_logs(std::int64_t id, const std::string& tenant, std::in
                              api::ResponseWriterPtr writer) {
   auto row = load_visible(id, tenant);
   if (!row.ok()) {
-    writer->respond(row.code() == db::ErrorCode::kNotFound ? api::problem(404, row.error().message)
-                                                           : api::problem(503, row.error().message));
+    writer->respond(row.code() == db::ErrorCode::kNotFound
+                        ? api::problem(404, row.error().message)
+                        : api::problem(503, row.error().message));
     return;
   }
   api::Response head;
@@ -1552,7 +1619,8 @@ void JobManager::follow_logs(std::int64_t id, const std::string& tenant, std::in
   stream_tick(id, after, std::move(writer), 0);
 }
 
-void JobManager::stream_tick(std::int64_t id, std::int64_t after, api::ResponseWriterPtr writer, int idle_ticks) {
+void JobManager::stream_tick(std::int64_t id, std::int64_t after, api::ResponseWriterPtr writer,
+                             int idle_ticks) {
   if (writer->closed()) return;
   std::vector<std::pair<std::int64_t, std::string>> lines;
   bool live = false;
@@ -1579,7 +1647,8 @@ void JobManager::stream_tick(std::int64_t id, std::int64_t after, api::ResponseW
   }
   std::string chunk;
   for (const auto& [seq, line] : lines) {
-    chunk += "id: " + std::to_string(seq) + "\nevent: log\ndata: " + json{{"seq", seq}, {"line", line}}.dump() + "\n\n";
+    chunk += "id: " + std::to_string(seq) +
+             "\nevent: log\ndata: " + json{{"seq", seq}, {"line", line}}.dump() + "\n\n";
     after = seq;
   }
   if (!chunk.empty()) {
@@ -1592,7 +1661,8 @@ void JobManager::stream_tick(std::int64_t id, std::int64_t after, api::ResponseW
     // Everything stored has been sent; is the job over?
     auto row = repo_.jobs.get_job(id);
     if (row.ok() && *row && is_terminal((*row)->state)) {
-      writer->write("event: end\ndata: " + json{{"state", state_name((*row)->state)}}.dump() + "\n\n");
+      writer->write("event: end\ndata: " + json{{"state", state_name((*row)->state)}}.dump() +
+                    "\n\n");
       writer->end();
       return;
     }
@@ -1635,7 +1705,8 @@ void JobManager::log_listener_loop() {
         listener = std::move(*opened);
       } else {
         base::MutexLock lock(log_followers_mutex_);
-        lock.wait_for(log_listener_wake_, std::chrono::seconds(1), [this]() REQUIRES(log_followers_mutex_) { return log_listener_stopping_; });
+        lock.wait_for(log_listener_wake_, std::chrono::seconds(1),
+                      [this]() REQUIRES(log_followers_mutex_) { return log_listener_stopping_; });
         continue;
       }
     }
@@ -1665,7 +1736,8 @@ void JobManager::log_listener_loop() {
   }
 }
 
-api::JsonResult JobManager::job_metrics(std::int64_t id, const std::string& tenant, std::int64_t after) {
+api::JsonResult JobManager::job_metrics(std::int64_t id, const std::string& tenant,
+                                        std::int64_t after) {
   auto row = load_visible(id, tenant);
   if (!row.ok()) return row.error();
   if (!is_terminal(row->state)) flush_outputs_for_read();
@@ -1675,7 +1747,11 @@ api::JsonResult JobManager::job_metrics(std::int64_t id, const std::string& tena
   std::int64_t last = after;
   for (const db::MetricPoint& m : *points) {
     json values = json::parse(m.metrics_json, nullptr, false);
-    out.push_back({{"seq", m.seq}, {"step", m.step}, {"epoch", m.epoch}, {"at", iso_time(m.at)}, {"values", values}});
+    out.push_back({{"seq", m.seq},
+                   {"step", m.step},
+                   {"epoch", m.epoch},
+                   {"at", iso_time(m.at)},
+                   {"values", values}});
     last = m.seq;
   }
   return json{{"job_id", id}, {"points", out}, {"next_after", last}};
@@ -1701,8 +1777,9 @@ db::Result<std::string> JobManager::xla_report(std::int64_t id, const std::strin
   json result = parse_or_null(row->result_json);
   if (!result.is_object() || !result.contains("xla_report") || !result["xla_report"].is_string() ||
       result["xla_report"].get<std::string>().empty()) {
-    return db::make_error(db::ErrorCode::kConflict, "job " + std::to_string(id) + " is " + state_name(row->state) +
-                                                        ": the XLA metrics report is written when it ends");
+    return db::make_error(db::ErrorCode::kConflict,
+                          "job " + std::to_string(id) + " is " + state_name(row->state) +
+                              ": the XLA metrics report is written when it ends");
   }
   return result["xla_report"].get<std::string>();
 }
@@ -1721,29 +1798,32 @@ nlohmann::json JobManager::pool_view() {
       if (h.cores[c]) {
         ++used;
         auto it = live_.find(*h.cores[c]);
-        cores.push_back({{"core", c},
-                         {"job", *h.cores[c]},
-                         {"job_name", it != live_.end() ? json(it->second->spec.name) : json(nullptr)}});
+        cores.push_back(
+            {{"core", c},
+             {"job", *h.cores[c]},
+             {"job_name", it != live_.end() ? json(it->second->spec.name) : json(nullptr)}});
       } else {
         cores.push_back({{"core", c}, {"job", nullptr}});
       }
     }
     const scheduler::GenerationFacts& f = scheduler::facts(h.generation);
-    hosts.push_back({{"name", h.name},
-                     {"generation", f.name},
-                     {"health", scheduler::host_health_name(h.health)},
-                     {"devices", h.cores.size()},
-                     {"hbm_bytes_per_device", f.hbm_bytes_per_device},
-                     {"cores_in_use", used},
-                     {"utilization", h.cores.empty() ? 0.0 : static_cast<double>(used) / h.cores.size()},
-                     {"cores", cores}});
+    hosts.push_back(
+        {{"name", h.name},
+         {"generation", f.name},
+         {"health", scheduler::host_health_name(h.health)},
+         {"devices", h.cores.size()},
+         {"hbm_bytes_per_device", f.hbm_bytes_per_device},
+         {"cores_in_use", used},
+         {"utilization", h.cores.empty() ? 0.0 : static_cast<double>(used) / h.cores.size()},
+         {"cores", cores}});
   }
   int cpu_jobs = cpu_running_;
   return {{"hosts", hosts},
           {"total_cores", view.total_cores},
           {"used_cores", view.used_cores},
           {"healthy_cores", view.healthy_cores},
-          {"utilization", view.total_cores ? static_cast<double>(view.used_cores) / view.total_cores : 0.0},
+          {"utilization",
+           view.total_cores ? static_cast<double>(view.used_cores) / view.total_cores : 0.0},
           {"queued_jobs", view.queued_jobs + static_cast<int>(cpu_waiting_.size())},
           {"running_jobs", view.running_jobs + cpu_jobs},
           {"cpu_jobs_running", cpu_jobs}};
@@ -1754,9 +1834,12 @@ json JobManager::cluster_pool_view() {
   auto hosts = cluster_.list_hosts();
   auto unfinished = repo_.jobs.load_unfinished();
   if (!agents.ok() || !hosts.ok() || !unfinished.ok()) {
-    return {{"error", "the database did not answer"}, {"hosts", json::array()}, {"agents", json::array()}};
+    return {{"error", "the database did not answer"},
+            {"hosts", json::array()},
+            {"agents", json::array()}};
   }
-  std::map<std::pair<std::string, int>, std::pair<std::int64_t, std::string>> core_jobs;  // (host, core) -> job
+  std::map<std::pair<std::string, int>, std::pair<std::int64_t, std::string>>
+      core_jobs;  // (host, core) -> job
   std::map<std::string, json> agent_jobs;
   int queued = 0, running = 0, cpu_jobs = 0;
   for (const db::JobRow& row : *unfinished) {
@@ -1815,13 +1898,14 @@ json JobManager::cluster_pool_view() {
       if (h.agent == a.name) names.push_back(h.name);
     }
     auto jobs = agent_jobs.find(a.name);
-    agent_views.push_back({{"name", a.name},
-                           {"state", a.state},
-                           {"epoch", a.epoch},
-                           {"workers", a.workers},
-                           {"last_heartbeat", iso_time(a.last_heartbeat)},
-                           {"hosts", names},
-                           {"running_jobs", jobs != agent_jobs.end() ? jobs->second : json::array()}});
+    agent_views.push_back(
+        {{"name", a.name},
+         {"state", a.state},
+         {"epoch", a.epoch},
+         {"workers", a.workers},
+         {"last_heartbeat", iso_time(a.last_heartbeat)},
+         {"hosts", names},
+         {"running_jobs", jobs != agent_jobs.end() ? jobs->second : json::array()}});
   }
   return {{"hosts", host_views},
           {"agents", agent_views},
@@ -1839,10 +1923,13 @@ api::JsonResult JobManager::set_host_health(const std::string& host, scheduler::
     // Stored; the leader places nothing more on a host that is not healthy.
     auto hosts = cluster_.list_hosts();
     if (!hosts.ok()) return hosts.error();
-    auto it = std::find_if(hosts->begin(), hosts->end(), [&](const db::ClusterHostRow& h) { return h.name == host; });
-    if (it == hosts->end()) return db::make_error(db::ErrorCode::kNotFound, "no host '" + host.substr(0, 64) + "' in the pool");
-    if (db::Status s = repo_.pool_state.upsert_host_health(host, it->generation,
-                                                           std::string(scheduler::host_health_name(health)));
+    auto it = std::find_if(hosts->begin(), hosts->end(),
+                           [&](const db::ClusterHostRow& h) { return h.name == host; });
+    if (it == hosts->end())
+      return db::make_error(db::ErrorCode::kNotFound,
+                            "no host '" + host.substr(0, 64) + "' in the pool");
+    if (db::Status s = repo_.pool_state.upsert_host_health(
+            host, it->generation, std::string(scheduler::host_health_name(health)));
         !s.ok()) {
       return s.error();
     }
@@ -1853,7 +1940,8 @@ api::JsonResult JobManager::set_host_health(const std::string& host, scheduler::
       if (!unfinished.ok()) return unfinished.error();
       for (const db::JobRow& row : *unfinished) {
         const json allocation = parse_or_null(row.allocation_json);
-        if (row.state == kQueued || !allocation.is_object() || !allocation.contains("hosts")) continue;
+        if (row.state == kQueued || !allocation.is_object() || !allocation.contains("hosts"))
+          continue;
         for (const json& h : allocation["hosts"]) {
           if (h == host) {
             affected.push_back(row.id);
@@ -1863,7 +1951,9 @@ api::JsonResult JobManager::set_host_health(const std::string& host, scheduler::
       }
     }
     (void)cluster_.notify(db::kSubmitChannel, "pool");
-    return json{{"host", host}, {"health", scheduler::host_health_name(health)}, {"affected_jobs", affected}};
+    return json{{"host", host},
+                {"health", scheduler::host_health_name(health)},
+                {"affected_jobs", affected}};
   }
   std::optional<int> index;
   std::string generation;
@@ -1871,12 +1961,14 @@ api::JsonResult JobManager::set_host_health(const std::string& host, scheduler::
     base::MutexLock lock(mutex_);
     index = scheduler_.find_host(host);
     if (!index) {
-      return db::make_error(db::ErrorCode::kNotFound, "no host '" + host.substr(0, 64) + "' in the pool");
+      return db::make_error(db::ErrorCode::kNotFound,
+                            "no host '" + host.substr(0, 64) + "' in the pool");
     }
     generation = generation_name(layout_.hosts[*index].generation);
   }
   // Durable first: a restart must not bring a failed host back.
-  if (db::Status s = repo_.pool_state.upsert_host_health(host, generation, std::string(scheduler::host_health_name(health)));
+  if (db::Status s = repo_.pool_state.upsert_host_health(
+          host, generation, std::string(scheduler::host_health_name(health)));
       !s.ok()) {
     return s.error();
   }
@@ -1898,7 +1990,8 @@ api::JsonResult JobManager::set_host_health(const std::string& host, scheduler::
     schedule_requested_ = true;
   }
   scheduler_wake_.notify_one();
-  return json{{"host", host}, {"health", scheduler::host_health_name(health)}, {"affected_jobs", affected}};
+  return json{
+      {"host", host}, {"health", scheduler::host_health_name(health)}, {"affected_jobs", affected}};
 }
 
 api::JsonResult JobManager::force_release(std::int64_t id) {
@@ -1911,13 +2004,16 @@ api::JsonResult JobManager::force_release(std::int64_t id) {
     t.from = {kStarting, kRunning};
     t.to = kFailed;
     t.reason = "Lease released";
-    t.error_json = error_json("UNAVAILABLE", "the job's lease on its cores expired or was released",
-                              "an admin released the cores, or the job stopped heartbeating; resubmit it")
-                       .dump();
+    t.error_json =
+        error_json("UNAVAILABLE", "the job's lease on its cores expired or was released",
+                   "an admin released the cores, or the job stopped heartbeating; resubmit it")
+            .dump();
     t.set_finished_at = true;
     auto moved = repo_.jobs.transition(t);
     if (!moved.ok()) return moved.error();
-    if (!*moved) return db::make_error(db::ErrorCode::kNotFound, "job " + std::to_string(id) + " holds no cores");
+    if (!*moved)
+      return db::make_error(db::ErrorCode::kNotFound,
+                            "job " + std::to_string(id) + " holds no cores");
     if (*row) (void)cluster_.notify(db::kAgentChannel, (*row)->agent.value_or(""));
     (void)cluster_.notify(db::kSubmitChannel, "released");
     return json{{"job", id}, {"released", true}};
@@ -1925,18 +2021,21 @@ api::JsonResult JobManager::force_release(std::int64_t id) {
   base::MutexLock lock(mutex_);
   auto it = live_.find(id);
   if (it == live_.end() || !it->second->runner_started) {
-    return db::make_error(db::ErrorCode::kNotFound, "job " + std::to_string(id) + " holds no cores here");
+    return db::make_error(db::ErrorCode::kNotFound,
+                          "job " + std::to_string(id) + " holds no cores here");
   }
   scheduler_.force_release(id);
   ++epoch_;
-  if (it->second->stop_reason == StopReason::kNone) it->second->stop_reason = StopReason::kLeaseLost;
+  if (it->second->stop_reason == StopReason::kNone)
+    it->second->stop_reason = StopReason::kLeaseLost;
   it->second->cancel = true;
   schedule_requested_ = true;
   scheduler_wake_.notify_one();
   return json{{"job", id}, {"released", true}};
 }
 
-api::JsonResult JobManager::upload_dataset(const std::string& tenant, const std::string& name, const std::string& csv) {
+api::JsonResult JobManager::upload_dataset(const std::string& tenant, const std::string& name,
+                                           const std::string& csv) {
   base::Result<executor::CsvTable> parsed = executor::parse_csv(csv);
   if (!parsed.ok()) return parsed.error();
   const executor::CsvTable& table = *parsed;
@@ -1974,7 +2073,8 @@ scheduler::PoolCapacity JobManager::capacity() {
   return capacity;
 }
 
-executor::DeviceFacts JobManager::device_for(std::optional<scheduler::Generation> generation) const {
+executor::DeviceFacts JobManager::device_for(
+    std::optional<scheduler::Generation> generation) const {
   executor::DeviceFacts device;
   if (!generation && !layout_.hosts.empty()) generation = layout_.hosts.front().generation;
   if (generation) {
@@ -1987,7 +2087,8 @@ executor::DeviceFacts JobManager::device_for(std::optional<scheduler::Generation
   return device;
 }
 
-JobManager::Estimate JobManager::estimate(const api::JobSpec& spec, const api::Resolution& resolution) {
+JobManager::Estimate JobManager::estimate(const api::JobSpec& spec,
+                                          const api::Resolution& resolution) {
   std::optional<scheduler::Generation> generation = resolution.request.generation;
   if (!generation && options_.cluster) {
     const scheduler::PoolCapacity pool = capacity();
@@ -2012,10 +2113,12 @@ JobManager::Estimate JobManager::estimate(const api::JobSpec& spec, const api::R
     if (it != estimate_cache_.end()) return it->second;
   }
   Estimate out;
-  base::Result<executor::Estimate, executor::JobError> result = executor::estimate(spec.training, device, *datasets_);
+  base::Result<executor::Estimate, executor::JobError> result =
+      executor::estimate(spec.training, device, *datasets_);
   if (!result.ok()) {
     const executor::JobError& error = result.error();
-    out.error = api::FieldError{error.field.empty() ? "spec" : error.field, error.message, error.hint};
+    out.error =
+        api::FieldError{error.field.empty() ? "spec" : error.field, error.message, error.hint};
     return out;  // not cached: an upload may appear later
   }
   const executor::Estimate& e = *result;
@@ -2037,8 +2140,8 @@ JobManager::Estimate JobManager::estimate(const api::JobSpec& spec, const api::R
                     {"fits", hbm.fits}}},
                   {"estimated_step_seconds", e.estimated_step_seconds},
                   {"mxu_utilization", e.mxu_utilization},
-                  {"note", "step time and MXU utilisation are estimates for a real " + device.generation +
-                               " device, not measurements"}};
+                  {"note", "step time and MXU utilisation are estimates for a real " +
+                               device.generation + " device, not measurements"}};
   if (!hbm.fits && hbm.certain) {
     out.error = api::FieldError{"data.batch_size", hbm.message(), hbm.hint()};
   }
@@ -2120,7 +2223,9 @@ void JobManager::telemetry_loop() {
     // Log lines and metrics go in batches; a checkpoint goes at once, so a
     // crash loses as little training as possible.
     lock.wait_for(telemetry_wake_, options_.telemetry_interval,
-                  [this]() REQUIRES(telemetry_mutex_) { return telemetry_stopping_ || !pending_checkpoints_.empty(); });
+                  [this]() REQUIRES(telemetry_mutex_) {
+                    return telemetry_stopping_ || !pending_checkpoints_.empty();
+                  });
     lock.unlock();
     flush_telemetry();
     lock.lock();
@@ -2152,22 +2257,27 @@ bool JobManager::auth_required() {
   if (!tokens_exist_ || now - tokens_checked_ > std::chrono::seconds(2)) {
     auto count = repo_.tokens.count_active_tokens();
     // If the database cannot say, stay closed once tokens were seen.
-    if (count.ok()) tokens_exist_ = *count > 0;
-    else if (!tokens_exist_) tokens_exist_ = false;
+    if (count.ok())
+      tokens_exist_ = *count > 0;
+    else if (!tokens_exist_)
+      tokens_exist_ = false;
     tokens_checked_ = now;
   }
   return *tokens_exist_;
 }
 
 api::JsonResult JobManager::set_quota(const std::string& tenant, std::optional<int> max_cores) {
-  db::Status stored = max_cores ? repo_.pool_state.set_quota(tenant, *max_cores) : repo_.pool_state.clear_quota(tenant);
+  db::Status stored = max_cores ? repo_.pool_state.set_quota(tenant, *max_cores)
+                                : repo_.pool_state.clear_quota(tenant);
   if (!stored.ok()) return stored.error();
   {
     base::MutexLock lock(mutex_);
     scheduler_.set_tenant_quota(tenant, max_cores);
     ++epoch_;
-    if (max_cores) quotas_[tenant] = *max_cores;
-    else quotas_.erase(tenant);
+    if (max_cores)
+      quotas_[tenant] = *max_cores;
+    else
+      quotas_.erase(tenant);
     schedule_requested_ = true;
   }
   scheduler_wake_.notify_one();
@@ -2216,19 +2326,32 @@ std::string JobManager::prometheus_metrics() {
   }
   out += "# HELP tpujobs_queue_depth Jobs waiting for cores.\n# TYPE tpujobs_queue_depth gauge\n";
   out += "tpujobs_queue_depth " + std::to_string(view.queued_jobs + cpu_waiting) + "\n";
-  out += "# HELP tpujobs_cores_in_use Emulated TPU cores held by running jobs.\n# TYPE tpujobs_cores_in_use gauge\n";
+  out +=
+      "# HELP tpujobs_cores_in_use Emulated TPU cores held by running jobs.\n# TYPE "
+      "tpujobs_cores_in_use gauge\n";
   out += "tpujobs_cores_in_use " + std::to_string(view.used_cores) + "\n";
-  out += "# HELP tpujobs_pool_cores Emulated TPU cores in the pool.\n# TYPE tpujobs_pool_cores gauge\n";
+  out +=
+      "# HELP tpujobs_pool_cores Emulated TPU cores in the pool.\n# TYPE tpujobs_pool_cores "
+      "gauge\n";
   out += "tpujobs_pool_cores " + std::to_string(view.total_cores) + "\n";
-  out += "# HELP tpujobs_cores_healthy Cores on healthy hosts.\n# TYPE tpujobs_cores_healthy gauge\n";
+  out +=
+      "# HELP tpujobs_cores_healthy Cores on healthy hosts.\n# TYPE tpujobs_cores_healthy gauge\n";
   out += "tpujobs_cores_healthy " + std::to_string(view.healthy_cores) + "\n";
-  out += "# HELP tpujobs_running_jobs Jobs running in this process.\n# TYPE tpujobs_running_jobs gauge\n";
+  out +=
+      "# HELP tpujobs_running_jobs Jobs running in this process.\n# TYPE tpujobs_running_jobs "
+      "gauge\n";
   out += "tpujobs_running_jobs " + std::to_string(view.running_jobs + cpu_running_) + "\n";
-  out += "# HELP tpujobs_jobs_submitted_total Jobs committed by this process.\n# TYPE tpujobs_jobs_submitted_total counter\n";
+  out +=
+      "# HELP tpujobs_jobs_submitted_total Jobs committed by this process.\n# TYPE "
+      "tpujobs_jobs_submitted_total counter\n";
   out += "tpujobs_jobs_submitted_total " + std::to_string(submitted_total_.load()) + "\n";
-  out += "# HELP tpujobs_jobs_finished_total Jobs this process took to a terminal state.\n# TYPE tpujobs_jobs_finished_total counter\n";
+  out +=
+      "# HELP tpujobs_jobs_finished_total Jobs this process took to a terminal state.\n# TYPE "
+      "tpujobs_jobs_finished_total counter\n";
   out += "tpujobs_jobs_finished_total " + std::to_string(finished_total_.load()) + "\n";
-  out += "# HELP tpujobs_database_up Whether the last database call succeeded.\n# TYPE tpujobs_database_up gauge\n";
+  out +=
+      "# HELP tpujobs_database_up Whether the last database call succeeded.\n# TYPE "
+      "tpujobs_database_up gauge\n";
   out += std::string("tpujobs_database_up ") + (database_ok_ ? "1" : "0") + "\n";
   return out;
 }

@@ -37,9 +37,9 @@
 namespace tpujobs::service {
 
 struct JobManagerOptions {
-  int workers = 2;               // executor worker threads shared by all jobs
-  int max_cpu_jobs = 2;          // accelerator "cpu" jobs running at once
-  int submit_batch = 256;        // most jobs committed in one transaction
+  int workers = 2;         // executor worker threads shared by all jobs
+  int max_cpu_jobs = 2;    // accelerator "cpu" jobs running at once
+  int submit_batch = 256;  // most jobs committed in one transaction
   // Transactions of submits in flight at once: while one waits for its
   // commit, the next batch is inserted and the previous one answered.
   int committers = 2;
@@ -82,22 +82,25 @@ class JobManager final : public api::JobService {
   api::JsonResult get_job(std::int64_t id, const std::string& tenant) override;
   db::Result<std::string> get_job_text(std::int64_t id, const std::string& tenant) override;
   api::JsonResult list_jobs(const api::JobQuery& query) override;
-  db::Result<std::map<std::int64_t, db::JobState>> job_states(const std::string& tenant,
-                                                              const std::vector<std::int64_t>& ids) override;
+  db::Result<std::map<std::int64_t, db::JobState>> job_states(
+      const std::string& tenant, const std::vector<std::int64_t>& ids) override;
   void wait_job(std::int64_t id, const std::string& tenant, std::chrono::milliseconds timeout,
                 std::function<void(api::JsonResult)> done) override;
   api::JsonResult cancel_job(std::int64_t id, const std::string& tenant) override;
-  api::JsonResult job_logs(std::int64_t id, const std::string& tenant, std::int64_t after, int limit) override;
+  api::JsonResult job_logs(std::int64_t id, const std::string& tenant, std::int64_t after,
+                           int limit) override;
   void follow_logs(std::int64_t id, const std::string& tenant, std::int64_t after,
                    api::ResponseWriterPtr writer) override;
-  api::JsonResult job_metrics(std::int64_t id, const std::string& tenant, std::int64_t after) override;
+  api::JsonResult job_metrics(std::int64_t id, const std::string& tenant,
+                              std::int64_t after) override;
   api::JsonResult job_events(std::int64_t id, const std::string& tenant) override;
   db::Result<std::string> xla_report(std::int64_t id, const std::string& tenant) override;
   nlohmann::json pool_view() override;
   db::Result<std::vector<api::UsageRow>> usage(const api::UsageQuery& query) override;
   api::JsonResult set_host_health(const std::string& host, scheduler::HostHealth health) override;
   api::JsonResult force_release(std::int64_t id) override;
-  api::JsonResult upload_dataset(const std::string& tenant, const std::string& name, const std::string& csv) override;
+  api::JsonResult upload_dataset(const std::string& tenant, const std::string& name,
+                                 const std::string& csv) override;
   scheduler::PoolCapacity capacity() override;
   Estimate estimate(const api::JobSpec& spec, const api::Resolution& resolution) override;
   bool ready() override;
@@ -122,8 +125,16 @@ class JobManager final : public api::JobService {
     std::size_t array_size = 0;
   };
   // A submit's row, built on the submitting thread.
-  PendingSubmit make_pending(api::SubmitRequest request, std::function<void(api::SubmitOutcome)> done);
-  enum class StopReason { kNone, kUserCancel, kHostFailedRetry, kHostFailedFinal, kShutdown, kLeaseLost };
+  PendingSubmit make_pending(api::SubmitRequest request,
+                             std::function<void(api::SubmitOutcome)> done);
+  enum class StopReason {
+    kNone,
+    kUserCancel,
+    kHostFailedRetry,
+    kHostFailedFinal,
+    kShutdown,
+    kLeaseLost
+  };
   class Sink;
 
   // Threads.
@@ -144,8 +155,9 @@ class JobManager final : public api::JobService {
   void wake_scheduler();
   // Stores the outcome, answers the waiters; returns the final view.
   // `stored`: the transition is in the database already.
-  nlohmann::json finish_job(const std::shared_ptr<LiveJob>& job, db::JobState state, const std::string& reason,
-                            nlohmann::json error, nlohmann::json result, bool stored = false);
+  nlohmann::json finish_job(const std::shared_ptr<LiveJob>& job, db::JobState state,
+                            const std::string& reason, nlohmann::json error, nlohmann::json result,
+                            bool stored = false);
   void notify_waiters(const std::shared_ptr<LiveJob>& job, const nlohmann::json& view);
   bool flush_telemetry();
   void flush_outputs_for_read();
@@ -161,11 +173,13 @@ class JobManager final : public api::JobService {
   nlohmann::json render_live_locked(const LiveJob& job) REQUIRES(mutex_);
   db::Result<db::JobRow> load_visible(std::int64_t id, const std::string& tenant);
   executor::DeviceFacts device_for(std::optional<scheduler::Generation> generation) const;
-  void stream_tick(std::int64_t id, std::int64_t after, api::ResponseWriterPtr writer, int idle_ticks);
+  void stream_tick(std::int64_t id, std::int64_t after, api::ResponseWriterPtr writer,
+                   int idle_ticks);
   // Cluster mode: answers `done` once the stored job is terminal or at
   // `deadline`, looking every poll on the timer thread (one bounded read
   // each).
-  void poll_wait(std::int64_t id, std::string tenant, std::chrono::steady_clock::time_point deadline,
+  void poll_wait(std::int64_t id, std::string tenant,
+                 std::chrono::steady_clock::time_point deadline,
                  std::function<void(api::JsonResult)> done);
   // Cluster mode: wakes the log streams of the jobs named in the agents'
   // NOTIFY tpujobs_logs (their polling fallback ticks meanwhile).
@@ -185,8 +199,8 @@ class JobManager final : public api::JobService {
   void apply_workload_rules() REQUIRES(mutex_);
   // Ends a withdrawn waiting job CANCELLED with `reason`; requeues it when
   // the database cannot record that (the next pass tries again).
-  void end_unstartable(const std::shared_ptr<LiveJob>& job, const std::string& reason, const std::string& detail,
-                       const std::string& hint);
+  void end_unstartable(const std::shared_ptr<LiveJob>& job, const std::string& reason,
+                       const std::string& detail, const std::string& hint);
   // Applies a state transition, retrying while the database is unavailable.
   // False when the job was not in an allowed state (or the write failed).
   bool apply_transition(const db::Transition& transition);
@@ -214,7 +228,8 @@ class JobManager final : public api::JobService {
   int cpu_running_ GUARDED_BY(mutex_) = 0;
   std::atomic<std::int64_t> submit_order_{0};
   bool schedule_requested_ GUARDED_BY(mutex_) = false;
-  std::uint64_t epoch_ GUARDED_BY(mutex_) = 1;  // bumped by every change that can move any job's view
+  std::uint64_t epoch_ GUARDED_BY(mutex_) =
+      1;  // bumped by every change that can move any job's view
   bool stopping_ GUARDED_BY(mutex_) = false;
   std::condition_variable scheduler_wake_;
   std::vector<std::thread> finished_runners_ GUARDED_BY(mutex_);
@@ -229,7 +244,8 @@ class JobManager final : public api::JobService {
   std::vector<db::LogLine> pending_logs_ GUARDED_BY(telemetry_mutex_);
   std::vector<db::MetricPoint> pending_metrics_ GUARDED_BY(telemetry_mutex_);
   // id -> (progress, metrics)
-  std::map<std::int64_t, std::pair<std::string, std::string>> pending_progress_ GUARDED_BY(telemetry_mutex_);
+  std::map<std::int64_t, std::pair<std::string, std::string>> pending_progress_
+      GUARDED_BY(telemetry_mutex_);
   // The newest of each job.
   std::map<std::int64_t, executor::Checkpoint> pending_checkpoints_ GUARDED_BY(telemetry_mutex_);
   bool telemetry_stopping_ GUARDED_BY(telemetry_mutex_) = false;
@@ -241,7 +257,8 @@ class JobManager final : public api::JobService {
   // Tokens already checked (token -> principal, until when), and whether
   // any token exists; both refreshed every few seconds.
   base::Mutex auth_mutex_;
-  std::unordered_map<std::string, std::pair<std::optional<api::Principal>, std::chrono::steady_clock::time_point>>
+  std::unordered_map<
+      std::string, std::pair<std::optional<api::Principal>, std::chrono::steady_clock::time_point>>
       token_cache_ GUARDED_BY(auth_mutex_);
   std::optional<bool> tokens_exist_ GUARDED_BY(auth_mutex_);
   std::chrono::steady_clock::time_point tokens_checked_ GUARDED_BY(auth_mutex_){};
@@ -249,7 +266,8 @@ class JobManager final : public api::JobService {
   // Workload rules: jobs held by their dependencies, and the start deadlines
   // of waiting jobs (deadline, job), soonest first.
   std::set<std::int64_t> dependency_held_ GUARDED_BY(mutex_);
-  std::set<std::pair<std::chrono::system_clock::time_point, std::int64_t>> start_deadlines_ GUARDED_BY(mutex_);
+  std::set<std::pair<std::chrono::system_clock::time_point, std::int64_t>> start_deadlines_
+      GUARDED_BY(mutex_);
 
   base::Mutex estimate_mutex_;
   std::unordered_map<std::string, Estimate> estimate_cache_ GUARDED_BY(estimate_mutex_);

@@ -26,7 +26,8 @@ base::Result<scheduler::PoolLayout> load_pool(const std::string& flag) {
     const nlohmann::json& slices = doc["slices"];
     std::string list;
     if (!slices.is_array() || slices.empty()) {
-      return fail("pool file '" + path + "': \"slices\" must be a non-empty array of names such as \"v3-32\"");
+      return fail("pool file '" + path +
+                  "': \"slices\" must be a non-empty array of names such as \"v3-32\"");
     }
     for (const auto& s : slices) {
       if (!s.is_string()) {
@@ -37,18 +38,20 @@ base::Result<scheduler::PoolLayout> load_pool(const std::string& flag) {
     return scheduler::parse_pool(list);
   }
   if (!doc.contains("hosts") || !doc["hosts"].is_array() || doc["hosts"].empty()) {
-    return fail("pool file '" + path + "' needs \"slices\": [...] or \"hosts\": [{\"name\", \"generation\"}, ...]");
+    return fail("pool file '" + path +
+                "' needs \"slices\": [...] or \"hosts\": [{\"name\", \"generation\"}, ...]");
   }
   scheduler::PoolLayout layout;
   for (const auto& h : doc["hosts"]) {
-    if (!h.is_object() || !h.contains("name") || !h["name"].is_string() || !h.contains("generation") ||
-        !h["generation"].is_string()) {
+    if (!h.is_object() || !h.contains("name") || !h["name"].is_string() ||
+        !h.contains("generation") || !h["generation"].is_string()) {
       return fail("pool file '" + path + "': each host needs a string \"name\" and \"generation\"");
     }
-    std::optional<scheduler::Generation> generation = scheduler::parse_generation(h["generation"].get<std::string>());
+    std::optional<scheduler::Generation> generation =
+        scheduler::parse_generation(h["generation"].get<std::string>());
     if (!generation) {
-      return fail("pool file '" + path + "': unknown generation '" + h["generation"].get<std::string>() +
-               "' (v2, v3 or v4)");
+      return fail("pool file '" + path + "': unknown generation '" +
+                  h["generation"].get<std::string>() + "' (v2, v3 or v4)");
     }
     layout.hosts.push_back({h["name"].get<std::string>(), *generation});
   }

@@ -10,7 +10,9 @@ RetentionPurger::RetentionPurger(db::ConnectionPool& pool, RetentionOptions opti
 
 RetentionPurger::~RetentionPurger() { stop(); }
 
-void RetentionPurger::start() { thread_ = std::thread([this] { loop(); }); }
+void RetentionPurger::start() {
+  thread_ = std::thread([this] { loop(); });
+}
 
 void RetentionPurger::stop() {
   {
@@ -22,7 +24,8 @@ void RetentionPurger::stop() {
 }
 
 std::chrono::milliseconds RetentionPurger::interval() const {
-  const std::chrono::milliseconds quarter = std::chrono::duration_cast<std::chrono::milliseconds>(options_.keep) / 4;
+  const std::chrono::milliseconds quarter =
+      std::chrono::duration_cast<std::chrono::milliseconds>(options_.keep) / 4;
   return std::clamp(quarter, std::chrono::milliseconds(1000), std::chrono::milliseconds(60000));
 }
 
@@ -49,8 +52,9 @@ void RetentionPurger::loop() {
     if (!purged.ok()) {
       std::cerr << "tpujobs: retention: " << purged.error().message << std::endl;
     } else if (purged->jobs > 0) {
-      std::cerr << "tpujobs: retention: purged the outputs of " << purged->jobs << " finished job(s) ("
-                << purged->log_lines << " log lines, " << purged->metric_points << " metric points)" << std::endl;
+      std::cerr << "tpujobs: retention: purged the outputs of " << purged->jobs
+                << " finished job(s) (" << purged->log_lines << " log lines, "
+                << purged->metric_points << " metric points)" << std::endl;
     }
     base::MutexLock lock(mutex_);
     if (lock.wait_for(wake_, interval(), [this]() REQUIRES(mutex_) { return stopping_; })) return;

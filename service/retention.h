@@ -16,9 +16,9 @@
 namespace tpujobs::service {
 
 struct RetentionOptions {
-  std::chrono::seconds keep{30 * 86400};  // purge what finished longer ago than this
-  int batch_jobs = 50;                    // jobs per batch (one statement each)
-  std::chrono::milliseconds pause{200};   // between batches while a backlog lasts
+  std::chrono::seconds keep{30 * 86400};     // purge what finished longer ago than this
+  int batch_jobs = 50;                       // jobs per batch (one statement each)
+  std::chrono::milliseconds pause{200};      // between batches while a backlog lasts
   base::Clock* clock = &base::real_clock();  // must outlive the purger
 };
 

@@ -6,16 +6,16 @@
 #include <set>
 
 #include "api/job_spec.h"
-#include "scheduler/generation.h"
 #include "api/resolution.h"
 #include "scheduler/capacity.h"
+#include "scheduler/generation.h"
 #include "service/cluster_placement.h"
 
 namespace tpujobs::service {
 namespace {
 
-using nlohmann::json;
 using db::JobState;
+using nlohmann::json;
 
 json parse_object(const std::optional<std::string>& text) {
   if (!text) return json::object();
@@ -33,11 +33,17 @@ int max_retries_of(const db::JobRow& row) {
 }  // namespace
 
 SchedulerLeader::SchedulerLeader(db::ConnectionPool& pool, SchedulerLeaderOptions options)
-    : pool_(pool), repo_(pool), cluster_(pool), options_(std::move(options)), lock_(options_.conninfo) {}
+    : pool_(pool),
+      repo_(pool),
+      cluster_(pool),
+      options_(std::move(options)),
+      lock_(options_.conninfo) {}
 
 SchedulerLeader::~SchedulerLeader() { stop(); }
 
-void SchedulerLeader::start() { thread_ = std::thread([this] { loop(); }); }
+void SchedulerLeader::start() {
+  thread_ = std::thread([this] { loop(); });
+}
 
 void SchedulerLeader::stop() {
   {
@@ -60,7 +66,8 @@ void SchedulerLeader::loop() {
     const bool leading = lock_.hold();
     if (leading != leader_) {
       std::cerr << "tpujobs: " << options_.instance
-                << (leading ? ": scheduler leader now" : ": no longer the scheduler leader") << std::endl;
+                << (leading ? ": scheduler leader now" : ": no longer the scheduler leader")
+                << std::endl;
       leader_ = leading;
       pending_written_.clear();  // another leader may have written since
       reachable_since_ = options_.clock->now();
@@ -76,7 +83,8 @@ void SchedulerLeader::loop() {
     if (!listener || listener->is_broken()) {
       auto opened = db::Connection::open(options_.conninfo);
       listener.reset();
-      if (opened.ok() && (*opened)->execute_script(std::string("LISTEN ") + db::kSubmitChannel).ok()) {
+      if (opened.ok() &&
+          (*opened)->execute_script(std::string("LISTEN ") + db::kSubmitChannel).ok()) {
         listener = std::move(*opened);
       }
     }
@@ -91,8 +99,8 @@ void SchedulerLeader::loop() {
   }
 }
 
-std::optional<scheduler::ResourceRequest> SchedulerLeader::request_of(const db::JobRow& row,
-                                                                      const scheduler::PoolCapacity& capacity) {
+std::optional<scheduler::ResourceRequest> SchedulerLeader::request_of(
+    const db::JobRow& row, const scheduler::PoolCapacity& capacity) {
   if (auto it = requests_.find(row.id); it != requests_.end()) return it->second;
   json spec_json = json::parse(row.spec_json, nullptr, false);
   if (spec_json.is_discarded()) return std::nullopt;
@@ -110,7 +118,8 @@ const SchedulerLeader::WorkloadFields& SchedulerLeader::workload_of(const db::Jo
   WorkloadFields fields;
   json spec_json = json::parse(row.spec_json, nullptr, false);
   std::vector<api::FieldError> errors;
-  std::optional<api::JobSpec> spec = spec_json.is_discarded() ? std::nullopt : api::parse_job_spec(spec_json, &errors);
+  std::optional<api::JobSpec> spec =
+      spec_json.is_discarded() ? std::nullopt : api::parse_job_spec(spec_json, &errors);
   if (spec) {
     fields.depends_on = std::move(spec->depends_on);
     fields.start_by = spec->start_by;
@@ -118,15 +127,18 @@ const SchedulerLeader::WorkloadFields& SchedulerLeader::workload_of(const db::Jo
   return workload_.emplace(row.id, std::move(fields)).first->second;
 }
 
-db::Status SchedulerLeader::cancel_unstartable(std::int64_t job, const std::string& reason, const std::string& detail,
-                                               const std::string& hint) {
+db::Status SchedulerLeader::cancel_unstartable(std::int64_t job, const std::string& reason,
+                                               const std::string& detail, const std::string& hint) {
   db::Transition t;
   t.job_id = job;
   t.from = {JobState::kQueued};
   t.to = JobState::kCancelled;
   t.reason = reason + ": " + detail;
-  t.error_json =
-      json{{"type", "CANCELLED"}, {"reason", reason}, {"message", reason + ": " + detail}, {"hint", hint}}.dump();
+  t.error_json = json{
+      {"type", "CANCELLED"},
+      {"reason", reason},
+      {"message", reason + ": " + detail},
+      {"hint", hint}}.dump();
   t.set_finished_at = true;
   auto moved = repo_.jobs.transition(t);
   if (!moved.ok()) return moved.error();
@@ -150,8 +162,10 @@ db::Status SchedulerLeader::move_off(const db::JobRow& row, const std::string& r
     t.to = JobState::kFailed;
     t.set_finished_at = true;
     t.reason = "UNAVAILABLE: failed to connect to all addresses";
-    t.error_json =
-        json{{"type", "UNAVAILABLE"}, {"message", "failed to connect to all addresses"}, {"hint", hint}}.dump();
+    t.error_json = json{
+        {"type", "UNAVAILABLE"},
+        {"message", "failed to connect to all addresses"},
+        {"hint", hint}}.dump();
   }
   auto moved = repo_.jobs.transition(t);
   if (!moved.ok()) return moved.error();
@@ -169,23 +183,27 @@ db::Status SchedulerLeader::requeue_orphans() {
   if (!orphans.ok()) return orphans.error();
   for (const db::JobRow& row : *orphans) {
     const std::string agent = row.agent.value_or("");
-    db::Status s = move_off(row, "Agent " + agent + " was lost; requeued to resume from its last checkpoint",
-                            "the agent running the job (" + agent +
-                                ") stopped answering; check it (GET /v1/pool), or set max_retries so the job "
-                                "resumes on another agent from its last checkpoint");
+    db::Status s =
+        move_off(row, "Agent " + agent + " was lost; requeued to resume from its last checkpoint",
+                 "the agent running the job (" + agent +
+                     ") stopped answering; check it (GET /v1/pool), or set max_retries so the job "
+                     "resumes on another agent from its last checkpoint");
     if (!s.ok()) return s;
   }
   return db::Status::Ok();
 }
 
-db::Result<nlohmann::json> SchedulerLeader::slice_allocation(const ClusterPlacement& p,
-                                                             const std::map<std::string, std::int64_t>& epoch_of) {
+db::Result<nlohmann::json> SchedulerLeader::slice_allocation(
+    const ClusterPlacement& p, const std::map<std::string, std::int64_t>& epoch_of) {
   auto placement = cluster_.next_slice_placement();
   if (!placement.ok()) return placement.error();
   json parts = json::array();
   int first_host = 0;
   for (const auto& [agent, hosts] : p.parts) {
-    parts.push_back({{"agent", agent}, {"epoch", epoch_of.at(agent)}, {"first_host", first_host}, {"hosts", hosts}});
+    parts.push_back({{"agent", agent},
+                     {"epoch", epoch_of.at(agent)},
+                     {"first_host", first_host},
+                     {"hosts", hosts}});
     first_host += hosts;
   }
   return json{{"placement", *placement}, {"parts", parts}};
@@ -204,9 +222,11 @@ db::Status SchedulerLeader::run_pass() {
   // database: after an outage (or a takeover) every heartbeat looks old.
   std::vector<std::string> none;
   const bool judge = options_.clock->now() - reachable_since_ >= options_.agent_silence;
-  auto lost = judge ? cluster_.mark_lost(options_.agent_silence) : db::Result<std::vector<std::string>>(none);
+  auto lost = judge ? cluster_.mark_lost(options_.agent_silence)
+                    : db::Result<std::vector<std::string>>(none);
   if (!lost.ok()) return lost.error();
-  for (const std::string& name : *lost) std::cerr << "tpujobs: agent " << name << " is lost" << std::endl;
+  for (const std::string& name : *lost)
+    std::cerr << "tpujobs: agent " << name << " is lost" << std::endl;
   if (db::Status s = requeue_orphans(); !s.ok()) return s;
   if (options_.clock->now() - rendezvous_swept_ >= std::chrono::minutes(1)) {
     // A rendezvous is over once its slice connected or failed (within the
@@ -279,19 +299,22 @@ db::Status SchedulerLeader::run_pass() {
       // Running: its cores are taken.
       const json allocation = parse_object(row.allocation_json);
       if (allocation.value("accelerator", "") == "cpu") {
-        if (auto slot = input.free_cpu_slots.find(row.agent.value_or("")); slot != input.free_cpu_slots.end()) {
+        if (auto slot = input.free_cpu_slots.find(row.agent.value_or(""));
+            slot != input.free_cpu_slots.end()) {
           --slot->second;
         }
         continue;
       }
       const json slice_hosts = allocation.value("hosts", json::array());
-      if (std::any_of(slice_hosts.begin(), slice_hosts.end(),
-                      [&](const json& h) { return h.is_string() && failed_hosts.count(h.get<std::string>()); })) {
+      if (std::any_of(slice_hosts.begin(), slice_hosts.end(), [&](const json& h) {
+            return h.is_string() && failed_hosts.count(h.get<std::string>());
+          })) {
         // DESIGN §4: a job whose host fails is retried from its checkpoint
         // on healthy hosts, or ends UNAVAILABLE.
-        db::Status s = move_off(row, "A host of its slice failed; retrying on healthy hosts from its last checkpoint",
-                                "a host of the job's slice failed; check the slice's hosts (GET /v1/pool), or set "
-                                "max_retries so the job resumes on healthy hosts from its last checkpoint");
+        db::Status s = move_off(
+            row, "A host of its slice failed; retrying on healthy hosts from its last checkpoint",
+            "a host of the job's slice failed; check the slice's hosts (GET /v1/pool), or set "
+            "max_retries so the job resumes on healthy hosts from its last checkpoint");
         if (!s.ok()) return s;
         continue;
       }
@@ -311,32 +334,40 @@ db::Status SchedulerLeader::run_pass() {
       t.from = {JobState::kQueued};
       t.to = JobState::kCancelled;
       t.reason = "Cancelled by request while queued";
-      t.error_json = json{{"type", "CANCELLED"}, {"message", "the job was cancelled before it started"}, {"hint", ""}}.dump();
+      t.error_json = json{
+          {"type", "CANCELLED"},
+          {"message", "the job was cancelled before it started"},
+          {"hint", ""}}.dump();
       t.set_finished_at = true;
       if (auto moved = repo_.jobs.transition(t); !moved.ok()) return moved.error();
       continue;
     }
     const WorkloadFields& workload = workload_of(row);
-    if (!row.started_at && scheduler::start_deadline_passed(row.created_at, workload.start_by, wall_now)) {
+    if (!row.started_at &&
+        scheduler::start_deadline_passed(row.created_at, workload.start_by, wall_now)) {
       db::Status s = cancel_unstartable(
           row.id, "StartDeadlineExceeded",
           "the job did not start within its start_by of " +
-              std::to_string(std::chrono::duration_cast<std::chrono::seconds>(*workload.start_by).count()) + " s",
+              std::to_string(
+                  std::chrono::duration_cast<std::chrono::seconds>(*workload.start_by).count()) +
+              " s",
           "raise start_by, lower the resources it asks for, or raise its priority");
       if (!s.ok()) return s;
       continue;
     }
     if (!row.started_at && !workload.depends_on.empty()) {
-      const scheduler::DependencyCheck check = scheduler::check_dependencies(workload.depends_on, state_of);
+      const scheduler::DependencyCheck check =
+          scheduler::check_dependencies(workload.depends_on, state_of);
       if (check.verdict == scheduler::DependencyVerdict::kWaiting) {
         held.emplace_back(row.id, check.detail);
         continue;
       }
       if (check.verdict == scheduler::DependencyVerdict::kNeverSatisfied) {
-        db::Status s = cancel_unstartable(row.id, "DependencyNeverSatisfied", check.detail,
-                                          "the job it depends on ended otherwise; fix that job and submit both "
-                                          "again, or depend on it with another condition (succeeded, failed, "
-                                          "finished)");
+        db::Status s = cancel_unstartable(
+            row.id, "DependencyNeverSatisfied", check.detail,
+            "the job it depends on ended otherwise; fix that job and submit both "
+            "again, or depend on it with another condition (succeeded, failed, "
+            "finished)");
         if (!s.ok()) return s;
         continue;
       }
@@ -355,7 +386,8 @@ db::Status SchedulerLeader::run_pass() {
   for (auto it = workload_.begin(); it != workload_.end();) {
     it = unfinished_ids.count(it->first) ? std::next(it) : workload_.erase(it);
   }
-  for (const auto& [tenant, max_cores] : *quotas) input.quota_left[tenant] = max_cores - tenant_cores[tenant];
+  for (const auto& [tenant, max_cores] : *quotas)
+    input.quota_left[tenant] = max_cores - tenant_cores[tenant];
 
   PlacementPass pass = place_jobs(input, queue);
   std::set<std::string> woken;
@@ -367,9 +399,11 @@ db::Status SchedulerLeader::run_pass() {
       json host_names = json::array();
       for (int h : p.hosts) host_names.push_back(input.hosts[h].name);
       json cores = json::array();
-      for (const scheduler::CoreRef& c : p.cores) cores.push_back({{"host", input.hosts[c.host].name}, {"core", c.core}});
+      for (const scheduler::CoreRef& c : p.cores)
+        cores.push_back({{"host", input.hosts[c.host].name}, {"core", c.core}});
       allocation = {{"generation", std::string(scheduler::facts(*p.generation).name)},
-                    {"accelerator_type", p.accelerator_type.empty() ? json(nullptr) : json(p.accelerator_type)},
+                    {"accelerator_type",
+                     p.accelerator_type.empty() ? json(nullptr) : json(p.accelerator_type)},
                     {"hosts", host_names},
                     {"cores", cores},
                     {"agent", p.agent}};
@@ -383,8 +417,8 @@ db::Status SchedulerLeader::run_pass() {
     t.job_id = p.job;
     t.from = {JobState::kQueued};
     t.to = JobState::kStarting;
-    t.reason = p.generation ? "Placed on agent " + p.agent + ": " + std::to_string(p.cores.size()) + " cores on " +
-                                  std::to_string(p.hosts.size()) + " host(s)"
+    t.reason = p.generation ? "Placed on agent " + p.agent + ": " + std::to_string(p.cores.size()) +
+                                  " cores on " + std::to_string(p.hosts.size()) + " host(s)"
                             : "Placed on agent " + p.agent + "'s CPU threads";
     if (!p.parts.empty()) t.reason = "Placed across agents: " + describe_parts(p);
     t.allocation_json = allocation.dump();
@@ -411,14 +445,16 @@ db::Status SchedulerLeader::run_pass() {
     if (!w.detail.empty()) reason["detail"] = w.detail;
     std::string text = reason.dump();
     auto before = pending_written_.find(w.job);
-    if (before == pending_written_.end() || before->second != text) pending.emplace_back(w.job, text);
+    if (before == pending_written_.end() || before->second != text)
+      pending.emplace_back(w.job, text);
     written.emplace(w.job, std::move(text));
   }
   for (const auto& [job, detail] : held) {
-    std::string text = json{{"reason", std::string(scheduler::pending_reason_name(scheduler::PendingReason::kDependency))},
-                            {"queue_position", 0},
-                            {"detail", detail}}
-                           .dump();
+    std::string text = json{
+        {"reason",
+         std::string(scheduler::pending_reason_name(scheduler::PendingReason::kDependency))},
+        {"queue_position", 0},
+        {"detail", detail}}.dump();
     auto before = pending_written_.find(job);
     if (before == pending_written_.end() || before->second != text) pending.emplace_back(job, text);
     written.emplace(job, std::move(text));

@@ -24,14 +24,14 @@
 #include <string>
 #include <thread>
 
+#include "api/resolution.h"
 #include "base/clock.h"
 #include "base/mutex.h"
 #include "db/cluster_repository.h"
 #include "db/repositories.h"
+#include "scheduler/capacity.h"
 #include "scheduler/dependencies.h"
 #include "scheduler/request.h"
-#include "api/resolution.h"
-#include "scheduler/capacity.h"
 #include "service/cluster_placement.h"
 
 namespace tpujobs::service {
@@ -69,7 +69,8 @@ class SchedulerLeader {
   db::Status requeue_orphans();
   // Takes a placed job off its agent: requeued (reason `retry_reason`) while
   // max_retries allows, else FAILED, UNAVAILABLE with `hint`.
-  db::Status move_off(const db::JobRow& row, const std::string& retry_reason, const std::string& hint);
+  db::Status move_off(const db::JobRow& row, const std::string& retry_reason,
+                      const std::string& hint);
   // A slice spanning agents: its placement number (the rendezvous' scope)
   // and its parts {agent, epoch, first_host, hosts}, for allocation.slice.
   db::Result<nlohmann::json> slice_allocation(const ClusterPlacement& p,
@@ -90,8 +91,8 @@ class SchedulerLeader {
   const WorkloadFields& workload_of(const db::JobRow& row);
   // Ends a queued job CANCELLED with `reason` (StartDeadlineExceeded,
   // DependencyNeverSatisfied); a job placed or cancelled meanwhile is left.
-  db::Status cancel_unstartable(std::int64_t job, const std::string& reason, const std::string& detail,
-                                const std::string& hint);
+  db::Status cancel_unstartable(std::int64_t job, const std::string& reason,
+                                const std::string& detail, const std::string& hint);
 
   db::ConnectionPool& pool_;
   db::Repositories repo_;
@@ -99,8 +100,9 @@ class SchedulerLeader {
   SchedulerLeaderOptions options_;
   db::LeaderLock lock_;
   std::map<std::int64_t, scheduler::ResourceRequest> requests_;  // job -> request (the thread only)
-  std::map<std::int64_t, WorkloadFields> workload_;             // job -> its workload fields (the thread only)
-  std::map<std::int64_t, std::string> pending_written_;  // job -> jobs.pending as last written (the thread only)
+  std::map<std::int64_t, WorkloadFields> workload_;  // job -> its workload fields (the thread only)
+  std::map<std::int64_t, std::string>
+      pending_written_;  // job -> jobs.pending as last written (the thread only)
   // Since when this replica has led with the database answering (the thread only).
   base::Clock::time_point reachable_since_{};
   base::Clock::time_point rendezvous_swept_{};  // old rendezvous keys last removed

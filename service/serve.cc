@@ -13,17 +13,17 @@
 
 #include "api/job_spec.h"
 #include "api/jobs_api.h"
+#include "db/cluster_repository.h"
 #include "db/connection_pool.h"
 #include "db/embedded_postgres.h"
 #include "db/migrate.h"
 #include "db/token_repository.h"
-#include "service/http_server.h"
-#include "db/cluster_repository.h"
 #include "service/agent.h"
+#include "service/http_server.h"
 #include "service/job_manager.h"
+#include "service/pool_config.h"
 #include "service/retention.h"
 #include "service/scheduler_leader.h"
-#include "service/pool_config.h"
 #include "service/web_assets.h"
 
 namespace tpujobs::service {
@@ -58,7 +58,8 @@ options:
   -h, --help             this text
 )";
 
-constexpr const char* kAgentUsage = R"(usage: tpujobs agent --database-url URL --pool SPEC --name NAME [options]
+constexpr const char* kAgentUsage =
+    R"(usage: tpujobs agent --database-url URL --pool SPEC --name NAME [options]
 
 Runs the jobs placed on this machine's emulated hosts (DESIGN §9): registers
 the hosts NAME-h0, NAME-h1, ... (or the names of a @FILE pool), heartbeats,
@@ -97,7 +98,8 @@ struct ServeOptions {
 
 // Returns an error message, or "" with *options filled.
 std::string parse_options(const std::vector<std::string>& args, ServeOptions* options, bool* help) {
-  if (const char* url = std::getenv("TPUJOBS_DATABASE_URL"); url && *url) options->database_url = url;
+  if (const char* url = std::getenv("TPUJOBS_DATABASE_URL"); url && *url)
+    options->database_url = url;
   if (const char* dir = std::getenv("TPUJOBS_STATE_DIR"); dir && *dir) options->state_dir = dir;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -125,7 +127,8 @@ std::string parse_options(const std::vector<std::string>& args, ServeOptions* op
         if (used != v->size() || n < min || n > max) throw std::out_of_range("range");
         *out = static_cast<int>(n);
       } catch (const std::exception&) {
-        return name + " must be an integer from " + std::to_string(min) + " to " + std::to_string(max);
+        return name + " must be an integer from " + std::to_string(min) + " to " +
+               std::to_string(max);
       }
       return {};
     };
@@ -141,7 +144,8 @@ std::string parse_options(const std::vector<std::string>& args, ServeOptions* op
       try {
         std::size_t used = 0;
         options->port = std::stoi(v->substr(colon + 1), &used);
-        if (used != v->size() - colon - 1 || options->port < 0 || options->port > 65535) throw std::out_of_range("");
+        if (used != v->size() - colon - 1 || options->port < 0 || options->port > 65535)
+          throw std::out_of_range("");
       } catch (const std::exception&) {
         return "--listen: bad port in '" + *v + "'";
       }
@@ -174,7 +178,8 @@ std::string parse_options(const std::vector<std::string>& args, ServeOptions* op
       if (!v || v->empty()) return "--collective-address needs a host name or address";
       options->collective_address = *v;
     } else if (name == "--collective-timeout") {
-      if (std::string e = number(1, 3600, &options->collective_timeout_seconds); !e.empty()) return e;
+      if (std::string e = number(1, 3600, &options->collective_timeout_seconds); !e.empty())
+        return e;
     } else if (name == "--agent-silence") {
       if (std::string e = number(1, 3600, &options->agent_silence_seconds); !e.empty()) return e;
     } else if (name == "--retention") {
@@ -252,8 +257,9 @@ int run_agent(const std::vector<std::string>& args) {
   agent_options.name = options.name;
   agent_options.conninfo = options.database_url;
   agent_options.layout = *layout;
-  agent_options.workers = options.workers > 0 ? options.workers
-                                              : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  agent_options.workers = options.workers > 0
+                              ? options.workers
+                              : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   agent_options.collective_host = options.collective_address;
   agent_options.collective_timeout = std::chrono::seconds(options.collective_timeout_seconds);
   Agent agent(**pool, agent_options);
@@ -261,8 +267,8 @@ int run_agent(const std::vector<std::string>& args) {
     std::cerr << "tpujobs agent: " << started.error().message << "\n";
     return 1;
   }
-  std::cout << "tpujobs agent " << options.name << " running " << layout->hosts.size() << " host(s) (pool "
-            << options.pool << ")" << std::endl;
+  std::cout << "tpujobs agent " << options.name << " running " << layout->hosts.size()
+            << " host(s) (pool " << options.pool << ")" << std::endl;
   int signal_number = 0;
   sigwait(&signals, &signal_number);
   std::cerr << "tpujobs agent: stopping (checkpointing and requeueing running jobs)\n";
@@ -283,9 +289,11 @@ int run_serve(const std::vector<std::string>& args) {
     return 0;
   }
   // DESIGN §9: with a database URL, --name or --pool none joins a cluster.
-  const bool cluster = !options.database_url.empty() && (!options.name.empty() || options.pool == "none");
+  const bool cluster =
+      !options.database_url.empty() && (!options.name.empty() || options.pool == "none");
   if (options.pool == "none" && options.database_url.empty()) {
-    std::cerr << "tpujobs serve: --pool none serves the API of a cluster: it needs --database-url\n";
+    std::cerr
+        << "tpujobs serve: --pool none serves the API of a cluster: it needs --database-url\n";
     return 2;
   }
   if (!options.name.empty() && options.database_url.empty()) {
@@ -343,7 +351,8 @@ int run_serve(const std::vector<std::string>& args) {
       std::cerr << "tpujobs serve: refusing to listen on " << options.address
                 << " without API tokens: anyone who can reach it could submit, cancel and drain.\n"
                 << "  Create one first: tpujobs token create --tenant NAME --role admin"
-                << (options.database_url.empty() ? " --state-dir " + options.state_dir : std::string())
+                << (options.database_url.empty() ? " --state-dir " + options.state_dir
+                                                 : std::string())
                 << "\n  or listen on a loopback address (--listen 127.0.0.1:PORT).\n";
       return 2;
     }
@@ -355,8 +364,10 @@ int run_serve(const std::vector<std::string>& args) {
   if (!cluster && !options.database_url.empty()) {
     standalone.emplace(conninfo, db::LeaderLock::kStandaloneKey);
     if (!standalone->hold()) {
-      std::cerr << "tpujobs serve: another tpujobs serve runs on this database without --name; two would hand "
-                   "out the same cores.\n  To run several, give each --name NAME (or --pool none) and run "
+      std::cerr << "tpujobs serve: another tpujobs serve runs on this database without --name; two "
+                   "would hand "
+                   "out the same cores.\n  To run several, give each --name NAME (or --pool none) "
+                   "and run "
                    "`tpujobs agent` on the workers (DESIGN §9).\n";
       return 2;
     }
@@ -365,8 +376,9 @@ int run_serve(const std::vector<std::string>& args) {
   JobManagerOptions manager_options;
   manager_options.cluster = cluster;
   if (!options.name.empty()) manager_options.instance = options.name;
-  manager_options.workers = options.workers > 0 ? options.workers
-                                                : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  manager_options.workers =
+      options.workers > 0 ? options.workers
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   manager_options.lease_timeout = std::chrono::seconds(options.lease_timeout_seconds);
   JobManager manager(**pool, cluster ? scheduler::PoolLayout{} : *layout, manager_options);
   if (db::Status started = manager.start(); !started.ok()) {
@@ -423,7 +435,9 @@ int run_serve(const std::vector<std::string>& args) {
     manager.shutdown();
     return 1;
   }
-  std::cout << "tpujobs listening on http://" << (options.address.find(':') != std::string::npos ? "[" + options.address + "]" : options.address)
+  std::cout << "tpujobs listening on http://"
+            << (options.address.find(':') != std::string::npos ? "[" + options.address + "]"
+                                                               : options.address)
             << ":" << server.port() << " (pool " << options.pool << ")" << std::endl;
 
   int signal_number = 0;

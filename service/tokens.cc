@@ -37,7 +37,8 @@ std::string generate_token() {
     const ssize_t n = getrandom(bytes + got, sizeof bytes - got, 0);
     if (n > 0) got += static_cast<std::size_t>(n);
   }
-  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
   std::string token = "tpj_";
   unsigned int buffer = 0;
   int bits = 0;

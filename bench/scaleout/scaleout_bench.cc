@@ -41,7 +41,9 @@ using tpujobs::testing::HttpResponse;
 using tpujobs::testing::ServiceProcess;
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
 
 struct Database {
   std::filesystem::path directory = tpujobs::db::testing::make_temp_dir("tpujobs-scaleout-bench-");
@@ -64,7 +66,8 @@ struct Database {
   }
 };
 
-std::unique_ptr<ServiceProcess> start(const std::vector<std::string>& args, const std::string& command = "serve") {
+std::unique_ptr<ServiceProcess> start(const std::vector<std::string>& args,
+                                      const std::string& command = "serve") {
   ServiceProcess::Options options;
   options.pool = "none";
   options.command = command;
@@ -82,7 +85,8 @@ std::unique_ptr<ServiceProcess> replica(const Database& db, const std::string& n
 }
 
 std::unique_ptr<ServiceProcess> agent(const Database& db, const std::string& name) {
-  return start({"--database-url", db.postgres->conninfo(), "--pool", "v3-8", "--name", name, "--workers", "1"},
+  return start({"--database-url", db.postgres->conninfo(), "--pool", "v3-8", "--name", name,
+                "--workers", "1"},
                "agent");
 }
 
@@ -130,12 +134,12 @@ double submit_rate(int replicas, int submits) {
   Database db;
   std::vector<std::unique_ptr<ServiceProcess>> apis;
   for (int r = 0; r < replicas; ++r) apis.push_back(replica(db, "replica-" + std::to_string(r)));
-  const std::string body =
-      json{{"name", "queued"},
-           {"trainer", {{"accelerator", "cpu"}, {"max_epochs", 1}}},
-           {"model", {{"layers", json::array({{{"type", "linear"}, {"out", 3}}})}}},
-           {"data", {{"dataset", "iris"}}}}
-          .dump();
+  const std::string body = json{
+      {"name", "queued"},
+      {"trainer", {{"accelerator", "cpu"}, {"max_epochs", 1}}},
+      {"model", {{"layers", json::array({{{"type", "linear"}, {"out", 3}}})}}},
+      {"data",
+       {{"dataset", "iris"}}}}.dump();
   std::atomic<int> next{0}, failed{0};
   const auto started = Clock::now();
   std::vector<std::thread> clients;
@@ -143,7 +147,8 @@ double submit_rate(int replicas, int submits) {
     clients.emplace_back([&] {
       for (int i = next++; i < submits; i = next++) {
         const ServiceProcess& through = *apis[i % replicas];
-        if (tpujobs::testing::http(through.port(), "POST", "/v1/jobs", body).status != 201) ++failed;
+        if (tpujobs::testing::http(through.port(), "POST", "/v1/jobs", body).status != 201)
+          ++failed;
       }
     });
   }
@@ -171,7 +176,8 @@ std::vector<double> failovers(int rounds) {
     auto leads = [&](const ServiceProcess& p) {
       const std::string log = p.log();
       const std::size_t gained = log.rfind(leader_line);
-      return gained != std::string::npos && log.find("no longer the scheduler leader", gained) == std::string::npos;
+      return gained != std::string::npos &&
+             log.find("no longer the scheduler leader", gained) == std::string::npos;
     };
     std::unique_ptr<ServiceProcess>& leader = leads(*first) ? first : second;
     std::unique_ptr<ServiceProcess>& survivor = leads(*first) ? second : first;
@@ -248,7 +254,8 @@ double tcp_copy_rate(std::size_t floats, int rounds) {
   address.sin_family = AF_INET;
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t length = sizeof address;
-  if (::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 || ::listen(listener, 1) != 0 ||
+  if (::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      ::listen(listener, 1) != 0 ||
       ::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
     std::exit(1);
   }
@@ -288,21 +295,29 @@ double step_seconds(int agents, int epochs) {
   auto api = replica(db, "replica");
   std::vector<std::unique_ptr<ServiceProcess>> workers;
   for (int a = 0; a < agents; ++a) {
-    workers.push_back(start({"--database-url", url, "--pool", agents == 1 ? "v3-32" : "v3-8,v3-8", "--name",
-                             "agent-" + std::to_string(a), "--workers", "1", "--collective-address", "127.0.0.1"},
-                            "agent"));
+    workers.push_back(
+        start({"--database-url", url, "--pool", agents == 1 ? "v3-32" : "v3-8,v3-8", "--name",
+               "agent-" + std::to_string(a), "--workers", "1", "--collective-address", "127.0.0.1"},
+              "agent"));
   }
   const int batch = 4;
-  const json spec = {
-      {"name", "slice-bench"},
-      {"trainer", {{"accelerator", "tpu"}, {"devices", 8}, {"num_nodes", 4}, {"max_epochs", epochs},
-                   {"log_every_n_steps", 50}, {"checkpoint_every_n_steps", 0}, {"seed", 5}}},
-      {"resources", {{"accelerator_type", "v3-32"}}},
-      {"model", {{"layers", json::array({{{"type", "linear"}, {"out", 128}}, {{"type", "relu"}},
-                                         {{"type", "linear"}, {"out", 10}}})},
-                 {"loss", "cross_entropy"}}},
-      {"data", {{"dataset", "digits"}, {"batch_size", batch}, {"drop_last", true}}},
-      {"optimizer", {{"type", "adam"}, {"lr", 0.01}}}};
+  const json spec = {{"name", "slice-bench"},
+                     {"trainer",
+                      {{"accelerator", "tpu"},
+                       {"devices", 8},
+                       {"num_nodes", 4},
+                       {"max_epochs", epochs},
+                       {"log_every_n_steps", 50},
+                       {"checkpoint_every_n_steps", 0},
+                       {"seed", 5}}},
+                     {"resources", {{"accelerator_type", "v3-32"}}},
+                     {"model",
+                      {{"layers", json::array({{{"type", "linear"}, {"out", 128}},
+                                               {{"type", "relu"}},
+                                               {{"type", "linear"}, {"out", 10}}})},
+                       {"loss", "cross_entropy"}}},
+                     {"data", {{"dataset", "digits"}, {"batch_size", batch}, {"drop_last", true}}},
+                     {"optimizer", {{"type", "adam"}, {"lr", 0.01}}}};
   const json done = api->wait_terminal(submit(*api, spec), std::chrono::seconds(3600));
   if (done.value("state", "") != "SUCCEEDED") {
     std::fprintf(stderr, "job: %s\n", done.dump().c_str());
@@ -320,41 +335,57 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const int value = std::atoi(argv[i + 1]);
-    if (flag == "--jobs") jobs = value;
-    else if (flag == "--steps") steps = value;
-    else if (flag == "--submits") submits = value;
-    else if (flag == "--failovers") rounds = value;
-    else if (flag == "--slices-only") slices_only = value;
-    else if (flag == "--mib") mib = value;
-    else if (flag == "--rounds") gathers = value;
-    else if (flag == "--epochs") epochs = value;
-    else if (flag == "--repeats") repeats = value;
+    if (flag == "--jobs")
+      jobs = value;
+    else if (flag == "--steps")
+      steps = value;
+    else if (flag == "--submits")
+      submits = value;
+    else if (flag == "--failovers")
+      rounds = value;
+    else if (flag == "--slices-only")
+      slices_only = value;
+    else if (flag == "--mib")
+      mib = value;
+    else if (flag == "--rounds")
+      gathers = value;
+    else if (flag == "--epochs")
+      epochs = value;
+    else if (flag == "--repeats")
+      repeats = value;
   }
   const std::size_t floats = static_cast<std::size_t>(mib) << 18;  // MiB of floats per rank
   for (int repeat = 0; repeat < repeats; ++repeat) {
     const double tcp = tcp_copy_rate(floats, gathers);
     const double gloo = gloo_all_gather_rate(floats, gathers);
-    std::printf("all-gather of %d MiB a rank, 2 ranks on loopback: Gloo %.2f GB/s received a rank, plain TCP copy "
-                "%.2f GB/s; Gloo/TCP %.2f\n",
-                mib, gloo / 1e9, tcp / 1e9, gloo / tcp);
+    std::printf(
+        "all-gather of %d MiB a rank, 2 ranks on loopback: Gloo %.2f GB/s received a rank, plain "
+        "TCP copy "
+        "%.2f GB/s; Gloo/TCP %.2f\n",
+        mib, gloo / 1e9, tcp / 1e9, gloo / tcp);
     std::fflush(stdout);
   }
   for (int repeat = 0; repeat < repeats; ++repeat) {
     const double one = step_seconds(1, epochs);
     const double two = step_seconds(2, epochs);
-    std::printf("v3-32 digits step (%d epochs): one agent %.3f ms, across two agents %.3f ms; two/one %.2f\n", epochs,
-                one * 1e3, two * 1e3, two / one);
+    std::printf(
+        "v3-32 digits step (%d epochs): one agent %.3f ms, across two agents %.3f ms; two/one "
+        "%.2f\n",
+        epochs, one * 1e3, two * 1e3, two / one);
     std::fflush(stdout);
   }
   if (slices_only) return 0;
   const double one = makespan(1, jobs, steps);
   const double two = makespan(2, jobs, steps);
-  std::printf("makespan of %d jobs x %d steps: one agent %.2f s, two agents %.2f s, ratio %.3f (target <= 0.55)\n",
-              jobs, steps, one, two, two / one);
+  std::printf(
+      "makespan of %d jobs x %d steps: one agent %.2f s, two agents %.2f s, ratio %.3f (target <= "
+      "0.55)\n",
+      jobs, steps, one, two, two / one);
   const double rate_one = submit_rate(1, submits);
   const double rate_two = submit_rate(2, submits);
-  std::printf("submits/s (%d submits, 8 clients): one replica %.0f, two replicas %.0f, ratio %.2f\n", submits,
-              rate_one, rate_two, rate_two / rate_one);
+  std::printf(
+      "submits/s (%d submits, 8 clients): one replica %.0f, two replicas %.0f, ratio %.2f\n",
+      submits, rate_one, rate_two, rate_two / rate_one);
   std::printf("leader failover (kill -9 to the next placement):");
   for (double t : failovers(rounds)) std::printf(" %.3f s", t);
   std::printf("\n");

@@ -19,7 +19,8 @@ constexpr int kWaitingJobs = 10000;
 // percent of jobs say how long they run (80 unless told).
 class JobMix {
  public:
-  explicit JobMix(std::uint64_t seed, int known_runtime = 80) : random_(seed), known_runtime_(known_runtime) {}
+  explicit JobMix(std::uint64_t seed, int known_runtime = 80)
+      : random_(seed), known_runtime_(known_runtime) {}
 
   JobRequest next() {
     JobRequest job;

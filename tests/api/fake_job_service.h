@@ -21,7 +21,8 @@ class FakeJobService : public JobService {
     outcome.job = nlohmann::json{{"id", outcome.id}, {"state", "QUEUED"}}.dump();
     done(outcome);
   }
-  void submit_array(std::vector<SubmitRequest> children, std::function<void(std::vector<SubmitOutcome>)> done) override {
+  void submit_array(std::vector<SubmitRequest> children,
+                    std::function<void(std::vector<SubmitOutcome>)> done) override {
     std::vector<SubmitOutcome> outcomes;
     for (SubmitRequest& child : children) {
       submit(std::move(child), [&](SubmitOutcome o) { outcomes.push_back(std::move(o)); });
@@ -40,8 +41,8 @@ class FakeJobService : public JobService {
   }
   // Jobs 1..known_jobs exist and are RUNNING.
   std::int64_t known_jobs = 3;
-  base::Result<std::map<std::int64_t, base::JobState>> job_states(const std::string&,
-                                                                  const std::vector<std::int64_t>& ids) override {
+  base::Result<std::map<std::int64_t, base::JobState>> job_states(
+      const std::string&, const std::vector<std::int64_t>& ids) override {
     std::map<std::int64_t, base::JobState> states;
     for (std::int64_t id : ids) {
       if (id >= 1 && id <= known_jobs) states[id] = base::JobState::kRunning;
@@ -63,7 +64,8 @@ class FakeJobService : public JobService {
   JsonResult job_logs(std::int64_t, const std::string&, std::int64_t after, int) override {
     return nlohmann::json{{"lines", nlohmann::json::array()}, {"next_after", after}};
   }
-  void follow_logs(std::int64_t, const std::string&, std::int64_t, ResponseWriterPtr writer) override {
+  void follow_logs(std::int64_t, const std::string&, std::int64_t,
+                   ResponseWriterPtr writer) override {
     writer->respond(json_response(200, {{"follow", true}}));
   }
   JsonResult job_metrics(std::int64_t, const std::string&, std::int64_t) override {
@@ -78,7 +80,8 @@ class FakeJobService : public JobService {
   std::optional<UsageQuery> last_usage;
   base::Result<std::vector<UsageRow>> usage(const UsageQuery& query) override {
     last_usage = query;
-    return std::vector<UsageRow>{{"team-a", "v3", 2, 80.0}, {"team-a", "v4", 1, 20.0}, {"team-b", "v3", 1, 150.5}};
+    return std::vector<UsageRow>{
+        {"team-a", "v3", 2, 80.0}, {"team-a", "v4", 1, 20.0}, {"team-b", "v3", 1, 150.5}};
   }
   nlohmann::json pool_view() override { return {{"hosts", nlohmann::json::array()}}; }
   JsonResult set_host_health(const std::string& host, scheduler::HostHealth health) override {
@@ -86,7 +89,8 @@ class FakeJobService : public JobService {
     return nlohmann::json{{"host", host}};
   }
   JsonResult force_release(std::int64_t id) override { return nlohmann::json{{"job", id}}; }
-  JsonResult upload_dataset(const std::string&, const std::string& name, const std::string&) override {
+  JsonResult upload_dataset(const std::string&, const std::string& name,
+                            const std::string&) override {
     return nlohmann::json{{"id", "ds_1"}, {"name", name}};
   }
   scheduler::PoolCapacity capacity() override { return pool; }

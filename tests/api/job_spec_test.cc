@@ -21,7 +21,8 @@ std::string fields(const std::vector<FieldError>& errors) {
   return out;
 }
 
-constexpr const char* kMinimal = R"({"model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "digits"}})";
+constexpr const char* kMinimal =
+    R"({"model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "digits"}})";
 
 TEST(JobSpec, ParsesTheDesignExample) {
   const char* text = R"({
@@ -57,7 +58,8 @@ TEST(JobSpec, ParsesTheDesignExample) {
 TEST(JobSpec, UnknownFieldsAreErrorsWithPathAndSuggestion) {
   auto errors = errors_of(R"({"model": {"layers": [{"type": "linear", "out": 10, "ouy": 3}]},
                               "data": {"dataset": "digits", "batchsize": 4}, "trainer": {"devcies": 8}, "colour": 1})");
-  EXPECT_EQ(fields(errors), "trainer.devcies model.layers[0].ouy data.batchsize colour") << fields(errors);
+  EXPECT_EQ(fields(errors), "trainer.devcies model.layers[0].ouy data.batchsize colour")
+      << fields(errors);
   for (const FieldError& e : errors) EXPECT_EQ(e.message, "unknown field");
   EXPECT_EQ(errors[0].hint, "did you mean 'devices'?");
   EXPECT_EQ(errors[1].hint, "did you mean 'out'?");
@@ -66,7 +68,8 @@ TEST(JobSpec, UnknownFieldsAreErrorsWithPathAndSuggestion) {
 }
 
 TEST(JobSpec, WrongTypesNameTheTypeAndThePath) {
-  auto errors = errors_of(R"({"priority": "high", "model": {"layers": [{"type": "linear", "out": "10"}]},
+  auto errors =
+      errors_of(R"({"priority": "high", "model": {"layers": [{"type": "linear", "out": "10"}]},
                               "data": {"dataset": "digits", "shuffle": "yes"}, "optimizer": {"lr": [1]}})");
   ASSERT_EQ(errors.size(), 4u) << fields(errors);
   EXPECT_EQ(errors[0].field, "priority");
@@ -78,15 +81,18 @@ TEST(JobSpec, WrongTypesNameTheTypeAndThePath) {
 }
 
 TEST(JobSpec, NumbersOutOfRangeAreRejected) {
-  auto errors = errors_of(R"({"priority": 5000, "max_retries": -1, "model": {"layers": [{"type": "dropout", "p": 1.5}]},
+  auto errors = errors_of(
+      R"({"priority": 5000, "max_retries": -1, "model": {"layers": [{"type": "dropout", "p": 1.5}]},
                               "data": {"dataset": "digits", "batch_size": 0, "val_fraction": 0.95}})");
-  EXPECT_EQ(fields(errors), "priority max_retries model.layers[0].p data.batch_size data.val_fraction");
+  EXPECT_EQ(fields(errors),
+            "priority max_retries model.layers[0].p data.batch_size data.val_fraction");
 }
 
 TEST(JobSpec, RequiredPartsAreNamed) {
   EXPECT_EQ(fields(errors_of("{}")), "model data");
   EXPECT_EQ(fields(errors_of(R"({"model": {}, "data": {}})")), "model.layers");
-  EXPECT_EQ(fields(errors_of(R"({"model": {"layers": [{"type": "linear"}]}, "data": {}})")), "model.layers[0].out");
+  EXPECT_EQ(fields(errors_of(R"({"model": {"layers": [{"type": "linear"}]}, "data": {}})")),
+            "model.layers[0].out");
   EXPECT_EQ(fields(errors_of("[1, 2]")), "");
   EXPECT_EQ(errors_of("[1, 2]").size(), 1u);
 }
@@ -94,16 +100,19 @@ TEST(JobSpec, RequiredPartsAreNamed) {
 TEST(JobSpec, DatasetsBuiltinSyntheticUploadAndUnknown) {
   std::vector<FieldError> errors;
   auto spec = parse_job_spec(json::parse(R"({"model": {"layers": [{"type": "linear", "out": 4}]},
-      "data": {"dataset": {"synthetic": "spirals", "n": 500, "features": 2, "classes": 3}}})"), &errors);
+      "data": {"dataset": {"synthetic": "spirals", "n": 500, "features": 2, "classes": 3}}})"),
+                             &errors);
   ASSERT_TRUE(spec);
   const auto& synthetic = std::get<executor::SyntheticData>(spec->training.data.source);
   EXPECT_EQ(synthetic.kind, executor::SyntheticKind::kSpirals);
   EXPECT_EQ(synthetic.n, 500);
   spec = parse_job_spec(json::parse(R"({"model": {"layers": [{"type": "linear", "out": 4}]},
-      "data": {"dataset": {"upload": "ds_abc"}}})"), &errors);
+      "data": {"dataset": {"upload": "ds_abc"}}})"),
+                        &errors);
   ASSERT_TRUE(spec);
   EXPECT_EQ(std::get<executor::UploadedData>(spec->training.data.source).id, "ds_abc");
-  auto bad = errors_of(R"({"model": {"layers": [{"type": "linear", "out": 4}]}, "data": {"dataset": "mnist"}})");
+  auto bad = errors_of(
+      R"({"model": {"layers": [{"type": "linear", "out": 4}]}, "data": {"dataset": "mnist"}})");
   ASSERT_EQ(bad.size(), 1u);
   EXPECT_EQ(bad[0].field, "data.dataset");
   EXPECT_EQ(bad[0].message, "unknown dataset 'mnist'");
@@ -111,14 +120,20 @@ TEST(JobSpec, DatasetsBuiltinSyntheticUploadAndUnknown) {
 
 TEST(JobSpec, TieMustNameAnEarlierLinearLayer) {
   std::vector<FieldError> errors;
-  auto spec = parse_job_spec(json::parse(R"({"model": {"layers": [{"type": "linear", "out": 32}, {"type": "tanh"},
-      {"type": "linear", "tie": "0"}]}, "data": {"dataset": "digits"}})"), &errors);
+  auto spec = parse_job_spec(
+      json::parse(R"({"model": {"layers": [{"type": "linear", "out": 32}, {"type": "tanh"},
+      {"type": "linear", "tie": "0"}]}, "data": {"dataset": "digits"}})"),
+      &errors);
   ASSERT_TRUE(spec) << fields(errors);
   EXPECT_EQ(spec->training.model.layers[2].tie, 0);
-  EXPECT_EQ(fields(errors_of(R"({"model": {"layers": [{"type": "linear", "out": 32}, {"type": "tanh"},
-      {"type": "linear", "tie": "1"}]}, "data": {"dataset": "digits"}})")), "model.layers[2].tie");
-  EXPECT_EQ(fields(errors_of(R"({"model": {"layers": [{"type": "linear", "tie": 0}]}, "data": {"dataset": "digits"}})")),
-            "model.layers[0].tie");
+  EXPECT_EQ(
+      fields(errors_of(R"({"model": {"layers": [{"type": "linear", "out": 32}, {"type": "tanh"},
+      {"type": "linear", "tie": "1"}]}, "data": {"dataset": "digits"}})")),
+      "model.layers[2].tie");
+  EXPECT_EQ(
+      fields(errors_of(
+          R"({"model": {"layers": [{"type": "linear", "tie": 0}]}, "data": {"dataset": "digits"}})")),
+      "model.layers[0].tie");
 }
 
 TEST(JobSpec, TieToAMalformedEarlierLayerIsAnErrorNotACrash) {
@@ -196,7 +211,8 @@ TEST(JobSpec, NumNodesReachesTheResolverAsWritten) {
 TEST(JobSpec, EnvironmentIsReadAsPipFreezeShowsIt) {
   std::vector<FieldError> errors;
   json body = json::parse(kMinimal);
-  body["environment"] = {{"python", "3.10"}, {"torch", "2.1.0"}, {"torch_xla", "2.1.0"}, {"lightning", "2.1.3"}};
+  body["environment"] = {
+      {"python", "3.10"}, {"torch", "2.1.0"}, {"torch_xla", "2.1.0"}, {"lightning", "2.1.3"}};
   auto spec = parse_job_spec(body, &errors);
   ASSERT_TRUE(spec);
   ASSERT_TRUE(spec->trainer.environment);
@@ -217,7 +233,9 @@ TEST(JobSpec, Durations) {
   EXPECT_EQ(parse_duration("10 minutes"), std::nullopt);
   EXPECT_EQ(parse_duration("-5s"), std::nullopt);
   EXPECT_EQ(parse_duration("40d"), std::nullopt);
-  EXPECT_EQ(fields(errors_of(R"({"timeout": "soon", "model": {"layers": [{"type": "relu"}]}, "data": {}})")), "timeout");
+  EXPECT_EQ(fields(errors_of(
+                R"({"timeout": "soon", "model": {"layers": [{"type": "relu"}]}, "data": {}})")),
+            "timeout");
 }
 
 TEST(JobSpec, BothLimitsUnboundedIsAnError) {
@@ -258,10 +276,10 @@ TEST(ApplyResolution, PassesTheDevicesOfOneHostAndTpuAvailability) {
   scheduler::PoolCapacity v3_32;
   v3_32.hosts[scheduler::Generation::kV3] = 4;
   std::vector<FieldError> errors;
-  std::optional<JobSpec> spec = parse_job_spec(
-      json::parse(R"({"trainer": {"devices": 8, "num_nodes": 4},
+  std::optional<JobSpec> spec =
+      parse_job_spec(json::parse(R"({"trainer": {"devices": 8, "num_nodes": 4},
                       "model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "digits"}})"),
-      &errors);
+                     &errors);
   ASSERT_TRUE(spec) << fields(errors);
   Resolution slice = resolve(spec->trainer, v3_32);
   ASSERT_TRUE(slice.errors.empty()) << slice.errors.front().message;
@@ -279,9 +297,9 @@ TEST(ApplyResolution, PassesTheDevicesOfOneHostAndTpuAvailability) {
   apply_resolution(cpu, &*spec);
   EXPECT_FALSE(spec->training.on_tpu);
   EXPECT_EQ(spec->training.devices_per_host, 0);
-  EXPECT_TRUE(spec->training.tpu_available) << "a TPU pool: \"TPU available: True, using: 0 TPU cores\"";
+  EXPECT_TRUE(spec->training.tpu_available)
+      << "a TPU pool: \"TPU available: True, using: 0 TPU cores\"";
 }
-
 
 TEST(JobSpec, DependsOnAndStartByAreParsed) {
   json body = json::parse(kMinimal);
@@ -291,9 +309,10 @@ TEST(JobSpec, DependsOnAndStartByAreParsed) {
   std::vector<FieldError> errors;
   std::optional<JobSpec> spec = parse_job_spec(body, &errors);
   ASSERT_TRUE(spec) << fields(errors);
-  const std::vector<scheduler::Dependency> expected = {{12, scheduler::DependencyCondition::kSucceeded},
-                                                       {13, scheduler::DependencyCondition::kFailed},
-                                                       {14, scheduler::DependencyCondition::kFinished}};
+  const std::vector<scheduler::Dependency> expected = {
+      {12, scheduler::DependencyCondition::kSucceeded},
+      {13, scheduler::DependencyCondition::kFailed},
+      {14, scheduler::DependencyCondition::kFinished}};
   EXPECT_EQ(expected, spec->depends_on);
   EXPECT_EQ(std::chrono::minutes(30), spec->start_by);
   // Neither changes how the job trains.
@@ -312,14 +331,16 @@ TEST(JobSpec, BadDependenciesNameTheirFieldWithAHint) {
   EXPECT_EQ("depends_on", fields(spec_with(R"({"job": 3})")));
   EXPECT_EQ("depends_on[0].job", fields(spec_with(R"([{"job": 0}])")));
   EXPECT_EQ("depends_on[0].job", fields(spec_with(R"([{"job": "12"}])")));
-  EXPECT_EQ("depends_on[1].condition", fields(spec_with(R"([{"job": 1}, {"job": 2, "condition": "afterok"}])")));
+  EXPECT_EQ("depends_on[1].condition",
+            fields(spec_with(R"([{"job": 1}, {"job": 2, "condition": "afterok"}])")));
   EXPECT_EQ("depends_on[0].cond", fields(spec_with(R"([{"job": 1, "cond": "failed"}])")));
   auto missing = spec_with(R"([{"condition": "failed"}])");
   ASSERT_EQ("depends_on[0].job", fields(missing));
   EXPECT_NE(std::string::npos, missing[0].hint.find("earlier job"));
   EXPECT_EQ("depends_on[0]", fields(spec_with(R"([7])")));
   std::string many = "[";
-  for (int i = 1; i <= 65; ++i) many += (i > 1 ? "," : "") + std::string(R"({"job": )") + std::to_string(i) + "}";
+  for (int i = 1; i <= 65; ++i)
+    many += (i > 1 ? "," : "") + std::string(R"({"job": )") + std::to_string(i) + "}";
   EXPECT_EQ("depends_on", fields(spec_with((many + "]").c_str())));
 }
 

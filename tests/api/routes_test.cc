@@ -51,9 +51,10 @@ TEST(OpenApi, EveryDocumentedPathIsRoutedNotStatic) {
   const nlohmann::json doc = nlohmann::json::parse(openapi_document());
   for (const auto& [path, methods] : doc["paths"].items()) {
     std::string concrete = path;
-    for (const auto& [from, to] :
-         {std::pair{"{id}", "1"}, std::pair{"{host}", "v3-32-h0"}, std::pair{"{tenant}", "team-a"}}) {
-      if (auto at = concrete.find(from); at != std::string::npos) concrete.replace(at, std::string(from).size(), to);
+    for (const auto& [from, to] : {std::pair{"{id}", "1"}, std::pair{"{host}", "v3-32-h0"},
+                                   std::pair{"{tenant}", "team-a"}}) {
+      if (auto at = concrete.find(from); at != std::string::npos)
+        concrete.replace(at, std::string(from).size(), to);
     }
     for (const auto& [method, _] : methods.items()) {
       std::string upper = method;
@@ -114,7 +115,8 @@ TEST(Routes, DevicesThreeIs422WithLightningsMessageOnItsField) {
   const nlohmann::json body = body_of(r);
   ASSERT_EQ(body["errors"].size(), 1u);
   EXPECT_EQ(body["errors"][0]["field"], "trainer.devices");
-  EXPECT_EQ(body["errors"][0]["message"], "`devices` can only be 'auto', 1, 8 or [<0-7>] for TPUs. Got 3");
+  EXPECT_EQ(body["errors"][0]["message"],
+            "`devices` can only be 'auto', 1, 8 or [<0-7>] for TPUs. Got 3");
   EXPECT_FALSE(body["errors"][0]["hint"].get<std::string>().empty());
   EXPECT_TRUE(service.submitted.empty());
 }
@@ -122,7 +124,8 @@ TEST(Routes, DevicesThreeIs422WithLightningsMessageOnItsField) {
 TEST(Routes, DependingOnAJobThatDoesNotExistIs422OnItsField) {
   FakeJobService service;  // jobs 1-3 exist
   JobsApi api(service, {});
-  Response r = call(api, "POST", "/v1/jobs", R"({"depends_on": [{"job": 2}, {"job": 99, "condition": "failed"}],
+  Response r = call(api, "POST", "/v1/jobs",
+                    R"({"depends_on": [{"job": 2}, {"job": 99, "condition": "failed"}],
       "model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "digits"}})");
   ASSERT_EQ(r.status, 422) << r.body;
   EXPECT_EQ(r.content_type, "application/problem+json");
@@ -130,7 +133,8 @@ TEST(Routes, DependingOnAJobThatDoesNotExistIs422OnItsField) {
   ASSERT_EQ(body["errors"].size(), 1u) << r.body;
   EXPECT_EQ(body["errors"][0]["field"], "depends_on[1].job");
   EXPECT_EQ(body["errors"][0]["message"], "job 99 does not exist");
-  EXPECT_NE(body["errors"][0]["hint"].get<std::string>().find("submitted before it"), std::string::npos);
+  EXPECT_NE(body["errors"][0]["hint"].get<std::string>().find("submitted before it"),
+            std::string::npos);
   EXPECT_TRUE(service.submitted.empty());
 
   Response ok = call(api, "POST", "/v1/jobs", R"({"depends_on": [{"job": 2}], "start_by": "10m",
@@ -149,12 +153,14 @@ TEST(Routes, ASweepSubmitsOneArrayOrNamesTheChildThatIsWrong) {
   const nlohmann::json problems = body_of(bad);
   ASSERT_EQ(problems["errors"].size(), 1u) << bad.body;
   EXPECT_EQ(problems["errors"][0]["field"], "trainer.devices");
-  EXPECT_EQ(problems["errors"][0]["message"].get<std::string>().rfind(R"(sweep child 1 {"trainer.devices":3}: )", 0),
+  EXPECT_EQ(problems["errors"][0]["message"].get<std::string>().rfind(
+                R"(sweep child 1 {"trainer.devices":3}: )", 0),
             0u)
       << bad.body;
   EXPECT_TRUE(service.submitted.empty());
 
-  Response ok = call(api, "POST", "/v1/jobs", R"({"sweep": {"optimizer.lr": [0.1, 0.2], "trainer.seed": [1, 2, 3]},
+  Response ok = call(api, "POST", "/v1/jobs",
+                     R"({"sweep": {"optimizer.lr": [0.1, 0.2], "trainer.seed": [1, 2, 3]},
       "model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "digits"}})",
                      {{"idempotency-key", "grid-1"}});
   ASSERT_EQ(ok.status, 201) << ok.body;
@@ -174,7 +180,8 @@ TEST(Routes, ASweepSubmitsOneArrayOrNamesTheChildThatIsWrong) {
 TEST(Routes, UsageIsJsonOrCsvAndATenantSeesOnlyItsOwn) {
   FakeJobService service;
   JobsApi api(service, {});
-  Response r = call(api, "GET", "/v1/usage?from=2026-11-23T00:00:00Z&to=2026-11-24T00:00:00.5Z&group_by=tenant",
+  Response r = call(api, "GET",
+                    "/v1/usage?from=2026-11-23T00:00:00Z&to=2026-11-24T00:00:00.5Z&group_by=tenant",
                     "", {{"authorization", "Bearer user-token"}});
   ASSERT_EQ(r.status, 200) << r.body;
   const nlohmann::json body = body_of(r);
@@ -197,7 +204,8 @@ TEST(Routes, UsageIsJsonOrCsvAndATenantSeesOnlyItsOwn) {
   EXPECT_TRUE(service.last_usage->by_label);
   EXPECT_EQ(service.last_usage->label_key, "pipeline");
 
-  for (const char* bad : {"/v1/usage?from=yesterday", "/v1/usage?group_by=host", "/v1/usage?from=1h&to=2h"}) {
+  for (const char* bad :
+       {"/v1/usage?from=yesterday", "/v1/usage?group_by=host", "/v1/usage?from=1h&to=2h"}) {
     Response refused = call(api, "GET", bad);
     EXPECT_EQ(refused.status, 400) << bad;
     EXPECT_EQ(refused.content_type, "application/problem+json") << bad;
@@ -207,29 +215,35 @@ TEST(Routes, UsageIsJsonOrCsvAndATenantSeesOnlyItsOwn) {
 // POST /v1/jobs:validate of `fields` (JSON members, each followed by a
 // comma) plus a small model and dataset.
 Response validate(JobsApi& api, const std::string& fields) {
-  return call(api, "POST", "/v1/jobs:validate",
-              "{" + fields + R"("model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "digits"}})");
+  return call(
+      api, "POST", "/v1/jobs:validate",
+      "{" + fields +
+          R"("model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "digits"}})");
 }
 
 TEST(Routes, ValidateNamesTheLightningVersionWhoseRulesApplied) {
   FakeJobService service;
   JobsApi api(service, {});
-  const std::string model = R"("model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "digits"})";
+  const std::string model =
+      R"("model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "digits"})";
   // The default: the last 2.x release.
-  Response r = call(api, "POST", "/v1/jobs:validate", R"({"trainer": {"devices": 8}, )" + model + "}");
+  Response r =
+      call(api, "POST", "/v1/jobs:validate", R"({"trainer": {"devices": 8}, )" + model + "}");
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(body_of(r)["lightning_version"], "2.5");
   EXPECT_EQ(body_of(r)["resolved"]["lightning_source"], "Lightning-AI/pytorch-lightning@2.5.6");
   // environment.lightning selects the rules: 2.0 still counts devices from 1.
   r = call(api, "POST", "/v1/jobs:validate",
            R"({"trainer": {"devices": [1]}, "environment": {"python": "3.10", "torch": "2.0.1",
-               "torch_xla": "2.0", "lightning": "2.0.9"}, )" + model + "}");
+               "torch_xla": "2.0", "lightning": "2.0.9"}, )" +
+               model + "}");
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(body_of(r)["lightning_version"], "2.0");
   EXPECT_EQ(body_of(r)["resolved"]["pinned_core"], 0);
   // A refusal says which rules refused it.
   r = call(api, "POST", "/v1/jobs:validate",
-           R"({"trainer": {"accelerator": "tpu", "devices": 3}, "lightning_version": "1.7", )" + model + "}");
+           R"({"trainer": {"accelerator": "tpu", "devices": 3}, "lightning_version": "1.7", )" +
+               model + "}");
   ASSERT_EQ(r.status, 422) << r.body;
   EXPECT_EQ(body_of(r)["lightning_version"], "1.7");
   EXPECT_EQ(body_of(r)["errors"][0]["message"], "`tpu_cores` can only be 1, 8 or [<1-8>]");
@@ -243,12 +257,14 @@ TEST(Routes, ValidateNamesTheTorchXlaWhoseMetricNamesApply) {
   Response r = validate(api, R"("trainer": {"devices": 8},)");
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(body_of(r)["resolved"]["torch_xla_version"], "2.5");
-  r = validate(api, R"("trainer": {"devices": 8}, "environment": {"python": "3.10", "torch": "2.1.0",
+  r = validate(api,
+               R"("trainer": {"devices": 8}, "environment": {"python": "3.10", "torch": "2.1.0",
                        "torch_xla": "2.1.0", "lightning": "2.1.3"},)");
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(body_of(r)["resolved"]["torch_xla_version"], "2.1");
   // Lightning 1.6 without an environment: torch_xla 1.13, the last for its torch.
-  r = validate(api, R"("trainer": {"accelerator": "tpu", "devices": 8}, "lightning_version": "1.6",)");
+  r = validate(api,
+               R"("trainer": {"accelerator": "tpu", "devices": 8}, "lightning_version": "1.6",)");
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(body_of(r)["resolved"]["torch_xla_version"], "1.13");
 }
@@ -258,8 +274,9 @@ TEST(Routes, ValidateNamesTheTorchXlaWhoseMetricNamesApply) {
 TEST(Routes, ValidateShowsLightningsPrecisionFlagOnTheCpu) {
   FakeJobService service;
   JobsApi api(service, {});
-  const Response r =
-      validate(api, R"("trainer": {"accelerator": "cpu", "precision": "16-mixed"}, "lightning_version": "2.0",)");
+  const Response r = validate(
+      api,
+      R"("trainer": {"accelerator": "cpu", "precision": "16-mixed"}, "lightning_version": "2.0",)");
   ASSERT_EQ(r.status, 200) << r.body;
   const nlohmann::json body = body_of(r);
   EXPECT_EQ(body["resolved"]["lightning_precision"], "bf16-mixed");
@@ -267,7 +284,8 @@ TEST(Routes, ValidateShowsLightningsPrecisionFlagOnTheCpu) {
   bool warned = false;
   for (const auto& warning : body["warnings"]) {
     warned |= warning.get<std::string>().starts_with(
-        "You passed `Trainer(accelerator='cpu', precision='16-mixed')` but AMP with fp16 is not supported on CPU.");
+        "You passed `Trainer(accelerator='cpu', precision='16-mixed')` but AMP with fp16 is not "
+        "supported on CPU.");
   }
   EXPECT_TRUE(warned) << body["warnings"];
 }
@@ -275,55 +293,68 @@ TEST(Routes, ValidateShowsLightningsPrecisionFlagOnTheCpu) {
 TEST(Routes, MismatchedTorchAndTorchXlaIsTheImportErrorOnTheVm) {
   FakeJobService service;
   JobsApi api(service, {});
-  Response r = call(api, "POST", "/v1/jobs:validate",
-                    R"({"environment": {"python": "3.10", "torch": "2.4.1", "torch_xla": "2.5.0", "lightning": "2.4.0"},
+  Response r = call(
+      api, "POST", "/v1/jobs:validate",
+      R"({"environment": {"python": "3.10", "torch": "2.4.1", "torch_xla": "2.5.0", "lightning": "2.4.0"},
                         "model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "digits"}})");
   ASSERT_EQ(r.status, 422) << r.body;
   const nlohmann::json error = body_of(r)["errors"][0];
   EXPECT_EQ(error["field"], "environment.torch_xla");
   EXPECT_TRUE(error["message"].get<std::string>().starts_with(
-      "ImportError: /usr/local/lib/python3.10/dist-packages/_XLAC.cpython-310-x86_64-linux-gnu.so: undefined symbol: "));
-  EXPECT_NE(error["hint"].get<std::string>().find("torch==2.5.0"), std::string::npos) << error["hint"];
+      "ImportError: /usr/local/lib/python3.10/dist-packages/_XLAC.cpython-310-x86_64-linux-gnu.so: "
+      "undefined symbol: "));
+  EXPECT_NE(error["hint"].get<std::string>().find("torch==2.5.0"), std::string::npos)
+      << error["hint"];
 }
 
 TEST(Routes, LightningJudgesDeviceValuesOfEveryJsonType) {
   FakeJobService service;
   JobsApi api(service, {});
-  const std::string rest = R"("model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "digits"}})";
-  Response r = call(api, "POST", "/v1/jobs:validate", R"({"trainer": {"devices": 8.0, "num_nodes": 0}, )" + rest);
+  const std::string rest =
+      R"("model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "digits"}})";
+  Response r = call(api, "POST", "/v1/jobs:validate",
+                    R"({"trainer": {"devices": 8.0, "num_nodes": 0}, )" + rest);
   ASSERT_EQ(r.status, 422) << r.body;
   const nlohmann::json errors = body_of(r)["errors"];
   ASSERT_EQ(errors.size(), 2u) << errors;
-  EXPECT_EQ(errors[0]["message"],
-            "Device IDs (GPU/TPU) must be an int, a string, a sequence of ints, but you passed 8.0.");
+  EXPECT_EQ(
+      errors[0]["message"],
+      "Device IDs (GPU/TPU) must be an int, a string, a sequence of ints, but you passed 8.0.");
   EXPECT_EQ(errors[1]["message"], "`num_nodes` must be a positive integer, but got 0.");
-  r = call(api, "POST", "/v1/jobs:validate", R"({"trainer": {"devices": "2,", "precision": 1}, )" + rest);
+  r = call(api, "POST", "/v1/jobs:validate",
+           R"({"trainer": {"devices": "2,", "precision": 1}, )" + rest);
   ASSERT_EQ(r.status, 422) << r.body;
-  EXPECT_TRUE(body_of(r)["errors"][0]["message"].get<std::string>().starts_with("Precision 1 is invalid."));
+  EXPECT_TRUE(
+      body_of(r)["errors"][0]["message"].get<std::string>().starts_with("Precision 1 is invalid."));
 }
 
 TEST(Routes, ValidSubmitReaches201WithLocationAndIdempotencyKey) {
   FakeJobService service;
   JobsApi api(service, {});
-  Response r = call(api, "POST", "/v1/jobs", R"({"trainer": {"devices": 8, "precision": "bf16-true"},
+  Response r =
+      call(api, "POST", "/v1/jobs", R"({"trainer": {"devices": 8, "precision": "bf16-true"},
       "model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "digits"}})",
-                    {{"idempotency-key", "ci-42"}});
+           {{"idempotency-key", "ci-42"}});
   EXPECT_EQ(r.status, 201);
   ASSERT_EQ(service.submitted.size(), 1u);
   EXPECT_EQ(service.submitted[0].idempotency_key, "ci-42");
   EXPECT_EQ(service.submitted[0].spec.training.world_size, 8);
   EXPECT_EQ(service.submitted[0].spec.training.precision, executor::Precision::kBf16);
   bool location = false;
-  for (const auto& [name, value] : r.headers) location |= name == "Location" && value == "/v1/jobs/1";
+  for (const auto& [name, value] : r.headers)
+    location |= name == "Location" && value == "/v1/jobs/1";
   EXPECT_TRUE(location);
 }
 
 TEST(Routes, SameSpecHashesEquallyAndADifferentOneDoesNot) {
   FakeJobService service;
   JobsApi api(service, {});
-  const std::string a = R"({"model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "iris"}})";
-  const std::string a_reordered = R"({"data": {"dataset": "iris"}, "model": {"layers": [{"out": 10, "type": "linear"}]}})";
-  const std::string b = R"({"model": {"layers": [{"type": "linear", "out": 3}]}, "data": {"dataset": "iris"}})";
+  const std::string a =
+      R"({"model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "iris"}})";
+  const std::string a_reordered =
+      R"({"data": {"dataset": "iris"}, "model": {"layers": [{"out": 10, "type": "linear"}]}})";
+  const std::string b =
+      R"({"model": {"layers": [{"type": "linear", "out": 3}]}, "data": {"dataset": "iris"}})";
   call(api, "POST", "/v1/jobs", a);
   call(api, "POST", "/v1/jobs", a_reordered);
   call(api, "POST", "/v1/jobs", b);
@@ -361,7 +392,8 @@ TEST(Routes, HostActionsReachTheServiceWithTheHostName) {
   EXPECT_EQ(call(api, "POST", "/v1/pool/hosts/v3-32-h1:drain").status, 200);
   EXPECT_EQ(call(api, "POST", "/v1/pool/hosts/v3-32-h1:recover").status, 200);
   EXPECT_EQ(call(api, "POST", "/v1/pool/hosts/v3-32-h1:explode").status, 404);
-  EXPECT_EQ(service.host_actions, (std::vector<std::string>{"draining v3-32-h1", "healthy v3-32-h1"}));
+  EXPECT_EQ(service.host_actions,
+            (std::vector<std::string>{"draining v3-32-h1", "healthy v3-32-h1"}));
 }
 
 TEST(Routes, StaticPathsRefuseTraversal) {
@@ -394,7 +426,8 @@ TEST(Auth, OnceTokensExistAnonymousRequestsAre401ButHealthIsOpen) {
   EXPECT_EQ(call(api, "GET", "/healthz").status, 200);
   EXPECT_EQ(call(api, "GET", "/metrics").status, 200);
   EXPECT_EQ(call(api, "GET", "/v1/jobs", "", {{"authorization", "Bearer nope"}}).status, 401);
-  EXPECT_EQ(call(api, "GET", "/v1/jobs", "", {{"authorization", "Basic dXNlcjpwdw=="}}).status, 401);
+  EXPECT_EQ(call(api, "GET", "/v1/jobs", "", {{"authorization", "Basic dXNlcjpwdw=="}}).status,
+            401);
   EXPECT_EQ(call(api, "GET", "/v1/jobs", "", {{"authorization", "Bearer user-token"}}).status, 200);
   EXPECT_EQ(service.last_query.tenant, "team-a");
   EXPECT_EQ(call(api, "GET", "/v1/jobs?access_token=user-token").status, 200);
@@ -403,8 +436,10 @@ TEST(Auth, OnceTokensExistAnonymousRequestsAre401ButHealthIsOpen) {
 TEST(Auth, SubmitsActForTheTokensTenant) {
   FakeJobService service;
   JobsApi api(service, {});
-  Response r = call(api, "POST", "/v1/jobs", R"({"model": {"layers": [{"type": "linear", "out": 3}]}, "data": {"dataset": "iris"}})",
-                    {{"authorization", "Bearer user-token"}});
+  Response r =
+      call(api, "POST", "/v1/jobs",
+           R"({"model": {"layers": [{"type": "linear", "out": 3}]}, "data": {"dataset": "iris"}})",
+           {{"authorization", "Bearer user-token"}});
   ASSERT_EQ(r.status, 201) << r.body;
   EXPECT_EQ(service.submitted.at(0).tenant, "team-a");
 }
@@ -413,20 +448,38 @@ TEST(Auth, PoolAndQuotaOperationsNeedAnAdmin) {
   FakeJobService service;
   service.require_auth = true;
   JobsApi api(service, {});
-  EXPECT_EQ(call(api, "POST", "/v1/pool/hosts/h0:drain", "", {{"authorization", "Bearer user-token"}}).status, 403);
-  EXPECT_EQ(call(api, "POST", "/v1/pool/hosts/h0:drain", "", {{"authorization", "Bearer admin-token"}}).status, 200);
-  EXPECT_EQ(call(api, "POST", "/v1/tenants/team-a/quota", R"({"max_cores": 8})", {{"authorization", "Bearer user-token"}}).status, 403);
-  EXPECT_EQ(call(api, "POST", "/v1/tenants/team-a/quota", R"({"max_cores": 8})", {{"authorization", "Bearer admin-token"}}).status, 200);
+  EXPECT_EQ(
+      call(api, "POST", "/v1/pool/hosts/h0:drain", "", {{"authorization", "Bearer user-token"}})
+          .status,
+      403);
+  EXPECT_EQ(
+      call(api, "POST", "/v1/pool/hosts/h0:drain", "", {{"authorization", "Bearer admin-token"}})
+          .status,
+      200);
+  EXPECT_EQ(call(api, "POST", "/v1/tenants/team-a/quota", R"({"max_cores": 8})",
+                 {{"authorization", "Bearer user-token"}})
+                .status,
+            403);
+  EXPECT_EQ(call(api, "POST", "/v1/tenants/team-a/quota", R"({"max_cores": 8})",
+                 {{"authorization", "Bearer admin-token"}})
+                .status,
+            200);
   EXPECT_EQ(service.quotas["team-a"], 8);
-  EXPECT_EQ(call(api, "POST", "/v1/tenants/team-a/quota", R"({"max_cores": -1})", {{"authorization", "Bearer admin-token"}}).status, 422);
+  EXPECT_EQ(call(api, "POST", "/v1/tenants/team-a/quota", R"({"max_cores": -1})",
+                 {{"authorization", "Bearer admin-token"}})
+                .status,
+            422);
   EXPECT_EQ(call(api, "GET", "/v1/pool", "", {{"authorization", "Bearer user-token"}}).status, 200);
 }
 
 std::string_view AccessName(Access access) {
   switch (access) {
-    case Access::kOpen: return "open";
-    case Access::kTenant: return "tenant";
-    case Access::kAdmin: return "admin";
+    case Access::kOpen:
+      return "open";
+    case Access::kTenant:
+      return "tenant";
+    case Access::kAdmin:
+      return "admin";
   }
   return "?";
 }
@@ -439,11 +492,13 @@ TEST(Auth, EveryRouteDeclaresWhoMayCallIt) {
   for (const Route& route : api.router().routes()) {
     by_access[std::string(AccessName(route.access))].push_back(route.method + " " + route.pattern);
   }
-  EXPECT_EQ((std::vector<std::string>{"GET /healthz", "GET /readyz", "GET /metrics", "GET /openapi.json"}),
+  EXPECT_EQ((std::vector<std::string>{"GET /healthz", "GET /readyz", "GET /metrics",
+                                      "GET /openapi.json"}),
             by_access["open"]);
-  EXPECT_EQ((std::vector<std::string>{"POST /v1/pool/hosts/{host}:drain", "POST /v1/pool/hosts/{host}:fail",
-                                      "POST /v1/pool/hosts/{host}:recover", "POST /v1/tenants/{tenant}/quota",
-                                      "POST /v1/pool/leases/{id}:release"}),
+  EXPECT_EQ((std::vector<std::string>{
+                "POST /v1/pool/hosts/{host}:drain", "POST /v1/pool/hosts/{host}:fail",
+                "POST /v1/pool/hosts/{host}:recover", "POST /v1/tenants/{tenant}/quota",
+                "POST /v1/pool/leases/{id}:release"}),
             by_access["admin"]);
   for (const std::string& route : by_access["tenant"]) {
     EXPECT_EQ(std::string::npos, route.find("/v1/pool/hosts/")) << route;
@@ -459,9 +514,12 @@ TEST(Auth, EveryAdminRouteRefusesATenantToken) {
     if (route.access != Access::kAdmin) continue;
     std::string target = route.pattern;
     for (const char* parameter : {"{host}", "{tenant}", "{id}"}) {
-      if (auto at = target.find(parameter); at != std::string::npos) target.replace(at, std::string(parameter).size(), "1");
+      if (auto at = target.find(parameter); at != std::string::npos)
+        target.replace(at, std::string(parameter).size(), "1");
     }
-    EXPECT_EQ(403, call(api, route.method, target, "{}", {{"authorization", "Bearer user-token"}}).status) << target;
+    EXPECT_EQ(
+        403, call(api, route.method, target, "{}", {{"authorization", "Bearer user-token"}}).status)
+        << target;
   }
   EXPECT_TRUE(service.host_actions.empty());
 }
@@ -470,10 +528,14 @@ TEST(Auth, ASubmitThatCanNeverFitTheQuotaIs422) {
   FakeJobService service;
   service.quotas["team-a"] = 4;
   JobsApi api(service, {});
-  Response r = call(api, "POST", "/v1/jobs", R"({"trainer": {"devices": 8}, "model": {"layers": [{"type": "linear", "out": 3}]},
-      "data": {"dataset": "iris"}})", {{"authorization", "Bearer user-token"}});
+  Response r =
+      call(api, "POST", "/v1/jobs",
+           R"({"trainer": {"devices": 8}, "model": {"layers": [{"type": "linear", "out": 3}]},
+      "data": {"dataset": "iris"}})",
+           {{"authorization", "Bearer user-token"}});
   ASSERT_EQ(r.status, 422) << r.body;
-  EXPECT_NE(body_of(r)["errors"][0]["message"].get<std::string>().find("at most 4"), std::string::npos);
+  EXPECT_NE(body_of(r)["errors"][0]["message"].get<std::string>().find("at most 4"),
+            std::string::npos);
   EXPECT_TRUE(service.submitted.empty());
 }
 

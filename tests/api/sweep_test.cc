@@ -24,17 +24,19 @@ std::string fields(const std::vector<FieldError>& errors) {
 
 TEST(Sweep, CartesianProductLastPathFastestEachChildAValidSpec) {
   std::vector<FieldError> errors;
-  std::vector<SweepChild> children =
-      expand_sweep(base_with(R"({"optimizer.lr": [0.001, 0.003], "data.batch_size": [32, 64, 128]})"), &errors);
+  std::vector<SweepChild> children = expand_sweep(
+      base_with(R"({"optimizer.lr": [0.001, 0.003], "data.batch_size": [32, 64, 128]})"), &errors);
   ASSERT_TRUE(errors.empty()) << fields(errors);
   ASSERT_EQ(6u, children.size());
   std::vector<std::string> seen;
   for (const SweepChild& c : children) seen.push_back(c.values.dump());
   // nlohmann orders object keys: data.batch_size is the first path, optimizer.lr the last.
-  EXPECT_EQ((std::vector<std::string>{
-                R"({"data.batch_size":32,"optimizer.lr":0.001})", R"({"data.batch_size":32,"optimizer.lr":0.003})",
-                R"({"data.batch_size":64,"optimizer.lr":0.001})", R"({"data.batch_size":64,"optimizer.lr":0.003})",
-                R"({"data.batch_size":128,"optimizer.lr":0.001})", R"({"data.batch_size":128,"optimizer.lr":0.003})"}),
+  EXPECT_EQ((std::vector<std::string>{R"({"data.batch_size":32,"optimizer.lr":0.001})",
+                                      R"({"data.batch_size":32,"optimizer.lr":0.003})",
+                                      R"({"data.batch_size":64,"optimizer.lr":0.001})",
+                                      R"({"data.batch_size":64,"optimizer.lr":0.003})",
+                                      R"({"data.batch_size":128,"optimizer.lr":0.001})",
+                                      R"({"data.batch_size":128,"optimizer.lr":0.003})"}),
             seen);
   for (const SweepChild& c : children) {
     EXPECT_FALSE(c.spec.contains("sweep"));

@@ -12,8 +12,8 @@ namespace {
 using std::chrono::milliseconds;
 
 TEST(JobStateNames, EveryStateRoundTripsThroughItsName) {
-  for (JobState state : {JobState::kQueued, JobState::kStarting, JobState::kRunning, JobState::kSucceeded,
-                         JobState::kFailed, JobState::kCancelled}) {
+  for (JobState state : {JobState::kQueued, JobState::kStarting, JobState::kRunning,
+                         JobState::kSucceeded, JobState::kFailed, JobState::kCancelled}) {
     ASSERT_EQ(state, parse_job_state(to_string(state)));
   }
   EXPECT_EQ("QUEUED", to_string(JobState::kQueued));

@@ -35,7 +35,8 @@ class Counter {
   }
   // Holds the mutex until `release` is set, letting go of it in between only
   // through unlock()/lock().
-  void hold_while_unlocked_briefly(std::atomic<bool>& holding, std::atomic<bool>& release) EXCLUDES(mutex_) {
+  void hold_while_unlocked_briefly(std::atomic<bool>& holding, std::atomic<bool>& release)
+      EXCLUDES(mutex_) {
     MutexLock lock(mutex_);
     holding = true;
     while (!release) std::this_thread::yield();

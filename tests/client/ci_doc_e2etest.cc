@@ -253,17 +253,20 @@ TEST_F(CiDocTest, PackageSnippetsInstallTheDebAndRunTheSameCommands) {
   EXPECT_EQ(built(github_), installed(github_package_));
   EXPECT_EQ(built(gitlab_), installed(gitlab_package_));
   for (std::size_t block : {2u, 3u}) {
-    EXPECT_TRUE(std::regex_search(blocks_[block], std::regex(R"(apt-get install .*\./(dist/)?tpujobs_\*_amd64\.deb)")))
+    EXPECT_TRUE(std::regex_search(
+        blocks_[block], std::regex(R"(apt-get install .*\./(dist/)?tpujobs_\*_amd64\.deb)")))
         << blocks_[block];
     EXPECT_EQ(std::string::npos, blocks_[block].find("cmake --build"))
-        << "the package job must not build from source:\n" << blocks_[block];
+        << "the package job must not build from source:\n"
+        << blocks_[block];
   }
   EXPECT_NE(std::string::npos, blocks_[3].find("scripts/package.sh")) << "GitLab's packaging stage";
 }
 
 TEST_F(CiDocTest, PackagePassingJobExitsZero) {
   for (const auto* commands : {&github_package_, &gitlab_package_}) {
-    std::vector<ClientRun> runs = run_all(*commands, environment("examples/iris-cpu.json", "0.8", "5m"));
+    std::vector<ClientRun> runs =
+        run_all(*commands, environment("examples/iris-cpu.json", "0.8", "5m"));
     ASSERT_EQ(2u, runs.size());
     EXPECT_EQ(0, runs[0].exit_code) << runs[0].err;
     EXPECT_EQ(0, runs[1].exit_code) << runs[1].err;

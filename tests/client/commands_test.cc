@@ -1,5 +1,7 @@
 // The client commands against a scripted fake server: exit codes, retries
 // through outages, log following across dropped streams, and what is printed.
+#include "client/commands.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -7,8 +9,6 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-
-#include "client/commands.h"
 
 namespace tpujobs::client {
 namespace {

@@ -20,14 +20,16 @@ std::string Describe(const std::vector<EventStreamParser::Event>& events) {
 
 TEST(EventStream, EventsCompleteAtTheBlankLineWhereverTheBytesSplit) {
   const std::string stream =
-      "id: 1\nevent: log\ndata: {\"seq\":1}\n\n: keep-alive\n\nid: 2\r\nevent: log\r\ndata: {\"seq\":2}\r\n\r\n"
+      "id: 1\nevent: log\ndata: {\"seq\":1}\n\n: keep-alive\n\nid: 2\r\nevent: log\r\ndata: "
+      "{\"seq\":2}\r\n\r\n"
       "event: end\ndata: SUCCEEDED\n\n";
   const std::string expected = "log#1:{\"seq\":1} | log#2:{\"seq\":2} | end#:SUCCEEDED";
   for (std::size_t piece = 1; piece <= stream.size(); ++piece) {
     EventStreamParser parser;
     std::vector<EventStreamParser::Event> events;
     for (std::size_t at = 0; at < stream.size(); at += piece) {
-      for (auto& event : parser.feed(std::string_view(stream).substr(at, piece))) events.push_back(event);
+      for (auto& event : parser.feed(std::string_view(stream).substr(at, piece)))
+        events.push_back(event);
     }
     ASSERT_EQ(expected, Describe(events)) << "fed in pieces of " << piece << " bytes";
   }

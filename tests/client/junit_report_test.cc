@@ -140,7 +140,9 @@ TEST(JUnit, EscapesMarkupAndControlCharacters) {
 }
 
 TEST(JunitArray, OneCasePerChildWithItsValuesAndMetrics) {
-  json ok = {{"id", 12}, {"name", "grid"}, {"state", "SUCCEEDED"},
+  json ok = {{"id", 12},
+             {"name", "grid"},
+             {"state", "SUCCEEDED"},
              {"array", {{"id", 12}, {"index", 0}, {"values", {{"optimizer.lr", 0.001}}}}},
              {"metrics", {{"val_accuracy", 0.97}}},
              {"spec", {{"expect", {{"val_accuracy", {{"min", 0.9}}}}}}}};
@@ -148,15 +150,20 @@ TEST(JunitArray, OneCasePerChildWithItsValuesAndMetrics) {
   gate_missed["id"] = 13;
   gate_missed["array"] = {{"id", 12}, {"index", 1}, {"values", {{"optimizer.lr", 0.1}}}};
   gate_missed["metrics"] = {{"val_accuracy", 0.5}};
-  json failed = {{"id", 14}, {"name", "grid"}, {"state", "FAILED"},
+  json failed = {{"id", 14},
+                 {"name", "grid"},
+                 {"state", "FAILED"},
                  {"array", {{"id", 12}, {"index", 2}, {"values", {{"optimizer.lr", 1.0}}}}},
                  {"error", {{"type", "NUMERICAL_ERROR"}, {"message", "loss is NaN"}}}};
-  const std::string xml = junit_array_report(12, {ok, gate_missed, failed}, {false, false, false}, 3.5);
+  const std::string xml =
+      junit_array_report(12, {ok, gate_missed, failed}, {false, false, false}, 3.5);
   EXPECT_NE(xml.find(R"(tests="3" failures="2")"), std::string::npos) << xml;
-  EXPECT_NE(xml.find(R"(name="child 0 {&quot;optimizer.lr&quot;:0.001}")"), std::string::npos) << xml;
+  EXPECT_NE(xml.find(R"(name="child 0 {&quot;optimizer.lr&quot;:0.001}")"), std::string::npos)
+      << xml;
   EXPECT_NE(xml.find(R"(<property name="val_accuracy" value="0.97"/>)"), std::string::npos) << xml;
   EXPECT_NE(xml.find(R"(<failure type="EXPECTATION_FAILED")"), std::string::npos) << xml;
-  EXPECT_NE(xml.find(R"(<failure type="NUMERICAL_ERROR" message="loss is NaN")"), std::string::npos) << xml;
+  EXPECT_NE(xml.find(R"(<failure type="NUMERICAL_ERROR" message="loss is NaN")"), std::string::npos)
+      << xml;
   EXPECT_NE(xml.find(R"(<property name="array_id" value="12"/>)"), std::string::npos) << xml;
   const std::string waited = junit_array_report(12, {ok}, {true}, 1);
   EXPECT_NE(waited.find(R"(<failure type="TIMEOUT")"), std::string::npos) << waited;

@@ -65,16 +65,18 @@ TEST(ParseCommandLine, ListFilters) {
 }
 
 TEST(ParseCommandLine, UsageAndArrayOptions) {
-  CommandLine usage = parse_ok("usage", {"--from", "2026-11-23T00:00:00Z", "--to", "1h", "--group-by", "label:pipeline",
-                                         "--csv"});
+  CommandLine usage = parse_ok("usage", {"--from", "2026-11-23T00:00:00Z", "--to", "1h",
+                                         "--group-by", "label:pipeline", "--csv"});
   EXPECT_EQ("2026-11-23T00:00:00Z", usage.from);
   EXPECT_EQ("1h", usage.to);
   EXPECT_EQ("label:pipeline", usage.group_by);
   EXPECT_TRUE(usage.csv);
   EXPECT_EQ("tenant", parse_ok("usage", {}).group_by);
-  EXPECT_EQ("--group-by must be tenant, label or label:KEY, got 'host'", parse_error("usage", {"--group-by", "host"}));
+  EXPECT_EQ("--group-by must be tenant, label or label:KEY, got 'host'",
+            parse_error("usage", {"--group-by", "host"}));
   EXPECT_EQ(12, parse_ok("list", {"--array", "12"}).array);
-  EXPECT_EQ("--array needs a job array ID (a positive integer), got 'x'", parse_error("list", {"--array", "x"}));
+  EXPECT_EQ("--array needs a job array ID (a positive integer), got 'x'",
+            parse_error("list", {"--array", "x"}));
 }
 
 TEST(ParseCommandLine, HelpWinsOverEverythingElse) {

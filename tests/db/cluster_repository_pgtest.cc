@@ -129,7 +129,8 @@ TEST_F(ClusterRepositoryTest, WritesOfAStaleEpochDoNotLand) {
   // The leader moves the job to b; a, paused meanwhile, writes on.
   ASSERT_TRUE(requeue(*a));
   ASSERT_TRUE(place("b", *b));
-  ASSERT_TRUE(outputs.append_logs({{job_, 2, {}, "a: stale", *a}, {job_, 2, {}, "b: resumed", *b}}).ok());
+  ASSERT_TRUE(
+      outputs.append_logs({{job_, 2, {}, "a: stale", *a}, {job_, 2, {}, "b: resumed", *b}}).ok());
   ASSERT_TRUE(outputs.append_metrics({{job_, 1, 20, 0, {}, R"({"loss": 9})", *a}}).ok());
   EXPECT_EQ(ErrorCode::kConflict, outputs.save_checkpoint(job_, 20, 0, "ckpt-stale", *a).code());
   EXPECT_FALSE(repositories_->jobs.update_progress(job_, R"({"step": 99})", std::nullopt, *a).ok());

@@ -45,9 +45,9 @@ class WorkloadRepositoryTest : public ::testing::Test {
 
 TEST_F(WorkloadRepositoryTest, AnArrayIsItsFirstChildsIdAndListsAlone) {
   // Two arrays and a plain job interleaved in one batch.
-  auto inserted = jobs_->insert_jobs({job("plain"), child("a0", 7, 0, R"({"optimizer.lr": 0.1})"),
-                                      child("b0", 9, 0, "{}"), child("a1", 7, 1, R"({"optimizer.lr": 0.3})"),
-                                      child("b1", 9, 1, "{}")});
+  auto inserted = jobs_->insert_jobs(
+      {job("plain"), child("a0", 7, 0, R"({"optimizer.lr": 0.1})"), child("b0", 9, 0, "{}"),
+       child("a1", 7, 1, R"({"optimizer.lr": 0.3})"), child("b1", 9, 1, "{}")});
   ASSERT_TRUE(inserted.ok()) << inserted.error().message;
   const std::vector<InsertedJob>& rows = *inserted;
   EXPECT_FALSE(rows[0].row.array_id);
@@ -87,7 +87,9 @@ TEST_F(WorkloadRepositoryTest, JobStatesSeeOnlyTheTenantsJobs) {
 
   auto all = workload_->job_states({mine, theirs, 424242});
   ASSERT_TRUE(all.ok());
-  EXPECT_EQ((std::map<std::int64_t, JobState>{{mine, JobState::kFailed}, {theirs, JobState::kQueued}}), *all);
+  EXPECT_EQ(
+      (std::map<std::int64_t, JobState>{{mine, JobState::kFailed}, {theirs, JobState::kQueued}}),
+      *all);
   auto own = workload_->job_states({mine, theirs}, std::string("team-a"));
   ASSERT_TRUE(own.ok());
   EXPECT_EQ((std::map<std::int64_t, JobState>{{mine, JobState::kFailed}}), *own);
@@ -105,7 +107,8 @@ TEST_F(WorkloadRepositoryTest, UsageSumsTheHeldSpansTimesCoresClippedToTheWindow
   cpu.resolved_json = R"({"request": {"cores": 0, "generation": null}})";
   auto inserted = jobs_->insert_jobs({host, core, cpu});
   ASSERT_TRUE(inserted.ok());
-  auto move = [&](std::int64_t id, JobState from, JobState to, std::optional<std::string> allocation = {}) {
+  auto move = [&](std::int64_t id, JobState from, JobState to,
+                  std::optional<std::string> allocation = {}) {
     Transition t;
     t.job_id = id;
     t.from = {from};
@@ -123,14 +126,17 @@ TEST_F(WorkloadRepositoryTest, UsageSumsTheHeldSpansTimesCoresClippedToTheWindow
   const std::int64_t core_id = (*inserted)[1].row.id;
   // Known spans: the events' times set by hand (starting 10:00, running
   // 10:00:10, the host job ending at 11:00:10, the core job still running).
-  auto set_times = [&](std::int64_t id, const char* starting, const char* running, const char* ended) {
+  auto set_times = [&](std::int64_t id, const char* starting, const char* running,
+                       const char* ended) {
     auto c = pool_->acquire(std::chrono::seconds(5));
     ASSERT_TRUE(c.ok());
-    ASSERT_TRUE((*c)->execute("UPDATE job_events SET at = CASE to_state WHEN 'STARTING' THEN $2::timestamptz"
-                              " WHEN 'RUNNING' THEN $3::timestamptz ELSE COALESCE($4::timestamptz, at) END"
-                              " WHERE job_id = $1::bigint AND to_state <> 'QUEUED'",
-                              {id, starting, running, ended ? std::optional<std::string>(ended) : std::nullopt})
-                    .ok());
+    ASSERT_TRUE(
+        (*c)->execute(
+                "UPDATE job_events SET at = CASE to_state WHEN 'STARTING' THEN $2::timestamptz"
+                " WHEN 'RUNNING' THEN $3::timestamptz ELSE COALESCE($4::timestamptz, at) END"
+                " WHERE job_id = $1::bigint AND to_state <> 'QUEUED'",
+                {id, starting, running, ended ? std::optional<std::string>(ended) : std::nullopt})
+            .ok());
   };
   move(host_id, JobState::kRunning, JobState::kSucceeded);
   set_times(host_id, "2026-01-01T10:00:00Z", "2026-01-01T10:00:10Z", "2026-01-01T11:00:10Z");
@@ -146,8 +152,8 @@ TEST_F(WorkloadRepositoryTest, UsageSumsTheHeldSpansTimesCoresClippedToTheWindow
   };
 
   // 10:30 - 11:30: the host job 30 min 10 s x 8 cores, the core job 1 h x 1.
-  auto by_tenant = workload_->usage(at("2026-01-01T10:30:00"), at("2026-01-01T11:30:00"), false, std::nullopt,
-                                    std::nullopt);
+  auto by_tenant = workload_->usage(at("2026-01-01T10:30:00"), at("2026-01-01T11:30:00"), false,
+                                    std::nullopt, std::nullopt);
   ASSERT_TRUE(by_tenant.ok()) << by_tenant.error().message;
   ASSERT_EQ(2u, by_tenant->size());
   EXPECT_EQ("team-a", (*by_tenant)[0].group);
@@ -168,12 +174,13 @@ TEST_F(WorkloadRepositoryTest, UsageSumsTheHeldSpansTimesCoresClippedToTheWindow
   EXPECT_DOUBLE_EQ(40.0, (*by_label)[1].core_seconds);
 
   // One tenant; a window before anything ran.
-  auto only_b = workload_->usage(at("2026-01-01T10:00:00"), at("2026-01-01T10:01:00"), false, std::nullopt,
-                                 std::string("team-b"));
+  auto only_b = workload_->usage(at("2026-01-01T10:00:00"), at("2026-01-01T10:01:00"), false,
+                                 std::nullopt, std::string("team-b"));
   ASSERT_EQ(1u, only_b->size());
   EXPECT_DOUBLE_EQ(60.0, (*only_b)[0].core_seconds);
-  EXPECT_TRUE(workload_->usage(at("2025-01-01T00:00:00"), at("2025-01-02T00:00:00"), false, std::nullopt,
-                               std::nullopt)
+  EXPECT_TRUE(workload_
+                  ->usage(at("2025-01-01T00:00:00"), at("2025-01-02T00:00:00"), false, std::nullopt,
+                          std::nullopt)
                   ->empty());
 }
 
@@ -187,27 +194,31 @@ TEST_F(WorkloadRepositoryTest, RetentionPurgesOldFinishedJobsOutputsInBatchesAnd
   auto c = pool_->acquire(std::chrono::seconds(5));
   ASSERT_TRUE(c.ok());
   for (std::int64_t id : ids) {
-    ASSERT_TRUE((*c)->execute("INSERT INTO job_logs (job_id, seq, line) SELECT $1::bigint, s, 'line' "
-                              "FROM generate_series(1, 3) s",
-                              {id})
-                    .ok());
+    ASSERT_TRUE(
+        (*c)->execute("INSERT INTO job_logs (job_id, seq, line) SELECT $1::bigint, s, 'line' "
+                      "FROM generate_series(1, 3) s",
+                      {id})
+            .ok());
     ASSERT_TRUE((*c)->execute("INSERT INTO job_metrics (job_id, seq, step, epoch, metrics) "
                               "VALUES ($1::bigint, 1, 1, 0, '{}')",
                               {id})
                     .ok());
   }
   // Jobs 0-3 finished two days ago, job 4 an hour ago; job 3 is still running.
-  ASSERT_TRUE((*c)->execute("UPDATE jobs SET state = 'SUCCEEDED', finished_at = now() - interval '2 days' "
-                            "WHERE id = ANY($1::bigint[])",
-                            {Param::array(std::vector<std::optional<std::string>>{
-                                std::to_string(ids[0]), std::to_string(ids[1]), std::to_string(ids[2])})})
-                  .ok());
-  ASSERT_TRUE((*c)->execute("UPDATE jobs SET state = 'FAILED', finished_at = now() - interval '1 hour' "
-                            "WHERE id = $1::bigint",
-                            {ids[4]})
-                  .ok());
+  ASSERT_TRUE(
+      (*c)->execute("UPDATE jobs SET state = 'SUCCEEDED', finished_at = now() - interval '2 days' "
+                    "WHERE id = ANY($1::bigint[])",
+                    {Param::array(std::vector<std::optional<std::string>>{
+                        std::to_string(ids[0]), std::to_string(ids[1]), std::to_string(ids[2])})})
+          .ok());
+  ASSERT_TRUE(
+      (*c)->execute("UPDATE jobs SET state = 'FAILED', finished_at = now() - interval '1 hour' "
+                    "WHERE id = $1::bigint",
+                    {ids[4]})
+          .ok());
   auto count = [&](const char* table, std::int64_t id) {
-    auto rows = (*c)->execute(std::string("SELECT count(*) FROM ") + table + " WHERE job_id = $1::bigint", {id});
+    auto rows = (*c)->execute(
+        std::string("SELECT count(*) FROM ") + table + " WHERE job_id = $1::bigint", {id});
     return rows.ok() ? rows->int64(0, 0) : -1;
   };
 

@@ -14,7 +14,9 @@ namespace {
 
 using nlohmann::json;
 
-std::map<std::string, std::string> bearer(const std::string& token) { return {{"Authorization", "Bearer " + token}}; }
+std::map<std::string, std::string> bearer(const std::string& token) {
+  return {{"Authorization", "Bearer " + token}};
+}
 
 TEST(Auth, TokensTenantsAndAdminOnlyPoolOperations) {
   ServiceProcess service;
@@ -41,7 +43,8 @@ TEST(Auth, TokensTenantsAndAdminOnlyPoolOperations) {
   EXPECT_EQ(anonymous.status, 401);
   EXPECT_EQ(anonymous.header("content-type"), "application/problem+json");
   EXPECT_EQ(service.get("/healthz").status, 200);
-  EXPECT_EQ(http(service.port(), "GET", "/v1/jobs", "", bearer("tpj_not-a-real-token")).status, 401);
+  EXPECT_EQ(http(service.port(), "GET", "/v1/jobs", "", bearer("tpj_not-a-real-token")).status,
+            401);
 
   const json spec = {{"name", "team-a-job"},
                      {"trainer", {{"accelerator", "cpu"}, {"max_epochs", 2}}},
@@ -57,16 +60,32 @@ TEST(Auth, TokensTenantsAndAdminOnlyPoolOperations) {
   EXPECT_EQ(http(service.port(), "GET", path, "", bearer(bob)).status, 404);
   EXPECT_EQ(http(service.port(), "POST", path + "/cancel", "", bearer(bob)).status, 404);
   EXPECT_EQ(http(service.port(), "GET", path + "/logs", "", bearer(bob)).status, 404);
-  EXPECT_EQ(http(service.port(), "GET", "/v1/jobs?name=team-a-job", "", bearer(bob)).json()["jobs"].size(), 0u);
-  EXPECT_EQ(http(service.port(), "GET", "/v1/jobs?name=team-a-job", "", bearer(alice)).json()["jobs"].size(), 1u);
+  EXPECT_EQ(http(service.port(), "GET", "/v1/jobs?name=team-a-job", "", bearer(bob))
+                .json()["jobs"]
+                .size(),
+            0u);
+  EXPECT_EQ(http(service.port(), "GET", "/v1/jobs?name=team-a-job", "", bearer(alice))
+                .json()["jobs"]
+                .size(),
+            1u);
 
-  const std::string host = http(service.port(), "GET", "/v1/pool", "", bearer(alice)).json()["hosts"][0]["name"];
-  EXPECT_EQ(http(service.port(), "POST", "/v1/pool/hosts/" + host + ":drain", "", bearer(alice)).status, 403);
-  EXPECT_EQ(http(service.port(), "POST", "/v1/pool/hosts/" + host + ":drain", "", bearer(ops)).status, 200);
-  EXPECT_EQ(http(service.port(), "POST", "/v1/pool/hosts/" + host + ":recover", "", bearer(ops)).status, 200);
+  const std::string host =
+      http(service.port(), "GET", "/v1/pool", "", bearer(alice)).json()["hosts"][0]["name"];
+  EXPECT_EQ(
+      http(service.port(), "POST", "/v1/pool/hosts/" + host + ":drain", "", bearer(alice)).status,
+      403);
+  EXPECT_EQ(
+      http(service.port(), "POST", "/v1/pool/hosts/" + host + ":drain", "", bearer(ops)).status,
+      200);
+  EXPECT_EQ(
+      http(service.port(), "POST", "/v1/pool/hosts/" + host + ":recover", "", bearer(ops)).status,
+      200);
 
   // A quota a job can never fit is refused at submit.
-  EXPECT_EQ(http(service.port(), "POST", "/v1/tenants/team-b/quota", R"({"max_cores": 4})", bearer(ops)).status, 200);
+  EXPECT_EQ(
+      http(service.port(), "POST", "/v1/tenants/team-b/quota", R"({"max_cores": 4})", bearer(ops))
+          .status,
+      200);
   json big = spec;
   big["trainer"] = {{"devices", 8}, {"max_epochs", 1}};
   HttpResponse refused = http(service.port(), "POST", "/v1/jobs", big.dump(), bearer(bob));
@@ -79,7 +98,8 @@ TEST(Auth, WithoutTokensTheServiceRefusesANonLoopbackAddress) {
   options.extra_args = {"--listen", "0.0.0.0:0"};
   ServiceProcess service(options);
   const std::string error = service.start(std::chrono::seconds(90));
-  EXPECT_NE(error.find("refusing to listen on 0.0.0.0 without API tokens"), std::string::npos) << error;
+  EXPECT_NE(error.find("refusing to listen on 0.0.0.0 without API tokens"), std::string::npos)
+      << error;
 }
 
 }  // namespace

@@ -23,7 +23,8 @@ TEST(Crash, EveryAcknowledgedSubmitSurvivesKillNine) {
   const json pool = first.get("/v1/pool").json();
   ASSERT_EQ(pool["hosts"].size(), 4u);
   for (const json& host : pool["hosts"]) {
-    ASSERT_EQ(first.post("/v1/pool/hosts/" + host["name"].get<std::string>() + ":drain").status, 200);
+    ASSERT_EQ(first.post("/v1/pool/hosts/" + host["name"].get<std::string>() + ":drain").status,
+              200);
   }
   const json spec = {{"name", "crash-me"},
                      {"trainer", {{"devices", 1}, {"max_epochs", 1}}},
@@ -68,8 +69,8 @@ TEST(Crash, EveryAcknowledgedSubmitSurvivesKillNine) {
   }
   EXPECT_EQ(second.get("/v1/pool").json()["used_cores"], 0);
   RecordProperty("acknowledged", static_cast<int>(acknowledged.size()));
-  std::printf("%zu acknowledged submits, killed after %d ms: all present after restart\n", acknowledged.size(),
-              kill_after_ms);
+  std::printf("%zu acknowledged submits, killed after %d ms: all present after restart\n",
+              acknowledged.size(), kill_after_ms);
   EXPECT_EQ(second.stop(), 0);
 }
 

@@ -49,7 +49,8 @@ json long_spec(const std::string& name, int seed, int epochs) {
 // beyond (some 20 s of three jobs sharing two CPUs), on this build and
 // machine: a sanitizer build trains ten times slower, a loaded machine
 // slower too, and the executor gets faster. Times a short job alone.
-int epochs_for_the_long_jobs(const ServiceProcess& service, std::int64_t* calibration_id = nullptr) {
+int epochs_for_the_long_jobs(const ServiceProcess& service,
+                             std::int64_t* calibration_id = nullptr) {
   const auto began = Clock::now();
   const HttpResponse created = service.post("/v1/jobs", long_spec("calibration", 1, 2).dump());
   EXPECT_EQ(created.status, 201) << created.body;
@@ -260,8 +261,8 @@ TEST(DatabaseOutage, ServiceRidesOutAStoppedPostgres) {
     }
     return true;
   };
-  for (const auto deadline = Clock::now() + std::chrono::seconds(60); !all_moved() && Clock::now() < deadline;
-       steps_after = running_steps(service, ids)) {
+  for (const auto deadline = Clock::now() + std::chrono::seconds(60);
+       !all_moved() && Clock::now() < deadline; steps_after = running_steps(service, ids)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   for (std::size_t i = 0; i < ids.size(); ++i) {
@@ -395,7 +396,8 @@ TEST(DatabaseOutage, ShutdownDuringAnOutageEndsAndTheJobResumesLater) {
   {
     ServiceProcess service(options);
     ASSERT_EQ(service.start(), "");
-    const HttpResponse created = service.post("/v1/jobs", long_spec("stopped-in-outage", 7, 200).dump());
+    const HttpResponse created =
+        service.post("/v1/jobs", long_spec("stopped-in-outage", 7, 200).dump());
     ASSERT_EQ(created.status, 201) << created.body;
     id = created.json()["id"].get<std::int64_t>();
     const json job = wait_for_step(service, id, 2 * kCheckpointEvery);
@@ -405,7 +407,8 @@ TEST(DatabaseOutage, ShutdownDuringAnOutageEndsAndTheJobResumesLater) {
 
     ASSERT_TRUE(postgres->stop().ok());
     const auto stopping = Clock::now();
-    EXPECT_NE(service.stop(std::chrono::seconds(60)), -1) << "SIGTERM did not end the service\n" << service.log();
+    EXPECT_NE(service.stop(std::chrono::seconds(60)), -1) << "SIGTERM did not end the service\n"
+                                                          << service.log();
     const double took = seconds_between(stopping, Clock::now());
     // The grace for writes is 10 s; the rest is the job's last step and the
     // HTTP server's own drain.
@@ -418,7 +421,8 @@ TEST(DatabaseOutage, ShutdownDuringAnOutageEndsAndTheJobResumesLater) {
   ASSERT_EQ(service.start(), "");
   const json resumed = wait_for_step(service, id, stored_step + kCheckpointEvery);
   EXPECT_EQ(resumed["state"], "RUNNING") << resumed.dump() << service.log();
-  EXPECT_GE(resumed_from_step(service, id), stored_step) << "the job resumed from a checkpoint it had stored";
+  EXPECT_GE(resumed_from_step(service, id), stored_step)
+      << "the job resumed from a checkpoint it had stored";
   EXPECT_EQ(service.post("/v1/jobs/" + std::to_string(id) + "/cancel").status, 202);
   EXPECT_EQ(service.wait_terminal(id)["state"], "CANCELLED");
   EXPECT_EQ(service.stop(), 0) << service.log();

@@ -25,8 +25,9 @@ client::HttpClientPtr client_for(int port) {
 
 }  // namespace
 
-HttpResponse http(int port, const std::string& method, const std::string& target, const std::string& body,
-                  const std::map<std::string, std::string>& headers, std::chrono::milliseconds timeout) {
+HttpResponse http(int port, const std::string& method, const std::string& target,
+                  const std::string& body, const std::map<std::string, std::string>& headers,
+                  std::chrono::milliseconds timeout) {
   client::HttpRequest request;
   request.method = method;
   request.target = target;
@@ -40,9 +41,10 @@ HttpResponse http(int port, const std::string& method, const std::string& target
   return out;
 }
 
-int read_event_stream(int port, const std::string& target,
-                      const std::function<bool(const std::string& event, const std::string& data)>& on_event,
-                      std::chrono::milliseconds timeout) {
+int read_event_stream(
+    int port, const std::string& target,
+    const std::function<bool(const std::string& event, const std::string& data)>& on_event,
+    std::chrono::milliseconds timeout) {
   client::HttpRequest request;
   request.target = target;
   request.headers = {{"Accept", "text/event-stream"}};
@@ -65,7 +67,8 @@ std::string raw_exchange(int port, const std::string& bytes, std::chrono::millis
     asio::io_context io;
     beast::tcp_stream stream(io);
     stream.expires_after(timeout);
-    stream.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)));
+    stream.connect(
+        tcp::endpoint(asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)));
     asio::write(stream, asio::buffer(bytes));
     char chunk[4096];
     for (;;) {

@@ -21,16 +21,18 @@ struct HttpResponse {
   }
 };
 
-HttpResponse http(int port, const std::string& method, const std::string& target, const std::string& body = "",
+HttpResponse http(int port, const std::string& method, const std::string& target,
+                  const std::string& body = "",
                   const std::map<std::string, std::string>& headers = {},
                   std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
 // Opens `target` with Accept: text/event-stream and hands every complete
 // event block ("id: 3\nevent: log\ndata: {...}") to `on_event` until it
 // returns false, the server closes, or `timeout` passes. Returns the status.
-int read_event_stream(int port, const std::string& target,
-                      const std::function<bool(const std::string& event, const std::string& data)>& on_event,
-                      std::chrono::milliseconds timeout);
+int read_event_stream(
+    int port, const std::string& target,
+    const std::function<bool(const std::string& event, const std::string& data)>& on_event,
+    std::chrono::milliseconds timeout);
 
 // Sends raw bytes and returns whatever comes back until the server closes
 // or `timeout` passes (for malformed-request tests).

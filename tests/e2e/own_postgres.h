@@ -14,13 +14,16 @@ namespace tpujobs::testing {
 
 class OwnPostgres {
  public:
-  explicit OwnPostgres(const std::string& prefix = "tpujobs-e2e-") : directory_(db::testing::make_temp_dir(prefix)) {
+  explicit OwnPostgres(const std::string& prefix = "tpujobs-e2e-")
+      : directory_(db::testing::make_temp_dir(prefix)) {
     db::EmbeddedPostgres::Options options;
     options.state_dir = directory_;
     options.sync_initdb = false;
     auto started = db::EmbeddedPostgres::start(options);
-    if (started.ok()) postgres_ = std::move(*started);
-    else error_ = started.error().message;
+    if (started.ok())
+      postgres_ = std::move(*started);
+    else
+      error_ = started.error().message;
   }
   ~OwnPostgres() {
     postgres_.reset();  // stops it

@@ -3,8 +3,8 @@
 // succeeds, its log sequence has no gap or duplicate, and no core stays held.
 #include <gtest/gtest.h>
 
-#include "training_jobs.h"
 #include "service_process.h"
+#include "training_jobs.h"
 
 namespace tpujobs::testing {
 namespace {
@@ -13,11 +13,18 @@ using nlohmann::json;
 
 json long_spec(const std::string& name) {
   return {{"name", name},
-          {"trainer", {{"devices", 8}, {"max_epochs", 12}, {"log_every_n_steps", 5}, {"checkpoint_every_n_steps", 10}}},
-          {"model", {{"layers", json::array({{{"type", "linear"}, {"out", 128}}, {{"type", "relu"}},
-                                             {{"type", "linear"}, {"out", 4}}})}}},
-          {"data", {{"dataset", {{"synthetic", "blobs"}, {"n", 20000}, {"features", 64}, {"classes", 4}}},
-                    {"batch_size", 32}}},
+          {"trainer",
+           {{"devices", 8},
+            {"max_epochs", 12},
+            {"log_every_n_steps", 5},
+            {"checkpoint_every_n_steps", 10}}},
+          {"model",
+           {{"layers", json::array({{{"type", "linear"}, {"out", 128}},
+                                    {{"type", "relu"}},
+                                    {{"type", "linear"}, {"out", 4}}})}}},
+          {"data",
+           {{"dataset", {{"synthetic", "blobs"}, {"n", 20000}, {"features", 64}, {"classes", 4}}},
+            {"batch_size", 32}}},
           {"optimizer", {{"type", "adam"}, {"lr", 0.001}}}};
 }
 
@@ -29,7 +36,8 @@ void restart_in_the_middle(bool crash) {
   const std::int64_t id = created.json()["id"];
   const json running = wait_for_step(first, id, 25);
   ASSERT_EQ(running["state"], "RUNNING") << running.dump(2) << first.log();
-  ASSERT_TRUE(running["last_checkpoint"].is_object()) << "no checkpoint stored in time: " << running.dump(2);
+  ASSERT_TRUE(running["last_checkpoint"].is_object())
+      << "no checkpoint stored in time: " << running.dump(2);
   if (crash) {
     first.kill9();
   } else {
@@ -46,8 +54,9 @@ void restart_in_the_middle(bool crash) {
   // It resumes from the checkpoint the first run reported as stored, or a
   // later one.
   EXPECT_GE(resumed_from_step(second, id), running["last_checkpoint"]["step"].get<std::int64_t>())
-      << second.get("/v1/jobs/" + std::to_string(id) + "/events").body << "\nfirst run:\n" << first.log()
-      << "\nsecond run:\n" << second.log();
+      << second.get("/v1/jobs/" + std::to_string(id) + "/events").body << "\nfirst run:\n"
+      << first.log() << "\nsecond run:\n"
+      << second.log();
   EXPECT_GT(expect_contiguous_logs(second, id), 10);
   const json pool = second.get("/v1/pool").json();
   EXPECT_EQ(pool["used_cores"], 0);

@@ -36,11 +36,13 @@ class ScaleOut : public ::testing::Test {
     return replica;
   }
 
-  std::unique_ptr<ServiceProcess> start_agent(const std::string& name, const std::string& pool = "v3-8",
+  std::unique_ptr<ServiceProcess> start_agent(const std::string& name,
+                                              const std::string& pool = "v3-8",
                                               const std::vector<std::string>& extra = {}) {
     ServiceProcess::Options options;
     options.command = "agent";
-    options.extra_args = {"--database-url", database_.url(), "--pool", pool, "--name", name, "--workers", "1"};
+    options.extra_args = {
+        "--database-url", database_.url(), "--pool", pool, "--name", name, "--workers", "1"};
     options.extra_args.insert(options.extra_args.end(), extra.begin(), extra.end());
     auto agent = std::make_unique<ServiceProcess>(options);
     EXPECT_EQ(agent->start(), "");
@@ -104,8 +106,8 @@ class ScaleOut : public ::testing::Test {
   static constexpr int kEpochs = 160;  // 4,000 steps
   // Slices spanning agents: collectives on loopback, a short deadline.
   static constexpr int kCollectiveTimeoutSeconds = 5;
-  inline static const std::vector<std::string> kCollectiveArgs = {"--collective-address", "127.0.0.1",
-                                                                  "--collective-timeout", "5"};
+  inline static const std::vector<std::string> kCollectiveArgs = {
+      "--collective-address", "127.0.0.1", "--collective-timeout", "5"};
   static constexpr int kSteps = kEpochs * 25;
 
   OwnPostgres database_{"tpujobs-scaleout-"};
@@ -193,8 +195,8 @@ TEST_F(ScaleOut, FortyJobsThroughTwoReplicasOnTwoAgentsEachRunOnce) {
   EXPECT_NE(printed.find("AGENT"), std::string::npos) << printed;
   EXPECT_NE(printed.find("agent-1-h0"), std::string::npos) << printed;
   EXPECT_NE(printed.find("alive"), std::string::npos) << printed;
-  std::printf("40 jobs succeeded on %zu agents; %d pool samples, %d compared\n", agents_used.size(), samples.load(),
-              compared.load());
+  std::printf("40 jobs succeeded on %zu agents; %d pool samples, %d compared\n", agents_used.size(),
+              samples.load(), compared.load());
 }
 
 TEST_F(ScaleOut, FailingAHostMovesItsJobToAHealthyHostOfAnotherAgent) {
@@ -206,7 +208,8 @@ TEST_F(ScaleOut, FailingAHostMovesItsJobToAHealthyHostOfAnotherAgent) {
   auto agent_2 = start_agent("agent-2", "v3-8");
   HttpResponse failed = replica_a->post("/v1/pool/hosts/agent-1-h0:fail");
   ASSERT_EQ(failed.status, 200) << failed.body;
-  EXPECT_EQ(failed.json()["affected_jobs"], json::array({id})) << running.dump() << "\n" << job(*replica_a, id).dump();
+  EXPECT_EQ(failed.json()["affected_jobs"], json::array({id})) << running.dump() << "\n"
+                                                               << job(*replica_a, id).dump();
   const json done = replica_a->wait_terminal(id);
   EXPECT_EQ(done["state"], "SUCCEEDED") << done.dump();
   EXPECT_EQ(agent_of(done), "agent-2");
@@ -225,12 +228,20 @@ TEST_F(ScaleOut, FailingAHostMovesItsJobToAHealthyHostOfAnotherAgent) {
 // epoch), logging every step.
 json v3_32_digits_job(const std::string& name, int epochs, int max_retries = 0) {
   return json{{"name", name},
-              {"trainer", {{"accelerator", "tpu"}, {"devices", 8}, {"num_nodes", 4}, {"max_epochs", epochs},
-                           {"log_every_n_steps", 1}, {"checkpoint_every_n_steps", 5}, {"seed", 11}}},
+              {"trainer",
+               {{"accelerator", "tpu"},
+                {"devices", 8},
+                {"num_nodes", 4},
+                {"max_epochs", epochs},
+                {"log_every_n_steps", 1},
+                {"checkpoint_every_n_steps", 5},
+                {"seed", 11}}},
               {"resources", {{"accelerator_type", "v3-32"}}},
-              {"model", {{"layers", json::array({{{"type", "linear"}, {"out", 64}}, {{"type", "relu"}},
-                                                 {{"type", "linear"}, {"out", 10}}})},
-                         {"loss", "cross_entropy"}}},
+              {"model",
+               {{"layers", json::array({{{"type", "linear"}, {"out", 64}},
+                                        {{"type", "relu"}},
+                                        {{"type", "linear"}, {"out", 10}}})},
+                {"loss", "cross_entropy"}}},
               {"data", {{"dataset", "digits"}, {"batch_size", 4}, {"drop_last", true}}},
               {"optimizer", {{"type", "adam"}, {"lr", 0.01}}},
               {"max_retries", max_retries}};
@@ -242,7 +253,8 @@ std::vector<std::string> metric_series(const ServiceProcess& replica, std::int64
   const json metrics = replica.get("/v1/jobs/" + std::to_string(id) + "/metrics").json();
   for (json point : metrics["points"]) {
     point["values"].erase("samples_per_sec");
-    series.push_back(std::to_string(point["step"].get<std::int64_t>()) + " " + point["values"].dump());
+    series.push_back(std::to_string(point["step"].get<std::int64_t>()) + " " +
+                     point["values"].dump());
   }
   return series;
 }
@@ -278,17 +290,21 @@ TEST_F(ScaleOut, AV3_32SliceAcrossTwoAndFourAgentsEqualsItOnOneAgentBitForBit) {
   for (int count : {2, 4}) {
     const std::string pool = count == 2 ? "v3-8,v3-8" : "v3-8";
     for (int a = 0; a < count; ++a) {
-      agents.push_back(start_agent("of" + std::to_string(count) + "-" + std::to_string(a), pool, kCollectiveArgs));
+      agents.push_back(start_agent("of" + std::to_string(count) + "-" + std::to_string(a), pool,
+                                   kCollectiveArgs));
     }
     const Outcome split = run("on-" + std::to_string(count) + "-agents");
     ASSERT_TRUE(split.allocation.contains("slice")) << split.allocation.dump();
-    EXPECT_EQ(split.allocation["slice"]["parts"].size(), static_cast<std::size_t>(count)) << split.allocation.dump();
+    EXPECT_EQ(split.allocation["slice"]["parts"].size(), static_cast<std::size_t>(count))
+        << split.allocation.dump();
     EXPECT_EQ(split.digest, one.digest) << "across " << count << " agents";
     EXPECT_EQ(split.series, one.series) << "across " << count << " agents";
     // The cross-host traffic, counted by the first part: 33 gathers.
-    EXPECT_NE(split.xla_report.find("Metric: CrossHostAllGatherTime\n  TotalSamples: 33"), std::string::npos)
+    EXPECT_NE(split.xla_report.find("Metric: CrossHostAllGatherTime\n  TotalSamples: 33"),
+              std::string::npos)
         << split.xla_report;
-    EXPECT_NE(split.xla_report.find("Metric: CrossHostInboundData"), std::string::npos) << split.xla_report;
+    EXPECT_NE(split.xla_report.find("Metric: CrossHostInboundData"), std::string::npos)
+        << split.xla_report;
     for (auto& agent : agents) EXPECT_EQ(agent->stop(), 0);
     agents.clear();
   }
@@ -300,7 +316,8 @@ TEST_F(ScaleOut, KillingAnAgentOfASliceFailsTheStepOnItsPeersAndTheJobIsRetriedT
   auto agent_b = start_agent("agent-b", "v3-8,v3-8", kCollectiveArgs);
   auto agent_c = start_agent("agent-c", "v3-8,v3-8", kCollectiveArgs);
   const int epochs = 60;
-  const std::int64_t id = submit(*replica, v3_32_digits_job("killed-peer", epochs, /*max_retries=*/3));
+  const std::int64_t id =
+      submit(*replica, v3_32_digits_job("killed-peer", epochs, /*max_retries=*/3));
   const json running = wait_for_step(*replica, id, 12);
   ASSERT_EQ(running["state"], "RUNNING") << running.dump();
   const json parts = running["allocation"]["slice"]["parts"];
@@ -312,7 +329,8 @@ TEST_F(ScaleOut, KillingAnAgentOfASliceFailsTheStepOnItsPeersAndTheJobIsRetriedT
   // The first part's step fails at once (the peer's sockets closed), within
   // the collective deadline at the latest; the job goes back to the queue
   // (its attempt counts it: the state may be RUNNING again before a poll).
-  const json requeued = wait_until(*replica, id, [](const json& j) { return j.value("attempt", 0) >= 1; });
+  const json requeued =
+      wait_until(*replica, id, [](const json& j) { return j.value("attempt", 0) >= 1; });
   const double took = seconds_since(killed);
   EXPECT_LT(took, kCollectiveTimeoutSeconds + 2.0) << requeued.dump();
   std::string reasons;
@@ -320,11 +338,13 @@ TEST_F(ScaleOut, KillingAnAgentOfASliceFailsTheStepOnItsPeersAndTheJobIsRetriedT
   for (const json& e : events["events"]) {
     reasons += e.value("reason", "") + "\n";
   }
-  EXPECT_NE(reasons.find("UNAVAILABLE: failed to connect to all addresses"), std::string::npos) << reasons;
-  std::printf("agent %s killed: its peer failed the step and the job was requeued after %.3f s\n", peer.c_str(),
-              took);
+  EXPECT_NE(reasons.find("UNAVAILABLE: failed to connect to all addresses"), std::string::npos)
+      << reasons;
+  std::printf("agent %s killed: its peer failed the step and the job was requeued after %.3f s\n",
+              peer.c_str(), took);
   const json done = wait_until(
-      *replica, id, [](const json& j) { return j["state"] == "SUCCEEDED" || j["state"] == "FAILED"; },
+      *replica, id,
+      [](const json& j) { return j["state"] == "SUCCEEDED" || j["state"] == "FAILED"; },
       std::chrono::seconds(300));
   EXPECT_EQ(done["state"], "SUCCEEDED") << done.dump();
   EXPECT_GE(done.value("attempt", 0), 1) << done.dump();
@@ -332,7 +352,8 @@ TEST_F(ScaleOut, KillingAnAgentOfASliceFailsTheStepOnItsPeersAndTheJobIsRetriedT
   // looked punctual); once its heartbeats are 3 s late it gets no new part.
   EXPECT_LE(done.value("attempt", 0), 2) << done.dump();
   const json history = replica->get("/v1/jobs/" + std::to_string(id) + "/events").json();
-  for (const json& e : history["events"]) std::printf("  -> %s: %s\n", e.value("to", "").c_str(), e.value("reason", "").c_str());
+  for (const json& e : history["events"])
+    std::printf("  -> %s: %s\n", e.value("to", "").c_str(), e.value("reason", "").c_str());
   EXPECT_EQ(done["progress"].value("step", 0), epochs * 11) << done.dump();
   EXPECT_GE(resumed_from_step(*replica, id), 5);
 }
@@ -340,9 +361,11 @@ TEST_F(ScaleOut, KillingAnAgentOfASliceFailsTheStepOnItsPeersAndTheJobIsRetriedT
 TEST_F(ScaleOut, KillingTheFirstAgentOfASliceEndsItsPeersAndTheJobResumesElsewhere) {
   auto replica = start_replica("replica-a");
   std::map<std::string, std::unique_ptr<ServiceProcess>> agents;
-  for (const char* name : {"agent-a", "agent-b", "agent-c"}) agents[name] = start_agent(name, "v3-8,v3-8", kCollectiveArgs);
+  for (const char* name : {"agent-a", "agent-b", "agent-c"})
+    agents[name] = start_agent(name, "v3-8,v3-8", kCollectiveArgs);
   const int epochs = 60;
-  const std::int64_t id = submit(*replica, v3_32_digits_job("killed-first", epochs, /*max_retries=*/3));
+  const std::int64_t id =
+      submit(*replica, v3_32_digits_job("killed-first", epochs, /*max_retries=*/3));
   const json running = wait_for_step(*replica, id, 12);
   ASSERT_EQ(running["state"], "RUNNING") << running.dump();
   const std::string first = running["allocation"]["slice"]["parts"][0]["agent"];
@@ -352,19 +375,22 @@ TEST_F(ScaleOut, KillingTheFirstAgentOfASliceEndsItsPeersAndTheJobResumesElsewhe
   // the leader requeues the job once the first agent is lost (10 s), and it
   // resumes from its checkpoint on the agents left.
   const json done = wait_until(
-      *replica, id, [](const json& j) { return j["state"] == "SUCCEEDED" || j["state"] == "FAILED"; },
+      *replica, id,
+      [](const json& j) { return j["state"] == "SUCCEEDED" || j["state"] == "FAILED"; },
       std::chrono::seconds(300));
   EXPECT_EQ(done["state"], "SUCCEEDED") << done.dump();
   EXPECT_EQ(done["progress"].value("step", 0), epochs * 11) << done.dump();
   EXPECT_GE(resumed_from_step(*replica, id), 5);
-  EXPECT_NE(agents.at(peer)->log().find("slice all-gather"), std::string::npos) << agents.at(peer)->log();
+  EXPECT_NE(agents.at(peer)->log().find("slice all-gather"), std::string::npos)
+      << agents.at(peer)->log();
 }
 
 TEST_F(ScaleOut, ACancelledSliceAcrossAgentsEndsCancelledAndFreesEveryHost) {
   auto replica = start_replica("replica-a");
   auto agent_a = start_agent("agent-a", "v3-8,v3-8", kCollectiveArgs);
   auto agent_b = start_agent("agent-b", "v3-8,v3-8", kCollectiveArgs);
-  const std::int64_t id = submit(*replica, v3_32_digits_job("cancelled-slice", 100000, /*max_retries=*/2));
+  const std::int64_t id =
+      submit(*replica, v3_32_digits_job("cancelled-slice", 100000, /*max_retries=*/2));
   const json running = wait_for_step(*replica, id, 12);
   ASSERT_EQ(running["state"], "RUNNING") << running.dump();
   ASSERT_EQ(replica->post("/v1/jobs/" + std::to_string(id) + "/cancel").status, 202);
@@ -373,7 +399,8 @@ TEST_F(ScaleOut, ACancelledSliceAcrossAgentsEndsCancelledAndFreesEveryHost) {
   EXPECT_EQ(done.value("attempt", -1), 0) << done.dump();
   // Its four hosts take the next v3-32 at once.
   const std::int64_t next = submit(*replica, v3_32_digits_job("after-cancel", 1));
-  const json after = wait_until(*replica, next, [](const json& j) { return j["state"] == "SUCCEEDED"; });
+  const json after =
+      wait_until(*replica, next, [](const json& j) { return j["state"] == "SUCCEEDED"; });
   EXPECT_EQ(after["state"], "SUCCEEDED") << after.dump();
 }
 
@@ -386,15 +413,18 @@ TEST_F(ScaleOut, AnAgentWhoseCollectiveAddressCannotBeReachedFailsTheRendezvous)
                              {"--collective-address", "192.0.2.1", "--collective-timeout",
                               std::to_string(kCollectiveTimeoutSeconds)});
   const std::int64_t id = submit(*replica, v3_32_digits_job("unreachable", 2));
-  const json started = wait_until(*replica, id, [](const json& j) { return j["state"] == "RUNNING"; });
+  const json started =
+      wait_until(*replica, id, [](const json& j) { return j["state"] == "RUNNING"; });
   ASSERT_EQ(started["state"], "RUNNING") << started.dump();
   const auto began = Clock::now();
-  const json failed = wait_until(*replica, id, [](const json& j) { return j["state"] != "RUNNING"; });
+  const json failed =
+      wait_until(*replica, id, [](const json& j) { return j["state"] != "RUNNING"; });
   const double took = seconds_since(began);
   ASSERT_EQ(failed["state"], "FAILED") << failed.dump();
   EXPECT_EQ(failed["error"]["type"], "UNAVAILABLE");
   EXPECT_EQ(failed["error"]["message"], "failed to connect to all addresses");
-  EXPECT_NE(failed["error"].value("hint", "").find("max_retries"), std::string::npos) << failed.dump();
+  EXPECT_NE(failed["error"].value("hint", "").find("max_retries"), std::string::npos)
+      << failed.dump();
   EXPECT_LT(took, kCollectiveTimeoutSeconds + 5.0);
   std::printf("unreachable collective address: FAILED after %.3f s (deadline %d s)\n", took,
               kCollectiveTimeoutSeconds);
@@ -410,7 +440,8 @@ TEST_F(ScaleOut, CancelThroughTheOtherReplicaStopsARunningJobWithinASecond) {
   const auto asked = Clock::now();
   HttpResponse cancel = replica_b->post("/v1/jobs/" + std::to_string(id) + "/cancel");
   ASSERT_EQ(cancel.status, 202) << cancel.body;
-  const json done = wait_until(*replica_a, id, [](const json& j) { return j["state"] != "RUNNING"; });
+  const json done =
+      wait_until(*replica_a, id, [](const json& j) { return j["state"] != "RUNNING"; });
   const double took = seconds_since(asked);
   EXPECT_EQ(done["state"], "CANCELLED") << done.dump();
   EXPECT_LT(took, 1.0) << "the cancel took " << took << " s";
@@ -437,7 +468,8 @@ TEST_F(ScaleOut, LogsFollowedThroughTheOtherReplicaArriveInOrderToTheEnd) {
   EXPECT_EQ(status, 200);
   EXPECT_EQ(end, "SUCCEEDED");
   ASSERT_FALSE(seqs.empty());
-  for (std::size_t i = 0; i < seqs.size(); ++i) ASSERT_EQ(seqs[i], static_cast<std::int64_t>(i) + 1);
+  for (std::size_t i = 0; i < seqs.size(); ++i)
+    ASSERT_EQ(seqs[i], static_cast<std::int64_t>(i) + 1);
   EXPECT_EQ(static_cast<std::int64_t>(seqs.size()), expect_contiguous_logs(*replica_a, id));
 }
 
@@ -458,13 +490,17 @@ TEST_F(ScaleOut, KillNineOfAnAgentMidRunFinishesItsJobsOnTheOtherFromCheckpoints
   agent_1->kill9();
 
   const json done = replica_b->wait_terminal(id, std::chrono::seconds(180));
-  ASSERT_EQ(done["state"], "SUCCEEDED") << done.dump() << replica_a->log() << replica_b->log() << agent_2->log();
+  ASSERT_EQ(done["state"], "SUCCEEDED")
+      << done.dump() << replica_a->log() << replica_b->log() << agent_2->log();
   EXPECT_EQ(agent_of(done), "agent-2");
   EXPECT_EQ(done["attempt"], 1);
   EXPECT_GT(resumed_from_step(*replica_a, id), 0) << "it did not resume from a checkpoint";
   expect_contiguous_logs(*replica_a, id);
-  const std::vector<std::string> metrics = expect_gapless_metrics(*replica_a, id, 25, kEpochs, kSteps);
-  EXPECT_EQ(first_difference(metrics, expect_gapless_metrics(*replica_a, reference, 25, kEpochs, kSteps)), "");
+  const std::vector<std::string> metrics =
+      expect_gapless_metrics(*replica_a, id, 25, kEpochs, kSteps);
+  EXPECT_EQ(
+      first_difference(metrics, expect_gapless_metrics(*replica_a, reference, 25, kEpochs, kSteps)),
+      "");
   EXPECT_EQ(done["result"]["parameters_digest"], reference_done["result"]["parameters_digest"]);
   const json pool = replica_a->get("/v1/pool").json();
   for (const json& agent : pool["agents"]) {
@@ -482,7 +518,8 @@ TEST_F(ScaleOut, KillNineOfTheLeaderReplicaTheOtherPlacesWithinTenSeconds) {
   BlobsJob small;
   small.name = "before";
   small.samples = 320;
-  ASSERT_EQ(replica_a->wait_terminal(submit(*replica_a, blobs_job_spec(small)))["state"], "SUCCEEDED");
+  ASSERT_EQ(replica_a->wait_terminal(submit(*replica_a, blobs_job_spec(small)))["state"],
+            "SUCCEEDED");
   const bool a_leads = replica_a->log().find("scheduler leader now") != std::string::npos;
   const bool b_leads = replica_b->log().find("scheduler leader now") != std::string::npos;
   ASSERT_NE(a_leads, b_leads) << "exactly one replica must lead";
@@ -492,8 +529,8 @@ TEST_F(ScaleOut, KillNineOfTheLeaderReplicaTheOtherPlacesWithinTenSeconds) {
   const auto killed = Clock::now();
   small.name = "after";
   const std::int64_t id = submit(survivor, blobs_job_spec(small));
-  const json placed = wait_until(survivor, id, [](const json& j) { return j["state"] != "QUEUED"; },
-                                 std::chrono::seconds(30));
+  const json placed = wait_until(
+      survivor, id, [](const json& j) { return j["state"] != "QUEUED"; }, std::chrono::seconds(30));
   const double took = seconds_since(killed);
   EXPECT_NE(placed["state"], "QUEUED") << placed.dump();
   EXPECT_LT(took, 10.0);
@@ -516,7 +553,8 @@ TEST_F(ScaleOut, AnAgentPausedPastItsLeaseWritesNothingAfterItsJobMovedAndStopsI
   agent_1->pause();
   // Declared lost after its silence; the job moves to agent-2.
   const json moved = wait_until(*replica_a, id, [](const json& j) {
-    return j["state"] == "RUNNING" && j["allocation"].is_object() && j["allocation"]["agent"] == "agent-2";
+    return j["state"] == "RUNNING" && j["allocation"].is_object() &&
+           j["allocation"]["agent"] == "agent-2";
   });
   ASSERT_EQ(agent_of(moved), "agent-2") << moved.dump();
   agent_1->resume();
@@ -525,8 +563,11 @@ TEST_F(ScaleOut, AnAgentPausedPastItsLeaseWritesNothingAfterItsJobMovedAndStopsI
   // Stale lines or points from agent-1 would break the numbering or repeat
   // a step; stale parameters would change the digest.
   expect_contiguous_logs(*replica_a, id);
-  const std::vector<std::string> metrics = expect_gapless_metrics(*replica_a, id, 25, kEpochs, kSteps);
-  EXPECT_EQ(first_difference(metrics, expect_gapless_metrics(*replica_a, reference, 25, kEpochs, kSteps)), "");
+  const std::vector<std::string> metrics =
+      expect_gapless_metrics(*replica_a, id, 25, kEpochs, kSteps);
+  EXPECT_EQ(
+      first_difference(metrics, expect_gapless_metrics(*replica_a, reference, 25, kEpochs, kSteps)),
+      "");
   EXPECT_EQ(done["result"]["parameters_digest"], reference_done["result"]["parameters_digest"]);
   // agent-1 found out, stopped its copy and rejoined under a new epoch.
   const auto deadline = Clock::now() + std::chrono::seconds(60);

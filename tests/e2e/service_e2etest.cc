@@ -36,8 +36,10 @@ ServiceProcess& service() { return *Service::instance; }
 json quick_spec(const std::string& name, int epochs = 3) {
   return {{"name", name},
           {"trainer", {{"devices", 1}, {"max_epochs", epochs}, {"log_every_n_steps", 2}}},
-          {"model", {{"layers", json::array({{{"type", "linear"}, {"out", 16}}, {{"type", "relu"}},
-                                             {{"type", "linear"}, {"out", 3}}})}}},
+          {"model",
+           {{"layers", json::array({{{"type", "linear"}, {"out", 16}},
+                                    {{"type", "relu"}},
+                                    {{"type", "linear"}, {"out", 3}}})}}},
           {"data", {{"dataset", "iris"}, {"batch_size", 16}}},
           {"optimizer", {{"type", "adam"}, {"lr", 0.01}}}};
 }
@@ -94,8 +96,10 @@ TEST(Service, MisconfiguredExampleIs422WithEveryLightningMessage) {
   EXPECT_EQ(r.header("content-type"), "application/problem+json");
   std::map<std::string, std::string> by_field;
   const json body = r.json();
-  for (const json& e : body["errors"]) by_field[e["field"].get<std::string>()] = e["message"].get<std::string>();
-  EXPECT_EQ(by_field["trainer.devices"], "`devices` can only be 'auto', 1, 8 or [<0-7>] for TPUs. Got 3");
+  for (const json& e : body["errors"])
+    by_field[e["field"].get<std::string>()] = e["message"].get<std::string>();
+  EXPECT_EQ(by_field["trainer.devices"],
+            "`devices` can only be 'auto', 1, 8 or [<0-7>] for TPUs. Got 3");
   EXPECT_NE(by_field["trainer.strategy"].find("XLAAccelerator"), std::string::npos);
   // Lightning 2.5 builds the strategy before the precision plugin, and checks
   // the XLA precisions only for an XLA strategy: '16-mixed' beside 'ddp'
@@ -106,7 +110,8 @@ TEST(Service, MisconfiguredExampleIs422WithEveryLightningMessage) {
 }
 
 TEST(Service, ValidateReturnsResolvedRequestAndEstimateWithoutStoring) {
-  HttpResponse r = service().post("/v1/jobs:validate", read_source_file("examples/v3-32-slice.json"));
+  HttpResponse r =
+      service().post("/v1/jobs:validate", read_source_file("examples/v3-32-slice.json"));
   ASSERT_EQ(r.status, 200) << r.body;
   const json body = r.json();
   EXPECT_TRUE(body["valid"]);
@@ -118,14 +123,17 @@ TEST(Service, ValidateReturnsResolvedRequestAndEstimateWithoutStoring) {
 
 TEST(Service, IdempotencyKeyReturnsTheSameJobAndRefusesAnotherSpec) {
   const json spec = quick_spec("idempotent");
-  HttpResponse first = service().post("/v1/jobs", spec.dump(), {{"Idempotency-Key", "pipeline-7-step-3"}});
+  HttpResponse first =
+      service().post("/v1/jobs", spec.dump(), {{"Idempotency-Key", "pipeline-7-step-3"}});
   ASSERT_EQ(first.status, 201) << first.body;
-  HttpResponse again = service().post("/v1/jobs", spec.dump(), {{"Idempotency-Key", "pipeline-7-step-3"}});
+  HttpResponse again =
+      service().post("/v1/jobs", spec.dump(), {{"Idempotency-Key", "pipeline-7-step-3"}});
   EXPECT_EQ(again.status, 200) << again.body;
   EXPECT_EQ(again.json()["id"], first.json()["id"]);
   json other = spec;
   other["priority"] = 3;
-  HttpResponse conflict = service().post("/v1/jobs", other.dump(), {{"Idempotency-Key", "pipeline-7-step-3"}});
+  HttpResponse conflict =
+      service().post("/v1/jobs", other.dump(), {{"Idempotency-Key", "pipeline-7-step-3"}});
   EXPECT_EQ(conflict.status, 409) << conflict.body;
   EXPECT_EQ(conflict.json()["job_id"], first.json()["id"]);
   service().wait_terminal(first.json()["id"]);
@@ -200,10 +208,12 @@ TEST(Service, AWaitingJobIsToldWhenTheTimeLimitsAheadOfItEnd) {
   ASSERT_TRUE(view["estimated_start"].is_string()) << view.dump();
   // The slice's ten minutes from its start, read back at the second.
   std::tm parts{};
-  std::istringstream(view["estimated_start"].get<std::string>()) >> std::get_time(&parts, "%Y-%m-%dT%H:%M:%S");
+  std::istringstream(view["estimated_start"].get<std::string>()) >>
+      std::get_time(&parts, "%Y-%m-%dT%H:%M:%S");
   const auto estimated = std::chrono::system_clock::from_time_t(timegm(&parts));
   EXPECT_GE(estimated, before + std::chrono::minutes(10) - std::chrono::seconds(2)) << view.dump();
-  EXPECT_LE(estimated, std::chrono::system_clock::now() + std::chrono::minutes(10) + std::chrono::seconds(2))
+  EXPECT_LE(estimated,
+            std::chrono::system_clock::now() + std::chrono::minutes(10) + std::chrono::seconds(2))
       << view.dump();
   for (std::int64_t id : {second, first}) {
     service().post("/v1/jobs/" + std::to_string(id) + "/cancel");
@@ -219,14 +229,17 @@ TEST(Service, BodiesOverTheCapAre413) {
 }
 
 TEST(Service, MalformedHttpGets400AndTheServiceStaysUp) {
-  const std::string answer = raw_exchange(service().port(), "GARBAGE\r\n\r\n", std::chrono::seconds(5));
+  const std::string answer =
+      raw_exchange(service().port(), "GARBAGE\r\n\r\n", std::chrono::seconds(5));
   EXPECT_NE(answer.find("400"), std::string::npos) << answer;
   EXPECT_EQ(service().get("/healthz").status, 200);
 }
 
 TEST(Service, CancelStopsARunningJobAndASecondCancelIs409) {
   json spec = quick_spec("to-cancel", 100000);
-  spec["data"] = {{"dataset", {{"synthetic", "blobs"}, {"n", 20000}, {"features", 64}, {"classes", 4}}}, {"batch_size", 32}};
+  spec["data"] = {
+      {"dataset", {{"synthetic", "blobs"}, {"n", 20000}, {"features", 64}, {"classes", 4}}},
+      {"batch_size", 32}};
   spec["model"]["layers"][2]["out"] = 4;
   const std::int64_t id = submit(spec);
   for (int i = 0; i < 300; ++i) {
@@ -278,7 +291,8 @@ TEST(Service, LogsFollowAsServerSentEventsUntilTheEnd) {
   EXPECT_EQ(status, 200);
   EXPECT_EQ(end_state, "SUCCEEDED");
   ASSERT_FALSE(seqs.empty());
-  for (std::size_t i = 0; i < seqs.size(); ++i) EXPECT_EQ(seqs[i], static_cast<std::int64_t>(i + 1));
+  for (std::size_t i = 0; i < seqs.size(); ++i)
+    EXPECT_EQ(seqs[i], static_cast<std::int64_t>(i + 1));
 }
 
 TEST(Service, HealthReadinessMetricsAndOpenApi) {
@@ -313,7 +327,9 @@ TEST(Service, PoolShowsHostsAndAdminActionsChangeHealth) {
 TEST(Service, AFailedHostEndsItsJobWithUnavailable) {
   json spec = quick_spec("on-a-dying-host", 100000);
   spec["trainer"]["devices"] = 8;
-  spec["data"] = {{"dataset", {{"synthetic", "blobs"}, {"n", 20000}, {"features", 64}, {"classes", 4}}}, {"batch_size", 32}};
+  spec["data"] = {
+      {"dataset", {{"synthetic", "blobs"}, {"n", 20000}, {"features", 64}, {"classes", 4}}},
+      {"batch_size", 32}};
   spec["model"]["layers"][2]["out"] = 4;
   const std::int64_t id = submit(spec);
   json job;

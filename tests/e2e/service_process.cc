@@ -47,13 +47,15 @@ std::string ServiceProcess::start(std::chrono::seconds timeout) {
   // A new file each start, created here before the fork: a file left by an
   // earlier process that had the same pid must never be read as this
   // service's output (its "listening on" line names another port).
-  std::string pattern = (std::filesystem::temp_directory_path() / "tpujobs-e2e-log-XXXXXX").string();
+  std::string pattern =
+      (std::filesystem::temp_directory_path() / "tpujobs-e2e-log-XXXXXX").string();
   const int log_fd = mkstemp(pattern.data());
   if (log_fd < 0) return "mkstemp failed for the service log";
   log_paths_.push_back(pattern);
   const bool agent = options_.command == "agent";
-  std::vector<std::string> args = {TPUJOBS_BINARY, "serve", "--listen", "127.0.0.1:0", "--pool", options_.pool,
-                                   "--state-dir", options_.state_dir.string()};
+  std::vector<std::string> args = {
+      TPUJOBS_BINARY, "serve",       "--listen",    "127.0.0.1:0",
+      "--pool",       options_.pool, "--state-dir", options_.state_dir.string()};
   if (agent) args = {TPUJOBS_BINARY, "agent"};
   args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
   pid_ = fork();
@@ -76,7 +78,8 @@ std::string ServiceProcess::start(std::chrono::seconds timeout) {
     _exit(127);
   }
   close(log_fd);
-  const std::regex listening(agent ? "tpujobs agent \\S+ running()" : "listening on http://127\\.0\\.0\\.1:([0-9]+)");
+  const std::regex listening(agent ? "tpujobs agent \\S+ running()"
+                                   : "listening on http://127\\.0\\.0\\.1:([0-9]+)");
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
     std::smatch match;
@@ -166,9 +169,11 @@ std::string read_source_file(const std::string& relative) {
   return text.str();
 }
 
-std::string create_token(const ServiceProcess& service, const std::string& tenant, const std::string& role) {
-  const std::string command = std::string(TPUJOBS_BINARY) + " token create --tenant " + tenant + " --role " + role +
-                              " --state-dir " + service.state_dir().string() + " 2>/dev/null";
+std::string create_token(const ServiceProcess& service, const std::string& tenant,
+                         const std::string& role) {
+  const std::string command = std::string(TPUJOBS_BINARY) + " token create --tenant " + tenant +
+                              " --role " + role + " --state-dir " + service.state_dir().string() +
+                              " 2>/dev/null";
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) return "";
   char line[256] = {0};

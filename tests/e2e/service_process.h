@@ -60,7 +60,8 @@ class ServiceProcess {
     return http(port_, "POST", target, body, headers);
   }
   // Polls GET /v1/jobs/{id} until its state is terminal; returns the job.
-  nlohmann::json wait_terminal(std::int64_t id, std::chrono::seconds timeout = std::chrono::seconds(120)) const;
+  nlohmann::json wait_terminal(std::int64_t id,
+                               std::chrono::seconds timeout = std::chrono::seconds(120)) const;
 
  private:
   Options options_;
@@ -76,6 +77,7 @@ std::string read_source_file(const std::string& relative);
 // Runs `tpujobs token create --tenant TENANT --role ROLE` on the service's
 // state directory (before or after start()) and returns the token it
 // printed, or "" when it failed.
-std::string create_token(const ServiceProcess& service, const std::string& tenant, const std::string& role);
+std::string create_token(const ServiceProcess& service, const std::string& tenant,
+                         const std::string& role);
 
 }  // namespace tpujobs::testing

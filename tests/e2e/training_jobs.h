@@ -29,7 +29,9 @@ nlohmann::json blobs_job_spec(const BlobsJob& job);
 
 // Training steps an epoch of such a job on one core: 80% of the samples in
 // batches of 32 (for sample counts that divide evenly, as the tests use).
-constexpr std::int64_t blobs_steps_per_epoch(int samples) { return std::int64_t{samples} * 4 / 5 / 32; }
+constexpr std::int64_t blobs_steps_per_epoch(int samples) {
+  return std::int64_t{samples} * 4 / 5 / 32;
+}
 
 // Polls GET /v1/jobs/{id} until the job is RUNNING at `step` or later with
 // a checkpoint stored (last_checkpoint: checkpoints are written behind the

@@ -9,9 +9,9 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
-#include <set>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "../client/client_process.h"
@@ -55,7 +55,9 @@ std::int64_t submit(const ServiceProcess& service, const json& spec) {
   return r.status == 201 ? r.json()["id"].get<std::int64_t>() : 0;
 }
 
-json job(const ServiceProcess& service, std::int64_t id) { return service.get("/v1/jobs/" + std::to_string(id)).json(); }
+json job(const ServiceProcess& service, std::int64_t id) {
+  return service.get("/v1/jobs/" + std::to_string(id)).json();
+}
 
 template <class Done>
 json wait_until(const ServiceProcess& service, std::int64_t id, Done done,
@@ -71,7 +73,8 @@ json wait_until(const ServiceProcess& service, std::int64_t id, Done done,
 }
 
 // The time of the job's first move to `state` (ISO text, comparable as text).
-std::string first_event_at(const ServiceProcess& service, std::int64_t id, const std::string& state) {
+std::string first_event_at(const ServiceProcess& service, std::int64_t id,
+                           const std::string& state) {
   const json events = service.get("/v1/jobs/" + std::to_string(id) + "/events").json();
   for (const json& e : events["events"]) {
     if (e["to"] == state) return e["at"].get<std::string>();
@@ -83,20 +86,26 @@ std::string first_event_at(const ServiceProcess& service, std::int64_t id, const
 void dependencies_hold_and_release(const ServiceProcess& service) {
   const std::int64_t upstream = submit(service, long_job("upstream"));
   wait_until(service, upstream, [](const json& j) { return j["state"] == "RUNNING"; });
-  const std::int64_t on_success = submit(service, depending(short_job("on-success"), upstream, "succeeded"));
-  const std::int64_t on_failure = submit(service, depending(short_job("on-failure"), upstream, "failed"));
+  const std::int64_t on_success =
+      submit(service, depending(short_job("on-success"), upstream, "succeeded"));
+  const std::int64_t on_failure =
+      submit(service, depending(short_job("on-failure"), upstream, "failed"));
   const std::int64_t on_end = submit(service, depending(short_job("on-end"), upstream, "finished"));
-  const std::int64_t chained = submit(service, depending(short_job("chained"), on_end, "succeeded"));
+  const std::int64_t chained =
+      submit(service, depending(short_job("chained"), on_end, "succeeded"));
 
   // All wait, saying for what.
   for (std::int64_t id : {on_success, on_failure, on_end, chained}) {
-    json waiting = wait_until(service, id, [](const json& j) { return j["pending_reason"] == "Dependency"; });
+    json waiting =
+        wait_until(service, id, [](const json& j) { return j["pending_reason"] == "Dependency"; });
     EXPECT_EQ(waiting["state"], "QUEUED") << waiting.dump();
     EXPECT_EQ(waiting["pending_reason"], "Dependency") << waiting.dump();
   }
-  json detail = wait_until(service, on_success, [](const json& j) { return j.contains("pending_detail"); });
-  EXPECT_EQ(detail.value("pending_detail", ""),
-            "job " + std::to_string(upstream) + " has not finished (RUNNING); waits for it to succeed")
+  json detail =
+      wait_until(service, on_success, [](const json& j) { return j.contains("pending_detail"); });
+  EXPECT_EQ(
+      detail.value("pending_detail", ""),
+      "job " + std::to_string(upstream) + " has not finished (RUNNING); waits for it to succeed")
       << detail.dump();
 
   // Cancelled upstream: "failed" and "finished" are met, "succeeded" never can be.
@@ -108,8 +117,9 @@ void dependencies_hold_and_release(const ServiceProcess& service) {
   EXPECT_EQ(never["state"], "CANCELLED") << never.dump();
   ASSERT_TRUE(never["error"].is_object()) << never.dump();
   EXPECT_EQ(never["error"].value("reason", ""), "DependencyNeverSatisfied") << never.dump();
-  EXPECT_NE(never["error"].value("message", "").find("ended CANCELLED; the job needed it to succeed"),
-            std::string::npos)
+  EXPECT_NE(
+      never["error"].value("message", "").find("ended CANCELLED; the job needed it to succeed"),
+      std::string::npos)
       << never.dump();
   EXPECT_TRUE(never["started_at"].is_null()) << never.dump();
 
@@ -118,13 +128,17 @@ void dependencies_hold_and_release(const ServiceProcess& service) {
     EXPECT_EQ(done["state"], "SUCCEEDED") << done.dump();
   }
   // None started before what it waited for had ended.
-  EXPECT_GE(first_event_at(service, on_failure, "STARTING"), cancelled["finished_at"].get<std::string>());
-  EXPECT_GE(first_event_at(service, on_end, "STARTING"), cancelled["finished_at"].get<std::string>());
-  EXPECT_GE(first_event_at(service, chained, "STARTING"), job(service, on_end)["finished_at"].get<std::string>());
+  EXPECT_GE(first_event_at(service, on_failure, "STARTING"),
+            cancelled["finished_at"].get<std::string>());
+  EXPECT_GE(first_event_at(service, on_end, "STARTING"),
+            cancelled["finished_at"].get<std::string>());
+  EXPECT_GE(first_event_at(service, chained, "STARTING"),
+            job(service, on_end)["finished_at"].get<std::string>());
 }
 
 void bad_dependencies_are_422(const ServiceProcess& service) {
-  HttpResponse r = service.post("/v1/jobs", depending(short_job("nowhere"), 999999, "succeeded").dump());
+  HttpResponse r =
+      service.post("/v1/jobs", depending(short_job("nowhere"), 999999, "succeeded").dump());
   ASSERT_EQ(r.status, 422) << r.body;
   const json body = r.json();
   ASSERT_EQ(body["errors"].size(), 1u) << r.body;
@@ -182,7 +196,8 @@ void usage_matches_the_jobs(const ServiceProcess& service) {
   const double measured = usage["total_core_seconds"].get<double>();
   // The views' times are in milliseconds; the events' in microseconds.
   EXPECT_NEAR(measured, expected, 0.01 * expected + 1.0) << usage.dump();
-  EXPECT_NEAR(usage["groups"][0]["by_generation"]["v3"].get<double>(), measured, 1e-6) << usage.dump();
+  EXPECT_NEAR(usage["groups"][0]["by_generation"]["v3"].get<double>(), measured, 1e-6)
+      << usage.dump();
 
   HttpResponse csv = service.get("/v1/usage?from=2h&format=csv");
   ASSERT_EQ(csv.status, 200);
@@ -190,9 +205,9 @@ void usage_matches_the_jobs(const ServiceProcess& service) {
   EXPECT_EQ(service.get("/v1/usage?from=tomorrow").status, 400);
 
   const std::filesystem::path directory = db::testing::make_temp_dir("tpujobs-usage-");
-  const ClientRun run = run_client_process({"usage", "--from", "2h"},
-                                           {{"TPUJOBS_URL", "http://127.0.0.1:" + std::to_string(service.port())}},
-                                           directory);
+  const ClientRun run = run_client_process(
+      {"usage", "--from", "2h"},
+      {{"TPUJOBS_URL", "http://127.0.0.1:" + std::to_string(service.port())}}, directory);
   EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
   EXPECT_NE(run.out.find("TENANT"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("default"), std::string::npos) << run.out;
@@ -244,7 +259,8 @@ void sweep_runs_as_an_array(const ServiceProcess& service) {
   HttpResponse refused = service.post("/v1/jobs", bad.dump());
   ASSERT_EQ(refused.status, 422) << refused.body;
   EXPECT_EQ(refused.json()["errors"][0]["field"], "trainer.devices") << refused.body;
-  EXPECT_NE(refused.json()["errors"][0]["message"].get<std::string>().find("sweep child 1"), std::string::npos);
+  EXPECT_NE(refused.json()["errors"][0]["message"].get<std::string>().find("sweep child 1"),
+            std::string::npos);
 }
 
 TEST(WorkloadSingleProcess, SweepsDependenciesStartDeadlinesAndBadInput) {
@@ -263,7 +279,8 @@ TEST(WorkloadSingleProcess, SweepsDependenciesStartDeadlinesAndBadInput) {
   wait_until(service, held, [](const json& j) { return j["pending_reason"] == "Dependency"; });
   ASSERT_EQ(service.stop(), 0);
   ASSERT_EQ(service.start(), "");
-  json again = wait_until(service, held, [](const json& j) { return j["pending_reason"] == "Dependency"; });
+  json again =
+      wait_until(service, held, [](const json& j) { return j["pending_reason"] == "Dependency"; });
   EXPECT_EQ(again["pending_reason"], "Dependency") << again.dump();
   ASSERT_EQ(service.post("/v1/jobs/" + std::to_string(upstream) + "/cancel").status, 202);
   EXPECT_EQ(service.wait_terminal(held)["state"], "SUCCEEDED");
@@ -279,7 +296,8 @@ TEST(WorkloadCluster, SweepsDependenciesStartDeadlinesAndBadInput) {
   ASSERT_EQ(replica.start(), "");
   ServiceProcess::Options agent_options;
   agent_options.command = "agent";
-  agent_options.extra_args = {"--database-url", database.url(), "--pool", "v3-8", "--name", "agent-1", "--workers", "2"};
+  agent_options.extra_args = {"--database-url", database.url(), "--pool",    "v3-8",
+                              "--name",         "agent-1",      "--workers", "2"};
   ServiceProcess agent(agent_options);
   ASSERT_EQ(agent.start(), "");
   bad_dependencies_are_422(replica);
@@ -311,8 +329,10 @@ TEST(WorkloadRetention, FinishedJobsLoseTheirLogsAndMetricsButKeepTheirRows) {
   EXPECT_TRUE(row["result"].is_object()) << row.dump();
   // A running job keeps everything.
   wait_for_step(service, running, 25);
-  EXPECT_FALSE(service.get("/v1/jobs/" + std::to_string(running) + "/logs").json()["lines"].empty());
-  EXPECT_NE(service.log().find("retention: purged the outputs of"), std::string::npos) << service.log();
+  EXPECT_FALSE(
+      service.get("/v1/jobs/" + std::to_string(running) + "/logs").json()["lines"].empty());
+  EXPECT_NE(service.log().find("retention: purged the outputs of"), std::string::npos)
+      << service.log();
   ASSERT_EQ(service.post("/v1/jobs/" + std::to_string(running) + "/cancel").status, 202);
   service.wait_terminal(running);
 }

@@ -257,8 +257,9 @@ TEST(AdvisorTest, StepTimeSplitsTheGlobalBatchOverReplicas) {
   larger.data.batch_size = 1024;
   const StepTimeEstimate four = Job(larger, 1024, 8192).step_time();
   EXPECT_NEAR(four.compute_seconds, 4 * single.compute_seconds, 1e-12);
-  EXPECT_NE(four.summary.find("TPU v3: 3.55 ms (an estimate, not a measurement: 2.15 ms of MXU work"),
-            std::string::npos)
+  EXPECT_NE(
+      four.summary.find("TPU v3: 3.55 ms (an estimate, not a measurement: 2.15 ms of MXU work"),
+      std::string::npos)
       << four.summary;
 }
 

@@ -103,7 +103,8 @@ TEST(WorkerPool, StepTurnsGoRoundRobinAtMostThreadsAtOnce) {
   WorkerPool pool(2);
   constexpr int kJobs = 5, kTurns = 40;
   std::vector<std::unique_ptr<WorkerPool::JobShare>> shares;
-  for (int job = 0; job < kJobs; ++job) shares.push_back(std::make_unique<WorkerPool::JobShare>(pool));
+  for (int job = 0; job < kJobs; ++job)
+    shares.push_back(std::make_unique<WorkerPool::JobShare>(pool));
   std::mutex mutex;
   std::vector<int> recorded(kJobs, 0);  // turns each job has recorded, inside them
   int most_ahead = 0;                   // of the job recording over the job least far
@@ -116,8 +117,8 @@ TEST(WorkerPool, StepTurnsGoRoundRobinAtMostThreadsAtOnce) {
         {
           std::lock_guard lock(mutex);
           ++recorded[job];
-          most_ahead = std::max(most_ahead,
-                                recorded[job] - *std::min_element(recorded.begin(), recorded.end()));
+          most_ahead = std::max(
+              most_ahead, recorded[job] - *std::min_element(recorded.begin(), recorded.end()));
           most_running = std::max(most_running, ++running);
         }
         std::this_thread::yield();

@@ -90,9 +90,7 @@ TEST(LoadDataset, ErrorsForUnknownBuiltinMissingUploadAndBadUpload) {
   datasets.uploads["ds_bad"] = "a,label\n1,0\n2,x\n";
   DataSpec spec;
   spec.source = BuiltinData{"mnist"};
-  auto error = [&] {
-    return load_dataset(spec, Loss::kCrossEntropy, 1, datasets).error().message;
-  };
+  auto error = [&] { return load_dataset(spec, Loss::kCrossEntropy, 1, datasets).error().message; };
   EXPECT_EQ(error(),
             "unknown built-in dataset 'mnist' (available: iris, wine, breast_cancer, digits)");
   spec.source = UploadedData{"ds_none"};
@@ -135,11 +133,11 @@ TEST(Synthetic, GeneratorsHonourTheirParameters) {
     }
   }
   int classes = 0;
+  EXPECT_EQ(generate_synthetic({SyntheticKind::kBlobs, 1, 2, 2, 0.1}, 1, &classes).error().message,
+            "synthetic data: n must be at least 2");
   EXPECT_EQ(
-      generate_synthetic({SyntheticKind::kBlobs, 1, 2, 2, 0.1}, 1, &classes).error().message,
-      "synthetic data: n must be at least 2");
-  EXPECT_EQ(generate_synthetic({SyntheticKind::kSpirals, 10, 1, 2, 0.1}, 1, &classes).error().message,
-            "synthetic data: features must be at least 2");
+      generate_synthetic({SyntheticKind::kSpirals, 10, 1, 2, 0.1}, 1, &classes).error().message,
+      "synthetic data: features must be at least 2");
 }
 
 }  // namespace

@@ -228,7 +228,8 @@ TEST(Gemm, Avx512KernelIsCorrectAndBitReproducible) {
   for (int r = 0; r < m; r += 37) {
     for (int col = 0; col < n; col += 53) {
       double expected = 0;
-      for (int i = 0; i < k; ++i) expected += double(op_at(a, false, r, i)) * op_at(b, true, i, col);
+      for (int i = 0; i < k; ++i)
+        expected += double(op_at(a, false, r, i)) * op_at(b, true, i, col);
       ASSERT_NEAR(alone[std::size_t(r) * n + col], expected, 1e-4) << r << "," << col;
     }
   }

@@ -265,8 +265,8 @@ class TenJobsRace {
     // At least half, with one step of slack for the turns running right now.
     const double one_step = 1.0 / static_cast<double>(progress.total_steps);
     if (*slowest + one_step < *fastest / 2 && unfair_.size() < 5) {
-      std::string line = "job " + std::to_string(job) + " at step " +
-                         std::to_string(progress.step) + ": progress";
+      std::string line =
+          "job " + std::to_string(job) + " at step " + std::to_string(progress.step) + ": progress";
       for (double d : done_) line += " " + std::to_string(d);
       unfair_.push_back(line);
     }
@@ -312,7 +312,8 @@ TEST_F(TrainerTest, TenJobsStartedTogetherProgressAlike) {
     EXPECT_EQ(result.steps, 3 * 23);
   }
   EXPECT_EQ(race.samples(), TenJobsRace::kJobs * 3 * 23);
-  EXPECT_THAT(race.unfair(), ::testing::IsEmpty()) << "the slowest job fell below half the fastest's progress";
+  EXPECT_THAT(race.unfair(), ::testing::IsEmpty())
+      << "the slowest job fell below half the fastest's progress";
 }
 
 TEST_F(TrainerTest, CancelStopsWithinOneStep) {
@@ -397,7 +398,8 @@ TEST_F(TrainerTest, DeviceLinesAreTheReleasesOwn) {
   // prints them first, as Lightning does at fit start.
   TrainingSpec spec = small_spec();
   spec.device_info = {"GPU available: False, used: False",
-                      "TPU available: True, using: 8 TPU cores", "HPU available: False, using: 0 HPUs"};
+                      "TPU available: True, using: 8 TPU cores",
+                      "HPU available: False, using: 0 HPUs"};
   RecordingSink sink;
   const TrainingResult result = run(spec, sink);
   ASSERT_EQ(result.outcome, Outcome::kSucceeded) << describe(result);
@@ -412,7 +414,8 @@ TEST_F(TrainerTest, LogsReadLikeLightningOnATpuHost) {
   spec.devices_per_host = 8;
   spec.on_tpu = true;
   spec.data.batch_size = 8;
-  spec.device_info = {"GPU available: False, used: False", "TPU available: True, using: 8 TPU cores"};
+  spec.device_info = {"GPU available: False, used: False",
+                      "TPU available: True, using: 8 TPU cores"};
   RecordingSink sink;
   const TrainingResult result = run(spec, sink);
   ASSERT_EQ(result.outcome, Outcome::kSucceeded) << describe(result);

@@ -169,7 +169,8 @@ TEST(XlaMetricsTest, PerformanceReportHasEachAnalysisThatFires) {
   EXPECT_EQ(metrics.mark_steps(), 12);
   const std::vector<std::string> lines = metrics.performance_report();
   ASSERT_EQ(lines.size(), 4u);
-  EXPECT_EQ(lines[0], "pt-xla-profiler: TransferFromDeviceTime too frequent: 12 counts during 12 steps");
+  EXPECT_EQ(lines[0],
+            "pt-xla-profiler: TransferFromDeviceTime too frequent: 12 counts during 12 steps");
   EXPECT_EQ(lines[1],
             "pt-xla-profiler: CompileTime too slow: longest instance took 05m01s000ms000.000us. "
             "Please open a GitHub issue with the graph dump for our team to optimize.");
@@ -240,7 +241,8 @@ TEST(XlaMetricsTest, TransferAnalysisUsesTheReleasesName) {
   }
   const std::vector<std::string> lines = metrics.performance_report();
   ASSERT_EQ(lines.size(), 1u);
-  EXPECT_EQ(lines[0], "pt-xla-profiler: TransferFromServerTime too frequent: 3 counts during 3 steps");
+  EXPECT_EQ(lines[0],
+            "pt-xla-profiler: TransferFromServerTime too frequent: 3 counts during 3 steps");
 }
 
 // debug/metrics_saver.py save_metrics: '[MetricsData; step={}]\n{}\n'.

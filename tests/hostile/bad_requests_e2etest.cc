@@ -874,8 +874,8 @@ TEST(SqlInjection, DatasetNameIsStoredVerbatimAndUsable) {
 }
 
 // A client that sends `at_once`, then `trickle` one byte a second, then
-// reads until the service closes (the trickle must end before the timeout): what it answered, and how long after the
-// first byte it closed.
+// reads until the service closes (the trickle must end before the timeout): what it answered, and
+// how long after the first byte it closed.
 struct SlowExchange {
   std::string answer;
   double closed_after = 0;

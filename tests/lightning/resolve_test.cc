@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <ostream>
 #include <set>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,10 +61,10 @@ DeviceValue ParseDeviceValue(const std::string& text) {
   } else if (text.find('.') != std::string::npos || text == "True" || text == "False" ||
              text == "{}" || text == "None") {
     value.kind = DeviceValue::Kind::kOther;
-    value.python_type = text == "{}"                            ? "dict"
-                        : text == "None"                        ? "NoneType"
+    value.python_type = text == "{}"                          ? "dict"
+                        : text == "None"                      ? "NoneType"
                         : text.find('.') != std::string::npos ? "float"
-                                                                : "bool";
+                                                              : "bool";
     value.python_repr = text;
     value.equals_zero = text == "False" || text == "0.0";
   } else if (text == "auto") {
@@ -94,7 +94,8 @@ TrainerSettings Settings(std::string_view text) {
       const bool quoted = value.front() == '\'';
       settings.precision = quoted ? value.substr(1, value.size() - 2) : value;
       settings.precision_is_number =
-          !quoted && std::all_of(value.begin(), value.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+          !quoted &&
+          std::all_of(value.begin(), value.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
     }
     auto environment = [&]() -> Environment& {
       if (!settings.environment) settings.environment.emplace();
@@ -120,7 +121,9 @@ PoolView View(const std::map<scheduler::Generation, int>& hosts) {
        {scheduler::Generation::kV2, scheduler::Generation::kV3, scheduler::Generation::kV4}) {
     const scheduler::GenerationFacts& f = scheduler::facts(g);
     const auto it = hosts.find(g);
-    view.generations.push_back({std::string(f.name), f.devices_per_host, f.name_units_per_device,
+    view.generations.push_back({std::string(f.name),
+                                f.devices_per_host,
+                                f.name_units_per_device,
                                 {f.slice_sizes.begin(), f.slice_sizes.end()},
                                 it == hosts.end() ? 0 : it->second});
   }
@@ -233,7 +236,8 @@ const std::vector<Case>& Cases() {
       {"v2_devices_minus_1", "devices=-1", "v3-32", S(kDevicesV3, "-1")},
       {"v2_devices_string_core", "devices='5,'", "v3-8",
        "tpu single v3 1x1 core=5 world=1 32-true single_xla"},
-      {"v2_devices_0_auto", "devices=0", "v3-32", "trainer.devices: `Trainer(devices=0)` value is not a valid input using tpu accelerator."},
+      {"v2_devices_0_auto", "devices=0", "v3-32",
+       "trainer.devices: `Trainer(devices=0)` value is not a valid input using tpu accelerator."},
       {"v2_devices_0_tpu", "accelerator=tpu devices='0'", "v3-32",
        "trainer.devices: `Trainer(devices='0')` value is not a valid input using tpu "
        "accelerator."},
@@ -279,15 +283,23 @@ const std::vector<Case>& Cases() {
        "uses 1 of the 8 devices of each v3 host."},
       {"v2_slice_v4_16", "devices=4 num_nodes=2", "v4-32",
        "tpu slice v4 4x2 v4-16 world=8 32-true xla"},
-      {"v2_slice_v4_24", "devices=4 num_nodes=3", "v4-32", "trainer.num_nodes: `devices=4` x `num_nodes=3` makes a v4-24, which is not a valid v4 slice. Valid v4 slices: v4-8, v4-16, v4-32, v4-64, v4-128, v4-256, v4-384, v4-512, v4-768, v4-1024, v4-1152, v4-1536, v4-2048, v4-2304, v4-3072, v4-3456, v4-4096, v4-4608, v4-6144, v4-8192."},
+      {"v2_slice_v4_24", "devices=4 num_nodes=3", "v4-32",
+       "trainer.num_nodes: `devices=4` x `num_nodes=3` makes a v4-24, which is not a valid v4 "
+       "slice. Valid v4 slices: v4-8, v4-16, v4-32, v4-64, v4-128, v4-256, v4-384, v4-512, v4-768, "
+       "v4-1024, v4-1152, v4-1536, v4-2048, v4-2304, v4-3072, v4-3456, v4-4096, v4-4608, v4-6144, "
+       "v4-8192."},
       {"v2_slice_v4_too_big", "num_nodes=8", "v4-32",
        "trainer.num_nodes: A v4-64 slice needs 8 v4 hosts, but the pool has 4."},
       {"v2_num_nodes_0", "num_nodes=0", "v3-32",
        "trainer.num_nodes: `num_nodes` must be a positive integer, but got 0."},
       {"v2_num_nodes_negative", "devices=8 num_nodes=-2", "v3-32",
        "trainer.num_nodes: `num_nodes` must be a positive integer, but got -2."},
-      {"v2_num_nodes_huge", "num_nodes=9223372036854775807", "v3-32", "trainer.num_nodes: `num_nodes=9223372036854775807` is more hosts than any TPU pod slice has (the largest, v4-8192, has 1024)."},
-      {"v2_num_nodes_huge_with_type", "type=v3-32 num_nodes=513", "v3-32", "resources.accelerator_type: `accelerator_type='v3-32'` is 4 hosts x 8 devices, but `devices='auto'` x `num_nodes=513` asks for 4104 devices."},
+      {"v2_num_nodes_huge", "num_nodes=9223372036854775807", "v3-32",
+       "trainer.num_nodes: `num_nodes=9223372036854775807` is more hosts than any TPU pod slice "
+       "has (the largest, v4-8192, has 1024)."},
+      {"v2_num_nodes_huge_with_type", "type=v3-32 num_nodes=513", "v3-32",
+       "resources.accelerator_type: `accelerator_type='v3-32'` is 4 hosts x 8 devices, but "
+       "`devices='auto'` x `num_nodes=513` asks for 4104 devices."},
       // --- resources.accelerator_type ----------------------------------------
       {"type_v3_32", "type=v3-32", "v3-32", "tpu slice v3 8x4 v3-32 world=32 32-true xla"},
       {"type_v3_8", "type=v3-8", "v3-32", "tpu host v3 8x1 v3-8 world=8 32-true xla"},
@@ -345,21 +357,45 @@ const std::vector<Case>& Cases() {
       {"mixed_slice_too_big", "num_nodes=8", "v2-32,v3-32",
        "trainer.num_nodes: A v3-64 slice needs 8 v3 hosts, but the pool has 4."},
       // --- accelerator ---------------------------------------------------------
-      {"accelerator_cpu", "accelerator=cpu", "v3-32", "cpu world=1 32-true auto", "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
-      {"accelerator_tpu_no_tpu", "accelerator=tpu", "", "trainer.accelerator: `XLAAccelerator` can not run on your system since the accelerator is not available. The following accelerator(s) is available and can be passed into `accelerator` argument of `Trainer`: ['cpu']."},
+      {"accelerator_cpu", "accelerator=cpu", "v3-32", "cpu world=1 32-true auto",
+       "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+      {"accelerator_tpu_no_tpu", "accelerator=tpu", "",
+       "trainer.accelerator: `XLAAccelerator` can not run on your system since the accelerator is "
+       "not available. The following accelerator(s) is available and can be passed into "
+       "`accelerator` argument of `Trainer`: ['cpu']."},
       {"accelerator_auto_no_tpu", "accelerator=auto", "", "cpu world=1 32-true auto"},
       {"accelerator_default_no_tpu", "", "", "cpu world=1 32-true auto"},
-      {"accelerator_gpu", "accelerator=gpu", "v3-32", "trainer.accelerator: No supported gpu backend found!"},
-      {"accelerator_cuda_no_tpu", "accelerator=cuda", "", "trainer.accelerator: `CUDAAccelerator` can not run on your system since the accelerator is not available. The following accelerator(s) is available and can be passed into `accelerator` argument of `Trainer`: ['cpu']."},
+      {"accelerator_gpu", "accelerator=gpu", "v3-32",
+       "trainer.accelerator: No supported gpu backend found!"},
+      {"accelerator_cuda_no_tpu", "accelerator=cuda", "",
+       "trainer.accelerator: `CUDAAccelerator` can not run on your system since the accelerator is "
+       "not available. The following accelerator(s) is available and can be passed into "
+       "`accelerator` argument of `Trainer`: ['cpu']."},
       {"accelerator_unknown", "accelerator=foo", "v3-32",
        "trainer.accelerator: You selected an invalid accelerator name: `accelerator='foo'`. "
        "Available names are: auto, cpu, cuda, mps, tpu."},
-      {"accelerator_cpu_devices_4", "accelerator=cpu devices=4", "v3-32", "cpu world=1 32-true auto", "tpujobs runs `accelerator='cpu'` jobs as one process on the executor's threads; `devices=4` trains one replica. | TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
-      {"accelerator_cpu_devices_negative", "accelerator=cpu devices=-1", "v3-32", "trainer.devices: `devices` selected with `CPUAccelerator` should be an int > 0.", "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
-      {"accelerator_cpu_devices_0", "accelerator=cpu devices=0", "v3-32", "trainer.devices: `Trainer(devices=0)` value is not a valid input using cpu accelerator.", "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
-      {"accelerator_cpu_num_nodes", "accelerator=cpu num_nodes=2", "v3-32", "trainer.num_nodes: `num_nodes=2` asks for several TPU hosts, but the job runs with `accelerator='cpu'`.", "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
-      {"accelerator_cpu_type", "accelerator=cpu type=v3-8", "v3-32", "resources.accelerator_type: `accelerator_type='v3-8'` names a TPU slice, but the job runs with `accelerator='cpu'`.", "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
-      {"accelerator_cpu_tpu_cores", "accelerator=cpu tpu_cores=8", "v3-32", "trainer.tpu_cores: Trainer.__init__() got an unexpected keyword argument 'tpu_cores'", "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+      {"accelerator_cpu_devices_4", "accelerator=cpu devices=4", "v3-32",
+       "cpu world=1 32-true auto",
+       "tpujobs runs `accelerator='cpu'` jobs as one process on the executor's threads; "
+       "`devices=4` trains one replica. | TPU available but not used. You can set it by doing "
+       "`Trainer(accelerator='tpu')`."},
+      {"accelerator_cpu_devices_negative", "accelerator=cpu devices=-1", "v3-32",
+       "trainer.devices: `devices` selected with `CPUAccelerator` should be an int > 0.",
+       "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+      {"accelerator_cpu_devices_0", "accelerator=cpu devices=0", "v3-32",
+       "trainer.devices: `Trainer(devices=0)` value is not a valid input using cpu accelerator.",
+       "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+      {"accelerator_cpu_num_nodes", "accelerator=cpu num_nodes=2", "v3-32",
+       "trainer.num_nodes: `num_nodes=2` asks for several TPU hosts, but the job runs with "
+       "`accelerator='cpu'`.",
+       "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+      {"accelerator_cpu_type", "accelerator=cpu type=v3-8", "v3-32",
+       "resources.accelerator_type: `accelerator_type='v3-8'` names a TPU slice, but the job runs "
+       "with `accelerator='cpu'`.",
+       "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+      {"accelerator_cpu_tpu_cores", "accelerator=cpu tpu_cores=8", "v3-32",
+       "trainer.tpu_cores: Trainer.__init__() got an unexpected keyword argument 'tpu_cores'",
+       "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
       // --- precision, 2.x --------------------------------------------------
       {"precision_bf16_true", "precision=bf16-true", "v3-32",
        "tpu host v3 8x1 v3-8 world=8 bf16-true xla"},
@@ -382,9 +418,16 @@ const std::vector<Case>& Cases() {
        "Please set your precision to bf16-mixed instead!"},
       {"precision_64", "precision=64", "v3-32",
        S("trainer.precision: `precision='64-true'", kXlaPrecision)},
-      {"precision_invalid", "precision='8'", "v3-32", "trainer.precision: Precision '8' is invalid. Allowed precision values: ('transformer-engine', 'transformer-engine-float16', '16-true', '16-mixed', 'bf16-true', 'bf16-mixed', '32-true', '64-true', 64, 32, 16, '64', '32', '16', 'bf16')"},
-      {"precision_cpu_bf16_true", "accelerator=cpu precision=bf16-true", "v3-32", "cpu world=1 bf16-true auto", "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
-      {"precision_cpu_mixed", "accelerator=cpu precision=bf16-mixed", "v3-32", "cpu world=1 bf16-true auto", "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+      {"precision_invalid", "precision='8'", "v3-32",
+       "trainer.precision: Precision '8' is invalid. Allowed precision values: "
+       "('transformer-engine', 'transformer-engine-float16', '16-true', '16-mixed', 'bf16-true', "
+       "'bf16-mixed', '32-true', '64-true', 64, 32, 16, '64', '32', '16', 'bf16')"},
+      {"precision_cpu_bf16_true", "accelerator=cpu precision=bf16-true", "v3-32",
+       "cpu world=1 bf16-true auto",
+       "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+      {"precision_cpu_mixed", "accelerator=cpu precision=bf16-mixed", "v3-32",
+       "cpu world=1 bf16-true auto",
+       "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
       // --- strategy, 2.x ---------------------------------------------------
       {"strategy_xla", "strategy=xla devices=8", "v3-32",
        "tpu host v3 8x1 v3-8 world=8 32-true xla"},
@@ -405,11 +448,27 @@ const std::vector<Case>& Cases() {
       {"strategy_ddp_spawn", "strategy=ddp_spawn", "v3-32",
        "trainer.strategy: The `XLAAccelerator` can only be used with a `SingleDeviceXLAStrategy` "
        "or `XLAStrategy`, found DDPStrategy."},
-      {"strategy_deepspeed", "strategy=deepspeed", "v4-8", "trainer.strategy: To use the `DeepSpeedStrategy`, you must have DeepSpeed installed. Install it by running `pip install -U deepspeed`."},
-      {"strategy_fsdp", "strategy=fsdp", "v3-32", "trainer.strategy: The strategy `fsdp` requires a GPU accelerator, but received `accelerator='tpu'`. Please set `accelerator='cuda'`, `accelerator='gpu'`, or pass a `CUDAAccelerator()` instance to use FSDP."},
-      {"strategy_unknown", "strategy=foo", "v3-32", "trainer.strategy: You selected an invalid strategy name: `strategy='foo'`. It must be either a string or an instance of `lightning.pytorch.strategies.Strategy`. Example choices: auto, ddp, ddp_spawn, deepspeed, ... Find a complete list of options in our documentation at https://lightning.ai"},
-      {"strategy_v1_name_under_v2", "strategy=tpu_spawn", "v3-32", "trainer.strategy: You selected an invalid strategy name: `strategy='tpu_spawn'`. It must be either a string or an instance of `lightning.pytorch.strategies.Strategy`. Example choices: auto, ddp, ddp_spawn, deepspeed, ... Find a complete list of options in our documentation at https://lightning.ai"},
-      {"strategy_cpu_ddp", "accelerator=cpu strategy=ddp", "v3-32", "trainer.strategy: `strategy='ddp'` is not supported for `accelerator='cpu'` jobs: tpujobs runs them as one process on the executor's threads.", "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+      {"strategy_deepspeed", "strategy=deepspeed", "v4-8",
+       "trainer.strategy: To use the `DeepSpeedStrategy`, you must have DeepSpeed installed. "
+       "Install it by running `pip install -U deepspeed`."},
+      {"strategy_fsdp", "strategy=fsdp", "v3-32",
+       "trainer.strategy: The strategy `fsdp` requires a GPU accelerator, but received "
+       "`accelerator='tpu'`. Please set `accelerator='cuda'`, `accelerator='gpu'`, or pass a "
+       "`CUDAAccelerator()` instance to use FSDP."},
+      {"strategy_unknown", "strategy=foo", "v3-32",
+       "trainer.strategy: You selected an invalid strategy name: `strategy='foo'`. It must be "
+       "either a string or an instance of `lightning.pytorch.strategies.Strategy`. Example "
+       "choices: auto, ddp, ddp_spawn, deepspeed, ... Find a complete list of options in our "
+       "documentation at https://lightning.ai"},
+      {"strategy_v1_name_under_v2", "strategy=tpu_spawn", "v3-32",
+       "trainer.strategy: You selected an invalid strategy name: `strategy='tpu_spawn'`. It must "
+       "be either a string or an instance of `lightning.pytorch.strategies.Strategy`. Example "
+       "choices: auto, ddp, ddp_spawn, deepspeed, ... Find a complete list of options in our "
+       "documentation at https://lightning.ai"},
+      {"strategy_cpu_ddp", "accelerator=cpu strategy=ddp", "v3-32",
+       "trainer.strategy: `strategy='ddp'` is not supported for `accelerator='cpu'` jobs: tpujobs "
+       "runs them as one process on the executor's threads.",
+       "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
       // --- runtime ---------------------------------------------------------
       {"runtime_xrt_v2", "runtime=xrt", "v3-32",
        "runtime: The XLA XRT runtime is not supported anymore."},
@@ -418,32 +477,61 @@ const std::vector<Case>& Cases() {
       {"runtime_unknown", "runtime=grpc", "v3-32",
        "runtime: `runtime` must be 'pjrt' or 'xrt', got 'grpc'."},
       // --- tpu_cores under 2.x -----------------------------------------------
-      {"tpu_cores_8", "v=1.9 tpu_cores=8", "v3-32", "tpu host v3 8x1 v3-8 world=8 32-true xla v1", "Setting `Trainer(tpu_cores=8)` is deprecated in v1.7 and will be removed in v2.0. Please use `Trainer(accelerator='tpu', devices=8)` instead."},
-      {"tpu_cores_core1", "v=1.9 tpu_cores=[1]", "v3-32", "tpu single v3 1x1 core=0 world=1 32-true single_xla v1", "Setting `Trainer(tpu_cores=[1])` is deprecated in v1.7 and will be removed in v2.0. Please use `Trainer(accelerator='tpu', devices=[1])` instead."},
-      {"tpu_cores_core8", "v=1.9 tpu_cores=[8]", "v3-8", "tpu single v3 1x1 core=7 world=1 32-true single_xla v1", "Setting `Trainer(tpu_cores=[8])` is deprecated in v1.7 and will be removed in v2.0. Please use `Trainer(accelerator='tpu', devices=[8])` instead."},
-      {"tpu_cores_core0", "v=1.9 tpu_cores=[0]", "v3-32", "trainer.tpu_cores: `devices` can only be 1, 8 or [<1-8>] for TPUs.", "Setting `Trainer(tpu_cores=[0])` is deprecated in v1.7 and will be removed in v2.0. Please use `Trainer(accelerator='tpu', devices=[0])` instead."},
-      {"tpu_cores_3", "v=1.9 tpu_cores=3", "v3-32", "trainer.tpu_cores: `devices` can only be 1, 8 or [<1-8>] for TPUs.", "Setting `Trainer(tpu_cores=3)` is deprecated in v1.7 and will be removed in v2.0. Please use `Trainer(accelerator='tpu', devices=3)` instead."},
-      {"tpu_cores_and_devices", "v=1.9 tpu_cores=8 devices=8", "v3-32", "tpu host v3 8x1 v3-8 world=8 32-true xla v1", "Setting `Trainer(tpu_cores=8)` is deprecated in v1.7 and will be removed in v2.0. Please use `Trainer(accelerator='tpu', devices=8)` instead. | The flag `devices=8` will be ignored, instead the device specific number 8 will be used"},
-      {"tpu_cores_no_tpu", "v=1.9 tpu_cores=8", "", "trainer.tpu_cores: `TPUAccelerator` can not run on your system since the accelerator is not available. The following accelerator(s) is available and can be passed into `accelerator` argument of `Trainer`: ['cpu']."},
+      {"tpu_cores_8", "v=1.9 tpu_cores=8", "v3-32", "tpu host v3 8x1 v3-8 world=8 32-true xla v1",
+       "Setting `Trainer(tpu_cores=8)` is deprecated in v1.7 and will be removed in v2.0. Please "
+       "use `Trainer(accelerator='tpu', devices=8)` instead."},
+      {"tpu_cores_core1", "v=1.9 tpu_cores=[1]", "v3-32",
+       "tpu single v3 1x1 core=0 world=1 32-true single_xla v1",
+       "Setting `Trainer(tpu_cores=[1])` is deprecated in v1.7 and will be removed in v2.0. Please "
+       "use `Trainer(accelerator='tpu', devices=[1])` instead."},
+      {"tpu_cores_core8", "v=1.9 tpu_cores=[8]", "v3-8",
+       "tpu single v3 1x1 core=7 world=1 32-true single_xla v1",
+       "Setting `Trainer(tpu_cores=[8])` is deprecated in v1.7 and will be removed in v2.0. Please "
+       "use `Trainer(accelerator='tpu', devices=[8])` instead."},
+      {"tpu_cores_core0", "v=1.9 tpu_cores=[0]", "v3-32",
+       "trainer.tpu_cores: `devices` can only be 1, 8 or [<1-8>] for TPUs.",
+       "Setting `Trainer(tpu_cores=[0])` is deprecated in v1.7 and will be removed in v2.0. Please "
+       "use `Trainer(accelerator='tpu', devices=[0])` instead."},
+      {"tpu_cores_3", "v=1.9 tpu_cores=3", "v3-32",
+       "trainer.tpu_cores: `devices` can only be 1, 8 or [<1-8>] for TPUs.",
+       "Setting `Trainer(tpu_cores=3)` is deprecated in v1.7 and will be removed in v2.0. Please "
+       "use `Trainer(accelerator='tpu', devices=3)` instead."},
+      {"tpu_cores_and_devices", "v=1.9 tpu_cores=8 devices=8", "v3-32",
+       "tpu host v3 8x1 v3-8 world=8 32-true xla v1",
+       "Setting `Trainer(tpu_cores=8)` is deprecated in v1.7 and will be removed in v2.0. Please "
+       "use `Trainer(accelerator='tpu', devices=8)` instead. | The flag `devices=8` will be "
+       "ignored, instead the device specific number 8 will be used"},
+      {"tpu_cores_no_tpu", "v=1.9 tpu_cores=8", "",
+       "trainer.tpu_cores: `TPUAccelerator` can not run on your system since the accelerator is "
+       "not available. The following accelerator(s) is available and can be passed into "
+       "`accelerator` argument of `Trainer`: ['cpu']."},
       {"tpu_cores_8_on_v4", "v=1.9 tpu_cores=8", "v4-8",
        "trainer.tpu_cores: `tpu_cores=8` asks for 8 devices per host, but the hosts it may run on "
        "have 4 on v4 hosts.",
        kDeprecated8},
-      {"tpu_cores_slice", "v=1.9 tpu_cores=8 num_nodes=4", "v3-32", "tpu slice v3 8x4 v3-32 world=32 32-true xla v1", "Setting `Trainer(tpu_cores=8)` is deprecated in v1.7 and will be removed in v2.0. Please use `Trainer(accelerator='tpu', devices=8)` instead."},
+      {"tpu_cores_slice", "v=1.9 tpu_cores=8 num_nodes=4", "v3-32",
+       "tpu slice v3 8x4 v3-32 world=32 32-true xla v1",
+       "Setting `Trainer(tpu_cores=8)` is deprecated in v1.7 and will be removed in v2.0. Please "
+       "use `Trainer(accelerator='tpu', devices=8)` instead."},
       // --- Lightning 1.x -----------------------------------------------------
       {"v1_devices_8", "v=1.x accelerator=tpu devices=8", "v3-32",
        "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
-      {"v1_devices_3", "v=1.x accelerator=tpu devices=3", "v3-32", "trainer.devices: `devices` can only be 1, 8 or [<1-8>] for TPUs."},
+      {"v1_devices_3", "v=1.x accelerator=tpu devices=3", "v3-32",
+       "trainer.devices: `devices` can only be 1, 8 or [<1-8>] for TPUs."},
       {"v1_devices_core8", "v=1.x accelerator=tpu devices=[8]", "v3-32",
        "tpu single v3 1x1 core=7 world=1 32-true single_xla v1"},
-      {"v1_devices_core0", "v=1.x accelerator=tpu devices=[0]", "v3-32", "trainer.devices: `devices` can only be 1, 8 or [<1-8>] for TPUs."},
+      {"v1_devices_core0", "v=1.x accelerator=tpu devices=[0]", "v3-32",
+       "trainer.devices: `devices` can only be 1, 8 or [<1-8>] for TPUs."},
       {"v1_devices_string_is_core", "v=1.x accelerator=tpu devices='3'", "v3-32",
        "tpu single v3 1x1 core=2 world=1 32-true single_xla v1"},
       {"v1_devices_0", "v=1.x accelerator=tpu devices=0", "v3-32",
        "trainer.devices: `Trainer(devices=0)` value is not a valid input using tpu accelerator."},
       {"v1_devices_garbage", "v=1.x accelerator=tpu devices='abc'", "v3-32",
        "trainer.devices: invalid literal for int() with base 10: 'abc'"},
-      {"v1_tpu_cores_implies_tpu", "v=1.x tpu_cores=8", "v3-32", "tpu host v3 8x1 v3-8 world=8 32-true xla v1", "Setting `Trainer(tpu_cores=8)` is deprecated in v1.7 and will be removed in v2.0. Please use `Trainer(accelerator='tpu', devices=8)` instead."},
+      {"v1_tpu_cores_implies_tpu", "v=1.x tpu_cores=8", "v3-32",
+       "tpu host v3 8x1 v3-8 world=8 32-true xla v1",
+       "Setting `Trainer(tpu_cores=8)` is deprecated in v1.7 and will be removed in v2.0. Please "
+       "use `Trainer(accelerator='tpu', devices=8)` instead."},
       {"v1_default_is_cpu", "v=1.x", "v3-32", "cpu world=1 32-true auto v1", kTpuUnused},
       {"v1_default_no_tpu", "v=1.x", "", "cpu world=1 32-true auto v1"},
       {"v1_accelerator_auto", "v=1.x accelerator=auto devices=1", "v3-32",
@@ -460,23 +548,36 @@ const std::vector<Case>& Cases() {
        "trainer.precision: `Trainer(accelerator='tpu', precision=64)` is not implemented. Please, "
        "open an issue in `https://github.com/Lightning-AI/lightning/issues` requesting this "
        "feature."},
-      {"v1_precision_2x_name", "v=1.x accelerator=tpu precision=bf16-true", "v3-32", "trainer.precision: Precision 'bf16-true' is invalid. Allowed precision values: ('64', '32', '16', 'bf16', 64, 32, 16)"},
-      {"v1_precision_16_cpu", "v=1.x accelerator=cpu precision=16", "v3-32", "cpu world=1 bf16-true auto v1", "You passed `Trainer(accelerator='cpu', precision=16)` but native AMP is not supported on CPU. Using `precision='bf16'` instead. | TPU available but not used. Set `accelerator` and `devices` using `Trainer(accelerator='tpu', devices=8)`."},
+      {"v1_precision_2x_name", "v=1.x accelerator=tpu precision=bf16-true", "v3-32",
+       "trainer.precision: Precision 'bf16-true' is invalid. Allowed precision values: ('64', "
+       "'32', '16', 'bf16', 64, 32, 16)"},
+      {"v1_precision_16_cpu", "v=1.x accelerator=cpu precision=16", "v3-32",
+       "cpu world=1 bf16-true auto v1",
+       "You passed `Trainer(accelerator='cpu', precision=16)` but native AMP is not supported on "
+       "CPU. Using `precision='bf16'` instead. | TPU available but not used. Set `accelerator` and "
+       "`devices` using `Trainer(accelerator='tpu', devices=8)`."},
       {"v1_xrt_without_config", "v=1.x accelerator=tpu runtime=xrt", "v3-32",
        "env: Missing XLA configuration"},
       {"v1_xrt_with_config",
        "v=1.x accelerator=tpu runtime=xrt env.XRT_TPU_CONFIG=localservice;0;localhost:51011",
        "v3-32", "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
-      {"v1_strategy_tpu_spawn", "v=1.x accelerator=tpu strategy=tpu_spawn", "v3-32", "trainer.strategy: `Trainer(strategy='tpu_spawn')` is not a valid strategy, you can use `Trainer(strategy='ddp_spawn', accelerator='tpu')` instead."},
+      {"v1_strategy_tpu_spawn", "v=1.x accelerator=tpu strategy=tpu_spawn", "v3-32",
+       "trainer.strategy: `Trainer(strategy='tpu_spawn')` is not a valid strategy, you can use "
+       "`Trainer(strategy='ddp_spawn', accelerator='tpu')` instead."},
       {"v1_strategy_debug", "v=1.x accelerator=tpu strategy=tpu_spawn_debug", "v3-32",
        "tpu host v3 8x1 v3-8 world=8 32-true xla_debug v1"},
       {"v1_strategy_single_tpu", "v=1.x accelerator=tpu strategy=single_tpu devices=1", "v3-32",
        "tpu single v3 1x1 world=1 32-true single_xla v1"},
-      {"v1_strategy_xla_unknown", "v=1.x accelerator=tpu strategy=xla", "v3-32", "trainer.strategy: You selected an invalid strategy name: `strategy='xla'`. It must be either a string or an instance of `pytorch_lightning.strategies.Strategy`. Example choices: ddp, ddp_spawn, deepspeed, dp, ... Find a complete list of options in our documentation at https://lightning.ai"},
+      {"v1_strategy_xla_unknown", "v=1.x accelerator=tpu strategy=xla", "v3-32",
+       "trainer.strategy: You selected an invalid strategy name: `strategy='xla'`. It must be "
+       "either a string or an instance of `pytorch_lightning.strategies.Strategy`. Example "
+       "choices: ddp, ddp_spawn, deepspeed, dp, ... Find a complete list of options in our "
+       "documentation at https://lightning.ai"},
       {"v1_strategy_ddp_spawn", "v=1.x accelerator=tpu strategy=ddp_spawn", "v3-32",
        "trainer.strategy: The `TPUAccelerator` can only be used with a `SingleTPUStrategy` or "
        "`TPUSpawnStrategy`, found DDPSpawnStrategy."},
-      {"v1_v4_devices_4", "v=1.x accelerator=tpu devices=4", "v4-8", "trainer.devices: `devices` can only be 1, 8 or [<1-8>] for TPUs."},
+      {"v1_v4_devices_4", "v=1.x accelerator=tpu devices=4", "v4-8",
+       "trainer.devices: `devices` can only be 1, 8 or [<1-8>] for TPUs."},
       {"v1_v4_devices_8", "v=1.x accelerator=tpu devices=8", "v4-8",
        "trainer.devices: `devices=8` asks for 8 devices per host, but the hosts it may run on "
        "have 4 on v4 hosts."},
@@ -491,8 +592,12 @@ const std::vector<Case>& Cases() {
        "tpu single v3 1x1 core=5 world=1 32-true single_xla v1"},
       {"v1_v2_slice", "v=1.x accelerator=tpu type=v2-32", "v2-32",
        "tpu slice v2 8x4 v2-32 world=32 32-true xla v1"},
-      {"v1_accelerator_unknown", "v=1.x accelerator=foo", "v3-32", "trainer.accelerator: You selected an invalid accelerator name: `accelerator='foo'`. Available names are: cpu, cuda, hpu, ipu, mps, tpu."},
-      {"version_unknown", "v=3.x devices=8", "v3-32", "lightning_version: `lightning_version` must be one of 1.6, 1.7, 1.8, 1.9, 2.0, 2.1, 2.2, 2.3, 2.4, 2.5, 1.x, 2.x, got '3.x'."},
+      {"v1_accelerator_unknown", "v=1.x accelerator=foo", "v3-32",
+       "trainer.accelerator: You selected an invalid accelerator name: `accelerator='foo'`. "
+       "Available names are: cpu, cuda, hpu, ipu, mps, tpu."},
+      {"version_unknown", "v=3.x devices=8", "v3-32",
+       "lightning_version: `lightning_version` must be one of 1.6, 1.7, 1.8, 1.9, 2.0, 2.1, 2.2, "
+       "2.3, 2.4, 2.5, 1.x, 2.x, got '3.x'."},
   };
   return *cases;
 }
@@ -546,8 +651,7 @@ constexpr const char* kAllowed21 =
     "'bf16-mixed', '32-true', '64-true', 64, 32, 16, '64', '32', '16', 'bf16')";
 constexpr const char* kAllowed20 =
     "('16-mixed', 'bf16-mixed', '32-true', '64-true', 64, 32, 16, '64', '32', '16', 'bf16')";
-constexpr const char* kXlaOnly =
-    "`precision` must be one of: ('32-true', '16-true', 'bf16-true').";
+constexpr const char* kXlaOnly = "`precision` must be one of: ('32-true', '16-true', 'bf16-true').";
 constexpr const char* kOneBased19 = "`devices` can only be 1, 8 or [<1-8>] for TPUs.";
 constexpr const char* kTypeError21 =
     "Device IDs (GPU/TPU) must be an int, a string, a sequence of ints, but you passed ";
@@ -565,8 +669,8 @@ constexpr const char* kWrongStrategy1 =
 const std::vector<VersionCase>& VersionCases() {
   static const auto* cases = new std::vector<VersionCase>{
       // --- devices, 2.1+: _parse_tpu_devices / _check_tpu_devices_valid -------------------
-      {"v21_devices_string_8", "2.1.4:src/lightning/fabric/accelerators/xla.py", "v=2.1 devices='8'",
-       "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla"},
+      {"v21_devices_string_8", "2.1.4:src/lightning/fabric/accelerators/xla.py",
+       "v=2.1 devices='8'", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla"},
       {"v25_devices_string_padded", "2.5.6:src/lightning/fabric/accelerators/xla.py",
        "v=2.5 devices='_8_'", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla"},
       {"v22_devices_string_trailing_comma", "2.2.5:src/lightning/fabric/accelerators/xla.py",
@@ -578,32 +682,40 @@ const std::vector<VersionCase>& VersionCases() {
        "v=2.1 devices='anything-else'", "v3-8",
        "trainer.devices: Could not parse the selected TPU devices: 'anything-else'"},
       {"v21_devices_5", "2.1.4:tests/tests_fabric/accelerators/test_xla.py", "v=2.1 devices=5",
-       "v3-8",
-       "trainer.devices: `devices` can only be 'auto', 1, 8 or [<0-7>] for TPUs. Got 5"},
-      {"v24_devices_string_3", "2.4.0:src/lightning/fabric/accelerators/xla.py", "v=2.4 devices='3'",
-       "v3-8", "trainer.devices: `devices` can only be 'auto', 1, 8 or [<0-7>] for TPUs. Got 3"},
+       "v3-8", "trainer.devices: `devices` can only be 'auto', 1, 8 or [<0-7>] for TPUs. Got 5"},
+      {"v24_devices_string_3", "2.4.0:src/lightning/fabric/accelerators/xla.py",
+       "v=2.4 devices='3'", "v3-8",
+       "trainer.devices: `devices` can only be 'auto', 1, 8 or [<0-7>] for TPUs. Got 3"},
       {"v23_devices_two_cores", "2.3.3:src/lightning/fabric/accelerators/xla.py",
        "v=2.3 devices=[0,1]", "v3-8",
        "trainer.devices: `devices` can only be 'auto', 1, 8 or [<0-7>] for TPUs. Got [0, 1]"},
       {"v21_devices_v4_count", "2.1.4:src/lightning/fabric/accelerators/xla.py (auto_device_count)",
        "v=2.1 devices=8", "v4-8",
        "trainer.devices: `devices` can only be 'auto', 1, 4 or [<0-3>] for TPUs. Got 8"},
-      {"v21_devices_float", "2.1.4:src/lightning/fabric/utilities/device_parser.py (_check_data_type)",
+      {"v21_devices_float",
+       "2.1.4:src/lightning/fabric/utilities/device_parser.py (_check_data_type)",
        "v=2.1 devices=8.0", "v3-8", S(S("trainer.devices: ", kTypeError21), "8.0.")},
-      {"v25_devices_bool", "2.5.6:src/lightning/fabric/utilities/device_parser.py (_check_data_type)",
+      {"v25_devices_bool",
+       "2.5.6:src/lightning/fabric/utilities/device_parser.py (_check_data_type)",
        "v=2.5 devices=True", "v3-8", S(S("trainer.devices: ", kTypeError21), "True.")},
       {"v21_devices_list_of_float", "2.1.4:src/lightning/fabric/utilities/device_parser.py",
-       "v=2.1 devices=[1.0]", "v3-8", S(kTypeError21, "a sequence of float.").insert(0, "trainer.devices: ")},
-      {"v21_devices_zero_float", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+       "v=2.1 devices=[1.0]", "v3-8",
+       S(kTypeError21, "a sequence of float.").insert(0, "trainer.devices: ")},
+      {"v21_devices_zero_float",
+       "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
        "v=2.1 devices=0.0", "v3-8",
        "trainer.devices: `Trainer(devices=0.0)` value is not a valid input using tpu accelerator."},
-      {"v21_devices_false", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+      {"v21_devices_false",
+       "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
        "v=2.1 devices=False", "v3-8",
-       "trainer.devices: `Trainer(devices=False)` value is not a valid input using tpu accelerator."},
-      {"v21_devices_empty_list", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+       "trainer.devices: `Trainer(devices=False)` value is not a valid input using tpu "
+       "accelerator."},
+      {"v21_devices_empty_list",
+       "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
        "v=2.1 devices=[]", "v3-8",
        "trainer.devices: `Trainer(devices=[])` value is not a valid input using tpu accelerator."},
-      {"v21_devices_string_zero", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+      {"v21_devices_string_zero",
+       "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
        "v=2.1 accelerator=auto devices='0'", "v3-8",
        "trainer.devices: `Trainer(devices='0')` value is not a valid input using tpu accelerator."},
       // --- devices, 1.x and 2.0: 1-based ---------------------------------------------------
@@ -613,12 +725,13 @@ const std::vector<VersionCase>& VersionCases() {
        "v=2.0 devices=[1]", "v3-8", "tpu single v3 1x1 core=0 world=1 32-true single_xla"},
       {"v20_devices_core0", "2.0.9:src/lightning/fabric/accelerators/tpu.py", "v=2.0 devices=[0]",
        "v3-8", S("trainer.devices: ", kOneBased19)},
-      {"v20_devices_string_4_is_a_list", "2.0.9:src/lightning/fabric/accelerators/tpu.py (_parse_tpu_devices_str: '4' -> [4])",
+      {"v20_devices_string_4_is_a_list",
+       "2.0.9:src/lightning/fabric/accelerators/tpu.py (_parse_tpu_devices_str: '4' -> [4])",
        "v=2.0 devices='4'", "v3-8", "tpu single v3 1x1 core=3 world=1 32-true single_xla"},
-      {"v19_devices_3", "1.9.5:src/lightning_fabric/accelerators/tpu.py", "v=1.9 accelerator=tpu devices=3",
-       "v3-8", S("trainer.devices: ", kOneBased19)},
-      {"v18_devices_3", "1.8.6:src/lightning_lite/accelerators/tpu.py", "v=1.8 accelerator=tpu devices=3",
-       "v3-8", S("trainer.devices: ", kTpuCores)},
+      {"v19_devices_3", "1.9.5:src/lightning_fabric/accelerators/tpu.py",
+       "v=1.9 accelerator=tpu devices=3", "v3-8", S("trainer.devices: ", kOneBased19)},
+      {"v18_devices_3", "1.8.6:src/lightning_lite/accelerators/tpu.py",
+       "v=1.8 accelerator=tpu devices=3", "v3-8", S("trainer.devices: ", kTpuCores)},
       {"v17_devices_3", "1.7.7:src/pytorch_lightning/utilities/device_parser.py",
        "v=1.7 accelerator=tpu devices=3", "v3-8", S("trainer.devices: ", kTpuCores)},
       {"v16_devices_3", "1.6.5:pytorch_lightning/utilities/device_parser.py",
@@ -626,73 +739,93 @@ const std::vector<VersionCase>& VersionCases() {
       {"v16_devices_float", "1.6.5:pytorch_lightning/utilities/device_parser.py (_check_data_type)",
        "v=1.6 accelerator=tpu devices=8.0", "v3-8",
        "trainer.devices: Device ID's (GPU/TPU) must be int, string or sequence of ints or None."},
-      {"v17_devices_float", "1.7.7:src/pytorch_lightning/utilities/device_parser.py (_check_data_type)",
-       "v=1.7 accelerator=tpu devices=8.0", "v3-8", S(S("trainer.devices: ", kTypeError17), "float.")},
-      {"v19_devices_bad_string", "1.9.5:src/lightning_fabric/accelerators/tpu.py (_parse_tpu_devices_str)",
+      {"v17_devices_float",
+       "1.7.7:src/pytorch_lightning/utilities/device_parser.py (_check_data_type)",
+       "v=1.7 accelerator=tpu devices=8.0", "v3-8",
+       S(S("trainer.devices: ", kTypeError17), "float.")},
+      {"v19_devices_bad_string",
+       "1.9.5:src/lightning_fabric/accelerators/tpu.py (_parse_tpu_devices_str)",
        "v=1.9 accelerator=tpu devices='x'", "v3-8",
        "trainer.devices: invalid literal for int() with base 10: 'x'"},
-      {"v19_devices_auto_without_accelerator", "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+      {"v19_devices_auto_without_accelerator",
+       "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
        "v=1.9 devices=auto", "v3-8",
        "trainer.devices: You passed `devices=auto` but haven't specified "
        "`accelerator=('auto'|'tpu'|'gpu'|'ipu'|'cpu'|'hpu'|'mps')` for the devices mapping.",
        "TPU available but not used. Set `accelerator` and `devices` using "
        "`Trainer(accelerator='tpu', devices=8)`."},
-      {"v19_devices_zero_names_flag", "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+      {"v19_devices_zero_names_flag",
+       "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
        "v=1.9 accelerator=tpu devices=0", "v3-8",
        "trainer.devices: `Trainer(devices=0)` value is not a valid input using tpu accelerator."},
       // --- tpu_cores ---------------------------------------------------------------------
-      {"v16_tpu_cores_no_warning", "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py",
-       "v=1.6 tpu_cores=8", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
-      {"v17_tpu_cores_deprecated", "1.7.7:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+      {"v16_tpu_cores_no_warning",
+       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py", "v=1.6 tpu_cores=8",
+       "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
+      {"v17_tpu_cores_deprecated",
+       "1.7.7:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
        "v=1.7 tpu_cores=[2]", "v3-8", "tpu single v3 1x1 core=1 world=1 32-true single_xla v1",
        "Setting `Trainer(tpu_cores=[2])` is deprecated in v1.7 and will be removed in v2.0. Please "
        "use `Trainer(accelerator='tpu', devices=[2])` instead."},
-      {"v19_tpu_cores_string_repr", "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+      {"v19_tpu_cores_string_repr",
+       "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
        "v=1.9 tpu_cores='8'", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla v1",
        "Setting `Trainer(tpu_cores='8')` is deprecated in v1.7 and will be removed in v2.0. Please "
        "use `Trainer(accelerator='tpu', devices='8')` instead."},
-      {"v19_tpu_cores_with_devices", "1.9.5:tests/tests_pytorch/accelerators/test_tpu.py (test_accelerator_tpu_with_tpu_cores_priority)",
+      {"v19_tpu_cores_with_devices",
+       "1.9.5:tests/tests_pytorch/accelerators/test_tpu.py "
+       "(test_accelerator_tpu_with_tpu_cores_priority)",
        "v=1.9 accelerator=tpu devices=1 tpu_cores=8", "v3-8",
        "tpu host v3 8x1 v3-8 world=8 32-true xla v1",
        "Setting `Trainer(tpu_cores=8)` is deprecated in v1.7 and will be removed in v2.0. Please "
-       "use `Trainer(accelerator='tpu', devices=8)` instead. | The flag `devices=1` will be ignored, "
+       "use `Trainer(accelerator='tpu', devices=8)` instead. | The flag `devices=1` will be "
+       "ignored, "
        "instead the device specific number 8 will be used"},
-      {"v20_tpu_cores_removed", "2.0.9:src/lightning/pytorch/trainer/trainer.py", "v=2.0 tpu_cores=8",
-       "v3-8", kUnexpectedTpuCores},
-      {"v25_tpu_cores_removed_py39", "2.5.6:src/lightning/pytorch/trainer/trainer.py (Python 3.9 TypeError)",
+      {"v20_tpu_cores_removed", "2.0.9:src/lightning/pytorch/trainer/trainer.py",
+       "v=2.0 tpu_cores=8", "v3-8", kUnexpectedTpuCores},
+      {"v25_tpu_cores_removed_py39",
+       "2.5.6:src/lightning/pytorch/trainer/trainer.py (Python 3.9 TypeError)",
        "v=2.5 tpu_cores=8 py=3.9 torch=2.5.0 xla=2.5.0", "v3-8",
        "trainer.tpu_cores: __init__() got an unexpected keyword argument 'tpu_cores'"},
       // --- accelerator -------------------------------------------------------------------
-      {"v21_accelerator_hpu", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+      {"v21_accelerator_hpu",
+       "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
        "v=2.1 accelerator=hpu", "v3-8",
        "trainer.accelerator: You selected an invalid accelerator name: `accelerator='hpu'`. "
        "Available names are: auto, cpu, cuda, mps, tpu."},
-      {"v25_accelerator_ipu", "2.5.6:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+      {"v25_accelerator_ipu",
+       "2.5.6:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
        "v=2.5 accelerator=ipu", "v3-8",
        "trainer.accelerator: You selected an invalid accelerator name: `accelerator='ipu'`. "
        "Available names are: auto, cpu, cuda, mps, tpu."},
-      {"v20_accelerator_hpu_registered", "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+      {"v20_accelerator_hpu_registered",
+       "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
        "v=2.0 accelerator=hpu", "v3-8",
        "trainer.accelerator: `HPUAccelerator` can not run on your system since the accelerator is "
        "not available. The following accelerator(s) is available and can be passed into "
        "`accelerator` argument of `Trainer`: ['cpu', 'tpu']."},
-      {"v20_accelerator_unknown", "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+      {"v20_accelerator_unknown",
+       "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
        "v=2.0 accelerator=foo", "v3-8",
        "trainer.accelerator: You selected an invalid accelerator name: `accelerator='foo'`. "
        "Available names are: auto, cpu, cuda, hpu, ipu, mps, tpu."},
-      {"v21_accelerator_cuda", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+      {"v21_accelerator_cuda",
+       "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
        "v=2.1 accelerator=cuda", "v3-8",
        "trainer.accelerator: `CUDAAccelerator` can not run on your system since the accelerator "
        "is not available. The following accelerator(s) is available and can be passed into "
        "`accelerator` argument of `Trainer`: ['cpu', 'tpu']."},
-      {"v21_accelerator_gpu", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+      {"v21_accelerator_gpu",
+       "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
        "v=2.1 accelerator=gpu", "v3-8", "trainer.accelerator: No supported gpu backend found!"},
-      {"v17_accelerator_mps", "1.7.7:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+      {"v17_accelerator_mps",
+       "1.7.7:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
        "v=1.7 accelerator=mps", "v3-8",
        "trainer.accelerator: MPSAccelerator can not run on your system since the accelerator is "
        "not available. The following accelerator(s) is available and can be passed into "
        "`accelerator` argument of `Trainer`: ['cpu', 'tpu']."},
-      {"v16_accelerator_cuda_unknown", "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py",
+      {"v16_accelerator_cuda_unknown",
+       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py",
        "v=1.6 accelerator=cuda", "v3-8",
        "trainer.accelerator: When passing string value for the `accelerator` argument of "
        "`Trainer`, it can only be one of ['cpu', 'gpu', 'hpu', 'ipu', 'tpu']."},
@@ -701,13 +834,16 @@ const std::vector<VersionCase>& VersionCases() {
        "trainer.accelerator: GPUAccelerator can not run on your system since the accelerator is "
        "not available. The following accelerator(s) is available and can be passed into "
        "`accelerator` argument of `Trainer`: ['cpu', 'tpu']."},
-      {"v21_cuda_devices_zero", "2.1.4:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_passing_zero_and_empty_list_to_devices_flag)",
+      {"v21_cuda_devices_zero",
+       "2.1.4:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py "
+       "(test_passing_zero_and_empty_list_to_devices_flag)",
        "v=2.1 accelerator=cuda devices=[]", "v3-8",
        "trainer.accelerator: `CUDAAccelerator` can not run on your system since the accelerator "
        "is not available. The following accelerator(s) is available and can be passed into "
        "`accelerator` argument of `Trainer`: ['cpu', 'tpu']. | trainer.devices: "
        "`Trainer(devices=[])` value is not a valid input using cuda accelerator."},
-      {"v21_tpu_without_tpu", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+      {"v21_tpu_without_tpu",
+       "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
        "v=2.1 accelerator=tpu", "", S(S("trainer.accelerator: ", kNotAvailableXla), "['cpu'].")},
       {"v19_cpu_on_tpu_warns", "1.9.5:src/pytorch_lightning/trainer/setup.py (_log_device_info)",
        "v=1.9", "v4-8", "cpu world=1 32-true auto v1",
@@ -717,121 +853,177 @@ const std::vector<VersionCase>& VersionCases() {
        "v=2.2 accelerator=cpu", "v3-8", "cpu world=1 32-true auto",
        "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
       // --- precision ---------------------------------------------------------------------
-      {"v21_precision_int_repr", "2.1.4:src/lightning/fabric/connector.py (_convert_precision_to_unified_args)",
+      {"v21_precision_int_repr",
+       "2.1.4:src/lightning/fabric/connector.py (_convert_precision_to_unified_args)",
        "v=2.1 precision=1", "v3-8",
-       S(S("trainer.precision: Precision 1 is invalid. Allowed precision values: ", kAllowed21), "")},
+       S(S("trainer.precision: Precision 1 is invalid. Allowed precision values: ", kAllowed21),
+         "")},
       {"v21_precision_transformer_engine", "2.1.4:src/lightning/pytorch/plugins/precision/xla.py",
        "v=2.1 precision=transformer-engine", "v3-8",
-       S("trainer.precision: `precision='transformer-engine')` is not supported in XLA. ", kXlaOnly)},
+       S("trainer.precision: `precision='transformer-engine')` is not supported in XLA. ",
+         kXlaOnly)},
       {"v20_precision_transformer_engine", "2.0.9:src/lightning/fabric/connector.py",
        "v=2.0 precision=transformer-engine", "v3-8",
-       S(S("trainer.precision: Precision 'transformer-engine' is invalid. Allowed precision values: ",
-           kAllowed20), "")},
+       S(S("trainer.precision: Precision 'transformer-engine' is invalid. Allowed precision "
+           "values: ",
+           kAllowed20),
+         "")},
       {"v20_precision_bf16_true_is_2_1", "2.0.9:src/lightning/fabric/connector.py",
        "v=2.0 precision=bf16-true", "v3-8",
        S(S("trainer.precision: Precision 'bf16-true' is invalid. Allowed precision values: ",
-           kAllowed20), "")},
-      {"v20_precision_16_mixed_on_tpu", "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+           kAllowed20),
+         "")},
+      {"v20_precision_16_mixed_on_tpu",
+       "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
        "v=2.0 precision=16", "v3-8", "tpu host v3 8x1 v3-8 world=8 bf16-true xla",
        "16 is supported for historical reasons but its usage is discouraged. Please set your "
        "precision to 16-mixed instead! | You passed `Trainer(accelerator='tpu', "
        "precision='16-mixed')` but AMP with fp16 is not supported on TPUs. Using "
        "`precision='bf16-mixed'` instead."},
-      {"v20_precision_64_on_tpu", "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+      {"v20_precision_64_on_tpu",
+       "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
        "v=2.0 precision=64-true", "v3-8",
        "trainer.precision: `Trainer(accelerator='tpu', precision='64-true')` is not implemented. "
        "Please, open an issue in `https://github.com/Lightning-AI/lightning/issues` requesting "
        "this feature."},
       {"v23_precision_16_alias", "2.3.3:src/lightning/fabric/connector.py", "v=2.3 precision=16",
-       "v3-8",
-       S("trainer.precision: `precision='16-mixed')` is not supported in XLA. ", kXlaOnly),
+       "v3-8", S("trainer.precision: `precision='16-mixed')` is not supported in XLA. ", kXlaOnly),
        "`precision=16` is supported for historical reasons but its usage is discouraged. Please "
        "set your precision to 16-mixed instead!"},
       {"v25_precision_bf16_true", "2.5.6:src/lightning/pytorch/plugins/precision/xla.py",
        "v=2.5 precision=bf16-true", "v3-8", "tpu host v3 8x1 v3-8 world=8 bf16-true xla"},
-      {"v18_precision_mixed_gone", "1.8.6:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+      {"v18_precision_mixed_gone",
+       "1.8.6:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
        "v=1.8 accelerator=tpu precision=mixed", "v3-8",
        "trainer.precision: Precision 'mixed' is invalid. Allowed precision values: ('16', '32', "
        "'64', 'bf16')"},
-      {"v16_precision_16_bf16", "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py",
-       "v=1.6 accelerator=tpu precision=16", "v3-8", "tpu host v3 8x1 v3-8 world=8 bf16-true xla v1",
+      {"v16_precision_16_bf16",
+       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py",
+       "v=1.6 accelerator=tpu precision=16", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 bf16-true xla v1",
        "You passed `Trainer(accelerator='tpu', precision=16)` but AMP is not supported with TPUs. "
        "Using `precision='bf16'` instead."},
-      {"v19_precision_32_true_invalid", "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+      {"v19_precision_32_true_invalid",
+       "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
        "v=1.9 accelerator=tpu precision=32-true", "v3-8",
        "trainer.precision: Precision '32-true' is invalid. Allowed precision values: ('64', '32', "
        "'16', 'bf16', 64, 32, 16)"},
-      {"v17_precision_64_on_tpu", "1.7.7:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+      {"v17_precision_64_on_tpu",
+       "1.7.7:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
        "v=1.7 accelerator=tpu precision=64", "v3-8",
        "trainer.precision: `Trainer(accelerator='tpu', precision=64)` is not implemented. Please, "
        "open an issue in `https://github.com/Lightning-AI/lightning/issues` requesting this "
        "feature."},
       // --- strategy ----------------------------------------------------------------------
-      {"v21_strategy_upper_case", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+      {"v21_strategy_upper_case",
+       "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
        "v=2.1 strategy=XLA", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla"},
       {"v21_strategy_single_device", "2.1.4:src/lightning/pytorch/strategies/single_device.py",
        "v=2.1 strategy=single_device", "v3-8", S(kWrongStrategy21, "SingleDeviceStrategy.")},
       {"v22_strategy_ddp_find_unused", "2.2.5:src/lightning/pytorch/strategies/ddp.py",
        "v=2.2 strategy=ddp_spawn_find_unused_parameters_true", "v3-8",
        S(kWrongStrategy21, "DDPStrategy.")},
-      {"v21_strategy_fsdp_cpu_offload", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+      {"v21_strategy_fsdp_cpu_offload",
+       "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
        "v=2.1 strategy=fsdp_cpu_offload", "v3-8",
        "trainer.strategy: You selected strategy to be `fsdp`, but GPU accelerator is not used."},
       // --- upstream unit tests, 2.5 -----------------------------------------------------------
-      {"v25_precision_1", "2.5.6:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_validate_precision_type[1])", "v=2.5 precision=1", "v3-8",
-       "trainer.precision: Precision 1 is invalid. Allowed precision values: ('transformer-engine', 'transformer-engine-float16', '16-true', '16-mixed', 'bf16-true', 'bf16-mixed', '32-true', '64-true', 64, 32, 16, '64', '32', '16', 'bf16')"},
-      {"v25_precision_12", "2.5.6:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_validate_precision_type[12])", "v=2.5 precision=12", "v3-8",
-       "trainer.precision: Precision 12 is invalid. Allowed precision values: ('transformer-engine', 'transformer-engine-float16', '16-true', '16-mixed', 'bf16-true', 'bf16-mixed', '32-true', '64-true', 64, 32, 16, '64', '32', '16', 'bf16')"},
-      {"v25_precision_invalid", "2.5.6:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_validate_precision_type[invalid])", "v=2.5 precision='invalid'", "v3-8",
-       "trainer.precision: Precision 'invalid' is invalid. Allowed precision values: ('transformer-engine', 'transformer-engine-float16', '16-true', '16-mixed', 'bf16-true', 'bf16-mixed', '32-true', '64-true', 64, 32, 16, '64', '32', '16', 'bf16')"},
-      {"v25_accelerator_invalid", "2.5.6:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_accelerator_invalid_choice)", "v=2.5 accelerator=invalid", "v3-8",
+      {"v25_precision_1",
+       "2.5.6:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py "
+       "(test_validate_precision_type[1])",
+       "v=2.5 precision=1", "v3-8",
+       "trainer.precision: Precision 1 is invalid. Allowed precision values: "
+       "('transformer-engine', 'transformer-engine-float16', '16-true', '16-mixed', 'bf16-true', "
+       "'bf16-mixed', '32-true', '64-true', 64, 32, 16, '64', '32', '16', 'bf16')"},
+      {"v25_precision_12",
+       "2.5.6:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py "
+       "(test_validate_precision_type[12])",
+       "v=2.5 precision=12", "v3-8",
+       "trainer.precision: Precision 12 is invalid. Allowed precision values: "
+       "('transformer-engine', 'transformer-engine-float16', '16-true', '16-mixed', 'bf16-true', "
+       "'bf16-mixed', '32-true', '64-true', 64, 32, 16, '64', '32', '16', 'bf16')"},
+      {"v25_precision_invalid",
+       "2.5.6:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py "
+       "(test_validate_precision_type[invalid])",
+       "v=2.5 precision='invalid'", "v3-8",
+       "trainer.precision: Precision 'invalid' is invalid. Allowed precision values: "
+       "('transformer-engine', 'transformer-engine-float16', '16-true', '16-mixed', 'bf16-true', "
+       "'bf16-mixed', '32-true', '64-true', 64, 32, 16, '64', '32', '16', 'bf16')"},
+      {"v25_accelerator_invalid",
+       "2.5.6:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py "
+       "(test_accelerator_invalid_choice)",
+       "v=2.5 accelerator=invalid", "v3-8",
        "trainer.accelerator: You selected an invalid accelerator name: `accelerator='invalid'`. "
        "Available names are: auto, cpu, cuda, mps, tpu."},
-      {"v25_tpu_16_true_ddp", "2.5.6:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_unsupported_tpu_choice)",
+      {"v25_tpu_16_true_ddp",
+       "2.5.6:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py "
+       "(test_unsupported_tpu_choice)",
        "v=2.5 accelerator=tpu precision=16-true strategy=ddp", "v3-8",
-       "trainer.strategy: The `XLAAccelerator` can only be used with a `SingleDeviceXLAStrategy` or "
+       "trainer.strategy: The `XLAAccelerator` can only be used with a `SingleDeviceXLAStrategy` "
+       "or "
        "`XLAStrategy`, found DDPStrategy."},
       // --- upstream unit tests, 2.0 -----------------------------------------------------------
-      {"v20_tpu_precision_64_true", "2.0.9:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_unsupported_tpu_choice)", "v=2.0 accelerator=tpu precision=64-true", "v3-8",
+      {"v20_tpu_precision_64_true",
+       "2.0.9:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py "
+       "(test_unsupported_tpu_choice)",
+       "v=2.0 accelerator=tpu precision=64-true", "v3-8",
        "trainer.precision: `Trainer(accelerator='tpu', precision='64-true')` is not implemented. "
        "Please, open an issue in `https://github.com/Lightning-AI/lightning/issues` requesting "
        "this feature."},
-      {"v20_tpu_16_mixed_ddp", "2.0.9:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_unsupported_tpu_choice)", "v=2.0 accelerator=tpu precision=16-mixed strategy=ddp", "v3-8",
+      {"v20_tpu_16_mixed_ddp",
+       "2.0.9:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py "
+       "(test_unsupported_tpu_choice)",
+       "v=2.0 accelerator=tpu precision=16-mixed strategy=ddp", "v3-8",
        "trainer.strategy: The `TPUAccelerator` can only be used with a `SingleTPUStrategy` or "
        "`XLAStrategy`, found DDPStrategy.",
        "You passed `Trainer(accelerator='tpu', precision='16-mixed')` but AMP with fp16 is not "
        "supported on TPUs. Using `precision='bf16-mixed'` instead."},
       // --- upstream unit tests, 1.9 -----------------------------------------------------------
-      {"v19_tpu_precision_64", "1.9.5:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_unsupported_tpu_choice)",
+      {"v19_tpu_precision_64",
+       "1.9.5:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py "
+       "(test_unsupported_tpu_choice)",
        "v=1.9 accelerator=tpu precision=64", "v3-8",
        "trainer.precision: `Trainer(accelerator='tpu', precision=64)` is not implemented. Please, "
-       "open an issue in `https://github.com/Lightning-AI/lightning/issues` requesting this feature."},
-      {"v19_tpu_16_ddp", "1.9.5:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_unsupported_tpu_choice)",
+       "open an issue in `https://github.com/Lightning-AI/lightning/issues` requesting this "
+       "feature."},
+      {"v19_tpu_16_ddp",
+       "1.9.5:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py "
+       "(test_unsupported_tpu_choice)",
        "v=1.9 accelerator=tpu precision=16 strategy=ddp", "v3-8",
        "trainer.strategy: The `TPUAccelerator` can only be used with a `SingleTPUStrategy` or "
        "`TPUSpawnStrategy`, found DDPStrategy.",
        "You passed `Trainer(accelerator='tpu', precision=16)` but AMP is not supported with TPUs. "
        "Using `precision='bf16'` instead."},
-      {"v19_cpu_fsdp_native", "1.9.5:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_check_native_fsdp_strategy_and_fallback)",
+      {"v19_cpu_fsdp_native",
+       "1.9.5:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py "
+       "(test_check_native_fsdp_strategy_and_fallback)",
        "v=1.9 accelerator=cpu strategy=fsdp_native", "v3-8",
-       "trainer.strategy: You selected strategy to be `fsdp_native`, but GPU accelerator is not used.",
+       "trainer.strategy: You selected strategy to be `fsdp_native`, but GPU accelerator is not "
+       "used.",
        "TPU available but not used. Set `accelerator` and `devices` using "
        "`Trainer(accelerator='tpu', devices=8)`."},
-      {"v24_strategy_fsdp", "2.4.0:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (_check_strategy_and_fallback)",
+      {"v24_strategy_fsdp",
+       "2.4.0:src/lightning/pytorch/trainer/connectors/accelerator_connector.py "
+       "(_check_strategy_and_fallback)",
        "v=2.4 strategy=fsdp", "v3-8",
        "trainer.strategy: The strategy `fsdp` requires a GPU accelerator, but got: tpu"},
-      {"v25_strategy_fsdp_cpu", "2.5.6:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_check_fsdp_strategy_and_fallback)",
+      {"v25_strategy_fsdp_cpu",
+       "2.5.6:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py "
+       "(test_check_fsdp_strategy_and_fallback)",
        "v=2.5 accelerator=cpu strategy=fsdp", "v3-8",
        "trainer.strategy: The strategy `fsdp` requires a GPU accelerator, but received "
        "`accelerator='cpu'`. Please set `accelerator='cuda'`, `accelerator='gpu'`, or pass a "
        "`CUDAAccelerator()` instance to use FSDP.",
        "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
-      {"v20_strategy_fsdp_cpu", "2.0.9:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_check_fsdp_strategy_and_fallback)",
+      {"v20_strategy_fsdp_cpu",
+       "2.0.9:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py "
+       "(test_check_fsdp_strategy_and_fallback)",
        "v=2.0 accelerator=cpu strategy=fsdp", "v3-8",
        "trainer.strategy: You selected strategy to be `fsdp`, but GPU accelerator is not used.",
        "TPU available but not used. Set `accelerator` and `devices` using "
        "`Trainer(accelerator='tpu', devices=8)`."},
-      {"v25_strategy_deepspeed_cpu", "2.5.6:src/lightning/pytorch/strategies/deepspeed.py (DeepSpeedStrategy.__init__)",
+      {"v25_strategy_deepspeed_cpu",
+       "2.5.6:src/lightning/pytorch/strategies/deepspeed.py (DeepSpeedStrategy.__init__)",
        "v=2.5 accelerator=cpu strategy=deepspeed", "v3-8",
        "trainer.strategy: To use the `DeepSpeedStrategy`, you must have DeepSpeed installed. "
        "Install it by running `pip install -U deepspeed`.",
@@ -841,23 +1033,29 @@ const std::vector<VersionCase>& VersionCases() {
        S("trainer.strategy: You selected an invalid strategy name: `strategy='single_tpu'`. ",
          kInvalidStrategy2)},
       {"v20_strategy_single_tpu", "2.0.9:src/lightning/pytorch/strategies/single_tpu.py",
-       "v=2.0 devices=1 strategy=single_tpu", "v3-8", "tpu single v3 1x1 world=1 32-true single_xla"},
-      {"v20_strategy_wrong", "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+       "v=2.0 devices=1 strategy=single_tpu", "v3-8",
+       "tpu single v3 1x1 world=1 32-true single_xla"},
+      {"v20_strategy_wrong",
+       "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
        "v=2.0 strategy=ddp", "v3-8",
        "trainer.strategy: The `TPUAccelerator` can only be used with a `SingleTPUStrategy` or "
        "`XLAStrategy`, found DDPStrategy."},
-      {"v19_strategy_tpu_spawn", "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+      {"v19_strategy_tpu_spawn",
+       "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
        "v=1.9 accelerator=tpu strategy=tpu_spawn", "v3-8",
        "trainer.strategy: `Trainer(strategy='tpu_spawn')` is not a valid strategy, you can use "
        "`Trainer(strategy='ddp_spawn', accelerator='tpu')` instead."},
-      {"v19_strategy_ddp_spawn", "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+      {"v19_strategy_ddp_spawn",
+       "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
        "v=1.9 accelerator=tpu strategy=ddp_spawn", "v3-8", S(kWrongStrategy1, "DDPSpawnStrategy.")},
       {"v19_strategy_debug", "1.9.5:src/pytorch_lightning/strategies/tpu_spawn.py",
        "v=1.9 accelerator=tpu strategy=tpu_spawn_debug", "v3-8",
        "tpu host v3 8x1 v3-8 world=8 32-true xla_debug v1"},
-      {"v19_strategy_fsdp_native", "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+      {"v19_strategy_fsdp_native",
+       "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
        "v=1.9 accelerator=tpu strategy=fsdp_native", "v3-8",
-       "trainer.strategy: You selected strategy to be `fsdp_native`, but GPU accelerator is not used."},
+       "trainer.strategy: You selected strategy to be `fsdp_native`, but GPU accelerator is not "
+       "used."},
       {"v18_strategy_unknown_registry", "1.8.6:src/lightning_lite/strategies/registry.py",
        "v=1.8 accelerator=tpu strategy=xla", "v3-8",
        "trainer.strategy: 'xla' not found in registry. Available names: bagua, colossalai, ddp, "
@@ -874,162 +1072,262 @@ const std::vector<VersionCase>& VersionCases() {
        "v=1.6 accelerator=tpu strategy=deepspeed", "v3-8",
        "trainer.strategy: To use the DeepSpeed plugin, you must have DeepSpeed installed. pip "
        "install deepspeed"},
-      // --- precision plugins and strategy registries, 1.9-2.4 (the plugin follows the strategy) -----
-      {"v21_tpu_16_true_ddp", "2.1.4:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_unsupported_tpu_choice)",
-       "v=2.1 accelerator=tpu precision=16-true strategy=ddp", "v3-8", S(kWrongStrategy21, "DDPStrategy.")},
-      {"v22_tpu_16_true_ddp", "2.2.5:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_unsupported_tpu_choice)",
-       "v=2.2 accelerator=tpu precision=16-true strategy=ddp", "v3-8", S(kWrongStrategy21, "DDPStrategy.")},
-      {"v24_tpu_16_true_ddp", "2.4.0:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_unsupported_tpu_choice)",
-       "v=2.4 accelerator=tpu precision=16-true strategy=ddp", "v3-8", S(kWrongStrategy21, "DDPStrategy.")},
-      {"v21_tpu_16_mixed_ddp_no_xla_precision", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (_check_and_init_precision: XLAPrecision only for an XLA strategy)",
-       "v=2.1 accelerator=tpu precision=16-mixed strategy=ddp", "v3-8", S(kWrongStrategy21, "DDPStrategy.")},
-      {"v24_tpu_64_true_ddp_spawn", "2.4.0:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (_check_and_init_precision)",
-       "v=2.4 accelerator=tpu precision=64-true strategy=ddp_spawn", "v3-8", S(kWrongStrategy21, "DDPStrategy.")},
-      {"v24_deepspeed_before_precision", "2.4.0:src/lightning/pytorch/strategies/deepspeed.py (the registry builds the strategy before the precision plugin)",
+      // --- precision plugins and strategy registries, 1.9-2.4 (the plugin follows the strategy)
+      // -----
+      {"v21_tpu_16_true_ddp",
+       "2.1.4:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py "
+       "(test_unsupported_tpu_choice)",
+       "v=2.1 accelerator=tpu precision=16-true strategy=ddp", "v3-8",
+       S(kWrongStrategy21, "DDPStrategy.")},
+      {"v22_tpu_16_true_ddp",
+       "2.2.5:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py "
+       "(test_unsupported_tpu_choice)",
+       "v=2.2 accelerator=tpu precision=16-true strategy=ddp", "v3-8",
+       S(kWrongStrategy21, "DDPStrategy.")},
+      {"v24_tpu_16_true_ddp",
+       "2.4.0:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py "
+       "(test_unsupported_tpu_choice)",
+       "v=2.4 accelerator=tpu precision=16-true strategy=ddp", "v3-8",
+       S(kWrongStrategy21, "DDPStrategy.")},
+      {"v21_tpu_16_mixed_ddp_no_xla_precision",
+       "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py "
+       "(_check_and_init_precision: XLAPrecision only for an XLA strategy)",
+       "v=2.1 accelerator=tpu precision=16-mixed strategy=ddp", "v3-8",
+       S(kWrongStrategy21, "DDPStrategy.")},
+      {"v24_tpu_64_true_ddp_spawn",
+       "2.4.0:src/lightning/pytorch/trainer/connectors/accelerator_connector.py "
+       "(_check_and_init_precision)",
+       "v=2.4 accelerator=tpu precision=64-true strategy=ddp_spawn", "v3-8",
+       S(kWrongStrategy21, "DDPStrategy.")},
+      {"v24_deepspeed_before_precision",
+       "2.4.0:src/lightning/pytorch/strategies/deepspeed.py (the registry builds the strategy "
+       "before the precision plugin)",
        "v=2.4 strategy=deepspeed_stage_3 precision=bf16-mixed", "v3-8",
        "trainer.strategy: To use the `DeepSpeedStrategy`, you must have DeepSpeed installed. "
        "Install it by running `pip install -U deepspeed`."},
-      {"v22_fsdp_before_precision", "2.2.5:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (_check_strategy_and_fallback before _check_and_init_precision)",
+      {"v22_fsdp_before_precision",
+       "2.2.5:src/lightning/pytorch/trainer/connectors/accelerator_connector.py "
+       "(_check_strategy_and_fallback before _check_and_init_precision)",
        "v=2.2 strategy=fsdp precision=16-mixed", "v3-8",
        "trainer.strategy: You selected strategy to be `fsdp`, but GPU accelerator is not used."},
-      {"v21_ddp_spawn_devices_8", "2.1.4:tests/tests_pytorch/accelerators/test_xla.py (test_strategy_choice_tpu_str_ddp_spawn)",
-       "v=2.1 strategy=ddp_spawn accelerator=tpu devices=8", "v3-8", S(kWrongStrategy21, "DDPStrategy.")},
-      {"v22_ddp_spawn_devices_8", "2.2.5:tests/tests_pytorch/accelerators/test_xla.py (test_strategy_choice_tpu_str_ddp_spawn)",
-       "v=2.2 strategy=ddp_spawn accelerator=tpu devices=8", "v3-8", S(kWrongStrategy21, "DDPStrategy.")},
-      {"v24_ddp_spawn_devices_8", "2.4.0:tests/tests_pytorch/accelerators/test_xla.py (test_strategy_choice_tpu_str_ddp_spawn)",
-       "v=2.4 strategy=ddp_spawn accelerator=tpu devices=8", "v3-8", S(kWrongStrategy21, "DDPStrategy.")},
-      {"v24_xla_debug_devices_8", "2.4.0:tests/tests_pytorch/accelerators/test_xla.py (test_strategy_choice_tpu_str_xla_debug)",
-       "v=2.4 strategy=xla_debug accelerator=tpu devices=8", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla_debug"},
-      {"v21_xla_debug_registry", "2.1.4:tests/tests_pytorch/strategies/test_registry.py (test_xla_debug_strategy_registry)",
+      {"v21_ddp_spawn_devices_8",
+       "2.1.4:tests/tests_pytorch/accelerators/test_xla.py "
+       "(test_strategy_choice_tpu_str_ddp_spawn)",
+       "v=2.1 strategy=ddp_spawn accelerator=tpu devices=8", "v3-8",
+       S(kWrongStrategy21, "DDPStrategy.")},
+      {"v22_ddp_spawn_devices_8",
+       "2.2.5:tests/tests_pytorch/accelerators/test_xla.py "
+       "(test_strategy_choice_tpu_str_ddp_spawn)",
+       "v=2.2 strategy=ddp_spawn accelerator=tpu devices=8", "v3-8",
+       S(kWrongStrategy21, "DDPStrategy.")},
+      {"v24_ddp_spawn_devices_8",
+       "2.4.0:tests/tests_pytorch/accelerators/test_xla.py "
+       "(test_strategy_choice_tpu_str_ddp_spawn)",
+       "v=2.4 strategy=ddp_spawn accelerator=tpu devices=8", "v3-8",
+       S(kWrongStrategy21, "DDPStrategy.")},
+      {"v24_xla_debug_devices_8",
+       "2.4.0:tests/tests_pytorch/accelerators/test_xla.py "
+       "(test_strategy_choice_tpu_str_xla_debug)",
+       "v=2.4 strategy=xla_debug accelerator=tpu devices=8", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 32-true xla_debug"},
+      {"v21_xla_debug_registry",
+       "2.1.4:tests/tests_pytorch/strategies/test_registry.py (test_xla_debug_strategy_registry)",
        "v=2.1 strategy=xla_debug", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla_debug"},
-      {"v22_ddp_notebook_find_unused_true", "2.2.5:tests/tests_pytorch/strategies/test_registry.py (test_ddp_find_unused_parameters_strategy_registry)",
-       "v=2.2 strategy=ddp_notebook_find_unused_parameters_true", "v3-8", S(kWrongStrategy21, "DDPStrategy.")},
-      {"v24_deepspeed_stage_2_offload", "2.4.0:tests/tests_pytorch/strategies/test_registry.py (test_strategy_registry_with_deepspeed_strategies)",
+      {"v22_ddp_notebook_find_unused_true",
+       "2.2.5:tests/tests_pytorch/strategies/test_registry.py "
+       "(test_ddp_find_unused_parameters_strategy_registry)",
+       "v=2.2 strategy=ddp_notebook_find_unused_parameters_true", "v3-8",
+       S(kWrongStrategy21, "DDPStrategy.")},
+      {"v24_deepspeed_stage_2_offload",
+       "2.4.0:tests/tests_pytorch/strategies/test_registry.py "
+       "(test_strategy_registry_with_deepspeed_strategies)",
        "v=2.4 strategy=deepspeed_stage_2_offload", "v3-8",
        "trainer.strategy: To use the `DeepSpeedStrategy`, you must have DeepSpeed installed. "
        "Install it by running `pip install -U deepspeed`."},
-      {"v24_deepspeed_stage_1_offload_is_fabric_only", "2.4.0:src/lightning/pytorch/strategies/deepspeed.py (register_strategies: no stage_1_offload)",
+      {"v24_deepspeed_stage_1_offload_is_fabric_only",
+       "2.4.0:src/lightning/pytorch/strategies/deepspeed.py (register_strategies: no "
+       "stage_1_offload)",
        "v=2.4 strategy=deepspeed_stage_1_offload", "v3-8",
-       S("trainer.strategy: You selected an invalid strategy name: `strategy='deepspeed_stage_1_offload'`. ",
+       S("trainer.strategy: You selected an invalid strategy name: "
+         "`strategy='deepspeed_stage_1_offload'`. ",
          kInvalidStrategy2)},
-      {"v24_accelerator_auto_devices_8", "2.4.0:tests/tests_pytorch/accelerators/test_xla.py (test_accelerator_tpu)",
+      {"v24_accelerator_auto_devices_8",
+       "2.4.0:tests/tests_pytorch/accelerators/test_xla.py (test_accelerator_tpu)",
        "v=2.4 accelerator=auto devices=8", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla"},
-      {"v22_accelerator_auto_devices_auto", "2.2.5:tests/tests_pytorch/accelerators/test_xla.py (test_accelerator_tpu)",
+      {"v22_accelerator_auto_devices_auto",
+       "2.2.5:tests/tests_pytorch/accelerators/test_xla.py (test_accelerator_tpu)",
        "v=2.2 accelerator=auto devices=auto", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla"},
-      {"v21_accelerator_tpu_devices_auto", "2.1.4:tests/tests_pytorch/accelerators/test_xla.py (test_accelerator_tpu)",
+      {"v21_accelerator_tpu_devices_auto",
+       "2.1.4:tests/tests_pytorch/accelerators/test_xla.py (test_accelerator_tpu)",
        "v=2.1 accelerator=tpu devices=auto", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla"},
-      {"v24_device_ids_core2", "2.4.0:tests/tests_pytorch/accelerators/test_xla.py (test_trainer_config_device_ids[[2]])",
-       "v=2.4 accelerator=tpu devices=[2]", "v3-8", "tpu single v3 1x1 core=2 world=1 32-true single_xla"},
-      {"v24_device_ids_string_8", "2.4.0:tests/tests_pytorch/accelerators/test_xla.py (test_trainer_config_device_ids['8'])",
+      {"v24_device_ids_core2",
+       "2.4.0:tests/tests_pytorch/accelerators/test_xla.py (test_trainer_config_device_ids[[2]])",
+       "v=2.4 accelerator=tpu devices=[2]", "v3-8",
+       "tpu single v3 1x1 core=2 world=1 32-true single_xla"},
+      {"v24_device_ids_string_8",
+       "2.4.0:tests/tests_pytorch/accelerators/test_xla.py (test_trainer_config_device_ids['8'])",
        "v=2.4 accelerator=tpu devices='8'", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla"},
-      {"v21_device_ids_1", "2.1.4:tests/tests_pytorch/accelerators/test_xla.py (test_trainer_config_device_ids[1])",
+      {"v21_device_ids_1",
+       "2.1.4:tests/tests_pytorch/accelerators/test_xla.py (test_trainer_config_device_ids[1])",
        "v=2.1 accelerator=tpu devices=1", "v3-8", "tpu single v3 1x1 world=1 32-true single_xla"},
-      {"v21_xla_precision_16_mixed", "2.1.4:tests/tests_pytorch/plugins/precision/test_xla.py (test_precision_input_validation)",
+      {"v21_xla_precision_16_mixed",
+       "2.1.4:tests/tests_pytorch/plugins/precision/test_xla.py (test_precision_input_validation)",
        "v=2.1 accelerator=tpu precision=16-mixed", "v3-8",
        S("trainer.precision: `precision='16-mixed')` is not supported in XLA. ", kXlaOnly)},
-      {"v22_xla_precision_bf16_mixed", "2.2.5:tests/tests_pytorch/plugins/precision/test_xla.py (test_precision_input_validation)",
+      {"v22_xla_precision_bf16_mixed",
+       "2.2.5:tests/tests_pytorch/plugins/precision/test_xla.py (test_precision_input_validation)",
        "v=2.2 accelerator=tpu precision=bf16-mixed", "v3-8",
        S("trainer.precision: `precision='bf16-mixed')` is not supported in XLA. ", kXlaOnly)},
-      {"v24_xla_precision_64_true", "2.4.0:tests/tests_pytorch/plugins/precision/test_xla.py (test_precision_input_validation)",
+      {"v24_xla_precision_64_true",
+       "2.4.0:tests/tests_pytorch/plugins/precision/test_xla.py (test_precision_input_validation)",
        "v=2.4 accelerator=tpu precision=64-true", "v3-8",
        S("trainer.precision: `precision='64-true')` is not supported in XLA. ", kXlaOnly)},
-      {"v22_xla_precision_16_alias", "2.2.5:src/lightning/fabric/connector.py (_convert_precision_to_unified_args) + plugins/precision/xla.py",
+      {"v22_xla_precision_16_alias",
+       "2.2.5:src/lightning/fabric/connector.py (_convert_precision_to_unified_args) + "
+       "plugins/precision/xla.py",
        "v=2.2 accelerator=tpu precision='16'", "v3-8",
        S("trainer.precision: `precision='16-mixed')` is not supported in XLA. ", kXlaOnly),
        "`precision=16` is supported for historical reasons but its usage is discouraged. Please "
        "set your precision to 16-mixed instead!"},
-      {"v24_xla_precision_16_true", "2.4.0:tests/tests_pytorch/plugins/precision/test_xla.py (test_selected_dtype)",
-       "v=2.4 accelerator=tpu precision=16-true", "v3-8", "tpu host v3 8x1 v3-8 world=8 16-true xla"},
-      {"v21_xla_precision_bf16_true", "2.1.4:tests/tests_pytorch/plugins/precision/test_xla.py (test_selected_dtype)",
-       "v=2.1 accelerator=tpu precision=bf16-true devices=1", "v3-8", "tpu single v3 1x1 world=1 bf16-true single_xla"},
-      {"v22_accelerator_choice_tpu_core1", "2.2.5:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_accelerator_choice_tpu[tpu-devices2])",
-       "v=2.2 accelerator=tpu devices=[1]", "v3-8", "tpu single v3 1x1 core=1 world=1 32-true single_xla"},
-      {"v22_accelerator_choice_auto_1", "2.2.5:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_accelerator_choice_tpu[auto-1])",
+      {"v24_xla_precision_16_true",
+       "2.4.0:tests/tests_pytorch/plugins/precision/test_xla.py (test_selected_dtype)",
+       "v=2.4 accelerator=tpu precision=16-true", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 16-true xla"},
+      {"v21_xla_precision_bf16_true",
+       "2.1.4:tests/tests_pytorch/plugins/precision/test_xla.py (test_selected_dtype)",
+       "v=2.1 accelerator=tpu precision=bf16-true devices=1", "v3-8",
+       "tpu single v3 1x1 world=1 bf16-true single_xla"},
+      {"v22_accelerator_choice_tpu_core1",
+       "2.2.5:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py "
+       "(test_accelerator_choice_tpu[tpu-devices2])",
+       "v=2.2 accelerator=tpu devices=[1]", "v3-8",
+       "tpu single v3 1x1 core=1 world=1 32-true single_xla"},
+      {"v22_accelerator_choice_auto_1",
+       "2.2.5:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py "
+       "(test_accelerator_choice_tpu[auto-1])",
        "v=2.2 accelerator=auto devices=1", "v3-8", "tpu single v3 1x1 world=1 32-true single_xla"},
-      {"v24_accelerator_choice_tpu_auto_v4", "2.4.0:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_accelerator_choice_tpu[tpu-auto])",
+      {"v24_accelerator_choice_tpu_auto_v4",
+       "2.4.0:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py "
+       "(test_accelerator_choice_tpu[tpu-auto])",
        "v=2.4 accelerator=tpu devices=auto", "v4-8", "tpu host v4 4x1 v4-8 world=4 32-true xla"},
-      {"v24_zero_devices_tpu_string", "2.4.0:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_passing_zero_and_empty_list_to_devices_flag)",
+      {"v24_zero_devices_tpu_string",
+       "2.4.0:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py "
+       "(test_passing_zero_and_empty_list_to_devices_flag)",
        "v=2.4 accelerator=tpu devices='0'", "v3-8",
        "trainer.devices: `Trainer(devices='0')` value is not a valid input using tpu accelerator."},
-      {"v22_zero_devices_tpu_list", "2.2.5:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_passing_zero_and_empty_list_to_devices_flag)",
+      {"v22_zero_devices_tpu_list",
+       "2.2.5:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py "
+       "(test_passing_zero_and_empty_list_to_devices_flag)",
        "v=2.2 accelerator=tpu devices=[]", "v3-8",
        "trainer.devices: `Trainer(devices=[])` value is not a valid input using tpu accelerator."},
-      {"v24_zero_devices_cpu", "2.4.0:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py (test_passing_zero_and_empty_list_to_devices_flag)",
+      {"v24_zero_devices_cpu",
+       "2.4.0:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py "
+       "(test_passing_zero_and_empty_list_to_devices_flag)",
        "v=2.4 accelerator=cpu devices=0", "v3-8",
        "trainer.devices: `Trainer(devices=0)` value is not a valid input using cpu accelerator.",
        "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
-      {"v21_cpu_transformer_engine", "2.1.4:src/lightning/fabric/plugins/precision/transformer_engine.py (TransformerEnginePrecision.__init__)",
+      {"v21_cpu_transformer_engine",
+       "2.1.4:src/lightning/fabric/plugins/precision/transformer_engine.py "
+       "(TransformerEnginePrecision.__init__)",
        "v=2.1 accelerator=cpu precision=transformer-engine", "",
        "trainer.precision: Requirement 'transformer_engine>=0.11.0' not met. HINT: Try running "
        "`pip install -U 'transformer_engine>=0.11.0'`"},
-      {"v24_ddp_transformer_engine_float16", "2.4.0:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (_check_and_init_precision: TransformerEnginePrecision for a non-XLA strategy)",
+      {"v24_ddp_transformer_engine_float16",
+       "2.4.0:src/lightning/pytorch/trainer/connectors/accelerator_connector.py "
+       "(_check_and_init_precision: TransformerEnginePrecision for a non-XLA strategy)",
        "v=2.4 accelerator=tpu strategy=ddp precision=transformer-engine-float16", "v3-8",
        "trainer.precision: Requirement 'transformer_engine>=0.11.0' not met. HINT: Try running "
        "`pip install -U 'transformer_engine>=0.11.0'` | trainer.strategy: The `XLAAccelerator` can "
        "only be used with a `SingleDeviceXLAStrategy` or `XLAStrategy`, found DDPStrategy."},
       // 1.9
-      {"v19_accelerator_auto_devices_8", "1.9.5:tests/tests_pytorch/accelerators/test_tpu.py (test_accelerator_tpu)",
+      {"v19_accelerator_auto_devices_8",
+       "1.9.5:tests/tests_pytorch/accelerators/test_tpu.py (test_accelerator_tpu)",
        "v=1.9 accelerator=auto devices=8", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
-      {"v19_accelerator_auto_devices_auto", "1.9.5:tests/tests_pytorch/accelerators/test_tpu.py (test_accelerator_tpu)",
-       "v=1.9 accelerator=auto devices=auto", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
-      {"v19_accelerator_tpu_devices_none", "1.9.5:tests/tests_pytorch/accelerators/test_tpu.py (test_accelerator_tpu)",
+      {"v19_accelerator_auto_devices_auto",
+       "1.9.5:tests/tests_pytorch/accelerators/test_tpu.py (test_accelerator_tpu)",
+       "v=1.9 accelerator=auto devices=auto", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
+      {"v19_accelerator_tpu_devices_none",
+       "1.9.5:tests/tests_pytorch/accelerators/test_tpu.py (test_accelerator_tpu)",
        "v=1.9 accelerator=tpu", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
-      {"v19_device_ids_string_core", "1.9.5:tests/tests_pytorch/accelerators/test_tpu.py (test_trainer_config_device_ids['2,']: 1-based)",
-       "v=1.9 accelerator=tpu devices='2,'", "v3-8", "tpu single v3 1x1 core=1 world=1 32-true single_xla v1"},
-      {"v19_device_ids_string_8", "1.9.5:tests/tests_pytorch/accelerators/test_tpu.py (test_trainer_config_device_ids['8'])",
+      {"v19_device_ids_string_core",
+       "1.9.5:tests/tests_pytorch/accelerators/test_tpu.py (test_trainer_config_device_ids['2,']: "
+       "1-based)",
+       "v=1.9 accelerator=tpu devices='2,'", "v3-8",
+       "tpu single v3 1x1 core=1 world=1 32-true single_xla v1"},
+      {"v19_device_ids_string_8",
+       "1.9.5:tests/tests_pytorch/accelerators/test_tpu.py (test_trainer_config_device_ids['8'])",
        "v=1.9 accelerator=tpu devices='8'", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
-      {"v19_strategy_bagua", "1.9.5:src/pytorch_lightning/strategies/bagua.py (BaguaStrategy.__init__)",
+      {"v19_strategy_bagua",
+       "1.9.5:src/pytorch_lightning/strategies/bagua.py (BaguaStrategy.__init__)",
        "v=1.9 accelerator=tpu strategy=bagua", "v3-8",
        "trainer.strategy: To use the `BaguaStrategy`, you must have `Bagua` installed. Use `pip "
        "install bagua` to install it."},
-      {"v19_strategy_horovod", "1.9.5:src/pytorch_lightning/strategies/horovod.py (HorovodStrategy.__init__)",
+      {"v19_strategy_horovod",
+       "1.9.5:src/pytorch_lightning/strategies/horovod.py (HorovodStrategy.__init__)",
        "v=1.9 accelerator=tpu strategy=horovod precision=64", "v3-8",
        "trainer.strategy: Requested `strategy=\"horovod\"`, but Horovod is not installed. Install "
        "with `HOROVOD_WITH_PYTORCH=1 pip install horovod[pytorch]`"},
-      {"v18_strategy_colossalai", "1.8.6:src/pytorch_lightning/strategies/colossalai.py (ColossalAIStrategy.__init__)",
+      {"v18_strategy_colossalai",
+       "1.8.6:src/pytorch_lightning/strategies/colossalai.py (ColossalAIStrategy.__init__)",
        "v=1.8 accelerator=tpu strategy=colossalai", "v3-8",
        "trainer.strategy: To use the `ColossalAIStrategy`, please install `colossalai` first. "
        "Download `colossalai` by consulting `https://colossalai.org/download`."},
-      {"v20_strategy_hpu_parallel", "2.0.9:src/lightning/pytorch/strategies/hpu_parallel.py (HPUParallelStrategy.__init__)",
+      {"v20_strategy_hpu_parallel",
+       "2.0.9:src/lightning/pytorch/strategies/hpu_parallel.py (HPUParallelStrategy.__init__)",
        "v=2.0 strategy=hpu_parallel", "v3-8",
        "trainer.strategy: `HPUParallelStrategy` requires HPU devices to run"},
       {"v16_strategy_ipu", "1.6.5:pytorch_lightning/strategies/ipu.py (IPUStrategy.__init__)",
        "v=1.6 accelerator=tpu strategy=ipu_strategy", "v3-8",
        "trainer.strategy: The IPU Accelerator requires IPU devices to run. Learn more or get "
        "started with IPUs at https://www.graphcore.ai/getstarted"},
-      {"v19_strategy_ddp_sharded", "1.9.5:src/pytorch_lightning/strategies/sharded.py (FairScale deprecation)",
-       "v=1.9 accelerator=tpu strategy=ddp_sharded", "v3-8", S(kWrongStrategy1, "DDPShardedStrategy."),
+      {"v19_strategy_ddp_sharded",
+       "1.9.5:src/pytorch_lightning/strategies/sharded.py (FairScale deprecation)",
+       "v=1.9 accelerator=tpu strategy=ddp_sharded", "v3-8",
+       S(kWrongStrategy1, "DDPShardedStrategy."),
        "PyTorch Lightning's sharded implementation using FairScale has been deprecated in v1.9.0 "
        "and will be removed in v2.0.0. You can try using the `Trainer(strategy='fsdp_native')` "
        "instead. The difference is that native FSDP uses PyTorch's implementation and the current "
        "strategy uses FairScale's implementation (which was upstreamed to PyTorch). After removal, "
        "`strategy='fsdp'` will use the native version by default."},
       {"v18_strategy_ddp_sharded_no_warning", "1.8.6:src/pytorch_lightning/strategies/sharded.py",
-       "v=1.8 accelerator=tpu strategy=ddp_sharded", "v3-8", S(kWrongStrategy1, "DDPShardedStrategy.")},
+       "v=1.8 accelerator=tpu strategy=ddp_sharded", "v3-8",
+       S(kWrongStrategy1, "DDPShardedStrategy.")},
       // --- 2.x on the CPU: '16-mixed' becomes 'bf16-mixed' with a warning -----------------------
-      {"v20_cpu_16_mixed", "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (_check_and_init_precision)",
+      {"v20_cpu_16_mixed",
+       "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py "
+       "(_check_and_init_precision)",
        "v=2.0 accelerator=cpu precision=16-mixed", "", "cpu world=1 bf16-true auto",
        "You passed `Trainer(accelerator='cpu', precision='16-mixed')` but AMP with fp16 is not "
        "supported on CPU. Using `precision='bf16-mixed'` instead."},
-      {"v21_cpu_16_alias", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (_check_and_init_precision)",
-       "v=2.1 accelerator=cpu precision=16", "",  "cpu world=1 bf16-true auto",
+      {"v21_cpu_16_alias",
+       "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py "
+       "(_check_and_init_precision)",
+       "v=2.1 accelerator=cpu precision=16", "", "cpu world=1 bf16-true auto",
        "`precision=16` is supported for historical reasons but its usage is discouraged. Please "
        "set your precision to 16-mixed instead! | You passed `Trainer(accelerator='cpu', "
        "precision='16-mixed')` but AMP with fp16 is not supported on CPU. Using "
        "`precision='bf16-mixed'` instead."},
-      {"v25_cpu_16_mixed_tpu_pool", "2.5.6:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (_check_and_init_precision)",
+      {"v25_cpu_16_mixed_tpu_pool",
+       "2.5.6:src/lightning/pytorch/trainer/connectors/accelerator_connector.py "
+       "(_check_and_init_precision)",
        "v=2.5 accelerator=cpu precision=16-mixed", "v3-8", "cpu world=1 bf16-true auto",
        "You passed `Trainer(accelerator='cpu', precision='16-mixed')` but AMP with fp16 is not "
        "supported on CPU. Using `precision='bf16-mixed'` instead. | TPU available but not used. "
        "You can set it by doing `Trainer(accelerator='tpu')`."},
-      {"v24_cpu_bf16_mixed", "2.4.0:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (MixedPrecision on the CPU)",
+      {"v24_cpu_bf16_mixed",
+       "2.4.0:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (MixedPrecision on "
+       "the CPU)",
        "v=2.4 accelerator=cpu precision=bf16-mixed", "", "cpu world=1 bf16-true auto"},
-      {"v19_cpu_16", "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py (_check_and_init_precision)",
+      {"v19_cpu_16",
+       "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py "
+       "(_check_and_init_precision)",
        "v=1.9 accelerator=cpu precision=16", "", "cpu world=1 bf16-true auto v1",
        "You passed `Trainer(accelerator='cpu', precision=16)` but native AMP is not supported on "
        "CPU. Using `precision='bf16'` instead."},
       // --- num_nodes, runtime ------------------------------------------------------------
-      {"v21_num_nodes_zero", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+      {"v21_num_nodes_zero",
+       "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
        "v=2.1 num_nodes=0", "v3-8",
        "trainer.num_nodes: `num_nodes` must be a positive integer, but got 0."},
       {"v21_xrt_allowed", "2.1.4:src/lightning/fabric/accelerators/xla.py (_using_pjrt)",
@@ -1059,11 +1357,14 @@ const std::vector<VersionCase>& VersionCases() {
        "environment.torch_xla: ImportError: /usr/local/lib/python3.10/dist-packages/_XLAC.cpython-"
        "310-x86_64-linux-gnu.so: undefined symbol: _ZN2at6native12cpu_fallbackERKN3c1014Operator"
        "HandleEPSt6vectorINS1_6IValueESaIS6_EEbNS1_11DispatchKeyE"},
-      {"env_no_torch_xla_tpu", "2.1.4:src/lightning/fabric/accelerators/xla.py (XLAAccelerator.__init__)",
+      {"env_no_torch_xla_tpu",
+       "2.1.4:src/lightning/fabric/accelerators/xla.py (XLAAccelerator.__init__)",
        "pl=2.1.3 torch=2.1.0 accelerator=tpu", "v3-8",
        "trainer.accelerator: Requirement 'torch_xla>=1.13' not met. HINT: Try running `pip "
        "install -U 'torch_xla>=1.13'`"},
-      {"env_no_torch_xla_auto_is_cpu", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (_choose_auto_accelerator)",
+      {"env_no_torch_xla_auto_is_cpu",
+       "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py "
+       "(_choose_auto_accelerator)",
        "pl=2.1.3 torch=2.1.0", "v3-8", "cpu world=1 32-true auto"},
       {"env_lightning_needs_newer_torch", "2.3.3:requirements/pytorch/base.txt",
        "pl=2.3.0 torch=1.13.1 xla=1.13 py=3.8", "v3-8",
@@ -1071,7 +1372,8 @@ const std::vector<VersionCase>& VersionCases() {
        "all the packages that are installed. This behaviour is the source of the following "
        "dependency conflicts.\nlightning 2.3.0 requires torch<2.4.0,>=2.0.0, but you have torch "
        "1.13.1 which is incompatible."},
-      {"env_python_without_wheel", "pytorch/xla v2.5.0:README.md (torch_xla 2.5 wheels: cp39-cp311)",
+      {"env_python_without_wheel",
+       "pytorch/xla v2.5.0:README.md (torch_xla 2.5 wheels: cp39-cp311)",
        "pl=2.5.0 torch=2.5.0 xla=2.5.0 py=3.8", "v3-8",
        "environment.lightning: ERROR: No matching distribution found for lightning==2.5.0 | "
        "environment.torch_xla: ERROR: No matching distribution found for torch_xla==2.5.0"},
@@ -1082,43 +1384,63 @@ const std::vector<VersionCase>& VersionCases() {
        "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
       {"env_python_38_lightning_23", "2.3.3:src/lightning/__setup__.py (python_requires >=3.8)",
        "pl=2.3.3 torch=2.3.0 xla=2.3.0 py=3.8", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla"},
-      {"env_python_36_lightning_19", "1.9.5:src/pytorch_lightning/__setup__.py (python_requires >=3.7)",
+      {"env_python_36_lightning_19",
+       "1.9.5:src/pytorch_lightning/__setup__.py (python_requires >=3.7)",
        "pl=1.9.5 py=3.6 accelerator=cpu", "v3-8",
        "environment.lightning: ERROR: No matching distribution found for pytorch-lightning==1.9.5"},
       {"env_python_37_lightning_20", "2.0.9:src/lightning/__setup__.py (python_requires >=3.8)",
        "pl=2.0.9 py=3.7 accelerator=cpu", "v3-8",
        "environment.lightning: ERROR: No matching distribution found for lightning==2.0.9"},
       // --- num_nodes of other types: int(num_nodes) up to 2.0, isinstance(int) from 2.1 --------
-      {"v20_num_nodes_str", "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (int(num_nodes))",
-       "v=2.0 accelerator=tpu devices=8 num_nodes='4'", "v3-32", "tpu slice v3 8x4 v3-32 world=32 32-true xla"},
-      {"v20_num_nodes_float_truncates", "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (int(num_nodes))",
-       "v=2.0 accelerator=tpu devices=8 num_nodes=4.7", "v3-32", "tpu slice v3 8x4 v3-32 world=32 32-true xla"},
-      {"v20_num_nodes_bad_literal", "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (int(num_nodes))",
+      {"v20_num_nodes_str",
+       "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (int(num_nodes))",
+       "v=2.0 accelerator=tpu devices=8 num_nodes='4'", "v3-32",
+       "tpu slice v3 8x4 v3-32 world=32 32-true xla"},
+      {"v20_num_nodes_float_truncates",
+       "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (int(num_nodes))",
+       "v=2.0 accelerator=tpu devices=8 num_nodes=4.7", "v3-32",
+       "tpu slice v3 8x4 v3-32 world=32 32-true xla"},
+      {"v20_num_nodes_bad_literal",
+       "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (int(num_nodes))",
        "v=2.0 num_nodes='2.5'", "v3-32",
        "trainer.num_nodes: invalid literal for int() with base 10: '2.5'"},
-      {"v16_num_nodes_none", "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py (None is 1)",
+      {"v16_num_nodes_none",
+       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py (None is 1)",
        "v=1.6 tpu_cores=8 num_nodes=None", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
-      {"v19_num_nodes_list", "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py (int(num_nodes))",
+      {"v19_num_nodes_list",
+       "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py (int(num_nodes))",
        "v=1.9 accelerator=tpu devices=8 num_nodes=[4]", "v3-32",
        "trainer.num_nodes: int() argument must be a string, a bytes-like object or a real number, "
        "not 'list'"},
-      {"v19_num_nodes_list_python_38", "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py (int(num_nodes)); CPython 3.8",
+      {"v19_num_nodes_list_python_38",
+       "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py (int(num_nodes)); "
+       "CPython 3.8",
        "pl=1.9.5 torch=1.13.1 xla=1.13.0 py=3.8 accelerator=tpu devices=8 num_nodes=[4]", "v3-32",
        "trainer.num_nodes: int() argument must be a string, a bytes-like object or a number, not "
        "'list'"},
-      {"v21_num_nodes_str", "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (_check_device_config_and_set_final_flags)",
+      {"v21_num_nodes_str",
+       "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py "
+       "(_check_device_config_and_set_final_flags)",
        "v=2.1 num_nodes='4'", "v3-32",
        "trainer.num_nodes: `num_nodes` must be a positive integer, but got 4."},
-      {"v25_num_nodes_float", "2.5.6:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (_check_device_config_and_set_final_flags)",
+      {"v25_num_nodes_float",
+       "2.5.6:src/lightning/pytorch/trainer/connectors/accelerator_connector.py "
+       "(_check_device_config_and_set_final_flags)",
        "v=2.5 num_nodes=4.0", "v3-32",
        "trainer.num_nodes: `num_nodes` must be a positive integer, but got 4.0."},
-      {"v25_num_nodes_false", "2.5.6:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (_check_device_config_and_set_final_flags)",
+      {"v25_num_nodes_false",
+       "2.5.6:src/lightning/pytorch/trainer/connectors/accelerator_connector.py "
+       "(_check_device_config_and_set_final_flags)",
        "v=2.5 num_nodes=False", "v3-32",
        "trainer.num_nodes: `num_nodes` must be a positive integer, but got False."},
-      {"v25_num_nodes_none", "2.5.6:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (_check_device_config_and_set_final_flags)",
+      {"v25_num_nodes_none",
+       "2.5.6:src/lightning/pytorch/trainer/connectors/accelerator_connector.py "
+       "(_check_device_config_and_set_final_flags)",
        "v=2.5 num_nodes=None", "v3-8",
        "trainer.num_nodes: `num_nodes` must be a positive integer, but got None."},
-      {"v25_num_nodes_true_is_1", "2.5.6:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (isinstance(True, int))",
+      {"v25_num_nodes_true_is_1",
+       "2.5.6:src/lightning/pytorch/trainer/connectors/accelerator_connector.py (isinstance(True, "
+       "int))",
        "v=2.5 num_nodes=True", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla"},
       {"env_xla_use_bf16_notice", "pytorch/xla v2.4.0:torch_xla/csrc/dtype.cpp (ShouldUseBF16)",
        "pl=2.4.0 torch=2.4.0 xla=2.4.0 py=3.10 env.XLA_USE_BF16=1", "v3-8",
@@ -1165,7 +1487,6 @@ TEST(ResolveTest, VersionTableCoversEveryRelease) {
   }
 }
 
-
 // Does `message` read as `text` with its {placeholders} filled in?
 bool FillsTemplate(std::string_view text, std::string_view message) {
   std::vector<std::string_view> pieces;
@@ -1208,8 +1529,8 @@ TEST(ResolveTest, EveryUpstreamMessageIsARuleTableText) {
         return text.source == problem.source && text.field == problem.field &&
                FillsTemplate(text.text, problem.message);
       });
-      EXPECT_TRUE(found) << settings << ": " << problem.field << ": " << problem.message
-                         << " [" << problem.source << "]";
+      EXPECT_TRUE(found) << settings << ": " << problem.field << ": " << problem.message << " ["
+                         << problem.source << "]";
     }
     for (const std::string& warning : resolution.warnings) {
       if (warning.starts_with("tpujobs")) continue;
@@ -1243,12 +1564,16 @@ TEST(ResolveTest, EveryRuleTextIsInTheDocs) {
   for (const RuleText& text : all_rule_texts()) {
     std::string cell;
     for (char ch : text.text) {
-      if (ch == '|') cell += "\\|";
-      else if (ch == '\n') cell += "<br>";
-      else cell += ch;
+      if (ch == '|')
+        cell += "\\|";
+      else if (ch == '\n')
+        cell += "<br>";
+      else
+        cell += ch;
     }
     EXPECT_NE(docs.str().find("| " + cell + " |"), std::string::npos) << text.text;
-    EXPECT_NE(docs.str().find("`" + std::string(text.source) + "`"), std::string::npos) << text.source;
+    EXPECT_NE(docs.str().find("`" + std::string(text.source) + "`"), std::string::npos)
+        << text.source;
   }
 }
 
@@ -1264,14 +1589,14 @@ TEST(ResolveTest, DeviceInfoLinesAreThoseOfTheRelease) {
   };
   const std::string tpu8 = "TPU available: True, using: 8 TPU cores";
   for (const Row& row : std::vector<Row>{
-           {"v=1.6 tpu_cores=8", "v3-8", {gpu, tpu8, ipu, hpu}},   // 1.6.5 trainer.py
+           {"v=1.6 tpu_cores=8", "v3-8", {gpu, tpu8, ipu, hpu}},  // 1.6.5 trainer.py
            {"v=1.9 accelerator=tpu devices=8", "v3-8", {gpu, tpu8, ipu, hpu}},
-           {"v=2.1", "v3-8", {gpu, tpu8, ipu, hpu}},               // 2.1.4 setup.py
+           {"v=2.1", "v3-8", {gpu, tpu8, ipu, hpu}},  // 2.1.4 setup.py
            {"v=2.2", "v3-8", {gpu, tpu8, ipu, hpu}},
-           {"v=2.3", "v3-8", {gpu, tpu8, hpu}},                    // 2.3.3: no IPU line
+           {"v=2.3", "v3-8", {gpu, tpu8, hpu}},  // 2.3.3: no IPU line
            {"v=2.4", "v3-8", {gpu, tpu8, hpu}},
-           {"v=2.5", "v3-8", {gpu, tpu8}},                         // 2.5.6: no HPU line
-           {"v=2.5 num_nodes=4", "v3-32", {gpu, tpu8}},            // per host, not 32
+           {"v=2.5", "v3-8", {gpu, tpu8}},               // 2.5.6: no HPU line
+           {"v=2.5 num_nodes=4", "v3-32", {gpu, tpu8}},  // per host, not 32
            {"v=2.5 devices=1", "v3-8", {gpu, "TPU available: True, using: 1 TPU cores"}},
            {"v=2.5 accelerator=cpu", "v3-8", {gpu, "TPU available: True, using: 0 TPU cores"}},
            {"v=2.1", "", {gpu, "TPU available: False, using: 0 TPU cores", ipu, hpu}},
@@ -1286,9 +1611,16 @@ TEST(ResolveTest, DeviceInfoLinesAreThoseOfTheRelease) {
 // newest one the release's torch requirement allows.
 TEST(ResolveTest, TorchXlaVersionFollowsTheEnvironmentOrTheRelease) {
   const std::vector<std::pair<std::string, int>> rows = {
-      {"v=1.6", 113}, {"v=1.9", 200}, {"v=2.0", 200}, {"v=2.1", 201}, {"v=2.2", 202},
-      {"v=2.3", 203}, {"v=2.4", 204}, {"v=2.5", 205},
-      {"pl=2.1.3 torch=2.1.0 xla=2.1.0", 201}, {"pl=2.5.0 torch=2.5.0 xla=2.5.0", 205},
+      {"v=1.6", 113},
+      {"v=1.9", 200},
+      {"v=2.0", 200},
+      {"v=2.1", 201},
+      {"v=2.2", 202},
+      {"v=2.3", 203},
+      {"v=2.4", 204},
+      {"v=2.5", 205},
+      {"pl=2.1.3 torch=2.1.0 xla=2.1.0", 201},
+      {"pl=2.5.0 torch=2.5.0 xla=2.5.0", 205},
   };
   for (const auto& [settings, version] : rows) {
     EXPECT_EQ(version, resolve(Settings(settings), Pool("v3-8")).torch_xla_version) << settings;
@@ -1298,11 +1630,14 @@ TEST(ResolveTest, TorchXlaVersionFollowsTheEnvironmentOrTheRelease) {
 // PT_XLA_DEBUG: the xla_debug strategy sets it; `env` may too.
 TEST(ResolveTest, PtXlaDebugFromTheStrategyOrTheEnvironment) {
   EXPECT_TRUE(resolve(Settings("strategy=xla_debug"), Pool("v3-8")).pt_xla_debug);
-  EXPECT_TRUE(resolve(Settings("v=1.9 accelerator=tpu devices=8 strategy=tpu_spawn_debug"), Pool("v3-8")).pt_xla_debug);
+  EXPECT_TRUE(
+      resolve(Settings("v=1.9 accelerator=tpu devices=8 strategy=tpu_spawn_debug"), Pool("v3-8"))
+          .pt_xla_debug);
   EXPECT_TRUE(resolve(Settings("env.PT_XLA_DEBUG=1"), Pool("v3-8")).pt_xla_debug);
   EXPECT_FALSE(resolve(Settings("env.PT_XLA_DEBUG=0"), Pool("v3-8")).pt_xla_debug);
   EXPECT_FALSE(resolve(Settings(""), Pool("v3-8")).pt_xla_debug);
-  EXPECT_EQ("STDOUT", resolve(Settings("env.XLA_METRICS_FILE=STDOUT"), Pool("v3-8")).xla_metrics_file);
+  EXPECT_EQ("STDOUT",
+            resolve(Settings("env.XLA_METRICS_FILE=STDOUT"), Pool("v3-8")).xla_metrics_file);
 }
 
 TEST(ResolveTest, TableIsLargeAndNamesAreUnique) {
@@ -1379,10 +1714,12 @@ TEST(ResolveTest, GenerationsWithoutHostsCountAsAbsent) {
   EXPECT_EQ("tpu host v4 4x1 v4-8 world=4 32-true xla",
             Summary(resolve(Settings(""), View(hosts))));
   hosts[scheduler::Generation::kV4] = 0;
-  EXPECT_EQ("trainer.accelerator: `XLAAccelerator` can not run on your system since the accelerator is not "
-            "available. The following accelerator(s) is available and can be passed into `accelerator` "
-            "argument of `Trainer`: ['cpu'].",
-            Summary(resolve(Settings("accelerator=tpu"), View(hosts))));
+  EXPECT_EQ(
+      "trainer.accelerator: `XLAAccelerator` can not run on your system since the accelerator is "
+      "not "
+      "available. The following accelerator(s) is available and can be passed into `accelerator` "
+      "argument of `Trainer`: ['cpu'].",
+      Summary(resolve(Settings("accelerator=tpu"), View(hosts))));
 }
 
 TEST(ResolveTest, HintsSayWhatToChange) {

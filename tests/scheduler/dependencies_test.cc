@@ -68,8 +68,8 @@ TEST(Dependencies, NeverSatisfiedWinsOverWaitingAndSaysWhy) {
 }
 
 TEST(Dependencies, ConditionNamesRoundTrip) {
-  for (DependencyCondition c :
-       {DependencyCondition::kSucceeded, DependencyCondition::kFailed, DependencyCondition::kFinished}) {
+  for (DependencyCondition c : {DependencyCondition::kSucceeded, DependencyCondition::kFailed,
+                                DependencyCondition::kFinished}) {
     EXPECT_EQ(c, parse_condition(condition_name(c)));
   }
   EXPECT_FALSE(parse_condition("afterok"));
@@ -79,7 +79,8 @@ TEST(Dependencies, ConditionNamesRoundTrip) {
 TEST(StartDeadline, PassesOnceTheDurationHasElapsed) {
   const base::Clock::wall_time_point submitted{std::chrono::hours(1000)};
   EXPECT_FALSE(start_deadline_passed(submitted, std::nullopt, submitted + std::chrono::hours(100)));
-  EXPECT_FALSE(start_deadline_passed(submitted, minutes(30), submitted + minutes(29) + seconds(59)));
+  EXPECT_FALSE(
+      start_deadline_passed(submitted, minutes(30), submitted + minutes(29) + seconds(59)));
   EXPECT_TRUE(start_deadline_passed(submitted, minutes(30), submitted + minutes(30)));
   EXPECT_TRUE(start_deadline_passed(submitted, minutes(30), submitted + minutes(31)));
 }

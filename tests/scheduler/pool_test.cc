@@ -68,9 +68,7 @@ TEST(ParsePool, ErrorsNameTheBadPart) {
   EXPECT_EQ("--pool is empty; expected an accelerator type such as v3-32", parse_error("  "));
 }
 
-TEST(ParsePool, NullErrorPointerIsAllowed) {
-  EXPECT_FALSE(parse_pool("nonsense").ok());
-}
+TEST(ParsePool, NullErrorPointerIsAllowed) { EXPECT_FALSE(parse_pool("nonsense").ok()); }
 
 TEST(ValidatePool, RejectsEmptyAndDuplicateNames) {
   auto problem = [](const PoolLayout& layout) {

@@ -547,7 +547,6 @@ INSTANTIATE_TEST_SUITE_P(Pools, SchedulerProperty,
                                            Case{"v3-32,v3-8,v4-16,v3-64", 2}, Case{"v3-128", 3},
                                            Case{"v2-32,v4-32,v3-8", 4}, Case{"v4-64", 5}));
 
-
 // Dependencies: jobs held before the queue as the service holds them (only
 // check_dependencies decides), against the test's own reading of Slurm's
 // afterok / afternotok / afterany. After every event: no job placed while a
@@ -588,10 +587,12 @@ class DependencyRun {
   // The test's own rule: met when the job ended the way the condition names.
   static bool met(DependencyCondition condition, base::JobState state) {
     switch (condition) {
-      case DependencyCondition::kSucceeded: return state == base::JobState::kSucceeded;
+      case DependencyCondition::kSucceeded:
+        return state == base::JobState::kSucceeded;
       case DependencyCondition::kFailed:
         return state == base::JobState::kFailed || state == base::JobState::kCancelled;
-      case DependencyCondition::kFinished: return base::is_terminal(state);
+      case DependencyCondition::kFinished:
+        return base::is_terminal(state);
     }
     return false;
   }
@@ -599,8 +600,8 @@ class DependencyRun {
   void check_met(JobId id, std::string_view what) {
     for (const Dependency& d : dependencies_[id]) {
       EXPECT_TRUE(met(d.condition, states_[d.job]))
-          << "job " << id << " " << what << " while job " << d.job << " is " << base::to_string(states_[d.job])
-          << " and it needed " << condition_name(d.condition);
+          << "job " << id << " " << what << " while job " << d.job << " is "
+          << base::to_string(states_[d.job]) << " and it needed " << condition_name(d.condition);
     }
   }
 
@@ -610,7 +611,8 @@ class DependencyRun {
     const int count = id > 1 ? pick(3) : 0;
     for (int i = 0; i < count; ++i) {
       // Only earlier jobs, as the API allows; recent ones are likelier unfinished.
-      const JobId target = std::max<JobId>(1, id - 1 - pick(static_cast<int>(std::min<JobId>(id - 1, 12))));
+      const JobId target =
+          std::max<JobId>(1, id - 1 - pick(static_cast<int>(std::min<JobId>(id - 1, 12))));
       deps.push_back({target, static_cast<DependencyCondition>(pick(3))});
     }
     states_[id] = base::JobState::kQueued;
@@ -651,16 +653,19 @@ class DependencyRun {
         continue;
       }
       ++never_;
-      const bool impossible = std::any_of(dependencies_[id].begin(), dependencies_[id].end(), [&](const Dependency& d) {
-        return base::is_terminal(states_[d.job]) && !met(d.condition, states_[d.job]);
-      });
-      EXPECT_TRUE(impossible) << "job " << id << " cancelled as never satisfiable: " << check.detail;
+      const bool impossible =
+          std::any_of(dependencies_[id].begin(), dependencies_[id].end(), [&](const Dependency& d) {
+            return base::is_terminal(states_[d.job]) && !met(d.condition, states_[d.job]);
+          });
+      EXPECT_TRUE(impossible) << "job " << id
+                              << " cancelled as never satisfiable: " << check.detail;
       states_[id] = base::JobState::kCancelled;
     }
     // Liveness: what is still held has a dependency that has not ended.
     for (JobId id : held_) {
-      const bool waits = std::any_of(dependencies_[id].begin(), dependencies_[id].end(),
-                                     [&](const Dependency& d) { return !base::is_terminal(states_[d.job]); });
+      const bool waits =
+          std::any_of(dependencies_[id].begin(), dependencies_[id].end(),
+                      [&](const Dependency& d) { return !base::is_terminal(states_[d.job]); });
       EXPECT_TRUE(waits) << "job " << id << " held although every job it depends on has ended";
     }
   }
@@ -672,8 +677,8 @@ class DependencyRun {
     }
     if (running.empty()) return;
     const JobId id = running[pick(static_cast<int>(running.size()))];
-    const base::JobState ends[] = {base::JobState::kSucceeded, base::JobState::kSucceeded, base::JobState::kFailed,
-                                   base::JobState::kCancelled};
+    const base::JobState ends[] = {base::JobState::kSucceeded, base::JobState::kSucceeded,
+                                   base::JobState::kFailed, base::JobState::kCancelled};
     states_[id] = ends[pick(4)];
     scheduler_.finish(id);
   }

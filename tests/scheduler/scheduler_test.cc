@@ -430,7 +430,8 @@ void fill_mixed_queue(Scheduler& scheduler, std::uint32_t seed, int jobs) {
     }
     std::optional<milliseconds> runtime;
     if (random() % 4 != 0) runtime = minutes(1 + random() % 120);
-    scheduler.submit(job(id, request, runtime, static_cast<int>(random() % 3), random() % 4 == 0 ? "capped" : "team"));
+    scheduler.submit(job(id, request, runtime, static_cast<int>(random() % 3),
+                         random() % 4 == 0 ? "capped" : "team"));
     if (id == jobs / 2) scheduler.schedule(kT0);
   }
   scheduler.schedule(kT0 + minutes(1));
@@ -450,7 +451,10 @@ std::string pending_text(const Scheduler& scheduler, JobId id) {
   if (!info) return "not waiting";
   std::string out = waiting(scheduler, id);
   if (info->estimated_start) {
-    out += " at +" + std::to_string(std::chrono::duration_cast<seconds>(*info->estimated_start - kT0).count()) + "s";
+    out +=
+        " at +" +
+        std::to_string(std::chrono::duration_cast<seconds>(*info->estimated_start - kT0).count()) +
+        "s";
   }
   return out;
 }
@@ -463,7 +467,8 @@ TEST(Scheduler, PendingAnswersDoNotDependOnTheOrderOfTheQuestions) {
   Scheduler forward = make("v3-64,v4-8");
   Scheduler backward = make("v3-64,v4-8");
   Scheduler shuffled = make("v3-64,v4-8");
-  for (Scheduler* scheduler : {&forward, &backward, &shuffled}) fill_mixed_queue(*scheduler, 7, kJobs);
+  for (Scheduler* scheduler : {&forward, &backward, &shuffled})
+    fill_mixed_queue(*scheduler, 7, kJobs);
 
   std::vector<JobId> ids;
   for (JobId id = 1; id <= kJobs; ++id) ids.push_back(id);
@@ -480,7 +485,8 @@ TEST(Scheduler, PendingAnswersDoNotDependOnTheOrderOfTheQuestions) {
   // The queue positions follow the scheduling order.
   const std::vector<JobId> queue = backward.queue();
   for (std::size_t i = 0; i < queue.size(); ++i) {
-    EXPECT_EQ(static_cast<int>(i) + 1, backward.pending(queue[i])->queue_position) << "job " << queue[i];
+    EXPECT_EQ(static_cast<int>(i) + 1, backward.pending(queue[i])->queue_position)
+        << "job " << queue[i];
   }
   // The mix covers what it should: known and unknown starts, every reason
   // but HostUnhealthy, running and waiting jobs.

@@ -44,8 +44,8 @@ std::string describe(const PlacementInput& input, const PlacementPass& pass) {
     out += " ";
   }
   for (const WaitingReason& w : pass.waiting) {
-    out += std::to_string(w.job) + ":" + std::string(scheduler::pending_reason_name(w.reason)) + "#" +
-           std::to_string(w.queue_position) + " ";
+    out += std::to_string(w.job) + ":" + std::string(scheduler::pending_reason_name(w.reason)) +
+           "#" + std::to_string(w.queue_position) + " ";
   }
   return out;
 }
@@ -61,7 +61,8 @@ TEST(ClusterPlacementTest, SliceGoesOnTheHostsOfOneAgentOnly) {
 
 TEST(ClusterPlacementTest, ASliceNoAgentHasAloneSpansAgentsInAgentThenHostOrder) {
   PlacementInput input;
-  input.hosts = {host("a", 0), host("a", 1), host("b", 0), host("b", 1), host("c", 0), host("c", 1)};
+  input.hosts = {host("a", 0), host("a", 1), host("b", 0),
+                 host("b", 1), host("c", 0), host("c", 1)};
   input.hosts[0].core_job[0] = 99;  // a-h0 is busy
   const PlacementPass pass = place_jobs(input, {{7, "t", slice(4)}});
   EXPECT_EQ("7@a:a-h1,b-h0,b-h1,c-h0, ", describe(input, pass));
@@ -74,7 +75,8 @@ TEST(ClusterPlacementTest, ASliceNoAgentHasAloneSpansAgentsInAgentThenHostOrder)
 
 TEST(ClusterPlacementTest, ASliceSpanningAgentsSkipsAnAgentWhoseHeartbeatsAreLate) {
   PlacementInput input;
-  input.hosts = {host("a", 0), host("a", 1), host("b", 0), host("b", 1), host("c", 0), host("c", 1)};
+  input.hosts = {host("a", 0), host("a", 1), host("b", 0),
+                 host("b", 1), host("c", 0), host("c", 1)};
   input.hosts[2].punctual = input.hosts[3].punctual = false;  // b: killed, not yet declared lost
   EXPECT_EQ("7@a:a-h0,a-h1,c-h0,c-h1, ", describe(input, place_jobs(input, {{7, "t", slice(4)}})));
   // A slice b has alone still goes there: no collective waits on it.
@@ -116,7 +118,8 @@ TEST(ClusterPlacementTest, CpuJobsGoToTheEmptiestAliveAgent) {
   PlacementInput input;
   input.free_cpu_slots = {{"a", 1}, {"b", 2}};
   scheduler::ResourceRequest cpu;  // kCpu by default
-  const PlacementPass pass = place_jobs(input, {{1, "t", cpu}, {2, "t", cpu}, {3, "t", cpu}, {4, "t", cpu}});
+  const PlacementPass pass =
+      place_jobs(input, {{1, "t", cpu}, {2, "t", cpu}, {3, "t", cpu}, {4, "t", cpu}});
   EXPECT_EQ("1@b: 2@a: 3@b: 4:Resources#1 ", describe(input, pass));
 }
 
@@ -124,8 +127,9 @@ TEST(ClusterPlacementTest, QuotaHoldsATenantBack) {
   PlacementInput input;
   input.hosts = {host("a", 0)};
   input.quota_left = {{"capped", 1}};
-  const PlacementPass pass =
-      place_jobs(input, {{1, "capped", single_core()}, {2, "capped", single_core()}, {3, "free", single_core()}});
+  const PlacementPass pass = place_jobs(
+      input,
+      {{1, "capped", single_core()}, {2, "capped", single_core()}, {3, "free", single_core()}});
   EXPECT_EQ("1@a:a-h0, 3@a:a-h0, 2:Quota#1 ", describe(input, pass));
 }
 

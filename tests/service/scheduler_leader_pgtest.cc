@@ -1,14 +1,13 @@
 // The scheduler leader's passes over real tables (DESIGN §9): placements
 // carry the agent's epoch, a lost agent's jobs are requeued or fail, and
 // a cancel of a queued job is honoured.
-#include "service/scheduler_leader.h"
-
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include "db/migrate.h"
 #include "db/test_cluster.h"
+#include "service/scheduler_leader.h"
 
 namespace tpujobs::service {
 namespace {
@@ -82,7 +81,8 @@ TEST_F(SchedulerLeaderTest, PlacesUnderTheAgentsEpochAndRequeuesWhenTheAgentIsLo
   EXPECT_EQ(db::JobState::kQueued, requeued.state);
   EXPECT_EQ(1, requeued.attempt);
   EXPECT_FALSE(requeued.agent.has_value());
-  EXPECT_EQ("HostUnhealthy", json::parse(row(single).pending_json.value_or("{}")).value("reason", ""));
+  EXPECT_EQ("HostUnhealthy",
+            json::parse(row(single).pending_json.value_or("{}")).value("reason", ""));
 
   // It rejoins under a new epoch; the job is placed again, under that one.
   auto again = cluster_->register_agent("a", {{"a-h0", "v3"}}, 1);
@@ -94,7 +94,7 @@ TEST_F(SchedulerLeaderTest, PlacesUnderTheAgentsEpochAndRequeuesWhenTheAgentIsLo
 TEST_F(SchedulerLeaderTest, AJobWithoutRetriesLeftEndsUnavailable) {
   ASSERT_TRUE(cluster_->register_agent("a", {{"a-h0", "v3"}}, 1).ok());
   const std::int64_t id = submit(1, /*max_retries=*/0);
-  ASSERT_TRUE(leader_->run_pass().ok());  // placed
+  ASSERT_TRUE(leader_->run_pass().ok());     // placed
   ASSERT_TRUE(impatient_->run_pass().ok());  // lost, no retry left
   db::JobRow failed = row(id);
   EXPECT_EQ(db::JobState::kFailed, failed.state);
@@ -108,11 +108,12 @@ TEST_F(SchedulerLeaderTest, ASliceNoAgentHasAloneIsPlacedAcrossAgentsAndEachPart
   auto epoch_a = cluster_->register_agent("a", {{"a-h0", "v3"}, {"a-h1", "v3"}}, 1);
   auto epoch_b = cluster_->register_agent("b", {{"b-h0", "v3"}, {"b-h1", "v3"}}, 1);
   ASSERT_TRUE(epoch_a.ok() && epoch_b.ok());
-  const json spec = {{"name", "slice"},
-                     {"trainer", {{"accelerator", "tpu"}, {"devices", 8}, {"num_nodes", 4}, {"max_epochs", 1}}},
-                     {"resources", {{"accelerator_type", "v3-32"}}},
-                     {"model", {{"layers", json::array({{{"type", "linear"}, {"out", 3}}})}}},
-                     {"data", {{"dataset", "iris"}}}};
+  const json spec = {
+      {"name", "slice"},
+      {"trainer", {{"accelerator", "tpu"}, {"devices", 8}, {"num_nodes", 4}, {"max_epochs", 1}}},
+      {"resources", {{"accelerator_type", "v3-32"}}},
+      {"model", {{"layers", json::array({{{"type", "linear"}, {"out", 3}}})}}},
+      {"data", {{"dataset", "iris"}}}};
   const std::int64_t id = submit_spec(spec);
   ASSERT_TRUE(leader_->run_pass().ok());
 
@@ -126,8 +127,8 @@ TEST_F(SchedulerLeaderTest, ASliceNoAgentHasAloneIsPlacedAcrossAgentsAndEachPart
   const json& slice = allocation["slice"];
   EXPECT_GT(slice.value("placement", std::int64_t{0}), 0);
   EXPECT_EQ(json::parse(R"([{"agent":"a","epoch":)" + std::to_string(*epoch_a) +
-                        R"(,"first_host":0,"hosts":2},{"agent":"b","epoch":)" + std::to_string(*epoch_b) +
-                        R"(,"first_host":2,"hosts":2}])"),
+                        R"(,"first_host":0,"hosts":2},{"agent":"b","epoch":)" +
+                        std::to_string(*epoch_b) + R"(,"first_host":2,"hosts":2}])"),
             slice["parts"]);
 
   // Agent b finds its part; agent a finds the job as its own, not as a part.
@@ -141,7 +142,8 @@ TEST_F(SchedulerLeaderTest, ASliceNoAgentHasAloneIsPlacedAcrossAgentsAndEachPart
   // The rendezvous keys are the placement's own.
   const std::int64_t placement = slice["placement"];
   ASSERT_TRUE(cluster_->set_rendezvous_key(placement, "0", std::string("addr\0ess", 7)).ok());
-  EXPECT_EQ(std::string("addr\0ess", 7), cluster_->get_rendezvous_key(placement, "0")->value_or(""));
+  EXPECT_EQ(std::string("addr\0ess", 7),
+            cluster_->get_rendezvous_key(placement, "0")->value_or(""));
   EXPECT_FALSE(cluster_->get_rendezvous_key(placement + 1, "0")->has_value());
   EXPECT_FALSE(cluster_->get_rendezvous_key(placement, "1")->has_value());
 }
