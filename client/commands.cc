@@ -186,8 +186,8 @@ class Client {
       return false;
     }
     for (const std::string& assignment : line_.overrides) {
-      if (std::string error = apply_override(spec, assignment); !error.empty()) {
-        err_ << "tpujobs: " << error << "\n";
+      if (base::Status applied = apply_override(spec, assignment); !applied.ok()) {
+        err_ << "tpujobs: " << applied.error().message << "\n";
         return false;
       }
     }
@@ -929,9 +929,10 @@ int run_client_command(const CommandLine& command_line, const ClientContext& con
 
 int run_client(const std::string& command, const std::vector<std::string>& args) {
   CommandLine line;
-  if (std::string error = parse_command_line(command, args, process_environment(), &line);
-      !error.empty()) {
-    std::cerr << "tpujobs " << command << ": " << error << "\n\n" << command_usage(command);
+  if (base::Status parsed = parse_command_line(command, args, process_environment(), &line);
+      !parsed.ok()) {
+    std::cerr << "tpujobs " << command << ": " << parsed.error().message << "\n\n"
+              << command_usage(command);
     return kExitRejected;
   }
   if (line.help) {

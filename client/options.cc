@@ -227,9 +227,12 @@ std::string client_commands_summary() {
   return text;
 }
 
-std::string parse_command_line(std::string_view command, const std::vector<std::string>& args,
-                               const std::map<std::string, std::string>& environment,
-                               CommandLine* out) {
+namespace {
+
+// The parse, its error as text ("" when none).
+std::string parse_command_line_text(std::string_view command, const std::vector<std::string>& args,
+                                    const std::map<std::string, std::string>& environment,
+                                    CommandLine* out) {
   const CommandSpec* spec = find_spec(command);
   if (!spec) return "unknown command '" + std::string(command) + "'";
   *out = CommandLine{};
@@ -348,6 +351,16 @@ std::string parse_command_line(std::string_view command, const std::vector<std::
   return {};
 }
 
+}  // namespace
+
+base::Status parse_command_line(std::string_view command, const std::vector<std::string>& args,
+                                const std::map<std::string, std::string>& environment,
+                                CommandLine* out) {
+  std::string error = parse_command_line_text(command, args, environment, out);
+  if (!error.empty()) return base::make_error(base::ErrorCode::kInvalid, std::move(error));
+  return base::Status::Ok();
+}
+
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
   if (text.empty()) return std::nullopt;
   // A bare number is seconds, as in `timeout 90`.
@@ -402,7 +415,10 @@ std::string format_duration(std::chrono::milliseconds duration) {
   return text;
 }
 
-std::string apply_override(json* spec, std::string_view assignment) {
+namespace {
+
+// The override, its error as text ("" when none).
+std::string apply_override_text(json* spec, std::string_view assignment) {
   const std::size_t eq = assignment.find('=');
   if (eq == std::string_view::npos)
     return "--set needs PATH=VALUE, got '" + std::string(assignment) + "'";
@@ -447,6 +463,14 @@ std::string apply_override(json* spec, std::string_view assignment) {
   }
   *spec = std::move(copy);
   return {};
+}
+
+}  // namespace
+
+base::Status apply_override(json* spec, std::string_view assignment) {
+  std::string error = apply_override_text(spec, assignment);
+  if (!error.empty()) return base::make_error(base::ErrorCode::kInvalid, std::move(error));
+  return base::Status::Ok();
 }
 
 }  // namespace tpujobs::client

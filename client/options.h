@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/result.h"
+
 namespace tpujobs::client {
 
 // Exit codes of the client commands (DESIGN §2).
@@ -53,11 +55,11 @@ struct CommandLine {
 
 // Parses the arguments after the command name. TPUJOBS_URL and TPUJOBS_TOKEN
 // come from `environment` and are overridden by --server / --token.
-// Returns "" with *out filled, or a usage error message (exit code 2).
+// Fills *out, or answers kInvalid with the usage error (exit code 2).
 // With --help, out->help is set and the other arguments are not checked.
-std::string parse_command_line(std::string_view command, const std::vector<std::string>& args,
-                               const std::map<std::string, std::string>& environment,
-                               CommandLine* out);
+base::Status parse_command_line(std::string_view command, const std::vector<std::string>& args,
+                                const std::map<std::string, std::string>& environment,
+                                CommandLine* out);
 
 // The --help text of a client command ("" for an unknown command).
 std::string command_usage(std::string_view command);
@@ -77,8 +79,8 @@ std::string format_duration(std::chrono::milliseconds duration);
 // along the way are created, an index may append (i == size) but not skip.
 // The value is taken as JSON when it parses as JSON, else as a string, so
 // `trainer.devices=8` sets a number and `trainer.precision=bf16-true` a string.
-// Returns "" or an error message naming the assignment; *spec is unchanged
-// on error.
-std::string apply_override(nlohmann::json* spec, std::string_view assignment);
+// kInvalid with a message naming the assignment when it cannot apply; *spec
+// is unchanged then.
+base::Status apply_override(nlohmann::json* spec, std::string_view assignment);
 
 }  // namespace tpujobs::client

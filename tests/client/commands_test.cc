@@ -88,9 +88,9 @@ class ClientCommandTest : public ::testing::Test {
 
   int run(const std::string& command, std::vector<std::string> args) {
     CommandLine line;
-    const std::string error =
+    const base::Status parsed =
         parse_command_line(command, args, {{"TPUJOBS_TOKEN", "s3cret"}}, &line);
-    EXPECT_EQ("", error);
+    EXPECT_TRUE(parsed.ok()) << parsed.error().message;
     return run_client_command(line, context_);
   }
 

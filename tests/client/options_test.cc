@@ -13,14 +13,21 @@ using std::chrono::milliseconds;
 CommandLine parse_ok(const std::string& command, const std::vector<std::string>& args,
                      const std::map<std::string, std::string>& environment = {}) {
   CommandLine line;
-  const std::string error = parse_command_line(command, args, environment, &line);
-  EXPECT_EQ("", error);
+  const base::Status parsed = parse_command_line(command, args, environment, &line);
+  EXPECT_TRUE(parsed.ok()) << parsed.error().message;
   return line;
+}
+
+// apply_override's error message, "" when it applied.
+std::string override_error(json* spec, std::string_view assignment) {
+  const base::Status applied = apply_override(spec, assignment);
+  return applied.ok() ? "" : applied.error().message;
 }
 
 std::string parse_error(const std::string& command, const std::vector<std::string>& args) {
   CommandLine line;
-  return parse_command_line(command, args, {}, &line);
+  const base::Status parsed = parse_command_line(command, args, {}, &line);
+  return parsed.ok() ? "" : parsed.error().message;
 }
 
 TEST(ParseCommandLine, SubmitWithEveryOption) {
@@ -146,13 +153,13 @@ TEST(Duration, Formats) {
 
 TEST(Override, ValuesAreJsonWhenTheyParseElseStrings) {
   json spec = json::parse(R"({"trainer": {"devices": 8, "precision": "bf16-true"}})");
-  EXPECT_EQ("", apply_override(&spec, "trainer.devices=1"));
-  EXPECT_EQ("", apply_override(&spec, "trainer.precision=32-true"));
-  EXPECT_EQ("", apply_override(&spec, "trainer.gradient_clip_val=null"));
-  EXPECT_EQ("", apply_override(&spec, "trainer.devices=[3]"));
-  EXPECT_EQ("", apply_override(&spec, "data.shuffle=false"));
-  EXPECT_EQ("", apply_override(&spec, "name=\"42\""));
-  EXPECT_EQ("", apply_override(&spec, "labels.url=a=b"));
+  EXPECT_EQ("", override_error(&spec, "trainer.devices=1"));
+  EXPECT_EQ("", override_error(&spec, "trainer.precision=32-true"));
+  EXPECT_EQ("", override_error(&spec, "trainer.gradient_clip_val=null"));
+  EXPECT_EQ("", override_error(&spec, "trainer.devices=[3]"));
+  EXPECT_EQ("", override_error(&spec, "data.shuffle=false"));
+  EXPECT_EQ("", override_error(&spec, "name=\"42\""));
+  EXPECT_EQ("", override_error(&spec, "labels.url=a=b"));
   EXPECT_EQ(R"({"data":{"shuffle":false},"labels":{"url":"a=b"},"name":"42",)"
             R"("trainer":{"devices":[3],"gradient_clip_val":null,"precision":"32-true"}})",
             spec.dump());
@@ -160,15 +167,15 @@ TEST(Override, ValuesAreJsonWhenTheyParseElseStrings) {
 
 TEST(Override, CreatesMissingObjectsForGates) {
   json spec = json::parse(R"({"name": "x"})");
-  EXPECT_EQ("", apply_override(&spec, "expect.val_accuracy.min=0.95"));
+  EXPECT_EQ("", override_error(&spec, "expect.val_accuracy.min=0.95"));
   EXPECT_EQ(R"({"expect":{"val_accuracy":{"min":0.95}},"name":"x"})", spec.dump());
 }
 
 TEST(Override, ArrayIndices) {
   json spec =
       json::parse(R"({"model": {"layers": [{"type": "linear", "out": 128}, {"type": "relu"}]}})");
-  EXPECT_EQ("", apply_override(&spec, "model.layers[0].out=256"));
-  EXPECT_EQ("", apply_override(&spec, "model.layers[2]={\"type\":\"linear\",\"out\":10}"));
+  EXPECT_EQ("", override_error(&spec, "model.layers[0].out=256"));
+  EXPECT_EQ("", override_error(&spec, "model.layers[2]={\"type\":\"linear\",\"out\":10}"));
   EXPECT_EQ(
       R"({"model":{"layers":[{"out":256,"type":"linear"},{"type":"relu"},{"out":10,"type":"linear"}]}})",
       spec.dump());
@@ -178,14 +185,14 @@ TEST(Override, ErrorsLeaveTheSpecUnchanged) {
   json spec = json::parse(R"({"model": {"layers": [{"type": "relu"}]}, "name": "x"})");
   const std::string before = spec.dump();
   EXPECT_EQ("--set model.layers[5].out=1: index 5 is past the end of model.layers (size 1)",
-            apply_override(&spec, "model.layers[5].out=1"));
+            override_error(&spec, "model.layers[5].out=1"));
   EXPECT_EQ("--set name.first=a: cannot set 'first' inside a string",
-            apply_override(&spec, "name.first=a"));
-  EXPECT_EQ("--set model[0]=1: model[0] indexes a non-array", apply_override(&spec, "model[0]=1"));
-  EXPECT_NE("", apply_override(&spec, "a..b=1"));
-  EXPECT_NE("", apply_override(&spec, "[0]=1"));
-  EXPECT_NE("", apply_override(&spec, "a.=1"));
-  EXPECT_NE("", apply_override(&spec, "no_equals"));
+            override_error(&spec, "name.first=a"));
+  EXPECT_EQ("--set model[0]=1: model[0] indexes a non-array", override_error(&spec, "model[0]=1"));
+  EXPECT_NE("", override_error(&spec, "a..b=1"));
+  EXPECT_NE("", override_error(&spec, "[0]=1"));
+  EXPECT_NE("", override_error(&spec, "a.=1"));
+  EXPECT_NE("", override_error(&spec, "no_equals"));
   EXPECT_EQ(before, spec.dump());
 }
 

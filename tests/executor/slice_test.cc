@@ -35,12 +35,16 @@ class MemoryGroup {
       gathered_ = parts_;
       ++round_;
       changed_.notify_all();
-    } else if (!changed_.wait_for(lock, std::chrono::seconds(60),
-                                  [&] { return round_ != round || broken_; }) ||
-               broken_) {
-      broken_ = true;
-      changed_.notify_all();
-      return JobError{"UNAVAILABLE", "failed to connect to all addresses", ""};
+    } else {
+      changed_.wait_for(lock, std::chrono::seconds(60), [&] { return round_ != round || broken_; });
+      // A round that completed stands, even if a peer dropped right after it
+      // (as a finished network all-gather does): only a round that never
+      // completed fails.
+      if (round_ == round) {
+        broken_ = true;
+        changed_.notify_all();
+        return JobError{"UNAVAILABLE", "failed to connect to all addresses", ""};
+      }
     }
     for (const std::vector<float>& part : gathered_) all = std::copy(part.begin(), part.end(), all);
     return std::nullopt;
