@@ -229,6 +229,13 @@ std::string client_commands_summary() {
 
 namespace {
 
+// The parsers below build their usage errors as text; at the boundary, ""
+// is success and anything else is kInvalid.
+base::Status status_of(std::string error) {
+  if (error.empty()) return base::Status::Ok();
+  return base::make_error(base::ErrorCode::kInvalid, std::move(error));
+}
+
 // The parse, its error as text ("" when none).
 std::string parse_command_line_text(std::string_view command, const std::vector<std::string>& args,
                                     const std::map<std::string, std::string>& environment,
@@ -356,9 +363,7 @@ std::string parse_command_line_text(std::string_view command, const std::vector<
 base::Status parse_command_line(std::string_view command, const std::vector<std::string>& args,
                                 const std::map<std::string, std::string>& environment,
                                 CommandLine* out) {
-  std::string error = parse_command_line_text(command, args, environment, out);
-  if (!error.empty()) return base::make_error(base::ErrorCode::kInvalid, std::move(error));
-  return base::Status::Ok();
+  return status_of(parse_command_line_text(command, args, environment, out));
 }
 
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
@@ -468,9 +473,7 @@ std::string apply_override_text(json* spec, std::string_view assignment) {
 }  // namespace
 
 base::Status apply_override(json* spec, std::string_view assignment) {
-  std::string error = apply_override_text(spec, assignment);
-  if (!error.empty()) return base::make_error(base::ErrorCode::kInvalid, std::move(error));
-  return base::Status::Ok();
+  return status_of(apply_override_text(spec, assignment));
 }
 
 }  // namespace tpujobs::client

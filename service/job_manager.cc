@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "api/problem.h"
+#include "api/usage.h"
 #include "service/database_datasets.h"
 #include "service/tokens.h"
 
@@ -29,18 +30,8 @@ using db::is_terminal;
 
 std::string state_name(JobState state) { return std::string(db::to_string(state)); }
 
-std::string iso_time(std::chrono::system_clock::time_point t) {
-  const auto ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-  const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
-  std::tm utc{};
-  gmtime_r(&seconds, &utc);
-  char out[96];
-  std::snprintf(out, sizeof out, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", utc.tm_year + 1900,
-                utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec,
-                static_cast<int>(ms % 1000));
-  return out;
-}
+// Times in views are RFC 3339 in UTC with milliseconds, as /v1/usage writes them.
+std::string iso_time(std::chrono::system_clock::time_point t) { return api::rfc3339(t); }
 
 json time_or_null(const std::optional<std::chrono::system_clock::time_point>& t) {
   return t ? json(iso_time(*t)) : json(nullptr);

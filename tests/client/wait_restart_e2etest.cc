@@ -11,6 +11,7 @@
 
 #include "tests/client/client_process.h"
 #include "tests/e2e/service_process.h"
+#include "tests/e2e/training_jobs.h"
 
 namespace tpujobs::testing {
 namespace {
@@ -37,21 +38,15 @@ int free_port() {
 
 // Long enough (a few seconds) to restart the service in the middle.
 json long_spec() {
-  return {{"name", "restart-me"},
-          {"trainer",
-           {{"devices", 8},
-            {"max_epochs", 12},
-            {"log_every_n_steps", 5},
-            {"checkpoint_every_n_steps", 10}}},
-          {"model",
-           {{"layers", json::array({{{"type", "linear"}, {"out", 128}},
-                                    {{"type", "relu"}},
-                                    {{"type", "linear"}, {"out", 4}}})}}},
-          {"data",
-           {{"dataset", {{"synthetic", "blobs"}, {"n", 20000}, {"features", 64}, {"classes", 4}}},
-            {"batch_size", 32}}},
-          {"optimizer", {{"type", "adam"}, {"lr", 0.001}}},
-          {"expect", {{"val_accuracy", {{"min", 0.5}}}}}};
+  json spec = blobs_job_spec({.name = "restart-me",
+                              .devices = 8,
+                              .epochs = 12,
+                              .log_every_n_steps = 5,
+                              .checkpoint_every_n_steps = 10,
+                              .samples = 20000,
+                              .features = 64});
+  spec["expect"] = {{"val_accuracy", {{"min", 0.5}}}};
+  return spec;
 }
 
 TEST(WaitAcrossRestart, WaitEndsWithTheJobOutcomeAfterTheServiceComesBack) {

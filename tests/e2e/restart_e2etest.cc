@@ -12,20 +12,13 @@ namespace {
 using nlohmann::json;
 
 json long_spec(const std::string& name) {
-  return {{"name", name},
-          {"trainer",
-           {{"devices", 8},
-            {"max_epochs", 12},
-            {"log_every_n_steps", 5},
-            {"checkpoint_every_n_steps", 10}}},
-          {"model",
-           {{"layers", json::array({{{"type", "linear"}, {"out", 128}},
-                                    {{"type", "relu"}},
-                                    {{"type", "linear"}, {"out", 4}}})}}},
-          {"data",
-           {{"dataset", {{"synthetic", "blobs"}, {"n", 20000}, {"features", 64}, {"classes", 4}}},
-            {"batch_size", 32}}},
-          {"optimizer", {{"type", "adam"}, {"lr", 0.001}}}};
+  return blobs_job_spec({.name = name,
+                         .devices = 8,
+                         .epochs = 12,
+                         .log_every_n_steps = 5,
+                         .checkpoint_every_n_steps = 10,
+                         .samples = 20000,
+                         .features = 64});
 }
 
 void restart_in_the_middle(bool crash) {

@@ -12,7 +12,7 @@ json blobs_job_spec(const BlobsJob& job) {
   return {
       {"name", job.name},
       {"trainer",
-       {{"devices", 1},
+       {{"devices", job.devices},
         {"max_epochs", job.epochs},
         {"log_every_n_steps", job.log_every_n_steps},
         {"checkpoint_every_n_steps", job.checkpoint_every_n_steps},

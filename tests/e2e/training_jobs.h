@@ -18,6 +18,7 @@ namespace tpujobs::testing {
 struct BlobsJob {
   std::string name;
   int seed = 1;
+  int devices = 1;
   int epochs = 1;
   int log_every_n_steps = 50;
   int checkpoint_every_n_steps = 100;
