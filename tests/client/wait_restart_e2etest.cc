@@ -38,13 +38,7 @@ int free_port() {
 
 // Long enough (a few seconds) to restart the service in the middle.
 json long_spec() {
-  json spec = blobs_job_spec({.name = "restart-me",
-                              .devices = 8,
-                              .epochs = 12,
-                              .log_every_n_steps = 5,
-                              .checkpoint_every_n_steps = 10,
-                              .samples = 20000,
-                              .features = 64});
+  json spec = restartable_job_spec("restart-me");
   spec["expect"] = {{"val_accuracy", {{"min", 0.5}}}};
   return spec;
 }

@@ -11,20 +11,11 @@ namespace {
 
 using nlohmann::json;
 
-json long_spec(const std::string& name) {
-  return blobs_job_spec({.name = name,
-                         .devices = 8,
-                         .epochs = 12,
-                         .log_every_n_steps = 5,
-                         .checkpoint_every_n_steps = 10,
-                         .samples = 20000,
-                         .features = 64});
-}
-
 void restart_in_the_middle(bool crash) {
   ServiceProcess first;
   ASSERT_EQ(first.start(), "");
-  HttpResponse created = first.post("/v1/jobs", long_spec(crash ? "crash" : "graceful").dump());
+  HttpResponse created =
+      first.post("/v1/jobs", restartable_job_spec(crash ? "crash" : "graceful").dump());
   ASSERT_EQ(created.status, 201) << created.body;
   const std::int64_t id = created.json()["id"];
   const json running = wait_for_step(first, id, 25);

@@ -28,6 +28,16 @@ json blobs_job_spec(const BlobsJob& job) {
       {"optimizer", {{"type", "adam"}, {"lr", 0.001}}}};
 }
 
+json restartable_job_spec(const std::string& name) {
+  return blobs_job_spec({.name = name,
+                         .devices = 8,
+                         .epochs = 12,
+                         .log_every_n_steps = 5,
+                         .checkpoint_every_n_steps = 10,
+                         .samples = 20000,
+                         .features = 64});
+}
+
 json wait_for_step(const ServiceProcess& service, std::int64_t id, std::int64_t step,
                    std::chrono::seconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;

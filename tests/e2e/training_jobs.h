@@ -28,6 +28,10 @@ struct BlobsJob {
 };
 nlohmann::json blobs_job_spec(const BlobsJob& job);
 
+// A blobs job on 8 cores long enough (several seconds) to restart the service
+// in the middle of it, checkpointing every 10 steps.
+nlohmann::json restartable_job_spec(const std::string& name);
+
 // Training steps an epoch of such a job on one core: 80% of the samples in
 // batches of 32 (for sample counts that divide evenly, as the tests use).
 constexpr std::int64_t blobs_steps_per_epoch(int samples) {
