@@ -11,16 +11,13 @@
 #include "scheduler/generation.h"
 #include "service/database_datasets.h"
 #include "service/gloo_collective.h"
+#include "service/job_lifecycle.h"
 
 namespace tpujobs::service {
 namespace {
 
 using db::JobState;
 using nlohmann::json;
-
-json error_json(std::string_view type, std::string_view message, std::string_view hint) {
-  return {{"type", type}, {"message", message}, {"hint", hint}};
-}
 
 // This agent's part of a slice spanning agents (allocation.slice, written by
 // the scheduler leader).
@@ -114,10 +111,8 @@ class Agent::Sink final : public executor::TrainingSink {
   Sink(Agent& agent, Run& run) : agent_(agent), run_(run) {}
 
   void log(std::string_view line) override {
-    db::LogLine entry{run_.row.id, run_.next_log_seq++, agent_.options_.clock->wall_now(),
-                      std::string(line), run_.epoch};
-    base::MutexLock lock(agent_.telemetry_mutex_);
-    agent_.pending_logs_.push_back(std::move(entry));
+    agent_.telemetry_.log({run_.row.id, run_.next_log_seq++, agent_.options_.clock->wall_now(),
+                           std::string(line), run_.epoch});
   }
 
   void metrics(const executor::MetricPoint& point) override {
@@ -126,32 +121,15 @@ class Agent::Sink final : public executor::TrainingSink {
       --run_.skip_metric_points;
       return;
     }
-    json values = json::object();
-    for (const auto& [name, value] : point.values) {
-      if (std::isfinite(value)) values[name] = value;
-    }
-    db::MetricPoint row{run_.row.id,
-                        run_.next_metric_seq++,
-                        point.step,
-                        point.epoch,
-                        agent_.options_.clock->wall_now(),
-                        values.dump(),
-                        run_.epoch};
-    base::MutexLock lock(agent_.telemetry_mutex_);
-    agent_.pending_metrics_.push_back(std::move(row));
+    agent_.telemetry_.metric({run_.row.id, run_.next_metric_seq++, point.step, point.epoch,
+                              agent_.options_.clock->wall_now(), metric_values_json(point.values),
+                              run_.epoch});
   }
 
-  // Stored after the lines and points queued before it (one flush writes
-  // logs, metrics, then checkpoints), so a checkpoint never has lines
-  // before it missing.
+  // Stored after the lines and points queued before it (see
+  // service/telemetry_writer.h).
   void checkpoint(const executor::Checkpoint& checkpoint) override {
-    PendingCheckpoint newest{run_.epoch, checkpoint};
-    {
-      base::MutexLock lock(agent_.telemetry_mutex_);
-      auto [it, added] = agent_.pending_checkpoints_.try_emplace(run_.row.id, std::move(newest));
-      if (!added) std::swap(it->second, newest);
-    }
-    agent_.telemetry_wake_.notify_one();
+    agent_.telemetry_.checkpoint(run_.row.id, run_.epoch, checkpoint);
   }
 
   void progress(const executor::Progress& progress) override {
@@ -165,18 +143,8 @@ class Agent::Sink final : public executor::TrainingSink {
 
   void record_progress() {
     if (!run_.progress) return;
-    const executor::Progress& p = *run_.progress;
-    json progress = {{"step", p.step},
-                     {"total_steps", p.total_steps},
-                     {"epoch", p.epoch},
-                     {"max_epochs", p.max_epochs},
-                     {"samples_per_sec", p.samples_per_sec}};
-    json metrics = json::object();
-    for (const auto& [name, value] : run_.latest_metrics) {
-      if (std::isfinite(value)) metrics[name] = value;
-    }
-    base::MutexLock lock(agent_.telemetry_mutex_);
-    agent_.pending_progress_[run_.row.id] = {run_.epoch, progress.dump(), metrics.dump()};
+    agent_.telemetry_.progress(run_.row.id, run_.epoch, progress_json(*run_.progress),
+                               metric_values_json(run_.latest_metrics));
   }
 
  private:
@@ -207,7 +175,7 @@ db::Status Agent::start() {
             << " host(s), epoch " << *epoch << std::endl;
   started_ = true;
   supervisor_ = std::thread([this] { supervise_loop(); });
-  telemetry_ = std::thread([this] { telemetry_loop(); });
+  telemetry_.start();
   return db::Status::Ok();
 }
 
@@ -231,13 +199,7 @@ void Agent::stop() {
     ended_.clear();
   }
   for (std::thread& t : threads) t.join();
-  flush_telemetry();
-  {
-    base::MutexLock lock(telemetry_mutex_);
-    telemetry_stopping_ = true;
-  }
-  telemetry_wake_.notify_all();
-  if (telemetry_.joinable()) telemetry_.join();
+  telemetry_.stop();  // after one last flush
   (void)cluster_.leave(options_.name, epoch_);
   (void)cluster_.notify(db::kSubmitChannel, "agent-left");
 }
@@ -412,15 +374,6 @@ void Agent::run_job(std::shared_ptr<Run> run) {
       runs_.erase(it);
     }
   };
-  auto end_transition = [&](JobState to, std::vector<JobState> from, const std::string& reason) {
-    db::Transition t;
-    t.job_id = id;
-    t.from = std::move(from);
-    t.to = to;
-    t.reason = reason;
-    t.require_epoch = run->epoch;
-    return t;
-  };
 
   // The job as the leader placed it.
   json spec_json = json::parse(run->row.spec_json, nullptr, false);
@@ -447,11 +400,8 @@ void Agent::run_job(std::shared_ptr<Run> run) {
   if (!spec || !resolution.errors.empty()) {
     const std::string why =
         !spec ? "the stored spec does not parse" : resolution.errors.front().message;
-    db::Transition t = end_transition(JobState::kFailed, {JobState::kStarting, JobState::kRunning},
-                                      "Rejected by agent: " + why);
-    t.error_json = error_json("INTERNAL", why, "resubmit the job against the current pool").dump();
-    t.set_finished_at = true;
-    (void)repo_.jobs.transition(t);
+    (void)repo_.jobs.transition(lifecycle::reject(id, {JobState::kStarting, JobState::kRunning},
+                                                  "by agent", why, run->epoch));
     finish_here();
     return;
   }
@@ -477,12 +427,12 @@ void Agent::run_job(std::shared_ptr<Run> run) {
 
   if (!run->peer()) {
     const std::string where = run->slice ? "agents of its slice" : "agent " + options_.name;
-    db::Transition running = end_transition(
-        JobState::kRunning, {JobState::kStarting, JobState::kRunning},
+    auto moved = repo_.jobs.transition(lifecycle::run(
+        id,
         resume
             ? "Resumed from the checkpoint at step " + std::to_string(resume->step) + " on " + where
-            : "Training started on " + where);
-    auto moved = repo_.jobs.transition(running);
+            : "Training started on " + where,
+        run->epoch));
     if (!moved.ok() || !*moved) {
       finish_here();  // moved on meanwhile, or the database is away: the next look decides
       return;
@@ -525,7 +475,7 @@ void Agent::run_job(std::shared_ptr<Run> run) {
     return;
   }
   sink.record_progress();
-  flush_telemetry();
+  telemetry_.flush();
 
   const StopReason reason = run->stop_reason.load();
   json result_json = {{"metrics", result.final_metrics},
@@ -534,30 +484,28 @@ void Agent::run_job(std::shared_ptr<Run> run) {
                       {"parameters_digest", result.parameters_digest}};
   std::optional<db::Transition> end;
   if (result.outcome == executor::Outcome::kSucceeded) {
-    end = end_transition(JobState::kSucceeded, {JobState::kRunning}, "Training finished");
-    end->result_json = result_json.dump();
+    end = lifecycle::finish(id, JobState::kSucceeded, "Training finished", std::nullopt,
+                            result_json.dump(), run->epoch);
   } else if (result.outcome == executor::Outcome::kFailed && run->slice &&
              result.error->type == "UNAVAILABLE" &&
              (end = retry_after_unreachable_peer(*run, spec->max_retries))) {
     // Requeued: placed again (on healthy hosts) to resume from its checkpoint.
   } else if (result.outcome == executor::Outcome::kFailed) {
     const executor::JobError& e = *result.error;
-    end = end_transition(JobState::kFailed, {JobState::kRunning}, e.type + ": " + e.message);
-    end->error_json = error_json(e.type, e.message, e.hint).dump();
-    end->result_json = result_json.dump();
+    end = lifecycle::finish(id, JobState::kFailed, e.type + ": " + e.message,
+                            lifecycle::error_text(e.type, e.message, e.hint), result_json.dump(),
+                            run->epoch);
   } else if (reason == StopReason::kUserCancel) {
-    end = end_transition(JobState::kCancelled, {JobState::kRunning}, "Cancelled by request");
-    end->error_json = error_json("CANCELLED", "the job was cancelled", "").dump();
+    end = lifecycle::finish(id, JobState::kCancelled, "Cancelled by request",
+                            lifecycle::error_text("CANCELLED", "the job was cancelled", ""),
+                            std::nullopt, run->epoch);
   } else if (reason == StopReason::kShutdown) {
-    end = end_transition(
-        JobState::kQueued, {JobState::kRunning},
-        "Agent " + options_.name + " stopping; requeued to resume from its last checkpoint");
-    end->clear_placement = true;
-    end->clear_allocation = true;
+    end = lifecycle::requeue_elsewhere(
+        id, "Agent " + options_.name + " stopping; requeued to resume from its last checkpoint",
+        run->epoch, /*retry=*/false, {JobState::kRunning});
   }
   // kMovedOn: the job belongs to another placement now; nothing to write.
   if (end) {
-    if (end->to != JobState::kQueued) end->set_finished_at = true;
     (void)repo_.jobs.transition(*end);
     (void)cluster_.notify(db::kSubmitChannel, "finished");  // cores freed: wake the leader
   }
@@ -583,85 +531,11 @@ std::unique_ptr<executor::SliceCollective> Agent::join_slice(
 
 std::optional<db::Transition> Agent::retry_after_unreachable_peer(const Run& run, int max_retries) {
   if (run.row.attempt >= max_retries) return std::nullopt;
-  db::Transition t;
-  t.job_id = run.row.id;
-  t.from = {JobState::kRunning};
-  t.to = JobState::kQueued;
-  t.require_epoch = run.epoch;
-  t.reason =
+  return lifecycle::requeue_elsewhere(
+      run.row.id,
       "UNAVAILABLE: failed to connect to all addresses (a peer of its slice); requeued to resume "
-      "from its "
-      "last checkpoint";
-  t.increment_attempt = true;
-  t.clear_placement = true;
-  t.clear_allocation = true;
-  return t;
-}
-
-void Agent::telemetry_loop() {
-  base::MutexLock lock(telemetry_mutex_);
-  while (!telemetry_stopping_) {
-    lock.wait_for(telemetry_wake_, options_.telemetry_interval,
-                  [this]() REQUIRES(telemetry_mutex_) {
-                    return telemetry_stopping_ || !pending_checkpoints_.empty();
-                  });
-    lock.unlock();
-    flush_telemetry();
-    lock.lock();
-  }
-}
-
-void Agent::flush_telemetry() {
-  base::MutexLock flush(flush_mutex_);
-  std::vector<db::LogLine> logs;
-  std::vector<db::MetricPoint> metrics;
-  std::map<std::int64_t, PendingProgress> progress;
-  std::map<std::int64_t, PendingCheckpoint> checkpoints;
-  {
-    base::MutexLock lock(telemetry_mutex_);
-    logs.swap(pending_logs_);
-    metrics.swap(pending_metrics_);
-    progress.swap(pending_progress_);
-    checkpoints.swap(pending_checkpoints_);
-  }
-  // Fenced writes that do not land (the job moved on) are dropped by the
-  // database; only an unreachable database keeps them for the next flush.
-  auto unavailable = [](const db::Status& s) {
-    return !s.ok() && s.code() == db::ErrorCode::kUnavailable;
-  };
-  const bool logs_stored = logs.empty() || !unavailable(repo_.outputs.append_logs(logs));
-  if (!logs.empty() && logs_stored) {
-    // Followers on every replica wake (NOTIFY tpujobs_logs "id,id,...").
-    std::set<std::int64_t> ids;
-    for (const db::LogLine& line : logs) ids.insert(line.job_id);
-    std::string payload;
-    for (std::int64_t id : ids) payload += (payload.empty() ? "" : ",") + std::to_string(id);
-    (void)cluster_.notify(db::kLogChannel, payload);
-  }
-  const bool metrics_stored =
-      logs_stored && (metrics.empty() || !unavailable(repo_.outputs.append_metrics(metrics)));
-  std::map<std::int64_t, PendingCheckpoint> checkpoints_left;
-  for (auto& [id, c] : checkpoints) {
-    if (!metrics_stored ||
-        unavailable(repo_.outputs.save_checkpoint(id, c.checkpoint.step, c.checkpoint.epoch,
-                                                  c.checkpoint.bytes, c.fence))) {
-      checkpoints_left.emplace(id, std::move(c));
-    }
-  }
-  for (const auto& [id, p] : progress)
-    (void)repo_.jobs.update_progress(id, p.progress, p.metrics, p.fence);
-  if (logs_stored && metrics_stored && checkpoints_left.empty()) return;
-  base::MutexLock lock(telemetry_mutex_);
-  if (!logs_stored) {
-    pending_logs_.insert(pending_logs_.begin(), std::make_move_iterator(logs.begin()),
-                         std::make_move_iterator(logs.end()));
-  }
-  if (!metrics_stored) {
-    pending_metrics_.insert(pending_metrics_.begin(), std::make_move_iterator(metrics.begin()),
-                            std::make_move_iterator(metrics.end()));
-  }
-  for (auto& [id, c] : checkpoints_left)
-    pending_checkpoints_.try_emplace(id, std::move(c));  // a newer one wins
+      "from its last checkpoint",
+      run.epoch, /*retry=*/true, {JobState::kRunning});
 }
 
 }  // namespace tpujobs::service

@@ -33,6 +33,7 @@
 #include "executor/slice_collective.h"
 #include "executor/worker_pool.h"
 #include "scheduler/pool.h"
+#include "service/telemetry_writer.h"
 
 namespace tpujobs::service {
 
@@ -89,10 +90,6 @@ class Agent {
   // The transition ending a run that failed because a peer of its slice
   // was unreachable: requeued while max_retries allows.
   std::optional<db::Transition> retry_after_unreachable_peer(const Run& run, int max_retries);
-  void telemetry_loop();
-  // Writes what the runs queued; what the database refuses for being away
-  // stays queued for the next flush.
-  void flush_telemetry();
   executor::DeviceFacts device_for(const db::JobRow& row) const;
 
   db::ConnectionPool& pool_;
@@ -112,26 +109,12 @@ class Agent {
   bool stopping_ GUARDED_BY(mutex_) = false;
   std::condition_variable wake_;
 
-  base::Mutex telemetry_mutex_;
-  std::vector<db::LogLine> pending_logs_ GUARDED_BY(telemetry_mutex_);
-  std::vector<db::MetricPoint> pending_metrics_ GUARDED_BY(telemetry_mutex_);
-  struct PendingProgress {
-    std::int64_t fence = 0;
-    std::string progress, metrics;
-  };
-  std::map<std::int64_t, PendingProgress> pending_progress_ GUARDED_BY(telemetry_mutex_);
-  struct PendingCheckpoint {
-    std::int64_t fence = 0;
-    executor::Checkpoint checkpoint;
-  };
-  std::map<std::int64_t, PendingCheckpoint> pending_checkpoints_ GUARDED_BY(telemetry_mutex_);
-  bool telemetry_stopping_ GUARDED_BY(telemetry_mutex_) = false;
-  std::condition_variable telemetry_wake_;
-  base::Mutex flush_mutex_
-      ACQUIRED_BEFORE(telemetry_mutex_);  // one flush at a time, so batches land in order
+  // Every write fenced by its run's placement epoch; stored lines wake the
+  // log followers of every replica.
+  RepositoryTelemetryStore telemetry_store_{repo_, cluster_, /*notify_logs=*/true};
+  TelemetryWriter telemetry_{telemetry_store_, {options_.telemetry_interval, options_.clock}};
 
   std::thread supervisor_;
-  std::thread telemetry_;
   bool started_ = false;
 };
 

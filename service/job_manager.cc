@@ -11,7 +11,9 @@
 #include "api/problem.h"
 #include "api/usage.h"
 #include "service/database_datasets.h"
-#include "service/tokens.h"
+#include "service/job_lifecycle.h"
+#include "service/job_views.h"
+#include "service/pool_views.h"
 
 namespace tpujobs::service {
 namespace {
@@ -30,52 +32,11 @@ using db::is_terminal;
 
 std::string state_name(JobState state) { return std::string(db::to_string(state)); }
 
-// Times in views are RFC 3339 in UTC with milliseconds, as /v1/usage writes them.
-std::string iso_time(std::chrono::system_clock::time_point t) { return api::rfc3339(t); }
-
-json time_or_null(const std::optional<std::chrono::system_clock::time_point>& t) {
-  return t ? json(iso_time(*t)) : json(nullptr);
-}
-
-json parse_or_null(const std::optional<std::string>& text) {
-  if (!text || text->empty()) return nullptr;
-  json value = json::parse(*text, nullptr, false);
-  return value.is_discarded() ? json(nullptr) : value;
-}
-
-// A view as the response body (invalid UTF-8 from user text replaced).
-std::string response_body(const json& view) {
-  return view.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
-// The members of a live job's view that change while it is queued or runs.
-constexpr std::array<std::string_view, 10> kLiveMembers = {
-    "allocation",     "attempt",  "estimated_start", "last_checkpoint", "metrics",
-    "pending_reason", "progress", "queue_position",  "started_at",      "state"};
-
-// An object's members as text, without the braces ("" for an empty object).
-std::string members_text(const json& object) {
-  std::string text = response_body(object);
-  return text.substr(1, text.size() - 2);
-}
-
-// A job's result in its view: without the XLA report (it has its own
-// route); its final metrics, when it has them, are the view's metrics.
-void put_result(json& view, json result) {
-  if (result.is_object()) {
-    result.erase("xla_report");
-    if (result.contains("metrics") && result["metrics"].is_object() && !result["metrics"].empty()) {
-      view["metrics"] = result["metrics"];
-    }
-  } else {
-    result = nullptr;
-  }
-  view["result"] = std::move(result);
-}
-
-json error_json(std::string_view type, std::string_view message, std::string_view hint) {
-  return {{"type", type}, {"message", message}, {"hint", hint}};
-}
+using lifecycle::error_json;
+using views::iso_time;
+using views::parse_or_null;
+using views::response_body;
+using views::time_or_null;
 
 std::string generation_name(scheduler::Generation g) {
   return std::string(scheduler::facts(g).name);
@@ -94,11 +55,6 @@ json placement_json(const scheduler::Placement& p, const scheduler::PoolLayout& 
       {"cores", cores}};
 }
 
-// What jobs.resolved holds: the resolved request and the executor's estimate.
-json resolved_of(const api::SubmitRequest& request) {
-  return {{"request", api::resolution_json(request.resolution)}, {"estimate", request.estimate}};
-}
-
 api::JsonResult not_found(std::int64_t id) {
   return db::make_error(db::ErrorCode::kNotFound, "no job " + std::to_string(id));
 }
@@ -115,14 +71,9 @@ struct JobManager::LiveJob {
   // the two strings below.
   db::JobRow row;
   // The view of GET /v1/jobs/{id}, apart from the members that change while
-  // the job is live (kLiveMembers): as JSON text, members only, no braces,
-  // the spec apart since lists leave it out. Far smaller than a json tree
-  // (a queued job is mostly this), and spliced rather than serialised.
-  std::string fixed_members;
-  std::string spec_text;
-  // The non-null values the view had, when built, for the live members (a
-  // resumed job's progress and metrics, say).
-  json live_base;
+  // the job is live, as text (service/job_views.h): far smaller than a json
+  // tree (a queued job is mostly this), and spliced rather than serialised.
+  views::SplitView view;
   api::JobSpec spec;
   api::Resolution resolution;
   std::int64_t submit_order = 0;
@@ -160,8 +111,9 @@ struct JobManager::LiveJob {
   std::uint64_t cached_version = 0;
 };
 
-// Routes the executor's output: log lines and metrics to the telemetry
-// writer, checkpoints straight to PostgreSQL, progress into memory.
+// Routes the executor's output: log lines, metrics, progress and
+// checkpoints to the telemetry writer, and what the job's view shows while
+// it runs into memory.
 class JobManager::Sink final : public executor::TrainingSink {
  public:
   Sink(JobManager& manager, std::shared_ptr<LiveJob> job)
@@ -174,8 +126,7 @@ class JobManager::Sink final : public executor::TrainingSink {
       base::MutexLock lock(manager_.mutex_);
       job_->recent_logs.emplace_back(entry.seq, entry.line);
     }
-    base::MutexLock lock(manager_.telemetry_mutex_);
-    manager_.pending_logs_.push_back(std::move(entry));
+    manager_.telemetry_.log(std::move(entry));
   }
 
   void metrics(const executor::MetricPoint& point) override {
@@ -188,33 +139,18 @@ class JobManager::Sink final : public executor::TrainingSink {
       --job_->skip_metric_points;
       return;
     }
-    json values = json::object();
-    for (const auto& [name, value] : point.values) {
-      if (std::isfinite(value)) values[name] = value;
-    }
-    db::MetricPoint row{job_->id,    job_->next_metric_seq++,    point.step,
-                        point.epoch, manager_.clock_.wall_now(), values.dump()};
-    base::MutexLock lock(manager_.telemetry_mutex_);
-    manager_.pending_metrics_.push_back(std::move(row));
+    manager_.telemetry_.metric({job_->id, job_->next_metric_seq++, point.step, point.epoch,
+                                manager_.clock_.wall_now(), metric_values_json(point.values)});
   }
 
-  // Queued for the telemetry writer, which stores it after the log lines
-  // and metrics queued before it: a stored checkpoint never has lines or
-  // points before it missing. (A resume does log again what the run logged
-  // after the checkpoint, under new seqs, as a restarted trainer would;
-  // its metric points are skipped, see skip_metric_points.) Training goes
-  // on meanwhile, also while the database is away; only the newest
-  // checkpoint of a job waits.
+  // Stored after the log lines and metrics queued before it (see
+  // service/telemetry_writer.h). (A resume does log again what the run
+  // logged after the checkpoint, under new seqs, as a restarted trainer
+  // would; its metric points are skipped, see skip_metric_points.)
+  // Training goes on meanwhile, also while the database is away; only the
+  // newest checkpoint of a job waits.
   void checkpoint(const executor::Checkpoint& checkpoint) override {
-    // Megabytes: copied, and the older one freed, outside the lock that
-    // every log line takes.
-    executor::Checkpoint newest = checkpoint;
-    {
-      base::MutexLock lock(manager_.telemetry_mutex_);
-      auto [it, added] = manager_.pending_checkpoints_.try_emplace(job_->id, std::move(newest));
-      if (!added) std::swap(it->second, newest);
-    }
-    manager_.telemetry_wake_.notify_one();
+    manager_.telemetry_.checkpoint(job_->id, /*fence=*/0, checkpoint);
   }
 
   void progress(const executor::Progress& progress) override {
@@ -233,18 +169,13 @@ class JobManager::Sink final : public executor::TrainingSink {
   // Queues the progress (and latest metrics) for the database now, however
   // recently the last one went.
   void record_progress(const executor::Progress& progress) {
-    json p = {{"step", progress.step},
-              {"total_steps", progress.total_steps},
-              {"epoch", progress.epoch},
-              {"max_epochs", progress.max_epochs},
-              {"samples_per_sec", progress.samples_per_sec}};
-    json m;
+    std::string metrics;
     {
       base::MutexLock lock(manager_.mutex_);
-      m = job_->latest_metrics;
+      metrics = metric_values_json(job_->latest_metrics);
     }
-    base::MutexLock lock(manager_.telemetry_mutex_);
-    manager_.pending_progress_[job_->id] = {p.dump(), m.dump()};
+    manager_.telemetry_.progress(job_->id, /*fence=*/0, progress_json(progress),
+                                 std::move(metrics));
   }
 
  private:
@@ -264,8 +195,17 @@ JobManager::JobManager(db::ConnectionPool& pool, scheduler::PoolLayout layout,
       workers_(options_.workers),
       datasets_owner_(std::make_unique<DatabaseDatasets>(repo_.datasets)),
       scheduler_(std::move(layout), scheduler::SchedulerOptions{options_.lease_timeout}),
+      telemetry_store_(repo_, cluster_, /*notify_logs=*/false),
+      telemetry_(telemetry_store_, {options_.telemetry_interval, &clock_}),
       finished_views_(options_.finished_view_bytes) {
   datasets_ = datasets_owner_.get();
+  telemetry_.on_checkpoint_stored = [this](std::int64_t id, const executor::Checkpoint& c) {
+    base::MutexLock lock(mutex_);
+    if (auto it = live_.find(id); it != live_.end()) {
+      it->second->stored_checkpoint = {c.step, c.epoch};
+      ++it->second->version;
+    }
+  };
 }
 
 JobManager::~JobManager() {
@@ -287,13 +227,10 @@ bool JobManager::with_retry(F&& write) {
       return false;
     }
     database_ok_ = false;
-    {
-      base::MutexLock lock(telemetry_mutex_);
-      if (telemetry_stopping_ || (retry_until_ && clock_.now() >= *retry_until_)) {
-        std::cerr << "tpujobs: database unavailable, a write is given up: "
-                  << status.error().message << "\n";
-        return false;
-      }
+    if (writes_given_up()) {
+      std::cerr << "tpujobs: database unavailable, a write is given up: " << status.error().message
+                << "\n";
+      return false;
     }
     clock_.sleep_for(delay);
     delay = std::min(delay * 2, std::chrono::milliseconds(2000));
@@ -325,10 +262,7 @@ db::Status JobManager::start() {
   if (options_.cluster) {
     // The leader and the agents own the queue and the runs.
     started_ = true;
-    for (int i = 0; i < std::max(1, options_.committers); ++i) {
-      committers_.emplace_back([this] { committer_loop(); });
-    }
-    telemetry_ = std::thread([this] { telemetry_loop(); });
+    committer_.start();
     log_listener_ = std::thread([this] { log_listener_loop(); });
     return db::Status::Ok();
   }
@@ -360,27 +294,14 @@ db::Status JobManager::start() {
   for (db::JobRow& row : *unfinished) {
     if (row.state == kStarting || row.state == kRunning) {
       // A previous process ran it and is gone: its cores were never ours.
-      db::Transition t;
-      t.job_id = row.id;
-      t.from = {kStarting, kRunning};
-      t.to = kQueued;
-      t.reason = "Requeued after a service restart; resumes from its last checkpoint";
-      auto moved = repo_.jobs.transition(t);
+      auto moved = repo_.jobs.transition(lifecycle::requeue_after_restart(row.id));
       if (!moved.ok()) return moved.error();
       row.state = kQueued;
     }
     base::Result<std::shared_ptr<LiveJob>> live = make_live(row);
     if (!live.ok()) {
-      const std::string& error = live.error().message;
-      db::Transition t;
-      t.job_id = row.id;
-      t.from = {kQueued};
-      t.to = kFailed;
-      t.reason = "Rejected on restart: " + error;
-      t.error_json =
-          error_json("INTERNAL", error, "resubmit the job against the current pool").dump();
-      t.set_finished_at = true;
-      (void)repo_.jobs.transition(t);
+      (void)repo_.jobs.transition(
+          lifecycle::reject(row.id, {kQueued}, "on restart", live.error().message));
       continue;
     }
     std::shared_ptr<LiveJob> job = std::move(*live);
@@ -390,29 +311,20 @@ db::Status JobManager::start() {
     enqueue_locked(job);
   }
   started_ = true;
-  for (int i = 0; i < std::max(1, options_.committers); ++i) {
-    committers_.emplace_back([this] { committer_loop(); });
-  }
+  committer_.start();
   scheduler_thread_ = std::thread([this] { scheduler_loop(); });
-  telemetry_ = std::thread([this] { telemetry_loop(); });
+  telemetry_.start();
   wake_scheduler();
   return db::Status::Ok();
 }
 
 void JobManager::shutdown() {
-  if (!started_) return;
+  if (!started_ || shut_down_.exchange(true)) return;
   {
-    base::MutexLock lock(submit_mutex_);
-    if (submit_closed_) return;
-    submit_closed_ = true;
-  }
-  {
-    base::MutexLock lock(telemetry_mutex_);
+    base::MutexLock lock(retry_mutex_);
     retry_until_ = clock_.now() + options_.shutdown_write_grace;
   }
-  submit_wake_.notify_all();
-  for (std::thread& t : committers_) t.join();  // they answer what they already took
-  committers_.clear();
+  committer_.close();  // it answers what it already took
   std::vector<std::thread> runners;
   {
     base::MutexLock lock(mutex_);
@@ -436,20 +348,19 @@ void JobManager::shutdown() {
     finished_runners_.clear();
   }
   for (std::thread& t : runners) t.join();
-  flush_telemetry();
+  store_telemetry();
 }
 
 void JobManager::close() {
   if (closed_) return;
   closed_ = true;
   {
-    base::MutexLock lock(telemetry_mutex_);
-    telemetry_stopping_ = true;
+    base::MutexLock lock(retry_mutex_);
+    writes_stopped_ = true;
   }
-  telemetry_wake_.notify_all();
-  if (telemetry_.joinable()) telemetry_.join();
+  telemetry_.stop();
   {
-    base::MutexLock lock(log_followers_mutex_);
+    base::MutexLock lock(log_listener_mutex_);
     log_listener_stopping_ = true;
   }
   log_listener_wake_.notify_all();
@@ -469,196 +380,65 @@ void JobManager::close() {
 
 // ---------------------------------------------------------------- submit
 
-JobManager::PendingSubmit JobManager::make_pending(api::SubmitRequest request,
-                                                   std::function<void(api::SubmitOutcome)> done) {
-  PendingSubmit pending;
-  pending.resolved = resolved_of(request);
-  db::NewJob& row = pending.row;
-  row.tenant = request.tenant;
-  row.name = request.spec.name;
-  row.labels_json = json(request.spec.labels).dump();
-  row.priority = request.spec.priority;
-  row.spec_json = request.spec_text.empty() ? request.spec_json.dump() : request.spec_text;
-  row.resolved_json = pending.resolved.dump();
-  row.warnings_json = json(request.warnings).dump();
-  row.idempotency_key = request.idempotency_key;
-  row.spec_hash = request.spec_hash;
-  if (request.array_index) {
-    row.array_index = *request.array_index;
-    row.array_values_json = request.array_values.is_object() ? request.array_values.dump() : "{}";
-  }
-  pending.request = std::move(request);
-  pending.done = std::move(done);
-  return pending;
-}
-
 void JobManager::submit(api::SubmitRequest request, std::function<void(api::SubmitOutcome)> done) {
-  PendingSubmit pending = make_pending(std::move(request), std::move(done));
-  {
-    base::MutexLock lock(submit_mutex_);
-    if (!submit_closed_) {
-      pending.order = ++submit_order_;
-      submits_.push_back(std::move(pending));
-      submit_wake_.notify_one();
-      return;
-    }
-  }
-  api::SubmitOutcome outcome;
-  outcome.kind = api::SubmitOutcome::Kind::kUnavailable;
-  outcome.message = "the service is shutting down";
-  pending.done(std::move(outcome));
+  committer_.submit(std::move(request), std::move(done));
 }
 
 void JobManager::submit_array(std::vector<api::SubmitRequest> children,
                               std::function<void(std::vector<api::SubmitOutcome>)> done) {
-  // The children answer one by one (from one committer, as one batch); the
-  // last answer calls `done`.
-  struct Answers {
-    base::Mutex mutex;
-    std::vector<api::SubmitOutcome> outcomes GUARDED_BY(mutex);
-    std::size_t left GUARDED_BY(mutex) = 0;
-    std::function<void(std::vector<api::SubmitOutcome>)> done;
-  };
-  auto answers = std::make_shared<Answers>();
-  {
-    base::MutexLock lock(answers->mutex);
-    answers->outcomes.resize(children.size());
-    answers->left = children.size();
-  }
-  answers->done = std::move(done);
-  std::vector<PendingSubmit> pending;
-  for (std::size_t i = 0; i < children.size(); ++i) {
-    pending.push_back(
-        make_pending(std::move(children[i]), [answers, i](api::SubmitOutcome outcome) {
-          base::MutexLock lock(answers->mutex);
-          answers->outcomes[i] = std::move(outcome);
-          if (--answers->left > 0) return;
-          std::vector<api::SubmitOutcome> outcomes = std::move(answers->outcomes);
-          lock.unlock();
-          answers->done(std::move(outcomes));
-        }));
-  }
-  if (pending.empty()) return answers->done({});
-  {
-    base::MutexLock lock(submit_mutex_);
-    if (!submit_closed_) {
-      pending.front().array_size = pending.size();
-      for (PendingSubmit& p : pending) {
-        p.order = ++submit_order_;
-        p.row.array_group = pending.front().order;
-        submits_.push_back(std::move(p));
-      }
-      submit_wake_.notify_one();
-      return;
-    }
-  }
-  for (PendingSubmit& p : pending) {
-    api::SubmitOutcome outcome;
-    outcome.kind = api::SubmitOutcome::Kind::kUnavailable;
-    outcome.message = "the service is shutting down";
-    p.done(std::move(outcome));
-  }
+  committer_.submit_array(std::move(children), std::move(done));
 }
 
-void JobManager::committer_loop() {
-  for (;;) {
-    std::vector<PendingSubmit> batch;
-    {
-      base::MutexLock lock(submit_mutex_);
-      lock.wait(submit_wake_,
-                [this]() REQUIRES(submit_mutex_) { return submit_closed_ || !submits_.empty(); });
-      if (submits_.empty() && submit_closed_) return;
-      while (!submits_.empty() && static_cast<int>(batch.size()) < options_.submit_batch) {
-        // A job array goes whole into one batch: one transaction.
-        const std::size_t take = std::max<std::size_t>(1, submits_.front().array_size);
-        if (!batch.empty() && static_cast<int>(batch.size() + take) > options_.submit_batch) break;
-        for (std::size_t i = 0; i < take && !submits_.empty(); ++i) {
-          batch.push_back(std::move(submits_.front()));
-          submits_.pop_front();
-        }
-      }
-    }
-    commit_batch(batch);
-  }
+db::Result<std::vector<db::InsertedJob>> JobManager::JobStore::insert_jobs(
+    const std::vector<db::NewJob>& rows) {
+  auto inserted = manager_.repo_.jobs.insert_jobs(rows);
+  manager_.database_ok_ = inserted.ok() || inserted.code() != db::ErrorCode::kUnavailable;
+  return inserted;
 }
 
-void JobManager::commit_batch(std::vector<PendingSubmit>& batch) {
-  std::vector<db::NewJob> rows;
-  rows.reserve(batch.size());
-  for (PendingSubmit& p : batch) rows.push_back(std::move(p.row));
-  auto inserted = repo_.jobs.insert_jobs(rows);
-  if (!inserted.ok()) {
-    database_ok_ = inserted.code() != db::ErrorCode::kUnavailable;
-    for (PendingSubmit& p : batch) {
-      api::SubmitOutcome outcome;
-      outcome.kind = inserted.code() == db::ErrorCode::kUnavailable
-                         ? api::SubmitOutcome::Kind::kUnavailable
-                         : api::SubmitOutcome::Kind::kError;
-      outcome.message = "the job was not stored: " + inserted.error().message;
-      p.done(std::move(outcome));
+void JobManager::on_committed(std::vector<CommittedSubmit>& committed) {
+  using Kind = api::SubmitOutcome::Kind;
+  base::MutexLock lock(mutex_);
+  for (CommittedSubmit& c : committed) {
+    if (c.outcome.kind == Kind::kExisting) {
+      auto it = live_.find(c.row.id);
+      c.outcome.job = it != live_.end() ? render_live_text_locked(*it->second, /*with_spec=*/true)
+                                        : response_body(views::render_row(c.row));
+      continue;
     }
+    if (c.outcome.kind != Kind::kCreated) continue;
+    ++submitted_total_;
+    api::SubmitRequest& request = c.pending.request;
+    json view =
+        views::render_row(c.row, std::move(request.spec_json), std::move(c.pending.resolved),
+                          json(request.spec.labels), json(request.warnings));
+    if (options_.cluster) {
+      c.outcome.job = response_body(view);
+      continue;
+    }
+    auto job = std::make_shared<LiveJob>();
+    job->id = c.row.id;
+    job->tenant = c.row.tenant;
+    job->row = c.row;
+    set_view_base(*job, std::move(view), std::move(request.spec_text));
+    job->spec = std::move(request.spec);
+    job->resolution = std::move(request.resolution);
+    enqueue_locked(job, c.pending.order);
+  }
+  if (options_.cluster) {
+    // Committed: wake the scheduler leader, wherever it runs.
+    lock.unlock();
+    (void)cluster_.notify(db::kSubmitChannel, "submit");
     return;
   }
-  database_ok_ = true;
-  std::vector<std::pair<std::function<void(api::SubmitOutcome)>, api::SubmitOutcome>> answers;
-  {
-    base::MutexLock lock(mutex_);
-    for (std::size_t i = 0; i < batch.size(); ++i) {
-      db::InsertedJob& result = (*inserted)[i];
-      api::SubmitOutcome outcome;
-      outcome.id = result.row.id;
-      outcome.array_id = result.row.array_id.value_or(0);
-      if (result.existing) {
-        if (result.row.spec_hash != batch[i].request.spec_hash) {
-          outcome.kind = api::SubmitOutcome::Kind::kConflict;
-          outcome.message = "Idempotency-Key '" + batch[i].request.idempotency_key.value_or("") +
-                            "' was already used for job " + std::to_string(result.row.id) +
-                            " with a different spec";
-        } else {
-          outcome.kind = api::SubmitOutcome::Kind::kExisting;
-          auto it = live_.find(result.row.id);
-          outcome.job = it != live_.end() ? render_live_text_locked(*it->second, /*with_spec=*/true)
-                                          : response_body(render(result.row));
-        }
-      } else if (options_.cluster) {
-        ++submitted_total_;
-        outcome.kind = api::SubmitOutcome::Kind::kCreated;
-        api::SubmitRequest& request = batch[i].request;
-        outcome.job = response_body(render_row(result.row, std::move(request.spec_json),
-                                               std::move(batch[i].resolved),
-                                               json(request.spec.labels), json(request.warnings)));
-      } else {
-        ++submitted_total_;
-        auto job = std::make_shared<LiveJob>();
-        job->id = result.row.id;
-        job->tenant = result.row.tenant;
-        job->row = result.row;
-        api::SubmitRequest& request = batch[i].request;
-        set_view_base(
-            *job,
-            render_row(result.row, std::move(request.spec_json), std::move(batch[i].resolved),
-                       json(request.spec.labels), json(request.warnings)),
-            std::move(request.spec_text));
-        job->spec = std::move(request.spec);
-        job->resolution = std::move(request.resolution);
-        enqueue_locked(job, batch[i].order);
-        outcome.kind = api::SubmitOutcome::Kind::kCreated;
-      }
-      answers.emplace_back(std::move(batch[i].done), std::move(outcome));
-    }
-    // Place what fits now rather than on the scheduler thread's next turn:
-    // on an idle pool a job starts before its 201 leaves.
-    if (!stopping_ && !options_.cluster) start_placed_locked(clock_.now());
-    for (std::size_t i = 0; i < batch.size() && !options_.cluster; ++i) {
-      api::SubmitOutcome& outcome = answers[i].second;
-      if (outcome.kind != api::SubmitOutcome::Kind::kCreated) continue;
-      auto it = live_.find(outcome.id);
-      if (it != live_.end()) outcome.job = render_live_text_locked(*it->second, /*with_spec=*/true);
-    }
+  // Place what fits now rather than on the scheduler thread's next turn:
+  // on an idle pool a job starts before its 201 leaves.
+  if (!stopping_) start_placed_locked(clock_.now());
+  for (CommittedSubmit& c : committed) {
+    if (c.outcome.kind != Kind::kCreated) continue;
+    auto it = live_.find(c.outcome.id);
+    if (it != live_.end()) c.outcome.job = render_live_text_locked(*it->second, /*with_spec=*/true);
   }
-  // Committed: wake the scheduler leader, wherever it runs.
-  if (options_.cluster) (void)cluster_.notify(db::kSubmitChannel, "submit");
-  for (auto& [done, outcome] : answers) done(std::move(outcome));
 }
 
 base::Result<std::shared_ptr<JobManager::LiveJob>> JobManager::make_live(const db::JobRow& row) {
@@ -684,12 +464,12 @@ base::Result<std::shared_ptr<JobManager::LiveJob>> JobManager::make_live(const d
   job->spec = std::move(*spec);
   job->resolution = std::move(resolution);
   job->dependencies_met = row.started_at.has_value();  // it ran: they were met
-  set_view_base(*job, render(row));
+  set_view_base(*job, views::render_row(row));
   return job;
 }
 
 void JobManager::enqueue_locked(const std::shared_ptr<LiveJob>& job, std::int64_t order) {
-  job->submit_order = order > 0 ? order : ++submit_order_;
+  job->submit_order = order > 0 ? order : committer_.next_order();
   job->row.state = kQueued;
   ++epoch_;
   live_[job->id] = job;
@@ -850,15 +630,7 @@ void JobManager::apply_workload_rules() {
 
 void JobManager::end_unstartable(const std::shared_ptr<LiveJob>& job, const std::string& reason,
                                  const std::string& detail, const std::string& hint) {
-  json error = error_json("CANCELLED", reason + ": " + detail, hint);
-  error["reason"] = reason;
-  db::Transition t;
-  t.job_id = job->id;
-  t.from = {kQueued};
-  t.to = kCancelled;
-  t.reason = reason + ": " + detail;
-  t.error_json = error.dump();
-  t.set_finished_at = true;
+  const db::Transition t = lifecycle::cancel_unstartable(job->id, reason, detail, hint);
   auto stored = repo_.jobs.transition(t);
   if (!stored.ok()) {
     // Not recorded: it waits again, and the next pass judges it again.
@@ -870,7 +642,7 @@ void JobManager::end_unstartable(const std::shared_ptr<LiveJob>& job, const std:
   }
   // Not applied: a cancel by request ended it meanwhile, and finishes it.
   if (!*stored) return;
-  finish_job(job, kCancelled, t.reason, std::move(error), nullptr, /*stored=*/true);
+  finish_job(job, kCancelled, t.reason, json::parse(*t.error_json), nullptr, /*stored=*/true);
 }
 
 // ------------------------------------------------------------- scheduling
@@ -943,19 +715,14 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
   const bool cpu = job->resolution.request.kind == scheduler::RequestKind::kCpu;
   json allocation = cpu ? json{{"accelerator", "cpu"}} : placement_json(placement, layout_);
 
-  db::Transition starting;
-  starting.job_id = job->id;
-  starting.from = {kQueued};
-  starting.to = kStarting;
-  starting.reason = cpu ? "Placed on the executor's CPU threads"
-                        : "Allocated " + std::to_string(placement.cores.size()) + " cores on " +
-                              std::to_string(placement.hosts.size()) + " host(s)";
-  starting.allocation_json = allocation.dump();
-  starting.set_started_at = true;
-  starting.owner = options_.instance;
   // STARTING is the claim on the job (its owner), so it is flushed before
   // the job trains; RUNNING below is not.
-  const bool moved = apply_transition(starting);
+  const bool moved = apply_transition(
+      lifecycle::claim(job->id,
+                       cpu ? "Placed on the executor's CPU threads"
+                           : "Allocated " + std::to_string(placement.cores.size()) + " cores on " +
+                                 std::to_string(placement.hosts.size()) + " host(s)",
+                       allocation.dump(), options_.instance));
   auto release = [&] {
     base::MutexLock lock(mutex_);
     if (cpu)
@@ -976,7 +743,7 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
     schedule_requested_ = true;
     scheduler_wake_.notify_one();
     if (!stored) job->placement.reset();  // released above
-    notify_waiters(job, stored ? render(job->row) : render_live_locked(*job));
+    notify_waiters(job, stored ? views::render_row(job->row) : render_live_locked(*job));
     return;
   }
 
@@ -1001,16 +768,11 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
     job->skip_metric_points = recorded.ok() ? *recorded : 0;
   }
 
-  db::Transition running;
-  running.job_id = job->id;
-  running.from = {kStarting};
-  running.to = kRunning;
-  running.reason = resume ? "Resumed from the checkpoint at step " + std::to_string(resume->step)
-                          : "Training started";
-  // Lost in a database crash, the job reads as STARTING under this owner,
-  // which a restart re-queues as it does RUNNING: skip the WAL flush.
-  running.durable = false;
-  apply_transition(running);
+  apply_transition(
+      lifecycle::run(job->id,
+                     resume ? "Resumed from the checkpoint at step " + std::to_string(resume->step)
+                            : "Training started",
+                     /*fence=*/std::nullopt));
   {
     base::MutexLock lock(mutex_);
     job->row.state = kRunning;
@@ -1044,7 +806,7 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
     base::MutexLock lock(mutex_);
     reason = job->stop_reason;
   }
-  flush_telemetry();
+  store_telemetry();
 
   JobState state = kFailed;
   std::string why;
@@ -1099,13 +861,7 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
   }
 
   if (requeue) {
-    db::Transition back;
-    back.job_id = job->id;
-    back.from = {kRunning};
-    back.to = kQueued;
-    back.reason = why;
-    back.increment_attempt = reason == StopReason::kHostFailedRetry;
-    apply_transition(back);
+    apply_transition(lifecycle::requeue(job->id, why, reason == StopReason::kHostFailedRetry));
     base::MutexLock lock(mutex_);
     if (cpu)
       --cpu_running_;
@@ -1132,21 +888,17 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
 
 json JobManager::finish_job(const std::shared_ptr<LiveJob>& job, JobState state,
                             const std::string& reason, json error, json result, bool stored) {
-  db::Transition t;
-  t.job_id = job->id;
-  t.from = {kQueued, kStarting, kRunning};
-  t.to = state;
-  t.reason = reason;
-  if (!error.is_null()) t.error_json = error.dump();
-  if (!result.is_null()) t.result_json = result.dump();
-  t.set_finished_at = true;
-  if (!stored) apply_transition(t);
+  if (!stored) {
+    apply_transition(lifecycle::finish(
+        job->id, state, reason, error.is_null() ? std::nullopt : std::optional(error.dump()),
+        result.is_null() ? std::nullopt : std::optional(result.dump())));
+  }
   auto row = repo_.jobs.get_job(job->id);
   ++finished_total_;
   // Rendered once, for the cache of finished views and for the waiters.
   std::optional<json> view;
   if (row.ok() && *row) {
-    view = render(**row);
+    view = views::render_row(**row);
     if (is_terminal((*row)->state)) finished_views_.put(job->id, job->tenant, response_body(*view));
   }
   base::MutexLock lock(mutex_);
@@ -1171,7 +923,7 @@ json JobManager::finish_job(const std::shared_ptr<LiveJob>& job, JobState state,
     view = render_live_locked(*job);
     (*view)["finished_at"] = iso_time(clock_.wall_now());
     (*view)["error"] = error;
-    put_result(*view, std::move(result));
+    views::put_result(*view, std::move(result));
   }
   notify_waiters(job, *view);
   return std::move(*view);
@@ -1194,74 +946,8 @@ db::Result<db::JobRow> JobManager::load_visible(std::int64_t id, const std::stri
   return std::move(**row);
 }
 
-json JobManager::render(const db::JobRow& row) {
-  return render_row(row, parse_or_null(row.spec_json), parse_or_null(row.resolved_json),
-                    parse_or_null(row.labels_json), parse_or_null(row.warnings_json));
-}
-
-// The view of a stored row, given its JSON columns already parsed (a new
-// job's come straight from the request).
-json JobManager::render_row(const db::JobRow& row, json spec, json resolved, json labels,
-                            json warnings) {
-  json estimate =
-      resolved.is_object() && resolved.contains("estimate") ? resolved["estimate"] : json(nullptr);
-  json result = parse_or_null(row.result_json);
-  json view = {
-      {"id", row.id},
-      {"name", row.name},
-      {"tenant", row.tenant},
-      {"labels", std::move(labels)},
-      {"priority", row.priority},
-      {"state", state_name(row.state)},
-      {"spec", spec},
-      {"resolved",
-       resolved.is_object() && resolved.contains("request") ? resolved["request"] : json(nullptr)},
-      {"estimate", estimate},
-      {"allocation", parse_or_null(row.allocation_json)},
-      {"queue_position", nullptr},
-      {"pending_reason", nullptr},
-      {"estimated_start", nullptr},
-      {"progress", parse_or_null(row.progress_json)},
-      {"metrics", parse_or_null(row.latest_metrics_json)},
-      {"created_at", iso_time(row.created_at)},
-      {"started_at", time_or_null(row.started_at)},
-      {"finished_at", time_or_null(row.finished_at)},
-      {"error", parse_or_null(row.error_json)},
-      {"warnings", std::move(warnings)},
-      {"last_checkpoint", nullptr},
-      {"attempt", row.attempt},
-      {"max_retries", spec.is_object() ? spec.value("max_retries", 0) : 0},
-  };
-  put_result(view, std::move(result));
-  if (row.array_id) {
-    view["array"] = {{"id", *row.array_id},
-                     {"index", row.array_index.value_or(0)},
-                     {"values", parse_or_null(row.array_values_json)}};
-  }
-  // Cluster mode: the scheduler leader records why a queued job waits.
-  if (row.state == kQueued && row.pending_json) {
-    json pending = parse_or_null(row.pending_json);
-    if (pending.is_object()) {
-      view["pending_reason"] = pending.value("reason", "Resources");
-      view["queue_position"] = pending.value("queue_position", 0);
-      if (pending.contains("detail")) view["pending_detail"] = pending["detail"];
-    }
-  }
-  return view;
-}
-
 void JobManager::set_view_base(LiveJob& job, json view, std::string spec_text) {
-  json live = json::object();
-  for (std::string_view name : kLiveMembers) {
-    auto it = view.find(name);
-    if (it == view.end()) continue;
-    if (!it->is_null()) live[std::string(name)] = std::move(*it);
-    view.erase(it);
-  }
-  job.spec_text = spec_text.empty() ? response_body(view["spec"]) : std::move(spec_text);
-  view.erase("spec");
-  job.fixed_members = members_text(view);
-  job.live_base = std::move(live);
+  job.view = views::split_view(std::move(view), std::move(spec_text));
   for (std::string* text :
        {&job.row.spec_json, &job.row.resolved_json, &job.row.labels_json, &job.row.warnings_json}) {
     std::string().swap(*text);
@@ -1269,9 +955,7 @@ void JobManager::set_view_base(LiveJob& job, json view, std::string spec_text) {
 }
 
 std::string JobManager::render_live_text_locked(const LiveJob& job, bool with_spec) {
-  json view = json::object();
-  for (std::string_view name : kLiveMembers) view[std::string(name)] = nullptr;
-  for (const auto& [name, value] : job.live_base.items()) view[name] = value;
+  json view = views::live_members(job.view);
   view["state"] = state_name(job.row.state);
   view["attempt"] = job.row.attempt;
   if (job.placement && job.resolution.request.kind != scheduler::RequestKind::kCpu) {
@@ -1304,22 +988,8 @@ std::string JobManager::render_live_text_locked(const LiveJob& job, bool with_sp
       view["queue_position"] = position;
     }
   }
-  if (job.progress) {
-    const executor::Progress& p = *job.progress;
-    json progress = {{"step", p.step},
-                     {"total_steps", p.total_steps},
-                     {"epoch", p.epoch},
-                     {"max_epochs", p.max_epochs},
-                     {"samples_per_sec", p.samples_per_sec}};
-    if (p.total_steps > 0 && p.step > 0) {
-      const double elapsed = std::chrono::duration<double>(clock_.now() - job.run_started).count();
-      progress["percent"] =
-          100.0 * static_cast<double>(p.step) / static_cast<double>(p.total_steps);
-      progress["eta_seconds"] =
-          elapsed / static_cast<double>(p.step) * static_cast<double>(p.total_steps - p.step);
-    }
-    view["progress"] = progress;
-  }
+  if (job.progress)
+    view["progress"] = views::progress_view(*job.progress, clock_.now() - job.run_started);
   if (job.stored_checkpoint) {
     view["last_checkpoint"] = {{"step", job.stored_checkpoint->first},
                                {"epoch", job.stored_checkpoint->second}};
@@ -1331,22 +1001,7 @@ std::string JobManager::render_live_text_locked(const LiveJob& job, bool with_sp
     }
     view["metrics"] = metrics;
   }
-  std::string text;
-  text.reserve(job.fixed_members.size() + job.spec_text.size() + 512);
-  text += '{';
-  text += job.fixed_members;
-  auto separate = [&text] {
-    if (text.size() > 1) text += ',';
-  };
-  if (with_spec) {
-    separate();
-    text += "\"spec\":";
-    text += job.spec_text;
-  }
-  separate();
-  text += members_text(view);  // never empty: the ten live members
-  text += '}';
-  return text;
+  return views::splice_view(job.view, view, with_spec);
 }
 
 json JobManager::render_live_locked(const LiveJob& job) {
@@ -1395,7 +1050,7 @@ db::Result<std::string> JobManager::get_job_text(std::int64_t id, const std::str
   if (!row.ok()) return row.error();
   if (options_.cluster && !is_terminal(row->state)) {
     // Run elsewhere: where a resume would start is in the table.
-    json view = render(*row);
+    json view = views::render_row(*row);
     auto checkpoints = repo_.outputs.latest_checkpoint_positions({id});
     if (checkpoints.ok()) {
       if (auto c = checkpoints->find(id); c != checkpoints->end()) {
@@ -1404,7 +1059,7 @@ db::Result<std::string> JobManager::get_job_text(std::int64_t id, const std::str
     }
     return response_body(view);
   }
-  std::string body = response_body(render(*row));
+  std::string body = response_body(views::render_row(*row));
   if (is_terminal(row->state)) finished_views_.put(id, row->tenant, body);
   return body;
 }
@@ -1431,7 +1086,7 @@ api::JsonResult JobManager::list_jobs(const api::JobQuery& query) {
       if (it != live_.end()) {
         view = json::parse(render_live_text_locked(*it->second, /*with_spec=*/false));
       } else {
-        view = render(row);
+        view = views::render_row(row);
         view.erase("spec");
       }
       jobs.push_back(std::move(view));
@@ -1518,14 +1173,7 @@ api::JsonResult JobManager::cancel_job(std::int64_t id, const std::string& tenan
     // Still queued here. Stored first, in one attempt: this is an I/O
     // thread, which must not sit in an outage's back-off (a 503 tells the
     // client to try again; the job stays queued meanwhile).
-    const json error = error_json("CANCELLED", "the job was cancelled before it started", "");
-    db::Transition t;
-    t.job_id = id;
-    t.from = {kQueued};
-    t.to = kCancelled;
-    t.reason = "Cancelled by request while queued";
-    t.error_json = error.dump();
-    t.set_finished_at = true;
+    const db::Transition t = lifecycle::cancel_queued(id);
     auto stored = repo_.jobs.transition(t);
     if (!stored.ok()) return stored.error();
     base::MutexLock lock(mutex_);
@@ -1540,9 +1188,9 @@ api::JsonResult JobManager::cancel_job(std::int64_t id, const std::string& tenan
     withdraw_locked(queued);
   }
   if (queued) {
-    return finish_job(queued, kCancelled, "Cancelled by request while queued",
-                      error_json("CANCELLED", "the job was cancelled before it started", ""),
-                      nullptr, /*stored=*/true);
+    const db::Transition t = lifecycle::cancel_queued(id);
+    return finish_job(queued, kCancelled, t.reason, json::parse(*t.error_json), nullptr,
+                      /*stored=*/true);
   }
   auto row = load_visible(id, tenant);
   if (!row.ok()) return row.error();
@@ -1553,26 +1201,19 @@ api::JsonResult JobManager::cancel_job(std::int64_t id, const std::string& tenan
   }
   if (options_.cluster && row->state == kQueued) {
     // Not placed yet: it ends here, unless the leader places it first.
-    db::Transition t;
-    t.job_id = id;
-    t.from = {kQueued};
-    t.to = kCancelled;
-    t.reason = "Cancelled by request while queued";
-    t.error_json = error_json("CANCELLED", "the job was cancelled before it started", "").dump();
-    t.set_finished_at = true;
-    auto moved = repo_.jobs.transition(t);
+    auto moved = repo_.jobs.transition(lifecycle::cancel_queued(id));
     if (!moved.ok()) return moved.error();
     if (*moved) {
       auto now = load_visible(id, tenant);
       if (!now.ok()) return now.error();
-      return render(*now);
+      return views::render_row(*now);
     }
   }
   // Unfinished but run by another process: ask it through the database,
   // and wake its agent.
   if (db::Status s = repo_.jobs.request_cancel(id); !s.ok()) return s.error();
   if (options_.cluster) (void)cluster_.notify(db::kAgentChannel, row->agent.value_or(""));
-  json view = render(*row);
+  json view = views::render_row(*row);
   view["cancel_requested"] = true;
   return view;
 }
@@ -1581,7 +1222,7 @@ api::JsonResult JobManager::job_logs(std::int64_t id, const std::string& tenant,
                                      int limit) {
   auto row = load_visible(id, tenant);
   if (!row.ok()) return row.error();
-  if (!is_terminal(row->state)) flush_outputs_for_read();
+  if (!is_terminal(row->state)) telemetry_.flush_lines();
   auto lines = repo_.outputs.list_logs(id, after, limit);
   if (!lines.ok()) return lines.error();
   json out = json::array();
@@ -1606,87 +1247,41 @@ void JobManager::follow_logs(std::int64_t id, const std::string& tenant, std::in
   head.content_type = "text/event-stream";
   head.header("X-Accel-Buffering", "no");
   writer->start_stream(std::move(head));
-  writer->write("retry: 1000\n\n");
-  stream_tick(id, after, std::move(writer), 0);
+  log_streams_.follow(id, after, std::move(writer));
 }
 
-void JobManager::stream_tick(std::int64_t id, std::int64_t after, api::ResponseWriterPtr writer,
-                             int idle_ticks) {
-  if (writer->closed()) return;
-  std::vector<std::pair<std::int64_t, std::string>> lines;
-  bool live = false;
-  bool need_database = true;
-  {
-    base::MutexLock lock(mutex_);
-    auto it = live_.find(id);
-    if (it != live_.end()) {
-      live = true;
-      const auto& recent = it->second->recent_logs;
-      if (!recent.empty() && recent.front().first <= after + 1) {
-        need_database = false;
-        for (const auto& entry : recent) {
-          if (entry.first > after) lines.push_back(entry);
-        }
-      }
-    }
+LogSource::Recent JobManager::Logs::recent_lines(std::int64_t job, std::int64_t after) {
+  base::MutexLock lock(manager_.mutex_);
+  Recent out;
+  auto it = manager_.live_.find(job);
+  if (it == manager_.live_.end()) return out;
+  out.live = true;
+  const auto& recent = it->second->recent_logs;
+  if (recent.empty() || recent.front().first > after + 1) return out;
+  auto& lines = out.lines.emplace();
+  for (const auto& entry : recent) {
+    if (entry.first > after) lines.push_back(entry);
   }
-  if (need_database) {
-    auto stored = repo_.outputs.list_logs(id, after, 1000);
-    if (stored.ok()) {
-      for (const db::LogLine& l : *stored) lines.emplace_back(l.seq, l.line);
-    }
-  }
-  std::string chunk;
-  for (const auto& [seq, line] : lines) {
-    chunk += "id: " + std::to_string(seq) +
-             "\nevent: log\ndata: " + json{{"seq", seq}, {"line", line}}.dump() + "\n\n";
-    after = seq;
-  }
-  if (!chunk.empty()) {
-    if (!writer->write(std::move(chunk))) return;
-    idle_ticks = 0;
-  } else {
-    ++idle_ticks;
-  }
-  if (!live && lines.empty()) {
-    // Everything stored has been sent; is the job over?
-    auto row = repo_.jobs.get_job(id);
-    if (row.ok() && *row && is_terminal((*row)->state)) {
-      writer->write("event: end\ndata: " + json{{"state", state_name((*row)->state)}}.dump() +
-                    "\n\n");
-      writer->end();
-      return;
-    }
-  }
-  // Cluster mode ticks on the agents' NOTIFY and at least every second;
-  // otherwise every 250 ms. A keep-alive about every 15 s either way.
-  if (idle_ticks > 0 && idle_ticks % (options_.cluster ? 15 : 60) == 0) {
-    if (!writer->write(": keep-alive\n\n")) return;
-  }
-  auto next = [this, id, after, writer, idle_ticks] { stream_tick(id, after, writer, idle_ticks); };
-  if (!options_.cluster) {
-    timers_.schedule_after(std::chrono::milliseconds(250), std::move(next));
-    return;
-  }
-  // Whichever comes first, the notification or the fallback, ticks.
-  auto fired = std::make_shared<std::atomic<bool>>(false);
-  auto once = [fired, next = std::move(next)] {
-    if (!fired->exchange(true)) next();
-  };
-  {
-    base::MutexLock lock(log_followers_mutex_);
-    auto& waiting = log_followers_[id];
-    std::erase_if(waiting, [](const LogFollower& f) { return f.fired->load(); });
-    waiting.push_back({fired, once});
-  }
-  timers_.schedule_after(std::chrono::seconds(1), once);
+  return out;
+}
+
+db::Result<std::vector<db::LogLine>> JobManager::Logs::stored_lines(std::int64_t job,
+                                                                    std::int64_t after, int limit) {
+  return manager_.repo_.outputs.list_logs(job, after, limit);
+}
+
+db::Result<std::optional<JobState>> JobManager::Logs::stored_state(std::int64_t job) {
+  auto row = manager_.repo_.jobs.get_job(job);
+  if (!row.ok()) return row.error();
+  if (!*row) return std::optional<JobState>();
+  return std::optional<JobState>((*row)->state);
 }
 
 void JobManager::log_listener_loop() {
   std::unique_ptr<db::Connection> listener;
   for (;;) {
     {
-      base::MutexLock lock(log_followers_mutex_);
+      base::MutexLock lock(log_listener_mutex_);
       if (log_listener_stopping_) return;
     }
     if (!listener || listener->is_broken()) {
@@ -1695,35 +1290,17 @@ void JobManager::log_listener_loop() {
       if (opened.ok() && (*opened)->execute_script(std::string("LISTEN ") + db::kLogChannel).ok()) {
         listener = std::move(*opened);
       } else {
-        base::MutexLock lock(log_followers_mutex_);
+        base::MutexLock lock(log_listener_mutex_);
         lock.wait_for(log_listener_wake_, std::chrono::seconds(1),
-                      [this]() REQUIRES(log_followers_mutex_) { return log_listener_stopping_; });
+                      [this]() REQUIRES(log_listener_mutex_) { return log_listener_stopping_; });
         continue;
       }
     }
     auto notes = listener->wait_notifications(std::chrono::milliseconds(250));
     if (!notes.ok()) continue;
-    std::vector<std::function<void()>> wake;
-    {
-      base::MutexLock lock(log_followers_mutex_);
-      for (const db::Notification& note : *notes) {
-        // The payload: the ids of the jobs whose lines were stored, comma-separated.
-        std::size_t start = 0;
-        while (start < note.payload.size()) {
-          std::size_t end = note.payload.find(',', start);
-          if (end == std::string::npos) end = note.payload.size();
-          std::int64_t id = 0;
-          std::from_chars(note.payload.data() + start, note.payload.data() + end, id);
-          if (auto it = log_followers_.find(id); it != log_followers_.end()) {
-            for (LogFollower& f : it->second) wake.push_back(f.tick);
-            log_followers_.erase(it);
-          }
-          start = end + 1;
-        }
-      }
-    }
-    // Ticked on the timer thread, as every stream's tick.
-    for (auto& tick : wake) timers_.schedule_after(std::chrono::milliseconds(0), std::move(tick));
+    // The payload: the ids of the jobs whose lines were stored, comma-separated.
+    for (const db::Notification& note : *notes)
+      log_streams_.wake(LogStreams::parse_job_ids(note.payload));
   }
 }
 
@@ -1731,7 +1308,7 @@ api::JsonResult JobManager::job_metrics(std::int64_t id, const std::string& tena
                                         std::int64_t after) {
   auto row = load_visible(id, tenant);
   if (!row.ok()) return row.error();
-  if (!is_terminal(row->state)) flush_outputs_for_read();
+  if (!is_terminal(row->state)) telemetry_.flush_lines();
   auto points = repo_.outputs.list_metrics(id, after, 100000);
   if (!points.ok()) return points.error();
   json out = json::array();
@@ -1829,84 +1406,7 @@ json JobManager::cluster_pool_view() {
             {"hosts", json::array()},
             {"agents", json::array()}};
   }
-  std::map<std::pair<std::string, int>, std::pair<std::int64_t, std::string>>
-      core_jobs;  // (host, core) -> job
-  std::map<std::string, json> agent_jobs;
-  int queued = 0, running = 0, cpu_jobs = 0;
-  for (const db::JobRow& row : *unfinished) {
-    if (row.state == kQueued) {
-      ++queued;
-      continue;
-    }
-    ++running;
-    if (row.agent) {
-      auto [it, added] = agent_jobs.try_emplace(*row.agent, json::array());
-      it->second.push_back(row.id);
-    }
-    const json allocation = parse_or_null(row.allocation_json);
-    if (!allocation.is_object()) continue;
-    if (allocation.value("accelerator", "") == "cpu") ++cpu_jobs;
-    for (const json& core : allocation.value("cores", json::array())) {
-      core_jobs[{core.value("host", ""), core.value("core", -1)}] = {row.id, row.name};
-    }
-  }
-  json host_views = json::array();
-  int total = 0, used = 0, healthy = 0;
-  for (const db::ClusterHostRow& h : *hosts) {
-    std::optional<scheduler::Generation> generation = scheduler::parse_generation(h.generation);
-    if (!generation) continue;
-    const scheduler::GenerationFacts& f = scheduler::facts(*generation);
-    json cores = json::array();
-    int in_use = 0;
-    for (int c = 0; c < f.devices_per_host; ++c) {
-      auto it = core_jobs.find({h.name, c});
-      if (it != core_jobs.end()) {
-        ++in_use;
-        cores.push_back({{"core", c}, {"job", it->second.first}, {"job_name", it->second.second}});
-      } else {
-        cores.push_back({{"core", c}, {"job", nullptr}});
-      }
-    }
-    const bool alive = h.agent_state == "alive";
-    total += f.devices_per_host;
-    used += in_use;
-    if (alive && h.health == "healthy") healthy += f.devices_per_host;
-    host_views.push_back({{"name", h.name},
-                          {"agent", h.agent},
-                          {"agent_state", h.agent_state},
-                          {"generation", f.name},
-                          {"health", alive ? h.health : "unreachable"},
-                          {"devices", f.devices_per_host},
-                          {"hbm_bytes_per_device", f.hbm_bytes_per_device},
-                          {"cores_in_use", in_use},
-                          {"utilization", static_cast<double>(in_use) / f.devices_per_host},
-                          {"cores", cores}});
-  }
-  json agent_views = json::array();
-  for (const db::AgentRow& a : *agents) {
-    json names = json::array();
-    for (const db::ClusterHostRow& h : *hosts) {
-      if (h.agent == a.name) names.push_back(h.name);
-    }
-    auto jobs = agent_jobs.find(a.name);
-    agent_views.push_back(
-        {{"name", a.name},
-         {"state", a.state},
-         {"epoch", a.epoch},
-         {"workers", a.workers},
-         {"last_heartbeat", iso_time(a.last_heartbeat)},
-         {"hosts", names},
-         {"running_jobs", jobs != agent_jobs.end() ? jobs->second : json::array()}});
-  }
-  return {{"hosts", host_views},
-          {"agents", agent_views},
-          {"total_cores", total},
-          {"used_cores", used},
-          {"healthy_cores", healthy},
-          {"utilization", total ? static_cast<double>(used) / total : 0.0},
-          {"queued_jobs", queued},
-          {"running_jobs", running},
-          {"cpu_jobs_running", cpu_jobs}};
+  return views::cluster_pool(*agents, *hosts, *unfinished);
 }
 
 api::JsonResult JobManager::set_host_health(const std::string& host, scheduler::HostHealth health) {
@@ -1990,17 +1490,7 @@ api::JsonResult JobManager::force_release(std::int64_t id) {
     // The job ends here; its agent finds it moved on and stops its copy.
     auto row = repo_.jobs.get_job(id);
     if (!row.ok()) return row.error();
-    db::Transition t;
-    t.job_id = id;
-    t.from = {kStarting, kRunning};
-    t.to = kFailed;
-    t.reason = "Lease released";
-    t.error_json =
-        error_json("UNAVAILABLE", "the job's lease on its cores expired or was released",
-                   "an admin released the cores, or the job stopped heartbeating; resubmit it")
-            .dump();
-    t.set_finished_at = true;
-    auto moved = repo_.jobs.transition(t);
+    auto moved = repo_.jobs.transition(lifecycle::release_lease(id));
     if (!moved.ok()) return moved.error();
     if (!*moved)
       return db::make_error(db::ErrorCode::kNotFound,
@@ -2144,117 +1634,30 @@ JobManager::Estimate JobManager::estimate(const api::JobSpec& spec,
 
 // ------------------------------------------------------------- telemetry
 
-bool JobManager::flush_telemetry() {
-  base::MutexLock flush(flush_mutex_);
-  std::vector<db::LogLine> logs;
-  std::vector<db::MetricPoint> metrics;
-  std::map<std::int64_t, std::pair<std::string, std::string>> progress;
-  std::map<std::int64_t, executor::Checkpoint> checkpoints;
-  {
-    base::MutexLock lock(telemetry_mutex_);
-    logs.swap(pending_logs_);
-    metrics.swap(pending_metrics_);
-    progress.swap(pending_progress_);
-    checkpoints.swap(pending_checkpoints_);
-  }
-  bool ok = true;
-  if (!logs.empty()) ok &= with_retry([&] { return repo_.outputs.append_logs(logs); });
-  if (!metrics.empty()) ok &= with_retry([&] { return repo_.outputs.append_metrics(metrics); });
-  for (const auto& entry : checkpoints) {
-    const std::int64_t id = entry.first;
-    const executor::Checkpoint& c = entry.second;
-    if (!with_retry([&] { return repo_.outputs.save_checkpoint(id, c.step, c.epoch, c.bytes); })) {
-      ok = false;
-      continue;
-    }
-    base::MutexLock lock(mutex_);
-    if (auto it = live_.find(id); it != live_.end()) {
-      it->second->stored_checkpoint = {c.step, c.epoch};
-      ++it->second->version;
-    }
-  }
-  for (const auto& entry : progress) {
-    // Not a structured binding: a lambda may capture one only from C++20 on,
-    // which clang 14 (the thread-safety check) does not implement.
-    const std::int64_t id = entry.first;
-    const auto& p = entry.second;
-    ok &= with_retry([&] { return repo_.jobs.update_progress(id, p.first, p.second); });
-  }
-  return ok;
+bool JobManager::writes_given_up() {
+  base::MutexLock lock(retry_mutex_);
+  return writes_stopped_ || (retry_until_ && clock_.now() >= *retry_until_);
 }
 
-// A reader of a running job's logs or metrics expects what was logged
-// before it asked: store the queued lines and points now, in one attempt
-// (an I/O thread must not sit in the outage back-off). Checkpoints and
-// progress are left to the telemetry writer. What cannot be stored goes
-// back to the front of the queues; a batch stored twice is harmless, since
-// appends ignore rows already present.
-void JobManager::flush_outputs_for_read() {
-  base::MutexLock flush(flush_mutex_);
-  std::vector<db::LogLine> logs;
-  std::vector<db::MetricPoint> metrics;
-  {
-    base::MutexLock lock(telemetry_mutex_);
-    logs.swap(pending_logs_);
-    metrics.swap(pending_metrics_);
-  }
-  const bool stored = (logs.empty() || repo_.outputs.append_logs(logs).ok()) &&
-                      (metrics.empty() || repo_.outputs.append_metrics(metrics).ok());
-  if (stored) return;
-  base::MutexLock lock(telemetry_mutex_);
-  pending_logs_.insert(pending_logs_.begin(), std::make_move_iterator(logs.begin()),
-                       std::make_move_iterator(logs.end()));
-  pending_metrics_.insert(pending_metrics_.begin(), std::make_move_iterator(metrics.begin()),
-                          std::make_move_iterator(metrics.end()));
-}
-
-void JobManager::telemetry_loop() {
-  base::MutexLock lock(telemetry_mutex_);
-  while (!telemetry_stopping_) {
-    // Log lines and metrics go in batches; a checkpoint goes at once, so a
-    // crash loses as little training as possible.
-    lock.wait_for(telemetry_wake_, options_.telemetry_interval,
-                  [this]() REQUIRES(telemetry_mutex_) {
-                    return telemetry_stopping_ || !pending_checkpoints_.empty();
-                  });
-    lock.unlock();
-    flush_telemetry();
-    lock.lock();
-  }
+bool JobManager::store_telemetry() {
+  return telemetry_.flush_until([this] { return writes_given_up(); });
 }
 
 db::Result<std::optional<api::Principal>> JobManager::authenticate(std::string_view token) {
-  const auto now = clock_.now();
-  const std::string key(token);
-  {
-    base::MutexLock lock(auth_mutex_);
-    auto it = token_cache_.find(key);
-    if (it != token_cache_.end() && it->second.second > now) return it->second.first;
-  }
-  auto row = repo_.tokens.find_token(hash_token(token));
-  if (!row.ok()) return row.error();
-  std::optional<api::Principal> principal;
-  if (*row) principal = api::Principal{(*row)->tenant, (*row)->role == "admin"};
-  base::MutexLock lock(auth_mutex_);
-  if (token_cache_.size() > 10000) token_cache_.clear();  // bounds memory against random tokens
-  // A revoked token stops working within the cache's lifetime.
-  token_cache_[key] = {principal, now + std::chrono::seconds(5)};
-  return principal;
+  return tokens_.authenticate(token);
 }
 
-bool JobManager::auth_required() {
-  const auto now = clock_.now();
-  base::MutexLock lock(auth_mutex_);
-  if (!tokens_exist_ || now - tokens_checked_ > std::chrono::seconds(2)) {
-    auto count = repo_.tokens.count_active_tokens();
-    // If the database cannot say, stay closed once tokens were seen.
-    if (count.ok())
-      tokens_exist_ = *count > 0;
-    else if (!tokens_exist_)
-      tokens_exist_ = false;
-    tokens_checked_ = now;
-  }
-  return *tokens_exist_;
+bool JobManager::auth_required() { return tokens_.auth_required(); }
+
+db::Result<std::optional<api::Principal>> JobManager::Tokens::find(const std::string& token_hash) {
+  auto row = repo_.tokens.find_token(token_hash);
+  if (!row.ok()) return row.error();
+  if (!*row) return std::optional<api::Principal>();
+  return std::optional(api::Principal{(*row)->tenant, (*row)->role == "admin"});
+}
+
+db::Result<std::int64_t> JobManager::Tokens::count_active() {
+  return repo_.tokens.count_active_tokens();
 }
 
 api::JsonResult JobManager::set_quota(const std::string& tenant, std::optional<int> max_cores) {

@@ -1,11 +1,25 @@
-// The heart of the service: takes committed jobs to the scheduler, runs the
-// placed ones on the executor, and records every transition, log line,
-// metric and checkpoint in PostgreSQL. Implements api::JobService.
+// The job manager: implements api::JobService over its parts. In single-
+// process mode it also owns the queue (a scheduler loop over
+// scheduler::Scheduler) and runs the placed jobs on the executor; in
+// cluster mode (DESIGN §9) the scheduler leader (scheduler_leader.h) places
+// and agents (agent.h) run, and this only commits, shows, waits on and
+// cancels, from the tables.
 //
-// Threads: committers (group commit of submits), a scheduler loop, one
-// runner per running job (its compute runs on the shared executor
-// WorkerPool), a telemetry writer (batched logs, metrics, progress) and a
-// timer thread (long-poll timeouts, log streams).
+// Its parts, each a file with its own tests:
+//   submit_committer.h  group commit of submits (the 201 means committed)
+//   job_lifecycle.h     every state transition, by name
+//   telemetry_writer.h  log lines, metrics, progress, checkpoints in batches
+//   log_streams.h       SSE log follows on the timer thread
+//   job_views.h         the job views; pool_views.h the cluster pool view
+//   token_cache.h       bearer tokens without a round trip per request
+// What stays here: the in-memory queue of live jobs, the runner of each
+// placed job, the workload rules in single-process mode, pool
+// administration (host health, quotas, forced releases) and estimates.
+//
+// Threads: committers, the scheduler loop, one runner per running job (its
+// compute runs on the shared executor WorkerPool), the telemetry writer,
+// the timer thread (long-poll timeouts, log streams) and, in cluster mode,
+// a LISTEN thread for the agents' log notifications.
 #pragma once
 
 #include <atomic>
@@ -31,7 +45,11 @@
 #include "executor/worker_pool.h"
 #include "scheduler/pool.h"
 #include "scheduler/scheduler.h"
+#include "service/log_streams.h"
+#include "service/submit_committer.h"
+#include "service/telemetry_writer.h"
 #include "service/timer_queue.h"
+#include "service/token_cache.h"
 #include "service/view_cache.h"
 
 namespace tpujobs::service {
@@ -112,21 +130,19 @@ class JobManager final : public api::JobService {
 
  private:
   struct LiveJob;
-  struct PendingSubmit {
-    api::SubmitRequest request;
-    db::NewJob row;           // built on the submitting thread, not the committer's
-    nlohmann::json resolved;  // resolved_of(request)
-    std::function<void(api::SubmitOutcome)> done;
-    // Its place among equal priorities: taken on arrival, since two
-    // committers may commit a later batch first.
-    std::int64_t order = 0;
-    // The first child of a job array: how many children follow it in the
-    // queue, itself included (a batch never splits an array).
-    std::size_t array_size = 0;
+  // The submit committer's store: insert_jobs, noting whether the database answered.
+  class JobStore final : public SubmitStore {
+   public:
+    explicit JobStore(JobManager& manager) : manager_(manager) {}
+    db::Result<std::vector<db::InsertedJob>> insert_jobs(
+        const std::vector<db::NewJob>& rows) override;
+
+   private:
+    JobManager& manager_;
   };
-  // A submit's row, built on the submitting thread.
-  PendingSubmit make_pending(api::SubmitRequest request,
-                             std::function<void(api::SubmitOutcome)> done);
+  // The committer thread: views for the answers, new jobs into the queue
+  // (and placed now when they fit), or the leader woken in cluster mode.
+  void on_committed(std::vector<CommittedSubmit>& committed);
   enum class StopReason {
     kNone,
     kUserCancel,
@@ -138,13 +154,10 @@ class JobManager final : public api::JobService {
   class Sink;
 
   // Threads.
-  void committer_loop();
   void scheduler_loop();
-  void telemetry_loop();
   void run_job(std::shared_ptr<LiveJob> job, scheduler::Placement placement);
 
   // Helpers (REQUIRES(mutex_): the name ends in _locked).
-  void commit_batch(std::vector<PendingSubmit>& batch);
   // kInvalid when the stored spec no longer parses or resolves on this pool.
   base::Result<std::shared_ptr<LiveJob>> make_live(const db::JobRow& row);
   // Queues the job behind the jobs of its priority submitted before
@@ -159,11 +172,11 @@ class JobManager final : public api::JobService {
                             const std::string& reason, nlohmann::json error, nlohmann::json result,
                             bool stored = false);
   void notify_waiters(const std::shared_ptr<LiveJob>& job, const nlohmann::json& view);
-  bool flush_telemetry();
-  void flush_outputs_for_read();
-  nlohmann::json render(const db::JobRow& row);
-  nlohmann::json render_row(const db::JobRow& row, nlohmann::json spec, nlohmann::json resolved,
-                            nlohmann::json labels, nlohmann::json warnings);
+  // Stores the telemetry queued so far, retrying while the database is
+  // unavailable until writes_given_up().
+  bool store_telemetry();
+  // After close(), or past the shutdown's write grace: writes stop retrying.
+  bool writes_given_up();
   // Splits a view into the LiveJob's fixed text and live members;
   // `spec_text`, when given, is the view's spec already serialised.
   void set_view_base(LiveJob& job, nlohmann::json view, std::string spec_text = {});
@@ -173,8 +186,6 @@ class JobManager final : public api::JobService {
   nlohmann::json render_live_locked(const LiveJob& job) REQUIRES(mutex_);
   db::Result<db::JobRow> load_visible(std::int64_t id, const std::string& tenant);
   executor::DeviceFacts device_for(std::optional<scheduler::Generation> generation) const;
-  void stream_tick(std::int64_t id, std::int64_t after, api::ResponseWriterPtr writer,
-                   int idle_ticks);
   // Cluster mode: answers `done` once the stored job is terminal or at
   // `deadline`, looking every poll on the timer thread (one bounded read
   // each).
@@ -226,7 +237,6 @@ class JobManager final : public api::JobService {
   std::unordered_map<std::int64_t, std::shared_ptr<LiveJob>> live_ GUARDED_BY(mutex_);
   std::deque<std::shared_ptr<LiveJob>> cpu_waiting_ GUARDED_BY(mutex_);
   int cpu_running_ GUARDED_BY(mutex_) = 0;
-  std::atomic<std::int64_t> submit_order_{0};
   bool schedule_requested_ GUARDED_BY(mutex_) = false;
   std::uint64_t epoch_ GUARDED_BY(mutex_) =
       1;  // bumped by every change that can move any job's view
@@ -234,34 +244,24 @@ class JobManager final : public api::JobService {
   std::condition_variable scheduler_wake_;
   std::vector<std::thread> finished_runners_ GUARDED_BY(mutex_);
 
-  base::Mutex submit_mutex_;
-  std::condition_variable submit_wake_;
-  std::deque<PendingSubmit> submits_ GUARDED_BY(submit_mutex_);
-  bool submit_closed_ GUARDED_BY(submit_mutex_) = false;
-
-  base::Mutex telemetry_mutex_;
-  std::condition_variable telemetry_wake_;
-  std::vector<db::LogLine> pending_logs_ GUARDED_BY(telemetry_mutex_);
-  std::vector<db::MetricPoint> pending_metrics_ GUARDED_BY(telemetry_mutex_);
-  // id -> (progress, metrics)
-  std::map<std::int64_t, std::pair<std::string, std::string>> pending_progress_
-      GUARDED_BY(telemetry_mutex_);
-  // The newest of each job.
-  std::map<std::int64_t, executor::Checkpoint> pending_checkpoints_ GUARDED_BY(telemetry_mutex_);
-  bool telemetry_stopping_ GUARDED_BY(telemetry_mutex_) = false;
+  RepositoryTelemetryStore telemetry_store_;
+  TelemetryWriter telemetry_;
+  base::Mutex retry_mutex_;
+  bool writes_stopped_ GUARDED_BY(retry_mutex_) = false;  // close() was called
   // Set by shutdown(): writes stop retrying after it.
-  std::optional<std::chrono::steady_clock::time_point> retry_until_ GUARDED_BY(telemetry_mutex_);
-  // One flush at a time, so batches land in order.
-  base::Mutex flush_mutex_ ACQUIRED_BEFORE(telemetry_mutex_);
+  std::optional<std::chrono::steady_clock::time_point> retry_until_ GUARDED_BY(retry_mutex_);
 
-  // Tokens already checked (token -> principal, until when), and whether
-  // any token exists; both refreshed every few seconds.
-  base::Mutex auth_mutex_;
-  std::unordered_map<
-      std::string, std::pair<std::optional<api::Principal>, std::chrono::steady_clock::time_point>>
-      token_cache_ GUARDED_BY(auth_mutex_);
-  std::optional<bool> tokens_exist_ GUARDED_BY(auth_mutex_);
-  std::chrono::steady_clock::time_point tokens_checked_ GUARDED_BY(auth_mutex_){};
+  class Tokens final : public TokenStore {
+   public:
+    explicit Tokens(db::Repositories& repo) : repo_(repo) {}
+    db::Result<std::optional<api::Principal>> find(const std::string& token_hash) override;
+    db::Result<std::int64_t> count_active() override;
+
+   private:
+    db::Repositories& repo_;
+  };
+  Tokens token_store_{repo_};
+  TokenCache tokens_{token_store_, clock_};
   std::map<std::string, int> quotas_ GUARDED_BY(mutex_);
   // Workload rules: jobs held by their dependencies, and the start deadlines
   // of waiting jobs (deadline, job), soonest first.
@@ -279,22 +279,35 @@ class JobManager final : public api::JobService {
   std::atomic<std::int64_t> finished_total_{0};
 
   TimerQueue timers_{clock_};
-  std::vector<std::thread> committers_;
   std::thread scheduler_thread_;
-  std::thread telemetry_;
 
-  // Cluster mode: log streams waiting for a job's next lines.
-  struct LogFollower {
-    std::shared_ptr<std::atomic<bool>> fired;  // ticked already (by the fallback)
-    std::function<void()> tick;
+  // The log streams' view of this process's jobs and the tables.
+  class Logs final : public LogSource {
+   public:
+    explicit Logs(JobManager& manager) : manager_(manager) {}
+    Recent recent_lines(std::int64_t job, std::int64_t after) override;
+    db::Result<std::vector<db::LogLine>> stored_lines(std::int64_t job, std::int64_t after,
+                                                      int limit) override;
+    db::Result<std::optional<db::JobState>> stored_state(std::int64_t job) override;
+
+   private:
+    JobManager& manager_;
   };
-  base::Mutex log_followers_mutex_;
-  std::map<std::int64_t, std::vector<LogFollower>> log_followers_ GUARDED_BY(log_followers_mutex_);
-  bool log_listener_stopping_ GUARDED_BY(log_followers_mutex_) = false;
+  Logs logs_{*this};
+  LogStreams log_streams_{logs_, timers_, {.notified = options_.cluster}};
+  base::Mutex log_listener_mutex_;
+  bool log_listener_stopping_ GUARDED_BY(log_listener_mutex_) = false;
   std::condition_variable log_listener_wake_;
   std::thread log_listener_;
   bool started_ = false;
+  std::atomic<bool> shut_down_{false};
   bool closed_ = false;
+  JobStore job_store_{*this};
+  // Last: its threads call on_committed.
+  SubmitCommitter committer_{
+      job_store_,
+      {options_.submit_batch, options_.committers},
+      [this](std::vector<CommittedSubmit>& committed) { on_committed(committed); }};
 };
 
 }  // namespace tpujobs::service

@@ -10,6 +10,7 @@
 #include "scheduler/capacity.h"
 #include "scheduler/generation.h"
 #include "service/cluster_placement.h"
+#include "service/job_lifecycle.h"
 
 namespace tpujobs::service {
 namespace {
@@ -129,17 +130,7 @@ const SchedulerLeader::WorkloadFields& SchedulerLeader::workload_of(const db::Jo
 
 db::Status SchedulerLeader::cancel_unstartable(std::int64_t job, const std::string& reason,
                                                const std::string& detail, const std::string& hint) {
-  db::Transition t;
-  t.job_id = job;
-  t.from = {JobState::kQueued};
-  t.to = JobState::kCancelled;
-  t.reason = reason + ": " + detail;
-  t.error_json = json{
-      {"type", "CANCELLED"},
-      {"reason", reason},
-      {"message", reason + ": " + detail},
-      {"hint", hint}}.dump();
-  t.set_finished_at = true;
+  const db::Transition t = lifecycle::cancel_unstartable(job, reason, detail, hint);
   auto moved = repo_.jobs.transition(t);
   if (!moved.ok()) return moved.error();
   if (*moved) std::cerr << "tpujobs: job " << job << ": " << t.reason << std::endl;
@@ -148,25 +139,11 @@ db::Status SchedulerLeader::cancel_unstartable(std::int64_t job, const std::stri
 
 db::Status SchedulerLeader::move_off(const db::JobRow& row, const std::string& retry_reason,
                                      const std::string& hint) {
-  db::Transition t;
-  t.job_id = row.id;
-  t.from = {JobState::kStarting, JobState::kRunning};
-  t.require_epoch = row.placement_epoch;
-  t.clear_placement = true;
-  t.clear_allocation = true;
-  if (row.attempt < max_retries_of(row)) {
-    t.to = JobState::kQueued;
-    t.increment_attempt = true;
-    t.reason = retry_reason;
-  } else {
-    t.to = JobState::kFailed;
-    t.set_finished_at = true;
-    t.reason = "UNAVAILABLE: failed to connect to all addresses";
-    t.error_json = json{
-        {"type", "UNAVAILABLE"},
-        {"message", "failed to connect to all addresses"},
-        {"hint", hint}}.dump();
-  }
+  const db::Transition t =
+      row.attempt < max_retries_of(row)
+          ? lifecycle::requeue_elsewhere(row.id, retry_reason, row.placement_epoch,
+                                         /*retry=*/true, {JobState::kStarting, JobState::kRunning})
+          : lifecycle::fail_unavailable(row.id, hint, row.placement_epoch);
   auto moved = repo_.jobs.transition(t);
   if (!moved.ok()) return moved.error();
   if (*moved) {
@@ -329,17 +306,8 @@ db::Status SchedulerLeader::run_pass() {
       continue;
     }
     if (row.cancel_requested) {
-      db::Transition t;
-      t.job_id = row.id;
-      t.from = {JobState::kQueued};
-      t.to = JobState::kCancelled;
-      t.reason = "Cancelled by request while queued";
-      t.error_json = json{
-          {"type", "CANCELLED"},
-          {"message", "the job was cancelled before it started"},
-          {"hint", ""}}.dump();
-      t.set_finished_at = true;
-      if (auto moved = repo_.jobs.transition(t); !moved.ok()) return moved.error();
+      if (auto moved = repo_.jobs.transition(lifecycle::cancel_queued(row.id)); !moved.ok())
+        return moved.error();
       continue;
     }
     const WorkloadFields& workload = workload_of(row);
@@ -413,20 +381,13 @@ db::Status SchedulerLeader::run_pass() {
         allocation["slice"] = std::move(*slice);
       }
     }
-    db::Transition t;
-    t.job_id = p.job;
-    t.from = {JobState::kQueued};
-    t.to = JobState::kStarting;
-    t.reason = p.generation ? "Placed on agent " + p.agent + ": " + std::to_string(p.cores.size()) +
-                                  " cores on " + std::to_string(p.hosts.size()) + " host(s)"
-                            : "Placed on agent " + p.agent + "'s CPU threads";
-    if (!p.parts.empty()) t.reason = "Placed across agents: " + describe_parts(p);
-    t.allocation_json = allocation.dump();
-    t.set_started_at = true;
-    t.clear_pending = true;
-    t.agent = p.agent;
-    t.placement_epoch = epoch_of.at(p.agent);
-    auto moved = repo_.jobs.transition(t);
+    std::string reason = p.generation ? "Placed on agent " + p.agent + ": " +
+                                            std::to_string(p.cores.size()) + " cores on " +
+                                            std::to_string(p.hosts.size()) + " host(s)"
+                                      : "Placed on agent " + p.agent + "'s CPU threads";
+    if (!p.parts.empty()) reason = "Placed across agents: " + describe_parts(p);
+    auto moved = repo_.jobs.transition(lifecycle::place_on_agent(
+        p.job, std::move(reason), allocation.dump(), p.agent, epoch_of.at(p.agent)));
     if (!moved.ok()) return moved.error();
     if (*moved) woken.insert(p.agent);
     for (const auto& [agent, hosts] : p.parts) {

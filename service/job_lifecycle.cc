@@ -1,0 +1,142 @@
+#include "service/job_lifecycle.h"
+
+namespace tpujobs::service::lifecycle {
+
+using db::JobState;
+using nlohmann::json;
+
+json error_json(std::string_view type, std::string_view message, std::string_view hint) {
+  return {{"type", type}, {"message", message}, {"hint", hint}};
+}
+
+std::string error_text(std::string_view type, std::string_view message, std::string_view hint) {
+  return error_json(type, message, hint).dump();
+}
+
+namespace {
+
+db::Transition make(std::int64_t job, JobStateSet from, JobState to, std::string reason) {
+  db::Transition t;
+  t.job_id = job;
+  t.from = std::move(from);
+  t.to = to;
+  t.reason = std::move(reason);
+  return t;
+}
+
+db::Transition ending(std::int64_t job, JobStateSet from, JobState to, std::string reason,
+                      std::optional<std::string> error_json) {
+  db::Transition t = make(job, std::move(from), to, std::move(reason));
+  t.error_json = std::move(error_json);
+  t.set_finished_at = true;
+  return t;
+}
+
+}  // namespace
+
+db::Transition claim(std::int64_t job, std::string reason, std::string allocation_json,
+                     std::string owner) {
+  db::Transition t = make(job, {JobState::kQueued}, JobState::kStarting, std::move(reason));
+  t.allocation_json = std::move(allocation_json);
+  t.set_started_at = true;
+  t.owner = std::move(owner);
+  return t;
+}
+
+db::Transition place_on_agent(std::int64_t job, std::string reason, std::string allocation_json,
+                              std::string agent, std::int64_t epoch) {
+  db::Transition t = make(job, {JobState::kQueued}, JobState::kStarting, std::move(reason));
+  t.allocation_json = std::move(allocation_json);
+  t.set_started_at = true;
+  t.clear_pending = true;
+  t.agent = std::move(agent);
+  t.placement_epoch = epoch;
+  return t;
+}
+
+db::Transition run(std::int64_t job, std::string reason, std::optional<std::int64_t> fence) {
+  if (fence) {
+    db::Transition t =
+        make(job, {JobState::kStarting, JobState::kRunning}, JobState::kRunning, std::move(reason));
+    t.require_epoch = fence;
+    return t;
+  }
+  db::Transition t = make(job, {JobState::kStarting}, JobState::kRunning, std::move(reason));
+  t.durable = false;
+  return t;
+}
+
+db::Transition requeue_after_restart(std::int64_t job) {
+  return make(job, {JobState::kStarting, JobState::kRunning}, JobState::kQueued,
+              "Requeued after a service restart; resumes from its last checkpoint");
+}
+
+db::Transition requeue(std::int64_t job, std::string reason, bool retry) {
+  db::Transition t = make(job, {JobState::kRunning}, JobState::kQueued, std::move(reason));
+  t.increment_attempt = retry;
+  return t;
+}
+
+db::Transition requeue_elsewhere(std::int64_t job, std::string reason,
+                                 std::optional<std::int64_t> fence, bool retry, JobStateSet from) {
+  db::Transition t = make(job, std::move(from), JobState::kQueued, std::move(reason));
+  t.require_epoch = fence;
+  t.increment_attempt = retry;
+  t.clear_placement = true;
+  t.clear_allocation = true;
+  return t;
+}
+
+db::Transition finish(std::int64_t job, JobState to, std::string reason,
+                      std::optional<std::string> error_json, std::optional<std::string> result_json,
+                      std::optional<std::int64_t> fence) {
+  JobStateSet from = fence
+                         ? JobStateSet{JobState::kRunning}
+                         : JobStateSet{JobState::kQueued, JobState::kStarting, JobState::kRunning};
+  db::Transition t = ending(job, std::move(from), to, std::move(reason), std::move(error_json));
+  t.result_json = std::move(result_json);
+  t.require_epoch = fence;
+  return t;
+}
+
+db::Transition cancel_queued(std::int64_t job) {
+  return ending(job, {JobState::kQueued}, JobState::kCancelled, "Cancelled by request while queued",
+                error_text("CANCELLED", "the job was cancelled before it started", ""));
+}
+
+db::Transition cancel_unstartable(std::int64_t job, const std::string& reason,
+                                  const std::string& detail, const std::string& hint) {
+  const std::string message = reason + ": " + detail;
+  json error = error_json("CANCELLED", message, hint);
+  error["reason"] = reason;
+  return ending(job, {JobState::kQueued}, JobState::kCancelled, message, error.dump());
+}
+
+db::Transition reject(std::int64_t job, JobStateSet from, const std::string& where,
+                      const std::string& why, std::optional<std::int64_t> fence) {
+  db::Transition t =
+      ending(job, std::move(from), JobState::kFailed, "Rejected " + where + ": " + why,
+             error_text("INTERNAL", why, "resubmit the job against the current pool"));
+  t.require_epoch = fence;
+  return t;
+}
+
+db::Transition fail_unavailable(std::int64_t job, const std::string& hint,
+                                std::optional<std::int64_t> fence) {
+  db::Transition t = ending(job, {JobState::kStarting, JobState::kRunning}, JobState::kFailed,
+                            "UNAVAILABLE: failed to connect to all addresses",
+                            error_text("UNAVAILABLE", "failed to connect to all addresses", hint));
+  t.require_epoch = fence;
+  t.clear_placement = true;
+  t.clear_allocation = true;
+  return t;
+}
+
+db::Transition release_lease(std::int64_t job) {
+  return ending(
+      job, {JobState::kStarting, JobState::kRunning}, JobState::kFailed, "Lease released",
+      error_text("UNAVAILABLE", "the job's lease on its cores expired or was released",
+                 "an admin released the cores, or the job stopped heartbeating; resubmit it"));
+}
+
+}  // namespace tpujobs::service::lifecycle

@@ -1,0 +1,87 @@
+// The job lifecycle (DESIGN §5): every change of a job's state tpujobs
+// makes, by name. The single-process JobManager, the scheduler leader and
+// the agents build their state writes here and nowhere else; the job
+// repository applies each as one conditional update that records a
+// job_events row (a job in none of the `from` states is left as it is).
+//
+//   QUEUED --claim / place_on_agent--> STARTING --run--> RUNNING
+//   STARTING|RUNNING --requeue*--> QUEUED       (resumes from its checkpoint)
+//   QUEUED|STARTING|RUNNING --finish / cancel* / reject / fail*--> terminal
+//
+// Terminal states (SUCCEEDED, FAILED, CANCELLED) are never a `from`: they
+// never change. A transition made by an agent is fenced by the placement
+// epoch it runs under (DESIGN §9): it lands only while the job is still
+// placed there.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "db/job_repository.h"
+
+namespace tpujobs::service::lifecycle {
+
+using JobStateSet = std::vector<db::JobState>;
+
+// A job's `error` member: {type, message, hint} (DESIGN §5), and as text.
+nlohmann::json error_json(std::string_view type, std::string_view message, std::string_view hint);
+std::string error_text(std::string_view type, std::string_view message, std::string_view hint);
+
+// QUEUED -> STARTING, single-process mode: `owner` (this instance) claims
+// the job for its cores (`allocation_json`). Durable: it is the claim.
+db::Transition claim(std::int64_t job, std::string reason, std::string allocation_json,
+                     std::string owner);
+// QUEUED -> STARTING, cluster mode: the scheduler leader places the job on
+// `agent`, whose registration is `epoch`; the pending reason is cleared.
+db::Transition place_on_agent(std::int64_t job, std::string reason, std::string allocation_json,
+                              std::string agent, std::int64_t epoch);
+// STARTING -> RUNNING. `fence`: an agent's placement epoch (an agent that
+// restarts its own copy finds it RUNNING already); none in single-process
+// mode, where it is not flushed to disk before training goes on (lost in a
+// database crash, the job reads as STARTING under its owner, which a
+// restart requeues as it does RUNNING).
+db::Transition run(std::int64_t job, std::string reason, std::optional<std::int64_t> fence);
+
+// STARTING|RUNNING -> QUEUED after a service restart: its old process is
+// gone. Not an attempt of its own.
+db::Transition requeue_after_restart(std::int64_t job);
+// RUNNING -> QUEUED, single-process mode: stopped at a checkpoint (shutdown,
+// or its host failed); `retry` counts an attempt against max_retries.
+db::Transition requeue(std::int64_t job, std::string reason, bool retry);
+// `from` -> QUEUED, cluster mode: taken off its placement (its agent lost
+// or stopping, its host failed, a peer of its slice unreachable), to resume
+// from its checkpoint wherever the leader places it next; `retry` counts an
+// attempt against max_retries. Fenced by the placement epoch the decision
+// was made about.
+db::Transition requeue_elsewhere(std::int64_t job, std::string reason,
+                                 std::optional<std::int64_t> fence, bool retry, JobStateSet from);
+
+// -> SUCCEEDED | FAILED | CANCELLED: the end of a run. `error_json` /
+// `result_json` as the job's view shows them. Fenced (an agent): from
+// RUNNING only, the run it started; else from any unfinished state.
+db::Transition finish(std::int64_t job, db::JobState to, std::string reason,
+                      std::optional<std::string> error_json, std::optional<std::string> result_json,
+                      std::optional<std::int64_t> fence = std::nullopt);
+// QUEUED -> CANCELLED: a cancel by request before the job started.
+db::Transition cancel_queued(std::int64_t job);
+// QUEUED -> CANCELLED: a job that can never start (its dependencies can
+// never be met, or its start_by passed); `reason` is the job's
+// `error.reason` (DependencyNeverSatisfied, StartDeadlineExceeded).
+db::Transition cancel_unstartable(std::int64_t job, const std::string& reason,
+                                  const std::string& detail, const std::string& hint);
+// -> FAILED, INTERNAL: its stored spec no longer parses or resolves on this
+// pool (read back after a restart, or by an agent).
+db::Transition reject(std::int64_t job, JobStateSet from, const std::string& where,
+                      const std::string& why, std::optional<std::int64_t> fence = std::nullopt);
+// STARTING|RUNNING -> FAILED, UNAVAILABLE: its placement is gone and no
+// retry is left (`hint` says why).
+db::Transition fail_unavailable(std::int64_t job, const std::string& hint,
+                                std::optional<std::int64_t> fence);
+// STARTING|RUNNING -> FAILED, UNAVAILABLE: an admin released its cores.
+db::Transition release_lease(std::int64_t job);
+
+}  // namespace tpujobs::service::lifecycle

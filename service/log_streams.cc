@@ -1,0 +1,105 @@
+#include "service/log_streams.h"
+
+#include <algorithm>
+#include <charconv>
+#include <nlohmann/json.hpp>
+
+namespace tpujobs::service {
+
+using nlohmann::json;
+
+LogStreams::LogStreams(LogSource& source, TimerQueue& timers, LogStreamsOptions options)
+    : source_(source), timers_(timers), options_(options) {}
+
+void LogStreams::follow(std::int64_t job, std::int64_t after, api::ResponseWriterPtr writer) {
+  writer->write("retry: 1000\n\n");
+  tick(job, after, std::move(writer), 0);
+}
+
+std::vector<std::int64_t> LogStreams::parse_job_ids(std::string_view payload) {
+  std::vector<std::int64_t> ids;
+  std::size_t start = 0;
+  while (start < payload.size()) {
+    std::size_t end = payload.find(',', start);
+    if (end == std::string_view::npos) end = payload.size();
+    std::int64_t id = 0;
+    auto [ptr, ec] = std::from_chars(payload.data() + start, payload.data() + end, id);
+    if (ec == std::errc() && ptr == payload.data() + end) ids.push_back(id);
+    start = end + 1;
+  }
+  return ids;
+}
+
+void LogStreams::wake(const std::vector<std::int64_t>& jobs) {
+  std::vector<std::function<void()>> ticks;
+  {
+    base::MutexLock lock(mutex_);
+    for (std::int64_t id : jobs) {
+      auto it = followers_.find(id);
+      if (it == followers_.end()) continue;
+      for (Follower& f : it->second) ticks.push_back(std::move(f.tick));
+      followers_.erase(it);
+    }
+  }
+  // Ticked on the timer thread, as every stream's tick.
+  for (auto& t : ticks) timers_.schedule_after(std::chrono::milliseconds(0), std::move(t));
+}
+
+void LogStreams::tick(std::int64_t job, std::int64_t after, api::ResponseWriterPtr writer,
+                      int idle_ticks) {
+  if (writer->closed()) return;
+  LogSource::Recent recent = source_.recent_lines(job, after);
+  std::vector<std::pair<std::int64_t, std::string>> lines;
+  if (recent.lines) {
+    lines = std::move(*recent.lines);
+  } else if (auto stored = source_.stored_lines(job, after, options_.batch); stored.ok()) {
+    for (db::LogLine& l : *stored) lines.emplace_back(l.seq, std::move(l.line));
+  }
+  std::string chunk;
+  for (const auto& [seq, line] : lines) {
+    chunk += "id: " + std::to_string(seq) +
+             "\nevent: log\ndata: " + json{{"seq", seq}, {"line", line}}.dump() + "\n\n";
+    after = seq;
+  }
+  if (!chunk.empty()) {
+    if (!writer->write(std::move(chunk))) return;
+    idle_ticks = 0;
+  } else {
+    ++idle_ticks;
+  }
+  if (!recent.live && lines.empty()) {
+    // Everything stored has been sent; is the job over?
+    auto state = source_.stored_state(job);
+    if (state.ok() && *state && db::is_terminal(**state)) {
+      writer->write("event: end\ndata: " +
+                    json{{"state", std::string(db::to_string(**state))}}.dump() + "\n\n");
+      writer->end();
+      return;
+    }
+  }
+  const std::chrono::milliseconds interval = options_.notified ? options_.fallback : options_.poll;
+  const int keep_alive_ticks = std::max<int>(
+      1, static_cast<int>(options_.keep_alive / std::max(interval, std::chrono::milliseconds(1))));
+  if (idle_ticks > 0 && idle_ticks % keep_alive_ticks == 0) {
+    if (!writer->write(": keep-alive\n\n")) return;
+  }
+  auto next = [this, job, after, writer, idle_ticks] { tick(job, after, writer, idle_ticks); };
+  if (!options_.notified) {
+    timers_.schedule_after(interval, std::move(next));
+    return;
+  }
+  // Whichever comes first, the notification or the fallback, ticks.
+  auto fired = std::make_shared<std::atomic<bool>>(false);
+  auto once = [fired, next = std::move(next)] {
+    if (!fired->exchange(true)) next();
+  };
+  {
+    base::MutexLock lock(mutex_);
+    auto& waiting = followers_[job];
+    std::erase_if(waiting, [](const Follower& f) { return f.fired->load(); });
+    waiting.push_back({fired, once});
+  }
+  timers_.schedule_after(interval, once);
+}
+
+}  // namespace tpujobs::service

@@ -1,0 +1,193 @@
+#include "service/submit_committer.h"
+
+#include <algorithm>
+#include <memory>
+
+#include "api/resolution.h"
+
+namespace tpujobs::service {
+
+using nlohmann::json;
+
+PendingSubmit make_pending_submit(api::SubmitRequest request,
+                                  std::function<void(api::SubmitOutcome)> done) {
+  PendingSubmit pending;
+  pending.resolved = {{"request", api::resolution_json(request.resolution)},
+                      {"estimate", request.estimate}};
+  db::NewJob& row = pending.row;
+  row.tenant = request.tenant;
+  row.name = request.spec.name;
+  row.labels_json = json(request.spec.labels).dump();
+  row.priority = request.spec.priority;
+  row.spec_json = request.spec_text.empty() ? request.spec_json.dump() : request.spec_text;
+  row.resolved_json = pending.resolved.dump();
+  row.warnings_json = json(request.warnings).dump();
+  row.idempotency_key = request.idempotency_key;
+  row.spec_hash = request.spec_hash;
+  if (request.array_index) {
+    row.array_index = *request.array_index;
+    row.array_values_json = request.array_values.is_object() ? request.array_values.dump() : "{}";
+  }
+  pending.request = std::move(request);
+  pending.done = std::move(done);
+  return pending;
+}
+
+SubmitCommitter::SubmitCommitter(SubmitStore& store, SubmitCommitterOptions options,
+                                 OnCommitted on_committed)
+    : store_(store), options_(options), on_committed_(std::move(on_committed)) {}
+
+SubmitCommitter::~SubmitCommitter() { close(); }
+
+void SubmitCommitter::start() {
+  for (int i = 0; i < std::max(1, options_.committers); ++i) {
+    threads_.emplace_back([this] { loop(); });
+  }
+}
+
+void SubmitCommitter::close() {
+  {
+    base::MutexLock lock(mutex_);
+    closed_ = true;
+  }
+  wake_.notify_all();
+  for (std::thread& t : threads_) t.join();  // they answer what they already took
+  threads_.clear();
+  // Never started: nobody else will answer what is queued.
+  std::deque<PendingSubmit> left;
+  {
+    base::MutexLock lock(mutex_);
+    left.swap(queue_);
+  }
+  for (PendingSubmit& p : left) answer_closed(p);
+}
+
+void SubmitCommitter::answer_closed(PendingSubmit& pending) {
+  api::SubmitOutcome outcome;
+  outcome.kind = api::SubmitOutcome::Kind::kUnavailable;
+  outcome.message = "the service is shutting down";
+  pending.done(std::move(outcome));
+}
+
+void SubmitCommitter::submit(api::SubmitRequest request,
+                             std::function<void(api::SubmitOutcome)> done) {
+  PendingSubmit pending = make_pending_submit(std::move(request), std::move(done));
+  {
+    base::MutexLock lock(mutex_);
+    if (!closed_) {
+      pending.order = next_order();
+      queue_.push_back(std::move(pending));
+      wake_.notify_one();
+      return;
+    }
+  }
+  answer_closed(pending);
+}
+
+void SubmitCommitter::submit_array(std::vector<api::SubmitRequest> children,
+                                   std::function<void(std::vector<api::SubmitOutcome>)> done) {
+  if (children.empty()) return done({});
+  // The children answer one by one (from one committer, as one batch); the
+  // last answer calls `done`.
+  struct Answers {
+    base::Mutex mutex;
+    std::vector<api::SubmitOutcome> outcomes GUARDED_BY(mutex);
+    std::size_t left GUARDED_BY(mutex) = 0;
+    std::function<void(std::vector<api::SubmitOutcome>)> done;
+  };
+  auto answers = std::make_shared<Answers>();
+  {
+    base::MutexLock lock(answers->mutex);
+    answers->outcomes.resize(children.size());
+    answers->left = children.size();
+  }
+  answers->done = std::move(done);
+  std::vector<PendingSubmit> pending;
+  for (std::size_t i = 0; i < children.size(); ++i) {
+    pending.push_back(
+        make_pending_submit(std::move(children[i]), [answers, i](api::SubmitOutcome outcome) {
+          base::MutexLock lock(answers->mutex);
+          answers->outcomes[i] = std::move(outcome);
+          if (--answers->left > 0) return;
+          std::vector<api::SubmitOutcome> outcomes = std::move(answers->outcomes);
+          lock.unlock();
+          answers->done(std::move(outcomes));
+        }));
+  }
+  {
+    base::MutexLock lock(mutex_);
+    if (!closed_) {
+      pending.front().array_size = pending.size();
+      for (PendingSubmit& p : pending) {
+        p.order = next_order();
+        p.row.array_group = pending.front().order;
+        queue_.push_back(std::move(p));
+      }
+      wake_.notify_one();
+      return;
+    }
+  }
+  for (PendingSubmit& p : pending) answer_closed(p);
+}
+
+void SubmitCommitter::loop() {
+  for (;;) {
+    std::vector<PendingSubmit> batch;
+    {
+      base::MutexLock lock(mutex_);
+      lock.wait(wake_, [this]() REQUIRES(mutex_) { return closed_ || !queue_.empty(); });
+      if (queue_.empty() && closed_) return;
+      while (!queue_.empty() && static_cast<int>(batch.size()) < options_.batch) {
+        // A job array goes whole into one batch: one transaction.
+        const std::size_t take = std::max<std::size_t>(1, queue_.front().array_size);
+        if (!batch.empty() && static_cast<int>(batch.size() + take) > options_.batch) break;
+        for (std::size_t i = 0; i < take && !queue_.empty(); ++i) {
+          batch.push_back(std::move(queue_.front()));
+          queue_.pop_front();
+        }
+      }
+    }
+    commit(batch);
+  }
+}
+
+void SubmitCommitter::commit(std::vector<PendingSubmit>& batch) {
+  std::vector<db::NewJob> rows;
+  rows.reserve(batch.size());
+  for (PendingSubmit& p : batch) rows.push_back(std::move(p.row));
+  auto inserted = store_.insert_jobs(rows);
+  if (!inserted.ok()) {
+    for (PendingSubmit& p : batch) {
+      api::SubmitOutcome outcome;
+      outcome.kind = inserted.code() == db::ErrorCode::kUnavailable
+                         ? api::SubmitOutcome::Kind::kUnavailable
+                         : api::SubmitOutcome::Kind::kError;
+      outcome.message = "the job was not stored: " + inserted.error().message;
+      p.done(std::move(outcome));
+    }
+    return;
+  }
+  std::vector<CommittedSubmit> committed;
+  committed.reserve(batch.size());
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const db::InsertedJob& result = (*inserted)[i];
+    api::SubmitOutcome outcome;
+    outcome.id = result.row.id;
+    outcome.array_id = result.row.array_id.value_or(0);
+    if (!result.existing) {
+      outcome.kind = api::SubmitOutcome::Kind::kCreated;
+    } else if (result.row.spec_hash == batch[i].request.spec_hash) {
+      outcome.kind = api::SubmitOutcome::Kind::kExisting;
+    } else {
+      outcome.kind = api::SubmitOutcome::Kind::kConflict;
+      outcome.message = "Idempotency-Key '" + batch[i].request.idempotency_key.value_or("") +
+                        "' was already used for job " + std::to_string(result.row.id) +
+                        " with a different spec";
+    }
+    committed.push_back({batch[i], result.row, std::move(outcome)});
+  }
+  on_committed_(committed);
+  for (CommittedSubmit& c : committed) c.pending.done(std::move(c.outcome));
+}
+
+}  // namespace tpujobs::service

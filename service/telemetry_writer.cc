@@ -1,0 +1,225 @@
+#include "service/telemetry_writer.h"
+
+#include <cmath>
+#include <iostream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+
+#include "db/cluster_repository.h"
+#include "db/repositories.h"
+#include "service/job_views.h"
+
+namespace tpujobs::service {
+
+using nlohmann::json;
+
+RepositoryTelemetryStore::RepositoryTelemetryStore(db::Repositories& repo,
+                                                   db::ClusterRepository& cluster, bool notify_logs)
+    : repo_(repo), cluster_(cluster), notify_logs_(notify_logs) {}
+
+db::Status RepositoryTelemetryStore::append_logs(const std::vector<db::LogLine>& lines) {
+  return repo_.outputs.append_logs(lines);
+}
+
+db::Status RepositoryTelemetryStore::append_metrics(const std::vector<db::MetricPoint>& points) {
+  return repo_.outputs.append_metrics(points);
+}
+
+db::Status RepositoryTelemetryStore::save_checkpoint(std::int64_t job,
+                                                     const executor::Checkpoint& checkpoint,
+                                                     std::int64_t fence) {
+  return repo_.outputs.save_checkpoint(job, checkpoint.step, checkpoint.epoch, checkpoint.bytes,
+                                       fence);
+}
+
+db::Status RepositoryTelemetryStore::update_progress(std::int64_t job,
+                                                     const std::string& progress_json,
+                                                     const std::string& metrics_json,
+                                                     std::int64_t fence) {
+  return repo_.jobs.update_progress(job, progress_json, metrics_json, fence);
+}
+
+void RepositoryTelemetryStore::logs_stored(const std::set<std::int64_t>& jobs) {
+  if (!notify_logs_ || jobs.empty()) return;
+  // Followers on every replica wake (NOTIFY tpujobs_logs "id,id,...").
+  std::string payload;
+  for (std::int64_t id : jobs) payload += (payload.empty() ? "" : ",") + std::to_string(id);
+  (void)cluster_.notify(db::kLogChannel, payload);
+}
+
+std::string metric_values_json(const std::map<std::string, double>& values) {
+  json out = json::object();
+  for (const auto& [name, value] : values) {
+    if (std::isfinite(value)) out[name] = value;
+  }
+  return out.dump();
+}
+
+std::string progress_json(const executor::Progress& progress) {
+  return views::progress_view(progress).dump();
+}
+
+TelemetryWriter::TelemetryWriter(TelemetryStore& store, TelemetryWriterOptions options)
+    : store_(store), options_(options) {}
+
+TelemetryWriter::~TelemetryWriter() { stop(); }
+
+void TelemetryWriter::start() {
+  thread_ = std::thread([this] { loop(); });
+}
+
+void TelemetryWriter::stop() {
+  {
+    base::MutexLock lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void TelemetryWriter::loop() {
+  base::MutexLock lock(mutex_);
+  while (!stopping_) {
+    lock.wait_for(wake_, options_.interval,
+                  [this]() REQUIRES(mutex_) { return stopping_ || !checkpoints_.empty(); });
+    lock.unlock();
+    flush();
+    lock.lock();
+  }
+}
+
+void TelemetryWriter::log(db::LogLine line) {
+  base::MutexLock lock(mutex_);
+  logs_.push_back(std::move(line));
+}
+
+void TelemetryWriter::metric(db::MetricPoint point) {
+  base::MutexLock lock(mutex_);
+  metrics_.push_back(std::move(point));
+}
+
+void TelemetryWriter::progress(std::int64_t job, std::int64_t fence, std::string progress_json,
+                               std::string metrics_json) {
+  base::MutexLock lock(mutex_);
+  progress_[job] = {fence, std::move(progress_json), std::move(metrics_json)};
+}
+
+void TelemetryWriter::checkpoint(std::int64_t job, std::int64_t fence,
+                                 executor::Checkpoint checkpoint) {
+  // Megabytes: the older one is freed outside the lock every log line takes.
+  FencedCheckpoint newest{fence, std::move(checkpoint)};
+  {
+    base::MutexLock lock(mutex_);
+    auto [it, added] = checkpoints_.try_emplace(job, std::move(newest));
+    if (!added) std::swap(it->second, newest);
+  }
+  wake_.notify_one();
+}
+
+bool TelemetryWriter::stored_or_dropped(const db::Status& status, const char* what) {
+  if (status.ok()) return true;
+  if (status.code() == db::ErrorCode::kUnavailable) return false;
+  std::cerr << "tpujobs: storing " << what << " failed, dropped: " << status.error().message
+            << "\n";
+  return true;
+}
+
+bool TelemetryWriter::store_lines(std::vector<db::LogLine>& logs,
+                                  std::vector<db::MetricPoint>& metrics) {
+  const bool logs_stored = logs.empty() || stored_or_dropped(store_.append_logs(logs), "log lines");
+  if (logs_stored && !logs.empty()) {
+    std::set<std::int64_t> jobs;
+    for (const db::LogLine& line : logs) jobs.insert(line.job_id);
+    store_.logs_stored(jobs);
+    logs.clear();
+  }
+  const bool metrics_stored =
+      logs_stored &&
+      (metrics.empty() || stored_or_dropped(store_.append_metrics(metrics), "metric points"));
+  if (metrics_stored) metrics.clear();
+  if (metrics_stored) return true;
+  requeue_lines(logs, metrics);
+  return false;
+}
+
+void TelemetryWriter::requeue_lines(std::vector<db::LogLine>& logs,
+                                    std::vector<db::MetricPoint>& metrics) {
+  base::MutexLock lock(mutex_);
+  logs_.insert(logs_.begin(), std::make_move_iterator(logs.begin()),
+               std::make_move_iterator(logs.end()));
+  metrics_.insert(metrics_.begin(), std::make_move_iterator(metrics.begin()),
+                  std::make_move_iterator(metrics.end()));
+  logs.clear();
+  metrics.clear();
+}
+
+bool TelemetryWriter::flush() {
+  base::MutexLock flush(flush_mutex_);
+  std::vector<db::LogLine> logs;
+  std::vector<db::MetricPoint> metrics;
+  std::map<std::int64_t, Progress> progress;
+  std::map<std::int64_t, FencedCheckpoint> checkpoints;
+  {
+    base::MutexLock lock(mutex_);
+    logs.swap(logs_);
+    metrics.swap(metrics_);
+    progress.swap(progress_);
+    checkpoints.swap(checkpoints_);
+  }
+  const bool lines_stored = store_lines(logs, metrics);
+  std::map<std::int64_t, FencedCheckpoint> checkpoints_left;
+  for (auto& [id, c] : checkpoints) {
+    if (!lines_stored ||
+        !stored_or_dropped(store_.save_checkpoint(id, c.checkpoint, c.fence), "a checkpoint")) {
+      checkpoints_left.emplace(id, std::move(c));
+    } else if (on_checkpoint_stored) {
+      on_checkpoint_stored(id, c.checkpoint);
+    }
+  }
+  std::map<std::int64_t, Progress> progress_left;
+  for (auto& [id, p] : progress) {
+    if (!stored_or_dropped(store_.update_progress(id, p.progress, p.metrics, p.fence),
+                           "progress")) {
+      progress_left.emplace(id, std::move(p));
+    }
+  }
+  if (lines_stored && checkpoints_left.empty() && progress_left.empty()) return true;
+  base::MutexLock lock(mutex_);
+  // What was queued meanwhile is newer and wins.
+  for (auto& [id, c] : checkpoints_left) checkpoints_.try_emplace(id, std::move(c));
+  for (auto& [id, p] : progress_left) progress_.try_emplace(id, std::move(p));
+  return false;
+}
+
+bool TelemetryWriter::flush_until(const std::function<bool()>& give_up) {
+  auto delay = std::chrono::milliseconds(50);
+  for (;;) {
+    if (flush()) return true;
+    if (give_up()) {
+      std::cerr << "tpujobs: database unavailable, " << queued()
+                << " telemetry item(s) not stored yet\n";
+      return false;
+    }
+    options_.clock->sleep_for(delay);
+    delay = std::min(delay * 2, std::chrono::milliseconds(2000));
+  }
+}
+
+void TelemetryWriter::flush_lines() {
+  base::MutexLock flush(flush_mutex_);
+  std::vector<db::LogLine> logs;
+  std::vector<db::MetricPoint> metrics;
+  {
+    base::MutexLock lock(mutex_);
+    logs.swap(logs_);
+    metrics.swap(metrics_);
+  }
+  store_lines(logs, metrics);
+}
+
+std::size_t TelemetryWriter::queued() {
+  base::MutexLock lock(mutex_);
+  return logs_.size() + metrics_.size() + checkpoints_.size() + progress_.size();
+}
+
+}  // namespace tpujobs::service

@@ -1,0 +1,167 @@
+// The telemetry writer: what a running job produces besides its state (log
+// lines, metric points, its newest checkpoint, its progress) is queued here
+// by the training threads and stored in batches by one writer thread, so a
+// training step never waits on PostgreSQL. The single-process JobManager
+// and every Agent use one each.
+//
+// Order: one flush stores the queued log lines, then the metric points,
+// then the checkpoints, then the progress. A checkpoint is stored only when
+// the lines and points queued before it are: a stored checkpoint never has
+// lines or points before it missing. What the database cannot take because
+// it is unreachable stays queued, in order, for the next flush (a newer
+// checkpoint or progress of the same job replaces an older one); what it
+// refuses for any other reason is dropped and reported on stderr (a fenced
+// write that no longer lands is not refused: the store drops it quietly).
+//
+// Threads: producers call log()/metric()/progress()/checkpoint() from any
+// thread; flush() runs on the writer thread (start()) or on the caller's.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/mutex.h"
+#include "db/job_output_repository.h"
+#include "db/result.h"
+#include "executor/executor.h"
+
+namespace tpujobs::db {
+struct Repositories;
+class ClusterRepository;
+}  // namespace tpujobs::db
+
+namespace tpujobs::service {
+
+// Where telemetry goes. Every write carries the placement epoch it is
+// fenced by (0: not fenced, single-process mode).
+class TelemetryStore {
+ public:
+  virtual ~TelemetryStore() = default;
+  virtual db::Status append_logs(const std::vector<db::LogLine>& lines) = 0;
+  virtual db::Status append_metrics(const std::vector<db::MetricPoint>& points) = 0;
+  virtual db::Status save_checkpoint(std::int64_t job, const executor::Checkpoint& checkpoint,
+                                     std::int64_t fence) = 0;
+  virtual db::Status update_progress(std::int64_t job, const std::string& progress_json,
+                                     const std::string& metrics_json, std::int64_t fence) = 0;
+  // Lines of these jobs were just stored (cluster mode wakes the log
+  // followers of every replica).
+  virtual void logs_stored(const std::set<std::int64_t>& jobs) = 0;
+};
+
+// TelemetryStore over the repositories; `notify_logs` sends NOTIFY
+// tpujobs_logs when lines are stored (agents: followers live in other
+// processes). Both must outlive it.
+class RepositoryTelemetryStore final : public TelemetryStore {
+ public:
+  RepositoryTelemetryStore(db::Repositories& repo, db::ClusterRepository& cluster,
+                           bool notify_logs);
+  db::Status append_logs(const std::vector<db::LogLine>& lines) override;
+  db::Status append_metrics(const std::vector<db::MetricPoint>& points) override;
+  db::Status save_checkpoint(std::int64_t job, const executor::Checkpoint& checkpoint,
+                             std::int64_t fence) override;
+  db::Status update_progress(std::int64_t job, const std::string& progress_json,
+                             const std::string& metrics_json, std::int64_t fence) override;
+  void logs_stored(const std::set<std::int64_t>& jobs) override;
+
+ private:
+  db::Repositories& repo_;
+  db::ClusterRepository& cluster_;
+  const bool notify_logs_;
+};
+
+// A metric point's values as JSON text, without the non-finite ones (JSON
+// has no NaN): what jobs.latest_metrics and metric_points hold.
+std::string metric_values_json(const std::map<std::string, double>& values);
+// A job's progress as JSON text, as jobs.progress holds it.
+std::string progress_json(const executor::Progress& progress);
+
+struct TelemetryWriterOptions {
+  // How often the writer thread stores lines, points and progress; a
+  // checkpoint wakes it at once, so a crash loses as little training as
+  // possible.
+  std::chrono::milliseconds interval{200};
+  base::Clock* clock = &base::real_clock();  // must outlive the writer
+};
+
+class TelemetryWriter {
+ public:
+  // The store must outlive the writer.
+  TelemetryWriter(TelemetryStore& store, TelemetryWriterOptions options);
+  ~TelemetryWriter();
+
+  TelemetryWriter(const TelemetryWriter&) = delete;
+  TelemetryWriter& operator=(const TelemetryWriter&) = delete;
+
+  // Called on the flushing thread after a checkpoint is stored. Set before start().
+  std::function<void(std::int64_t job, const executor::Checkpoint& checkpoint)>
+      on_checkpoint_stored;
+
+  // Starts the writer thread.
+  void start();
+  // Stops the writer thread after one last flush. Idempotent.
+  void stop();
+
+  void log(db::LogLine line);
+  void metric(db::MetricPoint point);
+  void progress(std::int64_t job, std::int64_t fence, std::string progress_json,
+                std::string metrics_json);
+  // Keeps only the newest checkpoint of a job; wakes the writer thread.
+  void checkpoint(std::int64_t job, std::int64_t fence, executor::Checkpoint checkpoint);
+
+  // Stores what is queued, once (see the top of this file). True when
+  // everything queued before the call is stored.
+  bool flush();
+  // Flushes until everything is stored or `give_up()` says to stop,
+  // sleeping on the clock between tries (backing off from 50 ms to 2 s)
+  // while the database is unreachable.
+  bool flush_until(const std::function<bool()>& give_up);
+  // Stores the queued log lines and metric points now, in one attempt: a
+  // reader of a running job's output expects what was logged before it
+  // asked. Checkpoints and progress are left to the writer thread.
+  void flush_lines();
+
+  // How many items wait (lines, points, checkpoints, progress): for tests
+  // and the service's readiness.
+  std::size_t queued();
+
+ private:
+  struct Progress {
+    std::int64_t fence = 0;
+    std::string progress, metrics;
+  };
+  struct FencedCheckpoint {
+    std::int64_t fence = 0;
+    executor::Checkpoint checkpoint;
+  };
+  void loop();
+  // Stores lines then points; false when the database was unreachable
+  // (the unstored ones are back at the front of the queues).
+  bool store_lines(std::vector<db::LogLine>& logs, std::vector<db::MetricPoint>& metrics)
+      REQUIRES(flush_mutex_);
+  void requeue_lines(std::vector<db::LogLine>& logs, std::vector<db::MetricPoint>& metrics);
+  // False when the database was unreachable; reports and drops other errors.
+  static bool stored_or_dropped(const db::Status& status, const char* what);
+
+  TelemetryStore& store_;
+  TelemetryWriterOptions options_;
+
+  base::Mutex flush_mutex_ ACQUIRED_BEFORE(mutex_);  // one flush at a time: batches land in order
+  base::Mutex mutex_;
+  std::condition_variable wake_;
+  std::vector<db::LogLine> logs_ GUARDED_BY(mutex_);
+  std::vector<db::MetricPoint> metrics_ GUARDED_BY(mutex_);
+  std::map<std::int64_t, Progress> progress_ GUARDED_BY(mutex_);
+  std::map<std::int64_t, FencedCheckpoint> checkpoints_ GUARDED_BY(mutex_);
+  bool stopping_ GUARDED_BY(mutex_) = false;
+  std::thread thread_;
+};
+
+}  // namespace tpujobs::service

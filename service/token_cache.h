@@ -1,0 +1,58 @@
+// The token cache: who a bearer token is, without a database round trip on
+// every request. A token's principal (or that it is unknown) is kept for
+// `ttl`, so a revoked token stops working within that time; whether any
+// token exists at all (none: the service runs open on loopback) is asked
+// again every `recount`. Once tokens were seen, a database that cannot
+// answer keeps the service closed.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+
+#include "api/job_service.h"
+#include "base/clock.h"
+#include "base/mutex.h"
+#include "db/result.h"
+
+namespace tpujobs::service {
+
+class TokenStore {
+ public:
+  virtual ~TokenStore() = default;
+  // The principal of the token whose SHA-256 (hex) this is; nullopt when no
+  // active token has it.
+  virtual db::Result<std::optional<api::Principal>> find(const std::string& token_hash) = 0;
+  virtual db::Result<std::int64_t> count_active() = 0;
+};
+
+struct TokenCacheOptions {
+  std::chrono::milliseconds ttl{5000};
+  std::chrono::milliseconds recount{2000};
+  std::size_t max_entries = 10000;  // bounds memory against random tokens
+};
+
+class TokenCache {
+ public:
+  // The store and the clock must outlive the cache.
+  TokenCache(TokenStore& store, base::Clock& clock, TokenCacheOptions options = {});
+
+  db::Result<std::optional<api::Principal>> authenticate(std::string_view token);
+  bool auth_required();
+
+ private:
+  TokenStore& store_;
+  base::Clock& clock_;
+  const TokenCacheOptions options_;
+  base::Mutex mutex_;
+  // token -> (principal, valid until)
+  std::unordered_map<std::string, std::pair<std::optional<api::Principal>, base::Clock::time_point>>
+      cache_ GUARDED_BY(mutex_);
+  std::optional<bool> tokens_exist_ GUARDED_BY(mutex_);
+  base::Clock::time_point counted_ GUARDED_BY(mutex_){};
+};
+
+}  // namespace tpujobs::service

@@ -1,0 +1,124 @@
+#include "service/job_lifecycle.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <vector>
+
+namespace tpujobs::service {
+namespace {
+
+using db::JobState;
+using nlohmann::json;
+
+bool terminal(JobState s) {
+  return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled;
+}
+
+// Every named transition, as the job manager, the leader and the agents make them.
+std::vector<db::Transition> every_transition() {
+  return {
+      lifecycle::claim(1, "Allocated 8 cores on 1 host(s)", "{}", "tpujobs"),
+      lifecycle::place_on_agent(1, "Placed on agent a", "{}", "a", 3),
+      lifecycle::run(1, "Training started", std::nullopt),
+      lifecycle::run(1, "Training started on agent a", 3),
+      lifecycle::requeue_after_restart(1),
+      lifecycle::requeue(1, "Service stopping", false),
+      lifecycle::requeue_elsewhere(1, "Agent a lost", 3, true,
+                                   {JobState::kStarting, JobState::kRunning}),
+      lifecycle::finish(1, JobState::kSucceeded, "Training finished", std::nullopt, "{}"),
+      lifecycle::finish(1, JobState::kFailed, "X", lifecycle::error_text("X", "m", "h"), "{}", 3),
+      lifecycle::cancel_queued(1),
+      lifecycle::cancel_unstartable(1, "StartDeadlineExceeded", "not started in 30m", "h"),
+      lifecycle::reject(1, {JobState::kQueued}, "on restart", "spec no longer valid"),
+      lifecycle::fail_unavailable(1, "a host failed", 3),
+      lifecycle::release_lease(1),
+  };
+}
+
+TEST(JobLifecycle, NoTransitionLeavesATerminalState) {
+  for (const db::Transition& t : every_transition()) {
+    ASSERT_FALSE(t.from.empty()) << t.reason;
+    for (JobState from : t.from) EXPECT_FALSE(terminal(from)) << t.reason;
+  }
+}
+
+TEST(JobLifecycle, EveryTransitionToATerminalStateSetsFinishedAtAndNoOtherDoes) {
+  for (const db::Transition& t : every_transition()) {
+    EXPECT_EQ(t.set_finished_at, terminal(t.to)) << t.reason;
+    EXPECT_FALSE(t.reason.empty());
+  }
+}
+
+TEST(JobLifecycle, FailedAndCancelledCarryAnErrorWithTypeMessageAndHint) {
+  for (const db::Transition& t : every_transition()) {
+    if (t.to != JobState::kFailed && t.to != JobState::kCancelled) continue;
+    ASSERT_TRUE(t.error_json) << t.reason;
+    json error = json::parse(*t.error_json);
+    EXPECT_TRUE(error.contains("type") && error.contains("message") && error.contains("hint"))
+        << *t.error_json;
+  }
+}
+
+TEST(JobLifecycle, OnlyAQueuedJobIsPlacedAndOnlyAStartingOneStartsRunningUnfenced) {
+  EXPECT_EQ(lifecycle::claim(1, "r", "{}", "me").from, std::vector{JobState::kQueued});
+  EXPECT_EQ(lifecycle::claim(1, "r", "{}", "me").owner, "me");
+  db::Transition placed = lifecycle::place_on_agent(1, "r", "{}", "a", 7);
+  EXPECT_EQ(placed.from, std::vector{JobState::kQueued});
+  EXPECT_EQ(placed.agent, "a");
+  EXPECT_EQ(placed.placement_epoch, 7);
+  EXPECT_TRUE(placed.clear_pending);
+  db::Transition run = lifecycle::run(1, "r", std::nullopt);
+  EXPECT_EQ(run.from, std::vector{JobState::kStarting});
+  EXPECT_FALSE(run.durable) << "the claim is durable; RUNNING after it need not be";
+}
+
+TEST(JobLifecycle, AnAgentsWritesAreFencedByItsPlacementEpoch) {
+  EXPECT_EQ(lifecycle::run(1, "r", 9).require_epoch, 9);
+  EXPECT_TRUE(lifecycle::run(1, "r", 9).durable);
+  db::Transition end = lifecycle::finish(1, JobState::kSucceeded, "r", std::nullopt, "{}", 9);
+  EXPECT_EQ(end.require_epoch, 9);
+  EXPECT_EQ(end.from, std::vector{JobState::kRunning}) << "an agent ends only the run it started";
+  EXPECT_EQ(lifecycle::finish(1, JobState::kSucceeded, "r", std::nullopt, "{}").from.size(), 3u);
+  db::Transition moved = lifecycle::requeue_elsewhere(1, "r", 9, true, {JobState::kRunning});
+  EXPECT_EQ(moved.require_epoch, 9);
+  EXPECT_TRUE(moved.clear_placement && moved.clear_allocation);
+  EXPECT_TRUE(moved.increment_attempt);
+  EXPECT_FALSE(
+      lifecycle::requeue_elsewhere(1, "r", 9, false, {JobState::kRunning}).increment_attempt);
+  EXPECT_EQ(lifecycle::fail_unavailable(1, "h", 9).require_epoch, 9);
+}
+
+TEST(JobLifecycle, ARestartOrShutdownRequeueIsNotAnAttemptAHostFailureIs) {
+  EXPECT_FALSE(lifecycle::requeue_after_restart(1).increment_attempt);
+  EXPECT_EQ(lifecycle::requeue_after_restart(1).from,
+            (std::vector{JobState::kStarting, JobState::kRunning}));
+  EXPECT_FALSE(lifecycle::requeue(1, "stopping", false).increment_attempt);
+  EXPECT_TRUE(lifecycle::requeue(1, "host failed", true).increment_attempt);
+}
+
+TEST(JobLifecycle, AJobThatCanNeverStartNamesWhyInItsError) {
+  db::Transition t = lifecycle::cancel_unstartable(
+      4, "DependencyNeverSatisfied", "job 3 ended FAILED", "resubmit without the dependency");
+  EXPECT_EQ(t.from, std::vector{JobState::kQueued});
+  EXPECT_EQ(t.to, JobState::kCancelled);
+  EXPECT_EQ(t.reason, "DependencyNeverSatisfied: job 3 ended FAILED");
+  json error = json::parse(*t.error_json);
+  EXPECT_EQ(error["type"], "CANCELLED");
+  EXPECT_EQ(error["reason"], "DependencyNeverSatisfied");
+  EXPECT_EQ(error["hint"], "resubmit without the dependency");
+}
+
+TEST(JobLifecycle, ALostPlacementWithoutRetriesFailsWithTheUpstreamUnavailableText) {
+  db::Transition t = lifecycle::fail_unavailable(5, "its agent was lost", 2);
+  EXPECT_EQ(t.to, JobState::kFailed);
+  json error = json::parse(*t.error_json);
+  EXPECT_EQ(error["type"], "UNAVAILABLE");
+  EXPECT_EQ(error["message"], "failed to connect to all addresses");
+  EXPECT_EQ(error["hint"], "its agent was lost");
+}
+
+}  // namespace
+}  // namespace tpujobs::service

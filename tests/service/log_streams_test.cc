@@ -1,0 +1,196 @@
+#include "service/log_streams.h"
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace tpujobs::service {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A stream's client: collects what is written, until end().
+class FakeWriter final : public api::ResponseWriter {
+ public:
+  void respond(api::Response) override {}
+  void start_stream(api::Response) override {}
+  bool write(std::string data) override {
+    base::MutexLock lock(mutex_);
+    text_ += data;
+    changed_.notify_all();
+    return !gone_;
+  }
+  void end() override {
+    base::MutexLock lock(mutex_);
+    ended_ = true;
+    changed_.notify_all();
+  }
+  bool closed() const override {
+    base::MutexLock lock(mutex_);
+    return gone_;
+  }
+  void go_away() {
+    base::MutexLock lock(mutex_);
+    gone_ = true;
+  }
+  // Waits until the text holds `what` (or the stream ended); the text then.
+  std::string wait_for(const std::string& what) {
+    base::MutexLock lock(mutex_);
+    lock.wait_for(changed_, 30s, [&]() REQUIRES(mutex_) {
+      return text_.find(what) != std::string::npos || ended_;
+    });
+    return text_;
+  }
+  bool ended() {
+    base::MutexLock lock(mutex_);
+    return ended_;
+  }
+
+ private:
+  mutable base::Mutex mutex_;
+  std::condition_variable changed_;
+  std::string text_ GUARDED_BY(mutex_);
+  bool ended_ GUARDED_BY(mutex_) = false;
+  bool gone_ GUARDED_BY(mutex_) = false;
+};
+
+class FakeSource final : public LogSource {
+ public:
+  Recent recent_lines(std::int64_t, std::int64_t after) override {
+    base::MutexLock lock(mutex_);
+    Recent out;
+    out.live = live;
+    if (!live || !in_memory) return out;
+    auto& lines = out.lines.emplace();
+    for (const db::LogLine& l : stored)
+      if (l.seq > after) lines.emplace_back(l.seq, l.line);
+    return out;
+  }
+  db::Result<std::vector<db::LogLine>> stored_lines(std::int64_t, std::int64_t after,
+                                                    int limit) override {
+    base::MutexLock lock(mutex_);
+    ++database_reads;
+    std::vector<db::LogLine> out;
+    for (const db::LogLine& l : stored)
+      if (l.seq > after && static_cast<int>(out.size()) < limit) out.push_back(l);
+    return out;
+  }
+  db::Result<std::optional<db::JobState>> stored_state(std::int64_t) override {
+    base::MutexLock lock(mutex_);
+    return std::optional(state);
+  }
+  void add(std::int64_t seq, std::string line) {
+    base::MutexLock lock(mutex_);
+    stored.push_back({7, seq, {}, std::move(line), 0});
+  }
+  void set_state(db::JobState s, bool is_live) {
+    base::MutexLock lock(mutex_);
+    state = s;
+    live = is_live;
+  }
+  int reads() {
+    base::MutexLock lock(mutex_);
+    return database_reads;
+  }
+  base::Mutex mutex_;
+  std::vector<db::LogLine> stored GUARDED_BY(mutex_);
+  db::JobState state GUARDED_BY(mutex_) = db::JobState::kRunning;
+  bool live GUARDED_BY(mutex_) = false;
+  bool in_memory GUARDED_BY(mutex_) = false;
+  int database_reads GUARDED_BY(mutex_) = 0;
+};
+
+TEST(LogStreams, SendsTheLinesAfterTheOneAskedForThenEndsWithTheJobsState) {
+  FakeSource source;
+  source.add(1, "epoch 0");
+  source.add(2, "epoch 1");
+  source.add(3, "epoch 2");
+  TimerQueue timers;
+  LogStreams streams(source, timers, {.poll = 5ms});
+  auto writer = std::make_shared<FakeWriter>();
+  streams.follow(7, /*after=*/1, writer);
+  std::string text = writer->wait_for("id: 3");
+  EXPECT_EQ(text.find("epoch 0"), std::string::npos) << text;
+  EXPECT_NE(text.find("retry: 1000"), std::string::npos);
+  EXPECT_NE(text.find("id: 2\nevent: log\ndata: {\"line\":\"epoch 1\",\"seq\":2}\n\n"),
+            std::string::npos)
+      << text;
+  EXPECT_FALSE(writer->ended()) << "the job still runs";
+
+  source.add(4, "done");
+  source.set_state(db::JobState::kSucceeded, /*is_live=*/false);
+  text = writer->wait_for("event: end");
+  EXPECT_TRUE(writer->ended());
+  EXPECT_LT(text.find("id: 4"), text.find("event: end")) << "every line before the end: " << text;
+  EXPECT_NE(text.find("event: end\ndata: {\"state\":\"SUCCEEDED\"}"), std::string::npos) << text;
+}
+
+TEST(LogStreams, ALiveJobIsNotEndedWhileItRunsHereEvenWithNoNewLine) {
+  FakeSource source;
+  {
+    base::MutexLock lock(source.mutex_);
+    source.in_memory = true;
+  }
+  source.set_state(db::JobState::kSucceeded, /*is_live=*/true);  // stored ahead of memory
+  source.add(1, "a");
+  TimerQueue timers;
+  LogStreams streams(source, timers, {.poll = 5ms});
+  auto writer = std::make_shared<FakeWriter>();
+  streams.follow(7, 0, writer);
+  writer->wait_for("id: 1");
+  EXPECT_EQ(source.reads(), 0) << "a live job's lines come from memory";
+  EXPECT_FALSE(writer->ended());
+  source.set_state(db::JobState::kSucceeded, /*is_live=*/false);
+  writer->wait_for("event: end");
+  EXPECT_TRUE(writer->ended());
+}
+
+TEST(LogStreams, NotifiedStreamsTickOnTheNotificationNotTheFallback) {
+  FakeSource source;
+  TimerQueue timers;
+  // A fallback far longer than the test's deadline: only wake() can deliver.
+  LogStreams streams(source, timers, {.notified = true, .fallback = 3600s});
+  auto writer = std::make_shared<FakeWriter>();
+  streams.follow(7, 0, writer);
+  // The first tick read the database and is now waiting.
+  for (int i = 0; i < 3000 && source.reads() < 1; ++i) std::this_thread::sleep_for(1ms);
+  ASSERT_EQ(source.reads(), 1);
+  source.add(1, "stored by an agent");
+  streams.wake(LogStreams::parse_job_ids("3,7"));
+  EXPECT_NE(writer->wait_for("id: 1").find("stored by an agent"), std::string::npos);
+}
+
+TEST(LogStreams, AClientThatLeftStopsItsStream) {
+  FakeSource source;
+  TimerQueue timers;
+  LogStreams streams(source, timers, {.poll = 1ms});
+  auto writer = std::make_shared<FakeWriter>();
+  streams.follow(7, 0, writer);
+  for (int i = 0; i < 3000 && source.reads() < 2; ++i) std::this_thread::sleep_for(1ms);
+  writer->go_away();
+  const int reads = source.reads();
+  std::this_thread::sleep_for(50ms);  // fifty ticks' worth, had it gone on
+  // At most the one tick already past its check when the client left.
+  EXPECT_LE(source.reads(), reads + 1) << "no tick after the client left";
+}
+
+TEST(LogStreams, KeepAlivesFlowWhileNothingIsLogged) {
+  FakeSource source;
+  TimerQueue timers;
+  LogStreams streams(source, timers, {.poll = 1ms, .keep_alive = 5ms});
+  auto writer = std::make_shared<FakeWriter>();
+  streams.follow(7, 0, writer);
+  EXPECT_NE(writer->wait_for(": keep-alive").find(": keep-alive\n\n"), std::string::npos);
+}
+
+TEST(LogStreams, ParsesTheNotificationPayload) {
+  EXPECT_EQ(LogStreams::parse_job_ids("12,15,3"), (std::vector<std::int64_t>{12, 15, 3}));
+  EXPECT_EQ(LogStreams::parse_job_ids("12,x,3"), (std::vector<std::int64_t>{12, 3}));
+  EXPECT_TRUE(LogStreams::parse_job_ids("").empty());
+}
+
+}  // namespace
+}  // namespace tpujobs::service

@@ -1,0 +1,102 @@
+#include "service/pool_views.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace tpujobs::service {
+namespace {
+
+using nlohmann::json;
+
+db::ClusterHostRow host(std::string name, std::string agent, std::string agent_state,
+                        std::string generation = "v4") {
+  db::ClusterHostRow h;
+  h.name = std::move(name);
+  h.agent = std::move(agent);
+  h.agent_state = std::move(agent_state);
+  h.generation = std::move(generation);
+  return h;
+}
+
+db::AgentRow agent(std::string name, std::string state) {
+  db::AgentRow a;
+  a.name = std::move(name);
+  a.state = std::move(state);
+  a.epoch = 3;
+  a.last_heartbeat = std::chrono::system_clock::time_point(std::chrono::seconds(1'700'000'000));
+  return a;
+}
+
+// Two agents of two v4 hosts each (4 cores a host); agent b is lost. Job 41
+// is a slice across both agents led by a; job 42 runs on a's first host;
+// job 43 waits.
+struct Cluster {
+  std::vector<db::AgentRow> agents = {agent("a", "alive"), agent("b", "lost")};
+  std::vector<db::ClusterHostRow> hosts = {host("a-h0", "a", "alive"), host("a-h1", "a", "alive"),
+                                           host("b-h0", "b", "lost"), host("b-h1", "b", "lost")};
+  std::vector<db::JobRow> unfinished;
+  Cluster() {
+    db::JobRow slice;
+    slice.id = 41;
+    slice.name = "across";
+    slice.state = db::JobState::kRunning;
+    slice.agent = "a";
+    json cores = json::array();
+    for (const char* h : {"a-h1", "b-h0"})
+      for (int c = 0; c < 4; ++c) cores.push_back({{"host", h}, {"core", c}});
+    slice.allocation_json =
+        json{{"cores", cores},
+             {"slice", {{"placement", 9}, {"parts", {{{"agent", "a"}}, {{"agent", "b"}}}}}}}
+            .dump();
+    db::JobRow single;
+    single.id = 42;
+    single.name = "one core";
+    single.state = db::JobState::kRunning;
+    single.agent = "a";
+    single.allocation_json = json{{"cores", {{{"host", "a-h0"}, {"core", 2}}}}}.dump();
+    db::JobRow queued;
+    queued.id = 43;
+    unfinished = {slice, single, queued};
+  }
+};
+
+TEST(PoolViews, EachAgentListsEveryJobItRunsAPartOf) {
+  Cluster c;
+  const json view = views::cluster_pool(c.agents, c.hosts, c.unfinished);
+  ASSERT_EQ(view["agents"].size(), 2u);
+  EXPECT_EQ(view["agents"][0]["name"], "a");
+  EXPECT_EQ(view["agents"][0]["running_jobs"], json({41, 42}));
+  EXPECT_EQ(view["agents"][1]["name"], "b");
+  EXPECT_EQ(view["agents"][1]["state"], "lost");
+  EXPECT_EQ(view["agents"][1]["running_jobs"], json({41})) << "b runs half of the slice";
+  EXPECT_EQ(view["agents"][1]["hosts"], json({"b-h0", "b-h1"}));
+  EXPECT_EQ(view["agents"][0]["last_heartbeat"], "2023-11-14T22:13:20.000Z");
+}
+
+TEST(PoolViews, HostsShowTheirAgentAndALostAgentsHostsAreUnreachable) {
+  Cluster c;
+  const json view = views::cluster_pool(c.agents, c.hosts, c.unfinished);
+  ASSERT_EQ(view["hosts"].size(), 4u);
+  EXPECT_EQ(view["hosts"][0]["agent"], "a");
+  EXPECT_EQ(view["hosts"][0]["health"], "healthy");
+  EXPECT_EQ(view["hosts"][2]["agent_state"], "lost");
+  EXPECT_EQ(view["hosts"][2]["health"], "unreachable");
+  EXPECT_EQ(view["hosts"][0]["cores"][2],
+            json({{"core", 2}, {"job", 42}, {"job_name", "one core"}}));
+  EXPECT_EQ(view["hosts"][0]["cores_in_use"], 1);
+  EXPECT_EQ(view["hosts"][2]["cores_in_use"], 4);
+}
+
+TEST(PoolViews, TotalsCountEveryRegisteredCoreAndOnlyAliveHealthyOnesAsHealthy) {
+  Cluster c;
+  const json view = views::cluster_pool(c.agents, c.hosts, c.unfinished);
+  EXPECT_EQ(view["total_cores"], 16);
+  EXPECT_EQ(view["used_cores"], 9);
+  EXPECT_EQ(view["healthy_cores"], 8);
+  EXPECT_EQ(view["queued_jobs"], 1);
+  EXPECT_EQ(view["running_jobs"], 2);
+}
+
+}  // namespace
+}  // namespace tpujobs::service

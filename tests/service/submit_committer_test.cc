@@ -1,0 +1,196 @@
+#include "service/submit_committer.h"
+
+#include <gtest/gtest.h>
+
+#include <future>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tpujobs::service {
+namespace {
+
+using Kind = api::SubmitOutcome::Kind;
+
+// Inserts into memory, one "transaction" per call; idempotency keys as the
+// jobs table's unique (tenant, key) index.
+class FakeStore final : public SubmitStore {
+ public:
+  std::vector<std::size_t> transactions;  // rows per insert_jobs call
+  std::optional<db::ErrorCode> fail;
+  std::map<std::pair<std::string, std::string>, db::JobRow> by_key;
+  std::int64_t next_id = 1;
+
+  db::Result<std::vector<db::InsertedJob>> insert_jobs(
+      const std::vector<db::NewJob>& rows) override {
+    if (fail) return db::make_error(*fail, "connection refused");
+    transactions.push_back(rows.size());
+    std::vector<db::InsertedJob> out;
+    for (const db::NewJob& r : rows) {
+      if (r.idempotency_key) {
+        auto it = by_key.find({r.tenant, *r.idempotency_key});
+        if (it != by_key.end()) {
+          out.push_back({true, it->second});
+          continue;
+        }
+      }
+      db::JobRow row;
+      row.id = next_id++;
+      row.tenant = r.tenant;
+      row.spec_hash = r.spec_hash;
+      if (r.array_group != 0) row.array_id = r.array_group;
+      if (r.idempotency_key) by_key[{r.tenant, *r.idempotency_key}] = row;
+      out.push_back({false, row});
+    }
+    return out;
+  }
+};
+
+api::SubmitRequest request(std::string tenant = "team-a",
+                           std::optional<std::string> key = std::nullopt, std::string hash = "h1") {
+  api::SubmitRequest r;
+  r.tenant = std::move(tenant);
+  r.spec.name = "job";
+  r.idempotency_key = std::move(key);
+  r.spec_hash = std::move(hash);
+  return r;
+}
+
+struct Fixture {
+  FakeStore store;
+  std::vector<std::size_t> committed_sizes;
+  SubmitCommitter committer{
+      store, {/*batch=*/4, /*committers=*/1}, [this](std::vector<CommittedSubmit>& c) {
+        committed_sizes.push_back(c.size());
+        for (CommittedSubmit& s : c) s.outcome.job = "view of " + std::to_string(s.row.id);
+      }};
+};
+
+// Queues `n` submits before the committer starts, so they meet in batches.
+std::vector<std::future<api::SubmitOutcome>> queue(Fixture& f, int n) {
+  std::vector<std::future<api::SubmitOutcome>> out;
+  for (int i = 0; i < n; ++i) {
+    auto promise = std::make_shared<std::promise<api::SubmitOutcome>>();
+    out.push_back(promise->get_future());
+    f.committer.submit(request(),
+                       [promise](api::SubmitOutcome o) { promise->set_value(std::move(o)); });
+  }
+  return out;
+}
+
+TEST(SubmitCommitter, CommitsQueuedSubmitsInBatchesOfAtMostTheLimit) {
+  Fixture f;
+  auto answers = queue(f, 10);
+  f.committer.start();
+  std::set<std::int64_t> ids;
+  for (auto& a : answers) {
+    api::SubmitOutcome o = a.get();
+    EXPECT_EQ(o.kind, Kind::kCreated);
+    EXPECT_EQ(o.job, "view of " + std::to_string(o.id)) << "answered after on_committed";
+    ids.insert(o.id);
+  }
+  EXPECT_EQ(ids.size(), 10u);
+  EXPECT_EQ(f.store.transactions, (std::vector<std::size_t>{4, 4, 2}));
+}
+
+TEST(SubmitCommitter, AJobArrayIsNeverSplitAcrossTransactions) {
+  Fixture f;
+  auto before = queue(f, 3);
+  std::promise<std::vector<api::SubmitOutcome>> array;
+  f.committer.submit_array(
+      {request(), request(), request()},
+      [&](std::vector<api::SubmitOutcome> o) { array.set_value(std::move(o)); });
+  auto after = queue(f, 1);
+  f.committer.start();
+  std::vector<api::SubmitOutcome> children = array.get_future().get();
+  ASSERT_EQ(children.size(), 3u);
+  for (const api::SubmitOutcome& c : children) {
+    EXPECT_EQ(c.kind, Kind::kCreated);
+    EXPECT_EQ(c.array_id, children[0].array_id) << "one array";
+  }
+  for (auto& a : before) a.get();
+  for (auto& a : after) a.get();
+  // 3 singles fill a batch of 4 only with one more single: the array of 3 goes whole next.
+  EXPECT_EQ(f.store.transactions, (std::vector<std::size_t>{3, 4}));
+}
+
+TEST(SubmitCommitter, AnArrayLargerThanABatchGoesAloneInOneTransaction) {
+  Fixture f;
+  std::vector<api::SubmitRequest> children(6, request());
+  std::promise<std::vector<api::SubmitOutcome>> array;
+  f.committer.submit_array(std::move(children), [&](std::vector<api::SubmitOutcome> o) {
+    array.set_value(std::move(o));
+  });
+  f.committer.start();
+  EXPECT_EQ(array.get_future().get().size(), 6u);
+  EXPECT_EQ(f.store.transactions, (std::vector<std::size_t>{6}));
+}
+
+TEST(SubmitCommitter, AnIdempotencyKeyAnswersTheEarlierJobOrAConflict) {
+  Fixture f;
+  f.committer.start();
+  auto submit = [&](api::SubmitRequest r) {
+    std::promise<api::SubmitOutcome> p;
+    f.committer.submit(std::move(r), [&](api::SubmitOutcome o) { p.set_value(std::move(o)); });
+    return p.get_future().get();
+  };
+  api::SubmitOutcome first = submit(request("team-a", "k", "h1"));
+  api::SubmitOutcome again = submit(request("team-a", "k", "h1"));
+  api::SubmitOutcome other = submit(request("team-a", "k", "h2"));
+  api::SubmitOutcome other_tenant = submit(request("team-b", "k", "h2"));
+  EXPECT_EQ(first.kind, Kind::kCreated);
+  EXPECT_EQ(again.kind, Kind::kExisting);
+  EXPECT_EQ(again.id, first.id);
+  EXPECT_EQ(again.job, "view of " + std::to_string(first.id));
+  EXPECT_EQ(other.kind, Kind::kConflict);
+  EXPECT_NE(other.message.find("Idempotency-Key 'k' was already used for job " +
+                               std::to_string(first.id)),
+            std::string::npos)
+      << other.message;
+  EXPECT_EQ(other_tenant.kind, Kind::kCreated);
+}
+
+TEST(SubmitCommitter, AnUnreachableDatabaseAnswers503AndNothingIsCommitted) {
+  Fixture f;
+  f.store.fail = db::ErrorCode::kUnavailable;
+  auto answers = queue(f, 2);
+  f.committer.start();
+  for (auto& a : answers) {
+    api::SubmitOutcome o = a.get();
+    EXPECT_EQ(o.kind, Kind::kUnavailable);
+    EXPECT_NE(o.message.find("not stored: connection refused"), std::string::npos);
+  }
+  EXPECT_TRUE(f.committed_sizes.empty()) << "on_committed only for committed rows";
+  f.store.fail = db::ErrorCode::kInvalid;
+  auto refused = queue(f, 1);
+  EXPECT_EQ(refused[0].get().kind, Kind::kError);
+}
+
+TEST(SubmitCommitter, ClosingAnswersWhatItTookAndRefusesWhatComesAfter) {
+  Fixture f;
+  auto taken = queue(f, 5);
+  f.committer.close();  // never started: the queued ones are answered, not lost
+  for (auto& a : taken) EXPECT_EQ(a.get().kind, Kind::kUnavailable);
+  auto late = queue(f, 1);
+  api::SubmitOutcome o = late[0].get();
+  EXPECT_EQ(o.kind, Kind::kUnavailable);
+  EXPECT_EQ(o.message, "the service is shutting down");
+  EXPECT_TRUE(f.store.transactions.empty());
+}
+
+TEST(SubmitCommitter, SubmitOrderFollowsArrivalAndRequeuesGoBehind) {
+  Fixture f;
+  std::vector<std::int64_t> orders;
+  SubmitCommitter committer{f.store, {4, 1}, [&](std::vector<CommittedSubmit>& c) {
+                              for (CommittedSubmit& s : c) orders.push_back(s.pending.order);
+                            }};
+  for (int i = 0; i < 3; ++i) committer.submit(request(), [](api::SubmitOutcome) {});
+  EXPECT_EQ(committer.next_order(), 4);  // a requeue now goes behind the three
+  committer.start();
+  committer.close();
+  EXPECT_EQ(orders, (std::vector<std::int64_t>{1, 2, 3}));
+}
+
+}  // namespace
+}  // namespace tpujobs::service

@@ -1,0 +1,208 @@
+#include "service/telemetry_writer.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <deque>
+#include <limits>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace tpujobs::service {
+namespace {
+
+using db::ErrorCode;
+
+// Records every write in order; each kind of write fails with the code at
+// the front of its queue (ok when empty).
+class FakeStore final : public TelemetryStore {
+ public:
+  std::vector<std::string> writes;  // "log 7:1", "metric 7:1", "checkpoint 7@40", ...
+  std::deque<std::optional<ErrorCode>> log_failures, metric_failures, checkpoint_failures,
+      progress_failures;
+  std::vector<std::set<std::int64_t>> notified;
+
+  db::Status append_logs(const std::vector<db::LogLine>& lines) override {
+    if (auto e = take(log_failures)) return db::make_error(*e, "no");
+    for (const db::LogLine& l : lines)
+      writes.push_back("log " + std::to_string(l.job_id) + ":" + std::to_string(l.seq));
+    return db::Status::Ok();
+  }
+  db::Status append_metrics(const std::vector<db::MetricPoint>& points) override {
+    if (auto e = take(metric_failures)) return db::make_error(*e, "no");
+    for (const db::MetricPoint& p : points)
+      writes.push_back("metric " + std::to_string(p.job_id) + ":" + std::to_string(p.seq));
+    return db::Status::Ok();
+  }
+  db::Status save_checkpoint(std::int64_t job, const executor::Checkpoint& c,
+                             std::int64_t fence) override {
+    if (auto e = take(checkpoint_failures)) return db::make_error(*e, "no");
+    writes.push_back("checkpoint " + std::to_string(job) + "@" + std::to_string(c.step) +
+                     " fence " + std::to_string(fence));
+    return db::Status::Ok();
+  }
+  db::Status update_progress(std::int64_t job, const std::string& progress, const std::string&,
+                             std::int64_t) override {
+    if (auto e = take(progress_failures)) return db::make_error(*e, "no");
+    writes.push_back("progress " + std::to_string(job) + " " + progress);
+    return db::Status::Ok();
+  }
+  void logs_stored(const std::set<std::int64_t>& jobs) override { notified.push_back(jobs); }
+
+ private:
+  static std::optional<ErrorCode> take(std::deque<std::optional<ErrorCode>>& q) {
+    if (q.empty()) return std::nullopt;
+    auto e = q.front();
+    q.pop_front();
+    return e;
+  }
+};
+
+db::LogLine line(std::int64_t job, std::int64_t seq) { return {job, seq, {}, "line", 0}; }
+db::MetricPoint point(std::int64_t job, std::int64_t seq) {
+  return {job, seq, seq, 0, {}, "{}", 0};
+}
+executor::Checkpoint checkpoint_at(std::int64_t step) { return {step, 0, "bytes"}; }
+
+struct Fixture {
+  FakeStore store;
+  base::FakeClock clock;
+  TelemetryWriter writer{store, {std::chrono::milliseconds(200), &clock}};
+};
+
+TEST(TelemetryWriter, OneFlushStoresLinesThenPointsThenCheckpointsThenProgress) {
+  Fixture f;
+  std::vector<std::int64_t> stored_checkpoints;
+  f.writer.on_checkpoint_stored = [&](std::int64_t job, const executor::Checkpoint& c) {
+    stored_checkpoints.push_back(job * 1000 + c.step);
+  };
+  f.writer.progress(7, 3, "p1", "{}");
+  f.writer.checkpoint(7, 3, checkpoint_at(40));
+  f.writer.metric(point(7, 1));
+  f.writer.log(line(7, 1));
+  f.writer.log(line(8, 1));
+  f.writer.log(line(7, 2));
+  EXPECT_EQ(f.writer.queued(), 6u);
+
+  EXPECT_TRUE(f.writer.flush());
+
+  EXPECT_EQ(f.store.writes, (std::vector<std::string>{"log 7:1", "log 8:1", "log 7:2", "metric 7:1",
+                                                      "checkpoint 7@40 fence 3", "progress 7 p1"}));
+  ASSERT_EQ(f.store.notified.size(), 1u);
+  EXPECT_EQ(f.store.notified[0], (std::set<std::int64_t>{7, 8}));
+  EXPECT_EQ(stored_checkpoints, (std::vector<std::int64_t>{7040}));
+  EXPECT_EQ(f.writer.queued(), 0u);
+}
+
+TEST(TelemetryWriter, AnUnreachableDatabaseLosesNothingAndStoresNoCheckpointAheadOfItsLines) {
+  Fixture f;
+  f.writer.log(line(7, 1));
+  f.writer.checkpoint(7, 0, checkpoint_at(10));
+  f.store.log_failures = {ErrorCode::kUnavailable};
+
+  EXPECT_FALSE(f.writer.flush());
+  EXPECT_TRUE(f.store.writes.empty()) << "the checkpoint must wait for the line before it";
+  EXPECT_TRUE(f.store.notified.empty());
+
+  // More output meanwhile, then the database is back.
+  f.writer.log(line(7, 2));
+  f.writer.checkpoint(7, 0, checkpoint_at(20));
+  EXPECT_TRUE(f.writer.flush());
+  EXPECT_EQ(f.store.writes,
+            (std::vector<std::string>{"log 7:1", "log 7:2", "checkpoint 7@20 fence 0"}));
+}
+
+TEST(TelemetryWriter, LinesStoredBeforeTheMetricsFailedAreNotStoredTwice) {
+  Fixture f;
+  f.writer.log(line(7, 1));
+  f.writer.metric(point(7, 1));
+  f.store.metric_failures = {ErrorCode::kUnavailable};
+  EXPECT_FALSE(f.writer.flush());
+  EXPECT_EQ(f.store.writes, (std::vector<std::string>{"log 7:1"}));
+  EXPECT_EQ(f.writer.queued(), 1u);
+  EXPECT_TRUE(f.writer.flush());
+  EXPECT_EQ(f.store.writes, (std::vector<std::string>{"log 7:1", "metric 7:1"}));
+}
+
+TEST(TelemetryWriter, ANewerCheckpointOrProgressQueuedDuringAFailedFlushWins) {
+  Fixture f;
+  f.writer.checkpoint(7, 0, checkpoint_at(10));
+  f.writer.progress(7, 0, "old", "{}");
+  f.store.checkpoint_failures = {ErrorCode::kUnavailable};
+  f.store.progress_failures = {ErrorCode::kUnavailable};
+  EXPECT_FALSE(f.writer.flush());
+  f.writer.checkpoint(7, 0, checkpoint_at(20));
+  f.writer.progress(7, 0, "new", "{}");
+  EXPECT_TRUE(f.writer.flush());
+  EXPECT_EQ(f.store.writes,
+            (std::vector<std::string>{"checkpoint 7@20 fence 0", "progress 7 new"}));
+}
+
+TEST(TelemetryWriter, WritesTheDatabaseRefusesForGoodAreDroppedNotRetriedForever) {
+  Fixture f;
+  f.writer.log(line(7, 1));
+  f.writer.checkpoint(7, 0, checkpoint_at(10));
+  f.store.log_failures = {ErrorCode::kInvalid};
+  EXPECT_TRUE(f.writer.flush());
+  EXPECT_EQ(f.store.writes, (std::vector<std::string>{"checkpoint 7@10 fence 0"}));
+  EXPECT_EQ(f.writer.queued(), 0u);
+}
+
+TEST(TelemetryWriter, FlushUntilRetriesAnOutageUntilToldToGiveUp) {
+  Fixture f;
+  f.writer.log(line(7, 1));
+  f.store.log_failures = {ErrorCode::kUnavailable, ErrorCode::kUnavailable};
+  int asked = 0;
+  EXPECT_TRUE(f.writer.flush_until([&] {
+    ++asked;
+    return false;
+  }));
+  EXPECT_EQ(asked, 2);  // one question after each failed try
+  EXPECT_EQ(f.store.writes, (std::vector<std::string>{"log 7:1"}));
+
+  f.writer.log(line(7, 2));
+  for (int i = 0; i < 10; ++i) f.store.log_failures.push_back(ErrorCode::kUnavailable);
+  const auto before = f.clock.now();
+  asked = 0;
+  EXPECT_FALSE(f.writer.flush_until([&] { return ++asked == 3; }));
+  EXPECT_EQ(f.writer.queued(), 1u) << "given up, the line is still queued for later";
+  // It backed off between tries: 50 ms, then 100 ms.
+  EXPECT_EQ(f.clock.now() - before, std::chrono::milliseconds(150));
+}
+
+TEST(TelemetryWriter, FlushLinesLeavesCheckpointsAndProgressToTheWriterThread) {
+  Fixture f;
+  f.writer.log(line(7, 1));
+  f.writer.metric(point(7, 1));
+  f.writer.checkpoint(7, 0, checkpoint_at(10));
+  f.writer.progress(7, 0, "p", "{}");
+  f.writer.flush_lines();
+  EXPECT_EQ(f.store.writes, (std::vector<std::string>{"log 7:1", "metric 7:1"}));
+  EXPECT_EQ(f.writer.queued(), 2u);
+}
+
+TEST(TelemetryWriter, TheWriterThreadStoresACheckpointWithoutBeingAsked) {
+  Fixture f;
+  std::atomic<bool> stored{false};
+  f.writer.on_checkpoint_stored = [&](std::int64_t, const executor::Checkpoint&) { stored = true; };
+  f.writer.start();
+  f.writer.checkpoint(7, 0, checkpoint_at(10));
+  for (int i = 0; i < 3000 && !stored; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_TRUE(stored);
+  f.writer.log(line(7, 1));
+  f.writer.stop();  // one last flush
+  EXPECT_EQ(f.writer.queued(), 0u);
+}
+
+TEST(TelemetryJson, MetricValuesLeaveOutWhatJsonCannotHold) {
+  EXPECT_EQ(
+      metric_values_json(
+          {{"loss", 0.5}, {"nan", std::nan("")}, {"inf", std::numeric_limits<double>::infinity()}}),
+      R"({"loss":0.5})");
+}
+
+}  // namespace
+}  // namespace tpujobs::service
