@@ -96,7 +96,9 @@ export function mount(root) {
     if (snapshot === lastAgents) {
       for (const agent of rows) {
         const time = agentsList.querySelector(`tr[data-agent="${CSS.escape(agent.name)}"] time`);
-        if (time) time.setAttribute('datetime', agent.last_heartbeat);
+        if (!time) continue;
+        time.setAttribute('datetime', agent.last_heartbeat);
+        time.title = agent.last_heartbeat;
       }
       tickAges();
       return;
@@ -147,9 +149,7 @@ export function mount(root) {
     sliceAgents = agentsOfJobs(pool.hosts);
     const jobs = new Map();
     keepingFocus(() => fill(hostsList, pool.hosts.map((host) => {
-      // The service reports a lost agent's hosts as "unreachable"; an older one
-      // only says so in agent_state.
-      const health = host.agent && host.agent_state !== 'alive' ? 'unreachable' : host.health;
+      const health = host.health;  // "unreachable" while the host's agent is lost
       // An unreachable host comes back with its agent, not by Recover; it can
       // still be drained or failed so that nothing is placed on it then.
       const actions = {
