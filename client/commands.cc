@@ -859,8 +859,11 @@ class Client {
       out_ << view.dump(2) << "\n";
       return kExitSucceeded;
     }
+    // A cluster (DESIGN §9) names each host's agent, and lists the agents below.
+    const bool cluster = view.contains("agents");
     std::vector<std::vector<std::string>> rows = {
         {"HOST", "GENERATION", "HEALTH", "CORES", "IN USE", "JOBS"}};
+    if (cluster) rows[0].insert(rows[0].begin() + 1, "AGENT");
     for (const json& host : view.value("hosts", json::array())) {
       std::vector<std::string> jobs;
       for (const json& core : host.value("cores", json::array())) {
@@ -873,6 +876,11 @@ class Client {
       rows.push_back({string_of(host, "name"), string_of(host, "generation"),
                       string_of(host, "health"), string_of(host, "devices"),
                       string_of(host, "cores_in_use"), job_text.empty() ? "-" : job_text});
+      if (cluster) {
+        const std::string state = string_of(host, "agent_state");
+        rows.back().insert(rows.back().begin() + 1,
+                           string_of(host, "agent") + (state == "alive" ? "" : " (" + state + ")"));
+      }
     }
     print_table(rows);
     const double utilization = view.value("utilization", 0.0);
@@ -880,7 +888,7 @@ class Client {
          << number_text(100 * utilization, "%.0f") << "%), " << view.value("healthy_cores", 0)
          << " healthy; " << view.value("running_jobs", 0) << " jobs running, "
          << view.value("queued_jobs", 0) << " queued\n";
-    if (view.contains("agents")) {  // a cluster (DESIGN §9): who runs which hosts
+    if (cluster) {  // who runs which hosts
       std::vector<std::vector<std::string>> agents = {
           {"AGENT", "STATE", "LAST HEARTBEAT", "HOSTS", "RUNNING JOBS"}};
       for (const json& agent : view["agents"]) {

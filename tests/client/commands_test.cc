@@ -241,5 +241,59 @@ TEST_F(ClientCommandTest, ListPrintsATable) {
       out_.str());
 }
 
+TEST_F(ClientCommandTest, PoolOfAClusterNamesEachHostsAgentAndListsTheAgents) {
+  auto host = [](const std::string& name, const std::string& agent, const std::string& state,
+                 const json& job) {
+    json cores = json::array();
+    for (int c = 0; c < 4; ++c) cores.push_back({{"core", c}, {"job", job}});
+    return json{{"name", name},
+                {"agent", agent},
+                {"agent_state", state},
+                {"generation", "v4"},
+                {"health", state == "alive" ? "healthy" : "unreachable"},
+                {"devices", 4},
+                {"cores_in_use", job.is_null() ? 0 : 4},
+                {"cores", cores}};
+  };
+  const json pool = {
+      {"hosts",
+       {host("a-h0", "agent-a", "alive", 42), host("a-h1", "agent-a", "alive", 41),
+        host("b-h0", "agent-b", "lost", 41), host("b-h1", "agent-b", "lost", nullptr)}},
+      {"agents",
+       {{{"name", "agent-a"},
+         {"state", "alive"},
+         {"epoch", 3},
+         {"workers", 4},
+         {"last_heartbeat", "2026-11-24T00:00:05Z"},
+         {"hosts", {"a-h0", "a-h1"}},
+         {"running_jobs", {41, 42}}},
+        {{"name", "agent-b"},
+         {"state", "lost"},
+         {"epoch", 5},
+         {"workers", 2},
+         {"last_heartbeat", "2026-11-23T23:58:30Z"},
+         {"hosts", {"b-h0", "b-h1"}},
+         {"running_jobs", json::array()}}}},
+      {"total_cores", 16},
+      {"used_cores", 12},
+      {"healthy_cores", 8},
+      {"utilization", 0.75},
+      {"queued_jobs", 0},
+      {"running_jobs", 2}};
+  server_.script("GET /v1/pool", {answer(200, pool)});
+  EXPECT_EQ(kExitSucceeded, run("pool", {}));
+  EXPECT_EQ(
+      "HOST  AGENT           GENERATION  HEALTH       CORES  IN USE  JOBS\n"
+      "a-h0  agent-a         v4          healthy      4      4       42\n"
+      "a-h1  agent-a         v4          healthy      4      4       41\n"
+      "b-h0  agent-b (lost)  v4          unreachable  4      4       41\n"
+      "b-h1  agent-b (lost)  v4          unreachable  4      0       -\n"
+      "16 cores, 12 in use (75%), 8 healthy; 2 jobs running, 0 queued\n"
+      "AGENT    STATE  LAST HEARTBEAT        HOSTS      RUNNING JOBS\n"
+      "agent-a  alive  2026-11-24T00:00:05Z  a-h0,a-h1  41,42\n"
+      "agent-b  lost   2026-11-23T23:58:30Z  b-h0,b-h1  -\n",
+      out_.str());
+}
+
 }  // namespace
 }  // namespace tpujobs::client

@@ -169,6 +169,8 @@ test('draining a host on the pool page changes its state; recover brings it back
   assert.equal(await host.getAttribute('data-health'), 'healthy');
   assert.equal(await page.locator('.host').count(), 4, 'a v3-32 pool has four hosts');
   assert.equal(await host.locator('.core').count(), 8);
+  assert.equal(await page.locator('#agents-section').isVisible(), false, 'one process has no agents to list');
+  assert.equal(await page.locator('.agent-chip').count(), 0, 'nor a host\'s agent');
 
   // The running job colours its cores, and a core tells which job it holds.
   const busy = page.locator(`.core[data-job="${running.id}"]`);
@@ -218,4 +220,123 @@ test('a sweep shows as a job array with its values and metrics side by side; the
   const tenant = page.locator('#usage-chart tr[data-group="default"]');
   await tenant.waitFor({ timeout: 30_000 });
   assert.match(await tenant.innerText(), /2 jobs/);
+});
+
+// A cluster's pool (DESIGN §9) as `GET /v1/pool` answers it (JobManager::cluster_pool_view):
+// agent-a alive with a-h0 and a-h1, agent-b lost (its hosts unreachable) with
+// b-h0 and b-h1; job 41 is one v4-16 slice on a-h1 and b-h0 (led by agent-a,
+// so only agent-a lists it in running_jobs), job 42 runs on a-h0 alone.
+function clusterFixture(now) {
+  const ago = (seconds) => new Date(now - seconds * 1000).toISOString().replace(/\.\d+Z$/, 'Z');
+  const host = (name, agent, agentState, job = null) => {
+    const cores = [0, 1, 2, 3].map((core) => (job ? { core, job: job.id, job_name: job.name } : { core, job: null }));
+    const inUse = job ? 4 : 0;
+    return { name, agent, agent_state: agentState, generation: 'v4', health: agentState === 'alive' ? 'healthy' : 'unreachable',
+      devices: 4, hbm_bytes_per_device: 34359738368, cores_in_use: inUse, utilization: inUse / 4, cores };
+  };
+  const slice = { id: 41, name: 'big-slice' };
+  const small = { id: 42, name: 'small' };
+  const pool = {
+    hosts: [host('a-h0', 'agent-a', 'alive', small), host('a-h1', 'agent-a', 'alive', slice),
+      host('b-h0', 'agent-b', 'lost', slice), host('b-h1', 'agent-b', 'lost')],
+    agents: [
+      { name: 'agent-a', state: 'alive', epoch: 3, workers: 4, last_heartbeat: ago(2), hosts: ['a-h0', 'a-h1'], running_jobs: [41, 42] },
+      { name: 'agent-b', state: 'lost', epoch: 5, workers: 2, last_heartbeat: ago(95), hosts: ['b-h0', 'b-h1'], running_jobs: [] },
+    ],
+    total_cores: 16, used_cores: 12, healthy_cores: 8, utilization: 0.75, queued_jobs: 0, running_jobs: 2, cpu_jobs_running: 0,
+  };
+  const cores = ['a-h1', 'b-h0'].flatMap((name) => [0, 1, 2, 3].map((core) => ({ host: name, core })));
+  const job = {
+    id: 41, name: 'big-slice', state: 'RUNNING', tenant: 'default', priority: 0, attempt: 0, max_retries: 0, labels: {},
+    created_at: ago(60), started_at: ago(50), spec: { name: 'big-slice' }, warnings: [],
+    progress: { epoch: 0, max_epochs: 3, step: 10, total_steps: 300 },
+    allocation: { generation: 'v4', accelerator_type: 'v4-16', hosts: ['a-h1', 'b-h0'], cores, agent: 'agent-a',
+      slice: { placement: 7, parts: [{ agent: 'agent-a', epoch: 3, first_host: 0, hosts: 1 }, { agent: 'agent-b', epoch: 5, first_host: 1, hosts: 1 }] } },
+  };
+  const events = [
+    { to: 'QUEUED', at: ago(60), reason: 'Submitted' },
+    { to: 'STARTING', at: ago(55), reason: 'Placed across agents: 1 host(s) on agent agent-a, 1 host(s) on agent agent-b (8 cores)' },
+    { to: 'RUNNING', at: ago(50), reason: 'Training started' },
+  ];
+  return { pool, job, events };
+}
+
+// Answers the page's pool and job 41 requests from the fixture; the real
+// service serves the page itself.
+async function serveCluster(page) {
+  const fixture = clusterFixture(Date.now());
+  const answers = {
+    '/v1/pool': fixture.pool,
+    '/v1/jobs/41': fixture.job,
+    '/v1/jobs/41/events': { events: fixture.events },
+    '/v1/jobs/41/metrics': { points: [] },
+  };
+  await page.route((url) => url.pathname === '/v1/pool' || url.pathname.startsWith('/v1/jobs/41'), (route) => {
+    const path = new URL(route.request().url()).pathname;
+    if (path === '/v1/jobs/41/logs') {
+      return route.fulfill({ status: 200, contentType: 'text/event-stream', body: 'event: log\ndata: {"seq":1,"line":"epoch 0"}\n\n' });
+    }
+    if (!(path in answers)) return route.fulfill({ status: 404, contentType: 'application/problem+json', body: '{"title":"Not Found"}' });
+    return route.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify(answers[path]) });
+  });
+}
+
+test('a cluster\'s pool page lists its agents, marks a lost agent\'s hosts unreachable and a slice across agents', async () => {
+  const { page } = browser;
+  await serveCluster(page);
+  await page.goto(`${service.url}/#/pool`);
+  await page.getByRole('heading', { name: 'Agents' }).waitFor();
+  const agentA = page.locator('tr[data-agent="agent-a"]');
+  const agentB = page.locator('tr[data-agent="agent-b"]');
+  await agentA.waitFor();
+  assert.equal(await page.locator('#agents-count').innerText(), '2 agents, 1 lost');
+  assert.equal(await agentA.locator('.badge').innerText(), 'alive');
+  assert.equal(await agentB.locator('.badge').innerText(), 'lost');
+  const colour = (row) => row.locator('.badge').evaluate((badge) => getComputedStyle(badge).backgroundColor);
+  assert.notEqual(await colour(agentA), await colour(agentB), 'alive and lost look different');
+  assert.match(await agentA.innerText(), /a-h0, a-h1/);
+  assert.match(await agentB.innerText(), /b-h0, b-h1/);
+  assert.match(await agentB.locator('td[data-label="Workers"]').innerText(), /^2$/);
+
+  // The last heartbeat is an age that keeps growing without a reload.
+  const age = agentB.locator('time');
+  assert.match(await age.innerText(), /^1 min 3\d s ago$/);
+  const firstAge = await age.innerText();
+  await page.waitForFunction((before) => document.querySelector('tr[data-agent="agent-b"] time')?.textContent !== before, firstAge);
+
+  // Running jobs link to their pages; agent-b runs its part of job 41 though agent-a leads it.
+  const links = async (row) => row.locator('a').evaluateAll((all) => all.map((a) => `${a.textContent} ${a.getAttribute('href')}`));
+  assert.deepEqual(await links(agentA), ['#41 big-slice #/jobs/41', '#42 small #/jobs/42']);
+  assert.deepEqual(await links(agentB), ['#41 big-slice #/jobs/41']);
+
+  // Each host names its agent; the lost agent's hosts are unreachable.
+  for (const [name, agent, health] of [['a-h0', 'agent-a', 'healthy'], ['a-h1', 'agent-a', 'healthy'],
+    ['b-h0', 'agent-b (lost)', 'unreachable'], ['b-h1', 'agent-b (lost)', 'unreachable']]) {
+    const tile = page.locator(`[data-host="${name}"]`);
+    assert.equal(await tile.getAttribute('data-health'), health, name);
+    assert.equal(await tile.locator('.badge').innerText(), health, name);
+    assert.equal(await tile.locator('.agent-chip').innerText(), `agent ${agent}`, name);
+  }
+  assert.equal(await page.getByRole('button', { name: 'Recover b-h0' }).isDisabled(), true, 'it comes back with its agent');
+  assert.equal(await page.getByRole('button', { name: 'Fail b-h0' }).isDisabled(), false);
+
+  // The slice's cores on both agents' hosts are marked as one slice; job 42's are not.
+  assert.equal(await page.locator('.core.spans-agents[data-job="41"]').count(), 8);
+  assert.equal(await page.locator('[data-host="b-h0"] .core.spans-agents').count(), 4);
+  assert.equal(await page.locator('.core.spans-agents[data-job="42"]').count(), 0);
+  assert.match(await page.locator('.legend li[data-job="41"]').innerText(), /one slice across agent-a, agent-b/);
+  await page.locator('#core-b-h0-2').focus();
+  assert.match(await page.locator('#core-detail').innerText(), /b-h0 core 2: job #41 big-slice, one slice across agent-a, agent-b/);
+  await screenshots(page, 'pool-cluster');
+
+  // The job page says which agent runs which hosts.
+  await agentB.getByRole('link', { name: '#41 big-slice' }).click();
+  await page.getByRole('heading', { name: 'big-slice #41' }).waitFor();
+  const parts = page.locator('.slice-parts li');
+  await parts.first().waitFor();
+  assert.deepEqual(await parts.evaluateAll((all) => all.map((li) => li.textContent)),
+    ['agent-a a-h1 (host 1 of 2)', 'agent-b b-h0 (host 2 of 2)']);
+  assert.match(await page.locator('#placement-heading + *').innerText(), /One slice across 2 agents/);
+  assert.match(await page.locator('.overview').innerText(), /v4-16 slice across 2 agents/);
+  await screenshots(page, 'job-slice');
 });

@@ -144,10 +144,20 @@ export function mount(root, { id }) {
     }
     const byHost = new Map();
     for (const core of allocation.cores || []) byHost.set(core.host, [...(byHost.get(core.host) || []), core.core]);
+    // A slice spanning agents (DESIGN §9): each part is `hosts` consecutive hosts from `first_host`.
+    const parts = allocation.slice?.parts || [];
     fill(placement,
       h('p', {}, `${allocation.cores.length} ${allocation.generation || ''} cores`,
         allocation.accelerator_type ? ` (${allocation.accelerator_type})` : '',
         isTerminal(job.state) ? ', released' : ''),
+      parts.length ? h('p', {}, `One slice across ${parts.length} agents:`) : null,
+      parts.length ? h('ul', { class: 'slice-parts', 'aria-label': 'Slice parts by agent' }, parts.map((part) => h('li',
+        { 'data-agent': part.agent, title: `agent ${part.agent}, epoch ${part.epoch}` },
+        h('span', { class: 'agent-chip' }, part.agent), ' ',
+        (allocation.hosts || []).slice(part.first_host, part.first_host + part.hosts).join(', '),
+        h('span', { class: 'muted small' }, part.hosts === 1
+          ? ` (host ${part.first_host + 1} of ${(allocation.hosts || []).length})`
+          : ` (hosts ${part.first_host + 1}–${part.first_host + part.hosts} of ${(allocation.hosts || []).length})`)))) : null,
       h('ul', { class: 'placement' }, [...byHost].map(([host, cores]) => h('li', {},
         h('span', { class: 'host-name' }, host),
         h('span', { class: 'mini-cores', 'aria-label': `cores ${cores.join(', ')}` },

@@ -2,9 +2,12 @@
 // focus or click shows it), its health, drain / fail / recover, and the
 // utilisation over time (polled each second, the last ten minutes), and the
 // TPU core-hours each tenant used over the last day (GET /v1/usage).
+// In a cluster (DESIGN §9) the pool also lists its agents (state, last
+// heartbeat, hosts, running jobs), each host names its agent, the hosts of a
+// lost agent show unreachable, and the cores of a slice spanning agents say so.
 import { getPool, getUsage, hostAction } from './api.js';
 import { lineChart } from './chart.js';
-import { announce, errorNote, fill, h, healthBadge, jobColour, poll } from './ui.js';
+import { announce, errorNote, fill, formatAge, h, healthBadge, jobColour, poll } from './ui.js';
 
 const HISTORY_SECONDS = 600;
 const ACTIONS = {
@@ -24,12 +27,17 @@ export function mount(root) {
     series: [{ label: 'pool', stroke: '#111827' }] });
   chart.element.id = 'chart-utilisation';
   const usage = h('div', { id: 'usage-chart', class: 'usage-chart' });
+  const agentsCount = h('span', { class: 'muted small', id: 'agents-count' });
+  const agentsList = h('div', { id: 'agents' });
+  const agentsSection = h('section', { class: 'card', id: 'agents-section', 'aria-labelledby': 'agents-heading', hidden: true },
+    h('div', { class: 'section-head' }, h('h2', { id: 'agents-heading' }, 'Agents'), agentsCount), agentsList);
 
   root.append(
     h('div', { class: 'page-head' }, h('h1', {}, 'Pool')),
     notice,
     h('section', { class: 'card', 'aria-labelledby': 'summary-heading' },
       h('h2', { id: 'summary-heading', class: 'visually-hidden' }, 'Summary'), summary),
+    agentsSection,
     h('section', { class: 'card', 'aria-labelledby': 'hosts-heading' },
       h('div', { class: 'section-head' }, h('h2', { id: 'hosts-heading' }, 'Hosts')),
       detail, hostsList, legend),
@@ -40,16 +48,89 @@ export function mount(root) {
 
   const history = { times: [], pool: [] };
   let lastSnapshot = '';
+  let lastAgents = '';
   let selected = null;  // job id whose cores are highlighted
+  let sliceAgents = new Map();  // job id -> agent names, for a slice spanning agents
 
   const showCore = (host, core) => {
     if (core.job === null || core.job === undefined) {
       fill(detail, `${host.name} core ${core.core}: free`, host.health !== 'healthy' ? ` (host ${host.health})` : '');
       return;
     }
+    const across = sliceAgents.get(core.job);
     fill(detail, `${host.name} core ${core.core}: `,
-      h('a', { href: `#/jobs/${core.job}` }, `job #${core.job}${core.job_name ? ` ${core.job_name}` : ''}`));
+      h('a', { href: `#/jobs/${core.job}` }, `job #${core.job}${core.job_name ? ` ${core.job_name}` : ''}`),
+      across ? `, one slice across ${across.join(', ')}` : '');
   };
+  // Re-rendering replaces the elements: the one that had focus gets it back.
+  const keepingFocus = (draw) => {
+    const focused = document.activeElement && document.activeElement.id;
+    draw();
+    if (focused) {
+      const again = document.getElementById(focused);
+      if (again && again !== document.activeElement) again.focus({ preventScroll: true });
+    }
+  };
+
+  // One row per agent; drawn again only when something other than the
+  // heartbeat changed (the ages tick on their own, below).
+  const renderAgents = (pool) => {
+    agentsSection.hidden = !Array.isArray(pool.agents);
+    if (agentsSection.hidden) return;
+    const names = new Map();  // job id -> name, from the cores
+    const onHosts = new Map();  // agent -> job ids on its hosts' cores
+    for (const host of pool.hosts) {
+      for (const core of host.cores) {
+        if (core.job === null || core.job === undefined) continue;
+        names.set(core.job, core.job_name);
+        if (!onHosts.has(host.agent)) onHosts.set(host.agent, new Set());
+        onHosts.get(host.agent).add(core.job);
+      }
+    }
+    // An agent runs its own jobs (running_jobs) and its parts of slices led by another agent.
+    const rows = pool.agents.map((agent) => ({
+      ...agent,
+      jobs: [...new Set([...(agent.running_jobs || []), ...(onHosts.get(agent.name) || [])])].sort((a, b) => a - b),
+    }));
+    const snapshot = JSON.stringify([rows.map(({ last_heartbeat: _, ...rest }) => rest), [...names]]);
+    if (snapshot === lastAgents) {
+      for (const agent of rows) {
+        const time = agentsList.querySelector(`tr[data-agent="${CSS.escape(agent.name)}"] time`);
+        if (!time) continue;
+        time.setAttribute('datetime', agent.last_heartbeat);
+        time.title = agent.last_heartbeat;
+      }
+      tickAges();
+      return;
+    }
+    lastAgents = snapshot;
+    const lost = rows.filter((agent) => agent.state !== 'alive').length;
+    agentsCount.textContent = `${rows.length} agent${rows.length === 1 ? '' : 's'}${lost ? `, ${lost} lost` : ''}`;
+    if (rows.length === 0) {
+      fill(agentsList, h('p', { class: 'muted' }, 'No agent has registered yet: start one with `tpujobs agent`.'));
+      return;
+    }
+    keepingFocus(() => fill(agentsList, h('table', { class: 'agents-table' },
+      h('caption', { class: 'visually-hidden' }, 'Agents: their state, last heartbeat, hosts and running jobs'),
+      h('thead', {}, h('tr', {}, ['Agent', 'State', 'Last heartbeat', 'Workers', 'Hosts', 'Running jobs']
+        .map((title) => h('th', { scope: 'col' }, title)))),
+      h('tbody', {}, rows.map((agent) => h('tr', { 'data-agent': agent.name, 'data-state': agent.state },
+        h('th', { scope: 'row', class: 'agent-name' }, agent.name),
+        h('td', { 'data-label': 'State' }, agentBadge(agent.state)),
+        h('td', { 'data-label': 'Last heartbeat' },
+          h('time', { datetime: agent.last_heartbeat, title: agent.last_heartbeat }, formatAge(agent.last_heartbeat))),
+        h('td', { 'data-label': 'Workers', class: 'number' }, agent.workers ?? '—'),
+        h('td', { 'data-label': 'Hosts', class: 'agent-hosts' }, (agent.hosts || []).length
+          ? commas(agent.hosts.map((name) => h('span', { class: 'host-chip' }, name))) : '—'),
+        h('td', { 'data-label': 'Running jobs', class: 'agent-jobs' }, agent.jobs.length
+          ? commas(agent.jobs.map((job) => h('a', { href: `#/jobs/${job}`, id: `agent-${agent.name}-job-${job}` },
+            `#${job}${names.get(job) ? ` ${names.get(job)}` : ''}`)))
+          : h('span', { class: 'muted' }, 'none'))))))));
+  };
+  const tickAges = () => {
+    for (const time of agentsList.querySelectorAll('time[datetime]')) time.textContent = formatAge(time.getAttribute('datetime'));
+  };
+  const ticker = setInterval(tickAges, 1000);
 
   const render = (pool) => {
     fill(summary,
@@ -58,32 +139,44 @@ export function mount(root) {
       fact('Utilisation', `${(pool.utilization * 100).toFixed(0)}%`),
       fact('Running jobs', pool.running_jobs),
       fact('Queued jobs', pool.queued_jobs),
-      pool.cpu_jobs_running ? fact('CPU jobs', pool.cpu_jobs_running) : null);
+      pool.cpu_jobs_running ? fact('CPU jobs', pool.cpu_jobs_running) : null,
+      Array.isArray(pool.agents) ? fact('Agents alive', `${pool.agents.filter((a) => a.state === 'alive').length} / ${pool.agents.length}`) : null);
+    renderAgents(pool);
 
     const snapshot = JSON.stringify([pool.hosts, selected]);
     if (snapshot === lastSnapshot) return;
     lastSnapshot = snapshot;
-    const focused = document.activeElement && document.activeElement.id;
+    sliceAgents = agentsOfJobs(pool.hosts);
     const jobs = new Map();
-    fill(hostsList, pool.hosts.map((host) => {
+    keepingFocus(() => fill(hostsList, pool.hosts.map((host) => {
+      const health = host.health;  // "unreachable" while the host's agent is lost
+      // An unreachable host comes back with its agent, not by Recover; it can
+      // still be drained or failed so that nothing is placed on it then.
       const actions = {
-        drain: host.health === 'healthy',
-        fail: host.health !== 'failed',
-        recover: host.health !== 'healthy',
+        drain: health === 'healthy' || health === 'unreachable',
+        fail: health !== 'failed',
+        recover: health !== 'healthy' && health !== 'unreachable',
       };
-      return h('section', { class: 'host', 'data-host': host.name, 'data-health': host.health,
-        'aria-label': `Host ${host.name}` },
+      const badge = healthBadge(health);
+      if (health === 'unreachable') badge.title = `Agent ${host.agent} is ${host.agent_state}: the host is back when the agent is`;
+      return h('section', { class: 'host', 'data-host': host.name, 'data-health': health,
+        'data-agent': host.agent || null, 'aria-label': `Host ${host.name}` },
         h('div', { class: 'host-head' },
           h('h3', {}, host.name), h('span', { class: 'muted small' }, host.generation),
-          healthBadge(host.health),
+          badge,
+          host.agent ? h('span', { class: 'agent-chip', 'data-agent-state': host.agent_state },
+            `agent ${host.agent}${host.agent_state !== 'alive' ? ` (${host.agent_state})` : ''}`) : null,
           h('span', { class: 'muted small host-use' }, `${host.cores_in_use}/${host.devices} busy`)),
         h('div', { class: 'cores', role: 'group', 'aria-label': `Cores of ${host.name}` }, host.cores.map((core) => {
           const busy = core.job !== null && core.job !== undefined;
           if (busy) jobs.set(core.job, core.job_name);
-          const label = busy ? `core ${core.core}: job ${core.job}${core.job_name ? ` ${core.job_name}` : ''}` : `core ${core.core}: free`;
+          const across = busy ? sliceAgents.get(core.job) : undefined;
+          const label = busy
+            ? `core ${core.core}: job ${core.job}${core.job_name ? ` ${core.job_name}` : ''}${across ? `, one slice across ${across.join(', ')}` : ''}`
+            : `core ${core.core}: free`;
           return h('button', {
             type: 'button', id: `core-${host.name}-${core.core}`,
-            class: `core${busy ? ' busy' : ''}${busy && selected === core.job ? ' selected' : ''}`,
+            class: `core${busy ? ' busy' : ''}${across ? ' spans-agents' : ''}${busy && selected === core.job ? ' selected' : ''}`,
             style: busy ? { background: jobColour(core.job) } : null,
             title: label, 'aria-label': label, 'data-job': busy ? core.job : null,
             onmouseenter: () => showCore(host, core),
@@ -101,14 +194,11 @@ export function mount(root) {
           title: info.title, disabled: !actions[action], 'aria-label': `${info.label} ${host.name}`,
           onclick: () => act(host.name, action),
         }, info.label))));
-    }));
-    fill(legend, [...jobs].map(([id, name]) => h('li', {},
-      h('span', { class: 'swatch', style: { background: jobColour(id) } }),
-      h('a', { href: `#/jobs/${id}` }, `#${id} ${name || ''}`))));
-    if (focused) {
-      const again = document.getElementById(focused);
-      if (again) again.focus({ preventScroll: true });
-    }
+    })));
+    fill(legend, [...jobs].map(([id, name]) => h('li', { 'data-job': id },
+      h('span', { class: `swatch${sliceAgents.has(id) ? ' spans-agents' : ''}`, style: { background: jobColour(id) } }),
+      h('a', { href: `#/jobs/${id}` }, `#${id} ${name || ''}`),
+      sliceAgents.has(id) ? h('span', { class: 'muted small' }, `one slice across ${sliceAgents.get(id).join(', ')}`) : null)));
   };
 
   const act = async (host, action) => {
@@ -170,10 +260,36 @@ export function mount(root) {
   const stopUsage = poll(async () => renderUsage(await getUsage({ from: '24h' })), 10000,
     (error) => fill(usage, errorNote(error)));
   return () => {
+    clearInterval(ticker);
     stop();
     stopUsage();
     chart.destroy();
   };
+}
+
+// Job id -> the agents whose hosts hold its cores, for the jobs on more than one.
+function agentsOfJobs(hosts) {
+  const agents = new Map();
+  for (const host of hosts) {
+    if (!host.agent) continue;
+    for (const core of host.cores) {
+      if (core.job === null || core.job === undefined) continue;
+      if (!agents.has(core.job)) agents.set(core.job, new Set());
+      agents.get(core.job).add(host.agent);
+    }
+  }
+  const spanning = new Map();
+  for (const [job, names] of agents) if (names.size > 1) spanning.set(job, [...names].sort());
+  return spanning;
+}
+
+// [a, b, c] -> [a, ', ', b, ', ', c]: list items read apart, on screen and aloud.
+function commas(items) {
+  return items.flatMap((item, index) => (index ? [', ', item] : [item]));
+}
+
+function agentBadge(state) {
+  return h('span', { class: `badge agent-${state}` }, state || '—');
 }
 
 function fact(term, value) {

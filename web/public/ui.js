@@ -94,7 +94,10 @@ export function describePlacement(job) {
   if (allocation && allocation.accelerator === 'cpu') return 'CPU';
   if (allocation && Array.isArray(allocation.cores)) {
     const hosts = allocation.hosts || [];
-    if (hosts.length > 1 && allocation.accelerator_type) return `${allocation.accelerator_type} slice`;
+    const agents = allocation.slice?.parts?.length;
+    if (hosts.length > 1 && allocation.accelerator_type) {
+      return `${allocation.accelerator_type} slice${agents > 1 ? ` across ${agents} agents` : ''}`;
+    }
     const count = allocation.cores.length;
     return `${count} core${count === 1 ? '' : 's'} on ${hosts.join(', ')}`;
   }
