@@ -51,7 +51,7 @@ json long_spec(const std::string& name, int seed, int epochs) {
 // slower too, and the executor gets faster. Times a short job alone.
 int epochs_for_the_long_jobs(const ServiceProcess& service,
                              std::int64_t* calibration_id = nullptr) {
-  const auto began = Clock::now();
+  const double cpu_before = cpu_seconds(service.pid());
   const HttpResponse created = service.post("/v1/jobs", long_spec("calibration", 1, 2).dump());
   EXPECT_EQ(created.status, 201) << created.body;
   if (created.status != 201) return 0;
@@ -59,10 +59,15 @@ int epochs_for_the_long_jobs(const ServiceProcess& service,
   if (calibration_id != nullptr) *calibration_id = id;
   const json done = service.wait_terminal(id);
   EXPECT_EQ(done["state"], "SUCCEEDED") << done.dump();
-  const double steps_per_second =
-      2 * kStepsPerEpoch / std::chrono::duration<double>(Clock::now() - began).count();
-  const double steps = steps_per_second * 2.0 / kLongJobs * 20;
-  return std::clamp(static_cast<int>(steps / kStepsPerEpoch) + 1, 4, 200);
+  // Steps per CPU-second of the service, nearly all of it training: how
+  // fast a job runs with a core to itself, however busy the machine was
+  // while this one ran. Each long job gets at least 20 s of work at that
+  // speed, so none can end before the outage even if the machine turns
+  // quiet (a wall-clock measure taken under load once let one do so); on a
+  // busy machine they take longer, never less.
+  const double cpu = std::max(cpu_seconds(service.pid()) - cpu_before, 0.05);
+  const double steps = 2 * kStepsPerEpoch / cpu * 20;
+  return std::clamp(static_cast<int>(steps / kStepsPerEpoch) + 1, 4, 400);
 }
 
 // What the load clients submit: tiny, and queued behind a drained pool.

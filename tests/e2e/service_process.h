@@ -80,4 +80,7 @@ std::string read_source_file(const std::string& relative);
 std::string create_token(const ServiceProcess& service, const std::string& tenant,
                          const std::string& role);
 
+// User + system CPU seconds a process has used so far (/proc/PID/stat).
+double cpu_seconds(pid_t pid);
+
 }  // namespace tpujobs::testing

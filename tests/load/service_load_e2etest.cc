@@ -239,21 +239,6 @@ std::string load_average() {
   return one + " " + five + " " + fifteen;
 }
 
-// User + system CPU seconds a process has used so far (/proc/PID/stat).
-double cpu_seconds(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const std::size_t after_name = text.rfind(')');
-  if (after_name == std::string::npos) return 0;
-  std::istringstream fields(text.substr(after_name + 2));
-  std::string field;
-  double ticks = 0;
-  for (int i = 3; fields >> field && i <= 15; ++i) {
-    if (i == 14 || i == 15) ticks += std::stod(field);  // utime, stime
-  }
-  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
 // tpujobs_jobs{state="QUEUED"} from /metrics: a COUNT in PostgreSQL.
 std::int64_t stored_queued_jobs(const ServiceProcess& service) {
   const std::string metrics = service.get("/metrics").body;
