@@ -1,6 +1,7 @@
 #include "service/cluster_placement.h"
 
 #include <algorithm>
+#include <set>
 
 #include "scheduler/generation.h"
 
@@ -17,11 +18,6 @@ bool shape_matches(const ClusterHost& host, const scheduler::ResourceRequest& re
   return devices == request.devices_per_host;
 }
 
-bool idle(const ClusterHost& host) {
-  return std::all_of(host.core_job.begin(), host.core_job.end(),
-                     [](std::int64_t j) { return j == 0; });
-}
-
 // [begin, end) index ranges of each agent's hosts in `hosts`.
 std::vector<std::pair<int, int>> agent_ranges(const std::vector<ClusterHost>& hosts) {
   std::vector<std::pair<int, int>> ranges;
@@ -33,28 +29,55 @@ std::vector<std::pair<int, int>> agent_ranges(const std::vector<ClusterHost>& ho
   return ranges;
 }
 
-// Where the request fits. `ignore_use`: as if every host were idle;
-// `ignore_health`: as if every host were usable.
-std::optional<ClusterPlacement> find_place(const std::vector<ClusterHost>& hosts,
-                                           const scheduler::ResourceRequest& request,
-                                           bool ignore_use, bool ignore_health) {
-  auto usable = [&](const ClusterHost& h) { return ignore_health || h.usable; };
-  ClusterPlacement place;
+// What find_places looks at.
+struct Search {
+  bool ignore_use = false;     // as if every core were free
+  bool ignore_health = false;  // as if every host were usable
+  bool first_only = true;      // stop at the first place
+  // Cores that count as taken (the head's reservation); null: none.
+  const std::set<std::pair<int, int>>* reserved = nullptr;
+};
+
+// The places where the request fits, in preference order.
+std::vector<ClusterPlacement> find_places(const std::vector<ClusterHost>& hosts,
+                                          const scheduler::ResourceRequest& request,
+                                          const Search& search) {
+  auto usable = [&](const ClusterHost& h) { return search.ignore_health || h.usable; };
+  auto free_core = [&](int host, int core) {
+    if (search.ignore_use) return true;
+    if (hosts[host].core_job[core] != 0) return false;
+    return search.reserved == nullptr || !search.reserved->count({host, core});
+  };
+  auto free_host = [&](int host) {
+    for (int c = 0; c < static_cast<int>(hosts[host].core_job.size()); ++c) {
+      if (!free_core(host, c)) return false;
+    }
+    return true;
+  };
+  auto whole_hosts = [&](ClusterPlacement& place) {
+    for (int i : place.hosts) {
+      for (int c = 0; c < static_cast<int>(hosts[i].core_job.size()); ++c)
+        place.cores.push_back({i, c});
+    }
+  };
+  std::vector<ClusterPlacement> found;
   if (request.kind == RequestKind::kSingleCore) {
     for (int i = 0; i < static_cast<int>(hosts.size()); ++i) {
       const ClusterHost& h = hosts[i];
       if (!usable(h) || !shape_matches(h, request)) continue;
       for (int c = 0; c < static_cast<int>(h.core_job.size()); ++c) {
         if (request.pinned_core && c != *request.pinned_core) continue;
-        if (!ignore_use && h.core_job[c] != 0) continue;
+        if (!free_core(i, c)) continue;
+        ClusterPlacement place;
         place.agent = h.agent;
         place.hosts = {i};
         place.cores = {{i, c}};
         place.generation = h.generation;
-        return place;
+        found.push_back(std::move(place));
+        if (search.first_only) return found;
       }
     }
-    return std::nullopt;
+    return found;
   }
   const int wanted = std::max(1, request.hosts);
   for (const auto& [begin, end] : agent_ranges(hosts)) {
@@ -62,47 +85,93 @@ std::optional<ClusterPlacement> find_place(const std::vector<ClusterHost>& hosts
     for (int start = begin; start + wanted <= end; start += wanted) {
       bool fits = true;
       for (int i = start; i < start + wanted && fits; ++i) {
-        fits =
-            usable(hosts[i]) && shape_matches(hosts[i], request) && (ignore_use || idle(hosts[i]));
+        fits = usable(hosts[i]) && shape_matches(hosts[i], request) && free_host(i);
       }
       if (!fits) continue;
+      ClusterPlacement place;
       place.agent = hosts[start].agent;
       place.generation = hosts[start].generation;
-      for (int i = start; i < start + wanted; ++i) {
-        place.hosts.push_back(i);
-        for (int c = 0; c < static_cast<int>(hosts[i].core_job.size()); ++c)
-          place.cores.push_back({i, c});
-      }
-      return place;
+      for (int i = start; i < start + wanted; ++i) place.hosts.push_back(i);
+      whole_hosts(place);
+      found.push_back(std::move(place));
+      if (search.first_only) return found;
     }
   }
-  if (request.kind != RequestKind::kSlice) return std::nullopt;
+  if (request.kind != RequestKind::kSlice || !found.empty()) return found;
   // No agent has the slice alone: the first fitting hosts of several.
+  ClusterPlacement place;
   for (int i = 0;
        i < static_cast<int>(hosts.size()) && static_cast<int>(place.hosts.size()) < wanted; ++i) {
-    if (!usable(hosts[i]) || !shape_matches(hosts[i], request) || (!ignore_use && !idle(hosts[i])))
-      continue;
-    if (!ignore_health && !hosts[i].punctual) continue;
+    if (!usable(hosts[i]) || !shape_matches(hosts[i], request) || !free_host(i)) continue;
+    if (!search.ignore_health && !hosts[i].punctual) continue;
     place.hosts.push_back(i);
     if (place.parts.empty() || place.parts.back().first != hosts[i].agent)
       place.parts.push_back({hosts[i].agent, 0});
     ++place.parts.back().second;
   }
   // One agent alone keeps the alignment rule above.
-  if (static_cast<int>(place.hosts.size()) < wanted || place.parts.size() < 2) return std::nullopt;
+  if (static_cast<int>(place.hosts.size()) < wanted || place.parts.size() < 2) return found;
   place.agent = place.parts.front().first;
   place.generation = hosts[place.hosts.front()].generation;
-  for (int i : place.hosts) {
-    for (int c = 0; c < static_cast<int>(hosts[i].core_job.size()); ++c)
-      place.cores.push_back({i, c});
+  whole_hosts(place);
+  found.push_back(std::move(place));
+  return found;
+}
+
+std::optional<ClusterPlacement> find_place(const std::vector<ClusterHost>& hosts,
+                                           const scheduler::ResourceRequest& request,
+                                           Search search) {
+  search.first_only = true;
+  std::vector<ClusterPlacement> found = find_places(hosts, request, search);
+  if (found.empty()) return std::nullopt;
+  return std::move(found.front());
+}
+
+// The head's reservation: of the places it could use on healthy hosts, the
+// one that frees earliest (see the top of cluster_placement.h).
+std::optional<Reservation> reserve(const PlacementInput& input, std::int64_t job,
+                                   const scheduler::ResourceRequest& request) {
+  using TimePoint = std::chrono::system_clock::time_point;
+  std::optional<Reservation> best;
+  int best_busy = 0;
+  for (ClusterPlacement& place :
+       find_places(input.hosts, request, {.ignore_use = true, .first_only = false})) {
+    std::optional<TimePoint> start = input.now;
+    int busy = 0;
+    for (const scheduler::CoreRef& c : place.cores) {
+      const std::int64_t holder = input.hosts[c.host].core_job[c.core];
+      if (holder == 0) continue;
+      ++busy;
+      auto end = input.expected_end.find(holder);
+      if (end == input.expected_end.end())
+        start.reset();  // runs forever as far as planning goes
+      else if (start)
+        start = std::max(*start, end->second);
+    }
+    // Known starts before unknown ones; then the earlier; then fewer busy cores.
+    const bool better = !best || (start && !best->start) ||
+                        (start && best->start &&
+                         (*start < *best->start || (*start == *best->start && busy < best_busy))) ||
+                        (!start && !best->start && busy < best_busy);
+    if (better) {
+      best = Reservation{job, std::move(place.cores), start};
+      best_busy = busy;
+    }
   }
-  return place;
+  return best;
+}
+
+bool overlaps(const ClusterPlacement& place, const std::set<std::pair<int, int>>& cores) {
+  return std::any_of(place.cores.begin(), place.cores.end(), [&](const scheduler::CoreRef& c) {
+    return cores.count({c.host, c.core});
+  });
 }
 
 }  // namespace
 
 PlacementPass place_jobs(PlacementInput& input, const std::vector<WaitingJob>& queue) {
   PlacementPass pass;
+  std::set<std::pair<int, int>> reserved;  // the head's cores (host, core)
   for (const WaitingJob& job : queue) {
     const scheduler::ResourceRequest& request = job.request;
     WaitingReason waiting{job.id, scheduler::PendingReason::kResources, 0, {}};
@@ -138,7 +207,14 @@ PlacementPass place_jobs(PlacementInput& input, const std::vector<WaitingJob>& q
       pass.waiting.push_back(std::move(waiting));
       continue;
     }
-    if (std::optional<ClusterPlacement> place = find_place(input.hosts, request, false, false)) {
+    std::optional<ClusterPlacement> place = find_place(input.hosts, request, {});
+    if (place && !reserved.empty() && overlaps(*place, reserved)) {
+      // On the head's reserved cores only when it ends by the reserved start.
+      const bool ends_in_time = pass.reservation->start && job.expected_runtime &&
+                                input.now + *job.expected_runtime <= *pass.reservation->start;
+      if (!ends_in_time) place = find_place(input.hosts, request, {.reserved = &reserved});
+    }
+    if (place) {
       place->job = job.id;
       place->accelerator_type = request.accelerator_type;
       for (const scheduler::CoreRef& c : place->cores)
@@ -147,9 +223,17 @@ PlacementPass place_jobs(PlacementInput& input, const std::vector<WaitingJob>& q
       pass.placed.push_back(std::move(*place));
       continue;
     }
-    if (find_place(input.hosts, request, /*ignore_use=*/true, /*ignore_health=*/false)) {
+    if (find_place(input.hosts, request, {.ignore_use = true})) {
       waiting.reason = scheduler::PendingReason::kResources;
-    } else if (find_place(input.hosts, request, /*ignore_use=*/true, /*ignore_health=*/true)) {
+      if (!pass.reservation) {
+        pass.reservation = reserve(input, job.id, request);
+        if (pass.reservation) {
+          waiting.estimated_start = pass.reservation->start;
+          for (const scheduler::CoreRef& c : pass.reservation->cores)
+            reserved.insert({c.host, c.core});
+        }
+      }
+    } else if (find_place(input.hosts, request, {.ignore_use = true, .ignore_health = true})) {
       waiting.reason = scheduler::PendingReason::kHostUnhealthy;
       waiting.detail = "its hosts belong to a lost agent or are drained or failed";
     } else {

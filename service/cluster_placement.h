@@ -3,8 +3,16 @@
 // PostgreSQL, so it is tested alone.
 //
 // Policy: jobs are taken in queue order (priority descending, then id); each
-// goes where it fits now, or waits with a reason; a job that waits does not
-// hold back the jobs behind it (first fit, no reservations). A single core
+// goes where it fits now, or waits with a reason. The first job that waits
+// for resources (the head) gets a reservation, as in scheduler/scheduler.h:
+// of the places it could use on healthy hosts, the one that frees earliest
+// by the running jobs' expected ends (a job's start plus its time limit; a
+// job without one runs forever as far as planning goes; among equal ones,
+// the fewest busy cores). A later job may start on the head's reserved
+// cores only when its own time limit ends by the reserved start; elsewhere
+// it starts whenever it fits ("backfill"). So no job delays the head's
+// reserved start. Jobs held back by quota or health never become head. A
+// single core
 // takes the first free core (or the pinned one) of a usable host; a whole
 // host needs a usable host of that device count with every core free; a pod
 // slice of N hosts takes an aligned run of N positions of one agent (usable,
@@ -14,6 +22,7 @@
 // cpu jobs take a slot of an alive agent (max_cpu_jobs each), the emptiest.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -45,6 +54,8 @@ struct WaitingJob {
   // False when the registered hosts cannot resolve the job's spec (no agent
   // with hosts of its kind): it waits, HostUnhealthy.
   bool resolvable = true;
+  // Its time limit: how long it runs at most, for backfill (nullopt: none).
+  std::optional<std::chrono::milliseconds> expected_runtime{};
 };
 
 struct ClusterPlacement {
@@ -64,17 +75,30 @@ struct WaitingReason {
   scheduler::PendingReason reason = scheduler::PendingReason::kResources;
   int queue_position = 0;  // 1-based among the jobs left waiting
   std::string detail;      // why, when the reason alone does not say
+  // The head's reserved start, when the jobs it waits for have time limits.
+  std::optional<std::chrono::system_clock::time_point> estimated_start{};
+};
+
+// The cores held for the head, and from when (nullopt: not known).
+struct Reservation {
+  std::int64_t job = 0;
+  std::vector<scheduler::CoreRef> cores;
+  std::optional<std::chrono::system_clock::time_point> start;
 };
 
 struct PlacementPass {
   std::vector<ClusterPlacement> placed;
   std::vector<WaitingReason> waiting;
+  std::optional<Reservation> reservation;
 };
 
 struct PlacementInput {
   std::vector<ClusterHost> hosts;             // grouped by agent, in each agent's host order
   std::map<std::string, int> free_cpu_slots;  // alive agent -> cpu jobs it may still start
   std::map<std::string, int> quota_left;      // tenant -> cores it may still take (absent: no cap)
+  // When the running jobs end at the latest (absent: no time limit).
+  std::map<std::int64_t, std::chrono::system_clock::time_point> expected_end;
+  std::chrono::system_clock::time_point now{};
 };
 
 // Places what fits from `queue` (in order). Updates input's hosts, slots

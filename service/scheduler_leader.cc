@@ -7,6 +7,7 @@
 
 #include "api/job_spec.h"
 #include "api/resolution.h"
+#include "api/usage.h"
 #include "scheduler/capacity.h"
 #include "scheduler/generation.h"
 #include "service/cluster_placement.h"
@@ -124,6 +125,7 @@ const SchedulerLeader::WorkloadFields& SchedulerLeader::workload_of(const db::Jo
   if (spec) {
     fields.depends_on = std::move(spec->depends_on);
     fields.start_by = spec->start_by;
+    fields.time_limit = spec->training.timeout;
   }
   return workload_.emplace(row.id, std::move(fields)).first->second;
 }
@@ -295,6 +297,11 @@ db::Status SchedulerLeader::run_pass() {
         if (!s.ok()) return s;
         continue;
       }
+      if (const auto limit = workload_of(row).time_limit; limit && row.started_at) {
+        input.expected_end[row.id] =
+            *row.started_at +
+            std::chrono::duration_cast<std::chrono::system_clock::duration>(*limit);
+      }
       for (const json& core : allocation.value("cores", json::array())) {
         auto it = host_index.find(core.value("host", ""));
         const int c = core.value("core", -1);
@@ -346,7 +353,7 @@ db::Status SchedulerLeader::run_pass() {
       queue.push_back({row.id, row.tenant, {}, /*resolvable=*/false});
       continue;
     }
-    queue.push_back({row.id, row.tenant, *request});
+    queue.push_back({row.id, row.tenant, *request, /*resolvable=*/true, workload.time_limit});
   }
   for (auto it = requests_.begin(); it != requests_.end();) {
     it = unfinished_ids.count(it->first) ? std::next(it) : requests_.erase(it);
@@ -357,6 +364,7 @@ db::Status SchedulerLeader::run_pass() {
   for (const auto& [tenant, max_cores] : *quotas)
     input.quota_left[tenant] = max_cores - tenant_cores[tenant];
 
+  input.now = wall_now;
   PlacementPass pass = place_jobs(input, queue);
   std::set<std::string> woken;
   for (const ClusterPlacement& p : pass.placed) {
@@ -404,6 +412,7 @@ db::Status SchedulerLeader::run_pass() {
     json reason = {{"reason", std::string(scheduler::pending_reason_name(w.reason))},
                    {"queue_position", w.queue_position}};
     if (!w.detail.empty()) reason["detail"] = w.detail;
+    if (w.estimated_start) reason["estimated_start"] = api::rfc3339(*w.estimated_start);
     std::string text = reason.dump();
     auto before = pending_written_.find(w.job);
     if (before == pending_written_.end() || before->second != text)

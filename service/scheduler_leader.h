@@ -86,6 +86,8 @@ class SchedulerLeader {
   struct WorkloadFields {
     std::vector<scheduler::Dependency> depends_on;
     std::optional<std::chrono::milliseconds> start_by;
+    // training.timeout: how long it runs at most, for reservations and backfill.
+    std::optional<std::chrono::milliseconds> time_limit;
   };
   // From the stored spec, cached; empty fields when it does not parse.
   const WorkloadFields& workload_of(const db::JobRow& row);

@@ -111,7 +111,7 @@ TEST(ClusterPlacementTest, SingleCoresFillAHostBeforeTheNextAndNeverOverlap) {
   const PlacementPass pass = place_jobs(input, queue);
   ASSERT_EQ(8u, pass.placed.size());
   for (int c = 0; c < 8; ++c) EXPECT_EQ(c + 1, input.hosts[0].core_job[c]);
-  EXPECT_EQ("9:Resources#1 ", describe(input, PlacementPass{{}, pass.waiting}));
+  EXPECT_EQ("9:Resources#1 ", describe(input, PlacementPass{{}, pass.waiting, std::nullopt}));
 }
 
 TEST(ClusterPlacementTest, CpuJobsGoToTheEmptiestAliveAgent) {
@@ -131,6 +131,76 @@ TEST(ClusterPlacementTest, QuotaHoldsATenantBack) {
       input,
       {{1, "capped", single_core()}, {2, "capped", single_core()}, {3, "free", single_core()}});
   EXPECT_EQ("1@a:a-h0, 3@a:a-h0, 2:Quota#1 ", describe(input, pass));
+}
+
+scheduler::ResourceRequest whole_host() {
+  scheduler::ResourceRequest r;
+  r.kind = RequestKind::kHost;
+  r.devices_per_host = 8;
+  r.hosts = 1;
+  return r;
+}
+
+// Agent a's two hosts: h0 has cores 0-6 held by job 100 (no time limit),
+// h1 core 0 by job 101, which ends within ten minutes.
+PlacementInput two_busy_hosts(std::chrono::system_clock::time_point now) {
+  PlacementInput input;
+  input.hosts = {host("a", 0), host("a", 1)};
+  for (int c = 0; c < 7; ++c) input.hosts[0].core_job[c] = 100;
+  input.hosts[1].core_job[0] = 101;
+  input.now = now;
+  input.expected_end[101] = now + std::chrono::minutes(10);
+  return input;
+}
+
+WaitingJob limited(std::int64_t id, scheduler::ResourceRequest request,
+                   std::optional<std::chrono::minutes> limit) {
+  WaitingJob job{id, "t", std::move(request)};
+  if (limit) job.expected_runtime = *limit;
+  return job;
+}
+
+TEST(ClusterPlacementTest, TheHeadReservesTheHostThatFreesFirstAndLaterJobsKeepOffIt) {
+  const auto now = std::chrono::system_clock::time_point(std::chrono::hours(1000));
+  PlacementInput input = two_busy_hosts(now);
+  const PlacementPass pass =
+      place_jobs(input, {limited(2, whole_host(), std::nullopt),
+                         limited(3, single_core(), std::nullopt),  // h0's free core: not reserved
+                         limited(4, single_core(), std::nullopt),  // only h1 is left: reserved
+                         limited(5, single_core(), std::chrono::minutes(5)),  // ends in time
+                         limited(6, single_core(), std::chrono::minutes(20))});
+  EXPECT_EQ(describe(input, pass),
+            "3@a:a-h0, 5@a:a-h1, 2:Resources#1 4:Resources#2 6:Resources#3 ");
+  ASSERT_TRUE(pass.reservation);
+  EXPECT_EQ(pass.reservation->job, 2);
+  EXPECT_EQ(pass.reservation->cores.size(), 8u);
+  EXPECT_EQ(pass.reservation->cores.front().host, 1);
+  EXPECT_EQ(pass.waiting.front().estimated_start, now + std::chrono::minutes(10));
+  EXPECT_FALSE(pass.waiting[1].estimated_start) << "only the head has a reserved start";
+}
+
+TEST(ClusterPlacementTest, WithoutKnownEndsTheHeadStillHoldsItsCoresButHasNoEstimatedStart) {
+  PlacementInput input = two_busy_hosts({});
+  input.expected_end.clear();
+  const PlacementPass pass = place_jobs(
+      input, {limited(2, whole_host(), std::nullopt), limited(3, single_core(), std::nullopt),
+              limited(4, single_core(), std::chrono::minutes(1)),
+              limited(5, single_core(), std::nullopt)});
+  // The fewest busy cores: h1. Nothing may backfill onto it without a known start.
+  EXPECT_EQ(describe(input, pass), "3@a:a-h0, 2:Resources#1 4:Resources#2 5:Resources#3 ");
+  ASSERT_TRUE(pass.reservation);
+  EXPECT_EQ(pass.reservation->cores.front().host, 1);
+  EXPECT_FALSE(pass.waiting.front().estimated_start);
+}
+
+TEST(ClusterPlacementTest, AJobHeldByQuotaNeverBecomesTheHead) {
+  PlacementInput input = two_busy_hosts({});
+  input.quota_left["capped"] = 4;
+  WaitingJob capped{2, "capped", whole_host()};
+  const PlacementPass pass = place_jobs(input, {capped, limited(3, single_core(), std::nullopt),
+                                                limited(4, single_core(), std::nullopt)});
+  EXPECT_EQ(describe(input, pass), "3@a:a-h0, 4@a:a-h1, 2:Quota#1 ");
+  EXPECT_FALSE(pass.reservation);
 }
 
 }  // namespace

@@ -41,8 +41,10 @@ TEST(JobViews, AStoredRowShowsWhatGetJobPromises) {
 
 TEST(JobViews, AQueuedRowShowsWhyTheLeaderSaysItWaits) {
   db::JobRow row = stored_row();
-  row.pending_json = R"({"reason":"HostUnhealthy","queue_position":3,"detail":"agent a lost"})";
+  row.pending_json = R"({"reason":"HostUnhealthy","queue_position":3,"detail":"agent a lost",)"
+                     R"("estimated_start":"2026-11-24T02:00:00.000Z"})";
   json view = views::render_row(row);
+  EXPECT_EQ(view["estimated_start"], "2026-11-24T02:00:00.000Z");
   EXPECT_EQ(view["pending_reason"], "HostUnhealthy");
   EXPECT_EQ(view["queue_position"], 3);
   EXPECT_EQ(view["pending_detail"], "agent a lost");

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/usage.h"
 #include "db/migrate.h"
 #include "db/test_cluster.h"
 #include "service/scheduler_leader.h"
@@ -146,6 +147,41 @@ TEST_F(SchedulerLeaderTest, ASliceNoAgentHasAloneIsPlacedAcrossAgentsAndEachPart
             cluster_->get_rendezvous_key(placement, "0")->value_or(""));
   EXPECT_FALSE(cluster_->get_rendezvous_key(placement + 1, "0")->has_value());
   EXPECT_FALSE(cluster_->get_rendezvous_key(placement, "1")->has_value());
+}
+
+TEST_F(SchedulerLeaderTest, TheHeadReservesCoresThatOnlyJobsEndingInTimeMayBorrow) {
+  ASSERT_TRUE(cluster_->register_agent("a", {{"a-h0", "v3"}}, 1).ok());
+  auto spec = [](int devices, std::optional<std::string> timeout) {
+    json s = {{"name", "j"},
+              {"trainer", {{"devices", devices}, {"max_epochs", 1}}},
+              {"model", {{"layers", json::array({{{"type", "linear"}, {"out", 3}}})}}},
+              {"data", {{"dataset", "iris"}}}};
+    if (timeout) s["timeout"] = *timeout;
+    return s;
+  };
+  const std::int64_t running = submit_spec(spec(1, "10m"));
+  ASSERT_TRUE(leader_->run_pass().ok());
+  const db::JobRow placed = row(running);
+  ASSERT_EQ(db::JobState::kStarting, placed.state);
+  ASSERT_TRUE(placed.started_at);
+
+  const std::int64_t head = submit_spec(spec(8, std::nullopt));     // the whole host: waits
+  const std::int64_t forever = submit_spec(spec(1, std::nullopt));  // would delay the head
+  const std::int64_t long_one = submit_spec(spec(1, "20m"));        // would too
+  const std::int64_t short_one = submit_spec(spec(1, "5m"));        // ends before it starts
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(db::JobState::kQueued, row(head).state);
+  EXPECT_EQ(db::JobState::kQueued, row(forever).state);
+  EXPECT_EQ(db::JobState::kQueued, row(long_one).state);
+  EXPECT_EQ(db::JobState::kStarting, row(short_one).state) << "backfilled";
+  const json pending = json::parse(row(head).pending_json.value_or("{}"));
+  EXPECT_EQ("Resources", pending.value("reason", ""));
+  // The running job's start plus its time limit.
+  const auto expected = *placed.started_at + std::chrono::minutes(10);
+  EXPECT_EQ(api::rfc3339(std::chrono::time_point_cast<std::chrono::milliseconds>(expected)),
+            pending.value("estimated_start", ""))
+      << pending.dump();
+  EXPECT_FALSE(json::parse(row(forever).pending_json.value_or("{}")).contains("estimated_start"));
 }
 
 TEST_F(SchedulerLeaderTest, ACancelRequestedWhileQueuedEndsTheJob) {
