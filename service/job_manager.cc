@@ -578,8 +578,12 @@ void JobManager::apply_workload_rules() {
   }
 
   if (!dependency_held_.empty()) {
+    // Judged: the jobs held now, against the states read for them. A job
+    // held while the lock is released waits for the next pass (its targets
+    // were not read: judged now, it would find them missing).
+    const std::vector<std::int64_t> judged(dependency_held_.begin(), dependency_held_.end());
     std::vector<std::int64_t> targets;
-    for (std::int64_t id : dependency_held_) {
+    for (std::int64_t id : judged) {
       if (auto it = live_.find(id); it != live_.end()) {
         for (const scheduler::Dependency& d : it->second->spec.depends_on) targets.push_back(d.job);
       }
@@ -592,8 +596,7 @@ void JobManager::apply_workload_rules() {
         auto it = states->find(id);
         return it == states->end() ? std::nullopt : std::optional<JobState>(it->second);
       };
-      for (std::int64_t id :
-           std::vector<std::int64_t>(dependency_held_.begin(), dependency_held_.end())) {
+      for (std::int64_t id : judged) {
         std::shared_ptr<LiveJob> job = waiting(id);
         if (!job || !dependency_held_.contains(id)) continue;
         const scheduler::DependencyCheck check =

@@ -90,7 +90,7 @@ json render_row(const db::JobRow& row, json spec, json resolved, json labels, js
     json pending = parse_or_null(row.pending_json);
     if (pending.is_object()) {
       view["pending_reason"] = pending.value("reason", "Resources");
-      view["queue_position"] = pending.value("queue_position", 0);
+      if (pending.contains("queue_position")) view["queue_position"] = pending["queue_position"];
       if (pending.contains("detail")) view["pending_detail"] = pending["detail"];
       if (pending.contains("estimated_start")) view["estimated_start"] = pending["estimated_start"];
     }

@@ -423,7 +423,7 @@ db::Status SchedulerLeader::run_pass() {
     std::string text = json{
         {"reason",
          std::string(scheduler::pending_reason_name(scheduler::PendingReason::kDependency))},
-        {"queue_position", 0},
+        {"queue_position", nullptr},  // not in the queue yet, as in one process
         {"detail", detail}}.dump();
     auto before = pending_written_.find(job);
     if (before == pending_written_.end() || before->second != text) pending.emplace_back(job, text);

@@ -100,6 +100,8 @@ void dependencies_hold_and_release(const ServiceProcess& service) {
         wait_until(service, id, [](const json& j) { return j["pending_reason"] == "Dependency"; });
     EXPECT_EQ(waiting["state"], "QUEUED") << waiting.dump();
     EXPECT_EQ(waiting["pending_reason"], "Dependency") << waiting.dump();
+    // Not in the queue yet: no place in it, in one process as in a cluster.
+    EXPECT_TRUE(waiting["queue_position"].is_null()) << waiting.dump();
   }
   json detail =
       wait_until(service, on_success, [](const json& j) { return j.contains("pending_detail"); });
