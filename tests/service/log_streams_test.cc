@@ -103,6 +103,12 @@ class FakeSource final : public LogSource {
   int database_reads GUARDED_BY(mutex_) = 0;
 };
 
+// Stops the timer thread before the streams its ticks use go away.
+struct StopTimers {
+  TimerQueue& timers;
+  ~StopTimers() { timers.stop(); }
+};
+
 TEST(LogStreams, SendsTheLinesAfterTheOneAskedForThenEndsWithTheJobsState) {
   FakeSource source;
   source.add(1, "epoch 0");
@@ -110,6 +116,7 @@ TEST(LogStreams, SendsTheLinesAfterTheOneAskedForThenEndsWithTheJobsState) {
   source.add(3, "epoch 2");
   TimerQueue timers;
   LogStreams streams(source, timers, {.poll = 5ms});
+  StopTimers stop{timers};
   auto writer = std::make_shared<FakeWriter>();
   streams.follow(7, /*after=*/1, writer);
   std::string text = writer->wait_for("id: 3");
@@ -138,6 +145,7 @@ TEST(LogStreams, ALiveJobIsNotEndedWhileItRunsHereEvenWithNoNewLine) {
   source.add(1, "a");
   TimerQueue timers;
   LogStreams streams(source, timers, {.poll = 5ms});
+  StopTimers stop{timers};
   auto writer = std::make_shared<FakeWriter>();
   streams.follow(7, 0, writer);
   writer->wait_for("id: 1");
@@ -153,6 +161,7 @@ TEST(LogStreams, NotifiedStreamsTickOnTheNotificationNotTheFallback) {
   TimerQueue timers;
   // A fallback far longer than the test's deadline: only wake() can deliver.
   LogStreams streams(source, timers, {.notified = true, .fallback = 3600s});
+  StopTimers stop{timers};
   auto writer = std::make_shared<FakeWriter>();
   streams.follow(7, 0, writer);
   // The first tick read the database and is now waiting.
@@ -167,6 +176,7 @@ TEST(LogStreams, AClientThatLeftStopsItsStream) {
   FakeSource source;
   TimerQueue timers;
   LogStreams streams(source, timers, {.poll = 1ms});
+  StopTimers stop{timers};
   auto writer = std::make_shared<FakeWriter>();
   streams.follow(7, 0, writer);
   for (int i = 0; i < 3000 && source.reads() < 2; ++i) std::this_thread::sleep_for(1ms);
@@ -181,6 +191,7 @@ TEST(LogStreams, KeepAlivesFlowWhileNothingIsLogged) {
   FakeSource source;
   TimerQueue timers;
   LogStreams streams(source, timers, {.poll = 1ms, .keep_alive = 5ms});
+  StopTimers stop{timers};
   auto writer = std::make_shared<FakeWriter>();
   streams.follow(7, 0, writer);
   EXPECT_NE(writer->wait_for(": keep-alive").find(": keep-alive\n\n"), std::string::npos);
