@@ -285,6 +285,25 @@ TEST(DatabaseOutage, ServiceRidesOutAStoppedPostgres) {
       EXPECT_EQ(r.json()["state"], "SUCCEEDED") << target << ": " << r.body;
     }
   }
+  // A cancel of a queued job cannot be stored now: it answers 503 with
+  // Retry-After at once (no I/O thread sits in the outage's back-off; a
+  // cancel that waited would hold this thread, and the outage, forever),
+  // and the job stays queued until a cancel is stored.
+  std::int64_t queued_id = -1;
+  for (const Exchange& e : load.exchanges()) {
+    if (e.created > 0 && e.sent < stopped) {
+      queued_id = e.created;
+      break;
+    }
+  }
+  ASSERT_GT(queued_id, 0) << "no job was submitted before the outage";
+  const std::string cancel_path = "/v1/jobs/" + std::to_string(queued_id) + "/cancel";
+  const auto cancel_sent = Clock::now();
+  const HttpResponse refused = service.post(cancel_path);
+  const double cancel_seconds = seconds_between(cancel_sent, Clock::now());
+  EXPECT_EQ(refused.status, 503) << refused.body;
+  EXPECT_FALSE(refused.header("retry-after").empty());
+
   // An outage of some five seconds in all.
   std::this_thread::sleep_for(std::chrono::seconds(5) - (Clock::now() - stopped));
 
@@ -357,6 +376,11 @@ TEST(DatabaseOutage, ServiceRidesOutAStoppedPostgres) {
     EXPECT_EQ(r.json()["name"], "load");
   }
 
+  // The refused cancel did not end the job; one sent now does.
+  EXPECT_EQ(service.get("/v1/jobs/" + std::to_string(queued_id)).json()["state"], "QUEUED");
+  EXPECT_EQ(service.post(cancel_path).status, 202);
+  EXPECT_EQ(service.get("/v1/jobs/" + std::to_string(queued_id)).json()["state"], "CANCELLED");
+
   // ---- the running jobs finish as if nothing happened
   for (std::int64_t id : ids) {
     const json done = service.wait_terminal(id, std::chrono::seconds(400));
@@ -376,7 +400,8 @@ TEST(DatabaseOutage, ServiceRidesOutAStoppedPostgres) {
       "%d jobs of %lld steps; database stopped for %.1f s under load: /readyz 503 after %.2f s; ",
       kLongJobs, static_cast<long long>(total_steps), seconds_between(stopped, restarting),
       unready_after);
-  std::printf("%d submits during the outage, all 503 + Retry-After; ", outage_submits);
+  std::printf("%d submits during the outage, all 503 + Retry-After; a cancel 503 in %.3f s; ",
+              outage_submits, cancel_seconds);
   std::printf("jobs trained on (steps %s -> %s in 3 s); ", join(steps_before).c_str(),
               join(steps_after).c_str());
   std::printf("after the restart /readyz 200 after %.2f s, first 201 after %.2f s, ", ready_after,
