@@ -235,7 +235,7 @@ void check_notify(const std::string& tenant, NotificationService* notifications,
   if (!notify_url_allowed(url, *allowlist)) {
     checked->errors.push_back(
         {"notify.url", "http://" + authority + " is not on the notification allow-list",
-         "an admin allows it with `tpujobs notifications allow " + authority +
+         "an admin allows it with `tpujobs notify-allow " + authority +
              "` (PUT /v1/notifications/allowlist) or `tpujobs serve --notify-allow " + authority +
              "`; GET /v1/notifications/allowlist shows the list"});
   }
@@ -247,7 +247,7 @@ void check_notify(const std::string& tenant, NotificationService* notifications,
   if (!*has_secret) {
     checked->errors.push_back(
         {"notify", "tenant '" + tenant + "' has no secret to sign notifications with",
-         "create one (it is shown once) with `tpujobs notifications secret` (POST "
+         "create one (it is shown once) with `tpujobs notify-secret --rotate` (POST "
          "/v1/notifications/secret), then submit again"});
   }
 }
