@@ -9,15 +9,11 @@
 // state, with a generous deadline.
 #include <gtest/gtest.h>
 
-#include <array>
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
@@ -26,6 +22,7 @@
 #include <set>
 #include <thread>
 
+#include "../service/openssl_hmac.h"
 #include "own_postgres.h"
 #include "service_process.h"
 #include "training_jobs.h"
@@ -111,21 +108,6 @@ class Receiver {
   std::vector<Delivery> deliveries_;
   std::thread thread_;
 };
-
-// The hex HMAC-SHA256 of `body` keyed with `key`, from `openssl dgst`.
-std::string openssl_hmac(const std::string& key, const std::string& body) {
-  const std::filesystem::path file =
-      std::filesystem::temp_directory_path() / ("tpujobs-e2e-hmac-" + std::to_string(getpid()));
-  std::ofstream(file, std::ios::binary) << body;
-  const std::string command = "openssl dgst -sha256 -hmac '" + key + "' < " + file.string();
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
-  std::string out;
-  std::array<char, 256> chunk{};
-  while (pipe && fgets(chunk.data(), chunk.size(), pipe.get())) out += chunk.data();
-  std::filesystem::remove(file);
-  const std::size_t at = out.find("= ");
-  return at == std::string::npos ? std::string() : out.substr(at + 2, 64);
-}
 
 json short_job(const std::string& name) {
   BlobsJob spec;
@@ -265,23 +247,12 @@ TEST(NotificationsCluster, TwoReplicasDeliverEachEventOnce) {
   OwnPostgres database{"tpujobs-notify-"};
   ASSERT_EQ(database.error(), "");
   Receiver receiver([](int) { return 200; });
-  ServiceProcess::Options a_options;
-  a_options.pool = "none";
-  a_options.extra_args = {"--database-url", database.url(),
-                          "--name",         "replica-a",
-                          "--notify-allow", "127.0.0.1:" + std::to_string(receiver.port())};
-  ServiceProcess replica_a(a_options);
+  ServiceProcess replica_a(replica_options(
+      database, "replica-a", {"--notify-allow", "127.0.0.1:" + std::to_string(receiver.port())}));
   ASSERT_EQ(replica_a.start(), "");
-  ServiceProcess::Options b_options;
-  b_options.pool = "none";
-  b_options.extra_args = {"--database-url", database.url(), "--name", "replica-b"};
-  ServiceProcess replica_b(b_options);
+  ServiceProcess replica_b(replica_options(database, "replica-b"));
   ASSERT_EQ(replica_b.start(), "");
-  ServiceProcess::Options agent_options;
-  agent_options.command = "agent";
-  agent_options.extra_args = {"--database-url", database.url(), "--pool",    "v3-8",
-                              "--name",         "agent-1",      "--workers", "2"};
-  ServiceProcess agent(agent_options);
+  ServiceProcess agent(agent_options(database, "agent-1"));
   ASSERT_EQ(agent.start(), "");
 
   // The allow-list replica a stored, and the secret made through b, are

@@ -4,11 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <memory>
+#include "openssl_hmac.h"
 
 namespace tpujobs::service {
 namespace {
@@ -19,28 +15,10 @@ TEST(NotificationSignature, IsRfc4231HmacSha256) {
             "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
 }
 
-// What `openssl dgst -sha256 -hmac KEY` prints for `body` ("" when the
-// command is not there).
-std::string openssl_hmac(const std::string& key, const std::string& body) {
-  const std::filesystem::path file =
-      std::filesystem::temp_directory_path() / ("tpujobs-hmac-" + std::to_string(getpid()));
-  std::ofstream(file, std::ios::binary) << body;
-  const std::string command = "openssl dgst -sha256 -hmac '" + key + "' < " + file.string();
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
-  std::string out;
-  std::array<char, 256> chunk{};
-  while (pipe && fgets(chunk.data(), chunk.size(), pipe.get())) out += chunk.data();
-  std::filesystem::remove(file);
-  // "SHA2-256(stdin)= <hex>\n" (OpenSSL 3) or "(stdin)= <hex>\n".
-  const std::size_t at = out.find("= ");
-  if (at == std::string::npos) return {};
-  return out.substr(at + 2, 64);
-}
-
 TEST(NotificationSignature, MatchesTheOpensslCommandLine) {
   const std::string key = "tpjn_Ipz9cK2mbP_h6MalK0VrxNmvgTEOBQxuNjKROFHNr9c";
   const std::string body = R"({"id":7,"state":"SUCCEEDED","name":"ünïcode \" job"})";
-  const std::string expected = openssl_hmac(key, body);
+  const std::string expected = tpujobs::testing::openssl_hmac(key, body);
   if (expected.empty()) GTEST_SKIP() << "the openssl command is not installed";
   EXPECT_EQ(sign_notification(key, body), "sha256=" + expected);
   EXPECT_NE(sign_notification(key + "x", body), "sha256=" + expected);
