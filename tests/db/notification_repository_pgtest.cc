@@ -108,8 +108,8 @@ TEST_F(NotificationRepositoryTest, EachDueDeliveryGoesToOneSenderAtATime) {
   for (int s = 0; s < 4; ++s) {
     senders.emplace_back([&, s] {
       for (int round = 0; round < 10; ++round) {
-        auto rows = notifications_->claim_due("sender-" + std::to_string(s), 3,
-                                              std::chrono::seconds(60));
+        auto rows =
+            notifications_->claim_due("sender-" + std::to_string(s), 3, std::chrono::seconds(60));
         if (rows.ok()) claimed[s].insert(claimed[s].end(), rows->begin(), rows->end());
       }
     });
