@@ -206,8 +206,14 @@ void Notifier::loop() {
 }
 
 base::Result<int> Notifier::deliver_due() {
+  // The claim outlasts the batch even when every POST times out, so no
+  // other replica takes a delivery this one is still to send.
+  const std::chrono::seconds claim_for =
+      std::max(options_.claim_for,
+               std::chrono::duration_cast<std::chrono::seconds>(options_.timeout * options_.batch) +
+                   std::chrono::seconds(30));
   base::Result<std::vector<db::NotificationRow>> due =
-      repo_.claim_due(sender_, options_.batch, options_.claim_for);
+      repo_.claim_due(sender_, options_.batch, claim_for);
   if (!due.ok()) return due.error();
   if (due->empty()) return 0;
   base::Result<std::vector<std::string>> allowlist = repo_.allowlist();

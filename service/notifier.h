@@ -46,8 +46,10 @@ struct NotifierOptions {
   std::chrono::milliseconds max_retry{300000};
   std::chrono::milliseconds timeout{10000};  // connect, send and the answer, per attempt
   std::chrono::milliseconds poll{500};       // the fallback when no NOTIFY comes
-  std::chrono::seconds claim_for{60};        // longer than one batch takes
-  int batch = 16;
+  // How long a claim holds a batch; at least batch * timeout + 30 s, so it
+  // outlasts a batch whose every POST times out.
+  std::chrono::seconds claim_for{60};
+  int batch = 8;
   base::Clock* clock = nullptr;  // null: the real clock; must outlive the notifier
 };
 
