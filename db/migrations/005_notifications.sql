@@ -86,5 +86,7 @@ BEGIN
 END
 $$;
 
+-- The WHEN clause keeps submits (QUEUED events) from calling the function.
 CREATE TRIGGER job_events_queue_notifications AFTER INSERT ON job_events
-  FOR EACH ROW EXECUTE FUNCTION queue_job_notifications();
+  FOR EACH ROW WHEN (NEW.to_state IN ('RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED'))
+  EXECUTE FUNCTION queue_job_notifications();
