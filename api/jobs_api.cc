@@ -925,7 +925,10 @@ void JobsApi::add_service_routes() {
               [this](Request&, const PathParams&, ResponseWriterPtr w) {
                 Response response;
                 response.content_type = "text/plain; version=0.0.4; charset=utf-8";
-                response.body = service_.prometheus_metrics() + latency_.prometheus();
+                response.body = service_.prometheus_metrics();
+                if (options_.notifications)
+                  response.body += options_.notifications->prometheus_metrics();
+                response.body += latency_.prometheus();
                 w->respond(std::move(response));
               });
   router_.add("GET", "/openapi.json", Access::kOpen,

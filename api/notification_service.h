@@ -34,6 +34,9 @@ class NotificationService {
   // kNotFound when the job does not exist or is another tenant's.
   virtual base::Result<nlohmann::json> job_notifications(std::int64_t id,
                                                          const std::string& tenant) = 0;
+
+  // Prometheus text lines about the deliveries this process made.
+  virtual std::string prometheus_metrics() = 0;
 };
 
 }  // namespace tpujobs::api

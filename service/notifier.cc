@@ -221,6 +221,10 @@ base::Result<int> Notifier::deliver_due() {
   int sent = 0;
   for (const db::NotificationRow& row : *due) {
     db::NotificationAttempt outcome = attempt(row, *allowlist);
+    std::atomic<std::int64_t>& counter = outcome.status == "delivered" ? delivered_
+                                         : outcome.status == "failed"  ? given_up_
+                                                                       : retried_;
+    ++counter;
     // Lost claims (another replica took over after ours expired) record
     // nothing; database errors leave the claim to expire and retry.
     (void)repo_.record_attempt(row.id, sender_, outcome);
@@ -351,6 +355,20 @@ base::Result<json> Notifier::job_notifications(std::int64_t id, const std::strin
     list.push_back(std::move(n));
   }
   return json{{"job_id", id}, {"notifications", std::move(list)}};
+}
+
+std::string Notifier::prometheus_metrics() {
+  return "# HELP tpujobs_notification_attempts_total Notification POSTs this process made, by "
+         "what the delivery became: delivered, retry (tried again later) or failed (given up).\n"
+         "# TYPE tpujobs_notification_attempts_total counter\n"
+         "tpujobs_notification_attempts_total{outcome=\"delivered\"} " +
+         std::to_string(delivered_.load()) +
+         "\n"
+         "tpujobs_notification_attempts_total{outcome=\"retry\"} " +
+         std::to_string(retried_.load()) +
+         "\n"
+         "tpujobs_notification_attempts_total{outcome=\"failed\"} " +
+         std::to_string(given_up_.load()) + "\n";
 }
 
 }  // namespace tpujobs::service

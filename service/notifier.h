@@ -20,6 +20,7 @@
 //   X-Tpujobs-Signature: sha256=<hex HMAC-SHA256 of the body, key = the tenant's secret>
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -101,6 +102,7 @@ class Notifier final : public api::NotificationService {
   base::Result<nlohmann::json> secret_info(const std::string& tenant) override;
   base::Result<nlohmann::json> job_notifications(std::int64_t id,
                                                  const std::string& tenant) override;
+  std::string prometheus_metrics() override;
 
   const std::string& sender() const { return sender_; }
 
@@ -119,6 +121,10 @@ class Notifier final : public api::NotificationService {
   base::Mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ GUARDED_BY(mutex_) = false;
+  // Attempts this process made, by what they came to.
+  std::atomic<std::int64_t> delivered_{0};
+  std::atomic<std::int64_t> retried_{0};
+  std::atomic<std::int64_t> given_up_{0};
   std::thread thread_;
 };
 

@@ -37,6 +37,8 @@ class FakeNotifications final : public NotificationService {
     return json{{"job_id", id}, {"notifications", json::array()}};
   }
 
+  std::string prometheus_metrics() override { return "tpujobs_notification_attempts_total 0\n"; }
+
   std::vector<std::string> entries;
   std::set<std::string> secrets;
 };
@@ -136,6 +138,11 @@ TEST_F(NotificationRoutes, AJobsDeliveriesAreItsTenantsOnly) {
   EXPECT_EQ(call(api_, "GET", "/v1/jobs/x/notifications").status, 404);
   Response info = call(api_, "GET", "/v1/notifications/secret");
   EXPECT_EQ(json::parse(info.body)["exists"], false);
+}
+
+TEST_F(NotificationRoutes, MetricsIncludeTheNotifiers) {
+  Response metrics = call(api_, "GET", "/metrics");
+  EXPECT_NE(metrics.body.find("tpujobs_notification_attempts_total 0\n"), std::string::npos);
 }
 
 }  // namespace

@@ -221,6 +221,12 @@ TEST(NotificationsSingleProcess, SignedRetriedRecordedAndRefusedOffTheAllowList)
                           "finished_at", "result", "spec"}) {
     EXPECT_EQ(body[key], view[key]) << key;
   }
+  const std::string metrics = service.get("/metrics").body;
+  EXPECT_NE(metrics.find("tpujobs_notification_attempts_total{outcome=\"delivered\"} 1\n"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("tpujobs_notification_attempts_total{outcome=\"retry\"} 1\n"),
+            std::string::npos);
   // A rotated secret signs later deliveries; the old one no longer verifies.
   EXPECT_NE(rotate_secret(service), secret);
 
