@@ -15,8 +15,9 @@ const std::map<std::string, std::vector<std::string>, std::less<>>& field_table(
       {"",
        {"name", "labels", "priority", "trainer", "model", "data", "optimizer", "expect",
         "max_retries", "timeout", "lightning_version", "environment", "runtime", "env", "resources",
-        "depends_on", "start_by"}},
+        "depends_on", "start_by", "notify"}},
       {"depends_on[]", {"job", "condition"}},
+      {"notify", {"url", "events"}},
       {"environment", {"python", "torch", "torch_xla", "lightning"}},
       {"trainer",
        {"accelerator", "devices", "tpu_cores", "num_nodes", "precision", "strategy", "max_epochs",
@@ -637,6 +638,7 @@ std::optional<JobSpec> parse_job_spec(const json& body, std::vector<FieldError>*
     spec.start_by = duration_field(top, "start_by");
     if (const json* depends_on = top.raw("depends_on"))
       parse_depends_on(*depends_on, &spec.depends_on, errors);
+    if (const json* notify = top.raw("notify")) spec.notify = parse_notify(*notify, errors);
     // Which versions exist is Lightning's rule (lightning/versions.h).
     spec.trainer.lightning_version = top.string("lightning_version", 32);
     if (const json* environment = top.raw("environment");

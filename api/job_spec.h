@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "api/notify.h"
 #include "api/problem.h"
 #include "api/resolution.h"
 #include "executor/spec.h"
@@ -28,6 +29,9 @@ struct JobSpec {
   std::vector<scheduler::Dependency> depends_on;
   // Not started this long after its submit: CANCELLED, StartDeadlineExceeded.
   std::optional<std::chrono::milliseconds> start_by;
+  // POSTed the job's view on these events (api/notify.h); the service
+  // checks the URL against the allow-list at submit.
+  std::optional<NotifySpec> notify;
   // The trainer settings as written, for resolve() (api/resolution.h).
   lightning::TrainerSettings trainer;
   // Everything the executor needs. world_size, precision, on_tpu, xla_debug

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "api/notify.h"
 #include "api/problem.h"
 #include "api/sweep.h"
 
@@ -215,14 +216,53 @@ void check_dependencies_exist(const std::string& tenant, JobService& service,
   }
 }
 
+// A notify URL must be on the admin's allow-list, and the tenant needs a
+// secret to sign the deliveries with.
+void check_notify(const std::string& tenant, NotificationService* notifications,
+                  CheckedSpec* checked) {
+  if (!checked->spec->notify) return;
+  if (!notifications) {
+    checked->errors.push_back({"notify", "this service does not send notifications", ""});
+    return;
+  }
+  base::Result<std::vector<std::string>> allowlist = notifications->allowlist();
+  if (!allowlist.ok()) {
+    checked->failure = allowlist.error();
+    return;
+  }
+  const HttpUrl url = *parse_notify_url(checked->spec->notify->url).url;
+  const std::string authority = url.host + ":" + std::to_string(url.port);
+  if (!notify_url_allowed(url, *allowlist)) {
+    checked->errors.push_back(
+        {"notify.url", "http://" + authority + " is not on the notification allow-list",
+         "an admin allows it with `tpujobs notify-allow " + authority +
+             "` (PUT /v1/notifications/allowlist) or `tpujobs serve --notify-allow " + authority +
+             "`; GET /v1/notifications/allowlist shows the list"});
+  }
+  base::Result<bool> has_secret = notifications->has_secret(tenant);
+  if (!has_secret.ok()) {
+    checked->failure = has_secret.error();
+    return;
+  }
+  if (!*has_secret) {
+    checked->errors.push_back(
+        {"notify", "tenant '" + tenant + "' has no secret to sign notifications with",
+         "create one (it is shown once) with `tpujobs notify-secret --rotate` (POST "
+         "/v1/notifications/secret), then submit again"});
+  }
+}
+
 // Everything submit and :validate share: parse, check the jobs it depends
 // on, resolve the trainer settings against the pool, dry-run the executor.
-CheckedSpec check_spec(json body, const std::string& tenant, JobService& service) {
+CheckedSpec check_spec(json body, const std::string& tenant, JobService& service,
+                       NotificationService* notifications) {
   CheckedSpec checked;
   checked.body = std::move(body);
   checked.spec = parse_job_spec(checked.body, &checked.errors);
   if (!checked.spec) return checked;
   check_dependencies_exist(tenant, service, &checked);
+  if (checked.failure) return checked;
+  check_notify(tenant, notifications, &checked);
   if (checked.failure) return checked;
   checked.resolution = resolve(checked.spec->trainer, service.capacity());
   checked.warnings = checked.resolution.warnings;
@@ -477,7 +517,8 @@ void JobsApi::submit(Request& request, ResponseWriterPtr writer) {
     submit_sweep(request, std::move(*body), std::move(key), writer);
     return;
   }
-  CheckedSpec checked = check_spec(std::move(*body), request.tenant, service_);
+  CheckedSpec checked =
+      check_spec(std::move(*body), request.tenant, service_, options_.notifications);
   if (checked.failure) {
     writer->respond(answer(JsonResult(*checked.failure)));
     return;
@@ -515,7 +556,8 @@ std::optional<std::vector<SubmitRequest>> JobsApi::check_sweep(
   std::vector<SubmitRequest> requests;
   std::vector<std::string> warnings;
   for (SweepChild& child : children) {
-    CheckedSpec checked = check_spec(std::move(child.spec), tenant, service_);
+    CheckedSpec checked =
+        check_spec(std::move(child.spec), tenant, service_, options_.notifications);
     if (checked.failure) {
       writer->respond(answer(JsonResult(*checked.failure)));
       return std::nullopt;
@@ -586,7 +628,8 @@ void JobsApi::validate(Request& request, ResponseWriterPtr writer) {
                             {"sweep", {{"size", children->size()}, {"children", values}}}}));
     return;
   }
-  CheckedSpec checked = check_spec(std::move(*body), request.tenant, service_);
+  CheckedSpec checked =
+      check_spec(std::move(*body), request.tenant, service_, options_.notifications);
   if (checked.failure) {
     writer->respond(answer(JsonResult(*checked.failure)));
     return;
@@ -669,6 +712,7 @@ void JobsApi::add_routes() {
   add_pool_routes();
   add_dataset_routes();
   add_service_routes();
+  add_notification_routes();
 }
 
 void JobsApi::add_job_routes() {
@@ -881,7 +925,10 @@ void JobsApi::add_service_routes() {
               [this](Request&, const PathParams&, ResponseWriterPtr w) {
                 Response response;
                 response.content_type = "text/plain; version=0.0.4; charset=utf-8";
-                response.body = service_.prometheus_metrics() + latency_.prometheus();
+                response.body = service_.prometheus_metrics();
+                if (options_.notifications)
+                  response.body += options_.notifications->prometheus_metrics();
+                response.body += latency_.prometheus();
                 w->respond(std::move(response));
               });
   router_.add("GET", "/openapi.json", Access::kOpen,
@@ -890,6 +937,94 @@ void JobsApi::add_service_routes() {
                 response.body = std::string(openapi_document());
                 w->respond(std::move(response));
               });
+}
+
+void JobsApi::add_notification_routes() {
+  // Every route needs the notifier; a service without one answers 503.
+  auto with_notifier = [this](auto body) {
+    return [this, body](Request& r, const PathParams& p, ResponseWriterPtr w) {
+      if (!options_.notifications) {
+        w->respond(problem(503, "this service does not send notifications"));
+        return;
+      }
+      body(*options_.notifications, r, p, w);
+    };
+  };
+  router_.add("GET", "/v1/jobs/{id}/notifications", Access::kTenant,
+              with_notifier([](NotificationService& n, Request& r, const PathParams& p,
+                               const ResponseWriterPtr& w) {
+                if (auto id = job_id(p, w)) w->respond(answer(n.job_notifications(*id, r.tenant)));
+              }));
+  router_.add("GET", "/v1/notifications/secret", Access::kTenant,
+              with_notifier(
+                  [](NotificationService& n, Request& r, const PathParams&,
+                     const ResponseWriterPtr& w) { w->respond(answer(n.secret_info(r.tenant))); }));
+  router_.add("POST", "/v1/notifications/secret", Access::kTenant,
+              with_notifier([](NotificationService& n, Request& r, const PathParams&,
+                               const ResponseWriterPtr& w) {
+                w->respond(answer(n.rotate_secret(r.tenant), 201));
+              }));
+  router_.add("GET", "/v1/notifications/allowlist", Access::kTenant,
+              with_notifier([](NotificationService& n, Request&, const PathParams&,
+                               const ResponseWriterPtr& w) {
+                base::Result<std::vector<std::string>> entries = n.allowlist();
+                if (!entries.ok()) {
+                  w->respond(answer(JsonResult(entries.error())));
+                  return;
+                }
+                w->respond(json_response(200, {{"entries", *entries}}));
+              }));
+  router_.add(
+      "PUT", "/v1/notifications/allowlist", Access::kAdmin,
+      with_notifier([](NotificationService& n, Request& r, const PathParams&,
+                       const ResponseWriterPtr& w) {
+        std::optional<json> body = parse_body(r, w);
+        if (!body) return;
+        const std::string example =
+            "{\"entries\": [\"127.0.0.1:9000\", \"ci.example\", "
+            "\"http://hooks.example/tpujobs/\"]}";
+        std::vector<FieldError> errors;
+        std::vector<std::string> entries;
+        const json* list =
+            body->is_object() && body->contains("entries") ? &(*body)["entries"] : nullptr;
+        if (!list || !list->is_array() || body->size() != 1 || list->size() > 1000) {
+          errors.push_back({"entries", "the body must be {\"entries\": [...]} (at most 1000)",
+                            "e.g. " + example});
+        } else {
+          for (std::size_t i = 0; i < list->size(); ++i) {
+            const std::string field = "entries[" + std::to_string(i) + "]";
+            const json& entry = (*list)[i];
+            std::string error = !entry.is_string() ? "must be a string"
+                                : entry.get<std::string>().size() > 2048
+                                    ? "is longer than 2048 characters"
+                                    : allowlist_entry_error(entry.get<std::string>());
+            if (!error.empty())
+              errors.push_back({field, error, "a host, host:port or http:// URL prefix"});
+            else
+              entries.push_back(entry.get<std::string>());
+          }
+        }
+        if (!errors.empty()) {
+          json list = json::array();
+          for (const FieldError& e : errors) list.push_back(to_json(e));
+          w->respond(problem(422,
+                             errors.size() == 1
+                                 ? errors.front().message
+                                 : std::to_string(errors.size()) + " problems with the allow-list",
+                             {{"errors", list}}));
+          return;
+        }
+        if (base::Status stored = n.set_allowlist(entries); !stored.ok()) {
+          w->respond(answer(JsonResult(stored.error())));
+          return;
+        }
+        base::Result<std::vector<std::string>> now = n.allowlist();
+        if (!now.ok()) {
+          w->respond(answer(JsonResult(now.error())));
+          return;
+        }
+        w->respond(json_response(200, {{"entries", *now}}));
+      }));
 }
 
 std::string_view Request::header(std::string_view name) const {

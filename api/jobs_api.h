@@ -9,6 +9,7 @@
 
 #include "api/http.h"
 #include "api/job_service.h"
+#include "api/notification_service.h"
 #include "api/router.h"
 #include "base/mutex.h"
 
@@ -36,6 +37,9 @@ struct ApiOptions {
   // Static files of the web UI by path ("/index.html"); returns "" when absent.
   std::function<std::string_view(std::string_view path)> static_file;
   std::string default_tenant = "default";
+  // Job notifications (api/notify.h); null: a spec with "notify" is refused
+  // and the notification routes answer 503. Must outlive the API.
+  NotificationService* notifications = nullptr;
 };
 
 class JobsApi final : public Handler {
@@ -55,6 +59,8 @@ class JobsApi final : public Handler {
   void add_pool_routes();
   void add_dataset_routes();
   void add_service_routes();
+  // GET /v1/jobs/{id}/notifications, the tenant's secret, the allow-list.
+  void add_notification_routes();
   // Works out who is asking and whether they may use `route`; answers
   // 401/403/503 itself and returns false when they may not.
   bool authorize(Request& request, const Route& route, const ResponseWriterPtr& writer);

@@ -88,6 +88,9 @@ class Client {
     if (command == "list") return list();
     if (command == "pool") return pool();
     if (command == "usage") return usage();
+    if (command == "notifications") return notifications();
+    if (command == "notify-secret") return notify_secret();
+    if (command == "notify-allow") return notify_allow();
     err_ << "tpujobs: unknown command '" << command << "'\n";
     return kExitRejected;
   }
@@ -848,6 +851,107 @@ class Client {
     print_table(rows);
     out_ << "from " << string_of(view, "from") << " to " << string_of(view, "to") << ": "
          << number_text(view.value("total_core_seconds", 0.0), "%.1f") << " TPU core-seconds\n";
+    return kExitSucceeded;
+  }
+
+  // ------------------------------------------------------- notifications
+
+  int notifications() {
+    const std::string& id = line_.positionals.front();
+    HttpResponse response = call({"GET", "/v1/jobs/" + id + "/notifications", "", {}});
+    if (response.status != 200) return report_failure(response, "reading job " + id);
+    const json view = json::parse(response.body, nullptr, false);
+    if (line_.json || !view.is_object()) {
+      out_ << view.dump(2) << "\n";
+      return kExitSucceeded;
+    }
+    std::vector<std::vector<std::string>> rows = {
+        {"DELIVERY", "EVENT", "STATE", "STATUS", "ATTEMPTS", "URL"}};
+    std::vector<std::string> attempt_lines;
+    for (const json& n : view.value("notifications", json::array())) {
+      const json attempts = n.value("attempts", json::array());
+      rows.push_back({string_of(n, "id"), string_of(n, "event"), string_of(n, "state"),
+                      string_of(n, "status"), std::to_string(attempts.size()),
+                      string_of(n, "url")});
+      for (const json& a : attempts) {
+        std::string line = "  delivery " + string_of(n, "id") + " attempt " +
+                           string_of(a, "attempt") + " at " + string_of(a, "at") + ": ";
+        line += a.contains("status_code") && a["status_code"].is_number()
+                    ? "HTTP " + string_of(a, "status_code")
+                    : std::string("no answer");
+        if (const std::string error = string_of(a, "error"); !error.empty())
+          line += " (" + error + ")";
+        line += ", " + number_text(a.value("duration_ms", 0.0), "%.0f") + " ms, by " +
+                string_of(a, "sender");
+        attempt_lines.push_back(std::move(line));
+      }
+      if (string_of(n, "status") == "pending" && !string_of(n, "next_attempt_at").empty())
+        attempt_lines.push_back("  delivery " + string_of(n, "id") + ": next attempt at " +
+                                string_of(n, "next_attempt_at"));
+    }
+    if (rows.size() == 1) {
+      out_ << "(no notifications: the job has no notify, or no event it asked for happened yet)\n";
+      return kExitSucceeded;
+    }
+    print_table(rows);
+    for (const std::string& line : attempt_lines) out_ << line << "\n";
+    return kExitSucceeded;
+  }
+
+  int notify_secret() {
+    HttpResponse response =
+        call({line_.rotate ? "POST" : "GET", "/v1/notifications/secret", "", {}});
+    if (response.status != 200 && response.status != 201)
+      return report_failure(response, "the notification secret");
+    const json view = json::parse(response.body, nullptr, false);
+    if (line_.json || !view.is_object()) {
+      out_ << view.dump(2) << "\n";
+      return kExitSucceeded;
+    }
+    if (line_.rotate) {
+      out_ << string_of(view, "secret") << "\n";
+      err_ << "tpujobs: the notification secret of tenant '" << string_of(view, "tenant")
+           << "'; it is not shown again. Receivers check X-Tpujobs-Signature: sha256=<hex "
+              "HMAC-SHA256 of the body>.\n";
+    } else if (view.value("exists", false)) {
+      out_ << "tenant '" << string_of(view, "tenant") << "' has a notification secret since "
+           << string_of(view, "created_at") << "\n";
+    } else {
+      out_ << "tenant '" << string_of(view, "tenant")
+           << "' has no notification secret; make one with `tpujobs notify-secret --rotate`\n";
+    }
+    return kExitSucceeded;
+  }
+
+  int notify_allow() {
+    HttpResponse response = call({"GET", "/v1/notifications/allowlist", "", {}});
+    if (response.status != 200) return report_failure(response, "reading the allow-list");
+    json view = json::parse(response.body, nullptr, false);
+    if (!line_.positionals.empty()) {
+      // Read, change, write back the whole list.
+      std::vector<std::string> entries;
+      for (const json& e : view.value("entries", json::array()))
+        if (e.is_string()) entries.push_back(e.get<std::string>());
+      for (const std::string& entry : line_.positionals) {
+        auto at = std::find(entries.begin(), entries.end(), entry);
+        if (line_.remove && at != entries.end()) entries.erase(at);
+        if (!line_.remove && at == entries.end()) entries.push_back(entry);
+      }
+      response =
+          call({"PUT", "/v1/notifications/allowlist", json{{"entries", entries}}.dump(), {}});
+      if (response.status != 200) return report_failure(response, "changing the allow-list");
+      view = json::parse(response.body, nullptr, false);
+    } else if (line_.remove) {
+      err_ << "tpujobs: --remove needs the entries to remove\n";
+      return kExitRejected;
+    }
+    if (line_.json || !view.is_object()) {
+      out_ << view.dump(2) << "\n";
+      return kExitSucceeded;
+    }
+    const json entries = view.value("entries", json::array());
+    for (const json& e : entries) out_ << e.get<std::string>() << "\n";
+    if (entries.empty()) out_ << "(the allow-list is empty: no job may ask for notifications)\n";
     return kExitSucceeded;
   }
 

@@ -130,6 +130,37 @@ options:
   --group-by G           tenant (default), label (each key=value), or label:KEY (one key's values)
   --csv                  print the CSV the service sends (GET /v1/usage?format=csv)
 )"},
+      {"notifications",
+       "ID",
+       {},
+       "show a job's notification deliveries and their attempts",
+       R"(Lists the POSTs the job's "notify" asked for (one per event), with every attempt:
+when, how long, the receiver's status code or the error, and which replica sent it.
+)"},
+      {"notify-secret",
+       "",
+       {"--rotate"},
+       "show or rotate the tenant's notification signing secret",
+       R"(Without --rotate, says whether your tenant has a secret and since when. With
+--rotate, makes a new one (replacing the old one for every later delivery) and prints
+it: the only time it is shown. Receivers check X-Tpujobs-Signature: sha256=<hex
+HMAC-SHA256 of the body keyed with it>, e.g. `openssl dgst -sha256 -hmac SECRET`.
+
+options:
+  --rotate               make a new secret and print it
+)"},
+      {"notify-allow",
+       "ENTRY...",
+       {"--remove"},
+       "show or edit where notifications may go (admin)",
+       R"(Without arguments, prints the allow-list. With entries, adds them (--remove:
+takes them off); editing needs an admin token. An entry is a host (ci.example: any
+port), host:port (127.0.0.1:9000) or an http:// URL prefix
+(http://hooks.example/tpujobs/). A job's notify.url must match one.
+
+options:
+  --remove               remove the entries instead of adding them
+)"},
   };
   return specs;
 }
@@ -334,6 +365,10 @@ std::string parse_command_line_text(std::string_view command, const std::vector<
       out->to = *value;
     } else if (name == "--csv") {
       out->csv = true;
+    } else if (name == "--rotate") {
+      out->rotate = true;
+    } else if (name == "--remove") {
+      out->remove = true;
     } else if (name == "--group-by") {
       if (*value != "tenant" && *value != "label" && value->rfind("label:", 0) != 0)
         return "--group-by must be tenant, label or label:KEY, got '" + *value + "'";
@@ -346,7 +381,9 @@ std::string parse_command_line_text(std::string_view command, const std::vector<
   }
 
   if (out->follow || out->timeout || !out->junit_path.empty()) out->wait = true;
-  if (spec->positional.empty()) {
+  if (spec->positional.ends_with("...")) {
+    // Any number, none included.
+  } else if (spec->positional.empty()) {
     if (!out->positionals.empty()) return "unexpected argument '" + out->positionals.front() + "'";
   } else {
     if (out->positionals.empty()) return std::string(spec->positional) + " is missing";

@@ -14,8 +14,10 @@ BUILD_PACKAGES=(g++ make cmake pkg-config ccache libboost1.81-dev nlohmann-json3
 # UBSan) are in libclang-rt-14-dev, only recommended by clang. The interface
 # test runs Prometheus's promtool; the package test runs cpack (dpkg-dev,
 # file) and installs the package with dpkg -i, which needs its dependency
-# adduser already there.
-TEST_PACKAGES=(curl chromium clang clang-format libclang-rt-14-dev prometheus dpkg-dev file adduser)
+# adduser already there. The notification signature test checks the HMAC
+# against the openssl command line.
+TEST_PACKAGES=(curl chromium clang clang-format libclang-rt-14-dev prometheus dpkg-dev file adduser
+  openssl)
 
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi

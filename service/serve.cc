@@ -13,14 +13,17 @@
 
 #include "api/job_spec.h"
 #include "api/jobs_api.h"
+#include "api/notify.h"
 #include "db/cluster_repository.h"
 #include "db/connection_pool.h"
 #include "db/embedded_postgres.h"
 #include "db/migrate.h"
+#include "db/notification_repository.h"
 #include "db/token_repository.h"
 #include "service/agent.h"
 #include "service/http_server.h"
 #include "service/job_manager.h"
+#include "service/notifier.h"
 #include "service/pool_config.h"
 #include "service/retention.h"
 #include "service/scheduler_leader.h"
@@ -53,6 +56,10 @@ options:
   --agent-silence SECS   cluster: an agent silent this long is lost (default 10)
   --retention DUR        purge the log lines and metric points of jobs finished longer
                          ago than DUR (30d, 12h, ...; the job rows stay); default: keep all
+  --notify-allow ENTRY   adds ENTRY to the notification allow-list stored in the database
+                         (repeatable): a host, host:port or http:// URL prefix that a
+                         job's notify.url may name (the admin edits the list at
+                         PUT /v1/notifications/allowlist)
   --collective-address HOST, --collective-timeout SECS
                          cluster: as for `tpujobs agent`
   -h, --help             this text
@@ -94,6 +101,7 @@ struct ServeOptions {
   std::optional<std::chrono::seconds> retention;  // none: keep every job's outputs
   std::string collective_address;
   int collective_timeout_seconds = 30;
+  std::vector<std::string> notify_allow;  // added to the stored allow-list at start
 };
 
 // Returns an error message, or "" with *options filled.
@@ -189,6 +197,12 @@ std::string parse_options(const std::vector<std::string>& args, ServeOptions* op
         return "--retention needs a duration of at least 1s such as 30d or 12h";
       }
       options->retention = std::chrono::duration_cast<std::chrono::seconds>(*keep);
+    } else if (name == "--notify-allow") {
+      std::optional<std::string> v = next();
+      if (!v) return "--notify-allow needs a host, host:port or http:// URL prefix";
+      if (std::string e = api::allowlist_entry_error(*v); !e.empty())
+        return "--notify-allow '" + *v + "' " + e;
+      options->notify_allow.push_back(*v);
     } else if (name == "--max-body") {
       int bytes = 0;
       if (std::string e = number(1024, 64 << 20, &bytes); !e.empty()) return e;
@@ -421,8 +435,29 @@ int run_serve(const std::vector<std::string>& args) {
     purger->start();
   }
 
+  // Every replica sends notifications (each delivery is claimed by one).
+  if (!options.notify_allow.empty()) {
+    if (db::Status added =
+            db::NotificationRepository(**pool).add_to_allowlist(options.notify_allow);
+        !added.ok()) {
+      std::cerr << "tpujobs serve: --notify-allow: " << added.error().message << "\n";
+      manager.shutdown();
+      return 1;
+    }
+  }
+  NotifierOptions notifier_options;
+  notifier_options.instance = manager_options.instance;
+  Notifier notifier(
+      **pool,
+      [&manager](std::int64_t id, const std::string& tenant) {
+        return manager.get_job_text(id, tenant);
+      },
+      notifier_options);
+  notifier.start();
+
   api::ApiOptions api_options;
   api_options.static_file = [](std::string_view path) { return web_asset(path); };
+  api_options.notifications = &notifier;
   api::JobsApi api(manager, api_options);
   HttpServerOptions http;
   http.address = options.address;
@@ -445,6 +480,7 @@ int run_serve(const std::vector<std::string>& args) {
   std::cerr << "tpujobs: " << (signal_number == SIGINT ? "SIGINT" : "SIGTERM")
             << ": stopping (finishing requests, checkpointing running jobs)\n";
   server.stop_accepting();
+  notifier.stop();
   if (purger) purger->stop();
   if (agent) agent->stop();
   if (leader) leader->stop();

@@ -30,7 +30,7 @@ the service is not running) or the one at URL (or TPUJOBS_DATABASE_URL).
 
 }  // namespace
 
-std::string generate_token() {
+std::string generate_token(std::string_view prefix) {
   unsigned char bytes[32];
   std::size_t got = 0;
   while (got < sizeof bytes) {
@@ -39,7 +39,7 @@ std::string generate_token() {
   }
   static constexpr char kAlphabet[] =
       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  std::string token = "tpj_";
+  std::string token(prefix);
   unsigned int buffer = 0;
   int bits = 0;
   for (unsigned char b : bytes) {

@@ -8,8 +8,9 @@
 
 namespace tpujobs::service {
 
-// "tpj_" + 43 characters of base64url (256 random bits).
-std::string generate_token();
+// `prefix` + 43 characters of base64url (256 random bits): API tokens
+// ("tpj_") and notification secrets ("tpjn_").
+std::string generate_token(std::string_view prefix = "tpj_");
 
 // Hex SHA-256 of the token: what api_tokens.token_hash holds.
 std::string hash_token(std::string_view token);

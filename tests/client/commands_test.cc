@@ -295,5 +295,62 @@ TEST_F(ClientCommandTest, PoolOfAClusterNamesEachHostsAgentAndListsTheAgents) {
       out_.str());
 }
 
+
+TEST_F(ClientCommandTest, NotificationsPrintEachDeliveryAndItsAttempts) {
+  server_.script("GET /v1/jobs/7/notifications",
+                 {answer(200, {{"job_id", 7},
+                               {"notifications",
+                                {{{"id", 3},
+                                  {"event", "finished"},
+                                  {"state", "SUCCEEDED"},
+                                  {"status", "delivered"},
+                                  {"url", "http://ci.example/h"},
+                                  {"attempts",
+                                   {{{"attempt", 1},
+                                     {"at", "2026-01-01T00:00:01Z"},
+                                     {"duration_ms", 12.4},
+                                     {"status_code", 500},
+                                     {"error", "the receiver answered 500"},
+                                     {"sender", "replica-a/1"}},
+                                    {{"attempt", 2},
+                                     {"at", "2026-01-01T00:00:02Z"},
+                                     {"duration_ms", 3.0},
+                                     {"status_code", 200},
+                                     {"sender", "replica-b/2"}}}}}}}})});
+  EXPECT_EQ(kExitSucceeded, run("notifications", {"7"}));
+  EXPECT_EQ(
+      "DELIVERY  EVENT     STATE      STATUS     ATTEMPTS  URL\n"
+      "3         finished  SUCCEEDED  delivered  2         http://ci.example/h\n"
+      "  delivery 3 attempt 1 at 2026-01-01T00:00:01Z: HTTP 500 (the receiver answered 500), 12 "
+      "ms, by replica-a/1\n"
+      "  delivery 3 attempt 2 at 2026-01-01T00:00:02Z: HTTP 200, 3 ms, by replica-b/2\n",
+      out_.str());
+}
+
+TEST_F(ClientCommandTest, NotifyAllowAddsAndRemovesEntriesOfTheStoredList) {
+  server_.script("GET /v1/notifications/allowlist", {answer(200, {{"entries", {"a.example"}}})});
+  server_.script("PUT /v1/notifications/allowlist",
+                 {answer(200, {{"entries", {"a.example", "b.example:80"}}})});
+  EXPECT_EQ(kExitSucceeded, run("notify-allow", {"b.example:80", "a.example"}));
+  ASSERT_EQ(server_.requests.size(), 2u);
+  EXPECT_EQ(json::parse(server_.requests[1].body),
+            (json{{"entries", {"a.example", "b.example:80"}}}));
+  EXPECT_EQ("a.example\nb.example:80\n", out_.str());
+  EXPECT_EQ(kExitSucceeded, run("notify-allow", {"--remove", "a.example"}));
+  EXPECT_EQ(json::parse(server_.requests[3].body), (json{{"entries", json::array()}}));
+}
+
+TEST_F(ClientCommandTest, NotifySecretIsShownOnlyWhenRotated) {
+  server_.script("GET /v1/notifications/secret",
+                 {answer(200, {{"tenant", "team-a"}, {"exists", false}})});
+  server_.script("POST /v1/notifications/secret",
+                 {answer(201, {{"tenant", "team-a"}, {"secret", "tpjn_abc"}})});
+  EXPECT_EQ(kExitSucceeded, run("notify-secret", {}));
+  EXPECT_NE(out_.str().find("has no notification secret"), std::string::npos) << out_.str();
+  out_.str("");
+  EXPECT_EQ(kExitSucceeded, run("notify-secret", {"--rotate"}));
+  EXPECT_EQ("tpjn_abc\n", out_.str());
+}
+
 }  // namespace
 }  // namespace tpujobs::client

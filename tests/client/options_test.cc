@@ -86,6 +86,18 @@ TEST(ParseCommandLine, UsageAndArrayOptions) {
             parse_error("list", {"--array", "x"}));
 }
 
+TEST(ParseCommandLine, NotificationCommands) {
+  EXPECT_EQ(std::vector<std::string>{"7"}, parse_ok("notifications", {"7"}).positionals);
+  EXPECT_EQ("a job ID is a positive integer, got 'x'", parse_error("notifications", {"x"}));
+  EXPECT_TRUE(parse_ok("notify-secret", {"--rotate"}).rotate);
+  EXPECT_FALSE(parse_ok("notify-secret", {}).rotate);
+  EXPECT_EQ("unexpected argument 'now'", parse_error("notify-secret", {"now"}));
+  CommandLine allow = parse_ok("notify-allow", {"--remove", "a.example", "127.0.0.1:9000"});
+  EXPECT_TRUE(allow.remove);
+  EXPECT_EQ((std::vector<std::string>{"a.example", "127.0.0.1:9000"}), allow.positionals);
+  EXPECT_TRUE(parse_ok("notify-allow", {}).positionals.empty());
+}
+
 TEST(ParseCommandLine, HelpWinsOverEverythingElse) {
   CommandLine line = parse_ok("wait", {"--bogus", "-h"});
   EXPECT_TRUE(line.help);

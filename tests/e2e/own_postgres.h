@@ -6,9 +6,11 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "db/embedded_postgres.h"
 #include "db/test_cluster.h"
+#include "service_process.h"
 
 namespace tpujobs::testing {
 
@@ -40,5 +42,27 @@ class OwnPostgres {
   std::unique_ptr<db::EmbeddedPostgres> postgres_;
   std::string error_;
 };
+
+// A replica of a cluster on `database`: `tpujobs serve --database-url URL
+// --name NAME --pool none` (the API only) and `extra` arguments.
+inline ServiceProcess::Options replica_options(const OwnPostgres& database, const std::string& name,
+                                               std::vector<std::string> extra = {}) {
+  ServiceProcess::Options options;
+  options.pool = "none";
+  options.extra_args = {"--database-url", database.url(), "--name", name};
+  options.extra_args.insert(options.extra_args.end(), extra.begin(), extra.end());
+  return options;
+}
+
+// An agent of a cluster on `database`: `tpujobs agent --pool POOL --name
+// NAME --workers 2`.
+inline ServiceProcess::Options agent_options(const OwnPostgres& database, const std::string& name,
+                                             const std::string& pool = "v3-8") {
+  ServiceProcess::Options options;
+  options.command = "agent";
+  options.extra_args = {"--database-url", database.url(), "--pool",    pool,
+                        "--name",         name,           "--workers", "2"};
+  return options;
+}
 
 }  // namespace tpujobs::testing

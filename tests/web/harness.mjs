@@ -24,12 +24,13 @@ function loadPlaywright() {
 }
 
 // Starts `tpujobs serve` and resolves to {url, stop()} once it listens.
-export async function startService({ pool } = {}) {
+export async function startService({ pool, args: extraArgs = [] } = {}) {
   const binary = process.env.TPUJOBS_BIN;
   if (!binary || !existsSync(binary)) throw new Error(`TPUJOBS_BIN must name the built tpujobs binary (got ${binary})`);
   const stateDir = mkdtempSync(join(tmpdir(), 'tpujobs-web-'));
   const args = ['serve', '--listen', '127.0.0.1:0', '--state-dir', stateDir];
   if (pool) args.push('--pool', pool);
+  args.push(...extraArgs);
   const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   let exit = null;  // how the process ended: "code 1" or "signal SIGSEGV"

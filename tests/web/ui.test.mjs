@@ -3,6 +3,7 @@
 // page at 1280×800 and 390×844 land in $TPUJOBS_SCREENSHOTS.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { dirname, join, resolve } from 'node:path';
 import { afterEach, beforeEach, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -224,8 +225,10 @@ test('a sweep shows as a job array with its values and metrics side by side; the
 
 // A cluster's pool (DESIGN §9) as `GET /v1/pool` answers it (JobManager::cluster_pool_view):
 // agent-a alive with a-h0 and a-h1, agent-b lost (its hosts unreachable) with
-// b-h0 and b-h1; job 41 is one v4-16 slice on a-h1 and b-h0 (led by agent-a,
-// so only agent-a lists it in running_jobs), job 42 runs on a-h0 alone.
+// b-h0 and b-h1; job 41 is one v4-16 slice on a-h1 and b-h0 (led by agent-a;
+// only agent-a lists it in running_jobs here, as the service did before it
+// listed a slice under each agent of its parts: the page also counts the
+// jobs on an agent's own hosts), job 42 runs on a-h0 alone.
 function clusterFixture(now) {
   const ago = (seconds) => new Date(now - seconds * 1000).toISOString().replace(/\.\d+Z$/, 'Z');
   const host = (name, agent, agentState, job = null) => {
@@ -339,4 +342,44 @@ test('a cluster\'s pool page lists its agents, marks a lost agent\'s hosts unrea
   assert.match(await page.locator('#placement-heading + *').innerText(), /One slice across 2 agents/);
   assert.match(await page.locator('.overview').innerText(), /v4-16 slice across 2 agents/);
   await screenshots(page, 'job-slice');
+});
+
+test('a job with notify lists its deliveries and their attempts on its page', async () => {
+  const { page } = browser;
+  // A receiver on loopback that fails the first POST and accepts the rest.
+  const received = [];
+  const receiver = createServer((request, response) => {
+    let body = '';
+    request.on('data', (chunk) => { body += chunk; });
+    request.on('end', () => {
+      received.push({ event: request.headers['x-tpujobs-event'], body });
+      response.writeHead(received.length === 1 ? 500 : 200).end('ok');
+    });
+  });
+  await new Promise((done) => receiver.listen(0, '127.0.0.1', done));
+  const port = receiver.address().port;
+  try {
+    await service.stop();
+    service = await startService({ args: ['--notify-allow', `127.0.0.1:${port}`] });
+    const secret = await fetch(`${service.url}/v1/notifications/secret`, { method: 'POST' });
+    assert.equal(secret.status, 201);
+    const { id } = await submitViaApi(service.url, {
+      ...digits, name: 'hooked', expect: undefined, trainer: { ...digits.trainer, max_epochs: 1 },
+      notify: { url: `http://127.0.0.1:${port}/hook`, events: ['started', 'finished'] },
+    });
+    await page.goto(`${service.url}/#/jobs/${id}`);
+    const card = page.locator('#notifications');
+    await card.getByRole('heading', { name: 'Notifications' }).waitFor({ timeout: 60_000 });
+    await page.waitForFunction(
+      () => document.querySelectorAll('#notifications li.notification.delivered').length === 2, null,
+      { timeout: 60_000 });
+    const started = card.locator('li.notification[data-event="started"]');
+    assert.match(await started.innerText(), /HTTP 500/, 'the failed first attempt is listed');
+    assert.match(await started.innerText(), /HTTP 200/, 'and the retry that succeeded');
+    assert.match(await card.innerText(), new RegExp(`http://127\\.0\\.0\\.1:${port}/hook`));
+    assert.equal(received.length, 3);
+    await screenshots(page, 'job-notifications');
+  } finally {
+    receiver.close();
+  }
 });

@@ -55,6 +55,7 @@ export const listJobs = ({ state, label, name, array, limit, cursor } = {}) =>
   request('GET', `/v1/jobs${query({ state, label, name, array, limit, cursor })}`);
 export const getJob = (id) => request('GET', `/v1/jobs/${id}`);
 export const jobEvents = (id) => request('GET', `/v1/jobs/${id}/events`);
+export const jobNotifications = (id) => request('GET', `/v1/jobs/${id}/notifications`);
 export const jobMetrics = (id, after = 0) => request('GET', `/v1/jobs/${id}/metrics${query({ after })}`);
 export const xlaReport = (id) => request('GET', `/v1/jobs/${id}/xla-report`);
 export const cancelJob = (id) => request('POST', `/v1/jobs/${id}/cancel`);

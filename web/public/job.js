@@ -1,8 +1,10 @@
 // Job: everything about one job, live until it ends: state and timeline,
 // queue position and pending reason, progress, charts, the log (followed over
-// Server-Sent Events), where it runs, the advisor's warnings, the XLA report,
-// and Cancel.
-import { ApiError, cancelJob, followLogs, getJob, jobEvents, jobMetrics, xlaReport } from './api.js';
+// Server-Sent Events), where it runs, the advisor's warnings, its
+// notification deliveries, the XLA report, and Cancel.
+import {
+  ApiError, cancelJob, followLogs, getJob, jobEvents, jobMetrics, jobNotifications, xlaReport,
+} from './api.js';
 import { lineChart } from './chart.js';
 import {
   announce, describePlacement, errorNote, fill, formatAge, formatDuration, formatNumber, formatTime, h, isTerminal,
@@ -29,6 +31,7 @@ export function mount(root, { id }) {
   const timeline = h('ol', { class: 'timeline' });
   const placement = h('div');
   const warnings = h('div');
+  const notifications = h('section', { class: 'card', id: 'notifications', 'aria-labelledby': 'notifications-heading', hidden: true });
   const xla = h('div', {}, h('p', { class: 'muted' }, 'Written when the job ends.'));
   const followBox = h('input', { type: 'checkbox', id: 'follow-log', checked: true });
   const logView = h('pre', { class: 'log', id: 'log', role: 'log', 'aria-live': 'off', 'aria-label': 'Job log', tabindex: '0' });
@@ -60,6 +63,7 @@ export function mount(root, { id }) {
       h('aside', { class: 'job-side', 'aria-label': 'Job details' },
         h('section', { class: 'card', 'aria-labelledby': 'timeline-heading' }, h('h2', { id: 'timeline-heading' }, 'Timeline'), timeline),
         h('section', { class: 'card', 'aria-labelledby': 'placement-heading' }, h('h2', { id: 'placement-heading' }, 'Where it runs'), placement),
+        notifications,
         h('section', { class: 'card', 'aria-labelledby': 'warnings-heading' }, h('h2', { id: 'warnings-heading' }, 'Advisor'), warnings))));
 
   let job = null;
@@ -196,6 +200,36 @@ export function mount(root, { id }) {
   };
   const stopJobPolling = poll(refresh, 1000, onError);
   stops.push(stopJobPolling);
+
+  // ---- notifications (spec.notify): each delivery and its attempts, read
+  // until the job has ended and no delivery is pending any more.
+  let notificationsDone = false;
+  const renderAttempt = (a) => h('li', {},
+    h('time', { datetime: a.at, title: a.at }, formatTime(a.at)), ' ',
+    a.status_code !== null && a.status_code !== undefined ? `HTTP ${a.status_code}` : 'no answer',
+    a.error ? ` — ${a.error}` : '', h('span', { class: 'muted small' }, ` ${Math.round(a.duration_ms)} ms`));
+  const refreshNotifications = async () => {
+    if (notificationsDone || !job) return;
+    if (!job.spec || !job.spec.notify) {
+      notificationsDone = isTerminal(job.state);
+      return;
+    }
+    const answer = await jobNotifications(id);
+    const list = answer.notifications || [];
+    notifications.hidden = false;
+    fill(notifications,
+      h('h2', { id: 'notifications-heading' }, 'Notifications'),
+      h('p', { class: 'muted small' }, `${(job.spec.notify.events || ['finished']).join(', ')} → `,
+        h('code', {}, job.spec.notify.url)),
+      list.length
+        ? h('ul', { class: 'notifications' }, list.map((n) => h('li', { class: `notification ${n.status}`, 'data-event': n.event },
+          h('div', {}, h('strong', {}, n.event), ` (${n.state}): `, h('span', { class: 'delivery-status' }, n.status),
+            n.status === 'pending' && n.next_attempt_at ? `, next attempt ${formatTime(n.next_attempt_at)}` : ''),
+          h('ol', { class: 'attempts' }, (n.attempts || []).map(renderAttempt)))))
+        : h('p', { class: 'muted' }, 'Nothing sent yet.'));
+    notificationsDone = isTerminal(job.state) && list.every((n) => n.status !== 'pending');
+  };
+  stops.push(poll(refreshNotifications, 1500, () => {}));
 
   // ---- metrics → charts
   const byStep = new Map();
