@@ -28,6 +28,8 @@ struct JobSpec {
   std::vector<scheduler::Dependency> depends_on;
   // Not started this long after its submit: CANCELLED, StartDeadlineExceeded.
   std::optional<std::chrono::milliseconds> start_by;
+  // False: never preempted by a higher-priority job (scheduler/preemption.h).
+  bool preemptible = true;
   // The trainer settings as written, for resolve() (api/resolution.h).
   lightning::TrainerSettings trainer;
   // Everything the executor needs. world_size, precision, on_tpu, xla_debug

@@ -1,0 +1,145 @@
+// Preemption end to end (issue 17), through HTTP: on a full pool a waiting
+// job of higher priority stops a running one of lower priority at a
+// checkpoint; the victim waits with pending_reason Preempted, resumes from
+// its checkpoint and ends with the parameters of an uninterrupted run,
+// without spending a retry; both jobs' events name the other; a job with
+// "preemptible": false is never stopped. Every wait is on a state or a
+// step, with a generous deadline.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include "own_postgres.h"
+#include "service_process.h"
+#include "training_jobs.h"
+
+namespace tpujobs::testing {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+std::int64_t submit(const ServiceProcess& service, const json& spec) {
+  HttpResponse r = service.post("/v1/jobs", spec.dump());
+  EXPECT_EQ(r.status, 201) << r.body;
+  return r.status == 201 ? r.json()["id"].get<std::int64_t>() : 0;
+}
+
+json job(const ServiceProcess& service, std::int64_t id) {
+  return service.get("/v1/jobs/" + std::to_string(id)).json();
+}
+
+template <class Done>
+json wait_until(const ServiceProcess& service, std::int64_t id, Done done,
+                std::chrono::seconds timeout = std::chrono::seconds(120)) {
+  const auto deadline = Clock::now() + timeout;
+  json view;
+  while (Clock::now() < deadline) {
+    view = job(service, id);
+    if (view.is_object() && done(view)) return view;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return view;
+}
+
+// The reasons of the job's events, one per line.
+std::string event_reasons(const ServiceProcess& service, std::int64_t id) {
+  std::string out;
+  const json events = service.get("/v1/jobs/" + std::to_string(id) + "/events").json();
+  for (const json& e : events["events"]) out += e.value("reason", "") + "\n";
+  return out;
+}
+
+// A job on the whole v3-8 host that runs until cancelled.
+json host_long_job(const std::string& name) {
+  return blobs_job_spec({.name = name,
+                         .devices = 8,
+                         .epochs = 100000,
+                         .log_every_n_steps = 5,
+                         .checkpoint_every_n_steps = 10,
+                         .samples = 4000});
+}
+
+json host_short_job(const std::string& name, int priority) {
+  json spec = blobs_job_spec({.name = name, .devices = 8, .samples = 2560});
+  spec["priority"] = priority;
+  return spec;
+}
+
+void non_preemptible_job_is_never_preempted(const ServiceProcess& service) {
+  json fixed_spec = host_long_job("fixed");
+  fixed_spec["preemptible"] = false;
+  const std::int64_t fixed = submit(service, fixed_spec);
+  const json running = wait_for_step(service, fixed, 10);
+  ASSERT_EQ(running["state"], "RUNNING") << running.dump();
+  const std::int64_t high = submit(service, host_short_job("high-waits", 5));
+  const json waiting = job(service, high);
+  EXPECT_EQ(waiting["state"], "QUEUED") << waiting.dump();
+  EXPECT_EQ(waiting["pending_reason"], "Resources") << waiting.dump();
+  EXPECT_EQ(waiting["priority_parts"]["base"], 5) << waiting.dump();
+  // The pass that queued it would have asked the fixed job to stop at its
+  // next step: 30 steps later it still runs, never requeued.
+  const std::int64_t step = running["progress"]["step"].get<std::int64_t>();
+  const json later = wait_for_step(service, fixed, step + 30);
+  EXPECT_EQ(later["state"], "RUNNING") << later.dump();
+  EXPECT_GE(later["progress"]["step"].get<std::int64_t>(), step + 30) << later.dump();
+  EXPECT_EQ(event_reasons(service, fixed).find("Preempted"), std::string::npos)
+      << event_reasons(service, fixed);
+  EXPECT_EQ(job(service, high)["state"], "QUEUED");
+  ASSERT_EQ(service.post("/v1/jobs/" + std::to_string(fixed) + "/cancel").status, 202);
+  EXPECT_EQ(service.wait_terminal(fixed)["state"], "CANCELLED");
+  EXPECT_EQ(service.wait_terminal(high)["state"], "SUCCEEDED");
+}
+
+void higher_priority_preempts_and_the_victim_resumes(const ServiceProcess& service) {
+  // The reference: the same job, never interrupted.
+  const std::int64_t reference = submit(service, restartable_job_spec("reference"));
+  const json uninterrupted = service.wait_terminal(reference, std::chrono::seconds(300));
+  ASSERT_EQ(uninterrupted["state"], "SUCCEEDED") << uninterrupted.dump();
+
+  const std::int64_t low = submit(service, restartable_job_spec("low"));
+  ASSERT_EQ(wait_for_step(service, low, 20)["state"], "RUNNING");
+  const std::int64_t high = submit(service, host_short_job("high", 5));
+
+  const json preempted =
+      wait_until(service, low, [](const json& j) { return j["pending_reason"] == "Preempted"; });
+  EXPECT_EQ(preempted["state"], "QUEUED") << preempted.dump();
+  EXPECT_EQ(preempted["pending_reason"], "Preempted") << preempted.dump();
+  EXPECT_EQ(preempted.value("preempted_by", 0), high) << preempted.dump();
+  EXPECT_EQ(preempted.value("pending_detail", ""),
+            "preempted by job " + std::to_string(high) + "; resumes from its last checkpoint")
+      << preempted.dump();
+
+  EXPECT_EQ(service.wait_terminal(high)["state"], "SUCCEEDED");
+  const json done = service.wait_terminal(low, std::chrono::seconds(300));
+  ASSERT_EQ(done["state"], "SUCCEEDED") << done.dump();
+  EXPECT_GT(resumed_from_step(service, low), 0) << "it should resume from its checkpoint";
+  EXPECT_EQ(done["attempt"], 0) << "a preemption is not a failed attempt";
+  EXPECT_EQ(done["result"]["parameters_digest"], uninterrupted["result"]["parameters_digest"])
+      << "the resumed job must train exactly as the uninterrupted one";
+
+  const std::string low_events = event_reasons(service, low);
+  EXPECT_NE(low_events.find("Preempted by job " + std::to_string(high) +
+                            "; requeued to resume from its last checkpoint"),
+            std::string::npos)
+      << low_events;
+  const std::string high_events = event_reasons(service, high);
+  EXPECT_NE(high_events.find("Preempted job " + std::to_string(low) + " to start"),
+            std::string::npos)
+      << high_events;
+}
+
+TEST(PreemptionSingleProcess, HigherPriorityPreemptsNonPreemptibleNever) {
+  ServiceProcess::Options options;
+  options.pool = "v3-8";
+  ServiceProcess service(options);
+  ASSERT_EQ(service.start(), "");
+  non_preemptible_job_is_never_preempted(service);
+  higher_priority_preempts_and_the_victim_resumes(service);
+}
+
+}  // namespace
+}  // namespace tpujobs::testing
