@@ -11,6 +11,7 @@
 #include "scheduler/generation.h"
 #include "service/database_datasets.h"
 #include "service/gloo_collective.h"
+#include "service/preemption_text.h"
 
 namespace tpujobs::service {
 namespace {
@@ -94,6 +95,7 @@ struct Agent::Run {
   std::atomic<bool> cancel{false};
   std::atomic<bool> checkpoint_on_cancel{false};
   std::atomic<StopReason> stop_reason{StopReason::kNone};
+  std::atomic<std::int64_t> preempted_by{0};  // kPreempted: by which job
   std::thread thread;
   // The runner thread's own.
   std::int64_t next_log_seq = 1;
@@ -365,6 +367,13 @@ void Agent::reconcile() {
       StopReason none = StopReason::kNone;
       run->stop_reason.compare_exchange_strong(none, StopReason::kUserCancel);
       run->cancel = true;
+    } else if (it->second->preempted_by && !run->peer()) {
+      // Preempted: stops at a checkpoint, as at a shutdown, and is requeued.
+      StopReason none = StopReason::kNone;
+      run->preempted_by = *it->second->preempted_by;
+      run->checkpoint_on_cancel = true;
+      if (run->stop_reason.compare_exchange_strong(none, StopReason::kPreempted))
+        run->cancel = true;
     }
   }
   for (const auto& [id, row] : current) {
@@ -375,6 +384,11 @@ void Agent::reconcile() {
     run->slice = roles[id];
     if (row->cancel_requested && !run->peer()) {
       run->stop_reason = StopReason::kUserCancel;
+      run->cancel = true;
+    } else if (row->preempted_by && !run->peer()) {
+      run->preempted_by = *row->preempted_by;
+      run->checkpoint_on_cancel = true;
+      run->stop_reason = StopReason::kPreempted;
       run->cancel = true;
     }
     runs_[id] = run;
@@ -552,6 +566,13 @@ void Agent::run_job(std::shared_ptr<Run> run) {
     end = end_transition(
         JobState::kQueued, {JobState::kRunning},
         "Agent " + options_.name + " stopping; requeued to resume from its last checkpoint");
+    end->clear_placement = true;
+    end->clear_allocation = true;
+  } else if (reason == StopReason::kPreempted) {
+    // Not a failure: the attempt count (max_retries) is left alone.
+    end = end_transition(JobState::kQueued, {JobState::kRunning},
+                         preempted_reason(run->preempted_by.load()));
+    end->detail_json = preempted_detail(run->preempted_by.load());
     end->clear_placement = true;
     end->clear_allocation = true;
   }

@@ -1314,6 +1314,13 @@ json JobManager::render_row(const db::JobRow& row, json spec, json resolved, jso
       view["pending_reason"] = pending.value("reason", "Resources");
       view["queue_position"] = pending.value("queue_position", 0);
       if (pending.contains("detail")) view["pending_detail"] = pending["detail"];
+      if (pending.contains("preempted_by")) view["preempted_by"] = pending["preempted_by"];
+      if (pending.contains("fair_share") && pending["fair_share"].is_number()) {
+        const double fair_share = pending["fair_share"].get<double>();
+        view["priority_parts"] = {{"base", row.priority},
+                                  {"fair_share", fair_share},
+                                  {"effective", row.priority + fair_share}};
+      }
     }
   }
   return view;

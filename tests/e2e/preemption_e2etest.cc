@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "own_postgres.h"
+#include "replica_and_agent.h"
 #include "service_process.h"
 #include "training_jobs.h"
 
@@ -63,6 +64,20 @@ json host_long_job(const std::string& name) {
                          .samples = 4000});
 }
 
+// The victim: on the whole host, checkpointing every 10 steps, long enough
+// (756 wide steps) that a preemption asked at step 20 lands well before its
+// end.
+json victim_job(const std::string& name) {
+  return blobs_job_spec({.name = name,
+                         .devices = 8,
+                         .epochs = 12,
+                         .log_every_n_steps = 5,
+                         .checkpoint_every_n_steps = 10,
+                         .samples = 20000,
+                         .features = 64,
+                         .hidden = 1024});
+}
+
 json host_short_job(const std::string& name, int priority) {
   json spec = blobs_job_spec({.name = name, .devices = 8, .samples = 2560});
   spec["priority"] = priority;
@@ -76,16 +91,19 @@ void non_preemptible_job_is_never_preempted(const ServiceProcess& service) {
   const json running = wait_for_step(service, fixed, 10);
   ASSERT_EQ(running["state"], "RUNNING") << running.dump();
   const std::int64_t high = submit(service, host_short_job("high-waits", 5));
-  const json waiting = job(service, high);
+  const json waiting = wait_until(service, high, [](const json& j) {
+    return j["pending_reason"] == "Resources" && j.contains("priority_parts");
+  });
   EXPECT_EQ(waiting["state"], "QUEUED") << waiting.dump();
   EXPECT_EQ(waiting["pending_reason"], "Resources") << waiting.dump();
   EXPECT_EQ(waiting["priority_parts"]["base"], 5) << waiting.dump();
-  // The pass that queued it would have asked the fixed job to stop at its
-  // next step: 30 steps later it still runs, never requeued.
-  const std::int64_t step = running["progress"]["step"].get<std::int64_t>();
-  const json later = wait_for_step(service, fixed, step + 30);
+  EXPECT_GT(waiting["priority_parts"]["fair_share"].get<double>(), 0) << waiting.dump();
+  // The pass that found it waiting would have asked the fixed job to stop at
+  // its next step: 60 steps later it still runs, never requeued.
+  const std::int64_t step = job(service, fixed)["progress"]["step"].get<std::int64_t>();
+  const json later = wait_for_step(service, fixed, step + 60);
   EXPECT_EQ(later["state"], "RUNNING") << later.dump();
-  EXPECT_GE(later["progress"]["step"].get<std::int64_t>(), step + 30) << later.dump();
+  EXPECT_GE(later["progress"]["step"].get<std::int64_t>(), step + 60) << later.dump();
   EXPECT_EQ(event_reasons(service, fixed).find("Preempted"), std::string::npos)
       << event_reasons(service, fixed);
   EXPECT_EQ(job(service, high)["state"], "QUEUED");
@@ -96,12 +114,14 @@ void non_preemptible_job_is_never_preempted(const ServiceProcess& service) {
 
 void higher_priority_preempts_and_the_victim_resumes(const ServiceProcess& service) {
   // The reference: the same job, never interrupted.
-  const std::int64_t reference = submit(service, restartable_job_spec("reference"));
+  const std::int64_t reference = submit(service, victim_job("reference"));
   const json uninterrupted = service.wait_terminal(reference, std::chrono::seconds(300));
   ASSERT_EQ(uninterrupted["state"], "SUCCEEDED") << uninterrupted.dump();
 
-  const std::int64_t low = submit(service, restartable_job_spec("low"));
-  ASSERT_EQ(wait_for_step(service, low, 20)["state"], "RUNNING");
+  const std::int64_t low = submit(service, victim_job("low"));
+  const json low_running = wait_for_step(service, low, 20);
+  ASSERT_EQ(low_running["state"], "RUNNING") << low_running.dump() << "\n"
+                                             << event_reasons(service, low);
   const std::int64_t high = submit(service, host_short_job("high", 5));
 
   const json preempted =
@@ -139,6 +159,19 @@ TEST(PreemptionSingleProcess, HigherPriorityPreemptsNonPreemptibleNever) {
   ASSERT_EQ(service.start(), "");
   non_preemptible_job_is_never_preempted(service);
   higher_priority_preempts_and_the_victim_resumes(service);
+}
+
+// The same through a replica and an agent: the scheduler leader marks the
+// victim, the agent stops and requeues it.
+TEST(PreemptionCluster, HigherPriorityPreemptsNonPreemptibleNever) {
+  OwnPostgres database{"tpujobs-preemption-"};
+  ASSERT_EQ(database.error(), "");
+  ServiceProcess replica(replica_options(database));
+  ASSERT_EQ(replica.start(), "");
+  ServiceProcess agent(agent_options(database));
+  ASSERT_EQ(agent.start(), "");
+  non_preemptible_job_is_never_preempted(replica);
+  higher_priority_preempts_and_the_victim_resumes(replica);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "../client/client_process.h"
 #include "db/test_cluster.h"
 #include "own_postgres.h"
+#include "replica_and_agent.h"
 #include "service_process.h"
 #include "training_jobs.h"
 
@@ -289,16 +290,9 @@ TEST(WorkloadSingleProcess, SweepsDependenciesStartDeadlinesAndBadInput) {
 TEST(WorkloadCluster, SweepsDependenciesStartDeadlinesAndBadInput) {
   OwnPostgres database{"tpujobs-workload-"};
   ASSERT_EQ(database.error(), "");
-  ServiceProcess::Options replica_options;
-  replica_options.pool = "none";
-  replica_options.extra_args = {"--database-url", database.url(), "--name", "replica-a"};
-  ServiceProcess replica(replica_options);
+  ServiceProcess replica(replica_options(database));
   ASSERT_EQ(replica.start(), "");
-  ServiceProcess::Options agent_options;
-  agent_options.command = "agent";
-  agent_options.extra_args = {"--database-url", database.url(), "--pool",    "v3-8",
-                              "--name",         "agent-1",      "--workers", "2"};
-  ServiceProcess agent(agent_options);
+  ServiceProcess agent(agent_options(database));
   ASSERT_EQ(agent.start(), "");
   bad_dependencies_are_422(replica);
   sweep_runs_as_an_array(replica);
