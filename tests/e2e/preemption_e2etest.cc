@@ -3,11 +3,13 @@
 // checkpoint; the victim waits with pending_reason Preempted, resumes from
 // its checkpoint and ends with the parameters of an uninterrupted run,
 // without spending a retry; both jobs' events name the other; a job with
-// "preemptible": false is never stopped. Every wait is on a state or a
-// step, with a generous deadline.
+// "preemptible": false is never stopped. Then fair share: of two tenants'
+// equal-priority jobs, the one of the tenant that used the pool less starts
+// first. Every wait is on a state or a step, with a generous deadline.
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -159,6 +161,69 @@ TEST(PreemptionSingleProcess, HigherPriorityPreemptsNonPreemptibleNever) {
   ASSERT_EQ(service.start(), "");
   non_preemptible_job_is_never_preempted(service);
   higher_priority_preempts_and_the_victim_resumes(service);
+}
+
+// Fair share in one process: tenant a has used the host, tenant b not; a
+// queues a job, then b: b's starts first, and the views show the factors.
+TEST(FairShareSingleProcess, TheTenantThatUsedLessGoesFirst) {
+  ServiceProcess::Options options;
+  options.pool = "v3-8";
+  ServiceProcess service(options);
+  const std::map<std::string, std::string> a = {
+      {"Authorization", "Bearer " + create_token(service, "team-a", "user")}};
+  const std::map<std::string, std::string> b = {
+      {"Authorization", "Bearer " + create_token(service, "team-b", "user")}};
+  ASSERT_EQ(service.start(), "");
+  auto post = [&](const auto& who, const json& spec) -> std::int64_t {
+    HttpResponse r = http(service.port(), "POST", "/v1/jobs", spec.dump(), who);
+    EXPECT_EQ(r.status, 201) << r.body;
+    return r.status == 201 ? r.json()["id"].get<std::int64_t>() : 0;
+  };
+  auto view = [&](const auto& who, std::int64_t id) {
+    return http(service.port(), "GET", "/v1/jobs/" + std::to_string(id), "", who).json();
+  };
+  auto wait_for = [&](const auto& who, std::int64_t id, auto done) {
+    json j;
+    for (const auto deadline = Clock::now() + std::chrono::seconds(120); Clock::now() < deadline;
+         std::this_thread::sleep_for(std::chrono::milliseconds(50))) {
+      j = view(who, id);
+      if (j.is_object() && done(j)) break;
+    }
+    return j;
+  };
+  auto ended = [](const json& j) {
+    return j["state"] == "SUCCEEDED" || j["state"] == "FAILED" || j["state"] == "CANCELLED";
+  };
+
+  // a uses the host.
+  const std::int64_t used = post(a, host_short_job("a-used", 0));
+  ASSERT_EQ(wait_for(a, used, ended)["state"], "SUCCEEDED");
+  // A blocker holds the host while both queue, a first.
+  const std::int64_t blocker = post(a, host_long_job("a-blocker"));
+  ASSERT_EQ(wait_for(a, blocker, [](const json& j) { return j["state"] == "RUNNING"; })["state"],
+            "RUNNING");
+  const std::int64_t first = post(a, host_short_job("a-queued", 0));
+  const std::int64_t second = post(b, host_short_job("b-queued", 0));
+  // The factors are re-read from the stored usage within seconds.
+  const json b_view = wait_for(b, second, [](const json& j) {
+    return j["queue_position"] == 1 && j["priority_parts"]["fair_share"] == 1.0;
+  });
+  EXPECT_EQ(b_view["queue_position"], 1) << b_view.dump();
+  const json a_view = view(a, first);
+  EXPECT_EQ(a_view["queue_position"], 2) << a_view.dump();
+  EXPECT_LT(a_view["priority_parts"]["fair_share"].get<double>(), 1.0) << a_view.dump();
+  EXPECT_LT(a_view["priority_parts"]["effective"].get<double>(),
+            b_view["priority_parts"]["effective"].get<double>());
+
+  ASSERT_EQ(http(service.port(), "POST", "/v1/jobs/" + std::to_string(blocker) + "/cancel", "", a)
+                .status,
+            202);
+  const json b_done = wait_for(b, second, ended);
+  const json a_done = wait_for(a, first, ended);
+  ASSERT_EQ(b_done["state"], "SUCCEEDED") << b_done.dump();
+  ASSERT_EQ(a_done["state"], "SUCCEEDED") << a_done.dump();
+  EXPECT_GE(a_done["started_at"].get<std::string>(), b_done["finished_at"].get<std::string>())
+      << "b's job should have gone first";
 }
 
 // The same through a replica and an agent: the scheduler leader marks the
