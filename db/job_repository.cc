@@ -171,7 +171,8 @@ constexpr const char* kTransition =
     "                            THEN now() + $14::bigint * interval '1 second'"
     "                            ELSE j.lease_expires_at END,"
     "    pending = CASE WHEN $16::boolean THEN NULL ELSE j.pending END,"
-    "    preempted_by = CASE WHEN $16::boolean THEN NULL ELSE j.preempted_by END,"
+    "    preempted_by = CASE WHEN $16::boolean THEN NULL"
+    "                        ELSE COALESCE($21::bigint, j.preempted_by) END,"
     "    agent = CASE WHEN $19::boolean THEN NULL ELSE COALESCE($17::text, j.agent) END,"
     "    placement_epoch = CASE WHEN $19::boolean THEN NULL"
     "                           ELSE COALESCE($18::bigint, j.placement_epoch) END"
@@ -305,7 +306,8 @@ Result<bool> JobRepository::transition(const Transition& t) {
                                   t.owner,           static_cast<std::int64_t>(t.lease.count()),
                                   t.clear_owner,     t.clear_pending,
                                   t.agent,           t.placement_epoch,
-                                  t.clear_placement, t.require_epoch};
+                                  t.clear_placement, t.require_epoch,
+                                  t.preempted_by};
   return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<bool> {
     if (t.durable) {
       Result<QueryResult> rows = connection.execute(kTransition, params);

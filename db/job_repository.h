@@ -128,6 +128,8 @@ struct Transition {
   bool clear_placement = false;
   // Fencing: applied only while the job's placement_epoch equals this.
   std::optional<std::int64_t> require_epoch{};
+  // Sets jobs.preempted_by (a preempted job requeued; clear_pending clears it).
+  std::optional<std::int64_t> preempted_by{};
   // False: commit without waiting for the WAL flush (synchronous_commit
   // off). Only for transitions whose loss in a database crash is harmless:
   // the job then reads as its earlier state, which a restart re-queues

@@ -388,6 +388,7 @@ db::Status JobManager::start() {
       continue;
     }
     std::shared_ptr<LiveJob> job = std::move(*live);
+    job->preempted_by = row.preempted_by;  // a preempted job waits as Preempted again
     if (auto c = checkpoints->find(row.id); c != checkpoints->end())
       job->stored_checkpoint = c->second;
     base::MutexLock lock(mutex_);
@@ -1013,6 +1014,7 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
   starting.allocation_json = allocation.dump();
   starting.set_started_at = true;
   starting.owner = options_.instance;
+  starting.clear_pending = true;  // and preempted_by
   // STARTING is the claim on the job (its owner), so it is flushed before
   // the job trains; RUNNING below is not.
   const bool moved = apply_transition(starting);
@@ -1172,6 +1174,7 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
     back.increment_attempt = reason == StopReason::kHostFailedRetry;
     if (reason == StopReason::kPreempted) {
       back.detail_json = preempted_detail(job->preempted_by.value_or(0));
+      back.preempted_by = job->preempted_by;  // so it still reads Preempted after a restart
     }
     apply_transition(back);
     base::MutexLock lock(mutex_);

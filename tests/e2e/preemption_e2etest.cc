@@ -114,7 +114,9 @@ void non_preemptible_job_is_never_preempted(const ServiceProcess& service) {
   EXPECT_EQ(service.wait_terminal(high)["state"], "SUCCEEDED");
 }
 
-void higher_priority_preempts_and_the_victim_resumes(const ServiceProcess& service) {
+// The preemptor runs until cancelled, so that the service (the replica that
+// leads, in a cluster) restarts while the victim waits preempted.
+void higher_priority_preempts_and_the_victim_resumes(ServiceProcess& service) {
   // The reference: the same job, never interrupted.
   const std::int64_t reference = submit(service, victim_job("reference"));
   const json uninterrupted = service.wait_terminal(reference, std::chrono::seconds(300));
@@ -124,7 +126,9 @@ void higher_priority_preempts_and_the_victim_resumes(const ServiceProcess& servi
   const json low_running = wait_for_step(service, low, 20);
   ASSERT_EQ(low_running["state"], "RUNNING") << low_running.dump() << "\n"
                                              << event_reasons(service, low);
-  const std::int64_t high = submit(service, host_short_job("high", 5));
+  json high_spec = host_long_job("high");
+  high_spec["priority"] = 5;
+  const std::int64_t high = submit(service, high_spec);
 
   const json preempted =
       wait_until(service, low, [](const json& j) { return j["pending_reason"] == "Preempted"; });
@@ -135,7 +139,19 @@ void higher_priority_preempts_and_the_victim_resumes(const ServiceProcess& servi
             "preempted by job " + std::to_string(high) + "; resumes from its last checkpoint")
       << preempted.dump();
 
-  EXPECT_EQ(service.wait_terminal(high)["state"], "SUCCEEDED");
+  // Stored: after a restart it still waits, preempted, behind the preemptor.
+  ASSERT_EQ(wait_for_step(service, high, 10)["state"], "RUNNING");
+  ASSERT_EQ(service.stop(), 0);
+  ASSERT_EQ(service.start(), "");
+  const json again = job(service, low);
+  EXPECT_EQ(again["state"], "QUEUED") << again.dump();
+  EXPECT_EQ(again["pending_reason"], "Preempted") << again.dump();
+  EXPECT_EQ(again.value("preempted_by", 0), high) << again.dump();
+  ASSERT_EQ(wait_for_step(service, high, 20)["state"], "RUNNING");
+  EXPECT_EQ(job(service, low)["state"], "QUEUED");
+  ASSERT_EQ(service.post("/v1/jobs/" + std::to_string(high) + "/cancel").status, 202);
+
+  EXPECT_EQ(service.wait_terminal(high)["state"], "CANCELLED");
   const json done = service.wait_terminal(low, std::chrono::seconds(300));
   ASSERT_EQ(done["state"], "SUCCEEDED") << done.dump();
   EXPECT_GT(resumed_from_step(service, low), 0) << "it should resume from its checkpoint";
@@ -215,9 +231,9 @@ TEST(FairShareSingleProcess, TheTenantThatUsedLessGoesFirst) {
   EXPECT_LT(a_view["priority_parts"]["effective"].get<double>(),
             b_view["priority_parts"]["effective"].get<double>());
 
-  ASSERT_EQ(http(service.port(), "POST", "/v1/jobs/" + std::to_string(blocker) + "/cancel", "", a)
-                .status,
-            202);
+  ASSERT_EQ(
+      http(service.port(), "POST", "/v1/jobs/" + std::to_string(blocker) + "/cancel", "", a).status,
+      202);
   const json b_done = wait_for(b, second, ended);
   const json a_done = wait_for(a, first, ended);
   ASSERT_EQ(b_done["state"], "SUCCEEDED") << b_done.dump();
