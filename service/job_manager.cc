@@ -927,7 +927,8 @@ void JobManager::preempt_locked(const scheduler::Preemption& preemption) {
     victim.cancel = true;
   }
   preemptions_to_record_.push_back(preemption);
-  schedule_requested_ = true;
+  schedule_requested_ = true;  // the scheduler thread records the events
+  scheduler_wake_.notify_one();
 }
 
 void JobManager::apply_preemption_and_fair_share(SteadyClock::time_point now) {

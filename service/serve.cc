@@ -53,6 +53,9 @@ options:
   --agent-silence SECS   cluster: an agent silent this long is lost (default 10)
   --retention DUR        purge the log lines and metric points of jobs finished longer
                          ago than DUR (30d, 12h, ...; the job rows stay); default: keep all
+  --fair-share-half-life DUR
+                         how fast a tenant's past use stops lowering its jobs' place
+                         among equal priorities (default 1h; README "Fair share")
   --collective-address HOST, --collective-timeout SECS
                          cluster: as for `tpujobs agent`
   -h, --help             this text
@@ -92,6 +95,7 @@ struct ServeOptions {
   std::string name;
   int agent_silence_seconds = 10;
   std::optional<std::chrono::seconds> retention;  // none: keep every job's outputs
+  std::chrono::seconds fair_share_half_life{3600};
   std::string collective_address;
   int collective_timeout_seconds = 30;
 };
@@ -189,6 +193,14 @@ std::string parse_options(const std::vector<std::string>& args, ServeOptions* op
         return "--retention needs a duration of at least 1s such as 30d or 12h";
       }
       options->retention = std::chrono::duration_cast<std::chrono::seconds>(*keep);
+    } else if (name == "--fair-share-half-life") {
+      std::optional<std::string> v = next();
+      std::optional<std::chrono::milliseconds> half_life =
+          v ? api::parse_duration(*v) : std::nullopt;
+      if (!half_life || *half_life < std::chrono::seconds(1)) {
+        return "--fair-share-half-life needs a duration of at least 1s such as 1h or 7d";
+      }
+      options->fair_share_half_life = std::chrono::duration_cast<std::chrono::seconds>(*half_life);
     } else if (name == "--max-body") {
       int bytes = 0;
       if (std::string e = number(1024, 64 << 20, &bytes); !e.empty()) return e;
@@ -380,6 +392,7 @@ int run_serve(const std::vector<std::string>& args) {
       options.workers > 0 ? options.workers
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   manager_options.lease_timeout = std::chrono::seconds(options.lease_timeout_seconds);
+  manager_options.fair_share.half_life = options.fair_share_half_life;
   JobManager manager(**pool, cluster ? scheduler::PoolLayout{} : *layout, manager_options);
   if (db::Status started = manager.start(); !started.ok()) {
     std::cerr << "tpujobs serve: " << started.error().message << "\n";
@@ -392,6 +405,7 @@ int run_serve(const std::vector<std::string>& args) {
     leader_options.conninfo = conninfo;
     leader_options.instance = options.name.empty() ? "replica" : options.name;
     leader_options.agent_silence = std::chrono::seconds(options.agent_silence_seconds);
+    leader_options.fair_share.half_life = options.fair_share_half_life;
     leader = std::make_unique<SchedulerLeader>(**pool, leader_options);
     leader->start();
     if (!layout->hosts.empty()) {
