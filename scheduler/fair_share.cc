@@ -15,16 +15,6 @@ double decayed_core_seconds(int cores, std::chrono::duration<double> began_ago,
   return cores * h / std::log(2.0) * (std::exp2(-b / h) - std::exp2(-a / h));
 }
 
-std::map<std::string, double> decayed_usage_from_windows(
-    const std::vector<std::map<std::string, double>>& windows) {
-  std::map<std::string, double> usage;
-  for (std::size_t i = 0; i < windows.size(); ++i) {
-    const double weight = std::exp2(-(static_cast<double>(i) + 0.5));
-    for (const auto& [tenant, core_seconds] : windows[i]) usage[tenant] += weight * core_seconds;
-  }
-  return usage;
-}
-
 std::map<std::string, double> fair_share_factors(const std::map<std::string, double>& usage) {
   std::map<std::string, double> factors;
   if (usage.empty()) return factors;

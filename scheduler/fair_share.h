@@ -22,7 +22,6 @@
 #include <chrono>
 #include <map>
 #include <string>
-#include <vector>
 
 namespace tpujobs::scheduler {
 
@@ -31,14 +30,6 @@ namespace tpujobs::scheduler {
 double decayed_core_seconds(int cores, std::chrono::duration<double> began_ago,
                             std::chrono::duration<double> ended_ago,
                             std::chrono::duration<double> half_life);
-
-// Decayed usage from plain usage in consecutive windows of one half-life each:
-// windows[i] is the core-seconds in [now - (i+1) * half_life, now - i * half_life),
-// weighted by the decay at the window's middle, 2^-(i + 1/2) (what a service
-// that reads plain per-window sums, as /v1/usage gives, can compute). Tenants
-// absent from a window used nothing in it.
-std::map<std::string, double> decayed_usage_from_windows(
-    const std::vector<std::map<std::string, double>>& windows);
 
 // F_t for every tenant of `usage` (U_t; a tenant with waiting work and no use
 // is given with 0), with equal shares among them.

@@ -1,9 +1,9 @@
 // The tenants' fair-share factors (scheduler/fair_share.h) from the stored
-// accounting: the TPU core-seconds GET /v1/usage sums (job_events spans
-// times cores), read for a few consecutive windows of one half-life each and
-// decayed by window. Read by the scheduling thread every few seconds (the
-// single-process JobManager, the cluster's SchedulerLeader), never per
-// request.
+// accounting: the TPU core-seconds GET /v1/usage counts (job_events spans
+// times cores), each second decayed with the half-life
+// (WorkloadRepository::decayed_usage, one statement). Read by the
+// scheduling thread every few seconds (the single-process JobManager, the
+// cluster's SchedulerLeader), never per request.
 #pragma once
 
 #include <chrono>
@@ -18,9 +18,9 @@ namespace tpujobs::service {
 
 struct FairShareOptions {
   std::chrono::seconds half_life{3600};
-  // Windows read: usage older than windows x half_life counts no more
-  // (2^-4: about 6% of its weight when it was new).
-  int windows = 4;
+  // Use older than this many half-lives counts no more (2^-8: 0.4% of its
+  // weight when it was new).
+  int horizon_half_lives = 8;
 };
 
 // Every tenant's factor, F = 2^(-(U / sum U) / (1 / N)), over the tenants

@@ -934,10 +934,23 @@ void JobManager::preempt_locked(const scheduler::Preemption& preemption) {
 void JobManager::apply_preemption_and_fair_share(SteadyClock::time_point now) {
   std::vector<scheduler::Preemption> preemptions = std::move(preemptions_to_record_);
   preemptions_to_record_.clear();
-  const bool read_usage = now - fair_share_read_ >= options_.fair_share_interval;
-  if (preemptions.empty() && !read_usage) return;
   std::set<std::string> active;
-  for (const auto& [id, job] : live_) active.insert(job->tenant);
+  bool read_usage = now - fair_share_read_ >= options_.fair_share_interval;
+  if (read_usage) {
+    for (const auto& [id, job] : live_) active.insert(job->tenant);
+    if (active.size() < 2) {
+      // A tenant alone has nobody to share with: its factor (1) orders
+      // nothing, and the usage is not read.
+      read_usage = false;
+      fair_share_read_ = now;
+      for (const std::string& tenant : active) {
+        if (scheduler_.fair_share(tenant) == 1.0) continue;
+        scheduler_.set_fair_share(tenant, 1.0);
+        ++epoch_;
+      }
+    }
+  }
+  if (preemptions.empty() && !read_usage) return;
   mutex_.unlock();
   for (const scheduler::Preemption& p : preemptions) {
     db::Transition t;

@@ -296,9 +296,13 @@ db::Status SchedulerLeader::run_pass() {
       options_.clock->now() - *fair_share_read_ >= options_.fair_share_interval) {
     std::set<std::string> active;
     for (const db::JobRow& row : *unfinished) active.insert(row.tenant);
-    auto factors = read_fair_share(repo_.workload, wall_now, active, options_.fair_share);
-    if (!factors.ok()) return factors.error();
-    fair_share_ = std::move(*factors);
+    if (active.size() < 2) {
+      fair_share_.clear();  // a tenant alone has nobody to share with: 1
+    } else {
+      auto factors = read_fair_share(repo_.workload, wall_now, active, options_.fair_share);
+      if (!factors.ok()) return factors.error();
+      fair_share_ = std::move(*factors);
+    }
     fair_share_read_ = options_.clock->now();
   }
   auto fair_share_of = [&](const std::string& tenant) {

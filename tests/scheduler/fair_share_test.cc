@@ -37,11 +37,6 @@ TEST(FairShare, UsageDecaysWithTheHalfLife) {
   EXPECT_NEAR(recent / 2, older, 1e-9);
   // The integral of 2^(-t/h) over one half-life is h / (2 ln 2).
   EXPECT_NEAR(8 * 3600 / (2 * std::log(2.0)), recent, 1e-6);
-  // Windows: the first weighs 2^-0.5, the second 2^-1.5.
-  const std::map<std::string, double> usage =
-      decayed_usage_from_windows({{{"a", 100.0}}, {{"a", 100.0}, {"b", 40.0}}});
-  EXPECT_DOUBLE_EQ(100 * std::exp2(-0.5) + 100 * std::exp2(-1.5), usage.at("a"));
-  EXPECT_DOUBLE_EQ(40 * std::exp2(-1.5), usage.at("b"));
 }
 
 TEST(FairShare, OrdersEqualPrioritiesOnlyAndKeepsSubmitOrderWithin) {
