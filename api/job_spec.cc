@@ -15,7 +15,7 @@ const std::map<std::string, std::vector<std::string>, std::less<>>& field_table(
       {"",
        {"name", "labels", "priority", "trainer", "model", "data", "optimizer", "expect",
         "max_retries", "timeout", "lightning_version", "environment", "runtime", "env", "resources",
-        "depends_on", "start_by", "notify"}},
+        "depends_on", "start_by", "notify", "preemptible"}},
       {"depends_on[]", {"job", "condition"}},
       {"notify", {"url", "events"}},
       {"environment", {"python", "torch", "torch_xla", "lightning"}},
@@ -636,6 +636,7 @@ std::optional<JobSpec> parse_job_spec(const json& body, std::vector<FieldError>*
     if (auto v = top.integer("max_retries", 0, 10)) spec.max_retries = static_cast<int>(*v);
     spec.training.timeout = duration_field(top, "timeout");
     spec.start_by = duration_field(top, "start_by");
+    if (auto v = top.boolean("preemptible")) spec.preemptible = *v;
     if (const json* depends_on = top.raw("depends_on"))
       parse_depends_on(*depends_on, &spec.depends_on, errors);
     if (const json* notify = top.raw("notify")) spec.notify = parse_notify(*notify, errors);

@@ -32,6 +32,8 @@ struct JobSpec {
   // POSTed the job's view on these events (api/notify.h); the service
   // checks the URL against the allow-list at submit.
   std::optional<NotifySpec> notify;
+  // False: never preempted by a higher-priority job (scheduler/preemption.h).
+  bool preemptible = true;
   // The trainer settings as written, for resolve() (api/resolution.h).
   lightning::TrainerSettings trainer;
   // Everything the executor needs. world_size, precision, on_tpu, xla_debug

@@ -217,6 +217,14 @@ class Client {
       }
       if (const std::string detail = string_of(job, "pending_detail"); !detail.empty())
         text += ": " + detail;
+      // Issue 17: the effective priority's parts.
+      const json parts = job.value("priority_parts", json(nullptr));
+      if (parts.is_object() && parts.value("effective", json()).is_number() &&
+          parts.value("fair_share", json()).is_number()) {
+        text += "  priority " + number_text(parts["effective"].get<double>(), "%.3f") + " (base " +
+                string_of(parts, "base") + " + fair share " +
+                number_text(parts["fair_share"].get<double>(), "%.3f") + ")";
+      }
     }
     const json progress = job.is_object() ? job.value("progress", json(nullptr)) : json(nullptr);
     if (progress.is_object() && !is_terminal_state(state)) {

@@ -12,7 +12,7 @@ namespace {
   "j.idempotency_key, j.spec_hash, j.allocation, j.pending, j.progress, j.latest_metrics, " \
   "j.error, j.result, j.attempt, j.cancel_requested, j.created_at, j.started_at, "          \
   "j.finished_at, j.updated_at, j.owner, j.lease_expires_at, j.agent, j.placement_epoch, "  \
-  "j.array_id, j.array_index, j.array_values"
+  "j.array_id, j.array_index, j.array_values, j.preempted_by"
 
 constexpr int kMaxPageSize = 500;
 
@@ -49,6 +49,7 @@ JobRow read_job(const QueryResult& rows, int row, int first_column = 0) {
   if (!rows.is_null(row, c + 27)) job.array_id = rows.int64(row, c + 27);
   if (!rows.is_null(row, c + 28)) job.array_index = static_cast<int>(rows.int64(row, c + 28));
   job.array_values_json = rows.optional_string(row, c + 29);
+  if (!rows.is_null(row, c + 30)) job.preempted_by = rows.int64(row, c + 30);
   return job;
 }
 
@@ -170,6 +171,8 @@ constexpr const char* kTransition =
     "                            THEN now() + $14::bigint * interval '1 second'"
     "                            ELSE j.lease_expires_at END,"
     "    pending = CASE WHEN $16::boolean THEN NULL ELSE j.pending END,"
+    "    preempted_by = CASE WHEN $16::boolean THEN NULL"
+    "                        ELSE COALESCE($21::bigint, j.preempted_by) END,"
     "    agent = CASE WHEN $19::boolean THEN NULL ELSE COALESCE($17::text, j.agent) END,"
     "    placement_epoch = CASE WHEN $19::boolean THEN NULL"
     "                           ELSE COALESCE($18::bigint, j.placement_epoch) END"
@@ -303,7 +306,8 @@ Result<bool> JobRepository::transition(const Transition& t) {
                                   t.owner,           static_cast<std::int64_t>(t.lease.count()),
                                   t.clear_owner,     t.clear_pending,
                                   t.agent,           t.placement_epoch,
-                                  t.clear_placement, t.require_epoch};
+                                  t.clear_placement, t.require_epoch,
+                                  t.preempted_by};
   return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<bool> {
     if (t.durable) {
       Result<QueryResult> rows = connection.execute(kTransition, params);
@@ -357,6 +361,31 @@ Status JobRepository::set_pending(
         {Param::array(ids), Param::array(pending)});
     if (!rows.ok()) return rows.error();
     return Status::Ok();
+  });
+}
+
+Result<bool> JobRepository::request_preemption(std::int64_t victim, std::int64_t epoch,
+                                               std::int64_t preemptor,
+                                               const std::string& preemptor_reason,
+                                               const std::string& preemptor_detail) {
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<bool> {
+    Result<QueryResult> rows = connection.execute(
+        "WITH marked AS ("
+        "  UPDATE jobs SET preempted_by = $3::bigint, updated_at = now()"
+        "  WHERE id = $1::bigint AND placement_epoch = $2::bigint"
+        "    AND state IN ('STARTING', 'RUNNING') AND preempted_by IS NULL"
+        "    AND NOT cancel_requested"
+        "  RETURNING id"
+        "), event AS ("
+        "  INSERT INTO job_events (job_id, from_state, to_state, reason, detail)"
+        "  SELECT p.id, p.state, p.state, $4::text, $5::jsonb FROM jobs p"
+        "  WHERE p.id = $3::bigint AND p.state = 'QUEUED' AND $4::text <> ''"
+        "    AND EXISTS (SELECT 1 FROM marked)"
+        ")"
+        " SELECT count(*) FROM marked",
+        {victim, epoch, preemptor, preemptor_reason, preemptor_detail});
+    if (!rows.ok()) return rows.error();
+    return rows->int64(0, 0) > 0;
   });
 }
 

@@ -75,6 +75,9 @@ struct JobRow {
   std::optional<std::int64_t> array_id{};         // a sweep's child: its array
   std::optional<int> array_index{};
   std::optional<std::string> array_values_json{};
+  // Preemption (cluster mode): the job that preempted it, from the leader's
+  // mark until it is placed again (request_preemption).
+  std::optional<std::int64_t> preempted_by{};
 };
 
 struct InsertedJob {
@@ -116,8 +119,8 @@ struct Transition {
   bool increment_attempt = false;
   std::optional<std::string> owner{};  // with lease: lease_expires_at = now() + lease
   std::chrono::seconds lease{0};
-  bool clear_owner = false;  // owner and lease_expires_at = NULL
-  bool clear_pending = false;
+  bool clear_owner = false;    // owner and lease_expires_at = NULL
+  bool clear_pending = false;  // also clears preempted_by: the job is placed
   // The placement (DESIGN §9): the agent that runs the job and the epoch of
   // its registration; clear_placement sets both to NULL.
   std::optional<std::string> agent{};
@@ -125,6 +128,8 @@ struct Transition {
   bool clear_placement = false;
   // Fencing: applied only while the job's placement_epoch equals this.
   std::optional<std::int64_t> require_epoch{};
+  // Sets jobs.preempted_by (a preempted job requeued; clear_pending clears it).
+  std::optional<std::int64_t> preempted_by{};
   // False: commit without waiting for the WAL flush (synchronous_commit
   // off). Only for transitions whose loss in a database crash is harmless:
   // the job then reads as its earlier state, which a restart re-queues
@@ -186,6 +191,16 @@ class JobRepository {
   // Marks cancel_requested. kNotFound when there is no such job, kConflict
   // when it is already terminal.
   Status request_cancel(std::int64_t id);
+
+  // Preemption (cluster mode): marks the STARTING or RUNNING `victim` with
+  // preempted_by = `preemptor` while its placement is still `epoch` (and it
+  // is not marked nor being cancelled), and records the preemptor's event
+  // (QUEUED -> QUEUED, `preemptor_reason` and `preemptor_detail`; none when
+  // the reason is empty) in the same statement. False when the victim was
+  // not marked.
+  Result<bool> request_preemption(std::int64_t victim, std::int64_t epoch, std::int64_t preemptor,
+                                  const std::string& preemptor_reason,
+                                  const std::string& preemptor_detail);
 
   // QUEUED, STARTING and RUNNING jobs, priority descending then id (restart).
   Result<std::vector<JobRow>> load_unfinished();

@@ -61,7 +61,48 @@ constexpr const char* kUsage =
     " WHERE c.cores > 0"
     " GROUP BY 1, 2 ORDER BY 1, 2";
 
+constexpr const char* kDecayedUsage =
+    "WITH candidates AS ("
+    "  SELECT j.id, j.tenant, COALESCE((j.resolved->'request'->>'cores')::integer, 0) AS cores"
+    "  FROM jobs j"
+    "  WHERE j.started_at IS NOT NULL AND j.created_at < $1::timestamptz"
+    "    AND (j.finished_at IS NULL"
+    "         OR j.finished_at >= $1::timestamptz - $3::bigint * interval '1 second')"
+    "), spans AS ("
+    "  SELECT e.job_id, e.to_state, e.at,"
+    "         lead(e.at) OVER (PARTITION BY e.job_id ORDER BY e.id) AS next_at"
+    "  FROM job_events e JOIN candidates c ON c.id = e.job_id WHERE c.cores > 0"
+    "), ages AS ("
+    "  SELECT job_id,"
+    "         LEAST(EXTRACT(EPOCH FROM $1::timestamptz - at)::double precision,"
+    "               $3::bigint::double precision) AS began,"
+    "         GREATEST(EXTRACT(EPOCH FROM $1::timestamptz - COALESCE(next_at, now()))"
+    "                    ::double precision, 0) AS ended"
+    "  FROM spans WHERE to_state IN ('STARTING', 'RUNNING')"
+    ")"
+    " SELECT c.tenant, SUM(c.cores * $2::double precision / ln(2::double precision) *"
+    "        (power(2::double precision, -a.ended / $2::double precision)"
+    "         - power(2::double precision, -a.began / $2::double precision)))"
+    " FROM ages a JOIN candidates c ON c.id = a.job_id"
+    " WHERE a.began > a.ended GROUP BY c.tenant ORDER BY c.tenant";
+
 }  // namespace
+
+Result<std::map<std::string, double>> WorkloadRepository::decayed_usage(
+    TimePoint now, std::chrono::seconds half_life, std::chrono::seconds horizon) {
+  using Usage = std::map<std::string, double>;
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<Usage> {
+    Result<QueryResult> rows = connection.execute(
+        kDecayedUsage,
+        {now, static_cast<double>(half_life.count()), static_cast<std::int64_t>(horizon.count())});
+    if (!rows.ok()) return rows.error();
+    Usage usage;
+    for (int row = 0; row < rows->rows(); ++row) {
+      usage[rows->string(row, 0)] = rows->float64(row, 1);
+    }
+    return usage;
+  });
+}
 
 Result<PurgeBatch> WorkloadRepository::purge_finished_outputs(std::chrono::seconds older_than,
                                                               int max_jobs) {

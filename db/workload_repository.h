@@ -63,6 +63,14 @@ class WorkloadRepository {
                                       const std::optional<std::string>& label_key,
                                       const std::optional<std::string>& tenant);
 
+  // Fair share (scheduler/fair_share.h): per tenant, the TPU core-seconds
+  // of the same spans as usage(), each second weighted by
+  // 2^(-age / half_life) at `now` (ages beyond `horizon` count nothing), in
+  // closed form per span: cores * h / ln 2 * (2^(-end_age/h) - 2^(-start_age/h)).
+  // One statement. Tenants without such use are absent.
+  Result<std::map<std::string, double>> decayed_usage(TimePoint now, std::chrono::seconds half_life,
+                                                      std::chrono::seconds horizon);
+
  private:
   ConnectionPool& pool_;
   std::chrono::milliseconds acquire_timeout_;

@@ -8,6 +8,8 @@
 #include <tuple>
 #include <utility>
 
+#include "scheduler/preemption.h"
+
 namespace tpujobs::scheduler {
 namespace {
 
@@ -45,6 +47,8 @@ std::string_view pending_reason_name(PendingReason reason) {
       return "HostUnhealthy";
     case PendingReason::kQuota:
       return "Quota";
+    case PendingReason::kPreempted:
+      return "Preempted";
     case PendingReason::kDependency:
       return "Dependency";
   }
@@ -118,8 +122,8 @@ class Scheduler::CoreTimes {
 };
 
 bool Scheduler::QueueEntry::operator<(const QueueEntry& other) const {
-  return std::tie(other.priority, submit_order, id) <
-         std::tie(priority, other.submit_order, other.id);
+  return std::tie(other.priority, other.fair_share, submit_order, id) <
+         std::tie(priority, fair_share, other.submit_order, other.id);
 }
 
 // An ordered set whose nodes also count their subtrees, so a job's rank is
@@ -365,9 +369,10 @@ bool Scheduler::submit(JobRequest request) {
   Job job;
   job.shape = intern_shape(request.request);
   job.tenant = intern_tenant(request.tenant);
+  job.fair_share = tenants_[job.tenant].fair_share;
   job.request = std::move(request);
   Job& stored = jobs_.emplace(id, std::move(job)).first->second;
-  const QueueEntry entry{stored.request.priority, stored.request.submit_order, id, &stored};
+  const QueueEntry entry = entry_of(stored);
   if (shapes_[stored.shape].kind == RequestKind::kCpu) {
     cpu_queue_.insert(entry);
   } else {
@@ -383,8 +388,13 @@ bool Scheduler::submit(JobRequest request) {
   return true;
 }
 
+Scheduler::QueueEntry Scheduler::entry_of(const Job& job) const {
+  return QueueEntry{job.request.priority, job.fair_share, job.request.submit_order, job.request.id,
+                    const_cast<Job*>(&job)};
+}
+
 void Scheduler::dequeue(Job& job) {
-  const QueueEntry entry{job.request.priority, job.request.submit_order, job.request.id, &job};
+  const QueueEntry entry = entry_of(job);
   if (shapes_[job.shape].kind == RequestKind::kCpu) {
     cpu_queue_.erase(entry);
   } else {
@@ -439,6 +449,7 @@ void Scheduler::release(Job& job) {
   for (const CoreRef& core : job.placement.cores) pool_.release(core.host, core.core);
   tenants_[job.tenant].used_cores -= static_cast<int>(job.placement.cores.size());
   job.running = false;
+  job.preempting = false;
   --running_count_;
 }
 
@@ -654,8 +665,7 @@ std::optional<PendingInfo> Scheduler::pending(JobId id) const {
   if (shapes_[s].kind == RequestKind::kCpu) return PendingInfo{PendingReason::kNone, 0, last_pass_};
   Plan& plan = current_plan();
   PendingInfo info;
-  const QueueEntry entry{job.request.priority, job.request.submit_order, id, nullptr};
-  info.queue_position = static_cast<int>(queue_->order_of_key(entry)) + 1;
+  info.queue_position = static_cast<int>(queue_->order_of_key(entry_of(job))) + 1;
   if (over_quota(job)) {
     info.reason = PendingReason::kQuota;
     return info;
@@ -669,6 +679,7 @@ std::optional<PendingInfo> Scheduler::pending(JobId id) const {
   if (plan.fits_now[s] < 0) plan.fits_now[s] = find_free(shapes_[s], {}) ? 1 : 0;
   const bool held_back = reservation_ && reservation_->job != id && plan.fits_now[s];
   info.reason = held_back ? PendingReason::kPriority : PendingReason::kResources;
+  if (job.request.preempted) info.reason = PendingReason::kPreempted;
   plan_through(job);
   if (job.planned == plan.version) info.estimated_start = job.estimated_start;
   return info;
@@ -723,6 +734,101 @@ std::vector<JobId> Scheduler::reclaim_expired(Clock::time_point now) {
 void Scheduler::set_tenant_quota(std::string tenant, std::optional<int> max_cores) {
   tenants_[intern_tenant(tenant)].max_cores = max_cores;
   ++version_;
+}
+
+void Scheduler::set_fair_share(const std::string& tenant_name, double factor) {
+  const int t = intern_tenant(tenant_name);
+  if (tenants_[t].fair_share == factor) return;
+  tenants_[t].fair_share = factor;
+  for (auto& [id, job] : jobs_) {
+    if (job.tenant != t || job.running) continue;
+    if (shapes_[job.shape].kind == RequestKind::kCpu) {
+      cpu_queue_.erase(entry_of(job));
+      job.fair_share = factor;
+      cpu_queue_.insert(entry_of(job));
+    } else {
+      queue_->erase(entry_of(job));
+      job.fair_share = factor;
+      queue_->insert(entry_of(job));
+    }
+  }
+  ++version_;
+}
+
+double Scheduler::fair_share(const std::string& tenant) const {
+  const auto it = tenant_index_.find(tenant);
+  return it == tenant_index_.end() ? 1.0 : tenants_[it->second].fair_share;
+}
+
+std::optional<Preemption> Scheduler::preempt(Clock::time_point now) {
+  if (!reservation_) return std::nullopt;
+  const auto head_it = jobs_.find(reservation_->job);
+  if (head_it == jobs_.end() || head_it->second.running) return std::nullopt;
+  const Job& head = head_it->second;
+  if (reservation_->start && *reservation_->start <= now + options_.preemption_min_wait) {
+    return std::nullopt;
+  }
+  // Every place of the head's shape on the schedulable hosts, busy or not.
+  const Shape& shape = shapes_[head.shape];
+  std::vector<std::vector<CoreRef>> places;
+  if (shape.kind == RequestKind::kSingleCore) {
+    for (int h = 0; h < pool_.host_count(); ++h) {
+      if (!pool_.schedulable(h) || !generation_matches(shape, h)) continue;
+      for (int c = 0; c < pool_.devices(h); ++c) {
+        if (!shape.pinned_core || *shape.pinned_core == c) places.push_back({CoreRef{h, c}});
+      }
+    }
+  } else if (shape.kind != RequestKind::kCpu) {
+    const int n = block_hosts(shape.kind, shape.hosts);
+    for (const HostRun& run : pool_.runs()) {
+      if (n < 1 || run.host_count < n || !generation_matches(shape, run.first_host)) continue;
+      for (int begin = run.first_host; begin + n <= run.first_host + run.host_count; begin += n) {
+        std::vector<CoreRef> cores;
+        bool usable = true;
+        for (int h = begin; h < begin + n && usable; ++h) {
+          usable = pool_.schedulable(h);
+          for (int c = 0; c < pool_.devices(h); ++c) cores.push_back({h, c});
+        }
+        if (usable) places.push_back(std::move(cores));
+      }
+    }
+  }
+  std::vector<std::vector<std::optional<std::int64_t>>> holders;
+  holders.reserve(places.size());
+  for (const std::vector<CoreRef>& place : places) {
+    std::vector<std::optional<std::int64_t>>& of_place = holders.emplace_back();
+    for (const CoreRef& core : place) of_place.push_back(pool_.holder(core.host, core.core));
+  }
+  const std::optional<VictimChoice> choice =
+      choose_victims(head.request.priority, holders, [&](std::int64_t id) {
+        std::optional<RunningJobInfo> info;
+        const auto it = jobs_.find(id);
+        if (it == jobs_.end() || !it->second.running) return info;
+        const Job& job = it->second;
+        info = RunningJobInfo{id,
+                              job.request.priority,
+                              job.request.preemptible,
+                              job.preempting,
+                              job.started.time_since_epoch().count(),
+                              static_cast<int>(job.placement.cores.size())};
+        return info;
+      });
+  if (!choice || choice->victims.empty()) return std::nullopt;
+  for (JobId id : choice->victims) {
+    Job& victim = jobs_.at(id);
+    victim.preempting = true;
+    // Its cores free at once as far as reservations and backfill go.
+    for (const CoreRef& core : victim.placement.cores) {
+      core_end_[pool_.flat_index(core.host, core.core)] = now;
+    }
+  }
+  ++version_;
+  return Preemption{head.request.id, choice->victims};
+}
+
+bool Scheduler::preempting(JobId id) const {
+  const auto it = jobs_.find(id);
+  return it != jobs_.end() && it->second.running && it->second.preempting;
 }
 
 Scheduler::PoolView Scheduler::view() const {

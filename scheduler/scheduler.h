@@ -29,6 +29,24 @@
 // So no job ever delays the head's reserved start. Jobs held back by quota,
 // or that cannot fit on the healthy hosts even when idle, never become head.
 //
+// Fair share (scheduler/fair_share.h): among equal priorities, the job of the
+// tenant with the higher fair-share factor goes first (set_fair_share), then
+// submit order. The order is thus that of the effective priority
+// (priority + factor), with the base priority always deciding first.
+//
+// Preemption (scheduler/preemption.h): after a pass, preempt() lets the head
+// preempt running jobs of strictly lower base priority that are preemptible,
+// choosing the cheapest set whose cores, with the free ones, form a place
+// where the head fits. Only the head preempts, so the reservation and
+// backfill rules above still hold: the victims' cores become the head's
+// reservation (they are expected to end at once), and nothing backfills
+// onto them. The head does not preempt when its reserved start is known and
+// within options.preemption_min_wait (waiting is cheaper than a checkpoint
+// and a requeue), nor while jobs it preempted earlier still hold the cores
+// of a place where it fits. A victim keeps its cores until the caller
+// finish()es it (after its checkpoint) and may submit() it again with
+// `preempted` set: it then waits with kPreempted and its old submit order.
+//
 // Time is passed in; there are no clocks, no I/O and no globals.
 //
 // @warning Not thread-safe, not even the const methods (pending() fills a
@@ -65,6 +83,11 @@ struct JobRequest {
   // Used for backfill and estimated starts; nullopt = unknown (runs forever
   // as far as planning is concerned).
   std::optional<std::chrono::milliseconds> expected_runtime;
+  // False: never preempted (the spec's "preemptible").
+  bool preemptible = true;
+  // Requeued after a preemption: waits with kPreempted rather than
+  // kResources or kPriority.
+  bool preempted = false;
 };
 
 struct CoreRef {
@@ -89,12 +112,14 @@ enum class PendingReason {
   kPriority,       // fits now, but would delay a higher-priority job's reservation
   kHostUnhealthy,  // cannot fit on the healthy hosts even if they were idle
   kQuota,          // the tenant's running jobs already use its core quota
+  kPreempted,      // was preempted by a higher-priority job; waits to resume
   // Held by the service before the queue, never returned by Scheduler: a
   // job it depends on has not ended yet (scheduler/dependencies.h).
   kDependency,
 };
 
-// "None", "Resources", "Priority", "HostUnhealthy", "Quota", "Dependency".
+// "None", "Resources", "Priority", "HostUnhealthy", "Quota", "Preempted",
+// "Dependency".
 std::string_view pending_reason_name(PendingReason reason);
 
 struct PendingInfo {
@@ -113,8 +138,17 @@ struct Reservation {
   std::vector<CoreRef> cores;
 };
 
+// The running jobs the head asks to stop so that it can start (preempt()).
+struct Preemption {
+  JobId preemptor = 0;
+  std::vector<JobId> victims;  // ascending
+};
+
 struct SchedulerOptions {
   std::chrono::milliseconds lease_timeout{30000};
+  // The head preempts only when its reserved start is unknown or later than
+  // this after the pass (see the top of this file).
+  std::chrono::milliseconds preemption_min_wait{60000};
   // Estimated starts are planned for this many waiting jobs at the head of
   // the queue; the rest read "unknown". As Slurm's backfill looks at
   // bf_max_job_test jobs: it bounds the planning a change costs when every
@@ -183,6 +217,20 @@ class Scheduler {
   // removes the cap. A job that would exceed it waits with kQuota.
   void set_tenant_quota(std::string tenant, std::optional<int> max_cores);
 
+  // Sets a tenant's fair-share factor (scheduler/fair_share.h; 1 until
+  // set), reordering its waiting jobs. O(its waiting jobs x log queue) when
+  // the factor changes, O(log tenants) when not.
+  void set_fair_share(const std::string& tenant, double factor);
+  double fair_share(const std::string& tenant) const;
+
+  // After a schedule(): the running jobs the head preempts, now marked as
+  // preempting (see the top of this file); nullopt when it preempts none.
+  // The caller stops each victim at a checkpoint and then finish()es it.
+  // O(places of the head's shape x their cores).
+  std::optional<Preemption> preempt(Clock::time_point now);
+  // A running job asked to stop by preempt() and not finished yet.
+  bool preempting(JobId job) const;
+
   // Everything GET /v1/pool shows.
   struct HostView {
     int index;
@@ -221,12 +269,15 @@ class Scheduler {
     std::string name;
     std::optional<int> max_cores;
     int used_cores = 0;
+    double fair_share = 1.0;
   };
   struct Job {
     JobRequest request;
     int shape = 0;
     int tenant = 0;
     bool running = false;
+    double fair_share = 1.0;  // the tenant's factor its queue entry is keyed by
+    bool preempting = false;  // running, asked to stop by preempt()
     // While waiting: the estimated start, valid while `planned` equals the
     // plan's version (see plan_through).
     mutable std::optional<Clock::time_point> estimated_start;
@@ -238,6 +289,7 @@ class Scheduler {
   };
   struct QueueEntry {
     int priority;
+    double fair_share;
     std::int64_t submit_order;
     JobId id;
     Job* job;
@@ -271,6 +323,7 @@ class Scheduler {
   void plan_through(const Job& job) const;
   void dequeue(Job& job);
   bool over_quota(const Job& job) const;
+  QueueEntry entry_of(const Job& job) const;
 
   Pool pool_;
   SchedulerOptions options_;

@@ -91,6 +91,7 @@ struct Agent::Run {
   std::atomic<bool> cancel{false};
   std::atomic<bool> checkpoint_on_cancel{false};
   std::atomic<StopReason> stop_reason{StopReason::kNone};
+  std::atomic<std::int64_t> preempted_by{0};  // kPreempted: by which job
   std::thread thread;
   // The runner thread's own.
   std::int64_t next_log_seq = 1;
@@ -327,6 +328,13 @@ void Agent::reconcile() {
       StopReason none = StopReason::kNone;
       run->stop_reason.compare_exchange_strong(none, StopReason::kUserCancel);
       run->cancel = true;
+    } else if (it->second->preempted_by && !run->peer()) {
+      // Preempted: stops at a checkpoint, as at a shutdown, and is requeued.
+      StopReason none = StopReason::kNone;
+      run->preempted_by = *it->second->preempted_by;
+      run->checkpoint_on_cancel = true;
+      if (run->stop_reason.compare_exchange_strong(none, StopReason::kPreempted))
+        run->cancel = true;
     }
   }
   for (const auto& [id, row] : current) {
@@ -337,6 +345,11 @@ void Agent::reconcile() {
     run->slice = roles[id];
     if (row->cancel_requested && !run->peer()) {
       run->stop_reason = StopReason::kUserCancel;
+      run->cancel = true;
+    } else if (row->preempted_by && !run->peer()) {
+      run->preempted_by = *row->preempted_by;
+      run->checkpoint_on_cancel = true;
+      run->stop_reason = StopReason::kPreempted;
       run->cancel = true;
     }
     runs_[id] = run;
@@ -503,6 +516,9 @@ void Agent::run_job(std::shared_ptr<Run> run) {
     end = lifecycle::requeue_elsewhere(
         id, "Agent " + options_.name + " stopping; requeued to resume from its last checkpoint",
         run->epoch, /*retry=*/false, {JobState::kRunning});
+  } else if (reason == StopReason::kPreempted) {
+    // Not a failure: the attempt count (max_retries) is left alone.
+    end = lifecycle::preempt(id, run->preempted_by.load(), run->epoch);
   }
   // kMovedOn: the job belongs to another placement now; nothing to write.
   if (end) {

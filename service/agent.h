@@ -75,7 +75,9 @@ class Agent {
   struct Run;
   class Sink;
   class RendezvousRows;
-  enum class StopReason { kNone, kUserCancel, kMovedOn, kShutdown };
+  // kPreempted: the leader marked the job preempted_by a waiting job of
+  // higher priority; it stops at a checkpoint and is requeued (issue 17).
+  enum class StopReason { kNone, kUserCancel, kMovedOn, kShutdown, kPreempted };
 
   void supervise_loop();
   // One look at the jobs placed here: start new ones, pass cancels on,

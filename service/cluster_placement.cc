@@ -247,4 +247,53 @@ PlacementPass place_jobs(PlacementInput& input, const std::vector<WaitingJob>& q
   return pass;
 }
 
+std::optional<ClusterPreemption> choose_cluster_preemption(
+    const PlacementInput& input, const PlacementPass& pass, const std::vector<WaitingJob>& queue,
+    const std::map<std::int64_t, int>& priority_of,
+    const std::function<std::optional<scheduler::RunningJobInfo>(std::int64_t)>& running) {
+  const auto head = std::find_if(pass.waiting.begin(), pass.waiting.end(), [](const auto& w) {
+    return w.reason == scheduler::PendingReason::kResources;
+  });
+  if (head == pass.waiting.end()) return std::nullopt;
+  const auto job = std::find_if(queue.begin(), queue.end(),
+                                [&](const WaitingJob& j) { return j.id == head->job; });
+  const auto priority = priority_of.find(head->job);
+  if (job == queue.end() || priority == priority_of.end()) return std::nullopt;
+  const scheduler::ResourceRequest& request = job->request;
+  if (request.kind == RequestKind::kCpu) return std::nullopt;
+  // Every place of one agent where the head would fit were its hosts idle.
+  const std::vector<ClusterHost>& hosts = input.hosts;
+  std::vector<std::vector<std::optional<std::int64_t>>> places;
+  auto holder = [&](int host, int core) -> std::optional<std::int64_t> {
+    const std::int64_t id = hosts[host].core_job[core];
+    return id == 0 ? std::nullopt : std::optional(id);
+  };
+  if (request.kind == RequestKind::kSingleCore) {
+    for (int i = 0; i < static_cast<int>(hosts.size()); ++i) {
+      if (!hosts[i].usable || !shape_matches(hosts[i], request)) continue;
+      for (int c = 0; c < static_cast<int>(hosts[i].core_job.size()); ++c) {
+        if (!request.pinned_core || *request.pinned_core == c) places.push_back({holder(i, c)});
+      }
+    }
+  } else {
+    const int wanted = std::max(1, request.hosts);
+    for (const auto& [begin, end] : agent_ranges(hosts)) {
+      for (int start = begin; start + wanted <= end; start += wanted) {
+        std::vector<std::optional<std::int64_t>> place;
+        bool fits = true;
+        for (int i = start; i < start + wanted && fits; ++i) {
+          fits = hosts[i].usable && shape_matches(hosts[i], request);
+          for (int c = 0; fits && c < static_cast<int>(hosts[i].core_job.size()); ++c)
+            place.push_back(holder(i, c));
+        }
+        if (fits) places.push_back(std::move(place));
+      }
+    }
+  }
+  std::optional<scheduler::VictimChoice> choice =
+      scheduler::choose_victims(priority->second, places, running);
+  if (!choice || choice->victims.empty()) return std::nullopt;
+  return ClusterPreemption{head->job, std::move(choice->victims)};
+}
+
 }  // namespace tpujobs::service

@@ -24,12 +24,14 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "scheduler/pool.h"
+#include "scheduler/preemption.h"
 #include "scheduler/request.h"
 #include "scheduler/scheduler.h"
 
@@ -104,5 +106,23 @@ struct PlacementInput {
 // Places what fits from `queue` (in order). Updates input's hosts, slots
 // and quotas to include what it placed.
 PlacementPass place_jobs(PlacementInput& input, const std::vector<WaitingJob>& queue);
+
+// Preemption (scheduler/preemption.h) after a pass: the first job left
+// waiting for resources (the head; jobs waiting for quota or health never
+// preempt) may preempt running jobs of strictly lower priority that are
+// preemptible, on the places of one agent where it would fit (a slice
+// spanning agents is not made by preemption). `running(id)` describes the
+// job holding cores (nullopt: never a victim). The cluster plans no
+// reserved starts, so the head preempts whenever it cannot start.
+// Returns the victims (ascending), empty when it preempts none (or waits
+// for jobs it preempted before).
+struct ClusterPreemption {
+  std::int64_t preemptor = 0;
+  std::vector<std::int64_t> victims;
+};
+std::optional<ClusterPreemption> choose_cluster_preemption(
+    const PlacementInput& input, const PlacementPass& pass, const std::vector<WaitingJob>& queue,
+    const std::map<std::int64_t, int>& priority_of,
+    const std::function<std::optional<scheduler::RunningJobInfo>(std::int64_t)>& running);
 
 }  // namespace tpujobs::service

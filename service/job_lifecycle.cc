@@ -1,5 +1,7 @@
 #include "service/job_lifecycle.h"
 
+#include "service/preemption_text.h"
+
 namespace tpujobs::service::lifecycle {
 
 using db::JobState;
@@ -40,6 +42,7 @@ db::Transition claim(std::int64_t job, std::string reason, std::string allocatio
   t.allocation_json = std::move(allocation_json);
   t.set_started_at = true;
   t.owner = std::move(owner);
+  t.clear_pending = true;  // and preempted_by
   return t;
 }
 
@@ -84,6 +87,20 @@ db::Transition requeue_elsewhere(std::int64_t job, std::string reason,
   t.increment_attempt = retry;
   t.clear_placement = true;
   t.clear_allocation = true;
+  return t;
+}
+
+db::Transition preempt(std::int64_t job, std::int64_t preemptor,
+                       std::optional<std::int64_t> fence) {
+  db::Transition t =
+      make(job, {JobState::kRunning}, JobState::kQueued, preempted_reason(preemptor));
+  t.detail_json = preempted_detail(preemptor);
+  t.preempted_by = preemptor;  // so it still reads Preempted after a restart
+  if (fence) {
+    t.require_epoch = fence;
+    t.clear_placement = true;
+    t.clear_allocation = true;
+  }
   return t;
 }
 

@@ -32,7 +32,8 @@ nlohmann::json error_json(std::string_view type, std::string_view message, std::
 std::string error_text(std::string_view type, std::string_view message, std::string_view hint);
 
 // QUEUED -> STARTING, single-process mode: `owner` (this instance) claims
-// the job for its cores (`allocation_json`). Durable: it is the claim.
+// the job for its cores (`allocation_json`). Durable: it is the claim. A
+// preempted job's preempted_by is cleared.
 db::Transition claim(std::int64_t job, std::string reason, std::string allocation_json,
                      std::string owner);
 // QUEUED -> STARTING, cluster mode: the scheduler leader places the job on
@@ -60,6 +61,11 @@ db::Transition requeue(std::int64_t job, std::string reason, bool retry);
 db::Transition requeue_elsewhere(std::int64_t job, std::string reason,
                                  std::optional<std::int64_t> fence, bool retry, JobStateSet from);
 
+// RUNNING -> QUEUED: stopped at a checkpoint for `preemptor`, a job of
+// higher priority (scheduler/preemption.h). Not an attempt of its own; the
+// job keeps reading Preempted (preempted_by) until it is placed again.
+// Fenced (an agent): taken off its placement too.
+db::Transition preempt(std::int64_t job, std::int64_t preemptor, std::optional<std::int64_t> fence);
 // -> SUCCEEDED | FAILED | CANCELLED: the end of a run. `error_json` /
 // `result_json` as the job's view shows them. Fenced (an agent): from
 // RUNNING only, the run it started; else from any unfinished state.

@@ -14,6 +14,7 @@
 #include "service/job_lifecycle.h"
 #include "service/job_views.h"
 #include "service/pool_views.h"
+#include "service/preemption_text.h"
 
 namespace tpujobs::service {
 namespace {
@@ -82,6 +83,8 @@ struct JobManager::LiveJob {
   std::map<std::string, double> latest_metrics;
   // The newest checkpoint stored in PostgreSQL: where a resume would start.
   std::optional<std::pair<std::int64_t, int>> stored_checkpoint;  // (step, epoch)
+  // Preempted by this job and not started since: waits with Preempted.
+  std::optional<std::int64_t> preempted_by;
   // Workload rules: its dependencies were met once (it is queued, or ran),
   // and while held, why it waits.
   bool dependencies_met = false;
@@ -194,7 +197,8 @@ JobManager::JobManager(db::ConnectionPool& pool, scheduler::PoolLayout layout,
       clock_(options_.clock != nullptr ? *options_.clock : base::real_clock()),
       workers_(options_.workers),
       datasets_owner_(std::make_unique<DatabaseDatasets>(repo_.datasets)),
-      scheduler_(std::move(layout), scheduler::SchedulerOptions{options_.lease_timeout}),
+      scheduler_(std::move(layout),
+                 scheduler::SchedulerOptions{options_.lease_timeout, options_.preemption_min_wait}),
       telemetry_store_(repo_, cluster_, /*notify_logs=*/false),
       telemetry_(telemetry_store_, {options_.telemetry_interval, &clock_}),
       finished_views_(options_.finished_view_bytes) {
@@ -305,6 +309,7 @@ db::Status JobManager::start() {
       continue;
     }
     std::shared_ptr<LiveJob> job = std::move(*live);
+    job->preempted_by = row.preempted_by;  // a preempted job waits as Preempted again
     if (auto c = checkpoints->find(row.id); c != checkpoints->end())
       job->stored_checkpoint = c->second;
     base::MutexLock lock(mutex_);
@@ -490,6 +495,8 @@ void JobManager::enqueue_locked(const std::shared_ptr<LiveJob>& job, std::int64_
   // The time limit bounds the run, as Slurm's does: the scheduler plans
   // estimated starts and lets short jobs backfill with it.
   request.expected_runtime = job->spec.training.timeout;
+  request.preemptible = job->spec.preemptible;
+  request.preempted = job->preempted_by.has_value();
   scheduler_.submit(std::move(request));
 }
 
@@ -658,7 +665,11 @@ void JobManager::start_placed_locked(SteadyClock::time_point now) {
       scheduler_.finish(p.job);
       continue;
     }
+    it->second->preempted_by.reset();
     starts.emplace_back(it->second, std::move(p));
+  }
+  if (std::optional<scheduler::Preemption> preemption = scheduler_.preempt(now)) {
+    preempt_locked(*preemption);
   }
   while (!cpu_waiting_.empty() && cpu_running_ < options_.max_cpu_jobs) {
     std::shared_ptr<LiveJob> job = cpu_waiting_.front();
@@ -677,6 +688,69 @@ void JobManager::start_placed_locked(SteadyClock::time_point now) {
     job->row.state = kStarting;
     job->runner =
         std::thread([this, job = job, placement = placement] { run_job(job, placement); });
+  }
+}
+
+void JobManager::preempt_locked(const scheduler::Preemption& preemption) {
+  for (scheduler::JobId id : preemption.victims) {
+    auto it = live_.find(id);
+    if (it == live_.end() || it->second->stop_reason != StopReason::kNone) continue;
+    LiveJob& victim = *it->second;
+    victim.stop_reason = StopReason::kPreempted;
+    victim.preempted_by = preemption.preemptor;
+    victim.checkpoint_on_cancel = true;
+    victim.cancel = true;
+  }
+  preemptions_to_record_.push_back(preemption);
+  schedule_requested_ = true;  // the scheduler thread records the events
+  scheduler_wake_.notify_one();
+}
+
+void JobManager::apply_preemption_and_fair_share(SteadyClock::time_point now) {
+  std::vector<scheduler::Preemption> preemptions = std::move(preemptions_to_record_);
+  preemptions_to_record_.clear();
+  std::set<std::string> active;
+  bool read_usage = now - fair_share_read_ >= options_.fair_share_interval;
+  if (read_usage) {
+    for (const auto& [id, job] : live_) active.insert(job->tenant);
+    if (active.size() < 2) {
+      // A tenant alone has nobody to share with: its factor (1) orders
+      // nothing, and the usage is not read.
+      read_usage = false;
+      fair_share_read_ = now;
+      for (const std::string& tenant : active) {
+        if (scheduler_.fair_share(tenant) == 1.0) continue;
+        scheduler_.set_fair_share(tenant, 1.0);
+        ++epoch_;
+      }
+    }
+  }
+  if (preemptions.empty() && !read_usage) return;
+  mutex_.unlock();
+  for (const scheduler::Preemption& p : preemptions) {
+    db::Transition t;
+    t.job_id = p.preemptor;
+    t.from = {kQueued};
+    t.to = kQueued;
+    t.reason = preempting_reason(p.victims);
+    t.detail_json = preempting_detail(p.victims);
+    apply_transition(t);
+  }
+  db::Result<std::map<std::string, double>> factors(std::map<std::string, double>{});
+  if (read_usage) {
+    factors = read_fair_share(repo_.workload, clock_.wall_now(), active, options_.fair_share);
+  }
+  mutex_.lock();
+  if (!read_usage) return;
+  fair_share_read_ = now;
+  if (!factors.ok()) return;  // the database is away: the factors stay as they were
+  for (const std::string& tenant : active) {
+    const auto it = factors->find(tenant);
+    const double factor = it == factors->end() ? 1.0 : it->second;
+    if (scheduler_.fair_share(tenant) == factor) continue;
+    scheduler_.set_fair_share(tenant, factor);
+    ++epoch_;
+    schedule_requested_ = true;
   }
 }
 
@@ -708,6 +782,7 @@ void JobManager::scheduler_loop() {
     apply_workload_rules();
     if (stopping_) break;
     start_placed_locked(now);
+    apply_preemption_and_fair_share(now);
     lock.unlock();
     for (std::thread& t : ended) t.join();
     lock.lock();
@@ -839,6 +914,11 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
         requeue = true;
         why = "A host of its slice failed; retrying on healthy hosts from its last checkpoint";
         break;
+      case StopReason::kPreempted:
+        // Not a failure: the attempt count (max_retries) is left alone.
+        requeue = true;
+        why = preempted_reason(job->preempted_by.value_or(0));
+        break;
       case StopReason::kHostFailedFinal:
         state = kFailed;
         error = error_json(
@@ -864,7 +944,10 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
   }
 
   if (requeue) {
-    apply_transition(lifecycle::requeue(job->id, why, reason == StopReason::kHostFailedRetry));
+    apply_transition(
+        reason == StopReason::kPreempted
+            ? lifecycle::preempt(job->id, job->preempted_by.value_or(0), std::nullopt)
+            : lifecycle::requeue(job->id, why, reason == StopReason::kHostFailedRetry));
     base::MutexLock lock(mutex_);
     if (cpu)
       --cpu_running_;
@@ -879,7 +962,8 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
     job->recent_logs.clear();
     if (reason == StopReason::kHostFailedRetry) ++job->row.attempt;
     if (job->runner.joinable()) finished_runners_.push_back(std::move(job->runner));
-    if (!stopping_) enqueue_locked(job);
+    // A preempted job keeps its place among its priority.
+    if (!stopping_) enqueue_locked(job, reason == StopReason::kPreempted ? job->submit_order : 0);
     job->row.state = kQueued;
     ++epoch_;
     schedule_requested_ = true;
@@ -967,6 +1051,15 @@ std::string JobManager::render_live_text_locked(const LiveJob& job, bool with_sp
     view["allocation"] = {{"accelerator", "cpu"}};
   }
   view["started_at"] = time_or_null(job.row.started_at);
+  const double fair_share = scheduler_.fair_share(job.tenant);
+  view["priority_parts"] = {{"base", job.spec.priority},
+                            {"fair_share", fair_share},
+                            {"effective", job.spec.priority + fair_share}};
+  if (job.row.state == kQueued && job.preempted_by) {
+    view["preempted_by"] = *job.preempted_by;
+    view["pending_detail"] = "preempted by job " + std::to_string(*job.preempted_by) +
+                             "; resumes from its last checkpoint";
+  }
   if (job.row.state == kQueued) {
     if (dependency_held_.contains(job.id)) {
       view["pending_reason"] =

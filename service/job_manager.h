@@ -45,6 +45,7 @@
 #include "executor/worker_pool.h"
 #include "scheduler/pool.h"
 #include "scheduler/scheduler.h"
+#include "service/fair_share_usage.h"
 #include "service/log_streams.h"
 #include "service/submit_committer.h"
 #include "service/telemetry_writer.h"
@@ -77,6 +78,12 @@ struct JobManagerOptions {
   // Steady and wall time, and the sleeps between write retries (null: the
   // real clock). Must outlive the manager.
   base::Clock* clock = nullptr;
+  // Issue 17: the queue's fair share (the tenants' factors are re-read from
+  // the stored usage this often) and preemption (a head whose reserved start
+  // is this near does not preempt; scheduler/scheduler.h).
+  FairShareOptions fair_share;
+  std::chrono::milliseconds fair_share_interval{5000};
+  std::chrono::milliseconds preemption_min_wait{60000};
 };
 
 class JobManager final : public api::JobService {
@@ -149,7 +156,8 @@ class JobManager final : public api::JobService {
     kHostFailedRetry,
     kHostFailedFinal,
     kShutdown,
-    kLeaseLost
+    kLeaseLost,
+    kPreempted  // a higher-priority job needs its cores: requeued from its checkpoint
   };
   class Sink;
 
@@ -165,6 +173,13 @@ class JobManager final : public api::JobService {
   void enqueue_locked(const std::shared_ptr<LiveJob>& job, std::int64_t order = 0) REQUIRES(mutex_);
   // Runs a scheduling pass and starts a runner for every job it placed.
   void start_placed_locked(std::chrono::steady_clock::time_point now) REQUIRES(mutex_);
+  // Asks the pass's preemption victims to stop at a checkpoint, and queues
+  // the preemptor's event (service/job_manager_preemption.cc).
+  void preempt_locked(const scheduler::Preemption& preemption) REQUIRES(mutex_);
+  // Scheduler thread, mutex_ held on entry and exit (released around the
+  // database): records the queued preemptors' events, and every
+  // fair_share_interval re-reads the tenants' fair-share factors.
+  void apply_preemption_and_fair_share(std::chrono::steady_clock::time_point now) REQUIRES(mutex_);
   void wake_scheduler();
   // Stores the outcome, answers the waiters; returns the final view.
   // `stored`: the transition is in the database already.
@@ -268,6 +283,9 @@ class JobManager final : public api::JobService {
   std::set<std::int64_t> dependency_held_ GUARDED_BY(mutex_);
   std::set<std::pair<std::chrono::system_clock::time_point, std::int64_t>> start_deadlines_
       GUARDED_BY(mutex_);
+  // Preemptions decided but not yet in the preemptors' events.
+  std::vector<scheduler::Preemption> preemptions_to_record_ GUARDED_BY(mutex_);
+  std::chrono::steady_clock::time_point fair_share_read_ GUARDED_BY(mutex_){};
 
   base::Mutex estimate_mutex_;
   std::unordered_map<std::string, Estimate> estimate_cache_ GUARDED_BY(estimate_mutex_);

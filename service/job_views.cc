@@ -93,6 +93,13 @@ json render_row(const db::JobRow& row, json spec, json resolved, json labels, js
       if (pending.contains("queue_position")) view["queue_position"] = pending["queue_position"];
       if (pending.contains("detail")) view["pending_detail"] = pending["detail"];
       if (pending.contains("estimated_start")) view["estimated_start"] = pending["estimated_start"];
+      if (pending.contains("preempted_by")) view["preempted_by"] = pending["preempted_by"];
+      if (pending.contains("fair_share") && pending["fair_share"].is_number()) {
+        const double fair_share = pending["fair_share"].get<double>();
+        view["priority_parts"] = {{"base", row.priority},
+                                  {"fair_share", fair_share},
+                                  {"effective", row.priority + fair_share}};
+      }
     }
   }
   return view;

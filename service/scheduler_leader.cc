@@ -12,6 +12,7 @@
 #include "scheduler/generation.h"
 #include "service/cluster_placement.h"
 #include "service/job_lifecycle.h"
+#include "service/preemption_text.h"
 
 namespace tpujobs::service {
 namespace {
@@ -126,6 +127,7 @@ const SchedulerLeader::WorkloadFields& SchedulerLeader::workload_of(const db::Jo
     fields.depends_on = std::move(spec->depends_on);
     fields.start_by = spec->start_by;
     fields.time_limit = spec->training.timeout;
+    fields.preemptible = spec->preemptible;
   }
   return workload_.emplace(row.id, std::move(fields)).first->second;
 }
@@ -269,11 +271,34 @@ db::Status SchedulerLeader::run_pass() {
   const base::Clock::wall_time_point wall_now = options_.clock->wall_now();
   std::vector<std::pair<std::int64_t, std::string>> held;  // (job, why): waits for a dependency
 
+  if (!fair_share_read_ ||
+      options_.clock->now() - *fair_share_read_ >= options_.fair_share_interval) {
+    std::set<std::string> active;
+    for (const db::JobRow& row : *unfinished) active.insert(row.tenant);
+    if (active.size() < 2) {
+      fair_share_.clear();  // a tenant alone has nobody to share with: 1
+    } else {
+      auto factors = read_fair_share(repo_.workload, wall_now, active, options_.fair_share);
+      if (!factors.ok()) return factors.error();
+      fair_share_ = std::move(*factors);
+    }
+    fair_share_read_ = options_.clock->now();
+  }
+  auto fair_share_of = [&](const std::string& tenant) {
+    auto it = fair_share_.find(tenant);
+    return it == fair_share_.end() ? 1.0 : it->second;
+  };
+
   std::map<std::string, int> tenant_cores;
   std::vector<WaitingJob> queue;
   std::set<std::int64_t> unfinished_ids;
+  std::map<std::int64_t, const db::JobRow*> row_of;
+  std::map<std::int64_t, int> priority_of;
+  std::map<std::int64_t, scheduler::RunningJobInfo> running_info;  // jobs holding cores
   for (const db::JobRow& row : *unfinished) {
     unfinished_ids.insert(row.id);
+    row_of[row.id] = &row;
+    priority_of[row.id] = row.priority;
     if (row.state != JobState::kQueued) {
       // Running: its cores are taken.
       const json allocation = parse_object(row.allocation_json);
@@ -297,11 +322,22 @@ db::Status SchedulerLeader::run_pass() {
         if (!s.ok()) return s;
         continue;
       }
-      if (const auto limit = workload_of(row).time_limit; limit && row.started_at) {
+      if (row.preempted_by) {
+        // Stopping now for a preemptor: its cores are the first to free, so
+        // the head's reservation covers them and nothing backfills there.
+        input.expected_end[row.id] = wall_now;
+      } else if (const auto limit = workload_of(row).time_limit; limit && row.started_at) {
         input.expected_end[row.id] =
             *row.started_at +
             std::chrono::duration_cast<std::chrono::system_clock::duration>(*limit);
       }
+      scheduler::RunningJobInfo info{
+          row.id,
+          row.priority,
+          workload_of(row).preemptible,
+          row.preempted_by.has_value(),
+          row.started_at ? row.started_at->time_since_epoch().count() : 0,
+          0};
       for (const json& core : allocation.value("cores", json::array())) {
         auto it = host_index.find(core.value("host", ""));
         const int c = core.value("core", -1);
@@ -309,7 +345,9 @@ db::Status SchedulerLeader::run_pass() {
         ClusterHost& host = input.hosts[it->second];
         if (c >= 0 && c < static_cast<int>(host.core_job.size())) host.core_job[c] = row.id;
         ++tenant_cores[row.tenant];
+        ++info.cores;
       }
+      if (row.placement_epoch) running_info[row.id] = info;
       continue;
     }
     if (row.cancel_requested) {
@@ -363,6 +401,13 @@ db::Status SchedulerLeader::run_pass() {
   }
   for (const auto& [tenant, max_cores] : *quotas)
     input.quota_left[tenant] = max_cores - tenant_cores[tenant];
+  // Fair share among equal priorities (the rows come priority first, then id).
+  std::stable_sort(queue.begin(), queue.end(), [&](const WaitingJob& a, const WaitingJob& b) {
+    const db::JobRow& ra = *row_of.at(a.id);
+    const db::JobRow& rb = *row_of.at(b.id);
+    return std::pair(-ra.priority, -fair_share_of(ra.tenant)) <
+           std::pair(-rb.priority, -fair_share_of(rb.tenant));
+  });
 
   input.now = wall_now;
   PlacementPass pass = place_jobs(input, queue);
@@ -402,6 +447,37 @@ db::Status SchedulerLeader::run_pass() {
       if (*moved) woken.insert(agent);
     }
   }
+  // Preemption: the victims are marked under their placement epochs, then
+  // their agents woken to stop them at a checkpoint. Not when the head's
+  // reserved start is known and near: waiting is cheaper than a checkpoint
+  // and a requeue (as in one process, scheduler/preemption.h).
+  const bool start_is_near = pass.reservation && pass.reservation->start &&
+                             *pass.reservation->start - wall_now < options_.preemption_min_wait;
+  const std::optional<ClusterPreemption> preemption =
+      start_is_near
+          ? std::nullopt
+          : choose_cluster_preemption(
+                input, pass, queue, priority_of,
+                [&](std::int64_t id) -> std::optional<scheduler::RunningJobInfo> {
+                  auto it = running_info.find(id);
+                  return it == running_info.end() ? std::nullopt : std::optional(it->second);
+                });
+  if (preemption) {
+    bool first = true;
+    for (std::int64_t victim : preemption->victims) {
+      const db::JobRow& row = *row_of.at(victim);
+      auto marked =
+          repo_.jobs.request_preemption(victim, *row.placement_epoch, preemption->preemptor,
+                                        first ? preempting_reason(preemption->victims) : "",
+                                        preempting_detail(preemption->victims));
+      if (!marked.ok()) return marked.error();
+      if (!*marked) continue;
+      first = false;
+      std::cerr << "tpujobs: job " << victim << ": preempted by job " << preemption->preemptor
+                << std::endl;
+      woken.insert(row.agent.value_or(""));
+    }
+  }
   // Committed: now the agents may act.
   for (const std::string& agent : woken) (void)cluster_.notify(db::kAgentChannel, agent);
 
@@ -409,10 +485,23 @@ db::Status SchedulerLeader::run_pass() {
   std::vector<std::pair<std::int64_t, std::optional<std::string>>> pending;
   std::map<std::int64_t, std::string> written;
   for (const WaitingReason& w : pass.waiting) {
-    json reason = {{"reason", std::string(scheduler::pending_reason_name(w.reason))},
-                   {"queue_position", w.queue_position}};
+    const db::JobRow& row = *row_of.at(w.job);
+    scheduler::PendingReason why = w.reason;
+    const bool preempted = row.preempted_by && (why == scheduler::PendingReason::kResources ||
+                                                why == scheduler::PendingReason::kPriority);
+    if (preempted) why = scheduler::PendingReason::kPreempted;
+    json reason = {{"reason", std::string(scheduler::pending_reason_name(why))},
+                   {"queue_position", w.queue_position},
+                   {"fair_share", fair_share_of(row.tenant)}};
     if (!w.detail.empty()) reason["detail"] = w.detail;
     if (w.estimated_start) reason["estimated_start"] = api::rfc3339(*w.estimated_start);
+    if (row.preempted_by) {
+      reason["preempted_by"] = *row.preempted_by;
+      if (preempted) {
+        reason["detail"] = "preempted by job " + std::to_string(*row.preempted_by) +
+                           "; resumes from its last checkpoint";
+      }
+    }
     std::string text = reason.dump();
     auto before = pending_written_.find(w.job);
     if (before == pending_written_.end() || before->second != text)

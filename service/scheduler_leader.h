@@ -5,9 +5,16 @@
 //     admin failed (from their last checkpoint while max_retries allows;
 //     else FAILED, UNAVAILABLE),
 //   - cancels the queued jobs whose cancel was requested,
+//   - orders the queue by priority, then the tenants' fair-share factors
+//     (scheduler/fair_share.h), then id,
 //   - places what fits (service/cluster_placement.h) by committing each job
 //     QUEUED -> STARTING with its agent and that agent's epoch, and only then
 //     wakes the agent (NOTIFY): an agent acts on committed placements only,
+//   - lets the first job left waiting for resources preempt running jobs of
+//     lower priority (choose_cluster_preemption): each victim is marked
+//     preempted_by it under its placement epoch, then its agent is woken to
+//     stop it at a checkpoint and requeue it; the preemptor is placed by a
+//     later pass once the cores are free,
 //   - records why the others wait (jobs.pending).
 // It keeps no state between passes: a new leader starts from the tables.
 // Every replica runs one; the others wait for the lock, trying again every
@@ -33,6 +40,7 @@
 #include "scheduler/dependencies.h"
 #include "scheduler/request.h"
 #include "service/cluster_placement.h"
+#include "service/fair_share_usage.h"
 
 namespace tpujobs::service {
 
@@ -46,7 +54,13 @@ struct SchedulerLeaderOptions {
   std::chrono::milliseconds poll_interval{500};
   std::chrono::milliseconds min_pass_interval{20};  // passes at most this often
   int max_cpu_jobs_per_agent = 2;
+  // The head does not preempt when its reserved start is known and nearer than this.
+  std::chrono::milliseconds preemption_min_wait{60000};
   base::Clock* clock = &base::real_clock();  // must outlive the leader
+  // Issue 17: fair share orders the queue (the factors re-read from the
+  // stored usage this often).
+  FairShareOptions fair_share;
+  std::chrono::milliseconds fair_share_interval{5000};
 };
 
 class SchedulerLeader {
@@ -88,6 +102,7 @@ class SchedulerLeader {
     std::optional<std::chrono::milliseconds> start_by;
     // training.timeout: how long it runs at most, for reservations and backfill.
     std::optional<std::chrono::milliseconds> time_limit;
+    bool preemptible = true;
   };
   // From the stored spec, cached; empty fields when it does not parse.
   const WorkloadFields& workload_of(const db::JobRow& row);
@@ -108,6 +123,9 @@ class SchedulerLeader {
   // Since when this replica has led with the database answering (the thread only).
   base::Clock::time_point reachable_since_{};
   base::Clock::time_point rendezvous_swept_{};  // old rendezvous keys last removed
+  // The tenants' fair-share factors, and when they were read (the thread only).
+  std::map<std::string, double> fair_share_;
+  std::optional<base::Clock::time_point> fair_share_read_;
 
   std::atomic<bool> leader_{false};
   base::Mutex mutex_;

@@ -60,6 +60,9 @@ options:
                          (repeatable): a host, host:port or http:// URL prefix that a
                          job's notify.url may name (the admin edits the list at
                          PUT /v1/notifications/allowlist)
+  --fair-share-half-life DUR
+                         how fast a tenant's past use stops lowering its jobs' place
+                         among equal priorities (default 1h; README "Fair share")
   --collective-address HOST, --collective-timeout SECS
                          cluster: as for `tpujobs agent`
   -h, --help             this text
@@ -99,6 +102,7 @@ struct ServeOptions {
   std::string name;
   int agent_silence_seconds = 10;
   std::optional<std::chrono::seconds> retention;  // none: keep every job's outputs
+  std::chrono::seconds fair_share_half_life{3600};
   std::string collective_address;
   int collective_timeout_seconds = 30;
   std::vector<std::string> notify_allow;  // added to the stored allow-list at start
@@ -203,6 +207,14 @@ std::string parse_options(const std::vector<std::string>& args, ServeOptions* op
       if (std::string e = api::allowlist_entry_error(*v); !e.empty())
         return "--notify-allow '" + *v + "' " + e;
       options->notify_allow.push_back(*v);
+    } else if (name == "--fair-share-half-life") {
+      std::optional<std::string> v = next();
+      std::optional<std::chrono::milliseconds> half_life =
+          v ? api::parse_duration(*v) : std::nullopt;
+      if (!half_life || *half_life < std::chrono::seconds(1)) {
+        return "--fair-share-half-life needs a duration of at least 1s such as 1h or 7d";
+      }
+      options->fair_share_half_life = std::chrono::duration_cast<std::chrono::seconds>(*half_life);
     } else if (name == "--max-body") {
       int bytes = 0;
       if (std::string e = number(1024, 64 << 20, &bytes); !e.empty()) return e;
@@ -394,6 +406,7 @@ int run_serve(const std::vector<std::string>& args) {
       options.workers > 0 ? options.workers
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   manager_options.lease_timeout = std::chrono::seconds(options.lease_timeout_seconds);
+  manager_options.fair_share.half_life = options.fair_share_half_life;
   JobManager manager(**pool, cluster ? scheduler::PoolLayout{} : *layout, manager_options);
   if (db::Status started = manager.start(); !started.ok()) {
     std::cerr << "tpujobs serve: " << started.error().message << "\n";
@@ -406,6 +419,7 @@ int run_serve(const std::vector<std::string>& args) {
     leader_options.conninfo = conninfo;
     leader_options.instance = options.name.empty() ? "replica" : options.name;
     leader_options.agent_silence = std::chrono::seconds(options.agent_silence_seconds);
+    leader_options.fair_share.half_life = options.fair_share_half_life;
     leader = std::make_unique<SchedulerLeader>(**pool, leader_options);
     leader->start();
     if (!layout->hosts.empty()) {
@@ -480,11 +494,13 @@ int run_serve(const std::vector<std::string>& args) {
   std::cerr << "tpujobs: " << (signal_number == SIGINT ? "SIGINT" : "SIGTERM")
             << ": stopping (finishing requests, checkpointing running jobs)\n";
   server.stop_accepting();
-  notifier.stop();
-  if (purger) purger->stop();
+  // Running jobs first: each step trained from here is one the next start
+  // does not resume from.
   if (agent) agent->stop();
   if (leader) leader->stop();
   manager.shutdown();
+  notifier.stop();
+  if (purger) purger->stop();
   server.shutdown(std::chrono::seconds(5));
   manager.close();
   if (embedded) {

@@ -354,5 +354,20 @@ TEST(JobSpec, StartByIsADuration) {
   }
 }
 
+TEST(JobSpec, PreemptibleIsABooleanDefaultingToTrue) {
+  std::vector<FieldError> errors;
+  EXPECT_TRUE(parse_job_spec(json::parse(kMinimal), &errors)->preemptible);
+  json body = json::parse(kMinimal);
+  body["preemptible"] = false;
+  std::optional<JobSpec> spec = parse_job_spec(body, &errors);
+  ASSERT_TRUE(spec) << fields(errors);
+  EXPECT_FALSE(spec->preemptible);
+  // It does not change how the job trains.
+  EXPECT_EQ(parse_job_spec(json::parse(kMinimal), &errors)->training_key, spec->training_key);
+  body["preemptible"] = "no";
+  EXPECT_FALSE(parse_job_spec(body, &errors));
+  EXPECT_EQ("preemptible", fields(errors));
+}
+
 }  // namespace
 }  // namespace tpujobs::api

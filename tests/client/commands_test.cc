@@ -136,6 +136,23 @@ TEST_F(ClientCommandTest, SubmitWaitRidesOutARestartAndExitsZero) {
       << out_.str();
 }
 
+TEST_F(ClientCommandTest, StatusShowsAPreemptedJobAndItsPriorityParts) {
+  server_.script(
+      "GET /v1/jobs/7",
+      {answer(200, job("QUEUED",
+                       {{"pending_reason", "Preempted"},
+                        {"queue_position", 2},
+                        {"pending_detail", "preempted by job 9; resumes from its last checkpoint"},
+                        {"priority_parts",
+                         {{"base", 1}, {"fair_share", 0.25}, {"effective", 1.25}}}}))});
+  EXPECT_EQ(0, run("status", {"7"}));
+  EXPECT_NE(std::string::npos,
+            out_.str().find("job 7 digits-mlp  QUEUED (position 2, waiting for Preempted): "
+                            "preempted by job 9; resumes from its last checkpoint  priority 1.250 "
+                            "(base 1 + fair share 0.250)"))
+      << out_.str();
+}
+
 TEST_F(ClientCommandTest, MissedGateExitsOneWithLogTailAndHint) {
   server_.script("POST /v1/jobs", {answer(201, job("QUEUED"))});
   server_.script(

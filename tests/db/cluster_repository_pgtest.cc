@@ -155,6 +155,50 @@ TEST_F(ClusterRepositoryTest, WritesOfAStaleEpochDoNotLand) {
   ASSERT_TRUE(repositories_->jobs.update_progress(job_, R"({"step": 21})", std::nullopt, *b).ok());
 }
 
+// Preemption (issue 17): the leader's mark lands only under the victim's
+// current epoch, once, with the preemptor's event; it stays while the
+// victim waits and is cleared when the victim is placed again.
+TEST_F(ClusterRepositoryTest, PreemptionMarkIsFencedRecordedAndClearedOnPlacement) {
+  NewJob preemptor_job;
+  preemptor_job.tenant = "team-a";
+  preemptor_job.spec_json = "{}";
+  auto inserted = repositories_->jobs.insert_jobs({preemptor_job});
+  ASSERT_TRUE(inserted.ok()) << inserted.error().message;
+  const std::int64_t preemptor = (*inserted)[0].row.id;
+  auto a = cluster_->register_agent("a", {{"a-h0", "v3"}}, 1);
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(place("a", *a));
+  JobRepository& jobs = repositories_->jobs;
+  // A stale epoch does not mark it.
+  auto stale = jobs.request_preemption(job_, *a + 1, preemptor, "Preempted job", "{}");
+  ASSERT_TRUE(stale.ok()) << stale.error().message;
+  EXPECT_FALSE(*stale);
+  auto marked = jobs.request_preemption(job_, *a, preemptor, "Preempted job 1 to start",
+                                        R"({"preempted": [1]})");
+  ASSERT_TRUE(marked.ok() && *marked);
+  auto again = jobs.request_preemption(job_, *a, preemptor, "twice", "{}");
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(*again) << "marked once";
+  EXPECT_EQ(preemptor, (*jobs.get_job(job_))->preempted_by);
+  auto events = jobs.list_events(preemptor);
+  ASSERT_TRUE(events.ok());
+  ASSERT_EQ(2u, events->size());  // submitted, then the preemption
+  EXPECT_EQ("Preempted job 1 to start", events->back().reason);
+  EXPECT_EQ(JobState::kQueued, events->back().to_state);
+  // The agent requeues it: still marked while it waits; placed: cleared.
+  ASSERT_TRUE(requeue(*a));
+  EXPECT_EQ(preemptor, (*jobs.get_job(job_))->preempted_by);
+  Transition placed;
+  placed.job_id = job_;
+  placed.from = {JobState::kQueued};
+  placed.to = JobState::kStarting;
+  placed.agent = "a";
+  placed.placement_epoch = *a;
+  placed.clear_pending = true;
+  ASSERT_TRUE(*jobs.transition(placed));
+  EXPECT_FALSE((*jobs.get_job(job_))->preempted_by.has_value());
+}
+
 TEST_F(ClusterRepositoryTest, OneLeaderAtATimeAndTheLockFreesWhenItsSessionEnds) {
   LeaderLock first(conninfo_);
   LeaderLock second(conninfo_);

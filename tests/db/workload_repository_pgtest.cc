@@ -2,6 +2,7 @@
 // one batch with other jobs, listed by array; the states dependencies read.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <ctime>
 
 #include "db/job_repository.h"
@@ -182,6 +183,22 @@ TEST_F(WorkloadRepositoryTest, UsageSumsTheHeldSpansTimesCoresClippedToTheWindow
                   ->usage(at("2025-01-01T00:00:00"), at("2025-01-02T00:00:00"), false, std::nullopt,
                           std::nullopt)
                   ->empty());
+
+  // Decayed (fair share) at 11:00:10 with a one-hour half-life: both held
+  // their cores from 10:00:00 (3610 s ago) until now.
+  const double h = 3600;
+  const double weight = h / std::log(2.0) * (1 - std::exp2(-3610 / h));
+  auto decayed = workload_->decayed_usage(at("2026-01-01T11:00:10"), std::chrono::hours(1),
+                                          std::chrono::hours(4));
+  ASSERT_TRUE(decayed.ok()) << decayed.error().message;
+  ASSERT_EQ(2u, decayed->size());
+  EXPECT_NEAR(8 * weight, decayed->at("team-a"), 1e-6);
+  EXPECT_NEAR(1 * weight, decayed->at("team-b"), 1e-6);
+  // A horizon of 10 s counts only the last 10 s.
+  auto recent = workload_->decayed_usage(at("2026-01-01T11:00:10"), std::chrono::hours(1),
+                                         std::chrono::seconds(10));
+  ASSERT_TRUE(recent.ok());
+  EXPECT_NEAR(h / std::log(2.0) * (1 - std::exp2(-10 / h)), recent->at("team-b"), 1e-6);
 }
 
 TEST_F(WorkloadRepositoryTest, RetentionPurgesOldFinishedJobsOutputsInBatchesAndKeepsTheRows) {

@@ -25,10 +25,12 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 constexpr milliseconds kLeaseTimeout = seconds(30);
+constexpr milliseconds kPreemptionMinWait = seconds(60);
 
-// Events per run; fewer under the (Debug) sanitizer build, which is ~40x slower.
+// Events per run; fewer under the (Debug) sanitizer build, which is ~40x slower
+// (enough that every pending reason, Preempted included, still shows up).
 #if defined(__SANITIZE_ADDRESS__)
-constexpr int kEvents = 1000;
+constexpr int kEvents = 2000;
 #else
 constexpr int kEvents = 3000;
 #endif
@@ -44,7 +46,7 @@ class PropertyRun {
  public:
   PropertyRun(std::string_view pool, std::uint64_t seed)
       : layout_(*parse_pool(pool)),
-        scheduler_(layout_, SchedulerOptions{kLeaseTimeout}),
+        scheduler_(layout_, SchedulerOptions{kLeaseTimeout, kPreemptionMinWait}),
         random_(seed),
         health_(layout_.hosts.size(), HostHealth::kHealthy) {
     for (std::size_t h = 0; h < layout_.hosts.size(); ++h) {
@@ -63,11 +65,14 @@ class PropertyRun {
       count_backfills(started);
       check_allocations("after schedule " + std::to_string(event));
       check_waiting("after schedule " + std::to_string(event) + " (" + last_event_ + ")");
+      check_preemption("after schedule " + std::to_string(event) + " (" + last_event_ + ")");
     }
     EXPECT_GT(started_, events / 10) << "the run should exercise placement";
     EXPECT_GT(backfilled_, 0) << "no job ever started ahead of a blocked higher-priority one";
-    for (PendingReason reason : {PendingReason::kResources, PendingReason::kPriority,
-                                 PendingReason::kHostUnhealthy, PendingReason::kQuota}) {
+    EXPECT_GT(preempted_, 0) << "no job was ever preempted";
+    for (PendingReason reason :
+         {PendingReason::kResources, PendingReason::kPriority, PendingReason::kHostUnhealthy,
+          PendingReason::kQuota, PendingReason::kPreempted}) {
       EXPECT_GT(seen_[reason], 0) << "no waiting job was ever " << pending_reason_name(reason);
     }
   }
@@ -122,6 +127,7 @@ class PropertyRun {
     request.tenant = std::string(1, static_cast<char>('a' + pick(3)));
     request.request = random_request();
     if (chance(70)) request.expected_runtime = seconds(1 + pick(600));
+    request.preemptible = chance(80);
     // The service rejects what can never fit.
     if (!scheduler_.can_ever_fit(request.request)) {
       last_event_ = "submit rejected";
@@ -159,7 +165,62 @@ class PropertyRun {
 
   void end_running(JobId id) {
     running_.erase(id);
+    preempting_.erase(id);
     end(id);
+  }
+
+  // After a pass: the head may preempt. Its victims are running jobs of
+  // strictly lower priority, preemptible, not being preempted already, and
+  // with the cores already freeing they make a place where the head fits;
+  // and it preempts only when its reserved start is unknown or not soon.
+  void check_preemption(const std::string& when) {
+    SCOPED_TRACE(when);
+    const std::optional<Reservation> reservation = scheduler_.reservation();
+    const std::optional<Preemption> preemption = scheduler_.preempt(now_);
+    if (!preemption) return;
+    ASSERT_TRUE(reservation) << "a job preempted without being the head";
+    ASSERT_EQ(reservation->job, preemption->preemptor);
+    ASSERT_TRUE(waiting_.contains(preemption->preemptor));
+    const JobRequest& head = waiting_.at(preemption->preemptor);
+    EXPECT_TRUE(!reservation->start || *reservation->start > now_ + kPreemptionMinWait)
+        << "job " << head.id << " preempted although its reservation starts soon";
+    ASSERT_FALSE(preemption->victims.empty());
+    std::set<JobId> freed = preempting_;
+    for (JobId id : preemption->victims) {
+      ASSERT_TRUE(running_.contains(id)) << "victim " << id << " is not running";
+      const JobRequest& victim = running_.at(id).request;
+      EXPECT_LT(victim.priority, head.priority)
+          << "job " << id << " preempted by job " << head.id << " of no higher priority";
+      EXPECT_TRUE(victim.preemptible) << "non-preemptible job " << id << " preempted";
+      EXPECT_FALSE(preempting_.contains(id)) << "job " << id << " preempted twice";
+      EXPECT_TRUE(scheduler_.preempting(id));
+      freed.insert(id);
+    }
+    const Scheduler::PoolView view = scheduler_.view();
+    bool fits = false;
+    for (const std::vector<CoreRef>& cores : candidates(head.request, view, /*idle=*/true)) {
+      fits = fits || std::all_of(cores.begin(), cores.end(), [&](const CoreRef& core) {
+               const std::optional<JobId>& holder = view.hosts[core.host].cores[core.core];
+               return !holder || freed.contains(*holder);
+             });
+    }
+    EXPECT_TRUE(fits) << "job " << head.id << "'s victims do not free a place where it fits";
+    for (JobId id : preemption->victims) preempting_.insert(id);
+    ++preempted_;
+  }
+
+  // A preempted job stops at its checkpoint and waits again, keeping its
+  // place in line.
+  void checkpoint_preempted() {
+    if (preempting_.empty()) return;
+    const JobId id = *std::next(preempting_.begin(), pick(static_cast<int>(preempting_.size())));
+    last_event_ = "preempted " + std::to_string(id) + " stops";
+    JobRequest request = running_.at(id).request;
+    scheduler_.finish(id);
+    end_running(id);
+    ended_.erase(id);
+    request.preempted = true;
+    submit(std::move(request));
   }
 
   void end(JobId id) {
@@ -222,8 +283,16 @@ class PropertyRun {
       last_event_ = "drain " + std::to_string(host);
       EXPECT_TRUE(scheduler_.set_host_health(host, HostHealth::kDraining).empty());
       health_[host] = HostHealth::kDraining;
-    } else if (roll < 85) {
+    } else if (roll < 75) {
       tick();
+    } else if (roll < 83) {
+      checkpoint_preempted();
+    } else if (roll < 85) {
+      const std::string tenant(1, static_cast<char>('a' + pick(3)));
+      last_event_ = "fair share " + tenant;
+      const double factor = (1 + pick(4)) / 4.0;
+      scheduler_.set_fair_share(tenant, factor);
+      fair_share_[tenant] = factor;
     } else if (roll < 97) {
       reclaim();
     } else {
@@ -430,9 +499,9 @@ class PropertyRun {
     const Scheduler::PoolView view = scheduler_.view();
     std::vector<const JobRequest*> order;
     for (const auto& [id, job] : waiting_) order.push_back(&job);
-    std::sort(order.begin(), order.end(), [](const JobRequest* a, const JobRequest* b) {
-      return std::tuple(-a->priority, a->submit_order, a->id) <
-             std::tuple(-b->priority, b->submit_order, b->id);
+    std::sort(order.begin(), order.end(), [&](const JobRequest* a, const JobRequest* b) {
+      return std::tuple(-a->priority, -fair_share(a->tenant), a->submit_order, a->id) <
+             std::tuple(-b->priority, -fair_share(b->tenant), b->submit_order, b->id);
     });
     std::vector<JobId> expected_queue;
     for (const JobRequest* job : order) expected_queue.push_back(job->id);
@@ -472,7 +541,10 @@ class PropertyRun {
         past_head = true;
         EXPECT_TRUE(now.empty()) << "the head job " << job->id << " fits but did not start";
         EXPECT_TRUE(healthy_fit) << "the head must fit the healthy hosts";
-        EXPECT_EQ(quota ? PendingReason::kQuota : PendingReason::kResources, info->reason);
+        EXPECT_EQ(quota            ? PendingReason::kQuota
+                  : job->preempted ? PendingReason::kPreempted
+                                   : PendingReason::kResources,
+                  info->reason);
         if (!quota) {
           EXPECT_EQ(reservation->start, info->estimated_start);
         }
@@ -489,11 +561,14 @@ class PropertyRun {
       ASSERT_TRUE(past_head) << "job " << job->id
                              << " waits ahead of the head with neither quota nor health reason";
       if (now.empty()) {
-        EXPECT_EQ(PendingReason::kResources, info->reason) << "job " << job->id;
+        EXPECT_EQ(job->preempted ? PendingReason::kPreempted : PendingReason::kResources,
+                  info->reason)
+            << "job " << job->id;
         continue;
       }
       // It fits: only the head's reservation may hold it back.
-      EXPECT_EQ(PendingReason::kPriority, info->reason) << "job " << job->id;
+      EXPECT_EQ(job->preempted ? PendingReason::kPreempted : PendingReason::kPriority, info->reason)
+          << "job " << job->id;
       for (const std::vector<CoreRef>& cores : now) {
         const bool clear = std::none_of(cores.begin(), cores.end(), [&](const CoreRef& core) {
           return reserved.contains({core.host, core.core});
@@ -507,6 +582,11 @@ class PropertyRun {
     }
   }
 
+  double fair_share(const std::string& tenant) const {
+    const auto it = fair_share_.find(tenant);
+    return it == fair_share_.end() ? 1.0 : it->second;
+  }
+
   PoolLayout layout_;
   Scheduler scheduler_;
   std::mt19937_64 random_;
@@ -514,6 +594,8 @@ class PropertyRun {
   std::vector<HostHealth> health_;
   std::map<JobId, JobRequest> waiting_;
   std::map<JobId, RunningJob> running_;
+  std::set<JobId> preempting_;  // running, asked to stop
+  std::map<std::string, double> fair_share_;
   std::set<JobId> ended_;
   std::vector<JobId> recently_ended_;
   std::map<std::string, std::optional<int>> quota_;
@@ -522,6 +604,7 @@ class PropertyRun {
   std::int64_t last_order_ = 0;
   int started_ = 0;
   int backfilled_ = 0;
+  int preempted_ = 0;
   std::map<PendingReason, int> seen_;
   std::string last_event_;
 };
@@ -549,10 +632,11 @@ INSTANTIATE_TEST_SUITE_P(Pools, SchedulerProperty,
 
 // Dependencies: jobs held before the queue as the service holds them (only
 // check_dependencies decides), against the test's own reading of Slurm's
-// afterok / afternotok / afterany. After every event: no job placed while a
-// job it depends on had not ended the way it needed, no job cancelled as
-// never satisfiable while its dependencies could still be met, and no job
-// left held once they are all met.
+// afterok / afternotok / afterany, with preemption sending running jobs back
+// to the queue. After every event: no job placed while a job it depends on
+// had not ended the way it needed (a preempted one has not), no job
+// cancelled as never satisfiable while its dependencies could still be met,
+// and no job left held once they are all met.
 class DependencyRun {
  public:
   explicit DependencyRun(std::uint64_t seed)
@@ -574,8 +658,22 @@ class DependencyRun {
         ASSERT_EQ(states_[p.job], base::JobState::kQueued);
         states_[p.job] = base::JobState::kRunning;
       }
+      // A preempted job goes back to the queue (its dependencies were met
+      // once and stay met): the jobs depending on it wait on.
+      if (const std::optional<Preemption> preemption = scheduler_.preempt(now_)) {
+        for (JobId victim : preemption->victims) {
+          ASSERT_EQ(states_[victim], base::JobState::kRunning);
+          EXPECT_LT(requests_[victim].priority, requests_[preemption->preemptor].priority);
+          scheduler_.finish(victim);
+          states_[victim] = base::JobState::kQueued;
+          requests_[victim].preempted = true;
+          ASSERT_TRUE(scheduler_.submit(requests_[victim]));
+          ++preempted_;
+        }
+      }
       now_ += seconds(1);
     }
+    EXPECT_GT(preempted_, 0) << "no job was ever preempted";
     EXPECT_GT(released_, events / 20) << "the run should release dependent jobs";
     EXPECT_GT(never_, 0) << "no dependency was ever unsatisfiable";
     EXPECT_GT(held_seen_, 0) << "no job ever waited for a dependency";
@@ -704,6 +802,7 @@ class DependencyRun {
   Clock::time_point now_ = Clock::time_point{} + std::chrono::hours(1);
   JobId last_id_ = 0;
   int released_ = 0;
+  int preempted_ = 0;
   int never_ = 0;
   int held_seen_ = 0;
 };

@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <random>
 #include <string>
+
+#include "scheduler/preemption.h"
 
 namespace tpujobs::scheduler {
 namespace {
@@ -540,6 +543,118 @@ TEST(Scheduler, PendingReasonNames) {
   EXPECT_EQ("HostUnhealthy", pending_reason_name(PendingReason::kHostUnhealthy));
   EXPECT_EQ("Quota", pending_reason_name(PendingReason::kQuota));
   EXPECT_EQ("Dependency", pending_reason_name(PendingReason::kDependency));
+}
+
+// ------------------------------------------------------------- preemption
+
+std::string victims(const std::optional<Preemption>& p) {
+  if (!p) return "none";
+  std::string out = std::to_string(p->preemptor) + " preempts";
+  for (JobId id : p->victims) out.append(" ").append(std::to_string(id));
+  return out;
+}
+
+TEST(Preemption, HigherPriorityHeadPreemptsTheCheapestLowerPriorityJobs) {
+  Scheduler s = make("v3-8,v3-8");  // two hosts of 8 cores
+  ASSERT_TRUE(s.submit(job(1, whole_host(), {}, /*priority=*/1)));
+  ASSERT_TRUE(s.submit(job(2, whole_host(), {}, /*priority=*/0)));
+  EXPECT_EQ("1:v3-8@0 2:v3-8@1", describe(s.schedule(kT0)));
+  ASSERT_TRUE(s.submit(job(3, whole_host(), {}, /*priority=*/5)));
+  EXPECT_EQ("", describe(s.schedule(kT0 + seconds(1))));
+  // Job 2 has the lower priority of the two.
+  EXPECT_EQ("3 preempts 2", victims(s.preempt(kT0 + seconds(1))));
+  EXPECT_TRUE(s.preempting(2));
+  EXPECT_FALSE(s.preempting(1));
+  // While job 2 checkpoints nothing more is preempted, and nothing else
+  // takes its cores.
+  ASSERT_TRUE(s.submit(job(4, single_core(), seconds(1), /*priority=*/0)));
+  EXPECT_EQ("", describe(s.schedule(kT0 + seconds(2))));
+  EXPECT_EQ("none", victims(s.preempt(kT0 + seconds(2))));
+  // It stops and is requeued; the preemptor starts on its host.
+  s.finish(2);
+  JobRequest again = job(2, whole_host(), {}, 0);
+  again.preempted = true;
+  ASSERT_TRUE(s.submit(again));
+  EXPECT_EQ("3:v3-8@1", describe(s.schedule(kT0 + seconds(3))));
+  EXPECT_EQ("Preempted#1", waiting(s, 2));
+  EXPECT_EQ("Resources#2", waiting(s, 4));
+}
+
+TEST(Preemption, NeverEqualOrHigherPriorityNorNonPreemptible) {
+  Scheduler s = make("v3-8,v3-8");
+  ASSERT_TRUE(s.submit(job(1, whole_host(), {}, /*priority=*/5)));
+  JobRequest fixed = job(2, whole_host(), {}, /*priority=*/0);
+  fixed.preemptible = false;
+  ASSERT_TRUE(s.submit(fixed));
+  EXPECT_EQ("1:v3-8@0 2:v3-8@1", describe(s.schedule(kT0)));
+  ASSERT_TRUE(s.submit(job(3, whole_host(), {}, /*priority=*/5)));
+  EXPECT_EQ("", describe(s.schedule(kT0)));
+  EXPECT_EQ("none", victims(s.preempt(kT0)));
+}
+
+TEST(Preemption, FewestVictimsThenMostRecentlyStarted) {
+  Scheduler s = make("v3-8,v3-8");
+  // Host 0: eight single cores; host 1: one whole-host job started later.
+  for (JobId id = 1; id <= 8; ++id) ASSERT_TRUE(s.submit(job(id, single_core(), {}, 0)));
+  EXPECT_EQ(8u, s.schedule(kT0).size());
+  ASSERT_TRUE(s.submit(job(9, whole_host(), {}, 0)));
+  EXPECT_EQ("9:v3-8@1", describe(s.schedule(kT0 + seconds(5))));
+  ASSERT_TRUE(s.submit(job(10, whole_host(), {}, 3)));
+  s.schedule(kT0 + seconds(6));
+  EXPECT_EQ("10 preempts 9", victims(s.preempt(kT0 + seconds(6))));
+
+  // A single core: of the equally cheap one-core victims, the newest.
+  Scheduler t = make("v3-8");
+  for (JobId id = 1; id <= 8; ++id) {
+    ASSERT_TRUE(t.submit(job(id, single_core(), {}, 0)));
+    t.schedule(kT0 + seconds(id));
+  }
+  ASSERT_TRUE(t.submit(job(20, single_core(), {}, 1)));
+  t.schedule(kT0 + seconds(10));
+  EXPECT_EQ("20 preempts 8", victims(t.preempt(kT0 + seconds(10))));
+}
+
+TEST(Preemption, NotWhenTheReservationStartsSoon) {
+  base::Result<PoolLayout> layout = parse_pool("v3-8");
+  SchedulerOptions options;
+  options.preemption_min_wait = minutes(1);
+  Scheduler s(std::move(*layout), options);
+  ASSERT_TRUE(s.submit(job(1, whole_host(), seconds(30), 0)));
+  s.schedule(kT0);
+  ASSERT_TRUE(s.submit(job(2, whole_host(), {}, 4)));
+  s.schedule(kT0);
+  // Job 1 ends within the minute: waiting is cheaper than a checkpoint.
+  EXPECT_EQ("none", victims(s.preempt(kT0)));
+  Scheduler u = make("v3-8");
+  ASSERT_TRUE(u.submit(job(1, whole_host(), minutes(10), 0)));
+  u.schedule(kT0);
+  ASSERT_TRUE(u.submit(job(2, whole_host(), {}, 4)));
+  u.schedule(kT0);
+  EXPECT_EQ("2 preempts 1", victims(u.preempt(kT0)));
+}
+
+TEST(Preemption, ChooseVictimsPrefersLowerPriorityOverFewerCores) {
+  std::map<std::int64_t, RunningJobInfo> running = {{1, {1, 3, true, false, 10, 1}},
+                                                    {2, {2, 1, true, false, 5, 8}}};
+  auto lookup = [&](std::int64_t id) -> std::optional<RunningJobInfo> {
+    auto it = running.find(id);
+    return it == running.end() ? std::nullopt : std::optional(it->second);
+  };
+  // Place 0 holds job 1 (priority 3, one core), place 1 job 2 (priority 1).
+  const std::vector<std::vector<std::optional<std::int64_t>>> places = {{1}, {2}};
+  std::optional<VictimChoice> choice = choose_victims(4, places, lookup);
+  ASSERT_TRUE(choice);
+  EXPECT_EQ(1u, choice->place);
+  EXPECT_EQ(std::vector<std::int64_t>{2}, choice->victims);
+  // Priority 3 may preempt job 2 only; 2 may preempt none.
+  EXPECT_EQ(1u, choose_victims(3, places, lookup)->place);
+  EXPECT_FALSE(choose_victims(1, places, lookup));
+  // A place already freeing needs no victim.
+  running[1].preempting = true;
+  choice = choose_victims(4, places, lookup);
+  ASSERT_TRUE(choice);
+  EXPECT_EQ(0u, choice->place);
+  EXPECT_TRUE(choice->victims.empty());
 }
 
 }  // namespace

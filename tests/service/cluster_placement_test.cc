@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 namespace tpujobs::service {
 namespace {
 
@@ -201,6 +203,35 @@ TEST(ClusterPlacementTest, AJobHeldByQuotaNeverBecomesTheHead) {
                                                 limited(4, single_core(), std::nullopt)});
   EXPECT_EQ(describe(input, pass), "3@a:a-h0, 4@a:a-h1, 2:Quota#1 ");
   EXPECT_FALSE(pass.reservation);
+}
+
+TEST(ClusterPlacementTest, HeadPreemptsTheLowerPriorityHostOfOneAgent) {
+  PlacementInput input;
+  input.hosts = {host("a", 0), host("b", 0)};
+  input.hosts[0].core_job.assign(8, 10);  // job 10, priority 2
+  input.hosts[1].core_job.assign(8, 11);  // job 11, priority 0, not preemptible
+  std::map<std::int64_t, scheduler::RunningJobInfo> running = {{10, {10, 2, true, false, 1, 8}},
+                                                               {11, {11, 0, false, false, 2, 8}}};
+  auto lookup = [&](std::int64_t id) -> std::optional<scheduler::RunningJobInfo> {
+    auto it = running.find(id);
+    return it == running.end() ? std::nullopt : std::optional(it->second);
+  };
+  scheduler::ResourceRequest whole = slice(1);
+  whole.kind = RequestKind::kHost;
+  const std::vector<WaitingJob> queue = {{1, "t", whole}, {2, "t", single_core()}};
+  const PlacementPass pass = place_jobs(input, queue);
+  ASSERT_EQ("1:Resources#1 2:Resources#2 ", describe(input, pass));
+  // Priority 3 preempts job 10 (job 11 is not preemptible).
+  std::optional<ClusterPreemption> p =
+      choose_cluster_preemption(input, pass, queue, {{1, 3}, {2, 9}}, lookup);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(1, p->preemptor);
+  EXPECT_EQ(std::vector<std::int64_t>{10}, p->victims);
+  // Equal priority preempts nothing; only the head preempts.
+  EXPECT_FALSE(choose_cluster_preemption(input, pass, queue, {{1, 2}, {2, 9}}, lookup));
+  // Being preempted already: nothing more.
+  running[10].preempting = true;
+  EXPECT_FALSE(choose_cluster_preemption(input, pass, queue, {{1, 3}, {2, 9}}, lookup));
 }
 
 }  // namespace

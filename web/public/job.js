@@ -17,6 +17,7 @@ const PENDING_REASONS = {
   HostUnhealthy: 'The hosts it needs are draining or failed.',
   Quota: 'The tenant is at its core quota.',
   Dependency: 'Waiting for the jobs it depends on to end (depends_on).',
+  Preempted: 'Stopped at a checkpoint for a job of higher priority; resumes from it.',
 };
 const MAX_LOG_LINES = 5000;
 
@@ -115,6 +116,10 @@ export function mount(root, { id }) {
           fact('Pending reason', job.pending_reason
             ? [h('strong', {}, job.pending_reason), ` — ${PENDING_REASONS[job.pending_reason] || ''}`] : '—'),
           job.pending_detail ? fact('Why', job.pending_detail) : null,
+          job.preempted_by ? fact('Preempted by', h('a', { href: `#/jobs/${job.preempted_by}` },
+            `job ${job.preempted_by}`)) : null,
+          job.priority_parts ? fact('Priority', `${job.priority_parts.effective.toFixed(3)} ` +
+            `(base ${job.priority_parts.base} + fair share ${job.priority_parts.fair_share.toFixed(3)})`) : null,
           (job.spec?.depends_on || []).length
             ? fact('Depends on', job.spec.depends_on.map((d) =>
               h('span', { class: 'label-chip' }, h('a', { href: `#/jobs/${d.job}` }, `job ${d.job}`),

@@ -1,0 +1,258 @@
+// Preemption end to end (issue 17), through HTTP: on a full pool a waiting
+// job of higher priority stops a running one of lower priority at a
+// checkpoint; the victim waits with pending_reason Preempted, resumes from
+// its checkpoint and ends with the parameters of an uninterrupted run,
+// without spending a retry; both jobs' events name the other; a job with
+// "preemptible": false is never stopped. Then fair share: of two tenants'
+// equal-priority jobs, the one of the tenant that used the pool less starts
+// first. Every wait is on a state or a step, with a generous deadline.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include "own_postgres.h"
+#include "service_process.h"
+#include "training_jobs.h"
+
+namespace tpujobs::testing {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+std::int64_t submit(const ServiceProcess& service, const json& spec) {
+  HttpResponse r = service.post("/v1/jobs", spec.dump());
+  EXPECT_EQ(r.status, 201) << r.body;
+  return r.status == 201 ? r.json()["id"].get<std::int64_t>() : 0;
+}
+
+json job(const ServiceProcess& service, std::int64_t id) {
+  return service.get("/v1/jobs/" + std::to_string(id)).json();
+}
+
+template <class Done>
+json wait_until(const ServiceProcess& service, std::int64_t id, Done done,
+                std::chrono::seconds timeout = std::chrono::seconds(120)) {
+  const auto deadline = Clock::now() + timeout;
+  json view;
+  while (Clock::now() < deadline) {
+    view = job(service, id);
+    if (view.is_object() && done(view)) return view;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return view;
+}
+
+// The reasons of the job's events, one per line.
+std::string event_reasons(const ServiceProcess& service, std::int64_t id) {
+  std::string out;
+  const json events = service.get("/v1/jobs/" + std::to_string(id) + "/events").json();
+  for (const json& e : events["events"]) out += e.value("reason", "") + "\n";
+  return out;
+}
+
+// A job on the whole v3-8 host that runs until cancelled.
+json host_long_job(const std::string& name) {
+  return blobs_job_spec({.name = name,
+                         .devices = 8,
+                         .epochs = 100000,
+                         .log_every_n_steps = 5,
+                         .checkpoint_every_n_steps = 10,
+                         .samples = 4000});
+}
+
+// The victim: on the whole host, checkpointing every 10 steps, long enough
+// (756 wide steps) that a preemption asked at step 20 lands well before its
+// end.
+json victim_job(const std::string& name) {
+  return blobs_job_spec({.name = name,
+                         .devices = 8,
+                         .epochs = 12,
+                         .log_every_n_steps = 5,
+                         .checkpoint_every_n_steps = 10,
+                         .samples = 20000,
+                         .features = 64,
+                         .hidden = 1024});
+}
+
+json host_short_job(const std::string& name, int priority) {
+  json spec = blobs_job_spec({.name = name, .devices = 8, .samples = 2560});
+  spec["priority"] = priority;
+  return spec;
+}
+
+void non_preemptible_job_is_never_preempted(const ServiceProcess& service) {
+  json fixed_spec = host_long_job("fixed");
+  fixed_spec["preemptible"] = false;
+  const std::int64_t fixed = submit(service, fixed_spec);
+  const json running = wait_for_step(service, fixed, 10);
+  ASSERT_EQ(running["state"], "RUNNING") << running.dump();
+  const std::int64_t high = submit(service, host_short_job("high-waits", 5));
+  const json waiting = wait_until(service, high, [](const json& j) {
+    return j["pending_reason"] == "Resources" && j.contains("priority_parts");
+  });
+  EXPECT_EQ(waiting["state"], "QUEUED") << waiting.dump();
+  EXPECT_EQ(waiting["pending_reason"], "Resources") << waiting.dump();
+  EXPECT_EQ(waiting["priority_parts"]["base"], 5) << waiting.dump();
+  EXPECT_GT(waiting["priority_parts"]["fair_share"].get<double>(), 0) << waiting.dump();
+  // The pass that found it waiting would have asked the fixed job to stop at
+  // its next step: 60 steps later it still runs, never requeued.
+  const std::int64_t step = job(service, fixed)["progress"]["step"].get<std::int64_t>();
+  const json later = wait_for_step(service, fixed, step + 60);
+  EXPECT_EQ(later["state"], "RUNNING") << later.dump();
+  EXPECT_GE(later["progress"]["step"].get<std::int64_t>(), step + 60) << later.dump();
+  EXPECT_EQ(event_reasons(service, fixed).find("Preempted"), std::string::npos)
+      << event_reasons(service, fixed);
+  EXPECT_EQ(job(service, high)["state"], "QUEUED");
+  ASSERT_EQ(service.post("/v1/jobs/" + std::to_string(fixed) + "/cancel").status, 202);
+  EXPECT_EQ(service.wait_terminal(fixed)["state"], "CANCELLED");
+  EXPECT_EQ(service.wait_terminal(high)["state"], "SUCCEEDED");
+}
+
+// The preemptor runs until cancelled, so that the service (the replica that
+// leads, in a cluster) restarts while the victim waits preempted.
+void higher_priority_preempts_and_the_victim_resumes(ServiceProcess& service) {
+  // The reference: the same job, never interrupted.
+  const std::int64_t reference = submit(service, victim_job("reference"));
+  const json uninterrupted = service.wait_terminal(reference, std::chrono::seconds(300));
+  ASSERT_EQ(uninterrupted["state"], "SUCCEEDED") << uninterrupted.dump();
+
+  const std::int64_t low = submit(service, victim_job("low"));
+  const json low_running = wait_for_step(service, low, 20);
+  ASSERT_EQ(low_running["state"], "RUNNING") << low_running.dump() << "\n"
+                                             << event_reasons(service, low);
+  json high_spec = host_long_job("high");
+  high_spec["priority"] = 5;
+  const std::int64_t high = submit(service, high_spec);
+
+  const json preempted =
+      wait_until(service, low, [](const json& j) { return j["pending_reason"] == "Preempted"; });
+  EXPECT_EQ(preempted["state"], "QUEUED") << preempted.dump();
+  EXPECT_EQ(preempted["pending_reason"], "Preempted") << preempted.dump();
+  EXPECT_EQ(preempted.value("preempted_by", 0), high) << preempted.dump();
+  EXPECT_EQ(preempted.value("pending_detail", ""),
+            "preempted by job " + std::to_string(high) + "; resumes from its last checkpoint")
+      << preempted.dump();
+
+  // Stored: after a restart it still waits, preempted, behind the preemptor.
+  ASSERT_EQ(wait_for_step(service, high, 10)["state"], "RUNNING");
+  ASSERT_EQ(service.stop(), 0);
+  ASSERT_EQ(service.start(), "");
+  const json again = job(service, low);
+  EXPECT_EQ(again["state"], "QUEUED") << again.dump();
+  EXPECT_EQ(again["pending_reason"], "Preempted") << again.dump();
+  EXPECT_EQ(again.value("preempted_by", 0), high) << again.dump();
+  ASSERT_EQ(wait_for_step(service, high, 20)["state"], "RUNNING");
+  EXPECT_EQ(job(service, low)["state"], "QUEUED");
+  ASSERT_EQ(service.post("/v1/jobs/" + std::to_string(high) + "/cancel").status, 202);
+
+  EXPECT_EQ(service.wait_terminal(high)["state"], "CANCELLED");
+  const json done = service.wait_terminal(low, std::chrono::seconds(300));
+  ASSERT_EQ(done["state"], "SUCCEEDED") << done.dump();
+  EXPECT_GT(resumed_from_step(service, low), 0) << "it should resume from its checkpoint";
+  EXPECT_EQ(done["attempt"], 0) << "a preemption is not a failed attempt";
+  EXPECT_EQ(done["result"]["parameters_digest"], uninterrupted["result"]["parameters_digest"])
+      << "the resumed job must train exactly as the uninterrupted one";
+
+  const std::string low_events = event_reasons(service, low);
+  EXPECT_NE(low_events.find("Preempted by job " + std::to_string(high) +
+                            "; requeued to resume from its last checkpoint"),
+            std::string::npos)
+      << low_events;
+  const std::string high_events = event_reasons(service, high);
+  EXPECT_NE(high_events.find("Preempted job " + std::to_string(low) + " to start"),
+            std::string::npos)
+      << high_events;
+}
+
+TEST(PreemptionSingleProcess, HigherPriorityPreemptsNonPreemptibleNever) {
+  ServiceProcess::Options options;
+  options.pool = "v3-8";
+  ServiceProcess service(options);
+  ASSERT_EQ(service.start(), "");
+  non_preemptible_job_is_never_preempted(service);
+  higher_priority_preempts_and_the_victim_resumes(service);
+}
+
+// Fair share in one process: tenant a has used the host, tenant b not; a
+// queues a job, then b: b's starts first, and the views show the factors.
+TEST(FairShareSingleProcess, TheTenantThatUsedLessGoesFirst) {
+  ServiceProcess::Options options;
+  options.pool = "v3-8";
+  ServiceProcess service(options);
+  const std::map<std::string, std::string> a = {
+      {"Authorization", "Bearer " + create_token(service, "team-a", "user")}};
+  const std::map<std::string, std::string> b = {
+      {"Authorization", "Bearer " + create_token(service, "team-b", "user")}};
+  ASSERT_EQ(service.start(), "");
+  auto post = [&](const auto& who, const json& spec) -> std::int64_t {
+    HttpResponse r = http(service.port(), "POST", "/v1/jobs", spec.dump(), who);
+    EXPECT_EQ(r.status, 201) << r.body;
+    return r.status == 201 ? r.json()["id"].get<std::int64_t>() : 0;
+  };
+  auto view = [&](const auto& who, std::int64_t id) {
+    return http(service.port(), "GET", "/v1/jobs/" + std::to_string(id), "", who).json();
+  };
+  auto wait_for = [&](const auto& who, std::int64_t id, auto done) {
+    json j;
+    for (const auto deadline = Clock::now() + std::chrono::seconds(120); Clock::now() < deadline;
+         std::this_thread::sleep_for(std::chrono::milliseconds(50))) {
+      j = view(who, id);
+      if (j.is_object() && done(j)) break;
+    }
+    return j;
+  };
+  auto ended = [](const json& j) {
+    return j["state"] == "SUCCEEDED" || j["state"] == "FAILED" || j["state"] == "CANCELLED";
+  };
+
+  // a uses the host.
+  const std::int64_t used = post(a, host_short_job("a-used", 0));
+  ASSERT_EQ(wait_for(a, used, ended)["state"], "SUCCEEDED");
+  // A blocker holds the host while both queue, a first.
+  const std::int64_t blocker = post(a, host_long_job("a-blocker"));
+  ASSERT_EQ(wait_for(a, blocker, [](const json& j) { return j["state"] == "RUNNING"; })["state"],
+            "RUNNING");
+  const std::int64_t first = post(a, host_short_job("a-queued", 0));
+  const std::int64_t second = post(b, host_short_job("b-queued", 0));
+  // The factors are re-read from the stored usage within seconds.
+  const json b_view = wait_for(b, second, [](const json& j) {
+    return j["queue_position"] == 1 && j["priority_parts"]["fair_share"] == 1.0;
+  });
+  EXPECT_EQ(b_view["queue_position"], 1) << b_view.dump();
+  const json a_view = view(a, first);
+  EXPECT_EQ(a_view["queue_position"], 2) << a_view.dump();
+  EXPECT_LT(a_view["priority_parts"]["fair_share"].get<double>(), 1.0) << a_view.dump();
+  EXPECT_LT(a_view["priority_parts"]["effective"].get<double>(),
+            b_view["priority_parts"]["effective"].get<double>());
+
+  ASSERT_EQ(
+      http(service.port(), "POST", "/v1/jobs/" + std::to_string(blocker) + "/cancel", "", a).status,
+      202);
+  const json b_done = wait_for(b, second, ended);
+  const json a_done = wait_for(a, first, ended);
+  ASSERT_EQ(b_done["state"], "SUCCEEDED") << b_done.dump();
+  ASSERT_EQ(a_done["state"], "SUCCEEDED") << a_done.dump();
+  EXPECT_GE(a_done["started_at"].get<std::string>(), b_done["finished_at"].get<std::string>())
+      << "b's job should have gone first";
+}
+
+// The same through a replica and an agent: the scheduler leader marks the
+// victim, the agent stops and requeues it.
+TEST(PreemptionCluster, HigherPriorityPreemptsNonPreemptibleNever) {
+  OwnPostgres database{"tpujobs-preemption-"};
+  ASSERT_EQ(database.error(), "");
+  ServiceProcess replica(replica_options(database, "replica-a"));
+  ASSERT_EQ(replica.start(), "");
+  ServiceProcess agent(agent_options(database, "agent-1"));
+  ASSERT_EQ(agent.start(), "");
+  non_preemptible_job_is_never_preempted(replica);
+  higher_priority_preempts_and_the_victim_resumes(replica);
+}
+
+}  // namespace
+}  // namespace tpujobs::testing
