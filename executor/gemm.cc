@@ -222,12 +222,14 @@ void gemm(int m, int n, int k, MatrixOperand a, MatrixOperand b, float* c, std::
     } else {
       b_panel += b.transposed ? std::int64_t{begin} * b.stride : begin;
     }
-    if (!accumulate) {
-      for (int r = 0; r < rows; ++r) std::fill_n(c_panel + r * c_stride, columns, 0.0f);
+    if (k <= 0) {
+      if (!accumulate) {
+        for (int r = 0; r < rows; ++r) std::fill_n(c_panel + r * c_stride, columns, 0.0f);
+      }
+      return;
     }
-    if (k <= 0) return;
     kernel.multiply_add(GemmTask{rows, columns, k, a_panel, a.stride, a.transposed, b_panel,
-                                 b.stride, b.transposed, c_panel, c_stride},
+                                 b.stride, b.transposed, c_panel, c_stride, !accumulate},
                         packed_a);
   };
   run_tasks(panels.count, run_panel);

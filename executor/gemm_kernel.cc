@@ -116,6 +116,9 @@ struct Product {
 
   // Eigen's own sequential product (GeneralMatrixMatrix.h), packing op(a) as it goes.
   static void run(const GemmTask& task) {
+    if (task.assign) {
+      for (Index r = 0; r < task.m; ++r) std::fill_n(task.c + r * task.c_stride, task.n, 0.0f);
+    }
     FixedBlocking blocking(task.k);
     Eigen::internal::general_matrix_matrix_product<Index, float, AOrder, false, float, BOrder,
                                                    false, Eigen::RowMajor, 1>::run(task.m, task.n,
@@ -131,6 +134,8 @@ struct Product {
 
   // The same loop over the same blocks, calling the same micro-kernel on the
   // same packed data, with op(a)'s blocks read from `packed`: the same bits.
+  // An assignment zeroes each block of c just before the micro-kernel first
+  // adds to it, while it is in cache, rather than all of c beforehand.
   static void run_packed(const GemmTask& task, const float* packed) {
     FixedBlocking blocking(task.k);
     const Index rows = task.n, columns = task.m, depth = task.k;
@@ -152,6 +157,11 @@ struct Product {
         pack_lhs(blocking.blockA(), lhs.getSubMapper(i2, k2), block_depth, block_rows);
         for (Index j2 = 0; j2 < columns; j2 += nc) {
           const Index block_columns = std::min(j2 + nc, columns) - j2;
+          if (task.assign && k2 == 0) {
+            for (Index r = j2; r < j2 + block_columns; ++r) {
+              std::fill_n(task.c + r * task.c_stride + i2, block_rows, 0.0f);
+            }
+          }
           gebp(result.getSubMapper(i2, j2), blocking.blockA(),
                packed + packed_offset(columns, k2, block_depth, j2), block_rows, block_depth,
                block_columns, 1.0f);

@@ -23,6 +23,7 @@ struct GemmTask {
   bool b_transposed;
   float* c;
   std::int64_t c_stride;
+  bool assign = false;  // c = the product, else c += it
 };
 
 // op(a) of an m x k product packed as the kernel reads it, in blocks that
@@ -34,7 +35,7 @@ struct PackedOperand {
 };
 
 namespace gemm_generic {
-// Adds op(a) * op(b) to c (the caller zeroes c for an assignment). Reads op(a)
+// Adds op(a) * op(b) to c, or assigns it to c. Reads op(a)
 // from `packed_a` when that is not null: packed by pack_a from the same op(a),
 // all m rows, and the same k. The bits of c are the same either way.
 void multiply_add(const GemmTask& task, PackedOperand packed_a);

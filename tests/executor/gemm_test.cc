@@ -187,7 +187,8 @@ MultiplyAdd kernel_multiply_add(GemmKernel kernel) {
 // Panels of c's columns share op(a), which gemm() packs once for all of
 // them: each panel must get the bits of Eigen's own product of the panel,
 // which packs op(a) itself (several depth blocks and blocks of c's rows,
-// every transpose).
+// every transpose), also when the product is assigned (c then starts as
+// NaN: the kernel zeroes it block by block).
 TEST(Gemm, PanelsReadingTheSharedOperandPackedOnceGetEigensBits) {
   struct Shape {
     int m, n, k;
@@ -197,11 +198,12 @@ TEST(Gemm, PanelsReadingTheSharedOperandPackedOnceGetEigensBits) {
       const GemmPanels panels = plan_gemm_panels(shape.m, shape.n, shape.k);
       ASSERT_GT(panels.count, 1);
       ASSERT_FALSE(panels.along_rows);
-      for (int mode = 0; mode < 4; ++mode) {
-        const bool ta = mode & 1, tb = mode & 2;
+      for (int mode = 0; mode < 8; ++mode) {
+        const bool ta = mode & 1, tb = mode & 2, accumulate = mode & 4;
         const Matrix a = random_operand(shape.m, shape.k, ta, 21 + mode);
         const Matrix b = random_operand(shape.k, shape.n, tb, 31 + mode);
-        std::vector<float> expected(std::size_t(shape.m) * shape.n, 1.0f);
+        const std::size_t size = std::size_t(shape.m) * shape.n;
+        std::vector<float> expected(size, accumulate ? 1.0f : 0.0f);
         for (int panel = 0; panel < panels.count; ++panel) {
           const int begin = panel * panels.width;
           const int width = std::min(panels.width, shape.n - begin);
@@ -214,9 +216,9 @@ TEST(Gemm, PanelsReadingTheSharedOperandPackedOnceGetEigensBits) {
         for (int threads : {0, 1, 2, 3}) {
           std::optional<WorkerPool> pool;
           if (threads > 0) pool.emplace(threads);
-          std::vector<float> c(std::size_t(shape.m) * shape.n, 1.0f);
-          gemm(shape.m, shape.n, shape.k, a.operand(ta), b.operand(tb), c.data(), shape.n, true,
-               ComputeSplit{pool ? &*pool : nullptr, kernel});
+          std::vector<float> c(size, accumulate ? 1.0f : std::nanf(""));
+          gemm(shape.m, shape.n, shape.k, a.operand(ta), b.operand(tb), c.data(), shape.n,
+               accumulate, ComputeSplit{pool ? &*pool : nullptr, kernel});
           EXPECT_EQ(bits(c), bits(expected))
               << gemm_kernel_name(kernel) << " " << shape.m << "x" << shape.n << "x" << shape.k
               << " mode " << mode << " on " << threads << " threads";
