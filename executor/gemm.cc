@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "executor/float_buffer.h"
 #include "executor/gemm_kernel.h"
 #include "executor/worker_pool.h"
 
@@ -34,21 +35,40 @@ bool cpu_has_avx512() {
 }
 #endif
 
-void multiply_add(GemmKernel kernel, const GemmTask& task) {
+// One kernel's entry points (executor/gemm_kernel.h).
+struct KernelFunctions {
+  void (*multiply_add)(const GemmTask&, PackedOperand);
+  std::size_t (*packed_floats)(std::int64_t, std::int64_t);
+  int (*packed_blocks)(std::int64_t, std::int64_t);
+  void (*pack_a)(const GemmTask&, int, float*);
+};
+
+const KernelFunctions& kernel_functions(GemmKernel kernel) {
 #if defined(TPUJOBS_HAVE_GEMM_AVX512)
-  if (kernel == GemmKernel::kAvx512 && cpu_has_avx512()) {
-    gemm_avx512::multiply_add(task);
-    return;
-  }
+  static constexpr KernelFunctions kAvx512{gemm_avx512::multiply_add, gemm_avx512::packed_floats,
+                                           gemm_avx512::packed_blocks, gemm_avx512::pack_a};
+  if (kernel == GemmKernel::kAvx512 && cpu_has_avx512()) return kAvx512;
 #endif
 #if defined(TPUJOBS_HAVE_GEMM_AVX2_FMA)
-  if (kernel == GemmKernel::kAvx2Fma && cpu_has_avx2_fma()) {
-    gemm_avx2_fma::multiply_add(task);
-    return;
-  }
+  static constexpr KernelFunctions kAvx2Fma{gemm_avx2_fma::multiply_add,
+                                            gemm_avx2_fma::packed_floats,
+                                            gemm_avx2_fma::packed_blocks, gemm_avx2_fma::pack_a};
+  if (kernel == GemmKernel::kAvx2Fma && cpu_has_avx2_fma()) return kAvx2Fma;
 #endif
   (void)kernel;
-  gemm_generic::multiply_add(task);
+  static constexpr KernelFunctions kGeneric{gemm_generic::multiply_add, gemm_generic::packed_floats,
+                                            gemm_generic::packed_blocks, gemm_generic::pack_a};
+  return kGeneric;
+}
+
+// The calling thread's buffer for a product's shared operand, packed: it
+// lives as long as the thread, so steps after the first neither allocate
+// nor fault pages in. Only the thread's current gemm() uses it (a thread
+// waiting on its panels runs none but its own).
+float* shared_operand_buffer(std::size_t floats) {
+  thread_local FloatBuffer buffer;
+  if (buffer.size() < floats) buffer.resize(floats);
+  return buffer.data();
 }
 
 // What a kernel needs, for the error when TPUJOBS_GEMM_KERNEL forces one.
@@ -169,6 +189,25 @@ void gemm(int m, int n, int k, MatrixOperand a, MatrixOperand b, float* c, std::
           bool accumulate, const ComputeSplit& split) {
   if (m <= 0 || n <= 0) return;
   const GemmPanels panels = plan_gemm_panels(m, n, k);
+  const KernelFunctions& kernel = kernel_functions(split.kernel);
+  auto run_tasks = [&](int count, auto&& task) {
+    if (count == 1 || split.pool == nullptr) {
+      for (int index = 0; index < count; ++index) task(index);
+    } else {
+      split.pool->parallel_for(count, task);
+    }
+  };
+  // Panels of c's columns all read the whole of op(a): pack it once, in
+  // parallel, rather than once per panel (the kernel reads the same packed
+  // values either way, so the bits are the same).
+  PackedOperand packed_a;
+  if (panels.count > 1 && !panels.along_rows && k > 0) {
+    const GemmTask whole{
+        m, n, k, a.data, a.stride, a.transposed, b.data, b.stride, b.transposed, c, c_stride};
+    float* packed = shared_operand_buffer(kernel.packed_floats(m, k));
+    run_tasks(kernel.packed_blocks(m, k), [&](int block) { kernel.pack_a(whole, block, packed); });
+    packed_a.data = packed;
+  }
   auto run_panel = [&](int index) {
     const int begin = index * panels.width;
     const int size = std::min(panels.width, (panels.along_rows ? m : n) - begin);
@@ -183,18 +222,17 @@ void gemm(int m, int n, int k, MatrixOperand a, MatrixOperand b, float* c, std::
     } else {
       b_panel += b.transposed ? std::int64_t{begin} * b.stride : begin;
     }
-    if (!accumulate) {
-      for (int r = 0; r < rows; ++r) std::fill_n(c_panel + r * c_stride, columns, 0.0f);
+    if (k <= 0) {
+      if (!accumulate) {
+        for (int r = 0; r < rows; ++r) std::fill_n(c_panel + r * c_stride, columns, 0.0f);
+      }
+      return;
     }
-    if (k <= 0) return;
-    multiply_add(split.kernel, GemmTask{rows, columns, k, a_panel, a.stride, a.transposed, b_panel,
-                                        b.stride, b.transposed, c_panel, c_stride});
+    kernel.multiply_add(GemmTask{rows, columns, k, a_panel, a.stride, a.transposed, b_panel,
+                                 b.stride, b.transposed, c_panel, c_stride, !accumulate},
+                        packed_a);
   };
-  if (panels.count == 1 || split.pool == nullptr) {
-    for (int index = 0; index < panels.count; ++index) run_panel(index);
-  } else {
-    split.pool->parallel_for(panels.count, run_panel);
-  }
+  run_tasks(panels.count, run_panel);
 }
 
 }  // namespace tpujobs::executor

@@ -11,6 +11,7 @@ constexpr std::uint32_t kVersion = 1;
 
 class Writer {
  public:
+  explicit Writer(std::string& out) : out_(out) {}
   template <typename T>
   void scalar(T value) {
     static_assert(std::is_trivially_copyable_v<T>);
@@ -20,14 +21,14 @@ class Writer {
     scalar<std::uint64_t>(text.size());
     out_.append(text);
   }
-  void floats(const std::vector<float>& values) {
+  void floats(std::span<const float> values) {
     scalar<std::uint64_t>(values.size());
     out_.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
   }
   std::string& out() { return out_; }
 
  private:
-  std::string out_;
+  std::string& out_;
 };
 
 class Reader {
@@ -79,11 +80,18 @@ std::uint64_t hash64(std::string_view bytes) {
 }
 
 std::string encode_state(const TrainingState& state) {
-  Writer writer;
+  std::string out;
+  encode_state(state, StateArrays{state.parameters, state.first_moment, state.second_moment}, out);
+  return out;
+}
+
+void encode_state(const TrainingState& state, const StateArrays& arrays, std::string& out) {
+  out.clear();
+  Writer writer(out);
   // Hundreds of megabytes for large models: one allocation, no regrowth copies.
   std::size_t size = 256 + state.model_fingerprint.size() + state.xla_metrics.size() +
-                     sizeof(float) * (state.parameters.size() + state.first_moment.size() +
-                                      state.second_moment.size());
+                     sizeof(float) * (arrays.parameters.size() + arrays.first_moment.size() +
+                                      arrays.second_moment.size());
   for (const auto& [name, value] : state.last_metrics) size += 16 + name.size();
   writer.out().reserve(size);
   writer.out().append(kMagic);
@@ -94,10 +102,10 @@ std::string encode_state(const TrainingState& state) {
   writer.scalar(state.step);
   writer.scalar<std::int32_t>(state.epoch);
   writer.scalar(state.batch);
-  writer.floats(state.parameters);
+  writer.floats(arrays.parameters);
   writer.scalar(state.optimizer_steps);
-  writer.floats(state.first_moment);
-  writer.floats(state.second_moment);
+  writer.floats(arrays.first_moment);
+  writer.floats(arrays.second_moment);
   writer.scalar(state.rng_stream);
   writer.scalar(state.epoch_loss_sum);
   writer.scalar(state.epoch_loss_count);
@@ -108,7 +116,6 @@ std::string encode_state(const TrainingState& state) {
   }
   writer.bytes(state.xla_metrics);
   writer.scalar(hash64(writer.out()));
-  return std::move(writer.out());
 }
 
 base::Result<TrainingState> decode_state(std::string_view bytes) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,6 +48,17 @@ std::uint64_t hash64(std::string_view bytes);
 
 // A versioned binary encoding with a trailing checksum.
 std::string encode_state(const TrainingState& state);
+
+// The three large arrays of a state (hundreds of megabytes for large models),
+// borrowed from where they live rather than copied into a TrainingState.
+struct StateArrays {
+  std::span<const float> parameters, first_moment, second_moment;
+};
+// encode_state(state) with `arrays` in place of the state's own three arrays
+// (which are not read), written over `out`: its capacity is reused, so a
+// caller that keeps `out` between checkpoints neither allocates nor
+// page-faults in fresh memory for each.
+void encode_state(const TrainingState& state, const StateArrays& arrays, std::string& out);
 // kInvalid, saying which, when `bytes` is truncated, corrupted, or of another
 // version.
 base::Result<TrainingState> decode_state(std::string_view bytes);

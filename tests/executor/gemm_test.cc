@@ -4,11 +4,14 @@
 
 #define EIGEN_DONT_PARALLELIZE
 #include <Eigen/Core>
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "executor/gemm_kernel.h"
 #include "executor/random.h"
 #include "executor/worker_pool.h"
 
@@ -153,6 +156,73 @@ TEST(Gemm, BitsDependOnNeitherThreadCountNorAddresses) {
         WorkerPool pool(threads);
         EXPECT_EQ(bits(product(&pool, threads)), bits(expected))
             << gemm_kernel_name(kernel) << " on " << threads << " threads";
+      }
+    }
+  }
+}
+
+// A kernel's product, called directly (tests/executor/CMakeLists.txt defines
+// which kernels this build has).
+using MultiplyAdd = void (*)(const GemmTask&, PackedOperand);
+MultiplyAdd kernel_multiply_add(GemmKernel kernel) {
+  switch (kernel) {
+    case GemmKernel::kAvx2Fma:
+#if defined(TPUJOBS_HAVE_GEMM_AVX2_FMA)
+      return gemm_avx2_fma::multiply_add;
+#else
+      break;
+#endif
+    case GemmKernel::kAvx512:
+#if defined(TPUJOBS_HAVE_GEMM_AVX512)
+      return gemm_avx512::multiply_add;
+#else
+      break;
+#endif
+    case GemmKernel::kGeneric:
+      break;
+  }
+  return gemm_generic::multiply_add;
+}
+
+// Panels of c's columns share op(a), which gemm() packs once for all of
+// them: each panel must get the bits of Eigen's own product of the panel,
+// which packs op(a) itself (several depth blocks and blocks of c's rows,
+// every transpose), also when the product is assigned (c then starts as
+// NaN: the kernel zeroes it block by block).
+TEST(Gemm, PanelsReadingTheSharedOperandPackedOnceGetEigensBits) {
+  struct Shape {
+    int m, n, k;
+  };
+  for (GemmKernel kernel : available_kernels()) {
+    for (const Shape& shape : {Shape{256, 1000, 700}, Shape{500, 900, 300}, Shape{40, 3000, 60}}) {
+      const GemmPanels panels = plan_gemm_panels(shape.m, shape.n, shape.k);
+      ASSERT_GT(panels.count, 1);
+      ASSERT_FALSE(panels.along_rows);
+      for (int mode = 0; mode < 8; ++mode) {
+        const bool ta = mode & 1, tb = mode & 2, accumulate = mode & 4;
+        const Matrix a = random_operand(shape.m, shape.k, ta, 21 + mode);
+        const Matrix b = random_operand(shape.k, shape.n, tb, 31 + mode);
+        const std::size_t size = std::size_t(shape.m) * shape.n;
+        std::vector<float> expected(size, accumulate ? 1.0f : 0.0f);
+        for (int panel = 0; panel < panels.count; ++panel) {
+          const int begin = panel * panels.width;
+          const int width = std::min(panels.width, shape.n - begin);
+          const float* b_panel = b.values.data() + (tb ? std::int64_t{begin} * b.stride : begin);
+          kernel_multiply_add(kernel)(
+              GemmTask{shape.m, width, shape.k, a.values.data(), a.stride, ta, b_panel, b.stride,
+                       tb, expected.data() + begin, shape.n},
+              PackedOperand{});
+        }
+        for (int threads : {0, 1, 2, 3}) {
+          std::optional<WorkerPool> pool;
+          if (threads > 0) pool.emplace(threads);
+          std::vector<float> c(size, accumulate ? 1.0f : std::nanf(""));
+          gemm(shape.m, shape.n, shape.k, a.operand(ta), b.operand(tb), c.data(), shape.n,
+               accumulate, ComputeSplit{pool ? &*pool : nullptr, kernel});
+          EXPECT_EQ(bits(c), bits(expected))
+              << gemm_kernel_name(kernel) << " " << shape.m << "x" << shape.n << "x" << shape.k
+              << " mode " << mode << " on " << threads << " threads";
+        }
       }
     }
   }
