@@ -312,7 +312,6 @@ TEST_F(ClientCommandTest, PoolOfAClusterNamesEachHostsAgentAndListsTheAgents) {
       out_.str());
 }
 
-
 TEST_F(ClientCommandTest, NotificationsPrintEachDeliveryAndItsAttempts) {
   server_.script("GET /v1/jobs/7/notifications",
                  {answer(200, {{"job_id", 7},
