@@ -59,6 +59,7 @@ json render_row(const db::JobRow& row, json spec, json resolved, json labels, js
       {"tenant", row.tenant},
       {"labels", std::move(labels)},
       {"priority", row.priority},
+      {"priority_parts", nullptr},
       {"state", std::string(db::to_string(row.state))},
       {"spec", spec},
       {"resolved",

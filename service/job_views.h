@@ -40,9 +40,9 @@ nlohmann::json render_row(const db::JobRow& row);
 void put_result(nlohmann::json& view, nlohmann::json result);
 
 // The members of a live job's view that change while it is queued or runs.
-inline constexpr std::array<std::string_view, 10> kLiveMembers = {
-    "allocation",     "attempt",  "estimated_start", "last_checkpoint", "metrics",
-    "pending_reason", "progress", "queue_position",  "started_at",      "state"};
+inline constexpr std::array<std::string_view, 11> kLiveMembers = {
+    "allocation",     "attempt",  "estimated_start", "last_checkpoint", "metrics", "pending_reason",
+    "priority_parts", "progress", "queue_position",  "started_at",      "state"};
 
 // A view split for splicing: the fixed members as text (no braces), the
 // spec as text (lists leave it out), and the non-null values the live

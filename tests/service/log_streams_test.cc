@@ -48,6 +48,12 @@ class FakeWriter final : public api::ResponseWriter {
     base::MutexLock lock(mutex_);
     return ended_;
   }
+  // Waits until the stream is ended (end() comes just after the last write).
+  bool wait_ended() {
+    base::MutexLock lock(mutex_);
+    lock.wait_for(changed_, 30s, [&]() REQUIRES(mutex_) { return ended_; });
+    return ended_;
+  }
 
  private:
   mutable base::Mutex mutex_;
@@ -130,7 +136,7 @@ TEST(LogStreams, SendsTheLinesAfterTheOneAskedForThenEndsWithTheJobsState) {
   source.add(4, "done");
   source.set_state(db::JobState::kSucceeded, /*is_live=*/false);
   text = writer->wait_for("event: end");
-  EXPECT_TRUE(writer->ended());
+  EXPECT_TRUE(writer->wait_ended());
   EXPECT_LT(text.find("id: 4"), text.find("event: end")) << "every line before the end: " << text;
   EXPECT_NE(text.find("event: end\ndata: {\"state\":\"SUCCEEDED\"}"), std::string::npos) << text;
 }
@@ -153,7 +159,7 @@ TEST(LogStreams, ALiveJobIsNotEndedWhileItRunsHereEvenWithNoNewLine) {
   EXPECT_FALSE(writer->ended());
   source.set_state(db::JobState::kSucceeded, /*is_live=*/false);
   writer->wait_for("event: end");
-  EXPECT_TRUE(writer->ended());
+  EXPECT_TRUE(writer->wait_ended());
 }
 
 TEST(LogStreams, NotifiedStreamsTickOnTheNotificationNotTheFallback) {
