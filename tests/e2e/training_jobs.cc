@@ -29,9 +29,12 @@ json blobs_job_spec(const BlobsJob& job) {
 }
 
 json restartable_job_spec(const std::string& name) {
+  // 48 epochs (3,024 steps): long enough that no machine ends it between
+  // the step a test sees and the restart it then makes (12 epochs ran in
+  // 0.8 s on a quiet 2-core EPYC and ended before the stop took effect).
   return blobs_job_spec({.name = name,
                          .devices = 8,
-                         .epochs = 12,
+                         .epochs = 48,
                          .log_every_n_steps = 5,
                          .checkpoint_every_n_steps = 10,
                          .samples = 20000,
