@@ -12,6 +12,8 @@
 //   log_streams.h       SSE log follows on the timer thread
 //   job_views.h         the job views; pool_views.h the cluster pool view
 //   token_cache.h       bearer tokens without a round trip per request
+// and job_manager_preemption.cc holds this class's preemption and fair
+// share (the policy itself is scheduler/preemption.h, fair_share.h).
 // What stays here: the in-memory queue of live jobs, the runner of each
 // placed job, the workload rules in single-process mode, pool
 // administration (host health, quotas, forced releases) and estimates.
