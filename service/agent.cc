@@ -7,6 +7,7 @@
 
 #include "api/job_spec.h"
 #include "api/resolution.h"
+#include "db/listener.h"
 #include "scheduler/capacity.h"
 #include "scheduler/generation.h"
 #include "service/database_datasets.h"
@@ -215,7 +216,7 @@ void Agent::stop_all_locked(StopReason reason) {
 }
 
 void Agent::supervise_loop() {
-  std::unique_ptr<db::Connection> listener;
+  db::Listener listener(options_.conninfo, db::kAgentChannel);
   base::Clock& clock = *options_.clock;
   auto last_heartbeat = clock.now();
   for (;;) {
@@ -257,18 +258,9 @@ void Agent::supervise_loop() {
       }
     }
     reconcile();
-    if (!listener || listener->is_broken()) {
-      auto opened = db::Connection::open(options_.conninfo);
-      listener.reset();
-      if (opened.ok() &&
-          (*opened)->execute_script(std::string("LISTEN ") + db::kAgentChannel).ok()) {
-        listener = std::move(*opened);
-      }
-    }
     const auto wait = std::min(options_.poll_interval, options_.heartbeat_interval);
-    if (listener) {
-      (void)listener->wait_notifications(wait);  // any payload: one look costs one query
-    } else {
+    // Any payload wakes it: one look costs one query.
+    if (!listener.wait(wait).ok()) {
       base::MutexLock lock(mutex_);
       lock.wait_for(wake_, wait, [this]() REQUIRES(mutex_) { return stopping_; });
     }

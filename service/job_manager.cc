@@ -10,6 +10,7 @@
 
 #include "api/problem.h"
 #include "api/usage.h"
+#include "db/listener.h"
 #include "service/database_datasets.h"
 #include "service/job_lifecycle.h"
 #include "service/job_views.h"
@@ -1374,26 +1375,20 @@ db::Result<std::optional<JobState>> JobManager::Logs::stored_state(std::int64_t 
 }
 
 void JobManager::log_listener_loop() {
-  std::unique_ptr<db::Connection> listener;
+  db::Listener listener(pool_.conninfo(), db::kLogChannel);
   for (;;) {
     {
       base::MutexLock lock(log_listener_mutex_);
       if (log_listener_stopping_) return;
     }
-    if (!listener || listener->is_broken()) {
-      listener.reset();
-      auto opened = db::Connection::open(pool_.conninfo());
-      if (opened.ok() && (*opened)->execute_script(std::string("LISTEN ") + db::kLogChannel).ok()) {
-        listener = std::move(*opened);
-      } else {
-        base::MutexLock lock(log_listener_mutex_);
-        lock.wait_for(log_listener_wake_, std::chrono::seconds(1),
-                      [this]() REQUIRES(log_listener_mutex_) { return log_listener_stopping_; });
-        continue;
-      }
+    auto notes = listener.wait(std::chrono::milliseconds(250));
+    if (!notes.ok()) {
+      // The streams' fallback ticks meanwhile.
+      base::MutexLock lock(log_listener_mutex_);
+      lock.wait_for(log_listener_wake_, std::chrono::seconds(1),
+                    [this]() REQUIRES(log_listener_mutex_) { return log_listener_stopping_; });
+      continue;
     }
-    auto notes = listener->wait_notifications(std::chrono::milliseconds(250));
-    if (!notes.ok()) continue;
     // The payload: the ids of the jobs whose lines were stored, comma-separated.
     for (const db::Notification& note : *notes)
       log_streams_.wake(LogStreams::parse_job_ids(note.payload));

@@ -14,6 +14,7 @@
 
 #include "api/usage.h"
 #include "db/connection.h"
+#include "db/listener.h"
 #include "service/tokens.h"
 
 namespace tpujobs::service {
@@ -175,7 +176,7 @@ void Notifier::stop() {
 }
 
 void Notifier::loop() {
-  std::unique_ptr<db::Connection> listener;
+  db::Listener listener(pool_.conninfo(), db::kNotificationChannel);
   for (;;) {
     {
       base::MutexLock lock(mutex_);
@@ -188,17 +189,8 @@ void Notifier::loop() {
       base::MutexLock lock(mutex_);
       if (stopping_) return;
     }
-    if (!listener || listener->is_broken()) {
-      listener.reset();
-      auto opened = db::Connection::open(pool_.conninfo());
-      if (opened.ok() &&
-          (*opened)->execute_script(std::string("LISTEN ") + db::kNotificationChannel).ok())
-        listener = std::move(*opened);
-    }
-    if (listener) {
-      // A NOTIFY ends the wait at once; otherwise the poll passes.
-      (void)listener->wait_notifications(options_.poll);
-    } else {
+    // A NOTIFY ends the wait at once; otherwise the poll passes.
+    if (!listener.wait(options_.poll).ok()) {
       base::MutexLock lock(mutex_);
       lock.wait_for(wake_, options_.poll, [this]() REQUIRES(mutex_) { return stopping_; });
     }

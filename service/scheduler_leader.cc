@@ -8,6 +8,7 @@
 #include "api/job_spec.h"
 #include "api/resolution.h"
 #include "api/usage.h"
+#include "db/listener.h"
 #include "scheduler/capacity.h"
 #include "scheduler/generation.h"
 #include "service/cluster_placement.h"
@@ -60,7 +61,7 @@ void SchedulerLeader::stop() {
 }
 
 void SchedulerLeader::loop() {
-  std::unique_ptr<db::Connection> listener;
+  db::Listener listener(options_.conninfo, db::kSubmitChannel);
   for (;;) {
     {
       base::MutexLock lock(mutex_);
@@ -83,19 +84,9 @@ void SchedulerLeader::loop() {
     }
     // Woken by a submit or a finished job (NOTIFY), else after the poll
     // interval: a lost notification delays a pass, never loses work.
-    if (!listener || listener->is_broken()) {
-      auto opened = db::Connection::open(options_.conninfo);
-      listener.reset();
-      if (opened.ok() &&
-          (*opened)->execute_script(std::string("LISTEN ") + db::kSubmitChannel).ok()) {
-        listener = std::move(*opened);
-      }
-    }
-    if (listener) {
-      // A burst of submits makes one pass, not one each.
-      options_.clock->sleep_for(options_.min_pass_interval);
-      (void)listener->wait_notifications(options_.poll_interval);
-    } else {
+    // A burst of submits makes one pass, not one each.
+    options_.clock->sleep_for(options_.min_pass_interval);
+    if (!listener.wait(options_.poll_interval).ok()) {
       base::MutexLock lock(mutex_);
       lock.wait_for(wake_, options_.poll_interval, [this]() REQUIRES(mutex_) { return stopping_; });
     }

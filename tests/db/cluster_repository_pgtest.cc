@@ -1,10 +1,12 @@
 // Agents, epochs, fencing, the leader lock and NOTIFY (DESIGN §9), against a
 // real server.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <thread>
 
 #include "db/cluster_repository.h"
+#include "db/listener.h"
 #include "db/migrate.h"
 #include "db/repositories.h"
 #include "db/test_cluster.h"
@@ -217,24 +219,59 @@ TEST_F(ClusterRepositoryTest, OneLeaderAtATimeAndTheLockFreesWhenItsSessionEnds)
   EXPECT_FALSE(first.hold());
 }
 
-TEST_F(ClusterRepositoryTest, NotifyWakesAListener) {
-  auto listener = Connection::open(conninfo_);
-  ASSERT_TRUE(listener.ok());
-  ASSERT_TRUE((*listener)->execute_script(std::string("LISTEN ") + kAgentChannel).ok());
-  auto nothing = (*listener)->wait_notifications(std::chrono::milliseconds(10));
-  ASSERT_TRUE(nothing.ok());
-  EXPECT_TRUE(nothing->empty());
-  ASSERT_TRUE(cluster_->notify(kAgentChannel, "agent-b").ok());
+// Waits for the next notification on `listener` (a generous deadline).
+std::vector<Notification> next_notifications(Listener& listener) {
   std::vector<Notification> got;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (got.empty() && std::chrono::steady_clock::now() < deadline) {
-    auto some = (*listener)->wait_notifications(std::chrono::milliseconds(500));
-    ASSERT_TRUE(some.ok());
-    got = *some;
+    auto some = listener.wait(std::chrono::milliseconds(500));
+    if (some.ok()) got = *some;
   }
+  return got;
+}
+
+TEST_F(ClusterRepositoryTest, NotifyWakesAListener) {
+  Listener listener(conninfo_, kAgentChannel);
+  auto nothing = listener.wait(std::chrono::milliseconds(10));
+  ASSERT_TRUE(nothing.ok()) << nothing.error().message;
+  EXPECT_TRUE(nothing->empty());
+  ASSERT_TRUE(cluster_->notify(kAgentChannel, "agent-b").ok());
+  const std::vector<Notification> got = next_notifications(listener);
   ASSERT_EQ(1u, got.size());
   EXPECT_EQ(kAgentChannel, got[0].channel);
   EXPECT_EQ("agent-b", got[0].payload);
+}
+
+TEST_F(ClusterRepositoryTest, AListenerWhoseConnectionWasLostListensAgainOnItsNextWait) {
+  // A channel of this test's own, so the terminate below finds no one else's.
+  const std::string channel = "tpujobs_listener_test_" + std::to_string(::getpid());
+  Listener listener(conninfo_, channel);
+  ASSERT_TRUE(listener.wait(std::chrono::milliseconds(10)).ok());
+  auto admin = Connection::open(conninfo_);
+  ASSERT_TRUE(admin.ok());
+  auto killed = (*admin)->execute(
+      "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+      "WHERE query = $1::text AND pid <> pg_backend_pid()",
+      {Param("LISTEN " + channel)});
+  ASSERT_TRUE(killed.ok()) << killed.error().message;
+  ASSERT_EQ(1, killed->int64(0, 0));
+  // The loss shows on a wait (kUnavailable); a later wait opens a new
+  // connection, LISTENs again and gets what is sent from then on.
+  bool lost = false;
+  for (int i = 0; i < 100 && !lost; ++i) lost = !listener.wait(std::chrono::milliseconds(100)).ok();
+  EXPECT_TRUE(lost);
+  ASSERT_TRUE(listener.wait(std::chrono::milliseconds(10)).ok());
+  ASSERT_TRUE(cluster_->notify(channel.c_str(), "again").ok());
+  const std::vector<Notification> got = next_notifications(listener);
+  ASSERT_EQ(1u, got.size());
+  EXPECT_EQ("again", got[0].payload);
+}
+
+TEST(Listener, AnUnreachableServerIsUnavailableAtOnce) {
+  Listener listener("host=127.0.0.1 port=1 connect_timeout=5", kAgentChannel);
+  auto got = listener.wait(std::chrono::seconds(30));
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(ErrorCode::kUnavailable, got.code());
 }
 
 }  // namespace
