@@ -182,6 +182,18 @@ bool Scheduler::generation_matches(const Shape& shape, int host) const {
   return shape.devices_per_host == pool_.devices(host);
 }
 
+template <class Visit>
+void Scheduler::for_each_block(const Shape& shape, Visit visit) const {
+  const int n = block_hosts(shape.kind, shape.hosts);
+  if (n < 1) return;
+  for (const HostRun& run : pool_.runs()) {
+    if (run.host_count < n || !generation_matches(shape, run.first_host)) continue;
+    for (int begin = run.first_host; begin + n <= run.first_host + run.host_count; begin += n) {
+      if (visit(begin)) return;
+    }
+  }
+}
+
 bool Scheduler::fits_idle(const Shape& shape, bool healthy_only) const {
   if (shape.kind == RequestKind::kCpu) return true;
   auto usable = [&](int host) {
@@ -194,15 +206,13 @@ bool Scheduler::fits_idle(const Shape& shape, bool healthy_only) const {
     return false;
   }
   const int n = block_hosts(shape.kind, shape.hosts);
-  if (n < 1) return false;
-  for (const HostRun& run : pool_.runs()) {
-    for (int begin = run.first_host; begin + n <= run.first_host + run.host_count; begin += n) {
-      bool all = true;
-      for (int h = begin; h < begin + n && all; ++h) all = usable(h);
-      if (all) return true;
-    }
-  }
-  return false;
+  bool fits = false;
+  for_each_block(shape, [&](int begin) {
+    fits = true;
+    for (int h = begin; h < begin + n && fits; ++h) fits = usable(h);
+    return fits;
+  });
+  return fits;
 }
 
 bool Scheduler::can_ever_fit(const ResourceRequest& request) const {
@@ -281,19 +291,16 @@ std::optional<Scheduler::Choice> Scheduler::find_free(
 
   count_free_hosts();
   const int n = block_hosts(shape.kind, shape.hosts);
-  if (n < 1) return std::nullopt;
   std::optional<std::pair<int, int>> best;  // (free block broken, first host)
-  for (const HostRun& run : pool_.runs()) {
-    if (run.host_count < n || !generation_matches(shape, run.first_host)) continue;
-    for (int begin = run.first_host; begin + n <= run.first_host + run.host_count; begin += n) {
-      if (free_prefix[begin + n] - free_prefix[begin] != n) continue;
-      bool clear = true;
-      for (int h = begin; h < begin + n && clear; ++h) clear = avoided(h) == 0;
-      if (!clear) continue;
-      const std::pair<int, int> key{largest_free_block(begin, begin + n, free_prefix), begin};
-      if (!best || key < *best) best = key;
+  for_each_block(shape, [&](int begin) {
+    if (free_prefix[begin + n] - free_prefix[begin] != n) return false;
+    for (int h = begin; h < begin + n; ++h) {
+      if (avoided(h) != 0) return false;
     }
-  }
+    const std::pair<int, int> key{largest_free_block(begin, begin + n, free_prefix), begin};
+    if (!best || key < *best) best = key;
+    return false;
+  });
   if (!best) return std::nullopt;
   Choice choice;
   choice.generation = pool_.generation(best->second);
@@ -325,24 +332,19 @@ std::optional<Scheduler::Choice> Scheduler::find_earliest(const Shape& shape,
   }
 
   const int n = block_hosts(shape.kind, shape.hosts);
-  if (n < 1) return std::nullopt;
   std::optional<std::tuple<Clock::time_point, int, int>> best;  // (time, busy, first host)
-  for (const HostRun& run : pool_.runs()) {
-    if (run.host_count < n || !generation_matches(shape, run.first_host)) continue;
-    for (int begin = run.first_host; begin + n <= run.first_host + run.host_count; begin += n) {
-      Clock::time_point ready{};
-      int busy = 0;
-      bool healthy = true;
-      for (int h = begin; h < begin + n && healthy; ++h) {
-        healthy = pool_.schedulable(h);
-        ready = std::max(ready, times.latest(h));
-        busy += times.busy(h);
-      }
-      if (!healthy) continue;
-      const std::tuple<Clock::time_point, int, int> key{ready, busy, begin};
-      if (!best || key < *best) best = key;
+  for_each_block(shape, [&](int begin) {
+    Clock::time_point ready{};
+    int busy = 0;
+    for (int h = begin; h < begin + n; ++h) {
+      if (!pool_.schedulable(h)) return false;
+      ready = std::max(ready, times.latest(h));
+      busy += times.busy(h);
     }
-  }
+    const std::tuple<Clock::time_point, int, int> key{ready, busy, begin};
+    if (!best || key < *best) best = key;
+    return false;
+  });
   if (!best) return std::nullopt;
   Choice choice;
   const int first = std::get<2>(*best);
@@ -780,18 +782,15 @@ std::optional<Preemption> Scheduler::preempt(Clock::time_point now) {
     }
   } else if (shape.kind != RequestKind::kCpu) {
     const int n = block_hosts(shape.kind, shape.hosts);
-    for (const HostRun& run : pool_.runs()) {
-      if (n < 1 || run.host_count < n || !generation_matches(shape, run.first_host)) continue;
-      for (int begin = run.first_host; begin + n <= run.first_host + run.host_count; begin += n) {
-        std::vector<CoreRef> cores;
-        bool usable = true;
-        for (int h = begin; h < begin + n && usable; ++h) {
-          usable = pool_.schedulable(h);
-          for (int c = 0; c < pool_.devices(h); ++c) cores.push_back({h, c});
-        }
-        if (usable) places.push_back(std::move(cores));
+    for_each_block(shape, [&](int begin) {
+      std::vector<CoreRef> cores;
+      for (int h = begin; h < begin + n; ++h) {
+        if (!pool_.schedulable(h)) return false;
+        for (int c = 0; c < pool_.devices(h); ++c) cores.push_back({h, c});
       }
-    }
+      places.push_back(std::move(cores));
+      return false;
+    });
   }
   std::vector<std::vector<std::optional<std::int64_t>>> holders;
   holders.reserve(places.size());

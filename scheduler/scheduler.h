@@ -303,6 +303,11 @@ class Scheduler {
   int intern_shape(const ResourceRequest& request);
   int intern_tenant(const std::string& tenant);
   bool generation_matches(const Shape& shape, int host) const;
+  // Calls visit(first host) for each aligned block of hosts a whole-host or
+  // slice shape could take (buddy-aligned inside a host run of its
+  // generation, see the top of this file), until visit returns true.
+  template <class Visit>
+  void for_each_block(const Shape& shape, Visit visit) const;
   bool fits_idle(const Shape& shape, bool healthy_only) const;
   // Where `shape` fits now, avoiding cores set in `avoid` (per host masks;
   // empty = avoid nothing).
