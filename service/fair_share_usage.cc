@@ -10,6 +10,9 @@ db::Result<std::map<std::string, double>> read_fair_share(db::WorkloadRepository
                                                           std::chrono::system_clock::time_point now,
                                                           const std::set<std::string>& active,
                                                           const FairShareOptions& options) {
+  // A tenant alone has nobody to share with: its factor (1) orders nothing,
+  // and the usage is not read.
+  if (active.size() < 2) return std::map<std::string, double>{};
   auto usage = workload.decayed_usage(now, options.half_life,
                                       options.half_life * options.horizon_half_lives);
   if (!usage.ok()) return usage.error();

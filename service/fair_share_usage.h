@@ -26,7 +26,8 @@ struct FairShareOptions {
 // Every tenant's factor, F = 2^(-(U / sum U) / (1 / N)), over the tenants
 // with recent use and those in `active` (waiting or running now, used
 // nothing: F = 1), rounded to 1/1000 so that small drifts do not reorder
-// the queue each time. Empty (everyone 1) when nobody used anything.
+// the queue each time. Empty (everyone 1) when nobody used anything, and
+// without a read when fewer than two tenants are active.
 db::Result<std::map<std::string, double>> read_fair_share(db::WorkloadRepository& workload,
                                                           std::chrono::system_clock::time_point now,
                                                           const std::set<std::string>& active,

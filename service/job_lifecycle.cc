@@ -104,6 +104,13 @@ db::Transition preempt(std::int64_t job, std::int64_t preemptor,
   return t;
 }
 
+db::Transition note_preemption(std::int64_t preemptor, const std::vector<std::int64_t>& victims) {
+  db::Transition t =
+      make(preemptor, {JobState::kQueued}, JobState::kQueued, preempting_reason(victims));
+  t.detail_json = preempting_detail(victims);
+  return t;
+}
+
 db::Transition finish(std::int64_t job, JobState to, std::string reason,
                       std::optional<std::string> error_json, std::optional<std::string> result_json,
                       std::optional<std::int64_t> fence) {

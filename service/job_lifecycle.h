@@ -66,6 +66,9 @@ db::Transition requeue_elsewhere(std::int64_t job, std::string reason,
 // job keeps reading Preempted (preempted_by) until it is placed again.
 // Fenced (an agent): taken off its placement too.
 db::Transition preempt(std::int64_t job, std::int64_t preemptor, std::optional<std::int64_t> fence);
+// QUEUED -> QUEUED: the event of a job that preempted `victims` to start
+// (in one process; a cluster's leader writes it with its marks).
+db::Transition note_preemption(std::int64_t preemptor, const std::vector<std::int64_t>& victims);
 // -> SUCCEEDED | FAILED | CANCELLED: the end of a run. `error_json` /
 // `result_json` as the job's view shows them. Fenced (an agent): from
 // RUNNING only, the run it started; else from any unfinished state.

@@ -711,31 +711,14 @@ void JobManager::apply_preemption_and_fair_share(SteadyClock::time_point now) {
   std::vector<scheduler::Preemption> preemptions = std::move(preemptions_to_record_);
   preemptions_to_record_.clear();
   std::set<std::string> active;
-  bool read_usage = now - fair_share_read_ >= options_.fair_share_interval;
+  const bool read_usage = now - fair_share_read_ >= options_.fair_share_interval;
   if (read_usage) {
     for (const auto& [id, job] : live_) active.insert(job->tenant);
-    if (active.size() < 2) {
-      // A tenant alone has nobody to share with: its factor (1) orders
-      // nothing, and the usage is not read.
-      read_usage = false;
-      fair_share_read_ = now;
-      for (const std::string& tenant : active) {
-        if (scheduler_.fair_share(tenant) == 1.0) continue;
-        scheduler_.set_fair_share(tenant, 1.0);
-        ++epoch_;
-      }
-    }
   }
   if (preemptions.empty() && !read_usage) return;
   mutex_.unlock();
   for (const scheduler::Preemption& p : preemptions) {
-    db::Transition t;
-    t.job_id = p.preemptor;
-    t.from = {kQueued};
-    t.to = kQueued;
-    t.reason = preempting_reason(p.victims);
-    t.detail_json = preempting_detail(p.victims);
-    apply_transition(t);
+    apply_transition(lifecycle::note_preemption(p.preemptor, p.victims));
   }
   db::Result<std::map<std::string, double>> factors(std::map<std::string, double>{});
   if (read_usage) {
@@ -1053,13 +1036,10 @@ std::string JobManager::render_live_text_locked(const LiveJob& job, bool with_sp
   }
   view["started_at"] = time_or_null(job.row.started_at);
   const double fair_share = scheduler_.fair_share(job.tenant);
-  view["priority_parts"] = {{"base", job.spec.priority},
-                            {"fair_share", fair_share},
-                            {"effective", job.spec.priority + fair_share}};
+  view["priority_parts"] = views::priority_parts(job.spec.priority, fair_share);
   if (job.row.state == kQueued && job.preempted_by) {
     view["preempted_by"] = *job.preempted_by;
-    view["pending_detail"] = "preempted by job " + std::to_string(*job.preempted_by) +
-                             "; resumes from its last checkpoint";
+    view["pending_detail"] = preempted_pending_detail(*job.preempted_by);
   }
   if (job.row.state == kQueued) {
     if (dependency_held_.contains(job.id)) {

@@ -49,6 +49,10 @@ json render_row(const db::JobRow& row) {
                     parse_or_null(row.labels_json), parse_or_null(row.warnings_json));
 }
 
+json priority_parts(int priority, double fair_share) {
+  return {{"base", priority}, {"fair_share", fair_share}, {"effective", priority + fair_share}};
+}
+
 json render_row(const db::JobRow& row, json spec, json resolved, json labels, json warnings) {
   json estimate =
       resolved.is_object() && resolved.contains("estimate") ? resolved["estimate"] : json(nullptr);
@@ -97,9 +101,7 @@ json render_row(const db::JobRow& row, json spec, json resolved, json labels, js
       if (pending.contains("preempted_by")) view["preempted_by"] = pending["preempted_by"];
       if (pending.contains("fair_share") && pending["fair_share"].is_number()) {
         const double fair_share = pending["fair_share"].get<double>();
-        view["priority_parts"] = {{"base", row.priority},
-                                  {"fair_share", fair_share},
-                                  {"effective", row.priority + fair_share}};
+        view["priority_parts"] = priority_parts(row.priority, fair_share);
       }
     }
   }

@@ -35,6 +35,9 @@ std::string response_body(const nlohmann::json& view);
 nlohmann::json render_row(const db::JobRow& row, nlohmann::json spec, nlohmann::json resolved,
                           nlohmann::json labels, nlohmann::json warnings);
 nlohmann::json render_row(const db::JobRow& row);
+// {"base": priority, "fair_share": F, "effective": priority + F}: how a
+// waiting or running job is ordered (scheduler/fair_share.h).
+nlohmann::json priority_parts(int priority, double fair_share);
 // Puts a job's result into its view: without the XLA report (it has its
 // own route); its final metrics, when it has them, are the view's metrics.
 void put_result(nlohmann::json& view, nlohmann::json result);

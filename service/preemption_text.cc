@@ -13,6 +13,10 @@ std::string preempted_detail(std::int64_t preemptor) {
   return nlohmann::json{{"preempted_by", preemptor}}.dump();
 }
 
+std::string preempted_pending_detail(std::int64_t preemptor) {
+  return "preempted by job " + std::to_string(preemptor) + "; resumes from its last checkpoint";
+}
+
 std::string preempting_reason(const std::vector<std::int64_t>& victims) {
   std::string ids;
   for (std::int64_t id : victims) ids += (ids.empty() ? "" : ", ") + std::to_string(id);

@@ -14,6 +14,9 @@ namespace tpujobs::service {
 std::string preempted_reason(std::int64_t preemptor);
 // {"preempted_by": 12}
 std::string preempted_detail(std::int64_t preemptor);
+// A preempted job's pending_detail while it waits: "preempted by job 12;
+// resumes from its last checkpoint"
+std::string preempted_pending_detail(std::int64_t preemptor);
 // "Preempted job 7 to start (it resumes from its last checkpoint)" or
 // "Preempted jobs 7, 9 to start (they resume from their last checkpoints)"
 std::string preempting_reason(const std::vector<std::int64_t>& victims);

@@ -266,13 +266,9 @@ db::Status SchedulerLeader::run_pass() {
       options_.clock->now() - *fair_share_read_ >= options_.fair_share_interval) {
     std::set<std::string> active;
     for (const db::JobRow& row : *unfinished) active.insert(row.tenant);
-    if (active.size() < 2) {
-      fair_share_.clear();  // a tenant alone has nobody to share with: 1
-    } else {
-      auto factors = read_fair_share(repo_.workload, wall_now, active, options_.fair_share);
-      if (!factors.ok()) return factors.error();
-      fair_share_ = std::move(*factors);
-    }
+    auto factors = read_fair_share(repo_.workload, wall_now, active, options_.fair_share);
+    if (!factors.ok()) return factors.error();
+    fair_share_ = std::move(*factors);
     fair_share_read_ = options_.clock->now();
   }
   auto fair_share_of = [&](const std::string& tenant) {
@@ -489,8 +485,7 @@ db::Status SchedulerLeader::run_pass() {
     if (row.preempted_by) {
       reason["preempted_by"] = *row.preempted_by;
       if (preempted) {
-        reason["detail"] = "preempted by job " + std::to_string(*row.preempted_by) +
-                           "; resumes from its last checkpoint";
+        reason["detail"] = preempted_pending_detail(*row.preempted_by);
       }
     }
     std::string text = reason.dump();
