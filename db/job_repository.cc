@@ -12,7 +12,7 @@ namespace {
   "j.idempotency_key, j.spec_hash, j.allocation, j.pending, j.progress, j.latest_metrics, " \
   "j.error, j.result, j.attempt, j.cancel_requested, j.created_at, j.started_at, "          \
   "j.finished_at, j.updated_at, j.owner, j.lease_expires_at, j.agent, j.placement_epoch, "  \
-  "j.array_id, j.array_index, j.array_values, j.preempted_by"
+  "j.array_id, j.array_index, j.array_values, j.preempted_by, j.requeued_at"
 
 constexpr int kMaxPageSize = 500;
 
@@ -50,6 +50,7 @@ JobRow read_job(const QueryResult& rows, int row, int first_column = 0) {
   if (!rows.is_null(row, c + 28)) job.array_index = static_cast<int>(rows.int64(row, c + 28));
   job.array_values_json = rows.optional_string(row, c + 29);
   if (!rows.is_null(row, c + 30)) job.preempted_by = rows.int64(row, c + 30);
+  job.requeued_at = rows.optional_timestamp(row, c + 31);
   return job;
 }
 
@@ -175,7 +176,8 @@ constexpr const char* kTransition =
     "                        ELSE COALESCE($21::bigint, j.preempted_by) END,"
     "    agent = CASE WHEN $19::boolean THEN NULL ELSE COALESCE($17::text, j.agent) END,"
     "    placement_epoch = CASE WHEN $19::boolean THEN NULL"
-    "                           ELSE COALESCE($18::bigint, j.placement_epoch) END"
+    "                           ELSE COALESCE($18::bigint, j.placement_epoch) END,"
+    "    requeued_at = CASE WHEN $22::boolean THEN now() ELSE j.requeued_at END"
     "  FROM previous WHERE j.id = previous.id"
     "  RETURNING j.id, previous.state AS from_state"
     "), event AS ("
@@ -307,7 +309,7 @@ Result<bool> JobRepository::transition(const Transition& t) {
                                   t.clear_owner,     t.clear_pending,
                                   t.agent,           t.placement_epoch,
                                   t.clear_placement, t.require_epoch,
-                                  t.preempted_by};
+                                  t.preempted_by,    t.set_requeued_at};
   return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<bool> {
     if (t.durable) {
       Result<QueryResult> rows = connection.execute(kTransition, params);

@@ -78,6 +78,8 @@ struct JobRow {
   // Preemption (cluster mode): the job that preempted it, from the leader's
   // mark until it is placed again (request_preemption).
   std::optional<std::int64_t> preempted_by{};
+  // When a failure last requeued it (Transition::set_requeued_at).
+  std::optional<TimePoint> requeued_at{};
 };
 
 struct InsertedJob {
@@ -130,6 +132,9 @@ struct Transition {
   std::optional<std::int64_t> require_epoch{};
   // Sets jobs.preempted_by (a preempted job requeued; clear_pending clears it).
   std::optional<std::int64_t> preempted_by{};
+  // requeued_at = now(): a failure requeued the job (a retry is placed only
+  // on agents heard from since).
+  bool set_requeued_at = false;
   // False: commit without waiting for the WAL flush (synchronous_commit
   // off). Only for transitions whose loss in a database crash is harmless:
   // the job then reads as its earlier state, which a restart re-queues

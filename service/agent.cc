@@ -155,6 +155,18 @@ class Agent::Sink final : public executor::TrainingSink {
   base::Clock::time_point last_write_{};
 };
 
+namespace {
+
+std::vector<db::AgentHost> agent_hosts(const scheduler::PoolLayout& layout) {
+  std::vector<db::AgentHost> hosts;
+  for (const scheduler::HostLayout& h : layout.hosts) {
+    hosts.push_back({h.name, std::string(scheduler::facts(h.generation).name)});
+  }
+  return hosts;
+}
+
+}  // namespace
+
 Agent::Agent(db::ConnectionPool& pool, AgentOptions options)
     : pool_(pool),
       repo_(pool),
@@ -166,10 +178,10 @@ Agent::Agent(db::ConnectionPool& pool, AgentOptions options)
 Agent::~Agent() { stop(); }
 
 db::Status Agent::start() {
-  std::vector<db::AgentHost> hosts;
-  for (const scheduler::HostLayout& h : options_.layout.hosts) {
-    hosts.push_back({h.name, std::string(scheduler::facts(h.generation).name)});
-  }
+  auto heartbeat_pool = db::ConnectionPool::create(pool_.conninfo(), 1);
+  if (!heartbeat_pool.ok()) return heartbeat_pool.error();
+  heartbeat_pool_ = std::move(*heartbeat_pool);
+  const std::vector<db::AgentHost> hosts = agent_hosts(options_.layout);
   auto epoch = cluster_.register_agent(options_.name, hosts, options_.workers);
   if (!epoch.ok()) return epoch.error();
   epoch_ = *epoch;
@@ -177,6 +189,7 @@ db::Status Agent::start() {
             << " host(s), epoch " << *epoch << std::endl;
   started_ = true;
   supervisor_ = std::thread([this] { supervise_loop(); });
+  heartbeater_ = std::thread([this] { heartbeat_loop(); });
   telemetry_.start();
   return db::Status::Ok();
 }
@@ -184,10 +197,25 @@ db::Status Agent::start() {
 void Agent::stop() {
   if (!started_) return;
   std::vector<std::thread> threads;
+  std::vector<std::pair<std::int64_t, std::int64_t>> spanning;  // (job, placement epoch)
   {
     base::MutexLock lock(mutex_);
     if (stopping_) return;
     stopping_ = true;
+    for (const auto& [id, run] : runs_) {
+      // Fenced by the job's placement epoch: the first part's agent's.
+      if (run->slice) spanning.emplace_back(id, run->row.placement_epoch.value_or(run->epoch));
+    }
+  }
+  heartbeat_wake_.notify_all();
+  if (heartbeater_.joinable()) heartbeater_.join();
+  // A slice spanning agents is requeued before its part here stops: the
+  // peers' steps then fail on a job that moved on, so their fenced retry
+  // does not land and the stop costs no attempt. No heartbeat follows, so
+  // the leader does not place it here again (requeued_at).
+  for (const auto& [id, epoch] : spanning) (void)repo_.jobs.transition(shutdown_requeue(id, epoch));
+  {
+    base::MutexLock lock(mutex_);
     stop_all_locked(StopReason::kShutdown);
   }
   wake_.notify_all();
@@ -215,50 +243,69 @@ void Agent::stop_all_locked(StopReason reason) {
   }
 }
 
-void Agent::supervise_loop() {
-  db::Listener listener(options_.conninfo, db::kAgentChannel);
+void Agent::heartbeat_loop() {
+  db::ClusterRepository cluster(*heartbeat_pool_);
   base::Clock& clock = *options_.clock;
   auto last_heartbeat = clock.now();
+  base::MutexLock lock(mutex_);
+  while (!stopping_) {
+    const auto due = last_heartbeat + options_.heartbeat_interval;
+    if (clock.now() < due) {
+      lock.wait_for(heartbeat_wake_,
+                    std::chrono::duration_cast<std::chrono::milliseconds>(
+                        due - clock.now() + std::chrono::milliseconds(1)),
+                    [this]() REQUIRES(mutex_) { return stopping_; });
+      continue;
+    }
+    last_heartbeat = clock.now();
+    const std::int64_t epoch = epoch_;
+    lock.unlock();
+    auto alive = cluster.heartbeat(options_.name, epoch);
+    lock.lock();
+    if (alive.ok() && !*alive) {
+      lost_epoch_ = epoch;
+      wake_.notify_all();
+    }
+  }
+}
+
+void Agent::rejoin() {
+  std::cerr << "tpujobs: agent " << options_.name << " was declared lost (epoch " << epoch_
+            << "); stopping its copies and registering again" << std::endl;
+  std::vector<std::thread> threads;
+  {
+    base::MutexLock lock(mutex_);
+    stop_all_locked(StopReason::kMovedOn);
+    for (auto& [id, run] : runs_) {
+      if (run->thread.joinable()) threads.push_back(std::move(run->thread));
+    }
+  }
+  for (std::thread& t : threads) t.join();
+  {
+    base::MutexLock lock(mutex_);
+    runs_.clear();
+  }
+  const std::vector<db::AgentHost> hosts = agent_hosts(options_.layout);
+  auto epoch = cluster_.register_agent(options_.name, hosts, options_.workers);
+  if (epoch.ok()) {
+    epoch_ = *epoch;
+    std::cerr << "tpujobs: agent " << options_.name << " rejoined, epoch " << *epoch << std::endl;
+  }
+}
+
+void Agent::supervise_loop() {
+  db::Listener listener(options_.conninfo, db::kAgentChannel);
   for (;;) {
     {
       base::MutexLock lock(mutex_);
       if (stopping_) return;
     }
-    if (clock.now() - last_heartbeat >= options_.heartbeat_interval) {
-      last_heartbeat = clock.now();
-      auto alive = cluster_.heartbeat(options_.name, epoch_);
-      if (alive.ok() && !*alive) {
-        // Declared lost while silent: every job here has moved on (or will
-        // be moved by the leader); stop the copies, and join again.
-        std::cerr << "tpujobs: agent " << options_.name << " was declared lost (epoch " << epoch_
-                  << "); stopping its copies and registering again" << std::endl;
-        std::vector<std::thread> threads;
-        {
-          base::MutexLock lock(mutex_);
-          stop_all_locked(StopReason::kMovedOn);
-          for (auto& [id, run] : runs_) {
-            if (run->thread.joinable()) threads.push_back(std::move(run->thread));
-          }
-        }
-        for (std::thread& t : threads) t.join();
-        {
-          base::MutexLock lock(mutex_);
-          runs_.clear();
-        }
-        std::vector<db::AgentHost> hosts;
-        for (const scheduler::HostLayout& h : options_.layout.hosts) {
-          hosts.push_back({h.name, std::string(scheduler::facts(h.generation).name)});
-        }
-        auto epoch = cluster_.register_agent(options_.name, hosts, options_.workers);
-        if (epoch.ok()) {
-          epoch_ = *epoch;
-          std::cerr << "tpujobs: agent " << options_.name << " rejoined, epoch " << *epoch
-                    << std::endl;
-        }
-      }
-    }
+    // Declared lost while silent: every job here has moved on (or will be
+    // moved by the leader); stop the copies, and join again (until that
+    // succeeds).
+    if (lost_epoch_ != 0 && lost_epoch_ == epoch_) rejoin();
     reconcile();
-    const auto wait = std::min(options_.poll_interval, options_.heartbeat_interval);
+    const auto wait = options_.poll_interval;
     // Any payload wakes it: one look costs one query.
     if (!listener.wait(wait).ok()) {
       base::MutexLock lock(mutex_);
@@ -505,9 +552,7 @@ void Agent::run_job(std::shared_ptr<Run> run) {
                             lifecycle::error_text("CANCELLED", "the job was cancelled", ""),
                             std::nullopt, run->epoch);
   } else if (reason == StopReason::kShutdown) {
-    end = lifecycle::requeue_elsewhere(
-        id, "Agent " + options_.name + " stopping; requeued to resume from its last checkpoint",
-        run->epoch, /*retry=*/false, {JobState::kRunning});
+    end = shutdown_requeue(id, run->epoch);
   } else if (reason == StopReason::kPreempted) {
     // Not a failure: the attempt count (max_retries) is left alone.
     end = lifecycle::preempt(id, run->preempted_by.load(), run->epoch);
@@ -535,6 +580,12 @@ std::unique_ptr<executor::SliceCollective> Agent::join_slice(
     return nullptr;
   }
   return std::move(std::get<std::unique_ptr<GlooCollective>>(connected));
+}
+
+db::Transition Agent::shutdown_requeue(std::int64_t job, std::int64_t epoch) const {
+  return lifecycle::requeue_elsewhere(
+      job, "Agent " + options_.name + " stopping; requeued to resume from its last checkpoint",
+      epoch, /*retry=*/false, {JobState::kRunning});
 }
 
 std::optional<db::Transition> Agent::retry_after_unreachable_peer(const Run& run, int max_retries) {

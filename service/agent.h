@@ -5,14 +5,16 @@
 // progress and checkpoints, every write conditional on the placement's
 // epoch (fencing).
 //
-// Threads: a supervisor (heartbeat; the placed jobs: start, cancel, stop a
-// copy whose job moved on), one runner per job it runs (its compute on the
-// shared executor WorkerPool), and a telemetry writer (batches).
+// Threads: a heartbeat on a connection of its own (so that neither the
+// supervisor's work nor runners holding the shared pool's connections can
+// delay it past the lease), a supervisor (the placed jobs: start, cancel,
+// stop a copy whose job moved on), one runner per job it runs (its compute
+// on the shared executor WorkerPool), and a telemetry writer (batches).
 //
 // When its heartbeat finds it no longer alive under its epoch (it was
-// silent past the lease and declared lost), it stops every copy it runs —
-// their writes would not land anyway — and registers again under a new
-// epoch, with no jobs.
+// silent past the lease and declared lost), the supervisor stops every copy
+// it runs — their writes would not land anyway — and registers again under
+// a new epoch, with no jobs.
 #pragma once
 
 #include <atomic>
@@ -80,6 +82,10 @@ class Agent {
   enum class StopReason { kNone, kUserCancel, kMovedOn, kShutdown, kPreempted };
 
   void supervise_loop();
+  void heartbeat_loop();
+  // Stops every copy and registers again under a new epoch (the heartbeat
+  // found this agent declared lost).
+  void rejoin();
   // One look at the jobs placed here: start new ones, pass cancels on,
   // stop copies whose job moved on.
   void reconcile();
@@ -92,6 +98,9 @@ class Agent {
   // The transition ending a run that failed because a peer of its slice
   // was unreachable: requeued while max_retries allows.
   std::optional<db::Transition> retry_after_unreachable_peer(const Run& run, int max_retries);
+  // The transition of a run stopped because this agent stops: requeued to
+  // resume anywhere, no attempt spent.
+  db::Transition shutdown_requeue(std::int64_t job, std::int64_t epoch) const;
   executor::DeviceFacts device_for(const db::JobRow& row) const;
 
   db::ConnectionPool& pool_;
@@ -101,6 +110,11 @@ class Agent {
   executor::WorkerPool workers_;
   std::unique_ptr<executor::DatasetSource> datasets_;
   std::atomic<std::int64_t> epoch_{0};
+  // The epoch under which the heartbeat found this agent no longer alive
+  // (0: none); the supervisor rejoins while it equals epoch_.
+  std::atomic<std::int64_t> lost_epoch_{0};
+  // The heartbeat's own connection.
+  std::unique_ptr<db::ConnectionPool> heartbeat_pool_;
 
   base::Mutex mutex_;
   std::map<std::int64_t, std::shared_ptr<Run>> runs_ GUARDED_BY(mutex_);
@@ -110,6 +124,7 @@ class Agent {
   std::vector<std::thread> ended_ GUARDED_BY(mutex_);
   bool stopping_ GUARDED_BY(mutex_) = false;
   std::condition_variable wake_;
+  std::condition_variable heartbeat_wake_;
 
   // Every write fenced by its run's placement epoch; stored lines wake the
   // log followers of every replica.
@@ -117,6 +132,7 @@ class Agent {
   TelemetryWriter telemetry_{telemetry_store_, {options_.telemetry_interval, options_.clock}};
 
   std::thread supervisor_;
+  std::thread heartbeater_;
   bool started_ = false;
 };
 

@@ -36,13 +36,20 @@ struct Search {
   bool first_only = true;      // stop at the first place
   // Cores that count as taken (the head's reservation); null: none.
   const std::set<std::pair<int, int>>* reserved = nullptr;
+  // Only hosts whose agent heartbeated after this (a retry; see
+  // WaitingJob::requeued_at). Ignored with ignore_health.
+  std::optional<std::chrono::system_clock::time_point> heard_after{};
 };
 
 // The places where the request fits, in preference order.
 std::vector<ClusterPlacement> find_places(const std::vector<ClusterHost>& hosts,
                                           const scheduler::ResourceRequest& request,
                                           const Search& search) {
-  auto usable = [&](const ClusterHost& h) { return search.ignore_health || h.usable; };
+  auto usable = [&](const ClusterHost& h) {
+    if (search.ignore_health) return true;
+    if (!h.usable) return false;
+    return !search.heard_after || (h.heard_at && *h.heard_at > *search.heard_after);
+  };
   auto free_core = [&](int host, int core) {
     if (search.ignore_use) return true;
     if (hosts[host].core_job[core] != 0) return false;
@@ -98,23 +105,35 @@ std::vector<ClusterPlacement> find_places(const std::vector<ClusterHost>& hosts,
     }
   }
   if (request.kind != RequestKind::kSlice || !found.empty()) return found;
-  // No agent has the slice alone: the first fitting hosts of several.
-  ClusterPlacement place;
-  for (int i = 0;
-       i < static_cast<int>(hosts.size()) && static_cast<int>(place.hosts.size()) < wanted; ++i) {
-    if (!usable(hosts[i]) || !shape_matches(hosts[i], request) || !free_host(i)) continue;
-    if (!search.ignore_health && !hosts[i].punctual) continue;
-    place.hosts.push_back(i);
-    if (place.parts.empty() || place.parts.back().first != hosts[i].agent)
-      place.parts.push_back({hosts[i].agent, 0});
-    ++place.parts.back().second;
+  // No agent has the slice alone: an aligned block of the pool's topology
+  // over several agents (see cluster_placement.h), the fewest agents first.
+  std::vector<int> topology;  // indexes of the hosts of its shape, in pool order
+  for (int i = 0; i < static_cast<int>(hosts.size()); ++i) {
+    if (hosts[i].in_pool && shape_matches(hosts[i], request)) topology.push_back(i);
   }
-  // One agent alone keeps the alignment rule above.
-  if (static_cast<int>(place.hosts.size()) < wanted || place.parts.size() < 2) return found;
-  place.agent = place.parts.front().first;
-  place.generation = hosts[place.hosts.front()].generation;
-  whole_hosts(place);
-  found.push_back(std::move(place));
+  std::vector<ClusterPlacement> spanning;
+  for (std::size_t start = 0; start + wanted <= topology.size(); start += wanted) {
+    ClusterPlacement place;
+    for (std::size_t k = start; k < start + wanted; ++k) {
+      const int i = topology[k];
+      if (!usable(hosts[i]) || !free_host(i)) break;
+      if (!search.ignore_health && !hosts[i].punctual) break;
+      place.hosts.push_back(i);
+      if (place.parts.empty() || place.parts.back().first != hosts[i].agent)
+        place.parts.push_back({hosts[i].agent, 0});
+      ++place.parts.back().second;
+    }
+    // One agent alone keeps the alignment rule above.
+    if (static_cast<int>(place.hosts.size()) < wanted || place.parts.size() < 2) continue;
+    place.agent = place.parts.front().first;
+    place.generation = hosts[place.hosts.front()].generation;
+    whole_hosts(place);
+    spanning.push_back(std::move(place));
+  }
+  std::stable_sort(spanning.begin(), spanning.end(),
+                   [](const auto& a, const auto& b) { return a.parts.size() < b.parts.size(); });
+  if (search.first_only && spanning.size() > 1) spanning.resize(1);
+  for (ClusterPlacement& place : spanning) found.push_back(std::move(place));
   return found;
 }
 
@@ -207,12 +226,16 @@ PlacementPass place_jobs(PlacementInput& input, const std::vector<WaitingJob>& q
       pass.waiting.push_back(std::move(waiting));
       continue;
     }
-    std::optional<ClusterPlacement> place = find_place(input.hosts, request, {});
+    std::optional<ClusterPlacement> place =
+        find_place(input.hosts, request, {.heard_after = job.requeued_at});
     if (place && !reserved.empty() && overlaps(*place, reserved)) {
       // On the head's reserved cores only when it ends by the reserved start.
       const bool ends_in_time = pass.reservation->start && job.expected_runtime &&
                                 input.now + *job.expected_runtime <= *pass.reservation->start;
-      if (!ends_in_time) place = find_place(input.hosts, request, {.reserved = &reserved});
+      if (!ends_in_time) {
+        place = find_place(input.hosts, request,
+                           {.reserved = &reserved, .heard_after = job.requeued_at});
+      }
     }
     if (place) {
       place->job = job.id;

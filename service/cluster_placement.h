@@ -16,9 +16,15 @@
 // takes the first free core (or the pinned one) of a usable host; a whole
 // host needs a usable host of that device count with every core free; a pod
 // slice of N hosts takes an aligned run of N positions of one agent (usable,
-// idle hosts of its generation) when one agent has it; otherwise the first N
-// such hosts of several agents, in agent then position order: its replicas
-// then run on the agents that own the hosts, joined by a collective.
+// idle hosts of its generation) when one agent has it; otherwise an aligned
+// block of N hosts of several agents in the pool's topology: the hosts of
+// its shape that belong to alive agents, in agent then position order (a
+// lost agent's hosts leave it; a drained or failed host stays, as a hole),
+// cut into blocks of N from the first; of the blocks that fit, the one over
+// the fewest agents, then the first. Its replicas then run on the agents
+// that own the hosts, joined by a collective. A job requeued after a failure
+// (requeued_at) goes only to agents heard from since: a retry is not placed
+// on an agent killed a moment before, still alive until declared lost.
 // cpu jobs take a slot of an alive agent (max_cpu_jobs each), the emptiest.
 #pragma once
 
@@ -46,6 +52,11 @@ struct ClusterHost {
   // placed only there (an agent just killed is alive until declared lost,
   // and its part would only make the others wait out their deadline).
   bool punctual = true;
+  // Its agent is alive: its hosts are part of the pool's topology (a lost
+  // agent's hosts leave it; a drained or failed host stays, unusable).
+  bool in_pool = true;
+  // The agent's last heartbeat (nullopt: unknown).
+  std::optional<std::chrono::system_clock::time_point> heard_at{};
   std::vector<std::int64_t> core_job;  // per core: the job holding it, 0 when free
 };
 
@@ -58,6 +69,9 @@ struct WaitingJob {
   bool resolvable = true;
   // Its time limit: how long it runs at most, for backfill (nullopt: none).
   std::optional<std::chrono::milliseconds> expected_runtime{};
+  // When a failure requeued it (an unreachable peer, its agent stopping):
+  // it is placed only on hosts whose agent heartbeated after that.
+  std::optional<std::chrono::system_clock::time_point> requeued_at{};
 };
 
 struct ClusterPlacement {

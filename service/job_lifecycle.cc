@@ -87,6 +87,7 @@ db::Transition requeue_elsewhere(std::int64_t job, std::string reason,
   t.increment_attempt = retry;
   t.clear_placement = true;
   t.clear_allocation = true;
+  t.set_requeued_at = true;
   return t;
 }
 

@@ -57,7 +57,8 @@ db::Transition requeue(std::int64_t job, std::string reason, bool retry);
 // or stopping, its host failed, a peer of its slice unreachable), to resume
 // from its checkpoint wherever the leader places it next; `retry` counts an
 // attempt against max_retries. Fenced by the placement epoch the decision
-// was made about.
+// was made about. Sets requeued_at: the leader places it next only on
+// agents that heartbeated since (cluster_placement.h).
 db::Transition requeue_elsewhere(std::int64_t job, std::string reason,
                                  std::optional<std::int64_t> fence, bool retry, JobStateSet from);
 

@@ -217,11 +217,13 @@ db::Status SchedulerLeader::run_pass() {
   if (!quotas.ok()) return quotas.error();
 
   std::map<std::string, std::int64_t> epoch_of;  // alive agents
-  std::set<std::string> late;                    // alive, but their heartbeats are late
+  std::map<std::string, std::chrono::system_clock::time_point> heard_at;
+  std::set<std::string> late;  // alive, but their heartbeats are late
   PlacementInput input;
   for (const db::AgentRow& a : *agents) {
     if (a.state != "alive") continue;
     epoch_of[a.name] = a.epoch;
+    heard_at[a.name] = a.last_heartbeat;
     // Judged, like silence, only over a span the leader could reach the database.
     if (options_.clock->now() - reachable_since_ >= options_.slice_part_silence &&
         std::chrono::milliseconds(a.silent_ms) >= options_.slice_part_silence) {
@@ -243,6 +245,8 @@ db::Status SchedulerLeader::run_pass() {
     host.generation = *generation;
     host.usable = h.agent_state == "alive" && h.health == "healthy";
     host.punctual = !late.count(h.agent);
+    host.in_pool = h.agent_state == "alive";
+    if (auto heard = heard_at.find(h.agent); heard != heard_at.end()) host.heard_at = heard->second;
     host.core_job.assign(scheduler::facts(*generation).devices_per_host, 0);
     host_index[h.name] = static_cast<int>(input.hosts.size());
     input.hosts.push_back(std::move(host));
@@ -378,7 +382,8 @@ db::Status SchedulerLeader::run_pass() {
       queue.push_back({row.id, row.tenant, {}, /*resolvable=*/false});
       continue;
     }
-    queue.push_back({row.id, row.tenant, *request, /*resolvable=*/true, workload.time_limit});
+    queue.push_back(
+        {row.id, row.tenant, *request, /*resolvable=*/true, workload.time_limit, row.requeued_at});
   }
   for (auto it = requests_.begin(); it != requests_.end();) {
     it = unfinished_ids.count(it->first) ? std::next(it) : requests_.erase(it);

@@ -201,6 +201,35 @@ TEST_F(ClusterRepositoryTest, PreemptionMarkIsFencedRecordedAndClearedOnPlacemen
   EXPECT_FALSE((*jobs.get_job(job_))->preempted_by.has_value());
 }
 
+// A retry is placed only on agents heard from since its failure (issue
+// 12): requeued_at and the heartbeats are stamped by the same clock.
+TEST_F(ClusterRepositoryTest, ARequeueAfterAFailureRecordsItsTimeAgainstTheHeartbeats) {
+  auto a = cluster_->register_agent("a", {{"a-h0", "v3"}}, 1);
+  ASSERT_TRUE(a.ok());
+  JobRepository& jobs = repositories_->jobs;
+  EXPECT_FALSE((*jobs.get_job(job_))->requeued_at.has_value()) << "never requeued";
+  ASSERT_TRUE(place("a", *a));
+  Transition failed;
+  failed.job_id = job_;
+  failed.from = {JobState::kStarting};
+  failed.to = JobState::kQueued;
+  failed.reason = "a peer of its slice was unreachable";
+  failed.require_epoch = *a;
+  failed.clear_placement = true;
+  failed.set_requeued_at = true;
+  ASSERT_TRUE(*jobs.transition(failed));
+  const std::optional<TimePoint> requeued = (*jobs.get_job(job_))->requeued_at;
+  ASSERT_TRUE(requeued.has_value());
+  auto heard = [&] { return (*cluster_->list_agents())[0].last_heartbeat; };
+  EXPECT_LT(heard(), *requeued) << "the registration came before the failure";
+  ASSERT_TRUE(*cluster_->heartbeat("a", *a));
+  EXPECT_GT(heard(), *requeued) << "a heartbeat after the failure";
+  // A requeue that is not a failure's leaves the time alone.
+  ASSERT_TRUE(place("a", *a));
+  ASSERT_TRUE(requeue(*a));
+  EXPECT_EQ(requeued, (*jobs.get_job(job_))->requeued_at);
+}
+
 TEST_F(ClusterRepositoryTest, OneLeaderAtATimeAndTheLockFreesWhenItsSessionEnds) {
   LeaderLock first(conninfo_);
   LeaderLock second(conninfo_);

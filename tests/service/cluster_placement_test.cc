@@ -61,31 +61,95 @@ TEST(ClusterPlacementTest, SliceGoesOnTheHostsOfOneAgentOnly) {
   EXPECT_EQ(1, input.hosts[2].core_job[0]);
 }
 
-TEST(ClusterPlacementTest, ASliceNoAgentHasAloneSpansAgentsInAgentThenHostOrder) {
-  PlacementInput input;
-  input.hosts = {host("a", 0), host("a", 1), host("b", 0),
-                 host("b", 1), host("c", 0), host("c", 1)};
-  input.hosts[0].core_job[0] = 99;  // a-h0 is busy
-  const PlacementPass pass = place_jobs(input, {{7, "t", slice(4)}});
-  EXPECT_EQ("7@a:a-h1,b-h0,b-h1,c-h0, ", describe(input, pass));
-  ASSERT_EQ(1u, pass.placed.size());
-  const std::vector<std::pair<std::string, int>> parts{{"a", 1}, {"b", 2}, {"c", 1}};
-  EXPECT_EQ(parts, pass.placed[0].parts);
-  EXPECT_EQ(32u, pass.placed[0].cores.size());
-  EXPECT_EQ(7, input.hosts[4].core_job[7]);
+// Agents named in order, each with the given number of hosts.
+std::vector<ClusterHost> agents(const std::vector<std::pair<std::string, int>>& counts) {
+  std::vector<ClusterHost> hosts;
+  for (const auto& [agent, count] : counts) {
+    for (int i = 0; i < count; ++i) hosts.push_back(host(agent, i));
+  }
+  return hosts;
 }
 
-TEST(ClusterPlacementTest, ASliceSpanningAgentsSkipsAnAgentWhoseHeartbeatsAreLate) {
+TEST(ClusterPlacementTest, ASliceNoAgentHasAloneTakesAnAlignedBlockOfThePoolsHosts) {
+  // The pool's topology: a-h0 a-h1 a-h2 b-h0 | b-h1 b-h2 c-h0 c-h1.
   PlacementInput input;
-  input.hosts = {host("a", 0), host("a", 1), host("b", 0),
-                 host("b", 1), host("c", 0), host("c", 1)};
+  input.hosts = agents({{"a", 3}, {"b", 3}, {"c", 2}});
+  PlacementPass pass = place_jobs(input, {{7, "t", slice(4)}});
+  EXPECT_EQ("7@a:a-h0,a-h1,a-h2,b-h0, ", describe(input, pass));
+  ASSERT_EQ(1u, pass.placed.size());
+  const std::vector<std::pair<std::string, int>> parts{{"a", 3}, {"b", 1}};
+  EXPECT_EQ(parts, pass.placed[0].parts);
+  EXPECT_EQ(32u, pass.placed[0].cores.size());
+  EXPECT_EQ(7, input.hosts[3].core_job[7]);
+
+  // a-h0 busy: the second block, not the first four free hosts.
+  PlacementInput busy;
+  busy.hosts = agents({{"a", 3}, {"b", 3}, {"c", 2}});
+  busy.hosts[0].core_job[0] = 99;
+  EXPECT_EQ("7@b:b-h1,b-h2,c-h0,c-h1, ", describe(busy, place_jobs(busy, {{7, "t", slice(4)}})));
+  // And b-h1 busy too: six hosts are free, but no aligned four.
+  busy.hosts = agents({{"a", 3}, {"b", 3}, {"c", 2}});
+  busy.hosts[0].core_job[0] = busy.hosts[4].core_job[0] = 99;
+  EXPECT_EQ("7:Resources#1 ", describe(busy, place_jobs(busy, {{7, "t", slice(4)}})));
+}
+
+TEST(ClusterPlacementTest, OfTheAlignedBlocksThatFitASliceTakesTheOneOverTheFewestAgents) {
+  // a-h0 b-h0 c-h0 c-h1 (three agents) | d-h0 d-h1 e-h0 e-h1 (two).
+  PlacementInput input;
+  input.hosts = agents({{"a", 1}, {"b", 1}, {"c", 2}, {"d", 2}, {"e", 2}});
+  EXPECT_EQ("7@d:d-h0,d-h1,e-h0,e-h1, ", describe(input, place_jobs(input, {{7, "t", slice(4)}})));
+}
+
+TEST(ClusterPlacementTest, ALostAgentsHostsLeaveThePoolsTopologyAFailedHostStaysAHole) {
+  PlacementInput input;
+  input.hosts = agents({{"a", 2}, {"b", 2}, {"c", 2}});
+  input.hosts[2].usable = input.hosts[3].usable = false;  // b is lost
+  input.hosts[2].in_pool = input.hosts[3].in_pool = false;
+  EXPECT_EQ("7@a:a-h0,a-h1,c-h0,c-h1, ", describe(input, place_jobs(input, {{7, "t", slice(4)}})));
+  PlacementInput failed;
+  failed.hosts = agents({{"a", 2}, {"b", 2}, {"c", 2}});
+  failed.hosts[2].usable = false;  // b-h0 failed; b is alive
+  EXPECT_EQ("7:HostUnhealthy#1 ", describe(failed, place_jobs(failed, {{7, "t", slice(4)}})));
+}
+
+TEST(ClusterPlacementTest, ASliceSpanningAgentsWaitsOutAnAgentWhoseHeartbeatsAreLate) {
+  PlacementInput input;
+  input.hosts = agents({{"a", 2}, {"b", 2}, {"c", 2}});
   input.hosts[2].punctual = input.hosts[3].punctual = false;  // b: killed, not yet declared lost
+  EXPECT_EQ("7:HostUnhealthy#1 ", describe(input, place_jobs(input, {{7, "t", slice(4)}})));
+  // Declared lost, its hosts leave the pool: a and c form the block.
+  input.hosts[2].in_pool = input.hosts[3].in_pool = false;
+  input.hosts[2].usable = input.hosts[3].usable = false;
   EXPECT_EQ("7@a:a-h0,a-h1,c-h0,c-h1, ", describe(input, place_jobs(input, {{7, "t", slice(4)}})));
   // A slice b has alone still goes there: no collective waits on it.
   PlacementInput alone;
   alone.hosts = {host("b", 0), host("b", 1)};
   alone.hosts[0].punctual = alone.hosts[1].punctual = false;
   EXPECT_EQ("8@b:b-h0,b-h1, ", describe(alone, place_jobs(alone, {{8, "t", slice(2)}})));
+}
+
+TEST(ClusterPlacementTest, ARetryGoesOnlyToAgentsHeardFromSinceItsFailure) {
+  using std::chrono::seconds;
+  const std::chrono::system_clock::time_point t0{seconds(1000)};
+  PlacementInput input;
+  input.hosts = agents({{"a", 2}, {"b", 2}, {"c", 2}, {"d", 2}});
+  for (ClusterHost& h : input.hosts) h.heard_at = t0 + seconds(2);
+  input.hosts[2].heard_at = input.hosts[3].heard_at = t0;  // b: silent since just before
+  WaitingJob retry{7, "t", slice(4)};
+  retry.requeued_at = t0 + seconds(1);
+  WaitingJob single{8, "t", single_core()};
+  single.requeued_at = t0 + seconds(1);
+  WaitingJob fresh{9, "t", slice(4)};  // never requeued: b is alive, the first block is free
+  EXPECT_EQ("7@c:c-h0,c-h1,d-h0,d-h1, 8@a:a-h0, ",
+            describe(input, place_jobs(input, {retry, single})));
+  PlacementInput again;
+  again.hosts = input.hosts;
+  for (ClusterHost& h : again.hosts) std::fill(h.core_job.begin(), h.core_job.end(), 0);
+  EXPECT_EQ("9@a:a-h0,a-h1,b-h0,b-h1, ", describe(again, place_jobs(again, {fresh})));
+  // Once b heartbeats again, the retry may go there too.
+  again.hosts[2].heard_at = again.hosts[3].heard_at = t0 + seconds(3);
+  for (ClusterHost& h : again.hosts) std::fill(h.core_job.begin(), h.core_job.end(), 0);
+  EXPECT_EQ("7@a:a-h0,a-h1,b-h0,b-h1, ", describe(again, place_jobs(again, {retry})));
 }
 
 TEST(ClusterPlacementTest, ASliceOneAgentHasStaysOnIt) {

@@ -1,0 +1,124 @@
+// The agent's membership over real tables (DESIGN §9): its heartbeat does
+// not depend on the connections its jobs use, and an agent declared lost
+// registers again under a new epoch.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <optional>
+#include <thread>
+
+#include "db/migrate.h"
+#include "db/test_cluster.h"
+#include "scheduler/pool.h"
+#include "service/agent.h"
+
+namespace tpujobs::service {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+class AgentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto conninfo = db::testing::create_schema();
+    ASSERT_TRUE(conninfo.ok()) << conninfo.error().message;
+    conninfo_ = *conninfo;
+    auto pool = db::ConnectionPool::create(conninfo_, 1);  // the agent's: one connection
+    ASSERT_TRUE(pool.ok());
+    pool_ = std::move(*pool);
+    ASSERT_TRUE(db::migrate(*pool_).ok());
+    auto observer = db::ConnectionPool::create(conninfo_, 1);
+    ASSERT_TRUE(observer.ok());
+    observer_ = std::move(*observer);
+    cluster_ = std::make_unique<db::ClusterRepository>(*observer_);
+  }
+
+  std::unique_ptr<Agent> start_agent() {
+    AgentOptions options;
+    options.name = "a";
+    options.conninfo = conninfo_;
+    auto layout = scheduler::parse_pool("v3-8");
+    EXPECT_TRUE(layout.ok());
+    options.layout = *layout;
+    for (std::size_t i = 0; i < options.layout.hosts.size(); ++i) {
+      options.layout.hosts[i].name = "a-h" + std::to_string(i);
+    }
+    options.heartbeat_interval = milliseconds(50);
+    auto agent = std::make_unique<Agent>(*pool_, options);
+    EXPECT_TRUE(agent->start().ok());
+    return agent;
+  }
+
+  std::optional<db::AgentRow> agent_row() {
+    auto agents = cluster_->list_agents();
+    if (!agents.ok()) return std::nullopt;
+    for (const db::AgentRow& row : *agents) {
+      if (row.name == "a") return row;
+    }
+    return std::nullopt;
+  }
+
+  // Polls `done` until it holds or the (generous) deadline passes.
+  template <class Done>
+  bool eventually(Done done) {
+    const auto deadline = std::chrono::steady_clock::now() + seconds(30);
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (done()) return true;
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    return false;
+  }
+
+  std::string conninfo_;
+  std::unique_ptr<db::ConnectionPool> pool_;
+  std::unique_ptr<db::ConnectionPool> observer_;
+  std::unique_ptr<db::ClusterRepository> cluster_;
+};
+
+TEST_F(AgentTest, HeartbeatsWhileItsJobsHoldEveryPooledConnection) {
+  std::unique_ptr<Agent> agent = start_agent();
+  std::optional<db::AgentRow> before = agent_row();
+  ASSERT_TRUE(before);
+  {
+    // Runners and telemetry hold the shared pool's only connection (a
+    // long write, a database that answers slowly): the heartbeat still
+    // reaches the table, so the leader does not declare the agent lost.
+    auto held = pool_->acquire(seconds(5));
+    ASSERT_TRUE(held.ok());
+    EXPECT_TRUE(eventually([&] {
+      std::optional<db::AgentRow> now = agent_row();
+      return now && now->last_heartbeat > before->last_heartbeat;
+    })) << "the heartbeat waited for a pooled connection";
+  }
+  EXPECT_EQ("alive", agent_row()->state);
+  agent->stop();
+  EXPECT_EQ("lost", agent_row()->state) << "a clean stop leaves the pool at once";
+}
+
+TEST_F(AgentTest, DeclaredLostItRegistersAgainUnderANewEpoch) {
+  std::unique_ptr<Agent> agent = start_agent();
+  const std::int64_t first = agent->epoch();
+  ASSERT_GT(first, 0);
+  // The leader declares it lost (as if its heartbeats had stopped arriving).
+  auto lost = cluster_->mark_lost(milliseconds(0));
+  ASSERT_TRUE(lost.ok());
+  ASSERT_EQ(std::vector<std::string>{"a"}, *lost);
+  ASSERT_TRUE(eventually([&] {
+    std::optional<db::AgentRow> row = agent_row();
+    return agent->epoch() != first && row && row->state == "alive" && row->epoch == agent->epoch();
+  })) << "epoch "
+      << agent->epoch() << ", first " << first;
+  EXPECT_GT(agent->epoch(), first);
+  // And it stays: one rejoin, not one per heartbeat that was under way.
+  const std::int64_t second = agent->epoch();
+  for (int beat = 0; beat < 3; ++beat) {
+    const auto last = agent_row()->last_heartbeat;
+    ASSERT_TRUE(eventually([&] { return agent_row()->last_heartbeat > last; }));
+  }
+  EXPECT_EQ(second, agent->epoch());
+  EXPECT_EQ(second, agent_row()->epoch);
+}
+
+}  // namespace
+}  // namespace tpujobs::service
