@@ -20,41 +20,6 @@ namespace {
 using db::JobState;
 using nlohmann::json;
 
-// This agent's part of a slice spanning agents (allocation.slice, written by
-// the scheduler leader).
-struct SliceRole {
-  std::int64_t placement = 0;
-  int rank = 0;
-  int first_host = 0;
-  int hosts = 0;
-  std::vector<int> hosts_per_rank;
-};
-
-std::optional<SliceRole> slice_role(const db::JobRow& row, const std::string& agent,
-                                    std::int64_t epoch) {
-  const json allocation = json::parse(row.allocation_json.value_or("{}"), nullptr, false);
-  if (!allocation.is_object() || !allocation.contains("slice") || !allocation["slice"].is_object())
-    return std::nullopt;
-  const json& slice = allocation["slice"];
-  const json parts = slice.value("parts", json::array());
-  std::optional<SliceRole> role;
-  SliceRole found;
-  found.placement = slice.value("placement", std::int64_t{0});
-  for (std::size_t rank = 0; rank < parts.size(); ++rank) {
-    const json& part = parts[rank];
-    if (!part.is_object()) return std::nullopt;
-    found.hosts_per_rank.push_back(part.value("hosts", 0));
-    if (part.value("agent", "") == agent && part.value("epoch", std::int64_t{-1}) == epoch) {
-      found.rank = static_cast<int>(rank);
-      found.first_host = part.value("first_host", 0);
-      found.hosts = part.value("hosts", 0);
-      role = found;
-    }
-  }
-  if (role) role->hosts_per_rank = found.hosts_per_rank;
-  return role;
-}
-
 // A part of a slice other than the first writes nothing about the job: the
 // first part's copy computes the same bits and reports them.
 class DiscardSink final : public executor::TrainingSink {
@@ -328,70 +293,38 @@ void Agent::reconcile() {
   base::MutexLock lock(mutex_);
   if (stopping_) return;
   const std::int64_t epoch = epoch_;
-  std::map<std::int64_t, const db::JobRow*> current;
-  std::map<std::int64_t, std::optional<SliceRole>> roles;
-  for (const db::JobRow& row : *placed) {
-    if (row.placement_epoch == epoch) current[row.id] = &row;
-  }
-  for (const db::JobRow& row : *parts) current[row.id] = &row;
-  std::set<std::int64_t> listed;  // placements still STARTING or RUNNING
-  for (auto it = current.begin(); it != current.end();) {
-    std::optional<SliceRole> role = slice_role(*it->second, options_.name, epoch);
-    if (role) listed.insert(role->placement);
-    const bool peer_of_another_epoch = it->second->agent != options_.name && !role;
-    if (peer_of_another_epoch || (role && ended_slice_placements_.count(role->placement))) {
-      it = current.erase(it);
-      continue;
-    }
-    roles[it->first] = std::move(role);
-    ++it;
-  }
-  // A placement no longer listed never comes back: forget it.
-  std::erase_if(ended_slice_placements_,
-                [&](std::int64_t placement) { return !listed.count(placement); });
-  for (auto& [id, run] : runs_) {
-    auto it = current.find(id);
-    const bool other_placement =
-        it != current.end() && run->slice.has_value() != roles[id].has_value();
-    const bool other_slice = it != current.end() && run->slice && roles[id] &&
-                             run->slice->placement != roles[id]->placement;
-    if (it == current.end() || run->epoch != epoch || other_placement || other_slice) {
-      // Requeued, cancelled, released or failed elsewhere: this copy is stale.
-      StopReason none = StopReason::kNone;
-      run->stop_reason.compare_exchange_strong(none, StopReason::kMovedOn);
-      run->cancel = true;
-    } else if (it->second->cancel_requested && !run->peer()) {
-      // The first part stops at a step boundary and closes its collective;
-      // the other parts end on that (a part stopping first would fail the
-      // first part's step instead).
-      StopReason none = StopReason::kNone;
-      run->stop_reason.compare_exchange_strong(none, StopReason::kUserCancel);
-      run->cancel = true;
-    } else if (it->second->preempted_by && !run->peer()) {
-      // Preempted: stops at a checkpoint, as at a shutdown, and is requeued.
-      StopReason none = StopReason::kNone;
-      run->preempted_by = *it->second->preempted_by;
-      run->checkpoint_on_cancel = true;
-      if (run->stop_reason.compare_exchange_strong(none, StopReason::kPreempted))
-        run->cancel = true;
+  std::map<std::int64_t, RunningCopy> copies;
+  for (const auto& [id, run] : runs_) copies[id] = {run->epoch, run->slice};
+  SupervisionPlan plan =
+      plan_supervision(options_.name, epoch, *placed, *parts, copies, ended_slice_placements_);
+  ended_slice_placements_ = std::move(plan.ended_slice_placements);
+  for (const StopRun& stop : plan.stop) {
+    Run& run = *runs_.at(stop.job);
+    StopReason none = StopReason::kNone;
+    if (stop.why == StopReason::kPreempted) {
+      // Stops at a checkpoint, as at a shutdown, and is requeued.
+      run.preempted_by = stop.preempted_by;
+      run.checkpoint_on_cancel = true;
+      if (run.stop_reason.compare_exchange_strong(none, stop.why)) run.cancel = true;
+    } else {
+      run.stop_reason.compare_exchange_strong(none, stop.why);
+      run.cancel = true;
     }
   }
-  for (const auto& [id, row] : current) {
-    if (runs_.count(id)) continue;
+  for (StartRun& start : plan.start) {
     auto run = std::make_shared<Run>();
-    run->row = *row;
+    run->row = std::move(start.row);
     run->epoch = epoch;
-    run->slice = roles[id];
-    if (row->cancel_requested && !run->peer()) {
-      run->stop_reason = StopReason::kUserCancel;
+    run->slice = std::move(start.slice);
+    if (start.stop != StopReason::kNone) {
+      run->stop_reason = start.stop;
       run->cancel = true;
-    } else if (row->preempted_by && !run->peer()) {
-      run->preempted_by = *row->preempted_by;
-      run->checkpoint_on_cancel = true;
-      run->stop_reason = StopReason::kPreempted;
-      run->cancel = true;
+      if (start.stop == StopReason::kPreempted) {
+        run->preempted_by = start.preempted_by;
+        run->checkpoint_on_cancel = true;
+      }
     }
-    runs_[id] = run;
+    runs_[run->row.id] = run;
     run->thread = std::thread([this, run] { run_job(run); });
   }
 }

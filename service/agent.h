@@ -35,6 +35,7 @@
 #include "executor/slice_collective.h"
 #include "executor/worker_pool.h"
 #include "scheduler/pool.h"
+#include "service/run_supervisor.h"
 #include "service/telemetry_writer.h"
 
 namespace tpujobs::service {
@@ -77,17 +78,15 @@ class Agent {
   struct Run;
   class Sink;
   class RendezvousRows;
-  // kPreempted: the leader marked the job preempted_by a waiting job of
-  // higher priority; it stops at a checkpoint and is requeued (issue 17).
-  enum class StopReason { kNone, kUserCancel, kMovedOn, kShutdown, kPreempted };
+  using StopReason = RunStop;  // service/run_supervisor.h
 
   void supervise_loop();
   void heartbeat_loop();
   // Stops every copy and registers again under a new epoch (the heartbeat
   // found this agent declared lost).
   void rejoin();
-  // One look at the jobs placed here: start new ones, pass cancels on,
-  // stop copies whose job moved on.
+  // One look at the jobs placed here (plan_supervision): start new ones,
+  // pass cancels on, stop copies whose job moved on.
   void reconcile();
   void stop_all_locked(StopReason reason) REQUIRES(mutex_);
   void run_job(std::shared_ptr<Run> run);

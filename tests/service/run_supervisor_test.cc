@@ -1,0 +1,141 @@
+// The agent's run supervisor (service/run_supervisor.h): which copies an
+// agent starts and stops after one read of the jobs placed on it.
+#include "service/run_supervisor.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace tpujobs::service {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::int64_t kEpoch = 5;
+
+db::JobRow placed_here(std::int64_t id, std::int64_t epoch = kEpoch) {
+  db::JobRow row;
+  row.id = id;
+  row.state = db::JobState::kRunning;
+  row.agent = "a";
+  row.placement_epoch = epoch;
+  row.allocation_json = R"({"agent": "a"})";
+  return row;
+}
+
+// A slice spanning agents a (rank 0) and b (rank 1), placement `placement`.
+db::JobRow spanning(std::int64_t id, std::int64_t placement, std::int64_t b_epoch = kEpoch) {
+  db::JobRow row = placed_here(id, /*epoch=*/9);
+  row.agent = "a";
+  row.allocation_json =
+      json{{"slice",
+            {{"placement", placement},
+             {"parts",
+              {{{"agent", "a"}, {"epoch", 9}, {"first_host", 0}, {"hosts", 2}},
+               {{"agent", "b"}, {"epoch", b_epoch}, {"first_host", 2}, {"hosts", 2}}}}}}}
+          .dump();
+  return row;
+}
+
+std::vector<std::int64_t> started(const SupervisionPlan& plan) {
+  std::vector<std::int64_t> ids;
+  for (const StartRun& s : plan.start) ids.push_back(s.row.id);
+  return ids;
+}
+
+TEST(RunSupervisor, StartsTheJobsPlacedUnderItsCurrentEpochOnly) {
+  const std::vector<db::JobRow> placed{placed_here(1), placed_here(2, /*epoch=*/4)};
+  const SupervisionPlan plan = plan_supervision("a", kEpoch, placed, {}, {}, {});
+  EXPECT_EQ(std::vector<std::int64_t>{1}, started(plan)) << "job 2 was placed on a lost epoch";
+  EXPECT_TRUE(plan.stop.empty());
+  EXPECT_EQ(RunStop::kNone, plan.start[0].stop);
+  EXPECT_FALSE(plan.start[0].slice);
+}
+
+TEST(RunSupervisor, ACopyWhoseJobMovedOnStopsWithoutWriting) {
+  const std::map<std::int64_t, RunningCopy> runs{
+      {1, {kEpoch, std::nullopt}},  // no longer listed: requeued or ended
+      {2, {4, std::nullopt}},       // started under an older epoch
+      {3, {kEpoch, std::nullopt}},  // still here
+  };
+  const std::vector<db::JobRow> placed{placed_here(2), placed_here(3)};
+  const SupervisionPlan plan = plan_supervision("a", kEpoch, placed, {}, runs, {});
+  ASSERT_EQ(2u, plan.stop.size());
+  EXPECT_EQ(1, plan.stop[0].job);
+  EXPECT_EQ(RunStop::kMovedOn, plan.stop[0].why);
+  EXPECT_EQ(2, plan.stop[1].job);
+  EXPECT_EQ(RunStop::kMovedOn, plan.stop[1].why);
+  EXPECT_TRUE(plan.start.empty()) << "a job with a copy is not started twice";
+}
+
+TEST(RunSupervisor, ACancelOrAPreemptionStopsTheFirstPartOnly) {
+  db::JobRow cancelled = spanning(1, /*placement=*/30);
+  cancelled.cancel_requested = true;
+  db::JobRow preempted = placed_here(2);
+  preempted.preempted_by = 7;
+  const std::map<std::int64_t, RunningCopy> first_part{{1, {9, slice_role(cancelled, "a", 9)}}};
+  SupervisionPlan plan = plan_supervision("a", 9, {cancelled}, {}, first_part, {});
+  ASSERT_EQ(1u, plan.stop.size());
+  EXPECT_EQ(RunStop::kUserCancel, plan.stop[0].why);
+  const std::map<std::int64_t, RunningCopy> whole{{2, {kEpoch, std::nullopt}}};
+  plan = plan_supervision("a", kEpoch, {preempted}, {}, whole, {});
+  ASSERT_EQ(1u, plan.stop.size());
+  EXPECT_EQ(RunStop::kPreempted, plan.stop[0].why);
+  EXPECT_EQ(7, plan.stop[0].preempted_by);
+
+  // b, a later part: it ends when the first part closes the collective.
+  const std::map<std::int64_t, RunningCopy> on_b{{1, {kEpoch, slice_role(cancelled, "b", kEpoch)}}};
+  plan = plan_supervision("b", kEpoch, {}, {cancelled}, on_b, {});
+  EXPECT_TRUE(plan.stop.empty());
+}
+
+TEST(RunSupervisor, AJobCancelledOrPreemptedBeforeItsCopyStartedStartsOnlyToEnd) {
+  db::JobRow cancelled = placed_here(1);
+  cancelled.cancel_requested = true;
+  db::JobRow preempted = placed_here(2);
+  preempted.preempted_by = 7;
+  const SupervisionPlan plan = plan_supervision("a", kEpoch, {cancelled, preempted}, {}, {}, {});
+  ASSERT_EQ(2u, plan.start.size());
+  EXPECT_EQ(RunStop::kUserCancel, plan.start[0].stop);
+  EXPECT_EQ(RunStop::kPreempted, plan.start[1].stop);
+  EXPECT_EQ(7, plan.start[1].preempted_by);
+}
+
+TEST(RunSupervisor, APartOfASpanningSliceStartsOnceAndItsEndedPlacementIsForgottenWhenUnlisted) {
+  const db::JobRow job = spanning(1, /*placement=*/30);
+  SupervisionPlan plan = plan_supervision("b", kEpoch, {}, {job}, {}, {});
+  ASSERT_EQ(std::vector<std::int64_t>{1}, started(plan));
+  ASSERT_TRUE(plan.start[0].slice);
+  EXPECT_EQ(1, plan.start[0].slice->rank);
+  EXPECT_EQ(2, plan.start[0].slice->first_host);
+  EXPECT_EQ((std::vector<int>{2, 2}), plan.start[0].slice->hosts_per_rank);
+  // Its part here ended (the runner finished) while the job is still listed:
+  // not started again.
+  plan = plan_supervision("b", kEpoch, {}, {job}, {}, {30});
+  EXPECT_TRUE(plan.start.empty());
+  EXPECT_EQ(std::set<std::int64_t>{30}, plan.ended_slice_placements);
+  // No longer listed: forgotten.
+  plan = plan_supervision("b", kEpoch, {}, {}, {}, {30});
+  EXPECT_TRUE(plan.ended_slice_placements.empty());
+  // A part for another epoch of b (b was lost and rejoined): not b's now.
+  plan = plan_supervision("b", kEpoch + 1, {}, {spanning(2, 31)}, {}, {});
+  EXPECT_TRUE(plan.start.empty());
+}
+
+TEST(RunSupervisor, ACopyOfAnotherSlicePlacementOfTheSameJobStops) {
+  const db::JobRow old_slice = spanning(1, /*placement=*/30);
+  const db::JobRow new_slice = spanning(1, /*placement=*/31);
+  const std::map<std::int64_t, RunningCopy> runs{{1, {kEpoch, slice_role(old_slice, "b", kEpoch)}}};
+  SupervisionPlan plan = plan_supervision("b", kEpoch, {}, {new_slice}, runs, {});
+  ASSERT_EQ(1u, plan.stop.size());
+  EXPECT_EQ(RunStop::kMovedOn, plan.stop[0].why);
+  EXPECT_TRUE(plan.start.empty()) << "started by the next look, once the old copy is gone";
+  // Placed whole here now, where it ran as a part: stale too.
+  db::JobRow whole = placed_here(1);
+  whole.agent = "b";
+  plan = plan_supervision("b", kEpoch, {whole}, {}, runs, {});
+  ASSERT_EQ(1u, plan.stop.size());
+}
+
+}  // namespace
+}  // namespace tpujobs::service
