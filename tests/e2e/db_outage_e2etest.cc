@@ -376,9 +376,9 @@ TEST(DatabaseOutage, ServiceRidesOutAStoppedPostgres) {
   }
 
   // The refused cancel did not end the job; one sent now does.
-  EXPECT_EQ(service.get("/v1/jobs/" + std::to_string(queued_id)).json()["state"], "QUEUED");
+  EXPECT_EQ(job_view(service, queued_id)["state"], "QUEUED");
   EXPECT_EQ(service.post(cancel_path).status, 202);
-  EXPECT_EQ(service.get("/v1/jobs/" + std::to_string(queued_id)).json()["state"], "CANCELLED");
+  EXPECT_EQ(job_view(service, queued_id)["state"], "CANCELLED");
 
   // ---- the running jobs finish as if nothing happened
   for (std::int64_t id : ids) {

@@ -196,7 +196,7 @@ TEST(Service, AWaitingJobIsToldWhenTheTimeLimitsAheadOfItEnd) {
   waiting["trainer"]["devices"] = 8;
   waiting["timeout"] = "5m";
   const std::int64_t second = submit(service(), waiting);
-  const json view = service().get("/v1/jobs/" + std::to_string(second)).json();
+  const json view = job_view(service(), second);
   EXPECT_EQ(view["state"], "QUEUED") << view.dump();
   EXPECT_EQ(view["pending_reason"], "Resources") << view.dump();
   ASSERT_TRUE(view["estimated_start"].is_string()) << view.dump();
