@@ -18,6 +18,7 @@
 #include "db/connection.h"
 #include "db/embedded_postgres.h"
 #include "db/test_cluster.h"
+#include "jobs_api.h"
 #include "own_postgres.h"
 #include "service_process.h"
 #include "training_jobs.h"
@@ -52,10 +53,8 @@ json long_spec(const std::string& name, int seed, int epochs) {
 int epochs_for_the_long_jobs(const ServiceProcess& service,
                              std::int64_t* calibration_id = nullptr) {
   const double cpu_before = cpu_seconds(service.pid());
-  const HttpResponse created = service.post("/v1/jobs", long_spec("calibration", 1, 2).dump());
-  EXPECT_EQ(created.status, 201) << created.body;
-  if (created.status != 201) return 0;
-  const std::int64_t id = created.json()["id"].get<std::int64_t>();
+  const std::int64_t id = submit(service, long_spec("calibration", 1, 2));
+  if (id == 0) return 0;
   if (calibration_id != nullptr) *calibration_id = id;
   const json done = service.wait_terminal(id);
   EXPECT_EQ(done["state"], "SUCCEEDED") << done.dump();
@@ -377,9 +376,9 @@ TEST(DatabaseOutage, ServiceRidesOutAStoppedPostgres) {
   }
 
   // The refused cancel did not end the job; one sent now does.
-  EXPECT_EQ(service.get("/v1/jobs/" + std::to_string(queued_id)).json()["state"], "QUEUED");
+  EXPECT_EQ(job_view(service, queued_id)["state"], "QUEUED");
   EXPECT_EQ(service.post(cancel_path).status, 202);
-  EXPECT_EQ(service.get("/v1/jobs/" + std::to_string(queued_id)).json()["state"], "CANCELLED");
+  EXPECT_EQ(job_view(service, queued_id)["state"], "CANCELLED");
 
   // ---- the running jobs finish as if nothing happened
   for (std::int64_t id : ids) {

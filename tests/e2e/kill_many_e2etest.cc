@@ -10,6 +10,7 @@
 
 #include <thread>
 
+#include "jobs_api.h"
 #include "service_process.h"
 #include "training_jobs.h"
 
@@ -63,10 +64,8 @@ std::vector<std::int64_t> submit_all(const ServiceProcess& service, const std::s
   on_every_host(service, "drain");
   std::vector<std::int64_t> ids;
   for (int i = 0; i < kJobs; ++i) {
-    HttpResponse created =
-        service.post("/v1/jobs", job_spec(i, prefix + "-" + std::to_string(i)).dump());
-    EXPECT_EQ(created.status, 201) << created.body;
-    if (created.status == 201) ids.push_back(created.json()["id"].get<std::int64_t>());
+    const std::int64_t id = submit(service, job_spec(i, prefix + "-" + std::to_string(i)));
+    if (id != 0) ids.push_back(id);
   }
   on_every_host(service, "recover");
   return ids;
@@ -93,7 +92,7 @@ std::string start_ten_jobs(const ServiceProcess& service, const std::string& pre
     jobs->checkpoints.clear();
     bool all = true;
     for (std::int64_t id : jobs->ids) {
-      last = service.get("/v1/jobs/" + std::to_string(id)).json();
+      last = job_view(service, id);
       if (!last.is_object()) return "no view of job " + std::to_string(id);
       const std::string state = last.value("state", "");
       if (state == "SUCCEEDED" || state == "FAILED" || state == "CANCELLED") {

@@ -13,7 +13,6 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -23,6 +22,7 @@
 #include <thread>
 
 #include "../service/openssl_hmac.h"
+#include "jobs_api.h"
 #include "own_postgres.h"
 #include "service_process.h"
 #include "training_jobs.h"
@@ -31,7 +31,6 @@ namespace tpujobs::testing {
 namespace {
 
 using nlohmann::json;
-using Clock = std::chrono::steady_clock;
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
@@ -109,23 +108,10 @@ class Receiver {
   std::thread thread_;
 };
 
-json short_job(const std::string& name) {
-  BlobsJob spec;
-  spec.name = name;
-  spec.samples = 320;
-  return blobs_job_spec(spec);
-}
-
 json notifying(json spec, int port, json events = json::array({"finished"})) {
   spec["notify"] = {{"url", "http://127.0.0.1:" + std::to_string(port) + "/hooks/tpujobs"},
                     {"events", std::move(events)}};
   return spec;
-}
-
-std::int64_t submit(const ServiceProcess& service, const json& spec) {
-  HttpResponse r = service.post("/v1/jobs", spec.dump());
-  EXPECT_EQ(r.status, 201) << r.body;
-  return r.status == 201 ? r.json()["id"].get<std::int64_t>() : 0;
 }
 
 json notifications(const ServiceProcess& service, std::int64_t id) {
@@ -133,17 +119,12 @@ json notifications(const ServiceProcess& service, std::int64_t id) {
 }
 
 // Polls the job's deliveries until `done` holds (or the deadline passes).
-template <class Done>
-json wait_notifications(const ServiceProcess& service, std::int64_t id, Done done,
-                        std::chrono::seconds timeout = std::chrono::seconds(120)) {
-  const auto deadline = Clock::now() + timeout;
-  json view;
-  while (Clock::now() < deadline) {
-    view = notifications(service, id);
-    if (view.is_object() && done(view["notifications"])) return view;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return view;
+json wait_notifications(const ServiceProcess& service, std::int64_t id,
+                        const std::function<bool(const json&)>& done) {
+  return poll_until([&] { return notifications(service, id); },
+                    [&](const json& view) {
+                      return view.contains("notifications") && done(view["notifications"]);
+                    });
 }
 
 bool all_settled(const json& list, std::size_t count) {
@@ -174,20 +155,20 @@ TEST(NotificationsSingleProcess, SignedRetriedRecordedAndRefusedOffTheAllowList)
 
   // Without a secret the tenant cannot ask for notifications.
   HttpResponse no_secret =
-      service.post("/v1/jobs", notifying(short_job("x"), receiver.port()).dump());
+      service.post("/v1/jobs", notifying(short_job_spec("x"), receiver.port()).dump());
   ASSERT_EQ(no_secret.status, 422) << no_secret.body;
   EXPECT_EQ(no_secret.json()["errors"][0]["field"], "notify") << no_secret.body;
   const std::string secret = rotate_secret(service);
   ASSERT_EQ(secret.rfind("tpjn_", 0), 0u) << secret;
 
   // A URL off the allow-list is refused at submit, naming the field.
-  HttpResponse refused = service.post("/v1/jobs", notifying(short_job("x"), 9).dump());
+  HttpResponse refused = service.post("/v1/jobs", notifying(short_job_spec("x"), 9).dump());
   ASSERT_EQ(refused.status, 422) << refused.body;
   EXPECT_EQ(refused.json()["errors"][0]["field"], "notify.url") << refused.body;
   EXPECT_NE(refused.json()["errors"][0]["hint"].get<std::string>().find("--notify-allow"),
             std::string::npos);
 
-  const std::int64_t id = submit(service, notifying(short_job("hooked"), receiver.port()));
+  const std::int64_t id = submit(service, notifying(short_job_spec("hooked"), receiver.port()));
   ASSERT_EQ(service.wait_terminal(id)["state"], "SUCCEEDED");
   const json list =
       wait_notifications(service, id, [](const json& l) { return all_settled(l, 1); });
@@ -215,7 +196,7 @@ TEST(NotificationsSingleProcess, SignedRetriedRecordedAndRefusedOffTheAllowList)
     EXPECT_EQ(got[i].headers.at("x-tpujobs-signature"), "sha256=" + expected);
   }
   const json body = json::parse(got[0].body, nullptr, false);
-  const json view = service.get("/v1/jobs/" + std::to_string(id)).json();
+  const json view = job_view(service, id);
   ASSERT_TRUE(body.is_object()) << got[0].body;
   for (const char* key : {"id", "name", "state", "tenant", "created_at", "started_at",
                           "finished_at", "result", "spec"}) {
@@ -231,7 +212,7 @@ TEST(NotificationsSingleProcess, SignedRetriedRecordedAndRefusedOffTheAllowList)
   EXPECT_NE(rotate_secret(service), secret);
 
   // A delivery pending when the service stops is sent by the next start.
-  const std::int64_t later = submit(service, notifying(short_job("later"), flaky.port()));
+  const std::int64_t later = submit(service, notifying(short_job_spec("later"), flaky.port()));
   const json first_try = wait_notifications(
       service, later, [](const json& l) { return l.size() == 1 && !l[0]["attempts"].empty(); });
   ASSERT_EQ(first_try["notifications"][0]["attempts"][0]["status_code"], 503) << first_try.dump();
@@ -269,8 +250,8 @@ TEST(NotificationsCluster, TwoReplicasDeliverEachEventOnce) {
   std::vector<std::int64_t> ids;
   for (int i = 0; i < 4; ++i) {
     const ServiceProcess& via = i % 2 ? replica_b : replica_a;
-    ids.push_back(submit(via, notifying(short_job("hooked-" + std::to_string(i)), receiver.port(),
-                                        json::array({"started", "finished"}))));
+    ids.push_back(submit(via, notifying(short_job_spec("hooked-" + std::to_string(i)),
+                                        receiver.port(), json::array({"started", "finished"}))));
   }
   for (std::int64_t id : ids) {
     ASSERT_EQ(replica_a.wait_terminal(id)["state"], "SUCCEEDED");

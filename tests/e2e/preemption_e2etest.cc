@@ -9,11 +9,10 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <thread>
 
+#include "jobs_api.h"
 #include "own_postgres.h"
 #include "service_process.h"
 #include "training_jobs.h"
@@ -22,36 +21,11 @@ namespace tpujobs::testing {
 namespace {
 
 using nlohmann::json;
-using Clock = std::chrono::steady_clock;
-
-std::int64_t submit(const ServiceProcess& service, const json& spec) {
-  HttpResponse r = service.post("/v1/jobs", spec.dump());
-  EXPECT_EQ(r.status, 201) << r.body;
-  return r.status == 201 ? r.json()["id"].get<std::int64_t>() : 0;
-}
-
-json job(const ServiceProcess& service, std::int64_t id) {
-  return service.get("/v1/jobs/" + std::to_string(id)).json();
-}
-
-template <class Done>
-json wait_until(const ServiceProcess& service, std::int64_t id, Done done,
-                std::chrono::seconds timeout = std::chrono::seconds(120)) {
-  const auto deadline = Clock::now() + timeout;
-  json view;
-  while (Clock::now() < deadline) {
-    view = job(service, id);
-    if (view.is_object() && done(view)) return view;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return view;
-}
 
 // The reasons of the job's events, one per line.
 std::string event_reasons(const ServiceProcess& service, std::int64_t id) {
   std::string out;
-  const json events = service.get("/v1/jobs/" + std::to_string(id) + "/events").json();
-  for (const json& e : events["events"]) out += e.value("reason", "") + "\n";
+  for (const json& e : job_events(service, id)) out += e.value("reason", "") + "\n";
   return out;
 }
 
@@ -101,13 +75,13 @@ void non_preemptible_job_is_never_preempted(const ServiceProcess& service) {
   EXPECT_GT(waiting["priority_parts"]["fair_share"].get<double>(), 0) << waiting.dump();
   // The pass that found it waiting would have asked the fixed job to stop at
   // its next step: 60 steps later it still runs, never requeued.
-  const std::int64_t step = job(service, fixed)["progress"]["step"].get<std::int64_t>();
+  const std::int64_t step = job_view(service, fixed)["progress"]["step"].get<std::int64_t>();
   const json later = wait_for_step(service, fixed, step + 60);
   EXPECT_EQ(later["state"], "RUNNING") << later.dump();
   EXPECT_GE(later["progress"]["step"].get<std::int64_t>(), step + 60) << later.dump();
   EXPECT_EQ(event_reasons(service, fixed).find("Preempted"), std::string::npos)
       << event_reasons(service, fixed);
-  EXPECT_EQ(job(service, high)["state"], "QUEUED");
+  EXPECT_EQ(job_view(service, high)["state"], "QUEUED");
   ASSERT_EQ(service.post("/v1/jobs/" + std::to_string(fixed) + "/cancel").status, 202);
   EXPECT_EQ(service.wait_terminal(fixed)["state"], "CANCELLED");
   EXPECT_EQ(service.wait_terminal(high)["state"], "SUCCEEDED");
@@ -142,12 +116,12 @@ void higher_priority_preempts_and_the_victim_resumes(ServiceProcess& service) {
   ASSERT_EQ(wait_for_step(service, high, 10)["state"], "RUNNING");
   ASSERT_EQ(service.stop(), 0);
   ASSERT_EQ(service.start(), "");
-  const json again = job(service, low);
+  const json again = job_view(service, low);
   EXPECT_EQ(again["state"], "QUEUED") << again.dump();
   EXPECT_EQ(again["pending_reason"], "Preempted") << again.dump();
   EXPECT_EQ(again.value("preempted_by", 0), high) << again.dump();
   ASSERT_EQ(wait_for_step(service, high, 20)["state"], "RUNNING");
-  EXPECT_EQ(job(service, low)["state"], "QUEUED");
+  EXPECT_EQ(job_view(service, low)["state"], "QUEUED");
   ASSERT_EQ(service.post("/v1/jobs/" + std::to_string(high) + "/cancel").status, 202);
 
   EXPECT_EQ(service.wait_terminal(high)["state"], "CANCELLED");
@@ -184,47 +158,31 @@ TEST(FairShareSingleProcess, TheTenantThatUsedLessGoesFirst) {
   ServiceProcess::Options options;
   options.pool = "v3-8";
   ServiceProcess service(options);
-  const std::map<std::string, std::string> a = {
-      {"Authorization", "Bearer " + create_token(service, "team-a", "user")}};
-  const std::map<std::string, std::string> b = {
-      {"Authorization", "Bearer " + create_token(service, "team-b", "user")}};
+  const Headers a = {{"Authorization", "Bearer " + create_token(service, "team-a", "user")}};
+  const Headers b = {{"Authorization", "Bearer " + create_token(service, "team-b", "user")}};
   ASSERT_EQ(service.start(), "");
-  auto post = [&](const auto& who, const json& spec) -> std::int64_t {
-    HttpResponse r = http(service.port(), "POST", "/v1/jobs", spec.dump(), who);
-    EXPECT_EQ(r.status, 201) << r.body;
-    return r.status == 201 ? r.json()["id"].get<std::int64_t>() : 0;
-  };
-  auto view = [&](const auto& who, std::int64_t id) {
-    return http(service.port(), "GET", "/v1/jobs/" + std::to_string(id), "", who).json();
-  };
-  auto wait_for = [&](const auto& who, std::int64_t id, auto done) {
-    json j;
-    for (const auto deadline = Clock::now() + std::chrono::seconds(120); Clock::now() < deadline;
-         std::this_thread::sleep_for(std::chrono::milliseconds(50))) {
-      j = view(who, id);
-      if (j.is_object() && done(j)) break;
-    }
-    return j;
+  auto wait_for = [&](const Headers& who, std::int64_t id, auto done) {
+    return wait_until(service, id, done, std::chrono::seconds(120), who);
   };
   auto ended = [](const json& j) {
     return j["state"] == "SUCCEEDED" || j["state"] == "FAILED" || j["state"] == "CANCELLED";
   };
 
   // a uses the host.
-  const std::int64_t used = post(a, host_short_job("a-used", 0));
+  const std::int64_t used = submit(service, host_short_job("a-used", 0), a);
   ASSERT_EQ(wait_for(a, used, ended)["state"], "SUCCEEDED");
   // A blocker holds the host while both queue, a first.
-  const std::int64_t blocker = post(a, host_long_job("a-blocker"));
+  const std::int64_t blocker = submit(service, host_long_job("a-blocker"), a);
   ASSERT_EQ(wait_for(a, blocker, [](const json& j) { return j["state"] == "RUNNING"; })["state"],
             "RUNNING");
-  const std::int64_t first = post(a, host_short_job("a-queued", 0));
-  const std::int64_t second = post(b, host_short_job("b-queued", 0));
+  const std::int64_t first = submit(service, host_short_job("a-queued", 0), a);
+  const std::int64_t second = submit(service, host_short_job("b-queued", 0), b);
   // The factors are re-read from the stored usage within seconds.
   const json b_view = wait_for(b, second, [](const json& j) {
     return j["queue_position"] == 1 && j["priority_parts"]["fair_share"] == 1.0;
   });
   EXPECT_EQ(b_view["queue_position"], 1) << b_view.dump();
-  const json a_view = view(a, first);
+  const json a_view = job_view(service, first, a);
   EXPECT_EQ(a_view["queue_position"], 2) << a_view.dump();
   EXPECT_LT(a_view["priority_parts"]["fair_share"].get<double>(), 1.0) << a_view.dump();
   EXPECT_LT(a_view["priority_parts"]["effective"].get<double>(),

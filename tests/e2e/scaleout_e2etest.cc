@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "jobs_api.h"
 #include "own_postgres.h"
 #include "service_process.h"
 #include "training_jobs.h"
@@ -58,30 +59,6 @@ class ScaleOut : public ::testing::Test {
     return agents;
   }
 
-  static std::int64_t submit(const ServiceProcess& replica, const json& spec) {
-    HttpResponse r = replica.post("/v1/jobs", spec.dump());
-    EXPECT_EQ(r.status, 201) << r.body;
-    return r.status == 201 ? r.json()["id"].get<std::int64_t>() : 0;
-  }
-
-  static json job(const ServiceProcess& replica, std::int64_t id) {
-    return replica.get("/v1/jobs/" + std::to_string(id)).json();
-  }
-
-  // Polls until `done(job)` or the timeout; returns the last view.
-  template <class Done>
-  static json wait_until(const ServiceProcess& replica, std::int64_t id, Done done,
-                         std::chrono::seconds timeout = std::chrono::seconds(120)) {
-    const auto deadline = Clock::now() + timeout;
-    json view;
-    while (Clock::now() < deadline) {
-      view = job(replica, id);
-      if (view.is_object() && done(view)) return view;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return view;
-  }
-
   static std::string agent_of(const json& view) {
     return view["allocation"].is_object() ? view["allocation"].value("agent", "") : "";
   }
@@ -89,8 +66,7 @@ class ScaleOut : public ::testing::Test {
   // How many times the job went to RUNNING.
   static int runs(const ServiceProcess& replica, std::int64_t id) {
     int n = 0;
-    const json events = replica.get("/v1/jobs/" + std::to_string(id) + "/events").json();
-    for (const json& e : events["events"]) {
+    for (const json& e : job_events(replica, id)) {
       n += e["to"] == "RUNNING" ? 1 : 0;
     }
     return n;
@@ -218,7 +194,7 @@ TEST_F(ScaleOut, FailingAHostMovesItsJobToAHealthyHostOfAnotherAgent) {
   HttpResponse failed = replica_a->post("/v1/pool/hosts/agent-1-h0:fail");
   ASSERT_EQ(failed.status, 200) << failed.body;
   EXPECT_EQ(failed.json()["affected_jobs"], json::array({id})) << running.dump() << "\n"
-                                                               << job(*replica_a, id).dump();
+                                                               << job_view(*replica_a, id).dump();
   const json done = replica_a->wait_terminal(id);
   EXPECT_EQ(done["state"], "SUCCEEDED") << done.dump();
   EXPECT_EQ(agent_of(done), "agent-2");
@@ -340,8 +316,7 @@ TEST_F(ScaleOut, KillingAnAgentOfASliceFailsTheStepOnItsPeersAndTheJobIsRetriedT
   const double took = seconds_since(killed);
   EXPECT_LT(took, kCollectiveTimeoutSeconds + 2.0) << requeued.dump();
   std::string reasons;
-  const json events = replica->get("/v1/jobs/" + std::to_string(id) + "/events").json();
-  for (const json& e : events["events"]) {
+  for (const json& e : job_events(*replica, id)) {
     reasons += e.value("reason", "") + "\n";
   }
   EXPECT_NE(reasons.find("UNAVAILABLE: failed to connect to all addresses"), std::string::npos)
@@ -357,8 +332,7 @@ TEST_F(ScaleOut, KillingAnAgentOfASliceFailsTheStepOnItsPeersAndTheJobIsRetriedT
   // The retry is not placed on the killed agent, still alive until declared
   // lost (it was not heard from since the failure): one attempt spent.
   EXPECT_EQ(done.value("attempt", 0), 1) << done.dump();
-  const json history = replica->get("/v1/jobs/" + std::to_string(id) + "/events").json();
-  for (const json& e : history["events"])
+  for (const json& e : job_events(*replica, id))
     std::printf("  -> %s: %s\n", e.value("to", "").c_str(), e.value("reason", "").c_str());
   EXPECT_EQ(done["progress"].value("step", 0), epochs * 11) << done.dump();
   EXPECT_GE(resumed_from_step(*replica, id), 5);
@@ -411,8 +385,7 @@ TEST_F(ScaleOut, StoppingAPeerAgentGracefullyRequeuesTheSliceWithoutSpendingARet
   EXPECT_EQ(done["progress"].value("step", 0), epochs * 11) << done.dump();
   EXPECT_GE(resumed_from_step(*replica, id), 5);
   std::string reasons;
-  const json events = replica->get("/v1/jobs/" + std::to_string(id) + "/events").json();
-  for (const json& e : events["events"]) reasons += e.value("reason", "") + "\n";
+  for (const json& e : job_events(*replica, id)) reasons += e.value("reason", "") + "\n";
   EXPECT_NE(reasons.find("Agent " + peer + " stopping"), std::string::npos) << reasons;
   EXPECT_EQ(reasons.find("UNAVAILABLE"), std::string::npos) << reasons;
   for (const json& part : done["allocation"]["slice"]["parts"]) EXPECT_NE(part["agent"], peer);

@@ -6,8 +6,8 @@
 #include <iomanip>
 #include <set>
 #include <sstream>
-#include <thread>
 
+#include "jobs_api.h"
 #include "service_process.h"
 
 namespace tpujobs::testing {
@@ -44,12 +44,6 @@ json quick_spec(const std::string& name, int epochs = 3) {
           {"optimizer", {{"type", "adam"}, {"lr", 0.01}}}};
 }
 
-std::int64_t submit(const json& spec, const std::map<std::string, std::string>& headers = {}) {
-  HttpResponse r = service().post("/v1/jobs", spec.dump(), headers);
-  EXPECT_EQ(r.status, 201) << r.body;
-  return r.json().value("id", std::int64_t{0});
-}
-
 TEST(Service, DigitsExampleRunsFromQueuedToSucceeded) {
   HttpResponse created = service().post("/v1/jobs", read_source_file("examples/digits-mlp.json"));
   ASSERT_EQ(created.status, 201) << created.body;
@@ -68,7 +62,7 @@ TEST(Service, DigitsExampleRunsFromQueuedToSucceeded) {
   EXPECT_FALSE(done["started_at"].is_null());
   EXPECT_FALSE(done["finished_at"].is_null());
 
-  const json events = service().get("/v1/jobs/" + std::to_string(id) + "/events").json()["events"];
+  const json events = job_events(service(), id);
   std::vector<std::string> states;
   for (const json& e : events) states.push_back(e["to"]);
   EXPECT_EQ(states, (std::vector<std::string>{"QUEUED", "STARTING", "RUNNING", "SUCCEEDED"}));
@@ -197,12 +191,12 @@ TEST(Service, AWaitingJobIsToldWhenTheTimeLimitsAheadOfItEnd) {
   blocker["timeout"] = "10m";
   blocker.erase("expect");
   const auto before = std::chrono::system_clock::now();
-  const std::int64_t first = submit(blocker);
+  const std::int64_t first = submit(service(), blocker);
   json waiting = quick_spec("behind-the-slice", 1);
   waiting["trainer"]["devices"] = 8;
   waiting["timeout"] = "5m";
-  const std::int64_t second = submit(waiting);
-  const json view = service().get("/v1/jobs/" + std::to_string(second)).json();
+  const std::int64_t second = submit(service(), waiting);
+  const json view = job_view(service(), second);
   EXPECT_EQ(view["state"], "QUEUED") << view.dump();
   EXPECT_EQ(view["pending_reason"], "Resources") << view.dump();
   ASSERT_TRUE(view["estimated_start"].is_string()) << view.dump();
@@ -241,11 +235,10 @@ TEST(Service, CancelStopsARunningJobAndASecondCancelIs409) {
       {"dataset", {{"synthetic", "blobs"}, {"n", 20000}, {"features", 64}, {"classes", 4}}},
       {"batch_size", 32}};
   spec["model"]["layers"][2]["out"] = 4;
-  const std::int64_t id = submit(spec);
-  for (int i = 0; i < 300; ++i) {
-    if (service().get("/v1/jobs/" + std::to_string(id)).json()["state"] == "RUNNING") break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  const std::int64_t id = submit(service(), spec);
+  wait_until(
+      service(), id, [](const json& j) { return j["state"] == "RUNNING"; },
+      std::chrono::seconds(15));
   HttpResponse cancel = service().post("/v1/jobs/" + std::to_string(id) + "/cancel");
   EXPECT_EQ(cancel.status, 202) << cancel.body;
   const json done = service().wait_terminal(id, std::chrono::seconds(30));
@@ -255,7 +248,7 @@ TEST(Service, CancelStopsARunningJobAndASecondCancelIs409) {
 
 TEST(Service, ListPagesNewestFirstWithoutDuplicatesOrGaps) {
   std::set<std::int64_t> submitted;
-  for (int i = 0; i < 5; ++i) submitted.insert(submit(quick_spec("page-me", 1)));
+  for (int i = 0; i < 5; ++i) submitted.insert(submit(service(), quick_spec("page-me", 1)));
   std::vector<std::int64_t> seen;
   std::string cursor;
   for (int page = 0; page < 10; ++page) {
@@ -273,7 +266,7 @@ TEST(Service, ListPagesNewestFirstWithoutDuplicatesOrGaps) {
 }
 
 TEST(Service, LogsFollowAsServerSentEventsUntilTheEnd) {
-  const std::int64_t id = submit(quick_spec("follow-me", 5));
+  const std::int64_t id = submit(service(), quick_spec("follow-me", 5));
   std::vector<std::int64_t> seqs;
   std::string end_state;
   const int status = read_event_stream(
@@ -331,13 +324,10 @@ TEST(Service, AFailedHostEndsItsJobWithUnavailable) {
       {"dataset", {{"synthetic", "blobs"}, {"n", 20000}, {"features", 64}, {"classes", 4}}},
       {"batch_size", 32}};
   spec["model"]["layers"][2]["out"] = 4;
-  const std::int64_t id = submit(spec);
-  json job;
-  for (int i = 0; i < 300; ++i) {
-    job = service().get("/v1/jobs/" + std::to_string(id)).json();
-    if (job["state"] == "RUNNING") break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  const std::int64_t id = submit(service(), spec);
+  const json job = wait_until(
+      service(), id, [](const json& j) { return j["state"] == "RUNNING"; },
+      std::chrono::seconds(15));
   ASSERT_EQ(job["state"], "RUNNING");
   const std::string host = job["allocation"]["hosts"][0];
   EXPECT_EQ(service().post("/v1/pool/hosts/" + host + ":fail").status, 200);

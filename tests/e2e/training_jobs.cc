@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include <thread>
+#include "jobs_api.h"
 
 namespace tpujobs::testing {
 
@@ -41,23 +41,24 @@ json restartable_job_spec(const std::string& name) {
                          .features = 64});
 }
 
+json short_job_spec(const std::string& name) {
+  return blobs_job_spec({.name = name, .samples = 320});
+}
+
 json wait_for_step(const ServiceProcess& service, std::int64_t id, std::int64_t step,
                    std::chrono::seconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  json job;
-  while (std::chrono::steady_clock::now() < deadline) {
-    job = service.get("/v1/jobs/" + std::to_string(id)).json();
-    if (job.is_object() && job["state"] == "RUNNING" && job["progress"].is_object() &&
-        job["progress"]["step"].get<std::int64_t>() >= step && job["last_checkpoint"].is_object()) {
-      return job;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return job;
+  return wait_until(
+      service, id,
+      [step](const json& job) {
+        return job["state"] == "RUNNING" && job["progress"].is_object() &&
+               job["progress"]["step"].get<std::int64_t>() >= step &&
+               job["last_checkpoint"].is_object();
+      },
+      timeout);
 }
 
 std::int64_t resumed_from_step(const ServiceProcess& service, std::int64_t id) {
-  const json events = service.get("/v1/jobs/" + std::to_string(id) + "/events").json()["events"];
+  const json events = job_events(service, id);
   const std::string prefix = "Resumed from the checkpoint at step ";
   std::int64_t step = -1;
   if (!events.is_array()) return step;

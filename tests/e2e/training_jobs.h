@@ -32,6 +32,10 @@ nlohmann::json blobs_job_spec(const BlobsJob& job);
 // in the middle of it, checkpointing every 10 steps.
 nlohmann::json restartable_job_spec(const std::string& name);
 
+// A blobs job of 8 steps on one core (320 samples, one epoch): it ends well
+// within a second of starting.
+nlohmann::json short_job_spec(const std::string& name);
+
 // Training steps an epoch of such a job on one core: 80% of the samples in
 // batches of 32 (for sample counts that divide evenly, as the tests use).
 constexpr std::int64_t blobs_steps_per_epoch(int samples) {

@@ -12,10 +12,10 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <thread>
 
 #include "../client/client_process.h"
 #include "db/test_cluster.h"
+#include "jobs_api.h"
 #include "own_postgres.h"
 #include "service_process.h"
 #include "training_jobs.h"
@@ -24,7 +24,6 @@ namespace tpujobs::testing {
 namespace {
 
 using nlohmann::json;
-using Clock = std::chrono::steady_clock;
 
 // A job that runs until cancelled: 100,000 epochs through a wide layer.
 json long_job(const std::string& name) {
@@ -37,46 +36,15 @@ json long_job(const std::string& name) {
   return blobs_job_spec(spec);
 }
 
-json short_job(const std::string& name) {
-  BlobsJob spec;
-  spec.name = name;
-  spec.samples = 320;
-  return blobs_job_spec(spec);
-}
-
 json depending(json spec, std::int64_t on, const std::string& condition) {
   spec["depends_on"] = json::array({{{"job", on}, {"condition", condition}}});
   return spec;
 }
 
-std::int64_t submit(const ServiceProcess& service, const json& spec) {
-  HttpResponse r = service.post("/v1/jobs", spec.dump());
-  EXPECT_EQ(r.status, 201) << r.body;
-  return r.status == 201 ? r.json()["id"].get<std::int64_t>() : 0;
-}
-
-json job(const ServiceProcess& service, std::int64_t id) {
-  return service.get("/v1/jobs/" + std::to_string(id)).json();
-}
-
-template <class Done>
-json wait_until(const ServiceProcess& service, std::int64_t id, Done done,
-                std::chrono::seconds timeout = std::chrono::seconds(120)) {
-  const auto deadline = Clock::now() + timeout;
-  json view;
-  while (Clock::now() < deadline) {
-    view = job(service, id);
-    if (view.is_object() && done(view)) return view;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return view;
-}
-
 // The time of the job's first move to `state` (ISO text, comparable as text).
 std::string first_event_at(const ServiceProcess& service, std::int64_t id,
                            const std::string& state) {
-  const json events = service.get("/v1/jobs/" + std::to_string(id) + "/events").json();
-  for (const json& e : events["events"]) {
+  for (const json& e : job_events(service, id)) {
     if (e["to"] == state) return e["at"].get<std::string>();
   }
   return "";
@@ -87,12 +55,13 @@ void dependencies_hold_and_release(const ServiceProcess& service) {
   const std::int64_t upstream = submit(service, long_job("upstream"));
   wait_until(service, upstream, [](const json& j) { return j["state"] == "RUNNING"; });
   const std::int64_t on_success =
-      submit(service, depending(short_job("on-success"), upstream, "succeeded"));
+      submit(service, depending(short_job_spec("on-success"), upstream, "succeeded"));
   const std::int64_t on_failure =
-      submit(service, depending(short_job("on-failure"), upstream, "failed"));
-  const std::int64_t on_end = submit(service, depending(short_job("on-end"), upstream, "finished"));
+      submit(service, depending(short_job_spec("on-failure"), upstream, "failed"));
+  const std::int64_t on_end =
+      submit(service, depending(short_job_spec("on-end"), upstream, "finished"));
   const std::int64_t chained =
-      submit(service, depending(short_job("chained"), on_end, "succeeded"));
+      submit(service, depending(short_job_spec("chained"), on_end, "succeeded"));
 
   // All wait, saying for what.
   for (std::int64_t id : {on_success, on_failure, on_end, chained}) {
@@ -135,18 +104,18 @@ void dependencies_hold_and_release(const ServiceProcess& service) {
   EXPECT_GE(first_event_at(service, on_end, "STARTING"),
             cancelled["finished_at"].get<std::string>());
   EXPECT_GE(first_event_at(service, chained, "STARTING"),
-            job(service, on_end)["finished_at"].get<std::string>());
+            job_view(service, on_end)["finished_at"].get<std::string>());
 }
 
 void bad_dependencies_are_422(const ServiceProcess& service) {
   HttpResponse r =
-      service.post("/v1/jobs", depending(short_job("nowhere"), 999999, "succeeded").dump());
+      service.post("/v1/jobs", depending(short_job_spec("nowhere"), 999999, "succeeded").dump());
   ASSERT_EQ(r.status, 422) << r.body;
   const json body = r.json();
   ASSERT_EQ(body["errors"].size(), 1u) << r.body;
   EXPECT_EQ(body["errors"][0]["field"], "depends_on[0].job");
   EXPECT_EQ(body["errors"][0]["message"], "job 999999 does not exist");
-  json bad_condition = short_job("bad");
+  json bad_condition = short_job_spec("bad");
   bad_condition["depends_on"] = json::array({{{"job", 1}, {"condition", "afterok"}}});
   HttpResponse c = service.post("/v1/jobs", bad_condition.dump());
   ASSERT_EQ(c.status, 422) << c.body;
@@ -159,7 +128,7 @@ void start_deadline_cancels(const ServiceProcess& service) {
   blocker["trainer"]["devices"] = 8;
   const std::int64_t held = submit(service, blocker);
   wait_until(service, held, [](const json& j) { return j["state"] == "RUNNING"; });
-  json late = short_job("late");
+  json late = short_job_spec("late");
   late["trainer"]["devices"] = 8;
   late["start_by"] = "2s";
   const std::int64_t id = submit(service, late);
@@ -221,7 +190,7 @@ void usage_matches_the_jobs(const ServiceProcess& service) {
 // A 2 x 2 sweep through `tpujobs submit --wait --junit`: one job array, a
 // test case per child, the children listed by GET /v1/jobs?array=ID.
 void sweep_runs_as_an_array(const ServiceProcess& service) {
-  json spec = short_job("grid");
+  json spec = short_job_spec("grid");
   spec["sweep"] = {{"optimizer.lr", {0.001, 0.01}}, {"trainer.seed", {1, 2}}};
   spec["expect"] = {{"val_accuracy", {{"min", 0.0}}}};
   const std::filesystem::path directory = db::testing::make_temp_dir("tpujobs-sweep-");
@@ -256,7 +225,7 @@ void sweep_runs_as_an_array(const ServiceProcess& service) {
   std::filesystem::remove_all(directory, ignored);
 
   // One bad child refuses the whole sweep, naming it.
-  json bad = short_job("grid-bad");
+  json bad = short_job_spec("grid-bad");
   bad["sweep"] = {{"trainer.devices", {1, 3}}};
   HttpResponse refused = service.post("/v1/jobs", bad.dump());
   ASSERT_EQ(refused.status, 422) << refused.body;
@@ -277,7 +246,8 @@ TEST(WorkloadSingleProcess, SweepsDependenciesStartDeadlinesAndBadInput) {
   usage_matches_the_jobs(service);
   // A held job survives a restart, still held.
   const std::int64_t upstream = submit(service, long_job("upstream-2"));
-  const std::int64_t held = submit(service, depending(short_job("held"), upstream, "finished"));
+  const std::int64_t held =
+      submit(service, depending(short_job_spec("held"), upstream, "finished"));
   wait_until(service, held, [](const json& j) { return j["pending_reason"] == "Dependency"; });
   ASSERT_EQ(service.stop(), 0);
   ASSERT_EQ(service.start(), "");
@@ -309,17 +279,16 @@ TEST(WorkloadRetention, FinishedJobsLoseTheirLogsAndMetricsButKeepTheirRows) {
   ServiceProcess service(options);
   ASSERT_EQ(service.start(), "");
   const std::int64_t running = submit(service, long_job("running"));
-  const std::int64_t finished = submit(service, short_job("finished"));
+  const std::int64_t finished = submit(service, short_job_spec("finished"));
   ASSERT_EQ(service.wait_terminal(finished)["state"], "SUCCEEDED");
   const std::string logs = "/v1/jobs/" + std::to_string(finished) + "/logs";
   const std::string metrics = "/v1/jobs/" + std::to_string(finished) + "/metrics";
-  const auto deadline = Clock::now() + std::chrono::seconds(120);
-  while (Clock::now() < deadline && !service.get(logs).json()["lines"].empty()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  EXPECT_TRUE(service.get(logs).json()["lines"].empty());
+  const json purged =
+      poll_until([&] { return service.get(logs).json(); },
+                 [](const json& l) { return l.contains("lines") && l["lines"].empty(); });
+  EXPECT_TRUE(purged.contains("lines") && purged["lines"].empty()) << purged.dump();
   EXPECT_TRUE(service.get(metrics).json()["points"].empty());
-  const json row = job(service, finished);
+  const json row = job_view(service, finished);
   EXPECT_EQ(row["state"], "SUCCEEDED") << row.dump();
   EXPECT_TRUE(row["result"].is_object()) << row.dump();
   // A running job keeps everything.

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <condition_variable>
+#include <future>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -178,19 +180,38 @@ TEST(LogStreams, NotifiedStreamsTickOnTheNotificationNotTheFallback) {
   EXPECT_NE(writer->wait_for("id: 1").find("stored by an agent"), std::string::npos);
 }
 
+// Runs a marker task on the timer thread and waits until it has run. Tasks
+// due at the same time run in the order they were scheduled, so every task
+// scheduled before the marker (such as the ticks wake() queues) has run by
+// then. False when the marker did not run within the deadline.
+bool run_queued_tasks(TimerQueue& timers) {
+  auto ran = std::make_shared<std::promise<void>>();
+  std::future<void> done = ran->get_future();
+  timers.schedule_after(0ms, [ran] { ran->set_value(); });
+  return done.wait_for(30s) == std::future_status::ready;
+}
+
 TEST(LogStreams, AClientThatLeftStopsItsStream) {
   FakeSource source;
   TimerQueue timers;
-  LogStreams streams(source, timers, {.poll = 1ms});
+  // A fallback far longer than the test: only wake() makes a stream tick.
+  LogStreams streams(source, timers, {.notified = true, .fallback = 3600s});
   StopTimers stop{timers};
   auto writer = std::make_shared<FakeWriter>();
-  streams.follow(7, 0, writer);
-  for (int i = 0; i < 3000 && source.reads() < 2; ++i) std::this_thread::sleep_for(1ms);
+  streams.follow(7, 0, writer);  // the first tick runs here, on this thread
+  ASSERT_EQ(source.reads(), 1);
+  // While the client is there, a wake makes the stream read.
+  streams.wake({7});
+  ASSERT_TRUE(run_queued_tasks(timers));
+  ASSERT_EQ(source.reads(), 2) << "a wake ticks the stream once";
+
   writer->go_away();
-  const int reads = source.reads();
-  std::this_thread::sleep_for(50ms);  // fifty ticks' worth, had it gone on
-  // At most the one tick already past its check when the client left.
-  EXPECT_LE(source.reads(), reads + 1) << "no tick after the client left";
+  streams.wake({7});
+  ASSERT_TRUE(run_queued_tasks(timers));
+  EXPECT_EQ(source.reads(), 2) << "a tick after the client left read the database";
+  streams.wake({7});
+  ASSERT_TRUE(run_queued_tasks(timers));
+  EXPECT_EQ(source.reads(), 2) << "the stream still reads after the client left";
 }
 
 TEST(LogStreams, KeepAlivesFlowWhileNothingIsLogged) {
