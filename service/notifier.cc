@@ -5,10 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <boost/asio/connect.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 
 #include "api/usage.h"
 #include "base/bytes.h"
@@ -19,10 +15,6 @@
 namespace tpujobs::service {
 namespace {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-using tcp = asio::ip::tcp;
 using nlohmann::json;
 
 std::string random_tag() {
@@ -35,12 +27,6 @@ std::string random_tag() {
 // (timeout) and 429 (too many requests), or a redirect (never followed).
 bool permanent(int status) {
   return (status >= 300 && status < 500) && status != 408 && status != 429;
-}
-
-std::string host_header(const api::HttpUrl& url) {
-  const std::string host =
-      url.host.find(':') != std::string::npos ? "[" + url.host + "]" : url.host;
-  return url.port == 80 ? host : host + ":" + std::to_string(url.port);
 }
 
 }  // namespace
@@ -59,84 +45,21 @@ std::chrono::milliseconds retry_delay(int failed_attempts, const NotifierOptions
   return std::min(delay, options.max_retry);
 }
 
-PostResult post_json(const api::HttpUrl& url,
-                     const std::vector<std::pair<std::string, std::string>>& headers,
-                     const std::string& body, std::chrono::milliseconds timeout) {
-  PostResult out;
-  try {
-    asio::io_context io;
-    tcp::resolver resolver(io);
-    beast::tcp_stream stream(io);
-    http::request<http::string_body> request(http::verb::post, url.target, 11);
-    request.set(http::field::host, host_header(url));
-    request.set(http::field::user_agent, "tpujobs-notifier");
-    request.set(http::field::content_type, "application/json");
-    request.set(http::field::connection, "close");
-    for (const auto& [name, value] : headers) request.set(name, value);
-    request.body() = body;
-    request.prepare_payload();
-    beast::flat_buffer buffer;
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(1 << 20);  // the receiver's answer is read and dropped
-    beast::error_code failure;
-    const char* step = "resolve";
-    // Async steps on a private io_context: the stream's deadline bounds
-    // each, and the resolver's wait is cancelled by the same timer below.
-    asio::steady_timer deadline(io, timeout);
-    deadline.async_wait([&](const beast::error_code& ec) {
-      if (!ec) {
-        resolver.cancel();
-        stream.cancel();
-      }
-    });
-    resolver.async_resolve(
-        url.host, std::to_string(url.port),
-        [&](const beast::error_code& ec, const tcp::resolver::results_type& results) {
-          if (ec) {
-            failure = ec;
-            deadline.cancel();
-            return;
-          }
-          step = "connect";
-          stream.expires_after(timeout);
-          stream.async_connect(results, [&](const beast::error_code& ec, const tcp::endpoint&) {
-            if (ec) {
-              failure = ec;
-              deadline.cancel();
-              return;
-            }
-            step = "send";
-            http::async_write(stream, request, [&](const beast::error_code& ec, std::size_t) {
-              if (ec) {
-                failure = ec;
-                deadline.cancel();
-                return;
-              }
-              step = "read the answer";
-              http::async_read(stream, buffer, parser,
-                               [&](const beast::error_code& ec, std::size_t) {
-                                 failure = ec;
-                                 deadline.cancel();
-                               });
-            });
-          });
-        });
-    io.run();
-    if (failure) {
-      const bool timed_out =
-          failure == beast::error::timeout || failure == asio::error::operation_aborted;
-      out.error = std::string(step) + ": " +
-                  (timed_out ? "timed out after " + std::to_string(timeout.count()) + " ms"
-                             : failure.message());
-      return out;
-    }
-    out.status = parser.get().result_int();
-    beast::error_code ignored;
-    stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
-  } catch (const std::exception& e) {
-    out = PostResult{0, e.what()};
-  }
-  return out;
+client::HttpResponse post_json(const api::HttpUrl& url,
+                               const std::vector<std::pair<std::string, std::string>>& headers,
+                               const std::string& body, std::chrono::milliseconds timeout) {
+  client::HttpClientOptions options;
+  options.user_agent = "tpujobs-notifier";
+  options.max_body_bytes = 1 << 20;  // the receiver's answer is read and dropped
+  client::HttpClientPtr http =
+      client::make_http_client({url.host, std::to_string(url.port), ""}, std::move(options));
+  client::HttpRequest request;
+  request.method = "POST";
+  request.target = url.target;
+  request.body = body;
+  request.headers = headers;
+  request.headers.emplace_back("Content-Type", "application/json");
+  return http->send(request, timeout);
 }
 
 Notifier::Notifier(db::ConnectionPool& pool, JobViewSource views, NotifierOptions options)
@@ -261,7 +184,7 @@ db::NotificationAttempt Notifier::attempt(const db::NotificationRow& row,
            std::chrono::duration_cast<std::chrono::seconds>(out.at.time_since_epoch()).count())},
       {"X-Tpujobs-Signature", sign_notification(**secret, out.body)},
   };
-  PostResult posted = post_json(*parsed.url, headers, out.body, options_.timeout);
+  const client::HttpResponse posted = post_json(*parsed.url, headers, out.body, options_.timeout);
   out.duration_ms = std::chrono::duration<double, std::milli>(clock_.now() - started).count();
   if (posted.status == 0) return retry_or_give_up(posted.error);
   out.status_code = posted.status;

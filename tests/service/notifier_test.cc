@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../client/loopback_server.h"
 #include "openssl_hmac.h"
 
 namespace tpujobs::service {
@@ -37,9 +38,38 @@ TEST(NotificationRetry, BacksOffExponentiallyUpToTheCap) {
 
 TEST(NotificationPost, ReportsWhyThereWasNoAnswer) {
   // Port 1 on loopback: nothing listens there.
-  PostResult r = post_json({"127.0.0.1", 1, "/"}, {}, "{}", std::chrono::milliseconds(2000));
+  const client::HttpResponse r =
+      post_json({"127.0.0.1", 1, "/"}, {}, "{}", std::chrono::milliseconds(2000));
   EXPECT_EQ(r.status, 0);
   EXPECT_EQ(r.error.rfind("connect: ", 0), 0u) << r.error;
+}
+
+TEST(NotificationPost, SendsTheNotifiersHeadersAndTheBody) {
+  testing::LoopbackServer receiver(204);
+  const client::HttpResponse r =
+      post_json({"127.0.0.1", receiver.port(), "/hooks/tpujobs?team=a"},
+                {{"X-Tpujobs-Event", "finished"}, {"X-Tpujobs-Delivery", "42"}}, R"({"id":7})",
+                std::chrono::milliseconds(30000));
+  ASSERT_EQ(r.status, 204) << r.error;
+  const auto requests = receiver.requests();
+  ASSERT_EQ(requests.size(), 1u);
+  const auto& request = requests[0];
+  EXPECT_EQ(request.method_string(), "POST");
+  EXPECT_EQ(request.target(), "/hooks/tpujobs?team=a");
+  EXPECT_EQ(request["Host"], "127.0.0.1:" + std::to_string(receiver.port()));
+  EXPECT_EQ(request["User-Agent"], "tpujobs-notifier");
+  EXPECT_EQ(request["Content-Type"], "application/json");
+  EXPECT_EQ(request["X-Tpujobs-Event"], "finished");
+  EXPECT_EQ(request["X-Tpujobs-Delivery"], "42");
+  EXPECT_EQ(request.body(), R"({"id":7})");
+}
+
+TEST(NotificationPost, AnUnresponsiveReceiverCostsTheTimeout) {
+  testing::LoopbackServer receiver(200, testing::LoopbackServer::Reply::kNever);
+  const client::HttpResponse r =
+      post_json({"127.0.0.1", receiver.port(), "/"}, {}, "{}", std::chrono::milliseconds(300));
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.error, "read: timed out after 300 ms");
 }
 
 }  // namespace
