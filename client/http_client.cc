@@ -6,6 +6,11 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <cctype>
+#include <condition_variable>
+#include <memory>
+#include <thread>
+
+#include "base/mutex.h"
 
 namespace tpujobs::client {
 namespace {
@@ -30,9 +35,10 @@ void copy_headers(const Fields& fields, HttpResponse* out) {
 }
 
 // One request's connection. Every step (resolve, connect, write, read) is
-// asynchronous on a private io_context and bounded by a deadline: a timer
-// cancels it when the deadline passes. (Beast's own stream timeouts bound
-// only asynchronous operations, and nothing bounds a blocking resolve.)
+// bounded by a deadline: the socket steps are asynchronous on a private
+// io_context and a timer cancels them when the deadline passes (Beast's own
+// stream timeouts bound only asynchronous operations, not the blocking
+// ones); the resolve is waited for with the deadline.
 class Exchange {
  public:
   explicit Exchange(const ServerUrl& server) : server_(server) {}
@@ -43,14 +49,7 @@ class Exchange {
   // answers.
   beast::error_code open(Clock::time_point deadline, milliseconds limit) {
     tcp::resolver::results_type endpoints;
-    beast::error_code ec = step("resolve", deadline, limit, [&](auto done) {
-      resolver_.async_resolve(server_.host, server_.port,
-                              [&endpoints, done](const beast::error_code& ec,
-                                                 tcp::resolver::results_type results) mutable {
-                                endpoints = std::move(results);
-                                done(ec);
-                              });
-    });
+    beast::error_code ec = resolve(deadline, limit, &endpoints);
     if (ec) return ec;
     return step("connect", deadline, limit,
                 [&](auto done) { stream_.async_connect(endpoints, done); });
@@ -72,7 +71,6 @@ class Exchange {
     timer_.async_wait([this, generation](const beast::error_code& ec) {
       if (ec || generation != generation_) return;  // the step ended first
       timed_out_ = true;
-      resolver_.cancel();
       stream_.cancel();
     });
     bool finished = false;
@@ -108,9 +106,44 @@ class Exchange {
   }
 
  private:
+  // getaddrinfo() cannot be interrupted once it runs (Asio's resolver
+  // cancels only a resolve not yet started, and its destructor waits for
+  // one in progress), so it runs on a thread of its own that the exchange
+  // stops waiting for at the deadline; that thread ends when getaddrinfo()
+  // gives up by itself.
+  beast::error_code resolve(Clock::time_point deadline, milliseconds limit,
+                            tcp::resolver::results_type* endpoints) {
+    step_ = "resolve";
+    limit_ = limit;
+    struct Lookup {
+      base::Mutex mutex;
+      std::condition_variable done_cv;
+      bool done GUARDED_BY(mutex) = false;
+      beast::error_code ec GUARDED_BY(mutex);
+      tcp::resolver::results_type results GUARDED_BY(mutex);
+    };
+    auto lookup = std::make_shared<Lookup>();
+    std::thread([lookup, host = server_.host, port = server_.port] {
+      asio::io_context io;
+      tcp::resolver resolver(io);
+      beast::error_code ec;
+      tcp::resolver::results_type results = resolver.resolve(host, port, ec);
+      base::MutexLock lock(lookup->mutex);
+      lookup->ec = ec;
+      lookup->results = std::move(results);
+      lookup->done = true;
+      lookup->done_cv.notify_all();
+    }).detach();
+    base::MutexLock lock(lookup->mutex);
+    if (!lock.wait_until(lookup->done_cv, deadline,
+                         [&]() REQUIRES(lookup->mutex) { return lookup->done; }))
+      return beast::error::timeout;
+    *endpoints = lookup->results;
+    return lookup->ec;
+  }
+
   const ServerUrl& server_;
   asio::io_context io_;
-  tcp::resolver resolver_{io_};
   beast::tcp_stream stream_{io_};
   asio::steady_timer timer_{io_};
   const char* step_ = "resolve";
