@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <functional>
 #include <future>
+#include <memory>
 
 #include "loopback_server.h"
 
@@ -67,34 +69,33 @@ TEST(HttpClient, SendsTheConfiguredUserAgentAndTheRequestsHeaders) {
   EXPECT_EQ(header(server.requests()[1], "User-Agent"), "curl/8");
 }
 
-TEST(HttpClient, AServerThatNeverAnswersCostsTheTimeout) {
+// What `call` comes to against a server that accepts and never answers.
+// It runs aside, so that a client that ignored its timeout fails the test
+// instead of hanging it: destroying the server then closes the connection.
+HttpResponse against_a_silent_server(const std::function<HttpResponse(const ServerUrl&)>& call) {
   auto server = std::make_unique<LoopbackServer>(200, LoopbackServer::Reply::kNever);
   const ServerUrl url = loopback(server->port());
-  // Run aside, so that a client that ignored its timeout fails the test
-  // instead of hanging it: destroying the server then closes the connection.
-  std::future<HttpResponse> sent = std::async(std::launch::async, [url] {
+  std::future<HttpResponse> answered = std::async(std::launch::async, [&] { return call(url); });
+  const bool returned = answered.wait_for(std::chrono::seconds(60)) == std::future_status::ready;
+  server.reset();
+  EXPECT_TRUE(returned) << "the client did not return within 60 s";
+  return answered.get();
+}
+
+TEST(HttpClient, AServerThatNeverAnswersCostsTheTimeout) {
+  const HttpResponse response = against_a_silent_server([](const ServerUrl& url) {
     return make_http_client(url)->send({"GET", "/v1/pool", "", {}}, milliseconds(300));
   });
-  const bool returned = sent.wait_for(std::chrono::seconds(60)) == std::future_status::ready;
-  server.reset();
-  ASSERT_TRUE(returned) << "send() did not return within 60 s of a 300 ms timeout";
-  const HttpResponse response = sent.get();
   EXPECT_EQ(response.status, 0);
   EXPECT_EQ(response.error, "read: timed out after 300 ms");
 }
 
 TEST(HttpClient, StreamGivesUpOnAServerThatNeverAnswers) {
-  auto server = std::make_unique<LoopbackServer>(200, LoopbackServer::Reply::kNever);
-  const ServerUrl url = loopback(server->port());
-  std::future<HttpResponse> streamed = std::async(std::launch::async, [url] {
+  const HttpResponse response = against_a_silent_server([](const ServerUrl& url) {
     return make_http_client(url)->stream(
         {"GET", "/v1/jobs/1/logs", "", {}}, [](std::string_view) { return true; },
         milliseconds(300), std::chrono::steady_clock::now() + std::chrono::hours(1));
   });
-  const bool returned = streamed.wait_for(std::chrono::seconds(60)) == std::future_status::ready;
-  server.reset();
-  ASSERT_TRUE(returned) << "stream() did not return within 60 s of a 300 ms idle timeout";
-  const HttpResponse response = streamed.get();
   EXPECT_EQ(response.status, 0);
   EXPECT_EQ(response.error, "read: timed out after 300 ms");
 }
