@@ -1,11 +1,16 @@
 #include "client/http_client.h"
 
 #include <algorithm>
-#include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <cctype>
+#include <condition_variable>
+#include <memory>
+#include <thread>
+
+#include "base/mutex.h"
 
 namespace tpujobs::client {
 namespace {
@@ -15,7 +20,8 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
-constexpr std::size_t kMaxBodyBytes = 64u << 20;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
 
 std::string lower(std::string text) {
   for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -28,31 +34,156 @@ void copy_headers(const Fields& fields, HttpResponse* out) {
     out->headers[lower(std::string(field.name_string()))] = std::string(field.value());
 }
 
+// One request's connection. Every step (resolve, connect, write, read) is
+// bounded by a deadline: the socket steps are asynchronous on a private
+// io_context and a timer cancels them when the deadline passes (Beast's own
+// stream timeouts bound only asynchronous operations, not the blocking
+// ones); the resolve is waited for with the deadline.
+class Exchange {
+ public:
+  explicit Exchange(const ServerUrl& server) : server_(server) {}
+
+  beast::tcp_stream& stream() { return stream_; }
+
+  // Resolves the server's host and connects to the first address that
+  // answers.
+  beast::error_code open(Clock::time_point deadline, milliseconds limit) {
+    tcp::resolver::results_type endpoints;
+    beast::error_code ec = resolve(deadline, limit, &endpoints);
+    if (ec) return ec;
+    return step("connect", deadline, limit,
+                [&](auto done) { stream_.async_connect(endpoints, done); });
+  }
+
+  // Runs one asynchronous step: `start(done)` begins it, and it ends when
+  // `done` is called or, cancelled, when `deadline` passes (then the error
+  // is beast::error::timeout). `limit` is the time allowed that a timeout's
+  // text reports.
+  template <class Start>
+  beast::error_code step(const char* name, Clock::time_point deadline, milliseconds limit,
+                         Start start) {
+    step_ = name;
+    limit_ = limit;
+    const int generation = ++generation_;
+    timed_out_ = Clock::now() >= deadline;
+    if (timed_out_) return beast::error::timeout;
+    timer_.expires_at(deadline);
+    timer_.async_wait([this, generation](const beast::error_code& ec) {
+      if (ec || generation != generation_) return;  // the step ended first
+      timed_out_ = true;
+      stream_.cancel();
+    });
+    bool finished = false;
+    beast::error_code result;
+    start([&finished, &result](const beast::error_code& ec, auto&&...) {
+      result = ec;
+      finished = true;
+    });
+    while (!finished && io_.run_one() > 0) {
+    }
+    timer_.cancel();
+    if (!finished) return asio::error::operation_aborted;  // the io_context ran dry
+    return timed_out_ ? beast::error::timeout : result;
+  }
+
+  // The same with `limit` from now.
+  template <class Start>
+  beast::error_code step(const char* name, milliseconds limit, Start start) {
+    return step(name, Clock::now() + limit, limit, std::move(start));
+  }
+
+  // "<step>: <why>" for the error of the last step.
+  std::string describe(const beast::error_code& ec) const {
+    return std::string(step_) + ": " +
+           (ec == beast::error::timeout
+                ? "timed out after " + std::to_string(limit_.count()) + " ms"
+                : ec.message());
+  }
+
+  void close() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  }
+
+ private:
+  // getaddrinfo() cannot be interrupted once it runs (Asio's resolver
+  // cancels only a resolve not yet started, and its destructor waits for
+  // one in progress), so it runs on a thread of its own that the exchange
+  // stops waiting for at the deadline; that thread ends when getaddrinfo()
+  // gives up by itself.
+  beast::error_code resolve(Clock::time_point deadline, milliseconds limit,
+                            tcp::resolver::results_type* endpoints) {
+    step_ = "resolve";
+    limit_ = limit;
+    struct Lookup {
+      base::Mutex mutex;
+      std::condition_variable done_cv;
+      bool done GUARDED_BY(mutex) = false;
+      beast::error_code ec GUARDED_BY(mutex);
+      tcp::resolver::results_type results GUARDED_BY(mutex);
+    };
+    auto lookup = std::make_shared<Lookup>();
+    std::thread([lookup, host = server_.host, port = server_.port] {
+      asio::io_context io;
+      tcp::resolver resolver(io);
+      beast::error_code ec;
+      tcp::resolver::results_type results = resolver.resolve(host, port, ec);
+      base::MutexLock lock(lookup->mutex);
+      lookup->ec = ec;
+      lookup->results = std::move(results);
+      lookup->done = true;
+      lookup->done_cv.notify_all();
+    }).detach();
+    base::MutexLock lock(lookup->mutex);
+    if (!lock.wait_until(lookup->done_cv, deadline,
+                         [&]() REQUIRES(lookup->mutex) { return lookup->done; }))
+      return beast::error::timeout;
+    *endpoints = lookup->results;
+    return lookup->ec;
+  }
+
+  const ServerUrl& server_;
+  asio::io_context io_;
+  beast::tcp_stream stream_{io_};
+  asio::steady_timer timer_{io_};
+  const char* step_ = "resolve";
+  milliseconds limit_{0};
+  int generation_ = 0;  // of the step in progress: a stale timer is ignored
+  bool timed_out_ = false;
+};
+
 class BeastHttpClient final : public HttpClient {
  public:
-  explicit BeastHttpClient(ServerUrl server) : server_(std::move(server)) {}
+  BeastHttpClient(ServerUrl server, HttpClientOptions options)
+      : server_(std::move(server)), options_(std::move(options)) {}
 
-  HttpResponse send(const HttpRequest& request, std::chrono::milliseconds timeout) override {
+  HttpResponse send(const HttpRequest& request, milliseconds timeout) override {
     HttpResponse out;
     try {
-      asio::io_context io;
-      beast::tcp_stream stream(io);
-      stream.expires_after(timeout);
-      connect(io, stream);
+      const Clock::time_point deadline = Clock::now() + timeout;
+      Exchange exchange(server_);
       http::request<http::string_body> message = build(request);
-      http::write(stream, message);
       beast::flat_buffer buffer;
       http::response_parser<http::string_body> parser;
-      parser.body_limit(kMaxBodyBytes);
-      http::read(stream, buffer, parser);
+      parser.body_limit(options_.max_body_bytes);
+      beast::error_code ec = exchange.open(deadline, timeout);
+      if (!ec) {
+        ec = exchange.step("write", deadline, timeout,
+                           [&](auto done) { http::async_write(exchange.stream(), message, done); });
+      }
+      if (!ec) {
+        ec = exchange.step("read", deadline, timeout, [&](auto done) {
+          http::async_read(exchange.stream(), buffer, parser, done);
+        });
+      }
+      if (ec) {
+        out.error = exchange.describe(ec);
+        return out;
+      }
       out.status = parser.get().result_int();
       out.body = std::move(parser.get().body());
       copy_headers(parser.get(), &out);
-      beast::error_code ignored;
-      stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    } catch (const boost::system::system_error& e) {
-      out = HttpResponse{};
-      out.error = e.code().message();  // what() adds the Asio source location
+      exchange.close();
     } catch (const std::exception& e) {
       out = HttpResponse{};
       out.error = e.what();
@@ -62,27 +193,34 @@ class BeastHttpClient final : public HttpClient {
 
   HttpResponse stream(const HttpRequest& request,
                       const std::function<bool(std::string_view)>& on_body,
-                      std::chrono::milliseconds idle_timeout,
-                      std::chrono::steady_clock::time_point deadline) override {
+                      milliseconds idle_timeout, Clock::time_point deadline) override {
     HttpResponse out;
-    auto arm = [&](beast::tcp_stream& stream) {
-      const auto now = std::chrono::steady_clock::now();
-      stream.expires_after(
-          std::max(std::chrono::steady_clock::duration::zero(),
-                   std::min<std::chrono::steady_clock::duration>(idle_timeout, deadline - now)));
+    // Each step may take the idle timeout, and none may pass the deadline.
+    auto budget = [&] {
+      return std::clamp(std::chrono::ceil<milliseconds>(deadline - Clock::now()),
+                        milliseconds::zero(), idle_timeout);
     };
     try {
-      asio::io_context io;
-      beast::tcp_stream stream(io);
-      arm(stream);
-      connect(io, stream);
+      Exchange exchange(server_);
       http::request<http::string_body> message = build(request);
-      http::write(stream, message);
       beast::flat_buffer buffer;
       http::response_parser<http::buffer_body> parser;
       parser.body_limit(boost::none);
-      arm(stream);
-      http::read_header(stream, buffer, parser);
+      const milliseconds limit = budget();
+      beast::error_code ec = exchange.open(Clock::now() + limit, limit);
+      if (!ec) {
+        ec = exchange.step("write", budget(),
+                           [&](auto done) { http::async_write(exchange.stream(), message, done); });
+      }
+      if (!ec) {
+        ec = exchange.step("read", budget(), [&](auto done) {
+          http::async_read_header(exchange.stream(), buffer, parser, done);
+        });
+      }
+      if (ec) {
+        out.error = exchange.describe(ec);
+        return out;
+      }
       out.status = parser.get().result_int();
       copy_headers(parser.get(), &out);
       const bool success = out.status >= 200 && out.status < 300;
@@ -90,27 +228,24 @@ class BeastHttpClient final : public HttpClient {
       while (!parser.is_done()) {
         parser.get().body().data = chunk;
         parser.get().body().size = sizeof(chunk);
-        arm(stream);
-        beast::error_code ec;
-        http::read(stream, buffer, parser, ec);
+        ec = exchange.step("read", budget(), [&](auto done) {
+          http::async_read(exchange.stream(), buffer, parser, done);
+        });
         if (ec && ec != http::error::need_buffer) {
           // The end of a Connection: close body is the normal end of a stream.
-          if (ec != http::error::end_of_stream && ec != asio::error::eof) out.error = ec.message();
+          if (ec != http::error::end_of_stream && ec != asio::error::eof)
+            out.error = exchange.describe(ec);
           break;
         }
         const std::size_t got = sizeof(chunk) - parser.get().body().size;
         if (got == 0) continue;
         if (success) {
           if (!on_body(std::string_view(chunk, got))) break;
-        } else if (out.body.size() < kMaxBodyBytes) {
+        } else if (out.body.size() < options_.max_body_bytes) {
           out.body.append(chunk, got);
         }
       }
-      beast::error_code ignored;
-      stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    } catch (const boost::system::system_error& e) {
-      if (out.status == 0) out = HttpResponse{};
-      out.error = e.code().message();
+      exchange.close();
     } catch (const std::exception& e) {
       if (out.status == 0) out = HttpResponse{};
       out.error = e.what();
@@ -119,16 +254,12 @@ class BeastHttpClient final : public HttpClient {
   }
 
  private:
-  void connect(asio::io_context& io, beast::tcp_stream& stream) {
-    tcp::resolver resolver(io);
-    stream.connect(resolver.resolve(server_.host, server_.port));
-  }
-
   http::request<http::string_body> build(const HttpRequest& request) const {
     http::request<http::string_body> message(http::string_to_verb(request.method),
                                              server_.base_path + request.target, 11);
-    message.set(http::field::host, server_.host);
-    message.set(http::field::user_agent, "tpujobs-cli");
+    message.set(http::field::host, host_header(server_));
+    message.set(http::field::user_agent, options_.user_agent);
+    message.set(http::field::connection, "close");
     if (!request.body.empty()) message.set(http::field::content_type, "application/json");
     for (const auto& [name, value] : request.headers) message.set(name, value);
     message.body() = request.body;
@@ -137,9 +268,16 @@ class BeastHttpClient final : public HttpClient {
   }
 
   ServerUrl server_;
+  HttpClientOptions options_;
 };
 
 }  // namespace
+
+std::string host_header(const ServerUrl& server) {
+  const std::string host =
+      server.host.find(':') != std::string::npos ? "[" + server.host + "]" : server.host;
+  return server.port == "80" ? host : host + ":" + server.port;
+}
 
 base::Result<ServerUrl> parse_server_url(std::string_view url) {
   auto fail = [](std::string message) -> base::Result<ServerUrl> {
@@ -190,8 +328,8 @@ base::Result<ServerUrl> parse_server_url(std::string_view url) {
   return server;
 }
 
-HttpClientPtr make_http_client(ServerUrl server) {
-  return std::make_unique<BeastHttpClient>(std::move(server));
+HttpClientPtr make_http_client(ServerUrl server, HttpClientOptions options) {
+  return std::make_unique<BeastHttpClient>(std::move(server), std::move(options));
 }
 
 }  // namespace tpujobs::client

@@ -2,7 +2,6 @@
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,9 +9,9 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <cstdio>
 
 #include "api/usage.h"
+#include "base/bytes.h"
 #include "db/connection.h"
 #include "db/listener.h"
 #include "service/tokens.h"
@@ -27,15 +26,9 @@ using tcp = asio::ip::tcp;
 using nlohmann::json;
 
 std::string random_tag() {
-  unsigned char bytes[4] = {};
-  std::size_t got = 0;
-  while (got < sizeof bytes) {
-    const ssize_t n = getrandom(bytes + got, sizeof bytes - got, 0);
-    if (n > 0) got += static_cast<std::size_t>(n);
-  }
-  char text[9];
-  std::snprintf(text, sizeof text, "%02x%02x%02x%02x", bytes[0], bytes[1], bytes[2], bytes[3]);
-  return text;
+  unsigned char bytes[4];
+  base::fill_random(bytes);
+  return base::lower_hex(bytes);
 }
 
 // A receiver's answer that retrying cannot change: a 4xx other than 408
@@ -57,13 +50,7 @@ std::string sign_notification(std::string_view secret, std::string_view body) {
   unsigned int length = 0;
   HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
        reinterpret_cast<const unsigned char*>(body.data()), body.size(), digest, &length);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out = "sha256=";
-  for (unsigned int i = 0; i < length; ++i) {
-    out.push_back(kHex[digest[i] >> 4]);
-    out.push_back(kHex[digest[i] & 15]);
-  }
-  return out;
+  return "sha256=" + base::lower_hex({digest, length});
 }
 
 std::chrono::milliseconds retry_delay(int failed_attempts, const NotifierOptions& options) {

@@ -1,14 +1,13 @@
 #include "service/tokens.h"
 
 #include <openssl/evp.h>
-#include <sys/random.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <optional>
 
+#include "base/bytes.h"
 #include "db/connection_pool.h"
 #include "db/embedded_postgres.h"
 #include "db/migrate.h"
@@ -32,11 +31,7 @@ the service is not running) or the one at URL (or TPUJOBS_DATABASE_URL).
 
 std::string generate_token(std::string_view prefix) {
   unsigned char bytes[32];
-  std::size_t got = 0;
-  while (got < sizeof bytes) {
-    const ssize_t n = getrandom(bytes + got, sizeof bytes - got, 0);
-    if (n > 0) got += static_cast<std::size_t>(n);
-  }
+  base::fill_random(bytes);
   static constexpr char kAlphabet[] =
       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
   std::string token(prefix);
@@ -58,13 +53,7 @@ std::string hash_token(std::string_view token) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
   EVP_Digest(token.data(), token.size(), digest, &length, EVP_sha256(), nullptr);
-  std::string hex;
-  char pair[3];
-  for (unsigned int i = 0; i < length; ++i) {
-    std::snprintf(pair, sizeof pair, "%02x", digest[i]);
-    hex += pair;
-  }
-  return hex;
+  return base::lower_hex({digest, length});
 }
 
 int run_token_command(const std::vector<std::string>& args) {
