@@ -1481,67 +1481,30 @@ json JobManager::cluster_pool_view() {
 }
 
 api::JsonResult JobManager::set_host_health(const std::string& host, scheduler::HostHealth health) {
-  if (options_.cluster) {
-    // Stored; the leader places nothing more on a host that is not healthy.
-    auto hosts = cluster_.list_hosts();
-    if (!hosts.ok()) return hosts.error();
-    auto it = std::find_if(hosts->begin(), hosts->end(),
-                           [&](const db::ClusterHostRow& h) { return h.name == host; });
-    if (it == hosts->end())
-      return db::make_error(db::ErrorCode::kNotFound,
-                            "no host '" + host.substr(0, 64) + "' in the pool");
-    if (db::Status s = repo_.pool_state.upsert_host_health(
-            host, it->generation, std::string(scheduler::host_health_name(health)));
-        !s.ok()) {
-      return s.error();
-    }
-    // A failed host's jobs: the leader takes them off it on its next pass.
-    json affected = json::array();
-    if (health == scheduler::HostHealth::kFailed) {
-      auto unfinished = repo_.jobs.load_unfinished();
-      if (!unfinished.ok()) return unfinished.error();
-      for (const db::JobRow& row : *unfinished) {
-        const json allocation = parse_or_null(row.allocation_json);
-        if (row.state == kQueued || !allocation.is_object() || !allocation.contains("hosts"))
-          continue;
-        for (const json& h : allocation["hosts"]) {
-          if (h == host) {
-            affected.push_back(row.id);
-            break;
-          }
-        }
-      }
-    }
-    (void)cluster_.notify(db::kSubmitChannel, "pool");
-    return json{{"host", host},
-                {"health", scheduler::host_health_name(health)},
-                {"affected_jobs", affected}};
-  }
-  std::optional<int> index;
-  std::string generation;
+  return pool_admin_.set_host_health(host, health);
+}
+
+api::JsonResult JobManager::force_release(std::int64_t id) { return pool_admin_.force_release(id); }
+
+std::optional<std::string> JobManager::LocalPool::host_generation(const std::string& host) {
+  base::MutexLock lock(manager_.mutex_);
+  std::optional<int> index = manager_.scheduler_.find_host(host);
+  if (!index) return std::nullopt;
+  return generation_name(manager_.layout_.hosts[*index].generation);
+}
+
+std::vector<std::int64_t> JobManager::LocalPool::set_host_health(const std::string& host,
+                                                                 scheduler::HostHealth health) {
+  std::vector<std::int64_t> affected;
   {
-    base::MutexLock lock(mutex_);
-    index = scheduler_.find_host(host);
-    if (!index) {
-      return db::make_error(db::ErrorCode::kNotFound,
-                            "no host '" + host.substr(0, 64) + "' in the pool");
-    }
-    generation = generation_name(layout_.hosts[*index].generation);
-  }
-  // Durable first: a restart must not bring a failed host back.
-  if (db::Status s = repo_.pool_state.upsert_host_health(
-          host, generation, std::string(scheduler::host_health_name(health)));
-      !s.ok()) {
-    return s.error();
-  }
-  json affected = json::array();
-  {
-    base::MutexLock lock(mutex_);
-    ++epoch_;
-    for (scheduler::JobId id : scheduler_.set_host_health(*index, health)) {
+    base::MutexLock lock(manager_.mutex_);
+    std::optional<int> index = manager_.scheduler_.find_host(host);
+    if (!index) return affected;
+    ++manager_.epoch_;
+    for (scheduler::JobId id : manager_.scheduler_.set_host_health(*index, health)) {
       affected.push_back(id);
-      auto it = live_.find(id);
-      if (it == live_.end()) continue;
+      auto it = manager_.live_.find(id);
+      if (it == manager_.live_.end()) continue;
       LiveJob& job = *it->second;
       // The scheduler already took the cores back; the runner must not
       // release them again.
@@ -1549,41 +1512,24 @@ api::JsonResult JobManager::set_host_health(const std::string& host, scheduler::
                                                                : StopReason::kHostFailedFinal;
       job.cancel = true;
     }
-    schedule_requested_ = true;
+    manager_.schedule_requested_ = true;
   }
-  scheduler_wake_.notify_one();
-  return json{
-      {"host", host}, {"health", scheduler::host_health_name(health)}, {"affected_jobs", affected}};
+  manager_.scheduler_wake_.notify_one();
+  return affected;
 }
 
-api::JsonResult JobManager::force_release(std::int64_t id) {
-  if (options_.cluster) {
-    // The job ends here; its agent finds it moved on and stops its copy.
-    auto row = repo_.jobs.get_job(id);
-    if (!row.ok()) return row.error();
-    auto moved = repo_.jobs.transition(lifecycle::release_lease(id));
-    if (!moved.ok()) return moved.error();
-    if (!*moved)
-      return db::make_error(db::ErrorCode::kNotFound,
-                            "job " + std::to_string(id) + " holds no cores");
-    if (*row) (void)cluster_.notify(db::kAgentChannel, (*row)->agent.value_or(""));
-    (void)cluster_.notify(db::kSubmitChannel, "released");
-    return json{{"job", id}, {"released", true}};
-  }
-  base::MutexLock lock(mutex_);
-  auto it = live_.find(id);
-  if (it == live_.end() || !it->second->runner_started) {
-    return db::make_error(db::ErrorCode::kNotFound,
-                          "job " + std::to_string(id) + " holds no cores here");
-  }
-  scheduler_.force_release(id);
-  ++epoch_;
+bool JobManager::LocalPool::release(std::int64_t id) {
+  base::MutexLock lock(manager_.mutex_);
+  auto it = manager_.live_.find(id);
+  if (it == manager_.live_.end() || !it->second->runner_started) return false;
+  manager_.scheduler_.force_release(id);
+  ++manager_.epoch_;
   if (it->second->stop_reason == StopReason::kNone)
     it->second->stop_reason = StopReason::kLeaseLost;
   it->second->cancel = true;
-  schedule_requested_ = true;
-  scheduler_wake_.notify_one();
-  return json{{"job", id}, {"released", true}};
+  manager_.schedule_requested_ = true;
+  manager_.scheduler_wake_.notify_one();
+  return true;
 }
 
 api::JsonResult JobManager::upload_dataset(const std::string& tenant, const std::string& name,
@@ -1732,21 +1678,21 @@ db::Result<std::int64_t> JobManager::Tokens::count_active() {
 }
 
 api::JsonResult JobManager::set_quota(const std::string& tenant, std::optional<int> max_cores) {
-  db::Status stored = max_cores ? repo_.pool_state.set_quota(tenant, *max_cores)
-                                : repo_.pool_state.clear_quota(tenant);
-  if (!stored.ok()) return stored.error();
+  return pool_admin_.set_quota(tenant, max_cores);
+}
+
+void JobManager::LocalPool::set_quota(const std::string& tenant, std::optional<int> max_cores) {
   {
-    base::MutexLock lock(mutex_);
-    scheduler_.set_tenant_quota(tenant, max_cores);
-    ++epoch_;
+    base::MutexLock lock(manager_.mutex_);
+    manager_.scheduler_.set_tenant_quota(tenant, max_cores);
+    ++manager_.epoch_;
     if (max_cores)
-      quotas_[tenant] = *max_cores;
+      manager_.quotas_[tenant] = *max_cores;
     else
-      quotas_.erase(tenant);
-    schedule_requested_ = true;
+      manager_.quotas_.erase(tenant);
+    manager_.schedule_requested_ = true;
   }
-  scheduler_wake_.notify_one();
-  return json{{"tenant", tenant}, {"max_cores", max_cores ? json(*max_cores) : json(nullptr)}};
+  manager_.scheduler_wake_.notify_one();
 }
 
 std::optional<int> JobManager::quota(const std::string& tenant) {

@@ -12,11 +12,12 @@
 //   log_streams.h       SSE log follows on the timer thread
 //   job_views.h         the job views; pool_views.h the cluster pool view
 //   token_cache.h       bearer tokens without a round trip per request
+//   pool_admin.h        host health, forced releases, quotas: stored, then applied
 // and job_manager_preemption.cc holds this class's preemption and fair
 // share (the policy itself is scheduler/preemption.h, fair_share.h).
 // What stays here: the in-memory queue of live jobs, the runner of each
-// placed job, the workload rules in single-process mode, pool
-// administration (host health, quotas, forced releases) and estimates.
+// placed job, the workload rules in single-process mode, the in-memory
+// effects of pool administration, and estimates.
 //
 // Threads: committers, the scheduler loop, one runner per running job (its
 // compute runs on the shared executor WorkerPool), the telemetry writer,
@@ -49,6 +50,7 @@
 #include "scheduler/scheduler.h"
 #include "service/fair_share_usage.h"
 #include "service/log_streams.h"
+#include "service/pool_admin.h"
 #include "service/submit_committer.h"
 #include "service/telemetry_writer.h"
 #include "service/timer_queue.h"
@@ -280,6 +282,23 @@ class JobManager final : public api::JobService {
   Tokens token_store_{repo_};
   TokenCache tokens_{token_store_, clock_};
   std::map<std::string, int> quotas_ GUARDED_BY(mutex_);
+  // Pool administration (pool_admin.h); this process's scheduler is its
+  // in-memory pool.
+  class LocalPool final : public InMemoryPool {
+   public:
+    explicit LocalPool(JobManager& manager) : manager_(manager) {}
+    std::optional<std::string> host_generation(const std::string& host) override;
+    std::vector<std::int64_t> set_host_health(const std::string& host,
+                                              scheduler::HostHealth health) override;
+    bool release(std::int64_t job) override;
+    void set_quota(const std::string& tenant, std::optional<int> max_cores) override;
+
+   private:
+    JobManager& manager_;
+  };
+  RepositoryPoolAdminStore pool_admin_store_{repo_, cluster_};
+  LocalPool local_pool_{*this};
+  PoolAdmin pool_admin_{pool_admin_store_, local_pool_, options_.cluster};
   // Workload rules: jobs held by their dependencies, and the start deadlines
   // of waiting jobs (deadline, job), soonest first.
   std::set<std::int64_t> dependency_held_ GUARDED_BY(mutex_);
