@@ -37,11 +37,13 @@ int max_retries_of(const db::JobRow& row) {
 }  // namespace
 
 SchedulerLeader::SchedulerLeader(db::ConnectionPool& pool, SchedulerLeaderOptions options)
-    : pool_(pool),
-      repo_(pool),
-      cluster_(pool),
+    : owned_store_(std::make_unique<RepositoryLeaderStore>(pool)),
+      store_(*owned_store_),
       options_(std::move(options)),
       lock_(options_.conninfo) {}
+
+SchedulerLeader::SchedulerLeader(LeaderStore& store, SchedulerLeaderOptions options)
+    : store_(store), options_(std::move(options)), lock_(options_.conninfo) {}
 
 SchedulerLeader::~SchedulerLeader() { stop(); }
 
@@ -126,7 +128,7 @@ const SchedulerLeader::WorkloadFields& SchedulerLeader::workload_of(const db::Jo
 db::Status SchedulerLeader::cancel_unstartable(std::int64_t job, const std::string& reason,
                                                const std::string& detail, const std::string& hint) {
   const db::Transition t = lifecycle::cancel_unstartable(job, reason, detail, hint);
-  auto moved = repo_.jobs.transition(t);
+  auto moved = store_.transition(t);
   if (!moved.ok()) return moved.error();
   if (*moved) std::cerr << "tpujobs: job " << job << ": " << t.reason << std::endl;
   return db::Status::Ok();
@@ -139,19 +141,19 @@ db::Status SchedulerLeader::move_off(const db::JobRow& row, const std::string& r
           ? lifecycle::requeue_elsewhere(row.id, retry_reason, row.placement_epoch,
                                          /*retry=*/true, {JobState::kStarting, JobState::kRunning})
           : lifecycle::fail_unavailable(row.id, hint, row.placement_epoch);
-  auto moved = repo_.jobs.transition(t);
+  auto moved = store_.transition(t);
   if (!moved.ok()) return moved.error();
   if (*moved) {
     std::cerr << "tpujobs: job " << row.id << ": " << t.reason << std::endl;
     requests_.erase(row.id);
     // Its agent, if it still listens, stops its copy now.
-    (void)cluster_.notify(db::kAgentChannel, row.agent.value_or(""));
+    (void)store_.notify(db::kAgentChannel, row.agent.value_or(""));
   }
   return db::Status::Ok();
 }
 
 db::Status SchedulerLeader::requeue_orphans() {
-  auto orphans = repo_.jobs.orphaned_jobs();
+  auto orphans = store_.orphaned_jobs();
   if (!orphans.ok()) return orphans.error();
   for (const db::JobRow& row : *orphans) {
     const std::string agent = row.agent.value_or("");
@@ -167,7 +169,7 @@ db::Status SchedulerLeader::requeue_orphans() {
 
 db::Result<nlohmann::json> SchedulerLeader::slice_allocation(
     const ClusterPlacement& p, const std::map<std::string, std::int64_t>& epoch_of) {
-  auto placement = cluster_.next_slice_placement();
+  auto placement = store_.next_slice_placement();
   if (!placement.ok()) return placement.error();
   json parts = json::array();
   int first_host = 0;
@@ -194,8 +196,8 @@ db::Status SchedulerLeader::run_pass() {
   // database: after an outage (or a takeover) every heartbeat looks old.
   std::vector<std::string> none;
   const bool judge = options_.clock->now() - reachable_since_ >= options_.agent_silence;
-  auto lost = judge ? cluster_.mark_lost(options_.agent_silence)
-                    : db::Result<std::vector<std::string>>(none);
+  auto lost =
+      judge ? store_.mark_lost(options_.agent_silence) : db::Result<std::vector<std::string>>(none);
   if (!lost.ok()) return lost.error();
   for (const std::string& name : *lost)
     std::cerr << "tpujobs: agent " << name << " is lost" << std::endl;
@@ -203,17 +205,17 @@ db::Status SchedulerLeader::run_pass() {
   if (options_.clock->now() - rendezvous_swept_ >= std::chrono::minutes(1)) {
     // A rendezvous is over once its slice connected or failed (within the
     // collective deadline): old keys only take room.
-    if (db::Status s = cluster_.forget_rendezvous_before(std::chrono::hours(1)); !s.ok()) return s;
+    if (db::Status s = store_.forget_rendezvous_before(std::chrono::hours(1)); !s.ok()) return s;
     rendezvous_swept_ = options_.clock->now();
   }
 
-  auto agents = cluster_.list_agents();
+  auto agents = store_.list_agents();
   if (!agents.ok()) return agents.error();
-  auto hosts = cluster_.list_hosts();
+  auto hosts = store_.list_hosts();
   if (!hosts.ok()) return hosts.error();
-  auto unfinished = repo_.jobs.load_unfinished();
+  auto unfinished = store_.load_unfinished();
   if (!unfinished.ok()) return unfinished.error();
-  auto quotas = repo_.pool_state.load_quotas();
+  auto quotas = store_.load_quotas();
   if (!quotas.ok()) return quotas.error();
 
   std::map<std::string, std::int64_t> epoch_of;  // alive agents
@@ -257,7 +259,7 @@ db::Status SchedulerLeader::run_pass() {
     if (row.state != JobState::kQueued || row.started_at) continue;
     for (const scheduler::Dependency& d : workload_of(row).depends_on) targets.push_back(d.job);
   }
-  auto target_states = repo_.workload.job_states(targets);
+  auto target_states = store_.job_states(targets);
   if (!target_states.ok()) return target_states.error();
   auto state_of = [&](std::int64_t id) -> std::optional<JobState> {
     auto it = target_states->find(id);
@@ -270,7 +272,7 @@ db::Status SchedulerLeader::run_pass() {
       options_.clock->now() - *fair_share_read_ >= options_.fair_share_interval) {
     std::set<std::string> active;
     for (const db::JobRow& row : *unfinished) active.insert(row.tenant);
-    auto factors = read_fair_share(repo_.workload, wall_now, active, options_.fair_share);
+    auto factors = store_.fair_share(wall_now, active, options_.fair_share);
     if (!factors.ok()) return factors.error();
     fair_share_ = std::move(*factors);
     fair_share_read_ = options_.clock->now();
@@ -342,7 +344,7 @@ db::Status SchedulerLeader::run_pass() {
       continue;
     }
     if (row.cancel_requested) {
-      if (auto moved = repo_.jobs.transition(lifecycle::cancel_queued(row.id)); !moved.ok())
+      if (auto moved = store_.transition(lifecycle::cancel_queued(row.id)); !moved.ok())
         return moved.error();
       continue;
     }
@@ -431,7 +433,7 @@ db::Status SchedulerLeader::run_pass() {
                                             std::to_string(p.hosts.size()) + " host(s)"
                                       : "Placed on agent " + p.agent + "'s CPU threads";
     if (!p.parts.empty()) reason = "Placed across agents: " + describe_parts(p);
-    auto moved = repo_.jobs.transition(lifecycle::place_on_agent(
+    auto moved = store_.transition(lifecycle::place_on_agent(
         p.job, std::move(reason), allocation.dump(), p.agent, epoch_of.at(p.agent)));
     if (!moved.ok()) return moved.error();
     if (*moved) woken.insert(p.agent);
@@ -458,10 +460,9 @@ db::Status SchedulerLeader::run_pass() {
     bool first = true;
     for (std::int64_t victim : preemption->victims) {
       const db::JobRow& row = *row_of.at(victim);
-      auto marked =
-          repo_.jobs.request_preemption(victim, *row.placement_epoch, preemption->preemptor,
-                                        first ? preempting_reason(preemption->victims) : "",
-                                        preempting_detail(preemption->victims));
+      auto marked = store_.request_preemption(victim, *row.placement_epoch, preemption->preemptor,
+                                              first ? preempting_reason(preemption->victims) : "",
+                                              preempting_detail(preemption->victims));
       if (!marked.ok()) return marked.error();
       if (!*marked) continue;
       first = false;
@@ -471,7 +472,7 @@ db::Status SchedulerLeader::run_pass() {
     }
   }
   // Committed: now the agents may act.
-  for (const std::string& agent : woken) (void)cluster_.notify(db::kAgentChannel, agent);
+  for (const std::string& agent : woken) (void)store_.notify(db::kAgentChannel, agent);
 
   // Only the reasons that changed since the last pass are written.
   std::vector<std::pair<std::int64_t, std::optional<std::string>>> pending;
@@ -509,7 +510,7 @@ db::Status SchedulerLeader::run_pass() {
     if (before == pending_written_.end() || before->second != text) pending.emplace_back(job, text);
     written.emplace(job, std::move(text));
   }
-  db::Status stored = repo_.jobs.set_pending(pending);
+  db::Status stored = store_.set_pending(pending);
   pending_written_ = stored.ok() ? std::move(written) : std::map<std::int64_t, std::string>{};
   return stored;
 }

@@ -27,6 +27,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -41,6 +42,7 @@
 #include "scheduler/request.h"
 #include "service/cluster_placement.h"
 #include "service/fair_share_usage.h"
+#include "service/leader_store.h"
 
 namespace tpujobs::service {
 
@@ -67,6 +69,10 @@ class SchedulerLeader {
  public:
   // The pool must outlive the leader.
   SchedulerLeader(db::ConnectionPool& pool, SchedulerLeaderOptions options);
+  // Over another store (a fake in unit tests: run_pass only; start() also
+  // needs options.conninfo for the lock and LISTEN). It must outlive the
+  // leader.
+  SchedulerLeader(LeaderStore& store, SchedulerLeaderOptions options);
   ~SchedulerLeader();
 
   void start();
@@ -111,9 +117,8 @@ class SchedulerLeader {
   db::Status cancel_unstartable(std::int64_t job, const std::string& reason,
                                 const std::string& detail, const std::string& hint);
 
-  db::ConnectionPool& pool_;
-  db::Repositories repo_;
-  db::ClusterRepository cluster_;
+  std::unique_ptr<LeaderStore> owned_store_;
+  LeaderStore& store_;
   SchedulerLeaderOptions options_;
   db::LeaderLock lock_;
   std::map<std::int64_t, scheduler::ResourceRequest> requests_;  // job -> request (the thread only)

@@ -1,0 +1,112 @@
+// What the scheduler leader (service/scheduler_leader.h) reads and writes
+// in PostgreSQL, as one small interface: the repositories in production, a
+// fake in its unit tests.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "db/cluster_repository.h"
+#include "db/job_repository.h"
+#include "db/repositories.h"
+#include "db/result.h"
+#include "service/fair_share_usage.h"
+
+namespace tpujobs::service {
+
+class LeaderStore {
+ public:
+  virtual ~LeaderStore() = default;
+
+  // Agents (db/cluster_repository.h).
+  virtual db::Result<std::vector<std::string>> mark_lost(std::chrono::milliseconds silence) = 0;
+  virtual db::Result<std::vector<db::AgentRow>> list_agents() = 0;
+  virtual db::Result<std::vector<db::ClusterHostRow>> list_hosts() = 0;
+  virtual db::Result<std::int64_t> next_slice_placement() = 0;
+  virtual db::Status forget_rendezvous_before(std::chrono::milliseconds age) = 0;
+  virtual db::Status notify(const char* channel, const std::string& payload) = 0;
+
+  // Jobs (db/job_repository.h).
+  virtual db::Result<std::vector<db::JobRow>> load_unfinished() = 0;
+  virtual db::Result<std::vector<db::JobRow>> orphaned_jobs() = 0;
+  virtual db::Result<bool> transition(const db::Transition& t) = 0;
+  virtual db::Status set_pending(
+      const std::vector<std::pair<std::int64_t, std::optional<std::string>>>& batch) = 0;
+  virtual db::Result<bool> request_preemption(std::int64_t victim, std::int64_t epoch,
+                                              std::int64_t preemptor,
+                                              const std::string& preemptor_reason,
+                                              const std::string& preemptor_detail) = 0;
+
+  // Workload (db/workload_repository.h, db/pool_state_repository.h).
+  virtual db::Result<std::map<std::int64_t, base::JobState>> job_states(
+      const std::vector<std::int64_t>& ids) = 0;
+  virtual db::Result<std::map<std::string, int>> load_quotas() = 0;
+  // The tenants' fair-share factors (service/fair_share_usage.h).
+  virtual db::Result<std::map<std::string, double>> fair_share(
+      std::chrono::system_clock::time_point now, const std::set<std::string>& active,
+      const FairShareOptions& options) = 0;
+};
+
+// The store over the repositories. The pool must outlive it.
+class RepositoryLeaderStore final : public LeaderStore {
+ public:
+  explicit RepositoryLeaderStore(db::ConnectionPool& pool) : repo_(pool), cluster_(pool) {}
+
+  db::Result<std::vector<std::string>> mark_lost(std::chrono::milliseconds silence) override {
+    return cluster_.mark_lost(silence);
+  }
+  db::Result<std::vector<db::AgentRow>> list_agents() override { return cluster_.list_agents(); }
+  db::Result<std::vector<db::ClusterHostRow>> list_hosts() override {
+    return cluster_.list_hosts();
+  }
+  db::Result<std::int64_t> next_slice_placement() override {
+    return cluster_.next_slice_placement();
+  }
+  db::Status forget_rendezvous_before(std::chrono::milliseconds age) override {
+    return cluster_.forget_rendezvous_before(age);
+  }
+  db::Status notify(const char* channel, const std::string& payload) override {
+    return cluster_.notify(channel, payload);
+  }
+  db::Result<std::vector<db::JobRow>> load_unfinished() override {
+    return repo_.jobs.load_unfinished();
+  }
+  db::Result<std::vector<db::JobRow>> orphaned_jobs() override {
+    return repo_.jobs.orphaned_jobs();
+  }
+  db::Result<bool> transition(const db::Transition& t) override { return repo_.jobs.transition(t); }
+  db::Status set_pending(
+      const std::vector<std::pair<std::int64_t, std::optional<std::string>>>& batch) override {
+    return repo_.jobs.set_pending(batch);
+  }
+  db::Result<bool> request_preemption(std::int64_t victim, std::int64_t epoch,
+                                      std::int64_t preemptor, const std::string& preemptor_reason,
+                                      const std::string& preemptor_detail) override {
+    return repo_.jobs.request_preemption(victim, epoch, preemptor, preemptor_reason,
+                                         preemptor_detail);
+  }
+  db::Result<std::map<std::int64_t, base::JobState>> job_states(
+      const std::vector<std::int64_t>& ids) override {
+    return repo_.workload.job_states(ids);
+  }
+  db::Result<std::map<std::string, int>> load_quotas() override {
+    return repo_.pool_state.load_quotas();
+  }
+  db::Result<std::map<std::string, double>> fair_share(std::chrono::system_clock::time_point now,
+                                                       const std::set<std::string>& active,
+                                                       const FairShareOptions& options) override {
+    return read_fair_share(repo_.workload, now, active, options);
+  }
+
+ private:
+  db::Repositories repo_;
+  db::ClusterRepository cluster_;
+};
+
+}  // namespace tpujobs::service

@@ -1,0 +1,277 @@
+// The scheduler leader's pass over a fake store and a fake clock
+// (service/leader_store.h): the order of its writes, what it does when the
+// database is away, how often it writes and reads. Its passes over real
+// tables are in scheduler_leader_pgtest.cc.
+#include "service/scheduler_leader.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace tpujobs::service {
+namespace {
+
+using base::JobState;
+using nlohmann::json;
+using std::chrono::seconds;
+
+class FakeLeaderStore final : public LeaderStore {
+ public:
+  explicit FakeLeaderStore(base::Clock& clock) : clock_(clock) {}
+
+  std::vector<db::AgentRow> agents;
+  std::vector<db::ClusterHostRow> hosts;  // agent_state is filled from `agents`
+  std::vector<db::JobRow> jobs;
+  std::vector<std::string> lost_next;  // what the next mark_lost declares lost
+  std::vector<std::string> writes;     // every write and notification, in order
+  std::map<std::string, double> factors;
+  int fair_share_reads = 0;
+  bool away = false;  // every call fails, as with the server down
+
+  void add_agent(const std::string& name, std::int64_t epoch, int hosts_of_v3) {
+    agents.push_back({name, "alive", epoch, 1, clock_.wall_now(), clock_.wall_now(), 0});
+    for (int h = 0; h < hosts_of_v3; ++h)
+      hosts.push_back({name + "-h" + std::to_string(h), name, "alive", "v3", h});
+  }
+  void heartbeat(const std::string& name) {
+    for (db::AgentRow& a : agents) {
+      if (a.name == name) a.last_heartbeat = clock_.wall_now();
+    }
+  }
+  db::JobRow& add_job(std::int64_t id, const std::string& tenant, int devices,
+                      int max_retries = 0) {
+    db::JobRow row;
+    row.id = id;
+    row.tenant = tenant;
+    row.spec_json = json{{"name", "j"},
+                         {"max_retries", max_retries},
+                         {"trainer", {{"devices", devices}, {"max_epochs", 1}}},
+                         {"model", {{"layers", json::array({{{"type", "linear"}, {"out", 3}}})}}},
+                         {"data", {{"dataset", "iris"}}}}
+                        .dump();
+    jobs.push_back(row);
+    return jobs.back();
+  }
+  db::JobRow& job(std::int64_t id) {
+    for (db::JobRow& row : jobs) {
+      if (row.id == id) return row;
+    }
+    throw std::out_of_range("no job");
+  }
+  int count(const std::string& prefix) const {
+    int n = 0;
+    for (const std::string& w : writes) n += w.rfind(prefix, 0) == 0;
+    return n;
+  }
+
+  db::Result<std::vector<std::string>> mark_lost(std::chrono::milliseconds) override {
+    if (away) return down();
+    std::vector<std::string> lost = std::move(lost_next);
+    lost_next.clear();
+    for (db::AgentRow& a : agents) {
+      if (std::find(lost.begin(), lost.end(), a.name) != lost.end()) a.state = "lost";
+    }
+    return lost;
+  }
+  db::Result<std::vector<db::AgentRow>> list_agents() override {
+    if (away) return down();
+    return agents;
+  }
+  db::Result<std::vector<db::ClusterHostRow>> list_hosts() override {
+    if (away) return down();
+    std::vector<db::ClusterHostRow> out = hosts;
+    for (db::ClusterHostRow& h : out) h.agent_state = agent(h.agent).state;
+    return out;
+  }
+  db::Result<std::int64_t> next_slice_placement() override { return ++placements_; }
+  db::Status forget_rendezvous_before(std::chrono::milliseconds) override {
+    if (away) return down();
+    return db::Status::Ok();
+  }
+  db::Status notify(const char* channel, const std::string& payload) override {
+    writes.push_back(std::string("notify ") + channel + " " + payload);
+    return db::Status::Ok();
+  }
+  db::Result<std::vector<db::JobRow>> load_unfinished() override {
+    if (away) return down();
+    std::vector<db::JobRow> out;
+    for (const db::JobRow& row : jobs) {
+      if (!base::is_terminal(row.state)) out.push_back(row);
+    }
+    return out;
+  }
+  db::Result<std::vector<db::JobRow>> orphaned_jobs() override {
+    if (away) return down();
+    std::vector<db::JobRow> out;
+    for (const db::JobRow& row : jobs) {
+      const bool placed = row.state == JobState::kStarting || row.state == JobState::kRunning;
+      if (placed && agent(row.agent.value_or("")).state != "alive") out.push_back(row);
+    }
+    return out;
+  }
+  db::Result<bool> transition(const db::Transition& t) override {
+    if (away) return down();
+    db::JobRow& row = job(t.job_id);
+    const bool from = std::find(t.from.begin(), t.from.end(), row.state) != t.from.end() &&
+                      !base::is_terminal(row.state) &&
+                      (!t.require_epoch || row.placement_epoch == t.require_epoch);
+    if (!from) return false;
+    writes.push_back("transition " + std::to_string(t.job_id) + " " +
+                     std::string(base::to_string(t.to)));
+    row.state = t.to;
+    if (t.increment_attempt) ++row.attempt;
+    if (t.clear_placement) row.agent.reset(), row.placement_epoch.reset();
+    if (t.agent) row.agent = t.agent;
+    if (t.placement_epoch) row.placement_epoch = t.placement_epoch;
+    if (t.allocation_json) row.allocation_json = t.allocation_json;
+    if (t.clear_allocation) row.allocation_json.reset();
+    if (t.set_requeued_at) row.requeued_at = clock_.wall_now();
+    if (t.clear_pending) row.pending_json.reset();
+    return true;
+  }
+  db::Status set_pending(
+      const std::vector<std::pair<std::int64_t, std::optional<std::string>>>& batch) override {
+    if (away) return down();
+    for (const auto& [id, text] : batch) {
+      writes.push_back("pending " + std::to_string(id));
+      job(id).pending_json = text;
+    }
+    return db::Status::Ok();
+  }
+  db::Result<bool> request_preemption(std::int64_t victim, std::int64_t, std::int64_t preemptor,
+                                      const std::string&, const std::string&) override {
+    writes.push_back("preempt " + std::to_string(victim) + " for " + std::to_string(preemptor));
+    return true;
+  }
+  db::Result<std::map<std::int64_t, JobState>> job_states(
+      const std::vector<std::int64_t>& ids) override {
+    if (away) return down();
+    std::map<std::int64_t, JobState> out;
+    for (std::int64_t id : ids) out[id] = job(id).state;
+    return out;
+  }
+  db::Result<std::map<std::string, int>> load_quotas() override {
+    if (away) return down();
+    return std::map<std::string, int>{};
+  }
+  db::Result<std::map<std::string, double>> fair_share(std::chrono::system_clock::time_point,
+                                                       const std::set<std::string>&,
+                                                       const FairShareOptions&) override {
+    if (away) return down();
+    ++fair_share_reads;
+    return factors;
+  }
+
+ private:
+  static base::Error down() {
+    return db::make_error(base::ErrorCode::kUnavailable, "server closed the connection");
+  }
+  db::AgentRow& agent(const std::string& name) {
+    for (db::AgentRow& a : agents) {
+      if (a.name == name) return a;
+    }
+    throw std::out_of_range("no agent");
+  }
+
+  base::Clock& clock_;
+  std::int64_t placements_ = 0;
+};
+
+class SchedulerLeaderPass : public ::testing::Test {
+ protected:
+  SchedulerLeaderPass() : store_(clock_) {
+    clock_.advance(std::chrono::hours(1));
+    SchedulerLeaderOptions options;
+    options.clock = &clock_;
+    options.agent_silence = seconds(10);
+    leader_ = std::make_unique<SchedulerLeader>(store_, options);
+  }
+
+  base::FakeClock clock_;
+  FakeLeaderStore store_;
+  std::unique_ptr<SchedulerLeader> leader_;
+};
+
+TEST_F(SchedulerLeaderPass, APlacementIsCommittedBeforeItsAgentIsWoken) {
+  store_.add_agent("a", 3, 1);
+  store_.add_job(1, "t", 8);
+  ASSERT_TRUE(leader_->run_pass().ok());
+  const std::vector<std::string> expected{"transition 1 STARTING", "notify tpujobs_agent a"};
+  EXPECT_EQ(expected, store_.writes);
+  EXPECT_EQ("a", store_.job(1).agent.value_or(""));
+  EXPECT_EQ(3, store_.job(1).placement_epoch.value_or(0));
+  const json allocation = json::parse(store_.job(1).allocation_json.value_or("{}"));
+  EXPECT_EQ(json::array({"a-h0"}), allocation["hosts"]);
+}
+
+TEST_F(SchedulerLeaderPass, WithTheDatabaseAwayAPassFailsAndWritesNothing) {
+  store_.add_agent("a", 3, 1);
+  store_.add_job(1, "t", 8);
+  store_.away = true;
+  EXPECT_FALSE(leader_->run_pass().ok());
+  EXPECT_TRUE(store_.writes.empty());
+  store_.away = false;
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(JobState::kStarting, store_.job(1).state);
+}
+
+TEST_F(SchedulerLeaderPass, AWaitingJobsReasonIsWrittenOnlyWhenItChanges) {
+  store_.add_agent("a", 3, 1);
+  store_.add_job(1, "t", 8);
+  store_.add_job(2, "t", 8);  // waits for job 1's host
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(1, store_.count("pending 2"));
+  EXPECT_EQ("Resources", json::parse(*store_.job(2).pending_json).value("reason", ""));
+  for (int pass = 0; pass < 3; ++pass) ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(1, store_.count("pending 2")) << "the same reason is not written again";
+  store_.job(1).state = JobState::kSucceeded;  // its host frees: job 2 is placed
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(JobState::kStarting, store_.job(2).state);
+}
+
+TEST_F(SchedulerLeaderPass, FairShareIsReadOncePerIntervalNotPerPass) {
+  store_.add_agent("a", 3, 1);
+  store_.add_job(1, "t1", 8);
+  store_.add_job(2, "t2", 8);
+  store_.add_job(3, "t2", 8);
+  store_.factors = {{"t1", 0.25}, {"t2", 1.0}};
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(1, store_.fair_share_reads);
+  // t2 used less: of the equal priorities its first job goes first.
+  EXPECT_EQ(JobState::kStarting, store_.job(2).state);
+  EXPECT_EQ(JobState::kQueued, store_.job(1).state);
+  ASSERT_TRUE(leader_->run_pass().ok());
+  clock_.advance(seconds(4));
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(1, store_.fair_share_reads);
+  clock_.advance(seconds(1));
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(2, store_.fair_share_reads);
+}
+
+TEST_F(SchedulerLeaderPass, ALostAgentsJobIsRequeuedAndPlacedOnlyOnAnAgentHeardFromSince) {
+  store_.add_agent("a", 1, 1);
+  store_.add_agent("b", 2, 1);
+  store_.add_job(1, "t", 8, /*max_retries=*/1);
+  ASSERT_TRUE(leader_->run_pass().ok());
+  ASSERT_EQ("a", store_.job(1).agent.value_or(""));
+  store_.job(1).state = JobState::kRunning;
+
+  clock_.advance(seconds(11));
+  store_.lost_next = {"a"};
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(JobState::kQueued, store_.job(1).state);
+  EXPECT_EQ(1, store_.job(1).attempt);
+  ASSERT_TRUE(store_.job(1).requeued_at.has_value());
+  // b has not heartbeated since the requeue: the retry waits for it.
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(JobState::kQueued, store_.job(1).state);
+  clock_.advance(seconds(1));
+  store_.heartbeat("b");
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(JobState::kStarting, store_.job(1).state);
+  EXPECT_EQ("b", store_.job(1).agent.value_or(""));
+}
+
+}  // namespace
+}  // namespace tpujobs::service
