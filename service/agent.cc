@@ -162,23 +162,25 @@ db::Status Agent::start() {
 void Agent::stop() {
   if (!started_) return;
   std::vector<std::thread> threads;
-  std::vector<std::pair<std::int64_t, std::int64_t>> spanning;  // (job, placement epoch)
+  std::vector<std::pair<std::int64_t, std::int64_t>> parts;  // (job, placement epoch)
   {
     base::MutexLock lock(mutex_);
     if (stopping_) return;
     stopping_ = true;
     for (const auto& [id, run] : runs_) {
       // Fenced by the job's placement epoch: the first part's agent's.
-      if (run->slice) spanning.emplace_back(id, run->row.placement_epoch.value_or(run->epoch));
+      if (run->peer()) parts.emplace_back(id, run->row.placement_epoch.value_or(run->epoch));
     }
   }
   heartbeat_wake_.notify_all();
   if (heartbeater_.joinable()) heartbeater_.join();
-  // A slice spanning agents is requeued before its part here stops: the
-  // peers' steps then fail on a job that moved on, so their fenced retry
-  // does not land and the stop costs no attempt. No heartbeat follows, so
-  // the leader does not place it here again (requeued_at).
-  for (const auto& [id, epoch] : spanning) (void)repo_.jobs.transition(shutdown_requeue(id, epoch));
+  // A slice spanning agents with a later part here is requeued before that
+  // part stops: the first part's step then fails on a job that moved on, so
+  // its fenced retry does not land and the stop costs no attempt. No
+  // heartbeat follows, so the leader does not place it here again
+  // (requeued_at). A first part here stops at a checkpoint and requeues
+  // the job itself, as a job running whole does.
+  for (const auto& [id, epoch] : parts) (void)repo_.jobs.transition(shutdown_requeue(id, epoch));
   {
     base::MutexLock lock(mutex_);
     stop_all_locked(StopReason::kShutdown);

@@ -50,6 +50,10 @@ class ScaleOut : public ::testing::Test {
     return agent;
   }
 
+  // Stops one agent of a running v3-32 spanning two (SIGTERM): `part` 0 is
+  // the first part's agent, 1 the other's.
+  void stop_an_agent_of_a_slice_gracefully(int part);
+
   // Agents agent-a, agent-b and agent-c of two v3 hosts each, with
   // collectives: a v3-32 spans two of them.
   std::map<std::string, std::unique_ptr<ServiceProcess>> three_agents_of_two_hosts() {
@@ -363,19 +367,20 @@ TEST_F(ScaleOut, KillingTheFirstAgentOfASliceEndsItsPeersAndTheJobResumesElsewhe
       << agents.at(peer)->log();
 }
 
-TEST_F(ScaleOut, StoppingAPeerAgentGracefullyRequeuesTheSliceWithoutSpendingARetry) {
+// With no retry allowed, the job must still succeed: a graceful stop is not
+// a failure.
+void ScaleOut::stop_an_agent_of_a_slice_gracefully(int part) {
   auto replica = start_replica("replica-a");
   auto agents = three_agents_of_two_hosts();
   const int epochs = 60;
-  // No retry at all: a stop that spent one would fail the job.
   const std::int64_t id =
-      submit(*replica, v3_32_digits_job("stopped-peer", epochs, /*max_retries=*/0));
+      submit(*replica, v3_32_digits_job("stopped-part", epochs, /*max_retries=*/0));
   const json running = wait_for_step(*replica, id, 12);
   ASSERT_EQ(running["state"], "RUNNING") << running.dump();
   const json parts = running["allocation"]["slice"]["parts"];
   ASSERT_EQ(parts.size(), 2u) << running.dump();
-  const std::string peer = parts[1]["agent"];
-  EXPECT_EQ(agents.at(peer)->stop(), 0) << agents.at(peer)->log();
+  const std::string stopped = parts[part]["agent"];
+  EXPECT_EQ(agents.at(stopped)->stop(), 0) << agents.at(stopped)->log();
   const json done = wait_until(
       *replica, id,
       [](const json& j) { return j["state"] == "SUCCEEDED" || j["state"] == "FAILED"; },
@@ -386,9 +391,17 @@ TEST_F(ScaleOut, StoppingAPeerAgentGracefullyRequeuesTheSliceWithoutSpendingARet
   EXPECT_GE(resumed_from_step(*replica, id), 5);
   std::string reasons;
   for (const json& e : job_events(*replica, id)) reasons += e.value("reason", "") + "\n";
-  EXPECT_NE(reasons.find("Agent " + peer + " stopping"), std::string::npos) << reasons;
+  EXPECT_NE(reasons.find("Agent " + stopped + " stopping"), std::string::npos) << reasons;
   EXPECT_EQ(reasons.find("UNAVAILABLE"), std::string::npos) << reasons;
-  for (const json& part : done["allocation"]["slice"]["parts"]) EXPECT_NE(part["agent"], peer);
+  for (const json& p : done["allocation"]["slice"]["parts"]) EXPECT_NE(p["agent"], stopped);
+}
+
+TEST_F(ScaleOut, StoppingAPeerAgentGracefullyRequeuesTheSliceWithoutSpendingARetry) {
+  stop_an_agent_of_a_slice_gracefully(1);
+}
+
+TEST_F(ScaleOut, StoppingTheFirstAgentOfASliceGracefullyRequeuesItWithoutSpendingARetry) {
+  stop_an_agent_of_a_slice_gracefully(0);
 }
 
 TEST_F(ScaleOut, ACancelledSliceAcrossAgentsEndsCancelledAndFreesEveryHost) {
