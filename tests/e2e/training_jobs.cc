@@ -29,12 +29,13 @@ json blobs_job_spec(const BlobsJob& job) {
 }
 
 json restartable_job_spec(const std::string& name) {
-  // 48 epochs (3,024 steps): long enough that no machine ends it between
-  // the step a test sees and the restart it then makes (12 epochs ran in
-  // 0.8 s on a quiet 2-core EPYC and ended before the stop took effect).
+  // 192 epochs (12,096 steps, about 4 s on a quiet 2-core EPYC): the tests
+  // stop or kill the service a poll after they see an early step (or the
+  // first checkpoint), and the job must still be running then. 48 epochs
+  // (1.1 s) once ended first in a clean-clone run under load.
   return blobs_job_spec({.name = name,
                          .devices = 8,
-                         .epochs = 48,
+                         .epochs = 192,
                          .log_every_n_steps = 5,
                          .checkpoint_every_n_steps = 10,
                          .samples = 20000,
