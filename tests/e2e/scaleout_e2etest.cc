@@ -54,6 +54,12 @@ class ScaleOut : public ::testing::Test {
   // the first part's agent, 1 the other's.
   void stop_an_agent_of_a_slice_gracefully(int part);
 
+  // The v3-32 digits jobs that are killed or stopped mid-run: 240 epochs of
+  // 11 steps, about 2.6 s across two agents on a quiet 2-core EPYC, so they
+  // are still running a checkpoint flush and a poll after step 12, even
+  // under load.
+  static constexpr int kSliceJobEpochs = 240;
+
   // Agents agent-a, agent-b and agent-c of two v3 hosts each, with
   // collectives: a v3-32 spans two of them.
   std::map<std::string, std::unique_ptr<ServiceProcess>> three_agents_of_two_hosts() {
@@ -302,7 +308,7 @@ TEST_F(ScaleOut, AV3_32SliceAcrossTwoAndFourAgentsEqualsItOnOneAgentBitForBit) {
 TEST_F(ScaleOut, KillingAnAgentOfASliceFailsTheStepOnItsPeersAndTheJobIsRetriedToSuccess) {
   auto replica = start_replica("replica-a");
   auto agents = three_agents_of_two_hosts();
-  const int epochs = 60;
+  const int epochs = kSliceJobEpochs;
   const std::int64_t id =
       submit(*replica, v3_32_digits_job("killed-peer", epochs, /*max_retries=*/3));
   const json running = wait_for_step(*replica, id, 12);
@@ -345,7 +351,7 @@ TEST_F(ScaleOut, KillingAnAgentOfASliceFailsTheStepOnItsPeersAndTheJobIsRetriedT
 TEST_F(ScaleOut, KillingTheFirstAgentOfASliceEndsItsPeersAndTheJobResumesElsewhere) {
   auto replica = start_replica("replica-a");
   auto agents = three_agents_of_two_hosts();
-  const int epochs = 60;
+  const int epochs = kSliceJobEpochs;
   const std::int64_t id =
       submit(*replica, v3_32_digits_job("killed-first", epochs, /*max_retries=*/3));
   const json running = wait_for_step(*replica, id, 12);
@@ -372,7 +378,7 @@ TEST_F(ScaleOut, KillingTheFirstAgentOfASliceEndsItsPeersAndTheJobResumesElsewhe
 void ScaleOut::stop_an_agent_of_a_slice_gracefully(int part) {
   auto replica = start_replica("replica-a");
   auto agents = three_agents_of_two_hosts();
-  const int epochs = 60;
+  const int epochs = kSliceJobEpochs;
   const std::int64_t id =
       submit(*replica, v3_32_digits_job("stopped-part", epochs, /*max_retries=*/0));
   const json running = wait_for_step(*replica, id, 12);
