@@ -1141,6 +1141,12 @@ db::Result<std::string> JobManager::get_job_text(std::int64_t id, const std::str
   return body;
 }
 
+db::Result<std::string> JobManager::stored_job_text(std::int64_t id, const std::string& tenant) {
+  auto row = load_visible(id, tenant);
+  if (!row.ok()) return row.error();
+  return response_body(views::render_row(*row));
+}
+
 api::JsonResult JobManager::list_jobs(const api::JobQuery& query) {
   db::JobFilter filter;
   filter.tenant = query.tenant;

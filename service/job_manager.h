@@ -111,6 +111,11 @@ class JobManager final : public api::JobService {
   api::JsonResult get_job(std::int64_t id, const std::string& tenant) override;
   db::Result<std::string> get_job_text(std::int64_t id, const std::string& tenant) override;
   api::JsonResult list_jobs(const api::JobQuery& query) override;
+  // The job's view as stored in PostgreSQL, never the live one: what a
+  // notification of an event carries. The event's outbox row commits with
+  // the state change, before this process updates its live view, so the
+  // live view could still show the state before the event.
+  db::Result<std::string> stored_job_text(std::int64_t id, const std::string& tenant);
   db::Result<std::map<std::int64_t, db::JobState>> job_states(
       const std::string& tenant, const std::vector<std::int64_t>& ids) override;
   void wait_job(std::int64_t id, const std::string& tenant, std::chrono::milliseconds timeout,

@@ -54,8 +54,9 @@ struct NotifierOptions {
   base::Clock* clock = nullptr;  // null: the real clock; must outlive the notifier
 };
 
-// The job's view as GET /v1/jobs/{id} answers it (JSON text); kNotFound
-// when the job is gone.
+// The job's view as stored (JSON text, the members GET /v1/jobs/{id}
+// answers): at least as new as the event being sent, whose outbox row
+// committed with the state change. kNotFound when the job is gone.
 using JobViewSource =
     std::function<base::Result<std::string>(std::int64_t id, const std::string& tenant)>;
 

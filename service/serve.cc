@@ -464,7 +464,7 @@ int run_serve(const std::vector<std::string>& args) {
   Notifier notifier(
       **pool,
       [&manager](std::int64_t id, const std::string& tenant) {
-        return manager.get_job_text(id, tenant);
+        return manager.stored_job_text(id, tenant);
       },
       notifier_options);
   notifier.start();
