@@ -40,12 +40,12 @@ json host_long_job(const std::string& name) {
 }
 
 // The victim: on the whole host, checkpointing every 10 steps, long enough
-// (756 wide steps) that a preemption asked at step 20 lands well before its
-// end.
+// (1,512 wide steps) that a preemption asked at step 20 lands well before
+// its end, also under load (756 once ended first in a clean-clone run).
 json victim_job(const std::string& name) {
   return blobs_job_spec({.name = name,
                          .devices = 8,
-                         .epochs = 12,
+                         .epochs = 24,
                          .log_every_n_steps = 5,
                          .checkpoint_every_n_steps = 10,
                          .samples = 20000,
@@ -96,7 +96,8 @@ void higher_priority_preempts_and_the_victim_resumes(ServiceProcess& service) {
   ASSERT_EQ(uninterrupted["state"], "SUCCEEDED") << uninterrupted.dump();
 
   const std::int64_t low = submit(service, victim_job("low"));
-  const json low_running = wait_for_step(service, low, 20);
+  // The victim stops at a checkpoint of its own: no need to wait for one.
+  const json low_running = wait_for_running_step(service, low, 20);
   ASSERT_EQ(low_running["state"], "RUNNING") << low_running.dump() << "\n"
                                              << event_reasons(service, low);
   json high_spec = host_long_job("high");

@@ -3,7 +3,6 @@
 // succeeds, its log sequence has no gap or duplicate, and no core stays held.
 #include <gtest/gtest.h>
 
-#include "jobs_api.h"
 #include "service_process.h"
 #include "training_jobs.h"
 
@@ -23,11 +22,7 @@ void restart_in_the_middle(bool crash) {
   // shows one. A graceful stop stores one as it stops: stop as soon as the
   // job has trained a few steps (the checkpoint's row reaches the view a
   // telemetry flush later, and on a loaded machine the job can end first).
-  const json running =
-      crash ? wait_for_step(first, id, 25) : wait_until(first, id, [](const json& job) {
-        return job["state"] == "RUNNING" && job["progress"].is_object() &&
-               job["progress"].value("step", std::int64_t{0}) >= 25;
-      });
+  const json running = crash ? wait_for_step(first, id, 25) : wait_for_running_step(first, id, 25);
   ASSERT_EQ(running["state"], "RUNNING") << running.dump(2) << first.log();
   std::int64_t resume_at_least = 0;
   if (crash) {

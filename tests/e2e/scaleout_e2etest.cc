@@ -511,8 +511,11 @@ TEST_F(ScaleOut, KillNineOfAnAgentMidRunFinishesItsJobsOnTheOtherFromCheckpoints
   const json running = wait_for_step(*replica_a, id, 100);
   ASSERT_EQ(running["state"], "RUNNING") << running.dump();
   ASSERT_EQ(agent_of(running), "agent-1");
-  auto agent_2 = start_agent("agent-2");
+  // Killed first: the job moves once agent-1 is declared lost (10 s), by
+  // when agent-2 has long joined; starting it first left the job time to
+  // end on agent-1 under load.
   agent_1->kill9();
+  auto agent_2 = start_agent("agent-2");
 
   const json done = replica_b->wait_terminal(id, std::chrono::seconds(180));
   ASSERT_EQ(done["state"], "SUCCEEDED")

@@ -46,16 +46,29 @@ json short_job_spec(const std::string& name) {
   return blobs_job_spec({.name = name, .samples = 320});
 }
 
+namespace {
+
+bool running_at(const json& job, std::int64_t step) {
+  return job["state"] == "RUNNING" && job["progress"].is_object() &&
+         job["progress"].value("step", std::int64_t{0}) >= step;
+}
+
+}  // namespace
+
 json wait_for_step(const ServiceProcess& service, std::int64_t id, std::int64_t step,
                    std::chrono::seconds timeout) {
   return wait_until(
       service, id,
       [step](const json& job) {
-        return job["state"] == "RUNNING" && job["progress"].is_object() &&
-               job["progress"]["step"].get<std::int64_t>() >= step &&
-               job["last_checkpoint"].is_object();
+        return running_at(job, step) && job["last_checkpoint"].is_object();
       },
       timeout);
+}
+
+json wait_for_running_step(const ServiceProcess& service, std::int64_t id, std::int64_t step,
+                           std::chrono::seconds timeout) {
+  return wait_until(
+      service, id, [step](const json& job) { return running_at(job, step); }, timeout);
 }
 
 std::int64_t resumed_from_step(const ServiceProcess& service, std::int64_t id) {

@@ -48,6 +48,13 @@ constexpr std::int64_t blobs_steps_per_epoch(int samples) {
 nlohmann::json wait_for_step(const ServiceProcess& service, std::int64_t id, std::int64_t step,
                              std::chrono::seconds timeout = std::chrono::seconds(60));
 
+// The same without waiting for a stored checkpoint: for a test that then
+// stops the job at a checkpoint of its own (a graceful stop, a preemption),
+// so that it acts a telemetry flush sooner and the job cannot end first.
+nlohmann::json wait_for_running_step(const ServiceProcess& service, std::int64_t id,
+                                     std::int64_t step,
+                                     std::chrono::seconds timeout = std::chrono::seconds(60));
+
 // The N of the job's last "Resumed from the checkpoint at step N" event;
 // -1 when it never resumed.
 std::int64_t resumed_from_step(const ServiceProcess& service, std::int64_t id);
