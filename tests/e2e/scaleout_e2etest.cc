@@ -200,9 +200,11 @@ TEST_F(ScaleOut, FailingAHostMovesItsJobToAHealthyHostOfAnotherAgent) {
   const std::int64_t id = submit(*replica_a, long_job("on-a-failing-host", kEpochs));
   const json running = wait_for_step(*replica_a, id, 100);
   ASSERT_EQ(agent_of(running), "agent-1") << running.dump();
-  auto agent_2 = start_agent("agent-2", "v3-8");
+  // Failed first, agent-2 started after: starting it first could leave the
+  // job time to end on agent-1 under load. It waits for a healthy host.
   HttpResponse failed = replica_a->post("/v1/pool/hosts/agent-1-h0:fail");
   ASSERT_EQ(failed.status, 200) << failed.body;
+  auto agent_2 = start_agent("agent-2", "v3-8");
   EXPECT_EQ(failed.json()["affected_jobs"], json::array({id})) << running.dump() << "\n"
                                                                << job_view(*replica_a, id).dump();
   const json done = replica_a->wait_terminal(id);
@@ -577,8 +579,8 @@ TEST_F(ScaleOut, AnAgentPausedPastItsLeaseWritesNothingAfterItsJobMovedAndStopsI
   const std::int64_t id = submit(*replica_a, long_job("paused", kEpochs, 11));
   const json running = wait_for_step(*replica_a, id, 100);
   ASSERT_EQ(agent_of(running), "agent-1") << running.dump();
+  agent_1->pause();  // before agent-2 starts, for the same reason as the kill -9 above
   auto agent_2 = start_agent("agent-2");
-  agent_1->pause();
   // Declared lost after its silence; the job moves to agent-2.
   const json moved = wait_until(*replica_a, id, [](const json& j) {
     return j["state"] == "RUNNING" && j["allocation"].is_object() &&
