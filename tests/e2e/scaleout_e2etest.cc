@@ -200,13 +200,20 @@ TEST_F(ScaleOut, FailingAHostMovesItsJobToAHealthyHostOfAnotherAgent) {
   const std::int64_t id = submit(*replica_a, long_job("on-a-failing-host", kEpochs));
   const json running = wait_for_step(*replica_a, id, 100);
   ASSERT_EQ(agent_of(running), "agent-1") << running.dump();
-  // Failed first, agent-2 started after: starting it first could leave the
-  // job time to end on agent-1 under load. It waits for a healthy host.
+  // agent-1 is paused while its host fails, so the job cannot end there
+  // before the leader moves it (under load that pass can come after the
+  // job's last step); it is resumed once the job is off the host, well
+  // within its lease, and agent-2 joins after.
+  agent_1->pause();
   HttpResponse failed = replica_a->post("/v1/pool/hosts/agent-1-h0:fail");
   ASSERT_EQ(failed.status, 200) << failed.body;
-  auto agent_2 = start_agent("agent-2", "v3-8");
   EXPECT_EQ(failed.json()["affected_jobs"], json::array({id})) << running.dump() << "\n"
                                                                << job_view(*replica_a, id).dump();
+  const json moved =
+      wait_until(*replica_a, id, [](const json& j) { return j["state"] == "QUEUED"; });
+  agent_1->resume();
+  ASSERT_EQ(moved["state"], "QUEUED") << moved.dump();
+  auto agent_2 = start_agent("agent-2", "v3-8");
   const json done = replica_a->wait_terminal(id);
   EXPECT_EQ(done["state"], "SUCCEEDED") << done.dump();
   EXPECT_EQ(agent_of(done), "agent-2");
