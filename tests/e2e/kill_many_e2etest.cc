@@ -21,14 +21,15 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 constexpr int kJobs = 10;
-constexpr int kEpochs = 4;
+constexpr int kEpochs = 8;
 constexpr int kLogEvery = 20;
 constexpr int kCheckpointEvery = 100;
 constexpr int kSamples = 40000;
 constexpr std::int64_t kTotalSteps = blobs_steps_per_epoch(kSamples) * kEpochs;
 
-// One core each; under a second of CPU alone in a RelWithDebInfo build, so
-// ten of them share two CPUs for several seconds. The small model keeps the
+// One core each; about 1.5 s of CPU alone in a RelWithDebInfo build, so ten
+// of them share two CPUs for several seconds (4 epochs once let one job end
+// before another had started, under load). The small model keeps the
 // checkpoints small (about 150 kB), so the telemetry writer, which stores
 // them behind the training, does not fall far behind ten jobs. Each index has
 // its own seed, so its own data, initialisation and final parameters.
