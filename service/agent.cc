@@ -69,6 +69,19 @@ struct Agent::Run {
   // first (rank > 0) writes nothing about the job.
   std::optional<SliceRole> slice;
   bool peer() const { return slice && slice->rank > 0; }
+
+  // Asks the copy to stop at its next step boundary; the first reason given
+  // is the one it ends with. A shutdown or a preemption (`by`: the
+  // preemptor) stops at a checkpoint.
+  void stop(StopReason why, std::int64_t by = 0) {
+    // Set before the reason is published; read only when it is kPreempted.
+    if (why == StopReason::kPreempted && stop_reason == StopReason::kNone) preempted_by = by;
+    StopReason none = StopReason::kNone;
+    const bool first = stop_reason.compare_exchange_strong(none, why);
+    if (why == StopReason::kPreempted && !first) return;
+    if (why == StopReason::kShutdown || why == StopReason::kPreempted) checkpoint_on_cancel = true;
+    cancel = true;
+  }
 };
 
 // Routes the executor's output to the telemetry writer, every item fenced
@@ -202,12 +215,7 @@ void Agent::stop() {
 }
 
 void Agent::stop_all_locked(StopReason reason) {
-  for (auto& [id, run] : runs_) {
-    StopReason none = StopReason::kNone;
-    run->stop_reason.compare_exchange_strong(none, reason);
-    if (reason == StopReason::kShutdown) run->checkpoint_on_cancel = true;
-    run->cancel = true;
-  }
+  for (auto& [id, run] : runs_) run->stop(reason);
 }
 
 void Agent::heartbeat_loop() {
@@ -300,32 +308,13 @@ void Agent::reconcile() {
   SupervisionPlan plan =
       plan_supervision(options_.name, epoch, *placed, *parts, copies, ended_slice_placements_);
   ended_slice_placements_ = std::move(plan.ended_slice_placements);
-  for (const StopRun& stop : plan.stop) {
-    Run& run = *runs_.at(stop.job);
-    StopReason none = StopReason::kNone;
-    if (stop.why == StopReason::kPreempted) {
-      // Stops at a checkpoint, as at a shutdown, and is requeued.
-      run.preempted_by = stop.preempted_by;
-      run.checkpoint_on_cancel = true;
-      if (run.stop_reason.compare_exchange_strong(none, stop.why)) run.cancel = true;
-    } else {
-      run.stop_reason.compare_exchange_strong(none, stop.why);
-      run.cancel = true;
-    }
-  }
+  for (const StopRun& stop : plan.stop) runs_.at(stop.job)->stop(stop.why, stop.preempted_by);
   for (StartRun& start : plan.start) {
     auto run = std::make_shared<Run>();
     run->row = std::move(start.row);
     run->epoch = epoch;
     run->slice = std::move(start.slice);
-    if (start.stop != StopReason::kNone) {
-      run->stop_reason = start.stop;
-      run->cancel = true;
-      if (start.stop == StopReason::kPreempted) {
-        run->preempted_by = start.preempted_by;
-        run->checkpoint_on_cancel = true;
-      }
-    }
+    if (start.stop != StopReason::kNone) run->stop(start.stop, start.preempted_by);
     runs_[run->row.id] = run;
     run->thread = std::thread([this, run] { run_job(run); });
   }

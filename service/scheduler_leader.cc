@@ -218,21 +218,19 @@ db::Status SchedulerLeader::run_pass() {
   auto quotas = store_.load_quotas();
   if (!quotas.ok()) return quotas.error();
 
-  std::map<std::string, std::int64_t> epoch_of;  // alive agents
-  std::map<std::string, std::chrono::system_clock::time_point> heard_at;
-  std::set<std::string> late;  // alive, but their heartbeats are late
+  std::map<std::string, std::int64_t> epoch_of;      // alive agents
+  std::map<std::string, const db::AgentRow*> alive;  // by name
   PlacementInput input;
   for (const db::AgentRow& a : *agents) {
     if (a.state != "alive") continue;
     epoch_of[a.name] = a.epoch;
-    heard_at[a.name] = a.last_heartbeat;
-    // Judged, like silence, only over a span the leader could reach the database.
-    if (options_.clock->now() - reachable_since_ >= options_.slice_part_silence &&
-        std::chrono::milliseconds(a.silent_ms) >= options_.slice_part_silence) {
-      late.insert(a.name);
-    }
+    alive[a.name] = &a;
     input.free_cpu_slots[a.name] = options_.max_cpu_jobs_per_agent;
   }
+  // Heartbeats late, judged like silence only over a span the leader could
+  // reach the database.
+  const bool judge_lateness =
+      options_.clock->now() - reachable_since_ >= options_.slice_part_silence;
   scheduler::PoolCapacity capacity;  // every registered host, so a lost agent's jobs wait
   std::map<std::string, int> host_index;
   std::set<std::string> failed_hosts;
@@ -246,9 +244,12 @@ db::Status SchedulerLeader::run_pass() {
     host.agent = h.agent;
     host.generation = *generation;
     host.usable = h.agent_state == "alive" && h.health == "healthy";
-    host.punctual = !late.count(h.agent);
     host.in_pool = h.agent_state == "alive";
-    if (auto heard = heard_at.find(h.agent); heard != heard_at.end()) host.heard_at = heard->second;
+    if (auto a = alive.find(h.agent); a != alive.end()) {
+      host.punctual = !judge_lateness ||
+                      std::chrono::milliseconds(a->second->silent_ms) < options_.slice_part_silence;
+      host.heard_at = a->second->last_heartbeat;
+    }
     host.core_job.assign(scheduler::facts(*generation).devices_per_host, 0);
     host_index[h.name] = static_cast<int>(input.hosts.size());
     input.hosts.push_back(std::move(host));

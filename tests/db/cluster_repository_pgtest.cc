@@ -47,7 +47,8 @@ class ClusterRepositoryTest : public ::testing::Test {
     return moved.ok() && *moved;
   }
 
-  bool requeue(std::int64_t epoch) {
+  // `after_failure`: stamps requeued_at, as a retry after a failure does.
+  bool requeue(std::int64_t epoch, bool after_failure = false) {
     Transition t;
     t.job_id = job_;
     t.from = {JobState::kStarting, JobState::kRunning};
@@ -55,6 +56,7 @@ class ClusterRepositoryTest : public ::testing::Test {
     t.reason = "agent lost";
     t.require_epoch = epoch;
     t.clear_placement = true;
+    t.set_requeued_at = after_failure;
     auto moved = repositories_->jobs.transition(t);
     return moved.ok() && *moved;
   }
@@ -209,15 +211,7 @@ TEST_F(ClusterRepositoryTest, ARequeueAfterAFailureRecordsItsTimeAgainstTheHeart
   JobRepository& jobs = repositories_->jobs;
   EXPECT_FALSE((*jobs.get_job(job_))->requeued_at.has_value()) << "never requeued";
   ASSERT_TRUE(place("a", *a));
-  Transition failed;
-  failed.job_id = job_;
-  failed.from = {JobState::kStarting};
-  failed.to = JobState::kQueued;
-  failed.reason = "a peer of its slice was unreachable";
-  failed.require_epoch = *a;
-  failed.clear_placement = true;
-  failed.set_requeued_at = true;
-  ASSERT_TRUE(*jobs.transition(failed));
+  ASSERT_TRUE(requeue(*a, /*after_failure=*/true));
   const std::optional<TimePoint> requeued = (*jobs.get_job(job_))->requeued_at;
   ASSERT_TRUE(requeued.has_value());
   auto heard = [&] { return (*cluster_->list_agents())[0].last_heartbeat; };

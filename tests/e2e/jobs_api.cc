@@ -23,6 +23,12 @@ json job_events(const ServiceProcess& service, std::int64_t id) {
   return body.is_object() ? body.value("events", json()) : json();
 }
 
+std::string event_reasons(const ServiceProcess& service, std::int64_t id) {
+  std::string out;
+  for (const nlohmann::json& e : job_events(service, id)) out += e.value("reason", "") + "\n";
+  return out;
+}
+
 json poll_until(const std::function<json()>& read, const std::function<bool(const json&)>& done,
                 std::chrono::seconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;

@@ -30,6 +30,9 @@ nlohmann::json job_view(const ServiceProcess& service, std::int64_t id,
 
 // GET /v1/jobs/{id}/events: the "events" array (null when there is none).
 nlohmann::json job_events(const ServiceProcess& service, std::int64_t id);
+// The reasons of its events, one a line (for finding a text, and for a
+// failure message).
+std::string event_reasons(const ServiceProcess& service, std::int64_t id);
 
 // Calls `read` every 20 ms until it returns a JSON object for which `done`
 // holds, or `timeout` passes; returns the last value read either way.

@@ -23,12 +23,6 @@ namespace {
 using nlohmann::json;
 
 // The reasons of the job's events, one per line.
-std::string event_reasons(const ServiceProcess& service, std::int64_t id) {
-  std::string out;
-  for (const json& e : job_events(service, id)) out += e.value("reason", "") + "\n";
-  return out;
-}
-
 // A job on the whole v3-8 host that runs until cancelled.
 json host_long_job(const std::string& name) {
   return blobs_job_spec({.name = name,

@@ -50,6 +50,20 @@ class ScaleOut : public ::testing::Test {
     return agent;
   }
 
+  // A v3-32 digits job of kSliceJobEpochs on three agents of two hosts each
+  // (so it spans two of them), once it has trained 12 steps with a
+  // checkpoint stored.
+  struct RunningSlice {
+    std::unique_ptr<ServiceProcess> replica;
+    std::map<std::string, std::unique_ptr<ServiceProcess>> agents;
+    std::int64_t id = 0;
+    json running;  // its view then
+    std::size_t parts() const { return running["allocation"]["slice"]["parts"].size(); }
+    std::string agent_of_part(int part) const {
+      return running["allocation"]["slice"]["parts"][part]["agent"];
+    }
+  };
+  RunningSlice run_slice_across_agents(const std::string& name, int max_retries);
   // Stops one agent of a running v3-32 spanning two (SIGTERM): `part` 0 is
   // the first part's agent, 1 the other's.
   void stop_an_agent_of_a_slice_gracefully(int part);
@@ -104,6 +118,9 @@ class ScaleOut : public ::testing::Test {
   inline static const std::vector<std::string> kCollectiveArgs = {
       "--collective-address", "127.0.0.1", "--collective-timeout", "5"};
   static constexpr int kSteps = kEpochs * 25;
+  // The paused agent's job: 16,000 steps.
+  static constexpr int kPausedEpochs = 640;
+  static constexpr std::chrono::seconds kPausedJobDeadline{600};  // ASan+UBSan
 
   OwnPostgres database_{"tpujobs-scaleout-"};
 };
@@ -314,98 +331,75 @@ TEST_F(ScaleOut, AV3_32SliceAcrossTwoAndFourAgentsEqualsItOnOneAgentBitForBit) {
   }
 }
 
+ScaleOut::RunningSlice ScaleOut::run_slice_across_agents(const std::string& name, int max_retries) {
+  RunningSlice slice;
+  slice.replica = start_replica("replica-a");
+  slice.agents = three_agents_of_two_hosts();
+  slice.id = submit(*slice.replica, v3_32_digits_job(name, kSliceJobEpochs, max_retries));
+  slice.running = wait_for_step(*slice.replica, slice.id, 12);
+  return slice;
+}
+
 TEST_F(ScaleOut, KillingAnAgentOfASliceFailsTheStepOnItsPeersAndTheJobIsRetriedToSuccess) {
-  auto replica = start_replica("replica-a");
-  auto agents = three_agents_of_two_hosts();
-  const int epochs = kSliceJobEpochs;
-  const std::int64_t id =
-      submit(*replica, v3_32_digits_job("killed-peer", epochs, /*max_retries=*/3));
-  const json running = wait_for_step(*replica, id, 12);
-  ASSERT_EQ(running["state"], "RUNNING") << running.dump();
-  const json parts = running["allocation"]["slice"]["parts"];
-  ASSERT_EQ(parts.size(), 2u) << running.dump();
-  const std::string peer = parts[1]["agent"];
-  agents.at(peer)->kill9();
+  RunningSlice slice = run_slice_across_agents("killed-peer", /*max_retries=*/3);
+  ASSERT_EQ(slice.running["state"], "RUNNING") << slice.running.dump();
+  ASSERT_EQ(slice.parts(), 2u) << slice.running.dump();
+  const ServiceProcess& replica = *slice.replica;
+  const std::string peer = slice.agent_of_part(1);
+  slice.agents.at(peer)->kill9();
   const auto killed = Clock::now();
   // The first part's step fails at once (the peer's sockets closed), within
   // the collective deadline at the latest; the job goes back to the queue
   // (its attempt counts it: the state may be RUNNING again before a poll).
   const json requeued =
-      wait_until(*replica, id, [](const json& j) { return j.value("attempt", 0) >= 1; });
+      wait_until(replica, slice.id, [](const json& j) { return j.value("attempt", 0) >= 1; });
   const double took = seconds_since(killed);
   EXPECT_LT(took, kCollectiveTimeoutSeconds + 2.0) << requeued.dump();
-  std::string reasons;
-  for (const json& e : job_events(*replica, id)) {
-    reasons += e.value("reason", "") + "\n";
-  }
+  const std::string reasons = event_reasons(replica, slice.id);
   EXPECT_NE(reasons.find("UNAVAILABLE: failed to connect to all addresses"), std::string::npos)
       << reasons;
   std::printf("agent %s killed: its peer failed the step and the job was requeued after %.3f s\n",
               peer.c_str(), took);
-  const json done = wait_until(
-      *replica, id,
-      [](const json& j) { return j["state"] == "SUCCEEDED" || j["state"] == "FAILED"; },
-      std::chrono::seconds(300));
+  const json done = replica.wait_terminal(slice.id, std::chrono::seconds(300));
   EXPECT_EQ(done["state"], "SUCCEEDED") << done.dump();
-  EXPECT_GE(done.value("attempt", 0), 1) << done.dump();
   // The retry is not placed on the killed agent, still alive until declared
   // lost (it was not heard from since the failure): one attempt spent.
-  EXPECT_EQ(done.value("attempt", 0), 1) << done.dump();
-  for (const json& e : job_events(*replica, id))
-    std::printf("  -> %s: %s\n", e.value("to", "").c_str(), e.value("reason", "").c_str());
-  EXPECT_EQ(done["progress"].value("step", 0), epochs * 11) << done.dump();
-  EXPECT_GE(resumed_from_step(*replica, id), 5);
+  EXPECT_EQ(done.value("attempt", 0), 1) << done.dump() << "\n" << event_reasons(replica, slice.id);
+  EXPECT_EQ(done["progress"].value("step", 0), kSliceJobEpochs * 11) << done.dump();
+  EXPECT_GE(resumed_from_step(replica, slice.id), 5);
 }
 
 TEST_F(ScaleOut, KillingTheFirstAgentOfASliceEndsItsPeersAndTheJobResumesElsewhere) {
-  auto replica = start_replica("replica-a");
-  auto agents = three_agents_of_two_hosts();
-  const int epochs = kSliceJobEpochs;
-  const std::int64_t id =
-      submit(*replica, v3_32_digits_job("killed-first", epochs, /*max_retries=*/3));
-  const json running = wait_for_step(*replica, id, 12);
-  ASSERT_EQ(running["state"], "RUNNING") << running.dump();
-  const std::string first = running["allocation"]["slice"]["parts"][0]["agent"];
-  const std::string peer = running["allocation"]["slice"]["parts"][1]["agent"];
-  agents.at(first)->kill9();
+  RunningSlice slice = run_slice_across_agents("killed-first", /*max_retries=*/3);
+  ASSERT_EQ(slice.running["state"], "RUNNING") << slice.running.dump();
+  ASSERT_EQ(slice.parts(), 2u) << slice.running.dump();
+  const std::string peer = slice.agent_of_part(1);
+  slice.agents.at(slice.agent_of_part(0))->kill9();
   // The peer's step fails at once (the sockets closed) and its part ends:
   // the leader requeues the job once the first agent is lost (10 s), and it
   // resumes from its checkpoint on the agents left.
-  const json done = wait_until(
-      *replica, id,
-      [](const json& j) { return j["state"] == "SUCCEEDED" || j["state"] == "FAILED"; },
-      std::chrono::seconds(300));
+  const json done = slice.replica->wait_terminal(slice.id, std::chrono::seconds(300));
   EXPECT_EQ(done["state"], "SUCCEEDED") << done.dump();
-  EXPECT_EQ(done["progress"].value("step", 0), epochs * 11) << done.dump();
-  EXPECT_GE(resumed_from_step(*replica, id), 5);
-  EXPECT_NE(agents.at(peer)->log().find("slice all-gather"), std::string::npos)
-      << agents.at(peer)->log();
+  EXPECT_EQ(done["progress"].value("step", 0), kSliceJobEpochs * 11) << done.dump();
+  EXPECT_GE(resumed_from_step(*slice.replica, slice.id), 5);
+  EXPECT_NE(slice.agents.at(peer)->log().find("slice all-gather"), std::string::npos)
+      << slice.agents.at(peer)->log();
 }
 
 // With no retry allowed, the job must still succeed: a graceful stop is not
 // a failure.
 void ScaleOut::stop_an_agent_of_a_slice_gracefully(int part) {
-  auto replica = start_replica("replica-a");
-  auto agents = three_agents_of_two_hosts();
-  const int epochs = kSliceJobEpochs;
-  const std::int64_t id =
-      submit(*replica, v3_32_digits_job("stopped-part", epochs, /*max_retries=*/0));
-  const json running = wait_for_step(*replica, id, 12);
-  ASSERT_EQ(running["state"], "RUNNING") << running.dump();
-  const json parts = running["allocation"]["slice"]["parts"];
-  ASSERT_EQ(parts.size(), 2u) << running.dump();
-  const std::string stopped = parts[part]["agent"];
-  EXPECT_EQ(agents.at(stopped)->stop(), 0) << agents.at(stopped)->log();
-  const json done = wait_until(
-      *replica, id,
-      [](const json& j) { return j["state"] == "SUCCEEDED" || j["state"] == "FAILED"; },
-      std::chrono::seconds(300));
+  RunningSlice slice = run_slice_across_agents("stopped-part", /*max_retries=*/0);
+  ASSERT_EQ(slice.running["state"], "RUNNING") << slice.running.dump();
+  ASSERT_EQ(slice.parts(), 2u) << slice.running.dump();
+  const std::string stopped = slice.agent_of_part(part);
+  EXPECT_EQ(slice.agents.at(stopped)->stop(), 0) << slice.agents.at(stopped)->log();
+  const json done = slice.replica->wait_terminal(slice.id, std::chrono::seconds(300));
   EXPECT_EQ(done["state"], "SUCCEEDED") << done.dump();
   EXPECT_EQ(done.value("attempt", -1), 0) << done.dump();
-  EXPECT_EQ(done["progress"].value("step", 0), epochs * 11) << done.dump();
-  EXPECT_GE(resumed_from_step(*replica, id), 5);
-  std::string reasons;
-  for (const json& e : job_events(*replica, id)) reasons += e.value("reason", "") + "\n";
+  EXPECT_EQ(done["progress"].value("step", 0), kSliceJobEpochs * 11) << done.dump();
+  EXPECT_GE(resumed_from_step(*slice.replica, slice.id), 5);
+  const std::string reasons = event_reasons(*slice.replica, slice.id);
   EXPECT_NE(reasons.find("Agent " + stopped + " stopping"), std::string::npos) << reasons;
   EXPECT_EQ(reasons.find("UNAVAILABLE"), std::string::npos) << reasons;
   for (const json& p : done["allocation"]["slice"]["parts"]) EXPECT_NE(p["agent"], stopped);
@@ -579,12 +573,15 @@ TEST_F(ScaleOut, KillNineOfTheLeaderReplicaTheOtherPlacesWithinTenSeconds) {
 TEST_F(ScaleOut, AnAgentPausedPastItsLeaseWritesNothingAfterItsJobMovedAndStopsItsCopy) {
   auto replica_a = start_replica("replica-a");
   auto agent_1 = start_agent("agent-1");
-  const std::int64_t reference = submit(*replica_a, long_job("reference", kEpochs, 11));
-  const json reference_done = replica_a->wait_terminal(reference);
+  const std::int64_t reference = submit(*replica_a, long_job("reference", kPausedEpochs, 11));
+  const json reference_done = replica_a->wait_terminal(reference, kPausedJobDeadline);
   ASSERT_EQ(reference_done["state"], "SUCCEEDED");
 
-  const std::int64_t id = submit(*replica_a, long_job("paused", kEpochs, 11));
-  const json running = wait_for_step(*replica_a, id, 100);
+  const std::int64_t id = submit(*replica_a, long_job("paused", kPausedEpochs, 11));
+  // Progress, not a stored checkpoint: the pause must land before the job
+  // can end (a run of
+  // this test saw 4,000 steps end within a second of the first).
+  const json running = wait_for_running_step(*replica_a, id, 100);
   ASSERT_EQ(agent_of(running), "agent-1") << running.dump();
   agent_1->pause();  // before agent-2 starts, for the same reason as the kill -9 above
   auto agent_2 = start_agent("agent-2");
@@ -595,16 +592,16 @@ TEST_F(ScaleOut, AnAgentPausedPastItsLeaseWritesNothingAfterItsJobMovedAndStopsI
   });
   ASSERT_EQ(agent_of(moved), "agent-2") << moved.dump();
   agent_1->resume();
-  const json done = replica_a->wait_terminal(id);
+  const json done = replica_a->wait_terminal(id, kPausedJobDeadline);
   ASSERT_EQ(done["state"], "SUCCEEDED") << done.dump();
   // Stale lines or points from agent-1 would break the numbering or repeat
   // a step; stale parameters would change the digest.
   expect_contiguous_logs(*replica_a, id);
   const std::vector<std::string> metrics =
-      expect_gapless_metrics(*replica_a, id, 25, kEpochs, kSteps);
-  EXPECT_EQ(
-      first_difference(metrics, expect_gapless_metrics(*replica_a, reference, 25, kEpochs, kSteps)),
-      "");
+      expect_gapless_metrics(*replica_a, id, 25, kPausedEpochs, kPausedEpochs * 25);
+  EXPECT_EQ(first_difference(metrics, expect_gapless_metrics(*replica_a, reference, 25,
+                                                             kPausedEpochs, kPausedEpochs * 25)),
+            "");
   EXPECT_EQ(done["result"]["parameters_digest"], reference_done["result"]["parameters_digest"]);
   // agent-1 found out, stopped its copy and rejoined under a new epoch.
   const auto deadline = Clock::now() + std::chrono::seconds(60);

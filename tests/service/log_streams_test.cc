@@ -172,8 +172,7 @@ TEST(LogStreams, NotifiedStreamsTickOnTheNotificationNotTheFallback) {
   StopTimers stop{timers};
   auto writer = std::make_shared<FakeWriter>();
   streams.follow(7, 0, writer);
-  // The first tick read the database and is now waiting.
-  for (int i = 0; i < 3000 && source.reads() < 1; ++i) std::this_thread::sleep_for(1ms);
+  // follow() made the first read on this thread; the stream now waits.
   ASSERT_EQ(source.reads(), 1);
   source.add(1, "stored by an agent");
   streams.wake(LogStreams::parse_job_ids("3,7"));
