@@ -64,6 +64,30 @@ class Param {
   bool binary_ = false;
 };
 
+// One field of a row that Connection::copy_in sends in PostgreSQL's binary
+// COPY format: a bigint, an integer or a bytea column's value. Bytes are not
+// copied: they must outlive the copy_in call.
+class CopyField {
+ public:
+  static CopyField int64(std::int64_t value);
+  static CopyField int32(std::int32_t value);
+  static CopyField bytes(std::string_view data);
+
+  // The field's bytes on the wire (after its length word): network-order
+  // digits, or the bytes themselves.
+  std::string_view wire() const;
+
+ private:
+  // The low `size` bytes of `bits`, most significant first.
+  static CopyField number(std::uint64_t bits, int size);
+
+  char number_[8] = {};
+  std::string_view bytes_;
+  bool is_number_ = false;
+  int number_size_ = 0;
+};
+using CopyRow = std::vector<CopyField>;
+
 // The rows of a finished statement, in text format. Accessors take a row and
 // a column index; reading a NULL gives "" / 0 / false (check is_null first
 // when NULL is meaningful).
@@ -120,6 +144,13 @@ class Connection {
   Result<QueryResult> execute(std::string_view sql, std::span<const Param> params);
 
   // Runs several ';'-separated statements without parameters.
+  // Runs `copy_sql`, a `COPY table (columns) FROM STDIN (FORMAT binary)`,
+  // over `rows` (fields in the columns' order) and returns the rows copied.
+  // The rows travel in CopyData messages of at most 1 MiB, large values
+  // straight from where they live: neither side holds the whole input, as
+  // a statement with one large bytea parameter makes both do.
+  Result<std::int64_t> copy_in(std::string_view copy_sql, std::span<const CopyRow> rows);
+
   // @warning Only for SQL text that is part of the program (migrations);
   // never for text that contains a value.
   Status execute_script(std::string_view trusted_sql);
@@ -166,6 +197,9 @@ class Transaction {
   }
   Status execute_script(std::string_view trusted_sql) {
     return connection_->execute_script(trusted_sql);
+  }
+  Result<std::int64_t> copy_in(std::string_view copy_sql, std::span<const CopyRow> rows) {
+    return connection_->copy_in(copy_sql, rows);
   }
 
   // Commits. When a statement in the transaction failed, nothing is

@@ -14,6 +14,8 @@ namespace tpujobs::db {
 namespace {
 
 constexpr int kMaxListLimit = 10000;
+// A checkpoint is stored as rows of this many bytes (migration 009).
+constexpr std::size_t kCheckpointChunkBytes = std::size_t{1} << 20;
 
 std::optional<std::string> time_or_now(TimePoint at) {
   if (at == TimePoint{}) return std::nullopt;  // COALESCE(..., now()) in SQL
@@ -159,21 +161,39 @@ Result<std::int64_t> JobOutputRepository::count_metrics_after_step(std::int64_t 
 
 Status JobOutputRepository::save_checkpoint(std::int64_t job_id, std::int64_t step, int epoch,
                                             const std::string& bytes, std::int64_t fence_epoch) {
-  // One statement, committed by the server on its own: a writer paused
-  // between the statements of a transaction would hold the job row's lock
-  // (FOR SHARE, the fence) and stall whoever moves the job on. The DELETE
-  // sees the rows before the INSERT: it keeps the newest one besides the
-  // one saved.
+  // The chunks are copied in first, then one statement adds the checkpoint
+  // row where the fence holds (job_checkpoint_chunks' key on it is
+  // deferred) and prunes, and the transaction commits: the job row's lock
+  // (FOR SHARE, the fence) is held only from that statement to the commit,
+  // so a writer paused mid-copy stalls nobody who moves the job on. The
+  // DELETE sees the rows before the INSERT: it keeps the newest one besides
+  // the one saved (and their chunks go with the rest, by cascade).
   return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Status {
-    Result<QueryResult> saved = connection.execute(
+    Result<Transaction> transaction = Transaction::begin(connection);
+    if (!transaction.ok()) return transaction.error();
+    Result<QueryResult> replaced = transaction->execute(
+        "DELETE FROM job_checkpoint_chunks WHERE job_id = $1::bigint AND step = $2::bigint",
+        {job_id, step});
+    if (!replaced.ok()) return replaced.error();
+    std::vector<CopyRow> chunks;
+    for (std::size_t at = 0, seq = 0; at < bytes.size(); at += kCheckpointChunkBytes, ++seq) {
+      chunks.push_back(
+          {CopyField::int64(job_id), CopyField::int64(step),
+           CopyField::int32(static_cast<std::int32_t>(seq)),
+           CopyField::bytes(std::string_view(bytes).substr(at, kCheckpointChunkBytes))});
+    }
+    Result<std::int64_t> copied = transaction->copy_in(
+        "COPY job_checkpoint_chunks (job_id, step, seq, bytes) FROM STDIN (FORMAT binary)", chunks);
+    if (!copied.ok()) return copied.error();
+    Result<QueryResult> saved = transaction->execute(
         "WITH saved AS ("
         "  INSERT INTO job_checkpoints (job_id, step, epoch, bytes)"
-        "  SELECT job_id, step, epoch, bytes FROM"
-        "   (VALUES ($1::bigint, $2::bigint, $3::integer, $4::bytea, $5::bigint))"
-        "   AS t(job_id, step, epoch, bytes, fence)"
+        "  SELECT job_id, step, epoch, NULL FROM"
+        "   (VALUES ($1::bigint, $2::bigint, $3::integer, $4::bigint))"
+        "   AS t(job_id, step, epoch, fence)"
         "  WHERE " TPUJOBS_FENCE_HOLDS
         "  ON CONFLICT (job_id, step)"
-        "  DO UPDATE SET epoch = excluded.epoch, at = now(), bytes = excluded.bytes"
+        "  DO UPDATE SET epoch = excluded.epoch, at = now(), bytes = NULL"
         "  RETURNING job_id, step"
         "), pruned AS ("
         "  DELETE FROM job_checkpoints c USING saved"
@@ -183,29 +203,56 @@ Status JobOutputRepository::save_checkpoint(std::int64_t job_id, std::int64_t st
         "    ORDER BY o.step DESC LIMIT 1)"
         "  RETURNING 1"
         ") SELECT count(*) FROM saved",
-        {job_id, step, epoch, Param::bytes(bytes), fence_epoch});
+        {job_id, step, epoch, fence_epoch});
     if (!saved.ok()) return saved.error();
     if (saved->int64(0, 0) == 0) {
+      // The transaction rolls back: the chunks copied go too.
       return make_error(ErrorCode::kConflict, "job " + std::to_string(job_id) +
                                                   " no longer runs under placement epoch " +
                                                   std::to_string(fence_epoch));
     }
-    return Status::Ok();
+    return transaction->commit();
   });
 }
 
 Result<std::optional<CheckpointRow>> JobOutputRepository::latest_checkpoint(std::int64_t job_id) {
   return with_connection(
       pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::optional<CheckpointRow>> {
-        Result<QueryResult> rows = connection.execute(
-            "SELECT step, epoch, at, bytes FROM job_checkpoints WHERE job_id = $1::bigint"
-            " ORDER BY step DESC LIMIT 1",
+        // One snapshot for the row and its chunks, read a few at a time: a
+        // save at the same step meanwhile cannot mix two checkpoints.
+        Result<Transaction> transaction = Transaction::begin(connection);
+        if (!transaction.ok()) return transaction.error();
+        Status snapshot = transaction->execute_script(
+            "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY");
+        if (!snapshot.ok()) return snapshot.error();
+        Result<QueryResult> rows = transaction->execute(
+            "SELECT step, epoch, at, bytes,"
+            " (SELECT coalesce(sum(octet_length(k.bytes)), 0) FROM job_checkpoint_chunks k"
+            "  WHERE k.job_id = c.job_id AND k.step = c.step)"
+            " FROM job_checkpoints c WHERE job_id = $1::bigint ORDER BY step DESC LIMIT 1",
             {job_id});
         if (!rows.ok()) return rows.error();
         if (rows->rows() == 0) return std::optional<CheckpointRow>();
-        return std::optional<CheckpointRow>(
-            CheckpointRow{job_id, rows->int64(0, 0), static_cast<int>(rows->int64(0, 1)),
-                          rows->timestamp(0, 2), rows->bytes(0, 3)});
+        CheckpointRow row{job_id, rows->int64(0, 0), static_cast<int>(rows->int64(0, 1)),
+                          rows->timestamp(0, 2), ""};
+        if (!rows->is_null(0, 3)) {
+          row.bytes = rows->bytes(0, 3);  // stored before migration 009
+        } else {
+          row.bytes.reserve(static_cast<std::size_t>(rows->int64(0, 4)));
+          constexpr int kChunksARead = 16;
+          for (std::int64_t next = 0;; next += kChunksARead) {
+            Result<QueryResult> chunks = transaction->execute(
+                "SELECT bytes FROM job_checkpoint_chunks WHERE job_id = $1::bigint"
+                " AND step = $2::bigint AND seq >= $3::integer ORDER BY seq LIMIT $4::integer",
+                {job_id, row.step, next, kChunksARead});
+            if (!chunks.ok()) return chunks.error();
+            for (int i = 0; i < chunks->rows(); ++i) row.bytes += chunks->bytes(i, 0);
+            if (chunks->rows() < kChunksARead) break;
+          }
+        }
+        Status ended = transaction->commit();
+        if (!ended.ok()) return ended.error();
+        return std::optional<CheckpointRow>(std::move(row));
       });
 }
 

@@ -69,7 +69,8 @@ class JobOutputRepository {
   Result<std::int64_t> count_metrics_after_step(std::int64_t job_id, std::int64_t step);
 
   // Stores a checkpoint (replacing one at the same step) and deletes all but
-  // the job's two latest (by step), in one transaction. With a non-zero
+  // the job's two latest (by step), in one transaction. The bytes go in as
+  // rows of 1 MiB, streamed by COPY (migration 009). With a non-zero
   // fence_epoch, only while the job runs under that placement epoch:
   // kConflict (nothing stored) otherwise.
   Status save_checkpoint(std::int64_t job_id, std::int64_t step, int epoch,

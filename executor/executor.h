@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -55,9 +56,12 @@ class TrainingSink {
   virtual ~TrainingSink() = default;
   virtual void log(std::string_view line) = 0;  // one line, no trailing newline
   virtual void metrics(const MetricPoint& point) = 0;
-  virtual void checkpoint(const Checkpoint& checkpoint) = 0;  // every checkpoint_every_n_steps
-                                                              // and at each epoch end
-  virtual void progress(const Progress& progress) = 0;        // cheap; called every step
+  // Every checkpoint_every_n_steps and at each epoch end. The sink may keep
+  // the checkpoint as long as it needs (the service stores it on another
+  // thread): the trainer encodes the next one into the same bytes only once
+  // no sink holds them, and into new ones otherwise.
+  virtual void checkpoint(std::shared_ptr<const Checkpoint> checkpoint) = 0;
+  virtual void progress(const Progress& progress) = 0;  // cheap; called every step
 };
 
 // Implemented by the service (uploads live in PostgreSQL).

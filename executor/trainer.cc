@@ -2,6 +2,7 @@
 // semantics on TPU (per-core batches, distributed sampling, all-reduced
 // gradients), the emulated XLA runtime around it, and the job's reporting.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -235,7 +236,7 @@ class Trainer {
   std::vector<double> step_losses_;  // micro-batch-major: [m * local_replicas_ + r]
   std::vector<float*> gradient_buffers_;
   std::vector<float> gather_send_, gather_all_;
-  std::string checkpoint_bytes_;  // the last checkpoint's, kept for its capacity
+  std::shared_ptr<Checkpoint> checkpoint_;  // the last one emitted, reused once the sink let go
 
   // The slice: a multi-host one reduces per host, then across hosts. This
   // process runs replicas [first_replica_, first_replica_ + local_replicas_).
@@ -586,15 +587,22 @@ void Trainer::emit_checkpoint() {
   state.last_metrics = last_metrics_;
   state.xla_metrics = xla_.serialize();
   // The arrays are encoded from where they live, into the previous
-  // checkpoint's bytes: no copies of them and no fresh pages to fault in
-  // (those were several percent of a large model's steps).
-  Checkpoint checkpoint{step_, epoch_, std::move(checkpoint_bytes_)};
+  // checkpoint's bytes once the sink has let go of them: no copies of them
+  // and no fresh pages to fault in (those were several percent of a large
+  // model's steps). While the sink still stores the previous one, new bytes.
+  if (checkpoint_ == nullptr || checkpoint_.use_count() != 1) {
+    checkpoint_ = std::make_shared<Checkpoint>();
+  } else {
+    // The sink's last read of the bytes happened before it let go.
+    std::atomic_thread_fence(std::memory_order_acquire);
+  }
+  checkpoint_->step = step_;
+  checkpoint_->epoch = epoch_;
   encode_state(
       state,
       StateArrays{network_->parameters(), optimizer_->first_moment(), optimizer_->second_moment()},
-      checkpoint.bytes);
-  sink_.checkpoint(checkpoint);
-  checkpoint_bytes_ = std::move(checkpoint.bytes);
+      checkpoint_->bytes);
+  sink_.checkpoint(checkpoint_);
 }
 
 TrainingResult Trainer::run() {

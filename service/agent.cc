@@ -26,7 +26,7 @@ class DiscardSink final : public executor::TrainingSink {
  public:
   void log(std::string_view) override {}
   void metrics(const executor::MetricPoint&) override {}
-  void checkpoint(const executor::Checkpoint&) override {}
+  void checkpoint(std::shared_ptr<const executor::Checkpoint>) override {}
   void progress(const executor::Progress&) override {}
 };
 
@@ -108,8 +108,8 @@ class Agent::Sink final : public executor::TrainingSink {
 
   // Stored after the lines and points queued before it (see
   // service/telemetry_writer.h).
-  void checkpoint(const executor::Checkpoint& checkpoint) override {
-    agent_.telemetry_.checkpoint(run_.row.id, run_.epoch, checkpoint);
+  void checkpoint(std::shared_ptr<const executor::Checkpoint> checkpoint) override {
+    agent_.telemetry_.checkpoint(run_.row.id, run_.epoch, std::move(checkpoint));
   }
 
   void progress(const executor::Progress& progress) override {

@@ -153,8 +153,8 @@ class JobManager::Sink final : public executor::TrainingSink {
   // would; its metric points are skipped, see skip_metric_points.)
   // Training goes on meanwhile, also while the database is away; only the
   // newest checkpoint of a job waits.
-  void checkpoint(const executor::Checkpoint& checkpoint) override {
-    manager_.telemetry_.checkpoint(job_->id, /*fence=*/0, checkpoint);
+  void checkpoint(std::shared_ptr<const executor::Checkpoint> checkpoint) override {
+    manager_.telemetry_.checkpoint(job_->id, /*fence=*/0, std::move(checkpoint));
   }
 
   void progress(const executor::Progress& progress) override {

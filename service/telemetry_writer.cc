@@ -105,7 +105,7 @@ void TelemetryWriter::progress(std::int64_t job, std::int64_t fence, std::string
 }
 
 void TelemetryWriter::checkpoint(std::int64_t job, std::int64_t fence,
-                                 executor::Checkpoint checkpoint) {
+                                 std::shared_ptr<const executor::Checkpoint> checkpoint) {
   // Megabytes: the older one is freed outside the lock every log line takes.
   FencedCheckpoint newest{fence, std::move(checkpoint)};
   {
@@ -170,10 +170,10 @@ bool TelemetryWriter::flush() {
   std::map<std::int64_t, FencedCheckpoint> checkpoints_left;
   for (auto& [id, c] : checkpoints) {
     if (!lines_stored ||
-        !stored_or_dropped(store_.save_checkpoint(id, c.checkpoint, c.fence), "a checkpoint")) {
+        !stored_or_dropped(store_.save_checkpoint(id, *c.checkpoint, c.fence), "a checkpoint")) {
       checkpoints_left.emplace(id, std::move(c));
     } else if (on_checkpoint_stored) {
-      on_checkpoint_stored(id, c.checkpoint);
+      on_checkpoint_stored(id, *c.checkpoint);
     }
   }
   std::map<std::int64_t, Progress> progress_left;

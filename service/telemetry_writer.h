@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
@@ -114,7 +115,9 @@ class TelemetryWriter {
   void progress(std::int64_t job, std::int64_t fence, std::string progress_json,
                 std::string metrics_json);
   // Keeps only the newest checkpoint of a job; wakes the writer thread.
-  void checkpoint(std::int64_t job, std::int64_t fence, executor::Checkpoint checkpoint);
+  // Holds it until stored (the trainer reuses its bytes after that).
+  void checkpoint(std::int64_t job, std::int64_t fence,
+                  std::shared_ptr<const executor::Checkpoint> checkpoint);
 
   // Stores what is queued, once (see the top of this file). True when
   // everything queued before the call is stored.
@@ -139,7 +142,7 @@ class TelemetryWriter {
   };
   struct FencedCheckpoint {
     std::int64_t fence = 0;
-    executor::Checkpoint checkpoint;
+    std::shared_ptr<const executor::Checkpoint> checkpoint;
   };
   void loop();
   // Stores lines then points; false when the database was unreachable

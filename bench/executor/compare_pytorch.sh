@@ -28,6 +28,12 @@
 #   FMA_UNITS       FMA pipes per core for the peak (default: 2, as on Zen 2-4
 #                   and Xeon Gold/Platinum; 1 on some Xeon Silver/Bronze)
 #   TPUJOBS_GEMM_KERNEL  sse2|avx2|avx512 forces tpujobs' matrix kernel
+#   SERVICE_BIN     a `tpujobs` binary (default: <repo>/build/service/tpujobs
+#                   when it exists): the models also run as jobs through a
+#                   `tpujobs serve` (embedded PostgreSQL, --workers THREADS)
+#                   that this script starts, and the table gives the jobs'
+#                   own samples_per_sec against PyTorch (service_job.py).
+#                   SERVICE_BIN=none skips them.
 #
 # PyTorch comes from Debian's python3-torch with libopenblas0-pthread; they are
 # installed with apt-get when missing (through sudo when not root). When that
@@ -83,11 +89,46 @@ if [[ ! -x "${program}" || -n "${REBUILD:-}" ]]; then
   cmake --build "${build_dir}" -j2 --target executor_train_throughput >&2
 fi
 
+# --- tpujobs through the service -------------------------------------------------
+service_bin="${SERVICE_BIN:-${repo}/build/service/tpujobs}"
+service_state=""
+service_pid=""
+service_url=""
+stop_service() {
+  if [[ -n "${service_pid}" ]] && kill -0 "${service_pid}" 2>/dev/null; then
+    kill -TERM "${service_pid}"
+    wait "${service_pid}" || true
+  fi
+  if [[ -n "${service_state}" ]]; then rm -rf "${service_state}"; fi
+}
+if [[ "${service_bin}" != none && -x "${service_bin}" ]]; then
+  service_state="$(mktemp -d /tmp/tpujobs-compare.XXXXXX)"
+  chmod 755 "${service_state}"  # the embedded PostgreSQL may run as an unprivileged user
+  port="$("${python}" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+  service_url="http://127.0.0.1:${port}"
+  "${service_bin}" serve --listen "127.0.0.1:${port}" --state-dir "${service_state}/state" \
+    --pool v3-8 --workers "${threads}" >"${service_state}/serve.log" 2>&1 &
+  service_pid=$!
+  for _ in $(seq 600); do
+    grep -q "tpujobs listening on" "${service_state}/serve.log" && break
+    kill -0 "${service_pid}" 2>/dev/null || break
+    sleep 0.1
+  done
+  if ! grep -q "tpujobs listening on" "${service_state}/serve.log"; then
+    cat "${service_state}/serve.log" >&2
+    echo "the service did not start" >&2
+    exit 1
+  fi
+  echo "service: ${service_bin} on ${service_url}" >&2
+elif [[ "${service_bin}" != none ]]; then
+  echo "Skipping the service side: no tpujobs binary at ${service_bin} (build target tpujobs, or set SERVICE_BIN)." >&2
+fi
+
 # --- run ------------------------------------------------------------------------
 load() { cut -d' ' -f1 /proc/loadavg; }
 results="$(mktemp)"  # "<side> <model> <round> <samples/s> <samples/CPU-s> <load before> <load after>"
 kernel=""
-trap 'rm -f "${results}"' EXIT
+trap 'rm -f "${results}"; stop_service' EXIT
 record() {  # record <side> <round> <command...>: runs it, keeps its figure lines
   local side="$1" round="$2" before output
   shift 2
@@ -110,6 +151,7 @@ peak="${peak_gflops} GFLOP/s = ${threads} cores x ${simd_floats} floats x ${fma_
 echo "machine: $(nproc) cpus, ${cpu_name}; peak ${peak}" >&2
 sides=(tpujobs)
 if [[ -z "${pytorch_skip_reason}" ]]; then sides=(pytorch pytorch_ftz pytorch_ftz_passive tpujobs); fi
+if [[ -n "${service_pid}" ]]; then sides+=(tpujobs_service); fi
 for ((round = 1; round <= rounds; round++)); do
   for model in digits gemm; do
     order=("${sides[@]}")
@@ -120,6 +162,7 @@ for ((round = 1; round <= rounds; round++)); do
         pytorch_ftz) record pytorch_ftz "${round}" "${python}" "${here}/pytorch_mlp.py" --flush-denormals --threads "${threads}" "${quick[@]}" "${model}" ;;
         pytorch_ftz_passive) record pytorch_ftz_passive "${round}" env OMP_WAIT_POLICY=passive "${python}" "${here}/pytorch_mlp.py" --flush-denormals --threads "${threads}" "${quick[@]}" "${model}" ;;
         tpujobs) record tpujobs "${round}" "${program}" --threads "${threads}" "${quick[@]}" "${model}" ;;
+        tpujobs_service) record tpujobs_service "${round}" "${python}" "${here}/service_job.py" --url "${service_url}" --pid "${service_pid}" "${quick[@]}" "${model}" ;;
       esac
     done
   done
@@ -131,7 +174,7 @@ replicas="${replicas} (load ${replicas_before} -> $(load))"
 # --- table --------------------------------------------------------------------
 # GFLOP per training sample: forward, weight gradients, and the input
 # gradients of every layer but the first (2 FLOP a multiply-add).
-awk -v replicas="${replicas}" -v rounds="${rounds}" -v kernel="${kernel}" -v cpu="${cpu_name}" \
+awk -v replicas="${replicas}" -v rounds="${rounds}" -v service="${service_pid}" -v kernel="${kernel}" -v cpu="${cpu_name}" \
     -v peak="${peak}" -v peak_gflops="${peak_gflops}" '
   function median(list, n,    i, j, t, sorted) {
     for (i = 1; i <= n; i++) sorted[i] = list[i]
@@ -145,8 +188,8 @@ awk -v replicas="${replicas}" -v rounds="${rounds}" -v kernel="${kernel}" -v cpu
     rate[key, n[key]] = $4; cpu_rate[key, n[key]] = $5
     by_round[$1, $2, $3] = $4; cpu_by_round[$1, $2, $3] = $5; loads[$2, $3] = loads[$2, $3] " " $1 " " $6 "->" $7
   }
-  function row(model, label, target, gflop_per_sample,    sides, s, k, i, r, list, med, best, best_side, each, ratio, verdict, flops, cpu_list, cpu_med, cpu_best, cpu_each) {
-    split("pytorch pytorch_ftz pytorch_ftz_passive tpujobs", sides, " ")
+  function row(model, label, target, gflop_per_sample, us,    sides, s, k, i, r, list, med, best, best_side, each, ratio, verdict, flops, cpu_list, cpu_med, cpu_best, cpu_each) {
+    split("pytorch pytorch_ftz pytorch_ftz_passive " us, sides, " ")
     for (s = 1; s <= 4; s++) {
       k = sides[s] " " model
       for (i = 1; i <= n[k]; i++) list[i] = rate[k, i]
@@ -154,9 +197,9 @@ awk -v replicas="${replicas}" -v rounds="${rounds}" -v kernel="${kernel}" -v cpu
       for (i = 1; i <= n[k]; i++) cpu_list[i] = cpu_rate[k, i]
       cpu_med[sides[s]] = n[k] ? median(cpu_list, n[k]) : ""
     }
-    flops = sprintf("%.1f (%.0f%%)", med["tpujobs"] * gflop_per_sample, 100 * med["tpujobs"] * gflop_per_sample / peak_gflops)
+    flops = sprintf("%.1f (%.0f%%)", med[us] * gflop_per_sample, 100 * med[us] * gflop_per_sample / peak_gflops)
     if (med["pytorch"] == "") {
-      printf "| %-28s | %9s | %9s | %9s | %9.1f | %-6s | %-14s | %s | n/a |\n", label, "skipped", "skipped", "skipped", med["tpujobs"], "n/a", "PyTorch skipped", flops
+      printf "| %-28s | %9s | %9s | %9s | %9.1f | %-6s | %-14s | %s | n/a |\n", label, "skipped", "skipped", "skipped", med[us], "n/a", "PyTorch skipped", flops
       return
     }
     best = 0
@@ -165,10 +208,10 @@ awk -v replicas="${replicas}" -v rounds="${rounds}" -v kernel="${kernel}" -v cpu
     for (r = 1; r <= rounds; r++) {
       b = 0
       for (s = 1; s <= 3; s++) if (((sides[s], model, r) in by_round) && by_round[sides[s], model, r] > b) b = by_round[sides[s], model, r]
-      if (b > 0 && (("tpujobs", model, r) in by_round))
-        each = each (each == "" ? "" : ", ") sprintf("%.2f", by_round["tpujobs", model, r] / b)
+      if (b > 0 && ((us, model, r) in by_round))
+        each = each (each == "" ? "" : ", ") sprintf("%.2f", by_round[us, model, r] / b)
     }
-    ratio = med["tpujobs"] / best
+    ratio = med[us] / best
     # The same per CPU-second of all the process'"'"'s threads, which the load
     # disturbs much less than the wall clock.
     cpu_best = 0
@@ -177,22 +220,28 @@ awk -v replicas="${replicas}" -v rounds="${rounds}" -v kernel="${kernel}" -v cpu
     for (r = 1; r <= rounds; r++) {
       b = 0
       for (s = 1; s <= 3; s++) if (((sides[s], model, r) in cpu_by_round) && cpu_by_round[sides[s], model, r] > b) b = cpu_by_round[sides[s], model, r]
-      if (b > 0 && (("tpujobs", model, r) in cpu_by_round))
-        cpu_each = cpu_each (cpu_each == "" ? "" : ", ") sprintf("%.2f", cpu_by_round["tpujobs", model, r] / b)
+      if (b > 0 && ((us, model, r) in cpu_by_round))
+        cpu_each = cpu_each (cpu_each == "" ? "" : ", ") sprintf("%.2f", cpu_by_round[us, model, r] / b)
     }
     verdict = ratio >= target ? "met" : "MISSED"
     printf "| %-28s | %9.1f | %9.1f | %9.1f | %9.1f | %5.2fx | >= %.1fx %-6s | %s | %s | %.1f (%s) | %.2fx (%s); tpujobs %.1f, best PyTorch %.1f GFLOP/CPU-s |\n",
-      label, med["pytorch"], med["pytorch_ftz"], med["pytorch_ftz_passive"], med["tpujobs"], ratio, target, verdict, flops, each,
-      best * gflop_per_sample, best_side, cpu_med["tpujobs"] / cpu_best, cpu_each,
-      cpu_med["tpujobs"] * gflop_per_sample, cpu_best * gflop_per_sample
+      label, med["pytorch"], med["pytorch_ftz"], med["pytorch_ftz_passive"], med[us], ratio, target, verdict, flops, each,
+      best * gflop_per_sample, best_side, cpu_med[us] / cpu_best, cpu_each,
+      cpu_med[us] * gflop_per_sample, cpu_best * gflop_per_sample
   }
   END {
     print "CPU: " cpu "; peak " peak
     print "Medians over " rounds " rounds (samples/s); ratio = tpujobs / the best PyTorch column."
     printf "| %-28s | %9s | %9s | %9s | %9s | %-6s | %-14s | %s | %s | %s | %s |\n", "model", "PyTorch", "PT FTZ", "PT FTZ+pass", "tpujobs", "ratio", "target", "tpujobs GFLOP/s (of peak)", "ratio per round", "best PyTorch GFLOP/s", "per CPU-s: ratio (per round)"
     print "|------------------------------|-----------|-----------|-----------|-----------|--------|----------------|-----|-----|-----|-----|"
-    row("digits_mlp", "digits MLP 64-128-10, b 64", 5.0, 2 * (2 * 64 * 128 + 3 * 128 * 10) * 1e-9)
-    row("gemm_mlp", "MLP 1024-4096-4096-10, b 256", 1.2, 0.1177)
+    row("digits_mlp", "digits MLP 64-128-10, b 64", 5.0, 2 * (2 * 64 * 128 + 3 * 128 * 10) * 1e-9, "tpujobs")
+    row("gemm_mlp", "MLP 1024-4096-4096-10, b 256", 1.2, 0.1177, "tpujobs")
+    if (service) {
+      print ""
+      print "The same models as jobs through the service (tpujobs column: the job'"'"'s own samples_per_sec, whole run; per CPU-s: the service process'"'"'s CPU time):"
+      row("digits_mlp", "digits job", 5.0, 2 * (2 * 64 * 128 + 3 * 128 * 10) * 1e-9, "tpujobs_service")
+      row("gemm_mlp", "GEMM MLP job, 3 epochs", 1.2, 0.1177, "tpujobs_service")
+    }
     print ""
     print "Load average (1 min) around each round'"'"'s runs:"
     for (r = 1; r <= rounds; r++) {

@@ -40,7 +40,7 @@ class DiscardingSink : public TrainingSink {
  public:
   void log(std::string_view) override {}
   void metrics(const MetricPoint&) override {}
-  void checkpoint(const Checkpoint&) override {}
+  void checkpoint(std::shared_ptr<const Checkpoint>) override {}
   void progress(const Progress&) override {}
 };
 

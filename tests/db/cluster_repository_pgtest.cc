@@ -145,6 +145,19 @@ TEST_F(ClusterRepositoryTest, WritesOfAStaleEpochDoNotLand) {
   auto checkpoint = outputs.latest_checkpoint(job_);
   ASSERT_TRUE(checkpoint.ok() && *checkpoint);
   EXPECT_EQ("ckpt-a", (*checkpoint)->bytes);
+  {
+    // The stale checkpoint's chunks, copied in before its fence failed, went
+    // with its transaction.
+    auto connection = pool_->acquire(std::chrono::seconds(1));
+    ASSERT_TRUE(connection.ok());
+    auto chunks = (*connection)
+                      ->execute(
+                          "SELECT count(*) FROM job_checkpoint_chunks WHERE job_id = $1::bigint"
+                          " AND step = 20",
+                          {job_});
+    ASSERT_TRUE(chunks.ok());
+    EXPECT_EQ(0, chunks->int64(0, 0));
+  }
   // A transition of the stale agent is refused; b's is applied.
   Transition stale;
   stale.job_id = job_;

@@ -97,6 +97,109 @@ TEST_F(OutputRepositoryTest, MetricsShareStepsAndAppendIdempotently) {
   EXPECT_EQ(ErrorCode::kInvalid, bad.code());
 }
 
+// Bytes of every value, over `size` bytes: a checkpoint's floats.
+std::string patterned_bytes(std::size_t size, unsigned seed) {
+  std::string bytes(size, '\0');
+  for (std::size_t i = 0; i < size; ++i)
+    bytes[i] = static_cast<char>((i * 131 + seed * 7 + i / 977) & 0xff);
+  return bytes;
+}
+
+TEST_F(OutputRepositoryTest, ALargeCheckpointIsStoredAsChunksAndReadBackWhole) {
+  JobOutputRepository& outputs = repositories_->outputs;
+  // Two whole 1 MiB chunks and a part, then a smaller one at the next step.
+  const std::string first = patterned_bytes((std::size_t{5} << 19) + 12345, 1);
+  const std::string second = patterned_bytes(std::size_t{3} << 19, 2);
+  ASSERT_TRUE(outputs.save_checkpoint(job_, 100, 1, first).ok());
+  auto latest = outputs.latest_checkpoint(job_);
+  ASSERT_TRUE(latest.ok() && latest->has_value()) << (latest.ok() ? "" : latest.error().message);
+  EXPECT_EQ(first.size(), (*latest)->bytes.size());
+  EXPECT_TRUE((*latest)->bytes == first) << "the bytes read back differ";
+  ASSERT_TRUE(outputs.save_checkpoint(job_, 200, 2, second).ok());
+  latest = outputs.latest_checkpoint(job_);
+  ASSERT_TRUE(latest.ok() && latest->has_value());
+  EXPECT_EQ(200, (*latest)->step);
+  EXPECT_TRUE((*latest)->bytes == second) << "the bytes read back differ";
+
+  auto connection = pool_->acquire(std::chrono::seconds(1));
+  ASSERT_TRUE(connection.ok());
+  auto chunks = (*connection)
+                    ->execute(
+                        "SELECT string_agg(step || ':' || seq || '=' || octet_length(bytes),"
+                        " ' ' ORDER BY step, seq) FROM job_checkpoint_chunks");
+  ASSERT_TRUE(chunks.ok());
+  EXPECT_EQ("100:0=1048576 100:1=1048576 100:2=536633 200:0=1048576 200:1=524288",
+            chunks->string(0, 0));
+  // The same step again (an epoch end after a periodic one) replaces its
+  // chunks; a third step prunes the first checkpoint's with it.
+  ASSERT_TRUE(outputs.save_checkpoint(job_, 200, 2, "small").ok());
+  ASSERT_TRUE(outputs.save_checkpoint(job_, 300, 3, first).ok());
+  chunks = (*connection)
+               ->execute(
+                   "SELECT string_agg(step || ':' || seq, ' ' ORDER BY step, seq)"
+                   " FROM job_checkpoint_chunks");
+  ASSERT_TRUE(chunks.ok());
+  EXPECT_EQ("200:0 300:0 300:1 300:2", chunks->string(0, 0));
+}
+
+TEST_F(OutputRepositoryTest, ACheckpointStoredBeforeChunksStillReads) {
+  // Migration 009 left older rows' bytes in job_checkpoints.bytes.
+  auto connection = pool_->acquire(std::chrono::seconds(1));
+  ASSERT_TRUE(connection.ok());
+  ASSERT_TRUE((*connection)
+                  ->execute("INSERT INTO job_checkpoints (job_id, step, epoch, bytes)"
+                            " VALUES ($1::bigint, 40, 0, $2::bytea)",
+                            {job_, Param::bytes(std::string("\x00old\xff", 5))})
+                  .ok());
+  auto latest = repositories_->outputs.latest_checkpoint(job_);
+  ASSERT_TRUE(latest.ok() && latest->has_value());
+  EXPECT_EQ(std::string("\x00old\xff", 5), (*latest)->bytes);
+  // A newer one goes in as chunks and the two coexist.
+  ASSERT_TRUE(repositories_->outputs.save_checkpoint(job_, 80, 1, "new").ok());
+  latest = repositories_->outputs.latest_checkpoint(job_);
+  ASSERT_TRUE(latest.ok() && latest->has_value());
+  EXPECT_EQ("new", (*latest)->bytes);
+}
+
+TEST_F(OutputRepositoryTest, CopyInSendsRowsAndABadCopyLeavesTheConnectionUsable) {
+  auto connection = pool_->acquire(std::chrono::seconds(1));
+  ASSERT_TRUE(connection.ok());
+  Connection& c = **connection;
+  ASSERT_TRUE(c.execute_script("CREATE TEMP TABLE copied (a bigint, b integer, c bytea)").ok());
+  const std::string big = patterned_bytes(3 << 20, 3);  // sent in several messages
+  const std::vector<CopyRow> rows = {
+      {CopyField::int64(-5), CopyField::int32(7), CopyField::bytes("x")},
+      {CopyField::int64(std::int64_t{1} << 40), CopyField::int32(-1), CopyField::bytes(big)},
+      {CopyField::int64(0), CopyField::int32(0), CopyField::bytes("")}};
+  auto copied = c.copy_in("COPY copied (a, b, c) FROM STDIN (FORMAT binary)", rows);
+  ASSERT_TRUE(copied.ok()) << copied.error().message;
+  EXPECT_EQ(3, *copied);
+  auto read = c.execute("SELECT a, b, c FROM copied ORDER BY a");
+  ASSERT_TRUE(read.ok());
+  ASSERT_EQ(3, read->rows());
+  EXPECT_EQ(-5, read->int64(0, 0));
+  EXPECT_EQ(7, read->int64(0, 1));
+  EXPECT_EQ("x", read->bytes(0, 2));
+  EXPECT_EQ("", read->bytes(1, 2));
+  EXPECT_EQ(std::int64_t{1} << 40, read->int64(2, 0));
+  EXPECT_EQ(-1, read->int64(2, 1));
+  EXPECT_TRUE(read->bytes(2, 2) == big);
+
+  // A row of the wrong shape: the server refuses the copy, nothing lands,
+  // and the connection goes on.
+  const std::vector<CopyRow> short_row = {{CopyField::int64(1)}};
+  auto refused = c.copy_in("COPY copied (a, b, c) FROM STDIN (FORMAT binary)", short_row);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("COPY failed"), std::string::npos)
+      << refused.error().message;
+  auto count = c.execute("SELECT count(*) FROM copied");
+  ASSERT_TRUE(count.ok()) << count.error().message;
+  EXPECT_EQ(3, count->int64(0, 0));
+  auto not_copy = c.copy_in("SELECT 1", rows);
+  EXPECT_FALSE(not_copy.ok());
+  EXPECT_TRUE(c.execute("SELECT 1").ok());
+}
+
 TEST_F(OutputRepositoryTest, CheckpointsKeepTheLastTwo) {
   JobOutputRepository& outputs = repositories_->outputs;
   auto none = outputs.latest_checkpoint(job_);

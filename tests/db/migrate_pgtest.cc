@@ -48,9 +48,9 @@ TEST(MigrateTest, CreatesTheDesignTablesAndIsIdempotent) {
   ASSERT_TRUE(applied.ok());
   EXPECT_EQ(static_cast<std::size_t>(embedded_migrations().size()), applied->size());
   EXPECT_EQ(
-      "agent_hosts agents api_tokens datasets job_checkpoints job_events job_logs job_metrics "
-      "job_notifications jobs notification_allowlist notification_attempts notification_secrets "
-      "pool_hosts rendezvous_keys schema_migrations tenant_quotas",
+      "agent_hosts agents api_tokens datasets job_checkpoint_chunks job_checkpoints job_events "
+      "job_logs job_metrics job_notifications jobs notification_allowlist notification_attempts "
+      "notification_secrets pool_hosts rendezvous_keys schema_migrations tenant_quotas",
       query_text(*pool,
                  "SELECT string_agg(tablename, ' ' ORDER BY tablename) FROM pg_tables"
                  " WHERE schemaname = 'public'"));

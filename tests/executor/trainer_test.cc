@@ -196,6 +196,36 @@ TEST_F(TrainerTest, ResumingFromAnyCheckpointIsBitIdentical) {
   }
 }
 
+// A sink that keeps every checkpoint it is handed, as the service's
+// telemetry writer does until it has stored one, and a copy of what each
+// held when it arrived.
+class HoldingSink : public RecordingSink {
+ public:
+  void checkpoint(std::shared_ptr<const Checkpoint> checkpoint) override {
+    RecordingSink::checkpoint(checkpoint);
+    held.push_back(std::move(checkpoint));
+  }
+  std::vector<std::shared_ptr<const Checkpoint>> held;
+};
+
+TEST_F(TrainerTest, ACheckpointTheSinkStillHoldsIsNeverOverwritten) {
+  // The trainer encodes a checkpoint into the last one's bytes once the
+  // sink has let go of them (no fresh pages for a large model's state),
+  // never while the sink holds them.
+  TrainingSpec spec = small_spec();
+  spec.max_epochs = 3;
+  spec.checkpoint_every_n_steps = 2;
+  HoldingSink holding;
+  ASSERT_EQ(run(spec, holding).outcome, Outcome::kSucceeded);
+  ASSERT_GE(holding.held.size(), 3u);
+  for (std::size_t i = 0; i < holding.held.size(); ++i) {
+    EXPECT_EQ(holding.held[i]->step, holding.checkpoints[i].step);
+    EXPECT_TRUE(holding.held[i]->bytes == holding.checkpoints[i].bytes)
+        << "checkpoint " << i << " (step " << holding.checkpoints[i].step
+        << ") changed after the sink got it";
+  }
+}
+
 TEST_F(TrainerTest, ResumeRefusesAnotherRunsCheckpoint) {
   TrainingSpec spec = small_spec();
   RecordingSink sink;

@@ -17,7 +17,9 @@ class RecordingSink : public TrainingSink {
  public:
   void log(std::string_view line) override { lines.emplace_back(line); }
   void metrics(const MetricPoint& point) override { points.push_back(point); }
-  void checkpoint(const Checkpoint& checkpoint) override { checkpoints.push_back(checkpoint); }
+  void checkpoint(std::shared_ptr<const Checkpoint> checkpoint) override {
+    checkpoints.push_back(*checkpoint);
+  }
   void progress(const Progress& progress) override {
     ++progress_calls;
     last_progress = progress;

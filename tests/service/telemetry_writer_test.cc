@@ -64,7 +64,9 @@ db::LogLine line(std::int64_t job, std::int64_t seq) { return {job, seq, {}, "li
 db::MetricPoint point(std::int64_t job, std::int64_t seq) {
   return {job, seq, seq, 0, {}, "{}", 0};
 }
-executor::Checkpoint checkpoint_at(std::int64_t step) { return {step, 0, "bytes"}; }
+std::shared_ptr<const executor::Checkpoint> checkpoint_at(std::int64_t step) {
+  return std::make_shared<executor::Checkpoint>(executor::Checkpoint{step, 0, "bytes"});
+}
 
 struct Fixture {
   FakeStore store;
