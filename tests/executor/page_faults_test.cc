@@ -187,9 +187,10 @@ TEST(PageFaultsTest, WarmStepsValidationsAndCheckpointsNeitherAllocateNorFaultIn
               static_cast<long long>(steps), checkpoints, static_cast<long long>(faults),
               where.c_str());
 #if defined(TPUJOBS_UNDER_ASAN)
-  GTEST_SKIP() << "AddressSanitizer's allocator quarantines freed memory and hands out fresh "
-                  "pages where the trainer reuses a buffer, so page faults do not tell whether "
-                  "it does; measured: "
+  GTEST_SKIP() << "AddressSanitizer's allocator quarantines freed memory, so even a step's "
+                  "small allocations (metric points, log lines) land on fresh pages, and its "
+                  "shadow memory faults in as well: page faults do not tell whether the trainer "
+                  "reuses its buffers here (the allocation count above does); measured: "
                << faults << " faults";
 #else
   // Less than one 4 KiB page per step on average, for a model whose layer
