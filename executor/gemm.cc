@@ -61,12 +61,14 @@ const KernelFunctions& kernel_functions(GemmKernel kernel) {
   return kGeneric;
 }
 
-// The calling thread's buffer for a product's shared operand, packed: it
-// lives as long as the thread, so steps after the first neither allocate
-// nor fault pages in. Only the thread's current gemm() uses it (a thread
-// waiting on its panels runs none but its own).
-float* shared_operand_buffer(std::size_t floats) {
-  thread_local FloatBuffer buffer;
+// The buffer for a product's shared operand, packed: `own` (the caller's,
+// see ComputeSplit) or else the calling thread's. Either lives across
+// steps, so steps after the first neither allocate nor fault pages in. Only
+// the thread's current gemm() uses the thread's buffer (a thread waiting on
+// its panels runs none but its own).
+float* shared_operand_buffer(FloatBuffer* own, std::size_t floats) {
+  thread_local FloatBuffer thread_buffer;
+  FloatBuffer& buffer = own != nullptr ? *own : thread_buffer;
   if (buffer.size() < floats) buffer.resize(floats);
   return buffer.data();
 }
@@ -204,7 +206,7 @@ void gemm(int m, int n, int k, MatrixOperand a, MatrixOperand b, float* c, std::
   if (panels.count > 1 && !panels.along_rows && k > 0) {
     const GemmTask whole{
         m, n, k, a.data, a.stride, a.transposed, b.data, b.stride, b.transposed, c, c_stride};
-    float* packed = shared_operand_buffer(kernel.packed_floats(m, k));
+    float* packed = shared_operand_buffer(split.shared_operand, kernel.packed_floats(m, k));
     run_tasks(kernel.packed_blocks(m, k), [&](int block) { kernel.pack_a(whole, block, packed); });
     packed_a.data = packed;
   }

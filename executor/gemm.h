@@ -21,6 +21,8 @@
 #include <cstdint>
 #include <string>
 
+#include "executor/float_buffer.h"
+
 namespace tpujobs::executor {
 
 class WorkerPool;
@@ -55,6 +57,11 @@ inline GemmKernel best_gemm_kernel() { return configured_gemm_kernel().kernel; }
 struct ComputeSplit {
   WorkerPool* pool = nullptr;
   GemmKernel kernel = best_gemm_kernel();
+  // Where a product cut into panels of c's columns packs the operand they
+  // share, grown as needed: the caller's own buffer, so that the memory a
+  // product touches does not depend on which thread runs it. Null: a buffer
+  // that the calling thread keeps.
+  FloatBuffer* shared_operand = nullptr;
 };
 
 // The row-major matrix at `data`, rows `stride` floats apart, used as stored

@@ -127,6 +127,7 @@ const float* Network::matmul_parameters() const {
 
 Replica::Replica(const Network& network, int max_rows, ComputeSplit split)
     : network_(network), max_rows_(max_rows), split_(split) {
+  split_.shared_operand = &shared_operand_;
   const ModelShape& shape = network.shape();
   const std::size_t rows = static_cast<std::size_t>(max_rows);
   int widest = shape.input_features;

@@ -66,10 +66,13 @@ struct BatchLoss {
 };
 
 // One replica's buffers for batches of up to `max_rows` samples. Allocates
-// everything in the constructor; the passes themselves do not allocate.
+// everything in the constructor but its products' packed shared operand,
+// which its first passes size; later passes do not allocate.
 class Replica {
  public:
   Replica(const Network& network, int max_rows, ComputeSplit split);
+  Replica(const Replica&) = delete;  // split_ points into it
+  Replica& operator=(const Replica&) = delete;
 
   int max_rows() const { return max_rows_; }
   // The batch to fill before a pass: rows x input features, and one label per row.
@@ -106,6 +109,7 @@ class Replica {
   FloatBuffer gradient_a_, gradient_b_, rounded_gradient_;
   FloatBuffer gradients_;
   std::vector<char> weight_written_;  // per layer: its weight got a gradient this pass
+  FloatBuffer shared_operand_;        // split_.shared_operand
 };
 
 // hash64 of the exact bytes of `values`, as "hash64:<16 hex digits>": equal

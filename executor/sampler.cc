@@ -17,11 +17,12 @@ std::int64_t samples_per_replica(const SamplerOptions& options) {
 
 namespace {
 
-// The epoch's order of the whole dataset: a permutation seeded by seed + epoch
-// (the same on every replica), or the identity without shuffle.
-std::vector<std::int64_t> epoch_order(const SamplerOptions& options, int epoch) {
+// The epoch's order of the whole dataset, written over `order`: a
+// permutation seeded by seed + epoch (the same on every replica), or the
+// identity without shuffle.
+void epoch_order(const SamplerOptions& options, int epoch, std::vector<std::int64_t>& order) {
   const std::int64_t n = options.dataset_size;
-  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
+  order.resize(static_cast<std::size_t>(n));
   std::iota(order.begin(), order.end(), std::int64_t{0});
   if (options.shuffle && n > 1) {
     // Fisher-Yates; DistributedSampler seeds its generator with seed + epoch.
@@ -31,38 +32,47 @@ std::vector<std::int64_t> epoch_order(const SamplerOptions& options, int epoch) 
       std::swap(order[i], order[j]);
     }
   }
-  return order;
 }
 
-// Every world_size-th index of the padded or truncated `order`, from `rank`.
-std::vector<std::int64_t> shard(const SamplerOptions& options,
-                                const std::vector<std::int64_t>& order, int rank) {
+// Every world_size-th index of the padded or truncated `order`, from `rank`,
+// written over `indices`.
+void shard(const SamplerOptions& options, const std::vector<std::int64_t>& order, int rank,
+           std::vector<std::int64_t>& indices) {
   const std::int64_t n = options.dataset_size;
   const std::int64_t world = std::max(1, options.world_size);
   const std::int64_t per_replica = samples_per_replica(options);
-  std::vector<std::int64_t> indices;
-  indices.reserve(static_cast<std::size_t>(per_replica));
+  indices.resize(static_cast<std::size_t>(per_replica));
   for (std::int64_t k = 0; k < per_replica; ++k) {
     const std::int64_t position = rank + k * world;  // < per_replica * world
-    indices.push_back(n == 0 ? 0 : order[static_cast<std::size_t>(position % n)]);
+    indices[static_cast<std::size_t>(k)] =
+        n == 0 ? 0 : order[static_cast<std::size_t>(position % n)];
   }
-  return indices;
 }
 
 }  // namespace
 
 std::vector<std::int64_t> replica_indices(const SamplerOptions& options, int rank, int epoch) {
-  return shard(options, epoch_order(options, epoch), rank);
+  std::vector<std::int64_t> order, indices;
+  epoch_order(options, epoch, order);
+  shard(options, order, rank, indices);
+  return indices;
 }
 
 std::vector<std::vector<std::int64_t>> all_replica_indices(const SamplerOptions& options,
                                                            int epoch) {
-  const std::vector<std::int64_t> order = epoch_order(options, epoch);
+  std::vector<std::int64_t> order;
   std::vector<std::vector<std::int64_t>> shards;
-  for (int rank = 0; rank < std::max(1, options.world_size); ++rank) {
-    shards.push_back(shard(options, order, rank));
-  }
+  all_replica_indices(options, epoch, order, shards);
   return shards;
+}
+
+void all_replica_indices(const SamplerOptions& options, int epoch, std::vector<std::int64_t>& order,
+                         std::vector<std::vector<std::int64_t>>& shards) {
+  epoch_order(options, epoch, order);
+  shards.resize(static_cast<std::size_t>(std::max(1, options.world_size)));
+  for (std::size_t rank = 0; rank < shards.size(); ++rank) {
+    shard(options, order, static_cast<int>(rank), shards[rank]);
+  }
 }
 
 std::int64_t batches_per_replica(const SamplerOptions& options, int batch_size) {

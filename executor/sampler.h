@@ -28,6 +28,10 @@ std::vector<std::int64_t> replica_indices(const SamplerOptions& options, int ran
 // replica_indices() of every rank in [0, world_size), shuffling once.
 std::vector<std::vector<std::int64_t>> all_replica_indices(const SamplerOptions& options,
                                                            int epoch);
+// The same, written over `shards`, with `order` as scratch: their capacity
+// is reused, so a caller that keeps them allocates nothing per epoch.
+void all_replica_indices(const SamplerOptions& options, int epoch, std::vector<std::int64_t>& order,
+                         std::vector<std::vector<std::int64_t>>& shards);
 
 // Batches per replica per epoch for a per-core batch size: a last partial
 // batch counts unless drop_last.

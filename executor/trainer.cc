@@ -236,6 +236,12 @@ class Trainer {
   std::vector<double> step_losses_;  // micro-batch-major: [m * local_replicas_ + r]
   std::vector<float*> gradient_buffers_;
   std::vector<float> gather_send_, gather_all_;
+  // Kept for their capacity: epochs, validations and checkpoints after the
+  // first write over the memory of the ones before (no fresh pages).
+  std::vector<std::int64_t> epoch_order_;
+  std::vector<std::vector<std::int64_t>> shards_;  // this epoch's samples, per replica
+  std::vector<BatchLoss> validation_results_;
+  TrainingState checkpoint_state_;          // but its three large arrays
   std::shared_ptr<Checkpoint> checkpoint_;  // the last one emitted, reused once the sink let go
 
   // The slice: a multi-host one reduces per host, then across hosts. This
@@ -546,7 +552,8 @@ void Trainer::validate() {
   const int world = local_replicas_;  // every process evaluates all of it: the same bits
   const int chunk = spec_.data.batch_size;
   const std::int64_t chunks = (validation.rows + chunk - 1) / chunk;
-  std::vector<BatchLoss> results(static_cast<std::size_t>(chunks));
+  std::vector<BatchLoss>& results = validation_results_;
+  results.assign(static_cast<std::size_t>(chunks), BatchLoss{});
   const int features = validation.features;
   workers_.parallel_for(world, [&](int r) {
     Replica& replica = *replicas_[r];
@@ -572,7 +579,7 @@ void Trainer::validate() {
 }
 
 void Trainer::emit_checkpoint() {
-  TrainingState state;
+  TrainingState& state = checkpoint_state_;
   state.model_fingerprint = fingerprint_;
   state.seed = spec_.seed;
   state.world_size = spec_.world_size;
@@ -585,7 +592,7 @@ void Trainer::emit_checkpoint() {
   state.epoch_loss_sum = epoch_loss_sum_;
   state.epoch_loss_count = epoch_loss_count_;
   state.last_metrics = last_metrics_;
-  state.xla_metrics = xla_.serialize();
+  xla_.serialize(state.xla_metrics);
   // The arrays are encoded from where they live, into the previous
   // checkpoint's bytes once the sink has let go of them: no copies of them
   // and no fresh pages to fault in (those were several percent of a large
@@ -652,8 +659,8 @@ TrainingResult Trainer::run() {
   if (stopped) stop_reason = "`max_steps=" + std::to_string(spec_.max_steps) + "` reached.";
 
   while (!stopped && (spec_.max_epochs < 0 || epoch_ < spec_.max_epochs)) {
-    const std::vector<std::vector<std::int64_t>> shards =
-        all_replica_indices(prepared_.sampler, epoch_);
+    all_replica_indices(prepared_.sampler, epoch_, epoch_order_, shards_);
+    const std::vector<std::vector<std::int64_t>>& shards = shards_;
     const steady_clock::time_point epoch_began = clock_.now();
     while (batch_ < batches) {
       if (std::optional<JobError> error = check_control(step_ + 1)) {

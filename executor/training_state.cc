@@ -93,7 +93,13 @@ void encode_state(const TrainingState& state, const StateArrays& arrays, std::st
                      sizeof(float) * (arrays.parameters.size() + arrays.first_moment.size() +
                                       arrays.second_moment.size());
   for (const auto& [name, value] : state.last_metrics) size += 16 + name.size();
-  writer.out().reserve(size);
+  // The small parts grow as the job runs (its XLA metrics keep up to 1,024
+  // samples of each metric, about 40 bytes each): a buffer that must grow
+  // gets 1 MiB more than this checkpoint needs, so that the later ones fit
+  // it rather than each outgrowing it and faulting in a whole new buffer.
+  // Room never written costs address space only.
+  constexpr std::size_t kGrowthRoom = std::size_t{1} << 20;
+  if (writer.out().capacity() < size) writer.out().reserve(size + kGrowthRoom);
   writer.out().append(kMagic);
   writer.scalar(kVersion);
   writer.bytes(state.model_fingerprint);

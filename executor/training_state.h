@@ -57,7 +57,8 @@ struct StateArrays {
 // encode_state(state) with `arrays` in place of the state's own three arrays
 // (which are not read), written over `out`: its capacity is reused, so a
 // caller that keeps `out` between checkpoints neither allocates nor
-// page-faults in fresh memory for each.
+// page-faults in fresh memory for each. When `out` must grow, it gets room
+// for the state's small parts (the XLA metrics) to grow as the job runs.
 void encode_state(const TrainingState& state, const StateArrays& arrays, std::string& out);
 // kInvalid, saying which, when `bytes` is truncated, corrupted, or of another
 // version.

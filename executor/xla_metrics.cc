@@ -142,8 +142,7 @@ void put_integer(std::string& out, std::int64_t value, char separator) {
 }
 
 void put_string(std::string& out, std::string_view text) {
-  out += std::to_string(text.size());
-  out += ':';
+  put_integer(out, static_cast<std::int64_t>(text.size()), ':');
   out += text;
   out += '\n';
 }
@@ -190,8 +189,6 @@ class Reader {
   std::size_t pos_ = 0;
 };
 
-std::string real_bits(double value) { return std::to_string(std::bit_cast<std::int64_t>(value)); }
-
 }  // namespace
 
 XlaMetrics::XlaMetrics(Now now, int torch_xla_version)
@@ -210,6 +207,8 @@ void XlaMetrics::add_sample(const std::string& name, Unit unit, double value) {
   metric.accumulator += value;
   const Sample sample{value, elapsed_ns()};
   if (metric.samples.size() < kMaxSamples) {
+    // The ring's whole storage at once (16 KiB), not regrown as it fills.
+    if (metric.samples.capacity() < kMaxSamples) metric.samples.reserve(kMaxSamples);
     metric.samples.push_back(sample);
   } else {
     metric.samples[metric.next] = sample;
@@ -397,30 +396,46 @@ std::string XlaMetrics::metrics_data(std::int64_t save_index) const {
 
 std::string XlaMetrics::serialize() const {
   std::string out;
+  serialize(out);
+  return out;
+}
+
+void XlaMetrics::serialize(std::string& out) const {
+  out.clear();
+  // Room for every metric's ring full (a sample: two integers of up to 20
+  // characters and their separators), so that the later checkpoints of a
+  // job, whose rings hold more samples, write over this memory rather than
+  // regrowing it.
+  std::size_t room = 64 * (4 + compiled_graphs_.size() + counters_.size() + metrics_.size()) +
+                     metrics_.size() * kMaxSamples * 42;
+  for (const std::string& key : compiled_graphs_) room += key.size();
+  for (const auto& [name, value] : counters_) room += name.size();
+  for (const auto& [name, metric] : metrics_) room += name.size();
+  out.reserve(room);
   out += kSerializedMagic;
   out += ' ';
-  out += std::to_string(kSerializedVersion);
-  out += '\n';
-  out += std::to_string(elapsed_ns()) + "\n";
-  out += std::to_string(compiled_graphs_.size()) + "\n";
+  put_integer(out, kSerializedVersion, '\n');
+  put_integer(out, elapsed_ns(), '\n');
+  put_integer(out, static_cast<std::int64_t>(compiled_graphs_.size()), '\n');
   for (const std::string& key : compiled_graphs_) put_string(out, key);
-  out += std::to_string(counters_.size()) + "\n";
+  put_integer(out, static_cast<std::int64_t>(counters_.size()), '\n');
   for (const auto& [name, value] : counters_) {
     put_string(out, name);
-    out += std::to_string(value) + "\n";
+    put_integer(out, value, '\n');
   }
-  out += std::to_string(metrics_.size()) + "\n";
+  put_integer(out, static_cast<std::int64_t>(metrics_.size()), '\n');
   for (const auto& [name, metric] : metrics_) {
     put_string(out, name);
-    out += std::to_string(metric.unit == Unit::kTime ? 0 : 1) + " " +
-           std::to_string(metric.total_samples) + " " + real_bits(metric.accumulator) + " " +
-           std::to_string(metric.next) + " " + std::to_string(metric.samples.size()) + "\n";
+    put_integer(out, metric.unit == Unit::kTime ? 0 : 1, ' ');
+    put_integer(out, metric.total_samples, ' ');
+    put_integer(out, std::bit_cast<std::int64_t>(metric.accumulator), ' ');
+    put_integer(out, static_cast<std::int64_t>(metric.next), ' ');
+    put_integer(out, static_cast<std::int64_t>(metric.samples.size()), '\n');
     for (const Sample& sample : metric.samples) {
       put_integer(out, std::bit_cast<std::int64_t>(sample.value), ' ');
       put_integer(out, sample.time_ns, '\n');
     }
   }
-  return out;
 }
 
 std::optional<XlaMetrics> XlaMetrics::deserialize(std::string_view bytes, Now now,

@@ -90,6 +90,9 @@ class XlaMetrics {
   // A self-describing, versioned encoding of all counters, samples and the
   // compile cache, for checkpoints.
   std::string serialize() const;
+  // The same, written over `out`: its capacity is reused (checkpoints of a
+  // long job then build it without fresh memory).
+  void serialize(std::string& out) const;
   // Returns nullopt when `bytes` is not something serialize() produced.
   // Sample timestamps continue from where the serialized instance stopped.
   static std::optional<XlaMetrics> deserialize(std::string_view bytes, Now now = {},
