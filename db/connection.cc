@@ -270,8 +270,9 @@ Result<std::int64_t> Connection::copy_in(std::string_view copy_sql, std::span<co
   }
   QueryResult done(PQgetResult(connection_));
   while (PGresult* extra = PQgetResult(connection_)) PQclear(extra);
-  if (PQresultStatus(done.result_) != PGRES_COMMAND_OK)
+  if (PQresultStatus(done.result_) != PGRES_COMMAND_OK) {
     return error_from(done.result_, "COPY failed");
+  }
   return done.affected_rows();
 }
 
