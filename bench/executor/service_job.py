@@ -20,8 +20,8 @@ all its threads (training, HTTP, telemetry); PostgreSQL's is not counted.
           (16 training batches an epoch), one core: the job of issue 14
   digits  64 -> 128 -> 10 ReLU, Adam lr 1e-3, batch 64, fp32, on digits,
           one core, 1,000 epochs (100 with --quick): about 2 s on a 2-core
-          EPYC, long enough that a second of PostgreSQL's background work
-          (autovacuum after the GEMM job's checkpoints) does not decide it
+          EPYC, so that a second of PostgreSQL's background work after a
+          GEMM job's checkpoints weighs less than in a 0.6 s job
 """
 import argparse
 import json
