@@ -634,6 +634,7 @@ void JobsApi::validate(Request& request, ResponseWriterPtr writer) {
     writer->respond(answer(JsonResult(*checked.failure)));
     return;
   }
+  check_quota(request.tenant, service_, &checked);  // as submit does
   if (!checked.errors.empty()) {
     Response response = spec_problems(checked.errors, checked.warnings);
     json payload = json::parse(response.body);

@@ -1701,7 +1701,24 @@ void JobManager::LocalPool::set_quota(const std::string& tenant, std::optional<i
   manager_.scheduler_wake_.notify_one();
 }
 
+void JobManager::refresh_cluster_quotas() {
+  const base::Clock::time_point now = clock_.now();
+  {
+    base::MutexLock lock(mutex_);
+    if (quotas_read_at_ != base::Clock::time_point{} &&
+        now - quotas_read_at_ < kClusterQuotaRefresh) {
+      return;
+    }
+    quotas_read_at_ = now;  // one reader at a time; the others use the copy they have
+  }
+  db::Result<std::map<std::string, int>> stored = repo_.pool_state.load_quotas();
+  if (!stored.ok()) return;  // the last copy stands; the leader enforces the stored quotas
+  base::MutexLock lock(mutex_);
+  quotas_ = std::move(*stored);
+}
+
 std::optional<int> JobManager::quota(const std::string& tenant) {
+  if (options_.cluster) refresh_cluster_quotas();
   base::MutexLock lock(mutex_);
   auto it = quotas_.find(tenant);
   if (it == quotas_.end()) return std::nullopt;

@@ -524,18 +524,20 @@ TEST(Auth, EveryAdminRouteRefusesATenantToken) {
   EXPECT_TRUE(service.host_actions.empty());
 }
 
-TEST(Auth, ASubmitThatCanNeverFitTheQuotaIs422) {
+TEST(Auth, ASubmitThatCanNeverFitTheQuotaIs422AndValidateSaysSo) {
   FakeJobService service;
   service.quotas["team-a"] = 4;
   JobsApi api(service, {});
-  Response r =
-      call(api, "POST", "/v1/jobs",
-           R"({"trainer": {"devices": 8}, "model": {"layers": [{"type": "linear", "out": 3}]},
-      "data": {"dataset": "iris"}})",
-           {{"authorization", "Bearer user-token"}});
-  ASSERT_EQ(r.status, 422) << r.body;
-  EXPECT_NE(body_of(r)["errors"][0]["message"].get<std::string>().find("at most 4"),
-            std::string::npos);
+  const std::string eight_cores =
+      R"({"trainer": {"devices": 8}, "model": {"layers": [{"type": "linear", "out": 3}]},
+      "data": {"dataset": "iris"}})";
+  for (const char* target : {"/v1/jobs", "/v1/jobs:validate"}) {
+    Response r = call(api, "POST", target, eight_cores, {{"authorization", "Bearer user-token"}});
+    ASSERT_EQ(r.status, 422) << target << ": " << r.body;
+    EXPECT_NE(body_of(r)["errors"][0]["message"].get<std::string>().find("at most 4"),
+              std::string::npos)
+        << target;
+  }
   EXPECT_TRUE(service.submitted.empty());
 }
 

@@ -612,5 +612,32 @@ TEST_F(ScaleOut, AnAgentPausedPastItsLeaseWritesNothingAfterItsJobMovedAndStopsI
   EXPECT_NE(agent_1->log().find("rejoined"), std::string::npos) << agent_1->log();
 }
 
+TEST_F(ScaleOut, AQuotaSetThroughOneReplicaIsCheckedAtSubmitByTheOther) {
+  auto replica_a = start_replica("replica-a");
+  auto replica_b = start_replica("replica-b");
+  auto agent_1 = start_agent("agent-1");  // a v3-8 host: 8 cores fit the pool
+  const std::string eight_cores =
+      R"({"trainer": {"devices": 8, "max_epochs": 1},
+          "model": {"layers": [{"type": "linear", "out": 3}]}, "data": {"dataset": "iris"}})";
+  // Replica b has read the quotas (none) before a sets one.
+  HttpResponse before = replica_b->post("/v1/jobs:validate", eight_cores);
+  ASSERT_EQ(before.status, 200) << before.body;
+  HttpResponse set = replica_a->post("/v1/tenants/default/quota", R"({"max_cores": 4})");
+  ASSERT_EQ(set.status, 200) << set.body;
+  // b re-reads the stored quotas (every second): poll its answer, not a time.
+  HttpResponse refused;
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  do {
+    refused = replica_b->post("/v1/jobs:validate", eight_cores);
+    if (refused.status != 200) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  } while (Clock::now() < deadline);
+  ASSERT_EQ(refused.status, 422) << refused.body;
+  EXPECT_NE(refused.body.find("may use at most 4"), std::string::npos) << refused.body;
+  HttpResponse submitted = replica_b->post("/v1/jobs", eight_cores);
+  EXPECT_EQ(submitted.status, 422) << submitted.body;
+  EXPECT_NE(submitted.body.find("may use at most 4"), std::string::npos) << submitted.body;
+}
+
 }  // namespace
 }  // namespace tpujobs::testing
