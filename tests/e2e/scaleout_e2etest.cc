@@ -112,15 +112,17 @@ class ScaleOut : public ::testing::Test {
     j["max_retries"] = 2;
     return j;
   }
-  static constexpr int kEpochs = 160;  // 4,000 steps
+  // A job still running when a test acts on a step or checkpoint it saw:
+  // 16,000 steps (4,000 ended within a second of their first on a quiet
+  // machine, before the test's next move), and a deadline for its end that
+  // an ASan+UBSan build meets.
+  static constexpr int kEpochs = 640;
+  static constexpr std::chrono::seconds kJobDeadline{600};
   // Slices spanning agents: collectives on loopback, a short deadline.
   static constexpr int kCollectiveTimeoutSeconds = 5;
   inline static const std::vector<std::string> kCollectiveArgs = {
       "--collective-address", "127.0.0.1", "--collective-timeout", "5"};
   static constexpr int kSteps = kEpochs * 25;
-  // The paused agent's job: 16,000 steps.
-  static constexpr int kPausedEpochs = 640;
-  static constexpr std::chrono::seconds kPausedJobDeadline{600};  // ASan+UBSan
 
   OwnPostgres database_{"tpujobs-scaleout-"};
 };
@@ -216,6 +218,7 @@ TEST_F(ScaleOut, FailingAHostMovesItsJobToAHealthyHostOfAnotherAgent) {
   auto agent_1 = start_agent("agent-1", "v3-8");
   const std::int64_t id = submit(*replica_a, long_job("on-a-failing-host", kEpochs));
   const json running = wait_for_step(*replica_a, id, 100);
+  ASSERT_EQ(running["state"], "RUNNING") << running.dump();
   ASSERT_EQ(agent_of(running), "agent-1") << running.dump();
   // agent-1 is paused while its host fails, so the job cannot end there
   // before the leader moves it (under load that pass can come after the
@@ -231,7 +234,7 @@ TEST_F(ScaleOut, FailingAHostMovesItsJobToAHealthyHostOfAnotherAgent) {
   agent_1->resume();
   ASSERT_EQ(moved["state"], "QUEUED") << moved.dump();
   auto agent_2 = start_agent("agent-2", "v3-8");
-  const json done = replica_a->wait_terminal(id);
+  const json done = replica_a->wait_terminal(id, kJobDeadline);
   EXPECT_EQ(done["state"], "SUCCEEDED") << done.dump();
   EXPECT_EQ(agent_of(done), "agent-2");
   EXPECT_EQ(done["attempt"], 1);
@@ -507,7 +510,7 @@ TEST_F(ScaleOut, KillNineOfAnAgentMidRunFinishesItsJobsOnTheOtherFromCheckpoints
   // The reference: the same spec, uninterrupted.
   auto agent_1 = start_agent("agent-1");
   const std::int64_t reference = submit(*replica_a, long_job("reference", kEpochs));
-  const json reference_done = replica_a->wait_terminal(reference);
+  const json reference_done = replica_a->wait_terminal(reference, kJobDeadline);
   ASSERT_EQ(reference_done["state"], "SUCCEEDED") << reference_done.dump();
 
   const std::int64_t id = submit(*replica_b, long_job("interrupted", kEpochs));
@@ -520,7 +523,7 @@ TEST_F(ScaleOut, KillNineOfAnAgentMidRunFinishesItsJobsOnTheOtherFromCheckpoints
   agent_1->kill9();
   auto agent_2 = start_agent("agent-2");
 
-  const json done = replica_b->wait_terminal(id, std::chrono::seconds(180));
+  const json done = replica_b->wait_terminal(id, kJobDeadline);
   ASSERT_EQ(done["state"], "SUCCEEDED")
       << done.dump() << replica_a->log() << replica_b->log() << agent_2->log();
   EXPECT_EQ(agent_of(done), "agent-2");
@@ -573,15 +576,15 @@ TEST_F(ScaleOut, KillNineOfTheLeaderReplicaTheOtherPlacesWithinTenSeconds) {
 TEST_F(ScaleOut, AnAgentPausedPastItsLeaseWritesNothingAfterItsJobMovedAndStopsItsCopy) {
   auto replica_a = start_replica("replica-a");
   auto agent_1 = start_agent("agent-1");
-  const std::int64_t reference = submit(*replica_a, long_job("reference", kPausedEpochs, 11));
-  const json reference_done = replica_a->wait_terminal(reference, kPausedJobDeadline);
+  const std::int64_t reference = submit(*replica_a, long_job("reference", kEpochs, 11));
+  const json reference_done = replica_a->wait_terminal(reference, kJobDeadline);
   ASSERT_EQ(reference_done["state"], "SUCCEEDED");
 
-  const std::int64_t id = submit(*replica_a, long_job("paused", kPausedEpochs, 11));
-  // Progress, not a stored checkpoint: the pause must land before the job
-  // can end (a run of
-  // this test saw 4,000 steps end within a second of the first).
+  const std::int64_t id = submit(*replica_a, long_job("paused", kEpochs, 11));
+  // Progress, not a stored checkpoint: the pause lands a telemetry flush
+  // sooner, well before the job can end.
   const json running = wait_for_running_step(*replica_a, id, 100);
+  ASSERT_EQ(running["state"], "RUNNING") << running.dump();
   ASSERT_EQ(agent_of(running), "agent-1") << running.dump();
   agent_1->pause();  // before agent-2 starts, for the same reason as the kill -9 above
   auto agent_2 = start_agent("agent-2");
@@ -592,16 +595,16 @@ TEST_F(ScaleOut, AnAgentPausedPastItsLeaseWritesNothingAfterItsJobMovedAndStopsI
   });
   ASSERT_EQ(agent_of(moved), "agent-2") << moved.dump();
   agent_1->resume();
-  const json done = replica_a->wait_terminal(id, kPausedJobDeadline);
+  const json done = replica_a->wait_terminal(id, kJobDeadline);
   ASSERT_EQ(done["state"], "SUCCEEDED") << done.dump();
   // Stale lines or points from agent-1 would break the numbering or repeat
   // a step; stale parameters would change the digest.
   expect_contiguous_logs(*replica_a, id);
   const std::vector<std::string> metrics =
-      expect_gapless_metrics(*replica_a, id, 25, kPausedEpochs, kPausedEpochs * 25);
-  EXPECT_EQ(first_difference(metrics, expect_gapless_metrics(*replica_a, reference, 25,
-                                                             kPausedEpochs, kPausedEpochs * 25)),
-            "");
+      expect_gapless_metrics(*replica_a, id, 25, kEpochs, kSteps);
+  EXPECT_EQ(
+      first_difference(metrics, expect_gapless_metrics(*replica_a, reference, 25, kEpochs, kSteps)),
+      "");
   EXPECT_EQ(done["result"]["parameters_digest"], reference_done["result"]["parameters_digest"]);
   // agent-1 found out, stopped its copy and rejoined under a new epoch.
   const auto deadline = Clock::now() + std::chrono::seconds(60);
