@@ -101,6 +101,7 @@ stop_service() {
   fi
   if [[ -n "${service_state}" ]]; then rm -rf "${service_state}"; fi
 }
+trap stop_service EXIT
 if [[ "${service_bin}" != none && -x "${service_bin}" ]]; then
   service_state="$(mktemp -d /tmp/tpujobs-compare.XXXXXX)"
   chmod 755 "${service_state}"  # the embedded PostgreSQL may run as an unprivileged user
