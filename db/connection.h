@@ -143,7 +143,6 @@ class Connection {
   Result<QueryResult> execute(std::string_view sql, std::initializer_list<Param> params = {});
   Result<QueryResult> execute(std::string_view sql, std::span<const Param> params);
 
-  // Runs several ';'-separated statements without parameters.
   // Runs `copy_sql`, a `COPY table (columns) FROM STDIN (FORMAT binary)`,
   // over `rows` (fields in the columns' order) and returns the rows copied.
   // The rows travel in CopyData messages of at most 1 MiB, large values
@@ -151,6 +150,7 @@ class Connection {
   // a statement with one large bytea parameter makes both do.
   Result<std::int64_t> copy_in(std::string_view copy_sql, std::span<const CopyRow> rows);
 
+  // Runs several ';'-separated statements without parameters.
   // @warning Only for SQL text that is part of the program (migrations);
   // never for text that contains a value.
   Status execute_script(std::string_view trusted_sql);

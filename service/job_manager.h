@@ -142,12 +142,6 @@ class JobManager final : public api::JobService {
   bool auth_required() override;
   api::JsonResult set_quota(const std::string& tenant, std::optional<int> max_cores) override;
   std::optional<int> quota(const std::string& tenant) override;
-  // Cluster mode: re-reads every tenant's quota from the database when the
-  // copy here is older than kClusterQuotaRefresh, so that a quota set
-  // through another replica reaches this one's submit check (the leader
-  // enforces the stored ones at placement anyway).
-  void refresh_cluster_quotas();
-  static constexpr std::chrono::seconds kClusterQuotaRefresh{1};
   std::string prometheus_metrics() override;
 
  private:
@@ -292,6 +286,12 @@ class JobManager final : public api::JobService {
   };
   Tokens token_store_{repo_};
   TokenCache tokens_{token_store_, clock_};
+  // Cluster mode: re-reads every tenant's quota from the database when the
+  // copy here is older than kClusterQuotaRefresh, so that a quota set
+  // through another replica reaches this one's submit check (the leader
+  // enforces the stored ones at placement anyway).
+  void refresh_cluster_quotas();
+  static constexpr std::chrono::seconds kClusterQuotaRefresh{1};
   std::map<std::string, int> quotas_ GUARDED_BY(mutex_);
   // Cluster mode: when quotas_ was last read from the database (another
   // replica may have set one); see refresh_cluster_quotas.
