@@ -10,10 +10,10 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <sstream>
 #include <thread>
 
+#include "base/bytes.h"
 #include "client/event_stream.h"
 #include "client/junit_report.h"
 
@@ -58,11 +58,9 @@ std::string number_text(double value, const char* format = "%.4g") {
 // A key that makes the client's own retries of a submit safe: the service
 // answers a repeated key and body with the job the first attempt created.
 std::string generated_idempotency_key() {
-  std::random_device device;
-  std::uniform_int_distribution<unsigned> nibble(0, 15);
-  std::string key = "tpujobs-cli-";
-  for (int i = 0; i < 32; ++i) key += "0123456789abcdef"[nibble(device)];
-  return key;
+  unsigned char bytes[16];
+  base::fill_random(bytes);
+  return "tpujobs-cli-" + base::lower_hex(bytes);
 }
 
 // What a wait ended with.

@@ -1,18 +1,14 @@
 #include "db/dataset_repository.h"
 
-#include <random>
+#include "base/bytes.h"
 
 namespace tpujobs::db {
 namespace {
 
 std::string random_dataset_id() {
-  static thread_local std::random_device device;
-  std::string bytes;
-  for (int i = 0; i < 2; ++i) {
-    const std::uint32_t word = device();
-    bytes.append(reinterpret_cast<const char*>(&word), sizeof word);
-  }
-  return "ds_" + to_hex(bytes);
+  unsigned char bytes[8];
+  base::fill_random(bytes);
+  return "ds_" + base::lower_hex(bytes);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "base/bytes.h"
+
 namespace tpujobs::db {
 namespace {
 
@@ -107,14 +109,7 @@ std::optional<std::string> decode_bytea_hex(std::string_view text) {
 }
 
 std::string to_hex(std::string_view bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (unsigned char c : bytes) {
-    out += kDigits[c >> 4];
-    out += kDigits[c & 0xf];
-  }
-  return out;
+  return base::lower_hex({reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size()});
 }
 
 std::optional<std::string> from_hex(std::string_view hex) {
