@@ -48,6 +48,13 @@ Param Param::array(std::span<const std::optional<std::string>> elements) {
   return Param{array_literal(elements)};
 }
 
+Param Param::bigints(std::span<const std::int64_t> values) {
+  std::vector<std::optional<std::string>> texts;
+  texts.reserve(values.size());
+  for (std::int64_t value : values) texts.emplace_back(std::to_string(value));
+  return array(texts);
+}
+
 QueryResult::QueryResult(pg_result* result) : result_(result) {}
 QueryResult::QueryResult(QueryResult&& other) noexcept : result_(other.result_) {
   other.result_ = nullptr;

@@ -54,6 +54,8 @@ class Param {
   static Param bytes(std::string_view data);
   // An array placeholder ($1::text[], $1::jsonb[], $1::bigint[], ...).
   static Param array(std::span<const std::optional<std::string>> elements);
+  // A bigint array placeholder ($1::bigint[]): ids.
+  static Param bigints(std::span<const std::int64_t> values);
 
   bool is_null() const { return !value_.has_value(); }
   bool is_binary() const { return binary_; }

@@ -260,14 +260,11 @@ Result<std::map<std::int64_t, std::pair<std::int64_t, int>>>
 JobOutputRepository::latest_checkpoint_positions(const std::vector<std::int64_t>& job_ids) {
   using Positions = std::map<std::int64_t, std::pair<std::int64_t, int>>;
   if (job_ids.empty()) return Positions{};
-  std::vector<std::optional<std::string>> ids;
-  ids.reserve(job_ids.size());
-  for (std::int64_t id : job_ids) ids.emplace_back(std::to_string(id));
   return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<Positions> {
     Result<QueryResult> rows = connection.execute(
         "SELECT DISTINCT ON (job_id) job_id, step, epoch FROM job_checkpoints"
         " WHERE job_id = ANY($1::bigint[]) ORDER BY job_id, step DESC",
-        {Param::array(ids)});
+        {Param::bigints(job_ids)});
     if (!rows.ok()) return rows.error();
     Positions positions;
     for (int row = 0; row < rows->rows(); ++row) {

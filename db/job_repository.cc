@@ -14,6 +14,15 @@ namespace {
   "j.finished_at, j.updated_at, j.owner, j.lease_expires_at, j.agent, j.placement_epoch, "  \
   "j.array_id, j.array_index, j.array_values, j.preempted_by, j.requeued_at"
 
+// TPUJOBS_JOB_COLUMNS in the same places (read_job reads them), with NULL
+// for every document load_unfinished_to_schedule leaves empty.
+#define TPUJOBS_JOB_SCHEDULING_COLUMNS                                                     \
+  "j.id, j.tenant, j.name, NULL, j.priority, j.state, NULL, NULL, NULL, "                  \
+  "j.idempotency_key, j.spec_hash, j.allocation, NULL, NULL, NULL, "                       \
+  "NULL, NULL, j.attempt, j.cancel_requested, j.created_at, j.started_at, "                \
+  "j.finished_at, j.updated_at, j.owner, j.lease_expires_at, j.agent, j.placement_epoch, " \
+  "j.array_id, j.array_index, NULL, j.preempted_by, j.requeued_at"
+
 constexpr int kMaxPageSize = 500;
 
 JobRow read_job(const QueryResult& rows, int row, int first_column = 0) {
@@ -414,14 +423,36 @@ Status JobRepository::request_cancel(std::int64_t id) {
 }
 
 Result<std::vector<JobRow>> JobRepository::load_unfinished() {
+  return load_unfinished_columns(TPUJOBS_JOB_COLUMNS);
+}
+
+Result<std::vector<JobRow>> JobRepository::load_unfinished_to_schedule() {
+  return load_unfinished_columns(TPUJOBS_JOB_SCHEDULING_COLUMNS);
+}
+
+Result<std::vector<JobRow>> JobRepository::load_unfinished_columns(const char* columns) {
   return with_connection(
       pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<JobRow>> {
-        Result<QueryResult> rows = connection.execute(
-            std::string("SELECT " TPUJOBS_JOB_COLUMNS " FROM jobs j WHERE j.state IN ") +
-            kUnfinished + " ORDER BY j.priority DESC, j.id");
+        Result<QueryResult> rows =
+            connection.execute(std::string("SELECT ") + columns + " FROM jobs j WHERE j.state IN " +
+                               kUnfinished + " ORDER BY j.priority DESC, j.id");
         if (!rows.ok()) return rows.error();
         return read_jobs(*rows);
       });
+}
+
+Result<std::map<std::int64_t, std::string>> JobRepository::job_specs(
+    const std::vector<std::int64_t>& ids) {
+  using Specs = std::map<std::int64_t, std::string>;
+  if (ids.empty()) return Specs{};
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<Specs> {
+    Result<QueryResult> rows = connection.execute(
+        "SELECT id, spec FROM jobs WHERE id = ANY($1::bigint[])", {Param::bigints(ids)});
+    if (!rows.ok()) return rows.error();
+    Specs specs;
+    for (int row = 0; row < rows->rows(); ++row) specs[rows->int64(row, 0)] = rows->string(row, 1);
+    return specs;
+  });
 }
 
 Result<std::vector<JobRow>> JobRepository::jobs_on_agent(const std::string& agent) {

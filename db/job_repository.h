@@ -209,6 +209,15 @@ class JobRepository {
 
   // QUEUED, STARTING and RUNNING jobs, priority descending then id (restart).
   Result<std::vector<JobRow>> load_unfinished();
+  // The same rows without the documents a scheduling pass does not read:
+  // spec, resolved, warnings, labels, pending, progress, latest_metrics,
+  // error, result and array_values are left empty (allocation is read). A
+  // pass reads every unfinished job; printing those documents as text was
+  // most of its cost (10,000 queued jobs: bench/RESULTS.md). The specs come
+  // from job_specs, once a job.
+  Result<std::vector<JobRow>> load_unfinished_to_schedule();
+  // The stored spec of each of `ids` that exists, by id.
+  Result<std::map<std::int64_t, std::string>> job_specs(const std::vector<std::int64_t>& ids);
 
   // STARTING and RUNNING jobs placed on this agent (any epoch), by id.
   Result<std::vector<JobRow>> jobs_on_agent(const std::string& agent);
@@ -226,6 +235,9 @@ class JobRepository {
   Result<std::map<std::string, std::int64_t>> count_jobs_by_state();
 
  private:
+  // The unfinished jobs, `columns` of each (TPUJOBS_JOB_COLUMNS' places).
+  Result<std::vector<JobRow>> load_unfinished_columns(const char* columns);
+
   ConnectionPool& pool_;
   std::chrono::milliseconds acquire_timeout_;
 };

@@ -33,7 +33,11 @@ class LeaderStore {
   virtual db::Status notify(const char* channel, const std::string& payload) = 0;
 
   // Jobs (db/job_repository.h).
-  virtual db::Result<std::vector<db::JobRow>> load_unfinished() = 0;
+  // The unfinished jobs without their documents but allocation
+  // (JobRepository::load_unfinished_to_schedule), and their specs.
+  virtual db::Result<std::vector<db::JobRow>> load_unfinished_to_schedule() = 0;
+  virtual db::Result<std::map<std::int64_t, std::string>> job_specs(
+      const std::vector<std::int64_t>& ids) = 0;
   virtual db::Result<std::vector<db::JobRow>> orphaned_jobs() = 0;
   virtual db::Result<bool> transition(const db::Transition& t) = 0;
   virtual db::Status set_pending(
@@ -74,8 +78,12 @@ class RepositoryLeaderStore final : public LeaderStore {
   db::Status notify(const char* channel, const std::string& payload) override {
     return cluster_.notify(channel, payload);
   }
-  db::Result<std::vector<db::JobRow>> load_unfinished() override {
-    return repo_.jobs.load_unfinished();
+  db::Result<std::vector<db::JobRow>> load_unfinished_to_schedule() override {
+    return repo_.jobs.load_unfinished_to_schedule();
+  }
+  db::Result<std::map<std::int64_t, std::string>> job_specs(
+      const std::vector<std::int64_t>& ids) override {
+    return repo_.jobs.job_specs(ids);
   }
   db::Result<std::vector<db::JobRow>> orphaned_jobs() override {
     return repo_.jobs.orphaned_jobs();

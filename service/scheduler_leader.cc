@@ -27,8 +27,7 @@ json parse_object(const std::optional<std::string>& text) {
   return value.is_object() ? value : json::object();
 }
 
-int max_retries_of(const db::JobRow& row) {
-  const json spec = json::parse(row.spec_json, nullptr, false);
+int max_retries_of(const json& spec) {
   if (!spec.is_object()) return 0;
   const auto it = spec.find("max_retries");
   return it != spec.end() && it->is_number_integer() ? it->get<int>() : 0;
@@ -98,31 +97,43 @@ void SchedulerLeader::loop() {
 std::optional<scheduler::ResourceRequest> SchedulerLeader::request_of(
     const db::JobRow& row, const scheduler::PoolCapacity& capacity) {
   if (auto it = requests_.find(row.id); it != requests_.end()) return it->second;
-  json spec_json = json::parse(row.spec_json, nullptr, false);
-  if (spec_json.is_discarded()) return std::nullopt;
-  std::vector<api::FieldError> errors;
-  std::optional<api::JobSpec> spec = api::parse_job_spec(spec_json, &errors);
-  if (!spec) return std::nullopt;
-  api::Resolution resolution = api::resolve(spec->trainer, capacity);
+  const SpecFacts& facts = facts_of(row.id);
+  if (!facts.spec) return std::nullopt;
+  api::Resolution resolution = api::resolve(facts.spec->trainer, capacity);
   if (!resolution.errors.empty()) return std::nullopt;
   requests_[row.id] = resolution.request;
   return resolution.request;
 }
 
-const SchedulerLeader::WorkloadFields& SchedulerLeader::workload_of(const db::JobRow& row) {
-  if (auto it = workload_.find(row.id); it != workload_.end()) return it->second;
-  WorkloadFields fields;
-  json spec_json = json::parse(row.spec_json, nullptr, false);
-  std::vector<api::FieldError> errors;
-  std::optional<api::JobSpec> spec =
-      spec_json.is_discarded() ? std::nullopt : api::parse_job_spec(spec_json, &errors);
-  if (spec) {
-    fields.depends_on = std::move(spec->depends_on);
-    fields.start_by = spec->start_by;
-    fields.time_limit = spec->training.timeout;
-    fields.preemptible = spec->preemptible;
+db::Status SchedulerLeader::learn_specs(const std::vector<db::JobRow>& rows) {
+  std::vector<std::int64_t> unknown;
+  for (const db::JobRow& row : rows) {
+    if (!specs_.count(row.id)) unknown.push_back(row.id);
   }
-  return workload_.emplace(row.id, std::move(fields)).first->second;
+  if (unknown.empty()) return db::Status::Ok();
+  auto texts = store_.job_specs(unknown);
+  if (!texts.ok()) return texts.error();
+  for (const auto& [id, text] : *texts) {
+    SpecFacts facts;
+    const json spec_json = json::parse(text, nullptr, false);
+    facts.max_retries = max_retries_of(spec_json);
+    std::vector<api::FieldError> errors;
+    if (!spec_json.is_discarded()) facts.spec = api::parse_job_spec(spec_json, &errors);
+    if (facts.spec) {
+      facts.workload.depends_on = facts.spec->depends_on;
+      facts.workload.start_by = facts.spec->start_by;
+      facts.workload.time_limit = facts.spec->training.timeout;
+      facts.workload.preemptible = facts.spec->preemptible;
+    }
+    specs_[id] = std::move(facts);
+  }
+  return db::Status::Ok();
+}
+
+const SchedulerLeader::SpecFacts& SchedulerLeader::facts_of(std::int64_t job) const {
+  static const SpecFacts kNone{};
+  auto it = specs_.find(job);
+  return it == specs_.end() ? kNone : it->second;
 }
 
 db::Status SchedulerLeader::cancel_unstartable(std::int64_t job, const std::string& reason,
@@ -137,7 +148,7 @@ db::Status SchedulerLeader::cancel_unstartable(std::int64_t job, const std::stri
 db::Status SchedulerLeader::move_off(const db::JobRow& row, const std::string& retry_reason,
                                      const std::string& hint) {
   const db::Transition t =
-      row.attempt < max_retries_of(row)
+      row.attempt < facts_of(row.id).max_retries
           ? lifecycle::requeue_elsewhere(row.id, retry_reason, row.placement_epoch,
                                          /*retry=*/true, {JobState::kStarting, JobState::kRunning})
           : lifecycle::fail_unavailable(row.id, hint, row.placement_epoch);
@@ -155,6 +166,7 @@ db::Status SchedulerLeader::move_off(const db::JobRow& row, const std::string& r
 db::Status SchedulerLeader::requeue_orphans() {
   auto orphans = store_.orphaned_jobs();
   if (!orphans.ok()) return orphans.error();
+  if (db::Status s = learn_specs(*orphans); !s.ok()) return s;  // their max_retries
   for (const db::JobRow& row : *orphans) {
     const std::string agent = row.agent.value_or("");
     db::Status s =
@@ -213,8 +225,9 @@ db::Status SchedulerLeader::run_pass() {
   if (!agents.ok()) return agents.error();
   auto hosts = store_.list_hosts();
   if (!hosts.ok()) return hosts.error();
-  auto unfinished = store_.load_unfinished();
+  auto unfinished = store_.load_unfinished_to_schedule();
   if (!unfinished.ok()) return unfinished.error();
+  if (db::Status s = learn_specs(*unfinished); !s.ok()) return s;
   auto quotas = store_.load_quotas();
   if (!quotas.ok()) return quotas.error();
 
@@ -391,18 +404,25 @@ db::Status SchedulerLeader::run_pass() {
   for (auto it = requests_.begin(); it != requests_.end();) {
     it = unfinished_ids.count(it->first) ? std::next(it) : requests_.erase(it);
   }
-  for (auto it = workload_.begin(); it != workload_.end();) {
-    it = unfinished_ids.count(it->first) ? std::next(it) : workload_.erase(it);
+  for (auto it = specs_.begin(); it != specs_.end();) {
+    it = unfinished_ids.count(it->first) ? std::next(it) : specs_.erase(it);
   }
   for (const auto& [tenant, max_cores] : *quotas)
     input.quota_left[tenant] = max_cores - tenant_cores[tenant];
   // Fair share among equal priorities (the rows come priority first, then id).
-  std::stable_sort(queue.begin(), queue.end(), [&](const WaitingJob& a, const WaitingJob& b) {
-    const db::JobRow& ra = *row_of.at(a.id);
-    const db::JobRow& rb = *row_of.at(b.id);
-    return std::pair(-ra.priority, -fair_share_of(ra.tenant)) <
-           std::pair(-rb.priority, -fair_share_of(rb.tenant));
-  });
+  // Each job's key is looked up once, not once a comparison.
+  std::vector<std::pair<std::pair<int, double>, std::size_t>> order;  // (key, place in queue)
+  order.reserve(queue.size());
+  for (std::size_t i = 0; i < queue.size(); ++i) {
+    const db::JobRow& row = *row_of.at(queue[i].id);
+    order.push_back({{-row.priority, -fair_share_of(row.tenant)}, i});
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<WaitingJob> sorted;
+  sorted.reserve(queue.size());
+  for (const auto& [key, i] : order) sorted.push_back(std::move(queue[i]));
+  queue = std::move(sorted);
 
   input.now = wall_now;
   PlacementPass pass = place_jobs(input, queue);

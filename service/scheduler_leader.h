@@ -32,6 +32,7 @@
 #include <string>
 #include <thread>
 
+#include "api/job_spec.h"
 #include "api/resolution.h"
 #include "base/clock.h"
 #include "base/mutex.h"
@@ -110,8 +111,20 @@ class SchedulerLeader {
     std::optional<std::chrono::milliseconds> time_limit;
     bool preemptible = true;
   };
-  // From the stored spec, cached; empty fields when it does not parse.
-  const WorkloadFields& workload_of(const db::JobRow& row);
+  // What the leader takes from a job's stored spec, read once a job (the
+  // pass's rows come without it: LeaderStore::load_unfinished_to_schedule).
+  struct SpecFacts {
+    std::optional<api::JobSpec> spec;  // nullopt when it does not parse
+    WorkloadFields workload;           // empty when it does not parse
+    int max_retries = 0;
+  };
+  // Reads the stored specs of the rows' jobs not known yet.
+  db::Status learn_specs(const std::vector<db::JobRow>& rows);
+  // The job's facts; empty ones for a job whose spec was not found.
+  const SpecFacts& facts_of(std::int64_t job) const;
+  const WorkloadFields& workload_of(const db::JobRow& row) const {
+    return facts_of(row.id).workload;
+  }
   // Ends a queued job CANCELLED with `reason` (StartDeadlineExceeded,
   // DependencyNeverSatisfied); a job placed or cancelled meanwhile is left.
   db::Status cancel_unstartable(std::int64_t job, const std::string& reason,
@@ -122,7 +135,7 @@ class SchedulerLeader {
   SchedulerLeaderOptions options_;
   db::LeaderLock lock_;
   std::map<std::int64_t, scheduler::ResourceRequest> requests_;  // job -> request (the thread only)
-  std::map<std::int64_t, WorkloadFields> workload_;  // job -> its workload fields (the thread only)
+  std::map<std::int64_t, SpecFacts> specs_;  // unfinished job -> its spec's facts (the thread only)
   std::map<std::int64_t, std::string>
       pending_written_;  // job -> jobs.pending as last written (the thread only)
   // Since when this replica has led with the database answering (the thread only).

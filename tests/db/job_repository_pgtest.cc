@@ -254,7 +254,7 @@ TEST_F(JobRepositoryTest, CancelRequestAndProgress) {
   EXPECT_FALSE(none->has_value());
 }
 
-TEST_F(JobRepositoryTest, LoadUnfinishedOrdersByPriorityThenId) {
+TEST_F(JobRepositoryTest, LoadUnfinishedOrdersByPriorityThenIdAndTheSchedulersReadIsTheSameRows) {
   NewJob low = job("low"), high = job("high"), mid = job("mid"), done = job("done");
   high.priority = 10;
   mid.priority = 5;
@@ -272,6 +272,32 @@ TEST_F(JobRepositoryTest, LoadUnfinishedOrdersByPriorityThenId) {
   std::string names;
   for (const JobRow& row : *unfinished) names += row.name + " ";
   EXPECT_EQ("high mid low ", names);
+
+  // The scheduler's read: the same rows in the same order, without the
+  // documents but allocation; the specs on demand, by id.
+  auto to_schedule = jobs_->load_unfinished_to_schedule();
+  ASSERT_TRUE(to_schedule.ok());
+  ASSERT_EQ(unfinished->size(), to_schedule->size());
+  for (std::size_t i = 0; i < unfinished->size(); ++i) {
+    const JobRow& full = (*unfinished)[i];
+    const JobRow& brief = (*to_schedule)[i];
+    EXPECT_EQ(full.id, brief.id);
+    EXPECT_EQ(full.name, brief.name);
+    EXPECT_EQ(full.tenant, brief.tenant);
+    EXPECT_EQ(full.priority, brief.priority);
+    EXPECT_EQ(full.state, brief.state);
+    EXPECT_EQ(full.created_at, brief.created_at);
+    EXPECT_EQ(full.allocation_json, brief.allocation_json);
+    EXPECT_TRUE(brief.spec_json.empty());
+    EXPECT_TRUE(brief.resolved_json.empty());
+    EXPECT_FALSE(brief.pending_json.has_value());
+  }
+  auto specs = jobs_->job_specs({inserted[1].row.id, inserted[2].row.id, inserted[3].row.id + 99});
+  ASSERT_TRUE(specs.ok());
+  const std::map<std::int64_t, std::string> expected{
+      {inserted[1].row.id, R"({"trainer": {"devices": 8}})"},
+      {inserted[2].row.id, R"({"trainer": {"devices": 8}})"}};
+  EXPECT_EQ(expected, *specs) << "no entry for an id that does not exist";
 
   Transition own{.job_id = inserted[0].row.id,
                  .from = {JobState::kStarting},

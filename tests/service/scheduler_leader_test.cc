@@ -26,7 +26,8 @@ class FakeLeaderStore final : public LeaderStore {
   std::vector<std::string> writes;     // every write and notification, in order
   std::map<std::string, double> factors;
   int fair_share_reads = 0;
-  bool away = false;  // every call fails, as with the server down
+  int spec_reads = 0;  // specs read by job_specs, one a job asked for
+  bool away = false;   // every call fails, as with the server down
 
   void add_agent(const std::string& name, std::int64_t epoch, int hosts_of_v3) {
     agents.push_back({name, "alive", epoch, 1, clock_.wall_now(), clock_.wall_now(), 0});
@@ -92,13 +93,26 @@ class FakeLeaderStore final : public LeaderStore {
     writes.push_back(std::string("notify ") + channel + " " + payload);
     return db::Status::Ok();
   }
-  db::Result<std::vector<db::JobRow>> load_unfinished() override {
+  // Without their specs, as the repository's (the leader reads them once).
+  db::Result<std::vector<db::JobRow>> load_unfinished_to_schedule() override {
     if (away) return down();
     std::vector<db::JobRow> out;
     for (const db::JobRow& row : jobs) {
-      if (!base::is_terminal(row.state)) out.push_back(row);
+      if (base::is_terminal(row.state)) continue;
+      out.push_back(row);
+      out.back().spec_json.clear();
     }
     return out;
+  }
+  db::Result<std::map<std::int64_t, std::string>> job_specs(
+      const std::vector<std::int64_t>& ids) override {
+    if (away) return down();
+    std::map<std::int64_t, std::string> specs;
+    for (std::int64_t id : ids) {
+      specs[id] = job(id).spec_json;
+      ++spec_reads;
+    }
+    return specs;
   }
   db::Result<std::vector<db::JobRow>> orphaned_jobs() override {
     if (away) return down();
@@ -271,6 +285,37 @@ TEST_F(SchedulerLeaderPass, ALostAgentsJobIsRequeuedAndPlacedOnlyOnAnAgentHeardF
   ASSERT_TRUE(leader_->run_pass().ok());
   EXPECT_EQ(JobState::kStarting, store_.job(1).state);
   EXPECT_EQ("b", store_.job(1).agent.value_or(""));
+}
+
+TEST_F(SchedulerLeaderPass, AJobsSpecIsReadOnceNotEveryPass) {
+  store_.add_agent("a", 3, 1);
+  store_.add_job(1, "t", 8);
+  store_.add_job(2, "t", 8);  // waits for job 1's host
+  for (int pass = 0; pass < 5; ++pass) ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(2, store_.spec_reads);
+  store_.add_job(3, "t", 8);
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(3, store_.spec_reads) << "only the new job's";
+  store_.job(1).state = JobState::kSucceeded;  // job 2 is placed from the spec read once
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(JobState::kStarting, store_.job(2).state);
+  EXPECT_EQ(3, store_.spec_reads);
+}
+
+TEST_F(SchedulerLeaderPass, ALeaderThatTakesOverRequeuesALostAgentsJobByItsMaxRetries) {
+  // Placed on `a` by an earlier leader; this one never read its spec.
+  store_.add_agent("a", 1, 1);
+  store_.add_agent("b", 2, 1);
+  db::JobRow& job = store_.add_job(1, "t", 8, /*max_retries=*/1);
+  job.state = JobState::kRunning;
+  job.agent = "a";
+  job.placement_epoch = 1;
+  job.allocation_json = json{{"hosts", {"a-h0"}}, {"cores", json::array()}}.dump();
+  clock_.advance(seconds(11));
+  store_.lost_next = {"a"};
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(JobState::kQueued, store_.job(1).state) << "requeued, not FAILED: max_retries is 1";
+  EXPECT_EQ(1, store_.job(1).attempt);
 }
 
 }  // namespace
