@@ -47,7 +47,7 @@ std::vector<ClusterPlacement> find_places(const std::vector<ClusterHost>& hosts,
                                           const Search& search) {
   auto usable = [&](const ClusterHost& h) {
     if (search.ignore_health) return true;
-    if (!h.usable) return false;
+    if (!h.usable || !h.punctual) return false;
     return !search.heard_after || (h.heard_at && *h.heard_at > *search.heard_after);
   };
   auto free_core = [&](int host, int core) {
@@ -117,7 +117,6 @@ std::vector<ClusterPlacement> find_places(const std::vector<ClusterHost>& hosts,
     for (std::size_t k = start; k < start + wanted; ++k) {
       const int i = topology[k];
       if (!usable(hosts[i]) || !free_host(i)) break;
-      if (!search.ignore_health && !hosts[i].punctual) break;
       place.hosts.push_back(i);
       if (place.parts.empty() || place.parts.back().first != hosts[i].agent)
         place.parts.push_back({hosts[i].agent, 0});

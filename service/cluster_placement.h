@@ -48,9 +48,9 @@ struct ClusterHost {
   std::string agent;
   scheduler::Generation generation = scheduler::Generation::kV3;
   bool usable = true;  // its agent is alive and the host healthy
-  // Its agent heartbeats on time: a part of a slice spanning agents is
-  // placed only there (an agent just killed is alive until declared lost,
-  // and its part would only make the others wait out their deadline).
+  // Its agent heartbeats on time: jobs are placed only there (an agent just
+  // killed is alive until declared lost; a job placed there, or a part of a
+  // slice spanning agents, would only wait out its silence).
   bool punctual = true;
   // Its agent is alive: its hosts are part of the pool's topology (a lost
   // agent's hosts leave it; a drained or failed host stays, unusable).

@@ -157,6 +157,17 @@ db::Transition fail_unavailable(std::int64_t job, const std::string& hint,
   return t;
 }
 
+db::Transition cancel_placed(std::int64_t job, std::optional<std::int64_t> fence) {
+  db::Transition t =
+      ending(job, {JobState::kStarting, JobState::kRunning}, JobState::kCancelled,
+             "Cancelled by request; its placement ended (its agent lost or a host failed) first",
+             error_text("CANCELLED", "the job was cancelled", ""));
+  t.require_epoch = fence;
+  t.clear_placement = true;
+  t.clear_allocation = true;
+  return t;
+}
+
 db::Transition release_lease(std::int64_t job) {
   return ending(
       job, {JobState::kStarting, JobState::kRunning}, JobState::kFailed, "Lease released",

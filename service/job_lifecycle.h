@@ -91,6 +91,10 @@ db::Transition reject(std::int64_t job, JobStateSet from, const std::string& whe
 // retry is left (`hint` says why).
 db::Transition fail_unavailable(std::int64_t job, const std::string& hint,
                                 std::optional<std::int64_t> fence);
+// STARTING|RUNNING -> CANCELLED: a job whose cancel was accepted (202)
+// while its placement went away (its agent lost, its host failed) before
+// the agent could stop it. Fenced by that placement's epoch.
+db::Transition cancel_placed(std::int64_t job, std::optional<std::int64_t> fence);
 // STARTING|RUNNING -> FAILED, UNAVAILABLE: an admin released its cores.
 db::Transition release_lease(std::int64_t job);
 

@@ -147,8 +147,11 @@ db::Status SchedulerLeader::cancel_unstartable(std::int64_t job, const std::stri
 
 db::Status SchedulerLeader::move_off(const db::JobRow& row, const std::string& retry_reason,
                                      const std::string& hint) {
+  // A cancel answered 202 is honoured: the job ends CANCELLED, not
+  // requeued or FAILED.
   const db::Transition t =
-      row.attempt < facts_of(row.id).max_retries
+      row.cancel_requested ? lifecycle::cancel_placed(row.id, row.placement_epoch)
+      : row.attempt < facts_of(row.id).max_retries
           ? lifecycle::requeue_elsewhere(row.id, retry_reason, row.placement_epoch,
                                          /*retry=*/true, {JobState::kStarting, JobState::kRunning})
           : lifecycle::fail_unavailable(row.id, hint, row.placement_epoch);
@@ -231,6 +234,15 @@ db::Status SchedulerLeader::run_pass() {
   auto quotas = store_.load_quotas();
   if (!quotas.ok()) return quotas.error();
 
+  // Heartbeats late, judged like silence only over a span the leader could
+  // reach the database. A late agent (killed, or cut off, but not lost yet)
+  // is given no new job: one placed there would wait out the agent's
+  // silence and end FAILED (or spend a retry) without ever running.
+  const bool judge_lateness =
+      options_.clock->now() - reachable_since_ >= options_.slice_part_silence;
+  auto punctual = [&](const db::AgentRow& a) {
+    return !judge_lateness || std::chrono::milliseconds(a.silent_ms) < options_.slice_part_silence;
+  };
   std::map<std::string, std::int64_t> epoch_of;      // alive agents
   std::map<std::string, const db::AgentRow*> alive;  // by name
   PlacementInput input;
@@ -238,12 +250,8 @@ db::Status SchedulerLeader::run_pass() {
     if (a.state != "alive") continue;
     epoch_of[a.name] = a.epoch;
     alive[a.name] = &a;
-    input.free_cpu_slots[a.name] = options_.max_cpu_jobs_per_agent;
+    input.free_cpu_slots[a.name] = punctual(a) ? options_.max_cpu_jobs_per_agent : 0;
   }
-  // Heartbeats late, judged like silence only over a span the leader could
-  // reach the database.
-  const bool judge_lateness =
-      options_.clock->now() - reachable_since_ >= options_.slice_part_silence;
   scheduler::PoolCapacity capacity;  // every registered host, so a lost agent's jobs wait
   std::map<std::string, int> host_index;
   std::set<std::string> failed_hosts;
@@ -259,8 +267,7 @@ db::Status SchedulerLeader::run_pass() {
     host.usable = h.agent_state == "alive" && h.health == "healthy";
     host.in_pool = h.agent_state == "alive";
     if (auto a = alive.find(h.agent); a != alive.end()) {
-      host.punctual = !judge_lateness ||
-                      std::chrono::milliseconds(a->second->silent_ms) < options_.slice_part_silence;
+      host.punctual = punctual(*a->second);
       host.heard_at = a->second->last_heartbeat;
     }
     host.core_job.assign(scheduler::facts(*generation).devices_per_host, 0);

@@ -88,8 +88,9 @@ class SchedulerLeader {
  private:
   void loop();
   db::Status requeue_orphans();
-  // Takes a placed job off its agent: requeued (reason `retry_reason`) while
-  // max_retries allows, else FAILED, UNAVAILABLE with `hint`.
+  // Takes a placed job off its agent: CANCELLED when a cancel was accepted,
+  // else requeued (reason `retry_reason`) while max_retries allows, else
+  // FAILED, UNAVAILABLE with `hint`.
   db::Status move_off(const db::JobRow& row, const std::string& retry_reason,
                       const std::string& hint);
   // A slice spanning agents: its placement number (the rendezvous' scope)

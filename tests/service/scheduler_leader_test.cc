@@ -76,7 +76,13 @@ class FakeLeaderStore final : public LeaderStore {
   }
   db::Result<std::vector<db::AgentRow>> list_agents() override {
     if (away) return down();
-    return agents;
+    std::vector<db::AgentRow> out = agents;
+    for (db::AgentRow& a : out) {
+      a.silent_ms = std::chrono::duration_cast<std::chrono::milliseconds>(clock_.wall_now() -
+                                                                          a.last_heartbeat)
+                        .count();
+    }
+    return out;
   }
   db::Result<std::vector<db::ClusterHostRow>> list_hosts() override {
     if (away) return down();
@@ -316,6 +322,44 @@ TEST_F(SchedulerLeaderPass, ALeaderThatTakesOverRequeuesALostAgentsJobByItsMaxRe
   ASSERT_TRUE(leader_->run_pass().ok());
   EXPECT_EQ(JobState::kQueued, store_.job(1).state) << "requeued, not FAILED: max_retries is 1";
   EXPECT_EQ(1, store_.job(1).attempt);
+}
+
+TEST_F(SchedulerLeaderPass, ALostAgentsJobWhoseCancelWasAcceptedEndsCancelled) {
+  store_.add_agent("a", 1, 1);
+  store_.add_agent("b", 2, 1);
+  store_.add_job(1, "t", 8, /*max_retries=*/1);
+  ASSERT_TRUE(leader_->run_pass().ok());
+  ASSERT_EQ("a", store_.job(1).agent.value_or(""));
+  store_.job(1).state = JobState::kRunning;
+  store_.job(1).cancel_requested = true;  // 202, then its agent went silent
+
+  clock_.advance(seconds(11));
+  store_.lost_next = {"a"};
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(JobState::kCancelled, store_.job(1).state) << "not requeued, not FAILED";
+  EXPECT_EQ(0, store_.job(1).attempt);
+}
+
+TEST_F(SchedulerLeaderPass, NoJobIsPlacedOnAnAgentWhoseHeartbeatIsLate) {
+  // `a` was killed 5 s ago: alive until declared lost (10 s), but late.
+  store_.add_agent("a", 1, 1);
+  store_.add_agent("b", 2, 1);
+  clock_.advance(seconds(5));
+  store_.heartbeat("b");
+  store_.add_job(1, "t", 8);
+  store_.add_job(2, "t", 8);
+  store_.add_job(3, "t", 0).spec_json = json{
+      {"name", "cpu"},
+      {"trainer", {{"accelerator", "cpu"}}},
+      {"model", {{"layers", json::array({{{"type", "linear"}, {"out", 3}}})}}},
+      {"data", {{"dataset", "iris"}}}}.dump();
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ("b", store_.job(1).agent.value_or("")) << "on the punctual agent";
+  EXPECT_EQ(JobState::kQueued, store_.job(2).state) << "not on the late one";
+  EXPECT_EQ("b", store_.job(3).agent.value_or("")) << "a CPU job neither";
+  store_.heartbeat("a");  // it was only slow
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ("a", store_.job(2).agent.value_or(""));
 }
 
 }  // namespace
