@@ -38,7 +38,30 @@ bool nesting_within(std::string_view body, int limit) {
   return true;
 }
 
-// Parses a JSON request body; on failure answers 400 and returns nullopt.
+// The path ("labels.k", "env[2]") of the first string, key or value, that
+// holds U+0000, which PostgreSQL can store in neither text nor jsonb;
+// nullopt when there is none.
+std::optional<std::string> nul_string_path(const json& value, const std::string& path) {
+  auto has_nul = [](const std::string& text) { return text.find('\0') != std::string::npos; };
+  if (value.is_string()) {
+    if (has_nul(value.get_ref<const std::string&>())) return path;
+  } else if (value.is_object()) {
+    for (const auto& [key, member] : value.items()) {
+      const std::string member_path = path.empty() ? key : path + "." + key;
+      if (has_nul(key)) return member_path;
+      if (auto found = nul_string_path(member, member_path)) return found;
+    }
+  } else if (value.is_array()) {
+    for (std::size_t i = 0; i < value.size(); ++i) {
+      if (auto found = nul_string_path(value[i], path + "[" + std::to_string(i) + "]"))
+        return found;
+    }
+  }
+  return std::nullopt;
+}
+
+// Parses a JSON request body; on failure answers 400 (malformed) or 422 (a
+// string the database cannot hold) and returns nullopt.
 std::optional<json> parse_body(const Request& request, const ResponseWriterPtr& writer) {
   if (request.body.empty()) {
     writer->respond(
@@ -52,7 +75,14 @@ std::optional<json> parse_body(const Request& request, const ResponseWriterPtr& 
     return std::nullopt;
   }
   try {
-    return json::parse(request.body);
+    json body = json::parse(request.body);
+    if (std::optional<std::string> path = nul_string_path(body, "")) {
+      // One such value would fail the whole batch of submits it is committed in.
+      writer->respond(spec_problems({{*path, "contains the character U+0000 (NUL)",
+                                      "remove it: no text field may contain U+0000"}}));
+      return std::nullopt;
+    }
+    return body;
   } catch (const json::parse_error& e) {
     writer->respond(problem(400, std::string("malformed JSON: ") + e.what(),
                             {{"hint", "check the body with `python3 -m json.tool < spec.json`"},
@@ -107,15 +137,21 @@ bool valid_utf8(std::string_view text) {
   return true;
 }
 
-// Text query parameters end up in SQL parameters: refuse bytes that are not
-// UTF-8 here (400) rather than let PostgreSQL refuse them.
+// Text PostgreSQL can store: UTF-8 without U+0000.
+bool storable_text(std::string_view text) {
+  return valid_utf8(text) && text.find('\0') == std::string_view::npos;
+}
+
+// Text query parameters end up in SQL parameters: refuse what PostgreSQL
+// would refuse here (400) rather than let it refuse them.
 bool utf8_query(const Request& request, const ResponseWriterPtr& writer) {
+  auto text = storable_text;
   for (const auto& [name, value] : request.query) {
-    if (!valid_utf8(name) || !valid_utf8(value)) {
-      writer->respond(problem(
-          400,
-          "query parameter '" + std::string(valid_utf8(name) ? name : "?") + "' is not valid UTF-8",
-          {{"field", valid_utf8(name) ? name : std::string("query")}}));
+    if (!text(name) || !text(value)) {
+      writer->respond(problem(400,
+                              "query parameter '" + std::string(text(name) ? name : "?") +
+                                  "' is not valid UTF-8 text (or contains U+0000)",
+                              {{"field", text(name) ? name : std::string("query")}}));
       return false;
     }
   }
@@ -903,7 +939,19 @@ void JobsApi::add_dataset_routes() {
                                        "text/csv' localhost:8080/v1/datasets?name=mydata"}}));
                   return;
                 }
-                const std::string name = r.query_value("name").value_or("upload").substr(0, 128);
+                // The name is storable text already (utf8_query).
+                const std::string name = r.query_value("name").value_or("upload");
+                if (name.size() > 128) {
+                  w->respond(problem(400, "the query parameter 'name' is longer than 128 bytes",
+                                     {{"field", "name"}, {"hint", "e.g. ?name=mydata"}}));
+                  return;
+                }
+                if (!storable_text(r.body)) {
+                  w->respond(problem(
+                      422, "the CSV file is not UTF-8 text, or contains the character U+0000",
+                      {{"field", "body"}, {"hint", "save the file as UTF-8 CSV"}}));
+                  return;
+                }
                 w->respond(answer(service_.upload_dataset(r.tenant, name, r.body), 201));
               });
 }

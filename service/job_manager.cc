@@ -93,6 +93,11 @@ struct JobManager::LiveJob {
   std::atomic<bool> cancel{false};  // read by the executor without the mutex
   std::atomic<bool> checkpoint_on_cancel{false};
   StopReason stop_reason = StopReason::kNone;
+  // A cancel was answered 202: the run ends CANCELLED, whatever it returns.
+  bool user_cancelled = false;
+  // Its run returned and its end is being decided and stored: a cancel now
+  // is refused (409) rather than answered 202 and not honoured.
+  bool ending = false;
   bool runner_started = false;
   std::thread runner;
   // Sequence numbers of the current run (the runner thread only).
@@ -302,6 +307,12 @@ db::Status JobManager::start() {
       auto moved = repo_.jobs.transition(lifecycle::requeue_after_restart(row.id));
       if (!moved.ok()) return moved.error();
       row.state = kQueued;
+    }
+    if (row.cancel_requested) {
+      // Its cancel was answered 202 before the previous process ended.
+      auto cancelled = repo_.jobs.transition(lifecycle::cancel_queued(row.id));
+      if (!cancelled.ok()) return cancelled.error();
+      continue;
     }
     base::Result<std::shared_ptr<LiveJob>> live = make_live(row);
     if (!live.ok()) {
@@ -864,9 +875,12 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
   }
 
   StopReason reason;
+  bool user_cancelled = false;
   {
     base::MutexLock lock(mutex_);
     reason = job->stop_reason;
+    user_cancelled = job->user_cancelled;
+    job->ending = true;
   }
   store_telemetry();
 
@@ -880,7 +894,13 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
                  {"xla_report", result.xla_report},
                  {"parameters_digest", result.parameters_digest}};
   bool requeue = false;
-  if (result.outcome == executor::Outcome::kSucceeded) {
+  if (user_cancelled) {
+    // Answered 202: honoured even when training finished, failed, or was
+    // being stopped for another reason before the trainer saw the cancel.
+    state = kCancelled;
+    why = "Cancelled by request";
+    error = error_json("CANCELLED", "the job was cancelled", "");
+  } else if (result.outcome == executor::Outcome::kSucceeded) {
     state = kSucceeded;
     why = "Training finished";
   } else if (result.outcome == executor::Outcome::kFailed) {
@@ -939,6 +959,7 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
       scheduler_.finish(job->id);
     job->runner_started = false;
     job->stop_reason = StopReason::kNone;
+    job->ending = false;
     job->cancel = false;
     job->checkpoint_on_cancel = false;
     job->placement.reset();
@@ -1235,21 +1256,21 @@ void JobManager::poll_wait(std::int64_t id, std::string tenant, SteadyClock::tim
 }
 
 api::JsonResult JobManager::cancel_job(std::int64_t id, const std::string& tenant) {
-  std::shared_ptr<LiveJob> queued;
+  std::shared_ptr<LiveJob> queued, running;
+  auto ending = [id] {
+    return db::make_error(db::ErrorCode::kConflict,
+                          "job " + std::to_string(id) +
+                              "'s run has just ended and its final state is being stored; GET "
+                              "the job, and cancel again if it was requeued");
+  };
   {
     base::MutexLock lock(mutex_);
     auto it = live_.find(id);
     if (it != live_.end()) {
       std::shared_ptr<LiveJob> job = it->second;
       if (job->tenant != tenant) return not_found(id);
-      if (job->runner_started) {
-        if (job->stop_reason == StopReason::kNone) job->stop_reason = StopReason::kUserCancel;
-        job->cancel = true;
-        json view = render_live_locked(*job);
-        view["cancel_requested"] = true;
-        return view;
-      }
-      queued = job;
+      if (job->ending) return ending();
+      (job->runner_started ? running : queued) = job;
     }
   }
   if (queued) {
@@ -1259,21 +1280,30 @@ api::JsonResult JobManager::cancel_job(std::int64_t id, const std::string& tenan
     const db::Transition t = lifecycle::cancel_queued(id);
     auto stored = repo_.jobs.transition(t);
     if (!stored.ok()) return stored.error();
-    base::MutexLock lock(mutex_);
-    if (!*stored || queued->runner_started) {
-      // Placed meanwhile: stop it as a running job.
-      if (queued->stop_reason == StopReason::kNone) queued->stop_reason = StopReason::kUserCancel;
-      queued->cancel = true;
-      json view = render_live_locked(*queued);
-      view["cancel_requested"] = true;
-      return view;
+    {
+      base::MutexLock lock(mutex_);
+      if (*stored && !queued->runner_started)
+        withdraw_locked(queued);
+      else
+        running = queued;  // placed meanwhile: stop it as a running job
     }
-    withdraw_locked(queued);
+    if (!running) {
+      return finish_job(queued, kCancelled, t.reason, json::parse(*t.error_json), nullptr,
+                        /*stored=*/true);
+    }
   }
-  if (queued) {
-    const db::Transition t = lifecycle::cancel_queued(id);
-    return finish_job(queued, kCancelled, t.reason, json::parse(*t.error_json), nullptr,
-                      /*stored=*/true);
+  if (running) {
+    // Stored before it is answered, as for a job run elsewhere: after a
+    // crash, the restart ends the job CANCELLED rather than resuming it.
+    if (db::Status s = repo_.jobs.request_cancel(id); !s.ok()) return s.error();
+    base::MutexLock lock(mutex_);
+    if (running->ending) return ending();
+    running->user_cancelled = true;
+    if (running->stop_reason == StopReason::kNone) running->stop_reason = StopReason::kUserCancel;
+    running->cancel = true;
+    json view = render_live_locked(*running);
+    view["cancel_requested"] = true;
+    return view;
   }
   auto row = load_visible(id, tenant);
   if (!row.ok()) return row.error();

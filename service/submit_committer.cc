@@ -1,6 +1,7 @@
 #include "service/submit_committer.h"
 
 #include <algorithm>
+#include <iterator>
 #include <memory>
 
 #include "api/resolution.h"
@@ -156,6 +157,23 @@ void SubmitCommitter::commit(std::vector<PendingSubmit>& batch) {
   rows.reserve(batch.size());
   for (PendingSubmit& p : batch) rows.push_back(std::move(p.row));
   auto inserted = store_.insert_jobs(rows);
+  const std::size_t first_unit = std::max<std::size_t>(1, batch.front().array_size);
+  if (!inserted.ok() && inserted.code() != db::ErrorCode::kUnavailable &&
+      first_unit < batch.size()) {
+    // One row the database refuses fails the whole statement: each
+    // submission (a job, or a whole array) is committed again on its own,
+    // so that only the one at fault fails. Not when the database is away.
+    for (std::size_t i = 0; i < batch.size(); ++i) batch[i].row = std::move(rows[i]);
+    for (std::size_t i = 0; i < batch.size();) {
+      const std::size_t take =
+          std::min(batch.size() - i, std::max<std::size_t>(1, batch[i].array_size));
+      std::vector<PendingSubmit> unit(std::make_move_iterator(batch.begin() + i),
+                                      std::make_move_iterator(batch.begin() + i + take));
+      commit(unit);
+      i += take;
+    }
+    return;
+  }
   if (!inserted.ok()) {
     for (PendingSubmit& p : batch) {
       api::SubmitOutcome outcome;

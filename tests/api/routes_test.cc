@@ -106,6 +106,25 @@ TEST(Routes, DeepNestingIsRefusedBeforeParsing) {
   EXPECT_NE(body_of(r)["detail"].get<std::string>().find("nested deeper"), std::string::npos);
 }
 
+TEST(Routes, ATextWithUPlus0000Is422OnItsFieldBeforeItReachesTheDatabase) {
+  FakeJobService service;
+  JobsApi api(service, {});
+  const std::string spec = R"({"name": "n", "labels": {"k": "v\u0000"},
+      "model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "digits"}})";
+  Response r = call(api, "POST", "/v1/jobs", spec);
+  ASSERT_EQ(r.status, 422) << r.body;
+  EXPECT_EQ(r.content_type, "application/problem+json");
+  const nlohmann::json problem = body_of(r);
+  ASSERT_EQ(problem["errors"].size(), 1u) << r.body;
+  EXPECT_EQ(problem["errors"][0]["field"], "labels.k");
+  EXPECT_FALSE(problem["errors"][0]["hint"].get<std::string>().empty());
+  EXPECT_TRUE(service.submitted.empty());
+  // In a key, and in an array, of any body.
+  r = call(api, "POST", "/v1/jobs:validate", R"({"env": {"A\u0000": "1"}, "x": ["a", "\u0000"]})");
+  ASSERT_EQ(r.status, 422) << r.body;
+  EXPECT_EQ(body_of(r)["errors"][0]["field"], std::string("env.A\0", 6));
+}
+
 TEST(Routes, DevicesThreeIs422WithLightningsMessageOnItsField) {
   FakeJobService service;
   JobsApi api(service, {});

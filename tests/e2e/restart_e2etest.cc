@@ -73,6 +73,32 @@ void restart_in_the_middle(bool crash) {
   ASSERT_EQ(second.stop(), 0) << second.log();
 }
 
+// A cancel answered 202 is stored before the answer: a crash right after it
+// does not lose it (the restart ends the job CANCELLED, it never resumes).
+TEST(Restart, ACancelAnsweredBeforeACrashIsHonouredByTheRestart) {
+  ServiceProcess first;
+  ASSERT_EQ(first.start(), "");
+  json spec = restartable_job_spec("cancel-then-crash");
+  spec["trainer"]["max_epochs"] = 100000;  // runs until cancelled
+  HttpResponse created = first.post("/v1/jobs", spec.dump());
+  ASSERT_EQ(created.status, 201) << created.body;
+  const std::int64_t id = created.json()["id"];
+  const json running = wait_for_running_step(first, id, 25);
+  ASSERT_EQ(running["state"], "RUNNING") << running.dump(2) << first.log();
+  ASSERT_EQ(first.post("/v1/jobs/" + std::to_string(id) + "/cancel").status, 202);
+  first.kill9();  // before, or while, the run stops and stores its end
+
+  ServiceProcess::Options options;
+  options.state_dir = first.state_dir();
+  ServiceProcess second(options);
+  ASSERT_EQ(second.start(), "") << second.log();
+  const json done = second.wait_terminal(id, std::chrono::seconds(300));
+  EXPECT_EQ(done["state"], "CANCELLED") << done.dump(2) << second.log();
+  const std::string events = second.get("/v1/jobs/" + std::to_string(id) + "/events").body;
+  EXPECT_EQ(resumed_from_step(second, id), -1) << "it never ran again: " << events;
+  ASSERT_EQ(second.stop(), 0) << second.log();
+}
+
 TEST(Restart, GracefulStopResumesFromCheckpoint) { restart_in_the_middle(false); }
 
 TEST(Restart, CrashResumesFromCheckpoint) { restart_in_the_middle(true); }

@@ -321,6 +321,17 @@ std::vector<BadRequest> bad_requests() {
        400,
        "UTF-8"},
       {"InvalidUtf8InKey", "POST", "/v1/jobs", "{\"\xc3\x28\": 1}", {}, 400, "UTF-8"},
+      // Regression: U+0000, which PostgreSQL stores in neither text nor
+      // jsonb, once failed the whole batch of submits it was committed in
+      // (500s for other tenants' jobs too).
+      {"NulInLabel",
+       "POST",
+       "/v1/jobs",
+       spec_with("/labels", R"({"a": "b\u0000"})"),
+       {},
+       422,
+       "U+0000"},
+      {"NulInLabelFilter", "GET", "/v1/jobs?label=a=%00", "", {}, 400, "U+0000"},
       {"OverlongUtf8InLabel",
        "POST",
        "/v1/jobs",
@@ -393,6 +404,11 @@ std::vector<BadRequest> bad_requests() {
       {"InvalidUtf8LabelFilter", "GET", "/v1/jobs?label=%FF=%FE", "", {}, 400, "UTF-8"},
       {"InvalidUtf8DatasetName", "POST", "/v1/datasets?name=%FF", "a,label\n1,0\n", csv, 400,
        "UTF-8"},
+      {"NulInDatasetName", "POST", "/v1/datasets?name=a%00b", "a,label\n1,0\n", csv, 400, "U+0000"},
+      {"NulInDatasetCsv", "POST", "/v1/datasets?name=n", std::string("a\0,label\n1,0\n", 13), csv,
+       422, "U+0000"},
+      {"InvalidUtf8DatasetCsv", "POST", "/v1/datasets?name=n", "\xff\xfe,label\n1,0\n", csv, 422,
+       "UTF-8"},
       // Regression: an Idempotency-Key that is not UTF-8 once reached the
       // INSERT, which PostgreSQL refused: a 500.
       {"InvalidUtf8IdempotencyKey",
@@ -427,7 +443,7 @@ std::vector<BadRequest> bad_requests() {
       {"CsvLabelTooLarge", "POST", csv_upload_target(), "a,label\n1,70000\n", csv, 422, "line 2"},
       {"CsvFractionalLabel", "POST", csv_upload_target(), "a,label\n1,0.5\n", csv, 422, "line 2"},
       {"CsvBinary", "POST", csv_upload_target(), std::string("\x00\x01\x02\xff\n\x03", 6), csv, 422,
-       "line"},
+       "not UTF-8 text"},
       // Regression (found by fuzz/csv): 1e300 is a finite double but not a
       // float; it was once stored as inf and the file accepted.
       {"CsvBeyondFloatRange", "POST", csv_upload_target(), "a,label\n1e300,0\n", csv, 422,

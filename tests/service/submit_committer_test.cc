@@ -19,12 +19,18 @@ class FakeStore final : public SubmitStore {
  public:
   std::vector<std::size_t> transactions;  // rows per insert_jobs call
   std::optional<db::ErrorCode> fail;
+  // A statement with a row of this tenant fails whole, as one with a value
+  // PostgreSQL refuses does.
+  std::optional<std::string> refused_tenant;
   std::map<std::pair<std::string, std::string>, db::JobRow> by_key;
   std::int64_t next_id = 1;
 
   db::Result<std::vector<db::InsertedJob>> insert_jobs(
       const std::vector<db::NewJob>& rows) override {
     if (fail) return db::make_error(*fail, "connection refused");
+    for (const db::NewJob& r : rows) {
+      if (r.tenant == refused_tenant) return db::make_error(db::ErrorCode::kInvalid, "refused");
+    }
     transactions.push_back(rows.size());
     std::vector<db::InsertedJob> out;
     for (const db::NewJob& r : rows) {
@@ -165,6 +171,30 @@ TEST(SubmitCommitter, AnUnreachableDatabaseAnswers503AndNothingIsCommitted) {
   f.store.fail = db::ErrorCode::kInvalid;
   auto refused = queue(f, 1);
   EXPECT_EQ(refused[0].get().kind, Kind::kError);
+}
+
+TEST(SubmitCommitter, ARowTheDatabaseRefusesFailsOnlyItsOwnSubmit) {
+  Fixture f;
+  f.store.refused_tenant = "bad";
+  std::vector<std::future<api::SubmitOutcome>> answers;
+  for (const char* tenant : {"team-a", "bad", "team-b"}) {
+    auto promise = std::make_shared<std::promise<api::SubmitOutcome>>();
+    answers.push_back(promise->get_future());
+    f.committer.submit(request(tenant),
+                       [promise](api::SubmitOutcome o) { promise->set_value(std::move(o)); });
+  }
+  std::promise<std::vector<api::SubmitOutcome>> array;
+  f.committer.submit_array(
+      {request("team-c"), request("team-c")},
+      [&](std::vector<api::SubmitOutcome> o) { array.set_value(std::move(o)); });
+  f.committer.start();  // one batch of 4 is too small for the array: {3 singles}, then the array
+  EXPECT_EQ(answers[0].get().kind, Kind::kCreated);
+  EXPECT_EQ(answers[1].get().kind, Kind::kError);
+  EXPECT_EQ(answers[2].get().kind, Kind::kCreated);
+  for (const api::SubmitOutcome& child : array.get_future().get())
+    EXPECT_EQ(child.kind, Kind::kCreated);
+  EXPECT_EQ(f.store.transactions, (std::vector<std::size_t>{1, 1, 2}))
+      << "the failed batch's submits committed one by one";
 }
 
 TEST(SubmitCommitter, ClosingAnswersWhatItTookAndRefusesWhatComesAfter) {
