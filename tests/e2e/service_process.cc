@@ -6,10 +6,13 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 namespace tpujobs::testing {
 
@@ -184,18 +187,71 @@ std::string create_token(const ServiceProcess& service, const std::string& tenan
   return token;
 }
 
-double cpu_seconds(pid_t pid) {
+namespace {
+
+// The fields of /proc/PID/stat from the state on (field 3 is [0]); empty
+// when the process is gone.
+std::vector<std::string> stat_fields(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const std::size_t after_name = text.rfind(')');
-  if (after_name == std::string::npos) return 0;
-  std::istringstream fields(text.substr(after_name + 2));
-  std::string field;
+  if (after_name == std::string::npos) return {};
+  std::istringstream stream(text.substr(after_name + 2));
+  std::vector<std::string> fields;
+  for (std::string field; stream >> field;) fields.push_back(field);
+  return fields;
+}
+
+double field_sum(const std::vector<std::string>& fields, std::initializer_list<int> numbers) {
   double ticks = 0;
-  for (int i = 3; fields >> field && i <= 15; ++i) {
-    if (i == 14 || i == 15) ticks += std::stod(field);  // utime, stime
+  for (int number : numbers) {
+    if (static_cast<std::size_t>(number - 3) < fields.size())
+      ticks += std::stod(fields[number - 3]);
   }
   return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+}  // namespace
+
+double cpu_seconds(pid_t pid) { return field_sum(stat_fields(pid), {14, 15}); }  // utime, stime
+
+double tree_cpu_seconds(pid_t root) {
+  std::map<pid_t, std::vector<pid_t>> children;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = std::stoi(name);
+    const std::vector<std::string> fields = stat_fields(pid);
+    if (fields.size() > 1) children[std::stoi(fields[1])].push_back(pid);  // field 4: ppid
+  }
+  double seconds = 0;
+  std::vector<pid_t> todo{root};
+  while (!todo.empty()) {
+    const pid_t pid = todo.back();
+    todo.pop_back();
+    seconds += field_sum(stat_fields(pid), {14, 15, 16, 17});  // and cutime, cstime
+    for (pid_t child : children[pid]) todo.push_back(child);
+  }
+  return seconds;
+}
+
+pid_t embedded_postmaster(const ServiceProcess& service) {
+  std::ifstream in(service.state_dir() / "pgdata" / "postmaster.pid");
+  pid_t pid = 0;
+  return in >> pid ? pid : 0;
+}
+
+double machine_busy_cpu_seconds() {
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  in >> cpu;  // "cpu": the sum over the cores
+  double busy = 0;
+  for (int i = 0; i < 8; ++i) {  // user nice system idle iowait irq softirq steal
+    double ticks = 0;
+    in >> ticks;
+    if (i != 3 && i != 4) busy += ticks;
+  }
+  return busy / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 }  // namespace tpujobs::testing

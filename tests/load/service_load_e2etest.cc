@@ -18,7 +18,10 @@
 // submit 201; every 201 is a job PostgreSQL holds afterwards; the p99 of
 // status reads is under 50 ms. A sanitizer build (TPUJOBS_SANITIZED) keeps
 // every assertion except the p99 one: its latencies measure ASan, not the
-// service.
+// service. So does a run during which other processes (another test, a
+// build) took more than a quarter of the machine's CPU, measured from
+// /proc/stat against the service's processes (its PostgreSQL included) and
+// this one: its latencies measure the contention.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -36,6 +39,7 @@
 #include <random>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 #include "tests/e2e/service_process.h"
 
@@ -54,6 +58,9 @@ constexpr int kSubmitters = 32;  // every 8th connection; the other 224 poll
 constexpr std::chrono::milliseconds kPollInterval{100};
 constexpr std::chrono::milliseconds kSubmitInterval{250};
 constexpr double kStatusP99LimitMs = 50;
+// Beyond this share of the machine's CPU taken by other processes during
+// the run, the p99 bound is reported, not checked.
+constexpr double kOthersShareLimit = 0.25;
 // A request unanswered this long counts as a transport error.
 constexpr std::chrono::seconds kRequestTimeout{10};
 
@@ -288,6 +295,15 @@ TEST(Load, PollersAndSubmittersOn256Connections) {
   const std::string load_before = load_average();
   const double service_cpu_before = cpu_seconds(service.pid());
   const double client_cpu_before = cpu_seconds(getpid());
+  // The service's own processes: it and its embedded PostgreSQL (which
+  // pg_ctl starts as a daemon, not as the service's child).
+  const pid_t postmaster = embedded_postmaster(service);
+  ASSERT_NE(postmaster, 0) << "no embedded PostgreSQL in " << service.state_dir();
+  auto service_tree_cpu = [&] {
+    return tree_cpu_seconds(service.pid()) + tree_cpu_seconds(postmaster);
+  };
+  const double tree_cpu_before = service_tree_cpu();
+  const double machine_busy_before = machine_busy_cpu_seconds();
   asio::io_context io;
   const Clock::time_point start = Clock::now();
   run.end = start + run_duration();
@@ -302,6 +318,10 @@ TEST(Load, PollersAndSubmittersOn256Connections) {
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   const double service_cpu = cpu_seconds(service.pid()) - service_cpu_before;
   const double client_cpu = cpu_seconds(getpid()) - client_cpu_before;
+  const double tree_cpu = service_tree_cpu() - tree_cpu_before;
+  const double others_cpu =
+      std::max(0.0, machine_busy_cpu_seconds() - machine_busy_before - tree_cpu - client_cpu);
+  const double capacity = seconds * std::max(1u, std::thread::hardware_concurrency());
 
   std::printf(
       "load test: %d connections (%d pollers every %lld ms, %d submitters every %lld ms) for %.1f "
@@ -319,11 +339,13 @@ TEST(Load, PollersAndSubmittersOn256Connections) {
   const double answered =
       static_cast<double>(run.polls.from_write.size() + run.submits.from_write.size());
   std::printf(
-      "  all: %.0f answers, %.1f/s, transport errors %lld; CPU: service %.1f s, client %.1f s "
-      "(PostgreSQL not counted); load average %s before, %s after\n",
+      "  all: %.0f answers, %.1f/s, transport errors %lld; CPU: service %.1f s, with its "
+      "PostgreSQL %.1f s, client %.1f s, other processes %.1f s of the machine's %.0f (%.0f%%); "
+      "load average %s before, %s after\n",
       answered, answered / seconds,
       static_cast<long long>(run.polls.transport_errors + run.submits.transport_errors),
-      service_cpu, client_cpu, load_before.c_str(), load_average().c_str());
+      service_cpu, tree_cpu, client_cpu, others_cpu, capacity, 100 * others_cpu / capacity,
+      load_before.c_str(), load_average().c_str());
   std::fflush(stdout);
 
   EXPECT_EQ(run.polls.count_5xx(), 0) << run.polls.statuses_text();
@@ -348,8 +370,15 @@ TEST(Load, PollersAndSubmittersOn256Connections) {
 #ifdef TPUJOBS_SANITIZED
   std::printf("sanitizer build: the p99 < %.0f ms bound is not checked\n", kStatusP99LimitMs);
 #else
-  EXPECT_LT(run.polls.from_write.quantile_ms(0.99), kStatusP99LimitMs)
-      << "p99 of GET /v1/jobs/{id}";
+  if (others_cpu > kOthersShareLimit * capacity) {
+    std::printf(
+        "other processes took %.0f%% of the machine's CPU during the run (over %.0f%%): the p99 < "
+        "%.0f ms bound is not checked\n",
+        100 * others_cpu / capacity, 100 * kOthersShareLimit, kStatusP99LimitMs);
+  } else {
+    EXPECT_LT(run.polls.from_write.quantile_ms(0.99), kStatusP99LimitMs)
+        << "p99 of GET /v1/jobs/{id}";
+  }
 #endif
   EXPECT_EQ(service.stop(), 0) << service.log();
 }
