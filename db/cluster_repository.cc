@@ -143,7 +143,10 @@ bool LeaderLock::hold() {
   }
   Result<std::unique_ptr<Connection>> opened = Connection::open(conninfo_);
   if (!opened.ok()) return false;
-  Result<QueryResult> taken = (*opened)->execute("SELECT pg_try_advisory_lock($1::bigint)", {key_});
+  Result<QueryResult> taken =
+      (*opened)->execute(mode_ == Mode::kShared ? "SELECT pg_try_advisory_lock_shared($1::bigint)"
+                                                : "SELECT pg_try_advisory_lock($1::bigint)",
+                         {key_});
   if (!taken.ok() || !taken->boolean(0, 0)) return false;
   connection_ = std::move(*opened);
   return true;

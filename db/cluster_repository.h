@@ -98,10 +98,14 @@ class ClusterRepository {
 class LeaderLock {
  public:
   static constexpr std::int64_t kSchedulerKey = 0x7470756a6f62;  // "tpujob"
-  // Held by a `tpujobs serve` without --name on a database of its own.
+  // Held alone by a `tpujobs serve` without --name on a database of its
+  // own, and shared by every member of a cluster (replicas and agents): a
+  // standalone service and a cluster would both run the same jobs.
   static constexpr std::int64_t kStandaloneKey = 0x7470756a6f63;
-  explicit LeaderLock(std::string conninfo, std::int64_t key = kSchedulerKey)
-      : conninfo_(std::move(conninfo)), key_(key) {}
+  enum class Mode { kExclusive, kShared };
+  explicit LeaderLock(std::string conninfo, std::int64_t key = kSchedulerKey,
+                      Mode mode = Mode::kExclusive)
+      : conninfo_(std::move(conninfo)), key_(key), mode_(mode) {}
   // True when this process holds the lock now: already held and its session
   // still answers, or just taken. False when another process holds it or
   // the server cannot be reached (then leadership is given up).
@@ -112,6 +116,7 @@ class LeaderLock {
  private:
   std::string conninfo_;
   std::int64_t key_;
+  Mode mode_;
   std::unique_ptr<Connection> connection_;
 };
 

@@ -275,6 +275,15 @@ int run_agent(const std::vector<std::string>& args) {
     std::cerr << "tpujobs agent: database: " << pool.error().message << "\n";
     return 1;
   }
+  // A member of the cluster: refused beside a standalone service (serve.cc).
+  db::LeaderLock membership(options.database_url, db::LeaderLock::kStandaloneKey,
+                            db::LeaderLock::Mode::kShared);
+  if (!membership.hold()) {
+    std::cerr << "tpujobs agent: a tpujobs serve without --name runs on this database; an agent "
+                 "beside it would run the same jobs.\n  Stop it first, or give it --name NAME so "
+                 "that it joins the cluster (DESIGN §9).\n";
+    return 2;
+  }
   if (db::Status migrated = db::migrate(**pool); !migrated.ok()) {
     std::cerr << "tpujobs agent: migrations: " << migrated.error().message << "\n";
     return 1;
@@ -384,17 +393,22 @@ int run_serve(const std::vector<std::string>& args) {
     }
   }
 
-  // One standalone service per database: a second one would hand out the
-  // same cores (DESIGN §9 is the way to run several).
-  std::optional<db::LeaderLock> standalone;
-  if (!cluster && !options.database_url.empty()) {
-    standalone.emplace(conninfo, db::LeaderLock::kStandaloneKey);
-    if (!standalone->hold()) {
-      std::cerr << "tpujobs serve: another tpujobs serve runs on this database without --name; two "
-                   "would hand "
-                   "out the same cores.\n  To run several, give each --name NAME (or --pool none) "
-                   "and run "
-                   "`tpujobs agent` on the workers (DESIGN §9).\n";
+  // One standalone service per database, and none beside a cluster: either
+  // would run jobs another runs (DESIGN §9 is the way to run several).
+  std::optional<db::LeaderLock> membership;
+  if (!options.database_url.empty()) {
+    membership.emplace(conninfo, db::LeaderLock::kStandaloneKey,
+                       cluster ? db::LeaderLock::Mode::kShared : db::LeaderLock::Mode::kExclusive);
+    if (!membership->hold()) {
+      std::cerr << "tpujobs serve: "
+                << (cluster ? "a tpujobs serve without --name runs on this database; a cluster "
+                              "beside it would run the same jobs.\n  Stop it first, or give it "
+                              "--name NAME so that it joins the cluster (DESIGN §9).\n"
+                            : "another tpujobs serve without --name, or a cluster (replicas "
+                              "with --name or --pool none, agents), runs on this database; "
+                              "either would run the same jobs.\n  To run several, give each "
+                              "--name NAME (or --pool none) and run `tpujobs agent` on the "
+                              "workers (DESIGN §9).\n");
       return 2;
     }
   }

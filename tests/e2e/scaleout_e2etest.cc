@@ -615,6 +615,35 @@ TEST_F(ScaleOut, AnAgentPausedPastItsLeaseWritesNothingAfterItsJobMovedAndStopsI
   EXPECT_NE(agent_1->log().find("rejoined"), std::string::npos) << agent_1->log();
 }
 
+// A `serve` without --name on the cluster's database would run the
+// cluster's jobs a second time (it requeues what it finds RUNNING as after
+// its own restart): refused, and an agent beside such a service likewise.
+TEST_F(ScaleOut, AServeWithoutNameIsRefusedBesideAClusterAndAnAgentBesideIt) {
+  auto replica = start_replica("replica-a");
+  auto agent = start_agent("agent-1");
+  ServiceProcess::Options standalone_options;
+  standalone_options.pool = "v3-8";
+  standalone_options.extra_args = {"--database-url", database_.url()};
+  {
+    ServiceProcess standalone(standalone_options);
+    EXPECT_NE(standalone.start(), "") << "it must not start beside the cluster";
+    EXPECT_NE(standalone.log().find("would run the same jobs"), std::string::npos)
+        << standalone.log();
+  }
+  ASSERT_EQ(agent->stop(), 0) << agent->log();
+  ASSERT_EQ(replica->stop(), 0) << replica->log();
+  ServiceProcess standalone(standalone_options);
+  ASSERT_EQ(standalone.start(), "") << "alone on the database it runs: " << standalone.log();
+  ServiceProcess::Options agent_options;
+  agent_options.command = "agent";
+  agent_options.extra_args = {"--database-url", database_.url(), "--pool",
+                              "v3-8",           "--name",        "agent-2"};
+  ServiceProcess late_agent(agent_options);
+  EXPECT_NE(late_agent.start(), "");
+  EXPECT_NE(late_agent.log().find("would run the same jobs"), std::string::npos)
+      << late_agent.log();
+}
+
 TEST_F(ScaleOut, AQuotaSetThroughOneReplicaIsCheckedAtSubmitByTheOther) {
   auto replica_a = start_replica("replica-a");
   auto replica_b = start_replica("replica-b");

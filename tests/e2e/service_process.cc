@@ -235,12 +235,6 @@ double tree_cpu_seconds(pid_t root) {
   return seconds;
 }
 
-pid_t embedded_postmaster(const ServiceProcess& service) {
-  std::ifstream in(service.state_dir() / "pgdata" / "postmaster.pid");
-  pid_t pid = 0;
-  return in >> pid ? pid : 0;
-}
-
 double machine_busy_cpu_seconds() {
   std::ifstream in("/proc/stat");
   std::string cpu;

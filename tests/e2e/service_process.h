@@ -85,9 +85,6 @@ double cpu_seconds(pid_t pid);
 // The same for `root` and every process descended from it that is alive,
 // with the children each has waited for (for a postmaster: its backends).
 double tree_cpu_seconds(pid_t root);
-// The embedded PostgreSQL's postmaster of a service started without a
-// database URL (STATE_DIR/pgdata/postmaster.pid), 0 when none runs.
-pid_t embedded_postmaster(const ServiceProcess& service);
 // CPU seconds every core has spent busy (not idle, not waiting on I/O)
 // since boot, all processes and the kernel (/proc/stat).
 double machine_busy_cpu_seconds();

@@ -297,8 +297,8 @@ TEST(Load, PollersAndSubmittersOn256Connections) {
   const double client_cpu_before = cpu_seconds(getpid());
   // The service's own processes: it and its embedded PostgreSQL (which
   // pg_ctl starts as a daemon, not as the service's child).
-  const pid_t postmaster = embedded_postmaster(service);
-  ASSERT_NE(postmaster, 0) << "no embedded PostgreSQL in " << service.state_dir();
+  const pid_t postmaster = service.embedded_postmaster_pid();
+  ASSERT_GT(postmaster, 0) << "no embedded PostgreSQL in " << service.state_dir();
   auto service_tree_cpu = [&] {
     return tree_cpu_seconds(service.pid()) + tree_cpu_seconds(postmaster);
   };
