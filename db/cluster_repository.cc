@@ -143,6 +143,14 @@ bool LeaderLock::hold() {
   }
   Result<std::unique_ptr<Connection>> opened = Connection::open(conninfo_);
   if (!opened.ok()) return false;
+  if (idle_timeout_.count() > 0) {
+    // idle_session_timeout (PostgreSQL 14+), set before the lock is taken.
+    if (!(*opened)
+             ->execute("SELECT set_config('idle_session_timeout', $1::text, false)",
+                       {std::to_string(idle_timeout_.count()) + "ms"})
+             .ok())
+      return false;
+  }
   Result<QueryResult> taken =
       (*opened)->execute(mode_ == Mode::kShared ? "SELECT pg_try_advisory_lock_shared($1::bigint)"
                                                 : "SELECT pg_try_advisory_lock($1::bigint)",

@@ -94,7 +94,10 @@ class ClusterRepository {
 
 // The scheduler leader's election: a session advisory lock held on a
 // connection of its own. PostgreSQL releases it when that session ends, so
-// the leader's death (its socket closing) frees it for another replica.
+// the leader's death (its socket closing) frees it for another replica. A
+// holder that is alive but silent (paused, or cut off by the network) keeps
+// its socket open: with an idle timeout, the server ends the session once
+// it has sent nothing for that long, and hold() must be called more often.
 class LeaderLock {
  public:
   static constexpr std::int64_t kSchedulerKey = 0x7470756a6f62;  // "tpujob"
@@ -104,8 +107,9 @@ class LeaderLock {
   static constexpr std::int64_t kStandaloneKey = 0x7470756a6f63;
   enum class Mode { kExclusive, kShared };
   explicit LeaderLock(std::string conninfo, std::int64_t key = kSchedulerKey,
-                      Mode mode = Mode::kExclusive)
-      : conninfo_(std::move(conninfo)), key_(key), mode_(mode) {}
+                      Mode mode = Mode::kExclusive,
+                      std::chrono::milliseconds idle_timeout = std::chrono::milliseconds(0))
+      : conninfo_(std::move(conninfo)), key_(key), mode_(mode), idle_timeout_(idle_timeout) {}
   // True when this process holds the lock now: already held and its session
   // still answers, or just taken. False when another process holds it or
   // the server cannot be reached (then leadership is given up).
@@ -117,6 +121,7 @@ class LeaderLock {
   std::string conninfo_;
   std::int64_t key_;
   Mode mode_;
+  std::chrono::milliseconds idle_timeout_;  // 0: none
   std::unique_ptr<Connection> connection_;
 };
 

@@ -132,88 +132,106 @@ constexpr TorchXlaRelease kTorchXlaReleases[] = {
      "pytorch/xla#8292 (the undefined symbol)"},
 };
 
-// Lightning's torch requirement, by release (requirements/pytorch/base.txt).
+// Lightning's torch requirement, by release, as the package pip installs
+// declares it. requirements/pytorch/base.txt has an upper bound "only set
+// for CI stability, and it is dropped while installing this package" (its
+// own note): the 1.x setups drop it (unfreeze=True / "all"), the 2.x ones
+// raise it to the next major (unfreeze="major": "<3.0",
+// .actions/assistant.py _RequirementWithComment.adjust). No torch line is
+// marked strict. So pip refuses only a torch older than the minimum.
 struct TorchRequirement {
   Versions versions;
   std::string_view package;    // what pip installs: pytorch-lightning (1.x), lightning (2.x)
   std::string_view specifier;  // as pip prints it
   int minimum;                 // torch major*100+minor, inclusive
-  int below;                   // torch major*100+minor that is too new (the upper bound)
-  bool below_inclusive_patch;  // "<=1.13.1"-style bounds: the minor itself is allowed
+  int below;                   // torch major*100+minor that is too new; 0: no upper bound
+  // The newest torch minor of base.txt's own bound, the release's CI: the
+  // torch_xla a job gets when it names none (default_torch_xla).
+  int newest_tested;
   std::string_view source;
 };
 
 constexpr TorchRequirement kTorchRequirements[] = {
     {{106, 106},
      "pytorch-lightning",
-     "torch<=1.11.0,>=1.8.*",
+     "torch>=1.8.*",
      108,
+     0,
      111,
-     true,
-     "1.6.5:requirements/base.txt"},
+     "1.6.5:requirements/base.txt, its upper bound dropped by setup.py "
+     "(pytorch_lightning/setup_tools.py _load_requirements, unfreeze=True)"},
     {{107, 107},
      "pytorch-lightning",
-     "torch<1.13.0,>=1.9.*",
+     "torch>=1.9.*",
      109,
-     113,
-     false,
-     "1.7.7:requirements/pytorch/base.txt"},
+     0,
+     112,
+     "1.7.7:requirements/pytorch/base.txt, its upper bound dropped by "
+     "src/pytorch_lightning/__setup__.py (.actions/setup_tools.py, unfreeze=True)"},
     {{108, 108},
      "pytorch-lightning",
-     "torch<=1.13.1,>=1.9.0",
+     "torch>=1.9.0",
      109,
+     0,
      113,
-     true,
-     "1.8.6:requirements/pytorch/base.txt"},
+     "1.8.6:requirements/pytorch/base.txt, its upper bound dropped by "
+     "src/pytorch_lightning/__setup__.py (unfreeze=\"all\")"},
     {{109, 109},
      "pytorch-lightning",
-     "torch<=2.0.0,>=1.10.0",
+     "torch>=1.10.0",
      110,
+     0,
      200,
-     true,
-     "1.9.5:requirements/pytorch/base.txt"},
+     "1.9.5:requirements/pytorch/base.txt, its upper bound dropped by "
+     "src/pytorch_lightning/__setup__.py (unfreeze=\"all\")"},
     {{200, 200},
      "lightning",
-     "torch<2.1.0,>=1.11.0",
+     "torch<3.0,>=1.11.0",
      111,
-     201,
-     false,
-     "2.0.9:requirements/pytorch/base.txt"},
+     300,
+     200,
+     "2.0.9:requirements/pytorch/base.txt, its upper bound raised by src/lightning/__setup__.py "
+     "(unfreeze=\"major\")"},
     {{201, 201},
      "lightning",
-     "torch<2.2.0,>=1.12.0",
+     "torch<3.0,>=1.12.0",
      112,
-     202,
-     false,
-     "2.1.4:requirements/pytorch/base.txt"},
+     300,
+     201,
+     "2.1.4:requirements/pytorch/base.txt, its upper bound raised by src/lightning/__setup__.py "
+     "(unfreeze=\"major\")"},
     {{202, 202},
      "lightning",
-     "torch<2.3.0,>=1.13.0",
+     "torch<3.0,>=1.13.0",
      113,
-     203,
-     false,
-     "2.2.5:requirements/pytorch/base.txt"},
+     300,
+     202,
+     "2.2.5:requirements/pytorch/base.txt, its upper bound raised by src/lightning/__setup__.py "
+     "(unfreeze=\"major\")"},
     {{203, 203},
      "lightning",
-     "torch<2.4.0,>=2.0.0",
+     "torch<3.0,>=2.0.0",
      200,
-     204,
-     false,
-     "2.3.3:requirements/pytorch/base.txt"},
+     300,
+     203,
+     "2.3.3:requirements/pytorch/base.txt, its upper bound raised by src/lightning/__setup__.py "
+     "(unfreeze=\"major\")"},
     {{204, 204},
      "lightning",
-     "torch<2.5.0,>=2.1.0",
+     "torch<3.0,>=2.1.0",
      201,
-     205,
-     false,
-     "2.4.0:requirements/pytorch/base.txt"},
+     300,
+     204,
+     "2.4.0:requirements/pytorch/base.txt, its upper bound raised by src/lightning/__setup__.py "
+     "(unfreeze=\"major\")"},
     {{205, 205},
      "lightning",
-     "torch<2.9.0,>=2.1.0",
+     "torch<3.0,>=2.1.0",
      201,
-     209,
-     false,
-     "2.5.6:requirements/pytorch/base.txt"},
+     300,
+     208,
+     "2.5.6:requirements/pytorch/base.txt, its upper bound raised by src/lightning/__setup__.py "
+     "(unfreeze=\"major\")"},
 };
 
 // Lightning's python_requires, by release (the setup of the package pip
@@ -289,9 +307,8 @@ int default_torch_xla(int lightning_version) {
   int chosen = kTorchXlaReleases[0].torch;
   for (const TorchXlaRelease& release : kTorchXlaReleases) {
     const int t = release.torch;
-    const bool too_new =
-        requirement->below_inclusive_patch ? t > requirement->below : t >= requirement->below;
-    if (t >= requirement->minimum && !too_new) chosen = release.versions.first;
+    if (t >= requirement->minimum && t <= requirement->newest_tested)
+      chosen = release.versions.first;
   }
   return chosen;
 }
@@ -362,8 +379,12 @@ void check_environment(Context& c) {
   } else {
     const TorchXlaRelease* wheel = row_for<TorchXlaRelease>(kTorchXlaReleases, torch_xla->number());
     if (!wheel) {
-      c.error(kFieldTorchXla, fill(kNoDistribution, {{"torch_xla", torch_xla->text}}),
-              "tpujobs knows torch_xla 1.13 and 2.0 to 2.5: pick one of those.", kPipSource);
+      // tpujobs' own words: pip may well install it (torch_xla 2.6 and later
+      // exist), tpujobs has no rules for it.
+      c.error(kFieldTorchXla,
+              "torch_xla " + torch_xla->text +
+                  " is not a release tpujobs reproduces (1.13, and 2.0 to 2.5).",
+              "Use one of those, with the torch of the same minor version.");
     } else if (python_minor < wheel->python_first || python_minor > wheel->python_last) {
       c.error(kFieldTorchXla, fill(kNoDistribution, {{"torch_xla", torch_xla->text}}),
               "torch_xla " + torch_xla->minor_text() + " has wheels for Python 3." +
@@ -401,8 +422,7 @@ void check_environment(Context& c) {
         release ? row_for<TorchRequirement>(kTorchRequirements, release->number()) : nullptr;
     if (requirement) {
       const int t = torch->number();
-      const bool too_new =
-          requirement->below_inclusive_patch ? t > requirement->below : t >= requirement->below;
+      const bool too_new = requirement->below != 0 && t >= requirement->below;
       if (t < requirement->minimum || too_new) {
         c.error(kFieldTorch,
                 fill(kResolverConflict, {{"package", std::string(requirement->package)},

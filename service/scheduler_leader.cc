@@ -39,10 +39,14 @@ SchedulerLeader::SchedulerLeader(db::ConnectionPool& pool, SchedulerLeaderOption
     : owned_store_(std::make_unique<RepositoryLeaderStore>(pool)),
       store_(*owned_store_),
       options_(std::move(options)),
-      lock_(options_.conninfo) {}
+      lock_(options_.conninfo, db::LeaderLock::kSchedulerKey, db::LeaderLock::Mode::kExclusive,
+            options_.lock_idle_timeout) {}
 
 SchedulerLeader::SchedulerLeader(LeaderStore& store, SchedulerLeaderOptions options)
-    : store_(store), options_(std::move(options)), lock_(options_.conninfo) {}
+    : store_(store),
+      options_(std::move(options)),
+      lock_(options_.conninfo, db::LeaderLock::kSchedulerKey, db::LeaderLock::Mode::kExclusive,
+            options_.lock_idle_timeout) {}
 
 SchedulerLeader::~SchedulerLeader() { stop(); }
 

@@ -51,10 +51,14 @@ struct SchedulerLeaderOptions {
   std::string conninfo;  // for the leader lock and the LISTEN connection
   std::string instance = "tpujobs";
   std::chrono::milliseconds agent_silence{10000};
-  // An alive agent silent this long gets no part of a new slice spanning
-  // agents (three of its heartbeats missed).
+  // An alive agent silent this long gets no new job (three of its
+  // heartbeats missed).
   std::chrono::milliseconds slice_part_silence{3000};
   std::chrono::milliseconds poll_interval{500};
+  // A leader that sends nothing on its lock's session this long (paused, cut
+  // off) loses the lock to another replica: with the poll interval, within
+  // DESIGN §9's 10 s. A pass must take less.
+  std::chrono::milliseconds lock_idle_timeout{6000};
   std::chrono::milliseconds min_pass_interval{20};  // passes at most this often
   int max_cpu_jobs_per_agent = 2;
   // The head does not preempt when its reserved start is known and nearer than this.

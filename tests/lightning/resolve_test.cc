@@ -1366,11 +1366,12 @@ const std::vector<VersionCase>& VersionCases() {
        "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py "
        "(_choose_auto_accelerator)",
        "pl=2.1.3 torch=2.1.0", "v3-8", "cpu world=1 32-true auto"},
-      {"env_lightning_needs_newer_torch", "2.3.3:requirements/pytorch/base.txt",
+      {"env_lightning_needs_newer_torch",
+       "2.3.3:requirements/pytorch/base.txt, upper bound raised to <3.0 at install",
        "pl=2.3.0 torch=1.13.1 xla=1.13 py=3.8", "v3-8",
        "environment.torch: ERROR: pip's dependency resolver does not currently take into account "
        "all the packages that are installed. This behaviour is the source of the following "
-       "dependency conflicts.\nlightning 2.3.0 requires torch<2.4.0,>=2.0.0, but you have torch "
+       "dependency conflicts.\nlightning 2.3.0 requires torch<3.0,>=2.0.0, but you have torch "
        "1.13.1 which is incompatible."},
       {"env_python_without_wheel",
        "pytorch/xla v2.5.0:README.md (torch_xla 2.5 wheels: cp39-cp311)",
@@ -1452,11 +1453,28 @@ const std::vector<VersionCase>& VersionCases() {
        "tpu host v3 8x1 v3-8 world=8 bf16-true xla"},
       {"env_xrt_removed", "pytorch/xla v2.2.0 (XRT removed)",
        "pl=2.1.3 torch=2.2.0 xla=2.2.0 runtime=xrt env.XRT_TPU_CONFIG=x", "v3-8",
-       "runtime: torch_xla 2.2.0 has no XRT runtime (removed in torch_xla 2.2). | "
+       "runtime: torch_xla 2.2.0 has no XRT runtime (removed in torch_xla 2.2)."},
+      // The upper bound of requirements/pytorch/base.txt is not what pip
+      // enforces: a torch newer than it installs (2.x: below 3.0; 1.x: any).
+      {"env_torch_newer_than_the_ci_bound_installs",
+       "2.1.4:src/lightning/__setup__.py (unfreeze=\"major\")",
+       "pl=2.1.4 torch=2.3.0 xla=2.3.0 py=3.10", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 32-true xla"},
+      {"env_torch_newer_than_the_ci_bound_installs_1x",
+       "1.9.5:src/pytorch_lightning/__setup__.py (unfreeze=\"all\")",
+       "pl=1.9.5 torch=2.1.0 xla=2.1.0 py=3.10 accelerator=tpu devices=8", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
+      {"env_unknown_torch_xla_is_tpujobs_own_refusal",
+       "pytorch/xla v2.6.0 exists: not pip's 'No matching distribution'",
+       "pl=2.5.6 torch=2.6.0 xla=2.6.0 py=3.10", "v3-8",
+       "environment.torch_xla: torch_xla 2.6.0 is not a release tpujobs reproduces (1.13, and 2.0 "
+       "to 2.5)."},
+      {"env_torch_3_is_refused_by_2x", "2.5.6:src/lightning/__setup__.py (unfreeze=\"major\")",
+       "pl=2.5.6 torch=3.0.0 py=3.10", "v3-8",
        "environment.torch: ERROR: pip's dependency resolver does not currently take into account "
        "all the packages that are installed. This behaviour is the source of the following "
-       "dependency conflicts.\nlightning 2.1.3 requires torch<2.2.0,>=1.12.0, but you have torch "
-       "2.2.0 which is incompatible."},
+       "dependency conflicts.\nlightning 2.5.6 requires torch<3.0,>=2.1.0, but you have torch "
+       "3.0.0 which is incompatible."},
   };
   return *cases;
 }
