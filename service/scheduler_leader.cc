@@ -84,7 +84,6 @@ void SchedulerLeader::loop() {
     if (leading) {
       if (db::Status s = run_pass(); !s.ok()) {
         std::cerr << "tpujobs: scheduling pass: " << s.error().message << std::endl;
-        reachable_since_ = options_.clock->now();
       }
     }
     // Woken by a submit or a finished job (NOTIFY), else after the poll
@@ -211,6 +210,15 @@ std::string SchedulerLeader::describe_parts(const ClusterPlacement& p) {
 }
 
 db::Status SchedulerLeader::run_pass() {
+  db::Status s = pass();
+  // Only when the database could not be reached: a statement it refused
+  // does not make the agents' silence unknown (and a leader whose passes
+  // fail so would never declare an agent lost).
+  if (!s.ok() && s.code() == db::ErrorCode::kUnavailable) reachable_since_ = options_.clock->now();
+  return s;
+}
+
+db::Status SchedulerLeader::pass() {
   // Silence is judged only over a span the leader itself could reach the
   // database: after an outage (or a takeover) every heartbeat looks old.
   std::vector<std::string> none;

@@ -91,6 +91,7 @@ class SchedulerLeader {
 
  private:
   void loop();
+  db::Status pass();  // run_pass without its bookkeeping of the database's reach
   db::Status requeue_orphans();
   // Takes a placed job off its agent: CANCELLED when a cancel was accepted,
   // else requeued (reason `retry_reason`) while max_retries allows, else

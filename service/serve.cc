@@ -426,15 +426,25 @@ int run_serve(const std::vector<std::string>& args) {
     std::cerr << "tpujobs serve: " << started.error().message << "\n";
     return 1;
   }
+  // The leader's connections of its own: a pass that waited for one behind
+  // the API's requests would fail, and a leader whose passes fail judges no
+  // agent's silence (SchedulerLeader::run_pass).
+  std::unique_ptr<db::ConnectionPool> leader_pool;
   std::unique_ptr<SchedulerLeader> leader;
   std::unique_ptr<Agent> agent;
   if (cluster) {
+    auto created = db::ConnectionPool::create(conninfo, 2);
+    if (!created.ok()) {
+      std::cerr << "tpujobs serve: database: " << created.error().message << "\n";
+      return 1;
+    }
+    leader_pool = std::move(*created);
     SchedulerLeaderOptions leader_options;
     leader_options.conninfo = conninfo;
     leader_options.instance = options.name.empty() ? "replica" : options.name;
     leader_options.agent_silence = std::chrono::seconds(options.agent_silence_seconds);
     leader_options.fair_share.half_life = options.fair_share_half_life;
-    leader = std::make_unique<SchedulerLeader>(**pool, leader_options);
+    leader = std::make_unique<SchedulerLeader>(*leader_pool, leader_options);
     leader->start();
     if (!layout->hosts.empty()) {
       AgentOptions agent_options;

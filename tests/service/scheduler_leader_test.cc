@@ -26,8 +26,9 @@ class FakeLeaderStore final : public LeaderStore {
   std::vector<std::string> writes;     // every write and notification, in order
   std::map<std::string, double> factors;
   int fair_share_reads = 0;
-  int spec_reads = 0;  // specs read by job_specs, one a job asked for
-  bool away = false;   // every call fails, as with the server down
+  int spec_reads = 0;           // specs read by job_specs, one a job asked for
+  bool away = false;            // every call fails, as with the server down
+  bool refuse_pending = false;  // set_pending fails as a statement the server refuses
 
   void add_agent(const std::string& name, std::int64_t epoch, int hosts_of_v3) {
     agents.push_back({name, "alive", epoch, 1, clock_.wall_now(), clock_.wall_now(), 0});
@@ -152,6 +153,8 @@ class FakeLeaderStore final : public LeaderStore {
   db::Status set_pending(
       const std::vector<std::pair<std::int64_t, std::optional<std::string>>>& batch) override {
     if (away) return down();
+    if (refuse_pending && !batch.empty())
+      return db::make_error(base::ErrorCode::kInvalid, "value too long for type");
     for (const auto& [id, text] : batch) {
       writes.push_back("pending " + std::to_string(id));
       job(id).pending_json = text;
@@ -360,6 +363,21 @@ TEST_F(SchedulerLeaderPass, NoJobIsPlacedOnAnAgentWhoseHeartbeatIsLate) {
   store_.heartbeat("a");  // it was only slow
   ASSERT_TRUE(leader_->run_pass().ok());
   EXPECT_EQ("a", store_.job(2).agent.value_or(""));
+}
+
+TEST_F(SchedulerLeaderPass, PassesThatFailOnARefusedStatementStillDeclareASilentAgentLost) {
+  store_.add_agent("a", 1, 1);
+  store_.add_job(1, "t", 8);
+  store_.add_job(2, "t", 8);  // waits: its pending reason is written, and refused
+  store_.refuse_pending = true;
+  ASSERT_FALSE(leader_->run_pass().ok());
+  store_.lost_next = {"a"};  // what mark_lost declares once the leader judges silence
+  for (int second = 0; second < 12; ++second) {
+    clock_.advance(seconds(1));
+    (void)leader_->run_pass();
+  }
+  EXPECT_EQ("lost", store_.agents[0].state)
+      << "the database answered throughout: the agent's silence is judged";
 }
 
 }  // namespace
