@@ -101,8 +101,8 @@ std::optional<scheduler::ResourceRequest> SchedulerLeader::request_of(
     const db::JobRow& row, const scheduler::PoolCapacity& capacity) {
   if (auto it = requests_.find(row.id); it != requests_.end()) return it->second;
   const SpecFacts& facts = facts_of(row.id);
-  if (!facts.spec) return std::nullopt;
-  api::Resolution resolution = api::resolve(facts.spec->trainer, capacity);
+  if (!facts.trainer) return std::nullopt;
+  api::Resolution resolution = api::resolve(*facts.trainer, capacity);
   if (!resolution.errors.empty()) return std::nullopt;
   requests_[row.id] = resolution.request;
   return resolution.request;
@@ -121,12 +121,14 @@ db::Status SchedulerLeader::learn_specs(const std::vector<db::JobRow>& rows) {
     const json spec_json = json::parse(text, nullptr, false);
     facts.max_retries = max_retries_of(spec_json);
     std::vector<api::FieldError> errors;
-    if (!spec_json.is_discarded()) facts.spec = api::parse_job_spec(spec_json, &errors);
-    if (facts.spec) {
-      facts.workload.depends_on = facts.spec->depends_on;
-      facts.workload.start_by = facts.spec->start_by;
-      facts.workload.time_limit = facts.spec->training.timeout;
-      facts.workload.preemptible = facts.spec->preemptible;
+    std::optional<api::JobSpec> spec =
+        spec_json.is_discarded() ? std::nullopt : api::parse_job_spec(spec_json, &errors);
+    if (spec) {
+      facts.trainer = std::move(spec->trainer);
+      facts.workload.depends_on = std::move(spec->depends_on);
+      facts.workload.start_by = spec->start_by;
+      facts.workload.time_limit = spec->training.timeout;
+      facts.workload.preemptible = spec->preemptible;
     }
     specs_[id] = std::move(facts);
   }
@@ -250,10 +252,9 @@ db::Status SchedulerLeader::pass() {
   // reach the database. A late agent (killed, or cut off, but not lost yet)
   // is given no new job: one placed there would wait out the agent's
   // silence and end FAILED (or spend a retry) without ever running.
-  const bool judge_lateness =
-      options_.clock->now() - reachable_since_ >= options_.slice_part_silence;
+  const bool judge_lateness = options_.clock->now() - reachable_since_ >= options_.late_heartbeat;
   auto punctual = [&](const db::AgentRow& a) {
-    return !judge_lateness || std::chrono::milliseconds(a.silent_ms) < options_.slice_part_silence;
+    return !judge_lateness || std::chrono::milliseconds(a.silent_ms) < options_.late_heartbeat;
   };
   std::map<std::string, std::int64_t> epoch_of;      // alive agents
   std::map<std::string, const db::AgentRow*> alive;  // by name
@@ -429,19 +430,12 @@ db::Status SchedulerLeader::pass() {
   for (const auto& [tenant, max_cores] : *quotas)
     input.quota_left[tenant] = max_cores - tenant_cores[tenant];
   // Fair share among equal priorities (the rows come priority first, then id).
-  // Each job's key is looked up once, not once a comparison.
-  std::vector<std::pair<std::pair<int, double>, std::size_t>> order;  // (key, place in queue)
-  order.reserve(queue.size());
-  for (std::size_t i = 0; i < queue.size(); ++i) {
-    const db::JobRow& row = *row_of.at(queue[i].id);
-    order.push_back({{-row.priority, -fair_share_of(row.tenant)}, i});
-  }
-  std::stable_sort(order.begin(), order.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<WaitingJob> sorted;
-  sorted.reserve(queue.size());
-  for (const auto& [key, i] : order) sorted.push_back(std::move(queue[i]));
-  queue = std::move(sorted);
+  std::stable_sort(queue.begin(), queue.end(), [&](const WaitingJob& a, const WaitingJob& b) {
+    const db::JobRow& ra = *row_of.at(a.id);
+    const db::JobRow& rb = *row_of.at(b.id);
+    return std::pair(-ra.priority, -fair_share_of(ra.tenant)) <
+           std::pair(-rb.priority, -fair_share_of(rb.tenant));
+  });
 
   input.now = wall_now;
   PlacementPass pass = place_jobs(input, queue);

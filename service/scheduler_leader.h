@@ -32,12 +32,12 @@
 #include <string>
 #include <thread>
 
-#include "api/job_spec.h"
 #include "api/resolution.h"
 #include "base/clock.h"
 #include "base/mutex.h"
 #include "db/cluster_repository.h"
 #include "db/repositories.h"
+#include "lightning/resolve.h"
 #include "scheduler/capacity.h"
 #include "scheduler/dependencies.h"
 #include "scheduler/request.h"
@@ -53,7 +53,7 @@ struct SchedulerLeaderOptions {
   std::chrono::milliseconds agent_silence{10000};
   // An alive agent silent this long gets no new job (three of its
   // heartbeats missed).
-  std::chrono::milliseconds slice_part_silence{3000};
+  std::chrono::milliseconds late_heartbeat{3000};
   std::chrono::milliseconds poll_interval{500};
   // A leader that sends nothing on its lock's session this long (paused, cut
   // off) loses the lock to another replica: with the poll interval, within
@@ -120,8 +120,9 @@ class SchedulerLeader {
   // What the leader takes from a job's stored spec, read once a job (the
   // pass's rows come without it: LeaderStore::load_unfinished_to_schedule).
   struct SpecFacts {
-    std::optional<api::JobSpec> spec;  // nullopt when it does not parse
-    WorkloadFields workload;           // empty when it does not parse
+    // What resolves its resource request; nullopt when the spec does not parse.
+    std::optional<lightning::TrainerSettings> trainer;
+    WorkloadFields workload;  // empty when it does not parse
     int max_retries = 0;
   };
   // Reads the stored specs of the rows' jobs not known yet.

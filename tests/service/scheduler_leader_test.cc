@@ -210,6 +210,24 @@ class SchedulerLeaderPass : public ::testing::Test {
     leader_ = std::make_unique<SchedulerLeader>(store_, options);
   }
 
+  // Job `id` RUNNING on `agent` (its first host, under `epoch`), placed by
+  // an earlier leader: this one has not read its spec.
+  db::JobRow& running_on(std::int64_t id, const std::string& agent, std::int64_t epoch,
+                         int max_retries) {
+    db::JobRow& job = store_.add_job(id, "t", 8, max_retries);
+    job.state = JobState::kRunning;
+    job.agent = agent;
+    job.placement_epoch = epoch;
+    job.allocation_json = json{{"hosts", {agent + "-h0"}}, {"cores", json::array()}}.dump();
+    return job;
+  }
+  // `agent` stays silent past agent_silence: the next pass declares it lost.
+  void lose(const std::string& agent) {
+    clock_.advance(seconds(11));
+    store_.lost_next = {agent};
+    ASSERT_TRUE(leader_->run_pass().ok());
+  }
+
   base::FakeClock clock_;
   FakeLeaderStore store_;
   std::unique_ptr<SchedulerLeader> leader_;
@@ -280,9 +298,7 @@ TEST_F(SchedulerLeaderPass, ALostAgentsJobIsRequeuedAndPlacedOnlyOnAnAgentHeardF
   ASSERT_EQ("a", store_.job(1).agent.value_or(""));
   store_.job(1).state = JobState::kRunning;
 
-  clock_.advance(seconds(11));
-  store_.lost_next = {"a"};
-  ASSERT_TRUE(leader_->run_pass().ok());
+  lose("a");
   EXPECT_EQ(JobState::kQueued, store_.job(1).state);
   EXPECT_EQ(1, store_.job(1).attempt);
   ASSERT_TRUE(store_.job(1).requeued_at.has_value());
@@ -312,17 +328,10 @@ TEST_F(SchedulerLeaderPass, AJobsSpecIsReadOnceNotEveryPass) {
 }
 
 TEST_F(SchedulerLeaderPass, ALeaderThatTakesOverRequeuesALostAgentsJobByItsMaxRetries) {
-  // Placed on `a` by an earlier leader; this one never read its spec.
   store_.add_agent("a", 1, 1);
   store_.add_agent("b", 2, 1);
-  db::JobRow& job = store_.add_job(1, "t", 8, /*max_retries=*/1);
-  job.state = JobState::kRunning;
-  job.agent = "a";
-  job.placement_epoch = 1;
-  job.allocation_json = json{{"hosts", {"a-h0"}}, {"cores", json::array()}}.dump();
-  clock_.advance(seconds(11));
-  store_.lost_next = {"a"};
-  ASSERT_TRUE(leader_->run_pass().ok());
+  running_on(1, "a", 1, /*max_retries=*/1);
+  lose("a");
   EXPECT_EQ(JobState::kQueued, store_.job(1).state) << "requeued, not FAILED: max_retries is 1";
   EXPECT_EQ(1, store_.job(1).attempt);
 }
@@ -330,15 +339,8 @@ TEST_F(SchedulerLeaderPass, ALeaderThatTakesOverRequeuesALostAgentsJobByItsMaxRe
 TEST_F(SchedulerLeaderPass, ALostAgentsJobWhoseCancelWasAcceptedEndsCancelled) {
   store_.add_agent("a", 1, 1);
   store_.add_agent("b", 2, 1);
-  store_.add_job(1, "t", 8, /*max_retries=*/1);
-  ASSERT_TRUE(leader_->run_pass().ok());
-  ASSERT_EQ("a", store_.job(1).agent.value_or(""));
-  store_.job(1).state = JobState::kRunning;
-  store_.job(1).cancel_requested = true;  // 202, then its agent went silent
-
-  clock_.advance(seconds(11));
-  store_.lost_next = {"a"};
-  ASSERT_TRUE(leader_->run_pass().ok());
+  running_on(1, "a", 1, /*max_retries=*/1).cancel_requested = true;  // 202, then a went silent
+  lose("a");
   EXPECT_EQ(JobState::kCancelled, store_.job(1).state) << "not requeued, not FAILED";
   EXPECT_EQ(0, store_.job(1).attempt);
 }
