@@ -14,14 +14,14 @@ Result<std::int64_t> ClusterRepository::register_agent(const std::string& name,
         Result<Transaction> transaction = Transaction::begin(connection);
         if (!transaction.ok()) return transaction.error();
         Result<QueryResult> taken = transaction->execute(
-            "SELECT h.name, h.agent FROM agent_hosts h JOIN agents a ON a.name = h.agent"
-            " WHERE h.name = ANY($1::text[]) AND h.agent <> $2::text AND a.state = 'alive' LIMIT 1",
+            "SELECT h.name, h.agent, a.state FROM agent_hosts h JOIN agents a ON a.name = h.agent"
+            " WHERE h.name = ANY($1::text[]) AND h.agent <> $2::text AND a.state <> 'lost' LIMIT 1",
             {Param::array(names), name});
         if (!taken.ok()) return taken.error();
         if (taken->rows() > 0) {
           return make_error(ErrorCode::kConflict, "host '" + taken->string(0, 0) +
                                                       "' belongs to agent '" + taken->string(0, 1) +
-                                                      "', which is alive");
+                                                      "', which is " + taken->string(0, 2));
         }
         Result<QueryResult> agent = transaction->execute(
             "INSERT INTO agents (name, state, epoch, workers, started_at, last_heartbeat)"
@@ -53,6 +53,17 @@ Result<bool> ClusterRepository::heartbeat(const std::string& name, std::int64_t 
   return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<bool> {
     Result<QueryResult> rows = connection.execute(
         "UPDATE agents SET last_heartbeat = now()"
+        " WHERE name = $1::text AND epoch = $2::bigint AND state IN ('alive', 'draining')",
+        {name, epoch});
+    if (!rows.ok()) return rows.error();
+    return rows->affected_rows() > 0;
+  });
+}
+
+Result<bool> ClusterRepository::drain(const std::string& name, std::int64_t epoch) {
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<bool> {
+    Result<QueryResult> rows = connection.execute(
+        "UPDATE agents SET state = 'draining', last_heartbeat = now()"
         " WHERE name = $1::text AND epoch = $2::bigint AND state = 'alive'",
         {name, epoch});
     if (!rows.ok()) return rows.error();
@@ -65,7 +76,8 @@ Result<std::vector<std::string>> ClusterRepository::mark_lost(std::chrono::milli
                          [&](Connection& connection) -> Result<std::vector<std::string>> {
                            Result<QueryResult> rows = connection.execute(
                                "UPDATE agents SET state = 'lost'"
-                               " WHERE state = 'alive' AND last_heartbeat < now() - $1::bigint * "
+                               " WHERE state IN ('alive', 'draining')"
+                               "   AND last_heartbeat < now() - $1::bigint * "
                                "interval '1 millisecond'"
                                " RETURNING name",
                                {static_cast<std::int64_t>(silence.count())});
@@ -85,6 +97,18 @@ Status ClusterRepository::leave(const std::string& name, std::int64_t epoch) {
     if (!rows.ok()) return rows.error();
     return Status::Ok();
   });
+}
+
+Result<std::int64_t> ClusterRepository::begin_scheduler_term(const std::string& leader) {
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::int64_t> {
+        Result<QueryResult> rows = connection.execute(
+            "UPDATE scheduler_term SET term = term + 1, leader = $1::text, since = now()"
+            " WHERE id = 1 RETURNING term",
+            {leader});
+        if (!rows.ok()) return rows.error();
+        return rows->int64(0, 0);
+      });
 }
 
 Result<std::vector<AgentRow>> ClusterRepository::list_agents() {

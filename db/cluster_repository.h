@@ -30,7 +30,7 @@ struct AgentHost {
 
 struct AgentRow {
   std::string name{};
-  std::string state{};  // "alive" | "lost"
+  std::string state{};  // "alive" | "draining" | "lost"
   std::int64_t epoch = 0;
   int workers = 1;
   TimePoint started_at{};
@@ -41,7 +41,7 @@ struct AgentRow {
 struct ClusterHostRow {
   std::string name{};
   std::string agent{};
-  std::string agent_state{};  // the agent's: "alive" | "lost"
+  std::string agent_state{};  // the agent's: "alive" | "draining" | "lost"
   std::string generation{};
   int position = 0;
   std::string health = "healthy";  // pool_hosts' admin health, healthy when unset
@@ -59,16 +59,28 @@ class ClusterRepository {
   // another agent that is alive. Returns the epoch.
   Result<std::int64_t> register_agent(const std::string& name, const std::vector<AgentHost>& hosts,
                                       int workers);
-  // The heartbeat: false when the agent no longer is alive under this epoch
-  // (declared lost, or registered again since): it must stop its jobs.
+  // The heartbeat: false when the agent no longer is alive (or draining)
+  // under this epoch (declared lost, or registered again since): it must
+  // stop its jobs.
   Result<bool> heartbeat(const std::string& name, std::int64_t epoch);
-  // Declares lost every alive agent whose last heartbeat is older than
-  // `silence`; returns their names.
+  // The first step of a clean stop: no job is placed on the agent from the
+  // moment this commits (a placement requires its agent alive, see
+  // Transition::require_alive), while it stays registered and heartbeats
+  // until it leaves. False when it was not alive under this epoch.
+  Result<bool> drain(const std::string& name, std::int64_t epoch);
+  // Declares lost every alive or draining agent whose last heartbeat is
+  // older than `silence`; returns their names.
   Result<std::vector<std::string>> mark_lost(std::chrono::milliseconds silence);
-  // A clean stop: lost at once, so its jobs move without waiting.
+  // The end of a clean stop: lost at once, so what is left of its jobs
+  // moves without waiting.
   Status leave(const std::string& name, std::int64_t epoch);
 
   Result<std::vector<AgentRow>> list_agents();
+
+  // A replica that takes the scheduler lead raises the term (table
+  // scheduler_term) and returns it: the writes of an earlier leader fenced
+  // by theirs (Transition::require_leader_term) no longer land.
+  Result<std::int64_t> begin_scheduler_term(const std::string& leader);
   // Every host of every registered agent, by agent then position.
   Result<std::vector<ClusterHostRow>> list_hosts();
 

@@ -164,6 +164,16 @@ constexpr const char* kTransition =
     "  WHERE id = $1::bigint AND state = ANY($2::text[])"
     "    AND state NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')"
     "    AND ($20::bigint IS NULL OR placement_epoch = $20::bigint)"
+    // Every agent it is placed on still alive under the placement's epoch,
+    // its row share-locked so that a drain or a leave waits for this
+    // statement, or this one sees it (and places nothing).
+    "    AND ($23::text[] IS NULL OR cardinality($23::text[]) = (SELECT count(*) FROM"
+    "      (SELECT 1 FROM agents a JOIN unnest($23::text[], $24::bigint[]) AS r(name, epoch)"
+    "         ON a.name = r.name AND a.epoch = r.epoch"
+    "       WHERE a.state = 'alive' FOR SHARE OF a) AS alive))"
+    // The scheduler leader's writes: only while the term is still its own.
+    "    AND ($25::bigint IS NULL"
+    "         OR (SELECT term FROM scheduler_term WHERE id = 1 FOR SHARE) = $25::bigint)"
     "  FOR UPDATE"
     "), changed AS ("
     "  UPDATE jobs j SET"
@@ -308,17 +318,42 @@ Result<JobPage> JobRepository::list_jobs(const JobFilter& filter) {
 
 Result<bool> JobRepository::transition(const Transition& t) {
   const std::vector<std::optional<std::string>> from = state_names(t.from);
-  const std::vector<Param> params{t.job_id,          Param::array(from),
-                                  to_string(t.to),   t.reason,
-                                  t.detail_json,     t.clear_allocation,
-                                  t.allocation_json, t.error_json,
-                                  t.result_json,     t.set_started_at,
-                                  t.set_finished_at, t.increment_attempt,
-                                  t.owner,           static_cast<std::int64_t>(t.lease.count()),
-                                  t.clear_owner,     t.clear_pending,
-                                  t.agent,           t.placement_epoch,
-                                  t.clear_placement, t.require_epoch,
-                                  t.preempted_by,    t.set_requeued_at};
+  Param alive_names = std::nullopt, alive_epochs = std::nullopt;  // NULL: no agent to check
+  if (!t.require_alive.empty()) {
+    std::vector<std::optional<std::string>> names;
+    std::vector<std::int64_t> epochs;
+    for (const auto& [name, epoch] : t.require_alive) {
+      names.emplace_back(name);
+      epochs.push_back(epoch);
+    }
+    alive_names = Param::array(names);
+    alive_epochs = Param::bigints(epochs);
+  }
+  const std::vector<Param> params{t.job_id,
+                                  Param::array(from),
+                                  to_string(t.to),
+                                  t.reason,
+                                  t.detail_json,
+                                  t.clear_allocation,
+                                  t.allocation_json,
+                                  t.error_json,
+                                  t.result_json,
+                                  t.set_started_at,
+                                  t.set_finished_at,
+                                  t.increment_attempt,
+                                  t.owner,
+                                  static_cast<std::int64_t>(t.lease.count()),
+                                  t.clear_owner,
+                                  t.clear_pending,
+                                  t.agent,
+                                  t.placement_epoch,
+                                  t.clear_placement,
+                                  t.require_epoch,
+                                  t.preempted_by,
+                                  t.set_requeued_at,
+                                  alive_names,
+                                  alive_epochs,
+                                  t.require_leader_term};
   return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<bool> {
     if (t.durable) {
       Result<QueryResult> rows = connection.execute(kTransition, params);
@@ -378,7 +413,8 @@ Status JobRepository::set_pending(
 Result<bool> JobRepository::request_preemption(std::int64_t victim, std::int64_t epoch,
                                                std::int64_t preemptor,
                                                const std::string& preemptor_reason,
-                                               const std::string& preemptor_detail) {
+                                               const std::string& preemptor_detail,
+                                               std::optional<std::int64_t> leader_term) {
   return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<bool> {
     Result<QueryResult> rows = connection.execute(
         "WITH marked AS ("
@@ -386,6 +422,8 @@ Result<bool> JobRepository::request_preemption(std::int64_t victim, std::int64_t
         "  WHERE id = $1::bigint AND placement_epoch = $2::bigint"
         "    AND state IN ('STARTING', 'RUNNING') AND preempted_by IS NULL"
         "    AND NOT cancel_requested"
+        "    AND ($6::bigint IS NULL"
+        "         OR (SELECT term FROM scheduler_term WHERE id = 1 FOR SHARE) = $6::bigint)"
         "  RETURNING id"
         "), event AS ("
         "  INSERT INTO job_events (job_id, from_state, to_state, reason, detail)"
@@ -394,7 +432,7 @@ Result<bool> JobRepository::request_preemption(std::int64_t victim, std::int64_t
         "    AND EXISTS (SELECT 1 FROM marked)"
         ")"
         " SELECT count(*) FROM marked",
-        {victim, epoch, preemptor, preemptor_reason, preemptor_detail});
+        {victim, epoch, preemptor, preemptor_reason, preemptor_detail, leader_term});
     if (!rows.ok()) return rows.error();
     return rows->int64(0, 0) > 0;
   });
@@ -487,13 +525,14 @@ Result<std::vector<JobRow>> JobRepository::slice_parts_on_agent(const std::strin
 Result<std::vector<JobRow>> JobRepository::orphaned_jobs() {
   return with_connection(
       pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<JobRow>> {
-        Result<QueryResult> rows = connection.execute(
-            "SELECT " TPUJOBS_JOB_COLUMNS
-            " FROM jobs j"
-            " WHERE j.agent IS NOT NULL AND j.state IN ('STARTING', 'RUNNING')"
-            "   AND NOT EXISTS (SELECT 1 FROM agents a WHERE a.name = j.agent"
-            "                   AND a.state = 'alive' AND a.epoch = j.placement_epoch)"
-            " ORDER BY j.id");
+        Result<QueryResult> rows =
+            connection.execute("SELECT " TPUJOBS_JOB_COLUMNS
+                               " FROM jobs j"
+                               " WHERE j.agent IS NOT NULL AND j.state IN ('STARTING', 'RUNNING')"
+                               "   AND NOT EXISTS (SELECT 1 FROM agents a WHERE a.name = j.agent"
+                               "                   AND a.state IN ('alive', 'draining')"
+                               "                   AND a.epoch = j.placement_epoch)"
+                               " ORDER BY j.id");
         if (!rows.ok()) return rows.error();
         return read_jobs(*rows);
       });

@@ -130,6 +130,12 @@ struct Transition {
   bool clear_placement = false;
   // Fencing: applied only while the job's placement_epoch equals this.
   std::optional<std::int64_t> require_epoch{};
+  // Applied only while each of these agents is alive under this epoch (a
+  // placement: its agent, or every agent of a slice spanning agents).
+  std::vector<std::pair<std::string, std::int64_t>> require_alive{};
+  // Applied only while the scheduler leader's term is this one (the
+  // leader's own writes; see SchedulerTerm).
+  std::optional<std::int64_t> require_leader_term{};
   // Sets jobs.preempted_by (a preempted job requeued; clear_pending clears it).
   std::optional<std::int64_t> preempted_by{};
   // requeued_at = now(): a failure requeued the job (a retry is placed only
@@ -201,11 +207,13 @@ class JobRepository {
   // preempted_by = `preemptor` while its placement is still `epoch` (and it
   // is not marked nor being cancelled), and records the preemptor's event
   // (QUEUED -> QUEUED, `preemptor_reason` and `preemptor_detail`; none when
-  // the reason is empty) in the same statement. False when the victim was
-  // not marked.
+  // the reason is empty) in the same statement, while the scheduler
+  // leader's term is `leader_term` (none: unfenced). False when the victim
+  // was not marked.
   Result<bool> request_preemption(std::int64_t victim, std::int64_t epoch, std::int64_t preemptor,
                                   const std::string& preemptor_reason,
-                                  const std::string& preemptor_detail);
+                                  const std::string& preemptor_detail,
+                                  std::optional<std::int64_t> leader_term = std::nullopt);
 
   // QUEUED, STARTING and RUNNING jobs, priority descending then id (restart).
   Result<std::vector<JobRow>> load_unfinished();

@@ -185,15 +185,20 @@ void Agent::stop() {
       if (run->peer()) parts.emplace_back(id, run->row.placement_epoch.value_or(run->epoch));
     }
   }
-  heartbeat_wake_.notify_all();
-  if (heartbeater_.joinable()) heartbeater_.join();
+  // Draining: once this commits no job is placed here (a placement requires
+  // its agent alive), and the heartbeat goes on until the agent leaves, so
+  // a stop that waits long for checkpoints is not taken for a loss.
+  const std::int64_t epoch = epoch_;
+  if (auto drained = cluster_.drain(options_.name, epoch); drained.ok() && *drained) {
+    std::cerr << "tpujobs: agent " << options_.name
+              << " draining: no new job; stopping its copies at a checkpoint" << std::endl;
+  }
   // A slice spanning agents with a later part here is requeued before that
   // part stops: the first part's step then fails on a job that moved on, so
-  // its fenced retry does not land and the stop costs no attempt. No
-  // heartbeat follows, so the leader does not place it here again
-  // (requeued_at). A first part here stops at a checkpoint and requeues
-  // the job itself, as a job running whole does.
-  for (const auto& [id, epoch] : parts) (void)repo_.jobs.transition(shutdown_requeue(id, epoch));
+  // its fenced retry does not land and the stop costs no attempt. A first
+  // part here stops at a checkpoint and requeues the job itself, as a job
+  // running whole does.
+  for (const auto& [id, fence] : parts) (void)repo_.jobs.transition(shutdown_requeue(id, fence));
   {
     base::MutexLock lock(mutex_);
     stop_all_locked(StopReason::kShutdown);
@@ -210,7 +215,23 @@ void Agent::stop() {
   }
   for (std::thread& t : threads) t.join();
   telemetry_.stop();  // after one last flush
-  (void)cluster_.leave(options_.name, epoch_);
+  // What is still placed here: jobs placed before the drain that no copy
+  // started, and any whose end could not be written. Requeued now, without
+  // a retry, rather than found by the leader after the leave (a retry
+  // spent, or FAILED without one).
+  auto placed = repo_.jobs.jobs_on_agent(options_.name);
+  auto slices = repo_.jobs.slice_parts_on_agent(options_.name);
+  if (placed.ok() && slices.ok()) {
+    for (const LeftBehind& job : left_behind(options_.name, epoch, *placed, *slices))
+      (void)repo_.jobs.transition(shutdown_requeue(job.job, job.fence));
+  }
+  {
+    base::MutexLock lock(mutex_);
+    heartbeat_stopping_ = true;
+  }
+  heartbeat_wake_.notify_all();
+  if (heartbeater_.joinable()) heartbeater_.join();
+  (void)cluster_.leave(options_.name, epoch);
   (void)cluster_.notify(db::kSubmitChannel, "agent-left");
 }
 
@@ -223,13 +244,13 @@ void Agent::heartbeat_loop() {
   base::Clock& clock = *options_.clock;
   auto last_heartbeat = clock.now();
   base::MutexLock lock(mutex_);
-  while (!stopping_) {
+  while (!heartbeat_stopping_) {
     const auto due = last_heartbeat + options_.heartbeat_interval;
     if (clock.now() < due) {
       lock.wait_for(heartbeat_wake_,
                     std::chrono::duration_cast<std::chrono::milliseconds>(
                         due - clock.now() + std::chrono::milliseconds(1)),
-                    [this]() REQUIRES(mutex_) { return stopping_; });
+                    [this]() REQUIRES(mutex_) { return heartbeat_stopping_; });
       continue;
     }
     last_heartbeat = clock.now();
@@ -509,7 +530,7 @@ std::unique_ptr<executor::SliceCollective> Agent::join_slice(
 db::Transition Agent::shutdown_requeue(std::int64_t job, std::int64_t epoch) const {
   return lifecycle::requeue_elsewhere(
       job, "Agent " + options_.name + " stopping; requeued to resume from its last checkpoint",
-      epoch, /*retry=*/false, {JobState::kRunning});
+      epoch, /*retry=*/false, {JobState::kStarting, JobState::kRunning});
 }
 
 std::optional<db::Transition> Agent::retry_after_unreachable_peer(const Run& run, int max_retries) {

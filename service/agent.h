@@ -68,8 +68,10 @@ class Agent {
   // Registers (kConflict when another alive agent holds one of its host
   // names) and starts the threads.
   db::Status start();
-  // Stops the runs at a checkpoint, requeues them (to resume anywhere),
-  // leaves the pool and stops the threads. Idempotent.
+  // A clean stop: drains (no new job is placed here; the heartbeat goes
+  // on), stops the runs at a checkpoint and requeues them (to resume
+  // anywhere), requeues the jobs placed here that never started, leaves the
+  // pool and stops the threads. No attempt is spent. Idempotent.
   void stop();
 
   std::int64_t epoch() const { return epoch_; }
@@ -97,8 +99,8 @@ class Agent {
   // The transition ending a run that failed because a peer of its slice
   // was unreachable: requeued while max_retries allows.
   std::optional<db::Transition> retry_after_unreachable_peer(const Run& run, int max_retries);
-  // The transition of a run stopped because this agent stops: requeued to
-  // resume anywhere, no attempt spent.
+  // The transition of a job this agent stops running (or never started):
+  // requeued to resume anywhere, no attempt spent.
   db::Transition shutdown_requeue(std::int64_t job, std::int64_t epoch) const;
   executor::DeviceFacts device_for(const db::JobRow& row) const;
 
@@ -122,6 +124,8 @@ class Agent {
   std::set<std::int64_t> ended_slice_placements_ GUARDED_BY(mutex_);
   std::vector<std::thread> ended_ GUARDED_BY(mutex_);
   bool stopping_ GUARDED_BY(mutex_) = false;
+  // Set last in stop(), just before the agent leaves.
+  bool heartbeat_stopping_ GUARDED_BY(mutex_) = false;
   std::condition_variable wake_;
   std::condition_variable heartbeat_wake_;
 

@@ -52,8 +52,9 @@ struct ClusterHost {
   // killed is alive until declared lost; a job placed there, or a part of a
   // slice spanning agents, would only wait out its silence).
   bool punctual = true;
-  // Its agent is alive: its hosts are part of the pool's topology (a lost
-  // agent's hosts leave it; a drained or failed host stays, unusable).
+  // Its agent is alive or draining: its hosts are part of the pool's
+  // topology (a lost agent's hosts leave it; a drained or failed host, or a
+  // draining agent's, stays, unusable).
   bool in_pool = true;
   // The agent's last heartbeat (nullopt: unknown).
   std::optional<std::chrono::system_clock::time_point> heard_at{};

@@ -47,11 +47,14 @@ db::Transition claim(std::int64_t job, std::string reason, std::string allocatio
 }
 
 db::Transition place_on_agent(std::int64_t job, std::string reason, std::string allocation_json,
-                              std::string agent, std::int64_t epoch) {
+                              std::string agent, std::int64_t epoch,
+                              const std::vector<std::pair<std::string, std::int64_t>>& parts) {
   db::Transition t = make(job, {JobState::kQueued}, JobState::kStarting, std::move(reason));
   t.allocation_json = std::move(allocation_json);
   t.set_started_at = true;
   t.clear_pending = true;
+  t.require_alive = parts;
+  if (parts.empty()) t.require_alive.emplace_back(agent, epoch);
   t.agent = std::move(agent);
   t.placement_epoch = epoch;
   return t;

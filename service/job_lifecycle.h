@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "db/job_repository.h"
@@ -37,9 +38,13 @@ std::string error_text(std::string_view type, std::string_view message, std::str
 db::Transition claim(std::int64_t job, std::string reason, std::string allocation_json,
                      std::string owner);
 // QUEUED -> STARTING, cluster mode: the scheduler leader places the job on
-// `agent`, whose registration is `epoch`; the pending reason is cleared.
+// `agent`, whose registration is `epoch`; the pending reason is cleared. It
+// lands only while that agent is alive under that epoch (not draining, not
+// lost), or for a slice spanning agents every agent of `parts` (agent,
+// epoch) is.
 db::Transition place_on_agent(std::int64_t job, std::string reason, std::string allocation_json,
-                              std::string agent, std::int64_t epoch);
+                              std::string agent, std::int64_t epoch,
+                              const std::vector<std::pair<std::string, std::int64_t>>& parts = {});
 // STARTING -> RUNNING. `fence`: an agent's placement epoch (an agent that
 // restarts its own copy finds it RUNNING already); none in single-process
 // mode, where it is not flushed to disk before training goes on (lost in a

@@ -26,6 +26,8 @@ class LeaderStore {
 
   // Agents (db/cluster_repository.h).
   virtual db::Result<std::vector<std::string>> mark_lost(std::chrono::milliseconds silence) = 0;
+  // A new scheduler term (ClusterRepository::begin_scheduler_term).
+  virtual db::Result<std::int64_t> begin_term(const std::string& leader) = 0;
   virtual db::Result<std::vector<db::AgentRow>> list_agents() = 0;
   virtual db::Result<std::vector<db::ClusterHostRow>> list_hosts() = 0;
   virtual db::Result<std::int64_t> next_slice_placement() = 0;
@@ -45,7 +47,8 @@ class LeaderStore {
   virtual db::Result<bool> request_preemption(std::int64_t victim, std::int64_t epoch,
                                               std::int64_t preemptor,
                                               const std::string& preemptor_reason,
-                                              const std::string& preemptor_detail) = 0;
+                                              const std::string& preemptor_detail,
+                                              std::optional<std::int64_t> leader_term) = 0;
 
   // Workload (db/workload_repository.h, db/pool_state_repository.h).
   virtual db::Result<std::map<std::int64_t, base::JobState>> job_states(
@@ -64,6 +67,9 @@ class RepositoryLeaderStore final : public LeaderStore {
 
   db::Result<std::vector<std::string>> mark_lost(std::chrono::milliseconds silence) override {
     return cluster_.mark_lost(silence);
+  }
+  db::Result<std::int64_t> begin_term(const std::string& leader) override {
+    return cluster_.begin_scheduler_term(leader);
   }
   db::Result<std::vector<db::AgentRow>> list_agents() override { return cluster_.list_agents(); }
   db::Result<std::vector<db::ClusterHostRow>> list_hosts() override {
@@ -95,9 +101,10 @@ class RepositoryLeaderStore final : public LeaderStore {
   }
   db::Result<bool> request_preemption(std::int64_t victim, std::int64_t epoch,
                                       std::int64_t preemptor, const std::string& preemptor_reason,
-                                      const std::string& preemptor_detail) override {
+                                      const std::string& preemptor_detail,
+                                      std::optional<std::int64_t> leader_term) override {
     return repo_.jobs.request_preemption(victim, epoch, preemptor, preemptor_reason,
-                                         preemptor_detail);
+                                         preemptor_detail, leader_term);
   }
   db::Result<std::map<std::int64_t, base::JobState>> job_states(
       const std::vector<std::int64_t>& ids) override {

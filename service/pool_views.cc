@@ -60,14 +60,18 @@ json cluster_pool(const std::vector<db::AgentRow>& agents,
       }
     }
     const bool alive = h.agent_state == "alive";
+    // A draining agent's hosts take no new work, as a drained host.
+    std::string health = h.agent_state == "lost"           ? "unreachable"
+                         : !alive && h.health == "healthy" ? "draining"
+                                                           : h.health;
     total += f.devices_per_host;
     used += in_use;
-    if (alive && h.health == "healthy") healthy += f.devices_per_host;
+    if (health == "healthy") healthy += f.devices_per_host;
     host_views.push_back({{"name", h.name},
                           {"agent", h.agent},
                           {"agent_state", h.agent_state},
                           {"generation", f.name},
-                          {"health", alive ? h.health : "unreachable"},
+                          {"health", health},
                           {"devices", f.devices_per_host},
                           {"hbm_bytes_per_device", f.hbm_bytes_per_device},
                           {"cores_in_use", in_use},

@@ -95,4 +95,18 @@ SupervisionPlan plan_supervision(const std::string& agent, std::int64_t epoch,
   return plan;
 }
 
+std::vector<LeftBehind> left_behind(const std::string& agent, std::int64_t epoch,
+                                    const std::vector<db::JobRow>& placed,
+                                    const std::vector<db::JobRow>& parts) {
+  std::vector<LeftBehind> out;
+  for (const db::JobRow& row : placed) {
+    if (row.agent == agent && row.placement_epoch == epoch) out.push_back({row.id, epoch});
+  }
+  for (const db::JobRow& row : parts) {
+    if (row.placement_epoch && slice_role(row, agent, epoch))
+      out.push_back({row.id, *row.placement_epoch});
+  }
+  return out;
+}
+
 }  // namespace tpujobs::service

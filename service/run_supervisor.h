@@ -80,4 +80,19 @@ SupervisionPlan plan_supervision(const std::string& agent, std::int64_t epoch,
                                  const std::map<std::int64_t, RunningCopy>& runs,
                                  const std::set<std::int64_t>& ended_slice_placements);
 
+// A job an agent that stops leaves behind, with the placement epoch that
+// fences its requeue (for a slice spanning agents, the first part's).
+struct LeftBehind {
+  std::int64_t job = 0;
+  std::int64_t fence = 0;
+};
+
+// After a clean stop's copies have ended: the jobs still placed on `agent`
+// under `epoch` (never started, or whose end could not be written), and the
+// slices with a part here under `epoch`. Each is requeued without spending
+// a retry: the job did nothing wrong.
+std::vector<LeftBehind> left_behind(const std::string& agent, std::int64_t epoch,
+                                    const std::vector<db::JobRow>& placed,
+                                    const std::vector<db::JobRow>& parts);
+
 }  // namespace tpujobs::service

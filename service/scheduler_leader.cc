@@ -74,14 +74,23 @@ void SchedulerLeader::loop() {
     }
     const bool leading = lock_.hold();
     if (leading != leader_) {
-      std::cerr << "tpujobs: " << options_.instance
-                << (leading ? ": scheduler leader now" : ": no longer the scheduler leader")
-                << std::endl;
       leader_ = leading;
       pending_written_.clear();  // another leader may have written since
       reachable_since_ = options_.clock->now();
+      term_.reset();
+      if (!leading)
+        std::cerr << "tpujobs: " << options_.instance << ": no longer the scheduler leader"
+                  << std::endl;
     }
-    if (leading) {
+    if (leading && !term_) {
+      if (db::Status s = begin_term(); !s.ok()) {
+        std::cerr << "tpujobs: scheduler term: " << s.error().message << std::endl;
+      } else {
+        std::cerr << "tpujobs: " << options_.instance << ": scheduler leader now (term " << *term_
+                  << ")" << std::endl;
+      }
+    }
+    if (leading && term_) {
       if (db::Status s = run_pass(); !s.ok()) {
         std::cerr << "tpujobs: scheduling pass: " << s.error().message << std::endl;
       }
@@ -141,10 +150,22 @@ const SchedulerLeader::SpecFacts& SchedulerLeader::facts_of(std::int64_t job) co
   return it == specs_.end() ? kNone : it->second;
 }
 
+db::Status SchedulerLeader::begin_term() {
+  auto term = store_.begin_term(options_.instance);
+  if (!term.ok()) return term.error();
+  term_ = *term;
+  return db::Status::Ok();
+}
+
+db::Result<bool> SchedulerLeader::write(db::Transition t) {
+  t.require_leader_term = term_;
+  return store_.transition(t);
+}
+
 db::Status SchedulerLeader::cancel_unstartable(std::int64_t job, const std::string& reason,
                                                const std::string& detail, const std::string& hint) {
   const db::Transition t = lifecycle::cancel_unstartable(job, reason, detail, hint);
-  auto moved = store_.transition(t);
+  auto moved = write(t);
   if (!moved.ok()) return moved.error();
   if (*moved) std::cerr << "tpujobs: job " << job << ": " << t.reason << std::endl;
   return db::Status::Ok();
@@ -160,7 +181,7 @@ db::Status SchedulerLeader::move_off(const db::JobRow& row, const std::string& r
           ? lifecycle::requeue_elsewhere(row.id, retry_reason, row.placement_epoch,
                                          /*retry=*/true, {JobState::kStarting, JobState::kRunning})
           : lifecycle::fail_unavailable(row.id, hint, row.placement_epoch);
-  auto moved = store_.transition(t);
+  auto moved = write(t);
   if (!moved.ok()) return moved.error();
   if (*moved) {
     std::cerr << "tpujobs: job " << row.id << ": " << t.reason << std::endl;
@@ -260,7 +281,7 @@ db::Status SchedulerLeader::pass() {
   std::map<std::string, const db::AgentRow*> alive;  // by name
   PlacementInput input;
   for (const db::AgentRow& a : *agents) {
-    if (a.state != "alive") continue;
+    if (a.state != "alive") continue;  // a draining agent's hosts stay, unusable
     epoch_of[a.name] = a.epoch;
     alive[a.name] = &a;
     input.free_cpu_slots[a.name] = punctual(a) ? options_.max_cpu_jobs_per_agent : 0;
@@ -278,7 +299,7 @@ db::Status SchedulerLeader::pass() {
     host.agent = h.agent;
     host.generation = *generation;
     host.usable = h.agent_state == "alive" && h.health == "healthy";
-    host.in_pool = h.agent_state == "alive";
+    host.in_pool = h.agent_state != "lost";
     if (auto a = alive.find(h.agent); a != alive.end()) {
       host.punctual = punctual(*a->second);
       host.heard_at = a->second->last_heartbeat;
@@ -378,8 +399,7 @@ db::Status SchedulerLeader::pass() {
       continue;
     }
     if (row.cancel_requested) {
-      if (auto moved = store_.transition(lifecycle::cancel_queued(row.id)); !moved.ok())
-        return moved.error();
+      if (auto moved = write(lifecycle::cancel_queued(row.id)); !moved.ok()) return moved.error();
       continue;
     }
     const WorkloadFields& workload = workload_of(row);
@@ -467,8 +487,10 @@ db::Status SchedulerLeader::pass() {
                                             std::to_string(p.hosts.size()) + " host(s)"
                                       : "Placed on agent " + p.agent + "'s CPU threads";
     if (!p.parts.empty()) reason = "Placed across agents: " + describe_parts(p);
-    auto moved = store_.transition(lifecycle::place_on_agent(
-        p.job, std::move(reason), allocation.dump(), p.agent, epoch_of.at(p.agent)));
+    std::vector<std::pair<std::string, std::int64_t>> parts;
+    for (const auto& [agent, hosts] : p.parts) parts.emplace_back(agent, epoch_of.at(agent));
+    auto moved = write(lifecycle::place_on_agent(p.job, std::move(reason), allocation.dump(),
+                                                 p.agent, epoch_of.at(p.agent), parts));
     if (!moved.ok()) return moved.error();
     if (*moved) woken.insert(p.agent);
     for (const auto& [agent, hosts] : p.parts) {
@@ -496,7 +518,7 @@ db::Status SchedulerLeader::pass() {
       const db::JobRow& row = *row_of.at(victim);
       auto marked = store_.request_preemption(victim, *row.placement_epoch, preemption->preemptor,
                                               first ? preempting_reason(preemption->victims) : "",
-                                              preempting_detail(preemption->victims));
+                                              preempting_detail(preemption->victims), term_);
       if (!marked.ok()) return marked.error();
       if (!*marked) continue;
       first = false;

@@ -88,6 +88,12 @@ class SchedulerLeader {
   // One pass over the tables, as the leader makes it (for tests; the thread
   // calls it while it holds the lock).
   db::Status run_pass();
+  // Takes a new scheduler term, as the thread does each time it gains the
+  // lock: from then on the leader's writes about jobs land only while the
+  // term is its own, so a leader paused mid-pass whose lead passed to
+  // another replica writes nothing stale when it resumes. Without one (a
+  // test calling run_pass alone) its writes are not fenced.
+  db::Status begin_term();
 
  private:
   void loop();
@@ -137,6 +143,9 @@ class SchedulerLeader {
   db::Status cancel_unstartable(std::int64_t job, const std::string& reason,
                                 const std::string& detail, const std::string& hint);
 
+  // The leader's writes, fenced by its term.
+  db::Result<bool> write(db::Transition t);
+
   std::unique_ptr<LeaderStore> owned_store_;
   LeaderStore& store_;
   SchedulerLeaderOptions options_;
@@ -151,6 +160,7 @@ class SchedulerLeader {
   // The tenants' fair-share factors, and when they were read (the thread only).
   std::map<std::string, double> fair_share_;
   std::optional<base::Clock::time_point> fair_share_read_;
+  std::optional<std::int64_t> term_;  // the scheduler term it leads under (the thread only)
 
   std::atomic<bool> leader_{false};
   base::Mutex mutex_;

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <optional>
 #include <thread>
 
 #include "db/cluster_repository.h"
@@ -34,8 +36,9 @@ class ClusterRepositoryTest : public ::testing::Test {
     job_ = (*inserted)[0].row.id;
   }
 
-  // Places the job on `agent` under `epoch`, as the leader does.
-  bool place(const std::string& agent, std::int64_t epoch, JobState from = JobState::kQueued) {
+  // The job's placement on `agent` under `epoch`, as the leader makes it.
+  Transition placement_on(const std::string& agent, std::int64_t epoch,
+                          JobState from = JobState::kQueued) {
     Transition t;
     t.job_id = job_;
     t.from = {from};
@@ -43,6 +46,17 @@ class ClusterRepositoryTest : public ::testing::Test {
     t.reason = "placed";
     t.agent = agent;
     t.placement_epoch = epoch;
+    return t;
+  }
+  bool place(const std::string& agent, std::int64_t epoch, JobState from = JobState::kQueued) {
+    auto moved = repositories_->jobs.transition(placement_on(agent, epoch, from));
+    return moved.ok() && *moved;
+  }
+
+  // Places it as the leader does: only while `agent` is alive under `epoch`.
+  bool place_on_alive(const std::string& agent, std::int64_t epoch) {
+    Transition t = placement_on(agent, epoch);
+    t.require_alive = {{agent, epoch}};
     auto moved = repositories_->jobs.transition(t);
     return moved.ok() && *moved;
   }
@@ -205,12 +219,7 @@ TEST_F(ClusterRepositoryTest, PreemptionMarkIsFencedRecordedAndClearedOnPlacemen
   // The agent requeues it: still marked while it waits; placed: cleared.
   ASSERT_TRUE(requeue(*a));
   EXPECT_EQ(preemptor, (*jobs.get_job(job_))->preempted_by);
-  Transition placed;
-  placed.job_id = job_;
-  placed.from = {JobState::kQueued};
-  placed.to = JobState::kStarting;
-  placed.agent = "a";
-  placed.placement_epoch = *a;
+  Transition placed = placement_on("a", *a);
   placed.clear_pending = true;
   ASSERT_TRUE(*jobs.transition(placed));
   EXPECT_FALSE((*jobs.get_job(job_))->preempted_by.has_value());
@@ -235,6 +244,98 @@ TEST_F(ClusterRepositoryTest, ARequeueAfterAFailureRecordsItsTimeAgainstTheHeart
   ASSERT_TRUE(place("a", *a));
   ASSERT_TRUE(requeue(*a));
   EXPECT_EQ(requeued, (*jobs.get_job(job_))->requeued_at);
+}
+
+// A clean stop (DESIGN §9): a draining agent gets no placement, keeps its
+// placed jobs (they are not orphans) and its hosts, and heartbeats until it
+// leaves; silent, it is lost like any other.
+TEST_F(ClusterRepositoryTest, ADrainingAgentGetsNoPlacementButKeepsItsJobsAndItsHeartbeat) {
+  auto a = cluster_->register_agent("a", {{"a-h0", "v3"}}, 1);
+  auto b = cluster_->register_agent("b", {{"b-h0", "v3"}}, 1);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(place_on_alive("a", *a));
+  ASSERT_TRUE(*cluster_->drain("a", *a));
+  EXPECT_FALSE(*cluster_->drain("a", *a)) << "draining already";
+  EXPECT_EQ("draining", (*cluster_->list_agents())[0].state);
+  EXPECT_TRUE(*cluster_->heartbeat("a", *a));
+  EXPECT_TRUE(repositories_->jobs.orphaned_jobs()->empty()) << "its job is still its own";
+  auto taken = cluster_->register_agent("c", {{"a-h0", "v3"}}, 1);
+  EXPECT_EQ(ErrorCode::kConflict, taken.code()) << "its host is still its own";
+
+  // Requeued by it, the job is placed on b, not on the draining a.
+  ASSERT_TRUE(requeue(*a));
+  EXPECT_FALSE(place_on_alive("a", *a));
+  EXPECT_EQ(JobState::kQueued, (*repositories_->jobs.get_job(job_))->state);
+  EXPECT_TRUE(place_on_alive("b", *b));
+
+  auto lost = cluster_->mark_lost(std::chrono::milliseconds(0));
+  ASSERT_TRUE(lost.ok());
+  std::sort(lost->begin(), lost->end());
+  EXPECT_EQ((std::vector<std::string>{"a", "b"}), *lost) << "a silent draining agent is lost";
+}
+
+// The race of a placement with a drain: the placement share-locks the
+// agent's row, so one that reads the agent alive while a drain is being
+// committed waits for that commit, then finds the agent draining and
+// places nothing.
+TEST_F(ClusterRepositoryTest, APlacementRacingADrainWaitsForItAndPlacesNothing) {
+  auto a = cluster_->register_agent("a", {{"a-h0", "v3"}}, 1);
+  ASSERT_TRUE(a.ok());
+  auto held = pool_->acquire(std::chrono::seconds(5));
+  ASSERT_TRUE(held.ok());
+  auto drain = Transaction::begin(**held);
+  ASSERT_TRUE(drain.ok());
+  ASSERT_TRUE(drain->execute("UPDATE agents SET state = 'draining' WHERE name = 'a'").ok());
+  std::optional<bool> placed;
+  std::thread placer([&] { placed = place_on_alive("a", *a); });
+  // Until the placement waits on the agent's row lock.
+  bool waiting = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!waiting && std::chrono::steady_clock::now() < deadline) {
+    auto observer = ConnectionPool::create(conninfo_, 1);
+    ASSERT_TRUE(observer.ok());
+    auto connection = (*observer)->acquire(std::chrono::seconds(5));
+    ASSERT_TRUE(connection.ok());
+    auto rows = (*connection)
+                    ->execute(
+                        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                        " AND query LIKE '%FOR SHARE OF a%'");
+    ASSERT_TRUE(rows.ok());
+    waiting = rows->int64(0, 0) > 0;
+    if (!waiting) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(waiting);
+  ASSERT_TRUE(drain->commit().ok());
+  placer.join();
+  ASSERT_TRUE(placed.has_value());
+  EXPECT_FALSE(*placed);
+  EXPECT_EQ(JobState::kQueued, (*repositories_->jobs.get_job(job_))->state);
+}
+
+// The scheduler leader's term: a replica that takes the lead raises it, and
+// the writes of the leader before (a placement, a requeue, a preemption
+// mark), fenced by its own term, no longer land.
+TEST_F(ClusterRepositoryTest, AFormerLeadersWritesDoNotLandOnceAnotherTookTheLead) {
+  auto a = cluster_->register_agent("a", {{"a-h0", "v3"}}, 1);
+  ASSERT_TRUE(a.ok());
+  auto first = cluster_->begin_scheduler_term("replica-1");
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  Transition placement = placement_on("a", *a);
+  placement.require_leader_term = *first;
+  ASSERT_TRUE(*repositories_->jobs.transition(placement)) << "its own term";
+  ASSERT_TRUE(requeue(*a));
+
+  auto second = cluster_->begin_scheduler_term("replica-2");
+  ASSERT_TRUE(second.ok());
+  EXPECT_GT(*second, *first);
+  EXPECT_FALSE(*repositories_->jobs.transition(placement)) << "the former leader's";
+  EXPECT_EQ(JobState::kQueued, (*repositories_->jobs.get_job(job_))->state);
+  placement.require_leader_term = *second;
+  ASSERT_TRUE(*repositories_->jobs.transition(placement));
+  auto stale_mark = repositories_->jobs.request_preemption(job_, *a, job_ + 1, "", "{}", *first);
+  ASSERT_TRUE(stale_mark.ok()) << stale_mark.error().message;
+  EXPECT_FALSE(*stale_mark);
+  EXPECT_FALSE((*repositories_->jobs.get_job(job_))->preempted_by.has_value());
 }
 
 TEST_F(ClusterRepositoryTest, OneLeaderAtATimeAndTheLockFreesWhenItsSessionEnds) {

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "db/migrate.h"
+#include "db/repositories.h"
 #include "db/test_cluster.h"
 #include "scheduler/pool.h"
 #include "service/agent.h"
@@ -34,7 +35,8 @@ class AgentTest : public ::testing::Test {
     cluster_ = std::make_unique<db::ClusterRepository>(*observer_);
   }
 
-  std::unique_ptr<Agent> start_agent() {
+  std::unique_ptr<Agent> start_agent() { return start_agent(*pool_); }
+  std::unique_ptr<Agent> start_agent(db::ConnectionPool& pool) {
     AgentOptions options;
     options.name = "a";
     options.conninfo = conninfo_;
@@ -45,7 +47,7 @@ class AgentTest : public ::testing::Test {
       options.layout.hosts[i].name = "a-h" + std::to_string(i);
     }
     options.heartbeat_interval = milliseconds(50);
-    auto agent = std::make_unique<Agent>(*pool_, options);
+    auto agent = std::make_unique<Agent>(pool, options);
     EXPECT_TRUE(agent->start().ok());
     return agent;
   }
@@ -118,6 +120,56 @@ TEST_F(AgentTest, DeclaredLostItRegistersAgainUnderANewEpoch) {
   }
   EXPECT_EQ(second, agent->epoch());
   EXPECT_EQ(second, agent_row()->epoch);
+}
+
+// A clean stop (DESIGN §9): a job the leader placed here a moment before
+// the stop, that no copy started, is requeued without spending an attempt,
+// not left on the agent for the leader to find lost after the leave (a
+// retry spent, or FAILED without one).
+TEST_F(AgentTest, AJobPlacedButNotStartedWhenItStopsIsRequeuedWithoutARetry) {
+  auto pool = db::ConnectionPool::create(conninfo_, 3);
+  ASSERT_TRUE(pool.ok());
+  std::unique_ptr<Agent> agent = start_agent(**pool);
+  db::Repositories repo(*observer_);
+  db::NewJob job;
+  job.tenant = "t";
+  job.spec_json = "{}";
+  auto inserted = repo.jobs.insert_jobs({job});
+  ASSERT_TRUE(inserted.ok());
+  const std::int64_t id = (*inserted)[0].row.id;
+
+  // Placed in a transaction that also keeps the jobs table from the
+  // agent's supervisor until the stop has begun: no copy of it starts.
+  auto placer_pool = db::ConnectionPool::create(conninfo_, 1);
+  ASSERT_TRUE(placer_pool.ok());
+  auto connection = (*placer_pool)->acquire(seconds(5));
+  ASSERT_TRUE(connection.ok());
+  auto placement = db::Transaction::begin(**connection);
+  ASSERT_TRUE(placement.ok());
+  ASSERT_TRUE(placement->execute("LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE").ok());
+  ASSERT_TRUE(placement
+                  ->execute("UPDATE jobs SET state = 'STARTING', agent = 'a',"
+                            " placement_epoch = $2::bigint WHERE id = $1::bigint",
+                            {id, agent->epoch()})
+                  .ok());
+  std::thread stopper([&] { agent->stop(); });
+  const bool drained = eventually([&] {
+    std::optional<db::AgentRow> row = agent_row();
+    return row && row->state == "draining";
+  });
+  ASSERT_TRUE(placement->commit().ok());
+  stopper.join();
+  EXPECT_TRUE(drained) << "the agent drains first, still registered";
+
+  auto row = repo.jobs.get_job(id);
+  ASSERT_TRUE(row.ok() && *row);
+  EXPECT_EQ(db::JobState::kQueued, (*row)->state);
+  EXPECT_EQ(0, (*row)->attempt) << "no retry spent";
+  EXPECT_FALSE((*row)->agent.has_value());
+  auto events = repo.jobs.list_events(id);
+  ASSERT_TRUE(events.ok() && !events->empty());
+  EXPECT_EQ("Agent a stopping; requeued to resume from its last checkpoint", events->back().reason);
+  EXPECT_EQ("lost", agent_row()->state) << "and then it left";
 }
 
 }  // namespace

@@ -98,5 +98,20 @@ TEST(PoolViews, TotalsCountEveryRegisteredCoreAndOnlyAliveHealthyOnesAsHealthy) 
   EXPECT_EQ(view["running_jobs"], 2);
 }
 
+TEST(PoolViews, ADrainingAgentsHostsShowDrainingAndAreNotCountedHealthy) {
+  Cluster c;
+  c.agents[0].state = "draining";
+  for (db::ClusterHostRow& h : c.hosts) {
+    if (h.agent == "a") h.agent_state = "draining";
+  }
+  c.hosts[1].health = "failed";
+  const json view = views::cluster_pool(c.agents, c.hosts, c.unfinished);
+  EXPECT_EQ(view["agents"][0]["state"], "draining");
+  EXPECT_EQ(view["hosts"][0]["health"], "draining");
+  EXPECT_EQ(view["hosts"][1]["health"], "failed") << "a failed host still reads failed";
+  EXPECT_EQ(view["hosts"][0]["cores_in_use"], 1) << "its jobs still hold their cores";
+  EXPECT_EQ(view["healthy_cores"], 0);
+}
+
 }  // namespace
 }  // namespace tpujobs::service

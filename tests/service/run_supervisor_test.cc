@@ -137,5 +137,22 @@ TEST(RunSupervisor, ACopyOfAnotherSlicePlacementOfTheSameJobStops) {
   ASSERT_EQ(1u, plan.stop.size());
 }
 
+// A clean stop: what is still placed here under this epoch, and the slices
+// with a part here under it (fenced by the first part's epoch), is left
+// behind to requeue; a placement of an earlier epoch, or another agent's
+// part, is not this agent's to requeue.
+TEST(RunSupervisor, WhatAStoppingAgentLeavesBehindIsWhatIsPlacedOnItsEpoch) {
+  const std::vector<db::JobRow> placed{placed_here(1), placed_here(2, /*epoch=*/4)};
+  const std::vector<db::JobRow> parts{spanning(3, 30), spanning(4, 40, /*b_epoch=*/4)};
+  std::vector<std::pair<std::int64_t, std::int64_t>> got;
+  for (const LeftBehind& job : left_behind("b", kEpoch, {}, parts))
+    got.emplace_back(job.job, job.fence);
+  EXPECT_EQ((std::vector<std::pair<std::int64_t, std::int64_t>>{{3, 9}}), got);
+  got.clear();
+  for (const LeftBehind& job : left_behind("a", kEpoch, placed, {}))
+    got.emplace_back(job.job, job.fence);
+  EXPECT_EQ((std::vector<std::pair<std::int64_t, std::int64_t>>{{1, kEpoch}}), got);
+}
+
 }  // namespace
 }  // namespace tpujobs::service

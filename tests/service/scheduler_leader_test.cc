@@ -29,6 +29,7 @@ class FakeLeaderStore final : public LeaderStore {
   int spec_reads = 0;           // specs read by job_specs, one a job asked for
   bool away = false;            // every call fails, as with the server down
   bool refuse_pending = false;  // set_pending fails as a statement the server refuses
+  std::int64_t term = 0;        // the scheduler term (begin_term raises it)
 
   void add_agent(const std::string& name, std::int64_t epoch, int hosts_of_v3) {
     agents.push_back({name, "alive", epoch, 1, clock_.wall_now(), clock_.wall_now(), 0});
@@ -66,6 +67,10 @@ class FakeLeaderStore final : public LeaderStore {
     return n;
   }
 
+  db::Result<std::int64_t> begin_term(const std::string&) override {
+    if (away) return down();
+    return ++term;
+  }
   db::Result<std::vector<std::string>> mark_lost(std::chrono::milliseconds) override {
     if (away) return down();
     std::vector<std::string> lost = std::move(lost_next);
@@ -126,7 +131,9 @@ class FakeLeaderStore final : public LeaderStore {
     std::vector<db::JobRow> out;
     for (const db::JobRow& row : jobs) {
       const bool placed = row.state == JobState::kStarting || row.state == JobState::kRunning;
-      if (placed && agent(row.agent.value_or("")).state != "alive") out.push_back(row);
+      if (!placed) continue;
+      const std::string& state = agent(row.agent.value_or("")).state;
+      if (state != "alive" && state != "draining") out.push_back(row);
     }
     return out;
   }
@@ -136,7 +143,13 @@ class FakeLeaderStore final : public LeaderStore {
     const bool from = std::find(t.from.begin(), t.from.end(), row.state) != t.from.end() &&
                       !base::is_terminal(row.state) &&
                       (!t.require_epoch || row.placement_epoch == t.require_epoch);
-    if (!from) return false;
+    const bool agents_alive =
+        std::all_of(t.require_alive.begin(), t.require_alive.end(), [&](const auto& required) {
+          const db::AgentRow& a = agent(required.first);
+          return a.state == "alive" && a.epoch == required.second;
+        });
+    const bool leads = !t.require_leader_term || *t.require_leader_term == term;
+    if (!from || !agents_alive || !leads) return false;
     writes.push_back("transition " + std::to_string(t.job_id) + " " +
                      std::string(base::to_string(t.to)));
     row.state = t.to;
@@ -162,7 +175,9 @@ class FakeLeaderStore final : public LeaderStore {
     return db::Status::Ok();
   }
   db::Result<bool> request_preemption(std::int64_t victim, std::int64_t, std::int64_t preemptor,
-                                      const std::string&, const std::string&) override {
+                                      const std::string&, const std::string&,
+                                      std::optional<std::int64_t> leader_term) override {
+    if (leader_term && *leader_term != term) return false;
     writes.push_back("preempt " + std::to_string(victim) + " for " + std::to_string(preemptor));
     return true;
   }
@@ -380,6 +395,40 @@ TEST_F(SchedulerLeaderPass, PassesThatFailOnARefusedStatementStillDeclareASilent
   }
   EXPECT_EQ("lost", store_.agents[0].state)
       << "the database answered throughout: the agent's silence is judged";
+}
+
+// A clean stop (DESIGN §9): a draining agent's free host takes no new job,
+// and the job it still runs is not taken off it (it requeues that itself,
+// at a checkpoint, without a retry).
+TEST_F(SchedulerLeaderPass, ADrainingAgentGetsNoNewJobAndKeepsTheOneItRuns) {
+  store_.add_agent("a", 1, 2);
+  store_.add_agent("b", 2, 1);
+  running_on(1, "a", 1, /*max_retries=*/0);
+  store_.agents[0].state = "draining";
+  store_.add_job(2, "t", 8);
+  store_.add_job(3, "t", 8);
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(JobState::kRunning, store_.job(1).state);
+  EXPECT_EQ("a", store_.job(1).agent.value_or(""));
+  EXPECT_EQ("b", store_.job(2).agent.value_or(""));
+  EXPECT_EQ(JobState::kQueued, store_.job(3).state) << "not on a's free host";
+  EXPECT_EQ(0, store_.count("transition 1"));
+}
+
+// Fencing the leader: once another replica has taken the lead (a new term),
+// a leader resuming its pass writes nothing; with a term of its own again,
+// it places.
+TEST_F(SchedulerLeaderPass, ALeaderWhoseTermPassedToAnotherWritesNothing) {
+  store_.add_agent("a", 1, 1);
+  store_.add_job(1, "t", 8);
+  ASSERT_TRUE(leader_->begin_term().ok());
+  ++store_.term;  // another replica took the lead meanwhile
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(JobState::kQueued, store_.job(1).state);
+  EXPECT_EQ(0, store_.count("transition"));
+  ASSERT_TRUE(leader_->begin_term().ok());
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(JobState::kStarting, store_.job(1).state);
 }
 
 }  // namespace

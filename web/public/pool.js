@@ -104,7 +104,7 @@ export function mount(root) {
       return;
     }
     lastAgents = snapshot;
-    const lost = rows.filter((agent) => agent.state !== 'alive').length;
+    const lost = rows.filter((agent) => agent.state === 'lost').length;
     agentsCount.textContent = `${rows.length} agent${rows.length === 1 ? '' : 's'}${lost ? `, ${lost} lost` : ''}`;
     if (rows.length === 0) {
       fill(agentsList, h('p', { class: 'muted' }, 'No agent has registered yet: start one with `tpujobs agent`.'));
