@@ -22,6 +22,9 @@ struct AcceleratorRules {
   // import check (str(_XLA_AVAILABLE)); empty: it is just not available.
   std::string_view xla_missing;
   std::string_view source;
+  // Where xla_missing is written: lightning-utilities' RequirementCache /
+  // ModuleAvailableCache message, for the connector's `_XLA_AVAILABLE`.
+  std::string_view xla_missing_source = {};
 };
 
 constexpr std::string_view kNotAvailable =
@@ -73,7 +76,9 @@ constexpr AcceleratorRules kAcceleratorRules[] = {
      false,
      "No supported gpu backend found!",
      "Module not found: 'torch_xla'. HINT: Try running `pip install -U torch_xla`",
-     "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py"},
+     "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+     "Lightning-AI/utilities v0.12.0:src/lightning_utilities/core/imports.py:158 "
+     "(ModuleAvailableCache(\"torch_xla\"), 2.0.9:src/lightning/fabric/accelerators/tpu.py:125)"},
     {{201, 299},
      "cpu, cuda, mps, tpu",
      "You selected an invalid accelerator name: `accelerator={accelerator}`. Available names are: "
@@ -83,7 +88,10 @@ constexpr AcceleratorRules kAcceleratorRules[] = {
      false,
      "No supported gpu backend found!",
      "Requirement 'torch_xla>=1.13' not met. HINT: Try running `pip install -U 'torch_xla>=1.13'`",
-     "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py"},
+     "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+     "Lightning-AI/utilities v0.12.0:src/lightning_utilities/core/imports.py:148 "
+     "(RequirementCache(\"torch_xla>=1.13\", \"torch_xla\"), "
+     "2.1.4:src/lightning/fabric/accelerators/xla.py:102)"},
 };
 
 // The class Lightning instantiates for a registered name other than tpu/cpu.
@@ -170,7 +178,7 @@ void check_accelerator(Context& c) {
               "`environment` lists no torch_xla: install it with the torch of the same minor "
               "version (pip install torch~=2.1.0 'torch_xla[tpu]~=2.1.0' -f "
               "https://storage.googleapis.com/libtpu-releases/index.html).",
-              rules.source);
+              rules.xla_missing_source);
       return;
     }
     if (!c.tpu_available()) {
@@ -205,9 +213,10 @@ namespace {
 struct DeviceInfoRules {
   Versions versions;
   bool ipu_line;                // 2.3 dropped the IPU line (lightning_graphcore moved out)
-  bool hpu_line;                // 2.5 dropped the HPU line
+  bool hpu_line;                // 2.5.6 dropped the HPU line
   std::string_view tpu_unused;  // the warning for a CPU job where a TPU is available; {count}
   std::string_view source;
+  Versions patches = kEveryPatch;
 };
 
 constexpr std::string_view kTpuUnused1 =
@@ -252,6 +261,13 @@ constexpr DeviceInfoRules kDeviceInfoRules[] = {
      true,
      kTpuUnused2,
      "2.4.0:src/lightning/pytorch/trainer/setup.py (_log_device_info)"},
+    // 2.5.0 to 2.5.5 still print the HPU line; 2.5.6 dropped it.
+    {{205, 205},
+     false,
+     true,
+     kTpuUnused2,
+     "2.5.5:src/lightning/pytorch/trainer/setup.py:169 (_log_device_info)",
+     {20500, 20505}},
     {{205, 299},
      false,
      false,
@@ -262,7 +278,7 @@ constexpr DeviceInfoRules kDeviceInfoRules[] = {
 }  // namespace
 
 void check_device_info(Context& c) {
-  const DeviceInfoRules& rules = *row_for<DeviceInfoRules>(kDeviceInfoRules, c.version);
+  const DeviceInfoRules& rules = *row_for<DeviceInfoRules>(kDeviceInfoRules, c.version, c.patch);
   // _log_device_info runs once the connector is done, so its warning comes
   // after the connector's (precision, strategy).
   if (c.accelerator == Accelerator::kCpu && c.tpu_available()) {
@@ -299,7 +315,7 @@ std::vector<RuleText> accelerator_rule_texts() {
     }
     out.push_back({kFieldTpuCores, rules.not_available, rules.source});
     if (!rules.xla_missing.empty())
-      out.push_back({kFieldAccelerator, rules.xla_missing, rules.source});
+      out.push_back({kFieldAccelerator, rules.xla_missing, rules.xla_missing_source});
   }
   return out;
 }

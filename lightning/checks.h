@@ -53,6 +53,9 @@ struct Context {
   bool release_from_environment = false;  // environment.lightning chose default_release
   const Release* release = default_release;
   int version = release->number();
+  // The patch release installed, as patch_number(): 2.5.1 -> 20501; the
+  // tag's (20506) when only the minor release is known.
+  int patch = patch_number(version, release_patch(release->tag, *release));
   Accelerator accelerator = Accelerator::kUnresolved;
   // A registered accelerator that is not available here ("cuda"): its
   // device check still runs first, as the connector checks devices before it

@@ -337,6 +337,14 @@ void check_tpu_devices(Context& c) {
   const TpuCoresRules& cores_rules = *row_for<TpuCoresRules>(kTpuCoresRules, c.version);
   c.devices_field = kFieldDevices;
   c.devices_value = &devices;
+  // 1.x checks `devices` in ([], 0, "0") before it maps tpu_cores onto it
+  // (_check_device_config_and_set_final_flags; 1.9.5
+  // accelerator_connector.py:440, before the deprecation warning at :484), so
+  // `devices=0` is refused even beside `tpu_cores=8`.
+  if (tpu_cores_given && cores_rules.removed.empty() && !c.device_generations().empty() &&
+      refuse_zero_devices(c, devices)) {
+    return;
+  }
   if (tpu_cores_given) {
     if (!cores_rules.removed.empty()) {
       c.error(kFieldTpuCores, fill(cores_rules.removed, {{"qualname", init_qualname(c)}}),
@@ -374,6 +382,8 @@ void check_cpu_devices(Context& c) {
               "Lightning 2.0 removed `tpu_cores`: use `devices`.", cores_rules.source);
       return;
     }
+    // 1.x refuses `devices=0` before it looks at tpu_cores (check_tpu_devices).
+    if (refuse_zero_devices(c, c.settings.devices)) return;
     c.error(kFieldTpuCores,
             "`tpu_cores=" + py_str(c.settings.tpu_cores) +
                 "` asks for TPU cores, but the job runs with `accelerator='cpu'`.",

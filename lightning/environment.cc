@@ -54,13 +54,20 @@ struct TorchXlaRelease {
   int torch;          // the torch minor version it is built for (same number)
   int python_first;   // Python 3.x, x in [first, last]
   int python_last;
-  bool xrt;                           // the XRT runtime is still there
+  // The XRT runtime is in the release's wheels. 2.1.0's main wheels are
+  // PJRT only (v2.1.0 has no xrt_computation_client); its XRT build is the
+  // separate torch_xla 2.1.0+xrt wheel (v2.5.0 README.md:199).
+  bool xrt;
   std::string_view undefined_symbol;  // what importing _XLAC against another torch reports
   // What torch_xla prints when XLA_USE_BF16 is set (torch_xla/csrc/dtype.cpp
   // ShouldUseBF16); empty: it says nothing.
   std::string_view xla_use_bf16_notice;
   std::string_view source;
+  std::string_view xla_use_bf16_source = {};  // where the notice is printed
 };
+
+// torch_xla 2.1's XRT build: "2.1.0+xrt" as pip shows it.
+bool xrt_build(const std::string& version) { return version.find("+xrt") != std::string::npos; }
 
 // The symbol import reports depends on which libtorch the wheel meets; the
 // ones here are those users reported for that torch_xla release.
@@ -91,7 +98,7 @@ constexpr TorchXlaRelease kTorchXlaReleases[] = {
      201,
      8,
      11,
-     true,
+     false,
      kSymbolVariableInfo,
      "",
      "pytorch/xla v2.5.0:README.md (torch_xla-2.1.0 wheels; +xrt build for XRT)"},
@@ -119,7 +126,8 @@ constexpr TorchXlaRelease kTorchXlaReleases[] = {
      kSymbolCpuFallback,
      "XLA_USE_BF16 will be deprecated after the 2.4 release, please convert your model to bf16 "
      "directly",
-     "pytorch/xla v2.5.0:README.md (torch_xla-2.4.0 wheels: cp39, cp310, cp311)"},
+     "pytorch/xla v2.5.0:README.md (torch_xla-2.4.0 wheels: cp39, cp310, cp311)",
+     "pytorch/xla v2.4.0:torch_xla/csrc/dtype.cpp:14 (ShouldUseBF16)"},
     {{205, 205},
      205,
      9,
@@ -129,7 +137,8 @@ constexpr TorchXlaRelease kTorchXlaReleases[] = {
      "XLA_USE_BF16 will be deprecated after the 2.5 release, please convert your model to bf16 "
      "directly",
      "pytorch/xla v2.5.0:README.md (torch_xla-2.5.0 wheels: cp39, cp310, cp311); "
-     "pytorch/xla#8292 (the undefined symbol)"},
+     "pytorch/xla#8292 (the undefined symbol)",
+     "pytorch/xla v2.5.0:torch_xla/csrc/dtype.cpp:14 (ShouldUseBF16)"},
 };
 
 // Lightning's torch requirement, by release, as the package pip installs
@@ -409,10 +418,17 @@ void check_environment(Context& c) {
       c.out.torch_xla_version = wheel->versions.first;
       c.torch_xla_from_environment = true;
     }
-    if (wheel && !wheel->xrt && c.settings.runtime == "xrt") {
+    const bool xrt =
+        wheel && (wheel->xrt || (wheel->versions.first == 201 && xrt_build(torch_xla->text)));
+    if (wheel && !xrt && c.settings.runtime == "xrt") {
+      const bool v21 = wheel->versions.first == 201;
       c.error(kFieldRuntime,
-              "torch_xla " + torch_xla->text + " has no XRT runtime (removed in torch_xla 2.2).",
-              "Use `runtime: \"pjrt\"` (PJRT_DEVICE=TPU).");
+              "torch_xla " + torch_xla->text + " has no XRT runtime (" +
+                  (v21 ? "only the 2.1.0+xrt build has it)." : "removed in torch_xla 2.2)."),
+              v21 ? "Use `runtime: \"pjrt\"` (PJRT_DEVICE=TPU), or install torch_xla 2.1.0+xrt: "
+                    "https://storage.googleapis.com/pytorch-xla-releases/wheels/xrt/tpuvm/"
+                    "torch_xla-2.1.0%2Bxrt-cp310-cp310-manylinux_2_28_x86_64.whl"
+                  : "Use `runtime: \"pjrt\"` (PJRT_DEVICE=TPU).");
     }
   }
 
@@ -444,7 +460,7 @@ std::vector<RuleText> environment_rule_texts() {
   for (const TorchXlaRelease& row : kTorchXlaReleases) {
     out.push_back({kFieldTorchXla, kImportError, row.source});
     if (!row.xla_use_bf16_notice.empty()) {
-      out.push_back({"warning", row.xla_use_bf16_notice, row.source});
+      out.push_back({"warning", row.xla_use_bf16_notice, row.xla_use_bf16_source});
     }
   }
   out.push_back({kFieldTorchXla, kNoDistribution, kPipSource});

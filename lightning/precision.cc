@@ -31,7 +31,16 @@ struct PrecisionRules {
   std::string_view not_on_tpu;    // {precision}: repr of the canonical value
   std::string_view fp16_warning;  // 16 on a TPU becomes bf16
   std::string_view source;
+  // 1.6-1.8 check str(precision) against the tuple but build the plugin
+  // comparing the flag with the ints 16, 32 and 64, so any string but 'bf16'
+  // ('16', '32', '64', 1.6-1.7's 'mixed') matches no plugin and
+  // _check_and_init_precision ends in RuntimeError("No precision set"), on
+  // the TPU as on the CPU. Where that line is; empty when the version
+  // converts the flag (1.9: str(precision); 2.x: the aliases).
+  std::string_view no_precision_set_source = {};
 };
+
+constexpr std::string_view kNoPrecisionSet = "No precision set";
 
 constexpr std::string_view kInvalid =
     "Precision {precision} is invalid. Allowed precision values: {allowed}";
@@ -70,7 +79,9 @@ constexpr PrecisionRules kPrecisionRules[] = {
      kInvalid,
      kSixtyFour1,
      kFp16Legacy,
-     "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py"},
+     "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py",
+     "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:720 "
+     "(_check_and_init_precision)"},
     {{107, 107},
      "('16', '32', '64', 'bf16', 'mixed')",
      true,
@@ -80,7 +91,9 @@ constexpr PrecisionRules kPrecisionRules[] = {
      kInvalid,
      kSixtyFour1,
      kFp16Legacy,
-     "1.7.7:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
+     "1.7.7:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+     "1.7.7:src/pytorch_lightning/trainer/connectors/accelerator_connector.py:746 "
+     "(_check_and_init_precision)"},
     {{108, 108},
      "('16', '32', '64', 'bf16')",
      true,
@@ -90,7 +103,9 @@ constexpr PrecisionRules kPrecisionRules[] = {
      kInvalid,
      kSixtyFour1,
      kFp16Legacy,
-     "1.8.6:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
+     "1.8.6:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+     "1.8.6:src/pytorch_lightning/trainer/connectors/accelerator_connector.py:730 "
+     "(_check_and_init_precision)"},
     {{109, 109},
      "('64', '32', '16', 'bf16', 64, 32, 16)",
      false,
@@ -170,6 +185,18 @@ void check_precision_plugin(Context& c, const PrecisionRules& rules, std::string
   if (build == StrategyBuild::kFails) return;
   switch (rules.plugin) {
     case TpuPlugin::kLegacy:
+      if (!rules.no_precision_set_source.empty() && !number && written != "bf16") {
+        const bool digits = written == "16" || written == "32" || written == "64";
+        c.error(kFieldPrecision, std::string(kNoPrecisionSet),
+                "Lightning " + c.release->name() +
+                    " builds its precision plugin from the ints 16, 32, 64 or the string "
+                    "\"bf16\": " +
+                    (digits ? "write `precision: " + written +
+                                  "` as a JSON number, not a string (16 means bf16 on TPUs)."
+                            : std::string("use `precision: \"bf16\"` on TPUs, or 32.")),
+                rules.no_precision_set_source);
+        return;
+      }
       if (canonical == "32") {
         c.out.precision = Precision::k32True;
       } else if (canonical == "bf16") {
@@ -298,6 +325,9 @@ std::vector<RuleText> precision_rule_texts() {
     out.push_back({kFieldPrecision, rules.not_on_tpu, rules.source});
     if (!rules.alias_warning.empty()) out.push_back({"warning", rules.alias_warning, rules.source});
     if (!rules.fp16_warning.empty()) out.push_back({"warning", rules.fp16_warning, rules.source});
+    if (!rules.no_precision_set_source.empty()) {
+      out.push_back({kFieldPrecision, kNoPrecisionSet, rules.no_precision_set_source});
+    }
   }
   return out;
 }

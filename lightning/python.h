@@ -15,8 +15,12 @@
 
 namespace tpujobs::lightning {
 
-// repr() of a str: 'text'.
+// repr() of a str, as Python 3 writes it: 'text'; "it's"; and for
+// say "it's", which holds both quotes, 'say "it\'s"'. Backslashes, \t \n \r
+// and non-printable code points are escaped. `text` is UTF-8.
 std::string py_repr(std::string_view text);
+// Python's str.isprintable() for one code point (printable.cc).
+bool py_printable(char32_t code_point);
 // repr() of a list of ints: [0, 1].
 std::string py_list(const std::vector<std::int64_t>& list);
 // repr(value) as Lightning prints it with {value!r}.

@@ -186,9 +186,18 @@ struct StrategyRules {
   std::string_view deepspeed_missing;
   std::string_view wrong_strategy;  // {class}
   std::string_view source;
+  Versions patches = kEveryPatch;
+  // Where `invalid` comes from when not the connector (`source`).
+  std::string_view invalid_source = {};
 };
 
+// 1.6-1.8: StrategyRegistry.get raises KeyError(text), and str() of a
+// KeyError is the repr of its text: in double quotes, as the text holds
+// single quotes. kNotFound is what a user reads; kNotFoundKey the KeyError's
+// argument.
 constexpr std::string_view kNotFound =
+    "\"'{strategy}' not found in registry. Available names: {names}\"";
+constexpr std::string_view kNotFoundKey =
     "'{strategy}' not found in registry. Available names: {names}";
 constexpr std::string_view kTpuSpawn =
     "`Trainer(strategy='tpu_spawn')` is not a valid strategy, you can use "
@@ -201,6 +210,9 @@ constexpr std::string_view kWrong1x =
     "found {class}.";
 constexpr std::string_view kFsdp =
     "You selected strategy to be `{name}`, but GPU accelerator is not used.";
+
+constexpr std::string_view kFsdpGotAccelerator =
+    "The strategy `{name}` requires a GPU accelerator, but got: {accelerator}";
 
 constexpr std::string_view kInvalid2x =
     "You selected an invalid strategy name: `strategy={strategy}`. It must be either a string or "
@@ -220,7 +232,9 @@ constexpr StrategyRules kStrategyRules[] = {
      "",
      "To use the DeepSpeed plugin, you must have DeepSpeed installed. pip install deepspeed",
      kWrong1x,
-     "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py"},
+     "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py",
+     kEveryPatch,
+     "1.6.5:pytorch_lightning/strategies/strategy_registry.py:99 (StrategyRegistry.get)"},
     {{107, 108},
      false,
      kNotFound,
@@ -229,7 +243,10 @@ constexpr StrategyRules kStrategyRules[] = {
      "fsdp_native",
      kDeepSpeed17,
      kWrong1x,
-     "1.8.6:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
+     "1.8.6:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+     kEveryPatch,
+     "1.8.6:src/lightning_lite/strategies/registry.py:98 (StrategyRegistry.get; 1.7.7: "
+     "src/pytorch_lightning/strategies/strategy_registry.py:99)"},
     {{109, 109},
      true,
      "You selected an invalid strategy name: `strategy={strategy}`. It must be either a string or "
@@ -264,15 +281,18 @@ constexpr StrategyRules kStrategyRules[] = {
      kDeepSpeed17,
      kWrongXla,
      "2.2.5:src/lightning/pytorch/trainer/connectors/accelerator_connector.py"},
-    {{203, 204},
+    // 2.5.0 to 2.5.2 too: their text is 2.4's (2.5.2 accelerator_connector.py:464); 2.5.3
+    // rewrote it.
+    {{203, 205},
      true,
      kInvalid2x,
      "",
-     "The strategy `{name}` requires a GPU accelerator, but got: {accelerator}",
+     kFsdpGotAccelerator,
      "fsdp",
      kDeepSpeed17,
      kWrongXla,
-     "2.4.0:src/lightning/pytorch/trainer/connectors/accelerator_connector.py"},
+     "2.4.0:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+     {0, 20502}},
     {{205, 299},
      true,
      kInvalid2x,
@@ -286,6 +306,10 @@ constexpr StrategyRules kStrategyRules[] = {
      kWrongXla,
      "2.5.6:src/lightning/pytorch/trainer/connectors/accelerator_connector.py"},
 };
+
+std::string_view invalid_source(const StrategyRules& rules) {
+  return rules.invalid_source.empty() ? rules.source : rules.invalid_source;
+}
 
 const RegisteredStrategy* find_registered(std::string_view name, int version) {
   for (const RegisteredStrategy& entry : kRegistry) {
@@ -339,7 +363,7 @@ WrittenStrategy written_strategy(const Context& c) {
   w.name = c.settings.strategy.value_or("auto");
   std::transform(w.name.begin(), w.name.end(), w.name.begin(),
                  [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-  w.rules = row_for<StrategyRules>(kStrategyRules, c.version);
+  w.rules = row_for<StrategyRules>(kStrategyRules, c.version, c.patch);
   w.automatic = !c.settings.strategy || (w.name == "auto" && w.rules->auto_registered);
   w.entry = w.automatic ? nullptr : find_registered(w.name, c.version);
   return w;
@@ -375,11 +399,12 @@ void check_strategy(Context& c) {
   const bool automatic = w.automatic;
   const RegisteredStrategy* entry = w.entry;
   if (!automatic && !entry) {
-    c.error(
-        kFieldStrategy,
-        fill(rules.invalid, {{"strategy", rules.invalid == kNotFound ? written : py_repr(written)},
-                             {"names", registry_names(c.version)}}),
-        strategy_hint(c), rules.source);
+    const std::string names = registry_names(c.version);
+    c.error(kFieldStrategy,
+            rules.invalid == kNotFound
+                ? py_repr(fill(kNotFoundKey, {{"strategy", written}, {"names", names}}))
+                : fill(rules.invalid, {{"strategy", py_repr(written)}, {"names", names}}),
+            strategy_hint(c), invalid_source(rules));
     return;
   }
   if (entry && entry->kind == StrategyKind::kTpuSpawn) {
@@ -469,8 +494,9 @@ std::vector<RuleText> strategy_rule_texts() {
   for (const ClassInit& init : kClassInitWarnings)
     out.push_back({"warning", init.text, init.source});
   for (const StrategyRules& rules : kStrategyRules) {
-    for (std::string_view text : {rules.invalid, rules.tpu_spawn, rules.fsdp_on_tpu,
-                                  rules.deepspeed_missing, rules.wrong_strategy}) {
+    out.push_back({kFieldStrategy, rules.invalid, invalid_source(rules)});
+    for (std::string_view text :
+         {rules.tpu_spawn, rules.fsdp_on_tpu, rules.deepspeed_missing, rules.wrong_strategy}) {
       if (!text.empty()) out.push_back({kFieldStrategy, text, rules.source});
     }
   }

@@ -34,6 +34,33 @@ constexpr RuntimeRule kRuntimeRules[] = {
      "2.2.5:src/lightning/fabric/accelerators/xla.py (XLAAccelerator.__init__)"},
 };
 
+// What torch_xla's XRT client throws without XRT_TPU_CONFIG (or another
+// device configuration): XLA_ERROR() << "Missing XLA configuration", which
+// tf_logging.cc's ErrorGenerator turns into "__FILE__:__LINE__ : message"
+// (Python shows it as that RuntimeError). By torch_xla (major*100+minor).
+struct MissingXlaConfiguration {
+  Versions versions;
+  std::string_view text;
+  std::string_view source;
+};
+constexpr MissingXlaConfiguration kMissingXlaConfiguration[] = {
+    // 1.13 and 2.0 build third_party/xla_client inside TensorFlow's tree, as
+    // tensorflow/compiler/xla/xla_client.
+    {{113, 113},
+     "tensorflow/compiler/xla/xla_client/computation_client.cc:280 : Missing XLA configuration",
+     "pytorch/xla v1.13.0:third_party/xla_client/computation_client.cc:280 "
+     "(ComputationClient::Create; tf_logging.cc ErrorGenerator)"},
+    {{200, 200},
+     "tensorflow/compiler/xla/xla_client/computation_client.cc:280 : Missing XLA configuration",
+     "pytorch/xla v2.0.0:third_party/xla_client/computation_client.cc:280 "
+     "(ComputationClient::Create; tf_logging.cc ErrorGenerator)"},
+    // 2.1.0+xrt, built from the xrt branch.
+    {{201, 201},
+     "torch_xla/csrc/runtime/xrt_computation_client.cc:493 : Missing XLA configuration",
+     "pytorch/xla xrt branch (torch_xla 2.1.0+xrt):torch_xla/csrc/runtime/"
+     "xrt_computation_client.cc:493 (XrtComputationClient::XrtComputationClient)"},
+};
+
 }  // namespace
 
 std::span<const Release> releases() { return kReleases; }
@@ -56,6 +83,21 @@ const Release* find_release(std::string_view text) {
     if (release.major == *major && release.minor == *minor) return &release;
   }
   return nullptr;
+}
+
+int release_patch(std::string_view text, const Release& release) {
+  for (std::string_view version : {text, release.tag}) {
+    std::string_view rest = version;
+    // major.minor.patch: the third number.
+    if (leading_int(rest) && rest.starts_with('.')) {
+      rest.remove_prefix(1);
+      if (leading_int(rest) && rest.starts_with('.')) {
+        rest.remove_prefix(1);
+        if (const std::optional<int> patch = leading_int(rest)) return *patch;
+      }
+    }
+  }
+  return 0;
 }
 
 std::string release_names() {
@@ -83,6 +125,15 @@ void check_lightning_version(Context& c) {
   }
   c.release = release;
   c.version = release->number();
+  // The full version written, when there is one: environment.lightning
+  // chose the release, else lightning_version ("2.5.1") did.
+  std::string_view full = release->tag;
+  if (c.release_from_environment) {
+    full = *c.settings.environment->lightning;
+  } else if (written && find_release(*written) == release) {
+    full = *written;
+  }
+  c.patch = patch_number(c.version, release_patch(full, *release));
   c.out.lightning_version = release->name();
   c.out.lightning_tag = std::string(release->tag);
   c.out.lightning_v1 = c.version < 200;
@@ -105,9 +156,14 @@ void check_runtime(Context& c) {
             "Or validate with `lightning_version: \"2.1\"` or older.",
             rule->source);
   } else if (c.settings.env.find("XRT_TPU_CONFIG") == c.settings.env.end()) {
-    c.error(kFieldEnv, "Missing XLA configuration",
+    // A torch_xla without XRT is refused by check_environment.
+    const MissingXlaConfiguration* missing =
+        row_for<MissingXlaConfiguration>(kMissingXlaConfiguration, c.out.torch_xla_version);
+    if (!missing) return;
+    c.error(kFieldEnv, std::string(missing->text),
             "Set XRT_TPU_CONFIG in `env`, as on a Cloud TPU VM: export "
-            "XRT_TPU_CONFIG=\"localservice;0;localhost:51011\"");
+            "XRT_TPU_CONFIG=\"localservice;0;localhost:51011\"",
+            missing->source);
   }
 }
 
@@ -115,6 +171,9 @@ std::vector<RuleText> runtime_rule_texts() {
   std::vector<RuleText> out;
   for (const RuntimeRule& rule : kRuntimeRules) {
     if (!rule.xrt_error.empty()) out.push_back({kFieldRuntime, rule.xrt_error, rule.source});
+  }
+  for (const MissingXlaConfiguration& row : kMissingXlaConfiguration) {
+    out.push_back({kFieldEnv, row.text, row.source});
   }
   return out;
 }

@@ -557,7 +557,8 @@ const std::vector<Case>& Cases() {
        "CPU. Using `precision='bf16'` instead. | TPU available but not used. Set `accelerator` and "
        "`devices` using `Trainer(accelerator='tpu', devices=8)`."},
       {"v1_xrt_without_config", "v=1.x accelerator=tpu runtime=xrt", "v3-32",
-       "env: Missing XLA configuration"},
+       "env: tensorflow/compiler/xla/xla_client/computation_client.cc:280 : Missing XLA "
+       "configuration"},
       {"v1_xrt_with_config",
        "v=1.x accelerator=tpu runtime=xrt env.XRT_TPU_CONFIG=localservice;0;localhost:51011",
        "v3-32", "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
@@ -1058,7 +1059,7 @@ const std::vector<VersionCase>& VersionCases() {
        "used."},
       {"v18_strategy_unknown_registry", "1.8.6:src/lightning_lite/strategies/registry.py",
        "v=1.8 accelerator=tpu strategy=xla", "v3-8",
-       "trainer.strategy: 'xla' not found in registry. Available names: bagua, colossalai, ddp, "
+       "trainer.strategy: \"'xla' not found in registry. Available names: bagua, colossalai, ddp, "
        "ddp_find_unused_parameters_false, ddp_fork, ddp_fork_find_unused_parameters_false, "
        "ddp_fully_sharded, ddp_notebook, ddp_notebook_find_unused_parameters_false, ddp_sharded, "
        "ddp_sharded_find_unused_parameters_false, ddp_sharded_spawn, "
@@ -1067,7 +1068,7 @@ const std::vector<VersionCase>& VersionCases() {
        "deepspeed_stage_2_offload, deepspeed_stage_3, deepspeed_stage_3_offload, "
        "deepspeed_stage_3_offload_nvme, dp, fsdp, fsdp_native, fsdp_native_full_shard_offload, "
        "horovod, hpu_parallel, hpu_single, ipu_strategy, single_device, single_tpu, tpu_spawn, "
-       "tpu_spawn_debug"},
+       "tpu_spawn_debug\""},
       {"v16_strategy_deepspeed", "1.6.5:pytorch_lightning/strategies/deepspeed.py",
        "v=1.6 accelerator=tpu strategy=deepspeed", "v3-8",
        "trainer.strategy: To use the DeepSpeed plugin, you must have DeepSpeed installed. pip "
@@ -1475,6 +1476,99 @@ const std::vector<VersionCase>& VersionCases() {
        "all the packages that are installed. This behaviour is the source of the following "
        "dependency conflicts.\nlightning 2.5.6 requires torch<3.0,>=2.1.0, but you have torch "
        "3.0.0 which is incompatible."},
+
+      // --- precision as a string, 1.6-1.8: the plugin compares the flag with ints --------
+      {"v16_precision_string_16",
+       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:720",
+       "v=1.6 accelerator=tpu precision='16'", "v3-8", "trainer.precision: No precision set"},
+      {"v17_precision_string_32",
+       "1.7.7:src/pytorch_lightning/trainer/connectors/accelerator_connector.py:746",
+       "v=1.7 accelerator=tpu precision='32'", "v3-8", "trainer.precision: No precision set"},
+      {"v17_precision_mixed",
+       "1.7.7:src/pytorch_lightning/trainer/connectors/accelerator_connector.py:746",
+       "v=1.7 accelerator=tpu precision='mixed'", "v3-8", "trainer.precision: No precision set"},
+      {"v18_precision_string_16",
+       "1.8.6:src/pytorch_lightning/trainer/connectors/accelerator_connector.py:683",
+       "v=1.8 accelerator=tpu precision='16'", "v3-8", "trainer.precision: No precision set"},
+      {"v18_precision_string_64",
+       "1.8.6:src/pytorch_lightning/trainer/connectors/accelerator_connector.py:735",
+       "v=1.8 accelerator=tpu precision='64'", "v3-8", "trainer.precision: No precision set"},
+      {"v18_precision_string_16_cpu",
+       "1.8.6:src/pytorch_lightning/trainer/connectors/accelerator_connector.py:701",
+       "v=1.8 accelerator=cpu precision='16'", "", "trainer.precision: No precision set"},
+      {"v18_precision_int_16",
+       "1.8.6:src/pytorch_lightning/trainer/connectors/accelerator_connector.py:683",
+       "v=1.8 accelerator=tpu precision=16", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 bf16-true xla v1",
+       "You passed `Trainer(accelerator='tpu', precision=16)` but AMP is not supported with TPUs. "
+       "Using `precision='bf16'` instead."},
+      {"v18_precision_string_bf16",
+       "1.8.6:src/pytorch_lightning/trainer/connectors/accelerator_connector.py:683",
+       "v=1.8 accelerator=tpu precision='bf16'", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 bf16-true xla v1"},
+      {"v19_precision_string_16",
+       "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py:320 "
+       "(str(precision))",
+       "v=1.9 accelerator=tpu precision='16'", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 bf16-true xla v1",
+       "You passed `Trainer(accelerator='tpu', precision=16)` but AMP is not supported with TPUs. "
+       "Using `precision='bf16'` instead."},
+
+      // --- the patch releases of 2.5 ---------------------------------------------------
+      {"v25_patch2_fsdp",
+       "2.5.2:src/lightning/pytorch/trainer/connectors/accelerator_connector.py:464",
+       "pl=2.5.2 torch=2.5.0 xla=2.5.0 strategy=fsdp", "v3-8",
+       "trainer.strategy: The strategy `fsdp` requires a GPU accelerator, but got: tpu"},
+      {"v25_patch0_fsdp_by_version",
+       "2.5.0:src/lightning/pytorch/trainer/connectors/accelerator_connector.py:464",
+       "v=2.5.0 strategy=fsdp", "v3-8",
+       "trainer.strategy: The strategy `fsdp` requires a GPU accelerator, but got: tpu"},
+      {"v25_patch3_fsdp",
+       "2.5.3:src/lightning/pytorch/trainer/connectors/accelerator_connector.py:458",
+       "pl=2.5.3 torch=2.5.0 xla=2.5.0 strategy=fsdp", "v3-8",
+       "trainer.strategy: The strategy `fsdp` requires a GPU accelerator, but received "
+       "`accelerator='tpu'`. Please set `accelerator='cuda'`, `accelerator='gpu'`, or pass a "
+       "`CUDAAccelerator()` instance to use FSDP."},
+
+      // --- XRT without XRT_TPU_CONFIG: torch_xla's "file:line : message" ---------------------
+      {"v16_xrt_without_config",
+       "pytorch/xla v1.13.0:third_party/xla_client/computation_client.cc:280",
+       "v=1.6 accelerator=tpu runtime=xrt", "v3-8",
+       "env: tensorflow/compiler/xla/xla_client/computation_client.cc:280 : Missing XLA "
+       "configuration"},
+      {"v21_xrt_build_without_config",
+       "pytorch/xla xrt:torch_xla/csrc/runtime/xrt_computation_client.cc:493",
+       "pl=2.1.4 torch=2.1.0 xla=2.1.0+xrt runtime=xrt", "v3-8",
+       "env: torch_xla/csrc/runtime/xrt_computation_client.cc:493 : Missing XLA configuration"},
+      {"v21_xrt_build_with_config", "pytorch/xla v2.5.0:README.md:199 (2.1.0+xrt wheel)",
+       "pl=2.1.4 torch=2.1.0 xla=2.1.0+xrt runtime=xrt env.XRT_TPU_CONFIG=x", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 32-true xla"},
+      {"env_xrt_not_in_21_wheel", "pytorch/xla v2.1.0 (no xrt_computation_client)",
+       "pl=2.1.4 torch=2.1.0 xla=2.1.0 runtime=xrt env.XRT_TPU_CONFIG=x", "v3-8",
+       "runtime: torch_xla 2.1.0 has no XRT runtime (only the 2.1.0+xrt build has it)."},
+
+      // --- KeyError's str() is the repr of its text --------------------------------------
+      {"v16_strategy_unknown_registry",
+       "1.6.5:pytorch_lightning/strategies/strategy_registry.py:99",
+       "v=1.6 accelerator=tpu strategy=foo", "v3-8",
+       "trainer.strategy: \"'foo' not found in registry. Available names: bagua, ddp, ddp2, "
+       "ddp_find_unused_parameters_false, ddp_fully_sharded, ddp_sharded, "
+       "ddp_sharded_find_unused_parameters_false, ddp_sharded_spawn, "
+       "ddp_sharded_spawn_find_unused_parameters_false, ddp_spawn, "
+       "ddp_spawn_find_unused_parameters_false, deepspeed, deepspeed_stage_1, deepspeed_stage_2, "
+       "deepspeed_stage_2_offload, deepspeed_stage_3, deepspeed_stage_3_offload, "
+       "deepspeed_stage_3_offload_nvme, dp, fsdp, horovod, hpu_parallel, hpu_single, ipu_strategy, "
+       "single_device, single_tpu, tpu_spawn, tpu_spawn_debug\""},
+
+      // --- 1.x checks devices=0 before it maps tpu_cores ---------------------------------
+      {"v19_tpu_cores_with_devices_0",
+       "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py:440",
+       "v=1.9 tpu_cores=8 devices=0", "v3-8",
+       "trainer.devices: `Trainer(devices=0)` value is not a valid input using None accelerator."},
+      {"v16_tpu_cores_with_devices_0",
+       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:423",
+       "v=1.6 accelerator=tpu tpu_cores=8 devices=0", "v3-8",
+       "trainer.devices: `Trainer(devices=0)` value is not a valid input using tpu accelerator."},
   };
   return *cases;
 }
@@ -1613,7 +1707,9 @@ TEST(ResolveTest, DeviceInfoLinesAreThoseOfTheRelease) {
            {"v=2.2", "v3-8", {gpu, tpu8, ipu, hpu}},
            {"v=2.3", "v3-8", {gpu, tpu8, hpu}},  // 2.3.3: no IPU line
            {"v=2.4", "v3-8", {gpu, tpu8, hpu}},
-           {"v=2.5", "v3-8", {gpu, tpu8}},               // 2.5.6: no HPU line
+           {"v=2.5", "v3-8", {gpu, tpu8}},         // 2.5.6: no HPU line
+           {"v=2.5.5", "v3-8", {gpu, tpu8, hpu}},  // 2.5.5 setup.py:169 still has it
+           {"pl=2.5.0 torch=2.5.0 xla=2.5.0", "v3-8", {gpu, tpu8, hpu}},
            {"v=2.5 num_nodes=4", "v3-32", {gpu, tpu8}},  // per host, not 32
            {"v=2.5 devices=1", "v3-8", {gpu, "TPU available: True, using: 1 TPU cores"}},
            {"v=2.5 accelerator=cpu", "v3-8", {gpu, "TPU available: True, using: 0 TPU cores"}},
@@ -1623,6 +1719,29 @@ TEST(ResolveTest, DeviceInfoLinesAreThoseOfTheRelease) {
     ASSERT_TRUE(resolution.errors.empty()) << row.settings;
     EXPECT_EQ(row.lines, resolution.device_info) << row.settings;
   }
+}
+
+// The texts lightning-utilities and torch_xla write cite the file that writes
+// them, not the caller or a README.
+TEST(ResolveTest, CitesTheFileThatWritesTheText) {
+  const Resolution missing =
+      resolve(Settings("pl=2.1.4 torch=2.1.0 py=3.10 accelerator=tpu"), Pool("v3-8"));
+  ASSERT_EQ(1u, missing.errors.size());
+  EXPECT_EQ(
+      "Requirement 'torch_xla>=1.13' not met. HINT: Try running `pip install -U "
+      "'torch_xla>=1.13'`",
+      missing.errors[0].message);
+  EXPECT_TRUE(missing.errors[0].source.starts_with(
+      "Lightning-AI/utilities v0.12.0:src/lightning_utilities/core/imports.py:148"))
+      << missing.errors[0].source;
+  int notices = 0;
+  for (const RuleText& text : all_rule_texts()) {
+    if (!text.text.starts_with("XLA_USE_BF16 will be deprecated")) continue;
+    ++notices;
+    EXPECT_NE(std::string_view::npos, text.source.find(":torch_xla/csrc/dtype.cpp:14"))
+        << text.source;
+  }
+  EXPECT_EQ(2, notices);  // torch_xla 2.4 and 2.5
 }
 
 // The torch_xla whose metric names apply: environment.torch_xla, else the
