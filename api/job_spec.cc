@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 namespace tpujobs::api {
@@ -47,6 +48,13 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
     }
   }
   return row[b.size()];
+}
+
+// "U+000A": how an error names a control character.
+std::string code_point(unsigned char c) {
+  char text[8];
+  std::snprintf(text, sizeof text, "U+%04X", static_cast<unsigned>(c));
+  return text;
 }
 
 std::string type_name(const json& value) {
@@ -608,6 +616,14 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(total_ms));
 }
 
+std::optional<unsigned char> control_character(std::string_view text) {
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) return byte;
+  }
+  return std::nullopt;
+}
+
 std::optional<JobSpec> parse_job_spec(const json& body, std::vector<FieldError>* errors) {
   const std::size_t errors_before = errors->size();
   if (!body.is_object()) {
@@ -617,7 +633,17 @@ std::optional<JobSpec> parse_job_spec(const json& body, std::vector<FieldError>*
   JobSpec spec;
   {
     ObjectReader top(body, "", "", errors);
-    if (auto name = top.string("name", 128)) spec.name = *name;
+    if (auto name = top.string("name", 128)) {
+      if (name->empty()) {
+        errors->push_back({"name", "is empty",
+                           "give the job a name such as \"digits-mlp\", or leave `name` out"});
+      } else if (auto c = control_character(*name)) {
+        errors->push_back(
+            {"name", "contains the control character " + code_point(*c), kControlCharacterHint});
+      } else {
+        spec.name = *name;
+      }
+    }
     if (const json* labels = top.raw("labels"); expect_object(labels, "labels", errors)) {
       if (labels->size() > 32) errors->push_back({"labels", "has more than 32 labels", ""});
       for (auto it = labels->begin(); it != labels->end(); ++it) {
@@ -627,6 +653,13 @@ std::optional<JobSpec> parse_job_spec(const json& body, std::vector<FieldError>*
                    it->get<std::string>().size() > 256) {
           errors->push_back({"labels." + it.key().substr(0, 64),
                              "keys are 1-63 and values 0-256 characters", ""});
+        } else if (auto c = control_character(it.key())) {
+          errors->push_back({"labels", "a key contains the control character " + code_point(*c),
+                             kControlCharacterHint});
+        } else if (auto c = control_character(it->get_ref<const std::string&>())) {
+          errors->push_back({"labels." + it.key(),
+                             "contains the control character " + code_point(*c),
+                             kControlCharacterHint});
         } else {
           spec.labels[it.key()] = it->get<std::string>();
         }

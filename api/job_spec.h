@@ -53,6 +53,15 @@ std::optional<JobSpec> parse_job_spec(const nlohmann::json& body, std::vector<Fi
 // into spec->training.
 void apply_resolution(const Resolution& resolution, JobSpec* spec);
 
+// The first C0 control character (U+0000-U+001F, tab and newline included)
+// or DEL (U+007F) in `text`, or nullopt. Names and labels are one line of
+// printable text: they are shown in lists, logs and terminals, where a
+// control character breaks the line or moves the cursor.
+std::optional<unsigned char> control_character(std::string_view text);
+inline constexpr const char* kControlCharacterHint =
+    "names and labels are one line of printable text: remove tabs, newlines and other control "
+    "characters";
+
 // "30m", "90s", "1h30m", "500ms", or a number of seconds. nullopt if malformed.
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "api/job_spec.h"
 #include "api/notify.h"
 #include "api/problem.h"
 #include "api/sweep.h"
@@ -60,13 +61,48 @@ std::optional<std::string> nul_string_path(const json& value, const std::string&
   return std::nullopt;
 }
 
-// Parses a JSON request body; on failure answers 400 (malformed) or 422 (a
-// string the database cannot hold) and returns nullopt.
+constexpr const char* kJsonCurl =
+    "curl -H 'Content-Type: application/json' --data-binary @examples/digits-mlp.json "
+    "localhost:8080/v1/jobs";
+
+// Whether a Content-Type declares JSON: application/json or any
+// application/...+json (RFC 6839), whatever its parameters (charset=utf-8).
+// A body without a Content-Type is read as JSON as well: some clients send
+// none, and nothing else could be meant.
+bool declares_json(std::string_view content_type) {
+  std::string_view type = content_type.substr(0, content_type.find(';'));
+  while (!type.empty() && (type.front() == ' ' || type.front() == '\t')) type.remove_prefix(1);
+  while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) type.remove_suffix(1);
+  if (type.empty() && content_type.find(';') == std::string_view::npos) return true;
+  std::string lower(type);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  constexpr std::string_view kApplication = "application/";
+  if (lower.rfind(kApplication, 0) != 0) return false;
+  const std::string_view subtype = std::string_view(lower).substr(kApplication.size());
+  return subtype == "json" || (subtype.size() > 5 && subtype.ends_with("+json"));
+}
+
+// Parses a JSON request body; on failure answers 400 (malformed), 415 (a
+// body declared as something else: a form, text) or 422 (a string the
+// database cannot hold) and returns nullopt.
 std::optional<json> parse_body(const Request& request, const ResponseWriterPtr& writer) {
   if (request.body.empty()) {
-    writer->respond(
-        problem(400, "the request body is empty; send the job spec as JSON",
-                {{"hint", "curl -X POST localhost:8080/v1/jobs -d @examples/digits-mlp.json"}}));
+    writer->respond(problem(400, "the request body is empty; send the job spec as JSON",
+                            {{"hint", kJsonCurl}}));
+    return std::nullopt;
+  }
+  if (const std::string_view type = request.header("content-type"); !declares_json(type)) {
+    // curl -d sends application/x-www-form-urlencoded: reading that as JSON
+    // would accept what a form or a proxy could have rewritten.
+    std::string shown(type.substr(0, 64));
+    for (char& c : shown) {
+      if (c < 0x20 || c > 0x7e) c = '?';  // headers are bytes; the answer is UTF-8 JSON
+    }
+    writer->respond(problem(
+        415, "the body is sent as '" + shown + "'; this route reads JSON",
+        {{"field", "Content-Type"},
+         {"hint",
+          std::string("send the header Content-Type: application/json, e.g. ") + kJsonCurl}}));
     return std::nullopt;
   }
   if (!nesting_within(request.body, kMaxJsonDepth)) {
@@ -804,7 +840,17 @@ void JobsApi::add_job_routes() {
             return;
           query.array_id = array;
         }
-        w->respond(answer(service_.list_jobs(query)));
+        JsonResult listed = service_.list_jobs(query);
+        if (!listed.ok() && listed.code() == base::ErrorCode::kInvalid && query.cursor) {
+          // The only thing of a list query the store can refuse is the cursor.
+          w->respond(problem(422, "malformed cursor: it is not a next_cursor this service gave",
+                             {{"field", "cursor"},
+                              {"hint",
+                               "pass the next_cursor of the previous page as it was given, or "
+                               "leave cursor out for the first page"}}));
+          return;
+        }
+        w->respond(answer(listed));
       });
   router_.add("GET", "/v1/jobs/{id}", Access::kTenant,
               [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
@@ -948,6 +994,13 @@ void JobsApi::add_dataset_routes() {
                 if (name.size() > 128) {
                   w->respond(problem(400, "the query parameter 'name' is longer than 128 bytes",
                                      {{"field", "name"}, {"hint", "e.g. ?name=mydata"}}));
+                  return;
+                }
+                if (name.empty() || control_character(name)) {
+                  w->respond(problem(
+                      400, "the query parameter 'name' is empty or holds a control character",
+                      {{"field", "name"},
+                       {"hint", "a name is one line of printable text, e.g. ?name=mydata"}}));
                   return;
                 }
                 if (!storable_text(r.body)) {

@@ -51,6 +51,8 @@ void Router::add(std::string method, std::string pattern, Access access, RouteHa
 Router::Match Router::match(std::string_view method, std::string_view path, const Route** route,
                             PathParams* params, std::string* allowed) const {
   bool path_found = false;
+  const Route* get_route = nullptr;
+  PathParams get_params;
   allowed->clear();
   for (const Route& r : routes_) {
     PathParams candidate;
@@ -60,9 +62,21 @@ Router::Match Router::match(std::string_view method, std::string_view path, cons
       *params = std::move(candidate);
       return Match::kFound;
     }
+    if (method == "HEAD" && r.method == "GET" && !get_route) {
+      get_route = &r;
+      get_params = std::move(candidate);
+    }
     path_found = true;
-    if (allowed->find(r.method) == std::string::npos)
-      *allowed += (allowed->empty() ? "" : ", ") + r.method;
+    for (const std::string_view name : {std::string_view(r.method), std::string_view("HEAD")}) {
+      if (allowed->find(name) == std::string::npos)
+        *allowed += std::string(allowed->empty() ? "" : ", ") + std::string(name);
+      if (r.method != "GET") break;  // HEAD comes with GET (RFC 9110 §9.3.2)
+    }
+  }
+  if (get_route) {
+    *route = get_route;
+    *params = std::move(get_params);
+    return Match::kFound;
   }
   return path_found ? Match::kNoMethod : Match::kNoPath;
 }
@@ -70,7 +84,9 @@ Router::Match Router::match(std::string_view method, std::string_view path, cons
 std::string Router::pattern_of(std::string_view method, std::string_view path) const {
   PathParams params;
   for (const Route& r : routes_) {
-    if (r.method == method && match_path(r.pattern, path, &params)) return r.pattern;
+    if ((r.method == method || (method == "HEAD" && r.method == "GET")) &&
+        match_path(r.pattern, path, &params))
+      return r.pattern;
   }
   return {};
 }

@@ -37,7 +37,9 @@ class Router {
 
   enum class Match { kFound, kNoPath, kNoMethod };
   // On kFound sets *route and *params. On kNoMethod sets *allowed to the
-  // methods the path does accept.
+  // methods the path does accept. HEAD matches a path's GET route (RFC 9110
+  // §9.3.2: HEAD is answered as GET is; the server leaves the body out), and
+  // `allowed` names HEAD wherever it names GET.
   Match match(std::string_view method, std::string_view path, const Route** route,
               PathParams* params, std::string* allowed) const;
 

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "base/bytes.h"
+#include "base/text_table.h"
 #include "client/event_stream.h"
 #include "client/junit_report.h"
 
@@ -751,19 +752,7 @@ class Client {
 
   // Prints rows as left-aligned columns.
   void print_table(const std::vector<std::vector<std::string>>& rows) {
-    std::vector<std::size_t> widths;
-    for (const auto& row : rows) {
-      widths.resize(std::max(widths.size(), row.size()), 0);
-      for (std::size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
-    }
-    for (const auto& row : rows) {
-      std::string text;
-      for (std::size_t c = 0; c < row.size(); ++c) {
-        text += row[c];
-        if (c + 1 < row.size()) text += std::string(widths[c] - row[c].size() + 2, ' ');
-      }
-      out_ << text << "\n";
-    }
+    out_ << base::text_table(rows);
   }
 
   int list() {

@@ -48,6 +48,18 @@ Result<std::int64_t> TokenRepository::count_active_tokens() {
       });
 }
 
+Result<std::vector<TokenRow>> TokenRepository::list_tokens() {
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<TokenRow>> {
+        Result<QueryResult> rows = connection.execute(std::string("SELECT ") + kTokenColumns +
+                                                      " FROM api_tokens ORDER BY id");
+        if (!rows.ok()) return rows.error();
+        std::vector<TokenRow> tokens;
+        for (int row = 0; row < rows->rows(); ++row) tokens.push_back(read_token(*rows, row));
+        return tokens;
+      });
+}
+
 Status TokenRepository::revoke_token(std::int64_t id) {
   return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Status {
     Result<QueryResult> rows = connection.execute(

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "db/connection_pool.h"
 #include "db/pg_text.h"
@@ -36,7 +37,10 @@ class TokenRepository {
   Result<std::optional<TokenRow>> find_token(const std::string& token_hash);
   // How many tokens are not revoked (none: the service may run open on loopback).
   Result<std::int64_t> count_active_tokens();
-  // Revokes it from now on. kNotFound when there is no such token.
+  // Every token, revoked ones included, oldest first.
+  Result<std::vector<TokenRow>> list_tokens();
+  // Revokes it from now on (a token revoked already keeps its first
+  // revocation time). kNotFound when there is no such token.
   Status revoke_token(std::int64_t id);
 
  private:

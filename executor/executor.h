@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -82,6 +83,10 @@ struct RunControl {
   // When cancelled, first emit a checkpoint of where training stopped (the
   // service stopping: the job resumes there on the next start).
   const std::atomic<bool>* checkpoint_on_cancel = nullptr;
+  // Why *cancel was set when it was not a user's cancel, in the log's words
+  // ("its host failed", "preempted by job 12"); called once, on the training
+  // thread, when the run sees *cancel. Unset or "": the user cancelled it.
+  std::function<std::string()> stop_reason;
   // A multi-host slice that spans processes: the hosts this one runs and
   // the collective joining it to the others. nullptr: every host runs here.
   // Must outlive train().

@@ -350,7 +350,9 @@ std::optional<JobError> Trainer::check_control(std::int64_t next_step) {
     // Called between optimizer steps, where a checkpoint is exact.
     if (control_.checkpoint_on_cancel != nullptr && control_.checkpoint_on_cancel->load())
       emit_checkpoint();
-    log("Job cancelled: stopping before step " + std::to_string(next_step) + " (epoch " +
+    const std::string reason = control_.stop_reason ? control_.stop_reason() : std::string();
+    log((reason.empty() ? std::string("Job cancelled") : "Job stopped, " + reason) +
+        ": stopping before step " + std::to_string(next_step) + " (epoch " +
         std::to_string(epoch_) + ")");
     return JobError{"CANCELLED",
                     "cancelled at step " + std::to_string(next_step - 1) + " (epoch " +

@@ -101,6 +101,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool post_stream_data(std::string data) {
     if (stream_closed_) return false;
     asio::post(stream_.get_executor(), [self = shared_from_this(), d = std::move(data)]() mutable {
+      if (self->head_request_) return;  // HEAD: the headers only
       self->stream_queue_.push_back(std::move(d));
       self->pump_stream();
     });
@@ -132,6 +133,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void read_header() {
     phase_ = Phase::kReading;
+    head_request_ = false;
     parser_.emplace();
     parser_->header_limit(16 * 1024);
     parser_->body_limit(state_.options.body_limit);
@@ -243,14 +245,30 @@ class Session : public std::enable_shared_from_this<Session> {
       return;
     }
     phase_ = Phase::kWriting;
+    if (head_request_) {
+      // RFC 9110 §9.3.2: the GET answer's status and headers, its length
+      // included, and no body.
+      auto message = std::make_shared<http::response<http::empty_body>>(
+          static_cast<http::status>(response.status), 11);
+      const bool has_content =
+          response.status >= 200 && response.status != 204 && response.status != 304;
+      if (has_content) message->content_length(response.body.size());
+      send(std::move(message), std::move(response));
+      return;
+    }
     auto message = std::make_shared<http::response<http::string_body>>(
         static_cast<http::status>(response.status), 11);
+    message->body() = std::move(response.body);
+    message->prepare_payload();
+    send(std::move(message), std::move(response));
+  }
+
+  template <class Body>
+  void send(std::shared_ptr<http::response<Body>> message, api::Response response) {
     message->set(http::field::server, "tpujobs");
     message->set(http::field::content_type, response.content_type);
     for (auto& [name, value] : response.headers) message->set(name, value);
-    message->body() = std::move(response.body);
     message->keep_alive(keep_alive_ && !state_.stopping);
-    message->prepare_payload();
     stream_.expires_after(state_.options.body_timeout);
     const int status = response.status;
     http::async_write(
@@ -284,6 +302,12 @@ class Session : public std::enable_shared_from_this<Session> {
                       "\r\nCache-Control: no-cache\r\nConnection: close\r\n";
     for (auto& [name, value] : head.headers) raw += name + ": " + value + "\r\n";
     raw += "\r\n";
+    if (head_request_) {
+      // HEAD on a stream: the headers, then the end.
+      stream_queue_.clear();
+      stream_end_requested_ = true;
+      stream_closed_ = true;
+    }
     stream_queue_.push_front(std::move(raw));
     stream_.expires_never();
     finish_request(head.status);
@@ -354,6 +378,7 @@ class Session : public std::enable_shared_from_this<Session> {
   SessionRegistry& registry_;
   Phase phase_ = Phase::kIdle;
   bool keep_alive_ = true;
+  bool head_request_ = false;  // the request being answered is a HEAD
   std::string request_method_;
   std::string request_path_;
   std::chrono::steady_clock::time_point request_received_;
@@ -408,6 +433,7 @@ void Session::dispatch_request() {
   http::request<http::string_body> message = parser_->release();
   parser_.reset();
   keep_alive_ = message.keep_alive();
+  head_request_ = message.method() == http::verb::head;
 
   api::Request request;
   request.received_at = std::chrono::steady_clock::now();

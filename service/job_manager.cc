@@ -863,6 +863,25 @@ void JobManager::run_job(std::shared_ptr<LiveJob> job, scheduler::Placement plac
   control.cancel = &job->cancel;
   control.resume = resume ? &*resume : nullptr;
   control.checkpoint_on_cancel = &job->checkpoint_on_cancel;
+  control.stop_reason = [this, job]() -> std::string {
+    base::MutexLock lock(mutex_);
+    if (job->user_cancelled) return "";
+    switch (job->stop_reason) {
+      case StopReason::kShutdown:
+        return "the service is stopping";
+      case StopReason::kHostFailedRetry:
+      case StopReason::kHostFailedFinal:
+        return "a host of its slice failed";
+      case StopReason::kPreempted:
+        return "preempted by job " + std::to_string(job->preempted_by.value_or(0));
+      case StopReason::kLeaseLost:
+        return "its lease on the cores was released";
+      case StopReason::kUserCancel:
+      case StopReason::kNone:
+        break;
+    }
+    return "";
+  };
   executor::TrainingResult result =
       executor::train(job->spec.training, device, workers_, *datasets_, sink, control);
   {

@@ -16,7 +16,7 @@ std::string usage() {
          "commands:\n"
          "  serve        run the service (REST API, scheduler, executor, embedded PostgreSQL)\n"
          "  agent        run the jobs of a cluster on this machine's hosts (DESIGN §9)\n"
-         "  token        create an API token for a tenant (admin)\n" +
+         "  token        create, list and revoke API tokens (admin)\n" +
          tpujobs::client::client_commands_summary() +
          "\nClient commands talk to --server URL (or $TPUJOBS_URL, default http://127.0.0.1:8080)\n"
          "and send --token T (or $TPUJOBS_TOKEN). Exit codes: 0 succeeded/valid, 1 job failed,\n"

@@ -28,9 +28,10 @@ bool TokenCache::auth_required() {
   base::MutexLock lock(mutex_);
   if (!tokens_exist_ || now - counted_ > options_.recount) {
     auto count = store_.count_active();
-    // If the database cannot say, stay closed once tokens were seen.
+    // Once tokens were seen, stay closed: when the database cannot say, and
+    // when the last token was revoked (which must not open the service).
     if (count.ok())
-      tokens_exist_ = *count > 0;
+      tokens_exist_ = *count > 0 || tokens_exist_.value_or(false);
     else if (!tokens_exist_)
       tokens_exist_ = false;
     counted_ = now;

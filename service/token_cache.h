@@ -1,9 +1,10 @@
 // The token cache: who a bearer token is, without a database round trip on
 // every request. A token's principal (or that it is unknown) is kept for
-// `ttl`, so a revoked token stops working within that time; whether any
-// token exists at all (none: the service runs open on loopback) is asked
-// again every `recount`. Once tokens were seen, a database that cannot
-// answer keeps the service closed.
+// `ttl` (kTokenCacheTtl, 5 s): a revoked token stops working on every
+// replica within that time, and a new one starts working within it. Whether
+// any token exists at all (none: the service runs open on loopback) is asked
+// again every `recount`. Once tokens were seen the service stays closed: a
+// database that cannot answer, or the last token revoked, does not open it.
 #pragma once
 
 #include <chrono>
@@ -29,8 +30,11 @@ class TokenStore {
   virtual db::Result<std::int64_t> count_active() = 0;
 };
 
+// The revocation bound (docs/deploy.md, `tpujobs token revoke`).
+inline constexpr std::chrono::milliseconds kTokenCacheTtl{5000};
+
 struct TokenCacheOptions {
-  std::chrono::milliseconds ttl{5000};
+  std::chrono::milliseconds ttl = kTokenCacheTtl;
   std::chrono::milliseconds recount{2000};
   std::size_t max_entries = 10000;  // bounds memory against random tokens
 };

@@ -27,6 +27,13 @@ Response call(JobsApi& api, std::string method, std::string target, std::string 
 
 nlohmann::json body_of(const Response& r) { return nlohmann::json::parse(r.body); }
 
+std::string header_of(const Response& r, const std::string& name) {
+  for (const auto& [n, v] : r.headers) {
+    if (n == name) return v;
+  }
+  return "";
+}
+
 TEST(OpenApi, DocumentsExactlyTheRoutesTheRouterServes) {
   FakeJobService service;
   JobsApi api(service, {});
@@ -86,6 +93,103 @@ TEST(Routes, UnknownPathIsProblemJson404AndWrongMethodIs405WithAllow) {
     }
   }
   EXPECT_TRUE(has_allow);
+}
+
+// RFC 9110 §9.3.2: HEAD is answered as GET (the server leaves the body out),
+// and every Allow that names GET names HEAD.
+TEST(Routes, HeadIsAnsweredAsGetAndAllowedWhereGetIs) {
+  FakeJobService service;
+  JobsApi api(service, {});
+  for (const char* target : {"/healthz", "/v1/jobs", "/v1/jobs/1", "/v1/pool", "/openapi.json"}) {
+    const Response get = call(api, "GET", target);
+    const Response head = call(api, "HEAD", target);
+    EXPECT_EQ(head.status, get.status) << target;
+    EXPECT_EQ(head.content_type, get.content_type) << target;
+    EXPECT_EQ(head.body.size(), get.body.size()) << target;
+  }
+  EXPECT_EQ(call(api, "HEAD", "/v1/jobs/987").status, 404);
+  EXPECT_EQ(header_of(call(api, "DELETE", "/v1/jobs"), "Allow"), "POST, GET, HEAD");
+  EXPECT_EQ(header_of(call(api, "PUT", "/v1/jobs/1"), "Allow"), "GET, HEAD");
+  // A POST-only route does not answer HEAD.
+  const Response cancel = call(api, "HEAD", "/v1/jobs/1/cancel");
+  EXPECT_EQ(cancel.status, 405);
+  EXPECT_EQ(header_of(cancel, "Allow"), "POST");
+}
+
+// A JSON route reads a body declared JSON (or not declared at all); a form or
+// text body is 415 naming Content-Type, with a hint.
+TEST(Routes, ABodyNotDeclaredJsonIs415OnContentType) {
+  FakeJobService service;
+  JobsApi api(service, {});
+  const std::string spec = R"({"model": {"layers": [{"type": "linear", "out": 10}]},
+      "data": {"dataset": "digits"}})";
+  for (const char* type : {"text/plain", "application/x-www-form-urlencoded", "text/csv",
+                           "application/jsonp", "application/+json", "; charset=utf-8"}) {
+    Response r = call(api, "POST", "/v1/jobs:validate", spec, {{"content-type", type}});
+    EXPECT_EQ(r.status, 415) << type << ": " << r.body;
+    EXPECT_EQ(r.content_type, "application/problem+json");
+    const nlohmann::json problem = body_of(r);
+    EXPECT_EQ(problem["field"], "Content-Type") << type;
+    EXPECT_NE(problem["hint"].get<std::string>().find("application/json"), std::string::npos);
+  }
+  EXPECT_EQ(call(api, "POST", "/v1/jobs", spec, {{"content-type", "text/plain"}}).status, 415);
+  EXPECT_TRUE(service.submitted.empty());
+  for (const char* type : {"", "application/json", "Application/JSON",
+                           "application/json; charset=utf-8", " application/json ;charset=UTF-8",
+                           "application/problem+json", "application/vnd.tpujobs.spec+json"}) {
+    Response r = call(api, "POST", "/v1/jobs:validate", spec, {{"content-type", type}});
+    EXPECT_EQ(r.status, 200) << "'" << type << "': " << r.body;
+  }
+  // Bytes that are not text are not echoed as they are.
+  Response binary =
+      call(api, "POST", "/v1/jobs:validate", spec, {{"content-type", "text/\xff\x01"}});
+  EXPECT_EQ(binary.status, 415);
+  EXPECT_TRUE(nlohmann::json::accept(binary.body)) << binary.body;
+}
+
+// Names and labels are one line of printable text.
+TEST(Routes, AnEmptyNameOrAControlCharacterInANameOrLabelIs422OnItsField) {
+  FakeJobService service;
+  JobsApi api(service, {});
+  const auto spec_with = [](const std::string& fields) {
+    return "{" + fields +
+           R"(, "model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "digits"}})";
+  };
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"("name": "")", "name"},
+      {R"("name": "a\tb")", "name"},
+      {R"("name": "line\nbreak")", "name"},
+      {R"("name": "bell\u0007")", "name"},
+      {R"("name": "\u001b[2J")", "name"},
+      {R"("name": "del\u007f")", "name"},
+      {R"("name": "\u0001")", "name"},
+      {R"("labels": {"team": "a\nb"})", "labels.team"},
+      {R"("labels": {"te\tam": "a"})", "labels"},
+  };
+  for (const auto& [fields, field] : cases) {
+    Response r = call(api, "POST", "/v1/jobs", spec_with(fields));
+    ASSERT_EQ(r.status, 422) << fields << ": " << r.body;
+    const nlohmann::json problem = body_of(r);
+    ASSERT_EQ(problem["errors"].size(), 1u) << r.body;
+    EXPECT_EQ(problem["errors"][0]["field"], field) << fields;
+    EXPECT_FALSE(problem["errors"][0]["hint"].get<std::string>().empty()) << fields;
+  }
+  EXPECT_TRUE(service.submitted.empty());
+  // Printable text of any script is a name; no name at all is fine too.
+  EXPECT_EQ(call(api, "POST", "/v1/jobs", spec_with(R"("name": "Läufe — 学習 #1")")).status, 201);
+  EXPECT_EQ(call(api, "POST", "/v1/jobs", spec_with(R"("priority": 0)")).status, 201);
+}
+
+TEST(Routes, ADatasetNameThatIsEmptyOrHoldsAControlCharacterIs400OnName) {
+  FakeJobService service;
+  JobsApi api(service, {});
+  for (const char* target : {"/v1/datasets?name=", "/v1/datasets?name=a%0Ab",
+                             "/v1/datasets?name=%09tab", "/v1/datasets?name=x%7F"}) {
+    Response r = call(api, "POST", target, "a,label\n1,0\n", {{"content-type", "text/csv"}});
+    EXPECT_EQ(r.status, 400) << target << ": " << r.body;
+    EXPECT_EQ(body_of(r)["field"], "name") << target;
+    EXPECT_FALSE(body_of(r)["hint"].get<std::string>().empty());
+  }
 }
 
 TEST(Routes, MalformedJsonIs400WithPosition) {
@@ -425,13 +529,6 @@ TEST(Routes, StaticPathsRefuseTraversal) {
   EXPECT_EQ(call(api, "GET", "/").status, 200);
   EXPECT_EQ(call(api, "GET", "/%2e%2e/etc/passwd").status, 400);
   EXPECT_EQ(call(api, "GET", "/nothing.js").status, 404);
-}
-
-std::string header_of(const Response& r, const std::string& name) {
-  for (const auto& [n, v] : r.headers) {
-    if (n == name) return v;
-  }
-  return "";
 }
 
 TEST(Auth, OnceTokensExistAnonymousRequestsAre401ButHealthIsOpen) {

@@ -22,6 +22,7 @@ using fakes::MapDatasets;
 using fakes::RecordingSink;
 using fakes::small_spec;
 using fakes::tied_linear;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 TrainingSpec digits_spec(int cores, int batch_per_core) {
@@ -355,6 +356,23 @@ TEST_F(TrainerTest, CancelStopsWithinOneStep) {
   ASSERT_TRUE(result.error);
   EXPECT_EQ(result.error->type, "CANCELLED");
   EXPECT_EQ(result.steps, 3);
+  EXPECT_THAT(sink.lines_with("stopping before step"),
+              ElementsAre("Job cancelled: stopping before step 4 (epoch 0)"));
+}
+
+// A run stopped for a host failure or a preemption says so, not "cancelled".
+TEST_F(TrainerTest, StopForAnotherReasonSaysWhyInTheLog) {
+  CancellingSink sink;
+  RunControl control;
+  control.cancel = &sink.cancel;
+  control.stop_reason = [] { return std::string("a host of its slice failed"); };
+  const TrainingResult result = run(small_spec(), sink, control);
+  EXPECT_EQ(result.outcome, Outcome::kCancelled);
+  EXPECT_EQ(result.steps, 3);
+  EXPECT_THAT(
+      sink.lines_with("stopping before step"),
+      ElementsAre("Job stopped, a host of its slice failed: stopping before step 4 (epoch 0)"));
+  EXPECT_THAT(sink.lines_with("cancelled"), ::testing::IsEmpty());
 }
 
 TEST_F(TrainerTest, TimeoutEndsWithDeadlineExceeded) {

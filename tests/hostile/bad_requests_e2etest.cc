@@ -142,6 +142,12 @@ struct BadRequest {
   std::string detail_contains;  // text a user would look for in `detail` or `errors` ("" = any)
   std::string allow;            // expected Allow header for 405
   std::string raw;              // when set: sent as is on a raw socket instead
+  std::string field{};          // when set: the problem names this field, with a hint
+
+  BadRequest on_field(std::string name) && {
+    field = std::move(name);
+    return std::move(*this);
+  }
 };
 
 std::string csv_upload_target() { return "/v1/datasets?name=hostile"; }
@@ -376,13 +382,19 @@ std::vector<BadRequest> bad_requests() {
        {},
        400,
        "unknown state"},
-      {"InjectedCursor",
-       "GET",
-       "/v1/jobs?cursor=" + percent_encode("' OR 1=1 --"),
-       "",
-       {},
-       422,
-       "cursor"},
+      BadRequest{"InjectedCursor",
+                 "GET",
+                 "/v1/jobs?cursor=" + percent_encode("' OR 1=1 --"),
+                 "",
+                 {},
+                 422,
+                 "cursor"}
+          .on_field("cursor"),
+      // Regression: a cursor the service never gave was a 422 without a field.
+      BadRequest{"GarbageCursor", "GET", "/v1/jobs?cursor=garbage", "", {}, 422, "cursor"}.on_field(
+          "cursor"),
+      BadRequest{"CursorOfAnotherShape", "GET", "/v1/jobs?cursor=00ff", "", {}, 422, "cursor"}
+          .on_field("cursor"),
       {"InjectedUploadId",
        "POST",
        "/v1/jobs",
@@ -405,6 +417,59 @@ std::vector<BadRequest> bad_requests() {
       {"InvalidUtf8DatasetName", "POST", "/v1/datasets?name=%FF", "a,label\n1,0\n", csv, 400,
        "UTF-8"},
       {"NulInDatasetName", "POST", "/v1/datasets?name=a%00b", "a,label\n1,0\n", csv, 400, "U+0000"},
+      // Regression: names and labels with control characters (and an empty
+      // name) were accepted; they break lines in lists, logs and terminals.
+      BadRequest{"EmptyName", "POST", "/v1/jobs", spec_with("/name", R"("")"), {}, 422, "empty"}
+          .on_field("name"),
+      BadRequest{
+          "NewlineInName", "POST", "/v1/jobs", spec_with("/name", R"("a\nb")"), {}, 422, "U+000A"}
+          .on_field("name"),
+      BadRequest{"TerminalEscapeInName",
+                 "POST",
+                 "/v1/jobs",
+                 spec_with("/name", R"("\u001b[2Jgone")"),
+                 {},
+                 422,
+                 "U+001B"}
+          .on_field("name"),
+      BadRequest{"DelInName",
+                 "POST",
+                 "/v1/jobs:validate",
+                 spec_with("/name", R"("x\u007f")"),
+                 {},
+                 422,
+                 "U+007F"}
+          .on_field("name"),
+      BadRequest{"TabInLabelValue",
+                 "POST",
+                 "/v1/jobs",
+                 spec_with("/labels", R"({"team": "a\tb"})"),
+                 {},
+                 422,
+                 "U+0009"}
+          .on_field("labels.team"),
+      BadRequest{"NewlineInDatasetName", "POST", "/v1/datasets?name=a%0Ab", "a,label\n1,0\n", csv,
+                 400, "control character"}
+          .on_field("name"),
+      // Regression: a body sent as a form or as text was parsed as JSON.
+      BadRequest{"SpecSentAsPlainText",
+                 "POST",
+                 "/v1/jobs",
+                 valid,
+                 {{"Content-Type", "text/plain"}},
+                 415,
+                 "reads JSON"}
+          .on_field("Content-Type"),
+      BadRequest{"SpecSentAsForm",
+                 "POST",
+                 "/v1/jobs",
+                 valid,
+                 {{"Content-Type", "application/x-www-form-urlencoded"}},
+                 415,
+                 "application/x-www-form-urlencoded"}
+          .on_field("Content-Type"),
+      BadRequest{"ValidateSentAsCsv", "POST", "/v1/jobs:validate", valid, csv, 415, "text/csv"}
+          .on_field("Content-Type"),
       {"NulInDatasetCsv", "POST", "/v1/datasets?name=n", std::string("a\0,label\n1,0\n", 13), csv,
        422, "U+0000"},
       {"InvalidUtf8DatasetCsv", "POST", "/v1/datasets?name=n", "\xff\xfe,label\n1,0\n", csv, 422,
@@ -449,10 +514,10 @@ std::vector<BadRequest> bad_requests() {
       {"CsvBeyondFloatRange", "POST", csv_upload_target(), "a,label\n1e300,0\n", csv, 422,
        "line 2"},
       // Wrong methods: 405 with Allow.
-      {"DeleteJobs", "DELETE", "/v1/jobs", "", {}, 405, "DELETE", "POST, GET"},
-      {"PutJob", "PUT", "/v1/jobs/1", "{}", {}, 405, "PUT", "GET"},
+      {"DeleteJobs", "DELETE", "/v1/jobs", "", {}, 405, "DELETE", "POST, GET, HEAD"},
+      {"PutJob", "PUT", "/v1/jobs/1", "{}", {}, 405, "PUT", "GET, HEAD"},
       {"GetCancel", "GET", "/v1/jobs/1/cancel", "", {}, 405, "GET", "POST"},
-      {"PostHealthz", "POST", "/healthz", "", {}, 405, "POST", "GET"},
+      {"PostHealthz", "POST", "/healthz", "", {}, 405, "POST", "GET, HEAD"},
       {"GetDatasets", "GET", "/v1/datasets", "", {}, 405, "GET", "POST"},
       // Unknown routes.
       {"PostUnknown", "POST", "/v1/nothing-here", "{}", {}, 404, "no route"},
@@ -604,6 +669,14 @@ HttpResponse expect_problem(const ServiceProcess& target, const BadRequest& c) {
   EXPECT_EQ(detail.find("statement failed"), std::string::npos) << detail;
   if (!c.allow.empty()) {
     EXPECT_EQ(r.header("allow"), c.allow);
+  }
+  if (!c.field.empty()) {
+    // On the problem itself, or on one of a spec's errors.
+    bool named = problem.value("field", "") == c.field && !problem.value("hint", "").empty();
+    for (const json& e : problem.value("errors", json::array())) {
+      named = named || (e.value("field", "") == c.field && !e.value("hint", "").empty());
+    }
+    EXPECT_TRUE(named) << "no field '" << c.field << "' with a hint in " << r.body.substr(0, 500);
   }
   EXPECT_EQ(target.get("/healthz").status, 200) << "after " << c.name;
   return r;
@@ -887,6 +960,66 @@ TEST(SqlInjection, DatasetNameIsStoredVerbatimAndUsable) {
   HttpResponse created = service().post("/v1/jobs", spec.dump());
   ASSERT_EQ(created.status, 201) << created.body;
   EXPECT_EQ(service().wait_terminal(created.json()["id"])["state"], "SUCCEEDED");
+}
+
+// RFC 9110 §9.3.2. Regression: HEAD on a GET route was 405.
+TEST(Head, IsAnsweredAsGetWithItsLengthAndWithoutABody) {
+  const auto exchange = [](const std::string& method, const std::string& target) {
+    return parse_raw(
+        raw_exchange(service().port(),
+                     method + " " + target + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                     std::chrono::seconds(30)));
+  };
+  for (const char* target :
+       {"/healthz", "/v1/jobs", "/v1/pool", "/openapi.json", "/", "/v1/jobs/987654321"}) {
+    const RawAnswer get = exchange("GET", target);
+    const RawAnswer head = exchange("HEAD", target);
+    ASSERT_NE(get.status, 0) << target;
+    EXPECT_EQ(head.status, get.status) << target;
+    EXPECT_EQ(head.headers.count("content-type") ? head.headers.at("content-type") : "",
+              get.headers.at("content-type"))
+        << target;
+    ASSERT_TRUE(head.headers.count("content-length")) << target;
+    // /v1/jobs and /v1/pool may change between the two; their length is the
+    // one of the answer HEAD would have had.
+    if (std::string_view(target) != "/v1/jobs" && std::string_view(target) != "/v1/pool") {
+      EXPECT_EQ(head.headers.at("content-length"), std::to_string(get.body.size())) << target;
+    }
+    EXPECT_EQ(head.body, "") << target;
+  }
+  // On one keep-alive connection, the answer after a HEAD is read whole: no
+  // body bytes were left in between.
+  const RawAnswer after = parse_raw(raw_exchange(
+      service().port(),
+      "HEAD /openapi.json HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n"
+      "Connection: close\r\n\r\n",
+      std::chrono::seconds(30)));
+  EXPECT_EQ(after.status, 200);
+  const std::size_t second = after.body.find("HTTP/1.1 200");
+  ASSERT_EQ(second, 0u) << "the HEAD answer carried a body: " << after.body.substr(0, 200);
+  EXPECT_EQ(parse_raw(after.body).body, service().get("/healthz").body);
+}
+
+// A stream under HEAD: its headers, then the end, while the same GET stays open.
+TEST(Head, OnALiveLogStreamAnswersTheHeadersAndEnds) {
+  json spec = tiny_spec("head-stream");
+  spec["trainer"]["max_epochs"] = 100000;
+  HttpResponse created = service().post("/v1/jobs", spec.dump());
+  ASSERT_EQ(created.status, 201) << created.body;
+  const std::int64_t id = created.json()["id"];
+  const std::string request = "HEAD /v1/jobs/" + std::to_string(id) +
+                              "/logs HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n";
+  const Clock::time_point sent = Clock::now();
+  const RawAnswer head =
+      parse_raw(raw_exchange(service().port(), request, std::chrono::seconds(60)));
+  const double took = std::chrono::duration<double>(Clock::now() - sent).count();
+  EXPECT_EQ(head.status, 200);
+  EXPECT_EQ(head.headers.count("content-type") ? head.headers.at("content-type") : "",
+            "text/event-stream");
+  EXPECT_EQ(head.body, "");
+  EXPECT_LT(took, 30.0) << "the HEAD stream was left open until the client gave up";
+  EXPECT_EQ(service().post("/v1/jobs/" + std::to_string(id) + "/cancel").status, 202);
+  EXPECT_EQ(service().wait_terminal(id)["state"], "CANCELLED");
 }
 
 // A client that sends `at_once`, then `trickle` one byte a second, then

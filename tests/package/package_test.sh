@@ -70,7 +70,7 @@ done
 spec='{"name":"from-the-package","trainer":{"accelerator":"tpu","devices":1,"max_epochs":1},
   "model":{"layers":[{"type":"linear","out":16},{"type":"relu"},{"type":"linear","out":3}],"loss":"cross_entropy"},
   "data":{"dataset":"iris","batch_size":16},"optimizer":{"type":"adam","lr":0.01}}'
-curl -sS -o "$work/created.json" -D "$work/created.headers" -X POST "$url/v1/jobs" -d "$spec" || fail "submit failed"
+curl -sS -o "$work/created.json" -D "$work/created.headers" -X POST "$url/v1/jobs" -H 'Content-Type: application/json' --data-binary "$spec" || fail "submit failed"
 grep -q "^HTTP/1.1 201" "$work/created.headers" || fail "submit was not accepted: $(cat "$work/created.headers" "$work/created.json")"
 id="$(sed -n 's|^[Ll]ocation: /v1/jobs/\([0-9]*\).*|\1|p' "$work/created.headers")"
 [ -n "$id" ] || fail "no Location in $(cat "$work/created.headers")"

@@ -75,6 +75,36 @@ TEST(TokenCache, OnceTokensExistAnOutageKeepsTheServiceClosed) {
   EXPECT_TRUE(cache.auth_required());
 }
 
+// The revocation bound: a revoked token is accepted for less than
+// kTokenCacheTtl after its last lookup, never at or after it.
+TEST(TokenCache, ARevokedTokenIsRefusedOnceTheBoundHasPassed) {
+  FakeTokens store;
+  store.by_hash[hash_token("tpj_a")] = {"team-a", false};
+  store.by_hash[hash_token("tpj_b")] = {"team-b", false};
+  base::FakeClock clock;
+  TokenCache cache(store, clock);
+  ASSERT_TRUE(*cache.authenticate("tpj_a"));
+  store.by_hash.erase(hash_token("tpj_a"));
+  clock.advance(kTokenCacheTtl - 1ms);
+  EXPECT_TRUE(*cache.authenticate("tpj_a")) << "answered from memory within the bound";
+  clock.advance(1ms);
+  EXPECT_FALSE(*cache.authenticate("tpj_a"));
+  EXPECT_LE(kTokenCacheTtl, 5s) << "docs/deploy.md and `tpujobs token revoke` promise 5 s";
+}
+
+// Revoking the last token must not open a service that required tokens.
+TEST(TokenCache, RevokingTheLastTokenKeepsTheServiceClosed) {
+  FakeTokens store;
+  store.by_hash[hash_token("tpj_a")] = {"team-a", true};
+  base::FakeClock clock;
+  TokenCache cache(store, clock, {.recount = 2s});
+  EXPECT_TRUE(cache.auth_required());
+  store.by_hash.clear();
+  clock.advance(3s);
+  EXPECT_TRUE(cache.auth_required());
+  EXPECT_FALSE(*cache.authenticate("tpj_a"));
+}
+
 TEST(TokenCache, RandomTokensCannotGrowItWithoutBound) {
   FakeTokens store;
   base::FakeClock clock;
