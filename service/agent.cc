@@ -444,6 +444,19 @@ void Agent::run_job(std::shared_ptr<Run> run) {
   control.cancel = &run->cancel;
   control.resume = resume ? &*resume : nullptr;
   control.checkpoint_on_cancel = &run->checkpoint_on_cancel;
+  control.stop_reason = [&run = *run]() -> std::string {
+    switch (run.stop_reason.load()) {
+      case StopReason::kShutdown:
+        return "its agent is stopping";
+      case StopReason::kPreempted:
+        return "preempted by job " + std::to_string(run.preempted_by.load());
+      case StopReason::kMovedOn:  // its writes no longer land
+      case StopReason::kUserCancel:
+      case StopReason::kNone:
+        break;
+    }
+    return "";
+  };
   control.clock = options_.clock;
   std::optional<executor::JobError> unreachable;
   std::unique_ptr<executor::SliceCollective> collective = join_slice(*run, &unreachable);

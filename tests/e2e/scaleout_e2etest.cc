@@ -407,6 +407,14 @@ void ScaleOut::stop_an_agent_of_a_slice_gracefully(int part) {
   EXPECT_NE(reasons.find("Agent " + stopped + " stopping"), std::string::npos) << reasons;
   EXPECT_EQ(reasons.find("UNAVAILABLE"), std::string::npos) << reasons;
   for (const json& p : done["allocation"]["slice"]["parts"]) EXPECT_NE(p["agent"], stopped);
+  if (part == 0) {
+    // The first part's copy writes the job's log: it says why it stopped.
+    const std::string logs =
+        slice.replica->get("/v1/jobs/" + std::to_string(slice.id) + "/logs?limit=10000").body;
+    EXPECT_NE(logs.find("Job stopped, its agent is stopping: stopping before step"),
+              std::string::npos)
+        << logs;
+  }
 }
 
 TEST_F(ScaleOut, StoppingAPeerAgentGracefullyRequeuesTheSliceWithoutSpendingARetry) {
