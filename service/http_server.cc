@@ -1,5 +1,6 @@
 #include "service/http_server.h"
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -8,10 +9,12 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <deque>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 
@@ -37,9 +40,12 @@ std::string problem_body(int status, std::string_view title, std::string_view de
 }
 
 struct ServerState {
-  ServerState(HttpServerOptions o, api::Handler& h) : options(std::move(o)), handler(h) {}
+  ServerState(HttpServerOptions o, api::Handler& h) : options(std::move(o)), handler(h) {
+    if (options.handler_threads > 0) handlers.emplace(options.handler_threads);
+  }
   HttpServerOptions options;
   api::Handler& handler;
+  std::optional<asio::thread_pool> handlers;  // with handler_threads > 0
   std::atomic<std::int64_t> in_flight{0};
   std::atomic<std::int64_t> connections{0};
   std::atomic<bool> stopping{false};
@@ -424,7 +430,17 @@ void Session::dispatch_request() {
   request_path_ = request.path;
   request_received_ = request.received_at;
   ++state_.in_flight;
-  state_.handler.handle(std::move(request), std::make_shared<Writer>(shared_from_this()));
+  auto writer = std::make_shared<Writer>(shared_from_this());
+  const std::vector<std::string>& inline_paths = state_.options.inline_paths;
+  if (state_.handlers &&
+      std::find(inline_paths.begin(), inline_paths.end(), request.path) == inline_paths.end()) {
+    asio::post(*state_.handlers, [&handler = state_.handler, request = std::move(request),
+                                  writer = std::move(writer)]() mutable {
+      handler.handle(std::move(request), std::move(writer));
+    });
+    return;
+  }
+  state_.handler.handle(std::move(request), std::move(writer));
 }
 
 }  // namespace
@@ -489,6 +505,9 @@ class HttpServer::Impl {
     io_.stop();
     for (std::thread& t : threads_) t.join();
     threads_.clear();
+    // Handlers still waiting (at most their database deadline) finish;
+    // their answers go nowhere.
+    if (state_.handlers) state_.handlers->join();
   }
 
   ServerState state_;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "api/http.h"
 #include "base/result.h"
@@ -21,6 +22,13 @@ struct HttpServerOptions {
   std::chrono::milliseconds header_timeout{10000};  // whole header must arrive within
   std::chrono::milliseconds body_timeout{30000};    // whole body must arrive within
   std::chrono::milliseconds idle_timeout{60000};    // keep-alive connection with no request
+  // 0: the handler runs on the I/O thread that read the request. N: on one
+  // of N threads of their own, except for the paths in inline_paths: a
+  // handler that may wait (on a database that hangs, up to its deadline)
+  // then never holds an I/O thread, and the inline paths (the health
+  // probes, which never wait) are answered while all N threads wait.
+  int handler_threads = 0;
+  std::vector<std::string> inline_paths;
 };
 
 class HttpServer {
