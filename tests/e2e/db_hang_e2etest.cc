@@ -209,8 +209,8 @@ TEST(DatabaseHang, ProbesAnswerRequestsFailBoundedAndAllRecovers) {
 
   std::printf(
       "database hung (SIGSTOP) with --db-timeout %d: /readyz 503 after %.2f s, requests 503 "
-      "after %.2f s, ready again %.2f s after SIGCONT\n",
-      kDbTimeoutSeconds, unready_after, submit_answer.seconds, ready_after);
+      "after %.2f s, ready again %.2f s after SIGCONT; the submit retried with its key: %d\n",
+      kDbTimeoutSeconds, unready_after, submit_answer.seconds, ready_after, retried.status);
   EXPECT_EQ(service.stop(), 0) << service.log();
 }
 
