@@ -517,11 +517,10 @@ int run_serve(const std::vector<std::string>& args) {
   http.port = static_cast<std::uint16_t>(options.port);
   http.io_threads = options.io_threads;
   http.body_limit = options.max_body;
-  // Requests run off the I/O threads, on more threads than the API's pool
-  // has connections, so that a database that hangs holds no I/O thread and
-  // the probes, answered on the I/O threads, never wait behind it.
-  http.handler_threads = 16;
-  http.inline_paths = {"/healthz", "/readyz"};
+  // Requests that wait on a database that hangs (each up to --db-timeout)
+  // hold their I/O threads: spare ones then read and answer the rest, the
+  // health probes first among them, which never wait.
+  http.spare_io_threads = 32;
   HttpServer server(http, api);
   if (base::Status started = server.start(); !started.ok()) {
     std::cerr << "tpujobs serve: " << started.error().message << "\n";
