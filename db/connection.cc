@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cerrno>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +29,19 @@ std::string trimmed(const char* message) {
   std::string text = message ? message : "";
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   return text;
+}
+
+// "10 s", "1.5 s": a timeout as a user reads it.
+std::string seconds_text(std::chrono::milliseconds timeout) {
+  const long long ms = timeout.count();
+  if (ms % 1000 == 0) return std::to_string(ms / 1000) + " s";
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.1f s", static_cast<double>(ms) / 1000.0);
+  return buffer;
+}
+
+bool is_copy(ExecStatusType status) {
+  return status == PGRES_COPY_IN || status == PGRES_COPY_OUT || status == PGRES_COPY_BOTH;
 }
 
 }  // namespace
@@ -124,17 +138,48 @@ std::string QueryResult::bytes(int row, int column) const {
   return decode_bytea_hex(text(row, column)).value_or(std::string());
 }
 
-Result<std::unique_ptr<Connection>> Connection::open(const std::string& conninfo) {
-  // Parameters listed before the expanded dbname act as defaults.
-  const char* keywords[] = {"connect_timeout", "application_name", "dbname", nullptr};
-  const char* values[] = {"10", "tpujobs", conninfo.c_str(), nullptr};
+Result<std::unique_ptr<Connection>> Connection::open(const std::string& conninfo,
+                                                     std::chrono::milliseconds answer_timeout) {
+  // libpq's connect_timeout is whole seconds, and it takes 1 as 2.
+  const long long connect_seconds =
+      answer_timeout.count() > 0 ? std::max<long long>(2, (answer_timeout.count() + 999) / 1000)
+                                 : 10;
+  const std::string connect_timeout = std::to_string(connect_seconds);
+  // Parameters listed before the expanded dbname act as defaults. TCP
+  // keepalives (ignored on a Unix socket) find a peer that vanished without
+  // a word while the connection is idle, a LISTEN's for one, in about 11 s;
+  // tcp_user_timeout ends a send that the peer never acknowledges.
+  const char* keywords[] = {"connect_timeout",
+                            "application_name",
+                            "keepalives",
+                            "keepalives_idle",
+                            "keepalives_interval",
+                            "keepalives_count",
+                            "tcp_user_timeout",
+                            "dbname",
+                            nullptr};
+  const char* values[] = {connect_timeout.c_str(), "tpujobs", "1", "5", "2", "3", "10000",
+                          conninfo.c_str(),        nullptr};
+  const auto started = std::chrono::steady_clock::now();
   pg_conn* raw = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
   if (raw == nullptr) return make_error(ErrorCode::kInternal, "libpq could not allocate");
   std::unique_ptr<Connection> connection(new Connection(raw));
   if (PQstatus(raw) != CONNECTION_OK) {
+    // A server that takes the connection and never answers (stopped) ends
+    // in libpq's "timeout expired": said the way a statement's deadline is.
+    const bool timed_out =
+        std::chrono::steady_clock::now() - started >= std::chrono::seconds(connect_seconds);
     return make_error(ErrorCode::kUnavailable,
-                      "cannot connect to PostgreSQL: " + trimmed(PQerrorMessage(raw)));
+                      "cannot connect to PostgreSQL: " +
+                          (timed_out ? "the database did not answer within " +
+                                           std::to_string(connect_seconds) + " s: "
+                                     : std::string()) +
+                          trimmed(PQerrorMessage(raw)));
   }
+  // Statements are sent without blocking and their answers awaited with a
+  // deadline (answer()); only copy_in's rows are sent blocking.
+  PQsetnonblocking(raw, 1);
+  connection->answer_timeout_ = answer_timeout;
   // Server NOTICEs ("... does not exist, skipping") are not errors; libpq
   // would print them on stderr.
   PQsetNoticeProcessor(
@@ -153,9 +198,15 @@ Result<std::unique_ptr<Connection>> Connection::open(const std::string& conninfo
   return connection;
 }
 
-Connection::~Connection() { PQfinish(connection_); }
+Connection::~Connection() {
+  if (connection_ != nullptr) PQfinish(connection_);
+}
 
 Error Connection::error_from(pg_result* result, std::string_view what) const {
+  if (connection_ == nullptr) {
+    return make_error(ErrorCode::kUnavailable,
+                      std::string(what) + ": connection to PostgreSQL lost");
+  }
   const char* state = result ? PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
   std::string message = result ? trimmed(PQresultErrorMessage(result)) : std::string();
   if (message.empty()) message = trimmed(PQerrorMessage(connection_));
@@ -164,19 +215,95 @@ Error Connection::error_from(pg_result* result, std::string_view what) const {
   return make_error(code, std::string(what) + ": " + message);
 }
 
+Connection::Deadline Connection::answer_deadline() const {
+  if (answer_timeout_.count() <= 0) return std::nullopt;
+  return std::chrono::steady_clock::now() + answer_timeout_;
+}
+
+bool Connection::wait_socket(short events, Deadline deadline) const {
+  pollfd descriptor{PQsocket(connection_), events, 0};
+  for (;;) {
+    int wait_ms = -1;
+    if (deadline) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(
+          *deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return false;
+      wait_ms = static_cast<int>(std::min<long long>(left.count(), 60'000));
+    }
+    const int ready = poll(&descriptor, 1, wait_ms);
+    // An error on the socket is libpq's to report, on its next read.
+    if (ready > 0 || (ready < 0 && errno != EINTR)) return true;
+  }
+}
+
+void Connection::drop() {
+  if (connection_ == nullptr) return;
+  // PQfinish sends a Terminate message; without blocking, it cannot wait on
+  // a server that does not read. (A PQcancel would: it needs the stopped
+  // postmaster to accept a connection.)
+  PQsetnonblocking(connection_, 1);
+  PQfinish(connection_);
+  connection_ = nullptr;
+  prepared_.clear();
+}
+
+Result<QueryResult> Connection::answer(bool sent, std::string_view what, Deadline deadline) {
+  if (!sent) return error_from(nullptr, what);
+  auto timed_out = [&]() -> Error {
+    drop();
+    return make_error(ErrorCode::kUnavailable, std::string(what) +
+                                                   ": the database did not answer within " +
+                                                   seconds_text(answer_timeout_));
+  };
+  // Send what libpq still holds, reading meanwhile so that a server that
+  // answers while we send never waits on us.
+  for (;;) {
+    const int flushed = PQflush(connection_);
+    if (flushed == 0) break;
+    if (flushed < 0) return error_from(nullptr, what);
+    if (!wait_socket(POLLIN | POLLOUT, deadline)) return timed_out();
+    if (PQconsumeInput(connection_) == 0) return error_from(nullptr, what);
+  }
+  QueryResult kept(nullptr);
+  for (;;) {
+    while (PQisBusy(connection_)) {
+      if (!wait_socket(POLLIN, deadline)) return timed_out();
+      if (PQconsumeInput(connection_) == 0) return error_from(nullptr, what);
+    }
+    pg_result* next = PQgetResult(connection_);
+    if (next == nullptr) break;
+    const ExecStatusType status = PQresultStatus(next);
+    const bool kept_error =
+        kept.result_ != nullptr && PQresultStatus(kept.result_) == PGRES_FATAL_ERROR;
+    if (kept_error) {
+      PQclear(next);
+    } else {
+      kept = QueryResult(next);
+    }
+    // A COPY hands the connection to the caller: no more results come now.
+    if (is_copy(status)) break;
+  }
+  if (kept.result_ == nullptr) return error_from(nullptr, what);
+  return kept;
+}
+
 Result<QueryResult> Connection::execute(std::string_view sql, std::initializer_list<Param> params) {
   return execute(sql, std::span<const Param>(params.begin(), params.size()));
 }
 
 Result<QueryResult> Connection::execute(std::string_view sql, std::span<const Param> params) {
   if (is_broken()) return make_error(ErrorCode::kUnavailable, "connection to PostgreSQL lost");
+  const Deadline deadline = answer_deadline();
   std::string key(sql);
   auto found = prepared_.find(key);
   if (found == prepared_.end()) {
     const std::string name = "s" + std::to_string(prepared_.size() + 1);
-    QueryResult prepared(PQprepare(connection_, name.c_str(), key.c_str(), 0, nullptr));
-    if (PQresultStatus(prepared.result_) != PGRES_COMMAND_OK) {
-      return error_from(prepared.result_, "prepare failed");
+    Result<QueryResult> prepared =
+        answer(PQsendPrepare(connection_, name.c_str(), key.c_str(), 0, nullptr) == 1,
+               "prepare failed", deadline);
+    if (!prepared.ok()) return prepared.error();
+    if (PQresultStatus(prepared->result_) != PGRES_COMMAND_OK) {
+      return error_from(prepared->result_, "prepare failed");
     }
     found = prepared_.emplace(std::move(key), name).first;
   }
@@ -189,12 +316,14 @@ Result<QueryResult> Connection::execute(std::string_view sql, std::span<const Pa
     lengths[i] = value ? static_cast<int>(value->size()) : 0;
     formats[i] = params[i].is_binary() ? 1 : 0;
   }
-  QueryResult result(PQexecPrepared(connection_, found->second.c_str(),
-                                    static_cast<int>(params.size()), values.data(), lengths.data(),
-                                    formats.data(), 0));
-  const ExecStatusType status = PQresultStatus(result.result_);
+  Result<QueryResult> result = answer(
+      PQsendQueryPrepared(connection_, found->second.c_str(), static_cast<int>(params.size()),
+                          values.data(), lengths.data(), formats.data(), 0) == 1,
+      "statement failed", deadline);
+  if (!result.ok()) return result.error();
+  const ExecStatusType status = PQresultStatus(result->result_);
   if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
-    return error_from(result.result_, "statement failed");
+    return error_from(result->result_, "statement failed");
   }
   return result;
 }
@@ -227,10 +356,15 @@ std::string_view CopyField::wire() const {
 
 Result<std::int64_t> Connection::copy_in(std::string_view copy_sql, std::span<const CopyRow> rows) {
   if (is_broken()) return make_error(ErrorCode::kUnavailable, "connection to PostgreSQL lost");
-  QueryResult started(PQexec(connection_, std::string(copy_sql).c_str()));
-  if (PQresultStatus(started.result_) != PGRES_COPY_IN) {
-    return error_from(started.result_, "COPY failed");
+  Result<QueryResult> started = answer(PQsendQuery(connection_, std::string(copy_sql).c_str()) == 1,
+                                       "COPY failed", answer_deadline());
+  if (!started.ok()) return started.error();
+  if (PQresultStatus(started->result_) != PGRES_COPY_IN) {
+    return error_from(started->result_, "COPY failed");
   }
+  // The rows go blocking (PQputCopyData queues them, and a flush waits for
+  // the server to read); the final answer comes with a deadline again.
+  PQsetnonblocking(connection_, 0);
   // The binary format (PostgreSQL's "COPY" page): a signature, flags and an
   // empty header extension; per row a 16-bit field count, per field a
   // 32-bit length and the bytes; a count of -1 at the end. Numbers are in
@@ -271,33 +405,42 @@ Result<std::int64_t> Connection::copy_in(std::string_view copy_sql, std::span<co
   }
   append_word(0xffff, 2);
   send(pending);
-  if (PQputCopyEnd(connection_, sent ? nullptr : "tpujobs could not send the rows") != 1) {
+  const bool ended =
+      PQputCopyEnd(connection_, sent ? nullptr : "tpujobs could not send the rows") == 1;
+  PQsetnonblocking(connection_, 1);
+  if (!ended) {
     return make_error(ErrorCode::kUnavailable,
                       "COPY failed: " + trimmed(PQerrorMessage(connection_)));
   }
-  QueryResult done(PQgetResult(connection_));
-  while (PGresult* extra = PQgetResult(connection_)) PQclear(extra);
-  if (PQresultStatus(done.result_) != PGRES_COMMAND_OK) {
-    return error_from(done.result_, "COPY failed");
+  Result<QueryResult> done = answer(true, "COPY failed", answer_deadline());
+  if (!done.ok()) return done.error();
+  if (PQresultStatus(done->result_) != PGRES_COMMAND_OK) {
+    return error_from(done->result_, "COPY failed");
   }
-  return done.affected_rows();
+  return done->affected_rows();
 }
 
 Status Connection::execute_script(std::string_view trusted_sql) {
   if (is_broken()) return make_error(ErrorCode::kUnavailable, "connection to PostgreSQL lost");
-  QueryResult result(PQexec(connection_, std::string(trusted_sql).c_str()));
-  const ExecStatusType status = PQresultStatus(result.result_);
+  Result<QueryResult> result =
+      answer(PQsendQuery(connection_, std::string(trusted_sql).c_str()) == 1, "script failed",
+             answer_deadline());
+  if (!result.ok()) return result.error();
+  const ExecStatusType status = PQresultStatus(result->result_);
   if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
-    return error_from(result.result_, "script failed");
+    return error_from(result->result_, "script failed");
   }
   return Status::Ok();
 }
 
-bool Connection::is_broken() const { return PQstatus(connection_) != CONNECTION_OK; }
+bool Connection::is_broken() const {
+  return connection_ == nullptr || PQstatus(connection_) != CONNECTION_OK;
+}
 
 Result<std::vector<Notification>> Connection::wait_notifications(
     std::chrono::milliseconds timeout) {
   std::vector<Notification> received;
+  if (is_broken()) return make_error(ErrorCode::kUnavailable, "the LISTEN connection is lost");
   auto take = [&] {
     while (PGnotify* notify = PQnotifies(connection_)) {
       received.push_back({notify->relname, notify->extra ? notify->extra : ""});
@@ -332,10 +475,12 @@ bool Connection::lost_while_idle() {
   return is_broken();
 }
 
-bool Connection::in_transaction() const { return PQtransactionStatus(connection_) != PQTRANS_IDLE; }
+bool Connection::in_transaction() const {
+  return connection_ != nullptr && PQtransactionStatus(connection_) != PQTRANS_IDLE;
+}
 
 bool Connection::transaction_failed() const {
-  return PQtransactionStatus(connection_) == PQTRANS_INERROR;
+  return connection_ != nullptr && PQtransactionStatus(connection_) == PQTRANS_INERROR;
 }
 
 Result<Transaction> Transaction::begin(Connection& connection) {

@@ -131,12 +131,26 @@ struct Notification {
 // A live connection. Not thread-safe: one thread uses it at a time (the pool
 // guarantees that). Every statement is prepared once per connection, keyed by
 // its SQL text, and then executed with its parameters.
+//
+// The answer deadline: a server that is stopped (SIGSTOP) or cut off with
+// its socket open never answers, and neither its statement_timeout nor TCP
+// keepalives end the wait (the kernel still acknowledges; the embedded
+// server is on a Unix socket). With an answer timeout set, every statement
+// waits at most that long for its answer; then the connection is closed
+// (is_broken() turns true, the pool replaces it) and the statement fails
+// kUnavailable "... did not answer within N s". A statement whose answer
+// did not come may still have been carried out (a COMMIT, an autocommit
+// INSERT): the caller cannot tell. Zero (the default) waits forever, for
+// what may rightly run long: migrations, a LISTEN connection's statements.
 class Connection {
  public:
   // Connects with a libpq conninfo ("host=... dbname=..." or a postgresql://
-  // URL); connect_timeout defaults to 10 s unless the conninfo sets it.
-  // kUnavailable when the server cannot be reached.
-  static Result<std::unique_ptr<Connection>> open(const std::string& conninfo);
+  // URL); connect_timeout defaults to 10 s (with an answer timeout: that
+  // timeout, at least 2 s) and TCP keepalives are on, unless the conninfo
+  // sets them. kUnavailable when the server cannot be reached.
+  static Result<std::unique_ptr<Connection>> open(
+      const std::string& conninfo,
+      std::chrono::milliseconds answer_timeout = std::chrono::milliseconds(0));
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -149,7 +163,9 @@ class Connection {
   // over `rows` (fields in the columns' order) and returns the rows copied.
   // The rows travel in CopyData messages of at most 1 MiB, large values
   // straight from where they live: neither side holds the whole input, as
-  // a statement with one large bytea parameter makes both do.
+  // a statement with one large bytea parameter makes both do. The answer
+  // deadline bounds the COPY's start and its final answer, not the sending
+  // of the rows: a large checkpoint goes at the pace the server reads it.
   Result<std::int64_t> copy_in(std::string_view copy_sql, std::span<const CopyRow> rows);
 
   // Runs several ';'-separated statements without parameters.
@@ -163,8 +179,14 @@ class Connection {
   // own, not one lent by a pool, so the LISTEN lasts.
   Result<std::vector<Notification>> wait_notifications(std::chrono::milliseconds timeout);
 
-  // True once the connection to the server is lost; it is then never used
-  // again (the pool replaces it).
+  // How long each statement waits for its answer (see the class comment);
+  // zero: forever.
+  void set_answer_timeout(std::chrono::milliseconds timeout) { answer_timeout_ = timeout; }
+  std::chrono::milliseconds answer_timeout() const { return answer_timeout_; }
+
+  // True once the connection to the server is lost or closed after a
+  // statement's answer did not come in time; it is then never used again
+  // (the pool replaces it).
   bool is_broken() const;
   // True when the server closed the connection while it sat idle (a restart).
   // Reads what is pending on the socket without blocking.
@@ -175,10 +197,23 @@ class Connection {
   bool transaction_failed() const;
 
  private:
+  using Deadline = std::optional<std::chrono::steady_clock::time_point>;
+
   explicit Connection(pg_conn* connection) : connection_(connection) {}
   Error error_from(pg_result* result, std::string_view what) const;
+  Deadline answer_deadline() const;
+  // After a PQsend* call that returned `sent`: flushes the request and
+  // collects its results by `deadline`. The result is the first error, or
+  // else the last result (as PQexec gives). On timeout, closes the connection.
+  Result<QueryResult> answer(bool sent, std::string_view what, Deadline deadline);
+  // Waits for the socket to be ready for `events`; false when the deadline passed.
+  bool wait_socket(short events, Deadline deadline) const;
+  // Closes the connection without waiting on the server (a stopped server
+  // never reads a cancel or a goodbye).
+  void drop();
 
-  pg_conn* connection_;
+  pg_conn* connection_;  // null once dropped
+  std::chrono::milliseconds answer_timeout_{0};
   std::unordered_map<std::string, std::string> prepared_;  // SQL text -> statement name
 };
 

@@ -49,13 +49,16 @@ Result<PooledConnection> ConnectionPool::acquire(std::chrono::milliseconds timeo
       idle_.pop_back();
       // A connection the server closed while it sat in the pool (restart,
       // idle timeout) is replaced rather than handed out to fail.
-      if (!connection->lost_while_idle()) return PooledConnection(this, std::move(connection));
+      if (!connection->lost_while_idle()) {
+        connection->set_answer_timeout(answer_timeout_);
+        return PooledConnection(this, std::move(connection));
+      }
       --open_;
     }
     if (open_ < size_) {
       ++open_;
       lock.unlock();
-      Result<std::unique_ptr<Connection>> opened = Connection::open(conninfo_);
+      Result<std::unique_ptr<Connection>> opened = Connection::open(conninfo_, answer_timeout_);
       lock.lock();
       if (opened.ok()) return PooledConnection(this, std::move(*opened));
       --open_;
@@ -72,6 +75,8 @@ Result<PooledConnection> ConnectionPool::acquire(std::chrono::milliseconds timeo
 
 void ConnectionPool::give_back(std::unique_ptr<Connection> connection) {
   // A transaction left open by a caller must not leak into the next borrower.
+  // (With the answer timeout: a server that does not answer the ROLLBACK
+  // gets the connection closed.)
   if (!connection->is_broken() && connection->in_transaction()) {
     (void)connection->execute_script("ROLLBACK");
   }

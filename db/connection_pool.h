@@ -8,6 +8,7 @@
 // placeholders and pass Params (see db/connection.h).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -56,7 +57,15 @@ class ConnectionPool {
 
   // Waits up to timeout for a free connection. kUnavailable when none frees
   // up in time or when a new connection cannot be opened (server down).
+  // The connection comes with the pool's answer timeout.
   Result<PooledConnection> acquire(std::chrono::milliseconds timeout);
+
+  // How long each statement on a lent connection waits for its answer
+  // before the connection is closed and the statement fails kUnavailable
+  // (Connection's class comment); zero, the default: forever. Applies from
+  // the next acquire on: set it after the migrations, which may run long.
+  void set_answer_timeout(std::chrono::milliseconds timeout) { answer_timeout_ = timeout; }
+  std::chrono::milliseconds answer_timeout() const { return answer_timeout_; }
 
   // True when the server answers a trivial query now (for /readyz).
   bool ping(std::chrono::milliseconds timeout = std::chrono::milliseconds(1000));
@@ -71,6 +80,7 @@ class ConnectionPool {
 
   const std::string conninfo_;
   const int size_;
+  std::atomic<std::chrono::milliseconds> answer_timeout_{std::chrono::milliseconds(0)};
   base::Mutex mutex_;
   std::condition_variable freed_;
   std::vector<std::unique_ptr<Connection>> idle_ GUARDED_BY(mutex_);

@@ -11,6 +11,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <condition_variable>
 #include <deque>
 #include <thread>
 #include <unordered_map>
@@ -36,10 +37,27 @@ std::string problem_body(int status, std::string_view title, std::string_view de
   return body;
 }
 
+std::int64_t steady_nanoseconds() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// The slot in ServerState::handler_since of the I/O thread running here
+// (-1 on any other thread).
+thread_local int io_thread_slot = -1;
+
 struct ServerState {
-  ServerState(HttpServerOptions o, api::Handler& h) : options(std::move(o)), handler(h) {}
+  ServerState(HttpServerOptions o, api::Handler& h)
+      : options(std::move(o)),
+        handler(h),
+        handler_since(static_cast<std::size_t>(std::max(1, options.io_threads) +
+                                               std::max(0, options.spare_io_threads))) {}
   HttpServerOptions options;
   api::Handler& handler;
+  // Per I/O thread (regular ones first, then the spares): when the handler
+  // it runs started (steady ns), 0 when it runs none.
+  std::vector<std::atomic<std::int64_t>> handler_since;
   std::atomic<std::int64_t> in_flight{0};
   std::atomic<std::int64_t> connections{0};
   std::atomic<bool> stopping{false};
@@ -450,7 +468,10 @@ void Session::dispatch_request() {
   request_path_ = request.path;
   request_received_ = request.received_at;
   ++state_.in_flight;
+  const int slot = io_thread_slot;
+  if (slot >= 0) state_.handler_since[slot] = steady_nanoseconds();
   state_.handler.handle(std::move(request), std::make_shared<Writer>(shared_from_this()));
+  if (slot >= 0) state_.handler_since[slot] = 0;
 }
 
 }  // namespace
@@ -483,7 +504,15 @@ class HttpServer::Impl {
     port_ = acceptor_.local_endpoint().port();
     accept();
     for (int i = 0; i < std::max(1, state_.options.io_threads); ++i) {
-      threads_.emplace_back([this] { io_.run(); });
+      threads_.emplace_back([this, i] {
+        io_thread_slot = i;
+        io_.run();
+      });
+    }
+    if (state_.options.spare_io_threads > 0) {
+      base::MutexLock lock(spares_mutex_);
+      spares_.resize(static_cast<std::size_t>(state_.options.spare_io_threads));
+      watchdog_ = std::thread([this] { watch_for_stuck_threads(); });
     }
     return base::Status::Ok();
   }
@@ -511,10 +540,24 @@ class HttpServer::Impl {
            std::chrono::steady_clock::now() < until + std::chrono::seconds(1)) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
+    {
+      base::MutexLock lock(spares_mutex_);
+      watchdog_stopping_ = true;
+    }
+    watchdog_wake_.notify_all();
+    if (watchdog_.joinable()) watchdog_.join();
     work_.reset();
     io_.stop();
     for (std::thread& t : threads_) t.join();
     threads_.clear();
+    std::vector<std::thread> spares;
+    {
+      base::MutexLock lock(spares_mutex_);  // a spare leaving takes it
+      for (Spare& spare : spares_) spares.push_back(std::move(spare.thread));
+    }
+    for (std::thread& spare : spares) {
+      if (spare.joinable()) spare.join();
+    }
   }
 
   ServerState state_;
@@ -531,6 +574,50 @@ class HttpServer::Impl {
           std::make_shared<Session>(std::move(socket), state_, registry_)->start();
           accept();
         });
+  }
+
+  // I/O threads inside a handler for longer than stuck_after.
+  int stuck_threads() const {
+    const std::int64_t limit =
+        steady_nanoseconds() -
+        std::chrono::duration_cast<std::chrono::nanoseconds>(state_.options.stuck_after).count();
+    int stuck = 0;
+    for (const std::atomic<std::int64_t>& since : state_.handler_since) {
+      const std::int64_t started = since;
+      if (started != 0 && started < limit) ++stuck;
+    }
+    return stuck;
+  }
+
+  // Every half stuck_after: when every running I/O thread is stuck, starts
+  // a spare (the one thread that checks, so two never start for one need).
+  void watch_for_stuck_threads() {
+    base::MutexLock lock(spares_mutex_);
+    while (!watchdog_stopping_) {
+      lock.wait_for(watchdog_wake_, state_.options.stuck_after / 2);
+      if (watchdog_stopping_) return;
+      int running = std::max(1, state_.options.io_threads);
+      for (const Spare& spare : spares_) running += spare.running ? 1 : 0;
+      if (stuck_threads() < running) continue;
+      for (std::size_t i = 0; i < spares_.size(); ++i) {
+        if (spares_[i].running) continue;
+        if (spares_[i].thread.joinable()) spares_[i].thread.join();  // it has left
+        spares_[i].running = true;
+        const int slot = std::max(1, state_.options.io_threads) + static_cast<int>(i);
+        spares_[i].thread = std::thread([this, i, slot] { run_spare(i, slot); });
+        break;
+      }
+    }
+  }
+
+  void run_spare(std::size_t index, int slot) {
+    io_thread_slot = slot;
+    while (!io_.stopped()) {
+      io_.run_one_for(std::chrono::milliseconds(200));
+      if (stuck_threads() == 0) break;
+    }
+    base::MutexLock lock(spares_mutex_);
+    spares_[index].running = false;
   }
 
   template <class F>
@@ -552,6 +639,16 @@ class HttpServer::Impl {
   SessionRegistry registry_;
   std::vector<std::thread> threads_;
   std::uint16_t port_ = 0;
+
+  struct Spare {
+    std::thread thread;
+    bool running = false;
+  };
+  base::Mutex spares_mutex_;
+  std::condition_variable watchdog_wake_;
+  std::vector<Spare> spares_ GUARDED_BY(spares_mutex_);
+  bool watchdog_stopping_ GUARDED_BY(spares_mutex_) = false;
+  std::thread watchdog_;
 };
 
 HttpServer::HttpServer(HttpServerOptions options, api::Handler& handler)

@@ -21,6 +21,14 @@ struct HttpServerOptions {
   std::chrono::milliseconds header_timeout{10000};  // whole header must arrive within
   std::chrono::milliseconds body_timeout{30000};    // whole body must arrive within
   std::chrono::milliseconds idle_timeout{60000};    // keep-alive connection with no request
+  // Handlers run on the I/O thread that read the request (the cheapest
+  // path). When every I/O thread has been inside a handler for longer than
+  // `stuck_after` (handlers waiting on a database that hangs, up to its
+  // deadline), one more thread runs the I/O loop, up to `spare_io_threads`
+  // of them, so that requests which do not wait (the health probes) are
+  // still read and answered; a spare leaves once no thread is stuck.
+  int spare_io_threads = 0;
+  std::chrono::milliseconds stuck_after{100};
 };
 
 class HttpServer {

@@ -43,6 +43,7 @@
 #include "base/mutex.h"
 #include "db/cluster_repository.h"
 #include "db/connection_pool.h"
+#include "db/database_probe.h"
 #include "db/repositories.h"
 #include "executor/executor.h"
 #include "executor/worker_pool.h"
@@ -88,6 +89,9 @@ struct JobManagerOptions {
   FairShareOptions fair_share;
   std::chrono::milliseconds fair_share_interval{5000};
   std::chrono::milliseconds preemption_min_wait{60000};
+  // /readyz: how often a probe of its own asks the database, and how long
+  // it waits for the answer (db/database_probe.h).
+  db::DatabaseProbe::Options readiness_probe;
 };
 
 class JobManager final : public api::JobService {
@@ -328,6 +332,7 @@ class JobManager final : public api::JobService {
   FinishedViewCache finished_views_;
 
   std::atomic<bool> database_ok_{true};
+  db::DatabaseProbe readiness_probe_{pool_.conninfo(), options_.readiness_probe};
   std::atomic<std::int64_t> submitted_total_{0};
   std::atomic<std::int64_t> finished_total_{0};
 

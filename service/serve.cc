@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -44,6 +45,10 @@ options:
                          embedded PostgreSQL runs in STATE_DIR/pgdata (started again
                          if it dies)
   --state-dir DIR        where the embedded database lives (default ./state, or TPUJOBS_STATE_DIR)
+  --db-timeout SECS      a request's statement that the database does not answer within SECS
+                         fails with 503 and its connection is closed and opened again
+                         (a stopped or cut-off PostgreSQL); /readyz turns 503 within
+                         about 2.5 s (default 10)
   --io-threads N         HTTP I/O threads (default 2)
   --workers N            training worker threads shared by all jobs (default: CPU count)
   --max-body BYTES       request body cap (default 1048576)
@@ -96,6 +101,7 @@ struct ServeOptions {
   std::string database_url;
   std::string state_dir = "state";
   int io_threads = 2;
+  int db_timeout_seconds = 10;
   int workers = 0;
   std::size_t max_body = 1 << 20;
   int lease_timeout_seconds = 30;
@@ -173,6 +179,8 @@ std::string parse_options(const std::vector<std::string>& args, ServeOptions* op
       std::optional<std::string> v = next();
       if (!v) return "--state-dir needs a directory";
       options->state_dir = *v;
+    } else if (name == "--db-timeout") {
+      if (std::string e = number(1, 3600, &options->db_timeout_seconds); !e.empty()) return e;
     } else if (name == "--io-threads") {
       if (std::string e = number(1, 64, &options->io_threads); !e.empty()) return e;
     } else if (name == "--workers") {
@@ -376,6 +384,11 @@ int run_serve(const std::vector<std::string>& args) {
     std::cerr << "tpujobs serve: migrations: " << migrated.error().message << "\n";
     return 1;
   }
+  // From here on no statement of the API's pool waits longer than this for
+  // its answer (the migrations above may rightly run long). The scheduler
+  // leader's pool and the LISTEN connections keep their own bounds.
+  const std::chrono::seconds db_timeout(options.db_timeout_seconds);
+  (*pool)->set_answer_timeout(db_timeout);
 
   const bool loopback = options.address == "localhost" || options.address == "::1" ||
                         options.address.rfind("127.", 0) == 0;
@@ -421,6 +434,8 @@ int run_serve(const std::vector<std::string>& args) {
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   manager_options.lease_timeout = std::chrono::seconds(options.lease_timeout_seconds);
   manager_options.fair_share.half_life = options.fair_share_half_life;
+  manager_options.readiness_probe.timeout =
+      std::min<std::chrono::milliseconds>(db_timeout, std::chrono::seconds(2));
   JobManager manager(**pool, cluster ? scheduler::PoolLayout{} : *layout, manager_options);
   if (db::Status started = manager.start(); !started.ok()) {
     std::cerr << "tpujobs serve: " << started.error().message << "\n";
@@ -502,6 +517,10 @@ int run_serve(const std::vector<std::string>& args) {
   http.port = static_cast<std::uint16_t>(options.port);
   http.io_threads = options.io_threads;
   http.body_limit = options.max_body;
+  // Requests that wait on a database that hangs (each up to --db-timeout)
+  // hold their I/O threads: spare ones then read and answer the rest, the
+  // health probes first among them, which never wait.
+  http.spare_io_threads = 32;
   HttpServer server(http, api);
   if (base::Status started = server.start(); !started.ok()) {
     std::cerr << "tpujobs serve: " << started.error().message << "\n";

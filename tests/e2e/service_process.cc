@@ -215,7 +215,7 @@ double field_sum(const std::vector<std::string>& fields, std::initializer_list<i
 
 double cpu_seconds(pid_t pid) { return field_sum(stat_fields(pid), {14, 15}); }  // utime, stime
 
-double tree_cpu_seconds(pid_t root) {
+std::vector<pid_t> process_tree(pid_t root) {
   std::map<pid_t, std::vector<pid_t>> children;
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     const std::string name = entry.path().filename();
@@ -224,13 +224,21 @@ double tree_cpu_seconds(pid_t root) {
     const std::vector<std::string> fields = stat_fields(pid);
     if (fields.size() > 1) children[std::stoi(fields[1])].push_back(pid);  // field 4: ppid
   }
-  double seconds = 0;
+  std::vector<pid_t> tree;
   std::vector<pid_t> todo{root};
   while (!todo.empty()) {
     const pid_t pid = todo.back();
     todo.pop_back();
-    seconds += field_sum(stat_fields(pid), {14, 15, 16, 17});  // and cutime, cstime
+    tree.push_back(pid);
     for (pid_t child : children[pid]) todo.push_back(child);
+  }
+  return tree;
+}
+
+double tree_cpu_seconds(pid_t root) {
+  double seconds = 0;
+  for (pid_t pid : process_tree(root)) {
+    seconds += field_sum(stat_fields(pid), {14, 15, 16, 17});  // and cutime, cstime
   }
   return seconds;
 }

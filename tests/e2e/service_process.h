@@ -82,6 +82,10 @@ std::string create_token(const ServiceProcess& service, const std::string& tenan
 
 // User + system CPU seconds a process has used so far (/proc/PID/stat).
 double cpu_seconds(pid_t pid);
+// `root` and every process descended from it that is alive, root first
+// (for a postmaster: its backends and helpers, which each have a session
+// of their own, so a signal to its process group misses them).
+std::vector<pid_t> process_tree(pid_t root);
 // The same for `root` and every process descended from it that is alive,
 // with the children each has waited for (for a postmaster: its backends).
 double tree_cpu_seconds(pid_t root);

@@ -1,0 +1,64 @@
+// Whether the database answers, known without waiting on it: a thread of
+// its own asks `SELECT 1` on a connection of its own every `interval`,
+// each answer bounded by `timeout`, and ready() reads the last outcome.
+// /readyz answers from it, so a database that hangs (a stopped server, a
+// partition with the socket open) turns a replica unready within about
+// interval + timeout, while the probe never waits behind the API's
+// requests for a pooled connection and never holds an HTTP thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "base/mutex.h"
+
+namespace tpujobs::db {
+
+class Connection;
+
+class DatabaseProbe {
+ public:
+  struct Options {
+    std::chrono::milliseconds interval{250};
+    std::chrono::milliseconds timeout{2000};  // a SELECT 1 slower than this fails
+  };
+
+  DatabaseProbe(std::string conninfo, Options options);
+  ~DatabaseProbe();  // stops
+  DatabaseProbe(const DatabaseProbe&) = delete;
+  DatabaseProbe& operator=(const DatabaseProbe&) = delete;
+
+  // Probes once on the calling thread (so ready() means something at once),
+  // then starts the thread. Idempotent.
+  void start();
+  // Stops and joins the thread (waits at most one probe). Idempotent.
+  void stop();
+
+  // True when the last probe was answered and it was recent enough: a probe
+  // thread stuck past its own deadline (it should never be) reads as
+  // unready, not as the last good answer. False before start().
+  bool ready() const;
+
+ private:
+  bool probe_once();
+  void loop();
+
+  const std::string conninfo_;
+  const Options options_;
+  // Used by start() and then by the thread only; opened again once lost (a
+  // probe that timed out closes it).
+  std::unique_ptr<Connection> connection_;
+  std::atomic<bool> answered_{false};
+  std::atomic<std::chrono::steady_clock::rep> answered_at_{0};
+
+  base::Mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ GUARDED_BY(mutex_) = false;
+  std::thread thread_;
+};
+
+}  // namespace tpujobs::db

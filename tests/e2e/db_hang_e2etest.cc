@@ -1,0 +1,218 @@
+// A database that hangs rather than goes away: the service's embedded
+// PostgreSQL (the postmaster and its backends) is stopped with SIGSTOP, so
+// its sockets stay open and the kernel still takes what is sent, but nothing
+// answers. The service runs with --db-timeout 2. While the database hangs
+// and several requests that need it are waiting, /healthz answers 200 at
+// once, /readyz turns 503 `database: unreachable`, a GET /v1/jobs and a
+// submit are answered 503 problem+json with Retry-After after the deadline
+// (the submit's detail says the job may or may not be stored). After
+// SIGCONT everything answers again without a restart: the submit retried
+// with its Idempotency-Key finds one job, a new submit gets 201 and runs,
+// and the job that ran before the hang is intact.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <future>
+#include <thread>
+#include <vector>
+
+#include "jobs_api.h"
+#include "service_process.h"
+
+namespace tpujobs::testing {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kDbTimeoutSeconds = 2;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+const json& tiny_spec() {
+  static const json spec = {
+      {"name", "tiny"},
+      {"trainer", {{"devices", 1}, {"max_epochs", 1}}},
+      {"model", {{"layers", json::array({{{"type", "linear"}, {"out", 3}}})}}},
+      {"data", {{"dataset", "iris"}}}};
+  return spec;
+}
+
+// Stops a process this test started and every process descended from it
+// (a postmaster and its backends: each backend has a session of its own,
+// so its process group is not the postmaster's), and always lets them go
+// again, even when an assertion ends the test early.
+class StoppedTree {
+ public:
+  explicit StoppedTree(pid_t root) {
+    if (root <= 0 || kill(root, SIGSTOP) != 0) return;
+    // Stopped first, the root forks no new child while the rest are listed.
+    stopped_ = process_tree(root);
+    for (pid_t pid : stopped_) {
+      if (pid != root) kill(pid, SIGSTOP);
+    }
+  }
+  ~StoppedTree() { resume(); }
+  StoppedTree(const StoppedTree&) = delete;
+  StoppedTree& operator=(const StoppedTree&) = delete;
+
+  // How many processes it stopped (the root, its backends and helpers).
+  std::size_t stopped() const { return stopped_.size(); }
+  void resume() {
+    for (pid_t pid : stopped_) kill(pid, SIGCONT);
+    stopped_.clear();
+  }
+
+ private:
+  std::vector<pid_t> stopped_;
+};
+
+struct Timed {
+  HttpResponse response;
+  double seconds = 0;
+};
+
+Timed timed_get(int port, const std::string& target, std::chrono::milliseconds timeout) {
+  const auto start = Clock::now();
+  HttpResponse response = http(port, "GET", target, "", {}, timeout);
+  return {std::move(response), seconds_since(start)};
+}
+
+void expect_database_problem(const Timed& answer, const std::string& what) {
+  EXPECT_EQ(answer.response.status, 503) << what << ": " << answer.response.body;
+  EXPECT_EQ(answer.response.header("content-type"), "application/problem+json") << what;
+  EXPECT_FALSE(answer.response.header("retry-after").empty()) << what;
+  const json problem = answer.response.json();
+  ASSERT_TRUE(problem.is_object()) << what << ": " << answer.response.body;
+  EXPECT_EQ(problem["status"], 503) << what;
+  EXPECT_NE(problem.value("detail", "").find("did not answer within 2 s"), std::string::npos)
+      << what << ": " << answer.response.body;
+  // The deadline plus the time to get a connection (the pool's 5 s at
+  // most), with room for a loaded machine: never the whole hang.
+  EXPECT_LT(answer.seconds, 30.0) << what;
+}
+
+TEST(DatabaseHang, ProbesAnswerRequestsFailBoundedAndAllRecovers) {
+  ServiceProcess::Options options;
+  options.pool = "v3-8";
+  options.extra_args = {"--db-timeout", std::to_string(kDbTimeoutSeconds)};
+  ServiceProcess service(options);
+  ASSERT_EQ(service.start(), "");
+
+  const std::int64_t before = submit(service, tiny_spec());
+  ASSERT_GT(before, 0);
+  const json finished = service.wait_terminal(before);
+  ASSERT_EQ(finished["state"], "SUCCEEDED") << finished.dump() << service.log();
+  ASSERT_EQ(service.get("/readyz").status, 200);
+
+  const pid_t postmaster = service.embedded_postmaster_pid();
+  ASSERT_GT(postmaster, 0) << "no embedded PostgreSQL in " << service.state_dir();
+  StoppedTree hang(postmaster);
+  ASSERT_GT(hang.stopped(), 1u) << "the postmaster and its backends";
+  const auto hung = Clock::now();
+
+  // More requests waiting on the database than the service has I/O threads.
+  const int port = service.port();
+  std::vector<std::future<Timed>> waiting;
+  for (int i = 0; i < 4; ++i) {
+    waiting.push_back(std::async(std::launch::async, [port] {
+      return timed_get(port, "/v1/jobs", std::chrono::seconds(60));
+    }));
+  }
+  auto submitted = std::async(std::launch::async, [port] {
+    const auto start = Clock::now();
+    HttpResponse response =
+        http(port, "POST", "/v1/jobs", tiny_spec().dump(), {{"Idempotency-Key", "during-the-hang"}},
+             std::chrono::seconds(60));
+    return Timed{std::move(response), seconds_since(start)};
+  });
+  auto all_answered = [&] {
+    for (auto& request : waiting) {
+      if (request.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return false;
+    }
+    return submitted.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  };
+
+  // While they wait: liveness never touches the database (200 at once,
+  // every time), and readiness turns 503 within a few seconds, each answer
+  // coming at once.
+  int health_checks = 0;
+  double unready_after = -1;
+  Timed ready;
+  while (seconds_since(hung) < 60 && (!all_answered() || unready_after < 0)) {
+    const Timed health = timed_get(port, "/healthz", std::chrono::seconds(2));
+    EXPECT_EQ(health.response.status, 200) << "GET /healthz while the database hangs";
+    EXPECT_LT(health.seconds, 2.0);
+    ++health_checks;
+    if (unready_after < 0) {
+      ready = timed_get(port, "/readyz", std::chrono::seconds(2));
+      EXPECT_LT(ready.seconds, 2.0) << "GET /readyz waited on the database";
+      if (ready.response.status == 503) unready_after = seconds_since(hung);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_GT(health_checks, 1);
+  ASSERT_GE(unready_after, 0) << ready.response.status << " " << ready.response.body
+                              << service.log();
+  EXPECT_EQ(ready.response.json()["database"], "unreachable");
+  EXPECT_FALSE(ready.response.header("retry-after").empty());
+
+  for (auto& request : waiting) expect_database_problem(request.get(), "GET /v1/jobs");
+  const Timed submit_answer = submitted.get();
+  expect_database_problem(submit_answer, "POST /v1/jobs");
+  EXPECT_NE(submit_answer.response.body.find("may or may not have been stored"), std::string::npos)
+      << submit_answer.response.body;
+  // Still live after all that.
+  EXPECT_EQ(timed_get(port, "/healthz", std::chrono::seconds(2)).response.status, 200);
+
+  hang.resume();
+  const auto resumed = Clock::now();
+
+  // Back without a restart: the connections that timed out were closed and
+  // new ones opened.
+  const json ready_again = poll_until(
+      [&] {
+        const HttpResponse r = service.get("/readyz");
+        return json{{"status", r.status}};
+      },
+      [](const json& r) { return r["status"] == 200; }, std::chrono::seconds(60));
+  ASSERT_EQ(ready_again["status"], 200) << service.log();
+  const double ready_after = seconds_since(resumed);
+  const HttpResponse list = service.get("/v1/jobs");
+  EXPECT_EQ(list.status, 200) << list.body;
+
+  // The submit whose answer was lost: retried with its key, it is one job,
+  // stored once (201 if the stopped server never ran the insert, 200 if it
+  // ran it when it woke).
+  const HttpResponse retried =
+      service.post("/v1/jobs", tiny_spec().dump(), {{"Idempotency-Key", "during-the-hang"}});
+  ASSERT_TRUE(retried.status == 201 || retried.status == 200) << retried.body;
+  const HttpResponse again =
+      service.post("/v1/jobs", tiny_spec().dump(), {{"Idempotency-Key", "during-the-hang"}});
+  EXPECT_EQ(again.status, 200) << again.body;
+  EXPECT_EQ(again.json()["id"], retried.json()["id"]);
+
+  const std::int64_t after = submit(service, tiny_spec());
+  ASSERT_GT(after, 0);
+  EXPECT_EQ(service.wait_terminal(after)["state"], "SUCCEEDED") << service.log();
+  EXPECT_EQ(service.wait_terminal(retried.json()["id"].get<std::int64_t>())["state"], "SUCCEEDED");
+
+  // The job from before the hang is as it was.
+  const json intact = job_view(service, before);
+  EXPECT_EQ(intact["state"], "SUCCEEDED") << intact.dump();
+  EXPECT_EQ(intact["id"], finished["id"]);
+  EXPECT_EQ(intact["progress"], finished["progress"]) << intact.dump();
+  EXPECT_EQ(intact.value("finished_at", ""), finished.value("finished_at", ""));
+
+  std::printf(
+      "database hung (SIGSTOP) with --db-timeout %d: /readyz 503 after %.2f s, requests 503 "
+      "after %.2f s, ready again %.2f s after SIGCONT; the submit retried with its key: %d\n",
+      kDbTimeoutSeconds, unready_after, submit_answer.seconds, ready_after, retried.status);
+  EXPECT_EQ(service.stop(), 0) << service.log();
+}
+
+}  // namespace
+}  // namespace tpujobs::testing
