@@ -24,7 +24,9 @@ before(async () => {
     model: { layers: [{ type: 'linear', out: 16 }, { type: 'relu' }, { type: 'linear', out: 3 }], loss: 'cross_entropy' },
     data: { dataset: 'iris', batch_size: 16 }, optimizer: { type: 'adam', lr: 0.01 },
   };
-  const created = await fetch(`${service.url}/v1/jobs`, { method: 'POST', body: JSON.stringify(spec) });
+  const created = await fetch(`${service.url}/v1/jobs`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(spec),
+  });
   const body = await created.text();
   assert.equal(created.status, 201, body);
   const { id } = JSON.parse(body);
