@@ -12,7 +12,8 @@ namespace {
   "j.idempotency_key, j.spec_hash, j.allocation, j.pending, j.progress, j.latest_metrics, " \
   "j.error, j.result, j.attempt, j.cancel_requested, j.created_at, j.started_at, "          \
   "j.finished_at, j.updated_at, j.owner, j.lease_expires_at, j.agent, j.placement_epoch, "  \
-  "j.array_id, j.array_index, j.array_values, j.preempted_by, j.requeued_at"
+  "j.array_id, j.array_index, j.array_values, j.preempted_by, j.requeued_at, "              \
+  "j.unstarted_requeues"
 
 // TPUJOBS_JOB_COLUMNS in the same places (read_job reads them), with NULL
 // for every document load_unfinished_to_schedule leaves empty.
@@ -21,7 +22,7 @@ namespace {
   "j.idempotency_key, j.spec_hash, j.allocation, NULL, NULL, NULL, "                       \
   "NULL, NULL, j.attempt, j.cancel_requested, j.created_at, j.started_at, "                \
   "j.finished_at, j.updated_at, j.owner, j.lease_expires_at, j.agent, j.placement_epoch, " \
-  "j.array_id, j.array_index, NULL, j.preempted_by, j.requeued_at"
+  "j.array_id, j.array_index, NULL, j.preempted_by, j.requeued_at, j.unstarted_requeues"
 
 constexpr int kMaxPageSize = 500;
 
@@ -60,6 +61,7 @@ JobRow read_job(const QueryResult& rows, int row, int first_column = 0) {
   job.array_values_json = rows.optional_string(row, c + 29);
   if (!rows.is_null(row, c + 30)) job.preempted_by = rows.int64(row, c + 30);
   job.requeued_at = rows.optional_timestamp(row, c + 31);
+  job.unstarted_requeues = static_cast<int>(rows.int64(row, c + 32));
   return job;
 }
 
@@ -185,6 +187,7 @@ constexpr const char* kTransition =
     "    started_at = CASE WHEN $10::boolean THEN now() ELSE j.started_at END,"
     "    finished_at = CASE WHEN $11::boolean THEN now() ELSE j.finished_at END,"
     "    attempt = j.attempt + CASE WHEN $12::boolean THEN 1 ELSE 0 END,"
+    "    unstarted_requeues = j.unstarted_requeues + CASE WHEN $26::boolean THEN 1 ELSE 0 END,"
     "    owner = CASE WHEN $15::boolean THEN NULL ELSE COALESCE($13::text, j.owner) END,"
     "    lease_expires_at = CASE WHEN $15::boolean THEN NULL"
     "                            WHEN $13::text IS NOT NULL"
@@ -353,7 +356,8 @@ Result<bool> JobRepository::transition(const Transition& t) {
                                   t.set_requeued_at,
                                   alive_names,
                                   alive_epochs,
-                                  t.require_leader_term};
+                                  t.require_leader_term,
+                                  t.count_unstarted_requeue};
   return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<bool> {
     if (t.durable) {
       Result<QueryResult> rows = connection.execute(kTransition, params);

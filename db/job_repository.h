@@ -80,6 +80,9 @@ struct JobRow {
   std::optional<std::int64_t> preempted_by{};
   // When a failure last requeued it (Transition::set_requeued_at).
   std::optional<TimePoint> requeued_at{};
+  // Requeues, without a retry spent, after its agent was lost before the
+  // job started there (Transition::count_unstarted_requeue).
+  int unstarted_requeues = 0;
 };
 
 struct InsertedJob {
@@ -119,6 +122,9 @@ struct Transition {
   bool set_started_at = false;   // started_at = now()
   bool set_finished_at = false;  // finished_at = now()
   bool increment_attempt = false;
+  // unstarted_requeues + 1: requeued, without a retry, from an agent lost
+  // before the job started on it.
+  bool count_unstarted_requeue = false;
   std::optional<std::string> owner{};  // with lease: lease_expires_at = now() + lease
   std::chrono::seconds lease{0};
   bool clear_owner = false;    // owner and lease_expires_at = NULL

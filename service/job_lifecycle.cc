@@ -94,6 +94,13 @@ db::Transition requeue_elsewhere(std::int64_t job, std::string reason,
   return t;
 }
 
+db::Transition requeue_unstarted(std::int64_t job, std::string reason, std::int64_t fence) {
+  db::Transition t =
+      requeue_elsewhere(job, std::move(reason), fence, /*retry=*/false, {JobState::kStarting});
+  t.count_unstarted_requeue = true;
+  return t;
+}
+
 db::Transition preempt(std::int64_t job, std::int64_t preemptor,
                        std::optional<std::int64_t> fence) {
   db::Transition t =

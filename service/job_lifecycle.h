@@ -67,6 +67,13 @@ db::Transition requeue(std::int64_t job, std::string reason, bool retry);
 db::Transition requeue_elsewhere(std::int64_t job, std::string reason,
                                  std::optional<std::int64_t> fence, bool retry, JobStateSet from);
 
+// STARTING -> QUEUED, cluster mode: its agent was lost before the job
+// started there, so it never ran; requeued as requeue_elsewhere does, with
+// no retry spent, and counted in unstarted_requeues (the caller allows a
+// few: kFreeUnstartedRequeues).
+db::Transition requeue_unstarted(std::int64_t job, std::string reason, std::int64_t fence);
+inline constexpr int kFreeUnstartedRequeues = 3;
+
 // RUNNING -> QUEUED: stopped at a checkpoint for `preemptor`, a job of
 // higher priority (scheduler/preemption.h). Not an attempt of its own; the
 // job keeps reading Preempted (preempted_by) until it is placed again.

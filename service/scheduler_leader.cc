@@ -172,11 +172,18 @@ db::Status SchedulerLeader::cancel_unstartable(std::int64_t job, const std::stri
 }
 
 db::Status SchedulerLeader::move_off(const db::JobRow& row, const std::string& retry_reason,
-                                     const std::string& hint) {
+                                     const std::string& hint, const std::string& unstarted_reason) {
   // A cancel answered 202 is honoured: the job ends CANCELLED, not
-  // requeued or FAILED.
+  // requeued or FAILED. A job that never started where it was placed (it
+  // still reads STARTING) spent nothing: requeued without a retry, a few
+  // times (a job whose start brings its agents down must not loop).
+  const bool unstarted = !unstarted_reason.empty() && row.state == JobState::kStarting &&
+                         row.placement_epoch &&
+                         row.unstarted_requeues < lifecycle::kFreeUnstartedRequeues;
   const db::Transition t =
       row.cancel_requested ? lifecycle::cancel_placed(row.id, row.placement_epoch)
+      : unstarted
+          ? lifecycle::requeue_unstarted(row.id, unstarted_reason, row.placement_epoch.value_or(0))
       : row.attempt < facts_of(row.id).max_retries
           ? lifecycle::requeue_elsewhere(row.id, retry_reason, row.placement_epoch,
                                          /*retry=*/true, {JobState::kStarting, JobState::kRunning})
@@ -202,7 +209,9 @@ db::Status SchedulerLeader::requeue_orphans() {
         move_off(row, "Agent " + agent + " was lost; requeued to resume from its last checkpoint",
                  "the agent running the job (" + agent +
                      ") stopped answering; check it (GET /v1/pool), or set max_retries so the job "
-                     "resumes on another agent from its last checkpoint");
+                     "resumes on another agent from its last checkpoint",
+                 "Agent " + agent +
+                     " was lost before the job started on it; requeued without spending a retry");
     if (!s.ok()) return s;
   }
   return db::Status::Ok();

@@ -101,9 +101,11 @@ class SchedulerLeader {
   db::Status requeue_orphans();
   // Takes a placed job off its agent: CANCELLED when a cancel was accepted,
   // else requeued (reason `retry_reason`) while max_retries allows, else
-  // FAILED, UNAVAILABLE with `hint`.
+  // FAILED, UNAVAILABLE with `hint`. With an `unstarted_reason`, a job that
+  // never started there (STARTING) is requeued with that reason and no
+  // retry spent, up to lifecycle::kFreeUnstartedRequeues times.
   db::Status move_off(const db::JobRow& row, const std::string& retry_reason,
-                      const std::string& hint);
+                      const std::string& hint, const std::string& unstarted_reason = "");
   // A slice spanning agents: its placement number (the rendezvous' scope)
   // and its parts {agent, epoch, first_host, hosts}, for allocation.slice.
   db::Result<nlohmann::json> slice_allocation(const ClusterPlacement& p,

@@ -8,6 +8,7 @@
 #include "api/usage.h"
 #include "db/migrate.h"
 #include "db/test_cluster.h"
+#include "service/job_lifecycle.h"
 #include "service/scheduler_leader.h"
 
 namespace tpujobs::service {
@@ -53,6 +54,14 @@ class SchedulerLeaderTest : public ::testing::Test {
 
   db::JobRow row(std::int64_t id) { return **repo_->jobs.get_job(id); }
 
+  // What the agent does first with a job placed on it.
+  void start(std::int64_t id) {
+    const std::optional<std::int64_t> epoch = row(id).placement_epoch;
+    ASSERT_TRUE(epoch.has_value());
+    auto started = repo_->jobs.transition(lifecycle::run(id, "Training started", *epoch));
+    ASSERT_TRUE(started.ok() && *started);
+  }
+
   std::unique_ptr<db::ConnectionPool> pool_;
   std::unique_ptr<db::Repositories> repo_;
   std::unique_ptr<db::ClusterRepository> cluster_;
@@ -74,6 +83,7 @@ TEST_F(SchedulerLeaderTest, PlacesUnderTheAgentsEpochAndRequeuesWhenTheAgentIsLo
   db::JobRow waiting = row(single);
   EXPECT_EQ(db::JobState::kQueued, waiting.state);
   EXPECT_EQ("Resources", json::parse(waiting.pending_json.value_or("{}")).value("reason", ""));
+  start(whole_host);
 
   // The agent falls silent: the next pass requeues its job (a retry left)
   // and the waiting one still waits, now for a lost agent's host.
@@ -95,7 +105,8 @@ TEST_F(SchedulerLeaderTest, PlacesUnderTheAgentsEpochAndRequeuesWhenTheAgentIsLo
 TEST_F(SchedulerLeaderTest, AJobWithoutRetriesLeftEndsUnavailable) {
   ASSERT_TRUE(cluster_->register_agent("a", {{"a-h0", "v3"}}, 1).ok());
   const std::int64_t id = submit(1, /*max_retries=*/0);
-  ASSERT_TRUE(leader_->run_pass().ok());     // placed
+  ASSERT_TRUE(leader_->run_pass().ok());  // placed
+  start(id);
   ASSERT_TRUE(impatient_->run_pass().ok());  // lost, no retry left
   db::JobRow failed = row(id);
   EXPECT_EQ(db::JobState::kFailed, failed.state);
@@ -103,6 +114,38 @@ TEST_F(SchedulerLeaderTest, AJobWithoutRetriesLeftEndsUnavailable) {
   EXPECT_EQ("UNAVAILABLE", error.value("type", ""));
   EXPECT_EQ("failed to connect to all addresses", error.value("message", ""));
   EXPECT_NE(std::string::npos, error.value("hint", "").find("max_retries"));
+}
+
+// A job placed on an agent that died in the seconds before its loss was
+// known never ran there: requeued without spending a retry, a few times.
+TEST_F(SchedulerLeaderTest, AJobWhoseAgentWasLostBeforeItStartedSpendsNoRetryAFewTimes) {
+  const std::int64_t id = submit(1, /*max_retries=*/0);
+  for (int lost = 1; lost <= lifecycle::kFreeUnstartedRequeues; ++lost) {
+    auto epoch = cluster_->register_agent("a", {{"a-h0", "v3"}}, 1);  // (again)
+    ASSERT_TRUE(epoch.ok());
+    ASSERT_TRUE(leader_->run_pass().ok());
+    ASSERT_EQ(db::JobState::kStarting, row(id).state);
+    ASSERT_EQ(*epoch, row(id).placement_epoch.value_or(0));
+    ASSERT_TRUE(impatient_->run_pass().ok());  // lost before it started the job
+    const db::JobRow requeued = row(id);
+    EXPECT_EQ(db::JobState::kQueued, requeued.state) << "loss " << lost;
+    EXPECT_EQ(0, requeued.attempt) << "no retry spent";
+    EXPECT_EQ(lost, requeued.unstarted_requeues);
+    EXPECT_FALSE(requeued.agent.has_value());
+    auto events = repo_->jobs.list_events(id);
+    ASSERT_TRUE(events.ok());
+    EXPECT_EQ("Agent a was lost before the job started on it; requeued without spending a retry",
+              events->back().reason);
+  }
+  // Once more: the job may be what brings its agents down, so this loss
+  // costs as any other (no retry left: it fails).
+  ASSERT_TRUE(cluster_->register_agent("a", {{"a-h0", "v3"}}, 1).ok());
+  ASSERT_TRUE(leader_->run_pass().ok());
+  ASSERT_EQ(db::JobState::kStarting, row(id).state);
+  ASSERT_TRUE(impatient_->run_pass().ok());
+  const db::JobRow failed = row(id);
+  EXPECT_EQ(db::JobState::kFailed, failed.state);
+  EXPECT_EQ("UNAVAILABLE", json::parse(failed.error_json.value_or("{}")).value("type", ""));
 }
 
 TEST_F(SchedulerLeaderTest, ASliceNoAgentHasAloneIsPlacedAcrossAgentsAndEachPartFindsIt) {

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "service/job_lifecycle.h"
+
 namespace tpujobs::service {
 namespace {
 
@@ -154,6 +156,7 @@ class FakeLeaderStore final : public LeaderStore {
                      std::string(base::to_string(t.to)));
     row.state = t.to;
     if (t.increment_attempt) ++row.attempt;
+    if (t.count_unstarted_requeue) ++row.unstarted_requeues;
     if (t.clear_placement) row.agent.reset(), row.placement_epoch.reset();
     if (t.agent) row.agent = t.agent;
     if (t.placement_epoch) row.placement_epoch = t.placement_epoch;
@@ -325,6 +328,32 @@ TEST_F(SchedulerLeaderPass, ALostAgentsJobIsRequeuedAndPlacedOnlyOnAnAgentHeardF
   ASSERT_TRUE(leader_->run_pass().ok());
   EXPECT_EQ(JobState::kStarting, store_.job(1).state);
   EXPECT_EQ("b", store_.job(1).agent.value_or(""));
+}
+
+TEST_F(SchedulerLeaderPass, AJobItsLostAgentNeverStartedIsRequeuedWithoutARetryAFewTimes) {
+  store_.add_job(1, "t", 8, /*max_retries=*/0);
+  for (int lost = 1; lost <= lifecycle::kFreeUnstartedRequeues + 1; ++lost) {
+    const std::string agent = "a" + std::to_string(lost);
+    clock_.advance(seconds(1));  // heard from after the last requeue
+    store_.add_agent(agent, lost, 1);
+    ASSERT_TRUE(leader_->run_pass().ok());
+    ASSERT_EQ(agent, store_.job(1).agent.value_or("")) << "placed, not started";
+    lose(agent);
+    if (lost <= lifecycle::kFreeUnstartedRequeues) {
+      EXPECT_EQ(JobState::kQueued, store_.job(1).state) << "loss " << lost;
+      EXPECT_EQ(0, store_.job(1).attempt);
+      EXPECT_EQ(lost, store_.job(1).unstarted_requeues);
+    }
+  }
+  EXPECT_EQ(JobState::kFailed, store_.job(1).state)
+      << "past a few, a loss before the start costs as any other";
+}
+
+TEST_F(SchedulerLeaderPass, ARunningJobOfALostAgentStillSpendsARetry) {
+  running_on(1, "a", 1, /*max_retries=*/0);
+  store_.add_agent("a", 1, 1);
+  lose("a");
+  EXPECT_EQ(JobState::kFailed, store_.job(1).state);
 }
 
 TEST_F(SchedulerLeaderPass, AJobsSpecIsReadOnceNotEveryPass) {
