@@ -27,6 +27,11 @@ std::string_view to_string(ErrorCode code);
 struct Error {
   ErrorCode code;
   std::string message;
+  // kUnavailable only: the request reached the server and its answer was
+  // lost (a deadline passed, the connection dropped), so it may have been
+  // carried out. False when it was never sent (no connection could be
+  // opened or borrowed) or the server answered that it failed.
+  bool maybe_applied = false;
 };
 
 // Holds either a T or an error: an Error, or a richer type where a layer's

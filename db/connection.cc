@@ -287,6 +287,13 @@ Result<QueryResult> Connection::answer(bool sent, std::string_view what, Deadlin
   return kept;
 }
 
+Error Connection::unanswered(Error error, bool sent) {
+  // answer() fails only without an answer: once sent, the statement may
+  // have been carried out (a COMMIT, or one outside a transaction).
+  error.maybe_applied = sent;
+  return error;
+}
+
 Result<QueryResult> Connection::execute(std::string_view sql, std::initializer_list<Param> params) {
   return execute(sql, std::span<const Param>(params.begin(), params.size()));
 }
@@ -316,11 +323,11 @@ Result<QueryResult> Connection::execute(std::string_view sql, std::span<const Pa
     lengths[i] = value ? static_cast<int>(value->size()) : 0;
     formats[i] = params[i].is_binary() ? 1 : 0;
   }
-  Result<QueryResult> result = answer(
+  const bool sent =
       PQsendQueryPrepared(connection_, found->second.c_str(), static_cast<int>(params.size()),
-                          values.data(), lengths.data(), formats.data(), 0) == 1,
-      "statement failed", deadline);
-  if (!result.ok()) return result.error();
+                          values.data(), lengths.data(), formats.data(), 0) == 1;
+  Result<QueryResult> result = answer(sent, "statement failed", deadline);
+  if (!result.ok()) return unanswered(result.error(), sent);
   const ExecStatusType status = PQresultStatus(result->result_);
   if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
     return error_from(result->result_, "statement failed");
@@ -422,10 +429,9 @@ Result<std::int64_t> Connection::copy_in(std::string_view copy_sql, std::span<co
 
 Status Connection::execute_script(std::string_view trusted_sql) {
   if (is_broken()) return make_error(ErrorCode::kUnavailable, "connection to PostgreSQL lost");
-  Result<QueryResult> result =
-      answer(PQsendQuery(connection_, std::string(trusted_sql).c_str()) == 1, "script failed",
-             answer_deadline());
-  if (!result.ok()) return result.error();
+  const bool sent = PQsendQuery(connection_, std::string(trusted_sql).c_str()) == 1;
+  Result<QueryResult> result = answer(sent, "script failed", answer_deadline());
+  if (!result.ok()) return unanswered(result.error(), sent);
   const ExecStatusType status = PQresultStatus(result->result_);
   if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
     return error_from(result->result_, "script failed");

@@ -206,6 +206,8 @@ class Connection {
   // collects its results by `deadline`. The result is the first error, or
   // else the last result (as PQexec gives). On timeout, closes the connection.
   Result<QueryResult> answer(bool sent, std::string_view what, Deadline deadline);
+  // answer()'s failure, marked maybe_applied when the request was `sent`.
+  static Error unanswered(Error error, bool sent);
   // Waits for the socket to be ready for `events`; false when the deadline passed.
   bool wait_socket(short events, Deadline deadline) const;
   // Closes the connection without waiting on the server (a stopped server

@@ -175,22 +175,28 @@ void SubmitCommitter::commit(std::vector<PendingSubmit>& batch) {
     return;
   }
   if (!inserted.ok()) {
-    // Refused: nothing was stored. Unavailable: the insert may have been
-    // carried out with its answer lost (a server that stopped, or went
-    // away, after it took the statement), so the answer says so and points
-    // at the Idempotency-Key, with which a retry finds the stored job
-    // instead of storing it twice.
-    const bool unknown = inserted.code() == db::ErrorCode::kUnavailable;
+    // Refused: nothing was stored. Unavailable before the insert was sent
+    // (no connection): nothing was stored either, and a retry later may
+    // work. Sent but unanswered: the insert may have been carried out with
+    // its answer lost (a server that stopped, or went away, after it took
+    // the statement), so the answer says so and points at the
+    // Idempotency-Key, with which a retry finds the stored job instead of
+    // storing it twice.
+    const bool unavailable = inserted.code() == db::ErrorCode::kUnavailable;
+    const bool unknown = unavailable && inserted.error().maybe_applied;
     for (PendingSubmit& p : batch) {
       api::SubmitOutcome outcome;
       outcome.kind =
-          unknown ? api::SubmitOutcome::Kind::kUnavailable : api::SubmitOutcome::Kind::kError;
+          unavailable ? api::SubmitOutcome::Kind::kUnavailable : api::SubmitOutcome::Kind::kError;
       outcome.message = unknown ? "the database did not confirm the job, which may or may not "
                                   "have been stored (" +
                                       inserted.error().message +
                                       "): submit it again with the same Idempotency-Key, which "
                                       "answers with the stored job rather than storing it twice"
-                                : "the job was not stored: " + inserted.error().message;
+                        : unavailable ? "the job was not stored: the database could not be "
+                                        "reached (" +
+                                            inserted.error().message + "); submit it again later"
+                                      : "the job was not stored: " + inserted.error().message;
       p.done(std::move(outcome));
     }
     return;

@@ -239,10 +239,13 @@ TEST(ConnectionDeadlineTest, AStatementNotAnsweredInTimeFailsAndClosesItsConnect
     EXPECT_NE(slow.error().message.find("did not answer within 0.3 s"), std::string::npos)
         << slow.error().message;
     EXPECT_LT(took, 4.0) << "waited for the answer instead of the deadline";
+    EXPECT_TRUE(slow.error().maybe_applied) << "sent: the server may have carried it out";
     EXPECT_TRUE((*connection)->is_broken());
-    // What comes after on the closed connection fails at once, never hangs.
+    // What comes after on the closed connection fails at once, never hangs,
+    // and was never sent.
     auto next = (*connection)->execute("SELECT 1");
     EXPECT_EQ(next.code(), ErrorCode::kUnavailable);
+    EXPECT_FALSE(next.error().maybe_applied);
     EXPECT_FALSE((*connection)->in_transaction());
   }
   // The pool of one dropped it and opens a fresh one.
@@ -287,6 +290,7 @@ TEST(ConnectionDeadlineTest, AServerThatNeverAnswersFailsTheConnectAfterTheDeadl
   EXPECT_EQ(opened.code(), ErrorCode::kUnavailable);
   EXPECT_NE(opened.error().message.find("did not answer within 2 s"), std::string::npos)
       << opened.error().message;
+  EXPECT_FALSE(opened.error().maybe_applied) << "no statement was sent";
   EXPECT_LT(took, 30.0);
 }
 

@@ -19,6 +19,7 @@ class FakeStore final : public SubmitStore {
  public:
   std::vector<std::size_t> transactions;  // rows per insert_jobs call
   std::optional<db::ErrorCode> fail;
+  bool sent = false;  // with fail: the insert reached the server, its answer was lost
   // A statement with a row of this tenant fails whole, as one with a value
   // PostgreSQL refuses does.
   std::optional<std::string> refused_tenant;
@@ -27,7 +28,12 @@ class FakeStore final : public SubmitStore {
 
   db::Result<std::vector<db::InsertedJob>> insert_jobs(
       const std::vector<db::NewJob>& rows) override {
-    if (fail) return db::make_error(*fail, "connection refused");
+    if (fail) {
+      db::Error error = db::make_error(
+          *fail, sent ? "the database did not answer within 2 s" : "connection refused");
+      error.maybe_applied = sent;
+      return error;
+    }
     for (const db::NewJob& r : rows) {
       if (r.tenant == refused_tenant) return db::make_error(db::ErrorCode::kInvalid, "refused");
     }
@@ -165,14 +171,26 @@ TEST(SubmitCommitter, AnUnreachableDatabaseAnswers503AndNothingIsCommitted) {
   for (auto& a : answers) {
     api::SubmitOutcome o = a.get();
     EXPECT_EQ(o.kind, Kind::kUnavailable);
-    // Unanswered, the insert may have been carried out: the answer says so
-    // and how to find out, never that the job was not stored.
-    EXPECT_NE(o.message.find("may or may not have been stored (connection refused)"),
+    // Never sent: it was certainly not stored.
+    EXPECT_NE(o.message.find("the job was not stored: the database could not be reached "
+                             "(connection refused); submit it again later"),
               std::string::npos)
         << o.message;
-    EXPECT_NE(o.message.find("the same Idempotency-Key"), std::string::npos) << o.message;
   }
   EXPECT_TRUE(f.committed_sizes.empty()) << "on_committed only for committed rows";
+  // Sent, its answer lost: the insert may have been carried out, so the
+  // answer says so and how to find out, never that the job was not stored.
+  f.store.sent = true;
+  auto unanswered = queue(f, 1);
+  const api::SubmitOutcome unanswered_outcome = unanswered[0].get();
+  EXPECT_EQ(unanswered_outcome.kind, Kind::kUnavailable);
+  EXPECT_NE(unanswered_outcome.message.find("may or may not have been stored (the database did "
+                                            "not answer within 2 s)"),
+            std::string::npos)
+      << unanswered_outcome.message;
+  EXPECT_NE(unanswered_outcome.message.find("the same Idempotency-Key"), std::string::npos)
+      << unanswered_outcome.message;
+  f.store.sent = false;
   f.store.fail = db::ErrorCode::kInvalid;
   auto refused = queue(f, 1);
   const api::SubmitOutcome refused_outcome = refused[0].get();
