@@ -65,22 +65,54 @@ constexpr const char* kJsonCurl =
     "curl -H 'Content-Type: application/json' --data-binary @examples/digits-mlp.json "
     "localhost:8080/v1/jobs";
 
+// The media type of a Content-Type, lowercased and without parameters;
+// nullopt when there is none (no header, or an empty one).
+std::optional<std::string> media_type(std::string_view content_type) {
+  std::string_view type = content_type.substr(0, content_type.find(';'));
+  while (!type.empty() && (type.front() == ' ' || type.front() == '\t')) type.remove_prefix(1);
+  while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) type.remove_suffix(1);
+  if (type.empty() && content_type.find(';') == std::string_view::npos) return std::nullopt;
+  std::string lower(type);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower;
+}
+
 // Whether a Content-Type declares JSON: application/json or any
 // application/...+json (RFC 6839), whatever its parameters (charset=utf-8).
 // A body without a Content-Type is read as JSON as well: some clients send
 // none, and nothing else could be meant.
 bool declares_json(std::string_view content_type) {
-  std::string_view type = content_type.substr(0, content_type.find(';'));
-  while (!type.empty() && (type.front() == ' ' || type.front() == '\t')) type.remove_prefix(1);
-  while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) type.remove_suffix(1);
-  if (type.empty() && content_type.find(';') == std::string_view::npos) return true;
-  std::string lower(type);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::optional<std::string> type = media_type(content_type);
+  if (!type) return true;
   constexpr std::string_view kApplication = "application/";
-  if (lower.rfind(kApplication, 0) != 0) return false;
-  const std::string_view subtype = std::string_view(lower).substr(kApplication.size());
+  if (type->rfind(kApplication, 0) != 0) return false;
+  const std::string_view subtype = std::string_view(*type).substr(kApplication.size());
   return subtype == "json" || (subtype.size() > 5 && subtype.ends_with("+json"));
 }
+
+// Whether a Content-Type may carry a CSV file as it is: text/csv (RFC 7111)
+// and its application/csv alias, text/plain, application/octet-stream, or
+// none. A form (curl -d, which also strips the file's newlines; curl -F,
+// which wraps it in a multipart body) or JSON would be stored as something
+// else than the file.
+bool declares_csv(std::string_view content_type) {
+  const std::optional<std::string> type = media_type(content_type);
+  return !type || *type == "text/csv" || *type == "application/csv" || *type == "text/plain" ||
+         *type == "application/octet-stream";
+}
+
+// A Content-Type as the answer may show it: at most 64 bytes, printable.
+std::string shown_type(std::string_view type) {
+  std::string shown(type.substr(0, 64));
+  for (char& c : shown) {
+    if (c < 0x20 || c > 0x7e) c = '?';  // headers are bytes; the answer is UTF-8 JSON
+  }
+  return shown;
+}
+
+constexpr const char* kCsvCurl =
+    "curl -H 'Content-Type: text/csv' --data-binary @data.csv "
+    "'localhost:8080/v1/datasets?name=mydata'";
 
 // Parses a JSON request body; on failure answers 400 (malformed), 415 (a
 // body declared as something else: a form, text) or 422 (a string the
@@ -94,12 +126,8 @@ std::optional<json> parse_body(const Request& request, const ResponseWriterPtr& 
   if (const std::string_view type = request.header("content-type"); !declares_json(type)) {
     // curl -d sends application/x-www-form-urlencoded: reading that as JSON
     // would accept what a form or a proxy could have rewritten.
-    std::string shown(type.substr(0, 64));
-    for (char& c : shown) {
-      if (c < 0x20 || c > 0x7e) c = '?';  // headers are bytes; the answer is UTF-8 JSON
-    }
     writer->respond(problem(
-        415, "the body is sent as '" + shown + "'; this route reads JSON",
+        415, "the body is sent as '" + shown_type(type) + "'; this route reads JSON",
         {{"field", "Content-Type"},
          {"hint",
           std::string("send the header Content-Type: application/json, e.g. ") + kJsonCurl}}));
@@ -980,37 +1008,46 @@ void JobsApi::add_pool_routes() {
 }
 
 void JobsApi::add_dataset_routes() {
-  router_.add("POST", "/v1/datasets", Access::kTenant,
-              [this](Request& r, const PathParams&, ResponseWriterPtr w) {
-                if (r.body.empty()) {
-                  w->respond(problem(400, "the request body is empty; send the CSV file",
-                                     {{"hint",
-                                       "curl -X POST --data-binary @data.csv -H 'Content-Type: "
-                                       "text/csv' localhost:8080/v1/datasets?name=mydata"}}));
-                  return;
-                }
-                // The name is storable text already (utf8_query).
-                const std::string name = r.query_value("name").value_or("upload");
-                if (name.size() > 128) {
-                  w->respond(problem(400, "the query parameter 'name' is longer than 128 bytes",
-                                     {{"field", "name"}, {"hint", "e.g. ?name=mydata"}}));
-                  return;
-                }
-                if (name.empty() || control_character(name)) {
-                  w->respond(problem(
-                      400, "the query parameter 'name' is empty or holds a control character",
+  router_.add(
+      "POST", "/v1/datasets", Access::kTenant,
+      [this](Request& r, const PathParams&, ResponseWriterPtr w) {
+        if (r.body.empty()) {
+          w->respond(
+              problem(400, "the request body is empty; send the CSV file", {{"hint", kCsvCurl}}));
+          return;
+        }
+        if (const std::string_view type = r.header("content-type"); !declares_csv(type)) {
+          w->respond(problem(
+              415, "the body is sent as '" + shown_type(type) + "'; this route reads a CSV file",
+              {{"field", "Content-Type"},
+               {"hint", std::string("send the file as it is with the header Content-Type: "
+                                    "text/csv (curl -d strips its newlines and curl -F "
+                                    "wraps it in a form), e.g. ") +
+                            kCsvCurl}}));
+          return;
+        }
+        // The name is storable text already (utf8_query).
+        const std::string name = r.query_value("name").value_or("upload");
+        if (name.size() > 128) {
+          w->respond(problem(400, "the query parameter 'name' is longer than 128 bytes",
+                             {{"field", "name"}, {"hint", "e.g. ?name=mydata"}}));
+          return;
+        }
+        if (name.empty() || control_character(name)) {
+          w->respond(
+              problem(400, "the query parameter 'name' is empty or holds a control character",
                       {{"field", "name"},
                        {"hint", "a name is one line of printable text, e.g. ?name=mydata"}}));
-                  return;
-                }
-                if (!storable_text(r.body)) {
-                  w->respond(problem(
-                      422, "the CSV file is not UTF-8 text, or contains the character U+0000",
-                      {{"field", "body"}, {"hint", "save the file as UTF-8 CSV"}}));
-                  return;
-                }
-                w->respond(answer(service_.upload_dataset(r.tenant, name, r.body), 201));
-              });
+          return;
+        }
+        if (!storable_text(r.body)) {
+          w->respond(problem(422,
+                             "the CSV file is not UTF-8 text, or contains the character U+0000",
+                             {{"field", "body"}, {"hint", "save the file as UTF-8 CSV"}}));
+          return;
+        }
+        w->respond(answer(service_.upload_dataset(r.tenant, name, r.body), 201));
+      });
 }
 
 // Probes, metrics and the API document: open to anyone.

@@ -147,6 +147,30 @@ TEST(Routes, ABodyNotDeclaredJsonIs415OnContentType) {
   EXPECT_TRUE(nlohmann::json::accept(binary.body)) << binary.body;
 }
 
+// A CSV upload is read as the file it is: text/csv or its aliases, or no
+// Content-Type. A form (curl -d strips the newlines, curl -F wraps the file)
+// or JSON is 415 on Content-Type, with the curl that works.
+TEST(Routes, ACsvUploadSentAsAFormOrJsonIs415OnContentType) {
+  FakeJobService service;
+  JobsApi api(service, {});
+  const std::string csv = "a,label\n1,0\n";
+  for (const char* type : {"application/x-www-form-urlencoded", "multipart/form-data; boundary=x",
+                           "application/json", "text/html", "; charset=utf-8"}) {
+    Response r = call(api, "POST", "/v1/datasets?name=d", csv, {{"content-type", type}});
+    EXPECT_EQ(r.status, 415) << type << ": " << r.body;
+    EXPECT_EQ(r.content_type, "application/problem+json");
+    const nlohmann::json problem = body_of(r);
+    EXPECT_EQ(problem["field"], "Content-Type") << type;
+    EXPECT_NE(problem["hint"].get<std::string>().find("--data-binary @data.csv"), std::string::npos)
+        << problem.dump();
+  }
+  for (const char* type : {"", "text/csv", "Text/CSV; charset=utf-8", "application/csv",
+                           "text/plain", "application/octet-stream"}) {
+    Response r = call(api, "POST", "/v1/datasets?name=d", csv, {{"content-type", type}});
+    EXPECT_EQ(r.status, 201) << "'" << type << "': " << r.body;
+  }
+}
+
 // Names and labels are one line of printable text.
 TEST(Routes, AnEmptyNameOrAControlCharacterInANameOrLabelIs422OnItsField) {
   FakeJobService service;

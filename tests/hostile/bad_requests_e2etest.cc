@@ -470,6 +470,16 @@ std::vector<BadRequest> bad_requests() {
           .on_field("Content-Type"),
       BadRequest{"ValidateSentAsCsv", "POST", "/v1/jobs:validate", valid, csv, 415, "text/csv"}
           .on_field("Content-Type"),
+      // Regression: a CSV sent as a form (curl -d, which strips its
+      // newlines) was stored as a dataset of one line.
+      BadRequest{"DatasetSentAsForm",
+                 "POST",
+                 "/v1/datasets?name=n",
+                 "a,label1,0",
+                 {{"Content-Type", "application/x-www-form-urlencoded"}},
+                 415,
+                 "reads a CSV file"}
+          .on_field("Content-Type"),
       {"NulInDatasetCsv", "POST", "/v1/datasets?name=n", std::string("a\0,label\n1,0\n", 13), csv,
        422, "U+0000"},
       {"InvalidUtf8DatasetCsv", "POST", "/v1/datasets?name=n", "\xff\xfe,label\n1,0\n", csv, 422,
