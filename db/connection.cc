@@ -190,10 +190,20 @@ Result<std::unique_ptr<Connection>> Connection::open(const std::string& conninfo
   // other process's writes to those rows (the leader's requeue of its jobs),
   // for as long as its session lives: the server ends such a session after
   // 5 s idle in a transaction, well inside the 10 s after which an agent is
-  // declared lost. Our transactions never wait on anything but the server.
+  // declared lost. One wait is not idle: a COPY in, whose server reads the
+  // rows from us. A client cut off in the middle of one (a partition: its
+  // packets vanish, no reset ever comes) would leave the server reading,
+  // with the rows it already took locked, for as long as the operating
+  // system's keepalive waits (two hours by default): a job resumed
+  // elsewhere would stall on its checkpoint at that step. So the server
+  // probes this session's client as the client probes the server (about
+  // 11 s), and gives up a send that is not acknowledged in 10 s. (Over a
+  // Unix socket these settings do nothing.)
   Status session = connection->execute_script(
       "SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET IntervalStyle = 'postgres'; "
-      "SET idle_in_transaction_session_timeout = '5s'");
+      "SET idle_in_transaction_session_timeout = '5s'; SET tcp_keepalives_idle = 5; "
+      "SET tcp_keepalives_interval = 2; SET tcp_keepalives_count = 3; "
+      "SET tcp_user_timeout = 10000");
   if (!session.ok()) return session.error();
   return connection;
 }

@@ -15,9 +15,10 @@ BUILD_PACKAGES=(g++ make cmake pkg-config ccache libboost1.81-dev nlohmann-json3
 # test runs Prometheus's promtool; the package test runs cpack (dpkg-dev,
 # file) and installs the package with dpkg -i, which needs its dependency
 # adduser already there. The notification signature test checks the HMAC
-# against the openssl command line.
+# against the openssl command line. The partition test cuts an agent off in
+# a network namespace of its own, with iproute2's ip.
 TEST_PACKAGES=(curl chromium clang clang-format libclang-rt-14-dev prometheus dpkg-dev file adduser
-  openssl)
+  openssl iproute2)
 
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi

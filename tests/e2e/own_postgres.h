@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "db/embedded_postgres.h"
@@ -16,11 +17,15 @@ namespace tpujobs::testing {
 
 class OwnPostgres {
  public:
-  explicit OwnPostgres(const std::string& prefix = "tpujobs-e2e-")
+  // `settings`: server settings beyond the defaults (say, a TCP address
+  // to listen on, with an hba_file that lets it in).
+  explicit OwnPostgres(const std::string& prefix = "tpujobs-e2e-",
+                       std::vector<std::pair<std::string, std::string>> settings = {})
       : directory_(db::testing::make_temp_dir(prefix)) {
     db::EmbeddedPostgres::Options options;
     options.state_dir = directory_;
     options.sync_initdb = false;
+    options.settings = std::move(settings);
     auto started = db::EmbeddedPostgres::start(options);
     if (started.ok())
       postgres_ = std::move(*started);

@@ -97,21 +97,8 @@ class ScaleOut : public ::testing::Test {
     return n;
   }
 
-  // A job long enough to be caught running: `epochs` of 25 steps on one
-  // core through a wide hidden layer, logging and checkpointing every 25
-  // steps.
   static json long_job(const std::string& name, int epochs, int seed = 7) {
-    BlobsJob spec;
-    spec.name = name;
-    spec.seed = seed;
-    spec.epochs = epochs;
-    spec.samples = 1000;
-    spec.hidden = 1024;
-    spec.log_every_n_steps = 25;
-    spec.checkpoint_every_n_steps = 25;
-    json j = blobs_job_spec(spec);
-    j["max_retries"] = 2;
-    return j;
+    return long_job_spec(name, epochs, seed);
   }
   // A job still running when a test acts on a step or checkpoint it saw:
   // 16,000 steps (4,000 ended within a second of their first on a quiet

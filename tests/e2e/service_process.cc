@@ -1,5 +1,7 @@
 #include "service_process.h"
 
+#include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -74,6 +76,14 @@ std::string ServiceProcess::start(std::chrono::seconds timeout) {
     // (halt_on_error); leaks are checked by the in-process tests, not in
     // every service process a test kills.
     setenv("ASAN_OPTIONS", "detect_leaks=0:abort_on_error=1", 1);
+    if (!options_.network_namespace.empty()) {
+      const int ns = open(("/run/netns/" + options_.network_namespace).c_str(), O_RDONLY);
+      if (ns < 0 || setns(ns, CLONE_NEWNET) != 0) {
+        std::perror("joining the network namespace");
+        _exit(127);
+      }
+      close(ns);
+    }
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

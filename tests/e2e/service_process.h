@@ -24,6 +24,9 @@ class ServiceProcess {
     // "agent": runs `tpujobs agent EXTRA_ARGS` instead (no listen address,
     // pool or state dir; start() waits for its "running" line).
     std::string command = "serve";
+    // A network namespace to run in (/run/netns/NAME, as `ip netns add`
+    // makes): the process joins it before it starts. Empty: this one's.
+    std::string network_namespace;
   };
 
   explicit ServiceProcess(Options options);

@@ -46,6 +46,18 @@ json short_job_spec(const std::string& name) {
   return blobs_job_spec({.name = name, .samples = 320});
 }
 
+json long_job_spec(const std::string& name, int epochs, int seed) {
+  json j = blobs_job_spec({.name = name,
+                           .seed = seed,
+                           .epochs = epochs,
+                           .log_every_n_steps = 25,
+                           .checkpoint_every_n_steps = 25,
+                           .samples = 1000,
+                           .hidden = 1024});
+  j["max_retries"] = 2;
+  return j;
+}
+
 namespace {
 
 bool running_at(const json& job, std::int64_t step) {

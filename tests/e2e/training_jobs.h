@@ -36,6 +36,11 @@ nlohmann::json restartable_job_spec(const std::string& name);
 // within a second of starting.
 nlohmann::json short_job_spec(const std::string& name);
 
+// A job long enough to be caught running: `epochs` of 25 steps on one core
+// through a wide hidden layer (1,000 samples, 1,024 hidden units), logging
+// and checkpointing every 25 steps, with max_retries 2.
+nlohmann::json long_job_spec(const std::string& name, int epochs, int seed);
+
 // Training steps an epoch of such a job on one core: 80% of the samples in
 // batches of 32 (for sample counts that divide evenly, as the tests use).
 constexpr std::int64_t blobs_steps_per_epoch(int samples) {
