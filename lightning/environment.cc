@@ -69,6 +69,13 @@ struct TorchXlaRelease {
 // torch_xla 2.1's XRT build: "2.1.0+xrt" as pip shows it.
 bool xrt_build(const std::string& version) { return version.find("+xrt") != std::string::npos; }
 
+// The Pythons the 2.1.0+xrt build has wheels for: 3.10 only. pytorch/xla
+// v2.5.0:README.md:199 lists that one wheel ("2.1 (XRT + Python 3.10)",
+// torch_xla-2.1.0%2Bxrt-cp310-cp310), and the release infrastructure built
+// it once, for the TPU VM, with python_version 3.10 (pytorch/xla@f06f6c00:
+// infra/tpu-pytorch-releases/artifacts.auto.tfvars:42, xrt_versioned_builds).
+constexpr int kXrtBuildPython = 10;
+
 // The symbol import reports depends on which libtorch the wheel meets; the
 // ones here are those users reported for that torch_xla release.
 constexpr std::string_view kSymbolCpuFallback =
@@ -394,6 +401,13 @@ void check_environment(Context& c) {
               "torch_xla " + torch_xla->text +
                   " is not a release tpujobs reproduces (1.13, and 2.0 to 2.5).",
               "Use one of those, with the torch of the same minor version.");
+    } else if (wheel->versions.first == 201 && xrt_build(torch_xla->text) &&
+               python_minor != kXrtBuildPython) {
+      c.error(kFieldTorchXla, fill(kNoDistribution, {{"torch_xla", torch_xla->text}}),
+              "torch_xla 2.1.0+xrt has a wheel for Python 3." + std::to_string(kXrtBuildPython) +
+                  " only, not " + python->text +
+                  ": use Python 3.10, or torch_xla 2.1.0 with `runtime: \"pjrt\"`.",
+              kPipSource);
     } else if (python_minor < wheel->python_first || python_minor > wheel->python_last) {
       c.error(kFieldTorchXla, fill(kNoDistribution, {{"torch_xla", torch_xla->text}}),
               "torch_xla " + torch_xla->minor_text() + " has wheels for Python 3." +
