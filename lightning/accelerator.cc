@@ -279,6 +279,7 @@ constexpr DeviceInfoRules kDeviceInfoRules[] = {
 
 void check_device_info(Context& c) {
   const DeviceInfoRules& rules = *row_for<DeviceInfoRules>(kDeviceInfoRules, c.version, c.patch);
+  c.use_patch_row(rules.patches);
   // _log_device_info runs once the connector is done, so its warning comes
   // after the connector's (precision, strategy).
   if (c.accelerator == Accelerator::kCpu && c.tpu_available()) {

@@ -56,6 +56,10 @@ struct Context {
   // The patch release installed, as patch_number(): 2.5.1 -> 20501; the
   // tag's (20506) when only the minor release is known.
   int patch = patch_number(version, release_patch(release->tag, *release));
+  // The newest patch release (a patch_number()) whose texts are all the ones
+  // used: a row that holds for some patches of a release only narrows it
+  // (use_patch_row), and out.lightning_tag names that release.
+  int texts_last_patch = kEveryPatch.last;
   Accelerator accelerator = Accelerator::kUnresolved;
   // A registered accelerator that is not available here ("cuda"): its
   // device check still runs first, as the connector checks devices before it
@@ -97,6 +101,10 @@ struct Context {
   }
   void warn(std::string text) { out.warnings.push_back(std::move(text)); }
   bool v1() const { return version < 200; }
+  // Notes that a row holding for `patches` supplied texts of this job.
+  void use_patch_row(Versions patches) {
+    texts_last_patch = std::min(texts_last_patch, patches.last);
+  }
 
   int pool_hosts(Generation generation) const { return std::max(generation->hosts, 0); }
   bool tpu_available() const { return !pool_generations.empty() && !torch_xla_missing; }
@@ -153,6 +161,7 @@ void check_precision(Context& c);          // precision.cc
 void check_strategy(Context& c);           // strategy.cc
 void check_runtime(Context& c);            // versions.cc
 void check_device_info(Context& c);        // accelerator.cc
+void name_lightning_tag(Context& c);       // versions.cc: the tag the texts came from
 
 // What building the `strategy` comes to, which decides whether Lightning
 // ever builds a precision plugin and which (strategy.cc): the registry

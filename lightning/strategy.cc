@@ -396,6 +396,7 @@ void check_strategy(Context& c) {
   const WrittenStrategy w = written_strategy(c);
   const std::string& written = w.name;
   const StrategyRules& rules = *w.rules;
+  c.use_patch_row(rules.patches);
   const bool automatic = w.automatic;
   const RegisteredStrategy* entry = w.entry;
   if (!automatic && !entry) {

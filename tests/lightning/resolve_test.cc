@@ -1739,6 +1739,37 @@ TEST(ResolveTest, DeviceInfoLinesAreThoseOfTheRelease) {
   }
 }
 
+// lightning_tag names the tag whose texts the job got: the release's, or the
+// newest patch release whose texts equal the installed one's. 2.5.0-2.5.2
+// have 2.4's FSDP text (2.5.2 accelerator_connector.py:464), which 2.5.3
+// rewrote (2.5.3 accelerator_connector.py:458); 2.5.0-2.5.5 print the HPU
+// line (2.5.5 setup.py:169), which 2.5.6 dropped.
+TEST(ResolveTest, LightningTagIsTheTagTheTextsCameFrom) {
+  const std::vector<std::pair<std::string, std::string>> rows = {
+      {"v=2.5", "2.5.6"},
+      {"pl=2.5.6 torch=2.5.0 xla=2.5.0", "2.5.6"},
+      {"pl=2.5.0 torch=2.5.0 xla=2.5.0", "2.5.2"},
+      {"pl=2.5.1 torch=2.5.0 xla=2.5.0", "2.5.2"},
+      {"pl=2.5.2 torch=2.5.0 xla=2.5.0", "2.5.2"},
+      {"pl=2.5.3 torch=2.5.0 xla=2.5.0", "2.5.5"},
+      {"v=2.5.5", "2.5.5"},
+      {"pl=2.5.1 torch=2.5.0 xla=2.5.0 accelerator=cpu strategy=fsdp", "2.5.2"},
+      {"v=2.4", "2.4.0"},
+      {"pl=2.3.1 torch=2.3.0 xla=2.3.0", "2.3.3"},
+      {"v=2.1", "2.1.4"},
+      {"v=1.6", "1.6.5"},
+  };
+  for (const auto& [settings, tag] : rows) {
+    EXPECT_EQ(tag, resolve(Settings(settings), Pool("v3-8")).lightning_tag) << settings;
+  }
+  // The FSDP text a 2.5.1 job gets is the one 2.5.2 has.
+  const Resolution fsdp =
+      resolve(Settings("pl=2.5.1 torch=2.5.0 xla=2.5.0 accelerator=cpu strategy=fsdp"), Pool(""));
+  ASSERT_EQ(1u, fsdp.errors.size());
+  EXPECT_EQ("The strategy `fsdp` requires a GPU accelerator, but got: cpu", fsdp.errors[0].message);
+  EXPECT_EQ("2.5.2", fsdp.lightning_tag);
+}
+
 // The texts lightning-utilities and torch_xla write cite the file that writes
 // them, not the caller or a README.
 TEST(ResolveTest, CitesTheFileThatWritesTheText) {
