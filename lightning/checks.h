@@ -65,6 +65,13 @@ struct Context {
   // device check still runs first, as the connector checks devices before it
   // instantiates the accelerator.
   std::string unavailable_accelerator = {};
+  // 1.6 dropped the `accelerator` string (not a name it knows): Lightning
+  // goes on as if none was given.
+  bool accelerator_dropped = false;
+  // The accelerator flag as Lightning keeps it; nullopt: None.
+  std::optional<std::string> accelerator_flag() const {
+    return accelerator_dropped ? std::nullopt : settings.accelerator;
+  }
   std::vector<Generation> pool_generations = {};  // TPU generations with hosts, oldest first
 
   // resources.accelerator_type, when given and valid.
@@ -173,6 +180,9 @@ enum class StrategyBuild {
   kFails,  // refused before the precision plugin (invalid name, DeepSpeed, FSDP, ...)
 };
 StrategyBuild strategy_build(const Context& c);
+
+// `name` is in the strategy registry of `version` (strategy.cc).
+bool is_registered_strategy(std::string_view name, int version);
 
 // The torch_xla (major*100+minor) a release runs with when `environment`
 // names none: the newest whose torch the release's requirement allows

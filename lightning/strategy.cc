@@ -371,6 +371,10 @@ WrittenStrategy written_strategy(const Context& c) {
 
 }  // namespace
 
+bool is_registered_strategy(std::string_view name, int version) {
+  return find_registered(name, version) != nullptr;
+}
+
 StrategyBuild strategy_build(const Context& c) {
   const WrittenStrategy w = written_strategy(c);
   if (w.automatic) return StrategyBuild::kTpu;

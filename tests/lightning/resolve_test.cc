@@ -825,11 +825,30 @@ const std::vector<VersionCase>& VersionCases() {
        "trainer.accelerator: MPSAccelerator can not run on your system since the accelerator is "
        "not available. The following accelerator(s) is available and can be passed into "
        "`accelerator` argument of `Trainer`: ['cpu', 'tpu']."},
+      // 1.6 keeps the flag only when it is a registered name, 'auto' or a
+      // strategy name: any other string leaves it None, so Lightning picks
+      // the CPU (or the TPU for tpu_cores) as if none was given.
       {"v16_accelerator_cuda_unknown",
-       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py",
-       "v=1.6 accelerator=cuda", "v3-8",
-       "trainer.accelerator: When passing string value for the `accelerator` argument of "
-       "`Trainer`, it can only be one of ['cpu', 'gpu', 'hpu', 'ipu', 'tpu']."},
+       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:293 (dropped)",
+       "v=1.6 accelerator=cuda", "v3-8", "cpu world=1 32-true auto v1", kTpuUnused},
+      {"v16_accelerator_upper_case_dropped",
+       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:294 (case-sensitive)",
+       "v=1.6 accelerator=TPU tpu_cores=8", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
+      {"v16_accelerator_unknown_devices_auto",
+       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:439",
+       "v=1.6 accelerator=foo devices=auto", "v3-8",
+       "trainer.devices: You passed `devices=auto` but haven't specified "
+       "`accelerator=('auto'|'tpu'|'gpu'|'ipu'|'cpu'|'hpu)` for the devices mapping",
+       kTpuUnused},
+      {"v16_accelerator_unknown_devices_0",
+       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:423",
+       "v=1.6 accelerator=foo tpu_cores=8 devices=0", "v3-8",
+       "trainer.devices: `Trainer(devices=0)` value is not a valid input using None accelerator."},
+      {"v17_accelerator_unknown_refused",
+       "1.7.7:src/pytorch_lightning/trainer/connectors/accelerator_connector.py:293",
+       "v=1.7 accelerator=TPU", "v3-8",
+       "trainer.accelerator: You selected an invalid accelerator name: `accelerator='TPU'`. "
+       "Available names are: cpu, cuda, hpu, ipu, mps, tpu."},
       {"v16_accelerator_gpu", "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py",
        "v=1.6 accelerator=gpu", "v3-8",
        "trainer.accelerator: GPUAccelerator can not run on your system since the accelerator is "
