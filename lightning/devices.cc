@@ -396,6 +396,11 @@ void check_cpu_devices(Context& c) {
   std::optional<std::int64_t> count;
   if (devices.kind == DeviceValue::Kind::kAbsent) return;
   if (devices.kind == DeviceValue::Kind::kInt) count = devices.number;
+  // isinstance(True, int): `devices=True` is one process (False was refused
+  // above, as False == 0).
+  if (devices.kind == DeviceValue::Kind::kOther && devices.python_type == "bool") {
+    count = devices.python_repr == "True" ? 1 : 0;
+  }
   if (devices.kind == DeviceValue::Kind::kString) {
     if (devices.text == "auto") return;
     const std::string_view text = strip(devices.text);

@@ -382,6 +382,12 @@ const std::vector<Case>& Cases() {
       {"accelerator_cpu_devices_negative", "accelerator=cpu devices=-1", "v3-32",
        "trainer.devices: `devices` selected with `CPUAccelerator` should be an int > 0.",
        "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+      // _parse_cpu_cores: isinstance(True, int), so True is one process
+      // (2.5.6 fabric/accelerators/cpu.py:98); a float is not an int.
+      {"accelerator_cpu_devices_true", "accelerator=cpu devices=True", "",
+       "cpu world=1 32-true auto"},
+      {"accelerator_cpu_devices_float", "accelerator=cpu devices=2.0", "",
+       "trainer.devices: `devices` selected with `CPUAccelerator` should be an int > 0."},
       {"accelerator_cpu_devices_0", "accelerator=cpu devices=0", "v3-32",
        "trainer.devices: `Trainer(devices=0)` value is not a valid input using cpu accelerator.",
        "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
@@ -831,6 +837,8 @@ const std::vector<VersionCase>& VersionCases() {
       {"v16_accelerator_cuda_unknown",
        "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:293 (dropped)",
        "v=1.6 accelerator=cuda", "v3-8", "cpu world=1 32-true auto v1", kTpuUnused},
+      {"v16_cpu_devices_true", "1.6.5:pytorch_lightning/utilities/device_parser.py:154",
+       "v=1.6 accelerator=cpu devices=True", "", "cpu world=1 32-true auto v1"},
       {"v16_accelerator_upper_case_dropped",
        "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:294 (case-sensitive)",
        "v=1.6 accelerator=TPU tpu_cores=8", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
