@@ -416,9 +416,12 @@ void check_environment(Context& c) {
                   (python ? python->text : std::string("3.10")) + ".",
               kPipSource);
     } else if (torch && torch->number() != wheel->torch) {
+      // The extension's ABI tag: CPython 3.7 and older add "m" (pymalloc),
+      // 3.8 dropped it ("cpython-37m", "cpython-38").
+      const std::string abi = "3" + std::to_string(python_minor) + (python_minor <= 7 ? "m" : "");
       c.error(kFieldTorchXla,
               fill(kImportError, {{"python", "3." + std::to_string(python_minor)},
-                                  {"abi", "3" + std::to_string(python_minor)},
+                                  {"abi", abi},
                                   {"symbol", std::string(wheel->undefined_symbol)}}),
               "torch " + torch->text + " and torch_xla " + torch_xla->text +
                   " are of different minor versions: " + install_hint(wheel->torch, python_minor) +

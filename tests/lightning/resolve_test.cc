@@ -1385,6 +1385,18 @@ const std::vector<VersionCase>& VersionCases() {
        "environment.torch_xla: ImportError: /usr/local/lib/python3.10/dist-packages/_XLAC.cpython-"
        "310-x86_64-linux-gnu.so: undefined symbol: _ZN2at6native12cpu_fallbackERKN3c1014Operator"
        "HandleEPSt6vectorINS1_6IValueESaIS6_EEbNS1_11DispatchKeyE"},
+      // CPython 3.7's extension suffix carries the pymalloc "m" (PEP 3149;
+      // gone in 3.8): pytorch/xla#2538 shows "_XLAC.cpython-37m-x86_64-linux-gnu.so".
+      {"env_torch_mismatch_python_37", "pytorch/xla#2538 (cpython-37m)",
+       "pl=1.8.6 torch=1.12.1 xla=1.13 py=3.7 accelerator=tpu devices=8", "v3-8",
+       "environment.torch_xla: ImportError: /usr/local/lib/python3.7/dist-packages/"
+       "_XLAC.cpython-37m-x86_64-linux-gnu.so: undefined symbol: "
+       "_ZN5torch8autograd12VariableInfoC1ERKN2at6TensorE"},
+      {"env_torch_mismatch_python_38", "pytorch/xla#5553 (cpython-38)",
+       "pl=1.8.6 torch=1.12.1 xla=1.13 py=3.8 accelerator=tpu devices=8", "v3-8",
+       "environment.torch_xla: ImportError: /usr/local/lib/python3.8/dist-packages/"
+       "_XLAC.cpython-38-x86_64-linux-gnu.so: undefined symbol: "
+       "_ZN5torch8autograd12VariableInfoC1ERKN2at6TensorE"},
       {"env_no_torch_xla_tpu",
        "2.1.4:src/lightning/fabric/accelerators/xla.py (XLAAccelerator.__init__)",
        "pl=2.1.3 torch=2.1.0 accelerator=tpu", "v3-8",
