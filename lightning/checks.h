@@ -189,4 +189,8 @@ bool is_registered_strategy(std::string_view name, int version);
 // (environment.cc).
 int default_torch_xla(int lightning_version);
 
+// What torch_xla (major*100+minor) prints when it reads XLA_USE_BF16=1; empty
+// when it prints nothing (environment.cc).
+std::string_view xla_use_bf16_notice(int torch_xla_version);
+
 }  // namespace tpujobs::lightning

@@ -317,6 +317,11 @@ bool env_bool(const std::map<std::string, std::string>& env, const std::string& 
   return number && *number != 0;
 }
 
+std::string_view xla_use_bf16_notice(int torch_xla_version) {
+  const TorchXlaRelease* row = row_for<TorchXlaRelease>(kTorchXlaReleases, torch_xla_version);
+  return row ? row->xla_use_bf16_notice : std::string_view();
+}
+
 int default_torch_xla(int lightning_version) {
   const TorchRequirement* requirement =
       row_for<TorchRequirement>(kTorchRequirements, lightning_version);

@@ -1488,6 +1488,34 @@ const std::vector<VersionCase>& VersionCases() {
        "tpu host v3 8x1 v3-8 world=8 bf16-true xla",
        "XLA_USE_BF16 will be deprecated after the 2.4 release, please convert your model to bf16 "
        "directly"},
+      // XLAPrecision('bf16-true') sets XLA_USE_BF16=1 itself, so torch_xla
+      // 2.4 and 2.5 print their notice for it too, once.
+      {"env_bf16_true_sets_xla_use_bf16",
+       "2.5.6:src/lightning/pytorch/plugins/precision/xla.py:57; pytorch/xla "
+       "v2.5.0:torch_xla/csrc/dtype.cpp:14",
+       "pl=2.5.6 torch=2.5.0 xla=2.5.0 py=3.10 precision=bf16-true", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 bf16-true xla",
+       "XLA_USE_BF16 will be deprecated after the 2.5 release, please convert your model to bf16 "
+       "directly"},
+      {"env_bf16_true_torch_xla_24",
+       "2.4.0:src/lightning/pytorch/plugins/precision/xla.py:57; pytorch/xla "
+       "v2.4.0:torch_xla/csrc/dtype.cpp:14",
+       "pl=2.4.0 torch=2.4.0 xla=2.4.0 py=3.10 precision=bf16-true devices=1", "v3-8",
+       "tpu single v3 1x1 world=1 bf16-true single_xla",
+       "XLA_USE_BF16 will be deprecated after the 2.4 release, please convert your model to bf16 "
+       "directly"},
+      {"env_bf16_true_and_env_notice_once",
+       "pytorch/xla v2.5.0:torch_xla/csrc/dtype.cpp:34 (static: read once)",
+       "pl=2.5.6 torch=2.5.0 xla=2.5.0 py=3.10 precision=bf16-true env.XLA_USE_BF16=1", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 bf16-true xla",
+       "XLA_USE_BF16 will be deprecated after the 2.5 release, please convert your model to bf16 "
+       "directly"},
+      {"env_bf16_true_torch_xla_23_silent", "pytorch/xla v2.3.0:torch_xla/csrc/dtype.cpp",
+       "pl=2.5.6 torch=2.3.0 xla=2.3.0 py=3.10 precision=bf16-true", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 bf16-true xla"},
+      {"env_32_true_torch_xla_25_silent", "2.5.6:src/lightning/pytorch/plugins/precision/xla.py",
+       "pl=2.5.6 torch=2.5.0 xla=2.5.0 py=3.10 precision=32-true", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 32-true xla"},
       {"env_xla_use_bf16_silent_before_2_4", "pytorch/xla v2.1.0:torch_xla/csrc/dtype.cpp",
        "pl=2.1.3 torch=2.1.0 xla=2.1.0 env.XLA_USE_BF16=true", "v3-8",
        "tpu host v3 8x1 v3-8 world=8 bf16-true xla"},
