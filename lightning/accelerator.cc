@@ -17,6 +17,11 @@ struct AcceleratorRules {
   std::string_view not_available;  // {class}, {available}
   std::string_view tpu_class;
   bool gpu_registered;  // 1.6 registers 'gpu'; later 'gpu' picks a backend or fails
+  // 1.6 keeps only a registered name (or 'auto') as the accelerator flag and
+  // drops any other string that is not a strategy name: the flag stays None
+  // and the accelerator is chosen as if none was given
+  // (_check_config_and_set_final_flags). Later versions raise `invalid_name`.
+  bool unknown_dropped;
   std::string_view no_gpu_backend;
   // accelerator='tpu' without torch_xla installed: the accelerator's own
   // import check (str(_XLA_AVAILABLE)); empty: it is just not available.
@@ -44,6 +49,7 @@ constexpr AcceleratorRules kAcceleratorRules[] = {
      kNotAvailable,
      "TPUAccelerator",
      true,
+     true,
      "",
      "",
      "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py"},
@@ -53,6 +59,7 @@ constexpr AcceleratorRules kAcceleratorRules[] = {
      "{names}.",
      kNotAvailable,
      "TPUAccelerator",
+     false,
      false,
      "No supported gpu backend found!",
      "",
@@ -64,6 +71,7 @@ constexpr AcceleratorRules kAcceleratorRules[] = {
      kNotAvailableQuoted,
      "TPUAccelerator",
      false,
+     false,
      "No supported gpu backend found!",
      "",
      "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
@@ -73,6 +81,7 @@ constexpr AcceleratorRules kAcceleratorRules[] = {
      "auto, {names}.",
      kNotAvailableQuoted,
      "TPUAccelerator",
+     false,
      false,
      "No supported gpu backend found!",
      "Module not found: 'torch_xla'. HINT: Try running `pip install -U torch_xla`",
@@ -85,6 +94,7 @@ constexpr AcceleratorRules kAcceleratorRules[] = {
      "auto, {names}.",
      kNotAvailableQuoted,
      "XLAAccelerator",
+     false,
      false,
      "No supported gpu backend found!",
      "Requirement 'torch_xla>=1.13' not met. HINT: Try running `pip install -U 'torch_xla>=1.13'`",
@@ -147,8 +157,20 @@ void refuse_unavailable(Context& c, std::string_view accelerator_class) {
 void check_accelerator(Context& c) {
   const AcceleratorRules& rules = rules_for(c);
   const bool tpu_cores_given = c.settings.tpu_cores.kind != DeviceValue::Kind::kAbsent;
+  const std::vector<std::string> names = split_names(rules.registered);
+  const auto is_registered = [&](const std::string& name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
+  // 1.6.5 accelerator_connector.py:293-302: a string that is neither a
+  // registered accelerator, 'auto' nor a strategy name leaves the flag None.
+  // (A strategy name takes the deprecated accelerator-as-strategy path,
+  // which tpujobs does not reproduce: it is refused below.)
+  c.accelerator_dropped = c.settings.accelerator && rules.unknown_dropped &&
+                          *c.settings.accelerator != "auto" &&
+                          !is_registered(*c.settings.accelerator) &&
+                          !is_registered_strategy(*c.settings.accelerator, c.version);
   std::string flag;
-  if (c.settings.accelerator) {
+  if (c.settings.accelerator && !c.accelerator_dropped) {
     flag = *c.settings.accelerator;
   } else if (c.v1()) {
     // 1.x: no accelerator means the CPU, unless a device flag such as
@@ -157,8 +179,7 @@ void check_accelerator(Context& c) {
   } else {
     flag = "auto";
   }
-  const std::vector<std::string> names = split_names(rules.registered);
-  const bool registered = std::find(names.begin(), names.end(), flag) != names.end();
+  const bool registered = is_registered(flag);
   if (!registered && flag != "auto" && !(flag == "gpu" && !rules.gpu_registered)) {
     c.error(kFieldAccelerator,
             fill(rules.invalid_name, {{"accelerator", py_repr(flag)},
@@ -182,7 +203,7 @@ void check_accelerator(Context& c) {
       return;
     }
     if (!c.tpu_available()) {
-      c.error(c.settings.accelerator ? kFieldAccelerator : kFieldTpuCores,
+      c.error(c.settings.accelerator && !c.accelerator_dropped ? kFieldAccelerator : kFieldTpuCores,
               fill(rules.not_available, {{"class", std::string(rules.tpu_class)},
                                          {"available", available_list(c, rules)}}),
               "This pool has no TPU hosts: use `accelerator: \"cpu\"` (or \"auto\", which falls "
@@ -279,6 +300,7 @@ constexpr DeviceInfoRules kDeviceInfoRules[] = {
 
 void check_device_info(Context& c) {
   const DeviceInfoRules& rules = *row_for<DeviceInfoRules>(kDeviceInfoRules, c.version, c.patch);
+  c.use_patch_row(rules.patches);
   // _log_device_info runs once the connector is done, so its warning comes
   // after the connector's (precision, strategy).
   if (c.accelerator == Accelerator::kCpu && c.tpu_available()) {

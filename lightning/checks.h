@@ -56,11 +56,22 @@ struct Context {
   // The patch release installed, as patch_number(): 2.5.1 -> 20501; the
   // tag's (20506) when only the minor release is known.
   int patch = patch_number(version, release_patch(release->tag, *release));
+  // The newest patch release (a patch_number()) whose texts are all the ones
+  // used: a row that holds for some patches of a release only narrows it
+  // (use_patch_row), and out.lightning_tag names that release.
+  int texts_last_patch = kEveryPatch.last;
   Accelerator accelerator = Accelerator::kUnresolved;
   // A registered accelerator that is not available here ("cuda"): its
   // device check still runs first, as the connector checks devices before it
   // instantiates the accelerator.
   std::string unavailable_accelerator = {};
+  // 1.6 dropped the `accelerator` string (not a name it knows): Lightning
+  // goes on as if none was given.
+  bool accelerator_dropped = false;
+  // The accelerator flag as Lightning keeps it; nullopt: None.
+  std::optional<std::string> accelerator_flag() const {
+    return accelerator_dropped ? std::nullopt : settings.accelerator;
+  }
   std::vector<Generation> pool_generations = {};  // TPU generations with hosts, oldest first
 
   // resources.accelerator_type, when given and valid.
@@ -97,6 +108,10 @@ struct Context {
   }
   void warn(std::string text) { out.warnings.push_back(std::move(text)); }
   bool v1() const { return version < 200; }
+  // Notes that a row holding for `patches` supplied texts of this job.
+  void use_patch_row(Versions patches) {
+    texts_last_patch = std::min(texts_last_patch, patches.last);
+  }
 
   int pool_hosts(Generation generation) const { return std::max(generation->hosts, 0); }
   bool tpu_available() const { return !pool_generations.empty() && !torch_xla_missing; }
@@ -153,6 +168,7 @@ void check_precision(Context& c);          // precision.cc
 void check_strategy(Context& c);           // strategy.cc
 void check_runtime(Context& c);            // versions.cc
 void check_device_info(Context& c);        // accelerator.cc
+void name_lightning_tag(Context& c);       // versions.cc: the tag the texts came from
 
 // What building the `strategy` comes to, which decides whether Lightning
 // ever builds a precision plugin and which (strategy.cc): the registry
@@ -165,9 +181,16 @@ enum class StrategyBuild {
 };
 StrategyBuild strategy_build(const Context& c);
 
+// `name` is in the strategy registry of `version` (strategy.cc).
+bool is_registered_strategy(std::string_view name, int version);
+
 // The torch_xla (major*100+minor) a release runs with when `environment`
 // names none: the newest whose torch the release's requirement allows
 // (environment.cc).
 int default_torch_xla(int lightning_version);
+
+// What torch_xla (major*100+minor) prints when it reads XLA_USE_BF16=1; empty
+// when it prints nothing (environment.cc).
+std::string_view xla_use_bf16_notice(int torch_xla_version);
 
 }  // namespace tpujobs::lightning

@@ -190,7 +190,7 @@ bool refuse_zero_devices(Context& c, const DeviceValue& value) {
   } else if (rule.names_resolved) {
     accelerator = c.accelerator == Accelerator::kTpu ? "tpu" : "cpu";
   } else {
-    accelerator = c.settings.accelerator.value_or("None");
+    accelerator = c.accelerator_flag().value_or("None");
   }
   c.error(c.devices_field,
           fill(rule.text, {{"devices", py_repr(value)}, {"accelerator", accelerator}}),
@@ -396,6 +396,11 @@ void check_cpu_devices(Context& c) {
   std::optional<std::int64_t> count;
   if (devices.kind == DeviceValue::Kind::kAbsent) return;
   if (devices.kind == DeviceValue::Kind::kInt) count = devices.number;
+  // isinstance(True, int): `devices=True` is one process (False was refused
+  // above, as False == 0).
+  if (devices.kind == DeviceValue::Kind::kOther && devices.python_type == "bool") {
+    count = devices.python_repr == "True" ? 1 : 0;
+  }
   if (devices.kind == DeviceValue::Kind::kString) {
     if (devices.text == "auto") return;
     const std::string_view text = strip(devices.text);
@@ -423,7 +428,7 @@ void check_devices(Context& c) {
   const AutoWithoutAccelerator* automatic =
       row_for<AutoWithoutAccelerator>(kAutoWithoutAccelerator, c.version);
   const DeviceValue& devices = c.settings.devices;
-  if (automatic && !c.settings.accelerator && devices.kind == DeviceValue::Kind::kString &&
+  if (automatic && !c.accelerator_flag() && devices.kind == DeviceValue::Kind::kString &&
       devices.text == "auto" && c.settings.tpu_cores.kind == DeviceValue::Kind::kAbsent) {
     c.error(kFieldDevices, fill(automatic->text, {{"devices", devices.text}}),
             "Lightning " + c.release->name() +

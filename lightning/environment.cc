@@ -69,6 +69,13 @@ struct TorchXlaRelease {
 // torch_xla 2.1's XRT build: "2.1.0+xrt" as pip shows it.
 bool xrt_build(const std::string& version) { return version.find("+xrt") != std::string::npos; }
 
+// The Pythons the 2.1.0+xrt build has wheels for: 3.10 only. pytorch/xla
+// v2.5.0:README.md:199 lists that one wheel ("2.1 (XRT + Python 3.10)",
+// torch_xla-2.1.0%2Bxrt-cp310-cp310), and the release infrastructure built
+// it once, for the TPU VM, with python_version 3.10 (pytorch/xla@f06f6c00:
+// infra/tpu-pytorch-releases/artifacts.auto.tfvars:42, xrt_versioned_builds).
+constexpr int kXrtBuildPython = 10;
+
 // The symbol import reports depends on which libtorch the wheel meets; the
 // ones here are those users reported for that torch_xla release.
 constexpr std::string_view kSymbolCpuFallback =
@@ -310,6 +317,11 @@ bool env_bool(const std::map<std::string, std::string>& env, const std::string& 
   return number && *number != 0;
 }
 
+std::string_view xla_use_bf16_notice(int torch_xla_version) {
+  const TorchXlaRelease* row = row_for<TorchXlaRelease>(kTorchXlaReleases, torch_xla_version);
+  return row ? row->xla_use_bf16_notice : std::string_view();
+}
+
 int default_torch_xla(int lightning_version) {
   const TorchRequirement* requirement =
       row_for<TorchRequirement>(kTorchRequirements, lightning_version);
@@ -394,6 +406,13 @@ void check_environment(Context& c) {
               "torch_xla " + torch_xla->text +
                   " is not a release tpujobs reproduces (1.13, and 2.0 to 2.5).",
               "Use one of those, with the torch of the same minor version.");
+    } else if (wheel->versions.first == 201 && xrt_build(torch_xla->text) &&
+               python_minor != kXrtBuildPython) {
+      c.error(kFieldTorchXla, fill(kNoDistribution, {{"torch_xla", torch_xla->text}}),
+              "torch_xla 2.1.0+xrt has a wheel for Python 3." + std::to_string(kXrtBuildPython) +
+                  " only, not " + python->text +
+                  ": use Python 3.10, or torch_xla 2.1.0 with `runtime: \"pjrt\"`.",
+              kPipSource);
     } else if (python_minor < wheel->python_first || python_minor > wheel->python_last) {
       c.error(kFieldTorchXla, fill(kNoDistribution, {{"torch_xla", torch_xla->text}}),
               "torch_xla " + torch_xla->minor_text() + " has wheels for Python 3." +
@@ -402,9 +421,12 @@ void check_environment(Context& c) {
                   (python ? python->text : std::string("3.10")) + ".",
               kPipSource);
     } else if (torch && torch->number() != wheel->torch) {
+      // The extension's ABI tag: CPython 3.7 and older add "m" (pymalloc),
+      // 3.8 dropped it ("cpython-37m", "cpython-38").
+      const std::string abi = "3" + std::to_string(python_minor) + (python_minor <= 7 ? "m" : "");
       c.error(kFieldTorchXla,
               fill(kImportError, {{"python", "3." + std::to_string(python_minor)},
-                                  {"abi", "3" + std::to_string(python_minor)},
+                                  {"abi", abi},
                                   {"symbol", std::string(wheel->undefined_symbol)}}),
               "torch " + torch->text + " and torch_xla " + torch_xla->text +
                   " are of different minor versions: " + install_hint(wheel->torch, python_minor) +

@@ -311,6 +311,16 @@ void check_precision(Context& c) {
   }
   check_precision_plugin(c, rules, canonical, written, number);
   c.out.lightning_precision = canonical;
+  // XLAPrecision('bf16-true') sets XLA_USE_BF16=1 itself (2.1.4
+  // plugins/precision/xla.py:57), and torch_xla 2.4 and 2.5 print their
+  // notice when they first read it (dtype.cpp:14, once a process: a user's
+  // own XLA_USE_BF16 printed it already).
+  if (rules.plugin == TpuPlugin::kXlaPrecision && canonical == "bf16-true" &&
+      c.accelerator == Accelerator::kTpu && strategy_build(c) == StrategyBuild::kTpu &&
+      c.torch_xla_from_environment && !c.xla_use_bf16) {
+    const std::string_view notice = xla_use_bf16_notice(c.out.torch_xla_version);
+    if (!notice.empty()) c.warn(std::string(notice));
+  }
   if (c.xla_use_bf16 && c.accelerator == Accelerator::kTpu) c.out.precision = Precision::kBf16True;
 }
 

@@ -11,7 +11,7 @@ using Check = void (*)(Context&);
 constexpr Check kChecks[] = {
     check_environment, check_lightning_version, check_accelerator, check_accelerator_type,
     check_devices,     check_num_nodes,         check_request,     check_precision,
-    check_strategy,    check_runtime,           check_device_info,
+    check_strategy,    check_runtime,           check_device_info, name_lightning_tag,
 };
 
 }  // namespace

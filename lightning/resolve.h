@@ -162,7 +162,10 @@ struct Resolution {
   bool tpu_available = false;  // XLAAccelerator.is_available(): TPU hosts and torch_xla
   bool lightning_v1 = false;
   std::string lightning_version;  // the release whose rules were applied: "2.1"
-  std::string lightning_tag;      // the upstream tag its texts quote: "2.1.4"
+  // The upstream tag its texts quote: the release's ("2.1.4"), or, when the
+  // installed patch release's texts differ from it, the newest patch release
+  // whose texts they all are ("2.5.1" -> "2.5.2").
+  std::string lightning_tag;
   // The torch_xla whose metric names and report layout apply, major*100+minor
   // (2.5 -> 205): environment.torch_xla, else the newest one the release's
   // torch requirement allows.

@@ -371,6 +371,10 @@ WrittenStrategy written_strategy(const Context& c) {
 
 }  // namespace
 
+bool is_registered_strategy(std::string_view name, int version) {
+  return find_registered(name, version) != nullptr;
+}
+
 StrategyBuild strategy_build(const Context& c) {
   const WrittenStrategy w = written_strategy(c);
   if (w.automatic) return StrategyBuild::kTpu;
@@ -396,6 +400,7 @@ void check_strategy(Context& c) {
   const WrittenStrategy w = written_strategy(c);
   const std::string& written = w.name;
   const StrategyRules& rules = *w.rules;
+  c.use_patch_row(rules.patches);
   const bool automatic = w.automatic;
   const RegisteredStrategy* entry = w.entry;
   if (!automatic && !entry) {

@@ -141,6 +141,16 @@ void check_lightning_version(Context& c) {
   if (!c.torch_xla_from_environment) c.out.torch_xla_version = default_torch_xla(c.version);
 }
 
+void name_lightning_tag(Context& c) {
+  // The release's tag, unless a row that holds for earlier patches only
+  // supplied texts: then the newest patch release those rows hold for (a
+  // 2.5.1 job quotes 2.5.2's FSDP text, which 2.5.3 rewrote).
+  const int tag_patch = patch_number(c.version, release_patch(c.release->tag, *c.release));
+  if (c.texts_last_patch < tag_patch) {
+    c.out.lightning_tag = c.release->name() + "." + std::to_string(c.texts_last_patch % 100);
+  }
+}
+
 void check_runtime(Context& c) {
   const std::string runtime = c.settings.runtime.value_or("pjrt");
   if (runtime != "pjrt" && runtime != "xrt") {

@@ -382,6 +382,12 @@ const std::vector<Case>& Cases() {
       {"accelerator_cpu_devices_negative", "accelerator=cpu devices=-1", "v3-32",
        "trainer.devices: `devices` selected with `CPUAccelerator` should be an int > 0.",
        "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+      // _parse_cpu_cores: isinstance(True, int), so True is one process
+      // (2.5.6 fabric/accelerators/cpu.py:98); a float is not an int.
+      {"accelerator_cpu_devices_true", "accelerator=cpu devices=True", "",
+       "cpu world=1 32-true auto"},
+      {"accelerator_cpu_devices_float", "accelerator=cpu devices=2.0", "",
+       "trainer.devices: `devices` selected with `CPUAccelerator` should be an int > 0."},
       {"accelerator_cpu_devices_0", "accelerator=cpu devices=0", "v3-32",
        "trainer.devices: `Trainer(devices=0)` value is not a valid input using cpu accelerator.",
        "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
@@ -825,11 +831,32 @@ const std::vector<VersionCase>& VersionCases() {
        "trainer.accelerator: MPSAccelerator can not run on your system since the accelerator is "
        "not available. The following accelerator(s) is available and can be passed into "
        "`accelerator` argument of `Trainer`: ['cpu', 'tpu']."},
+      // 1.6 keeps the flag only when it is a registered name, 'auto' or a
+      // strategy name: any other string leaves it None, so Lightning picks
+      // the CPU (or the TPU for tpu_cores) as if none was given.
       {"v16_accelerator_cuda_unknown",
-       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py",
-       "v=1.6 accelerator=cuda", "v3-8",
-       "trainer.accelerator: When passing string value for the `accelerator` argument of "
-       "`Trainer`, it can only be one of ['cpu', 'gpu', 'hpu', 'ipu', 'tpu']."},
+       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:293 (dropped)",
+       "v=1.6 accelerator=cuda", "v3-8", "cpu world=1 32-true auto v1", kTpuUnused},
+      {"v16_cpu_devices_true", "1.6.5:pytorch_lightning/utilities/device_parser.py:154",
+       "v=1.6 accelerator=cpu devices=True", "", "cpu world=1 32-true auto v1"},
+      {"v16_accelerator_upper_case_dropped",
+       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:294 (case-sensitive)",
+       "v=1.6 accelerator=TPU tpu_cores=8", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
+      {"v16_accelerator_unknown_devices_auto",
+       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:439",
+       "v=1.6 accelerator=foo devices=auto", "v3-8",
+       "trainer.devices: You passed `devices=auto` but haven't specified "
+       "`accelerator=('auto'|'tpu'|'gpu'|'ipu'|'cpu'|'hpu)` for the devices mapping",
+       kTpuUnused},
+      {"v16_accelerator_unknown_devices_0",
+       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:423",
+       "v=1.6 accelerator=foo tpu_cores=8 devices=0", "v3-8",
+       "trainer.devices: `Trainer(devices=0)` value is not a valid input using None accelerator."},
+      {"v17_accelerator_unknown_refused",
+       "1.7.7:src/pytorch_lightning/trainer/connectors/accelerator_connector.py:293",
+       "v=1.7 accelerator=TPU", "v3-8",
+       "trainer.accelerator: You selected an invalid accelerator name: `accelerator='TPU'`. "
+       "Available names are: cpu, cuda, hpu, ipu, mps, tpu."},
       {"v16_accelerator_gpu", "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py",
        "v=1.6 accelerator=gpu", "v3-8",
        "trainer.accelerator: GPUAccelerator can not run on your system since the accelerator is "
@@ -1358,6 +1385,18 @@ const std::vector<VersionCase>& VersionCases() {
        "environment.torch_xla: ImportError: /usr/local/lib/python3.10/dist-packages/_XLAC.cpython-"
        "310-x86_64-linux-gnu.so: undefined symbol: _ZN2at6native12cpu_fallbackERKN3c1014Operator"
        "HandleEPSt6vectorINS1_6IValueESaIS6_EEbNS1_11DispatchKeyE"},
+      // CPython 3.7's extension suffix carries the pymalloc "m" (PEP 3149;
+      // gone in 3.8): pytorch/xla#2538 shows "_XLAC.cpython-37m-x86_64-linux-gnu.so".
+      {"env_torch_mismatch_python_37", "pytorch/xla#2538 (cpython-37m)",
+       "pl=1.8.6 torch=1.12.1 xla=1.13 py=3.7 accelerator=tpu devices=8", "v3-8",
+       "environment.torch_xla: ImportError: /usr/local/lib/python3.7/dist-packages/"
+       "_XLAC.cpython-37m-x86_64-linux-gnu.so: undefined symbol: "
+       "_ZN5torch8autograd12VariableInfoC1ERKN2at6TensorE"},
+      {"env_torch_mismatch_python_38", "pytorch/xla#5553 (cpython-38)",
+       "pl=1.8.6 torch=1.12.1 xla=1.13 py=3.8 accelerator=tpu devices=8", "v3-8",
+       "environment.torch_xla: ImportError: /usr/local/lib/python3.8/dist-packages/"
+       "_XLAC.cpython-38-x86_64-linux-gnu.so: undefined symbol: "
+       "_ZN5torch8autograd12VariableInfoC1ERKN2at6TensorE"},
       {"env_no_torch_xla_tpu",
        "2.1.4:src/lightning/fabric/accelerators/xla.py (XLAAccelerator.__init__)",
        "pl=2.1.3 torch=2.1.0 accelerator=tpu", "v3-8",
@@ -1449,6 +1488,34 @@ const std::vector<VersionCase>& VersionCases() {
        "tpu host v3 8x1 v3-8 world=8 bf16-true xla",
        "XLA_USE_BF16 will be deprecated after the 2.4 release, please convert your model to bf16 "
        "directly"},
+      // XLAPrecision('bf16-true') sets XLA_USE_BF16=1 itself, so torch_xla
+      // 2.4 and 2.5 print their notice for it too, once.
+      {"env_bf16_true_sets_xla_use_bf16",
+       "2.5.6:src/lightning/pytorch/plugins/precision/xla.py:57; pytorch/xla "
+       "v2.5.0:torch_xla/csrc/dtype.cpp:14",
+       "pl=2.5.6 torch=2.5.0 xla=2.5.0 py=3.10 precision=bf16-true", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 bf16-true xla",
+       "XLA_USE_BF16 will be deprecated after the 2.5 release, please convert your model to bf16 "
+       "directly"},
+      {"env_bf16_true_torch_xla_24",
+       "2.4.0:src/lightning/pytorch/plugins/precision/xla.py:57; pytorch/xla "
+       "v2.4.0:torch_xla/csrc/dtype.cpp:14",
+       "pl=2.4.0 torch=2.4.0 xla=2.4.0 py=3.10 precision=bf16-true devices=1", "v3-8",
+       "tpu single v3 1x1 world=1 bf16-true single_xla",
+       "XLA_USE_BF16 will be deprecated after the 2.4 release, please convert your model to bf16 "
+       "directly"},
+      {"env_bf16_true_and_env_notice_once",
+       "pytorch/xla v2.5.0:torch_xla/csrc/dtype.cpp:34 (static: read once)",
+       "pl=2.5.6 torch=2.5.0 xla=2.5.0 py=3.10 precision=bf16-true env.XLA_USE_BF16=1", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 bf16-true xla",
+       "XLA_USE_BF16 will be deprecated after the 2.5 release, please convert your model to bf16 "
+       "directly"},
+      {"env_bf16_true_torch_xla_23_silent", "pytorch/xla v2.3.0:torch_xla/csrc/dtype.cpp",
+       "pl=2.5.6 torch=2.3.0 xla=2.3.0 py=3.10 precision=bf16-true", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 bf16-true xla"},
+      {"env_32_true_torch_xla_25_silent", "2.5.6:src/lightning/pytorch/plugins/precision/xla.py",
+       "pl=2.5.6 torch=2.5.0 xla=2.5.0 py=3.10 precision=32-true", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 32-true xla"},
       {"env_xla_use_bf16_silent_before_2_4", "pytorch/xla v2.1.0:torch_xla/csrc/dtype.cpp",
        "pl=2.1.3 torch=2.1.0 xla=2.1.0 env.XLA_USE_BF16=true", "v3-8",
        "tpu host v3 8x1 v3-8 world=8 bf16-true xla"},
@@ -1543,6 +1610,24 @@ const std::vector<VersionCase>& VersionCases() {
       {"v21_xrt_build_with_config", "pytorch/xla v2.5.0:README.md:199 (2.1.0+xrt wheel)",
        "pl=2.1.4 torch=2.1.0 xla=2.1.0+xrt runtime=xrt env.XRT_TPU_CONFIG=x", "v3-8",
        "tpu host v3 8x1 v3-8 world=8 32-true xla"},
+      // The 2.1.0+xrt build was published for Python 3.10 only.
+      {"v21_xrt_build_python_39",
+       "pytorch/xla v2.5.0:README.md:199 (2.1 (XRT + Python 3.10)); artifacts.auto.tfvars "
+       "xrt_versioned_builds",
+       "pl=2.1.4 torch=2.1.0 xla=2.1.0+xrt py=3.9 runtime=xrt env.XRT_TPU_CONFIG=x", "v3-8",
+       "environment.torch_xla: ERROR: No matching distribution found for torch_xla==2.1.0+xrt"},
+      {"v21_xrt_build_python_38", "pytorch/xla v2.5.0:README.md:199 (2.1 (XRT + Python 3.10))",
+       "pl=2.1.4 torch=2.1.0 xla=2.1.0+xrt py=3.8.18 runtime=xrt env.XRT_TPU_CONFIG=x", "v3-8",
+       "environment.torch_xla: ERROR: No matching distribution found for torch_xla==2.1.0+xrt"},
+      {"v21_xrt_build_python_311", "pytorch/xla v2.5.0:README.md:199 (2.1 (XRT + Python 3.10))",
+       "pl=2.1.4 torch=2.1.0 xla=2.1.0+xrt py=3.11 runtime=xrt env.XRT_TPU_CONFIG=x", "v3-8",
+       "environment.torch_xla: ERROR: No matching distribution found for torch_xla==2.1.0+xrt"},
+      {"v21_xrt_build_python_310", "pytorch/xla v2.5.0:README.md:199 (2.1 (XRT + Python 3.10))",
+       "pl=2.1.4 torch=2.1.0 xla=2.1.0+xrt py=3.10.12 runtime=xrt env.XRT_TPU_CONFIG=x", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 32-true xla"},
+      // The main 2.1.0 wheels (PJRT) exist for 3.8 to 3.11.
+      {"v21_main_wheel_python_39", "pytorch/xla v2.5.0:README.md (torch_xla-2.1.0 wheels)",
+       "pl=2.1.4 torch=2.1.0 xla=2.1.0 py=3.9", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla"},
       {"env_xrt_not_in_21_wheel", "pytorch/xla v2.1.0 (no xrt_computation_client)",
        "pl=2.1.4 torch=2.1.0 xla=2.1.0 runtime=xrt env.XRT_TPU_CONFIG=x", "v3-8",
        "runtime: torch_xla 2.1.0 has no XRT runtime (only the 2.1.0+xrt build has it)."},
@@ -1719,6 +1804,37 @@ TEST(ResolveTest, DeviceInfoLinesAreThoseOfTheRelease) {
     ASSERT_TRUE(resolution.errors.empty()) << row.settings;
     EXPECT_EQ(row.lines, resolution.device_info) << row.settings;
   }
+}
+
+// lightning_tag names the tag whose texts the job got: the release's, or the
+// newest patch release whose texts equal the installed one's. 2.5.0-2.5.2
+// have 2.4's FSDP text (2.5.2 accelerator_connector.py:464), which 2.5.3
+// rewrote (2.5.3 accelerator_connector.py:458); 2.5.0-2.5.5 print the HPU
+// line (2.5.5 setup.py:169), which 2.5.6 dropped.
+TEST(ResolveTest, LightningTagIsTheTagTheTextsCameFrom) {
+  const std::vector<std::pair<std::string, std::string>> rows = {
+      {"v=2.5", "2.5.6"},
+      {"pl=2.5.6 torch=2.5.0 xla=2.5.0", "2.5.6"},
+      {"pl=2.5.0 torch=2.5.0 xla=2.5.0", "2.5.2"},
+      {"pl=2.5.1 torch=2.5.0 xla=2.5.0", "2.5.2"},
+      {"pl=2.5.2 torch=2.5.0 xla=2.5.0", "2.5.2"},
+      {"pl=2.5.3 torch=2.5.0 xla=2.5.0", "2.5.5"},
+      {"v=2.5.5", "2.5.5"},
+      {"pl=2.5.1 torch=2.5.0 xla=2.5.0 accelerator=cpu strategy=fsdp", "2.5.2"},
+      {"v=2.4", "2.4.0"},
+      {"pl=2.3.1 torch=2.3.0 xla=2.3.0", "2.3.3"},
+      {"v=2.1", "2.1.4"},
+      {"v=1.6", "1.6.5"},
+  };
+  for (const auto& [settings, tag] : rows) {
+    EXPECT_EQ(tag, resolve(Settings(settings), Pool("v3-8")).lightning_tag) << settings;
+  }
+  // The FSDP text a 2.5.1 job gets is the one 2.5.2 has.
+  const Resolution fsdp =
+      resolve(Settings("pl=2.5.1 torch=2.5.0 xla=2.5.0 accelerator=cpu strategy=fsdp"), Pool(""));
+  ASSERT_EQ(1u, fsdp.errors.size());
+  EXPECT_EQ("The strategy `fsdp` requires a GPU accelerator, but got: cpu", fsdp.errors[0].message);
+  EXPECT_EQ("2.5.2", fsdp.lightning_tag);
 }
 
 // The texts lightning-utilities and torch_xla write cite the file that writes
