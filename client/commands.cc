@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -88,6 +89,7 @@ class Client {
     if (command == "pool") return pool();
     if (command == "usage") return usage();
     if (command == "notifications") return notifications();
+    if (command == "upload") return upload();
     if (command == "notify-secret") return notify_secret();
     if (command == "notify-allow") return notify_allow();
     err_ << "tpujobs: unknown command '" << command << "'\n";
@@ -158,25 +160,31 @@ class Client {
 
   // ------------------------------------------------------------ specs
 
-  // Reads the spec file ("-": stdin) and applies the --set overrides.
-  // Returns false after reporting the problem.
-  bool load_spec(json* spec) {
+  // Reads the file named by the positional argument ("-": stdin) into
+  // *text. Returns false after reporting the problem.
+  bool read_input(std::string* text) {
     const std::string& path = line_.positionals.front();
-    std::string text;
+    std::stringstream buffer;
     if (path == "-") {
-      std::stringstream buffer;
       buffer << std::cin.rdbuf();
-      text = buffer.str();
     } else {
       std::ifstream in(path, std::ios::binary);
       if (!in) {
         err_ << "tpujobs: cannot read " << path << "\n";
         return false;
       }
-      std::stringstream buffer;
       buffer << in.rdbuf();
-      text = buffer.str();
     }
+    *text = buffer.str();
+    return true;
+  }
+
+  // Reads the spec file ("-": stdin) and applies the --set overrides.
+  // Returns false after reporting the problem.
+  bool load_spec(json* spec) {
+    const std::string& path = line_.positionals.front();
+    std::string text;
+    if (!read_input(&text)) return false;
     try {
       *spec = json::parse(text);
     } catch (const json::parse_error& e) {
@@ -728,6 +736,41 @@ class Client {
       if (next <= after) break;
       after = next;
     }
+    return kExitSucceeded;
+  }
+
+  int upload() {
+    const std::string& path = line_.positionals.front();
+    std::string csv;
+    if (!read_input(&csv)) return kExitRejected;
+    if (csv.empty()) {
+      err_ << "tpujobs: " << path << " is empty; a dataset needs a header and rows\n";
+      return kExitRejected;
+    }
+    std::string name = line_.dataset_name.value_or("");
+    if (name.empty()) {
+      name = path == "-" ? "upload" : std::filesystem::path(path).filename().string();
+      if (name.size() > 4 && name.ends_with(".csv")) name.resize(name.size() - 4);
+    }
+    // Sent as the file it is (the service refuses a form, which would have
+    // lost its newlines). Retried on no answer or a 5xx as every request
+    // is: a lost answer may leave a second copy, under a new id.
+    HttpResponse response = call({"POST",
+                                  "/v1/datasets?name=" + percent_encode(name),
+                                  std::move(csv),
+                                  {{"Content-Type", "text/csv"}}});
+    if (response.status != 201) return report_failure(response, "uploading " + path);
+    const json dataset = json::parse(response.body, nullptr, false);
+    if (line_.json) {
+      out_ << dataset.dump(2) << "\n";
+      return kExitSucceeded;
+    }
+    const std::string id = string_of(dataset, "id");
+    out_ << id << "\n";
+    err_ << "uploaded " << path << " as dataset " << id << " ('" << name
+         << "'): " << dataset.value("rows", 0) << " rows, " << dataset.value("features", 0)
+         << " features, " << dataset.value("classes", 0) << " classes\n"
+         << "  train on it with: --set 'data.dataset={\"upload\":\"" << id << "\"}'\n";
     return kExitSucceeded;
   }
 

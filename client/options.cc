@@ -137,6 +137,19 @@ options:
        R"(Lists the POSTs the job's "notify" asked for (one per event), with every attempt:
 when, how long, the receiver's status code or the error, and which replica sent it.
 )"},
+      {"upload",
+       "FILE.csv",
+       {"--name"},
+       "upload a CSV dataset for jobs to train on",
+       R"(Uploads FILE.csv ("-" reads stdin) as a dataset of your tenant and prints its id.
+It has a header row, numeric feature columns and a `label` column (an integer class,
+or any number for a regression job). A job trains on it
+with "data": {"dataset": {"upload": "ID"}}, e.g.
+  tpujobs submit job.json --set 'data.dataset={"upload":"ID"}' --wait
+
+options:
+  --name NAME            the dataset's name (default: the file's name without .csv)
+)"},
       {"notify-secret",
        "",
        {"--rotate"},
@@ -176,7 +189,7 @@ bool takes_value(std::string_view option) {
   return option == "--timeout" || option == "--idempotency-key" || option == "--junit" ||
          option == "--set" || option == "--state" || option == "--label" || option == "--limit" ||
          option == "--server" || option == "--token" || option == "--from" || option == "--to" ||
-         option == "--group-by" || option == "--array";
+         option == "--group-by" || option == "--array" || option == "--name";
 }
 
 std::optional<std::int64_t> parse_positive(std::string_view text) {
@@ -365,6 +378,9 @@ std::string parse_command_line_text(std::string_view command, const std::vector<
       out->to = *value;
     } else if (name == "--csv") {
       out->csv = true;
+    } else if (name == "--name") {
+      if (value->empty()) return "--name needs a dataset name";
+      out->dataset_name = *value;
     } else if (name == "--rotate") {
       out->rotate = true;
     } else if (name == "--remove") {

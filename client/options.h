@@ -51,8 +51,9 @@ struct CommandLine {
   std::optional<std::string> to;
   std::string group_by = "tenant";  // tenant, label or label:KEY
   bool csv = false;
-  bool rotate = false;  // notify-secret
-  bool remove = false;  // notify-allow
+  std::optional<std::string> dataset_name;  // upload --name
+  bool rotate = false;                      // notify-secret
+  bool remove = false;                      // notify-allow
 };
 
 // Parses the arguments after the command name. TPUJOBS_URL and TPUJOBS_TOKEN

@@ -343,6 +343,36 @@ TEST_F(ClientCommandTest, NotificationsPrintEachDeliveryAndItsAttempts) {
       out_.str());
 }
 
+TEST_F(ClientCommandTest, UploadSendsTheFileAsCsvUnderItsNameAndPrintsTheId) {
+  const std::filesystem::path csv = std::filesystem::temp_directory_path() /
+                                    ("tpujobs-upload-" + std::to_string(getpid()) + " sensors.csv");
+  std::ofstream(csv, std::ios::binary) << "a,b,label\n1,2,0\n3,4,1\n";
+  // (Scripts match by prefix, the first registered first.)
+  server_.script("POST /v1/datasets?name=mine",
+                 {answer(422, {{"detail", "line 3: 'x' is not a number"}})});
+  server_.script(
+      "POST /v1/datasets",
+      {answer(201, {{"id", "ds_9"}, {"name", "x"}, {"rows", 2}, {"features", 2}, {"classes", 2}})});
+  EXPECT_EQ(kExitSucceeded, run("upload", {csv.string()}));
+  ASSERT_EQ(server_.requests.size(), 1u);
+  const std::string stem = csv.stem().string();
+  std::string encoded;
+  for (char c : stem) encoded += c == ' ' ? std::string("%20") : std::string(1, c);
+  EXPECT_EQ(server_.requests[0].target, "/v1/datasets?name=" + encoded);
+  EXPECT_EQ(server_.header(0, "Content-Type"), "text/csv");
+  EXPECT_EQ(server_.requests[0].body, "a,b,label\n1,2,0\n3,4,1\n") << "newlines kept";
+  EXPECT_EQ("ds_9\n", out_.str()) << "the id alone on stdout, for $(...)";
+  EXPECT_NE(err_.str().find("--set 'data.dataset={\"upload\":\"ds_9\"}'"), std::string::npos)
+      << err_.str();
+
+  // --name, and a refusal reported with the service's detail (exit 2).
+  EXPECT_EQ(kExitRejected, run("upload", {csv.string(), "--name", "mine"}));
+  EXPECT_NE(err_.str().find("line 3: 'x' is not a number"), std::string::npos) << err_.str();
+  EXPECT_EQ(kExitRejected, run("upload", {(csv.string() + ".missing")}));
+  EXPECT_NE(err_.str().find("cannot read"), std::string::npos);
+  std::filesystem::remove(csv);
+}
+
 TEST_F(ClientCommandTest, NotifyAllowAddsAndRemovesEntriesOfTheStoredList) {
   server_.script("GET /v1/notifications/allowlist", {answer(200, {{"entries", {"a.example"}}})});
   server_.script("PUT /v1/notifications/allowlist",
