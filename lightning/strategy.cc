@@ -219,9 +219,22 @@ constexpr std::string_view kInvalid2x =
     "an instance of `lightning.pytorch.strategies.Strategy`. Example choices: auto, ddp, "
     "ddp_spawn, deepspeed, ... Find a complete list of options in our documentation at "
     "https://lightning.ai";
+constexpr std::string_view kInvalid19 =
+    "You selected an invalid strategy name: `strategy={strategy}`. It must be either a string or "
+    "an instance of `pytorch_lightning.strategies.Strategy`. Example choices: ddp, ddp_spawn, "
+    "deepspeed, dp, ... Find a complete list of options in our documentation at "
+    "https://lightning.ai";
 constexpr std::string_view kWrongXla =
     "The `XLAAccelerator` can only be used with a `SingleDeviceXLAStrategy` or `XLAStrategy`, "
     "found {class}.";
+
+// A 1.9 row: the releases' texts but for the name check, which changed in
+// its patch releases.
+constexpr StrategyRules rules19(Versions patches, bool auto_registered, std::string_view invalid,
+                                std::string_view source, std::string_view invalid_source) {
+  return {{109, 109},   auto_registered, invalid, kTpuSpawn, kFsdp,         "fsdp_native",
+          kDeepSpeed17, kWrong1x,        source,  patches,   invalid_source};
+}
 
 constexpr StrategyRules kStrategyRules[] = {
     {{106, 106},
@@ -247,12 +260,28 @@ constexpr StrategyRules kStrategyRules[] = {
      kEveryPatch,
      "1.8.6:src/lightning_lite/strategies/registry.py:98 (StrategyRegistry.get; 1.7.7: "
      "src/pytorch_lightning/strategies/strategy_registry.py:99)"},
+    // 1.9 per patch release: 1.9.0 and 1.9.1 check no name (an unknown one,
+    // 'auto' too, is the registry's KeyError, 1.9.1
+    // src/lightning_fabric/strategies/registry.py:98); 1.9.2 added the check
+    // with 2.0's class path (accelerator_connector.py:279), 1.9.3 wrote
+    // pytorch_lightning's; only 1.9.4 let 'auto' through (:277).
+    rules19({10900, 10901}, false, kNotFound,
+            "1.9.1:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+            "1.9.1:src/lightning_fabric/strategies/registry.py:98 (StrategyRegistry.get, from "
+            "_init_strategy)"),
+    rules19({10902, 10902}, false,
+            "You selected an invalid strategy name: `strategy={strategy}`. It must be either a "
+            "string or an instance of `lightning.pytorch.strategies.Strategy`. Example choices: "
+            "ddp, ddp_spawn, deepspeed, dp, ... Find a complete list of options in our "
+            "documentation at https://lightning.ai",
+            "1.9.2:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+            "1.9.2:src/pytorch_lightning/trainer/connectors/accelerator_connector.py:278"),
+    rules19({10903, 10903}, false, kInvalid19,
+            "1.9.3:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+            "1.9.3:src/pytorch_lightning/trainer/connectors/accelerator_connector.py:278"),
     {{109, 109},
      true,
-     "You selected an invalid strategy name: `strategy={strategy}`. It must be either a string or "
-     "an instance of `pytorch_lightning.strategies.Strategy`. Example choices: ddp, ddp_spawn, "
-     "deepspeed, dp, ... Find a complete list of options in our documentation at "
-     "https://lightning.ai",
+     kInvalid19,
      kTpuSpawn,
      kFsdp,
      "fsdp_native",

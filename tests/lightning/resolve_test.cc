@@ -750,6 +750,31 @@ const std::vector<VersionCase>& VersionCases() {
        "1.7.7:src/pytorch_lightning/utilities/device_parser.py (_check_data_type)",
        "v=1.7 accelerator=tpu devices=8.0", "v3-8",
        S(S("trainer.devices: ", kTypeError17), "float.")},
+      // A string of no numbers parses to [], which the 1-based check indexes.
+      {"v16_devices_empty_string",
+       "1.6.5:pytorch_lightning/utilities/device_parser.py:254 (_tpu_cores_valid)",
+       "v=1.6 accelerator=tpu devices=''", "v3-8",
+       "trainer.devices: IndexError: list index out of range"},
+      {"v17_devices_comma", "1.7.7:src/pytorch_lightning/utilities/device_parser.py:304",
+       "v=1.7 accelerator=tpu devices=','", "v3-8",
+       "trainer.devices: IndexError: list index out of range"},
+      {"v18_tpu_cores_space", "1.8.6:src/lightning_lite/accelerators/tpu.py:168",
+       "v=1.8 tpu_cores='_'", "v3-8", "trainer.tpu_cores: IndexError: list index out of range",
+       "Setting `Trainer(tpu_cores=' ')` is deprecated in v1.7 and will be removed in v2.0. Please "
+       "use `Trainer(accelerator='tpu', devices=' ')` instead."},
+      {"v19_devices_empty_string", "1.9.5:src/lightning_fabric/accelerators/tpu.py:168",
+       "v=1.9 accelerator=tpu devices=''", "v3-8",
+       "trainer.devices: IndexError: list index out of range"},
+      {"v20_devices_space", "2.0.9:src/lightning/fabric/accelerators/tpu.py:173",
+       "v=2.0 devices='_'", "v3-8", "trainer.devices: IndexError: list index out of range"},
+      {"v21_devices_empty_string",
+       "2.1.4:src/lightning/fabric/accelerators/xla.py (_check_tpu_devices_valid)",
+       "v=2.1 devices=''", "v3-8",
+       "trainer.devices: `devices` can only be 'auto', 1, 8 or [<0-7>] for TPUs. Got []"},
+      // Python's truthiness: `devices=''` beside tpu_cores is not "given".
+      {"v16_tpu_cores_beside_empty_devices",
+       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py (if devices:)",
+       "v=1.6 tpu_cores=8 devices=''", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
       {"v19_devices_bad_string",
        "1.9.5:src/lightning_fabric/accelerators/tpu.py (_parse_tpu_devices_str)",
        "v=1.9 accelerator=tpu devices='x'", "v3-8",
@@ -1543,6 +1568,18 @@ const std::vector<VersionCase>& VersionCases() {
        "all the packages that are installed. This behaviour is the source of the following "
        "dependency conflicts.\nlightning 2.5.6 requires torch<3.0,>=2.1.0, but you have torch "
        "3.0.0 which is incompatible."},
+      {"env_lightning_180_to_183_torch_star", "1.8.3:requirements/pytorch/base.txt:5",
+       "pl=1.8.2 torch=1.8.1 py=3.8", "",
+       "environment.torch: ERROR: pip's dependency resolver does not currently take into account "
+       "all the packages that are installed. This behaviour is the source of the following "
+       "dependency conflicts.\npytorch-lightning 1.8.2 requires torch>=1.9.*, but you have torch "
+       "1.8.1 which is incompatible."},
+      {"env_lightning_184_torch_zero", "1.8.4:requirements/pytorch/base.txt:5",
+       "pl=1.8.4 torch=1.8.1 py=3.8", "",
+       "environment.torch: ERROR: pip's dependency resolver does not currently take into account "
+       "all the packages that are installed. This behaviour is the source of the following "
+       "dependency conflicts.\npytorch-lightning 1.8.4 requires torch>=1.9.0, but you have torch "
+       "1.8.1 which is incompatible."},
 
       // --- precision as a string, 1.6-1.8: the plugin compares the flag with ints --------
       {"v16_precision_string_16",
@@ -1825,6 +1862,8 @@ TEST(ResolveTest, LightningTagIsTheTagTheTextsCameFrom) {
       {"pl=2.3.1 torch=2.3.0 xla=2.3.0", "2.3.3"},
       {"v=2.1", "2.1.4"},
       {"v=1.6", "1.6.5"},
+      {"pl=1.8.2 torch=1.8.1 py=3.8", "1.8.3"},  // 1.8.0-1.8.3's "torch>=1.9.*"
+      {"pl=1.8.2 torch=1.12.1 py=3.8", "1.8.6"},
   };
   for (const auto& [settings, tag] : rows) {
     EXPECT_EQ(tag, resolve(Settings(settings), Pool("v3-8")).lightning_tag) << settings;
@@ -1858,6 +1897,82 @@ TEST(ResolveTest, CitesTheFileThatWritesTheText) {
         << text.source;
   }
   EXPECT_EQ(2, notices);  // torch_xla 2.4 and 2.5
+}
+
+// 1.9's strategy checks changed in its patch releases: 1.9.0-1.9.1 check no
+// name (the registry's KeyError, 'auto' too), 1.9.2 refuses an unknown name
+// naming lightning.pytorch's Strategy, 1.9.3 pytorch_lightning's, and only
+// 1.9.4 accepts 'auto' (1.9.x src/pytorch_lightning/trainer/connectors/
+// accelerator_connector.py:276-283; 1.9.1 lightning_fabric/strategies/registry.py:98).
+TEST(ResolveTest, StrategyChecksOf19FollowThePatchRelease) {
+  const std::string invalid = "You selected an invalid strategy name: ";
+  const std::string lightning_class =
+      " It must be either a string or an instance of `lightning.pytorch.strategies.Strategy`.";
+  const std::string pl_class =
+      " It must be either a string or an instance of `pytorch_lightning.strategies.Strategy`.";
+  struct Row {
+    std::string settings, message_start, tag;
+  };
+  for (const Row& row : std::vector<Row>{
+           {"v=1.9.0 accelerator=tpu strategy=foo",
+            "\"'foo' not found in registry. Available names: bagua, colossalai, ddp, ", "1.9.1"},
+           {"v=1.9.1 accelerator=tpu strategy=auto", "\"'auto' not found in registry. ", "1.9.1"},
+           {"v=1.9.0 accelerator=tpu", "", "1.9.1"},
+           {"v=1.9.2 accelerator=tpu strategy=foo", invalid + "`strategy='foo'`." + lightning_class,
+            "1.9.2"},
+           {"v=1.9.2 accelerator=tpu strategy=auto",
+            invalid + "`strategy='auto'`." + lightning_class, "1.9.2"},
+           {"v=1.9.3 accelerator=tpu strategy=auto", invalid + "`strategy='auto'`." + pl_class,
+            "1.9.3"},
+           {"v=1.9.4 accelerator=tpu strategy=auto", "", "1.9.5"},
+           {"v=1.9.4 accelerator=tpu strategy=Foo", invalid + "`strategy='foo'`." + pl_class,
+            "1.9.5"},
+           {"v=1.9 accelerator=tpu strategy=auto", "", "1.9.5"},
+       }) {
+    const Resolution resolution = resolve(Settings(row.settings), Pool("v3-8"));
+    if (row.message_start.empty()) {
+      EXPECT_TRUE(resolution.errors.empty()) << row.settings << ": " << Summary(resolution);
+    } else {
+      ASSERT_EQ(1u, resolution.errors.size()) << row.settings << ": " << Summary(resolution);
+      EXPECT_EQ("trainer.strategy", resolution.errors[0].field) << row.settings;
+      EXPECT_TRUE(resolution.errors[0].message.starts_with(row.message_start))
+          << row.settings << ": " << resolution.errors[0].message;
+    }
+    EXPECT_EQ(row.tag, resolution.lightning_tag) << row.settings;
+  }
+}
+
+// The devices data-type texts are `_check_data_type`'s, which 1.8 on keep in
+// the device parser module, not in the TPU accelerator's tpu.py / xla.py.
+TEST(ResolveTest, DeviceDataTypeTextsCiteTheDeviceParser) {
+  const std::vector<std::pair<std::string, std::string>> rows = {
+      {"v=1.6 accelerator=tpu devices=8.0",
+       "1.6.5:pytorch_lightning/utilities/device_parser.py:243 (_check_data_type)"},
+      {"v=1.7 accelerator=tpu devices=[1.0]",
+       "1.7.7:src/pytorch_lightning/utilities/device_parser.py:291 (_check_data_type)"},
+      {"v=1.8 accelerator=tpu devices=8.0",
+       "1.8.6:src/lightning_lite/utilities/device_parser.py:201 (_check_data_type)"},
+      {"v=1.8 tpu_cores=[1.0]",
+       "1.8.6:src/lightning_lite/utilities/device_parser.py:199 (_check_data_type)"},
+      {"v=1.9 accelerator=tpu devices=8.0",
+       "1.9.5:src/lightning_fabric/utilities/device_parser.py:201 (_check_data_type)"},
+      {"v=2.0 devices=[1.0]",
+       "2.0.9:src/lightning/fabric/utilities/device_parser.py:199 (_check_data_type)"},
+      {"v=2.1 devices=8.0",
+       "2.1.4:src/lightning/fabric/utilities/device_parser.py:205 (_check_data_type)"},
+      {"v=2.4 devices=[1.0]",
+       "2.1.4:src/lightning/fabric/utilities/device_parser.py:203 (_check_data_type)"},
+      {"v=2.5 devices=True",
+       "2.5.6:src/lightning/fabric/utilities/device_parser.py:206 (_check_data_type)"},
+      {"v=2.5.0 devices=[1.0]",
+       "2.5.6:src/lightning/fabric/utilities/device_parser.py:204 (_check_data_type)"},
+  };
+  for (const auto& [settings, source] : rows) {
+    const Resolution resolution = resolve(Settings(settings), Pool("v3-8"));
+    ASSERT_EQ(1u, resolution.errors.size()) << settings;
+    EXPECT_TRUE(resolution.errors[0].message.starts_with("Device ID")) << settings;
+    EXPECT_EQ(source, resolution.errors[0].source) << settings;
+  }
 }
 
 // The torch_xla whose metric names apply: environment.torch_xla, else the
