@@ -1427,6 +1427,29 @@ const std::vector<VersionCase>& VersionCases() {
        "pl=2.1.3 torch=2.1.0 accelerator=tpu", "v3-8",
        "trainer.accelerator: Requirement 'torch_xla>=1.13' not met. HINT: Try running `pip "
        "install -U 'torch_xla>=1.13'`"},
+      // 1.8-1.9: TPUAccelerator.__init__ raises ModuleNotFoundError(str(_XLA_AVAILABLE))
+      // (1.9.5 src/pytorch_lightning/accelerators/tpu.py:29) before is_available().
+      {"env_v18_no_torch_xla_utilities_03",
+       "lightning-utilities v0.3.0 imports.py:98 (1.8.0-1.8.3 pin ==0.3.*)",
+       "pl=1.8.2 torch=1.12.1 py=3.8 accelerator=tpu", "v3-8",
+       "trainer.accelerator: Requirement 'torch_xla' not met, DistributionNotFound: The "
+       "'torch_xla' distribution was not found and is required by the application"},
+      {"env_v18_no_torch_xla", "1.8.6:src/lightning_lite/accelerators/tpu.py:120",
+       "pl=1.8.6 torch=1.12.1 py=3.8 accelerator=tpu", "v3-8",
+       "trainer.accelerator: Requirement 'torch_xla' not met. HINT: Try running `pip install -U "
+       "'torch_xla'`"},
+      {"env_v190_no_torch_xla", "1.9.0:src/lightning_fabric/accelerators/tpu.py:120",
+       "pl=1.9.0 torch=1.13.1 py=3.8 accelerator=tpu", "v3-8",
+       "trainer.accelerator: Requirement 'torch_xla' not met. HINT: Try running `pip install -U "
+       "'torch_xla'`"},
+      {"env_v191_no_torch_xla_tpu_cores", "1.9.1:src/lightning_fabric/accelerators/tpu.py:120",
+       "pl=1.9.1 torch=1.13.1 py=3.8 tpu_cores=8", "v3-8",
+       "trainer.tpu_cores: Module not found: 'torch_xla'. HINT: Try running `pip install -U "
+       "torch_xla`"},
+      {"env_v195_no_torch_xla", "1.9.5:src/lightning_fabric/accelerators/tpu.py:120",
+       "pl=1.9.5 torch=1.13.1 py=3.8 accelerator=tpu", "v3-8",
+       "trainer.accelerator: Module not found: 'torch_xla'. HINT: Try running `pip install -U "
+       "torch_xla`"},
       {"env_no_torch_xla_auto_is_cpu",
        "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py "
        "(_choose_auto_accelerator)",
@@ -1864,6 +1887,8 @@ TEST(ResolveTest, LightningTagIsTheTagTheTextsCameFrom) {
       {"v=1.6", "1.6.5"},
       {"pl=1.8.2 torch=1.8.1 py=3.8", "1.8.3"},  // 1.8.0-1.8.3's "torch>=1.9.*"
       {"pl=1.8.2 torch=1.12.1 py=3.8", "1.8.6"},
+      {"pl=1.8.2 torch=1.12.1 py=3.8 accelerator=tpu", "1.8.3"},  // lightning-utilities 0.3
+      {"pl=1.9.0 torch=1.13.1 py=3.8 accelerator=tpu", "1.9.0"},
   };
   for (const auto& [settings, tag] : rows) {
     EXPECT_EQ(tag, resolve(Settings(settings), Pool("v3-8")).lightning_tag) << settings;
