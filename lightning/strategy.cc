@@ -378,8 +378,25 @@ std::string strategy_hint(const Context& c) {
          tpu_strategy_names(c.version) + ".";
 }
 
+// Whether the connector lower-cases `strategy` first: every release but
+// 1.6.0 (1.6.1 added `strategy = strategy.lower()`, 1.6.5
+// accelerator_connector.py:255), where 'DDP' is the registry's KeyError.
+struct Lowercasing {
+  Versions versions;
+  Versions patches;
+  bool lowercases;
+};
+constexpr Lowercasing kLowercasing[] = {
+    {{106, 106}, {10600, 10600}, false},
+    {{106, 299}, kEveryPatch, true},
+};
+
+bool has_upper(std::string_view text) {
+  return std::any_of(text.begin(), text.end(), [](unsigned char ch) { return std::isupper(ch); });
+}
+
 // The strategy setting as the connector sees it: lower-cased (every
-// version does so first), and its registry row.
+// version but 1.6.0 does so first), and its registry row.
 struct WrittenStrategy {
   std::string name;
   const StrategyRules* rules;
@@ -390,8 +407,10 @@ struct WrittenStrategy {
 WrittenStrategy written_strategy(const Context& c) {
   WrittenStrategy w;
   w.name = c.settings.strategy.value_or("auto");
-  std::transform(w.name.begin(), w.name.end(), w.name.begin(),
-                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  if (row_for<Lowercasing>(kLowercasing, c.version, c.patch)->lowercases) {
+    std::transform(w.name.begin(), w.name.end(), w.name.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  }
   w.rules = row_for<StrategyRules>(kStrategyRules, c.version, c.patch);
   w.automatic = !c.settings.strategy || (w.name == "auto" && w.rules->auto_registered);
   w.entry = w.automatic ? nullptr : find_registered(w.name, c.version);
@@ -430,6 +449,9 @@ void check_strategy(Context& c) {
   const std::string& written = w.name;
   const StrategyRules& rules = *w.rules;
   c.use_patch_row(rules.patches);
+  if (c.settings.strategy && has_upper(*c.settings.strategy)) {
+    c.use_patch_row(row_for<Lowercasing>(kLowercasing, c.version, c.patch)->patches);
+  }
   const bool automatic = w.automatic;
   const RegisteredStrategy* entry = w.entry;
   if (!automatic && !entry) {

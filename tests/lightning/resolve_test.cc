@@ -1967,6 +1967,28 @@ TEST(ResolveTest, StrategyChecksOf19FollowThePatchRelease) {
   }
 }
 
+// 1.6.0 does not lower-case `strategy` (1.6.1 added it; 1.6.5
+// accelerator_connector.py:255): 'DDP_Spawn' is the registry's KeyError.
+TEST(ResolveTest, Lightning160DoesNotLowerCaseTheStrategy) {
+  const Resolution v160 =
+      resolve(Settings("v=1.6.0 accelerator=tpu strategy=TPU_SPAWN_DEBUG"), Pool("v3-8"));
+  ASSERT_EQ(1u, v160.errors.size()) << Summary(v160);
+  EXPECT_TRUE(v160.errors[0].message.starts_with(
+      "\"'TPU_SPAWN_DEBUG' not found in registry. Available names: bagua, ddp, "))
+      << v160.errors[0].message;
+  EXPECT_EQ("1.6.0", v160.lightning_tag);
+  const Resolution v165 =
+      resolve(Settings("v=1.6.5 accelerator=tpu strategy=TPU_SPAWN_DEBUG"), Pool("v3-8"));
+  EXPECT_TRUE(v165.errors.empty()) << Summary(v165);
+  EXPECT_EQ("xla_debug", v165.strategy);
+  const Resolution v161 =
+      resolve(Settings("v=1.6.1 accelerator=tpu strategy=TPU_SPAWN_DEBUG"), Pool("v3-8"));
+  EXPECT_TRUE(v161.errors.empty()) << Summary(v161);
+  const Resolution lower =
+      resolve(Settings("v=1.6.0 accelerator=tpu strategy=tpu_spawn_debug"), Pool("v3-8"));
+  EXPECT_TRUE(lower.errors.empty()) << Summary(lower);
+}
+
 // The devices data-type texts are `_check_data_type`'s, which 1.8 on keep in
 // the device parser module, not in the TPU accelerator's tpu.py / xla.py.
 TEST(ResolveTest, DeviceDataTypeTextsCiteTheDeviceParser) {
