@@ -3,6 +3,9 @@
 // (`_check_config_and_set_final_flags`, `_choose_gpu_accelerator_backend`,
 // `_set_parallel_devices_and_init_accelerator`) and the trainer's setup
 // warnings (`_log_device_info`).
+#include <algorithm>
+#include <cctype>
+
 #include "lightning/checks.h"
 
 namespace tpujobs::lightning {
@@ -33,6 +36,10 @@ struct AcceleratorRules {
   // xla_missing changed within 1.8 and 1.9, with the lightning-utilities
   // their requirements install.
   Versions patches = kEveryPatch;
+  // 1.6: `accelerator` naming a strategy; {accelerator}: repr. And the
+  // conflict with a different `strategy`; {strategy}, {accelerator}: str.
+  std::string_view strategy_deprecated = {};
+  std::string_view strategy_conflict = {};
 };
 
 constexpr std::string_view kNotAvailable =
@@ -76,7 +83,13 @@ constexpr AcceleratorRules kAcceleratorRules[] = {
      true,
      "",
      "",
-     "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py"},
+     "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py",
+     {},
+     kEveryPatch,
+     "Passing `Trainer(accelerator={accelerator})` has been deprecated in v1.5 and will be removed "
+     "in v1.7. Use `Trainer(strategy={accelerator})` instead.",
+     "strategy {strategy} already set through `strategy` flag, but have also passed {accelerator} "
+     "in through the accelerator flag."},
     {{107, 107},
      "cpu, cuda, hpu, ipu, mps, tpu",
      "You selected an invalid accelerator name: `accelerator={accelerator}`. Available names are: "
@@ -197,13 +210,28 @@ void check_accelerator(Context& c) {
     return std::find(names.begin(), names.end(), name) != names.end();
   };
   // 1.6.5 accelerator_connector.py:293-302: a string that is neither a
-  // registered accelerator, 'auto' nor a strategy name leaves the flag None.
-  // (A strategy name takes the deprecated accelerator-as-strategy path,
-  // which tpujobs does not reproduce: it is refused below.)
+  // registered accelerator nor 'auto' leaves the flag None; a strategy name
+  // becomes the strategy, with a deprecation warning (:296-301).
   c.accelerator_dropped = c.settings.accelerator && rules.unknown_dropped &&
                           *c.settings.accelerator != "auto" &&
-                          !is_registered(*c.settings.accelerator) &&
-                          !is_registered_strategy(*c.settings.accelerator, c.version);
+                          !is_registered(*c.settings.accelerator);
+  if (c.accelerator_dropped && is_registered_strategy(*c.settings.accelerator, c.version)) {
+    const std::string& accelerator = *c.settings.accelerator;
+    std::string strategy = c.settings.strategy.value_or(accelerator);
+    std::transform(strategy.begin(), strategy.end(), strategy.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    if (strategy != accelerator) {
+      // :274-278, before the accelerator is looked at.
+      c.error(kFieldAccelerator,
+              fill(rules.strategy_conflict, {{"strategy", strategy}, {"accelerator", accelerator}}),
+              "Name the strategy once, in `strategy`; `accelerator` takes \"tpu\", \"cpu\" or "
+              "\"auto\".",
+              rules.source);
+      return;
+    }
+    c.warn(fill(rules.strategy_deprecated, {{"accelerator", py_repr(accelerator)}}));
+    c.strategy_from_accelerator = accelerator;
+  }
   std::string flag;
   if (c.settings.accelerator && !c.accelerator_dropped) {
     flag = *c.settings.accelerator;
@@ -376,6 +404,10 @@ std::vector<RuleText> accelerator_rule_texts() {
       if (!text.empty()) out.push_back({kFieldAccelerator, text, rules.source});
     }
     out.push_back({kFieldTpuCores, rules.not_available, rules.source});
+    if (!rules.strategy_deprecated.empty()) {
+      out.push_back({"warning", rules.strategy_deprecated, rules.source});
+      out.push_back({kFieldAccelerator, rules.strategy_conflict, rules.source});
+    }
     if (!rules.xla_missing.empty()) {
       out.push_back({kFieldAccelerator, rules.xla_missing, rules.xla_missing_source});
       if (rules.versions.first < 200) {  // tpu_cores names the TPU up to 1.9

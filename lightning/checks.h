@@ -68,6 +68,13 @@ struct Context {
   // 1.6 dropped the `accelerator` string (not a name it knows): Lightning
   // goes on as if none was given.
   bool accelerator_dropped = false;
+  // 1.6 takes an `accelerator` that names a strategy ('ddp') as the
+  // strategy, with a deprecation warning; the accelerator flag stays None.
+  std::optional<std::string> strategy_from_accelerator = std::nullopt;
+  // The strategy setting as Lightning keeps it; nullopt: None.
+  const std::optional<std::string>& strategy_flag() const {
+    return settings.strategy ? settings.strategy : strategy_from_accelerator;
+  }
   // The accelerator flag as Lightning keeps it; nullopt: None.
   std::optional<std::string> accelerator_flag() const {
     return accelerator_dropped ? std::nullopt : settings.accelerator;

@@ -406,13 +406,13 @@ struct WrittenStrategy {
 
 WrittenStrategy written_strategy(const Context& c) {
   WrittenStrategy w;
-  w.name = c.settings.strategy.value_or("auto");
+  w.name = c.strategy_flag().value_or("auto");
   if (row_for<Lowercasing>(kLowercasing, c.version, c.patch)->lowercases) {
     std::transform(w.name.begin(), w.name.end(), w.name.begin(),
                    [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
   }
   w.rules = row_for<StrategyRules>(kStrategyRules, c.version, c.patch);
-  w.automatic = !c.settings.strategy || (w.name == "auto" && w.rules->auto_registered);
+  w.automatic = !c.strategy_flag() || (w.name == "auto" && w.rules->auto_registered);
   w.entry = w.automatic ? nullptr : find_registered(w.name, c.version);
   return w;
 }
@@ -449,7 +449,7 @@ void check_strategy(Context& c) {
   const std::string& written = w.name;
   const StrategyRules& rules = *w.rules;
   c.use_patch_row(rules.patches);
-  if (c.settings.strategy && has_upper(*c.settings.strategy)) {
+  if (c.strategy_flag() && has_upper(*c.strategy_flag())) {
     c.use_patch_row(row_for<Lowercasing>(kLowercasing, c.version, c.patch)->patches);
   }
   const bool automatic = w.automatic;

@@ -775,6 +775,25 @@ const std::vector<VersionCase>& VersionCases() {
       {"v16_tpu_cores_beside_empty_devices",
        "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py (if devices:)",
        "v=1.6 tpu_cores=8 devices=''", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
+      // 1.6 takes an accelerator that names a strategy as the strategy, with a
+      // deprecation warning (1.6.5 accelerator_connector.py:296-301).
+      {"v16_accelerator_names_a_strategy",
+       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:298",
+       "v=1.6 accelerator=tpu_spawn_debug tpu_cores=8", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 32-true xla_debug v1",
+       "Passing `Trainer(accelerator='tpu_spawn_debug')` has been deprecated in v1.5 and will be "
+       "removed in v1.7. Use `Trainer(strategy='tpu_spawn_debug')` instead."},
+      {"v16_accelerator_names_ddp",
+       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:298",
+       "v=1.6 accelerator=ddp tpu_cores=8", "v3-8", S(kWrongStrategy1, "DDPStrategy."),
+       "Passing `Trainer(accelerator='ddp')` has been deprecated in v1.5 and will be removed in "
+       "v1.7. Use `Trainer(strategy='ddp')` instead."},
+      {"v16_accelerator_and_strategy_disagree",
+       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:277",
+       "v=1.6 accelerator=ddp strategy=DDP_Spawn tpu_cores=8", "v3-8",
+       S("trainer.accelerator: strategy ddp_spawn already set through `strategy` flag, but have "
+         "also passed ddp in through the accelerator flag. | ",
+         S(kWrongStrategy1, "DDPSpawnStrategy."))},
       {"v19_devices_bad_string",
        "1.9.5:src/lightning_fabric/accelerators/tpu.py (_parse_tpu_devices_str)",
        "v=1.9 accelerator=tpu devices='x'", "v3-8",
