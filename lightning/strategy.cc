@@ -397,6 +397,9 @@ bool has_upper(std::string_view text) {
 
 // The strategy setting as the connector sees it: lower-cased (every
 // version but 1.6.0 does so first), and its registry row.
+constexpr RegisteredStrategy kTpuSpawnFromAccelerator = {
+    "tpu_spawn", {106, 106}, "TPUSpawnStrategy", StrategyKind::kXla};
+
 struct WrittenStrategy {
   std::string name;
   const StrategyRules* rules;
@@ -414,6 +417,11 @@ WrittenStrategy written_strategy(const Context& c) {
   w.rules = row_for<StrategyRules>(kStrategyRules, c.version, c.patch);
   w.automatic = !c.strategy_flag() || (w.name == "auto" && w.rules->auto_registered);
   w.entry = w.automatic ? nullptr : find_registered(w.name, c.version);
+  // 1.x refuses 'tpu_spawn' only as `strategy` (1.6.5 accelerator_connector.py:264); 1.6's
+  // accelerator='tpu_spawn' reaches the registry, which builds TPUSpawnStrategy.
+  if (w.entry && w.entry->kind == StrategyKind::kTpuSpawn && !c.settings.strategy) {
+    w.entry = &kTpuSpawnFromAccelerator;
+  }
   return w;
 }
 

@@ -783,6 +783,12 @@ const std::vector<VersionCase>& VersionCases() {
        "tpu host v3 8x1 v3-8 world=8 32-true xla_debug v1",
        "Passing `Trainer(accelerator='tpu_spawn_debug')` has been deprecated in v1.5 and will be "
        "removed in v1.7. Use `Trainer(strategy='tpu_spawn_debug')` instead."},
+      {"v16_accelerator_tpu_spawn_is_built",
+       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:264 (strategy only)",
+       "v=1.6 accelerator=tpu_spawn tpu_cores=8", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 32-true xla v1",
+       "Passing `Trainer(accelerator='tpu_spawn')` has been deprecated in v1.5 and will be "
+       "removed in v1.7. Use `Trainer(strategy='tpu_spawn')` instead."},
       {"v16_accelerator_names_ddp",
        "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:298",
        "v=1.6 accelerator=ddp tpu_cores=8", "v3-8", S(kWrongStrategy1, "DDPStrategy."),
