@@ -32,9 +32,14 @@ struct DeviceRules {
   // which `_tpu_cores_valid` / `_tpu_devices_valid` index ([0]) before any
   // check: Python's IndexError. Empty for the 2.1+ parser.
   std::string_view empty_list_source = {};
+  // 2.1+ `_check_data_type` refuses None first, in its own words (no
+  // period); before, it accepts None.
+  std::string_view type_none_source = {};
 };
 
 constexpr std::string_view kIndexError = "IndexError: list index out of range";
+constexpr std::string_view kTypeNone21 =
+    "Device IDs (GPU/TPU) must be an int, a string, a sequence of ints, but you passed None";
 
 // The connector's `devices in ([], 0, "0")` check, before any parsing.
 struct ZeroDevicesRule {
@@ -64,7 +69,7 @@ constexpr std::string_view kUnparsable21 = "Could not parse the selected TPU dev
 
 // A 2.1+ row: the same parser texts, `_check_data_type`'s lines per release.
 constexpr DeviceRules rules21(Versions versions, std::string_view type_source,
-                              std::string_view sequence_source) {
+                              std::string_view sequence_source, std::string_view type_none_source) {
   return {versions,
           TpuParse::kZeroBased,
           kInvalid21,
@@ -73,7 +78,9 @@ constexpr DeviceRules rules21(Versions versions, std::string_view type_source,
           kUnparsable21,
           "2.1.4:src/lightning/fabric/accelerators/xla.py",
           type_source,
-          sequence_source};
+          sequence_source,
+          {},
+          type_none_source};
 }
 
 constexpr DeviceRules kDeviceRules[] = {
@@ -134,10 +141,12 @@ constexpr DeviceRules kDeviceRules[] = {
     // device_parser.py:203 / :205 in 2.1.0-2.4.0, :204 / :206 in 2.5.x.
     rules21({201, 204},
             "2.1.4:src/lightning/fabric/utilities/device_parser.py:205 (_check_data_type)",
-            "2.1.4:src/lightning/fabric/utilities/device_parser.py:203 (_check_data_type)"),
+            "2.1.4:src/lightning/fabric/utilities/device_parser.py:203 (_check_data_type)",
+            "2.1.4:src/lightning/fabric/utilities/device_parser.py:198 (_check_data_type)"),
     rules21({205, 299},
             "2.5.6:src/lightning/fabric/utilities/device_parser.py:206 (_check_data_type)",
-            "2.5.6:src/lightning/fabric/utilities/device_parser.py:204 (_check_data_type)"),
+            "2.5.6:src/lightning/fabric/utilities/device_parser.py:204 (_check_data_type)",
+            "2.5.6:src/lightning/fabric/utilities/device_parser.py:199 (_check_data_type)"),
 };
 
 // 1.x checks the flags before it resolves 'auto' (an absent accelerator is
@@ -221,6 +230,10 @@ std::string devices_hint(const Context& c) {
          "`num_nodes`. Devices per host in this pool: " + host_counts_text(generations) + ".";
 }
 
+bool is_none(const DeviceValue& value) {
+  return value.kind == DeviceValue::Kind::kOther && value.python_type == "NoneType";
+}
+
 bool is_zero(const DeviceValue& value) {
   return (value.kind == DeviceValue::Kind::kInt && value.number == 0) ||
          (value.kind == DeviceValue::Kind::kString && value.text == "0") ||
@@ -254,6 +267,10 @@ bool refuse_zero_devices(Context& c, const DeviceValue& value) {
 // `_check_data_type`: ints, strings and sequences of ints only.
 bool refuse_data_type(Context& c, const DeviceValue& value) {
   const DeviceRules& rules = rules_for(c);
+  if (is_none(value) && !rules.type_none_source.empty()) {
+    c.error(c.devices_field, std::string(kTypeNone21), devices_hint(c), rules.type_none_source);
+    return true;
+  }
   if (value.kind == DeviceValue::Kind::kOther) {
     c.error(c.devices_field,
             fill(rules.type_error, {{"type", value.python_type}, {"repr", value.python_repr}}),
@@ -428,6 +445,12 @@ void check_tpu_devices(Context& c) {
   }
   if (c.device_generations().empty()) return;  // no TPU: already reported
   if (c.devices_field == kFieldDevices && refuse_zero_devices(c, devices)) return;
+  // 1.x: `devices=None` is 'auto' (_set_devices_flag_if_auto_passed, 1.9.5
+  // accelerator_connector.py:584).
+  if (c.v1() && is_none(*c.devices_value)) {
+    c.ask = DeviceAsk{};
+    return;
+  }
   if (refuse_data_type(c, *c.devices_value)) return;
   c.ask = rules_for(c).parse == TpuParse::kZeroBased ? parse_zero_based(c, *c.devices_value)
                                                      : parse_one_based(c, *c.devices_value);
@@ -456,6 +479,7 @@ void check_cpu_devices(Context& c) {
   if (refuse_zero_devices(c, devices)) return;
   std::optional<std::int64_t> count;
   if (devices.kind == DeviceValue::Kind::kAbsent) return;
+  if (c.v1() && is_none(devices)) return;  // 'auto' in 1.x (check_tpu_devices)
   if (devices.kind == DeviceValue::Kind::kInt) count = devices.number;
   // isinstance(True, int): `devices=True` is one process (False was refused
   // above, as False == 0).
@@ -513,6 +537,10 @@ std::vector<RuleText> device_rule_texts() {
     for (const auto& [text, source] : texts) {
       out.push_back({kFieldDevices, text, source});
       out.push_back({kFieldTpuCores, text, source});
+    }
+    if (!rules.type_none_source.empty()) {
+      out.push_back({kFieldDevices, kTypeNone21, rules.type_none_source});
+      out.push_back({kFieldTpuCores, kTypeNone21, rules.type_none_source});
     }
     if (!rules.empty_list_source.empty()) {
       out.push_back({kFieldDevices, kIndexError, rules.empty_list_source});

@@ -705,6 +705,18 @@ const std::vector<VersionCase>& VersionCases() {
       {"v25_devices_bool",
        "2.5.6:src/lightning/fabric/utilities/device_parser.py (_check_data_type)",
        "v=2.5 devices=True", "v3-8", S(S("trainer.devices: ", kTypeError21), "True.")},
+      {"v21_devices_none", "2.1.4:src/lightning/fabric/utilities/device_parser.py:198",
+       "v=2.1 devices=None", "v3-8",
+       "trainer.devices: Device IDs (GPU/TPU) must be an int, a string, a sequence of ints, but "
+       "you passed None"},
+      {"v19_devices_none_is_auto",
+       "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py:584",
+       "v=1.9 accelerator=tpu devices=None", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
+      {"v16_cpu_devices_none_is_auto",
+       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:538",
+       "v=1.6 accelerator=cpu devices=None", "v3-8", "cpu world=1 32-true auto v1",
+       "TPU available but not used. Set `accelerator` and `devices` using "
+       "`Trainer(accelerator='tpu', devices=8)`."},
       {"v21_devices_list_of_float", "2.1.4:src/lightning/fabric/utilities/device_parser.py",
        "v=2.1 devices=[1.0]", "v3-8",
        S(kTypeError21, "a sequence of float.").insert(0, "trainer.devices: ")},
