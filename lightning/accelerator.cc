@@ -238,7 +238,7 @@ void check_accelerator(Context& c) {
   } else if (c.v1()) {
     // 1.x: no accelerator means the CPU, unless a device flag such as
     // tpu_cores names one.
-    flag = tpu_cores_given ? "tpu" : "cpu";
+    flag = tpu_cores_given && tpu_cores_select_the_tpu(c.settings.tpu_cores) ? "tpu" : "cpu";
   } else {
     flag = "auto";
   }

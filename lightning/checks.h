@@ -188,6 +188,11 @@ enum class StrategyBuild {
 };
 StrategyBuild strategy_build(const Context& c);
 
+// 1.x: `tpu_cores` sets the accelerator (and the devices) only when Python
+// finds it true and it is not "0": `if tpu_cores:` after `flag not in ([],
+// 0, "0")` (1.9.5 accelerator_connector.py:494-514) (devices.cc).
+bool tpu_cores_select_the_tpu(const DeviceValue& tpu_cores);
+
 // `name` is in the strategy registry of `version` (strategy.cc).
 bool is_registered_strategy(std::string_view name, int version);
 

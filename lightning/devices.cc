@@ -404,7 +404,7 @@ std::string init_qualname(const Context& c) {
 
 // Lightning 1.x truthiness of a device flag (Python's: '' is false).
 bool truthy(const DeviceValue& value) {
-  return value.kind != DeviceValue::Kind::kAbsent && !is_zero(value) &&
+  return value.kind != DeviceValue::Kind::kAbsent && !is_zero(value) && !is_none(value) &&
          !(value.kind == DeviceValue::Kind::kString && value.text.empty());
 }
 
@@ -431,7 +431,7 @@ void check_tpu_devices(Context& c) {
               cores_rules.source);
       return;
     }
-    if (!cores_rules.deprecated.empty()) {
+    if (!cores_rules.deprecated.empty() && !is_none(tpu_cores)) {
       c.warn(fill(cores_rules.deprecated, {{"tpu_cores", py_repr(tpu_cores)}}));
     }
     if (truthy(tpu_cores)) {
@@ -468,11 +468,19 @@ void check_cpu_devices(Context& c) {
     }
     // 1.x refuses `devices=0` before it looks at tpu_cores (check_tpu_devices).
     if (refuse_zero_devices(c, c.settings.devices)) return;
-    c.error(kFieldTpuCores,
-            "`tpu_cores=" + py_str(c.settings.tpu_cores) +
-                "` asks for TPU cores, but the job runs with `accelerator='cpu'`.",
-            "Remove `tpu_cores` for a CPU job, or set `accelerator: \"tpu\"` with `devices`.");
-    return;
+    if (!tpu_cores_select_the_tpu(c.settings.tpu_cores)) {
+      // A false tpu_cores (0, '', "0", None, ...) is not used: a CPU job,
+      // with 1.7-1.9's deprecation warning unless it is None.
+      if (!cores_rules.deprecated.empty() && !is_none(c.settings.tpu_cores)) {
+        c.warn(fill(cores_rules.deprecated, {{"tpu_cores", py_repr(c.settings.tpu_cores)}}));
+      }
+    } else {
+      c.error(kFieldTpuCores,
+              "`tpu_cores=" + py_str(c.settings.tpu_cores) +
+                  "` asks for TPU cores, but the job runs with `accelerator='cpu'`.",
+              "Remove `tpu_cores` for a CPU job, or set `accelerator: \"tpu\"` with `devices`.");
+      return;
+    }
   }
   const DeviceValue& devices = c.settings.devices;
   c.devices_value = &devices;
@@ -508,6 +516,8 @@ void check_cpu_devices(Context& c) {
 }
 
 }  // namespace
+
+bool tpu_cores_select_the_tpu(const DeviceValue& tpu_cores) { return truthy(tpu_cores); }
 
 void check_devices(Context& c) {
   const AutoWithoutAccelerator* automatic =

@@ -784,6 +784,20 @@ const std::vector<VersionCase>& VersionCases() {
        "v=2.1 devices=''", "v3-8",
        "trainer.devices: `devices` can only be 'auto', 1, 8 or [<0-7>] for TPUs. Got []"},
       // Python's truthiness: `devices=''` beside tpu_cores is not "given".
+      // A false tpu_cores picks no accelerator: `if tpu_cores:` after
+      // `flag not in ([], 0, "0")` (1.9.5 accelerator_connector.py:494-514).
+      {"v19_tpu_cores_zero_is_a_cpu_job",
+       "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py:514",
+       "v=1.9 tpu_cores=0", "v3-8", "cpu world=1 32-true auto v1",
+       "Setting `Trainer(tpu_cores=0)` is deprecated in v1.7 and will be removed in v2.0. Please "
+       "use `Trainer(accelerator='tpu', devices=0)` instead. | TPU available but not used. Set "
+       "`accelerator` and `devices` using `Trainer(accelerator='tpu', devices=8)`."},
+      {"v16_tpu_cores_string_zero_is_a_cpu_job",
+       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:457",
+       "v=1.6 tpu_cores='0'", "v3-8", "cpu world=1 32-true auto v1", kTpuUnused},
+      {"v18_tpu_cores_none_is_absent",
+       "1.8.6:src/pytorch_lightning/trainer/connectors/accelerator_connector.py (is not None)",
+       "v=1.8 tpu_cores=None", "v3-8", "cpu world=1 32-true auto v1", kTpuUnused},
       {"v16_tpu_cores_beside_empty_devices",
        "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py (if devices:)",
        "v=1.6 tpu_cores=8 devices=''", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
