@@ -3,6 +3,9 @@
 // (`_check_config_and_set_final_flags`, `_choose_gpu_accelerator_backend`,
 // `_set_parallel_devices_and_init_accelerator`) and the trainer's setup
 // warnings (`_log_device_info`).
+#include <algorithm>
+#include <cctype>
+
 #include "lightning/checks.h"
 
 namespace tpujobs::lightning {
@@ -30,6 +33,13 @@ struct AcceleratorRules {
   // Where xla_missing is written: lightning-utilities' RequirementCache /
   // ModuleAvailableCache message, for the connector's `_XLA_AVAILABLE`.
   std::string_view xla_missing_source = {};
+  // xla_missing changed within 1.8 and 1.9, with the lightning-utilities
+  // their requirements install.
+  Versions patches = kEveryPatch;
+  // 1.6: `accelerator` naming a strategy; {accelerator}: repr. And the
+  // conflict with a different `strategy`; {strategy}, {accelerator}: str.
+  std::string_view strategy_deprecated = {};
+  std::string_view strategy_conflict = {};
 };
 
 constexpr std::string_view kNotAvailable =
@@ -40,6 +50,27 @@ constexpr std::string_view kNotAvailableQuoted =
     "`{class}` can not run on your system since the accelerator is not available. The following "
     "accelerator(s) is available and can be passed into `accelerator` argument of `Trainer`: "
     "{available}.";
+
+constexpr std::string_view kModuleNotFound =
+    "Module not found: 'torch_xla'. HINT: Try running `pip install -U torch_xla`";
+
+// A 1.8-1.9 row: the same registry and texts, but for xla_missing.
+constexpr AcceleratorRules accelerators18(Versions patches, std::string_view xla_missing,
+                                          std::string_view xla_missing_source) {
+  return {{108, 109},
+          "cpu, cuda, hpu, ipu, mps, tpu",
+          "You selected an invalid accelerator name: `accelerator={accelerator}`. Available names "
+          "are: {names}.",
+          kNotAvailableQuoted,
+          "TPUAccelerator",
+          false,
+          false,
+          "No supported gpu backend found!",
+          xla_missing,
+          "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+          xla_missing_source,
+          patches};
+}
 
 constexpr AcceleratorRules kAcceleratorRules[] = {
     {{106, 106},
@@ -52,7 +83,13 @@ constexpr AcceleratorRules kAcceleratorRules[] = {
      true,
      "",
      "",
-     "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py"},
+     "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py",
+     {},
+     kEveryPatch,
+     "Passing `Trainer(accelerator={accelerator})` has been deprecated in v1.5 and will be removed "
+     "in v1.7. Use `Trainer(strategy={accelerator})` instead.",
+     "strategy {strategy} already set through `strategy` flag, but have also passed {accelerator} "
+     "in through the accelerator flag."},
     {{107, 107},
      "cpu, cuda, hpu, ipu, mps, tpu",
      "You selected an invalid accelerator name: `accelerator={accelerator}`. Available names are: "
@@ -64,17 +101,28 @@ constexpr AcceleratorRules kAcceleratorRules[] = {
      "No supported gpu backend found!",
      "",
      "1.7.7:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
-    {{108, 109},
-     "cpu, cuda, hpu, ipu, mps, tpu",
-     "You selected an invalid accelerator name: `accelerator={accelerator}`. Available names are: "
-     "{names}.",
-     kNotAvailableQuoted,
-     "TPUAccelerator",
-     false,
-     false,
-     "No supported gpu backend found!",
-     "",
-     "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
+    // 1.8 and 1.9: TPUAccelerator.__init__ raises ModuleNotFoundError(str(_XLA_AVAILABLE))
+    // (1.9.5 src/pytorch_lightning/accelerators/tpu.py:28-29) when the registry builds it, before
+    // the connector asks is_available(). _XLA_AVAILABLE is RequirementCache("torch_xla") up to
+    // 1.9.0 and ModuleAvailableCache("torch_xla") from 1.9.1 (the fabric's tpu.py:120).
+    // 1.8.0-1.8.3 pin lightning-utilities==0.3.*, whose RequirementCache words pkg_resources'
+    // DistributionNotFound; 1.8.4 on allow the newest (the upper bound is dropped at install).
+    accelerators18({10800, 10803},
+                   "Requirement 'torch_xla' not met, DistributionNotFound: The 'torch_xla' "
+                   "distribution was not found and is required by the application",
+                   "Lightning-AI/utilities v0.3.0:src/lightning_utilities/core/imports.py:98 "
+                   "(RequirementCache(\"torch_xla\"), 1.8.3:src/lightning_lite/accelerators/"
+                   "tpu.py:120; pkg_resources.DistributionNotFound: the application)"),
+    accelerators18({10804, 10900},
+                   "Requirement 'torch_xla' not met. HINT: Try running `pip install -U "
+                   "'torch_xla'`",
+                   "Lightning-AI/utilities v0.12.0:src/lightning_utilities/core/imports.py:148 "
+                   "(RequirementCache(\"torch_xla\"), 1.9.0:src/lightning_fabric/accelerators/"
+                   "tpu.py:120)"),
+    accelerators18({10901, kEveryPatch.last}, kModuleNotFound,
+                   "Lightning-AI/utilities v0.12.0:src/lightning_utilities/core/imports.py:158 "
+                   "(ModuleAvailableCache(\"torch_xla\"), 1.9.5:src/lightning_fabric/"
+                   "accelerators/tpu.py:120)"),
     {{200, 200},
      "cpu, cuda, hpu, ipu, mps, tpu",
      "You selected an invalid accelerator name: `accelerator={accelerator}`. Available names are: "
@@ -84,7 +132,7 @@ constexpr AcceleratorRules kAcceleratorRules[] = {
      false,
      false,
      "No supported gpu backend found!",
-     "Module not found: 'torch_xla'. HINT: Try running `pip install -U torch_xla`",
+     kModuleNotFound,
      "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
      "Lightning-AI/utilities v0.12.0:src/lightning_utilities/core/imports.py:158 "
      "(ModuleAvailableCache(\"torch_xla\"), 2.0.9:src/lightning/fabric/accelerators/tpu.py:125)"},
@@ -137,7 +185,7 @@ std::string available_list(const Context& c, const AcceleratorRules& rules) {
 }
 
 const AcceleratorRules& rules_for(const Context& c) {
-  return *row_for<AcceleratorRules>(kAcceleratorRules, c.version);
+  return *row_for<AcceleratorRules>(kAcceleratorRules, c.version, c.patch);
 }
 
 constexpr std::string_view kGpuHint =
@@ -162,20 +210,35 @@ void check_accelerator(Context& c) {
     return std::find(names.begin(), names.end(), name) != names.end();
   };
   // 1.6.5 accelerator_connector.py:293-302: a string that is neither a
-  // registered accelerator, 'auto' nor a strategy name leaves the flag None.
-  // (A strategy name takes the deprecated accelerator-as-strategy path,
-  // which tpujobs does not reproduce: it is refused below.)
+  // registered accelerator nor 'auto' leaves the flag None; a strategy name
+  // becomes the strategy, with a deprecation warning (:296-301).
   c.accelerator_dropped = c.settings.accelerator && rules.unknown_dropped &&
                           *c.settings.accelerator != "auto" &&
-                          !is_registered(*c.settings.accelerator) &&
-                          !is_registered_strategy(*c.settings.accelerator, c.version);
+                          !is_registered(*c.settings.accelerator);
+  if (c.accelerator_dropped && is_registered_strategy(*c.settings.accelerator, c.version)) {
+    const std::string& accelerator = *c.settings.accelerator;
+    std::string strategy = c.settings.strategy.value_or(accelerator);
+    std::transform(strategy.begin(), strategy.end(), strategy.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    if (strategy != accelerator) {
+      // :274-278, before the accelerator is looked at.
+      c.error(kFieldAccelerator,
+              fill(rules.strategy_conflict, {{"strategy", strategy}, {"accelerator", accelerator}}),
+              "Name the strategy once, in `strategy`; `accelerator` takes \"tpu\", \"cpu\" or "
+              "\"auto\".",
+              rules.source);
+      return;
+    }
+    c.warn(fill(rules.strategy_deprecated, {{"accelerator", py_repr(accelerator)}}));
+    c.strategy_from_accelerator = accelerator;
+  }
   std::string flag;
   if (c.settings.accelerator && !c.accelerator_dropped) {
     flag = *c.settings.accelerator;
   } else if (c.v1()) {
     // 1.x: no accelerator means the CPU, unless a device flag such as
     // tpu_cores names one.
-    flag = tpu_cores_given ? "tpu" : "cpu";
+    flag = tpu_cores_given && tpu_cores_select_the_tpu(c.settings.tpu_cores) ? "tpu" : "cpu";
   } else {
     flag = "auto";
   }
@@ -195,10 +258,15 @@ void check_accelerator(Context& c) {
     c.accelerator = Accelerator::kCpu;
   } else if (flag == "tpu") {
     if (c.torch_xla_missing && !rules.xla_missing.empty()) {
-      c.error(kFieldAccelerator, std::string(rules.xla_missing),
+      c.use_patch_row(rules.patches);
+      const int xla = default_torch_xla(c.version);
+      const std::string version = std::to_string(xla / 100) + "." + std::to_string(xla % 100);
+      c.error(c.settings.accelerator && !c.accelerator_dropped ? kFieldAccelerator : kFieldTpuCores,
+              std::string(rules.xla_missing),
               "`environment` lists no torch_xla: install it with the torch of the same minor "
-              "version (pip install torch~=2.1.0 'torch_xla[tpu]~=2.1.0' -f "
-              "https://storage.googleapis.com/libtpu-releases/index.html).",
+              "version (pip install torch~=" +
+                  version + ".0 'torch_xla[tpu]~=" + version +
+                  ".0' -f https://storage.googleapis.com/libtpu-releases/index.html).",
               rules.xla_missing_source);
       return;
     }
@@ -336,8 +404,16 @@ std::vector<RuleText> accelerator_rule_texts() {
       if (!text.empty()) out.push_back({kFieldAccelerator, text, rules.source});
     }
     out.push_back({kFieldTpuCores, rules.not_available, rules.source});
-    if (!rules.xla_missing.empty())
+    if (!rules.strategy_deprecated.empty()) {
+      out.push_back({"warning", rules.strategy_deprecated, rules.source});
+      out.push_back({kFieldAccelerator, rules.strategy_conflict, rules.source});
+    }
+    if (!rules.xla_missing.empty()) {
       out.push_back({kFieldAccelerator, rules.xla_missing, rules.xla_missing_source});
+      if (rules.versions.first < 200) {  // tpu_cores names the TPU up to 1.9
+        out.push_back({kFieldTpuCores, rules.xla_missing, rules.xla_missing_source});
+      }
+    }
   }
   return out;
 }

@@ -68,6 +68,13 @@ struct Context {
   // 1.6 dropped the `accelerator` string (not a name it knows): Lightning
   // goes on as if none was given.
   bool accelerator_dropped = false;
+  // 1.6 takes an `accelerator` that names a strategy ('ddp') as the
+  // strategy, with a deprecation warning; the accelerator flag stays None.
+  std::optional<std::string> strategy_from_accelerator = std::nullopt;
+  // The strategy setting as Lightning keeps it; nullopt: None.
+  const std::optional<std::string>& strategy_flag() const {
+    return settings.strategy ? settings.strategy : strategy_from_accelerator;
+  }
   // The accelerator flag as Lightning keeps it; nullopt: None.
   std::optional<std::string> accelerator_flag() const {
     return accelerator_dropped ? std::nullopt : settings.accelerator;
@@ -180,6 +187,11 @@ enum class StrategyBuild {
   kFails,  // refused before the precision plugin (invalid name, DeepSpeed, FSDP, ...)
 };
 StrategyBuild strategy_build(const Context& c);
+
+// 1.x: `tpu_cores` sets the accelerator (and the devices) only when Python
+// finds it true and it is not "0": `if tpu_cores:` after `flag not in ([],
+// 0, "0")` (1.9.5 accelerator_connector.py:494-514) (devices.cc).
+bool tpu_cores_select_the_tpu(const DeviceValue& tpu_cores);
 
 // `name` is in the strategy registry of `version` (strategy.cc).
 bool is_registered_strategy(std::string_view name, int version);

@@ -4,6 +4,7 @@
 // `_check_device_config_and_set_final_flags` and, for 1.x `tpu_cores`,
 // `_map_deprecated_devices_specific_info_to_accelerator_and_device_flag`.
 #include <algorithm>
+#include <utility>
 
 #include "lightning/checks.h"
 
@@ -22,8 +23,23 @@ struct DeviceRules {
   std::string_view type_error;     // {type}, {repr}
   std::string_view type_sequence;  // {type}
   std::string_view unparsable;     // {devices}: 2.1+ the whole text; before, Python's int() error
-  std::string_view source;
+  std::string_view source;         // of invalid and unparsable
+  // type_error and type_sequence are `_check_data_type`'s, in the device
+  // parser module, not the TPU accelerator's.
+  std::string_view type_source;
+  std::string_view sequence_source;
+  // 1-based parsers: a string of no numbers ('', ' ', ',') parses to [],
+  // which `_tpu_cores_valid` / `_tpu_devices_valid` index ([0]) before any
+  // check: Python's IndexError. Empty for the 2.1+ parser.
+  std::string_view empty_list_source = {};
+  // 2.1+ `_check_data_type` refuses None first, in its own words (no
+  // period); before, it accepts None.
+  std::string_view type_none_source = {};
 };
+
+constexpr std::string_view kIndexError = "IndexError: list index out of range";
+constexpr std::string_view kTypeNone21 =
+    "Device IDs (GPU/TPU) must be an int, a string, a sequence of ints, but you passed None";
 
 // The connector's `devices in ([], 0, "0")` check, before any parsing.
 struct ZeroDevicesRule {
@@ -42,6 +58,30 @@ constexpr std::string_view kTypeError17 =
 constexpr std::string_view kTypeSequence17 =
     "Device IDs (GPU/TPU) must be an int, a string, a sequence of ints or None, but you passed a "
     "sequence of {type}.";
+constexpr std::string_view kInvalid21 =
+    "`devices` can only be 'auto', 1, {count} or [<0-{last}>] for TPUs. Got {devices}";
+constexpr std::string_view kTypeError21 =
+    "Device IDs (GPU/TPU) must be an int, a string, a sequence of ints, but you passed {repr}.";
+constexpr std::string_view kTypeSequence21 =
+    "Device IDs (GPU/TPU) must be an int, a string, a sequence of ints, but you passed a sequence "
+    "of {type}.";
+constexpr std::string_view kUnparsable21 = "Could not parse the selected TPU devices: {devices}";
+
+// A 2.1+ row: the same parser texts, `_check_data_type`'s lines per release.
+constexpr DeviceRules rules21(Versions versions, std::string_view type_source,
+                              std::string_view sequence_source, std::string_view type_none_source) {
+  return {versions,
+          TpuParse::kZeroBased,
+          kInvalid21,
+          kTypeError21,
+          kTypeSequence21,
+          kUnparsable21,
+          "2.1.4:src/lightning/fabric/accelerators/xla.py",
+          type_source,
+          sequence_source,
+          {},
+          type_none_source};
+}
 
 constexpr DeviceRules kDeviceRules[] = {
     {{106, 106},
@@ -50,43 +90,63 @@ constexpr DeviceRules kDeviceRules[] = {
      "Device ID's (GPU/TPU) must be int, string or sequence of ints or None.",
      "Device ID's (GPU/TPU) must be int, string or sequence of ints or None.",
      kIntLiteral,
-     "1.6.5:pytorch_lightning/utilities/device_parser.py"},
+     "1.6.5:pytorch_lightning/utilities/device_parser.py",
+     "1.6.5:pytorch_lightning/utilities/device_parser.py:243 (_check_data_type)",
+     "1.6.5:pytorch_lightning/utilities/device_parser.py:243 (_check_data_type)",
+     "1.6.5:pytorch_lightning/utilities/device_parser.py:254 (_tpu_cores_valid)"},
     {{107, 107},
      TpuParse::kOneBased,
      "`tpu_cores` can only be 1, 8 or [<1-8>]",
      kTypeError17,
      kTypeSequence17,
      kIntLiteral,
-     "1.7.7:src/pytorch_lightning/utilities/device_parser.py"},
+     "1.7.7:src/pytorch_lightning/utilities/device_parser.py",
+     "1.7.7:src/pytorch_lightning/utilities/device_parser.py:293 (_check_data_type)",
+     "1.7.7:src/pytorch_lightning/utilities/device_parser.py:291 (_check_data_type)",
+     "1.7.7:src/pytorch_lightning/utilities/device_parser.py:304 (_tpu_cores_valid)"},
+    // 1.8 moved the TPU parser to the accelerator and `_check_data_type` to
+    // lightning_lite's (1.9 lightning_fabric's, 2.0 lightning.fabric's)
+    // device_parser.py: lines 199 (a sequence) and 201 in every 1.8.x, 1.9.x
+    // and 2.0.x but 2.0.3-2.0.6 (197, 199).
     {{108, 108},
      TpuParse::kOneBased,
      "`tpu_cores` can only be 1, 8 or [<1-8>]",
      kTypeError17,
      kTypeSequence17,
      kIntLiteral,
-     "1.8.6:src/lightning_lite/accelerators/tpu.py"},
+     "1.8.6:src/lightning_lite/accelerators/tpu.py",
+     "1.8.6:src/lightning_lite/utilities/device_parser.py:201 (_check_data_type)",
+     "1.8.6:src/lightning_lite/utilities/device_parser.py:199 (_check_data_type)",
+     "1.8.6:src/lightning_lite/accelerators/tpu.py:168 (_tpu_cores_valid)"},
     {{109, 109},
      TpuParse::kOneBased,
      "`devices` can only be 1, 8 or [<1-8>] for TPUs.",
      kTypeError17,
      kTypeSequence17,
      kIntLiteral,
-     "1.9.5:src/lightning_fabric/accelerators/tpu.py"},
+     "1.9.5:src/lightning_fabric/accelerators/tpu.py",
+     "1.9.5:src/lightning_fabric/utilities/device_parser.py:201 (_check_data_type)",
+     "1.9.5:src/lightning_fabric/utilities/device_parser.py:199 (_check_data_type)",
+     "1.9.5:src/lightning_fabric/accelerators/tpu.py:168 (_tpu_devices_valid)"},
     {{200, 200},
      TpuParse::kOneBased,
      "`devices` can only be 1, 8 or [<1-8>] for TPUs.",
      kTypeError17,
      kTypeSequence17,
      kIntLiteral,
-     "2.0.9:src/lightning/fabric/accelerators/tpu.py"},
-    {{201, 299},
-     TpuParse::kZeroBased,
-     "`devices` can only be 'auto', 1, {count} or [<0-{last}>] for TPUs. Got {devices}",
-     "Device IDs (GPU/TPU) must be an int, a string, a sequence of ints, but you passed {repr}.",
-     "Device IDs (GPU/TPU) must be an int, a string, a sequence of ints, but you passed a sequence "
-     "of {type}.",
-     "Could not parse the selected TPU devices: {devices}",
-     "2.1.4:src/lightning/fabric/accelerators/xla.py"},
+     "2.0.9:src/lightning/fabric/accelerators/tpu.py",
+     "2.0.9:src/lightning/fabric/utilities/device_parser.py:201 (_check_data_type)",
+     "2.0.9:src/lightning/fabric/utilities/device_parser.py:199 (_check_data_type)",
+     "2.0.9:src/lightning/fabric/accelerators/tpu.py:173 (_tpu_devices_valid)"},
+    // device_parser.py:203 / :205 in 2.1.0-2.4.0, :204 / :206 in 2.5.x.
+    rules21({201, 204},
+            "2.1.4:src/lightning/fabric/utilities/device_parser.py:205 (_check_data_type)",
+            "2.1.4:src/lightning/fabric/utilities/device_parser.py:203 (_check_data_type)",
+            "2.1.4:src/lightning/fabric/utilities/device_parser.py:198 (_check_data_type)"),
+    rules21({205, 299},
+            "2.5.6:src/lightning/fabric/utilities/device_parser.py:206 (_check_data_type)",
+            "2.5.6:src/lightning/fabric/utilities/device_parser.py:204 (_check_data_type)",
+            "2.5.6:src/lightning/fabric/utilities/device_parser.py:199 (_check_data_type)"),
 };
 
 // 1.x checks the flags before it resolves 'auto' (an absent accelerator is
@@ -170,6 +230,10 @@ std::string devices_hint(const Context& c) {
          "`num_nodes`. Devices per host in this pool: " + host_counts_text(generations) + ".";
 }
 
+bool is_none(const DeviceValue& value) {
+  return value.kind == DeviceValue::Kind::kOther && value.python_type == "NoneType";
+}
+
 bool is_zero(const DeviceValue& value) {
   return (value.kind == DeviceValue::Kind::kInt && value.number == 0) ||
          (value.kind == DeviceValue::Kind::kString && value.text == "0") ||
@@ -203,15 +267,19 @@ bool refuse_zero_devices(Context& c, const DeviceValue& value) {
 // `_check_data_type`: ints, strings and sequences of ints only.
 bool refuse_data_type(Context& c, const DeviceValue& value) {
   const DeviceRules& rules = rules_for(c);
+  if (is_none(value) && !rules.type_none_source.empty()) {
+    c.error(c.devices_field, std::string(kTypeNone21), devices_hint(c), rules.type_none_source);
+    return true;
+  }
   if (value.kind == DeviceValue::Kind::kOther) {
     c.error(c.devices_field,
             fill(rules.type_error, {{"type", value.python_type}, {"repr", value.python_repr}}),
-            devices_hint(c), rules.source);
+            devices_hint(c), rules.type_source);
     return true;
   }
   if (value.kind == DeviceValue::Kind::kList && !value.list_other_type.empty()) {
     c.error(c.devices_field, fill(rules.type_sequence, {{"type", value.list_other_type}}),
-            devices_hint(c), rules.source);
+            devices_hint(c), rules.sequence_source);
     return true;
   }
   return false;
@@ -308,6 +376,15 @@ std::optional<DeviceAsk> parse_one_based(Context& c, const DeviceValue& value) {
     }
   }
   if (count && (*count == 1 || *count == 8)) return DeviceAsk{DeviceAsk::Kind::kCount, *count, 0};
+  // A string of no numbers ('', ' ', ','): `list(devices)[0]` of [] (an
+  // empty list itself is refused before, as devices in ([], 0, "0")).
+  if (list && list->empty() && !rules_for(c).empty_list_source.empty()) {
+    c.error(c.devices_field, std::string(kIndexError),
+            "Lightning " + c.release->name() + " parses " + py_repr(*c.devices_value) +
+                " as no device at all and fails indexing it: use `devices: 8` or `devices: 1`.",
+            rules_for(c).empty_list_source);
+    return std::nullopt;
+  }
   if (list && list->size() == 1 && (*list)[0] >= 1 && (*list)[0] <= 8) {
     return DeviceAsk{DeviceAsk::Kind::kCore, 0, (*list)[0] - 1};
   }
@@ -325,9 +402,10 @@ std::string init_qualname(const Context& c) {
   return "Trainer.__init__";
 }
 
-// Lightning 1.x truthiness of a device flag.
+// Lightning 1.x truthiness of a device flag (Python's: '' is false).
 bool truthy(const DeviceValue& value) {
-  return value.kind != DeviceValue::Kind::kAbsent && !is_zero(value);
+  return value.kind != DeviceValue::Kind::kAbsent && !is_zero(value) && !is_none(value) &&
+         !(value.kind == DeviceValue::Kind::kString && value.text.empty());
 }
 
 void check_tpu_devices(Context& c) {
@@ -353,7 +431,7 @@ void check_tpu_devices(Context& c) {
               cores_rules.source);
       return;
     }
-    if (!cores_rules.deprecated.empty()) {
+    if (!cores_rules.deprecated.empty() && !is_none(tpu_cores)) {
       c.warn(fill(cores_rules.deprecated, {{"tpu_cores", py_repr(tpu_cores)}}));
     }
     if (truthy(tpu_cores)) {
@@ -367,6 +445,12 @@ void check_tpu_devices(Context& c) {
   }
   if (c.device_generations().empty()) return;  // no TPU: already reported
   if (c.devices_field == kFieldDevices && refuse_zero_devices(c, devices)) return;
+  // 1.x: `devices=None` is 'auto' (_set_devices_flag_if_auto_passed, 1.9.5
+  // accelerator_connector.py:584).
+  if (c.v1() && is_none(*c.devices_value)) {
+    c.ask = DeviceAsk{};
+    return;
+  }
   if (refuse_data_type(c, *c.devices_value)) return;
   c.ask = rules_for(c).parse == TpuParse::kZeroBased ? parse_zero_based(c, *c.devices_value)
                                                      : parse_one_based(c, *c.devices_value);
@@ -384,17 +468,26 @@ void check_cpu_devices(Context& c) {
     }
     // 1.x refuses `devices=0` before it looks at tpu_cores (check_tpu_devices).
     if (refuse_zero_devices(c, c.settings.devices)) return;
-    c.error(kFieldTpuCores,
-            "`tpu_cores=" + py_str(c.settings.tpu_cores) +
-                "` asks for TPU cores, but the job runs with `accelerator='cpu'`.",
-            "Remove `tpu_cores` for a CPU job, or set `accelerator: \"tpu\"` with `devices`.");
-    return;
+    if (!tpu_cores_select_the_tpu(c.settings.tpu_cores)) {
+      // A false tpu_cores (0, '', "0", None, ...) is not used: a CPU job,
+      // with 1.7-1.9's deprecation warning unless it is None.
+      if (!cores_rules.deprecated.empty() && !is_none(c.settings.tpu_cores)) {
+        c.warn(fill(cores_rules.deprecated, {{"tpu_cores", py_repr(c.settings.tpu_cores)}}));
+      }
+    } else {
+      c.error(kFieldTpuCores,
+              "`tpu_cores=" + py_str(c.settings.tpu_cores) +
+                  "` asks for TPU cores, but the job runs with `accelerator='cpu'`.",
+              "Remove `tpu_cores` for a CPU job, or set `accelerator: \"tpu\"` with `devices`.");
+      return;
+    }
   }
   const DeviceValue& devices = c.settings.devices;
   c.devices_value = &devices;
   if (refuse_zero_devices(c, devices)) return;
   std::optional<std::int64_t> count;
   if (devices.kind == DeviceValue::Kind::kAbsent) return;
+  if (c.v1() && is_none(devices)) return;  // 'auto' in 1.x (check_tpu_devices)
   if (devices.kind == DeviceValue::Kind::kInt) count = devices.number;
   // isinstance(True, int): `devices=True` is one process (False was refused
   // above, as False == 0).
@@ -424,6 +517,8 @@ void check_cpu_devices(Context& c) {
 
 }  // namespace
 
+bool tpu_cores_select_the_tpu(const DeviceValue& tpu_cores) { return truthy(tpu_cores); }
+
 void check_devices(Context& c) {
   const AutoWithoutAccelerator* automatic =
       row_for<AutoWithoutAccelerator>(kAutoWithoutAccelerator, c.version);
@@ -444,10 +539,22 @@ void check_devices(Context& c) {
 std::vector<RuleText> device_rule_texts() {
   std::vector<RuleText> out;
   for (const DeviceRules& rules : kDeviceRules) {
-    for (std::string_view text :
-         {rules.invalid, rules.type_error, rules.type_sequence, rules.unparsable}) {
-      out.push_back({kFieldDevices, text, rules.source});
-      out.push_back({kFieldTpuCores, text, rules.source});
+    const std::pair<std::string_view, std::string_view> texts[] = {
+        {rules.invalid, rules.source},
+        {rules.type_error, rules.type_source},
+        {rules.type_sequence, rules.sequence_source},
+        {rules.unparsable, rules.source}};
+    for (const auto& [text, source] : texts) {
+      out.push_back({kFieldDevices, text, source});
+      out.push_back({kFieldTpuCores, text, source});
+    }
+    if (!rules.type_none_source.empty()) {
+      out.push_back({kFieldDevices, kTypeNone21, rules.type_none_source});
+      out.push_back({kFieldTpuCores, kTypeNone21, rules.type_none_source});
+    }
+    if (!rules.empty_list_source.empty()) {
+      out.push_back({kFieldDevices, kIndexError, rules.empty_list_source});
+      out.push_back({kFieldTpuCores, kIndexError, rules.empty_list_source});
     }
   }
   for (const ZeroDevicesRule& rule : kZeroDevicesRules) {

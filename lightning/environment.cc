@@ -157,6 +157,7 @@ constexpr TorchXlaRelease kTorchXlaReleases[] = {
 // marked strict. So pip refuses only a torch older than the minimum.
 struct TorchRequirement {
   Versions versions;
+  Versions patches;            // patch_number()s; kEveryPatch for most rows
   std::string_view package;    // what pip installs: pytorch-lightning (1.x), lightning (2.x)
   std::string_view specifier;  // as pip prints it
   int minimum;                 // torch major*100+minor, inclusive
@@ -169,6 +170,7 @@ struct TorchRequirement {
 
 constexpr TorchRequirement kTorchRequirements[] = {
     {{106, 106},
+     kEveryPatch,
      "pytorch-lightning",
      "torch>=1.8.*",
      108,
@@ -177,6 +179,7 @@ constexpr TorchRequirement kTorchRequirements[] = {
      "1.6.5:requirements/base.txt, its upper bound dropped by setup.py "
      "(pytorch_lightning/setup_tools.py _load_requirements, unfreeze=True)"},
     {{107, 107},
+     kEveryPatch,
      "pytorch-lightning",
      "torch>=1.9.*",
      109,
@@ -184,7 +187,18 @@ constexpr TorchRequirement kTorchRequirements[] = {
      112,
      "1.7.7:requirements/pytorch/base.txt, its upper bound dropped by "
      "src/pytorch_lightning/__setup__.py (.actions/setup_tools.py, unfreeze=True)"},
+    // 1.8.0-1.8.3 kept 1.7's "torch>=1.9.*"; 1.8.4 wrote "torch>=1.9.0".
     {{108, 108},
+     {10800, 10803},
+     "pytorch-lightning",
+     "torch>=1.9.*",
+     109,
+     0,
+     113,
+     "1.8.3:requirements/pytorch/base.txt:5, its upper bound dropped by "
+     "src/pytorch_lightning/__setup__.py (unfreeze=\"all\")"},
+    {{108, 108},
+     kEveryPatch,
      "pytorch-lightning",
      "torch>=1.9.0",
      109,
@@ -193,6 +207,7 @@ constexpr TorchRequirement kTorchRequirements[] = {
      "1.8.6:requirements/pytorch/base.txt, its upper bound dropped by "
      "src/pytorch_lightning/__setup__.py (unfreeze=\"all\")"},
     {{109, 109},
+     kEveryPatch,
      "pytorch-lightning",
      "torch>=1.10.0",
      110,
@@ -201,6 +216,7 @@ constexpr TorchRequirement kTorchRequirements[] = {
      "1.9.5:requirements/pytorch/base.txt, its upper bound dropped by "
      "src/pytorch_lightning/__setup__.py (unfreeze=\"all\")"},
     {{200, 200},
+     kEveryPatch,
      "lightning",
      "torch<3.0,>=1.11.0",
      111,
@@ -209,6 +225,7 @@ constexpr TorchRequirement kTorchRequirements[] = {
      "2.0.9:requirements/pytorch/base.txt, its upper bound raised by src/lightning/__setup__.py "
      "(unfreeze=\"major\")"},
     {{201, 201},
+     kEveryPatch,
      "lightning",
      "torch<3.0,>=1.12.0",
      112,
@@ -217,6 +234,7 @@ constexpr TorchRequirement kTorchRequirements[] = {
      "2.1.4:requirements/pytorch/base.txt, its upper bound raised by src/lightning/__setup__.py "
      "(unfreeze=\"major\")"},
     {{202, 202},
+     kEveryPatch,
      "lightning",
      "torch<3.0,>=1.13.0",
      113,
@@ -225,6 +243,7 @@ constexpr TorchRequirement kTorchRequirements[] = {
      "2.2.5:requirements/pytorch/base.txt, its upper bound raised by src/lightning/__setup__.py "
      "(unfreeze=\"major\")"},
     {{203, 203},
+     kEveryPatch,
      "lightning",
      "torch<3.0,>=2.0.0",
      200,
@@ -233,6 +252,7 @@ constexpr TorchRequirement kTorchRequirements[] = {
      "2.3.3:requirements/pytorch/base.txt, its upper bound raised by src/lightning/__setup__.py "
      "(unfreeze=\"major\")"},
     {{204, 204},
+     kEveryPatch,
      "lightning",
      "torch<3.0,>=2.1.0",
      201,
@@ -241,6 +261,7 @@ constexpr TorchRequirement kTorchRequirements[] = {
      "2.4.0:requirements/pytorch/base.txt, its upper bound raised by src/lightning/__setup__.py "
      "(unfreeze=\"major\")"},
     {{205, 205},
+     kEveryPatch,
      "lightning",
      "torch<3.0,>=2.1.0",
      201,
@@ -457,7 +478,10 @@ void check_environment(Context& c) {
   if (torch && lightning) {
     const Release* release = find_release(lightning->text);
     const TorchRequirement* requirement =
-        release ? row_for<TorchRequirement>(kTorchRequirements, release->number()) : nullptr;
+        release ? row_for<TorchRequirement>(
+                      kTorchRequirements, release->number(),
+                      patch_number(release->number(), release_patch(lightning->text, *release)))
+                : nullptr;
     if (requirement) {
       const int t = torch->number();
       const bool too_new = requirement->below != 0 && t >= requirement->below;
@@ -472,6 +496,7 @@ void check_environment(Context& c) {
                     "; install a torch in that range (and the "
                     "torch_xla of the same minor version).",
                 requirement->source);
+        c.use_patch_row(requirement->patches);
       }
     }
   }

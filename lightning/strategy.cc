@@ -219,9 +219,22 @@ constexpr std::string_view kInvalid2x =
     "an instance of `lightning.pytorch.strategies.Strategy`. Example choices: auto, ddp, "
     "ddp_spawn, deepspeed, ... Find a complete list of options in our documentation at "
     "https://lightning.ai";
+constexpr std::string_view kInvalid19 =
+    "You selected an invalid strategy name: `strategy={strategy}`. It must be either a string or "
+    "an instance of `pytorch_lightning.strategies.Strategy`. Example choices: ddp, ddp_spawn, "
+    "deepspeed, dp, ... Find a complete list of options in our documentation at "
+    "https://lightning.ai";
 constexpr std::string_view kWrongXla =
     "The `XLAAccelerator` can only be used with a `SingleDeviceXLAStrategy` or `XLAStrategy`, "
     "found {class}.";
+
+// A 1.9 row: the releases' texts but for the name check, which changed in
+// its patch releases.
+constexpr StrategyRules rules19(Versions patches, bool auto_registered, std::string_view invalid,
+                                std::string_view source, std::string_view invalid_source) {
+  return {{109, 109},   auto_registered, invalid, kTpuSpawn, kFsdp,         "fsdp_native",
+          kDeepSpeed17, kWrong1x,        source,  patches,   invalid_source};
+}
 
 constexpr StrategyRules kStrategyRules[] = {
     {{106, 106},
@@ -247,12 +260,28 @@ constexpr StrategyRules kStrategyRules[] = {
      kEveryPatch,
      "1.8.6:src/lightning_lite/strategies/registry.py:98 (StrategyRegistry.get; 1.7.7: "
      "src/pytorch_lightning/strategies/strategy_registry.py:99)"},
+    // 1.9 per patch release: 1.9.0 and 1.9.1 check no name (an unknown one,
+    // 'auto' too, is the registry's KeyError, 1.9.1
+    // src/lightning_fabric/strategies/registry.py:98); 1.9.2 added the check
+    // with 2.0's class path (accelerator_connector.py:279), 1.9.3 wrote
+    // pytorch_lightning's; only 1.9.4 let 'auto' through (:277).
+    rules19({10900, 10901}, false, kNotFound,
+            "1.9.1:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+            "1.9.1:src/lightning_fabric/strategies/registry.py:98 (StrategyRegistry.get, from "
+            "_init_strategy)"),
+    rules19({10902, 10902}, false,
+            "You selected an invalid strategy name: `strategy={strategy}`. It must be either a "
+            "string or an instance of `lightning.pytorch.strategies.Strategy`. Example choices: "
+            "ddp, ddp_spawn, deepspeed, dp, ... Find a complete list of options in our "
+            "documentation at https://lightning.ai",
+            "1.9.2:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+            "1.9.2:src/pytorch_lightning/trainer/connectors/accelerator_connector.py:278"),
+    rules19({10903, 10903}, false, kInvalid19,
+            "1.9.3:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+            "1.9.3:src/pytorch_lightning/trainer/connectors/accelerator_connector.py:278"),
     {{109, 109},
      true,
-     "You selected an invalid strategy name: `strategy={strategy}`. It must be either a string or "
-     "an instance of `pytorch_lightning.strategies.Strategy`. Example choices: ddp, ddp_spawn, "
-     "deepspeed, dp, ... Find a complete list of options in our documentation at "
-     "https://lightning.ai",
+     kInvalid19,
      kTpuSpawn,
      kFsdp,
      "fsdp_native",
@@ -349,8 +378,28 @@ std::string strategy_hint(const Context& c) {
          tpu_strategy_names(c.version) + ".";
 }
 
+// Whether the connector lower-cases `strategy` first: every release but
+// 1.6.0 (1.6.1 added `strategy = strategy.lower()`, 1.6.5
+// accelerator_connector.py:255), where 'DDP' is the registry's KeyError.
+struct Lowercasing {
+  Versions versions;
+  Versions patches;
+  bool lowercases;
+};
+constexpr Lowercasing kLowercasing[] = {
+    {{106, 106}, {10600, 10600}, false},
+    {{106, 299}, kEveryPatch, true},
+};
+
+bool has_upper(std::string_view text) {
+  return std::any_of(text.begin(), text.end(), [](unsigned char ch) { return std::isupper(ch); });
+}
+
 // The strategy setting as the connector sees it: lower-cased (every
-// version does so first), and its registry row.
+// version but 1.6.0 does so first), and its registry row.
+constexpr RegisteredStrategy kTpuSpawnFromAccelerator = {
+    "tpu_spawn", {106, 106}, "TPUSpawnStrategy", StrategyKind::kXla};
+
 struct WrittenStrategy {
   std::string name;
   const StrategyRules* rules;
@@ -360,12 +409,19 @@ struct WrittenStrategy {
 
 WrittenStrategy written_strategy(const Context& c) {
   WrittenStrategy w;
-  w.name = c.settings.strategy.value_or("auto");
-  std::transform(w.name.begin(), w.name.end(), w.name.begin(),
-                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  w.name = c.strategy_flag().value_or("auto");
+  if (row_for<Lowercasing>(kLowercasing, c.version, c.patch)->lowercases) {
+    std::transform(w.name.begin(), w.name.end(), w.name.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  }
   w.rules = row_for<StrategyRules>(kStrategyRules, c.version, c.patch);
-  w.automatic = !c.settings.strategy || (w.name == "auto" && w.rules->auto_registered);
+  w.automatic = !c.strategy_flag() || (w.name == "auto" && w.rules->auto_registered);
   w.entry = w.automatic ? nullptr : find_registered(w.name, c.version);
+  // 1.x refuses 'tpu_spawn' only as `strategy` (1.6.5 accelerator_connector.py:264); 1.6's
+  // accelerator='tpu_spawn' reaches the registry, which builds TPUSpawnStrategy.
+  if (w.entry && w.entry->kind == StrategyKind::kTpuSpawn && !c.settings.strategy) {
+    w.entry = &kTpuSpawnFromAccelerator;
+  }
   return w;
 }
 
@@ -401,6 +457,9 @@ void check_strategy(Context& c) {
   const std::string& written = w.name;
   const StrategyRules& rules = *w.rules;
   c.use_patch_row(rules.patches);
+  if (c.strategy_flag() && has_upper(*c.strategy_flag())) {
+    c.use_patch_row(row_for<Lowercasing>(kLowercasing, c.version, c.patch)->patches);
+  }
   const bool automatic = w.automatic;
   const RegisteredStrategy* entry = w.entry;
   if (!automatic && !entry) {

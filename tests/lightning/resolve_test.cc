@@ -705,6 +705,18 @@ const std::vector<VersionCase>& VersionCases() {
       {"v25_devices_bool",
        "2.5.6:src/lightning/fabric/utilities/device_parser.py (_check_data_type)",
        "v=2.5 devices=True", "v3-8", S(S("trainer.devices: ", kTypeError21), "True.")},
+      {"v21_devices_none", "2.1.4:src/lightning/fabric/utilities/device_parser.py:198",
+       "v=2.1 devices=None", "v3-8",
+       "trainer.devices: Device IDs (GPU/TPU) must be an int, a string, a sequence of ints, but "
+       "you passed None"},
+      {"v19_devices_none_is_auto",
+       "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py:584",
+       "v=1.9 accelerator=tpu devices=None", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
+      {"v16_cpu_devices_none_is_auto",
+       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:538",
+       "v=1.6 accelerator=cpu devices=None", "v3-8", "cpu world=1 32-true auto v1",
+       "TPU available but not used. Set `accelerator` and `devices` using "
+       "`Trainer(accelerator='tpu', devices=8)`."},
       {"v21_devices_list_of_float", "2.1.4:src/lightning/fabric/utilities/device_parser.py",
        "v=2.1 devices=[1.0]", "v3-8",
        S(kTypeError21, "a sequence of float.").insert(0, "trainer.devices: ")},
@@ -750,6 +762,70 @@ const std::vector<VersionCase>& VersionCases() {
        "1.7.7:src/pytorch_lightning/utilities/device_parser.py (_check_data_type)",
        "v=1.7 accelerator=tpu devices=8.0", "v3-8",
        S(S("trainer.devices: ", kTypeError17), "float.")},
+      // A string of no numbers parses to [], which the 1-based check indexes.
+      {"v16_devices_empty_string",
+       "1.6.5:pytorch_lightning/utilities/device_parser.py:254 (_tpu_cores_valid)",
+       "v=1.6 accelerator=tpu devices=''", "v3-8",
+       "trainer.devices: IndexError: list index out of range"},
+      {"v17_devices_comma", "1.7.7:src/pytorch_lightning/utilities/device_parser.py:304",
+       "v=1.7 accelerator=tpu devices=','", "v3-8",
+       "trainer.devices: IndexError: list index out of range"},
+      {"v18_tpu_cores_space", "1.8.6:src/lightning_lite/accelerators/tpu.py:168",
+       "v=1.8 tpu_cores='_'", "v3-8", "trainer.tpu_cores: IndexError: list index out of range",
+       "Setting `Trainer(tpu_cores=' ')` is deprecated in v1.7 and will be removed in v2.0. Please "
+       "use `Trainer(accelerator='tpu', devices=' ')` instead."},
+      {"v19_devices_empty_string", "1.9.5:src/lightning_fabric/accelerators/tpu.py:168",
+       "v=1.9 accelerator=tpu devices=''", "v3-8",
+       "trainer.devices: IndexError: list index out of range"},
+      {"v20_devices_space", "2.0.9:src/lightning/fabric/accelerators/tpu.py:173",
+       "v=2.0 devices='_'", "v3-8", "trainer.devices: IndexError: list index out of range"},
+      {"v21_devices_empty_string",
+       "2.1.4:src/lightning/fabric/accelerators/xla.py (_check_tpu_devices_valid)",
+       "v=2.1 devices=''", "v3-8",
+       "trainer.devices: `devices` can only be 'auto', 1, 8 or [<0-7>] for TPUs. Got []"},
+      // Python's truthiness: `devices=''` beside tpu_cores is not "given".
+      // A false tpu_cores picks no accelerator: `if tpu_cores:` after
+      // `flag not in ([], 0, "0")` (1.9.5 accelerator_connector.py:494-514).
+      {"v19_tpu_cores_zero_is_a_cpu_job",
+       "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py:514",
+       "v=1.9 tpu_cores=0", "v3-8", "cpu world=1 32-true auto v1",
+       "Setting `Trainer(tpu_cores=0)` is deprecated in v1.7 and will be removed in v2.0. Please "
+       "use `Trainer(accelerator='tpu', devices=0)` instead. | TPU available but not used. Set "
+       "`accelerator` and `devices` using `Trainer(accelerator='tpu', devices=8)`."},
+      {"v16_tpu_cores_string_zero_is_a_cpu_job",
+       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:457",
+       "v=1.6 tpu_cores='0'", "v3-8", "cpu world=1 32-true auto v1", kTpuUnused},
+      {"v18_tpu_cores_none_is_absent",
+       "1.8.6:src/pytorch_lightning/trainer/connectors/accelerator_connector.py (is not None)",
+       "v=1.8 tpu_cores=None", "v3-8", "cpu world=1 32-true auto v1", kTpuUnused},
+      {"v16_tpu_cores_beside_empty_devices",
+       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py (if devices:)",
+       "v=1.6 tpu_cores=8 devices=''", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
+      // 1.6 takes an accelerator that names a strategy as the strategy, with a
+      // deprecation warning (1.6.5 accelerator_connector.py:296-301).
+      {"v16_accelerator_names_a_strategy",
+       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:298",
+       "v=1.6 accelerator=tpu_spawn_debug tpu_cores=8", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 32-true xla_debug v1",
+       "Passing `Trainer(accelerator='tpu_spawn_debug')` has been deprecated in v1.5 and will be "
+       "removed in v1.7. Use `Trainer(strategy='tpu_spawn_debug')` instead."},
+      {"v16_accelerator_tpu_spawn_is_built",
+       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:264 (strategy only)",
+       "v=1.6 accelerator=tpu_spawn tpu_cores=8", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 32-true xla v1",
+       "Passing `Trainer(accelerator='tpu_spawn')` has been deprecated in v1.5 and will be "
+       "removed in v1.7. Use `Trainer(strategy='tpu_spawn')` instead."},
+      {"v16_accelerator_names_ddp",
+       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:298",
+       "v=1.6 accelerator=ddp tpu_cores=8", "v3-8", S(kWrongStrategy1, "DDPStrategy."),
+       "Passing `Trainer(accelerator='ddp')` has been deprecated in v1.5 and will be removed in "
+       "v1.7. Use `Trainer(strategy='ddp')` instead."},
+      {"v16_accelerator_and_strategy_disagree",
+       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:277",
+       "v=1.6 accelerator=ddp strategy=DDP_Spawn tpu_cores=8", "v3-8",
+       S("trainer.accelerator: strategy ddp_spawn already set through `strategy` flag, but have "
+         "also passed ddp in through the accelerator flag. | ",
+         S(kWrongStrategy1, "DDPSpawnStrategy."))},
       {"v19_devices_bad_string",
        "1.9.5:src/lightning_fabric/accelerators/tpu.py (_parse_tpu_devices_str)",
        "v=1.9 accelerator=tpu devices='x'", "v3-8",
@@ -1402,6 +1478,29 @@ const std::vector<VersionCase>& VersionCases() {
        "pl=2.1.3 torch=2.1.0 accelerator=tpu", "v3-8",
        "trainer.accelerator: Requirement 'torch_xla>=1.13' not met. HINT: Try running `pip "
        "install -U 'torch_xla>=1.13'`"},
+      // 1.8-1.9: TPUAccelerator.__init__ raises ModuleNotFoundError(str(_XLA_AVAILABLE))
+      // (1.9.5 src/pytorch_lightning/accelerators/tpu.py:29) before is_available().
+      {"env_v18_no_torch_xla_utilities_03",
+       "lightning-utilities v0.3.0 imports.py:98 (1.8.0-1.8.3 pin ==0.3.*)",
+       "pl=1.8.2 torch=1.12.1 py=3.8 accelerator=tpu", "v3-8",
+       "trainer.accelerator: Requirement 'torch_xla' not met, DistributionNotFound: The "
+       "'torch_xla' distribution was not found and is required by the application"},
+      {"env_v18_no_torch_xla", "1.8.6:src/lightning_lite/accelerators/tpu.py:120",
+       "pl=1.8.6 torch=1.12.1 py=3.8 accelerator=tpu", "v3-8",
+       "trainer.accelerator: Requirement 'torch_xla' not met. HINT: Try running `pip install -U "
+       "'torch_xla'`"},
+      {"env_v190_no_torch_xla", "1.9.0:src/lightning_fabric/accelerators/tpu.py:120",
+       "pl=1.9.0 torch=1.13.1 py=3.8 accelerator=tpu", "v3-8",
+       "trainer.accelerator: Requirement 'torch_xla' not met. HINT: Try running `pip install -U "
+       "'torch_xla'`"},
+      {"env_v191_no_torch_xla_tpu_cores", "1.9.1:src/lightning_fabric/accelerators/tpu.py:120",
+       "pl=1.9.1 torch=1.13.1 py=3.8 tpu_cores=8", "v3-8",
+       "trainer.tpu_cores: Module not found: 'torch_xla'. HINT: Try running `pip install -U "
+       "torch_xla`"},
+      {"env_v195_no_torch_xla", "1.9.5:src/lightning_fabric/accelerators/tpu.py:120",
+       "pl=1.9.5 torch=1.13.1 py=3.8 accelerator=tpu", "v3-8",
+       "trainer.accelerator: Module not found: 'torch_xla'. HINT: Try running `pip install -U "
+       "torch_xla`"},
       {"env_no_torch_xla_auto_is_cpu",
        "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py "
        "(_choose_auto_accelerator)",
@@ -1543,6 +1642,18 @@ const std::vector<VersionCase>& VersionCases() {
        "all the packages that are installed. This behaviour is the source of the following "
        "dependency conflicts.\nlightning 2.5.6 requires torch<3.0,>=2.1.0, but you have torch "
        "3.0.0 which is incompatible."},
+      {"env_lightning_180_to_183_torch_star", "1.8.3:requirements/pytorch/base.txt:5",
+       "pl=1.8.2 torch=1.8.1 py=3.8", "",
+       "environment.torch: ERROR: pip's dependency resolver does not currently take into account "
+       "all the packages that are installed. This behaviour is the source of the following "
+       "dependency conflicts.\npytorch-lightning 1.8.2 requires torch>=1.9.*, but you have torch "
+       "1.8.1 which is incompatible."},
+      {"env_lightning_184_torch_zero", "1.8.4:requirements/pytorch/base.txt:5",
+       "pl=1.8.4 torch=1.8.1 py=3.8", "",
+       "environment.torch: ERROR: pip's dependency resolver does not currently take into account "
+       "all the packages that are installed. This behaviour is the source of the following "
+       "dependency conflicts.\npytorch-lightning 1.8.4 requires torch>=1.9.0, but you have torch "
+       "1.8.1 which is incompatible."},
 
       // --- precision as a string, 1.6-1.8: the plugin compares the flag with ints --------
       {"v16_precision_string_16",
@@ -1825,6 +1936,10 @@ TEST(ResolveTest, LightningTagIsTheTagTheTextsCameFrom) {
       {"pl=2.3.1 torch=2.3.0 xla=2.3.0", "2.3.3"},
       {"v=2.1", "2.1.4"},
       {"v=1.6", "1.6.5"},
+      {"pl=1.8.2 torch=1.8.1 py=3.8", "1.8.3"},  // 1.8.0-1.8.3's "torch>=1.9.*"
+      {"pl=1.8.2 torch=1.12.1 py=3.8", "1.8.6"},
+      {"pl=1.8.2 torch=1.12.1 py=3.8 accelerator=tpu", "1.8.3"},  // lightning-utilities 0.3
+      {"pl=1.9.0 torch=1.13.1 py=3.8 accelerator=tpu", "1.9.0"},
   };
   for (const auto& [settings, tag] : rows) {
     EXPECT_EQ(tag, resolve(Settings(settings), Pool("v3-8")).lightning_tag) << settings;
@@ -1858,6 +1973,104 @@ TEST(ResolveTest, CitesTheFileThatWritesTheText) {
         << text.source;
   }
   EXPECT_EQ(2, notices);  // torch_xla 2.4 and 2.5
+}
+
+// 1.9's strategy checks changed in its patch releases: 1.9.0-1.9.1 check no
+// name (the registry's KeyError, 'auto' too), 1.9.2 refuses an unknown name
+// naming lightning.pytorch's Strategy, 1.9.3 pytorch_lightning's, and only
+// 1.9.4 accepts 'auto' (1.9.x src/pytorch_lightning/trainer/connectors/
+// accelerator_connector.py:276-283; 1.9.1 lightning_fabric/strategies/registry.py:98).
+TEST(ResolveTest, StrategyChecksOf19FollowThePatchRelease) {
+  const std::string invalid = "You selected an invalid strategy name: ";
+  const std::string lightning_class =
+      " It must be either a string or an instance of `lightning.pytorch.strategies.Strategy`.";
+  const std::string pl_class =
+      " It must be either a string or an instance of `pytorch_lightning.strategies.Strategy`.";
+  struct Row {
+    std::string settings, message_start, tag;
+  };
+  for (const Row& row : std::vector<Row>{
+           {"v=1.9.0 accelerator=tpu strategy=foo",
+            "\"'foo' not found in registry. Available names: bagua, colossalai, ddp, ", "1.9.1"},
+           {"v=1.9.1 accelerator=tpu strategy=auto", "\"'auto' not found in registry. ", "1.9.1"},
+           {"v=1.9.0 accelerator=tpu", "", "1.9.1"},
+           {"v=1.9.2 accelerator=tpu strategy=foo", invalid + "`strategy='foo'`." + lightning_class,
+            "1.9.2"},
+           {"v=1.9.2 accelerator=tpu strategy=auto",
+            invalid + "`strategy='auto'`." + lightning_class, "1.9.2"},
+           {"v=1.9.3 accelerator=tpu strategy=auto", invalid + "`strategy='auto'`." + pl_class,
+            "1.9.3"},
+           {"v=1.9.4 accelerator=tpu strategy=auto", "", "1.9.5"},
+           {"v=1.9.4 accelerator=tpu strategy=Foo", invalid + "`strategy='foo'`." + pl_class,
+            "1.9.5"},
+           {"v=1.9 accelerator=tpu strategy=auto", "", "1.9.5"},
+       }) {
+    const Resolution resolution = resolve(Settings(row.settings), Pool("v3-8"));
+    if (row.message_start.empty()) {
+      EXPECT_TRUE(resolution.errors.empty()) << row.settings << ": " << Summary(resolution);
+    } else {
+      ASSERT_EQ(1u, resolution.errors.size()) << row.settings << ": " << Summary(resolution);
+      EXPECT_EQ("trainer.strategy", resolution.errors[0].field) << row.settings;
+      EXPECT_TRUE(resolution.errors[0].message.starts_with(row.message_start))
+          << row.settings << ": " << resolution.errors[0].message;
+    }
+    EXPECT_EQ(row.tag, resolution.lightning_tag) << row.settings;
+  }
+}
+
+// 1.6.0 does not lower-case `strategy` (1.6.1 added it; 1.6.5
+// accelerator_connector.py:255): 'DDP_Spawn' is the registry's KeyError.
+TEST(ResolveTest, Lightning160DoesNotLowerCaseTheStrategy) {
+  const Resolution v160 =
+      resolve(Settings("v=1.6.0 accelerator=tpu strategy=TPU_SPAWN_DEBUG"), Pool("v3-8"));
+  ASSERT_EQ(1u, v160.errors.size()) << Summary(v160);
+  EXPECT_TRUE(v160.errors[0].message.starts_with(
+      "\"'TPU_SPAWN_DEBUG' not found in registry. Available names: bagua, ddp, "))
+      << v160.errors[0].message;
+  EXPECT_EQ("1.6.0", v160.lightning_tag);
+  const Resolution v165 =
+      resolve(Settings("v=1.6.5 accelerator=tpu strategy=TPU_SPAWN_DEBUG"), Pool("v3-8"));
+  EXPECT_TRUE(v165.errors.empty()) << Summary(v165);
+  EXPECT_EQ("xla_debug", v165.strategy);
+  const Resolution v161 =
+      resolve(Settings("v=1.6.1 accelerator=tpu strategy=TPU_SPAWN_DEBUG"), Pool("v3-8"));
+  EXPECT_TRUE(v161.errors.empty()) << Summary(v161);
+  const Resolution lower =
+      resolve(Settings("v=1.6.0 accelerator=tpu strategy=tpu_spawn_debug"), Pool("v3-8"));
+  EXPECT_TRUE(lower.errors.empty()) << Summary(lower);
+}
+
+// The devices data-type texts are `_check_data_type`'s, which 1.8 on keep in
+// the device parser module, not in the TPU accelerator's tpu.py / xla.py.
+TEST(ResolveTest, DeviceDataTypeTextsCiteTheDeviceParser) {
+  const std::vector<std::pair<std::string, std::string>> rows = {
+      {"v=1.6 accelerator=tpu devices=8.0",
+       "1.6.5:pytorch_lightning/utilities/device_parser.py:243 (_check_data_type)"},
+      {"v=1.7 accelerator=tpu devices=[1.0]",
+       "1.7.7:src/pytorch_lightning/utilities/device_parser.py:291 (_check_data_type)"},
+      {"v=1.8 accelerator=tpu devices=8.0",
+       "1.8.6:src/lightning_lite/utilities/device_parser.py:201 (_check_data_type)"},
+      {"v=1.8 tpu_cores=[1.0]",
+       "1.8.6:src/lightning_lite/utilities/device_parser.py:199 (_check_data_type)"},
+      {"v=1.9 accelerator=tpu devices=8.0",
+       "1.9.5:src/lightning_fabric/utilities/device_parser.py:201 (_check_data_type)"},
+      {"v=2.0 devices=[1.0]",
+       "2.0.9:src/lightning/fabric/utilities/device_parser.py:199 (_check_data_type)"},
+      {"v=2.1 devices=8.0",
+       "2.1.4:src/lightning/fabric/utilities/device_parser.py:205 (_check_data_type)"},
+      {"v=2.4 devices=[1.0]",
+       "2.1.4:src/lightning/fabric/utilities/device_parser.py:203 (_check_data_type)"},
+      {"v=2.5 devices=True",
+       "2.5.6:src/lightning/fabric/utilities/device_parser.py:206 (_check_data_type)"},
+      {"v=2.5.0 devices=[1.0]",
+       "2.5.6:src/lightning/fabric/utilities/device_parser.py:204 (_check_data_type)"},
+  };
+  for (const auto& [settings, source] : rows) {
+    const Resolution resolution = resolve(Settings(settings), Pool("v3-8"));
+    ASSERT_EQ(1u, resolution.errors.size()) << settings;
+    EXPECT_TRUE(resolution.errors[0].message.starts_with("Device ID")) << settings;
+    EXPECT_EQ(source, resolution.errors[0].source) << settings;
+  }
 }
 
 // The torch_xla whose metric names apply: environment.torch_xla, else the
