@@ -240,7 +240,7 @@ TEST_F(Partition, AnAgentCutOffByTheNetworkLosesItsJobToAnotherAndRejoinsWriting
   const std::int64_t id = submit(*replica, long_job("cut-off"));
   const json running = wait_for_step(*replica, id, 100);  // with a checkpoint stored
   ASSERT_EQ(running["state"], "RUNNING") << running.dump() << far->log();
-  ASSERT_EQ(agent_of(running), "agent-far") << running.dump();
+  ASSERT_EQ(agent_of(running), "agent-far") << running.dump() << replica->log();
 
   ASSERT_TRUE(ns.cut());
   const auto cut_at = Clock::now();
@@ -249,23 +249,28 @@ TEST_F(Partition, AnAgentCutOffByTheNetworkLosesItsJobToAnotherAndRejoinsWriting
   const json moved = wait_until(*replica, id, [](const json& j) {
     return j["state"] == "RUNNING" && agent_of(j) == "agent-near";
   });
-  ASSERT_EQ(agent_of(moved), "agent-near") << moved.dump() << replica->log();
+  ASSERT_EQ(agent_of(moved), "agent-near")
+      << moved.dump() << replica->log() << event_reasons(*replica, id) << near->log();
   const double moved_after = std::chrono::duration<double>(Clock::now() - cut_at).count();
   EXPECT_TRUE(far->alive()) << "the cut-off agent runs on, unaware";
 
   ASSERT_TRUE(ns.heal());
   const json done = replica->wait_terminal(id, kJobDeadline);
-  ASSERT_EQ(done["state"], "SUCCEEDED") << done.dump();
-  EXPECT_EQ(agent_of(done), "agent-near");
-  EXPECT_EQ(done["attempt"], 1) << "the loss of a running job spends one retry";
-  EXPECT_GT(resumed_from_step(*replica, id), 0) << "it did not resume from a checkpoint";
+  // What each side did, for any failure below.
+  const std::string story = "\nevents:\n" + event_reasons(*replica, id) + "\nagent-far:\n" +
+                            far->log() + "\nagent-near:\n" + near->log();
+  ASSERT_EQ(done["state"], "SUCCEEDED") << done.dump() << story;
+  EXPECT_EQ(agent_of(done), "agent-near") << story;
+  EXPECT_EQ(done["attempt"], 1) << "the loss of a running job spends one retry" << story;
+  EXPECT_GT(resumed_from_step(*replica, id), 0) << "it did not resume from a checkpoint" << story;
   // Stale lines, points or parameters from agent-far would break the
   // numbering, repeat a step or change the digest.
   expect_contiguous_logs(*replica, id);
   const std::vector<std::string> metrics = expect_gapless_metrics(*replica, id, 25, 640, kSteps);
   EXPECT_EQ(first_difference(metrics, expect_gapless_metrics(*replica, reference, 25, 640, kSteps)),
             "");
-  EXPECT_EQ(done["result"]["parameters_digest"], reference_done["result"]["parameters_digest"]);
+  EXPECT_EQ(done["result"]["parameters_digest"], reference_done["result"]["parameters_digest"])
+      << story;
 
   // agent-far found out once it could reach the database again, stopped its
   // copy and joined again under a new epoch.
