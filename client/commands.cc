@@ -761,11 +761,16 @@ class Client {
                                   {{"Content-Type", "text/csv"}}});
     if (response.status != 201) return report_failure(response, "uploading " + path);
     const json dataset = json::parse(response.body, nullptr, false);
+    const std::string id = string_of(dataset, "id");
+    if (!dataset.is_object() || id.empty()) {
+      err_ << "tpujobs: the service answered the upload without a dataset id: "
+           << response.body.substr(0, 300) << "\n";
+      return kExitUnreachable;
+    }
     if (line_.json) {
       out_ << dataset.dump(2) << "\n";
       return kExitSucceeded;
     }
-    const std::string id = string_of(dataset, "id");
     out_ << id << "\n";
     err_ << "uploaded " << path << " as dataset " << id << " ('" << name
          << "'): " << dataset.value("rows", 0) << " rows, " << dataset.value("features", 0)
