@@ -421,6 +421,15 @@ void JobManager::on_committed(std::vector<CommittedSubmit>& committed) {
   for (CommittedSubmit& c : committed) {
     if (c.outcome.kind == Kind::kExisting) {
       auto it = live_.find(c.row.id);
+      if (it == live_.end() && !options_.cluster && c.row.state == kQueued) {
+        // Stored by an insert whose answer was lost (a database that hung
+        // past the deadline, then carried it out): nothing here knows it,
+        // and it would wait for a restart. The retry with its key adopts it.
+        if (auto adopted = make_live(c.row); adopted.ok()) {
+          enqueue_locked(*adopted, 0);
+          it = live_.find(c.row.id);
+        }
+      }
       c.outcome.job = it != live_.end() ? render_live_text_locked(*it->second, /*with_spec=*/true)
                                         : response_body(views::render_row(c.row));
       continue;

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "db/connection.h"
 #include "jobs_api.h"
 #include "service_process.h"
 
@@ -221,6 +222,54 @@ TEST(DatabaseHang, ProbesAnswerRequestsFailBoundedAndAllRecovers) {
       "database hung (SIGSTOP) with --db-timeout %d: /readyz 503 after %.2f s, requests 503 "
       "after %.2f s, ready again %.2f s after SIGCONT; the submit retried with its key: %d\n",
       kDbTimeoutSeconds, unready_after, submit_answer.seconds, ready_after, retried.status);
+  EXPECT_EQ(service.stop(), 0) << service.log();
+}
+
+// The insert that lands after its answer was given up on, made certain: a
+// session of the test holds the jobs table, so the submit's INSERT waits on
+// the lock inside the server (which does not notice its client leave), the
+// service answers 503 after its deadline, and the INSERT commits once the
+// lock goes. Retried with its Idempotency-Key, the submit answers 200 with
+// that job, which must then run: the service that gave up on the insert
+// never had it in its queue.
+TEST(DatabaseHang, AJobWhoseInsertLandedAfterItsDeadlineRunsWhenTheSubmitIsRetried) {
+  ServiceProcess::Options options;
+  options.pool = "v3-8";
+  options.extra_args = {"--db-timeout", std::to_string(kDbTimeoutSeconds)};
+  ServiceProcess service(options);
+  ASSERT_EQ(service.start(), "");
+  // A first submit prepares the INSERT on the committer's connection: the
+  // next one is sent at once (a PREPARE would wait on the lock itself, and
+  // its failure rightly says the job was not stored).
+  const std::int64_t first = submit(service, tiny_spec());
+  ASSERT_GT(first, 0);
+  ASSERT_EQ(service.wait_terminal(first)["state"], "SUCCEEDED");
+  auto holder = db::Connection::open("host=" + service.state_dir().string() +
+                                     " port=5432 dbname=tpujobs user=tpujobs");
+  ASSERT_TRUE(holder.ok()) << holder.error().message;
+  ASSERT_TRUE((*holder)->execute_script("BEGIN; LOCK TABLE jobs IN EXCLUSIVE MODE").ok());
+
+  const HttpResponse lost =
+      service.post("/v1/jobs", tiny_spec().dump(), {{"Idempotency-Key", "lands-late"}});
+  EXPECT_EQ(lost.status, 503) << lost.body;
+  EXPECT_NE(lost.body.find("may or may not have been stored"), std::string::npos) << lost.body;
+  ASSERT_TRUE((*holder)->execute_script("COMMIT").ok());  // the waiting INSERT goes on
+
+  // The same submit again: the job the late INSERT stored, not a second.
+  HttpResponse retried;
+  const json found = poll_until(
+      [&] {
+        retried = service.post("/v1/jobs", tiny_spec().dump(), {{"Idempotency-Key", "lands-late"}});
+        return json{{"status", retried.status}};
+      },
+      [](const json& r) { return r["status"] == 200 || r["status"] == 201; },
+      std::chrono::seconds(60));
+  ASSERT_EQ(retried.status, 200) << retried.body << " (the late INSERT should have stored it)";
+  const std::int64_t id = retried.json()["id"].get<std::int64_t>();
+  const json done = service.wait_terminal(id);
+  EXPECT_EQ(done["state"], "SUCCEEDED") << done.dump() << service.log();
+  const json list = service.get("/v1/jobs").json();
+  EXPECT_EQ(list["jobs"].size(), 2u) << "the first job and this one, stored once: " << list.dump();
   EXPECT_EQ(service.stop(), 0) << service.log();
 }
 
