@@ -126,9 +126,22 @@ class JobService {
   // Admin: frees the cores a job holds and fails it (a stale holder).
   virtual JsonResult force_release(std::int64_t id) = 0;
 
-  // Uploads: validates the CSV; kInvalid with a message naming the line.
-  virtual JsonResult upload_dataset(const std::string& tenant, const std::string& name,
-                                    const std::string& csv) = 0;
+  // Uploads: validates the CSV (kInvalid with a message naming the line)
+  // and stores it. With an Idempotency-Key the tenant already used for the
+  // same name and file, the dataset stored then (existing); for another
+  // file or name, kConflict.
+  struct DatasetUpload {
+    std::string tenant;
+    std::string name;
+    std::string csv;
+    std::optional<std::string> idempotency_key;
+    std::string content_hash;  // of csv
+  };
+  struct UploadedDataset {
+    nlohmann::json dataset;  // id, name, rows, features, classes, columns
+    bool existing = false;
+  };
+  virtual base::Result<UploadedDataset> upload_dataset(const DatasetUpload& upload) = 0;
 
   // What validation needs: the pool's shape, and the executor's dry run
   // (dataset shape, HBM per core, the performance advisor) on the device

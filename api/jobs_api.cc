@@ -274,8 +274,8 @@ std::optional<std::int64_t> job_id(const PathParams& params, const ResponseWrite
   return id;
 }
 
-// FNV-1a over the canonical dump: the same spec always hashes the same.
-std::string spec_hash(std::string_view canonical) {
+// FNV-1a: the same spec (its canonical dump) or file always hashes the same.
+std::string content_hash(std::string_view canonical) {
   std::uint64_t hash = 1469598103934665603ull;
   for (unsigned char c : canonical) {
     hash ^= c;
@@ -568,7 +568,7 @@ SubmitRequest submit_request(const std::string& tenant, CheckedSpec checked,
   submit.tenant = tenant;
   submit.spec = std::move(*checked.spec);
   submit.spec_text = checked.body.dump();
-  submit.spec_hash = spec_hash(submit.spec_text);
+  submit.spec_hash = content_hash(submit.spec_text);
   submit.spec_json = std::move(checked.body);
   submit.resolution = checked.resolution;
   submit.estimate = std::move(checked.estimate);
@@ -598,25 +598,35 @@ std::optional<Response> submit_failure(const SubmitOutcome& outcome) {
   return problem(500, outcome.message);
 }
 
+// The request's Idempotency-Key header into *key (nullopt when absent);
+// false, answered 400, when it is not a key.
+bool read_idempotency_key(Request& request, const ResponseWriterPtr& writer,
+                          std::optional<std::string>* key) {
+  const std::string_view k = request.header("idempotency-key");
+  if (k.empty()) return true;
+  if (k.size() > 255) {
+    writer->respond(problem(400, "the Idempotency-Key header is longer than 255 characters",
+                            {{"field", "Idempotency-Key"}}));
+    return false;
+  }
+  if (!std::all_of(k.begin(), k.end(), [](char c) { return c >= 0x20 && c < 0x7F; })) {
+    writer->respond(
+        problem(400, "the Idempotency-Key header must be printable ASCII",
+                {{"field", "Idempotency-Key"},
+                 {"hint", "use e.g. the CI pipeline and step ids: pipeline-1234-train"}}));
+    return false;
+  }
+  *key = std::string(k);
+  return true;
+}
+
 }  // namespace
 
 void JobsApi::submit(Request& request, ResponseWriterPtr writer) {
   std::optional<json> body = parse_body(request, writer);
   if (!body) return;
   std::optional<std::string> key;
-  if (std::string_view k = request.header("idempotency-key"); !k.empty()) {
-    if (k.size() > 255) {
-      writer->respond(problem(400, "the Idempotency-Key header is longer than 255 characters"));
-      return;
-    }
-    if (!std::all_of(k.begin(), k.end(), [](char c) { return c >= 0x20 && c < 0x7F; })) {
-      writer->respond(
-          problem(400, "the Idempotency-Key header must be printable ASCII",
-                  {{"hint", "use e.g. the CI pipeline and step ids: pipeline-1234-train"}}));
-      return;
-    }
-    key = std::string(k);
-  }
+  if (!read_idempotency_key(request, writer, &key)) return;
   if (body->is_object() && body->contains("sweep")) {
     submit_sweep(request, std::move(*body), std::move(key), writer);
     return;
@@ -1046,7 +1056,23 @@ void JobsApi::add_dataset_routes() {
                              {{"field", "body"}, {"hint", "save the file as UTF-8 CSV"}}));
           return;
         }
-        w->respond(answer(service_.upload_dataset(r.tenant, name, r.body), 201));
+        std::optional<std::string> key;
+        if (!read_idempotency_key(r, w, &key)) return;
+        base::Result<JobService::UploadedDataset> uploaded = service_.upload_dataset(
+            {r.tenant, name, r.body, key, key ? content_hash(r.body) : std::string()});
+        if (!uploaded.ok() && uploaded.code() == base::ErrorCode::kConflict) {
+          w->respond(problem(409, uploaded.error().message,
+                             {{"field", "Idempotency-Key"},
+                              {"hint",
+                               "an Idempotency-Key names one upload of one file; use a new key for "
+                               "another file or name"}}));
+          return;
+        }
+        if (!uploaded.ok()) {
+          w->respond(answer(JsonResult(uploaded.error())));
+          return;
+        }
+        w->respond(json_response(uploaded->existing ? 200 : 201, uploaded->dataset));
       });
 }
 

@@ -754,12 +754,16 @@ class Client {
     }
     // Sent as the file it is (the service refuses a form, which would have
     // lost its newlines). Retried on no answer or a 5xx as every request
-    // is: a lost answer may leave a second copy, under a new id.
+    // is; the key makes a retry whose first attempt was stored (its answer
+    // lost) answer that dataset rather than store a second copy.
+    const std::string key =
+        line_.idempotency_key.empty() ? generated_idempotency_key() : line_.idempotency_key;
     HttpResponse response = call({"POST",
                                   "/v1/datasets?name=" + percent_encode(name),
                                   std::move(csv),
-                                  {{"Content-Type", "text/csv"}}});
-    if (response.status != 201) return report_failure(response, "uploading " + path);
+                                  {{"Content-Type", "text/csv"}, {"Idempotency-Key", key}}});
+    if (response.status != 201 && response.status != 200)
+      return report_failure(response, "uploading " + path);
     const json dataset = json::parse(response.body, nullptr, false);
     const std::string id = string_of(dataset, "id");
     if (!dataset.is_object() || id.empty()) {
@@ -772,9 +776,10 @@ class Client {
       return kExitSucceeded;
     }
     out_ << id << "\n";
-    err_ << "uploaded " << path << " as dataset " << id << " ('" << name
-         << "'): " << dataset.value("rows", 0) << " rows, " << dataset.value("features", 0)
-         << " features, " << dataset.value("classes", 0) << " classes\n"
+    err_ << "uploaded " << path << " as dataset " << id << " ('" << name << "')"
+         << (response.status == 200 ? " (same idempotency key)" : "") << ": "
+         << dataset.value("rows", 0) << " rows, " << dataset.value("features", 0) << " features, "
+         << dataset.value("classes", 0) << " classes\n"
          << "  train on it with: --set 'data.dataset={\"upload\":\"" << id << "\"}'\n";
     return kExitSucceeded;
   }

@@ -139,7 +139,7 @@ when, how long, the receiver's status code or the error, and which replica sent 
 )"},
       {"upload",
        "FILE.csv",
-       {"--name"},
+       {"--name", "--idempotency-key"},
        "upload a CSV dataset for jobs to train on",
        R"(Uploads FILE.csv ("-" reads stdin) as a dataset of your tenant and prints its id.
 It has a header row, numeric feature columns and a `label` column (an integer class,
@@ -149,6 +149,9 @@ with "data": {"dataset": {"upload": "ID"}}, e.g.
 
 options:
   --name NAME            the dataset's name (default: the file's name without .csv)
+  --idempotency-key K    an upload repeated with the same key, name and file prints
+                         the dataset the first one stored (default: a new key, which
+                         makes the client's own retries safe)
 )"},
       {"notify-secret",
        "",

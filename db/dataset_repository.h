@@ -20,6 +20,17 @@ struct NewDataset {
   int columns = 0;
   int classes = 0;  // 0 for a regression target
   std::string csv{};
+  // Set by an upload sent with an Idempotency-Key: a second upload with the
+  // same (tenant, key) finds this dataset instead of storing another.
+  std::optional<std::string> idempotency_key{};
+  std::string content_hash{};  // identifies csv, compared on a repeated key
+};
+
+// What create_dataset did: stored a new dataset, or found the one an earlier
+// upload with the same Idempotency-Key, name and file stored.
+struct StoredDataset {
+  std::string id{};
+  bool existing = false;
 };
 
 struct DatasetRow {
@@ -40,8 +51,10 @@ class DatasetRepository {
                              std::chrono::milliseconds acquire_timeout = std::chrono::seconds(5))
       : pool_(pool), acquire_timeout_(acquire_timeout) {}
 
-  // Stores the dataset under a new random id and returns the id.
-  Result<std::string> create_dataset(const NewDataset& dataset);
+  // Stores the dataset under a new random id. With an idempotency key already
+  // used by the tenant: the stored dataset when its name and content hash are
+  // the same, else kConflict naming it.
+  Result<StoredDataset> create_dataset(const NewDataset& dataset);
   // nullopt when there is no such dataset.
   Result<std::optional<DatasetRow>> get_dataset(const std::string& id);
 

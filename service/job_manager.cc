@@ -1598,20 +1598,27 @@ bool JobManager::LocalPool::release(std::int64_t id) {
   return true;
 }
 
-api::JsonResult JobManager::upload_dataset(const std::string& tenant, const std::string& name,
-                                           const std::string& csv) {
-  base::Result<executor::CsvTable> parsed = executor::parse_csv(csv);
+base::Result<api::JobService::UploadedDataset> JobManager::upload_dataset(
+    const DatasetUpload& upload) {
+  base::Result<executor::CsvTable> parsed = executor::parse_csv(upload.csv);
   if (!parsed.ok()) return parsed.error();
   const executor::CsvTable& table = *parsed;
-  auto id = repo_.datasets.create_dataset(
-      {tenant, name, table.rows, static_cast<int>(table.columns.size()), table.classes, csv});
-  if (!id.ok()) return id.error();
-  return json{{"id", *id},
-              {"name", name},
-              {"rows", table.rows},
-              {"features", table.features},
-              {"classes", table.classes},
-              {"columns", table.columns}};
+  auto stored = repo_.datasets.create_dataset({.tenant = upload.tenant,
+                                               .name = upload.name,
+                                               .rows = table.rows,
+                                               .columns = static_cast<int>(table.columns.size()),
+                                               .classes = table.classes,
+                                               .csv = upload.csv,
+                                               .idempotency_key = upload.idempotency_key,
+                                               .content_hash = upload.content_hash});
+  if (!stored.ok()) return stored.error();
+  return UploadedDataset{json{{"id", stored->id},
+                              {"name", upload.name},
+                              {"rows", table.rows},
+                              {"features", table.features},
+                              {"classes", table.classes},
+                              {"columns", table.columns}},
+                         stored->existing};
 }
 
 scheduler::PoolCapacity JobManager::capacity() {

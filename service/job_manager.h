@@ -137,8 +137,7 @@ class JobManager final : public api::JobService {
   db::Result<std::vector<api::UsageRow>> usage(const api::UsageQuery& query) override;
   api::JsonResult set_host_health(const std::string& host, scheduler::HostHealth health) override;
   api::JsonResult force_release(std::int64_t id) override;
-  api::JsonResult upload_dataset(const std::string& tenant, const std::string& name,
-                                 const std::string& csv) override;
+  base::Result<UploadedDataset> upload_dataset(const DatasetUpload& upload) override;
   scheduler::PoolCapacity capacity() override;
   Estimate estimate(const api::JobSpec& spec, const api::Resolution& resolution) override;
   bool ready() override;

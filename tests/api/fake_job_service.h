@@ -89,10 +89,20 @@ class FakeJobService : public JobService {
     return nlohmann::json{{"host", host}};
   }
   JsonResult force_release(std::int64_t id) override { return nlohmann::json{{"job", id}}; }
-  JsonResult upload_dataset(const std::string&, const std::string& name,
-                            const std::string&) override {
-    return nlohmann::json{{"id", "ds_1"}, {"name", name}};
+  // Keeps what each upload asked for; a key seen before answers its dataset
+  // (or kConflict for another file), as the service does.
+  base::Result<UploadedDataset> upload_dataset(const DatasetUpload& upload) override {
+    uploads.push_back(upload);
+    for (std::size_t i = 0; i + 1 < uploads.size(); ++i) {
+      if (!upload.idempotency_key || uploads[i].idempotency_key != upload.idempotency_key) continue;
+      if (uploads[i].content_hash != upload.content_hash || uploads[i].name != upload.name)
+        return base::make_error(base::ErrorCode::kConflict, "used for another file");
+      return UploadedDataset{{{"id", "ds_" + std::to_string(i + 1)}, {"name", upload.name}}, true};
+    }
+    return UploadedDataset{{{"id", "ds_" + std::to_string(uploads.size())}, {"name", upload.name}},
+                           false};
   }
+  std::vector<DatasetUpload> uploads;
   scheduler::PoolCapacity capacity() override { return pool; }
   Estimate estimate(const JobSpec&, const Resolution&) override {
     Estimate e;

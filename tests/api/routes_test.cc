@@ -171,6 +171,47 @@ TEST(Routes, ACsvUploadSentAsAFormOrJsonIs415OnContentType) {
   }
 }
 
+// An upload retried with its Idempotency-Key (its answer lost) is answered
+// 200 with the dataset the first attempt stored; the key with another file
+// is 409 on the header. A key that is not one is 400 before anything is
+// stored.
+TEST(Routes, AnUploadRetriedWithItsIdempotencyKeyAnswersTheStoredDataset) {
+  FakeJobService service;
+  JobsApi api(service, {});
+  const std::string csv = "a,label\n1,0\n";
+  const std::map<std::string, std::string> keyed = {{"content-type", "text/csv"},
+                                                    {"idempotency-key", "ci-42-upload"}};
+  Response first = call(api, "POST", "/v1/datasets?name=d", csv, keyed);
+  ASSERT_EQ(first.status, 201) << first.body;
+  Response retry = call(api, "POST", "/v1/datasets?name=d", csv, keyed);
+  ASSERT_EQ(retry.status, 200) << retry.body;
+  EXPECT_EQ(body_of(retry)["id"], body_of(first)["id"]);
+  ASSERT_EQ(service.uploads.size(), 2u);
+  EXPECT_EQ(service.uploads[1].idempotency_key, "ci-42-upload");
+  EXPECT_EQ(service.uploads[0].content_hash, service.uploads[1].content_hash);
+  EXPECT_FALSE(service.uploads[0].content_hash.empty());
+
+  Response other = call(api, "POST", "/v1/datasets?name=d", "a,label\n2,1\n", keyed);
+  EXPECT_EQ(other.status, 409) << other.body;
+  EXPECT_EQ(other.content_type, "application/problem+json");
+  EXPECT_EQ(body_of(other)["field"], "Idempotency-Key");
+  EXPECT_NE(service.uploads[2].content_hash, service.uploads[0].content_hash);
+
+  // Without a key, every upload is a new dataset.
+  Response plain = call(api, "POST", "/v1/datasets?name=d", csv, {{"content-type", "text/csv"}});
+  EXPECT_EQ(plain.status, 201);
+  EXPECT_FALSE(service.uploads.back().idempotency_key.has_value());
+
+  const std::size_t before = service.uploads.size();
+  for (const std::string& bad : {std::string(256, 'k'), std::string("tab\there")}) {
+    Response r = call(api, "POST", "/v1/datasets?name=d", csv,
+                      {{"content-type", "text/csv"}, {"idempotency-key", bad}});
+    EXPECT_EQ(r.status, 400) << r.body;
+    EXPECT_EQ(body_of(r)["field"], "Idempotency-Key");
+  }
+  EXPECT_EQ(service.uploads.size(), before);
+}
+
 // Names and labels are one line of printable text.
 TEST(Routes, AnEmptyNameOrAControlCharacterInANameOrLabelIs422OnItsField) {
   FakeJobService service;

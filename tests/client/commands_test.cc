@@ -373,6 +373,31 @@ TEST_F(ClientCommandTest, UploadSendsTheFileAsCsvUnderItsNameAndPrintsTheId) {
   std::filesystem::remove(csv);
 }
 
+// The client's own retry of an upload whose answer was lost sends the same
+// Idempotency-Key, so the service answers the dataset the first attempt
+// stored (200) rather than storing a second copy.
+TEST_F(ClientCommandTest, AnUploadRetriedAfterA503SendsItsKeyAgainAndTakesTheStoredDataset) {
+  const std::filesystem::path csv = std::filesystem::temp_directory_path() /
+                                    ("tpujobs-upload-retry-" + std::to_string(getpid()) + ".csv");
+  std::ofstream(csv, std::ios::binary) << "a,label\n1,0\n";
+  server_.script(
+      "POST /v1/datasets",
+      {answer(503, {{"detail", "the database is unavailable: no answer within 10 s"}}),
+       answer(200, {{"id", "ds_4"}, {"name", "x"}, {"rows", 1}, {"features", 1}, {"classes", 1}})});
+  EXPECT_EQ(kExitSucceeded, run("upload", {csv.string()}));
+  ASSERT_EQ(server_.requests.size(), 2u);
+  const std::string key = server_.header(0, "Idempotency-Key");
+  EXPECT_EQ(0u, key.rfind("tpujobs-cli-", 0)) << "a generated key: " << key;
+  EXPECT_EQ(key, server_.header(1, "Idempotency-Key")) << "the retry repeats it";
+  EXPECT_EQ("ds_4\n", out_.str());
+  EXPECT_NE(err_.str().find("(same idempotency key)"), std::string::npos) << err_.str();
+
+  // A key of the user's own is sent as given.
+  EXPECT_EQ(kExitSucceeded, run("upload", {csv.string(), "--idempotency-key", "ci-9-upload"}));
+  EXPECT_EQ("ci-9-upload", server_.header(server_.requests.size() - 1, "Idempotency-Key"));
+  std::filesystem::remove(csv);
+}
+
 TEST_F(ClientCommandTest, NotifyAllowAddsAndRemovesEntriesOfTheStoredList) {
   server_.script("GET /v1/notifications/allowlist", {answer(200, {{"entries", {"a.example"}}})});
   server_.script("PUT /v1/notifications/allowlist",

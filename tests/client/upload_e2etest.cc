@@ -72,6 +72,25 @@ TEST(Upload, ADatasetUploadedWithTheCliIsWhatASubmittedJobTrainsOn) {
   EXPECT_EQ(job["spec"]["data"]["dataset"], (json{{"upload", id}})) << job.dump();
   EXPECT_GE(job["metrics"]["val_accuracy"].get<double>(), 0.9) << job.dump();
 
+  // The same upload repeated with one key (a CI step re-run after its
+  // answer was lost) prints the dataset stored the first time; the key with
+  // another file is refused, exit 2.
+  const ClientRun keyed = run_client_process(
+      {"upload", "two classes.csv", "--idempotency-key", "ci-17-data"}, env, root / "client");
+  ASSERT_EQ(0, keyed.exit_code) << keyed.err << service.log();
+  EXPECT_NE(keyed.out, uploaded.out) << "a new key stores a new dataset";
+  const ClientRun repeated = run_client_process(
+      {"upload", "two classes.csv", "--idempotency-key", "ci-17-data"}, env, root / "client");
+  ASSERT_EQ(0, repeated.exit_code) << repeated.err << service.log();
+  EXPECT_EQ(repeated.out, keyed.out) << repeated.err;
+  EXPECT_NE(repeated.err.find("(same idempotency key)"), std::string::npos) << repeated.err;
+  std::ofstream(root / "client" / "two classes.csv", std::ios::app) << "1.0,1.0,1\n";
+  const ClientRun changed = run_client_process(
+      {"upload", "two classes.csv", "--idempotency-key", "ci-17-data"}, env, root / "client");
+  EXPECT_EQ(2, changed.exit_code) << changed.out << changed.err;
+  EXPECT_NE(changed.err.find("another file or under another name"), std::string::npos)
+      << changed.err;
+
   // A file that is not a dataset: the service's reason, exit 2.
   std::ofstream(root / "client" / "bad.csv") << "x,label\n1,0\nnot-a-number,1\n";
   const ClientRun refused = run_client_process({"upload", "bad.csv"}, env, root / "client");

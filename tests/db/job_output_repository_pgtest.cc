@@ -254,12 +254,13 @@ TEST_F(OutputRepositoryTest, DatasetsRoundTrip) {
                                      .classes = 2,
                                      .csv = "x1,x2,label\n0.5,1.5,0\n2.5,3.5,1\n"});
   ASSERT_TRUE(id.ok()) << id.error().message;
-  EXPECT_EQ(19u, id->size());
-  EXPECT_EQ("ds_", id->substr(0, 3));
+  EXPECT_EQ(19u, id->id.size());
+  EXPECT_EQ("ds_", id->id.substr(0, 3));
+  EXPECT_FALSE(id->existing);
   auto other = datasets.create_dataset({.tenant = "team-a", .csv = "a\n1\n"});
   ASSERT_TRUE(other.ok());
-  EXPECT_NE(*id, *other);
-  auto row = datasets.get_dataset(*id);
+  EXPECT_NE(id->id, other->id);
+  auto row = datasets.get_dataset(id->id);
   ASSERT_TRUE(row.ok() && row->has_value());
   EXPECT_EQ("blobs", (*row)->name);
   EXPECT_EQ(2, (*row)->rows);
@@ -269,6 +270,57 @@ TEST_F(OutputRepositoryTest, DatasetsRoundTrip) {
   auto missing = datasets.get_dataset("ds_0000000000000000");
   ASSERT_TRUE(missing.ok());
   EXPECT_FALSE(missing->has_value());
+}
+
+// An upload retried with its Idempotency-Key finds the dataset its first
+// attempt stored; the key is the tenant's own, and names one file and name.
+TEST_F(OutputRepositoryTest, ADatasetStoredUnderAnIdempotencyKeyIsFoundByARetry) {
+  DatasetRepository& datasets = repositories_->datasets;
+  const NewDataset upload{.tenant = "team-a",
+                          .name = "blobs",
+                          .rows = 1,
+                          .columns = 2,
+                          .classes = 1,
+                          .csv = "x,label\n1,0\n",
+                          .idempotency_key = "ci-7-upload",
+                          .content_hash = "h1"};
+  auto first = datasets.create_dataset(upload);
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  EXPECT_FALSE(first->existing);
+  auto retry = datasets.create_dataset(upload);
+  ASSERT_TRUE(retry.ok()) << retry.error().message;
+  EXPECT_TRUE(retry->existing);
+  EXPECT_EQ(first->id, retry->id);
+
+  NewDataset other_file = upload;
+  other_file.csv = "x,label\n2,1\n";
+  other_file.content_hash = "h2";
+  auto conflict = datasets.create_dataset(other_file);
+  ASSERT_FALSE(conflict.ok());
+  EXPECT_EQ(ErrorCode::kConflict, conflict.code());
+  EXPECT_NE(conflict.error().message.find(first->id), std::string::npos)
+      << conflict.error().message;
+  NewDataset other_name = upload;
+  other_name.name = "blobs-2";
+  EXPECT_EQ(ErrorCode::kConflict, datasets.create_dataset(other_name).code());
+
+  // Another tenant's key is its own.
+  NewDataset other_tenant = upload;
+  other_tenant.tenant = "team-b";
+  auto theirs = datasets.create_dataset(other_tenant);
+  ASSERT_TRUE(theirs.ok()) << theirs.error().message;
+  EXPECT_FALSE(theirs->existing);
+  EXPECT_NE(first->id, theirs->id);
+
+  // Stored once: the retry and the refused uploads added no row.
+  auto connection = pool_->acquire(std::chrono::seconds(5));
+  ASSERT_TRUE(connection.ok()) << connection.error().message;
+  auto count = (*connection)
+                   ->execute(
+                       "SELECT count(*) FROM datasets WHERE tenant = 'team-a' AND idempotency_key "
+                       "= 'ci-7-upload'");
+  ASSERT_TRUE(count.ok()) << count.error().message;
+  EXPECT_EQ(1, count->int64(0, 0));
 }
 
 TEST_F(OutputRepositoryTest, TokensAreFoundByHashUntilRevoked) {
