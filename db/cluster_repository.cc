@@ -71,22 +71,37 @@ Result<bool> ClusterRepository::drain(const std::string& name, std::int64_t epoc
   });
 }
 
-Result<std::vector<std::string>> ClusterRepository::mark_lost(std::chrono::milliseconds silence) {
-  return with_connection(pool_, acquire_timeout_,
-                         [&](Connection& connection) -> Result<std::vector<std::string>> {
-                           Result<QueryResult> rows = connection.execute(
-                               "UPDATE agents SET state = 'lost'"
-                               " WHERE state IN ('alive', 'draining')"
-                               "   AND last_heartbeat < now() - $1::bigint * "
-                               "interval '1 millisecond'"
-                               " RETURNING name",
-                               {static_cast<std::int64_t>(silence.count())});
-                           if (!rows.ok()) return rows.error();
-                           std::vector<std::string> names;
-                           for (int r = 0; r < rows->rows(); ++r)
-                             names.push_back(rows->string(r, 0));
-                           return names;
-                         });
+Result<std::vector<std::string>> ClusterRepository::mark_lost(
+    std::chrono::milliseconds silence, std::chrono::milliseconds max_answer) {
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<std::string>> {
+        Result<Transaction> transaction = Transaction::begin(connection);
+        if (!transaction.ok()) return transaction.error();
+        const auto sent = std::chrono::steady_clock::now();
+        Result<QueryResult> rows = transaction->execute(
+            "UPDATE agents SET state = 'lost'"
+            " WHERE state IN ('alive', 'draining')"
+            "   AND last_heartbeat < now() - $1::bigint * interval '1 millisecond'"
+            " RETURNING name",
+            {static_cast<std::int64_t>(silence.count())});
+        if (!rows.ok()) return rows.error();
+        // An answer this late means the server stalled (stopped, paused,
+        // waiting on a lock): the agents' heartbeats were held up with this
+        // statement, and are being written only now. Their silence is the
+        // stall's, not theirs; the transaction is rolled back.
+        const auto answered_after = std::chrono::duration_cast<std::chrono::milliseconds>(
+            std::chrono::steady_clock::now() - sent);
+        if (answered_after > max_answer) {
+          return make_error(ErrorCode::kUnavailable,
+                            "the database took " + std::to_string(answered_after.count()) +
+                                " ms to answer; agents are not judged on a silence it may "
+                                "have caused");
+        }
+        std::vector<std::string> names;
+        for (int r = 0; r < rows->rows(); ++r) names.push_back(rows->string(r, 0));
+        if (Status committed = transaction->commit(); !committed.ok()) return committed.error();
+        return names;
+      });
 }
 
 Status ClusterRepository::leave(const std::string& name, std::int64_t epoch) {

@@ -69,8 +69,11 @@ class ClusterRepository {
   // until it leaves. False when it was not alive under this epoch.
   Result<bool> drain(const std::string& name, std::int64_t epoch);
   // Declares lost every alive or draining agent whose last heartbeat is
-  // older than `silence`; returns their names.
-  Result<std::vector<std::string>> mark_lost(std::chrono::milliseconds silence);
+  // older than `silence`; returns their names. Nothing is declared, and the
+  // result is kUnavailable, when the server takes longer than `max_answer`
+  // to answer: a stall of the database holds up the heartbeats too.
+  Result<std::vector<std::string>> mark_lost(std::chrono::milliseconds silence,
+                                             std::chrono::milliseconds max_answer);
   // The end of a clean stop: lost at once, so what is left of its jobs
   // moves without waiting.
   Status leave(const std::string& name, std::int64_t epoch);

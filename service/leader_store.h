@@ -25,7 +25,8 @@ class LeaderStore {
   virtual ~LeaderStore() = default;
 
   // Agents (db/cluster_repository.h).
-  virtual db::Result<std::vector<std::string>> mark_lost(std::chrono::milliseconds silence) = 0;
+  virtual db::Result<std::vector<std::string>> mark_lost(std::chrono::milliseconds silence,
+                                                         std::chrono::milliseconds max_answer) = 0;
   // A new scheduler term (ClusterRepository::begin_scheduler_term).
   virtual db::Result<std::int64_t> begin_term(const std::string& leader) = 0;
   virtual db::Result<std::vector<db::AgentRow>> list_agents() = 0;
@@ -65,8 +66,9 @@ class RepositoryLeaderStore final : public LeaderStore {
  public:
   explicit RepositoryLeaderStore(db::ConnectionPool& pool) : repo_(pool), cluster_(pool) {}
 
-  db::Result<std::vector<std::string>> mark_lost(std::chrono::milliseconds silence) override {
-    return cluster_.mark_lost(silence);
+  db::Result<std::vector<std::string>> mark_lost(std::chrono::milliseconds silence,
+                                                 std::chrono::milliseconds max_answer) override {
+    return cluster_.mark_lost(silence, max_answer);
   }
   db::Result<std::int64_t> begin_term(const std::string& leader) override {
     return cluster_.begin_scheduler_term(leader);

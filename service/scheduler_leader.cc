@@ -252,11 +252,13 @@ db::Status SchedulerLeader::run_pass() {
 
 db::Status SchedulerLeader::pass() {
   // Silence is judged only over a span the leader itself could reach the
-  // database: after an outage (or a takeover) every heartbeat looks old.
+  // database: after an outage (or a takeover) every heartbeat looks old. A
+  // judgement the database answers late is dropped as an outage: a stalled
+  // server held the heartbeats up as well, and writes them only now.
   std::vector<std::string> none;
   const bool judge = options_.clock->now() - reachable_since_ >= options_.agent_silence;
-  auto lost =
-      judge ? store_.mark_lost(options_.agent_silence) : db::Result<std::vector<std::string>>(none);
+  auto lost = judge ? store_.mark_lost(options_.agent_silence, options_.agent_silence / 4)
+                    : db::Result<std::vector<std::string>>(none);
   if (!lost.ok()) return lost.error();
   for (const std::string& name : *lost)
     std::cerr << "tpujobs: agent " << name << " is lost" << std::endl;

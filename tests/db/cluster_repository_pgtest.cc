@@ -53,6 +53,22 @@ class ClusterRepositoryTest : public ::testing::Test {
     return moved.ok() && *moved;
   }
 
+  // Waits (30 s at most) until a session of the server matches `where`,
+  // a condition on pg_stat_activity; false if none did.
+  bool wait_for_session(const std::string& where) {
+    auto observer = ConnectionPool::create(conninfo_, 1);
+    if (!observer.ok()) return false;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < deadline) {
+      auto connection = (*observer)->acquire(std::chrono::seconds(5));
+      if (!connection.ok()) return false;
+      auto rows = (*connection)->execute("SELECT count(*) FROM pg_stat_activity WHERE " + where);
+      if (rows.ok() && rows->int64(0, 0) > 0) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+
   // Places it as the leader does: only while `agent` is alive under `epoch`.
   bool place_on_alive(const std::string& agent, std::int64_t epoch) {
     Transition t = placement_on(agent, epoch);
@@ -122,10 +138,10 @@ TEST_F(ClusterRepositoryTest, SilentAgentIsMarkedLostAndItsJobsAreOrphans) {
   auto orphans = repositories_->jobs.orphaned_jobs();
   ASSERT_TRUE(orphans.ok());
   EXPECT_TRUE(orphans->empty());
-  auto none = cluster_->mark_lost(std::chrono::seconds(60));
+  auto none = cluster_->mark_lost(std::chrono::seconds(60), std::chrono::minutes(1));
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->empty());
-  auto lost = cluster_->mark_lost(std::chrono::milliseconds(0));
+  auto lost = cluster_->mark_lost(std::chrono::milliseconds(0), std::chrono::minutes(1));
   ASSERT_TRUE(lost.ok());
   ASSERT_EQ(std::vector<std::string>{"a"}, *lost);
   EXPECT_FALSE(*cluster_->heartbeat("a", *epoch));
@@ -268,10 +284,64 @@ TEST_F(ClusterRepositoryTest, ADrainingAgentGetsNoPlacementButKeepsItsJobsAndIts
   EXPECT_EQ(JobState::kQueued, (*repositories_->jobs.get_job(job_))->state);
   EXPECT_TRUE(place_on_alive("b", *b));
 
-  auto lost = cluster_->mark_lost(std::chrono::milliseconds(0));
+  auto lost = cluster_->mark_lost(std::chrono::milliseconds(0), std::chrono::minutes(1));
   ASSERT_TRUE(lost.ok());
   std::sort(lost->begin(), lost->end());
   EXPECT_EQ((std::vector<std::string>{"a", "b"}), *lost) << "a silent draining agent is lost";
+}
+
+// A database that stalls (stopped, paused, or here: a session holding the
+// agent's row) holds up the heartbeats with everything else. The leader's
+// judgement, waiting in the same stall, finds the agent silent; once the
+// stall ends it is answered first, before the heartbeat waiting behind it.
+// Answered that late, it must not declare the agent lost: its silence is
+// the stall's. Before, every agent of a cluster whose PostgreSQL paused
+// longer than the silence could be declared lost at once, and every job
+// requeued.
+TEST_F(ClusterRepositoryTest, AJudgementTheDatabaseAnswersAfterAStallDeclaresNoAgentLost) {
+  constexpr std::chrono::milliseconds kSilence{1000}, kMaxAnswer{500};
+  auto a = cluster_->register_agent("a", {{"a-h0", "v3"}}, 1);
+  ASSERT_TRUE(a.ok());
+  auto held = pool_->acquire(std::chrono::seconds(5));
+  ASSERT_TRUE(held.ok());
+  auto stall = Transaction::begin(**held);
+  ASSERT_TRUE(stall.ok());
+  ASSERT_TRUE(stall->execute("SELECT 1 FROM agents WHERE name = 'a' FOR UPDATE").ok());
+  // The stall outlasts the silence since the agent's last heartbeat.
+  ASSERT_TRUE(
+      wait_for_session("backend_type = 'client backend' AND EXISTS (SELECT 1 FROM agents"
+                       " WHERE name = 'a' AND last_heartbeat < clock_timestamp() - "
+                       "interval '1.2 seconds')"));
+  std::optional<Result<std::vector<std::string>>> judged;
+  std::thread leader([&] { judged = cluster_->mark_lost(kSilence, kMaxAnswer); });
+  ASSERT_TRUE(
+      wait_for_session("wait_event_type = 'Lock' AND query LIKE 'UPDATE agents SET state%'"));
+  std::optional<Result<bool>> heard;
+  std::thread agent([&] { heard = cluster_->heartbeat("a", *a); });
+  ASSERT_TRUE(wait_for_session(
+      "wait_event_type = 'Lock' AND query LIKE 'UPDATE agents SET last_heartbeat%'"));
+  // Held past the answer the leader waits for.
+  ASSERT_TRUE(
+      wait_for_session("query LIKE 'UPDATE agents SET state%' AND clock_timestamp() - "
+                       "query_start > interval '0.7 seconds'"));
+  ASSERT_TRUE(stall->commit().ok());
+  leader.join();
+  agent.join();
+
+  ASSERT_TRUE(judged.has_value());
+  ASSERT_FALSE(judged->ok()) << "declared lost: " << ::testing::PrintToString(**judged);
+  EXPECT_EQ(ErrorCode::kUnavailable, judged->code()) << judged->error().message;
+  ASSERT_TRUE(heard.has_value() && heard->ok());
+  EXPECT_TRUE(**heard) << "the agent is still alive under its epoch";
+  auto agents = cluster_->list_agents();
+  ASSERT_TRUE(agents.ok());
+  ASSERT_EQ(1u, agents->size());
+  EXPECT_EQ("alive", (*agents)[0].state);
+
+  // Answered in time, the same judgement declares a silent agent lost.
+  auto lost = cluster_->mark_lost(std::chrono::milliseconds(0), std::chrono::minutes(1));
+  ASSERT_TRUE(lost.ok()) << lost.error().message;
+  EXPECT_EQ(std::vector<std::string>{"a"}, *lost);
 }
 
 // The race of a placement with a drain: the placement share-locks the
@@ -289,22 +359,7 @@ TEST_F(ClusterRepositoryTest, APlacementRacingADrainWaitsForItAndPlacesNothing) 
   std::optional<bool> placed;
   std::thread placer([&] { placed = place_on_alive("a", *a); });
   // Until the placement waits on the agent's row lock.
-  bool waiting = false;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!waiting && std::chrono::steady_clock::now() < deadline) {
-    auto observer = ConnectionPool::create(conninfo_, 1);
-    ASSERT_TRUE(observer.ok());
-    auto connection = (*observer)->acquire(std::chrono::seconds(5));
-    ASSERT_TRUE(connection.ok());
-    auto rows = (*connection)
-                    ->execute(
-                        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-                        " AND query LIKE '%FOR SHARE OF a%'");
-    ASSERT_TRUE(rows.ok());
-    waiting = rows->int64(0, 0) > 0;
-    if (!waiting) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ASSERT_TRUE(waiting);
+  ASSERT_TRUE(wait_for_session("wait_event_type = 'Lock' AND query LIKE '%FOR SHARE OF a%'"));
   ASSERT_TRUE(drain->commit().ok());
   placer.join();
   ASSERT_TRUE(placed.has_value());

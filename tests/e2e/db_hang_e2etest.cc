@@ -21,7 +21,9 @@
 
 #include "db/connection.h"
 #include "jobs_api.h"
+#include "own_postgres.h"
 #include "service_process.h"
+#include "training_jobs.h"
 
 namespace tpujobs::testing {
 namespace {
@@ -271,6 +273,97 @@ TEST(DatabaseHang, AJobWhoseInsertLandedAfterItsDeadlineRunsWhenTheSubmitIsRetri
   const json list = service.get("/v1/jobs").json();
   EXPECT_EQ(list["jobs"].size(), 2u) << "the first job and this one, stored once: " << list.dump();
   EXPECT_EQ(service.stop(), 0) << service.log();
+}
+
+// A cluster whose PostgreSQL stalls for longer than an agent's silence
+// (10 s): the agents' heartbeats wait in the stall with everything else.
+// At the end of it the leader's judgement of silence, waiting too, may be
+// answered before the heartbeats are written; it must not declare the agent
+// lost (which requeues its running job from its last checkpoint, spending a
+// retry). The job runs on, on the same agent, in its first attempt.
+enum class Stall {
+  kPause,      // the server stopped (SIGSTOP), as a host or VM paused
+  kAgentsLock  // a session holding the agents table, as a migration's ALTER
+};
+
+void a_cluster_outlives_a_database_stall_longer_than_the_silence(Stall kind) {
+  // 125,000 steps: far more than it trains before it is cancelled, on any
+  // machine (a 640-epoch job could end within the stall).
+  constexpr int kStalledJobEpochs = 5000;
+  OwnPostgres database("tpujobs-stall-");
+  ASSERT_EQ(database.error(), "");
+  ServiceProcess replica(replica_options(database, "replica-a"));
+  ASSERT_EQ(replica.start(), "");
+  ServiceProcess agent(agent_options(database, "agent-1"));
+  ASSERT_EQ(agent.start(), "");
+  const std::int64_t id = submit(replica, long_job_spec("through-a-stall", kStalledJobEpochs, 5));
+  ASSERT_GT(id, 0);
+  const json running = wait_for_step(replica, id, 50);
+  ASSERT_EQ(running["state"], "RUNNING") << running.dump() << agent.log();
+
+  // The stall itself, past the agents' silence (10 s) and the leader's
+  // lock-idle timeout (6 s).
+  constexpr std::chrono::seconds kStall{15};
+  if (kind == Stall::kPause) {
+    const pid_t postmaster = database->postmaster_pid();
+    ASSERT_GT(postmaster, 0);
+    StoppedTree pause(postmaster);
+    ASSERT_GT(pause.stopped(), 1u) << "the postmaster and its backends";
+    std::this_thread::sleep_for(kStall);
+  } else {
+    auto holder = db::Connection::open(database.url());
+    ASSERT_TRUE(holder.ok()) << holder.error().message;
+    ASSERT_TRUE((*holder)
+                    ->execute_script("SET idle_in_transaction_session_timeout = 0; BEGIN; "
+                                     "LOCK TABLE agents IN ACCESS EXCLUSIVE MODE")
+                    .ok());
+    std::this_thread::sleep_for(kStall);
+    ASSERT_TRUE((*holder)->execute_script("COMMIT").ok());
+  }
+  const json at_resume = job_view(replica, id);
+  ASSERT_EQ(at_resume["state"], "RUNNING") << at_resume.dump() << agent.log();
+  const std::int64_t step = at_resume["progress"].value("step", std::int64_t{0});
+  // Long enough after the stall that the leader has judged the silence
+  // again: the job trains 100 more steps with a checkpoint stored.
+  const json after = wait_for_step(replica, id, step + 100, std::chrono::seconds(120));
+  const std::string story = "\nevents:\n" + event_reasons(replica, id) + "\nreplica:\n" +
+                            replica.log() + "\nagent:\n" + agent.log();
+  EXPECT_EQ(after["state"], "RUNNING") << after.dump() << story;
+  EXPECT_GE(after["progress"].value("step", std::int64_t{0}), step + 100) << after.dump() << story;
+  EXPECT_EQ(after["attempt"], 0) << "no retry spent" << story;
+  EXPECT_EQ(after["allocation"].value("agent", ""), "agent-1") << story;
+  EXPECT_EQ(event_reasons(replica, id).find("was lost"), std::string::npos) << story;
+  EXPECT_EQ(agent.log().find("declared lost"), std::string::npos) << story;
+  const json pool = replica.get("/v1/pool").json();
+  ASSERT_TRUE(pool["agents"].is_array() && pool["agents"].size() == 1) << pool.dump();
+  EXPECT_EQ(pool["agents"][0].value("state", ""), "alive") << pool.dump() << story;
+  std::printf("PostgreSQL %s for %lld s under a cluster: the replica's log %s, %s\n",
+              kind == Stall::kPause ? "paused" : "held the agents table",
+              static_cast<long long>(kStall.count()),
+              replica.log().find("to answer; agents are not judged") != std::string::npos
+                  ? "shows a judgement of silence answered late and dropped"
+                  : "shows no late judgement",
+              replica.log().find("no longer the scheduler leader") != std::string::npos
+                  ? "and the lead lost and taken again"
+                  : "and the lead kept");
+
+  ASSERT_EQ(replica.post("/v1/jobs/" + std::to_string(id) + "/cancel", "").status, 202);
+  EXPECT_EQ(replica.wait_terminal(id)["state"], "CANCELLED");
+  EXPECT_EQ(agent.stop(), 0) << agent.log();
+  EXPECT_EQ(replica.stop(), 0) << replica.log();
+}
+
+// Paused: the leader's lock session is taken for idle at the end of it, so
+// the lead passes (to the same replica) and the new leader waits out a
+// full silence before judging.
+TEST(DatabaseHang, AClusterWhosePostgresPausesLongerThanTheSilenceLosesNoAgent) {
+  a_cluster_outlives_a_database_stall_longer_than_the_silence(Stall::kPause);
+}
+
+// Held: the leader keeps the lead (its lock session answers throughout);
+// only the late answer tells it that the silence is the stall's.
+TEST(DatabaseHang, AClusterWhoseAgentsTableIsHeldLongerThanTheSilenceLosesNoAgent) {
+  a_cluster_outlives_a_database_stall_longer_than_the_silence(Stall::kAgentsLock);
 }
 
 }  // namespace

@@ -103,7 +103,7 @@ TEST_F(AgentTest, DeclaredLostItRegistersAgainUnderANewEpoch) {
   const std::int64_t first = agent->epoch();
   ASSERT_GT(first, 0);
   // The leader declares it lost (as if its heartbeats had stopped arriving).
-  auto lost = cluster_->mark_lost(milliseconds(0));
+  auto lost = cluster_->mark_lost(milliseconds(0), std::chrono::minutes(1));
   ASSERT_TRUE(lost.ok());
   ASSERT_EQ(std::vector<std::string>{"a"}, *lost);
   ASSERT_TRUE(eventually([&] {

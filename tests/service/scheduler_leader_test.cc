@@ -15,6 +15,7 @@ namespace {
 
 using base::JobState;
 using nlohmann::json;
+using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 class FakeLeaderStore final : public LeaderStore {
@@ -28,10 +29,12 @@ class FakeLeaderStore final : public LeaderStore {
   std::vector<std::string> writes;     // every write and notification, in order
   std::map<std::string, double> factors;
   int fair_share_reads = 0;
-  int spec_reads = 0;           // specs read by job_specs, one a job asked for
-  bool away = false;            // every call fails, as with the server down
-  bool refuse_pending = false;  // set_pending fails as a statement the server refuses
-  std::int64_t term = 0;        // the scheduler term (begin_term raises it)
+  int spec_reads = 0;                       // specs read by job_specs, one a job asked for
+  bool away = false;                        // every call fails, as with the server down
+  bool refuse_pending = false;              // set_pending fails as a statement the server refuses
+  bool late_judgement = false;              // the next mark_lost is answered past its max_answer
+  std::chrono::milliseconds max_answer{0};  // what the last mark_lost was given
+  std::int64_t term = 0;                    // the scheduler term (begin_term raises it)
 
   void add_agent(const std::string& name, std::int64_t epoch, int hosts_of_v3) {
     agents.push_back({name, "alive", epoch, 1, clock_.wall_now(), clock_.wall_now(), 0});
@@ -73,8 +76,14 @@ class FakeLeaderStore final : public LeaderStore {
     if (away) return down();
     return ++term;
   }
-  db::Result<std::vector<std::string>> mark_lost(std::chrono::milliseconds) override {
+  db::Result<std::vector<std::string>> mark_lost(std::chrono::milliseconds,
+                                                 std::chrono::milliseconds max) override {
     if (away) return down();
+    max_answer = max;
+    if (late_judgement) {
+      late_judgement = false;
+      return db::make_error(base::ErrorCode::kUnavailable, "the database took 9000 ms to answer");
+    }
     std::vector<std::string> lost = std::move(lost_next);
     lost_next.clear();
     for (db::AgentRow& a : agents) {
@@ -424,6 +433,27 @@ TEST_F(SchedulerLeaderPass, PassesThatFailOnARefusedStatementStillDeclareASilent
   }
   EXPECT_EQ("lost", store_.agents[0].state)
       << "the database answered throughout: the agent's silence is judged";
+}
+
+// A judgement of silence the database answers late (it stalled, holding
+// the heartbeats up too; ClusterRepository::mark_lost rolls it back) is an
+// outage: the agents are judged again only after a full silence the leader
+// could observe.
+TEST_F(SchedulerLeaderPass, AJudgementAnsweredLateIsAnOutageAndTheSilenceIsJudgedAfresh) {
+  store_.add_agent("a", 1, 1);
+  clock_.advance(seconds(11));
+  store_.late_judgement = true;
+  EXPECT_FALSE(leader_->run_pass().ok());
+  EXPECT_EQ(milliseconds(2500), store_.max_answer) << "a quarter of the silence";
+  store_.lost_next = {"a"};  // what mark_lost declares once the leader judges silence
+  for (int second = 0; second < 9; ++second) {
+    clock_.advance(seconds(1));
+    ASSERT_TRUE(leader_->run_pass().ok());
+    ASSERT_EQ("alive", store_.agents[0].state) << "judged " << second + 1 << " s after the stall";
+  }
+  clock_.advance(seconds(2));
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ("lost", store_.agents[0].state) << "silent for a full span since";
 }
 
 // A clean stop (DESIGN §9): a draining agent's free host takes no new job,
