@@ -774,11 +774,14 @@ void apply_resolution(const Resolution& resolution, JobSpec* spec) {
   t.xla_metrics_file = resolution.xla_metrics_file;
   t.torch_xla_version = resolution.torch_xla_version;
   t.device_info = resolution.device_info;
+  t.notices = resolution.notices;
   t.lightning_v1 = resolution.lightning_v1;
   switch (resolution.precision) {
     case lightning::Precision::k32True:
       t.precision = executor::Precision::kFp32;
       break;
+    // 16-true computes in fp16 only where it does upstream: the CPU (HalfPrecision),
+    // or a TPU whose torch_xla reads the user's XLA_USE_FP16 (lightning/precision.cc).
     case lightning::Precision::k16True:
       t.precision = executor::Precision::kFp16;
       break;

@@ -112,6 +112,9 @@ struct TrainingSpec {
   // Lightning's _log_device_info lines, as the job's Lightning release
   // prints them (lightning::Resolution::device_info).
   std::vector<std::string> device_info;
+  // tpujobs' own notices on how the job is emulated (each starts
+  // "tpujobs:"), logged after the device lines (lightning::Resolution::notices).
+  std::vector<std::string> notices;
   bool lightning_v1 = false;  // lightning_version: "1.x"
 
   // Quality gates on final metrics ("val_accuracy", "val_loss", "loss", ...).

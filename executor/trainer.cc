@@ -285,6 +285,7 @@ void Trainer::after_mark_step() {
 void Trainer::announce_devices() {
   // Lightning's _log_device_info, as the job's release prints it.
   for (const std::string& line : spec_.device_info) log(line);
+  for (const std::string& notice : spec_.notices) log(notice);
   if (!spec_.on_tpu && spec_.world_size > 1) {
     log("Running on " + std::to_string(spec_.world_size) + " CPU processes");
   }

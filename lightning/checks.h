@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -200,6 +201,10 @@ bool is_registered_strategy(std::string_view name, int version);
 // names none: the newest whose torch the release's requirement allows
 // (environment.cc).
 int default_torch_xla(int lightning_version);
+
+// torch_xla's sys_util::GetEnvBool on `env`: "true", "false", or a number
+// (non-zero is true); false when unset (environment.cc).
+bool env_bool(const std::map<std::string, std::string>& env, const std::string& name);
 
 // What torch_xla (major*100+minor) prints when it reads XLA_USE_BF16=1; empty
 // when it prints nothing (environment.cc).

@@ -38,6 +38,14 @@ struct PrecisionRules {
   // the TPU as on the CPU. Where that line is; empty when the version
   // converts the flag (1.9: str(precision); 2.x: the aliases).
   std::string_view no_precision_set_source = {};
+  // 2.1+: XLAPrecision('16-true') sets XLA_USE_F16=1, a variable torch_xla
+  // never reads (it reads XLA_USE_FP16: v1.13 tensor_util.cpp:82, v2.1
+  // tensor_util.cpp:50, v2.2-v2.4 dtype.cpp; 2.5 reads neither), and no hook
+  // of the Trainer's XLAPrecision uses its _desired_dtype to convert the
+  // module or the inputs (the base Precision's convert_module and
+  // convert_input return them unchanged): the model trains in float32.
+  // Where XLA_USE_F16 is set; empty for releases without '16-true'.
+  std::string_view sixteen_true_unread_source = {};
 };
 
 constexpr std::string_view kNoPrecisionSet = "No precision set";
@@ -142,12 +150,25 @@ constexpr PrecisionRules kPrecisionRules[] = {
      "'16-true', 'bf16-true').",
      "",
      "2.1.4:src/lightning/fabric/connector.py; "
-     "2.1.4:src/lightning/pytorch/plugins/precision/xla.py"},
+     "2.1.4:src/lightning/pytorch/plugins/precision/xla.py",
+     {},
+     // The same line in every tag from 2.1.0 to 2.5.6 (and Fabric's
+     // plugins/precision/xla.py:51).
+     "2.1.4:src/lightning/pytorch/plugins/precision/xla.py:54 (XLAPrecision.__init__)"},
 };
 
 // 2.x `_PRECISION_INPUT_STR_ALIAS_CONVERSION`.
 constexpr std::pair<std::string_view, std::string_view> kAliases[] = {
     {"64", "64-true"}, {"32", "32-true"}, {"16", "16-mixed"}, {"bf16", "bf16-mixed"}};
+
+// tpujobs' own notice (not Lightning's or torch_xla's text) for a
+// '16-true' TPU job that trains in float32; {release}, {torch_xla_reads}.
+constexpr std::string_view kSixteenTrueRunsInFloat32 =
+    "tpujobs: precision='16-true' on a TPU trains in float32 under Lightning {release}, as it "
+    "does on a real TPU: Lightning's XLAPrecision sets XLA_USE_F16=1, which torch_xla does not "
+    "read ({torch_xla_reads}), and nothing converts the model, so the model stays float32: no "
+    "memory saving and no fp16 arithmetic. tpujobs runs and sizes this job in float32. Hint: use "
+    "precision \"bf16-true\" for half precision on TPUs.";
 
 constexpr std::string_view kPrecisionHint =
     "Use `precision: \"bf16-true\"` on TPUs (the MXU multiplies in bfloat16), or \"32-true\"; "
@@ -172,6 +193,35 @@ bool allowed_value(const PrecisionRules& rules, const std::string& written, bool
 
 std::string shown(const std::string& written, bool number) {
   return number ? written : py_repr(written);
+}
+
+// The last torch_xla that reads XLA_USE_FP16 (v2.4.0 torch_xla/csrc/dtype.cpp:22,
+// ShouldUseF16); 2.5 only warns that it is deprecated (v2.5.0
+// torch_xla/__init__.py:185).
+constexpr int kLastTorchXlaReadingXlaUseFp16 = 204;
+
+// '16-true' under XLAPrecision: float32 unless the user's own XLA_USE_FP16
+// reaches a torch_xla that reads it (up to 2.4), which then stores every
+// float tensor as fp16 whatever the plugin did.
+void check_sixteen_true_on_tpu(Context& c, const PrecisionRules& rules) {
+  // Only an XLA strategy gets XLAPrecision; another one gets the generic
+  // HalfPrecision, and the connector refuses the strategy afterwards.
+  if (rules.sixteen_true_unread_source.empty() || strategy_build(c) != StrategyBuild::kTpu) return;
+  const int torch_xla = c.out.torch_xla_version;
+  if (torch_xla <= kLastTorchXlaReadingXlaUseFp16 && env_bool(c.settings.env, "XLA_USE_FP16")) {
+    return;
+  }
+  c.out.precision = Precision::k32True;
+  const std::string torch_xla_name =
+      "torch_xla " + std::to_string(torch_xla / 100) + "." + std::to_string(torch_xla % 100);
+  const std::string reads =
+      torch_xla <= kLastTorchXlaReadingXlaUseFp16
+          ? torch_xla_name + " reads XLA_USE_FP16"
+          : torch_xla_name + " reads neither it nor the deprecated XLA_USE_FP16";
+  const std::string notice =
+      fill(kSixteenTrueRunsInFloat32, {{"release", c.release->name()}, {"torch_xla_reads", reads}});
+  c.warn(notice);
+  c.out.notices.push_back(notice);
 }
 
 // The plugin the connector builds for `canonical` (the flag after the alias
@@ -239,6 +289,7 @@ void check_precision_plugin(Context& c, const PrecisionRules& rules, std::string
         c.out.precision = canonical == "32-true"   ? Precision::k32True
                           : canonical == "16-true" ? Precision::k16True
                                                    : Precision::kBf16True;
+        if (tpu && canonical == "16-true") check_sixteen_true_on_tpu(c, rules);
         return;
       }
       // Only an XLA strategy gets XLAPrecision; another strategy (or the

@@ -146,10 +146,12 @@ struct FieldProblem {
 enum class Precision { k32True, k16True, kBf16True };
 
 struct Resolution {
-  std::vector<FieldProblem> errors;  // every problem at once; empty = valid
-  std::vector<std::string>
-      warnings;          // Lightning's warning texts (deprecations, precision=16 -> bf16 ...)
+  std::vector<FieldProblem> errors;   // every problem at once; empty = valid
+  std::vector<std::string> warnings;  // Lightning's warning texts (deprecations, precision=16 ->
+                                      // bf16 ...) and tpujobs' `notices`
   DeviceRequest device;  // meaningful only when errors is empty
+  // How the executor computes and sizes the job: '16-true' on a TPU under
+  // 2.1+ is k32True, as torch_xla never sees the variable Lightning sets.
   Precision precision = Precision::k32True;
   // The precision flag Lightning ends up with, in its own spelling: "32"
   // and "bf16" in 1.x, "32-true", "bf16-mixed", "bf16-true" ... in 2.x
@@ -179,6 +181,11 @@ struct Resolution {
   // release's set ("GPU available: ...", "TPU available: ...", and the IPU /
   // HPU lines of the releases that have them).
   std::vector<std::string> device_info;
+  // tpujobs' own notices, each starting "tpujobs:", where the emulation
+  // follows an upstream behaviour a user would not expect (precision
+  // '16-true' on a TPU training in float32 under 2.1+). Each is one of
+  // `warnings` too; the job's log prints them at fit start.
+  std::vector<std::string> notices;
 };
 
 // Validates `settings` against the rules above and the generations present

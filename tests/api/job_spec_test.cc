@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "api/resolution.h"
+#include "executor/hbm.h"
+#include "executor/model_shape.h"
 
 namespace tpujobs::api {
 namespace {
@@ -269,6 +271,47 @@ TEST(JobSpec, TrainingKeyIgnoresNameLabelsAndPriority) {
 
 namespace tpujobs::api {
 namespace {
+
+// Lightning 2.1+ on a TPU: precision '16-true' trains in float32 (lightning/
+// precision.cc), so the executor computes and sizes the job in float32, and
+// the job's log carries tpujobs' notice saying why.
+TEST(ApplyResolution, SixteenTrueOnATpuRunsAndIsSizedInFloat32) {
+  scheduler::PoolCapacity v3_8;
+  v3_8.hosts[scheduler::Generation::kV3] = 1;
+  auto resolved_spec = [&](std::string_view precision) {
+    std::vector<FieldError> errors;
+    std::optional<JobSpec> spec =
+        parse_job_spec(json::parse(R"({"lightning_version": "2.5", "trainer": {"precision": ")" +
+                                   std::string(precision) + R"("},
+          "model": {"layers": [{"type": "linear", "out": 512}, {"type": "relu"},
+                               {"type": "linear", "out": 10}]},
+          "data": {"dataset": "digits", "batch_size": 64}})"),
+                       &errors);
+    EXPECT_TRUE(spec) << fields(errors);
+    const Resolution resolution = resolve(spec->trainer, v3_8);
+    EXPECT_TRUE(resolution.errors.empty()) << resolution.errors.front().message;
+    apply_resolution(resolution, &*spec);
+    return *spec;
+  };
+  const JobSpec sixteen = resolved_spec("16-true");
+  const JobSpec fp32 = resolved_spec("32-true");
+  const JobSpec bf16 = resolved_spec("bf16-true");
+  EXPECT_EQ(sixteen.training.precision, executor::Precision::kFp32);
+  ASSERT_EQ(sixteen.training.notices.size(), 1u);
+  EXPECT_TRUE(sixteen.training.notices[0].starts_with("tpujobs: precision='16-true'"))
+      << sixteen.training.notices[0];
+  EXPECT_TRUE(fp32.training.notices.empty());
+
+  const executor::DeviceFacts v3;
+  auto hbm = [&](const JobSpec& spec) {
+    const auto shape = executor::infer_shape(spec.training.model, 64);
+    EXPECT_TRUE(shape.ok());
+    return executor::estimate_hbm(spec.training, *shape, v3);
+  };
+  EXPECT_EQ(hbm(sixteen).total, hbm(fp32).total);
+  EXPECT_GT(hbm(sixteen).total, hbm(bf16).total);
+  EXPECT_EQ(hbm(sixteen).precision, executor::Precision::kFp32);
+}
 
 // What the executor's device log line needs: Lightning's trainer.num_devices
 // (the cores of one host) and whether the pool has TPUs.

@@ -457,25 +457,36 @@ TEST(Routes, ValidateNamesTheTorchXlaWhoseMetricNamesApply) {
   EXPECT_EQ(body_of(r)["resolved"]["torch_xla_version"], "1.13");
 }
 
-// 2.x turns '16-mixed' on the CPU into 'bf16-mixed' with its warning, and
-// the answer shows Lightning's flag beside the executor's precision.
-TEST(Routes, ValidateShowsLightningsPrecisionFlagOnTheCpu) {
-  FakeJobService service;
-  JobsApi api(service, {});
-  const Response r = validate(
-      api,
-      R"("trainer": {"accelerator": "cpu", "precision": "16-mixed"}, "lightning_version": "2.0",)");
-  ASSERT_EQ(r.status, 200) << r.body;
-  const nlohmann::json body = body_of(r);
-  EXPECT_EQ(body["resolved"]["lightning_precision"], "bf16-mixed");
-  EXPECT_EQ(body["resolved"]["precision"], "bf16-true");
-  bool warned = false;
-  for (const auto& warning : body["warnings"]) {
-    warned |= warning.get<std::string>().starts_with(
-        "You passed `Trainer(accelerator='cpu', precision='16-mixed')` but AMP with fp16 is not "
-        "supported on CPU.");
+// The answer shows Lightning's flag beside the executor's precision: 2.x
+// turns '16-mixed' on the CPU into 'bf16-mixed' with its warning; 2.1+ on a
+// TPU keeps '16-true' but trains in float32, and tpujobs' notice says why.
+TEST(Routes, ValidateShowsLightningsPrecisionFlagBesideTheExecutors) {
+  struct Row {
+    std::string fields, lightning_precision, precision, warning_start;
+  };
+  for (
+      const Row& row : std::vector<Row>{
+          {R"("trainer": {"accelerator": "cpu", "precision": "16-mixed"}, "lightning_version": "2.0",)",
+           "bf16-mixed", "bf16-true",
+           "You passed `Trainer(accelerator='cpu', precision='16-mixed')` but AMP with fp16 is not "
+           "supported on CPU."},
+          {R"("trainer": {"accelerator": "tpu", "precision": "16-true"}, "lightning_version": "2.5",)",
+           "16-true", "32-true",
+           "tpujobs: precision='16-true' on a TPU trains in float32 under Lightning 2.5"},
+      }) {
+    FakeJobService service;
+    JobsApi api(service, {});
+    const Response r = validate(api, row.fields);
+    ASSERT_EQ(r.status, 200) << r.body;
+    const nlohmann::json body = body_of(r);
+    EXPECT_EQ(body["resolved"]["lightning_precision"], row.lightning_precision) << row.fields;
+    EXPECT_EQ(body["resolved"]["precision"], row.precision) << row.fields;
+    bool warned = false;
+    for (const auto& warning : body["warnings"]) {
+      warned |= warning.get<std::string>().starts_with(row.warning_start);
+    }
+    EXPECT_TRUE(warned) << body["warnings"];
   }
-  EXPECT_TRUE(warned) << body["warnings"];
 }
 
 TEST(Routes, MismatchedTorchAndTorchXlaIsTheImportErrorOnTheVm) {

@@ -196,6 +196,12 @@ constexpr const char* kV3Slices =
 constexpr const char* kXlaPrecision =
     ")` is not supported in XLA. `precision` must be one of: ('32-true', '16-true', "
     "'bf16-true').";
+constexpr const char* kSixteenTrueNotice25 =
+    "tpujobs: precision='16-true' on a TPU trains in float32 under Lightning 2.5, as it does on a "
+    "real TPU: Lightning's XLAPrecision sets XLA_USE_F16=1, which torch_xla does not read "
+    "(torch_xla 2.5 reads neither it nor the deprecated XLA_USE_FP16), and nothing converts the "
+    "model, so the model stays float32: no memory saving and no fp16 arithmetic. tpujobs runs and "
+    "sizes this job in float32. Hint: use precision \"bf16-true\" for half precision on TPUs.";
 constexpr const char* kDeprecated8 =
     "Setting `Trainer(tpu_cores=8)` is deprecated in v1.7 and will be removed in v2.0. Please use "
     "`Trainer(accelerator='tpu', devices=8)` instead.";
@@ -405,8 +411,9 @@ const std::vector<Case>& Cases() {
       // --- precision, 2.x --------------------------------------------------
       {"precision_bf16_true", "precision=bf16-true", "v3-32",
        "tpu host v3 8x1 v3-8 world=8 bf16-true xla"},
+      // XLAPrecision sets XLA_USE_F16, which torch_xla never reads: float32.
       {"precision_16_true", "precision=16-true", "v3-32",
-       "tpu host v3 8x1 v3-8 world=8 16-true xla"},
+       "tpu host v3 8x1 v3-8 world=8 32-true xla", kSixteenTrueNotice25},
       {"precision_32_alias", "precision=32", "v3-32", "tpu host v3 8x1 v3-8 world=8 32-true xla"},
       {"precision_32_true", "precision=32-true devices=1", "v4-8",
        "tpu single v4 1x1 world=1 32-true single_xla"},
@@ -1293,10 +1300,19 @@ const std::vector<VersionCase>& VersionCases() {
        S("trainer.precision: `precision='16-mixed')` is not supported in XLA. ", kXlaOnly),
        "`precision=16` is supported for historical reasons but its usage is discouraged. Please "
        "set your precision to 16-mixed instead!"},
+      // _desired_dtype is float16 (test_selected_dtype) but nothing uses it;
+      // XLA_USE_F16 (test_teardown) is not what torch_xla 2.4 reads
+      // (XLA_USE_FP16, v2.4.0 torch_xla/csrc/dtype.cpp:22): float32.
       {"v24_xla_precision_16_true",
-       "2.4.0:tests/tests_pytorch/plugins/precision/test_xla.py (test_selected_dtype)",
+       "2.4.0:src/lightning/pytorch/plugins/precision/xla.py:54; "
+       "2.4.0:tests/tests_pytorch/plugins/precision/test_xla.py (test_teardown)",
        "v=2.4 accelerator=tpu precision=16-true", "v3-8",
-       "tpu host v3 8x1 v3-8 world=8 16-true xla"},
+       "tpu host v3 8x1 v3-8 world=8 32-true xla",
+       "tpujobs: precision='16-true' on a TPU trains in float32 under Lightning 2.4, as it does on "
+       "a real TPU: Lightning's XLAPrecision sets XLA_USE_F16=1, which torch_xla does not read "
+       "(torch_xla 2.4 reads XLA_USE_FP16), and nothing converts the model, so the model stays "
+       "float32: no memory saving and no fp16 arithmetic. tpujobs runs and sizes this job in "
+       "float32. Hint: use precision \"bf16-true\" for half precision on TPUs."},
       {"v21_xla_precision_bf16_true",
        "2.1.4:tests/tests_pytorch/plugins/precision/test_xla.py (test_selected_dtype)",
        "v=2.1 accelerator=tpu precision=bf16-true devices=1", "v3-8",
@@ -1817,6 +1833,70 @@ bool FillsTemplate(std::string_view text, std::string_view message) {
     at += pieces[i].size();
   }
   return pieces.size() == 1 ? message == text : at <= message.size() - pieces.back().size();
+}
+
+// Lightning 2.1-2.5's Trainer: XLAPrecision('16-true') sets XLA_USE_F16=1
+// (2.1.4 ... 2.5.6 src/lightning/pytorch/plugins/precision/xla.py:54) and
+// never converts the module; torch_xla reads XLA_USE_FP16 (v2.1.0
+// tensor_util.cpp:50, v2.4.0 dtype.cpp:22) or, from 2.5, neither. So the job
+// trains in float32, and says so in a notice of tpujobs' own.
+TEST(ResolveTest, SixteenTrueOnATpuTrainsInFloat32From21) {
+  for (const std::string version : {"2.1", "2.2", "2.3", "2.4", "2.5"}) {
+    const Resolution r = resolve(Settings("v=" + version + " precision=16-true"), Pool("v3-8"));
+    ASSERT_TRUE(r.errors.empty()) << version << ": " << r.errors.front().message;
+    EXPECT_EQ("32-true", precision_name(r.precision)) << version;
+    EXPECT_EQ("16-true", r.lightning_precision) << version;  // trainer.precision
+    ASSERT_EQ(1u, r.notices.size()) << version;
+    const std::string& notice = r.notices[0];
+    EXPECT_TRUE(
+        notice.starts_with("tpujobs: precision='16-true' on a TPU trains in float32 "
+                           "under Lightning " +
+                           version))
+        << notice;
+    for (const char* says : {"sets XLA_USE_F16=1, which torch_xla does not read",
+                             "no memory saving and no fp16 arithmetic",
+                             "use precision \"bf16-true\" for half precision on TPUs"}) {
+      EXPECT_NE(std::string::npos, notice.find(says)) << version << ": " << notice;
+    }
+    EXPECT_NE(r.warnings.end(), std::find(r.warnings.begin(), r.warnings.end(), notice));
+  }
+  // The torch_xla in play names what it reads instead.
+  const Resolution xla21 =
+      resolve(Settings("pl=2.1.4 torch=2.1.0 xla=2.1.0 py=3.10 precision=16-true"), Pool("v3-8"));
+  ASSERT_EQ(1u, xla21.notices.size()) << Join(xla21.warnings);
+  EXPECT_NE(std::string::npos, xla21.notices[0].find("(torch_xla 2.1 reads XLA_USE_FP16)"))
+      << xla21.notices[0];
+  // The user's own XLA_USE_FP16 reaches a torch_xla that reads it (up to
+  // 2.4): every float tensor is fp16 then, as upstream, and nothing to say.
+  const Resolution own_fp16 = resolve(
+      Settings("pl=2.4.0 torch=2.4.0 xla=2.4.0 py=3.10 precision=16-true env.XLA_USE_FP16=1"),
+      Pool("v3-8"));
+  ASSERT_TRUE(own_fp16.errors.empty()) << own_fp16.errors.front().message;
+  EXPECT_EQ("16-true", precision_name(own_fp16.precision));
+  EXPECT_TRUE(own_fp16.notices.empty());
+  // torch_xla 2.5 no longer reads it.
+  const Resolution ignored_fp16 = resolve(
+      Settings("pl=2.5.6 torch=2.5.0 xla=2.5.0 py=3.10 precision=16-true env.XLA_USE_FP16=1"),
+      Pool("v3-8"));
+  EXPECT_EQ("32-true", precision_name(ignored_fp16.precision));
+  EXPECT_EQ(1u, ignored_fp16.notices.size());
+  // On the CPU '16-true' is HalfPrecision, which converts the module: fp16.
+  const Resolution cpu = resolve(Settings("v=2.5 accelerator=cpu precision=16-true"), Pool("v3-8"));
+  ASSERT_TRUE(cpu.errors.empty()) << cpu.errors.front().message;
+  EXPECT_EQ("16-true", precision_name(cpu.precision));
+  EXPECT_TRUE(cpu.notices.empty());
+  // bf16-true sets XLA_USE_BF16, which torch_xla reads: bfloat16, no notice.
+  const Resolution bf16 = resolve(Settings("v=2.5 precision=bf16-true"), Pool("v3-8"));
+  EXPECT_EQ("bf16-true", precision_name(bf16.precision));
+  EXPECT_TRUE(bf16.notices.empty());
+  // Before 2.1 there is no '16-true'; 16 is bfloat16 on a TPU, unchanged.
+  const Resolution v20 = resolve(Settings("v=2.0 precision=16"), Pool("v3-8"));
+  ASSERT_TRUE(v20.errors.empty()) << v20.errors.front().message;
+  EXPECT_EQ("bf16-true", precision_name(v20.precision));
+  EXPECT_TRUE(v20.notices.empty());
+  const Resolution v20_true = resolve(Settings("v=2.0 precision=16-true"), Pool("v3-8"));
+  EXPECT_FALSE(v20_true.errors.empty());
+  EXPECT_TRUE(v20_true.notices.empty());
 }
 
 // Every message that names a source is the text of a row of that source's
