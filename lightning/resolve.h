@@ -149,7 +149,7 @@ struct Resolution {
   std::vector<FieldProblem> errors;   // every problem at once; empty = valid
   std::vector<std::string> warnings;  // Lightning's warning texts (deprecations, precision=16 ->
                                       // bf16 ...) and tpujobs' `notices`
-  DeviceRequest device;  // meaningful only when errors is empty
+  DeviceRequest device;               // meaningful only when errors is empty
   // How the executor computes and sizes the job: '16-true' on a TPU under
   // 2.1+ is k32True, as torch_xla never sees the variable Lightning sets.
   Precision precision = Precision::k32True;
