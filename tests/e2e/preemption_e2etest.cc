@@ -71,8 +71,13 @@ void non_preemptible_job_is_never_preempted(const ServiceProcess& service) {
   // its next step: 60 steps later it still runs, never requeued.
   const std::int64_t step = job_view(service, fixed)["progress"]["step"].get<std::int64_t>();
   const json later = wait_for_step(service, fixed, step + 60);
-  EXPECT_EQ(later["state"], "RUNNING") << later.dump();
-  EXPECT_GE(later["progress"]["step"].get<std::int64_t>(), step + 60) << later.dump();
+  // Seen once in a clean-clone run: the progress read back below the step
+  // read before (1045, then 985 for a minute) while checkpoints went on;
+  // the events and the service's log say what happened next time.
+  const std::string story =
+      "\nevents:\n" + event_reasons(service, fixed) + "\nservice:\n" + service.log();
+  EXPECT_EQ(later["state"], "RUNNING") << later.dump() << story;
+  EXPECT_GE(later["progress"]["step"].get<std::int64_t>(), step + 60) << later.dump() << story;
   EXPECT_EQ(event_reasons(service, fixed).find("Preempted"), std::string::npos)
       << event_reasons(service, fixed);
   EXPECT_EQ(job_view(service, high)["state"], "QUEUED");
