@@ -32,6 +32,10 @@ struct Error {
   // carried out. False when it was never sent (no connection could be
   // opened or borrowed) or the server answered that it failed.
   bool maybe_applied = false;
+  // With maybe_applied, when known: the PostgreSQL server process that was
+  // left with the request. Once it is gone, the request has been carried
+  // out or never will be (db::JobRepository::end_server_process).
+  int server_process = 0;
 };
 
 // Holds either a T or an error: an Error, or a richer type where a layer's

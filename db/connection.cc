@@ -180,6 +180,7 @@ Result<std::unique_ptr<Connection>> Connection::open(const std::string& conninfo
   // deadline (answer()); only copy_in's rows are sent blocking.
   PQsetnonblocking(raw, 1);
   connection->answer_timeout_ = answer_timeout;
+  connection->server_process_ = PQbackendPID(raw);
   // Server NOTICEs ("... does not exist, skipping") are not errors; libpq
   // would print them on stderr.
   PQsetNoticeProcessor(
@@ -297,10 +298,11 @@ Result<QueryResult> Connection::answer(bool sent, std::string_view what, Deadlin
   return kept;
 }
 
-Error Connection::unanswered(Error error, bool sent) {
+Error Connection::unanswered(Error error, bool sent) const {
   // answer() fails only without an answer: once sent, the statement may
   // have been carried out (a COMMIT, or one outside a transaction).
   error.maybe_applied = sent;
+  if (sent) error.server_process = server_process_;
   return error;
 }
 

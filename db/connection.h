@@ -206,15 +206,17 @@ class Connection {
   // collects its results by `deadline`. The result is the first error, or
   // else the last result (as PQexec gives). On timeout, closes the connection.
   Result<QueryResult> answer(bool sent, std::string_view what, Deadline deadline);
-  // answer()'s failure, marked maybe_applied when the request was `sent`.
-  static Error unanswered(Error error, bool sent);
+  // answer()'s failure, marked maybe_applied (with the server process left
+  // with it) when the request was `sent`.
+  Error unanswered(Error error, bool sent) const;
   // Waits for the socket to be ready for `events`; false when the deadline passed.
   bool wait_socket(short events, Deadline deadline) const;
   // Closes the connection without waiting on the server (a stopped server
   // never reads a cancel or a goodbye).
   void drop();
 
-  pg_conn* connection_;  // null once dropped
+  pg_conn* connection_;     // null once dropped
+  int server_process_ = 0;  // PQbackendPID, kept past drop()
   std::chrono::milliseconds answer_timeout_{0};
   std::unordered_map<std::string, std::string> prepared_;  // SQL text -> statement name
 };

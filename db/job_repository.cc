@@ -497,6 +497,39 @@ Result<std::map<std::int64_t, std::string>> JobRepository::job_specs(
   });
 }
 
+Result<std::vector<JobRow>> JobRepository::load_queued_except(
+    const std::vector<std::int64_t>& known) {
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<JobRow>> {
+        Result<QueryResult> rows = connection.execute(
+            "SELECT " TPUJOBS_JOB_COLUMNS
+            " FROM jobs j WHERE j.state = 'QUEUED' AND NOT (j.id = ANY($1::bigint[]))"
+            " ORDER BY j.id",
+            {Param::bigints(known)});
+        if (!rows.ok()) return rows.error();
+        std::vector<JobRow> jobs;
+        jobs.reserve(rows->rows());
+        for (int row = 0; row < rows->rows(); ++row) jobs.push_back(read_job(*rows, row));
+        return jobs;
+      });
+}
+
+Result<bool> JobRepository::end_server_process(int server_process) {
+  if (server_process <= 0) return true;  // none was known: nothing to wait for
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<bool> {
+    // pg_terminate_backend's timeout (PostgreSQL 14+) waits for the exit.
+    Result<QueryResult> rows = connection.execute(
+        "SELECT coalesce(bool_and(pg_terminate_backend(pid, 1000)), true)"
+        "  FROM pg_stat_activity"
+        " WHERE pid = $1::integer AND usename = current_user"
+        "   AND application_name = current_setting('application_name')"
+        "   AND backend_type = 'client backend'",
+        {server_process});
+    if (!rows.ok()) return rows.error();
+    return rows->boolean(0, 0);
+  });
+}
+
 Result<std::vector<JobRow>> JobRepository::jobs_on_agent(const std::string& agent) {
   return with_connection(
       pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<JobRow>> {

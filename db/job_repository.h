@@ -230,6 +230,19 @@ class JobRepository {
   // most of its cost (10,000 queued jobs: bench/RESULTS.md). The specs come
   // from job_specs, once a job.
   Result<std::vector<JobRow>> load_unfinished_to_schedule();
+  // The QUEUED jobs whose ids are not in `known`, oldest first: what a
+  // standalone service finds stored behind its back (an insert whose answer
+  // was lost), once end_server_process says that insert has settled.
+  Result<std::vector<JobRow>> load_queued_except(const std::vector<std::int64_t>& known);
+  // Ends the server process a statement was left with when its answer never
+  // came (base::Error::server_process), and says whether it is gone: from
+  // then on that statement has been carried out or never will be. A process
+  // still waiting (on a lock) is terminated, rolling its statement back; one
+  // that does not exit within a second answers false (ask again). Only a
+  // process of this role and this application_name (this pool's) is ended:
+  // a server that reused the number for another client is left alone, and
+  // reads as gone.
+  Result<bool> end_server_process(int server_process);
   // The stored spec of each of `ids` that exists, by id.
   Result<std::map<std::int64_t, std::string>> job_specs(const std::vector<std::int64_t>& ids);
 

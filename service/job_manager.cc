@@ -309,19 +309,10 @@ db::Status JobManager::start() {
       if (!moved.ok()) return moved.error();
       row.state = kQueued;
     }
-    if (row.cancel_requested) {
-      // Its cancel was answered 202 before the previous process ended.
-      auto cancelled = repo_.jobs.transition(lifecycle::cancel_queued(row.id));
-      if (!cancelled.ok()) return cancelled.error();
-      continue;
-    }
-    base::Result<std::shared_ptr<LiveJob>> live = make_live(row);
-    if (!live.ok()) {
-      (void)repo_.jobs.transition(
-          lifecycle::reject(row.id, {kQueued}, "on restart", live.error().message));
-      continue;
-    }
-    std::shared_ptr<LiveJob> job = std::move(*live);
+    db::Result<std::shared_ptr<LiveJob>> taken = take_stored(row, "on restart");
+    if (!taken.ok()) return taken.error();
+    if (*taken == nullptr) continue;
+    std::shared_ptr<LiveJob> job = std::move(*taken);
     job->preempted_by = row.preempted_by;  // a preempted job waits as Preempted again
     if (auto c = checkpoints->find(row.id); c != checkpoints->end())
       job->stored_checkpoint = c->second;
@@ -412,7 +403,99 @@ db::Result<std::vector<db::InsertedJob>> JobManager::JobStore::insert_jobs(
     const std::vector<db::NewJob>& rows) {
   auto inserted = manager_.repo_.jobs.insert_jobs(rows);
   manager_.database_ok_ = inserted.ok() || inserted.code() != db::ErrorCode::kUnavailable;
+  if (!inserted.ok() && inserted.error().maybe_applied && !manager_.options_.cluster) {
+    // (A cluster's leader reads the queue from the table: it finds them.)
+    manager_.watch_unconfirmed_insert(inserted.error().server_process);
+  }
   return inserted;
+}
+
+db::Result<std::shared_ptr<JobManager::LiveJob>> JobManager::take_stored(const db::JobRow& row,
+                                                                         const std::string& where) {
+  if (row.cancel_requested) {
+    // Its cancel was answered 202 while no runner here had it.
+    auto cancelled = repo_.jobs.transition(lifecycle::cancel_queued(row.id));
+    if (!cancelled.ok()) return cancelled.error();
+    return std::shared_ptr<LiveJob>();
+  }
+  base::Result<std::shared_ptr<LiveJob>> live = make_live(row);
+  if (!live.ok()) {
+    (void)repo_.jobs.transition(lifecycle::reject(row.id, {kQueued}, where, live.error().message));
+    return std::shared_ptr<LiveJob>();
+  }
+  return std::move(*live);
+}
+
+void JobManager::watch_unconfirmed_insert(int server_process) {
+  base::MutexLock lock(unconfirmed_mutex_);
+  unconfirmed_inserts_.push_back(server_process);
+  if (adoption_scheduled_) return;
+  adoption_scheduled_ = true;
+  timers_.schedule_after(std::chrono::milliseconds(0), [this] { adopt_unconfirmed_inserts(); });
+}
+
+void JobManager::adopt_unconfirmed_inserts() {
+  auto again = [this] {
+    // The database is away, or a server process has not exited yet.
+    timers_.schedule_after(std::chrono::milliseconds(500), [this] { adopt_unconfirmed_inserts(); });
+  };
+  std::vector<int> processes;
+  {
+    base::MutexLock lock(unconfirmed_mutex_);
+    processes = unconfirmed_inserts_;
+  }
+  // First each insert settles: carried out, or (its process ended) never.
+  for (int process : processes) {
+    db::Result<bool> gone = repo_.jobs.end_server_process(process);
+    if (!gone.ok() && gone.code() == db::ErrorCode::kUnavailable) return again();
+    if (gone.ok() && !*gone) return again();
+    // Refused (a role not allowed to end it): what is stored now is
+    // adopted, and an insert that lands later waits for a restart.
+    if (!gone.ok()) {
+      std::cerr << "tpujobs: cannot end the server process left with an unconfirmed insert: "
+                << gone.error().message << std::endl;
+    }
+  }
+  std::vector<std::int64_t> known;
+  {
+    base::MutexLock lock(mutex_);
+    if (stopping_) return;
+    known.reserve(live_.size());
+    for (const auto& [id, job] : live_) known.push_back(id);
+    queued_during_adoption_.emplace();
+  }
+  db::Result<std::vector<db::JobRow>> stored = repo_.jobs.load_queued_except(known);
+  std::vector<std::shared_ptr<LiveJob>> adopted;
+  if (stored.ok()) {
+    for (const db::JobRow& row : *stored) {
+      db::Result<std::shared_ptr<LiveJob>> taken = take_stored(row, "when adopted");
+      if (taken.ok() && *taken != nullptr) adopted.push_back(std::move(*taken));
+    }
+  }
+  {
+    base::MutexLock lock(mutex_);
+    for (std::shared_ptr<LiveJob>& job : adopted) {
+      if (live_.count(job->id) > 0 || queued_during_adoption_->count(job->id) > 0) continue;
+      std::cerr << "tpujobs: job " << job->id
+                << " queued: an insert whose answer was lost had stored it" << std::endl;
+      enqueue_locked(job);
+    }
+    queued_during_adoption_.reset();
+    if (!adopted.empty() && !stopping_) {
+      schedule_requested_ = true;
+      scheduler_wake_.notify_one();
+    }
+  }
+  if (!stored.ok()) return again();
+  base::MutexLock lock(unconfirmed_mutex_);
+  unconfirmed_inserts_.erase(
+      unconfirmed_inserts_.begin(),
+      unconfirmed_inserts_.begin() + static_cast<std::ptrdiff_t>(processes.size()));
+  if (unconfirmed_inserts_.empty()) {
+    adoption_scheduled_ = false;
+  } else {
+    timers_.schedule_after(std::chrono::milliseconds(0), [this] { adopt_unconfirmed_inserts(); });
+  }
 }
 
 void JobManager::on_committed(std::vector<CommittedSubmit>& committed) {
@@ -420,16 +503,9 @@ void JobManager::on_committed(std::vector<CommittedSubmit>& committed) {
   base::MutexLock lock(mutex_);
   for (CommittedSubmit& c : committed) {
     if (c.outcome.kind == Kind::kExisting) {
+      // (Stored by an insert whose answer was lost, it is adopted by
+      // adopt_unconfirmed_inserts, retried or not.)
       auto it = live_.find(c.row.id);
-      if (it == live_.end() && !options_.cluster && c.row.state == kQueued) {
-        // Stored by an insert whose answer was lost (a database that hung
-        // past the deadline, then carried it out): nothing here knows it,
-        // and it would wait for a restart. The retry with its key adopts it.
-        if (auto adopted = make_live(c.row); adopted.ok()) {
-          enqueue_locked(*adopted, 0);
-          it = live_.find(c.row.id);
-        }
-      }
       c.outcome.job = it != live_.end() ? render_live_text_locked(*it->second, /*with_spec=*/true)
                                         : response_body(views::render_row(c.row));
       continue;
@@ -444,6 +520,8 @@ void JobManager::on_committed(std::vector<CommittedSubmit>& committed) {
       c.outcome.job = response_body(view);
       continue;
     }
+    if (queued_during_adoption_) queued_during_adoption_->insert(c.row.id);
+    if (live_.count(c.row.id) > 0) continue;  // adopted already (its view is the live one)
     auto job = std::make_shared<LiveJob>();
     job->id = c.row.id;
     job->tenant = c.row.tenant;
@@ -1342,8 +1420,10 @@ api::JsonResult JobManager::cancel_job(std::int64_t id, const std::string& tenan
                                                         state_name(row->state) +
                                                         "; only unfinished jobs can be cancelled");
   }
-  if (options_.cluster && row->state == kQueued) {
-    // Not placed yet: it ends here, unless the leader places it first.
+  if (row->state == kQueued) {
+    // Not placed yet: it ends here, unless the leader places it first (or,
+    // standalone, it is a job stored by an insert whose answer was lost,
+    // which adopt_unconfirmed_inserts has not taken yet).
     auto moved = repo_.jobs.transition(lifecycle::cancel_queued(id));
     if (!moved.ok()) return moved.error();
     if (*moved) {

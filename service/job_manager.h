@@ -180,6 +180,18 @@ class JobManager final : public api::JobService {
   // Helpers (REQUIRES(mutex_): the name ends in _locked).
   // kInvalid when the stored spec no longer parses or resolves on this pool.
   base::Result<std::shared_ptr<LiveJob>> make_live(const db::JobRow& row);
+  // A QUEUED job found stored that no runner here knows (on start, or after
+  // an insert whose answer was lost): its cancel, asked meanwhile, is
+  // carried out, and a spec that no longer resolves is rejected `where`;
+  // null then. Otherwise the job to enqueue. Calls the database: not under
+  // mutex_.
+  db::Result<std::shared_ptr<LiveJob>> take_stored(const db::JobRow& row, const std::string& where);
+  // Standalone: an insert whose answer never came may have stored jobs that
+  // nothing here queued (a server that carried it out late, or lost the
+  // answer), which would wait for a restart. Once the server process left
+  // with it is gone, the QUEUED jobs not in live_ are adopted (timer thread).
+  void watch_unconfirmed_insert(int server_process);
+  void adopt_unconfirmed_inserts();
   // Queues the job behind the jobs of its priority submitted before
   // `order` (on arrival); 0: behind all of them, as a requeue.
   void enqueue_locked(const std::shared_ptr<LiveJob>& job, std::int64_t order = 0) REQUIRES(mutex_);
@@ -331,6 +343,14 @@ class JobManager final : public api::JobService {
   FinishedViewCache finished_views_;
 
   std::atomic<bool> database_ok_{true};
+  // watch_unconfirmed_insert: the server processes left with an insert,
+  // and whether an adoption is scheduled on timers_.
+  base::Mutex unconfirmed_mutex_;
+  std::vector<int> unconfirmed_inserts_ GUARDED_BY(unconfirmed_mutex_);
+  bool adoption_scheduled_ GUARDED_BY(unconfirmed_mutex_) = false;
+  // The jobs on_committed queued while an adoption read the table: it does
+  // not take them a second time.
+  std::optional<std::set<std::int64_t>> queued_during_adoption_ GUARDED_BY(mutex_);
   db::DatabaseProbe readiness_probe_{pool_.conninfo(), options_.readiness_probe};
   std::atomic<std::int64_t> submitted_total_{0};
   std::atomic<std::int64_t> finished_total_{0};

@@ -378,5 +378,81 @@ TEST_F(JobRepositoryTest, CursorPagesHaveNoDuplicatesAndNoGaps) {
   EXPECT_TRUE(clamped->next_cursor.empty());
 }
 
+// An insert whose answer does not come in time (here: a session holds the
+// jobs table) is left with its server process, and lands whenever the lock
+// goes. The caller that gave up on it gets kUnavailable, maybe applied, with
+// that process; end_server_process ends it, and from then on what is stored
+// is final. The first test shows the late landing the second one prevents.
+class AbandonedInsertTest : public JobRepositoryTest {
+ protected:
+  void SetUp() override {
+    JobRepositoryTest::SetUp();
+    if (HasFatalFailure()) return;
+    // One connection, so that the insert below runs on the one the first
+    // insert prepared it on (a PREPARE would wait on the lock itself).
+    auto one = ConnectionPool::create(pool_->conninfo(), 1);
+    ASSERT_TRUE(one.ok()) << one.error().message;
+    committer_pool_ = std::move(*one);
+    committer_ = std::make_unique<JobRepository>(*committer_pool_);
+    auto first = committer_->insert_jobs({job("first")});
+    ASSERT_TRUE(first.ok()) << first.error().message;
+    first_ = (*first)[0].row.id;
+    auto holder = Connection::open(pool_->conninfo());
+    ASSERT_TRUE(holder.ok()) << holder.error().message;
+    holder_ = std::move(*holder);
+    ASSERT_TRUE(holder_->execute_script("BEGIN; LOCK TABLE jobs IN EXCLUSIVE MODE").ok());
+    committer_pool_->set_answer_timeout(std::chrono::milliseconds(300));
+    auto lost = committer_->insert_jobs({job("lost")});
+    ASSERT_FALSE(lost.ok());
+    ASSERT_EQ(lost.code(), ErrorCode::kUnavailable) << lost.error().message;
+    ASSERT_TRUE(lost.error().maybe_applied);
+    server_process_ = lost.error().server_process;
+    ASSERT_GT(server_process_, 0);
+  }
+
+  std::vector<std::string> queued_besides_the_first() {
+    auto queued = jobs_->load_queued_except({first_});
+    EXPECT_TRUE(queued.ok()) << queued.error().message;
+    std::vector<std::string> names;
+    if (queued.ok()) {
+      for (const JobRow& row : *queued) names.push_back(row.name);
+    }
+    return names;
+  }
+
+  std::unique_ptr<ConnectionPool> committer_pool_;
+  std::unique_ptr<JobRepository> committer_;
+  std::unique_ptr<Connection> holder_;
+  std::int64_t first_ = 0;
+  int server_process_ = 0;
+};
+
+TEST_F(AbandonedInsertTest, LandsWhenTheLockGoesIfItsServerProcessIsLeftAlone) {
+  ASSERT_TRUE(holder_->execute_script("COMMIT").ok());
+  std::vector<std::string> queued;
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+       std::chrono::steady_clock::now() < deadline;
+       std::this_thread::sleep_for(std::chrono::milliseconds(50))) {
+    queued = queued_besides_the_first();
+    if (!queued.empty()) break;
+  }
+  EXPECT_EQ(queued, std::vector<std::string>{"lost"});
+}
+
+TEST_F(AbandonedInsertTest, NeverLandsOnceItsServerProcessIsEnded) {
+  auto gone = jobs_->end_server_process(server_process_);
+  ASSERT_TRUE(gone.ok()) << gone.error().message;
+  EXPECT_TRUE(*gone);
+  ASSERT_TRUE(holder_->execute_script("COMMIT").ok());
+  auto ended = jobs_->end_server_process(server_process_);  // gone already: nothing to do
+  ASSERT_TRUE(ended.ok()) << ended.error().message;
+  EXPECT_TRUE(*ended);
+  EXPECT_EQ(queued_besides_the_first(), std::vector<std::string>{});
+  // The pool replaces the connection the deadline closed.
+  auto next = committer_->insert_jobs({job("next")});
+  ASSERT_TRUE(next.ok()) << next.error().message;
+  EXPECT_EQ(queued_besides_the_first(), std::vector<std::string>{"next"});
+}
+
 }  // namespace
 }  // namespace tpujobs::db

@@ -233,48 +233,104 @@ TEST(DatabaseHang, ProbesAnswerRequestsFailBoundedAndAllRecovers) {
   EXPECT_EQ(service.stop(), 0) << service.log();
 }
 
-// The insert that lands after its answer was given up on, made certain: a
-// session of the test holds the jobs table, so the submit's INSERT waits on
-// the lock inside the server (which does not notice its client leave), the
-// service answers 503 after its deadline, and the INSERT commits once the
-// lock goes. Retried with its Idempotency-Key, the submit answers 200 with
-// that job, which must then run: the service that gave up on the insert
-// never had it in its queue.
-TEST(DatabaseHang, AJobWhoseInsertLandedAfterItsDeadlineRunsWhenTheSubmitIsRetried) {
+// One job run to its end, then a session of the test holding the jobs
+// table in `mode` for as long as the test likes (no idle timeout); "" when
+// it could not. The first job prepares the INSERT on the committer's
+// connection, so the next one is sent at once (a PREPARE would wait on the
+// lock itself, and its failure rightly says the job was not stored).
+std::string run_a_job_then_hold_the_jobs_table(ServiceProcess& service, const std::string& mode,
+                                               std::int64_t& first,
+                                               std::unique_ptr<db::Connection>& holder) {
+  first = submit(service, tiny_spec());
+  if (first <= 0) return "the first submit failed";
+  const json done = service.wait_terminal(first);
+  if (done["state"] != "SUCCEEDED") return "the first job ended " + done.dump();
+  auto opened = db::Connection::open("host=" + service.state_dir().string() +
+                                     " port=5432 dbname=tpujobs user=tpujobs");
+  if (!opened.ok()) return opened.error().message;
+  holder = std::move(*opened);
+  db::Status locked = holder->execute_script(
+      "SET idle_in_transaction_session_timeout = 0; BEGIN; LOCK TABLE jobs IN " + mode + " MODE");
+  return locked.ok() ? "" : locked.error().message;
+}
+
+// The insert whose answer is given up on, made certain: a session of the
+// test holds the jobs table, so the submit's INSERT waits on the lock inside
+// the server (which does not notice its client leave) and would commit once
+// the lock goes. The service answers 503 after its deadline and ends the
+// server process left with the INSERT, so the job is stored once or never:
+// the submit retried with its key answers 200 with the job if the INSERT
+// landed first, 201 if it was ended first. Either way the job runs.
+TEST(DatabaseHang, ASubmitWhoseInsertWasNotAnsweredInTimeIsStoredOnceWhenRetried) {
   ServiceProcess service(with_db_timeout());
   ASSERT_EQ(service.start(), "");
-  // A first submit prepares the INSERT on the committer's connection: the
-  // next one is sent at once (a PREPARE would wait on the lock itself, and
-  // its failure rightly says the job was not stored).
-  const std::int64_t first = submit(service, tiny_spec());
-  ASSERT_GT(first, 0);
-  ASSERT_EQ(service.wait_terminal(first)["state"], "SUCCEEDED");
-  auto holder = db::Connection::open("host=" + service.state_dir().string() +
-                                     " port=5432 dbname=tpujobs user=tpujobs");
-  ASSERT_TRUE(holder.ok()) << holder.error().message;
-  ASSERT_TRUE((*holder)->execute_script("BEGIN; LOCK TABLE jobs IN EXCLUSIVE MODE").ok());
+  std::int64_t first = 0;
+  std::unique_ptr<db::Connection> holder;
+  ASSERT_EQ(run_a_job_then_hold_the_jobs_table(service, "EXCLUSIVE", first, holder), "");
 
   const HttpResponse lost =
       service.post("/v1/jobs", tiny_spec().dump(), {{"Idempotency-Key", "lands-late"}});
   EXPECT_EQ(lost.status, 503) << lost.body;
   EXPECT_NE(lost.body.find("may or may not have been stored"), std::string::npos) << lost.body;
-  ASSERT_TRUE((*holder)->execute_script("COMMIT").ok());  // the waiting INSERT goes on
+  ASSERT_TRUE(holder->execute_script("COMMIT").ok());  // a waiting INSERT goes on
 
-  // The same submit again: the job the late INSERT stored, not a second.
+  // The same submit again: the job the late INSERT stored, or a new one.
   HttpResponse retried;
-  const json found = poll_until(
+  poll_until(
       [&] {
         retried = service.post("/v1/jobs", tiny_spec().dump(), {{"Idempotency-Key", "lands-late"}});
         return json{{"status", retried.status}};
       },
       [](const json& r) { return r["status"] == 200 || r["status"] == 201; },
       std::chrono::seconds(60));
-  ASSERT_EQ(retried.status, 200) << retried.body << " (the late INSERT should have stored it)";
+  ASSERT_TRUE(retried.status == 200 || retried.status == 201) << retried.body;
   const std::int64_t id = retried.json()["id"].get<std::int64_t>();
   const json done = service.wait_terminal(id);
   EXPECT_EQ(done["state"], "SUCCEEDED") << done.dump() << service.log();
   const json list = service.get("/v1/jobs").json();
   EXPECT_EQ(list["jobs"].size(), 2u) << "the first job and this one, stored once: " << list.dump();
+  EXPECT_EQ(service.stop(), 0) << service.log();
+}
+
+// An insert carried out with its answer lost stores a job the service never
+// queued. Nobody retries it (a user gone, a pipeline that gave up on the
+// 503), and it must still run, not wait for a restart. Here the session
+// holding the table stores such a job itself, as the lost insert would
+// have, and the service's own INSERT waits behind the lock. The lock keeps
+// out readers too, so the service reads the queue only once it is
+// committed, as it would a lost insert's job once its process is gone.
+TEST(DatabaseHang, AJobStoredByAnInsertWhoseAnswerWasLostRunsWithoutARetry) {
+  ServiceProcess service(with_db_timeout());
+  ASSERT_EQ(service.start(), "");
+  std::int64_t first = 0;
+  std::unique_ptr<db::Connection> holder;
+  ASSERT_EQ(run_a_job_then_hold_the_jobs_table(service, "ACCESS EXCLUSIVE", first, holder), "");
+
+  const HttpResponse lost = service.post("/v1/jobs", tiny_spec().dump());
+  EXPECT_EQ(lost.status, 503) << lost.body;
+  auto stored = holder->execute(
+      "INSERT INTO jobs (tenant, name, labels, priority, spec, resolved, warnings, spec_hash)"
+      " SELECT tenant, 'answer-lost', labels, priority, spec, resolved, warnings, spec_hash"
+      "   FROM jobs WHERE id = $1::bigint RETURNING id",
+      {first});
+  ASSERT_TRUE(stored.ok()) << stored.error().message;
+  const std::int64_t orphan = stored->int64(0, 0);
+  ASSERT_TRUE(holder->execute_script("COMMIT").ok());
+
+  const json done = service.wait_terminal(orphan);
+  EXPECT_EQ(done["state"], "SUCCEEDED") << done.dump() << service.log();
+  EXPECT_NE(service.log().find("job " + std::to_string(orphan) +
+                               " queued: an insert whose "
+                               "answer was lost had stored it"),
+            std::string::npos)
+      << service.log();
+  // Nothing is left waiting: the service's own INSERT either landed (and
+  // ran) or was ended.
+  const json list = service.get("/v1/jobs").json();
+  for (const json& job : list["jobs"]) {
+    EXPECT_EQ(service.wait_terminal(job["id"].get<std::int64_t>())["state"], "SUCCEEDED")
+        << job.dump();
+  }
   EXPECT_EQ(service.stop(), 0) << service.log();
 }
 
