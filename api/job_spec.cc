@@ -709,9 +709,13 @@ std::optional<JobSpec> parse_job_spec(const json& body, std::vector<FieldError>*
     if (const json* trainer = top.raw("trainer"); expect_object(trainer, "trainer", errors)) {
       ObjectReader r(*trainer, "trainer", "trainer", errors);
       parse_trainer(r, &spec);
-      if (const json* v = r.raw("devices"))
+      // An explicit null is Python's None, which Lightning tells apart from
+      // the default where the default is not None: `devices` defaults to
+      // 'auto' from 2.0 on, and 2.x has no `tpu_cores` keyword at all. In 1.x
+      // both default to None, and the rules treat None and absent alike.
+      if (const json* v = r.raw("devices", /*allow_null=*/true))
         spec.trainer.devices = device_value(*v, "trainer.devices", errors);
-      if (const json* v = r.raw("tpu_cores"))
+      if (const json* v = r.raw("tpu_cores", /*allow_null=*/true))
         spec.trainer.tpu_cores = device_value(*v, "trainer.tpu_cores", errors);
       // Lightning judges num_nodes of any JSON type ("`num_nodes` must be a
       // positive integer, but got 2.0.", or int("2") in 2.0 and older).

@@ -35,7 +35,16 @@ struct DeviceRules {
   // 2.1+ `_check_data_type` refuses None first, in its own words (no
   // period); before, it accepts None.
   std::string_view type_none_source = {};
+  // 2.0 (whose `devices` defaults to 'auto'): an explicit None passes
+  // `_check_data_type` and `_tpu_devices_valid` (`devices in (1, 8, None)`),
+  // so get_parallel_devices(None) leaves no devices and the 'auto' strategy
+  // choice indexes None. Where; empty for releases where None is 'auto' (1.x)
+  // or refused (2.1+).
+  std::string_view none_unsubscriptable_source = {};
 };
+
+constexpr std::string_view kNoneUnsubscriptable =
+    "TypeError: 'NoneType' object is not subscriptable";
 
 constexpr std::string_view kIndexError = "IndexError: list index out of range";
 constexpr std::string_view kTypeNone21 =
@@ -137,7 +146,12 @@ constexpr DeviceRules kDeviceRules[] = {
      "2.0.9:src/lightning/fabric/accelerators/tpu.py",
      "2.0.9:src/lightning/fabric/utilities/device_parser.py:201 (_check_data_type)",
      "2.0.9:src/lightning/fabric/utilities/device_parser.py:199 (_check_data_type)",
-     "2.0.9:src/lightning/fabric/accelerators/tpu.py:173 (_tpu_devices_valid)"},
+     "2.0.9:src/lightning/fabric/accelerators/tpu.py:173 (_tpu_devices_valid)",
+     {},
+     // _choose_strategy's `SingleTPUStrategy(device=self._parallel_devices[0])`:
+     // line 426 in 2.0.0, 434 in 2.0.1-2.0.2, 427 in 2.0.3-2.0.9.
+     "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py:427 "
+     "(_choose_strategy)"},
     // device_parser.py:203 / :205 in 2.1.0-2.4.0, :204 / :206 in 2.5.x.
     rules21({201, 204},
             "2.1.4:src/lightning/fabric/utilities/device_parser.py:205 (_check_data_type)",
@@ -391,6 +405,26 @@ std::optional<DeviceAsk> parse_one_based(Context& c, const DeviceValue& value) {
   return invalid(c, "");
 }
 
+// 2.0's `devices=None` on a TPU: no parallel devices. With the strategy left
+// to Lightning ('auto'), _choose_strategy indexes them; a named strategy gets
+// parallel_devices=None, which tpujobs does not follow further.
+void refuse_none_devices(Context& c) {
+  const std::optional<std::string>& strategy = c.strategy_flag();
+  if (!strategy || *strategy == "auto") {
+    c.error(c.devices_field, std::string(kNoneUnsubscriptable),
+            "Lightning " + c.release->name() +
+                " takes `devices=None` as no TPU devices at all: drop `devices` (its default is "
+                "'auto') or set `devices: 8` or `devices: 1`.",
+            rules_for(c).none_unsubscriptable_source);
+    return;
+  }
+  c.error(c.devices_field,
+          "Lightning " + c.release->name() + " gives `strategy=" + py_repr(*strategy) +
+              "` no TPU devices for `devices=None` (parallel_devices=None); tpujobs does not run "
+              "such a job.",
+          "Drop `devices` (its default is 'auto') or set `devices: 8` or `devices: 1`.");
+}
+
 // "Trainer.__init__" from Python 3.10 on, "__init__" before.
 std::string init_qualname(const Context& c) {
   const std::string python =
@@ -449,6 +483,10 @@ void check_tpu_devices(Context& c) {
   // accelerator_connector.py:584).
   if (c.v1() && is_none(*c.devices_value)) {
     c.ask = DeviceAsk{};
+    return;
+  }
+  if (is_none(*c.devices_value) && !rules_for(c).none_unsubscriptable_source.empty()) {
+    refuse_none_devices(c);
     return;
   }
   if (refuse_data_type(c, *c.devices_value)) return;
@@ -523,8 +561,11 @@ void check_devices(Context& c) {
   const AutoWithoutAccelerator* automatic =
       row_for<AutoWithoutAccelerator>(kAutoWithoutAccelerator, c.version);
   const DeviceValue& devices = c.settings.devices;
+  // Only a true tpu_cores replaces the devices flag and names the accelerator
+  // (1.9.5 accelerator_connector.py:495-514); None, 0 or '' leave 'auto'
+  // without one (:456).
   if (automatic && !c.accelerator_flag() && devices.kind == DeviceValue::Kind::kString &&
-      devices.text == "auto" && c.settings.tpu_cores.kind == DeviceValue::Kind::kAbsent) {
+      devices.text == "auto" && !tpu_cores_select_the_tpu(c.settings.tpu_cores)) {
     c.error(kFieldDevices, fill(automatic->text, {{"devices", devices.text}}),
             "Lightning " + c.release->name() +
                 " needs an accelerator for `devices: \"auto\"`: add `accelerator: \"tpu\"`.",
@@ -555,6 +596,9 @@ std::vector<RuleText> device_rule_texts() {
     if (!rules.empty_list_source.empty()) {
       out.push_back({kFieldDevices, kIndexError, rules.empty_list_source});
       out.push_back({kFieldTpuCores, kIndexError, rules.empty_list_source});
+    }
+    if (!rules.none_unsubscriptable_source.empty()) {
+      out.push_back({kFieldDevices, kNoneUnsubscriptable, rules.none_unsubscriptable_source});
     }
   }
   for (const ZeroDevicesRule& rule : kZeroDevicesRules) {

@@ -210,6 +210,49 @@ TEST(JobSpec, NumNodesReachesTheResolverAsWritten) {
   EXPECT_TRUE(errors.empty());
 }
 
+// An explicit null is Python's None: Lightning 2.0 defaults `devices` to
+// 'auto' and fails on None, 2.1+ refuses None, 1.x takes None as its own
+// default; 2.x has no `tpu_cores` keyword at all, null or not.
+TEST(JobSpec, NullDevicesReachTheResolverAsNone) {
+  scheduler::PoolCapacity v3_8;
+  v3_8.hosts[scheduler::Generation::kV3] = 1;
+  auto resolved = [&](const std::string& version, const json& trainer) {
+    std::vector<FieldError> errors;
+    json body = json::parse(kMinimal);
+    body["lightning_version"] = version;
+    body["trainer"] = trainer;
+    std::optional<JobSpec> spec = parse_job_spec(body, &errors);
+    EXPECT_TRUE(spec) << fields(errors);
+    return spec ? resolve(spec->trainer, v3_8) : Resolution{};
+  };
+  auto first_error = [](const Resolution& resolution) {
+    return resolution.errors.empty()
+               ? std::string("no error")
+               : resolution.errors.front().field + ": " + resolution.errors.front().message;
+  };
+  std::vector<FieldError> errors;
+  json body = json::parse(kMinimal);
+  body["trainer"] = {{"devices", nullptr}, {"tpu_cores", nullptr}};
+  std::optional<JobSpec> spec = parse_job_spec(body, &errors);
+  ASSERT_TRUE(spec) << fields(errors);
+  EXPECT_EQ(spec->trainer.devices.python_type, "NoneType");
+  EXPECT_EQ(spec->trainer.tpu_cores.python_type, "NoneType");
+
+  EXPECT_EQ(first_error(resolved("2.0", {{"devices", nullptr}})),
+            "trainer.devices: TypeError: 'NoneType' object is not subscriptable");
+  EXPECT_EQ(first_error(resolved("2.0", json::object())), "no error");
+  EXPECT_EQ(first_error(resolved("2.5", {{"devices", nullptr}})),
+            "trainer.devices: Device IDs (GPU/TPU) must be an int, a string, a sequence of ints, "
+            "but you passed None");
+  EXPECT_EQ(first_error(resolved("2.5", {{"tpu_cores", nullptr}})),
+            "trainer.tpu_cores: Trainer.__init__() got an unexpected keyword argument 'tpu_cores'");
+  const Resolution v19 = resolved("1.9", {{"devices", nullptr}, {"tpu_cores", 8}});
+  EXPECT_EQ(first_error(v19), "no error");
+  EXPECT_EQ(v19.world_size, 8);
+  ASSERT_EQ(v19.warnings.size(), 1u) << "no `devices=None will be ignored` warning";
+  EXPECT_TRUE(v19.warnings[0].starts_with("Setting `Trainer(tpu_cores=8)` is deprecated"));
+}
+
 TEST(JobSpec, EnvironmentIsReadAsPipFreezeShowsIt) {
   std::vector<FieldError> errors;
   json body = json::parse(kMinimal);

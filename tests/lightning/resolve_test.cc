@@ -716,6 +716,27 @@ const std::vector<VersionCase>& VersionCases() {
        "v=2.1 devices=None", "v3-8",
        "trainer.devices: Device IDs (GPU/TPU) must be an int, a string, a sequence of ints, but "
        "you passed None"},
+      // 2.0's default is 'auto': an explicit None passes the parser and
+      // leaves no device for the strategy Lightning picks.
+      {"v20_devices_none_leaves_no_device",
+       "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py:427",
+       "v=2.0 devices=None", "v3-8",
+       "trainer.devices: TypeError: 'NoneType' object is not subscriptable"},
+      {"v20_tpu_devices_none_leaves_no_device",
+       "2.0.9:src/lightning/fabric/accelerators/tpu.py:167 (devices in (1, 8, None))",
+       "v=2.0 accelerator=tpu devices=None", "v3-8",
+       "trainer.devices: TypeError: 'NoneType' object is not subscriptable"},
+      // 1.x: None is the default of both flags, so devices=None beside
+      // tpu_cores is not "given" (`if devices:`), and tpu_cores=None names no
+      // accelerator for devices='auto'.
+      {"v16_tpu_cores_beside_devices_none",
+       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:458 (if devices:)",
+       "v=1.6 tpu_cores=8 devices=None", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
+      {"v18_devices_auto_tpu_cores_none",
+       "1.8.6:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+       "v=1.8 devices=auto tpu_cores=None", "",
+       "trainer.devices: You passed `devices=auto` but haven't specified "
+       "`accelerator=('auto'|'tpu'|'gpu'|'ipu'|'cpu'|'hpu'|'mps')` for the devices mapping."},
       {"v19_devices_none_is_auto",
        "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py:584",
        "v=1.9 accelerator=tpu devices=None", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
