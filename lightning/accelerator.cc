@@ -244,6 +244,7 @@ void check_accelerator(Context& c) {
   }
   const bool registered = is_registered(flag);
   if (!registered && flag != "auto" && !(flag == "gpu" && !rules.gpu_registered)) {
+    c.accelerator_name_refused = true;
     c.error(kFieldAccelerator,
             fill(rules.invalid_name, {{"accelerator", py_repr(flag)},
                                       {"names", std::string(rules.registered)},

@@ -72,6 +72,10 @@ struct Context {
   // 1.6 takes an `accelerator` that names a strategy ('ddp') as the
   // strategy, with a deprecation warning; the accelerator flag stays None.
   std::optional<std::string> strategy_from_accelerator = std::nullopt;
+  // The accelerator string is refused by name, which Lightning checks with
+  // the other flags (_check_config_and_set_final_flags) before it looks at
+  // the devices; other accelerator errors come after the device flags.
+  bool accelerator_name_refused = false;
   // The strategy setting as Lightning keeps it; nullopt: None.
   const std::optional<std::string>& strategy_flag() const {
     return settings.strategy ? settings.strategy : strategy_from_accelerator;

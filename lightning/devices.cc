@@ -465,9 +465,6 @@ void check_tpu_devices(Context& c) {
               cores_rules.source);
       return;
     }
-    if (!cores_rules.deprecated.empty() && !is_none(tpu_cores)) {
-      c.warn(fill(cores_rules.deprecated, {{"tpu_cores", py_repr(tpu_cores)}}));
-    }
     if (truthy(tpu_cores)) {
       if (truthy(devices)) {
         c.warn(fill(cores_rules.devices_ignored,
@@ -506,13 +503,8 @@ void check_cpu_devices(Context& c) {
     }
     // 1.x refuses `devices=0` before it looks at tpu_cores (check_tpu_devices).
     if (refuse_zero_devices(c, c.settings.devices)) return;
-    if (!tpu_cores_select_the_tpu(c.settings.tpu_cores)) {
-      // A false tpu_cores (0, '', "0", None, ...) is not used: a CPU job,
-      // with 1.7-1.9's deprecation warning unless it is None.
-      if (!cores_rules.deprecated.empty() && !is_none(c.settings.tpu_cores)) {
-        c.warn(fill(cores_rules.deprecated, {{"tpu_cores", py_repr(c.settings.tpu_cores)}}));
-      }
-    } else {
+    // A false tpu_cores (0, '', "0", None, ...) is not used: a CPU job.
+    if (tpu_cores_select_the_tpu(c.settings.tpu_cores)) {
       c.error(kFieldTpuCores,
               "`tpu_cores=" + py_str(c.settings.tpu_cores) +
                   "` asks for TPU cores, but the job runs with `accelerator='cpu'`.",
@@ -553,11 +545,28 @@ void check_cpu_devices(Context& c) {
   }
 }
 
+// 1.7-1.9 warn that `tpu_cores` is deprecated whenever it is not None, in
+// _check_device_config_and_set_final_flags (1.9.5 accelerator_connector.py:484,
+// 1.7.7 :453, 1.8.6 :447): after the accelerator name (:295) and devices in
+// ([], 0, "0") (:440) are checked, before 'gpu' is resolved (:202), the
+// accelerator is instantiated (its "can not run on your system", :566) or any
+// device is parsed. So the warning precedes those errors.
+void warn_tpu_cores_deprecated(Context& c) {
+  const DeviceValue& tpu_cores = c.settings.tpu_cores;
+  const TpuCoresRules& rules = *row_for<TpuCoresRules>(kTpuCoresRules, c.version);
+  if (rules.deprecated.empty() || tpu_cores.kind == DeviceValue::Kind::kAbsent ||
+      is_none(tpu_cores) || c.accelerator_name_refused || is_zero(c.settings.devices)) {
+    return;
+  }
+  c.warn(fill(rules.deprecated, {{"tpu_cores", py_repr(tpu_cores)}}));
+}
+
 }  // namespace
 
 bool tpu_cores_select_the_tpu(const DeviceValue& tpu_cores) { return truthy(tpu_cores); }
 
 void check_devices(Context& c) {
+  warn_tpu_cores_deprecated(c);
   const AutoWithoutAccelerator* automatic =
       row_for<AutoWithoutAccelerator>(kAutoWithoutAccelerator, c.version);
   const DeviceValue& devices = c.settings.devices;

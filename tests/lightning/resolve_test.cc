@@ -517,7 +517,8 @@ const std::vector<Case>& Cases() {
       {"tpu_cores_no_tpu", "v=1.9 tpu_cores=8", "",
        "trainer.tpu_cores: `TPUAccelerator` can not run on your system since the accelerator is "
        "not available. The following accelerator(s) is available and can be passed into "
-       "`accelerator` argument of `Trainer`: ['cpu']."},
+       "`accelerator` argument of `Trainer`: ['cpu'].",
+       kDeprecated8},
       {"tpu_cores_8_on_v4", "v=1.9 tpu_cores=8", "v4-8",
        "trainer.tpu_cores: `tpu_cores=8` asks for 8 devices per host, but the hosts it may run on "
        "have 4 on v4 hosts.",
@@ -798,6 +799,33 @@ const std::vector<VersionCase>& VersionCases() {
       {"v17_devices_comma", "1.7.7:src/pytorch_lightning/utilities/device_parser.py:304",
        "v=1.7 accelerator=tpu devices=','", "v3-8",
        "trainer.devices: IndexError: list index out of range"},
+      // 1.7-1.9 warn about tpu_cores with the device flags, after the
+      // accelerator name and devices=0 are checked and before the accelerator
+      // is resolved or instantiated, so the warning precedes those errors.
+      {"v19_tpu_cores_warned_before_gpu_backend",
+       "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py:484 (:202 after)",
+       "v=1.9 accelerator=gpu tpu_cores=8", "v3-8",
+       "trainer.accelerator: No supported gpu backend found!", kDeprecated8},
+      {"v17_tpu_cores_warned_before_unavailable",
+       "1.7.7:src/pytorch_lightning/trainer/connectors/accelerator_connector.py:453 (:532 after)",
+       "v=1.7 accelerator=tpu tpu_cores=8", "",
+       "trainer.accelerator: TPUAccelerator can not run on your system since the accelerator is "
+       "not "
+       "available. The following accelerator(s) is available and can be passed into `accelerator` "
+       "argument of `Trainer`: ['cpu'].",
+       kDeprecated8},
+      {"v18_tpu_cores_zero_warned_before_devices_mapping",
+       "1.8.6:src/pytorch_lightning/trainer/connectors/accelerator_connector.py:447 (:419 after)",
+       "v=1.8 devices=auto tpu_cores=0", "",
+       "trainer.devices: You passed `devices=auto` but haven't specified "
+       "`accelerator=('auto'|'tpu'|'gpu'|'ipu'|'cpu'|'hpu'|'mps')` for the devices mapping.",
+       "Setting `Trainer(tpu_cores=0)` is deprecated in v1.7 and will be removed in v2.0. Please "
+       "use `Trainer(accelerator='tpu', devices=0)` instead."},
+      {"v19_tpu_cores_not_warned_after_accelerator_name",
+       "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py:295 (:484 after)",
+       "v=1.9 accelerator=bogus tpu_cores=8", "v3-8",
+       "trainer.accelerator: You selected an invalid accelerator name: `accelerator='bogus'`. "
+       "Available names are: cpu, cuda, hpu, ipu, mps, tpu."},
       {"v18_tpu_cores_space", "1.8.6:src/lightning_lite/accelerators/tpu.py:168",
        "v=1.8 tpu_cores='_'", "v3-8", "trainer.tpu_cores: IndexError: list index out of range",
        "Setting `Trainer(tpu_cores=' ')` is deprecated in v1.7 and will be removed in v2.0. Please "
@@ -1533,7 +1561,8 @@ const std::vector<VersionCase>& VersionCases() {
       {"env_v191_no_torch_xla_tpu_cores", "1.9.1:src/lightning_fabric/accelerators/tpu.py:120",
        "pl=1.9.1 torch=1.13.1 py=3.8 tpu_cores=8", "v3-8",
        "trainer.tpu_cores: Module not found: 'torch_xla'. HINT: Try running `pip install -U "
-       "torch_xla`"},
+       "torch_xla`",
+       kDeprecated8},
       {"env_v195_no_torch_xla", "1.9.5:src/lightning_fabric/accelerators/tpu.py:120",
        "pl=1.9.5 torch=1.13.1 py=3.8 accelerator=tpu", "v3-8",
        "trainer.accelerator: Module not found: 'torch_xla'. HINT: Try running `pip install -U "
