@@ -356,6 +356,28 @@ TEST(ApplyResolution, SixteenTrueOnATpuRunsAndIsSizedInFloat32) {
   EXPECT_EQ(hbm(sixteen).precision, executor::Precision::kFp32);
 }
 
+// A user's XLA_USE_FP16 under torch_xla 2.4 makes every float tensor on the
+// TPU fp16 (lightning/precision.cc): the executor computes in fp16, and the
+// job's log says why.
+TEST(ApplyResolution, UsersXlaUseFp16TrainsInFloat16) {
+  scheduler::PoolCapacity v3_8;
+  v3_8.hosts[scheduler::Generation::kV3] = 1;
+  std::vector<FieldError> errors;
+  json body = json::parse(kMinimal);
+  body["environment"] = {{"lightning", "2.4.0"}, {"torch", "2.4.0"}, {"torch_xla", "2.4.0"}};
+  body["env"] = {{"XLA_USE_FP16", "1"}};
+  body["trainer"] = {{"precision", "32-true"}};
+  std::optional<JobSpec> spec = parse_job_spec(body, &errors);
+  ASSERT_TRUE(spec) << fields(errors);
+  const Resolution resolution = resolve(spec->trainer, v3_8);
+  ASSERT_TRUE(resolution.errors.empty()) << resolution.errors.front().message;
+  apply_resolution(resolution, &*spec);
+  EXPECT_EQ(spec->training.precision, executor::Precision::kFp16);
+  ASSERT_EQ(spec->training.notices.size(), 1u);
+  EXPECT_TRUE(spec->training.notices[0].starts_with("tpujobs: env XLA_USE_FP16 makes"))
+      << spec->training.notices[0];
+}
+
 // What the executor's device log line needs: Lightning's trainer.num_devices
 // (the cores of one host) and whether the pool has TPUs.
 TEST(ApplyResolution, PassesTheDevicesOfOneHostAndTpuAvailability) {

@@ -2105,6 +2105,55 @@ TEST(ResolveTest, CitesTheFileThatWritesTheText) {
   EXPECT_EQ(2, notices);  // torch_xla 2.4 and 2.5
 }
 
+// torch_xla up to 2.4 reads the user's XLA_USE_FP16 itself and stores every
+// float32 tensor as float16, before it looks at XLA_USE_BF16 (v2.4.0
+// torch_xla/csrc/dtype.cpp:180-185; v2.1.0 tensor_util.cpp:1163): whatever
+// the precision, a TPU job trains in fp16 then, and a notice says why. 2.5
+// no longer reads it; the CPU has no XLA tensors.
+TEST(ResolveTest, UsersXlaUseFp16MakesTpuTensorsFloat16UpTo24) {
+  struct Row {
+    std::string settings;
+    std::string precision;     // precision_name()
+    std::string lightning;     // lightning_precision
+    std::string notice_names;  // "" when no notice
+  };
+  const Row rows[] = {
+      {"pl=2.4.0 torch=2.4.0 xla=2.4.0 precision=32-true env.XLA_USE_FP16=1", "16-true", "32-true",
+       "torch_xla 2.4 store every float32 tensor on the TPU as float16"},
+      {"pl=2.4.0 torch=2.4.0 xla=2.4.0 precision=bf16-true env.XLA_USE_FP16=1", "16-true",
+       "bf16-true", "not as precision='bf16-true' says"},
+      {"pl=2.1.4 torch=2.1.0 xla=2.1.0 env.XLA_USE_FP16=true", "16-true", "32-true",
+       "torch_xla 2.1 store"},
+      {"pl=2.4.0 torch=2.4.0 xla=2.4.0 env.XLA_USE_FP16=1 env.XLA_USE_BF16=1", "16-true", "32-true",
+       "before XLA_USE_BF16"},
+      {"pl=1.9.5 torch=1.13.1 xla=1.13 py=3.8 tpu_cores=8 precision=bf16 env.XLA_USE_FP16=1",
+       "16-true", "bf16", "not as precision='bf16' says"},
+      {"pl=1.9.5 torch=1.13.1 xla=1.13 py=3.8 tpu_cores=8 precision=32 env.XLA_USE_FP16=1",
+       "16-true", "32", "not as precision=32 says"},
+      {"pl=2.0.9 torch=2.0.1 xla=2.0 precision=16-mixed env.XLA_USE_FP16=1", "16-true",
+       "bf16-mixed", "Unset XLA_USE_FP16 to train in 'bf16-mixed'"},
+      {"pl=2.4.0 torch=2.4.0 xla=2.4.0 precision=32-true env.XLA_USE_FP16=0", "32-true", "32-true",
+       ""},
+      {"pl=2.5.6 torch=2.5.0 xla=2.5.0 precision=32-true env.XLA_USE_FP16=1", "32-true", "32-true",
+       ""},
+      {"pl=2.4.0 torch=2.4.0 xla=2.4.0 accelerator=cpu precision=32-true env.XLA_USE_FP16=1",
+       "32-true", "32-true", ""},
+  };
+  for (const Row& row : rows) {
+    const Resolution r = resolve(Settings(row.settings), Pool("v3-8"));
+    ASSERT_TRUE(r.errors.empty()) << row.settings << ": " << Summary(r);
+    EXPECT_EQ(row.precision, precision_name(r.precision)) << row.settings;
+    EXPECT_EQ(row.lightning, r.lightning_precision) << row.settings;
+    if (row.notice_names.empty()) {
+      EXPECT_TRUE(r.notices.empty()) << row.settings << ": " << Join(r.notices);
+      continue;
+    }
+    ASSERT_EQ(1u, r.notices.size()) << row.settings << ": " << Join(r.notices);
+    EXPECT_TRUE(r.notices[0].starts_with("tpujobs: env XLA_USE_FP16 makes ")) << r.notices[0];
+    EXPECT_NE(std::string::npos, r.notices[0].find(row.notice_names)) << r.notices[0];
+  }
+}
+
 // 1.9's strategy checks changed in its patch releases: 1.9.0-1.9.1 check no
 // name (the registry's KeyError, 'auto' too), 1.9.2 refuses an unknown name
 // naming lightning.pytorch's Strategy, 1.9.3 pytorch_lightning's, and only
