@@ -777,7 +777,14 @@ void apply_resolution(const Resolution& resolution, JobSpec* spec) {
   t.xla_debug = resolution.pt_xla_debug;
   t.xla_metrics_file = resolution.xla_metrics_file;
   t.torch_xla_version = resolution.torch_xla_version;
-  t.device_info = resolution.device_info;
+  // The executor logs device_info first, then the notices: torch_xla's
+  // import warnings come before Lightning's device lines, and what it prints
+  // when the processes first place a tensor on the TPU after them.
+  t.device_info = resolution.torch_xla_import_lines;
+  t.device_info.insert(t.device_info.end(), resolution.device_info.begin(),
+                       resolution.device_info.end());
+  t.device_info.insert(t.device_info.end(), resolution.torch_xla_first_tensor_lines.begin(),
+                       resolution.torch_xla_first_tensor_lines.end());
   t.notices = resolution.notices;
   t.lightning_v1 = resolution.lightning_v1;
   switch (resolution.precision) {

@@ -210,8 +210,13 @@ int default_torch_xla(int lightning_version);
 // (non-zero is true); false when unset (environment.cc).
 bool env_bool(const std::map<std::string, std::string>& env, const std::string& name);
 
-// What torch_xla (major*100+minor) prints when it reads XLA_USE_BF16=1; empty
-// when it prints nothing (environment.cc).
-std::string_view xla_use_bf16_notice(int torch_xla_version);
+// What torch_xla (major*100+minor) prints about its dtype variables; each
+// empty when that release prints nothing (environment.cc).
+struct TorchXlaDtypeTexts {
+  std::string_view use_bf16;                 // stdout, when it first reads XLA_USE_BF16 true
+  std::string_view use_fp16;                 // stdout, when it first reads XLA_USE_FP16 true
+  std::string_view use_fp16_import_warning;  // `import torch_xla`, XLA_USE_FP16 set at all
+};
+TorchXlaDtypeTexts torch_xla_dtype_texts(int torch_xla_version);
 
 }  // namespace tpujobs::lightning

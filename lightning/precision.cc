@@ -237,6 +237,29 @@ void apply_xla_use_fp16(Context& c) {
   c.out.notices.push_back(notice);
 }
 
+// What torch_xla prints when each process of the job first places a float
+// tensor on the TPU (MaybeDowncastToXlaDeviceType, F32: `UseF16() ||
+// DowncastF16()` first, then `UseBF16()`, each read once a process; v2.4.0
+// torch_xla/csrc/dtype.cpp:180-185): the XLA_USE_FP16 notice when the user's
+// XLA_USE_FP16 is true (2.4, dtype.cpp:25; XLA_USE_BF16 is never read then),
+// else the XLA_USE_BF16 one when it is true (2.4-2.5, dtype.cpp:14), set by
+// the user or by Lightning's bf16 plugin (1.6.5 plugins/precision/tpu_bf16.py:31,
+// 2.0.9 :31, 2.1.4 plugins/precision/xla.py:57): a TPU job in bf16 here.
+// Call before apply_xla_use_fp16.
+void announce_torch_xla_dtype(Context& c) {
+  if (c.accelerator != Accelerator::kTpu || !c.torch_xla_from_environment) return;
+  const TorchXlaDtypeTexts texts = torch_xla_dtype_texts(c.out.torch_xla_version);
+  const bool fp16 = c.out.torch_xla_version <= kLastTorchXlaReadingXlaUseFp16 &&
+                    env_bool(c.settings.env, "XLA_USE_FP16");
+  const std::string_view notice = fp16                                      ? texts.use_fp16
+                                  : c.out.precision == Precision::kBf16True ? texts.use_bf16
+                                                                            : std::string_view();
+  if (notice.empty()) return;
+  c.warn(std::string(notice));
+  const int processes = std::max(1, c.out.device.devices_per_host);
+  for (int i = 0; i < processes; ++i) c.out.torch_xla_first_tensor_lines.emplace_back(notice);
+}
+
 // '16-true' under XLAPrecision: float32 unless the user's own XLA_USE_FP16
 // reaches a torch_xla that reads it (up to 2.4), which then stores every
 // float tensor as fp16 whatever the plugin did.
@@ -372,6 +395,7 @@ void check_precision(Context& c) {
     const bool bf16 = c.xla_use_bf16 && c.accelerator == Accelerator::kTpu;
     c.out.precision = bf16 ? Precision::kBf16True : Precision::k32True;
     c.out.lightning_precision = c.v1() ? "32" : "32-true";
+    announce_torch_xla_dtype(c);
     apply_xla_use_fp16(c);
     return;
   }
@@ -400,17 +424,8 @@ void check_precision(Context& c) {
   }
   check_precision_plugin(c, rules, canonical, written, number);
   c.out.lightning_precision = canonical;
-  // XLAPrecision('bf16-true') sets XLA_USE_BF16=1 itself (2.1.4
-  // plugins/precision/xla.py:57), and torch_xla 2.4 and 2.5 print their
-  // notice when they first read it (dtype.cpp:14, once a process: a user's
-  // own XLA_USE_BF16 printed it already).
-  if (rules.plugin == TpuPlugin::kXlaPrecision && canonical == "bf16-true" &&
-      c.accelerator == Accelerator::kTpu && strategy_build(c) == StrategyBuild::kTpu &&
-      c.torch_xla_from_environment && !c.xla_use_bf16) {
-    const std::string_view notice = xla_use_bf16_notice(c.out.torch_xla_version);
-    if (!notice.empty()) c.warn(std::string(notice));
-  }
   if (c.xla_use_bf16 && c.accelerator == Accelerator::kTpu) c.out.precision = Precision::kBf16True;
+  announce_torch_xla_dtype(c);
   apply_xla_use_fp16(c);
 }
 

@@ -181,6 +181,15 @@ struct Resolution {
   // release's set ("GPU available: ...", "TPU available: ...", and the IPU /
   // HPU lines of the releases that have them).
   std::vector<std::string> device_info;
+  // What torch_xla itself prints in the job's log, when `environment` names
+  // the torch_xla: at `import torch_xla`, before Lightning's device lines
+  // (2.5's warning on a deprecated XLA_USE_FP16), and when the job's
+  // processes on a host first place a float tensor on the TPU, after them
+  // (2.4-2.5's XLA_USE_BF16 / XLA_USE_FP16 notices: once a process, so once
+  // per core of a host, one line for a single-core job). Each is one of
+  // `warnings` too, once.
+  std::vector<std::string> torch_xla_import_lines;
+  std::vector<std::string> torch_xla_first_tensor_lines;
   // tpujobs' own notices, each starting "tpujobs:", where the emulation
   // follows an upstream behaviour a user would not expect (precision
   // '16-true' on a TPU training in float32 under 2.1+). Each is one of

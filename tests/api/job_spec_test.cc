@@ -378,6 +378,50 @@ TEST(ApplyResolution, UsersXlaUseFp16TrainsInFloat16) {
       << spec->training.notices[0];
 }
 
+// torch_xla's own lines in the job's log: the import warning before
+// Lightning's device lines, the dtype notice after them once per process of
+// the host (8 for a v3-8 host, 1 for a single core).
+TEST(ApplyResolution, TorchXlaDtypeLinesFrameTheDeviceLines) {
+  scheduler::PoolCapacity v3_8;
+  v3_8.hosts[scheduler::Generation::kV3] = 1;
+  auto log_lines = [&](const std::string& torch_xla, const json& env, const json& trainer) {
+    std::vector<FieldError> errors;
+    json body = json::parse(kMinimal);
+    body["environment"] = {{"lightning", "2.5.6"}, {"torch", torch_xla}, {"torch_xla", torch_xla}};
+    body["env"] = env;
+    body["trainer"] = trainer;
+    std::optional<JobSpec> spec = parse_job_spec(body, &errors);
+    EXPECT_TRUE(spec) << fields(errors);
+    if (!spec) return std::vector<std::string>{};
+    const Resolution resolution = resolve(spec->trainer, v3_8);
+    EXPECT_TRUE(resolution.errors.empty()) << resolution.errors.front().message;
+    apply_resolution(resolution, &*spec);
+    return spec->training.device_info;
+  };
+  const std::string bf16_24 =
+      "XLA_USE_BF16 will be deprecated after the 2.4 release, please convert your model to bf16 "
+      "directly";
+  const std::vector<std::string> host =
+      log_lines("2.4.0", json::object(), {{"precision", "bf16-true"}});
+  ASSERT_EQ(host.size(), 2u + 8u);
+  EXPECT_EQ(host[0], "GPU available: False, used: False");
+  EXPECT_EQ(host[1], "TPU available: True, using: 8 TPU cores");
+  for (std::size_t i = 2; i < host.size(); ++i) EXPECT_EQ(host[i], bf16_24);
+
+  const std::vector<std::string> single =
+      log_lines("2.4.0", {{"XLA_USE_BF16", "1"}}, {{"devices", 1}});
+  ASSERT_EQ(single.size(), 3u);
+  EXPECT_EQ(single[2], bf16_24);
+
+  const std::vector<std::string> v25 =
+      log_lines("2.5.0", {{"XLA_USE_FP16", "1"}}, {{"precision", "32-true"}});
+  ASSERT_EQ(v25.size(), 3u);
+  EXPECT_EQ(v25[0],
+            "The environment variable 'XLA_USE_FP16' is deprecated Please update your code to "
+            "avoid using it.");
+  EXPECT_EQ(v25[1], "GPU available: False, used: False");
+}
+
 // What the executor's device log line needs: Lightning's trainer.num_devices
 // (the cores of one host) and whether the pool has TPUs.
 TEST(ApplyResolution, PassesTheDevicesOfOneHostAndTpuAvailability) {

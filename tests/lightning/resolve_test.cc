@@ -1684,6 +1684,38 @@ const std::vector<VersionCase>& VersionCases() {
       {"env_xla_use_bf16_silent_before_2_4", "pytorch/xla v2.1.0:torch_xla/csrc/dtype.cpp",
        "pl=2.1.3 torch=2.1.0 xla=2.1.0 env.XLA_USE_BF16=true", "v3-8",
        "tpu host v3 8x1 v3-8 world=8 bf16-true xla"},
+      // torch_xla 2.4 reads the user's XLA_USE_FP16 first (dtype.cpp:180-185)
+      // and prints its own notice; XLA_USE_BF16 is then never read.
+      {"env_xla_use_fp16_notice_24", "pytorch/xla v2.4.0:torch_xla/csrc/dtype.cpp:25",
+       "pl=2.4.0 torch=2.4.0 xla=2.4.0 py=3.10 env.XLA_USE_FP16=1 env.XLA_USE_BF16=1", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 16-true xla",
+       "XLA_USE_FP16 will be deprecated after the 2.4 release, please convert your model to fp16 "
+       "directly | tpujobs: env XLA_USE_FP16 makes torch_xla 2.4 store every float32 tensor on "
+       "the TPU as float16 (torch_xla reads it itself, and before XLA_USE_BF16), so this job "
+       "trains and is sized in float16, not as precision='32-true' says. Unset XLA_USE_FP16 to "
+       "train in '32-true'."},
+      {"env_xla_use_fp16_read_false_24", "pytorch/xla v2.4.0:torch_xla/csrc/dtype.cpp:22",
+       "pl=2.4.0 torch=2.4.0 xla=2.4.0 py=3.10 env.XLA_USE_FP16=0", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 32-true xla"},
+      // torch_xla 2.5 no longer reads it; `import torch_xla` warns when it is
+      // set at all (`if os.environ.get(env_var)`), "0" too, on the CPU too.
+      {"env_xla_use_fp16_import_warning_25", "pytorch/xla v2.5.0:torch_xla/__init__.py:188",
+       "pl=2.5.6 torch=2.5.0 xla=2.5.0 py=3.10 accelerator=cpu env.XLA_USE_FP16=0", "v3-8",
+       "cpu world=1 32-true auto",
+       "The environment variable 'XLA_USE_FP16' is deprecated Please update your code to avoid "
+       "using it. | TPU available but not used. You can set it by doing "
+       "`Trainer(accelerator='tpu')`."},
+      {"env_xla_use_fp16_empty_25", "pytorch/xla v2.5.0:torch_xla/__init__.py:188",
+       "pl=2.5.6 torch=2.5.0 xla=2.5.0 py=3.10 env.XLA_USE_FP16=", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 32-true xla"},
+      // Lightning 2.0's TPUBf16PrecisionPlugin sets XLA_USE_BF16 too
+      // (2.0.9 plugins/precision/tpu_bf16.py:31).
+      {"env_v20_bf16_mixed_torch_xla_24",
+       "2.0.9:src/lightning/pytorch/plugins/precision/tpu_bf16.py:31",
+       "pl=2.0.9 torch=2.4.0 xla=2.4.0 py=3.10 precision=bf16-mixed", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 bf16-true xla",
+       "XLA_USE_BF16 will be deprecated after the 2.4 release, please convert your model to bf16 "
+       "directly"},
       {"env_xrt_removed", "pytorch/xla v2.2.0 (XRT removed)",
        "pl=2.1.3 torch=2.2.0 xla=2.2.0 runtime=xrt env.XRT_TPU_CONFIG=x", "v3-8",
        "runtime: torch_xla 2.2.0 has no XRT runtime (removed in torch_xla 2.2)."},
