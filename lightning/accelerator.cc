@@ -218,8 +218,12 @@ void check_accelerator(Context& c) {
   if (c.accelerator_dropped && is_registered_strategy(*c.settings.accelerator, c.version)) {
     const std::string& accelerator = *c.settings.accelerator;
     std::string strategy = c.settings.strategy.value_or(accelerator);
-    std::transform(strategy.begin(), strategy.end(), strategy.begin(),
-                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    // 1.6.0 compares the strategy as written: 'DDP' beside accelerator='ddp'
+    // conflicts there (1.6.0 accelerator_connector.py:265-269), not from 1.6.1.
+    if (c.settings.strategy && strategy_lowercased(c)) {
+      std::transform(strategy.begin(), strategy.end(), strategy.begin(),
+                     [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    }
     if (strategy != accelerator) {
       // :274-278, before the accelerator is looked at.
       c.error(kFieldAccelerator,

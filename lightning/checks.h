@@ -198,6 +198,10 @@ StrategyBuild strategy_build(const Context& c);
 // 0, "0")` (1.9.5 accelerator_connector.py:494-514) (devices.cc).
 bool tpu_cores_select_the_tpu(const DeviceValue& tpu_cores);
 
+// The connector lower-cases the `strategy` string before it checks it
+// (every release but 1.6.0); notes the patch row used (strategy.cc).
+bool strategy_lowercased(Context& c);
+
 // `name` is in the strategy registry of `version` (strategy.cc).
 bool is_registered_strategy(std::string_view name, int version);
 

@@ -427,6 +427,12 @@ WrittenStrategy written_strategy(const Context& c) {
 
 }  // namespace
 
+bool strategy_lowercased(Context& c) {
+  const Lowercasing& row = *row_for<Lowercasing>(kLowercasing, c.version, c.patch);
+  c.use_patch_row(row.patches);
+  return row.lowercases;
+}
+
 bool is_registered_strategy(std::string_view name, int version) {
   return find_registered(name, version) != nullptr;
 }

@@ -2251,6 +2251,28 @@ TEST(ResolveTest, Lightning160DoesNotLowerCaseTheStrategy) {
   EXPECT_TRUE(lower.errors.empty()) << Summary(lower);
 }
 
+// 1.6.0 checks `strategy` against an accelerator that names a strategy as
+// written (1.6.0 accelerator_connector.py:265-269): strategy='DDP' beside
+// accelerator='ddp' conflicts, before the deprecation of the accelerator
+// string; 1.6.1 on lower-case it first and take both as 'ddp'.
+TEST(ResolveTest, Lightning160ComparesTheStrategyAsWrittenWithTheAccelerator) {
+  const std::string conflict =
+      "trainer.accelerator: strategy DDP already set through `strategy` flag, but have also "
+      "passed ddp in through the accelerator flag.";
+  const Resolution v160 =
+      resolve(Settings("v=1.6.0 accelerator=ddp strategy=DDP tpu_cores=8"), Pool("v3-8"));
+  ASSERT_FALSE(v160.errors.empty());
+  EXPECT_EQ(conflict, v160.errors[0].field + ": " + v160.errors[0].message);
+  EXPECT_TRUE(v160.warnings.empty()) << Join(v160.warnings);
+  EXPECT_EQ("1.6.0", v160.lightning_tag);
+  const Resolution v161 =
+      resolve(Settings("v=1.6.1 accelerator=ddp strategy=DDP tpu_cores=8"), Pool("v3-8"));
+  ASSERT_FALSE(v161.errors.empty());
+  EXPECT_NE(conflict, v161.errors[0].field + ": " + v161.errors[0].message);
+  EXPECT_TRUE(Join(v161.warnings).starts_with("Passing `Trainer(accelerator='ddp')` has been"))
+      << Join(v161.warnings);
+}
+
 // The devices data-type texts are `_check_data_type`'s, which 1.8 on keep in
 // the device parser module, not in the TPU accelerator's tpu.py / xla.py.
 TEST(ResolveTest, DeviceDataTypeTextsCiteTheDeviceParser) {
