@@ -215,6 +215,12 @@ void check_accelerator(Context& c) {
   c.accelerator_dropped = c.settings.accelerator && rules.unknown_dropped &&
                           *c.settings.accelerator != "auto" &&
                           !is_registered(*c.settings.accelerator);
+  // 1.6 keeps accelerator='ddp_cpu' (no registered name) as the strategy
+  // flag when no strategy is given, without a warning (1.6.5
+  // accelerator_connector.py:302); check_strategy falls back from it.
+  if (c.accelerator_dropped && *c.settings.accelerator == kDdpCpu && !c.settings.strategy) {
+    c.strategy_from_accelerator = std::string(kDdpCpu);
+  }
   if (c.accelerator_dropped && is_registered_strategy(*c.settings.accelerator, c.version)) {
     const std::string& accelerator = *c.settings.accelerator;
     std::string strategy = c.settings.strategy.value_or(accelerator);

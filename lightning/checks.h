@@ -35,6 +35,11 @@ inline constexpr std::string_view kFieldLightningVersion = "lightning_version";
 
 enum class Accelerator { kUnresolved, kTpu, kCpu };
 
+// 1.6's accelerator='ddp_cpu': the strategy flag, which
+// _check_strategy_and_fallback refuses on a TPU machine or turns into
+// 'ddp_spawn' (accelerator.cc, strategy.cc).
+inline constexpr std::string_view kDdpCpu = "ddp_cpu";
+
 // What `devices` / `tpu_cores` asks of one host once Lightning's rules pass.
 struct DeviceAsk {
   enum class Kind { kAuto, kCount, kCore } kind = Kind::kAuto;

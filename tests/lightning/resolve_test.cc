@@ -871,6 +871,24 @@ const std::vector<VersionCase>& VersionCases() {
        "tpu host v3 8x1 v3-8 world=8 32-true xla v1",
        "Passing `Trainer(accelerator='tpu_spawn')` has been deprecated in v1.5 and will be "
        "removed in v1.7. Use `Trainer(strategy='tpu_spawn')` instead."},
+      // accelerator='ddp_cpu' (no registered name) becomes the strategy
+      // flag (1.6.5 accelerator_connector.py:302), refused on a TPU machine,
+      // else 'ddp_spawn' (:604-612).
+      {"v16_accelerator_ddp_cpu_on_a_tpu_machine",
+       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:607",
+       "v=1.6 accelerator=ddp_cpu tpu_cores=8", "v3-8",
+       "trainer.accelerator: `accelerator='ddp_cpu'` is not supported on TPU machines. Learn more: "
+       "https://github.com/Lightning-AI/lightning/issues/7810"},
+      {"v160_accelerator_ddp_cpu_on_a_tpu_machine",
+       "1.6.0:pytorch_lightning/trainer/connectors/accelerator_connector.py:579",
+       "v=1.6.0 accelerator=ddp_cpu tpu_cores=8", "v3-8",
+       "trainer.accelerator: `accelerator='ddp_cpu'` is not supported on TPU machines. Learn more: "
+       "https://github.com/PyTorchLightning/pytorch-lightning/issues/7810"},
+      {"v16_accelerator_ddp_cpu_is_ddp_spawn",
+       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:612",
+       "v=1.6 accelerator=ddp_cpu", "",
+       "trainer.strategy: `strategy='ddp_spawn'` is not supported for `accelerator='cpu'` jobs: "
+       "tpujobs runs them as one process on the executor's threads."},
       {"v16_accelerator_names_ddp",
        "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:298",
        "v=1.6 accelerator=ddp tpu_cores=8", "v3-8", S(kWrongStrategy1, "DDPStrategy."),
