@@ -1576,6 +1576,20 @@ const std::vector<VersionCase>& VersionCases() {
        "pl=1.9.0 torch=1.13.1 py=3.8 accelerator=tpu", "v3-8",
        "trainer.accelerator: Requirement 'torch_xla' not met. HINT: Try running `pip install -U "
        "'torch_xla'`"},
+      // 1.8.4-1.9.0 install the newest lightning-utilities, which on Python 3.7
+      // is 0.10.1 (0.11.0 requires 3.8): pkg_resources' words and the HINT.
+      {"env_v184_no_torch_xla_python37",
+       "lightning-utilities v0.10.1 imports.py:137 (1.8.4 requirements/pytorch/base.txt:13, "
+       "upper bound dropped)",
+       "pl=1.8.4 torch=1.12.1 py=3.7 accelerator=tpu", "v3-8",
+       "trainer.accelerator: DistributionNotFound: The 'torch_xla' distribution was not found and "
+       "is required by the application. HINT: Try running `pip install -U 'torch_xla'`"},
+      {"env_v190_no_torch_xla_python37_tpu_cores",
+       "lightning-utilities v0.10.1 imports.py:137 (1.9.0 requirements/pytorch/base.txt)",
+       "pl=1.9.0 torch=1.13.1 py=3.7 tpu_cores=8", "v3-8",
+       "trainer.tpu_cores: DistributionNotFound: The 'torch_xla' distribution was not found and is "
+       "required by the application. HINT: Try running `pip install -U 'torch_xla'`",
+       kDeprecated8},
       {"env_v191_no_torch_xla_tpu_cores", "1.9.1:src/lightning_fabric/accelerators/tpu.py:120",
        "pl=1.9.1 torch=1.13.1 py=3.8 tpu_cores=8", "v3-8",
        "trainer.tpu_cores: Module not found: 'torch_xla'. HINT: Try running `pip install -U "
