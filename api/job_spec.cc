@@ -291,6 +291,12 @@ lightning::DeviceValue device_value(const json& value, const std::string& path,
       errors->push_back({path, "lists more than 64 devices", ""});
       return {};
     }
+    out.list_length = value.size();
+    if (!value.empty()) {
+      out.list_first_type = python_type(value[0]);
+      if (value[0].is_number()) out.list_first_number = value[0].get<double>();
+      if (value[0].is_boolean()) out.list_first_number = value[0].get<bool>() ? 1 : 0;
+    }
     for (std::size_t i = 0; i < value.size(); ++i) {
       const json& item = value[i];
       if (item.is_number_integer() || item.is_number_unsigned()) {

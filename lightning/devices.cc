@@ -41,8 +41,14 @@ struct DeviceRules {
   // choice indexes None. Where; empty for releases where None is 'auto' (1.x)
   // or refused (2.1+).
   std::string_view none_unsubscriptable_source = {};
+  // 1.6's `_check_data_type` takes any sequence without looking inside
+  // (1.6.5 device_parser.py:240-243): `_tpu_cores_valid` then compares its
+  // first item with 1 and 8 (:254). Where; empty when items are checked.
+  std::string_view unchecked_items_source = {};
 };
 
+constexpr std::string_view kComparisonTypeError =
+    "TypeError: '<=' not supported between instances of 'int' and '{type}'";
 constexpr std::string_view kNoneUnsubscriptable =
     "TypeError: 'NoneType' object is not subscriptable";
 
@@ -102,6 +108,9 @@ constexpr DeviceRules kDeviceRules[] = {
      "1.6.5:pytorch_lightning/utilities/device_parser.py",
      "1.6.5:pytorch_lightning/utilities/device_parser.py:243 (_check_data_type)",
      "1.6.5:pytorch_lightning/utilities/device_parser.py:243 (_check_data_type)",
+     "1.6.5:pytorch_lightning/utilities/device_parser.py:254 (_tpu_cores_valid)",
+     {},
+     {},
      "1.6.5:pytorch_lightning/utilities/device_parser.py:254 (_tpu_cores_valid)"},
     {{107, 107},
      TpuParse::kOneBased,
@@ -291,7 +300,8 @@ bool refuse_data_type(Context& c, const DeviceValue& value) {
             devices_hint(c), rules.type_source);
     return true;
   }
-  if (value.kind == DeviceValue::Kind::kList && !value.list_other_type.empty()) {
+  if (value.kind == DeviceValue::Kind::kList && !value.list_other_type.empty() &&
+      rules.unchecked_items_source.empty()) {
     c.error(c.devices_field, fill(rules.type_sequence, {{"type", value.list_other_type}}),
             devices_hint(c), rules.sequence_source);
     return true;
@@ -357,6 +367,30 @@ std::optional<DeviceAsk> parse_zero_based(Context& c, const DeviceValue& value) 
   return invalid(c, shown);
 }
 
+// 1.6 with a list holding more than ints: `1 <= list(tpu_cores)[0] <= 8` runs
+// whatever the length, so a first item that is not a number is Python's
+// TypeError; one number in range passes (torch_xla then gets it as the core,
+// which tpujobs does not follow); anything else is the usual refusal.
+std::optional<DeviceAsk> parse_untyped_list16(Context& c, const DeviceValue& value) {
+  const DeviceRules& rules = rules_for(c);
+  const std::string& first = value.list_first_type;
+  if (first != "int" && first != "float" && first != "bool") {
+    c.error(c.devices_field, fill(kComparisonTypeError, {{"type", first}}), devices_hint(c),
+            rules.unchecked_items_source);
+    return std::nullopt;
+  }
+  if (value.list_length == 1 && value.list_first_number >= 1 && value.list_first_number <= 8) {
+    c.error(
+        c.devices_field,
+        "Lightning " + c.release->name() + " accepts a " + first + " as the TPU core of `" +
+            std::string(c.devices_name()) +
+            "` and hands it to torch_xla as the device ordinal; tpujobs does not run such a job.",
+        devices_hint(c));
+    return std::nullopt;
+  }
+  return invalid(c, "");
+}
+
 // 1.x and 2.0 `parse_tpu_cores` / `_parse_tpu_devices`: 1, 8 or [<1-8>],
 // 1-based, with "1"/"8" the only strings read as counts.
 std::optional<DeviceAsk> parse_one_based(Context& c, const DeviceValue& value) {
@@ -370,6 +404,7 @@ std::optional<DeviceAsk> parse_one_based(Context& c, const DeviceValue& value) {
       count = value.number;
       break;
     case DeviceValue::Kind::kList:
+      if (!value.list_other_type.empty()) return parse_untyped_list16(c, value);
       list = value.list;
       break;
     case DeviceValue::Kind::kString: {
@@ -605,6 +640,10 @@ std::vector<RuleText> device_rule_texts() {
     if (!rules.empty_list_source.empty()) {
       out.push_back({kFieldDevices, kIndexError, rules.empty_list_source});
       out.push_back({kFieldTpuCores, kIndexError, rules.empty_list_source});
+    }
+    if (!rules.unchecked_items_source.empty()) {
+      out.push_back({kFieldDevices, kComparisonTypeError, rules.unchecked_items_source});
+      out.push_back({kFieldTpuCores, kComparisonTypeError, rules.unchecked_items_source});
     }
     if (!rules.none_unsubscriptable_source.empty()) {
       out.push_back({kFieldDevices, kNoneUnsubscriptable, rules.none_unsubscriptable_source});

@@ -57,6 +57,12 @@ struct DeviceValue {
   // kList: the Python type of the first element that is not an int
   // ("float", "str", "bool", ...); empty when every element is an int.
   std::string list_other_type;
+  // kList: how many elements it has (ints or not), the Python type of the
+  // first one (empty for []), and its value when that is an int, a float or
+  // a bool (1.6 compares it with 1 and 8 whatever it is).
+  std::size_t list_length = 0;
+  std::string list_first_type;
+  double list_first_number = 0;
   // kOther: Python's type name and repr of the value ("float", "8.0";
   // "bool", "True"; "dict", "{}") and whether it equals 0 (0.0, False).
   std::string python_type;

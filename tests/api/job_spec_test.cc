@@ -210,6 +210,22 @@ TEST(JobSpec, NumNodesReachesTheResolverAsWritten) {
   EXPECT_TRUE(errors.empty());
 }
 
+// Lightning 1.6 compares the first item of a `devices` list with 1 and 8
+// whatever its type, so the parser keeps its type, value and the length.
+TEST(JobSpec, DeviceListsKeepTheirFirstItemAndLength) {
+  std::vector<FieldError> errors;
+  json body = json::parse(kMinimal);
+  body["trainer"] = {{"devices", json::array({1.0})}, {"tpu_cores", json::array({"a", 1})}};
+  std::optional<JobSpec> spec = parse_job_spec(body, &errors);
+  ASSERT_TRUE(spec) << fields(errors);
+  EXPECT_EQ(spec->trainer.devices.list_length, 1u);
+  EXPECT_EQ(spec->trainer.devices.list_first_type, "float");
+  EXPECT_EQ(spec->trainer.devices.list_first_number, 1.0);
+  EXPECT_EQ(spec->trainer.tpu_cores.list_length, 2u);
+  EXPECT_EQ(spec->trainer.tpu_cores.list_first_type, "str");
+  EXPECT_EQ(spec->trainer.tpu_cores.list, std::vector<std::int64_t>{1});
+}
+
 // An explicit null is Python's None: Lightning 2.0 defaults `devices` to
 // 'auto' and fails on None, 2.1+ refuses None, 1.x takes None as its own
 // default; 2.x has no `tpu_cores` keyword at all, null or not.

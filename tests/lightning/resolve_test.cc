@@ -46,6 +46,12 @@ DeviceValue ParseDeviceValue(const std::string& text) {
   if (text.front() == '[') {
     value.kind = DeviceValue::Kind::kList;
     for (const std::string& item : Split(text.substr(1, text.size() - 2), ',')) {
+      if (value.list_length++ == 0) {
+        value.list_first_type = item.front() == '\''                  ? "str"
+                                : item.find('.') != std::string::npos ? "float"
+                                                                      : "int";
+        if (item.front() != '\'') value.list_first_number = std::stod(item);
+      }
       if (item.front() == '\'') {
         if (value.list_other_type.empty()) value.list_other_type = "str";
       } else if (item.find('.') != std::string::npos) {
@@ -787,6 +793,23 @@ const std::vector<VersionCase>& VersionCases() {
       {"v16_devices_float", "1.6.5:pytorch_lightning/utilities/device_parser.py (_check_data_type)",
        "v=1.6 accelerator=tpu devices=8.0", "v3-8",
        "trainer.devices: Device ID's (GPU/TPU) must be int, string or sequence of ints or None."},
+      // 1.6's _check_data_type does not look inside a list; _tpu_cores_valid
+      // compares its first item with 1 and 8 whatever the list's length.
+      {"v16_devices_list_of_float_passes_the_parser",
+       "1.6.5:pytorch_lightning/utilities/device_parser.py:240-243, :254",
+       "v=1.6 accelerator=tpu devices=[1.0]", "v3-8",
+       "trainer.devices: Lightning 1.6 accepts a float as the TPU core of `devices` and hands it "
+       "to torch_xla as the device ordinal; tpujobs does not run such a job."},
+      {"v16_devices_list_of_str", "1.6.5:pytorch_lightning/utilities/device_parser.py:254",
+       "v=1.6 accelerator=tpu devices=['1']", "v3-8",
+       "trainer.devices: TypeError: '<=' not supported between instances of 'int' and 'str'"},
+      {"v16_devices_float_out_of_range", "1.6.5:pytorch_lightning/utilities/device_parser.py:254",
+       "v=1.6 accelerator=tpu devices=[9.0]", "v3-8", S("trainer.devices: ", kTpuCores)},
+      {"v16_devices_int_then_float", "1.6.5:pytorch_lightning/utilities/device_parser.py:254",
+       "v=1.6 accelerator=tpu devices=[1,2.0]", "v3-8", S("trainer.devices: ", kTpuCores)},
+      {"v16_tpu_cores_str_then_int", "1.6.5:pytorch_lightning/utilities/device_parser.py:254",
+       "v=1.6 tpu_cores=['a',1]", "v3-8",
+       "trainer.tpu_cores: TypeError: '<=' not supported between instances of 'int' and 'str'"},
       {"v17_devices_float",
        "1.7.7:src/pytorch_lightning/utilities/device_parser.py (_check_data_type)",
        "v=1.7 accelerator=tpu devices=8.0", "v3-8",
