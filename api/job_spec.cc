@@ -291,6 +291,12 @@ lightning::DeviceValue device_value(const json& value, const std::string& path,
       errors->push_back({path, "lists more than 64 devices", ""});
       return {};
     }
+    out.list_length = value.size();
+    if (!value.empty()) {
+      out.list_first_type = python_type(value[0]);
+      if (value[0].is_number()) out.list_first_number = value[0].get<double>();
+      if (value[0].is_boolean()) out.list_first_number = value[0].get<bool>() ? 1 : 0;
+    }
     for (std::size_t i = 0; i < value.size(); ++i) {
       const json& item = value[i];
       if (item.is_number_integer() || item.is_number_unsigned()) {
@@ -709,9 +715,13 @@ std::optional<JobSpec> parse_job_spec(const json& body, std::vector<FieldError>*
     if (const json* trainer = top.raw("trainer"); expect_object(trainer, "trainer", errors)) {
       ObjectReader r(*trainer, "trainer", "trainer", errors);
       parse_trainer(r, &spec);
-      if (const json* v = r.raw("devices"))
+      // An explicit null is Python's None, which Lightning tells apart from
+      // the default where the default is not None: `devices` defaults to
+      // 'auto' from 2.0 on, and 2.x has no `tpu_cores` keyword at all. In 1.x
+      // both default to None, and the rules treat None and absent alike.
+      if (const json* v = r.raw("devices", /*allow_null=*/true))
         spec.trainer.devices = device_value(*v, "trainer.devices", errors);
-      if (const json* v = r.raw("tpu_cores"))
+      if (const json* v = r.raw("tpu_cores", /*allow_null=*/true))
         spec.trainer.tpu_cores = device_value(*v, "trainer.tpu_cores", errors);
       // Lightning judges num_nodes of any JSON type ("`num_nodes` must be a
       // positive integer, but got 2.0.", or int("2") in 2.0 and older).
@@ -773,7 +783,14 @@ void apply_resolution(const Resolution& resolution, JobSpec* spec) {
   t.xla_debug = resolution.pt_xla_debug;
   t.xla_metrics_file = resolution.xla_metrics_file;
   t.torch_xla_version = resolution.torch_xla_version;
-  t.device_info = resolution.device_info;
+  // The executor logs device_info first, then the notices: torch_xla's
+  // import warnings come before Lightning's device lines, and what it prints
+  // when the processes first place a tensor on the TPU after them.
+  t.device_info = resolution.torch_xla_import_lines;
+  t.device_info.insert(t.device_info.end(), resolution.device_info.begin(),
+                       resolution.device_info.end());
+  t.device_info.insert(t.device_info.end(), resolution.torch_xla_first_tensor_lines.begin(),
+                       resolution.torch_xla_first_tensor_lines.end());
   t.notices = resolution.notices;
   t.lightning_v1 = resolution.lightning_v1;
   switch (resolution.precision) {

@@ -40,6 +40,10 @@ struct AcceleratorRules {
   // conflict with a different `strategy`; {strategy}, {accelerator}: str.
   std::string_view strategy_deprecated = {};
   std::string_view strategy_conflict = {};
+  // xla_missing under Python 3.7, where pip can install no lightning-utilities
+  // newer than 0.10.1 (0.11.0 requires Python 3.8); empty: the same text.
+  std::string_view xla_missing_python37 = {};
+  std::string_view xla_missing_python37_source = {};
 };
 
 constexpr std::string_view kNotAvailable =
@@ -56,7 +60,9 @@ constexpr std::string_view kModuleNotFound =
 
 // A 1.8-1.9 row: the same registry and texts, but for xla_missing.
 constexpr AcceleratorRules accelerators18(Versions patches, std::string_view xla_missing,
-                                          std::string_view xla_missing_source) {
+                                          std::string_view xla_missing_source,
+                                          std::string_view xla_missing_python37 = {},
+                                          std::string_view xla_missing_python37_source = {}) {
   return {{108, 109},
           "cpu, cuda, hpu, ipu, mps, tpu",
           "You selected an invalid accelerator name: `accelerator={accelerator}`. Available names "
@@ -69,7 +75,11 @@ constexpr AcceleratorRules accelerators18(Versions patches, std::string_view xla
           xla_missing,
           "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
           xla_missing_source,
-          patches};
+          patches,
+          {},
+          {},
+          xla_missing_python37,
+          xla_missing_python37_source};
 }
 
 constexpr AcceleratorRules kAcceleratorRules[] = {
@@ -106,7 +116,12 @@ constexpr AcceleratorRules kAcceleratorRules[] = {
     // the connector asks is_available(). _XLA_AVAILABLE is RequirementCache("torch_xla") up to
     // 1.9.0 and ModuleAvailableCache("torch_xla") from 1.9.1 (the fabric's tpu.py:120).
     // 1.8.0-1.8.3 pin lightning-utilities==0.3.*, whose RequirementCache words pkg_resources'
-    // DistributionNotFound; 1.8.4 on allow the newest (the upper bound is dropped at install).
+    // DistributionNotFound; 1.8.4 on allow the newest (the upper bound is dropped at install:
+    // 1.8.4 requirements/pytorch/base.txt:13 ">=0.3.0, !=0.4.0, <0.5.0", and .actions/
+    // setup_tools.py:84-85 removes "<0.5.0" under unfreeze="all"; 1.9.0 ">=0.4.2, <0.6.0"
+    // likewise): the newest is 0.15.3 on Python 3.10+, 0.15.2 on 3.9, 0.11.9 on 3.8, all with
+    // the same text, but 0.10.1 on Python 3.7 (0.11.0 requires 3.8), which still words
+    // pkg_resources' DistributionNotFound.
     accelerators18({10800, 10803},
                    "Requirement 'torch_xla' not met, DistributionNotFound: The 'torch_xla' "
                    "distribution was not found and is required by the application",
@@ -118,7 +133,12 @@ constexpr AcceleratorRules kAcceleratorRules[] = {
                    "'torch_xla'`",
                    "Lightning-AI/utilities v0.12.0:src/lightning_utilities/core/imports.py:148 "
                    "(RequirementCache(\"torch_xla\"), 1.9.0:src/lightning_fabric/accelerators/"
-                   "tpu.py:120)"),
+                   "tpu.py:120)",
+                   "DistributionNotFound: The 'torch_xla' distribution was not found and is "
+                   "required by the application. HINT: Try running `pip install -U 'torch_xla'`",
+                   "Lightning-AI/utilities v0.10.1:src/lightning_utilities/core/imports.py:137 "
+                   "(RequirementCache(\"torch_xla\") on Python 3.7, 1.9.0:src/lightning_fabric/"
+                   "accelerators/tpu.py:120; pkg_resources.DistributionNotFound: the application)"),
     accelerators18({10901, kEveryPatch.last}, kModuleNotFound,
                    "Lightning-AI/utilities v0.12.0:src/lightning_utilities/core/imports.py:158 "
                    "(ModuleAvailableCache(\"torch_xla\"), 1.9.5:src/lightning_fabric/"
@@ -215,11 +235,21 @@ void check_accelerator(Context& c) {
   c.accelerator_dropped = c.settings.accelerator && rules.unknown_dropped &&
                           *c.settings.accelerator != "auto" &&
                           !is_registered(*c.settings.accelerator);
+  // 1.6 keeps accelerator='ddp_cpu' (no registered name) as the strategy
+  // flag when no strategy is given, without a warning (1.6.5
+  // accelerator_connector.py:302); check_strategy falls back from it.
+  if (c.accelerator_dropped && *c.settings.accelerator == kDdpCpu && !c.settings.strategy) {
+    c.strategy_from_accelerator = std::string(kDdpCpu);
+  }
   if (c.accelerator_dropped && is_registered_strategy(*c.settings.accelerator, c.version)) {
     const std::string& accelerator = *c.settings.accelerator;
     std::string strategy = c.settings.strategy.value_or(accelerator);
-    std::transform(strategy.begin(), strategy.end(), strategy.begin(),
-                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    // 1.6.0 compares the strategy as written: 'DDP' beside accelerator='ddp'
+    // conflicts there (1.6.0 accelerator_connector.py:265-269), not from 1.6.1.
+    if (c.settings.strategy && strategy_lowercased(c)) {
+      std::transform(strategy.begin(), strategy.end(), strategy.begin(),
+                     [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    }
     if (strategy != accelerator) {
       // :274-278, before the accelerator is looked at.
       c.error(kFieldAccelerator,
@@ -244,6 +274,7 @@ void check_accelerator(Context& c) {
   }
   const bool registered = is_registered(flag);
   if (!registered && flag != "auto" && !(flag == "gpu" && !rules.gpu_registered)) {
+    c.accelerator_name_refused = true;
     c.error(kFieldAccelerator,
             fill(rules.invalid_name, {{"accelerator", py_repr(flag)},
                                       {"names", std::string(rules.registered)},
@@ -261,13 +292,14 @@ void check_accelerator(Context& c) {
       c.use_patch_row(rules.patches);
       const int xla = default_torch_xla(c.version);
       const std::string version = std::to_string(xla / 100) + "." + std::to_string(xla % 100);
+      const bool python37 = c.python_minor <= 7 && !rules.xla_missing_python37.empty();
       c.error(c.settings.accelerator && !c.accelerator_dropped ? kFieldAccelerator : kFieldTpuCores,
-              std::string(rules.xla_missing),
+              std::string(python37 ? rules.xla_missing_python37 : rules.xla_missing),
               "`environment` lists no torch_xla: install it with the torch of the same minor "
               "version (pip install torch~=" +
                   version + ".0 'torch_xla[tpu]~=" + version +
                   ".0' -f https://storage.googleapis.com/libtpu-releases/index.html).",
-              rules.xla_missing_source);
+              python37 ? rules.xla_missing_python37_source : rules.xla_missing_source);
       return;
     }
     if (!c.tpu_available()) {
@@ -412,6 +444,11 @@ std::vector<RuleText> accelerator_rule_texts() {
       out.push_back({kFieldAccelerator, rules.xla_missing, rules.xla_missing_source});
       if (rules.versions.first < 200) {  // tpu_cores names the TPU up to 1.9
         out.push_back({kFieldTpuCores, rules.xla_missing, rules.xla_missing_source});
+      }
+    }
+    if (!rules.xla_missing_python37.empty()) {
+      for (std::string_view field : {kFieldAccelerator, kFieldTpuCores}) {
+        out.push_back({field, rules.xla_missing_python37, rules.xla_missing_python37_source});
       }
     }
   }

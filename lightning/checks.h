@@ -35,6 +35,11 @@ inline constexpr std::string_view kFieldLightningVersion = "lightning_version";
 
 enum class Accelerator { kUnresolved, kTpu, kCpu };
 
+// 1.6's accelerator='ddp_cpu': the strategy flag, which
+// _check_strategy_and_fallback refuses on a TPU machine or turns into
+// 'ddp_spawn' (accelerator.cc, strategy.cc).
+inline constexpr std::string_view kDdpCpu = "ddp_cpu";
+
 // What `devices` / `tpu_cores` asks of one host once Lightning's rules pass.
 struct DeviceAsk {
   enum class Kind { kAuto, kCount, kCore } kind = Kind::kAuto;
@@ -72,6 +77,10 @@ struct Context {
   // 1.6 takes an `accelerator` that names a strategy ('ddp') as the
   // strategy, with a deprecation warning; the accelerator flag stays None.
   std::optional<std::string> strategy_from_accelerator = std::nullopt;
+  // The accelerator string is refused by name, which Lightning checks with
+  // the other flags (_check_config_and_set_final_flags) before it looks at
+  // the devices; other accelerator errors come after the device flags.
+  bool accelerator_name_refused = false;
   // The strategy setting as Lightning keeps it; nullopt: None.
   const std::optional<std::string>& strategy_flag() const {
     return settings.strategy ? settings.strategy : strategy_from_accelerator;
@@ -194,6 +203,10 @@ StrategyBuild strategy_build(const Context& c);
 // 0, "0")` (1.9.5 accelerator_connector.py:494-514) (devices.cc).
 bool tpu_cores_select_the_tpu(const DeviceValue& tpu_cores);
 
+// The connector lower-cases the `strategy` string before it checks it
+// (every release but 1.6.0); notes the patch row used (strategy.cc).
+bool strategy_lowercased(Context& c);
+
 // `name` is in the strategy registry of `version` (strategy.cc).
 bool is_registered_strategy(std::string_view name, int version);
 
@@ -206,8 +219,13 @@ int default_torch_xla(int lightning_version);
 // (non-zero is true); false when unset (environment.cc).
 bool env_bool(const std::map<std::string, std::string>& env, const std::string& name);
 
-// What torch_xla (major*100+minor) prints when it reads XLA_USE_BF16=1; empty
-// when it prints nothing (environment.cc).
-std::string_view xla_use_bf16_notice(int torch_xla_version);
+// What torch_xla (major*100+minor) prints about its dtype variables; each
+// empty when that release prints nothing (environment.cc).
+struct TorchXlaDtypeTexts {
+  std::string_view use_bf16;                 // stdout, when it first reads XLA_USE_BF16 true
+  std::string_view use_fp16;                 // stdout, when it first reads XLA_USE_FP16 true
+  std::string_view use_fp16_import_warning;  // `import torch_xla`, XLA_USE_FP16 set at all
+};
+TorchXlaDtypeTexts torch_xla_dtype_texts(int torch_xla_version);
 
 }  // namespace tpujobs::lightning

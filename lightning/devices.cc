@@ -35,7 +35,22 @@ struct DeviceRules {
   // 2.1+ `_check_data_type` refuses None first, in its own words (no
   // period); before, it accepts None.
   std::string_view type_none_source = {};
+  // 2.0 (whose `devices` defaults to 'auto'): an explicit None passes
+  // `_check_data_type` and `_tpu_devices_valid` (`devices in (1, 8, None)`),
+  // so get_parallel_devices(None) leaves no devices and the 'auto' strategy
+  // choice indexes None. Where; empty for releases where None is 'auto' (1.x)
+  // or refused (2.1+).
+  std::string_view none_unsubscriptable_source = {};
+  // 1.6's `_check_data_type` takes any sequence without looking inside
+  // (1.6.5 device_parser.py:240-243): `_tpu_cores_valid` then compares its
+  // first item with 1 and 8 (:254). Where; empty when items are checked.
+  std::string_view unchecked_items_source = {};
 };
+
+constexpr std::string_view kComparisonTypeError =
+    "TypeError: '<=' not supported between instances of 'int' and '{type}'";
+constexpr std::string_view kNoneUnsubscriptable =
+    "TypeError: 'NoneType' object is not subscriptable";
 
 constexpr std::string_view kIndexError = "IndexError: list index out of range";
 constexpr std::string_view kTypeNone21 =
@@ -93,6 +108,9 @@ constexpr DeviceRules kDeviceRules[] = {
      "1.6.5:pytorch_lightning/utilities/device_parser.py",
      "1.6.5:pytorch_lightning/utilities/device_parser.py:243 (_check_data_type)",
      "1.6.5:pytorch_lightning/utilities/device_parser.py:243 (_check_data_type)",
+     "1.6.5:pytorch_lightning/utilities/device_parser.py:254 (_tpu_cores_valid)",
+     {},
+     {},
      "1.6.5:pytorch_lightning/utilities/device_parser.py:254 (_tpu_cores_valid)"},
     {{107, 107},
      TpuParse::kOneBased,
@@ -137,7 +155,12 @@ constexpr DeviceRules kDeviceRules[] = {
      "2.0.9:src/lightning/fabric/accelerators/tpu.py",
      "2.0.9:src/lightning/fabric/utilities/device_parser.py:201 (_check_data_type)",
      "2.0.9:src/lightning/fabric/utilities/device_parser.py:199 (_check_data_type)",
-     "2.0.9:src/lightning/fabric/accelerators/tpu.py:173 (_tpu_devices_valid)"},
+     "2.0.9:src/lightning/fabric/accelerators/tpu.py:173 (_tpu_devices_valid)",
+     {},
+     // _choose_strategy's `SingleTPUStrategy(device=self._parallel_devices[0])`:
+     // line 426 in 2.0.0, 434 in 2.0.1-2.0.2, 427 in 2.0.3-2.0.9.
+     "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py:427 "
+     "(_choose_strategy)"},
     // device_parser.py:203 / :205 in 2.1.0-2.4.0, :204 / :206 in 2.5.x.
     rules21({201, 204},
             "2.1.4:src/lightning/fabric/utilities/device_parser.py:205 (_check_data_type)",
@@ -277,7 +300,8 @@ bool refuse_data_type(Context& c, const DeviceValue& value) {
             devices_hint(c), rules.type_source);
     return true;
   }
-  if (value.kind == DeviceValue::Kind::kList && !value.list_other_type.empty()) {
+  if (value.kind == DeviceValue::Kind::kList && !value.list_other_type.empty() &&
+      rules.unchecked_items_source.empty()) {
     c.error(c.devices_field, fill(rules.type_sequence, {{"type", value.list_other_type}}),
             devices_hint(c), rules.sequence_source);
     return true;
@@ -343,6 +367,30 @@ std::optional<DeviceAsk> parse_zero_based(Context& c, const DeviceValue& value) 
   return invalid(c, shown);
 }
 
+// 1.6 with a list holding more than ints: `1 <= list(tpu_cores)[0] <= 8` runs
+// whatever the length, so a first item that is not a number is Python's
+// TypeError; one number in range passes (torch_xla then gets it as the core,
+// which tpujobs does not follow); anything else is the usual refusal.
+std::optional<DeviceAsk> parse_untyped_list16(Context& c, const DeviceValue& value) {
+  const DeviceRules& rules = rules_for(c);
+  const std::string& first = value.list_first_type;
+  if (first != "int" && first != "float" && first != "bool") {
+    c.error(c.devices_field, fill(kComparisonTypeError, {{"type", first}}), devices_hint(c),
+            rules.unchecked_items_source);
+    return std::nullopt;
+  }
+  if (value.list_length == 1 && value.list_first_number >= 1 && value.list_first_number <= 8) {
+    c.error(
+        c.devices_field,
+        "Lightning " + c.release->name() + " accepts a " + first + " as the TPU core of `" +
+            std::string(c.devices_name()) +
+            "` and hands it to torch_xla as the device ordinal; tpujobs does not run such a job.",
+        devices_hint(c));
+    return std::nullopt;
+  }
+  return invalid(c, "");
+}
+
 // 1.x and 2.0 `parse_tpu_cores` / `_parse_tpu_devices`: 1, 8 or [<1-8>],
 // 1-based, with "1"/"8" the only strings read as counts.
 std::optional<DeviceAsk> parse_one_based(Context& c, const DeviceValue& value) {
@@ -356,6 +404,7 @@ std::optional<DeviceAsk> parse_one_based(Context& c, const DeviceValue& value) {
       count = value.number;
       break;
     case DeviceValue::Kind::kList:
+      if (!value.list_other_type.empty()) return parse_untyped_list16(c, value);
       list = value.list;
       break;
     case DeviceValue::Kind::kString: {
@@ -389,6 +438,26 @@ std::optional<DeviceAsk> parse_one_based(Context& c, const DeviceValue& value) {
     return DeviceAsk{DeviceAsk::Kind::kCore, 0, (*list)[0] - 1};
   }
   return invalid(c, "");
+}
+
+// 2.0's `devices=None` on a TPU: no parallel devices. With the strategy left
+// to Lightning ('auto'), _choose_strategy indexes them; a named strategy gets
+// parallel_devices=None, which tpujobs does not follow further.
+void refuse_none_devices(Context& c) {
+  const std::optional<std::string>& strategy = c.strategy_flag();
+  if (!strategy || *strategy == "auto") {
+    c.error(c.devices_field, std::string(kNoneUnsubscriptable),
+            "Lightning " + c.release->name() +
+                " takes `devices=None` as no TPU devices at all: drop `devices` (its default is "
+                "'auto') or set `devices: 8` or `devices: 1`.",
+            rules_for(c).none_unsubscriptable_source);
+    return;
+  }
+  c.error(c.devices_field,
+          "Lightning " + c.release->name() + " gives `strategy=" + py_repr(*strategy) +
+              "` no TPU devices for `devices=None` (parallel_devices=None); tpujobs does not run "
+              "such a job.",
+          "Drop `devices` (its default is 'auto') or set `devices: 8` or `devices: 1`.");
 }
 
 // "Trainer.__init__" from Python 3.10 on, "__init__" before.
@@ -431,9 +500,6 @@ void check_tpu_devices(Context& c) {
               cores_rules.source);
       return;
     }
-    if (!cores_rules.deprecated.empty() && !is_none(tpu_cores)) {
-      c.warn(fill(cores_rules.deprecated, {{"tpu_cores", py_repr(tpu_cores)}}));
-    }
     if (truthy(tpu_cores)) {
       if (truthy(devices)) {
         c.warn(fill(cores_rules.devices_ignored,
@@ -449,6 +515,10 @@ void check_tpu_devices(Context& c) {
   // accelerator_connector.py:584).
   if (c.v1() && is_none(*c.devices_value)) {
     c.ask = DeviceAsk{};
+    return;
+  }
+  if (is_none(*c.devices_value) && !rules_for(c).none_unsubscriptable_source.empty()) {
+    refuse_none_devices(c);
     return;
   }
   if (refuse_data_type(c, *c.devices_value)) return;
@@ -468,13 +538,8 @@ void check_cpu_devices(Context& c) {
     }
     // 1.x refuses `devices=0` before it looks at tpu_cores (check_tpu_devices).
     if (refuse_zero_devices(c, c.settings.devices)) return;
-    if (!tpu_cores_select_the_tpu(c.settings.tpu_cores)) {
-      // A false tpu_cores (0, '', "0", None, ...) is not used: a CPU job,
-      // with 1.7-1.9's deprecation warning unless it is None.
-      if (!cores_rules.deprecated.empty() && !is_none(c.settings.tpu_cores)) {
-        c.warn(fill(cores_rules.deprecated, {{"tpu_cores", py_repr(c.settings.tpu_cores)}}));
-      }
-    } else {
+    // A false tpu_cores (0, '', "0", None, ...) is not used: a CPU job.
+    if (tpu_cores_select_the_tpu(c.settings.tpu_cores)) {
       c.error(kFieldTpuCores,
               "`tpu_cores=" + py_str(c.settings.tpu_cores) +
                   "` asks for TPU cores, but the job runs with `accelerator='cpu'`.",
@@ -515,16 +580,36 @@ void check_cpu_devices(Context& c) {
   }
 }
 
+// 1.7-1.9 warn that `tpu_cores` is deprecated whenever it is not None, in
+// _check_device_config_and_set_final_flags (1.9.5 accelerator_connector.py:484,
+// 1.7.7 :453, 1.8.6 :447): after the accelerator name (:295) and devices in
+// ([], 0, "0") (:440) are checked, before 'gpu' is resolved (:202), the
+// accelerator is instantiated (its "can not run on your system", :566) or any
+// device is parsed. So the warning precedes those errors.
+void warn_tpu_cores_deprecated(Context& c) {
+  const DeviceValue& tpu_cores = c.settings.tpu_cores;
+  const TpuCoresRules& rules = *row_for<TpuCoresRules>(kTpuCoresRules, c.version);
+  if (rules.deprecated.empty() || tpu_cores.kind == DeviceValue::Kind::kAbsent ||
+      is_none(tpu_cores) || c.accelerator_name_refused || is_zero(c.settings.devices)) {
+    return;
+  }
+  c.warn(fill(rules.deprecated, {{"tpu_cores", py_repr(tpu_cores)}}));
+}
+
 }  // namespace
 
 bool tpu_cores_select_the_tpu(const DeviceValue& tpu_cores) { return truthy(tpu_cores); }
 
 void check_devices(Context& c) {
+  warn_tpu_cores_deprecated(c);
   const AutoWithoutAccelerator* automatic =
       row_for<AutoWithoutAccelerator>(kAutoWithoutAccelerator, c.version);
   const DeviceValue& devices = c.settings.devices;
+  // Only a true tpu_cores replaces the devices flag and names the accelerator
+  // (1.9.5 accelerator_connector.py:495-514); None, 0 or '' leave 'auto'
+  // without one (:456).
   if (automatic && !c.accelerator_flag() && devices.kind == DeviceValue::Kind::kString &&
-      devices.text == "auto" && c.settings.tpu_cores.kind == DeviceValue::Kind::kAbsent) {
+      devices.text == "auto" && !tpu_cores_select_the_tpu(c.settings.tpu_cores)) {
     c.error(kFieldDevices, fill(automatic->text, {{"devices", devices.text}}),
             "Lightning " + c.release->name() +
                 " needs an accelerator for `devices: \"auto\"`: add `accelerator: \"tpu\"`.",
@@ -555,6 +640,13 @@ std::vector<RuleText> device_rule_texts() {
     if (!rules.empty_list_source.empty()) {
       out.push_back({kFieldDevices, kIndexError, rules.empty_list_source});
       out.push_back({kFieldTpuCores, kIndexError, rules.empty_list_source});
+    }
+    if (!rules.unchecked_items_source.empty()) {
+      out.push_back({kFieldDevices, kComparisonTypeError, rules.unchecked_items_source});
+      out.push_back({kFieldTpuCores, kComparisonTypeError, rules.unchecked_items_source});
+    }
+    if (!rules.none_unsubscriptable_source.empty()) {
+      out.push_back({kFieldDevices, kNoneUnsubscriptable, rules.none_unsubscriptable_source});
     }
   }
   for (const ZeroDevicesRule& rule : kZeroDevicesRules) {

@@ -64,6 +64,14 @@ struct TorchXlaRelease {
   std::string_view xla_use_bf16_notice;
   std::string_view source;
   std::string_view xla_use_bf16_source = {};  // where the notice is printed
+  // What it prints when it reads XLA_USE_FP16 true (ShouldUseF16); empty:
+  // nothing.
+  std::string_view xla_use_fp16_notice = {};
+  std::string_view xla_use_fp16_source = {};
+  // The warning `import torch_xla` gives when XLA_USE_FP16 is set to any
+  // non-empty value (_check_deprecated_env_var); empty: none.
+  std::string_view xla_use_fp16_import_warning = {};
+  std::string_view xla_use_fp16_import_source = {};
 };
 
 // torch_xla 2.1's XRT build: "2.1.0+xrt" as pip shows it.
@@ -134,7 +142,10 @@ constexpr TorchXlaRelease kTorchXlaReleases[] = {
      "XLA_USE_BF16 will be deprecated after the 2.4 release, please convert your model to bf16 "
      "directly",
      "pytorch/xla v2.5.0:README.md (torch_xla-2.4.0 wheels: cp39, cp310, cp311)",
-     "pytorch/xla v2.4.0:torch_xla/csrc/dtype.cpp:14 (ShouldUseBF16)"},
+     "pytorch/xla v2.4.0:torch_xla/csrc/dtype.cpp:14 (ShouldUseBF16)",
+     "XLA_USE_FP16 will be deprecated after the 2.4 release, please convert your model to fp16 "
+     "directly",
+     "pytorch/xla v2.4.0:torch_xla/csrc/dtype.cpp:25 (ShouldUseF16)"},
     {{205, 205},
      205,
      9,
@@ -145,7 +156,12 @@ constexpr TorchXlaRelease kTorchXlaReleases[] = {
      "directly",
      "pytorch/xla v2.5.0:README.md (torch_xla-2.5.0 wheels: cp39, cp310, cp311); "
      "pytorch/xla#8292 (the undefined symbol)",
-     "pytorch/xla v2.5.0:torch_xla/csrc/dtype.cpp:14 (ShouldUseBF16)"},
+     "pytorch/xla v2.5.0:torch_xla/csrc/dtype.cpp:14 (ShouldUseBF16)",
+     {},
+     {},
+     "The environment variable 'XLA_USE_FP16' is deprecated Please update your code to avoid "
+     "using it.",
+     "pytorch/xla v2.5.0:torch_xla/__init__.py:189 (_check_deprecated_env_var)"},
 };
 
 // Lightning's torch requirement, by release, as the package pip installs
@@ -338,9 +354,10 @@ bool env_bool(const std::map<std::string, std::string>& env, const std::string& 
   return number && *number != 0;
 }
 
-std::string_view xla_use_bf16_notice(int torch_xla_version) {
+TorchXlaDtypeTexts torch_xla_dtype_texts(int torch_xla_version) {
   const TorchXlaRelease* row = row_for<TorchXlaRelease>(kTorchXlaReleases, torch_xla_version);
-  return row ? row->xla_use_bf16_notice : std::string_view();
+  if (!row) return {};
+  return {row->xla_use_bf16_notice, row->xla_use_fp16_notice, row->xla_use_fp16_import_warning};
 }
 
 int default_torch_xla(int lightning_version) {
@@ -454,8 +471,14 @@ void check_environment(Context& c) {
                   ".",
               wheel->source);
     }
-    if (wheel && c.xla_use_bf16 && !wheel->xla_use_bf16_notice.empty()) {
-      c.warn(std::string(wheel->xla_use_bf16_notice));
+    // `import torch_xla` warns about a deprecated XLA_USE_FP16 set to anything
+    // (`if os.environ.get(env_var)`), whatever the job then does.
+    if (wheel && !wheel->xla_use_fp16_import_warning.empty()) {
+      const auto fp16 = c.settings.env.find("XLA_USE_FP16");
+      if (fp16 != c.settings.env.end() && !fp16->second.empty()) {
+        c.warn(std::string(wheel->xla_use_fp16_import_warning));
+        c.out.torch_xla_import_lines.emplace_back(wheel->xla_use_fp16_import_warning);
+      }
     }
     if (wheel) {
       c.out.torch_xla_version = wheel->versions.first;
@@ -508,6 +531,12 @@ std::vector<RuleText> environment_rule_texts() {
     out.push_back({kFieldTorchXla, kImportError, row.source});
     if (!row.xla_use_bf16_notice.empty()) {
       out.push_back({"warning", row.xla_use_bf16_notice, row.xla_use_bf16_source});
+    }
+    if (!row.xla_use_fp16_notice.empty()) {
+      out.push_back({"warning", row.xla_use_fp16_notice, row.xla_use_fp16_source});
+    }
+    if (!row.xla_use_fp16_import_warning.empty()) {
+      out.push_back({"warning", row.xla_use_fp16_import_warning, row.xla_use_fp16_import_source});
     }
   }
   out.push_back({kFieldTorchXla, kNoDistribution, kPipSource});

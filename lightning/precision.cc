@@ -200,6 +200,66 @@ std::string shown(const std::string& written, bool number) {
 // torch_xla/__init__.py:185).
 constexpr int kLastTorchXlaReadingXlaUseFp16 = 204;
 
+// tpujobs' own notice for a TPU job whose float tensors torch_xla stores as
+// float16 because of the user's XLA_USE_FP16, whatever `precision` says;
+// {torch_xla}, {precision}: Lightning's flag.
+constexpr std::string_view kXlaUseFp16Wins =
+    "tpujobs: env XLA_USE_FP16 makes {torch_xla} store every float32 tensor on the TPU as "
+    "float16 (torch_xla reads it itself, and before XLA_USE_BF16), so this job trains and is "
+    "sized in float16, not as precision={precision} says. Unset XLA_USE_FP16 to train in "
+    "{precision}.";
+
+// torch_xla (<= 2.4) reads the user's XLA_USE_FP16 when it first places a
+// float tensor on the device, and stores every F32 and F64 tensor as F16,
+// checked before XLA_USE_BF16 (v2.4.0 torch_xla/csrc/dtype.cpp:169-185,
+// MaybeDowncastToXlaDeviceType; v2.2.0-v2.3.0 dtype.cpp, v1.13.0-v2.1.0
+// tensor_util.cpp:1150-1166, GetDevicePrimitiveType): whatever Lightning's
+// plugin did ('32-true', or XLA_USE_BF16 for bf16), a TPU job trains in fp16.
+void apply_xla_use_fp16(Context& c) {
+  if (c.accelerator != Accelerator::kTpu ||
+      c.out.torch_xla_version > kLastTorchXlaReadingXlaUseFp16 ||
+      !env_bool(c.settings.env, "XLA_USE_FP16")) {
+    return;
+  }
+  const Precision asked = c.out.precision;
+  c.out.precision = Precision::k16True;
+  if (asked == Precision::k16True) return;  // what '16-true' asks for anyway
+  const int torch_xla = c.out.torch_xla_version;
+  // 1.x's flag is the int 32 or the string 'bf16'.
+  const std::string& flag = c.out.lightning_precision;
+  const bool number = !flag.empty() && std::all_of(flag.begin(), flag.end(),
+                                                   [](char ch) { return ch >= '0' && ch <= '9'; });
+  const std::string notice =
+      fill(kXlaUseFp16Wins, {{"torch_xla", "torch_xla " + std::to_string(torch_xla / 100) + "." +
+                                               std::to_string(torch_xla % 100)},
+                             {"precision", number ? flag : py_repr(flag)}});
+  c.warn(notice);
+  c.out.notices.push_back(notice);
+}
+
+// What torch_xla prints when each process of the job first places a float
+// tensor on the TPU (MaybeDowncastToXlaDeviceType, F32: `UseF16() ||
+// DowncastF16()` first, then `UseBF16()`, each read once a process; v2.4.0
+// torch_xla/csrc/dtype.cpp:180-185): the XLA_USE_FP16 notice when the user's
+// XLA_USE_FP16 is true (2.4, dtype.cpp:25; XLA_USE_BF16 is never read then),
+// else the XLA_USE_BF16 one when it is true (2.4-2.5, dtype.cpp:14), set by
+// the user or by Lightning's bf16 plugin (1.6.5 plugins/precision/tpu_bf16.py:31,
+// 2.0.9 :31, 2.1.4 plugins/precision/xla.py:57): a TPU job in bf16 here.
+// Call before apply_xla_use_fp16.
+void announce_torch_xla_dtype(Context& c) {
+  if (c.accelerator != Accelerator::kTpu || !c.torch_xla_from_environment) return;
+  const TorchXlaDtypeTexts texts = torch_xla_dtype_texts(c.out.torch_xla_version);
+  const bool fp16 = c.out.torch_xla_version <= kLastTorchXlaReadingXlaUseFp16 &&
+                    env_bool(c.settings.env, "XLA_USE_FP16");
+  const std::string_view notice = fp16                                      ? texts.use_fp16
+                                  : c.out.precision == Precision::kBf16True ? texts.use_bf16
+                                                                            : std::string_view();
+  if (notice.empty()) return;
+  c.warn(std::string(notice));
+  const int processes = std::max(1, c.out.device.devices_per_host);
+  for (int i = 0; i < processes; ++i) c.out.torch_xla_first_tensor_lines.emplace_back(notice);
+}
+
 // '16-true' under XLAPrecision: float32 unless the user's own XLA_USE_FP16
 // reaches a torch_xla that reads it (up to 2.4), which then stores every
 // float tensor as fp16 whatever the plugin did.
@@ -335,6 +395,8 @@ void check_precision(Context& c) {
     const bool bf16 = c.xla_use_bf16 && c.accelerator == Accelerator::kTpu;
     c.out.precision = bf16 ? Precision::kBf16True : Precision::k32True;
     c.out.lightning_precision = c.v1() ? "32" : "32-true";
+    announce_torch_xla_dtype(c);
+    apply_xla_use_fp16(c);
     return;
   }
   const std::string& written = *c.settings.precision;
@@ -362,17 +424,9 @@ void check_precision(Context& c) {
   }
   check_precision_plugin(c, rules, canonical, written, number);
   c.out.lightning_precision = canonical;
-  // XLAPrecision('bf16-true') sets XLA_USE_BF16=1 itself (2.1.4
-  // plugins/precision/xla.py:57), and torch_xla 2.4 and 2.5 print their
-  // notice when they first read it (dtype.cpp:14, once a process: a user's
-  // own XLA_USE_BF16 printed it already).
-  if (rules.plugin == TpuPlugin::kXlaPrecision && canonical == "bf16-true" &&
-      c.accelerator == Accelerator::kTpu && strategy_build(c) == StrategyBuild::kTpu &&
-      c.torch_xla_from_environment && !c.xla_use_bf16) {
-    const std::string_view notice = xla_use_bf16_notice(c.out.torch_xla_version);
-    if (!notice.empty()) c.warn(std::string(notice));
-  }
   if (c.xla_use_bf16 && c.accelerator == Accelerator::kTpu) c.out.precision = Precision::kBf16True;
+  announce_torch_xla_dtype(c);
+  apply_xla_use_fp16(c);
 }
 
 std::vector<RuleText> precision_rule_texts() {

@@ -57,6 +57,12 @@ struct DeviceValue {
   // kList: the Python type of the first element that is not an int
   // ("float", "str", "bool", ...); empty when every element is an int.
   std::string list_other_type;
+  // kList: how many elements it has (ints or not), the Python type of the
+  // first one (empty for []), and its value when that is an int, a float or
+  // a bool (1.6 compares it with 1 and 8 whatever it is).
+  std::size_t list_length = 0;
+  std::string list_first_type;
+  double list_first_number = 0;
   // kOther: Python's type name and repr of the value ("float", "8.0";
   // "bool", "True"; "dict", "{}") and whether it equals 0 (0.0, False).
   std::string python_type;
@@ -181,6 +187,15 @@ struct Resolution {
   // release's set ("GPU available: ...", "TPU available: ...", and the IPU /
   // HPU lines of the releases that have them).
   std::vector<std::string> device_info;
+  // What torch_xla itself prints in the job's log, when `environment` names
+  // the torch_xla: at `import torch_xla`, before Lightning's device lines
+  // (2.5's warning on a deprecated XLA_USE_FP16), and when the job's
+  // processes on a host first place a float tensor on the TPU, after them
+  // (2.4-2.5's XLA_USE_BF16 / XLA_USE_FP16 notices: once a process, so once
+  // per core of a host, one line for a single-core job). Each is one of
+  // `warnings` too, once.
+  std::vector<std::string> torch_xla_import_lines;
+  std::vector<std::string> torch_xla_first_tensor_lines;
   // tpujobs' own notices, each starting "tpujobs:", where the emulation
   // follows an upstream behaviour a user would not expect (precision
   // '16-true' on a TPU training in float32 under 2.1+). Each is one of

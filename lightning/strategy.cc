@@ -407,9 +407,38 @@ struct WrittenStrategy {
   const RegisteredStrategy* entry;  // nullptr when automatic or not registered
 };
 
+// 1.6's _check_strategy_and_fallback on the 'ddp_cpu' flag (from
+// accelerator='ddp_cpu'): refused where a TPU is available, otherwise
+// 'ddp_spawn'. The URL changed in 1.6.5; the text is at :579 in 1.6.0, :602
+// in 1.6.1-1.6.3, :607 in 1.6.4-1.6.5.
+struct DdpCpuOnTpu {
+  Versions versions;
+  Versions patches;
+  std::string_view text;
+  std::string_view source;
+};
+constexpr DdpCpuOnTpu kDdpCpuOnTpu[] = {
+    {{106, 106},
+     {10600, 10604},
+     "`accelerator='ddp_cpu'` is not supported on TPU machines. Learn more: "
+     "https://github.com/PyTorchLightning/pytorch-lightning/issues/7810",
+     "1.6.4:pytorch_lightning/trainer/connectors/accelerator_connector.py:607 "
+     "(_check_strategy_and_fallback)"},
+    {{106, 106},
+     kEveryPatch,
+     "`accelerator='ddp_cpu'` is not supported on TPU machines. Learn more: "
+     "https://github.com/Lightning-AI/lightning/issues/7810",
+     "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:607 "
+     "(_check_strategy_and_fallback)"},
+};
+
+bool ddp_cpu_flag(const Context& c) {
+  return !c.settings.strategy && c.strategy_from_accelerator == kDdpCpu;
+}
+
 WrittenStrategy written_strategy(const Context& c) {
   WrittenStrategy w;
-  w.name = c.strategy_flag().value_or("auto");
+  w.name = ddp_cpu_flag(c) ? "ddp_spawn" : c.strategy_flag().value_or("auto");
   if (row_for<Lowercasing>(kLowercasing, c.version, c.patch)->lowercases) {
     std::transform(w.name.begin(), w.name.end(), w.name.begin(),
                    [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
@@ -426,6 +455,12 @@ WrittenStrategy written_strategy(const Context& c) {
 }
 
 }  // namespace
+
+bool strategy_lowercased(Context& c) {
+  const Lowercasing& row = *row_for<Lowercasing>(kLowercasing, c.version, c.patch);
+  c.use_patch_row(row.patches);
+  return row.lowercases;
+}
 
 bool is_registered_strategy(std::string_view name, int version) {
   return find_registered(name, version) != nullptr;
@@ -453,6 +488,15 @@ StrategyBuild strategy_build(const Context& c) {
 }
 
 void check_strategy(Context& c) {
+  if (ddp_cpu_flag(c) && c.tpu_available()) {
+    const DdpCpuOnTpu& row = *row_for<DdpCpuOnTpu>(kDdpCpuOnTpu, c.version, c.patch);
+    c.use_patch_row(row.patches);
+    c.error(kFieldAccelerator, std::string(row.text),
+            "`ddp_cpu` is a CPU strategy of Lightning 1.5: use `accelerator: \"tpu\"` with "
+            "`devices` on TPU hosts.",
+            row.source);
+    return;
+  }
   const WrittenStrategy w = written_strategy(c);
   const std::string& written = w.name;
   const StrategyRules& rules = *w.rules;
@@ -554,6 +598,8 @@ void check_strategy(Context& c) {
 
 std::vector<RuleText> strategy_rule_texts() {
   std::vector<RuleText> out;
+  for (const DdpCpuOnTpu& row : kDdpCpuOnTpu)
+    out.push_back({kFieldAccelerator, row.text, row.source});
   for (const ClassInit& init : kClassInit) out.push_back({kFieldStrategy, init.text, init.source});
   for (const ClassInit& init : kClassInitWarnings)
     out.push_back({"warning", init.text, init.source});

@@ -210,6 +210,65 @@ TEST(JobSpec, NumNodesReachesTheResolverAsWritten) {
   EXPECT_TRUE(errors.empty());
 }
 
+// Lightning 1.6 compares the first item of a `devices` list with 1 and 8
+// whatever its type, so the parser keeps its type, value and the length.
+TEST(JobSpec, DeviceListsKeepTheirFirstItemAndLength) {
+  std::vector<FieldError> errors;
+  json body = json::parse(kMinimal);
+  body["trainer"] = {{"devices", json::array({1.0})}, {"tpu_cores", json::array({"a", 1})}};
+  std::optional<JobSpec> spec = parse_job_spec(body, &errors);
+  ASSERT_TRUE(spec) << fields(errors);
+  EXPECT_EQ(spec->trainer.devices.list_length, 1u);
+  EXPECT_EQ(spec->trainer.devices.list_first_type, "float");
+  EXPECT_EQ(spec->trainer.devices.list_first_number, 1.0);
+  EXPECT_EQ(spec->trainer.tpu_cores.list_length, 2u);
+  EXPECT_EQ(spec->trainer.tpu_cores.list_first_type, "str");
+  EXPECT_EQ(spec->trainer.tpu_cores.list, std::vector<std::int64_t>{1});
+}
+
+// An explicit null is Python's None: Lightning 2.0 defaults `devices` to
+// 'auto' and fails on None, 2.1+ refuses None, 1.x takes None as its own
+// default; 2.x has no `tpu_cores` keyword at all, null or not.
+TEST(JobSpec, NullDevicesReachTheResolverAsNone) {
+  scheduler::PoolCapacity v3_8;
+  v3_8.hosts[scheduler::Generation::kV3] = 1;
+  auto resolved = [&](const std::string& version, const json& trainer) {
+    std::vector<FieldError> errors;
+    json body = json::parse(kMinimal);
+    body["lightning_version"] = version;
+    body["trainer"] = trainer;
+    std::optional<JobSpec> spec = parse_job_spec(body, &errors);
+    EXPECT_TRUE(spec) << fields(errors);
+    return spec ? resolve(spec->trainer, v3_8) : Resolution{};
+  };
+  auto first_error = [](const Resolution& resolution) {
+    return resolution.errors.empty()
+               ? std::string("no error")
+               : resolution.errors.front().field + ": " + resolution.errors.front().message;
+  };
+  std::vector<FieldError> errors;
+  json body = json::parse(kMinimal);
+  body["trainer"] = {{"devices", nullptr}, {"tpu_cores", nullptr}};
+  std::optional<JobSpec> spec = parse_job_spec(body, &errors);
+  ASSERT_TRUE(spec) << fields(errors);
+  EXPECT_EQ(spec->trainer.devices.python_type, "NoneType");
+  EXPECT_EQ(spec->trainer.tpu_cores.python_type, "NoneType");
+
+  EXPECT_EQ(first_error(resolved("2.0", {{"devices", nullptr}})),
+            "trainer.devices: TypeError: 'NoneType' object is not subscriptable");
+  EXPECT_EQ(first_error(resolved("2.0", json::object())), "no error");
+  EXPECT_EQ(first_error(resolved("2.5", {{"devices", nullptr}})),
+            "trainer.devices: Device IDs (GPU/TPU) must be an int, a string, a sequence of ints, "
+            "but you passed None");
+  EXPECT_EQ(first_error(resolved("2.5", {{"tpu_cores", nullptr}})),
+            "trainer.tpu_cores: Trainer.__init__() got an unexpected keyword argument 'tpu_cores'");
+  const Resolution v19 = resolved("1.9", {{"devices", nullptr}, {"tpu_cores", 8}});
+  EXPECT_EQ(first_error(v19), "no error");
+  EXPECT_EQ(v19.world_size, 8);
+  ASSERT_EQ(v19.warnings.size(), 1u) << "no `devices=None will be ignored` warning";
+  EXPECT_TRUE(v19.warnings[0].starts_with("Setting `Trainer(tpu_cores=8)` is deprecated"));
+}
+
 TEST(JobSpec, EnvironmentIsReadAsPipFreezeShowsIt) {
   std::vector<FieldError> errors;
   json body = json::parse(kMinimal);
@@ -311,6 +370,72 @@ TEST(ApplyResolution, SixteenTrueOnATpuRunsAndIsSizedInFloat32) {
   EXPECT_EQ(hbm(sixteen).total, hbm(fp32).total);
   EXPECT_GT(hbm(sixteen).total, hbm(bf16).total);
   EXPECT_EQ(hbm(sixteen).precision, executor::Precision::kFp32);
+}
+
+// A user's XLA_USE_FP16 under torch_xla 2.4 makes every float tensor on the
+// TPU fp16 (lightning/precision.cc): the executor computes in fp16, and the
+// job's log says why.
+TEST(ApplyResolution, UsersXlaUseFp16TrainsInFloat16) {
+  scheduler::PoolCapacity v3_8;
+  v3_8.hosts[scheduler::Generation::kV3] = 1;
+  std::vector<FieldError> errors;
+  json body = json::parse(kMinimal);
+  body["environment"] = {{"lightning", "2.4.0"}, {"torch", "2.4.0"}, {"torch_xla", "2.4.0"}};
+  body["env"] = {{"XLA_USE_FP16", "1"}};
+  body["trainer"] = {{"precision", "32-true"}};
+  std::optional<JobSpec> spec = parse_job_spec(body, &errors);
+  ASSERT_TRUE(spec) << fields(errors);
+  const Resolution resolution = resolve(spec->trainer, v3_8);
+  ASSERT_TRUE(resolution.errors.empty()) << resolution.errors.front().message;
+  apply_resolution(resolution, &*spec);
+  EXPECT_EQ(spec->training.precision, executor::Precision::kFp16);
+  ASSERT_EQ(spec->training.notices.size(), 1u);
+  EXPECT_TRUE(spec->training.notices[0].starts_with("tpujobs: env XLA_USE_FP16 makes"))
+      << spec->training.notices[0];
+}
+
+// torch_xla's own lines in the job's log: the import warning before
+// Lightning's device lines, the dtype notice after them once per process of
+// the host (8 for a v3-8 host, 1 for a single core).
+TEST(ApplyResolution, TorchXlaDtypeLinesFrameTheDeviceLines) {
+  scheduler::PoolCapacity v3_8;
+  v3_8.hosts[scheduler::Generation::kV3] = 1;
+  auto log_lines = [&](const std::string& torch_xla, const json& env, const json& trainer) {
+    std::vector<FieldError> errors;
+    json body = json::parse(kMinimal);
+    body["environment"] = {{"lightning", "2.5.6"}, {"torch", torch_xla}, {"torch_xla", torch_xla}};
+    body["env"] = env;
+    body["trainer"] = trainer;
+    std::optional<JobSpec> spec = parse_job_spec(body, &errors);
+    EXPECT_TRUE(spec) << fields(errors);
+    if (!spec) return std::vector<std::string>{};
+    const Resolution resolution = resolve(spec->trainer, v3_8);
+    EXPECT_TRUE(resolution.errors.empty()) << resolution.errors.front().message;
+    apply_resolution(resolution, &*spec);
+    return spec->training.device_info;
+  };
+  const std::string bf16_24 =
+      "XLA_USE_BF16 will be deprecated after the 2.4 release, please convert your model to bf16 "
+      "directly";
+  const std::vector<std::string> host =
+      log_lines("2.4.0", json::object(), {{"precision", "bf16-true"}});
+  ASSERT_EQ(host.size(), 2u + 8u);
+  EXPECT_EQ(host[0], "GPU available: False, used: False");
+  EXPECT_EQ(host[1], "TPU available: True, using: 8 TPU cores");
+  for (std::size_t i = 2; i < host.size(); ++i) EXPECT_EQ(host[i], bf16_24);
+
+  const std::vector<std::string> single =
+      log_lines("2.4.0", {{"XLA_USE_BF16", "1"}}, {{"devices", 1}});
+  ASSERT_EQ(single.size(), 3u);
+  EXPECT_EQ(single[2], bf16_24);
+
+  const std::vector<std::string> v25 =
+      log_lines("2.5.0", {{"XLA_USE_FP16", "1"}}, {{"precision", "32-true"}});
+  ASSERT_EQ(v25.size(), 3u);
+  EXPECT_EQ(v25[0],
+            "The environment variable 'XLA_USE_FP16' is deprecated Please update your code to "
+            "avoid using it.");
+  EXPECT_EQ(v25[1], "GPU available: False, used: False");
 }
 
 // What the executor's device log line needs: Lightning's trainer.num_devices

@@ -46,6 +46,12 @@ DeviceValue ParseDeviceValue(const std::string& text) {
   if (text.front() == '[') {
     value.kind = DeviceValue::Kind::kList;
     for (const std::string& item : Split(text.substr(1, text.size() - 2), ',')) {
+      if (value.list_length++ == 0) {
+        value.list_first_type = item.front() == '\''                  ? "str"
+                                : item.find('.') != std::string::npos ? "float"
+                                                                      : "int";
+        if (item.front() != '\'') value.list_first_number = std::stod(item);
+      }
       if (item.front() == '\'') {
         if (value.list_other_type.empty()) value.list_other_type = "str";
       } else if (item.find('.') != std::string::npos) {
@@ -517,7 +523,8 @@ const std::vector<Case>& Cases() {
       {"tpu_cores_no_tpu", "v=1.9 tpu_cores=8", "",
        "trainer.tpu_cores: `TPUAccelerator` can not run on your system since the accelerator is "
        "not available. The following accelerator(s) is available and can be passed into "
-       "`accelerator` argument of `Trainer`: ['cpu']."},
+       "`accelerator` argument of `Trainer`: ['cpu'].",
+       kDeprecated8},
       {"tpu_cores_8_on_v4", "v=1.9 tpu_cores=8", "v4-8",
        "trainer.tpu_cores: `tpu_cores=8` asks for 8 devices per host, but the hosts it may run on "
        "have 4 on v4 hosts.",
@@ -716,6 +723,27 @@ const std::vector<VersionCase>& VersionCases() {
        "v=2.1 devices=None", "v3-8",
        "trainer.devices: Device IDs (GPU/TPU) must be an int, a string, a sequence of ints, but "
        "you passed None"},
+      // 2.0's default is 'auto': an explicit None passes the parser and
+      // leaves no device for the strategy Lightning picks.
+      {"v20_devices_none_leaves_no_device",
+       "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py:427",
+       "v=2.0 devices=None", "v3-8",
+       "trainer.devices: TypeError: 'NoneType' object is not subscriptable"},
+      {"v20_tpu_devices_none_leaves_no_device",
+       "2.0.9:src/lightning/fabric/accelerators/tpu.py:167 (devices in (1, 8, None))",
+       "v=2.0 accelerator=tpu devices=None", "v3-8",
+       "trainer.devices: TypeError: 'NoneType' object is not subscriptable"},
+      // 1.x: None is the default of both flags, so devices=None beside
+      // tpu_cores is not "given" (`if devices:`), and tpu_cores=None names no
+      // accelerator for devices='auto'.
+      {"v16_tpu_cores_beside_devices_none",
+       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:458 (if devices:)",
+       "v=1.6 tpu_cores=8 devices=None", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
+      {"v18_devices_auto_tpu_cores_none",
+       "1.8.6:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
+       "v=1.8 devices=auto tpu_cores=None", "",
+       "trainer.devices: You passed `devices=auto` but haven't specified "
+       "`accelerator=('auto'|'tpu'|'gpu'|'ipu'|'cpu'|'hpu'|'mps')` for the devices mapping."},
       {"v19_devices_none_is_auto",
        "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py:584",
        "v=1.9 accelerator=tpu devices=None", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla v1"},
@@ -765,6 +793,23 @@ const std::vector<VersionCase>& VersionCases() {
       {"v16_devices_float", "1.6.5:pytorch_lightning/utilities/device_parser.py (_check_data_type)",
        "v=1.6 accelerator=tpu devices=8.0", "v3-8",
        "trainer.devices: Device ID's (GPU/TPU) must be int, string or sequence of ints or None."},
+      // 1.6's _check_data_type does not look inside a list; _tpu_cores_valid
+      // compares its first item with 1 and 8 whatever the list's length.
+      {"v16_devices_list_of_float_passes_the_parser",
+       "1.6.5:pytorch_lightning/utilities/device_parser.py:240-243, :254",
+       "v=1.6 accelerator=tpu devices=[1.0]", "v3-8",
+       "trainer.devices: Lightning 1.6 accepts a float as the TPU core of `devices` and hands it "
+       "to torch_xla as the device ordinal; tpujobs does not run such a job."},
+      {"v16_devices_list_of_str", "1.6.5:pytorch_lightning/utilities/device_parser.py:254",
+       "v=1.6 accelerator=tpu devices=['1']", "v3-8",
+       "trainer.devices: TypeError: '<=' not supported between instances of 'int' and 'str'"},
+      {"v16_devices_float_out_of_range", "1.6.5:pytorch_lightning/utilities/device_parser.py:254",
+       "v=1.6 accelerator=tpu devices=[9.0]", "v3-8", S("trainer.devices: ", kTpuCores)},
+      {"v16_devices_int_then_float", "1.6.5:pytorch_lightning/utilities/device_parser.py:254",
+       "v=1.6 accelerator=tpu devices=[1,2.0]", "v3-8", S("trainer.devices: ", kTpuCores)},
+      {"v16_tpu_cores_str_then_int", "1.6.5:pytorch_lightning/utilities/device_parser.py:254",
+       "v=1.6 tpu_cores=['a',1]", "v3-8",
+       "trainer.tpu_cores: TypeError: '<=' not supported between instances of 'int' and 'str'"},
       {"v17_devices_float",
        "1.7.7:src/pytorch_lightning/utilities/device_parser.py (_check_data_type)",
        "v=1.7 accelerator=tpu devices=8.0", "v3-8",
@@ -777,6 +822,33 @@ const std::vector<VersionCase>& VersionCases() {
       {"v17_devices_comma", "1.7.7:src/pytorch_lightning/utilities/device_parser.py:304",
        "v=1.7 accelerator=tpu devices=','", "v3-8",
        "trainer.devices: IndexError: list index out of range"},
+      // 1.7-1.9 warn about tpu_cores with the device flags, after the
+      // accelerator name and devices=0 are checked and before the accelerator
+      // is resolved or instantiated, so the warning precedes those errors.
+      {"v19_tpu_cores_warned_before_gpu_backend",
+       "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py:484 (:202 after)",
+       "v=1.9 accelerator=gpu tpu_cores=8", "v3-8",
+       "trainer.accelerator: No supported gpu backend found!", kDeprecated8},
+      {"v17_tpu_cores_warned_before_unavailable",
+       "1.7.7:src/pytorch_lightning/trainer/connectors/accelerator_connector.py:453 (:532 after)",
+       "v=1.7 accelerator=tpu tpu_cores=8", "",
+       "trainer.accelerator: TPUAccelerator can not run on your system since the accelerator is "
+       "not "
+       "available. The following accelerator(s) is available and can be passed into `accelerator` "
+       "argument of `Trainer`: ['cpu'].",
+       kDeprecated8},
+      {"v18_tpu_cores_zero_warned_before_devices_mapping",
+       "1.8.6:src/pytorch_lightning/trainer/connectors/accelerator_connector.py:447 (:419 after)",
+       "v=1.8 devices=auto tpu_cores=0", "",
+       "trainer.devices: You passed `devices=auto` but haven't specified "
+       "`accelerator=('auto'|'tpu'|'gpu'|'ipu'|'cpu'|'hpu'|'mps')` for the devices mapping.",
+       "Setting `Trainer(tpu_cores=0)` is deprecated in v1.7 and will be removed in v2.0. Please "
+       "use `Trainer(accelerator='tpu', devices=0)` instead."},
+      {"v19_tpu_cores_not_warned_after_accelerator_name",
+       "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py:295 (:484 after)",
+       "v=1.9 accelerator=bogus tpu_cores=8", "v3-8",
+       "trainer.accelerator: You selected an invalid accelerator name: `accelerator='bogus'`. "
+       "Available names are: cpu, cuda, hpu, ipu, mps, tpu."},
       {"v18_tpu_cores_space", "1.8.6:src/lightning_lite/accelerators/tpu.py:168",
        "v=1.8 tpu_cores='_'", "v3-8", "trainer.tpu_cores: IndexError: list index out of range",
        "Setting `Trainer(tpu_cores=' ')` is deprecated in v1.7 and will be removed in v2.0. Please "
@@ -822,6 +894,24 @@ const std::vector<VersionCase>& VersionCases() {
        "tpu host v3 8x1 v3-8 world=8 32-true xla v1",
        "Passing `Trainer(accelerator='tpu_spawn')` has been deprecated in v1.5 and will be "
        "removed in v1.7. Use `Trainer(strategy='tpu_spawn')` instead."},
+      // accelerator='ddp_cpu' (no registered name) becomes the strategy
+      // flag (1.6.5 accelerator_connector.py:302), refused on a TPU machine,
+      // else 'ddp_spawn' (:604-612).
+      {"v16_accelerator_ddp_cpu_on_a_tpu_machine",
+       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:607",
+       "v=1.6 accelerator=ddp_cpu tpu_cores=8", "v3-8",
+       "trainer.accelerator: `accelerator='ddp_cpu'` is not supported on TPU machines. Learn more: "
+       "https://github.com/Lightning-AI/lightning/issues/7810"},
+      {"v160_accelerator_ddp_cpu_on_a_tpu_machine",
+       "1.6.0:pytorch_lightning/trainer/connectors/accelerator_connector.py:579",
+       "v=1.6.0 accelerator=ddp_cpu tpu_cores=8", "v3-8",
+       "trainer.accelerator: `accelerator='ddp_cpu'` is not supported on TPU machines. Learn more: "
+       "https://github.com/PyTorchLightning/pytorch-lightning/issues/7810"},
+      {"v16_accelerator_ddp_cpu_is_ddp_spawn",
+       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:612",
+       "v=1.6 accelerator=ddp_cpu", "",
+       "trainer.strategy: `strategy='ddp_spawn'` is not supported for `accelerator='cpu'` jobs: "
+       "tpujobs runs them as one process on the executor's threads."},
       {"v16_accelerator_names_ddp",
        "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:298",
        "v=1.6 accelerator=ddp tpu_cores=8", "v3-8", S(kWrongStrategy1, "DDPStrategy."),
@@ -1509,10 +1599,25 @@ const std::vector<VersionCase>& VersionCases() {
        "pl=1.9.0 torch=1.13.1 py=3.8 accelerator=tpu", "v3-8",
        "trainer.accelerator: Requirement 'torch_xla' not met. HINT: Try running `pip install -U "
        "'torch_xla'`"},
+      // 1.8.4-1.9.0 install the newest lightning-utilities, which on Python 3.7
+      // is 0.10.1 (0.11.0 requires 3.8): pkg_resources' words and the HINT.
+      {"env_v184_no_torch_xla_python37",
+       "lightning-utilities v0.10.1 imports.py:137 (1.8.4 requirements/pytorch/base.txt:13, "
+       "upper bound dropped)",
+       "pl=1.8.4 torch=1.12.1 py=3.7 accelerator=tpu", "v3-8",
+       "trainer.accelerator: DistributionNotFound: The 'torch_xla' distribution was not found and "
+       "is required by the application. HINT: Try running `pip install -U 'torch_xla'`"},
+      {"env_v190_no_torch_xla_python37_tpu_cores",
+       "lightning-utilities v0.10.1 imports.py:137 (1.9.0 requirements/pytorch/base.txt)",
+       "pl=1.9.0 torch=1.13.1 py=3.7 tpu_cores=8", "v3-8",
+       "trainer.tpu_cores: DistributionNotFound: The 'torch_xla' distribution was not found and is "
+       "required by the application. HINT: Try running `pip install -U 'torch_xla'`",
+       kDeprecated8},
       {"env_v191_no_torch_xla_tpu_cores", "1.9.1:src/lightning_fabric/accelerators/tpu.py:120",
        "pl=1.9.1 torch=1.13.1 py=3.8 tpu_cores=8", "v3-8",
        "trainer.tpu_cores: Module not found: 'torch_xla'. HINT: Try running `pip install -U "
-       "torch_xla`"},
+       "torch_xla`",
+       kDeprecated8},
       {"env_v195_no_torch_xla", "1.9.5:src/lightning_fabric/accelerators/tpu.py:120",
        "pl=1.9.5 torch=1.13.1 py=3.8 accelerator=tpu", "v3-8",
        "trainer.accelerator: Module not found: 'torch_xla'. HINT: Try running `pip install -U "
@@ -1634,6 +1739,38 @@ const std::vector<VersionCase>& VersionCases() {
       {"env_xla_use_bf16_silent_before_2_4", "pytorch/xla v2.1.0:torch_xla/csrc/dtype.cpp",
        "pl=2.1.3 torch=2.1.0 xla=2.1.0 env.XLA_USE_BF16=true", "v3-8",
        "tpu host v3 8x1 v3-8 world=8 bf16-true xla"},
+      // torch_xla 2.4 reads the user's XLA_USE_FP16 first (dtype.cpp:180-185)
+      // and prints its own notice; XLA_USE_BF16 is then never read.
+      {"env_xla_use_fp16_notice_24", "pytorch/xla v2.4.0:torch_xla/csrc/dtype.cpp:25",
+       "pl=2.4.0 torch=2.4.0 xla=2.4.0 py=3.10 env.XLA_USE_FP16=1 env.XLA_USE_BF16=1", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 16-true xla",
+       "XLA_USE_FP16 will be deprecated after the 2.4 release, please convert your model to fp16 "
+       "directly | tpujobs: env XLA_USE_FP16 makes torch_xla 2.4 store every float32 tensor on "
+       "the TPU as float16 (torch_xla reads it itself, and before XLA_USE_BF16), so this job "
+       "trains and is sized in float16, not as precision='32-true' says. Unset XLA_USE_FP16 to "
+       "train in '32-true'."},
+      {"env_xla_use_fp16_read_false_24", "pytorch/xla v2.4.0:torch_xla/csrc/dtype.cpp:22",
+       "pl=2.4.0 torch=2.4.0 xla=2.4.0 py=3.10 env.XLA_USE_FP16=0", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 32-true xla"},
+      // torch_xla 2.5 no longer reads it; `import torch_xla` warns when it is
+      // set at all (`if os.environ.get(env_var)`), "0" too, on the CPU too.
+      {"env_xla_use_fp16_import_warning_25", "pytorch/xla v2.5.0:torch_xla/__init__.py:188",
+       "pl=2.5.6 torch=2.5.0 xla=2.5.0 py=3.10 accelerator=cpu env.XLA_USE_FP16=0", "v3-8",
+       "cpu world=1 32-true auto",
+       "The environment variable 'XLA_USE_FP16' is deprecated Please update your code to avoid "
+       "using it. | TPU available but not used. You can set it by doing "
+       "`Trainer(accelerator='tpu')`."},
+      {"env_xla_use_fp16_empty_25", "pytorch/xla v2.5.0:torch_xla/__init__.py:188",
+       "pl=2.5.6 torch=2.5.0 xla=2.5.0 py=3.10 env.XLA_USE_FP16=", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 32-true xla"},
+      // Lightning 2.0's TPUBf16PrecisionPlugin sets XLA_USE_BF16 too
+      // (2.0.9 plugins/precision/tpu_bf16.py:31).
+      {"env_v20_bf16_mixed_torch_xla_24",
+       "2.0.9:src/lightning/pytorch/plugins/precision/tpu_bf16.py:31",
+       "pl=2.0.9 torch=2.4.0 xla=2.4.0 py=3.10 precision=bf16-mixed", "v3-8",
+       "tpu host v3 8x1 v3-8 world=8 bf16-true xla",
+       "XLA_USE_BF16 will be deprecated after the 2.4 release, please convert your model to bf16 "
+       "directly"},
       {"env_xrt_removed", "pytorch/xla v2.2.0 (XRT removed)",
        "pl=2.1.3 torch=2.2.0 xla=2.2.0 runtime=xrt env.XRT_TPU_CONFIG=x", "v3-8",
        "runtime: torch_xla 2.2.0 has no XRT runtime (removed in torch_xla 2.2)."},
@@ -2055,6 +2192,55 @@ TEST(ResolveTest, CitesTheFileThatWritesTheText) {
   EXPECT_EQ(2, notices);  // torch_xla 2.4 and 2.5
 }
 
+// torch_xla up to 2.4 reads the user's XLA_USE_FP16 itself and stores every
+// float32 tensor as float16, before it looks at XLA_USE_BF16 (v2.4.0
+// torch_xla/csrc/dtype.cpp:180-185; v2.1.0 tensor_util.cpp:1163): whatever
+// the precision, a TPU job trains in fp16 then, and a notice says why. 2.5
+// no longer reads it; the CPU has no XLA tensors.
+TEST(ResolveTest, UsersXlaUseFp16MakesTpuTensorsFloat16UpTo24) {
+  struct Row {
+    std::string settings;
+    std::string precision;     // precision_name()
+    std::string lightning;     // lightning_precision
+    std::string notice_names;  // "" when no notice
+  };
+  const Row rows[] = {
+      {"pl=2.4.0 torch=2.4.0 xla=2.4.0 precision=32-true env.XLA_USE_FP16=1", "16-true", "32-true",
+       "torch_xla 2.4 store every float32 tensor on the TPU as float16"},
+      {"pl=2.4.0 torch=2.4.0 xla=2.4.0 precision=bf16-true env.XLA_USE_FP16=1", "16-true",
+       "bf16-true", "not as precision='bf16-true' says"},
+      {"pl=2.1.4 torch=2.1.0 xla=2.1.0 env.XLA_USE_FP16=true", "16-true", "32-true",
+       "torch_xla 2.1 store"},
+      {"pl=2.4.0 torch=2.4.0 xla=2.4.0 env.XLA_USE_FP16=1 env.XLA_USE_BF16=1", "16-true", "32-true",
+       "before XLA_USE_BF16"},
+      {"pl=1.9.5 torch=1.13.1 xla=1.13 py=3.8 tpu_cores=8 precision=bf16 env.XLA_USE_FP16=1",
+       "16-true", "bf16", "not as precision='bf16' says"},
+      {"pl=1.9.5 torch=1.13.1 xla=1.13 py=3.8 tpu_cores=8 precision=32 env.XLA_USE_FP16=1",
+       "16-true", "32", "not as precision=32 says"},
+      {"pl=2.0.9 torch=2.0.1 xla=2.0 precision=16-mixed env.XLA_USE_FP16=1", "16-true",
+       "bf16-mixed", "Unset XLA_USE_FP16 to train in 'bf16-mixed'"},
+      {"pl=2.4.0 torch=2.4.0 xla=2.4.0 precision=32-true env.XLA_USE_FP16=0", "32-true", "32-true",
+       ""},
+      {"pl=2.5.6 torch=2.5.0 xla=2.5.0 precision=32-true env.XLA_USE_FP16=1", "32-true", "32-true",
+       ""},
+      {"pl=2.4.0 torch=2.4.0 xla=2.4.0 accelerator=cpu precision=32-true env.XLA_USE_FP16=1",
+       "32-true", "32-true", ""},
+  };
+  for (const Row& row : rows) {
+    const Resolution r = resolve(Settings(row.settings), Pool("v3-8"));
+    ASSERT_TRUE(r.errors.empty()) << row.settings << ": " << Summary(r);
+    EXPECT_EQ(row.precision, precision_name(r.precision)) << row.settings;
+    EXPECT_EQ(row.lightning, r.lightning_precision) << row.settings;
+    if (row.notice_names.empty()) {
+      EXPECT_TRUE(r.notices.empty()) << row.settings << ": " << Join(r.notices);
+      continue;
+    }
+    ASSERT_EQ(1u, r.notices.size()) << row.settings << ": " << Join(r.notices);
+    EXPECT_TRUE(r.notices[0].starts_with("tpujobs: env XLA_USE_FP16 makes ")) << r.notices[0];
+    EXPECT_NE(std::string::npos, r.notices[0].find(row.notice_names)) << r.notices[0];
+  }
+}
+
 // 1.9's strategy checks changed in its patch releases: 1.9.0-1.9.1 check no
 // name (the registry's KeyError, 'auto' too), 1.9.2 refuses an unknown name
 // naming lightning.pytorch's Strategy, 1.9.3 pytorch_lightning's, and only
@@ -2118,6 +2304,28 @@ TEST(ResolveTest, Lightning160DoesNotLowerCaseTheStrategy) {
   const Resolution lower =
       resolve(Settings("v=1.6.0 accelerator=tpu strategy=tpu_spawn_debug"), Pool("v3-8"));
   EXPECT_TRUE(lower.errors.empty()) << Summary(lower);
+}
+
+// 1.6.0 checks `strategy` against an accelerator that names a strategy as
+// written (1.6.0 accelerator_connector.py:265-269): strategy='DDP' beside
+// accelerator='ddp' conflicts, before the deprecation of the accelerator
+// string; 1.6.1 on lower-case it first and take both as 'ddp'.
+TEST(ResolveTest, Lightning160ComparesTheStrategyAsWrittenWithTheAccelerator) {
+  const std::string conflict =
+      "trainer.accelerator: strategy DDP already set through `strategy` flag, but have also "
+      "passed ddp in through the accelerator flag.";
+  const Resolution v160 =
+      resolve(Settings("v=1.6.0 accelerator=ddp strategy=DDP tpu_cores=8"), Pool("v3-8"));
+  ASSERT_FALSE(v160.errors.empty());
+  EXPECT_EQ(conflict, v160.errors[0].field + ": " + v160.errors[0].message);
+  EXPECT_TRUE(v160.warnings.empty()) << Join(v160.warnings);
+  EXPECT_EQ("1.6.0", v160.lightning_tag);
+  const Resolution v161 =
+      resolve(Settings("v=1.6.1 accelerator=ddp strategy=DDP tpu_cores=8"), Pool("v3-8"));
+  ASSERT_FALSE(v161.errors.empty());
+  EXPECT_NE(conflict, v161.errors[0].field + ": " + v161.errors[0].message);
+  EXPECT_TRUE(Join(v161.warnings).starts_with("Passing `Trainer(accelerator='ddp')` has been"))
+      << Join(v161.warnings);
 }
 
 // The devices data-type texts are `_check_data_type`'s, which 1.8 on keep in
