@@ -35,7 +35,12 @@ struct Error {
   // With maybe_applied, when known: the PostgreSQL server process that was
   // left with the request. Once it is gone, the request has been carried
   // out or never will be (db::JobRepository::end_server_process).
-  int server_process = 0;
+  struct ServerProcess {
+    int pid = 0;  // 0: unknown
+    // Its pg_stat_activity.backend_start, as the session printed it (ISO,
+    // UTC): with the pid, it names this process and no later one.
+    std::string started{};
+  } server_process{};
 };
 
 // Holds either a T or an error: an Error, or a richer type where a layer's

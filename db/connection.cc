@@ -180,7 +180,6 @@ Result<std::unique_ptr<Connection>> Connection::open(const std::string& conninfo
   // deadline (answer()); only copy_in's rows are sent blocking.
   PQsetnonblocking(raw, 1);
   connection->answer_timeout_ = answer_timeout;
-  connection->server_process_ = PQbackendPID(raw);
   // Server NOTICEs ("... does not exist, skipping") are not errors; libpq
   // would print them on stderr.
   PQsetNoticeProcessor(
@@ -200,12 +199,25 @@ Result<std::unique_ptr<Connection>> Connection::open(const std::string& conninfo
   // probes this session's client as the client probes the server (about
   // 11 s), and gives up a send that is not acknowledged in 10 s. (Over a
   // Unix socket these settings do nothing.)
-  Status session = connection->execute_script(
-      "SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET IntervalStyle = 'postgres'; "
-      "SET idle_in_transaction_session_timeout = '5s'; SET tcp_keepalives_idle = 5; "
-      "SET tcp_keepalives_interval = 2; SET tcp_keepalives_count = 3; "
-      "SET tcp_user_timeout = 10000");
+  // In the same round trip: this session's server process, named by its
+  // pid and start, for a statement whose answer will not come.
+  Result<QueryResult> session = connection->answer(
+      PQsendQuery(raw,
+                  "SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; "
+                  "SET IntervalStyle = 'postgres'; "
+                  "SET idle_in_transaction_session_timeout = '5s'; SET tcp_keepalives_idle = 5; "
+                  "SET tcp_keepalives_interval = 2; SET tcp_keepalives_count = 3; "
+                  "SET tcp_user_timeout = 10000; "
+                  "SELECT pid, backend_start FROM pg_stat_activity "
+                  "WHERE pid = pg_backend_pid()") == 1,
+      "session setup failed", connection->answer_deadline());
   if (!session.ok()) return session.error();
+  if (PQresultStatus(session->result_) != PGRES_TUPLES_OK) {
+    return connection->error_from(session->result_, "session setup failed");
+  }
+  if (session->rows() == 1) {
+    connection->server_process_ = {static_cast<int>(session->int64(0, 0)), session->string(0, 1)};
+  }
   return connection;
 }
 

@@ -215,8 +215,8 @@ class Connection {
   // never reads a cancel or a goodbye).
   void drop();
 
-  pg_conn* connection_;     // null once dropped
-  int server_process_ = 0;  // PQbackendPID, kept past drop()
+  pg_conn* connection_;                  // null once dropped
+  Error::ServerProcess server_process_;  // read when opened, kept past drop()
   std::chrono::milliseconds answer_timeout_{0};
   std::unordered_map<std::string, std::string> prepared_;  // SQL text -> statement name
 };

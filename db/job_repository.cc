@@ -507,24 +507,21 @@ Result<std::vector<JobRow>> JobRepository::load_queued_except(
             " ORDER BY j.id",
             {Param::bigints(known)});
         if (!rows.ok()) return rows.error();
-        std::vector<JobRow> jobs;
-        jobs.reserve(rows->rows());
-        for (int row = 0; row < rows->rows(); ++row) jobs.push_back(read_job(*rows, row));
-        return jobs;
+        return read_jobs(*rows);
       });
 }
 
-Result<bool> JobRepository::end_server_process(int server_process) {
-  if (server_process <= 0) return true;  // none was known: nothing to wait for
+Result<bool> JobRepository::end_server_process(const Error::ServerProcess& process,
+                                               std::chrono::milliseconds wait) {
+  if (process.pid <= 0) return true;  // none was known: nothing to wait for
   return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<bool> {
-    // pg_terminate_backend's timeout (PostgreSQL 14+) waits for the exit.
+    // pg_terminate_backend's timeout waits for the exit.
     Result<QueryResult> rows = connection.execute(
-        "SELECT coalesce(bool_and(pg_terminate_backend(pid, 1000)), true)"
+        "SELECT coalesce(bool_and(pg_terminate_backend(pid, $3::bigint)), true)"
         "  FROM pg_stat_activity"
-        " WHERE pid = $1::integer AND usename = current_user"
-        "   AND application_name = current_setting('application_name')"
-        "   AND backend_type = 'client backend'",
-        {server_process});
+        " WHERE pid = $1::integer AND backend_start = $2::timestamptz",
+        {process.pid, process.started,
+         static_cast<std::int64_t>(std::max<long long>(1, wait.count()))});
     if (!rows.ok()) return rows.error();
     return rows->boolean(0, 0);
   });

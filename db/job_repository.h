@@ -238,11 +238,11 @@ class JobRepository {
   // came (base::Error::server_process), and says whether it is gone: from
   // then on that statement has been carried out or never will be. A process
   // still waiting (on a lock) is terminated, rolling its statement back; one
-  // that does not exit within a second answers false (ask again). Only a
-  // process of this role and this application_name (this pool's) is ended:
-  // a server that reused the number for another client is left alone, and
-  // reads as gone.
-  Result<bool> end_server_process(int server_process);
+  // that does not exit within `wait` answers false (ask again). The process
+  // is named by its pid and its start, so a later one given the same pid is
+  // never ended. Needs PostgreSQL 14+ (pg_terminate_backend's timeout).
+  Result<bool> end_server_process(const Error::ServerProcess& process,
+                                  std::chrono::milliseconds wait);
   // The stored spec of each of `ids` that exists, by id.
   Result<std::map<std::int64_t, std::string>> job_specs(const std::vector<std::int64_t>& ids);
 

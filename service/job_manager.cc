@@ -329,6 +329,7 @@ db::Status JobManager::start() {
 
 void JobManager::shutdown() {
   if (!started_ || shut_down_.exchange(true)) return;
+  stop_adopter();
   {
     base::MutexLock lock(retry_mutex_);
     retry_until_ = clock_.now() + options_.shutdown_write_grace;
@@ -367,6 +368,7 @@ void JobManager::close() {
     base::MutexLock lock(retry_mutex_);
     writes_stopped_ = true;
   }
+  stop_adopter();
   telemetry_.stop();
   readiness_probe_.stop();
   {
@@ -426,76 +428,112 @@ db::Result<std::shared_ptr<JobManager::LiveJob>> JobManager::take_stored(const d
   return std::move(*live);
 }
 
-void JobManager::watch_unconfirmed_insert(int server_process) {
-  base::MutexLock lock(unconfirmed_mutex_);
-  unconfirmed_inserts_.push_back(server_process);
-  if (adoption_scheduled_) return;
-  adoption_scheduled_ = true;
-  timers_.schedule_after(std::chrono::milliseconds(0), [this] { adopt_unconfirmed_inserts(); });
+void JobManager::watch_unconfirmed_insert(const base::Error::ServerProcess& process) {
+  base::MutexLock lock(adopter_mutex_);
+  if (adopter_stopping_) return;  // still QUEUED in the table: the next start takes it
+  unconfirmed_inserts_.push_back(process);
+  if (adopter_running_) return adopter_wake_.notify_one();
+  adopter_running_ = true;
+  if (adopter_.joinable()) adopter_.join();  // ended: it cleared adopter_running_ last
+  adopter_ = std::thread([this] { adopter_loop(); });
 }
 
-void JobManager::adopt_unconfirmed_inserts() {
-  auto again = [this] {
-    // The database is away, or a server process has not exited yet.
-    timers_.schedule_after(std::chrono::milliseconds(500), [this] { adopt_unconfirmed_inserts(); });
-  };
-  std::vector<int> processes;
+void JobManager::stop_adopter() {
+  std::thread adopter;
   {
-    base::MutexLock lock(unconfirmed_mutex_);
+    base::MutexLock lock(adopter_mutex_);
+    adopter_stopping_ = true;
+    adopter = std::move(adopter_);
+  }
+  adopter_wake_.notify_all();
+  if (adopter.joinable()) adopter.join();  // waits at most one database call
+}
+
+void JobManager::adopter_loop() {
+  auto delay = std::chrono::milliseconds(200);
+  for (;;) {
+    const bool settled = adopt_unconfirmed_inserts();
+    base::MutexLock lock(adopter_mutex_);
+    if (adopter_stopping_ || (settled && unconfirmed_inserts_.empty())) {
+      adopter_running_ = false;
+      return;
+    }
+    if (settled) continue;  // more were listed meanwhile
+    // The database is away, or a server process has not exited yet.
+    lock.wait_for(adopter_wake_, delay,
+                  [&]() REQUIRES(adopter_mutex_) { return adopter_stopping_; });
+    delay = std::min(delay * 2, std::chrono::milliseconds(5000));
+  }
+}
+
+bool JobManager::adopt_unconfirmed_inserts() {
+  std::vector<base::Error::ServerProcess> processes;
+  {
+    base::MutexLock lock(adopter_mutex_);
     processes = unconfirmed_inserts_;
   }
   // First each insert settles: carried out, or (its process ended) never.
-  for (int process : processes) {
-    db::Result<bool> gone = repo_.jobs.end_server_process(process);
-    if (!gone.ok() && gone.code() == db::ErrorCode::kUnavailable) return again();
-    if (gone.ok() && !*gone) return again();
-    // Refused (a role not allowed to end it): what is stored now is
-    // adopted, and an insert that lands later waits for a restart.
+  // The wait for an exit stays inside the statement's own deadline.
+  const std::chrono::milliseconds answer = pool_.answer_timeout();
+  const std::chrono::milliseconds exit_wait =
+      answer.count() > 0 ? std::min(std::chrono::milliseconds(1000), answer / 2)
+                         : std::chrono::milliseconds(1000);
+  for (const base::Error::ServerProcess& process : processes) {
+    db::Result<bool> gone = repo_.jobs.end_server_process(process, exit_wait);
+    if (!gone.ok() && gone.code() == db::ErrorCode::kUnavailable) return false;
+    if (gone.ok() && !*gone) return false;
     if (!gone.ok()) {
+      // Refused (a server older than 14, a role not allowed to end it): what
+      // is stored now is queued; an insert that lands later is found by a
+      // retry with its key (on_committed), or else by the next start.
       std::cerr << "tpujobs: cannot end the server process left with an unconfirmed insert: "
                 << gone.error().message << std::endl;
     }
+    base::MutexLock lock(adopter_mutex_);
+    auto it = std::find_if(unconfirmed_inserts_.begin(), unconfirmed_inserts_.end(),
+                           [&](const base::Error::ServerProcess& p) {
+                             return p.pid == process.pid && p.started == process.started;
+                           });
+    if (it != unconfirmed_inserts_.end()) unconfirmed_inserts_.erase(it);
   }
   std::vector<std::int64_t> known;
   {
     base::MutexLock lock(mutex_);
-    if (stopping_) return;
+    if (stopping_) return true;  // still QUEUED in the table: the next start takes it
     known.reserve(live_.size());
     for (const auto& [id, job] : live_) known.push_back(id);
-    queued_during_adoption_.emplace();
+    adoption_reading_ = true;
   }
   db::Result<std::vector<db::JobRow>> stored = repo_.jobs.load_queued_except(known);
   std::vector<std::shared_ptr<LiveJob>> adopted;
+  bool all_taken = stored.ok();
   if (stored.ok()) {
     for (const db::JobRow& row : *stored) {
       db::Result<std::shared_ptr<LiveJob>> taken = take_stored(row, "when adopted");
-      if (taken.ok() && *taken != nullptr) adopted.push_back(std::move(*taken));
+      if (!taken.ok()) {
+        all_taken = false;  // the next round reads it again
+      } else if (*taken != nullptr) {
+        adopted.push_back(std::move(*taken));
+      }
     }
   }
-  {
-    base::MutexLock lock(mutex_);
-    for (std::shared_ptr<LiveJob>& job : adopted) {
-      if (live_.count(job->id) > 0 || queued_during_adoption_->count(job->id) > 0) continue;
-      std::cerr << "tpujobs: job " << job->id
-                << " queued: an insert whose answer was lost had stored it" << std::endl;
-      enqueue_locked(job);
-    }
-    queued_during_adoption_.reset();
-    if (!adopted.empty() && !stopping_) {
-      schedule_requested_ = true;
-      scheduler_wake_.notify_one();
-    }
+  base::MutexLock lock(mutex_);
+  bool queued = false;
+  for (std::shared_ptr<LiveJob>& job : adopted) {
+    if (stopping_) break;  // still QUEUED in the table: the next start takes it
+    if (live_.count(job->id) > 0 || not_to_adopt_.count(job->id) > 0) continue;
+    std::cerr << "tpujobs: job " << job->id
+              << " queued: an insert whose answer was lost had stored it" << std::endl;
+    enqueue_locked(job);
+    queued = true;
   }
-  if (!stored.ok()) return again();
-  base::MutexLock lock(unconfirmed_mutex_);
-  unconfirmed_inserts_.erase(
-      unconfirmed_inserts_.begin(),
-      unconfirmed_inserts_.begin() + static_cast<std::ptrdiff_t>(processes.size()));
-  if (unconfirmed_inserts_.empty()) {
-    adoption_scheduled_ = false;
-  } else {
-    timers_.schedule_after(std::chrono::milliseconds(0), [this] { adopt_unconfirmed_inserts(); });
+  adoption_reading_ = false;
+  not_to_adopt_.clear();
+  if (queued) {
+    schedule_requested_ = true;
+    scheduler_wake_.notify_one();
   }
+  return all_taken;
 }
 
 void JobManager::on_committed(std::vector<CommittedSubmit>& committed) {
@@ -503,9 +541,18 @@ void JobManager::on_committed(std::vector<CommittedSubmit>& committed) {
   base::MutexLock lock(mutex_);
   for (CommittedSubmit& c : committed) {
     if (c.outcome.kind == Kind::kExisting) {
-      // (Stored by an insert whose answer was lost, it is adopted by
-      // adopt_unconfirmed_inserts, retried or not.)
       auto it = live_.find(c.row.id);
+      if (it == live_.end() && !options_.cluster && c.row.state == kQueued &&
+          !c.row.cancel_requested) {
+        // Stored by an insert whose answer was lost, and not queued yet:
+        // adopt_unconfirmed_inserts takes it once that insert settles; the
+        // retry with its key takes it now (and where the server process
+        // could not be ended, a late insert is found only so).
+        if (auto adopted = make_live(c.row); adopted.ok()) {
+          enqueue_locked(*adopted);
+          it = live_.find(c.row.id);
+        }
+      }
       c.outcome.job = it != live_.end() ? render_live_text_locked(*it->second, /*with_spec=*/true)
                                         : response_body(views::render_row(c.row));
       continue;
@@ -520,7 +567,7 @@ void JobManager::on_committed(std::vector<CommittedSubmit>& committed) {
       c.outcome.job = response_body(view);
       continue;
     }
-    if (queued_during_adoption_) queued_during_adoption_->insert(c.row.id);
+    if (adoption_reading_) not_to_adopt_.insert(c.row.id);
     if (live_.count(c.row.id) > 0) continue;  // adopted already (its view is the live one)
     auto job = std::make_shared<LiveJob>();
     job->id = c.row.id;
@@ -1421,9 +1468,17 @@ api::JsonResult JobManager::cancel_job(std::int64_t id, const std::string& tenan
                                                         "; only unfinished jobs can be cancelled");
   }
   if (row->state == kQueued) {
-    // Not placed yet: it ends here, unless the leader places it first (or,
-    // standalone, it is a job stored by an insert whose answer was lost,
-    // which adopt_unconfirmed_inserts has not taken yet).
+    // Not placed yet: it ends here, unless the leader places it first. (In
+    // one process: a job stored by an insert whose answer was lost, which
+    // adopt_unconfirmed_inserts has not queued; it must not queue it now.)
+    if (!options_.cluster) {
+      base::MutexLock lock(mutex_);
+      if (live_.count(id) > 0) {
+        lock.unlock();
+        return cancel_job(id, tenant);  // queued meanwhile: cancelled as a live job
+      }
+      not_to_adopt_.insert(id);
+    }
     auto moved = repo_.jobs.transition(lifecycle::cancel_queued(id));
     if (!moved.ok()) return moved.error();
     if (*moved) {

@@ -189,9 +189,14 @@ class JobManager final : public api::JobService {
   // Standalone: an insert whose answer never came may have stored jobs that
   // nothing here queued (a server that carried it out late, or lost the
   // answer), which would wait for a restart. Once the server process left
-  // with it is gone, the QUEUED jobs not in live_ are adopted (timer thread).
-  void watch_unconfirmed_insert(int server_process);
-  void adopt_unconfirmed_inserts();
+  // with it is gone, the QUEUED jobs not in live_ are adopted, on a thread
+  // of its own that retries (backing off) while the database is away.
+  void watch_unconfirmed_insert(const base::Error::ServerProcess& process);
+  void adopter_loop();
+  // One round: true when every insert listed at its start has settled and
+  // what they stored is queued.
+  bool adopt_unconfirmed_inserts();
+  void stop_adopter();
   // Queues the job behind the jobs of its priority submitted before
   // `order` (on arrival); 0: behind all of them, as a requeue.
   void enqueue_locked(const std::shared_ptr<LiveJob>& job, std::int64_t order = 0) REQUIRES(mutex_);
@@ -344,13 +349,18 @@ class JobManager final : public api::JobService {
 
   std::atomic<bool> database_ok_{true};
   // watch_unconfirmed_insert: the server processes left with an insert,
-  // and whether an adoption is scheduled on timers_.
-  base::Mutex unconfirmed_mutex_;
-  std::vector<int> unconfirmed_inserts_ GUARDED_BY(unconfirmed_mutex_);
-  bool adoption_scheduled_ GUARDED_BY(unconfirmed_mutex_) = false;
-  // The jobs on_committed queued while an adoption read the table: it does
-  // not take them a second time.
-  std::optional<std::set<std::int64_t>> queued_during_adoption_ GUARDED_BY(mutex_);
+  // and the thread that settles them and adopts what they stored.
+  base::Mutex adopter_mutex_;
+  std::condition_variable adopter_wake_;
+  std::vector<base::Error::ServerProcess> unconfirmed_inserts_ GUARDED_BY(adopter_mutex_);
+  bool adopter_running_ GUARDED_BY(adopter_mutex_) = false;
+  bool adopter_stopping_ GUARDED_BY(adopter_mutex_) = false;
+  std::thread adopter_ GUARDED_BY(adopter_mutex_);
+  // What an adoption must not take: the jobs on_committed queued while it
+  // read the table, and the QUEUED ones not in live_ that cancel_job ends.
+  // Cleared when an adoption ends.
+  bool adoption_reading_ GUARDED_BY(mutex_) = false;
+  std::set<std::int64_t> not_to_adopt_ GUARDED_BY(mutex_);
   db::DatabaseProbe readiness_probe_{pool_.conninfo(), options_.readiness_probe};
   std::atomic<std::int64_t> submitted_total_{0};
   std::atomic<std::int64_t> finished_total_{0};

@@ -407,7 +407,22 @@ class AbandonedInsertTest : public JobRepositoryTest {
     ASSERT_EQ(lost.code(), ErrorCode::kUnavailable) << lost.error().message;
     ASSERT_TRUE(lost.error().maybe_applied);
     server_process_ = lost.error().server_process;
-    ASSERT_GT(server_process_, 0);
+    ASSERT_GT(server_process_.pid, 0);
+    ASSERT_FALSE(server_process_.started.empty());
+    committer_pool_->set_answer_timeout(std::chrono::milliseconds(0));
+  }
+
+  // True once no server process has the insert's pid (30 s at most): then
+  // it has committed, or never will.
+  bool insert_process_gone() {
+    for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+         std::chrono::steady_clock::now() < deadline;
+         std::this_thread::sleep_for(std::chrono::milliseconds(20))) {
+      auto rows = holder_->execute("SELECT count(*) FROM pg_stat_activity WHERE pid = $1::integer",
+                                   {server_process_.pid});
+      if (rows.ok() && rows->int64(0, 0) == 0) return true;
+    }
+    return false;
   }
 
   std::vector<std::string> queued_besides_the_first() {
@@ -424,29 +439,35 @@ class AbandonedInsertTest : public JobRepositoryTest {
   std::unique_ptr<JobRepository> committer_;
   std::unique_ptr<Connection> holder_;
   std::int64_t first_ = 0;
-  int server_process_ = 0;
+  base::Error::ServerProcess server_process_;
 };
 
 TEST_F(AbandonedInsertTest, LandsWhenTheLockGoesIfItsServerProcessIsLeftAlone) {
   ASSERT_TRUE(holder_->execute_script("COMMIT").ok());
-  std::vector<std::string> queued;
-  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-       std::chrono::steady_clock::now() < deadline;
-       std::this_thread::sleep_for(std::chrono::milliseconds(50))) {
-    queued = queued_besides_the_first();
-    if (!queued.empty()) break;
-  }
-  EXPECT_EQ(queued, std::vector<std::string>{"lost"});
+  ASSERT_TRUE(insert_process_gone());
+  EXPECT_EQ(queued_besides_the_first(), std::vector<std::string>{"lost"});
 }
 
 TEST_F(AbandonedInsertTest, NeverLandsOnceItsServerProcessIsEnded) {
-  auto gone = jobs_->end_server_process(server_process_);
+  // Another process's pid with the insert's: not the insert's process, so
+  // it is left alone (a pid the server gave again after a restart).
+  auto other = jobs_->end_server_process({server_process_.pid, "2000-01-01 00:00:00+00"},
+                                         std::chrono::milliseconds(1000));
+  ASSERT_TRUE(other.ok()) << other.error().message;
+  EXPECT_TRUE(*other) << "no such process: gone";
+  auto still = holder_->execute("SELECT count(*) FROM pg_stat_activity WHERE pid = $1::integer",
+                                {server_process_.pid});
+  ASSERT_TRUE(still.ok());
+  EXPECT_EQ(still->int64(0, 0), 1) << "the insert's process must be left alone";
+
+  auto gone = jobs_->end_server_process(server_process_, std::chrono::milliseconds(1000));
   ASSERT_TRUE(gone.ok()) << gone.error().message;
   EXPECT_TRUE(*gone);
   ASSERT_TRUE(holder_->execute_script("COMMIT").ok());
-  auto ended = jobs_->end_server_process(server_process_);  // gone already: nothing to do
+  ASSERT_TRUE(insert_process_gone());
+  auto ended = jobs_->end_server_process(server_process_, std::chrono::milliseconds(1000));
   ASSERT_TRUE(ended.ok()) << ended.error().message;
-  EXPECT_TRUE(*ended);
+  EXPECT_TRUE(*ended) << "gone already: nothing to do";
   EXPECT_EQ(queued_besides_the_first(), std::vector<std::string>{});
   // The pool replaces the connection the deadline closed.
   auto next = committer_->insert_jobs({job("next")});

@@ -233,14 +233,10 @@ TEST(DatabaseHang, ProbesAnswerRequestsFailBoundedAndAllRecovers) {
   EXPECT_EQ(service.stop(), 0) << service.log();
 }
 
-// One job run to its end, then a session of the test holding the jobs
-// table in `mode` for as long as the test likes (no idle timeout); "" when
-// it could not. The first job prepares the INSERT on the committer's
-// connection, so the next one is sent at once (a PREPARE would wait on the
-// lock itself, and its failure rightly says the job was not stored).
-std::string run_a_job_then_hold_the_jobs_table(ServiceProcess& service, const std::string& mode,
-                                               std::int64_t& first,
-                                               std::unique_ptr<db::Connection>& holder) {
+// One job run to its end, then a session of the test (no idle timeout);
+// "" when it could not.
+std::string run_a_job_then_open_a_session(ServiceProcess& service, std::int64_t& first,
+                                          std::unique_ptr<db::Connection>& session) {
   first = submit(service, tiny_spec());
   if (first <= 0) return "the first submit failed";
   const json done = service.wait_terminal(first);
@@ -248,31 +244,45 @@ std::string run_a_job_then_hold_the_jobs_table(ServiceProcess& service, const st
   auto opened = db::Connection::open("host=" + service.state_dir().string() +
                                      " port=5432 dbname=tpujobs user=tpujobs");
   if (!opened.ok()) return opened.error().message;
-  holder = std::move(*opened);
-  db::Status locked = holder->execute_script(
-      "SET idle_in_transaction_session_timeout = 0; BEGIN; LOCK TABLE jobs IN " + mode + " MODE");
-  return locked.ok() ? "" : locked.error().message;
+  session = std::move(*opened);
+  db::Status set = session->execute_script("SET idle_in_transaction_session_timeout = 0");
+  return set.ok() ? "" : set.error().message;
 }
 
-// The insert whose answer is given up on, made certain: a session of the
-// test holds the jobs table, so the submit's INSERT waits on the lock inside
-// the server (which does not notice its client leave) and would commit once
-// the lock goes. The service answers 503 after its deadline and ends the
-// server process left with the INSERT, so the job is stored once or never:
-// the submit retried with its key answers 200 with the job if the INSERT
-// landed first, 201 if it was ended first. Either way the job runs.
+// The session stores a job under the Idempotency-Key `key` (a copy of job
+// `first`) in a transaction it leaves open: a submit with that key then
+// waits inside the server, on the unique key, until the transaction ends.
+// (Its INSERT is prepared without waiting: no table is locked.)
+std::string hold_a_key(db::Connection& session, std::int64_t first, const std::string& key) {
+  db::Status began = session.execute_script("BEGIN");
+  if (!began.ok()) return began.error().message;
+  auto held = session.execute(
+      "INSERT INTO jobs (tenant, name, spec, idempotency_key)"
+      " SELECT tenant, 'holds-the-key', spec, $2::text FROM jobs WHERE id = $1::bigint",
+      {first, key});
+  return held.ok() ? "" : held.error().message;
+}
+
+// A submit whose INSERT is not answered in time: it waits inside the
+// server (on the key a session of the test holds, which the server does
+// not give up when its client leaves) and would commit once the session
+// ends. The service answers 503 after its deadline and ends the server
+// process left with the INSERT, so the job is stored once or never: the
+// submit retried with its key answers 200 with the job if the INSERT landed
+// first, 201 if it was ended first. Either way the job runs.
 TEST(DatabaseHang, ASubmitWhoseInsertWasNotAnsweredInTimeIsStoredOnceWhenRetried) {
   ServiceProcess service(with_db_timeout());
   ASSERT_EQ(service.start(), "");
   std::int64_t first = 0;
   std::unique_ptr<db::Connection> holder;
-  ASSERT_EQ(run_a_job_then_hold_the_jobs_table(service, "EXCLUSIVE", first, holder), "");
+  ASSERT_EQ(run_a_job_then_open_a_session(service, first, holder), "");
+  ASSERT_EQ(hold_a_key(*holder, first, "lands-late"), "");
 
   const HttpResponse lost =
       service.post("/v1/jobs", tiny_spec().dump(), {{"Idempotency-Key", "lands-late"}});
   EXPECT_EQ(lost.status, 503) << lost.body;
   EXPECT_NE(lost.body.find("may or may not have been stored"), std::string::npos) << lost.body;
-  ASSERT_TRUE(holder->execute_script("COMMIT").ok());  // a waiting INSERT goes on
+  ASSERT_TRUE(holder->execute_script("ROLLBACK").ok());  // a waiting INSERT goes on
 
   // The same submit again: the job the late INSERT stored, or a new one.
   HttpResponse retried;
@@ -294,20 +304,17 @@ TEST(DatabaseHang, ASubmitWhoseInsertWasNotAnsweredInTimeIsStoredOnceWhenRetried
 
 // An insert carried out with its answer lost stores a job the service never
 // queued. Nobody retries it (a user gone, a pipeline that gave up on the
-// 503), and it must still run, not wait for a restart. Here the session
-// holding the table stores such a job itself, as the lost insert would
-// have, and the service's own INSERT waits behind the lock. The lock keeps
-// out readers too, so the service reads the queue only once it is
-// committed, as it would a lost insert's job once its process is gone.
+// 503), and it must still run, not wait for a restart. Here such a job is
+// stored by a session of the test; then a submit's INSERT is not answered
+// in time (it waits on a key the session holds), and the service, once it
+// has ended that INSERT's server process, queues what it finds.
 TEST(DatabaseHang, AJobStoredByAnInsertWhoseAnswerWasLostRunsWithoutARetry) {
   ServiceProcess service(with_db_timeout());
   ASSERT_EQ(service.start(), "");
   std::int64_t first = 0;
   std::unique_ptr<db::Connection> holder;
-  ASSERT_EQ(run_a_job_then_hold_the_jobs_table(service, "ACCESS EXCLUSIVE", first, holder), "");
-
-  const HttpResponse lost = service.post("/v1/jobs", tiny_spec().dump());
-  EXPECT_EQ(lost.status, 503) << lost.body;
+  ASSERT_EQ(run_a_job_then_open_a_session(service, first, holder), "");
+  // Stored and committed, as the lost insert's job would be.
   auto stored = holder->execute(
       "INSERT INTO jobs (tenant, name, labels, priority, spec, resolved, warnings, spec_hash)"
       " SELECT tenant, 'answer-lost', labels, priority, spec, resolved, warnings, spec_hash"
@@ -315,22 +322,25 @@ TEST(DatabaseHang, AJobStoredByAnInsertWhoseAnswerWasLostRunsWithoutARetry) {
       {first});
   ASSERT_TRUE(stored.ok()) << stored.error().message;
   const std::int64_t orphan = stored->int64(0, 0);
-  ASSERT_TRUE(holder->execute_script("COMMIT").ok());
+  ASSERT_EQ(hold_a_key(*holder, first, "never-answered"), "");
+  EXPECT_EQ(job_view(service, orphan)["state"], "QUEUED");
+
+  const HttpResponse lost =
+      service.post("/v1/jobs", tiny_spec().dump(), {{"Idempotency-Key", "never-answered"}});
+  EXPECT_EQ(lost.status, 503) << lost.body;
+  ASSERT_NE(lost.body.find("may or may not have been stored"), std::string::npos) << lost.body;
 
   const json done = service.wait_terminal(orphan);
   EXPECT_EQ(done["state"], "SUCCEEDED") << done.dump() << service.log();
   EXPECT_NE(service.log().find("job " + std::to_string(orphan) +
-                               " queued: an insert whose "
-                               "answer was lost had stored it"),
+                               " queued: an insert whose answer was lost had stored it"),
             std::string::npos)
       << service.log();
-  // Nothing is left waiting: the service's own INSERT either landed (and
-  // ran) or was ended.
+  // The INSERT left waiting was ended before the job was queued: it never
+  // lands, even once the key is free.
+  ASSERT_TRUE(holder->execute_script("ROLLBACK").ok());
   const json list = service.get("/v1/jobs").json();
-  for (const json& job : list["jobs"]) {
-    EXPECT_EQ(service.wait_terminal(job["id"].get<std::int64_t>())["state"], "SUCCEEDED")
-        << job.dump();
-  }
+  EXPECT_EQ(list["jobs"].size(), 2u) << "the first job and the one found: " << list.dump();
   EXPECT_EQ(service.stop(), 0) << service.log();
 }
 
