@@ -116,12 +116,23 @@ struct Context {
   bool num_nodes_ok = true;
   bool request_ok = false;
 
+  // An upstream error (one with a `source`) stopped the Trainer before it
+  // logged its device lines: pip's, Python's on the call `Trainer(...)`, and
+  // every error of the accelerator connector, which Trainer.__init__ builds
+  // before it calls _log_device_info (1.6.5 trainer.py:485 then :687, 1.9.5
+  // :420 then :546, 2.1.4 :401 then :472). tpujobs' own refusals stop
+  // nothing upstream, where Lightning would have logged the lines. (2.1's
+  // XRT client error comes later, in the training processes, but only
+  // with a TPU job, which has no "TPU available but not used" warning.)
+  bool stopped_before_device_info = false;
+
   // `source`: the "tag:path" of the rule table row whose text `message` is;
   // empty for tpujobs' own messages.
   void error(std::string_view field, std::string message, std::string hint,
              std::string_view source = {}) {
     out.errors.push_back(
         {std::string(field), std::move(message), std::move(hint), std::string(source)});
+    if (!source.empty()) stopped_before_device_info = true;
   }
   void warn(std::string text) { out.warnings.push_back(std::move(text)); }
   bool v1() const { return version < 200; }

@@ -235,6 +235,25 @@ constexpr AutoWithoutAccelerator kAutoWithoutAccelerator[] = {
      "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
 };
 
+// `_parse_cpu_cores` (1.6-1.7: `parse_cpu_cores`): the same text in every
+// release, raised by the connector as it parses the CPU devices.
+struct CpuCoresRule {
+  Versions versions;
+  std::string_view source;
+};
+constexpr std::string_view kCpuCores =
+    "`devices` selected with `CPUAccelerator` should be an int > 0.";
+constexpr CpuCoresRule kCpuCoresRules[] = {
+    {{106, 106}, "1.6.5:pytorch_lightning/utilities/device_parser.py:155 (parse_cpu_cores)"},
+    {{107, 107}, "1.7.7:src/pytorch_lightning/utilities/device_parser.py:175 (parse_cpu_cores)"},
+    {{108, 108}, "1.8.6:src/lightning_lite/accelerators/cpu.py:85 (_parse_cpu_cores)"},
+    {{109, 109}, "1.9.5:src/lightning_fabric/accelerators/cpu.py:85 (_parse_cpu_cores)"},
+    {{200, 200}, "2.0.9:src/lightning/fabric/accelerators/cpu.py:85 (_parse_cpu_cores)"},
+    {{201, 201}, "2.1.4:src/lightning/fabric/accelerators/cpu.py:86 (_parse_cpu_cores)"},
+    {{202, 204}, "2.4.0:src/lightning/fabric/accelerators/cpu.py:94 (_parse_cpu_cores)"},
+    {{205, 299}, "2.5.6:src/lightning/fabric/accelerators/cpu.py:99 (_parse_cpu_cores)"},
+};
+
 const DeviceRules& rules_for(const Context& c) {
   return *row_for<DeviceRules>(kDeviceRules, c.version);
 }
@@ -568,8 +587,8 @@ void check_cpu_devices(Context& c) {
     }
   }
   if (!count || *count <= 0) {
-    c.error(kFieldDevices, "`devices` selected with `CPUAccelerator` should be an int > 0.",
-            "Use `devices: 1` (or 'auto') for a CPU job.");
+    c.error(kFieldDevices, std::string(kCpuCores), "Use `devices: 1` (or 'auto') for a CPU job.",
+            row_for<CpuCoresRule>(kCpuCoresRules, c.version)->source);
     return;
   }
   if (*count > 1) {
@@ -656,8 +675,9 @@ std::vector<RuleText> device_rule_texts() {
   for (const AutoWithoutAccelerator& row : kAutoWithoutAccelerator) {
     out.push_back({kFieldDevices, row.text, row.source});
   }
-  out.push_back({kFieldDevices, "`devices` selected with `CPUAccelerator` should be an int > 0.",
-                 "2.1.4:src/lightning/fabric/accelerators/cpu.py (_parse_cpu_cores)"});
+  for (const CpuCoresRule& rule : kCpuCoresRules) {
+    out.push_back({kFieldDevices, kCpuCores, rule.source});
+  }
   for (const TpuCoresRules& rules : kTpuCoresRules) {
     if (!rules.deprecated.empty()) out.push_back({"warning", rules.deprecated, rules.source});
     if (!rules.removed.empty()) out.push_back({kFieldTpuCores, rules.removed, rules.source});

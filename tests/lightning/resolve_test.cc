@@ -392,8 +392,7 @@ const std::vector<Case>& Cases() {
        "`devices=4` trains one replica. | TPU available but not used. You can set it by doing "
        "`Trainer(accelerator='tpu')`."},
       {"accelerator_cpu_devices_negative", "accelerator=cpu devices=-1", "v3-32",
-       "trainer.devices: `devices` selected with `CPUAccelerator` should be an int > 0.",
-       "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+       "trainer.devices: `devices` selected with `CPUAccelerator` should be an int > 0."},
       // _parse_cpu_cores: isinstance(True, int), so True is one process
       // (2.5.6 fabric/accelerators/cpu.py:98); a float is not an int.
       {"accelerator_cpu_devices_true", "accelerator=cpu devices=True", "",
@@ -401,8 +400,7 @@ const std::vector<Case>& Cases() {
       {"accelerator_cpu_devices_float", "accelerator=cpu devices=2.0", "",
        "trainer.devices: `devices` selected with `CPUAccelerator` should be an int > 0."},
       {"accelerator_cpu_devices_0", "accelerator=cpu devices=0", "v3-32",
-       "trainer.devices: `Trainer(devices=0)` value is not a valid input using cpu accelerator.",
-       "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+       "trainer.devices: `Trainer(devices=0)` value is not a valid input using cpu accelerator."},
       {"accelerator_cpu_num_nodes", "accelerator=cpu num_nodes=2", "v3-32",
        "trainer.num_nodes: `num_nodes=2` asks for several TPU hosts, but the job runs with "
        "`accelerator='cpu'`.",
@@ -412,8 +410,7 @@ const std::vector<Case>& Cases() {
        "with `accelerator='cpu'`.",
        "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
       {"accelerator_cpu_tpu_cores", "accelerator=cpu tpu_cores=8", "v3-32",
-       "trainer.tpu_cores: Trainer.__init__() got an unexpected keyword argument 'tpu_cores'",
-       "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+       "trainer.tpu_cores: Trainer.__init__() got an unexpected keyword argument 'tpu_cores'"},
       // --- precision, 2.x --------------------------------------------------
       {"precision_bf16_true", "precision=bf16-true", "v3-32",
        "tpu host v3 8x1 v3-8 world=8 bf16-true xla"},
@@ -931,9 +928,7 @@ const std::vector<VersionCase>& VersionCases() {
        "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
        "v=1.9 devices=auto", "v3-8",
        "trainer.devices: You passed `devices=auto` but haven't specified "
-       "`accelerator=('auto'|'tpu'|'gpu'|'ipu'|'cpu'|'hpu'|'mps')` for the devices mapping.",
-       "TPU available but not used. Set `accelerator` and `devices` using "
-       "`Trainer(accelerator='tpu', devices=8)`."},
+       "`accelerator=('auto'|'tpu'|'gpu'|'ipu'|'cpu'|'hpu'|'mps')` for the devices mapping."},
       {"v19_devices_zero_names_flag",
        "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
        "v=1.9 accelerator=tpu devices=0", "v3-8",
@@ -1019,8 +1014,7 @@ const std::vector<VersionCase>& VersionCases() {
        "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:439",
        "v=1.6 accelerator=foo devices=auto", "v3-8",
        "trainer.devices: You passed `devices=auto` but haven't specified "
-       "`accelerator=('auto'|'tpu'|'gpu'|'ipu'|'cpu'|'hpu)` for the devices mapping",
-       kTpuUnused},
+       "`accelerator=('auto'|'tpu'|'gpu'|'ipu'|'cpu'|'hpu)` for the devices mapping"},
       {"v16_accelerator_unknown_devices_0",
        "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:423",
        "v=1.6 accelerator=foo tpu_cores=8 devices=0", "v3-8",
@@ -1200,9 +1194,7 @@ const std::vector<VersionCase>& VersionCases() {
        "(test_check_native_fsdp_strategy_and_fallback)",
        "v=1.9 accelerator=cpu strategy=fsdp_native", "v3-8",
        "trainer.strategy: You selected strategy to be `fsdp_native`, but GPU accelerator is not "
-       "used.",
-       "TPU available but not used. Set `accelerator` and `devices` using "
-       "`Trainer(accelerator='tpu', devices=8)`."},
+       "used."},
       {"v24_strategy_fsdp",
        "2.4.0:src/lightning/pytorch/trainer/connectors/accelerator_connector.py "
        "(_check_strategy_and_fallback)",
@@ -1214,21 +1206,17 @@ const std::vector<VersionCase>& VersionCases() {
        "v=2.5 accelerator=cpu strategy=fsdp", "v3-8",
        "trainer.strategy: The strategy `fsdp` requires a GPU accelerator, but received "
        "`accelerator='cpu'`. Please set `accelerator='cuda'`, `accelerator='gpu'`, or pass a "
-       "`CUDAAccelerator()` instance to use FSDP.",
-       "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+       "`CUDAAccelerator()` instance to use FSDP."},
       {"v20_strategy_fsdp_cpu",
        "2.0.9:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py "
        "(test_check_fsdp_strategy_and_fallback)",
        "v=2.0 accelerator=cpu strategy=fsdp", "v3-8",
-       "trainer.strategy: You selected strategy to be `fsdp`, but GPU accelerator is not used.",
-       "TPU available but not used. Set `accelerator` and `devices` using "
-       "`Trainer(accelerator='tpu', devices=8)`."},
+       "trainer.strategy: You selected strategy to be `fsdp`, but GPU accelerator is not used."},
       {"v25_strategy_deepspeed_cpu",
        "2.5.6:src/lightning/pytorch/strategies/deepspeed.py (DeepSpeedStrategy.__init__)",
        "v=2.5 accelerator=cpu strategy=deepspeed", "v3-8",
        "trainer.strategy: To use the `DeepSpeedStrategy`, you must have DeepSpeed installed. "
-       "Install it by running `pip install -U deepspeed`.",
-       "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+       "Install it by running `pip install -U deepspeed`."},
       {"v24_strategy_single_tpu_gone", "2.4.0:src/lightning/pytorch/strategies/single_xla.py",
        "v=2.4 strategy=single_tpu", "v3-8",
        S("trainer.strategy: You selected an invalid strategy name: `strategy='single_tpu'`. ",
@@ -1434,8 +1422,7 @@ const std::vector<VersionCase>& VersionCases() {
        "2.4.0:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py "
        "(test_passing_zero_and_empty_list_to_devices_flag)",
        "v=2.4 accelerator=cpu devices=0", "v3-8",
-       "trainer.devices: `Trainer(devices=0)` value is not a valid input using cpu accelerator.",
-       "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+       "trainer.devices: `Trainer(devices=0)` value is not a valid input using cpu accelerator."},
       {"v21_cpu_transformer_engine",
        "2.1.4:src/lightning/fabric/plugins/precision/transformer_engine.py "
        "(TransformerEnginePrecision.__init__)",
@@ -1641,8 +1628,7 @@ const std::vector<VersionCase>& VersionCases() {
       // --- Python, by release (python_requires) ---------------------------------------------
       {"env_python_38_lightning_24", "2.4.0:src/lightning/__setup__.py (python_requires >=3.9)",
        "pl=2.4.0 torch=2.3.0 xla=2.3.0 py=3.8 accelerator=cpu", "v3-8",
-       "environment.lightning: ERROR: No matching distribution found for lightning==2.4.0",
-       "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+       "environment.lightning: ERROR: No matching distribution found for lightning==2.4.0"},
       {"env_python_38_lightning_23", "2.3.3:src/lightning/__setup__.py (python_requires >=3.8)",
        "pl=2.3.3 torch=2.3.0 xla=2.3.0 py=3.8", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla"},
       {"env_python_36_lightning_19",
@@ -2131,6 +2117,37 @@ TEST(ResolveTest, DeviceInfoLinesAreThoseOfTheRelease) {
     const Resolution resolution = resolve(Settings(row.settings), Pool(row.pool));
     ASSERT_TRUE(resolution.errors.empty()) << row.settings;
     EXPECT_EQ(row.lines, resolution.device_info) << row.settings;
+  }
+}
+
+// Trainer.__init__ builds the accelerator connector before _log_device_info
+// (2.1.4 trainer.py:401 then :472): an error of Lightning's (or pip's, or
+// Python's on the call) means no device lines and no "TPU available but not
+// used". A refusal of tpujobs' own is no error upstream, where the lines
+// are logged.
+TEST(ResolveTest, DeviceInfoOnlyWhenLightningRaisedNothing) {
+  const std::string unused =
+      "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`.";
+  struct Row {
+    std::string settings;
+    bool lightning_raised;
+  };
+  for (const Row& row : std::vector<Row>{
+           {"accelerator=cpu devices=0", true},   // the connector's devices check
+           {"accelerator=cpu devices=-1", true},  // _parse_cpu_cores
+           {"accelerator=cpu strategy=fsdp", true},
+           {"accelerator=cpu tpu_cores=8", true},  // Trainer() has no such keyword
+           {"pl=2.4.0 torch=2.3.0 xla=2.3.0 py=3.8 accelerator=cpu", true},  // pip
+           {"accelerator=cpu num_nodes=2", false},  // tpujobs' own refusals
+           {"accelerator=cpu type=v3-8", false},
+           {"accelerator=cpu strategy=ddp", false},
+       }) {
+    const Resolution r = resolve(Settings(row.settings), Pool("v3-8"));
+    ASSERT_EQ(1u, r.errors.size()) << row.settings;
+    EXPECT_EQ(row.lightning_raised, !r.errors.front().source.empty()) << row.settings;
+    const bool warned = std::find(r.warnings.begin(), r.warnings.end(), unused) != r.warnings.end();
+    EXPECT_EQ(!row.lightning_raised, warned) << row.settings;
+    EXPECT_EQ(row.lightning_raised, r.device_info.empty()) << row.settings;
   }
 }
 
