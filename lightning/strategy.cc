@@ -432,6 +432,27 @@ constexpr DdpCpuOnTpu kDdpCpuOnTpu[] = {
      "(_check_strategy_and_fallback)"},
 };
 
+// 1.x refuses `strategy='ddp_cpu'` (lower-cased first, but in 1.6.0) in
+// _check_config_and_set_final_flags, before 'tpu_spawn' and any name check;
+// 2.0 dropped the check ('ddp_cpu' is then just not a registered name).
+struct DdpCpuStrategy {
+  Versions versions;
+  std::string_view text;
+  std::string_view source;
+};
+constexpr DdpCpuStrategy kDdpCpuStrategy[] = {
+    {{106, 106},
+     "`Trainer(strategy='ddp_cpu')` is not a valid strategy, you can use "
+     "`Trainer(strategy='ddp'|'ddp_spawn', accelerator='cpu')` instead.",
+     "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:259 "
+     "(_check_config_and_set_final_flags)"},
+    {{107, 109},
+     "`Trainer(strategy='ddp_cpu')` is not a valid strategy, you can use "
+     "`Trainer(strategy='ddp'|'ddp_spawn'|'ddp_fork', accelerator='cpu')` instead.",
+     "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py:265 "
+     "(_check_config_and_set_final_flags)"},
+};
+
 bool ddp_cpu_flag(const Context& c) {
   return !c.settings.strategy && c.strategy_from_accelerator == kDdpCpu;
 }
@@ -506,6 +527,11 @@ void check_strategy(Context& c) {
   }
   const bool automatic = w.automatic;
   const RegisteredStrategy* entry = w.entry;
+  const DdpCpuStrategy* ddp_cpu = row_for<DdpCpuStrategy>(kDdpCpuStrategy, c.version);
+  if (ddp_cpu && c.settings.strategy && written == kDdpCpu) {
+    c.error(kFieldStrategy, std::string(ddp_cpu->text), strategy_hint(c), ddp_cpu->source);
+    return;
+  }
   if (!automatic && !entry) {
     const std::string names = registry_names(c.version);
     c.error(kFieldStrategy,
@@ -600,6 +626,8 @@ std::vector<RuleText> strategy_rule_texts() {
   std::vector<RuleText> out;
   for (const DdpCpuOnTpu& row : kDdpCpuOnTpu)
     out.push_back({kFieldAccelerator, row.text, row.source});
+  for (const DdpCpuStrategy& row : kDdpCpuStrategy)
+    out.push_back({kFieldStrategy, row.text, row.source});
   for (const ClassInit& init : kClassInit) out.push_back({kFieldStrategy, init.text, init.source});
   for (const ClassInit& init : kClassInitWarnings)
     out.push_back({"warning", init.text, init.source});

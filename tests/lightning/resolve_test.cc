@@ -909,6 +909,37 @@ const std::vector<VersionCase>& VersionCases() {
        "v=1.6 accelerator=ddp_cpu", "",
        "trainer.strategy: `strategy='ddp_spawn'` is not supported for `accelerator='cpu'` jobs: "
        "tpujobs runs them as one process on the executor's threads."},
+      // strategy='ddp_cpu' itself is refused by name in every 1.x release,
+      // first among the flag checks (1.6.5 accelerator_connector.py:259,
+      // 1.7.7 :275, 1.9.5 :265); 2.0 no longer knows the name.
+      {"v16_strategy_ddp_cpu",
+       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:259",
+       "v=1.6 strategy=DDP_CPU tpu_cores=8", "v3-8",
+       "trainer.strategy: `Trainer(strategy='ddp_cpu')` is not a valid strategy, you can use "
+       "`Trainer(strategy='ddp'|'ddp_spawn', accelerator='cpu')` instead."},
+      {"v16_strategy_and_accelerator_ddp_cpu",
+       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:259",
+       "v=1.6 accelerator=ddp_cpu strategy=ddp_cpu", "v3-8",
+       "trainer.strategy: `Trainer(strategy='ddp_cpu')` is not a valid strategy, you can use "
+       "`Trainer(strategy='ddp'|'ddp_spawn', accelerator='cpu')` instead."},
+      {"v17_strategy_ddp_cpu",
+       "1.7.7:src/pytorch_lightning/trainer/connectors/accelerator_connector.py:275",
+       "v=1.7 accelerator=cpu strategy=ddp_cpu", "",
+       "trainer.strategy: `Trainer(strategy='ddp_cpu')` is not a valid strategy, you can use "
+       "`Trainer(strategy='ddp'|'ddp_spawn'|'ddp_fork', accelerator='cpu')` instead."},
+      {"v19_strategy_ddp_cpu",
+       "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py:265",
+       "v=1.9 accelerator=tpu devices=8 strategy=ddp_cpu", "v3-8",
+       "trainer.strategy: `Trainer(strategy='ddp_cpu')` is not a valid strategy, you can use "
+       "`Trainer(strategy='ddp'|'ddp_spawn'|'ddp_fork', accelerator='cpu')` instead."},
+      {"v20_strategy_ddp_cpu_is_no_name",
+       "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py:210",
+       "v=2.0 strategy=ddp_cpu", "v3-8",
+       "trainer.strategy: You selected an invalid strategy name: `strategy='ddp_cpu'`. It must be "
+       "either a string or an instance of `lightning.pytorch.strategies.Strategy`. Example "
+       "choices: "
+       "auto, ddp, ddp_spawn, deepspeed, ... Find a complete list of options in our documentation "
+       "at https://lightning.ai"},
       {"v16_accelerator_names_ddp",
        "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:298",
        "v=1.6 accelerator=ddp tpu_cores=8", "v3-8", S(kWrongStrategy1, "DDPStrategy."),
