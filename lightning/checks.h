@@ -218,6 +218,12 @@ bool tpu_cores_select_the_tpu(const DeviceValue& tpu_cores);
 // (every release but 1.6.0); notes the patch row used (strategy.cc).
 bool strategy_lowercased(Context& c);
 
+// The connector refuses the `strategy` string in
+// _check_config_and_set_final_flags, before it looks at any device flag:
+// 1.x's 'ddp_cpu' and 'tpu_spawn', and from 1.9.2 a name it does not know
+// (strategy.cc).
+bool strategy_refused_with_the_flags(const Context& c);
+
 // `name` is in the strategy registry of `version` (strategy.cc).
 bool is_registered_strategy(std::string_view name, int version);
 

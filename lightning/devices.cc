@@ -490,6 +490,16 @@ std::string init_qualname(const Context& c) {
   return "Trainer.__init__";
 }
 
+// 1.x raises in _check_config_and_set_final_flags (the accelerator and
+// strategy names), called before _check_device_config_and_set_final_flags
+// maps `tpu_cores` onto the devices and warns about it (1.9.5
+// accelerator_connector.py:183 then :192; the names :265-296, the warnings
+// :484 and :499; 1.6.5 :184 then :193, :259-266, :461): those warnings never
+// come with such an error.
+bool flags_refused_first(const Context& c) {
+  return c.accelerator_name_refused || strategy_refused_with_the_flags(c);
+}
+
 // Lightning 1.x truthiness of a device flag (Python's: '' is false).
 bool truthy(const DeviceValue& value) {
   return value.kind != DeviceValue::Kind::kAbsent && !is_zero(value) && !is_none(value) &&
@@ -520,7 +530,7 @@ void check_tpu_devices(Context& c) {
       return;
     }
     if (truthy(tpu_cores)) {
-      if (truthy(devices)) {
+      if (truthy(devices) && !flags_refused_first(c)) {
         c.warn(fill(cores_rules.devices_ignored,
                     {{"devices", py_str(devices)}, {"tpu_cores", py_str(tpu_cores)}}));
       }
@@ -609,7 +619,7 @@ void warn_tpu_cores_deprecated(Context& c) {
   const DeviceValue& tpu_cores = c.settings.tpu_cores;
   const TpuCoresRules& rules = *row_for<TpuCoresRules>(kTpuCoresRules, c.version);
   if (rules.deprecated.empty() || tpu_cores.kind == DeviceValue::Kind::kAbsent ||
-      is_none(tpu_cores) || c.accelerator_name_refused || is_zero(c.settings.devices)) {
+      is_none(tpu_cores) || flags_refused_first(c) || is_zero(c.settings.devices)) {
     return;
   }
   c.warn(fill(rules.deprecated, {{"tpu_cores", py_repr(tpu_cores)}}));

@@ -475,7 +475,21 @@ WrittenStrategy written_strategy(const Context& c) {
   return w;
 }
 
+// Where the connector refuses a name it does not know: in
+// _check_config_and_set_final_flags from 1.9.2 (1.9.5
+// accelerator_connector.py:276-284), before the device flags; up to 1.9.1 it
+// is StrategyRegistry.get's KeyError from _init_strategy, after them.
+bool names_checked_with_the_flags(const StrategyRules& rules) { return rules.invalid != kNotFound; }
+
 }  // namespace
+
+bool strategy_refused_with_the_flags(const Context& c) {
+  if (!c.settings.strategy) return false;
+  const WrittenStrategy w = written_strategy(c);
+  if (row_for<DdpCpuStrategy>(kDdpCpuStrategy, c.version) && w.name == kDdpCpu) return true;
+  if (w.entry && w.entry->kind == StrategyKind::kTpuSpawn) return true;
+  return !w.automatic && !w.entry && names_checked_with_the_flags(*w.rules);
+}
 
 bool strategy_lowercased(Context& c) {
   const Lowercasing& row = *row_for<Lowercasing>(kLowercasing, c.version, c.patch);
@@ -535,7 +549,7 @@ void check_strategy(Context& c) {
   if (!automatic && !entry) {
     const std::string names = registry_names(c.version);
     c.error(kFieldStrategy,
-            rules.invalid == kNotFound
+            !names_checked_with_the_flags(rules)
                 ? py_repr(fill(kNotFoundKey, {{"strategy", written}, {"names", names}}))
                 : fill(rules.invalid, {{"strategy", py_repr(written)}, {"names", names}}),
             strategy_hint(c), invalid_source(rules));

@@ -2354,6 +2354,35 @@ TEST(ResolveTest, Lightning160DoesNotLowerCaseTheStrategy) {
   EXPECT_TRUE(lower.errors.empty()) << Summary(lower);
 }
 
+// 1.x checks the strategy name in _check_config_and_set_final_flags
+// ('ddp_cpu', 'tpu_spawn', and from 1.9.2 an unknown name: 1.9.5
+// accelerator_connector.py:265-284) before it maps `tpu_cores` and warns
+// (:484 deprecated, :499 devices ignored): no warning with those errors. An
+// error raised later (1.9.1's registry KeyError, a non-TPU strategy) comes
+// after the warning.
+TEST(ResolveTest, StrategyNameErrorsOf1xComeBeforeTheTpuCoresWarnings) {
+  struct Row {
+    std::string settings;
+    bool warned;
+  };
+  for (const Row& row : std::vector<Row>{
+           {"v=1.9 tpu_cores=8 strategy=foo", false},
+           {"v=1.9.2 tpu_cores=8 strategy=auto", false},  // 'auto' passes from 1.9.4
+           {"v=1.9 tpu_cores=8 strategy=tpu_spawn", false},
+           {"v=1.7 tpu_cores=8 strategy=ddp_cpu", false},
+           {"v=1.6 tpu_cores=8 devices=4 strategy=tpu_spawn", false},
+           {"v=1.6 tpu_cores=8 devices=4 strategy=ddp_cpu", false},
+           {"v=1.9.1 tpu_cores=8 strategy=foo", true},  // StrategyRegistry.get, later
+           {"v=1.8 tpu_cores=8 strategy=foo", true},
+           {"v=1.6 tpu_cores=8 devices=4 strategy=foo", true},
+           {"v=1.9 tpu_cores=8 strategy=ddp", true},  // refused for the TPU, later
+       }) {
+    const Resolution r = resolve(Settings(row.settings), Pool("v3-8"));
+    ASSERT_EQ(1u, r.errors.size()) << row.settings;
+    EXPECT_EQ(row.warned, !r.warnings.empty()) << row.settings << ": " << Join(r.warnings);
+  }
+}
+
 // 1.6.0 checks `strategy` against an accelerator that names a strategy as
 // written (1.6.0 accelerator_connector.py:265-269): strategy='DDP' beside
 // accelerator='ddp' conflicts, before the deprecation of the accelerator
