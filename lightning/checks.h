@@ -224,6 +224,16 @@ bool strategy_lowercased(Context& c);
 // (strategy.cc).
 bool strategy_refused_with_the_flags(const Context& c);
 
+// What the `strategy` setting names, for the checks before check_strategy
+// (strategy.cc).
+enum class StrategyChoice {
+  kAutomatic,    // absent, or 'auto' where registered: Lightning picks one
+  kXlaParallel,  // XLAStrategy / TPUSpawnStrategy by name: 'xla', 'xla_debug', ...
+  kXlaSingle,    // 'single_tpu' / 'single_xla'
+  kOther,        // anything else, which check_strategy refuses on a TPU
+};
+StrategyChoice strategy_choice(const Context& c);
+
 // `name` is in the strategy registry of `version` (strategy.cc).
 bool is_registered_strategy(std::string_view name, int version);
 

@@ -45,12 +45,19 @@ struct DeviceRules {
   // (1.6.5 device_parser.py:240-243): `_tpu_cores_valid` then compares its
   // first item with 1 and 8 (:254). Where; empty when items are checked.
   std::string_view unchecked_items_source = {};
+  // 2.0 with an XLA strategy named ('xla', 'xla_debug') and `devices=None`:
+  // the connector gives the strategy parallel_devices=None and finishes;
+  // Trainer.device_ids then asserts `devices is not None` when
+  // _log_device_info asks for trainer.num_devices. Where; empty otherwise.
+  std::string_view none_device_ids_source = {};
 };
 
 constexpr std::string_view kComparisonTypeError =
     "TypeError: '<=' not supported between instances of 'int' and '{type}'";
 constexpr std::string_view kNoneUnsubscriptable =
     "TypeError: 'NoneType' object is not subscriptable";
+// A bare `assert`: Python prints the exception's name alone.
+constexpr std::string_view kAssertionError = "AssertionError";
 
 constexpr std::string_view kIndexError = "IndexError: list index out of range";
 constexpr std::string_view kTypeNone21 =
@@ -160,7 +167,13 @@ constexpr DeviceRules kDeviceRules[] = {
      // _choose_strategy's `SingleTPUStrategy(device=self._parallel_devices[0])`:
      // line 426 in 2.0.0, 434 in 2.0.1-2.0.2, 427 in 2.0.3-2.0.9.
      "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py:427 "
-     "(_choose_strategy)"},
+     "(_choose_strategy)",
+     {},
+     // `assert devices is not None`: line 1075 in 2.0.0-2.0.2, 1114 in
+     // 2.0.3-2.0.4, 1112 in 2.0.5-2.0.6, 1119 in 2.0.7-2.0.9; setup.py:165
+     // in every 2.0.x.
+     "2.0.9:src/lightning/pytorch/trainer/trainer.py:1119 (Trainer.device_ids, from "
+     "_log_device_info's trainer.num_devices, trainer/setup.py:165)"},
     // device_parser.py:203 / :205 in 2.1.0-2.4.0, :204 / :206 in 2.5.x.
     rules21({201, 204},
             "2.1.4:src/lightning/fabric/utilities/device_parser.py:205 (_check_data_type)",
@@ -460,23 +473,37 @@ std::optional<DeviceAsk> parse_one_based(Context& c, const DeviceValue& value) {
 }
 
 // 2.0's `devices=None` on a TPU: no parallel devices. With the strategy left
-// to Lightning ('auto'), _choose_strategy indexes them; a named strategy gets
-// parallel_devices=None, which tpujobs does not follow further.
+// to Lightning ('auto'), _choose_strategy indexes them. A named XLAStrategy
+// gets parallel_devices=None and the connector finishes; then
+// _log_device_info's trainer.num_devices asserts they are not None. Any other
+// named strategy is refused by the strategy checks first (on a TPU,
+// _lazy_init_strategy's "can only be used with"), which check_strategy
+// reports. 'single_tpu' tpujobs does not follow: it refuses it in its own
+// words.
 void refuse_none_devices(Context& c) {
-  const std::optional<std::string>& strategy = c.strategy_flag();
-  if (!strategy || *strategy == "auto") {
-    c.error(c.devices_field, std::string(kNoneUnsubscriptable),
-            "Lightning " + c.release->name() +
-                " takes `devices=None` as no TPU devices at all: drop `devices` (its default is "
-                "'auto') or set `devices: 8` or `devices: 1`.",
-            rules_for(c).none_unsubscriptable_source);
-    return;
+  const std::string hint = "Lightning " + c.release->name() +
+                           " takes `devices=None` as no TPU devices at all: drop `devices` (its "
+                           "default is 'auto') or set `devices: 8` or `devices: 1`.";
+  switch (strategy_choice(c)) {
+    case StrategyChoice::kAutomatic:
+      c.error(c.devices_field, std::string(kNoneUnsubscriptable), hint,
+              rules_for(c).none_unsubscriptable_source);
+      return;
+    case StrategyChoice::kXlaParallel:
+      c.error(c.devices_field, std::string(kAssertionError), hint,
+              rules_for(c).none_device_ids_source);
+      return;
+    case StrategyChoice::kXlaSingle:
+      c.error(c.devices_field,
+              "Lightning " + c.release->name() +
+                  " gives `strategy=" + py_repr(c.strategy_flag().value_or("")) +
+                  "` no TPU devices for `devices=None` (parallel_devices=None); tpujobs does not "
+                  "run such a job.",
+              "Drop `devices` (its default is 'auto') or set `devices: 8` or `devices: 1`.");
+      return;
+    case StrategyChoice::kOther:
+      return;
   }
-  c.error(c.devices_field,
-          "Lightning " + c.release->name() + " gives `strategy=" + py_repr(*strategy) +
-              "` no TPU devices for `devices=None` (parallel_devices=None); tpujobs does not run "
-              "such a job.",
-          "Drop `devices` (its default is 'auto') or set `devices: 8` or `devices: 1`.");
 }
 
 // "Trainer.__init__" from Python 3.10 on, "__init__" before.
@@ -676,6 +703,9 @@ std::vector<RuleText> device_rule_texts() {
     }
     if (!rules.none_unsubscriptable_source.empty()) {
       out.push_back({kFieldDevices, kNoneUnsubscriptable, rules.none_unsubscriptable_source});
+    }
+    if (!rules.none_device_ids_source.empty()) {
+      out.push_back({kFieldDevices, kAssertionError, rules.none_device_ids_source});
     }
   }
   for (const ZeroDevicesRule& rule : kZeroDevicesRules) {

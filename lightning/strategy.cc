@@ -491,6 +491,16 @@ bool strategy_refused_with_the_flags(const Context& c) {
   return !w.automatic && !w.entry && names_checked_with_the_flags(*w.rules);
 }
 
+StrategyChoice strategy_choice(const Context& c) {
+  const WrittenStrategy w = written_strategy(c);
+  if (w.automatic) return StrategyChoice::kAutomatic;
+  const StrategyKind kind = w.entry ? w.entry->kind : StrategyKind::kOther;
+  if (kind == StrategyKind::kXla || kind == StrategyKind::kXlaDebug) {
+    return StrategyChoice::kXlaParallel;
+  }
+  return kind == StrategyKind::kSingleXla ? StrategyChoice::kXlaSingle : StrategyChoice::kOther;
+}
+
 bool strategy_lowercased(Context& c) {
   const Lowercasing& row = *row_for<Lowercasing>(kLowercasing, c.version, c.patch);
   c.use_patch_row(row.patches);

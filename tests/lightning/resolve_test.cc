@@ -730,6 +730,27 @@ const std::vector<VersionCase>& VersionCases() {
        "2.0.9:src/lightning/fabric/accelerators/tpu.py:167 (devices in (1, 8, None))",
        "v=2.0 accelerator=tpu devices=None", "v3-8",
        "trainer.devices: TypeError: 'NoneType' object is not subscriptable"},
+      // A named XLAStrategy gets parallel_devices=None; the connector
+      // finishes and _log_device_info's trainer.num_devices asserts (2.0.9
+      // trainer.py:1119, setup.py:165). Another strategy is refused for the
+      // TPU first, with no word about the devices.
+      {"v20_xla_strategy_devices_none_asserts",
+       "2.0.9:src/lightning/pytorch/trainer/trainer.py:1119 (Trainer.device_ids)",
+       "v=2.0 strategy=XLA devices=None", "v3-8", "trainer.devices: AssertionError"},
+      {"v20_xla_debug_devices_none_asserts",
+       "2.0.9:src/lightning/pytorch/trainer/trainer.py:1119 (Trainer.device_ids)",
+       "v=2.0 accelerator=tpu strategy=xla_debug devices=None", "v3-8",
+       "trainer.devices: AssertionError"},
+      {"v20_auto_strategy_devices_none",
+       "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py:427",
+       "v=2.0 strategy=AUTO devices=None", "v3-8",
+       "trainer.devices: TypeError: 'NoneType' object is not subscriptable"},
+      {"v20_ddp_devices_none_is_the_strategy_error",
+       "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py:590 "
+       "(_lazy_init_strategy)",
+       "v=2.0 strategy=ddp devices=None", "v3-8",
+       "trainer.strategy: The `TPUAccelerator` can only be used with a `SingleTPUStrategy` or "
+       "`XLAStrategy`, found DDPStrategy."},
       // 1.x: None is the default of both flags, so devices=None beside
       // tpu_cores is not "given" (`if devices:`), and tpu_cores=None names no
       // accelerator for devices='auto'.
