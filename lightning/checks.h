@@ -224,6 +224,14 @@ bool strategy_lowercased(Context& c);
 // (strategy.cc).
 bool strategy_refused_with_the_flags(const Context& c);
 
+// The connector refuses the `precision` value in
+// _check_config_and_set_final_flags: not one of the release's (precision.cc).
+bool precision_refused_with_the_flags(const Context& c);
+
+// Lightning 2.0 and older take int(num_nodes) first in
+// _check_device_config_and_set_final_flags, and Python refuses it (slices.cc).
+bool num_nodes_refused_by_int(const Context& c);
+
 // What the `strategy` setting names, for the checks before check_strategy
 // (strategy.cc).
 enum class StrategyChoice {

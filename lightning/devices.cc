@@ -518,13 +518,16 @@ std::string init_qualname(const Context& c) {
 }
 
 // 1.x raises in _check_config_and_set_final_flags (the accelerator and
-// strategy names), called before _check_device_config_and_set_final_flags
-// maps `tpu_cores` onto the devices and warns about it (1.9.5
-// accelerator_connector.py:183 then :192; the names :265-296, the warnings
-// :484 and :499; 1.6.5 :184 then :193, :259-266, :461): those warnings never
-// come with such an error.
+// strategy names, the precision value), called before
+// _check_device_config_and_set_final_flags, which takes int(num_nodes) first
+// and then maps `tpu_cores` onto the devices and warns about it (1.9.5
+// accelerator_connector.py:183 then :192; the names :265-296, the precision
+// :316, int(num_nodes) :437, the warnings :484 and :499; 1.6.5 :184 then
+// :193, :259-266, the precision :306, int(num_nodes) :420, :461): those
+// warnings never come with such an error.
 bool flags_refused_first(const Context& c) {
-  return c.accelerator_name_refused || strategy_refused_with_the_flags(c);
+  return c.accelerator_name_refused || strategy_refused_with_the_flags(c) ||
+         precision_refused_with_the_flags(c) || num_nodes_refused_by_int(c);
 }
 
 // Lightning 1.x truthiness of a device flag (Python's: '' is false).

@@ -2404,6 +2404,30 @@ TEST(ResolveTest, StrategyNameErrorsOf1xComeBeforeTheTpuCoresWarnings) {
   }
 }
 
+// The precision value is checked in the same function (1.9.5
+// accelerator_connector.py:316, 1.6.5 :306), and int(num_nodes) opens
+// _check_device_config_and_set_final_flags (:437, 1.6.5 :420): both before
+// the tpu_cores warnings. precision=64 on a TPU is refused later
+// (_check_and_init_precision), after them.
+TEST(ResolveTest, PrecisionAndNumNodesErrorsOf1xComeBeforeTheTpuCoresWarnings) {
+  struct Row {
+    std::string settings;
+    bool warned;
+  };
+  for (const Row& row : std::vector<Row>{
+           {"v=1.9 tpu_cores=8 precision='8'", false},
+           {"v=1.7 tpu_cores=8 precision='bf16-true'", false},
+           {"v=1.6 tpu_cores=8 devices=4 precision='8'", false},
+           {"v=1.9 tpu_cores=8 num_nodes='x'", false},
+           {"v=1.8 tpu_cores=8 devices=4 num_nodes=[1]", false},
+           {"v=1.9 tpu_cores=8 precision=64", true},
+       }) {
+    const Resolution r = resolve(Settings(row.settings), Pool("v3-8"));
+    ASSERT_EQ(1u, r.errors.size()) << row.settings;
+    EXPECT_EQ(row.warned, !r.warnings.empty()) << row.settings << ": " << Join(r.warnings);
+  }
+}
+
 // 1.6.0 checks `strategy` against an accelerator that names a strategy as
 // written (1.6.0 accelerator_connector.py:265-269): strategy='DDP' beside
 // accelerator='ddp' conflicts, before the deprecation of the accelerator
