@@ -400,9 +400,12 @@ constexpr DeviceInfoRules kDeviceInfoRules[] = {
 
 void check_device_info(Context& c) {
   const DeviceInfoRules& rules = *row_for<DeviceInfoRules>(kDeviceInfoRules, c.version, c.patch);
+  // Trainer.__init__ calls _log_device_info once the connector is done
+  // (2.1.4 trainer.py:401 then :472): its warning comes after the
+  // connector's (precision, strategy), and an error of the connector (or
+  // earlier) means no lines and no warning at all.
+  if (c.stopped_before_device_info) return;
   c.use_patch_row(rules.patches);
-  // _log_device_info runs once the connector is done, so its warning comes
-  // after the connector's (precision, strategy).
   if (c.accelerator == Accelerator::kCpu && c.tpu_available()) {
     // Before 2.1 TPUAccelerator.auto_device_count() is always 8.
     c.warn(fill(rules.tpu_unused, {{"count", "8"}}));

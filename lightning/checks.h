@@ -116,12 +116,23 @@ struct Context {
   bool num_nodes_ok = true;
   bool request_ok = false;
 
+  // An upstream error (one with a `source`) stopped the Trainer before it
+  // logged its device lines: pip's, Python's on the call `Trainer(...)`, and
+  // every error of the accelerator connector, which Trainer.__init__ builds
+  // before it calls _log_device_info (1.6.5 trainer.py:485 then :687, 1.9.5
+  // :420 then :546, 2.1.4 :401 then :472). tpujobs' own refusals stop
+  // nothing upstream, where Lightning would have logged the lines. (2.1's
+  // XRT client error comes later, in the training processes, but only
+  // with a TPU job, which has no "TPU available but not used" warning.)
+  bool stopped_before_device_info = false;
+
   // `source`: the "tag:path" of the rule table row whose text `message` is;
   // empty for tpujobs' own messages.
   void error(std::string_view field, std::string message, std::string hint,
              std::string_view source = {}) {
     out.errors.push_back(
         {std::string(field), std::move(message), std::move(hint), std::string(source)});
+    if (!source.empty()) stopped_before_device_info = true;
   }
   void warn(std::string text) { out.warnings.push_back(std::move(text)); }
   bool v1() const { return version < 200; }
@@ -206,6 +217,30 @@ bool tpu_cores_select_the_tpu(const DeviceValue& tpu_cores);
 // The connector lower-cases the `strategy` string before it checks it
 // (every release but 1.6.0); notes the patch row used (strategy.cc).
 bool strategy_lowercased(Context& c);
+
+// The connector refuses the `strategy` string in
+// _check_config_and_set_final_flags, before it looks at any device flag:
+// 1.x's 'ddp_cpu' and 'tpu_spawn', and from 1.9.2 a name it does not know
+// (strategy.cc).
+bool strategy_refused_with_the_flags(const Context& c);
+
+// The connector refuses the `precision` value in
+// _check_config_and_set_final_flags: not one of the release's (precision.cc).
+bool precision_refused_with_the_flags(const Context& c);
+
+// Lightning 2.0 and older take int(num_nodes) first in
+// _check_device_config_and_set_final_flags, and Python refuses it (slices.cc).
+bool num_nodes_refused_by_int(const Context& c);
+
+// What the `strategy` setting names, for the checks before check_strategy
+// (strategy.cc).
+enum class StrategyChoice {
+  kAutomatic,    // absent, or 'auto' where registered: Lightning picks one
+  kXlaParallel,  // XLAStrategy / TPUSpawnStrategy by name: 'xla', 'xla_debug', ...
+  kXlaSingle,    // 'single_tpu' / 'single_xla'
+  kOther,        // anything else, which check_strategy refuses on a TPU
+};
+StrategyChoice strategy_choice(const Context& c);
 
 // `name` is in the strategy registry of `version` (strategy.cc).
 bool is_registered_strategy(std::string_view name, int version);

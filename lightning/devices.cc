@@ -45,12 +45,19 @@ struct DeviceRules {
   // (1.6.5 device_parser.py:240-243): `_tpu_cores_valid` then compares its
   // first item with 1 and 8 (:254). Where; empty when items are checked.
   std::string_view unchecked_items_source = {};
+  // 2.0 with an XLA strategy named ('xla', 'xla_debug') and `devices=None`:
+  // the connector gives the strategy parallel_devices=None and finishes;
+  // Trainer.device_ids then asserts `devices is not None` when
+  // _log_device_info asks for trainer.num_devices. Where; empty otherwise.
+  std::string_view none_device_ids_source = {};
 };
 
 constexpr std::string_view kComparisonTypeError =
     "TypeError: '<=' not supported between instances of 'int' and '{type}'";
 constexpr std::string_view kNoneUnsubscriptable =
     "TypeError: 'NoneType' object is not subscriptable";
+// A bare `assert`: Python prints the exception's name alone.
+constexpr std::string_view kAssertionError = "AssertionError";
 
 constexpr std::string_view kIndexError = "IndexError: list index out of range";
 constexpr std::string_view kTypeNone21 =
@@ -160,7 +167,13 @@ constexpr DeviceRules kDeviceRules[] = {
      // _choose_strategy's `SingleTPUStrategy(device=self._parallel_devices[0])`:
      // line 426 in 2.0.0, 434 in 2.0.1-2.0.2, 427 in 2.0.3-2.0.9.
      "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py:427 "
-     "(_choose_strategy)"},
+     "(_choose_strategy)",
+     {},
+     // `assert devices is not None`: line 1075 in 2.0.0-2.0.2, 1114 in
+     // 2.0.3-2.0.4, 1112 in 2.0.5-2.0.6, 1119 in 2.0.7-2.0.9; setup.py:165
+     // in every 2.0.x.
+     "2.0.9:src/lightning/pytorch/trainer/trainer.py:1119 (Trainer.device_ids, from "
+     "_log_device_info's trainer.num_devices, trainer/setup.py:165)"},
     // device_parser.py:203 / :205 in 2.1.0-2.4.0, :204 / :206 in 2.5.x.
     rules21({201, 204},
             "2.1.4:src/lightning/fabric/utilities/device_parser.py:205 (_check_data_type)",
@@ -233,6 +246,25 @@ constexpr AutoWithoutAccelerator kAutoWithoutAccelerator[] = {
      "You passed `devices={devices}` but haven't specified `accelerator=('auto'|'tpu'|'gpu'|'ipu'|"
      "'cpu'|'hpu'|'mps')` for the devices mapping.",
      "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
+};
+
+// `_parse_cpu_cores` (1.6-1.7: `parse_cpu_cores`): the same text in every
+// release, raised by the connector as it parses the CPU devices.
+struct CpuCoresRule {
+  Versions versions;
+  std::string_view source;
+};
+constexpr std::string_view kCpuCores =
+    "`devices` selected with `CPUAccelerator` should be an int > 0.";
+constexpr CpuCoresRule kCpuCoresRules[] = {
+    {{106, 106}, "1.6.5:pytorch_lightning/utilities/device_parser.py:155 (parse_cpu_cores)"},
+    {{107, 107}, "1.7.7:src/pytorch_lightning/utilities/device_parser.py:175 (parse_cpu_cores)"},
+    {{108, 108}, "1.8.6:src/lightning_lite/accelerators/cpu.py:85 (_parse_cpu_cores)"},
+    {{109, 109}, "1.9.5:src/lightning_fabric/accelerators/cpu.py:85 (_parse_cpu_cores)"},
+    {{200, 200}, "2.0.9:src/lightning/fabric/accelerators/cpu.py:85 (_parse_cpu_cores)"},
+    {{201, 201}, "2.1.4:src/lightning/fabric/accelerators/cpu.py:86 (_parse_cpu_cores)"},
+    {{202, 204}, "2.4.0:src/lightning/fabric/accelerators/cpu.py:94 (_parse_cpu_cores)"},
+    {{205, 299}, "2.5.6:src/lightning/fabric/accelerators/cpu.py:99 (_parse_cpu_cores)"},
 };
 
 const DeviceRules& rules_for(const Context& c) {
@@ -441,23 +473,37 @@ std::optional<DeviceAsk> parse_one_based(Context& c, const DeviceValue& value) {
 }
 
 // 2.0's `devices=None` on a TPU: no parallel devices. With the strategy left
-// to Lightning ('auto'), _choose_strategy indexes them; a named strategy gets
-// parallel_devices=None, which tpujobs does not follow further.
+// to Lightning ('auto'), _choose_strategy indexes them. A named XLAStrategy
+// gets parallel_devices=None and the connector finishes; then
+// _log_device_info's trainer.num_devices asserts they are not None. Any other
+// named strategy is refused by the strategy checks first (on a TPU,
+// _lazy_init_strategy's "can only be used with"), which check_strategy
+// reports. 'single_tpu' tpujobs does not follow: it refuses it in its own
+// words.
 void refuse_none_devices(Context& c) {
-  const std::optional<std::string>& strategy = c.strategy_flag();
-  if (!strategy || *strategy == "auto") {
-    c.error(c.devices_field, std::string(kNoneUnsubscriptable),
-            "Lightning " + c.release->name() +
-                " takes `devices=None` as no TPU devices at all: drop `devices` (its default is "
-                "'auto') or set `devices: 8` or `devices: 1`.",
-            rules_for(c).none_unsubscriptable_source);
-    return;
+  const std::string hint = "Lightning " + c.release->name() +
+                           " takes `devices=None` as no TPU devices at all: drop `devices` (its "
+                           "default is 'auto') or set `devices: 8` or `devices: 1`.";
+  switch (strategy_choice(c)) {
+    case StrategyChoice::kAutomatic:
+      c.error(c.devices_field, std::string(kNoneUnsubscriptable), hint,
+              rules_for(c).none_unsubscriptable_source);
+      return;
+    case StrategyChoice::kXlaParallel:
+      c.error(c.devices_field, std::string(kAssertionError), hint,
+              rules_for(c).none_device_ids_source);
+      return;
+    case StrategyChoice::kXlaSingle:
+      c.error(c.devices_field,
+              "Lightning " + c.release->name() +
+                  " gives `strategy=" + py_repr(c.strategy_flag().value_or("")) +
+                  "` no TPU devices for `devices=None` (parallel_devices=None); tpujobs does not "
+                  "run such a job.",
+              "Drop `devices` (its default is 'auto') or set `devices: 8` or `devices: 1`.");
+      return;
+    case StrategyChoice::kOther:
+      return;
   }
-  c.error(c.devices_field,
-          "Lightning " + c.release->name() + " gives `strategy=" + py_repr(*strategy) +
-              "` no TPU devices for `devices=None` (parallel_devices=None); tpujobs does not run "
-              "such a job.",
-          "Drop `devices` (its default is 'auto') or set `devices: 8` or `devices: 1`.");
 }
 
 // "Trainer.__init__" from Python 3.10 on, "__init__" before.
@@ -469,6 +515,19 @@ std::string init_qualname(const Context& c) {
     if (minor && *minor < 10) return "__init__";
   }
   return "Trainer.__init__";
+}
+
+// 1.x raises in _check_config_and_set_final_flags (the accelerator and
+// strategy names, the precision value), called before
+// _check_device_config_and_set_final_flags, which takes int(num_nodes) first
+// and then maps `tpu_cores` onto the devices and warns about it (1.9.5
+// accelerator_connector.py:183 then :192; the names :265-296, the precision
+// :316, int(num_nodes) :437, the warnings :484 and :499; 1.6.5 :184 then
+// :193, :259-266, the precision :306, int(num_nodes) :420, :461): those
+// warnings never come with such an error.
+bool flags_refused_first(const Context& c) {
+  return c.accelerator_name_refused || strategy_refused_with_the_flags(c) ||
+         precision_refused_with_the_flags(c) || num_nodes_refused_by_int(c);
 }
 
 // Lightning 1.x truthiness of a device flag (Python's: '' is false).
@@ -501,7 +560,7 @@ void check_tpu_devices(Context& c) {
       return;
     }
     if (truthy(tpu_cores)) {
-      if (truthy(devices)) {
+      if (truthy(devices) && !flags_refused_first(c)) {
         c.warn(fill(cores_rules.devices_ignored,
                     {{"devices", py_str(devices)}, {"tpu_cores", py_str(tpu_cores)}}));
       }
@@ -568,8 +627,8 @@ void check_cpu_devices(Context& c) {
     }
   }
   if (!count || *count <= 0) {
-    c.error(kFieldDevices, "`devices` selected with `CPUAccelerator` should be an int > 0.",
-            "Use `devices: 1` (or 'auto') for a CPU job.");
+    c.error(kFieldDevices, std::string(kCpuCores), "Use `devices: 1` (or 'auto') for a CPU job.",
+            row_for<CpuCoresRule>(kCpuCoresRules, c.version)->source);
     return;
   }
   if (*count > 1) {
@@ -590,7 +649,7 @@ void warn_tpu_cores_deprecated(Context& c) {
   const DeviceValue& tpu_cores = c.settings.tpu_cores;
   const TpuCoresRules& rules = *row_for<TpuCoresRules>(kTpuCoresRules, c.version);
   if (rules.deprecated.empty() || tpu_cores.kind == DeviceValue::Kind::kAbsent ||
-      is_none(tpu_cores) || c.accelerator_name_refused || is_zero(c.settings.devices)) {
+      is_none(tpu_cores) || flags_refused_first(c) || is_zero(c.settings.devices)) {
     return;
   }
   c.warn(fill(rules.deprecated, {{"tpu_cores", py_repr(tpu_cores)}}));
@@ -648,6 +707,9 @@ std::vector<RuleText> device_rule_texts() {
     if (!rules.none_unsubscriptable_source.empty()) {
       out.push_back({kFieldDevices, kNoneUnsubscriptable, rules.none_unsubscriptable_source});
     }
+    if (!rules.none_device_ids_source.empty()) {
+      out.push_back({kFieldDevices, kAssertionError, rules.none_device_ids_source});
+    }
   }
   for (const ZeroDevicesRule& rule : kZeroDevicesRules) {
     out.push_back({kFieldDevices, rule.text, rule.source});
@@ -656,8 +718,9 @@ std::vector<RuleText> device_rule_texts() {
   for (const AutoWithoutAccelerator& row : kAutoWithoutAccelerator) {
     out.push_back({kFieldDevices, row.text, row.source});
   }
-  out.push_back({kFieldDevices, "`devices` selected with `CPUAccelerator` should be an int > 0.",
-                 "2.1.4:src/lightning/fabric/accelerators/cpu.py (_parse_cpu_cores)"});
+  for (const CpuCoresRule& rule : kCpuCoresRules) {
+    out.push_back({kFieldDevices, kCpuCores, rule.source});
+  }
   for (const TpuCoresRules& rules : kTpuCoresRules) {
     if (!rules.deprecated.empty()) out.push_back({"warning", rules.deprecated, rules.source});
     if (!rules.removed.empty()) out.push_back({kFieldTpuCores, rules.removed, rules.source});

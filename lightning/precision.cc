@@ -389,6 +389,12 @@ void check_precision_plugin(Context& c, const PrecisionRules& rules, std::string
 
 }  // namespace
 
+bool precision_refused_with_the_flags(const Context& c) {
+  const PrecisionRules& rules = *row_for<PrecisionRules>(kPrecisionRules, c.version);
+  return c.settings.precision &&
+         !allowed_value(rules, *c.settings.precision, c.settings.precision_is_number);
+}
+
 void check_precision(Context& c) {
   const PrecisionRules& rules = *row_for<PrecisionRules>(kPrecisionRules, c.version);
   if (!c.settings.precision) {

@@ -203,30 +203,31 @@ std::vector<RuleText> num_nodes_rule_texts() {
 
 namespace {
 
-// The int Lightning ends up with, or an error reported through `c`.
-std::optional<std::int64_t> num_nodes_value(Context& c) {
+// The int Lightning ends up with, or the error it raises instead.
+struct NumNodesValue {
+  std::optional<std::int64_t> value;
+  std::string error = {};  // when value is nullopt
+  std::string_view source = {};
+};
+
+NumNodesValue num_nodes_value(const Context& c) {
   const DeviceValue& value = c.settings.num_nodes;
   const NumNodesRules& rules = *row_for<NumNodesRules>(kNumNodesRules, c.version);
-  const std::string hint =
-      "`num_nodes` counts hosts: write an int, 1 for one host or the number of hosts of a pod "
-      "slice (4 for a v3-32).";
-  auto refuse = [&](std::string message, std::string_view source) {
-    c.num_nodes_ok = false;
-    c.error(kFieldNumNodes, std::move(message), hint, source);
-    return std::nullopt;
+  auto refuse = [](std::string message, std::string_view source) {
+    return NumNodesValue{std::nullopt, std::move(message), source};
   };
-  if (value.kind == DeviceValue::Kind::kInt) return value.number;
+  if (value.kind == DeviceValue::Kind::kInt) return {value.number};
   const bool is_bool = value.kind == DeviceValue::Kind::kOther && value.python_type == "bool";
   if (!rules.python_int) {
     // 2.1+: isinstance(num_nodes, int); a bool is an int (True is 1).
-    if (is_bool && value.python_repr == "True") return 1;
+    if (is_bool && value.python_repr == "True") return {1};
     return refuse(fill(rules.positive, {{"num_nodes", py_str(value)}}), rules.source);
   }
   // 2.0 and older: int(num_nodes); None means 1.
-  if (value.kind == DeviceValue::Kind::kOther && value.python_type == "NoneType") return 1;
-  if (is_bool) return value.python_repr == "True" ? 1 : 0;
+  if (value.kind == DeviceValue::Kind::kOther && value.python_type == "NoneType") return {1};
+  if (is_bool) return {value.python_repr == "True" ? 1 : 0};
   if (value.kind == DeviceValue::Kind::kString) {
-    if (std::optional<std::int64_t> number = py_int(value.text)) return number;
+    if (std::optional<std::int64_t> number = py_int(value.text)) return {number};
     return refuse(fill(kIntLiteral, {{"value", py_repr(value.text)}}), kPythonSource);
   }
   if (value.kind == DeviceValue::Kind::kOther && value.python_type == "float") {
@@ -235,7 +236,7 @@ std::optional<std::int64_t> num_nodes_value(Context& c) {
     const char* text = value.python_repr.c_str();
     const auto [end, ec] = std::from_chars(text, text + value.python_repr.size(), number);
     if (ec == std::errc() && end == text + value.python_repr.size() && std::abs(number) < 1e15) {
-      return static_cast<std::int64_t>(number);
+      return {static_cast<std::int64_t>(number)};
     }
   }
   const std::string type = value.kind == DeviceValue::Kind::kList ? "list" : value.python_type;
@@ -245,11 +246,23 @@ std::optional<std::int64_t> num_nodes_value(Context& c) {
 
 }  // namespace
 
+bool num_nodes_refused_by_int(const Context& c) {
+  return c.settings.num_nodes.kind != DeviceValue::Kind::kAbsent &&
+         row_for<NumNodesRules>(kNumNodesRules, c.version)->python_int && !num_nodes_value(c).value;
+}
+
 void check_num_nodes(Context& c) {
   if (c.settings.num_nodes.kind == DeviceValue::Kind::kAbsent) return;
-  const std::optional<std::int64_t> value = num_nodes_value(c);
-  if (!value) return;
-  const std::int64_t num_nodes = *value;
+  const NumNodesValue value = num_nodes_value(c);
+  if (!value.value) {
+    c.num_nodes_ok = false;
+    c.error(kFieldNumNodes, value.error,
+            "`num_nodes` counts hosts: write an int, 1 for one host or the number of hosts of a "
+            "pod slice (4 for a v3-32).",
+            value.source);
+    return;
+  }
+  const std::int64_t num_nodes = *value.value;
   c.num_nodes = num_nodes;
   const NumNodesRules& rules = *row_for<NumNodesRules>(kNumNodesRules, c.version);
   if (num_nodes < 1) {

@@ -432,6 +432,27 @@ constexpr DdpCpuOnTpu kDdpCpuOnTpu[] = {
      "(_check_strategy_and_fallback)"},
 };
 
+// 1.x refuses `strategy='ddp_cpu'` (lower-cased first, but in 1.6.0) in
+// _check_config_and_set_final_flags, before 'tpu_spawn' and any name check;
+// 2.0 dropped the check ('ddp_cpu' is then just not a registered name).
+struct DdpCpuStrategy {
+  Versions versions;
+  std::string_view text;
+  std::string_view source;
+};
+constexpr DdpCpuStrategy kDdpCpuStrategy[] = {
+    {{106, 106},
+     "`Trainer(strategy='ddp_cpu')` is not a valid strategy, you can use "
+     "`Trainer(strategy='ddp'|'ddp_spawn', accelerator='cpu')` instead.",
+     "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:259 "
+     "(_check_config_and_set_final_flags)"},
+    {{107, 109},
+     "`Trainer(strategy='ddp_cpu')` is not a valid strategy, you can use "
+     "`Trainer(strategy='ddp'|'ddp_spawn'|'ddp_fork', accelerator='cpu')` instead.",
+     "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py:265 "
+     "(_check_config_and_set_final_flags)"},
+};
+
 bool ddp_cpu_flag(const Context& c) {
   return !c.settings.strategy && c.strategy_from_accelerator == kDdpCpu;
 }
@@ -454,7 +475,31 @@ WrittenStrategy written_strategy(const Context& c) {
   return w;
 }
 
+// Where the connector refuses a name it does not know: in
+// _check_config_and_set_final_flags from 1.9.2 (1.9.5
+// accelerator_connector.py:276-284), before the device flags; up to 1.9.1 it
+// is StrategyRegistry.get's KeyError from _init_strategy, after them.
+bool names_checked_with_the_flags(const StrategyRules& rules) { return rules.invalid != kNotFound; }
+
 }  // namespace
+
+bool strategy_refused_with_the_flags(const Context& c) {
+  if (!c.settings.strategy) return false;
+  const WrittenStrategy w = written_strategy(c);
+  if (row_for<DdpCpuStrategy>(kDdpCpuStrategy, c.version) && w.name == kDdpCpu) return true;
+  if (w.entry && w.entry->kind == StrategyKind::kTpuSpawn) return true;
+  return !w.automatic && !w.entry && names_checked_with_the_flags(*w.rules);
+}
+
+StrategyChoice strategy_choice(const Context& c) {
+  const WrittenStrategy w = written_strategy(c);
+  if (w.automatic) return StrategyChoice::kAutomatic;
+  const StrategyKind kind = w.entry ? w.entry->kind : StrategyKind::kOther;
+  if (kind == StrategyKind::kXla || kind == StrategyKind::kXlaDebug) {
+    return StrategyChoice::kXlaParallel;
+  }
+  return kind == StrategyKind::kSingleXla ? StrategyChoice::kXlaSingle : StrategyChoice::kOther;
+}
 
 bool strategy_lowercased(Context& c) {
   const Lowercasing& row = *row_for<Lowercasing>(kLowercasing, c.version, c.patch);
@@ -506,10 +551,15 @@ void check_strategy(Context& c) {
   }
   const bool automatic = w.automatic;
   const RegisteredStrategy* entry = w.entry;
+  const DdpCpuStrategy* ddp_cpu = row_for<DdpCpuStrategy>(kDdpCpuStrategy, c.version);
+  if (ddp_cpu && c.settings.strategy && written == kDdpCpu) {
+    c.error(kFieldStrategy, std::string(ddp_cpu->text), strategy_hint(c), ddp_cpu->source);
+    return;
+  }
   if (!automatic && !entry) {
     const std::string names = registry_names(c.version);
     c.error(kFieldStrategy,
-            rules.invalid == kNotFound
+            !names_checked_with_the_flags(rules)
                 ? py_repr(fill(kNotFoundKey, {{"strategy", written}, {"names", names}}))
                 : fill(rules.invalid, {{"strategy", py_repr(written)}, {"names", names}}),
             strategy_hint(c), invalid_source(rules));
@@ -600,6 +650,8 @@ std::vector<RuleText> strategy_rule_texts() {
   std::vector<RuleText> out;
   for (const DdpCpuOnTpu& row : kDdpCpuOnTpu)
     out.push_back({kFieldAccelerator, row.text, row.source});
+  for (const DdpCpuStrategy& row : kDdpCpuStrategy)
+    out.push_back({kFieldStrategy, row.text, row.source});
   for (const ClassInit& init : kClassInit) out.push_back({kFieldStrategy, init.text, init.source});
   for (const ClassInit& init : kClassInitWarnings)
     out.push_back({"warning", init.text, init.source});

@@ -392,8 +392,7 @@ const std::vector<Case>& Cases() {
        "`devices=4` trains one replica. | TPU available but not used. You can set it by doing "
        "`Trainer(accelerator='tpu')`."},
       {"accelerator_cpu_devices_negative", "accelerator=cpu devices=-1", "v3-32",
-       "trainer.devices: `devices` selected with `CPUAccelerator` should be an int > 0.",
-       "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+       "trainer.devices: `devices` selected with `CPUAccelerator` should be an int > 0."},
       // _parse_cpu_cores: isinstance(True, int), so True is one process
       // (2.5.6 fabric/accelerators/cpu.py:98); a float is not an int.
       {"accelerator_cpu_devices_true", "accelerator=cpu devices=True", "",
@@ -401,8 +400,7 @@ const std::vector<Case>& Cases() {
       {"accelerator_cpu_devices_float", "accelerator=cpu devices=2.0", "",
        "trainer.devices: `devices` selected with `CPUAccelerator` should be an int > 0."},
       {"accelerator_cpu_devices_0", "accelerator=cpu devices=0", "v3-32",
-       "trainer.devices: `Trainer(devices=0)` value is not a valid input using cpu accelerator.",
-       "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+       "trainer.devices: `Trainer(devices=0)` value is not a valid input using cpu accelerator."},
       {"accelerator_cpu_num_nodes", "accelerator=cpu num_nodes=2", "v3-32",
        "trainer.num_nodes: `num_nodes=2` asks for several TPU hosts, but the job runs with "
        "`accelerator='cpu'`.",
@@ -412,8 +410,7 @@ const std::vector<Case>& Cases() {
        "with `accelerator='cpu'`.",
        "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
       {"accelerator_cpu_tpu_cores", "accelerator=cpu tpu_cores=8", "v3-32",
-       "trainer.tpu_cores: Trainer.__init__() got an unexpected keyword argument 'tpu_cores'",
-       "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+       "trainer.tpu_cores: Trainer.__init__() got an unexpected keyword argument 'tpu_cores'"},
       // --- precision, 2.x --------------------------------------------------
       {"precision_bf16_true", "precision=bf16-true", "v3-32",
        "tpu host v3 8x1 v3-8 world=8 bf16-true xla"},
@@ -733,6 +730,27 @@ const std::vector<VersionCase>& VersionCases() {
        "2.0.9:src/lightning/fabric/accelerators/tpu.py:167 (devices in (1, 8, None))",
        "v=2.0 accelerator=tpu devices=None", "v3-8",
        "trainer.devices: TypeError: 'NoneType' object is not subscriptable"},
+      // A named XLAStrategy gets parallel_devices=None; the connector
+      // finishes and _log_device_info's trainer.num_devices asserts (2.0.9
+      // trainer.py:1119, setup.py:165). Another strategy is refused for the
+      // TPU first, with no word about the devices.
+      {"v20_xla_strategy_devices_none_asserts",
+       "2.0.9:src/lightning/pytorch/trainer/trainer.py:1119 (Trainer.device_ids)",
+       "v=2.0 strategy=XLA devices=None", "v3-8", "trainer.devices: AssertionError"},
+      {"v20_xla_debug_devices_none_asserts",
+       "2.0.9:src/lightning/pytorch/trainer/trainer.py:1119 (Trainer.device_ids)",
+       "v=2.0 accelerator=tpu strategy=xla_debug devices=None", "v3-8",
+       "trainer.devices: AssertionError"},
+      {"v20_auto_strategy_devices_none",
+       "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py:427",
+       "v=2.0 strategy=AUTO devices=None", "v3-8",
+       "trainer.devices: TypeError: 'NoneType' object is not subscriptable"},
+      {"v20_ddp_devices_none_is_the_strategy_error",
+       "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py:590 "
+       "(_lazy_init_strategy)",
+       "v=2.0 strategy=ddp devices=None", "v3-8",
+       "trainer.strategy: The `TPUAccelerator` can only be used with a `SingleTPUStrategy` or "
+       "`XLAStrategy`, found DDPStrategy."},
       // 1.x: None is the default of both flags, so devices=None beside
       // tpu_cores is not "given" (`if devices:`), and tpu_cores=None names no
       // accelerator for devices='auto'.
@@ -912,6 +930,37 @@ const std::vector<VersionCase>& VersionCases() {
        "v=1.6 accelerator=ddp_cpu", "",
        "trainer.strategy: `strategy='ddp_spawn'` is not supported for `accelerator='cpu'` jobs: "
        "tpujobs runs them as one process on the executor's threads."},
+      // strategy='ddp_cpu' itself is refused by name in every 1.x release,
+      // first among the flag checks (1.6.5 accelerator_connector.py:259,
+      // 1.7.7 :275, 1.9.5 :265); 2.0 no longer knows the name.
+      {"v16_strategy_ddp_cpu",
+       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:259",
+       "v=1.6 strategy=DDP_CPU tpu_cores=8", "v3-8",
+       "trainer.strategy: `Trainer(strategy='ddp_cpu')` is not a valid strategy, you can use "
+       "`Trainer(strategy='ddp'|'ddp_spawn', accelerator='cpu')` instead."},
+      {"v16_strategy_and_accelerator_ddp_cpu",
+       "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:259",
+       "v=1.6 accelerator=ddp_cpu strategy=ddp_cpu", "v3-8",
+       "trainer.strategy: `Trainer(strategy='ddp_cpu')` is not a valid strategy, you can use "
+       "`Trainer(strategy='ddp'|'ddp_spawn', accelerator='cpu')` instead."},
+      {"v17_strategy_ddp_cpu",
+       "1.7.7:src/pytorch_lightning/trainer/connectors/accelerator_connector.py:275",
+       "v=1.7 accelerator=cpu strategy=ddp_cpu", "",
+       "trainer.strategy: `Trainer(strategy='ddp_cpu')` is not a valid strategy, you can use "
+       "`Trainer(strategy='ddp'|'ddp_spawn'|'ddp_fork', accelerator='cpu')` instead."},
+      {"v19_strategy_ddp_cpu",
+       "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py:265",
+       "v=1.9 accelerator=tpu devices=8 strategy=ddp_cpu", "v3-8",
+       "trainer.strategy: `Trainer(strategy='ddp_cpu')` is not a valid strategy, you can use "
+       "`Trainer(strategy='ddp'|'ddp_spawn'|'ddp_fork', accelerator='cpu')` instead."},
+      {"v20_strategy_ddp_cpu_is_no_name",
+       "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py:210",
+       "v=2.0 strategy=ddp_cpu", "v3-8",
+       "trainer.strategy: You selected an invalid strategy name: `strategy='ddp_cpu'`. It must be "
+       "either a string or an instance of `lightning.pytorch.strategies.Strategy`. Example "
+       "choices: "
+       "auto, ddp, ddp_spawn, deepspeed, ... Find a complete list of options in our documentation "
+       "at https://lightning.ai"},
       {"v16_accelerator_names_ddp",
        "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:298",
        "v=1.6 accelerator=ddp tpu_cores=8", "v3-8", S(kWrongStrategy1, "DDPStrategy."),
@@ -931,9 +980,7 @@ const std::vector<VersionCase>& VersionCases() {
        "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
        "v=1.9 devices=auto", "v3-8",
        "trainer.devices: You passed `devices=auto` but haven't specified "
-       "`accelerator=('auto'|'tpu'|'gpu'|'ipu'|'cpu'|'hpu'|'mps')` for the devices mapping.",
-       "TPU available but not used. Set `accelerator` and `devices` using "
-       "`Trainer(accelerator='tpu', devices=8)`."},
+       "`accelerator=('auto'|'tpu'|'gpu'|'ipu'|'cpu'|'hpu'|'mps')` for the devices mapping."},
       {"v19_devices_zero_names_flag",
        "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py",
        "v=1.9 accelerator=tpu devices=0", "v3-8",
@@ -1019,8 +1066,7 @@ const std::vector<VersionCase>& VersionCases() {
        "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:439",
        "v=1.6 accelerator=foo devices=auto", "v3-8",
        "trainer.devices: You passed `devices=auto` but haven't specified "
-       "`accelerator=('auto'|'tpu'|'gpu'|'ipu'|'cpu'|'hpu)` for the devices mapping",
-       kTpuUnused},
+       "`accelerator=('auto'|'tpu'|'gpu'|'ipu'|'cpu'|'hpu)` for the devices mapping"},
       {"v16_accelerator_unknown_devices_0",
        "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py:423",
        "v=1.6 accelerator=foo tpu_cores=8 devices=0", "v3-8",
@@ -1200,9 +1246,7 @@ const std::vector<VersionCase>& VersionCases() {
        "(test_check_native_fsdp_strategy_and_fallback)",
        "v=1.9 accelerator=cpu strategy=fsdp_native", "v3-8",
        "trainer.strategy: You selected strategy to be `fsdp_native`, but GPU accelerator is not "
-       "used.",
-       "TPU available but not used. Set `accelerator` and `devices` using "
-       "`Trainer(accelerator='tpu', devices=8)`."},
+       "used."},
       {"v24_strategy_fsdp",
        "2.4.0:src/lightning/pytorch/trainer/connectors/accelerator_connector.py "
        "(_check_strategy_and_fallback)",
@@ -1214,21 +1258,17 @@ const std::vector<VersionCase>& VersionCases() {
        "v=2.5 accelerator=cpu strategy=fsdp", "v3-8",
        "trainer.strategy: The strategy `fsdp` requires a GPU accelerator, but received "
        "`accelerator='cpu'`. Please set `accelerator='cuda'`, `accelerator='gpu'`, or pass a "
-       "`CUDAAccelerator()` instance to use FSDP.",
-       "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+       "`CUDAAccelerator()` instance to use FSDP."},
       {"v20_strategy_fsdp_cpu",
        "2.0.9:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py "
        "(test_check_fsdp_strategy_and_fallback)",
        "v=2.0 accelerator=cpu strategy=fsdp", "v3-8",
-       "trainer.strategy: You selected strategy to be `fsdp`, but GPU accelerator is not used.",
-       "TPU available but not used. Set `accelerator` and `devices` using "
-       "`Trainer(accelerator='tpu', devices=8)`."},
+       "trainer.strategy: You selected strategy to be `fsdp`, but GPU accelerator is not used."},
       {"v25_strategy_deepspeed_cpu",
        "2.5.6:src/lightning/pytorch/strategies/deepspeed.py (DeepSpeedStrategy.__init__)",
        "v=2.5 accelerator=cpu strategy=deepspeed", "v3-8",
        "trainer.strategy: To use the `DeepSpeedStrategy`, you must have DeepSpeed installed. "
-       "Install it by running `pip install -U deepspeed`.",
-       "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+       "Install it by running `pip install -U deepspeed`."},
       {"v24_strategy_single_tpu_gone", "2.4.0:src/lightning/pytorch/strategies/single_xla.py",
        "v=2.4 strategy=single_tpu", "v3-8",
        S("trainer.strategy: You selected an invalid strategy name: `strategy='single_tpu'`. ",
@@ -1434,8 +1474,7 @@ const std::vector<VersionCase>& VersionCases() {
        "2.4.0:tests/tests_pytorch/trainer/connectors/test_accelerator_connector.py "
        "(test_passing_zero_and_empty_list_to_devices_flag)",
        "v=2.4 accelerator=cpu devices=0", "v3-8",
-       "trainer.devices: `Trainer(devices=0)` value is not a valid input using cpu accelerator.",
-       "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+       "trainer.devices: `Trainer(devices=0)` value is not a valid input using cpu accelerator."},
       {"v21_cpu_transformer_engine",
        "2.1.4:src/lightning/fabric/plugins/precision/transformer_engine.py "
        "(TransformerEnginePrecision.__init__)",
@@ -1641,8 +1680,7 @@ const std::vector<VersionCase>& VersionCases() {
       // --- Python, by release (python_requires) ---------------------------------------------
       {"env_python_38_lightning_24", "2.4.0:src/lightning/__setup__.py (python_requires >=3.9)",
        "pl=2.4.0 torch=2.3.0 xla=2.3.0 py=3.8 accelerator=cpu", "v3-8",
-       "environment.lightning: ERROR: No matching distribution found for lightning==2.4.0",
-       "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`."},
+       "environment.lightning: ERROR: No matching distribution found for lightning==2.4.0"},
       {"env_python_38_lightning_23", "2.3.3:src/lightning/__setup__.py (python_requires >=3.8)",
        "pl=2.3.3 torch=2.3.0 xla=2.3.0 py=3.8", "v3-8", "tpu host v3 8x1 v3-8 world=8 32-true xla"},
       {"env_python_36_lightning_19",
@@ -2134,6 +2172,37 @@ TEST(ResolveTest, DeviceInfoLinesAreThoseOfTheRelease) {
   }
 }
 
+// Trainer.__init__ builds the accelerator connector before _log_device_info
+// (2.1.4 trainer.py:401 then :472): an error of Lightning's (or pip's, or
+// Python's on the call) means no device lines and no "TPU available but not
+// used". A refusal of tpujobs' own is no error upstream, where the lines
+// are logged.
+TEST(ResolveTest, DeviceInfoOnlyWhenLightningRaisedNothing) {
+  const std::string unused =
+      "TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`.";
+  struct Row {
+    std::string settings;
+    bool lightning_raised;
+  };
+  for (const Row& row : std::vector<Row>{
+           {"accelerator=cpu devices=0", true},   // the connector's devices check
+           {"accelerator=cpu devices=-1", true},  // _parse_cpu_cores
+           {"accelerator=cpu strategy=fsdp", true},
+           {"accelerator=cpu tpu_cores=8", true},  // Trainer() has no such keyword
+           {"pl=2.4.0 torch=2.3.0 xla=2.3.0 py=3.8 accelerator=cpu", true},  // pip
+           {"accelerator=cpu num_nodes=2", false},  // tpujobs' own refusals
+           {"accelerator=cpu type=v3-8", false},
+           {"accelerator=cpu strategy=ddp", false},
+       }) {
+    const Resolution r = resolve(Settings(row.settings), Pool("v3-8"));
+    ASSERT_EQ(1u, r.errors.size()) << row.settings;
+    EXPECT_EQ(row.lightning_raised, !r.errors.front().source.empty()) << row.settings;
+    const bool warned = std::find(r.warnings.begin(), r.warnings.end(), unused) != r.warnings.end();
+    EXPECT_EQ(!row.lightning_raised, warned) << row.settings;
+    EXPECT_EQ(row.lightning_raised, r.device_info.empty()) << row.settings;
+  }
+}
+
 // lightning_tag names the tag whose texts the job got: the release's, or the
 // newest patch release whose texts equal the installed one's. 2.5.0-2.5.2
 // have 2.4's FSDP text (2.5.2 accelerator_connector.py:464), which 2.5.3
@@ -2304,6 +2373,59 @@ TEST(ResolveTest, Lightning160DoesNotLowerCaseTheStrategy) {
   const Resolution lower =
       resolve(Settings("v=1.6.0 accelerator=tpu strategy=tpu_spawn_debug"), Pool("v3-8"));
   EXPECT_TRUE(lower.errors.empty()) << Summary(lower);
+}
+
+// 1.x checks the strategy name in _check_config_and_set_final_flags
+// ('ddp_cpu', 'tpu_spawn', and from 1.9.2 an unknown name: 1.9.5
+// accelerator_connector.py:265-284) before it maps `tpu_cores` and warns
+// (:484 deprecated, :499 devices ignored): no warning with those errors. An
+// error raised later (1.9.1's registry KeyError, a non-TPU strategy) comes
+// after the warning.
+TEST(ResolveTest, StrategyNameErrorsOf1xComeBeforeTheTpuCoresWarnings) {
+  struct Row {
+    std::string settings;
+    bool warned;
+  };
+  for (const Row& row : std::vector<Row>{
+           {"v=1.9 tpu_cores=8 strategy=foo", false},
+           {"v=1.9.2 tpu_cores=8 strategy=auto", false},  // 'auto' passes from 1.9.4
+           {"v=1.9 tpu_cores=8 strategy=tpu_spawn", false},
+           {"v=1.7 tpu_cores=8 strategy=ddp_cpu", false},
+           {"v=1.6 tpu_cores=8 devices=4 strategy=tpu_spawn", false},
+           {"v=1.6 tpu_cores=8 devices=4 strategy=ddp_cpu", false},
+           {"v=1.9.1 tpu_cores=8 strategy=foo", true},  // StrategyRegistry.get, later
+           {"v=1.8 tpu_cores=8 strategy=foo", true},
+           {"v=1.6 tpu_cores=8 devices=4 strategy=foo", true},
+           {"v=1.9 tpu_cores=8 strategy=ddp", true},  // refused for the TPU, later
+       }) {
+    const Resolution r = resolve(Settings(row.settings), Pool("v3-8"));
+    ASSERT_EQ(1u, r.errors.size()) << row.settings;
+    EXPECT_EQ(row.warned, !r.warnings.empty()) << row.settings << ": " << Join(r.warnings);
+  }
+}
+
+// The precision value is checked in the same function (1.9.5
+// accelerator_connector.py:316, 1.6.5 :306), and int(num_nodes) opens
+// _check_device_config_and_set_final_flags (:437, 1.6.5 :420): both before
+// the tpu_cores warnings. precision=64 on a TPU is refused later
+// (_check_and_init_precision), after them.
+TEST(ResolveTest, PrecisionAndNumNodesErrorsOf1xComeBeforeTheTpuCoresWarnings) {
+  struct Row {
+    std::string settings;
+    bool warned;
+  };
+  for (const Row& row : std::vector<Row>{
+           {"v=1.9 tpu_cores=8 precision='8'", false},
+           {"v=1.7 tpu_cores=8 precision='bf16-true'", false},
+           {"v=1.6 tpu_cores=8 devices=4 precision='8'", false},
+           {"v=1.9 tpu_cores=8 num_nodes='x'", false},
+           {"v=1.8 tpu_cores=8 devices=4 num_nodes=[1]", false},
+           {"v=1.9 tpu_cores=8 precision=64", true},
+       }) {
+    const Resolution r = resolve(Settings(row.settings), Pool("v3-8"));
+    ASSERT_EQ(1u, r.errors.size()) << row.settings;
+    EXPECT_EQ(row.warned, !r.warnings.empty()) << row.settings << ": " << Join(r.warnings);
+  }
 }
 
 // 1.6.0 checks `strategy` against an accelerator that names a strategy as
