@@ -453,6 +453,91 @@ constexpr DdpCpuStrategy kDdpCpuStrategy[] = {
      "(_check_config_and_set_final_flags)"},
 };
 
+// 2.0-2.2 moved ColossalAI and Bagua to their own packages and check for
+// them right after lower-casing the name, before any name check
+// (_check_config_and_set_final_flags): ModuleNotFoundError(str(
+// RequirementCache("lightning-colossalai"))), "lightning-bagua" likewise
+// (2.0.1 on; 2.0.0 has no Bagua check: 'bagua' is an invalid name there).
+// The text is lightning-utilities' for a package that is not installed;
+// Lightning 2.0-2.2 allow any lightning-utilities below 1.0 once
+// __setup__.py raises the upper bound (unfreeze="major"), so pip installs
+// the newest for the Python: 0.11.9 on 3.8, 0.15.2 on 3.9, 0.15.3 on 3.10+,
+// which all word it so (v0.11.5 and later: imports.py:148-149 in v0.12.0).
+// The connector lines: colossalai 2.0.0-2.0.6 :202-203, 2.1.0-2.1.2
+// :201-202; bagua 2.0.1-2.0.6 :205-206, 2.1.0-2.1.2 :204-205.
+struct ExternalStrategy {
+  std::string_view name;
+  Versions versions;
+  Versions patches;
+  std::string_view text;  // empty: these patches do not check the name
+  std::string_view source;
+};
+constexpr std::string_view kColossalAiMissing =
+    "Requirement 'lightning-colossalai' not met. HINT: Try running `pip install -U "
+    "'lightning-colossalai'`";
+constexpr std::string_view kBaguaMissing =
+    "Requirement 'lightning-bagua' not met. HINT: Try running `pip install -U 'lightning-bagua'`";
+constexpr ExternalStrategy kExternalStrategies[] = {
+    {"colossalai",
+     {200, 200},
+     kEveryPatch,
+     kColossalAiMissing,
+     "Lightning-AI/utilities v0.12.0:src/lightning_utilities/core/imports.py:148 "
+     "(RequirementCache(\"lightning-colossalai\"), 2.0.9:src/lightning/pytorch/utilities/"
+     "imports.py:28, raised at 2.0.9:src/lightning/pytorch/trainer/connectors/"
+     "accelerator_connector.py:203-204)"},
+    {"colossalai",
+     {201, 201},
+     kEveryPatch,
+     kColossalAiMissing,
+     "Lightning-AI/utilities v0.12.0:src/lightning_utilities/core/imports.py:148 "
+     "(RequirementCache(\"lightning-colossalai\"), 2.1.4:src/lightning/pytorch/utilities/"
+     "imports.py:29, raised at 2.1.4:src/lightning/pytorch/trainer/connectors/"
+     "accelerator_connector.py:195-196)"},
+    {"colossalai",
+     {202, 202},
+     kEveryPatch,
+     kColossalAiMissing,
+     "Lightning-AI/utilities v0.12.0:src/lightning_utilities/core/imports.py:148 "
+     "(RequirementCache(\"lightning-colossalai\"), 2.2.5:src/lightning/pytorch/utilities/"
+     "imports.py:31, raised at 2.2.5:src/lightning/pytorch/trainer/connectors/"
+     "accelerator_connector.py:196-197)"},
+    {"bagua", {200, 200}, {20000, 20000}, "", ""},
+    {"bagua",
+     {200, 200},
+     kEveryPatch,
+     kBaguaMissing,
+     "Lightning-AI/utilities v0.12.0:src/lightning_utilities/core/imports.py:148 "
+     "(RequirementCache(\"lightning-bagua\"), 2.0.9:src/lightning/pytorch/utilities/"
+     "imports.py:29, raised at 2.0.9:src/lightning/pytorch/trainer/connectors/"
+     "accelerator_connector.py:206-207)"},
+    {"bagua",
+     {201, 201},
+     kEveryPatch,
+     kBaguaMissing,
+     "Lightning-AI/utilities v0.12.0:src/lightning_utilities/core/imports.py:148 "
+     "(RequirementCache(\"lightning-bagua\"), 2.1.4:src/lightning/pytorch/utilities/"
+     "imports.py:30, raised at 2.1.4:src/lightning/pytorch/trainer/connectors/"
+     "accelerator_connector.py:198-199)"},
+    {"bagua",
+     {202, 202},
+     kEveryPatch,
+     kBaguaMissing,
+     "Lightning-AI/utilities v0.12.0:src/lightning_utilities/core/imports.py:148 "
+     "(RequirementCache(\"lightning-bagua\"), 2.2.5:src/lightning/pytorch/utilities/"
+     "imports.py:32, raised at 2.2.5:src/lightning/pytorch/trainer/connectors/"
+     "accelerator_connector.py:199-200)"},
+};
+
+const ExternalStrategy* external_strategy(std::string_view name, int version, int patch) {
+  for (const ExternalStrategy& row : kExternalStrategies) {
+    if (row.name == name && row.versions.contains(version) && row.patches.contains(patch)) {
+      return &row;
+    }
+  }
+  return nullptr;
+}
+
 bool ddp_cpu_flag(const Context& c) {
   return !c.settings.strategy && c.strategy_from_accelerator == kDdpCpu;
 }
@@ -556,6 +641,18 @@ void check_strategy(Context& c) {
     c.error(kFieldStrategy, std::string(ddp_cpu->text), strategy_hint(c), ddp_cpu->source);
     return;
   }
+  if (const ExternalStrategy* external =
+          c.settings.strategy ? external_strategy(written, c.version, c.patch) : nullptr) {
+    c.use_patch_row(external->patches);
+    if (!external->text.empty()) {
+      c.error(kFieldStrategy, std::string(external->text),
+              "Lightning " + c.release->name() + " builds `strategy='" + written +
+                  "'` from a separate package for GPUs, not installed on a TPU VM. " +
+                  strategy_hint(c),
+              external->source);
+      return;
+    }
+  }
   if (!automatic && !entry) {
     const std::string names = registry_names(c.version);
     c.error(kFieldStrategy,
@@ -652,6 +749,9 @@ std::vector<RuleText> strategy_rule_texts() {
     out.push_back({kFieldAccelerator, row.text, row.source});
   for (const DdpCpuStrategy& row : kDdpCpuStrategy)
     out.push_back({kFieldStrategy, row.text, row.source});
+  for (const ExternalStrategy& row : kExternalStrategies) {
+    if (!row.text.empty()) out.push_back({kFieldStrategy, row.text, row.source});
+  }
   for (const ClassInit& init : kClassInit) out.push_back({kFieldStrategy, init.text, init.source});
   for (const ClassInit& init : kClassInitWarnings)
     out.push_back({"warning", init.text, init.source});

@@ -1517,6 +1517,38 @@ const std::vector<VersionCase>& VersionCases() {
        "v=1.9 accelerator=tpu strategy=horovod precision=64", "v3-8",
        "trainer.strategy: Requested `strategy=\"horovod\"`, but Horovod is not installed. Install "
        "with `HOROVOD_WITH_PYTORCH=1 pip install horovod[pytorch]`"},
+      // 2.0-2.2 check for the separate packages right after lower-casing,
+      // before the name (2.0.9 accelerator_connector.py:203-207), with
+      // str(RequirementCache(...)) of the newest lightning-utilities < 1.0.
+      {"v20_strategy_colossalai",
+       "2.0.9:src/lightning/pytorch/trainer/connectors/accelerator_connector.py:203-204",
+       "v=2.0 strategy=colossalai", "v3-8",
+       "trainer.strategy: Requirement 'lightning-colossalai' not met. HINT: Try running `pip "
+       "install -U 'lightning-colossalai'`"},
+      {"v21_strategy_bagua_upper",
+       "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py:192, :198-199",
+       "v=2.1 strategy=Bagua", "v3-8",
+       "trainer.strategy: Requirement 'lightning-bagua' not met. HINT: Try running `pip install "
+       "-U 'lightning-bagua'`"},
+      {"v22_strategy_colossalai_cpu_py38",
+       "2.2.5:src/lightning/pytorch/trainer/connectors/accelerator_connector.py:196-197; "
+       "Lightning-AI/utilities v0.11.9:src/lightning_utilities/core/imports.py:148",
+       "pl=2.2.5 torch=2.2.0 py=3.8 accelerator=cpu strategy=colossalai", "v3-8",
+       "trainer.strategy: Requirement 'lightning-colossalai' not met. HINT: Try running `pip "
+       "install -U 'lightning-colossalai'`"},
+      // 2.0.0 checks ColossalAI only (accelerator_connector.py:202): 'bagua'
+      // is not a name it knows.
+      {"v200_strategy_bagua",
+       "2.0.0:src/lightning/pytorch/trainer/connectors/accelerator_connector.py:205",
+       "v=2.0.0 strategy=bagua", "v3-8",
+       S("trainer.strategy: You selected an invalid strategy name: `strategy='bagua'`. ",
+         kInvalidStrategy2)},
+      // 2.3 dropped both checks.
+      {"v23_strategy_colossalai",
+       "2.3.3:src/lightning/pytorch/trainer/connectors/accelerator_connector.py",
+       "v=2.3 strategy=colossalai", "v3-8",
+       S("trainer.strategy: You selected an invalid strategy name: `strategy='colossalai'`. ",
+         kInvalidStrategy2)},
       {"v18_strategy_colossalai",
        "1.8.6:src/pytorch_lightning/strategies/colossalai.py (ColossalAIStrategy.__init__)",
        "v=1.8 accelerator=tpu strategy=colossalai", "v3-8",
@@ -2221,6 +2253,8 @@ TEST(ResolveTest, LightningTagIsTheTagTheTextsCameFrom) {
       {"v=2.4", "2.4.0"},
       {"pl=2.3.1 torch=2.3.0 xla=2.3.0", "2.3.3"},
       {"v=2.1", "2.1.4"},
+      {"v=2.0.0 strategy=bagua", "2.0.0"},  // no Bagua check before 2.0.1
+      {"v=2.0.1 strategy=bagua", "2.0.9"},
       {"v=1.6", "1.6.5"},
       {"pl=1.8.2 torch=1.8.1 py=3.8", "1.8.3"},  // 1.8.0-1.8.3's "torch>=1.9.*"
       {"pl=1.8.2 torch=1.12.1 py=3.8", "1.8.6"},
