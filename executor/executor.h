@@ -62,6 +62,13 @@ class TrainingSink {
   // thread): the trainer encodes the next one into the same bytes only once
   // no sink holds them, and into new ones otherwise.
   virtual void checkpoint(std::shared_ptr<const Checkpoint> checkpoint) = 0;
+  // False while the sink still has an earlier checkpoint to store. The
+  // trainer then skips a checkpoint that the next one would replace before
+  // it is stored (every checkpoint_every_n_steps, and an epoch end but the
+  // last), rather than spend the step's time encoding megabytes for
+  // nothing: epochs of milliseconds offer hundreds a second. The last
+  // epoch's and one asked on cancel are emitted whatever this says.
+  virtual bool ready_for_checkpoint() { return true; }
   virtual void progress(const Progress& progress) = 0;  // cheap; called every step
 };
 

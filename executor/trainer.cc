@@ -208,7 +208,9 @@ class Trainer {
   std::variant<std::vector<double>, JobError> reduce_across_hosts(int micro_batches);
   void ensure_replicas();  // allocates every replica's buffers, once
   void validate();
-  void emit_checkpoint();
+  // A checkpoint of where training is, for the sink. One that is not
+  // `required` is skipped while the sink is not ready for it.
+  void emit_checkpoint(bool required);
   TrainingResult finish(TrainingResult result);
   double seconds_since(steady_clock::time_point since) {
     return duration<double>(clock_.now() - since).count();
@@ -350,7 +352,7 @@ std::optional<JobError> Trainer::check_control(std::int64_t next_step) {
   if (control_.cancel != nullptr && control_.cancel->load(std::memory_order_relaxed)) {
     // Called between optimizer steps, where a checkpoint is exact.
     if (control_.checkpoint_on_cancel != nullptr && control_.checkpoint_on_cancel->load())
-      emit_checkpoint();
+      emit_checkpoint(/*required=*/true);
     const std::string reason = control_.stop_reason ? control_.stop_reason() : std::string();
     log((reason.empty() ? std::string("Job cancelled") : "Job stopped, " + reason) +
         ": stopping before step " + std::to_string(next_step) + " (epoch " +
@@ -581,7 +583,8 @@ void Trainer::validate() {
   }
 }
 
-void Trainer::emit_checkpoint() {
+void Trainer::emit_checkpoint(bool required) {
+  if (!required && !sink_.ready_for_checkpoint()) return;
   TrainingState& state = checkpoint_state_;
   state.model_fingerprint = fingerprint_;
   state.seed = spec_.seed;
@@ -737,7 +740,7 @@ TrainingResult Trainer::run() {
       }
       if (spec_.checkpoint_every_n_steps > 0 && step_ % spec_.checkpoint_every_n_steps == 0 &&
           batch_ < batches) {
-        emit_checkpoint();
+        emit_checkpoint(/*required=*/false);
       }
     }
 
@@ -780,7 +783,7 @@ TrainingResult Trainer::run() {
       epoch_loss_sum_ = 0;
       epoch_loss_count_ = 0;
     }
-    emit_checkpoint();
+    emit_checkpoint(/*required=*/last_epoch);
   }
   if (stop_reason.empty())
     stop_reason = "`max_epochs=" + std::to_string(spec_.max_epochs) + "` reached.";

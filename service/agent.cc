@@ -27,6 +27,7 @@ class DiscardSink final : public executor::TrainingSink {
   void log(std::string_view) override {}
   void metrics(const executor::MetricPoint&) override {}
   void checkpoint(std::shared_ptr<const executor::Checkpoint>) override {}
+  bool ready_for_checkpoint() override { return false; }  // none is stored
   void progress(const executor::Progress&) override {}
 };
 
@@ -111,6 +112,7 @@ class Agent::Sink final : public executor::TrainingSink {
   void checkpoint(std::shared_ptr<const executor::Checkpoint> checkpoint) override {
     agent_.telemetry_.checkpoint(run_.row.id, run_.epoch, std::move(checkpoint));
   }
+  bool ready_for_checkpoint() override { return !agent_.telemetry_.holds_checkpoint(run_.row.id); }
 
   void progress(const executor::Progress& progress) override {
     run_.progress = progress;

@@ -116,6 +116,11 @@ void TelemetryWriter::checkpoint(std::int64_t job, std::int64_t fence,
   wake_.notify_one();
 }
 
+bool TelemetryWriter::holds_checkpoint(std::int64_t job) {
+  base::MutexLock lock(mutex_);
+  return checkpoints_.count(job) > 0 || storing_.count(job) > 0;
+}
+
 bool TelemetryWriter::stored_or_dropped(const db::Status& status, const char* what) {
   if (status.ok()) return true;
   if (status.code() == db::ErrorCode::kUnavailable) return false;
@@ -165,6 +170,7 @@ bool TelemetryWriter::flush() {
     metrics.swap(metrics_);
     progress.swap(progress_);
     checkpoints.swap(checkpoints_);
+    for (const auto& [id, c] : checkpoints) storing_.insert(id);
   }
   const bool lines_stored = store_lines(logs, metrics);
   std::map<std::int64_t, FencedCheckpoint> checkpoints_left;
@@ -183,8 +189,9 @@ bool TelemetryWriter::flush() {
       progress_left.emplace(id, std::move(p));
     }
   }
-  if (lines_stored && checkpoints_left.empty() && progress_left.empty()) return true;
   base::MutexLock lock(mutex_);
+  storing_.clear();  // (one flush at a time)
+  if (lines_stored && checkpoints_left.empty() && progress_left.empty()) return true;
   // What was queued meanwhile is newer and wins.
   for (auto& [id, c] : checkpoints_left) checkpoints_.try_emplace(id, std::move(c));
   for (auto& [id, p] : progress_left) progress_.try_emplace(id, std::move(p));

@@ -118,6 +118,11 @@ class TelemetryWriter {
   // Holds it until stored (the trainer reuses its bytes after that).
   void checkpoint(std::int64_t job, std::int64_t fence,
                   std::shared_ptr<const executor::Checkpoint> checkpoint);
+  // Whether a checkpoint of `job` waits here or is being stored: the trainer
+  // then skips the checkpoints it may skip (executor::TrainingSink::
+  // ready_for_checkpoint) instead of encoding ones that would be replaced
+  // before they are stored.
+  bool holds_checkpoint(std::int64_t job);
 
   // Stores what is queued, once (see the top of this file). True when
   // everything queued before the call is stored.
@@ -163,6 +168,7 @@ class TelemetryWriter {
   std::vector<db::MetricPoint> metrics_ GUARDED_BY(mutex_);
   std::map<std::int64_t, Progress> progress_ GUARDED_BY(mutex_);
   std::map<std::int64_t, FencedCheckpoint> checkpoints_ GUARDED_BY(mutex_);
+  std::set<std::int64_t> storing_ GUARDED_BY(mutex_);  // jobs of the flush's checkpoints
   bool stopping_ GUARDED_BY(mutex_) = false;
   std::thread thread_;
 };

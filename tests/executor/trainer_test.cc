@@ -227,6 +227,65 @@ TEST_F(TrainerTest, ACheckpointTheSinkStillHoldsIsNeverOverwritten) {
   }
 }
 
+// A sink that is still storing the checkpoint it was handed until the
+// trainer has made `busy_for` more steps (as the service's telemetry writer
+// is, for epochs shorter than a database write).
+class SlowStoringSink : public RecordingSink {
+ public:
+  explicit SlowStoringSink(std::int64_t busy_for) : busy_for_(busy_for) {}
+  void checkpoint(std::shared_ptr<const Checkpoint> checkpoint) override {
+    RecordingSink::checkpoint(checkpoint);
+    stored_at_ = checkpoint->step + busy_for_;
+  }
+  bool ready_for_checkpoint() override {
+    ++asked;
+    return last_progress.step >= stored_at_;
+  }
+  int asked = 0;
+
+ private:
+  std::int64_t busy_for_;
+  std::int64_t stored_at_ = 0;
+};
+
+TEST_F(TrainerTest, CheckpointsTheSinkIsNotReadyForAreSkippedButTheLastIsAlwaysEmitted) {
+  TrainingSpec spec = small_spec();
+  spec.max_epochs = 6;  // 1 optimizer step an epoch (a batch of 120 samples)
+  spec.data.batch_size = 120;
+  spec.checkpoint_every_n_steps = 0;
+  RecordingSink every;
+  const TrainingResult reference = run(spec, every);
+  ASSERT_EQ(reference.outcome, Outcome::kSucceeded) << describe(reference);
+  std::vector<std::int64_t> steps;
+  for (const Checkpoint& c : every.checkpoints) steps.push_back(c.step);
+  ASSERT_EQ(steps, (std::vector<std::int64_t>{1, 2, 3, 4, 5, 6}));
+
+  // Busy for 2 steps after each: the epochs ending meanwhile are skipped,
+  // the last one is not, and training is the same.
+  SlowStoringSink slow(2);
+  const TrainingResult result = run(spec, slow);
+  ASSERT_EQ(result.outcome, Outcome::kSucceeded) << describe(result);
+  EXPECT_EQ(result.parameters_digest, reference.parameters_digest);
+  steps.clear();
+  for (const Checkpoint& c : slow.checkpoints) steps.push_back(c.step);
+  EXPECT_EQ(steps, (std::vector<std::int64_t>{1, 3, 5, 6}));
+  EXPECT_EQ(slow.asked, 5) << "asked before every checkpoint but the last";
+  // What it stored resumes to the same end.
+  for (const Checkpoint& checkpoint : slow.checkpoints) {
+    RecordingSink resumed_sink;
+    RunControl control;
+    control.resume = &checkpoint;
+    EXPECT_EQ(run(spec, resumed_sink, control).parameters_digest, reference.parameters_digest)
+        << "from step " << checkpoint.step;
+  }
+
+  // Never ready: only the last epoch's.
+  SlowStoringSink never(1000);
+  ASSERT_EQ(run(spec, never).outcome, Outcome::kSucceeded);
+  ASSERT_EQ(never.checkpoints.size(), 2u);  // the first one asked (then busy), and the last
+  EXPECT_EQ(never.checkpoints.back().step, 6);
+}
+
 TEST_F(TrainerTest, ResumeRefusesAnotherRunsCheckpoint) {
   TrainingSpec spec = small_spec();
   RecordingSink sink;

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cmath>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <string>
 #include <thread>
@@ -38,6 +39,7 @@ class FakeStore final : public TelemetryStore {
   }
   db::Status save_checkpoint(std::int64_t job, const executor::Checkpoint& c,
                              std::int64_t fence) override {
+    if (while_storing_checkpoint) while_storing_checkpoint();
     if (auto e = take(checkpoint_failures)) return db::make_error(*e, "no");
     writes.push_back("checkpoint " + std::to_string(job) + "@" + std::to_string(c.step) +
                      " fence " + std::to_string(fence));
@@ -50,6 +52,7 @@ class FakeStore final : public TelemetryStore {
     return db::Status::Ok();
   }
   void logs_stored(const std::set<std::int64_t>& jobs) override { notified.push_back(jobs); }
+  std::function<void()> while_storing_checkpoint;  // called inside save_checkpoint
 
  private:
   static std::optional<ErrorCode> take(std::deque<std::optional<ErrorCode>>& q) {
@@ -140,6 +143,27 @@ TEST(TelemetryWriter, ANewerCheckpointOrProgressQueuedDuringAFailedFlushWins) {
   EXPECT_TRUE(f.writer.flush());
   EXPECT_EQ(f.store.writes,
             (std::vector<std::string>{"checkpoint 7@20 fence 0", "progress 7 new"}));
+}
+
+// What the trainer asks before a checkpoint it may skip: whether the
+// writer still has one of the job's, waiting or being stored.
+TEST(TelemetryWriter, HoldsAJobsCheckpointFromQueuedUntilStored) {
+  Fixture f;
+  EXPECT_FALSE(f.writer.holds_checkpoint(7));
+  f.writer.checkpoint(7, 0, checkpoint_at(10));
+  EXPECT_TRUE(f.writer.holds_checkpoint(7));
+  EXPECT_FALSE(f.writer.holds_checkpoint(8));
+  std::vector<bool> held_while_storing;
+  f.store.while_storing_checkpoint = [&] {
+    held_while_storing.push_back(f.writer.holds_checkpoint(7));
+  };
+  f.store.checkpoint_failures = {ErrorCode::kUnavailable};
+  EXPECT_FALSE(f.writer.flush());
+  EXPECT_TRUE(f.writer.holds_checkpoint(7)) << "not stored: it waits again";
+  EXPECT_TRUE(f.writer.flush());
+  EXPECT_EQ(held_while_storing, (std::vector<bool>{true, true}));
+  EXPECT_FALSE(f.writer.holds_checkpoint(7));
+  EXPECT_EQ(f.store.writes, (std::vector<std::string>{"checkpoint 7@10 fence 0"}));
 }
 
 TEST(TelemetryWriter, WritesTheDatabaseRefusesForGoodAreDroppedNotRetriedForever) {
