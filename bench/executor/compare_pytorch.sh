@@ -28,6 +28,9 @@
 #   FMA_UNITS       FMA pipes per core for the peak (default: 2, as on Zen 2-4
 #                   and Xeon Gold/Platinum; 1 on some Xeon Silver/Bronze)
 #   TPUJOBS_GEMM_KERNEL  sse2|avx2|avx512 forces tpujobs' matrix kernel
+#   PYTORCH_OPENBLAS_CORETYPE  OpenBLAS's kernel for PyTorch (default: its
+#                   kernel for the CPU's widest SIMD when it detects a narrower
+#                   one; set and empty: as detected). See "OpenBLAS's kernel".
 #   SERVICE_BIN     a `tpujobs` binary (default: <repo>/build/service/tpujobs
 #                   when it exists): the models also run as jobs through a
 #                   `tpujobs serve` (embedded PostgreSQL, --workers THREADS)
@@ -78,6 +81,43 @@ if ! have_pytorch; then
 fi
 if [[ -n "${pytorch_skip_reason}" ]]; then
   echo "Skipping the PyTorch side: ${pytorch_skip_reason}." >&2
+fi
+
+# --- OpenBLAS's kernel ----------------------------------------------------------
+# OpenBLAS chooses its kernel by the CPU's family and model. A CPU newer than
+# the library falls back to a narrow one: Debian 12's OpenBLAS 0.3.21 takes an
+# Intel Xeon of model 207 (AVX-512) for a "Prescott" (SSE3). PyTorch at its
+# best then needs OPENBLAS_CORETYPE, which every PyTorch side gets here when
+# the detected kernel is narrower than the CPU: the library's kernel for the
+# CPU's widest SIMD (SkylakeX for AVX-512, Haswell for AVX2).
+# PYTORCH_OPENBLAS_CORETYPE=NAME chooses one; PYTORCH_OPENBLAS_CORETYPE= (set
+# and empty) keeps what OpenBLAS detects.
+openblas_core() {  # the kernel OpenBLAS runs PyTorch's products with
+  env "$@" OPENBLAS_VERBOSE=2 "${python}" -c 'import torch' 2>&1 | sed -n 's/^Core: //p' | head -1
+}
+flags="$(grep -m1 '^flags' /proc/cpuinfo)"
+openblas_note=""
+if [[ -z "${pytorch_skip_reason}" ]]; then
+  detected_core="$(openblas_core)"
+  if [[ -n "${PYTORCH_OPENBLAS_CORETYPE+set}" ]]; then
+    wanted_core="${PYTORCH_OPENBLAS_CORETYPE}"
+  else
+    wanted_core=""
+    if [[ " ${flags} " == *" avx512f "* && ! "${detected_core}" =~ ^(SkylakeX|Cooperlake|SapphireRapids)$ ]]; then
+      wanted_core=SkylakeX
+    elif [[ " ${flags} " == *" avx2 "* && " ${flags} " != *" avx512f "* &&
+            ! "${detected_core}" =~ ^(Haswell|Zen|SkylakeX|Cooperlake|SapphireRapids)$ ]]; then
+      wanted_core=Haswell
+    fi
+  fi
+  if [[ -n "${wanted_core}" ]]; then
+    export OPENBLAS_CORETYPE="${wanted_core}"
+    openblas_note="OpenBLAS detected '${detected_core}' on this CPU; every PyTorch side runs with OPENBLAS_CORETYPE=${wanted_core} (it runs '$(openblas_core)')"
+  else
+    unset OPENBLAS_CORETYPE
+    openblas_note="OpenBLAS kernel: '${detected_core}' (as detected)"
+  fi
+  echo "${openblas_note}" >&2
 fi
 
 # --- tpujobs ------------------------------------------------------------------
@@ -140,7 +180,6 @@ record() {  # record <side> <round> <command...>: runs it, keeps its figure line
     tee -a "${results}" >&2
 }
 cpu_name="$(lscpu | sed -n 's/^Model name: *//p' | head -1)"
-flags="$(grep -m1 '^flags' /proc/cpuinfo)"
 simd_floats=4
 if [[ " ${flags} " == *" avx2 "* ]]; then simd_floats=8; fi
 if [[ " ${flags} " == *" avx512f "* ]]; then simd_floats=16; fi
@@ -176,7 +215,7 @@ replicas="${replicas} (load ${replicas_before} -> $(load))"
 # GFLOP per training sample: forward, weight gradients, and the input
 # gradients of every layer but the first (2 FLOP a multiply-add).
 awk -v replicas="${replicas}" -v rounds="${rounds}" -v service="${service_pid}" -v kernel="${kernel}" -v cpu="${cpu_name}" \
-    -v peak="${peak}" -v peak_gflops="${peak_gflops}" '
+    -v peak="${peak}" -v peak_gflops="${peak_gflops}" -v openblas="${openblas_note}" '
   function median(list, n,    i, j, t, sorted) {
     for (i = 1; i <= n; i++) sorted[i] = list[i]
     for (i = 2; i <= n; i++) for (j = i; j > 1 && sorted[j - 1] > sorted[j]; j--) {
@@ -251,4 +290,5 @@ awk -v replicas="${replicas}" -v rounds="${rounds}" -v service="${service_pid}" 
     print ""
     print "8 replicas vs 1 at the same global batch (512), time ratio (target <= 1.15): " replicas
     print "tpujobs matrix kernel: " kernel
+    if (openblas != "") print "PyTorch: " openblas
   }' "${results}"
