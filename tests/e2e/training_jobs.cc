@@ -29,14 +29,13 @@ json blobs_job_spec(const BlobsJob& job) {
 }
 
 json restartable_job_spec(const std::string& name) {
-  // 576 epochs (36,288 steps): the tests stop or kill the service a poll
-  // after they see an early step (or the first checkpoint), and the job
-  // must still be running then. 48 epochs (1.1 s) once ended first in a
-  // clean-clone run under load; 192 (about 4 s on a quiet 2-core EPYC) left
-  // less room on the project's faster 2-core Xeon.
+  // 576 epochs (36,288 steps; 192 under ASan, ten times slower): the tests stop or kill the service
+  // a poll after they see an early step (or the first checkpoint), and the job must still be
+  // running then. 48 epochs (1.1 s) once ended first in a clean-clone run under load; 192 (about 4
+  // s on a quiet 2-core EPYC) left less room on the project's faster 2-core Xeon.
   return blobs_job_spec({.name = name,
                          .devices = 8,
-                         .epochs = 576,
+                         .epochs = epochs_for_this_build(576, 192),
                          .log_every_n_steps = 5,
                          .checkpoint_every_n_steps = 10,
                          .samples = 20000,
