@@ -102,12 +102,14 @@ if [[ -z "${pytorch_skip_reason}" ]]; then
   if [[ -n "${PYTORCH_OPENBLAS_CORETYPE+set}" ]]; then
     wanted_core="${PYTORCH_OPENBLAS_CORETYPE}"
   else
+    # OpenBLAS's kernels with AVX-512, and with at least AVX2.
+    avx512_cores="SkylakeX|Cooperlake|SapphireRapids"
+    avx2_cores="Haswell|Zen|${avx512_cores}"
     wanted_core=""
-    if [[ " ${flags} " == *" avx512f "* && ! "${detected_core}" =~ ^(SkylakeX|Cooperlake|SapphireRapids)$ ]]; then
-      wanted_core=SkylakeX
-    elif [[ " ${flags} " == *" avx2 "* && " ${flags} " != *" avx512f "* &&
-            ! "${detected_core}" =~ ^(Haswell|Zen|SkylakeX|Cooperlake|SapphireRapids)$ ]]; then
-      wanted_core=Haswell
+    if [[ " ${flags} " == *" avx512f "* ]]; then
+      [[ "${detected_core}" =~ ^(${avx512_cores})$ ]] || wanted_core=SkylakeX
+    elif [[ " ${flags} " == *" avx2 "* ]]; then
+      [[ "${detected_core}" =~ ^(${avx2_cores})$ ]] || wanted_core=Haswell
     fi
   fi
   if [[ -n "${wanted_core}" ]]; then
