@@ -399,10 +399,13 @@ Result<std::int64_t> Connection::copy_in(std::string_view copy_sql, std::span<co
   // The binary format (PostgreSQL's "COPY" page): a signature, flags and an
   // empty header extension; per row a 16-bit field count, per field a
   // 32-bit length and the bytes; a count of -1 at the end. Numbers are in
-  // network order. Small pieces gather in `pending`; a large value goes out
-  // from where it lives, in messages of at most kMessage bytes (libpq grows
-  // its buffer to the largest message).
+  // network order. Pieces up to kGathered bytes gather in `pending`, so that
+  // rows of a few KiB (a checkpoint's chunks) go out in messages of about
+  // kMessage bytes, not one message and one send() each; a larger value goes
+  // out from where it lives, in messages of at most kMessage bytes (libpq
+  // grows its buffer to the largest message).
   constexpr std::size_t kMessage = std::size_t{1} << 20;
+  constexpr std::size_t kGathered = std::size_t{64} << 10;
   std::string pending("PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0", 19);
   bool sent = true;
   auto send = [&](std::string_view data) {
@@ -421,7 +424,7 @@ Result<std::int64_t> Connection::copy_in(std::string_view copy_sql, std::span<co
     for (const CopyField& field : row) {
       const std::string_view wire = field.wire();
       append_word(static_cast<std::uint32_t>(wire.size()), 4);
-      if (wire.size() < 4096) {
+      if (wire.size() <= kGathered) {
         pending.append(wire);
         continue;
       }

@@ -14,8 +14,14 @@ namespace tpujobs::db {
 namespace {
 
 constexpr int kMaxListLimit = 10000;
-// A checkpoint is stored as rows of this many bytes (migration 009).
-constexpr std::size_t kCheckpointChunkBytes = std::size_t{1} << 20;
+// A checkpoint is stored as rows of this many bytes (migrations 009, 013):
+// with its key and headers a row is 8,144 bytes, within the 8,160 of
+// job_checkpoint_chunks' toast_tuple_target, so each fills one 8 KiB page of
+// the table itself rather than four tuples of its TOAST table.
+constexpr std::size_t kCheckpointChunkBytes = 8096;
+// A checkpoint is read back this many bytes a statement (rows stored before
+// migration 013 are 1 MiB each, newer ones kCheckpointChunkBytes).
+constexpr std::int64_t kCheckpointReadBytes = std::int64_t{16} << 20;
 
 std::optional<std::string> time_or_now(TimePoint at) {
   if (at == TimePoint{}) return std::nullopt;  // COALESCE(..., now()) in SQL
@@ -228,7 +234,9 @@ Result<std::optional<CheckpointRow>> JobOutputRepository::latest_checkpoint(std:
         Result<QueryResult> rows = transaction->execute(
             "SELECT step, epoch, at, bytes,"
             " (SELECT coalesce(sum(octet_length(k.bytes)), 0) FROM job_checkpoint_chunks k"
-            "  WHERE k.job_id = c.job_id AND k.step = c.step)"
+            "  WHERE k.job_id = c.job_id AND k.step = c.step),"
+            " (SELECT octet_length(k.bytes) FROM job_checkpoint_chunks k"
+            "  WHERE k.job_id = c.job_id AND k.step = c.step AND k.seq = 0)"
             " FROM job_checkpoints c WHERE job_id = $1::bigint ORDER BY step DESC LIMIT 1",
             {job_id});
         if (!rows.ok()) return rows.error();
@@ -239,15 +247,19 @@ Result<std::optional<CheckpointRow>> JobOutputRepository::latest_checkpoint(std:
           row.bytes = rows->bytes(0, 3);  // stored before migration 009
         } else {
           row.bytes.reserve(static_cast<std::size_t>(rows->int64(0, 4)));
-          constexpr int kChunksARead = 16;
-          for (std::int64_t next = 0;; next += kChunksARead) {
+          // All chunks but the last are as long as the first.
+          const std::int64_t chunk =
+              rows->is_null(0, 5) ? 1 : std::max<std::int64_t>(1, rows->int64(0, 5));
+          const std::int64_t chunks_a_read =
+              std::max<std::int64_t>(1, kCheckpointReadBytes / chunk);
+          for (std::int64_t next = 0;; next += chunks_a_read) {
             Result<QueryResult> chunks = transaction->execute(
                 "SELECT bytes FROM job_checkpoint_chunks WHERE job_id = $1::bigint"
                 " AND step = $2::bigint AND seq >= $3::integer ORDER BY seq LIMIT $4::integer",
-                {job_id, row.step, next, kChunksARead});
+                {job_id, row.step, next, chunks_a_read});
             if (!chunks.ok()) return chunks.error();
             for (int i = 0; i < chunks->rows(); ++i) row.bytes += chunks->bytes(i, 0);
-            if (chunks->rows() < kChunksARead) break;
+            if (chunks->rows() < chunks_a_read) break;
           }
         }
         Status ended = transaction->commit();

@@ -107,8 +107,9 @@ std::string patterned_bytes(std::size_t size, unsigned seed) {
 
 TEST_F(OutputRepositoryTest, ALargeCheckpointIsStoredAsChunksAndReadBackWhole) {
   JobOutputRepository& outputs = repositories_->outputs;
-  // Two whole 1 MiB chunks and a part, then a smaller one at the next step.
-  const std::string first = patterned_bytes((std::size_t{5} << 19) + 12345, 1);
+  // 20 MiB and a part: more than one statement reads it back (16 MiB each).
+  // Then a smaller one at the next step.
+  const std::string first = patterned_bytes((std::size_t{20} << 20) + 12345, 1);
   const std::string second = patterned_bytes(std::size_t{3} << 19, 2);
   ASSERT_TRUE(outputs.save_checkpoint(job_, 100, 1, first).ok());
   auto latest = outputs.latest_checkpoint(job_);
@@ -123,23 +124,64 @@ TEST_F(OutputRepositoryTest, ALargeCheckpointIsStoredAsChunksAndReadBackWhole) {
 
   auto connection = pool_->acquire(std::chrono::seconds(1));
   ASSERT_TRUE(connection.ok());
+  // Rows of 8,096 bytes numbered from 0, the last one shorter.
   auto chunks = (*connection)
                     ->execute(
-                        "SELECT string_agg(step || ':' || seq || '=' || octet_length(bytes),"
-                        " ' ' ORDER BY step, seq) FROM job_checkpoint_chunks");
+                        "SELECT string_agg(step || ':' || n || 'x' || size, ' ' ORDER BY step, size"
+                        " DESC) FROM (SELECT step, octet_length(bytes) AS size, count(*) AS n"
+                        " FROM job_checkpoint_chunks GROUP BY step, size) g");
   ASSERT_TRUE(chunks.ok());
-  EXPECT_EQ("100:0=1048576 100:1=1048576 100:2=536633 200:0=1048576 200:1=524288",
-            chunks->string(0, 0));
+  EXPECT_EQ("100:2591x8096 100:1x7129 200:194x8096 200:1x2240", chunks->string(0, 0));
+  // Each row fills a page of the table: nothing went to its TOAST table,
+  // whose tuples of 2 KB and index entries cost PostgreSQL a third more.
+  auto toasted = (*connection)
+                     ->execute(
+                         "SELECT pg_relation_size(reltoastrelid), "
+                         "pg_relation_size('job_checkpoint_chunks') / 8192"
+                         " FROM pg_class WHERE relname = 'job_checkpoint_chunks'");
+  ASSERT_TRUE(toasted.ok());
+  EXPECT_EQ(0, toasted->int64(0, 0));
+  EXPECT_EQ(2591 + 1 + 194 + 1, toasted->int64(0, 1));
   // The same step again (an epoch end after a periodic one) replaces its
   // chunks; a third step prunes the first checkpoint's with it.
   ASSERT_TRUE(outputs.save_checkpoint(job_, 200, 2, "small").ok());
-  ASSERT_TRUE(outputs.save_checkpoint(job_, 300, 3, first).ok());
+  ASSERT_TRUE(outputs.save_checkpoint(job_, 300, 3, second).ok());
   chunks = (*connection)
                ->execute(
-                   "SELECT string_agg(step || ':' || seq, ' ' ORDER BY step, seq)"
-                   " FROM job_checkpoint_chunks");
+                   "SELECT string_agg(step || ':' || n, ' ' ORDER BY step) FROM"
+                   " (SELECT step, count(*) AS n FROM job_checkpoint_chunks GROUP BY step) g");
   ASSERT_TRUE(chunks.ok());
-  EXPECT_EQ("200:0 300:0 300:1 300:2", chunks->string(0, 0));
+  EXPECT_EQ("200:1 300:195", chunks->string(0, 0));
+}
+
+TEST_F(OutputRepositoryTest, ACheckpointStoredAsMebibyteRowsBeforeMigration13StillReads) {
+  // Until migration 013 a checkpoint's rows were 1 MiB each, out of line.
+  auto connection = pool_->acquire(std::chrono::seconds(1));
+  ASSERT_TRUE(connection.ok());
+  const std::string bytes = patterned_bytes((std::size_t{33} << 20) + 7, 3);
+  auto begun = (*connection)->execute("BEGIN");
+  ASSERT_TRUE(begun.ok());
+  for (std::size_t at = 0, seq = 0; at < bytes.size(); at += std::size_t{1} << 20, ++seq) {
+    auto chunk = (*connection)
+                     ->execute(
+                         "INSERT INTO job_checkpoint_chunks (job_id, step, seq, bytes)"
+                         " VALUES ($1::bigint, 40, $2::integer, $3::bytea)",
+                         {job_, static_cast<int>(seq),
+                          Param::bytes(std::string_view(bytes).substr(at, std::size_t{1} << 20))});
+    ASSERT_TRUE(chunk.ok()) << chunk.error().message;
+  }
+  auto row = (*connection)
+                 ->execute(
+                     "INSERT INTO job_checkpoints (job_id, step, epoch, bytes)"
+                     " VALUES ($1::bigint, 40, 1, NULL)",
+                     {job_});
+  ASSERT_TRUE(row.ok()) << row.error().message;
+  ASSERT_TRUE((*connection)->execute("COMMIT").ok());
+  auto latest = repositories_->outputs.latest_checkpoint(job_);
+  ASSERT_TRUE(latest.ok() && latest->has_value()) << (latest.ok() ? "" : latest.error().message);
+  EXPECT_EQ(40, (*latest)->step);
+  EXPECT_EQ(bytes.size(), (*latest)->bytes.size());
+  EXPECT_TRUE((*latest)->bytes == bytes) << "the bytes read back differ";
 }
 
 TEST_F(OutputRepositoryTest, ACheckpointStoredBeforeChunksStillReads) {
