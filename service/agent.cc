@@ -112,7 +112,9 @@ class Agent::Sink final : public executor::TrainingSink {
   void checkpoint(std::shared_ptr<const executor::Checkpoint> checkpoint) override {
     agent_.telemetry_.checkpoint(run_.row.id, run_.epoch, std::move(checkpoint));
   }
-  bool ready_for_checkpoint() override { return !agent_.telemetry_.holds_checkpoint(run_.row.id); }
+  bool ready_for_checkpoint() override {
+    return agent_.telemetry_.ready_for_checkpoint(run_.row.id);
+  }
 
   void progress(const executor::Progress& progress) override {
     run_.progress = progress;

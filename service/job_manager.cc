@@ -161,7 +161,9 @@ class JobManager::Sink final : public executor::TrainingSink {
   void checkpoint(std::shared_ptr<const executor::Checkpoint> checkpoint) override {
     manager_.telemetry_.checkpoint(job_->id, /*fence=*/0, std::move(checkpoint));
   }
-  bool ready_for_checkpoint() override { return !manager_.telemetry_.holds_checkpoint(job_->id); }
+  bool ready_for_checkpoint() override {
+    return manager_.telemetry_.ready_for_checkpoint(job_->id);
+  }
 
   void progress(const executor::Progress& progress) override {
     const auto now = manager_.clock_.now();

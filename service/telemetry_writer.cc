@@ -116,9 +116,12 @@ void TelemetryWriter::checkpoint(std::int64_t job, std::int64_t fence,
   wake_.notify_one();
 }
 
-bool TelemetryWriter::holds_checkpoint(std::int64_t job) {
+bool TelemetryWriter::ready_for_checkpoint(std::int64_t job) {
+  const base::Clock::time_point now = options_.clock->now();
   base::MutexLock lock(mutex_);
-  return checkpoints_.count(job) > 0 || storing_.count(job) > 0;
+  if (checkpoints_.count(job) > 0 || storing_.count(job) > 0) return false;
+  const auto next = next_checkpoint_.find(job);
+  return next == next_checkpoint_.end() || next->second <= now;
 }
 
 bool TelemetryWriter::stored_or_dropped(const db::Status& status, const char* what) {
@@ -174,13 +177,19 @@ bool TelemetryWriter::flush() {
   }
   const bool lines_stored = store_lines(logs, metrics);
   std::map<std::int64_t, FencedCheckpoint> checkpoints_left;
+  std::map<std::int64_t, base::Clock::time_point> next_checkpoint;
+  const double wait_per_store = 1.0 / options_.checkpoint_time_share - 1.0;
   for (auto& [id, c] : checkpoints) {
+    const base::Clock::time_point begin = options_.clock->now();
     if (!lines_stored ||
         !stored_or_dropped(store_.save_checkpoint(id, *c.checkpoint, c.fence), "a checkpoint")) {
       checkpoints_left.emplace(id, std::move(c));
-    } else if (on_checkpoint_stored) {
-      on_checkpoint_stored(id, *c.checkpoint);
+      continue;
     }
+    const base::Clock::time_point end = options_.clock->now();
+    next_checkpoint[id] =
+        end + std::chrono::duration_cast<std::chrono::nanoseconds>((end - begin) * wait_per_store);
+    if (on_checkpoint_stored) on_checkpoint_stored(id, *c.checkpoint);
   }
   std::map<std::int64_t, Progress> progress_left;
   for (auto& [id, p] : progress) {
@@ -189,8 +198,11 @@ bool TelemetryWriter::flush() {
       progress_left.emplace(id, std::move(p));
     }
   }
+  const base::Clock::time_point now = options_.clock->now();
   base::MutexLock lock(mutex_);
   storing_.clear();  // (one flush at a time)
+  std::erase_if(next_checkpoint_, [&](const auto& next) { return next.second <= now; });
+  for (const auto& [id, next] : next_checkpoint) next_checkpoint_[id] = next;
   if (lines_stored && checkpoints_left.empty() && progress_left.empty()) return true;
   // What was queued meanwhile is newer and wins.
   for (auto& [id, c] : checkpoints_left) checkpoints_.try_emplace(id, std::move(c));

@@ -90,6 +90,14 @@ struct TelemetryWriterOptions {
   // possible.
   std::chrono::milliseconds interval{200};
   base::Clock* clock = &base::real_clock();  // must outlive the writer
+  // The most of a job's time that storing its checkpoints may take, as a
+  // share. A store that took d is followed by d * (1 / share - 1) in which
+  // the job's trainer skips the checkpoints it may skip (periodic and
+  // epoch-end ones, never the last or one asked on cancel): a checkpoint of
+  // hundreds of MiB costs PostgreSQL about a CPU-second, taken from the
+  // training beside it, and one every epoch of a short epoch would take
+  // more of the job's time than its training does.
+  double checkpoint_time_share = 0.1;
 };
 
 class TelemetryWriter {
@@ -118,11 +126,13 @@ class TelemetryWriter {
   // Holds it until stored (the trainer reuses its bytes after that).
   void checkpoint(std::int64_t job, std::int64_t fence,
                   std::shared_ptr<const executor::Checkpoint> checkpoint);
-  // Whether a checkpoint of `job` waits here or is being stored: the trainer
-  // then skips the checkpoints it may skip (executor::TrainingSink::
-  // ready_for_checkpoint) instead of encoding ones that would be replaced
-  // before they are stored.
-  bool holds_checkpoint(std::int64_t job);
+  // What executor::TrainingSink::ready_for_checkpoint answers for `job`:
+  // false while a checkpoint of the job waits here or is being stored (the
+  // trainer then skips the checkpoints it may skip instead of encoding ones
+  // that would be replaced before they are stored), and while the job is
+  // within the time share of its last stored checkpoint (see
+  // TelemetryWriterOptions::checkpoint_time_share).
+  bool ready_for_checkpoint(std::int64_t job);
 
   // Stores what is queued, once (see the top of this file). True when
   // everything queued before the call is stored.
@@ -169,6 +179,9 @@ class TelemetryWriter {
   std::map<std::int64_t, Progress> progress_ GUARDED_BY(mutex_);
   std::map<std::int64_t, FencedCheckpoint> checkpoints_ GUARDED_BY(mutex_);
   std::set<std::int64_t> storing_ GUARDED_BY(mutex_);  // jobs of the flush's checkpoints
+  // Until when each job skips the checkpoints it may skip (only times not
+  // yet passed are kept).
+  std::map<std::int64_t, base::Clock::time_point> next_checkpoint_ GUARDED_BY(mutex_);
   bool stopping_ GUARDED_BY(mutex_) = false;
   std::thread thread_;
 };

@@ -145,25 +145,61 @@ TEST(TelemetryWriter, ANewerCheckpointOrProgressQueuedDuringAFailedFlushWins) {
             (std::vector<std::string>{"checkpoint 7@20 fence 0", "progress 7 new"}));
 }
 
-// What the trainer asks before a checkpoint it may skip: whether the
+// What the trainer asks before a checkpoint it may skip: not while the
 // writer still has one of the job's, waiting or being stored.
-TEST(TelemetryWriter, HoldsAJobsCheckpointFromQueuedUntilStored) {
+TEST(TelemetryWriter, IsNotReadyForAJobsCheckpointFromQueuedUntilStored) {
   Fixture f;
-  EXPECT_FALSE(f.writer.holds_checkpoint(7));
+  EXPECT_TRUE(f.writer.ready_for_checkpoint(7));
   f.writer.checkpoint(7, 0, checkpoint_at(10));
-  EXPECT_TRUE(f.writer.holds_checkpoint(7));
-  EXPECT_FALSE(f.writer.holds_checkpoint(8));
-  std::vector<bool> held_while_storing;
+  EXPECT_FALSE(f.writer.ready_for_checkpoint(7));
+  EXPECT_TRUE(f.writer.ready_for_checkpoint(8));
+  std::vector<bool> ready_while_storing;
   f.store.while_storing_checkpoint = [&] {
-    held_while_storing.push_back(f.writer.holds_checkpoint(7));
+    ready_while_storing.push_back(f.writer.ready_for_checkpoint(7));
   };
   f.store.checkpoint_failures = {ErrorCode::kUnavailable};
   EXPECT_FALSE(f.writer.flush());
-  EXPECT_TRUE(f.writer.holds_checkpoint(7)) << "not stored: it waits again";
+  EXPECT_FALSE(f.writer.ready_for_checkpoint(7)) << "not stored: it waits again";
   EXPECT_TRUE(f.writer.flush());
-  EXPECT_EQ(held_while_storing, (std::vector<bool>{true, true}));
-  EXPECT_FALSE(f.writer.holds_checkpoint(7));
+  EXPECT_EQ(ready_while_storing, (std::vector<bool>{false, false}));
+  EXPECT_TRUE(f.writer.ready_for_checkpoint(7)) << "a store that took no time leaves no wait";
   EXPECT_EQ(f.store.writes, (std::vector<std::string>{"checkpoint 7@10 fence 0"}));
+}
+
+// Storing a job's checkpoints takes at most a tenth of its time: after a
+// store that took 300 ms, the job skips what it may skip for 2.7 s.
+TEST(TelemetryWriter, AfterAStoreTheJobWaitsNineTimesAsLongBeforeItsNextCheckpoint) {
+  Fixture f;
+  f.store.while_storing_checkpoint = [&] { f.clock.advance(std::chrono::milliseconds(300)); };
+  f.writer.checkpoint(7, 0, checkpoint_at(10));
+  EXPECT_TRUE(f.writer.flush());
+  EXPECT_FALSE(f.writer.ready_for_checkpoint(7));
+  EXPECT_TRUE(f.writer.ready_for_checkpoint(8)) << "another job's time is its own";
+  f.clock.advance(std::chrono::milliseconds(2699));
+  EXPECT_FALSE(f.writer.ready_for_checkpoint(7));
+  f.clock.advance(std::chrono::milliseconds(1));
+  EXPECT_TRUE(f.writer.ready_for_checkpoint(7));
+
+  // A checkpoint the trainer must emit anyway (its last, one on cancel) is
+  // stored at once within the wait, and the wait starts again from it.
+  f.writer.checkpoint(7, 0, checkpoint_at(20));
+  EXPECT_TRUE(f.writer.flush());
+  f.store.while_storing_checkpoint = nullptr;
+  f.writer.checkpoint(7, 0, checkpoint_at(30));
+  EXPECT_TRUE(f.writer.flush());
+  EXPECT_EQ(f.store.writes,
+            (std::vector<std::string>{"checkpoint 7@10 fence 0", "checkpoint 7@20 fence 0",
+                                      "checkpoint 7@30 fence 0"}));
+  EXPECT_TRUE(f.writer.ready_for_checkpoint(7)) << "the newest store took no time";
+
+  // A store the database could not take sets no wait.
+  f.store.while_storing_checkpoint = [&] { f.clock.advance(std::chrono::milliseconds(300)); };
+  f.store.checkpoint_failures = {ErrorCode::kUnavailable};
+  f.writer.checkpoint(8, 0, checkpoint_at(10));
+  EXPECT_FALSE(f.writer.flush());
+  f.store.while_storing_checkpoint = nullptr;
+  EXPECT_TRUE(f.writer.flush());
+  EXPECT_TRUE(f.writer.ready_for_checkpoint(8));
 }
 
 TEST(TelemetryWriter, WritesTheDatabaseRefusesForGoodAreDroppedNotRetriedForever) {
