@@ -5,14 +5,33 @@
 #include <algorithm>
 #include <cmath>
 
+#include "executor/adam_kernel.h"
 #include "executor/worker_pool.h"
 
 namespace tpujobs::executor {
 namespace {
 
 constexpr std::size_t kChunk = std::size_t{1} << 16;
-// 4 arrays x 1024 floats: 16 KiB, half an L1 data cache.
-constexpr std::size_t kFusedBlock = 1024;
+
+// Adam's update in the instruction set of the matrix kernel in use: every
+// copy gives the same bits (adam_kernel.h), the wider ones sooner.
+void (*adam_update_for(GemmKernel kernel))(const AdamStep&) {
+  switch (kernel) {
+    case GemmKernel::kGeneric:
+      break;
+    case GemmKernel::kAvx2Fma:
+#if defined(TPUJOBS_HAVE_GEMM_AVX2_FMA)
+      if (gemm_kernel_available(kernel)) return &adam_avx2_fma::update;
+#endif
+      break;
+    case GemmKernel::kAvx512:
+#if defined(TPUJOBS_HAVE_GEMM_AVX512)
+      if (gemm_kernel_available(kernel)) return &adam_avx512::update;
+#endif
+      break;
+  }
+  return &adam_generic::update;
+}
 
 // Runs work(begin, end) over [0, count) in fixed chunks, on the pool if any.
 template <typename Work>
@@ -31,7 +50,8 @@ void for_chunks(std::size_t count, WorkerPool* pool, Work&& work) {
 
 }  // namespace
 
-Optimizer::Optimizer(const OptimizerSpec& spec, std::size_t parameters) : spec_(spec) {
+Optimizer::Optimizer(const OptimizerSpec& spec, std::size_t parameters, GemmKernel kernel)
+    : spec_(spec), adam_update_(adam_update_for(kernel)) {
   const bool adam = spec.type != OptimizerType::kSgd;
   if (adam || spec.momentum != 0) first_moment_.assign(parameters, 0.0f);
   if (adam) second_moment_.assign(parameters, 0.0f);
@@ -77,37 +97,26 @@ void Optimizer::update(float* p, const float* g, std::size_t begin, std::size_t 
     }
     case OptimizerType::kAdam:
     case OptimizerType::kAdamW: {
-      const bool decoupled = spec_.type == OptimizerType::kAdamW;
-      const float beta1 = static_cast<float>(spec_.beta1), beta2 = static_cast<float>(spec_.beta2);
       const double correction1 = 1.0 - std::pow(spec_.beta1, static_cast<double>(steps_));
       const double correction2 = 1.0 - std::pow(spec_.beta2, static_cast<double>(steps_));
-      const float step_size = static_cast<float>(spec_.lr / correction1);
-      const float root_correction2 = static_cast<float>(std::sqrt(correction2));
-      const float eps = static_cast<float>(spec_.eps);
-      const float shrink = 1.0f - lr * decay;
-      // Elementwise array expressions: vectorized, and IEEE-exact like the
-      // scalar loop. The moments' and the parameters' passes are fused per
-      // block of kFusedBlock elements, whose four arrays stay in L1 between
-      // the passes: the chunk crosses the cache hierarchy once, not three times.
-      for (std::size_t block = begin; block < end; block += kFusedBlock) {
-        const auto n = static_cast<Eigen::Index>(std::min(kFusedBlock, end - block));
-        Eigen::Map<Eigen::ArrayXf> param(p + block, n), m(first_moment_.data() + block, n),
-            v(second_moment_.data() + block, n);
-        Eigen::Map<const Eigen::ArrayXf> grad(g + block, n);
-        auto update_moments = [&](const auto& d) {
-          m = beta1 * m + (1.0f - beta1) * d;
-          v = beta2 * v + (1.0f - beta2) * d.square();
-        };
-        if (decoupled) {
-          param *= shrink;
-          update_moments(grad);
-        } else if (decay != 0.0f) {
-          update_moments(grad + decay * param);
-        } else {
-          update_moments(grad);
-        }
-        param -= step_size * m / (v.sqrt() / root_correction2 + eps);
-      }
+      const float beta1 = static_cast<float>(spec_.beta1), beta2 = static_cast<float>(spec_.beta2);
+      const bool decoupled = spec_.type == OptimizerType::kAdamW;
+      const AdamStep step{beta1,
+                          1.0f - beta1,
+                          beta2,
+                          1.0f - beta2,
+                          static_cast<float>(spec_.lr / correction1),
+                          static_cast<float>(std::sqrt(correction2)),
+                          static_cast<float>(spec_.eps),
+                          decoupled ? 0.0f : decay,
+                          decoupled ? 1.0f - lr * decay : 1.0f,
+                          decoupled,
+                          p + begin,
+                          g + begin,
+                          first_moment_.data() + begin,
+                          second_moment_.data() + begin,
+                          end - begin};
+      adam_update_(step);
       return;
     }
   }

@@ -7,15 +7,21 @@
 #include <span>
 
 #include "executor/float_buffer.h"
+#include "executor/gemm.h"
 #include "executor/spec.h"
 
 namespace tpujobs::executor {
 
 class WorkerPool;
+struct AdamStep;
 
 class Optimizer {
  public:
-  Optimizer(const OptimizerSpec& spec, std::size_t parameters);
+  // Adam's and AdamW's update runs in `kernel`'s instruction set (the
+  // generic one when `kernel` is not available); the bits are the same in
+  // every one.
+  Optimizer(const OptimizerSpec& spec, std::size_t parameters,
+            GemmKernel kernel = best_gemm_kernel());
 
   // One update of all parameters (as many as the optimizer was made for) from
   // gradients that are already averaged over replicas and clipped.
@@ -38,6 +44,7 @@ class Optimizer {
   void update(float* parameters, const float* gradients, std::size_t begin, std::size_t end);
 
   OptimizerSpec spec_;
+  void (*adam_update_)(const AdamStep&);
   std::int64_t steps_ = 0;
   FloatBuffer first_moment_;   // sgd momentum buffer / adam m
   FloatBuffer second_moment_;  // adam v

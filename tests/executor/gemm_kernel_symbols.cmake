@@ -1,4 +1,4 @@
-# Fails when a SIMD kernel object (AVX2 or AVX-512) defines a linkable symbol
+# Fails when a SIMD kernel object (AVX2 or AVX-512, the matrix or the Adam one) defines a linkable symbol
 # that another object could define too: the linker might keep that copy and
 # then run its instructions on a CPU without them (executor/gemm_kernel.cc
 # renames Eigen's namespace to prevent exactly that).
@@ -18,7 +18,7 @@ foreach(object IN LISTS OBJECTS)
     # "<address> <type> <name>": upper-case types and u/v/w/i are visible to the linker.
     if(line MATCHES "^[0-9a-fA-F]* ([A-Zuvwi]) (.*)$")
       set(name "${CMAKE_MATCH_2}")
-      if(NOT name MATCHES "tpujobs_eigen_${KERNEL}|[0-9]gemm_${KERNEL}" AND
+      if(NOT name MATCHES "tpujobs_eigen_${KERNEL}|[0-9](gemm|adam)_${KERNEL}" AND
          NOT name STREQUAL "DW.ref.__gxx_personality_v0")
         list(APPEND shared "${name}")
       endif()
