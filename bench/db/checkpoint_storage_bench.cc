@@ -1,9 +1,10 @@
 // What storing one large checkpoint costs PostgreSQL and the client, stored
 // the two ways tpujobs has: as one bytea parameter of an INSERT (before
 // migration 009) and as JobOutputRepository::save_checkpoint stores it now
-// (rows of 1 MiB streamed by COPY). Runs on the test server of
-// db/test_cluster.h (an embedded PostgreSQL in a temporary directory, fsync
-// off, so the figures are CPU, not disk).
+// (rows streamed by COPY: of 8,096 bytes since migration 013, of 1 MiB
+// before). Runs on the test server of db/test_cluster.h (an embedded
+// PostgreSQL in a temporary directory, fsync off, so the figures are CPU,
+// not disk).
 //
 //   checkpoint_storage_bench [MiB] [rounds]
 //
@@ -113,7 +114,8 @@ int run(std::size_t mib, int rounds) {
       if (!stored.ok()) std::fprintf(stderr, "%s\n", stored.error().message.c_str());
     });
     std::printf(
-        "round %d: one bytea value: server %.2f, client %.2f, wall %.2f | 1 MiB rows by COPY: "
+        "round %d: one bytea value: server %.2f, client %.2f, wall %.2f | save_checkpoint (rows by "
+        "COPY): "
         "server %.2f, client %.2f, wall %.2f\n",
         round, one.server, one.client, one.wall, rows.server, rows.client, rows.wall);
     std::fflush(stdout);
