@@ -123,9 +123,18 @@ std::vector<std::string> expect_gapless_metrics(const ServiceProcess& service, s
       expected.push_back("step " + std::to_string(step) + " validation");
   }
 
-  const HttpResponse response = service.get("/v1/jobs/" + std::to_string(id) + "/metrics");
-  EXPECT_EQ(response.status, 200) << response.body;
-  const json points = response.json()["points"];
+  // Page after page (the service answers up to 10,000 points a request).
+  json points = json::array();
+  for (std::int64_t after = 0;;) {
+    const HttpResponse response =
+        service.get("/v1/jobs/" + std::to_string(id) + "/metrics?after=" + std::to_string(after));
+    EXPECT_EQ(response.status, 200) << response.body;
+    if (response.status != 200) break;
+    const json page = response.json();
+    if (page["points"].empty()) break;
+    for (const json& point : page["points"]) points.push_back(point);
+    after = page["next_after"].get<std::int64_t>();
+  }
   std::vector<std::string> kinds;
   std::vector<std::string> series;
   std::int64_t seq = 1;
