@@ -1,7 +1,5 @@
 #include "executor/optimizer.h"
 
-#define EIGEN_DONT_PARALLELIZE
-#include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 
