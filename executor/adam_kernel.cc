@@ -18,9 +18,9 @@ namespace tpujobs::executor::TPUJOBS_ADAM_NAMESPACE {
 // and written once. The operations are those of torch.optim.Adam, in its
 // order: m = b1 m + (1 - b1) d; v = b2 v + (1 - b2) d^2;
 // p -= (step_size m) / (sqrt(v) / root_correction2 + eps). The three loops
-// differ only in d and in p before the update, so that each vectorises
-// without a branch inside. __builtin_sqrtf is the correctly rounded square
-// root (the object is compiled with -fno-math-errno: v is never negative).
+// (AdamW's shrink, Adam's L2 penalty, neither) differ only in d and in p
+// before the update, so that each vectorises without a branch inside. __builtin_sqrtf is the
+// correctly rounded square root (the object is compiled with -fno-math-errno: v is never negative).
 void update(const AdamStep& step) {
   float* __restrict p = step.parameters;
   const float* __restrict g = step.gradients;
@@ -37,7 +37,7 @@ void update(const AdamStep& step) {
     v[i] = second;
     p[i] = param - (size * first) / (__builtin_sqrtf(second) / root + eps);
   };
-  if (step.decoupled) {
+  if (step.shrink != 1.0f) {
     const float shrink = step.shrink;
     for (std::size_t i = 0; i < n; ++i) apply(i, p[i] * shrink, g[i]);
   } else if (step.decay != 0.0f) {

@@ -23,7 +23,6 @@ struct AdamStep {
   float eps;
   float decay;   // L2 penalty added to the gradient (adam), or 0
   float shrink;  // 1 - lr * weight_decay (adamw), or 1
-  bool decoupled;
   float* parameters;
   const float* gradients;
   float* first_moment;

@@ -108,7 +108,6 @@ void Optimizer::update(float* p, const float* g, std::size_t begin, std::size_t 
                           static_cast<float>(spec_.eps),
                           decoupled ? 0.0f : decay,
                           decoupled ? 1.0f - lr * decay : 1.0f,
-                          decoupled,
                           p + begin,
                           g + begin,
                           first_moment_.data() + begin,

@@ -27,15 +27,16 @@ constexpr int kCheckpointEvery = 100;
 constexpr int kSamples = 40000;
 constexpr std::int64_t kTotalSteps = blobs_steps_per_epoch(kSamples) * kEpochs;
 
-// One core each; 8 epochs were about 1.5 s of CPU alone in a RelWithDebInfo
-// build, so ten of them shared two CPUs for several seconds (4 epochs once
-// let one job end before another had started, under load). With Adam in
-// AVX-512, on a 2-core Xeon in a clean-clone run, four of the ten ended
-// before the test saw all ten running with a checkpoint stored: 24 epochs in
-// the default build (under ASan, ten times slower, 8 stay enough). The small model keeps the
-// checkpoints small (about 150 kB), so the telemetry writer, which stores
-// them behind the training, does not fall far behind ten jobs. Each index has
-// its own seed, so its own data, initialisation and final parameters.
+// One core each; 8 epochs were about 1.5 s of CPU alone in a
+// RelWithDebInfo build, so ten of them shared two CPUs for several seconds
+// (4 epochs once let one job end before another had started, under load).
+// With Adam in AVX-512, on a 2-core Xeon in a clean-clone run, four of the
+// ten ended before the test saw all ten running with a checkpoint stored:
+// 24 epochs in the default build (under ASan, ten times slower, 8 stay
+// enough). The small model keeps the checkpoints small (about 150 kB), so
+// the telemetry writer, which stores them behind the training, does not
+// fall far behind ten jobs. Each index has its own seed, so its own data,
+// initialisation and final parameters.
 json job_spec(int index, const std::string& name) {
   return blobs_job_spec({.name = name,
                          .seed = 100 + index,

@@ -128,19 +128,8 @@ std::unique_ptr<ServiceProcess> started(ServiceProcess::Options options) {
 // times as much for as long, and the tests beside it, each with its own PostgreSQL on the same
 // disk, then timed out on theirs.
 constexpr int kStepsPerEpoch = 100;
-static_assert(blobs_steps_per_epoch(4000) == kStepsPerEpoch);
 constexpr int kEpochs = epochs_for_this_build(2560, 160);
-json long_job(const std::string& name) {
-  json spec = blobs_job_spec({.name = name,
-                              .seed = 13,
-                              .epochs = kEpochs,
-                              .log_every_n_steps = kStepsPerEpoch,
-                              .checkpoint_every_n_steps = kStepsPerEpoch,
-                              .samples = 4000,  // 3,200 train: 100 batches of 32
-                              .hidden = 1024});
-  spec["max_retries"] = 2;
-  return spec;
-}
+json long_job(const std::string& name) { return long_job_spec(name, kEpochs, 13, kStepsPerEpoch); }
 constexpr std::int64_t kSteps = std::int64_t{kEpochs} * kStepsPerEpoch;
 constexpr std::chrono::seconds kJobDeadline{600};
 

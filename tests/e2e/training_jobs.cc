@@ -46,13 +46,13 @@ json short_job_spec(const std::string& name) {
   return blobs_job_spec({.name = name, .samples = 320});
 }
 
-json long_job_spec(const std::string& name, int epochs, int seed) {
+json long_job_spec(const std::string& name, int epochs, int seed, int steps_per_epoch) {
   json j = blobs_job_spec({.name = name,
                            .seed = seed,
                            .epochs = epochs,
-                           .log_every_n_steps = 25,
-                           .checkpoint_every_n_steps = 25,
-                           .samples = 1000,
+                           .log_every_n_steps = steps_per_epoch,
+                           .checkpoint_every_n_steps = steps_per_epoch,
+                           .samples = steps_per_epoch * 32 * 5 / 4,  // 80% train
                            .hidden = 1024});
   j["max_retries"] = 2;
   return j;

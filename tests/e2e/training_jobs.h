@@ -51,10 +51,12 @@ nlohmann::json restartable_job_spec(const std::string& name);
 // within a second of starting.
 nlohmann::json short_job_spec(const std::string& name);
 
-// A job long enough to be caught running: `epochs` of 25 steps on one core
-// through a wide hidden layer (1,000 samples, 1,024 hidden units), logging
-// and checkpointing every 25 steps, with max_retries 2.
-nlohmann::json long_job_spec(const std::string& name, int epochs, int seed);
+// A job long enough to be caught running: `epochs` of `steps_per_epoch`
+// steps on one core through a wide hidden layer (1,024 hidden units; 1,000
+// samples for 25 steps an epoch), logging and checkpointing once an epoch,
+// with max_retries 2.
+nlohmann::json long_job_spec(const std::string& name, int epochs, int seed,
+                             int steps_per_epoch = 25);
 
 // Training steps an epoch of such a job on one core: 80% of the samples in
 // batches of 32 (for sample counts that divide evenly, as the tests use).

@@ -1,7 +1,8 @@
-# Fails when a SIMD kernel object (AVX2 or AVX-512, the matrix or the Adam one) defines a linkable symbol
-# that another object could define too: the linker might keep that copy and
-# then run its instructions on a CPU without them (executor/gemm_kernel.cc
-# renames Eigen's namespace to prevent exactly that).
+# Fails when a SIMD kernel object (AVX2 or AVX-512; the matrix or the Adam
+# one) defines a linkable symbol that another object could define too: the
+# linker might keep that copy and then run its instructions on a CPU without
+# them (executor/gemm_kernel.cc renames Eigen's namespace to prevent exactly
+# that).
 #   cmake -DNM=<nm> -DKERNEL=<avx2_fma|avx512> -DOBJECTS=<objects> -P gemm_kernel_symbols.cmake
 if(NOT OBJECTS OR NOT KERNEL)
   message(FATAL_ERROR "no kernel objects or kernel name given")
