@@ -34,13 +34,16 @@ json host_long_job(const std::string& name) {
 }
 
 // The victim: on the whole host, checkpointing every 10 steps, long enough
-// (6,048 wide steps; 1,512 under ASan, ten times slower) that a preemption asked at step 20 lands
-// well before its end, also under load (756 once ended first in a clean-clone run, and 1,512 before
-// the test saw it running in a run of the e2e tests side by side on a 2-core Xeon).
+// (24,192 wide steps; 1,512 under ASan, ten times slower) that a preemption
+// asked at step 20 lands well before its end, also under load. 756 once
+// ended first in a clean-clone run; 1,512 before the test saw it running in
+// a run of the e2e tests side by side on a 2-core Xeon; 6,048 ended in 9 s,
+// before its preemption, in a clean-clone run on that Xeon once Adam ran in
+// AVX-512.
 json victim_job(const std::string& name) {
   return blobs_job_spec({.name = name,
                          .devices = 8,
-                         .epochs = epochs_for_this_build(96, 24),
+                         .epochs = epochs_for_this_build(384, 24),
                          .log_every_n_steps = 5,
                          .checkpoint_every_n_steps = 10,
                          .samples = 20000,
