@@ -1,0 +1,180 @@
+# Rules over the sources that a compiler does not check, run as
+#   cmake -DROOT=<tree> -DRULE=includes|clock|size [-DALLOWED=<file>] -P source_rules.cmake
+# It prints every breach as `path:line: rule: what` and fails when there is
+# one; it prints nothing and passes otherwise.
+#
+#   includes  the layering of DESIGN §1: a folder includes only the project
+#             folders it may use, and lightning/, scheduler/ and executor/
+#             never include Boost (Beast, Asio) or libpq.
+#   clock     production code reads time, sleeps and waits with a timeout
+#             through base::Clock (base/clock.h), never std::chrono's clocks
+#             or std::this_thread directly; base/ is where the real clock is.
+#   size      production files stay under 700 lines (the rule tables of
+#             lightning/ under 900).
+#
+# ALLOWED lists the files still let off a rule (clock, size) until the code
+# is brought to it, one `path` or `path max-lines` a line. The list may only
+# shrink: a file on it that now keeps the rule is a breach too ("remove it
+# from the list"), and a listed file may not grow past its recorded size.
+cmake_minimum_required(VERSION 3.25)
+
+if(NOT DEFINED ROOT OR NOT DEFINED RULE)
+  message(FATAL_ERROR "usage: cmake -DROOT=DIR -DRULE=includes|clock|size [-DALLOWED=FILE] -P source_rules.cmake")
+endif()
+
+set(production_folders base lightning scheduler executor db api client service)
+
+# DESIGN §1's "may use", folder by folder; service/ may use everything, and
+# client/ only from main.cc.
+set(may_use_base "base")
+set(may_use_lightning "lightning;base")
+set(may_use_scheduler "scheduler;base")
+set(may_use_executor "executor;base")
+set(may_use_db "db;base")
+set(may_use_client "client;base;lightning")
+set(may_use_api "api;base;lightning;scheduler;executor")
+set(may_use_service "service;base;lightning;scheduler;executor;db;api")
+set(pure_folders lightning scheduler executor)
+
+set(breaches "")
+macro(breach path line text)
+  string(APPEND breaches "${path}:${line}: ${RULE}: ${text}\n")
+endmacro()
+
+# The production sources below ROOT, relative to it.
+set(sources "")
+foreach(folder IN LISTS production_folders)
+  file(GLOB_RECURSE found RELATIVE ${ROOT} ${ROOT}/${folder}/*.cc ${ROOT}/${folder}/*.h)
+  list(APPEND sources ${found})
+endforeach()
+list(FILTER sources EXCLUDE REGEX "^client/python/")
+list(SORT sources)
+
+# The allowed list as `path;max` pairs in two parallel lists.
+set(allowed_paths "")
+set(allowed_limits "")
+if(DEFINED ALLOWED AND EXISTS ${ALLOWED})
+  file(STRINGS ${ALLOWED} allowed_lines)
+  foreach(entry IN LISTS allowed_lines)
+    if(entry MATCHES "^[ \t]*(#|$)")
+      continue()
+    endif()
+    string(REGEX MATCH "^([^ \t]+)([ \t]+([0-9]+))?" _ "${entry}")
+    list(APPEND allowed_paths "${CMAKE_MATCH_1}")
+    if(CMAKE_MATCH_3)
+      list(APPEND allowed_limits "${CMAKE_MATCH_3}")
+    else()
+      list(APPEND allowed_limits "0")
+    endif()
+  endforeach()
+endif()
+
+# Reads `path` into `out_lines` (a list; semicolons made harmless).
+function(read_lines path out_lines)
+  file(READ ${ROOT}/${path} text)
+  # A list splits at semicolons outside square brackets: neither may stay.
+  string(REPLACE ";" "," text "${text}")
+  string(REPLACE "[" "(" text "${text}")
+  string(REPLACE "]" ")" text "${text}")
+  string(REPLACE "\n" ";" text "${text}")
+  set(${out_lines} "${text}" PARENT_SCOPE)
+endfunction()
+
+function(check_includes path)
+  string(REGEX MATCH "^[^/]+" folder "${path}")
+  set(may_use ${may_use_${folder}})
+  if(path STREQUAL "service/main.cc")
+    list(APPEND may_use client)
+  endif()
+  read_lines(${path} lines)
+  set(number 0)
+  foreach(line IN LISTS lines)
+    math(EXPR number "${number} + 1")
+    if(line MATCHES "^[ \t]*#[ \t]*include[ \t]*\"([a-z_]+)/")
+      set(target "${CMAKE_MATCH_1}")
+      if(target IN_LIST production_folders AND NOT target IN_LIST may_use)
+        string(APPEND breaches "${path}:${number}: includes: ${folder}/ may not use ${target}/ (DESIGN §1)\n")
+      endif()
+    elseif(folder IN_LIST pure_folders AND line MATCHES "^[ \t]*#[ \t]*include[ \t]*<(boost/|libpq)")
+      string(APPEND breaches "${path}:${number}: includes: ${folder}/ is a pure library: no ${CMAKE_MATCH_1}\n")
+    endif()
+  endforeach()
+  set(breaches "${breaches}" PARENT_SCOPE)
+endfunction()
+
+# A direct read of time, sleep or timed wait: std::chrono's clocks, the
+# standard's sleeps, and the timed waits of condition variables and futures
+# (base::Clock's own waits are what to use instead).
+set(clock_pattern "(steady_clock|system_clock|high_resolution_clock)::now|this_thread::sleep_(for|until)|[.>](wait_for|wait_until|try_lock_for|try_lock_until)\\(")
+
+function(count_clock_reads path out_count out_first)
+  read_lines(${path} lines)
+  set(count 0)
+  set(first "")
+  set(number 0)
+  foreach(line IN LISTS lines)
+    math(EXPR number "${number} + 1")
+    if(line MATCHES "^[ \t]*//")
+      continue()
+    endif()
+    if(line MATCHES "${clock_pattern}")
+      math(EXPR count "${count} + 1")
+      if(first STREQUAL "")
+        set(first ${number})
+      endif()
+    endif()
+  endforeach()
+  set(${out_count} ${count} PARENT_SCOPE)
+  set(${out_first} "${first}" PARENT_SCOPE)
+endfunction()
+
+foreach(path IN LISTS sources)
+  list(FIND allowed_paths "${path}" allowed_index)
+  if(RULE STREQUAL "includes")
+    check_includes(${path})
+  elseif(RULE STREQUAL "clock")
+    if(path MATCHES "^base/")
+      continue()
+    endif()
+    count_clock_reads(${path} count first)
+    if(count GREATER 0 AND allowed_index EQUAL -1)
+      breach(${path} ${first} "reads time, sleeps or waits directly (${count}x): take a base::Clock&")
+    elseif(count EQUAL 0 AND NOT allowed_index EQUAL -1)
+      breach(${path} 1 "keeps the rule now: remove it from ${ALLOWED}")
+    endif()
+  elseif(RULE STREQUAL "size")
+    read_lines(${path} lines)
+    list(LENGTH lines count)
+    math(EXPR count "${count} - 1")  # the text ends with a newline
+    set(limit 700)
+    if(path MATCHES "^lightning/[a-z_]+\\.cc$")
+      set(limit 900)
+    endif()
+    if(allowed_index EQUAL -1)
+      if(count GREATER limit)
+        breach(${path} ${count} "${count} lines, over ${limit}: split it by responsibility")
+      endif()
+    else()
+      list(GET allowed_limits ${allowed_index} recorded)
+      if(count LESS_EQUAL limit)
+        breach(${path} 1 "${count} lines keeps the rule now: remove it from ${ALLOWED}")
+      elseif(count GREATER recorded)
+        breach(${path} ${count} "${count} lines, grown past the ${recorded} recorded in ${ALLOWED}")
+      endif()
+    endif()
+  else()
+    message(FATAL_ERROR "unknown RULE ${RULE}")
+  endif()
+endforeach()
+
+# A listed file that no longer exists is stale.
+foreach(path IN LISTS allowed_paths)
+  if(NOT EXISTS ${ROOT}/${path})
+    breach(${path} 0 "listed in ${ALLOWED} but gone: remove it from the list")
+  endif()
+endforeach()
+
+if(NOT breaches STREQUAL "")
+  message("${breaches}")
+  message(FATAL_ERROR "source rule '${RULE}' broken (see above)")
+endif()
