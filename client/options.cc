@@ -4,202 +4,20 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 
-#include "base/job_state.h"
+#include "client/command_table.h"
 
 namespace tpujobs::client {
 namespace {
 
 using nlohmann::json;
 
-// What a command accepts. Options not listed are usage errors, so a typo
-// such as `--wiat` fails the pipeline instead of silently not waiting.
-struct CommandSpec {
-  std::string_view name;
-  std::string_view positional;  // "SPEC.json", "ID" or "" for none
-  std::vector<std::string_view> options;
-  std::string_view summary;
-  std::string_view details;
-};
-
-constexpr std::string_view kCommonOptions = R"(
-common options:
-  --server URL           the service (default $TPUJOBS_URL, else http://127.0.0.1:8080)
-  --token TOKEN          sent as `Authorization: Bearer TOKEN` (default $TPUJOBS_TOKEN)
-  --json                 print JSON for scripts instead of text
-  -h, --help             this text
-
-exit codes: 0 succeeded/valid, 1 job failed (including a missed expect gate),
-2 spec rejected or usage error, 3 cancelled, 4 server unreachable or 5xx,
-124 --timeout elapsed.
-)";
-
-const std::vector<CommandSpec>& command_specs() {
-  static const std::vector<CommandSpec> specs = {
-      {"submit",
-       "SPEC.json",
-       {"--wait", "--follow", "--timeout", "--idempotency-key", "--junit", "--set"},
-       "submit a job (and wait for it, follow its log, gate CI on it)",
-       R"(Submits the job in SPEC.json ("-" reads stdin) and prints its id. With --wait
-the command ends when the job does, and its exit code says how it ended.
-
-options:
-  --wait                 wait until the job ends; survives restarts of the service and
-                         network errors (reconnects with backoff)
-  --follow               stream the job's log to stdout while waiting (implies --wait)
-  --timeout DUR          stop waiting after DUR (30s, 10m, 1h30m) and exit 124; the job
-                         keeps running (implies --wait)
-  --idempotency-key K    a retried submit with the same key and spec attaches to the job
-                         the first one started instead of starting another
-  --junit FILE           write a JUnit XML report: the job's outcome and one test case
-                         per expect gate (implies --wait)
-  --set PATH=VALUE       override a spec field, e.g. --set trainer.devices=1
-                         --set model.layers[0].out=256 --set trainer.precision=32-true;
-                         VALUE is JSON when it parses as JSON, else a string; repeatable
-)"},
-      {"validate",
-       "SPEC.json",
-       {"--set"},
-       "check a spec without running it",
-       R"(Asks the service to resolve SPEC.json as it would at submit time: the trainer
-settings, the HBM estimate and warnings. Exit 0 when it is valid, 2 when not.
-
-options:
-  --set PATH=VALUE       override a spec field (see `tpujobs submit --help`); repeatable
-)"},
-      {"status",
-       "ID",
-       {},
-       "show a job: state, progress, metrics, error",
-       R"(Prints the job's state, why it waits, its progress, latest metrics and error.
-)"},
-      {"logs",
-       "ID",
-       {"--follow"},
-       "print a job's log",
-       R"(Prints the job's log lines.
-
-options:
-  --follow               keep printing new lines until the job ends (reconnects when
-                         the connection drops)
-)"},
-      {"wait",
-       "ID",
-       {"--timeout", "--junit"},
-       "wait for a job to end; the exit code says how",
-       R"(Waits until the job ends and exits with its outcome. Survives restarts of the
-service and network errors: only an answer from the service ends the wait.
-
-options:
-  --timeout DUR          stop waiting after DUR and exit 124 (the job keeps running)
-  --junit FILE           write a JUnit XML report of the outcome and the expect gates
-)"},
-      {"cancel",
-       "ID",
-       {},
-       "cancel a job",
-       R"(Asks the service to cancel the job; it stops within one training step.
-A job that has already ended is left as it is (exit 0, with a note).
-)"},
-      {"list",
-       "",
-       {"--state", "--label", "--limit", "--array"},
-       "list jobs, newest first",
-       R"(options:
-  --state S              only jobs in state S (QUEUED, RUNNING, SUCCEEDED, ...)
-  --label K=V            only jobs with this label; repeatable (all must match)
-  --limit N              at most N jobs (1-500, default 50)
-  --array ID             only the children of job array ID (a sweep), with the values each was given
-)"},
-      {"pool",
-       "",
-       {},
-       "show the TPU pool: hosts, cores in use, health",
-       R"(Prints every host of the emulated pool with its health and the jobs on its cores.
-)"},
-      {"usage",
-       "",
-       {"--from", "--to", "--group-by", "--csv"},
-       "show TPU core-seconds used, per tenant or label",
-       R"(Sums the core-seconds jobs held TPU cores over a window, by generation (as
-Slurm's sreport). A tenant sees its own; an admin token sees every tenant's.
-
-options:
-  --from T               window start: a UTC time (2026-11-23T10:00:00Z) or an age (24h, 7d); default 24h
-  --to T                 window end, the same way; default now
-  --group-by G           tenant (default), label (each key=value), or label:KEY (one key's values)
-  --csv                  print the CSV the service sends (GET /v1/usage?format=csv)
-)"},
-      {"notifications",
-       "ID",
-       {},
-       "show a job's notification deliveries and their attempts",
-       R"(Lists the POSTs the job's "notify" asked for (one per event), with every attempt:
-when, how long, the receiver's status code or the error, and which replica sent it.
-)"},
-      {"upload",
-       "FILE.csv",
-       {"--name", "--idempotency-key"},
-       "upload a CSV dataset for jobs to train on",
-       R"(Uploads FILE.csv ("-" reads stdin) as a dataset of your tenant and prints its id.
-It has a header row, numeric feature columns and a `label` column (an integer class,
-or any number for a regression job). A job trains on it
-with "data": {"dataset": {"upload": "ID"}}, e.g.
-  tpujobs submit job.json --set 'data.dataset={"upload":"ID"}' --wait
-
-options:
-  --name NAME            the dataset's name (default: the file's name without .csv)
-  --idempotency-key K    an upload repeated with the same key, name and file prints
-                         the dataset the first one stored (default: a new key, which
-                         makes the client's own retries safe)
-)"},
-      {"notify-secret",
-       "",
-       {"--rotate"},
-       "show or rotate the tenant's notification signing secret",
-       R"(Without --rotate, says whether your tenant has a secret and since when. With
---rotate, makes a new one (replacing the old one for every later delivery) and prints
-it: the only time it is shown. Receivers check X-Tpujobs-Signature: sha256=<hex
-HMAC-SHA256 of the body keyed with it>, e.g. `openssl dgst -sha256 -hmac SECRET`.
-
-options:
-  --rotate               make a new secret and print it
-)"},
-      {"notify-allow",
-       "ENTRY...",
-       {"--remove"},
-       "show or edit where notifications may go (admin)",
-       R"(Without arguments, prints the allow-list. With entries, adds them (--remove:
-takes them off); editing needs an admin token. An entry is a host (ci.example: any
-port), host:port (127.0.0.1:9000) or an http:// URL prefix
-(http://hooks.example/tpujobs/). A job's notify.url must match one.
-
-options:
-  --remove               remove the entries instead of adding them
-)"},
-  };
-  return specs;
-}
-
-const CommandSpec* find_spec(std::string_view command) {
-  for (const CommandSpec& spec : command_specs()) {
-    if (spec.name == command) return &spec;
-  }
-  return nullptr;
-}
-
-bool takes_value(std::string_view option) {
-  return option == "--timeout" || option == "--idempotency-key" || option == "--junit" ||
-         option == "--set" || option == "--state" || option == "--label" || option == "--limit" ||
-         option == "--server" || option == "--token" || option == "--from" || option == "--to" ||
-         option == "--group-by" || option == "--array" || option == "--name";
-}
-
-std::optional<std::int64_t> parse_positive(std::string_view text) {
-  std::int64_t value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value <= 0) return std::nullopt;
-  return value;
+// The parsers below build their usage errors as text; at the boundary, ""
+// is success and anything else is kInvalid.
+base::Status status_of(std::string error) {
+  if (error.empty()) return base::Status::Ok();
+  return base::make_error(base::ErrorCode::kInvalid, std::move(error));
 }
 
 // One step of an override path: an object key or an array index.
@@ -245,50 +63,49 @@ std::optional<std::vector<PathStep>> parse_path(std::string_view path) {
 const std::vector<std::string>& client_commands() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> out;
-    for (const CommandSpec& spec : command_specs()) out.emplace_back(spec.name);
+    for (const CommandDeclaration& command : command_declarations()) out.emplace_back(command.name);
     return out;
   }();
   return names;
 }
 
-bool is_client_command(std::string_view command) { return find_spec(command) != nullptr; }
-
-std::string command_usage(std::string_view command) {
-  const CommandSpec* spec = find_spec(command);
-  if (!spec) return {};
-  std::string text = "usage: tpujobs " + std::string(spec->name);
-  if (!spec->positional.empty()) text += " " + std::string(spec->positional);
-  text += " [options]\n\n" + std::string(spec->summary) + ".\n";
-  if (!spec->details.empty()) text += "\n" + std::string(spec->details);
-  text += kCommonOptions;
-  return text;
-}
-
-std::string client_commands_summary() {
-  std::string text;
-  for (const CommandSpec& spec : command_specs()) {
-    std::string name(spec.name);
-    name.resize(std::max<std::size_t>(name.size(), 12), ' ');
-    text += "  " + name + " " + std::string(spec.summary) + "\n";
-  }
-  return text;
-}
+bool is_client_command(std::string_view command) { return find_command(command) != nullptr; }
 
 namespace {
 
-// The parsers below build their usage errors as text; at the boundary, ""
-// is success and anything else is kInvalid.
-base::Status status_of(std::string error) {
-  if (error.empty()) return base::Status::Ok();
-  return base::make_error(base::ErrorCode::kInvalid, std::move(error));
+constexpr std::string_view kExitCodes = R"(
+exit codes: 0 succeeded/valid, 1 job failed (including a missed expect gate),
+2 spec rejected or usage error, 3 cancelled, 4 server unreachable or 5xx,
+124 --timeout elapsed.
+)";
+
+// The parser of one command, its options bound to *out.
+std::unique_ptr<CLI::App> command_app(const CommandDeclaration& command, CommandLine& out) {
+  auto app = std::make_unique<CLI::App>(std::string(command.summary),
+                                        "tpujobs " + std::string(command.name));
+  app->allow_extras();  // unknown options and arguments are ours to name
+  command.declare(*app, out);
+  declare_common_options(*app, out);
+  app->add_option("arguments", out.positionals)->expected(0, -1);
+  return app;
+}
+
+// The usage error CLI11 reports for an option given a value it does not
+// take, or none when it needs one, said as the client always said it.
+std::string mismatch_text(const CLI::App& app, const std::string& what) {
+  std::string name = what.substr(0, what.find_first_of(": "));
+  name.erase(0, name.find_first_not_of('-'));
+  if (app.get_option_no_throw("--" + name) == nullptr) return what;
+  const bool flag = what.find("flag override") != std::string::npos;
+  return "--" + name + (flag ? " takes no value" : " needs a value");
 }
 
 // The parse, its error as text ("" when none).
 std::string parse_command_line_text(std::string_view command, const std::vector<std::string>& args,
                                     const std::map<std::string, std::string>& environment,
                                     CommandLine* out) {
-  const CommandSpec* spec = find_spec(command);
-  if (!spec) return "unknown command '" + std::string(command) + "'";
+  const CommandDeclaration* declaration = find_command(command);
+  if (!declaration) return "unknown command '" + std::string(command) + "'";
   *out = CommandLine{};
   out->command = std::string(command);
   if (auto it = environment.find("TPUJOBS_URL"); it != environment.end() && !it->second.empty()) {
@@ -301,113 +118,41 @@ std::string parse_command_line_text(std::string_view command, const std::vector<
     return {};
   }
 
-  bool options_done = false;  // after "--" everything is positional
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (options_done || arg.size() < 2 || arg[0] != '-' || arg == "-") {
-      out->positionals.push_back(arg);
-      continue;
-    }
-    if (arg == "--") {
-      options_done = true;
-      continue;
-    }
-    std::string name = arg;
-    std::optional<std::string> value;
-    if (const std::size_t eq = arg.find('='); eq != std::string::npos) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-    }
-    const bool common = name == "--server" || name == "--token" || name == "--json";
-    if (!common &&
-        std::find(spec->options.begin(), spec->options.end(), name) == spec->options.end()) {
-      return "unknown option '" + name + "' for `tpujobs " + std::string(command) + "`";
-    }
-    if (takes_value(name)) {
-      if (!value) {
-        if (i + 1 >= args.size()) return name + " needs a value";
-        value = args[++i];
-      }
-    } else if (value) {
-      return name + " takes no value";
-    }
-
-    if (name == "--server") {
-      out->server = *value;
-    } else if (name == "--token") {
-      out->token = *value;
-    } else if (name == "--json") {
-      out->json = true;
-    } else if (name == "--wait") {
-      out->wait = true;
-    } else if (name == "--follow") {
-      out->follow = true;
-    } else if (name == "--timeout") {
-      out->timeout = parse_duration(*value);
-      if (!out->timeout)
-        return "--timeout: '" + *value + "' is not a duration (try 90s, 10m or 1h30m)";
-    } else if (name == "--idempotency-key") {
-      if (value->empty() || value->size() > 255)
-        return "--idempotency-key must be 1 to 255 characters";
-      out->idempotency_key = *value;
-    } else if (name == "--junit") {
-      if (value->empty()) return "--junit needs a file name";
-      out->junit_path = *value;
-    } else if (name == "--set") {
-      const std::size_t eq = value->find('=');
-      if (eq == std::string::npos || eq == 0) return "--set needs PATH=VALUE, got '" + *value + "'";
-      out->overrides.push_back(*value);
-    } else if (name == "--state") {
-      std::string state = *value;
-      for (char& c : state) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-      if (!base::parse_job_state(state)) {
-        return "--state must be one of QUEUED, STARTING, RUNNING, SUCCEEDED, FAILED, CANCELLED; "
-               "got '" +
-               *value + "'";
-      }
-      out->state = state;
-    } else if (name == "--label") {
-      const std::size_t eq = value->find('=');
-      if (eq == std::string::npos || eq == 0)
-        return "--label needs KEY=VALUE, got '" + *value + "'";
-      out->labels.push_back(*value);
-    } else if (name == "--array") {
-      std::optional<std::int64_t> id = parse_positive(*value);
-      if (!id) return "--array needs a job array ID (a positive integer), got '" + *value + "'";
-      out->array = *id;
-    } else if (name == "--from") {
-      out->from = *value;
-    } else if (name == "--to") {
-      out->to = *value;
-    } else if (name == "--csv") {
-      out->csv = true;
-    } else if (name == "--name") {
-      if (value->empty()) return "--name needs a dataset name";
-      out->dataset_name = *value;
-    } else if (name == "--rotate") {
-      out->rotate = true;
-    } else if (name == "--remove") {
-      out->remove = true;
-    } else if (name == "--group-by") {
-      if (*value != "tenant" && *value != "label" && value->rfind("label:", 0) != 0)
-        return "--group-by must be tenant, label or label:KEY, got '" + *value + "'";
-      out->group_by = *value;
-    } else if (name == "--limit") {
-      std::optional<std::int64_t> n = parse_positive(*value);
-      if (!n || *n > 500) return "--limit must be an integer from 1 to 500";
-      out->limit = static_cast<int>(*n);
+  std::unique_ptr<CLI::App> app = command_app(*declaration, *out);
+  try {
+    std::vector<std::string> reversed(args.rbegin(), args.rend());  // as CLI11 takes them
+    app->parse(reversed);
+  } catch (const UsageError& e) {
+    return e.what();
+  } catch (const CLI::ArgumentMismatch& e) {
+    return mismatch_text(*app, e.what());
+  } catch (const CLI::ParseError& e) {
+    return e.what();
+  }
+  // Left to us: unknown options, and with allow_extras the "--" that ends
+  // the options, with what follows it.
+  bool options_ended = false;
+  for (const std::string& extra : app->remaining()) {
+    if (!options_ended && extra == "--") {
+      options_ended = true;
+    } else if (!options_ended && extra.size() >= 2 && extra[0] == '-') {
+      return "unknown option '" + extra.substr(0, extra.find('=')) + "' for `tpujobs " +
+             std::string(command) + "`";
+    } else {
+      out->positionals.push_back(extra);
     }
   }
 
   if (out->follow || out->timeout || !out->junit_path.empty()) out->wait = true;
-  if (spec->positional.ends_with("...")) {
+  const std::string_view positional = declaration->positional;
+  if (positional.ends_with("...")) {
     // Any number, none included.
-  } else if (spec->positional.empty()) {
+  } else if (positional.empty()) {
     if (!out->positionals.empty()) return "unexpected argument '" + out->positionals.front() + "'";
   } else {
-    if (out->positionals.empty()) return std::string(spec->positional) + " is missing";
+    if (out->positionals.empty()) return std::string(positional) + " is missing";
     if (out->positionals.size() > 1) return "unexpected argument '" + out->positionals[1] + "'";
-    if (spec->positional == "ID" && !parse_positive(out->positionals.front())) {
+    if (positional == "ID" && !parse_positive(out->positionals.front())) {
       return "a job ID is a positive integer, got '" + out->positionals.front() + "'";
     }
   }
@@ -415,6 +160,33 @@ std::string parse_command_line_text(std::string_view command, const std::vector<
 }
 
 }  // namespace
+
+std::string command_usage(std::string_view command) {
+  const CommandDeclaration* declaration = find_command(command);
+  if (!declaration) return {};
+  CommandLine unused;
+  std::unique_ptr<CLI::App> app = command_app(*declaration, unused);
+  std::string text = "usage: tpujobs " + std::string(declaration->name);
+  if (!declaration->positional.empty()) text += " " + std::string(declaration->positional);
+  text += " [options]\n\n" + std::string(declaration->summary) + ".\n";
+  if (!declaration->about.empty()) text += "\n" + std::string(declaration->about);
+  if (const std::string own = describe_options(*app, "Options"); !own.empty()) {
+    text += "\noptions:\n" + own;
+  }
+  text += "\ncommon options:\n" + describe_options(*app, "common options");
+  text += kExitCodes;
+  return text;
+}
+
+std::string client_commands_summary() {
+  std::string text;
+  for (const CommandDeclaration& declaration : command_declarations()) {
+    std::string name(declaration.name);
+    name.resize(std::max<std::size_t>(name.size(), 12), ' ');
+    text += "  " + name + " " + std::string(declaration.summary) + "\n";
+  }
+  return text;
+}
 
 base::Status parse_command_line(std::string_view command, const std::vector<std::string>& args,
                                 const std::map<std::string, std::string>& environment,
