@@ -12,6 +12,10 @@ class RealClock final : public Clock {
   void sleep_for(std::chrono::nanoseconds duration) override {
     std::this_thread::sleep_for(duration);
   }
+  bool wait_for(MutexLock& lock, std::condition_variable& cv, std::chrono::nanoseconds timeout,
+                const std::function<bool()>& done) override {
+    return lock.wait_for(cv, timeout, done);
+  }
 };
 
 }  // namespace
@@ -40,6 +44,13 @@ Clock::wall_time_point FakeClock::wall_now() {
 }
 
 void FakeClock::sleep_for(std::chrono::nanoseconds duration) { advance(duration); }
+
+bool FakeClock::wait_for(MutexLock&, std::condition_variable&, std::chrono::nanoseconds timeout,
+                         const std::function<bool()>& done) {
+  if (done()) return true;
+  advance(timeout);
+  return done();
+}
 
 void FakeClock::advance(std::chrono::nanoseconds duration) {
   base::MutexLock lock(mutex_);

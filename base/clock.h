@@ -5,6 +5,8 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
+#include <functional>
 
 #include "base/mutex.h"
 
@@ -21,6 +23,11 @@ class Clock {
   virtual wall_time_point wall_now() = 0;
   // Blocks the calling thread for `duration` of this clock's time.
   virtual void sleep_for(std::chrono::nanoseconds duration) = 0;
+  // Blocks on `cv` until done() holds or `timeout` of this clock's time has
+  // passed; `lock` is held on entry and exit and released while blocked, as
+  // with std::condition_variable::wait_for. Returns done().
+  virtual bool wait_for(MutexLock& lock, std::condition_variable& cv,
+                        std::chrono::nanoseconds timeout, const std::function<bool()>& done) = 0;
 };
 
 // std::chrono's steady and system clocks and std::this_thread::sleep_for.
@@ -29,14 +36,17 @@ Clock& real_clock();
 
 // A clock that moves only when told to: by advance(), by sleep_for (which
 // returns at once, so code that sleeps between attempts runs its whole
-// schedule instantly in a test), and by `advance_per_read` on every now().
-// Thread-safe.
+// schedule instantly in a test), by a wait_for whose done() is false (it
+// moves the clock past the timeout and returns at once), and by
+// `advance_per_read` on every now(). Thread-safe.
 class FakeClock final : public Clock {
  public:
   explicit FakeClock(std::chrono::nanoseconds advance_per_read = std::chrono::nanoseconds(0));
   time_point now() override;
   wall_time_point wall_now() override;
   void sleep_for(std::chrono::nanoseconds duration) override;
+  bool wait_for(MutexLock& lock, std::condition_variable& cv, std::chrono::nanoseconds timeout,
+                const std::function<bool()>& done) override;
   void advance(std::chrono::nanoseconds duration);
 
  private:

@@ -77,7 +77,7 @@ Result<std::vector<std::string>> ClusterRepository::mark_lost(
       pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<std::string>> {
         Result<Transaction> transaction = Transaction::begin(connection);
         if (!transaction.ok()) return transaction.error();
-        const auto sent = std::chrono::steady_clock::now();
+        const base::Clock::time_point sent = clock_.now();
         Result<QueryResult> rows = transaction->execute(
             "UPDATE agents SET state = 'lost'"
             " WHERE state IN ('alive', 'draining')"
@@ -89,8 +89,8 @@ Result<std::vector<std::string>> ClusterRepository::mark_lost(
         // waiting on a lock): the agents' heartbeats were held up with this
         // statement, and are being written only now. Their silence is the
         // stall's, not theirs; the transaction is rolled back.
-        const auto answered_after = std::chrono::duration_cast<std::chrono::milliseconds>(
-            std::chrono::steady_clock::now() - sent);
+        const auto answered_after =
+            std::chrono::duration_cast<std::chrono::milliseconds>(clock_.now() - sent);
         if (answered_after > max_answer) {
           return make_error(ErrorCode::kUnavailable,
                             "the database took " + std::to_string(answered_after.count()) +

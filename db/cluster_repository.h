@@ -49,10 +49,12 @@ struct ClusterHostRow {
 
 class ClusterRepository {
  public:
-  // The pool must outlive the repository.
+  // The pool (and the clock that times mark_lost's answer) must outlive
+  // the repository.
   explicit ClusterRepository(ConnectionPool& pool,
-                             std::chrono::milliseconds acquire_timeout = std::chrono::seconds(5))
-      : pool_(pool), acquire_timeout_(acquire_timeout) {}
+                             std::chrono::milliseconds acquire_timeout = std::chrono::seconds(5),
+                             base::Clock& clock = base::real_clock())
+      : pool_(pool), acquire_timeout_(acquire_timeout), clock_(clock) {}
 
   // (Re)registers the agent: alive, a new epoch (larger than any before),
   // its hosts replaced by `hosts`. kConflict when a host name belongs to
@@ -105,6 +107,7 @@ class ClusterRepository {
  private:
   ConnectionPool& pool_;
   std::chrono::milliseconds acquire_timeout_;
+  base::Clock& clock_;
 };
 
 // The scheduler leader's election: a session advisory lock held on a

@@ -139,7 +139,8 @@ std::string QueryResult::bytes(int row, int column) const {
 }
 
 Result<std::unique_ptr<Connection>> Connection::open(const std::string& conninfo,
-                                                     std::chrono::milliseconds answer_timeout) {
+                                                     std::chrono::milliseconds answer_timeout,
+                                                     base::Clock& clock) {
   // libpq's connect_timeout is whole seconds, and it takes 1 as 2.
   const long long connect_seconds =
       answer_timeout.count() > 0 ? std::max<long long>(2, (answer_timeout.count() + 999) / 1000)
@@ -160,15 +161,14 @@ Result<std::unique_ptr<Connection>> Connection::open(const std::string& conninfo
                             nullptr};
   const char* values[] = {connect_timeout.c_str(), "tpujobs", "1", "5", "2", "3", "10000",
                           conninfo.c_str(),        nullptr};
-  const auto started = std::chrono::steady_clock::now();
+  const base::Clock::time_point started = clock.now();
   pg_conn* raw = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
   if (raw == nullptr) return make_error(ErrorCode::kInternal, "libpq could not allocate");
-  std::unique_ptr<Connection> connection(new Connection(raw));
+  std::unique_ptr<Connection> connection(new Connection(raw, clock));
   if (PQstatus(raw) != CONNECTION_OK) {
     // A server that takes the connection and never answers (stopped) ends
     // in libpq's "timeout expired": said the way a statement's deadline is.
-    const bool timed_out =
-        std::chrono::steady_clock::now() - started >= std::chrono::seconds(connect_seconds);
+    const bool timed_out = clock.now() - started >= std::chrono::seconds(connect_seconds);
     return make_error(ErrorCode::kUnavailable,
                       "cannot connect to PostgreSQL: " +
                           (timed_out ? "the database did not answer within " +
@@ -176,14 +176,21 @@ Result<std::unique_ptr<Connection>> Connection::open(const std::string& conninfo
                                      : std::string()) +
                           trimmed(PQerrorMessage(raw)));
   }
+  if (Status set_up = connection->set_up_session(answer_timeout); !set_up.ok()) {
+    return set_up.error();
+  }
+  return connection;
+}
+
+Status Connection::set_up_session(std::chrono::milliseconds answer_timeout) {
   // Statements are sent without blocking and their answers awaited with a
   // deadline (answer()); only copy_in's rows are sent blocking.
-  PQsetnonblocking(raw, 1);
-  connection->answer_timeout_ = answer_timeout;
+  PQsetnonblocking(connection_, 1);
+  answer_timeout_ = answer_timeout;
   // Server NOTICEs ("... does not exist, skipping") are not errors; libpq
   // would print them on stderr.
   PQsetNoticeProcessor(
-      raw, [](void*, const char*) {}, nullptr);
+      connection_, [](void*, const char*) {}, nullptr);
   // Timestamps are read and written as ISO text in UTC (see pg_text.h).
   // A process stopped or cut off inside a transaction (an agent under
   // SIGSTOP, a partition) would hold its row locks, and with them every
@@ -201,8 +208,8 @@ Result<std::unique_ptr<Connection>> Connection::open(const std::string& conninfo
   // Unix socket these settings do nothing.)
   // In the same round trip: this session's server process, named by its
   // pid and start, for a statement whose answer will not come.
-  Result<QueryResult> session = connection->answer(
-      PQsendQuery(raw,
+  Result<QueryResult> session = answer(
+      PQsendQuery(connection_,
                   "SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; "
                   "SET IntervalStyle = 'postgres'; "
                   "SET idle_in_transaction_session_timeout = '5s'; SET tcp_keepalives_idle = 5; "
@@ -210,15 +217,15 @@ Result<std::unique_ptr<Connection>> Connection::open(const std::string& conninfo
                   "SET tcp_user_timeout = 10000; "
                   "SELECT pid, backend_start FROM pg_stat_activity "
                   "WHERE pid = pg_backend_pid()") == 1,
-      "session setup failed", connection->answer_deadline());
+      "session setup failed", answer_deadline());
   if (!session.ok()) return session.error();
   if (PQresultStatus(session->result_) != PGRES_TUPLES_OK) {
-    return connection->error_from(session->result_, "session setup failed");
+    return error_from(session->result_, "session setup failed");
   }
   if (session->rows() == 1) {
-    connection->server_process_ = {static_cast<int>(session->int64(0, 0)), session->string(0, 1)};
+    server_process_ = {static_cast<int>(session->int64(0, 0)), session->string(0, 1)};
   }
-  return connection;
+  return Status::Ok();
 }
 
 Connection::~Connection() {
@@ -240,7 +247,7 @@ Error Connection::error_from(pg_result* result, std::string_view what) const {
 
 Connection::Deadline Connection::answer_deadline() const {
   if (answer_timeout_.count() <= 0) return std::nullopt;
-  return std::chrono::steady_clock::now() + answer_timeout_;
+  return clock_.now() + answer_timeout_;
 }
 
 bool Connection::wait_socket(short events, Deadline deadline) const {
@@ -248,8 +255,7 @@ bool Connection::wait_socket(short events, Deadline deadline) const {
   for (;;) {
     int wait_ms = -1;
     if (deadline) {
-      const auto left = std::chrono::ceil<std::chrono::milliseconds>(
-          *deadline - std::chrono::steady_clock::now());
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - clock_.now());
       if (left.count() <= 0) return false;
       wait_ms = static_cast<int>(std::min<long long>(left.count(), 60'000));
     }

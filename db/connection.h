@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/clock.h"
 #include "db/pg_text.h"
 #include "db/result.h"
 
@@ -147,10 +148,12 @@ class Connection {
   // Connects with a libpq conninfo ("host=... dbname=..." or a postgresql://
   // URL); connect_timeout defaults to 10 s (with an answer timeout: that
   // timeout, at least 2 s) and TCP keepalives are on, unless the conninfo
-  // sets them. kUnavailable when the server cannot be reached.
+  // sets them. kUnavailable when the server cannot be reached. The answer
+  // deadlines are read off `clock`, which must outlive the connection.
   static Result<std::unique_ptr<Connection>> open(
       const std::string& conninfo,
-      std::chrono::milliseconds answer_timeout = std::chrono::milliseconds(0));
+      std::chrono::milliseconds answer_timeout = std::chrono::milliseconds(0),
+      base::Clock& clock = base::real_clock());
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -197,9 +200,13 @@ class Connection {
   bool transaction_failed() const;
 
  private:
-  using Deadline = std::optional<std::chrono::steady_clock::time_point>;
+  using Deadline = std::optional<base::Clock::time_point>;
 
-  explicit Connection(pg_conn* connection) : connection_(connection) {}
+  Connection(pg_conn* connection, base::Clock& clock) : connection_(connection), clock_(clock) {}
+  // open()'s second half, on a connection made: non-blocking sends, the
+  // answer timeout, and the session's settings, read back with its server
+  // process in the same round trip.
+  Status set_up_session(std::chrono::milliseconds answer_timeout);
   Error error_from(pg_result* result, std::string_view what) const;
   Deadline answer_deadline() const;
   // After a PQsend* call that returned `sent`: flushes the request and
@@ -215,7 +222,8 @@ class Connection {
   // never reads a cancel or a goodbye).
   void drop();
 
-  pg_conn* connection_;                  // null once dropped
+  pg_conn* connection_;  // null once dropped
+  base::Clock& clock_;
   Error::ServerProcess server_process_;  // read when opened, kept past drop()
   std::chrono::milliseconds answer_timeout_{0};
   std::unordered_map<std::string, std::string> prepared_;  // SQL text -> statement name

@@ -22,10 +22,12 @@ void PooledConnection::release() {
   if (connection_) pool_->give_back(std::move(connection_));
 }
 
-Result<std::unique_ptr<ConnectionPool>> ConnectionPool::create(std::string conninfo, int size) {
+Result<std::unique_ptr<ConnectionPool>> ConnectionPool::create(std::string conninfo, int size,
+                                                               base::Clock& clock) {
   if (size < 1) return make_error(ErrorCode::kInvalid, "pool size must be at least 1");
-  std::unique_ptr<ConnectionPool> pool(new ConnectionPool(std::move(conninfo), size));
-  Result<std::unique_ptr<Connection>> first = Connection::open(pool->conninfo_);
+  std::unique_ptr<ConnectionPool> pool(new ConnectionPool(std::move(conninfo), size, clock));
+  Result<std::unique_ptr<Connection>> first =
+      Connection::open(pool->conninfo_, std::chrono::milliseconds(0), clock);
   if (!first.ok()) return first.error();
   {
     base::MutexLock lock(pool->mutex_);
@@ -41,7 +43,7 @@ ConnectionPool::~ConnectionPool() {
 }
 
 Result<PooledConnection> ConnectionPool::acquire(std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const base::Clock::time_point deadline = clock_.now() + timeout;
   base::MutexLock lock(mutex_);
   for (;;) {
     while (!idle_.empty()) {
@@ -58,15 +60,19 @@ Result<PooledConnection> ConnectionPool::acquire(std::chrono::milliseconds timeo
     if (open_ < size_) {
       ++open_;
       lock.unlock();
-      Result<std::unique_ptr<Connection>> opened = Connection::open(conninfo_, answer_timeout_);
+      Result<std::unique_ptr<Connection>> opened =
+          Connection::open(conninfo_, answer_timeout_, clock_);
       lock.lock();
       if (opened.ok()) return PooledConnection(this, std::move(*opened));
       --open_;
       freed_.notify_one();
       return opened.error();
     }
-    if (lock.wait_until(freed_, deadline) == std::cv_status::timeout && idle_.empty() &&
-        open_ >= size_) {
+    // Woken by a connection given back, or at the deadline.
+    const bool freed =
+        clock_.wait_for(lock, freed_, deadline - clock_.now(),
+                        [this]() REQUIRES(mutex_) { return !idle_.empty() || open_ < size_; });
+    if (!freed) {
       return make_error(ErrorCode::kUnavailable, "no database connection became free within " +
                                                      std::to_string(timeout.count()) + " ms");
     }

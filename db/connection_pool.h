@@ -49,8 +49,10 @@ class ConnectionPool {
  public:
   // Opens one connection to check the conninfo (the rest open on demand, up
   // to size). kUnavailable when the server cannot be reached, kInvalid when
-  // size < 1.
-  static Result<std::unique_ptr<ConnectionPool>> create(std::string conninfo, int size);
+  // size < 1. Waits and deadlines are read off `clock`, which must outlive
+  // the pool.
+  static Result<std::unique_ptr<ConnectionPool>> create(std::string conninfo, int size,
+                                                        base::Clock& clock = base::real_clock());
   ~ConnectionPool();  // all PooledConnections must be gone by then
   ConnectionPool(const ConnectionPool&) = delete;
   ConnectionPool& operator=(const ConnectionPool&) = delete;
@@ -75,11 +77,13 @@ class ConnectionPool {
 
  private:
   friend class PooledConnection;
-  ConnectionPool(std::string conninfo, int size) : conninfo_(std::move(conninfo)), size_(size) {}
+  ConnectionPool(std::string conninfo, int size, base::Clock& clock)
+      : conninfo_(std::move(conninfo)), size_(size), clock_(clock) {}
   void give_back(std::unique_ptr<Connection> connection);
 
   const std::string conninfo_;
   const int size_;
+  base::Clock& clock_;
   std::atomic<std::chrono::milliseconds> answer_timeout_{std::chrono::milliseconds(0)};
   base::Mutex mutex_;
   std::condition_variable freed_;

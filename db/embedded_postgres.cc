@@ -22,7 +22,6 @@ namespace tpujobs::db {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
 
 constexpr const char* kPort = "5432";  // only names the socket file
 constexpr const char* kSuperuser = "tpujobs";
@@ -117,7 +116,8 @@ bool is_live_postgres(pid_t pid, const fs::path& data_dir) {
 }
 
 // Waits until the child exits or the deadline passes; true when it exited.
-bool wait_for_exit(pid_t pid, Clock::time_point deadline, int* exit_status = nullptr) {
+bool wait_for_exit(base::Clock& clock, pid_t pid, base::Clock::time_point deadline,
+                   int* exit_status = nullptr) {
   for (;;) {
     int status = 0;
     const pid_t reaped = waitpid(pid, &status, WNOHANG);
@@ -127,8 +127,8 @@ bool wait_for_exit(pid_t pid, Clock::time_point deadline, int* exit_status = nul
     }
     // Not our child (SIGCHLD ignored, or started elsewhere): poll for it.
     if (reaped < 0 && errno == ECHILD && !alive(pid)) return true;
-    if (Clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (clock.now() >= deadline) return false;
+    clock.sleep_for(std::chrono::milliseconds(10));
   }
 }
 
@@ -303,54 +303,65 @@ std::string EmbeddedPostgres::conninfo_for(const std::string& database) const {
 }
 
 Status EmbeddedPostgres::launch() {
+  if (Status made = initialize_cluster(); !made.ok()) return made;
+  if (Status cleared = clear_stale_pid_file(); !cleared.ok()) return cleared;
+  if (Status spawned = spawn_postmaster(); !spawned.ok()) return spawned;
+  if (Status accepting = wait_until_accepting(); !accepting.ok()) return accepting;
+  return create_database();
+}
+
+// initdb, once: into a side directory, then renamed into place.
+Status EmbeddedPostgres::initialize_cluster() {
   const Identity identity{switch_user_, run_as_uid_, run_as_gid_};
   const fs::path bin(options_.bin_dir);
   std::error_code error;
-
-  if (!fs::exists(data_dir() / "PG_VERSION", error)) {
-    if (fs::exists(data_dir(), error) && !fs::is_empty(data_dir(), error)) {
-      return make_error(ErrorCode::kInvalid,
-                        data_dir().string() + " exists but holds no PostgreSQL cluster");
-    }
-    fs::remove(data_dir(), error);
-    // initdb into a side directory and rename: a crash half-way leaves no
-    // half-made cluster where the next start would look.
-    const fs::path staging = options_.state_dir / "pgdata.initdb";
-    fs::remove_all(staging, error);
-    const fs::path initdb_log = options_.state_dir / "initdb.log";
-    FileDescriptor log(open(initdb_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640));
-    if (log.get() < 0) {
-      return make_error(ErrorCode::kInvalid, "cannot write " + initdb_log.string());
-    }
-    if (switch_user_ && fchown(log.get(), run_as_uid_, run_as_gid_) != 0) {
-      return make_error(ErrorCode::kInvalid, "chown " + initdb_log.string() + ": " + errno_text());
-    }
-    std::vector<std::string> args = {
-        (bin / "initdb").string(), "-D",        staging.string(), "-U", kSuperuser, "--auth=trust",
-        "--encoding=UTF8",         "--locale=C"};
-    if (!options_.sync_initdb) args.push_back("--no-sync");
-    Result<pid_t> pid = spawn(args, log.get(), identity, /*die_with_parent=*/false);
-    if (!pid.ok()) return pid.error();
-    int status = 0;
-    while (waitpid(*pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      return make_error(ErrorCode::kInternal,
-                        "initdb failed (see " + initdb_log.string() + "):\n" + tail_of(initdb_log));
-    }
-    fs::rename(staging, data_dir(), error);
-    if (error) return make_error(ErrorCode::kInternal, "rename pgdata: " + error.message());
+  if (fs::exists(data_dir() / "PG_VERSION", error)) return Status::Ok();
+  if (fs::exists(data_dir(), error) && !fs::is_empty(data_dir(), error)) {
+    return make_error(ErrorCode::kInvalid,
+                      data_dir().string() + " exists but holds no PostgreSQL cluster");
   }
+  fs::remove(data_dir(), error);
+  // initdb into a side directory and rename: a crash half-way leaves no
+  // half-made cluster where the next start would look.
+  const fs::path staging = options_.state_dir / "pgdata.initdb";
+  fs::remove_all(staging, error);
+  const fs::path initdb_log = options_.state_dir / "initdb.log";
+  FileDescriptor log(open(initdb_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640));
+  if (log.get() < 0) {
+    return make_error(ErrorCode::kInvalid, "cannot write " + initdb_log.string());
+  }
+  if (switch_user_ && fchown(log.get(), run_as_uid_, run_as_gid_) != 0) {
+    return make_error(ErrorCode::kInvalid, "chown " + initdb_log.string() + ": " + errno_text());
+  }
+  std::vector<std::string> args = {
+      (bin / "initdb").string(), "-D",        staging.string(), "-U", kSuperuser, "--auth=trust",
+      "--encoding=UTF8",         "--locale=C"};
+  if (!options_.sync_initdb) args.push_back("--no-sync");
+  Result<pid_t> pid = spawn(args, log.get(), identity, /*die_with_parent=*/false);
+  if (!pid.ok()) return pid.error();
+  int status = 0;
+  while (waitpid(*pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return make_error(ErrorCode::kInternal,
+                      "initdb failed (see " + initdb_log.string() + "):\n" + tail_of(initdb_log));
+  }
+  fs::rename(staging, data_dir(), error);
+  if (error) return make_error(ErrorCode::kInternal, "rename pgdata: " + error.message());
+  return Status::Ok();
+}
 
+Status EmbeddedPostgres::clear_stale_pid_file() {
+  std::error_code error;
   // A postmaster.pid left behind by a crash names a PID that is gone or that
   // now belongs to another program; remove it. A live server is a conflict.
   const fs::path pid_file = data_dir() / "postmaster.pid";
   if (std::ifstream in(pid_file); in) {
     pid_t recorded = 0;
     in >> recorded;
-    const auto deadline = Clock::now() + options_.wait_for_previous_server;
-    while (is_live_postgres(recorded, data_dir()) && Clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const auto deadline = options_.clock->now() + options_.wait_for_previous_server;
+    while (is_live_postgres(recorded, data_dir()) && options_.clock->now() < deadline) {
+      options_.clock->sleep_for(std::chrono::milliseconds(20));
     }
     if (is_live_postgres(recorded, data_dir())) {
       return make_error(ErrorCode::kConflict, "PostgreSQL (pid " + std::to_string(recorded) +
@@ -359,7 +370,12 @@ Status EmbeddedPostgres::launch() {
     }
     fs::remove(pid_file, error);
   }
+  return Status::Ok();
+}
 
+Status EmbeddedPostgres::spawn_postmaster() {
+  const Identity identity{switch_user_, run_as_uid_, run_as_gid_};
+  const fs::path bin(options_.bin_dir);
   FileDescriptor log(open(log_file().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640));
   if (log.get() < 0) return make_error(ErrorCode::kInvalid, "cannot write " + log_file().string());
   if (switch_user_ && fchown(log.get(), run_as_uid_, run_as_gid_) != 0) {
@@ -389,11 +405,16 @@ Status EmbeddedPostgres::launch() {
   Result<pid_t> pid = spawn(args, log.get(), identity, /*die_with_parent=*/true);
   if (!pid.ok()) return pid.error();
   postmaster_pid_ = *pid;
+  return Status::Ok();
+}
 
+// Until the postmaster answers a ping; a start-up that fails or takes past
+// start_timeout is an error quoting postgres.log.
+Status EmbeddedPostgres::wait_until_accepting() {
   const std::string socket_dir = options_.state_dir.string();
   const char* keywords[] = {"host", "port", "dbname", "user", "connect_timeout", nullptr};
   const char* values[] = {socket_dir.c_str(), kPort, "postgres", kSuperuser, "2", nullptr};
-  const auto deadline = Clock::now() + options_.start_timeout;
+  const auto deadline = options_.clock->now() + options_.start_timeout;
   for (;;) {
     int status = 0;
     if (waitpid(postmaster_pid_, &status, WNOHANG) == postmaster_pid_) {
@@ -403,17 +424,22 @@ Status EmbeddedPostgres::launch() {
                                                      tail_of(log_file()));
     }
     if (PQpingParams(keywords, values, 0) == PQPING_OK) break;
-    if (Clock::now() >= deadline) {
+    if (options_.clock->now() >= deadline) {
       (void)shut_down(Shutdown::kFast);
       return make_error(ErrorCode::kUnavailable,
                         "PostgreSQL did not accept connections within " +
                             std::to_string(options_.start_timeout.count()) + " s (see " +
                             log_file().string() + "):\n" + tail_of(log_file()));
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    options_.clock->sleep_for(std::chrono::milliseconds(20));
   }
+  return Status::Ok();
+}
 
-  Result<std::unique_ptr<Connection>> admin = Connection::open(conninfo_for("postgres"));
+// Database "tpujobs", which another process may be creating at the same moment.
+Status EmbeddedPostgres::create_database() {
+  Result<std::unique_ptr<Connection>> admin =
+      Connection::open(conninfo_for("postgres"), std::chrono::milliseconds(0), *options_.clock);
   if (!admin.ok()) return admin.error();
   Result<QueryResult> existing =
       (*admin)->execute("SELECT 1 FROM pg_database WHERE datname = $1", {kDatabase});
@@ -436,13 +462,14 @@ Status EmbeddedPostgres::shut_down(Shutdown mode) {
   const pid_t pid = postmaster_pid_;
   postmaster_pid_ = -1;
   kill(pid, mode == Shutdown::kFast ? SIGINT : SIGQUIT);
-  if (wait_for_exit(pid, Clock::now() + options_.stop_timeout)) return Status::Ok();
+  if (wait_for_exit(*options_.clock, pid, options_.clock->now() + options_.stop_timeout))
+    return Status::Ok();
   kill(pid, SIGQUIT);  // immediate shutdown: recovery runs at the next start
-  if (wait_for_exit(pid, Clock::now() + std::chrono::seconds(5))) {
+  if (wait_for_exit(*options_.clock, pid, options_.clock->now() + std::chrono::seconds(5))) {
     return make_error(ErrorCode::kUnavailable, "PostgreSQL needed an immediate shutdown");
   }
   kill(pid, SIGKILL);
-  wait_for_exit(pid, Clock::now() + std::chrono::seconds(5));
+  wait_for_exit(*options_.clock, pid, options_.clock->now() + std::chrono::seconds(5));
   return make_error(ErrorCode::kUnavailable, "PostgreSQL had to be killed");
 }
 
@@ -482,8 +509,8 @@ void EmbeddedPostgres::watch() {
   for (;;) {
     // Polled rather than a blocking waitpid(), so that stop() can end the
     // watch at any moment without a signal.
-    if (lock.wait_for(supervision_wake_, std::chrono::milliseconds(100),
-                      [this]() REQUIRES(supervision_mutex_) { return !supervising_; })) {
+    if (options_.clock->wait_for(lock, supervision_wake_, std::chrono::milliseconds(100),
+                                 [this]() REQUIRES(supervision_mutex_) { return !supervising_; })) {
       return;
     }
     const pid_t pid = postmaster_pid_;
@@ -500,12 +527,13 @@ void EmbeddedPostgres::watch() {
 }
 
 bool EmbeddedPostgres::relaunch_after_crash() {
-  const auto began = Clock::now();
+  const auto began = options_.clock->now();
   auto delay = std::chrono::milliseconds(100);
   for (int attempt = 1;; ++attempt) {
     Status launched = launch();
     if (launched.ok()) {
-      const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - began);
+      const auto took =
+          std::chrono::duration_cast<std::chrono::milliseconds>(options_.clock->now() - began);
       report_("embedded PostgreSQL is back (pid " + std::to_string(postmaster_pid_) + ") after " +
               std::to_string(took.count()) + " ms, attempt " + std::to_string(attempt));
       return true;
@@ -516,8 +544,8 @@ bool EmbeddedPostgres::relaunch_after_crash() {
             " failed: " + summary_of(launched.error().message) + "; next attempt in " +
             std::to_string(delay.count()) + " ms");
     base::MutexLock lock(supervision_mutex_);
-    if (lock.wait_for(supervision_wake_, delay,
-                      [this]() REQUIRES(supervision_mutex_) { return !supervising_; }))
+    if (options_.clock->wait_for(lock, supervision_wake_, delay,
+                                 [this]() REQUIRES(supervision_mutex_) { return !supervising_; }))
       return false;
     delay = std::min(delay * 2, std::chrono::milliseconds(5000));
   }

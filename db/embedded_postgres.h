@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/clock.h"
 #include "base/mutex.h"
 #include "db/result.h"
 
@@ -41,6 +42,9 @@ class EmbeddedPostgres {
     bool sync_initdb = true;
     // Extra "name=value" server settings, applied after the defaults.
     std::vector<std::pair<std::string, std::string>> settings;
+    // The waits for start-up, shutdown and restarts are read off it; must
+    // outlive the server.
+    base::Clock* clock = &base::real_clock();
   };
 
   // Initialises the cluster if needed, starts the server, waits until it
@@ -104,6 +108,12 @@ class EmbeddedPostgres {
  private:
   explicit EmbeddedPostgres(Options options) : options_(std::move(options)) {}
   Status launch();
+  // launch()'s steps, in order.
+  Status initialize_cluster();
+  Status clear_stale_pid_file();
+  Status spawn_postmaster();
+  Status wait_until_accepting();
+  Status create_database();
   // stop() without touching supervision: signals, waits, escalates.
   Status shut_down(Shutdown mode);
   void end_supervision();

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <thread>
 
 #include "base/clock.h"
 #include "base/job_state.h"
@@ -51,6 +53,41 @@ TEST(FakeClock, CanAdvanceOnEveryRead) {
   FakeClock clock(milliseconds(250));
   const Clock::time_point first = clock.now();
   EXPECT_EQ(first + milliseconds(250), clock.now());
+}
+
+TEST(FakeClock, ATimedWaitThatIsNotDoneMovesPastItsTimeoutAtOnce) {
+  FakeClock clock;
+  Mutex mutex;
+  std::condition_variable cv;
+  MutexLock lock(mutex);
+  const Clock::time_point start = clock.now();
+  bool ready = false;
+  EXPECT_FALSE(clock.wait_for(lock, cv, milliseconds(700), [&] { return ready; }));
+  EXPECT_EQ(start + milliseconds(700), clock.now());
+  ready = true;
+  EXPECT_TRUE(clock.wait_for(lock, cv, milliseconds(700), [&] { return ready; }));
+  EXPECT_EQ(start + milliseconds(700), clock.now());  // done already: no time passes
+}
+
+TEST(RealClock, ATimedWaitEndsWhenDoneOrAtItsTimeout) {
+  Clock& clock = real_clock();
+  Mutex mutex;
+  std::condition_variable cv;
+  bool ready = false;
+  std::thread notifier([&] {
+    MutexLock lock(mutex);
+    ready = true;
+    cv.notify_all();
+  });
+  {
+    MutexLock lock(mutex);
+    EXPECT_TRUE(clock.wait_for(lock, cv, std::chrono::minutes(5), [&] { return ready; }));
+  }
+  notifier.join();
+  MutexLock lock(mutex);
+  const Clock::time_point before = clock.now();
+  EXPECT_FALSE(clock.wait_for(lock, cv, milliseconds(5), [] { return false; }));
+  EXPECT_GE(clock.now() - before, milliseconds(5));
 }
 
 TEST(RealClock, SteadyTimeDoesNotGoBack) {

@@ -58,6 +58,8 @@ file(WRITE ${tree}/db/connection.cc "int x;\n")
 run_rule("a listed file that keeps the rule" ${tree} clock FALSE "remove it from" ${tree}/allowed.txt)
 file(WRITE ${tree}/service/wait.cc "if (cv.wait_for(lock, timeout)) {}\n")
 run_rule("a timed wait" ${tree} clock FALSE "service/wait.cc:1: clock")
+file(WRITE ${tree}/service/wait.cc "if (clock_.wait_for(lock, cv, timeout, done)) {}\nclock->wait_for(lock, cv, t, d);\n")
+run_rule("a timed wait through the clock" ${tree} clock TRUE "")
 
 set(tree ${WORK}/size)
 string(REPEAT "int x;\n" 701 long_text)
