@@ -143,7 +143,7 @@ class ContractProxy:
 
     PATTERN = re.compile(r"Violation|✖|⚠|VIOLATIONS|NO_PATH_MATCHED|UNPROCESSABLE_ENTITY")
 
-    def __init__(self, upstream: str, validate_requests: bool = True):
+    def __init__(self, upstream: str, validate_requests: bool = True, document: str = DOCUMENT):
         prism = prism_binary()
         if not os.path.exists(prism):
             raise RuntimeError("Prism is not installed at %s: run `npm ci` in web/" % prism)
@@ -151,7 +151,7 @@ class ContractProxy:
         self.log_path = tempfile.mkstemp(prefix="tpujobs-prism-", suffix=".log")[1]
         log = open(self.log_path, "w")
         self.process = subprocess.Popen(
-            [prism, "proxy", DOCUMENT, upstream, "--errors", "--port", str(self.port),
+            [prism, "proxy", document, upstream, "--errors", "--port", str(self.port),
              "--host", "127.0.0.1", "--cors", "false",
              "--validate-request", "true" if validate_requests else "false"],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
