@@ -214,3 +214,24 @@ def job_spec(**overrides):
         model=tpujobs.mlp([16], classes=3), data=dict(dataset="iris", batch_size=16),
         optimizer=dict(type="adam", lr=0.01))
     return tpujobs.with_values(spec, **overrides)
+
+
+def start_module(pool: str = "v3-8", extra: Optional[List[str]] = None,
+                 service: Optional[Service] = None, lenient: bool = False):
+    """A test module's service and its contract proxies (strict first; with
+    ``lenient`` also one that checks answers only). Returns (service, proxies)."""
+    service = (service or Service(pool=pool, extra=extra)).start()
+    proxies = [ContractProxy(service.url)]
+    if lenient:
+        proxies.append(ContractProxy(service.url, validate_requests=False))
+    ContractTestCase.proxies = proxies
+    return service, proxies
+
+
+def close_all(*parts) -> None:
+    """Closes proxies before the service they front."""
+    for part in parts:
+        if isinstance(part, list):
+            close_all(*part)
+        elif part is not None:
+            part.close()

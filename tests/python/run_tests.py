@@ -29,6 +29,9 @@ def install(source: str, work: str) -> str:
 
 
 def main() -> int:
+    # Nothing written into the source tree (tests/python/__pycache__).
+    sys.dont_write_bytecode = True
+    os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
     binary, source, work = sys.argv[1:4]
     names = sys.argv[4:]
     os.makedirs(work, exist_ok=True)

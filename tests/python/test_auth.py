@@ -3,7 +3,7 @@ an admin operation, and 404 for another tenant's job, each as a typed
 exception, and each answer as api/openapi.json documents it."""
 
 import tpujobs
-from harness import ContractProxy, ContractTestCase, Service, job_spec
+from harness import ContractTestCase, Service, close_all, job_spec, start_module
 
 service = strict = None
 tokens = {}
@@ -13,18 +13,14 @@ def setUpModule():
     global service, strict
     service = Service(pool="v3-8")
     tokens["admin"] = service.create_token("ops", "admin")
-    service.start()
+    service, (strict,) = start_module(service=service)
     tokens["a"] = service.create_token("team-a", "user")
     tokens["b"] = service.create_token("team-b", "user")
-    strict = ContractProxy(service.url)
-    ContractTestCase.proxies = [strict]
     tpujobs.Client(strict.url, token=tokens["admin"]).drain_host("v3-8-h0")
 
 
 def tearDownModule():
-    for part in (strict, service):
-        if part is not None:
-            part.close()
+    close_all(strict, service)
 
 
 class AuthTest(ContractTestCase):

@@ -8,23 +8,18 @@ import time
 import unittest
 
 import tpujobs
-from harness import ContractProxy, ContractTestCase, Service, job_spec
+from harness import ContractProxy, ContractTestCase, close_all, job_spec, start_module
 
 service = strict = lenient = None
 
 
 def setUpModule():
     global service, strict, lenient
-    service = Service(pool="v3-8").start()
-    strict = ContractProxy(service.url)
-    lenient = ContractProxy(service.url, validate_requests=False)
-    ContractTestCase.proxies = [strict, lenient]
+    service, (strict, lenient) = start_module(lenient=True)
 
 
 def tearDownModule():
-    for part in (strict, lenient, service):
-        if part is not None:
-            part.close()
+    close_all(strict, lenient, service)
 
 
 class JobCallsTest(ContractTestCase):

@@ -9,22 +9,18 @@ import threading
 import time
 
 import tpujobs
-from harness import ContractProxy, ContractTestCase, Service, job_spec, process_tree
+from harness import ContractTestCase, close_all, start_module, job_spec, process_tree
 
 service = strict = None
 
 
 def setUpModule():
     global service, strict
-    service = Service(pool="v3-8", extra=["--db-timeout", "1"]).start()
-    strict = ContractProxy(service.url)
-    ContractTestCase.proxies = [strict]
+    service, (strict,) = start_module(extra=["--db-timeout", "1"])
 
 
 def tearDownModule():
-    for part in (strict, service):
-        if part is not None:
-            part.close()
+    close_all(strict, service)
 
 
 class StoppedDatabase:

@@ -4,7 +4,7 @@ stays QUEUED until the test acts on it (no job needs a running length)."""
 import time
 
 import tpujobs
-from harness import ContractProxy, ContractTestCase, Service, job_spec
+from harness import ContractTestCase, close_all, start_module, job_spec
 
 service = strict = None
 HOST = "v3-8-h0"
@@ -12,17 +12,13 @@ HOST = "v3-8-h0"
 
 def setUpModule():
     global service, strict
-    service = Service(pool="v3-8").start()
-    strict = ContractProxy(service.url)
-    ContractTestCase.proxies = [strict]
+    service, (strict,) = start_module()
     drained = tpujobs.Client(strict.url).drain_host(HOST)
     assert drained["health"] == "draining", drained
 
 
 def tearDownModule():
-    for part in (strict, service):
-        if part is not None:
-            part.close()
+    close_all(strict, service)
 
 
 class QueueTest(ContractTestCase):
