@@ -3,6 +3,8 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
+#include <cstdlib>
+#include <string_view>
 
 #include "client/event_stream.h"
 #include "client/http_client.h"
@@ -16,10 +18,19 @@ using tcp = asio::ip::tcp;
 
 // Requests go through the command-line client's HttpClient and its
 // text/event-stream parser: the tests exercise the client users run.
-client::HttpClientPtr client_for(int port) {
+// Opt-in contract check: with TPUJOBS_E2E_CONTRACT_PROXY=HOST:PORT they go
+// to tests/python/contract_proxy.py instead, which checks each answer
+// against api/openapi.json on its way from the service at `port`.
+client::HttpClientPtr client_for(int port, client::HttpRequest& request) {
   client::ServerUrl server;
   server.host = "127.0.0.1";
   server.port = std::to_string(port);
+  const char* proxy = std::getenv("TPUJOBS_E2E_CONTRACT_PROXY");
+  if (const std::string_view at = proxy ? proxy : ""; at.find(':') != std::string_view::npos) {
+    server.host = std::string(at.substr(0, at.rfind(':')));
+    server.port = std::string(at.substr(at.rfind(':') + 1));
+    request.headers.emplace_back("X-Tpujobs-Upstream", std::to_string(port));
+  }
   return client::make_http_client(std::move(server));
 }
 
@@ -33,7 +44,7 @@ HttpResponse http(int port, const std::string& method, const std::string& target
   request.target = target;
   request.body = body;
   for (const auto& [name, value] : headers) request.headers.emplace_back(name, value);
-  client::HttpResponse response = client_for(port)->send(request, timeout);
+  client::HttpResponse response = client_for(port, request)->send(request, timeout);
   HttpResponse out;
   out.status = response.status;
   out.body = std::move(response.body);
@@ -49,7 +60,7 @@ int read_event_stream(
   request.target = target;
   request.headers = {{"Accept", "text/event-stream"}};
   client::EventStreamParser parser;
-  const client::HttpResponse response = client_for(port)->stream(
+  const client::HttpResponse response = client_for(port, request)->stream(
       request,
       [&](std::string_view bytes) {
         for (const client::EventStreamParser::Event& event : parser.feed(bytes)) {

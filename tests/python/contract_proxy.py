@@ -24,6 +24,7 @@ import http.client
 import http.server
 import json
 import os
+import signal
 import socket
 import sys
 import threading
@@ -38,6 +39,14 @@ HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "upgrade",
               "proxy-connection", "x-tpujobs-upstream", "content-length", "host"}
 
 
+def listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+        return True
+    except OSError:
+        return False
+
+
 class Router:
     def __init__(self, report: str, validate_requests: bool, document: str):
         self.document = document
@@ -49,6 +58,10 @@ class Router:
     def proxy_for(self, upstream: int) -> ContractProxy:
         with self.lock:
             if upstream not in self.proxies:
+                # Each e2e service is a new port: the proxies of services that
+                # have stopped are stopped too.
+                for port in [p for p in self.proxies if not listening(p)]:
+                    self.proxies.pop(port).close()
                 self.proxies[upstream] = ContractProxy("http://127.0.0.1:%d" % upstream,
                                                        self.validate_requests, self.document)
             return self.proxies[upstream]
@@ -71,9 +84,7 @@ def make_handler(router: Router):
 
         def relay(self):
             upstream = int(self.headers.get("X-Tpujobs-Upstream", "0"))
-            try:
-                socket.create_connection(("127.0.0.1", upstream), timeout=5).close()
-            except OSError:
+            if not listening(upstream):
                 # A service that is down gets no answer through the router
                 # either (the tests read that as status 0).
                 self.close_connection = True
@@ -150,6 +161,8 @@ def main() -> int:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(router))
     print("contract proxy listening on 127.0.0.1:%d; violations go to %s"
           % (server.server_address[1], router.report), flush=True)
+    # SIGTERM (how the tests stop it) stops the Prism proxies it started too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -154,7 +154,7 @@ class ContractProxy:
             [prism, "proxy", document, upstream, "--errors", "--port", str(self.port),
              "--host", "127.0.0.1", "--cors", "false",
              "--validate-request", "true" if validate_requests else "false"],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            stdout=log, stderr=subprocess.STDOUT)
         log.close()
         _wait_for_line(self.log_path, r"Prism is listening", self.process, 120)
         self._checked_to = os.path.getsize(self.log_path)
@@ -181,11 +181,11 @@ class ContractProxy:
 
     def close(self) -> None:
         if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.terminate()
             try:
                 self.process.wait(10)
             except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.kill()
                 self.process.wait()
         if not os.environ.get("TPUJOBS_KEEP_TEST_LOGS"):
             os.remove(self.log_path)
@@ -217,10 +217,14 @@ def job_spec(**overrides):
 
 
 def start_module(pool: str = "v3-8", extra: Optional[List[str]] = None,
-                 service: Optional[Service] = None, lenient: bool = False):
+                 service: Optional[Service] = None, lenient: bool = False,
+                 contract: bool = True):
     """A test module's service and its contract proxies (strict first; with
-    ``lenient`` also one that checks answers only). Returns (service, proxies)."""
+    ``lenient`` also one that checks answers only; none without ``contract``).
+    Returns (service, proxies)."""
     service = (service or Service(pool=pool, extra=extra)).start()
+    if not contract:
+        return service, []
     proxies = [ContractProxy(service.url)]
     if lenient:
         proxies.append(ContractProxy(service.url, validate_requests=False))

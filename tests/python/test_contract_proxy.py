@@ -13,7 +13,7 @@ import time
 import unittest
 
 import tpujobs
-from harness import DOCUMENT, Service, free_port, job_spec
+from harness import DOCUMENT, close_all, free_port, job_spec, start_module
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 service = None
@@ -21,12 +21,11 @@ service = None
 
 def setUpModule():
     global service
-    service = Service(pool="v3-8").start()
+    service, _ = start_module(contract=False)
 
 
 def tearDownModule():
-    if service is not None:
-        service.close()
+    close_all(service)
 
 
 class Router:

@@ -11,19 +11,18 @@ answers are checked against the document in test_client and test_queue
 import unittest
 
 import tpujobs
-from harness import Service
+from harness import close_all, start_module
 
 service = None
 
 
 def setUpModule():
     global service
-    service = Service(pool="v3-8").start()
+    service, _ = start_module(contract=False)
 
 
 def tearDownModule():
-    if service is not None:
-        service.close()
+    close_all(service)
 
 
 def endless_job_spec():
