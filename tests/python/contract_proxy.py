@@ -54,6 +54,8 @@ class Router:
         self.validate_requests = validate_requests
         self.proxies = {}
         self.lock = threading.Lock()
+        self.checked = 0  # answers that went through a Prism proxy
+        self.violations = 0
 
     def proxy_for(self, upstream: int) -> ContractProxy:
         with self.lock:
@@ -69,6 +71,7 @@ class Router:
     def record(self, line: str) -> None:
         with self.lock, open(self.report, "a", encoding="utf-8") as f:
             f.write(line + "\n")
+            self.violations += 1
 
     def close(self) -> None:
         for proxy in self.proxies.values():
@@ -108,6 +111,8 @@ def make_handler(router: Router):
                 return
             data = answer.read()
             connection.close()
+            with router.lock:
+                router.checked += 1
             if violations or b"stoplight.io/prism/errors" in data[:200]:
                 text = "%s %s -> %d: %s %s" % (self.command, self.path, answer.status,
                                                violations or "", data[:2000].decode("utf-8",
@@ -169,6 +174,8 @@ def main() -> int:
         pass
     finally:
         router.close()
+        print("contract proxy: %d answers checked, %d violations" %
+              (router.checked, router.violations), flush=True)
     return 0
 
 
