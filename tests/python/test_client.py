@@ -237,6 +237,56 @@ class ContractCheckTest(unittest.TestCase):
             os.remove(f.name)
 
 
+class CheckRequestTest(unittest.TestCase):
+    """What check() sends: the text of every .py file under the paths given
+    (not in .git or a virtualenv), the requirements files' text, the options;
+    answered here by a recording server, since the service may lack the route."""
+
+    def test_the_files_and_options_sent_and_the_findings_read(self):
+        import http.server
+        import threading
+        seen = {}
+
+        class Recorder(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                seen["path"] = self.path
+                seen["body"] = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                answer = json.dumps({"findings": [{"path": "a.py", "line": 3}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+        server = http.server.HTTPServer(("127.0.0.1", 0), Recorder)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            with tempfile.TemporaryDirectory() as root:
+                for name in ("a.py", "pkg/b.py", "pkg/notes.txt", ".git/c.py", "venv/d.py",
+                             "env2/e.py", "env2/pyvenv.cfg", "reqs.txt"):
+                    os.makedirs(os.path.dirname(os.path.join(root, name)), exist_ok=True)
+                    with open(os.path.join(root, name), "w") as f:
+                        f.write("# %s\n" % name)
+                client = tpujobs.Client("http://127.0.0.1:%d" % server.server_address[1])
+                findings = client.check([root], accelerator_type="v4-8", lightning="2.1",
+                                        requirements=[os.path.join(root, "reqs.txt")],
+                                        python="3.10")
+                sent = [os.path.relpath(f["path"], root) for f in seen["body"]["files"]]
+                texts = [f["text"] for f in seen["body"]["files"]]
+        finally:
+            server.shutdown()
+        self.assertEqual(findings, [{"path": "a.py", "line": 3}])
+        self.assertEqual(seen["path"], "/v1/checks")
+        self.assertEqual(sent, ["a.py", os.path.join("pkg", "b.py")])
+        self.assertEqual(texts, ["# a.py\n", "# pkg/b.py\n"])
+        self.assertEqual(seen["body"]["requirements"][0]["text"], "# reqs.txt\n")
+        self.assertEqual((seen["body"]["accelerator_type"], seen["body"]["lightning"],
+                          seen["body"]["python"]), ("v4-8", "2.1", "3.10"))
+
+
 class EnvironmentTest(unittest.TestCase):
     def test_url_and_token_come_from_the_environment_as_for_the_cli(self):
         saved = {k: os.environ.get(k) for k in ("TPUJOBS_URL", "TPUJOBS_TOKEN")}
