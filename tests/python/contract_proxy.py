@@ -161,11 +161,18 @@ def main() -> int:
     parser.add_argument("--report", default="contract-violations.txt")
     parser.add_argument("--validate-requests", action="store_true")
     parser.add_argument("--document", default=DOCUMENT, help="default: api/openapi.json")
+    parser.add_argument("--address-file", help="where to write HOST:PORT once listening "
+                        "(with --port 0: a free port)")
     args = parser.parse_args()
     router = Router(os.path.abspath(args.report), args.validate_requests, args.document)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(router))
     print("contract proxy listening on 127.0.0.1:%d; violations go to %s"
           % (server.server_address[1], router.report), flush=True)
+    if args.address_file:
+        # Written whole or not at all: a reader never sees half an address.
+        with open(args.address_file + ".tmp", "w", encoding="utf-8") as f:
+            f.write("127.0.0.1:%d\n" % server.server_address[1])
+        os.replace(args.address_file + ".tmp", args.address_file)
     # SIGTERM (how the tests stop it) stops the Prism proxies it started too.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
