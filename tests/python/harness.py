@@ -1,0 +1,248 @@
+"""The real service and the contract check the Python client's tests run
+against: the built `tpujobs serve` (a private state dir, so a private
+embedded PostgreSQL, on a free loopback port), and Stoplight Prism's
+validating proxy (`prism proxy --errors`) in front of it, which checks every
+request and answer against api/openapi.json."""
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+from typing import List, Optional
+
+BINARY = os.environ["TPUJOBS_BINARY"]
+SOURCE = os.environ["TPUJOBS_SOURCE_DIR"]
+DOCUMENT = os.path.join(SOURCE, "api", "openapi.json")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for_line(path: str, pattern: str, process: subprocess.Popen, timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        if re.search(pattern, text):
+            return text
+        if process.poll() is not None:
+            raise RuntimeError("%s exited (%s) before %r:\n%s" %
+                               (process.args[0], process.returncode, pattern, text))
+        time.sleep(0.05)
+    raise RuntimeError("no %r within %g s in %s" % (pattern, timeout, path))
+
+
+def binary_environment():
+    # In the ASan build the binary aborts on a memory error or UB; leaks are
+    # the in-process tests' business, not of every process a test stops.
+    return dict(os.environ, ASAN_OPTIONS="detect_leaks=0:abort_on_error=1")
+
+
+class Service:
+    """`tpujobs serve` on a fixed free port (kept across restarts, so a client
+    reconnects to the same URL) with a temporary state directory."""
+
+    def __init__(self, pool: str = "v3-8", extra: Optional[List[str]] = None):
+        self.state_dir = tempfile.mkdtemp(prefix="tpujobs-py-")
+        self.port = free_port()
+        self.pool = pool
+        self.extra = list(extra or [])
+        self.process: Optional[subprocess.Popen] = None
+        self.log_path = os.path.join(self.state_dir, "service.log")
+
+    @property
+    def url(self) -> str:
+        return "http://127.0.0.1:%d" % self.port
+
+    def start(self, timeout: float = 120) -> "Service":
+        env = binary_environment()
+        log = open(self.log_path, "a")
+        self.process = subprocess.Popen(
+            [BINARY, "serve", "--listen", "127.0.0.1:%d" % self.port, "--pool", self.pool,
+             "--state-dir", self.state_dir] + self.extra,
+            stdout=log, stderr=subprocess.STDOUT, env=env)
+        log.close()
+        _wait_for_line(self.log_path, r"listening on http://127\.0\.0\.1:%d" % self.port,
+                       self.process, timeout)
+        return self
+
+    def stop(self, timeout: float = 60) -> Optional[int]:
+        if self.process is None:
+            return None
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            code = self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            code = self.process.wait()
+        self.process = None
+        return code
+
+    def restart(self) -> None:
+        self.stop()
+        # The listening line of the new process must be a new one.
+        with open(self.log_path, "a") as f:
+            f.write("\n--- restarted by the test ---\n")
+        os.replace(self.log_path, self.log_path + ".1")
+        self.start()
+
+    def close(self) -> None:
+        self.stop()
+        shutil.rmtree(self.state_dir, ignore_errors=True)
+
+    def log(self) -> str:
+        with open(self.log_path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+
+    def create_token(self, tenant: str, role: str = "user") -> str:
+        out = subprocess.run([BINARY, "token", "create", "--tenant", tenant, "--role", role,
+                              "--state-dir", self.state_dir], check=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                             env=binary_environment())
+        return out.stdout.strip().splitlines()[0]
+
+    def postmaster_pid(self) -> int:
+        with open(os.path.join(self.state_dir, "pgdata", "postmaster.pid")) as f:
+            return int(f.readline())
+
+
+def process_tree(root: int) -> List[int]:
+    """``root`` and every live process descended from it, root first."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/%s/stat" % entry) as f:
+                    stat = f.read()
+                parents[int(entry)] = int(stat[stat.rindex(")") + 2:].split()[1])
+            except (OSError, ValueError):
+                continue
+    tree, frontier = [root], [root]
+    while frontier:
+        parent = frontier.pop()
+        children = [pid for pid, ppid in parents.items() if ppid == parent]
+        tree += children
+        frontier += children
+    return tree
+
+
+def prism_binary() -> str:
+    return os.environ.get("TPUJOBS_PRISM") or os.path.join(SOURCE, "web", "node_modules", ".bin",
+                                                           "prism")
+
+
+class ContractProxy:
+    """`prism proxy api/openapi.json UPSTREAM --errors`: forwards every request
+    to the service and checks the request and the answer against the document.
+    A body or content type the document does not allow becomes a 500 (or 422
+    for a request) from Prism; a status code the document does not list is a
+    warning in its log. ``violations()`` reads both from the log.
+    ``validate_requests=False`` checks answers only, for tests that send a
+    malformed request on purpose to see the service refuse it."""
+
+    PATTERN = re.compile(r"Violation|✖|⚠|VIOLATIONS|NO_PATH_MATCHED|UNPROCESSABLE_ENTITY")
+
+    def __init__(self, upstream: str, validate_requests: bool = True, document: str = DOCUMENT):
+        prism = prism_binary()
+        if not os.path.exists(prism):
+            raise RuntimeError("Prism is not installed at %s: run `npm ci` in web/" % prism)
+        self.port = free_port()
+        self.log_path = tempfile.mkstemp(prefix="tpujobs-prism-", suffix=".log")[1]
+        log = open(self.log_path, "w")
+        self.process = subprocess.Popen(
+            [prism, "proxy", document, upstream, "--errors", "--port", str(self.port),
+             "--host", "127.0.0.1", "--cors", "false",
+             "--validate-request", "true" if validate_requests else "false"],
+            stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+        _wait_for_line(self.log_path, r"Prism is listening", self.process, 120)
+        self._checked_to = os.path.getsize(self.log_path)
+
+    @property
+    def url(self) -> str:
+        return "http://127.0.0.1:%d" % self.port
+
+    def violations(self) -> List[str]:
+        """The log's violations since the last call, each with the request it
+        came from (the lines before it)."""
+        with open(self.log_path, encoding="utf-8", errors="replace") as f:
+            f.seek(self._checked_to)
+            text = f.read()
+            self._checked_to = f.tell()
+        lines = text.splitlines()
+        found = []
+        for i, line in enumerate(lines):
+            if self.PATTERN.search(line):
+                context = [l for l in lines[max(0, i - 4):i] if "[HTTP SERVER]" in l or
+                           "Forwarding" in l]
+                found.append("\n".join(context[-2:] + [line]))
+        return found
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if not os.environ.get("TPUJOBS_KEEP_TEST_LOGS"):
+            os.remove(self.log_path)
+
+
+class ContractTestCase(unittest.TestCase):
+    """A test whose every exchange through ``cls.proxies`` must match the
+    document: tearDown fails the test on any violation Prism logged."""
+
+    proxies: List[ContractProxy] = []
+
+    def tearDown(self) -> None:
+        found = [v for proxy in type(self).proxies for v in proxy.violations()]
+        if found:
+            self.fail("answers or requests that api/openapi.json does not allow:\n\n" +
+                      "\n\n".join(found))
+
+
+def job_spec(**overrides):
+    """A small job that trains for real in a second or two (iris on one core)."""
+    import tpujobs
+    spec = tpujobs.spec(
+        name=overrides.pop("name", "py-client"),
+        trainer=dict(accelerator="tpu", devices=1, precision="bf16-true", max_epochs=2,
+                     log_every_n_steps=1, seed=7),
+        model=tpujobs.mlp([16], classes=3), data=dict(dataset="iris", batch_size=16),
+        optimizer=dict(type="adam", lr=0.01))
+    return tpujobs.with_values(spec, **overrides)
+
+
+def start_module(pool: str = "v3-8", extra: Optional[List[str]] = None,
+                 service: Optional[Service] = None, lenient: bool = False,
+                 contract: bool = True):
+    """A test module's service and its contract proxies (strict first; with
+    ``lenient`` also one that checks answers only; none without ``contract``).
+    Returns (service, proxies)."""
+    service = (service or Service(pool=pool, extra=extra)).start()
+    if not contract:
+        return service, []
+    proxies = [ContractProxy(service.url)]
+    if lenient:
+        proxies.append(ContractProxy(service.url, validate_requests=False))
+    ContractTestCase.proxies = proxies
+    return service, proxies
+
+
+def close_all(*parts) -> None:
+    """Closes proxies before the service they front."""
+    for part in parts:
+        if isinstance(part, list):
+            close_all(*part)
+        elif part is not None:
+            part.close()
