@@ -206,14 +206,26 @@ class ObjectReader {
     return j.dump();
   }
 
+  // The work is bounded whatever the body holds: "did you mean" (an edit
+  // distance against every known field) only for the first few unknown
+  // keys and only short ones, the list of known fields once, and at most
+  // kMaxUnknownReported errors, then one that counts the rest.
   void report_unknown() {
     if (!object_.is_object()) return;
+    constexpr std::size_t kMaxSuggestions = 8;
+    constexpr std::size_t kMaxSuggestedKeyLength = 32;
+    constexpr std::size_t kMaxUnknownReported = 20;
+    std::size_t unknown = 0;
     for (auto it = object_.begin(); it != object_.end(); ++it) {
       if (std::find(seen_.begin(), seen_.end(), it.key()) != seen_.end()) continue;
+      if (++unknown > kMaxUnknownReported) continue;
       std::string hint;
       const auto& known = known_fields(schema_);
       std::size_t best = 3;
-      for (const std::string& candidate : known) {
+      const bool suggest =
+          unknown <= kMaxSuggestions && it.key().size() <= kMaxSuggestedKeyLength;
+      for (std::size_t k = 0; suggest && k < known.size(); ++k) {
+        const std::string& candidate = known[k];
         const std::size_t d = edit_distance(it.key(), candidate);
         if (d < best) {
           best = d;
@@ -225,7 +237,14 @@ class ObjectReader {
         for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
         hint = "known fields here: " + list;
       }
-      errors_->push_back({join_path(path_, it.key()), "unknown field", hint});
+      errors_->push_back({join_path(path_, it.key().substr(0, 128)), "unknown field", hint});
+    }
+    if (unknown > kMaxUnknownReported) {
+      errors_->push_back({path_,
+                          std::to_string(unknown - kMaxUnknownReported) +
+                              " more unknown fields (the first " +
+                              std::to_string(kMaxUnknownReported) + " are listed)",
+                          "remove the fields this version does not know"});
     }
   }
 

@@ -11,6 +11,7 @@
 #include "api/job_service.h"
 #include "api/notification_service.h"
 #include "api/router.h"
+#include "api/stream_slots.h"
 #include "base/mutex.h"
 
 namespace tpujobs::api {
@@ -40,6 +41,11 @@ struct ApiOptions {
   // Job notifications (api/notify.h); null: a spec with "notify" is refused
   // and the notification routes answer 503. Must outlive the API.
   NotificationService* notifications = nullptr;
+  // Bounds on log followers (SSE) and long-poll waiters (api/stream_slots.h).
+  StreamLimits followers{16, 1024};
+  StreamLimits waiters{64, 4096};
+  // More Prometheus text for /metrics (the HTTP server's counters); may be empty.
+  std::function<std::string()> more_metrics;
 };
 
 class JobsApi final : public Handler {
@@ -83,6 +89,8 @@ class JobsApi final : public Handler {
   ApiOptions options_;
   Router router_;
   LatencyHistogram latency_;
+  std::shared_ptr<StreamSlots> followers_;
+  std::shared_ptr<StreamSlots> waiters_;
 };
 
 // The OpenAPI document the service publishes at /openapi.json.

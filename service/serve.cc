@@ -1,6 +1,7 @@
 #include "service/serve.h"
 
 #include <pthread.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -70,7 +71,18 @@ options:
                          among equal priorities (default 1h; README "Fair share")
   --collective-address HOST, --collective-timeout SECS
                          cluster: as for `tpujobs agent`
+  --first-byte-timeout SECS
+                         close a new connection that sends nothing for SECS (default 5)
+  --stream-buffer-limit BYTES
+                         cut off a log follower whose unsent lines pass BYTES (default 4194304)
+  --max-followers N, --max-followers-per-tenant N
+                         open log streams (SSE) in all and per tenant (default 1024, 16);
+                         over them 503 / 429 with Retry-After (0: no bound)
+  --max-waiters N, --max-waiters-per-tenant N
+                         open GET .../wait long-polls in all and per tenant (default 4096, 64)
   -h, --help             this text
+
+At start, serve raises its soft limit of open files to the hard limit.
 )";
 
 constexpr const char* kAgentUsage =
@@ -112,6 +124,10 @@ struct ServeOptions {
   std::string collective_address;
   int collective_timeout_seconds = 30;
   std::vector<std::string> notify_allow;  // added to the stored allow-list at start
+  int first_byte_timeout_seconds = 5;
+  int stream_buffer_limit = 4 << 20;
+  api::StreamLimits followers{16, 1024};
+  api::StreamLimits waiters{64, 4096};
 };
 
 // Returns an error message, or "" with *options filled.
@@ -223,6 +239,18 @@ std::string parse_options(const std::vector<std::string>& args, ServeOptions* op
         return "--fair-share-half-life needs a duration of at least 1s such as 1h or 7d";
       }
       options->fair_share_half_life = std::chrono::duration_cast<std::chrono::seconds>(*half_life);
+    } else if (name == "--first-byte-timeout") {
+      if (std::string e = number(1, 3600, &options->first_byte_timeout_seconds); !e.empty())
+        return e;
+    } else if (name == "--stream-buffer-limit") {
+      if (std::string e = number(64 << 10, 1 << 30, &options->stream_buffer_limit); !e.empty())
+        return e;
+    } else if (name == "--max-followers" || name == "--max-waiters") {
+      auto& limits = name == "--max-followers" ? options->followers : options->waiters;
+      if (std::string e = number(0, 1 << 20, &limits.total); !e.empty()) return e;
+    } else if (name == "--max-followers-per-tenant" || name == "--max-waiters-per-tenant") {
+      auto& limits = name == "--max-followers-per-tenant" ? options->followers : options->waiters;
+      if (std::string e = number(0, 1 << 20, &limits.per_tenant); !e.empty()) return e;
     } else if (name == "--max-body") {
       int bytes = 0;
       if (std::string e = number(1024, 64 << 20, &bytes); !e.empty()) return e;
@@ -243,6 +271,18 @@ base::Result<scheduler::PoolLayout> agent_layout(const ServeOptions& options) {
     layout->hosts[i].name = options.name + "-h" + std::to_string(i);
   }
   return layout;
+}
+
+// The common soft limit of 1,024 open files is reached by 1,000 idle
+// connections; the hard limit is what the administrator meant to allow.
+void raise_descriptor_limit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
+  const rlim_t was = limit.rlim_cur;
+  limit.rlim_cur = limit.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &limit) != 0) {
+    std::cerr << "tpujobs serve: could not raise the open-file limit above " << was << "\n";
+  }
 }
 
 sigset_t block_stop_signals() {
@@ -331,6 +371,7 @@ int run_serve(const std::vector<std::string>& args) {
     std::cout << kServeUsage;
     return 0;
   }
+  raise_descriptor_limit();
   // DESIGN §9: with a database URL, --name or --pool none joins a cluster.
   const bool cluster =
       !options.database_url.empty() && (!options.name.empty() || options.pool == "none");
@@ -511,6 +552,12 @@ int run_serve(const std::vector<std::string>& args) {
   api::ApiOptions api_options;
   api_options.static_file = [](std::string_view path) { return web_asset(path); };
   api_options.notifications = &notifier;
+  api_options.followers = options.followers;
+  api_options.waiters = options.waiters;
+  const HttpServer* metrics_server = nullptr;  // set once it exists; read by /metrics
+  api_options.more_metrics = [&metrics_server] {
+    return metrics_server ? metrics_server->prometheus_metrics() : std::string();
+  };
   api::JobsApi api(manager, api_options);
   HttpServerOptions http;
   http.address = options.address;
@@ -521,7 +568,10 @@ int run_serve(const std::vector<std::string>& args) {
   // hold their I/O threads: spare ones then read and answer the rest, the
   // health probes first among them, which never wait.
   http.spare_io_threads = 32;
+  http.first_byte_timeout = std::chrono::seconds(options.first_byte_timeout_seconds);
+  http.stream_buffer_limit = static_cast<std::size_t>(options.stream_buffer_limit);
   HttpServer server(http, api);
+  metrics_server = &server;
   if (base::Status started = server.start(); !started.ok()) {
     std::cerr << "tpujobs serve: " << started.error().message << "\n";
     manager.shutdown();
