@@ -556,6 +556,11 @@ std::optional<std::chrono::milliseconds> duration_field(ObjectReader& r, std::st
     r.error(key,
             "must be a duration such as \"30m\", \"90s\" or \"1h30m\" (at most 30 days), got " +
                 value->dump().substr(0, 64));
+  } else if (*parsed < std::chrono::milliseconds(1)) {
+    // The clock counts whole milliseconds: this would be a zero.
+    r.error(key, "must be at least 1ms (the clock's resolution), got " + value->dump().substr(0, 64),
+            "a duration below 1ms would be 0; give \"1ms\" or more, or leave the field out");
+    return std::nullopt;
   }
   return parsed;
 }

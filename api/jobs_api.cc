@@ -8,6 +8,7 @@
 #include "api/job_spec.h"
 #include "api/notify.h"
 #include "api/problem.h"
+#include "api/public_error.h"
 #include "api/sweep.h"
 
 namespace tpujobs::api {
@@ -254,18 +255,22 @@ Response answer(const JsonResult& result, int ok_status = 200) {
     case base::ErrorCode::kInvalid:
       return problem(422, result.error().message);
     case base::ErrorCode::kUnavailable:
-      return problem(503, "the database is unavailable: " + result.error().message)
+      return problem(503, public_database_detail(result.error().message))
           .header("Retry-After", "1");
     case base::ErrorCode::kInternal:
       break;
   }
-  return problem(500, result.error().message);
+  return problem(500, public_internal_detail(result.error().message));
 }
 
-// Job ids in paths are positive integers; anything else cannot exist.
+// Job ids in paths are positive integers in canonical decimal (no sign, no
+// leading zero: "/v1/jobs/01" is not job 1); anything else cannot exist.
 std::optional<std::int64_t> job_id(const PathParams& params, const ResponseWriterPtr& writer) {
   auto it = params.find("id");
-  std::optional<std::int64_t> id = it == params.end() ? std::nullopt : parse_int(it->second);
+  const bool canonical =
+      it != params.end() && !it->second.empty() && it->second.front() >= '1' &&
+      it->second.front() <= '9';
+  std::optional<std::int64_t> id = canonical ? parse_int(it->second) : std::nullopt;
   if (!id || *id <= 0) {
     writer->respond(
         problem(404, "no job '" + (it == params.end() ? "" : it->second.substr(0, 64)) + "'"));
@@ -452,7 +457,7 @@ void JobsApi::handle(Request request, ResponseWriterPtr writer) {
       try {
         route->handler(request, params, writer);
       } catch (const std::exception& e) {
-        writer->respond(problem(500, std::string("internal error: ") + e.what()));
+        writer->respond(problem(500, public_internal_detail(e.what())));
       }
       return;
     case Router::Match::kNoMethod:
@@ -504,7 +509,8 @@ bool JobsApi::authorize(Request& request, const Route& route, const ResponseWrit
   if (!token.empty()) {
     auto found = service_.authenticate(token);
     if (!found.ok()) {
-      writer->respond(problem(503, "cannot check the token: " + found.error().message)
+      writer->respond(problem(503, "cannot check the token: " +
+                                       public_database_detail(found.error().message))
                           .header("Retry-After", "1"));
       return false;
     }
@@ -595,12 +601,13 @@ std::optional<Response> submit_failure(const SubmitOutcome& outcome) {
           {{"hint", "an Idempotency-Key names one job spec; use a new key for a different spec"},
            {"job_id", outcome.id}});
     case SubmitOutcome::Kind::kUnavailable:
-      return problem(503, outcome.message, {{"hint", "retry after the database is back"}})
+      return problem(503, public_database_detail(outcome.message),
+                     {{"hint", "retry after the database is back"}})
           .header("Retry-After", "1");
     case SubmitOutcome::Kind::kError:
       break;
   }
-  return problem(500, outcome.message);
+  return problem(500, public_internal_detail(outcome.message));
 }
 
 // The request's Idempotency-Key header into *key (nullopt when absent);
