@@ -477,6 +477,7 @@ int run_serve(const std::vector<std::string>& args) {
   manager_options.fair_share.half_life = options.fair_share_half_life;
   manager_options.readiness_probe.timeout =
       std::min<std::chrono::milliseconds>(db_timeout, std::chrono::seconds(2));
+  manager_options.readiness_probe.write_probe = true;  // /readyz: writes too (migration 034)
   JobManager manager(**pool, cluster ? scheduler::PoolLayout{} : *layout, manager_options);
   if (db::Status started = manager.start(); !started.ok()) {
     std::cerr << "tpujobs serve: " << started.error().message << "\n";
