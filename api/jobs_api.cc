@@ -454,6 +454,12 @@ void JobsApi::handle(Request request, ResponseWriterPtr writer) {
   switch (router_.match(request.method, request.path, &route, &params, &allowed)) {
     case Router::Match::kFound:
       if (!utf8_query(request, writer) || !authorize(request, *route, writer)) return;
+      if (options_.limits && route->access != Access::kOpen) {
+        if (auto refused = options_.limits->admit_request(request.tenant)) {
+          writer->respond(std::move(*refused));
+          return;
+        }
+      }
       try {
         route->handler(request, params, writer);
       } catch (const std::exception& e) {
@@ -654,6 +660,12 @@ void JobsApi::submit(Request& request, ResponseWriterPtr writer) {
     writer->respond(spec_problems(checked.errors, checked.warnings));
     return;
   }
+  if (options_.limits) {
+    if (auto refused = options_.limits->admit_submit(request.tenant, 1, false)) {
+      writer->respond(std::move(*refused));
+      return;
+    }
+  }
   service_.submit(submit_request(request.tenant, std::move(checked), std::move(key)),
                   [writer](SubmitOutcome outcome) {
                     if (std::optional<Response> failure = submit_failure(outcome)) {
@@ -720,6 +732,13 @@ void JobsApi::submit_sweep(Request& request, json body, std::optional<std::strin
   std::optional<std::vector<SubmitRequest>> children =
       check_sweep(request.tenant, body, key, writer);
   if (!children) return;
+  if (options_.limits) {  // the whole sweep, or none of it
+    if (auto refused = options_.limits->admit_submit(
+            request.tenant, static_cast<std::int64_t>(children->size()), true)) {
+      writer->respond(std::move(*refused));
+      return;
+    }
+  }
   service_.submit_array(std::move(*children), [writer](std::vector<SubmitOutcome> outcomes) {
     bool created = false;
     json jobs = json::array();
@@ -844,6 +863,7 @@ void JobsApi::add_routes() {
   add_dataset_routes();
   add_service_routes();
   add_notification_routes();
+  add_limit_routes();
 }
 
 void JobsApi::add_job_routes() {
@@ -1120,6 +1140,7 @@ void JobsApi::add_service_routes() {
                 response.body += latency_.prometheus();
                 response.body += followers_->prometheus() + waiters_->prometheus();
                 if (options_.more_metrics) response.body += options_.more_metrics();
+                if (options_.limits) response.body += options_.limits->prometheus();
                 w->respond(std::move(response));
               });
   router_.add("GET", "/openapi.json", Access::kOpen,

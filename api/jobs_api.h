@@ -12,6 +12,7 @@
 #include "api/notification_service.h"
 #include "api/router.h"
 #include "api/stream_slots.h"
+#include "api/tenant_limits.h"
 #include "base/mutex.h"
 
 namespace tpujobs::api {
@@ -46,6 +47,8 @@ struct ApiOptions {
   StreamLimits waiters{64, 4096};
   // More Prometheus text for /metrics (the HTTP server's counters); may be empty.
   std::function<std::string()> more_metrics;
+  // Per-tenant limits (api/tenant_limits.h); null: none. Must outlive the API.
+  TenantLimiter* limits = nullptr;
 };
 
 class JobsApi final : public Handler {
@@ -67,6 +70,8 @@ class JobsApi final : public Handler {
   void add_service_routes();
   // GET /v1/jobs/{id}/notifications, the tenant's secret, the allow-list.
   void add_notification_routes();
+  // GET/POST /v1/tenants/{tenant}/limits (api/limits_routes.cc).
+  void add_limit_routes();
   // Works out who is asking and whether they may use `route`; answers
   // 401/403/503 itself and returns false when they may not.
   bool authorize(Request& request, const Route& route, const ResponseWriterPtr& writer);

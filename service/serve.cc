@@ -21,6 +21,7 @@
 #include "db/embedded_postgres.h"
 #include "db/migrate.h"
 #include "db/notification_repository.h"
+#include "db/tenant_limits_repository.h"
 #include "db/token_repository.h"
 #include "service/agent.h"
 #include "service/http_server.h"
@@ -80,6 +81,13 @@ options:
                          over them 503 / 429 with Retry-After (0: no bound)
   --max-waiters N, --max-waiters-per-tenant N
                          open GET .../wait long-polls in all and per tenant (default 4096, 64)
+  --default-max-queued N, --default-max-array-size N
+                         per-tenant limits for tenants without their own (POST
+                         /v1/tenants/{tenant}/limits): jobs queued at once (default 10000)
+                         and a sweep's size (default 256); 0: no bound
+  --default-submits-per-second R, --default-submit-burst N,
+  --default-requests-per-second R, --default-request-burst N
+                         per-tenant token buckets (default 0: no bound); over a limit 429
   -h, --help             this text
 
 At start, serve raises its soft limit of open files to the hard limit.
@@ -128,7 +136,57 @@ struct ServeOptions {
   int stream_buffer_limit = 4 << 20;
   api::StreamLimits followers{16, 1024};
   api::StreamLimits waiters{64, 4096};
+  // Per-tenant limits' defaults; 0: no bound.
+  int default_max_queued = 10000;
+  int default_max_array_size = 256;
+  int default_submits_per_second = 0;
+  int default_submit_burst = 0;
+  int default_requests_per_second = 0;
+  int default_request_burst = 0;
 };
+
+// The field a --default-... limit flag sets; nullptr for another name.
+int* default_limit(const std::string& name, ServeOptions* options) {
+  if (name == "--default-max-queued") return &options->default_max_queued;
+  if (name == "--default-max-array-size") return &options->default_max_array_size;
+  if (name == "--default-submits-per-second") return &options->default_submits_per_second;
+  if (name == "--default-submit-burst") return &options->default_submit_burst;
+  if (name == "--default-requests-per-second") return &options->default_requests_per_second;
+  if (name == "--default-request-burst") return &options->default_request_burst;
+  return nullptr;
+}
+
+// The tenant limiter's defaults and its storage (db/tenant_limits_repository).
+api::TenantLimits default_limits(const ServeOptions& o) {
+  auto bound = [](int v) { return v > 0 ? std::optional<std::int64_t>(v) : std::nullopt; };
+  auto rate = [](int v) { return v > 0 ? std::optional<double>(v) : std::nullopt; };
+  return {bound(o.default_max_queued),          rate(o.default_submits_per_second),
+          bound(o.default_submit_burst),        rate(o.default_requests_per_second),
+          bound(o.default_request_burst),       bound(o.default_max_array_size)};
+}
+
+api::LimitsBackend limits_backend(db::ConnectionPool& pool) {
+  auto repo = std::make_shared<db::TenantLimitsRepository>(pool);
+  api::LimitsBackend backend;
+  backend.load = [repo]() -> base::Result<std::map<std::string, api::TenantLimits>> {
+    auto rows = repo->load_all();
+    if (!rows.ok()) return rows.error();
+    std::map<std::string, api::TenantLimits> out;
+    for (const auto& [tenant, r] : *rows) {
+      out[tenant] = {r.max_queued,          r.submits_per_second, r.submit_burst,
+                     r.requests_per_second, r.request_burst,      r.max_array_size};
+    }
+    return out;
+  };
+  backend.save = [repo](const std::string& tenant, const api::TenantLimits& l) {
+    return repo->set(tenant, {l.max_queued, l.submits_per_second, l.submit_burst,
+                              l.requests_per_second, l.request_burst, l.max_array_size});
+  };
+  backend.queued = [repo](const std::string& tenant, std::int64_t at_most) {
+    return repo->count_queued(tenant, at_most);
+  };
+  return backend;
+}
 
 // Returns an error message, or "" with *options filled.
 std::string parse_options(const std::vector<std::string>& args, ServeOptions* options, bool* help) {
@@ -251,6 +309,8 @@ std::string parse_options(const std::vector<std::string>& args, ServeOptions* op
     } else if (name == "--max-followers-per-tenant" || name == "--max-waiters-per-tenant") {
       auto& limits = name == "--max-followers-per-tenant" ? options->followers : options->waiters;
       if (std::string e = number(0, 1 << 20, &limits.per_tenant); !e.empty()) return e;
+    } else if (name.rfind("--default-", 0) == 0 && default_limit(name, options)) {
+      if (std::string e = number(0, 1 << 30, default_limit(name, options)); !e.empty()) return e;
     } else if (name == "--max-body") {
       int bytes = 0;
       if (std::string e = number(1024, 64 << 20, &bytes); !e.empty()) return e;
@@ -553,6 +613,8 @@ int run_serve(const std::vector<std::string>& args) {
   api::ApiOptions api_options;
   api_options.static_file = [](std::string_view path) { return web_asset(path); };
   api_options.notifications = &notifier;
+  api::TenantLimiter limiter(limits_backend(**pool), default_limits(options));
+  api_options.limits = &limiter;
   api_options.followers = options.followers;
   api_options.waiters = options.waiters;
   const HttpServer* metrics_server = nullptr;  // set once it exists; read by /metrics
