@@ -33,19 +33,49 @@ TenantLimiter::TenantLimiter(LimitsBackend backend, TenantLimits defaults,
                              std::chrono::milliseconds refresh, Now now)
     : backend_(std::move(backend)), defaults_(defaults), refresh_(refresh), now_(std::move(now)) {}
 
+TenantLimiter::~TenantLimiter() {
+  {
+    base::MutexLock lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (refresher_.joinable()) refresher_.join();
+}
+
+void TenantLimiter::start_refresher() {
+  {
+    base::MutexLock lock(mutex_);
+    if (refresher_running_ || !backend_.load) return;
+    refresher_running_ = true;
+  }
+  reload();
+  refresher_ = std::thread([this] {
+    for (;;) {
+      {
+        base::MutexLock lock(mutex_);
+        lock.wait_for(wake_, refresh_, [this]() REQUIRES(mutex_) { return stopping_; });
+        if (stopping_) return;
+      }
+      reload();
+    }
+  });
+}
+
+void TenantLimiter::reload() {
+  // Read outside the lock; a failed read keeps what was read before.
+  auto loaded = backend_.load();
+  base::MutexLock lock(mutex_);
+  loaded_at_ = now_();
+  if (loaded.ok()) stored_ = std::move(*loaded);
+}
+
 TenantLimits TenantLimiter::effective(const std::string& tenant) {
   bool stale = false;
   {
     base::MutexLock lock(mutex_);
-    stale = !loaded_at_ || now_() - *loaded_at_ >= refresh_;
+    stale = !refresher_running_ && (!loaded_at_ || now_() - *loaded_at_ >= refresh_);
   }
-  if (stale && backend_.load) {
-    // Read outside the lock; a failed read keeps what was read before.
-    auto loaded = backend_.load();
-    base::MutexLock lock(mutex_);
-    loaded_at_ = now_();
-    if (loaded.ok()) stored_ = std::move(*loaded);
-  }
+  if (stale && backend_.load) reload();
   base::MutexLock lock(mutex_);
   TenantLimits own;
   if (auto it = stored_.find(tenant); it != stored_.end()) own = it->second;
@@ -117,9 +147,18 @@ std::optional<Response> TenantLimiter::admit_submit(const std::string& tenant, s
     }
   }
   if (limits.max_queued && backend_.queued) {
-    // A database that cannot count is the submit's own 503 to give.
+    // A database that cannot count would not store the jobs either: the
+    // submit's 503 now, rather than after a second wait.
     auto queued = backend_.queued(tenant, *limits.max_queued);
-    if (queued.ok() && *queued + jobs > *limits.max_queued) {
+    if (!queued.ok()) {
+      return problem(503,
+                     public_database_detail("the job was not stored: the database could not be "
+                                            "reached (" +
+                                            queued.error().message + "); submit it again later"),
+                     {{"hint", "retry after the database is back"}})
+          .header("Retry-After", "1");
+    }
+    if (*queued + jobs > *limits.max_queued) {
       base::MutexLock lock(mutex_);
       ++refused_["max_queued"];
       return refusal("max_queued", *limits.max_queued, *queued,
@@ -190,8 +229,11 @@ std::optional<Response> TenantLimiter::set(const std::string& tenant, const std:
     return problem(503, public_database_detail(saved.error().message))
         .header("Retry-After", "1");
   }
-  base::MutexLock lock(mutex_);
-  loaded_at_.reset();  // this replica reads them at once; the others within `refresh`
+  {
+    base::MutexLock lock(mutex_);
+    loaded_at_.reset();  // this replica reads them at once; the others within `refresh`
+  }
+  if (backend_.load) reload();
   return std::nullopt;
 }
 

@@ -11,11 +11,13 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "api/http.h"
 #include "base/mutex.h"
@@ -48,6 +50,14 @@ class TenantLimiter {
   TenantLimiter(LimitsBackend backend, TenantLimits defaults,
                 std::chrono::milliseconds refresh = std::chrono::seconds(1),
                 Now now = [] { return std::chrono::steady_clock::now(); });
+  ~TenantLimiter();  // stops the refresher
+  TenantLimiter(const TenantLimiter&) = delete;
+  TenantLimiter& operator=(const TenantLimiter&) = delete;
+
+  // Reads the stored limits every `refresh` on a thread of its own, so that
+  // no request waits on the database for them (one that hangs included).
+  // Without it (tests), a request finding them stale reads them itself.
+  void start_refresher();
 
   // nullopt: the request may go on; else the 429 to answer.
   std::optional<Response> admit_request(const std::string& tenant);
@@ -69,6 +79,7 @@ class TenantLimiter {
     std::chrono::steady_clock::time_point at{};
   };
   TenantLimits effective(const std::string& tenant);
+  void reload();
   // Takes `n` tokens; nullopt when taken, else the seconds until they are there.
   std::optional<double> take(Bucket& bucket, double rate, std::int64_t burst, double n)
       REQUIRES(mutex_);
@@ -83,6 +94,10 @@ class TenantLimiter {
   std::map<std::string, Bucket> request_buckets_ GUARDED_BY(mutex_);
   std::map<std::string, Bucket> submit_buckets_ GUARDED_BY(mutex_);
   std::map<std::string, std::uint64_t> refused_ GUARDED_BY(mutex_);  // by limit name
+  bool refresher_running_ GUARDED_BY(mutex_) = false;
+  bool stopping_ GUARDED_BY(mutex_) = false;
+  std::condition_variable wake_;
+  std::thread refresher_;
 };
 
 }  // namespace tpujobs::api

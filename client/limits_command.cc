@@ -12,7 +12,6 @@ constexpr std::chrono::seconds kTimeout{30};
 
 HttpResponse send(const CommandLine& line, const ClientContext& context, HttpRequest request) {
   if (!line.token.empty()) request.headers.emplace_back("Authorization", "Bearer " + line.token);
-  request.headers.emplace_back("Content-Type", "application/json");
   return context.http->send(request, kTimeout);
 }
 

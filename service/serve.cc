@@ -614,6 +614,7 @@ int run_serve(const std::vector<std::string>& args) {
   api_options.static_file = [](std::string_view path) { return web_asset(path); };
   api_options.notifications = &notifier;
   api::TenantLimiter limiter(limits_backend(**pool), default_limits(options));
+  limiter.start_refresher();  // no request waits on the database for the limits
   api_options.limits = &limiter;
   api_options.followers = options.followers;
   api_options.waiters = options.waiters;

@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <mutex>
+#include <thread>
+
 #include "api/jobs_api.h"
 #include "api/url.h"
 #include "fake_job_service.h"
@@ -18,10 +22,13 @@ using testing::FakeJobService;
 struct FakeStore {
   std::map<std::string, TenantLimits> rows;
   std::int64_t queued = 0;
-  int loads = 0;
+  bool database_away = false;
+  std::atomic<int> loads = 0;
+  std::mutex mutex;  // the refresher's thread reads `rows`
   LimitsBackend backend() {
     return {[this]() -> base::Result<std::map<std::string, TenantLimits>> {
               ++loads;
+              std::lock_guard lock(mutex);
               return rows;
             },
             [this](const std::string& tenant, const TenantLimits& l) {
@@ -29,6 +36,9 @@ struct FakeStore {
               return base::Status::Ok();
             },
             [this](const std::string&, std::int64_t at_most) -> base::Result<std::int64_t> {
+              if (database_away)
+                return base::make_error(base::ErrorCode::kUnavailable,
+                                        "could not connect to server: /tmp/.s.PGSQL.5432");
               return std::min(queued, at_most);
             }};
   }
@@ -159,6 +169,37 @@ TEST(TenantLimits, EveryReplicaReadsStoredLimitsAtMostTheRefreshOld) {
   EXPECT_EQ(f.call("POST", "/v1/jobs", kSpec).status, 201);
   f.now += 1s;
   EXPECT_EQ(f.call("POST", "/v1/jobs", kSpec).status, 429);
+}
+
+TEST(TenantLimits, ADatabaseThatCannotCountTheQueueAnswers503NotStoredWithoutItsText) {
+  Fixture f;
+  f.store.rows["default"].max_queued = 5;
+  f.store.database_away = true;
+  Response r = f.call("POST", "/v1/jobs", kSpec);
+  ASSERT_EQ(r.status, 503) << r.body;
+  EXPECT_EQ(nlohmann::json::parse(r.body)["detail"],
+            "the job was not stored: the database could not be reached; submit it again later");
+  EXPECT_TRUE(f.service.submitted.empty());
+}
+
+TEST(TenantLimits, WithTheRefresherARequestNeverReadsTheStoreItself) {
+  FakeStore store;
+  TenantLimiter limiter(store.backend(), TenantLimits{}, 20ms);
+  limiter.start_refresher();
+  const int loads_at_start = store.loads;
+  EXPECT_FALSE(limiter.admit_submit("team-a", 3, true));
+  {
+    std::lock_guard lock(store.mutex);
+    store.rows["team-a"].max_array_size = 2;  // as another replica would store it
+  }
+  bool refused = false;
+  for (auto until = std::chrono::steady_clock::now() + 20s;
+       !refused && std::chrono::steady_clock::now() < until;) {
+    refused = limiter.admit_submit("team-a", 3, true).has_value();
+    if (!refused) std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_TRUE(refused) << "the refresher never read the new limit";
+  EXPECT_GT(store.loads, loads_at_start);
 }
 
 }  // namespace
