@@ -206,14 +206,26 @@ class ObjectReader {
     return j.dump();
   }
 
+  // The work is bounded whatever the body holds: "did you mean" (an edit
+  // distance against every known field) only for the first few unknown
+  // keys and only short ones, the list of known fields once, and at most
+  // kMaxUnknownReported errors, then one that counts the rest.
   void report_unknown() {
     if (!object_.is_object()) return;
+    constexpr std::size_t kMaxSuggestions = 8;
+    constexpr std::size_t kMaxSuggestedKeyLength = 32;
+    constexpr std::size_t kMaxUnknownReported = 20;
+    std::size_t unknown = 0;
     for (auto it = object_.begin(); it != object_.end(); ++it) {
       if (std::find(seen_.begin(), seen_.end(), it.key()) != seen_.end()) continue;
+      if (++unknown > kMaxUnknownReported) continue;
       std::string hint;
       const auto& known = known_fields(schema_);
       std::size_t best = 3;
-      for (const std::string& candidate : known) {
+      const bool suggest =
+          unknown <= kMaxSuggestions && it.key().size() <= kMaxSuggestedKeyLength;
+      for (std::size_t k = 0; suggest && k < known.size(); ++k) {
+        const std::string& candidate = known[k];
         const std::size_t d = edit_distance(it.key(), candidate);
         if (d < best) {
           best = d;
@@ -225,7 +237,14 @@ class ObjectReader {
         for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
         hint = "known fields here: " + list;
       }
-      errors_->push_back({join_path(path_, it.key()), "unknown field", hint});
+      errors_->push_back({join_path(path_, it.key().substr(0, 128)), "unknown field", hint});
+    }
+    if (unknown > kMaxUnknownReported) {
+      errors_->push_back({path_,
+                          std::to_string(unknown - kMaxUnknownReported) +
+                              " more unknown fields (the first " +
+                              std::to_string(kMaxUnknownReported) + " are listed)",
+                          "remove the fields this version does not know"});
     }
   }
 
@@ -537,6 +556,11 @@ std::optional<std::chrono::milliseconds> duration_field(ObjectReader& r, std::st
     r.error(key,
             "must be a duration such as \"30m\", \"90s\" or \"1h30m\" (at most 30 days), got " +
                 value->dump().substr(0, 64));
+  } else if (*parsed < std::chrono::milliseconds(1)) {
+    // The clock counts whole milliseconds: this would be a zero.
+    r.error(key, "must be at least 1ms (the clock's resolution), got " + value->dump().substr(0, 64),
+            "a duration below 1ms would be 0; give \"1ms\" or more, or leave the field out");
+    return std::nullopt;
   }
   return parsed;
 }

@@ -8,6 +8,7 @@
 #include "api/job_spec.h"
 #include "api/notify.h"
 #include "api/problem.h"
+#include "api/public_error.h"
 #include "api/sweep.h"
 
 namespace tpujobs::api {
@@ -254,18 +255,22 @@ Response answer(const JsonResult& result, int ok_status = 200) {
     case base::ErrorCode::kInvalid:
       return problem(422, result.error().message);
     case base::ErrorCode::kUnavailable:
-      return problem(503, "the database is unavailable: " + result.error().message)
+      return problem(503, public_database_detail(result.error().message))
           .header("Retry-After", "1");
     case base::ErrorCode::kInternal:
       break;
   }
-  return problem(500, result.error().message);
+  return problem(500, public_internal_detail(result.error().message));
 }
 
-// Job ids in paths are positive integers; anything else cannot exist.
+// Job ids in paths are positive integers in canonical decimal (no sign, no
+// leading zero: "/v1/jobs/01" is not job 1); anything else cannot exist.
 std::optional<std::int64_t> job_id(const PathParams& params, const ResponseWriterPtr& writer) {
   auto it = params.find("id");
-  std::optional<std::int64_t> id = it == params.end() ? std::nullopt : parse_int(it->second);
+  const bool canonical =
+      it != params.end() && !it->second.empty() && it->second.front() >= '1' &&
+      it->second.front() <= '9';
+  std::optional<std::int64_t> id = canonical ? parse_int(it->second) : std::nullopt;
   if (!id || *id <= 0) {
     writer->respond(
         problem(404, "no job '" + (it == params.end() ? "" : it->second.substr(0, 64)) + "'"));
@@ -433,7 +438,12 @@ std::string LatencyHistogram::prometheus() const {
 }
 
 JobsApi::JobsApi(JobService& service, ApiOptions options)
-    : service_(service), options_(std::move(options)) {
+    : service_(service),
+      options_(std::move(options)),
+      followers_(StreamSlots::create("log followers", "tpujobs_log_followers",
+                                     options_.followers)),
+      waiters_(StreamSlots::create("long-poll waiters", "tpujobs_wait_requests",
+                                   options_.waiters)) {
   add_routes();
 }
 
@@ -444,10 +454,16 @@ void JobsApi::handle(Request request, ResponseWriterPtr writer) {
   switch (router_.match(request.method, request.path, &route, &params, &allowed)) {
     case Router::Match::kFound:
       if (!utf8_query(request, writer) || !authorize(request, *route, writer)) return;
+      if (options_.limits && route->access != Access::kOpen) {
+        if (auto refused = options_.limits->admit_request(request.tenant)) {
+          writer->respond(std::move(*refused));
+          return;
+        }
+      }
       try {
         route->handler(request, params, writer);
       } catch (const std::exception& e) {
-        writer->respond(problem(500, std::string("internal error: ") + e.what()));
+        writer->respond(problem(500, public_internal_detail(e.what())));
       }
       return;
     case Router::Match::kNoMethod:
@@ -499,7 +515,8 @@ bool JobsApi::authorize(Request& request, const Route& route, const ResponseWrit
   if (!token.empty()) {
     auto found = service_.authenticate(token);
     if (!found.ok()) {
-      writer->respond(problem(503, "cannot check the token: " + found.error().message)
+      writer->respond(problem(503, "cannot check the token: " +
+                                       public_database_detail(found.error().message))
                           .header("Retry-After", "1"));
       return false;
     }
@@ -590,12 +607,13 @@ std::optional<Response> submit_failure(const SubmitOutcome& outcome) {
           {{"hint", "an Idempotency-Key names one job spec; use a new key for a different spec"},
            {"job_id", outcome.id}});
     case SubmitOutcome::Kind::kUnavailable:
-      return problem(503, outcome.message, {{"hint", "retry after the database is back"}})
+      return problem(503, public_database_detail(outcome.message),
+                     {{"hint", "retry after the database is back"}})
           .header("Retry-After", "1");
     case SubmitOutcome::Kind::kError:
       break;
   }
-  return problem(500, outcome.message);
+  return problem(500, public_internal_detail(outcome.message));
 }
 
 // The request's Idempotency-Key header into *key (nullopt when absent);
@@ -642,6 +660,12 @@ void JobsApi::submit(Request& request, ResponseWriterPtr writer) {
     writer->respond(spec_problems(checked.errors, checked.warnings));
     return;
   }
+  if (options_.limits) {
+    if (auto refused = options_.limits->admit_submit(request.tenant, 1, false)) {
+      writer->respond(std::move(*refused));
+      return;
+    }
+  }
   service_.submit(submit_request(request.tenant, std::move(checked), std::move(key)),
                   [writer](SubmitOutcome outcome) {
                     if (std::optional<Response> failure = submit_failure(outcome)) {
@@ -660,7 +684,9 @@ std::optional<std::vector<SubmitRequest>> JobsApi::check_sweep(
     const std::string& tenant, const json& body, const std::optional<std::string>& key,
     const ResponseWriterPtr& writer) {
   std::vector<FieldError> errors;
-  std::vector<SweepChild> children = expand_sweep(body, &errors);
+  // The first child alone first: a spec wrong in every child (unknown
+  // fields, a bad type) costs one copy and one check, not 256.
+  std::vector<SweepChild> children = expand_sweep(body, &errors, 1);
   if (!errors.empty()) {
     writer->respond(spec_problems(errors, {}));
     return std::nullopt;
@@ -669,7 +695,8 @@ std::optional<std::vector<SubmitRequest>> JobsApi::check_sweep(
   constexpr std::size_t kMaxErrors = 50;
   std::vector<SubmitRequest> requests;
   std::vector<std::string> warnings;
-  for (SweepChild& child : children) {
+  for (std::size_t n = 0; n < children.size(); ++n) {
+    SweepChild& child = children[n];
     CheckedSpec checked =
         check_spec(std::move(child.spec), tenant, service_, options_.notifications);
     if (checked.failure) {
@@ -683,7 +710,7 @@ std::optional<std::vector<SubmitRequest>> JobsApi::check_sweep(
                   e.message;
       errors.push_back(std::move(e));
     }
-    if (!errors.empty()) continue;
+    if (!errors.empty()) break;  // the sweep is refused: the other children need no check
     if (warnings.empty()) warnings = checked.warnings;
     std::optional<std::string> child_key;
     if (key) child_key = *key + "#" + std::to_string(child.index);
@@ -691,6 +718,7 @@ std::optional<std::vector<SubmitRequest>> JobsApi::check_sweep(
     request.array_index = child.index;
     request.array_values = std::move(child.values);
     requests.push_back(std::move(request));
+    if (n == 0) children = expand_sweep(body, &errors);  // the first is valid: now the rest
   }
   if (!errors.empty()) {
     writer->respond(spec_problems(errors, warnings));
@@ -704,6 +732,13 @@ void JobsApi::submit_sweep(Request& request, json body, std::optional<std::strin
   std::optional<std::vector<SubmitRequest>> children =
       check_sweep(request.tenant, body, key, writer);
   if (!children) return;
+  if (options_.limits) {  // the whole sweep, or none of it
+    if (auto refused = options_.limits->admit_submit(
+            request.tenant, static_cast<std::int64_t>(children->size()), true)) {
+      writer->respond(std::move(*refused));
+      return;
+    }
+  }
   service_.submit_array(std::move(*children), [writer](std::vector<SubmitOutcome> outcomes) {
     bool created = false;
     json jobs = json::array();
@@ -828,6 +863,7 @@ void JobsApi::add_routes() {
   add_dataset_routes();
   add_service_routes();
   add_notification_routes();
+  add_limit_routes();
 }
 
 void JobsApi::add_job_routes() {
@@ -909,6 +945,9 @@ void JobsApi::add_job_routes() {
                 if (!id) return;
                 std::int64_t seconds = 30;
                 if (!query_int(r, w, "timeout", 0, 300, &seconds)) return;
+                auto admitted = waiters_->admit(r.tenant, std::move(w));
+                if (!admitted) return;
+                w = std::move(*admitted);
                 service_.wait_job(*id, r.tenant, std::chrono::seconds(seconds),
                                   [w](JsonResult result) { w->respond(answer(result)); });
               });
@@ -935,7 +974,8 @@ void JobsApi::add_job_routes() {
             r.header("accept").find("text/event-stream") != std::string_view::npos ||
             r.query_value("follow") == "true";
         if (follow) {
-          service_.follow_logs(*id, r.tenant, after, w);
+          auto admitted = followers_->admit(r.tenant, std::move(w));
+          if (admitted) service_.follow_logs(*id, r.tenant, after, std::move(*admitted));
           return;
         }
         w->respond(answer(service_.job_logs(*id, r.tenant, after, static_cast<int>(limit))));
@@ -1098,6 +1138,9 @@ void JobsApi::add_service_routes() {
                 if (options_.notifications)
                   response.body += options_.notifications->prometheus_metrics();
                 response.body += latency_.prometheus();
+                response.body += followers_->prometheus() + waiters_->prometheus();
+                if (options_.more_metrics) response.body += options_.more_metrics();
+                if (options_.limits) response.body += options_.limits->prometheus();
                 w->respond(std::move(response));
               });
   router_.add("GET", "/openapi.json", Access::kOpen,

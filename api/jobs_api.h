@@ -11,6 +11,8 @@
 #include "api/job_service.h"
 #include "api/notification_service.h"
 #include "api/router.h"
+#include "api/stream_slots.h"
+#include "api/tenant_limits.h"
 #include "base/mutex.h"
 
 namespace tpujobs::api {
@@ -40,6 +42,13 @@ struct ApiOptions {
   // Job notifications (api/notify.h); null: a spec with "notify" is refused
   // and the notification routes answer 503. Must outlive the API.
   NotificationService* notifications = nullptr;
+  // Bounds on log followers (SSE) and long-poll waiters (api/stream_slots.h).
+  StreamLimits followers{16, 1024};
+  StreamLimits waiters{64, 4096};
+  // More Prometheus text for /metrics (the HTTP server's counters); may be empty.
+  std::function<std::string()> more_metrics;
+  // Per-tenant limits (api/tenant_limits.h); null: none. Must outlive the API.
+  TenantLimiter* limits = nullptr;
 };
 
 class JobsApi final : public Handler {
@@ -61,6 +70,8 @@ class JobsApi final : public Handler {
   void add_service_routes();
   // GET /v1/jobs/{id}/notifications, the tenant's secret, the allow-list.
   void add_notification_routes();
+  // GET/POST /v1/tenants/{tenant}/limits (api/limits_routes.cc).
+  void add_limit_routes();
   // Works out who is asking and whether they may use `route`; answers
   // 401/403/503 itself and returns false when they may not.
   bool authorize(Request& request, const Route& route, const ResponseWriterPtr& writer);
@@ -83,6 +94,8 @@ class JobsApi final : public Handler {
   ApiOptions options_;
   Router router_;
   LatencyHistogram latency_;
+  std::shared_ptr<StreamSlots> followers_;
+  std::shared_ptr<StreamSlots> waiters_;
 };
 
 // The OpenAPI document the service publishes at /openapi.json.

@@ -66,12 +66,19 @@ Response problem(int status, std::string_view detail, nlohmann::json extra) {
 
 Response spec_problems(const std::vector<FieldError>& errors,
                        const std::vector<std::string>& warnings) {
+  // The answer stays small whatever the body held: the first
+  // kMaxListedErrors problems, and the count of all of them.
+  constexpr std::size_t kMaxListedErrors = 100;
   nlohmann::json list = nlohmann::json::array();
-  for (const FieldError& e : errors) list.push_back(to_json(e));
+  for (std::size_t i = 0; i < errors.size() && i < kMaxListedErrors; ++i)
+    list.push_back(to_json(errors[i]));
   std::string detail = errors.size() == 1
                            ? errors.front().message
                            : std::to_string(errors.size()) + " problems with the job spec";
+  if (errors.size() > kMaxListedErrors)
+    detail += " (the first " + std::to_string(kMaxListedErrors) + " are listed)";
   nlohmann::json extra = {{"errors", list}};
+  if (errors.size() > kMaxListedErrors) extra["errors_total"] = errors.size();
   if (!warnings.empty()) extra["warnings"] = warnings;
   return problem(422, detail, extra);
 }

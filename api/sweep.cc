@@ -1,5 +1,6 @@
 #include "api/sweep.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -82,7 +83,8 @@ std::optional<std::string> set_path(json& spec, const std::vector<Segment>& segm
 
 }  // namespace
 
-std::vector<SweepChild> expand_sweep(const json& body, std::vector<FieldError>* errors) {
+std::vector<SweepChild> expand_sweep(const json& body, std::vector<FieldError>* errors,
+                                     std::size_t max_children) {
   const std::size_t errors_before = errors->size();
   const json& sweep = body.at("sweep");
   const char* example = "e.g. {\"optimizer.lr\": [0.001, 0.003], \"data.batch_size\": [32, 64]}";
@@ -132,6 +134,7 @@ std::vector<SweepChild> expand_sweep(const json& body, std::vector<FieldError>* 
   json base = body;
   base.erase("sweep");
   std::vector<SweepChild> out;
+  children = std::min(children, max_children);
   out.reserve(children);
   for (std::size_t n = 0; n < children; ++n) {
     SweepChild child;

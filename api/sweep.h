@@ -27,6 +27,10 @@ struct SweepChild {
 // element of an array that exists ("model.layers[0].out"); missing objects
 // on the way are created. Errors name "sweep" or "sweep.<path>" and say
 // what to change; no children are returned when there is one.
-std::vector<SweepChild> expand_sweep(const nlohmann::json& body, std::vector<FieldError>* errors);
+// With `max_children`, only the first that many children are made (the
+// spec is copied once per child: a caller checks the first before paying
+// for the rest).
+std::vector<SweepChild> expand_sweep(const nlohmann::json& body, std::vector<FieldError>* errors,
+                                     std::size_t max_children = kMaxSweepChildren);
 
 }  // namespace tpujobs::api

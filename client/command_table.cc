@@ -254,6 +254,14 @@ port), host:port (127.0.0.1:9000) or an http:// URL prefix
 (http://hooks.example/tpujobs/). A job's notify.url must match one.
 )",
        declare_notify_allow},
+      {"limits", "TENANT...", "show or set a tenant's limits (admin)",
+       R"(tpujobs limits TENANT prints the tenant's limits in effect (its own, else the
+service's defaults). tpujobs limits TENANT LIMIT=VALUE ... sets some (admin token):
+max_queued, submits_per_second, submit_burst, requests_per_second, request_burst,
+max_array_size; VALUE "default" gives one back to the service's default. Over a
+limit requests are answered 429 with Retry-After (README "Limits").
+)",
+       declare_nothing},
   };
   return declarations;
 }

@@ -18,6 +18,7 @@
 #include "base/text_table.h"
 #include "client/event_stream.h"
 #include "client/junit_report.h"
+#include "client/limits_command.h"
 
 namespace tpujobs::client {
 namespace {
@@ -92,6 +93,7 @@ class Client {
     if (command == "upload") return upload();
     if (command == "notify-secret") return notify_secret();
     if (command == "notify-allow") return notify_allow();
+    if (command == "limits") return run_limits_command(line_, context_);
     err_ << "tpujobs: unknown command '" << command << "'\n";
     return kExitRejected;
   }

@@ -1,13 +1,27 @@
 #include "db/database_probe.h"
 
+#include <unistd.h>
+
+#include <array>
+#include <iostream>
 #include <memory>
 
 #include "db/connection.h"
 
 namespace tpujobs::db {
 
+namespace {
+
+std::string instance_name() {
+  std::array<char, 256> host{};
+  if (gethostname(host.data(), host.size() - 1) != 0) host[0] = '\0';
+  return std::string(host.data()) + ":" + std::to_string(getpid());
+}
+
+}  // namespace
+
 DatabaseProbe::DatabaseProbe(std::string conninfo, Options options)
-    : conninfo_(std::move(conninfo)), options_(options) {}
+    : conninfo_(std::move(conninfo)), options_(options), instance_(instance_name()) {}
 
 DatabaseProbe::~DatabaseProbe() { stop(); }
 
@@ -27,7 +41,7 @@ void DatabaseProbe::stop() {
 }
 
 bool DatabaseProbe::ready() const {
-  if (!answered_) return false;
+  if (!answered_ || writes_failing_) return false;
   const auto answered_at =
       std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(answered_at_));
   return std::chrono::steady_clock::now() - answered_at <= options_.interval + 2 * options_.timeout;
@@ -53,7 +67,36 @@ bool DatabaseProbe::probe_once() {
   const bool answered = connection_ && connection_->execute("SELECT 1").ok();
   if (answered) answered_at_ = std::chrono::steady_clock::now().time_since_epoch().count();
   answered_ = answered;
+  if (answered && options_.write_probe &&
+      (writes_failing_ || std::chrono::steady_clock::now() >= next_write_)) {
+    probe_write();
+  }
   return answered;
+}
+
+void DatabaseProbe::note_write(bool ok) {
+  if (!ok && !writes_failing_.exchange(true))
+    std::cerr << "tpujobs: a write failed: not ready until a probe write succeeds\n";
+  // A success clears nothing: a write that fits a page already allocated
+  // can succeed on a full disk. Only the probe's own write does.
+}
+
+void DatabaseProbe::probe_write() {
+  next_write_ = std::chrono::steady_clock::now() + options_.write_interval;
+  // Rows of processes gone for a day are removed on the way.
+  Result<QueryResult> written = connection_->execute(
+      "WITH gone AS (DELETE FROM readiness_probe WHERE instance <> $1::text"
+      " AND probed_at < now() - interval '1 day')"
+      " INSERT INTO readiness_probe (instance, probed_at) VALUES ($1::text, now())"
+      " ON CONFLICT (instance) DO UPDATE SET probed_at = excluded.probed_at",
+      {instance_});
+  const bool failing = !written.ok();
+  if (writes_failing_.exchange(failing) != failing) {
+    std::cerr << "tpujobs: readiness: "
+              << (failing ? "the database refuses writes: " + written.error().message
+                          : std::string("the database takes writes again"))
+              << "\n";
+  }
 }
 
 }  // namespace tpujobs::db

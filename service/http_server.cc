@@ -61,6 +61,10 @@ struct ServerState {
   std::atomic<std::int64_t> in_flight{0};
   std::atomic<std::int64_t> connections{0};
   std::atomic<bool> stopping{false};
+  std::atomic<std::uint64_t> accept_backoffs{0};
+  std::atomic<std::uint64_t> first_byte_timeouts{0};
+  std::atomic<std::uint64_t> idle_timeouts{0};
+  std::atomic<std::uint64_t> slow_streams_cut_off{0};
 };
 
 class Session;
@@ -119,7 +123,12 @@ class Session : public std::enable_shared_from_this<Session> {
   bool post_stream_data(std::string data) {
     if (stream_closed_) return false;
     asio::post(stream_.get_executor(), [self = shared_from_this(), d = std::move(data)]() mutable {
-      if (self->head_request_) return;  // HEAD: the headers only
+      if (self->head_request_ || self->phase_ == Phase::kClosed) return;  // HEAD: headers only
+      self->stream_queued_bytes_ += d.size();
+      if (self->stream_queued_bytes_ > self->state_.options.stream_buffer_limit) {
+        ++self->state_.slow_streams_cut_off;
+        return self->close();  // the client does not read: cut it off
+      }
       self->stream_queue_.push_back(std::move(d));
       self->pump_stream();
     });
@@ -140,10 +149,16 @@ class Session : public std::enable_shared_from_this<Session> {
     if (state_.stopping) return close();
     phase_ = Phase::kIdle;
     if (buffer_.size() > 0) return read_header();
-    stream_.expires_after(state_.options.idle_timeout);
+    const bool first = !spoke_;
+    stream_.expires_after(first ? state_.options.first_byte_timeout : state_.options.idle_timeout);
     stream_.async_read_some(buffer_.prepare(4096),
-                            [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                            [self = shared_from_this(), first](beast::error_code ec, std::size_t n) {
+                              if (ec == beast::error::timeout) {
+                                ++(first ? self->state_.first_byte_timeouts
+                                         : self->state_.idle_timeouts);
+                              }
                               if (ec) return self->close();
+                              self->spoke_ = true;
                               self->buffer_.commit(n);
                               self->read_header();
                             });
@@ -323,9 +338,11 @@ class Session : public std::enable_shared_from_this<Session> {
     if (head_request_) {
       // HEAD on a stream: the headers, then the end.
       stream_queue_.clear();
+      stream_queued_bytes_ = 0;
       stream_end_requested_ = true;
       stream_closed_ = true;
     }
+    stream_queued_bytes_ += raw.size();
     stream_queue_.push_front(std::move(raw));
     stream_.expires_never();
     finish_request(head.status);
@@ -348,6 +365,7 @@ class Session : public std::enable_shared_from_this<Session> {
     asio::async_write(stream_.socket(), asio::buffer(*data),
                       [self = shared_from_this(), data](beast::error_code ec, std::size_t) {
                         self->stream_writing_ = false;
+                        self->stream_queued_bytes_ -= data->size();
                         if (ec) return self->close();
                         self->pump_stream();
                       });
@@ -402,6 +420,10 @@ class Session : public std::enable_shared_from_this<Session> {
   std::chrono::steady_clock::time_point request_received_;
   std::chrono::steady_clock::time_point linger_deadline_{};
   std::deque<std::string> stream_queue_;
+  // Bytes of the stream not yet written to the socket (queued, or being
+  // written): bounded by stream_buffer_limit.
+  std::size_t stream_queued_bytes_ = 0;
+  bool spoke_ = false;  // the client has sent at least one byte
   bool stream_writing_ = false;
   bool stream_end_requested_ = false;
   std::atomic<bool> stream_closed_{false};
@@ -523,6 +545,7 @@ class HttpServer::Impl {
     state_.stopping = true;
     asio::post(acceptor_.get_executor(), [this] {
       beast::error_code ignored;
+      accept_retry_.cancel();
       acceptor_.close(ignored);
     });
     for_each_session([](Session& s) { s.close_from_outside(false); });
@@ -568,12 +591,31 @@ class HttpServer::Impl {
         asio::make_strand(io_), [this](beast::error_code ec, tcp::socket socket) {
           if (ec) {
             if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
-            return accept();  // e.g. too many open files: keep serving the others
+            if (out_of_resources(ec)) return back_off();
+            return accept();  // e.g. a connection reset before it was taken
           }
           socket.set_option(tcp::no_delay(true), ec);
           std::make_shared<Session>(std::move(socket), state_, registry_)->start();
           accept();
         });
+  }
+
+  // Accept failed for want of descriptors or memory: the connection stays in
+  // the backlog, so trying again at once fails again at once (a spin that
+  // starves every thread). Wait for connections to close first.
+  static bool out_of_resources(const beast::error_code& ec) {
+    return ec == asio::error::no_descriptors ||  // EMFILE
+           ec == beast::error_code(ENFILE, beast::system_category()) ||
+           ec == asio::error::no_buffer_space || ec == asio::error::no_memory;
+  }
+
+  void back_off() {
+    ++state_.accept_backoffs;
+    accept_retry_.expires_after(state_.options.accept_backoff);
+    accept_retry_.async_wait([this](beast::error_code ec) {
+      if (ec || !acceptor_.is_open()) return;
+      accept();
+    });
   }
 
   // I/O threads inside a handler for longer than stuck_after.
@@ -636,6 +678,7 @@ class HttpServer::Impl {
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_{
       io_.get_executor()};
   tcp::acceptor acceptor_;
+  asio::steady_timer accept_retry_{acceptor_.get_executor()};
   SessionRegistry registry_;
   std::vector<std::thread> threads_;
   std::uint16_t port_ = 0;
@@ -660,5 +703,35 @@ void HttpServer::stop_accepting() { impl_->stop_accepting(); }
 void HttpServer::shutdown(std::chrono::milliseconds deadline) { impl_->shutdown(deadline); }
 std::int64_t HttpServer::in_flight() const { return impl_->state_.in_flight; }
 std::int64_t HttpServer::open_connections() const { return impl_->state_.connections; }
+
+HttpServerCounters HttpServer::counters() const {
+  const ServerState& s = impl_->state_;
+  return {s.accept_backoffs, s.first_byte_timeouts, s.idle_timeouts, s.slow_streams_cut_off};
+}
+
+std::string HttpServer::prometheus_metrics() const {
+  const HttpServerCounters c = counters();
+  std::string out;
+  auto add = [&out](std::string_view name, std::string_view type, std::string_view help,
+                    std::uint64_t value) {
+    out += "# HELP " + std::string(name) + " " + std::string(help) + "\n# TYPE " +
+           std::string(name) + " " + std::string(type) + "\n" + std::string(name) + " " +
+           std::to_string(value) + "\n";
+  };
+  add("tpujobs_http_open_connections", "gauge", "HTTP connections open now.",
+      static_cast<std::uint64_t>(std::max<std::int64_t>(0, open_connections())));
+  add("tpujobs_http_accept_backoffs_total", "counter",
+      "Times accept failed for want of descriptors or memory and the listener waited.",
+      c.accept_backoffs);
+  add("tpujobs_http_first_byte_timeouts_total", "counter",
+      "Connections closed because they sent nothing within --first-byte-timeout.",
+      c.first_byte_timeouts);
+  add("tpujobs_http_idle_timeouts_total", "counter",
+      "Keep-alive connections closed after --idle-timeout without a request.", c.idle_timeouts);
+  add("tpujobs_http_slow_streams_cut_off_total", "counter",
+      "Streams closed because the client read too slowly (--stream-buffer-limit).",
+      c.slow_streams_cut_off);
+  return out;
+}
 
 }  // namespace tpujobs::service

@@ -21,6 +21,17 @@ struct HttpServerOptions {
   std::chrono::milliseconds header_timeout{10000};  // whole header must arrive within
   std::chrono::milliseconds body_timeout{30000};    // whole body must arrive within
   std::chrono::milliseconds idle_timeout{60000};    // keep-alive connection with no request
+  // A new connection that sends nothing is closed after this (an idle
+  // keep-alive one, after idle_timeout): connections that never speak hold
+  // descriptors the others need.
+  std::chrono::milliseconds first_byte_timeout{5000};
+  // A stream (log follower) whose unsent data passes this many bytes is cut
+  // off: a client that does not read must not hold the server's memory.
+  std::size_t stream_buffer_limit = 4 << 20;
+  // After accept fails for want of descriptors or memory (EMFILE, ENFILE,
+  // ENOBUFS, ENOMEM), the listener waits this long before it tries again
+  // instead of retrying at once (which spins: the pending connection stays).
+  std::chrono::milliseconds accept_backoff{100};
   // Handlers run on the I/O thread that read the request (the cheapest
   // path). When every I/O thread has been inside a handler for longer than
   // `stuck_after` (handlers waiting on a database that hangs, up to its
@@ -29,6 +40,14 @@ struct HttpServerOptions {
   // still read and answered; a spare leaves once no thread is stuck.
   int spare_io_threads = 0;
   std::chrono::milliseconds stuck_after{100};
+};
+
+// What the server refused or cut off, since it started (Prometheus counters).
+struct HttpServerCounters {
+  std::uint64_t accept_backoffs = 0;        // accept failed for want of descriptors
+  std::uint64_t first_byte_timeouts = 0;    // connections closed before their first byte
+  std::uint64_t idle_timeouts = 0;          // keep-alive connections closed idle
+  std::uint64_t slow_streams_cut_off = 0;   // streams whose buffer passed its bound
 };
 
 class HttpServer {
@@ -53,6 +72,9 @@ class HttpServer {
 
   std::int64_t in_flight() const;
   std::int64_t open_connections() const;
+  HttpServerCounters counters() const;
+  // The counters and the open connections in Prometheus' text format.
+  std::string prometheus_metrics() const;
 
  private:
   class Impl;

@@ -408,6 +408,10 @@ db::Result<std::vector<db::InsertedJob>> JobManager::JobStore::insert_jobs(
     const std::vector<db::NewJob>& rows) {
   auto inserted = manager_.repo_.jobs.insert_jobs(rows);
   manager_.database_ok_ = inserted.ok() || inserted.code() != db::ErrorCode::kUnavailable;
+  // /readyz: a refused insert (full disk, read-only) is a failing write.
+  manager_.readiness_probe_.note_write(inserted.ok() ||
+                                       inserted.code() == db::ErrorCode::kConflict ||
+                                       inserted.code() == db::ErrorCode::kInvalid);
   if (!inserted.ok() && inserted.error().maybe_applied && !manager_.options_.cluster) {
     // (A cluster's leader reads the queue from the table: it finds them.)
     manager_.watch_unconfirmed_insert(inserted.error().server_process);

@@ -1,6 +1,7 @@
 #include "service/serve.h"
 
 #include <pthread.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include "db/embedded_postgres.h"
 #include "db/migrate.h"
 #include "db/notification_repository.h"
+#include "db/tenant_limits_repository.h"
 #include "db/token_repository.h"
 #include "service/agent.h"
 #include "service/http_server.h"
@@ -70,7 +72,25 @@ options:
                          among equal priorities (default 1h; README "Fair share")
   --collective-address HOST, --collective-timeout SECS
                          cluster: as for `tpujobs agent`
+  --first-byte-timeout SECS
+                         close a new connection that sends nothing for SECS (default 5)
+  --stream-buffer-limit BYTES
+                         cut off a log follower whose unsent lines pass BYTES (default 4194304)
+  --max-followers N, --max-followers-per-tenant N
+                         open log streams (SSE) in all and per tenant (default 1024, 16);
+                         over them 503 / 429 with Retry-After (0: no bound)
+  --max-waiters N, --max-waiters-per-tenant N
+                         open GET .../wait long-polls in all and per tenant (default 4096, 64)
+  --default-max-queued N, --default-max-array-size N
+                         per-tenant limits for tenants without their own (POST
+                         /v1/tenants/{tenant}/limits): jobs queued at once (default 10000)
+                         and a sweep's size (default 256); 0: no bound
+  --default-submits-per-second R, --default-submit-burst N,
+  --default-requests-per-second R, --default-request-burst N
+                         per-tenant token buckets (default 0: no bound); over a limit 429
   -h, --help             this text
+
+At start, serve raises its soft limit of open files to the hard limit.
 )";
 
 constexpr const char* kAgentUsage =
@@ -112,7 +132,61 @@ struct ServeOptions {
   std::string collective_address;
   int collective_timeout_seconds = 30;
   std::vector<std::string> notify_allow;  // added to the stored allow-list at start
+  int first_byte_timeout_seconds = 5;
+  int stream_buffer_limit = 4 << 20;
+  api::StreamLimits followers{16, 1024};
+  api::StreamLimits waiters{64, 4096};
+  // Per-tenant limits' defaults; 0: no bound.
+  int default_max_queued = 10000;
+  int default_max_array_size = 256;
+  int default_submits_per_second = 0;
+  int default_submit_burst = 0;
+  int default_requests_per_second = 0;
+  int default_request_burst = 0;
 };
+
+// The field a --default-... limit flag sets; nullptr for another name.
+int* default_limit(const std::string& name, ServeOptions* options) {
+  if (name == "--default-max-queued") return &options->default_max_queued;
+  if (name == "--default-max-array-size") return &options->default_max_array_size;
+  if (name == "--default-submits-per-second") return &options->default_submits_per_second;
+  if (name == "--default-submit-burst") return &options->default_submit_burst;
+  if (name == "--default-requests-per-second") return &options->default_requests_per_second;
+  if (name == "--default-request-burst") return &options->default_request_burst;
+  return nullptr;
+}
+
+// The tenant limiter's defaults and its storage (db/tenant_limits_repository).
+api::TenantLimits default_limits(const ServeOptions& o) {
+  auto bound = [](int v) { return v > 0 ? std::optional<std::int64_t>(v) : std::nullopt; };
+  auto rate = [](int v) { return v > 0 ? std::optional<double>(v) : std::nullopt; };
+  return {bound(o.default_max_queued),          rate(o.default_submits_per_second),
+          bound(o.default_submit_burst),        rate(o.default_requests_per_second),
+          bound(o.default_request_burst),       bound(o.default_max_array_size)};
+}
+
+api::LimitsBackend limits_backend(db::ConnectionPool& pool) {
+  auto repo = std::make_shared<db::TenantLimitsRepository>(pool);
+  api::LimitsBackend backend;
+  backend.load = [repo]() -> base::Result<std::map<std::string, api::TenantLimits>> {
+    auto rows = repo->load_all();
+    if (!rows.ok()) return rows.error();
+    std::map<std::string, api::TenantLimits> out;
+    for (const auto& [tenant, r] : *rows) {
+      out[tenant] = {r.max_queued,          r.submits_per_second, r.submit_burst,
+                     r.requests_per_second, r.request_burst,      r.max_array_size};
+    }
+    return out;
+  };
+  backend.save = [repo](const std::string& tenant, const api::TenantLimits& l) {
+    return repo->set(tenant, {l.max_queued, l.submits_per_second, l.submit_burst,
+                              l.requests_per_second, l.request_burst, l.max_array_size});
+  };
+  backend.queued = [repo](const std::string& tenant, std::int64_t at_most) {
+    return repo->count_queued(tenant, at_most);
+  };
+  return backend;
+}
 
 // Returns an error message, or "" with *options filled.
 std::string parse_options(const std::vector<std::string>& args, ServeOptions* options, bool* help) {
@@ -223,6 +297,20 @@ std::string parse_options(const std::vector<std::string>& args, ServeOptions* op
         return "--fair-share-half-life needs a duration of at least 1s such as 1h or 7d";
       }
       options->fair_share_half_life = std::chrono::duration_cast<std::chrono::seconds>(*half_life);
+    } else if (name == "--first-byte-timeout") {
+      if (std::string e = number(1, 3600, &options->first_byte_timeout_seconds); !e.empty())
+        return e;
+    } else if (name == "--stream-buffer-limit") {
+      if (std::string e = number(64 << 10, 1 << 30, &options->stream_buffer_limit); !e.empty())
+        return e;
+    } else if (name == "--max-followers" || name == "--max-waiters") {
+      auto& limits = name == "--max-followers" ? options->followers : options->waiters;
+      if (std::string e = number(0, 1 << 20, &limits.total); !e.empty()) return e;
+    } else if (name == "--max-followers-per-tenant" || name == "--max-waiters-per-tenant") {
+      auto& limits = name == "--max-followers-per-tenant" ? options->followers : options->waiters;
+      if (std::string e = number(0, 1 << 20, &limits.per_tenant); !e.empty()) return e;
+    } else if (name.rfind("--default-", 0) == 0 && default_limit(name, options)) {
+      if (std::string e = number(0, 1 << 30, default_limit(name, options)); !e.empty()) return e;
     } else if (name == "--max-body") {
       int bytes = 0;
       if (std::string e = number(1024, 64 << 20, &bytes); !e.empty()) return e;
@@ -243,6 +331,18 @@ base::Result<scheduler::PoolLayout> agent_layout(const ServeOptions& options) {
     layout->hosts[i].name = options.name + "-h" + std::to_string(i);
   }
   return layout;
+}
+
+// The common soft limit of 1,024 open files is reached by 1,000 idle
+// connections; the hard limit is what the administrator meant to allow.
+void raise_descriptor_limit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
+  const rlim_t was = limit.rlim_cur;
+  limit.rlim_cur = limit.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &limit) != 0) {
+    std::cerr << "tpujobs serve: could not raise the open-file limit above " << was << "\n";
+  }
 }
 
 sigset_t block_stop_signals() {
@@ -331,6 +431,7 @@ int run_serve(const std::vector<std::string>& args) {
     std::cout << kServeUsage;
     return 0;
   }
+  raise_descriptor_limit();
   // DESIGN §9: with a database URL, --name or --pool none joins a cluster.
   const bool cluster =
       !options.database_url.empty() && (!options.name.empty() || options.pool == "none");
@@ -436,6 +537,7 @@ int run_serve(const std::vector<std::string>& args) {
   manager_options.fair_share.half_life = options.fair_share_half_life;
   manager_options.readiness_probe.timeout =
       std::min<std::chrono::milliseconds>(db_timeout, std::chrono::seconds(2));
+  manager_options.readiness_probe.write_probe = true;  // /readyz: writes too (migration 034)
   JobManager manager(**pool, cluster ? scheduler::PoolLayout{} : *layout, manager_options);
   if (db::Status started = manager.start(); !started.ok()) {
     std::cerr << "tpujobs serve: " << started.error().message << "\n";
@@ -511,6 +613,15 @@ int run_serve(const std::vector<std::string>& args) {
   api::ApiOptions api_options;
   api_options.static_file = [](std::string_view path) { return web_asset(path); };
   api_options.notifications = &notifier;
+  api::TenantLimiter limiter(limits_backend(**pool), default_limits(options));
+  limiter.start_refresher();  // no request waits on the database for the limits
+  api_options.limits = &limiter;
+  api_options.followers = options.followers;
+  api_options.waiters = options.waiters;
+  const HttpServer* metrics_server = nullptr;  // set once it exists; read by /metrics
+  api_options.more_metrics = [&metrics_server] {
+    return metrics_server ? metrics_server->prometheus_metrics() : std::string();
+  };
   api::JobsApi api(manager, api_options);
   HttpServerOptions http;
   http.address = options.address;
@@ -521,7 +632,10 @@ int run_serve(const std::vector<std::string>& args) {
   // hold their I/O threads: spare ones then read and answer the rest, the
   // health probes first among them, which never wait.
   http.spare_io_threads = 32;
+  http.first_byte_timeout = std::chrono::seconds(options.first_byte_timeout_seconds);
+  http.stream_buffer_limit = static_cast<std::size_t>(options.stream_buffer_limit);
   HttpServer server(http, api);
+  metrics_server = &server;
   if (base::Status started = server.start(); !started.ok()) {
     std::cerr << "tpujobs serve: " << started.error().message << "\n";
     manager.shutdown();

@@ -690,7 +690,8 @@ TEST(Auth, EveryRouteDeclaresWhoMayCallIt) {
   EXPECT_EQ((std::vector<std::string>{
                 "POST /v1/pool/hosts/{host}:drain", "POST /v1/pool/hosts/{host}:fail",
                 "POST /v1/pool/hosts/{host}:recover", "POST /v1/tenants/{tenant}/quota",
-                "POST /v1/pool/leases/{id}:release", "PUT /v1/notifications/allowlist"}),
+                "POST /v1/pool/leases/{id}:release", "PUT /v1/notifications/allowlist",
+                "POST /v1/tenants/{tenant}/limits"}),
             by_access["admin"]);
   for (const std::string& route : by_access["tenant"]) {
     EXPECT_EQ(std::string::npos, route.find("/v1/pool/hosts/")) << route;

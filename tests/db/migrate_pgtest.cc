@@ -50,8 +50,8 @@ TEST(MigrateTest, CreatesTheDesignTablesAndIsIdempotent) {
   EXPECT_EQ(
       "agent_hosts agents api_tokens datasets job_checkpoint_chunks job_checkpoints job_events "
       "job_logs job_metrics job_notifications jobs notification_allowlist notification_attempts "
-      "notification_secrets pool_hosts rendezvous_keys scheduler_term schema_migrations "
-      "tenant_quotas",
+      "notification_secrets pool_hosts readiness_probe rendezvous_keys scheduler_term "
+      "schema_migrations tenant_limits tenant_quotas",
       query_text(*pool,
                  "SELECT string_agg(tablename, ' ' ORDER BY tablename) FROM pg_tables"
                  " WHERE schemaname = 'public'"));

@@ -540,6 +540,16 @@ std::vector<BadRequest> bad_requests() {
       {"IdIsZero", "GET", "/v1/jobs/0/logs", "", {}, 404, "no job"},
       {"IdOverflows", "POST", "/v1/jobs/99999999999999999999/cancel", "", {}, 404, "no job"},
       {"IdDoesNotExist", "GET", "/v1/jobs/987654321", "", {}, 404, ""},
+      // Regression (issue 34): "/v1/jobs/01" was job 1. Ids are canonical decimal.
+      {"IdWithLeadingZero", "GET", "/v1/jobs/01", "", {}, 404, "no job"},
+      {"IdWithPlusSign", "POST", "/v1/jobs/+1/cancel", "", {}, 404, "no job"},
+      // Regression (issue 34): durations that round to 0 ms were accepted.
+      BadRequest{"TimeoutBelowTheClocksResolution", "POST", "/v1/jobs",
+                 spec_with("/timeout", R"("0.1ms")"), {}, 422, "at least 1ms"}
+          .on_field("timeout"),
+      BadRequest{"StartByBelowTheClocksResolution", "POST", "/v1/jobs",
+                 spec_with("/start_by", R"("0.5ms")"), {}, 422, "at least 1ms"}
+          .on_field("start_by"),
       // Bad after / limit / timeout.
       {"AfterNegative", "GET", "/v1/jobs/1/logs?after=-1", "", {}, 400, "after"},
       {"AfterWord", "GET", "/v1/jobs/1/metrics?after=first", "", {}, 400, "after"},

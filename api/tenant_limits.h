@@ -1,0 +1,103 @@
+// Per-tenant limits (issue 34; Slurm's MaxSubmitJobs, MaxArraySize and RPC
+// rate limits): jobs queued at once, submits and requests per second (a
+// token bucket: a rate and a burst), and the size of a job array. An admin
+// sets them per tenant (POST /v1/tenants/{tenant}/limits); a field left out
+// takes the service's default (serve's flags). They are stored in
+// PostgreSQL and every replica reads them, at most `refresh` old.
+//
+// Over a limit the answer is 429 with Retry-After and problem+json naming the
+// limit, its value and the current count. The buckets are each replica's
+// own: with N replicas behind a balancer a tenant gets up to N times the rate.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "api/http.h"
+#include "base/mutex.h"
+#include "base/result.h"
+
+namespace tpujobs::api {
+
+// A limit left empty is not bounded; 0 for a rate means no bound as well.
+struct TenantLimits {
+  std::optional<std::int64_t> max_queued;
+  std::optional<double> submits_per_second;
+  std::optional<std::int64_t> submit_burst;
+  std::optional<double> requests_per_second;
+  std::optional<std::int64_t> request_burst;
+  std::optional<std::int64_t> max_array_size;
+};
+
+// Where the limits live (db/tenant_limits_repository.h, wired by serve).
+struct LimitsBackend {
+  std::function<base::Result<std::map<std::string, TenantLimits>>()> load;
+  std::function<base::Status(const std::string& tenant, const TenantLimits&)> save;
+  // The tenant's QUEUED jobs, counted up to `at_most`.
+  std::function<base::Result<std::int64_t>(const std::string& tenant, std::int64_t at_most)>
+      queued;
+};
+
+class TenantLimiter {
+ public:
+  using Now = std::function<std::chrono::steady_clock::time_point()>;
+  TenantLimiter(LimitsBackend backend, TenantLimits defaults,
+                std::chrono::milliseconds refresh = std::chrono::seconds(1),
+                Now now = [] { return std::chrono::steady_clock::now(); });
+  ~TenantLimiter();  // stops the refresher
+  TenantLimiter(const TenantLimiter&) = delete;
+  TenantLimiter& operator=(const TenantLimiter&) = delete;
+
+  // Reads the stored limits every `refresh` on a thread of its own, so that
+  // no request waits on the database for them (one that hangs included).
+  // Without it (tests), a request finding them stale reads them itself.
+  void start_refresher();
+
+  // nullopt: the request may go on; else the 429 to answer.
+  std::optional<Response> admit_request(const std::string& tenant);
+  // Before `jobs` jobs (a sweep's children, or 1) are submitted: the array
+  // size, the submit rate and the queued-jobs limit, the whole sweep or
+  // nothing.
+  std::optional<Response> admit_submit(const std::string& tenant, std::int64_t jobs,
+                                       bool is_array);
+
+  // The tenant's limits in effect (its own, else the defaults) as JSON.
+  base::Result<std::string> describe(const std::string& tenant);
+  // Sets the tenant's limits from a JSON body; a 422 problem when it is not one.
+  std::optional<Response> set(const std::string& tenant, const std::string& body);
+  std::string prometheus() const;
+
+ private:
+  struct Bucket {
+    double tokens = -1;  // -1: full (not used yet)
+    std::chrono::steady_clock::time_point at{};
+  };
+  TenantLimits effective(const std::string& tenant);
+  void reload();
+  // Takes `n` tokens; nullopt when taken, else the seconds until they are there.
+  std::optional<double> take(Bucket& bucket, double rate, std::int64_t burst, double n)
+      REQUIRES(mutex_);
+
+  const LimitsBackend backend_;
+  const TenantLimits defaults_;
+  const std::chrono::milliseconds refresh_;
+  const Now now_;
+  mutable base::Mutex mutex_;
+  std::map<std::string, TenantLimits> stored_ GUARDED_BY(mutex_);
+  std::optional<std::chrono::steady_clock::time_point> loaded_at_ GUARDED_BY(mutex_);
+  std::map<std::string, Bucket> request_buckets_ GUARDED_BY(mutex_);
+  std::map<std::string, Bucket> submit_buckets_ GUARDED_BY(mutex_);
+  std::map<std::string, std::uint64_t> refused_ GUARDED_BY(mutex_);  // by limit name
+  bool refresher_running_ GUARDED_BY(mutex_) = false;
+  bool stopping_ GUARDED_BY(mutex_) = false;
+  std::condition_variable wake_;
+  std::thread refresher_;
+};
+
+}  // namespace tpujobs::api
