@@ -23,9 +23,9 @@ constexpr std::array kV4Slices{8,    16,   32,   64,   128,  256,  384,  512,  7
 // cubes, "The maximum v5p shape is 16x16x24 (6144 chips, 96 cubes)"; the
 // type counts TensorCores, 2 per chip ("Number of TensorCores per chip | 2"):
 // 2x2x4 is 16 chips, a v5p-32.
-constexpr std::array kV5pSlices{8,    16,   32,   64,   128,  256,   384,  512,  640,  768,  1024,
-                                1152, 1280, 1536, 1920, 2048, 2304,  2560, 3072, 3456, 3840, 4096,
-                                4608, 5120, 5760, 6144, 6912, 7680,  8192, 9216, 10240, 12288};
+constexpr std::array kV5pSlices{8,    16,   32,   64,   128,  256,  384,  512,  640,   768,  1024,
+                                1152, 1280, 1536, 1920, 2048, 2304, 2560, 3072, 3456,  3840, 4096,
+                                4608, 5120, 5760, 6144, 6912, 7680, 8192, 9216, 10240, 12288};
 // v5e (https://cloud.google.com/tpu/docs/v5e, "2D slice shapes": 1x1, 2x2,
 // 2x4, 4x4, 4x8, 8x8, 8x16, 16x16; "v$VERSION_NUMBER-$CHIP_COUNT", the
 // version spelt "v5litepod") and v6e (https://cloud.google.com/tpu/docs/v6e,
@@ -120,7 +120,7 @@ Topology canonical(Topology t) {
 }
 
 std::vector<Topology> topologies_2d() {
-  return {{{1, 1, 1}, 2}, {{2, 2, 1}, 2},  {{2, 4, 1}, 2},   {{4, 4, 1}, 2},
+  return {{{1, 1, 1}, 2}, {{2, 2, 1}, 2}, {{2, 4, 1}, 2},  {{4, 4, 1}, 2},
           {{4, 8, 1}, 2}, {{8, 8, 1}, 2}, {{8, 16, 1}, 2}, {{16, 16, 1}, 2}};
 }
 
