@@ -51,10 +51,10 @@ constexpr std::string_view kV2V3Source =
 // 95 GiB, so the chip is taken to hold 96 GiB (HBM2e stacks), the page
 // rounding down; that is tpujobs' reading, not a quoted fact.
 //
-// MXU: 128x128 through v5p ("TPU v5p and earlier": the MXU section of
-// https://cloud.google.com/tpu/docs/system-architecture-tpu-vm); v6e's is
-// 256x256 ("Trillium ... expanding the size of matrix multiply units",
-// https://cloud.google.com/blog/products/compute/introducing-trillium-6th-gen-tpus).
+// MXU: 128x128 on v2-v4 (as before); the v5e and v5p pages give four MXUs
+// per TensorCore but not their size, and tpujobs takes 128x128 for them,
+// unquoted; v6e's is 256x256 (https://cloud.google.com/tpu/docs/v6e: "Each TensorCore contains
+// two 256x256 matrix-multiply units (MXU)").
 //
 // Hosts: v4/v5p hosts hold 4 chips ("2x2x1 | 8 cores | 4 chips | 1 host",
 // v5p page); torch_xla makes one device per chip from v4 on. v5e/v6e: the
