@@ -364,17 +364,25 @@ bool host_fits(Generation generation, const DeviceAsk& ask) {
   return false;
 }
 
-// Only reachable under 1.x, whose rules assume 8-core hosts.
+// Only reachable under 1.x and 2.0, whose rules assume 8-device hosts.
 void report_host_misfit(Context& c, const std::vector<Generation>& generations,
                         const DeviceAsk& ask) {
   const std::string what = ask.kind == DeviceAsk::Kind::kCore
                                ? "core " + std::to_string(ask.core) + " (0-based) of a host"
                                : std::to_string(ask.count) + " devices per host";
+  std::vector<std::string> others;  // "v4 hosts use `devices: 4`"
+  for (Generation g : generations) {
+    if (devices_per_host(g) == 8) continue;
+    others.push_back(generation_name(g) +
+                     " hosts `devices: " + std::to_string(devices_per_host(g)) + "`");
+  }
   c.error(c.devices_field,
           c.devices_written() + " asks for " + what + ", but the hosts it may run on have " +
               host_counts_text(generations) + ".",
-          "Lightning 1.x only knows 8-core hosts: on v4 hosts use `lightning_version: \"2.x\"` "
-          "with `devices: 4` (or 'auto'), or `devices: 1`.");
+          others.empty() ? std::string("Use `devices: 8` (every device of a host) or `devices: 1`.")
+                         : "Lightning " + c.release->name() + " counts 8 devices a host: use " +
+                               "`lightning_version: \"2.x\"` with " + join(others, ", ") +
+                               " (or 'auto'), or `devices: 1`.");
 }
 
 void report_partial_hosts(Context& c, std::int64_t num_nodes, Generation generation) {

@@ -133,3 +133,26 @@ TEST(Generations, DevicesPerHostAsLightning21Computes) {
 
 }  // namespace
 }  // namespace tpujobs::api
+
+namespace tpujobs::api {
+namespace {
+
+// Lightning 1.x and 2.0 count 8 devices on every host; tpujobs refuses 8 on
+// a 4-device v5p host with its own message (upstream, torch_xla's PJRT spawn
+// only warns "Unsupported nprocs (8), ignoring..." and what follows is not
+// reproduced).
+TEST(Generations, OldLightningsEightOnAFourDeviceHost) {
+  lightning::TrainerSettings s = tpu(std::nullopt);
+  s.lightning_version = "2.0";
+  s.devices.kind = lightning::DeviceValue::Kind::kInt;
+  s.devices.number = 8;
+  EXPECT_EQ(
+      "trainer.devices: `devices=8` asks for 8 devices per host, but the hosts it may run on have "
+      "4 on v5p hosts. | Lightning 2.0 counts 8 devices a host: use `lightning_version: \"2.x\"` "
+      "with v5p hosts `devices: 4` (or 'auto'), or `devices: 1`.",
+      outcome(s, "v5p-8"));
+  EXPECT_EQ("v6e 8x1 v6e-8", outcome(s, "v6e-8"));
+}
+
+}  // namespace
+}  // namespace tpujobs::api
