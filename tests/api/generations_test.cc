@@ -156,3 +156,27 @@ TEST(Generations, OldLightningsEightOnAFourDeviceHost) {
 
 }  // namespace
 }  // namespace tpujobs::api
+
+namespace tpujobs::api {
+namespace {
+
+TEST(Generations, TorchXlaBefore25FindsNoV6eChips) {
+  lightning::TrainerSettings s = tpu("v6e-8");
+  s.environment = lightning::Environment{"3.10", "2.4.0", "2.4.0", "2.4.0"};
+  EXPECT_EQ(
+      "environment.torch_xla: tpujobs: torch_xla 2.4 finds no TPU on a v6e host: it counts a "
+      "host's chips by PCI device id, and lists v6e's (0x006f) only from torch_xla 2.5.0 "
+      "(pytorch/xla v2.5.0:torch_xla/_internal/tpu.py:50-51 (_TPU_PCI_DEVICE_IDS)). | Install "
+      "torch_xla 2.5 or later (with the torch of the same minor version) on v6e hosts, or run on "
+      "a generation it knows.",
+      outcome(s, "v6e-8,v5litepod-8"));
+  s.accelerator_type = "v5litepod-8";
+  EXPECT_EQ("v5e 8x1 v5litepod-8", outcome(s, "v6e-8,v5litepod-8"));
+  s.accelerator_type = std::nullopt;  // either generation: v5e's chips are known
+  s.environment = lightning::Environment{"3.10", "2.5.0", "2.5.0", "2.4.0"};
+  s.accelerator_type = "v6e-8";
+  EXPECT_EQ("v6e 8x1 v6e-8", outcome(s, "v6e-8"));
+}
+
+}  // namespace
+}  // namespace tpujobs::api
