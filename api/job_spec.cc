@@ -24,7 +24,7 @@ const std::map<std::string, std::vector<std::string>, std::less<>>& field_table(
        {"accelerator", "devices", "tpu_cores", "num_nodes", "precision", "strategy", "max_epochs",
         "max_steps", "accumulate_grad_batches", "gradient_clip_val", "log_every_n_steps",
         "check_val_every_n_epoch", "checkpoint_every_n_steps", "seed"}},
-      {"resources", {"accelerator_type"}},
+      {"resources", {"accelerator_type", "topology"}},
       {"model", {"layers", "loss"}},
       {"model.layers[]", {"type", "out", "bias", "p", "tie"}},
       {"data", {"dataset", "batch_size", "val_fraction", "shuffle", "drop_last"}},
@@ -735,6 +735,7 @@ std::optional<JobSpec> parse_job_spec(const json& body, std::vector<FieldError>*
         expect_object(resources, "resources", errors)) {
       ObjectReader r(*resources, "resources", "resources", errors);
       spec.trainer.accelerator_type = r.string("accelerator_type", 32);
+      spec.trainer.topology = r.string("topology", 16);
     }
     if (const json* trainer = top.raw("trainer"); expect_object(trainer, "trainer", errors)) {
       ObjectReader r(*trainer, "trainer", "trainer", errors);

@@ -6,9 +6,6 @@
 namespace tpujobs::api {
 namespace {
 
-constexpr scheduler::Generation kGenerations[] = {
-    scheduler::Generation::kV2, scheduler::Generation::kV3, scheduler::Generation::kV4};
-
 scheduler::RequestKind request_kind(lightning::DeviceRequest::Kind kind) {
   switch (kind) {
     case lightning::DeviceRequest::Kind::kCpu:
@@ -27,14 +24,21 @@ scheduler::RequestKind request_kind(lightning::DeviceRequest::Kind kind) {
 
 lightning::PoolView pool_view(const scheduler::PoolCapacity& capacity) {
   lightning::PoolView view;
-  for (scheduler::Generation generation : kGenerations) {
+  for (scheduler::Generation generation : scheduler::all_generations()) {
     const scheduler::GenerationFacts& f = scheduler::facts(generation);
     const auto hosts = capacity.hosts.find(generation);
-    view.generations.push_back({std::string(f.name),
-                                f.devices_per_host,
-                                f.name_units_per_device,
-                                {f.slice_sizes.begin(), f.slice_sizes.end()},
-                                hosts == capacity.hosts.end() ? 0 : hosts->second});
+    lightning::TpuGeneration& g = view.generations.emplace_back();
+    g.name = std::string(f.name);
+    g.devices_per_host = f.devices_per_host;
+    g.units_per_device = f.name_units_per_device;
+    g.slice_sizes = {f.slice_sizes.begin(), f.slice_sizes.end()};
+    g.hosts = hosts == capacity.hosts.end() ? 0 : hosts->second;
+    g.type_prefix = std::string(f.type_prefix);
+    g.type_counts_chips = f.tensorcores_per_chip == 1;
+    for (int size : f.slice_sizes) {
+      if (std::optional<scheduler::Topology> t = scheduler::SliceType{generation, size}.topology())
+        g.topologies.emplace_back(t->text(), size);
+    }
   }
   return view;
 }

@@ -1005,6 +1005,29 @@ class Client {
     return kExitSucceeded;
   }
 
+  // Each generation's layout (GET /v1/pool "generations"): hosts, devices
+  // per host, the largest slice they form and its topology, the host's own
+  // block of chips, HBM (and what XLA reports usable), MXU, bf16 peak.
+  void print_generations(const json& generations) {
+    if (!generations.is_array() || generations.empty()) return;
+    std::vector<std::vector<std::string>> rows = {{"GENERATION", "HOSTS", "DEVICES/HOST", "SLICE",
+                                                   "TOPOLOGY", "HOST BLOCK", "HBM/DEVICE",
+                                                   "XLA HBM", "MXU", "BF16 TFLOP/S"}};
+    constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+    for (const json& g : generations) {
+      const std::string topology = string_of(g, "topology");
+      const std::string mxu = string_of(g, "mxu_dim");
+      rows.push_back(
+          {string_of(g, "generation"), string_of(g, "hosts"), string_of(g, "devices_per_host"),
+           string_of(g, "slice"), topology.empty() ? "-" : topology,
+           g.value("host_block", json()).is_string() ? g["host_block"].get<std::string>() : "-",
+           number_text(g.value("hbm_bytes_per_device", 0.0) / kGiB, "%.0f") + " GiB",
+           number_text(g.value("hbm_reported_bytes", 0.0) / kGiB, "%.2f") + "G", mxu + "x" + mxu,
+           number_text(g.value("peak_bf16_flops_per_device", 0.0) / 1e12, "%.0f")});
+    }
+    print_table(rows);
+  }
+
   int pool() {
     HttpResponse response = call({"GET", "/v1/pool", "", {}});
     if (response.status != 200) return report_failure(response, "reading the pool");
@@ -1042,6 +1065,7 @@ class Client {
          << number_text(100 * utilization, "%.0f") << "%), " << view.value("healthy_cores", 0)
          << " healthy; " << view.value("running_jobs", 0) << " jobs running, "
          << view.value("queued_jobs", 0) << " queued\n";
+    print_generations(view.value("generations", json::array()));
     if (cluster) {  // who runs which hosts
       std::vector<std::vector<std::string>> agents = {
           {"AGENT", "STATE", "LAST HEARTBEAT", "HOSTS", "RUNNING JOBS"}};

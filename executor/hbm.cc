@@ -16,17 +16,36 @@ constexpr std::int64_t kSecondMinorTile = 8;
 // accelerator-type sizes (TensorCores; a v4 device is a two-core chip), as
 // scheduler/generation.cc lists them for the pool (this library may not use
 // the scheduler's).
+// v5e/v6e types count chips and v5e's are spelt "v5litepod-N"; their
+// devices are chips, as on v4/v5p. The v5p list stops at 8192 (the hint
+// names the smallest slice that fits, never the largest).
 struct SliceFamily {
   std::string_view generation;
   std::int64_t units_per_device;
   std::int64_t devices_per_host;
   std::array<std::int64_t, 20> sizes;  // ascending, 0-padded
+  std::string_view type_prefix = {};   // empty: the generation's name
+  bool devices_are_chips = false;
 };
 constexpr SliceFamily kSliceFamilies[] = {
     {"v2", 1, 8, {8, 32, 128, 256, 512}},
     {"v3", 1, 8, {8, 32, 64, 128, 256, 512, 1024, 2048}},
-    {"v4", 2, 4, {8,    16,   32,   64,   128,  256,  384,  512,  768,  1024,
-                  1152, 1536, 2048, 2304, 3072, 3456, 4096, 4608, 6144, 8192}},
+    {"v4",
+     2,
+     4,
+     {8,    16,   32,   64,   128,  256,  384,  512,  768,  1024,
+      1152, 1536, 2048, 2304, 3072, 3456, 4096, 4608, 6144, 8192},
+     "v4",
+     true},
+    {"v5e", 1, 8, {8, 16, 32, 64, 128, 256}, "v5litepod", true},
+    {"v5p",
+     2,
+     4,
+     {8,    16,   32,   64,   128,  256,  384,  512,  640,  768,
+      1024, 1152, 1280, 1536, 1920, 2048, 2304, 2560, 3072, 3456},
+     "v5p",
+     true},
+    {"v6e", 1, 8, {8, 16, 32, 64, 128, 256}, "v6e", true},
 };
 
 const SliceFamily* slice_family(std::string_view generation) {
@@ -228,8 +247,9 @@ std::string HbmUsage::hint() const {
       const std::int64_t hosts = devices / family->devices_per_host;
       hint +=
           "; or keep the global batch of " + std::to_string(global_batch) + " on " +
-          std::to_string(devices) + (family->units_per_device > 1 ? " chips" : " cores") + " (a " +
-          generation + "-" + std::to_string(size) +
+          std::to_string(devices) + (family->devices_are_chips ? " chips" : " cores") + " (a " +
+          std::string(family->type_prefix.empty() ? family->generation : family->type_prefix) +
+          "-" + std::to_string(size) +
           (hosts == 1 ? std::string(" host") : " slice of " + std::to_string(hosts) + " hosts") +
           ") with batch_size " + std::to_string(per_core);
       break;
@@ -254,7 +274,9 @@ HbmUsage estimate_hbm(const TrainingSpec& spec, const ModelShape& shape,
   usage.total = padded.total();
   usage.lower_bound = breakdown(spec, shape, spec.precision, batch, false).total();
   usage.reserved =
-      device.generation == "v4" ? kHbmRuntimeReservedBytesV4 : kHbmRuntimeReservedBytes;
+      device.hbm_capacity_bytes > 0
+          ? std::max<std::int64_t>(device.hbm_bytes - device.hbm_capacity_bytes, 0)
+          : (device.generation == "v4" ? kHbmRuntimeReservedBytesV4 : kHbmRuntimeReservedBytes);
   usage.capacity = std::max<std::int64_t>(device.hbm_bytes - usage.reserved, 0);
   usage.fits = usage.total <= usage.capacity;
   usage.certain = usage.lower_bound > usage.capacity;

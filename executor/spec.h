@@ -129,6 +129,9 @@ struct DeviceFacts {
   std::int64_t hbm_bytes = std::int64_t{16} << 30;
   double peak_flops = 61.5e12;
   int mxu_dim = 128;
+  // What XLA reports usable ("of 15.75G hbm" on v5e); 0: hbm_bytes less the
+  // v2-v4 runtime reservation (executor/hbm.h).
+  std::int64_t hbm_capacity_bytes = 0;
 };
 
 }  // namespace tpujobs::executor

@@ -31,6 +31,7 @@ inline constexpr std::string_view kFieldStrategy = "trainer.strategy";
 inline constexpr std::string_view kFieldRuntime = "runtime";
 inline constexpr std::string_view kFieldEnv = "env";
 inline constexpr std::string_view kFieldAcceleratorType = "resources.accelerator_type";
+inline constexpr std::string_view kFieldTopology = "resources.topology";
 inline constexpr std::string_view kFieldLightningVersion = "lightning_version";
 
 enum class Accelerator { kUnresolved, kTpu, kCpu };
@@ -189,6 +190,12 @@ void check_environment(Context& c);        // environment.cc
 void check_lightning_version(Context& c);  // versions.cc
 void check_accelerator(Context& c);        // accelerator.cc
 void check_accelerator_type(Context& c);   // slices.cc
+// resources.topology (topology.cc): false after reporting an error; else,
+// when accelerator_type is absent, *accelerator_type is the type it names.
+bool check_topology(Context& c, std::optional<std::string>* accelerator_type);
+// environment.torch_xla too old to find the job's generation's chips
+// (torch_xla_devices.cc): v6e before torch_xla 2.5.
+void check_torch_xla_knows_chips(Context& c);
 void check_devices(Context& c);            // devices.cc
 void check_num_nodes(Context& c);          // slices.cc
 void check_request(Context& c);            // slices.cc

@@ -9,9 +9,10 @@ namespace {
 // earlier ones resolved (the accelerator, the devices, the world size).
 using Check = void (*)(Context&);
 constexpr Check kChecks[] = {
-    check_environment, check_lightning_version, check_accelerator, check_accelerator_type,
-    check_devices,     check_num_nodes,         check_request,     check_precision,
-    check_strategy,    check_runtime,           check_device_info, name_lightning_tag,
+    check_environment,  check_lightning_version, check_accelerator, check_accelerator_type,
+    check_devices,      check_num_nodes,         check_request,     check_torch_xla_knows_chips,
+    check_precision,    check_strategy,          check_runtime,     check_device_info,
+    name_lightning_tag,
 };
 
 }  // namespace

@@ -43,6 +43,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace tpujobs::lightning {
@@ -92,6 +93,10 @@ struct TrainerSettings {                   // absent optionals mean "not given"
   std::optional<std::string> runtime;  // "pjrt" | "xrt"
   std::map<std::string, std::string> env;
   std::optional<std::string> accelerator_type;   // resources.accelerator_type, e.g. "v3-32"
+  // resources.topology, e.g. "4x4" or "2x2x4": names the slice of the one
+  // generation in the pool that has that shape; with accelerator_type the
+  // two must name the same slice.
+  std::optional<std::string> topology;
   std::optional<std::string> lightning_version;  // "1.6" ... "2.5", "1.x", "2.x" (default)
   // `environment`; nullopt when the spec has none (then torch_xla is
   // assumed present and matching, as on a fresh Cloud TPU VM).
@@ -108,6 +113,14 @@ struct TpuGeneration {
   int units_per_device = 1;      // accelerator-type units per device: v4-8 is 4 chips
   std::vector<int> slice_sizes;  // valid accelerator-type sizes, ascending
   int hosts = 0;                 // hosts in the pool, healthy or not; 0 = absent
+  // What its accelerator types start with when it is not `name`: "v5litepod"
+  // for v5e ("v5litepod-16"); empty = name.
+  std::string type_prefix{};
+  // Its slice shapes, each with dimensions ascending ("2x4", "2x2x4") and
+  // the slice size it names; empty for generations without topology names.
+  std::vector<std::pair<std::string, int>> topologies{};
+  // The number in a type counts chips (v5e, v6e), not TensorCores.
+  bool type_counts_chips = false;
 };
 
 // Every generation the service emulates, oldest first (v2, v3, v4).

@@ -12,6 +12,23 @@ namespace tpujobs::lightning {
 
 int devices_per_host(Generation generation) { return generation->devices_per_host; }
 const std::string& generation_name(Generation generation) { return generation->name; }
+const std::string& type_prefix(Generation generation) {
+  return generation->type_prefix.empty() ? generation->name : generation->type_prefix;
+}
+
+Generation find_type_prefix(const PoolView& pool, std::string_view prefix) {
+  for (const TpuGeneration& generation : pool.generations) {
+    if (type_prefix(&generation) == prefix) return &generation;
+  }
+  return nullptr;
+}
+
+std::string SliceType::topology() const {
+  for (const auto& [shape, slice_size] : generation->topologies) {
+    if (slice_size == size) return shape;
+  }
+  return {};
+}
 
 Generation find_generation(const PoolView& pool, std::string_view name) {
   for (const TpuGeneration& generation : pool.generations) {
@@ -21,9 +38,9 @@ Generation find_generation(const PoolView& pool, std::string_view name) {
 }
 
 std::optional<SliceType> parse_slice_type(const PoolView& pool, std::string_view text) {
-  const std::size_t dash = text.find('-');
+  const std::size_t dash = text.rfind('-');
   if (dash == std::string_view::npos) return std::nullopt;
-  const Generation generation = find_generation(pool, text.substr(0, dash));
+  const Generation generation = find_type_prefix(pool, text.substr(0, dash));
   if (!generation) return std::nullopt;
   const std::string_view digits = text.substr(dash + 1);
   int size = 0;
@@ -97,8 +114,14 @@ std::string host_counts_text(const std::vector<Generation>& generations) {
 // resources.accelerator_type
 
 void check_accelerator_type(Context& c) {
-  if (!c.settings.accelerator_type) return;
-  const std::string& written = *c.settings.accelerator_type;
+  std::optional<std::string> from_topology;
+  if (c.settings.topology && !check_topology(c, &from_topology)) {
+    c.named_slice_ok = false;
+    return;
+  }
+  if (!c.settings.accelerator_type && !from_topology) return;
+  const std::string& written =
+      c.settings.accelerator_type ? *c.settings.accelerator_type : *from_topology;
   if (c.accelerator == Accelerator::kCpu) {
     c.named_slice_ok = false;
     c.error(kFieldAcceleratorType,
@@ -110,20 +133,27 @@ void check_accelerator_type(Context& c) {
   c.named_slice = parse_slice_type(c.pool, written);
   if (!c.named_slice) {
     c.named_slice_ok = false;
-    const std::size_t dash = written.find('-');
+    const std::size_t dash = written.rfind('-');
     const Generation generation =
-        find_generation(c.pool, std::string_view(written).substr(0, dash));
+        find_type_prefix(c.pool, std::string_view(written).substr(0, dash));
     if (generation && dash != std::string::npos) {
       c.error(kFieldAcceleratorType,
               py_repr(written) + " is not a valid " + generation_name(generation) +
                   " slice. Valid " + generation_name(generation) +
                   " slices: " + slice_names(generation) + ".",
-              "Pick one of the listed accelerator types; the number counts TensorCores.");
+              std::string("Pick one of the listed accelerator types; the number counts ") +
+                  (generation->type_counts_chips ? "chips." : "TensorCores."));
     } else {
+      std::vector<std::string> prefixes;
+      for (const TpuGeneration& g : c.pool.generations) prefixes.push_back(type_prefix(&g));
+      const std::string last = prefixes.empty() ? "" : prefixes.back();
+      if (!prefixes.empty()) prefixes.pop_back();
       c.error(kFieldAcceleratorType,
               py_repr(written) +
                   " is not a TPU accelerator type this service emulates: expected "
-                  "<generation>-<cores> with generation v2, v3 or v4, e.g. 'v3-32'.",
+                  "<generation>-<cores> with generation " +
+                  join(prefixes, ", ") + (prefixes.empty() ? "" : " or ") + last +
+                  ", e.g. 'v3-32'.",
               "Use an accelerator type such as \"v3-8\" (one host) or \"v3-32\" (4 hosts), or "
               "drop it and say `devices` and `num_nodes`.");
     }
@@ -334,17 +364,25 @@ bool host_fits(Generation generation, const DeviceAsk& ask) {
   return false;
 }
 
-// Only reachable under 1.x, whose rules assume 8-core hosts.
+// Only reachable under 1.x and 2.0, whose rules assume 8-device hosts.
 void report_host_misfit(Context& c, const std::vector<Generation>& generations,
                         const DeviceAsk& ask) {
   const std::string what = ask.kind == DeviceAsk::Kind::kCore
                                ? "core " + std::to_string(ask.core) + " (0-based) of a host"
                                : std::to_string(ask.count) + " devices per host";
+  std::vector<std::string> others;  // "v4 hosts use `devices: 4`"
+  for (Generation g : generations) {
+    if (devices_per_host(g) == 8) continue;
+    others.push_back(generation_name(g) +
+                     " hosts `devices: " + std::to_string(devices_per_host(g)) + "`");
+  }
   c.error(c.devices_field,
           c.devices_written() + " asks for " + what + ", but the hosts it may run on have " +
               host_counts_text(generations) + ".",
-          "Lightning 1.x only knows 8-core hosts: on v4 hosts use `lightning_version: \"2.x\"` "
-          "with `devices: 4` (or 'auto'), or `devices: 1`.");
+          others.empty() ? std::string("Use `devices: 8` (every device of a host) or `devices: 1`.")
+                         : "Lightning " + c.release->name() + " counts 8 devices a host: use " +
+                               "`lightning_version: \"2.x\"` with " + join(others, ", ") +
+                               " (or 'auto'), or `devices: 1`.");
 }
 
 void report_partial_hosts(Context& c, std::int64_t num_nodes, Generation generation) {

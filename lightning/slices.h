@@ -17,6 +17,9 @@ namespace tpujobs::lightning {
 // use during one resolve().
 using Generation = const TpuGeneration*;
 
+// What its accelerator types start with: "v3", "v5litepod", "v5p", "v6e".
+const std::string& type_prefix(Generation generation);
+
 // An accelerator type such as "v3-32".
 struct SliceType {
   Generation generation;
@@ -24,7 +27,9 @@ struct SliceType {
 
   int devices() const { return size / generation->units_per_device; }
   int hosts() const { return devices() / generation->devices_per_host; }
-  std::string name() const { return generation->name + "-" + std::to_string(size); }
+  std::string name() const { return type_prefix(generation) + "-" + std::to_string(size); }
+  // Its default shape ("4x4"); empty when the generation has no topology names.
+  std::string topology() const;
 };
 
 int devices_per_host(Generation generation);
@@ -32,6 +37,13 @@ const std::string& generation_name(Generation generation);
 
 // The generation called `name` ("v3"); nullptr when the pool does not know it.
 Generation find_generation(const PoolView& pool, std::string_view name);
+
+// The generation whose accelerator types start with `prefix`; nullptr when none.
+Generation find_type_prefix(const PoolView& pool, std::string_view prefix);
+
+// "4x2" -> "2x4", "4x2x2" -> "2x2x4"; nullopt when not 2 or 3 positive
+// integers joined by 'x'.
+std::optional<std::string> canonical_topology(std::string_view text);
 
 // Parses "v3-32". nullopt when the text is not "<generation>-<n>" or n is
 // not a valid slice size of that generation.

@@ -47,6 +47,9 @@ base::Result<PoolLayout> parse_pool(std::string_view text) {
     const std::string where = "--pool part " + std::to_string(index);
     if (part.empty()) return fail(where + " is empty");
     const std::optional<SliceType> slice = parse_slice_type(part);
+    if (std::optional<std::string> reason = sub_host_type_reason(part)) {
+      return fail(where + " " + *reason);
+    }
     if (!slice) {
       return fail(where + " '" + std::string(part) +
                   "' is not an accelerator type (expected <generation>-<size> with a slice "

@@ -359,6 +359,7 @@ executor::DeviceFacts Agent::device_for(const db::JobRow& row) const {
     const scheduler::GenerationFacts& f = scheduler::facts(*generation);
     device.generation = std::string(f.name);
     device.hbm_bytes = f.hbm_bytes_per_device;
+    device.hbm_capacity_bytes = f.hbm_reported_bytes;
     device.peak_flops = f.peak_bf16_flops_per_device;
     device.mxu_dim = f.mxu_dim;
   }

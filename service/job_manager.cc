@@ -1665,7 +1665,10 @@ nlohmann::json JobManager::pool_view() {
          {"cores", cores}});
   }
   int cpu_jobs = cpu_running_;
+  std::map<scheduler::Generation, int> generation_hosts;
+  for (const auto& h : view.hosts) ++generation_hosts[h.generation];
   return {{"hosts", hosts},
+          {"generations", views::generation_layouts(generation_hosts)},
           {"total_cores", view.total_cores},
           {"used_cores", view.used_cores},
           {"healthy_cores", view.healthy_cores},
@@ -1794,6 +1797,7 @@ executor::DeviceFacts JobManager::device_for(
     const scheduler::GenerationFacts& f = scheduler::facts(*generation);
     device.generation = std::string(f.name);
     device.hbm_bytes = f.hbm_bytes_per_device;
+    device.hbm_capacity_bytes = f.hbm_reported_bytes;
     device.peak_flops = f.peak_bf16_flops_per_device;
     device.mxu_dim = f.mxu_dim;
   }

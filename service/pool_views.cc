@@ -78,6 +78,10 @@ json cluster_pool(const std::vector<db::AgentRow>& agents,
                           {"utilization", static_cast<double>(in_use) / f.devices_per_host},
                           {"cores", cores}});
   }
+  std::map<scheduler::Generation, int> generation_hosts;
+  for (const db::ClusterHostRow& h : hosts) {
+    if (auto g = scheduler::parse_generation(h.generation)) ++generation_hosts[*g];
+  }
   json agent_views = json::array();
   for (const db::AgentRow& a : agents) {
     json names = json::array();
@@ -96,6 +100,7 @@ json cluster_pool(const std::vector<db::AgentRow>& agents,
   }
   return {{"hosts", host_views},
           {"agents", agent_views},
+          {"generations", generation_layouts(generation_hosts)},
           {"total_cores", total},
           {"used_cores", used},
           {"healthy_cores", healthy},
@@ -103,6 +108,39 @@ json cluster_pool(const std::vector<db::AgentRow>& agents,
           {"queued_jobs", queued},
           {"running_jobs", running},
           {"cpu_jobs_running", cpu_jobs}};
+}
+
+json generation_layouts(const std::map<scheduler::Generation, int>& hosts) {
+  json out = json::array();
+  for (const auto& [generation, count] : hosts) {
+    if (count <= 0) continue;
+    const scheduler::GenerationFacts& f = scheduler::facts(generation);
+    std::optional<scheduler::SliceType> largest;
+    for (int size : f.slice_sizes) {
+      const scheduler::SliceType slice{generation, size};
+      if (slice.hosts() <= count) largest = slice;
+    }
+    const std::optional<scheduler::Topology> block =
+        scheduler::SliceType{generation, f.slice_sizes.front()}.topology();
+    const std::optional<scheduler::Topology> shape = largest ? largest->topology() : std::nullopt;
+    out.push_back({{"generation", f.name},
+                   {"type_prefix", f.type_prefix},
+                   {"hosts", count},
+                   {"devices_per_host", f.devices_per_host},
+                   {"tensorcores_per_chip", f.tensorcores_per_chip},
+                   {"type_counts", f.tensorcores_per_chip == 1 ? "chips" : "TensorCores"},
+                   {"topology_rank", f.topology_rank},
+                   {"host_block", block ? json(block->text()) : json(nullptr)},
+                   {"slice", largest ? json(largest->name()) : json(nullptr)},
+                   {"topology", shape ? json(shape->text()) : json(nullptr)},
+                   {"hbm_bytes_per_device", f.hbm_bytes_per_device},
+                   {"hbm_reported_bytes", f.hbm_reported_bytes},
+                   {"mxu_dim", f.mxu_dim},
+                   {"peak_bf16_flops_per_device", f.peak_bf16_flops_per_device},
+                   {"gke_devices_per_host", f.gke_devices_per_host},
+                   {"source", f.source}});
+  }
+  return out;
 }
 
 }  // namespace tpujobs::service::views

@@ -312,6 +312,52 @@ TEST_F(ClientCommandTest, PoolOfAClusterNamesEachHostsAgentAndListsTheAgents) {
       out_.str());
 }
 
+TEST_F(ClientCommandTest, PoolPrintsEachGenerationsLayout) {
+  const json pool = {{"hosts", json::array()},
+                     {"generations",
+                      {{{"generation", "v3"},
+                        {"hosts", 1},
+                        {"devices_per_host", 8},
+                        {"slice", "v3-8"},
+                        {"topology", nullptr},
+                        {"host_block", nullptr},
+                        {"hbm_bytes_per_device", 17179869184.0},
+                        {"hbm_reported_bytes", 16621830144.0},
+                        {"mxu_dim", 128},
+                        {"peak_bf16_flops_per_device", 61.5e12}},
+                       {{"generation", "v5p"},
+                        {"hosts", 4},
+                        {"devices_per_host", 4},
+                        {"slice", "v5p-32"},
+                        {"topology", "2x2x4"},
+                        {"host_block", "2x2x1"},
+                        {"hbm_bytes_per_device", 103079215104.0},
+                        {"hbm_reported_bytes", 102804489011.0},
+                        {"mxu_dim", 128},
+                        {"peak_bf16_flops_per_device", 459e12}}}},
+                     {"total_cores", 24},
+                     {"used_cores", 0},
+                     {"healthy_cores", 24},
+                     {"utilization", 0.0},
+                     {"queued_jobs", 0},
+                     {"running_jobs", 0}};
+  server_.script("GET /v1/pool", {answer(200, pool)});
+  EXPECT_EQ(kExitSucceeded, run("pool", {}));
+  EXPECT_EQ(
+      "HOST  GENERATION  HEALTH  CORES  IN USE  JOBS\n"
+      "24 cores, 0 in use (0%), 24 healthy; 0 jobs running, 0 queued\n"
+      "GENERATION  HOSTS  DEVICES/HOST  SLICE   TOPOLOGY  HOST BLOCK  HBM/DEVICE  XLA HBM  MXU     "
+      " "
+      "BF16 TFLOP/S\n"
+      "v3          1      8             v3-8    -         -           16 GiB      15.48G   128x128 "
+      " "
+      "62\n"
+      "v5p         4      4             v5p-32  2x2x4     2x2x1       96 GiB      95.74G   128x128 "
+      " "
+      "459\n",
+      out_.str());
+}
+
 TEST_F(ClientCommandTest, NotificationsPrintEachDeliveryAndItsAttempts) {
   server_.script("GET /v1/jobs/7/notifications",
                  {answer(200, {{"job_id", 7},

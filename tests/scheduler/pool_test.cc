@@ -68,6 +68,32 @@ TEST(ParsePool, ErrorsNameTheBadPart) {
   EXPECT_EQ("--pool is empty; expected an accelerator type such as v3-32", parse_error("  "));
 }
 
+TEST(ParsePool, TodaysCloudTpuNames) {
+  const base::Result<PoolLayout> layout = parse_pool("v5litepod-16,v6e-8,v5p-32");
+  ASSERT_TRUE(layout.ok()) << layout.error().message;
+  // v5litepod-16: 16 chips on 2 hosts of 8; v6e-8: one 8-chip host; v5p-32:
+  // 32 TensorCores = 16 chips on 4 hosts of 4.
+  EXPECT_EQ(
+      "v5litepod-16-h0:v5e v5litepod-16-h1:v5e v6e-8-h0:v6e v5p-32-h0:v5p v5p-32-h1:v5p "
+      "v5p-32-h2:v5p v5p-32-h3:v5p",
+      describe(*layout));
+  const Pool pool(*layout);
+  EXPECT_EQ(8, pool.devices(0));
+  EXPECT_EQ(8, pool.devices(2));
+  EXPECT_EQ(4, pool.devices(3));
+  EXPECT_EQ(16 + 8 + 16, pool.total_cores());
+  EXPECT_EQ(3u, pool.runs().size());
+}
+
+TEST(ParsePool, SubHostTypesNameTheWholeHostType) {
+  EXPECT_EQ(
+      "--pool part 2 'v5litepod-4' is 4 of a v5e host's 8 chips (one VM, a sub-host type); "
+      "tpujobs emulates whole hosts: use v5litepod-8 (2x4)",
+      parse_error("v6e-8,v5litepod-4"));
+  EXPECT_NE(std::string::npos, parse_error("v6e-1").find("use v6e-8 (2x4)"));
+  EXPECT_NE(std::string::npos, parse_error("v5p-4").find("is not an accelerator type"));
+}
+
 TEST(ParsePool, NullErrorPointerIsAllowed) { EXPECT_FALSE(parse_pool("nonsense").ok()); }
 
 TEST(ValidatePool, RejectsEmptyAndDuplicateNames) {

@@ -115,3 +115,32 @@ TEST(PoolViews, ADrainingAgentsHostsShowDrainingAndAreNotCountedHealthy) {
 
 }  // namespace
 }  // namespace tpujobs::service
+
+namespace tpujobs::service::views {
+namespace {
+
+TEST(GenerationLayouts, EachGenerationWithItsShape) {
+  const nlohmann::json layouts = generation_layouts({{scheduler::Generation::kV3, 1},
+                                                     {scheduler::Generation::kV5e, 2},
+                                                     {scheduler::Generation::kV5p, 4},
+                                                     {scheduler::Generation::kV6e, 1},
+                                                     {scheduler::Generation::kV4, 0}});
+  ASSERT_EQ(4u, layouts.size());
+  std::string shapes;
+  for (const nlohmann::json& g : layouts) {
+    shapes += g["generation"].get<std::string>() + ":" + g["slice"].get<std::string>() + "=" +
+              (g["topology"].is_null() ? "-" : g["topology"].get<std::string>()) + "/" +
+              (g["host_block"].is_null() ? "-" : g["host_block"].get<std::string>()) + "/" +
+              std::to_string(g["devices_per_host"].get<int>()) + " ";
+  }
+  EXPECT_EQ(
+      "v3:v3-8=-/-/8 v5e:v5litepod-16=4x4/2x4/8 v5p:v5p-32=2x2x4/2x2x1/4 v6e:v6e-8=2x4/2x4/8 ",
+      shapes);
+  EXPECT_EQ(256, layouts[3]["mxu_dim"].get<int>());
+  EXPECT_EQ("chips", layouts[1]["type_counts"].get<std::string>());
+  EXPECT_EQ("TensorCores", layouts[2]["type_counts"].get<std::string>());
+  EXPECT_EQ(3, layouts[2]["topology_rank"].get<int>());
+}
+
+}  // namespace
+}  // namespace tpujobs::service::views

@@ -5,6 +5,9 @@
 // In a cluster (DESIGN §9) the pool also lists its agents (state, last
 // heartbeat, hosts, running jobs), each host names its agent, the hosts of a
 // lost agent show unreachable, and the cores of a slice spanning agents say so.
+// Each generation shows its layout (GET /v1/pool "generations"): its facts,
+// and from v4 on its chips in the shape of the largest slice its hosts form,
+// coloured by host: a 2D grid for v5e/v6e, a 3D block of layers for v4/v5p.
 import { getPool, getUsage, hostAction } from './api.js';
 import { lineChart } from './chart.js';
 import { announce, errorNote, fill, formatAge, h, healthBadge, jobColour, poll } from './ui.js';
@@ -21,6 +24,9 @@ export function mount(root) {
   const detail = h('p', { class: 'core-detail', id: 'core-detail', 'aria-live': 'polite' },
     'Hover, focus or click a core to see the job on it.');
   const hostsList = h('div', { class: 'hosts', id: 'hosts' });
+  const layouts = h('div', { id: 'generation-layouts' });
+  const layoutsSection = h('section', { class: 'card', id: 'generations-section', 'aria-labelledby': 'generations-heading', hidden: true },
+    h('h2', { id: 'generations-heading' }, 'Generations'), layouts);
   const legend = h('ul', { class: 'legend', 'aria-label': 'Jobs on the pool' });
   const notice = h('div');
   const chart = lineChart({ title: 'Utilisation (% of cores busy)', time: true, xLabel: 'time', yRange: [0, 100],
@@ -38,6 +44,7 @@ export function mount(root) {
     h('section', { class: 'card', 'aria-labelledby': 'summary-heading' },
       h('h2', { id: 'summary-heading', class: 'visually-hidden' }, 'Summary'), summary),
     agentsSection,
+    layoutsSection,
     h('section', { class: 'card', 'aria-labelledby': 'hosts-heading' },
       h('div', { class: 'section-head' }, h('h2', { id: 'hosts-heading' }, 'Hosts')),
       detail, hostsList, legend),
@@ -146,6 +153,8 @@ export function mount(root) {
     const snapshot = JSON.stringify([pool.hosts, selected]);
     if (snapshot === lastSnapshot) return;
     lastSnapshot = snapshot;
+    layoutsSection.hidden = !Array.isArray(pool.generations) || pool.generations.length === 0;
+    if (!layoutsSection.hidden) fill(layouts, pool.generations.map((g) => generationLayout(g, pool.hosts)));
     sliceAgents = agentsOfJobs(pool.hosts);
     const jobs = new Map();
     keepingFocus(() => fill(hostsList, pool.hosts.map((host) => {
@@ -281,6 +290,62 @@ function agentsOfJobs(hosts) {
   const spanning = new Map();
   for (const [job, names] of agents) if (names.size > 1) spanning.set(job, [...names].sort());
   return spanning;
+}
+
+const GIB = 2 ** 30;
+
+// "4x4" -> [4, 4, 1]; "2x2x4" -> [2, 2, 4].
+function dims(text) {
+  const parts = text.split('x').map(Number);
+  while (parts.length < 3) parts.push(1);
+  return parts;
+}
+
+// One generation: its facts, and its chips laid out as the slice its hosts
+// form. Hosts tile the topology with their own block (2x4 on v5e/v6e, 2x2x1
+// on v4/v5p), x first, then y, then z; a chip is the host's core numbered the
+// same way within the block, so it shows that core's job.
+function generationLayout(g, hosts) {
+  const mine = hosts.filter((host) => host.generation === g.generation);
+  const facts = h('p', { class: 'muted small generation-facts' },
+    `${g.hosts} host${g.hosts === 1 ? '' : 's'} × ${g.devices_per_host} devices (${g.tensorcores_per_chip} TensorCore${g.tensorcores_per_chip === 1 ? '' : 's'} per chip; types count ${g.type_counts}), `
+    + `HBM ${(g.hbm_bytes_per_device / GIB).toFixed(0)} GiB per device (XLA reports ${(g.hbm_reported_bytes / GIB).toFixed(2)}G), `
+    + `MXU ${g.mxu_dim}×${g.mxu_dim}, ${(g.peak_bf16_flops_per_device / 1e12).toFixed(0)} TFLOP/s bf16`);
+  const title = g.topology ? `${g.generation}: ${g.slice}, topology ${g.topology} (hosts of ${g.host_block})` : `${g.generation}: ${g.slice}`;
+  const section = h('section', { class: 'generation-layout', 'data-generation': g.generation, 'data-rank': g.topology_rank,
+    'data-topology': g.topology || null, 'aria-label': `Layout of ${g.generation}` }, h('h3', {}, title), facts);
+  if (!g.topology || !g.host_block) return section;
+  const [X, Y, Z] = dims(g.topology);
+  const [bx, by, bz] = dims(g.host_block);
+  const layers = [];
+  for (let z = 0; z < Z; z += 1) {
+    const rows = [];
+    for (let y = 0; y < Y; y += 1) {
+      const chips = [];
+      for (let x = 0; x < X; x += 1) {
+        const block = Math.floor(x / bx) + (X / bx) * (Math.floor(y / by) + (Y / by) * Math.floor(z / bz));
+        const core = (x % bx) + bx * ((y % by) + by * (z % bz));
+        const host = mine[block];
+        const job = host && host.cores[core] ? host.cores[core].job : null;
+        const busy = job !== null && job !== undefined;
+        chips.push(h('span', { class: `chip${busy ? ' busy' : ''}`, 'data-host': host ? host.name : null, 'data-core': core,
+          'data-chip': `${x},${y},${z}`, title: `chip (${x}, ${y}, ${z}): ${host ? `${host.name} core ${core}` : 'no host'}${busy ? `, job ${job}` : ''}`,
+          style: { display: 'inline-block', width: '14px', height: '14px', margin: '1px', borderRadius: '2px',
+            border: `2px solid hsl(${(block * 67) % 360} 60% 45%)`, background: busy ? jobColour(job) : '#f3f4f6' } }));
+      }
+      rows.push(h('div', { class: 'chip-row', style: { whiteSpace: 'nowrap', lineHeight: '0' } }, chips));
+    }
+    // A 3D topology draws its z layers one behind the other, each shifted up
+    // and right: a block, not a row of hosts.
+    layers.push(h('div', { class: 'chip-layer', 'data-z': z, 'aria-label': `z = ${z}`,
+      style: g.topology_rank === 3 ? { position: 'absolute', left: `${z * 10}px`, bottom: `${z * 10}px`, opacity: String(1 - 0.5 * z / Z) } : {} }, rows));
+  }
+  const chipSize = 18;
+  section.append(h('div', { class: `chip-grid rank-${g.topology_rank}`, role: 'img',
+    'aria-label': `${g.slice}: ${g.topology} chips in ${g.hosts} hosts of ${g.host_block}`,
+    style: g.topology_rank === 3 ? { position: 'relative', height: `${Y * chipSize + Z * 10}px`, width: `${X * chipSize + Z * 10}px` } : {} },
+  g.topology_rank === 3 ? layers.slice().reverse() : layers));
+  return section;
 }
 
 // [a, b, c] -> [a, ', ', b, ', ', c]: list items read apart, on screen and aloud.

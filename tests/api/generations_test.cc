@@ -1,0 +1,182 @@
+// Job specs on today's Cloud TPUs (v5e, v5p, v6e): resources.accelerator_type
+// and resources.topology resolved against pools of each generation, through
+// the pool view api/ builds from the scheduler's facts.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "api/resolution.h"
+#include "scheduler/pool.h"
+
+namespace tpujobs::api {
+namespace {
+
+using scheduler::Generation;
+
+// The hosts of a --pool value, per generation.
+scheduler::PoolCapacity capacity(std::string_view pool) {
+  scheduler::PoolCapacity out;
+  const base::Result<scheduler::PoolLayout> layout = scheduler::parse_pool(pool);
+  EXPECT_TRUE(layout.ok()) << pool;
+  if (layout.ok()) {
+    for (const scheduler::HostLayout& h : layout->hosts) ++out.hosts[h.generation];
+  }
+  return out;
+}
+
+lightning::TrainerSettings tpu(std::optional<std::string> type,
+                               std::optional<std::string> topology = std::nullopt) {
+  lightning::TrainerSettings s;
+  s.accelerator = "tpu";
+  s.accelerator_type = std::move(type);
+  s.topology = std::move(topology);
+  return s;
+}
+
+// "generation devices_per_host x hosts type", or "field: message | hint" of
+// the first error.
+std::string outcome(const lightning::TrainerSettings& settings, std::string_view pool) {
+  const Resolution r = resolve(settings, capacity(pool));
+  if (!r.errors.empty()) {
+    return r.errors.front().field + ": " + r.errors.front().message + " | " + r.errors.front().hint;
+  }
+  const scheduler::ResourceRequest& q = r.request;
+  return std::string(q.generation ? scheduler::facts(*q.generation).name : "any") + " " +
+         std::to_string(q.devices_per_host) + "x" + std::to_string(q.hosts) + " " +
+         q.accelerator_type;
+}
+
+TEST(Generations, AcceleratorTypesOfEachGeneration) {
+  const std::string_view pool = "v5litepod-16,v6e-8,v5p-32";
+  EXPECT_EQ("v5e 8x2 v5litepod-16", outcome(tpu("v5litepod-16"), pool));
+  EXPECT_EQ("v5e 8x1 v5litepod-8", outcome(tpu("v5litepod-8"), pool));
+  EXPECT_EQ("v6e 8x1 v6e-8", outcome(tpu("v6e-8"), pool));
+  EXPECT_EQ("v5p 4x4 v5p-32", outcome(tpu("v5p-32"), pool));
+  EXPECT_EQ("v5p 4x1 v5p-8", outcome(tpu("v5p-8"), pool));
+}
+
+TEST(Generations, TopologyNamesTheSlice) {
+  EXPECT_EQ("v5e 8x2 v5litepod-16", outcome(tpu(std::nullopt, "4x4"), "v5litepod-16"));
+  EXPECT_EQ("v5p 4x4 v5p-32", outcome(tpu(std::nullopt, "2x2x4"), "v5p-32"));
+  EXPECT_EQ("v5p 4x4 v5p-32", outcome(tpu(std::nullopt, "4x2x2"), "v5p-32"));
+  EXPECT_EQ("v5e 8x2 v5litepod-16", outcome(tpu("v5litepod-16", "4x4"), "v5litepod-16"));
+  EXPECT_EQ("v5p 4x1 v5p-8", outcome(tpu("v5p-8", "2x2x1"), "v5p-8"));
+}
+
+TEST(Generations, TopologyAndTypeMustAgree) {
+  EXPECT_EQ(
+      "resources.topology: `topology='4x4'` does not match `accelerator_type='v5litepod-8'`, "
+      "which is a 2x4. | Give one of the two, or make them agree: 4x4 is v5litepod-16. "
+      "Topologies here: v5e: 2x4, 4x4, 4x8, 8x8, 8x16, 16x16.",
+      outcome(tpu("v5litepod-8", "4x4"), "v5litepod-16"));
+  EXPECT_EQ(
+      "resources.topology: `topology='2x2x4'` does not match `accelerator_type='v3-8'`, which "
+      "has no topology name. | Give one of the two, or make them agree. Topologies here: none "
+      "(the pool's generations have no topology names).",
+      outcome(tpu("v3-8", "2x2x4"), "v3-8"));
+}
+
+TEST(Generations, TopologyOfTwoGenerationsNeedsTheType) {
+  EXPECT_EQ(
+      "resources.topology: '4x4' is a slice of more than one generation in the pool: "
+      "v5litepod-16, v6e-16. | Name the one to use with `resources.accelerator_type` (e.g. "
+      "\"v5litepod-16\"), with or without the topology.",
+      outcome(tpu(std::nullopt, "4x4"), "v5litepod-16,v6e-16"));
+  EXPECT_EQ("v6e 8x2 v6e-16", outcome(tpu("v6e-16", "4x4"), "v5litepod-16,v6e-16"));
+}
+
+TEST(Generations, BadTopologies) {
+  EXPECT_EQ(
+      "resources.topology: '4by4' is not a topology: expected 2 or 3 positive dimensions joined "
+      "by 'x', such as '4x4' or '2x2x4'. | Topologies here: v5e: 2x4, 4x4, 4x8, 8x8, 8x16, "
+      "16x16.",
+      outcome(tpu(std::nullopt, "4by4"), "v5litepod-8"));
+  EXPECT_NE(std::string::npos, outcome(tpu(std::nullopt, "3x3"), "v5litepod-8")
+                                   .find("'3x3' is not the shape of a whole-host slice"));
+  // Shapes of generations the pool lacks.
+  EXPECT_EQ(
+      "resources.topology: '2x2x4' is v4-32 or v5p-32, and the pool has hosts of neither "
+      "generation. | Topologies here: v5e: 2x4, 4x4, 4x8, 8x8, 8x16, 16x16.",
+      outcome(tpu(std::nullopt, "2x2x4"), "v5litepod-8"));
+  EXPECT_NE(std::string::npos, outcome(tpu(std::nullopt, "16x16x24"), "v5litepod-8")
+                                   .find("The pool has no v5p hosts; it has v5e (1 hosts)."));
+}
+
+TEST(Generations, AnotherGenerationsTypeOrTooBigASliceIsRefused) {
+  EXPECT_NE(std::string::npos, outcome(tpu("v6e-8"), "v5litepod-16")
+                                   .find("The pool has no v6e hosts; it has v5e (2 hosts)."));
+  EXPECT_NE(std::string::npos,
+            outcome(tpu("v5litepod-32"), "v5litepod-16").find("resources.accelerator_type"));
+  EXPECT_NE(std::string::npos, outcome(tpu("v5p-64"), "v5p-32").find("resources.accelerator_type"));
+  EXPECT_EQ(
+      "resources.accelerator_type: 'v5litepod-12' is not a valid v5e slice. Valid v5e slices: "
+      "v5litepod-8, v5litepod-16, v5litepod-32, v5litepod-64, v5litepod-128, v5litepod-256. | "
+      "Pick one of the listed accelerator types; the number counts chips.",
+      outcome(tpu("v5litepod-12"), "v5litepod-16"));
+  EXPECT_NE(std::string::npos, outcome(tpu("v5e-8"), "v5litepod-16")
+                                   .find("with generation v2, v3, v4, v5litepod, v5p or v6e"));
+}
+
+TEST(Generations, DevicesPerHostAsLightning21Computes) {
+  lightning::TrainerSettings s = tpu(std::nullopt);
+  s.devices.kind = lightning::DeviceValue::Kind::kString;
+  s.devices.text = "auto";
+  EXPECT_EQ("v5p 4x1 v5p-8", outcome(s, "v5p-8"));
+  EXPECT_EQ("v6e 8x1 v6e-8", outcome(s, "v6e-8"));
+  s.devices.kind = lightning::DeviceValue::Kind::kInt;
+  s.devices.number = 8;
+  const std::string refused = outcome(s, "v5p-8");
+  EXPECT_NE(std::string::npos, refused.find("`devices` can only be 'auto', 1, 4 or [<0-3>]"))
+      << refused;
+}
+
+}  // namespace
+}  // namespace tpujobs::api
+
+namespace tpujobs::api {
+namespace {
+
+// Lightning 1.x and 2.0 count 8 devices on every host; tpujobs refuses 8 on
+// a 4-device v5p host with its own message (upstream, torch_xla's PJRT spawn
+// only warns "Unsupported nprocs (8), ignoring..." and what follows is not
+// reproduced).
+TEST(Generations, OldLightningsEightOnAFourDeviceHost) {
+  lightning::TrainerSettings s = tpu(std::nullopt);
+  s.lightning_version = "2.0";
+  s.devices.kind = lightning::DeviceValue::Kind::kInt;
+  s.devices.number = 8;
+  EXPECT_EQ(
+      "trainer.devices: `devices=8` asks for 8 devices per host, but the hosts it may run on have "
+      "4 on v5p hosts. | Lightning 2.0 counts 8 devices a host: use `lightning_version: \"2.x\"` "
+      "with v5p hosts `devices: 4` (or 'auto'), or `devices: 1`.",
+      outcome(s, "v5p-8"));
+  EXPECT_EQ("v6e 8x1 v6e-8", outcome(s, "v6e-8"));
+}
+
+}  // namespace
+}  // namespace tpujobs::api
+
+namespace tpujobs::api {
+namespace {
+
+TEST(Generations, TorchXlaBefore25FindsNoV6eChips) {
+  lightning::TrainerSettings s = tpu("v6e-8");
+  s.environment = lightning::Environment{"3.10", "2.4.0", "2.4.0", "2.4.0"};
+  EXPECT_EQ(
+      "environment.torch_xla: tpujobs: torch_xla 2.4 finds no TPU on a v6e host: it counts a "
+      "host's chips by PCI device id, and lists v6e's (0x006f) only from torch_xla 2.5.0 "
+      "(pytorch/xla v2.5.0:torch_xla/_internal/tpu.py:50-51 (_TPU_PCI_DEVICE_IDS)). | Install "
+      "torch_xla 2.5 or later (with the torch of the same minor version) on v6e hosts, or run on "
+      "a generation it knows.",
+      outcome(s, "v6e-8,v5litepod-8"));
+  s.accelerator_type = "v5litepod-8";
+  EXPECT_EQ("v5e 8x1 v5litepod-8", outcome(s, "v6e-8,v5litepod-8"));
+  s.accelerator_type = std::nullopt;  // either generation: v5e's chips are known
+  s.environment = lightning::Environment{"3.10", "2.5.0", "2.5.0", "2.4.0"};
+  s.accelerator_type = "v6e-8";
+  EXPECT_EQ("v6e 8x1 v6e-8", outcome(s, "v6e-8"));
+}
+
+}  // namespace
+}  // namespace tpujobs::api
