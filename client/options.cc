@@ -67,6 +67,11 @@ settings, the HBM estimate and warnings. Exit 0 when it is valid, 2 when not.
 options:
   --set PATH=VALUE       override a spec field (see `tpujobs submit --help`); repeatable
 )"},
+      {"check",
+       "PATH...",
+       {},
+       "check training scripts for TPU misconfigurations, offline (no server)",
+       "See `tpujobs check --help`.\n"},
       {"status",
        "ID",
        {},
