@@ -31,6 +31,7 @@ options:
   --accelerator-type TYPE  the TPU the job runs on (v3-8, v4-8, v3-32, ...); default:
                            the default pool of `tpujobs serve` (v3-32)
   --lightning VERSION      the Lightning whose rules apply (1.6 ... 2.5, 1.x, 2.x, 2.1.3)
+  --python VERSION         the Python of the TPU VM (3.8 ... 3.11); default 3.10
   --requirements FILE      a requirements.txt, `pip freeze` output or pyproject.toml whose
                            pins (torch, torch_xla, lightning / pytorch-lightning) are the
                            versions in play; repeatable
@@ -44,6 +45,7 @@ exit codes: 0 no error finding, 2 an error finding or a usage error.
 struct CheckLine {
   std::optional<std::string> accelerator_type;
   std::optional<std::string> lightning;
+  std::optional<std::string> python;
   std::vector<std::string> requirements;
   std::string format = "text";
   std::optional<std::string> output;
@@ -69,12 +71,13 @@ std::string parse(const std::vector<std::string>& args, CheckLine* line) {
       line->help = true;
       return "";
     }
-    if (arg == "--accelerator-type" || arg == "--lightning" || arg == "--requirements" ||
-        arg == "--format" || arg == "--output") {
+    if (arg == "--accelerator-type" || arg == "--lightning" || arg == "--python" ||
+        arg == "--requirements" || arg == "--format" || arg == "--output") {
       std::optional<std::string> v = value();
       if (!v || v->empty()) return arg + " needs a value";
       if (arg == "--accelerator-type") line->accelerator_type = *v;
       if (arg == "--lightning") line->lightning = *v;
+      if (arg == "--python") line->python = *v;
       if (arg == "--requirements") line->requirements.push_back(*v);
       if (arg == "--format") line->format = *v;
       if (arg == "--output") line->output = *v;
@@ -193,6 +196,7 @@ int run_check_command(const std::vector<std::string>& args, std::ostream& out, s
   lightning::ScriptCheckOptions options;
   options.lightning_version = line.lightning;
   options.accelerator_type = line.accelerator_type;
+  options.python = line.python;
   options.pool = *pool;
   std::string problem;
   std::vector<lightning::SourceFile> requirements, scripts;

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "lightning/script_calls.h"
+#include "lightning/versions.h"
 
 namespace tpujobs::lightning {
 namespace {
@@ -21,6 +22,13 @@ constexpr std::string_view kDeviceArguments[] = {"devices", "tpu_cores", "num_no
 
 bool contains(std::span<const std::string_view> names, std::string_view name) {
   return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// "`kwargs`" -> "kwargs"; "..." for nothing.
+std::string unquoted(const std::string& text) {
+  if (text.size() >= 2 && text.front() == '`' && text.back() == '`')
+    return text.substr(1, text.size() - 2);
+  return text.empty() ? "..." : text;
 }
 
 bool environment_field(std::string_view field) {
@@ -55,6 +63,7 @@ std::optional<Environment> pinned_environment(const ScriptCheckOptions& options,
     if (!r || r->version.empty()) return std::nullopt;
     return r->version;
   };
+  env.python = options.python;
   env.torch = pin("torch");
   env.torch_xla = pin("torch-xla");
   env.lightning = pin(distribution(package));
@@ -164,8 +173,7 @@ class CallChecker {
     if (argument.name == "**" || argument.name == "*") {
       splat_ = true;
       note(argument.line, argument.column,
-           "not checked: " + what() + "(" + argument.name +
-               (argument.unknown_reason.empty() ? "..." : argument.unknown_reason) +
+           "not checked: " + what() + "(" + argument.name + unquoted(argument.unknown_reason) +
                ") may set any argument, so this call's settings were not checked",
            "Write the TPU settings (accelerator, devices, precision, strategy) as keyword "
            "arguments");
@@ -254,8 +262,8 @@ std::vector<Finding> check_script(const SyntaxTree& tree, std::string_view path,
   std::vector<Finding> out;
   for (const SyntaxProblem& problem : tree.problems) {
     out.push_back({std::string(path), problem.line, problem.column, "syntax-error",
-                   Severity::kError, "SyntaxError: " + problem.message,
-                   "Fix the syntax: Python refuses to run this file", ""});
+                   Severity::kError, "the file does not parse as Python: " + problem.message,
+                   "Fix the syntax: Python refuses to run this file with a SyntaxError", ""});
   }
   if (tree.truncated) {
     out.push_back({std::string(path), 1, 1, "not-checked", Severity::kNote,
@@ -293,6 +301,15 @@ std::vector<Finding> check_environment_pins(const ScriptCheckOptions& options,
   std::set<std::string> reported;
   for (const std::string& package :
        packages.empty() ? std::vector<std::string>{"lightning"} : packages) {
+    if (!options.requirements.empty() && !packages.empty() && !options.lightning_version &&
+        !find_requirement(options.requirements, distribution(package))) {
+      const Requirement& first = options.requirements.front();
+      out.push_back(
+          {first.path, 1, 1, "unpinned", Severity::kNote,
+           "not checked: the scripts import " + package + ", which no requirements file lists: " +
+               "checked with the rules of Lightning " + std::string(releases().back().name()),
+           "Pin " + std::string(distribution(package)) + " with `==`, or give --lightning", ""});
+    }
     TrainerSettings settings;
     settings.lightning_version = options.lightning_version;
     settings.environment = pinned_environment(options, package);
@@ -307,8 +324,11 @@ std::vector<Finding> check_environment_pins(const ScriptCheckOptions& options,
       const Requirement* at = find_requirement(options.requirements, pin);
       if (!at) at = &options.requirements.front();
       if (!reported.insert(problem.field + problem.message).second) continue;
+      std::string hint = problem.hint;
+      if (!options.python && problem.field.starts_with("environment."))
+        hint += " (Python 3.10 assumed, as on a Cloud TPU VM: --python names another)";
       out.push_back({at->path, at->line, at->column, problem.field, Severity::kError,
-                     problem.message, problem.hint, problem.source});
+                     problem.message, hint, problem.source});
     }
   }
   return out;

@@ -60,6 +60,8 @@ std::vector<Requirement> parse_requirements(std::string_view text, std::string_v
 struct ScriptCheckOptions {
   std::optional<std::string> lightning_version;  // --lightning: "2.1", "2.1.3", "1.x"
   std::optional<std::string> accelerator_type;   // --accelerator-type: "v3-8"
+  // --python: "3.10"; the environment check assumes 3.10 (a Cloud TPU VM's) without it.
+  std::optional<std::string> python;
   std::vector<Requirement> requirements;         // from every --requirements file
   PoolView pool;                                 // the generations the type names
 };
