@@ -258,7 +258,8 @@ std::string_view severity_name(Severity severity) {
 }
 
 std::vector<Finding> check_script(const SyntaxTree& tree, std::string_view path,
-                                  const ScriptCheckOptions& options) {
+                                  const ScriptCheckOptions& options,
+                                  std::vector<std::string>* packages) {
   std::vector<Finding> out;
   for (const SyntaxProblem& problem : tree.problems) {
     out.push_back({std::string(path), problem.line, problem.column, "syntax-error",
@@ -271,14 +272,8 @@ std::vector<Finding> check_script(const SyntaxTree& tree, std::string_view path,
   }
   for (const LightningCall& call : find_lightning_calls(tree.module)) {
     CallChecker(call, path, options, &out).run();
-  }
-  return out;
-}
-
-std::vector<std::string> lightning_packages(const SyntaxTree& tree) {
-  std::vector<std::string> out;
-  for (const LightningCall& call : find_lightning_calls(tree.module)) {
-    if (std::find(out.begin(), out.end(), call.package) == out.end()) out.push_back(call.package);
+    if (packages && std::find(packages->begin(), packages->end(), call.package) == packages->end())
+      packages->push_back(call.package);
   }
   return out;
 }
@@ -426,11 +421,8 @@ CheckReport check_sources(const std::vector<SourceFile>& scripts,
       continue;
     }
     const SyntaxTree tree = parser.parse(file.text);
-    for (Finding& finding : check_script(tree, file.path, options))
+    for (Finding& finding : check_script(tree, file.path, options, &packages))
       report.findings.push_back(std::move(finding));
-    for (const std::string& package : lightning_packages(tree))
-      if (std::find(packages.begin(), packages.end(), package) == packages.end())
-        packages.push_back(package);
     report.checked.push_back(file.path);
   }
   for (Finding& finding : check_environment_pins(options, packages))

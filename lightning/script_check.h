@@ -62,13 +62,15 @@ struct ScriptCheckOptions {
   std::optional<std::string> accelerator_type;   // --accelerator-type: "v3-8"
   // --python: "3.10"; the environment check assumes 3.10 (a Cloud TPU VM's) without it.
   std::optional<std::string> python;
-  std::vector<Requirement> requirements;         // from every --requirements file
-  PoolView pool;                                 // the generations the type names
+  std::vector<Requirement> requirements;  // from every --requirements file
+  PoolView pool;                          // the generations the type names
 };
 
-// The findings of one parsed script (`tree` of the text at `path`).
+// The findings of one parsed script (`tree` of the text at `path`). Adds
+// to *packages (when given) the Lightning packages its calls come from.
 std::vector<Finding> check_script(const SyntaxTree& tree, std::string_view path,
-                                  const ScriptCheckOptions& options);
+                                  const ScriptCheckOptions& options,
+                                  std::vector<std::string>* packages = nullptr);
 
 // The findings about the versions in play (the environment check, pins
 // missing), at the requirement lines; `packages` are the Lightning packages
@@ -103,9 +105,5 @@ struct CheckReport {
 CheckReport check_sources(const std::vector<SourceFile>& scripts,
                           const std::vector<SourceFile>& requirement_files,
                           ScriptCheckOptions options, const PythonParser& parser);
-
-// The Lightning packages a script's Trainer / Fabric calls come from
-// ("lightning" or "pytorch_lightning"), in order of first use.
-std::vector<std::string> lightning_packages(const SyntaxTree& tree);
 
 }  // namespace tpujobs::lightning

@@ -369,6 +369,10 @@ bool find_problem(TSNode root, std::string_view source, lightning::SyntaxProblem
     if (ts_node_symbol(node) == static_cast<TSSymbol>(-1)) {  // an ERROR node
       const std::uint32_t begin = std::min<std::uint32_t>(ts_node_start_byte(node), source.size());
       std::string token(source.substr(begin, 20));
+      // Never end inside a UTF-8 sequence: the reports are JSON.
+      while (!token.empty() && (static_cast<unsigned char>(token.back()) & 0xC0) == 0x80)
+        token.pop_back();
+      if (!token.empty() && (static_cast<unsigned char>(token.back()) & 0x80)) token.pop_back();
       if (const auto newline = token.find_first_of("\r\n"); newline != std::string::npos)
         token.resize(newline);
       *out = {line, column, token.empty() ? "invalid syntax" : "invalid syntax at `" + token + "`"};
