@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "api/checks_api.h"
 #include "api/job_spec.h"
 #include "api/notify.h"
 #include "api/problem.h"
@@ -864,6 +865,7 @@ void JobsApi::add_routes() {
   add_service_routes();
   add_notification_routes();
   add_limit_routes();
+  add_check_routes(router_);  // api/checks_api.h
 }
 
 void JobsApi::add_job_routes() {

@@ -202,6 +202,10 @@ the command ends when the job does, and its exit code says how it ended.
 settings, the HBM estimate and warnings. Exit 0 when it is valid, 2 when not.
 )",
        declare_validate},
+      // `check` parses its own options (client/check_command.h): listed here
+      // for `tpujobs --help`.
+      {"check", "PATH...", "check training scripts for TPU misconfigurations, offline (no server)",
+       "See `tpujobs check --help`.\n", declare_nothing},
       {"status", "ID", "show a job: state, progress, metrics, error",
        R"(Prints the job's state, why it waits, its progress, latest metrics and error.
 )",

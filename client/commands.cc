@@ -16,6 +16,7 @@
 
 #include "base/bytes.h"
 #include "base/text_table.h"
+#include "client/check_command.h"
 #include "client/event_stream.h"
 #include "client/junit_report.h"
 #include "client/limits_command.h"
@@ -1114,6 +1115,8 @@ int run_client_command(const CommandLine& command_line, const ClientContext& con
 }
 
 int run_client(const std::string& command, const std::vector<std::string>& args) {
+  // `check` is offline: its own options, no server (client/check_command.h).
+  if (command == "check") return run_check_command(args, std::cout, std::cerr);
   CommandLine line;
   if (base::Status parsed = parse_command_line(command, args, process_environment(), &line);
       !parsed.ok()) {

@@ -15,7 +15,7 @@ set -uo pipefail
 seconds="${1:-30}"
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 build="${FUZZ_BUILD:-$repo/build-fuzz}"
-targets=(job_spec csv http_request)
+targets=(job_spec csv http_request script_check)
 
 if ! command -v clang++ >/dev/null; then
   echo "fuzz/run.sh: clang++ not found (scripts/setup.sh --test installs clang and libclang-rt-14-dev)" >&2

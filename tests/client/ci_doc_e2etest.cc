@@ -169,7 +169,7 @@ class CiDocTest : public ::testing::Test {
     // The snippets run from a checkout: examples/ is where they expect it.
     fs::create_directory_symlink(fs::path(TPUJOBS_SOURCE_DIR) / "examples", workdir_ / "examples");
     blocks_ = yaml_blocks(read_source_file("docs/ci.md"));
-    ASSERT_EQ(4u, blocks_.size()) << "docs/ci.md should hold the GitHub Actions and the GitLab CI "
+    ASSERT_LE(4u, blocks_.size()) << "docs/ci.md should hold the GitHub Actions and the GitLab CI "
                                      "jobs, built from source and installed from the package";
     github_ = client_command_lines(blocks_[0]);
     gitlab_ = client_command_lines(blocks_[1]);

@@ -62,6 +62,8 @@ export const cancelJob = (id) => request('POST', `/v1/jobs/${id}/cancel`);
 // `spec` may be the raw editor text, so the server reports malformed JSON itself.
 export const validateSpec = (spec) => request('POST', '/v1/jobs:validate', spec);
 export const submitJob = (spec) => request('POST', '/v1/jobs', spec);
+// The script check of `tpujobs check` (POST /v1/checks).
+export const checkScripts = (body) => request('POST', '/v1/checks', body);
 export const getPool = () => request('GET', '/v1/pool');
 export const getUsage = ({ from, to, group_by } = {}) => request('GET', `/v1/usage${query({ from, to, group_by })}`);
 // action: "drain" | "fail" | "recover".

@@ -5,6 +5,7 @@
 import { ApiError, submitJob, validateSpec } from './api.js';
 import { EXAMPLES } from './examples.js';
 import { findField, lineOf, locateFields } from './locate.js';
+import { scriptCheckSection } from './script_check.js';
 import { announce, fill, formatBytes, formatNumber, h, warningText } from './ui.js';
 
 // The editor's text survives a visit to another page.
@@ -183,7 +184,8 @@ export function mount(root) {
           'The trainer takes Lightning\'s Trainer arguments. Tab indents; press Escape then Tab to leave the editor.'),
         h('div', { class: 'editor' }, gutter, editor),
         h('div', { class: 'actions' }, validateButton, submitButton)),
-      results));
+      results),
+    scriptCheckSection());
   drawGutter();
   return () => {};
 }

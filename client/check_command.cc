@@ -1,0 +1,237 @@
+#include "client/check_command.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <system_error>
+
+#include "client/check_report.h"
+#include "client/options.h"
+#include "lightning/script_check.h"
+#include "lightning/versions.h"
+#include "pyparse/tree_sitter_python.h"
+#include "scheduler/generation.h"
+
+namespace tpujobs::client {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::string_view kUsage = R"(usage: tpujobs check [options] PATH...
+
+Checks Lightning training scripts for TPU misconfigurations where they are
+written: the Trainer(...) / Fabric(...) calls of each PATH (a .py file, or a
+directory searched for *.py, skipping virtualenvs and .git), with the exact
+texts of the Lightning and torch_xla versions in play. Offline: no server.
+
+options:
+  --accelerator-type TYPE  the TPU the job runs on (v3-8, v4-8, v3-32, ...); default:
+                           the default pool of `tpujobs serve` (v3-32)
+  --lightning VERSION      the Lightning whose rules apply (1.6 ... 2.5, 1.x, 2.x, 2.1.3)
+  --python VERSION         the Python of the TPU VM (3.8 ... 3.11); default 3.10
+  --requirements FILE      a requirements.txt, `pip freeze` output or pyproject.toml whose
+                           pins (torch, torch_xla, lightning / pytorch-lightning) are the
+                           versions in play; repeatable
+  --format F               text (default), json, sarif or junit
+  --output FILE            write the report to FILE instead of stdout
+  -h, --help               this text
+
+exit codes: 0 no error finding, 2 an error finding or a usage error.
+)";
+
+struct CheckLine {
+  std::optional<std::string> accelerator_type;
+  std::optional<std::string> lightning;
+  std::optional<std::string> python;
+  std::vector<std::string> requirements;
+  std::string format = "text";
+  std::optional<std::string> output;
+  std::vector<std::string> paths;
+  bool help = false;
+};
+
+// "" when parsed, else the usage error.
+std::string parse(const std::vector<std::string>& args, CheckLine* line) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string arg = args[i];
+    std::optional<std::string> inline_value;
+    if (arg.starts_with("--") && arg.find('=') != std::string::npos) {
+      inline_value = arg.substr(arg.find('=') + 1);
+      arg = arg.substr(0, arg.find('='));
+    }
+    auto value = [&]() -> std::optional<std::string> {
+      if (inline_value) return inline_value;
+      if (i + 1 >= args.size()) return std::nullopt;
+      return args[++i];
+    };
+    if (arg == "-h" || arg == "--help") {
+      line->help = true;
+      return "";
+    }
+    if (arg == "--accelerator-type" || arg == "--lightning" || arg == "--python" ||
+        arg == "--requirements" || arg == "--format" || arg == "--output") {
+      std::optional<std::string> v = value();
+      if (!v || v->empty()) return arg + " needs a value";
+      if (arg == "--accelerator-type") line->accelerator_type = *v;
+      if (arg == "--lightning") line->lightning = *v;
+      if (arg == "--python") line->python = *v;
+      if (arg == "--requirements") line->requirements.push_back(*v);
+      if (arg == "--format") line->format = *v;
+      if (arg == "--output") line->output = *v;
+      continue;
+    }
+    if (arg.starts_with("-") && arg != "-") return "unknown option " + arg;
+    line->paths.push_back(arg);
+  }
+  if (line->format != "text" && line->format != "json" && line->format != "sarif" &&
+      line->format != "junit")
+    return "--format must be text, json, sarif or junit, not '" + line->format + "'";
+  if (line->lightning && !lightning::find_release(*line->lightning))
+    return "--lightning '" + *line->lightning + "' is not a release tpujobs reproduces (" +
+           lightning::release_names() + ", or a full version such as 2.1.3)";
+  if (line->paths.empty()) return "give at least one PATH (a .py file or a directory)";
+  return "";
+}
+
+bool skipped_directory(const fs::path& directory) {
+  const std::string name = directory.filename().string();
+  if (name == ".git" || name == "__pycache__" || name == "node_modules" || name == ".tox" ||
+      name == "site-packages")
+    return true;
+  std::error_code error;
+  return fs::exists(directory / "pyvenv.cfg", error);  // a virtualenv (venv, virtualenv, uv)
+}
+
+// The *.py files under `root`, sorted, or `root` itself when it is a file.
+std::vector<std::string> python_files(const std::string& root, std::string* problem) {
+  std::error_code error;
+  const fs::file_status status = fs::status(root, error);
+  if (error || !fs::exists(status)) {
+    *problem = root + ": no such file or directory";
+    return {};
+  }
+  if (!fs::is_directory(status)) return {root};
+  std::vector<std::string> out;
+  fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, error);
+  for (; !error && it != fs::recursive_directory_iterator(); it.increment(error)) {
+    if (it->is_directory(error)) {
+      if (skipped_directory(it->path())) it.disable_recursion_pending();
+      continue;
+    }
+    if (it->path().extension() == ".py" && it->is_regular_file(error))
+      out.push_back(it->path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The file's text, unless it is larger than the check reads (then only its size).
+std::optional<lightning::SourceFile> read_source(const std::string& path, std::string* problem) {
+  lightning::SourceFile file;
+  file.path = path;
+  std::error_code error;
+  file.size = fs::file_size(path, error);
+  if (error) {
+    *problem = path + ": " + error.message();
+    return std::nullopt;
+  }
+  if (file.size > lightning::kMaxSourceBytes) return file;
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in && !in.eof()) {
+    *problem = path + ": cannot be read";
+    return std::nullopt;
+  }
+  file.text = text.str();
+  return file;
+}
+
+std::string render(const lightning::CheckReport& report, const std::string& format) {
+  if (format == "json") return check_report_json(report).dump(2) + "\n";
+  if (format == "sarif") return check_report_sarif(report).dump(2) + "\n";
+  if (format == "junit") return check_report_junit(report);
+  return check_report_text(report);
+}
+
+}  // namespace
+
+std::optional<lightning::PoolView> check_pool(const std::string& accelerator_type) {
+  const std::optional<scheduler::SliceType> slice = scheduler::parse_slice_type(accelerator_type);
+  if (!slice) return std::nullopt;
+  lightning::PoolView view;
+  for (scheduler::Generation generation :
+       {scheduler::Generation::kV2, scheduler::Generation::kV3, scheduler::Generation::kV4}) {
+    const scheduler::GenerationFacts& f = scheduler::facts(generation);
+    view.generations.push_back({std::string(f.name),
+                                f.devices_per_host,
+                                f.name_units_per_device,
+                                {f.slice_sizes.begin(), f.slice_sizes.end()},
+                                generation == slice->generation ? slice->hosts() : 0});
+  }
+  return view;
+}
+
+int run_check_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CheckLine line;
+  if (const std::string usage_error = parse(args, &line); !usage_error.empty()) {
+    err << "tpujobs check: " << usage_error << "\n\n" << kUsage;
+    return kExitRejected;
+  }
+  if (line.help) {
+    out << kUsage;
+    return kExitSucceeded;
+  }
+  const std::optional<lightning::PoolView> pool =
+      check_pool(line.accelerator_type.value_or("v3-32"));
+  if (!pool) {
+    err << "tpujobs check: --accelerator-type '" << *line.accelerator_type
+        << "' is not a TPU type the pool knows (v2-8 ... v2-512, v3-8 ... v3-2048, v4-8 ... "
+           "v4-4096)\n";
+    return kExitRejected;
+  }
+  lightning::ScriptCheckOptions options;
+  options.lightning_version = line.lightning;
+  options.accelerator_type = line.accelerator_type;
+  options.python = line.python;
+  options.pool = *pool;
+  std::string problem;
+  std::vector<lightning::SourceFile> requirements, scripts;
+  for (const std::string& path : line.requirements) {
+    std::optional<lightning::SourceFile> file = read_source(path, &problem);
+    if (!file) break;
+    requirements.push_back(std::move(*file));
+  }
+  for (const std::string& root : line.paths) {
+    if (!problem.empty()) break;
+    for (const std::string& path : python_files(root, &problem)) {
+      std::optional<lightning::SourceFile> file = read_source(path, &problem);
+      if (!file) break;
+      scripts.push_back(std::move(*file));
+    }
+  }
+  if (!problem.empty()) {
+    err << "tpujobs check: " << problem << "\n";
+    return kExitRejected;
+  }
+  const std::unique_ptr<lightning::PythonParser> parser = pyparse::make_tree_sitter_parser();
+  const lightning::CheckReport report =
+      lightning::check_sources(scripts, requirements, options, *parser);
+  const std::string text = render(report, line.format);
+  if (line.output) {
+    std::ofstream file(*line.output, std::ios::binary | std::ios::trunc);
+    file << text;
+    if (!file.flush()) {
+      err << "tpujobs check: --output " << *line.output << ": cannot be written\n";
+      return kExitRejected;
+    }
+  } else {
+    out << text;
+  }
+  return report.has_errors() ? kExitRejected : kExitSucceeded;
+}
+
+}  // namespace tpujobs::client

@@ -1,0 +1,3 @@
+import lightning.pytorch
+
+trainer = lightning.pytorch.Trainer(accelerator="tpu", devices=3)

@@ -1,0 +1,3 @@
+from lightning.fabric import Fabric
+
+fabric = Fabric(accelerator="tpu", devices=3)

@@ -1,0 +1,3 @@
+import lightning as L
+
+fabric = L.Fabric(accelerator="tpu", devices=3)

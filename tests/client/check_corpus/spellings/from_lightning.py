@@ -1,0 +1,3 @@
+from lightning import Trainer
+
+trainer = Trainer(accelerator="tpu", devices=3)

@@ -1,0 +1,3 @@
+from lightning.pytorch import *
+
+trainer = Trainer(accelerator="tpu", devices=3)

@@ -1,0 +1,4 @@
+import lightning as L
+
+trainer = L.Trainer(accelerator="tpu", devices=8
+print("never closed"
