@@ -16,6 +16,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -267,10 +268,12 @@ TEST_F(Partition, AnAgentCutOffByTheNetworkLosesItsJobToAnotherAndRejoinsWriting
   EXPECT_NE(far->log().find("declared lost"), std::string::npos) << far->log();
   EXPECT_NE(far->log().find("rejoined"), std::string::npos) << far->log();
 
-  // The job trains on on agent-near past where it resumed; then the test
-  // ends it and trains its spec again for as many steps, uninterrupted.
+  // The job trains on on agent-near past where it resumed and past where
+  // agent-far's recorded points got to (a resumed run rewrites those); then
+  // the test ends it and trains its spec again for as many steps.
   const std::int64_t resumed_at = resumed_from_step(*replica, id);
-  const json past = wait_for_running_step(*replica, id, resumed_at + kStepsPerEpoch, kJobDeadline);
+  const std::int64_t far_got_to = std::max(resumed_at, last_metric_step(*replica, id));
+  const json past = wait_for_running_step(*replica, id, far_got_to + kStepsPerEpoch, kJobDeadline);
   const EndedJob ended = cancel_and_wait(*replica, id, kJobDeadline);
   // What each side did, for any failure below.
   const std::string story = "\nevents:\n" + event_reasons(*replica, id) + "\nagent-far:\n" +

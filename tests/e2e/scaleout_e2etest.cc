@@ -7,6 +7,7 @@
 #include <atomic>
 #include <map>
 #include <set>
+#include <algorithm>
 #include <thread>
 
 #include "jobs_api.h"
@@ -70,15 +71,17 @@ class ScaleOut : public ::testing::Test {
   void leader_fails_the_other_places_within_ten_seconds(bool pause);
 
   // Waits until job `id` runs again, resumed from a checkpoint, `steps`
-  // past it: the job trains on after an interruption.
+  // past both that checkpoint and `past_step` (where the run before it got
+  // to: last_metric_step): the job trains on after an interruption.
   static json trains_on_after_resuming(const ServiceProcess& replica, std::int64_t id,
-                                       std::int64_t steps = 10) {
+                                       std::int64_t steps = 10, std::int64_t past_step = 0) {
     return poll_until([&] { return job_view(replica, id); },
                       [&](const json& j) {
                         const std::int64_t resumed = resumed_from_step(replica, id);
                         return j["state"] == "RUNNING" && resumed > 0 &&
                                j["progress"].is_object() &&
-                               j["progress"].value("step", std::int64_t{0}) >= resumed + steps;
+                               j["progress"].value("step", std::int64_t{0}) >=
+                                   std::max(resumed, past_step) + steps;
                       },
                       kJobDeadline);
   }
@@ -520,9 +523,11 @@ TEST_F(ScaleOut, KillNineOfAnAgentMidRunFinishesItsJobsOnTheOtherFromCheckpoints
   agent_1->kill9();
   auto agent_2 = start_agent("agent-2");
 
-  // It resumes there from a checkpoint and trains on; then the test ends it
-  // and trains its spec again for as many steps, uninterrupted.
-  const json again = trains_on_after_resuming(*replica_b, id, kStepsPerEpoch);
+  // It resumes there from a checkpoint and trains on past where agent-1 got
+  // to (rewriting the points agent-1 recorded past that checkpoint); then
+  // the test ends it and trains its spec again for as many steps.
+  const std::int64_t agent_1_got_to = last_metric_step(*replica_a, id);
+  const json again = trains_on_after_resuming(*replica_b, id, kStepsPerEpoch, agent_1_got_to);
   ASSERT_EQ(again["state"], "RUNNING")
       << again.dump() << replica_a->log() << replica_b->log() << agent_2->log();
   EXPECT_EQ(agent_of(again), "agent-2");
@@ -623,7 +628,8 @@ TEST_F(ScaleOut, AnAgentPausedPastItsLeaseWritesNothingAfterItsJobMovedAndStopsI
   // The job trains on on agent-2; then the test ends it and trains its spec
   // again for as many steps. Stale lines or points from agent-1 would break
   // the numbering or repeat a step; stale parameters would change the digest.
-  const json again = trains_on_after_resuming(*replica_a, id, kStepsPerEpoch);
+  const json again =
+      trains_on_after_resuming(*replica_a, id, kStepsPerEpoch, last_metric_step(*replica_a, id));
   ASSERT_EQ(again["state"], "RUNNING") << again.dump();
   const EndedJob ended = cancel_and_wait(*replica_a, id);
   expect_contiguous_logs(*replica_a, id);

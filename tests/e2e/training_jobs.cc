@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "jobs_api.h"
 
 namespace tpujobs::testing {
@@ -104,6 +106,20 @@ std::int64_t expect_contiguous_logs(const ServiceProcess& service, std::int64_t 
     ++expected;
   }
   return expected - 1;
+}
+
+std::int64_t last_metric_step(const ServiceProcess& service, std::int64_t id) {
+  std::int64_t last = 0;
+  for (std::int64_t after = 0;;) {
+    const HttpResponse response =
+        service.get("/v1/jobs/" + std::to_string(id) + "/metrics?after=" + std::to_string(after));
+    if (response.status != 200) return last;
+    const json page = response.json();
+    if (!page["points"].is_array() || page["points"].empty()) return last;
+    for (const json& point : page["points"])
+      last = std::max(last, point.value("step", std::int64_t{0}));
+    after = page["next_after"].get<std::int64_t>();
+  }
 }
 
 EndedJob cancel_and_wait(const ServiceProcess& service, std::int64_t id,

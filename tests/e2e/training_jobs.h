@@ -50,6 +50,11 @@ struct EndedJob {
   std::string parameters_digest;
 };
 
+// The highest step among job `id`'s stored metric points (0 when none): a
+// run that resumed from an earlier checkpoint has rewritten the points of
+// the run before it once it trains past this step.
+std::int64_t last_metric_step(const ServiceProcess& service, std::int64_t id);
+
 // Cancels job `id` and waits for its end.
 EndedJob cancel_and_wait(const ServiceProcess& service, std::int64_t id,
                          std::chrono::seconds timeout = std::chrono::seconds(300));
