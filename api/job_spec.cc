@@ -22,7 +22,7 @@ const std::map<std::string, std::vector<std::string>, std::less<>>& field_table(
       {"environment", {"python", "torch", "torch_xla", "lightning"}},
       {"trainer",
        {"accelerator", "devices", "tpu_cores", "num_nodes", "precision", "strategy", "max_epochs",
-        "max_steps", "accumulate_grad_batches", "gradient_clip_val", "log_every_n_steps",
+        "max_steps", "max_time", "accumulate_grad_batches", "gradient_clip_val", "log_every_n_steps",
         "check_val_every_n_epoch", "checkpoint_every_n_steps", "seed"}},
       {"resources", {"accelerator_type", "topology"}},
       {"model", {"layers", "loss"}},
@@ -336,6 +336,29 @@ lightning::DeviceValue device_value(const json& value, const std::string& path,
   return out;
 }
 
+// `trainer.max_time` as Lightning's Timer receives it; null is None (no
+// Timer). What it means is the rule table's (lightning/loop_limits.cc).
+lightning::DurationValue duration_value(const json& value) {
+  lightning::DurationValue out;
+  if (value.is_string()) {
+    out.kind = lightning::DurationValue::Kind::kString;
+    out.text = value.get<std::string>().substr(0, 64);
+  } else if (value.is_object()) {
+    out.kind = lightning::DurationValue::Kind::kObject;
+    for (auto it = value.begin(); it != value.end() && out.parts.size() < 16; ++it) {
+      lightning::DurationValue::Part part{it.key().substr(0, 64), std::nullopt,
+                                          python_type(*it)};
+      if (it->is_number()) part.number = it->get<double>();
+      if (it->is_boolean()) part.number = it->get<bool>() ? 1 : 0;
+      out.parts.push_back(std::move(part));
+    }
+  } else {
+    out.kind = lightning::DurationValue::Kind::kOther;
+    out.python_type = python_type(value);
+  }
+  return out;
+}
+
 void parse_trainer(ObjectReader& r, JobSpec* spec) {
   lightning::TrainerSettings& t = spec->trainer;
   executor::TrainingSpec& training = spec->training;
@@ -353,8 +376,11 @@ void parse_trainer(ObjectReader& r, JobSpec* spec) {
     }
   }
   t.strategy = r.string("strategy", 64);
+  t.max_epochs_given = r.raw("max_epochs") != nullptr;
   if (auto v = r.integer("max_epochs", -1, 100000)) training.max_epochs = static_cast<int>(*v);
   if (auto v = r.integer("max_steps", -1, 100'000'000)) training.max_steps = *v;
+  t.max_steps = training.max_steps;
+  if (const json* v = r.raw("max_time")) t.max_time = duration_value(*v);
   if (auto v = r.integer("accumulate_grad_batches", 1, 1024))
     training.accumulate_grad_batches = static_cast<int>(*v);
   if (auto v = r.number("gradient_clip_val", 0.0, 1e9)) training.gradient_clip_val = *v;
@@ -784,11 +810,6 @@ std::optional<JobSpec> parse_job_spec(const json& body, std::vector<FieldError>*
       parse_expect(*expect, &spec.training.expect, errors);
     }
   }
-  if (spec.training.max_epochs == -1 && spec.training.max_steps == -1) {
-    errors->push_back({"trainer.max_steps",
-                       "max_epochs and max_steps cannot both be unlimited (-1)",
-                       "set max_epochs (e.g. 20) or max_steps"});
-  }
   if (errors->size() != errors_before) return std::nullopt;
   json key = json::object();
   for (const char* part : {"trainer", "model", "data", "optimizer", "expect", "lightning_version",
@@ -814,10 +835,16 @@ void apply_resolution(const Resolution& resolution, JobSpec* spec) {
   t.device_info = resolution.torch_xla_import_lines;
   t.device_info.insert(t.device_info.end(), resolution.device_info.begin(),
                        resolution.device_info.end());
+  // Fit's _run starts with _parse_loop_limits, before the strategy moves the model.
+  t.device_info.insert(t.device_info.end(), resolution.fit_start_lines.begin(),
+                       resolution.fit_start_lines.end());
   t.device_info.insert(t.device_info.end(), resolution.torch_xla_first_tensor_lines.begin(),
                        resolution.torch_xla_first_tensor_lines.end());
   t.notices = resolution.notices;
   t.lightning_v1 = resolution.lightning_v1;
+  // Lightning's loop limits: max_epochs when not given, and max_time's Timer.
+  if (!spec->trainer.max_epochs_given) t.max_epochs = resolution.default_max_epochs;
+  if (resolution.max_time_ms) t.max_time = std::chrono::milliseconds(*resolution.max_time_ms);
   switch (resolution.precision) {
     case lightning::Precision::k32True:
       t.precision = executor::Precision::kFp32;

@@ -132,4 +132,17 @@ std::string format_duration_ms(std::int64_t milliseconds) {
   return out;
 }
 
+std::string time_limit_line(double elapsed_seconds) {
+  // timedelta(seconds=int(x)) truncates toward zero; elapsed time is never negative.
+  const std::int64_t total = elapsed_seconds > 0 ? static_cast<std::int64_t>(elapsed_seconds) : 0;
+  const std::int64_t days = total / 86400;
+  const std::int64_t rest = total % 86400;
+  char clock[32];
+  std::snprintf(clock, sizeof clock, "%lld:%02lld:%02lld", static_cast<long long>(rest / 3600),
+                static_cast<long long>(rest / 60 % 60), static_cast<long long>(rest % 60));
+  std::string elapsed = clock;
+  if (days > 0) elapsed = std::to_string(days) + (days == 1 ? " day, " : " days, ") + elapsed;
+  return "Time limit reached. Elapsed time is " + elapsed + ". Signaling Trainer to stop.";
+}
+
 }  // namespace tpujobs::executor

@@ -27,6 +27,13 @@ std::vector<std::string> model_summary(const ModelSpec& model, const ModelShape&
 std::string epoch_line(int epoch, std::int64_t batches, double elapsed_seconds,
                        const std::vector<std::pair<std::string, double>>& values);
 
+// What Lightning's Timer logs (rank_zero_info) when `max_time` has passed:
+// "Time limit reached. Elapsed time is 0:01:05. Signaling Trainer to stop."
+// The elapsed training time prints as str(timedelta(seconds=int(elapsed))):
+// "H:MM:SS", "1 day, H:MM:SS", "3 days, H:MM:SS". The same text in every
+// release 1.6-2.5 (callbacks/timer.py, Timer._check_time_remaining).
+std::string time_limit_line(double elapsed_seconds);
+
 // "30m", "1h2m3s", "450ms": for messages about the timeout.
 std::string format_duration_ms(std::int64_t milliseconds);
 

@@ -82,8 +82,15 @@ struct TrainingSpec {
   DataSpec data;
   OptimizerSpec optimizer;
 
-  int max_epochs = 10;          // -1: unlimited (max_steps must be set)
+  // -1: no epoch limit. The API sets Lightning's default when the spec has
+  // none (1000, or -1 when max_steps or max_time bound the run).
+  int max_epochs = 10;
   std::int64_t max_steps = -1;  // -1: unlimited
+  // Lightning's Timer (Trainer(max_time=...)): training stops after the step
+  // at which this much training time has passed, counted across resumes
+  // (the checkpoint keeps it); zero or less stops before the first step.
+  // Both limits unset and max_epochs -1: training runs until cancelled.
+  std::optional<std::chrono::milliseconds> max_time;
   int accumulate_grad_batches = 1;
   std::optional<double> gradient_clip_val;  // clip by global L2 norm
   int log_every_n_steps = 10;

@@ -7,7 +7,8 @@ namespace tpujobs::executor {
 namespace {
 
 constexpr std::string_view kMagic = "TPUJOBS-CHECKPOINT";
-constexpr std::uint32_t kVersion = 1;
+// Version 2 appended train_elapsed_ms; version 1 is still read.
+constexpr std::uint32_t kVersion = 2;
 
 class Writer {
  public:
@@ -121,6 +122,7 @@ void encode_state(const TrainingState& state, const StateArrays& arrays, std::st
     writer.scalar(value);
   }
   writer.bytes(state.xla_metrics);
+  writer.scalar(state.train_elapsed_ms);
   writer.scalar(hash64(writer.out()));
 }
 
@@ -142,7 +144,7 @@ base::Result<TrainingState> decode_state(std::string_view bytes) {
   Reader reader(body.substr(kMagic.size()));
   std::uint32_t version = 0;
   reader.scalar(&version);
-  if (version != kVersion) {
+  if (version != kVersion && version != 1) {
     return invalid("checkpoint version " + std::to_string(version) +
                    " is not supported (expected " + std::to_string(kVersion) + ")");
   }
@@ -162,7 +164,9 @@ base::Result<TrainingState> decode_state(std::string_view bytes) {
     ok = reader.bytes(&name) && reader.scalar(&value);
     state.last_metrics[name] = value;
   }
-  ok = ok && reader.bytes(&state.xla_metrics) && reader.done();
+  ok = ok && reader.bytes(&state.xla_metrics);
+  if (version >= 2) ok = ok && reader.scalar(&state.train_elapsed_ms);
+  ok = ok && reader.done();
   if (!ok) {
     return invalid("checkpoint is truncated or malformed");
   }

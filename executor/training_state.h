@@ -40,6 +40,11 @@ struct TrainingState {
   std::map<std::string, double> last_metrics;
 
   std::string xla_metrics;  // XlaMetrics::serialize()
+
+  // Training time so far, across resumes (Lightning's Timer keeps it in its
+  // state_dict as time_elapsed): what `max_time` is checked against. 0 in a
+  // version-1 checkpoint, which did not keep it.
+  std::int64_t train_elapsed_ms = 0;
 };
 
 // A 64-bit hash of `bytes` (FNV-1a over little-endian 8-byte words, then a

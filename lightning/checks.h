@@ -33,6 +33,8 @@ inline constexpr std::string_view kFieldEnv = "env";
 inline constexpr std::string_view kFieldAcceleratorType = "resources.accelerator_type";
 inline constexpr std::string_view kFieldTopology = "resources.topology";
 inline constexpr std::string_view kFieldLightningVersion = "lightning_version";
+inline constexpr std::string_view kFieldMaxTime = "trainer.max_time";
+inline constexpr std::string_view kFieldMaxEpochs = "trainer.max_epochs";
 
 enum class Accelerator { kUnresolved, kTpu, kCpu };
 
@@ -180,6 +182,7 @@ std::vector<RuleText> runtime_rule_texts();
 std::vector<RuleText> environment_rule_texts();
 std::vector<RuleText> num_nodes_rule_texts();
 std::vector<RuleText> device_info_rule_texts();
+std::vector<RuleText> loop_limit_rule_texts();
 
 // All of them.
 std::vector<RuleText> all_rule_texts();
@@ -204,6 +207,7 @@ void check_strategy(Context& c);           // strategy.cc
 void check_runtime(Context& c);            // versions.cc
 void check_device_info(Context& c);        // accelerator.cc
 void name_lightning_tag(Context& c);       // versions.cc: the tag the texts came from
+void check_loop_limits(Context& c);        // loop_limits.cc: max_epochs' default, max_time
 
 // What building the `strategy` comes to, which decides whether Lightning
 // ever builds a precision plugin and which (strategy.cc): the registry

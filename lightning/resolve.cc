@@ -12,16 +12,16 @@ constexpr Check kChecks[] = {
     check_environment,  check_lightning_version, check_accelerator, check_accelerator_type,
     check_devices,      check_num_nodes,         check_request,     check_torch_xla_knows_chips,
     check_precision,    check_strategy,          check_runtime,     check_device_info,
-    name_lightning_tag,
+    name_lightning_tag, check_loop_limits,
 };
 
 }  // namespace
 
 std::vector<RuleText> all_rule_texts() {
   std::vector<RuleText> out;
-  for (auto texts :
-       {accelerator_rule_texts, device_rule_texts, precision_rule_texts, strategy_rule_texts,
-        runtime_rule_texts, environment_rule_texts, num_nodes_rule_texts, device_info_rule_texts}) {
+  for (auto texts : {accelerator_rule_texts, device_rule_texts, precision_rule_texts,
+                     strategy_rule_texts, runtime_rule_texts, environment_rule_texts,
+                     num_nodes_rule_texts, device_info_rule_texts, loop_limit_rule_texts}) {
     for (const RuleText& text : texts()) out.push_back(text);
   }
   return out;

@@ -80,6 +80,23 @@ struct Environment {
   std::optional<std::string> lightning;
 };
 
+// `trainer.max_time` as written: Lightning's Timer takes a "DD:HH:MM:SS"
+// string, a timedelta or a dict of timedelta's keyword arguments.
+struct DurationValue {
+  enum class Kind { kAbsent, kString, kObject, kOther } kind = Kind::kAbsent;
+  std::string text;  // kString
+  // kObject: each key as written, with its number (JSON numbers and
+  // booleans, as Python ints and floats) or the Python type of a value that
+  // is none ("str", "NoneType", "list", "dict").
+  struct Part {
+    std::string key;
+    std::optional<double> number;
+    std::string python_type;
+  };
+  std::vector<Part> parts;
+  std::string python_type;  // kOther: "int", "float", "bool", "list"
+};
+
 struct TrainerSettings {                   // absent optionals mean "not given"
   std::optional<std::string> accelerator;  // "tpu" | "cpu" | "auto" | "gpu" | ...
   DeviceValue devices;
@@ -101,6 +118,11 @@ struct TrainerSettings {                   // absent optionals mean "not given"
   // `environment`; nullopt when the spec has none (then torch_xla is
   // assumed present and matching, as on a fresh Cloud TPU VM).
   std::optional<Environment> environment;
+  // The loop limits (lightning/loop_limits.cc): whether `max_epochs` was
+  // given, `max_steps` (-1 when not), and `max_time`.
+  bool max_epochs_given = false;
+  std::int64_t max_steps = -1;
+  DurationValue max_time;
 };
 
 // One TPU generation as the rules see it: the facts Lightning's checks and
@@ -214,6 +236,17 @@ struct Resolution {
   // '16-true' on a TPU training in float32 under 2.1+). Each is one of
   // `warnings` too; the job's log prints them at fit start.
   std::vector<std::string> notices;
+  // `max_time` as a duration (the Timer's), in milliseconds; may be zero or
+  // negative (the Timer then stops the fit before its first step). nullopt:
+  // no time limit.
+  std::optional<std::int64_t> max_time_ms;
+  // `max_epochs` when the spec does not give it: 1000 when neither
+  // max_steps nor max_time bound the run, else -1.
+  int default_max_epochs = 1000;
+  // What Lightning prints when fit starts, after the device lines:
+  // _parse_loop_limits' warning when it chose max_epochs=1000. Not among
+  // `warnings` (Trainer(...) gives none of these: they come with fit).
+  std::vector<std::string> fit_start_lines;
 };
 
 // Validates `settings` against the rules above and the generations present

@@ -513,7 +513,7 @@ void Agent::run_job(std::shared_ptr<Run> run) {
   } else if (reason == StopReason::kUserCancel) {
     end = lifecycle::finish(id, JobState::kCancelled, "Cancelled by request",
                             lifecycle::error_text("CANCELLED", "the job was cancelled", ""),
-                            std::nullopt, run->epoch);
+                            result_json.dump(), run->epoch);
   } else if (reason == StopReason::kShutdown) {
     end = shutdown_requeue(id, run->epoch);
   } else if (reason == StopReason::kPreempted) {

@@ -299,10 +299,89 @@ TEST(JobSpec, Durations) {
             "timeout");
 }
 
-TEST(JobSpec, BothLimitsUnboundedIsAnError) {
+// Lightning's max_epochs=-1 with max_steps=-1 trains until stopped.
+TEST(JobSpec, BothLimitsUnboundedTrainUntilStopped) {
   json body = json::parse(kMinimal);
   body["trainer"] = {{"max_epochs", -1}, {"max_steps", -1}};
-  EXPECT_EQ(fields(errors_of(body.dump())), "trainer.max_steps");
+  EXPECT_EQ(fields(errors_of(body.dump())), "");
+  std::vector<FieldError> errors;
+  auto spec = parse_job_spec(body, &errors);
+  ASSERT_TRUE(spec);
+  EXPECT_EQ(spec->training.max_epochs, -1);
+  EXPECT_EQ(spec->training.max_steps, -1);
+}
+
+// trainer.max_time reaches Lightning's Timer as written; each release reads
+// it as its callbacks/timer.py does (2.3 replaced split(":") and int() by a
+// pattern), and a missing max_epochs becomes -1 beside it (_parse_loop_limits),
+// 1000 with the warning at fit start without it.
+TEST(JobSpec, MaxTimeIsReadAsLightningsTimerReadsIt) {
+  scheduler::PoolCapacity v3_8;
+  v3_8.hosts[scheduler::Generation::kV3] = 1;
+  struct Outcome {
+    std::string error;  // "field: message", or "" when valid
+    std::optional<std::int64_t> max_time_ms;
+    int max_epochs = 0;
+    std::vector<std::string> fit_start;
+  };
+  auto run = [&](const std::string& version, const json& trainer) {
+    std::vector<FieldError> errors;
+    json body = json::parse(kMinimal);
+    body["lightning_version"] = version;
+    body["trainer"] = trainer;
+    std::optional<JobSpec> spec = parse_job_spec(body, &errors);
+    if (!spec) return Outcome{fields(errors), std::nullopt, 0, {}};
+    const Resolution resolution = resolve(spec->trainer, v3_8);
+    if (!resolution.errors.empty()) {
+      return Outcome{resolution.errors.front().field + ": " + resolution.errors.front().message,
+                     std::nullopt, 0, {}};
+    }
+    apply_resolution(resolution, &*spec);
+    std::optional<std::int64_t> ms;
+    if (spec->training.max_time) ms = spec->training.max_time->count();
+    return Outcome{"", ms, spec->training.max_epochs, resolution.fit_start_lines};
+  };
+  Outcome o = run("2.5", {{"max_time", "01:02:03:04"}});
+  EXPECT_EQ(o.error, "");
+  EXPECT_EQ(o.max_time_ms, ((24 + 2) * 3600 + 3 * 60 + 4) * std::int64_t{1000});
+  EXPECT_EQ(o.max_epochs, -1);
+  EXPECT_TRUE(o.fit_start.empty());
+  o = run("2.5", {{"max_time", {{"days", 1}, {"hours", 5}, {"milliseconds", 250.5}}}});
+  EXPECT_EQ(o.max_time_ms, (29 * 3600) * std::int64_t{1000} + 250);
+  EXPECT_EQ(run("2.5", {{"max_time", " 00:00:01:30 "}}).max_time_ms, 90'000);
+
+  EXPECT_EQ(run("2.5", {{"max_time", "1:2:3"}}).error,
+            "trainer.max_time: `Timer(duration='1:2:3')` is not a valid duration. Expected a "
+            "string in the format DD:HH:MM:SS.");
+  EXPECT_EQ(run("2.3", {{"max_time", "00:1:00:00"}}).error,
+            "trainer.max_time: `Timer(duration='00:1:00:00')` is not a valid duration. Expected "
+            "a string in the format DD:HH:MM:SS.");
+  // 2.2 and older: int() of each piece, then dhms[0..3].
+  EXPECT_EQ(run("2.2", {{"max_time", "00:1:00:00"}}).max_time_ms, 3'600'000);
+  EXPECT_EQ(run("2.2", {{"max_time", "1:2:3"}}).error, "trainer.max_time: list index out of range");
+  EXPECT_EQ(run("1.6", {{"max_time", "1:x:3:4"}}).error,
+            "trainer.max_time: invalid literal for int() with base 10: 'x'");
+  EXPECT_EQ(run("2.5", {{"max_time", {{"hours", "5"}}}}).error,
+            "trainer.max_time: unsupported type for timedelta hours component: str");
+  EXPECT_EQ(run("2.5", {{"max_time", {{"days", 1000000000}}}}).error,
+            "trainer.max_time: days=1000000000; must have magnitude <= 999999999");
+  EXPECT_EQ(run("2.5", {{"max_time", 3600}}).error,
+            "trainer.max_time: 'int' object has no attribute 'total_seconds'");
+  EXPECT_EQ(run("2.5", {{"max_time", {{"hour", 1}}}}).error,
+            "trainer.max_time: 'hour' is not an argument of datetime.timedelta (days, seconds, "
+            "microseconds, milliseconds, minutes, hours, weeks)");
+  EXPECT_EQ(run("2.5", {{"max_time", nullptr}}).max_time_ms, std::nullopt);  // None: no Timer
+
+  // max_epochs not given: 1000 with the fit-start warning, -1 beside
+  // max_steps or max_time; given, as given.
+  o = run("2.5", json::object());
+  EXPECT_EQ(o.max_epochs, 1000);
+  EXPECT_EQ(o.fit_start, std::vector<std::string>{
+                             "`max_epochs` was not set. Setting it to 1000 epochs. To train "
+                             "without an epoch limit, set `max_epochs=-1`."});
+  EXPECT_EQ(run("1.6", {{"max_steps", 50}}).max_epochs, -1);
+  EXPECT_EQ(run("2.5", {{"max_epochs", 3}}).max_epochs, 3);
+  EXPECT_TRUE(run("2.5", {{"max_epochs", 3}}).fit_start.empty());
 }
 
 TEST(JobSpec, ExpectGatesNeedAKnownMetricAndABound) {
@@ -406,6 +485,7 @@ TEST(ApplyResolution, TorchXlaDtypeLinesFrameTheDeviceLines) {
     body["environment"] = {{"lightning", "2.5.6"}, {"torch", torch_xla}, {"torch_xla", torch_xla}};
     body["env"] = env;
     body["trainer"] = trainer;
+    body["trainer"]["max_epochs"] = 1;  // no _parse_loop_limits warning among the lines
     std::optional<JobSpec> spec = parse_job_spec(body, &errors);
     EXPECT_TRUE(spec) << fields(errors);
     if (!spec) return std::vector<std::string>{};

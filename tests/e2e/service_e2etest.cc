@@ -148,7 +148,7 @@ std::vector<std::string> top_level_members(const std::string& text) {
 // A live job's view is put together from kept text and the members that
 // change; it must read exactly as the view of a finished job does.
 TEST(Service, ALiveJobShowsEveryMemberOnceAsAFinishedOneDoes) {
-  const json spec = quick_spec("members", 100000);
+  const json spec = quick_spec("members", -1);
   HttpResponse created = service().post("/v1/jobs", spec.dump());
   ASSERT_EQ(created.status, 201) << created.body;
   const std::int64_t id = created.json()["id"];
@@ -187,7 +187,7 @@ TEST(Service, ALiveJobShowsEveryMemberOnceAsAFinishedOneDoes) {
 TEST(Service, AWaitingJobIsToldWhenTheTimeLimitsAheadOfItEnd) {
   json blocker = json::parse(read_source_file("examples/v3-32-slice.json"));
   blocker["name"] = "whole-pool";
-  blocker["trainer"]["max_epochs"] = 100000;
+  blocker["trainer"]["max_epochs"] = -1;  // trains until the test cancels it
   blocker["timeout"] = "10m";
   blocker.erase("expect");
   const auto before = std::chrono::system_clock::now();
@@ -230,7 +230,7 @@ TEST(Service, MalformedHttpGets400AndTheServiceStaysUp) {
 }
 
 TEST(Service, CancelStopsARunningJobAndASecondCancelIs409) {
-  json spec = quick_spec("to-cancel", 100000);
+  json spec = quick_spec("to-cancel", -1);  // trains until cancelled
   spec["data"] = {
       {"dataset", {{"synthetic", "blobs"}, {"n", 20000}, {"features", 64}, {"classes", 4}}},
       {"batch_size", 32}};
@@ -318,7 +318,7 @@ TEST(Service, PoolShowsHostsAndAdminActionsChangeHealth) {
 }
 
 TEST(Service, AFailedHostEndsItsJobWithUnavailable) {
-  json spec = quick_spec("on-a-dying-host", 100000);
+  json spec = quick_spec("on-a-dying-host", -1);
   spec["trainer"]["devices"] = 8;
   spec["data"] = {
       {"dataset", {{"synthetic", "blobs"}, {"n", 20000}, {"features", 64}, {"classes", 4}}},

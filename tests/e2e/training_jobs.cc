@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "jobs_api.h"
 
 namespace tpujobs::testing {
@@ -29,13 +31,9 @@ json blobs_job_spec(const BlobsJob& job) {
 }
 
 json restartable_job_spec(const std::string& name) {
-  // 576 epochs (36,288 steps; 192 under ASan, ten times slower): the tests stop or kill the service
-  // a poll after they see an early step (or the first checkpoint), and the job must still be
-  // running then. 48 epochs (1.1 s) once ended first in a clean-clone run under load; 192 (about 4
-  // s on a quiet 2-core EPYC) left less room on the project's faster 2-core Xeon.
   return blobs_job_spec({.name = name,
                          .devices = 8,
-                         .epochs = epochs_for_this_build(576, 192),
+                         .epochs = -1,
                          .log_every_n_steps = 5,
                          .checkpoint_every_n_steps = 10,
                          .samples = 20000,
@@ -46,10 +44,10 @@ json short_job_spec(const std::string& name) {
   return blobs_job_spec({.name = name, .samples = 320});
 }
 
-json long_job_spec(const std::string& name, int epochs, int seed, int steps_per_epoch) {
+json long_job_spec(const std::string& name, int seed, int steps_per_epoch) {
   json j = blobs_job_spec({.name = name,
                            .seed = seed,
-                           .epochs = epochs,
+                           .epochs = -1,
                            .log_every_n_steps = steps_per_epoch,
                            .checkpoint_every_n_steps = steps_per_epoch,
                            .samples = steps_per_epoch * 32 * 5 / 4,  // 80% train
@@ -110,16 +108,80 @@ std::int64_t expect_contiguous_logs(const ServiceProcess& service, std::int64_t 
   return expected - 1;
 }
 
+std::int64_t last_metric_step(const ServiceProcess& service, std::int64_t id) {
+  std::int64_t last = 0;
+  for (std::int64_t after = 0;;) {
+    const HttpResponse response =
+        service.get("/v1/jobs/" + std::to_string(id) + "/metrics?after=" + std::to_string(after));
+    if (response.status != 200) return last;
+    const json page = response.json();
+    if (!page["points"].is_array() || page["points"].empty()) return last;
+    for (const json& point : page["points"])
+      last = std::max(last, point.value("step", std::int64_t{0}));
+    after = page["next_after"].get<std::int64_t>();
+  }
+}
+
+EndedJob cancel_and_wait(const ServiceProcess& service, std::int64_t id,
+                         std::chrono::seconds timeout) {
+  const HttpResponse cancelled = service.post("/v1/jobs/" + std::to_string(id) + "/cancel");
+  EXPECT_EQ(cancelled.status, 202) << cancelled.body;
+  json done = service.wait_terminal(id, timeout);
+  EndedJob ended;
+  ended.state = done.value("state", "");
+  if (done["result"].is_object()) {
+    ended.steps = done["result"].value("steps", std::int64_t{-1});
+    ended.parameters_digest = done["result"].value("parameters_digest", "");
+  }
+  EXPECT_EQ(ended.state, "CANCELLED") << done.dump(2);
+  EXPECT_GT(ended.steps, 0) << "job " << id << ": no result after its cancel: " << done.dump(2);
+  return ended;
+}
+
+json bounded_to_steps(json spec, std::int64_t steps) {
+  spec["trainer"]["max_epochs"] = -1;
+  spec["trainer"]["max_steps"] = steps;
+  spec["name"] = spec.value("name", "job") + "-reference";
+  return spec;
+}
+
+void expect_same_as_reference(const ServiceProcess& service, std::int64_t id, const EndedJob& ended,
+                              std::int64_t reference, std::int64_t log_every,
+                              std::int64_t steps_per_epoch, std::chrono::seconds timeout) {
+  json uninterrupted = service.wait_terminal(reference, timeout);
+  ASSERT_EQ(uninterrupted["state"], "SUCCEEDED") << uninterrupted.dump(2);
+  EXPECT_EQ(uninterrupted["result"]["steps"], ended.steps);
+  EXPECT_EQ(ended.parameters_digest, uninterrupted["result"]["parameters_digest"])
+      << "job " << id << " ended with other parameters than an uninterrupted run of " << ended.steps
+      << " steps";
+  const std::vector<std::string> series =
+      expect_gapless_metric_steps(service, id, log_every, steps_per_epoch, ended.steps, false);
+  std::vector<std::string> reference_series = expect_gapless_metric_steps(
+      service, reference, log_every, steps_per_epoch, ended.steps, true);
+  if (ended.steps % steps_per_epoch != 0 && !reference_series.empty())
+    reference_series.pop_back();  // the validation the cancel did not run
+  EXPECT_EQ(first_difference(series, reference_series), "")
+      << "job " << id << ": its metric series differs from the uninterrupted run's";
+}
+
 std::vector<std::string> expect_gapless_metrics(const ServiceProcess& service, std::int64_t id,
                                                 std::int64_t log_every_n_steps, std::int64_t epochs,
                                                 std::int64_t total_steps) {
   EXPECT_EQ(total_steps % epochs, 0) << "the check assumes equal epochs";
-  const std::int64_t steps_per_epoch = total_steps / epochs;
+  return expect_gapless_metric_steps(service, id, log_every_n_steps, total_steps / epochs,
+                                     total_steps, false);
+}
+
+std::vector<std::string> expect_gapless_metric_steps(const ServiceProcess& service, std::int64_t id,
+                                                     std::int64_t log_every_n_steps,
+                                                     std::int64_t steps_per_epoch,
+                                                     std::int64_t total_steps,
+                                                     bool final_validation) {
   std::vector<std::string> expected;
   for (std::int64_t step = 1; step <= total_steps; ++step) {
     if (step % log_every_n_steps == 0)
       expected.push_back("step " + std::to_string(step) + " train");
-    if (step % steps_per_epoch == 0)
+    if (step % steps_per_epoch == 0 || (final_validation && step == total_steps))
       expected.push_back("step " + std::to_string(step) + " validation");
   }
 

@@ -13,21 +13,6 @@
 
 namespace tpujobs::testing {
 
-// How many epochs make a job outlast a test's next move. Training runs about
-// ten times slower under AddressSanitizer (the asan preset) than in the
-// default build: there `sanitized` epochs are enough, and more would keep
-// the tests' uninterrupted reference runs past their deadlines; the
-// default build, on a fast CPU, needs `optimized`.
-constexpr int epochs_for_this_build(int optimized, int sanitized) {
-#if defined(__SANITIZE_ADDRESS__)
-  (void)optimized;
-  return sanitized;
-#else
-  (void)sanitized;
-  return optimized;
-#endif
-}
-
 // A job that trains a one-hidden-layer MLP (ReLU, Adam, batch 32 per core)
 // on a synthetic "blobs" dataset of 4 classes, 20% of it held out.
 struct BlobsJob {
@@ -43,20 +28,51 @@ struct BlobsJob {
 };
 nlohmann::json blobs_job_spec(const BlobsJob& job);
 
-// A blobs job on 8 cores long enough (several seconds) to restart the service
-// in the middle of it, checkpointing every 10 steps.
+// A blobs job on 8 cores that trains until the test ends it (max_epochs
+// -1), checkpointing every 10 steps: to restart the service in the middle of.
 nlohmann::json restartable_job_spec(const std::string& name);
 
 // A blobs job of 8 steps on one core (320 samples, one epoch): it ends well
 // within a second of starting.
 nlohmann::json short_job_spec(const std::string& name);
 
-// A job long enough to be caught running: `epochs` of `steps_per_epoch`
-// steps on one core through a wide hidden layer (1,024 hidden units; 1,000
-// samples for 25 steps an epoch), logging and checkpointing once an epoch,
-// with max_retries 2.
-nlohmann::json long_job_spec(const std::string& name, int epochs, int seed,
-                             int steps_per_epoch = 25);
+// A job that trains until the test ends it (max_epochs -1): epochs of
+// `steps_per_epoch` steps on one core through a wide hidden layer (1,024
+// hidden units; 1,000 samples for 25 steps an epoch), logging and
+// checkpointing once an epoch, with max_retries 2.
+nlohmann::json long_job_spec(const std::string& name, int seed, int steps_per_epoch = 25);
+
+// How a job that ran until the test ended it ended: its steps and the
+// digest of its parameters.
+struct EndedJob {
+  std::string state;
+  std::int64_t steps = -1;
+  std::string parameters_digest;
+};
+
+// The highest step among job `id`'s stored metric points (0 when none): a
+// run that resumed from an earlier checkpoint has rewritten the points of
+// the run before it once it trains past this step.
+std::int64_t last_metric_step(const ServiceProcess& service, std::int64_t id);
+
+// Cancels job `id` and waits for its end.
+EndedJob cancel_and_wait(const ServiceProcess& service, std::int64_t id,
+                         std::chrono::seconds timeout = std::chrono::seconds(300));
+
+// `spec` bounded to `steps` (max_steps, max_epochs -1): the uninterrupted
+// reference of a run of `spec` that a test ended after that many steps.
+nlohmann::json bounded_to_steps(nlohmann::json spec, std::int64_t steps);
+
+// Job `reference` (the uninterrupted run, bounded_to_steps) must end
+// SUCCEEDED after `ended.steps` steps with the parameters `ended` had, bit
+// for bit, and the same metric series (job `id`'s, the ended one; the
+// reference's final validation at a step within an epoch, which a cancel
+// does not run, left out). Both series are checked gapless: a training point
+// every `log_every` steps, a validation at each epoch's end.
+void expect_same_as_reference(const ServiceProcess& service, std::int64_t id, const EndedJob& ended,
+                              std::int64_t reference, std::int64_t log_every,
+                              std::int64_t steps_per_epoch,
+                              std::chrono::seconds timeout = std::chrono::seconds(300));
 
 // Training steps an epoch of such a job on one core: 80% of the samples in
 // batches of 32 (for sample counts that divide evenly, as the tests use).
@@ -95,6 +111,16 @@ std::int64_t expect_contiguous_logs(const ServiceProcess& service, std::int64_t 
 std::vector<std::string> expect_gapless_metrics(const ServiceProcess& service, std::int64_t id,
                                                 std::int64_t log_every_n_steps, std::int64_t epochs,
                                                 std::int64_t total_steps);
+
+// The same for a job of `steps_per_epoch` steps an epoch that trained
+// `total_steps`, the last epoch possibly cut short: with a validation at
+// its last step when `final_validation` (a limit stopped it) and none when
+// a cancel did.
+std::vector<std::string> expect_gapless_metric_steps(const ServiceProcess& service, std::int64_t id,
+                                                     std::int64_t log_every_n_steps,
+                                                     std::int64_t steps_per_epoch,
+                                                     std::int64_t total_steps,
+                                                     bool final_validation);
 
 // "1 2 3": numbers for a message.
 std::string join(const std::vector<std::int64_t>& values);

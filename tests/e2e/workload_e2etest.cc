@@ -25,11 +25,11 @@ namespace {
 
 using nlohmann::json;
 
-// A job that runs until cancelled: 100,000 epochs through a wide layer.
+// A job that runs until cancelled (max_epochs -1), through a wide layer.
 json long_job(const std::string& name) {
   BlobsJob spec;
   spec.name = name;
-  spec.epochs = 100000;
+  spec.epochs = -1;
   spec.hidden = 1024;
   spec.log_every_n_steps = 25;
   spec.checkpoint_every_n_steps = 25;

@@ -48,5 +48,19 @@ TEST(FormatDuration, ReadsLikeTheSpec) {
   EXPECT_EQ(format_duration_ms((3600 + 120 + 3) * 1000), "1h2m3s");
 }
 
+// str(timedelta(seconds=int(elapsed))), as the Timer prints it.
+TEST(LightningLogTest, TimeLimitLinePrintsTheElapsedTimeAsATimedelta) {
+  EXPECT_EQ(time_limit_line(0),
+            "Time limit reached. Elapsed time is 0:00:00. Signaling Trainer to stop.");
+  EXPECT_EQ(time_limit_line(65.9),
+            "Time limit reached. Elapsed time is 0:01:05. Signaling Trainer to stop.");
+  EXPECT_EQ(time_limit_line(86399.99),
+            "Time limit reached. Elapsed time is 23:59:59. Signaling Trainer to stop.");
+  EXPECT_EQ(time_limit_line(86400),
+            "Time limit reached. Elapsed time is 1 day, 0:00:00. Signaling Trainer to stop.");
+  EXPECT_EQ(time_limit_line(2 * 86400 + 3661),
+            "Time limit reached. Elapsed time is 2 days, 1:01:01. Signaling Trainer to stop.");
+}
+
 }  // namespace
 }  // namespace tpujobs::executor

@@ -60,6 +60,16 @@ class TrainerTest : public ::testing::Test {
     RecordingSink sink;
     return run(spec, sink);
   }
+  // A run on `clock`'s time, expected to succeed.
+  TrainingResult run_succeeding(const TrainingSpec& spec, RecordingSink& sink, FakeClock& clock,
+                                const Checkpoint* resume = nullptr) {
+    RunControl control;
+    control.clock = &clock;
+    control.resume = resume;
+    TrainingResult result = run(spec, sink, control);
+    EXPECT_EQ(result.outcome, Outcome::kSucceeded) << describe(result);
+    return result;
+  }
   WorkerPool pool_{2};
   MapDatasets datasets_;
 };
@@ -702,10 +712,106 @@ TEST_F(TrainerTest, EstimateErrorsNameTheFieldToChange) {
   spec.data.batch_size = 100000;
   spec.data.drop_last = true;
   EXPECT_EQ(field_of(spec), "data.batch_size");
-  spec = digits_spec(8, 64);
+}
+
+// Lightning's max_epochs=-1 with max_steps=-1 trains without end: the dry
+// run accepts it, with no total, and the run goes on until it is stopped.
+TEST_F(TrainerTest, UnlimitedEpochsAndStepsTrainUntilCancelled) {
+  TrainingSpec spec = digits_spec(8, 64);
   spec.max_epochs = -1;
   spec.max_steps = -1;
-  EXPECT_EQ(field_of(spec), "trainer.max_steps");
+  auto estimated = estimate(spec, DeviceFacts{}, datasets_);
+  ASSERT_TRUE(estimated.ok()) << estimated.error().message;
+  EXPECT_EQ(estimated->total_steps, -1);
+
+  // A sink that cancels the job once it has seen step 50 (iris: 8 steps an epoch).
+  struct CancellingSink : RecordingSink {
+    std::atomic<bool> cancel{false};
+    void progress(const Progress& progress) override {
+      RecordingSink::progress(progress);
+      if (progress.step >= 50) cancel = true;
+    }
+  } sink;
+  spec = small_spec();
+  spec.max_epochs = -1;
+  spec.max_steps = -1;
+  RunControl control;
+  control.cancel = &sink.cancel;
+  const TrainingResult result = run(spec, sink, control);
+  EXPECT_EQ(result.outcome, Outcome::kCancelled) << describe(result);
+  EXPECT_EQ(result.steps, 50);
+  EXPECT_EQ(sink.last_progress.total_steps, -1);
+  EXPECT_EQ(sink.last_progress.max_epochs, -1);
+  EXPECT_EQ(sink.lines_with("Epoch ").size(), 6u);  // epochs 0-5 ended, 6 was cut short
+  EXPECT_THAT(sink.lines_with("`Trainer.fit` stopped"), ::testing::IsEmpty());
+}
+
+// The Timer's line, as a job that stopped after `elapsed` logs it.
+std::vector<std::string> timer_stopped_after(const std::string& elapsed) {
+  return {"Time limit reached. Elapsed time is " + elapsed + ". Signaling Trainer to stop."};
+}
+
+// max_time (Lightning's Timer, interval "step"): after the step at which the
+// training time reaches it, the fit stops as at max_steps (the epoch's end,
+// a validation, a final checkpoint) and succeeds; the Timer logs its line
+// and the fit loop none of its own. Time is the FakeClock's: every read
+// moves it 1 ms on, so where it stops is deterministic.
+TEST_F(TrainerTest, MaxTimeStopsAfterAStepWithAFinalCheckpoint) {
+  TrainingSpec spec = small_spec();
+  spec.max_epochs = -1;
+  spec.max_time = std::chrono::seconds(2);
+  FakeClock clock(std::chrono::milliseconds(1));
+  RecordingSink sink;
+  const TrainingResult result = run_succeeding(spec, sink, clock);
+  EXPECT_GT(result.steps, 8);  // past the first epoch
+  EXPECT_EQ(sink.lines_with("Time limit reached"), timer_stopped_after("0:00:02"));
+  EXPECT_THAT(sink.lines_with("`Trainer.fit` stopped"), ::testing::IsEmpty());
+  ASSERT_FALSE(sink.checkpoints.empty());
+  EXPECT_EQ(sink.checkpoints.back().step, result.steps);
+  EXPECT_EQ(result.final_metrics.count("val_accuracy"), 1u);
+  EXPECT_THAT(sink.lines.back(), HasSubstr("Epoch "));
+
+  // The checkpoint keeps the training time (the Timer's state): resumed with
+  // the same max_time, the fit stops before its first step (on_fit_start);
+  // with twice as much, it trains on and stops at 4 s of training in all.
+  FakeClock later(std::chrono::milliseconds(1));
+  RecordingSink resumed_sink;
+  TrainingResult resumed = run_succeeding(spec, resumed_sink, later, &sink.checkpoints.back());
+  EXPECT_EQ(resumed.steps, result.steps);
+  EXPECT_EQ(resumed_sink.lines_with("Time limit reached"), timer_stopped_after("0:00:02"));
+  spec.max_time = std::chrono::seconds(4);
+  RecordingSink longer_sink;
+  resumed = run_succeeding(spec, longer_sink, later, &sink.checkpoints.back());
+  EXPECT_GT(resumed.steps, result.steps);
+  EXPECT_EQ(longer_sink.lines_with("Time limit reached"), timer_stopped_after("0:00:04"));
+}
+
+// A zero duration is reached at on_fit_start: no step, and the job succeeds.
+TEST_F(TrainerTest, ZeroMaxTimeStopsBeforeTheFirstStep) {
+  TrainingSpec spec = small_spec();
+  spec.max_time = std::chrono::milliseconds(0);
+  FakeClock clock;
+  RecordingSink sink;
+  const TrainingResult result = run_succeeding(spec, sink, clock);
+  EXPECT_EQ(result.steps, 0);
+  EXPECT_EQ(sink.lines_with("Time limit reached"), timer_stopped_after("0:00:00"));
+}
+
+// max_steps and max_time at the same step: the Timer's line, then the fit
+// loop's max_steps line, as upstream logs them.
+TEST_F(TrainerTest, MaxStepsAndMaxTimeTogetherLogBothLines) {
+  TrainingSpec spec = small_spec();
+  spec.max_epochs = -1;
+  spec.max_steps = 1;
+  spec.max_time = std::chrono::milliseconds(1);  // the first step reads the clock past it
+  FakeClock clock(std::chrono::milliseconds(1));
+  RecordingSink sink;
+  const TrainingResult result = run_succeeding(spec, sink, clock);
+  EXPECT_EQ(result.steps, 1);
+  EXPECT_THAT(sink.lines_with("stop"),
+              ElementsAre("Time limit reached. Elapsed time is 0:00:00. Signaling Trainer to "
+                          "stop.",
+                          "`Trainer.fit` stopped: `max_steps=1` reached."));
 }
 
 }  // namespace
