@@ -23,7 +23,8 @@ const std::map<std::string, std::vector<std::string>, std::less<>>& field_table(
       {"trainer",
        {"accelerator", "devices", "tpu_cores", "num_nodes", "precision", "strategy", "max_epochs",
         "max_steps", "accumulate_grad_batches", "gradient_clip_val", "log_every_n_steps",
-        "check_val_every_n_epoch", "checkpoint_every_n_steps", "seed"}},
+        "check_val_every_n_epoch", "checkpoint_every_n_steps", "seed", "gpus", "ipus",
+        "num_processes"}},
       {"resources", {"accelerator_type", "topology"}},
       {"model", {"layers", "loss"}},
       {"model.layers[]", {"type", "out", "bias", "p", "tie"}},
@@ -728,6 +729,11 @@ std::optional<JobSpec> parse_job_spec(const json& body, std::vector<FieldError>*
       // positive integer, but got 2.0.", or int("2") in 2.0 and older).
       if (const json* v = r.raw("num_nodes", /*allow_null=*/true))
         spec.trainer.num_nodes = device_value(*v, "trainer.num_nodes", errors);
+      // Lightning 2.0 removed these Trainer arguments; the rules judge them
+      // by version (lightning/devices.cc, check_removed_arguments).
+      for (const char* name : {"gpus", "ipus", "num_processes"}) {
+        if (r.raw(name, /*allow_null=*/true)) spec.trainer.removed_arguments.push_back(name);
+      }
     }
     if (const json* model = top.raw("model"); expect_object(model, "model", errors)) {
       ObjectReader r(*model, "model", "model", errors);
