@@ -22,8 +22,9 @@ const std::map<std::string, std::vector<std::string>, std::less<>>& field_table(
       {"environment", {"python", "torch", "torch_xla", "lightning"}},
       {"trainer",
        {"accelerator", "devices", "tpu_cores", "num_nodes", "precision", "strategy", "max_epochs",
-        "max_steps", "max_time", "accumulate_grad_batches", "gradient_clip_val", "log_every_n_steps",
-        "check_val_every_n_epoch", "checkpoint_every_n_steps", "seed"}},
+        "max_steps", "max_time", "accumulate_grad_batches", "gradient_clip_val",
+        "log_every_n_steps", "check_val_every_n_epoch", "checkpoint_every_n_steps", "seed", "gpus",
+        "ipus", "num_processes"}},
       {"resources", {"accelerator_type", "topology"}},
       {"model", {"layers", "loss"}},
       {"model.layers[]", {"type", "out", "bias", "p", "tie"}},
@@ -222,8 +223,7 @@ class ObjectReader {
       std::string hint;
       const auto& known = known_fields(schema_);
       std::size_t best = 3;
-      const bool suggest =
-          unknown <= kMaxSuggestions && it.key().size() <= kMaxSuggestedKeyLength;
+      const bool suggest = unknown <= kMaxSuggestions && it.key().size() <= kMaxSuggestedKeyLength;
       for (std::size_t k = 0; suggest && k < known.size(); ++k) {
         const std::string& candidate = known[k];
         const std::size_t d = edit_distance(it.key(), candidate);
@@ -346,8 +346,7 @@ lightning::DurationValue duration_value(const json& value) {
   } else if (value.is_object()) {
     out.kind = lightning::DurationValue::Kind::kObject;
     for (auto it = value.begin(); it != value.end() && out.parts.size() < 16; ++it) {
-      lightning::DurationValue::Part part{it.key().substr(0, 64), std::nullopt,
-                                          python_type(*it)};
+      lightning::DurationValue::Part part{it.key().substr(0, 64), std::nullopt, python_type(*it)};
       if (it->is_number()) part.number = it->get<double>();
       if (it->is_boolean()) part.number = it->get<bool>() ? 1 : 0;
       out.parts.push_back(std::move(part));
@@ -584,7 +583,8 @@ std::optional<std::chrono::milliseconds> duration_field(ObjectReader& r, std::st
                 value->dump().substr(0, 64));
   } else if (*parsed < std::chrono::milliseconds(1)) {
     // The clock counts whole milliseconds: this would be a zero.
-    r.error(key, "must be at least 1ms (the clock's resolution), got " + value->dump().substr(0, 64),
+    r.error(key,
+            "must be at least 1ms (the clock's resolution), got " + value->dump().substr(0, 64),
             "a duration below 1ms would be 0; give \"1ms\" or more, or leave the field out");
     return std::nullopt;
   }
@@ -778,6 +778,11 @@ std::optional<JobSpec> parse_job_spec(const json& body, std::vector<FieldError>*
       // positive integer, but got 2.0.", or int("2") in 2.0 and older).
       if (const json* v = r.raw("num_nodes", /*allow_null=*/true))
         spec.trainer.num_nodes = device_value(*v, "trainer.num_nodes", errors);
+      // Lightning 2.0 removed these Trainer arguments; the rules judge them
+      // by version (lightning/devices.cc, check_removed_arguments).
+      for (const char* name : {"gpus", "ipus", "num_processes"}) {
+        if (r.raw(name, /*allow_null=*/true)) spec.trainer.removed_arguments.push_back(name);
+      }
     }
     if (const json* model = top.raw("model"); expect_object(model, "model", errors)) {
       ObjectReader r(*model, "model", "model", errors);

@@ -199,15 +199,18 @@ bool check_topology(Context& c, std::optional<std::string>* accelerator_type);
 // environment.torch_xla too old to find the job's generation's chips
 // (torch_xla_devices.cc): v6e before torch_xla 2.5.
 void check_torch_xla_knows_chips(Context& c);
-void check_devices(Context& c);            // devices.cc
-void check_num_nodes(Context& c);          // slices.cc
-void check_request(Context& c);            // slices.cc
-void check_precision(Context& c);          // precision.cc
-void check_strategy(Context& c);           // strategy.cc
-void check_runtime(Context& c);            // versions.cc
-void check_device_info(Context& c);        // accelerator.cc
-void name_lightning_tag(Context& c);       // versions.cc: the tag the texts came from
-void check_loop_limits(Context& c);        // loop_limits.cc: max_epochs' default, max_time
+void check_devices(Context& c);       // devices.cc
+void check_num_nodes(Context& c);     // slices.cc
+void check_request(Context& c);       // slices.cc
+void check_precision(Context& c);     // precision.cc
+void check_strategy(Context& c);      // strategy.cc
+void check_runtime(Context& c);       // versions.cc
+void check_device_info(Context& c);   // accelerator.cc
+void name_lightning_tag(Context& c);  // versions.cc: the tag the texts came from
+void check_loop_limits(Context& c);   // loop_limits.cc: max_epochs' default, max_time
+
+// `gpus`, `ipus`, `num_processes` (devices.cc): Python's TypeError under 2.x.
+void check_removed_arguments(Context& c);
 
 // What building the `strategy` comes to, which decides whether Lightning
 // ever builds a precision plugin and which (strategy.cc): the registry

@@ -231,6 +231,41 @@ constexpr TpuCoresRules kTpuCoresRules[] = {
      "2.0.9:src/lightning/pytorch/trainer/trainer.py (Trainer.__init__ has no tpu_cores)"},
 };
 
+// Trainer arguments Lightning 2.0 removed: `Trainer.__init__` (decorated by
+// `_defaults_from_env_vars`, which passes every keyword on) takes keyword-only
+// arguments and no **kwargs, so Python refuses the keyword when the Trainer
+// is built, before Lightning runs (checked at 2.0.0, 2.1.4-2.4.0 and 2.5.6).
+// 1.x (1.6-1.9) still takes them; tpujobs does not model that (no row):
+// check_removed_arguments refuses them under 1.x with its own text.
+struct RemovedArgument {
+  Versions versions;
+  std::string_view field;
+  std::string_view text;  // {qualname}
+  std::string_view hint;
+  std::string_view source;
+};
+constexpr RemovedArgument kRemovedArguments[] = {
+    {{200, 299},
+     "trainer.gpus",
+     "{qualname}() got an unexpected keyword argument 'gpus'",
+     "Lightning 2.0 removed `gpus`: use `accelerator` with `devices` (`accelerator: \"tpu\"`, "
+     "`devices: 8` on a TPU host).",
+     "2.0.0:src/lightning/pytorch/trainer/trainer.py:90-132 (Trainer.__init__ has no gpus)"},
+    {{200, 299},
+     "trainer.ipus",
+     "{qualname}() got an unexpected keyword argument 'ipus'",
+     "Lightning 2.0 removed `ipus`: use `accelerator` with `devices`; tpujobs runs "
+     "`accelerator: \"tpu\"` (`devices: 8` on a TPU host) or `\"cpu\"`.",
+     "2.0.0:src/lightning/pytorch/trainer/trainer.py:90-132 (Trainer.__init__ has no ipus)"},
+    {{200, 299},
+     "trainer.num_processes",
+     "{qualname}() got an unexpected keyword argument 'num_processes'",
+     "Lightning 2.0 removed `num_processes`: use `accelerator` with `devices` "
+     "(`accelerator: \"cpu\"`, `devices: 2`; or `accelerator: \"tpu\"`, `devices: 8`).",
+     "2.0.0:src/lightning/pytorch/trainer/trainer.py:90-132 (Trainer.__init__ has no "
+     "num_processes)"},
+};
+
 // 1.x: `devices='auto'` without `accelerator` names no device type.
 struct AutoWithoutAccelerator {
   Versions versions;
@@ -659,6 +694,32 @@ void warn_tpu_cores_deprecated(Context& c) {
 
 bool tpu_cores_select_the_tpu(const DeviceValue& tpu_cores) { return truthy(tpu_cores); }
 
+// `gpus`, `ipus`, `num_processes`: Python's TypeError under 2.x (for the
+// first one given; the spec's JSON object does not keep the order written).
+// Under 1.x the spec refuses them as before, with tpujobs' own text.
+void check_removed_arguments(Context& c) {
+  for (const std::string& name : c.settings.removed_arguments) {
+    const std::string field = "trainer." + name;
+    const RemovedArgument* row = nullptr;
+    for (const RemovedArgument& candidate : kRemovedArguments) {
+      if (candidate.field == field && candidate.versions.first <= c.version &&
+          c.version <= candidate.versions.last) {
+        row = &candidate;
+      }
+    }
+    if (row) {
+      c.error(field, fill(row->text, {{"qualname", init_qualname(c)}}), std::string(row->hint),
+              row->source);
+      return;
+    }
+    c.error(field,
+            "tpujobs does not take `" + name + "` under Lightning " + c.release->name() +
+                " (it does not model 1.x's handling of it).",
+            "Use `accelerator` with `devices` (`accelerator: \"tpu\"`, `devices: 8`).");
+    return;
+  }
+}
+
 void check_devices(Context& c) {
   warn_tpu_cores_deprecated(c);
   const AutoWithoutAccelerator* automatic =
@@ -721,6 +782,8 @@ std::vector<RuleText> device_rule_texts() {
   for (const CpuCoresRule& rule : kCpuCoresRules) {
     out.push_back({kFieldDevices, kCpuCores, rule.source});
   }
+  for (const RemovedArgument& row : kRemovedArguments)
+    out.push_back({row.field, row.text, row.source});
   for (const TpuCoresRules& rules : kTpuCoresRules) {
     if (!rules.deprecated.empty()) out.push_back({"warning", rules.deprecated, rules.source});
     if (!rules.removed.empty()) out.push_back({kFieldTpuCores, rules.removed, rules.source});

@@ -9,10 +9,11 @@ namespace {
 // earlier ones resolved (the accelerator, the devices, the world size).
 using Check = void (*)(Context&);
 constexpr Check kChecks[] = {
-    check_environment,  check_lightning_version, check_accelerator, check_accelerator_type,
-    check_devices,      check_num_nodes,         check_request,     check_torch_xla_knows_chips,
-    check_precision,    check_strategy,          check_runtime,     check_device_info,
-    name_lightning_tag, check_loop_limits,
+    check_environment, check_lightning_version, check_removed_arguments,
+    check_accelerator, check_accelerator_type,  check_devices,
+    check_num_nodes,   check_request,           check_torch_xla_knows_chips,
+    check_precision,   check_strategy,          check_runtime,
+    check_device_info, name_lightning_tag,      check_loop_limits,
 };
 
 }  // namespace

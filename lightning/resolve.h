@@ -104,12 +104,15 @@ struct TrainerSettings {                   // absent optionals mean "not given"
   // `num_nodes` as Python would see it (JSON "2" is a str, 2.0 a float):
   // Lightning 2.0 and older take int(num_nodes), 2.1+ only an int.
   DeviceValue num_nodes;
+  // `gpus`, `ipus`, `num_processes` as given (null too), in that order:
+  // Trainer arguments Lightning 2.0 removed.
+  std::vector<std::string> removed_arguments;
   std::optional<std::string> precision;  // as written; a JSON number 16 becomes "16"
   bool precision_is_number = false;      // the JSON value was a number (Python int)
   std::optional<std::string> strategy;
   std::optional<std::string> runtime;  // "pjrt" | "xrt"
   std::map<std::string, std::string> env;
-  std::optional<std::string> accelerator_type;   // resources.accelerator_type, e.g. "v3-32"
+  std::optional<std::string> accelerator_type;  // resources.accelerator_type, e.g. "v3-32"
   // resources.topology, e.g. "4x4" or "2x2x4": names the slice of the one
   // generation in the pool that has that shape; with accelerator_type the
   // two must name the same slice.

@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "api/job_spec.h"
 #include "api/resolution.h"
 #include "scheduler/pool.h"
 
@@ -176,6 +177,76 @@ TEST(Generations, TorchXlaBefore25FindsNoV6eChips) {
   s.environment = lightning::Environment{"3.10", "2.5.0", "2.5.0", "2.4.0"};
   s.accelerator_type = "v6e-8";
   EXPECT_EQ("v6e 8x1 v6e-8", outcome(s, "v6e-8"));
+}
+
+// Lightning 2.0 removed `gpus`, `ipus` and `num_processes` from
+// Trainer.__init__ (keyword-only, no **kwargs: 2.0.0
+// src/lightning/pytorch/trainer/trainer.py:90-132), so Python refuses the
+// keyword, as it does `tpu_cores`; on every generation, null or not. Before
+// Python 3.10 the TypeError names the function `__init__()`. 1.x is refused
+// with tpujobs' own text, as before (no upstream source).
+TEST(Generations, RemovedTrainerArgumentsUnder2x) {
+  auto first_error = [](const std::string& version, const nlohmann::json& trainer,
+                        std::string_view pool, const std::string& python = "3.10") {
+    std::vector<FieldError> errors;
+    nlohmann::json body = nlohmann::json::parse(
+        R"({"model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "digits"}})");
+    body["lightning_version"] = version;
+    body["trainer"] = trainer;
+    if (python != "3.10") body["environment"] = {{"python", python}, {"torch_xla", "2.5.0"}};
+    const std::optional<JobSpec> spec = parse_job_spec(body, &errors);
+    EXPECT_TRUE(spec && errors.empty()) << trainer.dump();
+    if (!spec) return std::string("no spec");
+    const Resolution r = resolve(spec->trainer, capacity(pool));
+    if (r.errors.empty()) return std::string("no error");
+    const auto& e = r.errors.front();
+    return e.field + ": " + e.message + " | " + e.hint + " [" + e.source + "]";
+  };
+  const std::string source =
+      "[2.0.0:src/lightning/pytorch/trainer/trainer.py:90-132 (Trainer.__init__ has no ";
+  for (const char* pool : {"v5litepod-8", "v6e-8", "v5p-8", "v3-8"}) {
+    for (const char* version : {"2.0", "2.1", "2.5"}) {
+      EXPECT_EQ(
+          "trainer.gpus: Trainer.__init__() got an unexpected keyword argument 'gpus' | "
+          "Lightning 2.0 removed `gpus`: use `accelerator` with `devices` (`accelerator: "
+          "\"tpu\"`, `devices: 8` on a TPU host). " +
+              source + "gpus)]",
+          first_error(version, {{"accelerator", "tpu"}, {"gpus", 8}}, pool))
+          << version << " on " << pool;
+      EXPECT_EQ(
+          "trainer.ipus: Trainer.__init__() got an unexpected keyword argument 'ipus' | "
+          "Lightning 2.0 removed `ipus`: use `accelerator` with `devices`; tpujobs runs "
+          "`accelerator: \"tpu\"` (`devices: 8` on a TPU host) or `\"cpu\"`. " +
+              source + "ipus)]",
+          first_error(version, {{"ipus", nullptr}}, pool))
+          << version << " on " << pool;
+      EXPECT_EQ(
+          "trainer.num_processes: Trainer.__init__() got an unexpected keyword argument "
+          "'num_processes' | Lightning 2.0 removed `num_processes`: use `accelerator` with "
+          "`devices` (`accelerator: \"cpu\"`, `devices: 2`; or `accelerator: \"tpu\"`, "
+          "`devices: 8`). " +
+              source + "num_processes)]",
+          first_error(version, {{"accelerator", "cpu"}, {"num_processes", 2}}, pool))
+          << version << " on " << pool;
+    }
+  }
+  EXPECT_TRUE(
+      first_error("2.5", {{"gpus", 1}}, "v6e-8", "3.9")
+          .starts_with("trainer.gpus: __init__() got an unexpected keyword argument 'gpus' |"));
+  // gpus and num_processes: Python names one (nlohmann's object is sorted).
+  EXPECT_TRUE(first_error("2.5", {{"num_processes", 1}, {"gpus", 1}}, "v6e-8")
+                  .starts_with("trainer.gpus: Trainer.__init__() got an unexpected keyword"));
+  EXPECT_EQ("no error", first_error("2.5", {{"accelerator", "tpu"}, {"devices", 8}}, "v6e-8"));
+  // 1.x takes these arguments; tpujobs does not model what it does with
+  // them and refuses them, as the spec did before, with its own text.
+  EXPECT_EQ(
+      "trainer.gpus: tpujobs does not take `gpus` under Lightning 1.9 (it does not model "
+      "1.x's handling of it). | Use `accelerator` with `devices` (`accelerator: \"tpu\"`, "
+      "`devices: 8`). []",
+      first_error("1.9", {{"gpus", 8}}, "v5litepod-8"));
+  EXPECT_TRUE(first_error("1.6", {{"num_processes", 2}}, "v3-8")
+                  .starts_with("trainer.num_processes: tpujobs does not take `num_processes` under "
+                               "Lightning 1.6"));
 }
 
 }  // namespace
