@@ -1,6 +1,7 @@
 // Scheduling cost on a v3-2048 pool (256 hosts x 8 cores) with 10,000 mixed
 // waiting jobs. See RESULTS.md for figures and how they were taken.
 #include <benchmark/benchmark.h>
+#include <malloc.h>
 
 #include <memory>
 #include <random>
@@ -241,6 +242,19 @@ void BM_EstimatePlan(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_EstimatePlan)->Unit(benchmark::kMillisecond);
+
+// The heap a Scheduler holds per waiting job, with 100,000 waiting on a full
+// pool (glibc's count of bytes in use, before and after; one iteration).
+void BM_MemoryPerQueuedJob(benchmark::State& state) {
+  for (auto _ : state) {
+    const std::size_t before = mallinfo2().uordblks;
+    LoadedPool pool(80, 100000);
+    pool.scheduler->schedule(pool.now + std::chrono::seconds(1));
+    const std::size_t after = mallinfo2().uordblks;
+    state.counters["bytes_per_queued_job"] = static_cast<double>(after - before) / 100000.0;
+  }
+}
+BENCHMARK(BM_MemoryPerQueuedJob)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace tpujobs::scheduler
