@@ -1,56 +1,13 @@
-// The queue and placement policy for the emulated TPU pool.
-//
-// Placement is all-or-nothing. A request gets one of:
-//  - kSingleCore: one free core (core k when pinned_core = k). Best fit: the
-//    busy host with the fewest free cores wins; an idle host is broken only
-//    when no busy one has room, so whole hosts stay free for big jobs.
-//  - kHost: every core of one fully free host.
-//  - kSlice of n hosts: every core of n consecutive, fully free hosts of one
-//    generation, buddy-aligned: the hosts are
-//        [run.first_host + k*n, run.first_host + (k+1)*n)
-//    for some k >= 0, inside one host run (a maximal range of consecutive
-//    hosts of one generation, see scheduler/pool.h). In a v3-64 pool a v3-32
-//    slice is hosts 0-3 or 4-7, never 2-5.
-//  - kCpu: no core; always starts at the next schedule().
-// Only kHealthy hosts receive new work. When several places fit, the one that
-// leaves the largest aligned runs of free hosts intact is chosen.
-//
-// Order: higher priority first, then lower submit_order, then lower id.
-// schedule() walks the queue in that order and starts every job that fits.
-// The first job that does not fit (the *head*) gets a reservation: the
-// cores where it can start earliest, judged by the running jobs'
-// expected_runtime (a job without one is assumed to run forever; among equal
-// candidates the one with the fewest busy cores wins). A later job may then
-// start ("backfill") only when it fits now and
-//   - does not touch the reserved cores (resources the head cannot use or
-//     does not need), or
-//   - the reserved start is known and the job's own expected_runtime ends by
-//     then.
-// So no job ever delays the head's reserved start. Jobs held back by quota,
-// or that cannot fit on the healthy hosts even when idle, never become head.
-//
-// Fair share (scheduler/fair_share.h): among equal priorities, the job of the
-// tenant with the higher fair-share factor goes first (set_fair_share), then
-// submit order. The order is thus that of the effective priority
-// (priority + factor), with the base priority always deciding first.
-//
-// Preemption (scheduler/preemption.h): after a pass, preempt() lets the head
-// preempt running jobs of strictly lower base priority that are preemptible,
-// choosing the cheapest set whose cores, with the free ones, form a place
-// where the head fits. Only the head preempts, so the reservation and
-// backfill rules above still hold: the victims' cores become the head's
-// reservation (they are expected to end at once), and nothing backfills
-// onto them. The head does not preempt when its reserved start is known and
-// within options.preemption_min_wait (waiting is cheaper than a checkpoint
-// and a requeue), nor while jobs it preempted earlier still hold the cores
-// of a place where it fits. A victim keeps its cores until the caller
-// finish()es it (after its checkpoint) and may submit() it again with
-// `preempted` set: it then waits with kPreempted and its old submit order.
+// The in-memory pool and queue of a single process: which jobs wait, which
+// hold which cores, their leases, quotas and fair-share factors. Every
+// decision (placement, reservation and backfill, preemption, pending
+// reasons and estimated starts) is scheduler::plan_pass's (scheduler/pass.h),
+// over a snapshot of this state; this class keeps the state and applies the
+// plan.
 //
 // Time is passed in; there are no clocks, no I/O and no globals.
 //
-// @warning Not thread-safe, not even the const methods (pending() fills a
-// cache). The service serialises every call with one mutex.
+// @warning Not thread-safe. The service serialises every call with one mutex.
 #pragma once
 
 #include <chrono>
@@ -66,6 +23,7 @@
 
 #include "base/clock.h"
 #include "scheduler/generation.h"
+#include "scheduler/pass.h"
 #include "scheduler/pool.h"
 #include "scheduler/request.h"
 
@@ -90,12 +48,6 @@ struct JobRequest {
   bool preempted = false;
 };
 
-struct CoreRef {
-  int host;
-  int core;
-  friend bool operator==(const CoreRef&, const CoreRef&) = default;
-};
-
 struct Placement {
   JobId job = 0;
   RequestKind kind = RequestKind::kCpu;
@@ -105,22 +57,6 @@ struct Placement {
   // "v3-32" for a slice or a whole host (v3-8), "v3" for a single core, "cpu" for kCpu.
   std::string accelerator_type;
 };
-
-enum class PendingReason {
-  kNone,           // a cpu job, waiting only for the next schedule()
-  kResources,      // not enough free cores of the right shape
-  kPriority,       // fits now, but would delay a higher-priority job's reservation
-  kHostUnhealthy,  // cannot fit on the healthy hosts even if they were idle
-  kQuota,          // the tenant's running jobs already use its core quota
-  kPreempted,      // was preempted by a higher-priority job; waits to resume
-  // Held by the service before the queue, never returned by Scheduler: a
-  // job it depends on has not ended yet (scheduler/dependencies.h).
-  kDependency,
-};
-
-// "None", "Resources", "Priority", "HostUnhealthy", "Quota", "Preempted",
-// "Dependency".
-std::string_view pending_reason_name(PendingReason reason);
 
 struct PendingInfo {
   PendingReason reason = PendingReason::kNone;
@@ -136,12 +72,6 @@ struct Reservation {
   JobId job = 0;
   std::optional<Clock::time_point> start;  // nullopt: a holder's runtime is unknown
   std::vector<CoreRef> cores;
-};
-
-// The running jobs the head asks to stop so that it can start (preempt()).
-struct Preemption {
-  JobId preemptor = 0;
-  std::vector<JobId> victims;  // ascending
 };
 
 struct SchedulerOptions {
@@ -181,17 +111,10 @@ class Scheduler {
   // ignored.
   void finish(JobId job);
 
-  // A waiting job's reason, position and estimated start; nullopt when the
-  // job is not waiting. Computed from the current state and the `now` of the
-  // last schedule() (meaningful right after a schedule()). The reason and the
-  // position cost O(log queue). The estimated starts are planned in queue
-  // order, lazily, only as far as the job asked about, and not at all past
-  // the point where no waiting shape can get a known start (say, when every
-  // running job's runtime is unknown), nor past the first
-  // options.estimate_horizon jobs; the plan is kept until the next change.
-  // So the first call after a change costs O(cores + waiting shapes x
-  // hosts) to start the plan, plus O(min(jobs ahead, horizon) x hosts);
-  // later calls O(log queue) plus whatever the plan has not reached yet.
+  // A waiting job's reason, position and estimated start, as the last
+  // schedule() planned them (scheduler/pass.h); nullopt when the job is not
+  // waiting. A job submitted since reads Resources with no position until the
+  // next schedule() (a cpu job: None). O(1).
   std::optional<PendingInfo> pending(JobId job) const;
   // A running job's placement; nullopt when the job is not running.
   std::optional<Placement> placement(JobId job) const;
@@ -223,10 +146,10 @@ class Scheduler {
   void set_fair_share(const std::string& tenant, double factor);
   double fair_share(const std::string& tenant) const;
 
-  // After a schedule(): the running jobs the head preempts, now marked as
-  // preempting (see the top of this file); nullopt when it preempts none.
-  // The caller stops each victim at a checkpoint and then finish()es it.
-  // O(places of the head's shape x their cores).
+  // After a schedule() and before any other change: the running jobs its
+  // head preempts (PassPlan::preemption), now marked as preempting; nullopt
+  // when it preempts none. The caller stops each victim at a checkpoint and
+  // then finish()es it.
   std::optional<Preemption> preempt(Clock::time_point now);
   // A running job asked to stop by preempt() and not finished yet.
   bool preempting(JobId job) const;
@@ -256,7 +179,7 @@ class Scheduler {
   std::vector<JobId> queue() const;
 
  private:
-  // Requests that place alike; the pass caches "does not fit" per shape.
+  // Requests that place alike share one entry of the pass's shapes.
   struct Shape {
     RequestKind kind;
     std::optional<Generation> generation;
@@ -265,92 +188,51 @@ class Scheduler {
     std::optional<int> pinned_core;
     auto operator<=>(const Shape&) const = default;
   };
-  struct Tenant {
-    std::string name;
-    std::optional<int> max_cores;
-    int used_cores = 0;
-    double fair_share = 1.0;
-  };
   struct Job {
     JobRequest request;
     int shape = 0;
     int tenant = 0;
     bool running = false;
-    double fair_share = 1.0;  // the tenant's factor its queue entry is keyed by
     bool preempting = false;  // running, asked to stop by preempt()
-    // While waiting: the estimated start, valid while `planned` equals the
-    // plan's version (see plan_through).
-    mutable std::optional<Clock::time_point> estimated_start;
-    mutable std::uint64_t planned = 0;
+    // While waiting: what the pass numbered pending_pass said of it.
+    PendingInfo pending;
+    std::uint64_t pending_pass = 0;
     // While running:
     Placement placement;
     Clock::time_point started;
     Clock::time_point last_heartbeat;
   };
-  struct QueueEntry {
-    int priority;
-    double fair_share;
-    std::int64_t submit_order;
-    JobId id;
-    Job* job;
-    bool operator<(const QueueEntry& other) const;
-  };
-  struct Choice;
-  class CoreTimes;
-  class Queue;  // the waiting TPU jobs in order, with O(log n) ranks
-  struct Plan;  // the estimated starts planned so far since the last change
 
   int intern_shape(const ResourceRequest& request);
   int intern_tenant(const std::string& tenant);
-  bool generation_matches(const Shape& shape, int host) const;
-  // Calls visit(first host) for each aligned block of hosts a whole-host or
-  // slice shape could take (buddy-aligned inside a host run of its
-  // generation, see the top of this file), until visit returns true.
-  template <class Visit>
-  void for_each_block(const Shape& shape, Visit visit) const;
-  bool fits_idle(const Shape& shape, bool healthy_only) const;
-  // Where `shape` fits now, avoiding cores set in `avoid` (per host masks;
-  // empty = avoid nothing).
-  std::optional<Choice> find_free(const Shape& shape,
-                                  const std::vector<std::uint32_t>& avoid) const;
-  // Where `shape` can start earliest given when each core frees up.
-  std::optional<Choice> find_earliest(const Shape& shape, const CoreTimes& times) const;
-  int largest_free_block(int host_begin, int host_end, const std::vector<int>& free_prefix) const;
-  Placement start(Job& job, Choice choice, Clock::time_point now);
+  Placement start(Job& job, const PlannedStart& planned, Clock::time_point now);
   void release(Job& job);
-  // The head's reservation; marks its cores in `reserved` (per host masks).
-  Reservation reserve(const Job& head, Clock::time_point now,
-                      std::vector<std::uint32_t>& reserved) const;
-  CoreTimes core_times(Clock::time_point now) const;
-  // Starts a new plan when the state changed since the current one.
-  Plan& current_plan() const;
-  // Plans estimated starts in queue order until `job` has one (or cannot).
-  void plan_through(const Job& job) const;
-  void dequeue(Job& job);
-  bool over_quota(const Job& job) const;
-  QueueEntry entry_of(const Job& job) const;
+  void forget(JobId id);
+  // Entries of snapshot_.waiting / snapshot_.running, kept in place with a
+  // slot per job (removal moves the last entry into the hole).
+  void add_waiting(const Job& job);
+  void remove_waiting(JobId id);
+  void remove_running(JobId id);
 
   Pool pool_;
   SchedulerOptions options_;
-  // Per flat core index: when its holder is expected to end (max(): unknown).
-  std::vector<Clock::time_point> core_end_;
+  // The next pass's input, kept current by every change so a pass does not
+  // rebuild it: hosts mirror pool_, tenants_ and shapes_ are its indexes.
+  PassSnapshot snapshot_;
+  std::unordered_map<JobId, std::size_t> waiting_slot_;
+  std::unordered_map<JobId, std::size_t> running_slot_;
   std::unordered_map<JobId, Job> jobs_;  // waiting and running; node-stable
-  std::unique_ptr<Queue> queue_;         // waiting TPU jobs
-  std::set<QueueEntry> cpu_queue_;       // waiting cpu jobs: start at the next pass
-  std::vector<int> shape_waiting_;       // waiting jobs per shape
-  // Known expected runtimes of the waiting jobs, per shape: a shape whose
-  // shortest job cannot end before the head's reserved start cannot backfill.
-  std::vector<std::multiset<std::chrono::milliseconds>> shape_runtimes_;
-  std::vector<Shape> shapes_;
-  std::map<Shape, int> shape_index_;
-  std::vector<Tenant> tenants_;
-  std::unordered_map<std::string, int> tenant_index_;
+  std::map<Shape, int> shape_index_;  // into snapshot_.shapes
+  std::unordered_map<std::string, int> tenant_index_;  // into snapshot_.tenants
   int running_count_ = 0;
+  // From the last schedule():
+  std::uint64_t passes_ = 0;
   std::optional<Reservation> reservation_;
+  std::optional<Preemption> preemption_;
   Clock::time_point last_pass_{};
-  // Any change bumps version_; pending() replans when the plan's lags.
+  // Any change bumps version_; preempt() acts only on a pass still current.
   std::uint64_t version_ = 1;
-  mutable std::unique_ptr<Plan> plan_;
+  std::uint64_t pass_version_ = 0;
 };
 
 }  // namespace tpujobs::scheduler

@@ -63,7 +63,7 @@ db::Transition requeue(std::int64_t job, std::string reason, bool retry);
 // from its checkpoint wherever the leader places it next; `retry` counts an
 // attempt against max_retries. Fenced by the placement epoch the decision
 // was made about. Sets requeued_at: the leader places it next only on
-// agents that heartbeated since (cluster_placement.h).
+// agents that heartbeated since (scheduler/pass.h).
 db::Transition requeue_elsewhere(std::int64_t job, std::string reason,
                                  std::optional<std::int64_t> fence, bool retry, JobStateSet from);
 

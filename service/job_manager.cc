@@ -1231,7 +1231,8 @@ std::string JobManager::render_live_text_locked(const LiveJob& job, bool with_sp
       if (!job.dependency_detail.empty()) view["pending_detail"] = job.dependency_detail;
     } else if (std::optional<scheduler::PendingInfo> info = scheduler_.pending(job.id)) {
       view["pending_reason"] = scheduler::pending_reason_name(info->reason);
-      view["queue_position"] = info->queue_position;
+      // 0: submitted since the last pass, which has not placed it yet.
+      if (info->queue_position > 0) view["queue_position"] = info->queue_position;
       if (info->estimated_start) {
         const auto wait = *info->estimated_start - clock_.now();
         view["estimated_start"] =

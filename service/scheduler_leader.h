@@ -7,11 +7,13 @@
 //   - cancels the queued jobs whose cancel was requested,
 //   - orders the queue by priority, then the tenants' fair-share factors
 //     (scheduler/fair_share.h), then id,
-//   - places what fits (service/cluster_placement.h) by committing each job
+//   - plans the pass with scheduler::plan_pass (scheduler/pass.h: placement,
+//     reservation and backfill, preemption, reasons, start_by and dependency
+//     verdicts) over a snapshot of the tables, and commits each placed job
 //     QUEUED -> STARTING with its agent and that agent's epoch, and only then
 //     wakes the agent (NOTIFY): an agent acts on committed placements only,
-//   - lets the first job left waiting for resources preempt running jobs of
-//     lower priority (choose_cluster_preemption): each victim is marked
+//   - lets the head of the queue preempt running jobs of lower priority
+//     (the plan's preemption): each victim is marked
 //     preempted_by it under its placement epoch, then its agent is woken to
 //     stop it at a checkpoint and requeue it; the preemptor is placed by a
 //     later pass once the cores are free,
@@ -29,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -41,7 +44,7 @@
 #include "scheduler/capacity.h"
 #include "scheduler/dependencies.h"
 #include "scheduler/request.h"
-#include "service/cluster_placement.h"
+#include "scheduler/pass.h"
 #include "service/fair_share_usage.h"
 #include "service/leader_store.h"
 
@@ -106,11 +109,28 @@ class SchedulerLeader {
   // retry spent, up to lifecycle::kFreeUnstartedRequeues times.
   db::Status move_off(const db::JobRow& row, const std::string& retry_reason,
                       const std::string& hint, const std::string& unstarted_reason = "");
+  // One pass's snapshot and what the leader needs to write its plan back
+  // (scheduler_leader_pass.cc).
+  struct PassState;
+  // Reads the tables into `state` (requeuing jobs on failed hosts and
+  // cancelling queued jobs whose cancel was requested on the way).
+  db::Status read_pass(PassState& state);
+  db::Status add_hosts(PassState& state, const std::vector<db::AgentRow>& agents,
+                       const std::vector<db::ClusterHostRow>& hosts);
+  db::Status add_job(PassState& state, const db::JobRow& row);
+  db::Status add_running(PassState& state, const db::JobRow& row);
+  db::Status read_fair_share(PassState& state, const std::vector<db::JobRow>& rows);
+  db::Status write_unstartable(const PassState& state, const scheduler::PassPlan& plan);
+  db::Status write_starts(const PassState& state, const scheduler::PassPlan& plan,
+                          std::set<std::string>& woken);
+  db::Status write_preemption(const PassState& state, const scheduler::PassPlan& plan,
+                              std::set<std::string>& woken);
+  db::Status write_pending(const PassState& state, const scheduler::PassPlan& plan);
   // A slice spanning agents: its placement number (the rendezvous' scope)
   // and its parts {agent, epoch, first_host, hosts}, for allocation.slice.
-  db::Result<nlohmann::json> slice_allocation(const ClusterPlacement& p,
-                                              const std::map<std::string, std::int64_t>& epoch_of);
-  static std::string describe_parts(const ClusterPlacement& p);
+  db::Result<nlohmann::json> slice_allocation(const PassState& state,
+                                              const scheduler::PlannedStart& p);
+  static std::string describe_parts(const PassState& state, const scheduler::PlannedStart& p);
   // The job's resource request, from its stored spec; nullopt when the
   // pool's capacity cannot resolve it (no agent with such hosts yet).
   std::optional<scheduler::ResourceRequest> request_of(const db::JobRow& row,

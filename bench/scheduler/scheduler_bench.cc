@@ -1,6 +1,7 @@
 // Scheduling cost on a v3-2048 pool (256 hosts x 8 cores) with 10,000 mixed
 // waiting jobs. See RESULTS.md for figures and how they were taken.
 #include <benchmark/benchmark.h>
+#include <malloc.h>
 
 #include <memory>
 #include <random>
@@ -74,10 +75,10 @@ struct LoadedPool {
   std::vector<JobId> running;
   Clock::time_point now = kStart;
 
-  explicit LoadedPool(int known_runtime = 80) : mix(42, known_runtime) {
-    for (int i = 0; i < kWaitingJobs; ++i) scheduler->submit(mix.next());
+  explicit LoadedPool(int known_runtime = 80, int waiting = kWaitingJobs) : mix(42, known_runtime) {
+    for (int i = 0; i < waiting; ++i) scheduler->submit(mix.next());
     track(scheduler->schedule(now));
-    while (static_cast<int>(scheduler->queue().size()) < kWaitingJobs) {
+    for (int queued = static_cast<int>(scheduler->queue().size()); queued < waiting; ++queued) {
       scheduler->submit(mix.next());
     }
     track(scheduler->schedule(now));
@@ -131,10 +132,10 @@ void BM_FullPassIdlePoolSingleCores(benchmark::State& state) {
 }
 BENCHMARK(BM_FullPassIdlePoolSingleCores)->Unit(benchmark::kMillisecond);
 
-// One pass over a full pool with 10,000 waiting: nothing fits, every job is
-// classified and positioned.
+// One pass over a full pool with 10,000 (or 100,000) waiting: nothing fits,
+// every job is classified and positioned.
 void BM_FullPassLoadedPool(benchmark::State& state) {
-  LoadedPool pool;
+  LoadedPool pool(80, static_cast<int>(state.range(0)));
   for (auto _ : state) {
     pool.now += std::chrono::seconds(1);
     benchmark::DoNotOptimize(pool.scheduler->schedule(pool.now));
@@ -142,7 +143,20 @@ void BM_FullPassLoadedPool(benchmark::State& state) {
   state.counters["waiting"] = static_cast<double>(pool.scheduler->queue().size());
   state.counters["used_cores"] = pool.scheduler->view().used_cores;
 }
-BENCHMARK(BM_FullPassLoadedPool)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FullPassLoadedPool)->Arg(10000)->Arg(100000)->Unit(benchmark::kMillisecond);
+
+// A pass and every waiting job's reason, position and estimated start, as
+// the views show them: what a one-member cluster's leader writes each pass.
+void BM_PassAndEveryAnswer(benchmark::State& state) {
+  LoadedPool pool(80, static_cast<int>(state.range(0)));
+  const std::vector<JobId> waiting = pool.scheduler->queue();
+  for (auto _ : state) {
+    pool.now += std::chrono::seconds(1);
+    pool.scheduler->schedule(pool.now);
+    for (JobId id : waiting) benchmark::DoNotOptimize(pool.scheduler->pending(id));
+  }
+}
+BENCHMARK(BM_PassAndEveryAnswer)->Arg(10000)->Arg(100000)->Unit(benchmark::kMillisecond);
 
 // submit() + schedule() in the loaded state. The new job is withdrawn again
 // (untimed) when it waits, so every event sees 10,000 waiting jobs.
@@ -228,6 +242,19 @@ void BM_EstimatePlan(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_EstimatePlan)->Unit(benchmark::kMillisecond);
+
+// The heap a Scheduler holds per waiting job, with 100,000 waiting on a full
+// pool (glibc's count of bytes in use, before and after; one iteration).
+void BM_MemoryPerQueuedJob(benchmark::State& state) {
+  for (auto _ : state) {
+    const std::size_t before = mallinfo2().uordblks;
+    LoadedPool pool(80, 100000);
+    pool.scheduler->schedule(pool.now + std::chrono::seconds(1));
+    const std::size_t after = mallinfo2().uordblks;
+    state.counters["bytes_per_queued_job"] = static_cast<double>(after - before) / 100000.0;
+  }
+}
+BENCHMARK(BM_MemoryPerQueuedJob)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace tpujobs::scheduler

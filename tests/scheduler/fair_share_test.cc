@@ -65,6 +65,13 @@ TEST(FairShare, OrdersEqualPrioritiesOnlyAndKeepsSubmitOrderWithin) {
   // A later submit of the light tenant keeps its place behind job 3.
   ASSERT_TRUE(s.submit(single(5, 0, "light")));
   EXPECT_EQ((std::vector<JobId>{4, 3, 5, 1, 2}), s.queue());
+  // A pass over a full pool places them in that order too.
+  JobRequest blocker = single(6, 9, "other");
+  blocker.request.kind = RequestKind::kHost;
+  blocker.request.devices_per_host = 8;
+  ASSERT_TRUE(s.submit(blocker));
+  EXPECT_EQ(1u, s.schedule(Clock::time_point{}).size());
+  EXPECT_EQ(1, s.pending(4)->queue_position);
   EXPECT_EQ(5, s.pending(2)->queue_position);
 }
 

@@ -1,0 +1,434 @@
+#include "scheduler/pass.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <tuple>
+#include <unordered_map>
+
+#include "scheduler/pass_hosts.h"
+#include "scheduler/preemption.h"
+
+namespace tpujobs::scheduler {
+
+std::string_view pending_reason_name(PendingReason reason) {
+  switch (reason) {
+    case PendingReason::kNone:
+      return "None";
+    case PendingReason::kResources:
+      return "Resources";
+    case PendingReason::kPriority:
+      return "Priority";
+    case PendingReason::kHostUnhealthy:
+      return "HostUnhealthy";
+    case PendingReason::kQuota:
+      return "Quota";
+    case PendingReason::kPreempted:
+      return "Preempted";
+    case PendingReason::kDependency:
+      return "Dependency";
+  }
+  return "None";
+}
+
+namespace {
+
+using pass_internal::Choice;
+using pass_internal::CoreTimes;
+using pass_internal::kNever;
+using pass_internal::PassHosts;
+
+int requested_cores(const ResourceRequest& shape) {
+  switch (shape.kind) {
+    case RequestKind::kCpu:
+      return 0;
+    case RequestKind::kSingleCore:
+      return 1;
+    case RequestKind::kHost:
+      return shape.devices_per_host;
+    case RequestKind::kSlice:
+      return shape.devices_per_host * shape.hosts;
+  }
+  return 0;
+}
+
+PassTime plus(PassTime now, std::chrono::milliseconds span) {
+  return now + std::chrono::duration_cast<PassTime::duration>(span);
+}
+
+// One pass: the walk of scheduler/pass.h over a working copy of the hosts.
+class PassWalk {
+ public:
+  explicit PassWalk(const PassSnapshot& snapshot)
+      : s_(snapshot), hosts_(snapshot.hosts), shape_count_(snapshot.shapes.size()) {
+    for (const PassTenant& tenant : s_.tenants) tenant_used_.push_back(tenant.used_cores);
+    for (const PassAgent& agent : s_.agents) cpu_slots_.push_back(agent.cpu_slots);
+    for (const RunningEntry& job : s_.running) {
+      running_[job.id] = &job;
+      end_of_[job.id] = job.preempting ? s_.now : job.expected_end.value_or(kNever);
+    }
+  }
+
+  PassPlan run() {
+    const std::vector<WaitingEntry> queue = order(judge_verdicts());
+    started_.assign(queue.size(), 0);
+    start_cpu_jobs(queue);
+    walk(queue);
+    preempt();
+    explain(queue);
+    return std::move(plan_);
+  }
+
+ private:
+  const ResourceRequest& shape_of(const WaitingEntry& job) const { return s_.shapes[job.shape]; }
+  bool over_quota(const WaitingEntry& job) const {
+    const std::optional<int>& cap = s_.tenants[job.tenant].max_cores;
+    const int cores = requested_cores(shape_of(job));
+    return cap && cores > 0 && tenant_used_[job.tenant] + cores > *cap;
+  }
+  // The indexes of the entries that go to the queue.
+  std::vector<std::uint32_t> judge_verdicts();
+  // Those entries in order, copied so that the walk reads them in sequence.
+  std::vector<WaitingEntry> order(const std::vector<std::uint32_t>& queued) const;
+  void start_cpu_jobs(const std::vector<WaitingEntry>& queue);
+  void walk(const std::vector<WaitingEntry>& queue);
+  void start(const WaitingEntry& job, Choice choice, int rank);
+  void reserve(const WaitingEntry& head);
+  CoreTimes core_times() const;
+  void preempt();
+  void explain(const std::vector<WaitingEntry>& queue);
+  Waiting reason_of(const WaitingEntry& job);
+
+  const PassSnapshot& s_;
+  PassHosts hosts_;
+  std::size_t shape_count_;
+  std::vector<int> tenant_used_;
+  std::vector<int> cpu_slots_;
+  std::unordered_map<JobId, const RunningEntry*> running_;
+  std::unordered_map<JobId, PassTime> end_of_;  // holders' expected ends (kNever: unknown)
+  std::vector<char> started_;                   // per queue index
+  std::vector<std::uint32_t> reserved_;         // per host: the head's cores
+  const WaitingEntry* head_ = nullptr;
+  std::vector<signed char> healthy_fit_;  // per shape: fits the hosts taking work when idle
+  std::vector<signed char> fits_now_;     // per shape, after the walk
+  PassPlan plan_;
+};
+
+std::vector<std::uint32_t> PassWalk::judge_verdicts() {
+  std::vector<std::uint32_t> queue;
+  queue.reserve(s_.waiting.size());
+  auto state_of = [&](std::int64_t id) -> std::optional<base::JobState> {
+    const auto it = s_.dependency_states.find(id);
+    return it == s_.dependency_states.end() ? std::nullopt : std::optional(it->second);
+  };
+  for (std::uint32_t i = 0; i < s_.waiting.size(); ++i) {
+    const WaitingEntry& job = s_.waiting[i];
+    if (job.start_deadline && s_.now >= *job.start_deadline) {
+      plan_.unstartable.push_back({job.id, Unstartable::kStartDeadlineExceeded, ""});
+      continue;
+    }
+    if (job.dependencies >= 0) {
+      DependencyCheck check = check_dependencies(s_.dependencies[job.dependencies], state_of);
+      if (check.verdict == DependencyVerdict::kNeverSatisfied) {
+        plan_.unstartable.push_back(
+            {job.id, Unstartable::kDependencyNeverSatisfied, std::move(check.detail)});
+        continue;
+      }
+      if (check.verdict == DependencyVerdict::kWaiting) {
+        plan_.held.push_back({job.id, std::move(check.detail)});
+        continue;
+      }
+    }
+    queue.push_back(i);
+  }
+  return queue;
+}
+
+std::vector<WaitingEntry> PassWalk::order(const std::vector<std::uint32_t>& queued) const {
+  // Sorted as compact keys: comparing through pointers into the snapshot
+  // misses the cache at every step (bench/scheduler/plan_pass_bench.cc).
+  struct Key {
+    int priority;
+    double fair_share;
+    std::int64_t order;
+    JobId id;
+    std::uint32_t index;
+  };
+  std::vector<Key> keys;
+  keys.reserve(queued.size());
+  for (std::uint32_t i : queued) {
+    const WaitingEntry& job = s_.waiting[i];
+    keys.push_back({job.priority, s_.tenants[job.tenant].fair_share, job.order, job.id, i});
+  }
+  std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+    return std::tie(b.priority, b.fair_share, a.order, a.id) <
+           std::tie(a.priority, a.fair_share, b.order, b.id);
+  });
+  std::vector<WaitingEntry> queue;
+  queue.reserve(keys.size());
+  for (const Key& key : keys) queue.push_back(s_.waiting[key.index]);
+  return queue;
+}
+
+void PassWalk::start_cpu_jobs(const std::vector<WaitingEntry>& queue) {
+  for (std::size_t i = 0; i < queue.size(); ++i) {
+    const WaitingEntry& job = queue[i];
+    if (job.shape < 0 || shape_of(job).kind != RequestKind::kCpu) continue;
+    // The alive agent with the most slots left (the first among equals).
+    int emptiest = -1;
+    for (std::size_t a = 0; a < cpu_slots_.size(); ++a) {
+      if (!s_.agents[a].alive || cpu_slots_[a] <= 0) continue;
+      if (emptiest < 0 || cpu_slots_[a] > cpu_slots_[emptiest]) emptiest = static_cast<int>(a);
+    }
+    if (emptiest < 0) continue;
+    --cpu_slots_[emptiest];
+    PlannedStart start;
+    start.job = job.id;
+    start.agent = emptiest;
+    start.accelerator_type = "cpu";
+    start.rank = static_cast<int>(i) + 1;
+    plan_.starts.push_back(std::move(start));
+    started_[i] = 1;
+  }
+}
+
+void PassWalk::start(const WaitingEntry& job, Choice choice, int rank) {
+  const ResourceRequest& shape = shape_of(job);
+  const Generation generation = s_.hosts[choice.hosts.front()].generation;
+  PlannedStart start;
+  start.job = job.id;
+  start.kind = shape.kind;
+  start.generation = generation;
+  start.agent = choice.parts.empty() ? s_.hosts[choice.hosts.front()].agent
+                                     : choice.parts.front().first;
+  start.parts = choice.parts;
+  if (shape.kind == RequestKind::kSingleCore) {
+    start.accelerator_type = std::string(facts(generation).name);
+  } else {
+    const int size = static_cast<int>(choice.cores.size()) * facts(generation).name_units_per_device;
+    start.accelerator_type = SliceType{generation, size}.name();
+  }
+  hosts_.take(choice, job.id);
+  tenant_used_[job.tenant] += static_cast<int>(choice.cores.size());
+  end_of_[job.id] = job.timeout ? plus(s_.now, *job.timeout) : kNever;
+  start.hosts = std::move(choice.hosts);
+  start.cores = std::move(choice.cores);
+  start.rank = rank;
+  plan_.starts.push_back(std::move(start));
+}
+
+CoreTimes PassWalk::core_times() const {
+  CoreTimes times(s_.hosts, s_.now);
+  for (int h = 0; h < hosts_.count(); ++h) {
+    for (int c = 0; c < hosts_.devices(h); ++c) {
+      const JobId holder = hosts_.holder(h, c);
+      if (holder == 0) continue;
+      const auto end = end_of_.find(holder);
+      times.put(h, c, end == end_of_.end() ? kNever : std::max(end->second, s_.now));
+    }
+    times.refresh(h);
+  }
+  return times;
+}
+
+void PassWalk::reserve(const WaitingEntry& head) {
+  head_ = &head;
+  reserved_.assign(hosts_.count(), 0);
+  PassReservation reservation{head.id, std::nullopt, {}};
+  std::optional<Choice> earliest = hosts_.find_earliest(shape_of(head), core_times());
+  if (earliest) {
+    if (earliest->ready != kNever) reservation.start = earliest->ready;
+    for (const CoreRef& core : earliest->cores) reserved_[core.host] |= std::uint32_t{1} << core.core;
+    reservation.cores = std::move(earliest->cores);
+  }
+  plan_.reservation = std::move(reservation);
+}
+
+// Every job that may start now, in order; the first that cannot is the head
+// (scheduler/pass.h). Per shape, "does not fit" stays true once found (cores
+// are only taken during a walk), so each shape is searched O(starts) times;
+// a shape is *closed* once no more of its jobs can start, and the walk stops
+// when every shape is.
+void PassWalk::walk(const std::vector<WaitingEntry>& queue) {
+  healthy_fit_.assign(shape_count_, -1);
+  std::vector<int> waiting(shape_count_, 0);
+  std::vector<std::optional<std::chrono::milliseconds>> shortest(shape_count_);
+  for (std::size_t i = 0; i < queue.size(); ++i) {
+    const WaitingEntry& job = queue[i];
+    if (started_[i] || job.shape < 0 || shape_of(job).kind == RequestKind::kCpu) continue;
+    ++waiting[job.shape];
+    if (job.timeout) shortest[job.shape] = std::min(shortest[job.shape].value_or(*job.timeout), *job.timeout);
+  }
+  std::vector<char> no_fit(shape_count_, 0), no_fit_outside(shape_count_, 0);
+  std::vector<char> closed(shape_count_, 0);
+  int open = 0;
+  for (std::size_t s = 0; s < shape_count_; ++s) {
+    if (waiting[s] > 0) {
+      ++open;
+    } else {
+      closed[s] = 1;
+    }
+  }
+  auto close = [&](int s) {
+    if (closed[s]) return;
+    closed[s] = 1;
+    --open;
+  };
+  const std::vector<std::uint32_t> avoid_nothing;
+  for (std::size_t i = 0; i < queue.size() && open > 0; ++i) {
+    if (head_ && hosts_.free_takers() == 0) break;
+    const WaitingEntry& job = queue[i];
+    if (started_[i] || job.shape < 0 || shape_of(job).kind == RequestKind::kCpu) continue;
+    const int s = job.shape;
+    const ResourceRequest& shape = shape_of(job);
+    // A job requeued after a failure fits fewer hosts than its shape does:
+    // what it finds says nothing of the shape.
+    const bool own = job.heard_after.has_value();
+    if (healthy_fit_[s] < 0) {
+      healthy_fit_[s] = hosts_.fits_idle(shape, true) ? 1 : 0;
+      if (!healthy_fit_[s]) close(s);
+    }
+    std::optional<Choice> choice;
+    if (!healthy_fit_[s] || over_quota(job)) {
+      // Waits without holding anything back.
+    } else if (!head_) {
+      if (!no_fit[s] || own) choice = hosts_.find_free(shape, avoid_nothing, job.heard_after);
+      if (!choice && !own) no_fit[s] = 1;
+      if (!choice) {
+        if (!own) close(s);
+        reserve(job);
+      }
+    } else if (!closed[s]) {
+      const std::optional<PassTime>& start = plan_.reservation->start;
+      if (!no_fit_outside[s] || own) {
+        choice = hosts_.find_free(shape, reserved_, job.heard_after);
+        if (!choice && !own) {
+          no_fit_outside[s] = 1;
+          if (!start || !shortest[s] || plus(s_.now, *shortest[s]) > *start) close(s);
+        }
+      }
+      if (!choice && (!no_fit[s] || own) && start && job.timeout &&
+          plus(s_.now, *job.timeout) <= *start) {
+        choice = hosts_.find_free(shape, avoid_nothing, job.heard_after);
+        if (!choice && !own) {
+          no_fit[s] = 1;
+          close(s);
+        }
+      }
+    }
+    if (!choice) continue;
+    start(job, std::move(*choice), static_cast<int>(i) + 1);
+    started_[i] = 1;
+    if (--waiting[s] == 0) close(s);
+  }
+}
+
+void PassWalk::preempt() {
+  if (!head_ || !plan_.reservation) return;
+  const std::optional<PassTime>& start = plan_.reservation->start;
+  if (start && *start <= plus(s_.now, s_.options.preemption_min_wait)) return;
+  std::vector<std::vector<std::optional<std::int64_t>>> holders;
+  for (const std::vector<CoreRef>& place : hosts_.places(shape_of(*head_))) {
+    std::vector<std::optional<std::int64_t>>& of_place = holders.emplace_back();
+    for (const CoreRef& core : place) {
+      const JobId holder = hosts_.holder(core.host, core.core);
+      of_place.push_back(holder == 0 ? std::nullopt : std::optional<std::int64_t>(holder));
+    }
+  }
+  std::map<JobId, int> cores_of;
+  for (int h = 0; h < hosts_.count(); ++h) {
+    for (int c = 0; c < hosts_.devices(h); ++c) ++cores_of[hosts_.holder(h, c)];
+  }
+  const std::optional<VictimChoice> choice =
+      choose_victims(head_->priority, holders, [&](std::int64_t id) {
+        std::optional<RunningJobInfo> info;
+        const auto it = running_.find(id);
+        if (it == running_.end()) return info;  // started by this pass: never a victim
+        const RunningEntry& job = *it->second;
+        info = RunningJobInfo{id, job.priority, job.preemptible, job.preempting, job.started,
+                              cores_of[id]};
+        return info;
+      });
+  if (!choice || choice->victims.empty()) return;
+  plan_.preemption = Preemption{head_->id, choice->victims};
+}
+
+Waiting PassWalk::reason_of(const WaitingEntry& job) {
+  Waiting waiting{job.id, PendingReason::kResources, 0, std::nullopt, ""};
+  if (job.shape < 0) {
+    waiting.reason = PendingReason::kHostUnhealthy;
+    waiting.detail = "no registered agent has hosts of its kind";
+    return waiting;
+  }
+  const ResourceRequest& shape = shape_of(job);
+  if (shape.kind == RequestKind::kCpu) {
+    if (std::none_of(s_.agents.begin(), s_.agents.end(), [](const PassAgent& a) { return a.alive; })) {
+      waiting.reason = PendingReason::kHostUnhealthy;
+      waiting.detail = "no agent is alive";
+    }
+    return waiting;
+  }
+  if (over_quota(job)) {
+    waiting.reason = PendingReason::kQuota;
+    return waiting;
+  }
+  if (healthy_fit_[job.shape] < 0) healthy_fit_[job.shape] = hosts_.fits_idle(shape, true) ? 1 : 0;
+  if (!healthy_fit_[job.shape]) {
+    waiting.reason = PendingReason::kHostUnhealthy;
+    waiting.detail = hosts_.fits_idle(shape, false)
+                         ? "its hosts belong to a lost agent or are drained or failed"
+                         : "no agent with hosts of its kind is registered";
+    return waiting;
+  }
+  if (fits_now_[job.shape] < 0) {
+    fits_now_[job.shape] = hosts_.find_free(shape, {}, std::nullopt) ? 1 : 0;
+  }
+  const bool held_back = head_ && head_ != &job && fits_now_[job.shape];
+  waiting.reason = held_back ? PendingReason::kPriority : PendingReason::kResources;
+  if (job.preempted) waiting.reason = PendingReason::kPreempted;
+  return waiting;
+}
+
+// Reasons and positions of the jobs left waiting, and estimated starts for
+// the first estimate_horizon of them.
+void PassWalk::explain(const std::vector<WaitingEntry>& queue) {
+  fits_now_.assign(shape_count_, -1);
+  plan_.waiting.reserve(queue.size());
+  CoreTimes times = core_times();
+  std::vector<char> start_unknown(shape_count_, 0);
+  int planned = 0;
+  for (std::size_t i = 0; i < queue.size(); ++i) {
+    if (started_[i]) continue;
+    const WaitingEntry& job = queue[i];
+    Waiting waiting = reason_of(job);
+    waiting.queue_position = static_cast<int>(plan_.waiting.size()) + 1;
+    const bool tpu = job.shape >= 0 && shape_of(job).kind != RequestKind::kCpu;
+    const bool plannable = waiting.reason != PendingReason::kQuota &&
+                           waiting.reason != PendingReason::kHostUnhealthy;
+    if (tpu && planned++ < s_.options.estimate_horizon && plannable &&
+        !start_unknown[job.shape]) {
+      // Planning only makes cores free later: a shape with no known start
+      // has none for any later job either.
+      const std::optional<Choice> choice = hosts_.find_earliest(shape_of(job), times);
+      if (!choice || choice->ready == kNever) {
+        start_unknown[job.shape] = 1;
+      } else {
+        waiting.estimated_start = choice->ready;
+        const PassTime end = job.timeout ? plus(choice->ready, *job.timeout) : kNever;
+        for (const CoreRef& core : choice->cores) times.put(core.host, core.core, end);
+        for (int host : choice->hosts) times.refresh(host);
+      }
+    }
+    plan_.waiting.push_back(std::move(waiting));
+  }
+}
+
+}  // namespace
+
+PassPlan plan_pass(const PassSnapshot& snapshot) { return PassWalk(snapshot).run(); }
+
+bool can_ever_fit(const std::vector<PassHost>& hosts, const ResourceRequest& shape) {
+  return PassHosts(hosts).fits_idle(shape, false);
+}
+
+}  // namespace tpujobs::scheduler

@@ -1,0 +1,415 @@
+// plan_pass over the agents' hosts (DESIGN §9): what a cluster's leader and a
+// single process both place by. The single-process view of the same policy
+// is tested through scheduler::Scheduler (scheduler_test, property_test).
+#include "scheduler/pass.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+
+namespace tpujobs::scheduler {
+namespace {
+
+using std::chrono::minutes;
+using std::chrono::seconds;
+
+ResourceRequest single_core() {
+  ResourceRequest r;
+  r.kind = RequestKind::kSingleCore;
+  r.devices_per_host = 1;
+  r.hosts = 1;
+  return r;
+}
+
+ResourceRequest slice(int hosts) {
+  ResourceRequest r;
+  r.kind = RequestKind::kSlice;
+  r.generation = Generation::kV3;
+  r.devices_per_host = 8;
+  r.hosts = hosts;
+  r.accelerator_type = "v3-" + std::to_string(8 * hosts);
+  return r;
+}
+
+ResourceRequest whole_host() {
+  ResourceRequest r;
+  r.kind = RequestKind::kHost;
+  r.devices_per_host = 8;
+  r.hosts = 1;
+  return r;
+}
+
+// A snapshot being built, with the hosts' names for describe().
+struct Cluster {
+  PassSnapshot snapshot;
+  std::vector<std::string> names;
+
+  // Agents named in order, each with the given number of v3 hosts (8 cores).
+  explicit Cluster(const std::vector<std::pair<std::string, int>>& counts = {}) {
+    for (const auto& [agent, count] : counts) {
+      snapshot.agents.push_back(PassAgent{agent, 0});
+      for (int i = 0; i < count; ++i) add_host(agent, i);
+    }
+    snapshot.tenants.push_back(PassTenant{"t", std::nullopt, 0, 1.0});
+  }
+  void add_host(const std::string& agent, int index) {
+    int a = 0;
+    while (a < static_cast<int>(snapshot.agents.size()) && snapshot.agents[a].name != agent) ++a;
+    if (a == static_cast<int>(snapshot.agents.size())) snapshot.agents.push_back({agent, 0});
+    PassHost host;
+    host.agent = a;
+    host.cores.assign(8, 0);
+    snapshot.hosts.push_back(host);
+    names.push_back(agent + "-h" + std::to_string(index));
+  }
+  PassHost& host(int h) { return snapshot.hosts[h]; }
+  int tenant(const std::string& name) {
+    for (std::size_t t = 0; t < snapshot.tenants.size(); ++t) {
+      if (snapshot.tenants[t].name == name) return static_cast<int>(t);
+    }
+    snapshot.tenants.push_back(PassTenant{name, std::nullopt, 0, 1.0});
+    return static_cast<int>(snapshot.tenants.size()) - 1;
+  }
+  WaitingEntry& wait(JobId id, const ResourceRequest& request, std::optional<minutes> timeout = {},
+                     int priority = 0, const std::string& tenant_name = "t") {
+    snapshot.shapes.push_back(request);
+    WaitingEntry entry;
+    entry.id = id;
+    entry.order = id;
+    entry.priority = priority;
+    entry.tenant = tenant(tenant_name);
+    entry.shape = static_cast<int>(snapshot.shapes.size()) - 1;
+    entry.timeout = timeout;
+    snapshot.waiting.push_back(entry);
+    return snapshot.waiting.back();
+  }
+  void run(JobId id, int host, std::vector<int> cores, std::optional<PassTime> end = {},
+           int priority = 0, bool preemptible = true) {
+    for (int c : cores) snapshot.hosts[host].cores[c] = id;
+    for (RunningEntry& r : snapshot.running) {
+      if (r.id == id) return;
+    }
+    snapshot.running.push_back(RunningEntry{id, priority, preemptible, false, end, id});
+  }
+
+  // "job@agent:host,host, " for each start, then "job:Reason#position " for
+  // each wait.
+  std::string describe(const PassPlan& plan) const {
+    std::string out;
+    for (const PlannedStart& p : plan.starts) {
+      out += std::to_string(p.job) + "@" + snapshot.agents[p.agent].name + ":";
+      for (int h : p.hosts) out += names[h] + ",";
+      out += " ";
+    }
+    for (const Waiting& w : plan.waiting) {
+      out += std::to_string(w.job) + ":" + std::string(pending_reason_name(w.reason)) + "#" +
+             std::to_string(w.queue_position) + " ";
+    }
+    return out;
+  }
+  std::string pass() const { return describe(plan_pass(snapshot)); }
+};
+
+TEST(PlanPass, SliceGoesOnTheHostsOfOneAgentOnly) {
+  Cluster cluster({{"a", 2}, {"b", 2}});
+  cluster.run(99, 1, {3});  // a-h1 is partly busy: a cannot take a 2-host slice
+  cluster.wait(1, slice(2));
+  cluster.wait(2, slice(2));
+  const PassPlan plan = plan_pass(cluster.snapshot);
+  EXPECT_EQ("1@b:b-h0,b-h1, 2:Resources#1 ", cluster.describe(plan));
+  EXPECT_EQ("v3-16", plan.starts[0].accelerator_type);
+  EXPECT_EQ(16u, plan.starts[0].cores.size());
+}
+
+TEST(PlanPass, ASliceNoAgentHasAloneTakesAnAlignedBlockOfThePoolsHosts) {
+  // The pool's topology: a-h0 a-h1 a-h2 b-h0 | b-h1 b-h2 c-h0 c-h1.
+  Cluster cluster({{"a", 3}, {"b", 3}, {"c", 2}});
+  cluster.wait(7, slice(4));
+  const PassPlan plan = plan_pass(cluster.snapshot);
+  EXPECT_EQ("7@a:a-h0,a-h1,a-h2,b-h0, ", cluster.describe(plan));
+  ASSERT_EQ(1u, plan.starts.size());
+  const std::vector<std::pair<int, int>> parts{{0, 3}, {1, 1}};
+  EXPECT_EQ(parts, plan.starts[0].parts);
+  EXPECT_EQ(32u, plan.starts[0].cores.size());
+
+  // a-h0 busy: the second block, not the first four free hosts.
+  Cluster busy({{"a", 3}, {"b", 3}, {"c", 2}});
+  busy.run(99, 0, {0});
+  busy.wait(7, slice(4));
+  EXPECT_EQ("7@b:b-h1,b-h2,c-h0,c-h1, ", busy.pass());
+  // And b-h1 busy too: six hosts are free, but no aligned four.
+  busy.run(99, 4, {0});
+  EXPECT_EQ("7:Resources#1 ", busy.pass());
+}
+
+TEST(PlanPass, OfTheAlignedBlocksThatFitASliceTakesTheOneOverTheFewestAgents) {
+  // a-h0 b-h0 c-h0 c-h1 (three agents) | d-h0 d-h1 e-h0 e-h1 (two).
+  Cluster cluster({{"a", 1}, {"b", 1}, {"c", 2}, {"d", 2}, {"e", 2}});
+  cluster.wait(7, slice(4));
+  EXPECT_EQ("7@d:d-h0,d-h1,e-h0,e-h1, ", cluster.pass());
+}
+
+TEST(PlanPass, ALostAgentsHostsLeaveThePoolsTopologyAFailedHostStaysAHole) {
+  Cluster lost({{"a", 2}, {"b", 2}, {"c", 2}});
+  for (int h : {2, 3}) lost.host(h).usable = lost.host(h).in_pool = false;  // b is lost
+  lost.wait(7, slice(4));
+  EXPECT_EQ("7@a:a-h0,a-h1,c-h0,c-h1, ", lost.pass());
+  Cluster failed({{"a", 2}, {"b", 2}, {"c", 2}});
+  failed.host(2).usable = false;  // b-h0 failed; b is alive
+  failed.wait(7, slice(4));
+  const PassPlan plan = plan_pass(failed.snapshot);
+  EXPECT_EQ("7:HostUnhealthy#1 ", failed.describe(plan));
+  EXPECT_EQ("its hosts belong to a lost agent or are drained or failed", plan.waiting[0].detail);
+}
+
+TEST(PlanPass, NothingIsPlacedOnAnAgentWhoseHeartbeatsAreLate) {
+  Cluster cluster({{"a", 2}, {"b", 2}, {"c", 2}});
+  cluster.host(2).punctual = cluster.host(3).punctual = false;  // b: killed, not yet lost
+  cluster.wait(7, slice(4));
+  EXPECT_EQ("7:HostUnhealthy#1 ", cluster.pass());
+  // Declared lost, its hosts leave the pool: a and c form the block.
+  for (int h : {2, 3}) cluster.host(h).in_pool = cluster.host(h).usable = false;
+  EXPECT_EQ("7@a:a-h0,a-h1,c-h0,c-h1, ", cluster.pass());
+  // Nor does a slice b has alone: b may be dead, and the job would end
+  // FAILED (or spend a retry) without running. It goes once b is on time.
+  Cluster alone({{"b", 2}});
+  alone.host(0).punctual = alone.host(1).punctual = false;
+  alone.wait(8, slice(2));
+  EXPECT_EQ("8:HostUnhealthy#1 ", alone.pass());
+  alone.host(0).punctual = alone.host(1).punctual = true;
+  EXPECT_EQ("8@b:b-h0,b-h1, ", alone.pass());
+}
+
+TEST(PlanPass, ARetryGoesOnlyToAgentsHeardFromSinceItsFailure) {
+  base::FakeClock clock;
+  const PassTime t0 = clock.wall_now();
+  Cluster cluster({{"a", 2}, {"b", 2}, {"c", 2}, {"d", 2}});
+  for (PassHost& h : cluster.snapshot.hosts) h.heard_at = t0 + seconds(2);
+  cluster.host(2).heard_at = cluster.host(3).heard_at = t0;  // b: silent since just before
+  Cluster fresh = cluster;
+  cluster.wait(7, slice(4)).heard_after = t0 + seconds(1);
+  cluster.wait(8, single_core()).heard_after = t0 + seconds(1);
+  EXPECT_EQ("7@c:c-h0,c-h1,d-h0,d-h1, 8@a:a-h0, ", cluster.pass());
+  // Never requeued: b is alive, the first block is free.
+  fresh.wait(9, slice(4));
+  EXPECT_EQ("9@a:a-h0,a-h1,b-h0,b-h1, ", fresh.pass());
+  // Once b heartbeats again, the retry may go there too.
+  Cluster again = fresh;
+  again.snapshot.waiting.clear();
+  again.host(2).heard_at = again.host(3).heard_at = t0 + seconds(3);
+  again.wait(7, slice(4)).heard_after = t0 + seconds(1);
+  EXPECT_EQ("7@a:a-h0,a-h1,b-h0,b-h1, ", again.pass());
+}
+
+TEST(PlanPass, ASliceOneAgentHasStaysOnIt) {
+  Cluster cluster({{"a", 1}, {"b", 2}});
+  cluster.wait(7, slice(2));
+  const PassPlan plan = plan_pass(cluster.snapshot);
+  EXPECT_EQ("7@b:b-h0,b-h1, ", cluster.describe(plan));
+  EXPECT_TRUE(plan.starts[0].parts.empty());
+}
+
+TEST(PlanPass, HostsOfALostAgentAreNotUsed) {
+  Cluster cluster({{"a", 1}});
+  cluster.host(0).usable = false;
+  cluster.wait(1, single_core());
+  EXPECT_EQ("1:HostUnhealthy#1 ", cluster.pass());
+  cluster.add_host("b", 0);
+  EXPECT_EQ("1@b:b-h0, ", cluster.pass());
+}
+
+TEST(PlanPass, SingleCoresFillAHostBeforeTheNextAndNeverOverlap) {
+  Cluster cluster({{"a", 2}});
+  for (int i = 1; i <= 17; ++i) cluster.wait(i, single_core());
+  const PassPlan plan = plan_pass(cluster.snapshot);
+  ASSERT_EQ(16u, plan.starts.size());
+  for (int i = 0; i < 16; ++i) {
+    EXPECT_EQ(i + 1, plan.starts[i].job);
+    EXPECT_EQ((CoreRef{i / 8, i % 8}), plan.starts[i].cores[0]) << "job " << i + 1;
+    EXPECT_EQ("v3", plan.starts[i].accelerator_type);
+  }
+  ASSERT_EQ(1u, plan.waiting.size());
+  EXPECT_EQ(17, plan.waiting[0].job);
+}
+
+TEST(PlanPass, CpuJobsGoToTheEmptiestAliveAgent) {
+  Cluster cluster;
+  cluster.snapshot.agents = {{"a", 1}, {"b", 2}};
+  for (int i = 1; i <= 4; ++i) cluster.wait(i, ResourceRequest{});  // kCpu by default
+  EXPECT_EQ("1@b: 2@a: 3@b: 4:Resources#1 ", cluster.pass());
+  cluster.snapshot.agents.clear();
+  const PassPlan plan = plan_pass(cluster.snapshot);
+  EXPECT_EQ("no agent is alive", plan.waiting[0].detail);
+}
+
+TEST(PlanPass, QuotaHoldsATenantBack) {
+  Cluster cluster({{"a", 1}});
+  cluster.wait(1, single_core(), {}, 0, "capped");
+  cluster.wait(2, single_core(), {}, 0, "capped");
+  cluster.wait(3, single_core(), {}, 0, "free");
+  cluster.snapshot.tenants[cluster.tenant("capped")].max_cores = 1;
+  EXPECT_EQ("1@a:a-h0, 3@a:a-h0, 2:Quota#1 ", cluster.pass());
+}
+
+// Agent a's two hosts: h0 has cores 0-6 held by job 100 (no time limit),
+// h1 core 0 by job 101, which ends within ten minutes.
+Cluster two_busy_hosts(PassTime now, bool known_end = true) {
+  Cluster cluster({{"a", 2}});
+  cluster.snapshot.now = now;
+  cluster.run(100, 0, {0, 1, 2, 3, 4, 5, 6});
+  std::optional<PassTime> end;
+  if (known_end) end = now + minutes(10);
+  cluster.run(101, 1, {0}, end);
+  return cluster;
+}
+
+TEST(PlanPass, TheHeadReservesTheHostThatFreesFirstAndLaterJobsKeepOffIt) {
+  base::FakeClock clock;
+  const PassTime now = clock.wall_now();
+  Cluster cluster = two_busy_hosts(now);
+  cluster.wait(2, whole_host());
+  cluster.wait(3, single_core());              // h0's free core: not reserved
+  cluster.wait(4, single_core());              // only h1 is left: reserved
+  cluster.wait(5, single_core(), minutes(5));  // ends in time
+  cluster.wait(6, single_core(), minutes(20));
+  const PassPlan plan = plan_pass(cluster.snapshot);
+  // 4 and 6 fit h1's free cores, but would delay the head: Priority.
+  EXPECT_EQ("3@a:a-h0, 5@a:a-h1, 2:Resources#1 4:Priority#2 6:Priority#3 ",
+            cluster.describe(plan));
+  ASSERT_TRUE(plan.reservation);
+  EXPECT_EQ(2, plan.reservation->job);
+  EXPECT_EQ(8u, plan.reservation->cores.size());
+  EXPECT_EQ(1, plan.reservation->cores.front().host);
+  EXPECT_EQ(now + minutes(10), plan.waiting[0].estimated_start);
+  // The head holds h1 for ever after (no time limit), and h0's cores never
+  // free: no later start is known.
+  EXPECT_FALSE(plan.waiting[1].estimated_start);
+}
+
+TEST(PlanPass, EstimatedStartsFollowTheQueueWithinTheHorizon) {
+  base::FakeClock clock;
+  const PassTime now = clock.wall_now();
+  Cluster cluster({{"a", 1}});
+  cluster.snapshot.now = now;
+  cluster.snapshot.options.estimate_horizon = 3;
+  cluster.run(100, 0, {0}, now + minutes(10));
+  for (JobId id = 1; id <= 4; ++id) cluster.wait(id, whole_host(), minutes(10));
+  const PassPlan plan = plan_pass(cluster.snapshot);
+  ASSERT_EQ(4u, plan.waiting.size());
+  EXPECT_EQ(now + minutes(10), plan.waiting[0].estimated_start);
+  EXPECT_EQ(now + minutes(20), plan.waiting[1].estimated_start);
+  EXPECT_EQ(now + minutes(30), plan.waiting[2].estimated_start);
+  EXPECT_FALSE(plan.waiting[3].estimated_start) << "past the horizon";
+}
+
+TEST(PlanPass, WithoutKnownEndsTheHeadStillHoldsItsCoresButHasNoEstimatedStart) {
+  Cluster cluster = two_busy_hosts({}, /*known_end=*/false);
+  cluster.wait(2, whole_host());
+  cluster.wait(3, single_core());
+  cluster.wait(4, single_core(), minutes(1));
+  cluster.wait(5, single_core());
+  const PassPlan plan = plan_pass(cluster.snapshot);
+  // The fewest busy cores: h1. Nothing may backfill onto it without a known start.
+  EXPECT_EQ("3@a:a-h0, 2:Resources#1 4:Priority#2 5:Priority#3 ", cluster.describe(plan));
+  ASSERT_TRUE(plan.reservation);
+  EXPECT_EQ(1, plan.reservation->cores.front().host);
+  EXPECT_FALSE(plan.waiting.front().estimated_start);
+}
+
+TEST(PlanPass, AJobHeldByQuotaNeverBecomesTheHead) {
+  Cluster cluster = two_busy_hosts({}, /*known_end=*/false);
+  cluster.wait(2, whole_host(), {}, 0, "capped");
+  cluster.snapshot.tenants[cluster.tenant("capped")].max_cores = 4;
+  cluster.wait(3, single_core());
+  cluster.wait(4, single_core());
+  const PassPlan plan = plan_pass(cluster.snapshot);
+  EXPECT_EQ("3@a:a-h0, 4@a:a-h1, 2:Quota#1 ", cluster.describe(plan));
+  EXPECT_FALSE(plan.reservation);
+}
+
+TEST(PlanPass, HeadPreemptsTheLowerPriorityHostOfOneAgent) {
+  Cluster cluster({{"a", 1}, {"b", 1}});
+  cluster.run(10, 0, {0, 1, 2, 3, 4, 5, 6, 7}, {}, /*priority=*/2);
+  cluster.run(11, 1, {0, 1, 2, 3, 4, 5, 6, 7}, {}, /*priority=*/0, /*preemptible=*/false);
+  cluster.wait(1, whole_host(), {}, /*priority=*/3);
+  cluster.wait(2, single_core(), {}, /*priority=*/1);
+  PassPlan plan = plan_pass(cluster.snapshot);
+  ASSERT_EQ("1:Resources#1 2:Resources#2 ", cluster.describe(plan));
+  // Priority 3 preempts job 10 (job 11 is not preemptible); only the head
+  // preempts.
+  ASSERT_TRUE(plan.preemption);
+  EXPECT_EQ(1, plan.preemption->preemptor);
+  EXPECT_EQ(std::vector<JobId>{10}, plan.preemption->victims);
+  // Being preempted already: nothing more.
+  cluster.snapshot.running[0].preempting = true;
+  EXPECT_FALSE(plan_pass(cluster.snapshot).preemption);
+  // Equal priority preempts nothing.
+  cluster.snapshot.running[0].preempting = false;
+  cluster.snapshot.waiting[0].priority = 2;
+  EXPECT_FALSE(plan_pass(cluster.snapshot).preemption);
+}
+
+TEST(PlanPass, NoPreemptionWhenTheReservedStartIsNear) {
+  base::FakeClock clock;
+  const PassTime now = clock.wall_now();
+  Cluster cluster({{"a", 1}});
+  cluster.snapshot.now = now;
+  cluster.run(10, 0, {0, 1, 2, 3, 4, 5, 6, 7}, now + seconds(30));
+  cluster.wait(1, whole_host(), {}, /*priority=*/3);
+  EXPECT_FALSE(plan_pass(cluster.snapshot).preemption) << "ends within preemption_min_wait";
+  cluster.snapshot.running[0].expected_end = now + minutes(5);
+  ASSERT_TRUE(plan_pass(cluster.snapshot).preemption);
+}
+
+TEST(PlanPass, VerdictsEndOrHoldJobsBeforeTheQueue) {
+  base::FakeClock clock;
+  const PassTime now = clock.wall_now();
+  Cluster cluster({{"a", 1}});
+  cluster.snapshot.now = now;
+  cluster.snapshot.dependencies = {{{50, DependencyCondition::kSucceeded}},
+                                   {{51, DependencyCondition::kSucceeded}},
+                                   {{52, DependencyCondition::kFinished}}};
+  cluster.snapshot.dependency_states = {{50, base::JobState::kRunning},
+                                        {51, base::JobState::kFailed},
+                                        {52, base::JobState::kCancelled}};
+  cluster.wait(1, single_core()).dependencies = 0;  // waits for 50
+  cluster.wait(2, single_core()).dependencies = 1;  // 51 failed: never
+  cluster.wait(3, single_core()).dependencies = 2;  // 52 ended: satisfied
+  cluster.wait(4, single_core()).start_deadline = now;
+  cluster.wait(5, single_core()).start_deadline = now + seconds(1);
+  const PassPlan plan = plan_pass(cluster.snapshot);
+  EXPECT_EQ("3@a:a-h0, 5@a:a-h0, ", cluster.describe(plan));
+  ASSERT_EQ(1u, plan.held.size());
+  EXPECT_EQ(1, plan.held[0].job);
+  EXPECT_NE(std::string::npos, plan.held[0].detail.find("job 50"));
+  ASSERT_EQ(2u, plan.unstartable.size());
+  EXPECT_EQ(2, plan.unstartable[0].job);
+  EXPECT_EQ(Unstartable::kDependencyNeverSatisfied, plan.unstartable[0].why);
+  EXPECT_EQ(4, plan.unstartable[1].job);
+  EXPECT_EQ(Unstartable::kStartDeadlineExceeded, plan.unstartable[1].why);
+}
+
+TEST(PlanPass, FairShareOrdersEqualPrioritiesOnly) {
+  Cluster cluster({{"a", 1}});
+  cluster.wait(1, whole_host(), {}, 0, "heavy");
+  cluster.wait(2, whole_host(), {}, 0, "light");
+  cluster.wait(3, whole_host(), {}, 1, "heavy");
+  cluster.snapshot.tenants[cluster.tenant("heavy")].fair_share = 0.25;
+  cluster.snapshot.tenants[cluster.tenant("light")].fair_share = 1.0;
+  EXPECT_EQ("3@a:a-h0, 2:Resources#1 1:Resources#2 ", cluster.pass());
+}
+
+TEST(PlanPass, AnUnresolvableSpecWaitsHostUnhealthy) {
+  Cluster cluster({{"a", 1}});
+  cluster.wait(1, single_core()).shape = -1;
+  const PassPlan plan = plan_pass(cluster.snapshot);
+  EXPECT_EQ("1:HostUnhealthy#1 ", cluster.describe(plan));
+  EXPECT_EQ("no registered agent has hosts of its kind", plan.waiting[0].detail);
+}
+
+}  // namespace
+}  // namespace tpujobs::scheduler
