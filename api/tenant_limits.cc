@@ -30,8 +30,8 @@ Response refusal(const std::string& limit, const json& value, std::int64_t curre
 }  // namespace
 
 TenantLimiter::TenantLimiter(LimitsBackend backend, TenantLimits defaults,
-                             std::chrono::milliseconds refresh, Now now)
-    : backend_(std::move(backend)), defaults_(defaults), refresh_(refresh), now_(std::move(now)) {}
+                             std::chrono::milliseconds refresh, base::Clock& clock)
+    : backend_(std::move(backend)), defaults_(defaults), refresh_(refresh), clock_(clock) {}
 
 TenantLimiter::~TenantLimiter() {
   {
@@ -53,7 +53,7 @@ void TenantLimiter::start_refresher() {
     for (;;) {
       {
         base::MutexLock lock(mutex_);
-        lock.wait_for(wake_, refresh_, [this]() REQUIRES(mutex_) { return stopping_; });
+        clock_.wait_for(lock, wake_, refresh_, [this]() REQUIRES(mutex_) { return stopping_; });
         if (stopping_) return;
       }
       reload();
@@ -65,7 +65,7 @@ void TenantLimiter::reload() {
   // Read outside the lock; a failed read keeps what was read before.
   auto loaded = backend_.load();
   base::MutexLock lock(mutex_);
-  loaded_at_ = now_();
+  loaded_at_ = clock_.now();
   if (loaded.ok()) stored_ = std::move(*loaded);
 }
 
@@ -73,7 +73,7 @@ TenantLimits TenantLimiter::effective(const std::string& tenant) {
   bool stale = false;
   {
     base::MutexLock lock(mutex_);
-    stale = !refresher_running_ && (!loaded_at_ || now_() - *loaded_at_ >= refresh_);
+    stale = !refresher_running_ && (!loaded_at_ || clock_.now() - *loaded_at_ >= refresh_);
   }
   if (stale && backend_.load) reload();
   base::MutexLock lock(mutex_);
@@ -90,7 +90,7 @@ TenantLimits TenantLimiter::effective(const std::string& tenant) {
 std::optional<double> TenantLimiter::take(Bucket& bucket, double rate, std::int64_t burst,
                                           double n) {
   const double capacity = burst > 0 ? static_cast<double>(burst) : std::max(1.0, rate);
-  const auto now = now_();
+  const auto now = clock_.now();
   if (bucket.tokens < 0) {
     bucket.tokens = capacity;
   } else {
@@ -113,12 +113,11 @@ std::optional<Response> TenantLimiter::admit_request(const std::string& tenant) 
                                           limits.request_burst.value_or(0), 1);
   if (!wait) return std::nullopt;
   ++refused_["requests_per_second"];
-  return refusal("requests_per_second", *limits.requests_per_second, 0,
-                 "tenant '" + tenant + "' sends more than " +
-                     json(*limits.requests_per_second).dump() + " requests a second (burst " +
-                     std::to_string(limits.request_burst.value_or(0)) + ")",
-                 "slow down: retry after Retry-After seconds",
-                 static_cast<std::int64_t>(std::ceil(*wait)));
+  return refusal(
+      "requests_per_second", *limits.requests_per_second, 0,
+      "tenant '" + tenant + "' sends more than " + json(*limits.requests_per_second).dump() +
+          " requests a second (burst " + std::to_string(limits.request_burst.value_or(0)) + ")",
+      "slow down: retry after Retry-After seconds", static_cast<std::int64_t>(std::ceil(*wait)));
 }
 
 std::optional<Response> TenantLimiter::admit_submit(const std::string& tenant, std::int64_t jobs,
@@ -162,9 +161,9 @@ std::optional<Response> TenantLimiter::admit_submit(const std::string& tenant, s
       base::MutexLock lock(mutex_);
       ++refused_["max_queued"];
       return refusal("max_queued", *limits.max_queued, *queued,
-                     "tenant '" + tenant + "' has " + std::to_string(*queued) +
-                         " jobs queued; " + std::to_string(jobs) +
-                         " more would pass its limit of " + std::to_string(*limits.max_queued) +
+                     "tenant '" + tenant + "' has " + std::to_string(*queued) + " jobs queued; " +
+                         std::to_string(jobs) + " more would pass its limit of " +
+                         std::to_string(*limits.max_queued) +
                          (jobs > 1 ? " (the whole sweep is refused)" : ""),
                      "wait for queued jobs to start, cancel some, or ask an admin to raise "
                      "max_queued",
@@ -211,8 +210,9 @@ std::optional<Response> TenantLimiter::set(const std::string& tenant, const std:
                            : v.is_number_integer() && v.get<std::int64_t>() >= 0 &&
                                  v.get<std::int64_t>() <= (1 << 30);
       if (!ok) {
-        errors.push_back({key, rate ? "must be a number from 0 to 1000000, or null"
-                                    : "must be an integer from 0 to 1073741824, or null",
+        errors.push_back({key,
+                          rate ? "must be a number from 0 to 1000000, or null"
+                               : "must be an integer from 0 to 1073741824, or null",
                           "null takes the service's default"});
         continue;
       }
@@ -226,8 +226,7 @@ std::optional<Response> TenantLimiter::set(const std::string& tenant, const std:
   }
   if (!errors.empty()) return spec_problems(errors);
   if (base::Status saved = backend_.save(tenant, limits); !saved.ok()) {
-    return problem(503, public_database_detail(saved.error().message))
-        .header("Retry-After", "1");
+    return problem(503, public_database_detail(saved.error().message)).header("Retry-After", "1");
   }
   {
     base::MutexLock lock(mutex_);

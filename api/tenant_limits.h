@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "api/http.h"
+#include "base/clock.h"
 #include "base/mutex.h"
 #include "base/result.h"
 
@@ -40,16 +41,14 @@ struct LimitsBackend {
   std::function<base::Result<std::map<std::string, TenantLimits>>()> load;
   std::function<base::Status(const std::string& tenant, const TenantLimits&)> save;
   // The tenant's QUEUED jobs, counted up to `at_most`.
-  std::function<base::Result<std::int64_t>(const std::string& tenant, std::int64_t at_most)>
-      queued;
+  std::function<base::Result<std::int64_t>(const std::string& tenant, std::int64_t at_most)> queued;
 };
 
 class TenantLimiter {
  public:
-  using Now = std::function<std::chrono::steady_clock::time_point()>;
   TenantLimiter(LimitsBackend backend, TenantLimits defaults,
                 std::chrono::milliseconds refresh = std::chrono::seconds(1),
-                Now now = [] { return std::chrono::steady_clock::now(); });
+                base::Clock& clock = base::real_clock());
   ~TenantLimiter();  // stops the refresher
   TenantLimiter(const TenantLimiter&) = delete;
   TenantLimiter& operator=(const TenantLimiter&) = delete;
@@ -64,8 +63,7 @@ class TenantLimiter {
   // Before `jobs` jobs (a sweep's children, or 1) are submitted: the array
   // size, the submit rate and the queued-jobs limit, the whole sweep or
   // nothing.
-  std::optional<Response> admit_submit(const std::string& tenant, std::int64_t jobs,
-                                       bool is_array);
+  std::optional<Response> admit_submit(const std::string& tenant, std::int64_t jobs, bool is_array);
 
   // The tenant's limits in effect (its own, else the defaults) as JSON.
   base::Result<std::string> describe(const std::string& tenant);
@@ -87,7 +85,7 @@ class TenantLimiter {
   const LimitsBackend backend_;
   const TenantLimits defaults_;
   const std::chrono::milliseconds refresh_;
-  const Now now_;
+  base::Clock& clock_;  // the buckets' time and the refresher's waits
   mutable base::Mutex mutex_;
   std::map<std::string, TenantLimits> stored_ GUARDED_BY(mutex_);
   std::optional<std::chrono::steady_clock::time_point> loaded_at_ GUARDED_BY(mutex_);

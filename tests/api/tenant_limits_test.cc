@@ -46,8 +46,8 @@ struct FakeStore {
 
 struct Fixture {
   FakeStore store;
-  std::chrono::steady_clock::time_point now{std::chrono::seconds(1000)};
-  TenantLimiter limiter{store.backend(), TenantLimits{}, 1s, [this] { return now; }};
+  base::FakeClock clock;
+  TenantLimiter limiter{store.backend(), TenantLimits{}, 1s, clock};
   FakeJobService service;
   JobsApi api{service, [this] {
                 ApiOptions o;
@@ -96,7 +96,8 @@ TEST(TenantLimits, AnAdminSetsThemAndTheyReadBackWithDefaultsForTheRest) {
   EXPECT_EQ(f.store.rows["default"].submit_burst, 4);
   Response read = f.call("GET", "/v1/tenants/default/limits");
   EXPECT_EQ(nlohmann::json::parse(read.body)["max_queued"], 3);
-  Response bad = f.call("POST", "/v1/tenants/default/limits", R"({"max_queue": 3, "max_array_size": -1})");
+  Response bad =
+      f.call("POST", "/v1/tenants/default/limits", R"({"max_queue": 3, "max_array_size": -1})");
   EXPECT_EQ(bad.status, 422) << bad.body;
   EXPECT_EQ(nlohmann::json::parse(bad.body)["errors"].size(), 2u) << bad.body;
 }
@@ -138,7 +139,7 @@ TEST(TenantLimits, ArraySizeAndTheSubmitRateAre429) {
   ASSERT_EQ(fast.status, 429);
   EXPECT_EQ(nlohmann::json::parse(fast.body)["limit"], "submits_per_second");
   EXPECT_EQ(header(fast, "Retry-After"), "1");
-  f.now += 1s;  // one token back
+  f.clock.advance(1s);  // one token back
   EXPECT_EQ(f.call("POST", "/v1/jobs", kSpec).status, 201);
   EXPECT_EQ(f.call("POST", "/v1/jobs", kSpec).status, 429);
 }
@@ -153,10 +154,10 @@ TEST(TenantLimits, TheRequestRateBoundsEveryTenantRouteButNotTheProbes) {
   EXPECT_EQ(nlohmann::json::parse(over.body)["limit"], "requests_per_second");
   EXPECT_EQ(f.call("GET", "/healthz").status, 200);
   EXPECT_EQ(f.call("GET", "/readyz").status, 200);
-  f.now += 500ms;  // a token at 2/s
+  f.clock.advance(500ms);  // a token at 2/s
   EXPECT_EQ(f.call("GET", "/v1/jobs/1").status, 200);
-  EXPECT_NE(f.call("GET", "/metrics").body.find(
-                "tpujobs_tenant_limit_refusals_total{limit=\"requests_per_second\"} 1"),
+  EXPECT_NE(f.call("GET", "/metrics")
+                .body.find("tpujobs_tenant_limit_refusals_total{limit=\"requests_per_second\"} 1"),
             std::string::npos);
 }
 
@@ -167,7 +168,7 @@ TEST(TenantLimits, EveryReplicaReadsStoredLimitsAtMostTheRefreshOld) {
   f.store.rows["default"].max_queued = 0;
   f.store.queued = 0;
   EXPECT_EQ(f.call("POST", "/v1/jobs", kSpec).status, 201);
-  f.now += 1s;
+  f.clock.advance(1s);
   EXPECT_EQ(f.call("POST", "/v1/jobs", kSpec).status, 429);
 }
 

@@ -41,6 +41,11 @@ set(tree ${WORK}/layering)
 file(WRITE ${tree}/scheduler/pool.h "#pragma once\n#include \"db/connection.h\"\n")
 run_rule("scheduler/ including db/" ${tree} includes FALSE "scheduler/pool.h:2: includes: scheduler/ may not use db/")
 
+file(WRITE ${tree}/crossings.txt "scheduler/pool.h db\n")
+run_rule("scheduler/ including db/, listed" ${tree} includes TRUE "" ${tree}/crossings.txt)
+file(WRITE ${tree}/crossings.txt "scheduler/pool.h db\nscheduler/other.h db\n")
+run_rule("a listed crossing no longer made" ${tree} includes FALSE "scheduler/other.h:0: includes: listed crossing to db/ is no longer made" ${tree}/crossings.txt)
+
 set(tree ${WORK}/pure)
 file(WRITE ${tree}/executor/net.cc "#include <boost/asio.hpp>\n")
 run_rule("executor/ including Asio" ${tree} includes FALSE "executor/net.cc:1: includes: executor/ is a pure library: no boost/")
