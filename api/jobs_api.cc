@@ -268,9 +268,8 @@ Response answer(const JsonResult& result, int ok_status = 200) {
 // leading zero: "/v1/jobs/01" is not job 1); anything else cannot exist.
 std::optional<std::int64_t> job_id(const PathParams& params, const ResponseWriterPtr& writer) {
   auto it = params.find("id");
-  const bool canonical =
-      it != params.end() && !it->second.empty() && it->second.front() >= '1' &&
-      it->second.front() <= '9';
+  const bool canonical = it != params.end() && !it->second.empty() && it->second.front() >= '1' &&
+                         it->second.front() <= '9';
   std::optional<std::int64_t> id = canonical ? parse_int(it->second) : std::nullopt;
   if (!id || *id <= 0) {
     writer->respond(
@@ -441,10 +440,9 @@ std::string LatencyHistogram::prometheus() const {
 JobsApi::JobsApi(JobService& service, ApiOptions options)
     : service_(service),
       options_(std::move(options)),
-      followers_(StreamSlots::create("log followers", "tpujobs_log_followers",
-                                     options_.followers)),
-      waiters_(StreamSlots::create("long-poll waiters", "tpujobs_wait_requests",
-                                   options_.waiters)) {
+      followers_(StreamSlots::create("log followers", "tpujobs_log_followers", options_.followers)),
+      waiters_(
+          StreamSlots::create("long-poll waiters", "tpujobs_wait_requests", options_.waiters)) {
   add_routes();
 }
 
@@ -516,9 +514,9 @@ bool JobsApi::authorize(Request& request, const Route& route, const ResponseWrit
   if (!token.empty()) {
     auto found = service_.authenticate(token);
     if (!found.ok()) {
-      writer->respond(problem(503, "cannot check the token: " +
-                                       public_database_detail(found.error().message))
-                          .header("Retry-After", "1"));
+      writer->respond(
+          problem(503, "cannot check the token: " + public_database_detail(found.error().message))
+              .header("Retry-After", "1"));
       return false;
     }
     if (!*found) {

@@ -16,8 +16,8 @@ std::string deadline_phrase(std::string_view message) {
   if (at == std::string_view::npos) return "";
   const std::size_t number = at + kPhrase.size();
   std::size_t end = number;
-  while (end < message.size() && (std::isdigit(static_cast<unsigned char>(message[end])) ||
-                                  message[end] == '.'))
+  while (end < message.size() &&
+         (std::isdigit(static_cast<unsigned char>(message[end])) || message[end] == '.'))
     ++end;
   if (end == number || message.substr(end, 2) != " s") return "";
   return std::string(message.substr(at, end + 2 - at));

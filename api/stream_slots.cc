@@ -44,8 +44,7 @@ StreamSlots::StreamSlots(std::string kind, std::string metric, StreamLimits limi
 
 std::shared_ptr<StreamSlots> StreamSlots::create(std::string kind, std::string metric,
                                                  StreamLimits limits) {
-  return std::shared_ptr<StreamSlots>(
-      new StreamSlots(std::move(kind), std::move(metric), limits));
+  return std::shared_ptr<StreamSlots>(new StreamSlots(std::move(kind), std::move(metric), limits));
 }
 
 std::optional<ResponseWriterPtr> StreamSlots::admit(const std::string& tenant,
@@ -76,11 +75,10 @@ std::optional<ResponseWriterPtr> StreamSlots::admit(const std::string& tenant,
     }
     if (mine == 0) held_.erase(tenant);
   }
-  const std::string detail =
-      status == 429 ? "tenant '" + tenant + "' already holds " + std::to_string(count) + " " +
-                          kind_ + ", its limit"
-                    : "the service already holds " + std::to_string(count) + " " + kind_ +
-                          ", its limit";
+  const std::string detail = status == 429 ? "tenant '" + tenant + "' already holds " +
+                                                 std::to_string(count) + " " + kind_ + ", its limit"
+                                           : "the service already holds " + std::to_string(count) +
+                                                 " " + kind_ + ", its limit";
   writer->respond(problem(status, detail,
                           {{"limit", kind_ + " " + limit},
                            {"value", value},

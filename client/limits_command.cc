@@ -35,7 +35,8 @@ int report(const HttpResponse& response, const ClientContext& context) {
 
 int run_limits_command(const CommandLine& line, const ClientContext& context) {
   if (line.positionals.empty()) {
-    *context.err << "tpujobs: limits: TENANT is missing (tpujobs limits TENANT [LIMIT=VALUE ...])\n";
+    *context.err
+        << "tpujobs: limits: TENANT is missing (tpujobs limits TENANT [LIMIT=VALUE ...])\n";
     return kExitRejected;
   }
   const std::string& tenant = line.positionals.front();
@@ -66,8 +67,8 @@ int run_limits_command(const CommandLine& line, const ClientContext& context) {
     *context.out << limits.dump(2) << "\n";
     return kExitSucceeded;
   }
-  for (const char* key : {"max_queued", "submits_per_second", "submit_burst",
-                          "requests_per_second", "request_burst", "max_array_size"}) {
+  for (const char* key : {"max_queued", "submits_per_second", "submit_burst", "requests_per_second",
+                          "request_burst", "max_array_size"}) {
     const json& v = limits.contains(key) ? limits[key] : json(nullptr);
     *context.out << key << std::string(22 - std::string(key).size(), ' ')
                  << (v.is_null() ? std::string("no bound") : v.dump()) << "\n";

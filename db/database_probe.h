@@ -35,7 +35,7 @@ class DatabaseProbe {
   struct Options {
     std::chrono::milliseconds interval{250};
     std::chrono::milliseconds timeout{2000};  // a SELECT 1 slower than this fails
-    bool write_probe = false;                    // needs migration 034
+    bool write_probe = false;                 // needs migration 034
     std::chrono::milliseconds write_interval{1000};
   };
 
@@ -76,7 +76,7 @@ class DatabaseProbe {
   std::atomic<std::chrono::steady_clock::rep> answered_at_{0};
   std::atomic<bool> writes_failing_{false};
   std::chrono::steady_clock::time_point next_write_{};  // the probe thread's
-  const std::string instance_;                           // this process's row
+  const std::string instance_;                          // this process's row
 
   base::Mutex mutex_;
   std::condition_variable wake_;

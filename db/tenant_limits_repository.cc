@@ -39,7 +39,7 @@ Result<std::map<std::string, TenantLimitsRow>> TenantLimitsRepository::load_all(
     };
     Limits out;
     for (int row = 0; row < rows->rows(); ++row) {
-      out[rows->string(row, 0)] = {integer(row, 1), real(row, 2), integer(row, 3),
+      out[rows->string(row, 0)] = {integer(row, 1), real(row, 2),    integer(row, 3),
                                    real(row, 4),    integer(row, 5), integer(row, 6)};
     }
     return out;
@@ -48,15 +48,15 @@ Result<std::map<std::string, TenantLimitsRow>> TenantLimitsRepository::load_all(
 
 Result<std::int64_t> TenantLimitsRepository::count_queued(const std::string& tenant,
                                                           std::int64_t at_most) {
-  return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::int64_t> {
-        Result<QueryResult> rows = connection.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM jobs WHERE tenant = $1::text"
-            " AND state = 'QUEUED' LIMIT $2::bigint) queued",
-            {tenant, at_most});
-        if (!rows.ok()) return rows.error();
-        return rows->int64(0, 0);
-      });
+  return with_connection(pool_, acquire_timeout_,
+                         [&](Connection& connection) -> Result<std::int64_t> {
+                           Result<QueryResult> rows = connection.execute(
+                               "SELECT count(*) FROM (SELECT 1 FROM jobs WHERE tenant = $1::text"
+                               " AND state = 'QUEUED' LIMIT $2::bigint) queued",
+                               {tenant, at_most});
+                           if (!rows.ok()) return rows.error();
+                           return rows->int64(0, 0);
+                         });
 }
 
 }  // namespace tpujobs::db

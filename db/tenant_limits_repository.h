@@ -26,8 +26,8 @@ struct TenantLimitsRow {
 class TenantLimitsRepository {
  public:
   // The pool must outlive the repository.
-  explicit TenantLimitsRepository(ConnectionPool& pool,
-                                  std::chrono::milliseconds acquire_timeout = std::chrono::seconds(5))
+  explicit TenantLimitsRepository(
+      ConnectionPool& pool, std::chrono::milliseconds acquire_timeout = std::chrono::seconds(5))
       : pool_(pool), acquire_timeout_(acquire_timeout) {}
 
   // Inserts or replaces the tenant's row (kInvalid for a negative value).

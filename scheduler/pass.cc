@@ -199,13 +199,14 @@ void PassWalk::start(const WaitingEntry& job, Choice choice, int rank) {
   start.job = job.id;
   start.kind = shape.kind;
   start.generation = generation;
-  start.agent = choice.parts.empty() ? s_.hosts[choice.hosts.front()].agent
-                                     : choice.parts.front().first;
+  start.agent =
+      choice.parts.empty() ? s_.hosts[choice.hosts.front()].agent : choice.parts.front().first;
   start.parts = choice.parts;
   if (shape.kind == RequestKind::kSingleCore) {
     start.accelerator_type = std::string(facts(generation).name);
   } else {
-    const int size = static_cast<int>(choice.cores.size()) * facts(generation).name_units_per_device;
+    const int size =
+        static_cast<int>(choice.cores.size()) * facts(generation).name_units_per_device;
     start.accelerator_type = SliceType{generation, size}.name();
   }
   hosts_.take(choice, job.id);
@@ -238,7 +239,8 @@ void PassWalk::reserve(const WaitingEntry& head) {
   std::optional<Choice> earliest = hosts_.find_earliest(shape_of(head), core_times());
   if (earliest) {
     if (earliest->ready != kNever) reservation.start = earliest->ready;
-    for (const CoreRef& core : earliest->cores) reserved_[core.host] |= std::uint32_t{1} << core.core;
+    for (const CoreRef& core : earliest->cores)
+      reserved_[core.host] |= std::uint32_t{1} << core.core;
     reservation.cores = std::move(earliest->cores);
   }
   plan_.reservation = std::move(reservation);
@@ -257,7 +259,8 @@ void PassWalk::walk(const std::vector<WaitingEntry>& queue) {
     const WaitingEntry& job = queue[i];
     if (started_[i] || job.shape < 0 || shape_of(job).kind == RequestKind::kCpu) continue;
     ++waiting[job.shape];
-    if (job.timeout) shortest[job.shape] = std::min(shortest[job.shape].value_or(*job.timeout), *job.timeout);
+    if (job.timeout)
+      shortest[job.shape] = std::min(shortest[job.shape].value_or(*job.timeout), *job.timeout);
   }
   std::vector<char> no_fit(shape_count_, 0), no_fit_outside(shape_count_, 0);
   std::vector<char> closed(shape_count_, 0);
@@ -345,8 +348,8 @@ void PassWalk::preempt() {
         const auto it = running_.find(id);
         if (it == running_.end()) return info;  // started by this pass: never a victim
         const RunningEntry& job = *it->second;
-        info = RunningJobInfo{id, job.priority, job.preemptible, job.preempting, job.started,
-                              cores_of[id]};
+        info = RunningJobInfo{id,          job.priority, job.preemptible, job.preempting,
+                              job.started, cores_of[id]};
         return info;
       });
   if (!choice || choice->victims.empty()) return;
@@ -362,7 +365,8 @@ Waiting PassWalk::reason_of(const WaitingEntry& job) {
   }
   const ResourceRequest& shape = shape_of(job);
   if (shape.kind == RequestKind::kCpu) {
-    if (std::none_of(s_.agents.begin(), s_.agents.end(), [](const PassAgent& a) { return a.alive; })) {
+    if (std::none_of(s_.agents.begin(), s_.agents.end(),
+                     [](const PassAgent& a) { return a.alive; })) {
       waiting.reason = PendingReason::kHostUnhealthy;
       waiting.detail = "no agent is alive";
     }
@@ -403,10 +407,9 @@ void PassWalk::explain(const std::vector<WaitingEntry>& queue) {
     Waiting waiting = reason_of(job);
     waiting.queue_position = static_cast<int>(plan_.waiting.size()) + 1;
     const bool tpu = job.shape >= 0 && shape_of(job).kind != RequestKind::kCpu;
-    const bool plannable = waiting.reason != PendingReason::kQuota &&
-                           waiting.reason != PendingReason::kHostUnhealthy;
-    if (tpu && planned++ < s_.options.estimate_horizon && plannable &&
-        !start_unknown[job.shape]) {
+    const bool plannable =
+        waiting.reason != PendingReason::kQuota && waiting.reason != PendingReason::kHostUnhealthy;
+    if (tpu && planned++ < s_.options.estimate_horizon && plannable && !start_unknown[job.shape]) {
       // Planning only makes cores free later: a shape with no known start
       // has none for any later job either.
       const std::optional<Choice> choice = hosts_.find_earliest(shape_of(job), times);

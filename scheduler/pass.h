@@ -112,9 +112,9 @@ struct PassAgent {
 struct PassHost {
   int agent = 0;  // index into PassSnapshot::agents
   Generation generation = Generation::kV3;
-  bool usable = true;    // healthy, and its agent alive
-  bool punctual = true;  // its agent heartbeats on time
-  bool in_pool = true;   // its agent is not lost: part of the pool's topology
+  bool usable = true;                  // healthy, and its agent alive
+  bool punctual = true;                // its agent heartbeats on time
+  bool in_pool = true;                 // its agent is not lost: part of the pool's topology
   std::optional<PassTime> heard_at{};  // its agent's last heartbeat
   std::vector<JobId> cores;            // per core: the job holding it, 0 when free
 };
@@ -132,8 +132,8 @@ struct WaitingEntry {
   JobId id = 0;
   std::int64_t order = 0;  // ties broken by it (a submit sequence, or the id)
   int priority = 0;
-  int tenant = 0;  // index into PassSnapshot::tenants
-  int shape = -1;  // index into PassSnapshot::shapes; -1: its spec does not resolve
+  int tenant = 0;          // index into PassSnapshot::tenants
+  int shape = -1;          // index into PassSnapshot::shapes; -1: its spec does not resolve
   bool preempted = false;  // requeued after a preemption
   // Its time limit, for backfill and estimates (nullopt: runs forever).
   std::optional<std::chrono::milliseconds> timeout{};
@@ -148,9 +148,9 @@ struct RunningEntry {
   JobId id = 0;
   int priority = 0;
   bool preemptible = true;
-  bool preempting = false;  // asked to stop for a preemptor: ends at once
+  bool preempting = false;                 // asked to stop for a preemptor: ends at once
   std::optional<PassTime> expected_end{};  // start + time limit; nullopt: unknown
-  std::int64_t started = 0;  // any monotonic measure of its start
+  std::int64_t started = 0;                // any monotonic measure of its start
 };
 
 struct PassOptions {
@@ -175,9 +175,9 @@ struct PassSnapshot {
 struct PlannedStart {
   JobId job = 0;
   RequestKind kind = RequestKind::kCpu;
-  int agent = 0;                     // the first part's agent (cpu: the slot's)
-  std::vector<int> hosts;            // ascending; empty for cpu
-  std::vector<CoreRef> cores;        // host-major, ascending; empty for cpu
+  int agent = 0;               // the first part's agent (cpu: the slot's)
+  std::vector<int> hosts;      // ascending; empty for cpu
+  std::vector<CoreRef> cores;  // host-major, ascending; empty for cpu
   std::optional<Generation> generation;
   // A slice spanning agents: each agent and how many of `hosts` (in order)
   // it runs. Empty when `agent` runs it all.

@@ -299,9 +299,7 @@ std::optional<Choice> PassHosts::find_earliest(const ResourceRequest& shape,
 
 bool PassHosts::fits_idle(const ResourceRequest& shape, bool taking_work_only) const {
   if (shape.kind == RequestKind::kCpu) return true;
-  auto usable = [&](int h) {
-    return matches(shape, h) && (!taking_work_only || takes_work(h));
-  };
+  auto usable = [&](int h) { return matches(shape, h) && (!taking_work_only || takes_work(h)); };
   if (shape.kind == RequestKind::kSingleCore) {
     for (int h = 0; h < count(); ++h) {
       if (usable(h)) return true;

@@ -60,7 +60,8 @@ class PassHosts {
 
   // Where `shape` fits now, avoiding the cores set in `avoid` (per host
   // masks; empty: avoid nothing).
-  std::optional<Choice> find_free(const ResourceRequest& shape, const std::vector<std::uint32_t>& avoid,
+  std::optional<Choice> find_free(const ResourceRequest& shape,
+                                  const std::vector<std::uint32_t>& avoid,
                                   const std::optional<PassTime>& heard_after) const;
   // Where `shape` can start earliest given when each core frees up.
   std::optional<Choice> find_earliest(const ResourceRequest& shape, const CoreTimes& times) const;

@@ -38,7 +38,8 @@ int Scheduler::intern_shape(const ResourceRequest& request) {
   Shape shape{request.kind, request.generation, request.devices_per_host, request.hosts,
               request.kind == RequestKind::kSingleCore ? request.pinned_core : std::nullopt};
   if (request.kind == RequestKind::kCpu) shape = Shape{RequestKind::kCpu, {}, 0, 0, {}};
-  const auto [it, inserted] = shape_index_.emplace(shape, static_cast<int>(snapshot_.shapes.size()));
+  const auto [it, inserted] =
+      shape_index_.emplace(shape, static_cast<int>(snapshot_.shapes.size()));
   if (inserted) {
     ResourceRequest stored = request;
     stored.pinned_core = shape.pinned_core;
@@ -153,8 +154,8 @@ Placement Scheduler::start(Job& job, const PlannedStart& planned, Clock::time_po
   std::optional<PassTime> end;
   if (r.expected_runtime) end = to_pass(now + *r.expected_runtime);
   running_slot_[r.id] = snapshot_.running.size();
-  snapshot_.running.push_back(RunningEntry{r.id, r.priority, r.preemptible, false, end,
-                                           now.time_since_epoch().count()});
+  snapshot_.running.push_back(
+      RunningEntry{r.id, r.priority, r.preemptible, false, end, now.time_since_epoch().count()});
   job.running = true;
   job.started = now;
   job.last_heartbeat = now;

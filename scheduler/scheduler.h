@@ -221,8 +221,8 @@ class Scheduler {
   PassSnapshot snapshot_;
   std::unordered_map<JobId, std::size_t> waiting_slot_;
   std::unordered_map<JobId, std::size_t> running_slot_;
-  std::unordered_map<JobId, Job> jobs_;  // waiting and running; node-stable
-  std::map<Shape, int> shape_index_;  // into snapshot_.shapes
+  std::unordered_map<JobId, Job> jobs_;                // waiting and running; node-stable
+  std::map<Shape, int> shape_index_;                   // into snapshot_.shapes
   std::unordered_map<std::string, int> tenant_index_;  // into snapshot_.tenants
   int running_count_ = 0;
   // From the last schedule():

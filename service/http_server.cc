@@ -151,17 +151,16 @@ class Session : public std::enable_shared_from_this<Session> {
     if (buffer_.size() > 0) return read_header();
     const bool first = !spoke_;
     stream_.expires_after(first ? state_.options.first_byte_timeout : state_.options.idle_timeout);
-    stream_.async_read_some(buffer_.prepare(4096),
-                            [self = shared_from_this(), first](beast::error_code ec, std::size_t n) {
-                              if (ec == beast::error::timeout) {
-                                ++(first ? self->state_.first_byte_timeouts
-                                         : self->state_.idle_timeouts);
-                              }
-                              if (ec) return self->close();
-                              self->spoke_ = true;
-                              self->buffer_.commit(n);
-                              self->read_header();
-                            });
+    stream_.async_read_some(buffer_.prepare(4096), [self = shared_from_this(), first](
+                                                       beast::error_code ec, std::size_t n) {
+      if (ec == beast::error::timeout) {
+        ++(first ? self->state_.first_byte_timeouts : self->state_.idle_timeouts);
+      }
+      if (ec) return self->close();
+      self->spoke_ = true;
+      self->buffer_.commit(n);
+      self->read_header();
+    });
   }
 
   void read_header() {

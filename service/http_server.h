@@ -44,10 +44,10 @@ struct HttpServerOptions {
 
 // What the server refused or cut off, since it started (Prometheus counters).
 struct HttpServerCounters {
-  std::uint64_t accept_backoffs = 0;        // accept failed for want of descriptors
-  std::uint64_t first_byte_timeouts = 0;    // connections closed before their first byte
-  std::uint64_t idle_timeouts = 0;          // keep-alive connections closed idle
-  std::uint64_t slow_streams_cut_off = 0;   // streams whose buffer passed its bound
+  std::uint64_t accept_backoffs = 0;       // accept failed for want of descriptors
+  std::uint64_t first_byte_timeouts = 0;   // connections closed before their first byte
+  std::uint64_t idle_timeouts = 0;         // keep-alive connections closed idle
+  std::uint64_t slow_streams_cut_off = 0;  // streams whose buffer passed its bound
 };
 
 class HttpServer {

@@ -43,8 +43,8 @@
 #include "lightning/resolve.h"
 #include "scheduler/capacity.h"
 #include "scheduler/dependencies.h"
-#include "scheduler/request.h"
 #include "scheduler/pass.h"
+#include "scheduler/request.h"
 #include "service/fair_share_usage.h"
 #include "service/leader_store.h"
 

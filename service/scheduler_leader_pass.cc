@@ -54,11 +54,10 @@ struct SchedulerLeader::PassState {
     return it->second;
   }
   int shape(const scheduler::ResourceRequest& r) {
-    const auto key = std::tuple(static_cast<int>(r.kind),
-                                r.generation ? static_cast<int>(*r.generation) : -1,
-                                r.devices_per_host, r.hosts, r.pinned_core.value_or(-1));
-    const auto [it, inserted] =
-        shape_index.emplace(key, static_cast<int>(snapshot.shapes.size()));
+    const auto key =
+        std::tuple(static_cast<int>(r.kind), r.generation ? static_cast<int>(*r.generation) : -1,
+                   r.devices_per_host, r.hosts, r.pinned_core.value_or(-1));
+    const auto [it, inserted] = shape_index.emplace(key, static_cast<int>(snapshot.shapes.size()));
     if (inserted) snapshot.shapes.push_back(r);
     return it->second;
   }
@@ -133,8 +132,11 @@ db::Status SchedulerLeader::add_running(PassState& state, const db::JobRow& row)
         "a host of the job's slice failed; check the slice's hosts (GET /v1/pool), or set "
         "max_retries so the job resumes on healthy hosts from its last checkpoint");
   }
-  scheduler::RunningEntry entry{row.id, row.priority, workload_of(row).preemptible,
-                                row.preempted_by.has_value(), std::nullopt,
+  scheduler::RunningEntry entry{row.id,
+                                row.priority,
+                                workload_of(row).preemptible,
+                                row.preempted_by.has_value(),
+                                std::nullopt,
                                 row.started_at ? row.started_at->time_since_epoch().count() : 0};
   // Stopping now for a preemptor: plan_pass counts its cores as the first
   // to free, so the head's reservation covers them and nothing backfills
@@ -317,10 +319,10 @@ db::Status SchedulerLeader::write_starts(const PassState& state, const scheduler
         allocation["slice"] = std::move(*slice);
       }
     }
-    std::string reason = p.generation ? "Placed on agent " + agent + ": " +
-                                            std::to_string(p.cores.size()) + " cores on " +
-                                            std::to_string(p.hosts.size()) + " host(s)"
-                                      : "Placed on agent " + agent + "'s CPU threads";
+    std::string reason = p.generation
+                             ? "Placed on agent " + agent + ": " + std::to_string(p.cores.size()) +
+                                   " cores on " + std::to_string(p.hosts.size()) + " host(s)"
+                             : "Placed on agent " + agent + "'s CPU threads";
     if (!p.parts.empty()) reason = "Placed across agents: " + describe_parts(state, p);
     std::vector<std::pair<std::string, std::int64_t>> parts;
     for (const auto& [part, hosts] : p.parts) {
@@ -370,10 +372,10 @@ db::Status SchedulerLeader::write_pending(const PassState& state, const schedule
   };
   for (const scheduler::Waiting& w : plan.waiting) {
     const db::JobRow& row = *state.row_of.at(w.job);
-    json reason = {{"reason", std::string(scheduler::pending_reason_name(w.reason))},
-                   {"queue_position", w.queue_position},
-                   {"fair_share", state.snapshot.tenants[state.tenant_index.at(row.tenant)]
-                                      .fair_share}};
+    json reason = {
+        {"reason", std::string(scheduler::pending_reason_name(w.reason))},
+        {"queue_position", w.queue_position},
+        {"fair_share", state.snapshot.tenants[state.tenant_index.at(row.tenant)].fair_share}};
     if (!w.detail.empty()) reason["detail"] = w.detail;
     if (w.estimated_start) reason["estimated_start"] = api::rfc3339(*w.estimated_start);
     if (row.preempted_by) {

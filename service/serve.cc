@@ -160,9 +160,9 @@ int* default_limit(const std::string& name, ServeOptions* options) {
 api::TenantLimits default_limits(const ServeOptions& o) {
   auto bound = [](int v) { return v > 0 ? std::optional<std::int64_t>(v) : std::nullopt; };
   auto rate = [](int v) { return v > 0 ? std::optional<double>(v) : std::nullopt; };
-  return {bound(o.default_max_queued),          rate(o.default_submits_per_second),
-          bound(o.default_submit_burst),        rate(o.default_requests_per_second),
-          bound(o.default_request_burst),       bound(o.default_max_array_size)};
+  return {bound(o.default_max_queued),    rate(o.default_submits_per_second),
+          bound(o.default_submit_burst),  rate(o.default_requests_per_second),
+          bound(o.default_request_burst), bound(o.default_max_array_size)};
 }
 
 api::LimitsBackend limits_backend(db::ConnectionPool& pool) {

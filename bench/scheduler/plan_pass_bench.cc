@@ -27,8 +27,8 @@ std::vector<ResourceRequest> shapes() {
   }
   out.push_back(ResourceRequest{RequestKind::kHost, Generation::kV3, 8, 1, {}, "v3-8"});
   for (int hosts : {4, 8, 16, 32, 64}) {
-    out.push_back(ResourceRequest{RequestKind::kSlice, Generation::kV3, 8, hosts, {},
-                                  "v3-" + std::to_string(hosts * 8)});
+    out.push_back(ResourceRequest{
+        RequestKind::kSlice, Generation::kV3, 8, hosts, {}, "v3-" + std::to_string(hosts * 8)});
   }
   return out;
 }
@@ -53,8 +53,8 @@ PassSnapshot snapshot(int waiting, bool full) {
     s.hosts.push_back(host);
     if (full) {
       const auto end = kNow + std::chrono::minutes(1 + random() % 60);
-      s.running.push_back(RunningEntry{1000000 + h, static_cast<int>(random() % 4), true, false,
-                                       end, h});
+      s.running.push_back(
+          RunningEntry{1000000 + h, static_cast<int>(random() % 4), true, false, end, h});
       s.tenants[h % kTenants].used_cores += 8;
     }
   }

@@ -334,7 +334,9 @@ TEST(JobSpec, MaxTimeIsReadAsLightningsTimerReadsIt) {
     const Resolution resolution = resolve(spec->trainer, v3_8);
     if (!resolution.errors.empty()) {
       return Outcome{resolution.errors.front().field + ": " + resolution.errors.front().message,
-                     std::nullopt, 0, {}};
+                     std::nullopt,
+                     0,
+                     {}};
     }
     apply_resolution(resolution, &*spec);
     std::optional<std::int64_t> ms;

@@ -95,8 +95,7 @@ TEST(SmallThings, A503NeverShowsTheDatabasesTextOrSocketPath) {
             "the job was not stored: the database could not be reached; submit it again later");
   // What the client can act on stays: how long the database was given.
   const Response cancel = call(api, "POST", "/v1/jobs/1/cancel");
-  EXPECT_EQ(nlohmann::json::parse(cancel.body)["detail"],
-            "the database did not answer within 2 s");
+  EXPECT_EQ(nlohmann::json::parse(cancel.body)["detail"], "the database did not answer within 2 s");
 }
 
 }  // namespace

@@ -50,19 +50,23 @@ Outcome run(std::vector<std::string> args, HttpResponse answer) {
   return {code, out.str(), err.str(), server.requests};
 }
 
-const json kLimits = {{"tenant", "team-a"},       {"max_queued", 1000},
-                      {"submits_per_second", 5},  {"submit_burst", nullptr},
-                      {"requests_per_second", nullptr}, {"request_burst", nullptr},
+const json kLimits = {{"tenant", "team-a"},
+                      {"max_queued", 1000},
+                      {"submits_per_second", 5},
+                      {"submit_burst", nullptr},
+                      {"requests_per_second", nullptr},
+                      {"request_burst", nullptr},
                       {"max_array_size", 256}};
 
 TEST(LimitsCommand, SetsTheGivenLimitsWithDefaultAsNullAndPrintsTheResult) {
   Outcome r = run({"team-a", "max_queued=1000", "submit_burst=default", "--token", "t"},
-              {200, kLimits.dump(), {}, ""});
+                  {200, kLimits.dump(), {}, ""});
   ASSERT_EQ(r.code, 0) << r.err;
   ASSERT_EQ(r.requests.size(), 1u);
   EXPECT_EQ(r.requests[0].method, "POST");
   EXPECT_EQ(r.requests[0].target, "/v1/tenants/team-a/limits");
-  EXPECT_EQ(json::parse(r.requests[0].body), (json{{"max_queued", 1000}, {"submit_burst", nullptr}}));
+  EXPECT_EQ(json::parse(r.requests[0].body),
+            (json{{"max_queued", 1000}, {"submit_burst", nullptr}}));
   EXPECT_NE(r.out.find("max_queued            1000\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("requests_per_second   no bound\n"), std::string::npos) << r.out;
 }
@@ -72,7 +76,7 @@ TEST(LimitsCommand, ShowsWithoutAssignmentsAndExits2OnARefusal) {
   ASSERT_EQ(shown.code, 0);
   EXPECT_EQ(shown.requests.at(0).method, "GET");
   Outcome refused = run({"team-a", "max_queued=-1"},
-                    {422, json{{"detail", "max_queued must be an integer"}}.dump(), {}, ""});
+                        {422, json{{"detail", "max_queued must be an integer"}}.dump(), {}, ""});
   EXPECT_EQ(refused.code, 2);
   EXPECT_NE(refused.err.find("max_queued must be an integer"), std::string::npos);
   Outcome malformed = run({"team-a", "max_queued"}, {200, "{}", {}, ""});

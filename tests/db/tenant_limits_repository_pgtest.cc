@@ -1,8 +1,7 @@
-#include "db/tenant_limits_repository.h"
-
 #include <gtest/gtest.h>
 
 #include "db/job_repository.h"
+#include "db/tenant_limits_repository.h"
 #include "db/test_cluster.h"
 
 namespace tpujobs::db {

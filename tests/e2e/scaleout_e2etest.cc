@@ -4,10 +4,10 @@
 // steps; the 1 s and 10 s figures are the deadlines being checked, measured.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <set>
-#include <algorithm>
 #include <thread>
 
 #include "jobs_api.h"

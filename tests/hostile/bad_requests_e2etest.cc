@@ -545,11 +545,21 @@ std::vector<BadRequest> bad_requests() {
       {"IdWithLeadingZero", "GET", "/v1/jobs/01", "", {}, 404, "no job"},
       {"IdWithPlusSign", "POST", "/v1/jobs/+1/cancel", "", {}, 404, "no job"},
       // Regression (issue 34): durations that round to 0 ms were accepted.
-      BadRequest{"TimeoutBelowTheClocksResolution", "POST", "/v1/jobs",
-                 spec_with("/timeout", R"("0.1ms")"), {}, 422, "at least 1ms"}
+      BadRequest{"TimeoutBelowTheClocksResolution",
+                 "POST",
+                 "/v1/jobs",
+                 spec_with("/timeout", R"("0.1ms")"),
+                 {},
+                 422,
+                 "at least 1ms"}
           .on_field("timeout"),
-      BadRequest{"StartByBelowTheClocksResolution", "POST", "/v1/jobs",
-                 spec_with("/start_by", R"("0.5ms")"), {}, 422, "at least 1ms"}
+      BadRequest{"StartByBelowTheClocksResolution",
+                 "POST",
+                 "/v1/jobs",
+                 spec_with("/start_by", R"("0.5ms")"),
+                 {},
+                 422,
+                 "at least 1ms"}
           .on_field("start_by"),
       // Bad after / limit / timeout.
       {"AfterNegative", "GET", "/v1/jobs/1/logs?after=-1", "", {}, 400, "after"},

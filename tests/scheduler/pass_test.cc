@@ -278,8 +278,7 @@ TEST(PlanPass, TheHeadReservesTheHostThatFreesFirstAndLaterJobsKeepOffIt) {
   cluster.wait(6, single_core(), minutes(20));
   const PassPlan plan = plan_pass(cluster.snapshot);
   // 4 and 6 fit h1's free cores, but would delay the head: Priority.
-  EXPECT_EQ("3@a:a-h0, 5@a:a-h1, 2:Resources#1 4:Priority#2 6:Priority#3 ",
-            cluster.describe(plan));
+  EXPECT_EQ("3@a:a-h0, 5@a:a-h1, 2:Resources#1 4:Priority#2 6:Priority#3 ", cluster.describe(plan));
   ASSERT_TRUE(plan.reservation);
   EXPECT_EQ(2, plan.reservation->job);
   EXPECT_EQ(8u, plan.reservation->cores.size());

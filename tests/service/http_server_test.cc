@@ -87,7 +87,8 @@ bool closed_by_peer_within(int fd, std::chrono::milliseconds deadline) {
 // "" when nothing arrives within `deadline`.
 std::string get(int fd, const std::string& path, std::chrono::milliseconds deadline) {
   const std::string request = "GET " + path + " HTTP/1.1\r\nHost: t\r\n\r\n";
-  if (send(fd, request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size()))
+  if (send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
+      static_cast<ssize_t>(request.size()))
     return "";
   std::string answer;
   const auto until = Clock::now() + deadline;
