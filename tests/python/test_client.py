@@ -146,6 +146,17 @@ class ServiceCallsTest(ContractTestCase):
                 path_params={"tenant": "team-py"})
         self.client.set_quota("team-py", None)
 
+    def test_limits_are_read_and_set_and_a_bad_one_is_refused(self):
+        before = self.client.limits("team-limits")
+        self.assertIn("max_queued", before)
+        now = self.client.set_limits("team-limits", max_queued=7)
+        self.assertEqual(7, now["max_queued"])
+        self.assertEqual(7, self.client.limits("team-limits")["max_queued"])
+        with self.assertRaises(tpujobs.SpecRejected):  # not a request the document allows
+            tpujobs.Client(lenient.url).set_limits("team-limits", max_queued=-1)
+        back = self.client.set_limits("team-limits", max_queued=None)
+        self.assertEqual(before["max_queued"], back["max_queued"])
+
     def test_upload_a_dataset_and_train_on_it(self):
         rows = ["f1,f2,label"] + ["%d,%d,%d" % (i % 7, (i * 3) % 5, i % 2) for i in range(60)]
         with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as f:

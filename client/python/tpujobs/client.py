@@ -181,6 +181,22 @@ class Client:
                                     {"max_cores": max_cores}, path_params={"tenant": tenant},
                                     safe=True)
 
+    @operation("GET", "/v1/tenants/{tenant}/limits")
+    def limits(self, tenant: str) -> Dict[str, Any]:
+        """The tenant's limits in effect (its own, else the service's defaults):
+        ``max_queued``, ``submits_per_second``, ``submit_burst``,
+        ``requests_per_second``, ``request_burst``, ``max_array_size``."""
+        return self._http.json_call("GET", "/v1/tenants/{tenant}/limits", None,
+                                    path_params={"tenant": tenant}, safe=True)
+
+    @operation("POST", "/v1/tenants/{tenant}/limits")
+    def set_limits(self, tenant: str, **limits: Optional[float]) -> Dict[str, Any]:
+        """Admin: sets some of the tenant's limits (``max_queued=100``; None gives one
+        back to the service's default); returns the limits now in effect. Over a
+        limit, requests are answered 429 with Retry-After."""
+        return self._http.json_call("POST", "/v1/tenants/{tenant}/limits", dict(limits),
+                                    path_params={"tenant": tenant}, safe=True)
+
     # ------------------------------------------------------------- datasets
 
     @operation("POST", "/v1/datasets")
