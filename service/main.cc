@@ -15,7 +15,7 @@ std::string usage() {
   return "usage: tpujobs <command> [options]\n\n"
          "commands:\n"
          "  serve        run the service (REST API, scheduler, executor, embedded PostgreSQL)\n"
-         "  agent        run the jobs of a cluster on this machine's hosts (DESIGN §9)\n"
+         "  agent        run the jobs of a cluster on this machine's hosts (docs/deploy.md)\n"
          "  token        create, list and revoke API tokens (admin)\n" +
          tpujobs::client::client_commands_summary() +
          "\nClient commands talk to --server URL (or $TPUJOBS_URL, default http://127.0.0.1:8080)\n"

@@ -55,7 +55,7 @@ options:
   --workers N            training worker threads shared by all jobs (default: CPU count)
   --max-body BYTES       request body cap (default 1048576)
   --lease-timeout SECS   reclaim cores of a job that stopped heartbeating (default 30)
-  --name NAME            with --database-url: join a cluster (DESIGN §9) as NAME: any
+  --name NAME            with --database-url: join a cluster (docs/deploy.md) as NAME: any
                          number of replicas share the database, one of them is the
                          scheduler leader, and --pool runs an in-process agent NAME
                          whose hosts are NAME-h0, NAME-h1, ...; --pool none serves
@@ -96,7 +96,7 @@ At start, serve raises its soft limit of open files to the hard limit.
 constexpr const char* kAgentUsage =
     R"(usage: tpujobs agent --database-url URL --pool SPEC --name NAME [options]
 
-Runs the jobs placed on this machine's emulated hosts (DESIGN §9): registers
+Runs the jobs placed on this machine's emulated hosts (docs/deploy.md): registers
 the hosts NAME-h0, NAME-h1, ... (or the names of a @FILE pool), heartbeats,
 trains what the scheduler leader places on them and writes state, logs,
 metrics and checkpoints to the database.
@@ -389,7 +389,7 @@ int run_agent(const std::vector<std::string>& args) {
   if (!membership.hold()) {
     std::cerr << "tpujobs agent: a tpujobs serve without --name runs on this database; an agent "
                  "beside it would run the same jobs.\n  Stop it first, or give it --name NAME so "
-                 "that it joins the cluster (DESIGN §9).\n";
+                 "that it joins the cluster (docs/deploy.md).\n";
     return 2;
   }
   if (db::Status migrated = db::migrate(**pool); !migrated.ok()) {
@@ -517,12 +517,12 @@ int run_serve(const std::vector<std::string>& args) {
       std::cerr << "tpujobs serve: "
                 << (cluster ? "a tpujobs serve without --name runs on this database; a cluster "
                               "beside it would run the same jobs.\n  Stop it first, or give it "
-                              "--name NAME so that it joins the cluster (DESIGN §9).\n"
+                              "--name NAME so that it joins the cluster (docs/deploy.md).\n"
                             : "another tpujobs serve without --name, or a cluster (replicas "
                               "with --name or --pool none, agents), runs on this database; "
                               "either would run the same jobs.\n  To run several, give each "
                               "--name NAME (or --pool none) and run `tpujobs agent` on the "
-                              "workers (DESIGN §9).\n");
+                              "workers (docs/deploy.md).\n");
       return 2;
     }
   }
