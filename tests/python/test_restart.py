@@ -26,11 +26,11 @@ def tearDownModule():
 
 
 def endless_job_spec():
-    # Trains until the test cancels it; the 100,000 epochs and the timeout
-    # only bound it if the test dies first.
+    # Trains until the test cancels it (Lightning's max_epochs=-1); the
+    # timeout only bounds it if the test dies first.
     return tpujobs.spec(
         name="followed",
-        trainer=dict(accelerator="tpu", devices=1, max_epochs=100000, log_every_n_steps=5,
+        trainer=dict(accelerator="tpu", devices=1, max_epochs=-1, log_every_n_steps=5,
                      checkpoint_every_n_steps=10, seed=3),
         model=tpujobs.mlp([64], classes=4),
         data=dict(dataset=dict(synthetic="blobs", n=4000, features=16, classes=4),
