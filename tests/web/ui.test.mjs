@@ -11,9 +11,9 @@ import { launchBrowser, screenshots, startService, submitViaApi } from './harnes
 
 const examples = resolve(dirname(fileURLToPath(import.meta.url)), '../../examples');
 const digits = JSON.parse(readFileSync(join(examples, 'digits-mlp.json'), 'utf8'));
-// A job that would run for minutes: the tests end it.
+// A job that trains until the test ends it (Lightning's max_epochs=-1).
 const longDigits = (name, trainer = {}) => ({
-  ...digits, name, trainer: { ...digits.trainer, max_epochs: 50_000, ...trainer }, expect: undefined, timeout: '30m',
+  ...digits, name, trainer: { ...digits.trainer, max_epochs: -1, ...trainer }, expect: undefined, timeout: '30m',
 });
 
 let service;
