@@ -31,9 +31,9 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "package test: $*" >&2; [ -f "$work/serve.log" ] && tail -40 "$work/serve.log" >&2; exit 1; }
 
-# One core for the build, so the rest of the suite keeps the other; its own
+# The test runs alone (RUN_SERIAL), so the build takes every core; its own
 # build directory in the checkout (build-package/), so a second run is incremental.
-TPUJOBS_PACKAGE_JOBS="${TPUJOBS_PACKAGE_JOBS:-1}" TPUJOBS_PACKAGE_BUILD_DIR="$root/build-package" \
+TPUJOBS_PACKAGE_JOBS="${TPUJOBS_PACKAGE_JOBS:-$(nproc)}" TPUJOBS_PACKAGE_BUILD_DIR="$root/build-package" \
   "$root/scripts/package.sh" "$work/dist" || fail "scripts/package.sh failed"
 deb="$(ls "$work"/dist/tpujobs_*.deb)"
 info="$(dpkg-deb --info "$deb")"
