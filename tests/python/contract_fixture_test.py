@@ -18,7 +18,8 @@ import tempfile
 import time
 import unittest
 
-from harness import DOCUMENT, close_all, start_module
+import tpujobs
+from harness import DOCUMENT, close_all, job_spec, start_module
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURE = os.path.join(HERE, "contract_fixture.py")
@@ -38,6 +39,20 @@ def through_router(directory, path, service):
     connection = http.client.HTTPConnection(host, int(port), timeout=120)
     try:
         connection.request("GET", path, headers={"X-Tpujobs-Upstream": str(service.port)})
+        answer = connection.getresponse()
+        return answer.status, answer.read()
+    finally:
+        connection.close()
+
+
+def stream_through_router(directory, path, service):
+    """A text/event-stream GET through the router; the whole stream."""
+    with open(os.path.join(directory, "address"), encoding="utf-8") as f:
+        host, port = f.read().strip().rsplit(":", 1)
+    connection = http.client.HTTPConnection(host, int(port), timeout=120)
+    try:
+        connection.request("GET", path, headers={"X-Tpujobs-Upstream": str(service.port),
+                                                 "Accept": "text/event-stream"})
         answer = connection.getresponse()
         return answer.status, answer.read()
     finally:
@@ -98,6 +113,46 @@ class ContractFixtureTest(unittest.TestCase):
         self.assertIn("1 answers broke api/openapi.json:", out)
         self.assertIn("GET /v1/pool -> 500", out)
         self.assertIn("total_cores", out)
+
+    def finished_job(self):
+        job = tpujobs.Client(self.service.url).submit(job_spec(name="stream-contract"))
+        job.wait(timeout=600)
+        self.assertEqual(job.state, "SUCCEEDED")
+        return job.id
+
+    def test_a_stream_is_checked_event_by_event(self):
+        job = self.finished_job()
+        code, out = fixture("start", self.directory)
+        self.assertEqual(code, 0, out)
+        status, body = stream_through_router(self.directory, "/v1/jobs/%d/logs" % job,
+                                             self.service)
+        self.assertEqual(status, 200)
+        self.assertIn(b"event: end", body)
+        code, out = fixture("stop", self.directory)
+        self.assertEqual(code, 0, out)
+        lines = body.count(b"event: log")
+        self.assertGreater(lines, 0)
+        self.assertIn("1 answers checked, 0 violations; %d stream events checked" % (lines + 1),
+                      out)
+
+    def test_an_event_that_breaks_its_schema_makes_the_stop_fail(self):
+        job = self.finished_job()
+        with open(DOCUMENT, encoding="utf-8") as f:
+            document = json.load(f)
+        # The service sends `seq` as an integer; this copy wants a string.
+        document["components"]["schemas"]["LogEvent"]["properties"]["seq"] = {"type": "string"}
+        wrong = os.path.join(self.directory, "wrong-openapi.json")
+        with open(wrong, "w", encoding="utf-8") as f:
+            json.dump(document, f)
+        run = os.path.join(self.directory, "run")
+        code, out = fixture("start", run, "--document", wrong)
+        self.assertEqual(code, 0, out)
+        status, body = stream_through_router(run, "/v1/jobs/%d/logs" % job, self.service)
+        self.assertEqual(status, 200)
+        code, out = fixture("stop", run)
+        self.assertEqual(code, 1, out)
+        self.assertIn("GET /v1/jobs/%d/logs -> 200: event 'log': seq: " % job, out)
+        self.assertIn("is not of type 'string'", out)
 
     def test_a_router_that_died_before_the_stop_fails_it(self):
         code, out = fixture("start", self.directory)

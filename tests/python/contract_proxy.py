@@ -16,7 +16,10 @@ violation, so the test that got it fails where it happened.
 Requests are checked too with --validate-requests (off by default: the
 hostile and malformed-request tests send invalid requests on purpose).
 text/event-stream requests go straight to the service: Prism reads a whole
-answer before it forwards it, which a live stream never ends.
+answer before it forwards it, which a live stream never ends. Their events
+are checked here as they pass, against the schemas the document gives
+under the media type's `x-events` (tests/python/event_stream_contract.py);
+a stream that breaks them is a violation in the report.
 """
 
 import argparse
@@ -33,6 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("TPUJOBS_BINARY", "")
 os.environ.setdefault("TPUJOBS_SOURCE_DIR",
                       os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from event_stream_contract import EventStreamContract  # noqa: E402
 from harness import DOCUMENT, ContractProxy  # noqa: E402
 
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "upgrade",
@@ -53,8 +57,10 @@ class Router:
         self.report = report
         self.validate_requests = validate_requests
         self.proxies = {}
+        self.streams = EventStreamContract(document)
         self.lock = threading.Lock()
-        self.checked = 0  # answers that went through a Prism proxy
+        self.checked = 0  # answers that went through a Prism proxy, and streams
+        self.events_checked = 0  # events of those streams
         self.violations = 0
 
     def proxy_for(self, upstream: int) -> ContractProxy:
@@ -136,6 +142,26 @@ def make_handler(router: Router):
                 self.wfile.write(data)
 
         def stream(self, answer):
+            checker = None
+            if answer.getheader("Content-Type", "").startswith("text/event-stream"):
+                checker = router.streams.checker(self.command, self.path, answer.status)
+                if checker is None:
+                    router.record("%s %s -> %d: a text/event-stream answer the document "
+                                  "gives no x-events for" % (self.command, self.path,
+                                                              answer.status))
+            try:
+                self.relay_stream(answer, checker)
+            finally:
+                if checker is not None:
+                    checker.finish()
+                    with router.lock:
+                        router.checked += 1
+                        router.events_checked += checker.checked
+                    for violation in checker.violations:
+                        router.record("%s %s -> %d: %s" % (self.command, self.path,
+                                                           answer.status, violation))
+
+        def relay_stream(self, answer, checker):
             self.send_response(answer.status)
             for k, v in answer.getheaders():
                 if k.lower() not in HOP_BY_HOP:
@@ -147,6 +173,8 @@ def make_handler(router: Router):
                 chunk = answer.read1(65536)
                 if not chunk:
                     return
+                if checker is not None:
+                    checker.feed(chunk)
                 self.wfile.write(chunk)
                 self.wfile.flush()
 
@@ -181,8 +209,8 @@ def main() -> int:
         pass
     finally:
         router.close()
-        print("contract proxy: %d answers checked, %d violations" %
-              (router.checked, router.violations), flush=True)
+        print("contract proxy: %d answers checked, %d violations; %d stream events checked" %
+              (router.checked, router.violations, router.events_checked), flush=True)
     return 0
 
 
