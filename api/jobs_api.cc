@@ -7,6 +7,7 @@
 
 #include "api/checks_api.h"
 #include "api/job_spec.h"
+#include "api/list_cap.h"
 #include "api/notify.h"
 #include "api/problem.h"
 #include "api/public_error.h"
@@ -924,7 +925,7 @@ void JobsApi::add_job_routes() {
                                "leave cursor out for the first page"}}));
           return;
         }
-        w->respond(answer(listed));
+        w->respond(answer(cap_job_list(std::move(listed), query, service_)));
       });
   router_.add("GET", "/v1/jobs/{id}", Access::kTenant,
               [this](Request& r, const PathParams& p, ResponseWriterPtr w) {

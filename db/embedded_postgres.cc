@@ -398,6 +398,12 @@ Status EmbeddedPostgres::spawn_postmaster() {
                                    "shared_buffers=128MB",
                                    "-c",
                                    "max_connections=100"};
+  // WAL kept between checkpoints: PostgreSQL's default of 1 GB is as much as
+  // one long job's checkpoints wrote (issue 34; bench/RESULTS.md).
+  for (const char* setting : {"max_wal_size=256MB", "min_wal_size=64MB"}) {
+    args.push_back("-c");
+    args.push_back(setting);
+  }
   for (const auto& [name, value] : options_.settings) {
     args.push_back("-c");
     args.push_back(name + "=" + value);

@@ -22,6 +22,9 @@ constexpr std::size_t kCheckpointChunkBytes = 8096;
 // A checkpoint is read back this many bytes a statement (rows stored before
 // migration 013 are 1 MiB each, newer ones kCheckpointChunkBytes).
 constexpr std::int64_t kCheckpointReadBytes = std::int64_t{16} << 20;
+// How long save_checkpoint's VACUUM may take before its connection is given
+// up (when the pool's statements have a shorter answer deadline).
+constexpr std::chrono::milliseconds kVacuumAnswerTimeout{300'000};
 
 std::optional<std::string> time_or_now(TimePoint at) {
   if (at == TimePoint{}) return std::nullopt;  // COALESCE(..., now()) in SQL
@@ -208,7 +211,7 @@ Status JobOutputRepository::save_checkpoint(std::int64_t job_id, std::int64_t st
         "saved.step"
         "    ORDER BY o.step DESC LIMIT 1)"
         "  RETURNING 1"
-        ") SELECT count(*) FROM saved",
+        ") SELECT (SELECT count(*) FROM saved), (SELECT count(*) FROM pruned)",
         {job_id, step, epoch, fence_epoch});
     if (!saved.ok()) return saved.error();
     if (saved->int64(0, 0) == 0) {
@@ -217,8 +220,40 @@ Status JobOutputRepository::save_checkpoint(std::int64_t job_id, std::int64_t st
                                                   " no longer runs under placement epoch " +
                                                   std::to_string(fence_epoch));
     }
-    return transaction->commit();
+    Status committed = transaction->commit();
+    if (!committed.ok()) return committed;
+    const auto size = static_cast<std::int64_t>(bytes.size());
+    vacuum_if_due(connection,
+                  saved->int64(0, 1) * size +
+                      replaced->affected_rows() * static_cast<std::int64_t>(kCheckpointChunkBytes),
+                  bytes.size());
+    return committed;
   });
+}
+
+std::int64_t JobOutputRepository::vacuum_after_replaced(std::size_t size) {
+  return std::max<std::int64_t>(std::int64_t{1} << 20, 2 * static_cast<std::int64_t>(size));
+}
+
+void JobOutputRepository::vacuum_if_due(Connection& connection, std::int64_t replaced,
+                                        std::size_t size) {
+  const std::int64_t due = vacuum_after_replaced(size);
+  if (retention_->replaced_bytes.fetch_add(replaced) + replaced < due) return;
+  retention_->replaced_bytes.store(0);
+  // A VACUUM of what a large checkpoint left may take longer than a
+  // statement's usual answer deadline.
+  const std::chrono::milliseconds deadline = connection.answer_timeout();
+  if (deadline.count() > 0) connection.set_answer_timeout(std::max(deadline, kVacuumAnswerTimeout));
+  Result<QueryResult> vacuumed =
+      connection.execute("VACUUM (SKIP_LOCKED) job_checkpoint_chunks, job_checkpoints");
+  connection.set_answer_timeout(deadline);
+  // The checkpoint is stored either way: a VACUUM that failed is tried again
+  // after the next save.
+  if (vacuumed.ok()) {
+    retention_->vacuums.fetch_add(1);
+  } else {
+    retention_->replaced_bytes.fetch_add(due);
+  }
 }
 
 Result<std::optional<CheckpointRow>> JobOutputRepository::latest_checkpoint(std::int64_t job_id) {

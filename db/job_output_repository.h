@@ -4,9 +4,11 @@
 // a writer resumed after a crash can resend a batch without duplicates.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -70,9 +72,19 @@ class JobOutputRepository {
 
   // Stores a checkpoint (replacing one at the same step) and deletes all but
   // the job's two latest (by step), in one transaction. The bytes go in as
-  // rows of 1 MiB, streamed by COPY (migration 009). With a non-zero
-  // fence_epoch, only while the job runs under that placement epoch:
-  // kConflict (nothing stored) otherwise.
+  // rows of 8,096 bytes, streamed by COPY (migrations 009, 013). With a
+  // non-zero fence_epoch, only while the job runs under that placement
+  // epoch: kConflict (nothing stored) otherwise.
+  //
+  // Retention (issue 34): the rows of the checkpoints it replaces are dead
+  // until a VACUUM frees their pages, and autovacuum (its threshold a fifth
+  // of the table, looked at once a minute) let one job that checkpoints often
+  // grow the table to a thousand times its live checkpoints. So once the
+  // checkpoints this repository replaced since its last VACUUM add up to
+  // vacuum_after_replaced(size) bytes, it runs VACUUM on the checkpoint
+  // tables itself, after the commit (SKIP_LOCKED: not when another one runs).
+  // The next checkpoints reuse the pages freed, and the table stays within a
+  // few checkpoints of its live data (bench/db/checkpoint_retention_bench).
   Status save_checkpoint(std::int64_t job_id, std::int64_t step, int epoch,
                          const std::string& bytes, std::int64_t fence_epoch = 0);
   // The checkpoint with the highest step; nullopt when none.
@@ -82,9 +94,24 @@ class JobOutputRepository {
   Result<std::map<std::int64_t, std::pair<std::int64_t, int>>> latest_checkpoint_positions(
       const std::vector<std::int64_t>& job_ids);
 
+  // The bytes of checkpoints replaced (by checkpoints of `size` bytes) after
+  // which save_checkpoint vacuums: two such checkpoints, at least 1 MiB.
+  static std::int64_t vacuum_after_replaced(std::size_t size);
+  // How many VACUUMs save_checkpoint has run through this repository.
+  std::int64_t vacuums() const { return retention_->vacuums.load(); }
+
  private:
+  struct Retention {
+    std::atomic<std::int64_t> replaced_bytes{0};  // since the last VACUUM
+    std::atomic<std::int64_t> vacuums{0};
+  };
+  // Once enough was replaced: VACUUM of the checkpoint tables on `connection`.
+  void vacuum_if_due(Connection& connection, std::int64_t replaced, std::size_t size);
+
   ConnectionPool& pool_;
   std::chrono::milliseconds acquire_timeout_;
+  // Shared by copies of the repository.
+  std::shared_ptr<Retention> retention_ = std::make_shared<Retention>();
 };
 
 }  // namespace tpujobs::db

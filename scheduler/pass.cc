@@ -5,6 +5,7 @@
 #include <map>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "scheduler/pass_hosts.h"
 #include "scheduler/preemption.h"
@@ -114,21 +115,61 @@ class PassWalk {
   PassPlan plan_;
 };
 
+// The dependency verdicts of the waiting jobs, transitively in one pass: a
+// job this pass ends (its dependency can never be met) counts as CANCELLED
+// for the jobs that depend on it, so cancelling the root of a depends_on
+// chain ends the whole chain in one pass, not one level a pass (issue 34:
+// 10,000 deep took 157 s). Judged in ascending id order: a job depends only
+// on jobs submitted before it. A dependency that the CANCELLED would satisfy
+// (failed, finished) still waits: the job is queued in the next pass, once
+// the end is stored.
+std::vector<std::optional<DependencyCheck>> judge_dependencies(const PassSnapshot& s) {
+  std::vector<std::optional<DependencyCheck>> checks(s.waiting.size());
+  std::vector<std::uint32_t> by_id;
+  for (std::uint32_t i = 0; i < s.waiting.size(); ++i) {
+    if (s.waiting[i].dependencies >= 0) by_id.push_back(i);
+  }
+  std::sort(by_id.begin(), by_id.end(),
+            [&](std::uint32_t a, std::uint32_t b) { return s.waiting[a].id < s.waiting[b].id; });
+  std::unordered_set<JobId> ending;  // ended by this pass
+  auto stored = [&](std::int64_t id) -> std::optional<base::JobState> {
+    const auto it = s.dependency_states.find(id);
+    return it == s.dependency_states.end() ? std::nullopt : std::optional(it->second);
+  };
+  auto this_pass = [&](std::int64_t id) -> std::optional<base::JobState> {
+    return ending.contains(id) ? std::optional(base::JobState::kCancelled) : stored(id);
+  };
+  for (std::uint32_t i : by_id) {
+    const WaitingEntry& job = s.waiting[i];
+    if (job.start_deadline && s.now >= *job.start_deadline) {
+      ending.insert(job.id);  // ends CANCELLED, StartDeadlineExceeded
+      continue;
+    }
+    const std::vector<Dependency>& list = s.dependencies[job.dependencies];
+    DependencyCheck check = check_dependencies(list, this_pass);
+    if (check.verdict == DependencyVerdict::kSatisfied &&
+        std::any_of(list.begin(), list.end(),
+                    [&](const Dependency& d) { return ending.contains(d.job); })) {
+      check = check_dependencies(list, stored);  // waits until the end is stored
+    }
+    if (check.verdict == DependencyVerdict::kNeverSatisfied) ending.insert(job.id);
+    checks[i] = std::move(check);
+  }
+  return checks;
+}
+
 std::vector<std::uint32_t> PassWalk::judge_verdicts() {
   std::vector<std::uint32_t> queue;
   queue.reserve(s_.waiting.size());
-  auto state_of = [&](std::int64_t id) -> std::optional<base::JobState> {
-    const auto it = s_.dependency_states.find(id);
-    return it == s_.dependency_states.end() ? std::nullopt : std::optional(it->second);
-  };
+  std::vector<std::optional<DependencyCheck>> checks = judge_dependencies(s_);
   for (std::uint32_t i = 0; i < s_.waiting.size(); ++i) {
     const WaitingEntry& job = s_.waiting[i];
     if (job.start_deadline && s_.now >= *job.start_deadline) {
       plan_.unstartable.push_back({job.id, Unstartable::kStartDeadlineExceeded, ""});
       continue;
     }
-    if (job.dependencies >= 0) {
-      DependencyCheck check = check_dependencies(s_.dependencies[job.dependencies], state_of);
+    if (checks[i]) {
+      DependencyCheck& check = *checks[i];
       if (check.verdict == DependencyVerdict::kNeverSatisfied) {
         plan_.unstartable.push_back(
             {job.id, Unstartable::kDependencyNeverSatisfied, std::move(check.detail)});

@@ -105,3 +105,8 @@ export function followLogs(id, after, onLine, onEnd) {
   open();
   return stop;
 }
+
+// A tenant's limits in effect (GET) and, for an admin, set (POST): a field
+// left out or null takes the service's default (README "Limits").
+export const getLimits = (tenant) => request('GET', `/v1/tenants/${encodeURIComponent(tenant)}/limits`);
+export const setLimits = (tenant, limits) => request('POST', `/v1/tenants/${encodeURIComponent(tenant)}/limits`, limits);

@@ -10,6 +10,7 @@
 // coloured by host: a 2D grid for v5e/v6e, a 3D block of layers for v4/v5p.
 import { getPool, getUsage, hostAction } from './api.js';
 import { lineChart } from './chart.js';
+import { limitsEditor } from './limits.js';
 import { announce, errorNote, fill, formatAge, h, healthBadge, jobColour, poll } from './ui.js';
 
 const HISTORY_SECONDS = 600;
@@ -51,7 +52,8 @@ export function mount(root) {
     h('section', { class: 'card', 'aria-labelledby': 'util-heading' },
       h('h2', { id: 'util-heading', class: 'visually-hidden' }, 'Utilisation over time'), chart.element),
     h('section', { class: 'card', 'aria-labelledby': 'usage-heading' },
-      h('h2', { id: 'usage-heading' }, 'Usage, last 24 hours (TPU core-hours)'), usage));
+      h('h2', { id: 'usage-heading' }, 'Usage, last 24 hours (TPU core-hours)'), usage),
+    limitsEditor());
 
   const history = { times: [], pool: [] };
   let lastSnapshot = '';

@@ -1,0 +1,337 @@
+#!/usr/bin/env python3
+"""Issue 34's soak: minutes of mixed load on one `tpujobs serve` (embedded
+PostgreSQL in a temporary state directory, a v3-8 pool).
+
+  - A flooding tenant at its limits (set with POST /v1/tenants/flood/limits):
+    submitters past max_queued and the submit rate, readers of
+    GET /v1/jobs?limit=500, and log followers that never read (past the
+    per-tenant follower cap) on a job that logs every step.
+  - A normal tenant submits a small job, reads it, lists its jobs and follows
+    the job's log to its end, in a loop. Its jobs finish.
+  - At 40% of the run the embedded PostgreSQL's postmaster is killed (serve
+    starts it again); at 70% serve itself is killed (SIGKILL) and started
+    again on the same state directory and port.
+
+It reports the normal tenant's latencies (p50/p99 of submit, get, list) in an
+idle baseline (the normal tenant alone, before the flood) and under the
+flood, serve's RSS over time, and every job answered 201 against the jobs in
+PostgreSQL at the end.
+
+usage: soak.py /path/to/tpujobs [minutes] [baseline_seconds]
+"""
+import json, multiprocessing, os, signal, socket, subprocess, sys, tempfile, threading, time
+import urllib.error, urllib.request
+
+BINARY = sys.argv[1]
+MINUTES = float(sys.argv[2]) if len(sys.argv) > 2 else 10.0
+BASELINE = float(sys.argv[3]) if len(sys.argv) > 3 else 60.0
+STATE = tempfile.mkdtemp(prefix="tpujobs-soak-")
+LIMITS = {"max_queued": 50, "submits_per_second": 5, "submit_burst": 10,
+          "requests_per_second": 100, "request_burst": 200, "max_array_size": 16}
+
+lock = threading.Lock()
+stop = threading.Event()
+flooding = threading.Event()
+accepted = {"normal": set(), "flood": set()}  # ids answered 201
+statuses = {"normal": {}, "flood": {}}        # status -> count
+latency = {}                                  # (phase, op) -> [seconds]
+phase = ["baseline"]
+events = []
+serves = []  # every serve process started, stopped at the end whatever happens
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+PORT = free_port()
+BASE = f"http://127.0.0.1:{PORT}"
+
+
+def note(text):
+    line = f"{time.strftime('%H:%M:%S')} {text}"
+    events.append(line)
+    print(line, flush=True)
+
+
+def count(tenant, status):
+    with lock:
+        statuses[tenant][status] = statuses[tenant].get(status, 0) + 1
+
+
+def call(token, method, path, body=None, timeout=30):
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(BASE + path, data=data, method=method,
+                                     headers={"Authorization": f"Bearer {token}",
+                                              "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+    except Exception:  # refused, reset, timed out: the service was down
+        return 0, b""
+
+
+def timed(op, token, method, path, body=None):
+    begin = time.monotonic()
+    status, payload = call(token, method, path, body)
+    with lock:
+        latency.setdefault((phase[0], op), []).append((time.monotonic() - begin, status))
+    return status, payload
+
+
+def small_job(name):
+    return {"name": name, "trainer": {"accelerator": "tpu", "devices": 1, "max_epochs": 1,
+                                      "log_every_n_steps": 5},
+            "model": {"layers": [{"type": "linear", "out": 32}, {"type": "relu"},
+                                 {"type": "linear", "out": 10}], "loss": "cross_entropy"},
+            "data": {"dataset": "digits", "batch_size": 64}, "timeout": "5m"}
+
+
+def normal_tenant(token):
+    n = 0
+    while not stop.is_set():
+        n += 1
+        status, payload = timed("submit", token, "POST", "/v1/jobs", small_job(f"normal-{n}"))
+        count("normal", status)
+        if status == 201:
+            job = json.loads(payload)["id"]
+            with lock:
+                accepted["normal"].add(job)
+            timed("get", token, "GET", f"/v1/jobs/{job}")
+            timed("list", token, "GET", "/v1/jobs?limit=20")
+            follow(token, job, read=True, seconds=20)
+        else:
+            time.sleep(1)
+        time.sleep(0.5)
+
+
+def follow(token, job, read, seconds):
+    """Follows the job's log; a follower that does not read holds the socket."""
+    try:
+        s = socket.create_connection(("127.0.0.1", PORT), timeout=10)
+    except OSError:
+        return None
+    s.sendall((f"GET /v1/jobs/{job}/logs?follow=true HTTP/1.1\r\nHost: x\r\n"
+               f"Authorization: Bearer {token}\r\nAccept: text/event-stream\r\n\r\n").encode())
+    if not read:
+        return s
+    end = time.monotonic() + seconds
+    try:
+        while time.monotonic() < end and not stop.is_set():
+            if not s.recv(65536):
+                break
+    except OSError:
+        pass
+    s.close()
+    return None
+
+
+def flood_submitter(token):
+    n = 0
+    while not stop.is_set():
+        if not flooding.is_set():
+            time.sleep(0.2)
+            continue
+        n += 1
+        status, payload = call(token, "POST", "/v1/jobs", small_job(f"flood-{n}"))
+        count("flood", status)
+        if status == 201:
+            with lock:
+                accepted["flood"].add(json.loads(payload)["id"])
+        elif status == 0:
+            time.sleep(0.5)
+        else:
+            time.sleep(0.05)  # refused: asks again at once, ignoring Retry-After
+
+
+def flood_lister(token):
+    while not stop.is_set():
+        if not flooding.is_set():
+            time.sleep(0.2)
+            continue
+        status, _ = call(token, "GET", "/v1/jobs?limit=500")
+        count("flood", f"list {status}")
+        if status == 0:
+            time.sleep(0.5)
+        elif status != 200:
+            time.sleep(0.05)
+
+
+def flood_followers(token, job):
+    held = []
+    while not stop.is_set():
+        if flooding.is_set():
+            held = [s for s in held if s.fileno() >= 0]
+            if len(held) < 24:  # past the per-tenant cap of 16
+                s = follow(token, job, read=False, seconds=0)
+                if s:
+                    held.append(s)
+        time.sleep(0.5)
+    for s in held:
+        s.close()
+
+
+def flood_main(token, chatty_id, seconds, out):
+    """The flooding tenant, in its own process: its client's work does not
+    slow the normal tenant's timing thread (Python's GIL)."""
+    global lock
+    lock = threading.Lock()  # the parent's may have been held at the fork
+    flooding.set()
+    threads = [threading.Thread(target=flood_submitter, args=(token,)) for _ in range(4)]
+    threads += [threading.Thread(target=flood_lister, args=(token,)) for _ in range(4)]
+    if chatty_id:
+        threads.append(threading.Thread(target=flood_followers, args=(token, chatty_id)))
+    for t in threads:
+        t.start()
+    time.sleep(seconds)
+    stop.set()
+    for t in threads:
+        t.join(timeout=60)
+    with open(out, "w") as f:
+        json.dump({"accepted": sorted(accepted["flood"]), "statuses": statuses["flood"]}, f)
+
+
+def start_serve():
+    """Starts serve until it is ready, as a supervisor (systemd's
+    Restart=on-failure) would: a start that exits is noted and tried again."""
+    log = open(os.path.join(STATE, "serve.log"), "ab")
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        proc = subprocess.Popen([BINARY, "serve", "--listen", f"127.0.0.1:{PORT}", "--state-dir", STATE,
+                                 "--pool", "v3-8"], stdout=log, stderr=log, start_new_session=True)
+        serves.append(proc)
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                with urllib.request.urlopen(BASE + "/readyz", timeout=5) as r:
+                    if r.status == 200:
+                        return proc
+            except Exception:
+                time.sleep(0.5)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+            break
+        note(f"serve exited at start (code {proc.returncode}); starting it again in 1 s")
+        time.sleep(1)
+    raise SystemExit("serve did not become ready in 180 s; see " + STATE + "/serve.log")
+
+
+def rss_mb(pid):
+    try:
+        for line in open(f"/proc/{pid}/status"):
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+def token(tenant, role="user"):
+    args = [BINARY, "token", "create", "--tenant", tenant, "--role", role, "--state-dir", STATE]
+    return subprocess.run(args, check=True, capture_output=True, text=True).stdout.strip().split()[-1]
+
+
+def percentile(values, p):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))] if values else float("nan")
+
+
+def main():
+    admin, normal, flood = token("ops", "admin"), token("normal"), token("flood")
+    serve = start_serve()
+    note(f"serve pid {serve.pid} ready on port {PORT}, state {STATE}")
+    status, _ = call(admin, "POST", "/v1/tenants/flood/limits", LIMITS)
+    note(f"flood limits {LIMITS}: {status}")
+    chatty = small_job("flood-chatty")
+    chatty["trainer"].update({"max_epochs": -1, "log_every_n_steps": 1})
+    chatty.pop("timeout")
+    status, payload = call(flood, "POST", "/v1/jobs", chatty)
+    chatty_id = json.loads(payload)["id"] if status == 201 else None
+    if chatty_id:
+        accepted["flood"].add(chatty_id)
+    threads = [threading.Thread(target=normal_tenant, args=(normal,))]
+    for t in threads:
+        t.start()
+    total = MINUTES * 60
+    flood_out = os.path.join(STATE, "flood.json")
+    flooder = multiprocessing.Process(target=flood_main, args=(flood, chatty_id, total - BASELINE, flood_out))
+    rss = []
+    begin = time.monotonic()
+    killed_pg = killed_serve = False
+    while time.monotonic() - begin < total:
+        elapsed = time.monotonic() - begin
+        if elapsed >= BASELINE and not flooding.is_set():
+            phase[0] = "flood"
+            flooding.set()
+            flooder.start()
+            note(f"flood starts (process {flooder.pid})")
+        if elapsed >= 0.4 * total and not killed_pg:
+            killed_pg = True
+            pid = int(open(os.path.join(STATE, "pgdata", "postmaster.pid")).readline())
+            os.kill(pid, signal.SIGKILL)
+            note(f"killed the postmaster {pid} (SIGKILL)")
+        if elapsed >= 0.7 * total and not killed_serve:
+            killed_serve = True
+            os.kill(serve.pid, signal.SIGKILL)
+            serve.wait()
+            note(f"killed serve {serve.pid} (SIGKILL)")
+            serve = start_serve()
+            note(f"serve pid {serve.pid} ready again")
+        rss.append((round(elapsed), rss_mb(serve.pid)))
+        time.sleep(10)
+    stop.set()
+    for t in threads:
+        t.join(timeout=60)
+    flooder.join(timeout=120)
+    try:
+        flood_result = json.load(open(flood_out))
+        accepted["flood"].update(flood_result["accepted"])
+        statuses["flood"] = flood_result["statuses"]
+    except OSError:
+        note("the flood process left no result")
+    if chatty_id:
+        call(flood, "POST", f"/v1/jobs/{chatty_id}/cancel")
+    stored = subprocess.run(["psql", "-h", STATE, "-p", "5432", "-U", "tpujobs", "-d", "tpujobs", "-tAc",
+                             "SELECT id FROM jobs"], capture_output=True, text=True)
+    in_db = {int(x) for x in stored.stdout.split()} if stored.returncode == 0 else None
+    states = subprocess.run(["psql", "-h", STATE, "-p", "5432", "-U", "tpujobs", "-d", "tpujobs", "-tAc",
+                             "SELECT tenant, state, count(*) FROM jobs GROUP BY 1, 2 ORDER BY 1, 2"],
+                            capture_output=True, text=True).stdout
+    report(rss, in_db, states)
+    os.kill(serve.pid, signal.SIGTERM)
+    serve.wait(timeout=60)
+
+
+def report(rss, in_db, states):
+    print("\n## latencies of the normal tenant (seconds; status 0 = no answer)")
+    for (ph, op), samples in sorted(latency.items()):
+        ok = [s for s, status in samples if 200 <= status < 300]
+        bad = len(samples) - len(ok)
+        print(f"{ph:8} {op:6} n={len(samples):5} p50={percentile(ok, 50):.4f} p99={percentile(ok, 99):.4f} "
+              f"max={max(ok) if ok else float('nan'):.3f} not-2xx={bad}")
+    print("\n## answers", json.dumps(statuses, sort_keys=True))
+    print("\n## serve RSS (MiB) every 10 s:", " ".join(f"{t}s:{m:.0f}" if m else f"{t}s:-" for t, m in rss))
+    print("\n## jobs by tenant and state in PostgreSQL\n" + states)
+    for tenant, ids in accepted.items():
+        missing = sorted(ids - in_db) if in_db is not None else "unknown (psql failed)"
+        print(f"{tenant}: {len(ids)} answered 201, missing from PostgreSQL: {missing}")
+    print("\n## events\n" + "\n".join(events))
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    finally:
+        for child in multiprocessing.active_children():
+            child.terminate()
+        for proc in serves:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        if os.environ.get("SOAK_KEEP_STATE") != "1":
+            import shutil
+            shutil.rmtree(STATE, ignore_errors=True)

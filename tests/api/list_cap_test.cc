@@ -1,0 +1,134 @@
+// Lists cap the size of an answer (issue 34): GET /v1/jobs?limit=500 of
+// large jobs answered 1.26 MB at a time. A page past kMaxListBytes is cut to
+// the jobs that fit, with that shorter page's next_cursor: following the
+// cursors reads every job once, also when jobs are submitted meanwhile.
+#include "api/list_cap.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "api/jobs_api.h"
+#include "api/url.h"
+#include "fake_job_service.h"
+
+namespace tpujobs::api {
+namespace {
+
+using testing::CapturingWriter;
+
+// Jobs newest first, each with a description of `padding` bytes; a cursor is
+// the id of the last job shown. `before_list` runs before every read.
+class ListingService : public testing::FakeJobService {
+ public:
+  std::vector<std::int64_t> ids;  // newest first
+  std::size_t padding = 4000;
+  int reads = 0;
+  std::function<void()> before_list = [] {};
+
+  JsonResult list_jobs(const JobQuery& query) override {
+    ++reads;
+    before_list();
+    nlohmann::json jobs = nlohmann::json::array();
+    std::size_t i = 0;
+    if (query.cursor) {
+      while (i < ids.size() && std::to_string(ids[i]) != *query.cursor) ++i;
+      ++i;
+    }
+    for (; i < ids.size() && static_cast<int>(jobs.size()) < query.limit; ++i) {
+      jobs.push_back({{"id", ids[i]}, {"state", "QUEUED"}, {"name", std::string(padding, 'x')}});
+    }
+    const bool more = i < ids.size();
+    return nlohmann::json{
+        {"jobs", jobs},
+        {"next_cursor", more ? nlohmann::json(std::to_string(jobs.back()["id"].get<std::int64_t>()))
+                             : nlohmann::json(nullptr)}};
+  }
+};
+
+Response get(JobsApi& api, const std::string& target) {
+  Request request;
+  request.method = "GET";
+  request.target = target;
+  split_target(target, &request.path, &request.query);
+  auto writer = std::make_shared<CapturingWriter>();
+  api.handle(std::move(request), writer);
+  return writer->response;
+}
+
+// Reads every page from the first; the ids in the order read.
+std::vector<std::int64_t> read_all(JobsApi& api, std::size_t* largest, int* pages) {
+  std::vector<std::int64_t> seen;
+  std::string cursor;
+  for (*pages = 0; *pages < 1000; ++*pages) {
+    const Response r = get(api, "/v1/jobs?limit=500" + (cursor.empty() ? "" : "&cursor=" + cursor));
+    EXPECT_EQ(200, r.status) << r.body;
+    *largest = std::max(*largest, r.body.size());
+    const nlohmann::json page = nlohmann::json::parse(r.body);
+    for (const auto& job : page["jobs"]) seen.push_back(job["id"].get<std::int64_t>());
+    if (page["next_cursor"].is_null()) break;
+    cursor = page["next_cursor"].get<std::string>();
+  }
+  return seen;
+}
+
+TEST(ListCap, AWidePageOfLargeJobsIsCutToTheCapAndTheCursorsReadEveryJobOnce) {
+  ListingService service;
+  for (std::int64_t id = 500; id >= 1; --id) service.ids.push_back(id);
+  JobsApi api(service, {});
+  std::size_t largest = 0;
+  int pages = 0;
+  const std::vector<std::int64_t> seen = read_all(api, &largest, &pages);
+  EXPECT_EQ(service.ids, seen);
+  EXPECT_LE(largest, kMaxListBytes);
+  EXPECT_GT(largest, kMaxListBytes - 5000) << "as many jobs as fit";
+  // 500 jobs of about 4 KB: 2 MB, at least 8 pages of at most 256 KiB.
+  EXPECT_GE(pages + 1, 8);
+}
+
+TEST(ListCap, APageUnderTheCapIsAnsweredAsReadOnce) {
+  ListingService service;
+  service.padding = 100;
+  for (std::int64_t id = 300; id >= 1; --id) service.ids.push_back(id);
+  JobsApi api(service, {});
+  const nlohmann::json page = nlohmann::json::parse(get(api, "/v1/jobs?limit=500").body);
+  EXPECT_EQ(300u, page["jobs"].size());
+  EXPECT_TRUE(page["next_cursor"].is_null());
+  EXPECT_EQ(1, service.reads);
+}
+
+TEST(ListCap, JobsSubmittedBetweenTheTwoReadsAreNeitherSkippedNorRepeated) {
+  // Every read sees 7 new jobs at the head of the list, as under a tenant
+  // submitting while another lists.
+  ListingService service;
+  for (std::int64_t id = 200; id >= 1; --id) service.ids.push_back(id);
+  std::int64_t next = 201;
+  service.before_list = [&] {
+    for (int i = 0; i < 7; ++i) service.ids.insert(service.ids.begin(), next++);
+  };
+  JobsApi api(service, {});
+  std::size_t largest = 0;
+  int pages = 0;
+  const std::vector<std::int64_t> seen = read_all(api, &largest, &pages);
+  EXPECT_LE(largest, kMaxListBytes);
+  // Newest first, no id twice, and every job that existed at the first read.
+  EXPECT_TRUE(std::is_sorted(seen.rbegin(), seen.rend()));
+  EXPECT_EQ(seen.size(), std::set<std::int64_t>(seen.begin(), seen.end()).size());
+  for (std::int64_t id = 1; id <= 207; ++id) {
+    EXPECT_TRUE(std::find(seen.begin(), seen.end(), id) != seen.end()) << "job " << id;
+  }
+}
+
+TEST(ListCap, OneJobLargerThanTheCapIsAnsweredAlone) {
+  ListingService service;
+  service.padding = kMaxListBytes + 10;
+  service.ids = {3, 2, 1};
+  JobsApi api(service, {});
+  const nlohmann::json page = nlohmann::json::parse(get(api, "/v1/jobs").body);
+  ASSERT_EQ(1u, page["jobs"].size());
+  EXPECT_EQ(3, page["jobs"][0]["id"]);
+  EXPECT_EQ("3", page["next_cursor"]);
+}
+
+}  // namespace
+}  // namespace tpujobs::api
