@@ -14,9 +14,9 @@
 #include "client/command_table.h"
 #include "client/options.h"
 #include "lightning/script_check.h"
+#include "lightning/script_report.h"
 #include "lightning/versions.h"
 #include "pyparse/tree_sitter_python.h"
-#include "scheduler/generation.h"
 
 namespace tpujobs::client {
 namespace {
@@ -187,7 +187,7 @@ std::optional<lightning::SourceFile> read_source(const std::string& path, std::s
 }
 
 std::string render(const lightning::CheckReport& report, const std::string& format) {
-  if (format == "json") return check_report_json(report).dump(2) + "\n";
+  if (format == "json") return lightning::check_report_json(report).dump(2) + "\n";
   if (format == "sarif") return check_report_sarif(report).dump(2) + "\n";
   if (format == "junit") return check_report_junit(report);
   return check_report_text(report);
@@ -195,23 +195,8 @@ std::string render(const lightning::CheckReport& report, const std::string& form
 
 }  // namespace
 
-std::optional<lightning::PoolView> check_pool(const std::string& accelerator_type) {
-  const std::optional<scheduler::SliceType> slice = scheduler::parse_slice_type(accelerator_type);
-  if (!slice) return std::nullopt;
-  lightning::PoolView view;
-  for (scheduler::Generation generation :
-       {scheduler::Generation::kV2, scheduler::Generation::kV3, scheduler::Generation::kV4}) {
-    const scheduler::GenerationFacts& f = scheduler::facts(generation);
-    view.generations.push_back({std::string(f.name),
-                                f.devices_per_host,
-                                f.name_units_per_device,
-                                {f.slice_sizes.begin(), f.slice_sizes.end()},
-                                generation == slice->generation ? slice->hosts() : 0});
-  }
-  return view;
-}
-
-int run_check_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+int run_check_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+                      const CheckPoolSource& pool_for) {
   CheckLine line;
   if (const std::string usage_error = parse(args, &line); !usage_error.empty()) {
     err << "tpujobs check: " << usage_error << "\n\n" << usage_text();
@@ -221,12 +206,10 @@ int run_check_command(const std::vector<std::string>& args, std::ostream& out, s
     out << usage_text();
     return kExitSucceeded;
   }
-  const std::optional<lightning::PoolView> pool =
-      check_pool(line.accelerator_type.value_or("v3-32"));
+  const std::optional<lightning::PoolView> pool = pool_for(line.accelerator_type.value_or("v3-32"));
   if (!pool) {
     err << "tpujobs check: --accelerator-type '" << *line.accelerator_type
-        << "' is not a TPU type the pool knows (v2-8 ... v2-512, v3-8 ... v3-2048, v4-8 ... "
-           "v4-4096)\n";
+        << "' is not a TPU type the pool knows (a type such as v3-8, v4-8 or v3-32)\n";
     return kExitRejected;
   }
   lightning::ScriptCheckOptions options;

@@ -399,10 +399,9 @@ bool before(const Finding& a, const Finding& b) {
 
 }  // namespace
 
-int CheckReport::errors() const {
-  return static_cast<int>(std::count_if(findings.begin(), findings.end(), [](const Finding& f) {
-    return f.severity == Severity::kError;
-  }));
+int CheckReport::count(Severity severity) const {
+  return static_cast<int>(std::count_if(findings.begin(), findings.end(),
+                                        [&](const Finding& f) { return f.severity == severity; }));
 }
 
 CheckReport check_sources(const std::vector<SourceFile>& scripts,

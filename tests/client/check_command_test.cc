@@ -17,6 +17,7 @@
 #include <tuple>
 #include <vector>
 
+#include "api/checks_api.h"
 #include "lightning/resolve.h"
 
 namespace tpujobs::client {
@@ -38,7 +39,7 @@ CheckRun check(std::vector<std::string> args, bool as_json = true) {
   if (as_json) args.insert(args.begin(), {"--format", "json"});
   std::ostringstream out, err;
   CheckRun run;
-  run.exit_code = run_check_command(args, out, err);
+  run.exit_code = run_check_command(args, out, err, api::check_pool);
   run.out = out.str();
   run.err = err.str();
   if (as_json && !run.out.empty()) run.report = json::parse(run.out, nullptr, false);
@@ -56,7 +57,7 @@ std::vector<json> findings(const json& report, const std::string& rule) {
 // What job validation answers for the same settings, on the same pool.
 lightning::Resolution validate(lightning::TrainerSettings settings,
                                const std::string& type = "v3-32") {
-  return lightning::resolve(settings, *check_pool(type));
+  return lightning::resolve(settings, *api::check_pool(type));
 }
 lightning::DeviceValue int_value(std::int64_t n) {
   lightning::DeviceValue value;

@@ -11,6 +11,7 @@
 #include <tuple>
 #include <vector>
 
+#include "api/checks_api.h"
 #include "client/check_command.h"
 
 namespace tpujobs::client {
@@ -45,7 +46,7 @@ CheckRun check(const std::string& script, const std::string& requirements) {
   args.push_back(kXla + script);
   std::ostringstream out, err;
   CheckRun run;
-  run.exit_code = run_check_command(args, out, err);
+  run.exit_code = run_check_command(args, out, err, api::check_pool);
   run.out = out.str() + err.str();
   run.report = json::parse(out.str(), nullptr, false);
   return run;
