@@ -7,8 +7,8 @@
 
 #include "api/problem.h"
 #include "api/resolution.h"
-#include "client/check_report.h"
 #include "lightning/script_check.h"
+#include "lightning/script_report.h"
 #include "lightning/versions.h"
 #include "pyparse/tree_sitter_python.h"
 #include "scheduler/generation.h"
@@ -84,6 +84,14 @@ const lightning::PythonParser& parser() {
 
 }  // namespace
 
+std::optional<lightning::PoolView> check_pool(const std::string& accelerator_type) {
+  const std::optional<scheduler::SliceType> slice = scheduler::parse_slice_type(accelerator_type);
+  if (!slice) return std::nullopt;
+  scheduler::PoolCapacity capacity;
+  capacity.hosts[slice->generation] = slice->hosts();
+  return pool_view(capacity);
+}
+
 Response check_request(const json& body) {
   if (!body.is_object())
     return bad(400, "", "the body must be a JSON object", std::string("send ") + kExample);
@@ -100,17 +108,14 @@ Response check_request(const json& body) {
   if (options.lightning_version && !lightning::find_release(*options.lightning_version))
     return bad(422, "lightning", "`lightning` is not a release tpujobs reproduces",
                "use one of " + lightning::release_names() + ", or a full version such as 2.1.3");
-  const std::optional<scheduler::SliceType> slice =
-      scheduler::parse_slice_type(options.accelerator_type.value_or("v3-32"));
-  if (!slice)
+  std::optional<lightning::PoolView> pool = check_pool(options.accelerator_type.value_or("v3-32"));
+  if (!pool)
     return bad(422, "accelerator_type", "`accelerator_type` is not a TPU type the pool knows",
                "use a type such as v3-8, v4-8 or v3-32");
-  scheduler::PoolCapacity capacity;
-  capacity.hosts[slice->generation] = slice->hosts();
-  options.pool = pool_view(capacity);
+  options.pool = std::move(*pool);
   const lightning::CheckReport report =
       lightning::check_sources(*scripts, *requirements, options, parser());
-  json answer = client::check_report_json(report);
+  json answer = lightning::check_report_json(report);
   answer["valid"] = !report.has_errors();
   return json_response(200, answer);
 }

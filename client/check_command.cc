@@ -1,46 +1,38 @@
 #include "client/check_command.h"
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <sstream>
 #include <system_error>
 
 #include "client/check_report.h"
+#include "client/command_table.h"
 #include "client/options.h"
 #include "lightning/script_check.h"
+#include "lightning/script_report.h"
 #include "lightning/versions.h"
 #include "pyparse/tree_sitter_python.h"
-#include "scheduler/generation.h"
 
 namespace tpujobs::client {
 namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::string_view kUsage = R"(usage: tpujobs check [options] PATH...
+constexpr std::string_view kAbout = R"(usage: tpujobs check [options] PATH...
 
-Checks Lightning training scripts for TPU misconfigurations where they are
-written: the Trainer(...) / Fabric(...) calls of each PATH (a .py file, or a
-directory searched for *.py, skipping virtualenvs and .git), with the exact
-texts of the Lightning and torch_xla versions in play. Offline: no server.
-
-options:
-  --accelerator-type TYPE  the TPU the job runs on (v3-8, v4-8, v3-32, ...); default:
-                           the default pool of `tpujobs serve` (v3-32)
-  --lightning VERSION      the Lightning whose rules apply (1.6 ... 2.5, 1.x, 2.x, 2.1.3)
-  --python VERSION         the Python of the TPU VM (3.8 ... 3.11); default 3.10
-  --requirements FILE      a requirements.txt, `pip freeze` output or pyproject.toml whose
-                           pins (torch, torch_xla, lightning / pytorch-lightning) are the
-                           versions in play; repeatable
-  --format F               text (default), json, sarif or junit
-  --output FILE            write the report to FILE instead of stdout
-  -h, --help               this text
-
-exit codes: 0 no error finding, 2 an error finding or a usage error.
+Checks training scripts for TPU misconfigurations where they are written: the
+Trainer(...) / Fabric(...) calls of each PATH (a .py file, or a directory searched
+for *.py, skipping virtualenvs and .git) and torch_xla's xmp.spawn(...), with the
+exact texts of the Lightning and torch_xla versions in play. Offline: no server.
 )";
+
+constexpr std::string_view kExitCodes =
+    "\nexit codes: 0 no error finding, 2 an error finding or a usage error.\n";
 
 struct CheckLine {
   std::optional<std::string> accelerator_type;
@@ -53,45 +45,89 @@ struct CheckLine {
   bool help = false;
 };
 
+// Stores an option's value; an empty one is a usage error.
+std::function<void(const std::string&)> into(std::optional<std::string>& target,
+                                             const std::string& option) {
+  return [&target, option](const std::string& value) {
+    if (value.empty()) throw UsageError(option + " needs a value");
+    target = value;
+  };
+}
+
+// The check's options, declared once with CLI11 as every client command's
+// are (client/command_table.h): they fill *line, and --help lists them.
+std::unique_ptr<CLI::App> check_app(CheckLine& line) {
+  auto app = std::make_unique<CLI::App>("check training scripts", "tpujobs check");
+  app->set_help_flag();  // -h / --help is looked for before the parse
+  app->allow_extras();   // the PATHs, and unknown options, are ours to name
+  valued(*app, "--accelerator-type", "TYPE",
+         "the TPU the job runs on (v3-8, v4-8, v3-32, ...); default:\n"
+         "the default pool of `tpujobs serve` (v3-32)",
+         into(line.accelerator_type, "--accelerator-type"));
+  valued(*app, "--lightning", "VERSION",
+         "the Lightning whose rules apply (1.6 ... 2.5, 1.x, 2.x, 2.1.3)",
+         [&line](const std::string& value) {
+           if (!lightning::find_release(value))
+             throw UsageError("--lightning '" + value + "' is not a release tpujobs reproduces (" +
+                              lightning::release_names() + ", or a full version such as 2.1.3)");
+           line.lightning = value;
+         });
+  valued(*app, "--python", "VERSION", "the Python of the TPU VM (3.8 ... 3.11); default 3.10",
+         into(line.python, "--python"));
+  valued(*app, "--requirements", "FILE",
+         "a requirements.txt, `pip freeze` output or pyproject.toml whose\n"
+         "pins (torch, torch_xla, lightning / pytorch-lightning) are the\n"
+         "versions in play; repeatable",
+         [&line](const std::string& value) {
+           if (value.empty()) throw UsageError("--requirements needs a file name");
+           line.requirements.push_back(value);
+         });
+  valued(*app, "--format", "F", "text (default), json, sarif or junit",
+         [&line](const std::string& value) {
+           if (value != "text" && value != "json" && value != "sarif" && value != "junit")
+             throw UsageError("--format must be text, json, sarif or junit, not '" + value + "'");
+           line.format = value;
+         });
+  valued(*app, "--output", "FILE", "write the report to FILE instead of stdout",
+         into(line.output, "--output"));
+  app->add_flag("-h,--help", line.help, "this text");
+  return app;
+}
+
+std::string usage_text() {
+  CheckLine unused;
+  return std::string(kAbout) + "\noptions:\n" + describe_options(*check_app(unused), "Options") +
+         std::string(kExitCodes);
+}
+
 // "" when parsed, else the usage error.
 std::string parse(const std::vector<std::string>& args, CheckLine* line) {
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    std::string arg = args[i];
-    std::optional<std::string> inline_value;
-    if (arg.starts_with("--") && arg.find('=') != std::string::npos) {
-      inline_value = arg.substr(arg.find('=') + 1);
-      arg = arg.substr(0, arg.find('='));
-    }
-    auto value = [&]() -> std::optional<std::string> {
-      if (inline_value) return inline_value;
-      if (i + 1 >= args.size()) return std::nullopt;
-      return args[++i];
-    };
-    if (arg == "-h" || arg == "--help") {
-      line->help = true;
-      return "";
-    }
-    if (arg == "--accelerator-type" || arg == "--lightning" || arg == "--python" ||
-        arg == "--requirements" || arg == "--format" || arg == "--output") {
-      std::optional<std::string> v = value();
-      if (!v || v->empty()) return arg + " needs a value";
-      if (arg == "--accelerator-type") line->accelerator_type = *v;
-      if (arg == "--lightning") line->lightning = *v;
-      if (arg == "--python") line->python = *v;
-      if (arg == "--requirements") line->requirements.push_back(*v);
-      if (arg == "--format") line->format = *v;
-      if (arg == "--output") line->output = *v;
-      continue;
-    }
-    if (arg.starts_with("-") && arg != "-") return "unknown option " + arg;
-    line->paths.push_back(arg);
+  if (std::any_of(args.begin(), args.end(),
+                  [](const std::string& a) { return a == "-h" || a == "--help"; })) {
+    line->help = true;
+    return "";
   }
-  if (line->format != "text" && line->format != "json" && line->format != "sarif" &&
-      line->format != "junit")
-    return "--format must be text, json, sarif or junit, not '" + line->format + "'";
-  if (line->lightning && !lightning::find_release(*line->lightning))
-    return "--lightning '" + *line->lightning + "' is not a release tpujobs reproduces (" +
-           lightning::release_names() + ", or a full version such as 2.1.3)";
+  const std::unique_ptr<CLI::App> app = check_app(*line);
+  try {
+    app->parse(std::vector<std::string>(args.rbegin(), args.rend()));  // as CLI11 takes them
+  } catch (const UsageError& e) {
+    return e.what();
+  } catch (const CLI::ArgumentMismatch& e) {
+    const std::string what = e.what();
+    return what.substr(0, what.find(':')) + " needs a value";
+  } catch (const CLI::ParseError& e) {
+    return e.what();
+  }
+  bool options_ended = false;  // after "--", everything is a PATH
+  for (const std::string& extra : app->remaining()) {
+    if (!options_ended && extra == "--") {
+      options_ended = true;
+    } else if (!options_ended && extra.size() >= 2 && extra[0] == '-') {
+      return "unknown option '" + extra.substr(0, extra.find('=')) + "'";
+    } else {
+      line->paths.push_back(extra);
+    }
+  }
   if (line->paths.empty()) return "give at least one PATH (a .py file or a directory)";
   return "";
 }
@@ -151,7 +187,7 @@ std::optional<lightning::SourceFile> read_source(const std::string& path, std::s
 }
 
 std::string render(const lightning::CheckReport& report, const std::string& format) {
-  if (format == "json") return check_report_json(report).dump(2) + "\n";
+  if (format == "json") return lightning::check_report_json(report).dump(2) + "\n";
   if (format == "sarif") return check_report_sarif(report).dump(2) + "\n";
   if (format == "junit") return check_report_junit(report);
   return check_report_text(report);
@@ -159,38 +195,21 @@ std::string render(const lightning::CheckReport& report, const std::string& form
 
 }  // namespace
 
-std::optional<lightning::PoolView> check_pool(const std::string& accelerator_type) {
-  const std::optional<scheduler::SliceType> slice = scheduler::parse_slice_type(accelerator_type);
-  if (!slice) return std::nullopt;
-  lightning::PoolView view;
-  for (scheduler::Generation generation :
-       {scheduler::Generation::kV2, scheduler::Generation::kV3, scheduler::Generation::kV4}) {
-    const scheduler::GenerationFacts& f = scheduler::facts(generation);
-    view.generations.push_back({std::string(f.name),
-                                f.devices_per_host,
-                                f.name_units_per_device,
-                                {f.slice_sizes.begin(), f.slice_sizes.end()},
-                                generation == slice->generation ? slice->hosts() : 0});
-  }
-  return view;
-}
-
-int run_check_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+int run_check_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+                      const CheckPoolSource& pool_for) {
   CheckLine line;
   if (const std::string usage_error = parse(args, &line); !usage_error.empty()) {
-    err << "tpujobs check: " << usage_error << "\n\n" << kUsage;
+    err << "tpujobs check: " << usage_error << "\n\n" << usage_text();
     return kExitRejected;
   }
   if (line.help) {
-    out << kUsage;
+    out << usage_text();
     return kExitSucceeded;
   }
-  const std::optional<lightning::PoolView> pool =
-      check_pool(line.accelerator_type.value_or("v3-32"));
+  const std::optional<lightning::PoolView> pool = pool_for(line.accelerator_type.value_or("v3-32"));
   if (!pool) {
     err << "tpujobs check: --accelerator-type '" << *line.accelerator_type
-        << "' is not a TPU type the pool knows (v2-8 ... v2-512, v3-8 ... v3-2048, v4-8 ... "
-           "v4-4096)\n";
+        << "' is not a TPU type the pool knows (a type such as v3-8, v4-8 or v3-32)\n";
     return kExitRejected;
   }
   lightning::ScriptCheckOptions options;

@@ -14,11 +14,6 @@ using lightning::Finding;
 using lightning::Severity;
 using nlohmann::json;
 
-int count(const lightning::CheckReport& report, Severity severity) {
-  return static_cast<int>(std::count_if(report.findings.begin(), report.findings.end(),
-                                        [&](const Finding& f) { return f.severity == severity; }));
-}
-
 // What each rule id checks, for SARIF's rule descriptions.
 std::string rule_description(const std::string& rule) {
   static const std::map<std::string, std::string, std::less<>> kDescriptions = {
@@ -55,26 +50,6 @@ std::string uri(const std::string& path) {
 
 }  // namespace
 
-json check_report_json(const lightning::CheckReport& report) {
-  json findings = json::array();
-  for (const Finding& f : report.findings) {
-    findings.push_back({{"path", f.path},
-                        {"line", f.line},
-                        {"column", f.column},
-                        {"rule", f.rule},
-                        {"severity", std::string(lightning::severity_name(f.severity))},
-                        {"message", f.message},
-                        {"hint", f.hint},
-                        {"source", f.source}});
-  }
-  return {{"findings", findings},
-          {"files", {{"checked", report.checked}, {"skipped", report.skipped}}},
-          {"summary",
-           {{"errors", count(report, Severity::kError)},
-            {"warnings", count(report, Severity::kWarning)},
-            {"notes", count(report, Severity::kNote)}}}};
-}
-
 std::string check_report_text(const lightning::CheckReport& report) {
   std::string out;
   for (const Finding& f : report.findings) {
@@ -84,9 +59,9 @@ std::string check_report_text(const lightning::CheckReport& report) {
     if (!f.hint.empty()) out += "  hint: " + f.hint + "\n";
   }
   out += std::to_string(report.checked.size()) +
-         " file(s) checked: " + std::to_string(count(report, Severity::kError)) + " error(s), " +
-         std::to_string(count(report, Severity::kWarning)) + " warning(s), " +
-         std::to_string(count(report, Severity::kNote)) + " note(s)\n";
+         " file(s) checked: " + std::to_string(report.count(Severity::kError)) + " error(s), " +
+         std::to_string(report.count(Severity::kWarning)) + " warning(s), " +
+         std::to_string(report.count(Severity::kNote)) + " note(s)\n";
   return out;
 }
 

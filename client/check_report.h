@@ -1,6 +1,7 @@
-// The script check's reports (DESIGN §10): JSON for scripts and the API,
-// text like a compiler's, JUnit XML (one test case per file) and SARIF
-// 2.1.0 for code-scanning tools. Pure functions of a lightning::CheckReport.
+// The script check's reports (DESIGN §10) other than JSON (which the API
+// answers too: lightning/script_report.h): text like a compiler's, JUnit XML
+// (one test case per file) and SARIF 2.1.0 for code-scanning tools. Pure
+// functions of a lightning::CheckReport.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -9,11 +10,6 @@
 #include "lightning/script_check.h"
 
 namespace tpujobs::client {
-
-// {"findings": [{path, line, column, rule, severity, message, hint, source}],
-//  "files": {"checked": [...], "skipped": [...]},
-//  "summary": {"errors", "warnings", "notes"}}
-nlohmann::json check_report_json(const lightning::CheckReport& report);
 
 // One line a finding: `path:line:col: error: message`, its hint on the next
 // line ("  hint: ..."), then a count.

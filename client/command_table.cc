@@ -24,8 +24,8 @@ CLI::Option* flag(CLI::App& app, const std::string& name, bool& target,
   return app.add_flag(name, target, description)->disable_flag_override();
 }
 
-// An option that takes one value, which may be given again (the callback
-// sees each, in order); `convert` stores it or throws UsageError.
+}  // namespace
+
 CLI::Option* valued(CLI::App& app, const std::string& name, const std::string& type,
                     const std::string& description,
                     std::function<void(const std::string&)> convert) {
@@ -36,6 +36,8 @@ CLI::Option* valued(CLI::App& app, const std::string& name, const std::string& t
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->each(std::move(convert));
 }
+
+namespace {
 
 // "K=V" options: `--set` and `--label`.
 void key_value(const std::string& option, const std::string& shape, const std::string& value,

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -31,6 +32,12 @@ struct CommandDeclaration {
   // outlive the parse.
   void (*declare)(CLI::App& app, CommandLine& out);
 };
+
+// An option that takes one value, which may be given again (the callback
+// sees each, in order); `convert` stores it or throws UsageError.
+CLI::Option* valued(CLI::App& app, const std::string& name, const std::string& type,
+                    const std::string& description,
+                    std::function<void(const std::string&)> convert);
 
 // "12" -> 12; nullopt for anything but a whole number above zero.
 std::optional<std::int64_t> parse_positive(std::string_view text);

@@ -1115,8 +1115,6 @@ int run_client_command(const CommandLine& command_line, const ClientContext& con
 }
 
 int run_client(const std::string& command, const std::vector<std::string>& args) {
-  // `check` is offline: its own options, no server (client/check_command.h).
-  if (command == "check") return run_check_command(args, std::cout, std::cerr);
   CommandLine line;
   if (base::Status parsed = parse_command_line(command, args, process_environment(), &line);
       !parsed.ok()) {

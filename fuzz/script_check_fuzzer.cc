@@ -10,6 +10,7 @@
 
 #include "client/check_report.h"
 #include "lightning/script_check.h"
+#include "lightning/script_report.h"
 #include "pyparse/tree_sitter_python.h"
 
 namespace {
@@ -53,7 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   require(report.has_errors() == (errors > 0));
   require(report.checked.size() + report.skipped.size() >= 1);
-  (void)tpujobs::client::check_report_json(report).dump();
+  (void)tpujobs::lightning::check_report_json(report).dump();
   (void)tpujobs::client::check_report_sarif(report).dump();
   (void)tpujobs::client::check_report_junit(report);
   (void)tpujobs::client::check_report_text(report);

@@ -183,6 +183,7 @@ std::vector<RuleText> environment_rule_texts();
 std::vector<RuleText> num_nodes_rule_texts();
 std::vector<RuleText> device_info_rule_texts();
 std::vector<RuleText> loop_limit_rule_texts();
+std::vector<RuleText> xla_spawn_rule_texts();  // script_xla.cc: xmp.spawn in scripts
 
 // All of them.
 std::vector<RuleText> all_rule_texts();

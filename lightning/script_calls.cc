@@ -34,6 +34,15 @@ const std::set<std::string, std::less<>>& fabric_names() {
   return names;
 }
 
+// torch_xla's spawn, under every import of its module
+// (`import torch_xla.distributed.xla_multiprocessing as xmp`, `from
+// torch_xla.distributed import xla_multiprocessing`, `from ... import spawn`).
+const std::set<std::string, std::less<>>& spawn_names() {
+  static const std::set<std::string, std::less<>> names = {
+      "torch_xla.distributed.xla_multiprocessing.spawn"};
+  return names;
+}
+
 // What a name is bound to in one scope.
 struct Binding {
   enum class Kind { kQualified, kConstant, kUnknown } kind = Kind::kUnknown;
@@ -135,7 +144,7 @@ class Analyzer {
           bind(scope, top, {Binding::Kind::kQualified, top, nullptr, ""});
         }
       } else if (alias.text == "*") {
-        for (const auto* names : {&trainer_names(), &fabric_names()}) {
+        for (const auto* names : {&trainer_names(), &fabric_names(), &spawn_names()}) {
           for (const std::string& qualified : *names) {
             const std::size_t dot = qualified.rfind('.');
             if (qualified.substr(0, dot) == node.text)
@@ -244,6 +253,8 @@ class Analyzer {
       call.kind = LightningCall::Kind::kTrainer;
     } else if (fabric_names().contains(name)) {
       call.kind = LightningCall::Kind::kFabric;
+    } else if (spawn_names().contains(name)) {
+      call.kind = LightningCall::Kind::kXlaSpawn;
     } else {
       return;
     }
@@ -251,11 +262,12 @@ class Analyzer {
     call.callee = dotted(node.children[0]);
     call.line = node.line;
     call.column = node.column;
+    const bool positional_values = call.kind == LightningCall::Kind::kXlaSpawn;
     for (std::size_t i = 1; i < node.children.size(); ++i)
-      call.arguments.push_back(argument(node.children[i], scope));
+      call.arguments.push_back(argument(node.children[i], scope, positional_values));
     calls_.push_back(std::move(call));
   }
-  CallArgument argument(const SyntaxNode& node, const Scope& scope) {
+  CallArgument argument(const SyntaxNode& node, const Scope& scope, bool positional_values) {
     CallArgument out;
     out.line = node.line;
     out.column = node.column;
@@ -267,6 +279,8 @@ class Analyzer {
     } else if (node.kind == SyntaxKind::kStarStarArgs || node.kind == SyntaxKind::kStarArgs) {
       out.name = node.kind == SyntaxKind::kStarStarArgs ? "**" : "*";
       out.unknown_reason = node.children.empty() ? "" : describe(node.children[0]);
+    } else if (positional_values) {
+      out.value = evaluate(node, scope, 0, &out.unknown_reason);
     } else {
       out.unknown_reason = describe(node);
     }

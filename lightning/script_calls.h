@@ -35,17 +35,20 @@ struct CallArgument {
   std::string unknown_reason;    // why, when value is nullopt: "`args.devices` is ..."
 };
 
+// A Trainer(...) / Fabric(...) call, or torch_xla's xmp.spawn(...)
+// (torch_xla.distributed.xla_multiprocessing.spawn), whose positional
+// arguments are evaluated too (its nprocs may be the third).
 struct LightningCall {
-  enum class Kind { kTrainer, kFabric } kind = Kind::kTrainer;
-  std::string
-      package;  // the import it comes from: "lightning", "pytorch_lightning", "lightning_fabric"
+  enum class Kind { kTrainer, kFabric, kXlaSpawn } kind = Kind::kTrainer;
+  // The import it comes from: "lightning", "pytorch_lightning", "lightning_fabric", "torch_xla".
+  std::string package;
   std::string callee;  // as written: "L.Trainer", "T"
   int line = 1;
   int column = 1;
   std::vector<CallArgument> arguments;
 };
 
-// Every Trainer(...) / Fabric(...) call of `module`, in source order.
+// Every Trainer(...) / Fabric(...) / xmp.spawn(...) call of `module`, in source order.
 std::vector<LightningCall> find_lightning_calls(const SyntaxNode& module);
 
 }  // namespace tpujobs::lightning

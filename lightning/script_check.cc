@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "lightning/script_calls.h"
+#include "lightning/script_xla.h"
 #include "lightning/versions.h"
 
 namespace tpujobs::lightning {
@@ -271,6 +272,10 @@ std::vector<Finding> check_script(const SyntaxTree& tree, std::string_view path,
                    "not checked: parts of this file nest deeper than the check follows", "", ""});
   }
   for (const LightningCall& call : find_lightning_calls(tree.module)) {
+    if (call.kind == LightningCall::Kind::kXlaSpawn) {
+      check_xla_spawn(call, path, options, &out);
+      continue;
+    }
     CallChecker(call, path, options, &out).run();
     if (packages && std::find(packages->begin(), packages->end(), call.package) == packages->end())
       packages->push_back(call.package);
@@ -394,10 +399,9 @@ bool before(const Finding& a, const Finding& b) {
 
 }  // namespace
 
-int CheckReport::errors() const {
-  return static_cast<int>(std::count_if(findings.begin(), findings.end(), [](const Finding& f) {
-    return f.severity == Severity::kError;
-  }));
+int CheckReport::count(Severity severity) const {
+  return static_cast<int>(std::count_if(findings.begin(), findings.end(),
+                                        [&](const Finding& f) { return f.severity == severity; }));
 }
 
 CheckReport check_sources(const std::vector<SourceFile>& scripts,

@@ -94,7 +94,8 @@ struct CheckReport {
   std::vector<Finding> findings;     // by file, then by line and column
   std::vector<std::string> checked;  // the scripts parsed and checked
   std::vector<std::string> skipped;  // the files skipped (binary, not UTF-8, too large)
-  int errors() const;
+  int count(Severity severity) const;
+  int errors() const { return count(Severity::kError); }
   bool has_errors() const { return errors() > 0; }
 };
 

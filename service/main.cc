@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "api/checks_api.h"
+#include "client/check_command.h"
 #include "client/commands.h"
 #include "client/options.h"
 #include "service/serve.h"
@@ -38,6 +40,10 @@ int main(int argc, char** argv) {
   if (command == "serve") return tpujobs::service::run_serve(args);
   if (command == "agent") return tpujobs::service::run_agent(args);
   if (command == "token") return tpujobs::service::run_token_command(args);
+  // `check` is offline (no server); the TPU types' facts come from the API's
+  // pool, which client/ may not reach itself (DESIGN §1).
+  if (command == "check")
+    return tpujobs::client::run_check_command(args, std::cout, std::cerr, tpujobs::api::check_pool);
   if (tpujobs::client::is_client_command(command))
     return tpujobs::client::run_client(command, args);
   std::cerr << "tpujobs: unknown command '" << command << "'\n\n" << usage();

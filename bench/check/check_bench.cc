@@ -13,6 +13,7 @@
 #include <sstream>
 #include <string>
 
+#include "api/checks_api.h"
 #include "client/check_command.h"
 #include "lightning/script_check.h"
 #include "pyparse/tree_sitter_python.h"
@@ -73,7 +74,7 @@ fs::path scratch(const std::string& name) {
 int run_check(const std::string& path) {
   std::ostringstream out, err;
   return tpujobs::client::run_check_command({"--format", "json", "--output", "/dev/null", path},
-                                            out, err);
+                                            out, err, tpujobs::api::check_pool);
 }
 
 void BM_CheckTenThousandLineFile(benchmark::State& state) {
@@ -98,7 +99,7 @@ void BM_AnalyzeTenThousandLineFile(benchmark::State& state) {
   const auto parser = tpujobs::pyparse::make_tree_sitter_parser();
   const tpujobs::lightning::SyntaxTree tree = parser->parse(script(100, 0));
   tpujobs::lightning::ScriptCheckOptions options;
-  options.pool = *tpujobs::client::check_pool("v3-32");
+  options.pool = *tpujobs::api::check_pool("v3-32");
   for (auto _ : state)
     benchmark::DoNotOptimize(tpujobs::lightning::check_script(tree, "train.py", options));
 }

@@ -37,7 +37,7 @@ TEST(CheckApi, AnswersAsTheCommandDoes) {
   std::ostringstream out, err;
   EXPECT_EQ(client::run_check_command({"--format", "json", "--accelerator-type", "v3-8",
                                        "--requirements", requirements, script},
-                                      out, err),
+                                      out, err, check_pool),
             2);
   const json command = json::parse(out.str());
   EXPECT_EQ(answer["findings"], command["findings"]);

@@ -17,6 +17,7 @@
 #include <tuple>
 #include <vector>
 
+#include "api/checks_api.h"
 #include "lightning/resolve.h"
 
 namespace tpujobs::client {
@@ -38,7 +39,7 @@ CheckRun check(std::vector<std::string> args, bool as_json = true) {
   if (as_json) args.insert(args.begin(), {"--format", "json"});
   std::ostringstream out, err;
   CheckRun run;
-  run.exit_code = run_check_command(args, out, err);
+  run.exit_code = run_check_command(args, out, err, api::check_pool);
   run.out = out.str();
   run.err = err.str();
   if (as_json && !run.out.empty()) run.report = json::parse(run.out, nullptr, false);
@@ -56,7 +57,7 @@ std::vector<json> findings(const json& report, const std::string& rule) {
 // What job validation answers for the same settings, on the same pool.
 lightning::Resolution validate(lightning::TrainerSettings settings,
                                const std::string& type = "v3-32") {
-  return lightning::resolve(settings, *check_pool(type));
+  return lightning::resolve(settings, *api::check_pool(type));
 }
 lightning::DeviceValue int_value(std::int64_t n) {
   lightning::DeviceValue value;
@@ -381,6 +382,38 @@ TEST(CheckCommand, UsageErrorsExitTwo) {
     EXPECT_NE(run.err.find("tpujobs check: "), std::string::npos);
   }
   EXPECT_EQ(check({"--help"}, false).exit_code, 0);
+}
+
+// The options are CLI11's, as every client command's: --help lists each one
+// declared, and each usage error names what is wrong and exits 2.
+TEST(CheckCommand, OptionsParseWithCli11AndSayWhatIsWrong) {
+  const CheckRun help = check({"--help"}, false);
+  EXPECT_EQ(help.exit_code, 0);
+  for (const char* option : {"--accelerator-type TYPE", "--lightning VERSION", "--python VERSION",
+                             "--requirements FILE", "--format F", "--output FILE", "-h, --help"})
+    EXPECT_NE(help.out.find(std::string("\n  ") + option), std::string::npos) << option;
+  EXPECT_NE(help.out.find("exit codes: 0 no error finding, 2 an error finding"), std::string::npos);
+  const std::string clean = kCorpus + "values/clean.py";
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--wat", clean}, "tpujobs check: unknown option '--wat'"},
+      {{"--wat=1", clean}, "tpujobs check: unknown option '--wat'"},
+      {{clean, "--requirements"}, "tpujobs check: --requirements needs a value"},
+      {{"--format=xml", clean}, "tpujobs check: --format must be text, json, sarif or junit"},
+      {{"--python", "", clean}, "tpujobs check: --python needs a value"},
+      {{}, "tpujobs check: give at least one PATH"},
+  };
+  for (const auto& [args, message] : cases) {
+    const CheckRun run = check(args, false);
+    EXPECT_EQ(run.exit_code, 2) << message;
+    EXPECT_EQ(run.err.rfind(message, 0), 0u) << run.err;
+    EXPECT_NE(run.err.find("\noptions:\n"), std::string::npos) << "the usage follows the error";
+  }
+  // Options after the paths, `--opt=value`, and `--` before a path that looks like an option.
+  const CheckRun mixed = check({clean, "--format=json", "--lightning", "2.1"}, false);
+  EXPECT_EQ(mixed.exit_code, 0) << mixed.err;
+  EXPECT_TRUE(json::parse(mixed.out, nullptr, false).is_object()) << mixed.out;
+  EXPECT_EQ(check({"--", "-not-a-file.py"}, false).err,
+            "tpujobs check: -not-a-file.py: no such file or directory\n");
 }
 
 TEST(CheckCommand, TextIsLikeACompilers) {

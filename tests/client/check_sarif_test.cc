@@ -13,6 +13,7 @@
 #include <sstream>
 #include <string>
 
+#include "api/checks_api.h"
 #include "client/check_command.h"
 
 namespace tpujobs::client {
@@ -36,7 +37,7 @@ TEST(CheckSarif, TheReportOfTheWholeCorpusIsValidSarif) {
       run_check_command({"--format", "sarif", "--output", out.string(), "--requirements",
                          kSource + "/tests/client/check_corpus/requirements/requirements.txt",
                          kSource + "/tests/client/check_corpus"},
-                        stdout_text, stderr_text);
+                        stdout_text, stderr_text, api::check_pool);
   EXPECT_EQ(exit_code, 2) << stderr_text.str();
   std::ifstream in(out);
   const nlohmann::json log = nlohmann::json::parse(in);

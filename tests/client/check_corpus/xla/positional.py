@@ -1,0 +1,11 @@
+import torch_xla.distributed.xla_multiprocessing as xmp
+
+NUM_PROCESSES = 8
+
+
+def _mp_fn(index):
+    print(index)
+
+
+if __name__ == "__main__":
+    xmp.spawn(_mp_fn, (), NUM_PROCESSES)
