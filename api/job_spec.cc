@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <set>
 
 namespace tpujobs::api {
 namespace {
@@ -25,7 +26,7 @@ const std::map<std::string, std::vector<std::string>, std::less<>>& field_table(
         "max_steps", "max_time", "accumulate_grad_batches", "gradient_clip_val",
         "log_every_n_steps", "check_val_every_n_epoch", "checkpoint_every_n_steps", "seed", "gpus",
         "ipus", "num_processes"}},
-      {"resources", {"accelerator_type", "topology"}},
+      {"resources", {"accelerator_type", "topology", "workers"}},
       {"model", {"layers", "loss"}},
       {"model.layers[]", {"type", "out", "bias", "p", "tie"}},
       {"data", {"dataset", "batch_size", "val_fraction", "shuffle", "drop_last"}},
@@ -629,6 +630,54 @@ void parse_depends_on(const json& list, std::vector<scheduler::Dependency>* out,
   }
 }
 
+// resources.workers: "all", or the indexes of the slice's workers to launch
+// on ([0], [0, 1]), as `gcloud compute tpus tpu-vm ssh --worker=all|0,1`
+// names them. Whether each is a host of the job's slice is lightning/'s rule
+// (lightning/workers.cc); "all" leaves `workers` unset.
+void parse_workers(const json& value, lightning::TrainerSettings* trainer,
+                   std::vector<FieldError>* errors) {
+  static constexpr std::size_t kMaxWorkers = 4096;
+  const std::string field = "resources.workers";
+  const std::string hint =
+      "\"all\" launches on every worker (`--worker=all`); a list of worker indexes such as [0, "
+      "1] (`--worker=0,1`) on those only";
+  if (value.is_string() && value.get_ref<const std::string&>() == "all") return;
+  if (!value.is_array()) {
+    errors->push_back(
+        {field, "must be \"all\" or a list of worker indexes, got " + value.dump(), hint});
+    return;
+  }
+  if (value.empty() || value.size() > kMaxWorkers) {
+    errors->push_back({field,
+                       value.empty()
+                           ? "names no worker"
+                           : "names more than " + std::to_string(kMaxWorkers) + " workers",
+                       hint});
+    return;
+  }
+  std::vector<std::int64_t> workers;
+  std::set<std::int64_t> seen;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    const json& w = value[i];
+    const std::string path = field + "[" + std::to_string(i) + "]";
+    const bool index = (w.is_number_integer() && w.get<std::int64_t>() >= 0 &&
+                        w.get<std::int64_t>() < std::int64_t{kMaxWorkers});
+    if (!index) {
+      errors->push_back({path,
+                         "must be a worker index (an integer from 0 to " +
+                             std::to_string(kMaxWorkers - 1) + "), got " + w.dump(),
+                         hint});
+      return;
+    }
+    if (!seen.insert(w.get<std::int64_t>()).second) {
+      errors->push_back({path, "names worker " + w.dump() + " twice", "name each worker once"});
+      return;
+    }
+    workers.push_back(w.get<std::int64_t>());
+  }
+  trainer->workers = std::move(workers);
+}
+
 }  // namespace
 
 const std::vector<std::string>& known_fields(std::string_view path) {
@@ -762,6 +811,7 @@ std::optional<JobSpec> parse_job_spec(const json& body, std::vector<FieldError>*
       ObjectReader r(*resources, "resources", "resources", errors);
       spec.trainer.accelerator_type = r.string("accelerator_type", 32);
       spec.trainer.topology = r.string("topology", 16);
+      if (const json* workers = r.raw("workers")) parse_workers(*workers, &spec.trainer, errors);
     }
     if (const json* trainer = top.raw("trainer"); expect_object(trainer, "trainer", errors)) {
       ObjectReader r(*trainer, "trainer", "trainer", errors);
@@ -847,6 +897,8 @@ void apply_resolution(const Resolution& resolution, JobSpec* spec) {
                        resolution.torch_xla_first_tensor_lines.end());
   t.notices = resolution.notices;
   t.lightning_v1 = resolution.lightning_v1;
+  if (const auto& f = resolution.launch_failure)
+    t.launch_failure = executor::LaunchFailure{f->log_lines, f->type, f->message, f->hint};
   // Lightning's loop limits: max_epochs when not given, and max_time's Timer.
   if (!spec->trainer.max_epochs_given) t.max_epochs = resolution.default_max_epochs;
   if (resolution.max_time_ms) t.max_time = std::chrono::milliseconds(*resolution.max_time_ms);

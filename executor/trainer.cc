@@ -219,6 +219,22 @@ using internal::prepare;
 using internal::Prepared;
 using internal::Trainer;
 
+namespace {
+
+// The processes on the launched workers print what they print, then wait
+// for a rendezvous that never completes: the job fails there, every part of
+// a slice that spans agents alike, before any of them joins a collective.
+TrainingResult failed_launch(const LaunchFailure& failure, TrainingSink& sink) {
+  for (const std::string& line : failure.log_lines) sink.log(line);
+  sink.log(failure.type + ": " + failure.message);
+  TrainingResult result;
+  result.outcome = Outcome::kFailed;
+  result.error = JobError{failure.type, failure.message, failure.hint, "resources.workers"};
+  return result;
+}
+
+}  // namespace
+
 TrainingResult train(const TrainingSpec& spec, const DeviceFacts& device, WorkerPool& workers,
                      DatasetSource& datasets, TrainingSink& sink, const RunControl& control) {
   // The caller's thread runs small models' passes and the optimizer: it
@@ -234,6 +250,7 @@ TrainingResult train(const TrainingSpec& spec, const DeviceFacts& device, Worker
                               "kernels available there."};
       return result;
     }
+    if (spec.launch_failure) return failed_launch(*spec.launch_failure, sink);
     base::Result<Prepared, JobError> prepared = prepare(spec, datasets);
     if (!prepared.ok()) {
       sink.log(prepared.error().type + ": " + prepared.error().message);
