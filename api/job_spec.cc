@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
-#include <set>
 
 namespace tpujobs::api {
 namespace {
@@ -630,54 +629,6 @@ void parse_depends_on(const json& list, std::vector<scheduler::Dependency>* out,
   }
 }
 
-// resources.workers: "all", or the indexes of the slice's workers to launch
-// on ([0], [0, 1]), as `gcloud compute tpus tpu-vm ssh --worker=all|0,1`
-// names them. Whether each is a host of the job's slice is lightning/'s rule
-// (lightning/workers.cc); "all" leaves `workers` unset.
-void parse_workers(const json& value, lightning::TrainerSettings* trainer,
-                   std::vector<FieldError>* errors) {
-  static constexpr std::size_t kMaxWorkers = 4096;
-  const std::string field = "resources.workers";
-  const std::string hint =
-      "\"all\" launches on every worker (`--worker=all`); a list of worker indexes such as [0, "
-      "1] (`--worker=0,1`) on those only";
-  if (value.is_string() && value.get_ref<const std::string&>() == "all") return;
-  if (!value.is_array()) {
-    errors->push_back(
-        {field, "must be \"all\" or a list of worker indexes, got " + value.dump(), hint});
-    return;
-  }
-  if (value.empty() || value.size() > kMaxWorkers) {
-    errors->push_back({field,
-                       value.empty()
-                           ? "names no worker"
-                           : "names more than " + std::to_string(kMaxWorkers) + " workers",
-                       hint});
-    return;
-  }
-  std::vector<std::int64_t> workers;
-  std::set<std::int64_t> seen;
-  for (std::size_t i = 0; i < value.size(); ++i) {
-    const json& w = value[i];
-    const std::string path = field + "[" + std::to_string(i) + "]";
-    const bool index = (w.is_number_integer() && w.get<std::int64_t>() >= 0 &&
-                        w.get<std::int64_t>() < std::int64_t{kMaxWorkers});
-    if (!index) {
-      errors->push_back({path,
-                         "must be a worker index (an integer from 0 to " +
-                             std::to_string(kMaxWorkers - 1) + "), got " + w.dump(),
-                         hint});
-      return;
-    }
-    if (!seen.insert(w.get<std::int64_t>()).second) {
-      errors->push_back({path, "names worker " + w.dump() + " twice", "name each worker once"});
-      return;
-    }
-    workers.push_back(w.get<std::int64_t>());
-  }
-  trainer->workers = std::move(workers);
-}
-
 }  // namespace
 
 const std::vector<std::string>& known_fields(std::string_view path) {
@@ -828,11 +779,9 @@ std::optional<JobSpec> parse_job_spec(const json& body, std::vector<FieldError>*
       // positive integer, but got 2.0.", or int("2") in 2.0 and older).
       if (const json* v = r.raw("num_nodes", /*allow_null=*/true))
         spec.trainer.num_nodes = device_value(*v, "trainer.num_nodes", errors);
-      // Lightning 2.0 removed these Trainer arguments; the rules judge them
-      // by version (lightning/devices.cc, check_removed_arguments).
-      for (const char* name : {"gpus", "ipus", "num_processes"}) {
+      // Removed in Lightning 2.0, judged by version (devices.cc check_removed_arguments).
+      for (const char* name : {"gpus", "ipus", "num_processes"})
         if (r.raw(name, /*allow_null=*/true)) spec.trainer.removed_arguments.push_back(name);
-      }
     }
     if (const json* model = top.raw("model"); expect_object(model, "model", errors)) {
       ObjectReader r(*model, "model", "model", errors);
@@ -897,8 +846,7 @@ void apply_resolution(const Resolution& resolution, JobSpec* spec) {
                        resolution.torch_xla_first_tensor_lines.end());
   t.notices = resolution.notices;
   t.lightning_v1 = resolution.lightning_v1;
-  if (const auto& f = resolution.launch_failure)
-    t.launch_failure = executor::LaunchFailure{f->log_lines, f->type, f->message, f->hint};
+  if (resolution.launch_failure) t.launch_failure = launch_failure(*resolution.launch_failure);
   // Lightning's loop limits: max_epochs when not given, and max_time's Timer.
   if (!spec->trainer.max_epochs_given) t.max_epochs = resolution.default_max_epochs;
   if (resolution.max_time_ms) t.max_time = std::chrono::milliseconds(*resolution.max_time_ms);

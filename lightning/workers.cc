@@ -77,7 +77,7 @@ void check_workers(Context& c) {
     if (w >= 0 && w < hosts) continue;
     const std::string what = c.accelerator == Accelerator::kTpu
                                  ? "this job's " + slice_name(c)
-                                 : "a CPU job's host (it takes no TPU host)";
+                                 : "this CPU job (it takes no TPU host)";
     c.error(kFieldWorkers,
             "tpujobs: worker " + std::to_string(w) + " is not a host of " + what + ": it has " +
                 std::to_string(hosts) +

@@ -146,6 +146,19 @@ TEST(Workers, AnIndexPastTheSlicesHostsIs422OnTheField) {
       resolve(Slice("v5litepod-8", "1.9", std::vector<std::int64_t>{0}), View({"v5litepod-8"}));
   EXPECT_TRUE(zero.errors.empty()) << Errors(zero);
   EXPECT_FALSE(zero.launch_failure);
+
+  // A CPU job runs on one host, worker 0.
+  TrainerSettings cpu;
+  cpu.accelerator = "cpu";
+  cpu.workers = std::vector<std::int64_t>{1};
+  const Resolution on_cpu = resolve(cpu, View({"v5p-32"}));
+  ASSERT_EQ(1u, on_cpu.errors.size()) << Errors(on_cpu);
+  EXPECT_EQ(
+      "tpujobs: worker 1 is not a host of this CPU job (it takes no TPU host): it has 1 "
+      "host, worker 0",
+      on_cpu.errors[0].message);
+  cpu.workers = std::vector<std::int64_t>{0};
+  EXPECT_TRUE(resolve(cpu, View({"v5p-32"})).errors.empty());
 }
 
 TEST(Workers, OtherErrorsComeAloneAndNothingIsJudgedWithoutASlice) {
