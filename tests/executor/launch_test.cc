@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "executor/executor.h"
+#include "executor/slice_collective.h"
 #include "executor/worker_pool.h"
 #include "tests/executor/training_fakes.h"
 
@@ -53,6 +54,49 @@ TEST(Launch, FailsBeforeTheDataWithItsLinesAndError) {
   EXPECT_EQ(0, result.steps);
   EXPECT_TRUE(sink.points.empty());
   EXPECT_TRUE(sink.checkpoints.empty());
+}
+
+// A part of a slice that spans processes: counts the gathers it is asked
+// for; `peer_gone` answers as a network collective whose peer left.
+class CountingCollective : public SliceCollective {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 2; }
+  std::optional<JobError> all_gather(const float* mine, float* all,
+                                     const std::vector<std::size_t>& counts) override {
+    ++gathers;
+    gathered_counts = counts;
+    if (peer_gone) return JobError{"UNAVAILABLE", "failed to connect to all addresses", ""};
+    all[0] = all[1] = *mine;
+    return std::nullopt;
+  }
+  bool peer_gone = false;
+  int gathers = 0;
+  std::vector<std::size_t> gathered_counts;
+};
+
+// Each part meets the others once before it fails, so that none closes its
+// connections while another still completes its own; a peer already gone
+// changes neither the error nor the log.
+TEST(Launch, APartOfASliceSpanningProcessesMeetsItsPeersThenFailsTheSame) {
+  for (bool peer_gone : {false, true}) {
+    TrainingSpec spec = FourHostSlice();
+    spec.launch_failure = OnWorkerZero();
+    CountingCollective collective;
+    collective.peer_gone = peer_gone;
+    SlicePart part{0, 2, {2, 2}, &collective};
+    RunControl control;
+    control.slice = &part;
+    WorkerPool workers(2);
+    fakes::MapDatasets datasets;
+    fakes::RecordingSink sink;
+    const TrainingResult result = train(spec, DeviceFacts{}, workers, datasets, sink, control);
+    EXPECT_EQ(1, collective.gathers);
+    EXPECT_EQ((std::vector<std::size_t>{1, 1}), collective.gathered_counts);
+    ASSERT_TRUE(result.error);
+    EXPECT_EQ("tpujobs: the v5p-32 slice's rendezvous failed", result.error->message);
+    EXPECT_EQ(3u, sink.lines.size()) << sink.all_lines();
+  }
 }
 
 TEST(Launch, WithoutAFailureTheSameJobTrains) {
