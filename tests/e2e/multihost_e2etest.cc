@@ -123,8 +123,8 @@ TEST(MultiHost, AWorkerPastTheSlicesHostsOrABadValueIs422OnTheField) {
 // Two agents of two v5p hosts each (v5p-8,v5p-8) and a `serve --pool none`
 // on one PostgreSQL: a v5p-32 takes all four hosts, so it spans both agents.
 // The parts of a slice join their collective before training (service/agent.cc
-// join_slice), the one-worker job's too: a collective deadline of 30 s, not
-// the scale-out tests' 5, so that a loaded machine's slow part still joins.
+// join_slice), the one-worker job's too. A collective deadline of 30 s, not
+// the scale-out tests' 5: this test checks outcomes, not deadlines.
 class SpanningAgents : public ::testing::Test {
  protected:
   void SetUp() override {
