@@ -25,7 +25,7 @@ const std::map<std::string, std::vector<std::string>, std::less<>>& field_table(
         "max_steps", "max_time", "accumulate_grad_batches", "gradient_clip_val",
         "log_every_n_steps", "check_val_every_n_epoch", "checkpoint_every_n_steps", "seed", "gpus",
         "ipus", "num_processes"}},
-      {"resources", {"accelerator_type", "topology"}},
+      {"resources", {"accelerator_type", "topology", "workers"}},
       {"model", {"layers", "loss"}},
       {"model.layers[]", {"type", "out", "bias", "p", "tie"}},
       {"data", {"dataset", "batch_size", "val_fraction", "shuffle", "drop_last"}},
@@ -762,6 +762,7 @@ std::optional<JobSpec> parse_job_spec(const json& body, std::vector<FieldError>*
       ObjectReader r(*resources, "resources", "resources", errors);
       spec.trainer.accelerator_type = r.string("accelerator_type", 32);
       spec.trainer.topology = r.string("topology", 16);
+      if (const json* workers = r.raw("workers")) parse_workers(*workers, &spec.trainer, errors);
     }
     if (const json* trainer = top.raw("trainer"); expect_object(trainer, "trainer", errors)) {
       ObjectReader r(*trainer, "trainer", "trainer", errors);
@@ -778,11 +779,9 @@ std::optional<JobSpec> parse_job_spec(const json& body, std::vector<FieldError>*
       // positive integer, but got 2.0.", or int("2") in 2.0 and older).
       if (const json* v = r.raw("num_nodes", /*allow_null=*/true))
         spec.trainer.num_nodes = device_value(*v, "trainer.num_nodes", errors);
-      // Lightning 2.0 removed these Trainer arguments; the rules judge them
-      // by version (lightning/devices.cc, check_removed_arguments).
-      for (const char* name : {"gpus", "ipus", "num_processes"}) {
+      // Removed in Lightning 2.0, judged by version (devices.cc check_removed_arguments).
+      for (const char* name : {"gpus", "ipus", "num_processes"})
         if (r.raw(name, /*allow_null=*/true)) spec.trainer.removed_arguments.push_back(name);
-      }
     }
     if (const json* model = top.raw("model"); expect_object(model, "model", errors)) {
       ObjectReader r(*model, "model", "model", errors);
@@ -847,6 +846,7 @@ void apply_resolution(const Resolution& resolution, JobSpec* spec) {
                        resolution.torch_xla_first_tensor_lines.end());
   t.notices = resolution.notices;
   t.lightning_v1 = resolution.lightning_v1;
+  if (resolution.launch_failure) t.launch_failure = launch_failure(*resolution.launch_failure);
   // Lightning's loop limits: max_epochs when not given, and max_time's Timer.
   if (!spec->trainer.max_epochs_given) t.max_epochs = resolution.default_max_epochs;
   if (resolution.max_time_ms) t.max_time = std::chrono::milliseconds(*resolution.max_time_ms);

@@ -53,6 +53,16 @@ std::optional<JobSpec> parse_job_spec(const nlohmann::json& body, std::vector<Fi
 // into spec->training.
 void apply_resolution(const Resolution& resolution, JobSpec* spec);
 
+// resources.workers (api/job_spec_workers.cc): "all", or the indexes of the
+// slice's workers to launch on ([0], [0, 1]), as `gcloud compute tpus
+// tpu-vm ssh --worker=all|0,1` names them; "all" leaves trainer->workers
+// unset. Whether each is a host of the job's slice is lightning/'s rule
+// (lightning/workers.cc).
+void parse_workers(const nlohmann::json& value, lightning::TrainerSettings* trainer,
+                   std::vector<FieldError>* errors);
+// How a job launched on some of its slice's workers fails, for the executor.
+executor::LaunchFailure launch_failure(const lightning::LaunchFailure& failure);
+
 // The first C0 control character (U+0000-U+001F, tab and newline included)
 // or DEL (U+007F) in `text`, or nullopt. Names and labels are one line of
 // printable text: they are shown in lists, logs and terminals, where a

@@ -77,6 +77,16 @@ struct Bound {
   std::optional<double> max;
 };
 
+// A job that cannot start, and what its processes print before it fails:
+// launched on fewer than all workers of its multi-host slice
+// (lightning::LaunchFailure, resources.workers).
+struct LaunchFailure {
+  std::vector<std::string> log_lines;
+  std::string type;  // "UNAVAILABLE"
+  std::string message;
+  std::string hint;
+};
+
 struct TrainingSpec {
   ModelSpec model;
   DataSpec data;
@@ -123,6 +133,8 @@ struct TrainingSpec {
   // "tpujobs:"), logged after the device lines (lightning::Resolution::notices).
   std::vector<std::string> notices;
   bool lightning_v1 = false;  // lightning_version: "1.x"
+  // Set: the job fails when it is launched, before it reads its data.
+  std::optional<LaunchFailure> launch_failure;
 
   // Quality gates on final metrics ("val_accuracy", "val_loss", "loss", ...).
   std::map<std::string, Bound> expect;

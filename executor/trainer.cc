@@ -13,6 +13,7 @@
 #include "executor/gemm.h"
 #include "executor/hbm.h"
 #include "executor/lightning_log.h"
+#include "executor/slice_collective.h"
 
 namespace tpujobs::executor {
 namespace internal {
@@ -219,6 +220,33 @@ using internal::prepare;
 using internal::Prepared;
 using internal::Trainer;
 
+namespace {
+
+// The processes on the launched workers print what they print, then wait
+// for a rendezvous that never completes: the job fails there, before its
+// first step. The parts of a slice that spans processes fail alike; they
+// first gather one value each, so that none closes its connections while
+// another is still completing its own (a part whose peer left early would
+// fail UNAVAILABLE instead). A peer already gone changes nothing here.
+TrainingResult failed_launch(const LaunchFailure& failure, TrainingSink& sink,
+                             const RunControl& control) {
+  if (control.slice && control.slice->collective) {
+    SliceCollective& collective = *control.slice->collective;
+    const float mine = 0;
+    std::vector<float> all(static_cast<std::size_t>(collective.size()));
+    (void)collective.all_gather(&mine, all.data(),
+                                std::vector<std::size_t>(all.size(), std::size_t{1}));
+  }
+  for (const std::string& line : failure.log_lines) sink.log(line);
+  sink.log(failure.type + ": " + failure.message);
+  TrainingResult result;
+  result.outcome = Outcome::kFailed;
+  result.error = JobError{failure.type, failure.message, failure.hint, "resources.workers"};
+  return result;
+}
+
+}  // namespace
+
 TrainingResult train(const TrainingSpec& spec, const DeviceFacts& device, WorkerPool& workers,
                      DatasetSource& datasets, TrainingSink& sink, const RunControl& control) {
   // The caller's thread runs small models' passes and the optimizer: it
@@ -234,6 +262,7 @@ TrainingResult train(const TrainingSpec& spec, const DeviceFacts& device, Worker
                               "kernels available there."};
       return result;
     }
+    if (spec.launch_failure) return failed_launch(*spec.launch_failure, sink, control);
     base::Result<Prepared, JobError> prepared = prepare(spec, datasets);
     if (!prepared.ok()) {
       sink.log(prepared.error().type + ": " + prepared.error().message);

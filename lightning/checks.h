@@ -32,6 +32,7 @@ inline constexpr std::string_view kFieldRuntime = "runtime";
 inline constexpr std::string_view kFieldEnv = "env";
 inline constexpr std::string_view kFieldAcceleratorType = "resources.accelerator_type";
 inline constexpr std::string_view kFieldTopology = "resources.topology";
+inline constexpr std::string_view kFieldWorkers = "resources.workers";
 inline constexpr std::string_view kFieldLightningVersion = "lightning_version";
 inline constexpr std::string_view kFieldMaxTime = "trainer.max_time";
 inline constexpr std::string_view kFieldMaxEpochs = "trainer.max_epochs";
@@ -212,6 +213,10 @@ void check_loop_limits(Context& c);   // loop_limits.cc: max_epochs' default, ma
 
 // `gpus`, `ipus`, `num_processes` (devices.cc): Python's TypeError under 2.x.
 void check_removed_arguments(Context& c);
+
+// resources.workers (workers.cc): every index a worker of the resolved
+// slice; fewer than all of a multi-host slice's workers: out.launch_failure.
+void check_workers(Context& c);
 
 // What building the `strategy` comes to, which decides whether Lightning
 // ever builds a precision plugin and which (strategy.cc): the registry

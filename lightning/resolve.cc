@@ -14,6 +14,7 @@ constexpr Check kChecks[] = {
     check_num_nodes,   check_request,           check_torch_xla_knows_chips,
     check_precision,   check_strategy,          check_runtime,
     check_device_info, name_lightning_tag,      check_loop_limits,
+    check_workers,
 };
 
 }  // namespace

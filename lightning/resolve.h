@@ -117,6 +117,10 @@ struct TrainerSettings {                   // absent optionals mean "not given"
   // generation in the pool that has that shape; with accelerator_type the
   // two must name the same slice.
   std::optional<std::string> topology;
+  // resources.workers: the slice's workers (hosts, 0-based) the job is
+  // launched on, as `gcloud compute tpus tpu-vm ssh --worker=0,1` names
+  // them; nullopt: every worker ("all", or not given).
+  std::optional<std::vector<std::int64_t>> workers;
   std::optional<std::string> lightning_version;  // "1.6" ... "2.5", "1.x", "2.x" (default)
   // `environment`; nullopt when the spec has none (then torch_xla is
   // assumed present and matching, as on a fresh Cloud TPU VM).
@@ -189,6 +193,16 @@ struct FieldProblem {
 
 enum class Precision { k32True, k16True, kBf16True };
 
+// How a job launched on fewer than all workers of its multi-host slice fails
+// when it starts (lightning/workers.cc): what its processes' log shows and
+// the job's error. tpujobs' own texts: torch_xla and Lightning have none.
+struct LaunchFailure {
+  std::vector<std::string> log_lines;
+  std::string type;  // "UNAVAILABLE"
+  std::string message;
+  std::string hint;
+};
+
 struct Resolution {
   std::vector<FieldProblem> errors;   // every problem at once; empty = valid
   std::vector<std::string> warnings;  // Lightning's warning texts (deprecations, precision=16 ->
@@ -250,6 +264,10 @@ struct Resolution {
   // _parse_loop_limits' warning when it chose max_epochs=1000. Not among
   // `warnings` (Trainer(...) gives none of these: they come with fit).
   std::vector<std::string> fit_start_lines;
+  // resources.workers names some of the slice's workers only: the job
+  // fails when it is launched (executor), as the TPU runtime on the
+  // launched workers never completes its rendezvous.
+  std::optional<LaunchFailure> launch_failure;
 };
 
 // Validates `settings` against the rules above and the generations present
