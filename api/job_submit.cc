@@ -86,8 +86,22 @@ void check_notify(const std::string& tenant, NotificationService* notifications,
   }
 }
 
+// The quota check a submit adds to the spec's own.
+void check_quota(const std::string& tenant, JobService& service, CheckedSpec* checked) {
+  if (!checked->errors.empty()) return;
+  const int cores = checked->resolution.request.cores();
+  if (std::optional<int> limit = service.quota(tenant); limit && cores > *limit) {
+    checked->errors.push_back(
+        {"trainer.devices",
+         "the job needs " + std::to_string(cores) + " TPU cores but tenant '" + tenant +
+             "' may use at most " + std::to_string(*limit),
+         "ask for fewer devices or hosts, or ask an admin to raise the quota"});
+  }
+}
+
 // Everything submit and :validate share: parse, check the jobs it depends
-// on, resolve the trainer settings against the pool, dry-run the executor.
+// on, resolve the trainer settings against the pool, dry-run the executor,
+// and the tenant's quota.
 CheckedSpec check_spec(json body, const std::string& tenant, JobService& service,
                        NotificationService* notifications) {
   CheckedSpec checked;
@@ -109,20 +123,8 @@ CheckedSpec check_spec(json body, const std::string& tenant, JobService& service
   checked.estimate = std::move(estimate.estimate);
   for (std::string& advice : estimate.advice) checked.warnings.push_back(std::move(advice));
   if (estimate.error) checked.errors.push_back(*estimate.error);
+  check_quota(tenant, service, &checked);
   return checked;
-}
-
-// The quota check a submit adds to the spec's own.
-void check_quota(const std::string& tenant, JobService& service, CheckedSpec* checked) {
-  if (!checked->errors.empty()) return;
-  const int cores = checked->resolution.request.cores();
-  if (std::optional<int> limit = service.quota(tenant); limit && cores > *limit) {
-    checked->errors.push_back(
-        {"trainer.devices",
-         "the job needs " + std::to_string(cores) + " TPU cores but tenant '" + tenant +
-             "' may use at most " + std::to_string(*limit),
-         "ask for fewer devices or hosts, or ask an admin to raise the quota"});
-  }
 }
 
 SubmitRequest submit_request(const std::string& tenant, CheckedSpec checked,
@@ -179,7 +181,6 @@ void JobsApi::submit(Request& request, ResponseWriterPtr writer) {
     writer->respond(answer(JsonResult(*checked.failure)));
     return;
   }
-  check_quota(request.tenant, service_, &checked);
   if (!checked.errors.empty()) {
     writer->respond(spec_problems(checked.errors, checked.warnings));
     return;
@@ -227,7 +228,6 @@ std::optional<std::vector<SubmitRequest>> JobsApi::check_sweep(
       writer->respond(answer(JsonResult(*checked.failure)));
       return std::nullopt;
     }
-    check_quota(tenant, service_, &checked);
     for (FieldError& e : checked.errors) {
       if (errors.size() == kMaxErrors) break;
       e.message = "sweep child " + std::to_string(child.index) + " " + child.values.dump() + ": " +
@@ -307,7 +307,6 @@ void JobsApi::validate(Request& request, ResponseWriterPtr writer) {
     writer->respond(answer(JsonResult(*checked.failure)));
     return;
   }
-  check_quota(request.tenant, service_, &checked);  // as submit does
   if (!checked.errors.empty()) {
     Response response = spec_problems(checked.errors, checked.warnings);
     json payload = json::parse(response.body);
