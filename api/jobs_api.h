@@ -13,6 +13,7 @@
 #include "api/router.h"
 #include "api/stream_slots.h"
 #include "api/tenant_limits.h"
+#include "base/clock.h"
 #include "base/mutex.h"
 
 namespace tpujobs::api {
@@ -49,6 +50,8 @@ struct ApiOptions {
   std::function<std::string()> more_metrics;
   // Per-tenant limits (api/tenant_limits.h); null: none. Must outlive the API.
   TenantLimiter* limits = nullptr;
+  // What "now" is (the default window of /v1/usage); null: the real clock.
+  base::Clock* clock = nullptr;
 };
 
 class JobsApi final : public Handler {
@@ -86,6 +89,10 @@ class JobsApi final : public Handler {
                                                         const std::optional<std::string>& key,
                                                         const ResponseWriterPtr& writer);
   void validate(Request& request, ResponseWriterPtr writer);
+  // GET /v1/jobs?state=&label=&name=&limit=&cursor=&array=
+  void list_jobs(Request& request, ResponseWriterPtr writer);
+  // GET /v1/jobs/{id}/logs: a page, or (text/event-stream) followed.
+  void job_logs(Request& request, const PathParams& params, ResponseWriterPtr writer);
   // GET /v1/usage?from=&to=&group_by=tenant|label[&label=KEY][&format=csv]
   void usage(Request& request, ResponseWriterPtr writer);
   Response serve_static(const Request& request);

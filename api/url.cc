@@ -11,32 +11,33 @@ int hex_value(char c) {
 }
 
 std::string decode_or_keep(std::string_view in, bool plus_is_space) {
-  std::string out;
-  if (!percent_decode(in, plus_is_space, &out)) return std::string(in);
-  return out;
+  base::Result<std::string> decoded = percent_decode(in, plus_is_space);
+  return decoded.ok() ? std::move(*decoded) : std::string(in);
 }
 
 }  // namespace
 
-bool percent_decode(std::string_view in, bool plus_is_space, std::string* out) {
-  out->clear();
-  out->reserve(in.size());
+base::Result<std::string> percent_decode(std::string_view in, bool plus_is_space) {
+  std::string out;
+  out.reserve(in.size());
   for (std::size_t i = 0; i < in.size(); ++i) {
     const char c = in[i];
     if (c == '%') {
-      if (i + 2 >= in.size()) return false;
-      const int hi = hex_value(in[i + 1]);
-      const int lo = hex_value(in[i + 2]);
-      if (hi < 0 || lo < 0) return false;
-      out->push_back(static_cast<char>(hi * 16 + lo));
+      const int hi = i + 2 < in.size() ? hex_value(in[i + 1]) : -1;
+      const int lo = i + 2 < in.size() ? hex_value(in[i + 2]) : -1;
+      if (hi < 0 || lo < 0) {
+        return base::make_error(base::ErrorCode::kInvalid,
+                                "a malformed %-escape at byte " + std::to_string(i));
+      }
+      out.push_back(static_cast<char>(hi * 16 + lo));
       i += 2;
     } else if (c == '+' && plus_is_space) {
-      out->push_back(' ');
+      out.push_back(' ');
     } else {
-      out->push_back(c);
+      out.push_back(c);
     }
   }
-  return true;
+  return out;
 }
 
 void split_target(std::string_view target, std::string* path,

@@ -5,11 +5,13 @@
 #include <string>
 #include <string_view>
 
+#include "base/result.h"
+
 namespace tpujobs::api {
 
-// Decodes %XX escapes (and '+' as space when `plus_is_space`). Returns false
-// on a malformed escape, leaving *out unspecified.
-bool percent_decode(std::string_view in, bool plus_is_space, std::string* out);
+// Decodes %XX escapes (and '+' as space when `plus_is_space`); kInvalid,
+// naming where, on a malformed escape.
+base::Result<std::string> percent_decode(std::string_view in, bool plus_is_space);
 
 // Splits "/v1/jobs?state=RUNNING&label=a%3Db" into its decoded path and
 // query parameters. Malformed escapes are kept verbatim.

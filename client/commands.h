@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
 #include "client/http_client.h"
 #include "client/options.h"
 
@@ -35,6 +36,7 @@ struct ClientContext {
   std::ostream* err = nullptr;
   bool err_is_tty = false;  // redraw the progress line with \r only on a terminal
   std::function<void(std::chrono::milliseconds)> sleep;  // the backoff between retries
+  base::Clock* clock = nullptr;  // the progress line, deadlines and waits; null: the real clock
   RetryPolicy retry;
 };
 

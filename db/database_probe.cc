@@ -21,7 +21,10 @@ std::string instance_name() {
 }  // namespace
 
 DatabaseProbe::DatabaseProbe(std::string conninfo, Options options)
-    : conninfo_(std::move(conninfo)), options_(options), instance_(instance_name()) {}
+    : conninfo_(std::move(conninfo)),
+      options_(options),
+      clock_(options.clock != nullptr ? *options.clock : base::real_clock()),
+      instance_(instance_name()) {}
 
 DatabaseProbe::~DatabaseProbe() { stop(); }
 
@@ -42,16 +45,16 @@ void DatabaseProbe::stop() {
 
 bool DatabaseProbe::ready() const {
   if (!answered_ || writes_failing_) return false;
-  const auto answered_at =
-      std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(answered_at_));
-  return std::chrono::steady_clock::now() - answered_at <= options_.interval + 2 * options_.timeout;
+  const auto answered_at = base::Clock::time_point(base::Clock::time_point::duration(answered_at_));
+  return clock_.now() - answered_at <= options_.interval + 2 * options_.timeout;
 }
 
 void DatabaseProbe::loop() {
   for (;;) {
     {
       base::MutexLock lock(mutex_);
-      lock.wait_for(wake_, options_.interval, [this]() REQUIRES(mutex_) { return stopping_; });
+      clock_.wait_for(lock, wake_, options_.interval,
+                      [this]() REQUIRES(mutex_) { return stopping_; });
       if (stopping_) return;
     }
     probe_once();
@@ -61,14 +64,14 @@ void DatabaseProbe::loop() {
 bool DatabaseProbe::probe_once() {
   if (connection_ && connection_->is_broken()) connection_.reset();
   if (!connection_) {
-    Result<std::unique_ptr<Connection>> opened = Connection::open(conninfo_, options_.timeout);
+    Result<std::unique_ptr<Connection>> opened =
+        Connection::open(conninfo_, options_.timeout, clock_);
     if (opened.ok()) connection_ = std::move(*opened);
   }
   const bool answered = connection_ && connection_->execute("SELECT 1").ok();
-  if (answered) answered_at_ = std::chrono::steady_clock::now().time_since_epoch().count();
+  if (answered) answered_at_ = clock_.now().time_since_epoch().count();
   answered_ = answered;
-  if (answered && options_.write_probe &&
-      (writes_failing_ || std::chrono::steady_clock::now() >= next_write_)) {
+  if (answered && options_.write_probe && (writes_failing_ || clock_.now() >= next_write_)) {
     probe_write();
   }
   return answered;
@@ -82,7 +85,7 @@ void DatabaseProbe::note_write(bool ok) {
 }
 
 void DatabaseProbe::probe_write() {
-  next_write_ = std::chrono::steady_clock::now() + options_.write_interval;
+  next_write_ = clock_.now() + options_.write_interval;
   // Rows of processes gone for a day are removed on the way.
   Result<QueryResult> written = connection_->execute(
       "WITH gone AS (DELETE FROM readiness_probe WHERE instance <> $1::text"

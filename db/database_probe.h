@@ -24,6 +24,7 @@
 #include <string>
 #include <thread>
 
+#include "base/clock.h"
 #include "base/mutex.h"
 
 namespace tpujobs::db {
@@ -37,6 +38,8 @@ class DatabaseProbe {
     std::chrono::milliseconds timeout{2000};  // a SELECT 1 slower than this fails
     bool write_probe = false;                 // needs migration 034
     std::chrono::milliseconds write_interval{1000};
+    // What the probe's times and waits read; null: the real clock.
+    base::Clock* clock = nullptr;
   };
 
   DatabaseProbe(std::string conninfo, Options options);
@@ -69,14 +72,15 @@ class DatabaseProbe {
 
   const std::string conninfo_;
   const Options options_;
+  base::Clock& clock_;
   // Used by start() and then by the thread only; opened again once lost (a
   // probe that timed out closes it).
   std::unique_ptr<Connection> connection_;
   std::atomic<bool> answered_{false};
-  std::atomic<std::chrono::steady_clock::rep> answered_at_{0};
+  std::atomic<base::Clock::time_point::rep> answered_at_{0};
   std::atomic<bool> writes_failing_{false};
-  std::chrono::steady_clock::time_point next_write_{};  // the probe thread's
-  const std::string instance_;                          // this process's row
+  base::Clock::time_point next_write_{};  // the probe thread's
+  const std::string instance_;            // this process's row
 
   base::Mutex mutex_;
   std::condition_variable wake_;

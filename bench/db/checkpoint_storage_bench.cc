@@ -2,7 +2,7 @@
 // the two ways tpujobs has: as one bytea parameter of an INSERT (before
 // migration 009) and as JobOutputRepository::save_checkpoint stores it now
 // (rows streamed by COPY: of 8,096 bytes since migration 013, of 1 MiB
-// before). Runs on the test server of db/test_cluster.h (an embedded
+// before). Runs on the test server of tests/support/test_cluster.h (an embedded
 // PostgreSQL in a temporary directory, fsync off, so the figures are CPU,
 // not disk).
 //
@@ -25,7 +25,7 @@
 
 #include "db/job_output_repository.h"
 #include "db/repositories.h"
-#include "db/test_cluster.h"
+#include "tests/support/test_cluster.h"
 
 namespace tpujobs::db {
 namespace {

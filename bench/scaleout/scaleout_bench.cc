@@ -29,9 +29,9 @@
 #include <vector>
 
 #include "db/embedded_postgres.h"
-#include "db/test_cluster.h"
 #include "service/gloo_collective.h"
 #include "service_process.h"
+#include "tests/support/test_cluster.h"
 #include "training_jobs.h"
 
 namespace {

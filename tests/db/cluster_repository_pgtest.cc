@@ -11,7 +11,7 @@
 #include "db/listener.h"
 #include "db/migrate.h"
 #include "db/repositories.h"
-#include "db/test_cluster.h"
+#include "tests/support/test_cluster.h"
 
 namespace tpujobs::db {
 namespace {

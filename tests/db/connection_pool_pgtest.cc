@@ -11,7 +11,7 @@
 
 #include "db/connection_pool.h"
 #include "db/database_probe.h"
-#include "db/test_cluster.h"
+#include "tests/support/test_cluster.h"
 
 namespace tpujobs::db {
 namespace {

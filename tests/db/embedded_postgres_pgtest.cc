@@ -12,7 +12,7 @@
 
 #include "db/connection_pool.h"
 #include "db/embedded_postgres.h"
-#include "db/test_cluster.h"
+#include "tests/support/test_cluster.h"
 
 namespace tpujobs::db {
 namespace {

@@ -11,7 +11,7 @@
 #include "db/embedded_postgres.h"
 #include "db/job_repository.h"
 #include "db/migrate.h"
-#include "db/test_cluster.h"
+#include "tests/support/test_cluster.h"
 
 namespace tpujobs::db {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "db/job_output_repository.h"
 #include "db/repositories.h"
-#include "db/test_cluster.h"
+#include "tests/support/test_cluster.h"
 
 namespace tpujobs::db {
 namespace {

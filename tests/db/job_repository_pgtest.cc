@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "db/job_repository.h"
-#include "db/test_cluster.h"
+#include "tests/support/test_cluster.h"
 
 namespace tpujobs::db {
 namespace {

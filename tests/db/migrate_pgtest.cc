@@ -4,7 +4,7 @@
 #include <thread>
 
 #include "db/migrate.h"
-#include "db/test_cluster.h"
+#include "tests/support/test_cluster.h"
 
 namespace tpujobs::db {
 namespace {

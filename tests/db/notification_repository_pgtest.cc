@@ -8,7 +8,7 @@
 
 #include "db/job_repository.h"
 #include "db/notification_repository.h"
-#include "db/test_cluster.h"
+#include "tests/support/test_cluster.h"
 
 namespace tpujobs::db {
 namespace {

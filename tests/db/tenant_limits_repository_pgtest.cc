@@ -2,7 +2,7 @@
 
 #include "db/job_repository.h"
 #include "db/tenant_limits_repository.h"
-#include "db/test_cluster.h"
+#include "tests/support/test_cluster.h"
 
 namespace tpujobs::db {
 namespace {

@@ -6,8 +6,8 @@
 #include <ctime>
 
 #include "db/job_repository.h"
-#include "db/test_cluster.h"
 #include "db/workload_repository.h"
+#include "tests/support/test_cluster.h"
 
 namespace tpujobs::db {
 namespace {

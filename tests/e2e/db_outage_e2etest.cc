@@ -18,10 +18,10 @@
 
 #include "db/connection.h"
 #include "db/embedded_postgres.h"
-#include "db/test_cluster.h"
 #include "jobs_api.h"
 #include "own_postgres.h"
 #include "service_process.h"
+#include "tests/support/test_cluster.h"
 #include "training_jobs.h"
 
 namespace tpujobs::testing {

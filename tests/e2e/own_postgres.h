@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "db/embedded_postgres.h"
-#include "db/test_cluster.h"
 #include "service_process.h"
+#include "tests/support/test_cluster.h"
 
 namespace tpujobs::testing {
 

@@ -14,10 +14,10 @@
 #include <set>
 
 #include "../client/client_process.h"
-#include "db/test_cluster.h"
 #include "jobs_api.h"
 #include "own_postgres.h"
 #include "service_process.h"
+#include "tests/support/test_cluster.h"
 #include "training_jobs.h"
 
 namespace tpujobs::testing {

@@ -9,9 +9,9 @@
 
 #include "db/migrate.h"
 #include "db/repositories.h"
-#include "db/test_cluster.h"
 #include "scheduler/pool.h"
 #include "service/agent.h"
+#include "tests/support/test_cluster.h"
 
 namespace tpujobs::service {
 namespace {

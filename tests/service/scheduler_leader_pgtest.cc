@@ -7,9 +7,9 @@
 
 #include "api/usage.h"
 #include "db/migrate.h"
-#include "db/test_cluster.h"
 #include "service/job_lifecycle.h"
 #include "service/scheduler_leader.h"
+#include "tests/support/test_cluster.h"
 
 namespace tpujobs::service {
 namespace {

@@ -11,15 +11,19 @@
 #             or std::this_thread directly; base/ is where the real clock is.
 #   size      production files stay under 700 lines (the rule tables of
 #             lightning/ under 900).
+#   functions no function is over 80 lines, from its signature to its
+#             closing brace (a definition at namespace scope or in a class
+#             body; a table is data, not a function).
 #
-# ALLOWED lists the files still let off a rule (clock, size) until the code
-# is brought to it, one `path` or `path max-lines` a line. The list may only
+# ALLOWED lists the files still let off a rule (clock, size, functions) until
+# the code is brought to it, one `path`, `path max-lines` or (functions)
+# `path function max-lines` a line. The list may only
 # shrink: a file on it that now keeps the rule is a breach too ("remove it
 # from the list"), and a listed file may not grow past its recorded size.
 cmake_minimum_required(VERSION 3.25)
 
 if(NOT DEFINED ROOT OR NOT DEFINED RULE)
-  message(FATAL_ERROR "usage: cmake -DROOT=DIR -DRULE=includes|clock|size [-DALLOWED=FILE] -P source_rules.cmake")
+  message(FATAL_ERROR "usage: cmake -DROOT=DIR -DRULE=includes|clock|size|functions [-DALLOWED=FILE] -P source_rules.cmake")
 endif()
 
 set(production_folders base lightning scheduler executor db api client service)
@@ -71,6 +75,17 @@ if(DEFINED ALLOWED AND EXISTS ${ALLOWED})
     if(entry MATCHES "^[ \t]*(#|$)")
       continue()
     endif()
+    if(RULE STREQUAL "functions")
+      # `path function max`: the key is `path function`.
+      string(REGEX MATCH "^([^ \t]+)[ \t]+([^ \t]+)([ \t]+([0-9]+))?" _ "${entry}")
+      list(APPEND allowed_paths "${CMAKE_MATCH_1} ${CMAKE_MATCH_2}")
+      if(CMAKE_MATCH_4)
+        list(APPEND allowed_limits "${CMAKE_MATCH_4}")
+      else()
+        list(APPEND allowed_limits "0")
+      endif()
+      continue()
+    endif()
     string(REGEX MATCH "^([^ \t]+)([ \t]+([0-9]+))?" _ "${entry}")
     list(APPEND allowed_paths "${CMAKE_MATCH_1}")
     if(CMAKE_MATCH_3)
@@ -84,8 +99,9 @@ endif()
 # Reads `path` into `out_lines` (a list; semicolons made harmless).
 function(read_lines path out_lines)
   file(READ ${ROOT}/${path} text)
-  # A list splits at semicolons outside square brackets: neither may stay.
-  string(REPLACE ";" "," text "${text}")
+  # A list splits at semicolons outside square brackets: neither may stay
+  # (a semicolon becomes U+204F, which sources do not hold).
+  string(REPLACE ";" "⁏" text "${text}")
   string(REPLACE "[" "(" text "${text}")
   string(REPLACE "]" ")" text "${text}")
   string(REPLACE "\n" ";" text "${text}")
@@ -147,6 +163,53 @@ function(count_clock_reads path out_count out_first)
   set(${out_first} "${first}" PARENT_SCOPE)
 endfunction()
 
+# The functions of `path` as `name first-line lines` entries in `out`: a
+# definition starts at a signature line at column 0 (or 2, in a class body)
+# and ends at the first closing brace at that column after its opening one.
+set(not_a_signature "^ *(namespace|class|struct|enum|union|using|typedef|return|if|for|while|switch|template|static_assert|case|else|do|#|//)([^A-Za-z0-9_]|$)")
+function(list_functions path out)
+  read_lines(${path} lines)
+  set(found "")
+  set(number 0)
+  set(candidate "")
+  set(inside FALSE)
+  foreach(line IN LISTS lines)
+    math(EXPR number "${number} + 1")
+    if(inside)
+      if(line STREQUAL "${indent}}")
+        math(EXPR length "${number} - ${start} + 1")
+        list(APPEND found "${name} ${start} ${length}")
+        set(inside FALSE)
+        set(candidate "")
+      endif()
+      continue()
+    endif()
+    # The code of the line: no trailing comment, no trailing blanks.
+    string(REGEX REPLACE "[ \t]*//.*$" "" code "${line}")
+    if(code MATCHES "^(  )?[A-Za-z_~][^⁏=]*\\(" AND NOT code MATCHES "${not_a_signature}")
+      set(indent "")
+      if(code MATCHES "^  ")
+        set(indent "  ")
+      endif()
+      string(REGEX MATCH "([A-Za-z_~][A-Za-z0-9_:~]*)\\(" _ "${code}")
+      set(name "${CMAKE_MATCH_1}")
+      set(start ${number})
+      set(candidate TRUE)
+    endif()
+    if(candidate)
+      # `) {`, `) const {`, `) -> T {`, an initializer list's `x_(y) {`; not
+      # the `= {` of data.
+      if(code MATCHES "\\)[^()=]*\\{$")
+        set(inside TRUE)
+      elseif(code MATCHES "(⁏|})$")
+        set(candidate "")
+      endif()
+    endif()
+  endforeach()
+  set(${out} "${found}" PARENT_SCOPE)
+endfunction()
+
+set(used_functions "")
 foreach(path IN LISTS sources)
   list(FIND allowed_paths "${path}" allowed_index)
   if(RULE STREQUAL "includes")
@@ -181,6 +244,28 @@ foreach(path IN LISTS sources)
         breach(${path} ${count} "${count} lines, grown past the ${recorded} recorded in ${ALLOWED}")
       endif()
     endif()
+  elseif(RULE STREQUAL "functions")
+    list_functions(${path} functions)
+    foreach(function IN LISTS functions)
+      string(REPLACE " " ";" parts "${function}")
+      list(GET parts 0 name)
+      list(GET parts 1 start)
+      list(GET parts 2 length)
+      list(FIND allowed_paths "${path} ${name}" allowed_index)
+      if(allowed_index EQUAL -1)
+        if(length GREATER 80)
+          breach(${path} ${start} "${name} is ${length} lines, over 80: split it into steps")
+        endif()
+      else()
+        list(APPEND used_functions "${path} ${name}")
+        list(GET allowed_limits ${allowed_index} recorded)
+        if(length LESS_EQUAL 80)
+          breach(${path} ${start} "${name} is ${length} lines and keeps the rule now: remove it from ${ALLOWED}")
+        elseif(length GREATER recorded)
+          breach(${path} ${start} "${name} is ${length} lines, grown past the ${recorded} recorded in ${ALLOWED}")
+        endif()
+      endif()
+    endforeach()
   else()
     message(FATAL_ERROR "unknown RULE ${RULE}")
   endif()
@@ -192,6 +277,17 @@ foreach(crossing IN LISTS allowed_crossings)
     string(APPEND breaches "${text}/ is no longer made: remove it from ${ALLOWED}\n")
   endif()
 endforeach()
+
+# A listed function that keeps the rule now (or is gone) leaves the list.
+if(RULE STREQUAL "functions")
+  foreach(key IN LISTS allowed_paths)
+    if(NOT key IN_LIST used_functions)
+      string(REPLACE " " ":0: functions: " text "${key}")
+      string(APPEND breaches "${text} is listed in ${ALLOWED} but not found: remove it from the list\n")
+    endif()
+  endforeach()
+  set(allowed_paths "")
+endif()
 
 # A listed file that no longer exists is stale.
 if(RULE STREQUAL "includes")

@@ -1,4 +1,4 @@
-#include "db/test_cluster.h"
+#include "tests/support/test_cluster.h"
 
 #include <stdlib.h>
 
