@@ -170,6 +170,16 @@ db::Status Agent::start() {
   std::cerr << "tpujobs: agent " << options_.name << " registered " << hosts.size()
             << " host(s), epoch " << *epoch << std::endl;
   started_ = true;
+  if (options_.wake_bus != nullptr) {
+    options_.wake_bus->subscribe(db::kAgentChannel, [this](const std::string& payload) {
+      if (!payload.empty() && payload != options_.name) return;
+      {
+        base::MutexLock lock(mutex_);
+        woken_ = true;
+      }
+      wake_.notify_all();
+    });
+  }
   supervisor_ = std::thread([this] { supervise_loop(); });
   heartbeater_ = std::thread([this] { heartbeat_loop(); });
   telemetry_.start();
@@ -236,7 +246,7 @@ void Agent::stop() {
   heartbeat_wake_.notify_all();
   if (heartbeater_.joinable()) heartbeater_.join();
   (void)cluster_.leave(options_.name, epoch);
-  (void)cluster_.notify(db::kSubmitChannel, "agent-left");
+  notify(db::kSubmitChannel, "agent-left");
 }
 
 void Agent::stop_all_locked(StopReason reason) {
@@ -293,8 +303,17 @@ void Agent::rejoin() {
   }
 }
 
+void Agent::notify(const char* channel, const std::string& payload) {
+  if (options_.wake_bus != nullptr) {
+    options_.wake_bus->publish(channel, payload);
+  } else {
+    (void)cluster_.notify(channel, payload);
+  }
+}
+
 void Agent::supervise_loop() {
-  db::Listener listener(options_.conninfo, db::kAgentChannel);
+  std::optional<db::Listener> listener;
+  if (options_.wake_bus == nullptr) listener.emplace(options_.conninfo, db::kAgentChannel);
   for (;;) {
     {
       base::MutexLock lock(mutex_);
@@ -307,9 +326,10 @@ void Agent::supervise_loop() {
     reconcile();
     const auto wait = options_.poll_interval;
     // Any payload wakes it: one look costs one query.
-    if (!listener.wait(wait).ok()) {
+    if (!listener || !listener->wait(wait).ok()) {
       base::MutexLock lock(mutex_);
-      lock.wait_for(wake_, wait, [this]() REQUIRES(mutex_) { return stopping_; });
+      lock.wait_for(wake_, wait, [this]() REQUIRES(mutex_) { return stopping_ || woken_; });
+      woken_ = false;
     }
   }
 }
@@ -523,7 +543,7 @@ void Agent::run_job(std::shared_ptr<Run> run) {
   // kMovedOn: the job belongs to another placement now; nothing to write.
   if (end) {
     (void)repo_.jobs.transition(*end);
-    (void)cluster_.notify(db::kSubmitChannel, "finished");  // cores freed: wake the leader
+    notify(db::kSubmitChannel, "finished");  // cores freed: wake the leader
   }
   finish_here();
 }

@@ -37,6 +37,7 @@
 #include "scheduler/pool.h"
 #include "service/run_supervisor.h"
 #include "service/telemetry_writer.h"
+#include "service/wake_bus.h"
 
 namespace tpujobs::service {
 
@@ -57,6 +58,9 @@ struct AgentOptions {
   // name), and the deadline of its rendezvous and of every collective.
   std::string collective_host;
   std::chrono::milliseconds collective_timeout{30000};
+  // A standalone serve's in-process wake-ups (service/wake_bus.h); null:
+  // LISTEN/NOTIFY. Must outlive the agent.
+  WakeBus* wake_bus = nullptr;
 };
 
 class Agent {
@@ -126,6 +130,8 @@ class Agent {
   bool stopping_ GUARDED_BY(mutex_) = false;
   // Set last in stop(), just before the agent leaves.
   bool heartbeat_stopping_ GUARDED_BY(mutex_) = false;
+  bool woken_ GUARDED_BY(mutex_) = false;  // by the wake bus
+  void notify(const char* channel, const std::string& payload);
   std::condition_variable wake_;
   std::condition_variable heartbeat_wake_;
 
