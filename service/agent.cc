@@ -13,6 +13,7 @@
 #include "service/database_datasets.h"
 #include "service/gloo_collective.h"
 #include "service/job_lifecycle.h"
+#include "service/job_views.h"
 
 namespace tpujobs::service {
 namespace {
@@ -123,6 +124,7 @@ class Agent::Sink final : public executor::TrainingSink {
     if (now - last_write_ < std::chrono::milliseconds(250)) return;
     last_write_ = now;
     record_progress();
+    agent_.keep_live_view(run_);
   }
 
   void record_progress() {
@@ -386,9 +388,30 @@ executor::DeviceFacts Agent::device_for(const db::JobRow& row) const {
   return device;
 }
 
+void Agent::keep_live_view(const Run& run) {
+  if (run.peer() || !run.progress) return;
+  nlohmann::json view = views::render_row(run.row);
+  view["state"] = "RUNNING";
+  view["progress"] = views::progress_view(*run.progress, std::nullopt);
+  view["metrics"] = run.latest_metrics;
+  base::MutexLock lock(live_mutex_);
+  live_views_[run.row.id] = {run.row.tenant, views::response_body(view)};
+}
+
+std::optional<std::pair<std::string, std::string>> Agent::live_view(std::int64_t job) {
+  base::MutexLock lock(live_mutex_);
+  auto it = live_views_.find(job);
+  if (it == live_views_.end()) return std::nullopt;
+  return it->second;
+}
+
 void Agent::run_job(std::shared_ptr<Run> run) {
   const std::int64_t id = run->row.id;
   auto finish_here = [&] {
+    {
+      base::MutexLock live(live_mutex_);
+      live_views_.erase(id);
+    }
     base::MutexLock lock(mutex_);
     auto it = runs_.find(id);
     if (it != runs_.end() && it->second == run) {

@@ -77,6 +77,10 @@ class Agent {
   // anywhere), requeues the jobs placed here that never started, leaves the
   // pool and stops the threads. No attempt is spent. Idempotent.
   void stop();
+  // The view of a job this agent runs as its last progress showed it
+  // ({tenant, body}): what the API service in the same process answers
+  // while the database is away. nullopt for a job not running here.
+  std::optional<std::pair<std::string, std::string>> live_view(std::int64_t job);
 
   std::int64_t epoch() const { return epoch_; }
 
@@ -120,6 +124,11 @@ class Agent {
   std::atomic<std::int64_t> lost_epoch_{0};
   // The heartbeat's own connection.
   std::unique_ptr<db::ConnectionPool> heartbeat_pool_;
+
+  // live_view's copies, refreshed with each stored progress.
+  void keep_live_view(const Run& run);
+  base::Mutex live_mutex_;
+  std::map<std::int64_t, std::pair<std::string, std::string>> live_views_ GUARDED_BY(live_mutex_);
 
   base::Mutex mutex_;
   std::map<std::int64_t, std::shared_ptr<Run>> runs_ GUARDED_BY(mutex_);

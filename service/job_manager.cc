@@ -165,6 +165,13 @@ db::Result<std::string> JobManager::get_job_text(std::int64_t id, const std::str
     return std::move(hit->body);
   }
   auto row = load_visible(id, tenant);
+  if (!row.ok() && row.code() == db::ErrorCode::kUnavailable && live_view_) {
+    // The database is away: a job this process runs shows its last progress.
+    if (auto live = live_view_(id)) {
+      if (live->first != tenant) return not_found(id).error();
+      return std::move(live->second);
+    }
+  }
   if (!row.ok()) return row.error();
   if (!is_terminal(row->state)) {
     // Where a resume would start is in the table.

@@ -21,6 +21,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -72,6 +73,11 @@ class JobManager final : public api::JobService {
   // estimate assumes before any agent registered).
   JobManager(db::ConnectionPool& pool, scheduler::PoolLayout layout, JobManagerOptions options);
   ~JobManager() override;
+
+  // The in-process agent's view of a job it runs ({tenant, body}; Agent::
+  // live_view), answered while the database is away. Set before serving.
+  using LiveView = std::function<std::optional<std::pair<std::string, std::string>>(std::int64_t)>;
+  void set_live_view(LiveView live_view) { live_view_ = std::move(live_view); }
 
   // Starts the committers and the log listener.
   db::Status start();
@@ -157,6 +163,7 @@ class JobManager final : public api::JobService {
   JobManagerOptions options_;
   base::Clock& clock_;
   std::unique_ptr<executor::DatasetSource> datasets_;
+  LiveView live_view_;
 
   class Tokens final : public TokenStore {
    public:

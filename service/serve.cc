@@ -585,6 +585,8 @@ int run_serve(const std::vector<std::string>& args) {
       agent_options.collective_timeout = std::chrono::seconds(options.collective_timeout_seconds);
       if (standalone) agent_options.wake_bus = &wake_bus;
       agent = std::make_unique<Agent>(**pool, agent_options);
+      Agent* runs_here = agent.get();
+      manager.set_live_view([runs_here](std::int64_t id) { return runs_here->live_view(id); });
       if (db::Status started = agent->start(); !started.ok()) {
         std::cerr << "tpujobs serve: agent: " << started.error().message << "\n";
         manager.shutdown();
