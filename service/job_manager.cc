@@ -174,8 +174,10 @@ db::Result<std::string> JobManager::get_job_text(std::int64_t id, const std::str
   }
   if (!row.ok()) return row.error();
   if (!is_terminal(row->state)) {
-    // Where a resume would start is in the table.
+    // Where a resume would start is in the table (a job never started has
+    // no checkpoint: a queued job's view is one read).
     json view = views::render_row(*row);
+    if (!row->started_at) return response_body(view);
     auto checkpoints = repo_.outputs.latest_checkpoint_positions({id});
     if (checkpoints.ok()) {
       if (auto c = checkpoints->find(id); c != checkpoints->end()) {
