@@ -13,6 +13,7 @@
 #include "service/database_datasets.h"
 #include "service/gloo_collective.h"
 #include "service/job_lifecycle.h"
+#include "service/job_views.h"
 
 namespace tpujobs::service {
 namespace {
@@ -123,6 +124,7 @@ class Agent::Sink final : public executor::TrainingSink {
     if (now - last_write_ < std::chrono::milliseconds(250)) return;
     last_write_ = now;
     record_progress();
+    agent_.keep_live_view(run_);
   }
 
   void record_progress() {
@@ -170,6 +172,16 @@ db::Status Agent::start() {
   std::cerr << "tpujobs: agent " << options_.name << " registered " << hosts.size()
             << " host(s), epoch " << *epoch << std::endl;
   started_ = true;
+  if (options_.wake_bus != nullptr) {
+    options_.wake_bus->subscribe(db::kAgentChannel, [this](const std::string& payload) {
+      if (!payload.empty() && payload != options_.name) return;
+      {
+        base::MutexLock lock(mutex_);
+        woken_ = true;
+      }
+      wake_.notify_all();
+    });
+  }
   supervisor_ = std::thread([this] { supervise_loop(); });
   heartbeater_ = std::thread([this] { heartbeat_loop(); });
   telemetry_.start();
@@ -236,7 +248,7 @@ void Agent::stop() {
   heartbeat_wake_.notify_all();
   if (heartbeater_.joinable()) heartbeater_.join();
   (void)cluster_.leave(options_.name, epoch);
-  (void)cluster_.notify(db::kSubmitChannel, "agent-left");
+  notify(db::kSubmitChannel, "agent-left");
 }
 
 void Agent::stop_all_locked(StopReason reason) {
@@ -293,8 +305,17 @@ void Agent::rejoin() {
   }
 }
 
+void Agent::notify(const char* channel, const std::string& payload) {
+  if (options_.wake_bus != nullptr) {
+    options_.wake_bus->publish(channel, payload);
+  } else {
+    (void)cluster_.notify(channel, payload);
+  }
+}
+
 void Agent::supervise_loop() {
-  db::Listener listener(options_.conninfo, db::kAgentChannel);
+  std::optional<db::Listener> listener;
+  if (options_.wake_bus == nullptr) listener.emplace(options_.conninfo, db::kAgentChannel);
   for (;;) {
     {
       base::MutexLock lock(mutex_);
@@ -307,9 +328,10 @@ void Agent::supervise_loop() {
     reconcile();
     const auto wait = options_.poll_interval;
     // Any payload wakes it: one look costs one query.
-    if (!listener.wait(wait).ok()) {
+    if (!listener || !listener->wait(wait).ok()) {
       base::MutexLock lock(mutex_);
-      lock.wait_for(wake_, wait, [this]() REQUIRES(mutex_) { return stopping_; });
+      lock.wait_for(wake_, wait, [this]() REQUIRES(mutex_) { return stopping_ || woken_; });
+      woken_ = false;
     }
   }
 }
@@ -366,9 +388,30 @@ executor::DeviceFacts Agent::device_for(const db::JobRow& row) const {
   return device;
 }
 
+void Agent::keep_live_view(const Run& run) {
+  if (run.peer() || !run.progress) return;
+  nlohmann::json view = views::render_row(run.row);
+  view["state"] = "RUNNING";
+  view["progress"] = views::progress_view(*run.progress, std::nullopt);
+  view["metrics"] = run.latest_metrics;
+  base::MutexLock lock(live_mutex_);
+  live_views_[run.row.id] = {run.row.tenant, views::response_body(view)};
+}
+
+std::optional<std::pair<std::string, std::string>> Agent::live_view(std::int64_t job) {
+  base::MutexLock lock(live_mutex_);
+  auto it = live_views_.find(job);
+  if (it == live_views_.end()) return std::nullopt;
+  return it->second;
+}
+
 void Agent::run_job(std::shared_ptr<Run> run) {
   const std::int64_t id = run->row.id;
   auto finish_here = [&] {
+    {
+      base::MutexLock live(live_mutex_);
+      live_views_.erase(id);
+    }
     base::MutexLock lock(mutex_);
     auto it = runs_.find(id);
     if (it != runs_.end() && it->second == run) {
@@ -523,7 +566,7 @@ void Agent::run_job(std::shared_ptr<Run> run) {
   // kMovedOn: the job belongs to another placement now; nothing to write.
   if (end) {
     (void)repo_.jobs.transition(*end);
-    (void)cluster_.notify(db::kSubmitChannel, "finished");  // cores freed: wake the leader
+    notify(db::kSubmitChannel, "finished");  // cores freed: wake the leader
   }
   finish_here();
 }

@@ -37,6 +37,7 @@
 #include "scheduler/pool.h"
 #include "service/run_supervisor.h"
 #include "service/telemetry_writer.h"
+#include "service/wake_bus.h"
 
 namespace tpujobs::service {
 
@@ -57,6 +58,9 @@ struct AgentOptions {
   // name), and the deadline of its rendezvous and of every collective.
   std::string collective_host;
   std::chrono::milliseconds collective_timeout{30000};
+  // A standalone serve's in-process wake-ups (service/wake_bus.h); null:
+  // LISTEN/NOTIFY. Must outlive the agent.
+  WakeBus* wake_bus = nullptr;
 };
 
 class Agent {
@@ -73,6 +77,10 @@ class Agent {
   // anywhere), requeues the jobs placed here that never started, leaves the
   // pool and stops the threads. No attempt is spent. Idempotent.
   void stop();
+  // The view of a job this agent runs as its last progress showed it
+  // ({tenant, body}): what the API service in the same process answers
+  // while the database is away. nullopt for a job not running here.
+  std::optional<std::pair<std::string, std::string>> live_view(std::int64_t job);
 
   std::int64_t epoch() const { return epoch_; }
 
@@ -117,6 +125,11 @@ class Agent {
   // The heartbeat's own connection.
   std::unique_ptr<db::ConnectionPool> heartbeat_pool_;
 
+  // live_view's copies, refreshed with each stored progress.
+  void keep_live_view(const Run& run);
+  base::Mutex live_mutex_;
+  std::map<std::int64_t, std::pair<std::string, std::string>> live_views_ GUARDED_BY(live_mutex_);
+
   base::Mutex mutex_;
   std::map<std::int64_t, std::shared_ptr<Run>> runs_ GUARDED_BY(mutex_);
   // Slice placements whose part here has ended: never started again (the
@@ -126,6 +139,8 @@ class Agent {
   bool stopping_ GUARDED_BY(mutex_) = false;
   // Set last in stop(), just before the agent leaves.
   bool heartbeat_stopping_ GUARDED_BY(mutex_) = false;
+  bool woken_ GUARDED_BY(mutex_) = false;  // by the wake bus
+  void notify(const char* channel, const std::string& payload);
   std::condition_variable wake_;
   std::condition_variable heartbeat_wake_;
 

@@ -44,7 +44,24 @@ SchedulerLeader::SchedulerLeader(LeaderStore& store, SchedulerLeaderOptions opti
 SchedulerLeader::~SchedulerLeader() { stop(); }
 
 void SchedulerLeader::start() {
+  if (options_.wake_bus != nullptr) {
+    options_.wake_bus->subscribe(db::kSubmitChannel, [this](const std::string&) {
+      {
+        base::MutexLock lock(mutex_);
+        woken_ = true;
+      }
+      wake_.notify_all();
+    });
+  }
   thread_ = std::thread([this] { loop(); });
+}
+
+void SchedulerLeader::notify(const char* channel, const std::string& payload) {
+  if (options_.wake_bus != nullptr) {
+    options_.wake_bus->publish(channel, payload);
+  } else {
+    (void)store_.notify(channel, payload);
+  }
 }
 
 void SchedulerLeader::stop() {
@@ -59,7 +76,8 @@ void SchedulerLeader::stop() {
 }
 
 void SchedulerLeader::loop() {
-  db::Listener listener(options_.conninfo, db::kSubmitChannel);
+  std::optional<db::Listener> listener;
+  if (options_.wake_bus == nullptr) listener.emplace(options_.conninfo, db::kSubmitChannel);
   for (;;) {
     {
       base::MutexLock lock(mutex_);
@@ -92,9 +110,11 @@ void SchedulerLeader::loop() {
     // interval: a lost notification delays a pass, never loses work.
     // A burst of submits makes one pass, not one each.
     options_.clock->sleep_for(options_.min_pass_interval);
-    if (!listener.wait(options_.poll_interval).ok()) {
+    if (!listener || !listener->wait(options_.poll_interval).ok()) {
       base::MutexLock lock(mutex_);
-      lock.wait_for(wake_, options_.poll_interval, [this]() REQUIRES(mutex_) { return stopping_; });
+      lock.wait_for(wake_, options_.poll_interval,
+                    [this]() REQUIRES(mutex_) { return stopping_ || woken_; });
+      woken_ = false;
     }
   }
 }
@@ -187,7 +207,7 @@ db::Status SchedulerLeader::move_off(const db::JobRow& row, const std::string& r
     std::cerr << "tpujobs: job " << row.id << ": " << t.reason << std::endl;
     requests_.erase(row.id);
     // Its agent, if it still listens, stops its copy now.
-    (void)store_.notify(db::kAgentChannel, row.agent.value_or(""));
+    notify(db::kAgentChannel, row.agent.value_or(""));
   }
   return db::Status::Ok();
 }

@@ -47,6 +47,7 @@
 #include "scheduler/request.h"
 #include "service/fair_share_usage.h"
 #include "service/leader_store.h"
+#include "service/wake_bus.h"
 
 namespace tpujobs::service {
 
@@ -71,6 +72,9 @@ struct SchedulerLeaderOptions {
   // stored usage this often).
   FairShareOptions fair_share;
   std::chrono::milliseconds fair_share_interval{5000};
+  // A standalone serve's in-process wake-ups (service/wake_bus.h); null:
+  // LISTEN/NOTIFY. Must outlive the leader.
+  WakeBus* wake_bus = nullptr;
 };
 
 class SchedulerLeader {
@@ -188,6 +192,8 @@ class SchedulerLeader {
   base::Mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ GUARDED_BY(mutex_) = false;
+  bool woken_ GUARDED_BY(mutex_) = false;  // by the wake bus
+  void notify(const char* channel, const std::string& payload);
   std::thread thread_;
 };
 

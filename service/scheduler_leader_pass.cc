@@ -426,7 +426,7 @@ db::Status SchedulerLeader::pass() {
   if (db::Status s = write_starts(state, plan, woken); !s.ok()) return s;
   if (db::Status s = write_preemption(state, plan, woken); !s.ok()) return s;
   // Committed: now the agents may act.
-  for (const std::string& agent : woken) (void)store_.notify(db::kAgentChannel, agent);
+  for (const std::string& agent : woken) notify(db::kAgentChannel, agent);
   return write_pending(state, plan);
 }
 

@@ -30,6 +30,7 @@
 #include "service/pool_config.h"
 #include "service/retention.h"
 #include "service/scheduler_leader.h"
+#include "service/standalone_restart.h"
 #include "service/web_assets.h"
 
 namespace tpujobs::service {
@@ -432,9 +433,12 @@ int run_serve(const std::vector<std::string>& args) {
     return 0;
   }
   raise_descriptor_limit();
-  // DESIGN §9: with a database URL, --name or --pool none joins a cluster.
-  const bool cluster =
-      !options.database_url.empty() && (!options.name.empty() || options.pool == "none");
+  // DESIGN §9: with a database URL, --name or --pool none joins a cluster;
+  // without one, serve is a one-member cluster on the embedded PostgreSQL:
+  // the same API service, scheduler leader and agent, woken in-process.
+  // (A serve without --name on a database URL is standalone too.)
+  const bool standalone = options.name.empty() && options.pool != "none";
+  const bool cluster = !standalone;  // joins a cluster of several processes
   if (options.pool == "none" && options.database_url.empty()) {
     std::cerr
         << "tpujobs serve: --pool none serves the API of a cluster: it needs --database-url\n";
@@ -448,6 +452,7 @@ int run_serve(const std::vector<std::string>& args) {
       options.pool == "none" ? base::Result<scheduler::PoolLayout>(scheduler::PoolLayout{})
       : cluster              ? agent_layout(options)
                              : load_pool(options.pool);
+  if (standalone && options.name.empty()) options.name = "local";
   if (!layout.ok()) {
     std::cerr << "tpujobs serve: --pool: " << layout.error().message << "\n";
     return 2;
@@ -527,18 +532,23 @@ int run_serve(const std::vector<std::string>& args) {
     }
   }
 
-  JobManagerOptions manager_options;
-  manager_options.cluster = cluster;
-  if (!options.name.empty()) manager_options.instance = options.name;
-  manager_options.workers =
-      options.workers > 0 ? options.workers
+  WakeBus wake_bus;  // a standalone serve's leader, agent and API wake each other directly
+  const int workers = options.workers > 0
+                          ? options.workers
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  manager_options.lease_timeout = std::chrono::seconds(options.lease_timeout_seconds);
-  manager_options.fair_share.half_life = options.fair_share_half_life;
+  JobManagerOptions manager_options;
+  if (standalone) manager_options.wake_bus = &wake_bus;
+  if (!options.name.empty()) manager_options.instance = options.name;
   manager_options.readiness_probe.timeout =
       std::min<std::chrono::milliseconds>(db_timeout, std::chrono::seconds(2));
   manager_options.readiness_probe.write_probe = true;  // /readyz: writes too (migration 034)
-  JobManager manager(**pool, cluster ? scheduler::PoolLayout{} : *layout, manager_options);
+  if (standalone) {
+    if (db::Status requeued = requeue_left_placed(**pool); !requeued.ok()) {
+      std::cerr << "tpujobs serve: " << requeued.error().message << "\n";
+      return 1;
+    }
+  }
+  JobManager manager(**pool, *layout, manager_options);
   if (db::Status started = manager.start(); !started.ok()) {
     std::cerr << "tpujobs serve: " << started.error().message << "\n";
     return 1;
@@ -549,7 +559,7 @@ int run_serve(const std::vector<std::string>& args) {
   std::unique_ptr<db::ConnectionPool> leader_pool;
   std::unique_ptr<SchedulerLeader> leader;
   std::unique_ptr<Agent> agent;
-  if (cluster) {
+  {
     auto created = db::ConnectionPool::create(conninfo, 2);
     if (!created.ok()) {
       std::cerr << "tpujobs serve: database: " << created.error().message << "\n";
@@ -561,24 +571,29 @@ int run_serve(const std::vector<std::string>& args) {
     leader_options.instance = options.name.empty() ? "replica" : options.name;
     leader_options.agent_silence = std::chrono::seconds(options.agent_silence_seconds);
     leader_options.fair_share.half_life = options.fair_share_half_life;
+    if (standalone) leader_options.wake_bus = &wake_bus;
     leader = std::make_unique<SchedulerLeader>(*leader_pool, leader_options);
-    leader->start();
+    // The agent registers before the leader's first pass, which would
+    // otherwise find no host alive and tell the waiting jobs so.
     if (!layout->hosts.empty()) {
       AgentOptions agent_options;
       agent_options.name = options.name;
       agent_options.conninfo = conninfo;
       agent_options.layout = *layout;
-      agent_options.workers = manager_options.workers;
+      agent_options.workers = workers;
       agent_options.collective_host = options.collective_address;
       agent_options.collective_timeout = std::chrono::seconds(options.collective_timeout_seconds);
+      if (standalone) agent_options.wake_bus = &wake_bus;
       agent = std::make_unique<Agent>(**pool, agent_options);
+      Agent* runs_here = agent.get();
+      manager.set_live_view([runs_here](std::int64_t id) { return runs_here->live_view(id); });
       if (db::Status started = agent->start(); !started.ok()) {
         std::cerr << "tpujobs serve: agent: " << started.error().message << "\n";
-        leader->stop();
         manager.shutdown();
         return 1;
       }
     }
+    leader->start();
   }
 
   // Every replica purges (batches skip what another holds).
@@ -653,6 +668,9 @@ int run_serve(const std::vector<std::string>& args) {
   server.stop_accepting();
   // Running jobs first: each step trained from here is one the next start
   // does not resume from.
+  // Standalone, the leader stops first: a pass after its own agent left
+  // would tell every waiting job that no host is alive, and store that.
+  if (standalone && leader) leader->stop();
   if (agent) agent->stop();
   if (leader) leader->stop();
   manager.shutdown();
