@@ -546,6 +546,9 @@ void Agent::run_job(std::shared_ptr<Run> run) {
                             result_json.dump(), run->epoch);
   } else if (result.outcome == executor::Outcome::kFailed && run->slice &&
              result.error->type == "UNAVAILABLE" &&
+             // A launch on some of the slice's workers fails the same way on
+             // every attempt: not a peer to retry without.
+             result.error->field != "resources.workers" &&
              (end = retry_after_unreachable_peer(*run, spec->max_retries))) {
     // Requeued: placed again (on healthy hosts) to resume from its checkpoint.
   } else if (result.outcome == executor::Outcome::kFailed) {
