@@ -101,9 +101,31 @@ db::Result<std::vector<db::InsertedJob>> JobManager::JobStore::insert_jobs(
   manager_.readiness_probe_.note_write(inserted.ok() ||
                                        inserted.code() == db::ErrorCode::kConflict ||
                                        inserted.code() == db::ErrorCode::kInvalid);
-  // An insert whose answer was lost may still commit: the leader reads the
-  // queue from the table, and finds it then.
+  if (!inserted.ok() && inserted.error().maybe_applied) {
+    manager_.settle_unconfirmed_insert(inserted.error().server_process);
+  }
   return inserted;
+}
+
+// An insert whose answer was lost may still commit later (its server process
+// waits on a lock, or on the disk). It is settled here: its server process is
+// ended, so the job is stored already (the leader finds it in the table) or
+// never will be, and the submit's 503 "may or may not have been stored" means
+// one or the other, not a job that appears minutes later. When the process
+// cannot be ended (the database is away, pg_terminate_backend refused), the
+// insert may still land; a retry with the same Idempotency-Key finds it.
+void JobManager::settle_unconfirmed_insert(const base::Error::ServerProcess& process) {
+  const std::chrono::milliseconds answer = pool_.answer_timeout();
+  const std::chrono::milliseconds exit_wait =
+      answer.count() > 0 ? std::min(std::chrono::milliseconds(1000), answer / 2)
+                         : std::chrono::milliseconds(1000);
+  db::Result<bool> gone = repo_.jobs.end_server_process(process, exit_wait);
+  if (!gone.ok() || !*gone) {
+    std::cerr << "tpujobs: an insert whose answer was lost could not be settled; it may still "
+                 "be stored: "
+              << (gone.ok() ? "its server process has not exited" : gone.error().message)
+              << std::endl;
+  }
 }
 
 void JobManager::on_committed(std::vector<CommittedSubmit>& committed) {

@@ -138,6 +138,9 @@ class JobManager final : public api::JobService {
   };
   // The committer thread: views for the answers, then the leader woken.
   void on_committed(std::vector<CommittedSubmit>& committed);
+  // Ends the server process of an insert whose answer was lost, so that it
+  // lands now or never (see job_manager.cc).
+  void settle_unconfirmed_insert(const base::Error::ServerProcess& process);
   // Wakes the scheduler leader (kSubmitChannel) or an agent (kAgentChannel)
   // in this process through the wake bus, or by NOTIFY.
   void wake(const char* channel, const std::string& payload);

@@ -170,8 +170,10 @@ test('draining a host on the pool page changes its state; recover brings it back
   assert.equal(await host.getAttribute('data-health'), 'healthy');
   assert.equal(await page.locator('.host').count(), 4, 'a v3-32 pool has four hosts');
   assert.equal(await host.locator('.core').count(), 8);
-  assert.equal(await page.locator('#agents-section').isVisible(), false, 'one process has no agents to list');
-  assert.equal(await page.locator('.agent-chip').count(), 0, 'nor a host\'s agent');
+  // One process is a one-member cluster: its in-process agent `local` holds every host.
+  assert.equal(await page.locator('#agents-section').isVisible(), true, 'the agents are listed');
+  assert.equal(await page.locator('.agent-chip').count(), 4, 'each host names its agent');
+  assert.match(await host.locator('.agent-chip').innerText(), /^agent local$/);
 
   // The running job colours its cores, and a core tells which job it holds.
   const busy = page.locator(`.core[data-job="${running.id}"]`);
