@@ -21,7 +21,7 @@
 #include "db/embedded_postgres.h"
 #include "db/migrate.h"
 #include "db/repositories.h"
-#include "db/test_cluster.h"
+#include "tests/support/test_cluster.h"
 
 namespace tpujobs::db {
 namespace {
