@@ -503,7 +503,7 @@ void Agent::run_job(std::shared_ptr<Run> run) {
                             result_json.dump(), run->epoch);
   } else if (result.outcome == executor::Outcome::kFailed && run->slice &&
              result.error->type == "UNAVAILABLE" &&
-             (end = retry_after_unreachable_peer(*run, spec->max_retries))) {
+             (end = retry_after_unreachable_peer(*run, *result.error, spec->max_retries))) {
     // Requeued: placed again (on healthy hosts) to resume from its checkpoint.
   } else if (result.outcome == executor::Outcome::kFailed) {
     const executor::JobError& e = *result.error;
@@ -551,8 +551,12 @@ db::Transition Agent::shutdown_requeue(std::int64_t job, std::int64_t epoch) con
       epoch, /*retry=*/false, {JobState::kStarting, JobState::kRunning});
 }
 
-std::optional<db::Transition> Agent::retry_after_unreachable_peer(const Run& run, int max_retries) {
-  if (run.row.attempt >= max_retries) return std::nullopt;
+std::optional<db::Transition> Agent::retry_after_unreachable_peer(const Run& run,
+                                                                  const executor::JobError& error,
+                                                                  int max_retries) {
+  // A launch on some of the slice's workers fails the same way on every
+  // attempt: not a peer to retry without.
+  if (run.row.attempt >= max_retries || error.field == "resources.workers") return std::nullopt;
   return lifecycle::requeue_elsewhere(
       run.row.id,
       "UNAVAILABLE: failed to connect to all addresses (a peer of its slice); requeued to resume "

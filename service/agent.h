@@ -98,7 +98,9 @@ class Agent {
                                                         std::optional<executor::JobError>* error);
   // The transition ending a run that failed because a peer of its slice
   // was unreachable: requeued while max_retries allows.
-  std::optional<db::Transition> retry_after_unreachable_peer(const Run& run, int max_retries);
+  std::optional<db::Transition> retry_after_unreachable_peer(const Run& run,
+                                                             const executor::JobError& error,
+                                                             int max_retries);
   // The transition of a job this agent stops running (or never started):
   // requeued to resume anywhere, no attempt spent.
   db::Transition shutdown_requeue(std::int64_t job, std::int64_t epoch) const;

@@ -133,7 +133,7 @@ class JobManager::Sink final : public executor::TrainingSink {
                       std::string(line)};
     {
       base::MutexLock lock(manager_.mutex_);
-      job_->recent_logs.emplace_back(entry.seq, entry.line);
+      keep_recent_line(job_->recent_logs, entry.seq, entry.line);  // service/log_streams.h
     }
     manager_.telemetry_.log(std::move(entry));
   }

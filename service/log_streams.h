@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -33,6 +34,22 @@
 #include "service/timer_queue.h"
 
 namespace tpujobs::service {
+
+// How many of a running job's newest log lines a process keeps for its
+// followers: a follower further behind reads them from the table.
+inline constexpr std::size_t kRecentLogLines = 4096;
+
+// Appends a line to a running job's newest lines, keeping kRecentLogLines to
+// twice that: a job logging every step of a tiny model writes tens of
+// thousands of lines a second, which a list of them all holds in memory for
+// as long as the job runs.
+inline void keep_recent_line(std::vector<std::pair<std::int64_t, std::string>>& recent,
+                             std::int64_t seq, const std::string& line) {
+  if (recent.size() >= 2 * kRecentLogLines) {
+    recent.erase(recent.begin(), recent.end() - static_cast<std::ptrdiff_t>(kRecentLogLines));
+  }
+  recent.emplace_back(seq, line);
+}
 
 // Where streams read lines and learn that a job is over.
 class LogSource {

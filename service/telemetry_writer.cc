@@ -74,27 +74,45 @@ void TelemetryWriter::stop() {
     stopping_ = true;
   }
   wake_.notify_all();
+  room_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
 
 void TelemetryWriter::loop() {
   base::MutexLock lock(mutex_);
   while (!stopping_) {
-    lock.wait_for(wake_, options_.interval,
-                  [this]() REQUIRES(mutex_) { return stopping_ || !checkpoints_.empty(); });
+    lock.wait_for(wake_, options_.interval, [this]() REQUIRES(mutex_) {
+      return stopping_ || !checkpoints_.empty() ||
+             queued_line_bytes_ >= options_.max_queued_line_bytes / 2;
+    });
     lock.unlock();
     flush();
     lock.lock();
   }
 }
 
+void TelemetryWriter::wait_for_room(base::MutexLock& lock, std::size_t bytes) {
+  if (queued_line_bytes_ >= options_.max_queued_line_bytes / 2) wake_.notify_one();
+  lock.wait(room_, [this]() REQUIRES(mutex_) {
+    return stopping_ || lines_unstorable_ || queued_line_bytes_ < options_.max_queued_line_bytes;
+  });
+  queued_line_bytes_ += bytes;
+}
+
+void TelemetryWriter::lines_taken() {
+  queued_line_bytes_ = 0;
+  room_.notify_all();
+}
+
 void TelemetryWriter::log(db::LogLine line) {
   base::MutexLock lock(mutex_);
+  wait_for_room(lock, sizeof line + line.line.size());
   logs_.push_back(std::move(line));
 }
 
 void TelemetryWriter::metric(db::MetricPoint point) {
   base::MutexLock lock(mutex_);
+  wait_for_room(lock, sizeof point + point.metrics_json.size());
   metrics_.push_back(std::move(point));
 }
 
@@ -144,8 +162,12 @@ bool TelemetryWriter::store_lines(std::vector<db::LogLine>& logs,
   const bool metrics_stored =
       logs_stored &&
       (metrics.empty() || stored_or_dropped(store_.append_metrics(metrics), "metric points"));
-  if (metrics_stored) metrics.clear();
-  if (metrics_stored) return true;
+  if (metrics_stored) {
+    metrics.clear();
+    base::MutexLock lock(mutex_);
+    lines_unstorable_ = false;
+    return true;
+  }
   requeue_lines(logs, metrics);
   return false;
 }
@@ -153,6 +175,13 @@ bool TelemetryWriter::store_lines(std::vector<db::LogLine>& logs,
 void TelemetryWriter::requeue_lines(std::vector<db::LogLine>& logs,
                                     std::vector<db::MetricPoint>& metrics) {
   base::MutexLock lock(mutex_);
+  // The database is away: producers no longer wait for room (the lines stay
+  // queued, in order, for after it).
+  lines_unstorable_ = true;
+  for (const db::LogLine& line : logs) queued_line_bytes_ += sizeof line + line.line.size();
+  for (const db::MetricPoint& point : metrics)
+    queued_line_bytes_ += sizeof point + point.metrics_json.size();
+  room_.notify_all();
   logs_.insert(logs_.begin(), std::make_move_iterator(logs.begin()),
                std::make_move_iterator(logs.end()));
   metrics_.insert(metrics_.begin(), std::make_move_iterator(metrics.begin()),
@@ -171,6 +200,7 @@ bool TelemetryWriter::flush() {
     base::MutexLock lock(mutex_);
     logs.swap(logs_);
     metrics.swap(metrics_);
+    lines_taken();
     progress.swap(progress_);
     checkpoints.swap(checkpoints_);
     for (const auto& [id, c] : checkpoints) storing_.insert(id);
@@ -232,6 +262,7 @@ void TelemetryWriter::flush_lines() {
     base::MutexLock lock(mutex_);
     logs.swap(logs_);
     metrics.swap(metrics_);
+    lines_taken();
   }
   store_lines(logs, metrics);
 }

@@ -98,6 +98,13 @@ struct TelemetryWriterOptions {
   // training beside it, and one every epoch of a short epoch would take
   // more of the job's time than its training does.
   double checkpoint_time_share = 0.1;
+  // The most bytes of log lines and metric points that wait here to be
+  // stored. A job that logs faster than the database stores (a line every
+  // step of a tiny model: tens of thousands a second) waits in log() until
+  // the writer has taken what waits, as a program writing to a full pipe
+  // does, instead of growing this process by gigabytes. While the database
+  // is unreachable nothing waits (the lines stay queued for after it).
+  std::size_t max_queued_line_bytes = std::size_t{32} << 20;
 };
 
 class TelemetryWriter {
@@ -165,6 +172,11 @@ class TelemetryWriter {
   bool store_lines(std::vector<db::LogLine>& logs, std::vector<db::MetricPoint>& metrics)
       REQUIRES(flush_mutex_);
   void requeue_lines(std::vector<db::LogLine>& logs, std::vector<db::MetricPoint>& metrics);
+  // Waits while the queued lines and points are at their bound (see
+  // TelemetryWriterOptions::max_queued_line_bytes), then counts `bytes`.
+  void wait_for_room(base::MutexLock& lock, std::size_t bytes) REQUIRES(mutex_);
+  // The lines and points of the queues were taken by a flush.
+  void lines_taken() REQUIRES(mutex_);
   // False when the database was unreachable; reports and drops other errors.
   static bool stored_or_dropped(const db::Status& status, const char* what);
 
@@ -174,6 +186,9 @@ class TelemetryWriter {
   base::Mutex flush_mutex_ ACQUIRED_BEFORE(mutex_);  // one flush at a time: batches land in order
   base::Mutex mutex_;
   std::condition_variable wake_;
+  std::condition_variable room_;  // the queued lines fell below their bound
+  std::size_t queued_line_bytes_ GUARDED_BY(mutex_) = 0;
+  bool lines_unstorable_ GUARDED_BY(mutex_) = false;  // the last store found no database
   std::vector<db::LogLine> logs_ GUARDED_BY(mutex_);
   std::vector<db::MetricPoint> metrics_ GUARDED_BY(mutex_);
   std::map<std::int64_t, Progress> progress_ GUARDED_BY(mutex_);

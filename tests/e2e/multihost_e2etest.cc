@@ -174,11 +174,17 @@ TEST_F(SpanningAgents, AV5p32SpansTwoAgentsAndLaunchedOnOneWorkerFails) {
   for (const json& part : done["allocation"]["slice"]["parts"]) agents.insert(part["agent"]);
   EXPECT_EQ(agents, (std::set<std::string>{"agent-a", "agent-b"})) << done.dump(2);
 
-  const std::int64_t one = submit(*replica_, v5p_32_job("spanning-one-worker", json::array({0})));
+  // With retries left: a launch on some workers fails alike on every attempt,
+  // so the agents do not requeue it as a part whose peer was unreachable.
+  json one_worker = v5p_32_job("spanning-one-worker", json::array({0}));
+  one_worker["max_retries"] = 2;
+  const std::int64_t one = submit(*replica_, one_worker);
   const json failed = wait_until(*replica_, one, [](const json& j) {
     return j["state"] == "SUCCEEDED" || j["state"] == "FAILED" || j["state"] == "CANCELLED";
   });
   expect_failed_on_worker_zero(*replica_, one, failed);
+  EXPECT_EQ(failed.value("attempt", -1), 0)
+      << "no retry spent on a launch that cannot succeed" << failed.dump(2);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <deque>
@@ -254,6 +255,77 @@ TEST(TelemetryWriter, TheWriterThreadStoresACheckpointWithoutBeingAsked) {
   f.writer.log(line(7, 1));
   f.writer.stop();  // one last flush
   EXPECT_EQ(f.writer.queued(), 0u);
+}
+
+// One line of `bytes` bytes as the writer counts it (the struct and its text).
+db::LogLine line_of(std::int64_t seq, std::size_t text) {
+  return {7, seq, {}, std::string(text, 'x'), 0};
+}
+
+TEST(TelemetryWriter, AProducerFasterThanTheDatabaseWaitsAtTheBoundInsteadOfGrowingWithoutEnd) {
+  FakeStore store;
+  base::FakeClock clock;
+  TelemetryWriterOptions options{std::chrono::milliseconds(200), &clock};
+  const std::size_t per_line = sizeof(db::LogLine) + 1000;
+  options.max_queued_line_bytes = 8 * per_line;
+  TelemetryWriter writer(store, options);
+  std::atomic<int> logged{0};
+  std::thread producer([&] {
+    for (int seq = 1; seq <= 100; ++seq) {
+      writer.log(line_of(seq, 1000));
+      ++logged;
+    }
+  });
+  // Nothing drains the queue (no writer thread): the producer stops at the
+  // bound, eight lines, and waits there.
+  std::size_t most_queued = 0;
+  while (logged.load() < 100) {
+    const std::size_t queued = writer.queued();
+    if (queued >= 8) {
+      most_queued = std::max(most_queued, queued);
+      EXPECT_LE(queued, 8u) << "the queue passed its bound";
+      EXPECT_TRUE(writer.flush());  // taken: room for eight more
+    }
+    std::this_thread::yield();
+  }
+  producer.join();
+  EXPECT_TRUE(writer.flush());
+  EXPECT_EQ(most_queued, 8u);
+  ASSERT_EQ(store.writes.size(), 100u);
+  EXPECT_EQ(store.writes.front(), "log 7:1");
+  EXPECT_EQ(store.writes.back(), "log 7:100");
+}
+
+TEST(TelemetryWriter, WhileTheDatabaseIsAwayAProducerDoesNotWaitAndNothingIsLost) {
+  FakeStore store;
+  base::FakeClock clock;
+  TelemetryWriterOptions options{std::chrono::milliseconds(200), &clock};
+  options.max_queued_line_bytes = 4 * (sizeof(db::LogLine) + 1000);
+  TelemetryWriter writer(store, options);
+  for (int seq = 1; seq <= 4; ++seq) writer.log(line_of(seq, 1000));
+  store.log_failures = {ErrorCode::kUnavailable};
+  EXPECT_FALSE(writer.flush());  // the database is away
+  // Past the bound, on this thread: it would never return if log() waited.
+  for (int seq = 5; seq <= 40; ++seq) writer.log(line_of(seq, 1000));
+  EXPECT_EQ(writer.queued(), 40u);
+  EXPECT_TRUE(writer.flush());  // back
+  ASSERT_EQ(store.writes.size(), 40u);
+  EXPECT_EQ(store.writes[4], "log 7:5");
+  // Stored again: the bound holds once more.
+  std::atomic<bool> done{false};
+  std::thread producer([&] {
+    for (int seq = 41; seq <= 48; ++seq) writer.log(line_of(seq, 1000));
+    done = true;
+  });
+  while (writer.queued() < 4 && !done.load()) std::this_thread::yield();
+  EXPECT_FALSE(done.load()) << "four lines fill the bound: the fifth waits for a flush";
+  while (!done.load()) {
+    (void)writer.flush();
+    std::this_thread::yield();
+  }
+  producer.join();
+  EXPECT_TRUE(writer.flush());
+  EXPECT_EQ(store.writes.size(), 48u);
 }
 
 TEST(TelemetryJson, MetricValuesLeaveOutWhatJsonCannotHold) {
