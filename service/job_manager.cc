@@ -41,7 +41,7 @@ JobManager::JobManager(db::ConnectionPool& pool, scheduler::PoolLayout layout,
       options_(std::move(options)),
       clock_(options_.clock != nullptr ? *options_.clock : base::real_clock()),
       datasets_(std::make_unique<DatabaseDatasets>(repo_.datasets)),
-      finished_views_(options_.finished_view_bytes) {}
+      views_(options_.view_bytes) {}
 
 JobManager::~JobManager() {
   shutdown();
@@ -49,6 +49,13 @@ JobManager::~JobManager() {
 }
 
 db::Status JobManager::start() {
+  if (options_.wake_bus != nullptr) {
+    // The leader runs in this process: it names every job whose row it
+    // changes, so a waiting job's view can be served from memory.
+    options_.wake_bus->subscribe(kJobsChangedChannel, [this](const std::string& payload) {
+      views_.forget(parse_job_ids(payload));
+    });
+  }
   readiness_probe_.start();
   started_ = true;
   committer_.start();
@@ -182,10 +189,11 @@ api::JsonResult JobManager::get_job(std::int64_t id, const std::string& tenant) 
 db::Result<std::string> JobManager::get_job_text(std::int64_t id, const std::string& tenant) {
   // A finished job's view from the cache, so `wait` on a finished job needs
   // no database round trip, also while the database is away.
-  if (std::optional<FinishedViewCache::Entry> hit = finished_views_.find(id)) {
+  if (std::optional<ViewCache::Entry> hit = views_.find(id)) {
     if (hit->tenant != tenant) return not_found(id).error();
     return std::move(hit->body);
   }
+  const std::uint64_t seen = views_.generation();
   auto row = load_visible(id, tenant);
   if (!row.ok() && row.code() == db::ErrorCode::kUnavailable && live_view_) {
     // The database is away: a job this process runs shows its last progress.
@@ -199,7 +207,15 @@ db::Result<std::string> JobManager::get_job_text(std::int64_t id, const std::str
     // Where a resume would start is in the table (a job never started has
     // no checkpoint: a queued job's view is one read).
     json view = views::render_row(*row);
-    if (!row->started_at) return response_body(view);
+    if (!row->started_at) {
+      std::string body = response_body(view);
+      // Waiting: it changes only through the leader (which says so) or a
+      // cancel here. Without a wake bus the leader may be elsewhere.
+      if (row->state == JobState::kQueued && options_.wake_bus != nullptr) {
+        views_.put_if_current(seen, id, row->tenant, body);
+      }
+      return body;
+    }
     auto checkpoints = repo_.outputs.latest_checkpoint_positions({id});
     if (checkpoints.ok()) {
       if (auto c = checkpoints->find(id); c != checkpoints->end()) {
@@ -209,7 +225,7 @@ db::Result<std::string> JobManager::get_job_text(std::int64_t id, const std::str
     return response_body(view);
   }
   std::string body = response_body(views::render_row(*row));
-  finished_views_.put(id, row->tenant, body);
+  views_.put(id, row->tenant, body);
   return body;
 }
 
@@ -276,6 +292,7 @@ api::JsonResult JobManager::cancel_job(std::int64_t id, const std::string& tenan
   if (row->state == JobState::kQueued) {
     // Not placed yet: it ends here, unless the leader places it first.
     auto moved = repo_.jobs.transition(lifecycle::cancel_queued(id));
+    views_.forget({id});  // after the write: a read before it kept the old state
     if (!moved.ok()) return moved.error();
     if (*moved) {
       auto now = load_visible(id, tenant);

@@ -5,7 +5,8 @@
 // (scheduler_leader.h) places, the agents (agent.h) run, whether in this
 // process (a standalone serve, woken through service/wake_bus.h) or in
 // others. What it holds in memory is a cache: the rendered views of
-// finished jobs, tokens, quotas and estimates.
+// finished jobs (and of waiting ones, in a standalone serve whose leader
+// says which jobs it changed), tokens, quotas and estimates.
 //
 // Its parts, each a file with its own tests:
 //   submit_committer.h  group commit of submits (the 201 means committed)
@@ -58,8 +59,9 @@ struct JobManagerOptions {
   // commit, the next batch is inserted and the previous one answered.
   int committers = 2;
   std::string instance = "tpujobs";  // recorded as the notifier's instance
-  // Memory for the rendered views of finished jobs (FinishedViewCache).
-  std::size_t finished_view_bytes = 64u << 20;
+  // Memory for rendered views (ViewCache): of finished jobs, and with a
+  // wake bus of waiting jobs too (the leader says which it changed).
+  std::size_t view_bytes = 64u << 20;
   // Steady and wall time (null: the real clock). Must outlive the manager.
   base::Clock* clock = nullptr;
   // /readyz: how often a probe of its own asks the database, and how long
@@ -239,7 +241,7 @@ class JobManager final : public api::JobService {
   base::Mutex estimate_mutex_;
   std::unordered_map<std::string, Estimate> estimate_cache_ GUARDED_BY(estimate_mutex_);
 
-  FinishedViewCache finished_views_;
+  ViewCache views_;
 
   std::atomic<bool> database_ok_{true};
   db::DatabaseProbe readiness_probe_{pool_.conninfo(), options_.readiness_probe};

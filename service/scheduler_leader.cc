@@ -172,7 +172,15 @@ db::Status SchedulerLeader::begin_term() {
 
 db::Result<bool> SchedulerLeader::write(db::Transition t) {
   t.require_leader_term = term_;
-  return store_.transition(t);
+  db::Result<bool> moved = store_.transition(t);
+  if (!moved.ok() || *moved) changed({t.job_id});  // a failed write may have landed
+  return moved;
+}
+
+void SchedulerLeader::changed(const std::vector<std::int64_t>& jobs) {
+  if (options_.wake_bus != nullptr && !jobs.empty()) {
+    options_.wake_bus->publish(kJobsChangedChannel, format_job_ids(jobs));
+  }
 }
 
 db::Status SchedulerLeader::cancel_unstartable(std::int64_t job, const std::string& reason,

@@ -171,6 +171,9 @@ class SchedulerLeader {
 
   // The leader's writes, fenced by its term.
   db::Result<bool> write(db::Transition t);
+  // Tells this process's API service which jobs' rows changed (the wake
+  // bus's kJobsChangedChannel); nothing without a wake bus.
+  void changed(const std::vector<std::int64_t>& jobs);
 
   std::unique_ptr<LeaderStore> owned_store_;
   LeaderStore& store_;

@@ -396,6 +396,10 @@ db::Status SchedulerLeader::write_pending(const PassState& state, const schedule
   }
   db::Status stored = store_.set_pending(pending);
   pending_written_ = stored.ok() ? std::move(written) : std::map<std::int64_t, std::string>{};
+  std::vector<std::int64_t> jobs;
+  jobs.reserve(pending.size());
+  for (const auto& [job, text] : pending) jobs.push_back(job);
+  changed(jobs);  // also when the write failed: it may have landed
   return stored;
 }
 

@@ -5,8 +5,8 @@
 namespace tpujobs::service {
 namespace {
 
-TEST(FinishedViewCache, ReturnsWhatWasPutWithItsTenant) {
-  FinishedViewCache cache(1 << 20);
+TEST(ViewCache, ReturnsWhatWasPutWithItsTenant) {
+  ViewCache cache(1 << 20);
   EXPECT_FALSE(cache.find(7));
   cache.put(7, "team-a", R"({"id":7,"state":"SUCCEEDED"})");
   auto hit = cache.find(7);
@@ -16,8 +16,8 @@ TEST(FinishedViewCache, ReturnsWhatWasPutWithItsTenant) {
   EXPECT_FALSE(cache.find(8));
 }
 
-TEST(FinishedViewCache, ReplacingAViewKeepsOneEntry) {
-  FinishedViewCache cache(1 << 20);
+TEST(ViewCache, ReplacingAViewKeepsOneEntry) {
+  ViewCache cache(1 << 20);
   cache.put(1, "t", "old");
   const std::size_t before = cache.bytes();
   cache.put(1, "t", "new!");
@@ -26,13 +26,13 @@ TEST(FinishedViewCache, ReplacingAViewKeepsOneEntry) {
   EXPECT_EQ(cache.find(1)->body, "new!");
 }
 
-TEST(FinishedViewCache, EvictsTheLeastRecentlyUsedPastTheBudget) {
+TEST(ViewCache, EvictsTheLeastRecentlyUsedPastTheBudget) {
   const std::string body(1000, 'x');
-  FinishedViewCache probe(1 << 20);
+  ViewCache probe(1 << 20);
   probe.put(1, "t", body);
   const std::size_t one = probe.bytes();
 
-  FinishedViewCache cache(3 * one);
+  ViewCache cache(3 * one);
   cache.put(1, "t", body);
   cache.put(2, "t", body);
   cache.put(3, "t", body);
@@ -45,11 +45,34 @@ TEST(FinishedViewCache, EvictsTheLeastRecentlyUsedPastTheBudget) {
   EXPECT_LE(cache.bytes(), 3 * one);
 }
 
-TEST(FinishedViewCache, DoesNotKeepAViewLargerThanTheBudget) {
-  FinishedViewCache cache(100);
+TEST(ViewCache, DoesNotKeepAViewLargerThanTheBudget) {
+  ViewCache cache(100);
   cache.put(1, "t", std::string(1000, 'x'));
   EXPECT_FALSE(cache.find(1));
   EXPECT_EQ(cache.bytes(), 0u);
+}
+
+TEST(ViewCache, AViewReadBeforeAForgetIsNotKept) {
+  ViewCache cache(1 << 20);
+  const std::uint64_t seen = cache.generation();
+  cache.forget({5});  // job 5 was placed while its QUEUED row was being read
+  EXPECT_FALSE(cache.put_if_current(seen, 5, "t", R"({"id":5,"state":"QUEUED"})"));
+  EXPECT_FALSE(cache.find(5));
+  const std::uint64_t now = cache.generation();
+  EXPECT_TRUE(cache.put_if_current(now, 5, "t", R"({"id":5,"state":"STARTING"})"));
+  EXPECT_EQ(cache.find(5)->body, R"({"id":5,"state":"STARTING"})");
+}
+
+TEST(ViewCache, ForgetDropsOnlyTheNamedViews) {
+  ViewCache cache(1 << 20);
+  cache.put_if_current(cache.generation(), 1, "t", "one");
+  cache.put_if_current(cache.generation(), 2, "t", "two");
+  const std::size_t before = cache.bytes();
+  cache.forget({2, 99});
+  EXPECT_TRUE(cache.find(1));
+  EXPECT_FALSE(cache.find(2));
+  EXPECT_EQ(cache.size(), 1u);
+  EXPECT_LT(cache.bytes(), before);
 }
 
 }  // namespace
