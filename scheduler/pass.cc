@@ -187,7 +187,7 @@ std::vector<std::uint32_t> PassWalk::judge_verdicts() {
 
 std::vector<WaitingEntry> PassWalk::order(const std::vector<std::uint32_t>& queued) const {
   // Sorted as compact keys: comparing through pointers into the snapshot
-  // misses the cache at every step (bench/scheduler/plan_pass_bench.cc).
+  // misses the cache at every step (bench/scheduler/scheduler_bench.cc).
   struct Key {
     int priority;
     double fair_share;

@@ -1,8 +1,8 @@
 // The one placement policy (DESIGN §1, §4, §5, §9): a pure function from a
 // snapshot of one scheduling pass to what the pass decides. The scheduler
-// leader calls it over the tables, scheduler::Scheduler over its in-memory
-// pool; both get the same placements, reservations, backfill, preemptions,
-// pending reasons and verdicts.
+// leader (service/scheduler_leader_pass.cc) calls it over the tables, a
+// cluster's and a standalone's alike, and applies its plan; the policy's
+// tests drive it over a pool in memory (tests/scheduler/pass_driver.h).
 //
 // Hosts are given in pool order, grouped by agent. A *run* is a maximal range
 // of consecutive hosts of one agent and one generation.

@@ -1,10 +1,10 @@
 // The emulated TPU pool: which hosts exist, their generation and health, and
-// which job holds each core. Placement policy lives in scheduler/scheduler.h;
-// this file only records facts and keeps the counters placement needs.
+// which job holds each core. Placement policy lives in scheduler/pass.h;
+// this file only records facts.
 //
 // Hosts are numbered 0..N-1 in layout order. A *host run* is a maximal range
 // of consecutive hosts of one generation; pod slices are carved from runs
-// (see scheduler/scheduler.h for the alignment rule).
+// (see scheduler/pass.h for the alignment rule).
 //
 // Not thread-safe: the service serialises every call.
 #pragma once

@@ -1,6 +1,6 @@
 // Which running jobs a waiting job preempts (DESIGN §5, issue 17), as a pure
-// choice over places the caller enumerates: the single-process Scheduler
-// over its pool, the cluster's leader over the agents' hosts.
+// choice over places the caller enumerates (plan_pass, over the agents'
+// hosts).
 //
 // Rules:
 //  - Only a job of strictly higher (base) priority preempts: never one of
@@ -18,9 +18,9 @@
 //    the cores they hold, and the earliest start among them (later is
 //    better: the most recently started lose the least work); ties go to the
 //    first place.
-// Which waiting job may preempt, and when, is the caller's rule (the
-// Scheduler's: only the head of the queue, and only when its reservation
-// does not start soon; see scheduler.h).
+// Which waiting job may preempt, and when, is the caller's rule (plan_pass's:
+// only the head of the queue, and only when its reservation does not start
+// soon; see pass.h).
 //
 // Pure functions: no clocks, no I/O.
 #pragma once

@@ -1,5 +1,5 @@
 // What a job asks of the pool, once its trainer settings are resolved
-// (api/resolution.h maps lightning/'s resolution onto it; scheduler/scheduler.h
+// (api/resolution.h maps lightning/'s resolution onto it; scheduler/pass.h
 // places it).
 #pragma once
 

@@ -6,8 +6,9 @@
 #include <deque>
 #include <map>
 #include <string>
+#include <vector>
 
-#include "scheduler/scheduler.h"
+#include "tests/scheduler/pass_driver.h"
 
 namespace tpujobs::scheduler {
 namespace {
@@ -39,71 +40,68 @@ TEST(FairShare, UsageDecaysWithTheHalfLife) {
   EXPECT_NEAR(8 * 3600 / (2 * std::log(2.0)), recent, 1e-6);
 }
 
+JobSpec single(JobId id, int priority, std::string tenant) {
+  JobSpec spec;
+  spec.id = id;
+  spec.priority = priority;
+  spec.tenant = std::move(tenant);
+  spec.request.kind = RequestKind::kSingleCore;
+  spec.request.devices_per_host = 1;
+  spec.request.hosts = 1;
+  return spec;
+}
+
+std::vector<JobId> queue(const PassPlan& plan) {
+  std::vector<JobId> ids;
+  for (const Waiting& w : plan.waiting) ids.push_back(w.job);
+  return ids;
+}
+
 TEST(FairShare, OrdersEqualPrioritiesOnlyAndKeepsSubmitOrderWithin) {
-  Scheduler s(*parse_pool("v3-8"), SchedulerOptions{});
-  auto single = [](JobId id, int priority, std::string tenant) {
-    JobRequest r;
-    r.id = id;
-    r.priority = priority;
-    r.submit_order = id;
-    r.tenant = std::move(tenant);
-    r.request.kind = RequestKind::kSingleCore;
-    r.request.devices_per_host = 1;
-    r.request.hosts = 1;
-    return r;
-  };
-  ASSERT_TRUE(s.submit(single(1, 0, "heavy")));
-  ASSERT_TRUE(s.submit(single(2, 0, "heavy")));
-  ASSERT_TRUE(s.submit(single(3, 0, "light")));
-  ASSERT_TRUE(s.submit(single(4, 1, "heavy")));
-  EXPECT_EQ((std::vector<JobId>{4, 1, 2, 3}), s.queue());
-  s.set_fair_share("heavy", 0.2);
-  s.set_fair_share("light", 0.9);
-  EXPECT_EQ((std::vector<JobId>{4, 3, 1, 2}), s.queue());
-  EXPECT_DOUBLE_EQ(0.2, s.fair_share("heavy"));
-  EXPECT_DOUBLE_EQ(1.0, s.fair_share("unknown"));
-  // A later submit of the light tenant keeps its place behind job 3.
-  ASSERT_TRUE(s.submit(single(5, 0, "light")));
-  EXPECT_EQ((std::vector<JobId>{4, 3, 5, 1, 2}), s.queue());
-  // A pass over a full pool places them in that order too.
-  JobRequest blocker = single(6, 9, "other");
+  PassDriver driver("v3-8");
+  // A higher-priority job holds the host, so the rest wait in order.
+  JobSpec blocker = single(6, 9, "other");
   blocker.request.kind = RequestKind::kHost;
   blocker.request.devices_per_host = 8;
-  ASSERT_TRUE(s.submit(blocker));
-  EXPECT_EQ(1u, s.schedule(Clock::time_point{}).size());
-  EXPECT_EQ(1, s.pending(4)->queue_position);
-  EXPECT_EQ(5, s.pending(2)->queue_position);
+  ASSERT_TRUE(driver.submit(blocker));
+  ASSERT_EQ(1u, driver.pass().starts.size());
+  ASSERT_TRUE(driver.submit(single(1, 0, "heavy")));
+  ASSERT_TRUE(driver.submit(single(2, 0, "heavy")));
+  ASSERT_TRUE(driver.submit(single(3, 0, "light")));
+  ASSERT_TRUE(driver.submit(single(4, 1, "heavy")));
+  EXPECT_EQ((std::vector<JobId>{4, 1, 2, 3}), queue(driver.pass()));
+  driver.set_fair_share("heavy", 0.2);
+  driver.set_fair_share("light", 0.9);
+  EXPECT_EQ((std::vector<JobId>{4, 3, 1, 2}), queue(driver.pass()));
+  // A later submit of the light tenant keeps its place behind job 3.
+  ASSERT_TRUE(driver.submit(single(5, 0, "light")));
+  const PassPlan& plan = driver.pass();
+  EXPECT_EQ((std::vector<JobId>{4, 3, 5, 1, 2}), queue(plan));
+  EXPECT_EQ(1, driver.job(4)->waiting->queue_position);
+  EXPECT_EQ(5, driver.job(2)->waiting->queue_position);
 }
 
 // Two tenants with equal shares and equal demand, one of which submits its
-// whole backlog first: over time both get the same core-seconds. A fake
-// clock of one-second ticks; the factors are recomputed each tick from the
+// whole backlog first: over time both get the same core-seconds. Passes one
+// simulated second apart; the factors are recomputed each second from the
 // exact decayed usage of every span run so far.
 TEST(FairShare, EqualDemandGetsEqualCoresOverTime) {
   const seconds half_life(600);
   const seconds job_runtime(60);
-  Scheduler s(*parse_pool("v3-8"), SchedulerOptions{});
-  const Clock::time_point t0 = Clock::time_point{} + std::chrono::hours(1);
+  PassDriver driver("v3-8");
+  const PassTime t0 = driver.now();
   struct Span {
     std::string tenant;
-    Clock::time_point start;
-    std::optional<Clock::time_point> end;
+    PassTime start;
+    std::optional<PassTime> end;
   };
   std::map<JobId, Span> spans;
-  std::map<JobId, std::string> tenant_of;
   JobId next = 0;
   auto submit = [&](const std::string& tenant, int count) {
     for (int i = 0; i < count; ++i) {
-      JobRequest r;
-      r.id = ++next;
-      r.submit_order = r.id;
-      r.tenant = tenant;
-      r.request.kind = RequestKind::kSingleCore;
-      r.request.devices_per_host = 1;
-      r.request.hosts = 1;
-      r.expected_runtime = job_runtime;
-      tenant_of[r.id] = tenant;
-      ASSERT_TRUE(s.submit(r));
+      JobSpec spec = single(++next, 0, tenant);
+      spec.timeout = job_runtime;
+      ASSERT_TRUE(driver.submit(spec));
     }
   };
   // "a" queues 400 jobs, then "b" 400: in submit order alone "a" would hold
@@ -111,14 +109,14 @@ TEST(FairShare, EqualDemandGetsEqualCoresOverTime) {
   submit("a", 400);
   submit("b", 400);
   std::map<std::string, double> core_seconds;  // held within the measured span
-  const Clock::time_point measure_from = t0 + std::chrono::minutes(10);
-  const Clock::time_point measure_to = t0 + std::chrono::minutes(50);
-  for (Clock::time_point now = t0; now < measure_to; now += seconds(1)) {
+  const PassTime measure_from = t0 + std::chrono::minutes(10);
+  const PassTime measure_to = t0 + std::chrono::minutes(50);
+  for (PassTime now = t0; now < measure_to; now += seconds(1), driver.advance(seconds(1))) {
     // Jobs that ran their time end.
     for (auto& [id, span] : spans) {
       if (!span.end && now - span.start >= job_runtime) {
         span.end = now;
-        s.finish(id);
+        driver.end(id);
       }
     }
     std::map<std::string, double> usage = {{"a", 0.0}, {"b", 0.0}};
@@ -126,8 +124,12 @@ TEST(FairShare, EqualDemandGetsEqualCoresOverTime) {
       usage[span.tenant] += decayed_core_seconds(
           1, now - span.start, span.end ? now - *span.end : seconds(0), half_life);
     }
-    for (const auto& [tenant, factor] : fair_share_factors(usage)) s.set_fair_share(tenant, factor);
-    for (const Placement& p : s.schedule(now)) spans[p.job] = Span{tenant_of[p.job], now, {}};
+    for (const auto& [tenant, factor] : fair_share_factors(usage)) {
+      driver.set_fair_share(tenant, factor);
+    }
+    for (const PlannedStart& p : driver.pass().starts) {
+      spans[p.job] = Span{driver.job(p.job)->spec.tenant, now, {}};
+    }
     for (const auto& [id, span] : spans) {
       if (!span.end && now >= measure_from) core_seconds[span.tenant] += 1;
     }

@@ -1,6 +1,7 @@
 // plan_pass over the agents' hosts (DESIGN §9): what a cluster's leader and a
-// single process both place by. The single-process view of the same policy
-// is tested through scheduler::Scheduler (scheduler_test, property_test).
+// single process both place by. The same policy on a one-agent pool over
+// several passes: placement_test, fair_share_test; its invariants under
+// random events: property_test, dependency_property_test.
 #include "scheduler/pass.h"
 
 #include <gtest/gtest.h>
