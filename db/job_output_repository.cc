@@ -168,6 +168,29 @@ Result<std::int64_t> JobOutputRepository::count_metrics_after_step(std::int64_t 
       {job_id, step});
 }
 
+Result<JobOutputRepository::ResumePoint> JobOutputRepository::resume_point(std::int64_t job_id) {
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> Result<ResumePoint> {
+        Result<QueryResult> rows = connection.execute(
+            "SELECT c.step,"
+            " (SELECT COALESCE(max(seq), 0) FROM job_logs WHERE job_id = $1::bigint),"
+            " (SELECT COALESCE(max(seq), 0) FROM job_metrics WHERE job_id = $1::bigint),"
+            " (SELECT count(*) FROM job_metrics m"
+            "  WHERE m.job_id = $1::bigint AND m.step > COALESCE(c.step, 0))"
+            " FROM (SELECT 1) AS one LEFT JOIN LATERAL (SELECT step FROM job_checkpoints"
+            "  WHERE job_id = $1::bigint ORDER BY step DESC LIMIT 1)"
+            " AS c ON true",
+            {job_id});
+        if (!rows.ok()) return rows.error();
+        ResumePoint point;
+        if (!rows->is_null(0, 0)) point.checkpoint_step = rows->int64(0, 0);
+        point.max_log_seq = rows->int64(0, 1);
+        point.max_metric_seq = rows->int64(0, 2);
+        point.metrics_after_checkpoint = rows->int64(0, 3);
+        return point;
+      });
+}
+
 Status JobOutputRepository::save_checkpoint(std::int64_t job_id, std::int64_t step, int epoch,
                                             const std::string& bytes, std::int64_t fence_epoch) {
   // The chunks are copied in first, then one statement adds the checkpoint

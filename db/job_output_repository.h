@@ -70,6 +70,18 @@ class JobOutputRepository {
   // How many of the job's stored points are past `step`.
   Result<std::int64_t> count_metrics_after_step(std::int64_t job_id, std::int64_t step);
 
+  // Where a placed job takes up its run, in one read: the step of its newest
+  // checkpoint (none when it never saved one: then nothing else needs
+  // reading before it starts), the highest log and metric seq stored, and
+  // how many of its points are past that checkpoint (past step 0 without).
+  struct ResumePoint {
+    std::optional<std::int64_t> checkpoint_step;
+    std::int64_t max_log_seq = 0;
+    std::int64_t max_metric_seq = 0;
+    std::int64_t metrics_after_checkpoint = 0;
+  };
+  Result<ResumePoint> resume_point(std::int64_t job_id);
+
   // Stores a checkpoint (replacing one at the same step) and deletes all but
   // the job's two latest (by step), in one transaction. The bytes go in as
   // rows of 8,096 bytes, streamed by COPY (migrations 009, 013). With a

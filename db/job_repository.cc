@@ -472,6 +472,31 @@ Result<std::vector<JobRow>> JobRepository::load_unfinished_to_schedule() {
   return load_unfinished_columns(TPUJOBS_JOB_SCHEDULING_COLUMNS);
 }
 
+Result<JobRepository::ScheduleRead> JobRepository::read_to_schedule(
+    const std::optional<std::string>& since) {
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> Result<ScheduleRead> {
+        // Two statements, two snapshots: the low water comes from the first, so
+        // it is at most the second's, and whatever the second missed was written
+        // by a transaction at or after it.
+        Result<QueryResult> low_water =
+            connection.execute("SELECT pg_snapshot_xmin(pg_current_snapshot())::text");
+        if (!low_water.ok()) return low_water.error();
+        ScheduleRead read;
+        read.low_water = low_water->string(0, 0);
+        read.complete = !since;
+        Result<QueryResult> rows =
+            since ? connection.execute(std::string("SELECT ") + TPUJOBS_JOB_SCHEDULING_COLUMNS +
+                                           " FROM jobs j WHERE j.changed_xid >= $1::xid8",
+                                       {*since})
+                  : connection.execute(std::string("SELECT ") + TPUJOBS_JOB_SCHEDULING_COLUMNS +
+                                       " FROM jobs j WHERE j.state IN " + kUnfinished);
+        if (!rows.ok()) return rows.error();
+        read.rows = read_jobs(*rows);
+        return read;
+      });
+}
+
 Result<std::vector<JobRow>> JobRepository::load_unfinished_columns(const char* columns) {
   return with_connection(
       pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<JobRow>> {

@@ -230,6 +230,19 @@ class JobRepository {
   // most of its cost (10,000 queued jobs: bench/RESULTS.md). The specs come
   // from job_specs, once a job.
   Result<std::vector<JobRow>> load_unfinished_to_schedule();
+  // What a scheduler keeps between passes, read as load_unfinished_to_schedule
+  // does. `low_water` is noted before the rows are read: the oldest
+  // transaction still running then (migration 036). Every change it missed
+  // is in a row written at or after it, which the next read, `since` it,
+  // returns. A read `since` a low water returns those rows whatever their
+  // state (a finished one is to be dropped); without `since`, every
+  // unfinished job (complete).
+  struct ScheduleRead {
+    std::vector<JobRow> rows;
+    bool complete = false;
+    std::string low_water;  // a pg xid8, as text
+  };
+  Result<ScheduleRead> read_to_schedule(const std::optional<std::string>& since);
   // The QUEUED jobs whose ids are not in `known`, oldest first: what a
   // standalone service finds stored behind its back (an insert whose answer
   // was lost), once end_server_process says that insert has settled.

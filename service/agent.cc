@@ -452,23 +452,31 @@ void Agent::run_job(std::shared_ptr<Run> run) {
   }
   api::apply_resolution(resolution, &*spec);
 
-  // Resume from the last checkpoint and continue the sequence numbers.
+  // Resume from the last checkpoint and continue the sequence numbers: one
+  // read, and the checkpoint's bytes only when there is one.
   std::optional<executor::Checkpoint> resume;
-  auto checkpoint = repo_.outputs.latest_checkpoint(id);
-  auto log_seq = repo_.outputs.max_log_seq(id);
-  auto metric_seq = repo_.outputs.max_metric_seq(id);
-  if (!checkpoint.ok() || !log_seq.ok() || !metric_seq.ok()) {
+  auto point = repo_.outputs.resume_point(id);
+  if (!point.ok()) {
     // Cannot tell where to start: leave it to the next look.
     finish_here();
     return;
   }
-  if (*checkpoint)
+  run->next_log_seq = point->max_log_seq + 1;
+  run->next_metric_seq = point->max_metric_seq + 1;
+  run->skip_metric_points = point->metrics_after_checkpoint;
+  if (point->checkpoint_step) {
+    auto checkpoint = repo_.outputs.latest_checkpoint(id);
+    if (!checkpoint.ok() || !*checkpoint) {
+      finish_here();
+      return;
+    }
     resume = executor::Checkpoint{(*checkpoint)->step, (*checkpoint)->epoch,
                                   std::move((*checkpoint)->bytes)};
-  run->next_log_seq = *log_seq + 1;
-  run->next_metric_seq = *metric_seq + 1;
-  auto recorded = repo_.outputs.count_metrics_after_step(id, resume ? resume->step : 0);
-  run->skip_metric_points = recorded.ok() ? *recorded : 0;
+    if (resume->step != *point->checkpoint_step) {
+      auto recorded = repo_.outputs.count_metrics_after_step(id, resume->step);
+      run->skip_metric_points = recorded.ok() ? *recorded : 0;
+    }
+  }
 
   if (!run->peer()) {
     const std::string where = run->slice ? "agents of its slice" : "agent " + options_.name;

@@ -36,9 +36,11 @@ class LeaderStore {
   virtual db::Status notify(const char* channel, const std::string& payload) = 0;
 
   // Jobs (db/job_repository.h).
-  // The unfinished jobs without their documents but allocation
-  // (JobRepository::load_unfinished_to_schedule), and their specs.
-  virtual db::Result<std::vector<db::JobRow>> load_unfinished_to_schedule() = 0;
+  // The unfinished jobs without their documents but allocation, all of
+  // them or those written since a low water (JobRepository::read_to_schedule),
+  // and their specs.
+  virtual db::Result<db::JobRepository::ScheduleRead> read_to_schedule(
+      const std::optional<std::string>& since) = 0;
   virtual db::Result<std::map<std::int64_t, std::string>> job_specs(
       const std::vector<std::int64_t>& ids) = 0;
   virtual db::Result<std::vector<db::JobRow>> orphaned_jobs() = 0;
@@ -86,8 +88,9 @@ class RepositoryLeaderStore final : public LeaderStore {
   db::Status notify(const char* channel, const std::string& payload) override {
     return cluster_.notify(channel, payload);
   }
-  db::Result<std::vector<db::JobRow>> load_unfinished_to_schedule() override {
-    return repo_.jobs.load_unfinished_to_schedule();
+  db::Result<db::JobRepository::ScheduleRead> read_to_schedule(
+      const std::optional<std::string>& since) override {
+    return repo_.jobs.read_to_schedule(since);
   }
   db::Result<std::map<std::int64_t, std::string>> job_specs(
       const std::vector<std::int64_t>& ids) override {

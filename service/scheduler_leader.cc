@@ -130,10 +130,10 @@ std::optional<scheduler::ResourceRequest> SchedulerLeader::request_of(
   return resolution.request;
 }
 
-db::Status SchedulerLeader::learn_specs(const std::vector<db::JobRow>& rows) {
+db::Status SchedulerLeader::learn_specs(const std::vector<std::int64_t>& jobs) {
   std::vector<std::int64_t> unknown;
-  for (const db::JobRow& row : rows) {
-    if (!specs_.count(row.id)) unknown.push_back(row.id);
+  for (std::int64_t job : jobs) {
+    if (!specs_.count(job)) unknown.push_back(job);
   }
   if (unknown.empty()) return db::Status::Ok();
   auto texts = store_.job_specs(unknown);
@@ -164,6 +164,7 @@ const SchedulerLeader::SpecFacts& SchedulerLeader::facts_of(std::int64_t job) co
 }
 
 db::Status SchedulerLeader::begin_term() {
+  low_water_.reset();  // another leader wrote meanwhile: read every job again
   auto term = store_.begin_term(options_.instance);
   if (!term.ok()) return term.error();
   term_ = *term;
@@ -223,7 +224,9 @@ db::Status SchedulerLeader::move_off(const db::JobRow& row, const std::string& r
 db::Status SchedulerLeader::requeue_orphans() {
   auto orphans = store_.orphaned_jobs();
   if (!orphans.ok()) return orphans.error();
-  if (db::Status s = learn_specs(*orphans); !s.ok()) return s;  // their max_retries
+  std::vector<std::int64_t> orphan_ids;
+  for (const db::JobRow& row : *orphans) orphan_ids.push_back(row.id);
+  if (db::Status s = learn_specs(orphan_ids); !s.ok()) return s;  // their max_retries
   for (const db::JobRow& row : *orphans) {
     const std::string agent = row.agent.value_or("");
     db::Status s =
@@ -240,6 +243,8 @@ db::Status SchedulerLeader::requeue_orphans() {
 
 db::Status SchedulerLeader::run_pass() {
   db::Status s = pass();
+  // A failed pass may have left its writes unknown: read every job again.
+  if (!s.ok()) low_water_.reset();
   // Only when the database could not be reached: a statement it refused
   // does not make the agents' silence unknown (and a leader whose passes
   // fail so would never declare an agent lost).

@@ -72,6 +72,10 @@ struct SchedulerLeaderOptions {
   // stored usage this often).
   FairShareOptions fair_share;
   std::chrono::milliseconds fair_share_interval{5000};
+  // The leader keeps the unfinished jobs between passes and reads only the
+  // rows written since (db::JobRepository::read_to_schedule); it reads them
+  // all again this often, on a new term, and after a failed pass.
+  std::chrono::milliseconds complete_read_interval{30000};
   // A standalone serve's in-process wake-ups (service/wake_bus.h); null:
   // LISTEN/NOTIFY. Must outlive the leader.
   WakeBus* wake_bus = nullptr;
@@ -123,7 +127,7 @@ class SchedulerLeader {
                        const std::vector<db::ClusterHostRow>& hosts);
   db::Status add_job(PassState& state, const db::JobRow& row);
   db::Status add_running(PassState& state, const db::JobRow& row);
-  db::Status read_fair_share(PassState& state, const std::vector<db::JobRow>& rows);
+  db::Status read_fair_share(PassState& state, const std::vector<const db::JobRow*>& rows);
   db::Status write_unstartable(const PassState& state, const scheduler::PassPlan& plan);
   db::Status write_starts(const PassState& state, const scheduler::PassPlan& plan,
                           std::set<std::string>& woken);
@@ -150,15 +154,18 @@ class SchedulerLeader {
     bool preemptible = true;
   };
   // What the leader takes from a job's stored spec, read once a job (the
-  // pass's rows come without it: LeaderStore::load_unfinished_to_schedule).
+  // pass's rows come without it: LeaderStore::read_to_schedule).
   struct SpecFacts {
     // What resolves its resource request; nullopt when the spec does not parse.
     std::optional<lightning::TrainerSettings> trainer;
     WorkloadFields workload;  // empty when it does not parse
     int max_retries = 0;
   };
-  // Reads the stored specs of the rows' jobs not known yet.
-  db::Status learn_specs(const std::vector<db::JobRow>& rows);
+  // Reads the stored specs of the jobs not known yet.
+  db::Status learn_specs(const std::vector<std::int64_t>& jobs);
+  // Brings unfinished_ up to date: the rows written since the last read,
+  // or all of them; fills `rows` with them, in priority then id order.
+  db::Status read_unfinished(std::vector<const db::JobRow*>& rows);
   // The job's facts; empty ones for a job whose spec was not found.
   const SpecFacts& facts_of(std::int64_t job) const;
   const WorkloadFields& workload_of(const db::JobRow& row) const {
@@ -190,6 +197,12 @@ class SchedulerLeader {
   std::map<std::string, double> fair_share_;
   std::optional<base::Clock::time_point> fair_share_read_;
   std::optional<std::int64_t> term_;  // the scheduler term it leads under (the thread only)
+  // The unfinished jobs as last read, without their specs; the low water
+  // to read the next changes from (none: read them all); when all were
+  // last read (the thread only).
+  std::map<std::int64_t, db::JobRow> unfinished_;
+  std::optional<std::string> low_water_;
+  base::Clock::time_point complete_read_at_{};
 
   std::atomic<bool> leader_{false};
   base::Mutex mutex_;

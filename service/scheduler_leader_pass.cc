@@ -31,7 +31,7 @@ std::chrono::system_clock::duration wall(std::chrono::milliseconds span) {
 
 struct SchedulerLeader::PassState {
   scheduler::PassSnapshot snapshot;
-  std::vector<db::JobRow> rows;  // the unfinished jobs, without their specs
+  std::vector<const db::JobRow*> rows;  // the unfinished jobs, without their specs
   std::map<std::int64_t, const db::JobRow*> row_of;
   std::vector<std::string> host_names;
   std::map<std::string, int> host_index;
@@ -189,11 +189,12 @@ db::Status SchedulerLeader::add_job(PassState& state, const db::JobRow& row) {
   return db::Status::Ok();
 }
 
-db::Status SchedulerLeader::read_fair_share(PassState& state, const std::vector<db::JobRow>& rows) {
+db::Status SchedulerLeader::read_fair_share(PassState& state,
+                                            const std::vector<const db::JobRow*>& rows) {
   if (!fair_share_read_ ||
       options_.clock->now() - *fair_share_read_ >= options_.fair_share_interval) {
     std::set<std::string> active;
-    for (const db::JobRow& row : rows) active.insert(row.tenant);
+    for (const db::JobRow* row : rows) active.insert(row->tenant);
     auto factors = store_.fair_share(options_.clock->wall_now(), active, options_.fair_share);
     if (!factors.ok()) return factors.error();
     fair_share_ = std::move(*factors);
@@ -203,15 +204,47 @@ db::Status SchedulerLeader::read_fair_share(PassState& state, const std::vector<
   return db::Status::Ok();
 }
 
+db::Status SchedulerLeader::read_unfinished(std::vector<const db::JobRow*>& rows) {
+  const auto now = options_.clock->now();
+  std::optional<std::string> since = low_water_;
+  if (now - complete_read_at_ >= options_.complete_read_interval) since.reset();
+  auto read = store_.read_to_schedule(since);
+  if (!read.ok()) return read.error();
+  if (read->complete) {
+    unfinished_.clear();
+    complete_read_at_ = now;
+  }
+  for (db::JobRow& row : read->rows) {
+    if (base::is_terminal(row.state)) {
+      unfinished_.erase(row.id);
+    } else {
+      unfinished_[row.id] = std::move(row);
+    }
+  }
+  low_water_ = std::move(read->low_water);
+  // What the leader holds per job goes with the job.
+  std::erase_if(requests_, [&](const auto& r) { return !unfinished_.count(r.first); });
+  std::erase_if(specs_, [&](const auto& f) { return !unfinished_.count(f.first); });
+  rows.clear();
+  rows.reserve(unfinished_.size());
+  std::vector<std::int64_t> ids;
+  ids.reserve(unfinished_.size());
+  for (const auto& [id, row] : unfinished_) {
+    rows.push_back(&row);
+    ids.push_back(id);
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const db::JobRow* a, const db::JobRow* b) {
+    return a->priority > b->priority;  // then by id, as the map holds them
+  });
+  return learn_specs(ids);
+}
+
 db::Status SchedulerLeader::read_pass(PassState& state) {
   auto agents = store_.list_agents();
   if (!agents.ok()) return agents.error();
   auto hosts = store_.list_hosts();
   if (!hosts.ok()) return hosts.error();
-  auto unfinished = store_.load_unfinished_to_schedule();
-  if (!unfinished.ok()) return unfinished.error();
-  state.rows = std::move(*unfinished);
-  if (db::Status s = learn_specs(state.rows); !s.ok()) return s;
+  if (db::Status s = read_unfinished(state.rows); !s.ok()) return s;
   auto quotas = store_.load_quotas();
   if (!quotas.ok()) return quotas.error();
   if (db::Status s = read_fair_share(state, state.rows); !s.ok()) return s;
@@ -221,16 +254,8 @@ db::Status SchedulerLeader::read_pass(PassState& state) {
   for (const auto& [tenant, max_cores] : *quotas) {
     state.snapshot.tenants[state.tenant(tenant)].max_cores = max_cores;
   }
-  std::set<std::int64_t> unfinished_ids;
-  for (const db::JobRow& row : state.rows) {
-    unfinished_ids.insert(row.id);
-    if (db::Status s = add_job(state, row); !s.ok()) return s;
-  }
-  for (auto it = requests_.begin(); it != requests_.end();) {
-    it = unfinished_ids.count(it->first) ? std::next(it) : requests_.erase(it);
-  }
-  for (auto it = specs_.begin(); it != specs_.end();) {
-    it = unfinished_ids.count(it->first) ? std::next(it) : specs_.erase(it);
+  for (const db::JobRow* row : state.rows) {
+    if (db::Status s = add_job(state, *row); !s.ok()) return s;
   }
   // The jobs the queued ones depend on, in one read.
   std::vector<std::int64_t> targets;

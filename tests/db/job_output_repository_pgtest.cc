@@ -97,6 +97,43 @@ TEST_F(OutputRepositoryTest, MetricsShareStepsAndAppendIdempotently) {
   EXPECT_EQ(ErrorCode::kInvalid, bad.code());
 }
 
+// The agent's one read before it starts a placed job: where its logs and
+// metrics go on, and from which checkpoint (none for a job never run).
+TEST_F(OutputRepositoryTest, AResumePointNamesTheNewestCheckpointAndTheSeqsInOneRead) {
+  JobOutputRepository& outputs = repositories_->outputs;
+  auto fresh = outputs.resume_point(job_);
+  ASSERT_TRUE(fresh.ok()) << fresh.error().message;
+  EXPECT_FALSE(fresh->checkpoint_step);
+  EXPECT_EQ(0, fresh->max_log_seq);
+  EXPECT_EQ(0, fresh->max_metric_seq);
+  EXPECT_EQ(0, fresh->metrics_after_checkpoint);
+
+  ASSERT_TRUE(outputs.append_logs({{job_, 1, {}, "a"}, {job_, 2, {}, "b"}}).ok());
+  ASSERT_TRUE(outputs
+                  .append_metrics({{job_, 1, 10, 0, {}, R"({"loss": 2})"},
+                                   {job_, 2, 20, 0, {}, R"({"loss": 1})"},
+                                   {job_, 3, 30, 1, {}, R"({"loss": 0.5})"}})
+                  .ok());
+  auto unsaved = outputs.resume_point(job_);
+  ASSERT_TRUE(unsaved.ok());
+  EXPECT_FALSE(unsaved->checkpoint_step);
+  EXPECT_EQ(2, unsaved->max_log_seq);
+  EXPECT_EQ(3, unsaved->max_metric_seq);
+  EXPECT_EQ(3, unsaved->metrics_after_checkpoint);
+
+  ASSERT_TRUE(outputs.save_checkpoint(job_, 10, 0, "first").ok());
+  ASSERT_TRUE(outputs.save_checkpoint(job_, 20, 0, "second").ok());
+  auto saved = outputs.resume_point(job_);
+  ASSERT_TRUE(saved.ok());
+  ASSERT_TRUE(saved->checkpoint_step);
+  EXPECT_EQ(20, *saved->checkpoint_step);
+  EXPECT_EQ(1, saved->metrics_after_checkpoint);  // step 30's point is past it
+  auto other = outputs.resume_point(other_job_);
+  ASSERT_TRUE(other.ok());
+  EXPECT_FALSE(other->checkpoint_step);
+  EXPECT_EQ(0, other->max_log_seq);
+}
+
 // Bytes of every value, over `size` bytes: a checkpoint's floats.
 std::string patterned_bytes(std::size_t size, unsigned seed) {
   std::string bytes(size, '\0');

@@ -2,6 +2,7 @@
 // transitions, listing with filters and cursor pagination.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <thread>
 
@@ -312,6 +313,56 @@ TEST_F(JobRepositoryTest, LoadUnfinishedOrdersByPriorityThenIdAndTheSchedulersRe
   ASSERT_TRUE(row.lease_expires_at);
   EXPECT_GT(*row.lease_expires_at, row.updated_at);
   EXPECT_LE(*row.lease_expires_at, row.updated_at + std::chrono::seconds(2));
+}
+
+// The leader's read between passes: every unfinished job once, then only
+// the rows written since, finished ones included (for the reader to drop),
+// and never a change whose transaction was still open at the last read.
+TEST_F(JobRepositoryTest, AReadSinceALowWaterReturnsEveryRowWrittenAfterItAndNoOther) {
+  const auto inserted = insert({job("a"), job("b"), job("c")});
+  ASSERT_EQ(3u, inserted.size());
+  auto first = jobs_->read_to_schedule(std::nullopt);
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  EXPECT_TRUE(first->complete);
+  EXPECT_EQ(3u, first->rows.size());
+  EXPECT_TRUE(first->rows[0].spec_json.empty()) << "the scheduling columns, without the spec";
+
+  auto quiet = jobs_->read_to_schedule(first->low_water);
+  ASSERT_TRUE(quiet.ok()) << quiet.error().message;
+  EXPECT_FALSE(quiet->complete);
+  EXPECT_TRUE(quiet->rows.empty()) << "nothing was written since";
+
+  // A cancel and a submit commit; a placement's transaction is still open
+  // while the next read runs.
+  ASSERT_TRUE(*jobs_->transition({.job_id = inserted[0].row.id,
+                                  .from = {JobState::kQueued},
+                                  .to = JobState::kCancelled,
+                                  .reason = "Cancel"}));
+  const auto later = insert({job("d")});
+  auto held = pool_->acquire(std::chrono::seconds(5));
+  ASSERT_TRUE(held.ok());
+  auto open = Transaction::begin(**held);
+  ASSERT_TRUE(open.ok());
+  ASSERT_TRUE(open->execute("UPDATE jobs SET state = 'STARTING' WHERE id = $1::bigint",
+                            {inserted[1].row.id})
+                  .ok());
+  auto second = jobs_->read_to_schedule(quiet->low_water);
+  ASSERT_TRUE(second.ok()) << second.error().message;
+  std::map<std::int64_t, JobState> seen;
+  for (const JobRow& row : second->rows) seen[row.id] = row.state;
+  EXPECT_EQ((std::map<std::int64_t, JobState>{{inserted[0].row.id, JobState::kCancelled},
+                                              {later[0].row.id, JobState::kQueued}}),
+            seen);
+  ASSERT_TRUE(open->commit().ok());
+
+  // The placement committed after that read began: the next read has it.
+  auto third = jobs_->read_to_schedule(second->low_water);
+  ASSERT_TRUE(third.ok()) << third.error().message;
+  bool placed = false;
+  for (const JobRow& row : third->rows) {
+    if (row.id == inserted[1].row.id) placed = row.state == JobState::kStarting;
+  }
+  EXPECT_TRUE(placed) << "a change committed after a read's low water is in the next read";
 }
 
 TEST_F(JobRepositoryTest, ListFiltersByTenantStateLabelsAndName) {

@@ -234,5 +234,45 @@ TEST_F(SchedulerLeaderTest, ACancelRequestedWhileQueuedEndsTheJob) {
   EXPECT_EQ(db::JobState::kCancelled, row(id).state);
 }
 
+// Between passes the leader reads only the rows written since its last
+// read (issue 29): what others wrote meanwhile (an end, a cancel, a new
+// submit) must still reach its next pass, as if it had read every job.
+TEST_F(SchedulerLeaderTest, BetweenPassesTheLeaderSeesWhatOthersWroteMeanwhile) {
+  ASSERT_TRUE(cluster_->register_agent("a", {{"a-h0", "v3"}}, 1).ok());
+  const std::int64_t first = submit(8);  // the whole host
+  const std::int64_t second = submit(8);
+  const std::int64_t cancelled = submit(8);
+  ASSERT_TRUE(leader_->run_pass().ok());
+  ASSERT_EQ(db::JobState::kStarting, row(first).state);
+  ASSERT_EQ(db::JobState::kQueued, row(second).state);
+
+  // Elsewhere: the first job ends on its agent, the second's owner cancels
+  // it, and a new job with a higher priority arrives.
+  start(first);
+  ASSERT_TRUE(*repo_->jobs.transition(
+      lifecycle::finish(first, db::JobState::kSucceeded, "Training finished", std::nullopt,
+                        std::nullopt, *row(first).placement_epoch)));
+  ASSERT_TRUE(*repo_->jobs.transition(lifecycle::cancel_queued(second)));
+  db::NewJob urgent;
+  urgent.tenant = "t";
+  urgent.priority = 50;
+  urgent.spec_json = json{{"name", "urgent"},
+                          {"trainer", {{"devices", 8}, {"max_epochs", 1}}},
+                          {"model", {{"layers", json::array({{{"type", "linear"}, {"out", 3}}})}}},
+                          {"data", {{"dataset", "iris"}}}}
+                         .dump();
+  auto inserted = repo_->jobs.insert_jobs({urgent});
+  ASSERT_TRUE(inserted.ok());
+  const std::int64_t urgent_id = (*inserted)[0].row.id;
+
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(db::JobState::kStarting, row(urgent_id).state)
+      << "the host the first job freed goes to the new, higher-priority job";
+  EXPECT_EQ(db::JobState::kCancelled, row(second).state);
+  EXPECT_EQ(db::JobState::kQueued, row(cancelled).state);
+  const json pending = json::parse(row(cancelled).pending_json.value_or("{}"));
+  EXPECT_EQ(1, pending.value("queue_position", -1)) << pending.dump();
+}
+
 }  // namespace
 }  // namespace tpujobs::service

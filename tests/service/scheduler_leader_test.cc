@@ -116,17 +116,22 @@ class FakeLeaderStore final : public LeaderStore {
     writes.push_back(std::string("notify ") + channel + " " + payload);
     return db::Status::Ok();
   }
-  // Without their specs, as the repository's (the leader reads them once).
-  db::Result<std::vector<db::JobRow>> load_unfinished_to_schedule() override {
+  // Without their specs, as the repository's (the leader reads them once);
+  // always every unfinished job (a complete read), whatever `since` says.
+  db::Result<db::JobRepository::ScheduleRead> read_to_schedule(
+      const std::optional<std::string>&) override {
     if (away) return down();
-    std::vector<db::JobRow> out;
+    db::JobRepository::ScheduleRead read;
+    read.complete = true;
+    read.low_water = std::to_string(++reads);
     for (const db::JobRow& row : jobs) {
       if (base::is_terminal(row.state)) continue;
-      out.push_back(row);
-      out.back().spec_json.clear();
+      read.rows.push_back(row);
+      read.rows.back().spec_json.clear();
     }
-    return out;
+    return read;
   }
+  int reads = 0;
   db::Result<std::map<std::int64_t, std::string>> job_specs(
       const std::vector<std::int64_t>& ids) override {
     if (away) return down();
