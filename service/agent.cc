@@ -405,6 +405,30 @@ std::optional<std::pair<std::string, std::string>> Agent::live_view(std::int64_t
   return it->second;
 }
 
+db::Result<std::optional<executor::Checkpoint>> Agent::resume_of(Run& run) {
+  // One read, and the checkpoint's bytes only when there is one.
+  const std::int64_t id = run.row.id;
+  auto point = repo_.outputs.resume_point(id);
+  if (!point.ok()) return point.error();
+  run.next_log_seq = point->max_log_seq + 1;
+  run.next_metric_seq = point->max_metric_seq + 1;
+  run.skip_metric_points = point->metrics_after_checkpoint;
+  if (!point->checkpoint_step) return std::optional<executor::Checkpoint>();
+  auto checkpoint = repo_.outputs.latest_checkpoint(id);
+  if (!checkpoint.ok()) return checkpoint.error();
+  if (!*checkpoint) {
+    return db::make_error(db::ErrorCode::kUnavailable,
+                          "job " + std::to_string(id) + ": its checkpoint went while read");
+  }
+  executor::Checkpoint resume{(*checkpoint)->step, (*checkpoint)->epoch,
+                              std::move((*checkpoint)->bytes)};
+  if (resume.step != *point->checkpoint_step) {  // a newer one came in between
+    auto recorded = repo_.outputs.count_metrics_after_step(id, resume.step);
+    run.skip_metric_points = recorded.ok() ? *recorded : 0;
+  }
+  return std::optional<executor::Checkpoint>(std::move(resume));
+}
+
 void Agent::run_job(std::shared_ptr<Run> run) {
   const std::int64_t id = run->row.id;
   auto finish_here = [&] {
@@ -452,31 +476,13 @@ void Agent::run_job(std::shared_ptr<Run> run) {
   }
   api::apply_resolution(resolution, &*spec);
 
-  // Resume from the last checkpoint and continue the sequence numbers: one
-  // read, and the checkpoint's bytes only when there is one.
-  std::optional<executor::Checkpoint> resume;
-  auto point = repo_.outputs.resume_point(id);
-  if (!point.ok()) {
-    // Cannot tell where to start: leave it to the next look.
-    finish_here();
+  // Resume from the last checkpoint and continue the sequence numbers.
+  auto resumed = resume_of(*run);
+  if (!resumed.ok()) {
+    finish_here();  // cannot tell where to start: leave it to the next look
     return;
   }
-  run->next_log_seq = point->max_log_seq + 1;
-  run->next_metric_seq = point->max_metric_seq + 1;
-  run->skip_metric_points = point->metrics_after_checkpoint;
-  if (point->checkpoint_step) {
-    auto checkpoint = repo_.outputs.latest_checkpoint(id);
-    if (!checkpoint.ok() || !*checkpoint) {
-      finish_here();
-      return;
-    }
-    resume = executor::Checkpoint{(*checkpoint)->step, (*checkpoint)->epoch,
-                                  std::move((*checkpoint)->bytes)};
-    if (resume->step != *point->checkpoint_step) {
-      auto recorded = repo_.outputs.count_metrics_after_step(id, resume->step);
-      run->skip_metric_points = recorded.ok() ? *recorded : 0;
-    }
-  }
+  std::optional<executor::Checkpoint> resume = std::move(*resumed);
 
   if (!run->peer()) {
     const std::string where = run->slice ? "agents of its slice" : "agent " + options_.name;

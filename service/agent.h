@@ -100,6 +100,10 @@ class Agent {
   void reconcile();
   void stop_all_locked(StopReason reason) REQUIRES(mutex_);
   void run_job(std::shared_ptr<Run> run);
+  // Where a placed job takes up its run: sets its next log and metric seq
+  // and the points to skip, and returns the checkpoint to resume from
+  // (none: from the start); an error when the database cannot tell.
+  db::Result<std::optional<executor::Checkpoint>> resume_of(Run& run);
   // A slice spanning agents: joins the other parts. nullptr when the job
   // runs whole here, or when the rendezvous failed (then *error is set).
   std::unique_ptr<executor::SliceCollective> join_slice(const Run& run,
