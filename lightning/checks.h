@@ -317,6 +317,11 @@ bool is_registered_strategy(std::string_view name, int version);
 // (environment.cc).
 int default_torch_xla(int lightning_version);
 
+// The torch_xla releases from `first` (major*100+minor) on, with the
+// Pythons their wheels are for: "2.1-2.3 for Python 3.8-3.11, 2.4-2.5 for
+// Python 3.9-3.11" (environment.cc).
+std::string torch_xla_wheels_from(int first);
+
 // torch_xla's sys_util::GetEnvBool on `env`: "true", "false", or a number
 // (non-zero is true); false when unset (environment.cc).
 bool env_bool(const std::map<std::string, std::string>& env, const std::string& name);
