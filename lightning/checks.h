@@ -197,8 +197,7 @@ std::vector<RuleText> environment_rule_texts();
 std::vector<RuleText> num_nodes_rule_texts();
 std::vector<RuleText> device_info_rule_texts();
 std::vector<RuleText> loop_limit_rule_texts();
-std::vector<RuleText> xla_spawn_rule_texts();     // script_xla.cc: xmp.spawn in scripts
-std::vector<RuleText> spawn_nprocs_rule_texts();  // spawn_nprocs.cc
+std::vector<RuleText> xla_spawn_rule_texts();  // script_xla.cc: xmp.spawn in scripts
 
 // All of them.
 std::vector<RuleText> all_rule_texts();
@@ -224,6 +223,15 @@ void check_request(Context& c);    // slices.cc
 // when it applies); note_ adds torch_xla's line and tpujobs' notice once the
 // request resolved.
 bool follow_spawn_nprocs(Context& c);
+// torch_xla's PJRT spawn given an nprocs other than 1 and None: refused (a
+// ValueError, 2.6+) or a logged warning, its text (`{nprocs}`) and source;
+// nullopt where tpujobs has no row (script_xla.cc; 1.13 says nothing).
+struct PjrtSpawnNprocs {
+  bool refused;
+  std::string_view text;
+  std::string_view source;
+};
+std::optional<PjrtSpawnNprocs> pjrt_spawn_nprocs(int torch_xla);
 void note_spawn_nprocs(Context& c);
 void check_precision(Context& c);     // precision.cc
 void check_strategy(Context& c);      // strategy.cc

@@ -14,33 +14,25 @@
 namespace tpujobs::lightning {
 namespace {
 
-// torch_xla (major*100+minor) and what its PJRT spawn does with nprocs=8.
 // torch_xla calls logging.basicConfig() on import (v2.0.0
 // torch_xla/__init__.py:11, v2.5.0 :24), so the root logger's default format
-// prints the warning as "WARNING:root:<message>".
-struct SpawnRule {
-  Versions versions;      // of torch_xla (major*100+minor)
-  std::string_view line;  // {nprocs}; empty: nothing printed
-  std::string_view source;
-};
-constexpr std::string_view kUnsupportedNprocs =
-    "WARNING:root:Unsupported nprocs ({nprocs}), ignoring...";
-constexpr SpawnRule kSpawnRules[] = {
-    {{113, 113},
-     "",
-     "pytorch/xla v1.13.0:torch_xla/distributed/xla_multiprocessing.py:382-383 (under PJRT "
-     "xmp.spawn calls pjrt.spawn(fn, args): nprocs is dropped)"},
-    {{200, 200},
-     kUnsupportedNprocs,
-     "pytorch/xla v2.0.0:torch_xla/experimental/pjrt.py:363 (spawn)"},
-    {{201, 201}, kUnsupportedNprocs, "pytorch/xla v2.1.0:torch_xla/_internal/pjrt.py:200 (spawn)"},
-    {{202, 202}, kUnsupportedNprocs, "pytorch/xla v2.2.0:torch_xla/_internal/pjrt.py:198 (spawn)"},
-    {{203, 203}, kUnsupportedNprocs, "pytorch/xla v2.3.0:torch_xla/_internal/pjrt.py:209 (spawn)"},
-    {{204, 204}, kUnsupportedNprocs, "pytorch/xla v2.4.0:torch_xla/_internal/pjrt.py:212 (spawn)"},
-    // From v2.6.0 (:209) spawn raises ValueError for nprocs=8; no Lightning
-    // 1.x or 2.0 allows its torch.
-    {{205, 205}, kUnsupportedNprocs, "pytorch/xla v2.5.0:torch_xla/_internal/pjrt.py:207 (spawn)"},
-};
+// prints spawn's logging.warning as "WARNING:root:<message>". The message is
+// script_xla.cc's (pjrt_spawn_nprocs). torch_xla 1.13's xmp.spawn drops
+// nprocs under PJRT and says nothing (v1.13.0
+// torch_xla/distributed/xla_multiprocessing.py:382-383).
+constexpr std::string_view kRootWarning = "WARNING:root:";
+constexpr int kSilentTorchXla = 113;
+
+// What spawn does with nprocs=8 under this torch_xla: true when it runs one
+// process per device (warned about in *text, empty when silent).
+bool ignores_nprocs(int torch_xla, std::string_view* text) {
+  *text = {};
+  if (torch_xla == kSilentTorchXla) return true;
+  const std::optional<PjrtSpawnNprocs> spawn = pjrt_spawn_nprocs(torch_xla);
+  if (!spawn || spawn->refused) return false;  // 2.6+ raises; no 1.x/2.0 allows its torch
+  *text = spawn->text;
+  return true;
+}
 
 constexpr std::string_view kNewGenerations[] = {"v5e", "v5p", "v6e"};
 
@@ -63,9 +55,8 @@ bool follow_spawn_nprocs(Context& c) {
   if (!every_core) return false;
   if (c.settings.runtime.value_or("pjrt") != "pjrt") return false;
   const std::vector<Generation> generations = c.device_generations();
-  if (!row_for<SpawnRule>(kSpawnRules, c.out.torch_xla_version) || generations.empty()) {
-    return false;
-  }
+  std::string_view text;
+  if (!ignores_nprocs(c.out.torch_xla_version, &text) || generations.empty()) return false;
   for (Generation g : generations) {
     if (!is_new(g) || devices_per_host(g) >= kLightningCount) return false;
   }
@@ -76,9 +67,12 @@ bool follow_spawn_nprocs(Context& c) {
 }
 
 void note_spawn_nprocs(Context& c) {
-  const SpawnRule& rule = *row_for<SpawnRule>(kSpawnRules, c.out.torch_xla_version);
+  std::string_view text;
+  ignores_nprocs(c.out.torch_xla_version, &text);
   const std::string nprocs = std::to_string(c.lightning_num_devices.value_or(8));
-  if (!rule.line.empty()) c.out.fit_start_lines.push_back(fill(rule.line, {{"nprocs", nprocs}}));
+  if (!text.empty()) {
+    c.out.fit_start_lines.push_back(std::string(kRootWarning) + fill(text, {{"nprocs", nprocs}}));
+  }
   const std::string notice =
       "tpujobs: Lightning " + c.release->name() + " accepts " + c.devices_written() +
       " on every host and launches xmp.spawn(nprocs=" + nprocs +
@@ -89,14 +83,6 @@ void note_spawn_nprocs(Context& c) {
       " TPU cores.";
   c.out.notices.push_back(notice);
   c.warn(notice);
-}
-
-std::vector<RuleText> spawn_nprocs_rule_texts() {
-  std::vector<RuleText> out;
-  for (const SpawnRule& rule : kSpawnRules) {
-    if (!rule.line.empty()) out.push_back({"log", rule.line, rule.source});
-  }
-  return out;
 }
 
 }  // namespace tpujobs::lightning
