@@ -168,8 +168,13 @@ void parse_trainer_section(ObjectReader& top, JobSpec* spec, std::vector<FieldEr
       spec->trainer.num_nodes = device_value(*v, "trainer.num_nodes", errors);
     // Lightning 2.0 removed these Trainer arguments; the rules judge them
     // by version (lightning/devices.cc, check_removed_arguments).
-    for (const char* name : {"gpus", "ipus", "num_processes"}) {
-      if (r.raw(name, /*allow_null=*/true)) spec->trainer.removed_arguments.push_back(name);
+    for (auto [name, value] :
+         {std::pair{"gpus", &spec->trainer.gpus}, std::pair{"ipus", &spec->trainer.ipus},
+          std::pair{"num_processes", &spec->trainer.num_processes}}) {
+      if (const json* v = r.raw(name, /*allow_null=*/true)) {
+        spec->trainer.removed_arguments.push_back(name);
+        *value = device_value(*v, std::string("trainer.") + name, errors);  // 1.x maps them
+      }
     }
   }
 }

@@ -212,19 +212,38 @@ constexpr std::string_view kGpuHint =
     "tpujobs emulates TPU hosts, not GPUs: use `accelerator: \"tpu\"` (or \"auto\") and drop "
     "GPU-only settings.";
 
-void refuse_unavailable(Context& c, std::string_view accelerator_class) {
+void refuse_unavailable(Context& c, std::string_view accelerator_class, std::string_view field) {
   const AcceleratorRules& rules = rules_for(c);
-  c.error(kFieldAccelerator,
+  c.error(field,
           fill(rules.not_available, {{"class", std::string(accelerator_class)},
                                      {"available", available_list(c, rules)}}),
           std::string(kGpuHint), rules.source);
+}
+
+// The accelerator flag Lightning goes on with (*flag) and the setting an
+// accelerator error names: `accelerator`, or the 1.x device flag that chose
+// it (tpu_cores=8 names the TPU, gpus=8 CUDA).
+std::string_view accelerator_flag(const Context& c, std::string* flag) {
+  if (c.settings.accelerator && !c.accelerator_dropped) {
+    *flag = *c.settings.accelerator;
+    return kFieldAccelerator;
+  }
+  if (!c.v1()) {
+    *flag = "auto";
+    return kFieldAccelerator;
+  }
+  // 1.x: no accelerator means the CPU, unless a device flag names one.
+  if (const std::optional<DeviceFlag> from_flag = accelerator_from_device_flags(c, flag)) {
+    return from_flag->field;
+  }
+  *flag = "cpu";
+  return kFieldAccelerator;
 }
 
 }  // namespace
 
 void check_accelerator(Context& c) {
   const AcceleratorRules& rules = rules_for(c);
-  const bool tpu_cores_given = c.settings.tpu_cores.kind != DeviceValue::Kind::kAbsent;
   const std::vector<std::string> names = split_names(rules.registered);
   const auto is_registered = [&](const std::string& name) {
     return std::find(names.begin(), names.end(), name) != names.end();
@@ -263,15 +282,7 @@ void check_accelerator(Context& c) {
     c.strategy_from_accelerator = accelerator;
   }
   std::string flag;
-  if (c.settings.accelerator && !c.accelerator_dropped) {
-    flag = *c.settings.accelerator;
-  } else if (c.v1()) {
-    // 1.x: no accelerator means the CPU, unless a device flag such as
-    // tpu_cores names one.
-    flag = tpu_cores_given && tpu_cores_select_the_tpu(c.settings.tpu_cores) ? "tpu" : "cpu";
-  } else {
-    flag = "auto";
-  }
+  const std::string_view field = accelerator_flag(c, &flag);
   const bool registered = is_registered(flag);
   if (!registered && flag != "auto" && !(flag == "gpu" && !rules.gpu_registered)) {
     c.accelerator_name_refused = true;
@@ -293,8 +304,7 @@ void check_accelerator(Context& c) {
       const int xla = default_torch_xla(c.version);
       const std::string version = std::to_string(xla / 100) + "." + std::to_string(xla % 100);
       const bool python37 = c.python_minor <= 7 && !rules.xla_missing_python37.empty();
-      c.error(c.settings.accelerator && !c.accelerator_dropped ? kFieldAccelerator : kFieldTpuCores,
-              std::string(python37 ? rules.xla_missing_python37 : rules.xla_missing),
+      c.error(field, std::string(python37 ? rules.xla_missing_python37 : rules.xla_missing),
               "`environment` lists no torch_xla: install it with the torch of the same minor "
               "version (pip install torch~=" +
                   version + ".0 'torch_xla[tpu]~=" + version +
@@ -303,7 +313,7 @@ void check_accelerator(Context& c) {
       return;
     }
     if (!c.tpu_available()) {
-      c.error(c.settings.accelerator && !c.accelerator_dropped ? kFieldAccelerator : kFieldTpuCores,
+      c.error(field,
               fill(rules.not_available, {{"class", std::string(rules.tpu_class)},
                                          {"available", available_list(c, rules)}}),
               "This pool has no TPU hosts: use `accelerator: \"cpu\"` (or \"auto\", which falls "
@@ -318,7 +328,7 @@ void check_accelerator(Context& c) {
     return;
   } else {
     for (const auto& [name, accelerator_class] : kAcceleratorClasses) {
-      if (name == flag) refuse_unavailable(c, accelerator_class);
+      if (name == flag) refuse_unavailable(c, accelerator_class, field);
     }
     c.unavailable_accelerator = flag;
     return;
@@ -411,7 +421,9 @@ void check_device_info(Context& c) {
     c.warn(fill(rules.tpu_unused, {{"count", "8"}}));
   }
   // trainer.num_devices: the devices of one node (host), not the world size.
-  const int count = c.out.accelerator == "tpu" ? c.out.device.devices_per_host : 0;
+  const int count = c.out.accelerator != "tpu" ? 0
+                    : c.lightning_num_devices  ? *c.lightning_num_devices
+                                               : c.out.device.devices_per_host;
   std::vector<std::string>& lines = c.out.device_info;
   lines.emplace_back(kGpuLine);
   lines.push_back(fill(kTpuLine, {{"available", c.tpu_available() ? "True" : "False"},
@@ -439,6 +451,10 @@ std::vector<RuleText> accelerator_rule_texts() {
       if (!text.empty()) out.push_back({kFieldAccelerator, text, rules.source});
     }
     out.push_back({kFieldTpuCores, rules.not_available, rules.source});
+    if (rules.versions.first < 200) {  // 1.x: gpus=8 sets CUDA (1.6: GPU), ipus=8 the IPU
+      out.push_back({kFieldGpus, rules.not_available, rules.source});
+      out.push_back({kFieldIpus, rules.not_available, rules.source});
+    }
     if (!rules.strategy_deprecated.empty()) {
       out.push_back({"warning", rules.strategy_deprecated, rules.source});
       out.push_back({kFieldAccelerator, rules.strategy_conflict, rules.source});

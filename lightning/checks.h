@@ -25,6 +25,13 @@ namespace tpujobs::lightning {
 inline constexpr std::string_view kFieldAccelerator = "trainer.accelerator";
 inline constexpr std::string_view kFieldDevices = "trainer.devices";
 inline constexpr std::string_view kFieldTpuCores = "trainer.tpu_cores";
+inline constexpr std::string_view kFieldGpus = "trainer.gpus";
+inline constexpr std::string_view kFieldIpus = "trainer.ipus";
+inline constexpr std::string_view kFieldNumProcesses = "trainer.num_processes";
+// 1.x's device-specific flags (device_flags.cc), which Lightning may use in
+// place of `devices`.
+inline constexpr std::string_view kDeviceFlagFields[] = {kFieldTpuCores, kFieldGpus, kFieldIpus,
+                                                         kFieldNumProcesses};
 inline constexpr std::string_view kFieldNumNodes = "trainer.num_nodes";
 inline constexpr std::string_view kFieldPrecision = "trainer.precision";
 inline constexpr std::string_view kFieldStrategy = "trainer.strategy";
@@ -115,6 +122,10 @@ struct Context {
   // of Python's own error texts changed between versions.
   int python_minor = 10;
 
+  // What Lightning's `trainer.num_devices` says when it differs from the
+  // devices the job runs on (spawn_nprocs.cc: 8 on a 4-device v5p host).
+  std::optional<int> lightning_num_devices = std::nullopt;
+
   // num_nodes as Lightning ends up with it; nullopt when absent or refused.
   std::optional<std::int64_t> num_nodes = std::nullopt;
   bool num_nodes_ok = true;
@@ -154,8 +165,9 @@ struct Context {
     return pool_generations;
   }
 
+  // "devices", "tpu_cores", "gpus", ...: the Trainer argument devices_field names.
   std::string_view devices_name() const {
-    return devices_field == kFieldTpuCores ? "tpu_cores" : "devices";
+    return devices_field.substr(devices_field.find('.') + 1);
   }
   // "`devices=8`" as written, for tpujobs' own messages.
   std::string devices_written() const {
@@ -177,6 +189,7 @@ struct RuleText {
 // Every text of every table, by concern (each defined beside its table).
 std::vector<RuleText> accelerator_rule_texts();
 std::vector<RuleText> device_rule_texts();
+std::vector<RuleText> device_flag_rule_texts();  // device_flags.cc
 std::vector<RuleText> precision_rule_texts();
 std::vector<RuleText> strategy_rule_texts();
 std::vector<RuleText> runtime_rule_texts();
@@ -201,9 +214,25 @@ bool check_topology(Context& c, std::optional<std::string>* accelerator_type);
 // environment.torch_xla too old to find the job's generation's chips
 // (torch_xla_devices.cc): v6e before torch_xla 2.5.
 void check_torch_xla_knows_chips(Context& c);
-void check_devices(Context& c);       // devices.cc
-void check_num_nodes(Context& c);     // slices.cc
-void check_request(Context& c);       // slices.cc
+void check_devices(Context& c);    // devices.cc
+void check_num_nodes(Context& c);  // slices.cc
+void check_request(Context& c);    // slices.cc
+// Lightning 1.x / 2.0's `devices=8` on v5e/v5p/v6e hosts of fewer devices
+// (spawn_nprocs.cc): torch_xla's PJRT spawn ignores nprocs=8 and runs one
+// process per device. follow_ turns c.ask into every device of a host (true
+// when it applies); note_ adds torch_xla's line and tpujobs' notice once the
+// request resolved.
+bool follow_spawn_nprocs(Context& c);
+// torch_xla's PJRT spawn given an nprocs other than 1 and None: refused (a
+// ValueError, 2.6+) or a logged warning, its text (`{nprocs}`) and source;
+// nullopt where tpujobs has no row (script_xla.cc; 1.13 says nothing).
+struct PjrtSpawnNprocs {
+  bool refused;
+  std::string_view text;
+  std::string_view source;
+};
+std::optional<PjrtSpawnNprocs> pjrt_spawn_nprocs(int torch_xla);
+void note_spawn_nprocs(Context& c);
 void check_precision(Context& c);     // precision.cc
 void check_strategy(Context& c);      // strategy.cc
 void check_runtime(Context& c);       // versions.cc
@@ -211,7 +240,8 @@ void check_device_info(Context& c);   // accelerator.cc
 void name_lightning_tag(Context& c);  // versions.cc: the tag the texts came from
 void check_loop_limits(Context& c);   // loop_limits.cc: max_epochs' default, max_time
 
-// `gpus`, `ipus`, `num_processes` (devices.cc): Python's TypeError under 2.x.
+// `gpus`, `ipus`, `num_processes` (device_flags.cc): Python's TypeError
+// under 2.x; 1.x maps them (mapped_device_flag).
 void check_removed_arguments(Context& c);
 
 // resources.workers (workers.cc): every index a worker of the resolved
@@ -229,10 +259,35 @@ enum class StrategyBuild {
 };
 StrategyBuild strategy_build(const Context& c);
 
-// 1.x: `tpu_cores` sets the accelerator (and the devices) only when Python
-// finds it true and it is not "0": `if tpu_cores:` after `flag not in ([],
-// 0, "0")` (1.9.5 accelerator_connector.py:494-514) (devices.cc).
-bool tpu_cores_select_the_tpu(const DeviceValue& tpu_cores);
+// Lightning 1.x's device-specific flags (device_flags.cc). One of them and
+// the value Lightning takes from it.
+struct DeviceFlag {
+  std::string_view field;  // kFieldTpuCores, kFieldGpus, ...
+  const DeviceValue* value;
+};
+// Python's truth value of a flag (None, 0, 0.0, False, '', [], {} are false).
+bool py_truthy(const DeviceValue& value);
+// 1.x: the flag Lightning puts in place of `devices`, `num_processes or gpus
+// or ipus or tpu_cores`, when that is true and not "0" (1.9.5
+// accelerator_connector.py:494-495); nullopt under 2.x or when none is.
+std::optional<DeviceFlag> mapped_device_flag(const Context& c);
+// 1.x with `accelerator` None: the accelerator the flags set (*name "ipu",
+// "tpu", "cuda" ("gpu" in 1.6) or "cpu", the last true of ipus, tpu_cores,
+// gpus, num_processes: 1.9.5 :510-519) and the flag that set it; nullopt
+// when mapped_device_flag() is.
+std::optional<DeviceFlag> accelerator_from_device_flags(const Context& c, std::string* name);
+// 1.7-1.9's deprecation warnings, and 1.x's "will be ignored" and "more
+// than one device specific flag" warnings (check_devices calls it first).
+void warn_device_flags(Context& c);
+// A flag refused in _check_config_and_set_final_flags, before the device
+// flags are looked at: no device-flag warning comes with it.
+bool flags_refused_first(const Context& c);
+// "Trainer.__init__" (Python 3.10+) or "__init__": how Python's TypeError
+// names the Trainer's constructor.
+std::string init_qualname(const Context& c);
+// devices.cc: None; and the connector's `devices in ([], 0, "0")`.
+bool is_none(const DeviceValue& value);
+bool is_zero(const DeviceValue& value);
 
 // The connector lower-cases the `strategy` string before it checks it
 // (every release but 1.6.0); notes the patch row used (strategy.cc).
@@ -269,6 +324,11 @@ bool is_registered_strategy(std::string_view name, int version);
 // names none: the newest whose torch the release's requirement allows
 // (environment.cc).
 int default_torch_xla(int lightning_version);
+
+// The torch_xla releases from `first` (major*100+minor) on, with the
+// Pythons their wheels are for: "2.1-2.3 for Python 3.8-3.11, 2.4-2.5 for
+// Python 3.9-3.11" (environment.cc).
+std::string torch_xla_wheels_from(int first);
 
 // torch_xla's sys_util::GetEnvBool on `env`: "true", "false", or a number
 // (non-zero is true); false when unset (environment.cc).

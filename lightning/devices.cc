@@ -4,6 +4,8 @@
 // `_check_device_config_and_set_final_flags` and, for 1.x `tpu_cores`,
 // `_map_deprecated_devices_specific_info_to_accelerator_and_device_flag`.
 #include <algorithm>
+#include <iterator>
+#include <span>
 #include <utility>
 
 #include "lightning/checks.h"
@@ -198,72 +200,18 @@ constexpr ZeroDevicesRule kZeroDevicesRules[] = {
      "2.1.4:src/lightning/pytorch/trainer/connectors/accelerator_connector.py"},
 };
 
-// What Lightning does with `tpu_cores`, by version.
-struct TpuCoresRules {
+// Lightning 2.0 removed `tpu_cores`: Python refuses the keyword. 1.x maps
+// it onto the accelerator and devices as it does `gpus`, `ipus` and
+// `num_processes` (device_flags.cc).
+struct TpuCoresRemoved {
   Versions versions;
-  std::string_view deprecated;       // warning; {tpu_cores}: repr
-  std::string_view removed;          // error: Trainer has no such keyword; {qualname}
-  std::string_view devices_ignored;  // warning when devices is given too; {devices}, {tpu_cores}
-  std::string_view source;
-};
-
-constexpr std::string_view kDevicesIgnored =
-    "The flag `devices={devices}` will be ignored, instead the device specific number "
-    "{tpu_cores} will be used";
-
-constexpr TpuCoresRules kTpuCoresRules[] = {
-    {{106, 106},
-     "",
-     "",
-     kDevicesIgnored,
-     "1.6.5:pytorch_lightning/trainer/connectors/accelerator_connector.py"},
-    {{107, 109},
-     "Setting `Trainer(tpu_cores={tpu_cores})` is deprecated in v1.7 and will be removed in v2.0. "
-     "Please use `Trainer(accelerator='tpu', devices={tpu_cores})` instead.",
-     "",
-     kDevicesIgnored,
-     "1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py"},
-    // Lightning 2.0 removed the argument: Python refuses the keyword.
-    {{200, 299},
-     "",
-     "{qualname}() got an unexpected keyword argument 'tpu_cores'",
-     "",
-     "2.0.9:src/lightning/pytorch/trainer/trainer.py (Trainer.__init__ has no tpu_cores)"},
-};
-
-// Trainer arguments Lightning 2.0 removed: `Trainer.__init__` (decorated by
-// `_defaults_from_env_vars`, which passes every keyword on) takes keyword-only
-// arguments and no **kwargs, so Python refuses the keyword when the Trainer
-// is built, before Lightning runs (checked at 2.0.0, 2.1.4-2.4.0 and 2.5.6).
-// 1.x (1.6-1.9) still takes them; tpujobs does not model that (no row):
-// check_removed_arguments refuses them under 1.x with its own text.
-struct RemovedArgument {
-  Versions versions;
-  std::string_view field;
   std::string_view text;  // {qualname}
-  std::string_view hint;
   std::string_view source;
 };
-constexpr RemovedArgument kRemovedArguments[] = {
+constexpr TpuCoresRemoved kTpuCoresRemoved[] = {
     {{200, 299},
-     "trainer.gpus",
-     "{qualname}() got an unexpected keyword argument 'gpus'",
-     "Lightning 2.0 removed `gpus`: use `accelerator` with `devices` (`accelerator: \"tpu\"`, "
-     "`devices: 8` on a TPU host).",
-     "2.0.0:src/lightning/pytorch/trainer/trainer.py:90-132 (Trainer.__init__ has no gpus)"},
-    {{200, 299},
-     "trainer.ipus",
-     "{qualname}() got an unexpected keyword argument 'ipus'",
-     "Lightning 2.0 removed `ipus`: use `accelerator` with `devices`; tpujobs runs "
-     "`accelerator: \"tpu\"` (`devices: 8` on a TPU host) or `\"cpu\"`.",
-     "2.0.0:src/lightning/pytorch/trainer/trainer.py:90-132 (Trainer.__init__ has no ipus)"},
-    {{200, 299},
-     "trainer.num_processes",
-     "{qualname}() got an unexpected keyword argument 'num_processes'",
-     "Lightning 2.0 removed `num_processes`: use `accelerator` with `devices` "
-     "(`accelerator: \"cpu\"`, `devices: 2`; or `accelerator: \"tpu\"`, `devices: 8`).",
-     "2.0.0:src/lightning/pytorch/trainer/trainer.py:90-132 (Trainer.__init__ has no "
-     "num_processes)"},
+     "{qualname}() got an unexpected keyword argument 'tpu_cores'",
+     "2.0.9:src/lightning/pytorch/trainer/trainer.py (Trainer.__init__ has no tpu_cores)"},
 };
 
 // 1.x: `devices='auto'` without `accelerator` names no device type.
@@ -320,6 +268,8 @@ std::string devices_hint(const Context& c) {
          "`num_nodes`. Devices per host in this pool: " + host_counts_text(generations) + ".";
 }
 
+}  // namespace
+
 bool is_none(const DeviceValue& value) {
   return value.kind == DeviceValue::Kind::kOther && value.python_type == "NoneType";
 }
@@ -331,6 +281,8 @@ bool is_zero(const DeviceValue& value) {
           value.list_other_type.empty()) ||
          (value.kind == DeviceValue::Kind::kOther && value.equals_zero);
 }
+
+namespace {
 
 // The connector's check on the raw flag, before any parsing: devices in
 // ([], 0, "0"). The accelerator it names is the flag ('auto' resolved from
@@ -541,70 +493,35 @@ void refuse_none_devices(Context& c) {
   }
 }
 
-// "Trainer.__init__" from Python 3.10 on, "__init__" before.
-std::string init_qualname(const Context& c) {
-  const std::string python =
-      c.settings.environment ? c.settings.environment->python.value_or("3.10") : "3.10";
-  if (python.starts_with("3.") && python.size() >= 3) {
-    const std::optional<std::int64_t> minor = py_int(std::string_view(python).substr(2, 2));
-    if (minor && *minor < 10) return "__init__";
-  }
-  return "Trainer.__init__";
-}
-
-// 1.x raises in _check_config_and_set_final_flags (the accelerator and
-// strategy names, the precision value), called before
-// _check_device_config_and_set_final_flags, which takes int(num_nodes) first
-// and then maps `tpu_cores` onto the devices and warns about it (1.9.5
-// accelerator_connector.py:183 then :192; the names :265-296, the precision
-// :316, int(num_nodes) :437, the warnings :484 and :499; 1.6.5 :184 then
-// :193, :259-266, the precision :306, int(num_nodes) :420, :461): those
-// warnings never come with such an error.
-bool flags_refused_first(const Context& c) {
-  return c.accelerator_name_refused || strategy_refused_with_the_flags(c) ||
-         precision_refused_with_the_flags(c) || num_nodes_refused_by_int(c);
-}
-
-// Lightning 1.x truthiness of a device flag (Python's: '' is false).
-bool truthy(const DeviceValue& value) {
-  return value.kind != DeviceValue::Kind::kAbsent && !is_zero(value) && !is_none(value) &&
-         !(value.kind == DeviceValue::Kind::kString && value.text.empty());
+// 2.x: `tpu_cores` is Python's TypeError, before anything else.
+bool refuse_removed_tpu_cores(Context& c, std::string hint) {
+  const TpuCoresRemoved* removed = row_for<TpuCoresRemoved>(kTpuCoresRemoved, c.version);
+  if (!removed || c.settings.tpu_cores.kind == DeviceValue::Kind::kAbsent) return false;
+  c.error(kFieldTpuCores, fill(removed->text, {{"qualname", init_qualname(c)}}), std::move(hint),
+          removed->source);
+  return true;
 }
 
 void check_tpu_devices(Context& c) {
   const DeviceValue& devices = c.settings.devices;
-  const DeviceValue& tpu_cores = c.settings.tpu_cores;
-  const bool tpu_cores_given = tpu_cores.kind != DeviceValue::Kind::kAbsent;
-  const TpuCoresRules& cores_rules = *row_for<TpuCoresRules>(kTpuCoresRules, c.version);
   c.devices_field = kFieldDevices;
   c.devices_value = &devices;
-  // 1.x checks `devices` in ([], 0, "0") before it maps tpu_cores onto it
-  // (_check_device_config_and_set_final_flags; 1.9.5
-  // accelerator_connector.py:440, before the deprecation warning at :484), so
-  // `devices=0` is refused even beside `tpu_cores=8`.
-  if (tpu_cores_given && cores_rules.removed.empty() && !c.device_generations().empty() &&
-      refuse_zero_devices(c, devices)) {
+  if (refuse_removed_tpu_cores(c,
+                               "Lightning 2.0 removed `tpu_cores`: use `devices` with "
+                               "`accelerator: \"tpu\"` (`devices: 8`, or `devices: [k]` with "
+                               "k 0-based from 2.1 on).")) {
     return;
   }
-  if (tpu_cores_given) {
-    if (!cores_rules.removed.empty()) {
-      c.error(kFieldTpuCores, fill(cores_rules.removed, {{"qualname", init_qualname(c)}}),
-              "Lightning 2.0 removed `tpu_cores`: use `devices` with `accelerator: \"tpu\"` "
-              "(`devices: 8`, or `devices: [k]` with k 0-based from 2.1 on).",
-              cores_rules.source);
-      return;
-    }
-    if (truthy(tpu_cores)) {
-      if (truthy(devices) && !flags_refused_first(c)) {
-        c.warn(fill(cores_rules.devices_ignored,
-                    {{"devices", py_str(devices)}, {"tpu_cores", py_str(tpu_cores)}}));
-      }
-      c.devices_field = kFieldTpuCores;
-      c.devices_value = &tpu_cores;
-    }
-  }
   if (c.device_generations().empty()) return;  // no TPU: already reported
-  if (c.devices_field == kFieldDevices && refuse_zero_devices(c, devices)) return;
+  // 1.x checks `devices` in ([], 0, "0") before it maps a device flag onto
+  // it (_check_device_config_and_set_final_flags; 1.9.5
+  // accelerator_connector.py:440, before the mapping at :453), so
+  // `devices=0` is refused even beside `tpu_cores=8` or `gpus=8`.
+  if (refuse_zero_devices(c, devices)) return;
+  if (const std::optional<DeviceFlag> flag = mapped_device_flag(c)) {
+    c.devices_field = flag->field;
+    c.devices_value = flag->value;
+  }
   // 1.x: `devices=None` is 'auto' (_set_devices_flag_if_auto_passed, 1.9.5
   // accelerator_connector.py:584).
   if (c.v1() && is_none(*c.devices_value)) {
@@ -623,27 +540,24 @@ void check_tpu_devices(Context& c) {
 // Lightning's `_parse_cpu_cores`. A CPU job is one replica on the executor's
 // threads, so more devices are accepted but do not multiply the work.
 void check_cpu_devices(Context& c) {
-  if (c.settings.tpu_cores.kind != DeviceValue::Kind::kAbsent) {
-    const TpuCoresRules& cores_rules = *row_for<TpuCoresRules>(kTpuCoresRules, c.version);
-    if (!cores_rules.removed.empty()) {
-      c.error(kFieldTpuCores, fill(cores_rules.removed, {{"qualname", init_qualname(c)}}),
-              "Lightning 2.0 removed `tpu_cores`: use `devices`.", cores_rules.source);
-      return;
-    }
-    // 1.x refuses `devices=0` before it looks at tpu_cores (check_tpu_devices).
-    if (refuse_zero_devices(c, c.settings.devices)) return;
-    // A false tpu_cores (0, '', "0", None, ...) is not used: a CPU job.
-    if (tpu_cores_select_the_tpu(c.settings.tpu_cores)) {
+  if (refuse_removed_tpu_cores(c, "Lightning 2.0 removed `tpu_cores`: use `devices`.")) return;
+  c.devices_field = kFieldDevices;
+  c.devices_value = &c.settings.devices;
+  // 1.x refuses `devices=0` before it maps a device flag (check_tpu_devices).
+  if (refuse_zero_devices(c, c.settings.devices)) return;
+  // A false flag (0, '', "0", None, ...) is not used: `devices` stays.
+  if (const std::optional<DeviceFlag> flag = mapped_device_flag(c)) {
+    if (flag->field == kFieldTpuCores) {
       c.error(kFieldTpuCores,
               "`tpu_cores=" + py_str(c.settings.tpu_cores) +
                   "` asks for TPU cores, but the job runs with `accelerator='cpu'`.",
               "Remove `tpu_cores` for a CPU job, or set `accelerator: \"tpu\"` with `devices`.");
       return;
     }
+    c.devices_field = flag->field;
+    c.devices_value = flag->value;
   }
-  const DeviceValue& devices = c.settings.devices;
-  c.devices_value = &devices;
-  if (refuse_zero_devices(c, devices)) return;
+  const DeviceValue& devices = *c.devices_value;
   std::optional<std::int64_t> count;
   if (devices.kind == DeviceValue::Kind::kAbsent) return;
   if (c.v1() && is_none(devices)) return;  // 'auto' in 1.x (check_tpu_devices)
@@ -662,7 +576,7 @@ void check_cpu_devices(Context& c) {
     }
   }
   if (!count || *count <= 0) {
-    c.error(kFieldDevices, std::string(kCpuCores), "Use `devices: 1` (or 'auto') for a CPU job.",
+    c.error(c.devices_field, std::string(kCpuCores), "Use `devices: 1` (or 'auto') for a CPU job.",
             row_for<CpuCoresRule>(kCpuCoresRules, c.version)->source);
     return;
   }
@@ -674,62 +588,18 @@ void check_cpu_devices(Context& c) {
   }
 }
 
-// 1.7-1.9 warn that `tpu_cores` is deprecated whenever it is not None, in
-// _check_device_config_and_set_final_flags (1.9.5 accelerator_connector.py:484,
-// 1.7.7 :453, 1.8.6 :447): after the accelerator name (:295) and devices in
-// ([], 0, "0") (:440) are checked, before 'gpu' is resolved (:202), the
-// accelerator is instantiated (its "can not run on your system", :566) or any
-// device is parsed. So the warning precedes those errors.
-void warn_tpu_cores_deprecated(Context& c) {
-  const DeviceValue& tpu_cores = c.settings.tpu_cores;
-  const TpuCoresRules& rules = *row_for<TpuCoresRules>(kTpuCoresRules, c.version);
-  if (rules.deprecated.empty() || tpu_cores.kind == DeviceValue::Kind::kAbsent ||
-      is_none(tpu_cores) || flags_refused_first(c) || is_zero(c.settings.devices)) {
-    return;
-  }
-  c.warn(fill(rules.deprecated, {{"tpu_cores", py_repr(tpu_cores)}}));
-}
-
 }  // namespace
 
-bool tpu_cores_select_the_tpu(const DeviceValue& tpu_cores) { return truthy(tpu_cores); }
-
-// `gpus`, `ipus`, `num_processes`: Python's TypeError under 2.x (for the
-// first one given; the spec's JSON object does not keep the order written).
-// Under 1.x the spec refuses them as before, with tpujobs' own text.
-void check_removed_arguments(Context& c) {
-  for (const std::string& name : c.settings.removed_arguments) {
-    const std::string field = "trainer." + name;
-    const RemovedArgument* row = nullptr;
-    for (const RemovedArgument& candidate : kRemovedArguments) {
-      if (candidate.field == field && candidate.versions.first <= c.version &&
-          c.version <= candidate.versions.last) {
-        row = &candidate;
-      }
-    }
-    if (row) {
-      c.error(field, fill(row->text, {{"qualname", init_qualname(c)}}), std::string(row->hint),
-              row->source);
-      return;
-    }
-    c.error(field,
-            "tpujobs does not take `" + name + "` under Lightning " + c.release->name() +
-                " (it does not model 1.x's handling of it).",
-            "Use `accelerator` with `devices` (`accelerator: \"tpu\"`, `devices: 8`).");
-    return;
-  }
-}
-
 void check_devices(Context& c) {
-  warn_tpu_cores_deprecated(c);
+  warn_device_flags(c);
   const AutoWithoutAccelerator* automatic =
       row_for<AutoWithoutAccelerator>(kAutoWithoutAccelerator, c.version);
   const DeviceValue& devices = c.settings.devices;
-  // Only a true tpu_cores replaces the devices flag and names the accelerator
-  // (1.9.5 accelerator_connector.py:495-514); None, 0 or '' leave 'auto'
-  // without one (:456).
+  // Only a true device flag (tpu_cores, gpus, ...) replaces the devices flag
+  // and names the accelerator (1.9.5 accelerator_connector.py:495-519); None,
+  // 0 or '' leave 'auto' without one (:456).
   if (automatic && !c.accelerator_flag() && devices.kind == DeviceValue::Kind::kString &&
-      devices.text == "auto" && !tpu_cores_select_the_tpu(c.settings.tpu_cores)) {
+      devices.text == "auto" && !mapped_device_flag(c)) {
     c.error(kFieldDevices, fill(automatic->text, {{"devices", devices.text}}),
             "Lightning " + c.release->name() +
                 " needs an accelerator for `devices: \"auto\"`: add `accelerator: \"tpu\"`.",
@@ -749,9 +619,12 @@ std::vector<RuleText> device_rule_texts() {
         {rules.type_error, rules.type_source},
         {rules.type_sequence, rules.sequence_source},
         {rules.unparsable, rules.source}};
+    // 1.x parses gpus, ipus and num_processes as tpu_cores, in place of devices.
+    const std::span<const std::string_view> flags(
+        kDeviceFlagFields, rules.versions.first < 200 ? std::size(kDeviceFlagFields) : 1);
     for (const auto& [text, source] : texts) {
       out.push_back({kFieldDevices, text, source});
-      out.push_back({kFieldTpuCores, text, source});
+      for (std::string_view field : flags) out.push_back({field, text, source});
     }
     if (!rules.type_none_source.empty()) {
       out.push_back({kFieldDevices, kTypeNone21, rules.type_none_source});
@@ -759,11 +632,14 @@ std::vector<RuleText> device_rule_texts() {
     }
     if (!rules.empty_list_source.empty()) {
       out.push_back({kFieldDevices, kIndexError, rules.empty_list_source});
-      out.push_back({kFieldTpuCores, kIndexError, rules.empty_list_source});
+      for (std::string_view field : flags)
+        out.push_back({field, kIndexError, rules.empty_list_source});
     }
     if (!rules.unchecked_items_source.empty()) {
       out.push_back({kFieldDevices, kComparisonTypeError, rules.unchecked_items_source});
-      out.push_back({kFieldTpuCores, kComparisonTypeError, rules.unchecked_items_source});
+      for (std::string_view field : flags) {
+        out.push_back({field, kComparisonTypeError, rules.unchecked_items_source});
+      }
     }
     if (!rules.none_unsubscriptable_source.empty()) {
       out.push_back({kFieldDevices, kNoneUnsubscriptable, rules.none_unsubscriptable_source});
@@ -781,15 +657,13 @@ std::vector<RuleText> device_rule_texts() {
   }
   for (const CpuCoresRule& rule : kCpuCoresRules) {
     out.push_back({kFieldDevices, kCpuCores, rule.source});
-  }
-  for (const RemovedArgument& row : kRemovedArguments)
-    out.push_back({row.field, row.text, row.source});
-  for (const TpuCoresRules& rules : kTpuCoresRules) {
-    if (!rules.deprecated.empty()) out.push_back({"warning", rules.deprecated, rules.source});
-    if (!rules.removed.empty()) out.push_back({kFieldTpuCores, rules.removed, rules.source});
-    if (!rules.devices_ignored.empty()) {
-      out.push_back({"warning", rules.devices_ignored, rules.source});
+    if (rule.versions.first < 200) {  // 1.x: a device flag in place of devices
+      for (std::string_view field : kDeviceFlagFields)
+        out.push_back({field, kCpuCores, rule.source});
     }
+  }
+  for (const TpuCoresRemoved& row : kTpuCoresRemoved) {
+    out.push_back({kFieldTpuCores, row.text, row.source});
   }
   return out;
 }

@@ -360,6 +360,30 @@ TorchXlaDtypeTexts torch_xla_dtype_texts(int torch_xla_version) {
   return {row->xla_use_bf16_notice, row->xla_use_fp16_notice, row->xla_use_fp16_import_warning};
 }
 
+std::string torch_xla_wheels_from(int first) {
+  const auto name = [](int v) { return std::to_string(v / 100) + "." + std::to_string(v % 100); };
+  std::vector<std::string> parts;
+  const TorchXlaRelease* run = nullptr;  // the first release of a run of equal Python ranges
+  int last = 0;
+  const auto flush = [&] {
+    if (!run) return;
+    const int from = run->versions.first;
+    parts.push_back((from == last ? name(from) : name(from) + "-" + name(last)) + " for Python 3." +
+                    std::to_string(run->python_first) + "-3." + std::to_string(run->python_last));
+  };
+  for (const TorchXlaRelease& r : kTorchXlaReleases) {
+    if (r.versions.first < first) continue;
+    if (run && (r.python_first != run->python_first || r.python_last != run->python_last)) {
+      flush();
+      run = nullptr;
+    }
+    if (!run) run = &r;
+    last = r.versions.first;
+  }
+  flush();
+  return join(parts, ", ");
+}
+
 int default_torch_xla(int lightning_version) {
   const TorchRequirement* requirement =
       row_for<TorchRequirement>(kTorchRequirements, lightning_version);

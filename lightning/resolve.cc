@@ -22,9 +22,9 @@ constexpr Check kChecks[] = {
 std::vector<RuleText> all_rule_texts() {
   std::vector<RuleText> out;
   for (auto texts :
-       {accelerator_rule_texts, device_rule_texts, precision_rule_texts, strategy_rule_texts,
-        runtime_rule_texts, environment_rule_texts, num_nodes_rule_texts, device_info_rule_texts,
-        loop_limit_rule_texts, xla_spawn_rule_texts}) {
+       {accelerator_rule_texts, device_rule_texts, device_flag_rule_texts, precision_rule_texts,
+        strategy_rule_texts, runtime_rule_texts, environment_rule_texts, num_nodes_rule_texts,
+        device_info_rule_texts, loop_limit_rule_texts, xla_spawn_rule_texts}) {
     for (const RuleText& text : texts()) out.push_back(text);
   }
   return out;

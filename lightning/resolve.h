@@ -107,6 +107,11 @@ struct TrainerSettings {                   // absent optionals mean "not given"
   // `gpus`, `ipus`, `num_processes` as given (null too), in that order:
   // Trainer arguments Lightning 2.0 removed.
   std::vector<std::string> removed_arguments;
+  // Their values, which Lightning 1.x maps onto the accelerator and devices
+  // as it does `tpu_cores` (lightning/device_flags.cc).
+  DeviceValue gpus;
+  DeviceValue ipus;
+  DeviceValue num_processes;
   std::optional<std::string> precision;  // as written; a JSON number 16 becomes "16"
   bool precision_is_number = false;      // the JSON value was a number (Python int)
   std::optional<std::string> strategy;

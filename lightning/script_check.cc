@@ -16,9 +16,11 @@ namespace {
 
 // The Trainer / Fabric keyword arguments job validation has rules for.
 constexpr std::string_view kCheckedArguments[] = {"accelerator", "devices",   "tpu_cores",
-                                                  "num_nodes",   "precision", "strategy"};
+                                                  "num_nodes",   "precision", "strategy",
+                                                  "gpus",        "ipus",      "num_processes"};
 // Settings whose value does not change how Lightning judges `accelerator`
 // and `precision`: when only these are unknown, those two are still checked.
+// (Not 1.x's gpus, ipus, num_processes: they may set the accelerator.)
 constexpr std::string_view kDeviceArguments[] = {"devices", "tpu_cores", "num_nodes"};
 
 bool contains(std::span<const std::string_view> names, std::string_view name) {
@@ -137,6 +139,14 @@ bool apply(std::string_view name, const PyValue& value, TrainerSettings* s) {
   }
   std::optional<DeviceValue> device = device_value(value);
   if (!device) return false;
+  // 1.x's device flags, which 2.x's Trainer no longer takes (device_flags.cc).
+  for (auto [flag, target] : {std::pair{"gpus", &s->gpus}, std::pair{"ipus", &s->ipus},
+                              std::pair{"num_processes", &s->num_processes}}) {
+    if (name != flag) continue;
+    s->removed_arguments.emplace_back(flag);
+    *target = *device;
+    return true;
+  }
   (name == "devices" ? s->devices : name == "tpu_cores" ? s->tpu_cores : s->num_nodes) = *device;
   return true;
 }

@@ -182,6 +182,12 @@ void check_xla_spawn(const LightningCall& call, std::string_view path,
                   replaced(rule->hint, "{version}", minor), std::string(rule->source)});
 }
 
+std::optional<PjrtSpawnNprocs> pjrt_spawn_nprocs(int torch_xla) {
+  const SpawnNprocsRule* rule = row_for<SpawnNprocsRule>(kSpawnNprocsRules, torch_xla);
+  if (!rule) return std::nullopt;
+  return PjrtSpawnNprocs{rule->severity == Severity::kError, rule->text, rule->source};
+}
+
 std::vector<RuleText> xla_spawn_rule_texts() {
   std::vector<RuleText> out;
   for (const SpawnNprocsRule& rule : kSpawnNprocsRules)

@@ -526,11 +526,13 @@ void check_request(Context& c) {
     c.out.device = DeviceRequest{};
     c.request_ok = true;
   } else if (c.accelerator == Accelerator::kTpu && c.ask && c.num_nodes_ok && c.named_slice_ok) {
+    const bool spawn_ignores_nprocs = follow_spawn_nprocs(c);
     if (c.named_slice) {
       resolve_named_slice(c, *c.ask);
     } else {
       resolve_in_pool(c, *c.ask);
     }
+    if (spawn_ignores_nprocs && c.request_ok) note_spawn_nprocs(c);
   }
   c.out.world_size = c.request_ok && c.accelerator == Accelerator::kTpu ? c.out.device.cores() : 1;
 }

@@ -138,21 +138,27 @@ TEST(Generations, DevicesPerHostAsLightning21Computes) {
 namespace tpujobs::api {
 namespace {
 
-// Lightning 1.x and 2.0 count 8 devices on every host; tpujobs refuses 8 on
-// a 4-device v5p host with its own message (upstream, torch_xla's PJRT spawn
-// only warns "Unsupported nprocs (8), ignoring..." and what follows is not
-// reproduced).
+// Lightning 1.x and 2.0 count 8 devices on every host and spawn
+// xmp.spawn(nprocs=8); on a 4-device v5p host torch_xla's PJRT spawn ignores
+// nprocs (2.0-2.5: "Unsupported nprocs (8), ignoring...", v2.0.0
+// torch_xla/experimental/pjrt.py:363) and runs one process per device, so the
+// job runs on the host's 4 devices (lightning/spawn_nprocs.cc). v4 keeps
+// tpujobs' refusal (the held-back table).
 TEST(Generations, OldLightningsEightOnAFourDeviceHost) {
   lightning::TrainerSettings s = tpu(std::nullopt);
   s.lightning_version = "2.0";
   s.devices.kind = lightning::DeviceValue::Kind::kInt;
   s.devices.number = 8;
-  EXPECT_EQ(
-      "trainer.devices: `devices=8` asks for 8 devices per host, but the hosts it may run on have "
-      "4 on v5p hosts. | Lightning 2.0 counts 8 devices a host: use `lightning_version: \"2.x\"` "
-      "with v5p hosts `devices: 4` (or 'auto'), or `devices: 1`.",
-      outcome(s, "v5p-8"));
+  EXPECT_EQ("v5p 4x1 v5p-8", outcome(s, "v5p-8"));
+  const Resolution r = resolve(s, capacity("v5p-8"));
+  ASSERT_FALSE(r.fit_start_lines.empty());
+  EXPECT_EQ("WARNING:root:Unsupported nprocs (8), ignoring...", r.fit_start_lines.front());
+  EXPECT_EQ(4, r.world_size);
   EXPECT_EQ("v6e 8x1 v6e-8", outcome(s, "v6e-8"));
+  EXPECT_TRUE(outcome(s, "v4-8").starts_with(
+      "trainer.devices: `devices=8` asks for 8 devices per host, but the hosts it may run on have "
+      "4 on v4 hosts."))
+      << outcome(s, "v4-8");
 }
 
 }  // namespace
@@ -169,7 +175,7 @@ TEST(Generations, TorchXlaBefore25FindsNoV6eChips) {
       "host's chips by PCI device id, and lists v6e's (0x006f) only from torch_xla 2.5.0 "
       "(pytorch/xla v2.5.0:torch_xla/_internal/tpu.py:50-51 (_TPU_PCI_DEVICE_IDS)). | Install "
       "torch_xla 2.5 or later (with the torch of the same minor version) on v6e hosts, or run on "
-      "a generation it knows.",
+      "a generation it knows. Its wheels: 2.5 for Python 3.9-3.11.",
       outcome(s, "v6e-8,v5litepod-8"));
   s.accelerator_type = "v5litepod-8";
   EXPECT_EQ("v5e 8x1 v5litepod-8", outcome(s, "v6e-8,v5litepod-8"));
@@ -183,8 +189,8 @@ TEST(Generations, TorchXlaBefore25FindsNoV6eChips) {
 // Trainer.__init__ (keyword-only, no **kwargs: 2.0.0
 // src/lightning/pytorch/trainer/trainer.py:90-132), so Python refuses the
 // keyword, as it does `tpu_cores`; on every generation, null or not. Before
-// Python 3.10 the TypeError names the function `__init__()`. 1.x is refused
-// with tpujobs' own text, as before (no upstream source).
+// Python 3.10 the TypeError names the function `__init__()`. 1.x maps them
+// onto the accelerator and the devices, the spec's values reaching the rules.
 TEST(Generations, RemovedTrainerArgumentsUnder2x) {
   auto first_error = [](const std::string& version, const nlohmann::json& trainer,
                         std::string_view pool, const std::string& python = "3.10") {
@@ -237,16 +243,18 @@ TEST(Generations, RemovedTrainerArgumentsUnder2x) {
   EXPECT_TRUE(first_error("2.5", {{"num_processes", 1}, {"gpus", 1}}, "v6e-8")
                   .starts_with("trainer.gpus: Trainer.__init__() got an unexpected keyword"));
   EXPECT_EQ("no error", first_error("2.5", {{"accelerator", "tpu"}, {"devices", 8}}, "v6e-8"));
-  // 1.x takes these arguments; tpujobs does not model what it does with
-  // them and refuses them, as the spec did before, with its own text.
+  // 1.x takes these arguments and maps them as the tag does
+  // (lightning/device_flags.cc; tests/lightning/device_flags_test.cc): gpus=8
+  // asks for CUDA, which a TPU VM does not have.
   EXPECT_EQ(
-      "trainer.gpus: tpujobs does not take `gpus` under Lightning 1.9 (it does not model "
-      "1.x's handling of it). | Use `accelerator` with `devices` (`accelerator: \"tpu\"`, "
-      "`devices: 8`). []",
+      "trainer.gpus: `CUDAAccelerator` can not run on your system since the accelerator is not "
+      "available. The following accelerator(s) is available and can be passed into "
+      "`accelerator` argument of `Trainer`: ['cpu', 'tpu']. | tpujobs emulates TPU hosts, not "
+      "GPUs: use `accelerator: \"tpu\"` (or \"auto\") and drop GPU-only settings. "
+      "[1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py]",
       first_error("1.9", {{"gpus", 8}}, "v5litepod-8"));
-  EXPECT_TRUE(first_error("1.6", {{"num_processes", 2}}, "v3-8")
-                  .starts_with("trainer.num_processes: tpujobs does not take `num_processes` under "
-                               "Lightning 1.6"));
+  EXPECT_EQ("no error", first_error("1.6", {{"num_processes", 2}}, "v3-8"));
+  EXPECT_EQ("no error", first_error("1.9", {{"accelerator", "tpu"}, {"ipus", 8}}, "v3-8"));
 }
 
 }  // namespace

@@ -185,6 +185,22 @@ TEST(CheckCommand, ReportsEachRuleReachableFromAScriptWithValidationsText) {
     cases.push_back(c);
   }
   {
+    Case c{"gpus.py", {}, "trainer.gpus", 3, 41, {}};  // Python's TypeError under 2.x
+    c.settings.accelerator = "tpu";
+    c.settings.gpus = int_value(4);
+    c.settings.removed_arguments = {"gpus"};
+    cases.push_back(c);
+  }
+  {
+    // 1.9 maps gpus=4 onto the TPU's devices, which its parser refuses.
+    Case c{"gpus.py", {"--lightning", "1.9"}, "trainer.gpus", 3, 41, {}};
+    c.settings.accelerator = "tpu";
+    c.settings.gpus = int_value(4);
+    c.settings.removed_arguments = {"gpus"};
+    c.settings.lightning_version = "1.9";
+    cases.push_back(c);
+  }
+  {
     Case c{"num_nodes.py", {}, "trainer.num_nodes", 3, 51, {}};
     c.settings.accelerator = "tpu";
     c.settings.devices = int_value(8);
@@ -216,7 +232,7 @@ TEST(CheckCommand, ReportsEachRuleReachableFromAScriptWithValidationsText) {
     cases.push_back(c);
   }
   for (const Case& c : cases) {
-    SCOPED_TRACE(c.file);
+    SCOPED_TRACE(c.file + (c.options.empty() ? "" : " " + c.options.back()));
     std::vector<std::string> args = c.options;
     args.push_back(kCorpus + "rules/" + c.file);
     const CheckRun run = check(args);
