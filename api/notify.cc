@@ -152,31 +152,31 @@ bool notify_url_allowed(const HttpUrl& url, const std::vector<std::string>& allo
   return false;
 }
 
-std::optional<NotifySpec> parse_notify(const json& value, std::vector<FieldError>* errors) {
-  const std::size_t before = errors->size();
+base::Result<NotifySpec, std::vector<FieldError>> parse_notify(const json& value) {
+  std::vector<FieldError> errors;
   if (!value.is_object()) {
-    errors->push_back({"notify", "must be an object",
-                       "e.g. {\"url\": \"http://ci.example:8080/hooks/tpujobs\", \"events\": "
-                       "[\"finished\"]}"});
-    return std::nullopt;
+    errors.push_back({"notify", "must be an object",
+                      "e.g. {\"url\": \"http://ci.example:8080/hooks/tpujobs\", \"events\": "
+                      "[\"finished\"]}"});
+    return errors;
   }
   NotifySpec spec;
   for (auto it = value.begin(); it != value.end(); ++it) {
     if (it.key() != "url" && it.key() != "events")
-      errors->push_back(
+      errors.push_back(
           {"notify." + it.key().substr(0, 64), "unknown field", "known fields here: url, events"});
   }
   auto url = value.find("url");
   if (url == value.end() || url->is_null()) {
-    errors->push_back({"notify.url", "is required", "the http:// URL to POST the job's view to"});
+    errors.push_back({"notify.url", "is required", "the http:// URL to POST the job's view to"});
   } else if (!url->is_string()) {
-    errors->push_back({"notify.url", "must be a string", ""});
+    errors.push_back({"notify.url", "must be a string", ""});
   } else {
     ParsedUrl parsed = parse_notify_url(url->get<std::string>());
     if (parsed.url)
       spec.url = url->get<std::string>();
     else
-      errors->push_back({"notify.url", parsed.error, parsed.hint});
+      errors.push_back({"notify.url", parsed.error, parsed.hint});
   }
   std::string known;
   for (const std::string& e : notify_events()) known += (known.empty() ? "'" : ", '") + e + "'";
@@ -184,8 +184,8 @@ std::optional<NotifySpec> parse_notify(const json& value, std::vector<FieldError
   if (events == value.end() || events->is_null()) {
     spec.events = {"finished"};
   } else if (!events->is_array() || events->empty() || events->size() > notify_events().size()) {
-    errors->push_back({"notify.events", "must be a non-empty array of events",
-                       "events: " + known + " (finished: any of the last three)"});
+    errors.push_back({"notify.events", "must be a non-empty array of events",
+                      "events: " + known + " (finished: any of the last three)"});
   } else {
     for (std::size_t i = 0; i < events->size(); ++i) {
       const json& event = (*events)[i];
@@ -193,17 +193,17 @@ std::optional<NotifySpec> parse_notify(const json& value, std::vector<FieldError
       const auto& all = notify_events();
       if (!event.is_string() ||
           std::find(all.begin(), all.end(), event.get<std::string>()) == all.end()) {
-        errors->push_back({path, "must be one of " + known + ", got " + event.dump().substr(0, 64),
-                           "finished: any of succeeded, failed, cancelled"});
+        errors.push_back({path, "must be one of " + known + ", got " + event.dump().substr(0, 64),
+                          "finished: any of succeeded, failed, cancelled"});
       } else if (std::find(spec.events.begin(), spec.events.end(), event.get<std::string>()) !=
                  spec.events.end()) {
-        errors->push_back({path, "repeats '" + event.get<std::string>() + "'", ""});
+        errors.push_back({path, "repeats '" + event.get<std::string>() + "'", ""});
       } else {
         spec.events.push_back(event.get<std::string>());
       }
     }
   }
-  if (errors->size() != before) return std::nullopt;
+  if (!errors.empty()) return errors;
   return spec;
 }
 

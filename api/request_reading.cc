@@ -223,20 +223,20 @@ bool utf8_query(const Request& request, const ResponseWriterPtr& writer) {
 
 // Reads an optional integer query parameter within [min, max]. Returns
 // false (having answered 400 naming the parameter) when it is malformed.
-bool query_int(const Request& request, const ResponseWriterPtr& writer, std::string_view name,
-               std::int64_t min, std::int64_t max, std::int64_t* value) {
+std::optional<std::int64_t> query_int(const Request& request, const ResponseWriterPtr& writer,
+                                      std::string_view name, std::int64_t min, std::int64_t max,
+                                      std::int64_t absent) {
   std::optional<std::string> text = request.query_value(name);
-  if (!text) return true;
+  if (!text) return absent;
   std::optional<std::int64_t> n = parse_int(*text);
   if (!n || *n < min || *n > max) {
     writer->respond(problem(400,
                             std::string(name) + " must be an integer from " + std::to_string(min) +
                                 " to " + std::to_string(max),
                             {{"field", name}}));
-    return false;
+    return std::nullopt;
   }
-  *value = *n;
-  return true;
+  return n;
 }
 
 Response answer(const JsonResult& result, int ok_status) {
