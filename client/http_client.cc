@@ -28,10 +28,13 @@ std::string lower(std::string text) {
   return text;
 }
 
+// The fields by lower-cased name (a repeated one: its last value).
 template <class Fields>
-void copy_headers(const Fields& fields, HttpResponse* out) {
+std::map<std::string, std::string> headers_of(const Fields& fields) {
+  std::map<std::string, std::string> out;
   for (const auto& field : fields)
-    out->headers[lower(std::string(field.name_string()))] = std::string(field.value());
+    out[lower(std::string(field.name_string()))] = std::string(field.value());
+  return out;
 }
 
 // One request's connection. Every step (resolve, connect, write, read) is
@@ -185,7 +188,7 @@ class BeastHttpClient final : public HttpClient {
       }
       out.status = parser.get().result_int();
       out.body = std::move(parser.get().body());
-      copy_headers(parser.get(), &out);
+      out.headers = headers_of(parser.get());
       exchange.close();
     } catch (const std::exception& e) {
       out = HttpResponse{};
@@ -225,7 +228,7 @@ class BeastHttpClient final : public HttpClient {
         return out;
       }
       out.status = parser.get().result_int();
-      copy_headers(parser.get(), &out);
+      out.headers = headers_of(parser.get());
       const bool success = out.status >= 200 && out.status < 300;
       char chunk[8192];
       while (!parser.is_done()) {
