@@ -187,8 +187,9 @@ std::optional<Response> submit_failure(const SubmitOutcome& outcome) {
 void JobsApi::submit(Request& request, ResponseWriterPtr writer) {
   std::optional<json> body = parse_body(request, writer);
   if (!body) return;
-  std::optional<std::string> key;
-  if (!read_idempotency_key(request, writer, &key)) return;
+  std::optional<std::optional<std::string>> read_key = read_idempotency_key(request, writer);
+  if (!read_key) return;
+  std::optional<std::string> key = std::move(*read_key);
   if (body->is_object() && body->contains("sweep")) {
     submit_sweep(request, std::move(*body), std::move(key), writer);
     return;

@@ -286,24 +286,23 @@ std::string content_hash(std::string_view canonical) {
 
 // The request's Idempotency-Key header into *key (nullopt when absent);
 // false, answered 400, when it is not a key.
-bool read_idempotency_key(Request& request, const ResponseWriterPtr& writer,
-                          std::optional<std::string>* key) {
+std::optional<std::optional<std::string>> read_idempotency_key(const Request& request,
+                                                               const ResponseWriterPtr& writer) {
   const std::string_view k = request.header("idempotency-key");
-  if (k.empty()) return true;
+  if (k.empty()) return std::optional<std::string>();
   if (k.size() > 255) {
     writer->respond(problem(400, "the Idempotency-Key header is longer than 255 characters",
                             {{"field", "Idempotency-Key"}}));
-    return false;
+    return std::nullopt;
   }
   if (!std::all_of(k.begin(), k.end(), [](char c) { return c >= 0x20 && c < 0x7F; })) {
     writer->respond(
         problem(400, "the Idempotency-Key header must be printable ASCII",
                 {{"field", "Idempotency-Key"},
                  {"hint", "use e.g. the CI pipeline and step ids: pipeline-1234-train"}}));
-    return false;
+    return std::nullopt;
   }
-  *key = std::string(k);
-  return true;
+  return std::optional<std::string>(std::string(k));
 }
 
 }  // namespace tpujobs::api

@@ -56,9 +56,9 @@ std::optional<std::int64_t> job_id(const PathParams& params, const ResponseWrite
 // FNV-1a: the same spec (its canonical dump) or file always hashes the same.
 std::string content_hash(std::string_view canonical);
 
-// The request's Idempotency-Key header into *key (nullopt when absent);
-// false, answered 400, when it is not a key.
-bool read_idempotency_key(Request& request, const ResponseWriterPtr& writer,
-                          std::optional<std::string>* key);
+// The request's Idempotency-Key header, the inner nullopt when it has none;
+// nullopt, answered 400, when it is not a key.
+std::optional<std::optional<std::string>> read_idempotency_key(const Request& request,
+                                                               const ResponseWriterPtr& writer);
 
 }  // namespace tpujobs::api
