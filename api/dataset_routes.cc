@@ -53,8 +53,9 @@ void JobsApi::add_dataset_routes() {
                              {{"field", "body"}, {"hint", "save the file as UTF-8 CSV"}}));
           return;
         }
-        std::optional<std::string> key;
-        if (!read_idempotency_key(r, w, &key)) return;
+        std::optional<std::optional<std::string>> read_key = read_idempotency_key(r, w);
+        if (!read_key) return;
+        const std::optional<std::string>& key = *read_key;
         base::Result<JobService::UploadedDataset> uploaded = service_.upload_dataset(
             {r.tenant, name, r.body, key, key ? content_hash(r.body) : std::string()});
         if (!uploaded.ok() && uploaded.code() == base::ErrorCode::kConflict) {

@@ -35,12 +35,12 @@ void JobsApi::add_job_routes() {
               [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
                 auto id = job_id(p, w);
                 if (!id) return;
-                std::int64_t seconds = 30;
-                if (!query_int(r, w, "timeout", 0, 300, &seconds)) return;
+                const std::optional<std::int64_t> seconds = query_int(r, w, "timeout", 0, 300, 30);
+                if (!seconds) return;
                 auto admitted = waiters_->admit(r.tenant, std::move(w));
                 if (!admitted) return;
                 w = std::move(*admitted);
-                service_.wait_job(*id, r.tenant, std::chrono::seconds(seconds),
+                service_.wait_job(*id, r.tenant, std::chrono::seconds(*seconds),
                                   [w](JsonResult result) { w->respond(answer(result)); });
               });
   router_.add("POST", "/v1/jobs/{id}/cancel", Access::kTenant,
@@ -54,10 +54,10 @@ void JobsApi::add_job_routes() {
               [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
                 auto id = job_id(p, w);
                 if (!id) return;
-                std::int64_t after = 0;
-                if (!query_int(r, w, "after", 0, std::numeric_limits<std::int64_t>::max(), &after))
-                  return;
-                w->respond(answer(service_.job_metrics(*id, r.tenant, after)));
+                const std::optional<std::int64_t> after =
+                    query_int(r, w, "after", 0, std::numeric_limits<std::int64_t>::max(), 0);
+                if (!after) return;
+                w->respond(answer(service_.job_metrics(*id, r.tenant, *after)));
               });
   router_.add("GET", "/v1/jobs/{id}/events", Access::kTenant,
               [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
@@ -109,15 +109,16 @@ void JobsApi::list_jobs(Request& request, ResponseWriterPtr writer) {
     query.labels.emplace_back(it->second.substr(0, eq), it->second.substr(eq + 1));
   }
   query.name = request.query_value("name");
-  std::int64_t limit = query.limit;
-  if (!query_int(request, writer, "limit", 1, 500, &limit)) return;
-  query.limit = static_cast<int>(limit);
+  const std::optional<std::int64_t> limit =
+      query_int(request, writer, "limit", 1, 500, query.limit);
+  if (!limit) return;
+  query.limit = static_cast<int>(*limit);
   query.cursor = request.query_value("cursor");
   if (request.query_value("array")) {
-    std::int64_t array = 0;
-    if (!query_int(request, writer, "array", 1, std::numeric_limits<std::int64_t>::max(), &array))
-      return;
-    query.array_id = array;
+    const std::optional<std::int64_t> array =
+        query_int(request, writer, "array", 1, std::numeric_limits<std::int64_t>::max(), 0);
+    if (!array) return;
+    query.array_id = *array;
   }
   JsonResult listed = service_.list_jobs(query);
   if (!listed.ok() && listed.code() == base::ErrorCode::kInvalid && query.cursor) {
@@ -135,12 +136,12 @@ void JobsApi::list_jobs(Request& request, ResponseWriterPtr writer) {
 void JobsApi::job_logs(Request& request, const PathParams& params, ResponseWriterPtr writer) {
   auto id = job_id(params, writer);
   if (!id) return;
-  std::int64_t after = 0;
-  std::int64_t limit = 1000;
-  if (!query_int(request, writer, "after", 0, std::numeric_limits<std::int64_t>::max(), &after) ||
-      !query_int(request, writer, "limit", 1, 10000, &limit)) {
-    return;
-  }
+  const std::optional<std::int64_t> after_query =
+      query_int(request, writer, "after", 0, std::numeric_limits<std::int64_t>::max(), 0);
+  if (!after_query) return;
+  const std::optional<std::int64_t> limit = query_int(request, writer, "limit", 1, 10000, 1000);
+  if (!limit) return;
+  std::int64_t after = *after_query;
   if (auto last = request.header("last-event-id"); !last.empty()) {
     if (auto n = parse_int(last)) after = std::max(after, *n);
   }
@@ -152,7 +153,7 @@ void JobsApi::job_logs(Request& request, const PathParams& params, ResponseWrite
     if (admitted) service_.follow_logs(*id, request.tenant, after, std::move(*admitted));
     return;
   }
-  writer->respond(answer(service_.job_logs(*id, request.tenant, after, static_cast<int>(limit))));
+  writer->respond(answer(service_.job_logs(*id, request.tenant, after, static_cast<int>(*limit))));
 }
 
 }  // namespace tpujobs::api

@@ -162,29 +162,36 @@ std::optional<unsigned char> control_character(std::string_view text) {
   return std::nullopt;
 }
 
-std::optional<JobSpec> parse_job_spec(const json& body, std::vector<FieldError>* errors) {
-  const std::size_t errors_before = errors->size();
+base::Result<JobSpec, std::vector<FieldError>> parse_job_spec(const json& body) {
+  std::vector<FieldError> errors;
   if (!body.is_object()) {
-    errors->push_back({"", "the job spec must be a JSON object, got " + type_name(body), ""});
-    return std::nullopt;
+    errors.push_back({"", "the job spec must be a JSON object, got " + type_name(body), ""});
+    return errors;
   }
   JobSpec spec;
   {
-    ObjectReader top(body, "", "", errors);
-    parse_name_and_labels(top, &spec, errors);
+    ObjectReader top(body, "", "", &errors);
+    parse_name_and_labels(top, &spec, &errors);
     if (auto v = top.integer("priority", -1000, 1000)) spec.priority = static_cast<int>(*v);
     if (auto v = top.integer("max_retries", 0, 10)) spec.max_retries = static_cast<int>(*v);
     spec.training.timeout = duration_field(top, "timeout");
     spec.start_by = duration_field(top, "start_by");
     if (auto v = top.boolean("preemptible")) spec.preemptible = *v;
     if (const json* depends_on = top.raw("depends_on"))
-      parse_depends_on(*depends_on, &spec.depends_on, errors);
-    if (const json* notify = top.raw("notify")) spec.notify = parse_notify(*notify, errors);
-    parse_environment_fields(top, &spec, errors);
-    parse_trainer_section(top, &spec, errors);
-    parse_training_sections(top, body, &spec, errors);
+      parse_depends_on(*depends_on, &spec.depends_on, &errors);
+    if (const json* notify = top.raw("notify")) {
+      base::Result<NotifySpec, std::vector<FieldError>> parsed = parse_notify(*notify);
+      if (parsed.ok()) {
+        spec.notify = std::move(*parsed);
+      } else {
+        errors.insert(errors.end(), parsed.error().begin(), parsed.error().end());
+      }
+    }
+    parse_environment_fields(top, &spec, &errors);
+    parse_trainer_section(top, &spec, &errors);
+    parse_training_sections(top, body, &spec, &errors);
   }
-  if (errors->size() != errors_before) return std::nullopt;
+  if (!errors.empty()) return errors;
   json key = json::object();
   for (const char* part : {"trainer", "model", "data", "optimizer", "expect", "lightning_version",
                            "environment", "runtime", "env", "resources", "timeout"}) {
@@ -192,6 +199,13 @@ std::optional<JobSpec> parse_job_spec(const json& body, std::vector<FieldError>*
   }
   spec.training_key = key.dump();
   return spec;
+}
+
+std::optional<JobSpec> parse_job_spec(const json& body, std::vector<FieldError>* errors) {
+  base::Result<JobSpec, std::vector<FieldError>> parsed = parse_job_spec(body);
+  if (parsed.ok()) return std::move(*parsed);
+  errors->insert(errors->end(), parsed.error().begin(), parsed.error().end());
+  return std::nullopt;
 }
 
 void apply_resolution(const Resolution& resolution, JobSpec* spec) {

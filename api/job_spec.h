@@ -13,6 +13,7 @@
 #include "api/notify.h"
 #include "api/problem.h"
 #include "api/resolution.h"
+#include "base/result.h"
 #include "executor/spec.h"
 #include "lightning/resolve.h"
 #include "scheduler/dependencies.h"
@@ -45,8 +46,12 @@ struct JobSpec {
 };
 
 // Parses `body` (already valid JSON) strictly: unknown fields, wrong types
-// and out-of-range numbers are errors naming their path. Returns the spec
-// when there are no errors.
+// and out-of-range numbers are errors naming their path. Returns the spec,
+// or every error.
+base::Result<JobSpec, std::vector<FieldError>> parse_job_spec(const nlohmann::json& body);
+// The same, appending the errors to *errors (nullopt then). The form
+// service/ calls until its rewrite lands (issue 32: one error idiom); new
+// code takes the Result.
 std::optional<JobSpec> parse_job_spec(const nlohmann::json& body, std::vector<FieldError>* errors);
 
 // Copies the resolved settings (world size, precision, strategy, version)

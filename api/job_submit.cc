@@ -106,8 +106,12 @@ CheckedSpec check_spec(json body, const std::string& tenant, JobService& service
                        NotificationService* notifications) {
   CheckedSpec checked;
   checked.body = std::move(body);
-  checked.spec = parse_job_spec(checked.body, &checked.errors);
-  if (!checked.spec) return checked;
+  base::Result<JobSpec, std::vector<FieldError>> parsed = parse_job_spec(checked.body);
+  if (!parsed.ok()) {
+    checked.errors = parsed.error();
+    return checked;
+  }
+  checked.spec = std::move(*parsed);
   check_dependencies_exist(tenant, service, &checked);
   if (checked.failure) return checked;
   check_notify(tenant, notifications, &checked);
@@ -124,6 +128,20 @@ CheckedSpec check_spec(json body, const std::string& tenant, JobService& service
   for (std::string& advice : estimate.advice) checked.warnings.push_back(std::move(advice));
   if (estimate.error) checked.errors.push_back(*estimate.error);
   check_quota(tenant, service, &checked);
+  return checked;
+}
+
+// check_spec, with a check that could not be made (the database is away)
+// answered on `writer`: nullopt then. Field errors are the caller's to answer.
+std::optional<CheckedSpec> check_spec_or_answer(json body, const std::string& tenant,
+                                                JobService& service,
+                                                NotificationService* notifications,
+                                                const ResponseWriterPtr& writer) {
+  CheckedSpec checked = check_spec(std::move(body), tenant, service, notifications);
+  if (checked.failure) {
+    writer->respond(answer(JsonResult(*checked.failure)));
+    return std::nullopt;
+  }
   return checked;
 }
 
@@ -169,20 +187,18 @@ std::optional<Response> submit_failure(const SubmitOutcome& outcome) {
 void JobsApi::submit(Request& request, ResponseWriterPtr writer) {
   std::optional<json> body = parse_body(request, writer);
   if (!body) return;
-  std::optional<std::string> key;
-  if (!read_idempotency_key(request, writer, &key)) return;
+  std::optional<std::optional<std::string>> read_key = read_idempotency_key(request, writer);
+  if (!read_key) return;
+  std::optional<std::string> key = std::move(*read_key);
   if (body->is_object() && body->contains("sweep")) {
     submit_sweep(request, std::move(*body), std::move(key), writer);
     return;
   }
-  CheckedSpec checked =
-      check_spec(std::move(*body), request.tenant, service_, options_.notifications);
-  if (checked.failure) {
-    writer->respond(answer(JsonResult(*checked.failure)));
-    return;
-  }
-  if (!checked.errors.empty()) {
-    writer->respond(spec_problems(checked.errors, checked.warnings));
+  std::optional<CheckedSpec> checked = check_spec_or_answer(
+      std::move(*body), request.tenant, service_, options_.notifications, writer);
+  if (!checked) return;
+  if (!checked->errors.empty()) {
+    writer->respond(spec_problems(checked->errors, checked->warnings));
     return;
   }
   if (options_.limits) {
@@ -191,7 +207,7 @@ void JobsApi::submit(Request& request, ResponseWriterPtr writer) {
       return;
     }
   }
-  service_.submit(submit_request(request.tenant, std::move(checked), std::move(key)),
+  service_.submit(submit_request(request.tenant, std::move(*checked), std::move(key)),
                   [writer](SubmitOutcome outcome) {
                     if (std::optional<Response> failure = submit_failure(outcome)) {
                       writer->respond(std::move(*failure));
@@ -208,41 +224,46 @@ void JobsApi::submit(Request& request, ResponseWriterPtr writer) {
 std::optional<std::vector<SubmitRequest>> JobsApi::check_sweep(
     const std::string& tenant, const json& body, const std::optional<std::string>& key,
     const ResponseWriterPtr& writer) {
-  std::vector<FieldError> errors;
   // The first child alone first: a spec wrong in every child (unknown
   // fields, a bad type) costs one copy and one check, not 256.
-  std::vector<SweepChild> children = expand_sweep(body, &errors, 1);
-  if (!errors.empty()) {
-    writer->respond(spec_problems(errors, {}));
+  base::Result<std::vector<SweepChild>, std::vector<FieldError>> first = expand_sweep(body, 1);
+  if (!first.ok()) {
+    writer->respond(spec_problems(first.error(), {}));
     return std::nullopt;
   }
+  std::vector<SweepChild> children = std::move(*first);
+  std::vector<FieldError> errors;
   // Each child validated on its own; its errors say which child.
   constexpr std::size_t kMaxErrors = 50;
   std::vector<SubmitRequest> requests;
   std::vector<std::string> warnings;
   for (std::size_t n = 0; n < children.size(); ++n) {
     SweepChild& child = children[n];
-    CheckedSpec checked =
-        check_spec(std::move(child.spec), tenant, service_, options_.notifications);
-    if (checked.failure) {
-      writer->respond(answer(JsonResult(*checked.failure)));
-      return std::nullopt;
-    }
-    for (FieldError& e : checked.errors) {
+    std::optional<CheckedSpec> checked = check_spec_or_answer(
+        std::move(child.spec), tenant, service_, options_.notifications, writer);
+    if (!checked) return std::nullopt;
+    for (FieldError& e : checked->errors) {
       if (errors.size() == kMaxErrors) break;
       e.message = "sweep child " + std::to_string(child.index) + " " + child.values.dump() + ": " +
                   e.message;
       errors.push_back(std::move(e));
     }
     if (!errors.empty()) break;  // the sweep is refused: the other children need no check
-    if (warnings.empty()) warnings = checked.warnings;
+    if (warnings.empty()) warnings = checked->warnings;
     std::optional<std::string> child_key;
     if (key) child_key = *key + "#" + std::to_string(child.index);
-    SubmitRequest request = submit_request(tenant, std::move(checked), std::move(child_key));
+    SubmitRequest request = submit_request(tenant, std::move(*checked), std::move(child_key));
     request.array_index = child.index;
     request.array_values = std::move(child.values);
     requests.push_back(std::move(request));
-    if (n == 0) children = expand_sweep(body, &errors);  // the first is valid: now the rest
+    if (n == 0) {  // the first is valid: now the rest
+      base::Result<std::vector<SweepChild>, std::vector<FieldError>> all = expand_sweep(body);
+      if (!all.ok()) {
+        errors = all.error();
+        break;
+      }
+      children = std::move(*all);
+    }
   }
   if (!errors.empty()) {
     writer->respond(spec_problems(errors, warnings));
@@ -301,30 +322,27 @@ void JobsApi::validate(Request& request, ResponseWriterPtr writer) {
                             {"sweep", {{"size", children->size()}, {"children", values}}}}));
     return;
   }
-  CheckedSpec checked =
-      check_spec(std::move(*body), request.tenant, service_, options_.notifications);
-  if (checked.failure) {
-    writer->respond(answer(JsonResult(*checked.failure)));
-    return;
-  }
-  if (!checked.errors.empty()) {
-    Response response = spec_problems(checked.errors, checked.warnings);
+  std::optional<CheckedSpec> checked = check_spec_or_answer(
+      std::move(*body), request.tenant, service_, options_.notifications, writer);
+  if (!checked) return;
+  if (!checked->errors.empty()) {
+    Response response = spec_problems(checked->errors, checked->warnings);
     json payload = json::parse(response.body);
     payload["valid"] = false;
     // The rules the errors come from (unset when the spec did not parse).
-    if (!checked.resolution.lightning_version.empty()) {
-      payload["lightning_version"] = checked.resolution.lightning_version;
+    if (!checked->resolution.lightning_version.empty()) {
+      payload["lightning_version"] = checked->resolution.lightning_version;
     }
-    if (!checked.estimate.is_null()) payload["estimate"] = checked.estimate;
+    if (!checked->estimate.is_null()) payload["estimate"] = checked->estimate;
     response.body = payload.dump();
     writer->respond(std::move(response));
     return;
   }
   writer->respond(json_response(200, {{"valid", true},
-                                      {"lightning_version", checked.resolution.lightning_version},
-                                      {"warnings", checked.warnings},
-                                      {"resolved", resolution_json(checked.resolution)},
-                                      {"estimate", checked.estimate}}));
+                                      {"lightning_version", checked->resolution.lightning_version},
+                                      {"warnings", checked->warnings},
+                                      {"resolved", resolution_json(checked->resolution)},
+                                      {"estimate", checked->estimate}}));
 }
 
 }  // namespace tpujobs::api

@@ -54,10 +54,10 @@ JobsApi::JobsApi(JobService& service, ApiOptions options)
 }
 
 void JobsApi::handle(Request request, ResponseWriterPtr writer) {
-  const Route* route = nullptr;
-  PathParams params;
-  std::string allowed;
-  switch (router_.match(request.method, request.path, &route, &params, &allowed)) {
+  Router::Matched matched = router_.match(request.method, request.path);
+  const Route* route = matched.route;
+  const std::string& allowed = matched.allowed;
+  switch (matched.match) {
     case Router::Match::kFound:
       if (!utf8_query(request, writer) || !authorize(request, *route, writer)) return;
       if (options_.limits && route->access != Access::kOpen) {
@@ -67,7 +67,7 @@ void JobsApi::handle(Request request, ResponseWriterPtr writer) {
         }
       }
       try {
-        route->handler(request, params, writer);
+        route->handler(request, matched.params, writer);
       } catch (const std::exception& e) {
         writer->respond(problem(500, public_internal_detail(e.what())));
       }

@@ -21,37 +21,45 @@ bool starts_with_ci(std::string_view text, std::string_view prefix) {
   return text.size() >= prefix.size() && lower(text.substr(0, prefix.size())) == prefix;
 }
 
-// "host", "host:port" or "[v6]:port" into host and port (0: none given).
-// Returns an error or "".
-std::string parse_authority(std::string_view authority, std::string* host, int* port) {
-  *port = 0;
+base::Error invalid(std::string message) {
+  return base::make_error(base::ErrorCode::kInvalid, std::move(message));
+}
+
+struct Authority {
+  std::string host;
+  int port = 0;  // 0: none given
+};
+
+// "host", "host:port" or "[v6]:port"; kInvalid saying what is wrong with it.
+base::Result<Authority> parse_authority(std::string_view authority) {
+  Authority out;
   std::string_view rest;
   if (!authority.empty() && authority.front() == '[') {
     const std::size_t close = authority.find(']');
-    if (close == std::string_view::npos) return "has an unclosed '[' in its host";
-    *host = lower(authority.substr(1, close - 1));
+    if (close == std::string_view::npos) return invalid("has an unclosed '[' in its host");
+    out.host = lower(authority.substr(1, close - 1));
     rest = authority.substr(close + 1);
-    if (host->empty() || host->find_first_not_of("0123456789abcdef:.") != std::string::npos)
-      return "has a malformed IPv6 address";
+    if (out.host.empty() || out.host.find_first_not_of("0123456789abcdef:.") != std::string::npos)
+      return invalid("has a malformed IPv6 address");
   } else {
     const std::size_t colon = authority.find(':');
-    *host = lower(authority.substr(0, colon));
+    out.host = lower(authority.substr(0, colon));
     rest = colon == std::string_view::npos ? std::string_view() : authority.substr(colon);
-    if (host->empty()) return "has no host";
-    for (char c : *host) {
+    if (out.host.empty()) return invalid("has no host");
+    for (char c : out.host) {
       if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.')
-        return "has a character a host name cannot have ('" + std::string(1, c) + "')";
+        return invalid("has a character a host name cannot have ('" + std::string(1, c) + "')");
     }
   }
-  if (rest.empty()) return {};
-  if (rest.front() != ':' || rest.size() == 1) return "has a malformed port";
+  if (rest.empty()) return out;
+  if (rest.front() != ':' || rest.size() == 1) return invalid("has a malformed port");
   const std::string_view digits = rest.substr(1);
   int value = 0;
   const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
   if (ec != std::errc() || end != digits.data() + digits.size() || value < 1 || value > 65535)
-    return "has a port outside 1-65535";
-  *port = value;
-  return {};
+    return invalid("has a port outside 1-65535");
+  out.port = value;
+  return out;
 }
 
 struct Entry {
@@ -60,33 +68,26 @@ struct Entry {
   std::optional<std::string> path_prefix;
 };
 
-std::optional<Entry> parse_entry(std::string_view text, std::string* error) {
+// An allow-list entry; kInvalid saying why it is malformed.
+base::Result<Entry> parse_entry(std::string_view text) {
   Entry entry;
   std::string_view authority = text;
   if (text.find("://") != std::string_view::npos) {
     ParsedUrl parsed = parse_notify_url(text);
-    if (!parsed.url) {
-      *error = parsed.error;
-      return std::nullopt;
-    }
+    if (!parsed.url) return invalid(parsed.error);
     // The prefix keeps the port written in the entry only: "http://h/" allows port 80.
     entry.host = parsed.url->host;
     entry.port = parsed.url->port;
     entry.path_prefix = parsed.url->target;
     return entry;
   }
-  if (authority.empty()) {
-    *error = "is empty";
-    return std::nullopt;
-  }
-  if (authority.find_first_of("/?#@ ") != std::string_view::npos) {
-    *error = "must be a host, host:port or an http:// URL prefix";
-    return std::nullopt;
-  }
-  if (std::string e = parse_authority(authority, &entry.host, &entry.port); !e.empty()) {
-    *error = e;
-    return std::nullopt;
-  }
+  if (authority.empty()) return invalid("is empty");
+  if (authority.find_first_of("/?#@ ") != std::string_view::npos)
+    return invalid("must be a host, host:port or an http:// URL prefix");
+  base::Result<Authority> parsed = parse_authority(authority);
+  if (!parsed.ok()) return parsed.error();
+  entry.host = std::move(parsed->host);
+  entry.port = parsed->port;
   return entry;
 }
 
@@ -121,11 +122,11 @@ ParsedUrl parse_notify_url(std::string_view text) {
     return fail("must not carry a user name or password",
                 "the receiver checks X-Tpujobs-Signature instead");
   }
+  base::Result<Authority> parsed = parse_authority(authority);
+  if (!parsed.ok()) return fail(parsed.error().message, example);
   HttpUrl url;
-  int port = 0;
-  if (std::string e = parse_authority(authority, &url.host, &port); !e.empty())
-    return fail(e, example);
-  url.port = port == 0 ? 80 : port;
+  url.host = std::move(parsed->host);
+  url.port = parsed->port == 0 ? 80 : parsed->port;
   if (end != std::string_view::npos) {
     url.target = std::string(rest.substr(end));
     if (url.target.front() == '?') url.target.insert(0, "/");
@@ -135,16 +136,14 @@ ParsedUrl parse_notify_url(std::string_view text) {
 }
 
 std::string allowlist_entry_error(std::string_view entry) {
-  std::string error;
-  if (parse_entry(entry, &error)) return {};
-  return error;
+  base::Result<Entry> parsed = parse_entry(entry);
+  return parsed.ok() ? std::string() : parsed.error().message;
 }
 
 bool notify_url_allowed(const HttpUrl& url, const std::vector<std::string>& allowlist) {
   for (const std::string& text : allowlist) {
-    std::string error;
-    std::optional<Entry> entry = parse_entry(text, &error);
-    if (!entry || entry->host != url.host) continue;
+    base::Result<Entry> entry = parse_entry(text);
+    if (!entry.ok() || entry->host != url.host) continue;
     if (entry->port != 0 && entry->port != url.port) continue;
     if (entry->path_prefix && !url.target.starts_with(*entry->path_prefix)) continue;
     return true;
@@ -152,31 +151,31 @@ bool notify_url_allowed(const HttpUrl& url, const std::vector<std::string>& allo
   return false;
 }
 
-std::optional<NotifySpec> parse_notify(const json& value, std::vector<FieldError>* errors) {
-  const std::size_t before = errors->size();
+base::Result<NotifySpec, std::vector<FieldError>> parse_notify(const json& value) {
+  std::vector<FieldError> errors;
   if (!value.is_object()) {
-    errors->push_back({"notify", "must be an object",
-                       "e.g. {\"url\": \"http://ci.example:8080/hooks/tpujobs\", \"events\": "
-                       "[\"finished\"]}"});
-    return std::nullopt;
+    errors.push_back({"notify", "must be an object",
+                      "e.g. {\"url\": \"http://ci.example:8080/hooks/tpujobs\", \"events\": "
+                      "[\"finished\"]}"});
+    return errors;
   }
   NotifySpec spec;
   for (auto it = value.begin(); it != value.end(); ++it) {
     if (it.key() != "url" && it.key() != "events")
-      errors->push_back(
+      errors.push_back(
           {"notify." + it.key().substr(0, 64), "unknown field", "known fields here: url, events"});
   }
   auto url = value.find("url");
   if (url == value.end() || url->is_null()) {
-    errors->push_back({"notify.url", "is required", "the http:// URL to POST the job's view to"});
+    errors.push_back({"notify.url", "is required", "the http:// URL to POST the job's view to"});
   } else if (!url->is_string()) {
-    errors->push_back({"notify.url", "must be a string", ""});
+    errors.push_back({"notify.url", "must be a string", ""});
   } else {
     ParsedUrl parsed = parse_notify_url(url->get<std::string>());
     if (parsed.url)
       spec.url = url->get<std::string>();
     else
-      errors->push_back({"notify.url", parsed.error, parsed.hint});
+      errors.push_back({"notify.url", parsed.error, parsed.hint});
   }
   std::string known;
   for (const std::string& e : notify_events()) known += (known.empty() ? "'" : ", '") + e + "'";
@@ -184,8 +183,8 @@ std::optional<NotifySpec> parse_notify(const json& value, std::vector<FieldError
   if (events == value.end() || events->is_null()) {
     spec.events = {"finished"};
   } else if (!events->is_array() || events->empty() || events->size() > notify_events().size()) {
-    errors->push_back({"notify.events", "must be a non-empty array of events",
-                       "events: " + known + " (finished: any of the last three)"});
+    errors.push_back({"notify.events", "must be a non-empty array of events",
+                      "events: " + known + " (finished: any of the last three)"});
   } else {
     for (std::size_t i = 0; i < events->size(); ++i) {
       const json& event = (*events)[i];
@@ -193,17 +192,17 @@ std::optional<NotifySpec> parse_notify(const json& value, std::vector<FieldError
       const auto& all = notify_events();
       if (!event.is_string() ||
           std::find(all.begin(), all.end(), event.get<std::string>()) == all.end()) {
-        errors->push_back({path, "must be one of " + known + ", got " + event.dump().substr(0, 64),
-                           "finished: any of succeeded, failed, cancelled"});
+        errors.push_back({path, "must be one of " + known + ", got " + event.dump().substr(0, 64),
+                          "finished: any of succeeded, failed, cancelled"});
       } else if (std::find(spec.events.begin(), spec.events.end(), event.get<std::string>()) !=
                  spec.events.end()) {
-        errors->push_back({path, "repeats '" + event.get<std::string>() + "'", ""});
+        errors.push_back({path, "repeats '" + event.get<std::string>() + "'", ""});
       } else {
         spec.events.push_back(event.get<std::string>());
       }
     }
   }
-  if (errors->size() != before) return std::nullopt;
+  if (!errors.empty()) return errors;
   return spec;
 }
 

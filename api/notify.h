@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "api/problem.h"
+#include "base/result.h"
 
 namespace tpujobs::api {
 
@@ -61,9 +62,8 @@ std::string allowlist_entry_error(std::string_view entry);
 // nothing.
 bool notify_url_allowed(const HttpUrl& url, const std::vector<std::string>& allowlist);
 
-// Parses the spec's "notify" object, appending a FieldError (path
-// "notify...") for each problem. nullopt when absent or wrong.
-std::optional<NotifySpec> parse_notify(const nlohmann::json& value,
-                                       std::vector<FieldError>* errors);
+// Parses the spec's "notify" object: the NotifySpec, or a FieldError (path
+// "notify...") for each problem.
+base::Result<NotifySpec, std::vector<FieldError>> parse_notify(const nlohmann::json& value);
 
 }  // namespace tpujobs::api

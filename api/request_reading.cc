@@ -223,20 +223,20 @@ bool utf8_query(const Request& request, const ResponseWriterPtr& writer) {
 
 // Reads an optional integer query parameter within [min, max]. Returns
 // false (having answered 400 naming the parameter) when it is malformed.
-bool query_int(const Request& request, const ResponseWriterPtr& writer, std::string_view name,
-               std::int64_t min, std::int64_t max, std::int64_t* value) {
+std::optional<std::int64_t> query_int(const Request& request, const ResponseWriterPtr& writer,
+                                      std::string_view name, std::int64_t min, std::int64_t max,
+                                      std::int64_t absent) {
   std::optional<std::string> text = request.query_value(name);
-  if (!text) return true;
+  if (!text) return absent;
   std::optional<std::int64_t> n = parse_int(*text);
   if (!n || *n < min || *n > max) {
     writer->respond(problem(400,
                             std::string(name) + " must be an integer from " + std::to_string(min) +
                                 " to " + std::to_string(max),
                             {{"field", name}}));
-    return false;
+    return std::nullopt;
   }
-  *value = *n;
-  return true;
+  return n;
 }
 
 Response answer(const JsonResult& result, int ok_status) {
@@ -286,24 +286,23 @@ std::string content_hash(std::string_view canonical) {
 
 // The request's Idempotency-Key header into *key (nullopt when absent);
 // false, answered 400, when it is not a key.
-bool read_idempotency_key(Request& request, const ResponseWriterPtr& writer,
-                          std::optional<std::string>* key) {
+std::optional<std::optional<std::string>> read_idempotency_key(const Request& request,
+                                                               const ResponseWriterPtr& writer) {
   const std::string_view k = request.header("idempotency-key");
-  if (k.empty()) return true;
+  if (k.empty()) return std::optional<std::string>();
   if (k.size() > 255) {
     writer->respond(problem(400, "the Idempotency-Key header is longer than 255 characters",
                             {{"field", "Idempotency-Key"}}));
-    return false;
+    return std::nullopt;
   }
   if (!std::all_of(k.begin(), k.end(), [](char c) { return c >= 0x20 && c < 0x7F; })) {
     writer->respond(
         problem(400, "the Idempotency-Key header must be printable ASCII",
                 {{"field", "Idempotency-Key"},
                  {"hint", "use e.g. the CI pipeline and step ids: pipeline-1234-train"}}));
-    return false;
+    return std::nullopt;
   }
-  *key = std::string(k);
-  return true;
+  return std::optional<std::string>(std::string(k));
 }
 
 }  // namespace tpujobs::api

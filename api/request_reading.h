@@ -37,10 +37,12 @@ bool storable_text(std::string_view text);
 // would refuse here (400) rather than let it refuse them.
 bool utf8_query(const Request& request, const ResponseWriterPtr& writer);
 
-// Reads an optional integer query parameter within [min, max]. Returns
-// false (having answered 400 naming the parameter) when it is malformed.
-bool query_int(const Request& request, const ResponseWriterPtr& writer, std::string_view name,
-               std::int64_t min, std::int64_t max, std::int64_t* value);
+// An optional integer query parameter within [min, max]: its value, or
+// `absent` when the request has none; nullopt (having answered 400 naming
+// the parameter) when it is malformed.
+std::optional<std::int64_t> query_int(const Request& request, const ResponseWriterPtr& writer,
+                                      std::string_view name, std::int64_t min, std::int64_t max,
+                                      std::int64_t absent);
 
 // The answer to a result: `ok_status` with its JSON, or the problem its
 // error stands for.
@@ -54,9 +56,9 @@ std::optional<std::int64_t> job_id(const PathParams& params, const ResponseWrite
 // FNV-1a: the same spec (its canonical dump) or file always hashes the same.
 std::string content_hash(std::string_view canonical);
 
-// The request's Idempotency-Key header into *key (nullopt when absent);
-// false, answered 400, when it is not a key.
-bool read_idempotency_key(Request& request, const ResponseWriterPtr& writer,
-                          std::optional<std::string>* key);
+// The request's Idempotency-Key header, the inner nullopt when it has none;
+// nullopt, answered 400, when it is not a key.
+std::optional<std::optional<std::string>> read_idempotency_key(const Request& request,
+                                                               const ResponseWriterPtr& writer);
 
 }  // namespace tpujobs::api

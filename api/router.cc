@@ -1,5 +1,7 @@
 #include "api/router.h"
 
+#include <optional>
+
 namespace tpujobs::api {
 namespace {
 
@@ -31,15 +33,16 @@ bool match_segment(std::string_view pattern, std::string_view segment, PathParam
   return true;
 }
 
-bool match_path(std::string_view pattern, std::string_view path, PathParams* params) {
+// The path's parameters when it matches `pattern`.
+std::optional<PathParams> match_path(std::string_view pattern, std::string_view path) {
   const auto pattern_parts = split(pattern);
   const auto path_parts = split(path);
-  if (pattern_parts.size() != path_parts.size()) return false;
-  params->clear();
+  if (pattern_parts.size() != path_parts.size()) return std::nullopt;
+  PathParams params;
   for (std::size_t i = 0; i < pattern_parts.size(); ++i) {
-    if (!match_segment(pattern_parts[i], path_parts[i], params)) return false;
+    if (!match_segment(pattern_parts[i], path_parts[i], &params)) return std::nullopt;
   }
-  return true;
+  return params;
 }
 
 }  // namespace
@@ -48,44 +51,33 @@ void Router::add(std::string method, std::string pattern, Access access, RouteHa
   routes_.push_back({std::move(method), std::move(pattern), access, std::move(handler)});
 }
 
-Router::Match Router::match(std::string_view method, std::string_view path, const Route** route,
-                            PathParams* params, std::string* allowed) const {
+Router::Matched Router::match(std::string_view method, std::string_view path) const {
   bool path_found = false;
-  const Route* get_route = nullptr;
-  PathParams get_params;
-  allowed->clear();
+  Matched head;  // HEAD on a GET route
+  std::string allowed;
   for (const Route& r : routes_) {
-    PathParams candidate;
-    if (!match_path(r.pattern, path, &candidate)) continue;
-    if (r.method == method) {
-      *route = &r;
-      *params = std::move(candidate);
-      return Match::kFound;
-    }
-    if (method == "HEAD" && r.method == "GET" && !get_route) {
-      get_route = &r;
-      get_params = std::move(candidate);
+    std::optional<PathParams> candidate = match_path(r.pattern, path);
+    if (!candidate) continue;
+    if (r.method == method) return {Match::kFound, &r, std::move(*candidate), {}};
+    if (method == "HEAD" && r.method == "GET" && !head.route) {
+      head = {Match::kFound, &r, std::move(*candidate), {}};
     }
     path_found = true;
     for (const std::string_view name : {std::string_view(r.method), std::string_view("HEAD")}) {
-      if (allowed->find(name) == std::string::npos)
-        *allowed += std::string(allowed->empty() ? "" : ", ") + std::string(name);
+      if (allowed.find(name) == std::string::npos)
+        allowed += std::string(allowed.empty() ? "" : ", ") + std::string(name);
       if (r.method != "GET") break;  // HEAD comes with GET (RFC 9110 §9.3.2)
     }
   }
-  if (get_route) {
-    *route = get_route;
-    *params = std::move(get_params);
-    return Match::kFound;
-  }
-  return path_found ? Match::kNoMethod : Match::kNoPath;
+  if (head.route) return head;
+  if (!path_found) return {};
+  return {Match::kNoMethod, nullptr, {}, std::move(allowed)};
 }
 
 std::string Router::pattern_of(std::string_view method, std::string_view path) const {
-  PathParams params;
   for (const Route& r : routes_) {
     if ((r.method == method || (method == "HEAD" && r.method == "GET")) &&
-        match_path(r.pattern, path, &params))
+        match_path(r.pattern, path))
       return r.pattern;
   }
   return {};

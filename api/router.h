@@ -36,12 +36,16 @@ class Router {
   void add(std::string method, std::string pattern, Access access, RouteHandler handler);
 
   enum class Match { kFound, kNoPath, kNoMethod };
-  // On kFound sets *route and *params. On kNoMethod sets *allowed to the
-  // methods the path does accept. HEAD matches a path's GET route (RFC 9110
-  // §9.3.2: HEAD is answered as GET is; the server leaves the body out), and
-  // `allowed` names HEAD wherever it names GET.
-  Match match(std::string_view method, std::string_view path, const Route** route,
-              PathParams* params, std::string* allowed) const;
+  struct Matched {
+    Match match = Match::kNoPath;
+    const Route* route = nullptr;  // kFound: the route, owned by the router
+    PathParams params;             // kFound: the path's parameters
+    std::string allowed;           // kNoMethod: the methods the path does accept ("GET, HEAD")
+  };
+  // The route of `method` on `path`. HEAD matches a path's GET route (RFC
+  // 9110 §9.3.2: HEAD is answered as GET is; the server leaves the body
+  // out), and `allowed` names HEAD wherever it names GET.
+  Matched match(std::string_view method, std::string_view path) const;
 
   // The pattern a path matched (for metrics labels), or "" when none.
   std::string pattern_of(std::string_view method, std::string_view path) const;

@@ -83,18 +83,18 @@ std::optional<std::string> set_path(json& spec, const std::vector<Segment>& segm
 
 }  // namespace
 
-std::vector<SweepChild> expand_sweep(const json& body, std::vector<FieldError>* errors,
-                                     std::size_t max_children) {
-  const std::size_t errors_before = errors->size();
+base::Result<std::vector<SweepChild>, std::vector<FieldError>> expand_sweep(
+    const json& body, std::size_t max_children) {
+  std::vector<FieldError> errors;
   const json& sweep = body.at("sweep");
   const char* example = "e.g. {\"optimizer.lr\": [0.001, 0.003], \"data.batch_size\": [32, 64]}";
   if (!sweep.is_object() || sweep.empty()) {
-    errors->push_back({"sweep", "must be an object of spec paths to lists of values", example});
-    return {};
+    errors.push_back({"sweep", "must be an object of spec paths to lists of values", example});
+    return errors;
   }
   if (sweep.size() > kMaxSweepPaths) {
-    errors->push_back({"sweep", "sweeps at most " + std::to_string(kMaxSweepPaths) + " paths", ""});
-    return {};
+    errors.push_back({"sweep", "sweeps at most " + std::to_string(kMaxSweepPaths) + " paths", ""});
+    return errors;
   }
   struct Axis {
     std::string path;
@@ -107,29 +107,28 @@ std::vector<SweepChild> expand_sweep(const json& body, std::vector<FieldError>* 
     const std::string field = "sweep." + it.key().substr(0, 128);
     std::optional<std::vector<Segment>> segments = parse_path(it.key());
     if (!segments) {
-      errors->push_back({field, "is not a spec path",
-                         "dot-separated fields, e.g. optimizer.lr or model.layers[0].out"});
+      errors.push_back({field, "is not a spec path",
+                        "dot-separated fields, e.g. optimizer.lr or model.layers[0].out"});
       continue;
     }
     const std::string& root = segments->front().key;
     if (root == "sweep" || root == "depends_on" || root == "name") {
-      errors->push_back(
-          {field, "cannot be swept", "sweep the fields that decide how a job trains"});
+      errors.push_back({field, "cannot be swept", "sweep the fields that decide how a job trains"});
       continue;
     }
     if (!it->is_array() || it->empty()) {
-      errors->push_back({field, "must be a non-empty list of values", example});
+      errors.push_back({field, "must be a non-empty list of values", example});
       continue;
     }
     children *= it->size();
     if (children > kMaxSweepChildren) {
-      errors->push_back({"sweep", "makes more than " + std::to_string(kMaxSweepChildren) + " jobs",
-                         "sweep fewer values, or split the sweep into several"});
-      return {};
+      errors.push_back({"sweep", "makes more than " + std::to_string(kMaxSweepChildren) + " jobs",
+                        "sweep fewer values, or split the sweep into several"});
+      return errors;
     }
     axes.push_back({it.key(), std::move(*segments), &*it});
   }
-  if (errors->size() != errors_before) return {};
+  if (!errors.empty()) return errors;
 
   json base = body;
   base.erase("sweep");
@@ -147,9 +146,8 @@ std::vector<SweepChild> expand_sweep(const json& body, std::vector<FieldError>* 
       const json& value = (*axes[a].values)[rest % axes[a].values->size()];
       rest /= axes[a].values->size();
       if (std::optional<std::string> problem = set_path(child.spec, axes[a].segments, value)) {
-        errors->push_back(
-            {"sweep." + axes[a].path, *problem, "sweep only paths the spec can have"});
-        return {};
+        errors.push_back({"sweep." + axes[a].path, *problem, "sweep only paths the spec can have"});
+        return errors;
       }
       child.values[axes[a].path] = value;
     }

@@ -40,12 +40,11 @@ base::Result<std::string> percent_decode(std::string_view in, bool plus_is_space
   return out;
 }
 
-void split_target(std::string_view target, std::string* path,
-                  std::multimap<std::string, std::string>* query) {
+RequestTarget split_target(std::string_view target) {
+  RequestTarget out;
   const std::size_t question = target.find('?');
-  *path = decode_or_keep(target.substr(0, question), false);
-  query->clear();
-  if (question == std::string_view::npos) return;
+  out.path = decode_or_keep(target.substr(0, question), false);
+  if (question == std::string_view::npos) return out;
   std::string_view rest = target.substr(question + 1);
   while (!rest.empty()) {
     const std::size_t amp = rest.find('&');
@@ -56,8 +55,16 @@ void split_target(std::string_view target, std::string* path,
     std::string key = decode_or_keep(pair.substr(0, eq), true);
     std::string value =
         eq == std::string_view::npos ? std::string() : decode_or_keep(pair.substr(eq + 1), true);
-    query->emplace(std::move(key), std::move(value));
+    out.query.emplace(std::move(key), std::move(value));
   }
+  return out;
+}
+
+void split_target(std::string_view target, std::string* path,
+                  std::multimap<std::string, std::string>* query) {
+  RequestTarget split = split_target(target);
+  *path = std::move(split.path);
+  *query = std::move(split.query);
 }
 
 }  // namespace tpujobs::api

@@ -100,36 +100,41 @@ std::string usage_text() {
          std::string(kExitCodes);
 }
 
-// "" when parsed, else the usage error.
-std::string parse(const std::vector<std::string>& args, CheckLine* line) {
+base::Error usage_error(std::string message) {
+  return base::make_error(base::ErrorCode::kInvalid, std::move(message));
+}
+
+// The command line, or kInvalid with the usage error.
+base::Result<CheckLine> parse(const std::vector<std::string>& args) {
+  CheckLine line;
   if (std::any_of(args.begin(), args.end(),
                   [](const std::string& a) { return a == "-h" || a == "--help"; })) {
-    line->help = true;
-    return "";
+    line.help = true;
+    return line;
   }
-  const std::unique_ptr<CLI::App> app = check_app(*line);
+  const std::unique_ptr<CLI::App> app = check_app(line);
   try {
     app->parse(std::vector<std::string>(args.rbegin(), args.rend()));  // as CLI11 takes them
   } catch (const UsageError& e) {
-    return e.what();
+    return usage_error(e.what());
   } catch (const CLI::ArgumentMismatch& e) {
     const std::string what = e.what();
-    return what.substr(0, what.find(':')) + " needs a value";
+    return usage_error(what.substr(0, what.find(':')) + " needs a value");
   } catch (const CLI::ParseError& e) {
-    return e.what();
+    return usage_error(e.what());
   }
   bool options_ended = false;  // after "--", everything is a PATH
   for (const std::string& extra : app->remaining()) {
     if (!options_ended && extra == "--") {
       options_ended = true;
     } else if (!options_ended && extra.size() >= 2 && extra[0] == '-') {
-      return "unknown option '" + extra.substr(0, extra.find('=')) + "'";
+      return usage_error("unknown option '" + extra.substr(0, extra.find('=')) + "'");
     } else {
-      line->paths.push_back(extra);
+      line.paths.push_back(extra);
     }
   }
-  if (line->paths.empty()) return "give at least one PATH (a .py file or a directory)";
-  return "";
+  if (line.paths.empty()) return usage_error("give at least one PATH (a .py file or a directory)");
+  return line;
 }
 
 bool skipped_directory(const fs::path& directory) {
@@ -142,14 +147,13 @@ bool skipped_directory(const fs::path& directory) {
 }
 
 // The *.py files under `root`, sorted, or `root` itself when it is a file.
-std::vector<std::string> python_files(const std::string& root, std::string* problem) {
+base::Result<std::vector<std::string>> python_files(const std::string& root) {
   std::error_code error;
   const fs::file_status status = fs::status(root, error);
   if (error || !fs::exists(status)) {
-    *problem = root + ": no such file or directory";
-    return {};
+    return base::make_error(base::ErrorCode::kNotFound, root + ": no such file or directory");
   }
-  if (!fs::is_directory(status)) return {root};
+  if (!fs::is_directory(status)) return std::vector<std::string>{root};
   std::vector<std::string> out;
   fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, error);
   for (; !error && it != fs::recursive_directory_iterator(); it.increment(error)) {
@@ -165,25 +169,46 @@ std::vector<std::string> python_files(const std::string& root, std::string* prob
 }
 
 // The file's text, unless it is larger than the check reads (then only its size).
-std::optional<lightning::SourceFile> read_source(const std::string& path, std::string* problem) {
+base::Result<lightning::SourceFile> read_source(const std::string& path) {
   lightning::SourceFile file;
   file.path = path;
   std::error_code error;
   file.size = fs::file_size(path, error);
-  if (error) {
-    *problem = path + ": " + error.message();
-    return std::nullopt;
-  }
+  if (error) return base::make_error(base::ErrorCode::kNotFound, path + ": " + error.message());
   if (file.size > lightning::kMaxSourceBytes) return file;
   std::ifstream in(path, std::ios::binary);
   std::ostringstream text;
   text << in.rdbuf();
-  if (!in && !in.eof()) {
-    *problem = path + ": cannot be read";
-    return std::nullopt;
-  }
+  if (!in && !in.eof())
+    return base::make_error(base::ErrorCode::kInternal, path + ": cannot be read");
   file.text = text.str();
   return file;
+}
+
+struct Sources {
+  std::vector<lightning::SourceFile> requirements;
+  std::vector<lightning::SourceFile> scripts;
+};
+
+// The requirements files and the scripts under the PATHs; the first file
+// that cannot be read ends it.
+base::Result<Sources> read_sources(const CheckLine& line) {
+  Sources sources;
+  for (const std::string& path : line.requirements) {
+    base::Result<lightning::SourceFile> file = read_source(path);
+    if (!file.ok()) return file.error();
+    sources.requirements.push_back(std::move(*file));
+  }
+  for (const std::string& root : line.paths) {
+    base::Result<std::vector<std::string>> paths = python_files(root);
+    if (!paths.ok()) return paths.error();
+    for (const std::string& path : *paths) {
+      base::Result<lightning::SourceFile> file = read_source(path);
+      if (!file.ok()) return file.error();
+      sources.scripts.push_back(std::move(*file));
+    }
+  }
+  return sources;
 }
 
 std::string render(const lightning::CheckReport& report, const std::string& format) {
@@ -197,11 +222,12 @@ std::string render(const lightning::CheckReport& report, const std::string& form
 
 int run_check_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
                       const CheckPoolSource& pool_for) {
-  CheckLine line;
-  if (const std::string usage_error = parse(args, &line); !usage_error.empty()) {
-    err << "tpujobs check: " << usage_error << "\n\n" << usage_text();
+  const base::Result<CheckLine> parsed = parse(args);
+  if (!parsed.ok()) {
+    err << "tpujobs check: " << parsed.error().message << "\n\n" << usage_text();
     return kExitRejected;
   }
+  const CheckLine& line = *parsed;
   if (line.help) {
     out << usage_text();
     return kExitSucceeded;
@@ -217,28 +243,14 @@ int run_check_command(const std::vector<std::string>& args, std::ostream& out, s
   options.accelerator_type = line.accelerator_type;
   options.python = line.python;
   options.pool = *pool;
-  std::string problem;
-  std::vector<lightning::SourceFile> requirements, scripts;
-  for (const std::string& path : line.requirements) {
-    std::optional<lightning::SourceFile> file = read_source(path, &problem);
-    if (!file) break;
-    requirements.push_back(std::move(*file));
-  }
-  for (const std::string& root : line.paths) {
-    if (!problem.empty()) break;
-    for (const std::string& path : python_files(root, &problem)) {
-      std::optional<lightning::SourceFile> file = read_source(path, &problem);
-      if (!file) break;
-      scripts.push_back(std::move(*file));
-    }
-  }
-  if (!problem.empty()) {
-    err << "tpujobs check: " << problem << "\n";
+  const base::Result<Sources> sources = read_sources(line);
+  if (!sources.ok()) {
+    err << "tpujobs check: " << sources.error().message << "\n";
     return kExitRejected;
   }
   const std::unique_ptr<lightning::PythonParser> parser = pyparse::make_tree_sitter_parser();
   const lightning::CheckReport report =
-      lightning::check_sources(scripts, requirements, options, *parser);
+      lightning::check_sources(sources->scripts, sources->requirements, options, *parser);
   const std::string text = render(report, line.format);
   if (line.output) {
     std::ofstream file(*line.output, std::ios::binary | std::ios::trunc);

@@ -63,13 +63,13 @@ int run_client_command(const CommandLine& command_line, const ClientContext& con
 }
 
 int run_client(const std::string& command, const std::vector<std::string>& args) {
-  CommandLine line;
-  if (base::Status parsed = parse_command_line(command, args, process_environment(), &line);
-      !parsed.ok()) {
+  base::Result<CommandLine> parsed = parse_command_line(command, args, process_environment());
+  if (!parsed.ok()) {
     std::cerr << "tpujobs " << command << ": " << parsed.error().message << "\n\n"
               << command_usage(command);
     return kExitRejected;
   }
+  const CommandLine& line = *parsed;
   if (line.help) {
     std::cout << command_usage(command);
     return kExitSucceeded;

@@ -20,7 +20,7 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
-using Clock = std::chrono::steady_clock;
+using TimePoint = base::Clock::time_point;
 using std::chrono::milliseconds;
 
 std::string lower(std::string text) {
@@ -28,10 +28,13 @@ std::string lower(std::string text) {
   return text;
 }
 
+// The fields by lower-cased name (a repeated one: its last value).
 template <class Fields>
-void copy_headers(const Fields& fields, HttpResponse* out) {
+std::map<std::string, std::string> headers_of(const Fields& fields) {
+  std::map<std::string, std::string> out;
   for (const auto& field : fields)
-    out->headers[lower(std::string(field.name_string()))] = std::string(field.value());
+    out[lower(std::string(field.name_string()))] = std::string(field.value());
+  return out;
 }
 
 // One request's connection. Every step (resolve, connect, write, read) is
@@ -41,13 +44,13 @@ void copy_headers(const Fields& fields, HttpResponse* out) {
 // ones); the resolve is waited for with the deadline.
 class Exchange {
  public:
-  explicit Exchange(const ServerUrl& server) : server_(server) {}
+  Exchange(const ServerUrl& server, base::Clock& clock) : server_(server), clock_(clock) {}
 
   beast::tcp_stream& stream() { return stream_; }
 
   // Resolves the server's host and connects to the first address that
   // answers.
-  beast::error_code open(Clock::time_point deadline, milliseconds limit) {
+  beast::error_code open(TimePoint deadline, milliseconds limit) {
     tcp::resolver::results_type endpoints;
     beast::error_code ec = resolve(deadline, limit, &endpoints);
     if (ec) return ec;
@@ -60,14 +63,14 @@ class Exchange {
   // is beast::error::timeout). `limit` is the time allowed that a timeout's
   // text reports.
   template <class Start>
-  beast::error_code step(const char* name, Clock::time_point deadline, milliseconds limit,
-                         Start start) {
+  beast::error_code step(const char* name, TimePoint deadline, milliseconds limit, Start start) {
     step_ = name;
     limit_ = limit;
     const int generation = ++generation_;
-    timed_out_ = Clock::now() >= deadline;
+    const auto left = deadline - clock_.now();
+    timed_out_ = left <= left.zero();
     if (timed_out_) return beast::error::timeout;
-    timer_.expires_at(deadline);
+    timer_.expires_after(left);
     timer_.async_wait([this, generation](const beast::error_code& ec) {
       if (ec || generation != generation_) return;  // the step ended first
       timed_out_ = true;
@@ -89,7 +92,7 @@ class Exchange {
   // The same with `limit` from now.
   template <class Start>
   beast::error_code step(const char* name, milliseconds limit, Start start) {
-    return step(name, Clock::now() + limit, limit, std::move(start));
+    return step(name, clock_.now() + limit, limit, std::move(start));
   }
 
   // "<step>: <why>" for the error of the last step.
@@ -111,7 +114,7 @@ class Exchange {
   // one in progress), so it runs on a thread of its own that the exchange
   // stops waiting for at the deadline; that thread ends when getaddrinfo()
   // gives up by itself.
-  beast::error_code resolve(Clock::time_point deadline, milliseconds limit,
+  beast::error_code resolve(TimePoint deadline, milliseconds limit,
                             tcp::resolver::results_type* endpoints) {
     step_ = "resolve";
     limit_ = limit;
@@ -135,7 +138,7 @@ class Exchange {
       lookup->done_cv.notify_all();
     }).detach();
     base::MutexLock lock(lookup->mutex);
-    if (!lock.wait_until(lookup->done_cv, deadline,
+    if (!clock_.wait_for(lock, lookup->done_cv, deadline - clock_.now(),
                          [&]() REQUIRES(lookup->mutex) { return lookup->done; }))
       return beast::error::timeout;
     *endpoints = lookup->results;
@@ -143,6 +146,7 @@ class Exchange {
   }
 
   const ServerUrl& server_;
+  base::Clock& clock_;
   asio::io_context io_;
   beast::tcp_stream stream_{io_};
   asio::steady_timer timer_{io_};
@@ -155,13 +159,15 @@ class Exchange {
 class BeastHttpClient final : public HttpClient {
  public:
   BeastHttpClient(ServerUrl server, HttpClientOptions options)
-      : server_(std::move(server)), options_(std::move(options)) {}
+      : server_(std::move(server)),
+        options_(std::move(options)),
+        clock_(options_.clock != nullptr ? *options_.clock : base::real_clock()) {}
 
   HttpResponse send(const HttpRequest& request, milliseconds timeout) override {
     HttpResponse out;
     try {
-      const Clock::time_point deadline = Clock::now() + timeout;
-      Exchange exchange(server_);
+      const TimePoint deadline = clock_.now() + timeout;
+      Exchange exchange(server_, clock_);
       http::request<http::string_body> message = build(request);
       beast::flat_buffer buffer;
       http::response_parser<http::string_body> parser;
@@ -182,7 +188,7 @@ class BeastHttpClient final : public HttpClient {
       }
       out.status = parser.get().result_int();
       out.body = std::move(parser.get().body());
-      copy_headers(parser.get(), &out);
+      out.headers = headers_of(parser.get());
       exchange.close();
     } catch (const std::exception& e) {
       out = HttpResponse{};
@@ -193,21 +199,21 @@ class BeastHttpClient final : public HttpClient {
 
   HttpResponse stream(const HttpRequest& request,
                       const std::function<bool(std::string_view)>& on_body,
-                      milliseconds idle_timeout, Clock::time_point deadline) override {
+                      milliseconds idle_timeout, TimePoint deadline) override {
     HttpResponse out;
     // Each step may take the idle timeout, and none may pass the deadline.
     auto budget = [&] {
-      return std::clamp(std::chrono::ceil<milliseconds>(deadline - Clock::now()),
+      return std::clamp(std::chrono::ceil<milliseconds>(deadline - clock_.now()),
                         milliseconds::zero(), idle_timeout);
     };
     try {
-      Exchange exchange(server_);
+      Exchange exchange(server_, clock_);
       http::request<http::string_body> message = build(request);
       beast::flat_buffer buffer;
       http::response_parser<http::buffer_body> parser;
       parser.body_limit(boost::none);
       const milliseconds limit = budget();
-      beast::error_code ec = exchange.open(Clock::now() + limit, limit);
+      beast::error_code ec = exchange.open(clock_.now() + limit, limit);
       if (!ec) {
         ec = exchange.step("write", budget(),
                            [&](auto done) { http::async_write(exchange.stream(), message, done); });
@@ -222,7 +228,7 @@ class BeastHttpClient final : public HttpClient {
         return out;
       }
       out.status = parser.get().result_int();
-      copy_headers(parser.get(), &out);
+      out.headers = headers_of(parser.get());
       const bool success = out.status >= 200 && out.status < 300;
       char chunk[8192];
       while (!parser.is_done()) {
@@ -269,6 +275,7 @@ class BeastHttpClient final : public HttpClient {
 
   ServerUrl server_;
   HttpClientOptions options_;
+  base::Clock& clock_;
 };
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/clock.h"
 #include "base/result.h"
 
 namespace tpujobs::client {
@@ -73,7 +74,7 @@ class HttpClient {
   virtual HttpResponse stream(const HttpRequest& request,
                               const std::function<bool(std::string_view)>& on_body,
                               std::chrono::milliseconds idle_timeout,
-                              std::chrono::steady_clock::time_point deadline) = 0;
+                              base::Clock::time_point deadline) = 0;
 };
 
 using HttpClientPtr = std::unique_ptr<HttpClient>;
@@ -84,6 +85,10 @@ struct HttpClientOptions {
   // A larger answer body fails the exchange (status 0, "read: body limit
   // exceeded"); stream() keeps at most this much of a non-2xx body.
   std::size_t max_body_bytes = 64u << 20;
+  // What deadlines are read on (stream()'s `deadline` is a time of it) and
+  // the resolve is waited with; null: base::real_clock(). The socket steps'
+  // timers run for the time left on it when each step starts.
+  base::Clock* clock = nullptr;
 };
 
 // A client that opens a new TCP connection to `server` per request. Every

@@ -12,15 +12,12 @@ class ListCommand final : public Session {
   using Session::Session;
 
   int run() {
-    std::string query;
-    auto add = [&](const std::string& name, const std::string& value) {
-      add_query_parameter(&query, name, value);
-    };
-    if (line_.state) add("state", *line_.state);
-    for (const std::string& label : line_.labels) add("label", label);
-    if (line_.array) add("array", std::to_string(*line_.array));
-    add("limit", std::to_string(line_.limit.value_or(50)));
-    HttpResponse response = call({"GET", "/v1/jobs" + query, "", {}});
+    QueryString query;
+    if (line_.state) query.add("state", *line_.state);
+    for (const std::string& label : line_.labels) query.add("label", label);
+    if (line_.array) query.add("array", std::to_string(*line_.array));
+    query.add("limit", std::to_string(line_.limit.value_or(50)));
+    HttpResponse response = call({"GET", "/v1/jobs" + query.text(), "", {}});
     if (response.status != 200) return report_failure(response, "listing jobs");
     const json page = json::parse(response.body, nullptr, false);
     if (line_.json) {

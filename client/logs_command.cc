@@ -13,10 +13,7 @@ class LogsCommand final : public Session {
 
   int run() {
     const std::string& id = line_.positionals.front();
-    if (line_.follow) {
-      bool timed_out = false;
-      return follow_log(id, std::nullopt, &timed_out);
-    }
+    if (line_.follow) return follow_log(id, std::nullopt).exit_code;
     std::int64_t after = 0;
     for (;;) {
       HttpResponse response =

@@ -188,10 +188,15 @@ std::string client_commands_summary() {
   return text;
 }
 
-base::Status parse_command_line(std::string_view command, const std::vector<std::string>& args,
-                                const std::map<std::string, std::string>& environment,
-                                CommandLine* out) {
-  return status_of(parse_command_line_text(command, args, environment, out));
+base::Result<CommandLine> parse_command_line(
+    std::string_view command, const std::vector<std::string>& args,
+    const std::map<std::string, std::string>& environment) {
+  CommandLine line;
+  if (std::string error = parse_command_line_text(command, args, environment, &line);
+      !error.empty()) {
+    return base::make_error(base::ErrorCode::kInvalid, std::move(error));
+  }
+  return line;
 }
 
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {

@@ -58,11 +58,11 @@ struct CommandLine {
 
 // Parses the arguments after the command name. TPUJOBS_URL and TPUJOBS_TOKEN
 // come from `environment` and are overridden by --server / --token.
-// Fills *out, or answers kInvalid with the usage error (exit code 2).
-// With --help, out->help is set and the other arguments are not checked.
-base::Status parse_command_line(std::string_view command, const std::vector<std::string>& args,
-                                const std::map<std::string, std::string>& environment,
-                                CommandLine* out);
+// Returns the command line, or kInvalid with the usage error (exit code 2).
+// With --help, its `help` is set and the other arguments are not checked.
+base::Result<CommandLine> parse_command_line(std::string_view command,
+                                             const std::vector<std::string>& args,
+                                             const std::map<std::string, std::string>& environment);
 
 // The --help text of a client command ("" for an unknown command).
 std::string command_usage(std::string_view command);

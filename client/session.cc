@@ -34,8 +34,9 @@ std::string percent_encode(std::string_view text) {
   return out;
 }
 
-void add_query_parameter(std::string* query, const std::string& name, const std::string& value) {
-  *query += (query->empty() ? "?" : "&") + name + "=" + percent_encode(value);
+QueryString& QueryString::add(const std::string& name, const std::string& value) {
+  text_ += (text_.empty() ? "?" : "&") + name + "=" + percent_encode(value);
+  return *this;
 }
 
 std::string string_of(const json& object, const char* key) {
@@ -126,9 +127,7 @@ int Session::report_failure(const HttpResponse& response, const std::string& wha
 
 // ------------------------------------------------------------ specs
 
-// Reads the file named by the positional argument ("-": stdin) into
-// *text. Returns false after reporting the problem.
-bool Session::read_input(std::string* text) {
+std::optional<std::string> Session::read_input() {
   const std::string& path = line_.positionals.front();
   std::stringstream buffer;
   if (path == "-") {
@@ -137,37 +136,35 @@ bool Session::read_input(std::string* text) {
     std::ifstream in(path, std::ios::binary);
     if (!in) {
       err_ << "tpujobs: cannot read " << path << "\n";
-      return false;
+      return std::nullopt;
     }
     buffer << in.rdbuf();
   }
-  *text = buffer.str();
-  return true;
+  return buffer.str();
 }
 
-// Reads the spec file ("-": stdin) and applies the --set overrides.
-// Returns false after reporting the problem.
-bool Session::load_spec(json* spec) {
+std::optional<json> Session::load_spec() {
   const std::string& path = line_.positionals.front();
-  std::string text;
-  if (!read_input(&text)) return false;
+  std::optional<std::string> text = read_input();
+  if (!text) return std::nullopt;
+  json spec;
   try {
-    *spec = json::parse(text);
+    spec = json::parse(*text);
   } catch (const json::parse_error& e) {
     err_ << "tpujobs: " << path << " is not valid JSON: " << e.what() << "\n";
-    return false;
+    return std::nullopt;
   }
-  if (!spec->is_object()) {
+  if (!spec.is_object()) {
     err_ << "tpujobs: " << path << " must hold a JSON object (the job spec)\n";
-    return false;
+    return std::nullopt;
   }
   for (const std::string& assignment : line_.overrides) {
-    if (base::Status applied = apply_override(spec, assignment); !applied.ok()) {
+    if (base::Status applied = apply_override(&spec, assignment); !applied.ok()) {
       err_ << "tpujobs: " << applied.error().message << "\n";
-      return false;
+      return std::nullopt;
     }
   }
-  return true;
+  return spec;
 }
 
 // ------------------------------------------------------------ output
@@ -422,19 +419,12 @@ WaitOutcome Session::wait_for(const std::string& id, TimePoint started,
   }
 }
 
-// Streams the job's log to stdout until the service says the job ended.
-// Reconnects after drops from the last line seen. Returns the exit code of
-// the streaming (0, or 2/4 for a problem); *timed_out when the deadline hit.
-int Session::follow_log(const std::string& id, std::optional<TimePoint> deadline, bool* timed_out) {
+FollowOutcome Session::follow_log(const std::string& id, std::optional<TimePoint> deadline) {
   std::int64_t after = 0;
   int failures = 0;
   bool ended = false;
-  *timed_out = false;
   while (!ended) {
-    if (deadline && clock_.now() >= *deadline) {
-      *timed_out = true;
-      return kExitSucceeded;
-    }
+    if (deadline && clock_.now() >= *deadline) return {kExitSucceeded, true};
     EventStreamParser parser;
     bool received = false;
     HttpRequest request{"GET",
@@ -471,7 +461,7 @@ int Session::follow_log(const std::string& id, std::optional<TimePoint> deadline
     if (response.status >= 200 && response.status < 300) {
       if (received) failures = 0;
     } else if (!retryable(response)) {
-      return report_failure(response, "following the log of job " + id);
+      return {report_failure(response, "following the log of job " + id), false};
     }
     // The stream dropped (a restart, a proxy timeout): resume after `after`.
     const milliseconds delay = backoff(failures++);
@@ -479,15 +469,15 @@ int Session::follow_log(const std::string& id, std::optional<TimePoint> deadline
     pause(delay, deadline);
   }
   note_recovered();
-  return kExitSucceeded;
+  return {};
 }
 
 int Session::wait_and_finish(const std::string& id, TimePoint started) {
   const std::optional<TimePoint> deadline = deadline_from(started);
   if (line_.follow) {
-    bool timed_out = false;
-    if (int code = follow_log(id, deadline, &timed_out); code != kExitSucceeded) return code;
-    if (timed_out) {
+    const FollowOutcome followed = follow_log(id, deadline);
+    if (followed.exit_code != kExitSucceeded) return followed.exit_code;
+    if (followed.timed_out) {
       WaitOutcome outcome;
       HttpResponse response = call({"GET", "/v1/jobs/" + id, "", {}});
       outcome.job = json::parse(response.body, nullptr, false);

@@ -26,8 +26,16 @@ inline constexpr std::chrono::milliseconds kRequestTimeout{30000};
 // `text` with everything but unreserved characters (RFC 3986) %-encoded.
 std::string percent_encode(std::string_view text);
 
-// Appends `name=value` (value %-encoded) to a query string, "?" first.
-void add_query_parameter(std::string* query, const std::string& name, const std::string& value);
+// A URL query built a parameter at a time: "" until the first add(), then
+// "?a=1&b=2", each value %-encoded. The list and usage commands' filters.
+class QueryString {
+ public:
+  QueryString& add(const std::string& name, const std::string& value);
+  const std::string& text() const { return text_; }
+
+ private:
+  std::string text_;
+};
 
 // `object[key]` as text: a string as it is, another value as JSON, a missing
 // key or null (or a non-object) as "".
@@ -45,6 +53,12 @@ struct WaitOutcome {
   int exit_code = kExitSucceeded;  // of the request; the job's is in `job`
   bool timed_out = false;
   nlohmann::json job;  // the last answer (terminal unless timed_out or exit_code != 0)
+};
+
+// What following a log ended with.
+struct FollowOutcome {
+  int exit_code = kExitSucceeded;  // of the streaming: 0, or 2/4 for a problem
+  bool timed_out = false;          // the deadline passed before the job ended
 };
 
 class Session {
@@ -68,12 +82,12 @@ class Session {
   int report_failure(const HttpResponse& response, const std::string& what);
 
   // ------------------------------------------------------------ specs
-  // Reads the file named by the positional argument ("-": stdin) into
-  // *text. Returns false after reporting the problem.
-  bool read_input(std::string* text);
-  // Reads the spec file ("-": stdin) and applies the --set overrides.
-  // Returns false after reporting the problem.
-  bool load_spec(json* spec);
+  // The text of the file named by the positional argument ("-": stdin);
+  // nullopt after reporting the problem.
+  std::optional<std::string> read_input();
+  // The spec file ("-": stdin) with the --set overrides applied; nullopt
+  // after reporting the problem.
+  std::optional<json> load_spec();
 
   // ------------------------------------------------------------ output
   static std::string progress_text(const json& job);
@@ -99,9 +113,8 @@ class Session {
   WaitOutcome wait_for(const std::string& id, TimePoint started, std::optional<TimePoint> deadline,
                        bool show);
   // Streams the job's log to stdout until the service says the job ended.
-  // Reconnects after drops from the last line seen. Returns the exit code of
-  // the streaming (0, or 2/4 for a problem); *timed_out when the deadline hit.
-  int follow_log(const std::string& id, std::optional<TimePoint> deadline, bool* timed_out);
+  // Reconnects after drops from the last line seen.
+  FollowOutcome follow_log(const std::string& id, std::optional<TimePoint> deadline);
   // Waits for (or with --follow, follows) job `id` to its end and reports it
   // (`submit --wait`, `wait`).
   int wait_and_finish(const std::string& id, TimePoint started);

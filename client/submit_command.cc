@@ -15,12 +15,12 @@ class SubmitCommand final : public Session {
   using Session::Session;
 
   int run() {
-    json spec;
-    if (!load_spec(&spec)) return kExitRejected;
+    const std::optional<json> spec = load_spec();
+    if (!spec) return kExitRejected;
     const std::string key =
         line_.idempotency_key.empty() ? generated_idempotency_key() : line_.idempotency_key;
     const TimePoint started = clock_.now();
-    HttpResponse response = call({"POST", "/v1/jobs", spec.dump(), {{"Idempotency-Key", key}}});
+    HttpResponse response = call({"POST", "/v1/jobs", spec->dump(), {{"Idempotency-Key", key}}});
     if (response.status != 201 && response.status != 200)
       return report_failure(response, "submitting the job");
     json job = json::parse(response.body, nullptr, false);

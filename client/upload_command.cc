@@ -14,8 +14,9 @@ class UploadCommand final : public Session {
 
   int run() {
     const std::string& path = line_.positionals.front();
-    std::string csv;
-    if (!read_input(&csv)) return kExitRejected;
+    std::optional<std::string> read = read_input();
+    if (!read) return kExitRejected;
+    std::string csv = std::move(*read);
     if (csv.empty()) {
       err_ << "tpujobs: " << path << " is empty; a dataset needs a header and rows\n";
       return kExitRejected;

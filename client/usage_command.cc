@@ -12,17 +12,14 @@ class UsageCommand final : public Session {
   using Session::Session;
 
   int run() {
-    std::string query;
-    auto add = [&](const std::string& name, const std::string& value) {
-      add_query_parameter(&query, name, value);
-    };
-    if (line_.from) add("from", *line_.from);
-    if (line_.to) add("to", *line_.to);
+    QueryString query;
+    if (line_.from) query.add("from", *line_.from);
+    if (line_.to) query.add("to", *line_.to);
     const std::size_t colon = line_.group_by.find(':');
-    add("group_by", line_.group_by.substr(0, colon));
-    if (colon != std::string::npos) add("label", line_.group_by.substr(colon + 1));
-    if (line_.csv) add("format", "csv");
-    HttpResponse response = call({"GET", "/v1/usage" + query, "", {}});
+    query.add("group_by", line_.group_by.substr(0, colon));
+    if (colon != std::string::npos) query.add("label", line_.group_by.substr(colon + 1));
+    if (line_.csv) query.add("format", "csv");
+    HttpResponse response = call({"GET", "/v1/usage" + query.text(), "", {}});
     if (response.status != 200) return report_failure(response, "reading the usage");
     if (line_.csv) {
       out_ << response.body;

@@ -12,9 +12,9 @@ class ValidateCommand final : public Session {
   using Session::Session;
 
   int run() {
-    json spec;
-    if (!load_spec(&spec)) return kExitRejected;
-    HttpResponse response = call({"POST", "/v1/jobs:validate", spec.dump(), {}});
+    const std::optional<json> spec = load_spec();
+    if (!spec) return kExitRejected;
+    HttpResponse response = call({"POST", "/v1/jobs:validate", spec->dump(), {}});
     if (response.status != 200)
       return report_failure(response, "validating " + line_.positionals.front());
     const json body = json::parse(response.body, nullptr, false);

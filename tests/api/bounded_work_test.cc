@@ -21,7 +21,9 @@ Response post_job(JobsApi& api, const nlohmann::json& body) {
   Request request;
   request.method = "POST";
   request.target = "/v1/jobs";
-  split_target(request.target, &request.path, &request.query);
+  RequestTarget split = split_target(request.target);
+  request.path = std::move(split.path);
+  request.query = std::move(split.query);
   request.body = body.dump();
   auto writer = std::make_shared<CapturingWriter>();
   api.handle(std::move(request), writer);

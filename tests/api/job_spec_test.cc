@@ -12,9 +12,8 @@ namespace {
 using nlohmann::json;
 
 std::vector<FieldError> errors_of(const std::string& text) {
-  std::vector<FieldError> errors;
-  parse_job_spec(json::parse(text), &errors);
-  return errors;
+  base::Result<JobSpec, std::vector<FieldError>> parsed = parse_job_spec(json::parse(text));
+  return parsed.ok() ? std::vector<FieldError>{} : parsed.error();
 }
 
 std::string fields(const std::vector<FieldError>& errors) {
@@ -55,6 +54,23 @@ TEST(JobSpec, ParsesTheDesignExample) {
   EXPECT_EQ(spec->training.checkpoint_every_n_steps, 100);
   EXPECT_EQ(spec->training.expect.at("val_accuracy").min, 0.95);
   EXPECT_EQ(spec->training.timeout, std::chrono::minutes(30));
+}
+
+// The form that appends to the caller's errors (service/'s) reports what
+// the Result does, after the errors already there.
+TEST(JobSpec, TheAppendingFormAgreesWithTheResult) {
+  const std::string bad = R"({"modle": {}, "data": {"dataset": "digits"}})";
+  std::vector<FieldError> errors = {{"earlier", "kept", ""}};
+  EXPECT_FALSE(parse_job_spec(json::parse(bad), &errors));
+  ASSERT_FALSE(errors.empty());
+  EXPECT_EQ(errors.front().field, "earlier");
+  errors.erase(errors.begin());
+  EXPECT_EQ(fields(errors), fields(errors_of(bad)));
+  EXPECT_FALSE(errors.empty());
+  errors.clear();
+  std::optional<JobSpec> spec = parse_job_spec(json::parse(kMinimal), &errors);
+  ASSERT_TRUE(spec) << fields(errors);
+  EXPECT_EQ(spec->training_key, parse_job_spec(json::parse(kMinimal))->training_key);
 }
 
 TEST(JobSpec, UnknownFieldsAreErrorsWithPathAndSuggestion) {

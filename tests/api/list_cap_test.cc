@@ -50,7 +50,9 @@ Response get(JobsApi& api, const std::string& target) {
   Request request;
   request.method = "GET";
   request.target = target;
-  split_target(target, &request.path, &request.query);
+  RequestTarget split = split_target(target);
+  request.path = std::move(split.path);
+  request.query = std::move(split.query);
   auto writer = std::make_shared<CapturingWriter>();
   api.handle(std::move(request), writer);
   return writer->response;

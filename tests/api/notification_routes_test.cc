@@ -47,7 +47,9 @@ Response call(JobsApi& api, std::string method, std::string target, std::string 
               std::string token = "user-token") {
   Request request;
   request.method = std::move(method);
-  split_target(target, &request.path, &request.query);
+  RequestTarget split = split_target(target);
+  request.path = std::move(split.path);
+  request.query = std::move(split.query);
   request.target = std::move(target);
   request.body = std::move(body);
   request.headers["authorization"] = "Bearer " + token;

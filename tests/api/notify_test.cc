@@ -76,17 +76,18 @@ TEST(NotifyAllowlist, EntriesAreChecked) {
 
 // "field: message" of each error.
 std::string errors_of(const json& notify) {
-  std::vector<FieldError> errors;
-  parse_notify(notify, &errors);
+  base::Result<NotifySpec, std::vector<FieldError>> parsed = parse_notify(notify);
+  if (parsed.ok()) return "";
   std::string out;
-  for (const FieldError& e : errors) out += (out.empty() ? "" : "; ") + e.field + ": " + e.message;
+  for (const FieldError& e : parsed.error())
+    out += (out.empty() ? "" : "; ") + e.field + ": " + e.message;
   return out;
 }
 
 TEST(NotifySpec, EventsDefaultToFinished) {
-  std::vector<FieldError> errors;
-  std::optional<NotifySpec> spec = parse_notify(json{{"url", "http://ci.example/h"}}, &errors);
-  ASSERT_TRUE(spec) << errors_of(json{{"url", "http://ci.example/h"}});
+  base::Result<NotifySpec, std::vector<FieldError>> spec =
+      parse_notify(json{{"url", "http://ci.example/h"}});
+  ASSERT_TRUE(spec.ok()) << errors_of(json{{"url", "http://ci.example/h"}});
   EXPECT_EQ(spec->url, "http://ci.example/h");
   EXPECT_EQ(spec->events, std::vector<std::string>{"finished"});
 }

@@ -17,7 +17,9 @@ Response call(JobsApi& api, std::string method, std::string target, std::string 
   Request request;
   request.method = std::move(method);
   request.target = target;
-  split_target(target, &request.path, &request.query);
+  RequestTarget split = split_target(target);
+  request.path = std::move(split.path);
+  request.query = std::move(split.query);
   request.body = std::move(body);
   auto writer = std::make_shared<CapturingWriter>();
   api.handle(std::move(request), writer);

@@ -22,11 +22,18 @@ std::string fields(const std::vector<FieldError>& errors) {
   return out;
 }
 
+using Expanded = base::Result<std::vector<SweepChild>, std::vector<FieldError>>;
+
+// The errors of an expansion, none when it made children.
+std::vector<FieldError> errors_in(const Expanded& expanded) {
+  return expanded.ok() ? std::vector<FieldError>{} : expanded.error();
+}
+
 TEST(Sweep, CartesianProductLastPathFastestEachChildAValidSpec) {
-  std::vector<FieldError> errors;
-  std::vector<SweepChild> children = expand_sweep(
-      base_with(R"({"optimizer.lr": [0.001, 0.003], "data.batch_size": [32, 64, 128]})"), &errors);
-  ASSERT_TRUE(errors.empty()) << fields(errors);
+  Expanded expanded = expand_sweep(
+      base_with(R"({"optimizer.lr": [0.001, 0.003], "data.batch_size": [32, 64, 128]})"));
+  ASSERT_TRUE(expanded.ok()) << fields(errors_in(expanded));
+  const std::vector<SweepChild>& children = *expanded;
   ASSERT_EQ(6u, children.size());
   std::vector<std::string> seen;
   for (const SweepChild& c : children) seen.push_back(c.values.dump());
@@ -50,30 +57,29 @@ TEST(Sweep, CartesianProductLastPathFastestEachChildAValidSpec) {
 }
 
 TEST(Sweep, ArrayElementsAreReachable) {
-  std::vector<FieldError> errors;
-  auto children = expand_sweep(base_with(R"({"model.layers[0].out": [10, 20]})"), &errors);
-  ASSERT_EQ(2u, children.size()) << fields(errors);
-  EXPECT_EQ(20, children[1].spec["model"]["layers"][0]["out"]);
-  expand_sweep(base_with(R"({"model.layers[3].out": [10]})"), &errors);
-  EXPECT_EQ("sweep.model.layers[3].out", fields(errors));
+  Expanded children = expand_sweep(base_with(R"({"model.layers[0].out": [10, 20]})"));
+  ASSERT_TRUE(children.ok()) << fields(errors_in(children));
+  ASSERT_EQ(2u, children->size());
+  EXPECT_EQ(20, (*children)[1].spec["model"]["layers"][0]["out"]);
+  EXPECT_EQ("sweep.model.layers[3].out",
+            fields(errors_in(expand_sweep(base_with(R"({"model.layers[3].out": [10]})")))));
 }
 
 TEST(Sweep, TheProductIsCapped) {
-  std::vector<FieldError> errors;
   json values = json::array();
   for (int i = 0; i < 17; ++i) values.push_back(i + 1);
   json body = base_with("{}");
   body["sweep"] = {{"trainer.seed", values}, {"trainer.max_epochs", values}};  // 289 > 256
-  EXPECT_TRUE(expand_sweep(body, &errors).empty());
+  const std::vector<FieldError> errors = errors_in(expand_sweep(body));
   ASSERT_EQ("sweep", fields(errors));
   EXPECT_NE(std::string::npos, errors[0].message.find("more than 256 jobs"));
 }
 
 TEST(Sweep, BadSweepsNameTheirPath) {
   auto errors_of = [](const char* sweep) {
-    std::vector<FieldError> errors;
-    EXPECT_TRUE(expand_sweep(base_with(sweep), &errors).empty()) << sweep;
-    return fields(errors);
+    Expanded expanded = expand_sweep(base_with(sweep));
+    EXPECT_FALSE(expanded.ok()) << sweep;
+    return fields(errors_in(expanded));
   };
   EXPECT_EQ("sweep", errors_of("[1, 2]"));
   EXPECT_EQ("sweep", errors_of("{}"));

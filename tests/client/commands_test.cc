@@ -87,11 +87,10 @@ class ClientCommandTest : public ::testing::Test {
   void TearDown() override { std::filesystem::remove(spec_path_); }
 
   int run(const std::string& command, std::vector<std::string> args) {
-    CommandLine line;
-    const base::Status parsed =
-        parse_command_line(command, args, {{"TPUJOBS_TOKEN", "s3cret"}}, &line);
+    base::Result<CommandLine> parsed =
+        parse_command_line(command, args, {{"TPUJOBS_TOKEN", "s3cret"}});
     EXPECT_TRUE(parsed.ok()) << parsed.error().message;
-    return run_client_command(line, context_);
+    return run_client_command(parsed.ok() ? *parsed : CommandLine{}, context_);
   }
 
   json job(const std::string& state, const json& extra = json::object()) {

@@ -124,5 +124,21 @@ TEST(HttpClient, AnAnswerOverTheBodyLimitIsAnError) {
   EXPECT_EQ(response.error.rfind("read: ", 0), 0u) << response.error;
 }
 
+// Deadlines are read on the injected clock: on one that moves an hour at
+// every read, a 30 s deadline has passed before the first step, so the
+// exchange ends timed out at once and the server is never asked (on the
+// real clock the same call gets its answer).
+TEST(HttpClient, DeadlinesAreReadOnTheInjectedClock) {
+  LoopbackServer server(200);
+  base::FakeClock clock(std::chrono::hours(1));
+  HttpClientOptions options;
+  options.clock = &clock;
+  HttpResponse response = make_http_client(loopback(server.port()), options)
+                              ->send({"GET", "/v1/pool", "", {}}, milliseconds(30000));
+  EXPECT_EQ(response.status, 0);
+  EXPECT_NE(response.error.find(": timed out after 30000 ms"), std::string::npos) << response.error;
+  EXPECT_TRUE(server.requests().empty());
+}
+
 }  // namespace
 }  // namespace tpujobs::client

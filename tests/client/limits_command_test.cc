@@ -36,8 +36,8 @@ struct Outcome {
 };
 
 Outcome run(std::vector<std::string> args, HttpResponse answer) {
-  CommandLine line;
-  EXPECT_TRUE(parse_command_line("limits", args, {}, &line).ok());
+  base::Result<CommandLine> line = parse_command_line("limits", args, {});
+  EXPECT_TRUE(line.ok());
   OneAnswer server(std::move(answer));
   std::ostringstream out;
   std::ostringstream err;
@@ -46,7 +46,7 @@ Outcome run(std::vector<std::string> args, HttpResponse answer) {
   context.out = &out;
   context.err = &err;
   context.sleep = [](std::chrono::milliseconds) {};
-  const int code = run_client_command(line, context);
+  const int code = run_client_command(line.ok() ? *line : CommandLine{}, context);
   return {code, out.str(), err.str(), server.requests};
 }
 

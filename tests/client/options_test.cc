@@ -12,10 +12,9 @@ using std::chrono::milliseconds;
 
 CommandLine parse_ok(const std::string& command, const std::vector<std::string>& args,
                      const std::map<std::string, std::string>& environment = {}) {
-  CommandLine line;
-  const base::Status parsed = parse_command_line(command, args, environment, &line);
+  base::Result<CommandLine> parsed = parse_command_line(command, args, environment);
   EXPECT_TRUE(parsed.ok()) << parsed.error().message;
-  return line;
+  return parsed.ok() ? *parsed : CommandLine{};
 }
 
 // apply_override's error message, "" when it applied.
@@ -25,8 +24,7 @@ std::string override_error(json* spec, std::string_view assignment) {
 }
 
 std::string parse_error(const std::string& command, const std::vector<std::string>& args) {
-  CommandLine line;
-  const base::Status parsed = parse_command_line(command, args, {}, &line);
+  base::Result<CommandLine> parsed = parse_command_line(command, args, {});
   return parsed.ok() ? "" : parsed.error().message;
 }
 
