@@ -169,10 +169,16 @@ class ContractFixtureTest(unittest.TestCase):
                                       b'{"trainer": {"devices": "eight"}}',
                                       {"Content-Type": "application/json"})
         self.assertEqual(status, 422)
+        # Deeper than Python's parser goes (it once cost the test its answer).
+        status, _, _ = through_router(self.directory, "/v1/jobs", self.service, "POST",
+                                      b"[" * 100000, {"Content-Type": "application/json"})
+        self.assertEqual(status, 400)
         code, out = fixture("stop", self.directory)
         self.assertEqual(code, 0, out)
-        self.assertIn("3 answers checked, 0 violations; 0 stream events checked; 3 requests "
+        self.assertIn("4 answers checked, 0 violations; 0 stream events checked; 4 requests "
                       "outside the document refused with a 4xx", out)
+        self.assertIn("refused, as it should be: POST /v1/jobs -> 400: submitJob (POST /v1/jobs)"
+                      ": body: not read: nested deeper than Python's recursion limit", out)
 
     def finished_job(self):
         job = tpujobs.Client(self.service.url).submit(job_spec(name="stream-contract"))

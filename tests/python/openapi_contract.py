@@ -79,6 +79,18 @@ def read_as(value: str, schema: dict):
     return value
 
 
+def parse_json(body: bytes):
+    """(value, "") or (None, why the body is not JSON this checker can read)."""
+    try:
+        return json.loads(body), ""
+    except ValueError as e:
+        return None, "not JSON (%s)" % e
+    except RecursionError:
+        # Valid or not, nested deeper than Python's parser goes: the
+        # service's answer is what is checked then (a refusal, a 4xx).
+        return None, "not read: nested deeper than Python's recursion limit"
+
+
 def schema_errors(validator, value, where: str) -> List[str]:
     found = []
     for error in sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path)):
@@ -202,11 +214,8 @@ class Contract:
                 content_type, ", ".join(sorted(operation.body_media)))]
         if not is_json(media):
             return []
-        try:
-            value = json.loads(body)
-        except ValueError as e:
-            return ["body: not JSON (%s)" % e]
-        return schema_errors(validator, value, "body")
+        value, why = parse_json(body)
+        return ["body: %s" % why] if why else schema_errors(validator, value, "body")
 
     def check_answer(self, operation: Optional[Operation], method: str, status: int,
                      headers: Dict[str, str], body: bytes) -> List[str]:
@@ -243,8 +252,5 @@ class Contract:
 
     @staticmethod
     def _json(validator, body: bytes, where: str) -> List[str]:
-        try:
-            value = json.loads(body)
-        except ValueError as e:
-            return ["%s: not JSON (%s)" % (where, e)]
-        return schema_errors(validator, value, where)
+        value, why = parse_json(body)
+        return ["%s: %s" % (where, why)] if why else schema_errors(validator, value, where)

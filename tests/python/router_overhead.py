@@ -4,13 +4,13 @@ to the service directly (bench/RESULTS.md, issue 33).
     TPUJOBS_BINARY=build/service/tpujobs TPUJOBS_SOURCE_DIR=. \\
       /usr/bin/python3 tests/python/router_overhead.py [--requests 300]
 
-Starts `tpujobs serve` (harness.Service) and contract_proxy.py, submits one
-small job and waits for it, then times, one after another on new
-connections as tests/e2e/http_client.cc makes them: GET /v1/pool, GET
-/v1/jobs/{id}, GET /v1/jobs/{id}/logs?limit=10000 (the largest answer the
-e2e suites read) and a POST /v1/jobs:validate. Prints the median and p95 of
-each, direct and through the router, and whether the router found any
-violation (it must not).
+Starts `tpujobs serve` (harness.Service) and contract_proxy.py, trains one
+small job to its end, then times, one after another on new connections as
+tests/e2e/http_client.cc makes them: GET /v1/pool, GET /v1/jobs/{id}, GET
+/v1/jobs/{id}/logs?limit=10000 and /metrics (the largest answers the e2e
+suites read) and POST /v1/jobs:validate. Prints the median and p95 of each,
+direct and through the router (interleaved, so both see the same load), and
+whether the router found any violation (it must not).
 """
 
 import argparse
@@ -54,7 +54,10 @@ def main() -> int:
     directory = tempfile.mkdtemp(prefix="tpujobs-router-bench-")
     router = None
     try:
-        job = tpujobs.Client(service.url).submit(job_spec(name="router-bench"))
+        # 40 epochs of iris, a log line and a metric point each step: about
+        # 400 lines, the size of answer the e2e suites' log checks read.
+        job = tpujobs.Client(service.url).submit(
+            job_spec(name="router-bench", **{"trainer.max_epochs": 40}))
         job.wait(timeout=600)
         spec = json.dumps(job_spec(name="router-bench")).encode()
         address = os.path.join(directory, "address")
@@ -66,12 +69,14 @@ def main() -> int:
             time.sleep(0.05)
         with open(address, encoding="utf-8") as f:
             router_port = int(f.read().strip().rsplit(":", 1)[1])
-        cases = [("GET", "/v1/pool", None), ("GET", "/v1/jobs/%d" % job.id, None),
-                 ("GET", "/v1/jobs/%d/logs?limit=10000" % job.id, None),
+        cases = [("GET", "/v1/pool", None), ("GET", "/v1/jobs/{id}", None),
+                 ("GET", "/v1/jobs/{id}/logs?limit=10000", None),
+                 ("GET", "/v1/jobs/{id}/metrics", None),
                  ("POST", "/v1/jobs:validate", spec)]
         print("%-40s %8s %8s %8s %8s %6s" % ("request", "direct", "p95", "router", "p95",
                                             "ratio"))
-        for method, path, body in cases:
+        for method, template, body in cases:
+            path = template.replace("{id}", str(job.id))
             direct, routed = [], []
             for _ in range(args.requests):  # interleaved: both see the same load
                 elapsed, size = exchange(service.port, method, path, body, 0)
@@ -80,7 +85,7 @@ def main() -> int:
             d, r = statistics.median(direct), statistics.median(routed)
             p95 = lambda xs: sorted(xs)[int(len(xs) * 0.95)]  # noqa: E731
             print("%-40s %6.2fms %6.2fms %6.2fms %6.2fms %5.1fx  (%d bytes)" % (
-                "%s %s" % (method, path.replace(str(job.id), "{id}")), d, p95(direct), r,
+                "%s %s" % (method, template), d, p95(direct), r,
                 p95(routed), r / d, size))
         router.terminate()
         router.wait(60)
