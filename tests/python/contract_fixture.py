@@ -9,8 +9,9 @@ port, and returns once it listens. It leaves in DIR:
   address         HOST:PORT, read by tests/e2e/http_client.cc through
                   TPUJOBS_E2E_CONTRACT_PROXY_FILE
   pid             the router's process id
-  violations.txt  one line per answer that broke api/openapi.json
+  violations.txt  one line per request or answer that broke api/openapi.json
   proxy.log       the router's output, its counts last
+  trace.txt       one line per exchange: when, its time through the router
 
 `stop` sends SIGTERM to that pid (after checking it is still this router,
 never a process found by name), waits for it to exit, prints its counts and
@@ -31,7 +32,7 @@ ROUTER = os.path.join(HERE, "contract_proxy.py")
 
 def paths(directory: str) -> dict:
     return {name: os.path.join(directory, name)
-            for name in ("address", "pid", "violations.txt", "proxy.log")}
+            for name in ("address", "pid", "violations.txt", "proxy.log", "trace.txt")}
 
 
 def is_our_router(pid: int, directory: str) -> bool:
@@ -77,7 +78,7 @@ def start(directory: str, document: str) -> int:
         if os.path.exists(path):
             os.remove(path)
     command = [sys.executable, ROUTER, "--port", "0", "--report", files["violations.txt"],
-               "--address-file", files["address"]]
+               "--address-file", files["address"], "--trace", files["trace.txt"]]
     if document:
         command += ["--document", os.path.abspath(document)]
     with open(files["proxy.log"], "w", encoding="utf-8") as log:
@@ -121,7 +122,7 @@ def stop(directory: str) -> int:
         with open(files["violations.txt"], encoding="utf-8", errors="replace") as f:
             violations = [line for line in f.read().splitlines() if line.strip()]
     if violations:
-        print("%d answers broke api/openapi.json:" % len(violations))
+        print("%d exchanges broke api/openapi.json:" % len(violations))
         for line in violations:
             print("  " + line)
     return 1 if failed or violations else 0

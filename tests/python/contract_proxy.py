@@ -1,25 +1,32 @@
-"""The contract check for the C++ end-to-end tests (opt-in).
+"""The contract check for the C++ end-to-end tests.
 
     python3 tests/python/contract_proxy.py --port 4010 --report contract.txt &
     TPUJOBS_E2E_CONTRACT_PROXY=127.0.0.1:4010 ctest --test-dir build -R e2e_service
 
-With TPUJOBS_E2E_CONTRACT_PROXY set, tests/e2e/http_client.cc sends every
-request here with the header X-Tpujobs-Upstream: PORT (the port of the
-service the test started). This router starts one Stoplight Prism proxy
-(`prism proxy api/openapi.json http://127.0.0.1:PORT --errors`) per
-upstream port and forwards through it, so each answer is checked against
-api/openapi.json. An answer Prism finds wrong (a body or content type: its
-500; a status code the document lacks: its `sl-violations` warning) is
-written to the report and answered as a 500 problem+json naming the
-violation, so the test that got it fails where it happened.
+(The CTest fixture contract_proxy, tests/python/contract_fixture.py, does
+this for every e2e suite.) With TPUJOBS_E2E_CONTRACT_PROXY set,
+tests/e2e/http_client.cc sends every request here with the header
+X-Tpujobs-Upstream: PORT (the port of the service the test started). The
+router forwards the request's bytes to 127.0.0.1:PORT and the answer's bytes
+back unchanged, and checks both against api/openapi.json on the way
+(tests/python/openapi_contract.py: path, query and header parameters, the
+body against its schema; the answer's status, Content-Type and body).
 
-Requests are checked too with --validate-requests (off by default: the
-hostile and malformed-request tests send invalid requests on purpose).
-text/event-stream requests go straight to the service: Prism reads a whole
-answer before it forwards it, which a live stream never ends. Their events
-are checked here as they pass, against the schemas the document gives
-under the media type's `x-events` (tests/python/event_stream_contract.py);
-a stream that breaks them is a violation in the report.
+A request the document does not allow is one of two things:
+  - bad input a test sends on purpose: the service must refuse it, and it
+    does with a 4xx problem+json; that answer is then checked like any
+    other (its status and schema must be in the document);
+  - a request the document does not describe that the service accepted
+    (any other answer): a violation, named by operation and field.
+Every violation is written to the report, one line each, and the answer
+carries X-Tpujobs-Contract-Violation; the fixture's stop fails on any.
+
+text/event-stream answers are relayed as they come, and their events are
+checked as they pass against the schemas the document gives under the
+media type's `x-events` (tests/python/event_stream_contract.py).
+
+Each connection has its own thread; nothing is held across requests, so
+concurrent requests (long polls, streams) do not wait for each other.
 """
 
 import argparse
@@ -28,60 +35,80 @@ import http.server
 import json
 import os
 import signal
-import socket
 import sys
 import threading
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-os.environ.setdefault("TPUJOBS_BINARY", "")
-os.environ.setdefault("TPUJOBS_SOURCE_DIR",
-                      os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 from event_stream_contract import EventStreamContract  # noqa: E402
-from harness import DOCUMENT, ContractProxy  # noqa: E402
+from openapi_contract import Contract, media_type  # noqa: E402
 
+DOCUMENT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "api", "openapi.json")
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "upgrade",
-              "proxy-connection", "x-tpujobs-upstream", "content-length", "host"}
-
-
-def listening(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=5).close()
-        return True
-    except OSError:
-        return False
+              "proxy-connection", "x-tpujobs-upstream", "content-length"}
 
 
 class Router:
-    def __init__(self, report: str, validate_requests: bool, document: str):
-        self.document = document
+    def __init__(self, report: str, document: str, trace: str = ""):
         self.report = report
-        self.validate_requests = validate_requests
-        self.proxies = {}
+        self.contract = Contract(document)
         self.streams = EventStreamContract(document)
         self.lock = threading.Lock()
-        self.checked = 0  # answers that went through a Prism proxy, and streams
+        self.trace = open(trace, "a", encoding="utf-8") if trace else None
+        self.checked = 0  # answers checked, streams included
         self.events_checked = 0  # events of those streams
+        self.refused = 0  # requests outside the document the service refused (4xx)
         self.violations = 0
-
-    def proxy_for(self, upstream: int) -> ContractProxy:
-        with self.lock:
-            if upstream not in self.proxies:
-                # Each e2e service is a new port: the proxies of services that
-                # have stopped are stopped too.
-                for port in [p for p in self.proxies if not listening(p)]:
-                    self.proxies.pop(port).close()
-                self.proxies[upstream] = ContractProxy("http://127.0.0.1:%d" % upstream,
-                                                       self.validate_requests, self.document)
-            return self.proxies[upstream]
 
     def record(self, line: str) -> None:
         with self.lock, open(self.report, "a", encoding="utf-8") as f:
             f.write(line + "\n")
             self.violations += 1
 
-    def close(self) -> None:
-        for proxy in self.proxies.values():
-            proxy.close()
+    def check(self, what: str, checker, *arguments):
+        """`checker`'s findings; a checker that fails is a finding too, and
+        never costs the test its answer."""
+        try:
+            return checker(*arguments)
+        except Exception as e:  # noqa: BLE001: reported, then the exchange goes on
+            found = ["the router could not check the %s: %s: %s" % (what, type(e).__name__, e)]
+            return (None, found) if what == "request" else found
+
+    def count(self, answers: int = 0, events: int = 0, refused: int = 0) -> None:
+        with self.lock:
+            self.checked += answers
+            self.events_checked += events
+            self.refused += refused
+
+    def traced(self, method: str, target: str, status: int, started: float,
+               checking: float) -> None:
+        """With --trace: one line per exchange: when, its time through the
+        router (the service's included), the part spent checking it."""
+        if self.trace is not None:
+            with self.lock:
+                self.trace.write("%.6f %.2f ms %s %s -> %d checked in %.2f ms\n" % (
+                    time.time(), (time.monotonic() - started) * 1000, method, target, status,
+                    checking * 1000))
+                self.trace.flush()
+
+    def judge(self, request: str, operation, request_problems, status: int,
+              media: str, answer_problems) -> list:
+        """The report's lines for one exchange (none: it kept the contract)."""
+        where = "%s -> %d" % (request, status)
+        name = str(operation) if operation is not None else "no operation"
+        lines = ["%s: %s: answer: %s" % (where, name, p) for p in answer_problems]
+        if request_problems:
+            refused = 400 <= status < 500 and media == "application/problem+json"
+            if refused:
+                self.count(refused=1)
+                print("refused, as it should be: %s: %s: %s" % (where, name,
+                                                                "; ".join(request_problems)),
+                      flush=True)
+            else:
+                lines += ["%s: %s: a request the document does not allow, accepted: %s" %
+                          (where, name, p) for p in request_problems]
+        return lines
 
 
 def make_handler(router: Router):
@@ -92,77 +119,88 @@ def make_handler(router: Router):
             pass
 
         def relay(self):
+            started = time.monotonic()
             upstream = int(self.headers.get("X-Tpujobs-Upstream", "0"))
-            if not listening(upstream):
-                # A service that is down gets no answer through the router
-                # either (the tests read that as status 0).
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
+            checking = time.monotonic()
+            operation, request_problems = router.check(
+                "request", router.contract.check_request, self.command, self.path, headers,
+                body)
+            checking = time.monotonic() - checking
+            connection = http.client.HTTPConnection("127.0.0.1", upstream, timeout=600)
+            try:
+                connection.request(self.command, self.path, body=body or None, headers=headers)
+                answer = connection.getresponse()
+                streaming = answer.getheader("Content-Type", "").startswith("text/event-stream")
+                data = b"" if streaming else answer.read()
+            except (OSError, http.client.HTTPException):
+                # A service that is down (or died mid-answer) gets no answer
+                # through the router either (the tests read that as status 0).
+                connection.close()
                 self.close_connection = True
                 return
-            length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(length) if length else None
-            headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
-            streaming = "text/event-stream" in self.headers.get("Accept", "")
-            port = upstream if streaming else router.proxy_for(upstream).port
-            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=400)
-            try:
-                connection.request(self.command, self.path, body=body, headers=headers)
-                answer = connection.getresponse()
-            except OSError as e:
-                self.send_error(502, "cannot reach 127.0.0.1:%d: %s" % (port, e))
-                return
-            violations = answer.getheader("sl-violations")
             if streaming:
-                self.stream(answer)
+                self.stream(answer, operation, request_problems)
                 connection.close()
+                router.traced(self.command, self.path, answer.status, started, checking)
                 return
-            data = answer.read()
             connection.close()
-            with router.lock:
-                router.checked += 1
-            if violations or b"stoplight.io/prism/errors" in data[:200]:
-                text = "%s %s -> %d: %s %s" % (self.command, self.path, answer.status,
-                                               violations or "", data[:2000].decode("utf-8",
-                                                                                    "replace"))
-                router.record(text)
-                data = json.dumps({"type": "about:blank", "title": "Contract violation",
-                                   "status": 500, "detail": text}).encode()
-                self.answer(500, [("Content-Type", "application/problem+json")], data)
-                return
-            kept = [(k, v) for k, v in answer.getheaders() if k.lower() not in HOP_BY_HOP
-                    and not k.lower().startswith("access-control-")]
-            self.answer(answer.status, kept, data)
+            media = media_type(answer.getheader("Content-Type"))
+            checked = time.monotonic()
+            problems = router.judge(
+                "%s %s" % (self.command, self.path), operation, request_problems,
+                answer.status, media,
+                router.check("answer", router.contract.check_answer, operation, self.command,
+                             answer.status, dict(answer.getheaders()), data))
+            checking += time.monotonic() - checked
+            router.count(answers=1)
+            for line in problems:
+                router.record(line)
+            kept = [(k, v) for k, v in answer.getheaders() if k.lower() not in HOP_BY_HOP or
+                    (self.command == "HEAD" and k.lower() == "content-length")]
+            if problems:
+                kept.append(("X-Tpujobs-Contract-Violation", str(len(problems))))
+            self.answer(answer.status, answer.reason, kept, data)
+            router.traced(self.command, self.path, answer.status, started, checking)
 
-        def answer(self, status, headers, data):
-            self.send_response(status)
+        def answer(self, status, reason, headers, data):
+            self.send_response(status, reason)
             for k, v in headers:
                 self.send_header(k, v)
-            self.send_header("Content-Length", str(len(data)))
+            if self.command != "HEAD" or not any(k.lower() == "content-length" for k, _ in headers):
+                self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             if self.command != "HEAD":
                 self.wfile.write(data)
 
-        def stream(self, answer):
-            checker = None
-            if answer.getheader("Content-Type", "").startswith("text/event-stream"):
-                checker = router.streams.checker(self.command, self.path, answer.status)
-                if checker is None:
-                    router.record("%s %s -> %d: a text/event-stream answer the document "
-                                  "gives no x-events for" % (self.command, self.path,
-                                                              answer.status))
+        def stream(self, answer, operation, request_problems):
+            request = "%s %s" % (self.command, self.path)
+            checker = router.streams.checker(self.command, self.path, answer.status)
+            problems = router.check("answer", router.contract.check_answer, operation,
+                                    self.command, answer.status, dict(answer.getheaders()), b"")
+            problems = [p for p in problems if "no body" not in p]
+            if checker is None:
+                problems.append("a text/event-stream answer the document gives no x-events for")
+            for line in router.judge(request, operation, request_problems, answer.status,
+                                     "text/event-stream", problems):
+                router.record(line)
             try:
                 self.relay_stream(answer, checker)
+            except OSError:
+                pass  # the client went away: the stream ends here
             finally:
+                events = 0
                 if checker is not None:
                     checker.finish()
-                    with router.lock:
-                        router.checked += 1
-                        router.events_checked += checker.checked
+                    events = checker.checked
                     for violation in checker.violations:
-                        router.record("%s %s -> %d: %s" % (self.command, self.path,
-                                                           answer.status, violation))
+                        router.record("%s -> %d: %s" % (request, answer.status, violation))
+                router.count(answers=1, events=events)
 
         def relay_stream(self, answer, checker):
-            self.send_response(answer.status)
+            self.send_response(answer.status, answer.reason)
             for k, v in answer.getheaders():
                 if k.lower() not in HOP_BY_HOP:
                     self.send_header(k, v)
@@ -170,7 +208,10 @@ def make_handler(router: Router):
             self.end_headers()
             self.close_connection = True
             while True:
-                chunk = answer.read1(65536)
+                try:
+                    chunk = answer.read1(65536)
+                except (OSError, http.client.HTTPException):
+                    return  # the service went away mid-stream
                 if not chunk:
                     return
                 if checker is not None:
@@ -178,7 +219,7 @@ def make_handler(router: Router):
                 self.wfile.write(chunk)
                 self.wfile.flush()
 
-        do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = relay
+        do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = relay
 
     return Handler
 
@@ -187,13 +228,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--port", type=int, default=4010)
     parser.add_argument("--report", default="contract-violations.txt")
-    parser.add_argument("--validate-requests", action="store_true")
     parser.add_argument("--document", default=DOCUMENT, help="default: api/openapi.json")
     parser.add_argument("--address-file", help="where to write HOST:PORT once listening "
                         "(with --port 0: a free port)")
+    parser.add_argument("--trace", help="append one line per exchange here: its time through "
+                        "the router")
     args = parser.parse_args()
-    router = Router(os.path.abspath(args.report), args.validate_requests, args.document)
+    router = Router(os.path.abspath(args.report), args.document, args.trace or "")
     server = http.server.ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(router))
+    server.daemon_threads = True
+    server.request_queue_size = 128
     print("contract proxy listening on 127.0.0.1:%d; violations go to %s"
           % (server.server_address[1], router.report), flush=True)
     if args.address_file:
@@ -201,16 +245,16 @@ def main() -> int:
         with open(args.address_file + ".tmp", "w", encoding="utf-8") as f:
             f.write("127.0.0.1:%d\n" % server.server_address[1])
         os.replace(args.address_file + ".tmp", args.address_file)
-    # SIGTERM (how the tests stop it) stops the Prism proxies it started too.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         server.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
-        router.close()
-        print("contract proxy: %d answers checked, %d violations; %d stream events checked" %
-              (router.checked, router.violations, router.events_checked), flush=True)
+        print("contract proxy: %d answers checked, %d violations; %d stream events checked; "
+              "%d requests outside the document refused with a 4xx" %
+              (router.checked, router.violations, router.events_checked, router.refused),
+              flush=True)
     return 0
 
 
