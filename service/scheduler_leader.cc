@@ -101,15 +101,22 @@ void SchedulerLeader::loop() {
                   << ")" << std::endl;
       }
     }
+    auto pass_took = base::Clock::time_point::duration::zero();
     if (leading && term_) {
+      const auto began = options_.clock->now();
       if (db::Status s = run_pass(); !s.ok()) {
         std::cerr << "tpujobs: scheduling pass: " << s.error().message << std::endl;
       }
+      pass_took = options_.clock->now() - began;
     }
     // Woken by a submit or a finished job (NOTIFY), else after the poll
     // interval: a lost notification delays a pass, never loses work.
-    // A burst of submits makes one pass, not one each.
-    options_.clock->sleep_for(options_.min_pass_interval);
+    // A burst of submits makes one pass, not one each: the next pass waits
+    // as long as this one took (the leader passes at most half the time),
+    // up to min_pass_interval, so a job submitted to a quiet pool is
+    // placed at once.
+    options_.clock->sleep_for(
+        std::min<base::Clock::time_point::duration>(options_.min_pass_interval, pass_took));
     if (!listener || !listener->wait(options_.poll_interval).ok()) {
       base::MutexLock lock(mutex_);
       lock.wait_for(wake_, options_.poll_interval,

@@ -63,7 +63,9 @@ struct SchedulerLeaderOptions {
   // off) loses the lock to another replica: with the poll interval, within
   // DESIGN §9's 10 s. A pass must take less.
   std::chrono::milliseconds lock_idle_timeout{6000};
-  std::chrono::milliseconds min_pass_interval{20};  // passes at most this often
+  // The most a pass waits after the last (which it waits as long as that
+  // one took): a burst of submits makes one pass, not one each.
+  std::chrono::milliseconds min_pass_interval{20};
   int max_cpu_jobs_per_agent = 2;
   // The head does not preempt when its reserved start is known and nearer than this.
   std::chrono::milliseconds preemption_min_wait{60000};
