@@ -34,6 +34,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
 
 #include "api/resolution.h"
 #include "base/clock.h"
@@ -97,6 +98,9 @@ class SchedulerLeader {
   // Gives up leadership (another replica takes over) and stops the thread.
   void stop();
   bool is_leader() const { return leader_; }
+  // Its passes so far, for /metrics (Prometheus text: a summary of the
+  // passes' wall time, and the longest).
+  std::string prometheus_metrics() const;
 
   // One pass over the tables, as the leader makes it (for tests; the thread
   // calls it while it holds the lock).
@@ -188,10 +192,24 @@ class SchedulerLeader {
   LeaderStore& store_;
   SchedulerLeaderOptions options_;
   db::LeaderLock lock_;
-  std::map<std::int64_t, scheduler::ResourceRequest> requests_;  // job -> request (the thread only)
-  std::map<std::int64_t, SpecFacts> specs_;  // unfinished job -> its spec's facts (the thread only)
-  std::map<std::int64_t, std::string>
-      pending_written_;  // job -> jobs.pending as last written (the thread only)
+  // job -> request (the thread only)
+  std::unordered_map<std::int64_t, scheduler::ResourceRequest> requests_;
+  // unfinished job -> its spec's facts (the thread only)
+  std::unordered_map<std::int64_t, SpecFacts> specs_;
+  // What a waiting job's jobs.pending says, as last written: compared
+  // field by field each pass, so that only the reasons that changed are
+  // rendered and written (the thread only).
+  struct PendingNote {
+    scheduler::PendingReason reason = scheduler::PendingReason::kResources;
+    int queue_position = 0;  // 0: held by its dependencies, not in the queue
+    double fair_share = 0;
+    std::string detail;
+    std::optional<scheduler::PassTime> estimated_start;
+    std::optional<std::int64_t> preempted_by;
+    std::uint64_t pass = 0;  // the last pass that named the job
+  };
+  std::unordered_map<std::int64_t, PendingNote> pending_written_;
+  std::uint64_t pending_passes_ = 0;
   // Since when this replica has led with the database answering (the thread only).
   base::Clock::time_point reachable_since_{};
   base::Clock::time_point rendezvous_swept_{};  // old rendezvous keys last removed
@@ -203,10 +221,14 @@ class SchedulerLeader {
   // to read the next changes from (none: read them all); when all were
   // last read (the thread only).
   std::map<std::int64_t, db::JobRow> unfinished_;
+  std::vector<const db::JobRow*> order_;  // unfinished_ by priority, then id
   std::optional<std::string> low_water_;
   base::Clock::time_point complete_read_at_{};
 
   std::atomic<bool> leader_{false};
+  std::atomic<std::int64_t> passes_{0};
+  std::atomic<std::int64_t> pass_nanos_{0};      // their sum
+  std::atomic<std::int64_t> max_pass_nanos_{0};  // the longest
   base::Mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ GUARDED_BY(mutex_) = false;

@@ -32,7 +32,7 @@ std::chrono::system_clock::duration wall(std::chrono::milliseconds span) {
 struct SchedulerLeader::PassState {
   scheduler::PassSnapshot snapshot;
   std::vector<const db::JobRow*> rows;  // the unfinished jobs, without their specs
-  std::map<std::int64_t, const db::JobRow*> row_of;
+  std::unordered_map<std::int64_t, const db::JobRow*> row_of;
   std::vector<std::string> host_names;
   std::map<std::string, int> host_index;
   std::map<std::string, int> agent_index;
@@ -214,29 +214,35 @@ db::Status SchedulerLeader::read_unfinished(std::vector<const db::JobRow*>& rows
     unfinished_.clear();
     complete_read_at_ = now;
   }
+  const bool moved = read->complete || !read->rows.empty();
+  std::vector<std::int64_t> fresh;  // read now: their specs may be new to the leader
   for (db::JobRow& row : read->rows) {
+    const std::int64_t id = row.id;
     if (base::is_terminal(row.state)) {
-      unfinished_.erase(row.id);
+      // What the leader holds per job goes with the job.
+      unfinished_.erase(id);
+      requests_.erase(id);
+      specs_.erase(id);
     } else {
-      unfinished_[row.id] = std::move(row);
+      unfinished_[id] = std::move(row);
+      fresh.push_back(id);
     }
   }
   low_water_ = std::move(read->low_water);
-  // What the leader holds per job goes with the job.
-  std::erase_if(requests_, [&](const auto& r) { return !unfinished_.count(r.first); });
-  std::erase_if(specs_, [&](const auto& f) { return !unfinished_.count(f.first); });
-  rows.clear();
-  rows.reserve(unfinished_.size());
-  std::vector<std::int64_t> ids;
-  ids.reserve(unfinished_.size());
-  for (const auto& [id, row] : unfinished_) {
-    rows.push_back(&row);
-    ids.push_back(id);
+  if (read->complete) {
+    std::erase_if(requests_, [&](const auto& r) { return !unfinished_.count(r.first); });
+    std::erase_if(specs_, [&](const auto& f) { return !unfinished_.count(f.first); });
   }
-  std::stable_sort(rows.begin(), rows.end(), [](const db::JobRow* a, const db::JobRow* b) {
-    return a->priority > b->priority;  // then by id, as the map holds them
-  });
-  return learn_specs(ids);
+  if (moved) {  // else the order of the last pass stands (a map's nodes stay put)
+    order_.clear();
+    order_.reserve(unfinished_.size());
+    for (const auto& [id, row] : unfinished_) order_.push_back(&row);
+    std::stable_sort(order_.begin(), order_.end(), [](const db::JobRow* a, const db::JobRow* b) {
+      return a->priority > b->priority;  // then by id, as the map holds them
+    });
+  }
+  rows = order_;
+  return learn_specs(fresh);
 }
 
 db::Status SchedulerLeader::read_pass(PassState& state) {
@@ -245,6 +251,7 @@ db::Status SchedulerLeader::read_pass(PassState& state) {
   auto hosts = store_.list_hosts();
   if (!hosts.ok()) return hosts.error();
   if (db::Status s = read_unfinished(state.rows); !s.ok()) return s;
+  state.row_of.reserve(state.rows.size());
   auto quotas = store_.load_quotas();
   if (!quotas.ok()) return quotas.error();
   if (db::Status s = read_fair_share(state, state.rows); !s.ok()) return s;
@@ -387,20 +394,40 @@ db::Status SchedulerLeader::write_preemption(const PassState& state,
 }
 
 db::Status SchedulerLeader::write_pending(const PassState& state, const scheduler::PassPlan& plan) {
-  // Only the reasons that changed since the last pass are written.
+  // Only the reasons that changed since the last pass are rendered and
+  // written: with a long queue most stay as they were.
+  const std::uint64_t pass = ++pending_passes_;
   std::vector<std::pair<std::int64_t, std::optional<std::string>>> pending;
-  std::map<std::int64_t, std::string> written;
-  auto note = [&](std::int64_t job, std::string text) {
-    auto before = pending_written_.find(job);
-    if (before == pending_written_.end() || before->second != text) pending.emplace_back(job, text);
-    written.emplace(job, std::move(text));
+  auto changed_note = [&](std::int64_t job, scheduler::PendingReason reason, int position,
+                          double fair_share, const std::string& detail,
+                          const std::optional<scheduler::PassTime>& estimated_start,
+                          const std::optional<std::int64_t>& preempted_by) -> PendingNote* {
+    auto [it, added] = pending_written_.try_emplace(job);
+    PendingNote& n = it->second;
+    n.pass = pass;
+    if (!added && n.reason == reason && n.queue_position == position &&
+        n.fair_share == fair_share && n.detail == detail && n.estimated_start == estimated_start &&
+        n.preempted_by == preempted_by) {
+      return nullptr;
+    }
+    n.reason = reason;
+    n.queue_position = position;
+    n.fair_share = fair_share;
+    n.detail = detail;
+    n.estimated_start = estimated_start;
+    n.preempted_by = preempted_by;
+    return &n;
   };
   for (const scheduler::Waiting& w : plan.waiting) {
     const db::JobRow& row = *state.row_of.at(w.job);
-    json reason = {
-        {"reason", std::string(scheduler::pending_reason_name(w.reason))},
-        {"queue_position", w.queue_position},
-        {"fair_share", state.snapshot.tenants[state.tenant_index.at(row.tenant)].fair_share}};
+    const double share = state.snapshot.tenants[state.tenant_index.at(row.tenant)].fair_share;
+    if (!changed_note(w.job, w.reason, w.queue_position, share, w.detail, w.estimated_start,
+                      row.preempted_by)) {
+      continue;
+    }
+    json reason = {{"reason", std::string(scheduler::pending_reason_name(w.reason))},
+                   {"queue_position", w.queue_position},
+                   {"fair_share", share}};
     if (!w.detail.empty()) reason["detail"] = w.detail;
     if (w.estimated_start) reason["estimated_start"] = api::rfc3339(*w.estimated_start);
     if (row.preempted_by) {
@@ -409,18 +436,25 @@ db::Status SchedulerLeader::write_pending(const PassState& state, const schedule
         reason["detail"] = preempted_pending_detail(*row.preempted_by);
       }
     }
-    note(w.job, reason.dump());
+    pending.emplace_back(w.job, reason.dump());
   }
+  constexpr auto kDependency = scheduler::PendingReason::kDependency;
   for (const scheduler::Held& held : plan.held) {
-    note(held.job,
-         json{{"reason",
-               std::string(scheduler::pending_reason_name(scheduler::PendingReason::kDependency))},
-              {"queue_position", nullptr},  // not in the queue yet
-              {"detail", held.detail}}
-             .dump());
+    if (!changed_note(held.job, kDependency, 0, 0, held.detail, std::nullopt, std::nullopt)) {
+      continue;
+    }
+    pending.emplace_back(held.job,
+                         json{{"reason", std::string(scheduler::pending_reason_name(kDependency))},
+                              {"queue_position", nullptr},  // not in the queue yet
+                              {"detail", held.detail}}
+                             .dump());
   }
   db::Status stored = store_.set_pending(pending);
-  pending_written_ = stored.ok() ? std::move(written) : std::map<std::int64_t, std::string>{};
+  if (stored.ok()) {
+    std::erase_if(pending_written_, [pass](const auto& n) { return n.second.pass != pass; });
+  } else {
+    pending_written_.clear();  // unknown: every reason is written again
+  }
   std::vector<std::int64_t> jobs;
   jobs.reserve(pending.size());
   for (const auto& [job, text] : pending) jobs.push_back(job);

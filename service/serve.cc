@@ -634,8 +634,9 @@ int run_serve(const std::vector<std::string>& args) {
   api_options.followers = options.followers;
   api_options.waiters = options.waiters;
   const HttpServer* metrics_server = nullptr;  // set once it exists; read by /metrics
-  api_options.more_metrics = [&metrics_server] {
-    return metrics_server ? metrics_server->prometheus_metrics() : std::string();
+  api_options.more_metrics = [&metrics_server, &leader] {
+    return (metrics_server ? metrics_server->prometheus_metrics() : std::string()) +
+           leader->prometheus_metrics();
   };
   api::JobsApi api(manager, api_options);
   HttpServerOptions http;

@@ -121,6 +121,7 @@ class FakeLeaderStore final : public LeaderStore {
   db::Result<db::JobRepository::ScheduleRead> read_to_schedule(
       const std::optional<std::string>&) override {
     if (away) return down();
+    clock_.sleep_for(read_takes);  // a FakeClock moves on
     db::JobRepository::ScheduleRead read;
     read.complete = true;
     read.low_water = std::to_string(++reads);
@@ -132,6 +133,7 @@ class FakeLeaderStore final : public LeaderStore {
     return read;
   }
   int reads = 0;
+  std::chrono::milliseconds read_takes{0};  // how long each read of the jobs takes
   db::Result<std::map<std::int64_t, std::string>> job_specs(
       const std::vector<std::int64_t>& ids) override {
     if (away) return down();
@@ -275,6 +277,17 @@ TEST_F(SchedulerLeaderPass, APlacementIsCommittedBeforeItsAgentIsWoken) {
   EXPECT_EQ(3, store_.job(1).placement_epoch.value_or(0));
   const json allocation = json::parse(store_.job(1).allocation_json.value_or("{}"));
   EXPECT_EQ(json::array({"a-h0"}), allocation["hosts"]);
+}
+
+TEST_F(SchedulerLeaderPass, MetricsCountThePassesTheirTimeAndTheLongest) {
+  store_.read_takes = std::chrono::milliseconds(7);
+  ASSERT_TRUE(leader_->run_pass().ok());
+  store_.read_takes = std::chrono::milliseconds(3);
+  ASSERT_TRUE(leader_->run_pass().ok());
+  const std::string text = leader_->prometheus_metrics();
+  EXPECT_NE(text.find("tpujobs_scheduler_pass_seconds_count 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("tpujobs_scheduler_pass_seconds_sum 0.01\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("tpujobs_scheduler_pass_max_seconds 0.007\n"), std::string::npos) << text;
 }
 
 TEST_F(SchedulerLeaderPass, WithTheDatabaseAwayAPassFailsAndWritesNothing) {
