@@ -148,7 +148,9 @@ void higher_priority_preempts_and_the_victim_resumes(ServiceProcess& service) {
       << high_events;
 }
 
-TEST(PreemptionSingleProcess, HigherPriorityPreemptsNonPreemptibleNever) {
+// A standalone serve is a one-member cluster (its leader marks the victim,
+// its agent stops and requeues it): the behaviour has this one test.
+TEST(Preemption, HigherPriorityPreemptsNonPreemptibleNever) {
   ServiceProcess::Options options;
   options.pool = "v3-8";
   ServiceProcess service(options);
@@ -159,7 +161,7 @@ TEST(PreemptionSingleProcess, HigherPriorityPreemptsNonPreemptibleNever) {
 
 // Fair share in one process: tenant a has used the host, tenant b not; a
 // queues a job, then b: b's starts first, and the views show the factors.
-TEST(FairShareSingleProcess, TheTenantThatUsedLessGoesFirst) {
+TEST(FairShare, TheTenantThatUsedLessGoesFirst) {
   ServiceProcess::Options options;
   options.pool = "v3-8";
   ServiceProcess service(options);
@@ -202,19 +204,6 @@ TEST(FairShareSingleProcess, TheTenantThatUsedLessGoesFirst) {
   ASSERT_EQ(a_done["state"], "SUCCEEDED") << a_done.dump();
   EXPECT_GE(a_done["started_at"].get<std::string>(), b_done["finished_at"].get<std::string>())
       << "b's job should have gone first";
-}
-
-// The same through a replica and an agent: the scheduler leader marks the
-// victim, the agent stops and requeues it.
-TEST(PreemptionCluster, HigherPriorityPreemptsNonPreemptibleNever) {
-  OwnPostgres database{"tpujobs-preemption-"};
-  ASSERT_EQ(database.error(), "");
-  ServiceProcess replica(replica_options(database, "replica-a"));
-  ASSERT_EQ(replica.start(), "");
-  ServiceProcess agent(agent_options(database, "agent-1"));
-  ASSERT_EQ(agent.start(), "");
-  non_preemptible_job_is_never_preempted(replica);
-  higher_priority_preempts_and_the_victim_resumes(replica);
 }
 
 }  // namespace

@@ -234,7 +234,7 @@ void sweep_runs_as_an_array(const ServiceProcess& service) {
             std::string::npos);
 }
 
-TEST(WorkloadSingleProcess, SweepsDependenciesStartDeadlinesAndBadInput) {
+TEST(Workload, SweepsDependenciesStartDeadlinesAndBadInput) {
   ServiceProcess::Options options;
   options.pool = "v3-8";
   ServiceProcess service(options);
@@ -256,20 +256,6 @@ TEST(WorkloadSingleProcess, SweepsDependenciesStartDeadlinesAndBadInput) {
   EXPECT_EQ(again["pending_reason"], "Dependency") << again.dump();
   ASSERT_EQ(service.post("/v1/jobs/" + std::to_string(upstream) + "/cancel").status, 202);
   EXPECT_EQ(service.wait_terminal(held)["state"], "SUCCEEDED");
-}
-
-TEST(WorkloadCluster, SweepsDependenciesStartDeadlinesAndBadInput) {
-  OwnPostgres database{"tpujobs-workload-"};
-  ASSERT_EQ(database.error(), "");
-  ServiceProcess replica(replica_options(database, "replica-a"));
-  ASSERT_EQ(replica.start(), "");
-  ServiceProcess agent(agent_options(database, "agent-1"));
-  ASSERT_EQ(agent.start(), "");
-  bad_dependencies_are_422(replica);
-  sweep_runs_as_an_array(replica);
-  dependencies_hold_and_release(replica);
-  start_deadline_cancels(replica);
-  usage_matches_the_jobs(replica);
 }
 
 TEST(WorkloadRetention, FinishedJobsLoseTheirLogsAndMetricsButKeepTheirRows) {
