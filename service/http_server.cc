@@ -478,7 +478,9 @@ void Session::dispatch_request() {
   request.received_at = std::chrono::steady_clock::now();
   request.method = std::string(message.method_string());
   request.target = std::string(message.target());
-  api::split_target(request.target, &request.path, &request.query);
+  api::RequestTarget split = api::split_target(request.target);
+  request.path = std::move(split.path);
+  request.query = std::move(split.query);
   for (const auto& field : message) {
     std::string name(field.name_string());
     for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
