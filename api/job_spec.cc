@@ -201,13 +201,6 @@ base::Result<JobSpec, std::vector<FieldError>> parse_job_spec(const json& body) 
   return spec;
 }
 
-std::optional<JobSpec> parse_job_spec(const json& body, std::vector<FieldError>* errors) {
-  base::Result<JobSpec, std::vector<FieldError>> parsed = parse_job_spec(body);
-  if (parsed.ok()) return std::move(*parsed);
-  errors->insert(errors->end(), parsed.error().begin(), parsed.error().end());
-  return std::nullopt;
-}
-
 void apply_resolution(const Resolution& resolution, JobSpec* spec) {
   executor::TrainingSpec& t = spec->training;
   t.world_size = std::max(1, resolution.world_size);

@@ -49,10 +49,6 @@ struct JobSpec {
 // and out-of-range numbers are errors naming their path. Returns the spec,
 // or every error.
 base::Result<JobSpec, std::vector<FieldError>> parse_job_spec(const nlohmann::json& body);
-// The same, appending the errors to *errors (nullopt then). The form
-// service/ calls until its rewrite lands (issue 32: one error idiom); new
-// code takes the Result.
-std::optional<JobSpec> parse_job_spec(const nlohmann::json& body, std::vector<FieldError>* errors);
 
 // Copies the resolved settings (world size, precision, strategy, version)
 // into spec->training.

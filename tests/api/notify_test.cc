@@ -110,21 +110,18 @@ TEST(NotifySpec, EveryProblemNamesItsField) {
 }
 
 TEST(NotifySpec, IsAFieldOfTheJobSpec) {
-  std::vector<FieldError> errors;
-  std::optional<JobSpec> spec =
-      parse_job_spec(json::parse(R"({"model": {"layers": [{"type": "linear", "out": 10}]},
+  auto spec = parse_job_spec(json::parse(R"({"model": {"layers": [{"type": "linear", "out": 10}]},
                       "data": {"dataset": "digits"},
-                      "notify": {"url": "http://127.0.0.1:9000/h", "events": ["started", "failed"]}})"),
-                     &errors);
+                      "notify": {"url": "http://127.0.0.1:9000/h", "events": ["started", "failed"]}})"));
   ASSERT_TRUE(spec);
   ASSERT_TRUE(spec->notify);
   EXPECT_EQ(spec->notify->events, (std::vector<std::string>{"started", "failed"}));
-  errors.clear();
-  parse_job_spec(json::parse(R"({"model": {"layers": [{"type": "linear", "out": 10}]},
-                                 "data": {"dataset": "digits"}, "notfy": {}})"),
-                 &errors);
-  ASSERT_EQ(errors.size(), 1u);
-  EXPECT_EQ(errors[0].hint, "did you mean 'notify'?");
+  auto misspelt =
+      parse_job_spec(json::parse(R"({"model": {"layers": [{"type": "linear", "out": 10}]},
+                                 "data": {"dataset": "digits"}, "notfy": {}})"));
+  ASSERT_FALSE(misspelt);
+  ASSERT_EQ(misspelt.error().size(), 1u);
+  EXPECT_EQ(misspelt.error()[0].hint, "did you mean 'notify'?");
 }
 
 }  // namespace
