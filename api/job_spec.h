@@ -50,9 +50,9 @@ struct JobSpec {
 // or every error.
 base::Result<JobSpec, std::vector<FieldError>> parse_job_spec(const nlohmann::json& body);
 
-// Copies the resolved settings (world size, precision, strategy, version)
-// into spec->training.
-void apply_resolution(const Resolution& resolution, JobSpec* spec);
+// The spec with the resolved settings (world size, precision, strategy,
+// version) copied into its training.
+JobSpec apply_resolution(const Resolution& resolution, JobSpec spec);
 
 // resources.workers (api/job_spec_workers.cc): "all", or the indexes of the
 // slice's workers to launch on ([0], [0, 1]), as `gcloud compute tpus

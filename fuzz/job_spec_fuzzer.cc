@@ -45,7 +45,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const tpujobs::api::Resolution resolution = tpujobs::api::resolve(spec->trainer, pool);
   for (const tpujobs::lightning::FieldProblem& p : resolution.errors) check(!p.message.empty());
   if (resolution.errors.empty()) {
-    tpujobs::api::apply_resolution(resolution, &*spec);
+    *spec = tpujobs::api::apply_resolution(resolution, std::move(*spec));
     check(tpujobs::api::resolution_json(resolution).is_object());
   }
   return 0;

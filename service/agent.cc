@@ -473,7 +473,7 @@ void Agent::run_job(std::shared_ptr<Run> run) {
     finish_here();
     return;
   }
-  api::apply_resolution(resolution, &*spec);
+  spec = api::apply_resolution(resolution, std::move(*spec));
 
   // Resume from the last checkpoint and continue the sequence numbers.
   auto resumed = resume_of(*run);

@@ -321,7 +321,7 @@ TEST(JobSpec, MaxTimeIsReadAsLightningsTimerReadsIt) {
                      0,
                      {}};
     }
-    apply_resolution(resolution, &*spec);
+    *spec = apply_resolution(resolution, std::move(*spec));
     std::optional<std::int64_t> ms;
     if (spec->training.max_time) ms = spec->training.max_time->count();
     return Outcome{"", ms, spec->training.max_epochs, resolution.fit_start_lines};
@@ -410,7 +410,7 @@ TEST(ApplyResolution, SixteenTrueOnATpuRunsAndIsSizedInFloat32) {
     EXPECT_TRUE(spec) << fields(spec.error());
     const Resolution resolution = resolve(spec->trainer, v3_8);
     EXPECT_TRUE(resolution.errors.empty()) << resolution.errors.front().message;
-    apply_resolution(resolution, &*spec);
+    *spec = apply_resolution(resolution, std::move(*spec));
     return *spec;
   };
   const JobSpec sixteen = resolved_spec("16-true");
@@ -447,7 +447,7 @@ TEST(ApplyResolution, UsersXlaUseFp16TrainsInFloat16) {
   ASSERT_TRUE(spec) << fields(spec.error());
   const Resolution resolution = resolve(spec->trainer, v3_8);
   ASSERT_TRUE(resolution.errors.empty()) << resolution.errors.front().message;
-  apply_resolution(resolution, &*spec);
+  *spec = apply_resolution(resolution, std::move(*spec));
   EXPECT_EQ(spec->training.precision, executor::Precision::kFp16);
   ASSERT_EQ(spec->training.notices.size(), 1u);
   EXPECT_TRUE(spec->training.notices[0].starts_with("tpujobs: env XLA_USE_FP16 makes"))
@@ -471,7 +471,7 @@ TEST(ApplyResolution, TorchXlaDtypeLinesFrameTheDeviceLines) {
     if (!spec) return std::vector<std::string>{};
     const Resolution resolution = resolve(spec->trainer, v3_8);
     EXPECT_TRUE(resolution.errors.empty()) << resolution.errors.front().message;
-    apply_resolution(resolution, &*spec);
+    *spec = apply_resolution(resolution, std::move(*spec));
     return spec->training.device_info;
   };
   const std::string bf16_24 =
@@ -508,7 +508,7 @@ TEST(ApplyResolution, PassesTheDevicesOfOneHostAndTpuAvailability) {
   ASSERT_TRUE(spec) << fields(spec.error());
   Resolution slice = resolve(spec->trainer, v3_32);
   ASSERT_TRUE(slice.errors.empty()) << slice.errors.front().message;
-  apply_resolution(slice, &*spec);
+  *spec = apply_resolution(slice, std::move(*spec));
   EXPECT_EQ(spec->training.world_size, 32);
   EXPECT_EQ(spec->training.devices_per_host, 8);
   EXPECT_TRUE(spec->training.tpu_available);
@@ -519,7 +519,7 @@ TEST(ApplyResolution, PassesTheDevicesOfOneHostAndTpuAvailability) {
   spec->trainer.num_nodes.number = 1;
   Resolution cpu = resolve(spec->trainer, v3_32);
   ASSERT_TRUE(cpu.errors.empty()) << cpu.errors.front().message;
-  apply_resolution(cpu, &*spec);
+  *spec = apply_resolution(cpu, std::move(*spec));
   EXPECT_FALSE(spec->training.on_tpu);
   EXPECT_EQ(spec->training.devices_per_host, 0);
   EXPECT_TRUE(spec->training.tpu_available)
