@@ -64,7 +64,7 @@ void check_notify(const std::string& tenant, NotificationService* notifications,
     checked->failure = allowlist.error();
     return;
   }
-  const HttpUrl url = *parse_notify_url(checked->spec->notify->url).url;
+  const HttpUrl url = *parse_notify_url(checked->spec->notify->url);
   const std::string authority = url.host + ":" + std::to_string(url.port);
   if (!notify_url_allowed(url, *allowlist)) {
     checked->errors.push_back(

@@ -11,9 +11,9 @@ using nlohmann::json;
 
 // "host:port target" of a URL, or "error: ..." when it is refused.
 std::string parsed(std::string_view text) {
-  ParsedUrl p = parse_notify_url(text);
-  if (!p.url) return "error: " + p.error;
-  return p.url->host + ":" + std::to_string(p.url->port) + " " + p.url->target;
+  base::Result<HttpUrl, FieldError> p = parse_notify_url(text);
+  if (!p.ok()) return "error: " + p.error().message;
+  return p->host + ":" + std::to_string(p->port) + " " + p->target;
 }
 
 TEST(NotifyUrl, TakesHttpUrlsApart) {
@@ -38,8 +38,8 @@ TEST(NotifyUrl, RefusesWhatItCannotDeliverTo) {
 }
 
 bool allowed(std::string_view url, const std::vector<std::string>& allowlist) {
-  ParsedUrl p = parse_notify_url(url);
-  return p.url && notify_url_allowed(*p.url, allowlist);
+  base::Result<HttpUrl, FieldError> p = parse_notify_url(url);
+  return p.ok() && notify_url_allowed(*p, allowlist);
 }
 
 TEST(NotifyAllowlist, HostHostPortAndUrlPrefixEntries) {
