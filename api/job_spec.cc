@@ -201,15 +201,8 @@ base::Result<JobSpec, std::vector<FieldError>> parse_job_spec(const json& body) 
   return spec;
 }
 
-std::optional<JobSpec> parse_job_spec(const json& body, std::vector<FieldError>* errors) {
-  base::Result<JobSpec, std::vector<FieldError>> parsed = parse_job_spec(body);
-  if (parsed.ok()) return std::move(*parsed);
-  errors->insert(errors->end(), parsed.error().begin(), parsed.error().end());
-  return std::nullopt;
-}
-
-void apply_resolution(const Resolution& resolution, JobSpec* spec) {
-  executor::TrainingSpec& t = spec->training;
+JobSpec apply_resolution(const Resolution& resolution, JobSpec spec) {
+  executor::TrainingSpec& t = spec.training;
   t.world_size = std::max(1, resolution.world_size);
   t.on_tpu = resolution.accelerator == "tpu";
   t.devices_per_host = t.on_tpu ? std::max(1, resolution.device.devices_per_host) : 0;
@@ -232,7 +225,7 @@ void apply_resolution(const Resolution& resolution, JobSpec* spec) {
   t.lightning_v1 = resolution.lightning_v1;
   if (resolution.launch_failure) t.launch_failure = launch_failure(*resolution.launch_failure);
   // Lightning's loop limits: max_epochs when not given, and max_time's Timer.
-  if (!spec->trainer.max_epochs_given) t.max_epochs = resolution.default_max_epochs;
+  if (!spec.trainer.max_epochs_given) t.max_epochs = resolution.default_max_epochs;
   if (resolution.max_time_ms) t.max_time = std::chrono::milliseconds(*resolution.max_time_ms);
   switch (resolution.precision) {
     case lightning::Precision::k32True:
@@ -247,6 +240,7 @@ void apply_resolution(const Resolution& resolution, JobSpec* spec) {
       t.precision = executor::Precision::kBf16;
       break;
   }
+  return spec;
 }
 
 }  // namespace tpujobs::api

@@ -49,14 +49,10 @@ struct JobSpec {
 // and out-of-range numbers are errors naming their path. Returns the spec,
 // or every error.
 base::Result<JobSpec, std::vector<FieldError>> parse_job_spec(const nlohmann::json& body);
-// The same, appending the errors to *errors (nullopt then). The form
-// service/ calls until its rewrite lands (issue 32: one error idiom); new
-// code takes the Result.
-std::optional<JobSpec> parse_job_spec(const nlohmann::json& body, std::vector<FieldError>* errors);
 
-// Copies the resolved settings (world size, precision, strategy, version)
-// into spec->training.
-void apply_resolution(const Resolution& resolution, JobSpec* spec);
+// The spec with the resolved settings (world size, precision, strategy,
+// version) copied into its training.
+JobSpec apply_resolution(const Resolution& resolution, JobSpec spec);
 
 // resources.workers (api/job_spec_workers.cc): "all", or the indexes of the
 // slice's workers to launch on ([0], [0, 1]), as `gcloud compute tpus

@@ -64,7 +64,7 @@ void check_notify(const std::string& tenant, NotificationService* notifications,
     checked->failure = allowlist.error();
     return;
   }
-  const HttpUrl url = *parse_notify_url(checked->spec->notify->url).url;
+  const HttpUrl url = *parse_notify_url(checked->spec->notify->url);
   const std::string authority = url.host + ":" + std::to_string(url.port);
   if (!notify_url_allowed(url, *allowlist)) {
     checked->errors.push_back(
@@ -122,7 +122,7 @@ CheckedSpec check_spec(json body, const std::string& tenant, JobService& service
     checked.errors.push_back({p.field, p.message, p.hint});
   }
   if (!checked.errors.empty()) return checked;
-  apply_resolution(checked.resolution, &*checked.spec);
+  checked.spec = apply_resolution(checked.resolution, std::move(*checked.spec));
   JobService::Estimate estimate = service.estimate(*checked.spec, checked.resolution);
   checked.estimate = std::move(estimate.estimate);
   for (std::string& advice : estimate.advice) checked.warnings.push_back(std::move(advice));

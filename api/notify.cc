@@ -73,12 +73,12 @@ base::Result<Entry> parse_entry(std::string_view text) {
   Entry entry;
   std::string_view authority = text;
   if (text.find("://") != std::string_view::npos) {
-    ParsedUrl parsed = parse_notify_url(text);
-    if (!parsed.url) return invalid(parsed.error);
+    base::Result<HttpUrl, FieldError> parsed = parse_notify_url(text);
+    if (!parsed.ok()) return invalid(parsed.error().message);
     // The prefix keeps the port written in the entry only: "http://h/" allows port 80.
-    entry.host = parsed.url->host;
-    entry.port = parsed.url->port;
-    entry.path_prefix = parsed.url->target;
+    entry.host = parsed->host;
+    entry.port = parsed->port;
+    entry.path_prefix = parsed->target;
     return entry;
   }
   if (authority.empty()) return invalid("is empty");
@@ -93,13 +93,9 @@ base::Result<Entry> parse_entry(std::string_view text) {
 
 }  // namespace
 
-ParsedUrl parse_notify_url(std::string_view text) {
-  ParsedUrl out;
-  auto fail = [&](std::string error, std::string hint = {}) {
-    out.url.reset();
-    out.error = std::move(error);
-    out.hint = std::move(hint);
-    return out;
+base::Result<HttpUrl, FieldError> parse_notify_url(std::string_view text) {
+  auto fail = [](std::string error, std::string hint = {}) {
+    return FieldError{"", std::move(error), std::move(hint)};
   };
   const std::string example = "e.g. \"http://ci.example:8080/hooks/tpujobs\"";
   if (text.size() > kMaxUrlLength)
@@ -131,8 +127,7 @@ ParsedUrl parse_notify_url(std::string_view text) {
     url.target = std::string(rest.substr(end));
     if (url.target.front() == '?') url.target.insert(0, "/");
   }
-  out.url = std::move(url);
-  return out;
+  return url;
 }
 
 std::string allowlist_entry_error(std::string_view entry) {
@@ -171,11 +166,11 @@ base::Result<NotifySpec, std::vector<FieldError>> parse_notify(const json& value
   } else if (!url->is_string()) {
     errors.push_back({"notify.url", "must be a string", ""});
   } else {
-    ParsedUrl parsed = parse_notify_url(url->get<std::string>());
-    if (parsed.url)
+    base::Result<HttpUrl, FieldError> parsed = parse_notify_url(url->get<std::string>());
+    if (parsed.ok())
       spec.url = url->get<std::string>();
     else
-      errors.push_back({"notify.url", parsed.error, parsed.hint});
+      errors.push_back({"notify.url", parsed.error().message, parsed.error().hint});
   }
   std::string known;
   for (const std::string& e : notify_events()) known += (known.empty() ? "'" : ", '") + e + "'";

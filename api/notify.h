@@ -40,15 +40,10 @@ struct HttpUrl {
   std::string target = "/";
 };
 
-// kInvalid-style answer: the URL, or why it is not one this service can
-// deliver to (not http://, https, user info, a fragment, no host, a bad
-// port, control characters or spaces).
-struct ParsedUrl {
-  std::optional<HttpUrl> url;
-  std::string error;  // set when url is empty
-  std::string hint;
-};
-ParsedUrl parse_notify_url(std::string_view text);
+// The URL, or why it is not one this service can deliver to (not http://,
+// https, user info, a fragment, no host, a bad port, control characters or
+// spaces): a FieldError whose field is empty, for the caller to name.
+base::Result<HttpUrl, FieldError> parse_notify_url(std::string_view text);
 
 // An allow-list entry: "host", "host:port", or a URL prefix
 // "http://host[:port]/path" (the URL's path must start with that path).

@@ -60,11 +60,4 @@ RequestTarget split_target(std::string_view target) {
   return out;
 }
 
-void split_target(std::string_view target, std::string* path,
-                  std::multimap<std::string, std::string>* query) {
-  RequestTarget split = split_target(target);
-  *path = std::move(split.path);
-  *query = std::move(split.query);
-}
-
 }  // namespace tpujobs::api

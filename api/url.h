@@ -22,10 +22,5 @@ struct RequestTarget {
 // Splits "/v1/jobs?state=RUNNING&label=a%3Db" into its decoded path and
 // query parameters. Malformed escapes are kept verbatim.
 RequestTarget split_target(std::string_view target);
-// The same into *path and *query: the form service/http_server.cc calls
-// until its rewrite lands (issue 32: no out-parameters); new code takes the
-// RequestTarget.
-void split_target(std::string_view target, std::string* path,
-                  std::multimap<std::string, std::string>* query);
 
 }  // namespace tpujobs::api

@@ -90,7 +90,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   request.received_at = std::chrono::steady_clock::now();
   request.method = std::string(message.method_string());
   request.target = std::string(message.target());
-  tpujobs::api::split_target(request.target, &request.path, &request.query);
+  tpujobs::api::RequestTarget split = tpujobs::api::split_target(request.target);
+  request.path = std::move(split.path);
+  request.query = std::move(split.query);
   for (const auto& field : message) {
     std::string name(field.name_string());
     for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

@@ -25,9 +25,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const nlohmann::json body = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) return 0;
 
-  std::vector<tpujobs::api::FieldError> errors;
-  std::optional<tpujobs::api::JobSpec> spec = tpujobs::api::parse_job_spec(body, &errors);
-  check(spec.has_value() == errors.empty());
+  auto spec = tpujobs::api::parse_job_spec(body);
+  const std::vector<tpujobs::api::FieldError> errors =
+      spec ? std::vector<tpujobs::api::FieldError>{} : spec.error();
+  check(spec.ok() || !errors.empty());
   for (const tpujobs::api::FieldError& e : errors) {
     check(!e.message.empty());
     // Errors are shown as JSON: every one must serialise.
@@ -44,7 +45,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const tpujobs::api::Resolution resolution = tpujobs::api::resolve(spec->trainer, pool);
   for (const tpujobs::lightning::FieldProblem& p : resolution.errors) check(!p.message.empty());
   if (resolution.errors.empty()) {
-    tpujobs::api::apply_resolution(resolution, &*spec);
+    *spec = tpujobs::api::apply_resolution(resolution, std::move(*spec));
     check(tpujobs::api::resolution_json(resolution).is_object());
   }
   return 0;

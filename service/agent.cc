@@ -446,9 +446,8 @@ void Agent::run_job(std::shared_ptr<Run> run) {
 
   // The job as the leader placed it.
   json spec_json = json::parse(run->row.spec_json, nullptr, false);
-  std::vector<api::FieldError> errors;
-  std::optional<api::JobSpec> spec =
-      spec_json.is_discarded() ? std::nullopt : api::parse_job_spec(spec_json, &errors);
+  std::optional<api::JobSpec> spec;
+  if (auto parsed = api::parse_job_spec(spec_json); parsed.ok()) spec = std::move(*parsed);
   scheduler::PoolCapacity capacity;
   for (const scheduler::HostLayout& h : options_.layout.hosts) ++capacity.hosts[h.generation];
   if (run->slice) {
@@ -474,7 +473,7 @@ void Agent::run_job(std::shared_ptr<Run> run) {
     finish_here();
     return;
   }
-  api::apply_resolution(resolution, &*spec);
+  spec = api::apply_resolution(resolution, std::move(*spec));
 
   // Resume from the last checkpoint and continue the sequence numbers.
   auto resumed = resume_of(*run);

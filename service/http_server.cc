@@ -1,6 +1,7 @@
 #include "service/http_server.h"
 
 #include <atomic>
+#include <boost/algorithm/string/case_conv.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -473,17 +474,16 @@ void Session::dispatch_request() {
   parser_.reset();
   keep_alive_ = message.keep_alive();
   head_request_ = message.method() == http::verb::head;
-
   api::Request request;
   request.received_at = std::chrono::steady_clock::now();
   request.method = std::string(message.method_string());
   request.target = std::string(message.target());
-  api::split_target(request.target, &request.path, &request.query);
-  for (const auto& field : message) {
-    std::string name(field.name_string());
-    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    request.headers[std::move(name)] = std::string(field.value());
-  }
+  api::RequestTarget split = api::split_target(request.target);
+  request.path = std::move(split.path);
+  request.query = std::move(split.query);
+  for (const auto& field : message)
+    request.headers[boost::algorithm::to_lower_copy(std::string(field.name_string()))] =
+        std::string(field.value());
   request.body = std::move(message.body());
   request_method_ = request.method;
   request_path_ = request.path;

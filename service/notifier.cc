@@ -234,10 +234,10 @@ db::NotificationAttempt Notifier::attempt(const db::NotificationRow& row,
     return out;
   };
   // Checked again at each attempt: the admin may have taken it off since.
-  api::ParsedUrl parsed = api::parse_notify_url(row.url);
-  if (!parsed.url) return give_up("notify.url " + parsed.error);
-  if (!api::notify_url_allowed(*parsed.url, allowlist))
-    return give_up("http://" + parsed.url->host + ":" + std::to_string(parsed.url->port) +
+  base::Result<api::HttpUrl, api::FieldError> parsed = api::parse_notify_url(row.url);
+  if (!parsed.ok()) return give_up("notify.url " + parsed.error().message);
+  if (!api::notify_url_allowed(*parsed, allowlist))
+    return give_up("http://" + parsed->host + ":" + std::to_string(parsed->port) +
                    " is no longer on the notification allow-list");
   if (row.body) {
     out.body = *row.body;
@@ -261,7 +261,7 @@ db::NotificationAttempt Notifier::attempt(const db::NotificationRow& row,
            std::chrono::duration_cast<std::chrono::seconds>(out.at.time_since_epoch()).count())},
       {"X-Tpujobs-Signature", sign_notification(**secret, out.body)},
   };
-  PostResult posted = post_json(*parsed.url, headers, out.body, options_.timeout);
+  PostResult posted = post_json(*parsed, headers, out.body, options_.timeout);
   out.duration_ms = std::chrono::duration<double, std::milli>(clock_.now() - started).count();
   if (posted.status == 0) return retry_or_give_up(posted.error);
   out.status_code = posted.status;

@@ -164,10 +164,7 @@ db::Status SchedulerLeader::learn_specs(const std::vector<std::int64_t>& jobs) {
     SpecFacts facts;
     const json spec_json = json::parse(text, nullptr, false);
     facts.max_retries = max_retries_of(spec_json);
-    std::vector<api::FieldError> errors;
-    std::optional<api::JobSpec> spec =
-        spec_json.is_discarded() ? std::nullopt : api::parse_job_spec(spec_json, &errors);
-    if (spec) {
+    if (auto spec = api::parse_job_spec(spec_json); spec.ok()) {
       facts.trainer = std::move(spec->trainer);
       facts.workload.depends_on = std::move(spec->depends_on);
       facts.workload.start_by = spec->start_by;

@@ -49,8 +49,9 @@ double process_cpu_seconds() {
 }
 
 TEST(BoundedWork, ThousandsOfUnknownKeysListAFewAndCountTheRest) {
-  std::vector<FieldError> errors;
-  EXPECT_FALSE(parse_job_spec(with_unknown_keys(valid_spec(), 40000), &errors));
+  auto parsed = parse_job_spec(with_unknown_keys(valid_spec(), 40000));
+  ASSERT_FALSE(parsed);
+  const std::vector<FieldError>& errors = parsed.error();
   ASSERT_LE(errors.size(), 25u);
   EXPECT_EQ(errors.front().field, "trainer.unknown_training_setting_number_0");
   EXPECT_EQ(errors.back().field, "trainer");
@@ -60,8 +61,9 @@ TEST(BoundedWork, ThousandsOfUnknownKeysListAFewAndCountTheRest) {
 TEST(BoundedWork, AShortMisspeltKeyStillGetsItsSuggestion) {
   nlohmann::json spec = valid_spec();
   spec["trainer"]["max_epoch"] = 3;
-  std::vector<FieldError> errors;
-  EXPECT_FALSE(parse_job_spec(spec, &errors));
+  auto parsed = parse_job_spec(spec);
+  ASSERT_FALSE(parsed);
+  const std::vector<FieldError>& errors = parsed.error();
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_EQ(errors[0].hint, "did you mean 'max_epochs'?");
 }

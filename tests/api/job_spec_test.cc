@@ -37,9 +37,8 @@ TEST(JobSpec, ParsesTheDesignExample) {
     "optimizer": {"type": "adam", "lr": 0.001, "weight_decay": 0.0},
     "expect": {"val_accuracy": {"min": 0.95}},
     "max_retries": 1, "timeout": "30m"})";
-  std::vector<FieldError> errors;
-  std::optional<JobSpec> spec = parse_job_spec(json::parse(text), &errors);
-  ASSERT_TRUE(spec) << fields(errors);
+  auto spec = parse_job_spec(json::parse(text));
+  ASSERT_TRUE(spec) << fields(spec.error());
   EXPECT_EQ(spec->name, "digits-mlp");
   EXPECT_EQ(spec->labels.at("pipeline"), "ci-1234");
   EXPECT_EQ(spec->max_retries, 1);
@@ -54,23 +53,6 @@ TEST(JobSpec, ParsesTheDesignExample) {
   EXPECT_EQ(spec->training.checkpoint_every_n_steps, 100);
   EXPECT_EQ(spec->training.expect.at("val_accuracy").min, 0.95);
   EXPECT_EQ(spec->training.timeout, std::chrono::minutes(30));
-}
-
-// The form that appends to the caller's errors (service/'s) reports what
-// the Result does, after the errors already there.
-TEST(JobSpec, TheAppendingFormAgreesWithTheResult) {
-  const std::string bad = R"({"modle": {}, "data": {"dataset": "digits"}})";
-  std::vector<FieldError> errors = {{"earlier", "kept", ""}};
-  EXPECT_FALSE(parse_job_spec(json::parse(bad), &errors));
-  ASSERT_FALSE(errors.empty());
-  EXPECT_EQ(errors.front().field, "earlier");
-  errors.erase(errors.begin());
-  EXPECT_EQ(fields(errors), fields(errors_of(bad)));
-  EXPECT_FALSE(errors.empty());
-  errors.clear();
-  std::optional<JobSpec> spec = parse_job_spec(json::parse(kMinimal), &errors);
-  ASSERT_TRUE(spec) << fields(errors);
-  EXPECT_EQ(spec->training_key, parse_job_spec(json::parse(kMinimal))->training_key);
 }
 
 TEST(JobSpec, UnknownFieldsAreErrorsWithPathAndSuggestion) {
@@ -116,17 +98,14 @@ TEST(JobSpec, RequiredPartsAreNamed) {
 }
 
 TEST(JobSpec, DatasetsBuiltinSyntheticUploadAndUnknown) {
-  std::vector<FieldError> errors;
   auto spec = parse_job_spec(json::parse(R"({"model": {"layers": [{"type": "linear", "out": 4}]},
-      "data": {"dataset": {"synthetic": "spirals", "n": 500, "features": 2, "classes": 3}}})"),
-                             &errors);
+      "data": {"dataset": {"synthetic": "spirals", "n": 500, "features": 2, "classes": 3}}})"));
   ASSERT_TRUE(spec);
   const auto& synthetic = std::get<executor::SyntheticData>(spec->training.data.source);
   EXPECT_EQ(synthetic.kind, executor::SyntheticKind::kSpirals);
   EXPECT_EQ(synthetic.n, 500);
   spec = parse_job_spec(json::parse(R"({"model": {"layers": [{"type": "linear", "out": 4}]},
-      "data": {"dataset": {"upload": "ds_abc"}}})"),
-                        &errors);
+      "data": {"dataset": {"upload": "ds_abc"}}})"));
   ASSERT_TRUE(spec);
   EXPECT_EQ(std::get<executor::UploadedData>(spec->training.data.source).id, "ds_abc");
   auto bad = errors_of(
@@ -137,12 +116,10 @@ TEST(JobSpec, DatasetsBuiltinSyntheticUploadAndUnknown) {
 }
 
 TEST(JobSpec, TieMustNameAnEarlierLinearLayer) {
-  std::vector<FieldError> errors;
   auto spec = parse_job_spec(
       json::parse(R"({"model": {"layers": [{"type": "linear", "out": 32}, {"type": "tanh"},
-      {"type": "linear", "tie": "0"}]}, "data": {"dataset": "digits"}})"),
-      &errors);
-  ASSERT_TRUE(spec) << fields(errors);
+      {"type": "linear", "tie": "0"}]}, "data": {"dataset": "digits"}})"));
+  ASSERT_TRUE(spec) << fields(spec.error());
   EXPECT_EQ(spec->training.model.layers[2].tie, 0);
   EXPECT_EQ(
       fields(errors_of(R"({"model": {"layers": [{"type": "linear", "out": 32}, {"type": "tanh"},
@@ -166,33 +143,31 @@ TEST(JobSpec, TieToAMalformedEarlierLayerIsAnErrorNotACrash) {
 }
 
 TEST(JobSpec, PrecisionNumbersBecomeStringsForTheResolver) {
-  std::vector<FieldError> errors;
   json body = json::parse(kMinimal);
   body["trainer"] = {{"precision", 16}};
-  auto spec = parse_job_spec(body, &errors);
+  auto spec = parse_job_spec(body);
   ASSERT_TRUE(spec);
   EXPECT_EQ(spec->trainer.precision, "16");
 }
 
 TEST(JobSpec, DevicesFormsReachTheResolverAsWritten) {
-  std::vector<FieldError> errors;
   json body = json::parse(kMinimal);
   body["trainer"] = {{"devices", json::array({5})}, {"tpu_cores", "auto"}};
-  auto spec = parse_job_spec(body, &errors);
+  auto spec = parse_job_spec(body);
   ASSERT_TRUE(spec);
   EXPECT_EQ(spec->trainer.devices.kind, lightning::DeviceValue::Kind::kList);
   EXPECT_EQ(spec->trainer.devices.list, std::vector<std::int64_t>{5});
   EXPECT_EQ(spec->trainer.tpu_cores.kind, lightning::DeviceValue::Kind::kString);
   // Every JSON type reaches Lightning's own type check, with Python's view of it.
   body["trainer"] = {{"devices", true}, {"tpu_cores", json::array({1, 2.5})}};
-  spec = parse_job_spec(body, &errors);
+  spec = parse_job_spec(body);
   ASSERT_TRUE(spec);
   EXPECT_EQ(spec->trainer.devices.kind, lightning::DeviceValue::Kind::kOther);
   EXPECT_EQ(spec->trainer.devices.python_type, "bool");
   EXPECT_EQ(spec->trainer.devices.python_repr, "True");
   EXPECT_EQ(spec->trainer.tpu_cores.list_other_type, "float");
   body["trainer"] = {{"devices", 0.0}};
-  spec = parse_job_spec(body, &errors);
+  spec = parse_job_spec(body);
   ASSERT_TRUE(spec);
   EXPECT_EQ(spec->trainer.devices.python_repr, "0.0");
   EXPECT_TRUE(spec->trainer.devices.equals_zero);
@@ -202,38 +177,35 @@ TEST(JobSpec, DevicesFormsReachTheResolverAsWritten) {
 // anything but an int with str(value) in its message, so the type must
 // survive parsing ("4", 4.0, null).
 TEST(JobSpec, NumNodesReachesTheResolverAsWritten) {
-  std::vector<FieldError> errors;
   json body = json::parse(kMinimal);
   body["trainer"] = {{"num_nodes", "4"}};
-  auto spec = parse_job_spec(body, &errors);
-  ASSERT_TRUE(spec) << errors.front().message;
+  auto spec = parse_job_spec(body);
+  ASSERT_TRUE(spec) << spec.error().front().message;
   EXPECT_EQ(spec->trainer.num_nodes.kind, lightning::DeviceValue::Kind::kString);
   EXPECT_EQ(spec->trainer.num_nodes.text, "4");
   body["trainer"] = {{"num_nodes", 4.0}};
-  spec = parse_job_spec(body, &errors);
+  spec = parse_job_spec(body);
   ASSERT_TRUE(spec);
   EXPECT_EQ(spec->trainer.num_nodes.python_type, "float");
   EXPECT_EQ(spec->trainer.num_nodes.python_repr, "4.0");
   body["trainer"] = {{"num_nodes", nullptr}};
-  spec = parse_job_spec(body, &errors);
+  spec = parse_job_spec(body);
   ASSERT_TRUE(spec);
   EXPECT_EQ(spec->trainer.num_nodes.python_type, "NoneType");
   body["trainer"] = {{"num_nodes", 2}};
-  spec = parse_job_spec(body, &errors);
+  spec = parse_job_spec(body);
   ASSERT_TRUE(spec);
   EXPECT_EQ(spec->trainer.num_nodes.kind, lightning::DeviceValue::Kind::kInt);
   EXPECT_EQ(spec->trainer.num_nodes.number, 2);
-  EXPECT_TRUE(errors.empty());
 }
 
 // Lightning 1.6 compares the first item of a `devices` list with 1 and 8
 // whatever its type, so the parser keeps its type, value and the length.
 TEST(JobSpec, DeviceListsKeepTheirFirstItemAndLength) {
-  std::vector<FieldError> errors;
   json body = json::parse(kMinimal);
   body["trainer"] = {{"devices", json::array({1.0})}, {"tpu_cores", json::array({"a", 1})}};
-  std::optional<JobSpec> spec = parse_job_spec(body, &errors);
-  ASSERT_TRUE(spec) << fields(errors);
+  auto spec = parse_job_spec(body);
+  ASSERT_TRUE(spec) << fields(spec.error());
   EXPECT_EQ(spec->trainer.devices.list_length, 1u);
   EXPECT_EQ(spec->trainer.devices.list_first_type, "float");
   EXPECT_EQ(spec->trainer.devices.list_first_number, 1.0);
@@ -249,12 +221,11 @@ TEST(JobSpec, NullDevicesReachTheResolverAsNone) {
   scheduler::PoolCapacity v3_8;
   v3_8.hosts[scheduler::Generation::kV3] = 1;
   auto resolved = [&](const std::string& version, const json& trainer) {
-    std::vector<FieldError> errors;
     json body = json::parse(kMinimal);
     body["lightning_version"] = version;
     body["trainer"] = trainer;
-    std::optional<JobSpec> spec = parse_job_spec(body, &errors);
-    EXPECT_TRUE(spec) << fields(errors);
+    auto spec = parse_job_spec(body);
+    EXPECT_TRUE(spec) << fields(spec.error());
     return spec ? resolve(spec->trainer, v3_8) : Resolution{};
   };
   auto first_error = [](const Resolution& resolution) {
@@ -262,11 +233,10 @@ TEST(JobSpec, NullDevicesReachTheResolverAsNone) {
                ? std::string("no error")
                : resolution.errors.front().field + ": " + resolution.errors.front().message;
   };
-  std::vector<FieldError> errors;
   json body = json::parse(kMinimal);
   body["trainer"] = {{"devices", nullptr}, {"tpu_cores", nullptr}};
-  std::optional<JobSpec> spec = parse_job_spec(body, &errors);
-  ASSERT_TRUE(spec) << fields(errors);
+  auto spec = parse_job_spec(body);
+  ASSERT_TRUE(spec) << fields(spec.error());
   EXPECT_EQ(spec->trainer.devices.python_type, "NoneType");
   EXPECT_EQ(spec->trainer.tpu_cores.python_type, "NoneType");
 
@@ -286,11 +256,10 @@ TEST(JobSpec, NullDevicesReachTheResolverAsNone) {
 }
 
 TEST(JobSpec, EnvironmentIsReadAsPipFreezeShowsIt) {
-  std::vector<FieldError> errors;
   json body = json::parse(kMinimal);
   body["environment"] = {
       {"python", "3.10"}, {"torch", "2.1.0"}, {"torch_xla", "2.1.0"}, {"lightning", "2.1.3"}};
-  auto spec = parse_job_spec(body, &errors);
+  auto spec = parse_job_spec(body);
   ASSERT_TRUE(spec);
   ASSERT_TRUE(spec->trainer.environment);
   EXPECT_EQ(spec->trainer.environment->python, "3.10");
@@ -320,8 +289,7 @@ TEST(JobSpec, BothLimitsUnboundedTrainUntilStopped) {
   json body = json::parse(kMinimal);
   body["trainer"] = {{"max_epochs", -1}, {"max_steps", -1}};
   EXPECT_EQ(fields(errors_of(body.dump())), "");
-  std::vector<FieldError> errors;
-  auto spec = parse_job_spec(body, &errors);
+  auto spec = parse_job_spec(body);
   ASSERT_TRUE(spec);
   EXPECT_EQ(spec->training.max_epochs, -1);
   EXPECT_EQ(spec->training.max_steps, -1);
@@ -341,12 +309,11 @@ TEST(JobSpec, MaxTimeIsReadAsLightningsTimerReadsIt) {
     std::vector<std::string> fit_start;
   };
   auto run = [&](const std::string& version, const json& trainer) {
-    std::vector<FieldError> errors;
     json body = json::parse(kMinimal);
     body["lightning_version"] = version;
     body["trainer"] = trainer;
-    std::optional<JobSpec> spec = parse_job_spec(body, &errors);
-    if (!spec) return Outcome{fields(errors), std::nullopt, 0, {}};
+    auto spec = parse_job_spec(body);
+    if (!spec) return Outcome{fields(spec.error()), std::nullopt, 0, {}};
     const Resolution resolution = resolve(spec->trainer, v3_8);
     if (!resolution.errors.empty()) {
       return Outcome{resolution.errors.front().field + ": " + resolution.errors.front().message,
@@ -354,7 +321,7 @@ TEST(JobSpec, MaxTimeIsReadAsLightningsTimerReadsIt) {
                      0,
                      {}};
     }
-    apply_resolution(resolution, &*spec);
+    *spec = apply_resolution(resolution, std::move(*spec));
     std::optional<std::int64_t> ms;
     if (spec->training.max_time) ms = spec->training.max_time->count();
     return Outcome{"", ms, spec->training.max_epochs, resolution.fit_start_lines};
@@ -409,17 +376,16 @@ TEST(JobSpec, ExpectGatesNeedAKnownMetricAndABound) {
 }
 
 TEST(JobSpec, TrainingKeyIgnoresNameLabelsAndPriority) {
-  std::vector<FieldError> errors;
   json a = json::parse(kMinimal);
   json b = a;
   b["name"] = "other";
   b["priority"] = 5;
-  auto sa = parse_job_spec(a, &errors);
-  auto sb = parse_job_spec(b, &errors);
+  auto sa = parse_job_spec(a);
+  auto sb = parse_job_spec(b);
   ASSERT_TRUE(sa && sb);
   EXPECT_EQ(sa->training_key, sb->training_key);
   b["data"]["batch_size"] = 7;
-  EXPECT_NE(parse_job_spec(b, &errors)->training_key, sa->training_key);
+  EXPECT_NE(parse_job_spec(b)->training_key, sa->training_key);
 }
 
 }  // namespace
@@ -435,18 +401,16 @@ TEST(ApplyResolution, SixteenTrueOnATpuRunsAndIsSizedInFloat32) {
   scheduler::PoolCapacity v3_8;
   v3_8.hosts[scheduler::Generation::kV3] = 1;
   auto resolved_spec = [&](std::string_view precision) {
-    std::vector<FieldError> errors;
-    std::optional<JobSpec> spec =
+    auto spec =
         parse_job_spec(json::parse(R"({"lightning_version": "2.5", "trainer": {"precision": ")" +
                                    std::string(precision) + R"("},
           "model": {"layers": [{"type": "linear", "out": 512}, {"type": "relu"},
                                {"type": "linear", "out": 10}]},
-          "data": {"dataset": "digits", "batch_size": 64}})"),
-                       &errors);
-    EXPECT_TRUE(spec) << fields(errors);
+          "data": {"dataset": "digits", "batch_size": 64}})"));
+    EXPECT_TRUE(spec) << fields(spec.error());
     const Resolution resolution = resolve(spec->trainer, v3_8);
     EXPECT_TRUE(resolution.errors.empty()) << resolution.errors.front().message;
-    apply_resolution(resolution, &*spec);
+    *spec = apply_resolution(resolution, std::move(*spec));
     return *spec;
   };
   const JobSpec sixteen = resolved_spec("16-true");
@@ -475,16 +439,15 @@ TEST(ApplyResolution, SixteenTrueOnATpuRunsAndIsSizedInFloat32) {
 TEST(ApplyResolution, UsersXlaUseFp16TrainsInFloat16) {
   scheduler::PoolCapacity v3_8;
   v3_8.hosts[scheduler::Generation::kV3] = 1;
-  std::vector<FieldError> errors;
   json body = json::parse(kMinimal);
   body["environment"] = {{"lightning", "2.4.0"}, {"torch", "2.4.0"}, {"torch_xla", "2.4.0"}};
   body["env"] = {{"XLA_USE_FP16", "1"}};
   body["trainer"] = {{"precision", "32-true"}};
-  std::optional<JobSpec> spec = parse_job_spec(body, &errors);
-  ASSERT_TRUE(spec) << fields(errors);
+  auto spec = parse_job_spec(body);
+  ASSERT_TRUE(spec) << fields(spec.error());
   const Resolution resolution = resolve(spec->trainer, v3_8);
   ASSERT_TRUE(resolution.errors.empty()) << resolution.errors.front().message;
-  apply_resolution(resolution, &*spec);
+  *spec = apply_resolution(resolution, std::move(*spec));
   EXPECT_EQ(spec->training.precision, executor::Precision::kFp16);
   ASSERT_EQ(spec->training.notices.size(), 1u);
   EXPECT_TRUE(spec->training.notices[0].starts_with("tpujobs: env XLA_USE_FP16 makes"))
@@ -498,18 +461,17 @@ TEST(ApplyResolution, TorchXlaDtypeLinesFrameTheDeviceLines) {
   scheduler::PoolCapacity v3_8;
   v3_8.hosts[scheduler::Generation::kV3] = 1;
   auto log_lines = [&](const std::string& torch_xla, const json& env, const json& trainer) {
-    std::vector<FieldError> errors;
     json body = json::parse(kMinimal);
     body["environment"] = {{"lightning", "2.5.6"}, {"torch", torch_xla}, {"torch_xla", torch_xla}};
     body["env"] = env;
     body["trainer"] = trainer;
     body["trainer"]["max_epochs"] = 1;  // no _parse_loop_limits warning among the lines
-    std::optional<JobSpec> spec = parse_job_spec(body, &errors);
-    EXPECT_TRUE(spec) << fields(errors);
+    auto spec = parse_job_spec(body);
+    EXPECT_TRUE(spec) << fields(spec.error());
     if (!spec) return std::vector<std::string>{};
     const Resolution resolution = resolve(spec->trainer, v3_8);
     EXPECT_TRUE(resolution.errors.empty()) << resolution.errors.front().message;
-    apply_resolution(resolution, &*spec);
+    *spec = apply_resolution(resolution, std::move(*spec));
     return spec->training.device_info;
   };
   const std::string bf16_24 =
@@ -541,15 +503,12 @@ TEST(ApplyResolution, TorchXlaDtypeLinesFrameTheDeviceLines) {
 TEST(ApplyResolution, PassesTheDevicesOfOneHostAndTpuAvailability) {
   scheduler::PoolCapacity v3_32;
   v3_32.hosts[scheduler::Generation::kV3] = 4;
-  std::vector<FieldError> errors;
-  std::optional<JobSpec> spec =
-      parse_job_spec(json::parse(R"({"trainer": {"devices": 8, "num_nodes": 4},
-                      "model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "digits"}})"),
-                     &errors);
-  ASSERT_TRUE(spec) << fields(errors);
+  auto spec = parse_job_spec(json::parse(R"({"trainer": {"devices": 8, "num_nodes": 4},
+                      "model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "digits"}})"));
+  ASSERT_TRUE(spec) << fields(spec.error());
   Resolution slice = resolve(spec->trainer, v3_32);
   ASSERT_TRUE(slice.errors.empty()) << slice.errors.front().message;
-  apply_resolution(slice, &*spec);
+  *spec = apply_resolution(slice, std::move(*spec));
   EXPECT_EQ(spec->training.world_size, 32);
   EXPECT_EQ(spec->training.devices_per_host, 8);
   EXPECT_TRUE(spec->training.tpu_available);
@@ -560,7 +519,7 @@ TEST(ApplyResolution, PassesTheDevicesOfOneHostAndTpuAvailability) {
   spec->trainer.num_nodes.number = 1;
   Resolution cpu = resolve(spec->trainer, v3_32);
   ASSERT_TRUE(cpu.errors.empty()) << cpu.errors.front().message;
-  apply_resolution(cpu, &*spec);
+  *spec = apply_resolution(cpu, std::move(*spec));
   EXPECT_FALSE(spec->training.on_tpu);
   EXPECT_EQ(spec->training.devices_per_host, 0);
   EXPECT_TRUE(spec->training.tpu_available)
@@ -572,9 +531,8 @@ TEST(JobSpec, DependsOnAndStartByAreParsed) {
   body["depends_on"] = json::parse(R"([{"job": 12}, {"job": 13, "condition": "failed"},
                                        {"job": 14, "condition": "finished"}])");
   body["start_by"] = "30m";
-  std::vector<FieldError> errors;
-  std::optional<JobSpec> spec = parse_job_spec(body, &errors);
-  ASSERT_TRUE(spec) << fields(errors);
+  auto spec = parse_job_spec(body);
+  ASSERT_TRUE(spec) << fields(spec.error());
   const std::vector<scheduler::Dependency> expected = {
       {12, scheduler::DependencyCondition::kSucceeded},
       {13, scheduler::DependencyCondition::kFailed},
@@ -582,7 +540,7 @@ TEST(JobSpec, DependsOnAndStartByAreParsed) {
   EXPECT_EQ(expected, spec->depends_on);
   EXPECT_EQ(std::chrono::minutes(30), spec->start_by);
   // Neither changes how the job trains.
-  std::optional<JobSpec> plain = parse_job_spec(json::parse(kMinimal), &errors);
+  auto plain = parse_job_spec(json::parse(kMinimal));
   EXPECT_EQ(plain->training_key, spec->training_key);
 }
 
@@ -590,9 +548,7 @@ TEST(JobSpec, BadDependenciesNameTheirFieldWithAHint) {
   auto spec_with = [](const char* depends_on) {
     json body = json::parse(kMinimal);
     body["depends_on"] = json::parse(depends_on);
-    std::vector<FieldError> errors;
-    parse_job_spec(body, &errors);
-    return errors;
+    return errors_of(body.dump());
   };
   EXPECT_EQ("depends_on", fields(spec_with(R"({"job": 3})")));
   EXPECT_EQ("depends_on[0].job", fields(spec_with(R"([{"job": 0}])")));
@@ -614,25 +570,21 @@ TEST(JobSpec, StartByIsADuration) {
   for (const char* bad : {R"("soon")", "-5", R"("0s")", R"("31d")"}) {
     json body = json::parse(kMinimal);
     body["start_by"] = json::parse(bad);
-    std::vector<FieldError> errors;
-    EXPECT_FALSE(parse_job_spec(body, &errors)) << bad;
-    EXPECT_EQ("start_by", fields(errors)) << bad;
+    EXPECT_EQ("start_by", fields(errors_of(body.dump()))) << bad;
   }
 }
 
 TEST(JobSpec, PreemptibleIsABooleanDefaultingToTrue) {
-  std::vector<FieldError> errors;
-  EXPECT_TRUE(parse_job_spec(json::parse(kMinimal), &errors)->preemptible);
+  EXPECT_TRUE(parse_job_spec(json::parse(kMinimal))->preemptible);
   json body = json::parse(kMinimal);
   body["preemptible"] = false;
-  std::optional<JobSpec> spec = parse_job_spec(body, &errors);
-  ASSERT_TRUE(spec) << fields(errors);
+  auto spec = parse_job_spec(body);
+  ASSERT_TRUE(spec) << fields(spec.error());
   EXPECT_FALSE(spec->preemptible);
   // It does not change how the job trains.
-  EXPECT_EQ(parse_job_spec(json::parse(kMinimal), &errors)->training_key, spec->training_key);
+  EXPECT_EQ(parse_job_spec(json::parse(kMinimal))->training_key, spec->training_key);
   body["preemptible"] = "no";
-  EXPECT_FALSE(parse_job_spec(body, &errors));
-  EXPECT_EQ("preemptible", fields(errors));
+  EXPECT_EQ("preemptible", fields(errors_of(body.dump())));
 }
 
 }  // namespace

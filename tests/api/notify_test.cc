@@ -11,9 +11,9 @@ using nlohmann::json;
 
 // "host:port target" of a URL, or "error: ..." when it is refused.
 std::string parsed(std::string_view text) {
-  ParsedUrl p = parse_notify_url(text);
-  if (!p.url) return "error: " + p.error;
-  return p.url->host + ":" + std::to_string(p.url->port) + " " + p.url->target;
+  base::Result<HttpUrl, FieldError> p = parse_notify_url(text);
+  if (!p.ok()) return "error: " + p.error().message;
+  return p->host + ":" + std::to_string(p->port) + " " + p->target;
 }
 
 TEST(NotifyUrl, TakesHttpUrlsApart) {
@@ -38,8 +38,8 @@ TEST(NotifyUrl, RefusesWhatItCannotDeliverTo) {
 }
 
 bool allowed(std::string_view url, const std::vector<std::string>& allowlist) {
-  ParsedUrl p = parse_notify_url(url);
-  return p.url && notify_url_allowed(*p.url, allowlist);
+  base::Result<HttpUrl, FieldError> p = parse_notify_url(url);
+  return p.ok() && notify_url_allowed(*p, allowlist);
 }
 
 TEST(NotifyAllowlist, HostHostPortAndUrlPrefixEntries) {
@@ -110,21 +110,18 @@ TEST(NotifySpec, EveryProblemNamesItsField) {
 }
 
 TEST(NotifySpec, IsAFieldOfTheJobSpec) {
-  std::vector<FieldError> errors;
-  std::optional<JobSpec> spec =
-      parse_job_spec(json::parse(R"({"model": {"layers": [{"type": "linear", "out": 10}]},
+  auto spec = parse_job_spec(json::parse(R"({"model": {"layers": [{"type": "linear", "out": 10}]},
                       "data": {"dataset": "digits"},
-                      "notify": {"url": "http://127.0.0.1:9000/h", "events": ["started", "failed"]}})"),
-                     &errors);
+                      "notify": {"url": "http://127.0.0.1:9000/h", "events": ["started", "failed"]}})"));
   ASSERT_TRUE(spec);
   ASSERT_TRUE(spec->notify);
   EXPECT_EQ(spec->notify->events, (std::vector<std::string>{"started", "failed"}));
-  errors.clear();
-  parse_job_spec(json::parse(R"({"model": {"layers": [{"type": "linear", "out": 10}]},
-                                 "data": {"dataset": "digits"}, "notfy": {}})"),
-                 &errors);
-  ASSERT_EQ(errors.size(), 1u);
-  EXPECT_EQ(errors[0].hint, "did you mean 'notify'?");
+  auto misspelt =
+      parse_job_spec(json::parse(R"({"model": {"layers": [{"type": "linear", "out": 10}]},
+                                 "data": {"dataset": "digits"}, "notfy": {}})"));
+  ASSERT_FALSE(misspelt);
+  ASSERT_EQ(misspelt.error().size(), 1u);
+  EXPECT_EQ(misspelt.error()[0].hint, "did you mean 'notify'?");
 }
 
 }  // namespace

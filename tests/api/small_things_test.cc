@@ -36,16 +36,16 @@ nlohmann::json spec_with(const std::string& key, nlohmann::json value) {
 TEST(SmallThings, ADurationBelowTheClocksResolutionIs422OnItsField) {
   for (const auto& [key, value] : std::vector<std::pair<std::string, nlohmann::json>>{
            {"timeout", "0.1ms"}, {"start_by", "0.5ms"}, {"timeout", 0.0004}}) {
-    std::vector<FieldError> errors;
-    EXPECT_FALSE(parse_job_spec(spec_with(key, value), &errors)) << key << " " << value;
+    auto parsed = parse_job_spec(spec_with(key, value));
+    ASSERT_FALSE(parsed) << key << " " << value;
+    const std::vector<FieldError>& errors = parsed.error();
     ASSERT_EQ(errors.size(), 1u) << key << " " << value;
     EXPECT_EQ(errors[0].field, key);
     EXPECT_NE(errors[0].message.find("at least 1ms"), std::string::npos) << errors[0].message;
     EXPECT_FALSE(errors[0].hint.empty());
   }
-  std::vector<FieldError> errors;
-  std::optional<JobSpec> ok = parse_job_spec(spec_with("timeout", "1ms"), &errors);
-  ASSERT_TRUE(ok) << (errors.empty() ? "" : errors[0].message);
+  auto ok = parse_job_spec(spec_with("timeout", "1ms"));
+  ASSERT_TRUE(ok) << ok.error()[0].message;
   EXPECT_EQ(ok->training.timeout, std::chrono::milliseconds(1));
 }
 

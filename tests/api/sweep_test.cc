@@ -47,9 +47,8 @@ TEST(Sweep, CartesianProductLastPathFastestEachChildAValidSpec) {
             seen);
   for (const SweepChild& c : children) {
     EXPECT_FALSE(c.spec.contains("sweep"));
-    std::vector<FieldError> child_errors;
-    std::optional<JobSpec> spec = parse_job_spec(c.spec, &child_errors);
-    ASSERT_TRUE(spec) << fields(child_errors);
+    auto spec = parse_job_spec(c.spec);
+    ASSERT_TRUE(spec) << fields(spec.error());
     EXPECT_EQ(c.values["data.batch_size"].get<int>(), spec->training.data.batch_size);
     EXPECT_DOUBLE_EQ(c.values["optimizer.lr"].get<double>(), spec->training.optimizer.lr);
   }
