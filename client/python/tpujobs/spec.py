@@ -1,6 +1,7 @@
 """A job spec written the way a Lightning script is: ``Trainer`` keyword
 arguments, a model, a data module. The result is the plain JSON object
-``POST /v1/jobs`` takes (DESIGN §3); the service checks it."""
+``POST /v1/jobs`` takes (its schema: ``GET /openapi.json``, JobSpec); the
+service checks it."""
 
 import copy
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
