@@ -363,6 +363,16 @@ TEST_F(JobRepositoryTest, AReadSinceALowWaterReturnsEveryRowWrittenAfterItAndNoO
     if (row.id == inserted[1].row.id) placed = row.state == JobState::kStarting;
   }
   EXPECT_TRUE(placed) << "a change committed after a read's low water is in the next read";
+
+  // A running job's progress and a pending reason are not the scheduler's
+  // business: they do not mark the row (and their updates stay HOT).
+  auto before = jobs_->read_to_schedule(third->low_water);
+  ASSERT_TRUE(before.ok());
+  ASSERT_TRUE(jobs_->update_progress(inserted[1].row.id, R"({"step": 10})", std::nullopt).ok());
+  ASSERT_TRUE(jobs_->set_pending({{inserted[2].row.id, R"({"reason": "Resources"})"}}).ok());
+  auto after = jobs_->read_to_schedule(before->low_water);
+  ASSERT_TRUE(after.ok()) << after.error().message;
+  EXPECT_TRUE(after->rows.empty()) << after->rows.size() << " rows marked by progress or pending";
 }
 
 TEST_F(JobRepositoryTest, ListFiltersByTenantStateLabelsAndName) {
