@@ -102,28 +102,25 @@ void SchedulerLeader::loop() {
                   << ")" << std::endl;
       }
     }
-    auto pass_took = base::Clock::time_point::duration::zero();
     if (leading && term_) {
-      const auto began = options_.clock->now();
       if (db::Status s = run_pass(); !s.ok()) {
         std::cerr << "tpujobs: scheduling pass: " << s.error().message << std::endl;
       }
-      pass_took = options_.clock->now() - began;
     }
+    const auto pass_ended = options_.clock->now();
     // Woken by a submit or a finished job (NOTIFY), else after the poll
     // interval: a lost notification delays a pass, never loses work.
-    // A burst of submits makes one pass, not one each: the next pass waits
-    // as long as this one took (the leader passes at most half the time),
-    // up to min_pass_interval, so a job submitted to a quiet pool is
-    // placed at once.
-    options_.clock->sleep_for(
-        std::min<base::Clock::time_point::duration>(options_.min_pass_interval, pass_took));
     if (!listener || !listener->wait(options_.poll_interval).ok()) {
       base::MutexLock lock(mutex_);
       lock.wait_for(wake_, options_.poll_interval,
                     [this]() REQUIRES(mutex_) { return stopping_ || woken_; });
       woken_ = false;
     }
+    // A burst of submits makes one pass, not one each: a pass starts at
+    // least min_pass_interval after the last one ended. A job submitted to
+    // a quiet pool (woken later than that) is placed at once.
+    const auto due = pass_ended + options_.min_pass_interval;
+    if (const auto now = options_.clock->now(); now < due) options_.clock->sleep_for(due - now);
   }
 }
 

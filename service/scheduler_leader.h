@@ -64,8 +64,8 @@ struct SchedulerLeaderOptions {
   // off) loses the lock to another replica: with the poll interval, within
   // DESIGN §9's 10 s. A pass must take less.
   std::chrono::milliseconds lock_idle_timeout{6000};
-  // The most a pass waits after the last (which it waits as long as that
-  // one took): a burst of submits makes one pass, not one each.
+  // A pass starts at least this long after the last one ended: a burst of
+  // submits makes one pass, not one each.
   std::chrono::milliseconds min_pass_interval{20};
   int max_cpu_jobs_per_agent = 2;
   // The head does not preempt when its reserved start is known and nearer than this.
