@@ -582,15 +582,14 @@ db::Result<std::int64_t> JobManager::Tokens::count_active() {
 }
 
 api::JsonResult JobManager::set_quota(const std::string& tenant, std::optional<int> max_cores) {
-  return pool_admin_.set_quota(tenant, max_cores);
-}
-
-void JobManager::Quotas::set_quota(const std::string& tenant, std::optional<int> max_cores) {
-  base::MutexLock lock(manager_.quota_mutex_);
+  api::JsonResult answer = pool_admin_.set_quota(tenant, max_cores);
+  if (!answer.ok()) return answer;
+  base::MutexLock lock(quota_mutex_);
   if (max_cores)
-    manager_.quotas_[tenant] = *max_cores;
+    quotas_[tenant] = *max_cores;
   else
-    manager_.quotas_.erase(tenant);
+    quotas_.erase(tenant);
+  return answer;
 }
 
 void JobManager::refresh_quotas() {

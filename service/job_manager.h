@@ -190,21 +190,7 @@ class JobManager final : public api::JobService {
   base::Mutex quota_mutex_;
   std::map<std::string, int> quotas_ GUARDED_BY(quota_mutex_);
   base::Clock::time_point quotas_read_at_ GUARDED_BY(quota_mutex_){};
-  // Pool administration (pool_admin.h) over the tables; the copy of the
-  // quotas here is its in-memory side.
-  class Quotas final : public InMemoryPool {
-   public:
-    explicit Quotas(JobManager& manager) : manager_(manager) {}
-    std::optional<std::string> host_generation(const std::string&) override { return std::nullopt; }
-    std::vector<std::int64_t> set_host_health(const std::string&, scheduler::HostHealth) override {
-      return {};
-    }
-    bool release(std::int64_t) override { return false; }
-    void set_quota(const std::string& tenant, std::optional<int> max_cores) override;
-
-   private:
-    JobManager& manager_;
-  };
+  // Pool administration (pool_admin.h) over the tables.
   // Its wake-ups go through wake() (the wake bus of a standalone serve).
   class AdminStore final : public PoolAdminStore {
    public:
@@ -235,8 +221,7 @@ class JobManager final : public api::JobService {
     RepositoryPoolAdminStore tables_;
   };
   AdminStore pool_admin_store_{*this};
-  Quotas quotas_pool_{*this};
-  PoolAdmin pool_admin_{pool_admin_store_, quotas_pool_, /*cluster=*/true};
+  PoolAdmin pool_admin_{pool_admin_store_};
 
   base::Mutex estimate_mutex_;
   std::unordered_map<std::string, Estimate> estimate_cache_ GUARDED_BY(estimate_mutex_);
@@ -253,7 +238,6 @@ class JobManager final : public api::JobService {
   class Logs final : public LogSource {
    public:
     explicit Logs(JobManager& manager) : manager_(manager) {}
-    Recent recent_lines(std::int64_t, std::int64_t) override { return {}; }
     db::Result<std::vector<db::LogLine>> stored_lines(std::int64_t job, std::int64_t after,
                                                       int limit) override;
     db::Result<std::optional<db::JobState>> stored_state(std::int64_t job) override;
@@ -262,7 +246,7 @@ class JobManager final : public api::JobService {
     JobManager& manager_;
   };
   Logs logs_{*this};
-  LogStreams log_streams_{logs_, timers_, {.notified = true}};
+  LogStreams log_streams_{logs_, timers_, {}};
   base::Mutex log_listener_mutex_;
   bool log_listener_stopping_ GUARDED_BY(log_listener_mutex_) = false;
   std::condition_variable log_listener_wake_;

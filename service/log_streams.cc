@@ -48,18 +48,15 @@ void LogStreams::wake(const std::vector<std::int64_t>& jobs) {
 void LogStreams::tick(std::int64_t job, std::int64_t after, api::ResponseWriterPtr writer,
                       int idle_ticks) {
   if (writer->closed()) return;
-  LogSource::Recent recent = source_.recent_lines(job, after);
-  std::vector<std::pair<std::int64_t, std::string>> lines;
-  if (recent.lines) {
-    lines = std::move(*recent.lines);
-  } else if (auto stored = source_.stored_lines(job, after, options_.batch); stored.ok()) {
-    for (db::LogLine& l : *stored) lines.emplace_back(l.seq, std::move(l.line));
-  }
+  // A failed read sends nothing; the next tick reads again.
+  std::vector<db::LogLine> lines;
+  if (auto stored = source_.stored_lines(job, after, options_.batch); stored.ok())
+    lines = std::move(*stored);
   std::string chunk;
-  for (const auto& [seq, line] : lines) {
-    chunk += "id: " + std::to_string(seq) +
-             "\nevent: log\ndata: " + json{{"seq", seq}, {"line", line}}.dump() + "\n\n";
-    after = seq;
+  for (const db::LogLine& l : lines) {
+    chunk += "id: " + std::to_string(l.seq) +
+             "\nevent: log\ndata: " + json{{"seq", l.seq}, {"line", l.line}}.dump() + "\n\n";
+    after = l.seq;
   }
   if (!chunk.empty()) {
     if (!writer->write(std::move(chunk))) return;
@@ -67,7 +64,7 @@ void LogStreams::tick(std::int64_t job, std::int64_t after, api::ResponseWriterP
   } else {
     ++idle_ticks;
   }
-  if (!recent.live && lines.empty()) {
+  if (lines.empty()) {
     // Everything stored has been sent; is the job over?
     auto state = source_.stored_state(job);
     if (state.ok() && *state && db::is_terminal(**state)) {
@@ -77,17 +74,13 @@ void LogStreams::tick(std::int64_t job, std::int64_t after, api::ResponseWriterP
       return;
     }
   }
-  const std::chrono::milliseconds interval = options_.notified ? options_.fallback : options_.poll;
+  const std::chrono::milliseconds interval = options_.fallback;
   const int keep_alive_ticks = std::max<int>(
       1, static_cast<int>(options_.keep_alive / std::max(interval, std::chrono::milliseconds(1))));
   if (idle_ticks > 0 && idle_ticks % keep_alive_ticks == 0) {
     if (!writer->write(": keep-alive\n\n")) return;
   }
   auto next = [this, job, after, writer, idle_ticks] { tick(job, after, writer, idle_ticks); };
-  if (!options_.notified) {
-    timers_.schedule_after(interval, std::move(next));
-    return;
-  }
   // Whichever comes first, the notification or the fallback, ticks.
   auto fired = std::make_shared<std::atomic<bool>>(false);
   auto once = [fired, next = std::move(next)] {

@@ -5,12 +5,10 @@
 // nothing), and ends the stream with `event: end` once the job is over and
 // every stored line is sent.
 //
-// When lines come from this process (single-process mode), a tick reads the
-// running job's recent lines from memory and looks again every `poll`. When
-// other processes store them (cluster mode: agents), a tick reads the
-// database and the next one comes on the agents' NOTIFY (wake()) or after
-// `fallback`, whichever is first: a lost notification delays lines, never
-// loses them.
+// The agents (in this process or in others) store the lines; a tick reads
+// the database, and the next one comes on the agents' notification (wake())
+// or after `fallback`, whichever is first: a lost notification delays
+// lines, never loses them.
 #pragma once
 
 #include <atomic>
@@ -39,13 +37,6 @@ namespace tpujobs::service {
 class LogSource {
  public:
   virtual ~LogSource() = default;
-  struct Recent {
-    bool live = false;  // the job runs in this process
-    // Its lines after `after`, when this process still holds all of them
-    // in memory; nullopt: read the database.
-    std::optional<std::vector<std::pair<std::int64_t, std::string>>> lines;
-  };
-  virtual Recent recent_lines(std::int64_t job, std::int64_t after) = 0;
   virtual db::Result<std::vector<db::LogLine>> stored_lines(std::int64_t job, std::int64_t after,
                                                             int limit) = 0;
   // The job's state as stored; nullopt when there is no such job.
@@ -53,9 +44,7 @@ class LogSource {
 };
 
 struct LogStreamsOptions {
-  bool notified = false;  // cluster mode: see the top of this file
-  std::chrono::milliseconds poll{250};
-  std::chrono::milliseconds fallback{1000};
+  std::chrono::milliseconds fallback{1000};  // see the top of this file
   // A keep-alive comment after this long without lines (proxies close idle
   // connections).
   std::chrono::milliseconds keep_alive{15000};
@@ -70,7 +59,7 @@ class LogStreams {
   // Streams the job's lines after `after` to `writer`, whose stream the
   // caller has started.
   void follow(std::int64_t job, std::int64_t after, api::ResponseWriterPtr writer);
-  // Notified mode: lines of these jobs were stored; their streams tick now
+  // Lines of these jobs were stored; their streams tick now
   // (on the timer thread).
   void wake(const std::vector<std::int64_t>& jobs);
   // The job ids of a tpujobs_logs notification's payload ("12,15").

@@ -47,40 +47,27 @@ void RepositoryPoolAdminStore::notify(const char* channel, const std::string& pa
   (void)cluster_.notify(channel, payload);
 }
 
-PoolAdmin::PoolAdmin(PoolAdminStore& store, InMemoryPool& pool, bool cluster)
-    : store_(store), pool_(pool), cluster_(cluster) {}
-
 api::JsonResult PoolAdmin::set_host_health(const std::string& host, scheduler::HostHealth health) {
-  std::optional<std::string> generation;
-  if (cluster_) {
-    auto hosts = store_.list_hosts();
-    if (!hosts.ok()) return hosts.error();
-    auto it = std::find_if(hosts->begin(), hosts->end(),
-                           [&](const db::ClusterHostRow& h) { return h.name == host; });
-    if (it != hosts->end()) generation = it->generation;
-  } else {
-    generation = pool_.host_generation(host);
-  }
-  if (!generation)
+  auto hosts = store_.list_hosts();
+  if (!hosts.ok()) return hosts.error();
+  auto it = std::find_if(hosts->begin(), hosts->end(),
+                         [&](const db::ClusterHostRow& h) { return h.name == host; });
+  if (it == hosts->end())
     return db::make_error(db::ErrorCode::kNotFound,
                           "no host '" + host.substr(0, 64) + "' in the pool");
   const std::string health_name(scheduler::host_health_name(health));
   // Durable first: a restart must not bring a failed host back.
-  if (db::Status s = store_.store_host_health(host, *generation, health_name); !s.ok())
+  if (db::Status s = store_.store_host_health(host, it->generation, health_name); !s.ok())
     return s.error();
+  // The leader places nothing more on a host that is not healthy, and
+  // takes a failed host's jobs off it on its next pass.
   json affected = json::array();
-  if (cluster_) {
-    // The leader places nothing more on a host that is not healthy, and
-    // takes a failed host's jobs off it on its next pass.
-    if (health == scheduler::HostHealth::kFailed) {
-      auto placed = jobs_placed_on(host);
-      if (!placed.ok()) return placed.error();
-      affected = *placed;
-    }
-    store_.notify(db::kSubmitChannel, "pool");
-  } else {
-    affected = pool_.set_host_health(host, health);
+  if (health == scheduler::HostHealth::kFailed) {
+    auto placed = jobs_placed_on(host);
+    if (!placed.ok()) return placed.error();
+    affected = *placed;
   }
+  store_.notify(db::kSubmitChannel, "pool");
   return json{{"host", host}, {"health", health_name}, {"affected_jobs", affected}};
 }
 
@@ -101,27 +88,21 @@ db::Result<std::vector<std::int64_t>> PoolAdmin::jobs_placed_on(const std::strin
 }
 
 api::JsonResult PoolAdmin::force_release(std::int64_t job) {
-  if (cluster_) {
-    // The job ends here; its agent finds it moved on and stops its copy.
-    auto row = store_.get_job(job);
-    if (!row.ok()) return row.error();
-    auto moved = store_.transition(lifecycle::release_lease(job));
-    if (!moved.ok()) return moved.error();
-    if (!*moved)
-      return db::make_error(db::ErrorCode::kNotFound,
-                            "job " + std::to_string(job) + " holds no cores");
-    if (*row) store_.notify(db::kAgentChannel, (*row)->agent.value_or(""));
-    store_.notify(db::kSubmitChannel, "released");
-  } else if (!pool_.release(job)) {
+  // The job ends here; its agent finds it moved on and stops its copy.
+  auto row = store_.get_job(job);
+  if (!row.ok()) return row.error();
+  auto moved = store_.transition(lifecycle::release_lease(job));
+  if (!moved.ok()) return moved.error();
+  if (!*moved)
     return db::make_error(db::ErrorCode::kNotFound,
-                          "job " + std::to_string(job) + " holds no cores here");
-  }
+                          "job " + std::to_string(job) + " holds no cores");
+  if (*row) store_.notify(db::kAgentChannel, (*row)->agent.value_or(""));
+  store_.notify(db::kSubmitChannel, "released");
   return json{{"job", job}, {"released", true}};
 }
 
 api::JsonResult PoolAdmin::set_quota(const std::string& tenant, std::optional<int> max_cores) {
   if (db::Status s = store_.store_quota(tenant, max_cores); !s.ok()) return s.error();
-  pool_.set_quota(tenant, max_cores);
   return json{{"tenant", tenant}, {"max_cores", max_cores ? json(*max_cores) : json(nullptr)}};
 }
 

@@ -67,16 +67,6 @@ class FakeWriter final : public api::ResponseWriter {
 
 class FakeSource final : public LogSource {
  public:
-  Recent recent_lines(std::int64_t, std::int64_t after) override {
-    base::MutexLock lock(mutex_);
-    Recent out;
-    out.live = live;
-    if (!live || !in_memory) return out;
-    auto& lines = out.lines.emplace();
-    for (const db::LogLine& l : stored)
-      if (l.seq > after) lines.emplace_back(l.seq, l.line);
-    return out;
-  }
   db::Result<std::vector<db::LogLine>> stored_lines(std::int64_t, std::int64_t after,
                                                     int limit) override {
     base::MutexLock lock(mutex_);
@@ -94,10 +84,9 @@ class FakeSource final : public LogSource {
     base::MutexLock lock(mutex_);
     stored.push_back({7, seq, {}, std::move(line), 0});
   }
-  void set_state(db::JobState s, bool is_live) {
+  void set_state(db::JobState s) {
     base::MutexLock lock(mutex_);
     state = s;
-    live = is_live;
   }
   int reads() {
     base::MutexLock lock(mutex_);
@@ -106,8 +95,6 @@ class FakeSource final : public LogSource {
   base::Mutex mutex_;
   std::vector<db::LogLine> stored GUARDED_BY(mutex_);
   db::JobState state GUARDED_BY(mutex_) = db::JobState::kRunning;
-  bool live GUARDED_BY(mutex_) = false;
-  bool in_memory GUARDED_BY(mutex_) = false;
   int database_reads GUARDED_BY(mutex_) = 0;
 };
 
@@ -123,7 +110,8 @@ TEST(LogStreams, SendsTheLinesAfterTheOneAskedForThenEndsWithTheJobsState) {
   source.add(2, "epoch 1");
   source.add(3, "epoch 2");
   TimerQueue timers;
-  LogStreams streams(source, timers, {.poll = 5ms});
+  // No notification comes: the fallback ticks.
+  LogStreams streams(source, timers, {.fallback = 5ms});
   StopTimers stop{timers};
   auto writer = std::make_shared<FakeWriter>();
   streams.follow(7, /*after=*/1, writer);
@@ -136,39 +124,18 @@ TEST(LogStreams, SendsTheLinesAfterTheOneAskedForThenEndsWithTheJobsState) {
   EXPECT_FALSE(writer->ended()) << "the job still runs";
 
   source.add(4, "done");
-  source.set_state(db::JobState::kSucceeded, /*is_live=*/false);
+  source.set_state(db::JobState::kSucceeded);
   text = writer->wait_for("event: end");
   EXPECT_TRUE(writer->wait_ended());
   EXPECT_LT(text.find("id: 4"), text.find("event: end")) << "every line before the end: " << text;
   EXPECT_NE(text.find("event: end\ndata: {\"state\":\"SUCCEEDED\"}"), std::string::npos) << text;
 }
 
-TEST(LogStreams, ALiveJobIsNotEndedWhileItRunsHereEvenWithNoNewLine) {
-  FakeSource source;
-  {
-    base::MutexLock lock(source.mutex_);
-    source.in_memory = true;
-  }
-  source.set_state(db::JobState::kSucceeded, /*is_live=*/true);  // stored ahead of memory
-  source.add(1, "a");
-  TimerQueue timers;
-  LogStreams streams(source, timers, {.poll = 5ms});
-  StopTimers stop{timers};
-  auto writer = std::make_shared<FakeWriter>();
-  streams.follow(7, 0, writer);
-  writer->wait_for("id: 1");
-  EXPECT_EQ(source.reads(), 0) << "a live job's lines come from memory";
-  EXPECT_FALSE(writer->ended());
-  source.set_state(db::JobState::kSucceeded, /*is_live=*/false);
-  writer->wait_for("event: end");
-  EXPECT_TRUE(writer->wait_ended());
-}
-
 TEST(LogStreams, NotifiedStreamsTickOnTheNotificationNotTheFallback) {
   FakeSource source;
   TimerQueue timers;
   // A fallback far longer than the test's deadline: only wake() can deliver.
-  LogStreams streams(source, timers, {.notified = true, .fallback = 3600s});
+  LogStreams streams(source, timers, {.fallback = 3600s});
   StopTimers stop{timers};
   auto writer = std::make_shared<FakeWriter>();
   streams.follow(7, 0, writer);
@@ -194,7 +161,7 @@ TEST(LogStreams, AClientThatLeftStopsItsStream) {
   FakeSource source;
   TimerQueue timers;
   // A fallback far longer than the test: only wake() makes a stream tick.
-  LogStreams streams(source, timers, {.notified = true, .fallback = 3600s});
+  LogStreams streams(source, timers, {.fallback = 3600s});
   StopTimers stop{timers};
   auto writer = std::make_shared<FakeWriter>();
   streams.follow(7, 0, writer);  // the first tick runs here, on this thread
@@ -216,7 +183,7 @@ TEST(LogStreams, AClientThatLeftStopsItsStream) {
 TEST(LogStreams, KeepAlivesFlowWhileNothingIsLogged) {
   FakeSource source;
   TimerQueue timers;
-  LogStreams streams(source, timers, {.poll = 1ms, .keep_alive = 5ms});
+  LogStreams streams(source, timers, {.fallback = 1ms, .keep_alive = 5ms});
   StopTimers stop{timers};
   auto writer = std::make_shared<FakeWriter>();
   streams.follow(7, 0, writer);

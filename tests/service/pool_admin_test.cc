@@ -72,37 +72,6 @@ class FakeStore final : public PoolAdminStore {
   CallLog& log_;
 };
 
-class FakePool final : public InMemoryPool {
- public:
-  explicit FakePool(CallLog& log) : log_(log) {}
-
-  std::map<std::string, std::string> generations;  // host -> generation
-  std::map<std::string, std::vector<std::int64_t>> jobs_on;
-  std::set<std::int64_t> running;
-
-  std::optional<std::string> host_generation(const std::string& host) override {
-    auto it = generations.find(host);
-    if (it == generations.end()) return std::nullopt;
-    return it->second;
-  }
-  std::vector<std::int64_t> set_host_health(const std::string& host, HostHealth health) override {
-    log_.push_back("apply health " + host + " " + std::string(scheduler::host_health_name(health)));
-    return health == HostHealth::kFailed ? jobs_on[host] : std::vector<std::int64_t>{};
-  }
-  bool release(std::int64_t job) override {
-    const bool held = running.erase(job) > 0;
-    log_.push_back("release " + std::to_string(job) + (held ? "" : " refused"));
-    return held;
-  }
-  void set_quota(const std::string& tenant, std::optional<int> max_cores) override {
-    log_.push_back("apply quota " + tenant + " " +
-                   (max_cores ? std::to_string(*max_cores) : std::string("none")));
-  }
-
- private:
-  CallLog& log_;
-};
-
 db::ClusterHostRow host_row(const std::string& name, const std::string& generation) {
   db::ClusterHostRow row;
   row.name = name;
@@ -129,32 +98,27 @@ std::string joined(const CallLog& log) {
 struct Fixture {
   CallLog log;
   FakeStore store{log};
-  FakePool pool{log};
+  PoolAdmin admin{store};
 };
 
-TEST(PoolAdmin, AnUnknownHostIsNotFoundInEitherModeAndNothingIsStored) {
-  for (bool cluster : {false, true}) {
-    Fixture f;
-    f.store.hosts = {host_row("tpu-a-0", "v5e")};
-    f.pool.generations = {{"tpu-a-0", "v5e"}};
-    PoolAdmin admin(f.store, f.pool, cluster);
-    auto answer = admin.set_host_health("tpu-zz", HostHealth::kFailed);
-    ASSERT_FALSE(answer.ok()) << "cluster=" << cluster;
-    EXPECT_EQ(answer.code(), db::ErrorCode::kNotFound);
-    EXPECT_EQ(answer.error().message, "no host 'tpu-zz' in the pool");
-    EXPECT_EQ(joined(f.log), "");
-  }
+TEST(PoolAdmin, AnUnknownHostIsNotFoundAndNothingIsStored) {
+  Fixture f;
+  f.store.hosts = {host_row("tpu-a-0", "v5e")};
+  auto answer = f.admin.set_host_health("tpu-zz", HostHealth::kFailed);
+  ASSERT_FALSE(answer.ok());
+  EXPECT_EQ(answer.code(), db::ErrorCode::kNotFound);
+  EXPECT_EQ(answer.error().message, "no host 'tpu-zz' in the pool");
+  EXPECT_EQ(joined(f.log), "");
 }
 
 TEST(PoolAdmin, AnUnknownHostsNameIsCutInTheMessage) {
   Fixture f;
-  PoolAdmin admin(f.store, f.pool, /*cluster=*/false);
-  auto answer = admin.set_host_health(std::string(500, 'h'), HostHealth::kDraining);
+  auto answer = f.admin.set_host_health(std::string(500, 'h'), HostHealth::kDraining);
   ASSERT_FALSE(answer.ok());
   EXPECT_EQ(answer.error().message, "no host '" + std::string(64, 'h') + "' in the pool");
 }
 
-TEST(PoolAdmin, AFailedHostInAClusterListsExactlyTheJobsWhoseAllocationNamesIt) {
+TEST(PoolAdmin, AFailedHostListsExactlyTheJobsWhoseAllocationNamesIt) {
   Fixture f;
   f.store.hosts = {host_row("tpu-a-0", "v5e"), host_row("tpu-a-1", "v5e")};
   f.store.unfinished = {
@@ -167,118 +131,73 @@ TEST(PoolAdmin, AFailedHostInAClusterListsExactlyTheJobsWhoseAllocationNamesIt) 
       job_row(6, db::JobState::kRunning, R"({"devices":8})"),
       job_row(7, db::JobState::kRunning, "not json"),
   };
-  PoolAdmin admin(f.store, f.pool, /*cluster=*/true);
-  auto answer = admin.set_host_health("tpu-a-0", HostHealth::kFailed);
+  auto answer = f.admin.set_host_health("tpu-a-0", HostHealth::kFailed);
   ASSERT_TRUE(answer.ok()) << answer.error().message;
   EXPECT_EQ(*answer, json::parse(R"({"host":"tpu-a-0","health":"failed","affected_jobs":[1,3]})"));
   EXPECT_EQ(joined(f.log), "store health tpu-a-0 v5e failed; notify tpujobs_submit pool")
-      << "the cluster's in-memory pool is not touched: the leader moves the jobs";
+      << "stored, then the leader is told: it moves the jobs";
 }
 
-TEST(PoolAdmin, ADrainingHostInAClusterAffectsNoJobYet) {
+TEST(PoolAdmin, ADrainingHostAffectsNoJobYet) {
   Fixture f;
   f.store.hosts = {host_row("tpu-a-0", "v4")};
   f.store.unfinished = {job_row(1, db::JobState::kRunning, R"({"hosts":["tpu-a-0"]})")};
-  PoolAdmin admin(f.store, f.pool, /*cluster=*/true);
-  auto answer = admin.set_host_health("tpu-a-0", HostHealth::kDraining);
+  auto answer = f.admin.set_host_health("tpu-a-0", HostHealth::kDraining);
   ASSERT_TRUE(answer.ok());
   EXPECT_EQ(*answer, json::parse(R"({"host":"tpu-a-0","health":"draining","affected_jobs":[]})"));
   EXPECT_EQ(joined(f.log), "store health tpu-a-0 v4 draining; notify tpujobs_submit pool");
 }
 
-TEST(PoolAdmin, HealthIsStoredBeforeTheInMemoryPoolIsChanged) {
+TEST(PoolAdmin, HealthTheStoreRefusedIsNotAppliedAndTheLeaderIsNotWoken) {
   Fixture f;
-  f.pool.generations = {{"tpu-a-0", "v5e"}};
-  f.pool.jobs_on["tpu-a-0"] = {11, 12};
-  PoolAdmin admin(f.store, f.pool, /*cluster=*/false);
-  auto answer = admin.set_host_health("tpu-a-0", HostHealth::kFailed);
-  ASSERT_TRUE(answer.ok());
-  EXPECT_EQ(*answer,
-            json::parse(R"({"host":"tpu-a-0","health":"failed","affected_jobs":[11,12]})"));
-  EXPECT_EQ(joined(f.log), "store health tpu-a-0 v5e failed; apply health tpu-a-0 failed");
+  f.store.hosts = {host_row("tpu-a-0", "v5e")};
+  f.store.down = true;
+  auto answer = f.admin.set_host_health("tpu-a-0", HostHealth::kFailed);
+  ASSERT_FALSE(answer.ok());
+  EXPECT_EQ(answer.code(), db::ErrorCode::kUnavailable);
+  EXPECT_EQ(joined(f.log), "");
 }
 
-TEST(PoolAdmin, HealthTheStoreRefusedIsNotApplied) {
-  for (bool cluster : {false, true}) {
-    Fixture f;
-    f.pool.generations = {{"tpu-a-0", "v5e"}};
-    f.store.hosts = {host_row("tpu-a-0", "v5e")};
-    f.store.down = true;
-    PoolAdmin admin(f.store, f.pool, cluster);
-    auto answer = admin.set_host_health("tpu-a-0", HostHealth::kFailed);
-    ASSERT_FALSE(answer.ok());
-    EXPECT_EQ(answer.code(), db::ErrorCode::kUnavailable);
-    EXPECT_EQ(joined(f.log), "") << "cluster=" << cluster;
-  }
+TEST(PoolAdmin, ForceReleaseOfAJobHoldingNoCoresIsNotFoundAndNoOneIsTold) {
+  Fixture f;
+  auto answer = f.admin.force_release(42);
+  ASSERT_FALSE(answer.ok());
+  EXPECT_EQ(answer.code(), db::ErrorCode::kNotFound);
+  EXPECT_EQ(answer.error().message, "job 42 holds no cores");
+  EXPECT_EQ(joined(f.log), "transition 42 to FAILED refused");
 }
 
-TEST(PoolAdmin, ForceReleaseOfAJobHoldingNoCoresIsNotFound) {
-  {
-    Fixture f;
-    PoolAdmin admin(f.store, f.pool, /*cluster=*/false);
-    auto answer = admin.force_release(42);
-    ASSERT_FALSE(answer.ok());
-    EXPECT_EQ(answer.code(), db::ErrorCode::kNotFound);
-    EXPECT_EQ(answer.error().message, "job 42 holds no cores here");
-  }
-  {
-    Fixture f;
-    PoolAdmin admin(f.store, f.pool, /*cluster=*/true);
-    auto answer = admin.force_release(42);
-    ASSERT_FALSE(answer.ok());
-    EXPECT_EQ(answer.code(), db::ErrorCode::kNotFound);
-    EXPECT_EQ(answer.error().message, "job 42 holds no cores");
-    EXPECT_EQ(joined(f.log), "transition 42 to FAILED refused") << "and no one is notified";
-  }
-}
-
-TEST(PoolAdmin, ForceReleaseInAClusterEndsTheLeaseThenTellsItsAgentAndTheLeader) {
+TEST(PoolAdmin, ForceReleaseEndsTheLeaseThenTellsItsAgentAndTheLeader) {
   Fixture f;
   f.store.holding_cores = {7};
   f.store.agents[7] = "agent-b";
-  PoolAdmin admin(f.store, f.pool, /*cluster=*/true);
-  auto answer = admin.force_release(7);
+  auto answer = f.admin.force_release(7);
   ASSERT_TRUE(answer.ok());
   EXPECT_EQ(*answer, json::parse(R"({"job":7,"released":true})"));
   EXPECT_EQ(joined(f.log),
             "transition 7 to FAILED; notify tpujobs_agent agent-b; notify tpujobs_submit released");
 }
 
-TEST(PoolAdmin, ForceReleaseInOneProcessReleasesTheCoresInMemory) {
+TEST(PoolAdmin, AQuotaIsStored) {
   Fixture f;
-  f.pool.running = {7};
-  PoolAdmin admin(f.store, f.pool, /*cluster=*/false);
-  auto answer = admin.force_release(7);
+  auto answer = f.admin.set_quota("team-a", 16);
   ASSERT_TRUE(answer.ok());
-  EXPECT_EQ(*answer, json::parse(R"({"job":7,"released":true})"));
-  EXPECT_EQ(joined(f.log), "release 7");
+  EXPECT_EQ(*answer, json::parse(R"({"tenant":"team-a","max_cores":16})"));
+  EXPECT_EQ(joined(f.log), "store quota team-a 16");
 }
 
-TEST(PoolAdmin, AQuotaIsStoredThenApplied) {
-  for (bool cluster : {false, true}) {
-    Fixture f;
-    PoolAdmin admin(f.store, f.pool, cluster);
-    auto answer = admin.set_quota("team-a", 16);
-    ASSERT_TRUE(answer.ok());
-    EXPECT_EQ(*answer, json::parse(R"({"tenant":"team-a","max_cores":16})"));
-    EXPECT_EQ(joined(f.log), "store quota team-a 16; apply quota team-a 16");
-  }
-}
-
-TEST(PoolAdmin, ClearingAQuotaAnswersNullAndIsStoredThenApplied) {
+TEST(PoolAdmin, ClearingAQuotaAnswersNullAndIsStored) {
   Fixture f;
-  PoolAdmin admin(f.store, f.pool, /*cluster=*/false);
-  auto answer = admin.set_quota("team-a", std::nullopt);
+  auto answer = f.admin.set_quota("team-a", std::nullopt);
   ASSERT_TRUE(answer.ok());
   EXPECT_EQ(*answer, json::parse(R"({"tenant":"team-a","max_cores":null})"));
-  EXPECT_EQ(joined(f.log), "store quota team-a none; apply quota team-a none");
+  EXPECT_EQ(joined(f.log), "store quota team-a none");
 }
 
-TEST(PoolAdmin, AQuotaTheStoreRefusedKeepsTheOldOne) {
+TEST(PoolAdmin, AQuotaTheStoreRefusedIsAnError) {
   Fixture f;
   f.store.down = true;
-  PoolAdmin admin(f.store, f.pool, /*cluster=*/false);
-  auto answer = admin.set_quota("team-a", 4);
+  auto answer = f.admin.set_quota("team-a", 4);
   ASSERT_FALSE(answer.ok());
   EXPECT_EQ(answer.code(), db::ErrorCode::kUnavailable);
   EXPECT_EQ(joined(f.log), "");
