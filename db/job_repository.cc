@@ -468,6 +468,17 @@ Result<std::vector<JobRow>> JobRepository::load_unfinished() {
   return load_unfinished_columns(TPUJOBS_JOB_COLUMNS);
 }
 
+Result<std::vector<JobRow>> JobRepository::load_placed() {
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<JobRow>> {
+        Result<QueryResult> rows = connection.execute(
+            "SELECT " TPUJOBS_JOB_SCHEDULING_COLUMNS
+            " FROM jobs j WHERE j.state IN ('STARTING', 'RUNNING') ORDER BY j.id");
+        if (!rows.ok()) return rows.error();
+        return read_jobs(*rows);
+      });
+}
+
 Result<std::vector<JobRow>> JobRepository::load_unfinished_to_schedule() {
   return load_unfinished_columns(TPUJOBS_JOB_SCHEDULING_COLUMNS);
 }
@@ -618,6 +629,16 @@ Result<std::vector<JobEventRow>> JobRepository::list_events(std::int64_t id) {
           events.push_back(std::move(event));
         }
         return events;
+      });
+}
+
+Result<std::int64_t> JobRepository::count_queued() {
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::int64_t> {
+        Result<QueryResult> rows =
+            connection.execute("SELECT count(*) FROM jobs WHERE state = 'QUEUED'");
+        if (!rows.ok()) return rows.error();
+        return rows->int64(0, 0);
       });
 }
 

@@ -223,6 +223,10 @@ class JobRepository {
 
   // QUEUED, STARTING and RUNNING jobs, priority descending then id (restart).
   Result<std::vector<JobRow>> load_unfinished();
+  // STARTING and RUNNING jobs, by id, read as load_unfinished_to_schedule
+  // does (no documents but the allocation): the pool view's and a host
+  // failure's, which need not read the queue.
+  Result<std::vector<JobRow>> load_placed();
   // The same rows without the documents a scheduling pass does not read:
   // spec, resolved, warnings, labels, pending, progress, latest_metrics,
   // error, result and array_values are left empty (allocation is read). A
@@ -271,6 +275,8 @@ class JobRepository {
   // The job's events, oldest first.
   Result<std::vector<JobEventRow>> list_events(std::int64_t id);
 
+  // How many jobs are QUEUED (read off the partial index of queued jobs).
+  Result<std::int64_t> count_queued();
   // Every state with its job count (0 included), keyed by to_string(state).
   Result<std::map<std::string, std::int64_t>> count_jobs_by_state();
 

@@ -427,13 +427,14 @@ db::Result<std::string> JobManager::xla_report(std::int64_t id, const std::strin
 nlohmann::json JobManager::pool_view() {
   auto agents = cluster_.list_agents();
   auto hosts = cluster_.list_hosts();
-  auto unfinished = repo_.jobs.load_unfinished();
-  if (!agents.ok() || !hosts.ok() || !unfinished.ok()) {
+  auto placed = repo_.jobs.load_placed();
+  auto queued = repo_.jobs.count_queued();
+  if (!agents.ok() || !hosts.ok() || !placed.ok() || !queued.ok()) {
     return {{"error", "the database did not answer"},
             {"hosts", json::array()},
             {"agents", json::array()}};
   }
-  return views::cluster_pool(*agents, *hosts, *unfinished);
+  return views::cluster_pool(*agents, *hosts, *placed, *queued);
 }
 
 api::JsonResult JobManager::set_host_health(const std::string& host, scheduler::HostHealth health) {

@@ -25,8 +25,8 @@ db::Status RepositoryPoolAdminStore::store_host_health(const std::string& host,
   return repo_.pool_state.upsert_host_health(host, generation, health);
 }
 
-db::Result<std::vector<db::JobRow>> RepositoryPoolAdminStore::load_unfinished() {
-  return repo_.jobs.load_unfinished();
+db::Result<std::vector<db::JobRow>> RepositoryPoolAdminStore::load_placed() {
+  return repo_.jobs.load_placed();
 }
 
 db::Result<std::optional<db::JobRow>> RepositoryPoolAdminStore::get_job(std::int64_t id) {
@@ -72,14 +72,12 @@ api::JsonResult PoolAdmin::set_host_health(const std::string& host, scheduler::H
 }
 
 db::Result<std::vector<std::int64_t>> PoolAdmin::jobs_placed_on(const std::string& host) {
-  auto unfinished = store_.load_unfinished();
-  if (!unfinished.ok()) return unfinished.error();
+  auto rows = store_.load_placed();
+  if (!rows.ok()) return rows.error();
   std::vector<std::int64_t> placed;
-  for (const db::JobRow& row : *unfinished) {
+  for (const db::JobRow& row : *rows) {
     const json allocation = views::parse_or_null(row.allocation_json);
-    if (row.state == db::JobState::kQueued || !allocation.is_object() ||
-        !allocation.contains("hosts"))
-      continue;
+    if (!allocation.is_object() || !allocation.contains("hosts")) continue;
     if (std::find(allocation["hosts"].begin(), allocation["hosts"].end(), json(host)) !=
         allocation["hosts"].end())
       placed.push_back(row.id);

@@ -37,8 +37,8 @@ class PoolAdminStore {
   // Inserts or replaces the host's stored health.
   virtual db::Status store_host_health(const std::string& host, const std::string& generation,
                                        const std::string& health) = 0;
-  // The jobs not yet terminal, with their allocations.
-  virtual db::Result<std::vector<db::JobRow>> load_unfinished() = 0;
+  // The STARTING and RUNNING jobs, with their allocations.
+  virtual db::Result<std::vector<db::JobRow>> load_placed() = 0;
   // nullopt when there is no such job.
   virtual db::Result<std::optional<db::JobRow>> get_job(std::int64_t id) = 0;
   // False when the job was not in one of t.from.
@@ -56,7 +56,7 @@ class RepositoryPoolAdminStore final : public PoolAdminStore {
   db::Result<std::vector<db::ClusterHostRow>> list_hosts() override;
   db::Status store_host_health(const std::string& host, const std::string& generation,
                                const std::string& health) override;
-  db::Result<std::vector<db::JobRow>> load_unfinished() override;
+  db::Result<std::vector<db::JobRow>> load_placed() override;
   db::Result<std::optional<db::JobRow>> get_job(std::int64_t id) override;
   db::Result<bool> transition(const db::Transition& t) override;
   db::Status store_quota(const std::string& tenant, std::optional<int> max_cores) override;
@@ -83,7 +83,7 @@ class PoolAdmin {
   api::JsonResult set_quota(const std::string& tenant, std::optional<int> max_cores);
 
  private:
-  // The unfinished jobs whose allocation names `host`.
+  // The placed jobs whose allocation names `host`.
   db::Result<std::vector<std::int64_t>> jobs_placed_on(const std::string& host);
 
   PoolAdminStore& store_;

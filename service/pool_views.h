@@ -1,5 +1,5 @@
 // Pool views: GET /v1/pool in cluster mode (DESIGN §9), from the agents'
-// registrations and the unfinished jobs' placements as stored.
+// registrations and the placed jobs' allocations as stored.
 #pragma once
 
 #include <map>
@@ -16,9 +16,10 @@ namespace tpujobs::service::views {
 // agent with its state, last heartbeat, hosts and running jobs (every job
 // it runs a part of, slices spanning agents included); and the totals.
 // A lost agent's hosts show health "unreachable".
+// `placed`: the STARTING and RUNNING jobs; `queued`: how many wait.
 nlohmann::json cluster_pool(const std::vector<db::AgentRow>& agents,
                             const std::vector<db::ClusterHostRow>& hosts,
-                            const std::vector<db::JobRow>& unfinished);
+                            const std::vector<db::JobRow>& placed, std::int64_t queued);
 
 // The layout of each generation present ("generations" in GET /v1/pool):
 // per generation with hosts, its facts (devices per host, TensorCores per

@@ -7,10 +7,9 @@ namespace tpujobs::service {
 
 db::Status requeue_left_placed(db::ConnectionPool& pool) {
   db::JobRepository jobs(pool);
-  auto unfinished = jobs.load_unfinished();
-  if (!unfinished.ok()) return unfinished.error();
-  for (const db::JobRow& row : *unfinished) {
-    if (row.state != db::JobState::kStarting && row.state != db::JobState::kRunning) continue;
+  auto placed = jobs.load_placed();
+  if (!placed.ok()) return placed.error();
+  for (const db::JobRow& row : *placed) {
     const db::Transition t =
         row.cancel_requested
             ? lifecycle::cancel_placed(row.id, row.placement_epoch)

@@ -318,6 +318,30 @@ TEST_F(JobRepositoryTest, LoadUnfinishedOrdersByPriorityThenIdAndTheSchedulersRe
 // The leader's read between passes: every unfinished job once, then only
 // the rows written since, finished ones included (for the reader to drop),
 // and never a change whose transaction was still open at the last read.
+TEST_F(JobRepositoryTest, ThePlacedReadHasOnlyStartingAndRunningJobsAndTheQueuedAreCounted) {
+  const auto inserted = insert({job("a"), job("b"), job("c"), job("d"), job("e")});
+  const auto move = [&](int i, JobState from, JobState to) {
+    Transition t{.job_id = inserted[i].row.id, .from = {from}, .to = to, .reason = "test"};
+    if (to == JobState::kStarting && i == 1) t.allocation_json = R"({"hosts": ["h0"]})";
+    ASSERT_TRUE(*jobs_->transition(t));
+  };
+  move(0, JobState::kQueued, JobState::kStarting);
+  move(1, JobState::kQueued, JobState::kStarting);
+  move(1, JobState::kStarting, JobState::kRunning);
+  move(2, JobState::kQueued, JobState::kCancelled);
+  auto placed = jobs_->load_placed();
+  ASSERT_TRUE(placed.ok()) << placed.error().message;
+  ASSERT_EQ(placed->size(), 2u);
+  EXPECT_EQ((*placed)[0].name, "a");
+  EXPECT_EQ((*placed)[0].state, JobState::kStarting);
+  EXPECT_EQ((*placed)[1].name, "b");
+  EXPECT_EQ((*placed)[1].allocation_json.value_or(""), R"({"hosts": ["h0"]})");
+  EXPECT_TRUE((*placed)[1].spec_json.empty()) << "the placed read leaves the spec out";
+  auto queued = jobs_->count_queued();
+  ASSERT_TRUE(queued.ok());
+  EXPECT_EQ(*queued, 2) << "d and e";
+}
+
 TEST_F(JobRepositoryTest, AReadSinceALowWaterReturnsEveryRowWrittenAfterItAndNoOther) {
   const auto inserted = insert({job("a"), job("b"), job("c")});
   ASSERT_EQ(3u, inserted.size());

@@ -21,7 +21,7 @@ class FakeStore final : public PoolAdminStore {
   explicit FakeStore(CallLog& log) : log_(log) {}
 
   std::vector<db::ClusterHostRow> hosts;
-  std::vector<db::JobRow> unfinished;
+  std::vector<db::JobRow> placed;
   std::set<std::int64_t> holding_cores;  // jobs release_lease can move
   std::map<std::int64_t, std::string> agents;
   bool down = false;
@@ -36,9 +36,9 @@ class FakeStore final : public PoolAdminStore {
     log_.push_back("store health " + host + " " + generation + " " + health);
     return db::Status::Ok();
   }
-  db::Result<std::vector<db::JobRow>> load_unfinished() override {
+  db::Result<std::vector<db::JobRow>> load_placed() override {
     if (down) return unavailable();
-    return unfinished;
+    return placed;
   }
   db::Result<std::optional<db::JobRow>> get_job(std::int64_t id) override {
     if (down) return unavailable();
@@ -121,13 +121,10 @@ TEST(PoolAdmin, AnUnknownHostsNameIsCutInTheMessage) {
 TEST(PoolAdmin, AFailedHostListsExactlyTheJobsWhoseAllocationNamesIt) {
   Fixture f;
   f.store.hosts = {host_row("tpu-a-0", "v5e"), host_row("tpu-a-1", "v5e")};
-  f.store.unfinished = {
+  f.store.placed = {
       job_row(1, db::JobState::kRunning, R"({"hosts":["tpu-a-0","tpu-a-1"]})"),
       job_row(2, db::JobState::kRunning, R"({"hosts":["tpu-a-1"]})"),
       job_row(3, db::JobState::kStarting, R"({"hosts":["tpu-a-1","tpu-a-0"]})"),
-      // Queued: an allocation left from an earlier attempt holds no cores.
-      job_row(4, db::JobState::kQueued, R"({"hosts":["tpu-a-0"]})"),
-      job_row(5, db::JobState::kQueued, std::nullopt),
       job_row(6, db::JobState::kRunning, R"({"devices":8})"),
       job_row(7, db::JobState::kRunning, "not json"),
   };
@@ -141,7 +138,7 @@ TEST(PoolAdmin, AFailedHostListsExactlyTheJobsWhoseAllocationNamesIt) {
 TEST(PoolAdmin, ADrainingHostAffectsNoJobYet) {
   Fixture f;
   f.store.hosts = {host_row("tpu-a-0", "v4")};
-  f.store.unfinished = {job_row(1, db::JobState::kRunning, R"({"hosts":["tpu-a-0"]})")};
+  f.store.placed = {job_row(1, db::JobState::kRunning, R"({"hosts":["tpu-a-0"]})")};
   auto answer = f.admin.set_host_health("tpu-a-0", HostHealth::kDraining);
   ASSERT_TRUE(answer.ok());
   EXPECT_EQ(*answer, json::parse(R"({"host":"tpu-a-0","health":"draining","affected_jobs":[]})"));

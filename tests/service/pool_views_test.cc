@@ -30,12 +30,12 @@ db::AgentRow agent(std::string name, std::string state) {
 
 // Two agents of two v4 hosts each (4 cores a host); agent b is lost. Job 41
 // is a slice across both agents led by a; job 42 runs on a's first host;
-// job 43 waits.
+// one job waits.
 struct Cluster {
   std::vector<db::AgentRow> agents = {agent("a", "alive"), agent("b", "lost")};
   std::vector<db::ClusterHostRow> hosts = {host("a-h0", "a", "alive"), host("a-h1", "a", "alive"),
                                            host("b-h0", "b", "lost"), host("b-h1", "b", "lost")};
-  std::vector<db::JobRow> unfinished;
+  std::vector<db::JobRow> placed;
   Cluster() {
     db::JobRow slice;
     slice.id = 41;
@@ -55,15 +55,13 @@ struct Cluster {
     single.state = db::JobState::kRunning;
     single.agent = "a";
     single.allocation_json = json{{"cores", {{{"host", "a-h0"}, {"core", 2}}}}}.dump();
-    db::JobRow queued;
-    queued.id = 43;
-    unfinished = {slice, single, queued};
+    placed = {slice, single};
   }
 };
 
 TEST(PoolViews, EachAgentListsEveryJobItRunsAPartOf) {
   Cluster c;
-  const json view = views::cluster_pool(c.agents, c.hosts, c.unfinished);
+  const json view = views::cluster_pool(c.agents, c.hosts, c.placed, /*queued=*/1);
   ASSERT_EQ(view["agents"].size(), 2u);
   EXPECT_EQ(view["agents"][0]["name"], "a");
   EXPECT_EQ(view["agents"][0]["running_jobs"], json({41, 42}));
@@ -76,7 +74,7 @@ TEST(PoolViews, EachAgentListsEveryJobItRunsAPartOf) {
 
 TEST(PoolViews, HostsShowTheirAgentAndALostAgentsHostsAreUnreachable) {
   Cluster c;
-  const json view = views::cluster_pool(c.agents, c.hosts, c.unfinished);
+  const json view = views::cluster_pool(c.agents, c.hosts, c.placed, /*queued=*/1);
   ASSERT_EQ(view["hosts"].size(), 4u);
   EXPECT_EQ(view["hosts"][0]["agent"], "a");
   EXPECT_EQ(view["hosts"][0]["health"], "healthy");
@@ -90,7 +88,7 @@ TEST(PoolViews, HostsShowTheirAgentAndALostAgentsHostsAreUnreachable) {
 
 TEST(PoolViews, TotalsCountEveryRegisteredCoreAndOnlyAliveHealthyOnesAsHealthy) {
   Cluster c;
-  const json view = views::cluster_pool(c.agents, c.hosts, c.unfinished);
+  const json view = views::cluster_pool(c.agents, c.hosts, c.placed, /*queued=*/1);
   EXPECT_EQ(view["total_cores"], 16);
   EXPECT_EQ(view["used_cores"], 9);
   EXPECT_EQ(view["healthy_cores"], 8);
@@ -105,7 +103,7 @@ TEST(PoolViews, ADrainingAgentsHostsShowDrainingAndAreNotCountedHealthy) {
     if (h.agent == "a") h.agent_state = "draining";
   }
   c.hosts[1].health = "failed";
-  const json view = views::cluster_pool(c.agents, c.hosts, c.unfinished);
+  const json view = views::cluster_pool(c.agents, c.hosts, c.placed, /*queued=*/1);
   EXPECT_EQ(view["agents"][0]["state"], "draining");
   EXPECT_EQ(view["hosts"][0]["health"], "draining");
   EXPECT_EQ(view["hosts"][1]["health"], "failed") << "a failed host still reads failed";
