@@ -36,16 +36,6 @@ db::Transition ending(std::int64_t job, JobStateSet from, JobState to, std::stri
 
 }  // namespace
 
-db::Transition claim(std::int64_t job, std::string reason, std::string allocation_json,
-                     std::string owner) {
-  db::Transition t = make(job, {JobState::kQueued}, JobState::kStarting, std::move(reason));
-  t.allocation_json = std::move(allocation_json);
-  t.set_started_at = true;
-  t.owner = std::move(owner);
-  t.clear_pending = true;  // and preempted_by
-  return t;
-}
-
 db::Transition place_on_agent(std::int64_t job, std::string reason, std::string allocation_json,
                               std::string agent, std::int64_t epoch,
                               const std::vector<std::pair<std::string, std::int64_t>>& parts) {
@@ -60,26 +50,10 @@ db::Transition place_on_agent(std::int64_t job, std::string reason, std::string 
   return t;
 }
 
-db::Transition run(std::int64_t job, std::string reason, std::optional<std::int64_t> fence) {
-  if (fence) {
-    db::Transition t =
-        make(job, {JobState::kStarting, JobState::kRunning}, JobState::kRunning, std::move(reason));
-    t.require_epoch = fence;
-    return t;
-  }
-  db::Transition t = make(job, {JobState::kStarting}, JobState::kRunning, std::move(reason));
-  t.durable = false;
-  return t;
-}
-
-db::Transition requeue_after_restart(std::int64_t job) {
-  return make(job, {JobState::kStarting, JobState::kRunning}, JobState::kQueued,
-              "Requeued after a service restart; resumes from its last checkpoint");
-}
-
-db::Transition requeue(std::int64_t job, std::string reason, bool retry) {
-  db::Transition t = make(job, {JobState::kRunning}, JobState::kQueued, std::move(reason));
-  t.increment_attempt = retry;
+db::Transition run(std::int64_t job, std::string reason, std::int64_t fence) {
+  db::Transition t =
+      make(job, {JobState::kStarting, JobState::kRunning}, JobState::kRunning, std::move(reason));
+  t.require_epoch = fence;
   return t;
 }
 
@@ -112,13 +86,6 @@ db::Transition preempt(std::int64_t job, std::int64_t preemptor,
     t.clear_placement = true;
     t.clear_allocation = true;
   }
-  return t;
-}
-
-db::Transition note_preemption(std::int64_t preemptor, const std::vector<std::int64_t>& victims) {
-  db::Transition t =
-      make(preemptor, {JobState::kQueued}, JobState::kQueued, preempting_reason(victims));
-  t.detail_json = preempting_detail(victims);
   return t;
 }
 

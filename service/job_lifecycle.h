@@ -1,10 +1,10 @@
 // The job lifecycle (DESIGN §5): every change of a job's state tpujobs
-// makes, by name. The single-process JobManager, the scheduler leader and
-// the agents build their state writes here and nowhere else; the job
+// makes, by name. The API service, the scheduler leader and the agents
+// build their state writes here and nowhere else; the job
 // repository applies each as one conditional update that records a
 // job_events row (a job in none of the `from` states is left as it is).
 //
-//   QUEUED --claim / place_on_agent--> STARTING --run--> RUNNING
+//   QUEUED --place_on_agent--> STARTING --run--> RUNNING
 //   STARTING|RUNNING --requeue*--> QUEUED       (resumes from its checkpoint)
 //   QUEUED|STARTING|RUNNING --finish / cancel* / reject / fail*--> terminal
 //
@@ -32,12 +32,7 @@ using JobStateSet = std::vector<db::JobState>;
 nlohmann::json error_json(std::string_view type, std::string_view message, std::string_view hint);
 std::string error_text(std::string_view type, std::string_view message, std::string_view hint);
 
-// QUEUED -> STARTING, single-process mode: `owner` (this instance) claims
-// the job for its cores (`allocation_json`). Durable: it is the claim. A
-// preempted job's preempted_by is cleared.
-db::Transition claim(std::int64_t job, std::string reason, std::string allocation_json,
-                     std::string owner);
-// QUEUED -> STARTING, cluster mode: the scheduler leader places the job on
+// QUEUED -> STARTING: the scheduler leader places the job on
 // `agent`, whose registration is `epoch`; the pending reason is cleared. It
 // lands only while that agent is alive under that epoch (not draining, not
 // lost), or for a slice spanning agents every agent of `parts` (agent,
@@ -45,20 +40,11 @@ db::Transition claim(std::int64_t job, std::string reason, std::string allocatio
 db::Transition place_on_agent(std::int64_t job, std::string reason, std::string allocation_json,
                               std::string agent, std::int64_t epoch,
                               const std::vector<std::pair<std::string, std::int64_t>>& parts = {});
-// STARTING -> RUNNING. `fence`: an agent's placement epoch (an agent that
-// restarts its own copy finds it RUNNING already); none in single-process
-// mode, where it is not flushed to disk before training goes on (lost in a
-// database crash, the job reads as STARTING under its owner, which a
-// restart requeues as it does RUNNING).
-db::Transition run(std::int64_t job, std::string reason, std::optional<std::int64_t> fence);
+// STARTING|RUNNING -> RUNNING, fenced by the agent's placement epoch (an
+// agent that restarts its own copy finds it RUNNING already).
+db::Transition run(std::int64_t job, std::string reason, std::int64_t fence);
 
-// STARTING|RUNNING -> QUEUED after a service restart: its old process is
-// gone. Not an attempt of its own.
-db::Transition requeue_after_restart(std::int64_t job);
-// RUNNING -> QUEUED, single-process mode: stopped at a checkpoint (shutdown,
-// or its host failed); `retry` counts an attempt against max_retries.
-db::Transition requeue(std::int64_t job, std::string reason, bool retry);
-// `from` -> QUEUED, cluster mode: taken off its placement (its agent lost
+// `from` -> QUEUED: taken off its placement (its agent lost
 // or stopping, its host failed, a peer of its slice unreachable), to resume
 // from its checkpoint wherever the leader places it next; `retry` counts an
 // attempt against max_retries. Fenced by the placement epoch the decision
@@ -67,7 +53,7 @@ db::Transition requeue(std::int64_t job, std::string reason, bool retry);
 db::Transition requeue_elsewhere(std::int64_t job, std::string reason,
                                  std::optional<std::int64_t> fence, bool retry, JobStateSet from);
 
-// STARTING -> QUEUED, cluster mode: its agent was lost before the job
+// STARTING -> QUEUED: its agent was lost before the job
 // started there, so it never ran; requeued as requeue_elsewhere does, with
 // no retry spent, and counted in unstarted_requeues (the caller allows a
 // few: kFreeUnstartedRequeues).
@@ -79,9 +65,6 @@ inline constexpr int kFreeUnstartedRequeues = 3;
 // job keeps reading Preempted (preempted_by) until it is placed again.
 // Fenced (an agent): taken off its placement too.
 db::Transition preempt(std::int64_t job, std::int64_t preemptor, std::optional<std::int64_t> fence);
-// QUEUED -> QUEUED: the event of a job that preempted `victims` to start
-// (in one process; a cluster's leader writes it with its marks).
-db::Transition note_preemption(std::int64_t preemptor, const std::vector<std::int64_t>& victims);
 // -> SUCCEEDED | FAILED | CANCELLED: the end of a run. `error_json` /
 // `result_json` as the job's view shows them. Fenced (an agent): from
 // RUNNING only, the run it started; else from any unfinished state.

@@ -20,12 +20,11 @@ bool terminal(JobState s) {
 // Every named transition, as the job manager, the leader and the agents make them.
 std::vector<db::Transition> every_transition() {
   return {
-      lifecycle::claim(1, "Allocated 8 cores on 1 host(s)", "{}", "tpujobs"),
       lifecycle::place_on_agent(1, "Placed on agent a", "{}", "a", 3),
-      lifecycle::run(1, "Training started", std::nullopt),
       lifecycle::run(1, "Training started on agent a", 3),
-      lifecycle::requeue_after_restart(1),
-      lifecycle::requeue(1, "Service stopping", false),
+      lifecycle::requeue_unstarted(1, "Agent a lost before the job started", 3),
+      lifecycle::preempt(1, 2, 3),
+      lifecycle::cancel_placed(1, 3),
       lifecycle::requeue_elsewhere(1, "Agent a lost", 3, true,
                                    {JobState::kStarting, JobState::kRunning}),
       lifecycle::finish(1, JobState::kSucceeded, "Training finished", std::nullopt, "{}"),
@@ -62,17 +61,12 @@ TEST(JobLifecycle, FailedAndCancelledCarryAnErrorWithTypeMessageAndHint) {
   }
 }
 
-TEST(JobLifecycle, OnlyAQueuedJobIsPlacedAndOnlyAStartingOneStartsRunningUnfenced) {
-  EXPECT_EQ(lifecycle::claim(1, "r", "{}", "me").from, std::vector{JobState::kQueued});
-  EXPECT_EQ(lifecycle::claim(1, "r", "{}", "me").owner, "me");
+TEST(JobLifecycle, OnlyAQueuedJobIsPlaced) {
   db::Transition placed = lifecycle::place_on_agent(1, "r", "{}", "a", 7);
   EXPECT_EQ(placed.from, std::vector{JobState::kQueued});
   EXPECT_EQ(placed.agent, "a");
   EXPECT_EQ(placed.placement_epoch, 7);
   EXPECT_TRUE(placed.clear_pending);
-  db::Transition run = lifecycle::run(1, "r", std::nullopt);
-  EXPECT_EQ(run.from, std::vector{JobState::kStarting});
-  EXPECT_FALSE(run.durable) << "the claim is durable; RUNNING after it need not be";
 }
 
 TEST(JobLifecycle, AnAgentsWritesAreFencedByItsPlacementEpoch) {
@@ -91,12 +85,12 @@ TEST(JobLifecycle, AnAgentsWritesAreFencedByItsPlacementEpoch) {
   EXPECT_EQ(lifecycle::fail_unavailable(1, "h", 9).require_epoch, 9);
 }
 
-TEST(JobLifecycle, ARestartOrShutdownRequeueIsNotAnAttemptAHostFailureIs) {
-  EXPECT_FALSE(lifecycle::requeue_after_restart(1).increment_attempt);
-  EXPECT_EQ(lifecycle::requeue_after_restart(1).from,
-            (std::vector{JobState::kStarting, JobState::kRunning}));
-  EXPECT_FALSE(lifecycle::requeue(1, "stopping", false).increment_attempt);
-  EXPECT_TRUE(lifecycle::requeue(1, "host failed", true).increment_attempt);
+TEST(JobLifecycle, AnUnstartedRequeueSpendsNoRetryAndIsCounted) {
+  db::Transition t = lifecycle::requeue_unstarted(1, "lost", 4);
+  EXPECT_EQ(t.from, std::vector{JobState::kStarting});
+  EXPECT_FALSE(t.increment_attempt);
+  EXPECT_TRUE(t.count_unstarted_requeue);
+  EXPECT_EQ(t.require_epoch, 4);
 }
 
 TEST(JobLifecycle, AJobThatCanNeverStartNamesWhyInItsError) {
