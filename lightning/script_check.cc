@@ -7,6 +7,7 @@
 #include <tuple>
 #include <utility>
 
+#include "lightning/checks.h"
 #include "lightning/script_calls.h"
 #include "lightning/script_xla.h"
 #include "lightning/versions.h"
@@ -36,6 +37,23 @@ std::string unquoted(const std::string& text) {
 
 bool environment_field(std::string_view field) {
   return field.starts_with("environment") || field == "lightning_version";
+}
+
+// A problem of the versions in play, placed at a requirement line: the
+// environment's fields, and a torch_xla without the XRT runtime --runtime
+// names (environment.cc, tpujobs' own text: no source). Lightning's own
+// refusal of XRT (2.2+, cited) is the Trainer call's.
+bool environment_problem(const FieldProblem& problem) {
+  return environment_field(problem.field) ||
+         (problem.field == kFieldRuntime && problem.source.empty());
+}
+
+// --runtime as the rules take it: "xrt" is XRT with XRT_TPU_CONFIG set, as
+// on a Cloud TPU VM set up for XRT (its value is not read).
+void apply_runtime(const ScriptCheckOptions& options, TrainerSettings* settings) {
+  if (!options.runtime) return;
+  settings->runtime = options.runtime;
+  if (*options.runtime == "xrt") settings->env["XRT_TPU_CONFIG"] = "localservice;0;localhost:51011";
 }
 
 // The pip distribution whose pin selects the rules for an import.
@@ -162,6 +180,7 @@ class CallChecker {
     settings.lightning_version = options_.lightning_version;
     settings.accelerator_type = options_.accelerator_type;
     settings.environment = pinned_environment(options_, call_.package);
+    apply_runtime(options_, &settings);
     if (!settings.lightning_version && !settings.environment) {
       if (const Requirement* pin =
               find_requirement(options_.requirements, distribution(call_.package));
@@ -213,8 +232,9 @@ class CallChecker {
                  : "; this call's settings were not checked"),
         "Set `" + argument.name + "` to a literal, or a module-level constant, to have it checked");
   }
-  bool reportable(std::string_view field) const {
-    if (environment_field(field) || splat_) return false;
+  bool reportable(const FieldProblem& problem) const {
+    const std::string_view field = problem.field;
+    if (environment_problem(problem) || splat_) return false;
     if (unknown_.empty()) return true;
     for (const std::string& name : unknown_)
       if (!contains(kDeviceArguments, name)) return false;
@@ -229,7 +249,7 @@ class CallChecker {
   }
   void report(const Resolution& resolution) {
     for (const FieldProblem& problem : resolution.errors) {
-      if (!reportable(problem.field)) continue;
+      if (!reportable(problem)) continue;
       const auto [line, column] = position(problem.field);
       out_.push_back({std::string(path_), line, column, problem.field, Severity::kError,
                       problem.message, problem.hint, problem.source});
@@ -324,13 +344,15 @@ std::vector<Finding> check_environment_pins(const ScriptCheckOptions& options,
     settings.lightning_version = options.lightning_version;
     settings.environment = pinned_environment(options, package);
     if (!settings.environment) continue;
+    apply_runtime(options, &settings);
     const Resolution resolution = resolve(settings, options.pool);
     for (const FieldProblem& problem : resolution.errors) {
-      if (!environment_field(problem.field)) continue;
-      const std::string_view pin = problem.field == "environment.torch" ? "torch"
-                                   : problem.field == "environment.torch_xla"
-                                       ? "torch-xla"
-                                       : distribution(package);
+      if (!environment_problem(problem)) continue;
+      const std::string_view pin =
+          problem.field == "environment.torch" ? "torch"
+          : problem.field == "environment.torch_xla" || problem.field == kFieldRuntime
+              ? "torch-xla"
+              : distribution(package);
       const Requirement* at = find_requirement(options.requirements, pin);
       if (!at) at = &options.requirements.front();
       if (!reported.insert(problem.field + problem.message).second) continue;
