@@ -16,13 +16,16 @@ namespace tpujobs::lightning {
 namespace {
 
 // The Trainer / Fabric keyword arguments job validation has rules for.
-constexpr std::string_view kCheckedArguments[] = {"accelerator", "devices",   "tpu_cores",
-                                                  "num_nodes",   "precision", "strategy",
-                                                  "gpus",        "ipus",      "num_processes"};
+constexpr std::string_view kCheckedArguments[] = {
+    "accelerator", "devices", "tpu_cores", "num_nodes",     "precision",
+    "strategy",    "gpus",    "ipus",      "num_processes", "max_time"};
 // Settings whose value does not change how Lightning judges `accelerator`
 // and `precision`: when only these are unknown, those two are still checked.
 // (Not 1.x's gpus, ipus, num_processes: they may set the accelerator.)
 constexpr std::string_view kDeviceArguments[] = {"devices", "tpu_cores", "num_nodes"};
+// Settings no other rule reads (the Timer's duration): when one is unknown,
+// only its own rule is not checked.
+constexpr std::string_view kOwnRuleArguments[] = {"max_time"};
 
 bool contains(std::span<const std::string_view> names, std::string_view name) {
   return std::find(names.begin(), names.end(), name) != names.end();
@@ -134,10 +137,28 @@ std::optional<DeviceValue> device_value(const PyValue& value) {
   }
 }
 
+// `max_time` as the Timer callback takes it: None is no Timer, a str is
+// parsed, anything else but a dict (which the check cannot know) has no
+// total_seconds().
+void apply_max_time(const PyValue& value, TrainerSettings* s) {
+  if (value.type == PyValue::Type::kNone) return;
+  if (value.type == PyValue::Type::kStr) {
+    s->max_time.kind = DurationValue::Kind::kString;
+    s->max_time.text = value.text.substr(0, 64);
+    return;
+  }
+  s->max_time.kind = DurationValue::Kind::kOther;
+  s->max_time.python_type = py_type_name(value);
+}
+
 // Sets one keyword argument; false when its value is of a kind the rules
 // do not take (then it is a note).
 bool apply(std::string_view name, const PyValue& value, TrainerSettings* s) {
   const bool none = value.type == PyValue::Type::kNone;
+  if (name == "max_time") {
+    apply_max_time(value, s);
+    return true;
+  }
   if (name == "accelerator" || name == "strategy") {
     if (value.type != PyValue::Type::kStr && !(none && name == "accelerator")) return false;
     std::optional<std::string>& field = name == "accelerator" ? s->accelerator : s->strategy;
@@ -226,7 +247,8 @@ class CallChecker {
     note(
         argument.line, argument.column,
         "not checked: `" + argument.name + "`: " + reason +
-            (contains(kDeviceArguments, argument.name)
+            (contains(kOwnRuleArguments, argument.name) ? ""
+             : contains(kDeviceArguments, argument.name)
                  ? "; this call's settings other than `accelerator` and `precision` were not "
                    "checked"
                  : "; this call's settings were not checked"),
@@ -235,10 +257,13 @@ class CallChecker {
   bool reportable(const FieldProblem& problem) const {
     const std::string_view field = problem.field;
     if (environment_problem(problem) || splat_) return false;
-    if (unknown_.empty()) return true;
-    for (const std::string& name : unknown_)
+    bool devices_unknown = false;
+    for (const std::string& name : unknown_) {
+      if (contains(kOwnRuleArguments, name)) continue;
       if (!contains(kDeviceArguments, name)) return false;
-    return field == "trainer.accelerator" || field == "trainer.precision";
+      devices_unknown = true;
+    }
+    return !devices_unknown || field == "trainer.accelerator" || field == "trainer.precision";
   }
   std::pair<int, int> position(std::string_view field) const {
     if (field.starts_with("trainer.")) {
@@ -254,7 +279,9 @@ class CallChecker {
       out_.push_back({std::string(path_), line, column, problem.field, Severity::kError,
                       problem.message, problem.hint, problem.source});
     }
-    if (splat_ || !unknown_.empty()) return;
+    for (const std::string& name : unknown_)
+      if (!contains(kOwnRuleArguments, name)) return;
+    if (splat_) return;
     std::set<std::string> seen;
     for (const std::string& warning : resolution.warnings) {
       if (!seen.insert(warning).second) continue;
