@@ -104,7 +104,12 @@ Response check_request(const json& body) {
   options.accelerator_type = optional_string(body, "accelerator_type", &error);
   options.lightning_version = optional_string(body, "lightning", &error);
   options.python = optional_string(body, "python", &error);
+  options.runtime = optional_string(body, "runtime", &error);
   if (error) return std::move(*error);
+  if (options.runtime && *options.runtime != "pjrt" && *options.runtime != "xrt")
+    return bad(422, "runtime", "`runtime` must be \"pjrt\" or \"xrt\"",
+               "use \"pjrt\" (PJRT_DEVICE set) or \"xrt\" (XRT_TPU_CONFIG set), or leave it out "
+               "for what the pinned torch_xla picks");
   if (options.lightning_version && !lightning::find_release(*options.lightning_version))
     return bad(422, "lightning", "`lightning` is not a release tpujobs reproduces",
                "use one of " + lightning::release_names() + ", or a full version such as 2.1.3");

@@ -38,6 +38,7 @@ struct CheckLine {
   std::optional<std::string> accelerator_type;
   std::optional<std::string> lightning;
   std::optional<std::string> python;
+  std::optional<std::string> runtime;
   std::vector<std::string> requirements;
   std::string format = "text";
   std::optional<std::string> output;
@@ -74,6 +75,15 @@ std::unique_ptr<CLI::App> check_app(CheckLine& line) {
          });
   valued(*app, "--python", "VERSION", "the Python of the TPU VM (3.8 ... 3.11); default 3.10",
          into(line.python, "--python"));
+  valued(*app, "--runtime", "R",
+         "the torch_xla runtime: pjrt (PJRT_DEVICE set) or xrt\n"
+         "(XRT_TPU_CONFIG set); default: what the pinned torch_xla\n"
+         "picks by itself (XRT up to 1.13, PJRT from 2.0)",
+         [&line](const std::string& value) {
+           if (value != "pjrt" && value != "xrt")
+             throw UsageError("--runtime must be pjrt or xrt, not '" + value + "'");
+           line.runtime = value;
+         });
   valued(*app, "--requirements", "FILE",
          "a requirements.txt, `pip freeze` output or pyproject.toml whose\n"
          "pins (torch, torch_xla, lightning / pytorch-lightning) are the\n"
@@ -242,6 +252,7 @@ int run_check_command(const std::vector<std::string>& args, std::ostream& out, s
   options.lightning_version = line.lightning;
   options.accelerator_type = line.accelerator_type;
   options.python = line.python;
+  options.runtime = line.runtime;
   options.pool = *pool;
   const base::Result<Sources> sources = read_sources(line);
   if (!sources.ok()) {

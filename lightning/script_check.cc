@@ -7,6 +7,7 @@
 #include <tuple>
 #include <utility>
 
+#include "lightning/checks.h"
 #include "lightning/script_calls.h"
 #include "lightning/script_xla.h"
 #include "lightning/versions.h"
@@ -15,13 +16,16 @@ namespace tpujobs::lightning {
 namespace {
 
 // The Trainer / Fabric keyword arguments job validation has rules for.
-constexpr std::string_view kCheckedArguments[] = {"accelerator", "devices",   "tpu_cores",
-                                                  "num_nodes",   "precision", "strategy",
-                                                  "gpus",        "ipus",      "num_processes"};
+constexpr std::string_view kCheckedArguments[] = {
+    "accelerator", "devices", "tpu_cores", "num_nodes",     "precision",
+    "strategy",    "gpus",    "ipus",      "num_processes", "max_time"};
 // Settings whose value does not change how Lightning judges `accelerator`
 // and `precision`: when only these are unknown, those two are still checked.
 // (Not 1.x's gpus, ipus, num_processes: they may set the accelerator.)
 constexpr std::string_view kDeviceArguments[] = {"devices", "tpu_cores", "num_nodes"};
+// Settings no other rule reads (the Timer's duration): when one is unknown,
+// only its own rule is not checked.
+constexpr std::string_view kOwnRuleArguments[] = {"max_time"};
 
 bool contains(std::span<const std::string_view> names, std::string_view name) {
   return std::find(names.begin(), names.end(), name) != names.end();
@@ -36,6 +40,23 @@ std::string unquoted(const std::string& text) {
 
 bool environment_field(std::string_view field) {
   return field.starts_with("environment") || field == "lightning_version";
+}
+
+// A problem of the versions in play, placed at a requirement line: the
+// environment's fields, and a torch_xla without the XRT runtime --runtime
+// names (environment.cc, tpujobs' own text: no source). Lightning's own
+// refusal of XRT (2.2+, cited) is the Trainer call's.
+bool environment_problem(const FieldProblem& problem) {
+  return environment_field(problem.field) ||
+         (problem.field == kFieldRuntime && problem.source.empty());
+}
+
+// --runtime as the rules take it: "xrt" is XRT with XRT_TPU_CONFIG set, as
+// on a Cloud TPU VM set up for XRT (its value is not read).
+void apply_runtime(const ScriptCheckOptions& options, TrainerSettings* settings) {
+  if (!options.runtime) return;
+  settings->runtime = options.runtime;
+  if (*options.runtime == "xrt") settings->env["XRT_TPU_CONFIG"] = "localservice;0;localhost:51011";
 }
 
 // The pip distribution whose pin selects the rules for an import.
@@ -116,10 +137,28 @@ std::optional<DeviceValue> device_value(const PyValue& value) {
   }
 }
 
+// `max_time` as the Timer callback takes it: None is no Timer, a str is
+// parsed, anything else but a dict (which the check cannot know) has no
+// total_seconds().
+void apply_max_time(const PyValue& value, TrainerSettings* s) {
+  if (value.type == PyValue::Type::kNone) return;
+  if (value.type == PyValue::Type::kStr) {
+    s->max_time.kind = DurationValue::Kind::kString;
+    s->max_time.text = value.text.substr(0, 64);
+    return;
+  }
+  s->max_time.kind = DurationValue::Kind::kOther;
+  s->max_time.python_type = py_type_name(value);
+}
+
 // Sets one keyword argument; false when its value is of a kind the rules
 // do not take (then it is a note).
 bool apply(std::string_view name, const PyValue& value, TrainerSettings* s) {
   const bool none = value.type == PyValue::Type::kNone;
+  if (name == "max_time") {
+    apply_max_time(value, s);
+    return true;
+  }
   if (name == "accelerator" || name == "strategy") {
     if (value.type != PyValue::Type::kStr && !(none && name == "accelerator")) return false;
     std::optional<std::string>& field = name == "accelerator" ? s->accelerator : s->strategy;
@@ -162,6 +201,7 @@ class CallChecker {
     settings.lightning_version = options_.lightning_version;
     settings.accelerator_type = options_.accelerator_type;
     settings.environment = pinned_environment(options_, call_.package);
+    apply_runtime(options_, &settings);
     if (!settings.lightning_version && !settings.environment) {
       if (const Requirement* pin =
               find_requirement(options_.requirements, distribution(call_.package));
@@ -207,18 +247,23 @@ class CallChecker {
     note(
         argument.line, argument.column,
         "not checked: `" + argument.name + "`: " + reason +
-            (contains(kDeviceArguments, argument.name)
+            (contains(kOwnRuleArguments, argument.name) ? ""
+             : contains(kDeviceArguments, argument.name)
                  ? "; this call's settings other than `accelerator` and `precision` were not "
                    "checked"
                  : "; this call's settings were not checked"),
         "Set `" + argument.name + "` to a literal, or a module-level constant, to have it checked");
   }
-  bool reportable(std::string_view field) const {
-    if (environment_field(field) || splat_) return false;
-    if (unknown_.empty()) return true;
-    for (const std::string& name : unknown_)
+  bool reportable(const FieldProblem& problem) const {
+    const std::string_view field = problem.field;
+    if (environment_problem(problem) || splat_) return false;
+    bool devices_unknown = false;
+    for (const std::string& name : unknown_) {
+      if (contains(kOwnRuleArguments, name)) continue;
       if (!contains(kDeviceArguments, name)) return false;
-    return field == "trainer.accelerator" || field == "trainer.precision";
+      devices_unknown = true;
+    }
+    return !devices_unknown || field == "trainer.accelerator" || field == "trainer.precision";
   }
   std::pair<int, int> position(std::string_view field) const {
     if (field.starts_with("trainer.")) {
@@ -229,12 +274,14 @@ class CallChecker {
   }
   void report(const Resolution& resolution) {
     for (const FieldProblem& problem : resolution.errors) {
-      if (!reportable(problem.field)) continue;
+      if (!reportable(problem)) continue;
       const auto [line, column] = position(problem.field);
       out_.push_back({std::string(path_), line, column, problem.field, Severity::kError,
                       problem.message, problem.hint, problem.source});
     }
-    if (splat_ || !unknown_.empty()) return;
+    for (const std::string& name : unknown_)
+      if (!contains(kOwnRuleArguments, name)) return;
+    if (splat_) return;
     std::set<std::string> seen;
     for (const std::string& warning : resolution.warnings) {
       if (!seen.insert(warning).second) continue;
@@ -324,13 +371,15 @@ std::vector<Finding> check_environment_pins(const ScriptCheckOptions& options,
     settings.lightning_version = options.lightning_version;
     settings.environment = pinned_environment(options, package);
     if (!settings.environment) continue;
+    apply_runtime(options, &settings);
     const Resolution resolution = resolve(settings, options.pool);
     for (const FieldProblem& problem : resolution.errors) {
-      if (!environment_field(problem.field)) continue;
-      const std::string_view pin = problem.field == "environment.torch" ? "torch"
-                                   : problem.field == "environment.torch_xla"
-                                       ? "torch-xla"
-                                       : distribution(package);
+      if (!environment_problem(problem)) continue;
+      const std::string_view pin =
+          problem.field == "environment.torch" ? "torch"
+          : problem.field == "environment.torch_xla" || problem.field == kFieldRuntime
+              ? "torch-xla"
+              : distribution(package);
       const Requirement* at = find_requirement(options.requirements, pin);
       if (!at) at = &options.requirements.front();
       if (!reported.insert(problem.field + problem.message).second) continue;

@@ -62,6 +62,11 @@ struct ScriptCheckOptions {
   std::optional<std::string> accelerator_type;   // --accelerator-type: "v3-8"
   // --python: "3.10"; the environment check assumes 3.10 (a Cloud TPU VM's) without it.
   std::optional<std::string> python;
+  // --runtime: "pjrt" (PJRT_DEVICE is set) or "xrt" (XRT_TPU_CONFIG is set,
+  // PJRT_DEVICE is not), torch_xla's own switch. nullopt: what the pinned
+  // torch_xla does by itself (script_xla.cc: XRT up to 1.13, PJRT from 2.0).
+  // "xrt" also reaches the Trainer's rules (runtime, with XRT_TPU_CONFIG set).
+  std::optional<std::string> runtime;
   std::vector<Requirement> requirements;  // from every --requirements file
   PoolView pool;                          // the generations the type names
 };

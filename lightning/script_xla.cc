@@ -1,11 +1,23 @@
-// xmp.spawn(fn, args=(), nprocs=None, ...) under PJRT, the runtime tpujobs
-// jobs run (`runtime: "pjrt"`, PJRT_DEVICE=TPU). From torch_xla 2.0,
-// torch_xla/distributed/xla_multiprocessing.py hands it to the PJRT spawn
-// (v2.0.0:386 `pjrt.spawn(fn, nprocs, start_method, args)`; v2.9.0:43), whose
-// only nprocs that is not ignored or refused is 1 (one process) or None (one
-// per device). 1.13's PJRT spawn takes no nprocs at all (v1.13.0
-// xla_multiprocessing.py `pjrt.spawn(fn, args)`) and says nothing: no row.
-// XRT's `_pre_fork_setup` (1.13, 2.0, the 2.1.0+xrt build) is not modelled.
+// xmp.spawn(fn, args=(), nprocs=None, ...) by the runtime torch_xla runs it
+// on, which torch_xla itself picks from the environment:
+// - PJRT (PJRT_DEVICE set). From torch_xla 2.0,
+//   torch_xla/distributed/xla_multiprocessing.py hands spawn to the PJRT
+//   spawn (v2.0.0:386 `pjrt.spawn(fn, nprocs, start_method, args)`; v2.9.0:43),
+//   whose only nprocs that is not ignored or refused is 1 (one process) or
+//   None (one per device). 1.13's PJRT spawn takes no nprocs at all (v1.13.0
+//   xla_multiprocessing.py `pjrt.spawn(fn, args)`) and says nothing: no row.
+// - XRT (XRT_TPU_CONFIG set, PJRT_DEVICE not): spawn's own _pre_fork_setup,
+//   which takes 1 or the host's device count, TPU_NUM_DEVICES or 8 when it is
+//   unset (v2.0.0 xla_multiprocessing.py:80-83), and raises ValueError for
+//   anything else. It is in every torch_xla up to 2.0 and in the separate
+//   2.1.0+xrt build (the `xrt` branch); v2.1.0's own wheels have no XRT
+//   (`@xr.requires_pjrt def spawn`, v2.1.0 xla_multiprocessing.py:6).
+// Which one runs when neither variable is set: XRT up to 1.13 (v1.13.0
+// torch_xla/experimental/pjrt.py:40-42, using_pjrt() is PJRT_DEVICE being
+// set; before 1.13 spawn has no PJRT path), PJRT from 2.0 (v2.0.0
+// experimental/pjrt.py:34-56 selects PJRT unless an XRT_* variable is set;
+// the xrt branch's runtime.py:28-50 the same; v2.1.0 runtime.py:30-48
+// ignores XRT_* and always selects PJRT).
 #include "lightning/script_xla.h"
 
 #include <charconv>
@@ -14,6 +26,7 @@
 #include <string>
 
 #include "lightning/checks.h"
+#include "lightning/python.h"
 #include "lightning/versions.h"
 
 namespace tpujobs::lightning {
@@ -51,7 +64,8 @@ constexpr SpawnNprocsRule kSpawnNprocsRules[] = {
      Severity::kWarning,
      "Unsupported nprocs ({nprocs}), ignoring...",
      "pytorch/xla v2.5.1:torch_xla/_internal/pjrt.py:207 (spawn, logging.warning; "
-     "v2.1.1:200, v2.2.0:198, v2.3.0:209, v2.4.0:212)",
+     "v2.1.1:200, v2.2.0:198, v2.3.0:209, v2.4.0:212; the 2.1.0+xrt build's xrt branch "
+     "5b6e913:200)",
      kIgnoredHint},
     {{206, 208},
      Severity::kError,
@@ -68,13 +82,34 @@ constexpr SpawnNprocsRule kSpawnNprocsRules[] = {
      kRefusedHint},
 };
 
-std::string replaced(std::string_view text, std::string_view key, const std::string& value) {
-  std::string out(text);
-  for (std::size_t at = out.find(key); at != std::string::npos;
-       at = out.find(key, at + value.size()))
-    out.replace(at, key.size(), value);
-  return out;
-}
+// XRT's _pre_fork_setup: `num_devices not in [1, dev_count]` raises
+// ValueError('...'.format(dev_count, num_devices)). `{devices}` is
+// dev_count, `{nprocs}` is str(nprocs). The text is the same in every tag.
+constexpr std::string_view kXrtText =
+    "The number of devices must be either 1 or {devices}, got {nprocs} instead";
+// dev_count on a TPU: TPU_NUM_DEVICES, or 8 when it is unset (v2.0.0
+// xla_multiprocessing.py:80-83, v1.5.0:46-47).
+constexpr int kXrtDevices = 8;
+constexpr int kXrtBuild = 201;  // torch_xla 2.1.0+xrt
+
+struct XrtSpawnRule {
+  Versions versions;
+  std::string_view source;
+};
+constexpr XrtSpawnRule kXrtSpawnRules[] = {
+    {{105, 112},
+     "pytorch/xla v1.12.0:torch_xla/distributed/xla_multiprocessing.py:200-202 "
+     "(_pre_fork_setup, ValueError; v1.5.0:75-77, v1.6.0:157-159, v1.10.0:199-201)"},
+    {{113, 113},
+     "pytorch/xla v1.13.0:torch_xla/distributed/xla_multiprocessing.py:201-203 "
+     "(_pre_fork_setup, ValueError)"},
+    {{200, 200},
+     "pytorch/xla v2.0.0:torch_xla/distributed/xla_multiprocessing.py:204-206 "
+     "(_pre_fork_setup, ValueError)"},
+    {{kXrtBuild, kXrtBuild},
+     "pytorch/xla xrt branch 5b6e913 (torch_xla 2.1.0+xrt):torch_xla/distributed/"
+     "xla_multiprocessing.py:204-206 (_pre_fork_setup, ValueError)"},
+};
 
 // torch_xla's pin as major*100+minor ("2.6.0+cpu" -> 206); nullopt when
 // it does not start with two numbers.
@@ -103,11 +138,21 @@ std::optional<std::string> printed_nprocs(const PyValue& value) {
   }
 }
 
+// Python's `value == number` for the values the check knows.
+bool equals(const PyValue& value, int number) {
+  return ((value.type == PyValue::Type::kInt || value.type == PyValue::Type::kBool) &&
+          value.integer == number) ||
+         (value.type == PyValue::Type::kFloat && value.real == number);
+}
+
 bool single_or_default(const PyValue& value) {
-  return value.type == PyValue::Type::kNone ||
-         ((value.type == PyValue::Type::kInt || value.type == PyValue::Type::kBool) &&
-          value.integer == 1) ||
-         (value.type == PyValue::Type::kFloat && value.real == 1.0);
+  return value.type == PyValue::Type::kNone || equals(value, 1);
+}
+
+// Python's str(value), as '{}'.format prints it.
+std::string python_str(const PyValue& value) {
+  if (value.type == PyValue::Type::kStr) return value.text;
+  return py_value_repr(value);
 }
 
 // nprocs as written: the keyword, or the third positional argument.
@@ -122,64 +167,144 @@ const CallArgument* nprocs_argument(const LightningCall& call, bool* splat) {
   return found;
 }
 
+// The torch_xla the requirements pin, and the runtime its spawn runs on.
+struct SpawnRuntime {
+  const Requirement* pin = nullptr;
+  std::optional<int> version;  // major*100+minor; nullopt: not pinned with ==
+  bool xrt_build = false;      // "2.1.0+xrt"
+  bool xrt = false;            // spawn runs XRT's _pre_fork_setup
+  std::string reason;          // who picked the runtime, for the hints
+  std::string name() const { return xrt ? "XRT" : "PJRT"; }
+};
+
+SpawnRuntime spawn_runtime(const ScriptCheckOptions& options) {
+  SpawnRuntime out;
+  for (const Requirement& requirement : options.requirements)
+    if (requirement.package == "torch-xla") out.pin = &requirement;
+  if (out.pin && !out.pin->version.empty()) out.version = version_number(out.pin->version);
+  out.xrt_build = out.version == kXrtBuild && out.pin->version.find("+xrt") != std::string::npos;
+  // A torch_xla without XRT (2.1's own wheels, 2.2+) selects PJRT whatever
+  // XRT_* says (v2.1.0 runtime.py:30-48).
+  const bool has_xrt = !out.version || *out.version <= 200 || out.xrt_build;
+  if (options.runtime == "xrt" && !has_xrt) {
+    out.reason = "torch_xla " + out.pin->version +
+                 " has no XRT and selects PJRT whatever XRT_TPU_CONFIG says";
+  } else if (options.runtime) {
+    out.xrt = *options.runtime == "xrt";
+    out.reason = "--runtime " + *options.runtime;
+  } else if (out.version) {
+    out.xrt = *out.version <= 113;
+    const std::string name = "torch_xla " + out.pin->version;
+    out.reason = out.xrt ? name +
+                               " runs XRT (XRT_TPU_CONFIG set) unless PJRT_DEVICE is set; "
+                               "--runtime pjrt checks PJRT"
+                 : has_xrt ? name +
+                                 " selects PJRT unless an XRT_* variable is set; --runtime "
+                                 "xrt checks XRT"
+                           : name + " runs PJRT only";
+  }
+  return out;
+}
+
+std::string minor_name(int version) {
+  return std::to_string(version / 100) + "." + std::to_string(version % 100);
+}
+
+void add_note(const LightningCall& call, const CallArgument* at, std::string_view path,
+              std::string message, std::string hint, std::vector<Finding>* out) {
+  out->push_back({std::string(path), at ? at->line : call.line, at ? at->column : call.column,
+                  "not-checked", Severity::kNote, std::move(message), std::move(hint), ""});
+}
+
+// `nprocs` under XRT: 1 or the host's 8, else _pre_fork_setup's ValueError.
+void check_xrt_spawn(const LightningCall& call, const CallArgument& nprocs,
+                     const SpawnRuntime& runtime, std::string_view path,
+                     std::vector<Finding>* out) {
+  if (equals(*nprocs.value, 1) || equals(*nprocs.value, kXrtDevices)) return;
+  // Without a pin, --runtime xrt: every torch_xla that has XRT says the same.
+  const XrtSpawnRule* rule = row_for<XrtSpawnRule>(kXrtSpawnRules, runtime.version.value_or(200));
+  if (!rule) {
+    add_note(call, &nprocs, path,
+             "not checked: `nprocs` of " + call.callee +
+                 "(...): tpujobs has no rule for torch_xla " + runtime.pin->version + "'s spawn",
+             "Pin torch_xla 1.5 to 2.9 with `==` in a --requirements file", out);
+    return;
+  }
+  const std::string devices = std::to_string(kXrtDevices);
+  const bool number = printed_nprocs(*nprocs.value).has_value();
+  out->push_back(
+      {std::string(path), nprocs.line, nprocs.column, std::string(kRule), Severity::kError,
+       fill(kXrtText, {{"devices", devices}, {"nprocs", python_str(*nprocs.value)}}),
+       (number ? ""
+               : "`nprocs` is a " + py_type_name(*nprocs.value) + ", never equal to a count. ") +
+           "Under XRT (" + runtime.reason +
+           ") spawn takes `nprocs=1` or the host's device count, " + devices +
+           " (TPU_NUM_DEVICES when set): drop `nprocs` to use every device, or use `nprocs=1`",
+       std::string(rule->source)});
+}
+
+// Why a PJRT nprocs is not checked; empty when a row applies.
+std::string pjrt_unchecked(const SpawnRuntime& runtime, const SpawnNprocsRule* rule) {
+  if (rule) return "";
+  if (!runtime.pin) return "no requirements file pins torch_xla";
+  if (!runtime.version) return "torch_xla is not pinned to one version";
+  if (*runtime.version < 113)
+    return "torch_xla " + runtime.pin->version +
+           " has no PJRT runtime (PJRT came in 1.13): its spawn is XRT's";
+  if (*runtime.version == 113)
+    return "torch_xla 1.13's PJRT spawn takes no nprocs: xmp.spawn drops it without a message "
+           "(pytorch/xla v1.13.0:torch_xla/distributed/xla_multiprocessing.py:383)";
+  return "tpujobs has no rule for torch_xla " + runtime.pin->version + "'s spawn";
+}
+
 }  // namespace
 
 void check_xla_spawn(const LightningCall& call, std::string_view path,
                      const ScriptCheckOptions& options, std::vector<Finding>* out) {
-  auto note = [&](int line, int column, std::string message, std::string hint) {
-    out->push_back({std::string(path), line, column, "not-checked", Severity::kNote,
-                    std::move(message), std::move(hint), ""});
-  };
   bool splat = false;
   const CallArgument* nprocs = nprocs_argument(call, &splat);
   if (!nprocs) {
     if (splat)
-      note(call.line, call.column,
-           "not checked: " + call.callee + "(*...) / (**...) may set `nprocs`",
-           "Pass `nprocs` by keyword, or leave it out");
+      add_note(call, nullptr, path,
+               "not checked: " + call.callee + "(*...) / (**...) may set `nprocs`",
+               "Pass `nprocs` by keyword, or leave it out", out);
     return;
   }
   if (!nprocs->value) {
-    note(nprocs->line, nprocs->column,
-         "not checked: `nprocs` of " + call.callee + "(...): " + nprocs->unknown_reason,
-         "Set `nprocs` to a literal, or a module-level constant, to have it checked");
+    add_note(call, nprocs, path,
+             "not checked: `nprocs` of " + call.callee + "(...): " + nprocs->unknown_reason,
+             "Set `nprocs` to a literal, or a module-level constant, to have it checked", out);
     return;
   }
-  if (single_or_default(*nprocs->value)) return;
+  if (single_or_default(*nprocs->value)) return;  // both runtimes take them
+  const SpawnRuntime runtime = spawn_runtime(options);
+  if (runtime.xrt) {
+    check_xrt_spawn(call, *nprocs, runtime, path, out);
+    return;
+  }
   const std::optional<std::string> printed = printed_nprocs(*nprocs->value);
   if (!printed) {
-    note(nprocs->line, nprocs->column,
-         "not checked: `nprocs` of " + call.callee + "(...) is a " + py_type_name(*nprocs->value) +
-             ", which tpujobs does not check",
-         "Use `nprocs=1` or leave it out");
+    add_note(call, nprocs, path,
+             "not checked: `nprocs` of " + call.callee + "(...) is a " +
+                 py_type_name(*nprocs->value) + ", which tpujobs does not check",
+             "Use `nprocs=1` or leave it out", out);
     return;
   }
-  const Requirement* pin = nullptr;
-  for (const Requirement& requirement : options.requirements)
-    if (requirement.package == "torch-xla") pin = &requirement;
-  const std::optional<int> version =
-      pin && !pin->version.empty() ? version_number(pin->version) : std::nullopt;
   const SpawnNprocsRule* rule =
-      version ? row_for<SpawnNprocsRule>(kSpawnNprocsRules, *version) : nullptr;
-  if (!rule || pin->version.find("+xrt") != std::string::npos) {
-    const std::string why =
-        !pin       ? "no requirements file pins torch_xla"
-        : !version ? "torch_xla is not pinned to one version"
-        : pin->version.find("+xrt") != std::string::npos
-            ? "torch_xla " + pin->version + " runs XRT, whose spawn tpujobs does not model"
-        : *version == 113
-            ? "torch_xla 1.13's PJRT spawn takes no nprocs: xmp.spawn drops it without a message "
-              "(pytorch/xla v1.13.0:torch_xla/distributed/xla_multiprocessing.py:383)"
-            : "tpujobs has no rule for torch_xla " + pin->version + "'s spawn";
-    note(nprocs->line, nprocs->column,
-         "not checked: `nprocs=" + *printed + "` of " + call.callee + "(...): " + why,
-         "Pin torch_xla with `==` in a --requirements file (torch_xla 2.0 to 2.9 are checked)");
+      runtime.version ? row_for<SpawnNprocsRule>(kSpawnNprocsRules, *runtime.version) : nullptr;
+  if (const std::string why = pjrt_unchecked(runtime, rule); !why.empty()) {
+    add_note(call, nprocs, path,
+             "not checked: `nprocs=" + *printed + "` of " + call.callee + "(...): " + why,
+             "Pin torch_xla with `==` in a --requirements file (torch_xla 1.5 to 2.9 are "
+             "checked; --runtime xrt checks XRT's spawn without a pin)",
+             out);
     return;
   }
-  const std::string minor = std::to_string(*version / 100) + "." + std::to_string(*version % 100);
   out->push_back({std::string(path), nprocs->line, nprocs->column, std::string(kRule),
-                  rule->severity, replaced(rule->text, "{nprocs}", *printed),
-                  replaced(rule->hint, "{version}", minor), std::string(rule->source)});
+                  rule->severity, fill(rule->text, {{"nprocs", *printed}}),
+                  fill(rule->hint, {{"version", minor_name(*runtime.version)}}) +
+                      " (runtime: " + runtime.name() + ", " + runtime.reason + ")",
+                  std::string(rule->source)});
 }
 
 std::optional<PjrtSpawnNprocs> pjrt_spawn_nprocs(int torch_xla) {
@@ -192,6 +317,7 @@ std::vector<RuleText> xla_spawn_rule_texts() {
   std::vector<RuleText> out;
   for (const SpawnNprocsRule& rule : kSpawnNprocsRules)
     out.push_back({kRule, rule.text, rule.source});
+  for (const XrtSpawnRule& rule : kXrtSpawnRules) out.push_back({kRule, kXrtText, rule.source});
   return out;
 }
 

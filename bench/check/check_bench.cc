@@ -105,14 +105,19 @@ void BM_AnalyzeTenThousandLineFile(benchmark::State& state) {
 }
 BENCHMARK(BM_AnalyzeTenThousandLineFile)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 
-void BM_CheckTreeOfThousandFiles(benchmark::State& state) {
-  const fs::path root = scratch("tree");
+// 1,000 files of 210 lines in 100 folders under `root`.
+void write_tree(const fs::path& root) {
   for (int i = 0; i < 1000; ++i) {
     const fs::path dir =
         root / ("package_" + std::to_string(i / 50)) / ("module_" + std::to_string(i % 5));
     fs::create_directories(dir);
     std::ofstream(dir / ("file_" + std::to_string(i) + ".py")) << script(2, i);
   }
+}
+
+void BM_CheckTreeOfThousandFiles(benchmark::State& state) {
+  const fs::path root = scratch("tree");
+  write_tree(root);
   for (auto _ : state) benchmark::DoNotOptimize(run_check(root.string()));
   state.counters["files"] = 1000;
   fs::remove_all(root);
@@ -121,4 +126,21 @@ BENCHMARK(BM_CheckTreeOfThousandFiles)->Unit(benchmark::kMillisecond)->Iteration
 
 }  // namespace
 
-BENCHMARK_MAIN();
+// `check_bench --write-corpus DIR` writes the benchmarks' inputs and exits:
+// DIR/train.py (the 10,010-line file) and DIR/tree/ (the 1,000 files), for
+// bench/check/compare.py, which times the `tpujobs check` process against
+// CPython's own parser on the same files.
+int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "--write-corpus") {
+    const fs::path dir = argv[2];
+    fs::create_directories(dir);
+    std::ofstream(dir / "train.py") << script(100, 0);
+    write_tree(dir / "tree");
+    return 0;
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -65,6 +65,8 @@ TEST(CheckApi, RefusesBadRequestsNamingTheField) {
       {{{"files", {{{"text", "x = 1"}}}}, {"accelerator_type", "v9-8"}}, "accelerator_type"},
       {{{"files", {{{"text", "x = 1"}}}}, {"lightning", "3.0"}}, "lightning"},
       {{{"files", {{{"text", "x = 1"}}}}, {"python", 3.1}}, "python"},
+      {{{"files", {{{"text", "x = 1"}}}}, {"runtime", "tpu"}}, "runtime"},
+      {{{"files", {{{"text", "x = 1"}}}}, {"runtime", 1}}, "runtime"},
   };
   for (const auto& [body, field] : cases) {
     SCOPED_TRACE(body.dump());
@@ -73,6 +75,34 @@ TEST(CheckApi, RefusesBadRequestsNamingTheField) {
     const json problem = json::parse(response.body);
     EXPECT_EQ(problem.value("field", ""), field);
     EXPECT_FALSE(problem.value("hint", "").empty());
+  }
+}
+
+// `runtime` is --runtime: XRT's spawn refuses nprocs=4 (pytorch/xla
+// v2.0.0:torch_xla/distributed/xla_multiprocessing.py:204-206), PJRT's 2.0
+// logs and ignores it.
+TEST(CheckApi, TakesTheRuntimeAsTheCommandDoes) {
+  const std::string script = kCorpus + "xla/xrt_nprocs.py";
+  const std::string requirements = kCorpus + "xla/torch_xla-2.0.txt";
+  for (const std::string runtime : {"xrt", "pjrt"}) {
+    SCOPED_TRACE(runtime);
+    const Response response =
+        check_request({{"files", {{{"path", script}, {"text", read(script)}}}},
+                       {"requirements", {{{"path", requirements}, {"text", read(requirements)}}}},
+                       {"runtime", runtime}});
+    ASSERT_EQ(response.status, 200) << response.body;
+    const json answer = json::parse(response.body);
+    std::ostringstream out, err;
+    client::run_check_command(
+        {"--format", "json", "--runtime", runtime, "--requirements", requirements, script}, out,
+        err, check_pool);
+    EXPECT_EQ(answer["findings"], json::parse(out.str())["findings"]);
+    const json& first = answer["findings"][0];
+    EXPECT_EQ(first["rule"], "xmp.spawn.nprocs");
+    EXPECT_EQ(first["message"], runtime == "xrt"
+                                    ? "The number of devices must be either 1 or 8, got 4 instead"
+                                    : "Unsupported nprocs (4), ignoring...");
+    EXPECT_EQ(answer["valid"], runtime == "pjrt");
   }
 }
 

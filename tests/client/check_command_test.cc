@@ -224,6 +224,17 @@ TEST(CheckCommand, ReportsEachRuleReachableFromAScriptWithValidationsText) {
     c.settings.lightning_version = "2.1";
     cases.push_back(c);
   }
+  for (const std::string version : {"2.2", "2.5"}) {
+    // The Timer's duration: 2.2 splits "1:02:00" and indexes a fourth part
+    // (IndexError), 2.3+ matches a pattern (MisconfigurationException).
+    Case c{"max_time.py", {"--lightning", version}, "trainer.max_time", 5, 51, {}};
+    c.settings.accelerator = "tpu";
+    c.settings.devices = int_value(8);
+    c.settings.max_time.kind = lightning::DurationValue::Kind::kString;
+    c.settings.max_time.text = "1:02:00";
+    c.settings.lightning_version = version;
+    cases.push_back(c);
+  }
   {
     Case c{"slice.py", {"--accelerator-type", "v4-8"}, "trainer.devices", 3, 40, {}, "v4-8"};
     c.settings.accelerator = "tpu";
@@ -243,6 +254,25 @@ TEST(CheckCommand, ReportsEachRuleReachableFromAScriptWithValidationsText) {
     EXPECT_EQ(errors[0]["column"], c.column);
     EXPECT_EQ(errors[0]["message"], message_for(validate(c.settings, c.type), c.field));
   }
+}
+
+// A max_time the check cannot know (a timedelta(...) call) is a note about
+// max_time alone: no other rule reads it, so the call's devices=3 is still
+// judged.
+TEST(CheckCommand, AnUnknownMaxTimeLeavesTheOtherSettingsChecked) {
+  const CheckRun run = check({kCorpus + "rules/max_time.py"});
+  std::vector<json> notes = findings(run.report, "not-checked");
+  ASSERT_EQ(notes.size(), 1u) << run.out;
+  EXPECT_EQ(notes[0]["line"], 6);
+  EXPECT_NE(notes[0]["message"].get<std::string>().find("`max_time`"), std::string::npos);
+  EXPECT_EQ(notes[0]["message"].get<std::string>().find("settings were not checked"),
+            std::string::npos)
+      << notes[0]["message"];
+  const std::vector<json> devices = findings(run.report, "trainer.devices");
+  ASSERT_EQ(devices.size(), 1u) << run.out;
+  EXPECT_EQ(devices[0]["line"], 6);
+  EXPECT_EQ(devices[0]["column"], 38);
+  EXPECT_EQ(findings(run.report, "trainer.max_time").size(), 1u) << run.out;  // line 5's
 }
 
 TEST(CheckCommand, TheVersionSelectsTheRules) {

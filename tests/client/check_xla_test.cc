@@ -1,8 +1,9 @@
-// `tpujobs check` on torch_xla's xmp.spawn(..., nprocs=N) under PJRT, over
-// tests/client/check_corpus/xla/: every import spelling of spawn, the value
-// of nprocs as the check can and cannot know it, and torch_xla's text by the
-// version the requirements pin (each quoted here from pytorch/xla at the tag
-// named, so a table row that drifts from upstream fails).
+// `tpujobs check` on torch_xla's xmp.spawn(..., nprocs=N) under PJRT and
+// XRT, over tests/client/check_corpus/xla/: every import spelling of spawn,
+// the value of nprocs as the check can and cannot know it, the runtime
+// (--runtime, else the pinned torch_xla's own default), and torch_xla's text
+// by the version the requirements pin (each quoted here from pytorch/xla at
+// the tag named, so a table row that drifts from upstream fails).
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -40,8 +41,10 @@ struct CheckRun {
   std::string out;
 };
 
-CheckRun check(const std::string& script, const std::string& requirements) {
+CheckRun check(const std::string& script, const std::string& requirements,
+               const std::vector<std::string>& options = {}) {
   std::vector<std::string> args = {"--format", "json"};
+  args.insert(args.end(), options.begin(), options.end());
   if (!requirements.empty()) args.insert(args.end(), {"--requirements", kXla + requirements});
   args.push_back(kXla + script);
   std::ostringstream out, err;
@@ -138,11 +141,11 @@ TEST(CheckXlaSpawn, WithoutAKnownTorchXlaItIsANoteNotAGuess) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"", "no requirements file pins torch_xla"},
       {"torch_xla-1.13.txt", "torch_xla 1.13's PJRT spawn takes no nprocs"},
-      {"torch_xla-2.1-xrt.txt", "runs XRT"},
+      {"torch_xla-1.8.txt", "torch_xla 1.8.1 has no PJRT runtime"},
   };
   for (const auto& [requirements, why] : cases) {
     SCOPED_TRACE(requirements);
-    const CheckRun run = check("module_alias.py", requirements);
+    const CheckRun run = check("module_alias.py", requirements, {"--runtime", "pjrt"});
     EXPECT_TRUE(findings(run.report, "xmp.spawn.nprocs").empty()) << run.out;
     const std::vector<json> notes = findings(run.report, "not-checked");
     ASSERT_EQ(notes.size(), 1u) << run.out;
@@ -150,6 +153,148 @@ TEST(CheckXlaSpawn, WithoutAKnownTorchXlaItIsANoteNotAGuess) {
     EXPECT_NE(notes[0]["message"].get<std::string>().find(why), std::string::npos)
         << notes[0]["message"];
   }
+}
+
+// XRT's spawn (_pre_fork_setup) takes nprocs 1 or the host's device count
+// (TPU_NUM_DEVICES, 8 unset) and raises ValueError for anything else:
+// pytorch/xla v2.0.0:torch_xla/distributed/xla_multiprocessing.py:204-206,
+// the same text from v1.5.0 to the 2.1.0+xrt build.
+std::string xrt_refused(const std::string& nprocs) {
+  return "The number of devices must be either 1 or 8, got " + nprocs + " instead";
+}
+
+TEST(CheckXlaSpawn, XrtRefusesAnyCountButOneAndTheHosts) {
+  const CheckRun run = check("xrt_nprocs.py", "torch_xla-2.0.txt", {"--runtime", "xrt"});
+  const std::vector<json> spawn = findings(run.report, "xmp.spawn.nprocs");
+  // line, column, str(nprocs): 8 and 8.0 are the host's 8 (8.0 == 8 in Python).
+  const std::vector<std::tuple<int, int, std::string>> expected = {
+      {11, 32, "4"}, {14, 27, "0"}, {15, 32, "8"}};
+  ASSERT_EQ(spawn.size(), expected.size()) << run.out;
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const auto& [line, column, nprocs] = expected[i];
+    SCOPED_TRACE(line);
+    EXPECT_EQ(spawn[i]["line"], line);
+    EXPECT_EQ(spawn[i]["column"], column);
+    EXPECT_EQ(spawn[i]["severity"], "error");
+    EXPECT_EQ(spawn[i]["message"], xrt_refused(nprocs));
+    EXPECT_EQ(spawn[i]["hint"].get<std::string>().starts_with("`nprocs` is a str"), line == 15);
+    EXPECT_EQ(spawn[i]["source"],
+              "pytorch/xla v2.0.0:torch_xla/distributed/xla_multiprocessing.py:204-206 "
+              "(_pre_fork_setup, ValueError)");
+    EXPECT_NE(spawn[i]["hint"].get<std::string>().find("Under XRT (--runtime xrt)"),
+              std::string::npos)
+        << spawn[i]["hint"];
+  }
+  EXPECT_EQ(run.exit_code, 2);
+  // Under PJRT the same torch_xla logs and ignores every count but 1 (2.0: a warning).
+  const CheckRun pjrt = check("xrt_nprocs.py", "torch_xla-2.0.txt", {"--runtime", "pjrt"});
+  const std::vector<json> warned = findings(pjrt.report, "xmp.spawn.nprocs");
+  ASSERT_EQ(warned.size(), 4u) << pjrt.out;  // 4, 8, 8.0 and 0; "8" is not '%d'-able
+  EXPECT_EQ(warned[0]["message"], "Unsupported nprocs (4), ignoring...");
+  EXPECT_EQ(warned[0]["severity"], "warning");
+  EXPECT_EQ(pjrt.exit_code, 0) << pjrt.out;
+}
+
+TEST(CheckXlaSpawn, TheDefaultRuntimeIsTheOneThePinnedTorchXlaPicks) {
+  struct Case {
+    std::string requirements;
+    std::string severity;  // of the finding at line 11, nprocs=4
+    std::string message;
+    std::string source;
+    std::string runtime_said;  // in the hint
+  };
+  const std::vector<Case> cases = {
+      // Up to 1.13 spawn is XRT's unless PJRT_DEVICE is set.
+      {"torch_xla-1.8.txt", "error", xrt_refused("4"),
+       "pytorch/xla v1.12.0:torch_xla/distributed/xla_multiprocessing.py:200-202",
+       "torch_xla 1.8.1 runs XRT"},
+      {"torch_xla-1.13.txt", "error", xrt_refused("4"),
+       "pytorch/xla v1.13.0:torch_xla/distributed/xla_multiprocessing.py:201-203",
+       "torch_xla 1.13 runs XRT (XRT_TPU_CONFIG set) unless PJRT_DEVICE is set"},
+      // From 2.0 torch_xla selects PJRT when no XRT_* variable is set; the
+      // 2.1.0+xrt build too (its `xrt` branch's runtime.py).
+      {"torch_xla-2.0.txt", "warning", "Unsupported nprocs (4), ignoring...",
+       "pytorch/xla v2.0.0:torch_xla/experimental/pjrt.py:363",
+       "runtime: PJRT, torch_xla 2.0 selects PJRT unless an XRT_* variable is set"},
+      {"torch_xla-2.1-xrt.txt", "warning", "Unsupported nprocs (4), ignoring...",
+       "pytorch/xla v2.5.1:torch_xla/_internal/pjrt.py:207", "torch_xla 2.1.0+xrt selects PJRT"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.requirements);
+    const CheckRun run = check("xrt_nprocs.py", c.requirements);
+    const std::vector<json> spawn = findings(run.report, "xmp.spawn.nprocs");
+    ASSERT_FALSE(spawn.empty()) << run.out;
+    EXPECT_EQ(spawn[0]["line"], 11);
+    EXPECT_EQ(spawn[0]["severity"], c.severity);
+    EXPECT_EQ(spawn[0]["message"], c.message);
+    EXPECT_TRUE(spawn[0]["source"].get<std::string>().starts_with(c.source)) << spawn[0]["source"];
+    EXPECT_NE(spawn[0]["hint"].get<std::string>().find(c.runtime_said), std::string::npos)
+        << spawn[0]["hint"];
+  }
+  // 1.13 on XRT takes the host's 8: module_alias.py's nprocs=8 is no finding and no note.
+  const CheckRun xrt13 = check("module_alias.py", "torch_xla-1.13.txt");
+  EXPECT_TRUE(findings(xrt13.report, "xmp.spawn.nprocs").empty()) << xrt13.out;
+  EXPECT_TRUE(findings(xrt13.report, "not-checked").empty()) << xrt13.out;
+  // The 2.1.0+xrt build under --runtime xrt: its `xrt` branch's _pre_fork_setup.
+  const CheckRun build = check("xrt_nprocs.py", "torch_xla-2.1-xrt.txt", {"--runtime", "xrt"});
+  const std::vector<json> spawn = findings(build.report, "xmp.spawn.nprocs");
+  ASSERT_EQ(spawn.size(), 3u) << build.out;
+  EXPECT_EQ(spawn[0]["message"], xrt_refused("4"));
+  EXPECT_EQ(spawn[0]["source"],
+            "pytorch/xla xrt branch 5b6e913 (torch_xla 2.1.0+xrt):torch_xla/distributed/"
+            "xla_multiprocessing.py:204-206 (_pre_fork_setup, ValueError)");
+}
+
+TEST(CheckXlaSpawn, XrtWithoutAPinIsCheckedSinceEveryXrtSaysTheSame) {
+  const CheckRun run = check("xrt_nprocs.py", "", {"--runtime", "xrt"});
+  const std::vector<json> spawn = findings(run.report, "xmp.spawn.nprocs");
+  ASSERT_EQ(spawn.size(), 3u) << run.out;
+  EXPECT_EQ(spawn[0]["message"], xrt_refused("4"));
+  EXPECT_EQ(run.exit_code, 2);
+}
+
+TEST(CheckXlaSpawn, XrtOnATorchXlaThatHasNoneIsAnEnvironmentErrorAndSpawnIsPjrts) {
+  const CheckRun run = check("xrt_nprocs.py", "torch_xla-2.2.txt", {"--runtime", "xrt"});
+  const std::vector<json> spawn = findings(run.report, "xmp.spawn.nprocs");
+  ASSERT_FALSE(spawn.empty()) << run.out;
+  // pytorch/xla v2.2.0:torch_xla/_internal/pjrt.py:198: torch_xla 2.2 selects
+  // PJRT whatever XRT_TPU_CONFIG says.
+  EXPECT_EQ(spawn[0]["message"], "Unsupported nprocs (4), ignoring...");
+  EXPECT_NE(spawn[0]["hint"].get<std::string>().find("has no XRT"), std::string::npos);
+  const std::vector<json> runtime = findings(run.report, "runtime");
+  ASSERT_EQ(runtime.size(), 1u) << run.out;
+  EXPECT_EQ(runtime[0]["message"],
+            "torch_xla 2.2.0 has no XRT runtime (removed in torch_xla 2.2).");
+  EXPECT_TRUE(runtime[0]["path"].get<std::string>().ends_with("torch_xla-2.2.txt"));
+  EXPECT_EQ(runtime[0]["line"], 2);
+  EXPECT_EQ(run.exit_code, 2);
+}
+
+TEST(CheckXlaSpawn, XrtReachesTheTrainersRules) {
+  // Lightning 2.2 refuses XRT in XLAAccelerator.__init__ (2.2.5
+  // src/lightning/fabric/accelerators/xla.py), at the Trainer call.
+  const CheckRun v22 = check("xrt_lightning.py", "", {"--lightning", "2.2", "--runtime", "xrt"});
+  const std::vector<json> refused = findings(v22.report, "runtime");
+  ASSERT_EQ(refused.size(), 1u) << v22.out;
+  EXPECT_EQ(refused[0]["message"], "The XLA XRT runtime is not supported anymore.");
+  EXPECT_EQ(refused[0]["line"], 6);
+  EXPECT_EQ(refused[0]["column"], 15);
+  EXPECT_EQ(v22.exit_code, 2);
+  // 2.1 still runs XRT (XRT_TPU_CONFIG is set, as --runtime xrt means); PJRT is the default.
+  for (const std::vector<std::string>& options :
+       {std::vector<std::string>{"--lightning", "2.1", "--runtime", "xrt"},
+        std::vector<std::string>{"--lightning", "2.2"}}) {
+    const CheckRun run = check("xrt_lightning.py", "", options);
+    EXPECT_EQ(run.exit_code, 0) << run.out;
+    EXPECT_TRUE(findings(run.report, "runtime").empty()) << run.out;
+    EXPECT_TRUE(findings(run.report, "env").empty()) << run.out;
+  }
+}
+
+TEST(CheckXlaSpawn, ARuntimeOtherThanPjrtOrXrtIsAUsageError) {
+  const CheckRun run = check("module_alias.py", "", {"--runtime", "tpu"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.out.find("--runtime must be pjrt or xrt, not 'tpu'"), std::string::npos) << run.out;
 }
 
 }  // namespace

@@ -284,7 +284,7 @@ class CheckRequestTest(unittest.TestCase):
                 client = tpujobs.Client("http://127.0.0.1:%d" % server.server_address[1])
                 findings = client.check([root], accelerator_type="v4-8", lightning="2.1",
                                         requirements=[os.path.join(root, "reqs.txt")],
-                                        python="3.10")
+                                        python="3.10", runtime="xrt")
                 sent = [os.path.relpath(f["path"], root) for f in seen["body"]["files"]]
                 texts = [f["text"] for f in seen["body"]["files"]]
         finally:
@@ -295,7 +295,8 @@ class CheckRequestTest(unittest.TestCase):
         self.assertEqual(texts, ["# a.py\n", "# pkg/b.py\n"])
         self.assertEqual(seen["body"]["requirements"][0]["text"], "# reqs.txt\n")
         self.assertEqual((seen["body"]["accelerator_type"], seen["body"]["lightning"],
-                          seen["body"]["python"]), ("v4-8", "2.1", "3.10"))
+                          seen["body"]["python"], seen["body"]["runtime"]),
+                         ("v4-8", "2.1", "3.10", "xrt"))
 
 
 class EnvironmentTest(unittest.TestCase):

@@ -221,13 +221,15 @@ class Client:
     def check(self, paths: Iterable[Union[str, "os.PathLike[str]"]],
               accelerator_type: Optional[str] = None, lightning: Optional[str] = None,
               requirements: Iterable[Union[str, "os.PathLike[str]"]] = (),
-              python: Optional[str] = None) -> List[Dict[str, Any]]:
+              python: Optional[str] = None,
+              runtime: Optional[str] = None) -> List[Dict[str, Any]]:
         """The script check of ``tpujobs check`` on the service: sends the text of
         each Python file (directories are searched for ``*.py``) and of each
         requirements file, and returns the findings, each ``{path, line, column,
         rule, severity, message, hint}``. The options are those of ``tpujobs
         check``: ``--accelerator-type``, ``--lightning``, ``--requirements``
-        (their text is sent), ``--python``. ``CheckUnavailable`` when the service
+        (their text is sent), ``--python``, ``--runtime`` (``"pjrt"`` or ``"xrt"``;
+        sent only when given). ``CheckUnavailable`` when the service
         has no ``POST /v1/checks``."""
         body: Dict[str, Any] = {
             "files": [_read_text(p) for p in _python_files(paths)],
@@ -238,6 +240,8 @@ class Client:
             body["lightning"] = lightning
         if python:
             body["python"] = python
+        if runtime:
+            body["runtime"] = runtime
         try:
             answer = self._http.json_call("POST", "/v1/checks", body, safe=True)
         except NotFound as e:

@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""The script check's two figures (issue 31), timed as a user runs them and
+against a peer in the same run: `tpujobs check` on a 10,010-line file (< 100
+ms) and on a tree of 1,000 files (< 5 s), beside CPython parsing the same
+files (`ast.parse`, `python3 -m py_compile`) and each program doing nothing
+(process start-up).
+
+The commands are run in rounds, each round in a new random order, so a
+burst of load from other processes falls on all of them alike. Each run's
+CPU time (user + system, from wait4) and wall time are kept; the report
+gives the minimum and the median of each, the load average before and
+after, and the ratio of tpujobs to the peer.
+
+usage: compare.py TPUJOBS_BINARY CHECK_BENCH_BINARY [--rounds N] [--tree-rounds N]
+"""
+import argparse
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def run(argv):
+    """One run of argv: (cpu seconds, wall seconds); its output is discarded."""
+    start = time.perf_counter()
+    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - start
+    child.returncode = os.waitstatus_to_exitcode(status)
+    errors = child.stderr.read().decode(errors="replace")
+    child.stderr.close()
+    if child.returncode not in (0, 2):  # 2: the check found errors, as it should here
+        raise RuntimeError("%s exited %d: %s" % (argv, child.returncode, errors))
+    return usage.ru_utime + usage.ru_stime, wall
+
+
+def rounds(commands, count):
+    """{name: [(cpu, wall), ...]} over `count` rounds in shuffled order."""
+    times = {name: [] for name in commands}
+    for _ in range(count):
+        names = list(commands)
+        random.shuffle(names)
+        for name in names:
+            times[name].append(run(commands[name]))
+    return times
+
+
+def summary(samples):
+    cpu = [c for c, _ in samples]
+    wall = [w for _, w in samples]
+    return min(cpu), statistics.median(cpu), min(wall), statistics.median(wall)
+
+
+def report(title, times, subject, peers, unit):
+    scale = 1000.0 if unit == "ms" else 1.0
+    print("\n%s (%d runs each)\n" % (title, len(times[subject])))
+    print("| command | CPU min | CPU median | wall min | wall median | tpujobs CPU median / this |")
+    print("|---|---|---|---|---|---|")
+    subject_cpu = summary(times[subject])[1]
+    for name in [subject] + peers:
+        c_min, c_med, w_min, w_med = summary(times[name])
+        print("| `%s` | %.1f %s | %.1f %s | %.1f %s | %.1f %s | %.2f |" %
+              (name, c_min * scale, unit, c_med * scale, unit, w_min * scale, unit,
+               w_med * scale, unit, subject_cpu / c_med))
+
+
+def in_process(check_bench, python, one, count):
+    """CPU and wall per check inside one process, no start-up: check_bench's
+    whole-command benchmark (run_check_command) against CPython's ast.parse
+    in a loop, alternated `count` times. [(cpu, wall)] per repetition."""
+    import json
+    times = {"run_check_command (check_bench)": [], "ast.parse (in one python3)": []}
+    loop = ("import ast,sys,time\ntext=open(sys.argv[1],'rb').read()\nast.parse(text)\n"
+            "c,w=time.process_time(),time.perf_counter()\n"
+            "for _ in range(10): ast.parse(text)\n"
+            "print((time.process_time()-c)/10,(time.perf_counter()-w)/10)")
+    for _ in range(count):
+        out = subprocess.run([check_bench, "--benchmark_filter=BM_CheckTenThousandLineFile",
+                              "--benchmark_min_time=1", "--benchmark_format=json"],
+                             check=True, capture_output=True, text=True).stdout
+        bench = json.loads(out)["benchmarks"][0]
+        times["run_check_command (check_bench)"].append(
+            (bench["cpu_time"] / 1000.0, bench["real_time"] / 1000.0))
+        cpu, wall = subprocess.run([python, "-c", loop, one], check=True, capture_output=True,
+                                   text=True).stdout.split()
+        times["ast.parse (in one python3)"].append((float(cpu), float(wall)))
+    return times
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("tpujobs")
+    parser.add_argument("check_bench")
+    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--tree-rounds", type=int, default=7)
+    args = parser.parse_args()
+    python = sys.executable
+    work = tempfile.mkdtemp(prefix="tpujobs-check-compare-")
+    try:
+        subprocess.run([args.check_bench, "--write-corpus", work], check=True)
+        one = os.path.join(work, "train.py")
+        tree = os.path.join(work, "tree")
+        pyc = os.path.join(work, "train.pyc")
+        check = [args.tpujobs, "check", "--format", "json", "--output", "/dev/null"]
+        print("CPU: %s; Python %s (%s); load average before: %.2f %.2f %.2f" %
+              (open("/proc/cpuinfo").read().split("model name")[1].split("\n")[0].strip(": \t"),
+               sys.version.split()[0], python, *os.getloadavg()))
+        one_file = {
+            "tpujobs check train.py": check + [one],
+            "python3 ast.parse(train.py)":
+                [python, "-c", "import ast,sys; ast.parse(open(sys.argv[1], 'rb').read())", one],
+            "python3 py_compile train.py":
+                [python, "-c", "import py_compile,sys; py_compile.compile(sys.argv[1], "
+                 "cfile=sys.argv[2], doraise=True)", one, pyc],
+            "tpujobs check --help (start-up)": [args.tpujobs, "check", "--help"],
+            "python3 -c pass (start-up)": [python, "-c", "pass"],
+        }
+        times = rounds(one_file, args.rounds)
+        report("One 10,010-line file (%d bytes)" % os.path.getsize(one), times,
+               "tpujobs check train.py", [n for n in one_file if n != "tpujobs check train.py"],
+               "ms")
+        print("\nload average after: %.2f %.2f %.2f" % os.getloadavg())
+        times = in_process(args.check_bench, python, one, max(3, args.rounds // 6))
+        report("The same file inside one process (no start-up): each a mean over >= 1 s or 10 "
+               "parses", times, "run_check_command (check_bench)",
+               ["ast.parse (in one python3)"], "ms")
+        print("\nload average after: %.2f %.2f %.2f" % os.getloadavg())
+        tree_commands = {
+            "tpujobs check tree/": check + [tree],
+            "python3 ast.parse of every tree/**.py":
+                [python, "-c", "import ast,pathlib,sys\n"
+                 "for p in sorted(pathlib.Path(sys.argv[1]).rglob('*.py')): ast.parse(p.read_bytes())",
+                 tree],
+        }
+        times = rounds(tree_commands, args.tree_rounds)
+        report("A tree of 1,000 files of 210 lines", times, "tpujobs check tree/",
+               ["python3 ast.parse of every tree/**.py"], "s")
+        print("\nload average after: %.2f %.2f %.2f" % os.getloadavg())
+    finally:
+        shutil.rmtree(work)
+
+
+if __name__ == "__main__":
+    main()
