@@ -9,10 +9,17 @@ install_packages "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}"
 install_web_packages
 cd "$TPUJOBS_ROOT"
 
-build default
-ctest --preset default -j 2
+# Each phase says how long it took, so a slow run shows where its time went.
+phase() {
+  local started=$SECONDS
+  "$@"
+  echo "scripts/test.sh: '$*' took $((SECONDS - started)) s" >&2
+}
+
+phase build default
+phase ctest --preset default -j 2
 
 if [ "${TPUJOBS_SKIP_ASAN:-0}" != "1" ]; then
-  build asan
-  ctest --preset asan -j 2
+  phase build asan
+  phase ctest --preset asan -j 2
 fi
