@@ -7,10 +7,12 @@
 this for every e2e suite.) With TPUJOBS_E2E_CONTRACT_PROXY set,
 tests/e2e/http_client.cc sends every request here with the header
 X-Tpujobs-Upstream: PORT (the port of the service the test started). The
-router forwards the request's bytes to 127.0.0.1:PORT and the answer's bytes
-back unchanged, and checks both against api/openapi.json on the way
-(tests/python/openapi_contract.py: path, query and header parameters, the
-body against its schema; the answer's status, Content-Type and body).
+router forwards the request's bytes to 127.0.0.1:PORT (without the header:
+to --upstream) and the answer's bytes back unchanged, and has each exchange
+checked against api/openapi.json by Stoplight Prism's own validator
+(openapi_check.cjs, through openapi_contract.py): the operation, its path,
+query and header parameters and body; the answer's status, Content-Type,
+headers and body.
 
 A request the document does not allow is one of two things:
   - bad input a test sends on purpose: the service must refuse it, and it
@@ -23,7 +25,7 @@ carries X-Tpujobs-Contract-Violation; the fixture's stop fails on any.
 
 text/event-stream answers are relayed as they come, and their events are
 checked as they pass against the schemas the document gives under the
-media type's `x-events` (tests/python/event_stream_contract.py).
+media type's `x-events` (event_stream_contract.py frames them).
 
 Each connection has its own thread; nothing is held across requests, so
 concurrent requests (long polls, streams) do not wait for each other.
@@ -32,7 +34,6 @@ concurrent requests (long polls, streams) do not wait for each other.
 import argparse
 import http.client
 import http.server
-import json
 import os
 import signal
 import sys
@@ -40,7 +41,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from event_stream_contract import EventStreamContract  # noqa: E402
+from event_stream_contract import StreamChecker  # noqa: E402
 from openapi_contract import Contract, media_type  # noqa: E402
 
 DOCUMENT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -49,11 +50,19 @@ HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "upgrade",
               "proxy-connection", "x-tpujobs-upstream", "content-length"}
 
 
+def joined(pairs) -> dict:
+    """Header pairs as one value a name (repeated ones joined, as HTTP reads them)."""
+    out: dict = {}
+    for k, v in pairs:
+        out[k] = "%s, %s" % (out[k], v) if k in out else v
+    return out
+
+
 class Router:
-    def __init__(self, report: str, document: str, trace: str = ""):
+    def __init__(self, report: str, document: str, trace: str = "", upstream: int = 0):
         self.report = report
+        self.upstream = upstream
         self.contract = Contract(document)
-        self.streams = EventStreamContract(document)
         self.lock = threading.Lock()
         self.trace = open(trace, "a", encoding="utf-8") if trace else None
         self.checked = 0  # answers checked, streams included
@@ -66,14 +75,20 @@ class Router:
             f.write(line + "\n")
             self.violations += 1
 
-    def check(self, what: str, checker, *arguments):
-        """`checker`'s findings; a checker that fails is a finding too, and
+    def exchange(self, *arguments, **keywords) -> dict:
+        """The checker's findings; a checker that fails is a finding too, and
         never costs the test its answer."""
         try:
-            return checker(*arguments)
+            return self.contract.check_exchange(*arguments, **keywords)
         except Exception as e:  # noqa: BLE001: reported, then the exchange goes on
-            found = ["the router could not check the %s: %s: %s" % (what, type(e).__name__, e)]
-            return (None, found) if what == "request" else found
+            return {"operation": None, "request": [], "answer": [
+                "the router could not check the exchange: %s: %s" % (type(e).__name__, e)]}
+
+    def event(self, *arguments) -> list:
+        try:
+            return self.contract.check_event(*arguments)
+        except Exception as e:  # noqa: BLE001: as exchange()
+            return ["the router could not check the event: %s: %s" % (type(e).__name__, e)]
 
     def count(self, answers: int = 0, events: int = 0, refused: int = 0) -> None:
         with self.lock:
@@ -92,12 +107,12 @@ class Router:
                     checking * 1000))
                 self.trace.flush()
 
-    def judge(self, request: str, operation, request_problems, status: int,
-              media: str, answer_problems) -> list:
+    def judge(self, request: str, found: dict, status: int, media: str) -> list:
         """The report's lines for one exchange (none: it kept the contract)."""
         where = "%s -> %d" % (request, status)
-        name = str(operation) if operation is not None else "no operation"
-        lines = ["%s: %s: answer: %s" % (where, name, p) for p in answer_problems]
+        name = found.get("operation") or "no operation"
+        lines = ["%s: %s: answer: %s" % (where, name, p) for p in found.get("answer", [])]
+        request_problems = found.get("request", [])
         if request_problems:
             refused = 400 <= status < 500 and media == "application/problem+json"
             if refused:
@@ -120,15 +135,10 @@ def make_handler(router: Router):
 
         def relay(self):
             started = time.monotonic()
-            upstream = int(self.headers.get("X-Tpujobs-Upstream", "0"))
+            upstream = int(self.headers.get("X-Tpujobs-Upstream", "0")) or router.upstream
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
             headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
-            checking = time.monotonic()
-            operation, request_problems = router.check(
-                "request", router.contract.check_request, self.command, self.path, headers,
-                body)
-            checking = time.monotonic() - checking
             connection = http.client.HTTPConnection("127.0.0.1", upstream, timeout=600)
             try:
                 connection.request(self.command, self.path, body=body or None, headers=headers)
@@ -141,23 +151,22 @@ def make_handler(router: Router):
                 connection.close()
                 self.close_connection = True
                 return
+            answer_headers = joined(answer.getheaders())
+            checking = time.monotonic()
+            found = router.exchange(self.command, self.path, headers, body, answer.status,
+                                    answer_headers, data, stream=streaming)
+            checking = time.monotonic() - checking
+            problems = router.judge("%s %s" % (self.command, self.path), found, answer.status,
+                                    media_type(answer.getheader("Content-Type")))
+            for line in problems:
+                router.record(line)
             if streaming:
-                self.stream(answer, operation, request_problems)
+                self.stream(answer, found)
                 connection.close()
                 router.traced(self.command, self.path, answer.status, started, checking)
                 return
             connection.close()
-            media = media_type(answer.getheader("Content-Type"))
-            checked = time.monotonic()
-            problems = router.judge(
-                "%s %s" % (self.command, self.path), operation, request_problems,
-                answer.status, media,
-                router.check("answer", router.contract.check_answer, operation, self.command,
-                             answer.status, dict(answer.getheaders()), data))
-            checking += time.monotonic() - checked
             router.count(answers=1)
-            for line in problems:
-                router.record(line)
             kept = [(k, v) for k, v in answer.getheaders() if k.lower() not in HOP_BY_HOP or
                     (self.command == "HEAD" and k.lower() == "content-length")]
             if problems:
@@ -175,29 +184,20 @@ def make_handler(router: Router):
             if self.command != "HEAD":
                 self.wfile.write(data)
 
-        def stream(self, answer, operation, request_problems):
+        def stream(self, answer, found):
             request = "%s %s" % (self.command, self.path)
-            checker = router.streams.checker(self.command, self.path, answer.status)
-            problems = router.check("answer", router.contract.check_answer, operation,
-                                    self.command, answer.status, dict(answer.getheaders()), b"")
-            problems = [p for p in problems if "no body" not in p]
-            if checker is None:
-                problems.append("a text/event-stream answer the document gives no x-events for")
-            for line in router.judge(request, operation, request_problems, answer.status,
-                                     "text/event-stream", problems):
-                router.record(line)
+            checker = StreamChecker(lambda name, data: router.event(
+                self.command, self.path, answer.status, name, data))
             try:
                 self.relay_stream(answer, checker)
             except OSError:
                 pass  # the client went away: the stream ends here
             finally:
-                events = 0
-                if checker is not None:
-                    checker.finish()
-                    events = checker.checked
-                    for violation in checker.violations:
-                        router.record("%s -> %d: %s" % (request, answer.status, violation))
-                router.count(answers=1, events=events)
+                checker.finish()
+                for violation in checker.violations:
+                    router.record("%s -> %d: %s: %s" % (request, answer.status,
+                                                        found.get("operation"), violation))
+                router.count(answers=1, events=checker.checked)
 
         def relay_stream(self, answer, checker):
             self.send_response(answer.status, answer.reason)
@@ -214,10 +214,9 @@ def make_handler(router: Router):
                     return  # the service went away mid-stream
                 if not chunk:
                     return
-                if checker is not None:
-                    checker.feed(chunk)
                 self.wfile.write(chunk)
                 self.wfile.flush()
+                checker.feed(chunk)
 
         do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = relay
 
@@ -227,6 +226,8 @@ def make_handler(router: Router):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--port", type=int, default=4010)
+    parser.add_argument("--upstream", type=int, default=0,
+                        help="the service's port for requests without X-Tpujobs-Upstream")
     parser.add_argument("--report", default="contract-violations.txt")
     parser.add_argument("--document", default=DOCUMENT, help="default: api/openapi.json")
     parser.add_argument("--address-file", help="where to write HOST:PORT once listening "
@@ -234,7 +235,8 @@ def main() -> int:
     parser.add_argument("--trace", help="append one line per exchange here: its time through "
                         "the router")
     args = parser.parse_args()
-    router = Router(os.path.abspath(args.report), args.document, args.trace or "")
+    router = Router(os.path.abspath(args.report), args.document, args.trace or "",
+                    args.upstream)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(router))
     server.daemon_threads = True
     server.request_queue_size = 128
@@ -251,6 +253,7 @@ def main() -> int:
     except KeyboardInterrupt:
         pass
     finally:
+        router.contract.close()
         print("contract proxy: %d answers checked, %d violations; %d stream events checked; "
               "%d requests outside the document refused with a 4xx" %
               (router.checked, router.violations, router.events_checked, router.refused),

@@ -99,9 +99,11 @@ class ContractRouterTest(unittest.TestCase):
             found = router.violations()
             self.assertEqual(len(found), 2, found)
             self.assertTrue(found[0].startswith(
-                "GET /v1/jobs/987654 -> 404: getJob (GET /v1/jobs/{id}): answer: status 404 is "
-                "not in the document"), found[0])
-            self.assertIn("'no_such_field' is a required property", found[1])
+                "GET /v1/jobs/987654 -> 404: getJob (GET /v1/jobs/{id}): answer: Unable to match "
+                "the returned status code with those defined in the document: 200,401,429,503"),
+                found[0])
+            self.assertIn("body: Response body must have required property 'no_such_field'",
+                          found[1])
         finally:
             router.close()
             os.remove(f.name)
