@@ -36,7 +36,7 @@ def fixture(action, directory, *extra):
 
 def through_router(directory, path, service, method="GET", body=None, headers=None):
     """`method` `path` to the service the way tests/e2e/http_client.cc does:
-    (status, body, the X-Tpujobs-Contract-Violation header)."""
+    (status, body, whether the router added or changed a header: it must not)."""
     with open(os.path.join(directory, "address"), encoding="utf-8") as f:
         host, port = f.read().strip().rsplit(":", 1)
     connection = http.client.HTTPConnection(host, int(port), timeout=120)
@@ -44,7 +44,8 @@ def through_router(directory, path, service, method="GET", body=None, headers=No
         connection.request(method, path, body=body,
                            headers=dict(headers or {}, **{"X-Tpujobs-Upstream": str(service.port)}))
         answer = connection.getresponse()
-        return answer.status, answer.read(), answer.getheader("X-Tpujobs-Contract-Violation")
+        return answer.status, answer.read(), any(
+            k.lower().startswith("x-tpujobs-contract") for k, _ in answer.getheaders())
     finally:
         connection.close()
 
@@ -115,10 +116,10 @@ class ContractFixtureTest(unittest.TestCase):
         run = self.start_with_wrong_document(
             "Pool", lambda pool: pool["properties"].update(total_cores={"type": "string"}))
         status, body, violation = through_router(run, "/v1/pool", self.service)
-        # The answer goes on unchanged, marked; the stop fails.
+        # The answer goes on unchanged; the stop fails.
         self.assertEqual(status, 200)
         self.assertEqual(json.loads(body)["total_cores"], 8)
-        self.assertEqual(violation, "1")
+        self.assertFalse(violation)
         code, out = fixture("stop", run)
         self.assertEqual(code, 1, out)
         self.assertIn("1 answers checked, 1 violations", out)
@@ -133,7 +134,7 @@ class ContractFixtureTest(unittest.TestCase):
         status, _, violation = through_router(self.directory, "/v1/pool?verbose=1",
                                               self.service)
         self.assertEqual(status, 200)
-        self.assertEqual(violation, "1")
+        self.assertFalse(violation)
         code, out = fixture("stop", self.directory)
         self.assertEqual(code, 1, out)
         self.assertIn("1 answers checked, 1 violations", out)
@@ -150,7 +151,7 @@ class ContractFixtureTest(unittest.TestCase):
             json.dumps(job_spec(name="too-long")).encode(),
             {"Content-Type": "application/json"})
         self.assertEqual(status, 200, body)
-        self.assertEqual(violation, "1")
+        self.assertFalse(violation)
         code, out = fixture("stop", run)
         self.assertEqual(code, 1, out)
         self.assertIn("POST /v1/jobs:validate -> 200: validateJob (POST /v1/jobs:validate): a "

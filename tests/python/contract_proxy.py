@@ -20,8 +20,12 @@ A request the document does not allow is one of two things:
     other (its status and schema must be in the document);
   - a request the document does not describe that the service accepted
     (any other answer): a violation, named by operation and field.
-Every violation is written to the report, one line each, and the answer
-carries X-Tpujobs-Contract-Violation; the fixture's stop fails on any.
+Every violation is written to the report, one line each; the fixture's stop
+fails on any. An answer is checked after it has been passed on, so the
+check adds nothing to the time a test waits for it: `GET /_contract/flush`,
+which the router answers itself, returns once every answer passed on so far
+has been checked (a test reads the report after it), and so does a SIGTERM
+before the router exits.
 
 text/event-stream answers are relayed as they come, and their events are
 checked as they pass against the schemas the document gives under the
@@ -69,6 +73,8 @@ class Router:
         self.events_checked = 0  # events of those streams
         self.refused = 0  # requests outside the document the service refused (4xx)
         self.violations = 0
+        self.pending = 0  # answers passed on, not yet checked
+        self.settled = threading.Condition(self.lock)
 
     def record(self, line: str) -> None:
         with self.lock, open(self.report, "a", encoding="utf-8") as f:
@@ -90,21 +96,35 @@ class Router:
         except Exception as e:  # noqa: BLE001: as exchange()
             return ["the router could not check the event: %s: %s" % (type(e).__name__, e)]
 
+    def begin(self) -> None:
+        with self.lock:
+            self.pending += 1
+
+    def done(self) -> None:
+        with self.lock:
+            self.pending -= 1
+            self.settled.notify_all()
+
+    def flush(self, timeout: float) -> bool:
+        """True once every answer passed on has been checked."""
+        with self.lock:
+            return self.settled.wait_for(lambda: self.pending == 0, timeout)
+
     def count(self, answers: int = 0, events: int = 0, refused: int = 0) -> None:
         with self.lock:
             self.checked += answers
             self.events_checked += events
             self.refused += refused
 
-    def traced(self, method: str, target: str, status: int, started: float,
+    def traced(self, method: str, target: str, status: int, through: float,
                checking: float) -> None:
         """With --trace: one line per exchange: when, its time through the
-        router (the service's included), the part spent checking it."""
+        router until passed on (the service's included), then the time its
+        check took (after it was passed on)."""
         if self.trace is not None:
             with self.lock:
                 self.trace.write("%.6f %.2f ms %s %s -> %d checked in %.2f ms\n" % (
-                    time.time(), (time.monotonic() - started) * 1000, method, target, status,
-                    checking * 1000))
+                    time.time(), through * 1000, method, target, status, checking * 1000))
                 self.trace.flush()
 
     def judge(self, request: str, found: dict, status: int, media: str) -> list:
@@ -134,6 +154,12 @@ def make_handler(router: Router):
             pass
 
         def relay(self):
+            if self.path == "/_contract/flush" and "X-Tpujobs-Upstream" not in self.headers:
+                settled = router.flush(600)
+                self.answer(200 if settled else 504, "OK" if settled else "Not settled",
+                            [("Content-Type", "text/plain")],
+                            b"%d violations\n" % router.violations)
+                return
             started = time.monotonic()
             upstream = int(self.headers.get("X-Tpujobs-Upstream", "0")) or router.upstream
             length = int(self.headers.get("Content-Length") or 0)
@@ -152,27 +178,40 @@ def make_handler(router: Router):
                 self.close_connection = True
                 return
             answer_headers = joined(answer.getheaders())
-            checking = time.monotonic()
-            found = router.exchange(self.command, self.path, headers, body, answer.status,
-                                    answer_headers, data, stream=streaming)
-            checking = time.monotonic() - checking
-            problems = router.judge("%s %s" % (self.command, self.path), found, answer.status,
-                                    media_type(answer.getheader("Content-Type")))
-            for line in problems:
-                router.record(line)
-            if streaming:
-                self.stream(answer, found)
+            # A stream's events are checked as they pass; the rest of an
+            # exchange once it has been passed on. Counted as pending from
+            # before the client can have the whole answer, so that a flush
+            # after it waits for its check (a stream open for long is not).
+            events = self.stream(answer) if streaming else []
+            router.begin()
+            try:
+                if not streaming:
+                    connection.close()
+                    kept = [(k, v) for k, v in answer.getheaders()
+                            if k.lower() not in HOP_BY_HOP or
+                            (self.command == "HEAD" and k.lower() == "content-length")]
+                    try:
+                        self.answer(answer.status, answer.reason, kept, data)
+                    except OSError:
+                        self.close_connection = True  # the client went away; still checked
+                checking = time.monotonic()
+                through = checking - started
+                found = router.exchange(self.command, self.path, headers, body, answer.status,
+                                        answer_headers, data, stream=streaming)
+                for line in router.judge("%s %s" % (self.command, self.path), found,
+                                         answer.status,
+                                         media_type(answer.getheader("Content-Type"))):
+                    router.record(line)
+                for violation in events:
+                    router.record("%s %s -> %d: %s: %s" % (self.command, self.path,
+                                                           answer.status,
+                                                           found.get("operation"), violation))
+                router.count(answers=1)
+                router.traced(self.command, self.path, answer.status, through,
+                              time.monotonic() - checking)
+            finally:
                 connection.close()
-                router.traced(self.command, self.path, answer.status, started, checking)
-                return
-            connection.close()
-            router.count(answers=1)
-            kept = [(k, v) for k, v in answer.getheaders() if k.lower() not in HOP_BY_HOP or
-                    (self.command == "HEAD" and k.lower() == "content-length")]
-            if problems:
-                kept.append(("X-Tpujobs-Contract-Violation", str(len(problems))))
-            self.answer(answer.status, answer.reason, kept, data)
-            router.traced(self.command, self.path, answer.status, started, checking)
+                router.done()
 
         def answer(self, status, reason, headers, data):
             self.send_response(status, reason)
@@ -184,8 +223,10 @@ def make_handler(router: Router):
             if self.command != "HEAD":
                 self.wfile.write(data)
 
-        def stream(self, answer, found):
-            request = "%s %s" % (self.command, self.path)
+        def stream(self, answer) -> list:
+            """Relays a text/event-stream as it comes; its events are checked
+            as they pass (after each chunk is passed on). Returns what broke
+            the contract."""
             checker = StreamChecker(lambda name, data: router.event(
                 self.command, self.path, answer.status, name, data))
             try:
@@ -194,10 +235,8 @@ def make_handler(router: Router):
                 pass  # the client went away: the stream ends here
             finally:
                 checker.finish()
-                for violation in checker.violations:
-                    router.record("%s -> %d: %s: %s" % (request, answer.status,
-                                                        found.get("operation"), violation))
-                router.count(answers=1, events=checker.checked)
+                router.count(events=checker.checked)
+            return checker.violations
 
         def relay_stream(self, answer, checker):
             self.send_response(answer.status, answer.reason)
@@ -253,6 +292,9 @@ def main() -> int:
     except KeyboardInterrupt:
         pass
     finally:
+        # Every answer passed on is checked before the counts are final.
+        if not router.flush(120):
+            router.record("the router stopped with %d answers unchecked" % router.pending)
         router.contract.close()
         print("contract proxy: %d answers checked, %d violations; %d stream events checked; "
               "%d requests outside the document refused with a 4xx" %

@@ -5,6 +5,7 @@ front of it (contract_proxy.py, the one the e2e suites go through), which
 relays the bytes unchanged and has Stoplight Prism's validator check every
 request and answer against api/openapi.json."""
 
+import http.client
 import os
 import re
 import shutil
@@ -165,14 +166,33 @@ class ContractProxy:
         while not os.path.exists(address):
             if self.process.poll() is not None or time.monotonic() > deadline:
                 with open(self.log_path, encoding="utf-8", errors="replace") as f:
-                    raise RuntimeError("the contract router did not start:\n" + f.read())
+                    log = f.read()
+                self.close()
+                raise RuntimeError("the contract router did not start:\n" + log)
             time.sleep(0.05)
         with open(address, encoding="utf-8") as f:
             self.url = "http://" + f.read().strip()
         self._read = 0
 
+    def settle(self) -> None:
+        """Returns once every answer the router has passed on is checked
+        (it checks an answer after passing it on)."""
+        if self.process.poll() is not None:
+            return
+        host, port = self.url[len("http://"):].rsplit(":", 1)
+        connection = http.client.HTTPConnection(host, int(port), timeout=900)
+        try:
+            connection.request("GET", "/_contract/flush")
+            answer = connection.getresponse()
+            answer.read()
+            if answer.status != 200:
+                raise RuntimeError("the contract router did not settle: %d" % answer.status)
+        finally:
+            connection.close()
+
     def violations(self) -> List[str]:
-        """The report's lines since the last call."""
+        """The report's lines since the last call, every answer so far checked."""
+        self.settle()
         if not os.path.exists(self.report):
             return []
         with open(self.report, encoding="utf-8", errors="replace") as f:
@@ -181,17 +201,23 @@ class ContractProxy:
         return found
 
     def close(self) -> None:
+        """Stops the router (it checks what it passed on first); raises on a
+        violation no test read yet."""
         if self.process.poll() is None:
             self.process.terminate()
             try:
-                self.process.wait(30)
+                self.process.wait(180)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        left = self.violations()
         if os.environ.get("TPUJOBS_KEEP_TEST_LOGS"):
             print("contract router's files kept in %s" % self.directory)
         else:
             shutil.rmtree(self.directory, ignore_errors=True)
+        if left:
+            raise AssertionError("answers or requests that api/openapi.json does not allow, "
+                                 "found after the last test:\n" + "\n".join(left))
 
 
 class ContractTestCase(unittest.TestCase):
@@ -232,9 +258,16 @@ def start_module(pool: str = "v3-8", extra: Optional[List[str]] = None,
 
 
 def close_all(*parts) -> None:
-    """Closes proxies before the service they front."""
+    """Closes proxies before the service they front; every part is closed
+    even when one raises (the first error is raised at the end)."""
+    errors = []
     for part in parts:
-        if isinstance(part, list):
-            close_all(*part)
-        elif part is not None:
-            part.close()
+        try:
+            if isinstance(part, list):
+                close_all(*part)
+            elif part is not None:
+                part.close()
+        except Exception as e:  # noqa: BLE001: raised below, after the rest is closed
+            errors.append(e)
+    if errors:
+        raise errors[0]

@@ -195,11 +195,30 @@ function eventSchemas(document) {
   return found;
 }
 
+// Compiles every schema the checks use (ajv compiles on first use, up to
+// seconds for the job spec on a loaded machine), so that no exchange waits
+// for a compile: each operation's parameters and body, each answer's body.
+function warmUp(operations) {
+  for (const operation of operations) {
+    const input = {method: operation.method, url: {path: operation.path, query: {}},
+                   headers: {'content-length': '2', 'content-type': 'application/json'}, body: {}};
+    validator.validateInput({resource: operation, element: input});
+    for (const response of operation.responses || []) {
+      for (const content of response.contents || []) {
+        validator.validateOutput({resource: operation, element: {
+          statusCode: Number(response.code) || 200,
+          headers: {'content-type': content.mediaType}, body: {}}});
+      }
+    }
+  }
+}
+
 async function main() {
   const documentPath = path.resolve(process.argv[2]);
   const operations = await prism.getHttpOperationsFromSpec(documentPath);
   const dereferenced = await new RefParser().dereference(documentPath);
   const checker = new Checker(operations, eventSchemas(dereferenced));
+  warmUp(operations);
   const lines = readline.createInterface({input: process.stdin, crlfDelay: Infinity});
   process.stdout.write('ready\n');
   for await (const line of lines) {
