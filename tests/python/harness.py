@@ -252,7 +252,11 @@ def start_module(pool: str = "v3-8", extra: Optional[List[str]] = None,
     service = (service or Service(pool=pool, extra=extra)).start()
     if not contract:
         return service, []
-    proxies = [ContractProxy(service.url)]
+    try:
+        proxies = [ContractProxy(service.url)]
+    except BaseException:
+        service.close()  # setUpModule failed: no tearDownModule will
+        raise
     ContractTestCase.proxies = proxies
     return service, proxies
 
