@@ -118,7 +118,14 @@ class Checker {
     const operation = matched.right;
     request.push(...diagnostics(validator.validateInput({resource: operation, element: input})));
     request.push(...diagnostics(validator.validateSecurity({resource: operation, element: input})));
+    // A query parameter is declared by the operation, or by a security
+    // scheme of the apiKey kind in the query (access_token).
     const declared = new Set(((operation.request || {}).query || []).map(p => p.name));
+    for (const alternatives of operation.security || []) {
+      for (const scheme of alternatives) {
+        if (scheme.type === 'apiKey' && scheme.in === 'query') declared.add(scheme.name);
+      }
+    }
     for (const key of Object.keys(url.query)) {
       if (!declared.has(key)) request.push(`query.${key}: not a parameter of the operation`);
     }

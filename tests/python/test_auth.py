@@ -69,6 +69,23 @@ class AuthTest(ContractTestCase):
         self.assertIn(job.id, [j.id for j in a.list()])
         job.cancel()
 
+    def test_the_token_as_access_token_in_the_query_is_documented(self):
+        # What a browser's EventSource sends; the router fails the test if
+        # the document did not allow the parameter the service takes.
+        import http.client
+        import json
+        host, port = strict.url[len("http://"):].rsplit(":", 1)
+        answers = {}
+        for name, token in (("valid", tokens["a"]), ("unknown", "tpj_not-a-token")):
+            connection = http.client.HTTPConnection(host, int(port), timeout=60)
+            connection.request("GET", "/v1/jobs?limit=1&access_token=" + token)
+            answer = connection.getresponse()
+            answers[name] = (answer.status, json.loads(answer.read()))
+            connection.close()
+        self.assertEqual(answers["valid"][0], 200, answers)
+        self.assertIn("jobs", answers["valid"][1])
+        self.assertEqual(answers["unknown"][0], 401, answers)
+
     def test_over_the_request_limit_is_too_many_requests_and_safe_calls_wait_it_out(self):
         admin = tpujobs.Client(strict.url, token=tokens["admin"])
         admin.set_limits("team-b", requests_per_second=0.5, request_burst=1)
