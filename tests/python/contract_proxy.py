@@ -7,10 +7,12 @@
 this for every e2e suite.) With TPUJOBS_E2E_CONTRACT_PROXY set,
 tests/e2e/http_client.cc sends every request here with the header
 X-Tpujobs-Upstream: PORT (the port of the service the test started). The
-router forwards the request's bytes to 127.0.0.1:PORT and the answer's bytes
-back unchanged, and checks both against api/openapi.json on the way
-(tests/python/openapi_contract.py: path, query and header parameters, the
-body against its schema; the answer's status, Content-Type and body).
+router forwards the request's bytes to 127.0.0.1:PORT (without the header:
+to --upstream) and the answer's bytes back unchanged, and has each exchange
+checked against api/openapi.json by Stoplight Prism's own validator
+(openapi_check.cjs, through openapi_contract.py): the operation, its path,
+query and header parameters and body; the answer's status, Content-Type,
+headers and body.
 
 A request the document does not allow is one of two things:
   - bad input a test sends on purpose: the service must refuse it, and it
@@ -18,12 +20,16 @@ A request the document does not allow is one of two things:
     other (its status and schema must be in the document);
   - a request the document does not describe that the service accepted
     (any other answer): a violation, named by operation and field.
-Every violation is written to the report, one line each, and the answer
-carries X-Tpujobs-Contract-Violation; the fixture's stop fails on any.
+Every violation is written to the report, one line each; the fixture's stop
+fails on any. An answer is checked after it has been passed on, so the
+check adds nothing to the time a test waits for it: `GET /_contract/flush`,
+which the router answers itself, returns once every answer passed on so far
+has been checked (a test reads the report after it), and so does a SIGTERM
+before the router exits.
 
 text/event-stream answers are relayed as they come, and their events are
 checked as they pass against the schemas the document gives under the
-media type's `x-events` (tests/python/event_stream_contract.py).
+media type's `x-events` (event_stream_contract.py frames them).
 
 Each connection has its own thread; nothing is held across requests, so
 concurrent requests (long polls, streams) do not wait for each other.
@@ -32,7 +38,6 @@ concurrent requests (long polls, streams) do not wait for each other.
 import argparse
 import http.client
 import http.server
-import json
 import os
 import signal
 import sys
@@ -40,7 +45,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from event_stream_contract import EventStreamContract  # noqa: E402
+from event_stream_contract import StreamChecker  # noqa: E402
 from openapi_contract import Contract, media_type  # noqa: E402
 
 DOCUMENT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -49,31 +54,61 @@ HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "upgrade",
               "proxy-connection", "x-tpujobs-upstream", "content-length"}
 
 
+def joined(pairs) -> dict:
+    """Header pairs as one value a name (repeated ones joined, as HTTP reads them)."""
+    out: dict = {}
+    for k, v in pairs:
+        out[k] = "%s, %s" % (out[k], v) if k in out else v
+    return out
+
+
 class Router:
-    def __init__(self, report: str, document: str, trace: str = ""):
+    def __init__(self, report: str, document: str, trace: str = "", upstream: int = 0):
         self.report = report
+        self.upstream = upstream
         self.contract = Contract(document)
-        self.streams = EventStreamContract(document)
         self.lock = threading.Lock()
         self.trace = open(trace, "a", encoding="utf-8") if trace else None
         self.checked = 0  # answers checked, streams included
         self.events_checked = 0  # events of those streams
         self.refused = 0  # requests outside the document the service refused (4xx)
         self.violations = 0
+        self.pending = 0  # answers passed on, not yet checked
+        self.settled = threading.Condition(self.lock)
 
     def record(self, line: str) -> None:
         with self.lock, open(self.report, "a", encoding="utf-8") as f:
             f.write(line + "\n")
             self.violations += 1
 
-    def check(self, what: str, checker, *arguments):
-        """`checker`'s findings; a checker that fails is a finding too, and
+    def exchange(self, *arguments, **keywords) -> dict:
+        """The checker's findings; a checker that fails is a finding too, and
         never costs the test its answer."""
         try:
-            return checker(*arguments)
+            return self.contract.check_exchange(*arguments, **keywords)
         except Exception as e:  # noqa: BLE001: reported, then the exchange goes on
-            found = ["the router could not check the %s: %s: %s" % (what, type(e).__name__, e)]
-            return (None, found) if what == "request" else found
+            return {"operation": None, "request": [], "answer": [
+                "the router could not check the exchange: %s: %s" % (type(e).__name__, e)]}
+
+    def event(self, *arguments) -> list:
+        try:
+            return self.contract.check_event(*arguments)
+        except Exception as e:  # noqa: BLE001: as exchange()
+            return ["the router could not check the event: %s: %s" % (type(e).__name__, e)]
+
+    def begin(self) -> None:
+        with self.lock:
+            self.pending += 1
+
+    def done(self) -> None:
+        with self.lock:
+            self.pending -= 1
+            self.settled.notify_all()
+
+    def flush(self, timeout: float) -> bool:
+        """True once every answer passed on has been checked."""
+        with self.lock:
+            return self.settled.wait_for(lambda: self.pending == 0, timeout)
 
     def count(self, answers: int = 0, events: int = 0, refused: int = 0) -> None:
         with self.lock:
@@ -81,23 +116,23 @@ class Router:
             self.events_checked += events
             self.refused += refused
 
-    def traced(self, method: str, target: str, status: int, started: float,
+    def traced(self, method: str, target: str, status: int, through: float,
                checking: float) -> None:
         """With --trace: one line per exchange: when, its time through the
-        router (the service's included), the part spent checking it."""
+        router until passed on (the service's included), then the time its
+        check took (after it was passed on)."""
         if self.trace is not None:
             with self.lock:
                 self.trace.write("%.6f %.2f ms %s %s -> %d checked in %.2f ms\n" % (
-                    time.time(), (time.monotonic() - started) * 1000, method, target, status,
-                    checking * 1000))
+                    time.time(), through * 1000, method, target, status, checking * 1000))
                 self.trace.flush()
 
-    def judge(self, request: str, operation, request_problems, status: int,
-              media: str, answer_problems) -> list:
+    def judge(self, request: str, found: dict, status: int, media: str) -> list:
         """The report's lines for one exchange (none: it kept the contract)."""
         where = "%s -> %d" % (request, status)
-        name = str(operation) if operation is not None else "no operation"
-        lines = ["%s: %s: answer: %s" % (where, name, p) for p in answer_problems]
+        name = found.get("operation") or "no operation"
+        lines = ["%s: %s: answer: %s" % (where, name, p) for p in found.get("answer", [])]
+        request_problems = found.get("request", [])
         if request_problems:
             refused = 400 <= status < 500 and media == "application/problem+json"
             if refused:
@@ -119,16 +154,17 @@ def make_handler(router: Router):
             pass
 
         def relay(self):
+            if self.path == "/_contract/flush" and "X-Tpujobs-Upstream" not in self.headers:
+                settled = router.flush(600)
+                self.answer(200 if settled else 504, "OK" if settled else "Not settled",
+                            [("Content-Type", "text/plain")],
+                            b"%d violations\n" % router.violations)
+                return
             started = time.monotonic()
-            upstream = int(self.headers.get("X-Tpujobs-Upstream", "0"))
+            upstream = int(self.headers.get("X-Tpujobs-Upstream", "0")) or router.upstream
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
             headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
-            checking = time.monotonic()
-            operation, request_problems = router.check(
-                "request", router.contract.check_request, self.command, self.path, headers,
-                body)
-            checking = time.monotonic() - checking
             connection = http.client.HTTPConnection("127.0.0.1", upstream, timeout=600)
             try:
                 connection.request(self.command, self.path, body=body or None, headers=headers)
@@ -141,29 +177,41 @@ def make_handler(router: Router):
                 connection.close()
                 self.close_connection = True
                 return
-            if streaming:
-                self.stream(answer, operation, request_problems)
+            answer_headers = joined(answer.getheaders())
+            # A stream's events are checked as they pass; the rest of an
+            # exchange once it has been passed on. Counted as pending from
+            # before the client can have the whole answer, so that a flush
+            # after it waits for its check (a stream open for long is not).
+            events = self.stream(answer) if streaming else []
+            router.begin()
+            try:
+                if not streaming:
+                    connection.close()
+                    kept = [(k, v) for k, v in answer.getheaders()
+                            if k.lower() not in HOP_BY_HOP or
+                            (self.command == "HEAD" and k.lower() == "content-length")]
+                    try:
+                        self.answer(answer.status, answer.reason, kept, data)
+                    except OSError:
+                        self.close_connection = True  # the client went away; still checked
+                checking = time.monotonic()
+                through = checking - started
+                found = router.exchange(self.command, self.path, headers, body, answer.status,
+                                        answer_headers, data, stream=streaming)
+                for line in router.judge("%s %s" % (self.command, self.path), found,
+                                         answer.status,
+                                         media_type(answer.getheader("Content-Type"))):
+                    router.record(line)
+                for violation in events:
+                    router.record("%s %s -> %d: %s: %s" % (self.command, self.path,
+                                                           answer.status,
+                                                           found.get("operation"), violation))
+                router.count(answers=1)
+                router.traced(self.command, self.path, answer.status, through,
+                              time.monotonic() - checking)
+            finally:
                 connection.close()
-                router.traced(self.command, self.path, answer.status, started, checking)
-                return
-            connection.close()
-            media = media_type(answer.getheader("Content-Type"))
-            checked = time.monotonic()
-            problems = router.judge(
-                "%s %s" % (self.command, self.path), operation, request_problems,
-                answer.status, media,
-                router.check("answer", router.contract.check_answer, operation, self.command,
-                             answer.status, dict(answer.getheaders()), data))
-            checking += time.monotonic() - checked
-            router.count(answers=1)
-            for line in problems:
-                router.record(line)
-            kept = [(k, v) for k, v in answer.getheaders() if k.lower() not in HOP_BY_HOP or
-                    (self.command == "HEAD" and k.lower() == "content-length")]
-            if problems:
-                kept.append(("X-Tpujobs-Contract-Violation", str(len(problems))))
-            self.answer(answer.status, answer.reason, kept, data)
-            router.traced(self.command, self.path, answer.status, started, checking)
+                router.done()
 
         def answer(self, status, reason, headers, data):
             self.send_response(status, reason)
@@ -175,29 +223,20 @@ def make_handler(router: Router):
             if self.command != "HEAD":
                 self.wfile.write(data)
 
-        def stream(self, answer, operation, request_problems):
-            request = "%s %s" % (self.command, self.path)
-            checker = router.streams.checker(self.command, self.path, answer.status)
-            problems = router.check("answer", router.contract.check_answer, operation,
-                                    self.command, answer.status, dict(answer.getheaders()), b"")
-            problems = [p for p in problems if "no body" not in p]
-            if checker is None:
-                problems.append("a text/event-stream answer the document gives no x-events for")
-            for line in router.judge(request, operation, request_problems, answer.status,
-                                     "text/event-stream", problems):
-                router.record(line)
+        def stream(self, answer) -> list:
+            """Relays a text/event-stream as it comes; its events are checked
+            as they pass (after each chunk is passed on). Returns what broke
+            the contract."""
+            checker = StreamChecker(lambda name, data: router.event(
+                self.command, self.path, answer.status, name, data))
             try:
                 self.relay_stream(answer, checker)
             except OSError:
                 pass  # the client went away: the stream ends here
             finally:
-                events = 0
-                if checker is not None:
-                    checker.finish()
-                    events = checker.checked
-                    for violation in checker.violations:
-                        router.record("%s -> %d: %s" % (request, answer.status, violation))
-                router.count(answers=1, events=events)
+                checker.finish()
+                router.count(events=checker.checked)
+            return checker.violations
 
         def relay_stream(self, answer, checker):
             self.send_response(answer.status, answer.reason)
@@ -214,10 +253,9 @@ def make_handler(router: Router):
                     return  # the service went away mid-stream
                 if not chunk:
                     return
-                if checker is not None:
-                    checker.feed(chunk)
                 self.wfile.write(chunk)
                 self.wfile.flush()
+                checker.feed(chunk)
 
         do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = relay
 
@@ -227,6 +265,8 @@ def make_handler(router: Router):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--port", type=int, default=4010)
+    parser.add_argument("--upstream", type=int, default=0,
+                        help="the service's port for requests without X-Tpujobs-Upstream")
     parser.add_argument("--report", default="contract-violations.txt")
     parser.add_argument("--document", default=DOCUMENT, help="default: api/openapi.json")
     parser.add_argument("--address-file", help="where to write HOST:PORT once listening "
@@ -234,7 +274,8 @@ def main() -> int:
     parser.add_argument("--trace", help="append one line per exchange here: its time through "
                         "the router")
     args = parser.parse_args()
-    router = Router(os.path.abspath(args.report), args.document, args.trace or "")
+    router = Router(os.path.abspath(args.report), args.document, args.trace or "",
+                    args.upstream)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(router))
     server.daemon_threads = True
     server.request_queue_size = 128
@@ -251,6 +292,10 @@ def main() -> int:
     except KeyboardInterrupt:
         pass
     finally:
+        # Every answer passed on is checked before the counts are final.
+        if not router.flush(120):
+            router.record("the router stopped with %d answers unchecked" % router.pending)
+        router.contract.close()
         print("contract proxy: %d answers checked, %d violations; %d stream events checked; "
               "%d requests outside the document refused with a 4xx" %
               (router.checked, router.violations, router.events_checked, router.refused),

@@ -1,18 +1,22 @@
 """The real service and the contract check the Python client's tests run
 against: the built `tpujobs serve` (a private state dir, so a private
-embedded PostgreSQL, on a free loopback port), and Stoplight Prism's
-validating proxy (`prism proxy --errors`) in front of it, which checks every
+embedded PostgreSQL, on a free loopback port), and the contract router in
+front of it (contract_proxy.py, the one the e2e suites go through), which
+relays the bytes unchanged and has Stoplight Prism's validator check every
 request and answer against api/openapi.json."""
 
+import http.client
 import os
 import re
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
+import urllib.parse
 from typing import List, Optional
 
 BINARY = os.environ["TPUJOBS_BINARY"]
@@ -134,73 +138,91 @@ def process_tree(root: int) -> List[int]:
     return tree
 
 
-def prism_binary() -> str:
-    return os.environ.get("TPUJOBS_PRISM") or os.path.join(SOURCE, "web", "node_modules", ".bin",
-                                                           "prism")
+ROUTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "contract_proxy.py")
 
 
 class ContractProxy:
-    """`prism proxy api/openapi.json UPSTREAM --errors`: forwards every request
-    to the service and checks the request and the answer against the document.
-    A body or content type the document does not allow becomes a 500 (or 422
-    for a request) from Prism; a status code the document does not list is a
-    warning in its log. ``violations()`` reads both from the log.
-    ``validate_requests=False`` checks answers only, for tests that send a
-    malformed request on purpose to see the service refuse it."""
+    """The contract router (contract_proxy.py) in front of one service: it
+    relays every request and answer unchanged and has Prism's validator
+    (openapi_check.cjs) check both against api/openapi.json. A request the
+    document does not allow must be refused by the service with a 4xx
+    problem+json the document lists; anything else that breaks the document
+    is a line of its report, which ``violations()`` reads."""
 
-    PATTERN = re.compile(r"Violation|✖|⚠|VIOLATIONS|NO_PATH_MATCHED|UNPROCESSABLE_ENTITY")
-
-    def __init__(self, upstream: str, validate_requests: bool = True, document: str = DOCUMENT):
-        prism = prism_binary()
-        if not os.path.exists(prism):
-            raise RuntimeError("Prism is not installed at %s: run `npm ci` in web/" % prism)
-        self.port = free_port()
-        self.log_path = tempfile.mkstemp(prefix="tpujobs-prism-", suffix=".log")[1]
+    def __init__(self, upstream: str, document: str = DOCUMENT):
+        self.directory = tempfile.mkdtemp(prefix="tpujobs-contract-")
+        self.report = os.path.join(self.directory, "violations.txt")
+        self.log_path = os.path.join(self.directory, "router.log")
+        address = os.path.join(self.directory, "address")
         log = open(self.log_path, "w")
         self.process = subprocess.Popen(
-            [prism, "proxy", document, upstream, "--errors", "--port", str(self.port),
-             "--host", "127.0.0.1", "--cors", "false",
-             "--validate-request", "true" if validate_requests else "false"],
+            [sys.executable, ROUTER, "--port", "0", "--upstream",
+             str(urllib.parse.urlsplit(upstream).port), "--report", self.report,
+             "--document", document, "--address-file", address],
             stdout=log, stderr=subprocess.STDOUT)
         log.close()
-        _wait_for_line(self.log_path, r"Prism is listening", self.process, 120)
-        self._checked_to = os.path.getsize(self.log_path)
+        # The address file is written (whole) once the router listens.
+        deadline = time.monotonic() + 300
+        while not os.path.exists(address):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                with open(self.log_path, encoding="utf-8", errors="replace") as f:
+                    log = f.read()
+                self.close()
+                raise RuntimeError("the contract router did not start:\n" + log)
+            time.sleep(0.05)
+        with open(address, encoding="utf-8") as f:
+            self.url = "http://" + f.read().strip()
+        self._read = 0
 
-    @property
-    def url(self) -> str:
-        return "http://127.0.0.1:%d" % self.port
+    def settle(self) -> None:
+        """Returns once every answer the router has passed on is checked
+        (it checks an answer after passing it on)."""
+        if self.process.poll() is not None:
+            return
+        host, port = self.url[len("http://"):].rsplit(":", 1)
+        connection = http.client.HTTPConnection(host, int(port), timeout=900)
+        try:
+            connection.request("GET", "/_contract/flush")
+            answer = connection.getresponse()
+            answer.read()
+            if answer.status != 200:
+                raise RuntimeError("the contract router did not settle: %d" % answer.status)
+        finally:
+            connection.close()
 
     def violations(self) -> List[str]:
-        """The log's violations since the last call, each with the request it
-        came from (the lines before it)."""
-        with open(self.log_path, encoding="utf-8", errors="replace") as f:
-            f.seek(self._checked_to)
-            text = f.read()
-            self._checked_to = f.tell()
-        lines = text.splitlines()
-        found = []
-        for i, line in enumerate(lines):
-            if self.PATTERN.search(line):
-                context = [l for l in lines[max(0, i - 4):i] if "[HTTP SERVER]" in l or
-                           "Forwarding" in l]
-                found.append("\n".join(context[-2:] + [line]))
+        """The report's lines since the last call, every answer so far checked."""
+        self.settle()
+        if not os.path.exists(self.report):
+            return []
+        with open(self.report, encoding="utf-8", errors="replace") as f:
+            lines = [line for line in f.read().splitlines() if line.strip()]
+        found, self._read = lines[self._read:], len(lines)
         return found
 
     def close(self) -> None:
+        """Stops the router (it checks what it passed on first); raises on a
+        violation no test read yet."""
         if self.process.poll() is None:
             self.process.terminate()
             try:
-                self.process.wait(10)
+                self.process.wait(180)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        if not os.environ.get("TPUJOBS_KEEP_TEST_LOGS"):
-            os.remove(self.log_path)
+        left = self.violations()
+        if os.environ.get("TPUJOBS_KEEP_TEST_LOGS"):
+            print("contract router's files kept in %s" % self.directory)
+        else:
+            shutil.rmtree(self.directory, ignore_errors=True)
+        if left:
+            raise AssertionError("answers or requests that api/openapi.json does not allow, "
+                                 "found after the last test:\n" + "\n".join(left))
 
 
 class ContractTestCase(unittest.TestCase):
     """A test whose every exchange through ``cls.proxies`` must match the
-    document: tearDown fails the test on any violation Prism logged."""
+    document: tearDown fails the test on any violation the router reported."""
 
     proxies: List[ContractProxy] = []
 
@@ -224,25 +246,32 @@ def job_spec(**overrides):
 
 
 def start_module(pool: str = "v3-8", extra: Optional[List[str]] = None,
-                 service: Optional[Service] = None, lenient: bool = False,
-                 contract: bool = True):
-    """A test module's service and its contract proxies (strict first; with
-    ``lenient`` also one that checks answers only; none without ``contract``).
-    Returns (service, proxies)."""
+                 service: Optional[Service] = None, contract: bool = True):
+    """A test module's service and its contract router (none without
+    ``contract``). Returns (service, [router])."""
     service = (service or Service(pool=pool, extra=extra)).start()
     if not contract:
         return service, []
-    proxies = [ContractProxy(service.url)]
-    if lenient:
-        proxies.append(ContractProxy(service.url, validate_requests=False))
+    try:
+        proxies = [ContractProxy(service.url)]
+    except BaseException:
+        service.close()  # setUpModule failed: no tearDownModule will
+        raise
     ContractTestCase.proxies = proxies
     return service, proxies
 
 
 def close_all(*parts) -> None:
-    """Closes proxies before the service they front."""
+    """Closes proxies before the service they front; every part is closed
+    even when one raises (the first error is raised at the end)."""
+    errors = []
     for part in parts:
-        if isinstance(part, list):
-            close_all(*part)
-        elif part is not None:
-            part.close()
+        try:
+            if isinstance(part, list):
+                close_all(*part)
+            elif part is not None:
+                part.close()
+        except Exception as e:  # noqa: BLE001: raised below, after the rest is closed
+            errors.append(e)
+    if errors:
+        raise errors[0]

@@ -1,5 +1,6 @@
 """Every call of the client against the real service, each exchange checked
-against api/openapi.json by Prism (harness.ContractProxy)."""
+against api/openapi.json by the contract router (harness.ContractProxy:
+Prism's validator behind a byte-for-byte relay)."""
 
 import json
 import os
@@ -10,16 +11,16 @@ import unittest
 import tpujobs
 from harness import ContractProxy, ContractTestCase, close_all, job_spec, start_module
 
-service = strict = lenient = None
+service = strict = None
 
 
 def setUpModule():
-    global service, strict, lenient
-    service, (strict, lenient) = start_module(lenient=True)
+    global service, strict
+    service, (strict,) = start_module()
 
 
 def tearDownModule():
-    close_all(strict, lenient, service)
+    close_all(strict, service)
 
 
 class JobCallsTest(ContractTestCase):
@@ -105,8 +106,9 @@ class JobCallsTest(ContractTestCase):
                 call()
 
     def test_malformed_requests_are_bad_requests(self):
-        # Sent through the proxy that checks answers only: the request is wrong on purpose.
-        raw = tpujobs.Client(lenient.url)._http
+        # Wrong on purpose: the router lets a request outside the document
+        # pass when the service refuses it with a 4xx problem+json it lists.
+        raw = tpujobs.Client(strict.url)._http
         with self.assertRaises(tpujobs.BadRequest) as caught:
             raw.call("POST", "/v1/jobs", body=b"{not json", content_type="application/json")
         self.assertEqual(caught.exception.status, 400)
@@ -117,7 +119,7 @@ class JobCallsTest(ContractTestCase):
             raw.call("GET", "/v1/jobs/{id}/wait", path_params={"id": 1},
                      query={"timeout": 301})
         with self.assertRaises(tpujobs.BadRequest) as caught:
-            list(tpujobs.Client(lenient.url).list(state="SLEEPING"))
+            list(tpujobs.Client(strict.url).list(state="SLEEPING"))
         self.assertIn("SLEEPING", caught.exception.detail)
 
 
@@ -141,7 +143,7 @@ class ServiceCallsTest(ContractTestCase):
         self.assertTrue(csv.startswith("group,generation,jobs,core_seconds"), csv)
         self.client.set_quota("team-py", 4)
         with self.assertRaises(tpujobs.SpecRejected):
-            tpujobs.Client(lenient.url)._http.json_call(
+            tpujobs.Client(strict.url)._http.json_call(
                 "POST", "/v1/tenants/{tenant}/quota", {"max_cores": -1},
                 path_params={"tenant": "team-py"})
         self.client.set_quota("team-py", None)
@@ -153,7 +155,7 @@ class ServiceCallsTest(ContractTestCase):
         self.assertEqual(7, now["max_queued"])
         self.assertEqual(7, self.client.limits("team-limits")["max_queued"])
         with self.assertRaises(tpujobs.SpecRejected):  # not a request the document allows
-            tpujobs.Client(lenient.url).set_limits("team-limits", max_queued=-1)
+            tpujobs.Client(strict.url).set_limits("team-limits", max_queued=-1)
         back = self.client.set_limits("team-limits", max_queued=None)
         self.assertEqual(before["max_queued"], back["max_queued"])
 
@@ -196,107 +198,166 @@ class ServiceCallsTest(ContractTestCase):
             self.client.release_lease(987654)
 
     def test_the_script_check(self):
-        with open(os.path.join(os.environ["TPUJOBS_SOURCE_DIR"], "api", "openapi.json")) as f:
-            documented = "/v1/checks" in json.load(f)["paths"]
         with tempfile.TemporaryDirectory() as folder:
             script = os.path.join(folder, "train.py")
             with open(script, "w") as f:
                 f.write("import lightning as L\n\n"
                         "trainer = L.Trainer(accelerator=\"tpu\", devices=3)\n")
-            if not documented:
-                # The service has no POST /v1/checks yet: ask it directly (Prism
-                # would answer for a path its document lacks) for the clear error.
-                with self.assertRaises(tpujobs.CheckUnavailable) as caught:
-                    tpujobs.Client(service.url).check([folder])
-                self.assertIn("tpujobs check", str(caught.exception))
-                self.assertEqual(caught.exception.status, 404)
-                return
             findings = self.client.check([folder], accelerator_type="v3-8")
-        errors = [f for f in findings if f["severity"] == "error"]
-        self.assertTrue(errors, findings)
-        self.assertEqual((errors[0]["line"], errors[0]["path"].endswith("train.py")), (3, True))
-        self.assertIn("Got 3", errors[0]["message"])
+            errors = [f for f in findings if f["severity"] == "error"]
+            self.assertTrue(errors, findings)
+            self.assertEqual((errors[0]["line"], errors[0]["path"]), (3, script))
+            self.assertIn("Got 3", errors[0]["message"])
+            with self.assertRaises(tpujobs.SpecRejected) as caught:
+                self.client.check([folder], lightning="0.1")
+            self.assertEqual([e.field for e in caught.exception.errors], ["lightning"])
 
 
 class ContractCheckTest(unittest.TestCase):
-    """The contract check is not vacuous: a document the service does not
-    match makes Prism refuse the answer and log the violation."""
+    """The contract check is not vacuous: against a document the service does
+    not match, the router passes the service's real answer on, marked, and
+    reports the violation."""
 
     def test_an_answer_the_document_does_not_allow_is_caught(self):
         with open(os.path.join(os.environ["TPUJOBS_SOURCE_DIR"], "api", "openapi.json")) as f:
             document = json.load(f)
         document["components"]["schemas"]["Pool"]["required"] = ["no_such_field"]
         del document["paths"]["/v1/jobs/{id}"]["get"]["responses"]["404"]
+        document["paths"]["/v1/usage"]["get"]["responses"]["200"]["content"].pop("text/csv")
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
             json.dump(document, f)
         proxy = ContractProxy(service.url, document=f.name)
         try:
             client = tpujobs.Client(proxy.url)
-            with self.assertRaises(tpujobs.ServerError) as caught:
-                client.pool()
-            self.assertEqual(caught.exception.status, 500)
-            self.assertIn("no_such_field", str(caught.exception.problem))
+            self.assertEqual(client.pool()["total_cores"], 8)
             with self.assertRaises(tpujobs.NotFound):
                 client.get(987654)
+            self.assertTrue(client.usage(from_="24h", csv=True).startswith("group,"))
             found = proxy.violations()
-            self.assertEqual(len(found), 2, found)
-            self.assertIn("get /v1/pool", found[0])
-            self.assertIn("VIOLATIONS", found[0])
-            self.assertIn("Unable to match the returned status code", found[1])
+            self.assertEqual(len(found), 4, found)
+            self.assertIn("GET /v1/pool -> 200: getPool (GET /v1/pool): answer: body: Response "
+                          "body must have required property 'no_such_field'", found[0])
+            self.assertIn("GET /v1/jobs/987654 -> 404: getJob (GET /v1/jobs/{id}): answer: "
+                          "Unable to match the returned status code", found[1])
+            self.assertIn("GET /v1/usage?from=24h&format=csv -> 200: getUsage (GET /v1/usage): "
+                          "answer: The received media type \"text/csv", found[2])
+            self.assertIn("answer: body: Response body must be object", found[3])
+            self.assertEqual(client.pool()["total_cores"], 8)
+            self.assertEqual(len(proxy.violations()), 1, "read once, then only new ones")
         finally:
             proxy.close()
             os.remove(f.name)
 
 
+def stub_service(test, status, answer, headers=(), retries=5):
+    """A stand-in service on a free loopback port that answers every request
+    with ``status`` and the JSON ``answer`` (problem+json for a status of 400
+    and more) and ``headers``, stopped at the test's end. Returns a Client of
+    it and the list of requests seen: (method, path, body, when)."""
+    import http.server
+    import threading
+    seen = []
+
+    class Stub(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def answer(self):
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            seen.append((self.command, self.path, body, time.monotonic()))
+            data = json.dumps(answer).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/problem+json" if status >= 400
+                             else "application/json")
+            for name, value in headers:
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = answer
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Stub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    test.addCleanup(server.server_close)
+    test.addCleanup(server.shutdown)
+    return tpujobs.Client("http://127.0.0.1:%d" % server.server_address[1], retries=retries), seen
+
+
 class CheckRequestTest(unittest.TestCase):
     """What check() sends: the text of every .py file under the paths given
     (not in .git or a virtualenv), the requirements files' text, the options;
-    answered here by a recording server, since the service may lack the route."""
+    answered here by a stand-in that records the request."""
 
     def test_the_files_and_options_sent_and_the_findings_read(self):
-        import http.server
-        import threading
-        seen = {}
-
-        class Recorder(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                seen["path"] = self.path
-                seen["body"] = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                answer = json.dumps({"findings": [{"path": "a.py", "line": 3}]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(answer)))
-                self.end_headers()
-                self.wfile.write(answer)
-
-        server = http.server.HTTPServer(("127.0.0.1", 0), Recorder)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        try:
-            with tempfile.TemporaryDirectory() as root:
-                for name in ("a.py", "pkg/b.py", "pkg/notes.txt", ".git/c.py", "venv/d.py",
-                             "env2/e.py", "env2/pyvenv.cfg", "reqs.txt"):
-                    os.makedirs(os.path.dirname(os.path.join(root, name)), exist_ok=True)
-                    with open(os.path.join(root, name), "w") as f:
-                        f.write("# %s\n" % name)
-                client = tpujobs.Client("http://127.0.0.1:%d" % server.server_address[1])
-                findings = client.check([root], accelerator_type="v4-8", lightning="2.1",
-                                        requirements=[os.path.join(root, "reqs.txt")],
-                                        python="3.10", runtime="xrt")
-                sent = [os.path.relpath(f["path"], root) for f in seen["body"]["files"]]
-                texts = [f["text"] for f in seen["body"]["files"]]
-        finally:
-            server.shutdown()
+        client, seen = stub_service(self, 200, {"findings": [{"path": "a.py", "line": 3}]})
+        with tempfile.TemporaryDirectory() as root:
+            for name in ("a.py", "pkg/b.py", "pkg/notes.txt", ".git/c.py", "venv/d.py",
+                         "env2/e.py", "env2/pyvenv.cfg", "reqs.txt"):
+                os.makedirs(os.path.dirname(os.path.join(root, name)), exist_ok=True)
+                with open(os.path.join(root, name), "w") as f:
+                    f.write("# %s\n" % name)
+            findings = client.check([root], accelerator_type="v4-8", lightning="2.1",
+                                    requirements=[os.path.join(root, "reqs.txt")],
+                                    python="3.10", runtime="xrt")
+            body = json.loads(seen[0][2])
+            sent = [os.path.relpath(f["path"], root) for f in body["files"]]
+            texts = [f["text"] for f in body["files"]]
         self.assertEqual(findings, [{"path": "a.py", "line": 3}])
-        self.assertEqual(seen["path"], "/v1/checks")
+        self.assertEqual(seen[0][:2], ("POST", "/v1/checks"))
         self.assertEqual(sent, ["a.py", os.path.join("pkg", "b.py")])
         self.assertEqual(texts, ["# a.py\n", "# pkg/b.py\n"])
-        self.assertEqual(seen["body"]["requirements"][0]["text"], "# reqs.txt\n")
-        self.assertEqual((seen["body"]["accelerator_type"], seen["body"]["lightning"],
-                          seen["body"]["python"], seen["body"]["runtime"]),
-                         ("v4-8", "2.1", "3.10", "xrt"))
+        self.assertEqual(body["requirements"][0]["text"], "# reqs.txt\n")
+        self.assertEqual((body["accelerator_type"], body["lightning"], body["python"],
+                          body["runtime"]), ("v4-8", "2.1", "3.10", "xrt"))
+
+
+class OlderServiceTest(unittest.TestCase):
+    """check() on a service older than the script check: its POST /v1/checks
+    is a 404 "no route" problem, which check() turns into CheckUnavailable."""
+
+    def test_a_service_without_the_check_gives_check_unavailable(self):
+        client, _ = stub_service(self, 404, {"title": "Not Found", "status": 404,
+                                             "detail": "no route for POST /v1/checks"})
+        with tempfile.TemporaryDirectory() as folder:
+            with open(os.path.join(folder, "train.py"), "w") as f:
+                f.write("import lightning\n")
+            with self.assertRaises(tpujobs.CheckUnavailable) as caught:
+                client.check([folder])
+        self.assertIsInstance(caught.exception, tpujobs.NotFound)
+        self.assertEqual(caught.exception.status, 404)
+        self.assertIn("run `tpujobs check` locally", str(caught.exception))
+
+
+class RetryRulesTest(unittest.TestCase):
+    """Which calls are repeated after a 503 or 429 with Retry-After, counted
+    on a stand-in that answers every request so: a safe call is tried
+    ``retries`` times, sleeping the Retry-After between; a cancel, a lease
+    release or a secret rotation (not safe to repeat) is sent once."""
+
+    def busy(self, status):
+        return stub_service(self, status, {"title": "busy", "status": status, "detail": "busy"},
+                            [("Retry-After", "1")], retries=3)
+
+    def test_a_safe_call_is_retried_honouring_retry_after(self):
+        for status, error in ((503, tpujobs.Unavailable), (429, tpujobs.TooManyRequests)):
+            client, seen = self.busy(status)
+            with self.assertRaises(error) as caught:
+                client.pool()
+            self.assertEqual(caught.exception.retry_after, 1.0)
+            self.assertEqual(len(seen), 3, seen)
+            gaps = [b[3] - a[3] for a, b in zip(seen, seen[1:])]
+            self.assertTrue(all(gap >= 0.95 for gap in gaps), gaps)
+
+    def test_a_call_not_safe_to_repeat_is_sent_once(self):
+        client, seen = self.busy(503)
+        for call in (lambda: client.job(7).cancel(), lambda: client.release_lease(7),
+                     client.rotate_notification_secret):
+            with self.assertRaises(tpujobs.Unavailable):
+                call()
+        self.assertEqual([(m, p) for m, p, _, _ in seen],
+                         [("POST", "/v1/jobs/7/cancel"), ("POST", "/v1/pool/leases/7:release"),
+                          ("POST", "/v1/notifications/secret")])
 
 
 class EnvironmentTest(unittest.TestCase):

@@ -2,27 +2,24 @@
 generator reopens it from the last sequence number, and the lines it yields
 are the job's log exactly, with no gap and no line twice.
 
-This test talks to the service directly, not through Prism: Prism's proxy
-reads a whole answer before it checks and forwards it, so a live
-text/event-stream would reach the client only once it ends. The stream's
-answers are checked against the document in test_client and test_queue
-(streams of ended jobs)."""
-
-import unittest
+Through the contract router like the other tests: it relays the live
+text/event-stream as it comes and checks each event against the document's
+x-events; while the service is down it gives no answer either, as the
+service would not."""
 
 import tpujobs
-from harness import close_all, start_module
+from harness import ContractTestCase, close_all, start_module
 
-service = None
+service = strict = None
 
 
 def setUpModule():
-    global service
-    service, _ = start_module(contract=False)
+    global service, strict
+    service, (strict,) = start_module()
 
 
 def tearDownModule():
-    close_all(service)
+    close_all(strict, service)
 
 
 def endless_job_spec():
@@ -38,9 +35,9 @@ def endless_job_spec():
         optimizer=dict(type="adam", lr=0.001), timeout="10m")
 
 
-class FollowAcrossRestartTest(unittest.TestCase):
+class FollowAcrossRestartTest(ContractTestCase):
     def test_follow_logs_resumes_after_a_restart_without_gap_or_repeat(self):
-        client = tpujobs.Client(service.url)
+        client = tpujobs.Client(strict.url)
         job = client.submit(endless_job_spec())
         stream = job.follow_logs()
         seen = []
@@ -67,4 +64,5 @@ class FollowAcrossRestartTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
+    import unittest
     unittest.main()

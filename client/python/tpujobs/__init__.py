@@ -10,7 +10,8 @@
 
 from .client import Client
 from .errors import (BadRequest, CheckUnavailable, Conflict, FieldError, Forbidden, NotFound,
-                     ServerError, SpecRejected, Timeout, TpujobsError, Unauthorized, Unavailable)
+                     ServerError, SpecRejected, Timeout, TooManyRequests, TpujobsError,
+                     Unauthorized, Unavailable)
 from .job import TERMINAL_STATES, Job, LogLine
 from .spec import (dropout, gelu, layernorm, linear, mlp, relu, sigmoid, spec, tanh,
                    with_values)
@@ -20,6 +21,6 @@ __version__ = "0.1.0"
 __all__ = [
     "BadRequest", "CheckUnavailable", "Client", "Conflict", "FieldError", "Forbidden", "Job",
     "LogLine", "NotFound", "ServerError", "SpecRejected", "TERMINAL_STATES", "Timeout",
-    "TpujobsError", "Unauthorized", "Unavailable", "dropout", "gelu", "layernorm", "linear",
-    "mlp", "relu", "sigmoid", "spec", "tanh", "with_values",
+    "TooManyRequests", "TpujobsError", "Unauthorized", "Unavailable", "dropout", "gelu",
+    "layernorm", "linear", "mlp", "relu", "sigmoid", "spec", "tanh", "with_values"
 ]

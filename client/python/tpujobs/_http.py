@@ -7,16 +7,13 @@ import time
 import urllib.parse
 from typing import Any, Callable, Dict, Iterator, List, Mapping, NamedTuple, Optional, Tuple
 
-from .errors import TpujobsError, Unavailable, error_from_response
+from .errors import TooManyRequests, TpujobsError, Unavailable, error_from_response
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 USER_AGENT = "tpujobs-python/0.1.0"
 
 # Every (method, path template) the client may send; filled by @operation.
 OPERATIONS: Dict[Tuple[str, str], str] = {}
-# Operations the service may lack (an older service): the drift test allows
-# them to be missing from api/openapi.json.
-OPTIONAL_OPERATIONS = {("POST", "/v1/checks")}
 
 
 def operation(method: str, template: str):
@@ -83,7 +80,7 @@ def parse_events(chunks: Iterator[bytes]) -> Iterator[Event]:
 
 class Transport:
     """Sends requests to one service. Safe calls (GETs, idempotent writes) are
-    retried on no answer and on 502/503/504, honouring Retry-After."""
+    retried on no answer, on 502/503/504 and on 429, honouring Retry-After."""
 
     def __init__(self, url: Optional[str], token: Optional[str], timeout: float = 60.0,
                  retries: int = 5, max_backoff: float = 10.0,
@@ -149,7 +146,7 @@ class Transport:
              safe: bool = False, timeout: Optional[float] = None,
              expect: Tuple[int, ...] = (200,)) -> Response:
         """Sends and returns the answer whose status is in ``expect``; raises the
-        typed error of any other. ``safe``: retried on no answer and on 502-504."""
+        typed error of any other. ``safe``: retried on no answer, 502-504 and 429."""
         target = self.target(template, path_params or {}, query)
         sent = self._headers(headers)
         if content_type:
@@ -171,7 +168,7 @@ class Transport:
                 return response
             error = error_from_response(response.status, response.headers, response.body,
                                         method, target)
-            if not isinstance(error, Unavailable) or last:
+            if not isinstance(error, (Unavailable, TooManyRequests)) or last:
                 raise error
             wait = error.retry_after
             self._sleep(min(wait if wait is not None else delay, self.max_backoff))

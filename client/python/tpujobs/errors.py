@@ -65,6 +65,16 @@ class Conflict(TpujobsError):
     """409: an idempotency key reused with another body, a cancel of an ended job, ..."""
 
 
+class TooManyRequests(TpujobsError):
+    """429: a tenant limit (requests or submits per second, jobs queued at
+    once); ``retry_after`` is the seconds the service asked to wait, and the
+    problem names the limit (``problem["limit"]``, ``["value"]``)."""
+
+    @property
+    def retry_after(self) -> Optional[float]:
+        return parse_retry_after(self.headers.get("retry-after"))
+
+
 class SpecRejected(TpujobsError):
     """422: the spec (or body) was refused; ``errors`` names each field."""
 
@@ -119,7 +129,8 @@ def parse_retry_after(value: Optional[str]) -> Optional[float]:
 
 
 _BY_STATUS = {400: BadRequest, 401: Unauthorized, 403: Forbidden, 404: NotFound, 409: Conflict,
-              413: BadRequest, 415: BadRequest, 422: SpecRejected, 502: Unavailable,
+              413: BadRequest, 415: BadRequest, 422: SpecRejected, 429: TooManyRequests,
+              502: Unavailable,
               503: Unavailable, 504: Unavailable}
 
 
