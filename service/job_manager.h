@@ -202,9 +202,7 @@ class JobManager final : public api::JobService {
                                  const std::string& health) override {
       return tables_.store_host_health(host, generation, health);
     }
-    db::Result<std::vector<db::JobRow>> load_placed() override {
-      return tables_.load_placed();
-    }
+    db::Result<std::vector<db::JobRow>> load_placed() override { return tables_.load_placed(); }
     db::Result<std::optional<db::JobRow>> get_job(std::int64_t id) override {
       return tables_.get_job(id);
     }
