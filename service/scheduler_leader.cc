@@ -80,7 +80,6 @@ void SchedulerLeader::loop() {
     const bool leading = lock_.hold();
     if (leading != leader_) {
       leader_ = leading;
-      pending_written_ = 0;  // another leader may have written since
       reachable_since_ = options_.clock->now();
       term_.reset();
       if (!leading)
@@ -132,10 +131,21 @@ std::string SchedulerLeader::prometheus_metrics() const {
 }
 
 db::Status SchedulerLeader::begin_term() {
-  low_water_.reset();  // another leader wrote meanwhile: read every job again
   auto term = store_.begin_term(options_.instance);
-  if (!term.ok()) return term.error();
+  if (!term.ok()) {
+    low_water_.reset();
+    return term.error();
+  }
+  // Another leader took a term since this one's last: it may have written
+  // about any job, so every job is read and every pending reason written
+  // again. A term that follows this replica's own (its lock lapsed during
+  // a long pass, and no one took over) keeps both.
+  if (!last_term_ || *term != *last_term_ + 1) {
+    low_water_.reset();
+    pending_written_ = 0;
+  }
   term_ = *term;
+  last_term_ = *term;
   return db::Status::Ok();
 }
 

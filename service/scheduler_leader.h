@@ -235,13 +235,19 @@ class SchedulerLeader {
   std::uint32_t complete_reads_ = 0;
   std::uint64_t pending_passes_ = 0;
   std::uint64_t pending_written_ = 0;  // the last pending write that landed (0: none)
+  // A pass writes at most this many pending reasons, the first in the
+  // queue first; the others are written by the next passes. So a change
+  // of every reason in a long queue (a host recovering) does not make one
+  // pass outlast its lock (lock_idle_timeout).
+  static constexpr std::size_t kMaxPendingWrites = 5000;
   // Since when this replica has led with the database answering.
   base::Clock::time_point reachable_since_{};
   base::Clock::time_point rendezvous_swept_{};  // old rendezvous keys last removed
   // The tenants' fair-share factors, and when they were read.
   std::map<std::string, double> fair_share_;
   std::optional<base::Clock::time_point> fair_share_read_;
-  std::optional<std::int64_t> term_;  // the scheduler term it leads under
+  std::optional<std::int64_t> term_;       // the scheduler term it leads under
+  std::optional<std::int64_t> last_term_;  // the last it took
   // The low water to read the next changes from (none: read them all);
   // when all were last read.
   std::optional<std::string> low_water_;

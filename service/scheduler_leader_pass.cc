@@ -321,8 +321,15 @@ db::Status SchedulerLeader::write_pending(const scheduler::PassPlan& plan) {
                       n.detail == now.detail && n.held == now.held &&
                       n.estimated_start == now.estimated_start &&
                       n.preempted_by == now.preempted_by;
-    if (!same) n = now;
-    n.pass = pass;
+    if (same) {
+      n.pass = pass;
+    } else if (pending.size() < kMaxPendingWrites) {
+      n = now;
+      n.pass = pass;
+    } else {
+      n.pass = 0;  // not written: the next pass writes it
+      return false;
+    }
     return !same;
   };
   for (const scheduler::Waiting& w : plan.waiting) {

@@ -643,5 +643,40 @@ TEST_F(SchedulerLeaderKeptJobs, APassOverAnUnchangedQueueAllocatesNothingPerJob)
   EXPECT_LT(large, small + 50) << small << " allocations at 1,000 queued, " << large << " at 4,000";
 }
 
+// A replica whose lock lapsed during a long pass and who takes the next
+// term keeps what it knows; after another leader's term it reads and
+// writes everything again.
+TEST_F(SchedulerLeaderKeptJobs, OnlyAnotherLeadersTermMakesEveryReasonWrittenAgain) {
+  store_.add_agent("a", 1, 1);
+  store_.add_job(1, "t", 8);
+  store_.add_job(2, "t", 8);  // waits
+  ASSERT_TRUE(leader_->begin_term().ok());
+  pass();
+  EXPECT_EQ(1, store_.count("pending 2"));
+  ASSERT_TRUE(leader_->begin_term().ok());  // the next term: its own
+  pass();
+  EXPECT_EQ(1, store_.count("pending 2"));
+  EXPECT_EQ(1, store_.complete_reads);
+  ++store_.term;  // another replica led meanwhile
+  ASSERT_TRUE(leader_->begin_term().ok());
+  pass();
+  EXPECT_EQ(2, store_.count("pending 2"));
+  EXPECT_EQ(2, store_.complete_reads);
+}
+
+TEST_F(SchedulerLeaderKeptJobs, APassWritesABoundedNumberOfReasonsTheFirstInTheQueueFirst) {
+  const int jobs = 5010;  // no agent yet: every job waits
+  for (int id = 1; id <= jobs; ++id) store_.add_job(id, "t", 8);
+  pass();
+  EXPECT_EQ(5000, store_.count("pending "));
+  EXPECT_EQ(1, store_.count("pending 5000"));
+  EXPECT_EQ(0, store_.count("pending 5001"));
+  pass();
+  EXPECT_EQ(jobs, store_.count("pending "));
+  EXPECT_EQ(1, store_.count("pending 5010"));
+  pass();
+  EXPECT_EQ(jobs, store_.count("pending ")) << "nothing changed";
+}
+
 }  // namespace
 }  // namespace tpujobs::service
