@@ -188,6 +188,7 @@ class SchedulerLeader {
   // Brings the kept jobs up to date from the rows written since the last
   // read, or all of them (a complete read rebuilds the waiting entries).
   db::Status read_unfinished();
+  db::Status read_rows(bool& was_complete);
   // One row read: `complete` numbers a complete read (0: an incremental one).
   void apply(db::JobRow& row, std::uint32_t complete);
   void forget(std::int64_t job);

@@ -3,6 +3,8 @@
 // waiting jobs' compact entries in the snapshot plan_pass reads. The rows
 // written since the last read update them; a pass over an unchanged queue
 // reads them as they are.
+#include <malloc.h>
+
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
@@ -187,6 +189,16 @@ void SchedulerLeader::apply(db::JobRow& row, std::uint32_t complete) {
 }
 
 db::Status SchedulerLeader::read_unfinished() {
+  bool complete = false;
+  db::Status s = read_rows(complete);
+  // A complete read's rows (every unfinished job's, and the result they
+  // were read from) are freed by now; without this their pages stay with
+  // the process, between the kept jobs (bench/RESULTS.md, issue 29).
+  if (complete) malloc_trim(0);
+  return s;
+}
+
+db::Status SchedulerLeader::read_rows(bool& was_complete) {
   const auto now = options_.clock->now();
   std::optional<std::string> since = low_water_;
   if (now - complete_read_at_ >= options_.complete_read_interval) since.reset();
@@ -199,6 +211,7 @@ db::Status SchedulerLeader::read_unfinished() {
   // Read before anything changes: a failed read leaves the jobs as they were.
   if (db::Status s = learn_specs(unfinished); !s.ok()) return s;
   std::uint32_t complete = 0;
+  was_complete = read->complete;
   if (read->complete) {
     // Every entry is made again from the rows; the facts stay.
     complete = ++complete_reads_;
