@@ -17,12 +17,14 @@ namespace {
 
 // TPUJOBS_JOB_COLUMNS in the same places (read_job reads them), with NULL
 // for every document load_unfinished_to_schedule leaves empty.
-#define TPUJOBS_JOB_SCHEDULING_COLUMNS                                                     \
-  "j.id, j.tenant, j.name, NULL, j.priority, j.state, NULL, NULL, NULL, "                  \
-  "j.idempotency_key, j.spec_hash, j.allocation, NULL, NULL, NULL, "                       \
-  "NULL, NULL, j.attempt, j.cancel_requested, j.created_at, j.started_at, "                \
-  "j.finished_at, j.updated_at, j.owner, j.lease_expires_at, j.agent, j.placement_epoch, " \
-  "j.array_id, j.array_index, NULL, j.preempted_by, j.requeued_at, j.unstarted_requeues"
+// The scheduler leader's read (read_to_schedule): what it uses of a row,
+// the rest NULL (issue 29: its complete read of 100,000 queued jobs).
+#define TPUJOBS_JOB_SCHEDULING_COLUMNS                                      \
+  "j.id, j.tenant, j.name, NULL, j.priority, j.state, NULL, NULL, NULL, "   \
+  "NULL, NULL, j.allocation, NULL, NULL, NULL, "                            \
+  "NULL, NULL, j.attempt, j.cancel_requested, j.created_at, j.started_at, " \
+  "NULL, j.updated_at, NULL, NULL, j.agent, j.placement_epoch, "            \
+  "NULL, NULL, NULL, j.preempted_by, j.requeued_at, j.unstarted_requeues"
 
 constexpr int kMaxPageSize = 500;
 

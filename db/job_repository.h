@@ -229,7 +229,9 @@ class JobRepository {
   Result<std::vector<JobRow>> load_placed();
   // The same rows without the documents a scheduling pass does not read:
   // spec, resolved, warnings, labels, pending, progress, latest_metrics,
-  // error, result and array_values are left empty (allocation is read). A
+  // error, result and array_values are left empty (allocation is read), and
+  // so are idempotency_key, spec_hash, finished_at, owner, lease_expires_at
+  // and the array fields, which the leader does not use. A
   // pass reads every unfinished job; printing those documents as text was
   // most of its cost (10,000 queued jobs: bench/RESULTS.md). The specs come
   // from job_specs, once a job.

@@ -68,6 +68,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -191,7 +192,9 @@ struct Waiting {
   PendingReason reason = PendingReason::kResources;
   int queue_position = 0;  // 1-based among the jobs left waiting
   std::optional<PassTime> estimated_start{};
-  std::string detail{};  // why, when the reason alone does not say
+  // Why, when the reason alone does not say: a text of static storage, so a
+  // pass over a long queue allocates nothing per waiting job for it.
+  std::string_view detail{};
 };
 
 struct PassReservation {

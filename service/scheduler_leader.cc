@@ -19,13 +19,6 @@ namespace tpujobs::service {
 namespace {
 
 using db::JobState;
-using nlohmann::json;
-
-int max_retries_of(const json& spec) {
-  if (!spec.is_object()) return 0;
-  const auto it = spec.find("max_retries");
-  return it != spec.end() && it->is_number_integer() ? it->get<int>() : 0;
-}
 
 }  // namespace
 
@@ -87,7 +80,6 @@ void SchedulerLeader::loop() {
     const bool leading = lock_.hold();
     if (leading != leader_) {
       leader_ = leading;
-      pending_written_.clear();  // another leader may have written since
       reachable_since_ = options_.clock->now();
       term_.reset();
       if (!leading)
@@ -138,52 +130,22 @@ std::string SchedulerLeader::prometheus_metrics() const {
   return out.str();
 }
 
-std::optional<scheduler::ResourceRequest> SchedulerLeader::request_of(
-    const db::JobRow& row, const scheduler::PoolCapacity& capacity) {
-  if (auto it = requests_.find(row.id); it != requests_.end()) return it->second;
-  const SpecFacts& facts = facts_of(row.id);
-  if (!facts.trainer) return std::nullopt;
-  api::Resolution resolution = api::resolve(*facts.trainer, capacity);
-  if (!resolution.errors.empty()) return std::nullopt;
-  requests_[row.id] = resolution.request;
-  return resolution.request;
-}
-
-db::Status SchedulerLeader::learn_specs(const std::vector<std::int64_t>& jobs) {
-  std::vector<std::int64_t> unknown;
-  for (std::int64_t job : jobs) {
-    if (!specs_.count(job)) unknown.push_back(job);
-  }
-  if (unknown.empty()) return db::Status::Ok();
-  auto texts = store_.job_specs(unknown);
-  if (!texts.ok()) return texts.error();
-  for (const auto& [id, text] : *texts) {
-    SpecFacts facts;
-    const json spec_json = json::parse(text, nullptr, false);
-    facts.max_retries = max_retries_of(spec_json);
-    if (auto spec = api::parse_job_spec(spec_json); spec.ok()) {
-      facts.trainer = std::move(spec->trainer);
-      facts.workload.depends_on = std::move(spec->depends_on);
-      facts.workload.start_by = spec->start_by;
-      facts.workload.time_limit = spec->training.timeout;
-      facts.workload.preemptible = spec->preemptible;
-    }
-    specs_[id] = std::move(facts);
-  }
-  return db::Status::Ok();
-}
-
-const SchedulerLeader::SpecFacts& SchedulerLeader::facts_of(std::int64_t job) const {
-  static const SpecFacts kNone{};
-  auto it = specs_.find(job);
-  return it == specs_.end() ? kNone : it->second;
-}
-
 db::Status SchedulerLeader::begin_term() {
-  low_water_.reset();  // another leader wrote meanwhile: read every job again
   auto term = store_.begin_term(options_.instance);
-  if (!term.ok()) return term.error();
+  if (!term.ok()) {
+    low_water_.reset();
+    return term.error();
+  }
+  // Another leader took a term since this one's last: it may have written
+  // about any job, so every job is read and every pending reason written
+  // again. A term that follows this replica's own (its lock lapsed during
+  // a long pass, and no one took over) keeps both.
+  if (!last_term_ || *term != *last_term_ + 1) {
+    low_water_.reset();
+    pending_written_ = 0;
+  }
   term_ = *term;
+  last_term_ = *term;
   return db::Status::Ok();
 }
 
@@ -230,7 +192,6 @@ db::Status SchedulerLeader::move_off(const db::JobRow& row, const std::string& r
   if (!moved.ok()) return moved.error();
   if (*moved) {
     std::cerr << "tpujobs: job " << row.id << ": " << t.reason << std::endl;
-    requests_.erase(row.id);
     // Its agent, if it still listens, stops its copy now.
     notify(db::kAgentChannel, row.agent.value_or(""));
   }

@@ -18,7 +18,10 @@
 //     stop it at a checkpoint and requeue it; the preemptor is placed by a
 //     later pass once the cores are free,
 //   - records why the others wait (jobs.pending).
-// It keeps no state between passes: a new leader starts from the tables.
+// It keeps the unfinished jobs between passes as compact entries (what
+// placement needs, not the spec), updated from the rows written since its
+// last read; it reads them all again now and then, and a new term starts
+// from the tables.
 // Every replica runs one; the others wait for the lock, trying again every
 // poll interval, so a leader's death is taken over within one interval of
 // PostgreSQL seeing its session end.
@@ -34,6 +37,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 
 #include "api/resolution.h"
@@ -123,60 +127,80 @@ class SchedulerLeader {
   // retry spent, up to lifecycle::kFreeUnstartedRequeues times.
   db::Status move_off(const db::JobRow& row, const std::string& retry_reason,
                       const std::string& hint, const std::string& unstarted_reason = "");
-  // One pass's snapshot and what the leader needs to write its plan back
-  // (scheduler_leader_pass.cc).
+  // One pass's hosts and agents, and what the leader needs to write its
+  // plan back (scheduler_leader_pass.cc).
   struct PassState;
-  // Reads the tables into `state` (requeuing jobs on failed hosts and
-  // cancelling queued jobs whose cancel was requested on the way).
+  // Reads the tables into snapshot_ and `state` (requeuing jobs on failed
+  // hosts and cancelling queued jobs whose cancel was requested on the way).
   db::Status read_pass(PassState& state);
   db::Status add_hosts(PassState& state, const std::vector<db::AgentRow>& agents,
                        const std::vector<db::ClusterHostRow>& hosts);
-  db::Status add_job(PassState& state, const db::JobRow& row);
   db::Status add_running(PassState& state, const db::JobRow& row);
-  db::Status read_fair_share(PassState& state, const std::vector<const db::JobRow*>& rows);
-  db::Status write_unstartable(const PassState& state, const scheduler::PassPlan& plan);
+  db::Status read_fair_share();
+  db::Status write_unstartable(const scheduler::PassPlan& plan);
   db::Status write_starts(const PassState& state, const scheduler::PassPlan& plan,
                           std::set<std::string>& woken);
-  db::Status write_preemption(const PassState& state, const scheduler::PassPlan& plan,
-                              std::set<std::string>& woken);
-  db::Status write_pending(const PassState& state, const scheduler::PassPlan& plan);
+  db::Status write_preemption(const scheduler::PassPlan& plan, std::set<std::string>& woken);
+  db::Status write_pending(const scheduler::PassPlan& plan);
   // A slice spanning agents: its placement number (the rendezvous' scope)
   // and its parts {agent, epoch, first_host, hosts}, for allocation.slice.
   db::Result<nlohmann::json> slice_allocation(const PassState& state,
                                               const scheduler::PlannedStart& p);
-  static std::string describe_parts(const PassState& state, const scheduler::PlannedStart& p);
-  // The job's resource request, from its stored spec; nullopt when the
-  // pool's capacity cannot resolve it (no agent with such hosts yet).
-  std::optional<scheduler::ResourceRequest> request_of(const db::JobRow& row,
-                                                       const scheduler::PoolCapacity& capacity);
+  std::string describe_parts(const scheduler::PlannedStart& p) const;
 
-  // Workload rules (scheduler/dependencies.h), as the single-process
-  // JobManager applies them.
-  struct WorkloadFields {
-    std::vector<scheduler::Dependency> depends_on;
+  // What the leader keeps of each unfinished job between passes
+  // (scheduler_leader_queue.cc): the facts of its spec, read once, and
+  // while it waits its compact entry in snapshot_.waiting. A pass over an
+  // unchanged queue reads them as they are; the rows written since the
+  // last read update them.
+  struct JobFacts {
+    int shape = -1;         // index into snapshot_.shapes; -1: its request does not resolve
+    int dependencies = -1;  // index into snapshot_.dependencies; -1: none
     std::optional<std::chrono::milliseconds> start_by;
     // training.timeout: how long it runs at most, for reservations and backfill.
     std::optional<std::chrono::milliseconds> time_limit;
+    int max_retries = 0;
     bool preemptible = true;
   };
-  // What the leader takes from a job's stored spec, read once a job (the
-  // pass's rows come without it: LeaderStore::read_to_schedule).
-  struct SpecFacts {
-    // What resolves its resource request; nullopt when the spec does not parse.
-    std::optional<lightning::TrainerSettings> trainer;
-    WorkloadFields workload;  // empty when it does not parse
-    int max_retries = 0;
+  // What a waiting job's jobs.pending says, as last written: compared
+  // field by field each pass, so that only the reasons that changed are
+  // rendered and written.
+  struct PendingNote {
+    std::uint64_t pass = 0;  // the pending write it was written by (0: none)
+    scheduler::PendingReason reason = scheduler::PendingReason::kResources;
+    int queue_position = 0;  // 0: held by its dependencies, not in the queue
+    double fair_share = 0;
+    std::string_view detail;  // a waiting job's (static text)
+    std::string held;         // a held job's
+    std::optional<scheduler::PassTime> estimated_start;
+    std::optional<std::int64_t> preempted_by;
   };
-  // Reads the stored specs of the jobs not known yet.
+  struct KnownJob {
+    JobFacts facts;
+    std::int32_t waiting = -1;  // index into snapshot_.waiting; -1: not waiting
+    std::uint32_t seen = 0;     // the complete read that last returned it
+    std::optional<std::int64_t> preempted_by;
+    PendingNote note;
+  };
+  // Reads the stored specs of the jobs not known yet (no row is changed
+  // when the read fails).
   db::Status learn_specs(const std::vector<std::int64_t>& jobs);
-  // Brings unfinished_ up to date: the rows written since the last read,
-  // or all of them; fills `rows` with them, in priority then id order.
-  db::Status read_unfinished(std::vector<const db::JobRow*>& rows);
+  // Brings the kept jobs up to date from the rows written since the last
+  // read, or all of them (a complete read rebuilds the waiting entries).
+  db::Status read_unfinished();
+  db::Status read_rows(bool& was_complete);
+  // One row read: `complete` numbers a complete read (0: an incremental one).
+  void apply(db::JobRow& row, std::uint32_t complete);
+  void forget(std::int64_t job);
+  void set_waiting(KnownJob& job, const db::JobRow& row);
+  void drop_waiting(KnownJob& job);
+  // Resolves the requests of the jobs learned since, and of every job whose
+  // request did not resolve when the pool's capacity changed.
+  void resolve(const scheduler::PoolCapacity& capacity);
+  int shape_index(const scheduler::ResourceRequest& request);
+  int tenant(const std::string& name);
   // The job's facts; empty ones for a job whose spec was not found.
-  const SpecFacts& facts_of(std::int64_t job) const;
-  const WorkloadFields& workload_of(const db::JobRow& row) const {
-    return facts_of(row.id).workload;
-  }
+  const JobFacts& facts_of(std::int64_t job) const;
   // Ends a queued job CANCELLED with `reason` (StartDeadlineExceeded,
   // DependencyNeverSatisfied); a job placed or cancelled meanwhile is left.
   db::Status cancel_unstartable(std::int64_t job, const std::string& reason,
@@ -192,36 +216,41 @@ class SchedulerLeader {
   LeaderStore& store_;
   SchedulerLeaderOptions options_;
   db::LeaderLock lock_;
-  // job -> request (the thread only)
-  std::unordered_map<std::int64_t, scheduler::ResourceRequest> requests_;
-  // unfinished job -> its spec's facts (the thread only)
-  std::unordered_map<std::int64_t, SpecFacts> specs_;
-  // What a waiting job's jobs.pending says, as last written: compared
-  // field by field each pass, so that only the reasons that changed are
-  // rendered and written (the thread only).
-  struct PendingNote {
-    scheduler::PendingReason reason = scheduler::PendingReason::kResources;
-    int queue_position = 0;  // 0: held by its dependencies, not in the queue
-    double fair_share = 0;
-    std::string detail;
-    std::optional<scheduler::PassTime> estimated_start;
-    std::optional<std::int64_t> preempted_by;
-    std::uint64_t pass = 0;  // the last pass that named the job
-  };
-  std::unordered_map<std::int64_t, PendingNote> pending_written_;
+  // The thread only, from here to leader_.
+  // The snapshot plan_pass reads. Its waiting entries, tenants, shapes and
+  // dependency lists are kept between passes; its agents, hosts, running
+  // jobs and the tenants' use are read again each pass.
+  scheduler::PassSnapshot snapshot_;
+  std::unordered_map<std::int64_t, KnownJob> jobs_;  // the unfinished jobs
+  std::map<std::int64_t, db::JobRow> placed_;        // those STARTING or RUNNING
+  std::vector<std::int64_t> cancels_;  // queued, their cancel requested: cancelled next
+  // The trainer settings of the jobs whose request did not resolve yet,
+  // and the capacity they were last tried against.
+  std::unordered_map<std::int64_t, lightning::TrainerSettings> unresolved_;
+  std::vector<std::int64_t> learned_;  // not tried yet
+  std::optional<scheduler::PoolCapacity> resolved_against_;
+  std::map<std::tuple<int, int, int, int, int>, int> shape_index_;
+  std::unordered_map<std::string, int> tenant_index_;
+  std::vector<int> tenant_jobs_;            // per tenant: its unfinished jobs
+  std::vector<int> free_dependency_lists_;  // unused indexes into snapshot_.dependencies
+  std::uint32_t complete_reads_ = 0;
   std::uint64_t pending_passes_ = 0;
-  // Since when this replica has led with the database answering (the thread only).
+  std::uint64_t pending_written_ = 0;  // the last pending write that landed (0: none)
+  // A pass writes at most this many pending reasons, the first in the
+  // queue first; the others are written by the next passes. So a change
+  // of every reason in a long queue (a host recovering) does not make one
+  // pass outlast its lock (lock_idle_timeout).
+  static constexpr std::size_t kMaxPendingWrites = 5000;
+  // Since when this replica has led with the database answering.
   base::Clock::time_point reachable_since_{};
   base::Clock::time_point rendezvous_swept_{};  // old rendezvous keys last removed
-  // The tenants' fair-share factors, and when they were read (the thread only).
+  // The tenants' fair-share factors, and when they were read.
   std::map<std::string, double> fair_share_;
   std::optional<base::Clock::time_point> fair_share_read_;
-  std::optional<std::int64_t> term_;  // the scheduler term it leads under (the thread only)
-  // The unfinished jobs as last read, without their specs; the low water
-  // to read the next changes from (none: read them all); when all were
-  // last read (the thread only).
-  std::map<std::int64_t, db::JobRow> unfinished_;
-  std::vector<const db::JobRow*> order_;  // unfinished_ by priority, then id
+  std::optional<std::int64_t> term_;       // the scheduler term it leads under
+  std::optional<std::int64_t> last_term_;  // the last it took
+  // The low water to read the next changes from (none: read them all);
+  // when all were last read.
   std::optional<std::string> low_water_;
   base::Clock::time_point complete_read_at_{};
 

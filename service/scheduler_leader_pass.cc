@@ -30,38 +30,12 @@ std::chrono::system_clock::duration wall(std::chrono::milliseconds span) {
 }  // namespace
 
 struct SchedulerLeader::PassState {
-  scheduler::PassSnapshot snapshot;
-  std::vector<const db::JobRow*> rows;  // the unfinished jobs, without their specs
-  std::unordered_map<std::int64_t, const db::JobRow*> row_of;
   std::vector<std::string> host_names;
-  std::map<std::string, int> host_index;
-  std::map<std::string, int> agent_index;
-  std::map<std::string, std::int64_t> epoch_of;  // alive agents
+  std::unordered_map<std::string, int> host_index;
+  std::unordered_map<std::string, int> agent_index;
+  std::unordered_map<std::string, std::int64_t> epoch_of;  // alive agents
   std::set<std::string> failed_hosts;
   scheduler::PoolCapacity capacity;  // every registered host, so a lost agent's jobs wait
-  std::map<std::string, int> tenant_index;
-  std::map<std::tuple<int, int, int, int, int>, int> shape_index;
-  std::map<std::string, double> fair_share;
-
-  int tenant(const std::string& name) {
-    const auto [it, inserted] =
-        tenant_index.emplace(name, static_cast<int>(snapshot.tenants.size()));
-    if (inserted) {
-      const auto factor = fair_share.find(name);
-      snapshot.tenants.push_back(scheduler::PassTenant{
-          name, std::nullopt, 0, factor == fair_share.end() ? 1.0 : factor->second});
-    }
-    return it->second;
-  }
-  int shape(const scheduler::ResourceRequest& r) {
-    const auto key =
-        std::tuple(static_cast<int>(r.kind), r.generation ? static_cast<int>(*r.generation) : -1,
-                   r.devices_per_host, r.hosts, r.pinned_core.value_or(-1));
-    const auto [it, inserted] = shape_index.emplace(key, static_cast<int>(snapshot.shapes.size()));
-    if (inserted) snapshot.shapes.push_back(r);
-    return it->second;
-  }
-  const std::string& agent_name(int agent) const { return snapshot.agents[agent].name; }
 };
 
 db::Status SchedulerLeader::add_hosts(PassState& state, const std::vector<db::AgentRow>& agents,
@@ -77,8 +51,8 @@ db::Status SchedulerLeader::add_hosts(PassState& state, const std::vector<db::Ag
     const bool alive = a.state == "alive";  // a draining agent's hosts stay, unusable
     const bool on_time =
         !judge_lateness || std::chrono::milliseconds(a.silent_ms) < options_.late_heartbeat;
-    state.agent_index[a.name] = static_cast<int>(state.snapshot.agents.size());
-    state.snapshot.agents.push_back(scheduler::PassAgent{
+    state.agent_index[a.name] = static_cast<int>(snapshot_.agents.size());
+    snapshot_.agents.push_back(scheduler::PassAgent{
         a.name, alive && on_time ? options_.max_cpu_jobs_per_agent : 0, alive});
     if (!alive) continue;
     state.epoch_of[a.name] = a.epoch;
@@ -92,8 +66,8 @@ db::Status SchedulerLeader::add_hosts(PassState& state, const std::vector<db::Ag
     ++state.capacity.hosts[*generation];
     auto agent = state.agent_index.find(h.agent);
     if (agent == state.agent_index.end()) {
-      agent = state.agent_index.emplace(h.agent, state.snapshot.agents.size()).first;
-      state.snapshot.agents.push_back(scheduler::PassAgent{h.agent, 0, false});
+      agent = state.agent_index.emplace(h.agent, snapshot_.agents.size()).first;
+      snapshot_.agents.push_back(scheduler::PassAgent{h.agent, 0, false});
     }
     scheduler::PassHost host;
     host.agent = agent->second;
@@ -105,9 +79,9 @@ db::Status SchedulerLeader::add_hosts(PassState& state, const std::vector<db::Ag
       host.heard_at = heard_at[h.agent];
     }
     host.cores.assign(scheduler::facts(*generation).devices_per_host, 0);
-    state.host_index[h.name] = static_cast<int>(state.snapshot.hosts.size());
+    state.host_index[h.name] = static_cast<int>(snapshot_.hosts.size());
     state.host_names.push_back(h.name);
-    state.snapshot.hosts.push_back(std::move(host));
+    snapshot_.hosts.push_back(std::move(host));
   }
   return db::Status::Ok();
 }
@@ -116,7 +90,7 @@ db::Status SchedulerLeader::add_running(PassState& state, const db::JobRow& row)
   const json allocation = parse_object(row.allocation_json);
   if (allocation.value("accelerator", "") == "cpu") {
     if (auto a = state.agent_index.find(row.agent.value_or("")); a != state.agent_index.end()) {
-      int& slots = state.snapshot.agents[a->second].cpu_slots;
+      int& slots = snapshot_.agents[a->second].cpu_slots;
       slots = std::max(0, slots - 1);
     }
     return db::Status::Ok();
@@ -134,115 +108,44 @@ db::Status SchedulerLeader::add_running(PassState& state, const db::JobRow& row)
   }
   scheduler::RunningEntry entry{row.id,
                                 row.priority,
-                                workload_of(row).preemptible,
+                                facts_of(row.id).preemptible,
                                 row.preempted_by.has_value(),
                                 std::nullopt,
                                 row.started_at ? row.started_at->time_since_epoch().count() : 0};
   // Stopping now for a preemptor: plan_pass counts its cores as the first
   // to free, so the head's reservation covers them and nothing backfills
   // there.
-  if (const auto limit = workload_of(row).time_limit; limit && row.started_at) {
+  if (const auto limit = facts_of(row.id).time_limit; limit && row.started_at) {
     entry.expected_end = *row.started_at + wall(*limit);
   }
-  int& used = state.snapshot.tenants[state.tenant(row.tenant)].used_cores;
+  int& used = snapshot_.tenants[tenant(row.tenant)].used_cores;
   for (const json& core : allocation.value("cores", json::array())) {
     auto it = state.host_index.find(core.value("host", ""));
     const int c = core.value("core", -1);
     if (it == state.host_index.end()) continue;
-    scheduler::PassHost& host = state.snapshot.hosts[it->second];
+    scheduler::PassHost& host = snapshot_.hosts[it->second];
     if (c >= 0 && c < static_cast<int>(host.cores.size())) host.cores[c] = row.id;
     ++used;
   }
   // Only a job placed under an epoch can be asked to stop.
-  if (row.placement_epoch) state.snapshot.running.push_back(entry);
+  if (row.placement_epoch) snapshot_.running.push_back(entry);
   return db::Status::Ok();
 }
 
-db::Status SchedulerLeader::add_job(PassState& state, const db::JobRow& row) {
-  state.row_of[row.id] = &row;
-  if (row.state != JobState::kQueued) return add_running(state, row);
-  if (row.cancel_requested) {
-    auto moved = write(lifecycle::cancel_queued(row.id));
-    return moved.ok() ? db::Status::Ok() : db::Status(moved.error());
-  }
-  const WorkloadFields& workload = workload_of(row);
-  scheduler::WaitingEntry entry;
-  entry.id = row.id;
-  entry.order = row.id;
-  entry.priority = row.priority;
-  entry.tenant = state.tenant(row.tenant);
-  entry.preempted = row.preempted_by.has_value();
-  entry.timeout = workload.time_limit;
-  if (row.requeued_at) entry.heard_after = *row.requeued_at;
-  if (!row.started_at && workload.start_by) {
-    entry.start_deadline = row.created_at + wall(*workload.start_by);
-  }
-  if (!row.started_at && !workload.depends_on.empty()) {
-    entry.dependencies = static_cast<int>(state.snapshot.dependencies.size());
-    state.snapshot.dependencies.push_back(workload.depends_on);
-  }
-  // -1: no registered agent has hosts it could use (yet).
-  if (std::optional<scheduler::ResourceRequest> request = request_of(row, state.capacity)) {
-    entry.shape = state.shape(*request);
-  }
-  state.snapshot.waiting.push_back(entry);
-  return db::Status::Ok();
-}
-
-db::Status SchedulerLeader::read_fair_share(PassState& state,
-                                            const std::vector<const db::JobRow*>& rows) {
+db::Status SchedulerLeader::read_fair_share() {
   if (!fair_share_read_ ||
       options_.clock->now() - *fair_share_read_ >= options_.fair_share_interval) {
-    std::set<std::string> active;
-    for (const db::JobRow* row : rows) active.insert(row->tenant);
+    std::set<std::string> active;  // the tenants with unfinished jobs
+    for (std::size_t t = 0; t < tenant_jobs_.size(); ++t) {
+      if (tenant_jobs_[t] > 0) active.insert(snapshot_.tenants[t].name);
+    }
+    for (const auto& [id, row] : placed_) active.insert(row.tenant);
     auto factors = store_.fair_share(options_.clock->wall_now(), active, options_.fair_share);
     if (!factors.ok()) return factors.error();
     fair_share_ = std::move(*factors);
     fair_share_read_ = options_.clock->now();
   }
-  state.fair_share = fair_share_;
   return db::Status::Ok();
-}
-
-db::Status SchedulerLeader::read_unfinished(std::vector<const db::JobRow*>& rows) {
-  const auto now = options_.clock->now();
-  std::optional<std::string> since = low_water_;
-  if (now - complete_read_at_ >= options_.complete_read_interval) since.reset();
-  auto read = store_.read_to_schedule(since);
-  if (!read.ok()) return read.error();
-  if (read->complete) {
-    unfinished_.clear();
-    complete_read_at_ = now;
-  }
-  const bool moved = read->complete || !read->rows.empty();
-  std::vector<std::int64_t> fresh;  // read now: their specs may be new to the leader
-  for (db::JobRow& row : read->rows) {
-    const std::int64_t id = row.id;
-    if (base::is_terminal(row.state)) {
-      // What the leader holds per job goes with the job.
-      unfinished_.erase(id);
-      requests_.erase(id);
-      specs_.erase(id);
-    } else {
-      unfinished_[id] = std::move(row);
-      fresh.push_back(id);
-    }
-  }
-  low_water_ = std::move(read->low_water);
-  if (read->complete) {
-    std::erase_if(requests_, [&](const auto& r) { return !unfinished_.count(r.first); });
-    std::erase_if(specs_, [&](const auto& f) { return !unfinished_.count(f.first); });
-  }
-  if (moved) {  // else the order of the last pass stands (a map's nodes stay put)
-    order_.clear();
-    order_.reserve(unfinished_.size());
-    for (const auto& [id, row] : unfinished_) order_.push_back(&row);
-    std::stable_sort(order_.begin(), order_.end(), [](const db::JobRow* a, const db::JobRow* b) {
-      return a->priority > b->priority;  // then by id, as the map holds them
-    });
-  }
-  rows = order_;
-  return learn_specs(fresh);
 }
 
 db::Status SchedulerLeader::read_pass(PassState& state) {
@@ -250,37 +153,52 @@ db::Status SchedulerLeader::read_pass(PassState& state) {
   if (!agents.ok()) return agents.error();
   auto hosts = store_.list_hosts();
   if (!hosts.ok()) return hosts.error();
-  if (db::Status s = read_unfinished(state.rows); !s.ok()) return s;
-  state.row_of.reserve(state.rows.size());
+  snapshot_.agents.clear();
+  snapshot_.hosts.clear();
+  snapshot_.running.clear();
+  snapshot_.dependency_states.clear();
+  if (db::Status s = add_hosts(state, *agents, *hosts); !s.ok()) return s;
+  if (db::Status s = read_unfinished(); !s.ok()) return s;
+  resolve(state.capacity);
   auto quotas = store_.load_quotas();
   if (!quotas.ok()) return quotas.error();
-  if (db::Status s = read_fair_share(state, state.rows); !s.ok()) return s;
-  if (db::Status s = add_hosts(state, *agents, *hosts); !s.ok()) return s;
-  state.snapshot.now = options_.clock->wall_now();
-  state.snapshot.options.preemption_min_wait = options_.preemption_min_wait;
-  for (const auto& [tenant, max_cores] : *quotas) {
-    state.snapshot.tenants[state.tenant(tenant)].max_cores = max_cores;
+  if (db::Status s = read_fair_share(); !s.ok()) return s;
+  for (scheduler::PassTenant& t : snapshot_.tenants) {
+    const auto factor = fair_share_.find(t.name);
+    t.fair_share = factor == fair_share_.end() ? 1.0 : factor->second;
+    t.max_cores.reset();
+    t.used_cores = 0;
   }
-  for (const db::JobRow* row : state.rows) {
-    if (db::Status s = add_job(state, *row); !s.ok()) return s;
+  for (const auto& [name, max_cores] : *quotas)
+    snapshot_.tenants[tenant(name)].max_cores = max_cores;
+  snapshot_.now = options_.clock->wall_now();
+  snapshot_.options.preemption_min_wait = options_.preemption_min_wait;
+  std::vector<std::int64_t> cancels;
+  cancels.swap(cancels_);
+  for (std::int64_t job : cancels) {
+    auto moved = write(lifecycle::cancel_queued(job));
+    if (!moved.ok()) return moved.error();
+  }
+  for (const auto& [id, row] : placed_) {
+    if (db::Status s = add_running(state, row); !s.ok()) return s;
   }
   // The jobs the queued ones depend on, in one read.
   std::vector<std::int64_t> targets;
-  for (const std::vector<scheduler::Dependency>& list : state.snapshot.dependencies) {
+  for (const std::vector<scheduler::Dependency>& list : snapshot_.dependencies) {
     for (const scheduler::Dependency& d : list) targets.push_back(d.job);
   }
+  if (targets.empty()) return db::Status::Ok();
   auto target_states = store_.job_states(targets);
   if (!target_states.ok()) return target_states.error();
-  state.snapshot.dependency_states.insert(target_states->begin(), target_states->end());
+  snapshot_.dependency_states.insert(target_states->begin(), target_states->end());
   return db::Status::Ok();
 }
 
-db::Status SchedulerLeader::write_unstartable(const PassState& state,
-                                              const scheduler::PassPlan& plan) {
+db::Status SchedulerLeader::write_unstartable(const scheduler::PassPlan& plan) {
   for (const scheduler::Ended& ended : plan.unstartable) {
     db::Status s = db::Status::Ok();
     if (ended.why == scheduler::Unstartable::kStartDeadlineExceeded) {
-      const auto start_by = workload_of(*state.row_of.at(ended.job)).start_by;
+      const auto start_by = facts_of(ended.job).start_by;
       s = cancel_unstartable(
           ended.job, "StartDeadlineExceeded",
           "the job did not start within its start_by of " +
@@ -307,7 +225,7 @@ db::Result<nlohmann::json> SchedulerLeader::slice_allocation(const PassState& st
   json parts = json::array();
   int first_host = 0;
   for (const auto& [agent, hosts] : p.parts) {
-    const std::string& name = state.agent_name(agent);
+    const std::string& name = snapshot_.agents[agent].name;
     parts.push_back({{"agent", name},
                      {"epoch", state.epoch_of.at(name)},
                      {"first_host", first_host},
@@ -317,12 +235,11 @@ db::Result<nlohmann::json> SchedulerLeader::slice_allocation(const PassState& st
   return json{{"placement", *placement}, {"parts", parts}};
 }
 
-std::string SchedulerLeader::describe_parts(const PassState& state,
-                                            const scheduler::PlannedStart& p) {
+std::string SchedulerLeader::describe_parts(const scheduler::PlannedStart& p) const {
   std::string out;
   for (const auto& [agent, hosts] : p.parts) {
     out += (out.empty() ? "" : ", ") + std::to_string(hosts) + " host(s) on agent " +
-           state.agent_name(agent);
+           snapshot_.agents[agent].name;
   }
   return out + " (" + std::to_string(p.cores.size()) + " cores)";
 }
@@ -330,7 +247,7 @@ std::string SchedulerLeader::describe_parts(const PassState& state,
 db::Status SchedulerLeader::write_starts(const PassState& state, const scheduler::PassPlan& plan,
                                          std::set<std::string>& woken) {
   for (const scheduler::PlannedStart& p : plan.starts) {
-    const std::string& agent = state.agent_name(p.agent);
+    const std::string& agent = snapshot_.agents[p.agent].name;
     json allocation = {{"accelerator", "cpu"}, {"agent", agent}};
     if (p.generation) {
       json host_names = json::array();
@@ -355,10 +272,11 @@ db::Status SchedulerLeader::write_starts(const PassState& state, const scheduler
                              ? "Placed on agent " + agent + ": " + std::to_string(p.cores.size()) +
                                    " cores on " + std::to_string(p.hosts.size()) + " host(s)"
                              : "Placed on agent " + agent + "'s CPU threads";
-    if (!p.parts.empty()) reason = "Placed across agents: " + describe_parts(state, p);
+    if (!p.parts.empty()) reason = "Placed across agents: " + describe_parts(p);
     std::vector<std::pair<std::string, std::int64_t>> parts;
     for (const auto& [part, hosts] : p.parts) {
-      parts.emplace_back(state.agent_name(part), state.epoch_of.at(state.agent_name(part)));
+      parts.emplace_back(snapshot_.agents[part].name,
+                         state.epoch_of.at(snapshot_.agents[part].name));
     }
     auto moved = write(lifecycle::place_on_agent(p.job, std::move(reason), allocation.dump(), agent,
                                                  state.epoch_of.at(agent), parts));
@@ -370,8 +288,7 @@ db::Status SchedulerLeader::write_starts(const PassState& state, const scheduler
   return db::Status::Ok();
 }
 
-db::Status SchedulerLeader::write_preemption(const PassState& state,
-                                             const scheduler::PassPlan& plan,
+db::Status SchedulerLeader::write_preemption(const scheduler::PassPlan& plan,
                                              std::set<std::string>& woken) {
   // The victims are marked under their placement epochs, then their agents
   // woken to stop them at a checkpoint.
@@ -379,7 +296,7 @@ db::Status SchedulerLeader::write_preemption(const PassState& state,
   const scheduler::Preemption& preemption = *plan.preemption;
   bool first = true;
   for (std::int64_t victim : preemption.victims) {
-    const db::JobRow& row = *state.row_of.at(victim);
+    const db::JobRow& row = placed_.at(victim);  // plan_pass names only running jobs
     auto marked = store_.request_preemption(victim, *row.placement_epoch, preemption.preemptor,
                                             first ? preempting_reason(preemption.victims) : "",
                                             preempting_detail(preemption.victims), term_);
@@ -393,54 +310,58 @@ db::Status SchedulerLeader::write_preemption(const PassState& state,
   return db::Status::Ok();
 }
 
-db::Status SchedulerLeader::write_pending(const PassState& state, const scheduler::PassPlan& plan) {
+db::Status SchedulerLeader::write_pending(const scheduler::PassPlan& plan) {
   // Only the reasons that changed since the last pass are rendered and
   // written: with a long queue most stay as they were.
   const std::uint64_t pass = ++pending_passes_;
   std::vector<std::pair<std::int64_t, std::optional<std::string>>> pending;
-  auto changed_note = [&](std::int64_t job, scheduler::PendingReason reason, int position,
-                          double fair_share, const std::string& detail,
-                          const std::optional<scheduler::PassTime>& estimated_start,
-                          const std::optional<std::int64_t>& preempted_by) -> PendingNote* {
-    auto [it, added] = pending_written_.try_emplace(job);
-    PendingNote& n = it->second;
-    n.pass = pass;
-    if (!added && n.reason == reason && n.queue_position == position &&
-        n.fair_share == fair_share && n.detail == detail && n.estimated_start == estimated_start &&
-        n.preempted_by == preempted_by) {
-      return nullptr;
+  auto changed_note = [&](PendingNote& n, const PendingNote& now) {
+    const bool same = n.pass != 0 && n.pass == pending_written_ && n.reason == now.reason &&
+                      n.queue_position == now.queue_position && n.fair_share == now.fair_share &&
+                      n.detail == now.detail && n.held == now.held &&
+                      n.estimated_start == now.estimated_start &&
+                      n.preempted_by == now.preempted_by;
+    if (same) {
+      n.pass = pass;
+    } else if (pending.size() < kMaxPendingWrites) {
+      n = now;
+      n.pass = pass;
+    } else {
+      n.pass = 0;  // not written: the next pass writes it
+      return false;
     }
-    n.reason = reason;
-    n.queue_position = position;
-    n.fair_share = fair_share;
-    n.detail = detail;
-    n.estimated_start = estimated_start;
-    n.preempted_by = preempted_by;
-    return &n;
+    return !same;
   };
   for (const scheduler::Waiting& w : plan.waiting) {
-    const db::JobRow& row = *state.row_of.at(w.job);
-    const double share = state.snapshot.tenants[state.tenant_index.at(row.tenant)].fair_share;
-    if (!changed_note(w.job, w.reason, w.queue_position, share, w.detail, w.estimated_start,
-                      row.preempted_by)) {
+    KnownJob& job = jobs_.at(w.job);  // plan_pass names only the waiting entries
+    const double share = snapshot_.tenants[snapshot_.waiting[job.waiting].tenant].fair_share;
+    if (!changed_note(job.note, PendingNote{pass,
+                                            w.reason,
+                                            w.queue_position,
+                                            share,
+                                            w.detail,
+                                            {},
+                                            w.estimated_start,
+                                            job.preempted_by})) {
       continue;
     }
     json reason = {{"reason", std::string(scheduler::pending_reason_name(w.reason))},
                    {"queue_position", w.queue_position},
                    {"fair_share", share}};
-    if (!w.detail.empty()) reason["detail"] = w.detail;
+    if (!w.detail.empty()) reason["detail"] = std::string(w.detail);
     if (w.estimated_start) reason["estimated_start"] = api::rfc3339(*w.estimated_start);
-    if (row.preempted_by) {
-      reason["preempted_by"] = *row.preempted_by;
+    if (job.preempted_by) {
+      reason["preempted_by"] = *job.preempted_by;
       if (w.reason == scheduler::PendingReason::kPreempted) {
-        reason["detail"] = preempted_pending_detail(*row.preempted_by);
+        reason["detail"] = preempted_pending_detail(*job.preempted_by);
       }
     }
     pending.emplace_back(w.job, reason.dump());
   }
   constexpr auto kDependency = scheduler::PendingReason::kDependency;
   for (const scheduler::Held& held : plan.held) {
-    if (!changed_note(held.job, kDependency, 0, 0, held.detail, std::nullopt, std::nullopt)) {
+    if (!changed_note(jobs_.at(held.job).note,
+                      PendingNote{pass, kDependency, 0, 0, {}, held.detail, {}, {}})) {
       continue;
     }
     pending.emplace_back(held.job,
@@ -450,11 +371,8 @@ db::Status SchedulerLeader::write_pending(const PassState& state, const schedule
                              .dump());
   }
   db::Status stored = store_.set_pending(pending);
-  if (stored.ok()) {
-    std::erase_if(pending_written_, [pass](const auto& n) { return n.second.pass != pass; });
-  } else {
-    pending_written_.clear();  // unknown: every reason is written again
-  }
+  // Else unknown: every reason is written again.
+  pending_written_ = stored.ok() ? pass : 0;
   std::vector<std::int64_t> jobs;
   jobs.reserve(pending.size());
   for (const auto& [job, text] : pending) jobs.push_back(job);
@@ -483,14 +401,14 @@ db::Status SchedulerLeader::pass() {
   }
   PassState state;
   if (db::Status s = read_pass(state); !s.ok()) return s;
-  const scheduler::PassPlan plan = scheduler::plan_pass(state.snapshot);
-  if (db::Status s = write_unstartable(state, plan); !s.ok()) return s;
+  const scheduler::PassPlan plan = scheduler::plan_pass(snapshot_);
+  if (db::Status s = write_unstartable(plan); !s.ok()) return s;
   std::set<std::string> woken;
   if (db::Status s = write_starts(state, plan, woken); !s.ok()) return s;
-  if (db::Status s = write_preemption(state, plan, woken); !s.ok()) return s;
+  if (db::Status s = write_preemption(plan, woken); !s.ok()) return s;
   // Committed: now the agents may act.
   for (const std::string& agent : woken) notify(db::kAgentChannel, agent);
-  return write_pending(state, plan);
+  return write_pending(plan);
 }
 
 }  // namespace tpujobs::service

@@ -6,9 +6,25 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cstdlib>
+#include <new>
 #include <nlohmann/json.hpp>
 
 #include "service/job_lifecycle.h"
+
+// Every allocation of this test binary, counted: a pass over an unchanged
+// queue allocates nothing per waiting job.
+namespace {
+std::atomic<long> allocations{0};
+}  // namespace
+void* operator new(std::size_t size) {
+  allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace tpujobs::service {
 namespace {
@@ -116,22 +132,33 @@ class FakeLeaderStore final : public LeaderStore {
     writes.push_back(std::string("notify ") + channel + " " + payload);
     return db::Status::Ok();
   }
-  // Without their specs, as the repository's (the leader reads them once);
-  // always every unfinished job (a complete read), whatever `since` says.
+  // Without their specs, as the repository's (the leader reads them once).
+  // A complete read returns every unfinished job; with `incremental` set, a
+  // read `since` a low water returns only the rows whose scheduling columns
+  // changed since they were last returned (as jobs.changed_xid marks them),
+  // finished ones included.
   db::Result<db::JobRepository::ScheduleRead> read_to_schedule(
-      const std::optional<std::string>&) override {
+      const std::optional<std::string>& since) override {
     if (away) return down();
     clock_.sleep_for(read_takes);  // a FakeClock moves on
     db::JobRepository::ScheduleRead read;
-    read.complete = true;
+    read.complete = !incremental || !since;
     read.low_water = std::to_string(++reads);
+    if (read.complete) ++complete_reads;
     for (const db::JobRow& row : jobs) {
-      if (base::is_terminal(row.state)) continue;
+      auto last = returned_.find(row.id);
+      const bool changed = last == returned_.end() || !same_schedule(last->second, row);
+      if (read.complete ? base::is_terminal(row.state) : !changed) continue;
       read.rows.push_back(row);
       read.rows.back().spec_json.clear();
+      returned_[row.id] = row;
     }
+    rows_read += static_cast<int>(read.rows.size());
     return read;
   }
+  bool incremental = false;
+  int complete_reads = 0;
+  int rows_read = 0;  // rows returned by read_to_schedule, in all
   int reads = 0;
   std::chrono::milliseconds read_takes{0};  // how long each read of the jobs takes
   db::Result<std::map<std::int64_t, std::string>> job_specs(
@@ -230,8 +257,17 @@ class FakeLeaderStore final : public LeaderStore {
     throw std::out_of_range("no agent");
   }
 
+  static bool same_schedule(const db::JobRow& a, const db::JobRow& b) {
+    return a.state == b.state && a.priority == b.priority && a.tenant == b.tenant &&
+           a.cancel_requested == b.cancel_requested && a.agent == b.agent &&
+           a.placement_epoch == b.placement_epoch && a.allocation_json == b.allocation_json &&
+           a.preempted_by == b.preempted_by && a.requeued_at == b.requeued_at &&
+           a.attempt == b.attempt && a.started_at == b.started_at;
+  }
+
   base::Clock& clock_;
   std::int64_t placements_ = 0;
+  std::map<std::int64_t, db::JobRow> returned_;  // each row as last read
 };
 
 class SchedulerLeaderPass : public ::testing::Test {
@@ -506,6 +542,140 @@ TEST_F(SchedulerLeaderPass, ALeaderWhoseTermPassedToAnotherWritesNothing) {
   ASSERT_TRUE(leader_->begin_term().ok());
   ASSERT_TRUE(leader_->run_pass().ok());
   EXPECT_EQ(JobState::kStarting, store_.job(1).state);
+}
+
+// The leader keeps the unfinished jobs between passes
+// (scheduler_leader_queue.cc): a pass reads only the rows written since the
+// last read, and what it keeps follows them.
+class SchedulerLeaderKeptJobs : public SchedulerLeaderPass {
+ protected:
+  SchedulerLeaderKeptJobs() { store_.incremental = true; }
+  void pass() { ASSERT_TRUE(leader_->run_pass().ok()); }
+};
+
+TEST_F(SchedulerLeaderKeptJobs, APassOverAnUnchangedQueueReadsNoRow) {
+  store_.add_agent("a", 1, 1);
+  for (int id = 1; id <= 5; ++id) store_.add_job(id, "t", 8);
+  pass();  // job 1 is placed, 2 to 5 wait
+  pass();  // job 1's placement is read back
+  const int read = store_.rows_read;
+  for (int n = 0; n < 3; ++n) pass();
+  EXPECT_EQ(read, store_.rows_read);
+  EXPECT_EQ(1, store_.complete_reads);
+  store_.job(1).state = JobState::kSucceeded;
+  pass();
+  EXPECT_EQ(read + 1, store_.rows_read);
+  EXPECT_EQ(JobState::kStarting, store_.job(2).state) << "the kept queue, in order";
+  EXPECT_EQ(JobState::kQueued, store_.job(3).state);
+}
+
+TEST_F(SchedulerLeaderKeptJobs, ARowWrittenSinceChangesTheQueue) {
+  store_.add_agent("a", 1, 1);
+  for (int id = 1; id <= 4; ++id) store_.add_job(id, "t", 8);
+  pass();
+  store_.job(2).cancel_requested = true;
+  store_.job(4).priority = 5;
+  pass();
+  EXPECT_EQ(JobState::kCancelled, store_.job(2).state);
+  store_.job(1).state = JobState::kSucceeded;
+  pass();
+  EXPECT_EQ(JobState::kStarting, store_.job(4).state) << "its new priority";
+  store_.job(4).state = JobState::kFailed;
+  pass();
+  EXPECT_EQ(JobState::kStarting, store_.job(3).state);
+}
+
+TEST_F(SchedulerLeaderKeptJobs, ACompleteReadDropsAJobWhoseRowWentUnseen) {
+  store_.add_agent("a", 1, 1);
+  for (int id = 1; id <= 3; ++id) store_.add_job(id, "t", 8);
+  pass();
+  store_.jobs.erase(store_.jobs.begin() + 1);  // job 2's row is gone, unmarked
+  store_.job(1).state = JobState::kSucceeded;
+  clock_.advance(seconds(30));  // complete_read_interval
+  store_.heartbeat("a");
+  pass();
+  EXPECT_EQ(2, store_.complete_reads);
+  EXPECT_EQ(JobState::kStarting, store_.job(3).state) << "job 2 is no longer kept";
+}
+
+TEST_F(SchedulerLeaderKeptJobs, ARequeuedJobReturnsToTheQueue) {
+  store_.add_agent("a", 1, 1);
+  store_.add_agent("b", 2, 1);
+  store_.add_job(1, "t", 8, /*max_retries=*/1);
+  store_.add_job(2, "t", 8);
+  store_.add_job(3, "t", 8);  // waits
+  pass();
+  store_.job(1).state = JobState::kRunning;
+  store_.job(2).state = JobState::kRunning;
+  const std::string first = store_.job(1).agent.value_or("");
+  lose(first);
+  EXPECT_EQ(JobState::kQueued, store_.job(1).state);
+  clock_.advance(seconds(1));
+  store_.heartbeat(first == "a" ? "b" : "a");
+  store_.job(2).state = JobState::kSucceeded;  // its host frees
+  pass();
+  EXPECT_EQ(JobState::kStarting, store_.job(1).state) << "requeued ahead of job 3 (lower id)";
+  EXPECT_EQ(JobState::kQueued, store_.job(3).state);
+}
+
+TEST_F(SchedulerLeaderKeptJobs, AJobNoAgentCanRunWaitsUntilOneRegisters) {
+  store_.add_job(1, "t", 8);
+  pass();
+  EXPECT_EQ("HostUnhealthy", json::parse(*store_.job(1).pending_json).value("reason", ""));
+  store_.add_agent("a", 1, 1);
+  pass();
+  EXPECT_EQ(JobState::kStarting, store_.job(1).state);
+}
+
+TEST_F(SchedulerLeaderKeptJobs, APassOverAnUnchangedQueueAllocatesNothingPerJob) {
+  store_.add_agent("a", 1, 1);
+  std::int64_t next = 1;
+  auto allocations_of_a_quiet_pass = [&](int queued) {
+    while (next <= queued) store_.add_job(next++, "t", 8);
+    pass();
+    pass();  // the reasons settle
+    const long before = allocations.load();
+    pass();
+    return allocations.load() - before;
+  };
+  const long small = allocations_of_a_quiet_pass(1000);
+  const long large = allocations_of_a_quiet_pass(4000);
+  EXPECT_LT(large, small + 50) << small << " allocations at 1,000 queued, " << large << " at 4,000";
+}
+
+// A replica whose lock lapsed during a long pass and who takes the next
+// term keeps what it knows; after another leader's term it reads and
+// writes everything again.
+TEST_F(SchedulerLeaderKeptJobs, OnlyAnotherLeadersTermMakesEveryReasonWrittenAgain) {
+  store_.add_agent("a", 1, 1);
+  store_.add_job(1, "t", 8);
+  store_.add_job(2, "t", 8);  // waits
+  ASSERT_TRUE(leader_->begin_term().ok());
+  pass();
+  EXPECT_EQ(1, store_.count("pending 2"));
+  ASSERT_TRUE(leader_->begin_term().ok());  // the next term: its own
+  pass();
+  EXPECT_EQ(1, store_.count("pending 2"));
+  EXPECT_EQ(1, store_.complete_reads);
+  ++store_.term;  // another replica led meanwhile
+  ASSERT_TRUE(leader_->begin_term().ok());
+  pass();
+  EXPECT_EQ(2, store_.count("pending 2"));
+  EXPECT_EQ(2, store_.complete_reads);
+}
+
+TEST_F(SchedulerLeaderKeptJobs, APassWritesABoundedNumberOfReasonsTheFirstInTheQueueFirst) {
+  const int jobs = 5010;  // no agent yet: every job waits
+  for (int id = 1; id <= jobs; ++id) store_.add_job(id, "t", 8);
+  pass();
+  EXPECT_EQ(5000, store_.count("pending "));
+  EXPECT_EQ(1, store_.count("pending 5000"));
+  EXPECT_EQ(0, store_.count("pending 5001"));
+  pass();
+  EXPECT_EQ(jobs, store_.count("pending "));
+  EXPECT_EQ(1, store_.count("pending 5010"));
+  pass();
+  EXPECT_EQ(jobs, store_.count("pending ")) << "nothing changed";
 }
 
 }  // namespace

@@ -1,0 +1,239 @@
+// What the scheduler leader keeps of the unfinished jobs between passes
+// (scheduler_leader.h): each job's facts, read once from its spec, and the
+// waiting jobs' compact entries in the snapshot plan_pass reads. The rows
+// written since the last read update them; a pass over an unchanged queue
+// reads them as they are.
+#include <malloc.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "api/job_spec.h"
+#include "api/resolution.h"
+#include "service/scheduler_leader.h"
+
+namespace tpujobs::service {
+namespace {
+
+using db::JobState;
+using nlohmann::json;
+
+int max_retries_of(const json& spec) {
+  if (!spec.is_object()) return 0;
+  const auto it = spec.find("max_retries");
+  return it != spec.end() && it->is_number_integer() ? it->get<int>() : 0;
+}
+
+std::chrono::system_clock::duration wall(std::chrono::milliseconds span) {
+  return std::chrono::duration_cast<std::chrono::system_clock::duration>(span);
+}
+
+}  // namespace
+
+db::Status SchedulerLeader::learn_specs(const std::vector<std::int64_t>& jobs) {
+  std::vector<std::int64_t> unknown;
+  for (std::int64_t job : jobs) {
+    if (!jobs_.count(job)) unknown.push_back(job);
+  }
+  if (unknown.empty()) return db::Status::Ok();
+  auto texts = store_.job_specs(unknown);
+  if (!texts.ok()) return texts.error();
+  for (std::int64_t id : unknown) {
+    KnownJob& job = jobs_[id];  // a job whose spec is gone: empty facts
+    const auto text = texts->find(id);
+    if (text == texts->end()) continue;
+    const json spec_json = json::parse(text->second, nullptr, false);
+    job.facts.max_retries = max_retries_of(spec_json);
+    auto spec = api::parse_job_spec(spec_json);
+    if (!spec.ok()) continue;  // never resolves: waits as HostUnhealthy
+    job.facts.start_by = spec->start_by;
+    job.facts.time_limit = spec->training.timeout;
+    job.facts.preemptible = spec->preemptible;
+    if (!spec->depends_on.empty()) {
+      if (free_dependency_lists_.empty()) {
+        job.facts.dependencies = static_cast<int>(snapshot_.dependencies.size());
+        snapshot_.dependencies.push_back(std::move(spec->depends_on));
+      } else {
+        job.facts.dependencies = free_dependency_lists_.back();
+        free_dependency_lists_.pop_back();
+        snapshot_.dependencies[job.facts.dependencies] = std::move(spec->depends_on);
+      }
+    }
+    // Its request is resolved against the pool's capacity (resolve).
+    unresolved_.emplace(id, std::move(spec->trainer));
+    learned_.push_back(id);
+  }
+  return db::Status::Ok();
+}
+
+const SchedulerLeader::JobFacts& SchedulerLeader::facts_of(std::int64_t job) const {
+  static const JobFacts kNone{};
+  auto it = jobs_.find(job);
+  return it == jobs_.end() ? kNone : it->second.facts;
+}
+
+int SchedulerLeader::tenant(const std::string& name) {
+  const auto [it, inserted] =
+      tenant_index_.emplace(name, static_cast<int>(snapshot_.tenants.size()));
+  if (inserted) {
+    snapshot_.tenants.push_back(scheduler::PassTenant{name, std::nullopt, 0, 1.0});
+    tenant_jobs_.push_back(0);
+  }
+  return it->second;
+}
+
+int SchedulerLeader::shape_index(const scheduler::ResourceRequest& r) {
+  const auto key =
+      std::tuple(static_cast<int>(r.kind), r.generation ? static_cast<int>(*r.generation) : -1,
+                 r.devices_per_host, r.hosts, r.pinned_core.value_or(-1));
+  const auto [it, inserted] = shape_index_.emplace(key, static_cast<int>(snapshot_.shapes.size()));
+  if (inserted) snapshot_.shapes.push_back(r);
+  return it->second;
+}
+
+void SchedulerLeader::resolve(const scheduler::PoolCapacity& capacity) {
+  std::vector<std::int64_t> tries;
+  if (!resolved_against_ || resolved_against_->hosts != capacity.hosts) {
+    // Another pool: whatever did not resolve may now.
+    for (const auto& [id, trainer] : unresolved_) tries.push_back(id);
+    resolved_against_ = capacity;
+    learned_.clear();
+  } else {
+    tries.swap(learned_);
+  }
+  for (std::int64_t id : tries) {
+    const auto trainer = unresolved_.find(id);
+    const auto job = jobs_.find(id);
+    if (trainer == unresolved_.end() || job == jobs_.end()) continue;
+    const api::Resolution resolution = api::resolve(trainer->second, capacity);
+    if (!resolution.errors.empty()) continue;  // -1: no registered agent has such hosts (yet)
+    unresolved_.erase(trainer);
+    job->second.facts.shape = shape_index(resolution.request);
+    if (job->second.waiting >= 0)
+      snapshot_.waiting[job->second.waiting].shape = job->second.facts.shape;
+  }
+}
+
+void SchedulerLeader::set_waiting(KnownJob& job, const db::JobRow& row) {
+  scheduler::WaitingEntry entry;
+  entry.id = row.id;
+  entry.order = row.id;
+  entry.priority = row.priority;
+  entry.tenant = tenant(row.tenant);
+  entry.shape = job.facts.shape;
+  entry.preempted = row.preempted_by.has_value();
+  entry.timeout = job.facts.time_limit;
+  if (row.requeued_at) entry.heard_after = *row.requeued_at;
+  if (!row.started_at && job.facts.start_by) {
+    entry.start_deadline = row.created_at + wall(*job.facts.start_by);
+  }
+  if (!row.started_at) entry.dependencies = job.facts.dependencies;
+  job.preempted_by = row.preempted_by;
+  if (job.waiting >= 0) {
+    --tenant_jobs_[snapshot_.waiting[job.waiting].tenant];
+    snapshot_.waiting[job.waiting] = entry;
+  } else {
+    job.waiting = static_cast<std::int32_t>(snapshot_.waiting.size());
+    snapshot_.waiting.push_back(entry);
+  }
+  ++tenant_jobs_[entry.tenant];
+}
+
+void SchedulerLeader::drop_waiting(KnownJob& job) {
+  if (job.waiting < 0) return;
+  std::vector<scheduler::WaitingEntry>& waiting = snapshot_.waiting;
+  const auto at = static_cast<std::size_t>(job.waiting);
+  --tenant_jobs_[waiting[at].tenant];
+  if (at + 1 != waiting.size()) {  // the last entry takes its place
+    waiting[at] = waiting.back();
+    jobs_.at(waiting[at].id).waiting = job.waiting;
+  }
+  waiting.pop_back();
+  job.waiting = -1;
+}
+
+void SchedulerLeader::forget(std::int64_t id) {
+  placed_.erase(id);
+  unresolved_.erase(id);
+  const auto it = jobs_.find(id);
+  if (it == jobs_.end()) return;
+  drop_waiting(it->second);
+  if (const int list = it->second.facts.dependencies; list >= 0) {
+    std::vector<scheduler::Dependency>().swap(snapshot_.dependencies[list]);
+    free_dependency_lists_.push_back(list);
+  }
+  jobs_.erase(it);
+}
+
+void SchedulerLeader::apply(db::JobRow& row, std::uint32_t complete) {
+  if (base::is_terminal(row.state)) {
+    forget(row.id);  // what the leader holds per job goes with the job
+    return;
+  }
+  const auto it = jobs_.find(row.id);
+  if (it == jobs_.end()) return;  // learn_specs knows every job read
+  KnownJob& job = it->second;
+  if (complete != 0) job.seen = complete;
+  if (row.state != JobState::kQueued) {
+    drop_waiting(job);
+    placed_[row.id] = std::move(row);
+    return;
+  }
+  placed_.erase(row.id);
+  if (row.cancel_requested) {
+    drop_waiting(job);
+    cancels_.push_back(row.id);
+    return;
+  }
+  set_waiting(job, row);
+}
+
+db::Status SchedulerLeader::read_unfinished() {
+  bool complete = false;
+  db::Status s = read_rows(complete);
+  // A complete read's rows (every unfinished job's, and the result they
+  // were read from) are freed by now; without this their pages stay with
+  // the process, between the kept jobs (bench/RESULTS.md, issue 29).
+  if (complete) malloc_trim(0);
+  return s;
+}
+
+db::Status SchedulerLeader::read_rows(bool& was_complete) {
+  const auto now = options_.clock->now();
+  std::optional<std::string> since = low_water_;
+  if (now - complete_read_at_ >= options_.complete_read_interval) since.reset();
+  auto read = store_.read_to_schedule(since);
+  if (!read.ok()) return read.error();
+  std::vector<std::int64_t> unfinished;
+  for (const db::JobRow& row : read->rows) {
+    if (!base::is_terminal(row.state)) unfinished.push_back(row.id);
+  }
+  // Read before anything changes: a failed read leaves the jobs as they were.
+  if (db::Status s = learn_specs(unfinished); !s.ok()) return s;
+  std::uint32_t complete = 0;
+  was_complete = read->complete;
+  if (read->complete) {
+    // Every entry is made again from the rows; the facts stay.
+    complete = ++complete_reads_;
+    complete_read_at_ = now;
+    snapshot_.waiting.clear();
+    snapshot_.tenants.clear();
+    tenant_index_.clear();
+    tenant_jobs_.clear();
+    placed_.clear();
+    cancels_.clear();
+    for (auto& [id, job] : jobs_) job.waiting = -1;
+  }
+  for (db::JobRow& row : read->rows) apply(row, complete);
+  if (complete != 0) {
+    std::vector<std::int64_t> gone;
+    for (const auto& [id, job] : jobs_) {
+      if (job.seen != complete) gone.push_back(id);
+    }
+    for (std::int64_t id : gone) forget(id);
+  }
+  low_water_ = std::move(read->low_water);
+  return db::Status::Ok();
+}
+
+}  // namespace tpujobs::service
