@@ -88,8 +88,7 @@ class ReadOnlySpell {
 // read-only spell of the database `conninfo`: it trains on (100 more steps
 // with a checkpoint stored, which needs writes) in its first attempt.
 void a_job_outlives_a_read_only_spell(const ServiceProcess& api, const std::string& conninfo,
-                                      std::int64_t id,
-                                      const std::function<std::string()>& logs) {
+                                      std::int64_t id, const std::function<std::string()>& logs) {
   const json running = wait_for_step(api, id, 50);
   ASSERT_EQ(running["state"], "RUNNING") << running.dump() << logs();
   auto session = db::Connection::open(conninfo);
@@ -126,9 +125,8 @@ TEST(DatabaseReadOnly, AStandaloneServiceKeepsItsJobThroughASpellLongerThanTheSi
   const std::int64_t id = submit(service, long_job_spec("through-read-only", 3));
   ASSERT_GT(id, 0);
   a_job_outlives_a_read_only_spell(
-      service,
-      "host=" + service.state_dir().string() + " port=5432 dbname=tpujobs user=tpujobs", id,
-      [&] { return "\nservice:\n" + service.log(); });
+      service, "host=" + service.state_dir().string() + " port=5432 dbname=tpujobs user=tpujobs",
+      id, [&] { return "\nservice:\n" + service.log(); });
   EXPECT_EQ(cancel_and_wait(service, id).state, "CANCELLED");
   EXPECT_EQ(service.stop(), 0) << service.log();
 }
