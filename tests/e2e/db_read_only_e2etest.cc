@@ -62,11 +62,13 @@ class ReadOnlySpell {
   ReadOnlySpell(const ReadOnlySpell&) = delete;
   ReadOnlySpell& operator=(const ReadOnlySpell&) = delete;
 
-  // Waits (up to `timeout`) until every alive agent has been silent 13 s.
-  bool wait_for_silence(std::chrono::seconds timeout) {
+  // Waits (up to `timeout`) until `holds` of the longest silence of an
+  // alive agent, in ms, as the server sees it.
+  bool wait_for_silence(const std::function<bool(std::int64_t)>& holds,
+                        std::chrono::seconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < deadline) {
-      if (longest_silence_ms(session_) >= 13000) return true;
+      if (holds(longest_silence_ms(session_))) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
     return false;
@@ -85,8 +87,9 @@ class ReadOnlySpell {
 };
 
 // The job `id`, RUNNING past step 50 with a checkpoint stored, through a
-// read-only spell of the database `conninfo`: it trains on (100 more steps
-// with a checkpoint stored, which needs writes) in its first attempt.
+// read-only spell of the database `conninfo`: once the agent has been heard
+// from again it trains on (100 more steps with a checkpoint stored, which
+// needs writes) in its first attempt.
 void a_job_outlives_a_read_only_spell(const ServiceProcess& api, const std::string& conninfo,
                                       std::int64_t id, const std::function<std::string()>& logs) {
   const json running = wait_for_step(api, id, 50);
@@ -96,9 +99,16 @@ void a_job_outlives_a_read_only_spell(const ServiceProcess& api, const std::stri
   {
     ReadOnlySpell spell(**session);
     ASSERT_EQ(spell.error(), "");
-    ASSERT_TRUE(spell.wait_for_silence(std::chrono::seconds(120)))
+    ASSERT_TRUE(spell.wait_for_silence([](std::int64_t ms) { return ms >= 13000; },
+                                       std::chrono::seconds(120)))
         << "the agent's heartbeats went on while the database refused writes";
     ASSERT_EQ(spell.end(), "");
+    // Writes are taken again; once the agent has been heard from, a leader
+    // that was to declare it lost for the spell's silence has done so (it
+    // requeues the job in the same pass): the job shows it from here on.
+    ASSERT_TRUE(spell.wait_for_silence([](std::int64_t ms) { return ms >= 0 && ms < 2000; },
+                                       std::chrono::seconds(120)))
+        << "the agent was not heard from again";
   }
   const json at_end = wait_until(api, id, [](const json& j) { return j.contains("state"); });
   const std::int64_t step = at_end["progress"].value("step", std::int64_t{0});
