@@ -14,10 +14,14 @@ namespace tpujobs::db {
 namespace {
 
 // SQLSTATE classes that mean "try again later" rather than "this is wrong".
+// A server that takes no writes for now (25006: read-only, as a managed
+// PostgreSQL turns when its disk fills, or a standby not yet promoted) is
+// away for a writer, as one that cannot be reached.
 ErrorCode code_for_sqlstate(std::string_view state) {
   if (state.empty()) return ErrorCode::kUnavailable;  // no answer from the server
   const std::string_view class_code = state.substr(0, 2);
-  if (class_code == "08" || class_code == "57" || class_code == "53" || class_code == "40") {
+  if (class_code == "08" || class_code == "57" || class_code == "53" || class_code == "40" ||
+      state == "25006") {
     return ErrorCode::kUnavailable;
   }
   if (state == "23505") return ErrorCode::kConflict;

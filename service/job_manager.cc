@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "api/problem.h"
+#include "api/request_reading.h"
 #include "api/usage.h"
 #include "db/listener.h"
 #include "service/database_datasets.h"
@@ -330,9 +331,8 @@ void JobManager::follow_logs(std::int64_t id, const std::string& tenant, std::in
                              api::ResponseWriterPtr writer) {
   auto row = load_visible(id, tenant);
   if (!row.ok()) {
-    writer->respond(row.code() == db::ErrorCode::kNotFound
-                        ? api::problem(404, row.error().message)
-                        : api::problem(503, row.error().message));
+    // 404, or 503 in the service's own words: PostgreSQL's text goes to the log.
+    writer->respond(api::answer(api::JsonResult(row.error())));
     return;
   }
   api::Response head;

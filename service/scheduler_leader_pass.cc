@@ -385,10 +385,13 @@ db::Status SchedulerLeader::pass() {
   // database: after an outage (or a takeover) every heartbeat looks old. A
   // judgement the database answers late is dropped as an outage: a stalled
   // server held the heartbeats up as well, and writes them only now.
-  std::vector<std::string> none;
+  // While it may not judge, the leader still sends the judgement, of no
+  // one: a write, it fails as the agents' heartbeats do while the database
+  // takes no writes (read-only, full), and so keeps the judgement off until
+  // writes have been taken for a whole silence (run_pass), not only reads.
+  constexpr std::chrono::milliseconds kNoOne = std::chrono::hours(24 * 365 * 100);
   const bool judge = options_.clock->now() - reachable_since_ >= options_.agent_silence;
-  auto lost = judge ? store_.mark_lost(options_.agent_silence, options_.agent_silence / 4)
-                    : db::Result<std::vector<std::string>>(none);
+  auto lost = store_.mark_lost(judge ? options_.agent_silence : kNoOne, options_.agent_silence / 4);
   if (!lost.ok()) return lost.error();
   for (const std::string& name : *lost)
     std::cerr << "tpujobs: agent " << name << " is lost" << std::endl;

@@ -353,7 +353,8 @@ enum class Stall {
   kAgentsLock  // a session holding the agents table, as a migration's ALTER
 };
 
-void a_cluster_outlives_a_database_stall_longer_than_the_silence(Stall kind) {
+void a_cluster_outlives_a_database_stall_longer_than_the_silence(Stall kind,
+                                                                 std::chrono::seconds stall) {
   OwnPostgres database("tpujobs-stall-");
   ASSERT_EQ(database.error(), "");
   ServiceProcess replica(replica_options(database, "replica-a"));
@@ -367,7 +368,7 @@ void a_cluster_outlives_a_database_stall_longer_than_the_silence(Stall kind) {
 
   // The stall itself, past the agents' silence (10 s) and the leader's
   // lock-idle timeout (6 s).
-  constexpr std::chrono::seconds kStall{15};
+  const std::chrono::seconds kStall = stall;
   if (kind == Stall::kPause) {
     const pid_t postmaster = database->postmaster_pid();
     ASSERT_GT(postmaster, 0);
@@ -423,13 +424,52 @@ void a_cluster_outlives_a_database_stall_longer_than_the_silence(Stall kind) {
 // the lead passes (to the same replica) and the new leader waits out a
 // full silence before judging.
 TEST(DatabaseHang, AClusterWhosePostgresPausesLongerThanTheSilenceLosesNoAgent) {
-  a_cluster_outlives_a_database_stall_longer_than_the_silence(Stall::kPause);
+  a_cluster_outlives_a_database_stall_longer_than_the_silence(Stall::kPause,
+                                                              std::chrono::seconds(15));
+}
+
+// Issue 34's outage: 80 s, past the agents' silence eight times over and
+// past every statement deadline of the replica and the agent.
+TEST(DatabaseHang, AClusterWhosePostgresPausesFor80SecondsKeepsItsJobInItsFirstAttempt) {
+  a_cluster_outlives_a_database_stall_longer_than_the_silence(Stall::kPause,
+                                                              std::chrono::seconds(80));
 }
 
 // Held: the leader keeps the lead (its lock session answers throughout);
 // only the late answer tells it that the silence is the stall's.
 TEST(DatabaseHang, AClusterWhoseAgentsTableIsHeldLongerThanTheSilenceLosesNoAgent) {
-  a_cluster_outlives_a_database_stall_longer_than_the_silence(Stall::kAgentsLock);
+  a_cluster_outlives_a_database_stall_longer_than_the_silence(Stall::kAgentsLock,
+                                                              std::chrono::seconds(15));
+}
+
+// The same outage under a standalone serve (issue 34, finding 6): its
+// embedded PostgreSQL paused for 80 s while a job that trains until the
+// test ends it runs. The in-process agent's heartbeats wait in the pause
+// with everything else; the job must not end FAILED nor spend a retry.
+TEST(DatabaseHang, AStandaloneServiceWhosePostgresPausesFor80SecondsKeepsItsJob) {
+  ServiceProcess service(with_db_timeout());
+  ASSERT_EQ(service.start(), "");
+  const std::int64_t id = submit(service, long_job_spec("through-a-pause", 7));
+  ASSERT_GT(id, 0);
+  const json running = wait_for_step(service, id, 50);
+  ASSERT_EQ(running["state"], "RUNNING") << running.dump() << service.log();
+  {
+    const pid_t postmaster = service.embedded_postmaster_pid();
+    ASSERT_GT(postmaster, 0);
+    StoppedTree pause(postmaster);
+    ASSERT_GT(pause.stopped(), 1u) << "the postmaster and its backends";
+    std::this_thread::sleep_for(std::chrono::seconds(80));
+  }
+  const json at_resume = wait_until(service, id, [](const json& j) { return j.contains("state"); });
+  const std::int64_t step = at_resume["progress"].value("step", std::int64_t{0});
+  // Past the leader's next judgement of silence: 100 more steps, stored.
+  const json after = wait_for_step(service, id, step + 100, std::chrono::seconds(120));
+  const std::string story = "\nevents:\n" + event_reasons(service, id) + "\n" + service.log();
+  EXPECT_EQ(after["state"], "RUNNING") << after.dump() << story;
+  EXPECT_EQ(after["attempt"], 0) << "no retry spent" << story;
+  EXPECT_TRUE(after["error"].is_null()) << after.dump() << story;
+  EXPECT_EQ(cancel_and_wait(service, id).state, "CANCELLED") << story;
+  EXPECT_EQ(service.stop(), 0) << service.log();
 }
 
 }  // namespace

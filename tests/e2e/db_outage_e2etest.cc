@@ -281,6 +281,23 @@ TEST(DatabaseOutage, ServiceRidesOutAStoppedPostgres) {
   const double cancel_seconds = seconds_between(cancel_sent, Clock::now());
   EXPECT_EQ(refused.status, 503) << refused.body;
   EXPECT_FALSE(refused.header("retry-after").empty());
+  // Following its log cannot start either: 503 problem+json in the
+  // service's words. Neither answer shows PostgreSQL's error text or where
+  // its socket is (issue 34): those go to the service's log.
+  const HttpResponse follow =
+      http(service.port(), "GET", "/v1/jobs/" + std::to_string(queued_id) + "/logs", "",
+           {{"Accept", "text/event-stream"}}, std::chrono::seconds(30));
+  EXPECT_EQ(follow.status, 503) << follow.body;
+  EXPECT_EQ(follow.header("content-type"), "application/problem+json") << follow.body;
+  EXPECT_FALSE(follow.header("retry-after").empty());
+  for (const HttpResponse* answer : {&refused, &follow}) {
+    for (const std::string& internal :
+         {postgres->state_dir().string(), std::string(".s.PGSQL"), std::string("PostgreSQL"),
+          std::string("socket"), std::string("server")}) {
+      EXPECT_EQ(answer->body.find(internal), std::string::npos)
+          << "'" << internal << "' in " << answer->body;
+    }
+  }
 
   // An outage of some five seconds in all.
   std::this_thread::sleep_for(std::chrono::seconds(5) - (Clock::now() - stopped));

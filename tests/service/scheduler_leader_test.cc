@@ -45,10 +45,12 @@ class FakeLeaderStore final : public LeaderStore {
   std::vector<std::string> writes;     // every write and notification, in order
   std::map<std::string, double> factors;
   int fair_share_reads = 0;
-  int spec_reads = 0;                       // specs read by job_specs, one a job asked for
-  bool away = false;                        // every call fails, as with the server down
-  bool refuse_pending = false;              // set_pending fails as a statement the server refuses
-  bool late_judgement = false;              // the next mark_lost is answered past its max_answer
+  int spec_reads = 0;           // specs read by job_specs, one a job asked for
+  bool away = false;            // every call fails, as with the server down
+  bool refuse_pending = false;  // set_pending fails as a statement the server refuses
+  bool late_judgement = false;  // the next mark_lost is answered past its max_answer
+  bool refuse_writes = false;   // mark_lost fails as in a read-only database (kUnavailable)
+  int judgements = 0;           // mark_lost calls answered
   std::chrono::milliseconds max_answer{0};  // what the last mark_lost was given
   std::int64_t term = 0;                    // the scheduler term (begin_term raises it)
 
@@ -92,10 +94,12 @@ class FakeLeaderStore final : public LeaderStore {
     if (away) return down();
     return ++term;
   }
-  db::Result<std::vector<std::string>> mark_lost(std::chrono::milliseconds,
+  db::Result<std::vector<std::string>> mark_lost(std::chrono::milliseconds silence,
                                                  std::chrono::milliseconds max) override {
-    if (away) return down();
+    if (away || refuse_writes) return down();
+    ++judgements;
     max_answer = max;
+    if (silence > std::chrono::hours(24 * 365)) return std::vector<std::string>{};  // no one
     if (late_judgement) {
       late_judgement = false;
       return db::make_error(base::ErrorCode::kUnavailable, "the database took 9000 ms to answer");
@@ -508,6 +512,37 @@ TEST_F(SchedulerLeaderPass, AJudgementAnsweredLateIsAnOutageAndTheSilenceIsJudge
   clock_.advance(seconds(2));
   ASSERT_TRUE(leader_->run_pass().ok());
   EXPECT_EQ("lost", store_.agents[0].state) << "silent for a full span since";
+}
+
+// A database that answers reads but takes no writes (read-only, its disk
+// full) fails the agents' heartbeats. The leader's passes that write nothing
+// succeed meanwhile; it still sends its judgement, of no one, every pass, so
+// that it sees writes refused until they are taken again, and judges only
+// after a whole silence since (issue 34: an outage is not a job's fault).
+// Before, a judgement was due 10 s after the last failed one, however
+// recently writes had come back: here 6 s after, before the agent's next
+// heartbeat could be taken.
+TEST_F(SchedulerLeaderPass, AJudgementWaitsAWholeSilenceAfterWritesAreTakenAgain) {
+  store_.add_agent("a", 1, 1);
+  running_on(1, "a", 1, /*max_retries=*/2);
+  store_.refuse_writes = true;
+  store_.lost_next = {"a"};  // what mark_lost declares once the leader judges silence
+  for (int second = 0; second < 25; ++second) {
+    clock_.advance(seconds(1));
+    (void)leader_->run_pass();
+  }
+  ASSERT_EQ("alive", store_.agents[0].state);
+  clock_.advance(milliseconds(500));
+  store_.refuse_writes = false;  // writes are taken again
+  for (int second = 0; second < 9; ++second) {
+    clock_.advance(seconds(1));
+    ASSERT_TRUE(leader_->run_pass().ok());
+    ASSERT_EQ("alive", store_.agents[0].state)
+        << "judged " << second + 1 << " s after writes came back";
+  }
+  EXPECT_EQ(JobState::kRunning, store_.job(1).state);
+  EXPECT_EQ(0, store_.job(1).attempt);
+  EXPECT_GT(store_.judgements, 0) << "the judgement of no one was sent";
 }
 
 // A clean stop (DESIGN §9): a draining agent's free host takes no new job,
