@@ -287,8 +287,8 @@ std::string parse_options(const std::vector<std::string>& args, ServeOptions* op
     } else if (name == "--notify-allow") {
       std::optional<std::string> v = next();
       if (!v) return "--notify-allow needs a host, host:port or http:// URL prefix";
-      if (std::string e = api::allowlist_entry_error(*v); !e.empty())
-        return "--notify-allow '" + *v + "' " + e;
+      if (base::Status checked = api::check_allowlist_entry(*v); !checked.ok())
+        return "--notify-allow '" + *v + "' " + checked.error().message;
       options->notify_allow.push_back(*v);
     } else if (name == "--fair-share-half-life") {
       std::optional<std::string> v = next();
