@@ -32,7 +32,11 @@ void put_allowlist(NotificationService& n, Request& r, const PathParams&,
       std::string error = !entry.is_string() ? "must be a string"
                           : entry.get<std::string>().size() > 2048
                               ? "is longer than 2048 characters"
-                              : allowlist_entry_error(entry.get<std::string>());
+                              : "";
+      if (error.empty()) {
+        base::Status checked = check_allowlist_entry(entry.get<std::string>());
+        if (!checked.ok()) error = checked.error().message;
+      }
       if (!error.empty())
         errors.push_back({field, error, "a host, host:port or http:// URL prefix"});
       else

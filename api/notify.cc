@@ -130,9 +130,10 @@ base::Result<HttpUrl, FieldError> parse_notify_url(std::string_view text) {
   return url;
 }
 
-std::string allowlist_entry_error(std::string_view entry) {
+base::Status check_allowlist_entry(std::string_view entry) {
   base::Result<Entry> parsed = parse_entry(entry);
-  return parsed.ok() ? std::string() : parsed.error().message;
+  if (!parsed.ok()) return parsed.error();
+  return base::Status::Ok();
 }
 
 bool notify_url_allowed(const HttpUrl& url, const std::vector<std::string>& allowlist) {

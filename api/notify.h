@@ -49,9 +49,8 @@ base::Result<HttpUrl, FieldError> parse_notify_url(std::string_view text);
 // "http://host[:port]/path" (the URL's path must start with that path).
 // Hosts compare case-insensitively and exactly (no suffix matching, so
 // "example.com" does not allow "evil-example.com"); an entry without a port
-// allows any port. Returns why an entry is malformed, or "" when it is well
-// formed.
-std::string allowlist_entry_error(std::string_view entry);
+// allows any port. kInvalid, with why, when an entry is malformed.
+base::Status check_allowlist_entry(std::string_view entry);
 
 // True when some entry of `allowlist` allows `url`. Malformed entries allow
 // nothing.

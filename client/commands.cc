@@ -85,7 +85,6 @@ int run_client(const std::string& command, const std::vector<std::string>& args)
   context.out = &std::cout;
   context.err = &std::cerr;
   context.err_is_tty = isatty(STDERR_FILENO) == 1;
-  context.sleep = [](milliseconds delay) { base::real_clock().sleep_for(delay); };
   return run_client_command(line, context);
 }
 

@@ -35,8 +35,9 @@ struct ClientContext {
   std::ostream* out = nullptr;
   std::ostream* err = nullptr;
   bool err_is_tty = false;  // redraw the progress line with \r only on a terminal
-  std::function<void(std::chrono::milliseconds)> sleep;  // the backoff between retries
-  base::Clock* clock = nullptr;  // the progress line, deadlines and waits; null: the real clock
+  // The progress line, deadlines, the backoff between retries and the waits
+  // between polls; null: the real clock.
+  base::Clock* clock = nullptr;
   RetryPolicy retry;
 };
 

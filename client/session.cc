@@ -87,7 +87,7 @@ milliseconds Session::backoff(int attempt) const {
 HttpResponse Session::call(const HttpRequest& request) {
   HttpResponse response;
   for (int attempt = 0; attempt < std::max(1, context_.retry.attempts); ++attempt) {
-    if (attempt > 0) context_.sleep(backoff(attempt - 1));
+    if (attempt > 0) clock_.sleep_for(backoff(attempt - 1));
     response = send_once(request, kRequestTimeout);
     if (!retryable(response)) break;
   }
@@ -348,7 +348,7 @@ void Session::pause(milliseconds delay, std::optional<TimePoint> deadline) {
     delay = std::min(delay, std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(
                                                           *deadline - clock_.now())));
   }
-  if (delay.count() > 0) context_.sleep(delay);
+  if (delay.count() > 0) clock_.sleep_for(delay);
 }
 
 void Session::note_outage(const HttpResponse& response, milliseconds retry_in) {

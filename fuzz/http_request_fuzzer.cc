@@ -1,9 +1,10 @@
 // Fuzzes the HTTP request path: the bytes of a request go through Beast's
-// request parser with the server's limits (service/http_server.cc: 16 KiB of
-// headers, a 1 MiB body), are turned into an api::Request the way the server
-// does, and are routed by the real JobsApi over a FakeJobService. Whatever
-// arrives, the answer is exactly one response, never a 5xx (the fake service
-// never fails), and every error is a problem+json object with a detail.
+// request parser with the server's limits (service/http_session.cc: 16 KiB of
+// headers, a 1 MiB body), are turned into an api::Request by the server's own
+// service::to_api_request, and are routed by the real JobsApi over a
+// FakeJobService. Whatever arrives, the answer is exactly one response, never
+// a 5xx (the fake service never fails), and every error is a problem+json
+// object with a detail.
 #include <boost/asio/buffer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -13,7 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "api/jobs_api.h"
-#include "api/url.h"
+#include "base/clock.h"
+#include "service/http_request.h"
 #include "tests/api/fake_job_service.h"
 
 namespace {
@@ -47,7 +49,7 @@ class CountingWriter final : public CapturingWriter {
 bool parse_request(std::string_view bytes, http::request<http::string_body>* out) {
   http::request_parser<http::string_body> parser;
   parser.eager(true);
-  parser.header_limit(16 * 1024);
+  parser.header_limit(tpujobs::service::kHttpHeaderLimit);
   parser.body_limit(1 << 20);
   beast::error_code ec;
   while (!bytes.empty() && !parser.is_done()) {
@@ -85,20 +87,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!parse_request(std::string_view(reinterpret_cast<const char*>(data), size), &message))
     return 0;
 
-  // The same translation as Session::dispatch_request in service/http_server.cc.
-  tpujobs::api::Request request;
-  request.received_at = std::chrono::steady_clock::now();
-  request.method = std::string(message.method_string());
-  request.target = std::string(message.target());
-  tpujobs::api::RequestTarget split = tpujobs::api::split_target(request.target);
-  request.path = std::move(split.path);
-  request.query = std::move(split.query);
-  for (const auto& field : message) {
-    std::string name(field.name_string());
-    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    request.headers[std::move(name)] = std::string(field.value());
-  }
-  request.body = std::move(message.body());
+  // The server's own translation (service/http_request.h).
+  tpujobs::api::Request request =
+      tpujobs::service::to_api_request(std::move(message), tpujobs::base::real_clock().now());
 
   static FakeJobService service;
   service.submitted.clear();

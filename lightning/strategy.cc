@@ -1,6 +1,6 @@
-// `strategy`: the strategy registry of each Lightning version, and what the
-// connector says about a name on a TPU. Sources: the `register_strategies`
-// of each strategy class (`src/.../strategies/*.py`), the connector's
+// `strategy`: what the connector says about a strategy name on a TPU, by
+// Lightning version; the registry it looks names up in is
+// lightning/strategy_registry.cc. Sources: the connector's
 // `_check_config_and_set_final_flags` (lower-casing, invalid names, 1.x
 // `tpu_spawn`), `_check_strategy_and_fallback` (FSDP on a non-GPU
 // accelerator), `_lazy_init_strategy` (TPU accelerator with another
@@ -9,172 +9,10 @@
 #include <cctype>
 
 #include "lightning/checks.h"
+#include "lightning/strategy_registry.h"
 
 namespace tpujobs::lightning {
 namespace {
-
-enum class StrategyKind {
-  kXla,        // XLAStrategy / TPUSpawnStrategy: every device of the hosts
-  kSingleXla,  // one device
-  kXlaDebug,   // XLAStrategy(debug=True): adds the torch_xla metrics report
-  kTpuSpawn,   // 1.x 'tpu_spawn': refused by the connector
-  kFsdp,       // FSDP: refused first by its GPU check
-  kDeepSpeed,  // refused first: DeepSpeed is not installed on a TPU VM
-  kOther,      // registered, but not a TPU strategy
-};
-
-struct RegisteredStrategy {
-  std::string_view name;
-  Versions versions;
-  std::string_view class_name;
-  StrategyKind kind;
-};
-
-constexpr Versions k1x{106, 109};
-constexpr Versions k2x{200, 299};
-constexpr Versions kAll{106, 299};
-
-// The registries, from each tag's strategies/*.py register_strategies.
-constexpr RegisteredStrategy kRegistry[] = {
-    {"bagua", k1x, "BaguaStrategy", StrategyKind::kOther},
-    {"colossalai", {108, 109}, "ColossalAIStrategy", StrategyKind::kOther},
-    {"ddp", kAll, "DDPStrategy", StrategyKind::kOther},
-    {"ddp2", {106, 106}, "DDP2Strategy", StrategyKind::kOther},
-    {"ddp_find_unused_parameters_false", kAll, "DDPStrategy", StrategyKind::kOther},
-    {"ddp_find_unused_parameters_true", k2x, "DDPStrategy", StrategyKind::kOther},
-    {"ddp_fork", {107, 109}, "DDPSpawnStrategy", StrategyKind::kOther},
-    {"ddp_fork", k2x, "DDPStrategy", StrategyKind::kOther},
-    {"ddp_fork_find_unused_parameters_false", {107, 109}, "DDPSpawnStrategy", StrategyKind::kOther},
-    {"ddp_fork_find_unused_parameters_false", k2x, "DDPStrategy", StrategyKind::kOther},
-    {"ddp_fork_find_unused_parameters_true", k2x, "DDPStrategy", StrategyKind::kOther},
-    {"ddp_fully_sharded", k1x, "DDPFullyShardedStrategy", StrategyKind::kOther},
-    {"ddp_notebook", {107, 109}, "DDPSpawnStrategy", StrategyKind::kOther},
-    {"ddp_notebook", k2x, "DDPStrategy", StrategyKind::kOther},
-    {"ddp_notebook_find_unused_parameters_false",
-     {107, 109},
-     "DDPSpawnStrategy",
-     StrategyKind::kOther},
-    {"ddp_notebook_find_unused_parameters_false", k2x, "DDPStrategy", StrategyKind::kOther},
-    {"ddp_notebook_find_unused_parameters_true", k2x, "DDPStrategy", StrategyKind::kOther},
-    {"ddp_sharded", k1x, "DDPShardedStrategy", StrategyKind::kOther},
-    {"ddp_sharded_find_unused_parameters_false", k1x, "DDPShardedStrategy", StrategyKind::kOther},
-    {"ddp_sharded_spawn", k1x, "DDPSpawnShardedStrategy", StrategyKind::kOther},
-    {"ddp_sharded_spawn_find_unused_parameters_false", k1x, "DDPSpawnShardedStrategy",
-     StrategyKind::kOther},
-    {"ddp_spawn", k1x, "DDPSpawnStrategy", StrategyKind::kOther},
-    {"ddp_spawn", k2x, "DDPStrategy", StrategyKind::kOther},
-    {"ddp_spawn_find_unused_parameters_false", k1x, "DDPSpawnStrategy", StrategyKind::kOther},
-    {"ddp_spawn_find_unused_parameters_false", k2x, "DDPStrategy", StrategyKind::kOther},
-    {"ddp_spawn_find_unused_parameters_true", k2x, "DDPStrategy", StrategyKind::kOther},
-    {"deepspeed", kAll, "DeepSpeedStrategy", StrategyKind::kDeepSpeed},
-    {"deepspeed_stage_1", kAll, "DeepSpeedStrategy", StrategyKind::kDeepSpeed},
-    {"deepspeed_stage_2", kAll, "DeepSpeedStrategy", StrategyKind::kDeepSpeed},
-    {"deepspeed_stage_2_offload", kAll, "DeepSpeedStrategy", StrategyKind::kDeepSpeed},
-    {"deepspeed_stage_3", kAll, "DeepSpeedStrategy", StrategyKind::kDeepSpeed},
-    {"deepspeed_stage_3_offload", kAll, "DeepSpeedStrategy", StrategyKind::kDeepSpeed},
-    {"deepspeed_stage_3_offload_nvme", kAll, "DeepSpeedStrategy", StrategyKind::kDeepSpeed},
-    {"dp", k1x, "DataParallelStrategy", StrategyKind::kOther},
-    {"fsdp", k1x, "DDPFullyShardedStrategy", StrategyKind::kOther},
-    {"fsdp", k2x, "FSDPStrategy", StrategyKind::kFsdp},
-    {"fsdp_cpu_offload", k2x, "FSDPStrategy", StrategyKind::kFsdp},
-    {"fsdp_native", {107, 109}, "DDPFullyShardedNativeStrategy", StrategyKind::kFsdp},
-    {"fsdp_native_full_shard_offload",
-     {107, 109},
-     "DDPFullyShardedNativeStrategy",
-     StrategyKind::kFsdp},
-    {"horovod", k1x, "HorovodStrategy", StrategyKind::kOther},
-    {"hpu_parallel", {106, 200}, "HPUParallelStrategy", StrategyKind::kOther},
-    {"hpu_single", {106, 200}, "SingleHPUStrategy", StrategyKind::kOther},
-    {"ipu_strategy", {106, 200}, "IPUStrategy", StrategyKind::kOther},
-    {"single_device", kAll, "SingleDeviceStrategy", StrategyKind::kOther},
-    {"single_tpu", {106, 200}, "SingleTPUStrategy", StrategyKind::kSingleXla},
-    {"single_xla", {201, 299}, "SingleDeviceXLAStrategy", StrategyKind::kSingleXla},
-    {"tpu_spawn", k1x, "TPUSpawnStrategy", StrategyKind::kTpuSpawn},
-    {"tpu_spawn_debug", k1x, "TPUSpawnStrategy", StrategyKind::kXlaDebug},
-    {"xla", k2x, "XLAStrategy", StrategyKind::kXla},
-    {"xla_debug", k2x, "XLAStrategy", StrategyKind::kXlaDebug},
-};
-
-// What a strategy class's __init__ raises (or warns) on a TPU VM, where its
-// library or its devices are missing: the registry instantiates the class
-// before the connector looks at the accelerator.
-struct ClassInit {
-  std::string_view class_name;
-  Versions versions;
-  bool raises;  // false: a warning, and the strategy is built
-  std::string_view text;
-  std::string_view source;
-};
-
-constexpr ClassInit kClassInit[] = {
-    {"BaguaStrategy",
-     {106, 109},
-     true,
-     "To use the `BaguaStrategy`, you must have `Bagua` installed. Use `pip install bagua` to "
-     "install it.",
-     "1.9.5:src/pytorch_lightning/strategies/bagua.py"},
-    {"ColossalAIStrategy",
-     {108, 109},
-     true,
-     "To use the `ColossalAIStrategy`, please install `colossalai` first. Download `colossalai` by "
-     "consulting `https://colossalai.org/download`.",
-     "1.9.5:src/pytorch_lightning/strategies/colossalai.py"},
-    {"HorovodStrategy",
-     {109, 109},
-     true,
-     "Requested `strategy=\"horovod\"`, but Horovod is not installed. Install with "
-     "`HOROVOD_WITH_PYTORCH=1 pip install horovod[pytorch]`",
-     "1.9.5:src/pytorch_lightning/strategies/horovod.py"},
-    {"HPUParallelStrategy",
-     {106, 200},
-     true,
-     "`HPUParallelStrategy` requires HPU devices to run",
-     "2.0.9:src/lightning/pytorch/strategies/hpu_parallel.py"},
-    {"SingleHPUStrategy",
-     {106, 200},
-     true,
-     "`SingleHPUStrategy` requires HPU devices to run",
-     "2.0.9:src/lightning/pytorch/strategies/single_hpu.py"},
-    {"IPUStrategy",
-     {106, 200},
-     true,
-     "The IPU Accelerator requires IPU devices to run. Learn more or get started with IPUs at "
-     "https://www.graphcore.ai/getstarted",
-     "2.0.9:src/lightning/pytorch/strategies/ipu.py"},
-};
-
-// 1.9 deprecates the FairScale strategies in their __init__.
-constexpr std::string_view kFairScaleDeprecated =
-    "PyTorch Lightning's sharded implementation using FairScale has been deprecated in v1.9.0 and "
-    "will be removed in v2.0.0. You can try using the `Trainer(strategy='fsdp_native')` instead. "
-    "The difference is that native FSDP uses PyTorch's implementation and the current strategy "
-    "uses FairScale's implementation (which was upstreamed to PyTorch). After removal, "
-    "`strategy='fsdp'` will use the native version by default.";
-constexpr ClassInit kClassInitWarnings[] = {
-    {"DDPShardedStrategy",
-     {109, 109},
-     false,
-     kFairScaleDeprecated,
-     "1.9.5:src/pytorch_lightning/strategies/sharded.py"},
-    {"DDPSpawnShardedStrategy",
-     {109, 109},
-     false,
-     kFairScaleDeprecated,
-     "1.9.5:src/pytorch_lightning/strategies/sharded_spawn.py"},
-    {"DDPFullyShardedStrategy",
-     {109, 109},
-     false,
-     kFairScaleDeprecated,
-     "1.9.5:src/pytorch_lightning/strategies/fully_sharded.py"},
-};
-
-const ClassInit* class_init(std::span<const ClassInit> table, std::string_view class_name,
-                            int version) {
-  for (const ClassInit& row : table) {
-    if (row.class_name == class_name && row.versions.contains(version)) return &row;
-  }
-  return nullptr;
-}
 
 struct StrategyRules {
   Versions versions;
@@ -338,35 +176,6 @@ constexpr StrategyRules kStrategyRules[] = {
 
 std::string_view invalid_source(const StrategyRules& rules) {
   return rules.invalid_source.empty() ? rules.source : rules.invalid_source;
-}
-
-const RegisteredStrategy* find_registered(std::string_view name, int version) {
-  for (const RegisteredStrategy& entry : kRegistry) {
-    if (entry.name == name && entry.versions.contains(version)) return &entry;
-  }
-  return nullptr;
-}
-
-// The registry's names, sorted, as StrategyRegistry.get lists them.
-std::string registry_names(int version) {
-  std::vector<std::string> names;
-  for (const RegisteredStrategy& entry : kRegistry) {
-    if (entry.versions.contains(version)) names.emplace_back(entry.name);
-  }
-  std::sort(names.begin(), names.end());
-  names.erase(std::unique(names.begin(), names.end()), names.end());
-  return join(names, ", ");
-}
-
-// The TPU strategy names of a version, for hints.
-std::string tpu_strategy_names(int version) {
-  std::vector<std::string> names;
-  for (const RegisteredStrategy& entry : kRegistry) {
-    const bool tpu = entry.kind == StrategyKind::kXla || entry.kind == StrategyKind::kSingleXla ||
-                     entry.kind == StrategyKind::kXlaDebug;
-    if (tpu && entry.versions.contains(version)) names.emplace_back(entry.name);
-  }
-  return join(names, ", ");
 }
 
 std::string strategy_hint(const Context& c) {
@@ -592,10 +401,6 @@ bool strategy_lowercased(Context& c) {
   return row.lowercases;
 }
 
-bool is_registered_strategy(std::string_view name, int version) {
-  return find_registered(name, version) != nullptr;
-}
-
 StrategyBuild strategy_build(const Context& c) {
   const WrittenStrategy w = written_strategy(c);
   if (w.automatic) return StrategyBuild::kTpu;
@@ -613,7 +418,7 @@ StrategyBuild strategy_build(const Context& c) {
     case StrategyKind::kOther:
       break;
   }
-  const ClassInit* init = class_init(kClassInit, w.entry->class_name, c.version);
+  const ClassInit* init = init_error(w.entry->class_name, c.version);
   return init && init->raises ? StrategyBuild::kFails : StrategyBuild::kOther;
 }
 
@@ -685,11 +490,11 @@ void check_strategy(Context& c) {
   }
   if (entry) {
     // Other classes whose __init__ needs a library or device a TPU VM lacks.
-    if (const ClassInit* init = class_init(kClassInit, entry->class_name, c.version)) {
+    if (const ClassInit* init = init_error(entry->class_name, c.version)) {
       c.error(kFieldStrategy, std::string(init->text), strategy_hint(c), init->source);
       return;
     }
-    if (const ClassInit* init = class_init(kClassInitWarnings, entry->class_name, c.version)) {
+    if (const ClassInit* init = init_warning(entry->class_name, c.version)) {
       c.warn(std::string(init->text));
     }
   }
@@ -752,9 +557,9 @@ std::vector<RuleText> strategy_rule_texts() {
   for (const ExternalStrategy& row : kExternalStrategies) {
     if (!row.text.empty()) out.push_back({kFieldStrategy, row.text, row.source});
   }
-  for (const ClassInit& init : kClassInit) out.push_back({kFieldStrategy, init.text, init.source});
-  for (const ClassInit& init : kClassInitWarnings)
-    out.push_back({"warning", init.text, init.source});
+  for (const ClassInit& init : init_errors())
+    out.push_back({kFieldStrategy, init.text, init.source});
+  for (const ClassInit& init : init_warnings()) out.push_back({"warning", init.text, init.source});
   for (const StrategyRules& rules : kStrategyRules) {
     out.push_back({kFieldStrategy, rules.invalid, invalid_source(rules)});
     for (std::string_view text :

@@ -1,6 +1,7 @@
 // The HTTP/1.1 server: Boost.Beast, asynchronous, keep-alive, several I/O
 // threads. It parses requests into api::Request and hands them to one
-// api::Handler. Only http_server.cc includes Beast.
+// api::Handler. Only http_server.cc, http_session.cc and http_request.cc
+// include Beast.
 #pragma once
 
 #include <chrono>
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "api/http.h"
+#include "base/clock.h"
 #include "base/result.h"
 
 namespace tpujobs::service {
@@ -40,6 +42,9 @@ struct HttpServerOptions {
   // still read and answered; a spare leaves once no thread is stuck.
   int spare_io_threads = 0;
   std::chrono::milliseconds stuck_after{100};
+  // Where the server reads the time, sleeps and waits (nullptr: base::real_clock()).
+  // The read, write and accept deadlines are Asio timers, on real time whatever this is.
+  base::Clock* clock = nullptr;
 };
 
 // What the server refused or cut off, since it started (Prometheus counters).

@@ -169,8 +169,8 @@ void declare_service_options(CLI::App& app, ServeOptions& o) {
          "job's notify.url may name (the admin edits the list at\n"
          "PUT /v1/notifications/allowlist)",
          [&o](const std::string& value) {
-           if (std::string e = api::allowlist_entry_error(value); !e.empty())
-             throw UsageError("--notify-allow '" + value + "' " + e);
+           if (base::Status checked = api::check_allowlist_entry(value); !checked.ok())
+             throw UsageError("--notify-allow '" + value + "' " + checked.error().message);
            o.notify_allow.push_back(value);
          });
   duration(app, "--fair-share-half-life",

@@ -62,14 +62,20 @@ TEST(NotifyAllowlist, HostsCompareExactlyNotAsSuffixesOrPrefixes) {
 }
 
 TEST(NotifyAllowlist, EntriesAreChecked) {
-  EXPECT_EQ(allowlist_entry_error("ci.example"), "");
-  EXPECT_EQ(allowlist_entry_error("127.0.0.1:9000"), "");
-  EXPECT_EQ(allowlist_entry_error("http://hooks.example/tpujobs/"), "");
-  EXPECT_EQ(allowlist_entry_error(""), "is empty");
-  EXPECT_EQ(allowlist_entry_error("ci.example/path"),
-            "must be a host, host:port or an http:// URL prefix");
-  EXPECT_EQ(allowlist_entry_error("ci.example:http"), "has a port outside 1-65535");
-  EXPECT_NE(allowlist_entry_error("https://ci.example/"), "");
+  EXPECT_TRUE(check_allowlist_entry("ci.example").ok());
+  EXPECT_TRUE(check_allowlist_entry("127.0.0.1:9000").ok());
+  EXPECT_TRUE(check_allowlist_entry("http://hooks.example/tpujobs/").ok());
+  auto why = [](std::string_view entry) {
+    base::Status checked = check_allowlist_entry(entry);
+    EXPECT_FALSE(checked.ok()) << entry;
+    if (checked.ok()) return std::string();
+    EXPECT_EQ(checked.code(), base::ErrorCode::kInvalid) << entry;
+    return checked.error().message;
+  };
+  EXPECT_EQ(why(""), "is empty");
+  EXPECT_EQ(why("ci.example/path"), "must be a host, host:port or an http:// URL prefix");
+  EXPECT_EQ(why("ci.example:http"), "has a port outside 1-65535");
+  EXPECT_NE(why("https://ci.example/"), "");
   // A malformed entry allows nothing.
   EXPECT_FALSE(allowed("http://ci.example/h", {"ci.example/path"}));
 }

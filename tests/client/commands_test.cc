@@ -78,7 +78,7 @@ class ClientCommandTest : public ::testing::Test {
     context_.http = &server_;
     context_.out = &out_;
     context_.err = &err_;
-    context_.sleep = [this](milliseconds delay) { slept_.push_back(delay.count()); };
+    context_.clock = &clock_;
     context_.retry.attempts = 3;
     context_.retry.first_backoff = milliseconds(100);
     context_.retry.max_backoff = milliseconds(400);
@@ -105,7 +105,27 @@ class ClientCommandTest : public ::testing::Test {
   FakeServer server_;
   std::ostringstream out_;
   std::ostringstream err_;
+  // Fake time, which the command's sleeps move on (at once); it notes them.
+  class SleepRecordingClock final : public base::Clock {
+   public:
+    explicit SleepRecordingClock(std::vector<std::int64_t>& slept) : slept_(slept) {}
+    time_point now() override { return fake_.now(); }
+    wall_time_point wall_now() override { return fake_.wall_now(); }
+    void sleep_for(std::chrono::nanoseconds duration) override {
+      slept_.push_back(std::chrono::duration_cast<milliseconds>(duration).count());
+      fake_.sleep_for(duration);
+    }
+    bool wait_for(base::MutexLock& lock, std::condition_variable& cv,
+                  std::chrono::nanoseconds timeout, const std::function<bool()>& done) override {
+      return fake_.wait_for(lock, cv, timeout, done);
+    }
+
+   private:
+    std::vector<std::int64_t>& slept_;
+    base::FakeClock fake_;
+  };
   std::vector<std::int64_t> slept_;
+  SleepRecordingClock clock_{slept_};
   ClientContext context_;
   std::filesystem::path spec_path_;
 };

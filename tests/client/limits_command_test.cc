@@ -45,7 +45,8 @@ Outcome run(std::vector<std::string> args, HttpResponse answer) {
   context.http = &server;
   context.out = &out;
   context.err = &err;
-  context.sleep = [](std::chrono::milliseconds) {};
+  base::FakeClock clock;  // retries back off in its time, at once
+  context.clock = &clock;
   const int code = run_client_command(line.ok() ? *line : CommandLine{}, context);
   return {code, out.str(), err.str(), server.requests};
 }
