@@ -1123,7 +1123,9 @@ TEST(SlowClient, HeaderTimeoutCutsItOffWhileOthersAreServed) {
   EXPECT_LE(exchange.closed_after, 12.5);
   expect_408_problem(exchange.answer);
   EXPECT_GE(served, 20);
-  EXPECT_LT(slowest, 1.0);
+  // Blocked behind the slow client, a request would wait out its 10 s; a
+  // busy machine (other tests beside this one) may take a second or two.
+  EXPECT_LT(slowest, 3.0);
   std::printf("slow client cut after %.2f s; %d other requests served meanwhile, slowest %.3f s\n",
               exchange.closed_after, served, slowest);
 }
