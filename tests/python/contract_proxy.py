@@ -186,7 +186,6 @@ def make_handler(router: Router):
             router.begin()
             try:
                 if not streaming:
-                    connection.close()
                     kept = [(k, v) for k, v in answer.getheaders()
                             if k.lower() not in HOP_BY_HOP or
                             (self.command == "HEAD" and k.lower() == "content-length")]
@@ -194,24 +193,31 @@ def make_handler(router: Router):
                         self.answer(answer.status, answer.reason, kept, data)
                     except OSError:
                         self.close_connection = True  # the client went away; still checked
-                checking = time.monotonic()
-                through = checking - started
-                found = router.exchange(self.command, self.path, headers, body, answer.status,
-                                        answer_headers, data, stream=streaming)
-                for line in router.judge("%s %s" % (self.command, self.path), found,
-                                         answer.status,
-                                         media_type(answer.getheader("Content-Type"))):
-                    router.record(line)
-                for violation in events:
-                    router.record("%s %s -> %d: %s: %s" % (self.command, self.path,
-                                                           answer.status,
-                                                           found.get("operation"), violation))
-                router.count(answers=1)
-                router.traced(self.command, self.path, answer.status, through,
-                              time.monotonic() - checking)
             finally:
                 connection.close()
-                router.done()
+            # Checked on a thread of its own: the client's connection goes on
+            # to its next request at once, never waiting behind the checks of
+            # every other suite's exchanges (one checker process serves all).
+            command, path, status = self.command, self.path, answer.status
+            media = media_type(answer.getheader("Content-Type"))
+            through = time.monotonic() - started
+
+            def check():
+                try:
+                    checking = time.monotonic()
+                    found = router.exchange(command, path, headers, body, status, answer_headers,
+                                            data, stream=streaming)
+                    for line in router.judge("%s %s" % (command, path), found, status, media):
+                        router.record(line)
+                    for violation in events:
+                        router.record("%s %s -> %d: %s: %s" % (command, path, status,
+                                                               found.get("operation"), violation))
+                    router.count(answers=1)
+                    router.traced(command, path, status, through, time.monotonic() - checking)
+                finally:
+                    router.done()
+
+            threading.Thread(target=check, daemon=True).start()
 
         def answer(self, status, reason, headers, data):
             self.send_response(status, reason)
