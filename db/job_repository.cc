@@ -11,19 +11,19 @@ namespace {
   "j.id, j.tenant, j.name, j.labels, j.priority, j.state, j.spec, j.resolved, j.warnings, " \
   "j.idempotency_key, j.spec_hash, j.allocation, j.pending, j.progress, j.latest_metrics, " \
   "j.error, j.result, j.attempt, j.cancel_requested, j.created_at, j.started_at, "          \
-  "j.finished_at, j.updated_at, j.owner, j.lease_expires_at, j.agent, j.placement_epoch, "  \
+  "j.finished_at, j.updated_at, j.agent, j.placement_epoch, "                               \
   "j.array_id, j.array_index, j.array_values, j.preempted_by, j.requeued_at, "              \
   "j.unstarted_requeues"
 
+// The scheduler leader's read (read_to_schedule, load_placed):
 // TPUJOBS_JOB_COLUMNS in the same places (read_job reads them), with NULL
-// for every document load_unfinished_to_schedule leaves empty.
-// The scheduler leader's read (read_to_schedule): what it uses of a row,
-// the rest NULL (issue 29: its complete read of 100,000 queued jobs).
+// for every column it does not use (issue 29: its complete read of 100,000
+// queued jobs).
 #define TPUJOBS_JOB_SCHEDULING_COLUMNS                                      \
   "j.id, j.tenant, j.name, NULL, j.priority, j.state, NULL, NULL, NULL, "   \
   "NULL, NULL, j.allocation, NULL, NULL, NULL, "                            \
   "NULL, NULL, j.attempt, j.cancel_requested, j.created_at, j.started_at, " \
-  "NULL, j.updated_at, NULL, NULL, j.agent, j.placement_epoch, "            \
+  "NULL, j.updated_at, j.agent, j.placement_epoch, "                        \
   "NULL, NULL, NULL, j.preempted_by, j.requeued_at, j.unstarted_requeues"
 
 constexpr int kMaxPageSize = 500;
@@ -54,16 +54,14 @@ JobRow read_job(const QueryResult& rows, int row, int first_column = 0) {
   job.started_at = rows.optional_timestamp(row, c + 20);
   job.finished_at = rows.optional_timestamp(row, c + 21);
   job.updated_at = rows.timestamp(row, c + 22);
-  job.owner = rows.optional_string(row, c + 23);
-  job.lease_expires_at = rows.optional_timestamp(row, c + 24);
-  job.agent = rows.optional_string(row, c + 25);
-  if (!rows.is_null(row, c + 26)) job.placement_epoch = rows.int64(row, c + 26);
-  if (!rows.is_null(row, c + 27)) job.array_id = rows.int64(row, c + 27);
-  if (!rows.is_null(row, c + 28)) job.array_index = static_cast<int>(rows.int64(row, c + 28));
-  job.array_values_json = rows.optional_string(row, c + 29);
-  if (!rows.is_null(row, c + 30)) job.preempted_by = rows.int64(row, c + 30);
-  job.requeued_at = rows.optional_timestamp(row, c + 31);
-  job.unstarted_requeues = static_cast<int>(rows.int64(row, c + 32));
+  job.agent = rows.optional_string(row, c + 23);
+  if (!rows.is_null(row, c + 24)) job.placement_epoch = rows.int64(row, c + 24);
+  if (!rows.is_null(row, c + 25)) job.array_id = rows.int64(row, c + 25);
+  if (!rows.is_null(row, c + 26)) job.array_index = static_cast<int>(rows.int64(row, c + 26));
+  job.array_values_json = rows.optional_string(row, c + 27);
+  if (!rows.is_null(row, c + 28)) job.preempted_by = rows.int64(row, c + 28);
+  job.requeued_at = rows.optional_timestamp(row, c + 29);
+  job.unstarted_requeues = static_cast<int>(rows.int64(row, c + 30));
   return job;
 }
 
@@ -167,17 +165,17 @@ constexpr const char* kTransition =
     "  SELECT id, state FROM jobs"
     "  WHERE id = $1::bigint AND state = ANY($2::text[])"
     "    AND state NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')"
-    "    AND ($20::bigint IS NULL OR placement_epoch = $20::bigint)"
+    "    AND ($17::bigint IS NULL OR placement_epoch = $17::bigint)"
     // Every agent it is placed on still alive under the placement's epoch,
     // its row share-locked so that a drain or a leave waits for this
     // statement, or this one sees it (and places nothing).
-    "    AND ($23::text[] IS NULL OR cardinality($23::text[]) = (SELECT count(*) FROM"
-    "      (SELECT 1 FROM agents a JOIN unnest($23::text[], $24::bigint[]) AS r(name, epoch)"
+    "    AND ($20::text[] IS NULL OR cardinality($20::text[]) = (SELECT count(*) FROM"
+    "      (SELECT 1 FROM agents a JOIN unnest($20::text[], $21::bigint[]) AS r(name, epoch)"
     "         ON a.name = r.name AND a.epoch = r.epoch"
     "       WHERE a.state = 'alive' FOR SHARE OF a) AS alive))"
     // The scheduler leader's writes: only while the term is still its own.
-    "    AND ($25::bigint IS NULL"
-    "         OR (SELECT term FROM scheduler_term WHERE id = 1 FOR SHARE) = $25::bigint)"
+    "    AND ($22::bigint IS NULL"
+    "         OR (SELECT term FROM scheduler_term WHERE id = 1 FOR SHARE) = $22::bigint)"
     "  FOR UPDATE"
     "), changed AS ("
     "  UPDATE jobs j SET"
@@ -189,19 +187,14 @@ constexpr const char* kTransition =
     "    started_at = CASE WHEN $10::boolean THEN now() ELSE j.started_at END,"
     "    finished_at = CASE WHEN $11::boolean THEN now() ELSE j.finished_at END,"
     "    attempt = j.attempt + CASE WHEN $12::boolean THEN 1 ELSE 0 END,"
-    "    unstarted_requeues = j.unstarted_requeues + CASE WHEN $26::boolean THEN 1 ELSE 0 END,"
-    "    owner = CASE WHEN $15::boolean THEN NULL ELSE COALESCE($13::text, j.owner) END,"
-    "    lease_expires_at = CASE WHEN $15::boolean THEN NULL"
-    "                            WHEN $13::text IS NOT NULL"
-    "                            THEN now() + $14::bigint * interval '1 second'"
-    "                            ELSE j.lease_expires_at END,"
-    "    pending = CASE WHEN $16::boolean THEN NULL ELSE j.pending END,"
-    "    preempted_by = CASE WHEN $16::boolean THEN NULL"
-    "                        ELSE COALESCE($21::bigint, j.preempted_by) END,"
-    "    agent = CASE WHEN $19::boolean THEN NULL ELSE COALESCE($17::text, j.agent) END,"
-    "    placement_epoch = CASE WHEN $19::boolean THEN NULL"
-    "                           ELSE COALESCE($18::bigint, j.placement_epoch) END,"
-    "    requeued_at = CASE WHEN $22::boolean THEN now() ELSE j.requeued_at END"
+    "    unstarted_requeues = j.unstarted_requeues + CASE WHEN $23::boolean THEN 1 ELSE 0 END,"
+    "    pending = CASE WHEN $13::boolean THEN NULL ELSE j.pending END,"
+    "    preempted_by = CASE WHEN $13::boolean THEN NULL"
+    "                        ELSE COALESCE($18::bigint, j.preempted_by) END,"
+    "    agent = CASE WHEN $16::boolean THEN NULL ELSE COALESCE($14::text, j.agent) END,"
+    "    placement_epoch = CASE WHEN $16::boolean THEN NULL"
+    "                           ELSE COALESCE($15::bigint, j.placement_epoch) END,"
+    "    requeued_at = CASE WHEN $19::boolean THEN now() ELSE j.requeued_at END"
     "  FROM previous WHERE j.id = previous.id"
     "  RETURNING j.id, previous.state AS from_state"
     "), event AS ("
@@ -346,9 +339,6 @@ Result<bool> JobRepository::transition(const Transition& t) {
                                   t.set_started_at,
                                   t.set_finished_at,
                                   t.increment_attempt,
-                                  t.owner,
-                                  static_cast<std::int64_t>(t.lease.count()),
-                                  t.clear_owner,
                                   t.clear_pending,
                                   t.agent,
                                   t.placement_epoch,
@@ -361,21 +351,9 @@ Result<bool> JobRepository::transition(const Transition& t) {
                                   t.require_leader_term,
                                   t.count_unstarted_requeue};
   return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<bool> {
-    if (t.durable) {
-      Result<QueryResult> rows = connection.execute(kTransition, params);
-      if (!rows.ok()) return rows.error();
-      return rows->int64(0, 0) > 0;
-    }
-    Result<Transaction> transaction = Transaction::begin(connection);
-    if (!transaction.ok()) return transaction.error();
-    Result<QueryResult> relaxed = transaction->execute("SET LOCAL synchronous_commit TO off");
-    if (!relaxed.ok()) return relaxed.error();
-    Result<QueryResult> rows = transaction->execute(kTransition, params);
+    Result<QueryResult> rows = connection.execute(kTransition, params);
     if (!rows.ok()) return rows.error();
-    const bool changed = rows->int64(0, 0) > 0;
-    Status committed = transaction->commit();
-    if (!committed.ok()) return committed.error();
-    return changed;
+    return rows->int64(0, 0) > 0;
   });
 }
 
@@ -466,10 +444,6 @@ Status JobRepository::request_cancel(std::int64_t id) {
   });
 }
 
-Result<std::vector<JobRow>> JobRepository::load_unfinished() {
-  return load_unfinished_columns(TPUJOBS_JOB_COLUMNS);
-}
-
 Result<std::vector<JobRow>> JobRepository::load_placed() {
   return with_connection(
       pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<JobRow>> {
@@ -479,10 +453,6 @@ Result<std::vector<JobRow>> JobRepository::load_placed() {
         if (!rows.ok()) return rows.error();
         return read_jobs(*rows);
       });
-}
-
-Result<std::vector<JobRow>> JobRepository::load_unfinished_to_schedule() {
-  return load_unfinished_columns(TPUJOBS_JOB_SCHEDULING_COLUMNS);
 }
 
 Result<JobRepository::ScheduleRead> JobRepository::read_to_schedule(
@@ -507,17 +477,6 @@ Result<JobRepository::ScheduleRead> JobRepository::read_to_schedule(
         if (!rows.ok()) return rows.error();
         read.rows = read_jobs(*rows);
         return read;
-      });
-}
-
-Result<std::vector<JobRow>> JobRepository::load_unfinished_columns(const char* columns) {
-  return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<JobRow>> {
-        Result<QueryResult> rows =
-            connection.execute(std::string("SELECT ") + columns + " FROM jobs j WHERE j.state IN " +
-                               kUnfinished + " ORDER BY j.priority DESC, j.id");
-        if (!rows.ok()) return rows.error();
-        return read_jobs(*rows);
       });
 }
 

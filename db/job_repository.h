@@ -68,8 +68,6 @@ struct JobRow {
   std::optional<TimePoint> started_at{};
   std::optional<TimePoint> finished_at{};
   TimePoint updated_at{};
-  std::optional<std::string> owner{};
-  std::optional<TimePoint> lease_expires_at{};
   std::optional<std::string> agent{};             // DESIGN §9: who runs it
   std::optional<std::int64_t> placement_epoch{};  // and under which registration
   std::optional<std::int64_t> array_id{};         // a sweep's child: its array
@@ -125,9 +123,6 @@ struct Transition {
   // unstarted_requeues + 1: requeued, without a retry, from an agent lost
   // before the job started on it.
   bool count_unstarted_requeue = false;
-  std::optional<std::string> owner{};  // with lease: lease_expires_at = now() + lease
-  std::chrono::seconds lease{0};
-  bool clear_owner = false;    // owner and lease_expires_at = NULL
   bool clear_pending = false;  // also clears preempted_by: the job is placed
   // The placement (DESIGN §9): the agent that runs the job and the epoch of
   // its registration; clear_placement sets both to NULL.
@@ -147,12 +142,6 @@ struct Transition {
   // requeued_at = now(): a failure requeued the job (a retry is placed only
   // on agents heard from since).
   bool set_requeued_at = false;
-  // False: commit without waiting for the WAL flush (synchronous_commit
-  // off). Only for transitions whose loss in a database crash is harmless:
-  // the job then reads as its earlier state, which a restart re-queues
-  // anyway, and any later durable commit (a log batch, a checkpoint) makes
-  // this one durable too, since the WAL is flushed in order.
-  bool durable = true;
 };
 
 struct JobEventRow {
@@ -221,23 +210,17 @@ class JobRepository {
                                   const std::string& preemptor_detail,
                                   std::optional<std::int64_t> leader_term = std::nullopt);
 
-  // QUEUED, STARTING and RUNNING jobs, priority descending then id (restart).
-  Result<std::vector<JobRow>> load_unfinished();
-  // STARTING and RUNNING jobs, by id, read as load_unfinished_to_schedule
-  // does (no documents but the allocation): the pool view's and a host
-  // failure's, which need not read the queue.
+  // STARTING and RUNNING jobs, by id, read as read_to_schedule does: the
+  // pool view's and a host failure's, which need not read the queue.
   Result<std::vector<JobRow>> load_placed();
-  // The same rows without the documents a scheduling pass does not read:
-  // spec, resolved, warnings, labels, pending, progress, latest_metrics,
-  // error, result and array_values are left empty (allocation is read), and
-  // so are idempotency_key, spec_hash, finished_at, owner, lease_expires_at
-  // and the array fields, which the leader does not use. A
-  // pass reads every unfinished job; printing those documents as text was
-  // most of its cost (10,000 queued jobs: bench/RESULTS.md). The specs come
-  // from job_specs, once a job.
-  Result<std::vector<JobRow>> load_unfinished_to_schedule();
-  // What a scheduler keeps between passes, read as load_unfinished_to_schedule
-  // does. `low_water` is noted before the rows are read: the oldest
+  // What a scheduler keeps between passes, without the documents a
+  // scheduling pass does not read: spec, resolved, warnings, labels,
+  // pending, progress, latest_metrics, error, result and array_values are
+  // left empty (allocation is read), and so are idempotency_key, spec_hash,
+  // finished_at and the array fields, which the leader does not use.
+  // Printing those documents as text was most of a pass's cost (10,000
+  // queued jobs: bench/RESULTS.md); the specs come from job_specs, once a
+  // job. `low_water` is noted before the rows are read: the oldest
   // transaction still running then (migration 036). Every change it missed
   // is in a row written at or after it, which the next read, `since` it,
   // returns. A read `since` a low water returns those rows whatever their
@@ -284,7 +267,6 @@ class JobRepository {
 
  private:
   // The unfinished jobs, `columns` of each (TPUJOBS_JOB_COLUMNS' places).
-  Result<std::vector<JobRow>> load_unfinished_columns(const char* columns);
 
   ConnectionPool& pool_;
   std::chrono::milliseconds acquire_timeout_;

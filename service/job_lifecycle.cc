@@ -75,27 +75,22 @@ db::Transition requeue_unstarted(std::int64_t job, std::string reason, std::int6
   return t;
 }
 
-db::Transition preempt(std::int64_t job, std::int64_t preemptor,
-                       std::optional<std::int64_t> fence) {
+db::Transition preempt(std::int64_t job, std::int64_t preemptor, std::int64_t fence) {
   db::Transition t =
       make(job, {JobState::kRunning}, JobState::kQueued, preempted_reason(preemptor));
   t.detail_json = preempted_detail(preemptor);
   t.preempted_by = preemptor;  // so it still reads Preempted after a restart
-  if (fence) {
-    t.require_epoch = fence;
-    t.clear_placement = true;
-    t.clear_allocation = true;
-  }
+  t.require_epoch = fence;
+  t.clear_placement = true;
+  t.clear_allocation = true;
   return t;
 }
 
 db::Transition finish(std::int64_t job, JobState to, std::string reason,
                       std::optional<std::string> error_json, std::optional<std::string> result_json,
-                      std::optional<std::int64_t> fence) {
-  JobStateSet from = fence
-                         ? JobStateSet{JobState::kRunning}
-                         : JobStateSet{JobState::kQueued, JobState::kStarting, JobState::kRunning};
-  db::Transition t = ending(job, std::move(from), to, std::move(reason), std::move(error_json));
+                      std::int64_t fence) {
+  db::Transition t =
+      ending(job, {JobState::kRunning}, to, std::move(reason), std::move(error_json));
   t.result_json = std::move(result_json);
   t.require_epoch = fence;
   return t;

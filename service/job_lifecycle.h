@@ -61,16 +61,16 @@ db::Transition requeue_unstarted(std::int64_t job, std::string reason, std::int6
 inline constexpr int kFreeUnstartedRequeues = 3;
 
 // RUNNING -> QUEUED: stopped at a checkpoint for `preemptor`, a job of
-// higher priority (scheduler/preemption.h). Not an attempt of its own; the
-// job keeps reading Preempted (preempted_by) until it is placed again.
-// Fenced (an agent): taken off its placement too.
-db::Transition preempt(std::int64_t job, std::int64_t preemptor, std::optional<std::int64_t> fence);
-// -> SUCCEEDED | FAILED | CANCELLED: the end of a run. `error_json` /
-// `result_json` as the job's view shows them. Fenced (an agent): from
-// RUNNING only, the run it started; else from any unfinished state.
+// higher priority (scheduler/preemption.h), and taken off its placement.
+// Not an attempt of its own; the job keeps reading Preempted (preempted_by)
+// until it is placed again. Fenced by the agent's placement epoch.
+db::Transition preempt(std::int64_t job, std::int64_t preemptor, std::int64_t fence);
+// RUNNING -> SUCCEEDED | FAILED | CANCELLED: the end of the run an agent
+// started, fenced by its placement epoch. `error_json` / `result_json` as
+// the job's view shows them.
 db::Transition finish(std::int64_t job, db::JobState to, std::string reason,
                       std::optional<std::string> error_json, std::optional<std::string> result_json,
-                      std::optional<std::int64_t> fence = std::nullopt);
+                      std::int64_t fence);
 // QUEUED -> CANCELLED: a cancel by request before the job started.
 db::Transition cancel_queued(std::int64_t job);
 // QUEUED -> CANCELLED: a job that can never start (its dependencies can

@@ -34,6 +34,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -60,6 +61,10 @@ struct SchedulerLeaderOptions {
   std::string conninfo;  // for the leader lock and the LISTEN connection
   std::string instance = "tpujobs";
   std::chrono::milliseconds agent_silence{10000};
+  // A judgement of silence the database answers later than this is dropped
+  // as a stall (the stall held the heartbeats up too). None: a quarter of
+  // agent_silence.
+  std::optional<std::chrono::milliseconds> late_answer;
   // An alive agent silent this long gets no new job (three of its
   // heartbeats missed).
   std::chrono::milliseconds late_heartbeat{3000};

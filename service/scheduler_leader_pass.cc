@@ -391,7 +391,8 @@ db::Status SchedulerLeader::pass() {
   // writes have been taken for a whole silence (run_pass), not only reads.
   constexpr std::chrono::milliseconds kNoOne = std::chrono::hours(24 * 365 * 100);
   const bool judge = options_.clock->now() - reachable_since_ >= options_.agent_silence;
-  auto lost = store_.mark_lost(judge ? options_.agent_silence : kNoOne, options_.agent_silence / 4);
+  auto lost = store_.mark_lost(judge ? options_.agent_silence : kNoOne,
+                               options_.late_answer.value_or(options_.agent_silence / 4));
   if (!lost.ok()) return lost.error();
   for (const std::string& name : *lost)
     std::cerr << "tpujobs: agent " << name << " is lost" << std::endl;

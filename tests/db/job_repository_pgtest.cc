@@ -146,8 +146,8 @@ TEST_F(JobRepositoryTest, TransitionsAreConditionalAndRecorded) {
   Transition start{
       .job_id = id, .from = {JobState::kQueued}, .to = JobState::kStarting, .reason = "Scheduled"};
   start.allocation_json = R"({"hosts": ["h0"], "cores": [0, 1]})";
-  start.owner = "instance-1";
-  start.lease = std::chrono::seconds(30);
+  start.agent = "agent-1";
+  start.placement_epoch = 4;
   start.clear_pending = true;
   ASSERT_TRUE(jobs_->set_pending({{id, R"({"reason": "Resources"})"}}).ok());
   EXPECT_EQ(R"({"reason": "Resources"})", get(id).pending_json.value_or(""));
@@ -160,9 +160,8 @@ TEST_F(JobRepositoryTest, TransitionsAreConditionalAndRecorded) {
   JobRow row = get(id);
   EXPECT_EQ(JobState::kStarting, row.state);
   EXPECT_EQ(R"({"cores": [0, 1], "hosts": ["h0"]})", row.allocation_json.value_or(""));
-  EXPECT_EQ("instance-1", row.owner.value_or(""));
-  ASSERT_TRUE(row.lease_expires_at.has_value());
-  EXPECT_GT(*row.lease_expires_at, row.updated_at + std::chrono::seconds(29));
+  EXPECT_EQ("agent-1", row.agent.value_or(""));
+  EXPECT_EQ(4, row.placement_epoch.value_or(0));
   EXPECT_FALSE(row.pending_json.has_value());
   EXPECT_FALSE(row.started_at.has_value());
 
@@ -177,7 +176,7 @@ TEST_F(JobRepositoryTest, TransitionsAreConditionalAndRecorded) {
   fail.error_json = R"({"type": "UNAVAILABLE", "message": "failed to connect to all addresses"})";
   fail.detail_json = R"({"host": "h0"})";
   fail.set_finished_at = true;
-  fail.clear_owner = true;
+  fail.clear_placement = true;
   EXPECT_TRUE(*jobs_->transition(fail));
 
   row = get(id);
@@ -185,8 +184,8 @@ TEST_F(JobRepositoryTest, TransitionsAreConditionalAndRecorded) {
   EXPECT_EQ(1, row.attempt);
   EXPECT_TRUE(row.started_at.has_value());
   EXPECT_TRUE(row.finished_at.has_value());
-  EXPECT_FALSE(row.owner.has_value());
-  EXPECT_FALSE(row.lease_expires_at.has_value());
+  EXPECT_FALSE(row.agent.has_value());
+  EXPECT_FALSE(row.placement_epoch.has_value());
   EXPECT_NE(std::string::npos, row.error_json.value_or("").find("UNAVAILABLE"));
 
   // Terminal states never change, even when the caller lists them as allowed.
@@ -219,7 +218,7 @@ TEST_F(JobRepositoryTest, ConcurrentTransitionsFromOneStateLetExactlyOneWin) {
                    .from = {JobState::kQueued},
                    .to = JobState::kStarting,
                    .reason = "Scheduled"};
-      t.owner = "instance-" + std::to_string(i);
+      t.agent = "agent-" + std::to_string(i);
       auto won = jobs_->transition(t);
       if (won.ok() && *won) ++winners;
     });
@@ -255,7 +254,7 @@ TEST_F(JobRepositoryTest, CancelRequestAndProgress) {
   EXPECT_FALSE(none->has_value());
 }
 
-TEST_F(JobRepositoryTest, LoadUnfinishedOrdersByPriorityThenIdAndTheSchedulersReadIsTheSameRows) {
+TEST_F(JobRepositoryTest, TheSchedulersCompleteReadIsTheUnfinishedRowsWithoutTheirDocuments) {
   NewJob low = job("low"), high = job("high"), mid = job("mid"), done = job("done");
   high.priority = 10;
   mid.priority = 5;
@@ -268,30 +267,30 @@ TEST_F(JobRepositoryTest, LoadUnfinishedOrdersByPriorityThenIdAndTheSchedulersRe
                                   .from = {JobState::kQueued},
                                   .to = JobState::kStarting,
                                   .reason = "Scheduled"}));
-  auto unfinished = jobs_->load_unfinished();
-  ASSERT_TRUE(unfinished.ok());
-  std::string names;
-  for (const JobRow& row : *unfinished) names += row.name + " ";
-  EXPECT_EQ("high mid low ", names);
 
-  // The scheduler's read: the same rows in the same order, without the
-  // documents but allocation; the specs on demand, by id.
-  auto to_schedule = jobs_->load_unfinished_to_schedule();
-  ASSERT_TRUE(to_schedule.ok());
-  ASSERT_EQ(unfinished->size(), to_schedule->size());
-  for (std::size_t i = 0; i < unfinished->size(); ++i) {
-    const JobRow& full = (*unfinished)[i];
-    const JobRow& brief = (*to_schedule)[i];
-    EXPECT_EQ(full.id, brief.id);
-    EXPECT_EQ(full.name, brief.name);
-    EXPECT_EQ(full.tenant, brief.tenant);
-    EXPECT_EQ(full.priority, brief.priority);
-    EXPECT_EQ(full.state, brief.state);
-    EXPECT_EQ(full.created_at, brief.created_at);
-    EXPECT_EQ(full.allocation_json, brief.allocation_json);
-    EXPECT_TRUE(brief.spec_json.empty());
-    EXPECT_TRUE(brief.resolved_json.empty());
-    EXPECT_FALSE(brief.pending_json.has_value());
+  // The scheduler's read: every unfinished job, as get_job reads it, without
+  // the documents but allocation; the specs on demand, by id.
+  auto read = jobs_->read_to_schedule(std::nullopt);
+  ASSERT_TRUE(read.ok());
+  EXPECT_TRUE(read->complete);
+  std::map<std::int64_t, JobRow> brief;
+  for (JobRow& row : read->rows) brief.emplace(row.id, std::move(row));
+  ASSERT_EQ(3u, brief.size());
+  EXPECT_EQ(0u, brief.count(inserted[3].row.id)) << "a finished job is not read";
+  for (int i : {0, 1, 2}) {
+    const JobRow full = get(inserted[i].row.id);
+    ASSERT_EQ(1u, brief.count(full.id));
+    const JobRow& b = brief.at(full.id);
+    EXPECT_EQ(full.name, b.name);
+    EXPECT_EQ(full.tenant, b.tenant);
+    EXPECT_EQ(full.priority, b.priority);
+    EXPECT_EQ(full.state, b.state);
+    EXPECT_EQ(full.created_at, b.created_at);
+    EXPECT_EQ(full.allocation_json, b.allocation_json);
+    EXPECT_FALSE(full.spec_json.empty());
+    EXPECT_TRUE(b.spec_json.empty());
+    EXPECT_TRUE(b.resolved_json.empty());
+    EXPECT_FALSE(b.pending_json.has_value());
   }
   auto specs = jobs_->job_specs({inserted[1].row.id, inserted[2].row.id, inserted[3].row.id + 99});
   ASSERT_TRUE(specs.ok());
@@ -299,20 +298,6 @@ TEST_F(JobRepositoryTest, LoadUnfinishedOrdersByPriorityThenIdAndTheSchedulersRe
       {inserted[1].row.id, R"({"trainer": {"devices": 8}})"},
       {inserted[2].row.id, R"({"trainer": {"devices": 8}})"}};
   EXPECT_EQ(expected, *specs) << "no entry for an id that does not exist";
-
-  Transition own{.job_id = inserted[0].row.id,
-                 .from = {JobState::kStarting},
-                 .to = JobState::kRunning,
-                 .reason = "Started"};
-  own.owner = "me";
-  own.lease = std::chrono::seconds(1);
-  ASSERT_TRUE(*jobs_->transition(own));
-  // The transition takes the lease: owner and expiry, a second from now.
-  const JobRow row = get(inserted[0].row.id);
-  EXPECT_EQ("me", row.owner.value_or(""));
-  ASSERT_TRUE(row.lease_expires_at);
-  EXPECT_GT(*row.lease_expires_at, row.updated_at);
-  EXPECT_LE(*row.lease_expires_at, row.updated_at + std::chrono::seconds(2));
 }
 
 // The leader's read between passes: every unfinished job once, then only

@@ -27,7 +27,7 @@ std::vector<db::Transition> every_transition() {
       lifecycle::cancel_placed(1, 3),
       lifecycle::requeue_elsewhere(1, "Agent a lost", 3, true,
                                    {JobState::kStarting, JobState::kRunning}),
-      lifecycle::finish(1, JobState::kSucceeded, "Training finished", std::nullopt, "{}"),
+      lifecycle::finish(1, JobState::kSucceeded, "Training finished", std::nullopt, "{}", 3),
       lifecycle::finish(1, JobState::kFailed, "X", lifecycle::error_text("X", "m", "h"), "{}", 3),
       lifecycle::cancel_queued(1),
       lifecycle::cancel_unstartable(1, "StartDeadlineExceeded", "not started in 30m", "h"),
@@ -71,11 +71,12 @@ TEST(JobLifecycle, OnlyAQueuedJobIsPlaced) {
 
 TEST(JobLifecycle, AnAgentsWritesAreFencedByItsPlacementEpoch) {
   EXPECT_EQ(lifecycle::run(1, "r", 9).require_epoch, 9);
-  EXPECT_TRUE(lifecycle::run(1, "r", 9).durable);
   db::Transition end = lifecycle::finish(1, JobState::kSucceeded, "r", std::nullopt, "{}", 9);
   EXPECT_EQ(end.require_epoch, 9);
   EXPECT_EQ(end.from, std::vector{JobState::kRunning}) << "an agent ends only the run it started";
-  EXPECT_EQ(lifecycle::finish(1, JobState::kSucceeded, "r", std::nullopt, "{}").from.size(), 3u);
+  db::Transition preempted = lifecycle::preempt(1, 2, 9);
+  EXPECT_EQ(preempted.require_epoch, 9);
+  EXPECT_TRUE(preempted.clear_placement && preempted.clear_allocation);
   db::Transition moved = lifecycle::requeue_elsewhere(1, "r", 9, true, {JobState::kRunning});
   EXPECT_EQ(moved.require_epoch, 9);
   EXPECT_TRUE(moved.clear_placement && moved.clear_allocation);

@@ -32,6 +32,9 @@ class SchedulerLeaderTest : public ::testing::Test {
     options.agent_silence = std::chrono::seconds(60);
     leader_ = std::make_unique<SchedulerLeader>(*pool_, options);
     options.agent_silence = std::chrono::milliseconds(0);  // every agent is silent too long
+    // A stall is only an answer slower than this (a quarter of no silence
+    // at all would make every answer of a millisecond one).
+    options.late_answer = std::chrono::seconds(30);
     impatient_ = std::make_unique<SchedulerLeader>(*pool_, options);
   }
 
@@ -54,6 +57,13 @@ class SchedulerLeaderTest : public ::testing::Test {
 
   db::JobRow row(std::int64_t id) { return **repo_->jobs.get_job(id); }
 
+  // A pass that fails says why.
+  static ::testing::AssertionResult passes(SchedulerLeader& leader) {
+    const db::Status s = leader.run_pass();
+    if (s.ok()) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "the pass failed: " << s.error().message;
+  }
+
   // What the agent does first with a job placed on it.
   void start(std::int64_t id) {
     const std::optional<std::int64_t> epoch = row(id).placement_epoch;
@@ -74,7 +84,7 @@ TEST_F(SchedulerLeaderTest, PlacesUnderTheAgentsEpochAndRequeuesWhenTheAgentIsLo
   ASSERT_TRUE(epoch.ok());
   const std::int64_t whole_host = submit(8, /*max_retries=*/1);
   const std::int64_t single = submit(1);  // no core left: waits
-  ASSERT_TRUE(leader_->run_pass().ok());
+  ASSERT_TRUE(passes(*leader_));
   db::JobRow placed = row(whole_host);
   EXPECT_EQ(db::JobState::kStarting, placed.state);
   EXPECT_EQ("a", placed.agent.value_or(""));
@@ -87,7 +97,7 @@ TEST_F(SchedulerLeaderTest, PlacesUnderTheAgentsEpochAndRequeuesWhenTheAgentIsLo
 
   // The agent falls silent: the next pass requeues its job (a retry left)
   // and the waiting one still waits, now for a lost agent's host.
-  ASSERT_TRUE(impatient_->run_pass().ok());
+  ASSERT_TRUE(passes(*impatient_));
   db::JobRow requeued = row(whole_host);
   EXPECT_EQ(db::JobState::kQueued, requeued.state);
   EXPECT_EQ(1, requeued.attempt);
@@ -98,16 +108,16 @@ TEST_F(SchedulerLeaderTest, PlacesUnderTheAgentsEpochAndRequeuesWhenTheAgentIsLo
   // It rejoins under a new epoch; the job is placed again, under that one.
   auto again = cluster_->register_agent("a", {{"a-h0", "v3"}}, 1);
   ASSERT_TRUE(again.ok());
-  ASSERT_TRUE(leader_->run_pass().ok());
+  ASSERT_TRUE(passes(*leader_));
   EXPECT_EQ(*again, row(whole_host).placement_epoch.value_or(0));
 }
 
 TEST_F(SchedulerLeaderTest, AJobWithoutRetriesLeftEndsUnavailable) {
   ASSERT_TRUE(cluster_->register_agent("a", {{"a-h0", "v3"}}, 1).ok());
   const std::int64_t id = submit(1, /*max_retries=*/0);
-  ASSERT_TRUE(leader_->run_pass().ok());  // placed
+  ASSERT_TRUE(passes(*leader_));  // placed
   start(id);
-  ASSERT_TRUE(impatient_->run_pass().ok());  // lost, no retry left
+  ASSERT_TRUE(passes(*impatient_));  // lost, no retry left
   db::JobRow failed = row(id);
   EXPECT_EQ(db::JobState::kFailed, failed.state);
   const json error = json::parse(failed.error_json.value_or("{}"));
@@ -123,10 +133,10 @@ TEST_F(SchedulerLeaderTest, AJobWhoseAgentWasLostBeforeItStartedSpendsNoRetryAFe
   for (int lost = 1; lost <= lifecycle::kFreeUnstartedRequeues; ++lost) {
     auto epoch = cluster_->register_agent("a", {{"a-h0", "v3"}}, 1);  // (again)
     ASSERT_TRUE(epoch.ok());
-    ASSERT_TRUE(leader_->run_pass().ok());
+    ASSERT_TRUE(passes(*leader_));
     ASSERT_EQ(db::JobState::kStarting, row(id).state);
     ASSERT_EQ(*epoch, row(id).placement_epoch.value_or(0));
-    ASSERT_TRUE(impatient_->run_pass().ok());  // lost before it started the job
+    ASSERT_TRUE(passes(*impatient_));  // lost before it started the job
     const db::JobRow requeued = row(id);
     EXPECT_EQ(db::JobState::kQueued, requeued.state) << "loss " << lost;
     EXPECT_EQ(0, requeued.attempt) << "no retry spent";
@@ -140,9 +150,9 @@ TEST_F(SchedulerLeaderTest, AJobWhoseAgentWasLostBeforeItStartedSpendsNoRetryAFe
   // Once more: the job may be what brings its agents down, so this loss
   // costs as any other (no retry left: it fails).
   ASSERT_TRUE(cluster_->register_agent("a", {{"a-h0", "v3"}}, 1).ok());
-  ASSERT_TRUE(leader_->run_pass().ok());
+  ASSERT_TRUE(passes(*leader_));
   ASSERT_EQ(db::JobState::kStarting, row(id).state);
-  ASSERT_TRUE(impatient_->run_pass().ok());
+  ASSERT_TRUE(passes(*impatient_));
   const db::JobRow failed = row(id);
   EXPECT_EQ(db::JobState::kFailed, failed.state);
   EXPECT_EQ("UNAVAILABLE", json::parse(failed.error_json.value_or("{}")).value("type", ""));
@@ -159,7 +169,7 @@ TEST_F(SchedulerLeaderTest, ASliceNoAgentHasAloneIsPlacedAcrossAgentsAndEachPart
       {"model", {{"layers", json::array({{{"type", "linear"}, {"out", 3}}})}}},
       {"data", {{"dataset", "iris"}}}};
   const std::int64_t id = submit_spec(spec);
-  ASSERT_TRUE(leader_->run_pass().ok());
+  ASSERT_TRUE(passes(*leader_));
 
   const db::JobRow placed = row(id);
   ASSERT_EQ(db::JobState::kStarting, placed.state) << placed.pending_json.value_or("");
@@ -203,7 +213,7 @@ TEST_F(SchedulerLeaderTest, TheHeadReservesCoresThatOnlyJobsEndingInTimeMayBorro
     return s;
   };
   const std::int64_t running = submit_spec(spec(1, "10m"));
-  ASSERT_TRUE(leader_->run_pass().ok());
+  ASSERT_TRUE(passes(*leader_));
   const db::JobRow placed = row(running);
   ASSERT_EQ(db::JobState::kStarting, placed.state);
   ASSERT_TRUE(placed.started_at);
@@ -212,7 +222,7 @@ TEST_F(SchedulerLeaderTest, TheHeadReservesCoresThatOnlyJobsEndingInTimeMayBorro
   const std::int64_t forever = submit_spec(spec(1, std::nullopt));  // would delay the head
   const std::int64_t long_one = submit_spec(spec(1, "20m"));        // would too
   const std::int64_t short_one = submit_spec(spec(1, "5m"));        // ends before it starts
-  ASSERT_TRUE(leader_->run_pass().ok());
+  ASSERT_TRUE(passes(*leader_));
   EXPECT_EQ(db::JobState::kQueued, row(head).state);
   EXPECT_EQ(db::JobState::kQueued, row(forever).state);
   EXPECT_EQ(db::JobState::kQueued, row(long_one).state);
@@ -230,7 +240,7 @@ TEST_F(SchedulerLeaderTest, TheHeadReservesCoresThatOnlyJobsEndingInTimeMayBorro
 TEST_F(SchedulerLeaderTest, ACancelRequestedWhileQueuedEndsTheJob) {
   const std::int64_t id = submit(1);
   ASSERT_TRUE(repo_->jobs.request_cancel(id).ok());
-  ASSERT_TRUE(leader_->run_pass().ok());
+  ASSERT_TRUE(passes(*leader_));
   EXPECT_EQ(db::JobState::kCancelled, row(id).state);
 }
 
@@ -242,7 +252,7 @@ TEST_F(SchedulerLeaderTest, BetweenPassesTheLeaderSeesWhatOthersWroteMeanwhile) 
   const std::int64_t first = submit(8);  // the whole host
   const std::int64_t second = submit(8);
   const std::int64_t cancelled = submit(8);
-  ASSERT_TRUE(leader_->run_pass().ok());
+  ASSERT_TRUE(passes(*leader_));
   ASSERT_EQ(db::JobState::kStarting, row(first).state);
   ASSERT_EQ(db::JobState::kQueued, row(second).state);
 
@@ -265,7 +275,7 @@ TEST_F(SchedulerLeaderTest, BetweenPassesTheLeaderSeesWhatOthersWroteMeanwhile) 
   ASSERT_TRUE(inserted.ok());
   const std::int64_t urgent_id = (*inserted)[0].row.id;
 
-  ASSERT_TRUE(leader_->run_pass().ok());
+  ASSERT_TRUE(passes(*leader_));
   EXPECT_EQ(db::JobState::kStarting, row(urgent_id).state)
       << "the host the first job freed goes to the new, higher-priority job";
   EXPECT_EQ(db::JobState::kCancelled, row(second).state);
