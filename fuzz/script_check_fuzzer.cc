@@ -38,12 +38,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string text(reinterpret_cast<const char*>(data), size);
   tpujobs::lightning::ScriptCheckOptions options;
   options.pool = pool();
-  // The first byte picks a version and a requirements format, so the rule
-  // tables of several releases are reached.
+  // The first byte picks a version, the second a requirements format (bit 0),
+  // the runtime (--runtime: none, pjrt or xrt) and the TPU type, so the rule
+  // tables of several releases and both spawn runtimes are reached.
   const char* versions[] = {"1.6", "1.9", "2.0", "2.1", "2.5"};
   if (size > 0) options.lightning_version = versions[data[0] % 5];
   const std::string requirements_path =
       size > 1 && (data[1] & 1) ? "pyproject.toml" : "requirements.txt";
+  if (size > 1 && (data[1] >> 1) % 3 != 0)
+    options.runtime = (data[1] >> 1) % 3 == 1 ? "pjrt" : "xrt";
+  const char* types[] = {"v3-8", "v4-8", "v2-32"};
+  if (size > 1 && (data[1] >> 3) % 4 != 0) options.accelerator_type = types[(data[1] >> 3) % 4 - 1];
   const tpujobs::lightning::CheckReport report = tpujobs::lightning::check_sources(
       {{"train.py", text, size}}, {{requirements_path, text, size}}, options, parser());
   int errors = 0;

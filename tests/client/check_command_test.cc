@@ -19,6 +19,8 @@
 
 #include "api/checks_api.h"
 #include "lightning/resolve.h"
+#include "lightning/script_check.h"
+#include "pyparse/tree_sitter_python.h"
 
 namespace tpujobs::client {
 namespace {
@@ -391,6 +393,29 @@ TEST(CheckCommand, BadInputIsAFindingNeverACrash) {
   const std::vector<json> refused = findings(run.report, "file-too-large");
   ASSERT_EQ(refused.size(), 1u);
   EXPECT_NE(refused[0]["message"].get<std::string>().find("52428801 bytes"), std::string::npos);
+}
+
+// The UTF-8 test reads eight ASCII bytes at a time: a bad byte or a NUL is
+// found at every offset in and after such a word, and valid sequences of
+// 2, 3 and 4 bytes straddling one are read.
+TEST(CheckCommand, TextIsUtf8WhereverTheBadByteIs) {
+  const auto parser = pyparse::make_tree_sitter_parser();
+  const auto skipped = [&](const std::string& text) {
+    const lightning::CheckReport report =
+        lightning::check_sources({{"t.py", text, text.size()}}, {}, {}, *parser);
+    return report.skipped.size() == 1;
+  };
+  const std::string bad[] = {std::string(1, '\0'), "\xFF",         "\x80",
+                             "\xC0\xAF",           "\xED\xA0\x80", "\xE2\x82"};
+  const std::string good[] = {"\xC3\xA9", "\xE2\x82\xAC", "\xF0\x9F\x98\x80"};
+  for (std::size_t before = 0; before < 20; ++before) {
+    const std::string prefix = "#" + std::string(before, 'a');
+    for (const std::string& bytes : bad)
+      EXPECT_TRUE(skipped(prefix + bytes + "\nx = 1\n")) << before;
+    for (const std::string& bytes : good)
+      EXPECT_FALSE(skipped(prefix + bytes + "\nx = 1\n")) << before;
+    EXPECT_TRUE(skipped("x = 1\n" + prefix + "\xFF")) << "at the end, after " << before;
+  }
 }
 
 TEST(CheckCommand, SearchesDirectoriesSkippingVirtualenvsAndGit) {
