@@ -11,6 +11,7 @@
 #include "scheduler/capacity.h"
 #include "scheduler/generation.h"
 #include "service/database_datasets.h"
+#include "service/device_facts.h"
 #include "service/gloo_collective.h"
 #include "service/job_lifecycle.h"
 #include "service/job_views.h"
@@ -368,7 +369,6 @@ void Agent::reconcile() {
 }
 
 executor::DeviceFacts Agent::device_for(const db::JobRow& row) const {
-  executor::DeviceFacts device;
   std::optional<scheduler::Generation> generation;
   json allocation = json::parse(row.allocation_json.value_or("{}"), nullptr, false);
   if (allocation.is_object() && allocation.contains("generation") &&
@@ -377,15 +377,7 @@ executor::DeviceFacts Agent::device_for(const db::JobRow& row) const {
   }
   if (!generation && !options_.layout.hosts.empty())
     generation = options_.layout.hosts.front().generation;
-  if (generation) {
-    const scheduler::GenerationFacts& f = scheduler::facts(*generation);
-    device.generation = std::string(f.name);
-    device.hbm_bytes = f.hbm_bytes_per_device;
-    device.hbm_capacity_bytes = f.hbm_reported_bytes;
-    device.peak_flops = f.peak_bf16_flops_per_device;
-    device.mxu_dim = f.mxu_dim;
-  }
-  return device;
+  return generation ? device_facts(*generation) : executor::DeviceFacts{};
 }
 
 void Agent::keep_live_view(const Run& run) {

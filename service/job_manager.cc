@@ -8,6 +8,7 @@
 #include "api/usage.h"
 #include "db/listener.h"
 #include "service/database_datasets.h"
+#include "service/device_facts.h"
 #include "service/job_lifecycle.h"
 #include "service/job_views.h"
 #include "service/pool_views.h"
@@ -486,17 +487,8 @@ scheduler::PoolCapacity JobManager::capacity() {
 
 executor::DeviceFacts JobManager::device_for(
     std::optional<scheduler::Generation> generation) const {
-  executor::DeviceFacts device;
   if (!generation && !layout_.hosts.empty()) generation = layout_.hosts.front().generation;
-  if (generation) {
-    const scheduler::GenerationFacts& f = scheduler::facts(*generation);
-    device.generation = std::string(f.name);
-    device.hbm_bytes = f.hbm_bytes_per_device;
-    device.hbm_capacity_bytes = f.hbm_reported_bytes;
-    device.peak_flops = f.peak_bf16_flops_per_device;
-    device.mxu_dim = f.mxu_dim;
-  }
-  return device;
+  return generation ? device_facts(*generation) : executor::DeviceFacts{};
 }
 
 JobManager::Estimate JobManager::estimate(const api::JobSpec& spec,

@@ -1,8 +1,8 @@
 // The advisor and the step-time estimate on each generation (issue 30): the
-// device facts come from scheduler/generation.cc's cited table, as the
-// service's JobManager::device_for and Agent fill them, so a v6e job is
-// advised for its 256x256 MXU (128 on v5e and v4) and its step time is
-// estimated at its own peak bf16 FLOP/s.
+// device facts are service::device_facts, from scheduler/generation.cc's
+// cited table, as the service gives them at validation and on an agent, so
+// a v6e job is advised for its 256x256 MXU (128 on v5e and v4) and its step
+// time is estimated at its own peak bf16 FLOP/s.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -10,24 +10,14 @@
 
 #include "executor/advisor.h"
 #include "scheduler/generation.h"
+#include "service/device_facts.h"
 
 namespace tpujobs::executor {
 namespace {
 
 using scheduler::Generation;
 
-// What the service gives the executor for a job on `generation`
-// (service/job_manager.cc device_for, service/agent.cc: the same five fields).
-DeviceFacts device_of(Generation generation) {
-  const scheduler::GenerationFacts& f = scheduler::facts(generation);
-  DeviceFacts device;
-  device.generation = std::string(f.name);
-  device.hbm_bytes = f.hbm_bytes_per_device;
-  device.hbm_capacity_bytes = f.hbm_reported_bytes;
-  device.peak_flops = f.peak_bf16_flops_per_device;
-  device.mxu_dim = f.mxu_dim;
-  return device;
-}
+DeviceFacts device_of(Generation generation) { return service::device_facts(generation); }
 
 LayerSpec linear(int out) { return LayerSpec{LayerType::kLinear, out, true, 0.5, std::nullopt}; }
 LayerSpec relu() { return LayerSpec{LayerType::kRelu, 0, true, 0.5, std::nullopt}; }
