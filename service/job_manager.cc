@@ -366,8 +366,8 @@ void JobManager::log_listener_loop() {
     if (!notes.ok()) {
       // The streams' fallback ticks meanwhile.
       base::MutexLock lock(log_listener_mutex_);
-      lock.wait_for(log_listener_wake_, std::chrono::seconds(1),
-                    [this]() REQUIRES(log_listener_mutex_) { return log_listener_stopping_; });
+      clock_.wait_for(lock, log_listener_wake_, std::chrono::seconds(1),
+                      [this]() REQUIRES(log_listener_mutex_) { return log_listener_stopping_; });
       continue;
     }
     // The payload: the ids of the jobs whose lines were stored, comma-separated.

@@ -179,7 +179,7 @@ void Notifier::loop() {
     // A NOTIFY ends the wait at once; otherwise the poll passes.
     if (!listener.wait(options_.poll).ok()) {
       base::MutexLock lock(mutex_);
-      lock.wait_for(wake_, options_.poll, [this]() REQUIRES(mutex_) { return stopping_; });
+      clock_.wait_for(lock, wake_, options_.poll, [this]() REQUIRES(mutex_) { return stopping_; });
     }
   }
 }

@@ -57,7 +57,9 @@ void RetentionPurger::loop() {
                 << purged->metric_points << " metric points)" << std::endl;
     }
     base::MutexLock lock(mutex_);
-    if (lock.wait_for(wake_, interval(), [this]() REQUIRES(mutex_) { return stopping_; })) return;
+    if (options_.clock->wait_for(lock, wake_, interval(),
+                                 [this]() REQUIRES(mutex_) { return stopping_; }))
+      return;
   }
 }
 

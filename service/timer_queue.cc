@@ -35,9 +35,13 @@ void TimerQueue::run() {
     auto first = tasks_.begin();
     const Clock::time_point now = clock_.now();
     if (first->first > now) {
-      // Waits in the clock's own terms: a fake clock's time points are not
-      // steady_clock's, so only the distance to the task is meaningful.
-      lock.wait_for(wake_, first->first - now);
+      // Waits in the clock's own terms (a fake clock's time points are not
+      // steady_clock's, so only the distance to the task is meaningful),
+      // until then or until an earlier task is scheduled.
+      const Clock::time_point due = first->first;
+      clock_.wait_for(lock, wake_, due - now, [this, due]() REQUIRES(mutex_) {
+        return stopping_ || tasks_.begin()->first < due;
+      });
       continue;
     }
     std::function<void()> task = std::move(first->second);
