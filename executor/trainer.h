@@ -71,7 +71,7 @@ class Trainer {
         clock_(control.clock != nullptr ? *control.clock : base::real_clock()),
         prepared_(std::move(prepared)),
         fingerprint_(model_fingerprint(spec, prepared_.shape)),
-        xla_([this] { return clock_.now(); }, spec.torch_xla_version) {
+        xla_(clock_, spec.torch_xla_version) {
     const int per_host = spec_.devices_per_host;
     multi_host_ = spec_.on_tpu && per_host > 0 && spec_.world_size > per_host &&
                   spec_.world_size % per_host == 0;

@@ -19,8 +19,8 @@ std::optional<JobError> Trainer::restore(const Checkpoint& checkpoint) {
   if (!optimizer_->restore(state->optimizer_steps, state->first_moment, state->second_moment)) {
     return invalid("cannot resume: the checkpoint's optimizer state does not match the optimizer");
   }
-  std::optional<XlaMetrics> xla = XlaMetrics::deserialize(
-      state->xla_metrics, [this] { return clock_.now(); }, spec_.torch_xla_version);
+  std::optional<XlaMetrics> xla =
+      XlaMetrics::deserialize(state->xla_metrics, clock_, spec_.torch_xla_version);
   if (!xla) return invalid("cannot resume: the checkpoint's XLA metrics are unreadable");
   xla_ = std::move(*xla);
   network_->parameters().assign(state->parameters.begin(), state->parameters.end());

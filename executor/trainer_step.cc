@@ -26,13 +26,13 @@ void Trainer::run_micro_batch(std::int64_t batch, int index_in_group,
   nanoseconds planning{0};
   auto plan = planned_rows_.find(rows);
   if (plan == planned_rows_.end()) {
-    const auto begin = steady_clock::now();
+    const auto begin = clock_.now();
     ensure_replicas();
     const std::string graph_key = "train_step[" + fingerprint_ + "] x=f32[" + std::to_string(rows) +
                                   "," + std::to_string(features) + "] y=[" + std::to_string(rows) +
                                   "]";
     plan = planned_rows_.emplace(rows, graph_key).first;
-    planning = steady_clock::now() - begin;
+    planning = clock_.now() - begin;
   }
   xla_.compile(plan->second, planning);
 
@@ -45,7 +45,7 @@ void Trainer::run_micro_batch(std::int64_t batch, int index_in_group,
   const Dataset& train = prepared_.data.train;
   auto run_replica = [&](int r) {
     Replica& replica = *replicas_[r];
-    const auto copy_begin = steady_clock::now();
+    const auto copy_begin = clock_.now();
     const std::int64_t first = batch * spec_.data.batch_size;
     float* input = replica.input();
     float* labels = replica.labels();
@@ -55,13 +55,13 @@ void Trainer::run_micro_batch(std::int64_t batch, int index_in_group,
                   input + std::size_t(i) * features);
       labels[i] = train.labels[sample];
     }
-    transfer[r] = steady_clock::now() - copy_begin;
+    transfer[r] = clock_.now() - copy_begin;
     const BatchLoss result = replica.train_batch(
         rows, loss_scale, derive_seed(step_seed, {std::uint64_t(first_replica_ + r)}),
         /*accumulate=*/index_in_group > 0);
     losses[r] = result.loss_sum / rows;
   };
-  const auto begin = steady_clock::now();
+  const auto begin = clock_.now();
   // Waking pool threads costs more than tiny models' passes: those run here.
   // The result is the same bits either way.
   constexpr std::int64_t kInlineMultiplyAdds = std::int64_t{1} << 21;
@@ -70,7 +70,7 @@ void Trainer::run_micro_batch(std::int64_t batch, int index_in_group,
   } else {
     workers_.parallel_for(world, run_replica);
   }
-  const nanoseconds elapsed = steady_clock::now() - begin;
+  const nanoseconds elapsed = clock_.now() - begin;
   nanoseconds transfer_total{0};
   for (const nanoseconds& t : transfer) transfer_total += t;
   xla_.transfer_to_device(std::int64_t{world} * rows * (features + 1) * 4, transfer_total);
@@ -131,7 +131,7 @@ std::variant<std::vector<double>, JobError> Trainer::reduce_across_hosts(int mic
     std::vector<std::size_t> counts;
     for (int hosts : part.hosts_per_rank) counts.push_back(row * hosts);
     gather_all_.resize(row * slice_hosts_);
-    const auto begin = steady_clock::now();
+    const auto begin = clock_.now();
     if (std::optional<JobError> error =
             part.collective->all_gather(gather_send_.data(), gather_all_.data(), counts)) {
       log(error->type + ": " + error->message);
@@ -139,7 +139,7 @@ std::variant<std::vector<double>, JobError> Trainer::reduce_across_hosts(int mic
     }
     xla_.cross_host_gather(
         static_cast<std::int64_t>((gather_all_.size() - gather_send_.size()) * sizeof(float)),
-        steady_clock::now() - begin);
+        clock_.now() - begin);
     rows = gather_all_.data();
     for (int h = 0; h < slice_hosts_; ++h) {
       std::int64_t step = 0;

@@ -191,13 +191,11 @@ class Reader {
 
 }  // namespace
 
-XlaMetrics::XlaMetrics(Now now, int torch_xla_version)
-    : now_(now ? std::move(now) : Now([] { return std::chrono::steady_clock::now(); })),
-      origin_(now_()),
-      torch_xla_version_(torch_xla_version) {}
+XlaMetrics::XlaMetrics(base::Clock& clock, int torch_xla_version)
+    : clock_(&clock), origin_(clock.now()), torch_xla_version_(torch_xla_version) {}
 
 std::int64_t XlaMetrics::elapsed_ns() const {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(now_() - origin_).count();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_->now() - origin_).count();
 }
 
 void XlaMetrics::add_sample(const std::string& name, Unit unit, double value) {
@@ -438,7 +436,7 @@ void XlaMetrics::serialize(std::string& out) const {
   }
 }
 
-std::optional<XlaMetrics> XlaMetrics::deserialize(std::string_view bytes, Now now,
+std::optional<XlaMetrics> XlaMetrics::deserialize(std::string_view bytes, base::Clock& clock,
                                                   int torch_xla_version) {
   const std::string header = std::string(kSerializedMagic) + " ";
   if (!bytes.starts_with(header)) return std::nullopt;
@@ -447,7 +445,7 @@ std::optional<XlaMetrics> XlaMetrics::deserialize(std::string_view bytes, Now no
   if (!in.integer(&version) || version != kSerializedVersion) return std::nullopt;
   if (!in.integer(&elapsed) || elapsed < 0) return std::nullopt;
 
-  XlaMetrics metrics(std::move(now), torch_xla_version);
+  XlaMetrics metrics(clock, torch_xla_version);
   metrics.origin_ -= std::chrono::nanoseconds(elapsed);
 
   if (!in.integer(&count) || count < 0) return std::nullopt;

@@ -14,21 +14,21 @@
 #include <string_view>
 #include <vector>
 
+#include "base/clock.h"
+
 namespace tpujobs::executor {
 
 // Thread-compatible: one job owns one instance and uses it from its own thread.
 class XlaMetrics {
  public:
-  using Now = std::function<std::chrono::steady_clock::time_point()>;
-
-  // `now` timestamps samples (for the report's Rate and ValueRate lines);
-  // empty means std::chrono::steady_clock::now. Tests pass a fake.
+  // `clock` timestamps samples (for the report's Rate and ValueRate lines);
+  // it must outlive the metrics. Tests pass a base::FakeClock.
   // `torch_xla_version` (major*100+minor, 2.5 -> 205) picks the metric names
   // and report layout of that release: TransferToServerTime /
   // TransferFromServerTime up to 2.2, TransferToDeviceTime /
   // TransferFromDeviceTime from 2.3; one block before 2.0 (every counter was
   // the runtime's), the lazy core's block first from 2.0.
-  explicit XlaMetrics(Now now = {}, int torch_xla_version = 205);
+  explicit XlaMetrics(base::Clock& clock = base::real_clock(), int torch_xla_version = 205);
 
   // The compile cache. Returns true when `graph_key` (the step's graph and its
   // input shapes) was not seen before: counts UncachedCompile and records
@@ -95,7 +95,8 @@ class XlaMetrics {
   void serialize(std::string& out) const;
   // Returns nullopt when `bytes` is not something serialize() produced.
   // Sample timestamps continue from where the serialized instance stopped.
-  static std::optional<XlaMetrics> deserialize(std::string_view bytes, Now now = {},
+  static std::optional<XlaMetrics> deserialize(std::string_view bytes,
+                                               base::Clock& clock = base::real_clock(),
                                                int torch_xla_version = 205);
 
   // XLA_METRICS_FILE=STDOUT: what torch_xla's debug/metrics_saver.py prints
@@ -124,8 +125,8 @@ class XlaMetrics {
   void add_counter(const std::string& name, std::int64_t delta);
   std::int64_t counter(const std::string& name) const;
 
-  Now now_;
-  std::chrono::steady_clock::time_point origin_;
+  base::Clock* clock_;  // a pointer: a resumed job's metrics are assigned over
+  base::Clock::time_point origin_;
   int torch_xla_version_;
   std::set<std::string, std::less<>> compiled_graphs_;
   std::map<std::string, Metric> metrics_;

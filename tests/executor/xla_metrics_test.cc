@@ -5,6 +5,8 @@
 #include <chrono>
 #include <string>
 
+#include "base/clock.h"
+
 namespace tpujobs::executor {
 namespace {
 
@@ -13,13 +15,7 @@ using std::chrono::milliseconds;
 using std::chrono::nanoseconds;
 using std::chrono::seconds;
 
-// A clock the test moves by hand; shared by reference with the metrics.
-struct FakeTime {
-  std::chrono::steady_clock::time_point now{};
-  XlaMetrics::Now clock() {
-    return [this] { return now; };
-  }
-};
+using base::FakeClock;
 
 TEST(XlaMetricsTest, CompileCacheCountsEachGraphAndShapeOnce) {
   XlaMetrics metrics;
@@ -43,15 +39,15 @@ TEST(XlaMetricsTest, EmptyReportIsEmpty) {
 }
 
 TEST(XlaMetricsTest, ReportHasTorchXlaLayout) {
-  FakeTime time;
-  XlaMetrics metrics(time.clock());
+  FakeClock time;
+  XlaMetrics metrics(time);
   metrics.compile("step a", nanoseconds(2'531'124'356));  // t = 0 s
-  time.now += seconds(1);
+  time.advance(seconds(1));
   metrics.compile("step a", nanoseconds(7));  // cached: no CompileTime sample
-  time.now += seconds(1);
+  time.advance(seconds(1));
   metrics.compile("step b", seconds(1));  // t = 2 s
   metrics.execute(milliseconds(3));
-  time.now += seconds(1);
+  time.advance(seconds(1));
   metrics.execute(milliseconds(5));  // t = 3 s
   metrics.transfer_to_device(1'572'864, microseconds(250));
   metrics.local_scalar_dense(2);
@@ -97,8 +93,8 @@ TEST(XlaMetricsTest, ReportHasTorchXlaLayout) {
 }
 
 TEST(XlaMetricsTest, FormatsLongAndShortTimesAndBytesLikeTorchXla) {
-  FakeTime time;
-  XlaMetrics metrics(time.clock());
+  FakeClock time;
+  XlaMetrics metrics(time);
   metrics.execute(nanoseconds(4'100));
   metrics.transfer_from_device(512, nanoseconds(3'661'500'000'250));
   const std::string report = metrics.report();
@@ -115,13 +111,13 @@ TEST(XlaMetricsTest, FormatsLongAndShortTimesAndBytesLikeTorchXla) {
 }
 
 TEST(XlaMetricsTest, PercentilesUseTheNewest1024Samples) {
-  FakeTime time;
-  XlaMetrics metrics(time.clock());
+  FakeClock time;
+  XlaMetrics metrics(time);
   // 1500 samples of 1..1500 ms, one per second: the first 476 drop out of the
   // window, so the smallest retained is 477 ms.
   for (int i = 1; i <= 1500; ++i) {
     metrics.execute(milliseconds(i));
-    time.now += seconds(1);
+    time.advance(seconds(1));
   }
   const std::string report = metrics.report();
   EXPECT_NE(report.find("  TotalSamples: 1500\n"), std::string::npos) << report;
@@ -205,7 +201,7 @@ TEST(XlaMetricsTest, ReportIsTheLazyBlockThenTheRuntimeBlock) {
 // one block, every metric then every counter by name; the XRT-era names
 // (computation_client.cc) up to 2.2, the lazy block from 2.0.
 TEST(XlaMetricsTest, ReleasesBefore20HaveOneBlockAndServerNames) {
-  XlaMetrics metrics({}, 113);
+  XlaMetrics metrics(base::real_clock(), 113);
   metrics.compile("graph", milliseconds(2));
   metrics.compile("graph", milliseconds(2));
   metrics.execute(milliseconds(1));
@@ -221,20 +217,20 @@ TEST(XlaMetricsTest, ReleasesBefore20HaveOneBlockAndServerNames) {
   EXPECT_LT(at("Counter: CachedCompile"), at("Counter: MarkStep"));
   EXPECT_LT(at("Counter: MarkStep"), at("Counter: UncachedCompile\n  Value: 1\n"));
 
-  XlaMetrics v22({}, 202);
+  XlaMetrics v22(base::real_clock(), 202);
   v22.compile("graph", milliseconds(2));
   v22.transfer_from_device(4, microseconds(5));
   v22.execute(milliseconds(1));
   EXPECT_EQ(v22.report().find("Counter: UncachedCompile"), 0u) << v22.report();
   EXPECT_NE(v22.report().find("Metric: TransferFromServerTime"), std::string::npos);
-  XlaMetrics v23({}, 203);
+  XlaMetrics v23(base::real_clock(), 203);
   v23.transfer_from_device(4, microseconds(5));
   EXPECT_NE(v23.report().find("Metric: TransferFromDeviceTime"), std::string::npos);
 }
 
 // metrics_analysis.cc up to v2.2.0: MetricFrequency("TransferFromServerTime", 0.5f).
 TEST(XlaMetricsTest, TransferAnalysisUsesTheReleasesName) {
-  XlaMetrics metrics({}, 201);
+  XlaMetrics metrics(base::real_clock(), 201);
   for (int i = 0; i < 3; ++i) {
     metrics.execute(milliseconds(1));
     metrics.transfer_from_device(4, microseconds(5));
@@ -254,19 +250,19 @@ TEST(XlaMetricsTest, MetricsDataIsTheSaversFormat) {
 }
 
 TEST(XlaMetricsTest, SerializeRoundTripKeepsCountersSamplesAndCache) {
-  FakeTime time;
-  XlaMetrics metrics(time.clock());
+  FakeClock time;
+  XlaMetrics metrics(time);
   metrics.compile("step with\nnewline: f32[8,4]", milliseconds(12));
-  time.now += seconds(2);
+  time.advance(seconds(2));
   metrics.compile("step with\nnewline: f32[8,4]", milliseconds(12));
   metrics.execute(microseconds(1500));
   metrics.transfer_to_device(4096, microseconds(20));
   metrics.local_scalar_dense(5);
 
   const std::string bytes = metrics.serialize();
-  FakeTime later;
-  later.now = time.now + std::chrono::hours(100);  // another process, another epoch
-  std::optional<XlaMetrics> restored = XlaMetrics::deserialize(bytes, later.clock());
+  FakeClock later;
+  later.advance(std::chrono::hours(100));  // another process, another epoch
+  std::optional<XlaMetrics> restored = XlaMetrics::deserialize(bytes, later);
   ASSERT_TRUE(restored.has_value());
   EXPECT_EQ(restored->report(), metrics.report());
   EXPECT_EQ(restored->serialize(), bytes);
@@ -277,7 +273,7 @@ TEST(XlaMetricsTest, SerializeRoundTripKeepsCountersSamplesAndCache) {
   EXPECT_FALSE(restored->compile("step with\nnewline: f32[8,4]", milliseconds(1)));
   // Timestamps continue where the saved run stopped: one more second later
   // the two ExecuteTime samples are one second apart.
-  later.now += seconds(1);
+  later.advance(seconds(1));
   restored->execute(microseconds(500));
   EXPECT_NE(restored->report().find("Metric: ExecuteTime\n  TotalSamples: 2\n"
                                     "  Accumulator: 002ms000.000us\n"
@@ -288,13 +284,13 @@ TEST(XlaMetricsTest, SerializeRoundTripKeepsCountersSamplesAndCache) {
 }
 
 TEST(XlaMetricsTest, SerializeRoundTripKeepsAWrappedSampleWindow) {
-  FakeTime time;
-  XlaMetrics metrics(time.clock());
+  FakeClock time;
+  XlaMetrics metrics(time);
   for (int i = 1; i <= 1500; ++i) {
     metrics.execute(milliseconds(i));
-    time.now += milliseconds(10);
+    time.advance(milliseconds(10));
   }
-  std::optional<XlaMetrics> restored = XlaMetrics::deserialize(metrics.serialize(), time.clock());
+  std::optional<XlaMetrics> restored = XlaMetrics::deserialize(metrics.serialize(), time);
   ASSERT_TRUE(restored.has_value());
   EXPECT_EQ(restored->report(), metrics.report());
   // The next sample replaces the oldest retained one (5 s for 477 ms) in both:
