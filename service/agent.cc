@@ -422,82 +422,88 @@ db::Result<std::optional<executor::Checkpoint>> Agent::resume_of(Run& run) {
 }
 
 void Agent::run_job(std::shared_ptr<Run> run) {
-  const std::int64_t id = run->row.id;
-  auto finish_here = [&] {
-    {
-      base::MutexLock live(live_mutex_);
-      live_views_.erase(id);
-    }
-    base::MutexLock lock(mutex_);
-    auto it = runs_.find(id);
-    if (it != runs_.end() && it->second == run) {
-      if (run->thread.joinable()) ended_.push_back(std::move(run->thread));
-      runs_.erase(it);
-    }
-  };
+  run_placed(*run);
+  {
+    base::MutexLock live(live_mutex_);
+    live_views_.erase(run->row.id);
+  }
+  base::MutexLock lock(mutex_);
+  auto it = runs_.find(run->row.id);
+  if (it != runs_.end() && it->second == run) {
+    if (run->thread.joinable()) ended_.push_back(std::move(run->thread));
+    runs_.erase(it);
+  }
+}
 
-  // The job as the leader placed it.
-  json spec_json = json::parse(run->row.spec_json, nullptr, false);
+void Agent::run_placed(Run& run) {
+  std::optional<api::JobSpec> spec = placed_spec(run);
+  if (!spec) return;
+
+  // Resume from the last checkpoint and continue the sequence numbers.
+  auto resumed = resume_of(run);
+  if (!resumed.ok()) return;  // cannot tell where to start: leave it to the next look
+  const std::optional<executor::Checkpoint> resume = std::move(*resumed);
+  if (!run.peer()) {
+    const std::string where = run.slice ? "agents of its slice" : "agent " + options_.name;
+    auto moved = repo_.jobs.transition(lifecycle::run(
+        run.row.id,
+        resume
+            ? "Resumed from the checkpoint at step " + std::to_string(resume->step) + " on " + where
+            : "Training started on " + where,
+        run.epoch));
+    // Moved on meanwhile, or the database is away: the next look decides.
+    if (!moved.ok() || !*moved) return;
+  }
+
+  Sink sink(*this, run);
+  DiscardSink discard;
+  executor::TrainingSink& output =
+      run.peer() ? static_cast<executor::TrainingSink&>(discard) : sink;
+  const executor::TrainingResult result = train(run, *spec, resume, output);
+  if (run.peer()) return;  // the first part writes the job's end
+  sink.record_progress();
+  telemetry_.flush();
+  if (std::optional<db::Transition> end = end_of(run, result, spec->max_retries)) {
+    (void)repo_.jobs.transition(*end);
+    notify(db::kSubmitChannel, "finished");  // cores freed: wake the leader
+  }
+}
+
+std::optional<api::JobSpec> Agent::placed_spec(Run& run) {
+  json spec_json = json::parse(run.row.spec_json, nullptr, false);
   std::optional<api::JobSpec> spec;
   if (auto parsed = api::parse_job_spec(spec_json); parsed.ok()) spec = std::move(*parsed);
   scheduler::PoolCapacity capacity;
   for (const scheduler::HostLayout& h : options_.layout.hosts) ++capacity.hosts[h.generation];
-  if (run->slice) {
+  if (run.slice) {
     // The slice's hosts, most of them another agent's, are what it resolves against.
-    const executor::DeviceFacts device = device_for(run->row);
+    const executor::DeviceFacts device = device_for(run.row);
     if (auto generation = scheduler::parse_generation(device.generation)) {
       int hosts = 0;
-      for (int part : run->slice->hosts_per_rank) hosts += part;
+      for (int part : run.slice->hosts_per_rank) hosts += part;
       capacity.hosts[*generation] = std::max(capacity.hosts[*generation], hosts);
     }
   }
   api::Resolution resolution;
   if (spec) resolution = api::resolve(spec->trainer, capacity);
-  if ((!spec || !resolution.errors.empty()) && run->peer()) {
-    finish_here();  // the first part reports it
-    return;
-  }
-  if (!spec || !resolution.errors.empty()) {
+  if (spec && resolution.errors.empty()) return api::apply_resolution(resolution, std::move(*spec));
+  if (!run.peer()) {  // the first part reports it
     const std::string why =
         !spec ? "the stored spec does not parse" : resolution.errors.front().message;
-    (void)repo_.jobs.transition(lifecycle::reject(id, {JobState::kStarting, JobState::kRunning},
-                                                  "by agent", why, run->epoch));
-    finish_here();
-    return;
+    (void)repo_.jobs.transition(lifecycle::reject(
+        run.row.id, {JobState::kStarting, JobState::kRunning}, "by agent", why, run.epoch));
   }
-  spec = api::apply_resolution(resolution, std::move(*spec));
+  return std::nullopt;
+}
 
-  // Resume from the last checkpoint and continue the sequence numbers.
-  auto resumed = resume_of(*run);
-  if (!resumed.ok()) {
-    finish_here();  // cannot tell where to start: leave it to the next look
-    return;
-  }
-  std::optional<executor::Checkpoint> resume = std::move(*resumed);
-
-  if (!run->peer()) {
-    const std::string where = run->slice ? "agents of its slice" : "agent " + options_.name;
-    auto moved = repo_.jobs.transition(lifecycle::run(
-        id,
-        resume
-            ? "Resumed from the checkpoint at step " + std::to_string(resume->step) + " on " + where
-            : "Training started on " + where,
-        run->epoch));
-    if (!moved.ok() || !*moved) {
-      finish_here();  // moved on meanwhile, or the database is away: the next look decides
-      return;
-    }
-  }
-
-  Sink sink(*this, *run);
-  DiscardSink discard;
-  executor::TrainingSink& output =
-      run->peer() ? static_cast<executor::TrainingSink&>(discard) : sink;
+executor::TrainingResult Agent::train(Run& run, const api::JobSpec& spec,
+                                      const std::optional<executor::Checkpoint>& resume,
+                                      executor::TrainingSink& output) {
   executor::RunControl control;
-  control.cancel = &run->cancel;
+  control.cancel = &run.cancel;
   control.resume = resume ? &*resume : nullptr;
-  control.checkpoint_on_cancel = &run->checkpoint_on_cancel;
-  control.stop_reason = [&run = *run]() -> std::string {
+  control.checkpoint_on_cancel = &run.checkpoint_on_cancel;
+  control.stop_reason = [&run]() -> std::string {  // as the executor logs it ("": none)
     switch (run.stop_reason.load()) {
       case StopReason::kShutdown:
         return "its agent is stopping";
@@ -512,11 +518,11 @@ void Agent::run_job(std::shared_ptr<Run> run) {
   };
   control.clock = options_.clock;
   std::optional<executor::JobError> unreachable;
-  std::unique_ptr<executor::SliceCollective> collective = join_slice(*run, &unreachable);
+  std::unique_ptr<executor::SliceCollective> collective = join_slice(run, &unreachable);
   executor::SlicePart part;
   if (collective) {
-    part = executor::SlicePart{run->slice->first_host, run->slice->hosts,
-                               run->slice->hosts_per_rank, collective.get()};
+    part = executor::SlicePart{run.slice->first_host, run.slice->hosts, run.slice->hosts_per_rank,
+                               collective.get()};
     control.slice = &part;
   }
   executor::TrainingResult result;
@@ -525,55 +531,56 @@ void Agent::run_job(std::shared_ptr<Run> run) {
     result.outcome = executor::Outcome::kFailed;
     result.error = unreachable;
   } else {
-    result = executor::train(spec->training, device_for(run->row), workers_, *datasets_, output,
-                             control);
+    result =
+        executor::train(spec.training, device_for(run.row), workers_, *datasets_, output, control);
   }
   collective.reset();  // its sockets close: peers still waiting fail now, not at their deadline
-  if (run->slice) {
+  if (run.slice) {
     base::MutexLock lock(mutex_);
-    ended_slice_placements_.insert(run->slice->placement);
+    ended_slice_placements_.insert(run.slice->placement);
   }
-  if (run->peer()) {
-    finish_here();  // the first part writes the job's end
-    return;
-  }
-  sink.record_progress();
-  telemetry_.flush();
+  return result;
+}
 
-  const StopReason reason = run->stop_reason.load();
+std::optional<db::Transition> Agent::end_of(const Run& run, const executor::TrainingResult& result,
+                                            int max_retries) {
+  const std::int64_t id = run.row.id;
+  const StopReason reason = run.stop_reason.load();
   json result_json = {{"metrics", result.final_metrics},
                       {"steps", result.steps},
                       {"xla_report", result.xla_report},
                       {"parameters_digest", result.parameters_digest}};
-  std::optional<db::Transition> end;
   if (result.outcome == executor::Outcome::kSucceeded) {
-    end = lifecycle::finish(id, JobState::kSucceeded, "Training finished", std::nullopt,
-                            result_json.dump(), run->epoch);
-  } else if (result.outcome == executor::Outcome::kFailed && run->slice &&
-             result.error->type == "UNAVAILABLE" &&
-             (end = retry_after_unreachable_peer(*run, *result.error, spec->max_retries))) {
-    // Requeued: placed again (on healthy hosts) to resume from its checkpoint.
-  } else if (result.outcome == executor::Outcome::kFailed) {
+    return lifecycle::finish(id, JobState::kSucceeded, "Training finished", std::nullopt,
+                             result_json.dump(), run.epoch);
+  }
+  if (result.outcome == executor::Outcome::kFailed && run.slice &&
+      result.error->type == "UNAVAILABLE") {
+    // Requeued while retries allow: placed again (on healthy hosts) to
+    // resume from its checkpoint.
+    if (auto retry = retry_after_unreachable_peer(run, *result.error, max_retries)) return retry;
+  }
+  if (result.outcome == executor::Outcome::kFailed) {
     const executor::JobError& e = *result.error;
-    end = lifecycle::finish(id, JobState::kFailed, e.type + ": " + e.message,
-                            lifecycle::error_text(e.type, e.message, e.hint), result_json.dump(),
-                            run->epoch);
-  } else if (reason == StopReason::kUserCancel) {
-    end = lifecycle::finish(id, JobState::kCancelled, "Cancelled by request",
-                            lifecycle::error_text("CANCELLED", "the job was cancelled", ""),
-                            result_json.dump(), run->epoch);
-  } else if (reason == StopReason::kShutdown) {
-    end = shutdown_requeue(id, run->epoch);
-  } else if (reason == StopReason::kPreempted) {
-    // Not a failure: the attempt count (max_retries) is left alone.
-    end = lifecycle::preempt(id, run->preempted_by.load(), run->epoch);
+    return lifecycle::finish(id, JobState::kFailed, e.type + ": " + e.message,
+                             lifecycle::error_text(e.type, e.message, e.hint), result_json.dump(),
+                             run.epoch);
   }
-  // kMovedOn: the job belongs to another placement now; nothing to write.
-  if (end) {
-    (void)repo_.jobs.transition(*end);
-    notify(db::kSubmitChannel, "finished");  // cores freed: wake the leader
+  switch (reason) {
+    case StopReason::kUserCancel:
+      return lifecycle::finish(id, JobState::kCancelled, "Cancelled by request",
+                               lifecycle::error_text("CANCELLED", "the job was cancelled", ""),
+                               result_json.dump(), run.epoch);
+    case StopReason::kShutdown:
+      return shutdown_requeue(id, run.epoch);
+    case StopReason::kPreempted:
+      // Not a failure: the attempt count (max_retries) is left alone.
+      return lifecycle::preempt(id, run.preempted_by.load(), run.epoch);
+    case StopReason::kMovedOn:  // the job belongs to another placement now
+    case StopReason::kNone:
+      break;
   }
-  finish_here();
+  return std::nullopt;
 }
 
 std::unique_ptr<executor::SliceCollective> Agent::join_slice(

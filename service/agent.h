@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "api/job_spec.h"
 #include "base/clock.h"
 #include "base/mutex.h"
 #include "db/cluster_repository.h"
@@ -99,7 +100,21 @@ class Agent {
   // pass cancels on, stop copies whose job moved on.
   void reconcile();
   void stop_all_locked(StopReason reason) REQUIRES(mutex_);
+  // A job placed here, on its own thread: run_placed, then forgotten.
   void run_job(std::shared_ptr<Run> run);
+  // Resolves, starts (or resumes), trains and ends it; returns early where
+  // the database or the job has moved on.
+  void run_placed(Run& run);
+  // Its stored spec, resolved against the hosts it runs on; none when that
+  // fails (then rejected, by the first part of a slice).
+  std::optional<api::JobSpec> placed_spec(Run& run);
+  // The training itself, joined with the other parts of a slice.
+  executor::TrainingResult train(Run& run, const api::JobSpec& spec,
+                                 const std::optional<executor::Checkpoint>& resume,
+                                 executor::TrainingSink& output);
+  // The transition ending the run (none: it moved on, nothing to write).
+  std::optional<db::Transition> end_of(const Run& run, const executor::TrainingResult& result,
+                                       int max_retries);
   // Where a placed job takes up its run: sets its next log and metric seq
   // and the points to skip, and returns the checkpoint to resume from
   // (none: from the start); an error when the database cannot tell.
