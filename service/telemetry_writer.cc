@@ -107,7 +107,10 @@ bool TelemetryWriter::take_room(base::MutexLock& lock, std::size_t bytes) {
   lock.wait(room_, [this]() REQUIRES(mutex_) {
     return stopping_ || lines_unstorable_ || queued_line_bytes_ < options_.max_queued_line_bytes;
   });
-  if (lines_unstorable_ && queued_line_bytes_ + bytes > options_.max_queued_line_bytes) {
+  // Once dropping, everything is dropped until the database is back: the
+  // dropped lines of a spell are one run of seqs, which its marker names.
+  if (dropping_ ||
+      (lines_unstorable_ && queued_line_bytes_ + bytes > options_.max_queued_line_bytes)) {
     return false;
   }
   queued_line_bytes_ += bytes;
@@ -116,10 +119,11 @@ bool TelemetryWriter::take_room(base::MutexLock& lock, std::size_t bytes) {
 
 void TelemetryWriter::count_dropped(std::int64_t job, std::int64_t fence, std::int64_t line_seq,
                                     db::TimePoint at, bool line) {
-  if (dropped_.empty()) {  // once an outage
+  if (!dropping_) {
     std::cerr << "tpujobs: the database is unavailable and " << options_.max_queued_line_bytes
               << " bytes of job output wait for it: dropping further log lines and metric "
                  "points (counted; each job's log gets a line saying how many)\n";
+    dropping_ = true;
   }
   Dropped& d = dropped_[job];
   if (line && d.first_seq < 0) {
@@ -135,8 +139,18 @@ void TelemetryWriter::release_room(std::size_t bytes) {
   {
     base::MutexLock lock(mutex_);
     queued_line_bytes_ -= std::min(bytes, queued_line_bytes_);
+    database_answered();
   }
   room_.notify_all();
+}
+
+void TelemetryWriter::database_answered() {
+  lines_unstorable_ = false;
+  if (!dropping_) return;
+  dropping_ = false;
+  std::cerr << "tpujobs: the database stores job output again; " << dropped_.size()
+            << " job(s) lost output while it was unavailable (their logs say how much)\n";
+  for (db::LogLine& marker : take_drop_markers()) markers_.push_back(std::move(marker));
 }
 
 std::vector<db::LogLine> TelemetryWriter::take_drop_markers() {
@@ -210,6 +224,12 @@ bool TelemetryWriter::stored_or_dropped(const db::Status& status, const char* wh
   return true;
 }
 
+void TelemetryWriter::note_unavailable(const std::string& message) {
+  base::MutexLock lock(mutex_);
+  if (lines_unstorable_) return;  // reported when the outage began
+  std::cerr << "tpujobs: job output waits for the database (" << message << ")\n";
+}
+
 template <typename Item, typename Append>
 bool TelemetryWriter::store_batches(std::vector<Item>& items, Append append, const char* what) {
   const std::size_t per_store = std::max<std::size_t>(1, options_.max_lines_per_store);
@@ -219,7 +239,9 @@ bool TelemetryWriter::store_batches(std::vector<Item>& items, Append append, con
     const std::size_t end = std::min(items.size(), done + per_store);
     std::vector<Item> batch(std::make_move_iterator(items.begin() + done),
                             std::make_move_iterator(items.begin() + end));
-    if (!stored_or_dropped(append(batch), what)) {
+    const db::Status status = append(batch);
+    if (!stored_or_dropped(status, what)) {
+      note_unavailable(status.error().message);
       std::move(batch.begin(), batch.end(), items.begin() + done);
       reachable = false;
       break;
@@ -253,11 +275,7 @@ bool TelemetryWriter::store_lines(std::vector<db::LogLine>& logs,
                                                    return store_.append_metrics(b);
                                                  },
                                                  "metric points");
-  if (metrics_stored) {
-    base::MutexLock lock(mutex_);
-    lines_unstorable_ = false;
-    return true;
-  }
+  if (metrics_stored) return true;  // (a store that took anything ended an outage)
   requeue_lines(logs, metrics);
   return false;
 }
@@ -278,6 +296,22 @@ void TelemetryWriter::requeue_lines(std::vector<db::LogLine>& logs,
   metrics.clear();
 }
 
+void TelemetryWriter::take_lines(std::vector<db::LogLine>& logs,
+                                 std::vector<db::MetricPoint>& metrics) {
+  // The markers of the last outage first (their bytes are counted already):
+  // they are stored before, or with, every line queued after them, so a
+  // follower that has read past a line never misses a marker before it.
+  if (markers_.empty()) {
+    logs.swap(logs_);
+  } else {
+    logs.swap(markers_);
+    logs.insert(logs.end(), std::make_move_iterator(logs_.begin()),
+                std::make_move_iterator(logs_.end()));
+    logs_.clear();
+  }
+  metrics.swap(metrics_);
+}
+
 bool TelemetryWriter::flush() {
   base::MutexLock flush(flush_mutex_);
   std::vector<db::LogLine> logs;
@@ -286,11 +320,7 @@ bool TelemetryWriter::flush() {
   std::map<std::int64_t, FencedCheckpoint> checkpoints;
   {
     base::MutexLock lock(mutex_);
-    logs.swap(logs_);
-    metrics.swap(metrics_);
-    if (!lines_unstorable_) {
-      for (db::LogLine& marker : take_drop_markers()) logs.push_back(std::move(marker));
-    }
+    take_lines(logs, metrics);
     progress.swap(progress_);
     checkpoints.swap(checkpoints_);
     for (const auto& [id, c] : checkpoints) storing_.insert(id);
@@ -350,8 +380,7 @@ void TelemetryWriter::flush_lines() {
   std::vector<db::MetricPoint> metrics;
   {
     base::MutexLock lock(mutex_);
-    logs.swap(logs_);
-    metrics.swap(metrics_);
+    take_lines(logs, metrics);
   }
   store_lines(logs, metrics);
 }

@@ -197,6 +197,9 @@ class TelemetryWriter {
   bool store_lines(std::vector<db::LogLine>& logs, std::vector<db::MetricPoint>& metrics)
       REQUIRES(flush_mutex_);
   void requeue_lines(std::vector<db::LogLine>& logs, std::vector<db::MetricPoint>& metrics);
+  // Takes the queued markers, lines and points into the (empty) vectors.
+  void take_lines(std::vector<db::LogLine>& logs, std::vector<db::MetricPoint>& metrics)
+      REQUIRES(mutex_);
   // Waits while the held lines and points are at their bound (see
   // TelemetryWriterOptions::max_queued_line_bytes), then counts `bytes`;
   // false (nothing counted) when the bound is reached while the database
@@ -204,8 +207,14 @@ class TelemetryWriter {
   bool take_room(base::MutexLock& lock, std::size_t bytes) REQUIRES(mutex_);
   void count_dropped(std::int64_t job, std::int64_t fence, std::int64_t line_seq, db::TimePoint at,
                      bool line) REQUIRES(mutex_);
-  // Held lines and points of `bytes` were stored (or refused for good).
+  // Held lines and points of `bytes` were stored (or refused for good): the
+  // database answered.
   void release_room(std::size_t bytes);
+  // Ends an outage: producers wait for room again, and what they dropped
+  // becomes marker lines for the next flush.
+  void database_answered() REQUIRES(mutex_);
+  // Reports the first unreachable store of an outage on stderr.
+  void note_unavailable(const std::string& message);
   // The marker lines of the jobs whose output was dropped, taken once the
   // database stores again.
   std::vector<db::LogLine> take_drop_markers() REQUIRES(mutex_);
@@ -228,7 +237,9 @@ class TelemetryWriter {
   bool lines_unstorable_ GUARDED_BY(mutex_) = false;  // the last store found no database
   std::vector<db::LogLine> logs_ GUARDED_BY(mutex_);
   std::vector<db::MetricPoint> metrics_ GUARDED_BY(mutex_);
+  bool dropping_ GUARDED_BY(mutex_) = false;  // at the bound while the database is away
   std::map<std::int64_t, Dropped> dropped_ GUARDED_BY(mutex_);
+  std::vector<db::LogLine> markers_ GUARDED_BY(mutex_);  // of the last outage, not yet stored
   std::uint64_t dropped_lines_ GUARDED_BY(mutex_) = 0;
   std::uint64_t dropped_points_ GUARDED_BY(mutex_) = 0;
   std::map<std::int64_t, Progress> progress_ GUARDED_BY(mutex_);

@@ -345,6 +345,34 @@ TEST(TelemetryWriter, WhileTheDatabaseIsAwayOutputPastTheBoundIsDroppedCountedAn
   EXPECT_EQ(writer.dropped_lines(), 36u);
 }
 
+TEST(TelemetryWriter, EachOutageDropsOneRunOfLinesAndGetsAMarkerOfItsOwn) {
+  FakeStore store;
+  base::FakeClock clock;
+  TelemetryWriterOptions options{std::chrono::milliseconds(200), &clock};
+  options.max_queued_line_bytes = 4 * (sizeof(db::LogLine) + 1000) + 500;
+  TelemetryWriter writer(store, options);
+  std::int64_t seq = 0;
+  for (int outage = 0; outage < 2; ++outage) {
+    for (int i = 0; i < 4; ++i) writer.log(line_of(++seq, 1000));
+    store.log_failures = {ErrorCode::kUnavailable};
+    EXPECT_FALSE(writer.flush());
+    writer.log(line_of(++seq, 1000));  // past the bound: dropped
+    writer.log(line_of(++seq, 10));    // would fit, but the run of dropped lines goes on
+    EXPECT_TRUE(writer.flush());       // back
+    writer.log(line_of(++seq, 10));    // stored after the marker
+    EXPECT_TRUE(writer.flush());
+  }
+  const std::vector<std::string> expected = {"log 7:1",  "log 7:2",  "log 7:3",  "log 7:4",
+                                             "log 7:5",  "log 7:7",  "log 7:8",  "log 7:9",
+                                             "log 7:10", "log 7:11", "log 7:12", "log 7:14"};
+  EXPECT_EQ(store.writes, expected);
+  EXPECT_EQ(store.texts[4].rfind("tpujobs: 2 log lines and 0 metric points were dropped here", 0),
+            0u)
+      << store.texts[4];
+  EXPECT_EQ(store.texts[10].rfind("tpujobs: 2 log lines", 0), 0u) << store.texts[10];
+  EXPECT_EQ(writer.dropped_lines(), 4u);
+}
+
 TEST(TelemetryWriter, LinesBeingStoredStillCountAndAreStoredInBoundedBatches) {
   FakeStore store;
   base::FakeClock clock;
