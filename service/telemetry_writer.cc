@@ -82,8 +82,10 @@ void TelemetryWriter::loop() {
   base::MutexLock lock(mutex_);
   while (!stopping_) {
     lock.wait_for(wake_, options_.interval, [this]() REQUIRES(mutex_) {
+      // (While the database is away the held lines stay counted: they wake
+      // nothing, the interval paces the tries.)
       return stopping_ || !checkpoints_.empty() ||
-             queued_line_bytes_ >= options_.max_queued_line_bytes / 2;
+             (!lines_unstorable_ && queued_line_bytes_ >= options_.max_queued_line_bytes / 2);
     });
     lock.unlock();
     flush();
@@ -91,28 +93,100 @@ void TelemetryWriter::loop() {
   }
 }
 
-void TelemetryWriter::wait_for_room(base::MutexLock& lock, std::size_t bytes) {
+namespace {
+
+std::size_t held_bytes(const db::LogLine& line) { return sizeof line + line.line.size(); }
+std::size_t held_bytes(const db::MetricPoint& point) {
+  return sizeof point + point.metrics_json.size();
+}
+
+}  // namespace
+
+bool TelemetryWriter::take_room(base::MutexLock& lock, std::size_t bytes) {
   if (queued_line_bytes_ >= options_.max_queued_line_bytes / 2) wake_.notify_one();
   lock.wait(room_, [this]() REQUIRES(mutex_) {
     return stopping_ || lines_unstorable_ || queued_line_bytes_ < options_.max_queued_line_bytes;
   });
+  // Once dropping, everything is dropped until the database is back: the
+  // dropped lines of a spell are one run of seqs, which its marker names.
+  if (dropping_ ||
+      (lines_unstorable_ && queued_line_bytes_ + bytes > options_.max_queued_line_bytes)) {
+    return false;
+  }
   queued_line_bytes_ += bytes;
+  return true;
 }
 
-void TelemetryWriter::lines_taken() {
-  queued_line_bytes_ = 0;
+void TelemetryWriter::count_dropped(std::int64_t job, std::int64_t fence, std::int64_t line_seq,
+                                    db::TimePoint at, bool line) {
+  if (!dropping_) {
+    std::cerr << "tpujobs: the database is unavailable and " << options_.max_queued_line_bytes
+              << " bytes of job output wait for it: dropping further log lines and metric "
+                 "points (counted; each job's log gets a line saying how many)\n";
+    dropping_ = true;
+  }
+  Dropped& d = dropped_[job];
+  if (line && d.first_seq < 0) {
+    d.first_seq = line_seq;
+    d.at = at;
+  }
+  d.fence = fence;
+  ++(line ? d.lines : d.points);
+  ++(line ? dropped_lines_ : dropped_points_);
+}
+
+void TelemetryWriter::release_room(std::size_t bytes) {
+  {
+    base::MutexLock lock(mutex_);
+    queued_line_bytes_ -= std::min(bytes, queued_line_bytes_);
+    database_answered();
+  }
   room_.notify_all();
+}
+
+void TelemetryWriter::database_answered() {
+  lines_unstorable_ = false;
+  if (!dropping_) return;
+  dropping_ = false;
+  std::cerr << "tpujobs: the database stores job output again; " << dropped_.size()
+            << " job(s) lost output while it was unavailable (their logs say how much)\n";
+  for (db::LogLine& marker : take_drop_markers()) markers_.push_back(std::move(marker));
+}
+
+std::vector<db::LogLine> TelemetryWriter::take_drop_markers() {
+  std::vector<db::LogLine> markers;
+  for (const auto& [job, d] : dropped_) {
+    const std::string text =
+        "tpujobs: " + std::to_string(d.lines) + " log lines and " + std::to_string(d.points) +
+        " metric points were dropped here while the database was "
+        "unavailable (at most " +
+        std::to_string(options_.max_queued_line_bytes >> 20) + " MiB of output waits for it)";
+    if (d.first_seq < 0) {  // no line of its own to take the place of
+      std::cerr << "tpujobs: job " << job << ": " << text << "\n";
+      continue;
+    }
+    markers.push_back({job, d.first_seq, d.at, text, d.fence});
+    queued_line_bytes_ += held_bytes(markers.back());
+  }
+  dropped_.clear();
+  return markers;
 }
 
 void TelemetryWriter::log(db::LogLine line) {
   base::MutexLock lock(mutex_);
-  wait_for_room(lock, sizeof line + line.line.size());
+  if (!take_room(lock, held_bytes(line))) {
+    count_dropped(line.job_id, line.fence_epoch, line.seq, line.at, true);
+    return;
+  }
   logs_.push_back(std::move(line));
 }
 
 void TelemetryWriter::metric(db::MetricPoint point) {
   base::MutexLock lock(mutex_);
-  wait_for_room(lock, sizeof point + point.metrics_json.size());
+  if (!take_room(lock, held_bytes(point))) {
+    count_dropped(point.job_id, point.fence_epoch, -1, point.at, false);
+    return;
+  }
   metrics_.push_back(std::move(point));
 }
 
@@ -150,24 +224,58 @@ bool TelemetryWriter::stored_or_dropped(const db::Status& status, const char* wh
   return true;
 }
 
+void TelemetryWriter::note_unavailable(const std::string& message) {
+  base::MutexLock lock(mutex_);
+  if (lines_unstorable_) return;  // reported when the outage began
+  std::cerr << "tpujobs: job output waits for the database (" << message << ")\n";
+}
+
+template <typename Item, typename Append>
+bool TelemetryWriter::store_batches(std::vector<Item>& items, Append append, const char* what) {
+  const std::size_t per_store = std::max<std::size_t>(1, options_.max_lines_per_store);
+  std::size_t done = 0;
+  bool reachable = true;
+  while (done < items.size()) {
+    const std::size_t end = std::min(items.size(), done + per_store);
+    std::vector<Item> batch(std::make_move_iterator(items.begin() + done),
+                            std::make_move_iterator(items.begin() + end));
+    const db::Status status = append(batch);
+    if (!stored_or_dropped(status, what)) {
+      note_unavailable(status.error().message);
+      std::move(batch.begin(), batch.end(), items.begin() + done);
+      reachable = false;
+      break;
+    }
+    std::size_t bytes = 0;
+    for (const Item& item : batch) bytes += held_bytes(item);
+    release_room(bytes);
+    done = end;
+  }
+  items.erase(items.begin(), items.begin() + done);
+  return reachable;
+}
+
 bool TelemetryWriter::store_lines(std::vector<db::LogLine>& logs,
                                   std::vector<db::MetricPoint>& metrics) {
-  const bool logs_stored = logs.empty() || stored_or_dropped(store_.append_logs(logs), "log lines");
-  if (logs_stored && !logs.empty()) {
-    std::set<std::int64_t> jobs;
-    for (const db::LogLine& line : logs) jobs.insert(line.job_id);
-    store_.logs_stored(jobs);
-    logs.clear();
-  }
-  const bool metrics_stored =
-      logs_stored &&
-      (metrics.empty() || stored_or_dropped(store_.append_metrics(metrics), "metric points"));
-  if (metrics_stored) {
-    metrics.clear();
-    base::MutexLock lock(mutex_);
-    lines_unstorable_ = false;
-    return true;
-  }
+  std::set<std::int64_t> jobs;  // of the lines stored
+  const bool logs_stored = store_batches(
+      logs,
+      [&](const std::vector<db::LogLine>& batch) {
+        db::Status status = store_.append_logs(batch);
+        if (status.ok()) {
+          for (const db::LogLine& line : batch) jobs.insert(line.job_id);
+        }
+        return status;
+      },
+      "log lines");
+  if (!jobs.empty()) store_.logs_stored(jobs);
+  const bool metrics_stored = logs_stored && store_batches(
+                                                 metrics,
+                                                 [this](const std::vector<db::MetricPoint>& b) {
+                                                   return store_.append_metrics(b);
+                                                 },
+                                                 "metric points");
+  if (metrics_stored) return true;  // (a store that took anything ended an outage)
   requeue_lines(logs, metrics);
   return false;
 }
@@ -175,12 +283,10 @@ bool TelemetryWriter::store_lines(std::vector<db::LogLine>& logs,
 void TelemetryWriter::requeue_lines(std::vector<db::LogLine>& logs,
                                     std::vector<db::MetricPoint>& metrics) {
   base::MutexLock lock(mutex_);
-  // The database is away: producers no longer wait for room (the lines stay
-  // queued, in order, for after it).
+  // The database is away: producers no longer wait for room; past the bound
+  // what they produce is dropped and counted (the held lines stay queued,
+  // in order, for after it; their bytes are still counted).
   lines_unstorable_ = true;
-  for (const db::LogLine& line : logs) queued_line_bytes_ += sizeof line + line.line.size();
-  for (const db::MetricPoint& point : metrics)
-    queued_line_bytes_ += sizeof point + point.metrics_json.size();
   room_.notify_all();
   logs_.insert(logs_.begin(), std::make_move_iterator(logs.begin()),
                std::make_move_iterator(logs.end()));
@@ -188,6 +294,22 @@ void TelemetryWriter::requeue_lines(std::vector<db::LogLine>& logs,
                   std::make_move_iterator(metrics.end()));
   logs.clear();
   metrics.clear();
+}
+
+void TelemetryWriter::take_lines(std::vector<db::LogLine>& logs,
+                                 std::vector<db::MetricPoint>& metrics) {
+  // The markers of the last outage first (their bytes are counted already):
+  // they are stored before, or with, every line queued after them, so a
+  // follower that has read past a line never misses a marker before it.
+  if (markers_.empty()) {
+    logs.swap(logs_);
+  } else {
+    logs.swap(markers_);
+    logs.insert(logs.end(), std::make_move_iterator(logs_.begin()),
+                std::make_move_iterator(logs_.end()));
+    logs_.clear();
+  }
+  metrics.swap(metrics_);
 }
 
 bool TelemetryWriter::flush() {
@@ -198,9 +320,7 @@ bool TelemetryWriter::flush() {
   std::map<std::int64_t, FencedCheckpoint> checkpoints;
   {
     base::MutexLock lock(mutex_);
-    logs.swap(logs_);
-    metrics.swap(metrics_);
-    lines_taken();
+    take_lines(logs, metrics);
     progress.swap(progress_);
     checkpoints.swap(checkpoints_);
     for (const auto& [id, c] : checkpoints) storing_.insert(id);
@@ -260,9 +380,7 @@ void TelemetryWriter::flush_lines() {
   std::vector<db::MetricPoint> metrics;
   {
     base::MutexLock lock(mutex_);
-    logs.swap(logs_);
-    metrics.swap(metrics_);
-    lines_taken();
+    take_lines(logs, metrics);
   }
   store_lines(logs, metrics);
 }
@@ -270,6 +388,21 @@ void TelemetryWriter::flush_lines() {
 std::size_t TelemetryWriter::queued() {
   base::MutexLock lock(mutex_);
   return logs_.size() + metrics_.size() + checkpoints_.size() + progress_.size();
+}
+
+std::size_t TelemetryWriter::queued_line_bytes() {
+  base::MutexLock lock(mutex_);
+  return queued_line_bytes_;
+}
+
+std::uint64_t TelemetryWriter::dropped_lines() {
+  base::MutexLock lock(mutex_);
+  return dropped_lines_;
+}
+
+std::uint64_t TelemetryWriter::dropped_points() {
+  base::MutexLock lock(mutex_);
+  return dropped_points_;
 }
 
 }  // namespace tpujobs::service

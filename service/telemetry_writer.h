@@ -98,13 +98,23 @@ struct TelemetryWriterOptions {
   // training beside it, and one every epoch of a short epoch would take
   // more of the job's time than its training does.
   double checkpoint_time_share = 0.1;
-  // The most bytes of log lines and metric points that wait here to be
-  // stored. A job that logs faster than the database stores (a line every
-  // step of a tiny model: tens of thousands a second) waits in log() until
-  // the writer has taken what waits, as a program writing to a full pipe
-  // does, instead of growing this process by gigabytes. While the database
-  // is unreachable nothing waits (the lines stay queued for after it).
+  // The most bytes of log lines and metric points held here, queued or
+  // being stored (each counted as its struct and its text). A job that logs
+  // faster than the database stores (a line every step of a tiny model:
+  // tens of thousands a second) waits in log() until the writer has stored
+  // some, as a program writing to a full pipe does, instead of growing this
+  // process by gigabytes. While the database is unreachable nothing waits:
+  // lines and points stay queued, in order, up to this bound; past it they
+  // are dropped and counted, and once the database is back each job whose
+  // output was dropped gets one log line in its place, at the first dropped
+  // line's seq ("tpujobs: N log lines and M metric points were dropped here
+  // while the database was unavailable ..."). A job's state, its
+  // checkpoints and progress are never dropped so (they are one item per
+  // job, replaced by newer ones).
   std::size_t max_queued_line_bytes = std::size_t{32} << 20;
+  // The most lines (or points) one INSERT carries: a store's encoding of its
+  // batch (several copies of each line) stays a few MiB.
+  std::size_t max_lines_per_store = 4096;
 };
 
 class TelemetryWriter {
@@ -156,11 +166,26 @@ class TelemetryWriter {
   // How many items wait (lines, points, checkpoints, progress): for tests
   // and the service's readiness.
   std::size_t queued();
+  // The bytes of lines and points held (queued or being stored), as
+  // TelemetryWriterOptions::max_queued_line_bytes counts them.
+  std::size_t queued_line_bytes();
+  // Log lines and metric points dropped at the bound while the database
+  // was unreachable, since the start.
+  std::uint64_t dropped_lines();
+  std::uint64_t dropped_points();
 
  private:
   struct Progress {
     std::int64_t fence = 0;
     std::string progress, metrics;
+  };
+  // What a job lost at the bound during one outage; its marker line takes
+  // the first dropped line's seq.
+  struct Dropped {
+    std::int64_t first_seq = -1;  // -1: only metric points were dropped
+    std::int64_t fence = 0;
+    db::TimePoint at{};
+    std::int64_t lines = 0, points = 0;
   };
   struct FencedCheckpoint {
     std::int64_t fence = 0;
@@ -172,11 +197,32 @@ class TelemetryWriter {
   bool store_lines(std::vector<db::LogLine>& logs, std::vector<db::MetricPoint>& metrics)
       REQUIRES(flush_mutex_);
   void requeue_lines(std::vector<db::LogLine>& logs, std::vector<db::MetricPoint>& metrics);
-  // Waits while the queued lines and points are at their bound (see
-  // TelemetryWriterOptions::max_queued_line_bytes), then counts `bytes`.
-  void wait_for_room(base::MutexLock& lock, std::size_t bytes) REQUIRES(mutex_);
-  // The lines and points of the queues were taken by a flush.
-  void lines_taken() REQUIRES(mutex_);
+  // Takes the queued markers, lines and points into the (empty) vectors.
+  void take_lines(std::vector<db::LogLine>& logs, std::vector<db::MetricPoint>& metrics)
+      REQUIRES(mutex_);
+  // Waits while the held lines and points are at their bound (see
+  // TelemetryWriterOptions::max_queued_line_bytes), then counts `bytes`;
+  // false (nothing counted) when the bound is reached while the database
+  // is unreachable: the item is dropped.
+  bool take_room(base::MutexLock& lock, std::size_t bytes) REQUIRES(mutex_);
+  void count_dropped(std::int64_t job, std::int64_t fence, std::int64_t line_seq, db::TimePoint at,
+                     bool line) REQUIRES(mutex_);
+  // Held lines and points of `bytes` were stored (or refused for good): the
+  // database answered.
+  void release_room(std::size_t bytes);
+  // Ends an outage: producers wait for room again, and what they dropped
+  // becomes marker lines for the next flush.
+  void database_answered() REQUIRES(mutex_);
+  // Reports the first unreachable store of an outage on stderr.
+  void note_unavailable(const std::string& message);
+  // The marker lines of the jobs whose output was dropped, taken once the
+  // database stores again.
+  std::vector<db::LogLine> take_drop_markers() REQUIRES(mutex_);
+  // Stores `items` in batches of at most max_lines_per_store with `append`,
+  // releasing each batch's room; false (the unstored ones left in `items`)
+  // when the database was unreachable.
+  template <typename Item, typename Append>
+  bool store_batches(std::vector<Item>& items, Append append, const char* what);
   // False when the database was unreachable; reports and drops other errors.
   static bool stored_or_dropped(const db::Status& status, const char* what);
 
@@ -191,6 +237,11 @@ class TelemetryWriter {
   bool lines_unstorable_ GUARDED_BY(mutex_) = false;  // the last store found no database
   std::vector<db::LogLine> logs_ GUARDED_BY(mutex_);
   std::vector<db::MetricPoint> metrics_ GUARDED_BY(mutex_);
+  bool dropping_ GUARDED_BY(mutex_) = false;  // at the bound while the database is away
+  std::map<std::int64_t, Dropped> dropped_ GUARDED_BY(mutex_);
+  std::vector<db::LogLine> markers_ GUARDED_BY(mutex_);  // of the last outage, not yet stored
+  std::uint64_t dropped_lines_ GUARDED_BY(mutex_) = 0;
+  std::uint64_t dropped_points_ GUARDED_BY(mutex_) = 0;
   std::map<std::int64_t, Progress> progress_ GUARDED_BY(mutex_);
   std::map<std::int64_t, FencedCheckpoint> checkpoints_ GUARDED_BY(mutex_);
   std::set<std::int64_t> storing_ GUARDED_BY(mutex_);  // jobs of the flush's checkpoints

@@ -18,6 +18,14 @@ flood, serve's RSS over time, and every job answered 201 against the jobs in
 PostgreSQL at the end.
 
 usage: soak.py /path/to/tpujobs [minutes] [baseline_seconds]
+
+SOAK_CLUSTER=1: the same against a cluster instead: a PostgreSQL this script
+runs (as the user postgres, initdb + postgres, restarted by the script after
+its SIGKILL as a supervisor would), two API replicas (`serve --database-url
+URL --name r1|r2 --pool none`) and one agent (`tpujobs agent --pool v3-8`,
+which runs the jobs). The flood goes to both replicas, the normal tenant to
+r2; at 70% replica r1 is SIGKILLed and started again. RSS is sampled for r1,
+r2 and the agent.
 """
 import json, multiprocessing, os, signal, socket, subprocess, sys, tempfile, threading, time
 import urllib.error, urllib.request
@@ -46,8 +54,12 @@ def free_port():
         return s.getsockname()[1]
 
 
-PORT = free_port()
-BASE = f"http://127.0.0.1:{PORT}"
+CLUSTER = os.environ.get("SOAK_CLUSTER") == "1"
+PORTS = [free_port(), free_port()] if CLUSTER else [free_port()]
+PORT = PORTS[0]
+PG_DIR = os.path.join(STATE, "pg")  # cluster mode: the script's own PostgreSQL
+DATABASE_URL = f"postgresql://tpujobs@/tpujobs?host={PG_DIR}&port=5432"
+postgres = [None]  # cluster mode: the running postmaster (Popen)
 
 
 def note(text):
@@ -61,9 +73,9 @@ def count(tenant, status):
         statuses[tenant][status] = statuses[tenant].get(status, 0) + 1
 
 
-def call(token, method, path, body=None, timeout=30):
+def call(token, method, path, body=None, timeout=30, port=None):
     data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(BASE + path, data=data, method=method,
+    request = urllib.request.Request(f"http://127.0.0.1:{port or PORT}" + path, data=data, method=method,
                                      headers={"Authorization": f"Bearer {token}",
                                               "Content-Type": "application/json"})
     try:
@@ -75,9 +87,9 @@ def call(token, method, path, body=None, timeout=30):
         return 0, b""
 
 
-def timed(op, token, method, path, body=None):
+def timed(op, token, method, path, body=None, port=None):
     begin = time.monotonic()
-    status, payload = call(token, method, path, body)
+    status, payload = call(token, method, path, body, port=port)
     with lock:
         latency.setdefault((phase[0], op), []).append((time.monotonic() - begin, status))
     return status, payload
@@ -93,26 +105,27 @@ def small_job(name):
 
 def normal_tenant(token):
     n = 0
+    port = PORTS[-1]  # cluster mode: r2, the replica not restarted
     while not stop.is_set():
         n += 1
-        status, payload = timed("submit", token, "POST", "/v1/jobs", small_job(f"normal-{n}"))
+        status, payload = timed("submit", token, "POST", "/v1/jobs", small_job(f"normal-{n}"), port=port)
         count("normal", status)
         if status == 201:
             job = json.loads(payload)["id"]
             with lock:
                 accepted["normal"].add(job)
-            timed("get", token, "GET", f"/v1/jobs/{job}")
-            timed("list", token, "GET", "/v1/jobs?limit=20")
-            follow(token, job, read=True, seconds=20)
+            timed("get", token, "GET", f"/v1/jobs/{job}", port=port)
+            timed("list", token, "GET", "/v1/jobs?limit=20", port=port)
+            follow(token, job, read=True, seconds=20, port=port)
         else:
             time.sleep(1)
         time.sleep(0.5)
 
 
-def follow(token, job, read, seconds):
+def follow(token, job, read, seconds, port=None):
     """Follows the job's log; a follower that does not read holds the socket."""
     try:
-        s = socket.create_connection(("127.0.0.1", PORT), timeout=10)
+        s = socket.create_connection(("127.0.0.1", port or PORT), timeout=10)
     except OSError:
         return None
     s.sendall((f"GET /v1/jobs/{job}/logs?follow=true HTTP/1.1\r\nHost: x\r\n"
@@ -130,14 +143,14 @@ def follow(token, job, read, seconds):
     return None
 
 
-def flood_submitter(token):
+def flood_submitter(token, port):
     n = 0
     while not stop.is_set():
         if not flooding.is_set():
             time.sleep(0.2)
             continue
         n += 1
-        status, payload = call(token, "POST", "/v1/jobs", small_job(f"flood-{n}"))
+        status, payload = call(token, "POST", "/v1/jobs", small_job(f"flood-{n}"), port=port)
         count("flood", status)
         if status == 201:
             with lock:
@@ -148,12 +161,12 @@ def flood_submitter(token):
             time.sleep(0.05)  # refused: asks again at once, ignoring Retry-After
 
 
-def flood_lister(token):
+def flood_lister(token, port):
     while not stop.is_set():
         if not flooding.is_set():
             time.sleep(0.2)
             continue
-        status, _ = call(token, "GET", "/v1/jobs?limit=500")
+        status, _ = call(token, "GET", "/v1/jobs?limit=500", port=port)
         count("flood", f"list {status}")
         if status == 0:
             time.sleep(0.5)
@@ -161,13 +174,13 @@ def flood_lister(token):
             time.sleep(0.05)
 
 
-def flood_followers(token, job):
+def flood_followers(token, job, port):
     held = []
     while not stop.is_set():
         if flooding.is_set():
             held = [s for s in held if s.fileno() >= 0]
             if len(held) < 24:  # past the per-tenant cap of 16
-                s = follow(token, job, read=False, seconds=0)
+                s = follow(token, job, read=False, seconds=0, port=port)
                 if s:
                     held.append(s)
         time.sleep(0.5)
@@ -181,10 +194,10 @@ def flood_main(token, chatty_id, seconds, out):
     global lock
     lock = threading.Lock()  # the parent's may have been held at the fork
     flooding.set()
-    threads = [threading.Thread(target=flood_submitter, args=(token,)) for _ in range(4)]
-    threads += [threading.Thread(target=flood_lister, args=(token,)) for _ in range(4)]
+    threads = [threading.Thread(target=flood_submitter, args=(token, PORTS[i % len(PORTS)])) for i in range(4)]
+    threads += [threading.Thread(target=flood_lister, args=(token, PORTS[i % len(PORTS)])) for i in range(4)]
     if chatty_id:
-        threads.append(threading.Thread(target=flood_followers, args=(token, chatty_id)))
+        threads.append(threading.Thread(target=flood_followers, args=(token, chatty_id, PORTS[-1])))
     for t in threads:
         t.start()
     time.sleep(seconds)
@@ -195,18 +208,69 @@ def flood_main(token, chatty_id, seconds, out):
         json.dump({"accepted": sorted(accepted["flood"]), "statuses": statuses["flood"]}, f)
 
 
-def start_serve():
+def start_postgres():
+    """Cluster mode: initdb once, then the postmaster, as the user postgres."""
+    pg = [os.path.join("/usr/lib/postgresql/15/bin", name) for name in ("initdb", "postgres")]
+    as_pg = ["runuser", "-u", "postgres", "--"]
+    if not os.path.isdir(os.path.join(PG_DIR, "data")):
+        os.chmod(STATE, 0o755)
+        os.makedirs(PG_DIR)
+        subprocess.run(["chown", "postgres:postgres", PG_DIR], check=True)
+        subprocess.run(as_pg + [pg[0], "-D", os.path.join(PG_DIR, "data"), "-U", "tpujobs", "--auth=trust"],
+                       check=True, capture_output=True)
+    log = open(os.path.join(STATE, "postgres.log"), "ab")
+    postgres[0] = subprocess.Popen(as_pg + [pg[1], "-D", os.path.join(PG_DIR, "data"), "-k", PG_DIR, "-p", "5432",
+                                            "-c", "listen_addresses=", "-c", "max_connections=200"],
+                                   stdout=log, stderr=log, start_new_session=True)
+    for _ in range(120):
+        if subprocess.run(["psql", "-h", PG_DIR, "-U", "tpujobs", "-d", "postgres", "-tAc", "SELECT 1"],
+                          capture_output=True).returncode == 0:
+            subprocess.run(["createdb", "-h", PG_DIR, "-U", "tpujobs", "tpujobs"], capture_output=True)
+            return True
+        if postgres[0].poll() is not None:
+            return False  # e.g. the killed one's backends still hold its shared memory
+        time.sleep(0.5)
+    raise SystemExit("PostgreSQL did not start; see " + STATE + "/postgres.log")
+
+
+def postmaster_pid():
+    data = os.path.join(PG_DIR, "data") if CLUSTER else os.path.join(STATE, "pgdata")
+    return int(open(os.path.join(data, "postmaster.pid")).readline())
+
+
+def restart_postgres():
+    """Cluster mode: started again after its SIGKILL, as a supervisor would."""
+    for _ in range(120):
+        if start_postgres():
+            note(f"PostgreSQL started again (postmaster {postmaster_pid()})")
+            return
+        time.sleep(1)
+    raise SystemExit("PostgreSQL did not start again; see " + STATE + "/postgres.log")
+
+
+def start_agent():
+    log = open(os.path.join(STATE, "agent.log"), "ab")
+    proc = subprocess.Popen([BINARY, "agent", "--database-url", DATABASE_URL, "--pool", "v3-8", "--name", "a1",
+                             "--workers", "2"], stdout=log, stderr=log, start_new_session=True)
+    serves.append(proc)
+    return proc
+
+
+def start_serve(index=0):
     """Starts serve until it is ready, as a supervisor (systemd's
     Restart=on-failure) would: a start that exits is noted and tried again."""
-    log = open(os.path.join(STATE, "serve.log"), "ab")
+    log = open(os.path.join(STATE, f"serve{index}.log"), "ab")
+    port = PORTS[index]
+    where = (["--database-url", DATABASE_URL, "--name", f"r{index + 1}", "--pool", "none"] if CLUSTER
+             else ["--state-dir", STATE, "--pool", "v3-8"])
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
-        proc = subprocess.Popen([BINARY, "serve", "--listen", f"127.0.0.1:{PORT}", "--state-dir", STATE,
-                                 "--pool", "v3-8"], stdout=log, stderr=log, start_new_session=True)
+        proc = subprocess.Popen([BINARY, "serve", "--listen", f"127.0.0.1:{port}"] + where,
+                                stdout=log, stderr=log, start_new_session=True)
         serves.append(proc)
         while time.monotonic() < deadline and proc.poll() is None:
             try:
-                with urllib.request.urlopen(BASE + "/readyz", timeout=5) as r:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as r:
                     if r.status == 200:
                         return proc
             except Exception:
@@ -231,7 +295,8 @@ def rss_mb(pid):
 
 
 def token(tenant, role="user"):
-    args = [BINARY, "token", "create", "--tenant", tenant, "--role", role, "--state-dir", STATE]
+    args = [BINARY, "token", "create", "--tenant", tenant, "--role", role]
+    args += ["--database-url", DATABASE_URL] if CLUSTER else ["--state-dir", STATE]
     return subprocess.run(args, check=True, capture_output=True, text=True).stdout.strip().split()[-1]
 
 
@@ -241,9 +306,23 @@ def percentile(values, p):
 
 
 def main():
-    admin, normal, flood = token("ops", "admin"), token("normal"), token("flood")
-    serve = start_serve()
-    note(f"serve pid {serve.pid} ready on port {PORT}, state {STATE}")
+    others = {}  # cluster mode: r2 and the agent, sampled too
+    if CLUSTER:
+        start_postgres()
+        serve = start_serve(0)  # (migrates the database)
+        admin, normal, flood = token("ops", "admin"), token("normal"), token("flood")
+        others = {"r2": start_serve(1), "agent": start_agent()}
+        for _ in range(240):  # jobs are refused until the agent has registered its hosts
+            status, payload = call(admin, "GET", "/v1/pool")
+            if status == 200 and json.loads(payload).get("total_cores", 0) > 0:
+                break
+            time.sleep(0.5)
+        note(f"cluster: r1 pid {serve.pid} port {PORTS[0]}, r2 pid {others['r2'].pid} port {PORTS[1]}, "
+             f"agent pid {others['agent'].pid}, state {STATE}")
+    else:
+        admin, normal, flood = token("ops", "admin"), token("normal"), token("flood")
+        serve = start_serve()
+        note(f"serve pid {serve.pid} ready on port {PORT}, state {STATE}")
     status, _ = call(admin, "POST", "/v1/tenants/flood/limits", LIMITS)
     note(f"flood limits {LIMITS}: {status}")
     chatty = small_job("flood-chatty")
@@ -271,9 +350,11 @@ def main():
             note(f"flood starts (process {flooder.pid})")
         if elapsed >= 0.4 * total and not killed_pg:
             killed_pg = True
-            pid = int(open(os.path.join(STATE, "pgdata", "postmaster.pid")).readline())
+            pid = postmaster_pid()
             os.kill(pid, signal.SIGKILL)
             note(f"killed the postmaster {pid} (SIGKILL)")
+            if CLUSTER:
+                restart_postgres()
         if elapsed >= 0.7 * total and not killed_serve:
             killed_serve = True
             os.kill(serve.pid, signal.SIGKILL)
@@ -281,7 +362,9 @@ def main():
             note(f"killed serve {serve.pid} (SIGKILL)")
             serve = start_serve()
             note(f"serve pid {serve.pid} ready again")
-        rss.append((round(elapsed), rss_mb(serve.pid)))
+        sample = {"r1" if CLUSTER else "serve": rss_mb(serve.pid)}
+        sample.update({name: rss_mb(proc.pid) for name, proc in others.items()})
+        rss.append((round(elapsed), sample))
         time.sleep(10)
     stop.set()
     for t in threads:
@@ -295,10 +378,11 @@ def main():
         note("the flood process left no result")
     if chatty_id:
         call(flood, "POST", f"/v1/jobs/{chatty_id}/cancel")
-    stored = subprocess.run(["psql", "-h", STATE, "-p", "5432", "-U", "tpujobs", "-d", "tpujobs", "-tAc",
+    host = PG_DIR if CLUSTER else STATE
+    stored = subprocess.run(["psql", "-h", host, "-p", "5432", "-U", "tpujobs", "-d", "tpujobs", "-tAc",
                              "SELECT id FROM jobs"], capture_output=True, text=True)
     in_db = {int(x) for x in stored.stdout.split()} if stored.returncode == 0 else None
-    states = subprocess.run(["psql", "-h", STATE, "-p", "5432", "-U", "tpujobs", "-d", "tpujobs", "-tAc",
+    states = subprocess.run(["psql", "-h", host, "-p", "5432", "-U", "tpujobs", "-d", "tpujobs", "-tAc",
                              "SELECT tenant, state, count(*) FROM jobs GROUP BY 1, 2 ORDER BY 1, 2"],
                             capture_output=True, text=True).stdout
     report(rss, in_db, states)
@@ -314,7 +398,9 @@ def report(rss, in_db, states):
         print(f"{ph:8} {op:6} n={len(samples):5} p50={percentile(ok, 50):.4f} p99={percentile(ok, 99):.4f} "
               f"max={max(ok) if ok else float('nan'):.3f} not-2xx={bad}")
     print("\n## answers", json.dumps(statuses, sort_keys=True))
-    print("\n## serve RSS (MiB) every 10 s:", " ".join(f"{t}s:{m:.0f}" if m else f"{t}s:-" for t, m in rss))
+    for name in rss[0][1] if rss else []:
+        print(f"\n## {name} RSS (MiB) every 10 s:",
+              " ".join(f"{t}s:{m[name]:.0f}" if m.get(name) else f"{t}s:-" for t, m in rss))
     print("\n## jobs by tenant and state in PostgreSQL\n" + states)
     for tenant, ids in accepted.items():
         missing = sorted(ids - in_db) if in_db is not None else "unknown (psql failed)"
@@ -332,6 +418,12 @@ if __name__ == "__main__":
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+        if CLUSTER and postgres[0] is not None:
+            try:
+                os.kill(postmaster_pid(), signal.SIGTERM)
+                postgres[0].wait(timeout=60)
+            except (OSError, ValueError, subprocess.TimeoutExpired):
+                pass
         if os.environ.get("SOAK_KEEP_STATE") != "1":
             import shutil
             shutil.rmtree(STATE, ignore_errors=True)

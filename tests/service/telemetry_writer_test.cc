@@ -22,14 +22,18 @@ using db::ErrorCode;
 class FakeStore final : public TelemetryStore {
  public:
   std::vector<std::string> writes;  // "log 7:1", "metric 7:1", "checkpoint 7@40", ...
+  std::vector<std::string> texts;   // of the log lines stored
   std::deque<std::optional<ErrorCode>> log_failures, metric_failures, checkpoint_failures,
       progress_failures;
   std::vector<std::set<std::int64_t>> notified;
 
   db::Status append_logs(const std::vector<db::LogLine>& lines) override {
+    if (while_storing_logs) while_storing_logs(lines);
     if (auto e = take(log_failures)) return db::make_error(*e, "no");
-    for (const db::LogLine& l : lines)
+    for (const db::LogLine& l : lines) {
       writes.push_back("log " + std::to_string(l.job_id) + ":" + std::to_string(l.seq));
+      texts.push_back(l.line);
+    }
     return db::Status::Ok();
   }
   db::Status append_metrics(const std::vector<db::MetricPoint>& points) override {
@@ -54,6 +58,7 @@ class FakeStore final : public TelemetryStore {
   }
   void logs_stored(const std::set<std::int64_t>& jobs) override { notified.push_back(jobs); }
   std::function<void()> while_storing_checkpoint;  // called inside save_checkpoint
+  std::function<void(const std::vector<db::LogLine>&)> while_storing_logs;
 
  private:
   static std::optional<ErrorCode> take(std::deque<std::optional<ErrorCode>>& q) {
@@ -296,22 +301,33 @@ TEST(TelemetryWriter, AProducerFasterThanTheDatabaseWaitsAtTheBoundInsteadOfGrow
   EXPECT_EQ(store.writes.back(), "log 7:100");
 }
 
-TEST(TelemetryWriter, WhileTheDatabaseIsAwayAProducerDoesNotWaitAndNothingIsLost) {
+TEST(TelemetryWriter, WhileTheDatabaseIsAwayOutputPastTheBoundIsDroppedCountedAndMarked) {
   FakeStore store;
   base::FakeClock clock;
   TelemetryWriterOptions options{std::chrono::milliseconds(200), &clock};
-  options.max_queued_line_bytes = 4 * (sizeof(db::LogLine) + 1000);
+  const std::size_t per_line = sizeof(db::LogLine) + 1000;
+  options.max_queued_line_bytes = 4 * per_line;
   TelemetryWriter writer(store, options);
   for (int seq = 1; seq <= 4; ++seq) writer.log(line_of(seq, 1000));
   store.log_failures = {ErrorCode::kUnavailable};
   EXPECT_FALSE(writer.flush());  // the database is away
   // Past the bound, on this thread: it would never return if log() waited.
   for (int seq = 5; seq <= 40; ++seq) writer.log(line_of(seq, 1000));
-  EXPECT_EQ(writer.queued(), 40u);
-  EXPECT_TRUE(writer.flush());  // back
-  ASSERT_EQ(store.writes.size(), 40u);
+  writer.metric(point(7, 1));
+  EXPECT_EQ(writer.queued(), 4u) << "held past the bound while the database is away";
+  EXPECT_LE(writer.queued_line_bytes(), options.max_queued_line_bytes);
+  EXPECT_EQ(writer.dropped_lines(), 36u);
+  EXPECT_EQ(writer.dropped_points(), 1u);
+  EXPECT_TRUE(writer.flush());  // back: the held lines
+  EXPECT_TRUE(writer.flush());  // then the marker, in the place of line 5
+  ASSERT_EQ(store.writes.size(), 5u);
+  EXPECT_EQ(store.writes[3], "log 7:4");
   EXPECT_EQ(store.writes[4], "log 7:5");
-  // Stored again: the bound holds once more.
+  EXPECT_EQ(store.texts[4],
+            "tpujobs: 36 log lines and 1 metric points were dropped here while the database was "
+            "unavailable (at most 0 MiB of output waits for it)");
+  EXPECT_EQ(writer.queued_line_bytes(), 0u);
+  // Stored again: nothing is dropped, the bound holds by waiting once more.
   std::atomic<bool> done{false};
   std::thread producer([&] {
     for (int seq = 41; seq <= 48; ++seq) writer.log(line_of(seq, 1000));
@@ -325,7 +341,59 @@ TEST(TelemetryWriter, WhileTheDatabaseIsAwayAProducerDoesNotWaitAndNothingIsLost
   }
   producer.join();
   EXPECT_TRUE(writer.flush());
-  EXPECT_EQ(store.writes.size(), 48u);
+  EXPECT_EQ(store.writes.size(), 13u);
+  EXPECT_EQ(writer.dropped_lines(), 36u);
+}
+
+TEST(TelemetryWriter, EachOutageDropsOneRunOfLinesAndGetsAMarkerOfItsOwn) {
+  FakeStore store;
+  base::FakeClock clock;
+  TelemetryWriterOptions options{std::chrono::milliseconds(200), &clock};
+  options.max_queued_line_bytes = 4 * (sizeof(db::LogLine) + 1000) + 500;
+  TelemetryWriter writer(store, options);
+  std::int64_t seq = 0;
+  for (int outage = 0; outage < 2; ++outage) {
+    for (int i = 0; i < 4; ++i) writer.log(line_of(++seq, 1000));
+    store.log_failures = {ErrorCode::kUnavailable};
+    EXPECT_FALSE(writer.flush());
+    writer.log(line_of(++seq, 1000));  // past the bound: dropped
+    writer.log(line_of(++seq, 10));    // would fit, but the run of dropped lines goes on
+    EXPECT_TRUE(writer.flush());       // back
+    writer.log(line_of(++seq, 10));    // stored after the marker
+    EXPECT_TRUE(writer.flush());
+  }
+  const std::vector<std::string> expected = {"log 7:1",  "log 7:2",  "log 7:3",  "log 7:4",
+                                             "log 7:5",  "log 7:7",  "log 7:8",  "log 7:9",
+                                             "log 7:10", "log 7:11", "log 7:12", "log 7:14"};
+  EXPECT_EQ(store.writes, expected);
+  EXPECT_EQ(store.texts[4].rfind("tpujobs: 2 log lines and 0 metric points were dropped here", 0),
+            0u)
+      << store.texts[4];
+  EXPECT_EQ(store.texts[10].rfind("tpujobs: 2 log lines", 0), 0u) << store.texts[10];
+  EXPECT_EQ(writer.dropped_lines(), 4u);
+}
+
+TEST(TelemetryWriter, LinesBeingStoredStillCountAndAreStoredInBoundedBatches) {
+  FakeStore store;
+  base::FakeClock clock;
+  TelemetryWriterOptions options{std::chrono::milliseconds(200), &clock};
+  const std::size_t per_line = sizeof(db::LogLine) + 100;
+  options.max_queued_line_bytes = 100 * per_line;
+  options.max_lines_per_store = 3;
+  TelemetryWriter writer(store, options);
+  for (int seq = 1; seq <= 7; ++seq) writer.log(line_of(seq, 100));
+  std::vector<std::size_t> batches, held;
+  store.while_storing_logs = [&](const std::vector<db::LogLine>& lines) {
+    batches.push_back(lines.size());
+    held.push_back(writer.queued_line_bytes());
+  };
+  EXPECT_TRUE(writer.flush());
+  EXPECT_EQ(batches, (std::vector<std::size_t>{3, 3, 1}));
+  // Taken by the flush, not yet stored: still held (a producer would wait
+  // for them), released batch by batch.
+  EXPECT_EQ(held, (std::vector<std::size_t>{7 * per_line, 4 * per_line, per_line}));
+  EXPECT_EQ(writer.queued_line_bytes(), 0u);
+  EXPECT_EQ(store.writes.size(), 7u);
 }
 
 TEST(TelemetryJson, MetricValuesLeaveOutWhatJsonCannotHold) {
