@@ -380,6 +380,23 @@ executor::DeviceFacts Agent::device_for(const db::JobRow& row) const {
   return generation ? device_facts(*generation) : executor::DeviceFacts{};
 }
 
+std::string Agent::prometheus_metrics() {
+  return "# HELP tpujobs_telemetry_queued_bytes Bytes of job log lines and metric points held "
+         "for the database.\n"
+         "# TYPE tpujobs_telemetry_queued_bytes gauge\n"
+         "tpujobs_telemetry_queued_bytes " +
+         std::to_string(telemetry_.queued_line_bytes()) +
+         "\n"
+         "# HELP tpujobs_telemetry_dropped_total Job log lines and metric points dropped at the "
+         "bound while the database was unreachable (each job's log marks where).\n"
+         "# TYPE tpujobs_telemetry_dropped_total counter\n"
+         "tpujobs_telemetry_dropped_total{kind=\"log_line\"} " +
+         std::to_string(telemetry_.dropped_lines()) +
+         "\n"
+         "tpujobs_telemetry_dropped_total{kind=\"metric_point\"} " +
+         std::to_string(telemetry_.dropped_points()) + "\n";
+}
+
 void Agent::keep_live_view(const Run& run) {
   if (run.peer() || !run.progress) return;
   nlohmann::json view = views::render_row(run.row);

@@ -82,6 +82,9 @@ class Agent {
   // ({tenant, body}): what the API service in the same process answers
   // while the database is away. nullopt for a job not running here.
   std::optional<std::pair<std::string, std::string>> live_view(std::int64_t job);
+  // Its telemetry for /metrics (Prometheus text): the output held for the
+  // database and what was dropped at the bound while it was away.
+  std::string prometheus_metrics();
 
   std::int64_t epoch() const { return epoch_; }
 

@@ -429,10 +429,12 @@ class ServeProcess {
     api.limits = limiter_.get();
     api.followers = options_.followers;
     api.waiters = options_.waiters;
-    // /metrics: the HTTP server's and the leader's, once the server exists.
+    // /metrics: the HTTP server's (once it exists), the leader's and the
+    // agent's (created before the server starts).
     api.more_metrics = [this] {
       return (server_ ? server_->prometheus_metrics() : std::string()) +
-             leader_->prometheus_metrics();
+             leader_->prometheus_metrics() +
+             (agent_ ? agent_->prometheus_metrics() : std::string());
     };
     return api;
   }

@@ -71,8 +71,8 @@ std::vector<std::string> query_rows(const std::string& conninfo, const std::stri
 
 // Every marker line of job `id` names one run of dropped lines, which it
 // stands in for: the next line stored is the one after the run, and the
-// log has no other gap.
-void check_markers(const std::string& conninfo, std::int64_t id) {
+// log has no other gap. `*named_lines`: the log lines they say were dropped.
+void check_markers(const std::string& conninfo, std::int64_t id, std::int64_t* named_lines) {
   const std::string job = std::to_string(id);
   const std::string sql = "SELECT seq || ' ' || line FROM job_logs WHERE job_id = " + job +
                           " AND line LIKE 'tpujobs: % dropped here while the database was "
@@ -92,6 +92,7 @@ void check_markers(const std::string& conninfo, std::int64_t id) {
     const std::int64_t seq = std::stoll(m[1]), lines = std::stoll(m[2]);
     EXPECT_GT(lines + std::stoll(m[3]), 0) << marker;
     dropped += std::max<std::int64_t>(lines - 1, 0);
+    *named_lines += lines;
     std::string next;
     for (auto until = Clock::now() + std::chrono::seconds(120);
          next.empty() && Clock::now() < until;
@@ -183,7 +184,14 @@ TEST(OutputBound, AChattyJobsOutputIsBoundedWhileTheDatabaseIsAwayAndTheDropIsMa
        std::this_thread::sleep_for(std::chrono::milliseconds(200))) {
   }
   ASSERT_TRUE(said(stored_again)) << service.log();
-  check_markers(conninfo, id);
+  std::int64_t named_lines = 0;
+  check_markers(conninfo, id, &named_lines);
+  // /metrics counts the same lines (one job, the one agent).
+  const std::string metrics = service.get("/metrics").body;
+  EXPECT_NE(metrics.find("tpujobs_telemetry_dropped_total{kind=\"log_line\"} " +
+                         std::to_string(named_lines) + "\n"),
+            std::string::npos)
+      << metrics;
 
   const json after = wait_until(
       service, id, [](const json& j) { return j["state"] == "RUNNING"; },
