@@ -30,17 +30,10 @@ struct Error {
   // kUnavailable only: the request reached the server and its answer was
   // lost (a deadline passed, the connection dropped), so it may have been
   // carried out. False when it was never sent (no connection could be
-  // opened or borrowed) or the server answered that it failed.
+  // opened or borrowed) or the server answered that it failed. Which
+  // server process was left with it is db/'s to know
+  // (db::JobRepository::take_unanswered_inserts).
   bool maybe_applied = false;
-  // With maybe_applied, when known: the PostgreSQL server process that was
-  // left with the request. Once it is gone, the request has been carried
-  // out or never will be (db::JobRepository::end_server_process).
-  struct ServerProcess {
-    int pid = 0;  // 0: unknown
-    // Its pg_stat_activity.backend_start, as the session printed it (ISO,
-    // UTC): with the pid, it names this process and no later one.
-    std::string started{};
-  } server_process{};
 };
 
 // Holds either a T or an error: an Error, or a richer type where a layer's

@@ -324,7 +324,6 @@ Error Connection::unanswered(Error error, bool sent) const {
   // answer() fails only without an answer: once sent, the statement may
   // have been carried out (a COMMIT, or one outside a transaction).
   error.maybe_applied = sent;
-  if (sent) error.server_process = server_process_;
   return error;
 }
 

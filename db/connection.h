@@ -129,6 +129,17 @@ struct Notification {
   std::string payload{};
 };
 
+// The PostgreSQL server process of a connection. Once it is gone, a
+// statement it was left with (its answer lost: an Error marked
+// maybe_applied) has been carried out or never will be
+// (db::JobRepository::end_server_process).
+struct ServerProcess {
+  int pid = 0;  // 0: unknown
+  // Its pg_stat_activity.backend_start, as the session printed it (ISO,
+  // UTC): with the pid, it names this process and no later one.
+  std::string started{};
+};
+
 // A live connection. Not thread-safe: one thread uses it at a time (the pool
 // guarantees that). Every statement is prepared once per connection, keyed by
 // its SQL text, and then executed with its parameters.
@@ -198,6 +209,9 @@ class Connection {
   bool in_transaction() const;
   // True when a statement failed inside the open transaction.
   bool transaction_failed() const;
+  // The server process this connection talks to, read when it was opened
+  // (pid 0 if unknown); still known after a lost answer closed it.
+  const ServerProcess& server_process() const { return server_process_; }
 
  private:
   using Deadline = std::optional<base::Clock::time_point>;
@@ -213,8 +227,7 @@ class Connection {
   // collects its results by `deadline`. The result is the first error, or
   // else the last result (as PQexec gives). On timeout, closes the connection.
   Result<QueryResult> answer(bool sent, std::string_view what, Deadline deadline);
-  // answer()'s failure, marked maybe_applied (with the server process left
-  // with it) when the request was `sent`.
+  // answer()'s failure, marked maybe_applied when the request was `sent`.
   Error unanswered(Error error, bool sent) const;
   // Waits for the socket to be ready for `events`; false when the deadline passed.
   bool wait_socket(short events, Deadline deadline) const;
@@ -224,7 +237,7 @@ class Connection {
 
   pg_conn* connection_;  // null once dropped
   base::Clock& clock_;
-  Error::ServerProcess server_process_;  // read when opened, kept past drop()
+  ServerProcess server_process_;  // read when opened, kept past drop()
   std::chrono::milliseconds answer_timeout_{0};
   std::unordered_map<std::string, std::string> prepared_;  // SQL text -> statement name
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <thread>
 
 namespace tpujobs::db {
 namespace {
@@ -232,7 +233,7 @@ Result<std::vector<InsertedJob>> JobRepository::insert_jobs(const std::vector<Ne
       pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<InsertedJob>> {
         // One statement: the jobs and their first events commit together.
         Result<QueryResult> rows = connection.execute(kInsertJobs, params);
-        if (!rows.ok()) return rows.error();
+        if (!rows.ok()) return note_unanswered_insert(connection, rows.error());
         std::vector<std::optional<InsertedJob>> results(jobs.size());
         for (int row = 0; row < rows->rows(); ++row) {
           const std::int64_t ord = rows->int64(row, 0);
@@ -250,7 +251,7 @@ Result<std::vector<InsertedJob>> JobRepository::insert_jobs(const std::vector<Ne
         if (!keys.empty()) {
           Result<QueryResult> existing = connection.execute(
               kJobsByIdempotencyKey, {Param::array(tenants), Param::array(keys)});
-          if (!existing.ok()) return existing.error();
+          if (!existing.ok()) return note_unanswered_insert(connection, existing.error());
           for (int row = 0; row < existing->rows(); ++row) {
             JobRow job = read_job(*existing, row);
             for (std::size_t i = 0; i < jobs.size(); ++i) {
@@ -508,7 +509,27 @@ Result<std::vector<JobRow>> JobRepository::load_queued_except(
       });
 }
 
-Result<bool> JobRepository::end_server_process(const Error::ServerProcess& process,
+Error JobRepository::note_unanswered_insert(const Connection& connection, Error error) {
+  if (error.maybe_applied) {
+    base::MutexLock lock(unanswered_mutex_);
+    unanswered_inserts_.push_back({std::this_thread::get_id(), connection.server_process()});
+  }
+  return error;
+}
+
+std::vector<ServerProcess> JobRepository::take_unanswered_inserts() {
+  const std::thread::id self = std::this_thread::get_id();
+  std::vector<ServerProcess> taken;
+  base::MutexLock lock(unanswered_mutex_);
+  std::erase_if(unanswered_inserts_, [&](const UnansweredInsert& insert) {
+    if (insert.thread != self) return false;
+    taken.push_back(insert.process);
+    return true;
+  });
+  return taken;
+}
+
+Result<bool> JobRepository::end_server_process(const ServerProcess& process,
                                                std::chrono::milliseconds wait) {
   if (process.pid <= 0) return true;  // none was known: nothing to wait for
   return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<bool> {

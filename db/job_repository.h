@@ -8,10 +8,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "base/job_state.h"
+#include "base/mutex.h"
 #include "db/connection_pool.h"
 #include "db/pg_text.h"
 #include "db/result.h"
@@ -237,14 +239,17 @@ class JobRepository {
   // was lost), once end_server_process says that insert has settled.
   Result<std::vector<JobRow>> load_queued_except(const std::vector<std::int64_t>& known);
   // Ends the server process a statement was left with when its answer never
-  // came (base::Error::server_process), and says whether it is gone: from
+  // came (take_unanswered_inserts), and says whether it is gone: from
   // then on that statement has been carried out or never will be. A process
   // still waiting (on a lock) is terminated, rolling its statement back; one
   // that does not exit within `wait` answers false (ask again). The process
   // is named by its pid and its start, so a later one given the same pid is
   // never ended. Needs PostgreSQL 14+ (pg_terminate_backend's timeout).
-  Result<bool> end_server_process(const Error::ServerProcess& process,
-                                  std::chrono::milliseconds wait);
+  Result<bool> end_server_process(const ServerProcess& process, std::chrono::milliseconds wait);
+  // The server processes left with an insert_jobs of the calling thread
+  // whose answer was lost (kUnavailable, maybe_applied) since its last
+  // call, which forgets them. Per thread: each caller settles its own.
+  std::vector<ServerProcess> take_unanswered_inserts();
   // The stored spec of each of `ids` that exists, by id.
   Result<std::map<std::int64_t, std::string>> job_specs(const std::vector<std::int64_t>& ids);
 
@@ -268,8 +273,18 @@ class JobRepository {
  private:
   // The unfinished jobs, `columns` of each (TPUJOBS_JOB_COLUMNS' places).
 
+  // `error` (of a statement of insert_jobs on `connection`), after noting
+  // the connection's server process when the error is maybe_applied.
+  Error note_unanswered_insert(const Connection& connection, Error error);
+
   ConnectionPool& pool_;
   std::chrono::milliseconds acquire_timeout_;
+  struct UnansweredInsert {
+    std::thread::id thread;  // that called insert_jobs
+    ServerProcess process;
+  };
+  base::Mutex unanswered_mutex_;
+  std::vector<UnansweredInsert> unanswered_inserts_ GUARDED_BY(unanswered_mutex_);
 };
 
 }  // namespace tpujobs::db

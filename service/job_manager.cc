@@ -111,7 +111,8 @@ db::Result<std::vector<db::InsertedJob>> JobManager::JobStore::insert_jobs(
                                        inserted.code() == db::ErrorCode::kConflict ||
                                        inserted.code() == db::ErrorCode::kInvalid);
   if (!inserted.ok() && inserted.error().maybe_applied) {
-    manager_.settle_unconfirmed_insert(inserted.error().server_process);
+    for (const db::ServerProcess& process : manager_.repo_.jobs.take_unanswered_inserts())
+      manager_.settle_unconfirmed_insert(process);
   }
   return inserted;
 }
@@ -123,7 +124,7 @@ db::Result<std::vector<db::InsertedJob>> JobManager::JobStore::insert_jobs(
 // one or the other, not a job that appears minutes later. When the process
 // cannot be ended (the database is away, pg_terminate_backend refused), the
 // insert may still land; a retry with the same Idempotency-Key finds it.
-void JobManager::settle_unconfirmed_insert(const base::Error::ServerProcess& process) {
+void JobManager::settle_unconfirmed_insert(const db::ServerProcess& process) {
   const std::chrono::milliseconds answer = pool_.answer_timeout();
   const std::chrono::milliseconds exit_wait =
       answer.count() > 0 ? std::min(std::chrono::milliseconds(1000), answer / 2)

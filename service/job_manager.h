@@ -142,7 +142,7 @@ class JobManager final : public api::JobService {
   void on_committed(std::vector<CommittedSubmit>& committed);
   // Ends the server process of an insert whose answer was lost, so that it
   // lands now or never (see job_manager.cc).
-  void settle_unconfirmed_insert(const base::Error::ServerProcess& process);
+  void settle_unconfirmed_insert(const db::ServerProcess& process);
   // Wakes the scheduler leader (kSubmitChannel) or an agent (kAgentChannel)
   // in this process through the wake bus, or by NOTIFY.
   void wake(const char* channel, const std::string& payload);

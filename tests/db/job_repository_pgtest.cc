@@ -476,7 +476,10 @@ class AbandonedInsertTest : public JobRepositoryTest {
     ASSERT_FALSE(lost.ok());
     ASSERT_EQ(lost.code(), ErrorCode::kUnavailable) << lost.error().message;
     ASSERT_TRUE(lost.error().maybe_applied);
-    server_process_ = lost.error().server_process;
+    std::vector<ServerProcess> unanswered = committer_->take_unanswered_inserts();
+    ASSERT_EQ(unanswered.size(), 1u);
+    server_process_ = unanswered[0];
+    EXPECT_TRUE(committer_->take_unanswered_inserts().empty()) << "taken once";
     ASSERT_GT(server_process_.pid, 0);
     ASSERT_FALSE(server_process_.started.empty());
     committer_pool_->set_answer_timeout(std::chrono::milliseconds(0));
@@ -509,7 +512,7 @@ class AbandonedInsertTest : public JobRepositoryTest {
   std::unique_ptr<JobRepository> committer_;
   std::unique_ptr<Connection> holder_;
   std::int64_t first_ = 0;
-  base::Error::ServerProcess server_process_;
+  ServerProcess server_process_;
 };
 
 TEST_F(AbandonedInsertTest, LandsWhenTheLockGoesIfItsServerProcessIsLeftAlone) {
