@@ -67,7 +67,7 @@ void JobsApi::add_dataset_routes() {
           return;
         }
         if (!uploaded.ok()) {
-          w->respond(answer(JsonResult(uploaded.error())));
+          w->respond(answer(base::Result<nlohmann::json>(uploaded.error())));
           return;
         }
         w->respond(json_response(uploaded->existing ? 200 : 201, uploaded->dataset));

@@ -24,7 +24,7 @@ void JobsApi::add_job_routes() {
                 if (!id) return;
                 base::Result<std::string> body = service_.get_job_text(*id, r.tenant);
                 if (!body.ok()) {
-                  w->respond(answer(JsonResult(body.error())));
+                  w->respond(answer(base::Result<nlohmann::json>(body.error())));
                   return;
                 }
                 Response response;
@@ -40,8 +40,9 @@ void JobsApi::add_job_routes() {
                 auto admitted = waiters_->admit(r.tenant, std::move(w));
                 if (!admitted) return;
                 w = std::move(*admitted);
-                service_.wait_job(*id, r.tenant, std::chrono::seconds(*seconds),
-                                  [w](JsonResult result) { w->respond(answer(result)); });
+                service_.wait_job(
+                    *id, r.tenant, std::chrono::seconds(*seconds),
+                    [w](base::Result<nlohmann::json> result) { w->respond(answer(result)); });
               });
   router_.add("POST", "/v1/jobs/{id}/cancel", Access::kTenant,
               [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
@@ -69,7 +70,7 @@ void JobsApi::add_job_routes() {
                 if (!id) return;
                 base::Result<std::string> report = service_.xla_report(*id, r.tenant);
                 if (!report.ok()) {
-                  w->respond(answer(JsonResult(report.error())));
+                  w->respond(answer(base::Result<nlohmann::json>(report.error())));
                   return;
                 }
                 Response response;
@@ -120,7 +121,7 @@ void JobsApi::list_jobs(Request& request, ResponseWriterPtr writer) {
     if (!array) return;
     query.array_id = *array;
   }
-  JsonResult listed = service_.list_jobs(query);
+  base::Result<nlohmann::json> listed = service_.list_jobs(query);
   if (!listed.ok() && listed.code() == base::ErrorCode::kInvalid && query.cursor) {
     // The only thing of a list query the store can refuse is the cursor.
     writer->respond(problem(422, "malformed cursor: it is not a next_cursor this service gave",

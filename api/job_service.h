@@ -25,8 +25,6 @@
 
 namespace tpujobs::api {
 
-using JsonResult = base::Result<nlohmann::json>;
-
 struct SubmitRequest {
   std::string tenant;
   JobSpec spec;
@@ -86,11 +84,11 @@ class JobService {
                             std::function<void(std::vector<SubmitOutcome>)> done) = 0;
 
   // kNotFound when the job does not exist or belongs to another tenant.
-  virtual JsonResult get_job(std::int64_t id, const std::string& tenant) = 0;
+  virtual base::Result<nlohmann::json> get_job(std::int64_t id, const std::string& tenant) = 0;
   // The same, already serialised (what GET /v1/jobs/{id} sends): lets the
   // service answer pollers from a cache.
   virtual base::Result<std::string> get_job_text(std::int64_t id, const std::string& tenant) = 0;
-  virtual JsonResult list_jobs(const JobQuery& query) = 0;
+  virtual base::Result<nlohmann::json> list_jobs(const JobQuery& query) = 0;
   // The state of each of the tenant's jobs among `ids` (depends_on checks);
   // ids with no job of the tenant are absent.
   virtual base::Result<std::map<std::int64_t, base::JobState>> job_states(
@@ -98,18 +96,18 @@ class JobService {
   // Calls `done` with the job once it is terminal, or when `timeout` passes.
   virtual void wait_job(std::int64_t id, const std::string& tenant,
                         std::chrono::milliseconds timeout,
-                        std::function<void(JsonResult)> done) = 0;
+                        std::function<void(base::Result<nlohmann::json>)> done) = 0;
   // kConflict when the job is already terminal.
-  virtual JsonResult cancel_job(std::int64_t id, const std::string& tenant) = 0;
-  virtual JsonResult job_logs(std::int64_t id, const std::string& tenant, std::int64_t after,
-                              int limit) = 0;
+  virtual base::Result<nlohmann::json> cancel_job(std::int64_t id, const std::string& tenant) = 0;
+  virtual base::Result<nlohmann::json> job_logs(std::int64_t id, const std::string& tenant,
+                                                std::int64_t after, int limit) = 0;
   // Streams log lines after `after` as Server-Sent Events until the job ends
   // or the client leaves. Answers 404 through `writer` itself.
   virtual void follow_logs(std::int64_t id, const std::string& tenant, std::int64_t after,
                            ResponseWriterPtr writer) = 0;
-  virtual JsonResult job_metrics(std::int64_t id, const std::string& tenant,
-                                 std::int64_t after) = 0;
-  virtual JsonResult job_events(std::int64_t id, const std::string& tenant) = 0;
+  virtual base::Result<nlohmann::json> job_metrics(std::int64_t id, const std::string& tenant,
+                                                   std::int64_t after) = 0;
+  virtual base::Result<nlohmann::json> job_events(std::int64_t id, const std::string& tenant) = 0;
   // The torch_xla-style metrics report as text.
   virtual base::Result<std::string> xla_report(std::int64_t id, const std::string& tenant) = 0;
 
@@ -118,13 +116,15 @@ class JobService {
   virtual base::Result<std::vector<UsageRow>> usage(const UsageQuery& query) = 0;
   // Admin: at most `max_cores` TPU cores running at once for the tenant
   // (nullopt: no limit). Jobs over it wait with pending_reason Quota.
-  virtual JsonResult set_quota(const std::string& tenant, std::optional<int> max_cores) = 0;
+  virtual base::Result<nlohmann::json> set_quota(const std::string& tenant,
+                                                 std::optional<int> max_cores) = 0;
   virtual std::optional<int> quota(const std::string& tenant) = 0;
   // Admin: drains, fails or recovers a host (POST /v1/pool/hosts/{host}:drain,
   // :fail, :recover). kNotFound for an unknown host.
-  virtual JsonResult set_host_health(const std::string& host, scheduler::HostHealth health) = 0;
+  virtual base::Result<nlohmann::json> set_host_health(const std::string& host,
+                                                       scheduler::HostHealth health) = 0;
   // Admin: frees the cores a job holds and fails it (a stale holder).
-  virtual JsonResult force_release(std::int64_t id) = 0;
+  virtual base::Result<nlohmann::json> force_release(std::int64_t id) = 0;
 
   // Uploads: validates the CSV (kInvalid with a message naming the line)
   // and stores it. With an Idempotency-Key the tenant already used for the

@@ -139,7 +139,7 @@ std::optional<CheckedSpec> check_spec_or_answer(json body, const std::string& te
                                                 const ResponseWriterPtr& writer) {
   CheckedSpec checked = check_spec(std::move(body), tenant, service, notifications);
   if (checked.failure) {
-    writer->respond(answer(JsonResult(*checked.failure)));
+    writer->respond(answer(base::Result<nlohmann::json>(*checked.failure)));
     return std::nullopt;
   }
   return checked;

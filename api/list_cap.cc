@@ -21,8 +21,8 @@ std::size_t jobs_that_fit(const nlohmann::json& page, std::size_t max_bytes) {
 
 }  // namespace
 
-JsonResult cap_job_list(JsonResult listed, JobQuery query, JobService& service,
-                        std::size_t max_bytes) {
+base::Result<nlohmann::json> cap_job_list(base::Result<nlohmann::json> listed, JobQuery query,
+                                          JobService& service, std::size_t max_bytes) {
   for (int round = 0; round < 3; ++round) {
     if (!listed.ok() || !listed->is_object() || !listed->contains("jobs") ||
         !(*listed)["jobs"].is_array()) {

@@ -20,7 +20,8 @@ inline constexpr std::size_t kMaxListBytes = std::size_t{256} << 10;
 // the limit of the jobs that fit: that page and its cursor come from one
 // read, so no job is skipped even when jobs were submitted in between. It
 // tries three times, then answers what it has. Errors pass through.
-JsonResult cap_job_list(JsonResult listed, JobQuery query, JobService& service,
-                        std::size_t max_bytes = kMaxListBytes);
+base::Result<nlohmann::json> cap_job_list(base::Result<nlohmann::json> listed, JobQuery query,
+                                          JobService& service,
+                                          std::size_t max_bytes = kMaxListBytes);
 
 }  // namespace tpujobs::api

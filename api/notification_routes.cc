@@ -54,12 +54,12 @@ void put_allowlist(NotificationService& n, Request& r, const PathParams&,
     return;
   }
   if (base::Status stored = n.set_allowlist(entries); !stored.ok()) {
-    w->respond(answer(JsonResult(stored.error())));
+    w->respond(answer(base::Result<nlohmann::json>(stored.error())));
     return;
   }
   base::Result<std::vector<std::string>> now = n.allowlist();
   if (!now.ok()) {
-    w->respond(answer(JsonResult(now.error())));
+    w->respond(answer(base::Result<nlohmann::json>(now.error())));
     return;
   }
   w->respond(json_response(200, {{"entries", *now}}));
@@ -97,7 +97,7 @@ void JobsApi::add_notification_routes() {
                                const ResponseWriterPtr& w) {
                 base::Result<std::vector<std::string>> entries = n.allowlist();
                 if (!entries.ok()) {
-                  w->respond(answer(JsonResult(entries.error())));
+                  w->respond(answer(base::Result<nlohmann::json>(entries.error())));
                   return;
                 }
                 w->respond(json_response(200, {{"entries", *entries}}));

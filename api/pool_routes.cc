@@ -96,7 +96,7 @@ void JobsApi::usage(Request& request, ResponseWriterPtr writer) {
       request.admin ? request.query_value("tenant") : std::optional<std::string>(request.tenant);
   base::Result<std::vector<UsageRow>> rows = service_.usage(query);
   if (!rows.ok()) {
-    writer->respond(answer(JsonResult(rows.error())));
+    writer->respond(answer(base::Result<nlohmann::json>(rows.error())));
     return;
   }
   const bool csv = request.query_value("format") == "csv" ||

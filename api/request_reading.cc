@@ -239,7 +239,7 @@ std::optional<std::int64_t> query_int(const Request& request, const ResponseWrit
   return n;
 }
 
-Response answer(const JsonResult& result, int ok_status) {
+Response answer(const base::Result<nlohmann::json>& result, int ok_status) {
   if (result.ok()) return json_response(ok_status, *result);
   switch (result.code()) {
     case base::ErrorCode::kNotFound:

@@ -1,29 +1,29 @@
 #include "db/cluster_repository.h"
 
 namespace tpujobs::db {
-Result<std::int64_t> ClusterRepository::register_agent(const std::string& name,
-                                                       const std::vector<AgentHost>& hosts,
-                                                       int workers) {
+base::Result<std::int64_t> ClusterRepository::register_agent(const std::string& name,
+                                                             const std::vector<AgentHost>& hosts,
+                                                             int workers) {
   std::vector<std::optional<std::string>> names, generations;
   for (const AgentHost& h : hosts) {
     names.emplace_back(h.name);
     generations.emplace_back(h.generation);
   }
   return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::int64_t> {
-        Result<Transaction> transaction = Transaction::begin(connection);
+      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<std::int64_t> {
+        base::Result<Transaction> transaction = Transaction::begin(connection);
         if (!transaction.ok()) return transaction.error();
-        Result<QueryResult> taken = transaction->execute(
+        base::Result<QueryResult> taken = transaction->execute(
             "SELECT h.name, h.agent, a.state FROM agent_hosts h JOIN agents a ON a.name = h.agent"
             " WHERE h.name = ANY($1::text[]) AND h.agent <> $2::text AND a.state <> 'lost' LIMIT 1",
             {Param::array(names), name});
         if (!taken.ok()) return taken.error();
         if (taken->rows() > 0) {
-          return make_error(ErrorCode::kConflict, "host '" + taken->string(0, 0) +
-                                                      "' belongs to agent '" + taken->string(0, 1) +
-                                                      "', which is " + taken->string(0, 2));
+          return base::make_error(base::ErrorCode::kConflict,
+                                  "host '" + taken->string(0, 0) + "' belongs to agent '" +
+                                      taken->string(0, 1) + "', which is " + taken->string(0, 2));
         }
-        Result<QueryResult> agent = transaction->execute(
+        base::Result<QueryResult> agent = transaction->execute(
             "INSERT INTO agents (name, state, epoch, workers, started_at, last_heartbeat)"
             " VALUES ($1::text, 'alive', nextval('agent_epochs'), $2::integer, now(), now())"
             " ON CONFLICT (name) DO UPDATE SET state = 'alive', epoch = excluded.epoch,"
@@ -33,52 +33,55 @@ Result<std::int64_t> ClusterRepository::register_agent(const std::string& name,
         if (!agent.ok()) return agent.error();
         const std::int64_t epoch = agent->int64(0, 0);
         // Hosts a lost agent held move to this one.
-        Result<QueryResult> cleared = transaction->execute(
+        base::Result<QueryResult> cleared = transaction->execute(
             "DELETE FROM agent_hosts WHERE agent = $1::text OR name = ANY($2::text[])",
             {name, Param::array(names)});
         if (!cleared.ok()) return cleared.error();
-        Result<QueryResult> added = transaction->execute(
+        base::Result<QueryResult> added = transaction->execute(
             "INSERT INTO agent_hosts (name, agent, generation, position)"
             " SELECT h.name, $1::text, h.generation, h.position - 1"
             " FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS h(name, generation, position)",
             {name, Param::array(names), Param::array(generations)});
         if (!added.ok()) return added.error();
-        Status committed = transaction->commit();
+        base::Status committed = transaction->commit();
         if (!committed.ok()) return committed.error();
         return epoch;
       });
 }
 
-Result<bool> ClusterRepository::heartbeat(const std::string& name, std::int64_t epoch) {
-  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<bool> {
-    Result<QueryResult> rows = connection.execute(
-        "UPDATE agents SET last_heartbeat = now()"
-        " WHERE name = $1::text AND epoch = $2::bigint AND state IN ('alive', 'draining')",
-        {name, epoch});
-    if (!rows.ok()) return rows.error();
-    return rows->affected_rows() > 0;
-  });
+base::Result<bool> ClusterRepository::heartbeat(const std::string& name, std::int64_t epoch) {
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<bool> {
+        base::Result<QueryResult> rows = connection.execute(
+            "UPDATE agents SET last_heartbeat = now()"
+            " WHERE name = $1::text AND epoch = $2::bigint AND state IN ('alive', 'draining')",
+            {name, epoch});
+        if (!rows.ok()) return rows.error();
+        return rows->affected_rows() > 0;
+      });
 }
 
-Result<bool> ClusterRepository::drain(const std::string& name, std::int64_t epoch) {
-  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<bool> {
-    Result<QueryResult> rows = connection.execute(
-        "UPDATE agents SET state = 'draining', last_heartbeat = now()"
-        " WHERE name = $1::text AND epoch = $2::bigint AND state = 'alive'",
-        {name, epoch});
-    if (!rows.ok()) return rows.error();
-    return rows->affected_rows() > 0;
-  });
+base::Result<bool> ClusterRepository::drain(const std::string& name, std::int64_t epoch) {
+  return with_connection(pool_, acquire_timeout_,
+                         [&](Connection& connection) -> base::Result<bool> {
+                           base::Result<QueryResult> rows = connection.execute(
+                               "UPDATE agents SET state = 'draining', last_heartbeat = now()"
+                               " WHERE name = $1::text AND epoch = $2::bigint AND state = 'alive'",
+                               {name, epoch});
+                           if (!rows.ok()) return rows.error();
+                           return rows->affected_rows() > 0;
+                         });
 }
 
-Result<std::vector<std::string>> ClusterRepository::mark_lost(
+base::Result<std::vector<std::string>> ClusterRepository::mark_lost(
     std::chrono::milliseconds silence, std::chrono::milliseconds max_answer) {
   return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<std::string>> {
-        Result<Transaction> transaction = Transaction::begin(connection);
+      pool_, acquire_timeout_,
+      [&](Connection& connection) -> base::Result<std::vector<std::string>> {
+        base::Result<Transaction> transaction = Transaction::begin(connection);
         if (!transaction.ok()) return transaction.error();
         const base::Clock::time_point sent = clock_.now();
-        Result<QueryResult> rows = transaction->execute(
+        base::Result<QueryResult> rows = transaction->execute(
             "UPDATE agents SET state = 'lost'"
             " WHERE state IN ('alive', 'draining')"
             "   AND last_heartbeat < now() - $1::bigint * interval '1 millisecond'"
@@ -92,32 +95,33 @@ Result<std::vector<std::string>> ClusterRepository::mark_lost(
         const auto answered_after =
             std::chrono::duration_cast<std::chrono::milliseconds>(clock_.now() - sent);
         if (answered_after > max_answer) {
-          return make_error(ErrorCode::kUnavailable,
-                            "the database took " + std::to_string(answered_after.count()) +
-                                " ms to answer; agents are not judged on a silence it may "
-                                "have caused");
+          return base::make_error(base::ErrorCode::kUnavailable,
+                                  "the database took " + std::to_string(answered_after.count()) +
+                                      " ms to answer; agents are not judged on a silence it may "
+                                      "have caused");
         }
         std::vector<std::string> names;
         for (int r = 0; r < rows->rows(); ++r) names.push_back(rows->string(r, 0));
-        if (Status committed = transaction->commit(); !committed.ok()) return committed.error();
+        if (base::Status committed = transaction->commit(); !committed.ok())
+          return committed.error();
         return names;
       });
 }
 
-Status ClusterRepository::leave(const std::string& name, std::int64_t epoch) {
-  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Status {
-    Result<QueryResult> rows = connection.execute(
+base::Status ClusterRepository::leave(const std::string& name, std::int64_t epoch) {
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> base::Status {
+    base::Result<QueryResult> rows = connection.execute(
         "UPDATE agents SET state = 'lost' WHERE name = $1::text AND epoch = $2::bigint",
         {name, epoch});
     if (!rows.ok()) return rows.error();
-    return Status::Ok();
+    return base::Status::Ok();
   });
 }
 
-Result<std::int64_t> ClusterRepository::begin_scheduler_term(const std::string& leader) {
+base::Result<std::int64_t> ClusterRepository::begin_scheduler_term(const std::string& leader) {
   return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::int64_t> {
-        Result<QueryResult> rows = connection.execute(
+      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<std::int64_t> {
+        base::Result<QueryResult> rows = connection.execute(
             "UPDATE scheduler_term SET term = term + 1, leader = $1::text, since = now()"
             " WHERE id = 1 RETURNING term",
             {leader});
@@ -126,10 +130,10 @@ Result<std::int64_t> ClusterRepository::begin_scheduler_term(const std::string& 
       });
 }
 
-Result<std::vector<AgentRow>> ClusterRepository::list_agents() {
+base::Result<std::vector<AgentRow>> ClusterRepository::list_agents() {
   return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<AgentRow>> {
-        Result<QueryResult> rows = connection.execute(
+      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<std::vector<AgentRow>> {
+        base::Result<QueryResult> rows = connection.execute(
             "SELECT name, state, epoch, workers, started_at, last_heartbeat,"
             "  (extract(epoch FROM now() - last_heartbeat) * 1000)::bigint FROM agents ORDER BY "
             "name");
@@ -144,10 +148,11 @@ Result<std::vector<AgentRow>> ClusterRepository::list_agents() {
       });
 }
 
-Result<std::vector<ClusterHostRow>> ClusterRepository::list_hosts() {
+base::Result<std::vector<ClusterHostRow>> ClusterRepository::list_hosts() {
   return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<ClusterHostRow>> {
-        Result<QueryResult> rows = connection.execute(
+      pool_, acquire_timeout_,
+      [&](Connection& connection) -> base::Result<std::vector<ClusterHostRow>> {
+        base::Result<QueryResult> rows = connection.execute(
             "SELECT h.name, h.agent, a.state, h.generation, h.position, COALESCE(p.health, "
             "'healthy')"
             " FROM agent_hosts h JOIN agents a ON a.name = h.agent"
@@ -164,12 +169,12 @@ Result<std::vector<ClusterHostRow>> ClusterRepository::list_hosts() {
       });
 }
 
-Status ClusterRepository::notify(const char* channel, const std::string& payload) {
-  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Status {
-    Result<QueryResult> rows =
+base::Status ClusterRepository::notify(const char* channel, const std::string& payload) {
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> base::Status {
+    base::Result<QueryResult> rows =
         connection.execute("SELECT pg_notify($1::text, $2::text)", {channel, payload});
     if (!rows.ok()) return rows.error();
-    return Status::Ok();
+    return base::Status::Ok();
   });
 }
 
@@ -180,7 +185,7 @@ bool LeaderLock::hold() {
     connection_.reset();
     return false;
   }
-  Result<std::unique_ptr<Connection>> opened = Connection::open(conninfo_);
+  base::Result<std::unique_ptr<Connection>> opened = Connection::open(conninfo_);
   if (!opened.ok()) return false;
   if (idle_timeout_.count() > 0) {
     // idle_session_timeout (PostgreSQL 14+), set before the lock is taken.
@@ -190,7 +195,7 @@ bool LeaderLock::hold() {
              .ok())
       return false;
   }
-  Result<QueryResult> taken =
+  base::Result<QueryResult> taken =
       (*opened)->execute(mode_ == Mode::kShared ? "SELECT pg_try_advisory_lock_shared($1::bigint)"
                                                 : "SELECT pg_try_advisory_lock($1::bigint)",
                          {key_});
@@ -201,33 +206,34 @@ bool LeaderLock::hold() {
 
 void LeaderLock::release() { connection_.reset(); }  // the session ends: PostgreSQL frees the lock
 
-Result<std::int64_t> ClusterRepository::next_slice_placement() {
+base::Result<std::int64_t> ClusterRepository::next_slice_placement() {
   return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::int64_t> {
-        Result<QueryResult> rows = connection.execute("SELECT nextval('slice_placements')");
+      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<std::int64_t> {
+        base::Result<QueryResult> rows = connection.execute("SELECT nextval('slice_placements')");
         if (!rows.ok()) return rows.error();
         return rows->int64(0, 0);
       });
 }
 
-Status ClusterRepository::set_rendezvous_key(std::int64_t placement, const std::string& key,
-                                             std::string_view value) {
-  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Status {
-    Result<QueryResult> rows = connection.execute(
+base::Status ClusterRepository::set_rendezvous_key(std::int64_t placement, const std::string& key,
+                                                   std::string_view value) {
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> base::Status {
+    base::Result<QueryResult> rows = connection.execute(
         "INSERT INTO rendezvous_keys (placement, key, value) VALUES ($1::bigint, $2::text, "
         "$3::bytea)"
         " ON CONFLICT (placement, key) DO UPDATE SET value = excluded.value",
         {placement, key, Param::bytes(value)});
     if (!rows.ok()) return rows.error();
-    return Status::Ok();
+    return base::Status::Ok();
   });
 }
 
-Result<std::optional<std::string>> ClusterRepository::get_rendezvous_key(std::int64_t placement,
-                                                                         const std::string& key) {
+base::Result<std::optional<std::string>> ClusterRepository::get_rendezvous_key(
+    std::int64_t placement, const std::string& key) {
   return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::optional<std::string>> {
-        Result<QueryResult> rows = connection.execute(
+      pool_, acquire_timeout_,
+      [&](Connection& connection) -> base::Result<std::optional<std::string>> {
+        base::Result<QueryResult> rows = connection.execute(
             "SELECT value FROM rendezvous_keys WHERE placement = $1::bigint AND key = $2::text",
             {placement, key});
         if (!rows.ok()) return rows.error();
@@ -236,14 +242,14 @@ Result<std::optional<std::string>> ClusterRepository::get_rendezvous_key(std::in
       });
 }
 
-Status ClusterRepository::forget_rendezvous_before(std::chrono::milliseconds age) {
-  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Status {
-    Result<QueryResult> rows = connection.execute(
+base::Status ClusterRepository::forget_rendezvous_before(std::chrono::milliseconds age) {
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> base::Status {
+    base::Result<QueryResult> rows = connection.execute(
         "DELETE FROM rendezvous_keys WHERE created_at < now() - $1::bigint * interval '1 "
         "millisecond'",
         {static_cast<std::int64_t>(age.count())});
     if (!rows.ok()) return rows.error();
-    return Status::Ok();
+    return base::Status::Ok();
   });
 }
 

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "base/result.h"
 #include "db/connection_pool.h"
 #include "db/pg_text.h"
-#include "db/result.h"
 
 namespace tpujobs::db {
 
@@ -59,50 +59,51 @@ class ClusterRepository {
   // (Re)registers the agent: alive, a new epoch (larger than any before),
   // its hosts replaced by `hosts`. kConflict when a host name belongs to
   // another agent that is alive. Returns the epoch.
-  Result<std::int64_t> register_agent(const std::string& name, const std::vector<AgentHost>& hosts,
-                                      int workers);
+  base::Result<std::int64_t> register_agent(const std::string& name,
+                                            const std::vector<AgentHost>& hosts, int workers);
   // The heartbeat: false when the agent no longer is alive (or draining)
   // under this epoch (declared lost, or registered again since): it must
   // stop its jobs.
-  Result<bool> heartbeat(const std::string& name, std::int64_t epoch);
+  base::Result<bool> heartbeat(const std::string& name, std::int64_t epoch);
   // The first step of a clean stop: no job is placed on the agent from the
   // moment this commits (a placement requires its agent alive, see
   // Transition::require_alive), while it stays registered and heartbeats
   // until it leaves. False when it was not alive under this epoch.
-  Result<bool> drain(const std::string& name, std::int64_t epoch);
+  base::Result<bool> drain(const std::string& name, std::int64_t epoch);
   // Declares lost every alive or draining agent whose last heartbeat is
   // older than `silence`; returns their names. Nothing is declared, and the
   // result is kUnavailable, when the server takes longer than `max_answer`
   // to answer: a stall of the database holds up the heartbeats too.
-  Result<std::vector<std::string>> mark_lost(std::chrono::milliseconds silence,
-                                             std::chrono::milliseconds max_answer);
+  base::Result<std::vector<std::string>> mark_lost(std::chrono::milliseconds silence,
+                                                   std::chrono::milliseconds max_answer);
   // The end of a clean stop: lost at once, so what is left of its jobs
   // moves without waiting.
-  Status leave(const std::string& name, std::int64_t epoch);
+  base::Status leave(const std::string& name, std::int64_t epoch);
 
-  Result<std::vector<AgentRow>> list_agents();
+  base::Result<std::vector<AgentRow>> list_agents();
 
   // A replica that takes the scheduler lead raises the term (table
   // scheduler_term) and returns it: the writes of an earlier leader fenced
   // by theirs (Transition::require_leader_term) no longer land.
-  Result<std::int64_t> begin_scheduler_term(const std::string& leader);
+  base::Result<std::int64_t> begin_scheduler_term(const std::string& leader);
   // Every host of every registered agent, by agent then position.
-  Result<std::vector<ClusterHostRow>> list_hosts();
+  base::Result<std::vector<ClusterHostRow>> list_hosts();
 
   // NOTIFY channel, payload (after the current statement, outside any
   // transaction: at once).
-  Status notify(const char* channel, const std::string& payload);
+  base::Status notify(const char* channel, const std::string& payload);
 
   // A new number for the placement of a slice spanning agents: the scope of
   // its rendezvous keys.
-  Result<std::int64_t> next_slice_placement();
+  base::Result<std::int64_t> next_slice_placement();
   // The Gloo rendezvous of placement `placement`: set() stores (replacing),
   // get() returns nullopt while the key is absent. Rows of placements older
   // than `keep` are removed by forget_rendezvous_before().
-  Status set_rendezvous_key(std::int64_t placement, const std::string& key, std::string_view value);
-  Result<std::optional<std::string>> get_rendezvous_key(std::int64_t placement,
-                                                        const std::string& key);
-  Status forget_rendezvous_before(std::chrono::milliseconds age);
+  base::Status set_rendezvous_key(std::int64_t placement, const std::string& key,
+                                  std::string_view value);
+  base::Result<std::optional<std::string>> get_rendezvous_key(std::int64_t placement,
+                                                              const std::string& key);
+  base::Status forget_rendezvous_before(std::chrono::milliseconds age);
 
  private:
   ConnectionPool& pool_;

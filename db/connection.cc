@@ -17,16 +17,16 @@ namespace {
 // A server that takes no writes for now (25006: read-only, as a managed
 // PostgreSQL turns when its disk fills, or a standby not yet promoted) is
 // away for a writer, as one that cannot be reached.
-ErrorCode code_for_sqlstate(std::string_view state) {
-  if (state.empty()) return ErrorCode::kUnavailable;  // no answer from the server
+base::ErrorCode code_for_sqlstate(std::string_view state) {
+  if (state.empty()) return base::ErrorCode::kUnavailable;  // no answer from the server
   const std::string_view class_code = state.substr(0, 2);
   if (class_code == "08" || class_code == "57" || class_code == "53" || class_code == "40" ||
       state == "25006") {
-    return ErrorCode::kUnavailable;
+    return base::ErrorCode::kUnavailable;
   }
-  if (state == "23505") return ErrorCode::kConflict;
-  if (class_code == "22" || class_code == "23") return ErrorCode::kInvalid;
-  return ErrorCode::kInternal;
+  if (state == "23505") return base::ErrorCode::kConflict;
+  if (class_code == "22" || class_code == "23") return base::ErrorCode::kInvalid;
+  return base::ErrorCode::kInternal;
 }
 
 std::string trimmed(const char* message) {
@@ -142,9 +142,9 @@ std::string QueryResult::bytes(int row, int column) const {
   return decode_bytea_hex(text(row, column)).value_or(std::string());
 }
 
-Result<std::unique_ptr<Connection>> Connection::open(const std::string& conninfo,
-                                                     std::chrono::milliseconds answer_timeout,
-                                                     base::Clock& clock) {
+base::Result<std::unique_ptr<Connection>> Connection::open(const std::string& conninfo,
+                                                           std::chrono::milliseconds answer_timeout,
+                                                           base::Clock& clock) {
   // libpq's connect_timeout is whole seconds, and it takes 1 as 2.
   const long long connect_seconds =
       answer_timeout.count() > 0 ? std::max<long long>(2, (answer_timeout.count() + 999) / 1000)
@@ -167,26 +167,27 @@ Result<std::unique_ptr<Connection>> Connection::open(const std::string& conninfo
                           conninfo.c_str(),        nullptr};
   const base::Clock::time_point started = clock.now();
   pg_conn* raw = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
-  if (raw == nullptr) return make_error(ErrorCode::kInternal, "libpq could not allocate");
+  if (raw == nullptr)
+    return base::make_error(base::ErrorCode::kInternal, "libpq could not allocate");
   std::unique_ptr<Connection> connection(new Connection(raw, clock));
   if (PQstatus(raw) != CONNECTION_OK) {
     // A server that takes the connection and never answers (stopped) ends
     // in libpq's "timeout expired": said the way a statement's deadline is.
     const bool timed_out = clock.now() - started >= std::chrono::seconds(connect_seconds);
-    return make_error(ErrorCode::kUnavailable,
-                      "cannot connect to PostgreSQL: " +
-                          (timed_out ? "the database did not answer within " +
-                                           std::to_string(connect_seconds) + " s: "
-                                     : std::string()) +
-                          trimmed(PQerrorMessage(raw)));
+    return base::make_error(base::ErrorCode::kUnavailable,
+                            "cannot connect to PostgreSQL: " +
+                                (timed_out ? "the database did not answer within " +
+                                                 std::to_string(connect_seconds) + " s: "
+                                           : std::string()) +
+                                trimmed(PQerrorMessage(raw)));
   }
-  if (Status set_up = connection->set_up_session(answer_timeout); !set_up.ok()) {
+  if (base::Status set_up = connection->set_up_session(answer_timeout); !set_up.ok()) {
     return set_up.error();
   }
   return connection;
 }
 
-Status Connection::set_up_session(std::chrono::milliseconds answer_timeout) {
+base::Status Connection::set_up_session(std::chrono::milliseconds answer_timeout) {
   // Statements are sent without blocking and their answers awaited with a
   // deadline (answer()); only copy_in's rows are sent blocking.
   PQsetnonblocking(connection_, 1);
@@ -212,7 +213,7 @@ Status Connection::set_up_session(std::chrono::milliseconds answer_timeout) {
   // Unix socket these settings do nothing.)
   // In the same round trip: this session's server process, named by its
   // pid and start, for a statement whose answer will not come.
-  Result<QueryResult> session = answer(
+  base::Result<QueryResult> session = answer(
       PQsendQuery(connection_,
                   "SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; "
                   "SET IntervalStyle = 'postgres'; "
@@ -229,24 +230,24 @@ Status Connection::set_up_session(std::chrono::milliseconds answer_timeout) {
   if (session->rows() == 1) {
     server_process_ = {static_cast<int>(session->int64(0, 0)), session->string(0, 1)};
   }
-  return Status::Ok();
+  return base::Status::Ok();
 }
 
 Connection::~Connection() {
   if (connection_ != nullptr) PQfinish(connection_);
 }
 
-Error Connection::error_from(pg_result* result, std::string_view what) const {
+base::Error Connection::error_from(pg_result* result, std::string_view what) const {
   if (connection_ == nullptr) {
-    return make_error(ErrorCode::kUnavailable,
-                      std::string(what) + ": connection to PostgreSQL lost");
+    return base::make_error(base::ErrorCode::kUnavailable,
+                            std::string(what) + ": connection to PostgreSQL lost");
   }
   const char* state = result ? PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
   std::string message = result ? trimmed(PQresultErrorMessage(result)) : std::string();
   if (message.empty()) message = trimmed(PQerrorMessage(connection_));
-  ErrorCode code = code_for_sqlstate(state ? state : "");
-  if (PQstatus(connection_) != CONNECTION_OK) code = ErrorCode::kUnavailable;
-  return make_error(code, std::string(what) + ": " + message);
+  base::ErrorCode code = code_for_sqlstate(state ? state : "");
+  if (PQstatus(connection_) != CONNECTION_OK) code = base::ErrorCode::kUnavailable;
+  return base::make_error(code, std::string(what) + ": " + message);
 }
 
 Connection::Deadline Connection::answer_deadline() const {
@@ -280,13 +281,13 @@ void Connection::drop() {
   prepared_.clear();
 }
 
-Result<QueryResult> Connection::answer(bool sent, std::string_view what, Deadline deadline) {
+base::Result<QueryResult> Connection::answer(bool sent, std::string_view what, Deadline deadline) {
   if (!sent) return error_from(nullptr, what);
-  auto timed_out = [&]() -> Error {
+  auto timed_out = [&]() -> base::Error {
     drop();
-    return make_error(ErrorCode::kUnavailable, std::string(what) +
-                                                   ": the database did not answer within " +
-                                                   seconds_text(answer_timeout_));
+    return base::make_error(base::ErrorCode::kUnavailable,
+                            std::string(what) + ": the database did not answer within " +
+                                seconds_text(answer_timeout_));
   };
   // Send what libpq still holds, reading meanwhile so that a server that
   // answers while we send never waits on us.
@@ -320,25 +321,27 @@ Result<QueryResult> Connection::answer(bool sent, std::string_view what, Deadlin
   return kept;
 }
 
-Error Connection::unanswered(Error error, bool sent) const {
+base::Error Connection::unanswered(base::Error error, bool sent) const {
   // answer() fails only without an answer: once sent, the statement may
   // have been carried out (a COMMIT, or one outside a transaction).
   error.maybe_applied = sent;
   return error;
 }
 
-Result<QueryResult> Connection::execute(std::string_view sql, std::initializer_list<Param> params) {
+base::Result<QueryResult> Connection::execute(std::string_view sql,
+                                              std::initializer_list<Param> params) {
   return execute(sql, std::span<const Param>(params.begin(), params.size()));
 }
 
-Result<QueryResult> Connection::execute(std::string_view sql, std::span<const Param> params) {
-  if (is_broken()) return make_error(ErrorCode::kUnavailable, "connection to PostgreSQL lost");
+base::Result<QueryResult> Connection::execute(std::string_view sql, std::span<const Param> params) {
+  if (is_broken())
+    return base::make_error(base::ErrorCode::kUnavailable, "connection to PostgreSQL lost");
   const Deadline deadline = answer_deadline();
   std::string key(sql);
   auto found = prepared_.find(key);
   if (found == prepared_.end()) {
     const std::string name = "s" + std::to_string(prepared_.size() + 1);
-    Result<QueryResult> prepared =
+    base::Result<QueryResult> prepared =
         answer(PQsendPrepare(connection_, name.c_str(), key.c_str(), 0, nullptr) == 1,
                "prepare failed", deadline);
     if (!prepared.ok()) return prepared.error();
@@ -359,7 +362,7 @@ Result<QueryResult> Connection::execute(std::string_view sql, std::span<const Pa
   const bool sent =
       PQsendQueryPrepared(connection_, found->second.c_str(), static_cast<int>(params.size()),
                           values.data(), lengths.data(), formats.data(), 0) == 1;
-  Result<QueryResult> result = answer(sent, "statement failed", deadline);
+  base::Result<QueryResult> result = answer(sent, "statement failed", deadline);
   if (!result.ok()) return unanswered(result.error(), sent);
   const ExecStatusType status = PQresultStatus(result->result_);
   if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
@@ -394,10 +397,13 @@ std::string_view CopyField::wire() const {
   return is_number_ ? std::string_view(number_, number_size_) : bytes_;
 }
 
-Result<std::int64_t> Connection::copy_in(std::string_view copy_sql, std::span<const CopyRow> rows) {
-  if (is_broken()) return make_error(ErrorCode::kUnavailable, "connection to PostgreSQL lost");
-  Result<QueryResult> started = answer(PQsendQuery(connection_, std::string(copy_sql).c_str()) == 1,
-                                       "COPY failed", answer_deadline());
+base::Result<std::int64_t> Connection::copy_in(std::string_view copy_sql,
+                                               std::span<const CopyRow> rows) {
+  if (is_broken())
+    return base::make_error(base::ErrorCode::kUnavailable, "connection to PostgreSQL lost");
+  base::Result<QueryResult> started =
+      answer(PQsendQuery(connection_, std::string(copy_sql).c_str()) == 1, "COPY failed",
+             answer_deadline());
   if (!started.ok()) return started.error();
   if (PQresultStatus(started->result_) != PGRES_COPY_IN) {
     return error_from(started->result_, "COPY failed");
@@ -452,10 +458,10 @@ Result<std::int64_t> Connection::copy_in(std::string_view copy_sql, std::span<co
       PQputCopyEnd(connection_, sent ? nullptr : "tpujobs could not send the rows") == 1;
   PQsetnonblocking(connection_, 1);
   if (!ended) {
-    return make_error(ErrorCode::kUnavailable,
-                      "COPY failed: " + trimmed(PQerrorMessage(connection_)));
+    return base::make_error(base::ErrorCode::kUnavailable,
+                            "COPY failed: " + trimmed(PQerrorMessage(connection_)));
   }
-  Result<QueryResult> done = answer(true, "COPY failed", answer_deadline());
+  base::Result<QueryResult> done = answer(true, "COPY failed", answer_deadline());
   if (!done.ok()) return done.error();
   if (PQresultStatus(done->result_) != PGRES_COMMAND_OK) {
     return error_from(done->result_, "COPY failed");
@@ -463,26 +469,28 @@ Result<std::int64_t> Connection::copy_in(std::string_view copy_sql, std::span<co
   return done->affected_rows();
 }
 
-Status Connection::execute_script(std::string_view trusted_sql) {
-  if (is_broken()) return make_error(ErrorCode::kUnavailable, "connection to PostgreSQL lost");
+base::Status Connection::execute_script(std::string_view trusted_sql) {
+  if (is_broken())
+    return base::make_error(base::ErrorCode::kUnavailable, "connection to PostgreSQL lost");
   const bool sent = PQsendQuery(connection_, std::string(trusted_sql).c_str()) == 1;
-  Result<QueryResult> result = answer(sent, "script failed", answer_deadline());
+  base::Result<QueryResult> result = answer(sent, "script failed", answer_deadline());
   if (!result.ok()) return unanswered(result.error(), sent);
   const ExecStatusType status = PQresultStatus(result->result_);
   if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
     return error_from(result->result_, "script failed");
   }
-  return Status::Ok();
+  return base::Status::Ok();
 }
 
 bool Connection::is_broken() const {
   return connection_ == nullptr || PQstatus(connection_) != CONNECTION_OK;
 }
 
-Result<std::vector<Notification>> Connection::wait_notifications(
+base::Result<std::vector<Notification>> Connection::wait_notifications(
     std::chrono::milliseconds timeout) {
   std::vector<Notification> received;
-  if (is_broken()) return make_error(ErrorCode::kUnavailable, "the LISTEN connection is lost");
+  if (is_broken())
+    return base::make_error(base::ErrorCode::kUnavailable, "the LISTEN connection is lost");
   auto take = [&] {
     while (PGnotify* notify = PQnotifies(connection_)) {
       received.push_back({notify->relname, notify->extra ? notify->extra : ""});
@@ -493,12 +501,13 @@ Result<std::vector<Notification>> Connection::wait_notifications(
   if (!received.empty()) return received;
   pollfd descriptor{PQsocket(connection_), POLLIN, 0};
   if (descriptor.fd < 0 || is_broken()) {
-    return make_error(ErrorCode::kUnavailable, "the LISTEN connection is lost");
+    return base::make_error(base::ErrorCode::kUnavailable, "the LISTEN connection is lost");
   }
   const int ready = poll(&descriptor, 1, static_cast<int>(timeout.count()));
   if (ready > 0 && PQconsumeInput(connection_) == 0) {
-    return make_error(ErrorCode::kUnavailable,
-                      "the LISTEN connection is lost: " + trimmed(PQerrorMessage(connection_)));
+    return base::make_error(
+        base::ErrorCode::kUnavailable,
+        "the LISTEN connection is lost: " + trimmed(PQerrorMessage(connection_)));
   }
   take();
   return received;
@@ -525,8 +534,8 @@ bool Connection::transaction_failed() const {
   return connection_ != nullptr && PQtransactionStatus(connection_) == PQTRANS_INERROR;
 }
 
-Result<Transaction> Transaction::begin(Connection& connection) {
-  Status status = connection.execute_script("BEGIN");
+base::Result<Transaction> Transaction::begin(Connection& connection) {
+  base::Status status = connection.execute_script("BEGIN");
   if (!status.ok()) return status.error();
   return Transaction(connection);
 }
@@ -540,14 +549,15 @@ Transaction::~Transaction() {
   if (open_ && !connection_->is_broken()) (void)connection_->execute_script("ROLLBACK");
 }
 
-Status Transaction::commit() {
+base::Status Transaction::commit() {
   assert(open_);
   open_ = false;
   // The server answers COMMIT of a failed transaction with a rollback and no
   // error, so a caller that ignored a failed statement must hear it here.
   if (connection_->transaction_failed()) {
     (void)connection_->execute_script("ROLLBACK");
-    return make_error(ErrorCode::kInvalid, "transaction rolled back: a statement in it failed");
+    return base::make_error(base::ErrorCode::kInvalid,
+                            "transaction rolled back: a statement in it failed");
   }
   return connection_->execute_script("COMMIT");
 }

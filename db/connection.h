@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/result.h"
 #include "db/pg_text.h"
-#include "db/result.h"
 
 struct pg_conn;
 struct pg_result;
@@ -161,7 +161,7 @@ class Connection {
   // timeout, at least 2 s) and TCP keepalives are on, unless the conninfo
   // sets them. kUnavailable when the server cannot be reached. The answer
   // deadlines are read off `clock`, which must outlive the connection.
-  static Result<std::unique_ptr<Connection>> open(
+  static base::Result<std::unique_ptr<Connection>> open(
       const std::string& conninfo,
       std::chrono::milliseconds answer_timeout = std::chrono::milliseconds(0),
       base::Clock& clock = base::real_clock());
@@ -170,8 +170,8 @@ class Connection {
   Connection& operator=(const Connection&) = delete;
 
   // Runs one statement with $n placeholders bound to params.
-  Result<QueryResult> execute(std::string_view sql, std::initializer_list<Param> params = {});
-  Result<QueryResult> execute(std::string_view sql, std::span<const Param> params);
+  base::Result<QueryResult> execute(std::string_view sql, std::initializer_list<Param> params = {});
+  base::Result<QueryResult> execute(std::string_view sql, std::span<const Param> params);
 
   // Runs `copy_sql`, a `COPY table (columns) FROM STDIN (FORMAT binary)`,
   // over `rows` (fields in the columns' order) and returns the rows copied.
@@ -180,18 +180,18 @@ class Connection {
   // a statement with one large bytea parameter makes both do. The answer
   // deadline bounds the COPY's start and its final answer, not the sending
   // of the rows: a large checkpoint goes at the pace the server reads it.
-  Result<std::int64_t> copy_in(std::string_view copy_sql, std::span<const CopyRow> rows);
+  base::Result<std::int64_t> copy_in(std::string_view copy_sql, std::span<const CopyRow> rows);
 
   // Runs several ';'-separated statements without parameters.
   // @warning Only for SQL text that is part of the program (migrations);
   // never for text that contains a value.
-  Status execute_script(std::string_view trusted_sql);
+  base::Status execute_script(std::string_view trusted_sql);
 
   // LISTEN/NOTIFY (DESIGN §9): after `LISTEN channel` on this connection,
   // waits up to timeout for notifications and returns them (empty when none
   // came). kUnavailable when the connection is lost. Use a connection of its
   // own, not one lent by a pool, so the LISTEN lasts.
-  Result<std::vector<Notification>> wait_notifications(std::chrono::milliseconds timeout);
+  base::Result<std::vector<Notification>> wait_notifications(std::chrono::milliseconds timeout);
 
   // How long each statement waits for its answer (see the class comment);
   // zero: forever.
@@ -220,15 +220,15 @@ class Connection {
   // open()'s second half, on a connection made: non-blocking sends, the
   // answer timeout, and the session's settings, read back with its server
   // process in the same round trip.
-  Status set_up_session(std::chrono::milliseconds answer_timeout);
-  Error error_from(pg_result* result, std::string_view what) const;
+  base::Status set_up_session(std::chrono::milliseconds answer_timeout);
+  base::Error error_from(pg_result* result, std::string_view what) const;
   Deadline answer_deadline() const;
   // After a PQsend* call that returned `sent`: flushes the request and
   // collects its results by `deadline`. The result is the first error, or
   // else the last result (as PQexec gives). On timeout, closes the connection.
-  Result<QueryResult> answer(bool sent, std::string_view what, Deadline deadline);
+  base::Result<QueryResult> answer(bool sent, std::string_view what, Deadline deadline);
   // answer()'s failure, marked maybe_applied when the request was `sent`.
-  Error unanswered(Error error, bool sent) const;
+  base::Error unanswered(base::Error error, bool sent) const;
   // Waits for the socket to be ready for `events`; false when the deadline passed.
   bool wait_socket(short events, Deadline deadline) const;
   // Closes the connection without waiting on the server (a stopped server
@@ -246,28 +246,29 @@ class Connection {
 // without commit(). The connection must outlive it.
 class Transaction {
  public:
-  static Result<Transaction> begin(Connection& connection);
+  static base::Result<Transaction> begin(Connection& connection);
   Transaction(Transaction&& other) noexcept;
   Transaction& operator=(Transaction&&) = delete;
   ~Transaction();
 
-  Result<QueryResult> execute(std::string_view sql, std::initializer_list<Param> params = {}) {
+  base::Result<QueryResult> execute(std::string_view sql,
+                                    std::initializer_list<Param> params = {}) {
     return connection_->execute(sql, params);
   }
-  Result<QueryResult> execute(std::string_view sql, std::span<const Param> params) {
+  base::Result<QueryResult> execute(std::string_view sql, std::span<const Param> params) {
     return connection_->execute(sql, params);
   }
-  Status execute_script(std::string_view trusted_sql) {
+  base::Status execute_script(std::string_view trusted_sql) {
     return connection_->execute_script(trusted_sql);
   }
-  Result<std::int64_t> copy_in(std::string_view copy_sql, std::span<const CopyRow> rows) {
+  base::Result<std::int64_t> copy_in(std::string_view copy_sql, std::span<const CopyRow> rows) {
     return connection_->copy_in(copy_sql, rows);
   }
 
   // Commits. When a statement in the transaction failed, nothing is
   // committed and the result is kInvalid. kUnavailable when the connection
   // dropped (the outcome is then unknown).
-  Status commit();
+  base::Status commit();
 
  private:
   explicit Transaction(Connection& connection) : connection_(&connection) {}

@@ -22,11 +22,11 @@ void PooledConnection::release() {
   if (connection_) pool_->give_back(std::move(connection_));
 }
 
-Result<std::unique_ptr<ConnectionPool>> ConnectionPool::create(std::string conninfo, int size,
-                                                               base::Clock& clock) {
-  if (size < 1) return make_error(ErrorCode::kInvalid, "pool size must be at least 1");
+base::Result<std::unique_ptr<ConnectionPool>> ConnectionPool::create(std::string conninfo, int size,
+                                                                     base::Clock& clock) {
+  if (size < 1) return base::make_error(base::ErrorCode::kInvalid, "pool size must be at least 1");
   std::unique_ptr<ConnectionPool> pool(new ConnectionPool(std::move(conninfo), size, clock));
-  Result<std::unique_ptr<Connection>> first =
+  base::Result<std::unique_ptr<Connection>> first =
       Connection::open(pool->conninfo_, std::chrono::milliseconds(0), clock);
   if (!first.ok()) return first.error();
   {
@@ -42,7 +42,7 @@ ConnectionPool::~ConnectionPool() {
   assert(open_ == static_cast<int>(idle_.size()) && "a PooledConnection outlived its pool");
 }
 
-Result<PooledConnection> ConnectionPool::acquire(std::chrono::milliseconds timeout) {
+base::Result<PooledConnection> ConnectionPool::acquire(std::chrono::milliseconds timeout) {
   const base::Clock::time_point deadline = clock_.now() + timeout;
   base::MutexLock lock(mutex_);
   for (;;) {
@@ -60,7 +60,7 @@ Result<PooledConnection> ConnectionPool::acquire(std::chrono::milliseconds timeo
     if (open_ < size_) {
       ++open_;
       lock.unlock();
-      Result<std::unique_ptr<Connection>> opened =
+      base::Result<std::unique_ptr<Connection>> opened =
           Connection::open(conninfo_, answer_timeout_, clock_);
       lock.lock();
       if (opened.ok()) return PooledConnection(this, std::move(*opened));
@@ -73,8 +73,9 @@ Result<PooledConnection> ConnectionPool::acquire(std::chrono::milliseconds timeo
         clock_.wait_for(lock, freed_, deadline - clock_.now(),
                         [this]() REQUIRES(mutex_) { return !idle_.empty() || open_ < size_; });
     if (!freed) {
-      return make_error(ErrorCode::kUnavailable, "no database connection became free within " +
-                                                     std::to_string(timeout.count()) + " ms");
+      return base::make_error(
+          base::ErrorCode::kUnavailable,
+          "no database connection became free within " + std::to_string(timeout.count()) + " ms");
     }
   }
 }
@@ -96,7 +97,7 @@ void ConnectionPool::give_back(std::unique_ptr<Connection> connection) {
 }
 
 bool ConnectionPool::ping(std::chrono::milliseconds timeout) {
-  Result<PooledConnection> connection = acquire(timeout);
+  base::Result<PooledConnection> connection = acquire(timeout);
   if (!connection.ok()) return false;
   return (*connection)->execute("SELECT 1").ok();
 }

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "base/mutex.h"
+#include "base/result.h"
 #include "db/connection.h"
-#include "db/result.h"
 
 namespace tpujobs::db {
 
@@ -51,8 +51,8 @@ class ConnectionPool {
   // to size). kUnavailable when the server cannot be reached, kInvalid when
   // size < 1. Waits and deadlines are read off `clock`, which must outlive
   // the pool.
-  static Result<std::unique_ptr<ConnectionPool>> create(std::string conninfo, int size,
-                                                        base::Clock& clock = base::real_clock());
+  static base::Result<std::unique_ptr<ConnectionPool>> create(
+      std::string conninfo, int size, base::Clock& clock = base::real_clock());
   ~ConnectionPool();  // all PooledConnections must be gone by then
   ConnectionPool(const ConnectionPool&) = delete;
   ConnectionPool& operator=(const ConnectionPool&) = delete;
@@ -60,7 +60,7 @@ class ConnectionPool {
   // Waits up to timeout for a free connection. kUnavailable when none frees
   // up in time or when a new connection cannot be opened (server down).
   // The connection comes with the pool's answer timeout.
-  Result<PooledConnection> acquire(std::chrono::milliseconds timeout);
+  base::Result<PooledConnection> acquire(std::chrono::milliseconds timeout);
 
   // How long each statement on a lent connection waits for its answer
   // before the connection is closed and the statement fails kUnavailable
@@ -96,7 +96,7 @@ class ConnectionPool {
 template <class Body>
 auto with_connection(ConnectionPool& pool, std::chrono::milliseconds timeout, Body&& body)
     -> decltype(body(std::declval<Connection&>())) {
-  Result<PooledConnection> connection = pool.acquire(timeout);
+  base::Result<PooledConnection> connection = pool.acquire(timeout);
   if (!connection.ok()) return connection.error();
   return body(**connection);
 }

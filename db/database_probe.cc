@@ -64,7 +64,7 @@ void DatabaseProbe::loop() {
 bool DatabaseProbe::probe_once() {
   if (connection_ && connection_->is_broken()) connection_.reset();
   if (!connection_) {
-    Result<std::unique_ptr<Connection>> opened =
+    base::Result<std::unique_ptr<Connection>> opened =
         Connection::open(conninfo_, options_.timeout, clock_);
     if (opened.ok()) connection_ = std::move(*opened);
   }
@@ -87,7 +87,7 @@ void DatabaseProbe::note_write(bool ok) {
 void DatabaseProbe::probe_write() {
   next_write_ = clock_.now() + options_.write_interval;
   // Rows of processes gone for a day are removed on the way.
-  Result<QueryResult> written = connection_->execute(
+  base::Result<QueryResult> written = connection_->execute(
       "WITH gone AS (DELETE FROM readiness_probe WHERE instance <> $1::text"
       " AND probed_at < now() - interval '1 day')"
       " INSERT INTO readiness_probe (instance, probed_at) VALUES ($1::text, now())"

@@ -13,14 +13,14 @@ std::string random_dataset_id() {
 
 }  // namespace
 
-Result<StoredDataset> DatasetRepository::create_dataset(const NewDataset& dataset) {
+base::Result<StoredDataset> DatasetRepository::create_dataset(const NewDataset& dataset) {
   return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> Result<StoredDataset> {
+      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<StoredDataset> {
         // 64 random bits: a clash is practically impossible, but one is retried
         // rather than reported.
         for (int attempt = 0; attempt < 3; ++attempt) {
           const std::string id = random_dataset_id();
-          Result<QueryResult> rows = connection.execute(
+          base::Result<QueryResult> rows = connection.execute(
               "INSERT INTO datasets (id, tenant, name, row_count, column_count, class_count, csv,"
               "                      idempotency_key, content_hash)"
               " VALUES ($1::text, $2::text, $3::text, $4::bigint, $5::integer, $6::integer, "
@@ -30,12 +30,12 @@ Result<StoredDataset> DatasetRepository::create_dataset(const NewDataset& datase
               {id, dataset.tenant, dataset.name, dataset.rows, dataset.columns, dataset.classes,
                dataset.csv, dataset.idempotency_key, dataset.content_hash});
           if (!rows.ok()) {
-            if (rows.code() != ErrorCode::kConflict) return rows.error();
+            if (rows.code() != base::ErrorCode::kConflict) return rows.error();
             continue;  // the id was taken
           }
           if (rows->rows() == 1) return StoredDataset{id, false};
           // The key was used: by this upload's earlier attempt, or by another.
-          Result<QueryResult> stored = connection.execute(
+          base::Result<QueryResult> stored = connection.execute(
               "SELECT id, name, content_hash FROM datasets"
               " WHERE tenant = $1::text AND idempotency_key = $2::text",
               {dataset.tenant, dataset.idempotency_key});
@@ -44,22 +44,23 @@ Result<StoredDataset> DatasetRepository::create_dataset(const NewDataset& datase
           const std::string stored_id = stored->string(0, 0);
           if (stored->string(0, 1) != dataset.name ||
               stored->optional_string(0, 2).value_or("") != dataset.content_hash) {
-            return make_error(ErrorCode::kConflict,
-                              "Idempotency-Key '" + dataset.idempotency_key.value_or("") +
-                                  "' already stored dataset " + stored_id + " ('" +
-                                  stored->string(0, 1) + "') from another file or under " +
-                                  "another name");
+            return base::make_error(base::ErrorCode::kConflict,
+                                    "Idempotency-Key '" + dataset.idempotency_key.value_or("") +
+                                        "' already stored dataset " + stored_id + " ('" +
+                                        stored->string(0, 1) + "') from another file or under " +
+                                        "another name");
           }
           return StoredDataset{stored_id, true};
         }
-        return make_error(ErrorCode::kInternal, "could not pick a free dataset id");
+        return base::make_error(base::ErrorCode::kInternal, "could not pick a free dataset id");
       });
 }
 
-Result<std::optional<DatasetRow>> DatasetRepository::get_dataset(const std::string& id) {
+base::Result<std::optional<DatasetRow>> DatasetRepository::get_dataset(const std::string& id) {
   return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::optional<DatasetRow>> {
-        Result<QueryResult> rows = connection.execute(
+      pool_, acquire_timeout_,
+      [&](Connection& connection) -> base::Result<std::optional<DatasetRow>> {
+        base::Result<QueryResult> rows = connection.execute(
             "SELECT id, tenant, name, row_count, column_count, class_count, csv, created_at"
             " FROM datasets WHERE id = $1::text",
             {id});

@@ -7,9 +7,9 @@
 #include <optional>
 #include <string>
 
+#include "base/result.h"
 #include "db/connection_pool.h"
 #include "db/pg_text.h"
-#include "db/result.h"
 
 namespace tpujobs::db {
 
@@ -54,9 +54,9 @@ class DatasetRepository {
   // Stores the dataset under a new random id. With an idempotency key already
   // used by the tenant: the stored dataset when its name and content hash are
   // the same, else kConflict naming it.
-  Result<StoredDataset> create_dataset(const NewDataset& dataset);
+  base::Result<StoredDataset> create_dataset(const NewDataset& dataset);
   // nullopt when there is no such dataset.
-  Result<std::optional<DatasetRow>> get_dataset(const std::string& id);
+  base::Result<std::optional<DatasetRow>> get_dataset(const std::string& id);
 
  private:
   ConnectionPool& pool_;

@@ -141,14 +141,14 @@ struct Identity {
 // fork + exec of a PostgreSQL program with stdout/stderr to log_fd, as the
 // unprivileged identity when asked. Everything the child needs is prepared
 // before fork: only async-signal-safe calls happen in between.
-Result<pid_t> spawn(const std::vector<std::string>& args, int log_fd, const Identity& identity,
-                    bool die_with_parent) {
+base::Result<pid_t> spawn(const std::vector<std::string>& args, int log_fd,
+                          const Identity& identity, bool die_with_parent) {
   std::vector<char*> argv;
   for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
   const pid_t parent = getpid();
   const pid_t pid = fork();
-  if (pid < 0) return make_error(ErrorCode::kInternal, "fork failed: " + errno_text());
+  if (pid < 0) return base::make_error(base::ErrorCode::kInternal, "fork failed: " + errno_text());
   if (pid == 0) {
     // Signals the service ignores or blocks must not reach the server so.
     sigset_t none;
@@ -191,7 +191,7 @@ class FileDescriptor {
   int fd_;
 };
 
-Result<Identity> unprivileged_identity() {
+base::Result<Identity> unprivileged_identity() {
   Identity identity;
   if (geteuid() != 0) return identity;
   // PostgreSQL refuses to run as root.
@@ -203,13 +203,13 @@ Result<Identity> unprivileged_identity() {
       return identity;
     }
   }
-  return make_error(ErrorCode::kInvalid,
-                    "running as root, and neither user 'postgres' nor 'nobody' exists to run "
-                    "PostgreSQL as");
+  return base::make_error(base::ErrorCode::kInvalid,
+                          "running as root, and neither user 'postgres' nor 'nobody' exists to run "
+                          "PostgreSQL as");
 }
 
 // Every ancestor of dir must be searchable by the server's user.
-Status check_reachable(const fs::path& dir, const Identity& identity) {
+base::Status check_reachable(const fs::path& dir, const Identity& identity) {
   for (fs::path current = dir.parent_path(); !current.empty(); current = current.parent_path()) {
     struct stat info;
     if (stat(current.c_str(), &info) != 0) break;
@@ -217,83 +217,88 @@ Status check_reachable(const fs::path& dir, const Identity& identity) {
                             (info.st_uid == identity.uid && (info.st_mode & S_IXUSR)) ||
                             (info.st_gid == identity.gid && (info.st_mode & S_IXGRP));
     if (!searchable) {
-      return make_error(ErrorCode::kInvalid,
-                        "PostgreSQL runs as uid " + std::to_string(identity.uid) +
-                            " and cannot reach " + dir.string() + ": " + current.string() +
-                            " is not searchable by it; choose a state directory outside it (for "
-                            "example under /var/lib or /tmp)");
+      return base::make_error(
+          base::ErrorCode::kInvalid,
+          "PostgreSQL runs as uid " + std::to_string(identity.uid) + " and cannot reach " +
+              dir.string() + ": " + current.string() +
+              " is not searchable by it; choose a state directory outside it (for "
+              "example under /var/lib or /tmp)");
     }
     if (current == current.root_path()) break;
   }
-  return Status::Ok();
+  return base::Status::Ok();
 }
 
-Status chown_tree(const fs::path& root, const Identity& identity) {
+base::Status chown_tree(const fs::path& root, const Identity& identity) {
   if (lchown(root.c_str(), identity.uid, identity.gid) != 0) {
-    return make_error(ErrorCode::kInvalid, "chown " + root.string() + ": " + errno_text());
+    return base::make_error(base::ErrorCode::kInvalid,
+                            "chown " + root.string() + ": " + errno_text());
   }
   std::error_code error;
   for (auto it = fs::recursive_directory_iterator(root, error);
        !error && it != fs::recursive_directory_iterator(); it.increment(error)) {
     if (lchown(it->path().c_str(), identity.uid, identity.gid) != 0) {
-      return make_error(ErrorCode::kInvalid, "chown " + it->path().string() + ": " + errno_text());
+      return base::make_error(base::ErrorCode::kInvalid,
+                              "chown " + it->path().string() + ": " + errno_text());
     }
   }
-  return Status::Ok();
+  return base::Status::Ok();
 }
 
 }  // namespace
 
-Result<std::unique_ptr<EmbeddedPostgres>> EmbeddedPostgres::start(Options options) {
+base::Result<std::unique_ptr<EmbeddedPostgres>> EmbeddedPostgres::start(Options options) {
   if (options.state_dir.empty()) {
-    return make_error(ErrorCode::kInvalid, "embedded PostgreSQL needs a state directory");
+    return base::make_error(base::ErrorCode::kInvalid,
+                            "embedded PostgreSQL needs a state directory");
   }
   std::error_code error;
   options.state_dir = fs::absolute(options.state_dir, error).lexically_normal();
   if (options.state_dir.filename().empty()) options.state_dir = options.state_dir.parent_path();
   // The socket path must fit sockaddr_un (108 bytes with its terminator).
   if ((options.state_dir / ".s.PGSQL.5432").string().size() > 100) {
-    return make_error(ErrorCode::kInvalid, "state directory path too long for a Unix socket: " +
-                                               options.state_dir.string());
+    return base::make_error(
+        base::ErrorCode::kInvalid,
+        "state directory path too long for a Unix socket: " + options.state_dir.string());
   }
   if (options.bin_dir.empty()) options.bin_dir = find_bin_dir();
   if (options.bin_dir.empty() || !fs::exists(fs::path(options.bin_dir) / "postgres", error)) {
-    return make_error(
-        ErrorCode::kInvalid,
+    return base::make_error(
+        base::ErrorCode::kInvalid,
         "no PostgreSQL server binaries found (looked in " +
             (options.bin_dir.empty() ? std::string("/usr/lib/postgresql/*/bin") : options.bin_dir) +
             "); install the postgresql package");
   }
   fs::create_directories(options.state_dir, error);
   if (error) {
-    return make_error(ErrorCode::kInvalid,
-                      "cannot create " + options.state_dir.string() + ": " + error.message());
+    return base::make_error(base::ErrorCode::kInvalid,
+                            "cannot create " + options.state_dir.string() + ": " + error.message());
   }
 
-  Result<Identity> identity = unprivileged_identity();
+  base::Result<Identity> identity = unprivileged_identity();
   if (!identity.ok()) return identity.error();
   std::unique_ptr<EmbeddedPostgres> server(new EmbeddedPostgres(std::move(options)));
   server->switch_user_ = identity->switch_user;
   server->run_as_uid_ = identity->switch_user ? identity->uid : geteuid();
   server->run_as_gid_ = identity->switch_user ? identity->gid : getegid();
   if (identity->switch_user) {
-    if (Status reachable = check_reachable(server->state_dir(), *identity); !reachable.ok()) {
+    if (base::Status reachable = check_reachable(server->state_dir(), *identity); !reachable.ok()) {
       return reachable.error();
     }
     // A state directory made by root (or copied in) is handed over whole.
     struct stat info;
     if (stat(server->data_dir().c_str(), &info) == 0 && info.st_uid != identity->uid) {
-      if (Status owned = chown_tree(server->state_dir(), *identity); !owned.ok()) {
+      if (base::Status owned = chown_tree(server->state_dir(), *identity); !owned.ok()) {
         return owned.error();
       }
     }
     if (lchown(server->state_dir().c_str(), identity->uid, identity->gid) != 0) {
-      return make_error(ErrorCode::kInvalid,
-                        "chown " + server->state_dir().string() + ": " + errno_text());
+      return base::make_error(base::ErrorCode::kInvalid,
+                              "chown " + server->state_dir().string() + ": " + errno_text());
     }
   }
   chmod(server->state_dir().c_str(), 0700);
-  if (Status launched = server->launch(); !launched.ok()) return launched.error();
+  if (base::Status launched = server->launch(); !launched.ok()) return launched.error();
   return server;
 }
 
@@ -302,23 +307,23 @@ std::string EmbeddedPostgres::conninfo_for(const std::string& database) const {
          " dbname=" + quote_conninfo(database) + " user=" + kSuperuser;
 }
 
-Status EmbeddedPostgres::launch() {
-  if (Status made = initialize_cluster(); !made.ok()) return made;
-  if (Status cleared = clear_stale_pid_file(); !cleared.ok()) return cleared;
-  if (Status spawned = spawn_postmaster(); !spawned.ok()) return spawned;
-  if (Status accepting = wait_until_accepting(); !accepting.ok()) return accepting;
+base::Status EmbeddedPostgres::launch() {
+  if (base::Status made = initialize_cluster(); !made.ok()) return made;
+  if (base::Status cleared = clear_stale_pid_file(); !cleared.ok()) return cleared;
+  if (base::Status spawned = spawn_postmaster(); !spawned.ok()) return spawned;
+  if (base::Status accepting = wait_until_accepting(); !accepting.ok()) return accepting;
   return create_database();
 }
 
 // initdb, once: into a side directory, then renamed into place.
-Status EmbeddedPostgres::initialize_cluster() {
+base::Status EmbeddedPostgres::initialize_cluster() {
   const Identity identity{switch_user_, run_as_uid_, run_as_gid_};
   const fs::path bin(options_.bin_dir);
   std::error_code error;
-  if (fs::exists(data_dir() / "PG_VERSION", error)) return Status::Ok();
+  if (fs::exists(data_dir() / "PG_VERSION", error)) return base::Status::Ok();
   if (fs::exists(data_dir(), error) && !fs::is_empty(data_dir(), error)) {
-    return make_error(ErrorCode::kInvalid,
-                      data_dir().string() + " exists but holds no PostgreSQL cluster");
+    return base::make_error(base::ErrorCode::kInvalid,
+                            data_dir().string() + " exists but holds no PostgreSQL cluster");
   }
   fs::remove(data_dir(), error);
   // initdb into a side directory and rename: a crash half-way leaves no
@@ -328,30 +333,33 @@ Status EmbeddedPostgres::initialize_cluster() {
   const fs::path initdb_log = options_.state_dir / "initdb.log";
   FileDescriptor log(open(initdb_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640));
   if (log.get() < 0) {
-    return make_error(ErrorCode::kInvalid, "cannot write " + initdb_log.string());
+    return base::make_error(base::ErrorCode::kInvalid, "cannot write " + initdb_log.string());
   }
   if (switch_user_ && fchown(log.get(), run_as_uid_, run_as_gid_) != 0) {
-    return make_error(ErrorCode::kInvalid, "chown " + initdb_log.string() + ": " + errno_text());
+    return base::make_error(base::ErrorCode::kInvalid,
+                            "chown " + initdb_log.string() + ": " + errno_text());
   }
   std::vector<std::string> args = {
       (bin / "initdb").string(), "-D",        staging.string(), "-U", kSuperuser, "--auth=trust",
       "--encoding=UTF8",         "--locale=C"};
   if (!options_.sync_initdb) args.push_back("--no-sync");
-  Result<pid_t> pid = spawn(args, log.get(), identity, /*die_with_parent=*/false);
+  base::Result<pid_t> pid = spawn(args, log.get(), identity, /*die_with_parent=*/false);
   if (!pid.ok()) return pid.error();
   int status = 0;
   while (waitpid(*pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return make_error(ErrorCode::kInternal,
-                      "initdb failed (see " + initdb_log.string() + "):\n" + tail_of(initdb_log));
+    return base::make_error(
+        base::ErrorCode::kInternal,
+        "initdb failed (see " + initdb_log.string() + "):\n" + tail_of(initdb_log));
   }
   fs::rename(staging, data_dir(), error);
-  if (error) return make_error(ErrorCode::kInternal, "rename pgdata: " + error.message());
-  return Status::Ok();
+  if (error)
+    return base::make_error(base::ErrorCode::kInternal, "rename pgdata: " + error.message());
+  return base::Status::Ok();
 }
 
-Status EmbeddedPostgres::clear_stale_pid_file() {
+base::Status EmbeddedPostgres::clear_stale_pid_file() {
   std::error_code error;
   // A postmaster.pid left behind by a crash names a PID that is gone or that
   // now belongs to another program; remove it. A live server is a conflict.
@@ -364,22 +372,25 @@ Status EmbeddedPostgres::clear_stale_pid_file() {
       options_.clock->sleep_for(std::chrono::milliseconds(20));
     }
     if (is_live_postgres(recorded, data_dir())) {
-      return make_error(ErrorCode::kConflict, "PostgreSQL (pid " + std::to_string(recorded) +
-                                                  ") is already running on " + data_dir().string() +
-                                                  "; stop it or use another state directory");
+      return base::make_error(base::ErrorCode::kConflict,
+                              "PostgreSQL (pid " + std::to_string(recorded) +
+                                  ") is already running on " + data_dir().string() +
+                                  "; stop it or use another state directory");
     }
     fs::remove(pid_file, error);
   }
-  return Status::Ok();
+  return base::Status::Ok();
 }
 
-Status EmbeddedPostgres::spawn_postmaster() {
+base::Status EmbeddedPostgres::spawn_postmaster() {
   const Identity identity{switch_user_, run_as_uid_, run_as_gid_};
   const fs::path bin(options_.bin_dir);
   FileDescriptor log(open(log_file().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640));
-  if (log.get() < 0) return make_error(ErrorCode::kInvalid, "cannot write " + log_file().string());
+  if (log.get() < 0)
+    return base::make_error(base::ErrorCode::kInvalid, "cannot write " + log_file().string());
   if (switch_user_ && fchown(log.get(), run_as_uid_, run_as_gid_) != 0) {
-    return make_error(ErrorCode::kInvalid, "chown " + log_file().string() + ": " + errno_text());
+    return base::make_error(base::ErrorCode::kInvalid,
+                            "chown " + log_file().string() + ": " + errno_text());
   }
   std::vector<std::string> args = {(bin / "postgres").string(),
                                    "-D",
@@ -408,15 +419,15 @@ Status EmbeddedPostgres::spawn_postmaster() {
     args.push_back("-c");
     args.push_back(name + "=" + value);
   }
-  Result<pid_t> pid = spawn(args, log.get(), identity, /*die_with_parent=*/true);
+  base::Result<pid_t> pid = spawn(args, log.get(), identity, /*die_with_parent=*/true);
   if (!pid.ok()) return pid.error();
   postmaster_pid_ = *pid;
-  return Status::Ok();
+  return base::Status::Ok();
 }
 
 // Until the postmaster answers a ping; a start-up that fails or takes past
 // start_timeout is an error quoting postgres.log.
-Status EmbeddedPostgres::wait_until_accepting() {
+base::Status EmbeddedPostgres::wait_until_accepting() {
   const std::string socket_dir = options_.state_dir.string();
   const char* keywords[] = {"host", "port", "dbname", "user", "connect_timeout", nullptr};
   const char* values[] = {socket_dir.c_str(), kPort, "postgres", kSuperuser, "2", nullptr};
@@ -425,67 +436,68 @@ Status EmbeddedPostgres::wait_until_accepting() {
     int status = 0;
     if (waitpid(postmaster_pid_, &status, WNOHANG) == postmaster_pid_) {
       postmaster_pid_ = -1;
-      return make_error(ErrorCode::kUnavailable, "PostgreSQL exited during start-up (see " +
-                                                     log_file().string() + "):\n" +
-                                                     tail_of(log_file()));
+      return base::make_error(base::ErrorCode::kUnavailable,
+                              "PostgreSQL exited during start-up (see " + log_file().string() +
+                                  "):\n" + tail_of(log_file()));
     }
     if (PQpingParams(keywords, values, 0) == PQPING_OK) break;
     if (options_.clock->now() >= deadline) {
       (void)shut_down(Shutdown::kFast);
-      return make_error(ErrorCode::kUnavailable,
-                        "PostgreSQL did not accept connections within " +
-                            std::to_string(options_.start_timeout.count()) + " s (see " +
-                            log_file().string() + "):\n" + tail_of(log_file()));
+      return base::make_error(base::ErrorCode::kUnavailable,
+                              "PostgreSQL did not accept connections within " +
+                                  std::to_string(options_.start_timeout.count()) + " s (see " +
+                                  log_file().string() + "):\n" + tail_of(log_file()));
     }
     options_.clock->sleep_for(std::chrono::milliseconds(20));
   }
-  return Status::Ok();
+  return base::Status::Ok();
 }
 
 // Database "tpujobs", which another process may be creating at the same moment.
-Status EmbeddedPostgres::create_database() {
-  Result<std::unique_ptr<Connection>> admin =
+base::Status EmbeddedPostgres::create_database() {
+  base::Result<std::unique_ptr<Connection>> admin =
       Connection::open(conninfo_for("postgres"), std::chrono::milliseconds(0), *options_.clock);
   if (!admin.ok()) return admin.error();
-  Result<QueryResult> existing =
+  base::Result<QueryResult> existing =
       (*admin)->execute("SELECT 1 FROM pg_database WHERE datname = $1", {kDatabase});
   if (!existing.ok()) return existing.error();
   if (existing->rows() == 0) {
-    Status created = (*admin)->execute_script("CREATE DATABASE tpujobs");
+    base::Status created = (*admin)->execute_script("CREATE DATABASE tpujobs");
     // Another process may have created it at the same moment.
-    if (!created.ok() && created.code() != ErrorCode::kConflict) return created;
+    if (!created.ok() && created.code() != base::ErrorCode::kConflict) return created;
   }
-  return Status::Ok();
+  return base::Status::Ok();
 }
 
-Status EmbeddedPostgres::stop(Shutdown mode) {
+base::Status EmbeddedPostgres::stop(Shutdown mode) {
   end_supervision();
   return shut_down(mode);
 }
 
-Status EmbeddedPostgres::shut_down(Shutdown mode) {
-  if (postmaster_pid_ <= 0) return Status::Ok();
+base::Status EmbeddedPostgres::shut_down(Shutdown mode) {
+  if (postmaster_pid_ <= 0) return base::Status::Ok();
   const pid_t pid = postmaster_pid_;
   postmaster_pid_ = -1;
   kill(pid, mode == Shutdown::kFast ? SIGINT : SIGQUIT);
   if (wait_for_exit(*options_.clock, pid, options_.clock->now() + options_.stop_timeout))
-    return Status::Ok();
+    return base::Status::Ok();
   kill(pid, SIGQUIT);  // immediate shutdown: recovery runs at the next start
   if (wait_for_exit(*options_.clock, pid, options_.clock->now() + std::chrono::seconds(5))) {
-    return make_error(ErrorCode::kUnavailable, "PostgreSQL needed an immediate shutdown");
+    return base::make_error(base::ErrorCode::kUnavailable,
+                            "PostgreSQL needed an immediate shutdown");
   }
   kill(pid, SIGKILL);
   wait_for_exit(*options_.clock, pid, options_.clock->now() + std::chrono::seconds(5));
-  return make_error(ErrorCode::kUnavailable, "PostgreSQL had to be killed");
+  return base::make_error(base::ErrorCode::kUnavailable, "PostgreSQL had to be killed");
 }
 
-Status EmbeddedPostgres::restart() {
+base::Status EmbeddedPostgres::restart() {
   {
     base::MutexLock lock(supervision_mutex_);
-    if (supervising_) return Status::Ok();  // running, or being brought back
+    if (supervising_) return base::Status::Ok();  // running, or being brought back
   }
-  if (running()) return Status::Ok();
-  Status launched = launch();
+  if (running()) return base::Status::Ok();
+  base::Status launched = launch();
   if (launched.ok() && report_) supervise(report_);
   return launched;
 }
@@ -536,7 +548,7 @@ bool EmbeddedPostgres::relaunch_after_crash() {
   const auto began = options_.clock->now();
   auto delay = std::chrono::milliseconds(100);
   for (int attempt = 1;; ++attempt) {
-    Status launched = launch();
+    base::Status launched = launch();
     if (launched.ok()) {
       const auto took =
           std::chrono::duration_cast<std::chrono::milliseconds>(options_.clock->now() - began);

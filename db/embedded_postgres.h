@@ -19,7 +19,7 @@
 
 #include "base/clock.h"
 #include "base/mutex.h"
-#include "db/result.h"
+#include "base/result.h"
 
 namespace tpujobs::db {
 
@@ -58,7 +58,7 @@ class EmbeddedPostgres {
   //
   // The server gets the parent-death signal of the calling thread: call from
   // a thread that lives as long as the server (the main thread).
-  static Result<std::unique_ptr<EmbeddedPostgres>> start(Options options);
+  static base::Result<std::unique_ptr<EmbeddedPostgres>> start(Options options);
 
   ~EmbeddedPostgres();
   EmbeddedPostgres(const EmbeddedPostgres&) = delete;
@@ -81,11 +81,11 @@ class EmbeddedPostgres {
   // longer than stop_timeout. kUnavailable when it had to escalate. Ends
   // supervision first (waiting for a restart attempt in progress).
   // Idempotent.
-  Status stop(Shutdown mode = Shutdown::kFast);
+  base::Status stop(Shutdown mode = Shutdown::kFast);
   // Starts the server again after stop() (same state_dir and options), and
   // supervises it again if it was supervised. Ok at once while it runs or
   // while supervision is bringing it back.
-  Status restart();
+  base::Status restart();
 
   // Keeps the server up: from a thread of its own, notices when the
   // postmaster exits without stop() (killed, crashed), reports it and starts
@@ -107,15 +107,15 @@ class EmbeddedPostgres {
 
  private:
   explicit EmbeddedPostgres(Options options) : options_(std::move(options)) {}
-  Status launch();
+  base::Status launch();
   // launch()'s steps, in order.
-  Status initialize_cluster();
-  Status clear_stale_pid_file();
-  Status spawn_postmaster();
-  Status wait_until_accepting();
-  Status create_database();
+  base::Status initialize_cluster();
+  base::Status clear_stale_pid_file();
+  base::Status spawn_postmaster();
+  base::Status wait_until_accepting();
+  base::Status create_database();
   // stop() without touching supervision: signals, waits, escalates.
-  Status shut_down(Shutdown mode);
+  base::Status shut_down(Shutdown mode);
   void end_supervision();
   void watch();
   // Starts the server again after it died; false when stop() came first.

@@ -32,10 +32,10 @@ std::optional<std::string> time_or_now(TimePoint at) {
 }
 
 // The one bigint a query such as SELECT max(...) or count(*) returns.
-Result<std::int64_t> single_int64(ConnectionPool& pool, std::chrono::milliseconds timeout,
-                                  const char* sql, std::initializer_list<Param> params) {
-  return with_connection(pool, timeout, [&](Connection& connection) -> Result<std::int64_t> {
-    Result<QueryResult> rows = connection.execute(sql, params);
+base::Result<std::int64_t> single_int64(ConnectionPool& pool, std::chrono::milliseconds timeout,
+                                        const char* sql, std::initializer_list<Param> params) {
+  return with_connection(pool, timeout, [&](Connection& connection) -> base::Result<std::int64_t> {
+    base::Result<QueryResult> rows = connection.execute(sql, params);
     if (!rows.ok()) return rows.error();
     return rows->int64(0, 0);
   });
@@ -43,8 +43,8 @@ Result<std::int64_t> single_int64(ConnectionPool& pool, std::chrono::millisecond
 
 }  // namespace
 
-Status JobOutputRepository::append_logs(const std::vector<LogLine>& lines) {
-  if (lines.empty()) return Status::Ok();
+base::Status JobOutputRepository::append_logs(const std::vector<LogLine>& lines) {
+  if (lines.empty()) return base::Status::Ok();
   std::vector<std::optional<std::string>> jobs, seqs, times, texts;
   std::vector<std::optional<std::string>> fences;
   bool fenced = false;
@@ -56,8 +56,8 @@ Status JobOutputRepository::append_logs(const std::vector<LogLine>& lines) {
     fences.emplace_back(std::to_string(line.fence_epoch));
     fenced |= line.fence_epoch != 0;
   }
-  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Status {
-    Result<QueryResult> rows =
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> base::Status {
+    base::Result<QueryResult> rows =
         fenced ? connection.execute(
                      "INSERT INTO job_logs (job_id, seq, at, line)"
                      " SELECT job_id, seq, COALESCE(at, now()), line"
@@ -75,15 +75,16 @@ Status JobOutputRepository::append_logs(const std::vector<LogLine>& lines) {
                      {Param::array(jobs), Param::array(seqs), Param::array(times),
                       Param::array(texts)});
     if (!rows.ok()) return rows.error();
-    return Status::Ok();
+    return base::Status::Ok();
   });
 }
 
-Result<std::vector<LogLine>> JobOutputRepository::list_logs(std::int64_t job_id,
-                                                            std::int64_t after_seq, int limit) {
+base::Result<std::vector<LogLine>> JobOutputRepository::list_logs(std::int64_t job_id,
+                                                                  std::int64_t after_seq,
+                                                                  int limit) {
   return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<LogLine>> {
-        Result<QueryResult> rows = connection.execute(
+      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<std::vector<LogLine>> {
+        base::Result<QueryResult> rows = connection.execute(
             "SELECT seq, at, line FROM job_logs"
             " WHERE job_id = $1::bigint AND seq > $2::bigint ORDER BY seq LIMIT $3::integer",
             {job_id, after_seq, std::clamp(limit, 1, kMaxListLimit)});
@@ -98,14 +99,14 @@ Result<std::vector<LogLine>> JobOutputRepository::list_logs(std::int64_t job_id,
       });
 }
 
-Result<std::int64_t> JobOutputRepository::max_log_seq(std::int64_t job_id) {
+base::Result<std::int64_t> JobOutputRepository::max_log_seq(std::int64_t job_id) {
   return single_int64(pool_, acquire_timeout_,
                       "SELECT COALESCE(max(seq), 0) FROM job_logs WHERE job_id = $1::bigint",
                       {job_id});
 }
 
-Status JobOutputRepository::append_metrics(const std::vector<MetricPoint>& points) {
-  if (points.empty()) return Status::Ok();
+base::Status JobOutputRepository::append_metrics(const std::vector<MetricPoint>& points) {
+  if (points.empty()) return base::Status::Ok();
   std::vector<std::optional<std::string>> jobs, seqs, steps, epochs, times, metrics;
   std::vector<std::optional<std::string>> fences;
   for (const MetricPoint& point : points) {
@@ -118,8 +119,8 @@ Status JobOutputRepository::append_metrics(const std::vector<MetricPoint>& point
     fences.emplace_back(std::to_string(point.fence_epoch));
   }
   // Unfenced points pass the fence (fence 0), so one statement serves both.
-  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Status {
-    Result<QueryResult> rows = connection.execute(
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> base::Status {
+    base::Result<QueryResult> rows = connection.execute(
         "INSERT INTO job_metrics (job_id, seq, step, epoch, at, metrics)"
         " SELECT job_id, seq, step, epoch, COALESCE(at, now()), metrics"
         " FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::integer[],"
@@ -129,16 +130,17 @@ Status JobOutputRepository::append_metrics(const std::vector<MetricPoint>& point
         {Param::array(jobs), Param::array(seqs), Param::array(steps), Param::array(epochs),
          Param::array(times), Param::array(metrics), Param::array(fences)});
     if (!rows.ok()) return rows.error();
-    return Status::Ok();
+    return base::Status::Ok();
   });
 }
 
-Result<std::vector<MetricPoint>> JobOutputRepository::list_metrics(std::int64_t job_id,
-                                                                   std::int64_t after_seq,
-                                                                   int limit) {
+base::Result<std::vector<MetricPoint>> JobOutputRepository::list_metrics(std::int64_t job_id,
+                                                                         std::int64_t after_seq,
+                                                                         int limit) {
   return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<MetricPoint>> {
-        Result<QueryResult> rows = connection.execute(
+      pool_, acquire_timeout_,
+      [&](Connection& connection) -> base::Result<std::vector<MetricPoint>> {
+        base::Result<QueryResult> rows = connection.execute(
             "SELECT seq, step, epoch, at, metrics FROM job_metrics"
             " WHERE job_id = $1::bigint AND seq > $2::bigint ORDER BY seq LIMIT $3::integer",
             {job_id, after_seq, std::clamp(limit, 1, kMaxListLimit)});
@@ -154,24 +156,25 @@ Result<std::vector<MetricPoint>> JobOutputRepository::list_metrics(std::int64_t 
       });
 }
 
-Result<std::int64_t> JobOutputRepository::max_metric_seq(std::int64_t job_id) {
+base::Result<std::int64_t> JobOutputRepository::max_metric_seq(std::int64_t job_id) {
   return single_int64(pool_, acquire_timeout_,
                       "SELECT COALESCE(max(seq), 0) FROM job_metrics WHERE job_id = $1::bigint",
                       {job_id});
 }
 
-Result<std::int64_t> JobOutputRepository::count_metrics_after_step(std::int64_t job_id,
-                                                                   std::int64_t step) {
+base::Result<std::int64_t> JobOutputRepository::count_metrics_after_step(std::int64_t job_id,
+                                                                         std::int64_t step) {
   return single_int64(
       pool_, acquire_timeout_,
       "SELECT count(*) FROM job_metrics WHERE job_id = $1::bigint AND step > $2::bigint",
       {job_id, step});
 }
 
-Result<JobOutputRepository::ResumePoint> JobOutputRepository::resume_point(std::int64_t job_id) {
+base::Result<JobOutputRepository::ResumePoint> JobOutputRepository::resume_point(
+    std::int64_t job_id) {
   return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> Result<ResumePoint> {
-        Result<QueryResult> rows = connection.execute(
+      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<ResumePoint> {
+        base::Result<QueryResult> rows = connection.execute(
             "SELECT c.step,"
             " (SELECT COALESCE(max(seq), 0) FROM job_logs WHERE job_id = $1::bigint),"
             " (SELECT COALESCE(max(seq), 0) FROM job_metrics WHERE job_id = $1::bigint),"
@@ -191,8 +194,9 @@ Result<JobOutputRepository::ResumePoint> JobOutputRepository::resume_point(std::
       });
 }
 
-Status JobOutputRepository::save_checkpoint(std::int64_t job_id, std::int64_t step, int epoch,
-                                            const std::string& bytes, std::int64_t fence_epoch) {
+base::Status JobOutputRepository::save_checkpoint(std::int64_t job_id, std::int64_t step, int epoch,
+                                                  const std::string& bytes,
+                                                  std::int64_t fence_epoch) {
   // The chunks are copied in first, then one statement adds the checkpoint
   // row where the fence holds (job_checkpoint_chunks' key on it is
   // deferred) and prunes, and the transaction commits: the job row's lock
@@ -200,10 +204,10 @@ Status JobOutputRepository::save_checkpoint(std::int64_t job_id, std::int64_t st
   // so a writer paused mid-copy stalls nobody who moves the job on. The
   // DELETE sees the rows before the INSERT: it keeps the newest one besides
   // the one saved (and their chunks go with the rest, by cascade).
-  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Status {
-    Result<Transaction> transaction = Transaction::begin(connection);
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> base::Status {
+    base::Result<Transaction> transaction = Transaction::begin(connection);
     if (!transaction.ok()) return transaction.error();
-    Result<QueryResult> replaced = transaction->execute(
+    base::Result<QueryResult> replaced = transaction->execute(
         "DELETE FROM job_checkpoint_chunks WHERE job_id = $1::bigint AND step = $2::bigint",
         {job_id, step});
     if (!replaced.ok()) return replaced.error();
@@ -214,10 +218,10 @@ Status JobOutputRepository::save_checkpoint(std::int64_t job_id, std::int64_t st
            CopyField::int32(static_cast<std::int32_t>(seq)),
            CopyField::bytes(std::string_view(bytes).substr(at, kCheckpointChunkBytes))});
     }
-    Result<std::int64_t> copied = transaction->copy_in(
+    base::Result<std::int64_t> copied = transaction->copy_in(
         "COPY job_checkpoint_chunks (job_id, step, seq, bytes) FROM STDIN (FORMAT binary)", chunks);
     if (!copied.ok()) return copied.error();
-    Result<QueryResult> saved = transaction->execute(
+    base::Result<QueryResult> saved = transaction->execute(
         "WITH saved AS ("
         "  INSERT INTO job_checkpoints (job_id, step, epoch, bytes)"
         "  SELECT job_id, step, epoch, NULL FROM"
@@ -239,11 +243,12 @@ Status JobOutputRepository::save_checkpoint(std::int64_t job_id, std::int64_t st
     if (!saved.ok()) return saved.error();
     if (saved->int64(0, 0) == 0) {
       // The transaction rolls back: the chunks copied go too.
-      return make_error(ErrorCode::kConflict, "job " + std::to_string(job_id) +
-                                                  " no longer runs under placement epoch " +
-                                                  std::to_string(fence_epoch));
+      return base::make_error(base::ErrorCode::kConflict,
+                              "job " + std::to_string(job_id) +
+                                  " no longer runs under placement epoch " +
+                                  std::to_string(fence_epoch));
     }
-    Status committed = transaction->commit();
+    base::Status committed = transaction->commit();
     if (!committed.ok()) return committed;
     const auto size = static_cast<std::int64_t>(bytes.size());
     vacuum_if_due(connection,
@@ -267,7 +272,7 @@ void JobOutputRepository::vacuum_if_due(Connection& connection, std::int64_t rep
   // statement's usual answer deadline.
   const std::chrono::milliseconds deadline = connection.answer_timeout();
   if (deadline.count() > 0) connection.set_answer_timeout(std::max(deadline, kVacuumAnswerTimeout));
-  Result<QueryResult> vacuumed =
+  base::Result<QueryResult> vacuumed =
       connection.execute("VACUUM (SKIP_LOCKED) job_checkpoint_chunks, job_checkpoints");
   connection.set_answer_timeout(deadline);
   // The checkpoint is stored either way: a VACUUM that failed is tried again
@@ -279,17 +284,19 @@ void JobOutputRepository::vacuum_if_due(Connection& connection, std::int64_t rep
   }
 }
 
-Result<std::optional<CheckpointRow>> JobOutputRepository::latest_checkpoint(std::int64_t job_id) {
+base::Result<std::optional<CheckpointRow>> JobOutputRepository::latest_checkpoint(
+    std::int64_t job_id) {
   return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::optional<CheckpointRow>> {
+      pool_, acquire_timeout_,
+      [&](Connection& connection) -> base::Result<std::optional<CheckpointRow>> {
         // One snapshot for the row and its chunks, read a few at a time: a
         // save at the same step meanwhile cannot mix two checkpoints.
-        Result<Transaction> transaction = Transaction::begin(connection);
+        base::Result<Transaction> transaction = Transaction::begin(connection);
         if (!transaction.ok()) return transaction.error();
-        Status snapshot = transaction->execute_script(
+        base::Status snapshot = transaction->execute_script(
             "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY");
         if (!snapshot.ok()) return snapshot.error();
-        Result<QueryResult> rows = transaction->execute(
+        base::Result<QueryResult> rows = transaction->execute(
             "SELECT step, epoch, at, bytes,"
             " (SELECT coalesce(sum(octet_length(k.bytes)), 0) FROM job_checkpoint_chunks k"
             "  WHERE k.job_id = c.job_id AND k.step = c.step),"
@@ -311,7 +318,7 @@ Result<std::optional<CheckpointRow>> JobOutputRepository::latest_checkpoint(std:
           const std::int64_t chunks_a_read =
               std::max<std::int64_t>(1, kCheckpointReadBytes / chunk);
           for (std::int64_t next = 0;; next += chunks_a_read) {
-            Result<QueryResult> chunks = transaction->execute(
+            base::Result<QueryResult> chunks = transaction->execute(
                 "SELECT bytes FROM job_checkpoint_chunks WHERE job_id = $1::bigint"
                 " AND step = $2::bigint AND seq >= $3::integer ORDER BY seq LIMIT $4::integer",
                 {job_id, row.step, next, chunks_a_read});
@@ -320,28 +327,30 @@ Result<std::optional<CheckpointRow>> JobOutputRepository::latest_checkpoint(std:
             if (chunks->rows() < chunks_a_read) break;
           }
         }
-        Status ended = transaction->commit();
+        base::Status ended = transaction->commit();
         if (!ended.ok()) return ended.error();
         return std::optional<CheckpointRow>(std::move(row));
       });
 }
 
-Result<std::map<std::int64_t, std::pair<std::int64_t, int>>>
+base::Result<std::map<std::int64_t, std::pair<std::int64_t, int>>>
 JobOutputRepository::latest_checkpoint_positions(const std::vector<std::int64_t>& job_ids) {
   using Positions = std::map<std::int64_t, std::pair<std::int64_t, int>>;
   if (job_ids.empty()) return Positions{};
-  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<Positions> {
-    Result<QueryResult> rows = connection.execute(
-        "SELECT DISTINCT ON (job_id) job_id, step, epoch FROM job_checkpoints"
-        " WHERE job_id = ANY($1::bigint[]) ORDER BY job_id, step DESC",
-        {Param::bigints(job_ids)});
-    if (!rows.ok()) return rows.error();
-    Positions positions;
-    for (int row = 0; row < rows->rows(); ++row) {
-      positions[rows->int64(row, 0)] = {rows->int64(row, 1), static_cast<int>(rows->int64(row, 2))};
-    }
-    return positions;
-  });
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<Positions> {
+        base::Result<QueryResult> rows = connection.execute(
+            "SELECT DISTINCT ON (job_id) job_id, step, epoch FROM job_checkpoints"
+            " WHERE job_id = ANY($1::bigint[]) ORDER BY job_id, step DESC",
+            {Param::bigints(job_ids)});
+        if (!rows.ok()) return rows.error();
+        Positions positions;
+        for (int row = 0; row < rows->rows(); ++row) {
+          positions[rows->int64(row, 0)] = {rows->int64(row, 1),
+                                            static_cast<int>(rows->int64(row, 2))};
+        }
+        return positions;
+      });
 }
 
 }  // namespace tpujobs::db

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "base/result.h"
 #include "db/connection_pool.h"
 #include "db/pg_text.h"
-#include "db/result.h"
 
 namespace tpujobs::db {
 
@@ -56,19 +56,20 @@ class JobOutputRepository {
 
   // Inserts the lines in one statement; a (job_id, seq) already stored is
   // skipped. kInvalid when a job does not exist.
-  Status append_logs(const std::vector<LogLine>& lines);
+  base::Status append_logs(const std::vector<LogLine>& lines);
   // Lines with seq > after_seq, ascending, at most limit (clamped to 1..10000).
-  Result<std::vector<LogLine>> list_logs(std::int64_t job_id, std::int64_t after_seq, int limit);
+  base::Result<std::vector<LogLine>> list_logs(std::int64_t job_id, std::int64_t after_seq,
+                                               int limit);
   // The highest seq stored for the job; 0 when none.
-  Result<std::int64_t> max_log_seq(std::int64_t job_id);
+  base::Result<std::int64_t> max_log_seq(std::int64_t job_id);
 
   // As the log calls, for metric points.
-  Status append_metrics(const std::vector<MetricPoint>& points);
-  Result<std::vector<MetricPoint>> list_metrics(std::int64_t job_id, std::int64_t after_seq,
-                                                int limit);
-  Result<std::int64_t> max_metric_seq(std::int64_t job_id);
+  base::Status append_metrics(const std::vector<MetricPoint>& points);
+  base::Result<std::vector<MetricPoint>> list_metrics(std::int64_t job_id, std::int64_t after_seq,
+                                                      int limit);
+  base::Result<std::int64_t> max_metric_seq(std::int64_t job_id);
   // How many of the job's stored points are past `step`.
-  Result<std::int64_t> count_metrics_after_step(std::int64_t job_id, std::int64_t step);
+  base::Result<std::int64_t> count_metrics_after_step(std::int64_t job_id, std::int64_t step);
 
   // Where a placed job takes up its run, in one read: the step of its newest
   // checkpoint (none when it never saved one: then nothing else needs
@@ -80,7 +81,7 @@ class JobOutputRepository {
     std::int64_t max_metric_seq = 0;
     std::int64_t metrics_after_checkpoint = 0;
   };
-  Result<ResumePoint> resume_point(std::int64_t job_id);
+  base::Result<ResumePoint> resume_point(std::int64_t job_id);
 
   // Stores a checkpoint (replacing one at the same step) and deletes all but
   // the job's two latest (by step), in one transaction. The bytes go in as
@@ -97,13 +98,13 @@ class JobOutputRepository {
   // tables itself, after the commit (SKIP_LOCKED: not when another one runs).
   // The next checkpoints reuse the pages freed, and the table stays within a
   // few checkpoints of its live data (bench/db/checkpoint_retention_bench).
-  Status save_checkpoint(std::int64_t job_id, std::int64_t step, int epoch,
-                         const std::string& bytes, std::int64_t fence_epoch = 0);
+  base::Status save_checkpoint(std::int64_t job_id, std::int64_t step, int epoch,
+                               const std::string& bytes, std::int64_t fence_epoch = 0);
   // The checkpoint with the highest step; nullopt when none.
-  Result<std::optional<CheckpointRow>> latest_checkpoint(std::int64_t job_id);
+  base::Result<std::optional<CheckpointRow>> latest_checkpoint(std::int64_t job_id);
   // The step and epoch of the newest checkpoint of each of these jobs that
   // has one (without the bytes), in one query.
-  Result<std::map<std::int64_t, std::pair<std::int64_t, int>>> latest_checkpoint_positions(
+  base::Result<std::map<std::int64_t, std::pair<std::int64_t, int>>> latest_checkpoint_positions(
       const std::vector<std::int64_t>& job_ids);
 
   // The bytes of checkpoints replaced (by checkpoints of `size` bytes) after

@@ -208,7 +208,7 @@ constexpr const char* kUnfinished = "('QUEUED', 'STARTING', 'RUNNING')";
 
 }  // namespace
 
-Result<std::vector<InsertedJob>> JobRepository::insert_jobs(const std::vector<NewJob>& jobs) {
+base::Result<std::vector<InsertedJob>> JobRepository::insert_jobs(const std::vector<NewJob>& jobs) {
   if (jobs.empty()) return std::vector<InsertedJob>{};
   std::array<std::vector<std::optional<std::string>>, 12> columns;
   for (auto& column : columns) column.reserve(jobs.size());
@@ -230,9 +230,10 @@ Result<std::vector<InsertedJob>> JobRepository::insert_jobs(const std::vector<Ne
   for (const auto& column : columns) params.push_back(Param::array(column));
 
   return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<InsertedJob>> {
+      pool_, acquire_timeout_,
+      [&](Connection& connection) -> base::Result<std::vector<InsertedJob>> {
         // One statement: the jobs and their first events commit together.
-        Result<QueryResult> rows = connection.execute(kInsertJobs, params);
+        base::Result<QueryResult> rows = connection.execute(kInsertJobs, params);
         if (!rows.ok()) return note_unanswered_insert(connection, rows.error());
         std::vector<std::optional<InsertedJob>> results(jobs.size());
         for (int row = 0; row < rows->rows(); ++row) {
@@ -249,7 +250,7 @@ Result<std::vector<InsertedJob>> JobRepository::insert_jobs(const std::vector<Ne
           }
         }
         if (!keys.empty()) {
-          Result<QueryResult> existing = connection.execute(
+          base::Result<QueryResult> existing = connection.execute(
               kJobsByIdempotencyKey, {Param::array(tenants), Param::array(keys)});
           if (!existing.ok()) return note_unanswered_insert(connection, existing.error());
           for (int row = 0; row < existing->rows(); ++row) {
@@ -265,17 +266,18 @@ Result<std::vector<InsertedJob>> JobRepository::insert_jobs(const std::vector<Ne
         std::vector<InsertedJob> out;
         out.reserve(jobs.size());
         for (auto& result : results) {
-          if (!result) return make_error(ErrorCode::kInternal, "a job was neither new nor found");
+          if (!result)
+            return base::make_error(base::ErrorCode::kInternal, "a job was neither new nor found");
           out.push_back(std::move(*result));
         }
         return out;
       });
 }
 
-Result<std::optional<JobRow>> JobRepository::get_job(std::int64_t id) {
+base::Result<std::optional<JobRow>> JobRepository::get_job(std::int64_t id) {
   return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::optional<JobRow>> {
-        Result<QueryResult> rows = connection.execute(
+      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<std::optional<JobRow>> {
+        base::Result<QueryResult> rows = connection.execute(
             "SELECT " TPUJOBS_JOB_COLUMNS " FROM jobs j WHERE j.id = $1::bigint", {id});
         if (!rows.ok()) return rows.error();
         if (rows->rows() == 0) return std::optional<JobRow>();
@@ -283,13 +285,13 @@ Result<std::optional<JobRow>> JobRepository::get_job(std::int64_t id) {
       });
 }
 
-Result<JobPage> JobRepository::list_jobs(const JobFilter& filter) {
+base::Result<JobPage> JobRepository::list_jobs(const JobFilter& filter) {
   const int limit = std::clamp(filter.limit, 1, kMaxPageSize);
   std::optional<TimePoint> after_time;
   std::optional<std::int64_t> after_id;
   if (!filter.cursor.empty()) {
     const auto decoded = decode_cursor(filter.cursor);
-    if (!decoded) return make_error(ErrorCode::kInvalid, "malformed cursor");
+    if (!decoded) return base::make_error(base::ErrorCode::kInvalid, "malformed cursor");
     after_time = decoded->first;
     after_id = decoded->second;
   }
@@ -299,23 +301,24 @@ Result<JobPage> JobRepository::list_jobs(const JobFilter& filter) {
     labels.emplace_back(value);
   }
   const std::vector<std::optional<std::string>> states = state_names(filter.states);
-  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<JobPage> {
-    // One row more than asked tells whether another page follows.
-    Result<QueryResult> rows = connection.execute(
-        kListJobs, {filter.tenant, Param::array(states), Param::array(labels), filter.name,
-                    after_time, after_id, limit + 1, filter.array_id});
-    if (!rows.ok()) return rows.error();
-    JobPage page;
-    page.jobs = read_jobs(*rows);
-    if (static_cast<int>(page.jobs.size()) > limit) {
-      page.jobs.pop_back();
-      page.next_cursor = encode_cursor(page.jobs.back());
-    }
-    return page;
-  });
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<JobPage> {
+        // One row more than asked tells whether another page follows.
+        base::Result<QueryResult> rows = connection.execute(
+            kListJobs, {filter.tenant, Param::array(states), Param::array(labels), filter.name,
+                        after_time, after_id, limit + 1, filter.array_id});
+        if (!rows.ok()) return rows.error();
+        JobPage page;
+        page.jobs = read_jobs(*rows);
+        if (static_cast<int>(page.jobs.size()) > limit) {
+          page.jobs.pop_back();
+          page.next_cursor = encode_cursor(page.jobs.back());
+        }
+        return page;
+      });
 }
 
-Result<bool> JobRepository::transition(const Transition& t) {
+base::Result<bool> JobRepository::transition(const Transition& t) {
   const std::vector<std::optional<std::string>> from = state_names(t.from);
   Param alive_names = std::nullopt, alive_epochs = std::nullopt;  // NULL: no agent to check
   if (!t.require_alive.empty()) {
@@ -351,81 +354,83 @@ Result<bool> JobRepository::transition(const Transition& t) {
                                   alive_epochs,
                                   t.require_leader_term,
                                   t.count_unstarted_requeue};
-  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<bool> {
-    Result<QueryResult> rows = connection.execute(kTransition, params);
-    if (!rows.ok()) return rows.error();
-    return rows->int64(0, 0) > 0;
-  });
+  return with_connection(pool_, acquire_timeout_,
+                         [&](Connection& connection) -> base::Result<bool> {
+                           base::Result<QueryResult> rows = connection.execute(kTransition, params);
+                           if (!rows.ok()) return rows.error();
+                           return rows->int64(0, 0) > 0;
+                         });
 }
 
-Status JobRepository::update_progress(std::int64_t id,
-                                      const std::optional<std::string>& progress_json,
-                                      const std::optional<std::string>& latest_metrics_json,
-                                      std::int64_t fence_epoch) {
-  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Status {
-    Result<QueryResult> rows = connection.execute(
+base::Status JobRepository::update_progress(std::int64_t id,
+                                            const std::optional<std::string>& progress_json,
+                                            const std::optional<std::string>& latest_metrics_json,
+                                            std::int64_t fence_epoch) {
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> base::Status {
+    base::Result<QueryResult> rows = connection.execute(
         "UPDATE jobs SET progress = COALESCE($2::jsonb, progress),"
         " latest_metrics = COALESCE($3::jsonb, latest_metrics), updated_at = now()"
         " WHERE id = $1::bigint AND ($4::bigint = 0 OR placement_epoch = $4::bigint)",
         {id, progress_json, latest_metrics_json, fence_epoch});
     if (!rows.ok()) return rows.error();
     if (rows->affected_rows() == 0) {
-      return make_error(ErrorCode::kNotFound, "no job " + std::to_string(id));
+      return base::make_error(base::ErrorCode::kNotFound, "no job " + std::to_string(id));
     }
-    return Status::Ok();
+    return base::Status::Ok();
   });
 }
 
-Status JobRepository::set_pending(
+base::Status JobRepository::set_pending(
     const std::vector<std::pair<std::int64_t, std::optional<std::string>>>& batch) {
-  if (batch.empty()) return Status::Ok();
+  if (batch.empty()) return base::Status::Ok();
   std::vector<std::optional<std::string>> ids, pending;
   for (const auto& [id, json] : batch) {
     ids.emplace_back(std::to_string(id));
     pending.push_back(json);
   }
-  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Status {
-    Result<QueryResult> rows = connection.execute(
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> base::Status {
+    base::Result<QueryResult> rows = connection.execute(
         "UPDATE jobs j SET pending = u.pending"
         " FROM unnest($1::bigint[], $2::jsonb[]) AS u(id, pending)"
         " WHERE j.id = u.id AND j.state = 'QUEUED'",
         {Param::array(ids), Param::array(pending)});
     if (!rows.ok()) return rows.error();
-    return Status::Ok();
+    return base::Status::Ok();
   });
 }
 
-Result<bool> JobRepository::request_preemption(std::int64_t victim, std::int64_t epoch,
-                                               std::int64_t preemptor,
-                                               const std::string& preemptor_reason,
-                                               const std::string& preemptor_detail,
-                                               std::optional<std::int64_t> leader_term) {
-  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<bool> {
-    Result<QueryResult> rows = connection.execute(
-        "WITH marked AS ("
-        "  UPDATE jobs SET preempted_by = $3::bigint, updated_at = now()"
-        "  WHERE id = $1::bigint AND placement_epoch = $2::bigint"
-        "    AND state IN ('STARTING', 'RUNNING') AND preempted_by IS NULL"
-        "    AND NOT cancel_requested"
-        "    AND ($6::bigint IS NULL"
-        "         OR (SELECT term FROM scheduler_term WHERE id = 1 FOR SHARE) = $6::bigint)"
-        "  RETURNING id"
-        "), event AS ("
-        "  INSERT INTO job_events (job_id, from_state, to_state, reason, detail)"
-        "  SELECT p.id, p.state, p.state, $4::text, $5::jsonb FROM jobs p"
-        "  WHERE p.id = $3::bigint AND p.state = 'QUEUED' AND $4::text <> ''"
-        "    AND EXISTS (SELECT 1 FROM marked)"
-        ")"
-        " SELECT count(*) FROM marked",
-        {victim, epoch, preemptor, preemptor_reason, preemptor_detail, leader_term});
-    if (!rows.ok()) return rows.error();
-    return rows->int64(0, 0) > 0;
-  });
+base::Result<bool> JobRepository::request_preemption(std::int64_t victim, std::int64_t epoch,
+                                                     std::int64_t preemptor,
+                                                     const std::string& preemptor_reason,
+                                                     const std::string& preemptor_detail,
+                                                     std::optional<std::int64_t> leader_term) {
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<bool> {
+        base::Result<QueryResult> rows = connection.execute(
+            "WITH marked AS ("
+            "  UPDATE jobs SET preempted_by = $3::bigint, updated_at = now()"
+            "  WHERE id = $1::bigint AND placement_epoch = $2::bigint"
+            "    AND state IN ('STARTING', 'RUNNING') AND preempted_by IS NULL"
+            "    AND NOT cancel_requested"
+            "    AND ($6::bigint IS NULL"
+            "         OR (SELECT term FROM scheduler_term WHERE id = 1 FOR SHARE) = $6::bigint)"
+            "  RETURNING id"
+            "), event AS ("
+            "  INSERT INTO job_events (job_id, from_state, to_state, reason, detail)"
+            "  SELECT p.id, p.state, p.state, $4::text, $5::jsonb FROM jobs p"
+            "  WHERE p.id = $3::bigint AND p.state = 'QUEUED' AND $4::text <> ''"
+            "    AND EXISTS (SELECT 1 FROM marked)"
+            ")"
+            " SELECT count(*) FROM marked",
+            {victim, epoch, preemptor, preemptor_reason, preemptor_detail, leader_term});
+        if (!rows.ok()) return rows.error();
+        return rows->int64(0, 0) > 0;
+      });
 }
 
-Status JobRepository::request_cancel(std::int64_t id) {
-  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Status {
-    Result<QueryResult> rows = connection.execute(
+base::Status JobRepository::request_cancel(std::int64_t id) {
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> base::Status {
+    base::Result<QueryResult> rows = connection.execute(
         "WITH target AS (SELECT id, state FROM jobs WHERE id = $1::bigint FOR UPDATE),"
         " changed AS ("
         "  UPDATE jobs j SET cancel_requested = true, updated_at = now() FROM target"
@@ -435,20 +440,20 @@ Status JobRepository::request_cancel(std::int64_t id) {
         {id});
     if (!rows.ok()) return rows.error();
     if (rows->is_null(0, 0)) {
-      return make_error(ErrorCode::kNotFound, "no job " + std::to_string(id));
+      return base::make_error(base::ErrorCode::kNotFound, "no job " + std::to_string(id));
     }
     if (rows->int64(0, 1) == 0) {
-      return make_error(ErrorCode::kConflict,
-                        "job " + std::to_string(id) + " is already " + rows->string(0, 0));
+      return base::make_error(base::ErrorCode::kConflict,
+                              "job " + std::to_string(id) + " is already " + rows->string(0, 0));
     }
-    return Status::Ok();
+    return base::Status::Ok();
   });
 }
 
-Result<std::vector<JobRow>> JobRepository::load_placed() {
+base::Result<std::vector<JobRow>> JobRepository::load_placed() {
   return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<JobRow>> {
-        Result<QueryResult> rows = connection.execute(
+      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<std::vector<JobRow>> {
+        base::Result<QueryResult> rows = connection.execute(
             "SELECT " TPUJOBS_JOB_SCHEDULING_COLUMNS
             " FROM jobs j WHERE j.state IN ('STARTING', 'RUNNING') ORDER BY j.id");
         if (!rows.ok()) return rows.error();
@@ -456,20 +461,20 @@ Result<std::vector<JobRow>> JobRepository::load_placed() {
       });
 }
 
-Result<JobRepository::ScheduleRead> JobRepository::read_to_schedule(
+base::Result<JobRepository::ScheduleRead> JobRepository::read_to_schedule(
     const std::optional<std::string>& since) {
   return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> Result<ScheduleRead> {
+      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<ScheduleRead> {
         // Two statements, two snapshots: the low water comes from the first, so
         // it is at most the second's, and whatever the second missed was written
         // by a transaction at or after it.
-        Result<QueryResult> low_water =
+        base::Result<QueryResult> low_water =
             connection.execute("SELECT pg_snapshot_xmin(pg_current_snapshot())::text");
         if (!low_water.ok()) return low_water.error();
         ScheduleRead read;
         read.low_water = low_water->string(0, 0);
         read.complete = !since;
-        Result<QueryResult> rows =
+        base::Result<QueryResult> rows =
             since ? connection.execute(std::string("SELECT ") + TPUJOBS_JOB_SCHEDULING_COLUMNS +
                                            " FROM jobs j WHERE j.changed_xid >= $1::xid8",
                                        {*since})
@@ -481,25 +486,27 @@ Result<JobRepository::ScheduleRead> JobRepository::read_to_schedule(
       });
 }
 
-Result<std::map<std::int64_t, std::string>> JobRepository::job_specs(
+base::Result<std::map<std::int64_t, std::string>> JobRepository::job_specs(
     const std::vector<std::int64_t>& ids) {
   using Specs = std::map<std::int64_t, std::string>;
   if (ids.empty()) return Specs{};
-  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<Specs> {
-    Result<QueryResult> rows = connection.execute(
-        "SELECT id, spec FROM jobs WHERE id = ANY($1::bigint[])", {Param::bigints(ids)});
-    if (!rows.ok()) return rows.error();
-    Specs specs;
-    for (int row = 0; row < rows->rows(); ++row) specs[rows->int64(row, 0)] = rows->string(row, 1);
-    return specs;
-  });
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<Specs> {
+        base::Result<QueryResult> rows = connection.execute(
+            "SELECT id, spec FROM jobs WHERE id = ANY($1::bigint[])", {Param::bigints(ids)});
+        if (!rows.ok()) return rows.error();
+        Specs specs;
+        for (int row = 0; row < rows->rows(); ++row)
+          specs[rows->int64(row, 0)] = rows->string(row, 1);
+        return specs;
+      });
 }
 
-Result<std::vector<JobRow>> JobRepository::load_queued_except(
+base::Result<std::vector<JobRow>> JobRepository::load_queued_except(
     const std::vector<std::int64_t>& known) {
   return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<JobRow>> {
-        Result<QueryResult> rows = connection.execute(
+      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<std::vector<JobRow>> {
+        base::Result<QueryResult> rows = connection.execute(
             "SELECT " TPUJOBS_JOB_COLUMNS
             " FROM jobs j WHERE j.state = 'QUEUED' AND NOT (j.id = ANY($1::bigint[]))"
             " ORDER BY j.id",
@@ -509,7 +516,7 @@ Result<std::vector<JobRow>> JobRepository::load_queued_except(
       });
 }
 
-Error JobRepository::note_unanswered_insert(const Connection& connection, Error error) {
+base::Error JobRepository::note_unanswered_insert(const Connection& connection, base::Error error) {
   if (error.maybe_applied) {
     base::MutexLock lock(unanswered_mutex_);
     unanswered_inserts_.push_back({std::this_thread::get_id(), connection.server_process()});
@@ -529,26 +536,27 @@ std::vector<ServerProcess> JobRepository::take_unanswered_inserts() {
   return taken;
 }
 
-Result<bool> JobRepository::end_server_process(const ServerProcess& process,
-                                               std::chrono::milliseconds wait) {
+base::Result<bool> JobRepository::end_server_process(const ServerProcess& process,
+                                                     std::chrono::milliseconds wait) {
   if (process.pid <= 0) return true;  // none was known: nothing to wait for
-  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<bool> {
-    // pg_terminate_backend's timeout waits for the exit.
-    Result<QueryResult> rows = connection.execute(
-        "SELECT coalesce(bool_and(pg_terminate_backend(pid, $3::bigint)), true)"
-        "  FROM pg_stat_activity"
-        " WHERE pid = $1::integer AND backend_start = $2::timestamptz",
-        {process.pid, process.started,
-         static_cast<std::int64_t>(std::max<long long>(1, wait.count()))});
-    if (!rows.ok()) return rows.error();
-    return rows->boolean(0, 0);
-  });
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<bool> {
+        // pg_terminate_backend's timeout waits for the exit.
+        base::Result<QueryResult> rows = connection.execute(
+            "SELECT coalesce(bool_and(pg_terminate_backend(pid, $3::bigint)), true)"
+            "  FROM pg_stat_activity"
+            " WHERE pid = $1::integer AND backend_start = $2::timestamptz",
+            {process.pid, process.started,
+             static_cast<std::int64_t>(std::max<long long>(1, wait.count()))});
+        if (!rows.ok()) return rows.error();
+        return rows->boolean(0, 0);
+      });
 }
 
-Result<std::vector<JobRow>> JobRepository::jobs_on_agent(const std::string& agent) {
+base::Result<std::vector<JobRow>> JobRepository::jobs_on_agent(const std::string& agent) {
   return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<JobRow>> {
-        Result<QueryResult> rows = connection.execute(
+      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<std::vector<JobRow>> {
+        base::Result<QueryResult> rows = connection.execute(
             "SELECT " TPUJOBS_JOB_COLUMNS
             " FROM jobs j"
             " WHERE j.agent = $1::text AND j.state IN ('STARTING', 'RUNNING') ORDER BY j.id",
@@ -558,10 +566,10 @@ Result<std::vector<JobRow>> JobRepository::jobs_on_agent(const std::string& agen
       });
 }
 
-Result<std::vector<JobRow>> JobRepository::slice_parts_on_agent(const std::string& agent) {
+base::Result<std::vector<JobRow>> JobRepository::slice_parts_on_agent(const std::string& agent) {
   return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<JobRow>> {
-        Result<QueryResult> rows =
+      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<std::vector<JobRow>> {
+        base::Result<QueryResult> rows =
             connection.execute("SELECT " TPUJOBS_JOB_COLUMNS
                                " FROM jobs j"
                                " WHERE j.state IN ('STARTING', 'RUNNING') AND j.agent <> $1::text"
@@ -574,10 +582,10 @@ Result<std::vector<JobRow>> JobRepository::slice_parts_on_agent(const std::strin
       });
 }
 
-Result<std::vector<JobRow>> JobRepository::orphaned_jobs() {
+base::Result<std::vector<JobRow>> JobRepository::orphaned_jobs() {
   return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<JobRow>> {
-        Result<QueryResult> rows =
+      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<std::vector<JobRow>> {
+        base::Result<QueryResult> rows =
             connection.execute("SELECT " TPUJOBS_JOB_COLUMNS
                                " FROM jobs j"
                                " WHERE j.agent IS NOT NULL AND j.state IN ('STARTING', 'RUNNING')"
@@ -590,10 +598,11 @@ Result<std::vector<JobRow>> JobRepository::orphaned_jobs() {
       });
 }
 
-Result<std::vector<JobEventRow>> JobRepository::list_events(std::int64_t id) {
+base::Result<std::vector<JobEventRow>> JobRepository::list_events(std::int64_t id) {
   return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<JobEventRow>> {
-        Result<QueryResult> rows = connection.execute(
+      pool_, acquire_timeout_,
+      [&](Connection& connection) -> base::Result<std::vector<JobEventRow>> {
+        base::Result<QueryResult> rows = connection.execute(
             "SELECT id, job_id, at, from_state, to_state, reason, detail FROM job_events"
             " WHERE job_id = $1::bigint ORDER BY id",
             {id});
@@ -614,21 +623,21 @@ Result<std::vector<JobEventRow>> JobRepository::list_events(std::int64_t id) {
       });
 }
 
-Result<std::int64_t> JobRepository::count_queued() {
+base::Result<std::int64_t> JobRepository::count_queued() {
   return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::int64_t> {
-        Result<QueryResult> rows =
+      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<std::int64_t> {
+        base::Result<QueryResult> rows =
             connection.execute("SELECT count(*) FROM jobs WHERE state = 'QUEUED'");
         if (!rows.ok()) return rows.error();
         return rows->int64(0, 0);
       });
 }
 
-Result<std::map<std::string, std::int64_t>> JobRepository::count_jobs_by_state() {
+base::Result<std::map<std::string, std::int64_t>> JobRepository::count_jobs_by_state() {
   return with_connection(
       pool_, acquire_timeout_,
-      [&](Connection& connection) -> Result<std::map<std::string, std::int64_t>> {
-        Result<QueryResult> rows =
+      [&](Connection& connection) -> base::Result<std::map<std::string, std::int64_t>> {
+        base::Result<QueryResult> rows =
             connection.execute("SELECT state, count(*) FROM jobs GROUP BY state");
         if (!rows.ok()) return rows.error();
         std::map<std::string, std::int64_t> counts;

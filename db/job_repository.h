@@ -14,9 +14,9 @@
 
 #include "base/job_state.h"
 #include "base/mutex.h"
+#include "base/result.h"
 #include "db/connection_pool.h"
 #include "db/pg_text.h"
-#include "db/result.h"
 
 namespace tpujobs::db {
 
@@ -170,35 +170,36 @@ class JobRepository {
   // not inserted and comes back with existing=true. Results are in input
   // order; ids ascend in input order among the new ones. All or nothing:
   // kInvalid (malformed JSON) fails the whole batch.
-  Result<std::vector<InsertedJob>> insert_jobs(const std::vector<NewJob>& jobs);
+  base::Result<std::vector<InsertedJob>> insert_jobs(const std::vector<NewJob>& jobs);
 
   // nullopt when there is no such job.
-  Result<std::optional<JobRow>> get_job(std::int64_t id);
+  base::Result<std::optional<JobRow>> get_job(std::int64_t id);
 
   // Newest first (created_at, then id). kInvalid for a cursor this did not make.
-  Result<JobPage> list_jobs(const JobFilter& filter);
+  base::Result<JobPage> list_jobs(const JobFilter& filter);
 
   // Applies the transition when the job is in one of t.from (and never when
   // it is terminal), recording a job_events row in the same statement.
   // false when the job was not in an allowed state (or does not exist).
-  Result<bool> transition(const Transition& t);
+  base::Result<bool> transition(const Transition& t);
 
   // Sets progress and latest_metrics (JSON); nullopt keeps the current
   // value. kNotFound when there is no such job.
   // With a non-zero fence_epoch, only while the job's placement_epoch is
   // that (kNotFound otherwise).
-  Status update_progress(std::int64_t id, const std::optional<std::string>& progress_json,
-                         const std::optional<std::string>& latest_metrics_json,
-                         std::int64_t fence_epoch = 0);
+  base::Status update_progress(std::int64_t id, const std::optional<std::string>& progress_json,
+                               const std::optional<std::string>& latest_metrics_json,
+                               std::int64_t fence_epoch = 0);
 
   // Sets jobs.pending (why the job waits) for many queued jobs in one
   // statement (nullopt clears it); jobs no longer QUEUED are skipped.
   // updated_at is left alone: the reason is recomputed often.
-  Status set_pending(const std::vector<std::pair<std::int64_t, std::optional<std::string>>>& batch);
+  base::Status set_pending(
+      const std::vector<std::pair<std::int64_t, std::optional<std::string>>>& batch);
 
   // Marks cancel_requested. kNotFound when there is no such job, kConflict
   // when it is already terminal.
-  Status request_cancel(std::int64_t id);
+  base::Status request_cancel(std::int64_t id);
 
   // Preemption (cluster mode): marks the STARTING or RUNNING `victim` with
   // preempted_by = `preemptor` while its placement is still `epoch` (and it
@@ -207,14 +208,14 @@ class JobRepository {
   // the reason is empty) in the same statement, while the scheduler
   // leader's term is `leader_term` (none: unfenced). False when the victim
   // was not marked.
-  Result<bool> request_preemption(std::int64_t victim, std::int64_t epoch, std::int64_t preemptor,
-                                  const std::string& preemptor_reason,
-                                  const std::string& preemptor_detail,
-                                  std::optional<std::int64_t> leader_term = std::nullopt);
+  base::Result<bool> request_preemption(std::int64_t victim, std::int64_t epoch,
+                                        std::int64_t preemptor, const std::string& preemptor_reason,
+                                        const std::string& preemptor_detail,
+                                        std::optional<std::int64_t> leader_term = std::nullopt);
 
   // STARTING and RUNNING jobs, by id, read as read_to_schedule does: the
   // pool view's and a host failure's, which need not read the queue.
-  Result<std::vector<JobRow>> load_placed();
+  base::Result<std::vector<JobRow>> load_placed();
   // What a scheduler keeps between passes, without the documents a
   // scheduling pass does not read: spec, resolved, warnings, labels,
   // pending, progress, latest_metrics, error, result and array_values are
@@ -233,11 +234,11 @@ class JobRepository {
     bool complete = false;
     std::string low_water;  // a pg xid8, as text
   };
-  Result<ScheduleRead> read_to_schedule(const std::optional<std::string>& since);
+  base::Result<ScheduleRead> read_to_schedule(const std::optional<std::string>& since);
   // The QUEUED jobs whose ids are not in `known`, oldest first: what a
   // standalone service finds stored behind its back (an insert whose answer
   // was lost), once end_server_process says that insert has settled.
-  Result<std::vector<JobRow>> load_queued_except(const std::vector<std::int64_t>& known);
+  base::Result<std::vector<JobRow>> load_queued_except(const std::vector<std::int64_t>& known);
   // Ends the server process a statement was left with when its answer never
   // came (take_unanswered_inserts), and says whether it is gone: from
   // then on that statement has been carried out or never will be. A process
@@ -245,37 +246,38 @@ class JobRepository {
   // that does not exit within `wait` answers false (ask again). The process
   // is named by its pid and its start, so a later one given the same pid is
   // never ended. Needs PostgreSQL 14+ (pg_terminate_backend's timeout).
-  Result<bool> end_server_process(const ServerProcess& process, std::chrono::milliseconds wait);
+  base::Result<bool> end_server_process(const ServerProcess& process,
+                                        std::chrono::milliseconds wait);
   // The server processes left with an insert_jobs of the calling thread
   // whose answer was lost (kUnavailable, maybe_applied) since its last
   // call, which forgets them. Per thread: each caller settles its own.
   std::vector<ServerProcess> take_unanswered_inserts();
   // The stored spec of each of `ids` that exists, by id.
-  Result<std::map<std::int64_t, std::string>> job_specs(const std::vector<std::int64_t>& ids);
+  base::Result<std::map<std::int64_t, std::string>> job_specs(const std::vector<std::int64_t>& ids);
 
   // STARTING and RUNNING jobs placed on this agent (any epoch), by id.
-  Result<std::vector<JobRow>> jobs_on_agent(const std::string& agent);
+  base::Result<std::vector<JobRow>> jobs_on_agent(const std::string& agent);
   // STARTING or RUNNING jobs whose slice spans agents with a part on
   // `agent` other than the first (allocation -> 'slice' -> 'parts').
-  Result<std::vector<JobRow>> slice_parts_on_agent(const std::string& agent);
+  base::Result<std::vector<JobRow>> slice_parts_on_agent(const std::string& agent);
   // STARTING and RUNNING jobs placed on an agent whose placement is not
   // that agent's current epoch while alive (it was lost, or rejoined), by id.
-  Result<std::vector<JobRow>> orphaned_jobs();
+  base::Result<std::vector<JobRow>> orphaned_jobs();
 
   // The job's events, oldest first.
-  Result<std::vector<JobEventRow>> list_events(std::int64_t id);
+  base::Result<std::vector<JobEventRow>> list_events(std::int64_t id);
 
   // How many jobs are QUEUED (read off the partial index of queued jobs).
-  Result<std::int64_t> count_queued();
+  base::Result<std::int64_t> count_queued();
   // Every state with its job count (0 included), keyed by to_string(state).
-  Result<std::map<std::string, std::int64_t>> count_jobs_by_state();
+  base::Result<std::map<std::string, std::int64_t>> count_jobs_by_state();
 
  private:
   // The unfinished jobs, `columns` of each (TPUJOBS_JOB_COLUMNS' places).
 
   // `error` (of a statement of insert_jobs on `connection`), after noting
   // the connection's server process when the error is maybe_applied.
-  Error note_unanswered_insert(const Connection& connection, Error error);
+  base::Error note_unanswered_insert(const Connection& connection, base::Error error);
 
   ConnectionPool& pool_;
   std::chrono::milliseconds acquire_timeout_;

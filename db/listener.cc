@@ -5,13 +5,13 @@ namespace tpujobs::db {
 Listener::Listener(std::string conninfo, std::string channel)
     : conninfo_(std::move(conninfo)), channel_(std::move(channel)) {}
 
-Result<std::vector<Notification>> Listener::wait(std::chrono::milliseconds timeout) {
+base::Result<std::vector<Notification>> Listener::wait(std::chrono::milliseconds timeout) {
   if (!connection_ || connection_->is_broken()) {
     connection_.reset();
     auto opened = Connection::open(conninfo_);
     if (!opened.ok()) return opened.error();
     // The channel is one of the program's own names, never user text.
-    if (Status listening = (*opened)->execute_script("LISTEN " + channel_); !listening.ok())
+    if (base::Status listening = (*opened)->execute_script("LISTEN " + channel_); !listening.ok())
       return listening.error();
     connection_ = std::move(*opened);
   }

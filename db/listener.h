@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "base/result.h"
 #include "db/connection.h"
-#include "db/result.h"
 
 namespace tpujobs::db {
 
@@ -23,7 +23,7 @@ class Listener {
   // (empty when none came). kUnavailable at once when the connection cannot
   // be opened or is lost: the caller waits its poll interval its own way,
   // and the next call opens the connection again.
-  Result<std::vector<Notification>> wait(std::chrono::milliseconds timeout);
+  base::Result<std::vector<Notification>> wait(std::chrono::milliseconds timeout);
 
  private:
   const std::string conninfo_;

@@ -33,13 +33,13 @@ std::vector<Migration> embedded_migrations() {
   return migrations;
 }
 
-Status migrate(ConnectionPool& pool) { return migrate(pool, embedded_migrations()); }
+base::Status migrate(ConnectionPool& pool) { return migrate(pool, embedded_migrations()); }
 
-Status migrate(ConnectionPool& pool, const std::vector<Migration>& migrations) {
-  Result<PooledConnection> connection = pool.acquire(kAcquireTimeout);
+base::Status migrate(ConnectionPool& pool, const std::vector<Migration>& migrations) {
+  base::Result<PooledConnection> connection = pool.acquire(kAcquireTimeout);
   if (!connection.ok()) return connection.error();
   for (const Migration& migration : migrations) {
-    Result<Transaction> transaction = Transaction::begin(**connection);
+    base::Result<Transaction> transaction = Transaction::begin(**connection);
     if (!transaction.ok()) return transaction.error();
     // Held until this transaction ends; a second process waits here and then
     // sees the version as applied.
@@ -48,13 +48,15 @@ Status migrate(ConnectionPool& pool, const std::vector<Migration>& migrations) {
         !locked.ok()) {
       return locked.error();
     }
-    if (Status created = transaction->execute_script(kCreateTable); !created.ok()) return created;
-    Result<QueryResult> applied = transaction->execute(
+    if (base::Status created = transaction->execute_script(kCreateTable); !created.ok())
+      return created;
+    base::Result<QueryResult> applied = transaction->execute(
         "SELECT 1 FROM schema_migrations WHERE version = $1::integer", {migration.version});
     if (!applied.ok()) return applied.error();
     if (applied->rows() > 0) continue;  // the destructor ends the transaction
-    if (Status ran = transaction->execute_script(migration.sql); !ran.ok()) {
-      return make_error(ran.code(), "migration " + migration.name + ": " + ran.error().message);
+    if (base::Status ran = transaction->execute_script(migration.sql); !ran.ok()) {
+      return base::make_error(ran.code(),
+                              "migration " + migration.name + ": " + ran.error().message);
     }
     if (auto recorded = transaction->execute(
             "INSERT INTO schema_migrations (version, name) VALUES ($1::integer, $2::text)",
@@ -62,15 +64,15 @@ Status migrate(ConnectionPool& pool, const std::vector<Migration>& migrations) {
         !recorded.ok()) {
       return recorded.error();
     }
-    if (Status committed = transaction->commit(); !committed.ok()) return committed;
+    if (base::Status committed = transaction->commit(); !committed.ok()) return committed;
   }
-  return Status::Ok();
+  return base::Status::Ok();
 }
 
-Result<std::vector<int>> applied_migrations(ConnectionPool& pool) {
-  Result<PooledConnection> connection = pool.acquire(kAcquireTimeout);
+base::Result<std::vector<int>> applied_migrations(ConnectionPool& pool) {
+  base::Result<PooledConnection> connection = pool.acquire(kAcquireTimeout);
   if (!connection.ok()) return connection.error();
-  Result<QueryResult> rows =
+  base::Result<QueryResult> rows =
       (*connection)->execute("SELECT version FROM schema_migrations ORDER BY version");
   if (!rows.ok()) return rows.error();
   std::vector<int> versions;

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "base/result.h"
 #include "db/connection_pool.h"
-#include "db/result.h"
 
 namespace tpujobs::db {
 
@@ -24,10 +24,10 @@ std::vector<Migration> embedded_migrations();
 // the last good version. Several processes may call this at once: a
 // transaction-scoped advisory lock makes them take turns, and each applies
 // only what the others have not.
-Status migrate(ConnectionPool& pool);
-Status migrate(ConnectionPool& pool, const std::vector<Migration>& migrations);
+base::Status migrate(ConnectionPool& pool);
+base::Status migrate(ConnectionPool& pool, const std::vector<Migration>& migrations);
 
 // The versions recorded in schema_migrations, ascending.
-Result<std::vector<int>> applied_migrations(ConnectionPool& pool);
+base::Result<std::vector<int>> applied_migrations(ConnectionPool& pool);
 
 }  // namespace tpujobs::db

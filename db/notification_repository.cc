@@ -64,100 +64,109 @@ constexpr const char* kRecordAttempt =
 
 }  // namespace
 
-Result<std::vector<NotificationRow>> NotificationRepository::claim_due(
+base::Result<std::vector<NotificationRow>> NotificationRepository::claim_due(
     const std::string& sender, int limit, std::chrono::seconds claim_for) {
-  return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<NotificationRow>> {
-        Result<QueryResult> rows =
-            connection.execute(std::string(kClaimDue) + kNotificationColumns,
+  return with_connection(pool_, acquire_timeout_,
+                         [&](Connection& connection) -> base::Result<std::vector<NotificationRow>> {
+                           base::Result<QueryResult> rows = connection.execute(
+                               std::string(kClaimDue) + kNotificationColumns,
                                {sender, limit, static_cast<std::int64_t>(claim_for.count())});
+                           if (!rows.ok()) return rows.error();
+                           std::vector<NotificationRow> out;
+                           for (int row = 0; row < rows->rows(); ++row)
+                             out.push_back(read_notification(*rows, row));
+                           return out;
+                         });
+}
+
+base::Result<bool> NotificationRepository::record_attempt(std::int64_t id,
+                                                          const std::string& sender,
+                                                          const NotificationAttempt& attempt) {
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<bool> {
+        base::Result<QueryResult> rows = connection.execute(
+            kRecordAttempt,
+            {id, sender, attempt.at, attempt.duration_ms, attempt.status_code, attempt.error,
+             attempt.body, attempt.status, static_cast<std::int64_t>(attempt.retry_after.count())});
+        if (!rows.ok()) return rows.error();
+        return rows->int64(0, 0) > 0;
+      });
+}
+
+base::Result<std::optional<std::vector<NotificationRow>>> NotificationRepository::list_for_job(
+    std::int64_t job_id, const std::optional<std::string>& tenant) {
+  using Answer = std::optional<std::vector<NotificationRow>>;
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<Answer> {
+        base::Result<QueryResult> job = connection.execute(
+            "SELECT 1 FROM jobs WHERE id = $1::bigint AND ($2::text IS NULL OR tenant = $2::text)",
+            {job_id, tenant});
+        if (!job.ok()) return job.error();
+        if (job->rows() == 0) return Answer();
+        base::Result<QueryResult> rows = connection.execute(
+            std::string("SELECT ") + kNotificationColumns +
+                " FROM job_notifications n WHERE n.job_id = $1::bigint ORDER BY n.id",
+            {job_id});
         if (!rows.ok()) return rows.error();
         std::vector<NotificationRow> out;
         for (int row = 0; row < rows->rows(); ++row) out.push_back(read_notification(*rows, row));
-        return out;
+        base::Result<QueryResult> attempts = connection.execute(
+            "SELECT a.notification_id, a.attempt, a.at, a.duration_ms, a.status_code, a.error, "
+            "a.sender"
+            " FROM notification_attempts a JOIN job_notifications n ON n.id = a.notification_id"
+            " WHERE n.job_id = $1::bigint ORDER BY a.notification_id, a.attempt",
+            {job_id});
+        if (!attempts.ok()) return attempts.error();
+        for (int row = 0; row < attempts->rows(); ++row) {
+          NotificationAttemptRow a;
+          a.attempt = static_cast<int>(attempts->int64(row, 1));
+          a.at = attempts->timestamp(row, 2);
+          a.duration_ms = attempts->float64(row, 3);
+          if (!attempts->is_null(row, 4)) a.status_code = static_cast<int>(attempts->int64(row, 4));
+          a.error = attempts->optional_string(row, 5);
+          a.sender = attempts->string(row, 6);
+          const std::int64_t owner = attempts->int64(row, 0);
+          for (NotificationRow& n : out) {
+            if (n.id == owner) n.attempt_log.push_back(std::move(a));
+          }
+        }
+        return Answer(std::move(out));
       });
 }
 
-Result<bool> NotificationRepository::record_attempt(std::int64_t id, const std::string& sender,
-                                                    const NotificationAttempt& attempt) {
-  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<bool> {
-    Result<QueryResult> rows = connection.execute(
-        kRecordAttempt,
-        {id, sender, attempt.at, attempt.duration_ms, attempt.status_code, attempt.error,
-         attempt.body, attempt.status, static_cast<std::int64_t>(attempt.retry_after.count())});
-    if (!rows.ok()) return rows.error();
-    return rows->int64(0, 0) > 0;
-  });
+base::Result<std::optional<std::string>> NotificationRepository::find_secret(
+    const std::string& tenant) {
+  return with_connection(pool_, acquire_timeout_,
+                         [&](Connection& connection) -> base::Result<std::optional<std::string>> {
+                           base::Result<QueryResult> rows = connection.execute(
+                               "SELECT secret FROM notification_secrets WHERE tenant = $1::text",
+                               {tenant});
+                           if (!rows.ok()) return rows.error();
+                           if (rows->rows() == 0) return std::optional<std::string>();
+                           return std::optional<std::string>(rows->string(0, 0));
+                         });
 }
 
-Result<std::optional<std::vector<NotificationRow>>> NotificationRepository::list_for_job(
-    std::int64_t job_id, const std::optional<std::string>& tenant) {
-  using Answer = std::optional<std::vector<NotificationRow>>;
-  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<Answer> {
-    Result<QueryResult> job = connection.execute(
-        "SELECT 1 FROM jobs WHERE id = $1::bigint AND ($2::text IS NULL OR tenant = $2::text)",
-        {job_id, tenant});
-    if (!job.ok()) return job.error();
-    if (job->rows() == 0) return Answer();
-    Result<QueryResult> rows = connection.execute(
-        std::string("SELECT ") + kNotificationColumns +
-            " FROM job_notifications n WHERE n.job_id = $1::bigint ORDER BY n.id",
-        {job_id});
-    if (!rows.ok()) return rows.error();
-    std::vector<NotificationRow> out;
-    for (int row = 0; row < rows->rows(); ++row) out.push_back(read_notification(*rows, row));
-    Result<QueryResult> attempts = connection.execute(
-        "SELECT a.notification_id, a.attempt, a.at, a.duration_ms, a.status_code, a.error, a.sender"
-        " FROM notification_attempts a JOIN job_notifications n ON n.id = a.notification_id"
-        " WHERE n.job_id = $1::bigint ORDER BY a.notification_id, a.attempt",
-        {job_id});
-    if (!attempts.ok()) return attempts.error();
-    for (int row = 0; row < attempts->rows(); ++row) {
-      NotificationAttemptRow a;
-      a.attempt = static_cast<int>(attempts->int64(row, 1));
-      a.at = attempts->timestamp(row, 2);
-      a.duration_ms = attempts->float64(row, 3);
-      if (!attempts->is_null(row, 4)) a.status_code = static_cast<int>(attempts->int64(row, 4));
-      a.error = attempts->optional_string(row, 5);
-      a.sender = attempts->string(row, 6);
-      const std::int64_t owner = attempts->int64(row, 0);
-      for (NotificationRow& n : out) {
-        if (n.id == owner) n.attempt_log.push_back(std::move(a));
-      }
-    }
-    return Answer(std::move(out));
-  });
-}
-
-Result<std::optional<std::string>> NotificationRepository::find_secret(const std::string& tenant) {
+base::Result<TimePoint> NotificationRepository::store_secret(const std::string& tenant,
+                                                             const std::string& secret) {
   return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::optional<std::string>> {
-        Result<QueryResult> rows = connection.execute(
-            "SELECT secret FROM notification_secrets WHERE tenant = $1::text", {tenant});
+      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<TimePoint> {
+        base::Result<QueryResult> rows = connection.execute(
+            "INSERT INTO notification_secrets (tenant, secret) VALUES ($1::text, $2::text)"
+            " ON CONFLICT (tenant) DO UPDATE SET secret = EXCLUDED.secret, created_at = now()"
+            " RETURNING created_at",
+            {tenant, secret});
         if (!rows.ok()) return rows.error();
-        if (rows->rows() == 0) return std::optional<std::string>();
-        return std::optional<std::string>(rows->string(0, 0));
+        return rows->timestamp(0, 0);
       });
 }
 
-Result<TimePoint> NotificationRepository::store_secret(const std::string& tenant,
-                                                       const std::string& secret) {
-  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<TimePoint> {
-    Result<QueryResult> rows = connection.execute(
-        "INSERT INTO notification_secrets (tenant, secret) VALUES ($1::text, $2::text)"
-        " ON CONFLICT (tenant) DO UPDATE SET secret = EXCLUDED.secret, created_at = now()"
-        " RETURNING created_at",
-        {tenant, secret});
-    if (!rows.ok()) return rows.error();
-    return rows->timestamp(0, 0);
-  });
-}
-
-Result<std::optional<TimePoint>> NotificationRepository::secret_created_at(
+base::Result<std::optional<TimePoint>> NotificationRepository::secret_created_at(
     const std::string& tenant) {
   return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::optional<TimePoint>> {
-        Result<QueryResult> rows = connection.execute(
+      pool_, acquire_timeout_,
+      [&](Connection& connection) -> base::Result<std::optional<TimePoint>> {
+        base::Result<QueryResult> rows = connection.execute(
             "SELECT created_at FROM notification_secrets WHERE tenant = $1::text", {tenant});
         if (!rows.ok()) return rows.error();
         if (rows->rows() == 0) return std::optional<TimePoint>();
@@ -165,42 +174,43 @@ Result<std::optional<TimePoint>> NotificationRepository::secret_created_at(
       });
 }
 
-Result<std::vector<std::string>> NotificationRepository::allowlist() {
-  return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<std::string>> {
-        Result<QueryResult> rows =
-            connection.execute("SELECT entry FROM notification_allowlist ORDER BY entry");
-        if (!rows.ok()) return rows.error();
-        std::vector<std::string> out;
-        for (int row = 0; row < rows->rows(); ++row) out.push_back(rows->string(row, 0));
-        return out;
-      });
+base::Result<std::vector<std::string>> NotificationRepository::allowlist() {
+  return with_connection(pool_, acquire_timeout_,
+                         [&](Connection& connection) -> base::Result<std::vector<std::string>> {
+                           base::Result<QueryResult> rows = connection.execute(
+                               "SELECT entry FROM notification_allowlist ORDER BY entry");
+                           if (!rows.ok()) return rows.error();
+                           std::vector<std::string> out;
+                           for (int row = 0; row < rows->rows(); ++row)
+                             out.push_back(rows->string(row, 0));
+                           return out;
+                         });
 }
 
-Status NotificationRepository::replace_allowlist(const std::vector<std::string>& entries) {
+base::Status NotificationRepository::replace_allowlist(const std::vector<std::string>& entries) {
   std::vector<std::optional<std::string>> values(entries.begin(), entries.end());
-  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Status {
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> base::Status {
     // One statement: readers see the old list or the new one, never a mix.
-    Result<QueryResult> rows = connection.execute(
+    base::Result<QueryResult> rows = connection.execute(
         "WITH removed AS (DELETE FROM notification_allowlist"
         "                 WHERE entry <> ALL($1::text[]) RETURNING 1)"
         " INSERT INTO notification_allowlist (entry)"
         " SELECT DISTINCT e FROM unnest($1::text[]) AS e ON CONFLICT (entry) DO NOTHING",
         {Param::array(values)});
     if (!rows.ok()) return rows.error();
-    return Status::Ok();
+    return base::Status::Ok();
   });
 }
 
-Status NotificationRepository::add_to_allowlist(const std::vector<std::string>& entries) {
+base::Status NotificationRepository::add_to_allowlist(const std::vector<std::string>& entries) {
   std::vector<std::optional<std::string>> values(entries.begin(), entries.end());
-  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Status {
-    Result<QueryResult> rows = connection.execute(
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> base::Status {
+    base::Result<QueryResult> rows = connection.execute(
         "INSERT INTO notification_allowlist (entry)"
         " SELECT DISTINCT e FROM unnest($1::text[]) AS e ON CONFLICT (entry) DO NOTHING",
         {Param::array(values)});
     if (!rows.ok()) return rows.error();
-    return Status::Ok();
+    return base::Status::Ok();
   });
 }
 

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "base/result.h"
 #include "db/connection_pool.h"
 #include "db/pg_text.h"
-#include "db/result.h"
 
 namespace tpujobs::db {
 
@@ -72,33 +72,33 @@ class NotificationRepository {
   // a live claim, for `claim_for`, as `sender`, oldest due first. Rows
   // another process is claiming at the same moment are skipped (SKIP
   // LOCKED), so every replica may call it and each delivery goes to one.
-  Result<std::vector<NotificationRow>> claim_due(const std::string& sender, int limit,
-                                                 std::chrono::seconds claim_for);
+  base::Result<std::vector<NotificationRow>> claim_due(const std::string& sender, int limit,
+                                                       std::chrono::seconds claim_for);
 
   // Records an attempt of a delivery `sender` claimed, and its next status;
   // releases the claim. false when the claim was lost meanwhile (it
   // expired and another replica took the delivery): nothing is recorded.
-  Result<bool> record_attempt(std::int64_t id, const std::string& sender,
-                              const NotificationAttempt& attempt);
+  base::Result<bool> record_attempt(std::int64_t id, const std::string& sender,
+                                    const NotificationAttempt& attempt);
 
   // The job's deliveries with their attempts, oldest first; with a tenant,
   // nullopt when the job is not that tenant's (or does not exist).
-  Result<std::optional<std::vector<NotificationRow>>> list_for_job(
+  base::Result<std::optional<std::vector<NotificationRow>>> list_for_job(
       std::int64_t job_id, const std::optional<std::string>& tenant);
 
   // The tenant's signing secret; nullopt when it has none.
-  Result<std::optional<std::string>> find_secret(const std::string& tenant);
+  base::Result<std::optional<std::string>> find_secret(const std::string& tenant);
   // Stores `secret` as the tenant's (replacing the old one). Returns when.
-  Result<TimePoint> store_secret(const std::string& tenant, const std::string& secret);
+  base::Result<TimePoint> store_secret(const std::string& tenant, const std::string& secret);
   // When the tenant's secret was made; nullopt when it has none.
-  Result<std::optional<TimePoint>> secret_created_at(const std::string& tenant);
+  base::Result<std::optional<TimePoint>> secret_created_at(const std::string& tenant);
 
   // The allow-list, sorted.
-  Result<std::vector<std::string>> allowlist();
+  base::Result<std::vector<std::string>> allowlist();
   // Replaces the allow-list with `entries` (one transaction).
-  Status replace_allowlist(const std::vector<std::string>& entries);
+  base::Status replace_allowlist(const std::vector<std::string>& entries);
   // Adds entries already absent (what `serve --notify-allow` does at start).
-  Status add_to_allowlist(const std::vector<std::string>& entries);
+  base::Status add_to_allowlist(const std::vector<std::string>& entries);
 
  private:
   ConnectionPool& pool_;

@@ -2,24 +2,25 @@
 
 namespace tpujobs::db {
 
-Status PoolStateRepository::upsert_host_health(const std::string& name,
-                                               const std::string& generation,
-                                               const std::string& health) {
-  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Status {
-    Result<QueryResult> rows = connection.execute(
+base::Status PoolStateRepository::upsert_host_health(const std::string& name,
+                                                     const std::string& generation,
+                                                     const std::string& health) {
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> base::Status {
+    base::Result<QueryResult> rows = connection.execute(
         "INSERT INTO pool_hosts (name, generation, health) VALUES ($1::text, $2::text, $3::text)"
         " ON CONFLICT (name) DO UPDATE SET generation = excluded.generation,"
         " health = excluded.health, updated_at = now()",
         {name, generation, health});
     if (!rows.ok()) return rows.error();
-    return Status::Ok();
+    return base::Status::Ok();
   });
 }
 
-Result<std::vector<HostHealthRow>> PoolStateRepository::load_host_health() {
+base::Result<std::vector<HostHealthRow>> PoolStateRepository::load_host_health() {
   return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> Result<std::vector<HostHealthRow>> {
-        Result<QueryResult> rows = connection.execute(
+      pool_, acquire_timeout_,
+      [&](Connection& connection) -> base::Result<std::vector<HostHealthRow>> {
+        base::Result<QueryResult> rows = connection.execute(
             "SELECT name, generation, health, updated_at FROM pool_hosts ORDER BY name");
         if (!rows.ok()) return rows.error();
         std::vector<HostHealthRow> hosts;
@@ -31,30 +32,30 @@ Result<std::vector<HostHealthRow>> PoolStateRepository::load_host_health() {
       });
 }
 
-Status PoolStateRepository::set_quota(const std::string& tenant, int max_cores) {
-  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Status {
-    Result<QueryResult> rows = connection.execute(
+base::Status PoolStateRepository::set_quota(const std::string& tenant, int max_cores) {
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> base::Status {
+    base::Result<QueryResult> rows = connection.execute(
         "INSERT INTO tenant_quotas (tenant, max_cores) VALUES ($1::text, $2::integer)"
         " ON CONFLICT (tenant) DO UPDATE SET max_cores = excluded.max_cores",
         {tenant, max_cores});
     if (!rows.ok()) return rows.error();
-    return Status::Ok();
+    return base::Status::Ok();
   });
 }
 
-Status PoolStateRepository::clear_quota(const std::string& tenant) {
-  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Status {
-    Result<QueryResult> rows =
+base::Status PoolStateRepository::clear_quota(const std::string& tenant) {
+  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> base::Status {
+    base::Result<QueryResult> rows =
         connection.execute("DELETE FROM tenant_quotas WHERE tenant = $1::text", {tenant});
     if (!rows.ok()) return rows.error();
-    return Status::Ok();
+    return base::Status::Ok();
   });
 }
 
-Result<std::map<std::string, int>> PoolStateRepository::load_quotas() {
+base::Result<std::map<std::string, int>> PoolStateRepository::load_quotas() {
   return with_connection(pool_, acquire_timeout_,
-                         [&](Connection& connection) -> Result<std::map<std::string, int>> {
-                           Result<QueryResult> rows =
+                         [&](Connection& connection) -> base::Result<std::map<std::string, int>> {
+                           base::Result<QueryResult> rows =
                                connection.execute("SELECT tenant, max_cores FROM tenant_quotas");
                            if (!rows.ok()) return rows.error();
                            std::map<std::string, int> quotas;

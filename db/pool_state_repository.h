@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "base/result.h"
 #include "db/connection_pool.h"
 #include "db/pg_text.h"
-#include "db/result.h"
 
 namespace tpujobs::db {
 
@@ -29,17 +29,17 @@ class PoolStateRepository {
       : pool_(pool), acquire_timeout_(acquire_timeout) {}
 
   // Inserts or replaces the host's record.
-  Status upsert_host_health(const std::string& name, const std::string& generation,
-                            const std::string& health);
+  base::Status upsert_host_health(const std::string& name, const std::string& generation,
+                                  const std::string& health);
   // Every recorded host, by name.
-  Result<std::vector<HostHealthRow>> load_host_health();
+  base::Result<std::vector<HostHealthRow>> load_host_health();
 
   // Sets the tenant's core quota (kInvalid when negative).
-  Status set_quota(const std::string& tenant, int max_cores);
+  base::Status set_quota(const std::string& tenant, int max_cores);
   // Removes the tenant's quota (no limit). Removing a missing one is fine.
-  Status clear_quota(const std::string& tenant);
+  base::Status clear_quota(const std::string& tenant);
   // tenant -> max_cores.
-  Result<std::map<std::string, int>> load_quotas();
+  base::Result<std::map<std::string, int>> load_quotas();
 
  private:
   ConnectionPool& pool_;

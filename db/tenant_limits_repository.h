@@ -8,8 +8,8 @@
 #include <optional>
 #include <string>
 
+#include "base/result.h"
 #include "db/connection_pool.h"
-#include "db/result.h"
 
 namespace tpujobs::db {
 
@@ -31,12 +31,12 @@ class TenantLimitsRepository {
       : pool_(pool), acquire_timeout_(acquire_timeout) {}
 
   // Inserts or replaces the tenant's row (kInvalid for a negative value).
-  Status set(const std::string& tenant, const TenantLimitsRow& limits);
+  base::Status set(const std::string& tenant, const TenantLimitsRow& limits);
   // tenant -> its row; tenants without a row are absent.
-  Result<std::map<std::string, TenantLimitsRow>> load_all();
+  base::Result<std::map<std::string, TenantLimitsRow>> load_all();
   // The tenant's QUEUED jobs, counted up to `at_most` (the count stops
   // there: a limit needs no more).
-  Result<std::int64_t> count_queued(const std::string& tenant, std::int64_t at_most);
+  base::Result<std::int64_t> count_queued(const std::string& tenant, std::int64_t at_most);
 
  private:
   ConnectionPool& pool_;

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "base/result.h"
 #include "db/connection_pool.h"
 #include "db/pg_text.h"
-#include "db/result.h"
 
 namespace tpujobs::db {
 
@@ -31,17 +31,17 @@ class TokenRepository {
       : pool_(pool), acquire_timeout_(acquire_timeout) {}
 
   // kConflict when the hash is already stored, kInvalid for another role.
-  Result<TokenRow> create_token(const std::string& token_hash, const std::string& tenant,
-                                const std::string& role);
+  base::Result<TokenRow> create_token(const std::string& token_hash, const std::string& tenant,
+                                      const std::string& role);
   // The token with this hash unless revoked; nullopt otherwise.
-  Result<std::optional<TokenRow>> find_token(const std::string& token_hash);
+  base::Result<std::optional<TokenRow>> find_token(const std::string& token_hash);
   // How many tokens are not revoked (none: the service may run open on loopback).
-  Result<std::int64_t> count_active_tokens();
+  base::Result<std::int64_t> count_active_tokens();
   // Every token, revoked ones included, oldest first.
-  Result<std::vector<TokenRow>> list_tokens();
+  base::Result<std::vector<TokenRow>> list_tokens();
   // Revokes it from now on (a token revoked already keeps its first
   // revocation time). kNotFound when there is no such token.
-  Status revoke_token(std::int64_t id);
+  base::Status revoke_token(std::int64_t id);
 
  private:
   ConnectionPool& pool_;

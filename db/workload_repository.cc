@@ -2,24 +2,26 @@
 
 namespace tpujobs::db {
 
-Result<std::map<std::int64_t, base::JobState>> WorkloadRepository::job_states(
+base::Result<std::map<std::int64_t, base::JobState>> WorkloadRepository::job_states(
     const std::vector<std::int64_t>& ids, const std::optional<std::string>& tenant) {
   using States = std::map<std::int64_t, base::JobState>;
   if (ids.empty()) return States{};
-  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<States> {
-    Result<QueryResult> rows = connection.execute(
-        "SELECT id, state FROM jobs WHERE id = ANY($1::bigint[]) AND ($2::text IS NULL OR tenant = "
-        "$2::text)",
-        {Param::bigints(ids), tenant});
-    if (!rows.ok()) return rows.error();
-    States states;
-    for (int row = 0; row < rows->rows(); ++row) {
-      if (std::optional<base::JobState> state = base::parse_job_state(rows->text(row, 1))) {
-        states[rows->int64(row, 0)] = *state;
-      }
-    }
-    return states;
-  });
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<States> {
+        base::Result<QueryResult> rows = connection.execute(
+            "SELECT id, state FROM jobs WHERE id = ANY($1::bigint[]) AND ($2::text IS NULL OR "
+            "tenant = "
+            "$2::text)",
+            {Param::bigints(ids), tenant});
+        if (!rows.ok()) return rows.error();
+        States states;
+        for (int row = 0; row < rows->rows(); ++row) {
+          if (std::optional<base::JobState> state = base::parse_job_state(rows->text(row, 1))) {
+            states[rows->int64(row, 0)] = *state;
+          }
+        }
+        return states;
+      });
 }
 
 namespace {
@@ -85,27 +87,28 @@ constexpr const char* kDecayedUsage =
 
 }  // namespace
 
-Result<std::map<std::string, double>> WorkloadRepository::decayed_usage(
+base::Result<std::map<std::string, double>> WorkloadRepository::decayed_usage(
     TimePoint now, std::chrono::seconds half_life, std::chrono::seconds horizon) {
   using Usage = std::map<std::string, double>;
-  return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> Result<Usage> {
-    Result<QueryResult> rows = connection.execute(
-        kDecayedUsage,
-        {now, static_cast<double>(half_life.count()), static_cast<std::int64_t>(horizon.count())});
-    if (!rows.ok()) return rows.error();
-    Usage usage;
-    for (int row = 0; row < rows->rows(); ++row) {
-      usage[rows->string(row, 0)] = rows->float64(row, 1);
-    }
-    return usage;
-  });
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<Usage> {
+        base::Result<QueryResult> rows =
+            connection.execute(kDecayedUsage, {now, static_cast<double>(half_life.count()),
+                                               static_cast<std::int64_t>(horizon.count())});
+        if (!rows.ok()) return rows.error();
+        Usage usage;
+        for (int row = 0; row < rows->rows(); ++row) {
+          usage[rows->string(row, 0)] = rows->float64(row, 1);
+        }
+        return usage;
+      });
 }
 
-Result<PurgeBatch> WorkloadRepository::purge_finished_outputs(std::chrono::seconds older_than,
-                                                              int max_jobs) {
+base::Result<PurgeBatch> WorkloadRepository::purge_finished_outputs(std::chrono::seconds older_than,
+                                                                    int max_jobs) {
   return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> Result<PurgeBatch> {
-        Result<QueryResult> rows = connection.execute(
+      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<PurgeBatch> {
+        base::Result<QueryResult> rows = connection.execute(
             "WITH picked AS ("
             "  SELECT id FROM jobs"
             "  WHERE finished_at IS NOT NULL AND outputs_purged_at IS NULL"
@@ -129,12 +132,12 @@ Result<PurgeBatch> WorkloadRepository::purge_finished_outputs(std::chrono::secon
       });
 }
 
-Result<std::vector<UsageRow>> WorkloadRepository::usage(TimePoint from, TimePoint to, bool by_label,
-                                                        const std::optional<std::string>& label_key,
-                                                        const std::optional<std::string>& tenant) {
+base::Result<std::vector<UsageRow>> WorkloadRepository::usage(
+    TimePoint from, TimePoint to, bool by_label, const std::optional<std::string>& label_key,
+    const std::optional<std::string>& tenant) {
   return with_connection(pool_, acquire_timeout_,
-                         [&](Connection& connection) -> Result<std::vector<UsageRow>> {
-                           Result<QueryResult> rows =
+                         [&](Connection& connection) -> base::Result<std::vector<UsageRow>> {
+                           base::Result<QueryResult> rows =
                                connection.execute(kUsage, {from, to, by_label, label_key, tenant});
                            if (!rows.ok()) return rows.error();
                            std::vector<UsageRow> out;

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "base/job_state.h"
+#include "base/result.h"
 #include "db/connection_pool.h"
 #include "db/pg_text.h"
-#include "db/result.h"
 
 namespace tpujobs::db {
 
@@ -41,7 +41,7 @@ class WorkloadRepository {
 
   // The state of each job among `ids`; with a tenant, only that tenant's
   // jobs. Ids with no (visible) job are absent from the answer.
-  Result<std::map<std::int64_t, base::JobState>> job_states(
+  base::Result<std::map<std::int64_t, base::JobState>> job_states(
       const std::vector<std::int64_t>& ids,
       const std::optional<std::string>& tenant = std::nullopt);
 
@@ -57,19 +57,20 @@ class WorkloadRepository {
   // purged yet (oldest first), and marks them purged; the job rows and their
   // events stay. One statement: a batch is all or nothing, and jobs another
   // process is purging are skipped (SKIP LOCKED), so replicas may all run it.
-  Result<PurgeBatch> purge_finished_outputs(std::chrono::seconds older_than, int max_jobs);
+  base::Result<PurgeBatch> purge_finished_outputs(std::chrono::seconds older_than, int max_jobs);
 
-  Result<std::vector<UsageRow>> usage(TimePoint from, TimePoint to, bool by_label,
-                                      const std::optional<std::string>& label_key,
-                                      const std::optional<std::string>& tenant);
+  base::Result<std::vector<UsageRow>> usage(TimePoint from, TimePoint to, bool by_label,
+                                            const std::optional<std::string>& label_key,
+                                            const std::optional<std::string>& tenant);
 
   // Fair share (scheduler/fair_share.h): per tenant, the TPU core-seconds
   // of the same spans as usage(), each second weighted by
   // 2^(-age / half_life) at `now` (ages beyond `horizon` count nothing), in
   // closed form per span: cores * h / ln 2 * (2^(-end_age/h) - 2^(-start_age/h)).
   // One statement. Tenants without such use are absent.
-  Result<std::map<std::string, double>> decayed_usage(TimePoint now, std::chrono::seconds half_life,
-                                                      std::chrono::seconds horizon);
+  base::Result<std::map<std::string, double>> decayed_usage(TimePoint now,
+                                                            std::chrono::seconds half_life,
+                                                            std::chrono::seconds horizon);
 
  private:
   ConnectionPool& pool_;

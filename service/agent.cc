@@ -162,7 +162,7 @@ Agent::Agent(db::ConnectionPool& pool, AgentOptions options)
 
 Agent::~Agent() { stop(); }
 
-db::Status Agent::start() {
+base::Status Agent::start() {
   auto heartbeat_pool = db::ConnectionPool::create(pool_.conninfo(), 1);
   if (!heartbeat_pool.ok()) return heartbeat_pool.error();
   heartbeat_pool_ = std::move(*heartbeat_pool);
@@ -186,7 +186,7 @@ db::Status Agent::start() {
   supervisor_ = std::thread([this] { supervise_loop(); });
   heartbeater_ = std::thread([this] { heartbeat_loop(); });
   telemetry_.start();
-  return db::Status::Ok();
+  return base::Status::Ok();
 }
 
 void Agent::stop() {
@@ -414,7 +414,7 @@ std::optional<std::pair<std::string, std::string>> Agent::live_view(std::int64_t
   return it->second;
 }
 
-db::Result<std::optional<executor::Checkpoint>> Agent::resume_of(Run& run) {
+base::Result<std::optional<executor::Checkpoint>> Agent::resume_of(Run& run) {
   // One read, and the checkpoint's bytes only when there is one.
   const std::int64_t id = run.row.id;
   auto point = repo_.outputs.resume_point(id);
@@ -426,8 +426,8 @@ db::Result<std::optional<executor::Checkpoint>> Agent::resume_of(Run& run) {
   auto checkpoint = repo_.outputs.latest_checkpoint(id);
   if (!checkpoint.ok()) return checkpoint.error();
   if (!*checkpoint) {
-    return db::make_error(db::ErrorCode::kUnavailable,
-                          "job " + std::to_string(id) + ": its checkpoint went while read");
+    return base::make_error(base::ErrorCode::kUnavailable,
+                            "job " + std::to_string(id) + ": its checkpoint went while read");
   }
   executor::Checkpoint resume{(*checkpoint)->step, (*checkpoint)->epoch,
                               std::move((*checkpoint)->bytes)};

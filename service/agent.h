@@ -72,7 +72,7 @@ class Agent {
 
   // Registers (kConflict when another alive agent holds one of its host
   // names) and starts the threads.
-  db::Status start();
+  base::Status start();
   // A clean stop: drains (no new job is placed here; the heartbeat goes
   // on), stops the runs at a checkpoint and requeues them (to resume
   // anywhere), requeues the jobs placed here that never started, leaves the
@@ -121,7 +121,7 @@ class Agent {
   // Where a placed job takes up its run: sets its next log and metric seq
   // and the points to skip, and returns the checkpoint to resume from
   // (none: from the start); an error when the database cannot tell.
-  db::Result<std::optional<executor::Checkpoint>> resume_of(Run& run);
+  base::Result<std::optional<executor::Checkpoint>> resume_of(Run& run);
   // A slice spanning agents: joins the other parts. nullptr when the job
   // runs whole here, or when the rendezvous failed (then *error is set).
   std::unique_ptr<executor::SliceCollective> join_slice(const Run& run,

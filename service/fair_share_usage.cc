@@ -6,10 +6,9 @@
 
 namespace tpujobs::service {
 
-db::Result<std::map<std::string, double>> read_fair_share(db::WorkloadRepository& workload,
-                                                          std::chrono::system_clock::time_point now,
-                                                          const std::set<std::string>& active,
-                                                          const FairShareOptions& options) {
+base::Result<std::map<std::string, double>> read_fair_share(
+    db::WorkloadRepository& workload, std::chrono::system_clock::time_point now,
+    const std::set<std::string>& active, const FairShareOptions& options) {
   // A tenant alone has nobody to share with: its factor (1) orders nothing,
   // and the usage is not read.
   if (active.size() < 2) return std::map<std::string, double>{};

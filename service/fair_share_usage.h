@@ -11,7 +11,7 @@
 #include <set>
 #include <string>
 
-#include "db/result.h"
+#include "base/result.h"
 #include "db/workload_repository.h"
 
 namespace tpujobs::service {
@@ -28,9 +28,8 @@ struct FairShareOptions {
 // nothing: F = 1), rounded to 1/1000 so that small drifts do not reorder
 // the queue each time. Empty (everyone 1) when nobody used anything, and
 // without a read when fewer than two tenants are active.
-db::Result<std::map<std::string, double>> read_fair_share(db::WorkloadRepository& workload,
-                                                          std::chrono::system_clock::time_point now,
-                                                          const std::set<std::string>& active,
-                                                          const FairShareOptions& options);
+base::Result<std::map<std::string, double>> read_fair_share(
+    db::WorkloadRepository& workload, std::chrono::system_clock::time_point now,
+    const std::set<std::string>& active, const FairShareOptions& options);
 
 }  // namespace tpujobs::service

@@ -28,8 +28,8 @@ using views::iso_time;
 using views::parse_or_null;
 using views::response_body;
 
-api::JsonResult not_found(std::int64_t id) {
-  return db::make_error(db::ErrorCode::kNotFound, "no job " + std::to_string(id));
+base::Result<nlohmann::json> not_found(std::int64_t id) {
+  return base::make_error(base::ErrorCode::kNotFound, "no job " + std::to_string(id));
 }
 
 }  // namespace
@@ -50,7 +50,7 @@ JobManager::~JobManager() {
   close();
 }
 
-db::Status JobManager::start() {
+base::Status JobManager::start() {
   if (options_.wake_bus != nullptr) {
     // The leader runs in this process: it names every job whose row it
     // changes, so a waiting job's view can be served from memory.
@@ -62,7 +62,7 @@ db::Status JobManager::start() {
   started_ = true;
   committer_.start();
   log_listener_ = std::thread([this] { log_listener_loop(); });
-  return db::Status::Ok();
+  return base::Status::Ok();
 }
 
 void JobManager::shutdown() {
@@ -102,14 +102,14 @@ void JobManager::submit_array(std::vector<api::SubmitRequest> children,
   committer_.submit_array(std::move(children), std::move(done));
 }
 
-db::Result<std::vector<db::InsertedJob>> JobManager::JobStore::insert_jobs(
+base::Result<std::vector<db::InsertedJob>> JobManager::JobStore::insert_jobs(
     const std::vector<db::NewJob>& rows) {
   auto inserted = manager_.repo_.jobs.insert_jobs(rows);
-  manager_.database_ok_ = inserted.ok() || inserted.code() != db::ErrorCode::kUnavailable;
+  manager_.database_ok_ = inserted.ok() || inserted.code() != base::ErrorCode::kUnavailable;
   // /readyz: a refused insert (full disk, read-only) is a failing write.
   manager_.readiness_probe_.note_write(inserted.ok() ||
-                                       inserted.code() == db::ErrorCode::kConflict ||
-                                       inserted.code() == db::ErrorCode::kInvalid);
+                                       inserted.code() == base::ErrorCode::kConflict ||
+                                       inserted.code() == base::ErrorCode::kInvalid);
   if (!inserted.ok() && inserted.error().maybe_applied) {
     for (const db::ServerProcess& process : manager_.repo_.jobs.take_unanswered_inserts())
       manager_.settle_unconfirmed_insert(process);
@@ -129,7 +129,7 @@ void JobManager::settle_unconfirmed_insert(const db::ServerProcess& process) {
   const std::chrono::milliseconds exit_wait =
       answer.count() > 0 ? std::min(std::chrono::milliseconds(1000), answer / 2)
                          : std::chrono::milliseconds(1000);
-  db::Result<bool> gone = repo_.jobs.end_server_process(process, exit_wait);
+  base::Result<bool> gone = repo_.jobs.end_server_process(process, exit_wait);
   if (!gone.ok() || !*gone) {
     std::cerr << "tpujobs: an insert whose answer was lost could not be settled; it may still "
                  "be stored: "
@@ -156,12 +156,12 @@ void JobManager::on_committed(std::vector<CommittedSubmit>& committed) {
   wake(db::kSubmitChannel, "submit");
 }
 
-db::Result<std::map<std::int64_t, JobState>> JobManager::job_states(
+base::Result<std::map<std::int64_t, JobState>> JobManager::job_states(
     const std::string& tenant, const std::vector<std::int64_t>& ids) {
   return repo_.workload.job_states(ids, tenant);
 }
 
-db::Result<std::vector<api::UsageRow>> JobManager::usage(const api::UsageQuery& query) {
+base::Result<std::vector<api::UsageRow>> JobManager::usage(const api::UsageQuery& query) {
   auto rows =
       repo_.workload.usage(query.from, query.to, query.by_label, query.label_key, query.tenant);
   if (!rows.ok()) return rows.error();
@@ -175,21 +175,21 @@ db::Result<std::vector<api::UsageRow>> JobManager::usage(const api::UsageQuery& 
 
 // ----------------------------------------------------------------- views
 
-db::Result<db::JobRow> JobManager::load_visible(std::int64_t id, const std::string& tenant) {
+base::Result<db::JobRow> JobManager::load_visible(std::int64_t id, const std::string& tenant) {
   auto row = repo_.jobs.get_job(id);
   if (!row.ok()) return row.error();
   if (!*row || (*row)->tenant != tenant)
-    return db::make_error(db::ErrorCode::kNotFound, "no job " + std::to_string(id));
+    return base::make_error(base::ErrorCode::kNotFound, "no job " + std::to_string(id));
   return std::move(**row);
 }
 
-api::JsonResult JobManager::get_job(std::int64_t id, const std::string& tenant) {
-  db::Result<std::string> text = get_job_text(id, tenant);
+base::Result<nlohmann::json> JobManager::get_job(std::int64_t id, const std::string& tenant) {
+  base::Result<std::string> text = get_job_text(id, tenant);
   if (!text.ok()) return text.error();
   return json::parse(*text);
 }
 
-db::Result<std::string> JobManager::get_job_text(std::int64_t id, const std::string& tenant) {
+base::Result<std::string> JobManager::get_job_text(std::int64_t id, const std::string& tenant) {
   // A finished job's view from the cache, so `wait` on a finished job needs
   // no database round trip, also while the database is away.
   if (std::optional<ViewCache::Entry> hit = views_.find(id)) {
@@ -198,7 +198,7 @@ db::Result<std::string> JobManager::get_job_text(std::int64_t id, const std::str
   }
   const std::uint64_t seen = views_.generation();
   auto row = load_visible(id, tenant);
-  if (!row.ok() && row.code() == db::ErrorCode::kUnavailable && live_view_) {
+  if (!row.ok() && row.code() == base::ErrorCode::kUnavailable && live_view_) {
     // The database is away: a job this process runs shows its last progress.
     if (auto live = live_view_(id)) {
       if (live->first != tenant) return not_found(id).error();
@@ -232,13 +232,13 @@ db::Result<std::string> JobManager::get_job_text(std::int64_t id, const std::str
   return body;
 }
 
-db::Result<std::string> JobManager::stored_job_text(std::int64_t id, const std::string& tenant) {
+base::Result<std::string> JobManager::stored_job_text(std::int64_t id, const std::string& tenant) {
   auto row = load_visible(id, tenant);
   if (!row.ok()) return row.error();
   return response_body(views::render_row(*row));
 }
 
-api::JsonResult JobManager::list_jobs(const api::JobQuery& query) {
+base::Result<nlohmann::json> JobManager::list_jobs(const api::JobQuery& query) {
   db::JobFilter filter;
   filter.tenant = query.tenant;
   for (const std::string& name : query.states) {
@@ -263,14 +263,14 @@ api::JsonResult JobManager::list_jobs(const api::JobQuery& query) {
 
 void JobManager::wait_job(std::int64_t id, const std::string& tenant,
                           std::chrono::milliseconds timeout,
-                          std::function<void(api::JsonResult)> done) {
+                          std::function<void(base::Result<nlohmann::json>)> done) {
   if (timeout.count() > 0) return poll_wait(id, tenant, clock_.now() + timeout, std::move(done));
   done(get_job(id, tenant));
 }
 
 void JobManager::poll_wait(std::int64_t id, std::string tenant, SteadyClock::time_point deadline,
-                           std::function<void(api::JsonResult)> done) {
-  api::JsonResult current = get_job(id, tenant);
+                           std::function<void(base::Result<nlohmann::json>)> done) {
+  base::Result<nlohmann::json> current = get_job(id, tenant);
   std::optional<JobState> state =
       current.ok() ? db::parse_job_state((*current).value("state", "")) : std::nullopt;
   const bool over = !state || is_terminal(*state) || clock_.now() >= deadline;
@@ -284,13 +284,13 @@ void JobManager::poll_wait(std::int64_t id, std::string tenant, SteadyClock::tim
       });
 }
 
-api::JsonResult JobManager::cancel_job(std::int64_t id, const std::string& tenant) {
+base::Result<nlohmann::json> JobManager::cancel_job(std::int64_t id, const std::string& tenant) {
   auto row = load_visible(id, tenant);
   if (!row.ok()) return row.error();
   if (is_terminal(row->state)) {
-    return db::make_error(db::ErrorCode::kConflict, "job " + std::to_string(id) + " is already " +
-                                                        state_name(row->state) +
-                                                        "; only unfinished jobs can be cancelled");
+    return base::make_error(base::ErrorCode::kConflict,
+                            "job " + std::to_string(id) + " is already " + state_name(row->state) +
+                                "; only unfinished jobs can be cancelled");
   }
   if (row->state == JobState::kQueued) {
     // Not placed yet: it ends here, unless the leader places it first.
@@ -305,7 +305,7 @@ api::JsonResult JobManager::cancel_job(std::int64_t id, const std::string& tenan
   }
   // Placed: the request is stored before it is answered (after a crash the
   // job ends CANCELLED rather than resuming), and its agent woken.
-  if (db::Status s = repo_.jobs.request_cancel(id); !s.ok()) return s.error();
+  if (base::Status s = repo_.jobs.request_cancel(id); !s.ok()) return s.error();
   wake(db::kAgentChannel, row->agent.value_or(""));
   json view = views::render_row(*row);
   view["cancel_requested"] = true;
@@ -314,8 +314,8 @@ api::JsonResult JobManager::cancel_job(std::int64_t id, const std::string& tenan
 
 // ------------------------------------------------------------------ logs
 
-api::JsonResult JobManager::job_logs(std::int64_t id, const std::string& tenant, std::int64_t after,
-                                     int limit) {
+base::Result<nlohmann::json> JobManager::job_logs(std::int64_t id, const std::string& tenant,
+                                                  std::int64_t after, int limit) {
   auto row = load_visible(id, tenant);
   if (!row.ok()) return row.error();
   auto lines = repo_.outputs.list_logs(id, after, limit);
@@ -334,7 +334,7 @@ void JobManager::follow_logs(std::int64_t id, const std::string& tenant, std::in
   auto row = load_visible(id, tenant);
   if (!row.ok()) {
     // 404, or 503 in the service's own words: PostgreSQL's text goes to the log.
-    writer->respond(api::answer(api::JsonResult(row.error())));
+    writer->respond(api::answer(base::Result<nlohmann::json>(row.error())));
     return;
   }
   api::Response head;
@@ -344,12 +344,13 @@ void JobManager::follow_logs(std::int64_t id, const std::string& tenant, std::in
   log_streams_.follow(id, after, std::move(writer));
 }
 
-db::Result<std::vector<db::LogLine>> JobManager::Logs::stored_lines(std::int64_t job,
-                                                                    std::int64_t after, int limit) {
+base::Result<std::vector<db::LogLine>> JobManager::Logs::stored_lines(std::int64_t job,
+                                                                      std::int64_t after,
+                                                                      int limit) {
   return manager_.repo_.outputs.list_logs(job, after, limit);
 }
 
-db::Result<std::optional<JobState>> JobManager::Logs::stored_state(std::int64_t job) {
+base::Result<std::optional<JobState>> JobManager::Logs::stored_state(std::int64_t job) {
   auto row = manager_.repo_.jobs.get_job(job);
   if (!row.ok()) return row.error();
   if (!*row) return std::optional<JobState>();
@@ -377,8 +378,8 @@ void JobManager::log_listener_loop() {
   }
 }
 
-api::JsonResult JobManager::job_metrics(std::int64_t id, const std::string& tenant,
-                                        std::int64_t after) {
+base::Result<nlohmann::json> JobManager::job_metrics(std::int64_t id, const std::string& tenant,
+                                                     std::int64_t after) {
   auto row = load_visible(id, tenant);
   if (!row.ok()) return row.error();
   auto points = repo_.outputs.list_metrics(id, after, 100000);
@@ -397,7 +398,7 @@ api::JsonResult JobManager::job_metrics(std::int64_t id, const std::string& tena
   return json{{"job_id", id}, {"points", out}, {"next_after", last}};
 }
 
-api::JsonResult JobManager::job_events(std::int64_t id, const std::string& tenant) {
+base::Result<nlohmann::json> JobManager::job_events(std::int64_t id, const std::string& tenant) {
   if (auto row = load_visible(id, tenant); !row.ok()) return row.error();
   auto events = repo_.jobs.list_events(id);
   if (!events.ok()) return events.error();
@@ -411,15 +412,15 @@ api::JsonResult JobManager::job_events(std::int64_t id, const std::string& tenan
   return json{{"job_id", id}, {"events", out}};
 }
 
-db::Result<std::string> JobManager::xla_report(std::int64_t id, const std::string& tenant) {
+base::Result<std::string> JobManager::xla_report(std::int64_t id, const std::string& tenant) {
   auto row = load_visible(id, tenant);
   if (!row.ok()) return row.error();
   json result = parse_or_null(row->result_json);
   if (!result.is_object() || !result.contains("xla_report") || !result["xla_report"].is_string() ||
       result["xla_report"].get<std::string>().empty()) {
-    return db::make_error(db::ErrorCode::kConflict,
-                          "job " + std::to_string(id) + " is " + state_name(row->state) +
-                              ": the XLA metrics report is written when it ends");
+    return base::make_error(base::ErrorCode::kConflict,
+                            "job " + std::to_string(id) + " is " + state_name(row->state) +
+                                ": the XLA metrics report is written when it ends");
   }
   return result["xla_report"].get<std::string>();
 }
@@ -439,11 +440,14 @@ nlohmann::json JobManager::pool_view() {
   return views::cluster_pool(*agents, *hosts, *placed, *queued);
 }
 
-api::JsonResult JobManager::set_host_health(const std::string& host, scheduler::HostHealth health) {
+base::Result<nlohmann::json> JobManager::set_host_health(const std::string& host,
+                                                         scheduler::HostHealth health) {
   return pool_admin_.set_host_health(host, health);
 }
 
-api::JsonResult JobManager::force_release(std::int64_t id) { return pool_admin_.force_release(id); }
+base::Result<nlohmann::json> JobManager::force_release(std::int64_t id) {
+  return pool_admin_.force_release(id);
+}
 
 base::Result<api::JobService::UploadedDataset> JobManager::upload_dataset(
     const DatasetUpload& upload) {
@@ -558,25 +562,27 @@ JobManager::Estimate JobManager::estimate(const api::JobSpec& spec,
 
 // ------------------------------------------------------ tokens, quotas
 
-db::Result<std::optional<api::Principal>> JobManager::authenticate(std::string_view token) {
+base::Result<std::optional<api::Principal>> JobManager::authenticate(std::string_view token) {
   return tokens_.authenticate(token);
 }
 
 bool JobManager::auth_required() { return tokens_.auth_required(); }
 
-db::Result<std::optional<api::Principal>> JobManager::Tokens::find(const std::string& token_hash) {
+base::Result<std::optional<api::Principal>> JobManager::Tokens::find(
+    const std::string& token_hash) {
   auto row = repo_.tokens.find_token(token_hash);
   if (!row.ok()) return row.error();
   if (!*row) return std::optional<api::Principal>();
   return std::optional(api::Principal{(*row)->tenant, (*row)->role == "admin"});
 }
 
-db::Result<std::int64_t> JobManager::Tokens::count_active() {
+base::Result<std::int64_t> JobManager::Tokens::count_active() {
   return repo_.tokens.count_active_tokens();
 }
 
-api::JsonResult JobManager::set_quota(const std::string& tenant, std::optional<int> max_cores) {
-  api::JsonResult answer = pool_admin_.set_quota(tenant, max_cores);
+base::Result<nlohmann::json> JobManager::set_quota(const std::string& tenant,
+                                                   std::optional<int> max_cores) {
+  base::Result<nlohmann::json> answer = pool_admin_.set_quota(tenant, max_cores);
   if (!answer.ok()) return answer;
   base::MutexLock lock(quota_mutex_);
   if (max_cores)
@@ -595,7 +601,7 @@ void JobManager::refresh_quotas() {
     }
     quotas_read_at_ = now;  // one reader at a time; the others use the copy they have
   }
-  db::Result<std::map<std::string, int>> stored = repo_.pool_state.load_quotas();
+  base::Result<std::map<std::string, int>> stored = repo_.pool_state.load_quotas();
   if (!stored.ok()) return;  // the last copy stands; the leader enforces the stored quotas
   base::MutexLock lock(quota_mutex_);
   quotas_ = std::move(*stored);

@@ -82,7 +82,7 @@ class JobManager final : public api::JobService {
   void set_live_view(LiveView live_view) { live_view_ = std::move(live_view); }
 
   // Starts the committers and the log listener.
-  db::Status start();
+  base::Status start();
   // Stops taking submits. Idempotent.
   void shutdown();
   // Stops the remaining threads (after the HTTP server is down).
@@ -92,38 +92,40 @@ class JobManager final : public api::JobService {
   void submit(api::SubmitRequest request, std::function<void(api::SubmitOutcome)> done) override;
   void submit_array(std::vector<api::SubmitRequest> children,
                     std::function<void(std::vector<api::SubmitOutcome>)> done) override;
-  api::JsonResult get_job(std::int64_t id, const std::string& tenant) override;
-  db::Result<std::string> get_job_text(std::int64_t id, const std::string& tenant) override;
-  api::JsonResult list_jobs(const api::JobQuery& query) override;
+  base::Result<nlohmann::json> get_job(std::int64_t id, const std::string& tenant) override;
+  base::Result<std::string> get_job_text(std::int64_t id, const std::string& tenant) override;
+  base::Result<nlohmann::json> list_jobs(const api::JobQuery& query) override;
   // The job's view as stored in PostgreSQL, never the live one: what a
   // notification of an event carries. The event's outbox row commits with
   // the state change, before this process updates its live view, so the
   // live view could still show the state before the event.
-  db::Result<std::string> stored_job_text(std::int64_t id, const std::string& tenant);
-  db::Result<std::map<std::int64_t, db::JobState>> job_states(
+  base::Result<std::string> stored_job_text(std::int64_t id, const std::string& tenant);
+  base::Result<std::map<std::int64_t, db::JobState>> job_states(
       const std::string& tenant, const std::vector<std::int64_t>& ids) override;
   void wait_job(std::int64_t id, const std::string& tenant, std::chrono::milliseconds timeout,
-                std::function<void(api::JsonResult)> done) override;
-  api::JsonResult cancel_job(std::int64_t id, const std::string& tenant) override;
-  api::JsonResult job_logs(std::int64_t id, const std::string& tenant, std::int64_t after,
-                           int limit) override;
+                std::function<void(base::Result<nlohmann::json>)> done) override;
+  base::Result<nlohmann::json> cancel_job(std::int64_t id, const std::string& tenant) override;
+  base::Result<nlohmann::json> job_logs(std::int64_t id, const std::string& tenant,
+                                        std::int64_t after, int limit) override;
   void follow_logs(std::int64_t id, const std::string& tenant, std::int64_t after,
                    api::ResponseWriterPtr writer) override;
-  api::JsonResult job_metrics(std::int64_t id, const std::string& tenant,
-                              std::int64_t after) override;
-  api::JsonResult job_events(std::int64_t id, const std::string& tenant) override;
-  db::Result<std::string> xla_report(std::int64_t id, const std::string& tenant) override;
+  base::Result<nlohmann::json> job_metrics(std::int64_t id, const std::string& tenant,
+                                           std::int64_t after) override;
+  base::Result<nlohmann::json> job_events(std::int64_t id, const std::string& tenant) override;
+  base::Result<std::string> xla_report(std::int64_t id, const std::string& tenant) override;
   nlohmann::json pool_view() override;
-  db::Result<std::vector<api::UsageRow>> usage(const api::UsageQuery& query) override;
-  api::JsonResult set_host_health(const std::string& host, scheduler::HostHealth health) override;
-  api::JsonResult force_release(std::int64_t id) override;
+  base::Result<std::vector<api::UsageRow>> usage(const api::UsageQuery& query) override;
+  base::Result<nlohmann::json> set_host_health(const std::string& host,
+                                               scheduler::HostHealth health) override;
+  base::Result<nlohmann::json> force_release(std::int64_t id) override;
   base::Result<UploadedDataset> upload_dataset(const DatasetUpload& upload) override;
   scheduler::PoolCapacity capacity() override;
   Estimate estimate(const api::JobSpec& spec, const api::Resolution& resolution) override;
   bool ready() override;
-  db::Result<std::optional<api::Principal>> authenticate(std::string_view token) override;
+  base::Result<std::optional<api::Principal>> authenticate(std::string_view token) override;
   bool auth_required() override;
-  api::JsonResult set_quota(const std::string& tenant, std::optional<int> max_cores) override;
+  base::Result<nlohmann::json> set_quota(const std::string& tenant,
+                                         std::optional<int> max_cores) override;
   std::optional<int> quota(const std::string& tenant) override;
   std::string prometheus_metrics() override;
 
@@ -132,7 +134,7 @@ class JobManager final : public api::JobService {
   class JobStore final : public SubmitStore {
    public:
     explicit JobStore(JobManager& manager) : manager_(manager) {}
-    db::Result<std::vector<db::InsertedJob>> insert_jobs(
+    base::Result<std::vector<db::InsertedJob>> insert_jobs(
         const std::vector<db::NewJob>& rows) override;
 
    private:
@@ -147,13 +149,13 @@ class JobManager final : public api::JobService {
   // in this process through the wake bus, or by NOTIFY.
   void wake(const char* channel, const std::string& payload);
 
-  db::Result<db::JobRow> load_visible(std::int64_t id, const std::string& tenant);
+  base::Result<db::JobRow> load_visible(std::int64_t id, const std::string& tenant);
   executor::DeviceFacts device_for(std::optional<scheduler::Generation> generation) const;
   // Answers `done` once the stored job is terminal or at `deadline`,
   // looking every poll on the timer thread (one bounded read each).
   void poll_wait(std::int64_t id, std::string tenant,
                  std::chrono::steady_clock::time_point deadline,
-                 std::function<void(api::JsonResult)> done);
+                 std::function<void(base::Result<nlohmann::json>)> done);
   // Wakes the log streams of the jobs named in the agents' NOTIFY
   // tpujobs_logs (their polling fallback ticks meanwhile).
   void log_listener_loop();
@@ -173,8 +175,8 @@ class JobManager final : public api::JobService {
   class Tokens final : public TokenStore {
    public:
     explicit Tokens(db::Repositories& repo) : repo_(repo) {}
-    db::Result<std::optional<api::Principal>> find(const std::string& token_hash) override;
-    db::Result<std::int64_t> count_active() override;
+    base::Result<std::optional<api::Principal>> find(const std::string& token_hash) override;
+    base::Result<std::int64_t> count_active() override;
 
    private:
     db::Repositories& repo_;
@@ -195,19 +197,21 @@ class JobManager final : public api::JobService {
   class AdminStore final : public PoolAdminStore {
    public:
     AdminStore(JobManager& manager) : manager_(manager), tables_(manager.repo_, manager.cluster_) {}
-    db::Result<std::vector<db::ClusterHostRow>> list_hosts() override {
+    base::Result<std::vector<db::ClusterHostRow>> list_hosts() override {
       return tables_.list_hosts();
     }
-    db::Status store_host_health(const std::string& host, const std::string& generation,
-                                 const std::string& health) override {
+    base::Status store_host_health(const std::string& host, const std::string& generation,
+                                   const std::string& health) override {
       return tables_.store_host_health(host, generation, health);
     }
-    db::Result<std::vector<db::JobRow>> load_placed() override { return tables_.load_placed(); }
-    db::Result<std::optional<db::JobRow>> get_job(std::int64_t id) override {
+    base::Result<std::vector<db::JobRow>> load_placed() override { return tables_.load_placed(); }
+    base::Result<std::optional<db::JobRow>> get_job(std::int64_t id) override {
       return tables_.get_job(id);
     }
-    db::Result<bool> transition(const db::Transition& t) override { return tables_.transition(t); }
-    db::Status store_quota(const std::string& tenant, std::optional<int> max_cores) override {
+    base::Result<bool> transition(const db::Transition& t) override {
+      return tables_.transition(t);
+    }
+    base::Status store_quota(const std::string& tenant, std::optional<int> max_cores) override {
       return tables_.store_quota(tenant, max_cores);
     }
     void notify(const char* channel, const std::string& payload) override {
@@ -236,9 +240,9 @@ class JobManager final : public api::JobService {
   class Logs final : public LogSource {
    public:
     explicit Logs(JobManager& manager) : manager_(manager) {}
-    db::Result<std::vector<db::LogLine>> stored_lines(std::int64_t job, std::int64_t after,
-                                                      int limit) override;
-    db::Result<std::optional<db::JobState>> stored_state(std::int64_t job) override;
+    base::Result<std::vector<db::LogLine>> stored_lines(std::int64_t job, std::int64_t after,
+                                                        int limit) override;
+    base::Result<std::optional<db::JobState>> stored_state(std::int64_t job) override;
 
    private:
     JobManager& manager_;

@@ -12,10 +12,10 @@
 #include <utility>
 #include <vector>
 
+#include "base/result.h"
 #include "db/cluster_repository.h"
 #include "db/job_repository.h"
 #include "db/repositories.h"
-#include "db/result.h"
 #include "service/fair_share_usage.h"
 
 namespace tpujobs::service {
@@ -25,40 +25,40 @@ class LeaderStore {
   virtual ~LeaderStore() = default;
 
   // Agents (db/cluster_repository.h).
-  virtual db::Result<std::vector<std::string>> mark_lost(std::chrono::milliseconds silence,
-                                                         std::chrono::milliseconds max_answer) = 0;
+  virtual base::Result<std::vector<std::string>> mark_lost(
+      std::chrono::milliseconds silence, std::chrono::milliseconds max_answer) = 0;
   // A new scheduler term (ClusterRepository::begin_scheduler_term).
-  virtual db::Result<std::int64_t> begin_term(const std::string& leader) = 0;
-  virtual db::Result<std::vector<db::AgentRow>> list_agents() = 0;
-  virtual db::Result<std::vector<db::ClusterHostRow>> list_hosts() = 0;
-  virtual db::Result<std::int64_t> next_slice_placement() = 0;
-  virtual db::Status forget_rendezvous_before(std::chrono::milliseconds age) = 0;
-  virtual db::Status notify(const char* channel, const std::string& payload) = 0;
+  virtual base::Result<std::int64_t> begin_term(const std::string& leader) = 0;
+  virtual base::Result<std::vector<db::AgentRow>> list_agents() = 0;
+  virtual base::Result<std::vector<db::ClusterHostRow>> list_hosts() = 0;
+  virtual base::Result<std::int64_t> next_slice_placement() = 0;
+  virtual base::Status forget_rendezvous_before(std::chrono::milliseconds age) = 0;
+  virtual base::Status notify(const char* channel, const std::string& payload) = 0;
 
   // Jobs (db/job_repository.h).
   // The unfinished jobs without their documents but allocation, all of
   // them or those written since a low water (JobRepository::read_to_schedule),
   // and their specs.
-  virtual db::Result<db::JobRepository::ScheduleRead> read_to_schedule(
+  virtual base::Result<db::JobRepository::ScheduleRead> read_to_schedule(
       const std::optional<std::string>& since) = 0;
-  virtual db::Result<std::map<std::int64_t, std::string>> job_specs(
+  virtual base::Result<std::map<std::int64_t, std::string>> job_specs(
       const std::vector<std::int64_t>& ids) = 0;
-  virtual db::Result<std::vector<db::JobRow>> orphaned_jobs() = 0;
-  virtual db::Result<bool> transition(const db::Transition& t) = 0;
-  virtual db::Status set_pending(
+  virtual base::Result<std::vector<db::JobRow>> orphaned_jobs() = 0;
+  virtual base::Result<bool> transition(const db::Transition& t) = 0;
+  virtual base::Status set_pending(
       const std::vector<std::pair<std::int64_t, std::optional<std::string>>>& batch) = 0;
-  virtual db::Result<bool> request_preemption(std::int64_t victim, std::int64_t epoch,
-                                              std::int64_t preemptor,
-                                              const std::string& preemptor_reason,
-                                              const std::string& preemptor_detail,
-                                              std::optional<std::int64_t> leader_term) = 0;
+  virtual base::Result<bool> request_preemption(std::int64_t victim, std::int64_t epoch,
+                                                std::int64_t preemptor,
+                                                const std::string& preemptor_reason,
+                                                const std::string& preemptor_detail,
+                                                std::optional<std::int64_t> leader_term) = 0;
 
   // Workload (db/workload_repository.h, db/pool_state_repository.h).
-  virtual db::Result<std::map<std::int64_t, base::JobState>> job_states(
+  virtual base::Result<std::map<std::int64_t, base::JobState>> job_states(
       const std::vector<std::int64_t>& ids) = 0;
-  virtual db::Result<std::map<std::string, int>> load_quotas() = 0;
+  virtual base::Result<std::map<std::string, int>> load_quotas() = 0;
   // The tenants' fair-share factors (service/fair_share_usage.h).
-  virtual db::Result<std::map<std::string, double>> fair_share(
+  virtual base::Result<std::map<std::string, double>> fair_share(
       std::chrono::system_clock::time_point now, const std::set<std::string>& active,
       const FairShareOptions& options) = 0;
 };
@@ -68,59 +68,61 @@ class RepositoryLeaderStore final : public LeaderStore {
  public:
   explicit RepositoryLeaderStore(db::ConnectionPool& pool) : repo_(pool), cluster_(pool) {}
 
-  db::Result<std::vector<std::string>> mark_lost(std::chrono::milliseconds silence,
-                                                 std::chrono::milliseconds max_answer) override {
+  base::Result<std::vector<std::string>> mark_lost(std::chrono::milliseconds silence,
+                                                   std::chrono::milliseconds max_answer) override {
     return cluster_.mark_lost(silence, max_answer);
   }
-  db::Result<std::int64_t> begin_term(const std::string& leader) override {
+  base::Result<std::int64_t> begin_term(const std::string& leader) override {
     return cluster_.begin_scheduler_term(leader);
   }
-  db::Result<std::vector<db::AgentRow>> list_agents() override { return cluster_.list_agents(); }
-  db::Result<std::vector<db::ClusterHostRow>> list_hosts() override {
+  base::Result<std::vector<db::AgentRow>> list_agents() override { return cluster_.list_agents(); }
+  base::Result<std::vector<db::ClusterHostRow>> list_hosts() override {
     return cluster_.list_hosts();
   }
-  db::Result<std::int64_t> next_slice_placement() override {
+  base::Result<std::int64_t> next_slice_placement() override {
     return cluster_.next_slice_placement();
   }
-  db::Status forget_rendezvous_before(std::chrono::milliseconds age) override {
+  base::Status forget_rendezvous_before(std::chrono::milliseconds age) override {
     return cluster_.forget_rendezvous_before(age);
   }
-  db::Status notify(const char* channel, const std::string& payload) override {
+  base::Status notify(const char* channel, const std::string& payload) override {
     return cluster_.notify(channel, payload);
   }
-  db::Result<db::JobRepository::ScheduleRead> read_to_schedule(
+  base::Result<db::JobRepository::ScheduleRead> read_to_schedule(
       const std::optional<std::string>& since) override {
     return repo_.jobs.read_to_schedule(since);
   }
-  db::Result<std::map<std::int64_t, std::string>> job_specs(
+  base::Result<std::map<std::int64_t, std::string>> job_specs(
       const std::vector<std::int64_t>& ids) override {
     return repo_.jobs.job_specs(ids);
   }
-  db::Result<std::vector<db::JobRow>> orphaned_jobs() override {
+  base::Result<std::vector<db::JobRow>> orphaned_jobs() override {
     return repo_.jobs.orphaned_jobs();
   }
-  db::Result<bool> transition(const db::Transition& t) override { return repo_.jobs.transition(t); }
-  db::Status set_pending(
+  base::Result<bool> transition(const db::Transition& t) override {
+    return repo_.jobs.transition(t);
+  }
+  base::Status set_pending(
       const std::vector<std::pair<std::int64_t, std::optional<std::string>>>& batch) override {
     return repo_.jobs.set_pending(batch);
   }
-  db::Result<bool> request_preemption(std::int64_t victim, std::int64_t epoch,
-                                      std::int64_t preemptor, const std::string& preemptor_reason,
-                                      const std::string& preemptor_detail,
-                                      std::optional<std::int64_t> leader_term) override {
+  base::Result<bool> request_preemption(std::int64_t victim, std::int64_t epoch,
+                                        std::int64_t preemptor, const std::string& preemptor_reason,
+                                        const std::string& preemptor_detail,
+                                        std::optional<std::int64_t> leader_term) override {
     return repo_.jobs.request_preemption(victim, epoch, preemptor, preemptor_reason,
                                          preemptor_detail, leader_term);
   }
-  db::Result<std::map<std::int64_t, base::JobState>> job_states(
+  base::Result<std::map<std::int64_t, base::JobState>> job_states(
       const std::vector<std::int64_t>& ids) override {
     return repo_.workload.job_states(ids);
   }
-  db::Result<std::map<std::string, int>> load_quotas() override {
+  base::Result<std::map<std::string, int>> load_quotas() override {
     return repo_.pool_state.load_quotas();
   }
-  db::Result<std::map<std::string, double>> fair_share(std::chrono::system_clock::time_point now,
-                                                       const std::set<std::string>& active,
-                                                       const FairShareOptions& options) override {
+  base::Result<std::map<std::string, double>> fair_share(std::chrono::system_clock::time_point now,
+                                                         const std::set<std::string>& active,
+                                                         const FairShareOptions& options) override {
     return read_fair_share(repo_.workload, now, active, options);
   }
 

@@ -26,9 +26,9 @@
 
 #include "api/http.h"
 #include "base/mutex.h"
+#include "base/result.h"
 #include "db/job_output_repository.h"
 #include "db/job_repository.h"
-#include "db/result.h"
 #include "service/timer_queue.h"
 
 namespace tpujobs::service {
@@ -37,10 +37,10 @@ namespace tpujobs::service {
 class LogSource {
  public:
   virtual ~LogSource() = default;
-  virtual db::Result<std::vector<db::LogLine>> stored_lines(std::int64_t job, std::int64_t after,
-                                                            int limit) = 0;
+  virtual base::Result<std::vector<db::LogLine>> stored_lines(std::int64_t job, std::int64_t after,
+                                                              int limit) = 0;
   // The job's state as stored; nullopt when there is no such job.
-  virtual db::Result<std::optional<db::JobState>> stored_state(std::int64_t job) = 0;
+  virtual base::Result<std::optional<db::JobState>> stored_state(std::int64_t job) = 0;
 };
 
 struct LogStreamsOptions {

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "api/job_service.h"
+#include "base/result.h"
 #include "db/cluster_repository.h"
 #include "db/job_repository.h"
-#include "db/result.h"
 #include "scheduler/pool.h"
 
 namespace tpujobs::db {
@@ -33,18 +33,18 @@ class PoolAdminStore {
  public:
   virtual ~PoolAdminStore() = default;
   // Every registered agent's hosts.
-  virtual db::Result<std::vector<db::ClusterHostRow>> list_hosts() = 0;
+  virtual base::Result<std::vector<db::ClusterHostRow>> list_hosts() = 0;
   // Inserts or replaces the host's stored health.
-  virtual db::Status store_host_health(const std::string& host, const std::string& generation,
-                                       const std::string& health) = 0;
+  virtual base::Status store_host_health(const std::string& host, const std::string& generation,
+                                         const std::string& health) = 0;
   // The STARTING and RUNNING jobs, with their allocations.
-  virtual db::Result<std::vector<db::JobRow>> load_placed() = 0;
+  virtual base::Result<std::vector<db::JobRow>> load_placed() = 0;
   // nullopt when there is no such job.
-  virtual db::Result<std::optional<db::JobRow>> get_job(std::int64_t id) = 0;
+  virtual base::Result<std::optional<db::JobRow>> get_job(std::int64_t id) = 0;
   // False when the job was not in one of t.from.
-  virtual db::Result<bool> transition(const db::Transition& t) = 0;
+  virtual base::Result<bool> transition(const db::Transition& t) = 0;
   // nullopt: removes the tenant's quota (removing a missing one is fine).
-  virtual db::Status store_quota(const std::string& tenant, std::optional<int> max_cores) = 0;
+  virtual base::Status store_quota(const std::string& tenant, std::optional<int> max_cores) = 0;
   // NOTIFY channel, payload; best effort (the listeners also poll).
   virtual void notify(const char* channel, const std::string& payload) = 0;
 };
@@ -53,13 +53,13 @@ class PoolAdminStore {
 class RepositoryPoolAdminStore final : public PoolAdminStore {
  public:
   RepositoryPoolAdminStore(db::Repositories& repo, db::ClusterRepository& cluster);
-  db::Result<std::vector<db::ClusterHostRow>> list_hosts() override;
-  db::Status store_host_health(const std::string& host, const std::string& generation,
-                               const std::string& health) override;
-  db::Result<std::vector<db::JobRow>> load_placed() override;
-  db::Result<std::optional<db::JobRow>> get_job(std::int64_t id) override;
-  db::Result<bool> transition(const db::Transition& t) override;
-  db::Status store_quota(const std::string& tenant, std::optional<int> max_cores) override;
+  base::Result<std::vector<db::ClusterHostRow>> list_hosts() override;
+  base::Status store_host_health(const std::string& host, const std::string& generation,
+                                 const std::string& health) override;
+  base::Result<std::vector<db::JobRow>> load_placed() override;
+  base::Result<std::optional<db::JobRow>> get_job(std::int64_t id) override;
+  base::Result<bool> transition(const db::Transition& t) override;
+  base::Status store_quota(const std::string& tenant, std::optional<int> max_cores) override;
   void notify(const char* channel, const std::string& payload) override;
 
  private:
@@ -75,16 +75,17 @@ class PoolAdmin {
   // {"host","health","affected_jobs"}; kNotFound when the pool has no such
   // host; the store's error when the health could not be stored (then
   // nothing changed).
-  api::JsonResult set_host_health(const std::string& host, scheduler::HostHealth health);
+  base::Result<nlohmann::json> set_host_health(const std::string& host,
+                                               scheduler::HostHealth health);
   // {"job","released":true}; kNotFound when the job holds no cores.
-  api::JsonResult force_release(std::int64_t job);
+  base::Result<nlohmann::json> force_release(std::int64_t job);
   // {"tenant","max_cores"} (null: cleared); the store's error when it could
   // not be stored (then the quota stays as it was).
-  api::JsonResult set_quota(const std::string& tenant, std::optional<int> max_cores);
+  base::Result<nlohmann::json> set_quota(const std::string& tenant, std::optional<int> max_cores);
 
  private:
   // The placed jobs whose allocation names `host`.
-  db::Result<std::vector<std::int64_t>> jobs_placed_on(const std::string& host);
+  base::Result<std::vector<std::int64_t>> jobs_placed_on(const std::string& host);
 
   PoolAdminStore& store_;
 };

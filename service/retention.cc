@@ -29,7 +29,7 @@ std::chrono::milliseconds RetentionPurger::interval() const {
   return std::clamp(quarter, std::chrono::milliseconds(1000), std::chrono::milliseconds(60000));
 }
 
-db::Result<db::PurgeBatch> RetentionPurger::purge_now() {
+base::Result<db::PurgeBatch> RetentionPurger::purge_now() {
   db::PurgeBatch total;
   for (;;) {
     auto batch = repo_.purge_finished_outputs(options_.keep, options_.batch_jobs);

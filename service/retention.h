@@ -35,7 +35,7 @@ class RetentionPurger {
 
   // Purges batches until one comes back short (or the database errs).
   // Returns what it removed. For tests; the thread calls it.
-  db::Result<db::PurgeBatch> purge_now();
+  base::Result<db::PurgeBatch> purge_now();
 
   // How often the thread looks: a quarter of `keep`, between 1 s and 60 s,
   // so a job is purged within that long after it is due.

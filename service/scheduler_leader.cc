@@ -87,7 +87,7 @@ void SchedulerLeader::loop() {
                   << std::endl;
     }
     if (leading && !term_) {
-      if (db::Status s = begin_term(); !s.ok()) {
+      if (base::Status s = begin_term(); !s.ok()) {
         std::cerr << "tpujobs: scheduler term: " << s.error().message << std::endl;
       } else {
         std::cerr << "tpujobs: " << options_.instance << ": scheduler leader now (term " << *term_
@@ -95,7 +95,7 @@ void SchedulerLeader::loop() {
       }
     }
     if (leading && term_) {
-      if (db::Status s = run_pass(); !s.ok()) {
+      if (base::Status s = run_pass(); !s.ok()) {
         std::cerr << "tpujobs: scheduling pass: " << s.error().message << std::endl;
       }
     }
@@ -130,7 +130,7 @@ std::string SchedulerLeader::prometheus_metrics() const {
   return out.str();
 }
 
-db::Status SchedulerLeader::begin_term() {
+base::Status SchedulerLeader::begin_term() {
   auto term = store_.begin_term(options_.instance);
   if (!term.ok()) {
     low_water_.reset();
@@ -146,12 +146,12 @@ db::Status SchedulerLeader::begin_term() {
   }
   term_ = *term;
   last_term_ = *term;
-  return db::Status::Ok();
+  return base::Status::Ok();
 }
 
-db::Result<bool> SchedulerLeader::write(db::Transition t) {
+base::Result<bool> SchedulerLeader::write(db::Transition t) {
   t.require_leader_term = term_;
-  db::Result<bool> moved = store_.transition(t);
+  base::Result<bool> moved = store_.transition(t);
   if (!moved.ok() || *moved) changed({t.job_id});  // a failed write may have landed
   return moved;
 }
@@ -162,17 +162,19 @@ void SchedulerLeader::changed(const std::vector<std::int64_t>& jobs) {
   }
 }
 
-db::Status SchedulerLeader::cancel_unstartable(std::int64_t job, const std::string& reason,
-                                               const std::string& detail, const std::string& hint) {
+base::Status SchedulerLeader::cancel_unstartable(std::int64_t job, const std::string& reason,
+                                                 const std::string& detail,
+                                                 const std::string& hint) {
   const db::Transition t = lifecycle::cancel_unstartable(job, reason, detail, hint);
   auto moved = write(t);
   if (!moved.ok()) return moved.error();
   if (*moved) std::cerr << "tpujobs: job " << job << ": " << t.reason << std::endl;
-  return db::Status::Ok();
+  return base::Status::Ok();
 }
 
-db::Status SchedulerLeader::move_off(const db::JobRow& row, const std::string& retry_reason,
-                                     const std::string& hint, const std::string& unstarted_reason) {
+base::Status SchedulerLeader::move_off(const db::JobRow& row, const std::string& retry_reason,
+                                       const std::string& hint,
+                                       const std::string& unstarted_reason) {
   // A cancel answered 202 is honoured: the job ends CANCELLED, not
   // requeued or FAILED. A job that never started where it was placed (it
   // still reads STARTING) spent nothing: requeued without a retry, a few
@@ -195,18 +197,18 @@ db::Status SchedulerLeader::move_off(const db::JobRow& row, const std::string& r
     // Its agent, if it still listens, stops its copy now.
     notify(db::kAgentChannel, row.agent.value_or(""));
   }
-  return db::Status::Ok();
+  return base::Status::Ok();
 }
 
-db::Status SchedulerLeader::requeue_orphans() {
+base::Status SchedulerLeader::requeue_orphans() {
   auto orphans = store_.orphaned_jobs();
   if (!orphans.ok()) return orphans.error();
   std::vector<std::int64_t> orphan_ids;
   for (const db::JobRow& row : *orphans) orphan_ids.push_back(row.id);
-  if (db::Status s = learn_specs(orphan_ids); !s.ok()) return s;  // their max_retries
+  if (base::Status s = learn_specs(orphan_ids); !s.ok()) return s;  // their max_retries
   for (const db::JobRow& row : *orphans) {
     const std::string agent = row.agent.value_or("");
-    db::Status s =
+    base::Status s =
         move_off(row, "Agent " + agent + " was lost; requeued to resume from its last checkpoint",
                  "the agent running the job (" + agent +
                      ") stopped answering; check it (GET /v1/pool), or set max_retries so the job "
@@ -215,12 +217,12 @@ db::Status SchedulerLeader::requeue_orphans() {
                      " was lost before the job started on it; requeued without spending a retry");
     if (!s.ok()) return s;
   }
-  return db::Status::Ok();
+  return base::Status::Ok();
 }
 
-db::Status SchedulerLeader::run_pass() {
+base::Status SchedulerLeader::run_pass() {
   const auto began = options_.clock->now();
-  db::Status s = pass();
+  base::Status s = pass();
   const std::int64_t nanos = std::chrono::nanoseconds(options_.clock->now() - began).count();
   ++passes_;
   pass_nanos_ += nanos;
@@ -230,7 +232,8 @@ db::Status SchedulerLeader::run_pass() {
   // Only when the database could not be reached: a statement it refused
   // does not make the agents' silence unknown (and a leader whose passes
   // fail so would never declare an agent lost).
-  if (!s.ok() && s.code() == db::ErrorCode::kUnavailable) reachable_since_ = options_.clock->now();
+  if (!s.ok() && s.code() == base::ErrorCode::kUnavailable)
+    reachable_since_ = options_.clock->now();
   return s;
 }
 

@@ -113,44 +113,44 @@ class SchedulerLeader {
 
   // One pass over the tables, as the leader makes it (for tests; the thread
   // calls it while it holds the lock).
-  db::Status run_pass();
+  base::Status run_pass();
   // Takes a new scheduler term, as the thread does each time it gains the
   // lock: from then on the leader's writes about jobs land only while the
   // term is its own, so a leader paused mid-pass whose lead passed to
   // another replica writes nothing stale when it resumes. Without one (a
   // test calling run_pass alone) its writes are not fenced.
-  db::Status begin_term();
+  base::Status begin_term();
 
  private:
   void loop();
-  db::Status pass();  // run_pass without its bookkeeping of the database's reach
-  db::Status requeue_orphans();
+  base::Status pass();  // run_pass without its bookkeeping of the database's reach
+  base::Status requeue_orphans();
   // Takes a placed job off its agent: CANCELLED when a cancel was accepted,
   // else requeued (reason `retry_reason`) while max_retries allows, else
   // FAILED, UNAVAILABLE with `hint`. With an `unstarted_reason`, a job that
   // never started there (STARTING) is requeued with that reason and no
   // retry spent, up to lifecycle::kFreeUnstartedRequeues times.
-  db::Status move_off(const db::JobRow& row, const std::string& retry_reason,
-                      const std::string& hint, const std::string& unstarted_reason = "");
+  base::Status move_off(const db::JobRow& row, const std::string& retry_reason,
+                        const std::string& hint, const std::string& unstarted_reason = "");
   // One pass's hosts and agents, and what the leader needs to write its
   // plan back (scheduler_leader_pass.cc).
   struct PassState;
   // Reads the tables into snapshot_ and `state` (requeuing jobs on failed
   // hosts and cancelling queued jobs whose cancel was requested on the way).
-  db::Status read_pass(PassState& state);
-  db::Status add_hosts(PassState& state, const std::vector<db::AgentRow>& agents,
-                       const std::vector<db::ClusterHostRow>& hosts);
-  db::Status add_running(PassState& state, const db::JobRow& row);
-  db::Status read_fair_share();
-  db::Status write_unstartable(const scheduler::PassPlan& plan);
-  db::Status write_starts(const PassState& state, const scheduler::PassPlan& plan,
-                          std::set<std::string>& woken);
-  db::Status write_preemption(const scheduler::PassPlan& plan, std::set<std::string>& woken);
-  db::Status write_pending(const scheduler::PassPlan& plan);
+  base::Status read_pass(PassState& state);
+  base::Status add_hosts(PassState& state, const std::vector<db::AgentRow>& agents,
+                         const std::vector<db::ClusterHostRow>& hosts);
+  base::Status add_running(PassState& state, const db::JobRow& row);
+  base::Status read_fair_share();
+  base::Status write_unstartable(const scheduler::PassPlan& plan);
+  base::Status write_starts(const PassState& state, const scheduler::PassPlan& plan,
+                            std::set<std::string>& woken);
+  base::Status write_preemption(const scheduler::PassPlan& plan, std::set<std::string>& woken);
+  base::Status write_pending(const scheduler::PassPlan& plan);
   // A slice spanning agents: its placement number (the rendezvous' scope)
   // and its parts {agent, epoch, first_host, hosts}, for allocation.slice.
-  db::Result<nlohmann::json> slice_allocation(const PassState& state,
-                                              const scheduler::PlannedStart& p);
+  base::Result<nlohmann::json> slice_allocation(const PassState& state,
+                                                const scheduler::PlannedStart& p);
   std::string describe_parts(const scheduler::PlannedStart& p) const;
 
   // What the leader keeps of each unfinished job between passes
@@ -189,11 +189,11 @@ class SchedulerLeader {
   };
   // Reads the stored specs of the jobs not known yet (no row is changed
   // when the read fails).
-  db::Status learn_specs(const std::vector<std::int64_t>& jobs);
+  base::Status learn_specs(const std::vector<std::int64_t>& jobs);
   // Brings the kept jobs up to date from the rows written since the last
   // read, or all of them (a complete read rebuilds the waiting entries).
-  db::Status read_unfinished();
-  db::Status read_rows(bool& was_complete);
+  base::Status read_unfinished();
+  base::Status read_rows(bool& was_complete);
   // One row read: `complete` numbers a complete read (0: an incremental one).
   void apply(db::JobRow& row, std::uint32_t complete);
   void forget(std::int64_t job);
@@ -208,11 +208,11 @@ class SchedulerLeader {
   const JobFacts& facts_of(std::int64_t job) const;
   // Ends a queued job CANCELLED with `reason` (StartDeadlineExceeded,
   // DependencyNeverSatisfied); a job placed or cancelled meanwhile is left.
-  db::Status cancel_unstartable(std::int64_t job, const std::string& reason,
-                                const std::string& detail, const std::string& hint);
+  base::Status cancel_unstartable(std::int64_t job, const std::string& reason,
+                                  const std::string& detail, const std::string& hint);
 
   // The leader's writes, fenced by its term.
-  db::Result<bool> write(db::Transition t);
+  base::Result<bool> write(db::Transition t);
   // Tells this process's API service which jobs' rows changed (the wake
   // bus's kJobsChangedChannel); nothing without a wake bus.
   void changed(const std::vector<std::int64_t>& jobs);

@@ -38,8 +38,8 @@ struct SchedulerLeader::PassState {
   scheduler::PoolCapacity capacity;  // every registered host, so a lost agent's jobs wait
 };
 
-db::Status SchedulerLeader::add_hosts(PassState& state, const std::vector<db::AgentRow>& agents,
-                                      const std::vector<db::ClusterHostRow>& hosts) {
+base::Status SchedulerLeader::add_hosts(PassState& state, const std::vector<db::AgentRow>& agents,
+                                        const std::vector<db::ClusterHostRow>& hosts) {
   // Heartbeats late, judged like silence only over a span the leader could
   // reach the database. A late agent (killed, or cut off, but not lost yet)
   // is given no new job: one placed there would wait out the agent's
@@ -83,17 +83,17 @@ db::Status SchedulerLeader::add_hosts(PassState& state, const std::vector<db::Ag
     state.host_names.push_back(h.name);
     snapshot_.hosts.push_back(std::move(host));
   }
-  return db::Status::Ok();
+  return base::Status::Ok();
 }
 
-db::Status SchedulerLeader::add_running(PassState& state, const db::JobRow& row) {
+base::Status SchedulerLeader::add_running(PassState& state, const db::JobRow& row) {
   const json allocation = parse_object(row.allocation_json);
   if (allocation.value("accelerator", "") == "cpu") {
     if (auto a = state.agent_index.find(row.agent.value_or("")); a != state.agent_index.end()) {
       int& slots = snapshot_.agents[a->second].cpu_slots;
       slots = std::max(0, slots - 1);
     }
-    return db::Status::Ok();
+    return base::Status::Ok();
   }
   const json slice_hosts = allocation.value("hosts", json::array());
   if (std::any_of(slice_hosts.begin(), slice_hosts.end(), [&](const json& h) {
@@ -129,10 +129,10 @@ db::Status SchedulerLeader::add_running(PassState& state, const db::JobRow& row)
   }
   // Only a job placed under an epoch can be asked to stop.
   if (row.placement_epoch) snapshot_.running.push_back(entry);
-  return db::Status::Ok();
+  return base::Status::Ok();
 }
 
-db::Status SchedulerLeader::read_fair_share() {
+base::Status SchedulerLeader::read_fair_share() {
   if (!fair_share_read_ ||
       options_.clock->now() - *fair_share_read_ >= options_.fair_share_interval) {
     std::set<std::string> active;  // the tenants with unfinished jobs
@@ -145,10 +145,10 @@ db::Status SchedulerLeader::read_fair_share() {
     fair_share_ = std::move(*factors);
     fair_share_read_ = options_.clock->now();
   }
-  return db::Status::Ok();
+  return base::Status::Ok();
 }
 
-db::Status SchedulerLeader::read_pass(PassState& state) {
+base::Status SchedulerLeader::read_pass(PassState& state) {
   auto agents = store_.list_agents();
   if (!agents.ok()) return agents.error();
   auto hosts = store_.list_hosts();
@@ -157,12 +157,12 @@ db::Status SchedulerLeader::read_pass(PassState& state) {
   snapshot_.hosts.clear();
   snapshot_.running.clear();
   snapshot_.dependency_states.clear();
-  if (db::Status s = add_hosts(state, *agents, *hosts); !s.ok()) return s;
-  if (db::Status s = read_unfinished(); !s.ok()) return s;
+  if (base::Status s = add_hosts(state, *agents, *hosts); !s.ok()) return s;
+  if (base::Status s = read_unfinished(); !s.ok()) return s;
   resolve(state.capacity);
   auto quotas = store_.load_quotas();
   if (!quotas.ok()) return quotas.error();
-  if (db::Status s = read_fair_share(); !s.ok()) return s;
+  if (base::Status s = read_fair_share(); !s.ok()) return s;
   for (scheduler::PassTenant& t : snapshot_.tenants) {
     const auto factor = fair_share_.find(t.name);
     t.fair_share = factor == fair_share_.end() ? 1.0 : factor->second;
@@ -180,23 +180,23 @@ db::Status SchedulerLeader::read_pass(PassState& state) {
     if (!moved.ok()) return moved.error();
   }
   for (const auto& [id, row] : placed_) {
-    if (db::Status s = add_running(state, row); !s.ok()) return s;
+    if (base::Status s = add_running(state, row); !s.ok()) return s;
   }
   // The jobs the queued ones depend on, in one read.
   std::vector<std::int64_t> targets;
   for (const std::vector<scheduler::Dependency>& list : snapshot_.dependencies) {
     for (const scheduler::Dependency& d : list) targets.push_back(d.job);
   }
-  if (targets.empty()) return db::Status::Ok();
+  if (targets.empty()) return base::Status::Ok();
   auto target_states = store_.job_states(targets);
   if (!target_states.ok()) return target_states.error();
   snapshot_.dependency_states.insert(target_states->begin(), target_states->end());
-  return db::Status::Ok();
+  return base::Status::Ok();
 }
 
-db::Status SchedulerLeader::write_unstartable(const scheduler::PassPlan& plan) {
+base::Status SchedulerLeader::write_unstartable(const scheduler::PassPlan& plan) {
   for (const scheduler::Ended& ended : plan.unstartable) {
-    db::Status s = db::Status::Ok();
+    base::Status s = base::Status::Ok();
     if (ended.why == scheduler::Unstartable::kStartDeadlineExceeded) {
       const auto start_by = facts_of(ended.job).start_by;
       s = cancel_unstartable(
@@ -215,11 +215,11 @@ db::Status SchedulerLeader::write_unstartable(const scheduler::PassPlan& plan) {
     }
     if (!s.ok()) return s;
   }
-  return db::Status::Ok();
+  return base::Status::Ok();
 }
 
-db::Result<nlohmann::json> SchedulerLeader::slice_allocation(const PassState& state,
-                                                             const scheduler::PlannedStart& p) {
+base::Result<nlohmann::json> SchedulerLeader::slice_allocation(const PassState& state,
+                                                               const scheduler::PlannedStart& p) {
   auto placement = store_.next_slice_placement();
   if (!placement.ok()) return placement.error();
   json parts = json::array();
@@ -244,8 +244,8 @@ std::string SchedulerLeader::describe_parts(const scheduler::PlannedStart& p) co
   return out + " (" + std::to_string(p.cores.size()) + " cores)";
 }
 
-db::Status SchedulerLeader::write_starts(const PassState& state, const scheduler::PassPlan& plan,
-                                         std::set<std::string>& woken) {
+base::Status SchedulerLeader::write_starts(const PassState& state, const scheduler::PassPlan& plan,
+                                           std::set<std::string>& woken) {
   for (const scheduler::PlannedStart& p : plan.starts) {
     const std::string& agent = snapshot_.agents[p.agent].name;
     json allocation = {{"accelerator", "cpu"}, {"agent", agent}};
@@ -285,14 +285,14 @@ db::Status SchedulerLeader::write_starts(const PassState& state, const scheduler
     woken.insert(agent);
     for (const auto& [part, epoch] : parts) woken.insert(part);
   }
-  return db::Status::Ok();
+  return base::Status::Ok();
 }
 
-db::Status SchedulerLeader::write_preemption(const scheduler::PassPlan& plan,
-                                             std::set<std::string>& woken) {
+base::Status SchedulerLeader::write_preemption(const scheduler::PassPlan& plan,
+                                               std::set<std::string>& woken) {
   // The victims are marked under their placement epochs, then their agents
   // woken to stop them at a checkpoint.
-  if (!plan.preemption) return db::Status::Ok();
+  if (!plan.preemption) return base::Status::Ok();
   const scheduler::Preemption& preemption = *plan.preemption;
   bool first = true;
   for (std::int64_t victim : preemption.victims) {
@@ -307,10 +307,10 @@ db::Status SchedulerLeader::write_preemption(const scheduler::PassPlan& plan,
               << std::endl;
     woken.insert(row.agent.value_or(""));
   }
-  return db::Status::Ok();
+  return base::Status::Ok();
 }
 
-db::Status SchedulerLeader::write_pending(const scheduler::PassPlan& plan) {
+base::Status SchedulerLeader::write_pending(const scheduler::PassPlan& plan) {
   // Only the reasons that changed since the last pass are rendered and
   // written: with a long queue most stay as they were.
   const std::uint64_t pass = ++pending_passes_;
@@ -370,7 +370,7 @@ db::Status SchedulerLeader::write_pending(const scheduler::PassPlan& plan) {
                               {"detail", held.detail}}
                              .dump());
   }
-  db::Status stored = store_.set_pending(pending);
+  base::Status stored = store_.set_pending(pending);
   // Else unknown: every reason is written again.
   pending_written_ = stored.ok() ? pass : 0;
   std::vector<std::int64_t> jobs;
@@ -380,7 +380,7 @@ db::Status SchedulerLeader::write_pending(const scheduler::PassPlan& plan) {
   return stored;
 }
 
-db::Status SchedulerLeader::pass() {
+base::Status SchedulerLeader::pass() {
   // Silence is judged only over a span the leader itself could reach the
   // database: after an outage (or a takeover) every heartbeat looks old. A
   // judgement the database answers late is dropped as an outage: a stalled
@@ -396,20 +396,20 @@ db::Status SchedulerLeader::pass() {
   if (!lost.ok()) return lost.error();
   for (const std::string& name : *lost)
     std::cerr << "tpujobs: agent " << name << " is lost" << std::endl;
-  if (db::Status s = requeue_orphans(); !s.ok()) return s;
+  if (base::Status s = requeue_orphans(); !s.ok()) return s;
   if (options_.clock->now() - rendezvous_swept_ >= std::chrono::minutes(1)) {
     // A rendezvous is over once its slice connected or failed (within the
     // collective deadline): old keys only take room.
-    if (db::Status s = store_.forget_rendezvous_before(std::chrono::hours(1)); !s.ok()) return s;
+    if (base::Status s = store_.forget_rendezvous_before(std::chrono::hours(1)); !s.ok()) return s;
     rendezvous_swept_ = options_.clock->now();
   }
   PassState state;
-  if (db::Status s = read_pass(state); !s.ok()) return s;
+  if (base::Status s = read_pass(state); !s.ok()) return s;
   const scheduler::PassPlan plan = scheduler::plan_pass(snapshot_);
-  if (db::Status s = write_unstartable(plan); !s.ok()) return s;
+  if (base::Status s = write_unstartable(plan); !s.ok()) return s;
   std::set<std::string> woken;
-  if (db::Status s = write_starts(state, plan, woken); !s.ok()) return s;
-  if (db::Status s = write_preemption(plan, woken); !s.ok()) return s;
+  if (base::Status s = write_starts(state, plan, woken); !s.ok()) return s;
+  if (base::Status s = write_preemption(plan, woken); !s.ok()) return s;
   // Committed: now the agents may act.
   for (const std::string& agent : woken) notify(db::kAgentChannel, agent);
   return write_pending(plan);

@@ -30,12 +30,12 @@ std::chrono::system_clock::duration wall(std::chrono::milliseconds span) {
 
 }  // namespace
 
-db::Status SchedulerLeader::learn_specs(const std::vector<std::int64_t>& jobs) {
+base::Status SchedulerLeader::learn_specs(const std::vector<std::int64_t>& jobs) {
   std::vector<std::int64_t> unknown;
   for (std::int64_t job : jobs) {
     if (!jobs_.count(job)) unknown.push_back(job);
   }
-  if (unknown.empty()) return db::Status::Ok();
+  if (unknown.empty()) return base::Status::Ok();
   auto texts = store_.job_specs(unknown);
   if (!texts.ok()) return texts.error();
   for (std::int64_t id : unknown) {
@@ -63,7 +63,7 @@ db::Status SchedulerLeader::learn_specs(const std::vector<std::int64_t>& jobs) {
     unresolved_.emplace(id, std::move(spec->trainer));
     learned_.push_back(id);
   }
-  return db::Status::Ok();
+  return base::Status::Ok();
 }
 
 const SchedulerLeader::JobFacts& SchedulerLeader::facts_of(std::int64_t job) const {
@@ -188,9 +188,9 @@ void SchedulerLeader::apply(db::JobRow& row, std::uint32_t complete) {
   set_waiting(job, row);
 }
 
-db::Status SchedulerLeader::read_unfinished() {
+base::Status SchedulerLeader::read_unfinished() {
   bool complete = false;
-  db::Status s = read_rows(complete);
+  base::Status s = read_rows(complete);
   // A complete read's rows (every unfinished job's, and the result they
   // were read from) are freed by now; without this their pages stay with
   // the process, between the kept jobs (bench/RESULTS.md, issue 29).
@@ -198,7 +198,7 @@ db::Status SchedulerLeader::read_unfinished() {
   return s;
 }
 
-db::Status SchedulerLeader::read_rows(bool& was_complete) {
+base::Status SchedulerLeader::read_rows(bool& was_complete) {
   const auto now = options_.clock->now();
   std::optional<std::string> since = low_water_;
   if (now - complete_read_at_ >= options_.complete_read_interval) since.reset();
@@ -209,7 +209,7 @@ db::Status SchedulerLeader::read_rows(bool& was_complete) {
     if (!base::is_terminal(row.state)) unfinished.push_back(row.id);
   }
   // Read before anything changes: a failed read leaves the jobs as they were.
-  if (db::Status s = learn_specs(unfinished); !s.ok()) return s;
+  if (base::Status s = learn_specs(unfinished); !s.ok()) return s;
   std::uint32_t complete = 0;
   was_complete = read->complete;
   if (read->complete) {
@@ -233,7 +233,7 @@ db::Status SchedulerLeader::read_rows(bool& was_complete) {
     for (std::int64_t id : gone) forget(id);
   }
   low_water_ = std::move(read->low_water);
-  return db::Status::Ok();
+  return base::Status::Ok();
 }
 
 }  // namespace tpujobs::service

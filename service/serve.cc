@@ -172,12 +172,12 @@ int run_agent(const std::vector<std::string>& args) {
                  "that it joins the cluster (docs/deploy.md).\n";
     return 2;
   }
-  if (db::Status migrated = db::migrate(**pool); !migrated.ok()) {
+  if (base::Status migrated = db::migrate(**pool); !migrated.ok()) {
     std::cerr << "tpujobs agent: migrations: " << migrated.error().message << "\n";
     return 1;
   }
   Agent agent(**pool, agent_options(options, options.database_url, *layout));
-  if (db::Status started = agent.start(); !started.ok()) {
+  if (base::Status started = agent.start(); !started.ok()) {
     std::cerr << "tpujobs agent: " << started.error().message << "\n";
     return 1;
   }
@@ -278,7 +278,7 @@ class ServeProcess {
       return 1;
     }
     pool_ = std::move(*pool);
-    if (db::Status migrated = db::migrate(*pool_); !migrated.ok()) {
+    if (base::Status migrated = db::migrate(*pool_); !migrated.ok()) {
       std::cerr << "tpujobs serve: migrations: " << migrated.error().message << "\n";
       return 1;
     }
@@ -336,13 +336,13 @@ class ServeProcess {
         std::chrono::seconds(options_.db_timeout_seconds), std::chrono::seconds(2));
     manager_options.readiness_probe.write_probe = true;  // /readyz: writes too (migration 034)
     if (standalone_) {
-      if (db::Status requeued = requeue_left_placed(*pool_); !requeued.ok()) {
+      if (base::Status requeued = requeue_left_placed(*pool_); !requeued.ok()) {
         std::cerr << "tpujobs serve: " << requeued.error().message << "\n";
         return 1;
       }
     }
     manager_ = std::make_unique<JobManager>(*pool_, layout_, manager_options);
-    if (db::Status started = manager_->start(); !started.ok()) {
+    if (base::Status started = manager_->start(); !started.ok()) {
       std::cerr << "tpujobs serve: " << started.error().message << "\n";
       return 1;
     }
@@ -370,7 +370,7 @@ class ServeProcess {
       agent_ = std::make_unique<Agent>(*pool_, agent);
       Agent* runs_here = agent_.get();
       manager_->set_live_view([runs_here](std::int64_t id) { return runs_here->live_view(id); });
-      if (db::Status started = agent_->start(); !started.ok()) {
+      if (base::Status started = agent_->start(); !started.ok()) {
         std::cerr << "tpujobs serve: agent: " << started.error().message << "\n";
         return 1;
       }
@@ -389,7 +389,7 @@ class ServeProcess {
       purger_->start();
     }
     if (!options_.notify_allow.empty()) {
-      if (db::Status added =
+      if (base::Status added =
               db::NotificationRepository(*pool_).add_to_allowlist(options_.notify_allow);
           !added.ok()) {
         std::cerr << "tpujobs serve: --notify-allow: " << added.error().message << "\n";
@@ -469,7 +469,7 @@ class ServeProcess {
     server_->shutdown(std::chrono::seconds(5));
     manager_->close();
     if (embedded_) {
-      if (db::Status stopped = embedded_->stop(); !stopped.ok())
+      if (base::Status stopped = embedded_->stop(); !stopped.ok())
         std::cerr << "tpujobs: stopping PostgreSQL: " << stopped.error().message << "\n";
     }
     std::cerr << "tpujobs: stopped\n";

@@ -5,7 +5,7 @@
 
 namespace tpujobs::service {
 
-db::Status requeue_left_placed(db::ConnectionPool& pool) {
+base::Status requeue_left_placed(db::ConnectionPool& pool) {
   db::JobRepository jobs(pool);
   auto placed = jobs.load_placed();
   if (!placed.ok()) return placed.error();
@@ -19,7 +19,7 @@ db::Status requeue_left_placed(db::ConnectionPool& pool) {
                   {db::JobState::kStarting, db::JobState::kRunning});
     if (auto moved = jobs.transition(t); !moved.ok()) return moved.error();
   }
-  return db::Status::Ok();
+  return base::Status::Ok();
 }
 
 }  // namespace tpujobs::service

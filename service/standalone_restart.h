@@ -6,11 +6,11 @@
 // cluster; the ones whose cancel was asked end CANCELLED.
 #pragma once
 
+#include "base/result.h"
 #include "db/connection_pool.h"
-#include "db/result.h"
 
 namespace tpujobs::service {
 
-db::Status requeue_left_placed(db::ConnectionPool& pool);
+base::Status requeue_left_placed(db::ConnectionPool& pool);
 
 }  // namespace tpujobs::service

@@ -158,7 +158,7 @@ void SubmitCommitter::commit(std::vector<PendingSubmit>& batch) {
   for (PendingSubmit& p : batch) rows.push_back(std::move(p.row));
   auto inserted = store_.insert_jobs(rows);
   const std::size_t first_unit = std::max<std::size_t>(1, batch.front().array_size);
-  if (!inserted.ok() && inserted.code() != db::ErrorCode::kUnavailable &&
+  if (!inserted.ok() && inserted.code() != base::ErrorCode::kUnavailable &&
       first_unit < batch.size()) {
     // One row the database refuses fails the whole statement: each
     // submission (a job, or a whole array) is committed again on its own,
@@ -182,7 +182,7 @@ void SubmitCommitter::commit(std::vector<PendingSubmit>& batch) {
     // the statement), so the answer says so and points at the
     // Idempotency-Key, with which a retry finds the stored job instead of
     // storing it twice.
-    const bool unavailable = inserted.code() == db::ErrorCode::kUnavailable;
+    const bool unavailable = inserted.code() == base::ErrorCode::kUnavailable;
     const bool unknown = unavailable && inserted.error().maybe_applied;
     for (PendingSubmit& p : batch) {
       api::SubmitOutcome outcome;

@@ -32,7 +32,7 @@ namespace tpujobs::service {
 class SubmitStore {
  public:
   virtual ~SubmitStore() = default;
-  virtual db::Result<std::vector<db::InsertedJob>> insert_jobs(
+  virtual base::Result<std::vector<db::InsertedJob>> insert_jobs(
       const std::vector<db::NewJob>& rows) = 0;
 };
 

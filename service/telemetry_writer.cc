@@ -17,25 +17,25 @@ RepositoryTelemetryStore::RepositoryTelemetryStore(db::Repositories& repo,
                                                    db::ClusterRepository& cluster, bool notify_logs)
     : repo_(repo), cluster_(cluster), notify_logs_(notify_logs) {}
 
-db::Status RepositoryTelemetryStore::append_logs(const std::vector<db::LogLine>& lines) {
+base::Status RepositoryTelemetryStore::append_logs(const std::vector<db::LogLine>& lines) {
   return repo_.outputs.append_logs(lines);
 }
 
-db::Status RepositoryTelemetryStore::append_metrics(const std::vector<db::MetricPoint>& points) {
+base::Status RepositoryTelemetryStore::append_metrics(const std::vector<db::MetricPoint>& points) {
   return repo_.outputs.append_metrics(points);
 }
 
-db::Status RepositoryTelemetryStore::save_checkpoint(std::int64_t job,
-                                                     const executor::Checkpoint& checkpoint,
-                                                     std::int64_t fence) {
+base::Status RepositoryTelemetryStore::save_checkpoint(std::int64_t job,
+                                                       const executor::Checkpoint& checkpoint,
+                                                       std::int64_t fence) {
   return repo_.outputs.save_checkpoint(job, checkpoint.step, checkpoint.epoch, checkpoint.bytes,
                                        fence);
 }
 
-db::Status RepositoryTelemetryStore::update_progress(std::int64_t job,
-                                                     const std::string& progress_json,
-                                                     const std::string& metrics_json,
-                                                     std::int64_t fence) {
+base::Status RepositoryTelemetryStore::update_progress(std::int64_t job,
+                                                       const std::string& progress_json,
+                                                       const std::string& metrics_json,
+                                                       std::int64_t fence) {
   return repo_.jobs.update_progress(job, progress_json, metrics_json, fence);
 }
 
@@ -216,9 +216,9 @@ bool TelemetryWriter::ready_for_checkpoint(std::int64_t job) {
   return next == next_checkpoint_.end() || next->second <= now;
 }
 
-bool TelemetryWriter::stored_or_dropped(const db::Status& status, const char* what) {
+bool TelemetryWriter::stored_or_dropped(const base::Status& status, const char* what) {
   if (status.ok()) return true;
-  if (status.code() == db::ErrorCode::kUnavailable) return false;
+  if (status.code() == base::ErrorCode::kUnavailable) return false;
   std::cerr << "tpujobs: storing " << what << " failed, dropped: " << status.error().message
             << "\n";
   return true;
@@ -239,7 +239,7 @@ bool TelemetryWriter::store_batches(std::vector<Item>& items, Append append, con
     const std::size_t end = std::min(items.size(), done + per_store);
     std::vector<Item> batch(std::make_move_iterator(items.begin() + done),
                             std::make_move_iterator(items.begin() + end));
-    const db::Status status = append(batch);
+    const base::Status status = append(batch);
     if (!stored_or_dropped(status, what)) {
       note_unavailable(status.error().message);
       std::move(batch.begin(), batch.end(), items.begin() + done);
@@ -261,7 +261,7 @@ bool TelemetryWriter::store_lines(std::vector<db::LogLine>& logs,
   const bool logs_stored = store_batches(
       logs,
       [&](const std::vector<db::LogLine>& batch) {
-        db::Status status = store_.append_logs(batch);
+        base::Status status = store_.append_logs(batch);
         if (status.ok()) {
           for (const db::LogLine& line : batch) jobs.insert(line.job_id);
         }

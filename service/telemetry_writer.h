@@ -30,8 +30,8 @@
 
 #include "base/clock.h"
 #include "base/mutex.h"
+#include "base/result.h"
 #include "db/job_output_repository.h"
-#include "db/result.h"
 #include "executor/executor.h"
 
 namespace tpujobs::db {
@@ -46,12 +46,12 @@ namespace tpujobs::service {
 class TelemetryStore {
  public:
   virtual ~TelemetryStore() = default;
-  virtual db::Status append_logs(const std::vector<db::LogLine>& lines) = 0;
-  virtual db::Status append_metrics(const std::vector<db::MetricPoint>& points) = 0;
-  virtual db::Status save_checkpoint(std::int64_t job, const executor::Checkpoint& checkpoint,
-                                     std::int64_t fence) = 0;
-  virtual db::Status update_progress(std::int64_t job, const std::string& progress_json,
-                                     const std::string& metrics_json, std::int64_t fence) = 0;
+  virtual base::Status append_logs(const std::vector<db::LogLine>& lines) = 0;
+  virtual base::Status append_metrics(const std::vector<db::MetricPoint>& points) = 0;
+  virtual base::Status save_checkpoint(std::int64_t job, const executor::Checkpoint& checkpoint,
+                                       std::int64_t fence) = 0;
+  virtual base::Status update_progress(std::int64_t job, const std::string& progress_json,
+                                       const std::string& metrics_json, std::int64_t fence) = 0;
   // Lines of these jobs were just stored (cluster mode wakes the log
   // followers of every replica).
   virtual void logs_stored(const std::set<std::int64_t>& jobs) = 0;
@@ -64,12 +64,12 @@ class RepositoryTelemetryStore final : public TelemetryStore {
  public:
   RepositoryTelemetryStore(db::Repositories& repo, db::ClusterRepository& cluster,
                            bool notify_logs);
-  db::Status append_logs(const std::vector<db::LogLine>& lines) override;
-  db::Status append_metrics(const std::vector<db::MetricPoint>& points) override;
-  db::Status save_checkpoint(std::int64_t job, const executor::Checkpoint& checkpoint,
-                             std::int64_t fence) override;
-  db::Status update_progress(std::int64_t job, const std::string& progress_json,
-                             const std::string& metrics_json, std::int64_t fence) override;
+  base::Status append_logs(const std::vector<db::LogLine>& lines) override;
+  base::Status append_metrics(const std::vector<db::MetricPoint>& points) override;
+  base::Status save_checkpoint(std::int64_t job, const executor::Checkpoint& checkpoint,
+                               std::int64_t fence) override;
+  base::Status update_progress(std::int64_t job, const std::string& progress_json,
+                               const std::string& metrics_json, std::int64_t fence) override;
   void logs_stored(const std::set<std::int64_t>& jobs) override;
 
  private:
@@ -224,7 +224,7 @@ class TelemetryWriter {
   template <typename Item, typename Append>
   bool store_batches(std::vector<Item>& items, Append append, const char* what);
   // False when the database was unreachable; reports and drops other errors.
-  static bool stored_or_dropped(const db::Status& status, const char* what);
+  static bool stored_or_dropped(const base::Status& status, const char* what);
 
   TelemetryStore& store_;
   TelemetryWriterOptions options_;

@@ -7,7 +7,7 @@ namespace tpujobs::service {
 TokenCache::TokenCache(TokenStore& store, base::Clock& clock, TokenCacheOptions options)
     : store_(store), clock_(clock), options_(options) {}
 
-db::Result<std::optional<api::Principal>> TokenCache::authenticate(std::string_view token) {
+base::Result<std::optional<api::Principal>> TokenCache::authenticate(std::string_view token) {
   const auto now = clock_.now();
   const std::string key(token);
   {

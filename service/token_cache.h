@@ -17,7 +17,7 @@
 #include "api/job_service.h"
 #include "base/clock.h"
 #include "base/mutex.h"
-#include "db/result.h"
+#include "base/result.h"
 
 namespace tpujobs::service {
 
@@ -26,8 +26,8 @@ class TokenStore {
   virtual ~TokenStore() = default;
   // The principal of the token whose SHA-256 (hex) this is; nullopt when no
   // active token has it.
-  virtual db::Result<std::optional<api::Principal>> find(const std::string& token_hash) = 0;
-  virtual db::Result<std::int64_t> count_active() = 0;
+  virtual base::Result<std::optional<api::Principal>> find(const std::string& token_hash) = 0;
+  virtual base::Result<std::int64_t> count_active() = 0;
 };
 
 // The revocation bound (docs/deploy.md, `tpujobs token revoke`).
@@ -44,7 +44,7 @@ class TokenCache {
   // The store and the clock must outlive the cache.
   TokenCache(TokenStore& store, base::Clock& clock, TokenCacheOptions options = {});
 
-  db::Result<std::optional<api::Principal>> authenticate(std::string_view token);
+  base::Result<std::optional<api::Principal>> authenticate(std::string_view token);
   bool auth_required();
 
  private:

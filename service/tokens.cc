@@ -77,7 +77,7 @@ std::optional<Database> open_database(const std::string& command, const std::str
     std::cerr << command << ": database: " << pool.error().message << "\n";
     return std::nullopt;
   }
-  if (db::Status migrated = db::migrate(**pool); !migrated.ok()) {
+  if (base::Status migrated = db::migrate(**pool); !migrated.ok()) {
     std::cerr << command << ": migrations: " << migrated.error().message << "\n";
     return std::nullopt;
   }
@@ -119,9 +119,9 @@ int list(db::TokenRepository& tokens) {
 }
 
 int revoke(db::TokenRepository& tokens, std::int64_t id) {
-  if (db::Status revoked = tokens.revoke_token(id); !revoked.ok()) {
+  if (base::Status revoked = tokens.revoke_token(id); !revoked.ok()) {
     std::cerr << "tpujobs token revoke: " << revoked.error().message << "\n";
-    return revoked.error().code == db::ErrorCode::kNotFound ? 1 : 4;
+    return revoked.error().code == base::ErrorCode::kNotFound ? 1 : 4;
   }
   std::cout << "token " << id << " revoked: every replica refuses it within "
             << seconds_text(kTokenCacheTtl) << "\n";

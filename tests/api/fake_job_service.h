@@ -30,12 +30,12 @@ class FakeJobService : public JobService {
     for (SubmitOutcome& o : outcomes) o.array_id = outcomes.front().id;
     done(std::move(outcomes));
   }
-  JsonResult get_job(std::int64_t id, const std::string&) override {
+  base::Result<nlohmann::json> get_job(std::int64_t id, const std::string&) override {
     if (id == 1) return nlohmann::json{{"id", 1}, {"state", "RUNNING"}};
     return base::make_error(base::ErrorCode::kNotFound, "no job " + std::to_string(id));
   }
   base::Result<std::string> get_job_text(std::int64_t id, const std::string& tenant) override {
-    JsonResult job = get_job(id, tenant);
+    base::Result<nlohmann::json> job = get_job(id, tenant);
     if (!job.ok()) return job.error();
     return job->dump();
   }
@@ -49,29 +49,31 @@ class FakeJobService : public JobService {
     }
     return states;
   }
-  JsonResult list_jobs(const JobQuery& query) override {
+  base::Result<nlohmann::json> list_jobs(const JobQuery& query) override {
     last_query = query;
     return nlohmann::json{{"jobs", nlohmann::json::array()}, {"next_cursor", nullptr}};
   }
   void wait_job(std::int64_t id, const std::string& tenant, std::chrono::milliseconds,
-                std::function<void(JsonResult)> done) override {
+                std::function<void(base::Result<nlohmann::json>)> done) override {
     done(get_job(id, tenant));
   }
-  JsonResult cancel_job(std::int64_t id, const std::string&) override {
+  base::Result<nlohmann::json> cancel_job(std::int64_t id, const std::string&) override {
     if (id == 1) return base::make_error(base::ErrorCode::kConflict, "job 1 is already SUCCEEDED");
     return base::make_error(base::ErrorCode::kNotFound, "no job");
   }
-  JsonResult job_logs(std::int64_t, const std::string&, std::int64_t after, int) override {
+  base::Result<nlohmann::json> job_logs(std::int64_t, const std::string&, std::int64_t after,
+                                        int) override {
     return nlohmann::json{{"lines", nlohmann::json::array()}, {"next_after", after}};
   }
   void follow_logs(std::int64_t, const std::string&, std::int64_t,
                    ResponseWriterPtr writer) override {
     writer->respond(json_response(200, {{"follow", true}}));
   }
-  JsonResult job_metrics(std::int64_t, const std::string&, std::int64_t) override {
+  base::Result<nlohmann::json> job_metrics(std::int64_t, const std::string&,
+                                           std::int64_t) override {
     return nlohmann::json{{"points", nlohmann::json::array()}};
   }
-  JsonResult job_events(std::int64_t, const std::string&) override {
+  base::Result<nlohmann::json> job_events(std::int64_t, const std::string&) override {
     return nlohmann::json{{"events", nlohmann::json::array()}};
   }
   base::Result<std::string> xla_report(std::int64_t, const std::string&) override {
@@ -84,11 +86,14 @@ class FakeJobService : public JobService {
         {"team-a", "v3", 2, 80.0}, {"team-a", "v4", 1, 20.0}, {"team-b", "v3", 1, 150.5}};
   }
   nlohmann::json pool_view() override { return {{"hosts", nlohmann::json::array()}}; }
-  JsonResult set_host_health(const std::string& host, scheduler::HostHealth health) override {
+  base::Result<nlohmann::json> set_host_health(const std::string& host,
+                                               scheduler::HostHealth health) override {
     host_actions.push_back(std::string(scheduler::host_health_name(health)) + " " + host);
     return nlohmann::json{{"host", host}};
   }
-  JsonResult force_release(std::int64_t id) override { return nlohmann::json{{"job", id}}; }
+  base::Result<nlohmann::json> force_release(std::int64_t id) override {
+    return nlohmann::json{{"job", id}};
+  }
   // Keeps what each upload asked for; a key seen before answers its dataset
   // (or kConflict for another file), as the service does.
   base::Result<UploadedDataset> upload_dataset(const DatasetUpload& upload) override {
@@ -116,7 +121,8 @@ class FakeJobService : public JobService {
     return std::optional<Principal>();
   }
   bool auth_required() override { return require_auth; }
-  JsonResult set_quota(const std::string& tenant, std::optional<int> max_cores) override {
+  base::Result<nlohmann::json> set_quota(const std::string& tenant,
+                                         std::optional<int> max_cores) override {
     quotas[tenant] = max_cores;
     return nlohmann::json{{"tenant", tenant}};
   }

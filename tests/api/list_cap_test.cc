@@ -26,7 +26,7 @@ class ListingService : public testing::FakeJobService {
   int reads = 0;
   std::function<void()> before_list = [] {};
 
-  JsonResult list_jobs(const JobQuery& query) override {
+  base::Result<nlohmann::json> list_jobs(const JobQuery& query) override {
     ++reads;
     before_list();
     nlohmann::json jobs = nlohmann::json::array();

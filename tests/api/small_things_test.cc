@@ -65,7 +65,7 @@ class FailingJobService final : public FakeJobService {
   static constexpr const char* kInternals =
       "could not extend file \"base/16384/2619\": No space left on device; connection to server "
       "on socket \"/var/lib/tpujobs/state/.s.PGSQL.5432\" failed";
-  JsonResult get_job(std::int64_t, const std::string&) override {
+  base::Result<nlohmann::json> get_job(std::int64_t, const std::string&) override {
     return base::make_error(base::ErrorCode::kUnavailable, std::string("SELECT: ") + kInternals);
   }
   void submit(SubmitRequest, std::function<void(SubmitOutcome)> done) override {
@@ -75,7 +75,7 @@ class FailingJobService final : public FakeJobService {
                       kInternals + "); submit it again later";
     done(outcome);
   }
-  JsonResult cancel_job(std::int64_t, const std::string&) override {
+  base::Result<nlohmann::json> cancel_job(std::int64_t, const std::string&) override {
     return base::make_error(base::ErrorCode::kUnavailable,
                             "UPDATE: the database did not answer within 2 s");
   }

@@ -22,15 +22,14 @@ std::string fields(const std::vector<FieldError>& errors) {
   return out;
 }
 
-using Expanded = base::Result<std::vector<SweepChild>, std::vector<FieldError>>;
-
 // The errors of an expansion, none when it made children.
-std::vector<FieldError> errors_in(const Expanded& expanded) {
+std::vector<FieldError> errors_in(
+    const base::Result<std::vector<SweepChild>, std::vector<FieldError>>& expanded) {
   return expanded.ok() ? std::vector<FieldError>{} : expanded.error();
 }
 
 TEST(Sweep, CartesianProductLastPathFastestEachChildAValidSpec) {
-  Expanded expanded = expand_sweep(
+  base::Result<std::vector<SweepChild>, std::vector<FieldError>> expanded = expand_sweep(
       base_with(R"({"optimizer.lr": [0.001, 0.003], "data.batch_size": [32, 64, 128]})"));
   ASSERT_TRUE(expanded.ok()) << fields(errors_in(expanded));
   const std::vector<SweepChild>& children = *expanded;
@@ -56,7 +55,8 @@ TEST(Sweep, CartesianProductLastPathFastestEachChildAValidSpec) {
 }
 
 TEST(Sweep, ArrayElementsAreReachable) {
-  Expanded children = expand_sweep(base_with(R"({"model.layers[0].out": [10, 20]})"));
+  base::Result<std::vector<SweepChild>, std::vector<FieldError>> children =
+      expand_sweep(base_with(R"({"model.layers[0].out": [10, 20]})"));
   ASSERT_TRUE(children.ok()) << fields(errors_in(children));
   ASSERT_EQ(2u, children->size());
   EXPECT_EQ(20, (*children)[1].spec["model"]["layers"][0]["out"]);
@@ -76,7 +76,8 @@ TEST(Sweep, TheProductIsCapped) {
 
 TEST(Sweep, BadSweepsNameTheirPath) {
   auto errors_of = [](const char* sweep) {
-    Expanded expanded = expand_sweep(base_with(sweep));
+    base::Result<std::vector<SweepChild>, std::vector<FieldError>> expanded =
+        expand_sweep(base_with(sweep));
     EXPECT_FALSE(expanded.ok()) << sweep;
     return fields(errors_in(expanded));
   };

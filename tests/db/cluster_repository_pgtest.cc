@@ -128,7 +128,7 @@ TEST_F(ClusterRepositoryTest, AHostOfAnAliveAgentCannotBeClaimedByAnother) {
   ASSERT_TRUE(cluster_->register_agent("a", {{"shared-h0", "v3"}}, 1).ok());
   auto clash = cluster_->register_agent("b", {{"shared-h0", "v3"}}, 1);
   ASSERT_FALSE(clash.ok());
-  EXPECT_EQ(ErrorCode::kConflict, clash.code());
+  EXPECT_EQ(base::ErrorCode::kConflict, clash.code());
 }
 
 TEST_F(ClusterRepositoryTest, SilentAgentIsMarkedLostAndItsJobsAreOrphans) {
@@ -166,7 +166,8 @@ TEST_F(ClusterRepositoryTest, WritesOfAStaleEpochDoNotLand) {
   ASSERT_TRUE(
       outputs.append_logs({{job_, 2, {}, "a: stale", *a}, {job_, 2, {}, "b: resumed", *b}}).ok());
   ASSERT_TRUE(outputs.append_metrics({{job_, 1, 20, 0, {}, R"({"loss": 9})", *a}}).ok());
-  EXPECT_EQ(ErrorCode::kConflict, outputs.save_checkpoint(job_, 20, 0, "ckpt-stale", *a).code());
+  EXPECT_EQ(base::ErrorCode::kConflict,
+            outputs.save_checkpoint(job_, 20, 0, "ckpt-stale", *a).code());
   EXPECT_FALSE(repositories_->jobs.update_progress(job_, R"({"step": 99})", std::nullopt, *a).ok());
   EXPECT_EQ("1:a: step 1 2:b: resumed ", logs());
   auto metrics = outputs.list_metrics(job_, 0, 10);
@@ -276,7 +277,7 @@ TEST_F(ClusterRepositoryTest, ADrainingAgentGetsNoPlacementButKeepsItsJobsAndIts
   EXPECT_TRUE(*cluster_->heartbeat("a", *a));
   EXPECT_TRUE(repositories_->jobs.orphaned_jobs()->empty()) << "its job is still its own";
   auto taken = cluster_->register_agent("c", {{"a-h0", "v3"}}, 1);
-  EXPECT_EQ(ErrorCode::kConflict, taken.code()) << "its host is still its own";
+  EXPECT_EQ(base::ErrorCode::kConflict, taken.code()) << "its host is still its own";
 
   // Requeued by it, the job is placed on b, not on the draining a.
   ASSERT_TRUE(requeue(*a));
@@ -312,11 +313,11 @@ TEST_F(ClusterRepositoryTest, AJudgementTheDatabaseAnswersAfterAStallDeclaresNoA
       wait_for_session("backend_type = 'client backend' AND EXISTS (SELECT 1 FROM agents"
                        " WHERE name = 'a' AND last_heartbeat < clock_timestamp() - "
                        "interval '1.2 seconds')"));
-  std::optional<Result<std::vector<std::string>>> judged;
+  std::optional<base::Result<std::vector<std::string>>> judged;
   std::thread leader([&] { judged = cluster_->mark_lost(kSilence, kMaxAnswer); });
   ASSERT_TRUE(
       wait_for_session("wait_event_type = 'Lock' AND query LIKE 'UPDATE agents SET state%'"));
-  std::optional<Result<bool>> heard;
+  std::optional<base::Result<bool>> heard;
   std::thread agent([&] { heard = cluster_->heartbeat("a", *a); });
   ASSERT_TRUE(wait_for_session(
       "wait_event_type = 'Lock' AND query LIKE 'UPDATE agents SET last_heartbeat%'"));
@@ -330,7 +331,7 @@ TEST_F(ClusterRepositoryTest, AJudgementTheDatabaseAnswersAfterAStallDeclaresNoA
 
   ASSERT_TRUE(judged.has_value());
   ASSERT_FALSE(judged->ok()) << "declared lost: " << ::testing::PrintToString(**judged);
-  EXPECT_EQ(ErrorCode::kUnavailable, judged->code()) << judged->error().message;
+  EXPECT_EQ(base::ErrorCode::kUnavailable, judged->code()) << judged->error().message;
   ASSERT_TRUE(heard.has_value() && heard->ok());
   EXPECT_TRUE(**heard) << "the agent is still alive under its epoch";
   auto agents = cluster_->list_agents();
@@ -463,7 +464,7 @@ TEST(Listener, AnUnreachableServerIsUnavailableAtOnce) {
   Listener listener("host=127.0.0.1 port=1 connect_timeout=5", kAgentChannel);
   auto got = listener.wait(std::chrono::seconds(30));
   ASSERT_FALSE(got.ok());
-  EXPECT_EQ(ErrorCode::kUnavailable, got.code());
+  EXPECT_EQ(base::ErrorCode::kUnavailable, got.code());
 }
 
 }  // namespace

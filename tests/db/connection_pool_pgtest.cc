@@ -19,9 +19,9 @@ namespace {
 using std::chrono::milliseconds;
 
 std::unique_ptr<ConnectionPool> make_pool(int size) {
-  Result<std::string> conninfo = testing::create_schema();
+  base::Result<std::string> conninfo = testing::create_schema();
   EXPECT_TRUE(conninfo.ok()) << conninfo.error().message;
-  Result<std::unique_ptr<ConnectionPool>> pool = ConnectionPool::create(*conninfo, size);
+  base::Result<std::unique_ptr<ConnectionPool>> pool = ConnectionPool::create(*conninfo, size);
   EXPECT_TRUE(pool.ok()) << pool.error().message;
   return std::move(*pool);
 }
@@ -76,13 +76,13 @@ TEST(ConnectionPoolTest, ErrorsMapToCodes) {
   ASSERT_TRUE((*connection)->execute("INSERT INTO t VALUES ($1::text)", {"a"}).ok());
   auto duplicate = (*connection)->execute("INSERT INTO t VALUES ($1::text)", {"a"});
   ASSERT_FALSE(duplicate.ok());
-  EXPECT_EQ(ErrorCode::kConflict, duplicate.code());
+  EXPECT_EQ(base::ErrorCode::kConflict, duplicate.code());
   auto bad_json = (*connection)->execute("SELECT $1::jsonb", {"{not json"});
   ASSERT_FALSE(bad_json.ok());
-  EXPECT_EQ(ErrorCode::kInvalid, bad_json.code());
+  EXPECT_EQ(base::ErrorCode::kInvalid, bad_json.code());
   auto bad_sql = (*connection)->execute("SELEC 1");
   ASSERT_FALSE(bad_sql.ok());
-  EXPECT_EQ(ErrorCode::kInternal, bad_sql.code());
+  EXPECT_EQ(base::ErrorCode::kInternal, bad_sql.code());
   // The connection stays usable after errors.
   EXPECT_TRUE((*connection)->execute("SELECT 1").ok());
 }
@@ -128,7 +128,7 @@ TEST(ConnectionPoolTest, HandleReturnsConnectionAndAcquireTimesOut) {
     ASSERT_TRUE(first.ok());
     auto second = pool->acquire(milliseconds(50));
     ASSERT_FALSE(second.ok());
-    EXPECT_EQ(ErrorCode::kUnavailable, second.code());
+    EXPECT_EQ(base::ErrorCode::kUnavailable, second.code());
   }
   auto again = pool->acquire(milliseconds(50));
   EXPECT_TRUE(again.ok());
@@ -180,7 +180,7 @@ TEST(ConnectionPoolTest, PingAndUnreachableServer) {
   EXPECT_TRUE(pool->ping());
   auto missing = ConnectionPool::create("host=/nonexistent-dir-tpujobs dbname=x user=x", 2);
   ASSERT_FALSE(missing.ok());
-  EXPECT_EQ(ErrorCode::kUnavailable, missing.code());
+  EXPECT_EQ(base::ErrorCode::kUnavailable, missing.code());
 }
 
 // The answer deadline: a statement the server does not answer in time fails
@@ -235,7 +235,7 @@ TEST(ConnectionDeadlineTest, AStatementNotAnsweredInTimeFailsAndClosesItsConnect
     auto slow = (*connection)->execute("SELECT pg_sleep(5)");
     const double took = seconds_since(start);
     ASSERT_FALSE(slow.ok());
-    EXPECT_EQ(slow.code(), ErrorCode::kUnavailable);
+    EXPECT_EQ(slow.code(), base::ErrorCode::kUnavailable);
     EXPECT_NE(slow.error().message.find("did not answer within 0.3 s"), std::string::npos)
         << slow.error().message;
     EXPECT_LT(took, 4.0) << "waited for the answer instead of the deadline";
@@ -244,7 +244,7 @@ TEST(ConnectionDeadlineTest, AStatementNotAnsweredInTimeFailsAndClosesItsConnect
     // What comes after on the closed connection fails at once, never hangs,
     // and was never sent.
     auto next = (*connection)->execute("SELECT 1");
-    EXPECT_EQ(next.code(), ErrorCode::kUnavailable);
+    EXPECT_EQ(next.code(), base::ErrorCode::kUnavailable);
     EXPECT_FALSE(next.error().maybe_applied);
     EXPECT_FALSE((*connection)->in_transaction());
   }
@@ -264,10 +264,10 @@ TEST(ConnectionDeadlineTest, ATransactionWhoseCommitIsNotAnsweredReportsUnavaila
   auto transaction = Transaction::begin(**connection);
   ASSERT_TRUE(transaction.ok()) << transaction.error().message;
   auto slow = transaction->execute("SELECT pg_sleep(5)");
-  EXPECT_EQ(slow.code(), ErrorCode::kUnavailable);
+  EXPECT_EQ(slow.code(), base::ErrorCode::kUnavailable);
   // The outcome of a commit on a closed connection is unknown: kUnavailable,
   // as DESIGN says for a lost connection, not kInvalid.
-  EXPECT_EQ(transaction->commit().code(), ErrorCode::kUnavailable);
+  EXPECT_EQ(transaction->commit().code(), base::ErrorCode::kUnavailable);
 }
 
 TEST(ConnectionDeadlineTest, WithoutATimeoutAStatementWaitsAsLongAsItRuns) {
@@ -287,7 +287,7 @@ TEST(ConnectionDeadlineTest, AServerThatNeverAnswersFailsTheConnectAfterTheDeadl
   auto opened = Connection::open(silent.conninfo(), milliseconds(2000));
   const double took = seconds_since(start);
   ASSERT_FALSE(opened.ok());
-  EXPECT_EQ(opened.code(), ErrorCode::kUnavailable);
+  EXPECT_EQ(opened.code(), base::ErrorCode::kUnavailable);
   EXPECT_NE(opened.error().message.find("did not answer within 2 s"), std::string::npos)
       << opened.error().message;
   EXPECT_FALSE(opened.error().maybe_applied) << "no statement was sent";
@@ -295,7 +295,7 @@ TEST(ConnectionDeadlineTest, AServerThatNeverAnswersFailsTheConnectAfterTheDeadl
 }
 
 TEST(ConnectionDeadlineTest, TheReadinessProbeAnswersWithoutWaiting) {
-  Result<std::string> conninfo = testing::create_schema();
+  base::Result<std::string> conninfo = testing::create_schema();
   ASSERT_TRUE(conninfo.ok());
   DatabaseProbe::Options options;
   options.interval = milliseconds(50);

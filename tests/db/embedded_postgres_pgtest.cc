@@ -141,7 +141,7 @@ TEST_F(EmbeddedPostgresTest, LiveServerOnTheSameDirectoryIsAConflict) {
   ASSERT_TRUE(running);
   auto second = EmbeddedPostgres::start(options());
   ASSERT_FALSE(second.ok());
-  EXPECT_EQ(ErrorCode::kConflict, second.code());
+  EXPECT_EQ(base::ErrorCode::kConflict, second.code());
   EXPECT_NE(std::string::npos, second.error().message.find("already running"))
       << second.error().message;
   // The first server is unharmed.
@@ -185,13 +185,13 @@ TEST_F(EmbeddedPostgresTest, PoolReconnectsAfterTheServerRestarts) {
   if (while_down.ok()) {
     auto failed = (*while_down)->execute("SELECT 1");
     ASSERT_FALSE(failed.ok());
-    EXPECT_EQ(ErrorCode::kUnavailable, failed.code());
+    EXPECT_EQ(base::ErrorCode::kUnavailable, failed.code());
   } else {
-    EXPECT_EQ(ErrorCode::kUnavailable, while_down.code());
+    EXPECT_EQ(base::ErrorCode::kUnavailable, while_down.code());
   }
   auto on_held = (*held)->execute("SELECT 1");
   ASSERT_FALSE(on_held.ok());
-  EXPECT_EQ(ErrorCode::kUnavailable, on_held.code());
+  EXPECT_EQ(base::ErrorCode::kUnavailable, on_held.code());
 
   ASSERT_TRUE(server->restart().ok());
   // Right after the restart, without any retry by the caller.
@@ -350,7 +350,7 @@ TEST(EmbeddedPostgresOptionsTest, UnusableOptionsAreClearErrors) {
   no_binaries.bin_dir = "/nonexistent/postgresql/bin";
   auto missing = EmbeddedPostgres::start(no_binaries);
   ASSERT_FALSE(missing.ok());
-  EXPECT_EQ(ErrorCode::kInvalid, missing.code());
+  EXPECT_EQ(base::ErrorCode::kInvalid, missing.code());
   EXPECT_NE(std::string::npos, missing.error().message.find("postgresql package"));
   fs::remove_all(no_binaries.state_dir);
 
@@ -358,7 +358,7 @@ TEST(EmbeddedPostgresOptionsTest, UnusableOptionsAreClearErrors) {
   long_path.state_dir = "/tmp/" + std::string(120, 'x');
   auto too_long = EmbeddedPostgres::start(long_path);
   ASSERT_FALSE(too_long.ok());
-  EXPECT_EQ(ErrorCode::kInvalid, too_long.code());
+  EXPECT_EQ(base::ErrorCode::kInvalid, too_long.code());
   EXPECT_FALSE(fs::exists(long_path.state_dir));
 }
 

@@ -65,9 +65,9 @@ TEST_F(OutputRepositoryTest, LogAppendIsIdempotentAndPagesAfterSeq) {
   ASSERT_TRUE(lines.ok());
   EXPECT_EQ(at, (*lines)[0].at);
 
-  Status orphan = outputs.append_logs({{other_job_ + 1000, 1, {}, "no such job"}});
+  base::Status orphan = outputs.append_logs({{other_job_ + 1000, 1, {}, "no such job"}});
   ASSERT_FALSE(orphan.ok());
-  EXPECT_EQ(ErrorCode::kInvalid, orphan.code());
+  EXPECT_EQ(base::ErrorCode::kInvalid, orphan.code());
 }
 
 TEST_F(OutputRepositoryTest, MetricsShareStepsAndAppendIdempotently) {
@@ -93,8 +93,8 @@ TEST_F(OutputRepositoryTest, MetricsShareStepsAndAppendIdempotently) {
   EXPECT_EQ(1, *outputs.count_metrics_after_step(job_, 10));
   EXPECT_EQ(0, *outputs.count_metrics_after_step(job_, 20));
   EXPECT_EQ(0, *outputs.count_metrics_after_step(other_job_, 0));
-  Status bad = outputs.append_metrics({{job_, 4, 30, 1, {}, "loss=1"}});
-  EXPECT_EQ(ErrorCode::kInvalid, bad.code());
+  base::Status bad = outputs.append_metrics({{job_, 4, 30, 1, {}, "loss=1"}});
+  EXPECT_EQ(base::ErrorCode::kInvalid, bad.code());
 }
 
 // The agent's one read before it starts a placed job: where its logs and
@@ -376,12 +376,12 @@ TEST_F(OutputRepositoryTest, ADatasetStoredUnderAnIdempotencyKeyIsFoundByARetry)
   other_file.content_hash = "h2";
   auto conflict = datasets.create_dataset(other_file);
   ASSERT_FALSE(conflict.ok());
-  EXPECT_EQ(ErrorCode::kConflict, conflict.code());
+  EXPECT_EQ(base::ErrorCode::kConflict, conflict.code());
   EXPECT_NE(conflict.error().message.find(first->id), std::string::npos)
       << conflict.error().message;
   NewDataset other_name = upload;
   other_name.name = "blobs-2";
-  EXPECT_EQ(ErrorCode::kConflict, datasets.create_dataset(other_name).code());
+  EXPECT_EQ(base::ErrorCode::kConflict, datasets.create_dataset(other_name).code());
 
   // Another tenant's key is its own.
   NewDataset other_tenant = upload;
@@ -406,8 +406,8 @@ TEST_F(OutputRepositoryTest, TokensAreFoundByHashUntilRevoked) {
   TokenRepository& tokens = repositories_->tokens;
   auto created = tokens.create_token("sha256:abc", "team-a", "admin");
   ASSERT_TRUE(created.ok()) << created.error().message;
-  EXPECT_EQ(ErrorCode::kConflict, tokens.create_token("sha256:abc", "team-b", "user").code());
-  EXPECT_EQ(ErrorCode::kInvalid, tokens.create_token("sha256:def", "team-b", "root").code());
+  EXPECT_EQ(base::ErrorCode::kConflict, tokens.create_token("sha256:abc", "team-b", "user").code());
+  EXPECT_EQ(base::ErrorCode::kInvalid, tokens.create_token("sha256:def", "team-b", "root").code());
   auto found = tokens.find_token("sha256:abc");
   ASSERT_TRUE(found.ok() && found->has_value());
   EXPECT_EQ("team-a", (*found)->tenant);
@@ -415,7 +415,7 @@ TEST_F(OutputRepositoryTest, TokensAreFoundByHashUntilRevoked) {
   EXPECT_FALSE((*tokens.find_token("sha256:zzz")).has_value());
   ASSERT_TRUE(tokens.revoke_token(created->id).ok());
   EXPECT_FALSE((*tokens.find_token("sha256:abc")).has_value());
-  EXPECT_EQ(ErrorCode::kNotFound, tokens.revoke_token(created->id + 100).code());
+  EXPECT_EQ(base::ErrorCode::kNotFound, tokens.revoke_token(created->id + 100).code());
 }
 
 TEST_F(OutputRepositoryTest, HostHealthAndQuotasPersist) {
@@ -433,7 +433,7 @@ TEST_F(OutputRepositoryTest, HostHealthAndQuotasPersist) {
   ASSERT_TRUE(state.set_quota("team-a", 16).ok());
   ASSERT_TRUE(state.set_quota("team-b", 8).ok());
   ASSERT_TRUE(state.set_quota("team-a", 32).ok());
-  EXPECT_EQ(ErrorCode::kInvalid, state.set_quota("team-c", -1).code());
+  EXPECT_EQ(base::ErrorCode::kInvalid, state.set_quota("team-c", -1).code());
   ASSERT_TRUE(state.clear_quota("team-b").ok());
   auto quotas = state.load_quotas();
   ASSERT_TRUE(quotas.ok());
@@ -470,7 +470,7 @@ TEST_F(OutputRepositoryTest, ALongJobsCheckpointTablesStayWithinAFewCheckpointsO
   std::int64_t largest = 0;
   for (int step = 1; step <= kSaves; ++step) {
     for (std::size_t i = 0; i < kSize; i += 64) bytes[i] = static_cast<char>(step + i);
-    const Status saved = repositories_->outputs.save_checkpoint(job_, step * 10, 0, bytes);
+    const base::Status saved = repositories_->outputs.save_checkpoint(job_, step * 10, 0, bytes);
     ASSERT_TRUE(saved.ok()) << saved.error().message;
     if (step % 10 == 0) largest = std::max(largest, checkpoint_table_sizes(*pool_).first);
   }

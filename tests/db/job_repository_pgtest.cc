@@ -135,7 +135,7 @@ TEST_F(JobRepositoryTest, BadJsonFailsTheWholeBatch) {
   broken.labels_json = "{not json";
   auto inserted = jobs_->insert_jobs({job("fine"), broken});
   ASSERT_FALSE(inserted.ok());
-  EXPECT_EQ(ErrorCode::kInvalid, inserted.code());
+  EXPECT_EQ(base::ErrorCode::kInvalid, inserted.code());
   auto page = jobs_->list_jobs({});
   ASSERT_TRUE(page.ok());
   EXPECT_TRUE(page->jobs.empty());
@@ -236,19 +236,19 @@ TEST_F(JobRepositoryTest, CancelRequestAndProgress) {
   EXPECT_FALSE(get(b).cancel_requested);
   ASSERT_TRUE(*jobs_->transition(
       {.job_id = a, .from = {JobState::kQueued}, .to = JobState::kCancelled, .reason = "Cancel"}));
-  Status again = jobs_->request_cancel(a);
+  base::Status again = jobs_->request_cancel(a);
   ASSERT_FALSE(again.ok());
-  EXPECT_EQ(ErrorCode::kConflict, again.code());
-  Status missing = jobs_->request_cancel(b + 1000);
+  EXPECT_EQ(base::ErrorCode::kConflict, again.code());
+  base::Status missing = jobs_->request_cancel(b + 1000);
   ASSERT_FALSE(missing.ok());
-  EXPECT_EQ(ErrorCode::kNotFound, missing.code());
+  EXPECT_EQ(base::ErrorCode::kNotFound, missing.code());
 
   ASSERT_TRUE(jobs_->update_progress(b, R"({"step": 10})", R"({"loss": 0.5})").ok());
   ASSERT_TRUE(jobs_->update_progress(b, R"({"step": 20})", std::nullopt).ok());
   const JobRow row = get(b);
   EXPECT_EQ(R"({"step": 20})", row.progress_json.value_or(""));
   EXPECT_EQ(R"({"loss": 0.5})", row.latest_metrics_json.value_or(""));
-  EXPECT_EQ(ErrorCode::kNotFound, jobs_->update_progress(b + 1000, "{}", "{}").code());
+  EXPECT_EQ(base::ErrorCode::kNotFound, jobs_->update_progress(b + 1000, "{}", "{}").code());
   auto none = jobs_->get_job(b + 1000);
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(none->has_value());
@@ -441,7 +441,7 @@ TEST_F(JobRepositoryTest, CursorPagesHaveNoDuplicatesAndNoGaps) {
 
   auto bad = jobs_->list_jobs({.cursor = "not-a-cursor"});
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(ErrorCode::kInvalid, bad.code());
+  EXPECT_EQ(base::ErrorCode::kInvalid, bad.code());
   auto clamped = jobs_->list_jobs({.limit = 100000});
   ASSERT_TRUE(clamped.ok());
   EXPECT_EQ(36u, clamped->jobs.size());
@@ -474,7 +474,7 @@ class AbandonedInsertTest : public JobRepositoryTest {
     committer_pool_->set_answer_timeout(std::chrono::milliseconds(300));
     auto lost = committer_->insert_jobs({job("lost")});
     ASSERT_FALSE(lost.ok());
-    ASSERT_EQ(lost.code(), ErrorCode::kUnavailable) << lost.error().message;
+    ASSERT_EQ(lost.code(), base::ErrorCode::kUnavailable) << lost.error().message;
     ASSERT_TRUE(lost.error().maybe_applied);
     std::vector<ServerProcess> unanswered = committer_->take_unanswered_inserts();
     ASSERT_EQ(unanswered.size(), 1u);

@@ -61,7 +61,7 @@ TEST(MigrateTest, CreatesTheDesignTablesAndIsIdempotent) {
   auto bad_state =
       (*connection)->execute("INSERT INTO jobs (tenant, spec, state) VALUES ('t', '{}', 'PAUSED')");
   ASSERT_FALSE(bad_state.ok());
-  EXPECT_EQ(ErrorCode::kInvalid, bad_state.code());
+  EXPECT_EQ(base::ErrorCode::kInvalid, bad_state.code());
 }
 
 TEST(MigrateTest, ConcurrentProcessesApplyEachVersionOnce) {
@@ -94,7 +94,7 @@ TEST(MigrateTest, FailedMigrationLeavesNothingBehind) {
   std::vector<Migration> migrations = embedded_migrations();
   const int good = static_cast<int>(migrations.size());
   migrations.push_back({900, "900_broken.sql", "CREATE TABLE half_done (x integer); SELEC 1"});
-  Status status = migrate(*pool, migrations);
+  base::Status status = migrate(*pool, migrations);
   ASSERT_FALSE(status.ok());
   EXPECT_NE(std::string::npos, status.error().message.find("900_broken.sql"));
   auto applied = applied_migrations(*pool);

@@ -3,8 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "base/result.h"
 #include "db/job_repository.h"
-#include "db/result.h"
 
 namespace tpujobs::db {
 namespace {
@@ -62,16 +62,16 @@ TEST(PgTextTest, JobStatesHaveTheirDesignNames) {
 }
 
 TEST(ResultTest, HoldsAValueOrAnError) {
-  Result<int> value = 7;
+  base::Result<int> value = 7;
   ASSERT_TRUE(value.ok());
   EXPECT_EQ(7, *value);
-  Result<int> error = make_error(ErrorCode::kNotFound, "no job 7");
+  base::Result<int> error = base::make_error(base::ErrorCode::kNotFound, "no job 7");
   ASSERT_FALSE(error.ok());
-  EXPECT_EQ(ErrorCode::kNotFound, error.code());
+  EXPECT_EQ(base::ErrorCode::kNotFound, error.code());
   EXPECT_EQ("no job 7", error.error().message);
-  Status ok = Status::Ok();
+  base::Status ok = base::Status::Ok();
   EXPECT_TRUE(ok.ok());
-  Status failed = make_error(ErrorCode::kUnavailable, "down");
+  base::Status failed = base::make_error(base::ErrorCode::kUnavailable, "down");
   EXPECT_EQ("UNAVAILABLE", to_string(failed.code()));
 }
 

@@ -31,10 +31,10 @@ bool within(std::chrono::seconds deadline, Predicate predicate) {
 class ReadinessProbeTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    Result<std::unique_ptr<ConnectionPool>> pool = testing::fresh_migrated_pool(1);
+    base::Result<std::unique_ptr<ConnectionPool>> pool = testing::fresh_migrated_pool(1);
     ASSERT_TRUE(pool.ok()) << pool.error().message;
     pool_ = std::move(*pool);
-    Result<std::string> database = testing::create_database();
+    base::Result<std::string> database = testing::create_database();
     ASSERT_TRUE(database.ok());
     auto admin = Connection::open(*database, 10s);
     ASSERT_TRUE(admin.ok()) << admin.error().message;

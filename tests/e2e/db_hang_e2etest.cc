@@ -245,7 +245,7 @@ std::string run_a_job_then_open_a_session(ServiceProcess& service, std::int64_t&
                                      " port=5432 dbname=tpujobs user=tpujobs");
   if (!opened.ok()) return opened.error().message;
   session = std::move(*opened);
-  db::Status set = session->execute_script("SET idle_in_transaction_session_timeout = 0");
+  base::Status set = session->execute_script("SET idle_in_transaction_session_timeout = 0");
   return set.ok() ? "" : set.error().message;
 }
 
@@ -254,7 +254,7 @@ std::string run_a_job_then_open_a_session(ServiceProcess& service, std::int64_t&
 // waits inside the server, on the unique key, until the transaction ends.
 // (Its INSERT is prepared without waiting: no table is locked.)
 std::string hold_a_key(db::Connection& session, std::int64_t first, const std::string& key) {
-  db::Status began = session.execute_script("BEGIN");
+  base::Status began = session.execute_script("BEGIN");
   if (!began.ok()) return began.error().message;
   auto held = session.execute(
       "INSERT INTO jobs (tenant, name, spec, idempotency_key)"

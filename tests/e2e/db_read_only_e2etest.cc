@@ -35,7 +35,7 @@ using nlohmann::json;
 std::string set_read_only(db::Connection& session, bool read_only) {
   const char* set = read_only ? "ALTER SYSTEM SET default_transaction_read_only = on"
                               : "ALTER SYSTEM RESET default_transaction_read_only";
-  if (db::Status s = session.execute_script(set); !s.ok()) return s.error().message;
+  if (base::Status s = session.execute_script(set); !s.ok()) return s.error().message;
   auto reloaded = session.execute("SELECT pg_reload_conf()", {});
   return reloaded.ok() ? "" : reloaded.error().message;
 }

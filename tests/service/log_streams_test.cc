@@ -67,8 +67,8 @@ class FakeWriter final : public api::ResponseWriter {
 
 class FakeSource final : public LogSource {
  public:
-  db::Result<std::vector<db::LogLine>> stored_lines(std::int64_t, std::int64_t after,
-                                                    int limit) override {
+  base::Result<std::vector<db::LogLine>> stored_lines(std::int64_t, std::int64_t after,
+                                                      int limit) override {
     base::MutexLock lock(mutex_);
     ++database_reads;
     std::vector<db::LogLine> out;
@@ -76,7 +76,7 @@ class FakeSource final : public LogSource {
       if (l.seq > after && static_cast<int>(out.size()) < limit) out.push_back(l);
     return out;
   }
-  db::Result<std::optional<db::JobState>> stored_state(std::int64_t) override {
+  base::Result<std::optional<db::JobState>> stored_state(std::int64_t) override {
     base::MutexLock lock(mutex_);
     return std::optional(state);
   }

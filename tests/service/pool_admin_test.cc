@@ -26,21 +26,21 @@ class FakeStore final : public PoolAdminStore {
   std::map<std::int64_t, std::string> agents;
   bool down = false;
 
-  db::Result<std::vector<db::ClusterHostRow>> list_hosts() override {
+  base::Result<std::vector<db::ClusterHostRow>> list_hosts() override {
     if (down) return unavailable();
     return hosts;
   }
-  db::Status store_host_health(const std::string& host, const std::string& generation,
-                               const std::string& health) override {
+  base::Status store_host_health(const std::string& host, const std::string& generation,
+                                 const std::string& health) override {
     if (down) return unavailable();
     log_.push_back("store health " + host + " " + generation + " " + health);
-    return db::Status::Ok();
+    return base::Status::Ok();
   }
-  db::Result<std::vector<db::JobRow>> load_placed() override {
+  base::Result<std::vector<db::JobRow>> load_placed() override {
     if (down) return unavailable();
     return placed;
   }
-  db::Result<std::optional<db::JobRow>> get_job(std::int64_t id) override {
+  base::Result<std::optional<db::JobRow>> get_job(std::int64_t id) override {
     if (down) return unavailable();
     if (!holding_cores.count(id) && !agents.count(id)) return std::optional<db::JobRow>();
     db::JobRow row;
@@ -48,26 +48,26 @@ class FakeStore final : public PoolAdminStore {
     if (agents.count(id)) row.agent = agents[id];
     return std::optional(row);
   }
-  db::Result<bool> transition(const db::Transition& t) override {
+  base::Result<bool> transition(const db::Transition& t) override {
     if (down) return unavailable();
     const bool moved = holding_cores.erase(t.job_id) > 0;
     log_.push_back("transition " + std::to_string(t.job_id) + " to " +
                    std::string(db::to_string(t.to)) + (moved ? "" : " refused"));
     return moved;
   }
-  db::Status store_quota(const std::string& tenant, std::optional<int> max_cores) override {
+  base::Status store_quota(const std::string& tenant, std::optional<int> max_cores) override {
     if (down) return unavailable();
     log_.push_back("store quota " + tenant + " " +
                    (max_cores ? std::to_string(*max_cores) : std::string("none")));
-    return db::Status::Ok();
+    return base::Status::Ok();
   }
   void notify(const char* channel, const std::string& payload) override {
     log_.push_back(std::string("notify ") + channel + " " + payload);
   }
 
  private:
-  static db::Error unavailable() {
-    return db::make_error(db::ErrorCode::kUnavailable, "the database did not answer");
+  static base::Error unavailable() {
+    return base::make_error(base::ErrorCode::kUnavailable, "the database did not answer");
   }
   CallLog& log_;
 };
@@ -106,7 +106,7 @@ TEST(PoolAdmin, AnUnknownHostIsNotFoundAndNothingIsStored) {
   f.store.hosts = {host_row("tpu-a-0", "v5e")};
   auto answer = f.admin.set_host_health("tpu-zz", HostHealth::kFailed);
   ASSERT_FALSE(answer.ok());
-  EXPECT_EQ(answer.code(), db::ErrorCode::kNotFound);
+  EXPECT_EQ(answer.code(), base::ErrorCode::kNotFound);
   EXPECT_EQ(answer.error().message, "no host 'tpu-zz' in the pool");
   EXPECT_EQ(joined(f.log), "");
 }
@@ -151,7 +151,7 @@ TEST(PoolAdmin, HealthTheStoreRefusedIsNotAppliedAndTheLeaderIsNotWoken) {
   f.store.down = true;
   auto answer = f.admin.set_host_health("tpu-a-0", HostHealth::kFailed);
   ASSERT_FALSE(answer.ok());
-  EXPECT_EQ(answer.code(), db::ErrorCode::kUnavailable);
+  EXPECT_EQ(answer.code(), base::ErrorCode::kUnavailable);
   EXPECT_EQ(joined(f.log), "");
 }
 
@@ -159,7 +159,7 @@ TEST(PoolAdmin, ForceReleaseOfAJobHoldingNoCoresIsNotFoundAndNoOneIsTold) {
   Fixture f;
   auto answer = f.admin.force_release(42);
   ASSERT_FALSE(answer.ok());
-  EXPECT_EQ(answer.code(), db::ErrorCode::kNotFound);
+  EXPECT_EQ(answer.code(), base::ErrorCode::kNotFound);
   EXPECT_EQ(answer.error().message, "job 42 holds no cores");
   EXPECT_EQ(joined(f.log), "transition 42 to FAILED refused");
 }
@@ -196,7 +196,7 @@ TEST(PoolAdmin, AQuotaTheStoreRefusedIsAnError) {
   f.store.down = true;
   auto answer = f.admin.set_quota("team-a", 4);
   ASSERT_FALSE(answer.ok());
-  EXPECT_EQ(answer.code(), db::ErrorCode::kUnavailable);
+  EXPECT_EQ(answer.code(), base::ErrorCode::kUnavailable);
   EXPECT_EQ(joined(f.log), "");
 }
 

@@ -59,7 +59,7 @@ class SchedulerLeaderTest : public ::testing::Test {
 
   // A pass that fails says why.
   static ::testing::AssertionResult passes(SchedulerLeader& leader) {
-    const db::Status s = leader.run_pass();
+    const base::Status s = leader.run_pass();
     if (s.ok()) return ::testing::AssertionSuccess();
     return ::testing::AssertionFailure() << "the pass failed: " << s.error().message;
   }

@@ -105,19 +105,19 @@ class FakeLeaderStore final : public LeaderStore {
     return n;
   }
 
-  db::Result<std::int64_t> begin_term(const std::string&) override {
+  base::Result<std::int64_t> begin_term(const std::string&) override {
     if (away) return down();
     return ++term;
   }
-  db::Result<std::vector<std::string>> mark_lost(std::chrono::milliseconds silence,
-                                                 std::chrono::milliseconds max) override {
+  base::Result<std::vector<std::string>> mark_lost(std::chrono::milliseconds silence,
+                                                   std::chrono::milliseconds max) override {
     if (away || refuse_writes) return down();
     ++judgements;
     max_answer = max;
     if (silence > std::chrono::hours(24 * 365)) return std::vector<std::string>{};  // no one
     if (late_judgement) {
       late_judgement = false;
-      return db::make_error(base::ErrorCode::kUnavailable, "the database took 9000 ms to answer");
+      return base::make_error(base::ErrorCode::kUnavailable, "the database took 9000 ms to answer");
     }
     std::vector<std::string> lost = std::move(lost_next);
     lost_next.clear();
@@ -126,7 +126,7 @@ class FakeLeaderStore final : public LeaderStore {
     }
     return lost;
   }
-  db::Result<std::vector<db::AgentRow>> list_agents() override {
+  base::Result<std::vector<db::AgentRow>> list_agents() override {
     if (away) return down();
     std::vector<db::AgentRow> out = agents;
     for (db::AgentRow& a : out) {
@@ -136,27 +136,27 @@ class FakeLeaderStore final : public LeaderStore {
     }
     return out;
   }
-  db::Result<std::vector<db::ClusterHostRow>> list_hosts() override {
+  base::Result<std::vector<db::ClusterHostRow>> list_hosts() override {
     if (away) return down();
     std::vector<db::ClusterHostRow> out = hosts;
     for (db::ClusterHostRow& h : out) h.agent_state = agent(h.agent).state;
     return out;
   }
-  db::Result<std::int64_t> next_slice_placement() override { return ++placements_; }
-  db::Status forget_rendezvous_before(std::chrono::milliseconds) override {
+  base::Result<std::int64_t> next_slice_placement() override { return ++placements_; }
+  base::Status forget_rendezvous_before(std::chrono::milliseconds) override {
     if (away) return down();
-    return db::Status::Ok();
+    return base::Status::Ok();
   }
-  db::Status notify(const char* channel, const std::string& payload) override {
+  base::Status notify(const char* channel, const std::string& payload) override {
     writes.push_back(std::string("notify ") + channel + " " + payload);
-    return db::Status::Ok();
+    return base::Status::Ok();
   }
   // Without their specs, as the repository's (the leader reads them once).
   // A complete read returns every unfinished job; with `incremental` set, a
   // read `since` a low water returns only the rows whose scheduling columns
   // changed since they were last returned (as jobs.changed_xid marks them),
   // finished ones included.
-  db::Result<db::JobRepository::ScheduleRead> read_to_schedule(
+  base::Result<db::JobRepository::ScheduleRead> read_to_schedule(
       const std::optional<std::string>& since) override {
     if (away) return down();
     clock_.sleep_for(read_takes);  // a FakeClock moves on
@@ -180,7 +180,7 @@ class FakeLeaderStore final : public LeaderStore {
   int rows_read = 0;  // rows returned by read_to_schedule, in all
   int reads = 0;
   std::chrono::milliseconds read_takes{0};  // how long each read of the jobs takes
-  db::Result<std::map<std::int64_t, std::string>> job_specs(
+  base::Result<std::map<std::int64_t, std::string>> job_specs(
       const std::vector<std::int64_t>& ids) override {
     if (away) return down();
     std::map<std::int64_t, std::string> specs;
@@ -190,7 +190,7 @@ class FakeLeaderStore final : public LeaderStore {
     }
     return specs;
   }
-  db::Result<std::vector<db::JobRow>> orphaned_jobs() override {
+  base::Result<std::vector<db::JobRow>> orphaned_jobs() override {
     if (away) return down();
     std::vector<db::JobRow> out;
     for (const db::JobRow& row : jobs) {
@@ -201,7 +201,7 @@ class FakeLeaderStore final : public LeaderStore {
     }
     return out;
   }
-  db::Result<bool> transition(const db::Transition& t) override {
+  base::Result<bool> transition(const db::Transition& t) override {
     if (away) return down();
     db::JobRow& row = job(t.job_id);
     const bool from = std::find(t.from.begin(), t.from.end(), row.state) != t.from.end() &&
@@ -228,38 +228,38 @@ class FakeLeaderStore final : public LeaderStore {
     if (t.clear_pending) row.pending_json.reset();
     return true;
   }
-  db::Status set_pending(
+  base::Status set_pending(
       const std::vector<std::pair<std::int64_t, std::optional<std::string>>>& batch) override {
     if (away) return down();
     if (refuse_pending && !batch.empty())
-      return db::make_error(base::ErrorCode::kInvalid, "value too long for type");
+      return base::make_error(base::ErrorCode::kInvalid, "value too long for type");
     for (const auto& [id, text] : batch) {
       writes.push_back("pending " + std::to_string(id));
       job(id).pending_json = text;
     }
-    return db::Status::Ok();
+    return base::Status::Ok();
   }
-  db::Result<bool> request_preemption(std::int64_t victim, std::int64_t, std::int64_t preemptor,
-                                      const std::string&, const std::string&,
-                                      std::optional<std::int64_t> leader_term) override {
+  base::Result<bool> request_preemption(std::int64_t victim, std::int64_t, std::int64_t preemptor,
+                                        const std::string&, const std::string&,
+                                        std::optional<std::int64_t> leader_term) override {
     if (leader_term && *leader_term != term) return false;
     writes.push_back("preempt " + std::to_string(victim) + " for " + std::to_string(preemptor));
     return true;
   }
-  db::Result<std::map<std::int64_t, JobState>> job_states(
+  base::Result<std::map<std::int64_t, JobState>> job_states(
       const std::vector<std::int64_t>& ids) override {
     if (away) return down();
     std::map<std::int64_t, JobState> out;
     for (std::int64_t id : ids) out[id] = job(id).state;
     return out;
   }
-  db::Result<std::map<std::string, int>> load_quotas() override {
+  base::Result<std::map<std::string, int>> load_quotas() override {
     if (away) return down();
     return std::map<std::string, int>{};
   }
-  db::Result<std::map<std::string, double>> fair_share(std::chrono::system_clock::time_point,
-                                                       const std::set<std::string>&,
-                                                       const FairShareOptions&) override {
+  base::Result<std::map<std::string, double>> fair_share(std::chrono::system_clock::time_point,
+                                                         const std::set<std::string>&,
+                                                         const FairShareOptions&) override {
     if (away) return down();
     ++fair_share_reads;
     return factors;
@@ -267,7 +267,7 @@ class FakeLeaderStore final : public LeaderStore {
 
  private:
   static base::Error down() {
-    return db::make_error(base::ErrorCode::kUnavailable, "server closed the connection");
+    return base::make_error(base::ErrorCode::kUnavailable, "server closed the connection");
   }
   db::AgentRow& agent(const std::string& name) {
     for (db::AgentRow& a : agents) {

@@ -18,7 +18,7 @@ using Kind = api::SubmitOutcome::Kind;
 class FakeStore final : public SubmitStore {
  public:
   std::vector<std::size_t> transactions;  // rows per insert_jobs call
-  std::optional<db::ErrorCode> fail;
+  std::optional<base::ErrorCode> fail;
   bool sent = false;  // with fail: the insert reached the server, its answer was lost
   // A statement with a row of this tenant fails whole, as one with a value
   // PostgreSQL refuses does.
@@ -26,16 +26,16 @@ class FakeStore final : public SubmitStore {
   std::map<std::pair<std::string, std::string>, db::JobRow> by_key;
   std::int64_t next_id = 1;
 
-  db::Result<std::vector<db::InsertedJob>> insert_jobs(
+  base::Result<std::vector<db::InsertedJob>> insert_jobs(
       const std::vector<db::NewJob>& rows) override {
     if (fail) {
-      db::Error error = db::make_error(
+      base::Error error = base::make_error(
           *fail, sent ? "the database did not answer within 2 s" : "connection refused");
       error.maybe_applied = sent;
       return error;
     }
     for (const db::NewJob& r : rows) {
-      if (r.tenant == refused_tenant) return db::make_error(db::ErrorCode::kInvalid, "refused");
+      if (r.tenant == refused_tenant) return base::make_error(base::ErrorCode::kInvalid, "refused");
     }
     transactions.push_back(rows.size());
     std::vector<db::InsertedJob> out;
@@ -165,7 +165,7 @@ TEST(SubmitCommitter, AnIdempotencyKeyAnswersTheEarlierJobOrAConflict) {
 
 TEST(SubmitCommitter, AnUnreachableDatabaseAnswers503AndNothingIsCommitted) {
   Fixture f;
-  f.store.fail = db::ErrorCode::kUnavailable;
+  f.store.fail = base::ErrorCode::kUnavailable;
   auto answers = queue(f, 2);
   f.committer.start();
   for (auto& a : answers) {
@@ -191,7 +191,7 @@ TEST(SubmitCommitter, AnUnreachableDatabaseAnswers503AndNothingIsCommitted) {
   EXPECT_NE(unanswered_outcome.message.find("the same Idempotency-Key"), std::string::npos)
       << unanswered_outcome.message;
   f.store.sent = false;
-  f.store.fail = db::ErrorCode::kInvalid;
+  f.store.fail = base::ErrorCode::kInvalid;
   auto refused = queue(f, 1);
   const api::SubmitOutcome refused_outcome = refused[0].get();
   EXPECT_EQ(refused_outcome.kind, Kind::kError);

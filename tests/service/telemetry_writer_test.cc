@@ -15,7 +15,7 @@
 namespace tpujobs::service {
 namespace {
 
-using db::ErrorCode;
+using base::ErrorCode;
 
 // Records every write in order; each kind of write fails with the code at
 // the front of its queue (ok when empty).
@@ -27,34 +27,34 @@ class FakeStore final : public TelemetryStore {
       progress_failures;
   std::vector<std::set<std::int64_t>> notified;
 
-  db::Status append_logs(const std::vector<db::LogLine>& lines) override {
+  base::Status append_logs(const std::vector<db::LogLine>& lines) override {
     if (while_storing_logs) while_storing_logs(lines);
-    if (auto e = take(log_failures)) return db::make_error(*e, "no");
+    if (auto e = take(log_failures)) return base::make_error(*e, "no");
     for (const db::LogLine& l : lines) {
       writes.push_back("log " + std::to_string(l.job_id) + ":" + std::to_string(l.seq));
       texts.push_back(l.line);
     }
-    return db::Status::Ok();
+    return base::Status::Ok();
   }
-  db::Status append_metrics(const std::vector<db::MetricPoint>& points) override {
-    if (auto e = take(metric_failures)) return db::make_error(*e, "no");
+  base::Status append_metrics(const std::vector<db::MetricPoint>& points) override {
+    if (auto e = take(metric_failures)) return base::make_error(*e, "no");
     for (const db::MetricPoint& p : points)
       writes.push_back("metric " + std::to_string(p.job_id) + ":" + std::to_string(p.seq));
-    return db::Status::Ok();
+    return base::Status::Ok();
   }
-  db::Status save_checkpoint(std::int64_t job, const executor::Checkpoint& c,
-                             std::int64_t fence) override {
+  base::Status save_checkpoint(std::int64_t job, const executor::Checkpoint& c,
+                               std::int64_t fence) override {
     if (while_storing_checkpoint) while_storing_checkpoint();
-    if (auto e = take(checkpoint_failures)) return db::make_error(*e, "no");
+    if (auto e = take(checkpoint_failures)) return base::make_error(*e, "no");
     writes.push_back("checkpoint " + std::to_string(job) + "@" + std::to_string(c.step) +
                      " fence " + std::to_string(fence));
-    return db::Status::Ok();
+    return base::Status::Ok();
   }
-  db::Status update_progress(std::int64_t job, const std::string& progress, const std::string&,
-                             std::int64_t) override {
-    if (auto e = take(progress_failures)) return db::make_error(*e, "no");
+  base::Status update_progress(std::int64_t job, const std::string& progress, const std::string&,
+                               std::int64_t) override {
+    if (auto e = take(progress_failures)) return base::make_error(*e, "no");
     writes.push_back("progress " + std::to_string(job) + " " + progress);
-    return db::Status::Ok();
+    return base::Status::Ok();
   }
   void logs_stored(const std::set<std::int64_t>& jobs) override { notified.push_back(jobs); }
   std::function<void()> while_storing_checkpoint;  // called inside save_checkpoint

@@ -16,15 +16,15 @@ class FakeTokens final : public TokenStore {
   std::map<std::string, api::Principal> by_hash;
   bool down = false;
   int finds = 0;
-  db::Result<std::optional<api::Principal>> find(const std::string& hash) override {
+  base::Result<std::optional<api::Principal>> find(const std::string& hash) override {
     ++finds;
-    if (down) return db::make_error(db::ErrorCode::kUnavailable, "down");
+    if (down) return base::make_error(base::ErrorCode::kUnavailable, "down");
     auto it = by_hash.find(hash);
     if (it == by_hash.end()) return std::optional<api::Principal>();
     return std::optional(it->second);
   }
-  db::Result<std::int64_t> count_active() override {
-    if (down) return db::make_error(db::ErrorCode::kUnavailable, "down");
+  base::Result<std::int64_t> count_active() override {
+    if (down) return base::make_error(base::ErrorCode::kUnavailable, "down");
     return static_cast<std::int64_t>(by_hash.size());
   }
 };
@@ -58,7 +58,7 @@ TEST(TokenCache, AnUnknownTokenIsRememberedTooAndAnOutageIsAnErrorNotAnAnswer) {
   store.down = true;
   auto answer = cache.authenticate("tpj_other");
   ASSERT_FALSE(answer.ok());
-  EXPECT_EQ(answer.code(), db::ErrorCode::kUnavailable);
+  EXPECT_EQ(answer.code(), base::ErrorCode::kUnavailable);
 }
 
 TEST(TokenCache, OnceTokensExistAnOutageKeepsTheServiceClosed) {

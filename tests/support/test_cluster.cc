@@ -20,10 +20,10 @@ class Cluster {
     std::error_code ignored;
     std::filesystem::remove_all(directory_, ignored);
   }
-  Result<std::unique_ptr<EmbeddedPostgres>>& server() { return server_; }
+  base::Result<std::unique_ptr<EmbeddedPostgres>>& server() { return server_; }
 
  private:
-  static Result<std::unique_ptr<EmbeddedPostgres>> start(const std::string& directory) {
+  static base::Result<std::unique_ptr<EmbeddedPostgres>> start(const std::string& directory) {
     EmbeddedPostgres::Options options;
     options.state_dir = directory;
     // A throw-away cluster: nothing needs to survive a power cut, and without
@@ -36,7 +36,7 @@ class Cluster {
   }
 
   std::string directory_;
-  Result<std::unique_ptr<EmbeddedPostgres>> server_;
+  base::Result<std::unique_ptr<EmbeddedPostgres>> server_;
 };
 
 }  // namespace
@@ -48,46 +48,47 @@ std::string make_temp_dir(const std::string& prefix) {
   return pattern;
 }
 
-Result<EmbeddedPostgres*> shared_cluster() {
+base::Result<EmbeddedPostgres*> shared_cluster() {
   static Cluster cluster;
   if (!cluster.server().ok()) return cluster.server().error();
   return cluster.server()->get();
 }
 
-Result<std::string> create_database() {
+base::Result<std::string> create_database() {
   static std::atomic<int> next{0};
-  Result<EmbeddedPostgres*> server = shared_cluster();
+  base::Result<EmbeddedPostgres*> server = shared_cluster();
   if (!server.ok()) return server.error();
-  Result<std::unique_ptr<Connection>> admin = Connection::open((*server)->conninfo_for("postgres"));
+  base::Result<std::unique_ptr<Connection>> admin =
+      Connection::open((*server)->conninfo_for("postgres"));
   if (!admin.ok()) return admin.error();
   // The name is made here from a counter, never from input.
   const std::string name = "test_" + std::to_string(++next);
-  if (Status created = (*admin)->execute_script("CREATE DATABASE " + name); !created.ok()) {
+  if (base::Status created = (*admin)->execute_script("CREATE DATABASE " + name); !created.ok()) {
     return created.error();
   }
   return (*server)->conninfo_for(name);
 }
 
-Result<std::string> create_schema() {
+base::Result<std::string> create_schema() {
   static std::atomic<int> next{0};
-  Result<EmbeddedPostgres*> server = shared_cluster();
+  base::Result<EmbeddedPostgres*> server = shared_cluster();
   if (!server.ok()) return server.error();
-  Result<std::unique_ptr<Connection>> admin = Connection::open((*server)->conninfo());
+  base::Result<std::unique_ptr<Connection>> admin = Connection::open((*server)->conninfo());
   if (!admin.ok()) return admin.error();
   // The name is made here from a counter, never from input.
   const std::string name = "test_" + std::to_string(++next);
-  if (Status created = (*admin)->execute_script("CREATE SCHEMA " + name); !created.ok()) {
+  if (base::Status created = (*admin)->execute_script("CREATE SCHEMA " + name); !created.ok()) {
     return created.error();
   }
   return (*server)->conninfo() + " options='-c search_path=" + name + "'";
 }
 
-Result<std::unique_ptr<ConnectionPool>> fresh_migrated_pool(int pool_size) {
-  Result<std::string> conninfo = create_schema();
+base::Result<std::unique_ptr<ConnectionPool>> fresh_migrated_pool(int pool_size) {
+  base::Result<std::string> conninfo = create_schema();
   if (!conninfo.ok()) return conninfo.error();
-  Result<std::unique_ptr<ConnectionPool>> pool = ConnectionPool::create(*conninfo, pool_size);
+  base::Result<std::unique_ptr<ConnectionPool>> pool = ConnectionPool::create(*conninfo, pool_size);
   if (!pool.ok()) return pool.error();
-  if (Status migrated = migrate(**pool); !migrated.ok()) return migrated.error();
+  if (base::Status migrated = migrate(**pool); !migrated.ok()) return migrated.error();
   return pool;
 }
 

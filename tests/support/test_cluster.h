@@ -7,28 +7,28 @@
 #include <memory>
 #include <string>
 
+#include "base/result.h"
 #include "db/connection_pool.h"
 #include "db/embedded_postgres.h"
-#include "db/result.h"
 
 namespace tpujobs::db::testing {
 
 // The process-wide server. kUnavailable/kInvalid when it cannot start (the
 // message says why); later calls return the same outcome.
-Result<EmbeddedPostgres*> shared_cluster();
+base::Result<EmbeddedPostgres*> shared_cluster();
 
 // Creates an empty database test_<n> on the shared server; returns its
 // conninfo.
-Result<std::string> create_database();
+base::Result<std::string> create_database();
 
 // Creates an empty schema test_<n> in database tpujobs of the shared server;
 // returns a conninfo whose search_path is that schema, so unqualified names
 // (all of db/'s SQL) live there. Much cheaper than a database (CREATE
 // DATABASE copies a template: about a second on a busy 2-core machine).
-Result<std::string> create_schema();
+base::Result<std::string> create_schema();
 
 // create_schema() + migrate() + a pool of pool_size connections on it.
-Result<std::unique_ptr<ConnectionPool>> fresh_migrated_pool(int pool_size = 4);
+base::Result<std::unique_ptr<ConnectionPool>> fresh_migrated_pool(int pool_size = 4);
 
 // A new empty temporary directory (mkdtemp under $TMPDIR or /tmp).
 std::string make_temp_dir(const std::string& prefix);
