@@ -181,8 +181,11 @@ int run_agent(const std::vector<std::string>& args) {
     std::cerr << "tpujobs agent: " << started.error().message << "\n";
     return 1;
   }
-  std::cout << "tpujobs agent " << options.name << " running " << layout->hosts.size()
-            << " host(s) (pool " << options.pool << ")" << std::endl;
+  // One write of the whole line (see ServeProcess's "listening" line).
+  const std::string running = "tpujobs agent " + options.name + " running " +
+                              std::to_string(layout->hosts.size()) + " host(s) (pool " +
+                              options.pool + ")\n";
+  std::cout << std::flush << running << std::flush;
   int signal_number = 0;
   sigwait(&signals, &signal_number);
   std::cerr << "tpujobs agent: stopping (checkpointing and requeueing running jobs)\n";
@@ -415,10 +418,17 @@ class ServeProcess {
       std::cerr << "tpujobs serve: " << started.error().message << "\n";
       return 1;
     }
-    std::cout << "tpujobs listening on http://"
-              << (options_.address.find(':') != std::string::npos ? "[" + options_.address + "]"
-                                                                  : options_.address)
-              << ":" << server_->port() << " (pool " << options_.pool << ")" << std::endl;
+    // One write of the whole line, on an empty buffer: the other threads'
+    // lines on stderr (the leader's, the agent's) cannot split it for a
+    // reader of both streams (the tests wait for it) (a clean-clone ASan run once read
+    // "http://127.0.0.1:" + the leader's line + the port).
+    const std::string host = options_.address.find(':') != std::string::npos
+                                 ? "[" + options_.address + "]"
+                                 : options_.address;
+    const std::string listening = "tpujobs listening on http://" + host + ":" +
+                                  std::to_string(server_->port()) + " (pool " + options_.pool +
+                                  ")\n";
+    std::cout << std::flush << listening << std::flush;
     return std::nullopt;
   }
 
