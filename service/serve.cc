@@ -418,10 +418,10 @@ class ServeProcess {
       std::cerr << "tpujobs serve: " << started.error().message << "\n";
       return 1;
     }
-    // One write of the whole line, on an empty buffer: the other threads'
-    // lines on stderr (the leader's, the agent's) cannot split it for a
-    // reader of both streams (the tests wait for it) (a clean-clone ASan run once read
-    // "http://127.0.0.1:" + the leader's line + the port).
+    // The tests wait for this line. It is one insertion into an emptied
+    // buffer, so no other thread's output (the leader's and the agent's
+    // lines on stderr, a flush of stdout) lands inside it: a clean-clone
+    // ASan run once read "http://127.0.0.1:", the leader's line, the port.
     const std::string host = options_.address.find(':') != std::string::npos
                                  ? "[" + options_.address + "]"
                                  : options_.address;
