@@ -273,8 +273,6 @@ class JobRepository {
   base::Result<std::map<std::string, std::int64_t>> count_jobs_by_state();
 
  private:
-  // The unfinished jobs, `columns` of each (TPUJOBS_JOB_COLUMNS' places).
-
   // `error` (of a statement of insert_jobs on `connection`), after noting
   // the connection's server process when the error is maybe_applied.
   base::Error note_unanswered_insert(const Connection& connection, base::Error error);
