@@ -56,6 +56,9 @@ install_web_packages() {
 # build PRESET [TARGET...]: configure and build the preset, all targets or
 # only the ones named (the service's command builds only `tpujobs`).
 build() {
+  # ccache's paths relative to this checkout, so a clone elsewhere (a CI
+  # clone, a second worktree) hits what another one compiled.
+  export CCACHE_BASEDIR="$TPUJOBS_ROOT"
   local preset="$1"
   shift
   local targets=()
