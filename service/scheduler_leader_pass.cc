@@ -72,7 +72,10 @@ base::Status SchedulerLeader::add_hosts(PassState& state, const std::vector<db::
     scheduler::PassHost host;
     host.agent = agent->second;
     host.generation = *generation;
-    host.usable = h.agent_state == "alive" && h.health == "healthy";
+    // Agents and hosts are two reads: an agent that registered between them
+    // has alive hosts but no epoch here, and gets no job until the next pass.
+    host.usable =
+        h.agent_state == "alive" && state.epoch_of.count(h.agent) > 0 && h.health == "healthy";
     host.in_pool = h.agent_state != "lost";
     if (auto on_time = punctual.find(h.agent); on_time != punctual.end()) {
       host.punctual = on_time->second;

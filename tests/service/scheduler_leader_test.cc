@@ -8,8 +8,10 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <functional>
 #include <new>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "service/job_lifecycle.h"
 
@@ -129,6 +131,7 @@ class FakeLeaderStore final : public LeaderStore {
   base::Result<std::vector<db::AgentRow>> list_agents() override {
     if (away) return down();
     std::vector<db::AgentRow> out = agents;
+    if (after_list_agents) std::exchange(after_list_agents, nullptr)();
     for (db::AgentRow& a : out) {
       a.silent_ms = std::chrono::duration_cast<std::chrono::milliseconds>(clock_.wall_now() -
                                                                           a.last_heartbeat)
@@ -175,6 +178,7 @@ class FakeLeaderStore final : public LeaderStore {
     rows_read += static_cast<int>(read.rows.size());
     return read;
   }
+  std::function<void()> after_list_agents;  // once: what happens between the two reads
   bool incremental = false;
   int complete_reads = 0;
   int rows_read = 0;  // rows returned by read_to_schedule, in all
@@ -321,6 +325,19 @@ class SchedulerLeaderPass : public ::testing::Test {
   FakeLeaderStore store_;
   std::unique_ptr<SchedulerLeader> leader_;
 };
+
+// The agents and their hosts are read one after the other: an agent that
+// registers in between is in the second read only. Its hosts wait for the
+// next pass, which has its epoch to fence the placement with.
+TEST_F(SchedulerLeaderPass, AnAgentRegisteredBetweenTheReadsOfAgentsAndHostsIsUsedTheNextPass) {
+  store_.add_job(1, "t", 8);
+  store_.after_list_agents = [this] { store_.add_agent("a", 1, 1); };
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(store_.count("transition"), 0);
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(store_.job(1).state, JobState::kStarting);
+  EXPECT_EQ(store_.job(1).placement_epoch, 1);
+}
 
 TEST_F(SchedulerLeaderPass, APlacementIsCommittedBeforeItsAgentIsWoken) {
   store_.add_agent("a", 3, 1);
