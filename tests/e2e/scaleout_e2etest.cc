@@ -636,8 +636,9 @@ TEST_F(ScaleOut, AnAgentPausedPastItsLeaseWritesNothingAfterItsJobMovedAndStopsI
   });
   ASSERT_EQ(agent_of(moved), "agent-2") << moved.dump();
   agent_1->resume();
-  // agent-1 finds out, stops its copy and rejoins under a new epoch.
-  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  // agent-1 finds out, stops its copy and rejoins under a new epoch (a
+  // state, waited for as long as a job may take on a loaded machine).
+  const auto deadline = Clock::now() + kJobDeadline;
   while (Clock::now() < deadline && agent_1->log().find("rejoined") == std::string::npos) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
