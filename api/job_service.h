@@ -146,7 +146,10 @@ class JobService {
   // What validation needs: the pool's shape, and the executor's dry run
   // (dataset shape, HBM per core, the performance advisor) on the device
   // the resolution points at.
-  virtual scheduler::PoolCapacity capacity() = 0;
+  // kRecent may be a read of the last second (a submit need not read the
+  // hosts again); kNow reads them.
+  enum class Freshness { kRecent, kNow };
+  virtual scheduler::PoolCapacity capacity(Freshness freshness) = 0;
   struct Estimate {
     nlohmann::json estimate;          // rendered for :validate and the job
     std::vector<std::string> advice;  // the advisor's warnings

@@ -116,7 +116,14 @@ CheckedSpec check_spec(json body, const std::string& tenant, JobService& service
   if (checked.failure) return checked;
   check_notify(tenant, notifications, &checked);
   if (checked.failure) return checked;
-  checked.resolution = resolve(checked.spec->trainer, service.capacity());
+  checked.resolution =
+      resolve(checked.spec->trainer, service.capacity(JobService::Freshness::kRecent));
+  if (!checked.resolution.errors.empty() || !checked.resolution.tpu_available) {
+    // A recent read may predate an agent that registered since: what it
+    // refuses, or leaves on the CPU, is resolved again on the pool as it is.
+    checked.resolution =
+        resolve(checked.spec->trainer, service.capacity(JobService::Freshness::kNow));
+  }
   checked.warnings = checked.resolution.warnings;
   for (const lightning::FieldProblem& p : checked.resolution.errors) {
     checked.errors.push_back({p.field, p.message, p.hint});

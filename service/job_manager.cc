@@ -472,11 +472,20 @@ base::Result<api::JobService::UploadedDataset> JobManager::upload_dataset(
                          stored->existing};
 }
 
-scheduler::PoolCapacity JobManager::capacity() {
+scheduler::PoolCapacity JobManager::capacity(Freshness freshness) {
   // Every registered agent's hosts: a job for the hosts of a lost agent
-  // waits for it rather than being refused. Read at each call: a copy kept
-  // for a second resolved `accelerator: auto` to the CPU for a job
-  // submitted just after the first agent registered.
+  // waits for it rather than being refused. A recent read serves a second
+  // of submits; what it refuses or leaves on the CPU is resolved again on
+  // a read made now (api/job_submit.cc), so an agent that registered just
+  // before a submit is seen. A host gone within the second only makes a
+  // job wait for it, as for a lost agent's.
+  constexpr auto kRecent = std::chrono::seconds(1);
+  const base::Clock::time_point now = clock_.now();
+  {
+    base::MutexLock lock(capacity_mutex_);
+    if (freshness == Freshness::kRecent && capacity_read_at_ && now - *capacity_read_at_ < kRecent)
+      return last_cluster_capacity_;
+  }
   auto hosts = cluster_.list_hosts();
   base::MutexLock lock(capacity_mutex_);
   if (hosts.ok()) {
@@ -485,6 +494,7 @@ scheduler::PoolCapacity JobManager::capacity() {
       if (auto generation = scheduler::parse_generation(h.generation)) ++read.hosts[*generation];
     }
     last_cluster_capacity_ = read;
+    capacity_read_at_ = now;
   }
   // The database did not answer: the last pool it described.
   return last_cluster_capacity_;
@@ -500,7 +510,7 @@ JobManager::Estimate JobManager::estimate(const api::JobSpec& spec,
                                           const api::Resolution& resolution) {
   std::optional<scheduler::Generation> generation = resolution.request.generation;
   if (!generation) {
-    const scheduler::PoolCapacity pool = capacity();
+    const scheduler::PoolCapacity pool = capacity(Freshness::kRecent);
     if (!pool.hosts.empty()) generation = pool.hosts.begin()->first;
   }
   if (!generation) {

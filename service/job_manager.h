@@ -119,7 +119,7 @@ class JobManager final : public api::JobService {
                                                scheduler::HostHealth health) override;
   base::Result<nlohmann::json> force_release(std::int64_t id) override;
   base::Result<UploadedDataset> upload_dataset(const DatasetUpload& upload) override;
-  scheduler::PoolCapacity capacity() override;
+  scheduler::PoolCapacity capacity(Freshness freshness) override;
   Estimate estimate(const api::JobSpec& spec, const api::Resolution& resolution) override;
   bool ready() override;
   base::Result<std::optional<api::Principal>> authenticate(std::string_view token) override;
@@ -166,6 +166,7 @@ class JobManager final : public api::JobService {
   // The registered hosts' capacity when the database last answered.
   base::Mutex capacity_mutex_;
   scheduler::PoolCapacity last_cluster_capacity_ GUARDED_BY(capacity_mutex_);
+  std::optional<base::Clock::time_point> capacity_read_at_ GUARDED_BY(capacity_mutex_);
   scheduler::PoolLayout layout_;
   JobManagerOptions options_;
   base::Clock& clock_;

@@ -108,7 +108,15 @@ class FakeJobService : public JobService {
                            false};
   }
   std::vector<DatasetUpload> uploads;
-  scheduler::PoolCapacity capacity() override { return pool; }
+  scheduler::PoolCapacity capacity(Freshness freshness) override {
+    if (freshness == Freshness::kNow) {
+      ++capacity_reads_now;
+      if (pool_now) return *pool_now;
+    }
+    return pool;
+  }
+  std::optional<scheduler::PoolCapacity> pool_now;  // what kNow reads, when not `pool`
+  int capacity_reads_now = 0;
   Estimate estimate(const JobSpec&, const Resolution&) override {
     Estimate e;
     e.estimate = {{"hbm_per_core", {{"total", 1}}}};

@@ -736,5 +736,40 @@ TEST(Auth, ASubmitThatCanNeverFitTheQuotaIs422AndValidateSaysSo) {
   EXPECT_TRUE(service.submitted.empty());
 }
 
+// A submit resolves against a recent read of the pool; what that read
+// refuses, or leaves on the CPU, is resolved again on the pool read now: an
+// agent that registered a moment ago is seen (issue 29: no read of the
+// hosts per submit).
+TEST(CapacityRead, ASubmitThatFitsARecentReadDoesNotReadThePoolAgain) {
+  FakeJobService service;
+  JobsApi api(service, {});
+  const Response r = call(api, "POST", "/v1/jobs",
+                          R"({"trainer": {"accelerator": "tpu", "devices": 8, "max_epochs": 1},
+                              "model": {"layers": [{"type": "linear", "out": 3}]},
+                              "data": {"dataset": "iris"}})");
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(service.capacity_reads_now, 0);
+}
+
+TEST(CapacityRead, WhatARecentReadRefusesIsResolvedAgainOnThePoolAsItIsNow) {
+  FakeJobService service;
+  service.pool = {};  // read before the first agent registered
+  service.pool_now = scheduler::PoolCapacity{{{scheduler::Generation::kV3, 4}}};
+  JobsApi api(service, {});
+  const Response tpu = call(api, "POST", "/v1/jobs:validate",
+                            R"({"trainer": {"accelerator": "tpu", "devices": 8, "max_epochs": 1},
+                                "model": {"layers": [{"type": "linear", "out": 3}]},
+                                "data": {"dataset": "iris"}})");
+  ASSERT_EQ(tpu.status, 200) << tpu.body;
+  EXPECT_EQ(service.capacity_reads_now, 1);
+  const Response automatic = call(api, "POST", "/v1/jobs:validate",
+                                  R"({"trainer": {"max_epochs": 1},
+                                      "model": {"layers": [{"type": "linear", "out": 3}]},
+                                      "data": {"dataset": "iris"}})");
+  ASSERT_EQ(automatic.status, 200) << automatic.body;
+  EXPECT_EQ(body_of(automatic)["resolved"]["accelerator"], "tpu") << automatic.body;
+  EXPECT_EQ(service.capacity_reads_now, 2);
+}
+
 }  // namespace
 }  // namespace tpujobs::api
