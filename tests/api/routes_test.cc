@@ -740,13 +740,16 @@ TEST(Auth, ASubmitThatCanNeverFitTheQuotaIs422AndValidateSaysSo) {
 // refuses, or leaves on the CPU, is resolved again on the pool read now: an
 // agent that registered a moment ago is seen (issue 29: no read of the
 // hosts per submit).
+std::string iris_job(const std::string& trainer) {
+  return R"({"trainer": )" + trainer + R"(, "model": {"layers": [{"type": "linear", "out": 3}]},
+             "data": {"dataset": "iris"}})";
+}
+
 TEST(CapacityRead, ASubmitThatFitsARecentReadDoesNotReadThePoolAgain) {
   FakeJobService service;
   JobsApi api(service, {});
   const Response r = call(api, "POST", "/v1/jobs",
-                          R"({"trainer": {"accelerator": "tpu", "devices": 8, "max_epochs": 1},
-                              "model": {"layers": [{"type": "linear", "out": 3}]},
-                              "data": {"dataset": "iris"}})");
+                          iris_job(R"({"accelerator": "tpu", "devices": 8, "max_epochs": 1})"));
   ASSERT_EQ(r.status, 201) << r.body;
   EXPECT_EQ(service.capacity_reads_now, 0);
 }
@@ -757,15 +760,11 @@ TEST(CapacityRead, WhatARecentReadRefusesIsResolvedAgainOnThePoolAsItIsNow) {
   service.pool_now = scheduler::PoolCapacity{{{scheduler::Generation::kV3, 4}}};
   JobsApi api(service, {});
   const Response tpu = call(api, "POST", "/v1/jobs:validate",
-                            R"({"trainer": {"accelerator": "tpu", "devices": 8, "max_epochs": 1},
-                                "model": {"layers": [{"type": "linear", "out": 3}]},
-                                "data": {"dataset": "iris"}})");
+                            iris_job(R"({"accelerator": "tpu", "devices": 8, "max_epochs": 1})"));
   ASSERT_EQ(tpu.status, 200) << tpu.body;
   EXPECT_EQ(service.capacity_reads_now, 1);
-  const Response automatic = call(api, "POST", "/v1/jobs:validate",
-                                  R"({"trainer": {"max_epochs": 1},
-                                      "model": {"layers": [{"type": "linear", "out": 3}]},
-                                      "data": {"dataset": "iris"}})");
+  const Response automatic =
+      call(api, "POST", "/v1/jobs:validate", iris_job(R"({"max_epochs": 1})"));
   ASSERT_EQ(automatic.status, 200) << automatic.body;
   EXPECT_EQ(body_of(automatic)["resolved"]["accelerator"], "tpu") << automatic.body;
   EXPECT_EQ(service.capacity_reads_now, 2);
