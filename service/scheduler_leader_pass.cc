@@ -72,7 +72,11 @@ base::Status SchedulerLeader::add_hosts(PassState& state, const std::vector<db::
     scheduler::PassHost host;
     host.agent = agent->second;
     host.generation = *generation;
-    host.usable = h.agent_state == "alive" && h.health == "healthy";
+    // Alive by the agents read of this pass, the one its epochs come from:
+    // an agent that registered again since that read reads alive here, but
+    // has no epoch this pass could place under.
+    host.usable =
+        h.agent_state == "alive" && state.epoch_of.count(h.agent) > 0 && h.health == "healthy";
     host.in_pool = h.agent_state != "lost";
     if (auto on_time = punctual.find(h.agent); on_time != punctual.end()) {
       host.punctual = on_time->second;

@@ -55,6 +55,9 @@ class FakeLeaderStore final : public LeaderStore {
 
   std::vector<db::AgentRow> agents;
   std::vector<db::ClusterHostRow> hosts;  // agent_state is filled from `agents`
+  // An agent's state as list_hosts reports it when it differs from what
+  // list_agents said (the agent registered again between the two reads).
+  std::map<std::string, std::string> hosts_see_agent_as;
   std::vector<db::JobRow> jobs;
   std::vector<std::string> lost_next;  // what the next mark_lost declares lost
   std::vector<std::string> writes;     // every write and notification, in order
@@ -139,7 +142,10 @@ class FakeLeaderStore final : public LeaderStore {
   base::Result<std::vector<db::ClusterHostRow>> list_hosts() override {
     if (away) return down();
     std::vector<db::ClusterHostRow> out = hosts;
-    for (db::ClusterHostRow& h : out) h.agent_state = agent(h.agent).state;
+    for (db::ClusterHostRow& h : out) {
+      auto seen = hosts_see_agent_as.find(h.agent);
+      h.agent_state = seen != hosts_see_agent_as.end() ? seen->second : agent(h.agent).state;
+    }
     return out;
   }
   base::Result<std::int64_t> next_slice_placement() override { return ++placements_; }
@@ -491,6 +497,24 @@ TEST_F(SchedulerLeaderPass, NoJobIsPlacedOnAnAgentWhoseHeartbeatIsLate) {
   store_.heartbeat("a");  // it was only slow
   ASSERT_TRUE(leader_->run_pass().ok());
   EXPECT_EQ("a", store_.job(2).agent.value_or(""));
+}
+
+TEST_F(SchedulerLeaderPass, AnAgentThatRegistersAgainBetweenAPasssReadsGetsNoJobThatPass) {
+  // The soak's r1 died of std::out_of_range here: the agents read said a
+  // lost, the hosts read (a moment later, a registered again) said alive.
+  store_.add_agent("a", 1, 1);
+  lose("a");
+  store_.hosts_see_agent_as["a"] = "alive";
+  store_.add_job(1, "t", 8);
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(JobState::kQueued, store_.job(1).state);
+  store_.hosts_see_agent_as.clear();  // the next pass reads it alive, epoch 2, in both
+  store_.agents[0] = {"a", "alive", 2, 1, clock_.wall_now(), clock_.wall_now(), 0};
+  clock_.advance(seconds(1));
+  store_.heartbeat("a");
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(JobState::kStarting, store_.job(1).state);
+  EXPECT_EQ(2, store_.job(1).placement_epoch.value_or(0));
 }
 
 TEST_F(SchedulerLeaderPass, PassesThatFailOnARefusedStatementStillDeclareASilentAgentLost) {
