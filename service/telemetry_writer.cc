@@ -433,17 +433,18 @@ bool TelemetryWriter::flush() {
       progress_left.emplace(id, std::move(p));
     }
   }
-  end_flush();
   const base::Clock::time_point now = options_.clock->now();
-  base::MutexLock lock(mutex_);
-  storing_.clear();  // (one flush at a time)
-  std::erase_if(next_checkpoint_, [&](const auto& next) { return next.second <= now; });
-  for (const auto& [id, next] : next_checkpoint) next_checkpoint_[id] = next;
-  if (lines_stored && checkpoints_left.empty() && progress_left.empty()) return true;
-  // What was queued meanwhile is newer and wins.
-  for (auto& [id, c] : checkpoints_left) checkpoints_.try_emplace(id, std::move(c));
-  for (auto& [id, p] : progress_left) progress_.try_emplace(id, std::move(p));
-  return false;
+  {
+    base::MutexLock lock(mutex_);
+    storing_.clear();  // (one flush at a time)
+    std::erase_if(next_checkpoint_, [&](const auto& next) { return next.second <= now; });
+    for (const auto& [id, next] : next_checkpoint) next_checkpoint_[id] = next;
+    // What was queued meanwhile is newer and wins.
+    for (auto& [id, c] : checkpoints_left) checkpoints_.try_emplace(id, std::move(c));
+    for (auto& [id, p] : progress_left) progress_.try_emplace(id, std::move(p));
+  }
+  end_flush();  // (after the requeue: a flush_job() waiting for it finds what was left)
+  return lines_stored && checkpoints_left.empty() && progress_left.empty();
 }
 
 bool TelemetryWriter::flush_until(const std::function<bool()>& give_up) {
