@@ -479,7 +479,7 @@ void Agent::run_placed(Run& run) {
   const executor::TrainingResult result = train(run, *spec, resume, output);
   if (run.peer()) return;  // the first part writes the job's end
   sink.record_progress();
-  telemetry_.flush();
+  telemetry_.flush_job(run.row.id);
   if (std::optional<db::Transition> end = end_of(run, result, spec->max_retries)) {
     (void)repo_.jobs.transition(*end);
     notify(db::kSubmitChannel, "finished");  // cores freed: wake the leader

@@ -72,8 +72,9 @@ base::Status SchedulerLeader::add_hosts(PassState& state, const std::vector<db::
     scheduler::PassHost host;
     host.agent = agent->second;
     host.generation = *generation;
-    // Agents and hosts are two reads: an agent that registered between them
-    // has alive hosts but no epoch here, and gets no job until the next pass.
+    // Agents and hosts are two reads: an agent that registered (first, or
+    // again after it was declared lost) between them reads alive here but
+    // has no epoch this pass could place under; it gets a job the next pass.
     host.usable =
         h.agent_state == "alive" && state.epoch_of.count(h.agent) > 0 && h.health == "healthy";
     host.in_pool = h.agent_state != "lost";

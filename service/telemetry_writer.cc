@@ -1,5 +1,6 @@
 #include "service/telemetry_writer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <iterator>
@@ -296,6 +297,85 @@ void TelemetryWriter::requeue_lines(std::vector<db::LogLine>& logs,
   metrics.clear();
 }
 
+namespace {
+
+// Moves the items of the jobs in `jobs` from `taken` back to the (empty)
+// `queue`, in order.
+template <typename Item>
+void leave_queued(const std::set<std::int64_t>& jobs, std::vector<Item>& taken,
+                  std::vector<Item>& queue) {
+  if (jobs.empty()) return;
+  const auto left = std::stable_partition(
+      taken.begin(), taken.end(), [&](const Item& item) { return jobs.count(item.job_id) == 0; });
+  queue.insert(queue.end(), std::make_move_iterator(left), std::make_move_iterator(taken.end()));
+  taken.erase(left, taken.end());
+}
+
+// Moves `job`'s items from `queue` to the end of `taken`, in order.
+template <typename Item>
+void take_of_job(std::int64_t job, std::vector<Item>& queue, std::vector<Item>& taken) {
+  const auto kept = std::stable_partition(queue.begin(), queue.end(),
+                                          [&](const Item& item) { return item.job_id != job; });
+  taken.insert(taken.end(), std::make_move_iterator(kept), std::make_move_iterator(queue.end()));
+  queue.erase(kept, queue.end());
+}
+
+}  // namespace
+
+void TelemetryWriter::take_job_lines(std::int64_t job, std::vector<db::LogLine>& logs,
+                                     std::vector<db::MetricPoint>& metrics) {
+  take_of_job(job, markers_, logs);  // (a marker goes before the lines queued after it)
+  take_of_job(job, logs_, logs);
+  take_of_job(job, metrics_, metrics);
+}
+
+void TelemetryWriter::end_flush() {
+  {
+    base::MutexLock lock(mutex_);
+    in_flush_.clear();
+  }
+  flush_ended_.notify_all();
+}
+
+bool TelemetryWriter::flush_job(std::int64_t job) {
+  std::vector<db::LogLine> logs;
+  std::vector<db::MetricPoint> metrics;
+  std::optional<FencedCheckpoint> checkpoint;
+  std::optional<Progress> progress;
+  {
+    base::MutexLock lock(mutex_);
+    lock.wait(flush_ended_, [&]() REQUIRES(mutex_) { return in_flush_.count(job) == 0; });
+    in_job_flush_.insert(job);
+    take_job_lines(job, logs, metrics);
+    if (auto c = checkpoints_.find(job); c != checkpoints_.end()) {
+      checkpoint = std::move(c->second);
+      checkpoints_.erase(c);
+    }
+    if (auto p = progress_.find(job); p != progress_.end()) {
+      progress = std::move(p->second);
+      progress_.erase(p);
+    }
+  }
+  bool stored = store_lines(logs, metrics);
+  if (stored && checkpoint) {  // (after the lines before it, as in flush())
+    stored = stored_or_dropped(
+        store_.save_checkpoint(job, *checkpoint->checkpoint, checkpoint->fence), "a checkpoint");
+    if (stored && on_checkpoint_stored) on_checkpoint_stored(job, *checkpoint->checkpoint);
+  }
+  if (stored && progress) {
+    stored = stored_or_dropped(
+        store_.update_progress(job, progress->progress, progress->metrics, progress->fence),
+        "progress");
+  }
+  base::MutexLock lock(mutex_);
+  in_job_flush_.erase(job);
+  if (stored) return true;
+  // What was queued meanwhile is newer and wins.
+  if (checkpoint) checkpoints_.try_emplace(job, std::move(*checkpoint));
+  if (progress) progress_.try_emplace(job, std::move(*progress));
+  return false;
+}
+
 void TelemetryWriter::take_lines(std::vector<db::LogLine>& logs,
                                  std::vector<db::MetricPoint>& metrics) {
   // The markers of the last outage first (their bytes are counted already):
@@ -310,6 +390,10 @@ void TelemetryWriter::take_lines(std::vector<db::LogLine>& logs,
     logs_.clear();
   }
   metrics.swap(metrics_);
+  leave_queued(in_job_flush_, logs, logs_);
+  leave_queued(in_job_flush_, metrics, metrics_);
+  for (const db::LogLine& line : logs) in_flush_.insert(line.job_id);
+  for (const db::MetricPoint& point : metrics) in_flush_.insert(point.job_id);
 }
 
 bool TelemetryWriter::flush() {
@@ -323,7 +407,8 @@ bool TelemetryWriter::flush() {
     take_lines(logs, metrics);
     progress.swap(progress_);
     checkpoints.swap(checkpoints_);
-    for (const auto& [id, c] : checkpoints) storing_.insert(id);
+    for (const auto& [id, c] : checkpoints) storing_.insert(id), in_flush_.insert(id);
+    for (const auto& [id, p] : progress) in_flush_.insert(id);
   }
   const bool lines_stored = store_lines(logs, metrics);
   std::map<std::int64_t, FencedCheckpoint> checkpoints_left;
@@ -349,15 +434,17 @@ bool TelemetryWriter::flush() {
     }
   }
   const base::Clock::time_point now = options_.clock->now();
-  base::MutexLock lock(mutex_);
-  storing_.clear();  // (one flush at a time)
-  std::erase_if(next_checkpoint_, [&](const auto& next) { return next.second <= now; });
-  for (const auto& [id, next] : next_checkpoint) next_checkpoint_[id] = next;
-  if (lines_stored && checkpoints_left.empty() && progress_left.empty()) return true;
-  // What was queued meanwhile is newer and wins.
-  for (auto& [id, c] : checkpoints_left) checkpoints_.try_emplace(id, std::move(c));
-  for (auto& [id, p] : progress_left) progress_.try_emplace(id, std::move(p));
-  return false;
+  {
+    base::MutexLock lock(mutex_);
+    storing_.clear();  // (one flush at a time)
+    std::erase_if(next_checkpoint_, [&](const auto& next) { return next.second <= now; });
+    for (const auto& [id, next] : next_checkpoint) next_checkpoint_[id] = next;
+    // What was queued meanwhile is newer and wins.
+    for (auto& [id, c] : checkpoints_left) checkpoints_.try_emplace(id, std::move(c));
+    for (auto& [id, p] : progress_left) progress_.try_emplace(id, std::move(p));
+  }
+  end_flush();  // (after the requeue: a flush_job() waiting for it finds what was left)
+  return lines_stored && checkpoints_left.empty() && progress_left.empty();
 }
 
 bool TelemetryWriter::flush_until(const std::function<bool()>& give_up) {
@@ -383,6 +470,7 @@ void TelemetryWriter::flush_lines() {
     take_lines(logs, metrics);
   }
   store_lines(logs, metrics);
+  end_flush();
 }
 
 std::size_t TelemetryWriter::queued() {

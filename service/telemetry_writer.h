@@ -158,6 +158,14 @@ class TelemetryWriter {
   // sleeping on the clock between tries (backing off from 50 ms to 2 s)
   // while the database is unreachable.
   bool flush_until(const std::function<bool()>& give_up);
+  // Stores `job`'s queued log lines, metric points and progress now, apart
+  // from the other jobs' output, once: what a job's end waits for (its last
+  // lines stored before its final state) is its own output, not a whole
+  // flush of a neighbour that logs faster than the database stores. First
+  // waits for a flush holding earlier output of the job, so its lines land
+  // in order. False when the database was unreachable (they stay queued, in
+  // order, for the writer thread).
+  bool flush_job(std::int64_t job);
   // Stores the queued log lines and metric points now, in one attempt: a
   // reader of a running job's output expects what was logged before it
   // asked. Checkpoints and progress are left to the writer thread.
@@ -193,13 +201,20 @@ class TelemetryWriter {
   };
   void loop();
   // Stores lines then points; false when the database was unreachable
-  // (the unstored ones are back at the front of the queues).
-  bool store_lines(std::vector<db::LogLine>& logs, std::vector<db::MetricPoint>& metrics)
-      REQUIRES(flush_mutex_);
+  // (the unstored ones are back at the front of the queues). Runs under
+  // flush_mutex_, or in flush_job() on one job's output alone.
+  bool store_lines(std::vector<db::LogLine>& logs, std::vector<db::MetricPoint>& metrics);
   void requeue_lines(std::vector<db::LogLine>& logs, std::vector<db::MetricPoint>& metrics);
-  // Takes the queued markers, lines and points into the (empty) vectors.
+  // Takes the queued markers, lines and points into the (empty) vectors,
+  // but those of the jobs a flush_job() is storing, and marks their jobs in
+  // flush.
   void take_lines(std::vector<db::LogLine>& logs, std::vector<db::MetricPoint>& metrics)
       REQUIRES(mutex_);
+  // Takes `job`'s queued marker, lines and points, in order.
+  void take_job_lines(std::int64_t job, std::vector<db::LogLine>& logs,
+                      std::vector<db::MetricPoint>& metrics) REQUIRES(mutex_);
+  // A flush() or flush_lines() is done with what it took.
+  void end_flush();
   // Waits while the held lines and points are at their bound (see
   // TelemetryWriterOptions::max_queued_line_bytes), then counts `bytes`;
   // false (nothing counted) when the bound is reached while the database
@@ -245,6 +260,12 @@ class TelemetryWriter {
   std::map<std::int64_t, Progress> progress_ GUARDED_BY(mutex_);
   std::map<std::int64_t, FencedCheckpoint> checkpoints_ GUARDED_BY(mutex_);
   std::set<std::int64_t> storing_ GUARDED_BY(mutex_);  // jobs of the flush's checkpoints
+  // Jobs with output in the running flush() (or flush_lines()), and the
+  // jobs flush_job() calls are storing: one job's output is in one store at
+  // a time, so its lines land in order.
+  std::set<std::int64_t> in_flush_ GUARDED_BY(mutex_);
+  std::set<std::int64_t> in_job_flush_ GUARDED_BY(mutex_);
+  std::condition_variable flush_ended_;  // in_flush_ was emptied
   // Until when each job skips the checkpoints it may skip (only times not
   // yet passed are kept).
   std::map<std::int64_t, base::Clock::time_point> next_checkpoint_ GUARDED_BY(mutex_);

@@ -250,8 +250,10 @@ def restart_postgres():
 
 def start_agent():
     log = open(os.path.join(STATE, "agent.log"), "ab")
+    # SOAK_AGENT_ENV="MALLOC_ARENA_MAX=2 ...": the agent's environment, added to.
+    env = dict(os.environ, **dict(kv.split("=", 1) for kv in os.environ.get("SOAK_AGENT_ENV", "").split()))
     proc = subprocess.Popen([BINARY, "agent", "--database-url", DATABASE_URL, "--pool", "v3-8", "--name", "a1",
-                             "--workers", "2"], stdout=log, stderr=log, start_new_session=True)
+                             "--workers", "2"], stdout=log, stderr=log, start_new_session=True, env=env)
     serves.append(proc)
     return proc
 
@@ -292,6 +294,103 @@ def rss_mb(pid):
     except OSError:
         pass
     return None
+
+
+def cpu_ticks(pid):
+    """(user + system ticks, parent pid) of a process; None once it is gone."""
+    try:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12]), int(fields[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def machine_ticks():
+    """(busy, all) ticks of every CPU of the machine (/proc/stat)."""
+    values = [int(v) for v in open("/proc/stat").readline().split()[1:]]
+    idle = values[3] + values[4]
+    return sum(values) - idle, sum(values)
+
+
+class CpuShare:
+    """Where the machine's CPU goes while the flood runs: each group's
+    processes sampled every 10 s (a process's ticks since its last sample),
+    PostgreSQL's backends found as the postmaster's children."""
+
+    def __init__(self):
+        self.last = {}  # pid -> ticks at its last sample
+        self.groups = {}  # group -> ticks
+        self.machine = None
+
+    def sample(self, named):
+        """named: {group: [pid, ...]}, the soak's own processes."""
+        try:
+            postmaster = postmaster_pid()
+        except (OSError, ValueError):
+            postmaster = None
+        if postmaster:
+            named = dict(named, postgres=[postmaster] + [int(p) for p in os.listdir("/proc") if p.isdigit()
+                                                         and (cpu_ticks(int(p)) or (0, 0))[1] == postmaster])
+        for group, pids in named.items():
+            for pid in pids:
+                now = cpu_ticks(pid)
+                if now is None:
+                    continue
+                if pid in self.last:
+                    self.groups[group] = self.groups.get(group, 0) + max(0, now[0] - self.last[pid])
+                self.last[pid] = now[0]
+        busy, total = machine_ticks()
+        if self.machine is None:
+            self.machine = (busy, total, busy, total)
+        self.machine = (self.machine[0], self.machine[1], busy, total)
+
+    def report(self):
+        if not self.machine:
+            return "(no samples)"
+        hz = os.sysconf("SC_CLK_TCK")
+        cores = os.cpu_count()
+        busy = (self.machine[2] - self.machine[0]) / hz
+        wall = (self.machine[3] - self.machine[1]) / hz / cores
+        ours = sum(self.groups.values()) / hz
+        lines = [f"{wall:.0f} s of the flood on {cores} cores ({wall * cores:.0f} core-seconds): "
+                 f"{busy:.0f} busy, of which"]
+        for group, ticks in sorted(self.groups.items(), key=lambda kv: -kv[1]):
+            lines.append(f"  {group:28} {ticks / hz:7.1f} core-s ({100 * ticks / hz / max(busy, 1e-9):4.1f}% of busy)")
+        lines.append(f"  {'everything else (not the soak)':28} {busy - ours:7.1f} core-s "
+                     f"({100 * (busy - ours) / max(busy, 1e-9):4.1f}% of busy)")
+        return "\n".join(lines)
+
+
+def handler_seconds(port):
+    """The server's own histogram of request durations (arrival to answer):
+    {(method, route, code): {le: count}}."""
+    import re
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as r:
+            text = r.read().decode()
+    except Exception:
+        return None
+    out = {}
+    for m in re.finditer(r'tpujobs_http_request_duration_seconds_bucket\{method="(\w+)",route="([^"]+)",'
+                         r'code="(\d+)",le="([^"]+)"\} (\d+)', text):
+        out.setdefault((m[1], m[2], m[3]), {})[m[4]] = int(m[5])
+    return out
+
+
+def handler_report(before, after):
+    """p50/p99 (the bucket bound they fall under) of each route between two reads."""
+    if not before or not after:
+        return "(not read)"
+    lines = []
+    for key in sorted(after):
+        delta = {le: n - before.get(key, {}).get(le, 0) for le, n in after[key].items()}
+        count = delta.get("+Inf", 0)
+        if count <= 0:
+            continue
+        bounds = sorted((float(le), n) for le, n in delta.items() if le != "+Inf")
+        under = lambda p: next((f"{le * 1000:g} ms" for le, n in bounds if n >= p * count), "> last bucket")
+        lines.append(f"{key[0]:5} {key[1]:22} {key[2]} n={count:6} p50 <= {under(0.5):9} p99 <= {under(0.99)}")
+    return "\n".join(lines)
 
 
 def token(tenant, role="user"):
@@ -339,12 +438,15 @@ def main():
     flood_out = os.path.join(STATE, "flood.json")
     flooder = multiprocessing.Process(target=flood_main, args=(flood, chatty_id, total - BASELINE, flood_out))
     rss = []
+    cpu = CpuShare()
+    handlers = {}  # "flood starts" / "flood ends": the normal tenant's replica's histogram
     begin = time.monotonic()
     killed_pg = killed_serve = False
     while time.monotonic() - begin < total:
         elapsed = time.monotonic() - begin
         if elapsed >= BASELINE and not flooding.is_set():
             phase[0] = "flood"
+            handlers["flood starts"] = handler_seconds(PORTS[-1])
             flooding.set()
             flooder.start()
             note(f"flood starts (process {flooder.pid})")
@@ -365,7 +467,11 @@ def main():
         sample = {"r1" if CLUSTER else "serve": rss_mb(serve.pid)}
         sample.update({name: rss_mb(proc.pid) for name, proc in others.items()})
         rss.append((round(elapsed), sample))
+        if flooder.pid:
+            cpu.sample({"soak clients: flood (python)": [flooder.pid], "soak clients: normal (python)": [os.getpid()],
+                        "tpujobs (serve, agent)": [p.pid for p in serves]})
         time.sleep(10)
+    handlers["flood ends"] = handler_seconds(PORTS[-1])
     stop.set()
     for t in threads:
         t.join(timeout=60)
@@ -386,6 +492,9 @@ def main():
                              "SELECT tenant, state, count(*) FROM jobs GROUP BY 1, 2 ORDER BY 1, 2"],
                             capture_output=True, text=True).stdout
     report(rss, in_db, states)
+    print("\n## CPU while the flood ran\n" + cpu.report())
+    print("\n## the normal tenant's replica's own handler times during the flood (GET /v1/jobs/{id} "
+          "is the normal tenant's alone)\n" + handler_report(handlers.get("flood starts"), handlers.get("flood ends")))
     os.kill(serve.pid, signal.SIGTERM)
     serve.wait(timeout=60)
 

@@ -1,6 +1,7 @@
 // The agent's membership over real tables (DESIGN §9): its heartbeat does
 // not depend on the connections its jobs use, and an agent declared lost
-// registers again under a new epoch.
+// registers again under a new epoch. And a job's end waits for its own
+// output, not for another job's.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -11,6 +12,7 @@
 #include "db/repositories.h"
 #include "scheduler/pool.h"
 #include "service/agent.h"
+#include "service/job_lifecycle.h"
 #include "tests/support/test_cluster.h"
 
 namespace tpujobs::service {
@@ -63,8 +65,8 @@ class AgentTest : public ::testing::Test {
 
   // Polls `done` until it holds or the (generous) deadline passes.
   template <class Done>
-  bool eventually(Done done) {
-    const auto deadline = std::chrono::steady_clock::now() + seconds(30);
+  bool eventually(Done done, seconds within = seconds(30)) {
+    const auto deadline = std::chrono::steady_clock::now() + within;
     while (std::chrono::steady_clock::now() < deadline) {
       if (done()) return true;
       std::this_thread::sleep_for(milliseconds(20));
@@ -170,6 +172,97 @@ TEST_F(AgentTest, AJobPlacedButNotStartedWhenItStopsIsRequeuedWithoutARetry) {
   ASSERT_TRUE(events.ok() && !events->empty());
   EXPECT_EQ("Agent a stopping; requeued to resume from its last checkpoint", events->back().reason);
   EXPECT_EQ("lost", agent_row()->state) << "and then it left";
+}
+
+// A job trained for `epochs` (-1: until stopped) on digits, logging every
+// `log_every` steps.
+std::string digits_job(int epochs, int log_every) {
+  return R"({"name": "j", "trainer": {"accelerator": "tpu", "devices": 1, "max_epochs": )" +
+         std::to_string(epochs) + R"(, "log_every_n_steps": )" + std::to_string(log_every) +
+         R"(}, "model": {"layers": [{"type": "linear", "out": 32}, {"type": "relu"},
+         {"type": "linear", "out": 10}], "loss": "cross_entropy"},
+         "data": {"dataset": "digits", "batch_size": 64}})";
+}
+
+// The cluster soak's jobs barely finished: every job's end flushed the
+// agent's whole telemetry queue, one end at a time, behind a job that logs
+// faster than the database stores. Here the writer's store of one job's
+// output cannot finish at all (the test holds that job's row): another job
+// still ends, its own output stored first.
+TEST_F(AgentTest, AJobsEndStoresItsOwnOutputNotWaitingForAnotherJobsStore) {
+  auto pool = db::ConnectionPool::create(conninfo_, 4);
+  ASSERT_TRUE(pool.ok());
+  std::unique_ptr<Agent> agent = start_agent(**pool);
+  db::Repositories repo(*observer_);
+  auto place = [&](const std::string& spec, int core) -> std::int64_t {
+    db::NewJob job;
+    job.tenant = "t";
+    job.spec_json = spec;
+    auto inserted = repo.jobs.insert_jobs({job});
+    EXPECT_TRUE(inserted.ok());
+    const std::int64_t id = (*inserted)[0].row.id;
+    const std::string allocation =
+        R"({"generation": "v3", "accelerator_type": null, "hosts": ["a-h0"], "agent": "a",
+            "cores": [{"host": "a-h0", "core": )" +
+        std::to_string(core) + "}]}";
+    auto placed = repo.jobs.transition(
+        lifecycle::place_on_agent(id, "test", allocation, "a", agent->epoch()));
+    EXPECT_TRUE(placed.ok() && *placed);
+    return id;
+  };
+  auto job = [&](std::int64_t id) {
+    auto row = repo.jobs.get_job(id);
+    return row.ok() && *row ? std::optional<db::JobRow>(**row) : std::nullopt;
+  };
+  const std::int64_t endless = place(digits_job(-1, 1000), 0);
+  ASSERT_TRUE(eventually([&] {
+    auto row = job(endless);
+    return row && row->state == db::JobState::kRunning && row->progress_json;
+  }));
+
+  // The writer's next store of the endless job's output waits on its row,
+  // locked by one statement that sleeps (an idle transaction would be ended
+  // by idle_in_transaction_session_timeout) until the test cancels it.
+  auto holder_pool = db::ConnectionPool::create(conninfo_, 1);
+  ASSERT_TRUE(holder_pool.ok());
+  std::thread holder([&] {
+    auto connection = (*holder_pool)->acquire(seconds(5));
+    ASSERT_TRUE(connection.ok());
+    (void)(*connection)
+        ->execute(
+            "SELECT pg_sleep(600) FROM (SELECT id FROM jobs WHERE id = $1::bigint FOR UPDATE) j",
+            {endless});
+  });
+  auto run_sql = [&](const char* sql) {
+    auto connection = observer_->acquire(seconds(5));
+    if (!connection.ok()) return std::string();
+    auto result = (*connection)->execute(sql);
+    return result.ok() && result->rows() > 0 ? result->string(0, 0) : std::string();
+  };
+  const bool stuck = eventually([&] {
+    return run_sql(
+               "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+               " AND datname = current_database()") != "0";
+  });
+  if (stuck) {
+    const std::int64_t small = place(digits_job(1, 5), 1);
+    EXPECT_TRUE(eventually(
+        [&] {
+          auto row = job(small);
+          return row && row->state == db::JobState::kSucceeded;
+        },
+        seconds(120)))
+        << "its end waited for the endless job's store";
+    auto lines = repo.outputs.list_logs(small, -1, 1000);
+    EXPECT_TRUE(lines.ok() && !lines->empty()) << "its lines were stored before it ended";
+    EXPECT_EQ(db::JobState::kRunning, job(endless)->state);
+  }
+  run_sql(
+      "SELECT pg_cancel_backend(pid) FROM pg_stat_activity"
+      " WHERE query LIKE 'SELECT pg_sleep(600)%'");
+  holder.join();
+  EXPECT_TRUE(stuck) << "the telemetry writer never waited on the held row";
+  agent->stop();
 }
 
 }  // namespace

@@ -510,6 +510,24 @@ TEST_F(SchedulerLeaderPass, NoJobIsPlacedOnAnAgentWhoseHeartbeatIsLate) {
   EXPECT_EQ("a", store_.job(2).agent.value_or(""));
 }
 
+TEST_F(SchedulerLeaderPass, AnAgentThatRegistersAgainBetweenAPasssReadsGetsNoJobThatPass) {
+  // The soak's r1 died of std::out_of_range here: the agents read said a
+  // lost, the hosts read (a moment later, a registered again) said alive.
+  store_.add_agent("a", 1, 1);
+  lose("a");
+  store_.add_job(1, "t", 8);
+  store_.after_list_agents = [this] {
+    store_.agents[0] = {"a", "alive", 2, 1, clock_.wall_now(), clock_.wall_now(), 0};
+  };
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(JobState::kQueued, store_.job(1).state);
+  clock_.advance(seconds(1));  // the next pass reads it alive, epoch 2, in both
+  store_.heartbeat("a");
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(JobState::kStarting, store_.job(1).state);
+  EXPECT_EQ(2, store_.job(1).placement_epoch.value_or(0));
+}
+
 TEST_F(SchedulerLeaderPass, PassesThatFailOnARefusedStatementStillDeclareASilentAgentLost) {
   store_.add_agent("a", 1, 1);
   store_.add_job(1, "t", 8);

@@ -83,6 +83,39 @@ struct Fixture {
   TelemetryWriter writer{store, {std::chrono::milliseconds(200), &clock}};
 };
 
+TEST(TelemetryWriter, AJobsFlushStoresItsOwnOutputAndLeavesTheOthersQueued) {
+  Fixture f;
+  f.writer.log(line(7, 1));
+  f.writer.log(line(8, 1));
+  f.writer.metric(point(7, 1));
+  f.writer.metric(point(8, 1));
+  f.writer.log(line(8, 2));
+  f.writer.checkpoint(8, 3, checkpoint_at(40));
+  f.writer.progress(7, 0, "p7", "{}");
+  f.writer.progress(8, 0, "p8", "{}");
+  ASSERT_TRUE(f.writer.flush_job(8));
+  const std::vector<std::string> job8{"log 8:1", "log 8:2", "metric 8:1", "checkpoint 8@40 fence 3",
+                                      "progress 8 p8"};
+  EXPECT_EQ(job8, f.store.writes);
+  EXPECT_EQ(3u, f.writer.queued()) << "job 7's line, point and progress";
+  ASSERT_TRUE(f.writer.flush());
+  const std::vector<std::string> job7{"log 7:1", "metric 7:1", "progress 7 p7"};
+  EXPECT_EQ(job7, std::vector<std::string>(f.store.writes.begin() + 5, f.store.writes.end()));
+}
+
+TEST(TelemetryWriter, AJobsFlushLeavesItsOutputQueuedInOrderWhileTheDatabaseIsAway) {
+  Fixture f;
+  f.writer.log(line(8, 1));
+  f.writer.log(line(7, 1));
+  f.writer.log(line(8, 2));
+  f.store.log_failures.push_back(ErrorCode::kUnavailable);
+  EXPECT_FALSE(f.writer.flush_job(8));
+  EXPECT_TRUE(f.store.writes.empty());
+  ASSERT_TRUE(f.writer.flush());
+  const std::vector<std::string> expected{"log 8:1", "log 8:2", "log 7:1"};
+  EXPECT_EQ(expected, f.store.writes) << "job 8's lines back at the front, in order";
+}
+
 TEST(TelemetryWriter, OneFlushStoresLinesThenPointsThenCheckpointsThenProgress) {
   Fixture f;
   std::vector<std::int64_t> stored_checkpoints;
