@@ -148,7 +148,7 @@ std::optional<Response> TenantLimiter::admit_submit(const std::string& tenant, s
   if (limits.max_queued && backend_.queued) {
     // A database that cannot count would not store the jobs either: the
     // submit's 503 now, rather than after a second wait.
-    auto queued = backend_.queued(tenant, *limits.max_queued);
+    auto queued = this->queued(tenant, jobs, *limits.max_queued);
     if (!queued.ok()) {
       return problem(503,
                      public_database_detail("the job was not stored: the database could not be "
@@ -169,8 +169,32 @@ std::optional<Response> TenantLimiter::admit_submit(const std::string& tenant, s
                      "max_queued",
                      30);
     }
+    base::MutexLock lock(mutex_);
+    queued_[tenant].jobs += jobs;
   }
   return std::nullopt;
+}
+
+base::Result<std::int64_t> TenantLimiter::queued(const std::string& tenant, std::int64_t jobs,
+                                                 std::int64_t at_most) {
+  // A count per submit would scan up to `at_most` rows each time. Under the
+  // limit, one of the last refresh_ serves, as the limits themselves do:
+  // another replica's submits of that span may pass it, as a limit it just
+  // stored may not bind yet. A refusal is always counted afresh.
+  const auto now = clock_.now();
+  {
+    base::MutexLock lock(mutex_);
+    const auto it = queued_.find(tenant);
+    if (it != queued_.end() && now - it->second.counted_at < refresh_ &&
+        it->second.jobs + jobs <= at_most)
+      return it->second.jobs;
+  }
+  base::Result<std::int64_t> counted = backend_.queued(tenant, at_most);
+  if (counted.ok()) {
+    base::MutexLock lock(mutex_);
+    queued_[tenant] = {*counted, now};
+  }
+  return counted;
 }
 
 base::Result<std::string> TenantLimiter::describe(const std::string& tenant) {

@@ -81,6 +81,11 @@ class TenantLimiter {
   // Takes `n` tokens; nullopt when taken, else the seconds until they are there.
   std::optional<double> take(Bucket& bucket, double rate, std::int64_t burst, double n)
       REQUIRES(mutex_);
+  // The tenant's QUEUED jobs as far as admitting `jobs` more needs: a count
+  // of the last `refresh_` plus what this process admitted since, when the
+  // jobs fit under `at_most` by it; else counted now.
+  base::Result<std::int64_t> queued(const std::string& tenant, std::int64_t jobs,
+                                    std::int64_t at_most);
 
   const LimitsBackend backend_;
   const TenantLimits defaults_;
@@ -92,6 +97,11 @@ class TenantLimiter {
   std::map<std::string, Bucket> request_buckets_ GUARDED_BY(mutex_);
   std::map<std::string, Bucket> submit_buckets_ GUARDED_BY(mutex_);
   std::map<std::string, std::uint64_t> refused_ GUARDED_BY(mutex_);  // by limit name
+  struct QueuedCount {
+    std::int64_t jobs = 0;  // counted, plus admitted here since
+    std::chrono::steady_clock::time_point counted_at{};
+  };
+  std::map<std::string, QueuedCount> queued_ GUARDED_BY(mutex_);
   bool refresher_running_ GUARDED_BY(mutex_) = false;
   bool stopping_ GUARDED_BY(mutex_) = false;
   std::condition_variable wake_;

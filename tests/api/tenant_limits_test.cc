@@ -24,6 +24,7 @@ struct FakeStore {
   std::int64_t queued = 0;
   bool database_away = false;
   std::atomic<int> loads = 0;
+  int counts = 0;    // of the QUEUED jobs
   std::mutex mutex;  // the refresher's thread reads `rows`
   LimitsBackend backend() {
     return {[this]() -> base::Result<std::map<std::string, TenantLimits>> {
@@ -36,6 +37,7 @@ struct FakeStore {
               return base::Status::Ok();
             },
             [this](const std::string&, std::int64_t at_most) -> base::Result<std::int64_t> {
+              ++counts;
               if (database_away)
                 return base::make_error(base::ErrorCode::kUnavailable,
                                         "could not connect to server: /tmp/.s.PGSQL.5432");
@@ -120,10 +122,33 @@ TEST(TenantLimits, OverTheQueuedLimitASubmitIs429AndASweepThatWouldCrossItIsRefu
   EXPECT_EQ(problem["limit"], "max_queued");
   EXPECT_EQ(problem["value"], 10);
   EXPECT_EQ(problem["current"], 8);
-  f.store.queued = 10;
+  f.store.queued = 10;  // another replica's jobs: seen once the last count is a refresh old
+  f.clock.advance(1s);
   EXPECT_EQ(f.call("POST", "/v1/jobs", kSpec).status, 429);
-  f.store.queued = 9;
+  f.store.queued = 9;  // a refusal is counted afresh: one started meanwhile
   EXPECT_EQ(f.call("POST", "/v1/jobs", kSpec).status, 201);
+}
+
+// Counting a tenant's queue scans up to its limit's rows: under the limit a
+// count serves a refresh (with what this replica admitted since added).
+TEST(TenantLimits, UnderItsQueuedLimitATenantsQueueIsCountedOncePerRefresh) {
+  Fixture f;
+  f.store.rows["default"].max_queued = 3;
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(f.call("POST", "/v1/jobs", kSpec).status, 201);
+  EXPECT_EQ(f.store.counts, 1);
+  f.store.queued = 3;  // the three, stored
+  Response over = f.call("POST", "/v1/jobs", kSpec);
+  EXPECT_EQ(over.status, 429) << over.body;
+  EXPECT_EQ(nlohmann::json::parse(over.body)["current"], 3);
+  EXPECT_EQ(f.store.counts, 2);
+  f.store.queued = 1;  // two started
+  EXPECT_EQ(f.call("POST", "/v1/jobs", kSpec).status, 201);
+  EXPECT_EQ(f.store.counts, 3) << "after a refusal the next submit counts again";
+  EXPECT_EQ(f.call("POST", "/v1/jobs", kSpec).status, 201);
+  EXPECT_EQ(f.store.counts, 3);
+  f.clock.advance(1s);
+  EXPECT_EQ(f.call("POST", "/v1/jobs", kSpec).status, 201);
+  EXPECT_EQ(f.store.counts, 4);
 }
 
 TEST(TenantLimits, ArraySizeAndTheSubmitRateAre429) {
