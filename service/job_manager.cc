@@ -57,6 +57,9 @@ base::Status JobManager::start() {
     options_.wake_bus->subscribe(kJobsChangedChannel, [this](const std::string& payload) {
       views_.forget(parse_job_ids(payload));
     });
+    options_.wake_bus->subscribe(kPendingWrittenChannel, [this](const std::string& payload) {
+      views_.set_pending(parse_pending_changes(payload));
+    });
   }
   readiness_probe_.start();
   started_ = true;
@@ -102,8 +105,17 @@ void JobManager::submit_array(std::vector<api::SubmitRequest> children,
   committer_.submit_array(std::move(children), std::move(done));
 }
 
+namespace {
+// The view cache's generation before this committer thread's last insert:
+// on_committed, on the same thread, keeps the views of the new jobs only
+// if the leader did not change them in between (it may place a job as soon
+// as its row commits).
+thread_local std::uint64_t views_before_insert = 0;
+}  // namespace
+
 base::Result<std::vector<db::InsertedJob>> JobManager::JobStore::insert_jobs(
     const std::vector<db::NewJob>& rows) {
+  views_before_insert = manager_.views_.generation();
   auto inserted = manager_.repo_.jobs.insert_jobs(rows);
   manager_.database_ok_ = inserted.ok() || inserted.code() != base::ErrorCode::kUnavailable;
   // /readyz: a refused insert (full disk, read-only) is a failing write.
@@ -151,6 +163,12 @@ void JobManager::on_committed(std::vector<CommittedSubmit>& committed) {
     c.outcome.job = response_body(
         views::render_row(c.row, std::move(request.spec_json), std::move(c.pending.resolved),
                           json(request.spec.labels), json(request.warnings)));
+    // The leader in this process will say when it changes the job: its view
+    // is served from memory from now on, without a read or a parse.
+    if (options_.wake_bus != nullptr && c.row.state == JobState::kQueued && !c.row.started_at) {
+      views_.put_if_current(views_before_insert, c.row.id, c.row.tenant, c.outcome.job,
+                            c.row.priority, c.row.pending_json);
+    }
   }
   // Committed: wake the scheduler leader, wherever it runs.
   wake(db::kSubmitChannel, "submit");
@@ -215,7 +233,7 @@ base::Result<std::string> JobManager::get_job_text(std::int64_t id, const std::s
       // Waiting: it changes only through the leader (which says so) or a
       // cancel here. Without a wake bus the leader may be elsewhere.
       if (row->state == JobState::kQueued && options_.wake_bus != nullptr) {
-        views_.put_if_current(seen, id, row->tenant, body);
+        views_.put_if_current(seen, id, row->tenant, body, row->priority, row->pending_json);
       }
       return body;
     }

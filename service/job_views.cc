@@ -53,6 +53,24 @@ json priority_parts(int priority, double fair_share) {
   return {{"base", priority}, {"fair_share", fair_share}, {"effective", priority + fair_share}};
 }
 
+json pending_members(int priority, const std::optional<std::string>& pending_json) {
+  json members = {{"estimated_start", nullptr},
+                  {"pending_reason", nullptr},
+                  {"priority_parts", nullptr},
+                  {"queue_position", nullptr}};
+  json pending = parse_or_null(pending_json);
+  if (!pending.is_object()) return members;
+  members["pending_reason"] = pending.value("reason", "Resources");
+  if (pending.contains("queue_position")) members["queue_position"] = pending["queue_position"];
+  if (pending.contains("detail")) members["pending_detail"] = pending["detail"];
+  if (pending.contains("estimated_start")) members["estimated_start"] = pending["estimated_start"];
+  if (pending.contains("preempted_by")) members["preempted_by"] = pending["preempted_by"];
+  if (pending.contains("fair_share") && pending["fair_share"].is_number()) {
+    members["priority_parts"] = priority_parts(priority, pending["fair_share"].get<double>());
+  }
+  return members;
+}
+
 json render_row(const db::JobRow& row, json spec, json resolved, json labels, json warnings) {
   json estimate =
       resolved.is_object() && resolved.contains("estimate") ? resolved["estimate"] : json(nullptr);
@@ -63,16 +81,12 @@ json render_row(const db::JobRow& row, json spec, json resolved, json labels, js
       {"tenant", row.tenant},
       {"labels", std::move(labels)},
       {"priority", row.priority},
-      {"priority_parts", nullptr},
       {"state", std::string(db::to_string(row.state))},
       {"spec", spec},
       {"resolved",
        resolved.is_object() && resolved.contains("request") ? resolved["request"] : json(nullptr)},
       {"estimate", estimate},
       {"allocation", parse_or_null(row.allocation_json)},
-      {"queue_position", nullptr},
-      {"pending_reason", nullptr},
-      {"estimated_start", nullptr},
       {"progress", parse_or_null(row.progress_json)},
       {"metrics", parse_or_null(row.latest_metrics_json)},
       {"created_at", iso_time(row.created_at)},
@@ -90,21 +104,10 @@ json render_row(const db::JobRow& row, json spec, json resolved, json labels, js
                      {"index", row.array_index.value_or(0)},
                      {"values", parse_or_null(row.array_values_json)}};
   }
-  // Cluster mode: the scheduler leader records why a queued job waits.
-  if (row.state == db::JobState::kQueued && row.pending_json) {
-    json pending = parse_or_null(row.pending_json);
-    if (pending.is_object()) {
-      view["pending_reason"] = pending.value("reason", "Resources");
-      if (pending.contains("queue_position")) view["queue_position"] = pending["queue_position"];
-      if (pending.contains("detail")) view["pending_detail"] = pending["detail"];
-      if (pending.contains("estimated_start")) view["estimated_start"] = pending["estimated_start"];
-      if (pending.contains("preempted_by")) view["preempted_by"] = pending["preempted_by"];
-      if (pending.contains("fair_share") && pending["fair_share"].is_number()) {
-        const double fair_share = pending["fair_share"].get<double>();
-        view["priority_parts"] = priority_parts(row.priority, fair_share);
-      }
-    }
-  }
+  // The scheduler leader records why a queued job waits.
+  view.update(pending_members(row.priority, row.state == db::JobState::kQueued
+                                                ? row.pending_json
+                                                : std::optional<std::string>()));
   return view;
 }
 

@@ -35,6 +35,16 @@ std::string response_body(const nlohmann::json& view);
 nlohmann::json render_row(const db::JobRow& row, nlohmann::json spec, nlohmann::json resolved,
                           nlohmann::json labels, nlohmann::json warnings);
 nlohmann::json render_row(const db::JobRow& row);
+// The members of a queued job's view that the leader's stored pending
+// reason (`pending_json`, a jobs.pending value) gives, in the view's order
+// (kPendingMembers): estimated_start, pending_reason, priority_parts and
+// queue_position, null without a reason; pending_detail and preempted_by
+// only when the reason has them. render_row's own, so that a view kept in
+// memory (view_cache.h) can take a new reason without its row.
+inline constexpr std::array<std::string_view, 6> kPendingMembers = {
+    "estimated_start", "pending_detail", "pending_reason",
+    "preempted_by",    "priority_parts", "queue_position"};
+nlohmann::json pending_members(int priority, const std::optional<std::string>& pending_json);
 // {"base": priority, "fair_share": F, "effective": priority + F}: how a
 // waiting or running job is ordered (scheduler/fair_share.h).
 nlohmann::json priority_parts(int priority, double fair_share);

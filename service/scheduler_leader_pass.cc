@@ -377,6 +377,12 @@ base::Status SchedulerLeader::write_pending(const scheduler::PassPlan& plan) {
   base::Status stored = store_.set_pending(pending);
   // Else unknown: every reason is written again.
   pending_written_ = stored.ok() ? pass : 0;
+  if (stored.ok() && options_.wake_bus != nullptr) {
+    // Stored: this process's views of these jobs take the new reasons.
+    if (!pending.empty())
+      options_.wake_bus->publish(kPendingWrittenChannel, format_pending_changes(pending));
+    return stored;
+  }
   std::vector<std::int64_t> jobs;
   jobs.reserve(pending.size());
   for (const auto& [job, text] : pending) jobs.push_back(job);

@@ -2,22 +2,36 @@
 // database read per poll; the least recently used views go first once the
 // cache holds more than its byte budget.
 //
-// A finished job's view never changes. A waiting job's view changes when it
-// is placed, cancelled or given another pending reason; whoever changes it
-// forgets it here (forget), and a view read from the database is kept only
-// when nothing was forgotten between the read and the put (put_if_current):
-// a read that raced a change is not kept.
+// A finished job's view never changes. A queued job's view changes when it
+// is placed or cancelled (whoever changes it forgets it here: forget) or
+// when the scheduler leader writes its pending reason (the leader hands the
+// reason over: set_pending, and the view is re-rendered from it without a
+// database read). A view read from the database is kept only when its job
+// did not change between the read and the put (put_if_current): a read
+// that raced a change is not kept.
+//
+// A queued view is kept small, so that a queue of 100,000 fits: its
+// members other than the pending ones (views::kPendingMembers) as the
+// differences from another queued view's (service/text_delta.h), and its
+// pending reason as stored; the pending members are rendered at the first
+// read after a change and kept the same way. find() answers the very text
+// views::render_row would.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <list>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "base/mutex.h"
+#include "service/text_delta.h"
 
 namespace tpujobs::service {
 
@@ -37,27 +51,74 @@ class ViewCache {
   // whole budget is not kept.
   void put(std::int64_t id, std::string tenant, std::string body);
 
-  // Counts the forgets: read it before reading a view that may change.
+  // Counts the changes (forget, set_pending): read it before reading a
+  // view that may change.
   std::uint64_t generation() const;
-  // Adds the view of a job that may still change, read after generation()
-  // answered `seen`; not kept when a forget came in between. Returns
+  // Adds the view `body` (views::response_body of views::render_row) of a
+  // queued job with `priority` whose stored pending reason is `pending`,
+  // read after generation() answered `seen`; not kept when that job
+  // changed in between (or when so many jobs changed since that this one
+  // cannot be told apart), nor when `body` is not a JSON object. Returns
   // whether it was kept.
-  bool put_if_current(std::uint64_t seen, std::int64_t id, std::string tenant, std::string body);
+  bool put_if_current(std::uint64_t seen, std::int64_t id, std::string tenant,
+                      std::string_view body, int priority, std::optional<std::string> pending);
   // Drops the views of jobs that changed.
   void forget(const std::vector<std::int64_t>& ids);
+  // The leader stored these pending reasons (nullopt: none): the queued
+  // views kept take them; any other view of those jobs is dropped.
+  using PendingChange = std::pair<std::int64_t, std::optional<std::string>>;
+  void set_pending(std::vector<PendingChange> changes);
 
   std::size_t bytes() const;
   std::size_t size() const;
 
+  // How many changed jobs are remembered for put_if_current.
+  static constexpr std::size_t kChangesKept = 1u << 15;
+
  private:
+  // A queued view: its fixed members (each followed by ',') as a delta
+  // from `fixed_base` (kept in Node::body), where the pending members go
+  // among them (slots, in kPendingMembers' order), and in `live` either
+  // the stored pending reason (not rendered yet; none unless has_pending)
+  // or the rendered pending members as a delta from `live_base`, with the
+  // length of each.
+  struct Queued {
+    std::shared_ptr<const std::string> fixed_base;
+    std::shared_ptr<const std::string> live_base;
+    std::string live;
+    std::array<std::uint16_t, 6> slots{};
+    std::array<std::uint16_t, 6> live_lengths{};
+    std::int32_t priority = 0;
+    bool has_pending = false;
+    bool rendered = false;
+  };
   struct Node {
     std::int64_t id;
-    Entry entry;
+    std::string tenant;
+    std::string body;              // a finished view, or a queued one's fixed delta
+    std::optional<Queued> queued;  // a queued view
   };
-  static std::size_t cost(const Entry& e) { return e.tenant.size() + e.body.size() + sizeof(Node); }
-  void put_locked(std::int64_t id, Entry entry) REQUIRES(mutex_);
+  using Bases = std::deque<std::shared_ptr<const DeltaBase>>;
+  static std::size_t cost(const Node& n);
+  void put_locked(Node node) REQUIRES(mutex_);
   void erase_locked(std::int64_t id) REQUIRES(mutex_);
   void evict_locked() REQUIRES(mutex_);
+  void note_changed_locked(std::int64_t id) REQUIRES(mutex_);
+  bool changed_since_locked(std::uint64_t seen, std::int64_t id) const REQUIRES(mutex_);
+  // `text` as a delta from the first of `bases` (a copy of the recent
+  // ones) that is close, or from itself as a new base (to add to them).
+  struct Encoded {
+    std::shared_ptr<const std::string> base;
+    std::string delta;
+    std::shared_ptr<const DeltaBase> new_base;
+  };
+  static Encoded encode(const Bases& bases, std::string_view text);
+  static void add_base(Bases& recent, std::shared_ptr<const DeltaBase> base);
+  // Renders the stored pending reason of the queued view of `id` and keeps
+  // the result when that reason is still the one stored. False when the
+  // view is gone.
+  bool render_pending(std::int64_t id) EXCLUDES(mutex_);
+  static std::string body_of(const Node& node);
 
   const std::size_t max_bytes_;
   mutable base::Mutex mutex_;
@@ -65,6 +126,13 @@ class ViewCache {
   std::unordered_map<std::int64_t, std::list<Node>::iterator> index_ GUARDED_BY(mutex_);
   std::size_t bytes_ GUARDED_BY(mutex_) = 0;
   std::uint64_t generation_ GUARDED_BY(mutex_) = 0;
+  // The last kChangesKept changes: job -> generation of its last change.
+  std::unordered_map<std::int64_t, std::uint64_t> changed_at_ GUARDED_BY(mutex_);
+  std::deque<std::pair<std::uint64_t, std::int64_t>> changes_ GUARDED_BY(mutex_);
+  std::uint64_t changes_forgotten_ GUARDED_BY(mutex_) = 0;  // changes up to it may be lost
+  // Recent bases of the fixed and of the pending members, newest first.
+  Bases fixed_bases_ GUARDED_BY(mutex_);
+  Bases live_bases_ GUARDED_BY(mutex_);
 };
 
 }  // namespace tpujobs::service

@@ -7,12 +7,15 @@
 // Thread-safe. Handlers run on the publishing thread and must not block.
 #pragma once
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/mutex.h"
@@ -20,8 +23,9 @@
 namespace tpujobs::service {
 
 // In-process only: the ids of jobs whose stored row the leader changed (a
-// placement, an end, a pending reason), so that the API service forgets
-// their cached views (service/view_cache.h). Payload: ids separated by ','.
+// placement, an end; pending reasons whose write may or may not have
+// landed), so that the API service forgets their cached views
+// (service/view_cache.h). Payload: ids separated by ','.
 inline constexpr char kJobsChangedChannel[] = "tpujobs_jobs_changed";
 
 inline std::string format_job_ids(const std::vector<std::int64_t>& ids) {
@@ -46,6 +50,44 @@ inline std::vector<std::int64_t> parse_job_ids(std::string_view text) {
     if (p < end) ++p;
   }
   return ids;
+}
+
+// In-process only: the pending reasons the leader just stored (the
+// jobs.pending values), so that the API service's kept views of queued
+// jobs take them without a read. Payload: one line per job, its id, then
+// a tab and the reason when it has one.
+inline constexpr char kPendingWrittenChannel[] = "tpujobs_pending_written";
+
+using PendingChanges = std::vector<std::pair<std::int64_t, std::optional<std::string>>>;
+
+inline std::string format_pending_changes(const PendingChanges& changes) {
+  std::string text;
+  for (const auto& [id, pending] : changes) {
+    text += std::to_string(id);
+    if (pending) {
+      text += '\t';
+      text += *pending;  // JSON as written: no raw newline
+    }
+    text += '\n';
+  }
+  return text;
+}
+
+inline PendingChanges parse_pending_changes(std::string_view text) {
+  PendingChanges changes;
+  while (!text.empty()) {
+    const std::size_t end = std::min(text.find('\n'), text.size());
+    const std::string_view line = text.substr(0, end);
+    text.remove_prefix(std::min(end + 1, text.size()));
+    std::int64_t id = 0;
+    auto [next, ec] = std::from_chars(line.data(), line.data() + line.size(), id);
+    if (ec != std::errc()) continue;
+    std::optional<std::string> pending;
+    if (next < line.data() + line.size() && *next == '\t')
+      pending.emplace(next + 1, line.data() + line.size());
+    changes.emplace_back(id, std::move(pending));
+  }
+  return changes;
 }
 
 class WakeBus {

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "service/job_lifecycle.h"
+#include "service/wake_bus.h"
 
 // Every allocation of this test binary, counted: a pass over an unchanged
 // queue allocates nothing per waiting job.
@@ -385,6 +386,33 @@ TEST_F(SchedulerLeaderPass, AWaitingJobsReasonIsWrittenOnlyWhenItChanges) {
   store_.job(1).state = JobState::kSucceeded;  // its host frees: job 2 is placed
   ASSERT_TRUE(leader_->run_pass().ok());
   EXPECT_EQ(JobState::kStarting, store_.job(2).state);
+}
+
+TEST_F(SchedulerLeaderPass, StoredReasonsAreHandedToTheViewsAndOthersChangesForgetThem) {
+  WakeBus bus;
+  std::vector<std::string> written;
+  std::vector<std::string> changed;
+  bus.subscribe(kPendingWrittenChannel, [&](const std::string& p) { written.push_back(p); });
+  bus.subscribe(kJobsChangedChannel, [&](const std::string& p) { changed.push_back(p); });
+  SchedulerLeaderOptions options;
+  options.clock = &clock_;
+  options.agent_silence = seconds(10);
+  options.wake_bus = &bus;
+  SchedulerLeader leader(store_, options);
+  store_.add_agent("a", 3, 1);
+  store_.add_job(1, "t", 8);
+  store_.add_job(2, "t", 8);  // waits for job 1's host
+  ASSERT_TRUE(leader.run_pass().ok());
+  EXPECT_EQ(std::vector<std::string>{"1"}, changed) << "placed: its view is forgotten";
+  ASSERT_EQ(1u, written.size());
+  EXPECT_EQ((PendingChanges{{2, store_.job(2).pending_json}}), parse_pending_changes(written[0]));
+
+  // A write that failed may or may not have landed: the views forget.
+  store_.refuse_pending = true;
+  store_.add_job(3, "t", 8);
+  EXPECT_FALSE(leader.run_pass().ok());
+  EXPECT_EQ(1u, written.size());
+  EXPECT_EQ("3", changed.back());
 }
 
 TEST_F(SchedulerLeaderPass, FairShareIsReadOncePerIntervalNotPerPass) {

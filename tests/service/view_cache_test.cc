@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "service/job_views.h"
+#include "service/wake_bus.h"
+
 namespace tpujobs::service {
 namespace {
 
@@ -56,23 +59,133 @@ TEST(ViewCache, AViewReadBeforeAForgetIsNotKept) {
   ViewCache cache(1 << 20);
   const std::uint64_t seen = cache.generation();
   cache.forget({5});  // job 5 was placed while its QUEUED row was being read
-  EXPECT_FALSE(cache.put_if_current(seen, 5, "t", R"({"id":5,"state":"QUEUED"})"));
+  EXPECT_FALSE(cache.put_if_current(seen, 5, "t", R"({"id":5,"state":"QUEUED"})", 0, {}));
   EXPECT_FALSE(cache.find(5));
   const std::uint64_t now = cache.generation();
-  EXPECT_TRUE(cache.put_if_current(now, 5, "t", R"({"id":5,"state":"STARTING"})"));
-  EXPECT_EQ(cache.find(5)->body, R"({"id":5,"state":"STARTING"})");
+  EXPECT_TRUE(cache.put_if_current(now, 5, "t", R"({"id":5,"state":"QUEUED"})", 0, {}));
+  EXPECT_TRUE(cache.find(5));
 }
 
 TEST(ViewCache, ForgetDropsOnlyTheNamedViews) {
   ViewCache cache(1 << 20);
-  cache.put_if_current(cache.generation(), 1, "t", "one");
-  cache.put_if_current(cache.generation(), 2, "t", "two");
+  cache.put_if_current(cache.generation(), 1, "t", R"({"id":1})", 0, {});
+  cache.put_if_current(cache.generation(), 2, "t", R"({"id":2})", 0, {});
   const std::size_t before = cache.bytes();
   cache.forget({2, 99});
   EXPECT_TRUE(cache.find(1));
   EXPECT_FALSE(cache.find(2));
   EXPECT_EQ(cache.size(), 1u);
   EXPECT_LT(cache.bytes(), before);
+}
+
+// A queued job as the bench's sweeps submit it, `i` apart.
+db::JobRow queued_row(std::int64_t i) {
+  db::JobRow row;
+  row.id = 1000 + i;
+  row.tenant = "team-a";
+  row.name = "queued";
+  row.labels_json = R"({"team":"vision"})";
+  row.priority = 5;
+  row.spec_json = R"({"name":"queued","data":{"batch_size":16,"dataset":"iris"},)"
+                  R"("trainer":{"devices":1,"max_epochs":1,"seed":)" +
+                  std::to_string(i) + "}}";
+  row.resolved_json = R"({"request":{"kind":"single_core","cores":1},"estimate":{"hbm":1024}})";
+  row.warnings_json = R"(["MXU_PADDING: Matrix dimensions that are not multiples of 128"])";
+  row.array_id = 1000;
+  row.array_index = i;
+  row.array_values_json = R"({"trainer.seed":)" + std::to_string(i) + "}";
+  row.created_at =
+      std::chrono::system_clock::time_point(std::chrono::milliseconds(1'700'000'000'000 + 37 * i));
+  return row;
+}
+
+std::string rendered(const db::JobRow& row) { return views::response_body(views::render_row(row)); }
+
+bool put_row(ViewCache& cache, std::uint64_t seen, const db::JobRow& row) {
+  return cache.put_if_current(seen, row.id, row.tenant, rendered(row), row.priority,
+                              row.pending_json);
+}
+
+TEST(ViewCache, AQueuedViewIsTheTextRenderRowWritesBeforeAndAfterANewReason) {
+  ViewCache cache(1 << 20);
+  db::JobRow row = queued_row(4);
+  ASSERT_TRUE(put_row(cache, cache.generation(), row));
+  EXPECT_EQ(cache.find(row.id)->body, rendered(row));
+  EXPECT_EQ(cache.find(row.id)->tenant, "team-a");
+
+  row.pending_json =
+      R"({"reason":"HostUnhealthy","queue_position":3,"fair_share":1.0,)"
+      R"("detail":"its hosts are drained","estimated_start":"2026-11-24T02:00:00.000Z",)"
+      R"("preempted_by":77})";
+  cache.set_pending({{row.id, row.pending_json}});
+  EXPECT_EQ(cache.find(row.id)->body, rendered(row));
+  EXPECT_EQ(cache.find(row.id)->body, rendered(row));  // rendered once, kept
+
+  row.pending_json = R"({"reason":"Priority","queue_position":1,"fair_share":0.5})";
+  cache.set_pending({{row.id, row.pending_json}});
+  EXPECT_EQ(cache.find(row.id)->body, rendered(row));
+  row.pending_json.reset();
+  cache.set_pending({{row.id, std::nullopt}});
+  EXPECT_EQ(cache.find(row.id)->body, rendered(row));
+}
+
+TEST(ViewCache, ASweepsQueuedViewsTakeLessThanHalfTheirTextEach) {
+  ViewCache cache(64u << 20);
+  std::vector<ViewCache::PendingChange> reasons;
+  for (std::int64_t i = 0; i < 1000; ++i) {
+    ASSERT_TRUE(put_row(cache, cache.generation(), queued_row(i)));
+    reasons.emplace_back(1000 + i, R"({"reason":"Resources","fair_share":1.0,"queue_position":)" +
+                                       std::to_string(i + 1) + "}");
+  }
+  cache.set_pending(reasons);
+  for (std::int64_t i = 0; i < 1000; i += 7) {
+    db::JobRow row = queued_row(i);
+    row.pending_json = reasons[i].second;
+    ASSERT_EQ(cache.find(row.id)->body, rendered(row)) << i;
+  }
+  const std::size_t whole = rendered(queued_row(500)).size();
+  // The bytes counted: the node, the deltas and the reasons not rendered yet.
+  EXPECT_LT(cache.bytes() / 1000, whole / 2) << whole;
+}
+
+TEST(ViewCache, OnlyAChangeOfThatJobKeepsAReadFromBeingKept) {
+  ViewCache cache(1 << 20);
+  const std::uint64_t seen = cache.generation();
+  cache.forget({9});
+  cache.set_pending({{8, R"({"reason":"Resources"})"}});
+  EXPECT_TRUE(put_row(cache, seen, queued_row(1)));  // job 1001: not changed since
+  db::JobRow eight = queued_row(0);
+  eight.id = 8;
+  EXPECT_FALSE(put_row(cache, seen, eight));
+  EXPECT_FALSE(cache.find(8));
+}
+
+TEST(ViewCache, AReadOlderThanTheChangesRememberedIsNotKept) {
+  ViewCache cache(1 << 20);
+  const std::uint64_t seen = cache.generation();
+  std::vector<std::int64_t> ids;
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(ViewCache::kChangesKept) + 1; ++i)
+    ids.push_back(-1 - i);
+  cache.forget(ids);  // more than are remembered: job 1001's may be among those let go
+  EXPECT_FALSE(put_row(cache, seen, queued_row(1)));
+  EXPECT_TRUE(put_row(cache, cache.generation(), queued_row(1)));
+}
+
+TEST(ViewCache, ANewReasonDropsAFinishedViewAndATextThatIsNotAnObjectIsNotKept) {
+  ViewCache cache(1 << 20);
+  cache.put(3, "t", R"({"id":3,"state":"CANCELLED"})");
+  cache.set_pending({{3, R"({"reason":"Resources"})"}});
+  EXPECT_FALSE(cache.find(3));
+  for (const char* text : {"", "[1,2]", R"({"id":3)", R"({"id":"3})", "{1}"})
+    EXPECT_FALSE(cache.put_if_current(cache.generation(), 3, "t", text, 0, {})) << text;
+  EXPECT_EQ(cache.size(), 0u);
+}
+
+TEST(ViewCache, PendingChangesCrossTheWakeBusAsTheyWere) {
+  const PendingChanges changes = {
+      {7, R"({"reason":"Resources","detail":"a\tb"})"}, {8, std::nullopt}, {9, "{}"}};
+  EXPECT_EQ(parse_pending_changes(format_pending_changes(changes)), changes);
+  EXPECT_TRUE(parse_pending_changes("").empty());
 }
 
 }  // namespace
