@@ -21,6 +21,7 @@ its own (as another user's process) for the whole run, and stops it at
 the end.
 
 usage: compare.py TPUJOBS_BINARY CHECK_BENCH_BINARY [--rounds N] [--tree-rounds N] [--busy-core]
+                  [--parts one,in-process,tree]
 """
 import argparse
 import os
@@ -138,7 +139,11 @@ def main():
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--tree-rounds", type=int, default=7)
     parser.add_argument("--busy-core", action="store_true")
+    parser.add_argument("--parts", default="one,in-process,tree",
+                        help="which tables: one (the file, as processes), in-process, tree")
     args = parser.parse_args()
+    parts = args.parts.split(",")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # so that `finally` stops `yes`
     busy = None
     if args.busy_core:
         busy = subprocess.Popen(["yes"], stdout=subprocess.DEVNULL, start_new_session=True)
@@ -169,16 +174,20 @@ def main():
             "tpujobs check --help (start-up)": [args.tpujobs, "check", "--help"],
             "python3 -c pass (start-up)": [python, "-c", "pass"],
         }
-        times = rounds(one_file, args.rounds)
-        report("One 10,010-line file (%d bytes)" % os.path.getsize(one), times,
-               "tpujobs check train.py", [n for n in one_file if n != "tpujobs check train.py"],
-               "ms")
-        print("\nload average after: %.2f %.2f %.2f" % os.getloadavg())
-        times = in_process(args.check_bench, python, one, max(3, args.rounds // 6))
-        report("The same file inside one process (no start-up): each a mean over >= 1 s or 10 "
-               "parses", times, "run_check_command (check_bench)",
-               [n for n in times if n != "run_check_command (check_bench)"], "ms")
-        print("\nload average after: %.2f %.2f %.2f" % os.getloadavg())
+        if "one" in parts:
+            times = rounds(one_file, args.rounds)
+            report("One 10,010-line file (%d bytes)" % os.path.getsize(one), times,
+                   "tpujobs check train.py",
+                   [n for n in one_file if n != "tpujobs check train.py"], "ms")
+            print("\nload average after: %.2f %.2f %.2f" % os.getloadavg())
+        if "in-process" in parts:
+            times = in_process(args.check_bench, python, one, max(3, args.rounds // 6))
+            report("The same file inside one process (no start-up): each a mean over >= 1 s or "
+                   "10 parses", times, "run_check_command (check_bench)",
+                   [n for n in times if n != "run_check_command (check_bench)"], "ms")
+            print("\nload average after: %.2f %.2f %.2f" % os.getloadavg())
+        if "tree" not in parts:
+            return
         tree_commands = {
             "tpujobs check tree/": check + [tree],
             "tpujobs check --jobs 1 tree/": check + ["--jobs", "1", tree],
