@@ -2,6 +2,8 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -9,6 +11,7 @@
 #include <optional>
 #include <sstream>
 #include <system_error>
+#include <thread>
 
 #include "client/check_report.h"
 #include "client/command_table.h"
@@ -42,6 +45,7 @@ struct CheckLine {
   std::vector<std::string> requirements;
   std::string format = "text";
   std::optional<std::string> output;
+  unsigned jobs = 0;  // --jobs; 0: one per hardware thread
   std::vector<std::string> paths;
   bool help = false;
 };
@@ -100,6 +104,17 @@ std::unique_ptr<CLI::App> check_app(CheckLine& line) {
          });
   valued(*app, "--output", "FILE", "write the report to FILE instead of stdout",
          into(line.output, "--output"));
+  valued(*app, "--jobs", "N",
+         "check N files at a time (default: one per hardware thread);\n"
+         "the report is the same whatever N",
+         [&line](const std::string& value) {
+           const bool digits =
+               !value.empty() && value.size() <= 4 &&
+               std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
+           if (!digits || std::stoi(value) < 1)
+             throw UsageError("--jobs must be a whole number from 1 to 9999, not '" + value + "'");
+           line.jobs = static_cast<unsigned>(std::stoi(value));
+         });
   app->add_flag("-h,--help", line.help, "this text");
   return app;
 }
@@ -221,6 +236,46 @@ base::Result<Sources> read_sources(const CheckLine& line) {
   return sources;
 }
 
+// Runs work(0), ..., work(count - 1) on up to `threads` threads, this one
+// among them, each taking the next index until none is left. A call that
+// throws stops the others taking more, and the first exception is rethrown
+// here once every thread has stopped. When a thread cannot be started, the
+// ones that did (and this one) do its share.
+void on_threads(unsigned threads, std::size_t count, const std::function<void(std::size_t)>& work) {
+  std::atomic<std::size_t> next{0};
+  std::vector<std::exception_ptr> failures(std::max(1u, threads));
+  const auto drain = [&](std::size_t slot) {
+    try {
+      for (std::size_t i = next++; i < count; i = next++) work(i);
+    } catch (...) {
+      failures[slot] = std::current_exception();
+      next = count;
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (unsigned slot = 1; slot < threads && slot < count; ++slot) {
+    try {
+      helpers.emplace_back(drain, slot);
+    } catch (const std::system_error&) {
+      break;
+    }
+  }
+  drain(0);
+  for (std::thread& helper : helpers) helper.join();
+  for (const std::exception_ptr& failure : failures)
+    if (failure) std::rethrow_exception(failure);
+}
+
+// The scripts, `jobs` at a time (0: one per hardware thread), each thread
+// with its own tree-sitter parser (pyparse keeps one per thread).
+lightning::ForEachScript for_each_script(unsigned jobs) {
+  const unsigned threads = jobs > 0 ? jobs : std::max(1u, std::thread::hardware_concurrency());
+  if (threads == 1) return {};
+  return [threads](std::size_t count, const std::function<void(std::size_t)>& work) {
+    on_threads(threads, count, work);
+  };
+}
+
 std::string render(const lightning::CheckReport& report, const std::string& format) {
   if (format == "json") return lightning::check_report_json(report).dump(2) + "\n";
   if (format == "sarif") return check_report_sarif(report).dump(2) + "\n";
@@ -260,8 +315,8 @@ int run_check_command(const std::vector<std::string>& args, std::ostream& out, s
     return kExitRejected;
   }
   const std::unique_ptr<lightning::PythonParser> parser = pyparse::make_tree_sitter_parser();
-  const lightning::CheckReport report =
-      lightning::check_sources(sources->scripts, sources->requirements, options, *parser);
+  const lightning::CheckReport report = lightning::check_sources(
+      sources->scripts, sources->requirements, options, *parser, for_each_script(line.jobs));
   const std::string text = render(report, line.format);
   if (line.output) {
     std::ofstream file(*line.output, std::ios::binary | std::ios::trunc);

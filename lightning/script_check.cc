@@ -466,6 +466,26 @@ bool before(const Finding& a, const Finding& b) {
   return std::tie(a.path, a.line, a.column) < std::tie(b.path, b.line, b.column);
 }
 
+// One script's part of the report.
+struct ScriptOutcome {
+  bool checked = false;  // false: skipped, and `findings` says why
+  std::vector<Finding> findings;
+  std::vector<std::string> packages;  // the Lightning packages its calls come from
+};
+
+ScriptOutcome check_one(const SourceFile& file, const ScriptCheckOptions& options,
+                        const PythonParser& parser) {
+  ScriptOutcome out;
+  if (std::optional<Finding> refused = refusal(file)) {
+    out.findings.push_back(std::move(*refused));
+    return out;
+  }
+  const SyntaxTree tree = parser.parse(file.text);
+  out.findings = check_script(tree, file.path, options, &out.packages);
+  out.checked = true;
+  return out;
+}
+
 }  // namespace
 
 int CheckReport::count(Severity severity) const {
@@ -475,7 +495,8 @@ int CheckReport::count(Severity severity) const {
 
 CheckReport check_sources(const std::vector<SourceFile>& scripts,
                           const std::vector<SourceFile>& requirement_files,
-                          ScriptCheckOptions options, const PythonParser& parser) {
+                          ScriptCheckOptions options, const PythonParser& parser,
+                          const ForEachScript& for_each) {
   CheckReport report;
   for (const SourceFile& file : requirement_files) {
     if (std::optional<Finding> refused = refusal(file)) {
@@ -486,17 +507,25 @@ CheckReport check_sources(const std::vector<SourceFile>& scripts,
     for (Requirement& requirement : parse_requirements(file.text, file.path, &report.findings))
       options.requirements.push_back(std::move(requirement));
   }
+  // Each script into its own slot, then the slots merged in the scripts'
+  // order: the same report whichever thread checked which script when.
+  std::vector<ScriptOutcome> outcomes(scripts.size());
+  const std::function<void(std::size_t)> work = [&](std::size_t i) {
+    outcomes[i] = check_one(scripts[i], options, parser);
+  };
+  if (for_each) {
+    for_each(scripts.size(), work);
+  } else {
+    for (std::size_t i = 0; i < scripts.size(); ++i) work(i);
+  }
   std::vector<std::string> packages;
-  for (const SourceFile& file : scripts) {
-    if (std::optional<Finding> refused = refusal(file)) {
-      report.findings.push_back(std::move(*refused));
-      report.skipped.push_back(file.path);
-      continue;
-    }
-    const SyntaxTree tree = parser.parse(file.text);
-    for (Finding& finding : check_script(tree, file.path, options, &packages))
-      report.findings.push_back(std::move(finding));
-    report.checked.push_back(file.path);
+  for (std::size_t i = 0; i < scripts.size(); ++i) {
+    ScriptOutcome& outcome = outcomes[i];
+    (outcome.checked ? report.checked : report.skipped).push_back(scripts[i].path);
+    for (Finding& finding : outcome.findings) report.findings.push_back(std::move(finding));
+    for (std::string& package : outcome.packages)
+      if (std::find(packages.begin(), packages.end(), package) == packages.end())
+        packages.push_back(std::move(package));
   }
   for (Finding& finding : check_environment_pins(options, packages))
     report.findings.push_back(std::move(finding));

@@ -12,7 +12,9 @@
 // could depend on it are not checked: the check never guesses a value.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -104,12 +106,24 @@ struct CheckReport {
   bool has_errors() const { return errors() > 0; }
 };
 
+// Runs work(0), ..., work(count - 1), each exactly once, in any order and
+// on any threads, and returns when every call has returned. The check hands
+// it one call per script; scripts are independent, so a caller may run them
+// concurrently (`tpujobs check` does, client/check_command.cc).
+using ForEachScript =
+    std::function<void(std::size_t count, const std::function<void(std::size_t)>& work)>;
+
 // The whole check: reads `requirement_files` into options.requirements (its
 // own are kept), skips files that are too large (an error), binary or not
 // UTF-8 (a note), parses and checks each script, and adds the environment
-// check of the pins.
+// check of the pins. Scripts are checked through `for_each` (one after the
+// other when it is empty); the report is the same, byte for byte, whatever
+// order or threads it uses. @warning With a concurrent `for_each`,
+// parser.parse() is called from several threads at once (pyparse's parser
+// allows it).
 CheckReport check_sources(const std::vector<SourceFile>& scripts,
                           const std::vector<SourceFile>& requirement_files,
-                          ScriptCheckOptions options, const PythonParser& parser);
+                          ScriptCheckOptions options, const PythonParser& parser,
+                          const ForEachScript& for_each = {});
 
 }  // namespace tpujobs::lightning

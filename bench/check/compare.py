@@ -11,12 +11,23 @@ CPU time (user + system, from wait4) and wall time are kept; the report
 gives the minimum and the median of each, the load average before and
 after, and the ratio of tpujobs to the peer.
 
-usage: compare.py TPUJOBS_BINARY CHECK_BENCH_BINARY [--rounds N] [--tree-rounds N]
+The 10,010-line file is dense (9.7 tokens a line, Python's tokenize); real
+code is about half that (4-5 in typing.py, argparse.py, inspect.py,
+_pydecimal.py), so the file is also timed beside `real.py`: those modules
+of this Python's own standard library, concatenated (over 10,000 lines).
+The tree is checked with `--jobs 1` and with the default (a thread per
+hardware thread). `--busy-core` starts `yes > /dev/null` in a session of
+its own (as another user's process) for the whole run, and stops it at
+the end.
+
+usage: compare.py TPUJOBS_BINARY CHECK_BENCH_BINARY [--rounds N] [--tree-rounds N] [--busy-core]
+                  [--parts one,in-process,tree]
 """
 import argparse
 import os
 import random
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -103,13 +114,39 @@ def in_process(check_bench, python, one, count):
     return times
 
 
+# Standard-library modules of real, ordinary code (no `from __future__`,
+# which would have to come first), concatenated until over 10,000 lines.
+REAL_MODULES = ["typing.py", "argparse.py", "inspect.py", "dataclasses.py", "_pydecimal.py"]
+
+
+def write_real_code(path):
+    import sysconfig
+    lines = 0
+    with open(path, "wb") as out:
+        for name in REAL_MODULES:
+            if lines >= 10000:
+                break
+            text = open(os.path.join(sysconfig.get_paths()["stdlib"], name), "rb").read()
+            out.write(text if text.endswith(b"\n") else text + b"\n")
+            lines += text.count(b"\n")
+    return lines
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("tpujobs")
     parser.add_argument("check_bench")
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--tree-rounds", type=int, default=7)
+    parser.add_argument("--busy-core", action="store_true")
+    parser.add_argument("--parts", default="one,in-process,tree",
+                        help="which tables: one (the file, as processes), in-process, tree")
     args = parser.parse_args()
+    parts = args.parts.split(",")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # so that `finally` stops `yes`
+    busy = None
+    if args.busy_core:
+        busy = subprocess.Popen(["yes"], stdout=subprocess.DEVNULL, start_new_session=True)
     python = sys.executable
     work = tempfile.mkdtemp(prefix="tpujobs-check-compare-")
     try:
@@ -118,9 +155,12 @@ def main():
         tree = os.path.join(work, "tree")
         pyc = os.path.join(work, "train.pyc")
         check = [args.tpujobs, "check", "--format", "json", "--output", "/dev/null"]
-        print("CPU: %s; Python %s (%s); load average before: %.2f %.2f %.2f" %
+        real = os.path.join(work, "real.py")
+        real_lines = write_real_code(real)
+        print("CPU: %s; Python %s (%s); load average before: %.2f %.2f %.2f%s" %
               (open("/proc/cpuinfo").read().split("model name")[1].split("\n")[0].strip(": \t"),
-               sys.version.split()[0], python, *os.getloadavg()))
+               sys.version.split()[0], python, *os.getloadavg(),
+               "; `yes > /dev/null` keeps one core busy" if busy else ""))
         one_file = {
             "tpujobs check train.py": check + [one],
             "python3 ast.parse(train.py)":
@@ -128,21 +168,29 @@ def main():
             "python3 py_compile train.py":
                 [python, "-c", "import py_compile,sys; py_compile.compile(sys.argv[1], "
                  "cfile=sys.argv[2], doraise=True)", one, pyc],
+            "tpujobs check real.py (%d lines of the stdlib)" % real_lines: check + [real],
+            "python3 ast.parse(real.py)":
+                [python, "-c", "import ast,sys; ast.parse(open(sys.argv[1], 'rb').read())", real],
             "tpujobs check --help (start-up)": [args.tpujobs, "check", "--help"],
             "python3 -c pass (start-up)": [python, "-c", "pass"],
         }
-        times = rounds(one_file, args.rounds)
-        report("One 10,010-line file (%d bytes)" % os.path.getsize(one), times,
-               "tpujobs check train.py", [n for n in one_file if n != "tpujobs check train.py"],
-               "ms")
-        print("\nload average after: %.2f %.2f %.2f" % os.getloadavg())
-        times = in_process(args.check_bench, python, one, max(3, args.rounds // 6))
-        report("The same file inside one process (no start-up): each a mean over >= 1 s or 10 "
-               "parses", times, "run_check_command (check_bench)",
-               [n for n in times if n != "run_check_command (check_bench)"], "ms")
-        print("\nload average after: %.2f %.2f %.2f" % os.getloadavg())
+        if "one" in parts:
+            times = rounds(one_file, args.rounds)
+            report("One 10,010-line file (%d bytes)" % os.path.getsize(one), times,
+                   "tpujobs check train.py",
+                   [n for n in one_file if n != "tpujobs check train.py"], "ms")
+            print("\nload average after: %.2f %.2f %.2f" % os.getloadavg())
+        if "in-process" in parts:
+            times = in_process(args.check_bench, python, one, max(3, args.rounds // 6))
+            report("The same file inside one process (no start-up): each a mean over >= 1 s or "
+                   "10 parses", times, "run_check_command (check_bench)",
+                   [n for n in times if n != "run_check_command (check_bench)"], "ms")
+            print("\nload average after: %.2f %.2f %.2f" % os.getloadavg())
+        if "tree" not in parts:
+            return
         tree_commands = {
             "tpujobs check tree/": check + [tree],
+            "tpujobs check --jobs 1 tree/": check + ["--jobs", "1", tree],
             "python3 ast.parse of every tree/**.py":
                 [python, "-c", "import ast,pathlib,sys\n"
                  "for p in sorted(pathlib.Path(sys.argv[1]).rglob('*.py')): ast.parse(p.read_bytes())",
@@ -150,10 +198,13 @@ def main():
         }
         times = rounds(tree_commands, args.tree_rounds)
         report("A tree of 1,000 files of 210 lines", times, "tpujobs check tree/",
-               ["python3 ast.parse of every tree/**.py"], "s")
+               ["tpujobs check --jobs 1 tree/", "python3 ast.parse of every tree/**.py"], "s")
         print("\nload average after: %.2f %.2f %.2f" % os.getloadavg())
     finally:
         shutil.rmtree(work)
+        if busy:
+            busy.send_signal(signal.SIGTERM)
+            busy.wait()
 
 
 if __name__ == "__main__":
