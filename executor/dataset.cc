@@ -178,8 +178,10 @@ base::Result<CsvTable> parse_csv(std::string_view text, Loss loss) {
   return table;
 }
 
-base::Result<Dataset> generate_synthetic(const SyntheticData& spec, std::uint64_t seed,
-                                         int* classes) {
+namespace {
+
+// The spec's limits; returns its number of classes (0: regression).
+base::Result<int> synthetic_classes(const SyntheticData& spec) {
   const int min_features =
       spec.kind == SyntheticKind::kBlobs || spec.kind == SyntheticKind::kRegression ? 1 : 2;
   if (spec.n < 2) return invalid(std::string("synthetic data: n must be at least 2"));
@@ -193,83 +195,107 @@ base::Result<Dataset> generate_synthetic(const SyntheticData& spec, std::uint64_
   if (!(spec.noise >= 0) || !std::isfinite(spec.noise)) {
     return invalid(std::string("synthetic data: noise must be a finite number >= 0"));
   }
-  int class_count = 0;
   switch (spec.kind) {
     case SyntheticKind::kXor:
-      class_count = 2;
-      break;
+      return 2;
     case SyntheticKind::kRegression:
-      class_count = 0;
-      break;
+      return 0;
     default:
       if (spec.classes < 2 || spec.classes > 1000) {
         return invalid(std::string("synthetic data: classes must be between 2 and 1000"));
       }
-      class_count = spec.classes;
+      return spec.classes;
   }
+}
+
+// Gaussian blobs around uniform centres, one per class.
+void fill_blobs(const SyntheticData& spec, int class_count, Rng& rng, Dataset& data) {
+  const int f = spec.features;
+  std::vector<double> centres(std::size_t(class_count) * f);
+  for (double& c : centres) c = rng.uniform(-1.0, 1.0);
+  for (int i = 0; i < spec.n; ++i) {
+    const int label = i % class_count;
+    for (int j = 0; j < f; ++j) {
+      data.values[std::size_t(i) * f + j] =
+          static_cast<float>(centres[std::size_t(label) * f + j] + spec.noise * rng.normal());
+    }
+    data.labels[i] = static_cast<float>(label);
+  }
+}
+
+// One arm of a spiral per class in the first two features; noise in the rest.
+void fill_spirals(const SyntheticData& spec, int class_count, Rng& rng, Dataset& data) {
+  const int f = spec.features;
+  for (int i = 0; i < spec.n; ++i) {
+    const int label = i % class_count;
+    const double t = rng.uniform();
+    const double angle = 6.283185307179586 * label / class_count + 3.0 * t * 3.141592653589793;
+    data.values[std::size_t(i) * f + 0] =
+        static_cast<float>(t * std::cos(angle) + spec.noise * rng.normal());
+    data.values[std::size_t(i) * f + 1] =
+        static_cast<float>(t * std::sin(angle) + spec.noise * rng.normal());
+    for (int j = 2; j < f; ++j)
+      data.values[std::size_t(i) * f + j] = static_cast<float>(spec.noise * rng.normal());
+    data.labels[i] = static_cast<float>(label);
+  }
+}
+
+// The sign of x0 * x1 decides the class; the other features are uniform.
+void fill_xor(const SyntheticData& spec, Rng& rng, Dataset& data) {
+  const int f = spec.features;
+  for (int i = 0; i < spec.n; ++i) {
+    double x0 = rng.uniform(-1.0, 1.0), x1 = rng.uniform(-1.0, 1.0);
+    data.labels[i] = (x0 > 0) == (x1 > 0) ? 0.0f : 1.0f;
+    data.values[std::size_t(i) * f + 0] = static_cast<float>(x0 + spec.noise * rng.normal());
+    data.values[std::size_t(i) * f + 1] = static_cast<float>(x1 + spec.noise * rng.normal());
+    for (int j = 2; j < f; ++j)
+      data.values[std::size_t(i) * f + j] = static_cast<float>(rng.uniform(-1.0, 1.0));
+  }
+}
+
+// A linear target of normal features, plus noise.
+void fill_regression(const SyntheticData& spec, Rng& rng, Dataset& data) {
+  const int f = spec.features;
+  std::vector<double> weights(f);
+  for (double& w : weights) w = rng.normal() / std::sqrt(static_cast<double>(f));
+  for (int i = 0; i < spec.n; ++i) {
+    double y = 0;
+    for (int j = 0; j < f; ++j) {
+      const double x = rng.normal();
+      data.values[std::size_t(i) * f + j] = static_cast<float>(x);
+      y += weights[j] * x;
+    }
+    data.labels[i] = static_cast<float>(y + spec.noise * rng.normal());
+  }
+}
+
+}  // namespace
+
+base::Result<Dataset> generate_synthetic(const SyntheticData& spec, std::uint64_t seed,
+                                         int* classes) {
+  base::Result<int> class_count = synthetic_classes(spec);
+  if (!class_count.ok()) return class_count.error();
   Rng rng(derive_seed(seed, {0xda7a, static_cast<std::uint64_t>(spec.kind)}));
   Dataset data;
   data.features = spec.features;
   data.rows = spec.n;
   data.values.resize(std::size_t(spec.n) * spec.features);
   data.labels.resize(spec.n);
-  const int f = spec.features;
   switch (spec.kind) {
-    case SyntheticKind::kBlobs: {
-      std::vector<double> centres(std::size_t(class_count) * f);
-      for (double& c : centres) c = rng.uniform(-1.0, 1.0);
-      for (int i = 0; i < spec.n; ++i) {
-        const int label = i % class_count;
-        for (int j = 0; j < f; ++j) {
-          data.values[std::size_t(i) * f + j] =
-              static_cast<float>(centres[std::size_t(label) * f + j] + spec.noise * rng.normal());
-        }
-        data.labels[i] = static_cast<float>(label);
-      }
+    case SyntheticKind::kBlobs:
+      fill_blobs(spec, *class_count, rng, data);
       break;
-    }
-    case SyntheticKind::kSpirals: {
-      for (int i = 0; i < spec.n; ++i) {
-        const int label = i % class_count;
-        const double t = rng.uniform();
-        const double angle = 6.283185307179586 * label / class_count + 3.0 * t * 3.141592653589793;
-        data.values[std::size_t(i) * f + 0] =
-            static_cast<float>(t * std::cos(angle) + spec.noise * rng.normal());
-        data.values[std::size_t(i) * f + 1] =
-            static_cast<float>(t * std::sin(angle) + spec.noise * rng.normal());
-        for (int j = 2; j < f; ++j)
-          data.values[std::size_t(i) * f + j] = static_cast<float>(spec.noise * rng.normal());
-        data.labels[i] = static_cast<float>(label);
-      }
+    case SyntheticKind::kSpirals:
+      fill_spirals(spec, *class_count, rng, data);
       break;
-    }
-    case SyntheticKind::kXor: {
-      for (int i = 0; i < spec.n; ++i) {
-        double x0 = rng.uniform(-1.0, 1.0), x1 = rng.uniform(-1.0, 1.0);
-        data.labels[i] = (x0 > 0) == (x1 > 0) ? 0.0f : 1.0f;
-        data.values[std::size_t(i) * f + 0] = static_cast<float>(x0 + spec.noise * rng.normal());
-        data.values[std::size_t(i) * f + 1] = static_cast<float>(x1 + spec.noise * rng.normal());
-        for (int j = 2; j < f; ++j)
-          data.values[std::size_t(i) * f + j] = static_cast<float>(rng.uniform(-1.0, 1.0));
-      }
+    case SyntheticKind::kXor:
+      fill_xor(spec, rng, data);
       break;
-    }
-    case SyntheticKind::kRegression: {
-      std::vector<double> weights(f);
-      for (double& w : weights) w = rng.normal() / std::sqrt(static_cast<double>(f));
-      for (int i = 0; i < spec.n; ++i) {
-        double y = 0;
-        for (int j = 0; j < f; ++j) {
-          const double x = rng.normal();
-          data.values[std::size_t(i) * f + j] = static_cast<float>(x);
-          y += weights[j] * x;
-        }
-        data.labels[i] = static_cast<float>(y + spec.noise * rng.normal());
-      }
+    case SyntheticKind::kRegression:
+      fill_regression(spec, rng, data);
       break;
-    }
   }
-  *classes = class_count;
+  *classes = *class_count;
   return data;
 }
 

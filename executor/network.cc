@@ -272,18 +272,93 @@ BatchLoss Replica::loss(int rows, float* output_gradient, float scale) {
   return result;
 }
 
+void Replica::backward_linear(std::size_t l, int rows, bool accumulate, const float* upstream,
+                              float* downstream) {
+  const LayerShape& layer = network_.shape().layers[l];
+  const LayerParameters& where = network_.layout()[l];
+  const int in = layer.in, out = layer.out;
+  const Precision precision = network_.precision();
+  float* gradients = gradients_.data();
+  const float* matmul = network_.matmul_parameters();
+  const bool need_input_gradient = l > 0;
+  const float* dy_data = upstream;
+  const float* x_data = activations_[l].data();
+  if (precision != Precision::kFp32) {
+    round_for_matmul(precision, upstream, rounded_gradient_.data(), std::size_t(rows) * out);
+    dy_data = rounded_gradient_.data();
+    x_data = rounded_inputs_[l].data();
+  }
+  // A tied weight gets gradients from two layers: the later one (seen
+  // first here) may overwrite, the source then adds.
+  const std::size_t owner =
+      layer.tied ? static_cast<std::size_t>(*network_.model().layers[l].tie) : l;
+  const bool overwrite = !accumulate && !weight_written_[owner];
+  weight_written_[owner] = 1;
+  const MatrixOperand dym{dy_data, out, false};
+  float* dw = gradients + where.weight;
+  if (!layer.tied) {
+    // W [in x out]: dW += x^T dy, dx = dy W^T.
+    gemm(in, out, rows, MatrixOperand{x_data, in, true}, dym, dw, out, !overwrite, split_);
+    if (need_input_gradient) {
+      gemm(rows, in, out, dym, MatrixOperand{matmul + where.weight, out, true}, downstream, in,
+           false, split_);
+    }
+  } else {
+    // y = x W^T with the source's W [out x in]: dW += dy^T x, dx = dy W.
+    gemm(out, in, rows, MatrixOperand{dy_data, out, true}, MatrixOperand{x_data, in, false}, dw, in,
+         !overwrite, split_);
+    if (need_input_gradient) {
+      gemm(rows, in, out, dym, MatrixOperand{matmul + where.weight, in, false}, downstream, in,
+           false, split_);
+    }
+  }
+  if (where.bias != LayerParameters::kNone) {
+    ConstView dy(upstream, rows, out);
+    RowVectorView bias_gradient(gradients + where.bias, out);
+    if (!accumulate) bias_gradient.setZero();
+    for (int r = 0; r < rows; ++r) bias_gradient += dy.row(r);
+  }
+}
+
+void Replica::backward_layer_norm(std::size_t l, int rows, bool accumulate, const float* upstream,
+                                  float* downstream) {
+  const LayerParameters& where = network_.layout()[l];
+  const int out = network_.shape().layers[l].out;
+  float* gradients = gradients_.data();
+  ConstView dy(upstream, rows, out);
+  ConstView normalized(aux_[l].data(), rows, out);
+  ConstRowVectorView gamma(network_.parameters().data() + where.weight, out);
+  RowVectorView gamma_gradient(gradients + where.weight, out);
+  RowVectorView beta_gradient(gradients + where.bias, out);
+  if (!accumulate) {
+    gamma_gradient.setZero();
+    beta_gradient.setZero();
+  }
+  for (int r = 0; r < rows; ++r) {
+    gamma_gradient += dy.row(r).cwiseProduct(normalized.row(r));
+    beta_gradient += dy.row(r);
+  }
+  if (l == 0) return;  // no input gradient for the first layer
+  // dx = (g - mean(g) - x_hat * mean(g * x_hat)) / std, with g = dy * gamma.
+  View dx(downstream, rows, network_.shape().layers[l].in);
+  const float* inverse_std = inverse_std_[l].data();
+  for (int r = 0; r < rows; ++r) {
+    const float mean_scaled = dy.row(r).dot(gamma) / static_cast<float>(out);
+    const float mean_projection =
+        dy.row(r).cwiseProduct(gamma).dot(normalized.row(r)) / static_cast<float>(out);
+    dx.row(r).array() = (dy.row(r).array() * gamma.array() - mean_scaled -
+                         normalized.row(r).array() * mean_projection) *
+                        inverse_std[r];
+  }
+}
+
 void Replica::backward(int rows, bool accumulate) {
   std::fill(weight_written_.begin(), weight_written_.end(), 0);
   const ModelShape& shape = network_.shape();
-  const float* parameters = network_.parameters().data();
-  const float* matmul = network_.matmul_parameters();
-  const Precision precision = network_.precision();
-  float* gradients = gradients_.data();
   float* upstream = gradient_a_.data();  // d loss / d (this layer's output)
   float* downstream = gradient_b_.data();
   for (std::size_t l = shape.layers.size(); l-- > 0;) {
     const LayerShape& layer = shape.layers[l];
-    const LayerParameters& where = network_.layout()[l];
     const int in = layer.in, out = layer.out;
     const bool need_input_gradient = l > 0;
     ConstView dy(upstream, rows, out);
@@ -291,45 +366,9 @@ void Replica::backward(int rows, bool accumulate) {
     ConstView x(activations_[l].data(), rows, in);
     ConstView y(activations_[l + 1].data(), rows, out);
     switch (layer.type) {
-      case LayerType::kLinear: {
-        const float* dy_data = upstream;
-        const float* x_data = activations_[l].data();
-        if (precision != Precision::kFp32) {
-          round_for_matmul(precision, upstream, rounded_gradient_.data(), std::size_t(rows) * out);
-          dy_data = rounded_gradient_.data();
-          x_data = rounded_inputs_[l].data();
-        }
-        // A tied weight gets gradients from two layers: the later one (seen
-        // first here) may overwrite, the source then adds.
-        const std::size_t owner =
-            layer.tied ? static_cast<std::size_t>(*network_.model().layers[l].tie) : l;
-        const bool overwrite = !accumulate && !weight_written_[owner];
-        weight_written_[owner] = 1;
-        const MatrixOperand dym{dy_data, out, false};
-        float* dw = gradients + where.weight;
-        if (!layer.tied) {
-          // W [in x out]: dW += x^T dy, dx = dy W^T.
-          gemm(in, out, rows, MatrixOperand{x_data, in, true}, dym, dw, out, !overwrite, split_);
-          if (need_input_gradient) {
-            gemm(rows, in, out, dym, MatrixOperand{matmul + where.weight, out, true}, downstream,
-                 in, false, split_);
-          }
-        } else {
-          // y = x W^T with the source's W [out x in]: dW += dy^T x, dx = dy W.
-          gemm(out, in, rows, MatrixOperand{dy_data, out, true}, MatrixOperand{x_data, in, false},
-               dw, in, !overwrite, split_);
-          if (need_input_gradient) {
-            gemm(rows, in, out, dym, MatrixOperand{matmul + where.weight, in, false}, downstream,
-                 in, false, split_);
-          }
-        }
-        if (where.bias != LayerParameters::kNone) {
-          RowVectorView bias_gradient(gradients + where.bias, out);
-          if (!accumulate) bias_gradient.setZero();
-          for (int r = 0; r < rows; ++r) bias_gradient += dy.row(r);
-        }
+      case LayerType::kLinear:
+        backward_linear(l, rows, accumulate, upstream, downstream);
         break;
-      }
       case LayerType::kRelu:
         if (need_input_gradient)
           relu_backward(x.data(), dy.data(), dx.data(), std::int64_t{rows} * in);
@@ -357,33 +396,9 @@ void Replica::backward(int rows, bool accumulate) {
         }
         break;
       }
-      case LayerType::kLayerNorm: {
-        ConstView normalized(aux_[l].data(), rows, out);
-        ConstRowVectorView gamma(parameters + where.weight, out);
-        RowVectorView gamma_gradient(gradients + where.weight, out);
-        RowVectorView beta_gradient(gradients + where.bias, out);
-        if (!accumulate) {
-          gamma_gradient.setZero();
-          beta_gradient.setZero();
-        }
-        for (int r = 0; r < rows; ++r) {
-          gamma_gradient += dy.row(r).cwiseProduct(normalized.row(r));
-          beta_gradient += dy.row(r);
-        }
-        if (need_input_gradient) {
-          // dx = (g - mean(g) - x_hat * mean(g * x_hat)) / std, with g = dy * gamma.
-          const float* inverse_std = inverse_std_[l].data();
-          for (int r = 0; r < rows; ++r) {
-            const float mean_scaled = dy.row(r).dot(gamma) / static_cast<float>(out);
-            const float mean_projection =
-                dy.row(r).cwiseProduct(gamma).dot(normalized.row(r)) / static_cast<float>(out);
-            dx.row(r).array() = (dy.row(r).array() * gamma.array() - mean_scaled -
-                                 normalized.row(r).array() * mean_projection) *
-                                inverse_std[r];
-          }
-        }
+      case LayerType::kLayerNorm:
+        backward_layer_norm(l, rows, accumulate, upstream, downstream);
         break;
-      }
     }
     std::swap(upstream, downstream);
   }

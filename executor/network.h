@@ -97,6 +97,13 @@ class Replica {
   const float* forward(int rows, bool training, std::uint64_t dropout_seed);
   BatchLoss loss(int rows, float* output_gradient, float scale);
   void backward(int rows, bool accumulate);
+  // One layer's part of backward: its parameters' gradients from
+  // `upstream` (d loss / d its output), and d loss / d its input into
+  // `downstream` unless it is the first layer.
+  void backward_linear(std::size_t l, int rows, bool accumulate, const float* upstream,
+                       float* downstream);
+  void backward_layer_norm(std::size_t l, int rows, bool accumulate, const float* upstream,
+                           float* downstream);
 
   const Network& network_;
   int max_rows_;

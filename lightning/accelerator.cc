@@ -242,48 +242,89 @@ std::string_view accelerator_flag(const Context& c, std::string* flag) {
 
 }  // namespace
 
-void check_accelerator(Context& c) {
-  const AcceleratorRules& rules = rules_for(c);
-  const std::vector<std::string> names = split_names(rules.registered);
-  const auto is_registered = [&](const std::string& name) {
-    return std::find(names.begin(), names.end(), name) != names.end();
-  };
-  // 1.6.5 accelerator_connector.py:293-302: a string that is neither a
-  // registered accelerator nor 'auto' leaves the flag None; a strategy name
-  // becomes the strategy, with a deprecation warning (:296-301).
+namespace {
+
+bool listed(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// 1.6.5 accelerator_connector.py:293-302: a string that is neither a
+// registered accelerator nor 'auto' leaves the flag None; a strategy name
+// becomes the strategy, with a deprecation warning (:296-301). Returns
+// whether the job is refused (a strategy named twice, differently).
+bool refused_as_a_strategy(Context& c, const AcceleratorRules& rules,
+                           const std::vector<std::string>& names) {
   c.accelerator_dropped = c.settings.accelerator && rules.unknown_dropped &&
                           *c.settings.accelerator != "auto" &&
-                          !is_registered(*c.settings.accelerator);
+                          !listed(names, *c.settings.accelerator);
   // 1.6 keeps accelerator='ddp_cpu' (no registered name) as the strategy
   // flag when no strategy is given, without a warning (1.6.5
   // accelerator_connector.py:302); check_strategy falls back from it.
   if (c.accelerator_dropped && *c.settings.accelerator == kDdpCpu && !c.settings.strategy) {
     c.strategy_from_accelerator = std::string(kDdpCpu);
   }
-  if (c.accelerator_dropped && is_registered_strategy(*c.settings.accelerator, c.version)) {
-    const std::string& accelerator = *c.settings.accelerator;
-    std::string strategy = c.settings.strategy.value_or(accelerator);
-    // 1.6.0 compares the strategy as written: 'DDP' beside accelerator='ddp'
-    // conflicts there (1.6.0 accelerator_connector.py:265-269), not from 1.6.1.
-    if (c.settings.strategy && strategy_lowercased(c)) {
-      std::transform(strategy.begin(), strategy.end(), strategy.begin(),
-                     [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-    }
-    if (strategy != accelerator) {
-      // :274-278, before the accelerator is looked at.
-      c.error(kFieldAccelerator,
-              fill(rules.strategy_conflict, {{"strategy", strategy}, {"accelerator", accelerator}}),
-              "Name the strategy once, in `strategy`; `accelerator` takes \"tpu\", \"cpu\" or "
-              "\"auto\".",
-              rules.source);
-      return;
-    }
-    c.warn(fill(rules.strategy_deprecated, {{"accelerator", py_repr(accelerator)}}));
-    c.strategy_from_accelerator = accelerator;
+  if (!c.accelerator_dropped || !is_registered_strategy(*c.settings.accelerator, c.version)) {
+    return false;
   }
+  const std::string& accelerator = *c.settings.accelerator;
+  std::string strategy = c.settings.strategy.value_or(accelerator);
+  // 1.6.0 compares the strategy as written: 'DDP' beside accelerator='ddp'
+  // conflicts there (1.6.0 accelerator_connector.py:265-269), not from 1.6.1.
+  if (c.settings.strategy && strategy_lowercased(c)) {
+    std::transform(strategy.begin(), strategy.end(), strategy.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  }
+  if (strategy != accelerator) {
+    // :274-278, before the accelerator is looked at.
+    c.error(kFieldAccelerator,
+            fill(rules.strategy_conflict, {{"strategy", strategy}, {"accelerator", accelerator}}),
+            "Name the strategy once, in `strategy`; `accelerator` takes \"tpu\", \"cpu\" or "
+            "\"auto\".",
+            rules.source);
+    return true;
+  }
+  c.warn(fill(rules.strategy_deprecated, {{"accelerator", py_repr(accelerator)}}));
+  c.strategy_from_accelerator = accelerator;
+  return false;
+}
+
+// accelerator='tpu': refused without torch_xla or without TPU hosts.
+// Returns whether the job runs on the TPU.
+bool tpu_usable(Context& c, const AcceleratorRules& rules, std::string_view field) {
+  if (c.torch_xla_missing && !rules.xla_missing.empty()) {
+    c.use_patch_row(rules.patches);
+    const int xla = default_torch_xla(c.version);
+    const std::string version = std::to_string(xla / 100) + "." + std::to_string(xla % 100);
+    const bool python37 = c.python_minor <= 7 && !rules.xla_missing_python37.empty();
+    c.error(field, std::string(python37 ? rules.xla_missing_python37 : rules.xla_missing),
+            "`environment` lists no torch_xla: install it with the torch of the same minor "
+            "version (pip install torch~=" +
+                version + ".0 'torch_xla[tpu]~=" + version +
+                ".0' -f https://storage.googleapis.com/libtpu-releases/index.html).",
+            python37 ? rules.xla_missing_python37_source : rules.xla_missing_source);
+    return false;
+  }
+  if (!c.tpu_available()) {
+    c.error(field,
+            fill(rules.not_available, {{"class", std::string(rules.tpu_class)},
+                                       {"available", available_list(c, rules)}}),
+            "This pool has no TPU hosts: use `accelerator: \"cpu\"` (or \"auto\", which falls "
+            "back to the CPU), or submit to a service started with TPU hosts (--pool v3-8).",
+            rules.source);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void check_accelerator(Context& c) {
+  const AcceleratorRules& rules = rules_for(c);
+  const std::vector<std::string> names = split_names(rules.registered);
+  if (refused_as_a_strategy(c, rules, names)) return;
   std::string flag;
   const std::string_view field = accelerator_flag(c, &flag);
-  const bool registered = is_registered(flag);
+  const bool registered = listed(names, flag);
   if (!registered && flag != "auto" && !(flag == "gpu" && !rules.gpu_registered)) {
     c.accelerator_name_refused = true;
     c.error(kFieldAccelerator,
@@ -299,28 +340,7 @@ void check_accelerator(Context& c) {
   } else if (flag == "cpu") {
     c.accelerator = Accelerator::kCpu;
   } else if (flag == "tpu") {
-    if (c.torch_xla_missing && !rules.xla_missing.empty()) {
-      c.use_patch_row(rules.patches);
-      const int xla = default_torch_xla(c.version);
-      const std::string version = std::to_string(xla / 100) + "." + std::to_string(xla % 100);
-      const bool python37 = c.python_minor <= 7 && !rules.xla_missing_python37.empty();
-      c.error(field, std::string(python37 ? rules.xla_missing_python37 : rules.xla_missing),
-              "`environment` lists no torch_xla: install it with the torch of the same minor "
-              "version (pip install torch~=" +
-                  version + ".0 'torch_xla[tpu]~=" + version +
-                  ".0' -f https://storage.googleapis.com/libtpu-releases/index.html).",
-              python37 ? rules.xla_missing_python37_source : rules.xla_missing_source);
-      return;
-    }
-    if (!c.tpu_available()) {
-      c.error(field,
-              fill(rules.not_available, {{"class", std::string(rules.tpu_class)},
-                                         {"available", available_list(c, rules)}}),
-              "This pool has no TPU hosts: use `accelerator: \"cpu\"` (or \"auto\", which falls "
-              "back to the CPU), or submit to a service started with TPU hosts (--pool v3-8).",
-              rules.source);
-      return;
-    }
+    if (!tpu_usable(c, rules, field)) return;
     c.accelerator = Accelerator::kTpu;
   } else if (flag == "gpu" && !rules.gpu_registered) {
     c.error(kFieldAccelerator, std::string(rules.no_gpu_backend), std::string(kGpuHint),

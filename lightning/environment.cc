@@ -396,6 +396,150 @@ int default_torch_xla(int lightning_version) {
   return chosen;
 }
 
+namespace {
+
+// environment.lightning selects the rules.
+void check_lightning_release(Context& c, const Version& lightning) {
+  const Release* release = find_release(lightning.text);
+  if (!release) {
+    c.error(kFieldLightning,
+            "Lightning " + lightning.text + " is not a release tpujobs reproduces (" +
+                release_names() + ").",
+            "Use a Lightning between 1.6 and 2.5.");
+    return;
+  }
+  c.default_release = release;
+  c.release_from_environment = true;
+  const std::optional<std::string>& asked = c.settings.lightning_version;
+  const Release* asked_release = asked ? find_release(*asked) : nullptr;
+  if (asked_release && asked_release != release) {
+    c.error(kFieldLightningVersion,
+            "`lightning_version` " + py_repr(*asked) + " selects the rules of Lightning " +
+                asked_release->name() + ", but `environment.lightning` is " + lightning.text + ".",
+            "Drop `lightning_version` (environment.lightning selects the rules), or make them "
+            "agree: `lightning_version: \"" +
+                release->name() + "\"`.");
+  }
+}
+
+// The Lightning release's python_requires.
+void check_python_requirement(Context& c, const Version& python, const Version& lightning,
+                              int python_minor) {
+  const Release* release = find_release(lightning.text);
+  const PythonRequirement* requirement =
+      release ? row_for<PythonRequirement>(kPythonRequirements, release->number()) : nullptr;
+  const TorchRequirement* torch_requirement =
+      release ? row_for<TorchRequirement>(kTorchRequirements, release->number()) : nullptr;
+  if (requirement &&
+      (python.major < 3 || (python.major == 3 && python_minor < requirement->minimum))) {
+    c.error(kFieldLightning,
+            fill(kNoLightningDistribution, {{"package", std::string(torch_requirement->package)},
+                                            {"lightning", lightning.text}}),
+            std::string(torch_requirement->package) + " " + lightning.text + " requires Python " +
+                std::string(requirement->specifier) + " (python_requires), not " + python.text +
+                ": use a newer Python, or an older Lightning.",
+            requirement->source);
+  }
+}
+
+// Whether pip finds a torch_xla wheel for this Python, and whether it
+// imports beside this torch. Returns the wheel's row (null: none known).
+const TorchXlaRelease* check_torch_xla_wheel(Context& c, const Version& torch_xla,
+                                             const std::optional<Version>& torch,
+                                             const std::optional<Version>& python,
+                                             int python_minor) {
+  const TorchXlaRelease* wheel = row_for<TorchXlaRelease>(kTorchXlaReleases, torch_xla.number());
+  if (!wheel) {
+    // tpujobs' own words: pip may well install it (torch_xla 2.6 and later
+    // exist), tpujobs has no rules for it.
+    c.error(kFieldTorchXla,
+            "torch_xla " + torch_xla.text +
+                " is not a release tpujobs reproduces (1.13, and 2.0 to 2.5).",
+            "Use one of those, with the torch of the same minor version.");
+  } else if (wheel->versions.first == 201 && xrt_build(torch_xla.text) &&
+             python_minor != kXrtBuildPython) {
+    c.error(kFieldTorchXla, fill(kNoDistribution, {{"torch_xla", torch_xla.text}}),
+            "torch_xla 2.1.0+xrt has a wheel for Python 3." + std::to_string(kXrtBuildPython) +
+                " only, not " + python->text +
+                ": use Python 3.10, or torch_xla 2.1.0 with `runtime: \"pjrt\"`.",
+            kPipSource);
+  } else if (python_minor < wheel->python_first || python_minor > wheel->python_last) {
+    c.error(kFieldTorchXla, fill(kNoDistribution, {{"torch_xla", torch_xla.text}}),
+            "torch_xla " + torch_xla.minor_text() + " has wheels for Python 3." +
+                std::to_string(wheel->python_first) + " to 3." +
+                std::to_string(wheel->python_last) + ", not " +
+                (python ? python->text : std::string("3.10")) + ".",
+            kPipSource);
+  } else if (torch && torch->number() != wheel->torch) {
+    // The extension's ABI tag: CPython 3.7 and older add "m" (pymalloc),
+    // 3.8 dropped it ("cpython-37m", "cpython-38").
+    const std::string abi = "3" + std::to_string(python_minor) + (python_minor <= 7 ? "m" : "");
+    c.error(kFieldTorchXla,
+            fill(kImportError, {{"python", "3." + std::to_string(python_minor)},
+                                {"abi", abi},
+                                {"symbol", std::string(wheel->undefined_symbol)}}),
+            "torch " + torch->text + " and torch_xla " + torch_xla.text +
+                " are of different minor versions: " + install_hint(wheel->torch, python_minor) +
+                ".",
+            wheel->source);
+  }
+  return wheel;
+}
+
+// What a known torch_xla wheel does on import and which runtimes it has.
+void check_torch_xla_runtime(Context& c, const Version& torch_xla, const TorchXlaRelease& wheel) {
+  // `import torch_xla` warns about a deprecated XLA_USE_FP16 set to anything
+  // (`if os.environ.get(env_var)`), whatever the job then does.
+  if (!wheel.xla_use_fp16_import_warning.empty()) {
+    const auto fp16 = c.settings.env.find("XLA_USE_FP16");
+    if (fp16 != c.settings.env.end() && !fp16->second.empty()) {
+      c.warn(std::string(wheel.xla_use_fp16_import_warning));
+      c.out.torch_xla_import_lines.emplace_back(wheel.xla_use_fp16_import_warning);
+    }
+  }
+  c.out.torch_xla_version = wheel.versions.first;
+  c.torch_xla_from_environment = true;
+  const bool xrt = wheel.xrt || (wheel.versions.first == 201 && xrt_build(torch_xla.text));
+  if (!xrt && c.settings.runtime == "xrt") {
+    const bool v21 = wheel.versions.first == 201;
+    c.error(kFieldRuntime,
+            "torch_xla " + torch_xla.text + " has no XRT runtime (" +
+                (v21 ? "only the 2.1.0+xrt build has it)." : "removed in torch_xla 2.2)."),
+            v21 ? "Use `runtime: \"pjrt\"` (PJRT_DEVICE=TPU), or install torch_xla 2.1.0+xrt: "
+                  "https://storage.googleapis.com/pytorch-xla-releases/wheels/xrt/tpuvm/"
+                  "torch_xla-2.1.0%2Bxrt-cp310-cp310-manylinux_2_28_x86_64.whl"
+                : "Use `runtime: \"pjrt\"` (PJRT_DEVICE=TPU).");
+  }
+}
+
+// The torch range the Lightning release (at its patch) requires.
+void check_torch_requirement(Context& c, const Version& torch, const Version& lightning) {
+  const Release* release = find_release(lightning.text);
+  const TorchRequirement* requirement =
+      release ? row_for<TorchRequirement>(
+                    kTorchRequirements, release->number(),
+                    patch_number(release->number(), release_patch(lightning.text, *release)))
+              : nullptr;
+  if (!requirement) return;
+  const int t = torch.number();
+  const bool too_new = requirement->below != 0 && t >= requirement->below;
+  if (t < requirement->minimum || too_new) {
+    c.error(kFieldTorch,
+            fill(kResolverConflict, {{"package", std::string(requirement->package)},
+                                     {"lightning", lightning.text},
+                                     {"specifier", std::string(requirement->specifier)},
+                                     {"torch", torch.text}}),
+            std::string(requirement->package) + " " + lightning.text + " needs " +
+                std::string(requirement->specifier) +
+                "; install a torch in that range (and the "
+                "torch_xla of the same minor version).",
+            requirement->source);
+    c.use_patch_row(requirement->patches);
+  }
+}
+
+}  // namespace
+
 void check_environment(Context& c) {
   // XLA_USE_BF16 stores every float tensor as bf16, whatever the precision.
   c.xla_use_bf16 = env_bool(c.settings.env, "XLA_USE_BF16");
@@ -412,141 +556,17 @@ void check_environment(Context& c) {
   const std::optional<Version> torch_xla = read(c, kFieldTorchXla, env.torch_xla);
   const std::optional<Version> lightning = read(c, kFieldLightning, env.lightning);
 
-  // environment.lightning selects the rules.
-  if (lightning) {
-    const Release* release = find_release(lightning->text);
-    if (!release) {
-      c.error(kFieldLightning,
-              "Lightning " + lightning->text + " is not a release tpujobs reproduces (" +
-                  release_names() + ").",
-              "Use a Lightning between 1.6 and 2.5.");
-    } else {
-      c.default_release = release;
-      c.release_from_environment = true;
-      const std::optional<std::string>& asked = c.settings.lightning_version;
-      const Release* asked_release = asked ? find_release(*asked) : nullptr;
-      if (asked_release && asked_release != release) {
-        c.error(kFieldLightningVersion,
-                "`lightning_version` " + py_repr(*asked) + " selects the rules of Lightning " +
-                    asked_release->name() + ", but `environment.lightning` is " + lightning->text +
-                    ".",
-                "Drop `lightning_version` (environment.lightning selects the rules), or make them "
-                "agree: `lightning_version: \"" +
-                    release->name() + "\"`.");
-      }
-    }
-  }
-
+  if (lightning) check_lightning_release(c, *lightning);
   const int python_minor = python && python->major == 3 ? python->minor : 10;
   c.python_minor = python_minor;
-  if (python && lightning) {
-    const Release* release = find_release(lightning->text);
-    const PythonRequirement* requirement =
-        release ? row_for<PythonRequirement>(kPythonRequirements, release->number()) : nullptr;
-    const TorchRequirement* torch_requirement =
-        release ? row_for<TorchRequirement>(kTorchRequirements, release->number()) : nullptr;
-    if (requirement &&
-        (python->major < 3 || (python->major == 3 && python_minor < requirement->minimum))) {
-      c.error(kFieldLightning,
-              fill(kNoLightningDistribution, {{"package", std::string(torch_requirement->package)},
-                                              {"lightning", lightning->text}}),
-              std::string(torch_requirement->package) + " " + lightning->text +
-                  " requires Python " + std::string(requirement->specifier) +
-                  " (python_requires), not " + python->text +
-                  ": use a newer Python, or an older Lightning.",
-              requirement->source);
-    }
-  }
+  if (python && lightning) check_python_requirement(c, *python, *lightning, python_minor);
   if (!torch_xla) {
     c.torch_xla_missing = true;  // a TPU job fails the way Lightning does without it
-  } else {
-    const TorchXlaRelease* wheel = row_for<TorchXlaRelease>(kTorchXlaReleases, torch_xla->number());
-    if (!wheel) {
-      // tpujobs' own words: pip may well install it (torch_xla 2.6 and later
-      // exist), tpujobs has no rules for it.
-      c.error(kFieldTorchXla,
-              "torch_xla " + torch_xla->text +
-                  " is not a release tpujobs reproduces (1.13, and 2.0 to 2.5).",
-              "Use one of those, with the torch of the same minor version.");
-    } else if (wheel->versions.first == 201 && xrt_build(torch_xla->text) &&
-               python_minor != kXrtBuildPython) {
-      c.error(kFieldTorchXla, fill(kNoDistribution, {{"torch_xla", torch_xla->text}}),
-              "torch_xla 2.1.0+xrt has a wheel for Python 3." + std::to_string(kXrtBuildPython) +
-                  " only, not " + python->text +
-                  ": use Python 3.10, or torch_xla 2.1.0 with `runtime: \"pjrt\"`.",
-              kPipSource);
-    } else if (python_minor < wheel->python_first || python_minor > wheel->python_last) {
-      c.error(kFieldTorchXla, fill(kNoDistribution, {{"torch_xla", torch_xla->text}}),
-              "torch_xla " + torch_xla->minor_text() + " has wheels for Python 3." +
-                  std::to_string(wheel->python_first) + " to 3." +
-                  std::to_string(wheel->python_last) + ", not " +
-                  (python ? python->text : std::string("3.10")) + ".",
-              kPipSource);
-    } else if (torch && torch->number() != wheel->torch) {
-      // The extension's ABI tag: CPython 3.7 and older add "m" (pymalloc),
-      // 3.8 dropped it ("cpython-37m", "cpython-38").
-      const std::string abi = "3" + std::to_string(python_minor) + (python_minor <= 7 ? "m" : "");
-      c.error(kFieldTorchXla,
-              fill(kImportError, {{"python", "3." + std::to_string(python_minor)},
-                                  {"abi", abi},
-                                  {"symbol", std::string(wheel->undefined_symbol)}}),
-              "torch " + torch->text + " and torch_xla " + torch_xla->text +
-                  " are of different minor versions: " + install_hint(wheel->torch, python_minor) +
-                  ".",
-              wheel->source);
-    }
-    // `import torch_xla` warns about a deprecated XLA_USE_FP16 set to anything
-    // (`if os.environ.get(env_var)`), whatever the job then does.
-    if (wheel && !wheel->xla_use_fp16_import_warning.empty()) {
-      const auto fp16 = c.settings.env.find("XLA_USE_FP16");
-      if (fp16 != c.settings.env.end() && !fp16->second.empty()) {
-        c.warn(std::string(wheel->xla_use_fp16_import_warning));
-        c.out.torch_xla_import_lines.emplace_back(wheel->xla_use_fp16_import_warning);
-      }
-    }
-    if (wheel) {
-      c.out.torch_xla_version = wheel->versions.first;
-      c.torch_xla_from_environment = true;
-    }
-    const bool xrt =
-        wheel && (wheel->xrt || (wheel->versions.first == 201 && xrt_build(torch_xla->text)));
-    if (wheel && !xrt && c.settings.runtime == "xrt") {
-      const bool v21 = wheel->versions.first == 201;
-      c.error(kFieldRuntime,
-              "torch_xla " + torch_xla->text + " has no XRT runtime (" +
-                  (v21 ? "only the 2.1.0+xrt build has it)." : "removed in torch_xla 2.2)."),
-              v21 ? "Use `runtime: \"pjrt\"` (PJRT_DEVICE=TPU), or install torch_xla 2.1.0+xrt: "
-                    "https://storage.googleapis.com/pytorch-xla-releases/wheels/xrt/tpuvm/"
-                    "torch_xla-2.1.0%2Bxrt-cp310-cp310-manylinux_2_28_x86_64.whl"
-                  : "Use `runtime: \"pjrt\"` (PJRT_DEVICE=TPU).");
-    }
+  } else if (const TorchXlaRelease* wheel =
+                 check_torch_xla_wheel(c, *torch_xla, torch, python, python_minor)) {
+    check_torch_xla_runtime(c, *torch_xla, *wheel);
   }
-
-  if (torch && lightning) {
-    const Release* release = find_release(lightning->text);
-    const TorchRequirement* requirement =
-        release ? row_for<TorchRequirement>(
-                      kTorchRequirements, release->number(),
-                      patch_number(release->number(), release_patch(lightning->text, *release)))
-                : nullptr;
-    if (requirement) {
-      const int t = torch->number();
-      const bool too_new = requirement->below != 0 && t >= requirement->below;
-      if (t < requirement->minimum || too_new) {
-        c.error(kFieldTorch,
-                fill(kResolverConflict, {{"package", std::string(requirement->package)},
-                                         {"lightning", lightning->text},
-                                         {"specifier", std::string(requirement->specifier)},
-                                         {"torch", torch->text}}),
-                std::string(requirement->package) + " " + lightning->text + " needs " +
-                    std::string(requirement->specifier) +
-                    "; install a torch in that range (and the "
-                    "torch_xla of the same minor version).",
-                requirement->source);
-        c.use_patch_row(requirement->patches);
-      }
-    }
-  }
+  if (torch && lightning) check_torch_requirement(c, *torch, *lightning);
 }
 
 std::vector<RuleText> environment_rule_texts() {

@@ -284,94 +284,98 @@ void check_sixteen_true_on_tpu(Context& c, const PrecisionRules& rules) {
   c.out.notices.push_back(notice);
 }
 
-// The plugin the connector builds for `canonical` (the flag after the alias
-// conversion), which it may change as Lightning does ('16' -> 'bf16' in 1.x).
-void check_precision_plugin(Context& c, const PrecisionRules& rules, std::string& canonical,
-                            const std::string& written, bool number) {
-  const bool tpu = c.accelerator != Accelerator::kCpu;
-  // The registry builds the strategy first: when that fails, Lightning never
-  // gets to the precision plugin (_init_strategy, then _check_and_init_precision).
-  const StrategyBuild build = strategy_build(c);
-  if (build == StrategyBuild::kFails) return;
-  switch (rules.plugin) {
-    case TpuPlugin::kLegacy:
-      if (!rules.no_precision_set_source.empty() && !number && written != "bf16") {
-        const bool digits = written == "16" || written == "32" || written == "64";
-        c.error(kFieldPrecision, std::string(kNoPrecisionSet),
-                "Lightning " + c.release->name() +
-                    " builds its precision plugin from the ints 16, 32, 64 or the string "
-                    "\"bf16\": " +
-                    (digits ? "write `precision: " + written +
-                                  "` as a JSON number, not a string (16 means bf16 on TPUs)."
-                            : std::string("use `precision: \"bf16\"` on TPUs, or 32.")),
-                rules.no_precision_set_source);
-        return;
-      }
-      if (canonical == "32") {
-        c.out.precision = Precision::k32True;
-      } else if (canonical == "bf16") {
-        c.out.precision = Precision::kBf16True;
-      } else if (canonical == "16") {
-        c.out.precision = Precision::kBf16True;
-        canonical = "bf16";
-        c.warn(std::string(tpu ? rules.fp16_warning : kFp16Cpu1x));
-      } else if (tpu && canonical == "64") {
-        c.error(kFieldPrecision, std::string(rules.not_on_tpu),
-                "Use `precision: \"bf16\"` (or 16, which means bf16 on TPUs) or 32.", rules.source);
-      } else {
-        c.error(kFieldPrecision,
-                "`precision=" + shown(written, number) +
-                    "` is not supported by the tpujobs executor. `precision` must be one of: "
-                    "[16, 32, 'bf16'].",
-                "Use `precision: 32` or \"bf16\".");
-      }
-      return;
-    case TpuPlugin::kTpuBf16:
-      if (canonical == "32-true") {
-        c.out.precision = Precision::k32True;
-        return;
-      }
-      if (tpu && (canonical == "16-mixed" || canonical == "bf16-mixed")) {
-        // TPUBf16PrecisionPlugin sets XLA_USE_BF16=1: every tensor is bf16.
-        if (canonical == "16-mixed") c.warn(std::string(rules.fp16_warning));
-        canonical = "bf16-mixed";
-        c.out.precision = Precision::kBf16True;
-        return;
-      }
-      if (tpu && canonical == "64-true") {
-        c.error(kFieldPrecision, std::string(rules.not_on_tpu),
-                "Use `precision: \"bf16-mixed\"` (bfloat16 on TPUs) or \"32-true\".", rules.source);
-        return;
-      }
-      break;
-    case TpuPlugin::kXlaPrecision:
-      if (canonical == "32-true" || canonical == "16-true" || canonical == "bf16-true") {
-        c.out.precision = canonical == "32-true"   ? Precision::k32True
-                          : canonical == "16-true" ? Precision::k16True
-                                                   : Precision::kBf16True;
-        if (tpu && canonical == "16-true") check_sixteen_true_on_tpu(c, rules);
-        return;
-      }
-      // Only an XLA strategy gets XLAPrecision; another strategy (or the
-      // CPU) gets the generic plugin, and the connector refuses the strategy
-      // afterwards. Transformer Engine needs a library no TPU VM has.
-      if ((!tpu || build == StrategyBuild::kOther) && canonical.starts_with("transformer-engine")) {
-        c.error(kFieldPrecision, std::string(kTransformerEngineMissing),
-                "Transformer Engine is NVIDIA's FP8 library (Hopper GPUs); on TPUs use `precision: "
-                "\"bf16-true\"`.",
-                kTransformerEngineSource);
-        return;
-      }
-      if (tpu && build == StrategyBuild::kOther) return;
-      if (tpu) {
-        c.error(kFieldPrecision, fill(rules.not_on_tpu, {{"precision", py_repr(canonical)}}),
-                std::string(kPrecisionHint), rules.source);
-        return;
-      }
-      break;
+// 1.x's TPUPrecisionPlugin / TPUBf16PrecisionPlugin, built from the ints
+// 16, 32, 64 or the string "bf16".
+void check_legacy_plugin(Context& c, const PrecisionRules& rules, std::string& canonical,
+                         const std::string& written, bool number, bool tpu) {
+  if (!rules.no_precision_set_source.empty() && !number && written != "bf16") {
+    const bool digits = written == "16" || written == "32" || written == "64";
+    c.error(kFieldPrecision, std::string(kNoPrecisionSet),
+            "Lightning " + c.release->name() +
+                " builds its precision plugin from the ints 16, 32, 64 or the string "
+                "\"bf16\": " +
+                (digits ? "write `precision: " + written +
+                              "` as a JSON number, not a string (16 means bf16 on TPUs)."
+                        : std::string("use `precision: \"bf16\"` on TPUs, or 32.")),
+            rules.no_precision_set_source);
+    return;
   }
-  // 2.x on the CPU: fp16 AMP becomes bf16 AMP with a warning (every 2.x
-  // release). tpujobs' CPU executor runs bf16 AMP as bf16 arithmetic.
+  if (canonical == "32") {
+    c.out.precision = Precision::k32True;
+  } else if (canonical == "bf16") {
+    c.out.precision = Precision::kBf16True;
+  } else if (canonical == "16") {
+    c.out.precision = Precision::kBf16True;
+    canonical = "bf16";
+    c.warn(std::string(tpu ? rules.fp16_warning : kFp16Cpu1x));
+  } else if (tpu && canonical == "64") {
+    c.error(kFieldPrecision, std::string(rules.not_on_tpu),
+            "Use `precision: \"bf16\"` (or 16, which means bf16 on TPUs) or 32.", rules.source);
+  } else {
+    c.error(kFieldPrecision,
+            "`precision=" + shown(written, number) +
+                "` is not supported by the tpujobs executor. `precision` must be one of: "
+                "[16, 32, 'bf16'].",
+            "Use `precision: 32` or \"bf16\".");
+  }
+}
+
+// 2.0's TPUBf16PrecisionPlugin. Returns whether it decided the precision
+// (false: the generic plugin's rules apply).
+bool check_tpu_bf16_plugin(Context& c, const PrecisionRules& rules, std::string& canonical,
+                           bool tpu) {
+  if (canonical == "32-true") {
+    c.out.precision = Precision::k32True;
+    return true;
+  }
+  if (tpu && (canonical == "16-mixed" || canonical == "bf16-mixed")) {
+    // TPUBf16PrecisionPlugin sets XLA_USE_BF16=1: every tensor is bf16.
+    if (canonical == "16-mixed") c.warn(std::string(rules.fp16_warning));
+    canonical = "bf16-mixed";
+    c.out.precision = Precision::kBf16True;
+    return true;
+  }
+  if (tpu && canonical == "64-true") {
+    c.error(kFieldPrecision, std::string(rules.not_on_tpu),
+            "Use `precision: \"bf16-mixed\"` (bfloat16 on TPUs) or \"32-true\".", rules.source);
+    return true;
+  }
+  return false;
+}
+
+// XLAPrecision (2.1 and later). Returns whether it decided the precision
+// (false: the generic plugin's rules apply).
+bool check_xla_precision_plugin(Context& c, const PrecisionRules& rules,
+                                const std::string& canonical, bool tpu, StrategyBuild build) {
+  if (canonical == "32-true" || canonical == "16-true" || canonical == "bf16-true") {
+    c.out.precision = canonical == "32-true"   ? Precision::k32True
+                      : canonical == "16-true" ? Precision::k16True
+                                               : Precision::kBf16True;
+    if (tpu && canonical == "16-true") check_sixteen_true_on_tpu(c, rules);
+    return true;
+  }
+  // Only an XLA strategy gets XLAPrecision; another strategy (or the
+  // CPU) gets the generic plugin, and the connector refuses the strategy
+  // afterwards. Transformer Engine needs a library no TPU VM has.
+  if ((!tpu || build == StrategyBuild::kOther) && canonical.starts_with("transformer-engine")) {
+    c.error(kFieldPrecision, std::string(kTransformerEngineMissing),
+            "Transformer Engine is NVIDIA's FP8 library (Hopper GPUs); on TPUs use `precision: "
+            "\"bf16-true\"`.",
+            kTransformerEngineSource);
+    return true;
+  }
+  if (tpu && build == StrategyBuild::kOther) return true;
+  if (tpu) {
+    c.error(kFieldPrecision, fill(rules.not_on_tpu, {{"precision", py_repr(canonical)}}),
+            std::string(kPrecisionHint), rules.source);
+    return true;
+  }
+  return false;
+}
+
+// 2.x on the CPU: fp16 AMP becomes bf16 AMP with a warning (every 2.x
+// release). tpujobs' CPU executor runs bf16 AMP as bf16 arithmetic.
+void check_generic_plugin(Context& c, std::string& canonical, bool tpu) {
   if (!tpu && canonical == "16-mixed") {
     c.warn(std::string(kFp16Cpu2x));
     canonical = "bf16-mixed";
@@ -385,6 +389,29 @@ void check_precision_plugin(Context& c, const PrecisionRules& rules, std::string
               "` is not supported by the tpujobs CPU executor. `precision` must be one of: "
               "('32-true', '16-true', 'bf16-true', 'bf16-mixed').",
           "Use `precision: \"32-true\"` or \"bf16-true\" for a CPU job.");
+}
+
+// The plugin the connector builds for `canonical` (the flag after the alias
+// conversion), which it may change as Lightning does ('16' -> 'bf16' in 1.x).
+void check_precision_plugin(Context& c, const PrecisionRules& rules, std::string& canonical,
+                            const std::string& written, bool number) {
+  const bool tpu = c.accelerator != Accelerator::kCpu;
+  // The registry builds the strategy first: when that fails, Lightning never
+  // gets to the precision plugin (_init_strategy, then _check_and_init_precision).
+  const StrategyBuild build = strategy_build(c);
+  if (build == StrategyBuild::kFails) return;
+  switch (rules.plugin) {
+    case TpuPlugin::kLegacy:
+      check_legacy_plugin(c, rules, canonical, written, number, tpu);
+      return;
+    case TpuPlugin::kTpuBf16:
+      if (check_tpu_bf16_plugin(c, rules, canonical, tpu)) return;
+      break;
+    case TpuPlugin::kXlaPrecision:
+      if (check_xla_precision_plugin(c, rules, canonical, tpu, build)) return;
+      break;
+  }
+  check_generic_plugin(c, canonical, tpu);
 }
 
 }  // namespace

@@ -422,29 +422,18 @@ StrategyBuild strategy_build(const Context& c) {
   return init && init->raises ? StrategyBuild::kFails : StrategyBuild::kOther;
 }
 
-void check_strategy(Context& c) {
-  if (ddp_cpu_flag(c) && c.tpu_available()) {
-    const DdpCpuOnTpu& row = *row_for<DdpCpuOnTpu>(kDdpCpuOnTpu, c.version, c.patch);
-    c.use_patch_row(row.patches);
-    c.error(kFieldAccelerator, std::string(row.text),
-            "`ddp_cpu` is a CPU strategy of Lightning 1.5: use `accelerator: \"tpu\"` with "
-            "`devices` on TPU hosts.",
-            row.source);
-    return;
-  }
-  const WrittenStrategy w = written_strategy(c);
+namespace {
+
+// The strategy's name: 'ddp_cpu' where a release refuses it, a strategy
+// built from a package a TPU VM lacks, a name not registered. Returns
+// whether it refused the job.
+bool refused_by_name(Context& c, const WrittenStrategy& w) {
   const std::string& written = w.name;
   const StrategyRules& rules = *w.rules;
-  c.use_patch_row(rules.patches);
-  if (c.strategy_flag() && has_upper(*c.strategy_flag())) {
-    c.use_patch_row(row_for<Lowercasing>(kLowercasing, c.version, c.patch)->patches);
-  }
-  const bool automatic = w.automatic;
-  const RegisteredStrategy* entry = w.entry;
   const DdpCpuStrategy* ddp_cpu = row_for<DdpCpuStrategy>(kDdpCpuStrategy, c.version);
   if (ddp_cpu && c.settings.strategy && written == kDdpCpu) {
     c.error(kFieldStrategy, std::string(ddp_cpu->text), strategy_hint(c), ddp_cpu->source);
-    return;
+    return true;
   }
   if (const ExternalStrategy* external =
           c.settings.strategy ? external_strategy(written, c.version, c.patch) : nullptr) {
@@ -455,23 +444,30 @@ void check_strategy(Context& c) {
                   "'` from a separate package for GPUs, not installed on a TPU VM. " +
                   strategy_hint(c),
               external->source);
-      return;
+      return true;
     }
   }
-  if (!automatic && !entry) {
+  if (!w.automatic && !w.entry) {
     const std::string names = registry_names(c.version);
     c.error(kFieldStrategy,
             !names_checked_with_the_flags(rules)
                 ? py_repr(fill(kNotFoundKey, {{"strategy", written}, {"names", names}}))
                 : fill(rules.invalid, {{"strategy", py_repr(written)}, {"names", names}}),
             strategy_hint(c), invalid_source(rules));
-    return;
+    return true;
   }
-  if (entry && entry->kind == StrategyKind::kTpuSpawn) {
+  return false;
+}
+
+// The registered class: one a TPU job cannot build (TPUSpawn, FSDP without
+// a GPU, DeepSpeed without deepspeed) or whose __init__ needs what a TPU VM
+// lacks. Returns whether it refused the job.
+bool refused_by_class(Context& c, const StrategyRules& rules, const RegisteredStrategy& entry) {
+  if (entry.kind == StrategyKind::kTpuSpawn) {
     c.error(kFieldStrategy, std::string(rules.tpu_spawn), strategy_hint(c), rules.source);
-    return;
+    return true;
   }
-  if (entry && entry->kind == StrategyKind::kFsdp && !rules.fsdp_on_tpu.empty()) {
+  if (entry.kind == StrategyKind::kFsdp && !rules.fsdp_on_tpu.empty()) {
     // _check_strategy_and_fallback: FSDP without a GPU fails first, on the
     // CPU as on the TPU; the flag is the accelerator 'auto' resolved to.
     const std::string accelerator = c.accelerator == Accelerator::kCpu ? "cpu" : "tpu";
@@ -480,41 +476,35 @@ void check_strategy(Context& c) {
                                      {"accelerator", accelerator},
                                      {"accelerator_repr", py_repr(accelerator)}}),
             strategy_hint(c), rules.source);
-    return;
+    return true;
   }
-  if (entry && entry->kind == StrategyKind::kDeepSpeed) {
+  if (entry.kind == StrategyKind::kDeepSpeed) {
     // The registry instantiates DeepSpeedStrategy, which needs deepspeed
     // installed, whatever the accelerator.
     c.error(kFieldStrategy, std::string(rules.deepspeed_missing), strategy_hint(c), rules.source);
-    return;
+    return true;
   }
-  if (entry) {
-    // Other classes whose __init__ needs a library or device a TPU VM lacks.
-    if (const ClassInit* init = init_error(entry->class_name, c.version)) {
-      c.error(kFieldStrategy, std::string(init->text), strategy_hint(c), init->source);
-      return;
-    }
-    if (const ClassInit* init = init_warning(entry->class_name, c.version)) {
-      c.warn(std::string(init->text));
-    }
+  // Other classes whose __init__ needs a library or device a TPU VM lacks.
+  if (const ClassInit* init = init_error(entry.class_name, c.version)) {
+    c.error(kFieldStrategy, std::string(init->text), strategy_hint(c), init->source);
+    return true;
   }
-  if (c.accelerator == Accelerator::kCpu) {
-    c.out.strategy = "auto";
-    if (!automatic) {
-      c.error(kFieldStrategy,
-              "`strategy=" + py_repr(written) +
-                  "` is not supported for `accelerator='cpu'` jobs: tpujobs runs them as one "
-                  "process on the executor's threads.",
-              "Remove `strategy` (or use \"auto\") for a CPU job.");
-    }
-    return;
+  if (const ClassInit* init = init_warning(entry.class_name, c.version)) {
+    c.warn(std::string(init->text));
   }
+  return false;
+}
+
+// The strategy a TPU job runs with, for a name that passed the checks.
+void choose_tpu_strategy(Context& c, const WrittenStrategy& w) {
+  const std::string& written = w.name;
+  const StrategyRules& rules = *w.rules;
   const bool several = c.request_ok && c.out.world_size > 1;
-  if (automatic) {
+  if (w.automatic) {
     c.out.strategy = several || !c.request_ok ? "xla" : "single_xla";
     return;
   }
-  switch (entry->kind) {
+  switch (w.entry->kind) {
     case StrategyKind::kXla:
       c.out.strategy = "xla";
       return;
@@ -542,10 +532,43 @@ void check_strategy(Context& c) {
     case StrategyKind::kTpuSpawn:
     case StrategyKind::kOther:
       c.error(kFieldStrategy,
-              fill(rules.wrong_strategy, {{"class", std::string(entry->class_name)}}),
+              fill(rules.wrong_strategy, {{"class", std::string(w.entry->class_name)}}),
               strategy_hint(c), rules.source);
       return;
   }
+}
+
+}  // namespace
+
+void check_strategy(Context& c) {
+  if (ddp_cpu_flag(c) && c.tpu_available()) {
+    const DdpCpuOnTpu& row = *row_for<DdpCpuOnTpu>(kDdpCpuOnTpu, c.version, c.patch);
+    c.use_patch_row(row.patches);
+    c.error(kFieldAccelerator, std::string(row.text),
+            "`ddp_cpu` is a CPU strategy of Lightning 1.5: use `accelerator: \"tpu\"` with "
+            "`devices` on TPU hosts.",
+            row.source);
+    return;
+  }
+  const WrittenStrategy w = written_strategy(c);
+  c.use_patch_row(w.rules->patches);
+  if (c.strategy_flag() && has_upper(*c.strategy_flag())) {
+    c.use_patch_row(row_for<Lowercasing>(kLowercasing, c.version, c.patch)->patches);
+  }
+  if (refused_by_name(c, w)) return;
+  if (w.entry && refused_by_class(c, *w.rules, *w.entry)) return;
+  if (c.accelerator == Accelerator::kCpu) {
+    c.out.strategy = "auto";
+    if (!w.automatic) {
+      c.error(kFieldStrategy,
+              "`strategy=" + py_repr(w.name) +
+                  "` is not supported for `accelerator='cpu'` jobs: tpujobs runs them as one "
+                  "process on the executor's threads.",
+              "Remove `strategy` (or use \"auto\") for a CPU job.");
+    }
+    return;
+  }
+  choose_tpu_strategy(c, w);
 }
 
 std::vector<RuleText> strategy_rule_texts() {

@@ -264,10 +264,8 @@ void Agent::heartbeat_loop() {
   while (!heartbeat_stopping_) {
     const auto due = last_heartbeat + options_.heartbeat_interval;
     if (clock.now() < due) {
-      lock.wait_for(heartbeat_wake_,
-                    std::chrono::duration_cast<std::chrono::milliseconds>(
-                        due - clock.now() + std::chrono::milliseconds(1)),
-                    [this]() REQUIRES(mutex_) { return heartbeat_stopping_; });
+      clock.wait_for(lock, heartbeat_wake_, due - clock.now() + std::chrono::milliseconds(1),
+                     [this]() REQUIRES(mutex_) { return heartbeat_stopping_; });
       continue;
     }
     last_heartbeat = clock.now();
@@ -331,7 +329,8 @@ void Agent::supervise_loop() {
     // Any payload wakes it: one look costs one query.
     if (!listener || !listener->wait(wait).ok()) {
       base::MutexLock lock(mutex_);
-      lock.wait_for(wake_, wait, [this]() REQUIRES(mutex_) { return stopping_ || woken_; });
+      options_.clock->wait_for(lock, wake_, wait,
+                               [this]() REQUIRES(mutex_) { return stopping_ || woken_; });
       woken_ = false;
     }
   }

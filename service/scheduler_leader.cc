@@ -104,8 +104,8 @@ void SchedulerLeader::loop() {
     // interval: a lost notification delays a pass, never loses work.
     if (!listener || !listener->wait(options_.poll_interval).ok()) {
       base::MutexLock lock(mutex_);
-      lock.wait_for(wake_, options_.poll_interval,
-                    [this]() REQUIRES(mutex_) { return stopping_ || woken_; });
+      options_.clock->wait_for(lock, wake_, options_.poll_interval,
+                               [this]() REQUIRES(mutex_) { return stopping_ || woken_; });
       woken_ = false;
     }
     // A burst of submits makes one pass, not one each: a pass starts at

@@ -82,7 +82,7 @@ void TelemetryWriter::stop() {
 void TelemetryWriter::loop() {
   base::MutexLock lock(mutex_);
   while (!stopping_) {
-    lock.wait_for(wake_, options_.interval, [this]() REQUIRES(mutex_) {
+    options_.clock->wait_for(lock, wake_, options_.interval, [this]() REQUIRES(mutex_) {
       // (While the database is away the held lines stay counted: they wake
       // nothing, the interval paces the tries.)
       return stopping_ || !checkpoints_.empty() ||

@@ -38,8 +38,11 @@ class AgentTest : public ::testing::Test {
   }
 
   std::unique_ptr<Agent> start_agent() { return start_agent(*pool_); }
-  std::unique_ptr<Agent> start_agent(db::ConnectionPool& pool) {
+  std::unique_ptr<Agent> start_agent(db::ConnectionPool& pool,
+                                     base::Clock& clock = base::real_clock(),
+                                     milliseconds heartbeat_interval = milliseconds(50)) {
     AgentOptions options;
+    options.clock = &clock;
     options.name = "a";
     options.conninfo = conninfo_;
     auto layout = scheduler::parse_pool("v3-8");
@@ -48,7 +51,7 @@ class AgentTest : public ::testing::Test {
     for (std::size_t i = 0; i < options.layout.hosts.size(); ++i) {
       options.layout.hosts[i].name = "a-h" + std::to_string(i);
     }
-    options.heartbeat_interval = milliseconds(50);
+    options.heartbeat_interval = heartbeat_interval;
     auto agent = std::make_unique<Agent>(pool, options);
     EXPECT_TRUE(agent->start().ok());
     return agent;
@@ -98,6 +101,20 @@ TEST_F(AgentTest, HeartbeatsWhileItsJobsHoldEveryPooledConnection) {
   EXPECT_EQ("alive", agent_row()->state);
   agent->stop();
   EXPECT_EQ("lost", agent_row()->state) << "a clean stop leaves the pool at once";
+}
+
+// The heartbeat waits its interval on the agent's clock: with a FakeClock,
+// an interval of an hour passes at once and the next heartbeat is sent.
+TEST_F(AgentTest, HeartbeatsOnceAnIntervalOfItsClockHasPassed) {
+  base::FakeClock clock;
+  std::unique_ptr<Agent> agent = start_agent(*pool_, clock, std::chrono::hours(1));
+  std::optional<db::AgentRow> before = agent_row();
+  ASSERT_TRUE(before);
+  EXPECT_TRUE(eventually([&] {
+    std::optional<db::AgentRow> now = agent_row();
+    return now && now->last_heartbeat > before->last_heartbeat;
+  })) << "the heartbeat waited an hour of real time";
+  agent->stop();
 }
 
 TEST_F(AgentTest, DeclaredLostItRegistersAgainUnderANewEpoch) {

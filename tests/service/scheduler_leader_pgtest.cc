@@ -3,7 +3,10 @@
 // a cancel of a queued job is honoured.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
 
 #include "api/usage.h"
 #include "db/migrate.h"
@@ -21,6 +24,7 @@ class SchedulerLeaderTest : public ::testing::Test {
   void SetUp() override {
     auto conninfo = db::testing::create_schema();
     ASSERT_TRUE(conninfo.ok()) << conninfo.error().message;
+    conninfo_ = *conninfo;
     auto pool = db::ConnectionPool::create(*conninfo, 3);
     ASSERT_TRUE(pool.ok());
     pool_ = std::move(*pool);
@@ -72,12 +76,45 @@ class SchedulerLeaderTest : public ::testing::Test {
     ASSERT_TRUE(started.ok() && *started);
   }
 
+  std::string conninfo_;
   std::unique_ptr<db::ConnectionPool> pool_;
   std::unique_ptr<db::Repositories> repo_;
   std::unique_ptr<db::ClusterRepository> cluster_;
   std::unique_ptr<SchedulerLeader> leader_;
   std::unique_ptr<SchedulerLeader> impatient_;
 };
+
+// The number of passes `leader` has made, from its metrics.
+std::int64_t passes_made(const SchedulerLeader& leader) {
+  const std::string metrics = leader.prometheus_metrics();
+  const std::string name = "tpujobs_scheduler_pass_seconds_count ";
+  const std::size_t at = metrics.find(name);
+  return at == std::string::npos ? -1 : std::stoll(metrics.substr(at + name.size()));
+}
+
+// Unwoken, the leader passes again after its poll interval of its clock:
+// with a FakeClock, an interval of an hour passes at once.
+TEST_F(SchedulerLeaderTest, UnwokenItPassesAgainOnceAPollIntervalOfItsClockHasPassed) {
+  base::FakeClock clock;
+  WakeBus bus;  // nothing publishes on it: no pass is woken
+  SchedulerLeaderOptions options;
+  options.conninfo = conninfo_;
+  options.clock = &clock;
+  options.wake_bus = &bus;
+  options.poll_interval = std::chrono::hours(1);
+  SchedulerLeader leader(*pool_, options);
+  const auto before = clock.now();
+  leader.start();
+  bool passed_again = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!passed_again && std::chrono::steady_clock::now() < deadline) {
+    passed_again = passes_made(leader) >= 2;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  leader.stop();
+  EXPECT_TRUE(passed_again) << "the leader waited an hour of real time";
+  EXPECT_GE(clock.now() - before, std::chrono::hours(1));
+}
 
 TEST_F(SchedulerLeaderTest, PlacesUnderTheAgentsEpochAndRequeuesWhenTheAgentIsLost) {
   auto epoch = cluster_->register_agent("a", {{"a-h0", "v3"}}, 1);

@@ -295,6 +295,25 @@ TEST(TelemetryWriter, TheWriterThreadStoresACheckpointWithoutBeingAsked) {
   EXPECT_EQ(f.writer.queued(), 0u);
 }
 
+// Lines that wake nothing are stored once an interval of the writer's clock
+// has passed: with a FakeClock, an interval of an hour passes at once.
+TEST(TelemetryWriter, TheWriterThreadStoresLinesAfterAnIntervalOfItsClock) {
+  FakeStore store;
+  base::FakeClock clock;
+  TelemetryWriter writer(store, {std::chrono::hours(1), &clock});
+  std::atomic<bool> storing{false};
+  store.while_storing_logs = [&](const std::vector<db::LogLine>&) { storing = true; };
+  const auto before = clock.now();
+  writer.start();
+  writer.log(line(7, 1));
+  for (int i = 0; i < 3000 && !storing; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_TRUE(storing) << "the writer waited an hour of real time";
+  writer.stop();
+  EXPECT_EQ(store.writes, (std::vector<std::string>{"log 7:1"}));
+  EXPECT_GE(clock.now() - before, std::chrono::hours(1));
+}
+
 // One line of `bytes` bytes as the writer counts it (the struct and its text).
 db::LogLine line_of(std::int64_t seq, std::size_t text) {
   return {7, seq, {}, std::string(text, 'x'), 0};
