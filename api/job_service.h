@@ -148,9 +148,9 @@ class JobService {
   // the resolution points at.
   virtual scheduler::PoolCapacity capacity() = 0;
   struct Estimate {
-    nlohmann::json estimate;          // rendered for :validate and the job
-    std::vector<std::string> advice;  // the advisor's warnings
-    std::optional<FieldError> error;  // the job cannot run (dataset, model, HBM)
+    nlohmann::json estimate;                // rendered for :validate and the job
+    std::vector<std::string> advice;        // the advisor's warnings
+    std::optional<base::FieldError> error;  // the job cannot run (dataset, model, HBM)
   };
   virtual Estimate estimate(const JobSpec& spec, const Resolution& resolution) = 0;
 
