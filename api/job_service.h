@@ -151,9 +151,9 @@ class JobService {
   enum class Freshness { kRecent, kNow };
   virtual scheduler::PoolCapacity capacity(Freshness freshness) = 0;
   struct Estimate {
-    nlohmann::json estimate;          // rendered for :validate and the job
-    std::vector<std::string> advice;  // the advisor's warnings
-    std::optional<FieldError> error;  // the job cannot run (dataset, model, HBM)
+    nlohmann::json estimate;                // rendered for :validate and the job
+    std::vector<std::string> advice;        // the advisor's warnings
+    std::optional<base::FieldError> error;  // the job cannot run (dataset, model, HBM)
   };
   virtual Estimate estimate(const JobSpec& spec, const Resolution& resolution) = 0;
 

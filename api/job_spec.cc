@@ -44,7 +44,7 @@ constexpr std::size_t kMaxDependencies = 64;
 // [{"job": 12, "condition": "succeeded"}, ...]; the condition defaults to
 // "succeeded" (Slurm's afterok).
 void parse_depends_on(const json& list, std::vector<scheduler::Dependency>* out,
-                      std::vector<FieldError>* errors) {
+                      std::vector<base::FieldError>* errors) {
   if (!list.is_array()) {
     errors->push_back({"depends_on", "must be an array, got " + type_name(list),
                        "e.g. [{\"job\": 12, \"condition\": \"succeeded\"}]"});
@@ -78,7 +78,8 @@ void parse_depends_on(const json& list, std::vector<scheduler::Dependency>* out,
 }
 
 // "name" and "labels": one line of printable text each.
-void parse_name_and_labels(ObjectReader& top, JobSpec* spec, std::vector<FieldError>* errors) {
+void parse_name_and_labels(ObjectReader& top, JobSpec* spec,
+                           std::vector<base::FieldError>* errors) {
   if (auto name = top.string("name", 128)) {
     if (name->empty()) {
       errors->push_back(
@@ -162,11 +163,11 @@ std::optional<unsigned char> control_character(std::string_view text) {
   return std::nullopt;
 }
 
-base::Result<JobSpec, std::vector<FieldError>> parse_job_spec(const json& body) {
-  std::vector<FieldError> errors;
+base::Result<JobSpec> parse_job_spec(const json& body) {
+  std::vector<base::FieldError> errors;
   if (!body.is_object()) {
     errors.push_back({"", "the job spec must be a JSON object, got " + type_name(body), ""});
-    return errors;
+    return base::invalid_fields(std::move(errors));
   }
   JobSpec spec;
   {
@@ -180,18 +181,18 @@ base::Result<JobSpec, std::vector<FieldError>> parse_job_spec(const json& body) 
     if (const json* depends_on = top.raw("depends_on"))
       parse_depends_on(*depends_on, &spec.depends_on, &errors);
     if (const json* notify = top.raw("notify")) {
-      base::Result<NotifySpec, std::vector<FieldError>> parsed = parse_notify(*notify);
+      base::Result<NotifySpec> parsed = parse_notify(*notify);
       if (parsed.ok()) {
         spec.notify = std::move(*parsed);
       } else {
-        errors.insert(errors.end(), parsed.error().begin(), parsed.error().end());
+        errors.insert(errors.end(), parsed.error().fields.begin(), parsed.error().fields.end());
       }
     }
     parse_environment_fields(top, &spec, &errors);
     parse_trainer_section(top, &spec, &errors);
     parse_training_sections(top, body, &spec, &errors);
   }
-  if (!errors.empty()) return errors;
+  if (!errors.empty()) return base::invalid_fields(std::move(errors));
   json key = json::object();
   for (const char* part : {"trainer", "model", "data", "optimizer", "expect", "lightning_version",
                            "environment", "runtime", "env", "resources", "timeout"}) {

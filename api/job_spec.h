@@ -47,8 +47,8 @@ struct JobSpec {
 
 // Parses `body` (already valid JSON) strictly: unknown fields, wrong types
 // and out-of-range numbers are errors naming their path. Returns the spec,
-// or every error.
-base::Result<JobSpec, std::vector<FieldError>> parse_job_spec(const nlohmann::json& body);
+// or kInvalid listing every error in its fields (base::invalid_fields).
+base::Result<JobSpec> parse_job_spec(const nlohmann::json& body);
 
 // The spec with the resolved settings (world size, precision, strategy,
 // version) copied into its training.
@@ -60,7 +60,7 @@ JobSpec apply_resolution(const Resolution& resolution, JobSpec spec);
 // unset. Whether each is a host of the job's slice is lightning/'s rule
 // (lightning/workers.cc).
 void parse_workers(const nlohmann::json& value, lightning::TrainerSettings* trainer,
-                   std::vector<FieldError>* errors);
+                   std::vector<base::FieldError>* errors);
 // How a job launched on some of its slice's workers fails, for the executor.
 executor::LaunchFailure launch_failure(const lightning::LaunchFailure& failure);
 

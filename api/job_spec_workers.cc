@@ -9,7 +9,7 @@ namespace tpujobs::api {
 using nlohmann::json;
 
 void parse_workers(const json& value, lightning::TrainerSettings* trainer,
-                   std::vector<FieldError>* errors) {
+                   std::vector<base::FieldError>* errors) {
   static constexpr std::size_t kMaxWorkers = 4096;
   const std::string field = "resources.workers";
   const std::string hint =

@@ -21,7 +21,7 @@ struct CheckedSpec {
   std::optional<JobSpec> spec;
   Resolution resolution;
   json estimate;
-  std::vector<FieldError> errors;
+  std::vector<base::FieldError> errors;
   std::vector<std::string> warnings;
   // The check could not be made (the database is away): answered as such.
   std::optional<base::Error> failure;
@@ -106,9 +106,9 @@ CheckedSpec check_spec(json body, const std::string& tenant, JobService& service
                        NotificationService* notifications) {
   CheckedSpec checked;
   checked.body = std::move(body);
-  base::Result<JobSpec, std::vector<FieldError>> parsed = parse_job_spec(checked.body);
+  base::Result<JobSpec> parsed = parse_job_spec(checked.body);
   if (!parsed.ok()) {
-    checked.errors = parsed.error();
+    checked.errors = parsed.error().fields;
     return checked;
   }
   checked.spec = std::move(*parsed);
@@ -233,13 +233,13 @@ std::optional<std::vector<SubmitRequest>> JobsApi::check_sweep(
     const ResponseWriterPtr& writer) {
   // The first child alone first: a spec wrong in every child (unknown
   // fields, a bad type) costs one copy and one check, not 256.
-  base::Result<std::vector<SweepChild>, std::vector<FieldError>> first = expand_sweep(body, 1);
+  base::Result<std::vector<SweepChild>> first = expand_sweep(body, 1);
   if (!first.ok()) {
-    writer->respond(spec_problems(first.error(), {}));
+    writer->respond(spec_problems(first.error().fields, {}));
     return std::nullopt;
   }
   std::vector<SweepChild> children = std::move(*first);
-  std::vector<FieldError> errors;
+  std::vector<base::FieldError> errors;
   // Each child validated on its own; its errors say which child.
   constexpr std::size_t kMaxErrors = 50;
   std::vector<SubmitRequest> requests;
@@ -249,7 +249,7 @@ std::optional<std::vector<SubmitRequest>> JobsApi::check_sweep(
     std::optional<CheckedSpec> checked = check_spec_or_answer(
         std::move(child.spec), tenant, service_, options_.notifications, writer);
     if (!checked) return std::nullopt;
-    for (FieldError& e : checked->errors) {
+    for (base::FieldError& e : checked->errors) {
       if (errors.size() == kMaxErrors) break;
       e.message = "sweep child " + std::to_string(child.index) + " " + child.values.dump() + ": " +
                   e.message;
@@ -264,9 +264,9 @@ std::optional<std::vector<SubmitRequest>> JobsApi::check_sweep(
     request.array_values = std::move(child.values);
     requests.push_back(std::move(request));
     if (n == 0) {  // the first is valid: now the rest
-      base::Result<std::vector<SweepChild>, std::vector<FieldError>> all = expand_sweep(body);
+      base::Result<std::vector<SweepChild>> all = expand_sweep(body);
       if (!all.ok()) {
-        errors = all.error();
+        errors = all.error().fields;
         break;
       }
       children = std::move(*all);

@@ -19,7 +19,7 @@ void put_allowlist(NotificationService& n, Request& r, const PathParams&,
   const std::string example =
       "{\"entries\": [\"127.0.0.1:9000\", \"ci.example\", "
       "\"http://hooks.example/tpujobs/\"]}";
-  std::vector<FieldError> errors;
+  std::vector<base::FieldError> errors;
   std::vector<std::string> entries;
   const json* list = body->is_object() && body->contains("entries") ? &(*body)["entries"] : nullptr;
   if (!list || !list->is_array() || body->size() != 1 || list->size() > 1000) {
@@ -45,7 +45,7 @@ void put_allowlist(NotificationService& n, Request& r, const PathParams&,
   }
   if (!errors.empty()) {
     json list = json::array();
-    for (const FieldError& e : errors) list.push_back(to_json(e));
+    for (const base::FieldError& e : errors) list.push_back(to_json(e));
     w->respond(problem(422,
                        errors.size() == 1
                            ? errors.front().message

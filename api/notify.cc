@@ -73,7 +73,7 @@ base::Result<Entry> parse_entry(std::string_view text) {
   Entry entry;
   std::string_view authority = text;
   if (text.find("://") != std::string_view::npos) {
-    base::Result<HttpUrl, FieldError> parsed = parse_notify_url(text);
+    base::Result<HttpUrl> parsed = parse_notify_url(text);
     if (!parsed.ok()) return invalid(parsed.error().message);
     // The prefix keeps the port written in the entry only: "http://h/" allows port 80.
     entry.host = parsed->host;
@@ -93,9 +93,11 @@ base::Result<Entry> parse_entry(std::string_view text) {
 
 }  // namespace
 
-base::Result<HttpUrl, FieldError> parse_notify_url(std::string_view text) {
+base::Result<HttpUrl> parse_notify_url(std::string_view text) {
   auto fail = [](std::string error, std::string hint = {}) {
-    return FieldError{"", std::move(error), std::move(hint)};
+    base::Error e = base::make_error(base::ErrorCode::kInvalid, std::move(error));
+    e.hint = std::move(hint);
+    return e;
   };
   const std::string example = "e.g. \"http://ci.example:8080/hooks/tpujobs\"";
   if (text.size() > kMaxUrlLength)
@@ -147,13 +149,13 @@ bool notify_url_allowed(const HttpUrl& url, const std::vector<std::string>& allo
   return false;
 }
 
-base::Result<NotifySpec, std::vector<FieldError>> parse_notify(const json& value) {
-  std::vector<FieldError> errors;
+base::Result<NotifySpec> parse_notify(const json& value) {
+  std::vector<base::FieldError> errors;
   if (!value.is_object()) {
     errors.push_back({"notify", "must be an object",
                       "e.g. {\"url\": \"http://ci.example:8080/hooks/tpujobs\", \"events\": "
                       "[\"finished\"]}"});
-    return errors;
+    return base::invalid_fields(std::move(errors));
   }
   NotifySpec spec;
   for (auto it = value.begin(); it != value.end(); ++it) {
@@ -167,7 +169,7 @@ base::Result<NotifySpec, std::vector<FieldError>> parse_notify(const json& value
   } else if (!url->is_string()) {
     errors.push_back({"notify.url", "must be a string", ""});
   } else {
-    base::Result<HttpUrl, FieldError> parsed = parse_notify_url(url->get<std::string>());
+    base::Result<HttpUrl> parsed = parse_notify_url(url->get<std::string>());
     if (parsed.ok())
       spec.url = url->get<std::string>();
     else
@@ -198,7 +200,7 @@ base::Result<NotifySpec, std::vector<FieldError>> parse_notify(const json& value
       }
     }
   }
-  if (!errors.empty()) return errors;
+  if (!errors.empty()) return base::invalid_fields(std::move(errors));
   return spec;
 }
 

@@ -42,8 +42,9 @@ struct HttpUrl {
 
 // The URL, or why it is not one this service can deliver to (not http://,
 // https, user info, a fragment, no host, a bad port, control characters or
-// spaces): a FieldError whose field is empty, for the caller to name.
-base::Result<HttpUrl, FieldError> parse_notify_url(std::string_view text);
+// spaces): kInvalid with the message and a hint, for the caller to name the
+// field.
+base::Result<HttpUrl> parse_notify_url(std::string_view text);
 
 // An allow-list entry: "host", "host:port", or a URL prefix
 // "http://host[:port]/path" (the URL's path must start with that path).
@@ -56,8 +57,8 @@ base::Status check_allowlist_entry(std::string_view entry);
 // nothing.
 bool notify_url_allowed(const HttpUrl& url, const std::vector<std::string>& allowlist);
 
-// Parses the spec's "notify" object: the NotifySpec, or a FieldError (path
-// "notify...") for each problem.
-base::Result<NotifySpec, std::vector<FieldError>> parse_notify(const nlohmann::json& value);
+// Parses the spec's "notify" object: the NotifySpec, or kInvalid with a
+// field error (path "notify...") for each problem (base::invalid_fields).
+base::Result<NotifySpec> parse_notify(const nlohmann::json& value);
 
 }  // namespace tpujobs::api

@@ -40,7 +40,7 @@ std::string_view status_title(int status) {
 
 }  // namespace
 
-nlohmann::json to_json(const FieldError& error) {
+nlohmann::json to_json(const base::FieldError& error) {
   nlohmann::json out = {{"field", error.field}, {"message", error.message}};
   if (!error.hint.empty()) out["hint"] = error.hint;
   return out;
@@ -64,7 +64,7 @@ Response problem(int status, std::string_view detail, nlohmann::json extra) {
   return response;
 }
 
-Response spec_problems(const std::vector<FieldError>& errors,
+Response spec_problems(const std::vector<base::FieldError>& errors,
                        const std::vector<std::string>& warnings) {
   // The answer stays small whatever the body held: the first
   // kMaxListedErrors problems, and the count of all of them.

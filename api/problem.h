@@ -8,16 +8,11 @@
 #include <vector>
 
 #include "api/http.h"
+#include "base/result.h"
 
 namespace tpujobs::api {
 
-struct FieldError {
-  std::string field;  // JSON path: "trainer.devices", "model.layers[2].out", "" for the whole body
-  std::string message;
-  std::string hint;
-};
-
-nlohmann::json to_json(const FieldError& error);
+nlohmann::json to_json(const base::FieldError& error);
 
 Response json_response(int status, const nlohmann::json& body);
 
@@ -27,7 +22,7 @@ Response problem(int status, std::string_view detail,
                  nlohmann::json extra = nlohmann::json::object());
 
 // 422 listing every problem with the spec.
-Response spec_problems(const std::vector<FieldError>& errors,
+Response spec_problems(const std::vector<base::FieldError>& errors,
                        const std::vector<std::string>& warnings = {});
 
 }  // namespace tpujobs::api

@@ -1,5 +1,5 @@
 // The parts of the job spec's parser (api/job_spec.h): a reader of one JSON
-// object that collects a FieldError per problem (and per unknown field, with
+// object that collects a base::FieldError per problem (and per unknown field, with
 // a "did you mean" hint), and the parsers of the spec's sections, each in the
 // file of its part: the trainer and its environment (api/trainer_spec.cc),
 // the model, data, optimizer and expectations (api/training_spec.cc).
@@ -31,13 +31,13 @@ std::string type_name(const json& value);
 // "parent.key" ("key" at the top).
 std::string join_path(std::string_view parent, std::string_view key);
 
-// Reads the fields of one JSON object, collecting a FieldError for each
+// Reads the fields of one JSON object, collecting a base::FieldError for each
 // problem, and at the end one for each field nobody asked for.
 class ObjectReader {
  public:
   // `schema` names the entry of field_table() used for "did you mean" hints.
   ObjectReader(const json& object, std::string path, std::string schema,
-               std::vector<FieldError>* errors)
+               std::vector<base::FieldError>* errors)
       : object_(object), path_(std::move(path)), schema_(std::move(schema)), errors_(errors) {}
 
   ~ObjectReader() { report_unknown(); }
@@ -120,7 +120,7 @@ class ObjectReader {
 
   static std::optional<std::int64_t> integer_value(const json& value, const std::string& path,
                                                    std::int64_t min, std::int64_t max,
-                                                   std::vector<FieldError>* errors) {
+                                                   std::vector<base::FieldError>* errors) {
     std::optional<std::int64_t> number;
     if (value.is_number_integer()) {
       number = value.get<std::int64_t>();
@@ -197,12 +197,13 @@ class ObjectReader {
   const json& object_;
   std::string path_;
   std::string schema_;
-  std::vector<FieldError>* errors_;
+  std::vector<base::FieldError>* errors_;
   std::vector<std::string> seen_;
 };
 
 // Requires `value` to be an object; reports otherwise.
-bool expect_object(const json* value, const std::string& path, std::vector<FieldError>* errors);
+bool expect_object(const json* value, const std::string& path,
+                   std::vector<base::FieldError>* errors);
 // Python's name for the type of a JSON value, as Lightning's messages print it.
 std::string python_type(const json& value);
 // Python's repr() of a scalar JSON value (8.0, True); "{...}" for objects.
@@ -210,12 +211,13 @@ std::string python_repr(const json& value);
 
 // The top-level "environment", "runtime", "env" and "resources": what the
 // job runs on, as the rules of lightning/ read it (api/trainer_spec.cc).
-void parse_environment_fields(ObjectReader& top, JobSpec* spec, std::vector<FieldError>* errors);
+void parse_environment_fields(ObjectReader& top, JobSpec* spec,
+                              std::vector<base::FieldError>* errors);
 // "trainer": the Trainer's arguments (api/trainer_spec.cc).
-void parse_trainer_section(ObjectReader& top, JobSpec* spec, std::vector<FieldError>* errors);
+void parse_trainer_section(ObjectReader& top, JobSpec* spec, std::vector<base::FieldError>* errors);
 // "model", "data", "optimizer" and "expect" into spec->training
 // (api/training_spec.cc); `body` is the whole spec.
 void parse_training_sections(ObjectReader& top, const json& body, JobSpec* spec,
-                             std::vector<FieldError>* errors);
+                             std::vector<base::FieldError>* errors);
 
 }  // namespace tpujobs::api::spec_parsing

@@ -83,18 +83,17 @@ std::optional<std::string> set_path(json& spec, const std::vector<Segment>& segm
 
 }  // namespace
 
-base::Result<std::vector<SweepChild>, std::vector<FieldError>> expand_sweep(
-    const json& body, std::size_t max_children) {
-  std::vector<FieldError> errors;
+base::Result<std::vector<SweepChild>> expand_sweep(const json& body, std::size_t max_children) {
+  std::vector<base::FieldError> errors;
   const json& sweep = body.at("sweep");
   const char* example = "e.g. {\"optimizer.lr\": [0.001, 0.003], \"data.batch_size\": [32, 64]}";
   if (!sweep.is_object() || sweep.empty()) {
     errors.push_back({"sweep", "must be an object of spec paths to lists of values", example});
-    return errors;
+    return base::invalid_fields(std::move(errors));
   }
   if (sweep.size() > kMaxSweepPaths) {
     errors.push_back({"sweep", "sweeps at most " + std::to_string(kMaxSweepPaths) + " paths", ""});
-    return errors;
+    return base::invalid_fields(std::move(errors));
   }
   struct Axis {
     std::string path;
@@ -124,11 +123,11 @@ base::Result<std::vector<SweepChild>, std::vector<FieldError>> expand_sweep(
     if (children > kMaxSweepChildren) {
       errors.push_back({"sweep", "makes more than " + std::to_string(kMaxSweepChildren) + " jobs",
                         "sweep fewer values, or split the sweep into several"});
-      return errors;
+      return base::invalid_fields(std::move(errors));
     }
     axes.push_back({it.key(), std::move(*segments), &*it});
   }
-  if (!errors.empty()) return errors;
+  if (!errors.empty()) return base::invalid_fields(std::move(errors));
 
   json base = body;
   base.erase("sweep");
@@ -147,7 +146,7 @@ base::Result<std::vector<SweepChild>, std::vector<FieldError>> expand_sweep(
       rest /= axes[a].values->size();
       if (std::optional<std::string> problem = set_path(child.spec, axes[a].segments, value)) {
         errors.push_back({"sweep." + axes[a].path, *problem, "sweep only paths the spec can have"});
-        return errors;
+        return base::invalid_fields(std::move(errors));
       }
       child.values[axes[a].path] = value;
     }

@@ -27,11 +27,11 @@ struct SweepChild {
 // dot-separated object keys, each optionally followed by [i] to pick an
 // element of an array that exists ("model.layers[0].out"); missing objects
 // on the way are created. Errors name "sweep" or "sweep.<path>" and say
-// what to change; the children, or the errors when there is one.
+// what to change; the children, or kInvalid with the errors in its fields.
 // With `max_children`, only the first that many children are made (the
 // spec is copied once per child: a caller checks the first before paying
 // for the rest).
-base::Result<std::vector<SweepChild>, std::vector<FieldError>> expand_sweep(
-    const nlohmann::json& body, std::size_t max_children = kMaxSweepChildren);
+base::Result<std::vector<SweepChild>> expand_sweep(const nlohmann::json& body,
+                                                   std::size_t max_children = kMaxSweepChildren);
 
 }  // namespace tpujobs::api

@@ -211,7 +211,7 @@ base::Result<std::string> TenantLimiter::describe(const std::string& tenant) {
 
 std::optional<Response> TenantLimiter::set(const std::string& tenant, const std::string& body) {
   const json parsed = json::parse(body, nullptr, false);
-  std::vector<FieldError> errors;
+  std::vector<base::FieldError> errors;
   TenantLimits limits;
   if (!parsed.is_object()) {
     errors.push_back({"", "the body must be a JSON object of limits",

@@ -11,7 +11,7 @@ namespace {
 // `devices` / `tpu_cores` as Python would see it: Lightning itself judges
 // the value, so every JSON type reaches it (8.0 is a float, true a bool).
 lightning::DeviceValue device_value(const json& value, const std::string& path,
-                                    std::vector<FieldError>* errors) {
+                                    std::vector<base::FieldError>* errors) {
   lightning::DeviceValue out;
   if (value.is_number_integer() || value.is_number_unsigned()) {
     std::optional<std::int64_t> n =
@@ -114,7 +114,8 @@ void parse_trainer(ObjectReader& r, JobSpec* spec) {
 
 }  // namespace
 
-void parse_environment_fields(ObjectReader& top, JobSpec* spec, std::vector<FieldError>* errors) {
+void parse_environment_fields(ObjectReader& top, JobSpec* spec,
+                              std::vector<base::FieldError>* errors) {
   // Which versions exist is Lightning's rule (lightning/versions.h).
   spec->trainer.lightning_version = top.string("lightning_version", 32);
   if (const json* environment = top.raw("environment");
@@ -150,7 +151,8 @@ void parse_environment_fields(ObjectReader& top, JobSpec* spec, std::vector<Fiel
   }
 }
 
-void parse_trainer_section(ObjectReader& top, JobSpec* spec, std::vector<FieldError>* errors) {
+void parse_trainer_section(ObjectReader& top, JobSpec* spec,
+                           std::vector<base::FieldError>* errors) {
   if (const json* trainer = top.raw("trainer"); expect_object(trainer, "trainer", errors)) {
     ObjectReader r(*trainer, "trainer", "trainer", errors);
     parse_trainer(r, spec);

@@ -10,7 +10,7 @@ namespace tpujobs::api::spec_parsing {
 namespace {
 
 void parse_layers(const json& layers, const std::string& path, executor::ModelSpec* model,
-                  std::vector<FieldError>* errors) {
+                  std::vector<base::FieldError>* errors) {
   if (!layers.is_array()) {
     errors->push_back({path, "must be an array of layers, got " + type_name(layers), ""});
     return;
@@ -78,7 +78,7 @@ void parse_layers(const json& layers, const std::string& path, executor::ModelSp
   }
 }
 
-void parse_data(ObjectReader& r, executor::DataSpec* data, std::vector<FieldError>* errors) {
+void parse_data(ObjectReader& r, executor::DataSpec* data, std::vector<base::FieldError>* errors) {
   if (const json* dataset = r.raw("dataset")) {
     const std::string path = r.field("dataset");
     if (dataset->is_string()) {
@@ -122,7 +122,7 @@ void parse_data(ObjectReader& r, executor::DataSpec* data, std::vector<FieldErro
 }
 
 void parse_optimizer(ObjectReader& r, executor::OptimizerSpec* optimizer,
-                     std::vector<FieldError>* errors) {
+                     std::vector<base::FieldError>* errors) {
   if (auto type = r.choice("type", {"sgd", "adam", "adamw"})) {
     optimizer->type = *type == "sgd"    ? executor::OptimizerType::kSgd
                       : *type == "adam" ? executor::OptimizerType::kAdam
@@ -159,7 +159,7 @@ void parse_optimizer(ObjectReader& r, executor::OptimizerSpec* optimizer,
 }
 
 void parse_expect(const json& expect, std::map<std::string, executor::Bound>* out,
-                  std::vector<FieldError>* errors) {
+                  std::vector<base::FieldError>* errors) {
   static const std::vector<std::string> kMetrics = {"loss", "val_loss", "val_accuracy",
                                                     "train_accuracy", "samples_per_sec"};
   for (auto it = expect.begin(); it != expect.end(); ++it) {
@@ -186,7 +186,7 @@ void parse_expect(const json& expect, std::map<std::string, executor::Bound>* ou
 }  // namespace
 
 void parse_training_sections(ObjectReader& top, const json& body, JobSpec* spec,
-                             std::vector<FieldError>* errors) {
+                             std::vector<base::FieldError>* errors) {
   if (const json* model = top.raw("model"); expect_object(model, "model", errors)) {
     ObjectReader r(*model, "model", "model", errors);
     if (const json* layers = r.raw("layers"))

@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <utility>
 #include <variant>
+#include <vector>
 
 namespace tpujobs::base {
 
@@ -24,6 +25,14 @@ enum class ErrorCode {
 
 std::string_view to_string(ErrorCode code);
 
+// One problem with one field of what a user sent (a job spec, a query):
+// where, what is wrong, and what to write instead.
+struct FieldError {
+  std::string field;  // JSON path: "trainer.devices", "model.layers[2].out", "" for the whole body
+  std::string message;
+  std::string hint;
+};
+
 struct Error {
   ErrorCode code;
   std::string message;
@@ -34,6 +43,11 @@ struct Error {
   // server process was left with it is db/'s to know
   // (db::JobRepository::take_unanswered_inserts).
   bool maybe_applied = false;
+  // What the user can do about it, where the error is theirs to fix.
+  std::string hint = {};
+  // kInvalid from a parser: every problem found, each naming its field
+  // (invalid_fields).
+  std::vector<FieldError> fields = {};
 };
 
 // Holds either a T or an error: an Error, or a richer type where a layer's
@@ -86,6 +100,19 @@ class [[nodiscard]] Status : public Result<std::monostate> {
 
 inline Error make_error(ErrorCode code, std::string message) {
   return Error{code, std::move(message)};
+}
+
+// kInvalid listing every problem of a request; its message is the first
+// one's ("field: message"), for a log line.
+inline Error invalid_fields(std::vector<FieldError> fields) {
+  Error error{ErrorCode::kInvalid, "invalid"};
+  if (!fields.empty()) {
+    const FieldError& first = fields.front();
+    error.message = first.field.empty() ? first.message : first.field + ": " + first.message;
+    error.hint = first.hint;
+  }
+  error.fields = std::move(fields);
+  return error;
 }
 
 }  // namespace tpujobs::base

@@ -26,10 +26,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (body.is_discarded()) return 0;
 
   auto spec = tpujobs::api::parse_job_spec(body);
-  const std::vector<tpujobs::api::FieldError> errors =
-      spec ? std::vector<tpujobs::api::FieldError>{} : spec.error();
+  const std::vector<tpujobs::base::FieldError> errors =
+      spec ? std::vector<tpujobs::base::FieldError>{} : spec.error().fields;
   check(spec.ok() || !errors.empty());
-  for (const tpujobs::api::FieldError& e : errors) {
+  for (const tpujobs::base::FieldError& e : errors) {
     check(!e.message.empty());
     // Errors are shown as JSON: every one must serialise.
     check(!tpujobs::api::to_json(e)

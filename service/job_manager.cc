@@ -555,7 +555,7 @@ JobManager::Estimate JobManager::estimate(const api::JobSpec& spec,
   if (!result.ok()) {
     const executor::JobError& error = result.error();
     out.error =
-        api::FieldError{error.field.empty() ? "spec" : error.field, error.message, error.hint};
+        base::FieldError{error.field.empty() ? "spec" : error.field, error.message, error.hint};
     return out;  // not cached: an upload may appear later
   }
   const executor::Estimate& e = *result;
@@ -580,7 +580,7 @@ JobManager::Estimate JobManager::estimate(const api::JobSpec& spec,
                   {"note", "step time and MXU utilisation are estimates for a real " +
                                device.generation + " device, not measurements"}};
   if (!hbm.fits && hbm.certain) {
-    out.error = api::FieldError{"data.batch_size", hbm.message(), hbm.hint()};
+    out.error = base::FieldError{"data.batch_size", hbm.message(), hbm.hint()};
   }
   base::MutexLock lock(estimate_mutex_);
   if (estimate_cache_.size() > 4096) estimate_cache_.clear();

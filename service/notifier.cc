@@ -234,7 +234,7 @@ db::NotificationAttempt Notifier::attempt(const db::NotificationRow& row,
     return out;
   };
   // Checked again at each attempt: the admin may have taken it off since.
-  base::Result<api::HttpUrl, api::FieldError> parsed = api::parse_notify_url(row.url);
+  base::Result<api::HttpUrl> parsed = api::parse_notify_url(row.url);
   if (!parsed.ok()) return give_up("notify.url " + parsed.error().message);
   if (!api::notify_url_allowed(*parsed, allowlist))
     return give_up("http://" + parsed->host + ":" + std::to_string(parsed->port) +

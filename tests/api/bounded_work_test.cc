@@ -51,7 +51,7 @@ double process_cpu_seconds() {
 TEST(BoundedWork, ThousandsOfUnknownKeysListAFewAndCountTheRest) {
   auto parsed = parse_job_spec(with_unknown_keys(valid_spec(), 40000));
   ASSERT_FALSE(parsed);
-  const std::vector<FieldError>& errors = parsed.error();
+  const std::vector<base::FieldError>& errors = parsed.error().fields;
   ASSERT_LE(errors.size(), 25u);
   EXPECT_EQ(errors.front().field, "trainer.unknown_training_setting_number_0");
   EXPECT_EQ(errors.back().field, "trainer");
@@ -63,13 +63,13 @@ TEST(BoundedWork, AShortMisspeltKeyStillGetsItsSuggestion) {
   spec["trainer"]["max_epoch"] = 3;
   auto parsed = parse_job_spec(spec);
   ASSERT_FALSE(parsed);
-  const std::vector<FieldError>& errors = parsed.error();
+  const std::vector<base::FieldError>& errors = parsed.error().fields;
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_EQ(errors[0].hint, "did you mean 'max_epochs'?");
 }
 
 TEST(BoundedWork, AnAnswerListsAtMostAHundredProblemsAndSaysHowManyThereWere) {
-  std::vector<FieldError> errors;
+  std::vector<base::FieldError> errors;
   for (int i = 0; i < 150; ++i) errors.push_back({"f" + std::to_string(i), "wrong", ""});
   const Response r = spec_problems(errors);
   const auto body = nlohmann::json::parse(r.body);

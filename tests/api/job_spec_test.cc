@@ -11,14 +11,14 @@ namespace {
 
 using nlohmann::json;
 
-std::vector<FieldError> errors_of(const std::string& text) {
-  base::Result<JobSpec, std::vector<FieldError>> parsed = parse_job_spec(json::parse(text));
-  return parsed.ok() ? std::vector<FieldError>{} : parsed.error();
+std::vector<base::FieldError> errors_of(const std::string& text) {
+  base::Result<JobSpec> parsed = parse_job_spec(json::parse(text));
+  return parsed.ok() ? std::vector<base::FieldError>{} : parsed.error().fields;
 }
 
-std::string fields(const std::vector<FieldError>& errors) {
+std::string fields(const std::vector<base::FieldError>& errors) {
   std::string out;
-  for (const FieldError& e : errors) out += (out.empty() ? "" : " ") + e.field;
+  for (const base::FieldError& e : errors) out += (out.empty() ? "" : " ") + e.field;
   return out;
 }
 
@@ -38,7 +38,7 @@ TEST(JobSpec, ParsesTheDesignExample) {
     "expect": {"val_accuracy": {"min": 0.95}},
     "max_retries": 1, "timeout": "30m"})";
   auto spec = parse_job_spec(json::parse(text));
-  ASSERT_TRUE(spec) << fields(spec.error());
+  ASSERT_TRUE(spec) << fields(spec.error().fields);
   EXPECT_EQ(spec->name, "digits-mlp");
   EXPECT_EQ(spec->labels.at("pipeline"), "ci-1234");
   EXPECT_EQ(spec->max_retries, 1);
@@ -60,7 +60,7 @@ TEST(JobSpec, UnknownFieldsAreErrorsWithPathAndSuggestion) {
                               "data": {"dataset": "digits", "batchsize": 4}, "trainer": {"devcies": 8}, "colour": 1})");
   EXPECT_EQ(fields(errors), "trainer.devcies model.layers[0].ouy data.batchsize colour")
       << fields(errors);
-  for (const FieldError& e : errors) EXPECT_EQ(e.message, "unknown field");
+  for (const base::FieldError& e : errors) EXPECT_EQ(e.message, "unknown field");
   EXPECT_EQ(errors[0].hint, "did you mean 'devices'?");
   EXPECT_EQ(errors[1].hint, "did you mean 'out'?");
   EXPECT_EQ(errors[2].hint, "did you mean 'batch_size'?");
@@ -119,7 +119,7 @@ TEST(JobSpec, TieMustNameAnEarlierLinearLayer) {
   auto spec = parse_job_spec(
       json::parse(R"({"model": {"layers": [{"type": "linear", "out": 32}, {"type": "tanh"},
       {"type": "linear", "tie": "0"}]}, "data": {"dataset": "digits"}})"));
-  ASSERT_TRUE(spec) << fields(spec.error());
+  ASSERT_TRUE(spec) << fields(spec.error().fields);
   EXPECT_EQ(spec->training.model.layers[2].tie, 0);
   EXPECT_EQ(
       fields(errors_of(R"({"model": {"layers": [{"type": "linear", "out": 32}, {"type": "tanh"},
@@ -180,7 +180,7 @@ TEST(JobSpec, NumNodesReachesTheResolverAsWritten) {
   json body = json::parse(kMinimal);
   body["trainer"] = {{"num_nodes", "4"}};
   auto spec = parse_job_spec(body);
-  ASSERT_TRUE(spec) << spec.error().front().message;
+  ASSERT_TRUE(spec) << spec.error().fields.front().message;
   EXPECT_EQ(spec->trainer.num_nodes.kind, lightning::DeviceValue::Kind::kString);
   EXPECT_EQ(spec->trainer.num_nodes.text, "4");
   body["trainer"] = {{"num_nodes", 4.0}};
@@ -205,7 +205,7 @@ TEST(JobSpec, DeviceListsKeepTheirFirstItemAndLength) {
   json body = json::parse(kMinimal);
   body["trainer"] = {{"devices", json::array({1.0})}, {"tpu_cores", json::array({"a", 1})}};
   auto spec = parse_job_spec(body);
-  ASSERT_TRUE(spec) << fields(spec.error());
+  ASSERT_TRUE(spec) << fields(spec.error().fields);
   EXPECT_EQ(spec->trainer.devices.list_length, 1u);
   EXPECT_EQ(spec->trainer.devices.list_first_type, "float");
   EXPECT_EQ(spec->trainer.devices.list_first_number, 1.0);
@@ -225,7 +225,7 @@ TEST(JobSpec, NullDevicesReachTheResolverAsNone) {
     body["lightning_version"] = version;
     body["trainer"] = trainer;
     auto spec = parse_job_spec(body);
-    EXPECT_TRUE(spec) << fields(spec.error());
+    EXPECT_TRUE(spec) << fields(spec.error().fields);
     return spec ? resolve(spec->trainer, v3_8) : Resolution{};
   };
   auto first_error = [](const Resolution& resolution) {
@@ -236,7 +236,7 @@ TEST(JobSpec, NullDevicesReachTheResolverAsNone) {
   json body = json::parse(kMinimal);
   body["trainer"] = {{"devices", nullptr}, {"tpu_cores", nullptr}};
   auto spec = parse_job_spec(body);
-  ASSERT_TRUE(spec) << fields(spec.error());
+  ASSERT_TRUE(spec) << fields(spec.error().fields);
   EXPECT_EQ(spec->trainer.devices.python_type, "NoneType");
   EXPECT_EQ(spec->trainer.tpu_cores.python_type, "NoneType");
 
@@ -313,7 +313,7 @@ TEST(JobSpec, MaxTimeIsReadAsLightningsTimerReadsIt) {
     body["lightning_version"] = version;
     body["trainer"] = trainer;
     auto spec = parse_job_spec(body);
-    if (!spec) return Outcome{fields(spec.error()), std::nullopt, 0, {}};
+    if (!spec) return Outcome{fields(spec.error().fields), std::nullopt, 0, {}};
     const Resolution resolution = resolve(spec->trainer, v3_8);
     if (!resolution.errors.empty()) {
       return Outcome{resolution.errors.front().field + ": " + resolution.errors.front().message,
@@ -407,7 +407,7 @@ TEST(ApplyResolution, SixteenTrueOnATpuRunsAndIsSizedInFloat32) {
           "model": {"layers": [{"type": "linear", "out": 512}, {"type": "relu"},
                                {"type": "linear", "out": 10}]},
           "data": {"dataset": "digits", "batch_size": 64}})"));
-    EXPECT_TRUE(spec) << fields(spec.error());
+    EXPECT_TRUE(spec) << fields(spec.error().fields);
     const Resolution resolution = resolve(spec->trainer, v3_8);
     EXPECT_TRUE(resolution.errors.empty()) << resolution.errors.front().message;
     *spec = apply_resolution(resolution, std::move(*spec));
@@ -444,7 +444,7 @@ TEST(ApplyResolution, UsersXlaUseFp16TrainsInFloat16) {
   body["env"] = {{"XLA_USE_FP16", "1"}};
   body["trainer"] = {{"precision", "32-true"}};
   auto spec = parse_job_spec(body);
-  ASSERT_TRUE(spec) << fields(spec.error());
+  ASSERT_TRUE(spec) << fields(spec.error().fields);
   const Resolution resolution = resolve(spec->trainer, v3_8);
   ASSERT_TRUE(resolution.errors.empty()) << resolution.errors.front().message;
   *spec = apply_resolution(resolution, std::move(*spec));
@@ -467,7 +467,7 @@ TEST(ApplyResolution, TorchXlaDtypeLinesFrameTheDeviceLines) {
     body["trainer"] = trainer;
     body["trainer"]["max_epochs"] = 1;  // no _parse_loop_limits warning among the lines
     auto spec = parse_job_spec(body);
-    EXPECT_TRUE(spec) << fields(spec.error());
+    EXPECT_TRUE(spec) << fields(spec.error().fields);
     if (!spec) return std::vector<std::string>{};
     const Resolution resolution = resolve(spec->trainer, v3_8);
     EXPECT_TRUE(resolution.errors.empty()) << resolution.errors.front().message;
@@ -505,7 +505,7 @@ TEST(ApplyResolution, PassesTheDevicesOfOneHostAndTpuAvailability) {
   v3_32.hosts[scheduler::Generation::kV3] = 4;
   auto spec = parse_job_spec(json::parse(R"({"trainer": {"devices": 8, "num_nodes": 4},
                       "model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "digits"}})"));
-  ASSERT_TRUE(spec) << fields(spec.error());
+  ASSERT_TRUE(spec) << fields(spec.error().fields);
   Resolution slice = resolve(spec->trainer, v3_32);
   ASSERT_TRUE(slice.errors.empty()) << slice.errors.front().message;
   *spec = apply_resolution(slice, std::move(*spec));
@@ -532,7 +532,7 @@ TEST(JobSpec, DependsOnAndStartByAreParsed) {
                                        {"job": 14, "condition": "finished"}])");
   body["start_by"] = "30m";
   auto spec = parse_job_spec(body);
-  ASSERT_TRUE(spec) << fields(spec.error());
+  ASSERT_TRUE(spec) << fields(spec.error().fields);
   const std::vector<scheduler::Dependency> expected = {
       {12, scheduler::DependencyCondition::kSucceeded},
       {13, scheduler::DependencyCondition::kFailed},
@@ -579,7 +579,7 @@ TEST(JobSpec, PreemptibleIsABooleanDefaultingToTrue) {
   json body = json::parse(kMinimal);
   body["preemptible"] = false;
   auto spec = parse_job_spec(body);
-  ASSERT_TRUE(spec) << fields(spec.error());
+  ASSERT_TRUE(spec) << fields(spec.error().fields);
   EXPECT_FALSE(spec->preemptible);
   // It does not change how the job trains.
   EXPECT_EQ(parse_job_spec(json::parse(kMinimal))->training_key, spec->training_key);

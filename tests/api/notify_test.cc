@@ -11,7 +11,7 @@ using nlohmann::json;
 
 // "host:port target" of a URL, or "error: ..." when it is refused.
 std::string parsed(std::string_view text) {
-  base::Result<HttpUrl, FieldError> p = parse_notify_url(text);
+  base::Result<HttpUrl> p = parse_notify_url(text);
   if (!p.ok()) return "error: " + p.error().message;
   return p->host + ":" + std::to_string(p->port) + " " + p->target;
 }
@@ -38,7 +38,7 @@ TEST(NotifyUrl, RefusesWhatItCannotDeliverTo) {
 }
 
 bool allowed(std::string_view url, const std::vector<std::string>& allowlist) {
-  base::Result<HttpUrl, FieldError> p = parse_notify_url(url);
+  base::Result<HttpUrl> p = parse_notify_url(url);
   return p.ok() && notify_url_allowed(*p, allowlist);
 }
 
@@ -82,17 +82,16 @@ TEST(NotifyAllowlist, EntriesAreChecked) {
 
 // "field: message" of each error.
 std::string errors_of(const json& notify) {
-  base::Result<NotifySpec, std::vector<FieldError>> parsed = parse_notify(notify);
+  base::Result<NotifySpec> parsed = parse_notify(notify);
   if (parsed.ok()) return "";
   std::string out;
-  for (const FieldError& e : parsed.error())
+  for (const base::FieldError& e : parsed.error().fields)
     out += (out.empty() ? "" : "; ") + e.field + ": " + e.message;
   return out;
 }
 
 TEST(NotifySpec, EventsDefaultToFinished) {
-  base::Result<NotifySpec, std::vector<FieldError>> spec =
-      parse_notify(json{{"url", "http://ci.example/h"}});
+  base::Result<NotifySpec> spec = parse_notify(json{{"url", "http://ci.example/h"}});
   ASSERT_TRUE(spec.ok()) << errors_of(json{{"url", "http://ci.example/h"}});
   EXPECT_EQ(spec->url, "http://ci.example/h");
   EXPECT_EQ(spec->events, std::vector<std::string>{"finished"});
@@ -126,8 +125,8 @@ TEST(NotifySpec, IsAFieldOfTheJobSpec) {
       parse_job_spec(json::parse(R"({"model": {"layers": [{"type": "linear", "out": 10}]},
                                  "data": {"dataset": "digits"}, "notfy": {}})"));
   ASSERT_FALSE(misspelt);
-  ASSERT_EQ(misspelt.error().size(), 1u);
-  EXPECT_EQ(misspelt.error()[0].hint, "did you mean 'notify'?");
+  ASSERT_EQ(misspelt.error().fields.size(), 1u);
+  EXPECT_EQ(misspelt.error().fields[0].hint, "did you mean 'notify'?");
 }
 
 }  // namespace

@@ -38,14 +38,14 @@ TEST(SmallThings, ADurationBelowTheClocksResolutionIs422OnItsField) {
            {"timeout", "0.1ms"}, {"start_by", "0.5ms"}, {"timeout", 0.0004}}) {
     auto parsed = parse_job_spec(spec_with(key, value));
     ASSERT_FALSE(parsed) << key << " " << value;
-    const std::vector<FieldError>& errors = parsed.error();
+    const std::vector<base::FieldError>& errors = parsed.error().fields;
     ASSERT_EQ(errors.size(), 1u) << key << " " << value;
     EXPECT_EQ(errors[0].field, key);
     EXPECT_NE(errors[0].message.find("at least 1ms"), std::string::npos) << errors[0].message;
     EXPECT_FALSE(errors[0].hint.empty());
   }
   auto ok = parse_job_spec(spec_with("timeout", "1ms"));
-  ASSERT_TRUE(ok) << ok.error()[0].message;
+  ASSERT_TRUE(ok) << ok.error().fields[0].message;
   EXPECT_EQ(ok->training.timeout, std::chrono::milliseconds(1));
 }
 

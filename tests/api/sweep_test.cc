@@ -16,20 +16,19 @@ json base_with(const char* sweep) {
   return body;
 }
 
-std::string fields(const std::vector<FieldError>& errors) {
+std::string fields(const std::vector<base::FieldError>& errors) {
   std::string out;
-  for (const FieldError& e : errors) out += (out.empty() ? "" : " ") + e.field;
+  for (const base::FieldError& e : errors) out += (out.empty() ? "" : " ") + e.field;
   return out;
 }
 
 // The errors of an expansion, none when it made children.
-std::vector<FieldError> errors_in(
-    const base::Result<std::vector<SweepChild>, std::vector<FieldError>>& expanded) {
-  return expanded.ok() ? std::vector<FieldError>{} : expanded.error();
+std::vector<base::FieldError> errors_in(const base::Result<std::vector<SweepChild>>& expanded) {
+  return expanded.ok() ? std::vector<base::FieldError>{} : expanded.error().fields;
 }
 
 TEST(Sweep, CartesianProductLastPathFastestEachChildAValidSpec) {
-  base::Result<std::vector<SweepChild>, std::vector<FieldError>> expanded = expand_sweep(
+  base::Result<std::vector<SweepChild>> expanded = expand_sweep(
       base_with(R"({"optimizer.lr": [0.001, 0.003], "data.batch_size": [32, 64, 128]})"));
   ASSERT_TRUE(expanded.ok()) << fields(errors_in(expanded));
   const std::vector<SweepChild>& children = *expanded;
@@ -47,7 +46,7 @@ TEST(Sweep, CartesianProductLastPathFastestEachChildAValidSpec) {
   for (const SweepChild& c : children) {
     EXPECT_FALSE(c.spec.contains("sweep"));
     auto spec = parse_job_spec(c.spec);
-    ASSERT_TRUE(spec) << fields(spec.error());
+    ASSERT_TRUE(spec) << fields(spec.error().fields);
     EXPECT_EQ(c.values["data.batch_size"].get<int>(), spec->training.data.batch_size);
     EXPECT_DOUBLE_EQ(c.values["optimizer.lr"].get<double>(), spec->training.optimizer.lr);
   }
@@ -55,7 +54,7 @@ TEST(Sweep, CartesianProductLastPathFastestEachChildAValidSpec) {
 }
 
 TEST(Sweep, ArrayElementsAreReachable) {
-  base::Result<std::vector<SweepChild>, std::vector<FieldError>> children =
+  base::Result<std::vector<SweepChild>> children =
       expand_sweep(base_with(R"({"model.layers[0].out": [10, 20]})"));
   ASSERT_TRUE(children.ok()) << fields(errors_in(children));
   ASSERT_EQ(2u, children->size());
@@ -69,15 +68,14 @@ TEST(Sweep, TheProductIsCapped) {
   for (int i = 0; i < 17; ++i) values.push_back(i + 1);
   json body = base_with("{}");
   body["sweep"] = {{"trainer.seed", values}, {"trainer.max_epochs", values}};  // 289 > 256
-  const std::vector<FieldError> errors = errors_in(expand_sweep(body));
+  const std::vector<base::FieldError> errors = errors_in(expand_sweep(body));
   ASSERT_EQ("sweep", fields(errors));
   EXPECT_NE(std::string::npos, errors[0].message.find("more than 256 jobs"));
 }
 
 TEST(Sweep, BadSweepsNameTheirPath) {
   auto errors_of = [](const char* sweep) {
-    base::Result<std::vector<SweepChild>, std::vector<FieldError>> expanded =
-        expand_sweep(base_with(sweep));
+    base::Result<std::vector<SweepChild>> expanded = expand_sweep(base_with(sweep));
     EXPECT_FALSE(expanded.ok()) << sweep;
     return fields(errors_in(expanded));
   };

@@ -109,6 +109,21 @@ TEST(Result, HoldsAValueOrAnError) {
   EXPECT_TRUE(Status::Ok().ok());
 }
 
+// A parser's errors: kInvalid with every field's problem, the first one
+// as the message (for a log) and its hint.
+TEST(Result, InvalidFieldsCarriesEveryFieldAndTheFirstAsTheMessage) {
+  const Result<int> bad = invalid_fields({{"trainer.devices", "must be at least 1", "e.g. 8"},
+                                          {"data.batch_size", "must be an integer", ""}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(ErrorCode::kInvalid, bad.code());
+  EXPECT_EQ("trainer.devices: must be at least 1", bad.error().message);
+  EXPECT_EQ("e.g. 8", bad.error().hint);
+  ASSERT_EQ(2u, bad.error().fields.size());
+  EXPECT_EQ("data.batch_size", bad.error().fields[1].field);
+  const Result<int> whole = invalid_fields({{"", "the job spec must be a JSON object", ""}});
+  EXPECT_EQ("the job spec must be a JSON object", whole.error().message);
+}
+
 // A layer whose errors carry more than a code and a message keeps the same
 // idiom with its own error type.
 TEST(Result, CarriesARicherErrorType) {
