@@ -92,6 +92,9 @@ void TelemetryWriter::loop() {
     flush();
     lock.lock();
   }
+  // Stopped while a flush ran: what was queued after it began is stored too.
+  lock.unlock();
+  flush();
 }
 
 namespace {
