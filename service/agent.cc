@@ -482,6 +482,8 @@ void Agent::run_placed(Run& run) {
   if (std::optional<db::Transition> end = end_of(run, result, spec->max_retries)) {
     (void)repo_.jobs.transition(*end);
     notify(db::kSubmitChannel, "finished");  // cores freed: wake the leader
+    // Waits and log followers of the job, on every replica, look now.
+    (void)cluster_.notify(db::kLogChannel, std::to_string(run.row.id));
   }
 }
 

@@ -282,24 +282,8 @@ base::Result<nlohmann::json> JobManager::list_jobs(const api::JobQuery& query) {
 void JobManager::wait_job(std::int64_t id, const std::string& tenant,
                           std::chrono::milliseconds timeout,
                           std::function<void(base::Result<nlohmann::json>)> done) {
-  if (timeout.count() > 0) return poll_wait(id, tenant, clock_.now() + timeout, std::move(done));
+  if (timeout.count() > 0) return waits_.wait(id, tenant, clock_.now() + timeout, std::move(done));
   done(get_job(id, tenant));
-}
-
-void JobManager::poll_wait(std::int64_t id, std::string tenant, SteadyClock::time_point deadline,
-                           std::function<void(base::Result<nlohmann::json>)> done) {
-  base::Result<nlohmann::json> current = get_job(id, tenant);
-  std::optional<JobState> state =
-      current.ok() ? db::parse_job_state((*current).value("state", "")) : std::nullopt;
-  const bool over = !state || is_terminal(*state) || clock_.now() >= deadline;
-  if (over) return done(std::move(current));
-  const auto next =
-      std::min(deadline - clock_.now(), SteadyClock::duration(std::chrono::milliseconds(200)));
-  timers_.schedule_after(
-      std::chrono::duration_cast<std::chrono::milliseconds>(next),
-      [this, id, tenant = std::move(tenant), deadline, done = std::move(done)]() mutable {
-        poll_wait(id, std::move(tenant), deadline, std::move(done));
-      });
 }
 
 base::Result<nlohmann::json> JobManager::cancel_job(std::int64_t id, const std::string& tenant) {
@@ -316,6 +300,7 @@ base::Result<nlohmann::json> JobManager::cancel_job(std::int64_t id, const std::
     views_.forget({id});  // after the write: a read before it kept the old state
     if (!moved.ok()) return moved.error();
     if (*moved) {
+      waits_.wake({id});
       auto now = load_visible(id, tenant);
       if (!now.ok()) return now.error();
       return views::render_row(*now);
@@ -391,8 +376,11 @@ void JobManager::log_listener_loop() {
       continue;
     }
     // The payload: the ids of the jobs whose lines were stored, comma-separated.
-    for (const db::Notification& note : *notes)
-      log_streams_.wake(LogStreams::parse_job_ids(note.payload));
+    for (const db::Notification& note : *notes) {
+      const std::vector<std::int64_t> jobs = LogStreams::parse_job_ids(note.payload);
+      log_streams_.wake(jobs);
+      waits_.wake(jobs);
+    }
   }
 }
 

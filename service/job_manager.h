@@ -40,6 +40,7 @@
 #include "db/repositories.h"
 #include "executor/executor.h"
 #include "scheduler/pool.h"
+#include "service/job_waits.h"
 #include "service/log_streams.h"
 #include "service/pool_admin.h"
 #include "service/submit_committer.h"
@@ -151,13 +152,9 @@ class JobManager final : public api::JobService {
 
   base::Result<db::JobRow> load_visible(std::int64_t id, const std::string& tenant);
   executor::DeviceFacts device_for(std::optional<scheduler::Generation> generation) const;
-  // Answers `done` once the stored job is terminal or at `deadline`,
-  // looking every poll on the timer thread (one bounded read each).
-  void poll_wait(std::int64_t id, std::string tenant,
-                 std::chrono::steady_clock::time_point deadline,
-                 std::function<void(base::Result<nlohmann::json>)> done);
-  // Wakes the log streams of the jobs named in the agents' NOTIFY
-  // tpujobs_logs (their polling fallback ticks meanwhile).
+  // Wakes the log streams and the waits of the jobs named in the agents'
+  // NOTIFY tpujobs_logs (lines stored, or an end committed; their polling
+  // fallback ticks meanwhile).
   void log_listener_loop();
 
   db::ConnectionPool& pool_;
@@ -236,6 +233,9 @@ class JobManager final : public api::JobService {
   std::atomic<std::int64_t> submitted_total_{0};
 
   TimerQueue timers_{clock_};
+  JobWaits waits_{timers_, clock_, [this](std::int64_t id, const std::string& tenant) {
+                    return get_job(id, tenant);
+                  }};
 
   // The log streams' view of the tables.
   class Logs final : public LogSource {
