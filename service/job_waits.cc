@@ -20,18 +20,29 @@ JobWaits::JobWaits(TimerQueue& timers, base::Clock& clock, Read read,
 
 void JobWaits::wait(std::int64_t id, std::string tenant, base::Clock::time_point deadline,
                     Done done) {
+  // The first look on the caller's thread: an ended job is answered at once.
+  base::Result<nlohmann::json> current = read_(id, tenant);
+  if (over(current, deadline)) return done(std::move(current));
   auto pending = std::make_shared<Pending>();
   pending->id = id;
   pending->tenant = std::move(tenant);
   pending->deadline = deadline;
   pending->done = std::move(done);
   {
+    // From here every look is on the timer thread, one at a time, so the
+    // wait is answered once. An end announced before this is found by the
+    // poll.
     base::MutexLock lock(mutex_);
     pending_.emplace(id, pending);
   }
-  // The first look on the timer thread too: every look of a wait runs there,
-  // one at a time, so it is answered once.
-  timers_.schedule(clock_.now(), [this, pending] { look(pending, /*from_timer=*/true); });
+  schedule(pending);
+}
+
+bool JobWaits::over(const base::Result<nlohmann::json>& current,
+                    base::Clock::time_point deadline) const {
+  const std::optional<base::JobState> state =
+      current.ok() ? base::parse_job_state(current->value("state", "")) : std::nullopt;
+  return !state || base::is_terminal(*state) || clock_.now() >= deadline;
 }
 
 void JobWaits::wake(const std::vector<std::int64_t>& ids) {
@@ -52,10 +63,7 @@ void JobWaits::wake(const std::vector<std::int64_t>& ids) {
 void JobWaits::look(const std::shared_ptr<Pending>& pending, bool from_timer) {
   if (pending->answered) return;
   base::Result<nlohmann::json> current = read_(pending->id, pending->tenant);
-  const std::optional<base::JobState> state =
-      current.ok() ? base::parse_job_state(current->value("state", "")) : std::nullopt;
-  const bool over = !state || base::is_terminal(*state) || clock_.now() >= pending->deadline;
-  if (!over) {
+  if (!over(current, pending->deadline)) {
     if (from_timer) schedule(pending);
     return;
   }

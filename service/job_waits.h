@@ -26,7 +26,8 @@ class JobWaits {
   using Read = std::function<base::Result<nlohmann::json>(std::int64_t id, const std::string&)>;
   using Done = std::function<void(base::Result<nlohmann::json>)>;
 
-  // `timers` and `clock` must outlive this; reads run on the timer thread.
+  // `timers` and `clock` must outlive this; a wait's first read runs on the
+  // caller's thread, the others on the timer thread.
   JobWaits(TimerQueue& timers, base::Clock& clock, Read read,
            std::chrono::milliseconds poll = std::chrono::milliseconds(200));
 
@@ -41,6 +42,8 @@ class JobWaits {
   // timer reschedules itself, one from wake() leaves that timer as it is.
   void look(const std::shared_ptr<Pending>& pending, bool from_timer);
   void schedule(const std::shared_ptr<Pending>& pending);
+  // Ended, gone, unreadable, or past the deadline: answered with `current`.
+  bool over(const base::Result<nlohmann::json>& current, base::Clock::time_point deadline) const;
 
   TimerQueue& timers_;
   base::Clock& clock_;
