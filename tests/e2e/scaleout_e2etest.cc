@@ -163,9 +163,13 @@ TEST_F(ScaleOut, FortyJobsThroughTwoReplicasOnTwoAgentsEachRunOnce) {
   const std::int64_t whole_host_b = submit(*replica_b, restartable_job_spec("whole-host-b"));
   std::set<std::string> agents_used;
   for (std::int64_t id : {whole_host_a, whole_host_b}) {
-    const json running =
-        poll_until([&] { return job_view(*replica_a, id); },
-                   [](const json& j) { return j["state"] == "RUNNING"; }, kJobDeadline);
+    // Trained a step (a job cancelled before its first has no result).
+    const json running = poll_until([&] { return job_view(*replica_a, id); },
+                                    [](const json& j) {
+                                      return j["state"] == "RUNNING" && j["progress"].is_object() &&
+                                             j["progress"].value("step", std::int64_t{0}) >= 1;
+                                    },
+                                    kJobDeadline);
     ASSERT_EQ(running["state"], "RUNNING") << running.dump() << replica_a->log();
     agents_used.insert(agent_of(running));
   }
