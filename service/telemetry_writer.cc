@@ -228,6 +228,17 @@ bool TelemetryWriter::stored_or_dropped(const base::Status& status, const char* 
   return true;
 }
 
+bool TelemetryWriter::store_checkpoint(std::int64_t job, const FencedCheckpoint& c) {
+  if (!stored_or_dropped(store_.save_checkpoint(job, *c.checkpoint, c.fence), "a checkpoint"))
+    return false;
+  if (on_checkpoint_stored) on_checkpoint_stored(job, *c.checkpoint);
+  return true;
+}
+
+bool TelemetryWriter::store_progress(std::int64_t job, const Progress& p) {
+  return stored_or_dropped(store_.update_progress(job, p.progress, p.metrics, p.fence), "progress");
+}
+
 void TelemetryWriter::note_unavailable(const std::string& message) {
   base::MutexLock lock(mutex_);
   if (lines_unstorable_) return;  // reported when the outage began
@@ -360,16 +371,8 @@ bool TelemetryWriter::flush_job(std::int64_t job) {
     }
   }
   bool stored = store_lines(logs, metrics);
-  if (stored && checkpoint) {  // (after the lines before it, as in flush())
-    stored = stored_or_dropped(
-        store_.save_checkpoint(job, *checkpoint->checkpoint, checkpoint->fence), "a checkpoint");
-    if (stored && on_checkpoint_stored) on_checkpoint_stored(job, *checkpoint->checkpoint);
-  }
-  if (stored && progress) {
-    stored = stored_or_dropped(
-        store_.update_progress(job, progress->progress, progress->metrics, progress->fence),
-        "progress");
-  }
+  if (stored && checkpoint) stored = store_checkpoint(job, *checkpoint);  // (as in flush())
+  if (stored && progress) stored = store_progress(job, *progress);
   base::MutexLock lock(mutex_);
   in_job_flush_.erase(job);
   if (stored) return true;
@@ -419,22 +422,17 @@ bool TelemetryWriter::flush() {
   const double wait_per_store = 1.0 / options_.checkpoint_time_share - 1.0;
   for (auto& [id, c] : checkpoints) {
     const base::Clock::time_point begin = options_.clock->now();
-    if (!lines_stored ||
-        !stored_or_dropped(store_.save_checkpoint(id, *c.checkpoint, c.fence), "a checkpoint")) {
+    if (!lines_stored || !store_checkpoint(id, c)) {
       checkpoints_left.emplace(id, std::move(c));
       continue;
     }
     const base::Clock::time_point end = options_.clock->now();
     next_checkpoint[id] =
         end + std::chrono::duration_cast<std::chrono::nanoseconds>((end - begin) * wait_per_store);
-    if (on_checkpoint_stored) on_checkpoint_stored(id, *c.checkpoint);
   }
   std::map<std::int64_t, Progress> progress_left;
   for (auto& [id, p] : progress) {
-    if (!stored_or_dropped(store_.update_progress(id, p.progress, p.metrics, p.fence),
-                           "progress")) {
-      progress_left.emplace(id, std::move(p));
-    }
+    if (!store_progress(id, p)) progress_left.emplace(id, std::move(p));
   }
   const base::Clock::time_point now = options_.clock->now();
   {

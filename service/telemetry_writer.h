@@ -240,6 +240,10 @@ class TelemetryWriter {
   bool store_batches(std::vector<Item>& items, Append append, const char* what);
   // False when the database was unreachable; reports and drops other errors.
   static bool stored_or_dropped(const base::Status& status, const char* what);
+  // Stores one job's checkpoint (then tells on_checkpoint_stored) or its
+  // progress: false when the database is away and it stays for later.
+  bool store_checkpoint(std::int64_t job, const FencedCheckpoint& checkpoint);
+  bool store_progress(std::int64_t job, const Progress& progress);
 
   TelemetryStore& store_;
   TelemetryWriterOptions options_;
