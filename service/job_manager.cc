@@ -71,6 +71,9 @@ base::Status JobManager::start() {
 void JobManager::shutdown() {
   if (!started_ || shut_down_.exchange(true)) return;
   committer_.close();  // it answers what it already took
+  // Answered now, while the HTTP server still writes: a wait would hold its
+  // request in flight until the server's shutdown deadline.
+  waits_.close();
 }
 
 void JobManager::close() {
@@ -84,6 +87,9 @@ void JobManager::close() {
   log_listener_wake_.notify_all();
   if (log_listener_.joinable()) log_listener_.join();
   timers_.stop();
+  // No stream keeps a connection past this: the HTTP server is destroyed
+  // after close(), and a writer must not outlive it.
+  log_streams_.close();
 }
 
 void JobManager::wake(const char* channel, const std::string& payload) {

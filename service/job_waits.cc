@@ -1,6 +1,7 @@
 #include "service/job_waits.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "base/job_state.h"
 
@@ -11,8 +12,18 @@ struct JobWaits::Pending {
   std::string tenant;
   base::Clock::time_point deadline;
   Done done;
-  bool answered = false;  // read and written on the timer thread only
+  // Set by whoever answers: a look on the timer thread, or close().
+  std::atomic<bool> answered{false};
 };
+
+namespace {
+
+base::Error stopping_error() {
+  return base::make_error(base::ErrorCode::kUnavailable,
+                          "the service is stopping; wait again once it is back");
+}
+
+}  // namespace
 
 JobWaits::JobWaits(TimerQueue& timers, base::Clock& clock, Read read,
                    std::chrono::milliseconds poll)
@@ -28,13 +39,16 @@ void JobWaits::wait(std::int64_t id, std::string tenant, base::Clock::time_point
   pending->tenant = std::move(tenant);
   pending->deadline = deadline;
   pending->done = std::move(done);
+  bool closed = false;
   {
-    // From here every look is on the timer thread, one at a time, so the
-    // wait is answered once. An end announced before this is found by the
-    // poll.
+    // From here every look is on the timer thread, one at a time, and
+    // `answered` keeps close() from answering a second time. An end
+    // announced before this is found by the poll.
     base::MutexLock lock(mutex_);
-    pending_.emplace(id, pending);
+    closed = closed_;
+    if (!closed) pending_.emplace(id, pending);
   }
+  if (closed) return pending->done(stopping_error());
   schedule(pending);
 }
 
@@ -60,6 +74,18 @@ void JobWaits::wake(const std::vector<std::int64_t>& ids) {
   }
 }
 
+void JobWaits::close() {
+  std::multimap<std::int64_t, std::shared_ptr<Pending>> open;
+  {
+    base::MutexLock lock(mutex_);
+    closed_ = true;
+    open.swap(pending_);
+  }
+  for (auto& [id, pending] : open) {
+    if (!pending->answered.exchange(true)) std::exchange(pending->done, nullptr)(stopping_error());
+  }
+}
+
 void JobWaits::look(const std::shared_ptr<Pending>& pending, bool from_timer) {
   if (pending->answered) return;
   base::Result<nlohmann::json> current = read_(pending->id, pending->tenant);
@@ -67,7 +93,7 @@ void JobWaits::look(const std::shared_ptr<Pending>& pending, bool from_timer) {
     if (from_timer) schedule(pending);
     return;
   }
-  pending->answered = true;
+  if (pending->answered.exchange(true)) return;
   {
     base::MutexLock lock(mutex_);
     const auto [first, last] = pending_.equal_range(pending->id);
@@ -78,7 +104,8 @@ void JobWaits::look(const std::shared_ptr<Pending>& pending, bool from_timer) {
       }
     }
   }
-  pending->done(std::move(current));
+  // Moved out: a timer task still holding `pending` holds no connection.
+  std::exchange(pending->done, nullptr)(std::move(current));
 }
 
 void JobWaits::schedule(const std::shared_ptr<Pending>& pending) {

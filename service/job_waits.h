@@ -4,6 +4,7 @@
 // it (a job ended by another process's leader, a notification lost).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -35,6 +36,10 @@ class JobWaits {
   void wait(std::int64_t id, std::string tenant, base::Clock::time_point deadline, Done done);
   // These jobs' states changed (an end was committed): their waits look now.
   void wake(const std::vector<std::int64_t>& ids);
+  // The service is stopping: every open wait, and each one begun from now
+  // on, is answered kUnavailable at once (a client waits again on the
+  // restarted service), and no answer is left holding a connection.
+  void close();
 
  private:
   struct Pending;
@@ -51,6 +56,7 @@ class JobWaits {
   const std::chrono::milliseconds poll_;
   base::Mutex mutex_;
   std::multimap<std::int64_t, std::shared_ptr<Pending>> pending_ GUARDED_BY(mutex_);
+  bool closed_ GUARDED_BY(mutex_) = false;
 };
 
 }  // namespace tpujobs::service

@@ -45,6 +45,12 @@ void LogStreams::wake(const std::vector<std::int64_t>& jobs) {
   for (auto& t : ticks) timers_.schedule_after(std::chrono::milliseconds(0), std::move(t));
 }
 
+void LogStreams::close() {
+  std::map<std::int64_t, std::vector<Follower>> followers;  // released outside the lock
+  base::MutexLock lock(mutex_);
+  followers.swap(followers_);
+}
+
 void LogStreams::tick(std::int64_t job, std::int64_t after, api::ResponseWriterPtr writer,
                       int idle_ticks) {
   if (writer->closed()) return;

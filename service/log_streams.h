@@ -62,6 +62,10 @@ class LogStreams {
   // Lines of these jobs were stored; their streams tick now
   // (on the timer thread).
   void wake(const std::vector<std::int64_t>& jobs);
+  // The service is stopping and the timers have stopped: the streams'
+  // writers are let go (the HTTP server closes their connections; a
+  // client reconnects with Last-Event-ID).
+  void close();
   // The job ids of a tpujobs_logs notification's payload ("12,15").
   static std::vector<std::int64_t> parse_job_ids(std::string_view payload);
 

@@ -111,5 +111,39 @@ TEST(JobWaits, AnEndedJobOrAFailedReadIsAnsweredAtOnceAndAWaitEndsAtItsDeadline)
   EXPECT_EQ(answered(due), "QUEUED");
 }
 
+// A stopping service answers its open waits (the HTTP server is destroyed
+// after, and an answer left pending would write to a connection it no
+// longer has), and each wait begun after: unavailable, so a client waits
+// again on the restarted service. The answers hold nothing afterwards.
+TEST(JobWaits, ClosingAnswersEveryOpenWaitAndEachOneAfterAsUnavailable) {
+  Fixture f;
+  f.jobs.set(1, "RUNNING");
+  f.jobs.set(2, "QUEUED");
+  auto connection = std::make_shared<int>(0);  // what an answer holds
+  std::promise<base::ErrorCode> first;
+  f.waits.wait(1, "t", f.in_an_hour(), [&first, connection](base::Result<json> view) {
+    first.set_value(view.ok() ? base::ErrorCode::kInternal : view.error().code);
+  });
+  std::future<std::string> second = answer_of(f.waits, 2, f.in_an_hour());
+  ASSERT_TRUE(f.reads_reach(2));
+  std::weak_ptr<int> held = connection;
+  connection.reset();
+  EXPECT_FALSE(held.expired()) << "an open wait holds its answer";
+
+  f.waits.close();
+  std::future<base::ErrorCode> code = first.get_future();
+  ASSERT_EQ(code.wait_for(30s), std::future_status::ready);
+  EXPECT_EQ(code.get(), base::ErrorCode::kUnavailable);
+  EXPECT_EQ(answered(second), "the service is stopping; wait again once it is back");
+  EXPECT_TRUE(held.expired()) << "an answered wait still holds its connection";
+
+  f.jobs.set(1, "SUCCEEDED");
+  f.waits.wake({1, 2});  // answered already: nothing more
+  std::future<std::string> later = answer_of(f.waits, 2, f.in_an_hour());
+  EXPECT_EQ(answered(later), "the service is stopping; wait again once it is back");
+  std::future<std::string> ended = answer_of(f.waits, 1, f.in_an_hour());
+  EXPECT_EQ(answered(ended), "SUCCEEDED") << "an ended job is still answered with its view";
+}
+
 }  // namespace
 }  // namespace tpujobs::service

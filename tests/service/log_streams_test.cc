@@ -190,6 +190,24 @@ TEST(LogStreams, KeepAlivesFlowWhileNothingIsLogged) {
   EXPECT_NE(writer->wait_for(": keep-alive").find(": keep-alive\n\n"), std::string::npos);
 }
 
+// At a stop the streams let their writers go once the timers have stopped:
+// the HTTP server is destroyed next, and a writer must not outlive it.
+TEST(LogStreams, ClosingLetsGoOfEveryStreamsWriter) {
+  FakeSource source;
+  source.add(1, "epoch 0");
+  TimerQueue timers;
+  LogStreams streams(source, timers, {.fallback = 1h});  // only the first tick
+  auto writer = std::make_shared<FakeWriter>();
+  streams.follow(7, /*after=*/0, writer);
+  writer->wait_for("id: 1");
+  std::weak_ptr<FakeWriter> held = writer;
+  writer.reset();
+  EXPECT_FALSE(held.expired()) << "a stream that waits for lines holds its writer";
+  timers.stop();
+  streams.close();
+  EXPECT_TRUE(held.expired()) << "a closed stream still holds its writer";
+}
+
 TEST(LogStreams, ParsesTheNotificationPayload) {
   EXPECT_EQ(LogStreams::parse_job_ids("12,15,3"), (std::vector<std::int64_t>{12, 15, 3}));
   EXPECT_EQ(LogStreams::parse_job_ids("12,x,3"), (std::vector<std::int64_t>{12, 3}));
