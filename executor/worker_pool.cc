@@ -10,10 +10,15 @@ namespace {
 thread_local const WorkerPool* current_pool = nullptr;
 }  // namespace
 
-WorkerPool::WorkerPool(int threads) {
+WorkerPool::WorkerPool(int threads, std::function<void()> on_start) {
   const int count = std::max(1, threads);
   threads_.reserve(count);
-  for (int i = 0; i < count; ++i) threads_.emplace_back([this] { worker_loop(); });
+  for (int i = 0; i < count; ++i) {
+    threads_.emplace_back([this, on_start] {
+      if (on_start) on_start();
+      worker_loop();
+    });
+  }
 }
 
 WorkerPool::~WorkerPool() {

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -34,7 +35,9 @@ namespace tpujobs::executor {
 class WorkerPool {
  public:
   // Starts `threads` threads (at least one). They live until destruction.
-  explicit WorkerPool(int threads);
+  // Each runs `on_start` first, if given (the agent lowers their priority
+  // there: base/thread_priority.h).
+  explicit WorkerPool(int threads, std::function<void()> on_start = {});
   // Joins the threads. No parallel_for may be running.
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;

@@ -22,6 +22,7 @@
 #include <condition_variable>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -47,7 +48,11 @@ struct AgentOptions {
   std::string conninfo;          // for the LISTEN connection
   scheduler::PoolLayout layout;  // its hosts, already named
   int workers = 1;               // executor worker threads
-  int max_cpu_jobs = 2;          // must match the leader's max_cpu_jobs_per_agent
+  // The nice value (0–19) of the threads that train: the worker pool's and
+  // each job's runner. Above 0, the threads that answer users and the
+  // database keep a core while training fills the machine.
+  int training_nice = 10;
+  int max_cpu_jobs = 2;  // must match the leader's max_cpu_jobs_per_agent
   std::chrono::milliseconds heartbeat_interval{1000};
   std::chrono::milliseconds poll_interval{500};
   std::chrono::milliseconds telemetry_interval{200};
@@ -105,6 +110,9 @@ class Agent {
   void stop_all_locked(StopReason reason) REQUIRES(mutex_);
   // A job placed here, on its own thread: run_placed, then forgotten.
   void run_job(std::shared_ptr<Run> run);
+  // Lowers the calling thread (one that trains) to nice `nice`
+  // (AgentOptions::training_nice); says once on stderr if the system refuses.
+  void train_below(int nice);
   // Resolves, starts (or resumes), trains and ends it; returns early where
   // the database or the job has moved on.
   void run_placed(Run& run);
@@ -140,6 +148,7 @@ class Agent {
   db::Repositories repo_;
   db::ClusterRepository cluster_;
   AgentOptions options_;
+  std::once_flag nice_refused_;  // before workers_: their threads use it
   executor::WorkerPool workers_;
   std::unique_ptr<executor::DatasetSource> datasets_;
   std::atomic<std::int64_t> epoch_{0};

@@ -136,6 +136,7 @@ AgentOptions agent_options(const ServeOptions& options, const std::string& conni
   agent.conninfo = conninfo;
   agent.layout = layout;
   agent.workers = default_workers(options);
+  agent.training_nice = options.training_nice;
   agent.collective_host = options.collective_address;
   agent.collective_timeout = std::chrono::seconds(options.collective_timeout_seconds);
   return agent;

@@ -129,6 +129,10 @@ void declare_agent_options(CLI::App& app, ServeCommand command, ServeOptions& o)
   integer(app, "--workers", "N", 1, 256, o.workers,
           serve ? "training worker threads shared by all jobs (default: CPU count)"
                 : "training worker threads (default: CPU count)");
+  integer(app, "--training-nice", "N", 0, 19, o.training_nice,
+          "the nice value of the threads that train (default 10): requests\n"
+          "and the scheduler keep a core while training fills the machine;\n"
+          "0 trains at the service's own priority");
   text(app, "--collective-address", "HOST", "a host name or address", o.collective_address,
        "the address other agents reach this one's collectives at,\n"
        "for slices spanning agents (default: this machine's host name)");

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <thread>
 
@@ -69,6 +70,24 @@ TEST(WorkerPool, RunsEveryIndexExactlyOnce) {
   std::vector<std::atomic<int>> hits(1000);
   pool.parallel_for(1000, [&](int i) { hits[i]++; });
   for (auto& hit : hits) EXPECT_EQ(hit.load(), 1);
+}
+
+TEST(WorkerPool, EveryThreadRunsItsStartHookOnItselfBeforeAnyTask) {
+  std::mutex mutex;
+  std::set<std::thread::id> started;
+  {
+    WorkerPool pool(3, [&] {
+      std::lock_guard lock(mutex);
+      started.insert(std::this_thread::get_id());
+    });
+    pool.parallel_for(64, [&](int) {
+      std::lock_guard lock(mutex);
+      EXPECT_EQ(started.count(std::this_thread::get_id()), 1u)
+          << "a task ran on a pool thread before its start hook";
+    });
+  }  // joined: every thread has started
+  EXPECT_EQ(started.size(), 3u);
+  EXPECT_EQ(started.count(std::this_thread::get_id()), 0u);
 }
 
 TEST(WorkerPool, NestedGroupsAndConcurrentCallersFinish) {

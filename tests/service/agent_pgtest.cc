@@ -4,10 +4,15 @@
 // output, not for another job's.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <optional>
+#include <sstream>
 #include <thread>
 
+#include "base/thread_priority.h"
 #include "db/migrate.h"
 #include "db/repositories.h"
 #include "scheduler/pool.h"
@@ -206,6 +211,55 @@ std::string digits_job(int epochs, int log_every) {
 // faster than the database stores. Here the writer's store of one job's
 // output cannot finish at all (the test holds that job's row): another job
 // still ends, its own output stored first.
+// The nice value of each of this process's threads.
+std::vector<int> thread_nices() {
+  std::vector<int> nices;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream in(task.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // After the command's closing parenthesis: state (field 3) ... nice (19).
+    std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+    std::string field;
+    for (int i = 3; i <= 19 && fields >> field; ++i) {
+      if (i == 19) nices.push_back(std::stoi(field));
+    }
+  }
+  return nices;
+}
+
+TEST_F(AgentTest, ItTrainsOnThreadsBelowTheServicesPriority) {
+  auto pool = db::ConnectionPool::create(conninfo_, 4);
+  ASSERT_TRUE(pool.ok());
+  const int service_nice = base::this_thread_nice();
+  ASSERT_LT(service_nice, 10) << "the test runs at nice 10 already";
+  std::unique_ptr<Agent> agent = start_agent(**pool);  // training_nice: 10, 1 worker
+  db::Repositories repo(*observer_);
+  db::NewJob job;
+  job.tenant = "t";
+  job.spec_json = digits_job(-1, 1000);
+  auto inserted = repo.jobs.insert_jobs({job});
+  ASSERT_TRUE(inserted.ok());
+  const std::int64_t id = (*inserted)[0].row.id;
+  auto placed = repo.jobs.transition(lifecycle::place_on_agent(
+      id, "test",
+      R"({"generation": "v3", "accelerator_type": null, "hosts": ["a-h0"], "agent": "a",
+          "cores": [{"host": "a-h0", "core": 0}]})",
+      "a", agent->epoch()));
+  ASSERT_TRUE(placed.ok() && *placed);
+  ASSERT_TRUE(eventually([&] {
+    auto row = repo.jobs.get_job(id);
+    return row.ok() && *row && (**row).state == db::JobState::kRunning && (**row).progress_json;
+  }));
+  const std::vector<int> nices = thread_nices();
+  // The worker pool's thread and the job's runner; the heartbeat, the
+  // supervisor, the telemetry writer and this thread keep the service's.
+  EXPECT_GE(std::count(nices.begin(), nices.end(), 10), 2) << ::testing::PrintToString(nices);
+  EXPECT_GE(std::count(nices.begin(), nices.end(), service_nice), 4)
+      << ::testing::PrintToString(nices);
+  EXPECT_EQ(base::this_thread_nice(), service_nice);
+  agent->stop();
+}
+
 TEST_F(AgentTest, AJobsEndStoresItsOwnOutputNotWaitingForAnotherJobsStore) {
   auto pool = db::ConnectionPool::create(conninfo_, 4);
   ASSERT_TRUE(pool.ok());

@@ -125,12 +125,14 @@ TEST(ServeOptions, HelpIsAnsweredWhateverElseIsGiven) {
 }
 
 TEST(ServeOptions, AnAgentTakesOnlyItsOwnOptions) {
-  base::Result<ServeLine> line = parse_serve_line(
-      ServeCommand::kAgent, {"--database-url", "postgresql:///c", "--pool", "v4-16", "--name",
-                             "agent-1", "--workers", "2", "--collective-timeout", "5"});
+  base::Result<ServeLine> line =
+      parse_serve_line(ServeCommand::kAgent,
+                       {"--database-url", "postgresql:///c", "--pool", "v4-16", "--name", "agent-1",
+                        "--workers", "2", "--collective-timeout", "5", "--training-nice", "0"});
   ASSERT_TRUE(line.ok()) << line.error().message;
   EXPECT_EQ(line->options.name, "agent-1");
   EXPECT_EQ(line->options.workers, 2);
+  EXPECT_EQ(line->options.training_nice, 0);
   EXPECT_EQ(line->options.collective_timeout_seconds, 5);
   line = parse_serve_line(ServeCommand::kAgent, {"--listen", "127.0.0.1:0"});
   ASSERT_FALSE(line.ok());
@@ -138,6 +140,19 @@ TEST(ServeOptions, AnAgentTakesOnlyItsOwnOptions) {
   const std::string usage = serve_usage(ServeCommand::kAgent);
   EXPECT_NE(usage.find("--collective-address HOST"), std::string::npos) << usage;
   EXPECT_EQ(usage.find("--listen"), std::string::npos) << usage;
+}
+
+TEST(ServeOptions, TrainingRunsAtNiceTenUnlessToldOtherwiseWithinZeroToNineteen) {
+  base::Result<ServeLine> line = parse_serve_line(ServeCommand::kServe, {});
+  ASSERT_TRUE(line.ok()) << line.error().message;
+  EXPECT_EQ(line->options.training_nice, 10);
+  line = parse_serve_line(ServeCommand::kServe, {"--training-nice", "19"});
+  ASSERT_TRUE(line.ok()) << line.error().message;
+  EXPECT_EQ(line->options.training_nice, 19);
+  line = parse_serve_line(ServeCommand::kServe, {"--training-nice", "-5"});
+  ASSERT_FALSE(line.ok());
+  EXPECT_EQ(line.error().message, "--training-nice must be an integer from 0 to 19");
+  EXPECT_NE(serve_usage(ServeCommand::kServe).find("--training-nice N"), std::string::npos);
 }
 
 TEST(ServeOptions, TheLeaseTimeoutIsAcceptedAndSaidToHaveNoEffect) {
