@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -63,12 +64,19 @@ std::string ServiceProcess::start(std::chrono::seconds timeout) {
       "--pool",       options_.pool, "--state-dir", options_.state_dir.string()};
   if (agent) args = {TPUJOBS_BINARY, "agent"};
   args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
+  const pid_t test_pid = getpid();
   pid_ = fork();
   if (pid_ < 0) {
     close(log_fd);
     return "fork failed";
   }
   if (pid_ == 0) {
+    // A test killed at its ctest timeout takes its services with it (a
+    // graceful stop, which stops an embedded PostgreSQL too) instead of
+    // leaving them to load the machine for the tests after it. The signal
+    // comes when the thread that forked ends: every test starts its
+    // services from its main thread.
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != test_pid) _exit(127);
     dup2(log_fd, 1);
     dup2(log_fd, 2);
     close(log_fd);
