@@ -153,6 +153,12 @@ base::Result<bool> SchedulerLeader::write(db::Transition t) {
   t.require_leader_term = term_;
   base::Result<bool> moved = store_.transition(t);
   if (!moved.ok() || *moved) changed({t.job_id});  // a failed write may have landed
+  if (moved.ok() && *moved && db::is_terminal(t.to)) {
+    // An end the leader wrote (a cancel, a start_by, a lost agent's job):
+    // every replica's waits and log followers answer now, not at their
+    // poll, as for an end an agent writes.
+    (void)store_.notify(db::kLogChannel, std::to_string(t.job_id));
+  }
   return moved;
 }
 

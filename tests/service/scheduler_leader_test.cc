@@ -514,6 +514,20 @@ TEST_F(SchedulerLeaderPass, ALostAgentsJobWhoseCancelWasAcceptedEndsCancelled) {
   lose("a");
   EXPECT_EQ(JobState::kCancelled, store_.job(1).state) << "not requeued, not FAILED";
   EXPECT_EQ(0, store_.job(1).attempt);
+  // Its end is announced to every replica's waits and followers.
+  EXPECT_NE(std::find(store_.writes.begin(), store_.writes.end(), "notify tpujobs_logs 1"),
+            store_.writes.end())
+      << ::testing::PrintToString(store_.writes);
+}
+
+TEST_F(SchedulerLeaderPass, ALostAgentsRequeuedJobIsNotAnnouncedAsEnded) {
+  store_.add_agent("a", 1, 1);
+  store_.add_agent("b", 2, 1);
+  running_on(1, "a", 1, /*max_retries=*/1);
+  lose("a");
+  ASSERT_EQ(JobState::kQueued, store_.job(1).state);
+  for (const std::string& write : store_.writes)
+    EXPECT_EQ(write.find("notify tpujobs_logs"), std::string::npos) << write;
 }
 
 TEST_F(SchedulerLeaderPass, NoJobIsPlacedOnAnAgentWhoseHeartbeatIsLate) {
