@@ -333,24 +333,4 @@ base::Result<std::optional<CheckpointRow>> JobOutputRepository::latest_checkpoin
       });
 }
 
-base::Result<std::map<std::int64_t, std::pair<std::int64_t, int>>>
-JobOutputRepository::latest_checkpoint_positions(const std::vector<std::int64_t>& job_ids) {
-  using Positions = std::map<std::int64_t, std::pair<std::int64_t, int>>;
-  if (job_ids.empty()) return Positions{};
-  return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<Positions> {
-        base::Result<QueryResult> rows = connection.execute(
-            "SELECT DISTINCT ON (job_id) job_id, step, epoch FROM job_checkpoints"
-            " WHERE job_id = ANY($1::bigint[]) ORDER BY job_id, step DESC",
-            {Param::bigints(job_ids)});
-        if (!rows.ok()) return rows.error();
-        Positions positions;
-        for (int row = 0; row < rows->rows(); ++row) {
-          positions[rows->int64(row, 0)] = {rows->int64(row, 1),
-                                            static_cast<int>(rows->int64(row, 2))};
-        }
-        return positions;
-      });
-}
-
 }  // namespace tpujobs::db

@@ -102,10 +102,6 @@ class JobOutputRepository {
                                const std::string& bytes, std::int64_t fence_epoch = 0);
   // The checkpoint with the highest step; nullopt when none.
   base::Result<std::optional<CheckpointRow>> latest_checkpoint(std::int64_t job_id);
-  // The step and epoch of the newest checkpoint of each of these jobs that
-  // has one (without the bytes), in one query.
-  base::Result<std::map<std::int64_t, std::pair<std::int64_t, int>>> latest_checkpoint_positions(
-      const std::vector<std::int64_t>& job_ids);
 
   // The bytes of checkpoints replaced (by checkpoints of `size` bytes) after
   // which save_checkpoint vacuums: two such checkpoints, at least 1 MiB.

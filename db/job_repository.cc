@@ -28,6 +28,7 @@ namespace {
   "NULL, NULL, NULL, j.preempted_by, j.requeued_at, j.unstarted_requeues"
 
 constexpr int kMaxPageSize = 500;
+constexpr int kJobColumnCount = 31;  // in TPUJOBS_JOB_COLUMNS
 
 JobRow read_job(const QueryResult& rows, int row, int first_column = 0) {
   const int c = first_column;
@@ -282,6 +283,29 @@ base::Result<std::optional<JobRow>> JobRepository::get_job(std::int64_t id) {
         if (!rows.ok()) return rows.error();
         if (rows->rows() == 0) return std::optional<JobRow>();
         return std::optional<JobRow>(read_job(*rows, 0));
+      });
+}
+
+base::Result<std::optional<JobWithCheckpoint>> JobRepository::get_job_with_checkpoint(
+    std::int64_t id) {
+  return with_connection(
+      pool_, acquire_timeout_,
+      [&](Connection& connection) -> base::Result<std::optional<JobWithCheckpoint>> {
+        base::Result<QueryResult> rows =
+            connection.execute("SELECT " TPUJOBS_JOB_COLUMNS
+                               ", c.step, c.epoch FROM jobs j"
+                               " LEFT JOIN LATERAL (SELECT step, epoch FROM job_checkpoints"
+                               "   WHERE job_id = j.id ORDER BY step DESC LIMIT 1) c ON true"
+                               " WHERE j.id = $1::bigint",
+                               {id});
+        if (!rows.ok()) return rows.error();
+        if (rows->rows() == 0) return std::optional<JobWithCheckpoint>();
+        JobWithCheckpoint job{read_job(*rows, 0)};
+        if (!rows->is_null(0, kJobColumnCount)) {
+          job.last_checkpoint = {rows->int64(0, kJobColumnCount),
+                                 static_cast<int>(rows->int64(0, kJobColumnCount + 1))};
+        }
+        return std::optional<JobWithCheckpoint>(std::move(job));
       });
 }
 

@@ -102,6 +102,13 @@ struct JobFilter {
   std::string cursor{};                    // next_cursor of the previous page; empty: first page
 };
 
+// A job as its view shows it: the row, and where its newest checkpoint is.
+struct JobWithCheckpoint {
+  JobRow row;
+  // The newest checkpoint's step and epoch; nullopt when it has none.
+  std::optional<std::pair<std::int64_t, int>> last_checkpoint{};
+};
+
 struct JobPage {
   std::vector<JobRow> jobs{};  // newest first
   std::string next_cursor{};   // empty on the last page
@@ -174,6 +181,9 @@ class JobRepository {
 
   // nullopt when there is no such job.
   base::Result<std::optional<JobRow>> get_job(std::int64_t id);
+  // The job and its newest checkpoint's position (not its bytes), in one
+  // statement; nullopt when there is no such job.
+  base::Result<std::optional<JobWithCheckpoint>> get_job_with_checkpoint(std::int64_t id);
 
   // Newest first (created_at, then id). kInvalid for a cursor this did not make.
   base::Result<JobPage> list_jobs(const JobFilter& filter);

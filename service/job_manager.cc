@@ -221,38 +221,36 @@ base::Result<std::string> JobManager::get_job_text(std::int64_t id, const std::s
     return std::move(hit->body);
   }
   const std::uint64_t seen = views_.generation();
-  auto row = load_visible(id, tenant);
-  if (!row.ok() && row.code() == base::ErrorCode::kUnavailable && live_view_) {
+  // The row and, for a job that started, where a resume would begin: one read.
+  auto job = repo_.jobs.get_job_with_checkpoint(id);
+  if (!job.ok() && job.code() == base::ErrorCode::kUnavailable && live_view_) {
     // The database is away: a job this process runs shows its last progress.
     if (auto live = live_view_(id)) {
       if (live->first != tenant) return not_found(id).error();
       return std::move(live->second);
     }
   }
-  if (!row.ok()) return row.error();
-  if (!is_terminal(row->state)) {
-    // Where a resume would start is in the table (a job never started has
-    // no checkpoint: a queued job's view is one read).
-    json view = views::render_row(*row);
-    if (!row->started_at) {
+  if (!job.ok()) return job.error();
+  if (!*job || (*job)->row.tenant != tenant) return not_found(id).error();
+  const db::JobRow& row = (*job)->row;
+  if (!is_terminal(row.state)) {
+    json view = views::render_row(row);
+    if (!row.started_at) {
       std::string body = response_body(view);
       // Waiting: it changes only through the leader (which says so) or a
       // cancel here. Without a wake bus the leader may be elsewhere.
-      if (row->state == JobState::kQueued && options_.wake_bus != nullptr) {
-        views_.put_if_current(seen, id, row->tenant, body, row->priority, row->pending_json);
+      if (row.state == JobState::kQueued && options_.wake_bus != nullptr) {
+        views_.put_if_current(seen, id, row.tenant, body, row.priority, row.pending_json);
       }
       return body;
     }
-    auto checkpoints = repo_.outputs.latest_checkpoint_positions({id});
-    if (checkpoints.ok()) {
-      if (auto c = checkpoints->find(id); c != checkpoints->end()) {
-        view["last_checkpoint"] = {{"step", c->second.first}, {"epoch", c->second.second}};
-      }
+    if (const auto& c = (*job)->last_checkpoint) {
+      view["last_checkpoint"] = {{"step", c->first}, {"epoch", c->second}};
     }
     return response_body(view);
   }
-  std::string body = response_body(views::render_row(*row));
-  views_.put(id, row->tenant, body);
+  std::string body = response_body(views::render_row(row));
+  views_.put(id, row.tenant, body);
   return body;
 }
 

@@ -315,13 +315,18 @@ TEST_F(OutputRepositoryTest, CheckpointsKeepTheLastTwo) {
   EXPECT_EQ("epoch end", (*latest)->bytes);
   EXPECT_EQ(4, (*latest)->epoch);
 
-  // What a restart shows as last_checkpoint of the jobs it requeues.
-  auto positions = outputs.latest_checkpoint_positions({job_, other_job_, other_job_ + 1000});
-  ASSERT_TRUE(positions.ok()) << positions.error().message;
-  EXPECT_EQ(2u, positions->size());
-  EXPECT_EQ((std::pair<std::int64_t, int>{300, 4}), positions->at(job_));
-  EXPECT_EQ((std::pair<std::int64_t, int>{50, 0}), positions->at(other_job_));
-  EXPECT_TRUE(outputs.latest_checkpoint_positions({})->empty());
+  // A job's view reads its row and its newest checkpoint's position at once.
+  JobRepository& jobs = repositories_->jobs;
+  auto with = jobs.get_job_with_checkpoint(job_);
+  ASSERT_TRUE(with.ok() && with->has_value()) << (with.ok() ? "none" : with.error().message);
+  EXPECT_EQ(job_, (*with)->row.id);
+  EXPECT_EQ((std::pair<std::int64_t, int>{300, 4}), (*with)->last_checkpoint);
+  with = jobs.get_job_with_checkpoint(other_job_);
+  ASSERT_TRUE(with.ok() && with->has_value());
+  EXPECT_EQ((std::pair<std::int64_t, int>{50, 0}), (*with)->last_checkpoint);
+  with = jobs.get_job_with_checkpoint(other_job_ + 1000);
+  ASSERT_TRUE(with.ok());
+  EXPECT_FALSE(with->has_value()) << "no such job";
 }
 
 TEST_F(OutputRepositoryTest, DatasetsRoundTrip) {

@@ -81,6 +81,12 @@ TEST_F(JobRepositoryTest, BatchInsertReturnsRowsInInputOrderWithFirstEvent) {
   EXPECT_EQ("hash-b", stored.spec_hash);
   EXPECT_EQ(stored.created_at, inserted[1].row.created_at);
   EXPECT_EQ("->QUEUED(Submitted) ", states_of(stored.id));
+  // The view's read: the same row, and no checkpoint yet.
+  auto with = jobs_->get_job_with_checkpoint(stored.id);
+  ASSERT_TRUE(with.ok() && with->has_value());
+  EXPECT_EQ("hash-b", (*with)->row.spec_hash);
+  EXPECT_EQ(R"({"pipeline": "ci-1234"})", (*with)->row.labels_json);
+  EXPECT_FALSE((*with)->last_checkpoint.has_value());
 }
 
 TEST_F(JobRepositoryTest, IdempotencyKeyReturnsExistingJob) {
