@@ -18,7 +18,9 @@ enum class ErrorCode {
   kConflict,
   // The server is down or the connection was lost: retrying later may work.
   kUnavailable,
-  // The caller passed something the database refuses (bad JSON, a CHECK).
+  // The caller passed something that is refused as written: a request or
+  // job spec that does not parse, a value the database refuses (bad JSON, a
+  // CHECK), a job that cannot run as specified.
   kInvalid,
   kInternal,
 };
@@ -48,12 +50,19 @@ struct Error {
   // kInvalid from a parser: every problem found, each naming its field
   // (invalid_fields).
   std::vector<FieldError> fields = {};
+  // A failed job's error type as users see it, stored and answered as is
+  // ("RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED", "INVALID_ARGUMENT", ...;
+  // executor::job_error sets it with its code). Empty for other errors.
+  std::string type = {};
+  // The one job-spec field a failed job's error is about ("model.layers",
+  // "resources.workers"); empty when it is not the spec's. A parser's
+  // many problems go in `fields` instead.
+  std::string field = {};
 };
 
-// Holds either a T or an error: an Error, or a richer type where a layer's
-// errors carry more (executor::JobError: the user-facing type, hint and
-// field). Reading value() of an error result (or error() of an ok one) is a
-// programming error and asserts.
+// Holds either a T or an error. E is Error at every module boundary; another
+// type only inside a module. Reading value() of an error result (or error()
+// of an ok one) is a programming error and asserts.
 template <class T, class E = Error>
 class [[nodiscard]] Result {
  public:

@@ -102,21 +102,21 @@ struct RunControl {
 
 enum class Outcome { kSucceeded, kFailed, kCancelled };
 
-struct JobError {
-  // RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, EXPECTATION_FAILED, NUMERICAL_ERROR,
-  // CANCELLED, INTERNAL, INVALID_ARGUMENT (bad dataset, model or checkpoint).
-  std::string type;
-  std::string message;
-  std::string hint;
-  // The job-spec field the error is about ("model.layers", "data.dataset"),
-  // set where the error is raised; empty when it is not the spec's (a
-  // checkpoint, the runtime).
-  std::string field = {};
-};
+// A failed job's error: base::Error with its user-facing `type`, a code
+// that follows from it, the message, the hint and the spec `field` (empty
+// when the error is not the spec's: a checkpoint, the runtime). Types and
+// codes: INVALID_ARGUMENT (bad dataset, model or checkpoint),
+// RESOURCE_EXHAUSTED, NUMERICAL_ERROR, EXPECTATION_FAILED and
+// DEADLINE_EXCEEDED are kInvalid (the spec cannot run as written);
+// UNAVAILABLE is kUnavailable (a peer or the rendezvous is gone: running
+// again may work); CANCELLED is kConflict (stopped by a cancel, a preemption
+// or a stop); INTERNAL and any other type are kInternal.
+base::Error job_error(std::string type, std::string message, std::string hint = {},
+                      std::string field = {});
 
 struct TrainingResult {
   Outcome outcome = Outcome::kFailed;
-  std::optional<JobError> error;
+  std::optional<base::Error> error;  // made by job_error
   // "loss" (mean training loss of the last epoch), "val_loss",
   // "val_accuracy" (classification), "samples_per_sec", "epochs".
   std::map<std::string, double> final_metrics;
@@ -152,8 +152,8 @@ struct Estimate {
 // Returns an error (type INVALID_ARGUMENT) instead when the dataset or model
 // cannot be built: unknown builtin, missing upload, bad CSV (naming the line),
 // a bad tie, labels the model's outputs cannot represent.
-base::Result<Estimate, JobError> estimate(const TrainingSpec& spec, const DeviceFacts& device,
-                                          DatasetSource& datasets);
+base::Result<Estimate> estimate(const TrainingSpec& spec, const DeviceFacts& device,
+                                DatasetSource& datasets);
 
 // A parsed uploaded dataset.
 struct CsvTable {

@@ -25,8 +25,8 @@ class SliceCollective {
   // is the sum of `counts`, the same list on every process). On a peer that
   // cannot be reached, or the deadline passing, returns an UNAVAILABLE error
   // and `all` is unspecified; the collective is then unusable.
-  virtual std::optional<JobError> all_gather(const float* mine, float* all,
-                                             const std::vector<std::size_t>& counts) = 0;
+  virtual base::Status all_gather(const float* mine, float* all,
+                                  const std::vector<std::size_t>& counts) = 0;
 };
 
 // The part of a multi-host slice this process runs: hosts

@@ -16,14 +16,32 @@
 #include "executor/slice_collective.h"
 
 namespace tpujobs::executor {
-namespace internal {
 
-JobError invalid(std::string message, std::string hint) {
-  return JobError{"INVALID_ARGUMENT", std::move(message), std::move(hint)};
+base::Error job_error(std::string type, std::string message, std::string hint, std::string field) {
+  base::ErrorCode code = base::ErrorCode::kInternal;
+  if (type == "INVALID_ARGUMENT" || type == "RESOURCE_EXHAUSTED" || type == "NUMERICAL_ERROR" ||
+      type == "EXPECTATION_FAILED" || type == "DEADLINE_EXCEEDED") {
+    code = base::ErrorCode::kInvalid;
+  } else if (type == "UNAVAILABLE") {
+    code = base::ErrorCode::kUnavailable;
+  } else if (type == "CANCELLED") {
+    code = base::ErrorCode::kConflict;
+  }
+  base::Error error{code, std::move(message)};
+  error.hint = std::move(hint);
+  error.type = std::move(type);
+  error.field = std::move(field);
+  return error;
 }
 
-JobError invalid_field(std::string field, std::string message, std::string hint) {
-  return JobError{"INVALID_ARGUMENT", std::move(message), std::move(hint), std::move(field)};
+namespace internal {
+
+base::Error invalid(std::string message, std::string hint) {
+  return job_error("INVALID_ARGUMENT", std::move(message), std::move(hint));
+}
+
+base::Error invalid_field(std::string field, std::string message, std::string hint) {
+  return job_error("INVALID_ARGUMENT", std::move(message), std::move(hint), std::move(field));
 }
 
 std::string format_number(double value, const char* format) {
@@ -47,7 +65,7 @@ std::string model_fingerprint(const TrainingSpec& spec, const ModelShape& shape)
   return key + kPrecision[static_cast<int>(spec.precision)];
 }
 
-base::Result<Prepared, JobError> prepare(const TrainingSpec& spec, DatasetSource& datasets) {
+base::Result<Prepared> prepare(const TrainingSpec& spec, DatasetSource& datasets) {
   Prepared prepared;
   if (spec.world_size < 1) return invalid_field("trainer.devices", "world_size must be at least 1");
   if (spec.data.batch_size < 1)
@@ -108,7 +126,7 @@ namespace {
 
 // Every emulated core keeps its own gradients and activations in host memory:
 // refuse what would exhaust the host rather than the emulated HBM.
-std::optional<JobError> host_memory_error(const TrainingSpec& spec, const ModelShape& shape) {
+std::optional<base::Error> host_memory_error(const TrainingSpec& spec, const ModelShape& shape) {
   std::int64_t widths = shape.input_features;
   for (const LayerShape& layer : shape.layers) widths += 2 * std::int64_t{layer.out};
   const double host_bytes =
@@ -117,12 +135,12 @@ std::optional<JobError> host_memory_error(const TrainingSpec& spec, const ModelS
        static_cast<double>(spec.data.batch_size) * static_cast<double>(widths));
   constexpr double kHostBudgetBytes = 8.0 * (1 << 30);
   if (host_bytes <= kHostBudgetBytes) return std::nullopt;
-  return JobError{
+  return job_error(
       "RESOURCE_EXHAUSTED",
       "emulating " + std::to_string(spec.world_size) + " cores of this model needs " +
           format_number(host_bytes / (1 << 30), "%.1f") +
           " GiB of host memory; the emulator allows 8 GiB per job",
-      "Use fewer cores (devices / num_nodes), a smaller model, or a smaller batch_size."};
+      "Use fewer cores (devices / num_nodes), a smaller model, or a smaller batch_size.");
 }
 
 }  // namespace
@@ -175,13 +193,13 @@ void Trainer::announce_model() {
   }
 }
 
-std::optional<JobError> Trainer::check_fits() {
+std::optional<base::Error> Trainer::check_fits() {
   if (spec_.on_tpu) {
     const HbmUsage hbm = estimate_hbm(spec_, prepared_.shape, device_);
     log(hbm.summary());
     if (!hbm.fits) {
       log(hbm.message());
-      return JobError{"RESOURCE_EXHAUSTED", hbm.message(), hbm.hint()};
+      return job_error("RESOURCE_EXHAUSTED", hbm.message(), hbm.hint());
     }
     const AdvisorInput input{spec_, prepared_.shape, device_, prepared_.data.train.rows,
                              prepared_.steps_per_epoch};
@@ -192,7 +210,7 @@ std::optional<JobError> Trainer::check_fits() {
     }
     log(estimate_step_time(input).summary);
   }
-  if (std::optional<JobError> error = host_memory_error(spec_, prepared_.shape)) {
+  if (std::optional<base::Error> error = host_memory_error(spec_, prepared_.shape)) {
     log(error->type + ": " + error->message);
     return error;
   }
@@ -241,7 +259,7 @@ TrainingResult failed_launch(const LaunchFailure& failure, TrainingSink& sink,
   sink.log(failure.type + ": " + failure.message);
   TrainingResult result;
   result.outcome = Outcome::kFailed;
-  result.error = JobError{failure.type, failure.message, failure.hint, "resources.workers"};
+  result.error = job_error(failure.type, failure.message, failure.hint, "resources.workers");
   return result;
 }
 
@@ -257,13 +275,13 @@ TrainingResult train(const TrainingSpec& spec, const DeviceFacts& device, Worker
       sink.log("INTERNAL: " + kernel.error);
       TrainingResult result;
       result.outcome = Outcome::kFailed;
-      result.error = JobError{"INTERNAL", kernel.error,
-                              "Unset TPUJOBS_GEMM_KERNEL on the server, or set it to one of the "
-                              "kernels available there."};
+      result.error = job_error("INTERNAL", kernel.error,
+                               "Unset TPUJOBS_GEMM_KERNEL on the server, or set it to one of the "
+                               "kernels available there.");
       return result;
     }
     if (spec.launch_failure) return failed_launch(*spec.launch_failure, sink, control);
-    base::Result<Prepared, JobError> prepared = prepare(spec, datasets);
+    base::Result<Prepared> prepared = prepare(spec, datasets);
     if (!prepared.ok()) {
       sink.log(prepared.error().type + ": " + prepared.error().message);
       TrainingResult result;
@@ -276,15 +294,15 @@ TrainingResult train(const TrainingSpec& spec, const DeviceFacts& device, Worker
   } catch (const std::exception& e) {
     TrainingResult result;
     result.outcome = Outcome::kFailed;
-    result.error = JobError{"INTERNAL", std::string("training failed: ") + e.what(), ""};
+    result.error = job_error("INTERNAL", std::string("training failed: ") + e.what());
     return result;
   }
 }
 
-base::Result<Estimate, JobError> estimate(const TrainingSpec& spec, const DeviceFacts& device,
-                                          DatasetSource& datasets) {
+base::Result<Estimate> estimate(const TrainingSpec& spec, const DeviceFacts& device,
+                                DatasetSource& datasets) {
   try {
-    base::Result<Prepared, JobError> prepared_or_error = prepare(spec, datasets);
+    base::Result<Prepared> prepared_or_error = prepare(spec, datasets);
     if (!prepared_or_error.ok()) return prepared_or_error.error();
     const Prepared& prepared = *prepared_or_error;
     Estimate estimate;
@@ -303,7 +321,7 @@ base::Result<Estimate, JobError> estimate(const TrainingSpec& spec, const Device
     estimate.mxu_utilization = step_time.mxu_utilization;
     return estimate;
   } catch (const std::exception& e) {
-    return JobError{"INTERNAL", std::string("estimate failed: ") + e.what(), ""};
+    return job_error("INTERNAL", std::string("estimate failed: ") + e.what());
   }
 }
 

@@ -17,7 +17,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <variant>
 #include <vector>
 
 #include "executor/dataset.h"
@@ -37,9 +36,9 @@ using std::chrono::duration;
 using std::chrono::nanoseconds;
 using std::chrono::steady_clock;
 
-JobError invalid(std::string message, std::string hint = {});
+base::Error invalid(std::string message, std::string hint = {});
 // A spec the dry run refuses: the error names the field the user must change.
-JobError invalid_field(std::string field, std::string message, std::string hint = {});
+base::Error invalid_field(std::string field, std::string message, std::string hint = {});
 std::string format_number(double value, const char* format = "%.4g");
 // What identifies a model for checkpoints and XLA graph keys.
 std::string model_fingerprint(const TrainingSpec& spec, const ModelShape& shape);
@@ -55,7 +54,7 @@ struct Prepared {
 };
 
 // The job's data, shapes and plan, or the error that refuses the spec.
-base::Result<Prepared, JobError> prepare(const TrainingSpec& spec, DatasetSource& datasets);
+base::Result<Prepared> prepare(const TrainingSpec& spec, DatasetSource& datasets);
 
 // One running job. Owns everything train() builds; run() never throws past train().
 class Trainer {
@@ -104,16 +103,16 @@ class Trainer {
   void announce_model();
   // The HBM and host-memory checks, with the advisor's warnings; the error
   // that stops the job before it allocates its model.
-  std::optional<JobError> check_fits();
+  std::optional<base::Error> check_fits();
   TrainingResult finish(TrainingResult result);
 
   // trainer_loop.cc
   // One epoch, from batch_ to its end or to a limit; an error (CANCELLED,
   // DEADLINE_EXCEEDED, NUMERICAL_ERROR, a slice's) ends the run.
-  std::optional<JobError> run_epoch();
+  std::optional<base::Error> run_epoch();
   // One optimizer step: its micro-batches, the reduction, the update, and
   // what is reported after it.
-  std::optional<JobError> train_step();
+  std::optional<base::Error> train_step();
   // The epoch's end: validation when due, the epoch line, the checkpoint.
   void end_epoch(steady_clock::time_point epoch_began);
   // Lightning's limits before the first step (the Timer's on_fit_start,
@@ -121,7 +120,7 @@ class Trainer {
   void check_limits_at_start();
   bool limit_reached_after_step();
   void log_stop();
-  std::optional<JobError> check_control(std::int64_t next_step);
+  std::optional<base::Error> check_control(std::int64_t next_step);
   // Training time so far, across resumes: what max_time is checked against.
   nanoseconds train_elapsed() const { return elapsed_before_ + (clock_.now() - train_started_); }
 
@@ -133,12 +132,12 @@ class Trainer {
   // Averages the step's gradients over the slice's replicas into
   // replicas_[0]'s and returns each micro-batch's mean loss over them, in
   // fixed orders. An error when a peer of the slice is gone.
-  std::variant<std::vector<double>, JobError> reduce_step(int micro_batches);
-  std::variant<std::vector<double>, JobError> reduce_across_hosts(int micro_batches);
+  base::Result<std::vector<double>> reduce_step(int micro_batches);
+  base::Result<std::vector<double>> reduce_across_hosts(int micro_batches);
   void ensure_replicas();  // allocates every replica's buffers, once
 
   // trainer_checkpoint.cc
-  std::optional<JobError> restore(const Checkpoint& checkpoint);
+  std::optional<base::Error> restore(const Checkpoint& checkpoint);
   // A checkpoint of where training is, for the sink. One that is not
   // `required` is skipped while the sink is not ready for it.
   void emit_checkpoint(bool required);

@@ -7,7 +7,7 @@
 
 namespace tpujobs::executor::internal {
 
-std::optional<JobError> Trainer::restore(const Checkpoint& checkpoint) {
+std::optional<base::Error> Trainer::restore(const Checkpoint& checkpoint) {
   base::Result<TrainingState> state = decode_state(checkpoint.bytes);
   if (!state.ok()) return invalid("cannot resume: " + state.error().message);
   if (state->model_fingerprint != fingerprint_ || state->seed != spec_.seed ||

@@ -18,7 +18,7 @@ TrainingResult Trainer::run() {
   throughput_since_ = started_;
   train_started_ = started_;
   announce_devices();
-  if (std::optional<JobError> error = check_fits()) {
+  if (std::optional<base::Error> error = check_fits()) {
     result.error = std::move(error);
     return finish(std::move(result));
   }
@@ -27,7 +27,7 @@ TrainingResult Trainer::run() {
   optimizer_ = std::make_unique<Optimizer>(spec_.optimizer, network_->parameters().size());
   announce_model();
   if (control_.resume != nullptr) {
-    if (std::optional<JobError> error = restore(*control_.resume)) {
+    if (std::optional<base::Error> error = restore(*control_.resume)) {
       result.error = std::move(error);
       return finish(std::move(result));
     }
@@ -35,7 +35,7 @@ TrainingResult Trainer::run() {
   train_started_ = clock_.now();  // the Timer's on_train_start
   check_limits_at_start();
   while (!stop_.stopped && (spec_.max_epochs < 0 || epoch_ < spec_.max_epochs)) {
-    if (std::optional<JobError> error = run_epoch()) {
+    if (std::optional<base::Error> error = run_epoch()) {
       if (error->type == "CANCELLED") result.outcome = Outcome::kCancelled;
       result.error = std::move(error);
       return finish(std::move(result));
@@ -47,13 +47,13 @@ TrainingResult Trainer::run() {
   return finish(std::move(result));
 }
 
-std::optional<JobError> Trainer::run_epoch() {
+std::optional<base::Error> Trainer::run_epoch() {
   all_replica_indices(prepared_.sampler, epoch_, epoch_order_, shards_);
   const steady_clock::time_point epoch_began = clock_.now();
   const std::int64_t batches = prepared_.batches_per_epoch;
   while (batch_ < batches) {
-    if (std::optional<JobError> error = check_control(step_ + 1)) return error;
-    if (std::optional<JobError> error = train_step()) return error;
+    if (std::optional<base::Error> error = check_control(step_ + 1)) return error;
+    if (std::optional<base::Error> error = train_step()) return error;
     if (limit_reached_after_step()) break;
     if (spec_.checkpoint_every_n_steps > 0 && step_ % spec_.checkpoint_every_n_steps == 0 &&
         batch_ < batches) {
@@ -64,7 +64,7 @@ std::optional<JobError> Trainer::run_epoch() {
   return std::nullopt;
 }
 
-std::optional<JobError> Trainer::train_step() {
+std::optional<base::Error> Trainer::train_step() {
   const std::int64_t batches = prepared_.batches_per_epoch;
   const int accumulate = spec_.accumulate_grad_batches;
   const std::int64_t group_end = std::min(batches, (batch_ / accumulate + 1) * accumulate);
@@ -75,10 +75,11 @@ std::optional<JobError> Trainer::train_step() {
   for (std::int64_t b = batch_; b < group_end; ++b) {
     run_micro_batch(b, static_cast<int>(b - batch_), shards_);
   }
-  auto reduced = reduce_step(static_cast<int>(group_end - batch_));
-  if (auto* error = std::get_if<JobError>(&reduced)) return std::move(*error);
+  const base::Result<std::vector<double>> reduced =
+      reduce_step(static_cast<int>(group_end - batch_));
+  if (!reduced.ok()) return reduced.error();
   double step_loss = 0;
-  for (double loss : std::get<std::vector<double>>(reduced)) {
+  for (double loss : *reduced) {
     step_loss += loss;
     epoch_loss_sum_ += loss;
     ++epoch_loss_count_;
@@ -95,7 +96,7 @@ std::optional<JobError> Trainer::train_step() {
                        "), set trainer.gradient_clip_val (e.g. 1.0)";
     if (spec_.precision == Precision::kFp16)
       hint += ", or use precision bf16-true (16-true overflows easily)";
-    return JobError{"NUMERICAL_ERROR", message, hint + "."};
+    return job_error("NUMERICAL_ERROR", message, hint + ".");
   }
   FloatBuffer& gradients = replicas_[0]->gradients();
   if (spec_.gradient_clip_val) clip_by_global_norm(gradients, *spec_.gradient_clip_val, &workers_);
@@ -197,7 +198,7 @@ void Trainer::log_stop() {
   if (!reason.empty()) log("`Trainer.fit` stopped: " + reason);
 }
 
-std::optional<JobError> Trainer::check_control(std::int64_t next_step) {
+std::optional<base::Error> Trainer::check_control(std::int64_t next_step) {
   if (control_.cancel != nullptr && control_.cancel->load(std::memory_order_relaxed)) {
     // Called between optimizer steps, where a checkpoint is exact.
     if (control_.checkpoint_on_cancel != nullptr && control_.checkpoint_on_cancel->load())
@@ -206,10 +207,8 @@ std::optional<JobError> Trainer::check_control(std::int64_t next_step) {
     log((reason.empty() ? std::string("Job cancelled") : "Job stopped, " + reason) +
         ": stopping before step " + std::to_string(next_step) + " (epoch " +
         std::to_string(epoch_) + ")");
-    return JobError{"CANCELLED",
-                    "cancelled at step " + std::to_string(next_step - 1) + " (epoch " +
-                        std::to_string(epoch_) + ")",
-                    ""};
+    return job_error("CANCELLED", "cancelled at step " + std::to_string(next_step - 1) +
+                                      " (epoch " + std::to_string(epoch_) + ")");
   }
   if (spec_.timeout) {
     const auto elapsed =
@@ -219,9 +218,9 @@ std::optional<JobError> Trainer::check_control(std::int64_t next_step) {
           "the job exceeded its timeout of " + format_duration_ms(spec_.timeout->count()) +
           " at step " + std::to_string(next_step - 1) + " (epoch " + std::to_string(epoch_) + ")";
       log("DEADLINE_EXCEEDED: " + message);
-      return JobError{
+      return job_error(
           "DEADLINE_EXCEEDED", message,
-          "Raise `timeout`, lower trainer.max_epochs / max_steps, or train on more cores."};
+          "Raise `timeout`, lower trainer.max_epochs / max_steps, or train on more cores.");
     }
   }
   return std::nullopt;

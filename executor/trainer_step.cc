@@ -80,7 +80,7 @@ void Trainer::run_micro_batch(std::int64_t batch, int index_in_group,
   step_losses_.insert(step_losses_.end(), losses.begin(), losses.end());
 }
 
-std::variant<std::vector<double>, JobError> Trainer::reduce_step(int micro_batches) {
+base::Result<std::vector<double>> Trainer::reduce_step(int micro_batches) {
   if (gradient_buffers_.size() != replicas_.size()) {
     gradient_buffers_.clear();
     for (auto& replica : replicas_) gradient_buffers_.push_back(replica->gradients().data());
@@ -98,7 +98,7 @@ std::variant<std::vector<double>, JobError> Trainer::reduce_step(int micro_batch
   return means;
 }
 
-std::variant<std::vector<double>, JobError> Trainer::reduce_across_hosts(int micro_batches) {
+base::Result<std::vector<double>> Trainer::reduce_across_hosts(int micro_batches) {
   const int per_host = spec_.devices_per_host;
   const int local_hosts = local_replicas_ / per_host;
   const std::size_t count = replicas_[0]->gradients().size();
@@ -132,10 +132,11 @@ std::variant<std::vector<double>, JobError> Trainer::reduce_across_hosts(int mic
     for (int hosts : part.hosts_per_rank) counts.push_back(row * hosts);
     gather_all_.resize(row * slice_hosts_);
     const auto begin = clock_.now();
-    if (std::optional<JobError> error =
-            part.collective->all_gather(gather_send_.data(), gather_all_.data(), counts)) {
-      log(error->type + ": " + error->message);
-      return std::move(*error);
+    const base::Status gathered =
+        part.collective->all_gather(gather_send_.data(), gather_all_.data(), counts);
+    if (!gathered.ok()) {
+      log(gathered.error().type + ": " + gathered.error().message);
+      return gathered.error();
     }
     xla_.cross_host_gather(
         static_cast<std::int64_t>((gather_all_.size() - gather_send_.size()) * sizeof(float)),
@@ -150,7 +151,7 @@ std::variant<std::vector<double>, JobError> Trainer::reduce_across_hosts(int mic
                                     std::to_string(step_ + 1) +
                                     ": its parts resumed from different checkpoints";
         log("INTERNAL: " + message);
-        return JobError{"INTERNAL", message, "Resubmit the job; report this as a bug."};
+        return job_error("INTERNAL", message, "Resubmit the job; report this as a bug.");
       }
     }
   }

@@ -57,10 +57,10 @@ void Trainer::check_expectations(TrainingResult& result) {
     auto it = last_metrics_.find(metric);
     if (it == last_metrics_.end()) {
       result.outcome = Outcome::kFailed;
-      result.error = JobError{
+      result.error = job_error(
           "EXPECTATION_FAILED",
           "expect." + metric + ": the job did not produce the metric " + metric,
-          "Expect one of the final metrics: loss, val_loss, val_accuracy (classification)."};
+          "Expect one of the final metrics: loss, val_loss, val_accuracy (classification).");
       return;
     }
     const double value = it->second;
@@ -75,9 +75,9 @@ void Trainer::check_expectations(TrainingResult& result) {
     if (!failure.empty()) {
       log("EXPECTATION_FAILED: " + failure);
       result.outcome = Outcome::kFailed;
-      result.error =
-          JobError{"EXPECTATION_FAILED", failure,
-                   "Train longer (max_epochs), tune optimizer.lr, or relax expect." + metric + "."};
+      result.error = job_error(
+          "EXPECTATION_FAILED", failure,
+          "Train longer (max_epochs), tune optimizer.lr, or relax expect." + metric + ".");
       return;
     }
   }

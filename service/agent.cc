@@ -548,7 +548,7 @@ executor::TrainingResult Agent::train(Run& run, const api::JobSpec& spec,
     return "";
   };
   control.clock = options_.clock;
-  std::optional<executor::JobError> unreachable;
+  std::optional<base::Error> unreachable;
   std::unique_ptr<executor::SliceCollective> collective = join_slice(run, &unreachable);
   executor::SlicePart part;
   if (collective) {
@@ -592,7 +592,7 @@ std::optional<db::Transition> Agent::end_of(const Run& run, const executor::Trai
     if (auto retry = retry_after_unreachable_peer(run, *result.error, max_retries)) return retry;
   }
   if (result.outcome == executor::Outcome::kFailed) {
-    const executor::JobError& e = *result.error;
+    const base::Error& e = *result.error;
     return lifecycle::finish(id, JobState::kFailed, e.type + ": " + e.message,
                              lifecycle::error_text(e.type, e.message, e.hint), result_json.dump(),
                              run.epoch);
@@ -614,8 +614,8 @@ std::optional<db::Transition> Agent::end_of(const Run& run, const executor::Trai
   return std::nullopt;
 }
 
-std::unique_ptr<executor::SliceCollective> Agent::join_slice(
-    const Run& run, std::optional<executor::JobError>* error) {
+std::unique_ptr<executor::SliceCollective> Agent::join_slice(const Run& run,
+                                                             std::optional<base::Error>* error) {
   if (!run.slice) return nullptr;
   RendezvousRows keys(cluster_, run.slice->placement);
   GlooOptions options;
@@ -624,11 +624,11 @@ std::unique_ptr<executor::SliceCollective> Agent::join_slice(
   options.clock = options_.clock;
   auto connected = GlooCollective::connect(
       keys, run.slice->rank, static_cast<int>(run.slice->hosts_per_rank.size()), options);
-  if (auto* failed = std::get_if<executor::JobError>(&connected)) {
-    *error = std::move(*failed);
+  if (!connected.ok()) {
+    *error = connected.error();
     return nullptr;
   }
-  return std::move(std::get<std::unique_ptr<GlooCollective>>(connected));
+  return std::move(*connected);
 }
 
 db::Transition Agent::shutdown_requeue(std::int64_t job, std::int64_t epoch) const {
@@ -638,7 +638,7 @@ db::Transition Agent::shutdown_requeue(std::int64_t job, std::int64_t epoch) con
 }
 
 std::optional<db::Transition> Agent::retry_after_unreachable_peer(const Run& run,
-                                                                  const executor::JobError& error,
+                                                                  const base::Error& error,
                                                                   int max_retries) {
   // A launch on some of the slice's workers fails the same way on every
   // attempt: not a peer to retry without.

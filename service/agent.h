@@ -133,11 +133,11 @@ class Agent {
   // A slice spanning agents: joins the other parts. nullptr when the job
   // runs whole here, or when the rendezvous failed (then *error is set).
   std::unique_ptr<executor::SliceCollective> join_slice(const Run& run,
-                                                        std::optional<executor::JobError>* error);
+                                                        std::optional<base::Error>* error);
   // The transition ending a run that failed because a peer of its slice
   // was unreachable: requeued while max_retries allows.
   std::optional<db::Transition> retry_after_unreachable_peer(const Run& run,
-                                                             const executor::JobError& error,
+                                                             const base::Error& error,
                                                              int max_retries);
   // The transition of a job this agent stops running (or never started):
   // requeued to resume anywhere, no attempt spent.

@@ -69,14 +69,14 @@ std::optional<std::string> InProcessRendezvousKeys::get(const std::string& key) 
   return it->second;
 }
 
-executor::JobError unreachable_peer_error(std::chrono::milliseconds timeout) {
-  return executor::JobError{
+base::Error unreachable_peer_error(std::chrono::milliseconds timeout) {
+  return executor::job_error(
       "UNAVAILABLE", "failed to connect to all addresses",
       "a host of the job's slice, on another agent, could not be reached within " +
           std::to_string(timeout.count() / 1000.0).substr(0, 4) +
           " s; check the slice's agents and hosts (GET /v1/pool), or set max_retries so the job "
           "resumes "
-          "from its last checkpoint on healthy hosts"};
+          "from its last checkpoint on healthy hosts");
 }
 
 GlooCollective::GlooCollective(std::shared_ptr<gloo::Context> context, int rank, int size,
@@ -85,8 +85,9 @@ GlooCollective::GlooCollective(std::shared_ptr<gloo::Context> context, int rank,
 
 GlooCollective::~GlooCollective() = default;
 
-std::variant<std::unique_ptr<GlooCollective>, executor::JobError> GlooCollective::connect(
-    RendezvousKeys& keys, int rank, int size, const GlooOptions& options) {
+base::Result<std::unique_ptr<GlooCollective>> GlooCollective::connect(RendezvousKeys& keys,
+                                                                      int rank, int size,
+                                                                      const GlooOptions& options) {
   try {
     gloo::transport::tcp::attr attr;
     attr.hostname = options.host;
@@ -104,8 +105,8 @@ std::variant<std::unique_ptr<GlooCollective>, executor::JobError> GlooCollective
   }
 }
 
-std::optional<executor::JobError> GlooCollective::all_gather(
-    const float* mine, float* all, const std::vector<std::size_t>& counts) {
+base::Status GlooCollective::all_gather(const float* mine, float* all,
+                                        const std::vector<std::size_t>& counts) {
   if (broken_ || static_cast<int>(counts.size()) != size_) return unreachable_peer_error(timeout_);
   try {
     gloo::AllgathervOptions options(context_);
@@ -115,7 +116,7 @@ std::optional<executor::JobError> GlooCollective::all_gather(
     options.setTag(next_tag_++);
     options.setTimeout(timeout_);
     gloo::allgatherv(options);
-    return std::nullopt;
+    return base::Status::Ok();
   } catch (const std::exception& e) {
     // A pair that failed stays failed: the slice must be placed again.
     broken_ = true;

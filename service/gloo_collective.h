@@ -10,7 +10,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <variant>
 #include <vector>
 
 #include "base/clock.h"
@@ -58,7 +57,7 @@ struct GlooOptions {
 };
 
 // The executor's hint for the error every failure here becomes.
-executor::JobError unreachable_peer_error(std::chrono::milliseconds timeout);
+base::Error unreachable_peer_error(std::chrono::milliseconds timeout);
 
 class GlooCollective final : public executor::SliceCollective {
  public:
@@ -66,14 +65,15 @@ class GlooCollective final : public executor::SliceCollective {
   // publishes its address under `keys` and connects to every other. Returns
   // UNAVAILABLE when a peer does not join within options.timeout or cannot
   // be connected to. `keys` is used only during connect().
-  static std::variant<std::unique_ptr<GlooCollective>, executor::JobError> connect(
-      RendezvousKeys& keys, int rank, int size, const GlooOptions& options);
+  static base::Result<std::unique_ptr<GlooCollective>> connect(RendezvousKeys& keys, int rank,
+                                                               int size,
+                                                               const GlooOptions& options);
   ~GlooCollective() override;
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
-  std::optional<executor::JobError> all_gather(const float* mine, float* all,
-                                               const std::vector<std::size_t>& counts) override;
+  base::Status all_gather(const float* mine, float* all,
+                          const std::vector<std::size_t>& counts) override;
   // Gloo's own words for the last failure ("" if none): for the logs.
   const std::string& last_failure() const { return last_failure_; }
 

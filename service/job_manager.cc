@@ -542,10 +542,9 @@ JobManager::Estimate JobManager::estimate(const api::JobSpec& spec,
     if (it != estimate_cache_.end()) return it->second;
   }
   Estimate out;
-  base::Result<executor::Estimate, executor::JobError> result =
-      executor::estimate(spec.training, device, *datasets_);
+  base::Result<executor::Estimate> result = executor::estimate(spec.training, device, *datasets_);
   if (!result.ok()) {
-    const executor::JobError& error = result.error();
+    const base::Error& error = result.error();
     out.error =
         base::FieldError{error.field.empty() ? "spec" : error.field, error.message, error.hint};
     return out;  // not cached: an upload may appear later

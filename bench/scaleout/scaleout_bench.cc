@@ -206,17 +206,17 @@ double gloo_all_gather_rate(std::size_t floats, int rounds) {
       tpujobs::service::GlooOptions options;
       options.host = "127.0.0.1";
       auto connected = tpujobs::service::GlooCollective::connect(keys, rank, 2, options);
-      auto* collective = std::get_if<std::unique_ptr<tpujobs::service::GlooCollective>>(&connected);
-      if (collective == nullptr) {
+      if (!connected.ok()) {
         std::fprintf(stderr, "rendezvous failed\n");
         std::exit(1);
       }
+      std::unique_ptr<tpujobs::service::GlooCollective>* collective = &*connected;
       std::vector<float> mine(floats, static_cast<float>(rank)), all(2 * floats);
       const std::vector<std::size_t> counts{floats, floats};
       (void)(*collective)->all_gather(mine.data(), all.data(), counts);  // warm-up
       const auto began = Clock::now();
       for (int r = 0; r < rounds; ++r) {
-        if ((*collective)->all_gather(mine.data(), all.data(), counts)) {
+        if (!(*collective)->all_gather(mine.data(), all.data(), counts).ok()) {
           std::fprintf(stderr, "all-gather failed\n");
           std::exit(1);
         }

@@ -124,8 +124,8 @@ TEST(Result, InvalidFieldsCarriesEveryFieldAndTheFirstAsTheMessage) {
   EXPECT_EQ("the job spec must be a JSON object", whole.error().message);
 }
 
-// A layer whose errors carry more than a code and a message keeps the same
-// idiom with its own error type.
+// Inside a module, errors that carry something else keep the same idiom
+// with their own error type (module boundaries use Error).
 TEST(Result, CarriesARicherErrorType) {
   struct FieldProblem {
     std::string field, message;

@@ -62,13 +62,13 @@ class CountingCollective : public SliceCollective {
  public:
   int rank() const override { return 0; }
   int size() const override { return 2; }
-  std::optional<JobError> all_gather(const float* mine, float* all,
-                                     const std::vector<std::size_t>& counts) override {
+  base::Status all_gather(const float* mine, float* all,
+                          const std::vector<std::size_t>& counts) override {
     ++gathers;
     gathered_counts = counts;
-    if (peer_gone) return JobError{"UNAVAILABLE", "failed to connect to all addresses", ""};
+    if (peer_gone) return job_error("UNAVAILABLE", "failed to connect to all addresses");
     all[0] = all[1] = *mine;
-    return std::nullopt;
+    return base::Status::Ok();
   }
   bool peer_gone = false;
   int gathers = 0;
@@ -108,6 +108,25 @@ TEST(Launch, WithoutAFailureTheSameJobTrains) {
   EXPECT_EQ(Outcome::kSucceeded, result.outcome) << sink.all_lines();
   EXPECT_GT(result.steps, 0);
   EXPECT_TRUE(sink.lines_with("rendezvous").empty());
+}
+
+// A failed job's error is a base::Error: its type (what users see) decides
+// the code callers branch on; message, hint and field pass through as given.
+TEST(JobErrorTest, ItsTypeDecidesItsCode) {
+  const base::Error invalid = job_error("INVALID_ARGUMENT", "m", "h", "data.dataset");
+  EXPECT_EQ(invalid.code, base::ErrorCode::kInvalid);
+  EXPECT_EQ(invalid.type, "INVALID_ARGUMENT");
+  EXPECT_EQ(invalid.message, "m");
+  EXPECT_EQ(invalid.hint, "h");
+  EXPECT_EQ(invalid.field, "data.dataset");
+  for (const char* type :
+       {"RESOURCE_EXHAUSTED", "NUMERICAL_ERROR", "EXPECTATION_FAILED", "DEADLINE_EXCEEDED"})
+    EXPECT_EQ(job_error(type, "m").code, base::ErrorCode::kInvalid) << type;
+  EXPECT_EQ(job_error("UNAVAILABLE", "m").code, base::ErrorCode::kUnavailable);
+  EXPECT_EQ(job_error("CANCELLED", "m").code, base::ErrorCode::kConflict);
+  EXPECT_EQ(job_error("INTERNAL", "m").code, base::ErrorCode::kInternal);
+  EXPECT_EQ(job_error("SOMETHING_NEW", "m").code, base::ErrorCode::kInternal);
+  EXPECT_TRUE(job_error("INTERNAL", "m").field.empty());
 }
 
 }  // namespace

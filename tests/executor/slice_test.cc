@@ -25,8 +25,8 @@ class MemoryGroup {
  public:
   explicit MemoryGroup(int size) : size_(size), parts_(size) {}
 
-  std::optional<JobError> all_gather(int rank, const float* mine, float* all,
-                                     const std::vector<std::size_t>& counts) {
+  base::Status all_gather(int rank, const float* mine, float* all,
+                          const std::vector<std::size_t>& counts) {
     std::unique_lock lock(mutex_);
     const std::int64_t round = round_;
     parts_[rank].assign(mine, mine + counts[rank]);
@@ -43,11 +43,11 @@ class MemoryGroup {
       if (round_ == round) {
         broken_ = true;
         changed_.notify_all();
-        return JobError{"UNAVAILABLE", "failed to connect to all addresses", ""};
+        return job_error("UNAVAILABLE", "failed to connect to all addresses");
       }
     }
     for (const std::vector<float>& part : gathered_) all = std::copy(part.begin(), part.end(), all);
-    return std::nullopt;
+    return base::Status::Ok();
   }
 
   void break_group() {
@@ -72,11 +72,11 @@ class MemoryCollective : public SliceCollective {
       : group_(group), rank_(rank), size_(size) {}
   int rank() const override { return rank_; }
   int size() const override { return size_; }
-  std::optional<JobError> all_gather(const float* mine, float* all,
-                                     const std::vector<std::size_t>& counts) override {
+  base::Status all_gather(const float* mine, float* all,
+                          const std::vector<std::size_t>& counts) override {
     if (fail_at_call_ > 0 && ++calls_ >= fail_at_call_) {
       group_.break_group();
-      return JobError{"UNAVAILABLE", "failed to connect to all addresses", ""};
+      return job_error("UNAVAILABLE", "failed to connect to all addresses");
     }
     return group_.all_gather(rank_, mine, all, counts);
   }

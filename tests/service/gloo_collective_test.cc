@@ -34,7 +34,11 @@ void run_ranks(int size, milliseconds timeout, Body body) {
   for (std::thread& t : threads) t.join();
 }
 
-using Connected = std::variant<std::unique_ptr<GlooCollective>, executor::JobError>;
+using Connected = base::Result<std::unique_ptr<GlooCollective>>;
+
+std::unique_ptr<GlooCollective>* collective_of(Connected& connected) {
+  return connected.ok() ? &*connected : nullptr;
+}
 
 TEST(GlooCollectiveTest, AllGatherPutsEveryRanksFloatsInRankOrder) {
   for (int size : {2, 4}) {
@@ -48,14 +52,14 @@ TEST(GlooCollectiveTest, AllGatherPutsEveryRanksFloatsInRankOrder) {
     }
     std::vector<std::vector<float>> results(size);
     run_ranks(size, milliseconds(20000), [&](int rank, Connected& connected) {
-      auto* collective = std::get_if<std::unique_ptr<GlooCollective>>(&connected);
-      ASSERT_NE(collective, nullptr) << std::get<executor::JobError>(connected).message;
+      auto* collective = collective_of(connected);
+      ASSERT_NE(collective, nullptr) << connected.error().message;
       EXPECT_EQ((*collective)->rank(), rank);
       std::vector<float> mine(counts[rank]);
       std::iota(mine.begin(), mine.end(), static_cast<float>(rank * 100));
       for (int round = 0; round < 3; ++round) {
         std::vector<float> all(expected.size(), -1.0f);
-        ASSERT_EQ((*collective)->all_gather(mine.data(), all.data(), counts), std::nullopt);
+        ASSERT_TRUE((*collective)->all_gather(mine.data(), all.data(), counts).ok());
         results[rank] = all;
       }
     });
@@ -69,7 +73,7 @@ TEST(GlooCollectiveTest, APeerThatNeverJoinsFailsTheRendezvousWithinTheDeadline)
   const auto began = std::chrono::steady_clock::now();
   Connected connected = GlooCollective::connect(keys, 0, 2, loopback(milliseconds(1500)));
   const auto took = std::chrono::steady_clock::now() - began;
-  auto* error = std::get_if<executor::JobError>(&connected);
+  const base::Error* error = connected.ok() ? nullptr : &connected.error();
   ASSERT_NE(error, nullptr);
   EXPECT_EQ(error->type, "UNAVAILABLE");
   EXPECT_EQ(error->message, "failed to connect to all addresses");
@@ -80,22 +84,23 @@ TEST(GlooCollectiveTest, APeerThatNeverJoinsFailsTheRendezvousWithinTheDeadline)
 
 TEST(GlooCollectiveTest, APeerThatDropsOutFailsTheNextGatherWithinTheDeadline) {
   const std::vector<std::size_t> counts{4, 4};
-  std::optional<executor::JobError> survivor_error;
+  std::optional<base::Error> survivor_error;
   std::chrono::steady_clock::duration survivor_took{};
   run_ranks(2, milliseconds(3000), [&](int rank, Connected& connected) {
-    auto* collective = std::get_if<std::unique_ptr<GlooCollective>>(&connected);
+    auto* collective = collective_of(connected);
     ASSERT_NE(collective, nullptr);
     std::vector<float> mine(4, static_cast<float>(rank)), all(8);
-    ASSERT_EQ((*collective)->all_gather(mine.data(), all.data(), counts), std::nullopt);
+    ASSERT_TRUE((*collective)->all_gather(mine.data(), all.data(), counts).ok());
     if (rank == 1) {
       collective->reset();  // the process ends: its sockets close
       return;
     }
     const auto began = std::chrono::steady_clock::now();
-    survivor_error = (*collective)->all_gather(mine.data(), all.data(), counts);
+    const base::Status gathered = (*collective)->all_gather(mine.data(), all.data(), counts);
     survivor_took = std::chrono::steady_clock::now() - began;
+    if (!gathered.ok()) survivor_error = gathered.error();
     // Once failed, it stays failed.
-    EXPECT_NE((*collective)->all_gather(mine.data(), all.data(), counts), std::nullopt);
+    EXPECT_FALSE((*collective)->all_gather(mine.data(), all.data(), counts).ok());
   });
   ASSERT_TRUE(survivor_error.has_value());
   EXPECT_EQ(survivor_error->type, "UNAVAILABLE");
