@@ -42,23 +42,23 @@ std::optional<std::chrono::milliseconds> duration_field(ObjectReader& r, std::st
 constexpr std::size_t kMaxDependencies = 64;
 
 // [{"job": 12, "condition": "succeeded"}, ...]; the condition defaults to
-// "succeeded" (Slurm's afterok).
-void parse_depends_on(const json& list, std::vector<scheduler::Dependency>* out,
-                      std::vector<base::FieldError>* errors) {
+// "succeeded" (Slurm's afterok). Errors go to `top`'s list.
+std::vector<scheduler::Dependency> parse_depends_on(ObjectReader& top, const json& list) {
+  std::vector<scheduler::Dependency> out;
   if (!list.is_array()) {
-    errors->push_back({"depends_on", "must be an array, got " + type_name(list),
-                       "e.g. [{\"job\": 12, \"condition\": \"succeeded\"}]"});
-    return;
+    top.add({"depends_on", "must be an array, got " + type_name(list),
+             "e.g. [{\"job\": 12, \"condition\": \"succeeded\"}]"});
+    return out;
   }
   if (list.size() > kMaxDependencies) {
-    errors->push_back(
+    top.add(
         {"depends_on", "has more than " + std::to_string(kMaxDependencies) + " dependencies", ""});
-    return;
+    return out;
   }
   for (std::size_t i = 0; i < list.size(); ++i) {
     const std::string path = "depends_on[" + std::to_string(i) + "]";
-    if (!expect_object(&list[i], path, errors)) continue;
-    ObjectReader r(list[i], path, "depends_on[]", errors);
+    if (!top.expect_object(&list[i], path)) continue;
+    ObjectReader r(top, list[i], path, "depends_on[]");
     scheduler::Dependency dependency;
     const json* job = r.raw("job");
     const bool has_condition = r.raw("condition") != nullptr;
@@ -68,43 +68,42 @@ void parse_depends_on(const json& list, std::vector<scheduler::Dependency>* out,
       r.error("job", "is required", "the id of an earlier job, as POST /v1/jobs answered it");
       continue;
     }
-    std::optional<std::int64_t> id = ObjectReader::integer_value(
-        *job, r.field("job"), 1, std::numeric_limits<std::int64_t>::max(), errors);
+    std::optional<std::int64_t> id =
+        r.integer_value(*job, r.field("job"), 1, std::numeric_limits<std::int64_t>::max());
     if (!id || (has_condition && !condition)) continue;
     dependency.job = *id;
     if (condition) dependency.condition = *scheduler::parse_condition(*condition);
-    out->push_back(dependency);
+    out.push_back(dependency);
   }
+  return out;
 }
 
 // "name" and "labels": one line of printable text each.
-void parse_name_and_labels(ObjectReader& top, JobSpec* spec,
-                           std::vector<base::FieldError>* errors) {
+void parse_name_and_labels(ObjectReader& top, JobSpec* spec) {
   if (auto name = top.string("name", 128)) {
     if (name->empty()) {
-      errors->push_back(
+      top.add(
           {"name", "is empty", "give the job a name such as \"digits-mlp\", or leave `name` out"});
     } else if (auto c = control_character(*name)) {
-      errors->push_back(
-          {"name", "contains the control character " + code_point(*c), kControlCharacterHint});
+      top.add({"name", "contains the control character " + code_point(*c), kControlCharacterHint});
     } else {
       spec->name = *name;
     }
   }
-  if (const json* labels = top.raw("labels"); expect_object(labels, "labels", errors)) {
-    if (labels->size() > 32) errors->push_back({"labels", "has more than 32 labels", ""});
+  if (const json* labels = top.raw("labels"); top.expect_object(labels, "labels")) {
+    if (labels->size() > 32) top.add({"labels", "has more than 32 labels", ""});
     for (auto it = labels->begin(); it != labels->end(); ++it) {
       if (!it->is_string()) {
-        errors->push_back({"labels." + it.key(), "must be a string, got " + type_name(*it), ""});
+        top.add({"labels." + it.key(), "must be a string, got " + type_name(*it), ""});
       } else if (it.key().empty() || it.key().size() > 63 || it->get<std::string>().size() > 256) {
-        errors->push_back(
+        top.add(
             {"labels." + it.key().substr(0, 64), "keys are 1-63 and values 0-256 characters", ""});
       } else if (auto c = control_character(it.key())) {
-        errors->push_back({"labels", "a key contains the control character " + code_point(*c),
-                           kControlCharacterHint});
+        top.add({"labels", "a key contains the control character " + code_point(*c),
+                 kControlCharacterHint});
       } else if (auto c = control_character(it->get_ref<const std::string&>())) {
-        errors->push_back({"labels." + it.key(), "contains the control character " + code_point(*c),
-                           kControlCharacterHint});
+        top.add({"labels." + it.key(), "contains the control character " + code_point(*c),
+                 kControlCharacterHint});
       } else {
         spec->labels[it.key()] = it->get<std::string>();
       }
@@ -164,35 +163,33 @@ std::optional<unsigned char> control_character(std::string_view text) {
 }
 
 base::Result<JobSpec> parse_job_spec(const json& body) {
-  std::vector<base::FieldError> errors;
   if (!body.is_object()) {
-    errors.push_back({"", "the job spec must be a JSON object, got " + type_name(body), ""});
-    return base::invalid_fields(std::move(errors));
+    return base::invalid_fields(
+        {{"", "the job spec must be a JSON object, got " + type_name(body), ""}});
   }
   JobSpec spec;
-  {
-    ObjectReader top(body, "", "", &errors);
-    parse_name_and_labels(top, &spec, &errors);
-    if (auto v = top.integer("priority", -1000, 1000)) spec.priority = static_cast<int>(*v);
-    if (auto v = top.integer("max_retries", 0, 10)) spec.max_retries = static_cast<int>(*v);
-    spec.training.timeout = duration_field(top, "timeout");
-    spec.start_by = duration_field(top, "start_by");
-    if (auto v = top.boolean("preemptible")) spec.preemptible = *v;
-    if (const json* depends_on = top.raw("depends_on"))
-      parse_depends_on(*depends_on, &spec.depends_on, &errors);
-    if (const json* notify = top.raw("notify")) {
-      base::Result<NotifySpec> parsed = parse_notify(*notify);
-      if (parsed.ok()) {
-        spec.notify = std::move(*parsed);
-      } else {
-        errors.insert(errors.end(), parsed.error().fields.begin(), parsed.error().fields.end());
-      }
+  ObjectReader top(body, "", "");
+  parse_name_and_labels(top, &spec);
+  if (auto v = top.integer("priority", -1000, 1000)) spec.priority = static_cast<int>(*v);
+  if (auto v = top.integer("max_retries", 0, 10)) spec.max_retries = static_cast<int>(*v);
+  spec.training.timeout = duration_field(top, "timeout");
+  spec.start_by = duration_field(top, "start_by");
+  if (auto v = top.boolean("preemptible")) spec.preemptible = *v;
+  if (const json* depends_on = top.raw("depends_on"))
+    spec.depends_on = parse_depends_on(top, *depends_on);
+  if (const json* notify = top.raw("notify")) {
+    base::Result<NotifySpec> parsed = parse_notify(*notify);
+    if (parsed.ok()) {
+      spec.notify = std::move(*parsed);
+    } else {
+      top.add_all(parsed.error().fields);
     }
-    parse_environment_fields(top, &spec, &errors);
-    parse_trainer_section(top, &spec, &errors);
-    parse_training_sections(top, body, &spec, &errors);
   }
-  if (!errors.empty()) return base::invalid_fields(std::move(errors));
+  parse_environment_fields(top, &spec);
+  parse_trainer_section(top, &spec);
+  parse_training_sections(top, body, &spec);
+  if (std::vector<base::FieldError> errors = top.take_errors(); !errors.empty())
+    return base::invalid_fields(std::move(errors));
   json key = json::object();
   for (const char* part : {"trainer", "model", "data", "optimizer", "expect", "lightning_version",
                            "environment", "runtime", "env", "resources", "timeout"}) {

@@ -56,11 +56,11 @@ JobSpec apply_resolution(const Resolution& resolution, JobSpec spec);
 
 // resources.workers (api/job_spec_workers.cc): "all", or the indexes of the
 // slice's workers to launch on ([0], [0, 1]), as `gcloud compute tpus
-// tpu-vm ssh --worker=all|0,1` names them; "all" leaves trainer->workers
-// unset. Whether each is a host of the job's slice is lightning/'s rule
-// (lightning/workers.cc).
-void parse_workers(const nlohmann::json& value, lightning::TrainerSettings* trainer,
-                   std::vector<base::FieldError>* errors);
+// tpu-vm ssh --worker=all|0,1` names them. Returns the indexes, nullopt for
+// "all" (TrainerSettings::workers), or kInvalid naming the field
+// (base::invalid_fields). Whether each is a host of the job's slice is
+// lightning/'s rule (lightning/workers.cc).
+base::Result<std::optional<std::vector<std::int64_t>>> parse_workers(const nlohmann::json& value);
 // How a job launched on some of its slice's workers fails, for the executor.
 executor::LaunchFailure launch_failure(const lightning::LaunchFailure& failure);
 

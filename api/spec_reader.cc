@@ -78,16 +78,6 @@ std::string join_path(std::string_view parent, std::string_view key) {
   return std::string(parent) + "." + std::string(key);
 }
 
-bool expect_object(const json* value, const std::string& path,
-                   std::vector<base::FieldError>* errors) {
-  if (!value) return false;
-  if (!value->is_object()) {
-    errors->push_back({path, "must be an object, got " + type_name(*value), ""});
-    return false;
-  }
-  return true;
-}
-
 std::string python_type(const json& value) {
   if (value.is_boolean()) return "bool";
   if (value.is_number_integer() || value.is_number_unsigned()) return "int";

@@ -32,15 +32,29 @@ std::string type_name(const json& value);
 std::string join_path(std::string_view parent, std::string_view key);
 
 // Reads the fields of one JSON object, collecting a base::FieldError for each
-// problem, and at the end one for each field nobody asked for.
+// problem, and when done one for each field nobody asked for. The top-level
+// reader owns the list (take_errors()); a reader of a nested object adds its
+// errors to its parent's, so the list keeps the order they were found in.
 class ObjectReader {
  public:
   // `schema` names the entry of field_table() used for "did you mean" hints.
-  ObjectReader(const json& object, std::string path, std::string schema,
-               std::vector<base::FieldError>* errors)
-      : object_(object), path_(std::move(path)), schema_(std::move(schema)), errors_(errors) {}
+  ObjectReader(const json& object, std::string path, std::string schema)
+      : object_(object), path_(std::move(path)), schema_(std::move(schema)) {}
+  // A reader of an object inside `parent`'s; it reports its unknown fields
+  // when it goes out of scope.
+  ObjectReader(ObjectReader& parent, const json& object, std::string path, std::string schema)
+      : object_(object), path_(std::move(path)), schema_(std::move(schema)), parent_(&parent) {}
+  ObjectReader(const ObjectReader&) = delete;
+  ObjectReader& operator=(const ObjectReader&) = delete;
 
-  ~ObjectReader() { report_unknown(); }
+  ~ObjectReader() { finish(); }
+
+  // Reports the unknown fields, then returns every error found (the
+  // top-level reader's; a nested reader's are its parent's).
+  std::vector<base::FieldError> take_errors() {
+    finish();
+    return std::move(errors_);
+  }
 
   const std::string& path() const { return path_; }
   std::string field(std::string_view key) const { return join_path(path_, key); }
@@ -72,7 +86,7 @@ class ObjectReader {
   std::optional<std::int64_t> integer(std::string_view key, std::int64_t min, std::int64_t max) {
     const json* value = raw(key);
     if (!value) return std::nullopt;
-    return integer_value(*value, field(key), min, max, errors_);
+    return integer_value(*value, field(key), min, max);
   }
 
   std::optional<double> number(std::string_view key, double min, double max) {
@@ -114,13 +128,35 @@ class ObjectReader {
     return text;
   }
 
+  // An error about `key` of this object.
   void error(std::string_view key, std::string message, std::string hint = {}) {
-    errors_->push_back({field(key), std::move(message), std::move(hint)});
+    add({field(key), std::move(message), std::move(hint)});
+  }
+  // An error naming its field's whole path.
+  void add(base::FieldError error) {
+    if (parent_)
+      parent_->add(std::move(error));
+    else
+      errors_.push_back(std::move(error));
+  }
+  void add_all(const std::vector<base::FieldError>& errors) {
+    for (const base::FieldError& e : errors) add(e);
   }
 
-  static std::optional<std::int64_t> integer_value(const json& value, const std::string& path,
-                                                   std::int64_t min, std::int64_t max,
-                                                   std::vector<base::FieldError>* errors) {
+  // Requires `value` to be an object; an error at `path` otherwise. False
+  // when absent too.
+  bool expect_object(const json* value, const std::string& path) {
+    if (!value) return false;
+    if (!value->is_object()) {
+      add({path, "must be an object, got " + type_name(*value), ""});
+      return false;
+    }
+    return true;
+  }
+
+  // `value` (at `path`) as an integer in [min, max]; an error otherwise.
+  std::optional<std::int64_t> integer_value(const json& value, const std::string& path,
+                                            std::int64_t min, std::int64_t max) {
     std::optional<std::int64_t> number;
     if (value.is_number_integer()) {
       number = value.get<std::int64_t>();
@@ -134,14 +170,14 @@ class ObjectReader {
         number = static_cast<std::int64_t>(d);
     }
     if (!value.is_number()) {
-      errors->push_back({path, "must be an integer, got " + type_name(value), ""});
+      add({path, "must be an integer, got " + type_name(value), ""});
       return std::nullopt;
     }
     if (!number || *number < min || *number > max) {
-      errors->push_back({path,
-                         "must be an integer between " + std::to_string(min) + " and " +
-                             std::to_string(max) + ", got " + value.dump(),
-                         ""});
+      add({path,
+           "must be an integer between " + std::to_string(min) + " and " + std::to_string(max) +
+               ", got " + value.dump(),
+           ""});
       return std::nullopt;
     }
     return number;
@@ -151,6 +187,12 @@ class ObjectReader {
   static std::string format(double value) {
     json j = value;
     return j.dump();
+  }
+
+  void finish() {
+    if (finished_) return;
+    finished_ = true;
+    report_unknown();
   }
 
   // The work is bounded whatever the body holds: "did you mean" (an edit
@@ -183,27 +225,25 @@ class ObjectReader {
         for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
         hint = "known fields here: " + list;
       }
-      errors_->push_back({join_path(path_, it.key().substr(0, 128)), "unknown field", hint});
+      add({join_path(path_, it.key().substr(0, 128)), "unknown field", hint});
     }
     if (unknown > kMaxUnknownReported) {
-      errors_->push_back({path_,
-                          std::to_string(unknown - kMaxUnknownReported) +
-                              " more unknown fields (the first " +
-                              std::to_string(kMaxUnknownReported) + " are listed)",
-                          "remove the fields this version does not know"});
+      add({path_,
+           std::to_string(unknown - kMaxUnknownReported) + " more unknown fields (the first " +
+               std::to_string(kMaxUnknownReported) + " are listed)",
+           "remove the fields this version does not know"});
     }
   }
 
   const json& object_;
   std::string path_;
   std::string schema_;
-  std::vector<base::FieldError>* errors_;
+  ObjectReader* parent_ = nullptr;
+  std::vector<base::FieldError> errors_;
   std::vector<std::string> seen_;
+  bool finished_ = false;
 };
 
-// Requires `value` to be an object; reports otherwise.
-bool expect_object(const json* value, const std::string& path,
-                   std::vector<base::FieldError>* errors);
 // Python's name for the type of a JSON value, as Lightning's messages print it.
 std::string python_type(const json& value);
 // Python's repr() of a scalar JSON value (8.0, True); "{...}" for objects.
@@ -211,13 +251,13 @@ std::string python_repr(const json& value);
 
 // The top-level "environment", "runtime", "env" and "resources": what the
 // job runs on, as the rules of lightning/ read it (api/trainer_spec.cc).
-void parse_environment_fields(ObjectReader& top, JobSpec* spec,
-                              std::vector<base::FieldError>* errors);
+// Each section parser reads through the top-level reader `top`, whose list
+// collects its errors.
+void parse_environment_fields(ObjectReader& top, JobSpec* spec);
 // "trainer": the Trainer's arguments (api/trainer_spec.cc).
-void parse_trainer_section(ObjectReader& top, JobSpec* spec, std::vector<base::FieldError>* errors);
+void parse_trainer_section(ObjectReader& top, JobSpec* spec);
 // "model", "data", "optimizer" and "expect" into spec->training
 // (api/training_spec.cc); `body` is the whole spec.
-void parse_training_sections(ObjectReader& top, const json& body, JobSpec* spec,
-                             std::vector<base::FieldError>* errors);
+void parse_training_sections(ObjectReader& top, const json& body, JobSpec* spec);
 
 }  // namespace tpujobs::api::spec_parsing

@@ -10,12 +10,11 @@ namespace {
 
 // `devices` / `tpu_cores` as Python would see it: Lightning itself judges
 // the value, so every JSON type reaches it (8.0 is a float, true a bool).
-lightning::DeviceValue device_value(const json& value, const std::string& path,
-                                    std::vector<base::FieldError>* errors) {
+// Errors go to `r`'s list.
+lightning::DeviceValue device_value(ObjectReader& r, const json& value, const std::string& path) {
   lightning::DeviceValue out;
   if (value.is_number_integer() || value.is_number_unsigned()) {
-    std::optional<std::int64_t> n =
-        ObjectReader::integer_value(value, path, -1'000'000, 1'000'000, errors);
+    std::optional<std::int64_t> n = r.integer_value(value, path, -1'000'000, 1'000'000);
     if (n) {
       out.kind = lightning::DeviceValue::Kind::kInt;
       out.number = *n;
@@ -26,7 +25,7 @@ lightning::DeviceValue device_value(const json& value, const std::string& path,
   } else if (value.is_array()) {
     out.kind = lightning::DeviceValue::Kind::kList;
     if (value.size() > 64) {
-      errors->push_back({path, "lists more than 64 devices", ""});
+      r.add({path, "lists more than 64 devices", ""});
       return {};
     }
     out.list_length = value.size();
@@ -38,8 +37,8 @@ lightning::DeviceValue device_value(const json& value, const std::string& path,
     for (std::size_t i = 0; i < value.size(); ++i) {
       const json& item = value[i];
       if (item.is_number_integer() || item.is_number_unsigned()) {
-        std::optional<std::int64_t> n = ObjectReader::integer_value(
-            item, path + "[" + std::to_string(i) + "]", -1'000'000, 1'000'000, errors);
+        std::optional<std::int64_t> n =
+            r.integer_value(item, path + "[" + std::to_string(i) + "]", -1'000'000, 1'000'000);
         if (n) out.list.push_back(*n);
       } else if (out.list_other_type.empty()) {
         out.list_other_type = python_type(item);
@@ -114,13 +113,12 @@ void parse_trainer(ObjectReader& r, JobSpec* spec) {
 
 }  // namespace
 
-void parse_environment_fields(ObjectReader& top, JobSpec* spec,
-                              std::vector<base::FieldError>* errors) {
+void parse_environment_fields(ObjectReader& top, JobSpec* spec) {
   // Which versions exist is Lightning's rule (lightning/versions.h).
   spec->trainer.lightning_version = top.string("lightning_version", 32);
   if (const json* environment = top.raw("environment");
-      expect_object(environment, "environment", errors)) {
-    ObjectReader r(*environment, "environment", "environment", errors);
+      top.expect_object(environment, "environment")) {
+    ObjectReader r(top, *environment, "environment", "environment");
     lightning::Environment& env = spec->trainer.environment.emplace();
     for (auto [key, target] :
          {std::pair{"python", &env.python}, std::pair{"torch", &env.torch},
@@ -135,39 +133,44 @@ void parse_environment_fields(ObjectReader& top, JobSpec* spec,
     }
   }
   spec->trainer.runtime = top.string("runtime", 32);
-  if (const json* env = top.raw("env"); expect_object(env, "env", errors)) {
+  if (const json* env = top.raw("env"); top.expect_object(env, "env")) {
     for (auto it = env->begin(); it != env->end(); ++it) {
       if (!it->is_string())
-        errors->push_back({"env." + it.key(), "must be a string, got " + type_name(*it), ""});
+        top.add({"env." + it.key(), "must be a string, got " + type_name(*it), ""});
       else
         spec->trainer.env[it.key()] = it->get<std::string>();
     }
   }
-  if (const json* resources = top.raw("resources"); expect_object(resources, "resources", errors)) {
-    ObjectReader r(*resources, "resources", "resources", errors);
+  if (const json* resources = top.raw("resources"); top.expect_object(resources, "resources")) {
+    ObjectReader r(top, *resources, "resources", "resources");
     spec->trainer.accelerator_type = r.string("accelerator_type", 32);
     spec->trainer.topology = r.string("topology", 16);
-    if (const json* workers = r.raw("workers")) parse_workers(*workers, &spec->trainer, errors);
+    if (const json* workers = r.raw("workers")) {
+      base::Result<std::optional<std::vector<std::int64_t>>> parsed = parse_workers(*workers);
+      if (parsed.ok())
+        spec->trainer.workers = std::move(*parsed);
+      else
+        r.add_all(parsed.error().fields);
+    }
   }
 }
 
-void parse_trainer_section(ObjectReader& top, JobSpec* spec,
-                           std::vector<base::FieldError>* errors) {
-  if (const json* trainer = top.raw("trainer"); expect_object(trainer, "trainer", errors)) {
-    ObjectReader r(*trainer, "trainer", "trainer", errors);
+void parse_trainer_section(ObjectReader& top, JobSpec* spec) {
+  if (const json* trainer = top.raw("trainer"); top.expect_object(trainer, "trainer")) {
+    ObjectReader r(top, *trainer, "trainer", "trainer");
     parse_trainer(r, spec);
     // An explicit null is Python's None, which Lightning tells apart from
     // the default where the default is not None: `devices` defaults to
     // 'auto' from 2.0 on, and 2.x has no `tpu_cores` keyword at all. In 1.x
     // both default to None, and the rules treat None and absent alike.
     if (const json* v = r.raw("devices", /*allow_null=*/true))
-      spec->trainer.devices = device_value(*v, "trainer.devices", errors);
+      spec->trainer.devices = device_value(r, *v, "trainer.devices");
     if (const json* v = r.raw("tpu_cores", /*allow_null=*/true))
-      spec->trainer.tpu_cores = device_value(*v, "trainer.tpu_cores", errors);
+      spec->trainer.tpu_cores = device_value(r, *v, "trainer.tpu_cores");
     // Lightning judges num_nodes of any JSON type ("`num_nodes` must be a
     // positive integer, but got 2.0.", or int("2") in 2.0 and older).
     if (const json* v = r.raw("num_nodes", /*allow_null=*/true))
-      spec->trainer.num_nodes = device_value(*v, "trainer.num_nodes", errors);
+      spec->trainer.num_nodes = device_value(r, *v, "trainer.num_nodes");
     // Lightning 2.0 removed these Trainer arguments; the rules judge them
     // by version (lightning/devices.cc, check_removed_arguments).
     for (auto [name, value] :
@@ -175,7 +178,7 @@ void parse_trainer_section(ObjectReader& top, JobSpec* spec,
           std::pair{"num_processes", &spec->trainer.num_processes}}) {
       if (const json* v = r.raw(name, /*allow_null=*/true)) {
         spec->trainer.removed_arguments.push_back(name);
-        *value = device_value(*v, std::string("trainer.") + name, errors);  // 1.x maps them
+        *value = device_value(r, *v, std::string("trainer.") + name);  // 1.x maps them
       }
     }
   }

@@ -9,14 +9,15 @@
 namespace tpujobs::api::spec_parsing {
 namespace {
 
-void parse_layers(const json& layers, const std::string& path, executor::ModelSpec* model,
-                  std::vector<base::FieldError>* errors) {
+// Errors go to the list of `parent`, the reader of "model".
+void parse_layers(ObjectReader& parent, const json& layers, const std::string& path,
+                  executor::ModelSpec* model) {
   if (!layers.is_array()) {
-    errors->push_back({path, "must be an array of layers, got " + type_name(layers), ""});
+    parent.add({path, "must be an array of layers, got " + type_name(layers), ""});
     return;
   }
   if (layers.empty() || layers.size() > 64) {
-    errors->push_back({path, "must hold between 1 and 64 layers", ""});
+    parent.add({path, "must hold between 1 and 64 layers", ""});
     return;
   }
   static const std::map<std::string, executor::LayerType, std::less<>> kTypes = {
@@ -28,8 +29,8 @@ void parse_layers(const json& layers, const std::string& path, executor::ModelSp
   for (const auto& [name, _] : kTypes) type_names.push_back(name);
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const std::string layer_path = path + "[" + std::to_string(i) + "]";
-    if (!expect_object(&layers[i], layer_path, errors)) continue;
-    ObjectReader r(layers[i], layer_path, "model.layers[]", errors);
+    if (!parent.expect_object(&layers[i], layer_path)) continue;
+    ObjectReader r(parent, layers[i], layer_path, "model.layers[]");
     executor::LayerSpec layer;
     std::optional<std::string> type = r.choice("type", type_names);
     if (!type) {
@@ -78,21 +79,21 @@ void parse_layers(const json& layers, const std::string& path, executor::ModelSp
   }
 }
 
-void parse_data(ObjectReader& r, executor::DataSpec* data, std::vector<base::FieldError>* errors) {
+void parse_data(ObjectReader& r, executor::DataSpec* data) {
   if (const json* dataset = r.raw("dataset")) {
     const std::string path = r.field("dataset");
     if (dataset->is_string()) {
       const std::string name = dataset->get<std::string>();
       static const std::vector<std::string> kBuiltins = {"iris", "wine", "breast_cancer", "digits"};
       if (std::find(kBuiltins.begin(), kBuiltins.end(), name) == kBuiltins.end()) {
-        errors->push_back({path, "unknown dataset '" + name.substr(0, 64) + "'",
-                           "built-in datasets: iris, wine, breast_cancer, digits; or "
-                           "{\"synthetic\": \"blobs\"} or {\"upload\": \"ds_...\"}"});
+        r.add({path, "unknown dataset '" + name.substr(0, 64) + "'",
+               "built-in datasets: iris, wine, breast_cancer, digits; or "
+               "{\"synthetic\": \"blobs\"} or {\"upload\": \"ds_...\"}"});
       } else {
         data->source = executor::BuiltinData{name};
       }
-    } else if (expect_object(dataset, path, errors)) {
-      ObjectReader d(*dataset, path, "data.dataset", errors);
+    } else if (r.expect_object(dataset, path)) {
+      ObjectReader d(r, *dataset, path, "data.dataset");
       if (d.raw("upload")) {
         if (auto id = d.string("upload", 64)) data->source = executor::UploadedData{*id};
       } else if (auto kind = d.choice("synthetic", {"blobs", "spirals", "xor", "regression"})) {
@@ -121,8 +122,7 @@ void parse_data(ObjectReader& r, executor::DataSpec* data, std::vector<base::Fie
   if (auto v = r.boolean("drop_last")) data->drop_last = *v;
 }
 
-void parse_optimizer(ObjectReader& r, executor::OptimizerSpec* optimizer,
-                     std::vector<base::FieldError>* errors) {
+void parse_optimizer(ObjectReader& r, executor::OptimizerSpec* optimizer) {
   if (auto type = r.choice("type", {"sgd", "adam", "adamw"})) {
     optimizer->type = *type == "sgd"    ? executor::OptimizerType::kSgd
                       : *type == "adam" ? executor::OptimizerType::kAdam
@@ -137,13 +137,12 @@ void parse_optimizer(ObjectReader& r, executor::OptimizerSpec* optimizer,
     const std::string path = r.field("betas");
     if (!betas->is_array() || betas->size() != 2 || !(*betas)[0].is_number() ||
         !(*betas)[1].is_number()) {
-      errors->push_back(
-          {path, "must be a pair of numbers [beta1, beta2]", "e.g. \"betas\": [0.9, 0.999]"});
+      r.add({path, "must be a pair of numbers [beta1, beta2]", "e.g. \"betas\": [0.9, 0.999]"});
     } else {
       const double b1 = (*betas)[0].get<double>();
       const double b2 = (*betas)[1].get<double>();
       if (!(b1 >= 0 && b1 < 1) || !(b2 >= 0 && b2 < 1)) {
-        errors->push_back({path, "betas must each be in [0, 1)", ""});
+        r.add({path, "betas must each be in [0, 1)", ""});
       } else {
         optimizer->beta1 = b1;
         optimizer->beta2 = b2;
@@ -152,31 +151,30 @@ void parse_optimizer(ObjectReader& r, executor::OptimizerSpec* optimizer,
   }
   if (optimizer->nesterov &&
       (optimizer->type != executor::OptimizerType::kSgd || optimizer->momentum <= 0)) {
-    errors->push_back({r.field("nesterov"),
-                       "Nesterov momentum requires a momentum and zero dampening",
-                       "use type 'sgd' with momentum > 0, or drop nesterov"});
+    r.add({r.field("nesterov"), "Nesterov momentum requires a momentum and zero dampening",
+           "use type 'sgd' with momentum > 0, or drop nesterov"});
   }
 }
 
-void parse_expect(const json& expect, std::map<std::string, executor::Bound>* out,
-                  std::vector<base::FieldError>* errors) {
+// Errors go to `top`'s list.
+void parse_expect(ObjectReader& top, const json& expect,
+                  std::map<std::string, executor::Bound>* out) {
   static const std::vector<std::string> kMetrics = {"loss", "val_loss", "val_accuracy",
                                                     "train_accuracy", "samples_per_sec"};
   for (auto it = expect.begin(); it != expect.end(); ++it) {
     const std::string path = "expect." + it.key();
     if (std::find(kMetrics.begin(), kMetrics.end(), it.key()) == kMetrics.end()) {
-      errors->push_back(
-          {path, "unknown metric '" + it.key().substr(0, 64) + "'",
-           "gates can check: loss, val_loss, val_accuracy, train_accuracy, samples_per_sec"});
+      top.add({path, "unknown metric '" + it.key().substr(0, 64) + "'",
+               "gates can check: loss, val_loss, val_accuracy, train_accuracy, samples_per_sec"});
       continue;
     }
-    if (!expect_object(&*it, path, errors)) continue;
-    ObjectReader r(*it, path, "expect.*", errors);
+    if (!top.expect_object(&*it, path)) continue;
+    ObjectReader r(top, *it, path, "expect.*");
     executor::Bound bound;
     bound.min = r.number("min", -1e300, 1e300);
     bound.max = r.number("max", -1e300, 1e300);
     if (!bound.min && !bound.max) {
-      errors->push_back({path, "needs a min or a max", "e.g. {\"min\": 0.95}"});
+      top.add({path, "needs a min or a max", "e.g. {\"min\": 0.95}"});
       continue;
     }
     (*out)[it.key()] = bound;
@@ -185,12 +183,11 @@ void parse_expect(const json& expect, std::map<std::string, executor::Bound>* ou
 
 }  // namespace
 
-void parse_training_sections(ObjectReader& top, const json& body, JobSpec* spec,
-                             std::vector<base::FieldError>* errors) {
-  if (const json* model = top.raw("model"); expect_object(model, "model", errors)) {
-    ObjectReader r(*model, "model", "model", errors);
+void parse_training_sections(ObjectReader& top, const json& body, JobSpec* spec) {
+  if (const json* model = top.raw("model"); top.expect_object(model, "model")) {
+    ObjectReader r(top, *model, "model", "model");
     if (const json* layers = r.raw("layers"))
-      parse_layers(*layers, "model.layers", &spec->training.model, errors);
+      parse_layers(r, *layers, "model.layers", &spec->training.model);
     else
       r.error("layers", "is required",
               "e.g. [{\"type\": \"linear\", \"out\": 128}, {\"type\": \"relu\"}, {\"type\": "
@@ -200,21 +197,20 @@ void parse_training_sections(ObjectReader& top, const json& body, JobSpec* spec,
           *loss == "mse" ? executor::Loss::kMse : executor::Loss::kCrossEntropy;
     }
   } else if (!body.contains("model")) {
-    errors->push_back({"model", "is required", "a model needs at least {\"layers\": [...]}"});
+    top.add({"model", "is required", "a model needs at least {\"layers\": [...]}"});
   }
-  if (const json* data = top.raw("data"); expect_object(data, "data", errors)) {
-    ObjectReader r(*data, "data", "data", errors);
-    parse_data(r, &spec->training.data, errors);
+  if (const json* data = top.raw("data"); top.expect_object(data, "data")) {
+    ObjectReader r(top, *data, "data", "data");
+    parse_data(r, &spec->training.data);
   } else if (!body.contains("data")) {
-    errors->push_back(
-        {"data", "is required", "e.g. {\"dataset\": \"digits\", \"batch_size\": 64}"});
+    top.add({"data", "is required", "e.g. {\"dataset\": \"digits\", \"batch_size\": 64}"});
   }
-  if (const json* optimizer = top.raw("optimizer"); expect_object(optimizer, "optimizer", errors)) {
-    ObjectReader r(*optimizer, "optimizer", "optimizer", errors);
-    parse_optimizer(r, &spec->training.optimizer, errors);
+  if (const json* optimizer = top.raw("optimizer"); top.expect_object(optimizer, "optimizer")) {
+    ObjectReader r(top, *optimizer, "optimizer", "optimizer");
+    parse_optimizer(r, &spec->training.optimizer);
   }
-  if (const json* expect = top.raw("expect"); expect_object(expect, "expect", errors)) {
-    parse_expect(*expect, &spec->training.expect, errors);
+  if (const json* expect = top.raw("expect"); top.expect_object(expect, "expect")) {
+    parse_expect(top, *expect, &spec->training.expect);
   }
 }
 
