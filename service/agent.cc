@@ -548,8 +548,9 @@ executor::TrainingResult Agent::train(Run& run, const api::JobSpec& spec,
     return "";
   };
   control.clock = options_.clock;
-  std::optional<base::Error> unreachable;
-  std::unique_ptr<executor::SliceCollective> collective = join_slice(run, &unreachable);
+  base::Result<std::unique_ptr<executor::SliceCollective>> joined = join_slice(run);
+  std::unique_ptr<executor::SliceCollective> collective =
+      joined.ok() ? std::move(*joined) : nullptr;
   executor::SlicePart part;
   if (collective) {
     part = executor::SlicePart{run.slice->first_host, run.slice->hosts, run.slice->hosts_per_rank,
@@ -557,10 +558,10 @@ executor::TrainingResult Agent::train(Run& run, const api::JobSpec& spec,
     control.slice = &part;
   }
   executor::TrainingResult result;
-  if (unreachable) {
-    output.log(unreachable->type + ": " + unreachable->message);
+  if (!joined.ok()) {
+    output.log(joined.error().type + ": " + joined.error().message);
     result.outcome = executor::Outcome::kFailed;
-    result.error = unreachable;
+    result.error = joined.error();
   } else {
     result =
         executor::train(spec.training, device_for(run.row), workers_, *datasets_, output, control);
@@ -614,9 +615,8 @@ std::optional<db::Transition> Agent::end_of(const Run& run, const executor::Trai
   return std::nullopt;
 }
 
-std::unique_ptr<executor::SliceCollective> Agent::join_slice(const Run& run,
-                                                             std::optional<base::Error>* error) {
-  if (!run.slice) return nullptr;
+base::Result<std::unique_ptr<executor::SliceCollective>> Agent::join_slice(const Run& run) {
+  if (!run.slice) return std::unique_ptr<executor::SliceCollective>();
   RendezvousRows keys(cluster_, run.slice->placement);
   GlooOptions options;
   options.host = options_.collective_host;
@@ -624,11 +624,8 @@ std::unique_ptr<executor::SliceCollective> Agent::join_slice(const Run& run,
   options.clock = options_.clock;
   auto connected = GlooCollective::connect(
       keys, run.slice->rank, static_cast<int>(run.slice->hosts_per_rank.size()), options);
-  if (!connected.ok()) {
-    *error = connected.error();
-    return nullptr;
-  }
-  return std::move(*connected);
+  if (!connected.ok()) return connected.error();
+  return std::unique_ptr<executor::SliceCollective>(std::move(*connected));
 }
 
 db::Transition Agent::shutdown_requeue(std::int64_t job, std::int64_t epoch) const {

@@ -130,10 +130,9 @@ class Agent {
   // and the points to skip, and returns the checkpoint to resume from
   // (none: from the start); an error when the database cannot tell.
   base::Result<std::optional<executor::Checkpoint>> resume_of(Run& run);
-  // A slice spanning agents: joins the other parts. nullptr when the job
-  // runs whole here, or when the rendezvous failed (then *error is set).
-  std::unique_ptr<executor::SliceCollective> join_slice(const Run& run,
-                                                        std::optional<base::Error>* error);
+  // A slice spanning agents: joins the other parts (nullptr when the job
+  // runs whole here); the rendezvous's error when it failed.
+  base::Result<std::unique_ptr<executor::SliceCollective>> join_slice(const Run& run);
   // The transition ending a run that failed because a peer of its slice
   // was unreachable: requeued while max_retries allows.
   std::optional<db::Transition> retry_after_unreachable_peer(const Run& run,
