@@ -41,12 +41,11 @@ class Agent::RendezvousRows final : public RendezvousKeys {
  public:
   RendezvousRows(db::ClusterRepository& cluster, std::int64_t placement)
       : cluster_(cluster), placement_(placement) {}
-  bool set(const std::string& key, const std::string& value) override {
-    return cluster_.set_rendezvous_key(placement_, key, value).ok();
+  base::Status set(const std::string& key, const std::string& value) override {
+    return cluster_.set_rendezvous_key(placement_, key, value);
   }
-  std::optional<std::string> get(const std::string& key) override {
-    auto value = cluster_.get_rendezvous_key(placement_, key);
-    return value.ok() ? *value : std::nullopt;
+  base::Result<std::optional<std::string>> get(const std::string& key) override {
+    return cluster_.get_rendezvous_key(placement_, key);
   }
 
  private:

@@ -18,16 +18,17 @@ class KeyStore final : public gloo::rendezvous::Store {
   KeyStore(RendezvousKeys& keys, const GlooOptions& options) : keys_(keys), options_(options) {}
 
   void set(const std::string& key, const std::vector<char>& data) override {
-    if (!keys_.set(key, std::string(data.begin(), data.end()))) {
-      throw gloo::IoException("the rendezvous store could not be reached to publish " + key);
+    if (base::Status stored = keys_.set(key, std::string(data.begin(), data.end())); !stored.ok()) {
+      throw gloo::IoException("the rendezvous store could not be reached to publish " + key + ": " +
+                              stored.error().message);
     }
   }
 
   std::vector<char> get(const std::string& key) override {
     wait({key}, options_.timeout);
-    std::optional<std::string> value = keys_.get(key);
-    if (!value) throw gloo::IoException("the rendezvous key " + key + " vanished");
-    return std::vector<char>(value->begin(), value->end());
+    base::Result<std::optional<std::string>> value = keys_.get(key);
+    if (!value.ok() || !*value) throw gloo::IoException("the rendezvous key " + key + " vanished");
+    return std::vector<char>((*value)->begin(), (*value)->end());
   }
 
   void wait(const std::vector<std::string>& keys) override { wait(keys, options_.timeout); }
@@ -39,7 +40,10 @@ class KeyStore final : public gloo::rendezvous::Store {
         (timeout == gloo::kNoTimeout || timeout > options_.timeout) ? options_.timeout : timeout;
     const auto deadline = clock.now() + bound;
     for (const std::string& key : keys) {
-      while (!keys_.get(key)) {
+      // An unreachable store is waited out like an absent key, until the
+      // deadline.
+      for (base::Result<std::optional<std::string>> value = keys_.get(key); !value.ok() || !*value;
+           value = keys_.get(key)) {
         if (clock.now() >= deadline) {
           throw gloo::IoException("a peer did not publish " + key + " within " +
                                   std::to_string(bound.count()) + " ms");
@@ -56,17 +60,17 @@ class KeyStore final : public gloo::rendezvous::Store {
 
 }  // namespace
 
-bool InProcessRendezvousKeys::set(const std::string& key, const std::string& value) {
+base::Status InProcessRendezvousKeys::set(const std::string& key, const std::string& value) {
   base::MutexLock lock(mutex_);
   values_[key] = value;
-  return true;
+  return base::Status::Ok();
 }
 
-std::optional<std::string> InProcessRendezvousKeys::get(const std::string& key) {
+base::Result<std::optional<std::string>> InProcessRendezvousKeys::get(const std::string& key) {
   base::MutexLock lock(mutex_);
   auto it = values_.find(key);
-  if (it == values_.end()) return std::nullopt;
-  return it->second;
+  if (it == values_.end()) return std::optional<std::string>();
+  return std::optional<std::string>(it->second);
 }
 
 base::Error unreachable_peer_error(std::chrono::milliseconds timeout) {

@@ -14,6 +14,7 @@
 
 #include "base/clock.h"
 #include "base/mutex.h"
+#include "base/result.h"
 #include "executor/slice_collective.h"
 
 namespace gloo {
@@ -26,19 +27,20 @@ namespace tpujobs::service {
 class RendezvousKeys {
  public:
   virtual ~RendezvousKeys() = default;
-  // Stores `value` under `key` (replacing). False when the store could not
-  // be reached.
-  virtual bool set(const std::string& key, const std::string& value) = 0;
-  // The value, or nullopt while the key is absent or the store unreachable.
-  virtual std::optional<std::string> get(const std::string& key) = 0;
+  // Stores `value` under `key` (replacing); an error when the store could
+  // not be reached.
+  virtual base::Status set(const std::string& key, const std::string& value) = 0;
+  // The value, nullopt while the key is absent; an error when the store
+  // could not be reached.
+  virtual base::Result<std::optional<std::string>> get(const std::string& key) = 0;
 };
 
 // Keys in this process's memory: for a slice whose ranks are threads of one
 // process (tests, benchmarks). Thread-safe.
 class InProcessRendezvousKeys final : public RendezvousKeys {
  public:
-  bool set(const std::string& key, const std::string& value) override;
-  std::optional<std::string> get(const std::string& key) override;
+  base::Status set(const std::string& key, const std::string& value) override;
+  base::Result<std::optional<std::string>> get(const std::string& key) override;
 
  private:
   base::Mutex mutex_;
