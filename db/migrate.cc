@@ -41,6 +41,16 @@ base::Status migrate(ConnectionPool& pool, const std::vector<Migration>& migrati
   for (const Migration& migration : migrations) {
     base::Result<Transaction> transaction = Transaction::begin(**connection);
     if (!transaction.ok()) return transaction.error();
+    // Every session ends a transaction idle for 5 s (connection.cc). A
+    // migration that fails ends the process that runs it, and a process
+    // starved of the CPU at its start (a machine whose cores training
+    // fills) can be idle that long between two statements: this one
+    // transaction waits a minute.
+    if (auto patient =
+            transaction->execute("SET LOCAL idle_in_transaction_session_timeout = '1min'");
+        !patient.ok()) {
+      return patient.error();
+    }
     // Held until this transaction ends; a second process waits here and then
     // sees the version as applied.
     if (auto locked =

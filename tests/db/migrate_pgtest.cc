@@ -114,5 +114,22 @@ TEST(MigrateTest, FailedMigrationLeavesNothingBehind) {
             query_text(*pool, "SELECT name FROM schema_migrations WHERE version = 900"));
 }
 
+// A process starved of the CPU at its start may sit between two statements
+// of a migration longer than the 5 s every session allows a transaction to
+// be idle: a migration allows a minute, and only itself.
+TEST(MigrateTest, AMigrationsTransactionMayBeIdleForAMinuteAndNoOtherTransaction) {
+  auto pool = empty_schema_pool(1);
+  std::vector<Migration> migrations = embedded_migrations();
+  migrations.push_back(
+      {901, "901_idle_timeout.sql",
+       "DO $$ BEGIN IF current_setting('idle_in_transaction_session_timeout') <> '1min' THEN "
+       "RAISE EXCEPTION 'idle_in_transaction_session_timeout is %', "
+       "current_setting('idle_in_transaction_session_timeout'); END IF; END $$"});
+  base::Status status = migrate(*pool, migrations);
+  ASSERT_TRUE(status.ok()) << status.error().message;
+  // The same connection (the pool has one), after the migrations.
+  EXPECT_EQ("5s", query_text(*pool, "SHOW idle_in_transaction_session_timeout"));
+}
+
 }  // namespace
 }  // namespace tpujobs::db
