@@ -157,7 +157,7 @@ Agent::Agent(db::ConnectionPool& pool, AgentOptions options)
       repo_(pool),
       cluster_(pool),
       options_(std::move(options)),
-      workers_(options_.workers, [this] { train_below(options_.training_nice); }),
+      workers_(options_.workers, [this] { train_below(); }),
       datasets_(std::make_unique<DatabaseDatasets>(repo_.datasets)) {}
 
 Agent::~Agent() { stop(); }
@@ -437,9 +437,9 @@ base::Result<std::optional<executor::Checkpoint>> Agent::resume_of(Run& run) {
   return std::optional<executor::Checkpoint>(std::move(resume));
 }
 
-void Agent::train_below(int nice) {
-  if (nice == 0) return;
-  if (base::Status lowered = base::set_this_thread_nice(nice); !lowered.ok()) {
+void Agent::train_below() {
+  if (options_.training_nice == 0) return;
+  if (base::Status lowered = base::set_this_thread_nice(options_.training_nice); !lowered.ok()) {
     // Training still runs, at the service's priority.
     std::call_once(nice_refused_, [&lowered] {
       std::cerr << "tpujobs agent: training threads keep the service's priority: "
@@ -449,7 +449,7 @@ void Agent::train_below(int nice) {
 }
 
 void Agent::run_job(std::shared_ptr<Run> run) {
-  train_below(options_.training_nice);  // its steps, checkpoints and telemetry
+  train_below();  // its steps, checkpoints and telemetry
   run_placed(*run);
   {
     base::MutexLock live(live_mutex_);

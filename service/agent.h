@@ -110,9 +110,9 @@ class Agent {
   void stop_all_locked(StopReason reason) REQUIRES(mutex_);
   // A job placed here, on its own thread: run_placed, then forgotten.
   void run_job(std::shared_ptr<Run> run);
-  // Lowers the calling thread (one that trains) to nice `nice`
-  // (AgentOptions::training_nice); says once on stderr if the system refuses.
-  void train_below(int nice);
+  // Lowers the calling thread (one that trains) to
+  // AgentOptions::training_nice; says once on stderr if the system refuses.
+  void train_below();
   // Resolves, starts (or resumes), trains and ends it; returns early where
   // the database or the job has moved on.
   void run_placed(Run& run);

@@ -153,13 +153,21 @@ base::Result<bool> SchedulerLeader::write(db::Transition t) {
   t.require_leader_term = term_;
   base::Result<bool> moved = store_.transition(t);
   if (!moved.ok() || *moved) changed({t.job_id});  // a failed write may have landed
-  if (moved.ok() && *moved && db::is_terminal(t.to)) {
-    // An end the leader wrote (a cancel, a start_by, a lost agent's job):
-    // every replica's waits and log followers answer now, not at their
-    // poll, as for an end an agent writes.
-    (void)store_.notify(db::kLogChannel, std::to_string(t.job_id));
-  }
+  // An end the leader wrote (a cancel, a start_by, a lost agent's job) is
+  // announced as an agent announces the ends it writes.
+  if (moved.ok() && *moved && db::is_terminal(t.to)) ended_.push_back(t.job_id);
   return moved;
+}
+
+void SchedulerLeader::announce_ended() {
+  constexpr std::size_t kIdsPerNotification = 300;  // 20 bytes an id at most: under 8,000
+  for (std::size_t first = 0; first < ended_.size(); first += kIdsPerNotification) {
+    const std::size_t last = std::min(ended_.size(), first + kIdsPerNotification);
+    (void)store_.notify(db::kLogChannel,
+                        format_job_ids({ended_.begin() + static_cast<std::ptrdiff_t>(first),
+                                        ended_.begin() + static_cast<std::ptrdiff_t>(last)}));
+  }
+  ended_.clear();
 }
 
 void SchedulerLeader::changed(const std::vector<std::int64_t>& jobs) {
@@ -229,6 +237,7 @@ base::Status SchedulerLeader::requeue_orphans() {
 base::Status SchedulerLeader::run_pass() {
   const auto began = options_.clock->now();
   base::Status s = pass();
+  announce_ended();  // also after a failed pass: its ends that landed
   const std::int64_t nanos = std::chrono::nanoseconds(options_.clock->now() - began).count();
   ++passes_;
   pass_nanos_ += nanos;

@@ -216,6 +216,11 @@ class SchedulerLeader {
   // Tells this process's API service which jobs' rows changed (the wake
   // bus's kJobsChangedChannel); nothing without a wake bus.
   void changed(const std::vector<std::int64_t>& jobs);
+  // Announces the ends this pass wrote on tpujobs_logs (waits and log
+  // followers on every replica answer at once), a few hundred ids a
+  // notification: one round trip, not one a job (a dependency chain's
+  // cancels end thousands in one pass).
+  void announce_ended();
 
   std::unique_ptr<LeaderStore> owned_store_;
   LeaderStore& store_;
@@ -257,6 +262,7 @@ class SchedulerLeader {
   // The low water to read the next changes from (none: read them all);
   // when all were last read.
   std::optional<std::string> low_water_;
+  std::vector<std::int64_t> ended_;  // this pass's ends, for announce_ended()
   base::Clock::time_point complete_read_at_{};
 
   std::atomic<bool> leader_{false};

@@ -511,11 +511,18 @@ TEST_F(SchedulerLeaderPass, ALostAgentsJobWhoseCancelWasAcceptedEndsCancelled) {
   store_.add_agent("a", 1, 1);
   store_.add_agent("b", 2, 1);
   running_on(1, "a", 1, /*max_retries=*/1).cancel_requested = true;  // 202, then a went silent
+  running_on(2, "a", 1, /*max_retries=*/1).cancel_requested = true;
   lose("a");
   EXPECT_EQ(JobState::kCancelled, store_.job(1).state) << "not requeued, not FAILED";
+  EXPECT_EQ(JobState::kCancelled, store_.job(2).state);
   EXPECT_EQ(0, store_.job(1).attempt);
-  // Its end is announced to every replica's waits and followers.
-  EXPECT_NE(std::find(store_.writes.begin(), store_.writes.end(), "notify tpujobs_logs 1"),
+  // Their ends are announced to every replica's waits and followers, in one
+  // notification.
+  EXPECT_EQ(
+      1, std::count_if(store_.writes.begin(), store_.writes.end(),
+                       [](const std::string& w) { return w.starts_with("notify tpujobs_logs"); }))
+      << ::testing::PrintToString(store_.writes);
+  EXPECT_NE(std::find(store_.writes.begin(), store_.writes.end(), "notify tpujobs_logs 1,2"),
             store_.writes.end())
       << ::testing::PrintToString(store_.writes);
 }
