@@ -26,9 +26,6 @@ Status set_this_thread_nice(int nice) {
   return Status::Ok();
 }
 
-int this_thread_nice() {
-  errno = 0;
-  return getpriority(PRIO_PROCESS, this_thread_id());
-}
+int this_thread_nice() { return getpriority(PRIO_PROCESS, this_thread_id()); }
 
 }  // namespace tpujobs::base

@@ -28,7 +28,6 @@ namespace {
   "NULL, NULL, NULL, j.preempted_by, j.requeued_at, j.unstarted_requeues"
 
 constexpr int kMaxPageSize = 500;
-constexpr int kJobColumnCount = 31;  // in TPUJOBS_JOB_COLUMNS
 
 JobRow read_job(const QueryResult& rows, int row, int first_column = 0) {
   const int c = first_column;
@@ -291,19 +290,18 @@ base::Result<std::optional<JobWithCheckpoint>> JobRepository::get_job_with_check
   return with_connection(
       pool_, acquire_timeout_,
       [&](Connection& connection) -> base::Result<std::optional<JobWithCheckpoint>> {
-        base::Result<QueryResult> rows =
-            connection.execute("SELECT " TPUJOBS_JOB_COLUMNS
-                               ", c.step, c.epoch FROM jobs j"
-                               " LEFT JOIN LATERAL (SELECT step, epoch FROM job_checkpoints"
-                               "   WHERE job_id = j.id ORDER BY step DESC LIMIT 1) c ON true"
-                               " WHERE j.id = $1::bigint",
-                               {id});
+        // The checkpoint's columns first, as insert_jobs puts its ordinal.
+        base::Result<QueryResult> rows = connection.execute(
+            "SELECT c.step, c.epoch, " TPUJOBS_JOB_COLUMNS
+            " FROM jobs j LEFT JOIN LATERAL (SELECT step, epoch FROM job_checkpoints"
+            "   WHERE job_id = j.id ORDER BY step DESC LIMIT 1) c ON true"
+            " WHERE j.id = $1::bigint",
+            {id});
         if (!rows.ok()) return rows.error();
         if (rows->rows() == 0) return std::optional<JobWithCheckpoint>();
-        JobWithCheckpoint job{read_job(*rows, 0)};
-        if (!rows->is_null(0, kJobColumnCount)) {
-          job.last_checkpoint = {rows->int64(0, kJobColumnCount),
-                                 static_cast<int>(rows->int64(0, kJobColumnCount + 1))};
+        JobWithCheckpoint job{read_job(*rows, 0, /*first_column=*/2)};
+        if (!rows->is_null(0, 0)) {
+          job.last_checkpoint = {rows->int64(0, 0), static_cast<int>(rows->int64(0, 1))};
         }
         return std::optional<JobWithCheckpoint>(std::move(job));
       });
