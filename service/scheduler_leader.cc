@@ -72,6 +72,7 @@ void SchedulerLeader::stop() {
 void SchedulerLeader::loop() {
   std::optional<db::Listener> listener;
   if (options_.wake_bus == nullptr) listener.emplace(options_.conninfo, db::kSubmitChannel);
+  PassPacer pacer(options_.min_pass_interval);
   for (;;) {
     {
       base::MutexLock lock(mutex_);
@@ -94,26 +95,42 @@ void SchedulerLeader::loop() {
                   << ")" << std::endl;
       }
     }
+    const auto pass_began = options_.clock->now();
     if (leading && term_) {
       if (base::Status s = run_pass(); !s.ok()) {
         std::cerr << "tpujobs: scheduling pass: " << s.error().message << std::endl;
       }
     }
     const auto pass_ended = options_.clock->now();
-    // Woken by a submit or a finished job (NOTIFY), else after the poll
-    // interval: a lost notification delays a pass, never loses work.
-    if (!listener || !listener->wait(options_.poll_interval).ok()) {
-      base::MutexLock lock(mutex_);
-      options_.clock->wait_for(lock, wake_, options_.poll_interval,
-                               [this]() REQUIRES(mutex_) { return stopping_ || woken_; });
-      woken_ = false;
-    }
-    // A burst of submits makes one pass, not one each: a pass starts at
-    // least min_pass_interval after the last one ended. A job submitted to
-    // a quiet pool (woken later than that) is placed at once.
-    const auto due = pass_ended + options_.min_pass_interval;
+    const bool woken = wait_for_wake(listener);
+    const auto due = pass_ended + pacer.gap(pass_ended - pass_began, woken);
     if (const auto now = options_.clock->now(); now < due) options_.clock->sleep_for(due - now);
   }
+}
+
+bool SchedulerLeader::wait_for_wake(std::optional<db::Listener>& listener) {
+  // Woken by a submit or a finished job (NOTIFY), else after the poll
+  // interval: a lost notification delays a pass, never loses work.
+  if (listener) {
+    base::Result<std::vector<db::Notification>> pending =
+        listener->wait(std::chrono::milliseconds(0));
+    if (pending.ok() && !pending->empty()) return true;
+    if (pending.ok() && listener->wait(options_.poll_interval).ok()) return false;
+  }
+  base::MutexLock lock(mutex_);
+  const bool already = woken_;
+  options_.clock->wait_for(lock, wake_, options_.poll_interval,
+                           [this]() REQUIRES(mutex_) { return stopping_ || woken_; });
+  woken_ = false;
+  return already;
+}
+
+base::Clock::time_point::duration PassPacer::gap(base::Clock::time_point::duration pass_took,
+                                                 bool woken_during_pass) {
+  const bool burst = woken_during_pass && woken_during_previous_;
+  woken_during_previous_ = woken_during_pass;
+  if (burst) return min_interval_;
+  return std::min<base::Clock::time_point::duration>(pass_took, min_interval_);
 }
 
 std::string SchedulerLeader::prometheus_metrics() const {

@@ -45,6 +45,7 @@
 #include "base/clock.h"
 #include "base/mutex.h"
 #include "db/cluster_repository.h"
+#include "db/listener.h"
 #include "db/repositories.h"
 #include "lightning/resolve.h"
 #include "scheduler/capacity.h"
@@ -73,8 +74,7 @@ struct SchedulerLeaderOptions {
   // off) loses the lock to another replica: with the poll interval, within
   // DESIGN §9's 10 s. A pass must take less.
   std::chrono::milliseconds lock_idle_timeout{6000};
-  // A pass starts at least this long after the last one ended: a burst of
-  // submits makes one pass, not one each.
+  // A burst of wake-ups makes one pass, not one each: see next_pass_gap.
   std::chrono::milliseconds min_pass_interval{20};
   int max_cpu_jobs_per_agent = 2;
   // The head does not preempt when its reserved start is known and nearer than this.
@@ -91,6 +91,24 @@ struct SchedulerLeaderOptions {
   // A standalone serve's in-process wake-ups (service/wake_bus.h); null:
   // LISTEN/NOTIFY. Must outlive the leader.
   WakeBus* wake_bus = nullptr;
+};
+
+// How long after a pass ended the next one may start. Wake-ups that came
+// in while each of the last two passes ran are a burst (submits arriving
+// faster than passes): the next pass waits until `min_interval` after the
+// last one ended, so a burst makes one pass, not one each. Otherwise (a
+// job submitted to a quiet pool, or just after another job ended) the next
+// pass waits only as long as the last one took: the job is placed at once,
+// and the leader still passes at most about half the time.
+class PassPacer {
+ public:
+  explicit PassPacer(std::chrono::milliseconds min_interval) : min_interval_(min_interval) {}
+  base::Clock::time_point::duration gap(base::Clock::time_point::duration pass_took,
+                                        bool woken_during_pass);
+
+ private:
+  const std::chrono::milliseconds min_interval_;
+  bool woken_during_previous_ = false;
 };
 
 class SchedulerLeader {
@@ -123,6 +141,9 @@ class SchedulerLeader {
 
  private:
   void loop();
+  // Waits for a wake-up or the poll interval. True when one had come in
+  // already, while the pass before ran (a burst).
+  bool wait_for_wake(std::optional<db::Listener>& listener);
   base::Status pass();  // run_pass without its bookkeeping of the database's reach
   base::Status requeue_orphans();
   // Takes a placed job off its agent: CANCELLED when a cancel was accepted,

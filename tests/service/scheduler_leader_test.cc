@@ -814,3 +814,36 @@ TEST_F(SchedulerLeaderKeptJobs, APassWritesABoundedNumberOfReasonsTheFirstInTheQ
 
 }  // namespace
 }  // namespace tpujobs::service
+
+namespace tpujobs::service {
+namespace {
+
+using std::chrono::milliseconds;
+
+TEST(PassPacer, AJobSubmittedAfterAPassWaitsOnlyAsLongAsThatPassTook) {
+  PassPacer pacer(milliseconds(20));
+  // A job submitted to a quiet pool just after a short pass is placed
+  // 2 ms later, not 20.
+  EXPECT_EQ(pacer.gap(milliseconds(2), /*woken_during_pass=*/false), milliseconds(2));
+  // One wake-up during a pass (a submit while the pass for another job's
+  // end ran) is not a burst either.
+  EXPECT_EQ(pacer.gap(milliseconds(3), true), milliseconds(3));
+  EXPECT_EQ(pacer.gap(milliseconds(2), false), milliseconds(2));
+  EXPECT_EQ(pacer.gap(milliseconds(0), false), milliseconds(0));
+}
+
+TEST(PassPacer, WakeUpsDuringTwoPassesInARowAreABurstThatWaitsTheWholeInterval) {
+  PassPacer pacer(milliseconds(20));
+  EXPECT_EQ(pacer.gap(milliseconds(2), true), milliseconds(2));
+  EXPECT_EQ(pacer.gap(milliseconds(2), true), milliseconds(20));
+  EXPECT_EQ(pacer.gap(milliseconds(2), true), milliseconds(20)) << "the burst goes on";
+  EXPECT_EQ(pacer.gap(milliseconds(2), false), milliseconds(2)) << "and ends";
+}
+
+TEST(PassPacer, ALongPassStillLeavesTheIntervalBeforeTheNext) {
+  PassPacer pacer(milliseconds(20));
+  EXPECT_EQ(pacer.gap(milliseconds(45), false), milliseconds(20));
+}
+
+}  // namespace
+}  // namespace tpujobs::service
