@@ -19,7 +19,10 @@ using nlohmann::json;
 struct CheckedSpec {
   json body;
   std::optional<JobSpec> spec;
-  Resolution resolution;
+  Resolution resolution;  // when the trainer settings resolved
+  // The Lightning release whose rules the spec was checked by, resolved or
+  // not; empty when the spec did not parse (or a check before it failed).
+  std::string lightning_version;
   json estimate;
   std::vector<base::FieldError> errors;
   std::vector<std::string> warnings;
@@ -116,18 +119,23 @@ CheckedSpec check_spec(json body, const std::string& tenant, JobService& service
   if (checked.failure) return checked;
   check_notify(tenant, notifications, &checked);
   if (checked.failure) return checked;
-  checked.resolution =
+  base::Result<Resolution> resolved =
       resolve(checked.spec->trainer, service.capacity(JobService::Freshness::kRecent));
-  if (!checked.resolution.errors.empty() || !checked.resolution.tpu_available) {
+  if (!resolved.ok() || !resolved->tpu_available) {
     // A recent read may predate an agent that registered since: what it
     // refuses, or leaves on the CPU, is resolved again on the pool as it is.
-    checked.resolution =
-        resolve(checked.spec->trainer, service.capacity(JobService::Freshness::kNow));
+    resolved = resolve(checked.spec->trainer, service.capacity(JobService::Freshness::kNow));
   }
+  if (!resolved.ok()) {
+    const base::Error& refused = resolved.error();
+    checked.lightning_version = lightning::rules_release(checked.spec->trainer);
+    checked.warnings = refused.warnings;
+    for (const base::FieldError& e : refused.fields) checked.errors.push_back(e);
+    return checked;
+  }
+  checked.resolution = std::move(*resolved);
+  checked.lightning_version = checked.resolution.lightning_version;
   checked.warnings = checked.resolution.warnings;
-  for (const lightning::FieldProblem& p : checked.resolution.errors) {
-    checked.errors.push_back({p.field, p.message, p.hint});
-  }
   if (!checked.errors.empty()) return checked;
   checked.spec = apply_resolution(checked.resolution, std::move(*checked.spec));
   JobService::Estimate estimate = service.estimate(*checked.spec, checked.resolution);
@@ -337,8 +345,8 @@ void JobsApi::validate(Request& request, ResponseWriterPtr writer) {
     json payload = json::parse(response.body);
     payload["valid"] = false;
     // The rules the errors come from (unset when the spec did not parse).
-    if (!checked->resolution.lightning_version.empty()) {
-      payload["lightning_version"] = checked->resolution.lightning_version;
+    if (!checked->lightning_version.empty()) {
+      payload["lightning_version"] = checked->lightning_version;
     }
     if (!checked->estimate.is_null()) payload["estimate"] = checked->estimate;
     response.body = payload.dump();

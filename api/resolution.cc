@@ -43,10 +43,12 @@ lightning::PoolView pool_view(const scheduler::PoolCapacity& capacity) {
   return view;
 }
 
-Resolution resolve(const lightning::TrainerSettings& settings,
-                   const scheduler::PoolCapacity& capacity) {
+base::Result<Resolution> resolve(const lightning::TrainerSettings& settings,
+                                 const scheduler::PoolCapacity& capacity) {
+  base::Result<lightning::Resolution> resolved = lightning::resolve(settings, pool_view(capacity));
+  if (!resolved.ok()) return resolved.error();
   Resolution out;
-  static_cast<lightning::Resolution&>(out) = lightning::resolve(settings, pool_view(capacity));
+  static_cast<lightning::Resolution&>(out) = std::move(*resolved);
   const lightning::DeviceRequest& device = out.device;
   scheduler::ResourceRequest& request = out.request;
   request.kind = request_kind(device.kind);

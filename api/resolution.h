@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "base/result.h"
 #include "lightning/resolve.h"
 #include "scheduler/capacity.h"
 #include "scheduler/request.h"
@@ -14,16 +15,17 @@ namespace tpujobs::api {
 
 // lightning::Resolution, with `device` as the scheduler places it.
 struct Resolution : lightning::Resolution {
-  scheduler::ResourceRequest request;  // meaningful only when errors is empty
+  scheduler::ResourceRequest request;
 };
 
 // The pool as lightning/ sees it: every generation the scheduler knows, with
 // its facts and its host count in `capacity`.
 lightning::PoolView pool_view(const scheduler::PoolCapacity& capacity);
 
-// lightning::resolve() on pool_view(capacity), with the request mapped.
-Resolution resolve(const lightning::TrainerSettings& settings,
-                   const scheduler::PoolCapacity& capacity);
+// lightning::resolve() on pool_view(capacity), with the request mapped; its
+// refusal (field errors and the warnings given before it) as it is.
+base::Result<Resolution> resolve(const lightning::TrainerSettings& settings,
+                                 const scheduler::PoolCapacity& capacity);
 
 // "2.5" for 205: a torch_xla version as Resolution::torch_xla_version holds it.
 std::string torch_xla_version_name(int version);

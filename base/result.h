@@ -33,6 +33,11 @@ struct FieldError {
   std::string field;  // JSON path: "trainer.devices", "model.layers[2].out", "" for the whole body
   std::string message;
   std::string hint;
+  // Where `message` comes from when it quotes another project's text:
+  // "2.1.4:src/lightning/fabric/accelerators/xla.py" (a tag of
+  // Lightning-AI/pytorch-lightning and a path), or another cited source;
+  // empty when the text is tpujobs' own. Not part of an API answer.
+  std::string source = {};
 };
 
 struct Error {
@@ -47,17 +52,19 @@ struct Error {
   bool maybe_applied = false;
   // What the user can do about it, where the error is theirs to fix.
   std::string hint = {};
-  // kInvalid from a parser: every problem found, each naming its field
-  // (invalid_fields).
+  // The fields of what the user sent that the error is about, each with its
+  // problem: a parser's or a validation's every problem (kInvalid,
+  // invalid_fields), or the one job-spec field a failed job's error is
+  // about ("model.layers", "resources.workers"; executor::job_error). Empty
+  // when the error is not about the user's fields.
   std::vector<FieldError> fields = {};
+  // kInvalid from a validation: what it warned of on the way (Lightning's
+  // deprecation warnings), which the user sees beside the field errors.
+  std::vector<std::string> warnings = {};
   // A failed job's error type as users see it, stored and answered as is
   // ("RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED", "INVALID_ARGUMENT", ...;
   // executor::job_error sets it with its code). Empty for other errors.
   std::string type = {};
-  // The one job-spec field a failed job's error is about ("model.layers",
-  // "resources.workers"); empty when it is not the spec's. A parser's
-  // many problems go in `fields` instead.
-  std::string field = {};
 };
 
 // Holds either a T or an error. E is Error at every module boundary; another
@@ -109,6 +116,13 @@ class [[nodiscard]] Status : public Result<std::monostate> {
 
 inline Error make_error(ErrorCode code, std::string message) {
   return Error{code, std::move(message)};
+}
+
+// The field errors of `result`: none when it holds a value.
+template <class T>
+const std::vector<FieldError>& field_errors(const Result<T>& result) {
+  static const std::vector<FieldError> kNone;
+  return result.ok() ? kNone : result.error().fields;
 }
 
 // kInvalid listing every problem of a request; its message is the first

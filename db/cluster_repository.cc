@@ -178,28 +178,33 @@ base::Status ClusterRepository::notify(const char* channel, const std::string& p
   });
 }
 
-bool LeaderLock::hold() {
+base::Result<bool> LeaderLock::hold() {
   if (connection_) {
     // Still ours while the session that took it answers.
-    if (!connection_->is_broken() && connection_->execute("SELECT 1").ok()) return true;
+    if (connection_->is_broken()) {
+      connection_.reset();
+      return base::make_error(base::ErrorCode::kUnavailable, "the lock's session was lost");
+    }
+    base::Result<QueryResult> answered = connection_->execute("SELECT 1");
+    if (answered.ok()) return true;
     connection_.reset();
-    return false;
+    return answered.error();
   }
   base::Result<std::unique_ptr<Connection>> opened = Connection::open(conninfo_);
-  if (!opened.ok()) return false;
+  if (!opened.ok()) return opened.error();
   if (idle_timeout_.count() > 0) {
     // idle_session_timeout (PostgreSQL 14+), set before the lock is taken.
-    if (!(*opened)
-             ->execute("SELECT set_config('idle_session_timeout', $1::text, false)",
-                       {std::to_string(idle_timeout_.count()) + "ms"})
-             .ok())
-      return false;
+    base::Result<QueryResult> set =
+        (*opened)->execute("SELECT set_config('idle_session_timeout', $1::text, false)",
+                           {std::to_string(idle_timeout_.count()) + "ms"});
+    if (!set.ok()) return set.error();
   }
   base::Result<QueryResult> taken =
       (*opened)->execute(mode_ == Mode::kShared ? "SELECT pg_try_advisory_lock_shared($1::bigint)"
                                                 : "SELECT pg_try_advisory_lock($1::bigint)",
                          {key_});
-  if (!taken.ok() || !taken->boolean(0, 0)) return false;
+  if (!taken.ok()) return taken.error();
+  if (!taken->boolean(0, 0)) return false;
   connection_ = std::move(*opened);
   return true;
 }

@@ -130,9 +130,11 @@ class LeaderLock {
                       std::chrono::milliseconds idle_timeout = std::chrono::milliseconds(0))
       : conninfo_(std::move(conninfo)), key_(key), mode_(mode), idle_timeout_(idle_timeout) {}
   // True when this process holds the lock now: already held and its session
-  // still answers, or just taken. False when another process holds it or
-  // the server cannot be reached (then leadership is given up).
-  bool hold();
+  // still answers, or just taken; false when another process holds it. An
+  // error when the server cannot be reached or refuses the queries: the
+  // lock is not held then either (a session that stopped answering is
+  // given up).
+  base::Result<bool> hold();
   bool held() const { return connection_ != nullptr; }
   void release();
 

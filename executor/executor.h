@@ -103,8 +103,10 @@ struct RunControl {
 enum class Outcome { kSucceeded, kFailed, kCancelled };
 
 // A failed job's error: base::Error with its user-facing `type`, a code
-// that follows from it, the message, the hint and the spec `field` (empty
-// when the error is not the spec's: a checkpoint, the runtime). Types and
+// that follows from it, the message, the hint and, when `field` names the
+// spec field it is about, that field with the same message and hint as its
+// one `fields` entry (none when the error is not the spec's: a checkpoint,
+// the runtime). Types and
 // codes: INVALID_ARGUMENT (bad dataset, model or checkpoint),
 // RESOURCE_EXHAUSTED, NUMERICAL_ERROR, EXPECTATION_FAILED and
 // DEADLINE_EXCEEDED are kInvalid (the spec cannot run as written);

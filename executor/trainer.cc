@@ -30,7 +30,7 @@ base::Error job_error(std::string type, std::string message, std::string hint, s
   base::Error error{code, std::move(message)};
   error.hint = std::move(hint);
   error.type = std::move(type);
-  error.field = std::move(field);
+  if (!field.empty()) error.fields.push_back({std::move(field), error.message, error.hint});
   return error;
 }
 

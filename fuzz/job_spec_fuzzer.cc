@@ -42,11 +42,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check(spec->name.size() <= 128);
   check(spec->training.data.batch_size >= 1);
   const tpujobs::scheduler::PoolCapacity pool{{{tpujobs::scheduler::Generation::kV3, 4}}};
-  const tpujobs::api::Resolution resolution = tpujobs::api::resolve(spec->trainer, pool);
-  for (const tpujobs::lightning::FieldProblem& p : resolution.errors) check(!p.message.empty());
-  if (resolution.errors.empty()) {
-    *spec = tpujobs::api::apply_resolution(resolution, std::move(*spec));
-    check(tpujobs::api::resolution_json(resolution).is_object());
+  const tpujobs::base::Result<tpujobs::api::Resolution> resolution =
+      tpujobs::api::resolve(spec->trainer, pool);
+  if (!resolution.ok()) {
+    check(!resolution.error().fields.empty());
+    for (const tpujobs::base::FieldError& p : resolution.error().fields) check(!p.message.empty());
+    return 0;
   }
+  *spec = tpujobs::api::apply_resolution(*resolution, std::move(*spec));
+  check(tpujobs::api::resolution_json(*resolution).is_object());
   return 0;
 }

@@ -63,6 +63,8 @@ struct Context {
   const TrainerSettings& settings;
   const PoolView& pool;
   Resolution& out;
+  // Every problem found so far; resolve() refuses the settings with them.
+  std::vector<base::FieldError> errors = {};
 
   // The release whose rules apply (check_lightning_version) and its number
   // (2.1 -> 201), which the rule tables are keyed by.
@@ -145,7 +147,7 @@ struct Context {
   // empty for tpujobs' own messages.
   void error(std::string_view field, std::string message, std::string hint,
              std::string_view source = {}) {
-    out.errors.push_back(
+    errors.push_back(
         {std::string(field), std::move(message), std::move(hint), std::string(source)});
     if (!source.empty()) stopped_before_device_info = true;
   }

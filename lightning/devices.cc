@@ -363,13 +363,13 @@ std::optional<DeviceAsk> parse_zero_based(Context& c, const DeviceValue& value) 
         shown = std::to_string(*count);
         break;
       }
-      std::string bad;
-      list = py_int_list(text, &bad);
-      if (!list) {
+      base::Result<std::vector<std::int64_t>, std::string> parsed = py_int_list(text);
+      if (!parsed.ok()) {
         c.error(c.devices_field, fill(rules_for(c).unparsable, {{"devices", py_repr(text)}}),
                 devices_hint(c), rules_for(c).source);
         return std::nullopt;
       }
+      list = std::move(*parsed);
       shown = py_list(*list);
       break;
     }
@@ -433,13 +433,14 @@ std::optional<DeviceAsk> parse_one_based(Context& c, const DeviceValue& value) {
         count = text == "1" ? 1 : 8;
         break;
       }
-      std::string bad;
-      list = py_int_list(text, &bad);
-      if (!list) {
-        c.error(c.devices_field, fill(rules_for(c).unparsable, {{"devices", py_repr(bad)}}),
+      base::Result<std::vector<std::int64_t>, std::string> parsed = py_int_list(text);
+      if (!parsed.ok()) {
+        c.error(c.devices_field,
+                fill(rules_for(c).unparsable, {{"devices", py_repr(parsed.error())}}),
                 devices_hint(c), rules_for(c).source);
         return std::nullopt;
       }
+      list = std::move(*parsed);
       break;
     }
   }

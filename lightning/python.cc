@@ -150,9 +150,7 @@ std::optional<std::int64_t> py_int(std::string_view text) {
   return value;
 }
 
-// Splits "0, 1," like Lightning: empty pieces are skipped. nullopt names the
-// first piece Python's int() refuses, through *bad.
-std::optional<std::vector<std::int64_t>> py_int_list(std::string_view text, std::string* bad) {
+base::Result<std::vector<std::int64_t>, std::string> py_int_list(std::string_view text) {
   std::vector<std::int64_t> out;
   std::size_t start = 0;
   while (start <= text.size()) {
@@ -160,10 +158,7 @@ std::optional<std::vector<std::int64_t>> py_int_list(std::string_view text, std:
     const std::string_view piece = text.substr(start, comma - start);
     if (!piece.empty()) {
       const std::optional<std::int64_t> value = py_int(piece);
-      if (!value) {
-        *bad = std::string(strip(piece));
-        return std::nullopt;
-      }
+      if (!value) return std::string(strip(piece));
       out.push_back(*value);
     }
     start = comma + 1;

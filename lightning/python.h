@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/result.h"
 #include "lightning/resolve.h"
 
 namespace tpujobs::lightning {
@@ -35,9 +36,9 @@ std::string_view strip(std::string_view text);
 // surrounding whitespace. nullopt when Python would raise (or overflow).
 std::optional<std::int64_t> py_int(std::string_view text);
 
-// Splits "0, 1," like Lightning: empty pieces are skipped. nullopt names the
-// first piece Python's int() refuses, through *bad.
-std::optional<std::vector<std::int64_t>> py_int_list(std::string_view text, std::string* bad);
+// Splits "0, 1," like Lightning: empty pieces are skipped. The error is the
+// first piece Python's int() refuses, stripped.
+base::Result<std::vector<std::int64_t>, std::string> py_int_list(std::string_view text);
 
 std::string join(const std::vector<std::string>& parts, std::string_view separator);
 

@@ -30,14 +30,31 @@ std::vector<RuleText> all_rule_texts() {
   return out;
 }
 
-Resolution resolve(const TrainerSettings& settings, const PoolView& pool) {
+base::Result<Resolution> resolve(const TrainerSettings& settings, const PoolView& pool) {
   Resolution out;
   Context context{settings, pool, out};
   for (const TpuGeneration& generation : pool.generations) {
     if (generation.hosts > 0) context.pool_generations.push_back(&generation);
   }
   for (Check check : kChecks) check(context);
-  return out;
+  if (context.errors.empty()) return out;
+  base::Error refused = base::invalid_fields(std::move(context.errors));
+  refused.warnings = std::move(out.warnings);
+  return refused;
+}
+
+const std::vector<std::string>& resolution_warnings(const base::Result<Resolution>& resolution) {
+  return resolution.ok() ? resolution->warnings : resolution.error().warnings;
+}
+
+std::string rules_release(const TrainerSettings& settings) {
+  // The two checks that choose the release (environment.lightning first).
+  Resolution out;
+  const PoolView pool;
+  Context context{settings, pool, out};
+  check_environment(context);
+  check_lightning_version(context);
+  return out.lightning_version;
 }
 
 std::string_view precision_name(Precision precision) {

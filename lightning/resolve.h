@@ -46,6 +46,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/result.h"
+
 namespace tpujobs::lightning {
 
 // A value of `devices` / `tpu_cores` as the user wrote it, with the Python
@@ -181,21 +183,6 @@ struct DeviceRequest {
   int cores() const { return devices_per_host * hosts; }
 };
 
-// One problem with the settings. `field` is the JSON path of the setting to
-// change: "trainer.devices", "trainer.tpu_cores", "trainer.num_nodes",
-// "trainer.accelerator", "trainer.precision", "trainer.strategy",
-// "runtime", "env", "resources.accelerator_type",
-// "lightning_version".
-struct FieldProblem {
-  std::string field;
-  std::string message;  // Lightning's text where Lightning has one
-  std::string hint;     // what to change; never empty
-  // Where `message` comes from: "2.1.4:src/lightning/fabric/accelerators/xla.py"
-  // (a tag of Lightning-AI/pytorch-lightning and a path), or another cited
-  // source; empty when the message is tpujobs' own.
-  std::string source;
-};
-
 enum class Precision { k32True, k16True, kBf16True };
 
 // How a job launched on fewer than all workers of its multi-host slice fails
@@ -208,11 +195,11 @@ struct LaunchFailure {
   std::string hint;
 };
 
+// Settings that resolve: what the job asks of the pool and how it runs.
 struct Resolution {
-  std::vector<FieldProblem> errors;   // every problem at once; empty = valid
   std::vector<std::string> warnings;  // Lightning's warning texts (deprecations, precision=16 ->
                                       // bf16 ...) and tpujobs' `notices`
-  DeviceRequest device;               // meaningful only when errors is empty
+  DeviceRequest device;
   // How the executor computes and sizes the job: '16-true' on a TPU under
   // 2.1+ is k32True, as torch_xla never sees the variable Lightning sets.
   Precision precision = Precision::k32True;
@@ -276,9 +263,27 @@ struct Resolution {
 };
 
 // Validates `settings` against the rules above and the generations present
-// in `pool`. Never throws on user input: every problem is in `errors`, each
-// check running on whatever the checks before it could resolve.
-Resolution resolve(const TrainerSettings& settings, const PoolView& pool);
+// in `pool`. Never throws on user input. Settings that do not resolve are a
+// kInvalid base::invalid_fields error listing every problem at once, each
+// check running on whatever the checks before it could resolve. Each field
+// error's `field` is the JSON path of the setting to change
+// ("trainer.devices", "trainer.precision", "runtime", "env",
+// "resources.accelerator_type", "lightning_version", "environment.torch",
+// ...), its `message` Lightning's text where Lightning has one, its `hint`
+// what to change (never empty) and its `source` the upstream file the
+// message quotes. The error's `warnings` are the ones Lightning gave before
+// it refused, which a refusal shows beside its errors as a valid
+// Resolution's `warnings` are.
+base::Result<Resolution> resolve(const TrainerSettings& settings, const PoolView& pool);
+
+// The warnings of resolve()'s answer, whether it resolved the settings or
+// refused them.
+const std::vector<std::string>& resolution_warnings(const base::Result<Resolution>& resolution);
+
+// The release whose rules resolve() applies to `settings` ("2.1"), valid or
+// not: environment.lightning's, else lightning_version's, else the last.
+// What a refusal names as the rules it comes from.
+std::string rules_release(const TrainerSettings& settings);
 
 // "32-true", "16-true", "bf16-true".
 std::string_view precision_name(Precision precision);

@@ -48,7 +48,7 @@ bool environment_field(std::string_view field) {
 // environment's fields, and a torch_xla without the XRT runtime --runtime
 // names (environment.cc, tpujobs' own text: no source). Lightning's own
 // refusal of XRT (2.2+, cited) is the Trainer call's.
-bool environment_problem(const FieldProblem& problem) {
+bool environment_problem(const base::FieldError& problem) {
   return environment_field(problem.field) ||
          (problem.field == kFieldRuntime && problem.source.empty());
 }
@@ -256,7 +256,7 @@ class CallChecker {
                  : "; this call's settings were not checked"),
         "Set `" + argument.name + "` to a literal, or a module-level constant, to have it checked");
   }
-  bool reportable(const FieldProblem& problem) const {
+  bool reportable(const base::FieldError& problem) const {
     const std::string_view field = problem.field;
     if (environment_problem(problem) || splat_) return false;
     bool devices_unknown = false;
@@ -274,8 +274,10 @@ class CallChecker {
     }
     return {call_.line, call_.column};
   }
-  void report(const Resolution& resolution) {
-    for (const FieldProblem& problem : resolution.errors) {
+  // The settings' errors, and the warnings Lightning gave whether it
+  // refused them or not.
+  void report(const base::Result<Resolution>& resolution) {
+    for (const base::FieldError& problem : base::field_errors(resolution)) {
       if (!reportable(problem)) continue;
       const auto [line, column] = position(problem.field);
       out_.push_back({std::string(path_), line, column, problem.field, Severity::kError,
@@ -285,7 +287,7 @@ class CallChecker {
       if (!contains(kOwnRuleArguments, name)) return;
     if (splat_) return;
     std::set<std::string> seen;
-    for (const std::string& warning : resolution.warnings) {
+    for (const std::string& warning : resolution_warnings(resolution)) {
       if (!seen.insert(warning).second) continue;
       const bool notice = warning.starts_with("tpujobs:");
       out_.push_back({std::string(path_), call_.line, call_.column,
@@ -374,8 +376,9 @@ std::vector<Finding> check_environment_pins(const ScriptCheckOptions& options,
     settings.environment = pinned_environment(options, package);
     if (!settings.environment) continue;
     apply_runtime(options, &settings);
-    const Resolution resolution = resolve(settings, options.pool);
-    for (const FieldProblem& problem : resolution.errors) {
+    const base::Result<Resolution> resolution = resolve(settings, options.pool);
+    if (resolution.ok()) continue;
+    for (const base::FieldError& problem : resolution.error().fields) {
       if (!environment_problem(problem)) continue;
       const std::string_view pin =
           problem.field == "environment.torch" ? "torch"

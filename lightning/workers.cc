@@ -70,7 +70,7 @@ LaunchFailure launch_failure(const Context& c, const std::vector<std::int64_t>& 
 
 void check_workers(Context& c) {
   if (!c.settings.workers) return;
-  if (!c.out.errors.empty() || !c.request_ok) return;  // no slice to judge against
+  if (!c.errors.empty() || !c.request_ok) return;  // no slice to judge against
   const int hosts = c.accelerator == Accelerator::kTpu ? std::max(1, c.out.device.hosts) : 1;
   const std::vector<std::int64_t>& asked = *c.settings.workers;
   for (std::int64_t w : asked) {

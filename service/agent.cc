@@ -514,12 +514,13 @@ std::optional<api::JobSpec> Agent::placed_spec(Run& run) {
       capacity.hosts[*generation] = std::max(capacity.hosts[*generation], hosts);
     }
   }
-  api::Resolution resolution;
-  if (spec) resolution = api::resolve(spec->trainer, capacity);
-  if (spec && resolution.errors.empty()) return api::apply_resolution(resolution, std::move(*spec));
+  std::string why = "the stored spec does not parse";
+  if (spec) {
+    base::Result<api::Resolution> resolution = api::resolve(spec->trainer, capacity);
+    if (resolution.ok()) return api::apply_resolution(*resolution, std::move(*spec));
+    why = resolution.error().fields.front().message;
+  }
   if (!run.peer()) {  // the first part reports it
-    const std::string why =
-        !spec ? "the stored spec does not parse" : resolution.errors.front().message;
     (void)repo_.jobs.transition(lifecycle::reject(
         run.row.id, {JobState::kStarting, JobState::kRunning}, "by agent", why, run.epoch));
   }
@@ -638,7 +639,9 @@ std::optional<db::Transition> Agent::retry_after_unreachable_peer(const Run& run
                                                                   int max_retries) {
   // A launch on some of the slice's workers fails the same way on every
   // attempt: not a peer to retry without.
-  if (run.row.attempt >= max_retries || error.field == "resources.workers") return std::nullopt;
+  if (run.row.attempt >= max_retries ||
+      (!error.fields.empty() && error.fields.front().field == "resources.workers"))
+    return std::nullopt;
   return lifecycle::requeue_elsewhere(
       run.row.id,
       "UNAVAILABLE: failed to connect to all addresses (a peer of its slice); requeued to resume "

@@ -545,8 +545,8 @@ JobManager::Estimate JobManager::estimate(const api::JobSpec& spec,
   base::Result<executor::Estimate> result = executor::estimate(spec.training, device, *datasets_);
   if (!result.ok()) {
     const base::Error& error = result.error();
-    out.error =
-        base::FieldError{error.field.empty() ? "spec" : error.field, error.message, error.hint};
+    out.error = error.fields.empty() ? base::FieldError{"spec", error.message, error.hint}
+                                     : error.fields.front();
     return out;  // not cached: an upload may appear later
   }
   const executor::Estimate& e = *result;

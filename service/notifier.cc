@@ -59,10 +59,9 @@ std::chrono::milliseconds retry_delay(int failed_attempts, const NotifierOptions
   return std::min(delay, options.max_retry);
 }
 
-PostResult post_json(const api::HttpUrl& url,
-                     const std::vector<std::pair<std::string, std::string>>& headers,
-                     const std::string& body, std::chrono::milliseconds timeout) {
-  PostResult out;
+base::Result<int> post_json(const api::HttpUrl& url,
+                            const std::vector<std::pair<std::string, std::string>>& headers,
+                            const std::string& body, std::chrono::milliseconds timeout) {
   try {
     asio::io_context io;
     tcp::resolver resolver(io);
@@ -125,18 +124,18 @@ PostResult post_json(const api::HttpUrl& url,
     if (failure) {
       const bool timed_out =
           failure == beast::error::timeout || failure == asio::error::operation_aborted;
-      out.error = std::string(step) + ": " +
-                  (timed_out ? "timed out after " + std::to_string(timeout.count()) + " ms"
-                             : failure.message());
-      return out;
+      return base::make_error(
+          base::ErrorCode::kUnavailable,
+          std::string(step) + ": " +
+              (timed_out ? "timed out after " + std::to_string(timeout.count()) + " ms"
+                         : failure.message()));
     }
-    out.status = parser.get().result_int();
     beast::error_code ignored;
     stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    return parser.get().result_int();
   } catch (const std::exception& e) {
-    out = PostResult{0, e.what()};
+    return base::make_error(base::ErrorCode::kUnavailable, e.what());
   }
-  return out;
 }
 
 Notifier::Notifier(db::ConnectionPool& pool, JobViewSource views, NotifierOptions options)
@@ -261,16 +260,17 @@ db::NotificationAttempt Notifier::attempt(const db::NotificationRow& row,
            std::chrono::duration_cast<std::chrono::seconds>(out.at.time_since_epoch()).count())},
       {"X-Tpujobs-Signature", sign_notification(**secret, out.body)},
   };
-  PostResult posted = post_json(*parsed, headers, out.body, options_.timeout);
+  const base::Result<int> posted = post_json(*parsed, headers, out.body, options_.timeout);
   out.duration_ms = std::chrono::duration<double, std::milli>(clock_.now() - started).count();
-  if (posted.status == 0) return retry_or_give_up(posted.error);
-  out.status_code = posted.status;
-  if (posted.status >= 200 && posted.status < 300) {
+  if (!posted.ok()) return retry_or_give_up(posted.error().message);
+  const int status = *posted;
+  out.status_code = status;
+  if (status >= 200 && status < 300) {
     out.status = "delivered";
     return out;
   }
-  const std::string error = "the receiver answered " + std::to_string(posted.status);
-  if (permanent(posted.status)) return give_up(error + " (not retried)");
+  const std::string error = "the receiver answered " + std::to_string(status);
+  if (permanent(status)) return give_up(error + " (not retried)");
   return retry_or_give_up(error);
 }
 

@@ -35,6 +35,7 @@
 #include "api/notify.h"
 #include "base/clock.h"
 #include "base/mutex.h"
+#include "base/result.h"
 #include "db/notification_repository.h"
 
 namespace tpujobs::service {
@@ -66,18 +67,14 @@ std::string sign_notification(std::string_view secret, std::string_view body);
 // How long to wait after `failed_attempts` failures (>= 1).
 std::chrono::milliseconds retry_delay(int failed_attempts, const NotifierOptions& options);
 
-// What one POST came to: the status code, or 0 and why there was none.
-struct PostResult {
-  int status = 0;
-  std::string error;
-};
-
 // POSTs `body` as application/json to `url` with `headers`, on a connection
 // of its own, giving up after `timeout` (resolve, connect, send and answer
-// together). Never throws.
-PostResult post_json(const api::HttpUrl& url,
-                     const std::vector<std::pair<std::string, std::string>>& headers,
-                     const std::string& body, std::chrono::milliseconds timeout);
+// together): the receiver's status code, or, when there was no answer, a
+// kUnavailable error saying why ("connect: Connection refused"). Never
+// throws.
+base::Result<int> post_json(const api::HttpUrl& url,
+                            const std::vector<std::pair<std::string, std::string>>& headers,
+                            const std::string& body, std::chrono::milliseconds timeout);
 
 class Notifier final : public api::NotificationService {
  public:

@@ -78,7 +78,9 @@ void SchedulerLeader::loop() {
       base::MutexLock lock(mutex_);
       if (stopping_) return;
     }
-    const bool leading = lock_.hold();
+    // A server that cannot be reached leads no one: leadership is given up.
+    const base::Result<bool> held = lock_.hold();
+    const bool leading = held.ok() && *held;
     if (leading != leader_) {
       leader_ = leading;
       reachable_since_ = options_.clock->now();

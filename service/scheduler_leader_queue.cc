@@ -105,10 +105,10 @@ void SchedulerLeader::resolve(const scheduler::PoolCapacity& capacity) {
     const auto trainer = unresolved_.find(id);
     const auto job = jobs_.find(id);
     if (trainer == unresolved_.end() || job == jobs_.end()) continue;
-    const api::Resolution resolution = api::resolve(trainer->second, capacity);
-    if (!resolution.errors.empty()) continue;  // -1: no registered agent has such hosts (yet)
+    const base::Result<api::Resolution> resolution = api::resolve(trainer->second, capacity);
+    if (!resolution.ok()) continue;  // -1: no registered agent has such hosts (yet)
     unresolved_.erase(trainer);
-    job->second.facts.shape = shape_index(resolution.request);
+    job->second.facts.shape = shape_index(resolution->request);
     if (job->second.waiting >= 0)
       snapshot_.waiting[job->second.waiting].shape = job->second.facts.shape;
   }

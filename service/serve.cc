@@ -167,7 +167,12 @@ int run_agent(const std::vector<std::string>& args) {
   // A member of the cluster: refused beside a standalone service (serve.cc).
   db::LeaderLock membership(options.database_url, db::LeaderLock::kStandaloneKey,
                             db::LeaderLock::Mode::kShared);
-  if (!membership.hold()) {
+  const base::Result<bool> member = membership.hold();
+  if (!member.ok()) {
+    std::cerr << "tpujobs agent: database: " << member.error().message << "\n";
+    return 1;
+  }
+  if (!*member) {
     std::cerr << "tpujobs agent: a tpujobs serve without --name runs on this database; an agent "
                  "beside it would run the same jobs.\n  Stop it first, or give it --name NAME so "
                  "that it joins the cluster (docs/deploy.md).\n";
@@ -317,7 +322,12 @@ class ServeProcess {
     membership_.emplace(
         conninfo_, db::LeaderLock::kStandaloneKey,
         standalone_ ? db::LeaderLock::Mode::kExclusive : db::LeaderLock::Mode::kShared);
-    if (membership_->hold()) return std::nullopt;
+    const base::Result<bool> member = membership_->hold();
+    if (!member.ok()) {
+      std::cerr << "tpujobs serve: database: " << member.error().message << "\n";
+      return 1;
+    }
+    if (*member) return std::nullopt;
     std::cerr << "tpujobs serve: "
               << (standalone_ ? "another tpujobs serve without --name, or a cluster (replicas "
                                 "with --name or --pool none, agents), runs on this database; "

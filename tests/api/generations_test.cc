@@ -38,11 +38,12 @@ lightning::TrainerSettings tpu(std::optional<std::string> type,
 // "generation devices_per_host x hosts type", or "field: message | hint" of
 // the first error.
 std::string outcome(const lightning::TrainerSettings& settings, std::string_view pool) {
-  const Resolution r = resolve(settings, capacity(pool));
-  if (!r.errors.empty()) {
-    return r.errors.front().field + ": " + r.errors.front().message + " | " + r.errors.front().hint;
+  const base::Result<Resolution> r = resolve(settings, capacity(pool));
+  if (!r.ok()) {
+    return r.error().fields.front().field + ": " + r.error().fields.front().message + " | " +
+           r.error().fields.front().hint;
   }
-  const scheduler::ResourceRequest& q = r.request;
+  const scheduler::ResourceRequest& q = r->request;
   return std::string(q.generation ? scheduler::facts(*q.generation).name : "any") + " " +
          std::to_string(q.devices_per_host) + "x" + std::to_string(q.hosts) + " " +
          q.accelerator_type;
@@ -150,10 +151,10 @@ TEST(Generations, OldLightningsEightOnAFourDeviceHost) {
   s.devices.kind = lightning::DeviceValue::Kind::kInt;
   s.devices.number = 8;
   EXPECT_EQ("v5p 4x1 v5p-8", outcome(s, "v5p-8"));
-  const Resolution r = resolve(s, capacity("v5p-8"));
-  ASSERT_FALSE(r.fit_start_lines.empty());
-  EXPECT_EQ("WARNING:root:Unsupported nprocs (8), ignoring...", r.fit_start_lines.front());
-  EXPECT_EQ(4, r.world_size);
+  const base::Result<Resolution> r = resolve(s, capacity("v5p-8"));
+  ASSERT_FALSE(r->fit_start_lines.empty());
+  EXPECT_EQ("WARNING:root:Unsupported nprocs (8), ignoring...", r->fit_start_lines.front());
+  EXPECT_EQ(4, r->world_size);
   EXPECT_EQ("v6e 8x1 v6e-8", outcome(s, "v6e-8"));
   EXPECT_TRUE(outcome(s, "v4-8").starts_with(
       "trainer.devices: `devices=8` asks for 8 devices per host, but the hosts it may run on have "
@@ -202,9 +203,9 @@ TEST(Generations, RemovedTrainerArgumentsUnder2x) {
     const auto spec = parse_job_spec(body);
     EXPECT_TRUE(spec) << trainer.dump();
     if (!spec) return std::string("no spec");
-    const Resolution r = resolve(spec->trainer, capacity(pool));
-    if (r.errors.empty()) return std::string("no error");
-    const auto& e = r.errors.front();
+    const base::Result<Resolution> r = resolve(spec->trainer, capacity(pool));
+    if (r.ok()) return std::string("no error");
+    const auto& e = r.error().fields.front();
     return e.field + ": " + e.message + " | " + e.hint + " [" + e.source + "]";
   };
   const std::string source =

@@ -220,18 +220,17 @@ TEST(JobSpec, DeviceListsKeepTheirFirstItemAndLength) {
 TEST(JobSpec, NullDevicesReachTheResolverAsNone) {
   scheduler::PoolCapacity v3_8;
   v3_8.hosts[scheduler::Generation::kV3] = 1;
-  auto resolved = [&](const std::string& version, const json& trainer) {
+  auto resolved = [&](const std::string& version, const json& trainer) -> base::Result<Resolution> {
     json body = json::parse(kMinimal);
     body["lightning_version"] = version;
     body["trainer"] = trainer;
     auto spec = parse_job_spec(body);
-    EXPECT_TRUE(spec) << fields(spec.error().fields);
-    return spec ? resolve(spec->trainer, v3_8) : Resolution{};
+    if (!spec) return spec.error();
+    return resolve(spec->trainer, v3_8);
   };
-  auto first_error = [](const Resolution& resolution) {
-    return resolution.errors.empty()
-               ? std::string("no error")
-               : resolution.errors.front().field + ": " + resolution.errors.front().message;
+  // A refusal's message is its first problem's "field: message".
+  auto first_error = [](const base::Result<Resolution>& resolution) {
+    return resolution.ok() ? std::string("no error") : resolution.error().message;
   };
   json body = json::parse(kMinimal);
   body["trainer"] = {{"devices", nullptr}, {"tpu_cores", nullptr}};
@@ -248,11 +247,11 @@ TEST(JobSpec, NullDevicesReachTheResolverAsNone) {
             "but you passed None");
   EXPECT_EQ(first_error(resolved("2.5", {{"tpu_cores", nullptr}})),
             "trainer.tpu_cores: Trainer.__init__() got an unexpected keyword argument 'tpu_cores'");
-  const Resolution v19 = resolved("1.9", {{"devices", nullptr}, {"tpu_cores", 8}});
+  const base::Result<Resolution> v19 = resolved("1.9", {{"devices", nullptr}, {"tpu_cores", 8}});
   EXPECT_EQ(first_error(v19), "no error");
-  EXPECT_EQ(v19.world_size, 8);
-  ASSERT_EQ(v19.warnings.size(), 1u) << "no `devices=None will be ignored` warning";
-  EXPECT_TRUE(v19.warnings[0].starts_with("Setting `Trainer(tpu_cores=8)` is deprecated"));
+  EXPECT_EQ(v19->world_size, 8);
+  ASSERT_EQ(v19->warnings.size(), 1u) << "no `devices=None will be ignored` warning";
+  EXPECT_TRUE(v19->warnings[0].starts_with("Setting `Trainer(tpu_cores=8)` is deprecated"));
 }
 
 TEST(JobSpec, EnvironmentIsReadAsPipFreezeShowsIt) {
@@ -314,17 +313,18 @@ TEST(JobSpec, MaxTimeIsReadAsLightningsTimerReadsIt) {
     body["trainer"] = trainer;
     auto spec = parse_job_spec(body);
     if (!spec) return Outcome{fields(spec.error().fields), std::nullopt, 0, {}};
-    const Resolution resolution = resolve(spec->trainer, v3_8);
-    if (!resolution.errors.empty()) {
-      return Outcome{resolution.errors.front().field + ": " + resolution.errors.front().message,
+    const base::Result<Resolution> resolution = resolve(spec->trainer, v3_8);
+    if (!resolution.ok()) {
+      return Outcome{resolution.error().fields.front().field + ": " +
+                         resolution.error().fields.front().message,
                      std::nullopt,
                      0,
                      {}};
     }
-    *spec = apply_resolution(resolution, std::move(*spec));
+    *spec = apply_resolution(*resolution, std::move(*spec));
     std::optional<std::int64_t> ms;
     if (spec->training.max_time) ms = spec->training.max_time->count();
-    return Outcome{"", ms, spec->training.max_epochs, resolution.fit_start_lines};
+    return Outcome{"", ms, spec->training.max_epochs, resolution->fit_start_lines};
   };
   Outcome o = run("2.5", {{"max_time", "01:02:03:04"}});
   EXPECT_EQ(o.error, "");
@@ -408,9 +408,12 @@ TEST(ApplyResolution, SixteenTrueOnATpuRunsAndIsSizedInFloat32) {
                                {"type": "linear", "out": 10}]},
           "data": {"dataset": "digits", "batch_size": 64}})"));
     EXPECT_TRUE(spec) << fields(spec.error().fields);
-    const Resolution resolution = resolve(spec->trainer, v3_8);
-    EXPECT_TRUE(resolution.errors.empty()) << resolution.errors.front().message;
-    *spec = apply_resolution(resolution, std::move(*spec));
+    const base::Result<Resolution> resolution = resolve(spec->trainer, v3_8);
+    if (!resolution.ok()) {
+      ADD_FAILURE() << resolution.error().message;
+      return *spec;
+    }
+    *spec = apply_resolution(*resolution, std::move(*spec));
     return *spec;
   };
   const JobSpec sixteen = resolved_spec("16-true");
@@ -445,9 +448,9 @@ TEST(ApplyResolution, UsersXlaUseFp16TrainsInFloat16) {
   body["trainer"] = {{"precision", "32-true"}};
   auto spec = parse_job_spec(body);
   ASSERT_TRUE(spec) << fields(spec.error().fields);
-  const Resolution resolution = resolve(spec->trainer, v3_8);
-  ASSERT_TRUE(resolution.errors.empty()) << resolution.errors.front().message;
-  *spec = apply_resolution(resolution, std::move(*spec));
+  const base::Result<Resolution> resolution = resolve(spec->trainer, v3_8);
+  ASSERT_TRUE(resolution.ok()) << resolution.error().message;
+  *spec = apply_resolution(*resolution, std::move(*spec));
   EXPECT_EQ(spec->training.precision, executor::Precision::kFp16);
   ASSERT_EQ(spec->training.notices.size(), 1u);
   EXPECT_TRUE(spec->training.notices[0].starts_with("tpujobs: env XLA_USE_FP16 makes"))
@@ -469,9 +472,12 @@ TEST(ApplyResolution, TorchXlaDtypeLinesFrameTheDeviceLines) {
     auto spec = parse_job_spec(body);
     EXPECT_TRUE(spec) << fields(spec.error().fields);
     if (!spec) return std::vector<std::string>{};
-    const Resolution resolution = resolve(spec->trainer, v3_8);
-    EXPECT_TRUE(resolution.errors.empty()) << resolution.errors.front().message;
-    *spec = apply_resolution(resolution, std::move(*spec));
+    const base::Result<Resolution> resolution = resolve(spec->trainer, v3_8);
+    if (!resolution.ok()) {
+      ADD_FAILURE() << resolution.error().message;
+      return std::vector<std::string>{};
+    }
+    *spec = apply_resolution(*resolution, std::move(*spec));
     return spec->training.device_info;
   };
   const std::string bf16_24 =
@@ -506,9 +512,9 @@ TEST(ApplyResolution, PassesTheDevicesOfOneHostAndTpuAvailability) {
   auto spec = parse_job_spec(json::parse(R"({"trainer": {"devices": 8, "num_nodes": 4},
                       "model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "digits"}})"));
   ASSERT_TRUE(spec) << fields(spec.error().fields);
-  Resolution slice = resolve(spec->trainer, v3_32);
-  ASSERT_TRUE(slice.errors.empty()) << slice.errors.front().message;
-  *spec = apply_resolution(slice, std::move(*spec));
+  base::Result<Resolution> slice = resolve(spec->trainer, v3_32);
+  ASSERT_TRUE(slice.ok()) << slice.error().message;
+  *spec = apply_resolution(*slice, std::move(*spec));
   EXPECT_EQ(spec->training.world_size, 32);
   EXPECT_EQ(spec->training.devices_per_host, 8);
   EXPECT_TRUE(spec->training.tpu_available);
@@ -517,9 +523,9 @@ TEST(ApplyResolution, PassesTheDevicesOfOneHostAndTpuAvailability) {
   spec->trainer.devices = lightning::DeviceValue{};
   spec->trainer.num_nodes.kind = lightning::DeviceValue::Kind::kInt;
   spec->trainer.num_nodes.number = 1;
-  Resolution cpu = resolve(spec->trainer, v3_32);
-  ASSERT_TRUE(cpu.errors.empty()) << cpu.errors.front().message;
-  *spec = apply_resolution(cpu, std::move(*spec));
+  base::Result<Resolution> cpu = resolve(spec->trainer, v3_32);
+  ASSERT_TRUE(cpu.ok()) << cpu.error().message;
+  *spec = apply_resolution(*cpu, std::move(*spec));
   EXPECT_FALSE(spec->training.on_tpu);
   EXPECT_EQ(spec->training.devices_per_host, 0);
   EXPECT_TRUE(spec->training.tpu_available)

@@ -439,6 +439,36 @@ TEST(Routes, ValidateNamesTheLightningVersionWhoseRulesApplied) {
   EXPECT_EQ(body_of(r)["errors"][0]["message"], "`tpu_cores` can only be 1, 8 or [<1-8>]");
 }
 
+// A refusal shows the warnings Lightning gave before it refused beside its
+// errors, and the rules it comes from: environment.lightning's when given.
+TEST(Routes, ARefusalShowsItsWarningsAndRules) {
+  FakeJobService service;
+  JobsApi api(service, {});
+  Response r = validate(
+      api, R"("trainer": {"tpu_cores": 8, "strategy": "ddp"}, "lightning_version": "1.9",)");
+  ASSERT_EQ(r.status, 422) << r.body;
+  nlohmann::json body = body_of(r);
+  EXPECT_EQ(body["valid"], false);
+  EXPECT_EQ(body["lightning_version"], "1.9");
+  EXPECT_EQ(body["errors"][0]["field"], "trainer.strategy") << body;
+  ASSERT_EQ(body["warnings"].size(), 1u) << body;
+  EXPECT_TRUE(body["warnings"][0].get<std::string>().starts_with(
+      "Setting `Trainer(tpu_cores=8)` is deprecated"))
+      << body["warnings"];
+  EXPECT_FALSE(body["errors"][0].contains("source")) << "a citation is not part of the answer";
+  r = validate(api,
+               R"("trainer": {"devices": 3}, "environment": {"python": "3.10", "torch": "2.0.1",
+                         "torch_xla": "2.0", "lightning": "2.0.9"},)");
+  ASSERT_EQ(r.status, 422) << r.body;
+  EXPECT_EQ(body_of(r)["lightning_version"], "2.0");
+  // A submit's 422 shows them too.
+  r = call(api, "POST", "/v1/jobs",
+           R"({"trainer": {"tpu_cores": 8, "strategy": "ddp"}, "lightning_version": "1.9",
+               "model": {"layers": [{"type": "linear", "out": 10}]}, "data": {"dataset": "digits"}})");
+  ASSERT_EQ(r.status, 422) << r.body;
+  EXPECT_EQ(body_of(r)["warnings"].size(), 1u) << r.body;
+}
+
 // The torch_xla whose metric names and report layout the job prints:
 // environment.torch_xla, else the newest one the release's torch allows.
 TEST(Routes, ValidateNamesTheTorchXlaWhoseMetricNamesApply) {

@@ -57,8 +57,8 @@ std::vector<json> findings(const json& report, const std::string& rule) {
 }
 
 // What job validation answers for the same settings, on the same pool.
-lightning::Resolution validate(lightning::TrainerSettings settings,
-                               const std::string& type = "v3-32") {
+base::Result<lightning::Resolution> validate(lightning::TrainerSettings settings,
+                                             const std::string& type = "v3-32") {
   return lightning::resolve(settings, *api::check_pool(type));
 }
 lightning::DeviceValue int_value(std::int64_t n) {
@@ -67,8 +67,9 @@ lightning::DeviceValue int_value(std::int64_t n) {
   value.number = n;
   return value;
 }
-std::string message_for(const lightning::Resolution& resolution, const std::string& field) {
-  for (const auto& problem : resolution.errors)
+std::string message_for(const base::Result<lightning::Resolution>& resolution,
+                        const std::string& field) {
+  for (const auto& problem : base::field_errors(resolution))
     if (problem.field == field) return problem.message;
   return "(no " + field + " error)";
 }
@@ -289,7 +290,7 @@ TEST(CheckCommand, TheVersionSelectsTheRules) {
   settings.accelerator = "tpu";
   settings.tpu_cores = int_value(8);
   settings.lightning_version = "1.7";
-  EXPECT_EQ(warnings[0]["message"], validate(settings).warnings.at(0));
+  EXPECT_EQ(warnings[0]["message"], lightning::resolution_warnings(validate(settings)).at(0));
   EXPECT_EQ(warnings[0]["severity"], "warning");
 }
 
@@ -325,7 +326,7 @@ TEST(CheckCommand, TakesVersionsFromPipFreezeAndThePinnedPackageSelectsTheRules)
   settings.precision = "16";
   settings.precision_is_number = true;
   settings.environment = lightning::Environment{"3.8", "1.13.1", "1.13", "1.9.5"};
-  EXPECT_EQ(warnings[0]["message"], validate(settings).warnings.at(0));
+  EXPECT_EQ(warnings[0]["message"], lightning::resolution_warnings(validate(settings)).at(0));
   const std::vector<json> unpinned = findings(run.report, "unpinned");
   ASSERT_EQ(unpinned.size(), 1u);
   EXPECT_NE(unpinned[0]["message"].get<std::string>().find("import lightning"), std::string::npos);

@@ -397,19 +397,35 @@ TEST_F(ClusterRepositoryTest, AFormerLeadersWritesDoNotLandOnceAnotherTookTheLea
 TEST_F(ClusterRepositoryTest, OneLeaderAtATimeAndTheLockFreesWhenItsSessionEnds) {
   LeaderLock first(conninfo_);
   LeaderLock second(conninfo_);
-  ASSERT_TRUE(first.hold());
-  EXPECT_TRUE(first.hold());  // still held
-  EXPECT_FALSE(second.hold());
+  // Each hold() answers: true, held; false, another holds it.
+  auto holds = [](LeaderLock& lock) {
+    base::Result<bool> held = lock.hold();
+    EXPECT_TRUE(held.ok()) << held.error().message;
+    return held.ok() && *held;
+  };
+  ASSERT_TRUE(holds(first));
+  EXPECT_TRUE(holds(first));  // still held
+  EXPECT_FALSE(holds(second));
   first.release();
   // The server frees the lock when the session's end reaches it.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   bool taken = false;
   while (!taken && std::chrono::steady_clock::now() < deadline) {
-    taken = second.hold();
+    taken = holds(second);
     if (!taken) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_TRUE(taken);
-  EXPECT_FALSE(first.hold());
+  EXPECT_FALSE(holds(first));
+}
+
+// A server that cannot be reached is an error, not "another holds it": the
+// caller tells the user so instead of naming a rival that is not there.
+TEST_F(ClusterRepositoryTest, AnUnreachableServerIsAnErrorNotAnotherHolder) {
+  LeaderLock lock("host=127.0.0.1 port=1 connect_timeout=5");
+  const base::Result<bool> held = lock.hold();
+  ASSERT_FALSE(held.ok()) << "held: " << *held;
+  EXPECT_EQ(held.code(), base::ErrorCode::kUnavailable) << held.error().message;
+  EXPECT_FALSE(lock.held());
 }
 
 // Waits for the next notification on `listener` (a generous deadline).

@@ -44,7 +44,8 @@ TEST(Launch, FailsBeforeTheDataWithItsLinesAndError) {
   EXPECT_EQ("UNAVAILABLE", result.error->type);
   EXPECT_EQ("tpujobs: the v5p-32 slice's rendezvous failed", result.error->message);
   EXPECT_EQ("Launch on every worker (`--worker=all`).", result.error->hint);
-  EXPECT_EQ("resources.workers", result.error->field);
+  ASSERT_EQ(1u, result.error->fields.size());
+  EXPECT_EQ("resources.workers", result.error->fields[0].field);
   EXPECT_EQ((std::vector<std::string>{
                 "tpujobs: launched on worker 0 of the v5p-32 slice's 4 hosts",
                 "tpujobs: the processes on worker 0 wait for workers 1, 2, 3",
@@ -111,14 +112,18 @@ TEST(Launch, WithoutAFailureTheSameJobTrains) {
 }
 
 // A failed job's error is a base::Error: its type (what users see) decides
-// the code callers branch on; message, hint and field pass through as given.
+// the code callers branch on; message and hint pass through as given, and
+// the spec field it names is its one field error, with the same texts.
 TEST(JobErrorTest, ItsTypeDecidesItsCode) {
   const base::Error invalid = job_error("INVALID_ARGUMENT", "m", "h", "data.dataset");
   EXPECT_EQ(invalid.code, base::ErrorCode::kInvalid);
   EXPECT_EQ(invalid.type, "INVALID_ARGUMENT");
   EXPECT_EQ(invalid.message, "m");
   EXPECT_EQ(invalid.hint, "h");
-  EXPECT_EQ(invalid.field, "data.dataset");
+  ASSERT_EQ(invalid.fields.size(), 1u);
+  EXPECT_EQ(invalid.fields[0].field, "data.dataset");
+  EXPECT_EQ(invalid.fields[0].message, "m");
+  EXPECT_EQ(invalid.fields[0].hint, "h");
   for (const char* type :
        {"RESOURCE_EXHAUSTED", "NUMERICAL_ERROR", "EXPECTATION_FAILED", "DEADLINE_EXCEEDED"})
     EXPECT_EQ(job_error(type, "m").code, base::ErrorCode::kInvalid) << type;
@@ -126,7 +131,7 @@ TEST(JobErrorTest, ItsTypeDecidesItsCode) {
   EXPECT_EQ(job_error("CANCELLED", "m").code, base::ErrorCode::kConflict);
   EXPECT_EQ(job_error("INTERNAL", "m").code, base::ErrorCode::kInternal);
   EXPECT_EQ(job_error("SOMETHING_NEW", "m").code, base::ErrorCode::kInternal);
-  EXPECT_TRUE(job_error("INTERNAL", "m").field.empty());
+  EXPECT_TRUE(job_error("INTERNAL", "m").fields.empty());
 }
 
 }  // namespace

@@ -700,7 +700,9 @@ TEST_F(TrainerTest, EstimateDescribesTheJob) {
 TEST_F(TrainerTest, EstimateErrorsNameTheFieldToChange) {
   auto field_of = [&](const TrainingSpec& spec) {
     auto estimated = estimate(spec, DeviceFacts{}, datasets_);
-    return estimated.ok() ? "(no error)" : estimated.error().field;
+    if (estimated.ok()) return std::string("(no error)");
+    const std::vector<base::FieldError>& fields = estimated.error().fields;
+    return fields.empty() ? std::string("(no field)") : fields.front().field;
   };
   TrainingSpec spec = digits_spec(8, 64);
   spec.data.source = BuiltinData{"nope"};

@@ -40,16 +40,16 @@ TrainerSettings Version(const std::string& version) {
 }
 
 // "field: message [source]" of every error, one a line.
-std::string Errors(const Resolution& r) {
+std::string Errors(const base::Result<Resolution>& r) {
   std::string out;
-  for (const FieldProblem& e : r.errors)
+  for (const base::FieldError& e : base::field_errors(r))
     out += e.field + ": " + e.message + " [" + e.source + "]\n";
   return out;
 }
 
-std::string Warnings(const Resolution& r) {
+std::string Warnings(const base::Result<Resolution>& r) {
   std::string out;
-  for (const std::string& w : r.warnings) out += w + "\n";
+  for (const std::string& w : resolution_warnings(r)) out += w + "\n";
   return out;
 }
 
@@ -97,10 +97,9 @@ TEST(DeviceFlags, GpusAloneAsksForAGpuThatIsNotThere) {
       TrainerSettings s = Version(row.version);
       s.gpus = Int(8);
       s.removed_arguments = {"gpus"};
-      const Resolution r = resolve(s, View({pool}));
+      const base::Result<Resolution> r = resolve(s, View({pool}));
       EXPECT_EQ(std::string("trainer.gpus: ") + row.message + " [" + row.source + "]\n", Errors(r));
       EXPECT_EQ(row.deprecated ? Deprecated("gpus", "8", "gpu") : "", Warnings(r));
-      EXPECT_TRUE(r.device_info.empty());  // the connector raised
     }
   }
 }
@@ -108,7 +107,7 @@ TEST(DeviceFlags, GpusAloneAsksForAGpuThatIsNotThere) {
 TEST(DeviceFlags, IpusAloneAsksForAnIpu) {
   TrainerSettings s = Version("1.8");
   s.ipus = Int(8);
-  const Resolution r = resolve(s, View({"v3-8"}));
+  const base::Result<Resolution> r = resolve(s, View({"v3-8"}));
   EXPECT_EQ(
       "trainer.ipus: `IPUAccelerator` can not run on your system since the accelerator is not "
       "available. The following accelerator(s) is available and can be passed into "
@@ -124,10 +123,10 @@ TEST(DeviceFlags, WithTheTpuAcceleratorAFlagIsTheDeviceCount) {
   TrainerSettings s = Version("1.9");
   s.accelerator = "tpu";
   s.gpus = Int(8);
-  Resolution r = resolve(s, View({"v3-8"}));
-  ASSERT_TRUE(r.errors.empty()) << Errors(r);
-  EXPECT_EQ("tpu", r.accelerator);
-  EXPECT_EQ(8, r.world_size);
+  base::Result<Resolution> r = resolve(s, View({"v3-8"}));
+  ASSERT_TRUE(r.ok()) << Errors(r);
+  EXPECT_EQ("tpu", r->accelerator);
+  EXPECT_EQ(8, r->world_size);
   EXPECT_EQ(Deprecated("gpus", "8", "gpu"), Warnings(r));
 
   s.gpus = Int(4);
@@ -153,8 +152,8 @@ TEST(DeviceFlags, WithTheTpuAcceleratorAFlagIsTheDeviceCount) {
   ignored.num_processes = Int(1);
   ignored.devices = Int(8);
   r = resolve(ignored, View({"v3-8"}));
-  ASSERT_TRUE(r.errors.empty()) << Errors(r);
-  EXPECT_EQ(1, r.world_size);
+  ASSERT_TRUE(r.ok()) << Errors(r);
+  EXPECT_EQ(1, r->world_size);
   EXPECT_EQ(Deprecated("num_processes", "1", "cpu") +
                 "The flag `devices=8` will be ignored, instead the device specific number 1 "
                 "will be used\n",
@@ -165,9 +164,9 @@ TEST(DeviceFlags, WithTheTpuAcceleratorAFlagIsTheDeviceCount) {
 TEST(DeviceFlags, NumProcessesAloneIsACpuJob) {
   TrainerSettings s = Version("1.9");
   s.num_processes = Int(2);
-  Resolution r = resolve(s, View({"v3-8"}));
-  ASSERT_TRUE(r.errors.empty()) << Errors(r);
-  EXPECT_EQ("cpu", r.accelerator);
+  base::Result<Resolution> r = resolve(s, View({"v3-8"}));
+  ASSERT_TRUE(r.ok()) << Errors(r);
+  EXPECT_EQ("cpu", r->accelerator);
   EXPECT_EQ(Deprecated("num_processes", "2", "cpu") +
                 "tpujobs runs `accelerator='cpu'` jobs as one process on the executor's threads; "
                 "`devices=2` trains one replica.\n" +
@@ -189,9 +188,9 @@ TEST(DeviceFlags, SeveralFlagsFollowPythonsOrAndTheLastAssignment) {
   TrainerSettings s = Version("1.9");
   s.num_processes = Int(1);
   s.tpu_cores = Int(8);
-  Resolution r = resolve(s, View({"v3-8"}));
-  ASSERT_TRUE(r.errors.empty()) << Errors(r);
-  EXPECT_EQ("cpu", r.accelerator);  // num_processes is assigned last
+  base::Result<Resolution> r = resolve(s, View({"v3-8"}));
+  ASSERT_TRUE(r.ok()) << Errors(r);
+  EXPECT_EQ("cpu", r->accelerator);  // num_processes is assigned last
   EXPECT_EQ(Deprecated("num_processes", "1", "cpu") + Deprecated("tpu_cores", "8", "tpu") +
                 "more than one device specific flag has been set\n" + kTpuUnused,
             Warnings(r));
@@ -201,9 +200,9 @@ TEST(DeviceFlags, SeveralFlagsFollowPythonsOrAndTheLastAssignment) {
   zero_gpus.gpus = Int(0);
   zero_gpus.tpu_cores = Int(8);
   r = resolve(zero_gpus, View({"v3-8"}));
-  ASSERT_TRUE(r.errors.empty()) << Errors(r);
-  EXPECT_EQ("tpu", r.accelerator);
-  EXPECT_EQ(8, r.world_size);
+  ASSERT_TRUE(r.ok()) << Errors(r);
+  EXPECT_EQ("tpu", r->accelerator);
+  EXPECT_EQ(8, r->world_size);
   EXPECT_EQ(Deprecated("gpus", "0", "gpu") + Deprecated("tpu_cores", "8", "tpu") +
                 "more than one device specific flag has been set\n",
             Warnings(r));
@@ -214,8 +213,8 @@ TEST(DeviceFlags, SeveralFlagsFollowPythonsOrAndTheLastAssignment) {
   quoted.gpus = Str("0");
   quoted.tpu_cores = Int(8);
   r = resolve(quoted, View({"v3-8"}));
-  ASSERT_TRUE(r.errors.empty()) << Errors(r);
-  EXPECT_EQ("cpu", r.accelerator);
+  ASSERT_TRUE(r.ok()) << Errors(r);
+  EXPECT_EQ("cpu", r->accelerator);
   EXPECT_EQ(Deprecated("gpus", "'0'", "gpu") + Deprecated("tpu_cores", "8", "tpu") + kTpuUnused,
             Warnings(r));
 }
@@ -225,7 +224,7 @@ TEST(DeviceFlags, ZeroDevicesIsRefusedBeforeTheFlags) {
   TrainerSettings s = Version("1.9");
   s.gpus = Int(8);
   s.devices = Int(0);
-  const Resolution r = resolve(s, View({"v3-8"}));
+  const base::Result<Resolution> r = resolve(s, View({"v3-8"}));
   EXPECT_EQ(
       "trainer.devices: `Trainer(devices=0)` value is not a valid input using None accelerator. "
       "[1.9.5:src/pytorch_lightning/trainer/connectors/accelerator_connector.py]\n",
@@ -240,12 +239,12 @@ TEST(DeviceFlags, TwoXRefusesTheKeywordWhateverItsValue) {
     s.accelerator = "tpu";
     s.num_processes = Int(8);
     s.removed_arguments = {"num_processes"};
-    const Resolution r = resolve(s, View({"v5litepod-8"}));
-    ASSERT_FALSE(r.errors.empty()) << version;
-    EXPECT_EQ("trainer.num_processes", r.errors[0].field);
+    const base::Result<Resolution> r = resolve(s, View({"v5litepod-8"}));
+    ASSERT_FALSE(r.ok()) << version;
+    EXPECT_EQ("trainer.num_processes", r.error().fields[0].field);
     EXPECT_EQ("Trainer.__init__() got an unexpected keyword argument 'num_processes'",
-              r.errors[0].message);
-    EXPECT_TRUE(r.warnings.empty()) << Warnings(r);
+              r.error().fields[0].message);
+    EXPECT_TRUE(resolution_warnings(r).empty()) << Warnings(r);
   }
 }
 

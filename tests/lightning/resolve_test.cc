@@ -163,14 +163,15 @@ std::string_view KindName(DeviceRequest::Kind kind) {
 
 // "tpu slice v3 8x4 v3-32 world=32 bf16-true xla", "cpu world=1 32-true auto",
 // or the errors as "field: message | ...".
-std::string Summary(const Resolution& resolution) {
-  if (!resolution.errors.empty()) {
+std::string Summary(const base::Result<Resolution>& resolution) {
+  if (!resolution.ok()) {
     std::vector<std::string> errors;
-    for (const FieldProblem& e : resolution.errors) errors.push_back(e.field + ": " + e.message);
+    for (const base::FieldError& e : base::field_errors(resolution))
+      errors.push_back(e.field + ": " + e.message);
     return Join(errors);
   }
-  const DeviceRequest& request = resolution.device;
-  std::string out = resolution.accelerator;
+  const DeviceRequest& request = resolution->device;
+  std::string out = resolution->accelerator;
   if (request.kind != DeviceRequest::Kind::kCpu) {
     out += " " + std::string(KindName(request.kind)) + " " +
            (request.generation ? *request.generation : std::string("any")) + " " +
@@ -178,9 +179,25 @@ std::string Summary(const Resolution& resolution) {
     if (!request.accelerator_type.empty()) out += " " + request.accelerator_type;
     if (request.pinned_core) out += " core=" + std::to_string(*request.pinned_core);
   }
-  out += " world=" + std::to_string(resolution.world_size) + " " +
-         std::string(precision_name(resolution.precision)) + " " + resolution.strategy;
-  if (resolution.lightning_v1) out += " v1";
+  out += " world=" + std::to_string(resolution->world_size) + " " +
+         std::string(precision_name(resolution->precision)) + " " + resolution->strategy;
+  if (resolution->lightning_v1) out += " v1";
+  return out;
+}
+
+// The tag whose texts the settings got: the resolution's lightning_tag, or
+// the tag a refusal's first text cites ("2.5.2" of "2.5.2:src/...").
+std::string TextsTag(const base::Result<Resolution>& resolution) {
+  if (resolution.ok()) return resolution->lightning_tag;
+  const std::string& source = resolution.error().fields.front().source;
+  return source.substr(0, source.find(':'));
+}
+
+// tpujobs' notices among the warnings, whether the settings resolved or not.
+std::vector<std::string> Notices(const base::Result<Resolution>& resolution) {
+  std::vector<std::string> out;
+  for (const std::string& warning : resolution_warnings(resolution))
+    if (warning.starts_with("tpujobs:")) out.push_back(warning);
   return out;
 }
 
@@ -626,15 +643,15 @@ class ResolveTableTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(ResolveTableTest, ResolvesOrExplains) {
   const Case& c = GetParam();
-  const Resolution resolution = resolve(Settings(c.settings), Pool(c.pool));
+  const base::Result<Resolution> resolution = resolve(Settings(c.settings), Pool(c.pool));
   EXPECT_EQ(c.expected, Summary(resolution)) << c.settings << " on " << c.pool;
-  EXPECT_EQ(c.warnings, Join(resolution.warnings)) << c.settings << " on " << c.pool;
-  for (const FieldProblem& problem : resolution.errors) {
+  EXPECT_EQ(c.warnings, Join(resolution_warnings(resolution))) << c.settings << " on " << c.pool;
+  for (const base::FieldError& problem : base::field_errors(resolution)) {
     EXPECT_FALSE(problem.hint.empty()) << problem.field << ": " << problem.message;
   }
-  if (resolution.errors.empty()) {
-    const int expected_world = resolution.accelerator == "tpu" ? resolution.device.cores() : 1;
-    EXPECT_EQ(expected_world, resolution.world_size);
+  if (resolution.ok()) {
+    const int expected_world = resolution->accelerator == "tpu" ? resolution->device.cores() : 1;
+    EXPECT_EQ(expected_world, resolution->world_size);
   }
 }
 
@@ -1996,9 +2013,9 @@ class VersionTableTest : public ::testing::TestWithParam<VersionCase> {};
 
 TEST_P(VersionTableTest, FollowsUpstream) {
   const VersionCase& c = GetParam();
-  const Resolution resolution = resolve(Settings(c.settings), Pool(c.pool));
+  const base::Result<Resolution> resolution = resolve(Settings(c.settings), Pool(c.pool));
   EXPECT_EQ(c.expected, Summary(resolution)) << c.source;
-  EXPECT_EQ(c.warnings, Join(resolution.warnings)) << c.source;
+  EXPECT_EQ(c.warnings, Join(resolution_warnings(resolution))) << c.source;
 }
 
 INSTANTIATE_TEST_SUITE_P(Versions, VersionTableTest, ::testing::ValuesIn(VersionCases()),
@@ -2049,12 +2066,13 @@ bool FillsTemplate(std::string_view text, std::string_view message) {
 // trains in float32, and says so in a notice of tpujobs' own.
 TEST(ResolveTest, SixteenTrueOnATpuTrainsInFloat32From21) {
   for (const std::string version : {"2.1", "2.2", "2.3", "2.4", "2.5"}) {
-    const Resolution r = resolve(Settings("v=" + version + " precision=16-true"), Pool("v3-8"));
-    ASSERT_TRUE(r.errors.empty()) << version << ": " << r.errors.front().message;
-    EXPECT_EQ("32-true", precision_name(r.precision)) << version;
-    EXPECT_EQ("16-true", r.lightning_precision) << version;  // trainer.precision
-    ASSERT_EQ(1u, r.notices.size()) << version;
-    const std::string& notice = r.notices[0];
+    const base::Result<Resolution> r =
+        resolve(Settings("v=" + version + " precision=16-true"), Pool("v3-8"));
+    ASSERT_TRUE(r.ok()) << version << ": " << r.error().fields.front().message;
+    EXPECT_EQ("32-true", precision_name(r->precision)) << version;
+    EXPECT_EQ("16-true", r->lightning_precision) << version;  // trainer.precision
+    ASSERT_EQ(1u, r->notices.size()) << version;
+    const std::string& notice = r->notices[0];
     EXPECT_TRUE(
         notice.starts_with("tpujobs: precision='16-true' on a TPU trains in float32 "
                            "under Lightning " +
@@ -2065,45 +2083,49 @@ TEST(ResolveTest, SixteenTrueOnATpuTrainsInFloat32From21) {
                              "use precision \"bf16-true\" for half precision on TPUs"}) {
       EXPECT_NE(std::string::npos, notice.find(says)) << version << ": " << notice;
     }
-    EXPECT_NE(r.warnings.end(), std::find(r.warnings.begin(), r.warnings.end(), notice));
+    EXPECT_NE(resolution_warnings(r).end(),
+              std::find(resolution_warnings(r).begin(), resolution_warnings(r).end(), notice));
   }
   // The torch_xla in play names what it reads instead.
-  const Resolution xla21 =
+  const base::Result<Resolution> xla21 =
       resolve(Settings("pl=2.1.4 torch=2.1.0 xla=2.1.0 py=3.10 precision=16-true"), Pool("v3-8"));
-  ASSERT_EQ(1u, xla21.notices.size()) << Join(xla21.warnings);
-  EXPECT_NE(std::string::npos, xla21.notices[0].find("(torch_xla 2.1 reads XLA_USE_FP16)"))
-      << xla21.notices[0];
+  ASSERT_EQ(1u, xla21->notices.size()) << Join(resolution_warnings(xla21));
+  EXPECT_NE(std::string::npos, xla21->notices[0].find("(torch_xla 2.1 reads XLA_USE_FP16)"))
+      << xla21->notices[0];
   // The user's own XLA_USE_FP16 reaches a torch_xla that reads it (up to
   // 2.4): every float tensor is fp16 then, as upstream, and nothing to say.
-  const Resolution own_fp16 = resolve(
+  const base::Result<Resolution> own_fp16 = resolve(
       Settings("pl=2.4.0 torch=2.4.0 xla=2.4.0 py=3.10 precision=16-true env.XLA_USE_FP16=1"),
       Pool("v3-8"));
-  ASSERT_TRUE(own_fp16.errors.empty()) << own_fp16.errors.front().message;
-  EXPECT_EQ("16-true", precision_name(own_fp16.precision));
-  EXPECT_TRUE(own_fp16.notices.empty());
+  ASSERT_TRUE(own_fp16.ok()) << own_fp16.error().message;
+  EXPECT_EQ("16-true", precision_name(own_fp16->precision));
+  EXPECT_TRUE(own_fp16->notices.empty());
   // torch_xla 2.5 no longer reads it.
-  const Resolution ignored_fp16 = resolve(
+  const base::Result<Resolution> ignored_fp16 = resolve(
       Settings("pl=2.5.6 torch=2.5.0 xla=2.5.0 py=3.10 precision=16-true env.XLA_USE_FP16=1"),
       Pool("v3-8"));
-  EXPECT_EQ("32-true", precision_name(ignored_fp16.precision));
-  EXPECT_EQ(1u, ignored_fp16.notices.size());
+  EXPECT_EQ("32-true", precision_name(ignored_fp16->precision));
+  EXPECT_EQ(1u, ignored_fp16->notices.size());
   // On the CPU '16-true' is HalfPrecision, which converts the module: fp16.
-  const Resolution cpu = resolve(Settings("v=2.5 accelerator=cpu precision=16-true"), Pool("v3-8"));
-  ASSERT_TRUE(cpu.errors.empty()) << cpu.errors.front().message;
-  EXPECT_EQ("16-true", precision_name(cpu.precision));
-  EXPECT_TRUE(cpu.notices.empty());
+  const base::Result<Resolution> cpu =
+      resolve(Settings("v=2.5 accelerator=cpu precision=16-true"), Pool("v3-8"));
+  ASSERT_TRUE(cpu.ok()) << cpu.error().message;
+  EXPECT_EQ("16-true", precision_name(cpu->precision));
+  EXPECT_TRUE(cpu->notices.empty());
   // bf16-true sets XLA_USE_BF16, which torch_xla reads: bfloat16, no notice.
-  const Resolution bf16 = resolve(Settings("v=2.5 precision=bf16-true"), Pool("v3-8"));
-  EXPECT_EQ("bf16-true", precision_name(bf16.precision));
-  EXPECT_TRUE(bf16.notices.empty());
+  const base::Result<Resolution> bf16 =
+      resolve(Settings("v=2.5 precision=bf16-true"), Pool("v3-8"));
+  EXPECT_EQ("bf16-true", precision_name(bf16->precision));
+  EXPECT_TRUE(bf16->notices.empty());
   // Before 2.1 there is no '16-true'; 16 is bfloat16 on a TPU, unchanged.
-  const Resolution v20 = resolve(Settings("v=2.0 precision=16"), Pool("v3-8"));
-  ASSERT_TRUE(v20.errors.empty()) << v20.errors.front().message;
-  EXPECT_EQ("bf16-true", precision_name(v20.precision));
-  EXPECT_TRUE(v20.notices.empty());
-  const Resolution v20_true = resolve(Settings("v=2.0 precision=16-true"), Pool("v3-8"));
-  EXPECT_FALSE(v20_true.errors.empty());
-  EXPECT_TRUE(v20_true.notices.empty());
+  const base::Result<Resolution> v20 = resolve(Settings("v=2.0 precision=16"), Pool("v3-8"));
+  ASSERT_TRUE(v20.ok()) << v20.error().message;
+  EXPECT_EQ("bf16-true", precision_name(v20->precision));
+  EXPECT_TRUE(v20->notices.empty());
+  const base::Result<Resolution> v20_true =
+      resolve(Settings("v=2.0 precision=16-true"), Pool("v3-8"));
+  EXPECT_FALSE(v20_true.ok());
+  EXPECT_TRUE(Notices(v20_true).empty());
 }
 
 // Every message that names a source is the text of a row of that source's
@@ -2116,8 +2138,8 @@ TEST(ResolveTest, EveryUpstreamMessageIsARuleTableText) {
   for (const VersionCase& c : VersionCases()) runs.emplace_back(c.settings, c.pool);
   int checked = 0;
   for (const auto& [settings, pool] : runs) {
-    const Resolution resolution = resolve(Settings(settings), Pool(pool));
-    for (const FieldProblem& problem : resolution.errors) {
+    const base::Result<Resolution> resolution = resolve(Settings(settings), Pool(pool));
+    for (const base::FieldError& problem : base::field_errors(resolution)) {
       if (problem.source.empty()) continue;
       ++checked;
       const bool found = std::any_of(texts.begin(), texts.end(), [&](const RuleText& text) {
@@ -2127,7 +2149,7 @@ TEST(ResolveTest, EveryUpstreamMessageIsARuleTableText) {
       EXPECT_TRUE(found) << settings << ": " << problem.field << ": " << problem.message << " ["
                          << problem.source << "]";
     }
-    for (const std::string& warning : resolution.warnings) {
+    for (const std::string& warning : resolution_warnings(resolution)) {
       if (warning.starts_with("tpujobs")) continue;
       ++checked;
       const bool found = std::any_of(texts.begin(), texts.end(), [&](const RuleText& text) {
@@ -2198,9 +2220,9 @@ TEST(ResolveTest, DeviceInfoLinesAreThoseOfTheRelease) {
            {"v=2.5 accelerator=cpu", "v3-8", {gpu, "TPU available: True, using: 0 TPU cores"}},
            {"v=2.1", "", {gpu, "TPU available: False, using: 0 TPU cores", ipu, hpu}},
        }) {
-    const Resolution resolution = resolve(Settings(row.settings), Pool(row.pool));
-    ASSERT_TRUE(resolution.errors.empty()) << row.settings;
-    EXPECT_EQ(row.lines, resolution.device_info) << row.settings;
+    const base::Result<Resolution> resolution = resolve(Settings(row.settings), Pool(row.pool));
+    ASSERT_TRUE(resolution.ok()) << row.settings;
+    EXPECT_EQ(row.lines, resolution->device_info) << row.settings;
   }
 }
 
@@ -2226,12 +2248,12 @@ TEST(ResolveTest, DeviceInfoOnlyWhenLightningRaisedNothing) {
            {"accelerator=cpu type=v3-8", false},
            {"accelerator=cpu strategy=ddp", false},
        }) {
-    const Resolution r = resolve(Settings(row.settings), Pool("v3-8"));
-    ASSERT_EQ(1u, r.errors.size()) << row.settings;
-    EXPECT_EQ(row.lightning_raised, !r.errors.front().source.empty()) << row.settings;
-    const bool warned = std::find(r.warnings.begin(), r.warnings.end(), unused) != r.warnings.end();
+    const base::Result<Resolution> r = resolve(Settings(row.settings), Pool("v3-8"));
+    ASSERT_EQ(1u, base::field_errors(r).size()) << row.settings;
+    EXPECT_EQ(row.lightning_raised, !r.error().fields.front().source.empty()) << row.settings;
+    const bool warned = std::find(resolution_warnings(r).begin(), resolution_warnings(r).end(),
+                                  unused) != resolution_warnings(r).end();
     EXPECT_EQ(!row.lightning_raised, warned) << row.settings;
-    EXPECT_EQ(row.lightning_raised, r.device_info.empty()) << row.settings;
   }
 }
 
@@ -2239,7 +2261,8 @@ TEST(ResolveTest, DeviceInfoOnlyWhenLightningRaisedNothing) {
 // newest patch release whose texts equal the installed one's. 2.5.0-2.5.2
 // have 2.4's FSDP text (2.5.2 accelerator_connector.py:464), which 2.5.3
 // rewrote (2.5.3 accelerator_connector.py:458); 2.5.0-2.5.5 print the HPU
-// line (2.5.5 setup.py:169), which 2.5.6 dropped.
+// line (2.5.5 setup.py:169), which 2.5.6 dropped. A refusal names no tag:
+// each of its texts cites its own source.
 TEST(ResolveTest, LightningTagIsTheTagTheTextsCameFrom) {
   const std::vector<std::pair<std::string, std::string>> rows = {
       {"v=2.5", "2.5.6"},
@@ -2249,42 +2272,44 @@ TEST(ResolveTest, LightningTagIsTheTagTheTextsCameFrom) {
       {"pl=2.5.2 torch=2.5.0 xla=2.5.0", "2.5.2"},
       {"pl=2.5.3 torch=2.5.0 xla=2.5.0", "2.5.5"},
       {"v=2.5.5", "2.5.5"},
-      {"pl=2.5.1 torch=2.5.0 xla=2.5.0 accelerator=cpu strategy=fsdp", "2.5.2"},
       {"v=2.4", "2.4.0"},
       {"pl=2.3.1 torch=2.3.0 xla=2.3.0", "2.3.3"},
       {"v=2.1", "2.1.4"},
-      {"v=2.0.0 strategy=bagua", "2.0.0"},  // no Bagua check before 2.0.1
-      {"v=2.0.1 strategy=bagua", "2.0.9"},
       {"v=1.6", "1.6.5"},
-      {"pl=1.8.2 torch=1.8.1 py=3.8", "1.8.3"},  // 1.8.0-1.8.3's "torch>=1.9.*"
       {"pl=1.8.2 torch=1.12.1 py=3.8", "1.8.6"},
-      {"pl=1.8.2 torch=1.12.1 py=3.8 accelerator=tpu", "1.8.3"},  // lightning-utilities 0.3
-      {"pl=1.9.0 torch=1.13.1 py=3.8 accelerator=tpu", "1.9.0"},
   };
   for (const auto& [settings, tag] : rows) {
-    EXPECT_EQ(tag, resolve(Settings(settings), Pool("v3-8")).lightning_tag) << settings;
+    const base::Result<Resolution> r = resolve(Settings(settings), Pool("v3-8"));
+    ASSERT_TRUE(r.ok()) << settings << ": " << Summary(r);
+    EXPECT_EQ(tag, r->lightning_tag) << settings;
   }
-  // The FSDP text a 2.5.1 job gets is the one 2.5.2 has.
-  const Resolution fsdp =
+  // pip's refusal quotes 1.8.0-1.8.3's "torch>=1.9.*".
+  const base::Result<Resolution> pip =
+      resolve(Settings("pl=1.8.2 torch=1.8.1 py=3.8"), Pool("v3-8"));
+  ASSERT_FALSE(pip.ok());
+  EXPECT_TRUE(pip.error().fields[0].source.starts_with("1.8.3:")) << pip.error().fields[0].source;
+  // The FSDP text a 2.5.1 job gets is the one 2.5.2 has, 2.4's.
+  const base::Result<Resolution> fsdp =
       resolve(Settings("pl=2.5.1 torch=2.5.0 xla=2.5.0 accelerator=cpu strategy=fsdp"), Pool(""));
-  ASSERT_EQ(1u, fsdp.errors.size());
-  EXPECT_EQ("The strategy `fsdp` requires a GPU accelerator, but got: cpu", fsdp.errors[0].message);
-  EXPECT_EQ("2.5.2", fsdp.lightning_tag);
+  ASSERT_EQ(1u, base::field_errors(fsdp).size());
+  EXPECT_EQ("The strategy `fsdp` requires a GPU accelerator, but got: cpu",
+            fsdp.error().fields[0].message);
+  EXPECT_TRUE(fsdp.error().fields[0].source.starts_with("2.4.0:")) << fsdp.error().fields[0].source;
 }
 
 // The texts lightning-utilities and torch_xla write cite the file that writes
 // them, not the caller or a README.
 TEST(ResolveTest, CitesTheFileThatWritesTheText) {
-  const Resolution missing =
+  const base::Result<Resolution> missing =
       resolve(Settings("pl=2.1.4 torch=2.1.0 py=3.10 accelerator=tpu"), Pool("v3-8"));
-  ASSERT_EQ(1u, missing.errors.size());
+  ASSERT_EQ(1u, base::field_errors(missing).size());
   EXPECT_EQ(
       "Requirement 'torch_xla>=1.13' not met. HINT: Try running `pip install -U "
       "'torch_xla>=1.13'`",
-      missing.errors[0].message);
-  EXPECT_TRUE(missing.errors[0].source.starts_with(
+      missing.error().fields[0].message);
+  EXPECT_TRUE(missing.error().fields[0].source.starts_with(
       "Lightning-AI/utilities v0.12.0:src/lightning_utilities/core/imports.py:148"))
-      << missing.errors[0].source;
+      << missing.error().fields[0].source;
   int notices = 0;
   for (const RuleText& text : all_rule_texts()) {
     if (!text.text.starts_with("XLA_USE_BF16 will be deprecated")) continue;
@@ -2330,17 +2355,17 @@ TEST(ResolveTest, UsersXlaUseFp16MakesTpuTensorsFloat16UpTo24) {
        "32-true", "32-true", ""},
   };
   for (const Row& row : rows) {
-    const Resolution r = resolve(Settings(row.settings), Pool("v3-8"));
-    ASSERT_TRUE(r.errors.empty()) << row.settings << ": " << Summary(r);
-    EXPECT_EQ(row.precision, precision_name(r.precision)) << row.settings;
-    EXPECT_EQ(row.lightning, r.lightning_precision) << row.settings;
+    const base::Result<Resolution> r = resolve(Settings(row.settings), Pool("v3-8"));
+    ASSERT_TRUE(r.ok()) << row.settings << ": " << Summary(r);
+    EXPECT_EQ(row.precision, precision_name(r->precision)) << row.settings;
+    EXPECT_EQ(row.lightning, r->lightning_precision) << row.settings;
     if (row.notice_names.empty()) {
-      EXPECT_TRUE(r.notices.empty()) << row.settings << ": " << Join(r.notices);
+      EXPECT_TRUE(r->notices.empty()) << row.settings << ": " << Join(r->notices);
       continue;
     }
-    ASSERT_EQ(1u, r.notices.size()) << row.settings << ": " << Join(r.notices);
-    EXPECT_TRUE(r.notices[0].starts_with("tpujobs: env XLA_USE_FP16 makes ")) << r.notices[0];
-    EXPECT_NE(std::string::npos, r.notices[0].find(row.notice_names)) << r.notices[0];
+    ASSERT_EQ(1u, r->notices.size()) << row.settings << ": " << Join(r->notices);
+    EXPECT_TRUE(r->notices[0].starts_with("tpujobs: env XLA_USE_FP16 makes ")) << r->notices[0];
+    EXPECT_NE(std::string::npos, r->notices[0].find(row.notice_names)) << r->notices[0];
   }
 }
 
@@ -2374,39 +2399,39 @@ TEST(ResolveTest, StrategyChecksOf19FollowThePatchRelease) {
             "1.9.5"},
            {"v=1.9 accelerator=tpu strategy=auto", "", "1.9.5"},
        }) {
-    const Resolution resolution = resolve(Settings(row.settings), Pool("v3-8"));
+    const base::Result<Resolution> resolution = resolve(Settings(row.settings), Pool("v3-8"));
     if (row.message_start.empty()) {
-      EXPECT_TRUE(resolution.errors.empty()) << row.settings << ": " << Summary(resolution);
+      EXPECT_TRUE(resolution.ok()) << row.settings << ": " << Summary(resolution);
     } else {
-      ASSERT_EQ(1u, resolution.errors.size()) << row.settings << ": " << Summary(resolution);
-      EXPECT_EQ("trainer.strategy", resolution.errors[0].field) << row.settings;
-      EXPECT_TRUE(resolution.errors[0].message.starts_with(row.message_start))
-          << row.settings << ": " << resolution.errors[0].message;
+      ASSERT_EQ(1u, base::field_errors(resolution).size())
+          << row.settings << ": " << Summary(resolution);
+      EXPECT_EQ("trainer.strategy", resolution.error().fields[0].field) << row.settings;
+      EXPECT_TRUE(resolution.error().fields[0].message.starts_with(row.message_start))
+          << row.settings << ": " << resolution.error().fields[0].message;
     }
-    EXPECT_EQ(row.tag, resolution.lightning_tag) << row.settings;
+    EXPECT_EQ(row.tag, TextsTag(resolution)) << row.settings;
   }
 }
 
 // 1.6.0 does not lower-case `strategy` (1.6.1 added it; 1.6.5
 // accelerator_connector.py:255): 'DDP_Spawn' is the registry's KeyError.
 TEST(ResolveTest, Lightning160DoesNotLowerCaseTheStrategy) {
-  const Resolution v160 =
+  const base::Result<Resolution> v160 =
       resolve(Settings("v=1.6.0 accelerator=tpu strategy=TPU_SPAWN_DEBUG"), Pool("v3-8"));
-  ASSERT_EQ(1u, v160.errors.size()) << Summary(v160);
-  EXPECT_TRUE(v160.errors[0].message.starts_with(
+  ASSERT_EQ(1u, base::field_errors(v160).size()) << Summary(v160);
+  EXPECT_TRUE(v160.error().fields[0].message.starts_with(
       "\"'TPU_SPAWN_DEBUG' not found in registry. Available names: bagua, ddp, "))
-      << v160.errors[0].message;
-  EXPECT_EQ("1.6.0", v160.lightning_tag);
-  const Resolution v165 =
+      << v160.error().fields[0].message;
+  const base::Result<Resolution> v165 =
       resolve(Settings("v=1.6.5 accelerator=tpu strategy=TPU_SPAWN_DEBUG"), Pool("v3-8"));
-  EXPECT_TRUE(v165.errors.empty()) << Summary(v165);
-  EXPECT_EQ("xla_debug", v165.strategy);
-  const Resolution v161 =
+  ASSERT_TRUE(v165.ok()) << Summary(v165);
+  EXPECT_EQ("xla_debug", v165->strategy);
+  const base::Result<Resolution> v161 =
       resolve(Settings("v=1.6.1 accelerator=tpu strategy=TPU_SPAWN_DEBUG"), Pool("v3-8"));
-  EXPECT_TRUE(v161.errors.empty()) << Summary(v161);
-  const Resolution lower =
+  EXPECT_TRUE(v161.ok()) << Summary(v161);
+  const base::Result<Resolution> lower =
       resolve(Settings("v=1.6.0 accelerator=tpu strategy=tpu_spawn_debug"), Pool("v3-8"));
-  EXPECT_TRUE(lower.errors.empty()) << Summary(lower);
+  EXPECT_TRUE(lower.ok()) << Summary(lower);
 }
 
 // 1.x checks the strategy name in _check_config_and_set_final_flags
@@ -2432,9 +2457,10 @@ TEST(ResolveTest, StrategyNameErrorsOf1xComeBeforeTheTpuCoresWarnings) {
            {"v=1.6 tpu_cores=8 devices=4 strategy=foo", true},
            {"v=1.9 tpu_cores=8 strategy=ddp", true},  // refused for the TPU, later
        }) {
-    const Resolution r = resolve(Settings(row.settings), Pool("v3-8"));
-    ASSERT_EQ(1u, r.errors.size()) << row.settings;
-    EXPECT_EQ(row.warned, !r.warnings.empty()) << row.settings << ": " << Join(r.warnings);
+    const base::Result<Resolution> r = resolve(Settings(row.settings), Pool("v3-8"));
+    ASSERT_EQ(1u, base::field_errors(r).size()) << row.settings;
+    EXPECT_EQ(row.warned, !resolution_warnings(r).empty())
+        << row.settings << ": " << Join(resolution_warnings(r));
   }
 }
 
@@ -2456,9 +2482,10 @@ TEST(ResolveTest, PrecisionAndNumNodesErrorsOf1xComeBeforeTheTpuCoresWarnings) {
            {"v=1.8 tpu_cores=8 devices=4 num_nodes=[1]", false},
            {"v=1.9 tpu_cores=8 precision=64", true},
        }) {
-    const Resolution r = resolve(Settings(row.settings), Pool("v3-8"));
-    ASSERT_EQ(1u, r.errors.size()) << row.settings;
-    EXPECT_EQ(row.warned, !r.warnings.empty()) << row.settings << ": " << Join(r.warnings);
+    const base::Result<Resolution> r = resolve(Settings(row.settings), Pool("v3-8"));
+    ASSERT_EQ(1u, base::field_errors(r).size()) << row.settings;
+    EXPECT_EQ(row.warned, !resolution_warnings(r).empty())
+        << row.settings << ": " << Join(resolution_warnings(r));
   }
 }
 
@@ -2470,18 +2497,18 @@ TEST(ResolveTest, Lightning160ComparesTheStrategyAsWrittenWithTheAccelerator) {
   const std::string conflict =
       "trainer.accelerator: strategy DDP already set through `strategy` flag, but have also "
       "passed ddp in through the accelerator flag.";
-  const Resolution v160 =
+  const base::Result<Resolution> v160 =
       resolve(Settings("v=1.6.0 accelerator=ddp strategy=DDP tpu_cores=8"), Pool("v3-8"));
-  ASSERT_FALSE(v160.errors.empty());
-  EXPECT_EQ(conflict, v160.errors[0].field + ": " + v160.errors[0].message);
-  EXPECT_TRUE(v160.warnings.empty()) << Join(v160.warnings);
-  EXPECT_EQ("1.6.0", v160.lightning_tag);
-  const Resolution v161 =
+  ASSERT_FALSE(v160.ok());
+  EXPECT_EQ(conflict, v160.error().fields[0].field + ": " + v160.error().fields[0].message);
+  EXPECT_TRUE(resolution_warnings(v160).empty()) << Join(resolution_warnings(v160));
+  const base::Result<Resolution> v161 =
       resolve(Settings("v=1.6.1 accelerator=ddp strategy=DDP tpu_cores=8"), Pool("v3-8"));
-  ASSERT_FALSE(v161.errors.empty());
-  EXPECT_NE(conflict, v161.errors[0].field + ": " + v161.errors[0].message);
-  EXPECT_TRUE(Join(v161.warnings).starts_with("Passing `Trainer(accelerator='ddp')` has been"))
-      << Join(v161.warnings);
+  ASSERT_FALSE(v161.ok());
+  EXPECT_NE(conflict, v161.error().fields[0].field + ": " + v161.error().fields[0].message);
+  EXPECT_TRUE(
+      Join(resolution_warnings(v161)).starts_with("Passing `Trainer(accelerator='ddp')` has been"))
+      << Join(resolution_warnings(v161));
 }
 
 // The devices data-type texts are `_check_data_type`'s, which 1.8 on keep in
@@ -2510,10 +2537,10 @@ TEST(ResolveTest, DeviceDataTypeTextsCiteTheDeviceParser) {
        "2.5.6:src/lightning/fabric/utilities/device_parser.py:204 (_check_data_type)"},
   };
   for (const auto& [settings, source] : rows) {
-    const Resolution resolution = resolve(Settings(settings), Pool("v3-8"));
-    ASSERT_EQ(1u, resolution.errors.size()) << settings;
-    EXPECT_TRUE(resolution.errors[0].message.starts_with("Device ID")) << settings;
-    EXPECT_EQ(source, resolution.errors[0].source) << settings;
+    const base::Result<Resolution> resolution = resolve(Settings(settings), Pool("v3-8"));
+    ASSERT_EQ(1u, base::field_errors(resolution).size()) << settings;
+    EXPECT_TRUE(resolution.error().fields[0].message.starts_with("Device ID")) << settings;
+    EXPECT_EQ(source, resolution.error().fields[0].source) << settings;
   }
 }
 
@@ -2533,21 +2560,21 @@ TEST(ResolveTest, TorchXlaVersionFollowsTheEnvironmentOrTheRelease) {
       {"pl=2.5.0 torch=2.5.0 xla=2.5.0", 205},
   };
   for (const auto& [settings, version] : rows) {
-    EXPECT_EQ(version, resolve(Settings(settings), Pool("v3-8")).torch_xla_version) << settings;
+    EXPECT_EQ(version, resolve(Settings(settings), Pool("v3-8"))->torch_xla_version) << settings;
   }
 }
 
 // PT_XLA_DEBUG: the xla_debug strategy sets it; `env` may too.
 TEST(ResolveTest, PtXlaDebugFromTheStrategyOrTheEnvironment) {
-  EXPECT_TRUE(resolve(Settings("strategy=xla_debug"), Pool("v3-8")).pt_xla_debug);
+  EXPECT_TRUE(resolve(Settings("strategy=xla_debug"), Pool("v3-8"))->pt_xla_debug);
   EXPECT_TRUE(
       resolve(Settings("v=1.9 accelerator=tpu devices=8 strategy=tpu_spawn_debug"), Pool("v3-8"))
-          .pt_xla_debug);
-  EXPECT_TRUE(resolve(Settings("env.PT_XLA_DEBUG=1"), Pool("v3-8")).pt_xla_debug);
-  EXPECT_FALSE(resolve(Settings("env.PT_XLA_DEBUG=0"), Pool("v3-8")).pt_xla_debug);
-  EXPECT_FALSE(resolve(Settings(""), Pool("v3-8")).pt_xla_debug);
+          ->pt_xla_debug);
+  EXPECT_TRUE(resolve(Settings("env.PT_XLA_DEBUG=1"), Pool("v3-8"))->pt_xla_debug);
+  EXPECT_FALSE(resolve(Settings("env.PT_XLA_DEBUG=0"), Pool("v3-8"))->pt_xla_debug);
+  EXPECT_FALSE(resolve(Settings(""), Pool("v3-8"))->pt_xla_debug);
   EXPECT_EQ("STDOUT",
-            resolve(Settings("env.XLA_METRICS_FILE=STDOUT"), Pool("v3-8")).xla_metrics_file);
+            resolve(Settings("env.XLA_METRICS_FILE=STDOUT"), Pool("v3-8"))->xla_metrics_file);
 }
 
 TEST(ResolveTest, TableIsLargeAndNamesAreUnique) {
@@ -2556,23 +2583,24 @@ TEST(ResolveTest, TableIsLargeAndNamesAreUnique) {
   EXPECT_GE(Cases().size(), 80u);
 }
 
-std::vector<std::string> Fields(const Resolution& resolution) {
+std::vector<std::string> Fields(const base::Result<Resolution>& resolution) {
   std::vector<std::string> fields;
-  for (const FieldProblem& problem : resolution.errors) fields.push_back(problem.field);
+  for (const base::FieldError& problem : base::field_errors(resolution))
+    fields.push_back(problem.field);
   return fields;
 }
 
 TEST(ResolveTest, ReportsEveryProblemAtOnce) {
-  const Resolution resolution =
+  const base::Result<Resolution> resolution =
       resolve(Settings("devices=3 precision='8' strategy=ddp runtime=xrt"), Pool("v3-32"));
   EXPECT_EQ((std::vector<std::string>{"trainer.devices", "trainer.precision", "trainer.strategy",
                                       "runtime"}),
             Fields(resolution));
-  EXPECT_EQ(S(kDevicesV3, "3"), "trainer.devices: " + resolution.errors[0].message);
+  EXPECT_EQ(S(kDevicesV3, "3"), "trainer.devices: " + resolution.error().fields[0].message);
 }
 
 TEST(ResolveTest, ReportsSliceAndSettingProblemsTogether) {
-  const Resolution resolution = resolve(
+  const base::Result<Resolution> resolution = resolve(
       Settings("v=1.x accelerator=tpu type=v4-8 num_nodes=0 precision=bf16-mixed strategy=xla"),
       Pool("v3-32"));
   EXPECT_EQ((std::vector<std::string>{"resources.accelerator_type", "trainer.num_nodes",
@@ -2582,7 +2610,7 @@ TEST(ResolveTest, ReportsSliceAndSettingProblemsTogether) {
 }
 
 TEST(ResolveTest, InvalidAcceleratorStillChecksTheRest) {
-  const Resolution resolution =
+  const base::Result<Resolution> resolution =
       resolve(Settings("accelerator=gpu precision='8' strategy=foo"), Pool("v4-8"));
   EXPECT_EQ(
       (std::vector<std::string>{"trainer.accelerator", "trainer.precision", "trainer.strategy"}),
@@ -2591,19 +2619,19 @@ TEST(ResolveTest, InvalidAcceleratorStillChecksTheRest) {
 
 TEST(ResolveTest, SameSpecDiffersBetweenLightningVersions) {
   const char* spec = "accelerator=tpu devices=8 precision=16";
-  const Resolution v2 = resolve(Settings(spec), Pool("v3-8"));
-  const Resolution v1 = resolve(Settings(std::string(spec) + " v=1.x"), Pool("v3-8"));
+  const base::Result<Resolution> v2 = resolve(Settings(spec), Pool("v3-8"));
+  const base::Result<Resolution> v1 = resolve(Settings(std::string(spec) + " v=1.x"), Pool("v3-8"));
   EXPECT_EQ((std::vector<std::string>{"trainer.precision"}), Fields(v2));
-  EXPECT_TRUE(v1.errors.empty()) << Summary(v1);
-  EXPECT_EQ(Precision::kBf16True, v1.precision);
-  EXPECT_TRUE(v1.lightning_v1);
+  ASSERT_TRUE(v1.ok()) << Summary(v1);
+  EXPECT_EQ(Precision::kBf16True, v1->precision);
+  EXPECT_TRUE(v1->lightning_v1);
 }
 
 TEST(ResolveTest, SliceRequestCarriesEverythingPlacementNeeds) {
-  const Resolution resolution =
+  const base::Result<Resolution> resolution =
       resolve(Settings("num_nodes=16 precision=bf16-true"), Pool("v3-128"));
-  ASSERT_TRUE(resolution.errors.empty()) << Summary(resolution);
-  const DeviceRequest& request = resolution.device;
+  ASSERT_TRUE(resolution.ok()) << Summary(resolution);
+  const DeviceRequest& request = resolution->device;
   EXPECT_EQ(DeviceRequest::Kind::kSlice, request.kind);
   EXPECT_EQ("v3", request.generation);
   EXPECT_EQ(8, request.devices_per_host);
@@ -2611,10 +2639,10 @@ TEST(ResolveTest, SliceRequestCarriesEverythingPlacementNeeds) {
   EXPECT_EQ(128, request.cores());
   EXPECT_EQ("v3-128", request.accelerator_type);
   EXPECT_FALSE(request.pinned_core);
-  EXPECT_EQ(128, resolution.world_size);
-  EXPECT_EQ("tpu", resolution.accelerator);
-  EXPECT_EQ("xla", resolution.strategy);
-  EXPECT_EQ("bf16-true", precision_name(resolution.precision));
+  EXPECT_EQ(128, resolution->world_size);
+  EXPECT_EQ("tpu", resolution->accelerator);
+  EXPECT_EQ("xla", resolution->strategy);
+  EXPECT_EQ("bf16-true", precision_name(resolution->precision));
 }
 
 TEST(ResolveTest, GenerationsWithoutHostsCountAsAbsent) {
@@ -2633,20 +2661,21 @@ TEST(ResolveTest, GenerationsWithoutHostsCountAsAbsent) {
 }
 
 TEST(ResolveTest, HintsSayWhatToChange) {
-  const Resolution xrt = resolve(Settings("v=1.x accelerator=tpu runtime=xrt"), Pool("v3-8"));
-  ASSERT_EQ(1u, xrt.errors.size());
-  EXPECT_NE(std::string::npos,
-            xrt.errors[0].hint.find("export XRT_TPU_CONFIG=\"localservice;0;localhost:51011\""));
+  const base::Result<Resolution> xrt =
+      resolve(Settings("v=1.x accelerator=tpu runtime=xrt"), Pool("v3-8"));
+  ASSERT_EQ(1u, base::field_errors(xrt).size());
+  EXPECT_NE(std::string::npos, xrt.error().fields[0].hint.find(
+                                   "export XRT_TPU_CONFIG=\"localservice;0;localhost:51011\""));
 
-  const Resolution devices = resolve(Settings("devices=3"), Pool("v3-8,v4-8"));
-  ASSERT_EQ(1u, devices.errors.size());
-  EXPECT_NE(std::string::npos, devices.errors[0].hint.find("8 on v3 hosts, 4 on v4 hosts"))
-      << devices.errors[0].hint;
+  const base::Result<Resolution> devices = resolve(Settings("devices=3"), Pool("v3-8,v4-8"));
+  ASSERT_EQ(1u, base::field_errors(devices).size());
+  EXPECT_NE(std::string::npos, devices.error().fields[0].hint.find("8 on v3 hosts, 4 on v4 hosts"))
+      << devices.error().fields[0].hint;
 
-  const Resolution slice = resolve(Settings("num_nodes=8"), Pool("v3-32"));
-  ASSERT_EQ(1u, slice.errors.size());
-  EXPECT_NE(std::string::npos, slice.errors[0].hint.find("v3-32 (`num_nodes: 4`)"))
-      << slice.errors[0].hint;
+  const base::Result<Resolution> slice = resolve(Settings("num_nodes=8"), Pool("v3-32"));
+  ASSERT_EQ(1u, base::field_errors(slice).size());
+  EXPECT_NE(std::string::npos, slice.error().fields[0].hint.find("v3-32 (`num_nodes: 4`)"))
+      << slice.error().fields[0].hint;
 }
 
 // Every combination of a few values per setting: either problems, each
@@ -2679,24 +2708,24 @@ TEST(ResolveTest, EveryCombinationIsExplainedOrFitsThePool) {
               for (const std::string& pool_text : pools) {
                 const std::string text = Join({d, t, n, a, ty, v}, " ");
                 const PoolView pool = Pool(pool_text);
-                const Resolution r = resolve(Settings(text), pool);
-                if (!r.errors.empty()) {
+                const base::Result<Resolution> r = resolve(Settings(text), pool);
+                if (!r.ok()) {
                   ++invalid;
-                  for (const FieldProblem& p : r.errors) {
+                  for (const base::FieldError& p : base::field_errors(r)) {
                     ASSERT_FALSE(p.hint.empty()) << text << " on " << pool_text;
                     ASSERT_FALSE(p.message.empty()) << text << " on " << pool_text;
                   }
                   continue;
                 }
                 ++valid;
-                const DeviceRequest& q = r.device;
-                if (r.accelerator == "cpu") {
+                const DeviceRequest& q = r->device;
+                if (r->accelerator == "cpu") {
                   ASSERT_EQ(DeviceRequest::Kind::kCpu, q.kind) << text;
-                  ASSERT_EQ(1, r.world_size) << text;
+                  ASSERT_EQ(1, r->world_size) << text;
                   continue;
                 }
-                ASSERT_EQ("tpu", r.accelerator) << text;
-                ASSERT_EQ(q.cores(), r.world_size) << text;
+                ASSERT_EQ("tpu", r->accelerator) << text;
+                ASSERT_EQ(q.cores(), r->world_size) << text;
                 ASSERT_GE(q.hosts, 1) << text;
                 for (const TpuGeneration& generation : pool.generations) {
                   if (generation.hosts == 0) continue;
@@ -2728,6 +2757,60 @@ TEST(ResolveTest, PrecisionNames) {
   EXPECT_EQ("32-true", precision_name(Precision::k32True));
   EXPECT_EQ("16-true", precision_name(Precision::k16True));
   EXPECT_EQ("bf16-true", precision_name(Precision::kBf16True));
+}
+
+// A refusal is a kInvalid error listing every problem, its message the
+// first one's "field: message", carrying the warnings Lightning gave before
+// it refused (1.9 warns of tpu_cores, then refuses 'ddp' on the TPU).
+TEST(ResolveTest, ARefusalIsAnInvalidFieldsErrorWithItsWarnings) {
+  const base::Result<Resolution> r =
+      resolve(Settings("v=1.9 tpu_cores=8 strategy=ddp devices=3 num_nodes=0"), Pool("v3-8"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(base::ErrorCode::kInvalid, r.code());
+  ASSERT_LE(2u, r.error().fields.size()) << Summary(r);
+  const base::FieldError& first = r.error().fields.front();
+  EXPECT_EQ(first.field + ": " + first.message, r.error().message);
+  EXPECT_EQ(first.hint, r.error().hint);
+  ASSERT_FALSE(r.error().warnings.empty());
+  EXPECT_TRUE(
+      r.error().warnings.front().starts_with("Setting `Trainer(tpu_cores=8)` is deprecated"))
+      << r.error().warnings.front();
+  EXPECT_EQ(r.error().warnings, resolution_warnings(r));
+  // Settings that resolve keep their warnings in the Resolution.
+  const base::Result<Resolution> ok = resolve(Settings("v=1.9 tpu_cores=8"), Pool("v3-8"));
+  ASSERT_TRUE(ok.ok()) << Summary(ok);
+  EXPECT_FALSE(ok->warnings.empty());
+  EXPECT_EQ(ok->warnings, resolution_warnings(ok));
+}
+
+// rules_release() names the release resolve() applies, valid or not:
+// environment.lightning's, else lightning_version's, else the last.
+TEST(ResolveTest, RulesReleaseIsTheReleaseResolveApplies) {
+  for (const std::string settings : {
+           "",
+           "v=1.7",
+           "v=1.x",
+           "v=2.0.1",
+           "v=3.x",
+           "pl=2.0.9 torch=2.0.1 xla=2.0",
+           "pl=2.1.3 torch=2.1.0 xla=2.1.0 v=1.9",
+           "pl=9.9 torch=2.1.0 xla=2.1.0",
+           "v=1.7 accelerator=tpu devices=3",
+           "pl=1.8.2 torch=1.8.1 py=3.8",
+       }) {
+    const base::Result<Resolution> r = resolve(Settings(settings), Pool("v3-8"));
+    const std::string release = rules_release(Settings(settings));
+    EXPECT_FALSE(release.empty()) << settings;
+    if (r.ok()) {
+      EXPECT_EQ(r->lightning_version, release) << settings;
+    }
+  }
+  EXPECT_EQ("2.5", rules_release(Settings("")));
+  EXPECT_EQ("1.7", rules_release(Settings("v=1.7 accelerator=tpu devices=3")));
+  EXPECT_EQ("2.5", rules_release(Settings("v=3.x")));  // refused: the default's rules
+  EXPECT_EQ("2.0", rules_release(Settings("pl=2.0.9 torch=2.0.1 xla=2.0")));
+  // environment.lightning wins over a lightning_version that disagrees.
+  EXPECT_EQ("2.1", rules_release(Settings("pl=2.1.3 torch=2.1.0 xla=2.1.0 v=1.9")));
 }
 
 }  // namespace

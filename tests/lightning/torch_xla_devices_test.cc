@@ -23,10 +23,10 @@ TrainerSettings WithEnvironment(const std::string& version, Environment environm
   return s;
 }
 
-std::string First(const Resolution& r) {
-  if (r.errors.empty()) return "no error";
-  return r.errors[0].field + ": " + r.errors[0].message + " | " + r.errors[0].hint + " [" +
-         r.errors[0].source + "]";
+std::string First(const base::Result<Resolution>& r) {
+  if (r.ok()) return "no error";
+  return r.error().fields[0].field + ": " + r.error().fields[0].message + " | " +
+         r.error().fields[0].hint + " [" + r.error().fields[0].source + "]";
 }
 
 TEST(TorchXlaDevices, TorchXlaBeforeTheChipTableIsRefusedOnTheNewGenerations) {

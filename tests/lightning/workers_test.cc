@@ -39,9 +39,9 @@ const SliceCase kSlices[] = {
     {"v6e-16", 2, "worker 1"},
 };
 
-std::string Errors(const Resolution& r) {
+std::string Errors(const base::Result<Resolution>& r) {
   std::string out;
-  for (const FieldProblem& e : r.errors) out += e.field + ": " + e.message + "\n";
+  for (const base::FieldError& e : base::field_errors(r)) out += e.field + ": " + e.message + "\n";
   return out;
 }
 
@@ -50,11 +50,12 @@ TEST(Workers, OneWorkerOfAMultiHostSliceFailsAtLaunchUnderEveryRelease) {
     const PoolView pool = View({s.type});
     for (const char* version : kVersions) {
       SCOPED_TRACE(std::string(s.type) + " Lightning " + version);
-      const Resolution r = resolve(Slice(s.type, version, std::vector<std::int64_t>{0}), pool);
-      ASSERT_TRUE(r.errors.empty()) << Errors(r);
-      EXPECT_EQ(s.hosts, r.device.hosts);
-      ASSERT_TRUE(r.launch_failure);
-      const LaunchFailure& f = *r.launch_failure;
+      const base::Result<Resolution> r =
+          resolve(Slice(s.type, version, std::vector<std::int64_t>{0}), pool);
+      ASSERT_TRUE(r.ok()) << Errors(r);
+      EXPECT_EQ(s.hosts, r->device.hosts);
+      ASSERT_TRUE(r->launch_failure);
+      const LaunchFailure& f = *r->launch_failure;
       EXPECT_EQ("UNAVAILABLE", f.type);
       EXPECT_EQ("tpujobs: the " + std::string(s.type) + " slice's rendezvous failed: " + s.missing +
                     " of its " + std::to_string(s.hosts) +
@@ -71,12 +72,12 @@ TEST(Workers, OneWorkerOfAMultiHostSliceFailsAtLaunchUnderEveryRelease) {
                     std::to_string(s.hosts) + " hosts (resources.workers); " + s.missing +
                     " run nothing",
                 f.log_lines[0]);
-      ASSERT_FALSE(r.warnings.empty());
-      EXPECT_TRUE(
-          r.warnings.back().starts_with("tpujobs: resources.workers launches the job on "
-                                        "worker 0 of the " +
-                                        std::string(s.type)))
-          << r.warnings.back();
+      ASSERT_FALSE(resolution_warnings(r).empty());
+      EXPECT_TRUE(resolution_warnings(r).back().starts_with(
+          "tpujobs: resources.workers launches the job on "
+          "worker 0 of the " +
+          std::string(s.type)))
+          << resolution_warnings(r).back();
     }
   }
 }
@@ -88,63 +89,62 @@ TEST(Workers, EveryWorkerOrAllLaunchesNormally) {
     for (int w = s.hosts - 1; w >= 0; --w) every.push_back(w);  // any order
     for (const char* version : {"1.9", "2.0", "2.1", "2.5"}) {
       SCOPED_TRACE(std::string(s.type) + " Lightning " + version);
-      const Resolution listed = resolve(Slice(s.type, version, every), pool);
-      EXPECT_TRUE(listed.errors.empty()) << Errors(listed);
-      EXPECT_FALSE(listed.launch_failure);
-      const Resolution all = resolve(Slice(s.type, version, std::nullopt), pool);
-      EXPECT_TRUE(all.errors.empty()) << Errors(all);
-      EXPECT_FALSE(all.launch_failure);
+      const base::Result<Resolution> listed = resolve(Slice(s.type, version, every), pool);
+      ASSERT_TRUE(listed.ok()) << Errors(listed);
+      EXPECT_FALSE(listed->launch_failure);
+      const base::Result<Resolution> all = resolve(Slice(s.type, version, std::nullopt), pool);
+      ASSERT_TRUE(all.ok()) << Errors(all);
+      EXPECT_FALSE(all->launch_failure);
     }
   }
 }
 
 TEST(Workers, AnIndexPastTheSlicesHostsIs422OnTheField) {
-  const Resolution r =
+  const base::Result<Resolution> r =
       resolve(Slice("v5p-32", "2.5", std::vector<std::int64_t>{0, 4}), View({"v5p-32"}));
-  ASSERT_EQ(1u, r.errors.size());
-  EXPECT_EQ("resources.workers", r.errors[0].field);
+  ASSERT_EQ(1u, base::field_errors(r).size());
+  EXPECT_EQ("resources.workers", r.error().fields[0].field);
   EXPECT_EQ(
       "tpujobs: worker 4 is not a host of this job's v5p-32 slice: it has 4 hosts, workers 0-3",
-      r.errors[0].message);
+      r.error().fields[0].message);
   EXPECT_EQ(
       "Name workers 0-3 (as `gcloud compute tpus tpu-vm ssh --worker=0,1` does), or \"all\" to "
       "launch on every worker.",
-      r.errors[0].hint);
-  EXPECT_TRUE(r.errors[0].source.empty());  // tpujobs' own
-  EXPECT_FALSE(r.launch_failure);
+      r.error().fields[0].hint);
+  EXPECT_TRUE(r.error().fields[0].source.empty());  // tpujobs' own
 
   // A one-host slice has worker 0 only; [0] is the whole slice.
-  const Resolution host =
+  const base::Result<Resolution> host =
       resolve(Slice("v6e-8", "2.1", std::vector<std::int64_t>{1}), View({"v6e-8"}));
-  ASSERT_EQ(1u, host.errors.size());
+  ASSERT_EQ(1u, base::field_errors(host).size());
   EXPECT_EQ("tpujobs: worker 1 is not a host of this job's v6e-8 host: it has 1 host, worker 0",
-            host.errors[0].message);
-  const Resolution zero =
+            host.error().fields[0].message);
+  const base::Result<Resolution> zero =
       resolve(Slice("v5litepod-8", "1.9", std::vector<std::int64_t>{0}), View({"v5litepod-8"}));
-  EXPECT_TRUE(zero.errors.empty()) << Errors(zero);
-  EXPECT_FALSE(zero.launch_failure);
+  ASSERT_TRUE(zero.ok()) << Errors(zero);
+  EXPECT_FALSE(zero->launch_failure);
 
   // A CPU job runs on one host, worker 0.
   TrainerSettings cpu;
   cpu.accelerator = "cpu";
   cpu.workers = std::vector<std::int64_t>{1};
-  const Resolution on_cpu = resolve(cpu, View({"v5p-32"}));
-  ASSERT_EQ(1u, on_cpu.errors.size()) << Errors(on_cpu);
+  const base::Result<Resolution> on_cpu = resolve(cpu, View({"v5p-32"}));
+  ASSERT_EQ(1u, base::field_errors(on_cpu).size()) << Errors(on_cpu);
   EXPECT_EQ(
       "tpujobs: worker 1 is not a host of this CPU job (it takes no TPU host): it has 1 "
       "host, worker 0",
-      on_cpu.errors[0].message);
+      on_cpu.error().fields[0].message);
   cpu.workers = std::vector<std::int64_t>{0};
-  EXPECT_TRUE(resolve(cpu, View({"v5p-32"})).errors.empty());
+  EXPECT_TRUE(resolve(cpu, View({"v5p-32"})).ok());
 }
 
 TEST(Workers, OtherErrorsComeAloneAndNothingIsJudgedWithoutASlice) {
   // A slice the pool does not have: its own error, not one about workers.
-  const Resolution r =
+  const base::Result<Resolution> r =
       resolve(Slice("v5p-64", "2.5", std::vector<std::int64_t>{7}), View({"v5p-32"}));
-  ASSERT_FALSE(r.errors.empty());
-  for (const FieldProblem& e : r.errors) EXPECT_NE("resources.workers", e.field) << e.message;
-  EXPECT_FALSE(r.launch_failure);
+  ASSERT_FALSE(r.ok());
+  for (const base::FieldError& e : base::field_errors(r))
+    EXPECT_NE("resources.workers", e.field) << e.message;
 }
 
 }  // namespace

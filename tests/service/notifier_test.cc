@@ -37,9 +37,11 @@ TEST(NotificationRetry, BacksOffExponentiallyUpToTheCap) {
 
 TEST(NotificationPost, ReportsWhyThereWasNoAnswer) {
   // Port 1 on loopback: nothing listens there.
-  PostResult r = post_json({"127.0.0.1", 1, "/"}, {}, "{}", std::chrono::milliseconds(2000));
-  EXPECT_EQ(r.status, 0);
-  EXPECT_EQ(r.error.rfind("connect: ", 0), 0u) << r.error;
+  const base::Result<int> r =
+      post_json({"127.0.0.1", 1, "/"}, {}, "{}", std::chrono::milliseconds(2000));
+  ASSERT_FALSE(r.ok()) << *r;
+  EXPECT_EQ(r.code(), base::ErrorCode::kUnavailable);
+  EXPECT_EQ(r.error().message.rfind("connect: ", 0), 0u) << r.error().message;
 }
 
 }  // namespace
