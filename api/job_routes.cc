@@ -22,14 +22,7 @@ void JobsApi::add_job_routes() {
               [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
                 auto id = job_id(p, w);
                 if (!id) return;
-                base::Result<std::string> body = service_.get_job_text(*id, r.tenant);
-                if (!body.ok()) {
-                  w->respond(answer(base::Result<nlohmann::json>(body.error())));
-                  return;
-                }
-                Response response;
-                response.body = std::move(*body);
-                w->respond(std::move(response));
+                w->respond(answer(service_.get_job_text(*id, r.tenant)));
               });
   router_.add("GET", "/v1/jobs/{id}/wait", Access::kTenant,
               [this](Request& r, const PathParams& p, ResponseWriterPtr w) {

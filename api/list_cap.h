@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 #include "api/job_service.h"
 
@@ -20,8 +21,9 @@ inline constexpr std::size_t kMaxListBytes = std::size_t{256} << 10;
 // the limit of the jobs that fit: that page and its cursor come from one
 // read, so no job is skipped even when jobs were submitted in between. It
 // tries three times, then answers what it has. Errors pass through.
-base::Result<nlohmann::json> cap_job_list(base::Result<nlohmann::json> listed, JobQuery query,
-                                          JobService& service,
-                                          std::size_t max_bytes = kMaxListBytes);
+// Answers the page's JSON text, as json_response would write it: each job
+// is written once, both to measure the page and to answer it.
+base::Result<std::string> cap_job_list(base::Result<nlohmann::json> listed, JobQuery query,
+                                       JobService& service, std::size_t max_bytes = kMaxListBytes);
 
 }  // namespace tpujobs::api

@@ -239,6 +239,13 @@ std::optional<std::int64_t> query_int(const Request& request, const ResponseWrit
   return n;
 }
 
+Response answer(base::Result<std::string> text) {
+  if (!text.ok()) return answer(base::Result<nlohmann::json>(text.error()));
+  Response response;
+  response.body = std::move(*text);
+  return response;
+}
+
 Response answer(const base::Result<nlohmann::json>& result, int ok_status) {
   if (result.ok()) return json_response(ok_status, *result);
   switch (result.code()) {

@@ -47,6 +47,8 @@ std::optional<std::int64_t> query_int(const Request& request, const ResponseWrit
 // The answer to a result: `ok_status` with its JSON, or the problem its
 // error stands for.
 Response answer(const base::Result<nlohmann::json>& result, int ok_status = 200);
+// The same, for JSON already written as text (a view kept in memory, a list).
+Response answer(base::Result<std::string> text);
 
 // Job ids in paths are positive integers in canonical decimal (no sign, no
 // leading zero: "/v1/jobs/01" is not job 1); anything else cannot exist

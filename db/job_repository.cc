@@ -8,13 +8,22 @@ namespace tpujobs::db {
 namespace {
 
 // Every query that returns jobs selects these, in this order, from alias j.
-#define TPUJOBS_JOB_COLUMNS                                                                 \
-  "j.id, j.tenant, j.name, j.labels, j.priority, j.state, j.spec, j.resolved, j.warnings, " \
+#define TPUJOBS_JOB_COLUMNS_BEFORE_SPEC "j.id, j.tenant, j.name, j.labels, j.priority, j.state, "
+#define TPUJOBS_JOB_COLUMNS_AFTER_SPEC                                                      \
+  "j.resolved, j.warnings, "                                                                \
   "j.idempotency_key, j.spec_hash, j.allocation, j.pending, j.progress, j.latest_metrics, " \
   "j.error, j.result, j.attempt, j.cancel_requested, j.created_at, j.started_at, "          \
   "j.finished_at, j.updated_at, j.agent, j.placement_epoch, "                               \
   "j.array_id, j.array_index, j.array_values, j.preempted_by, j.requeued_at, "              \
   "j.unstarted_requeues"
+#define TPUJOBS_JOB_COLUMNS \
+  TPUJOBS_JOB_COLUMNS_BEFORE_SPEC "j.spec, " TPUJOBS_JOB_COLUMNS_AFTER_SPEC
+// A list's rows: of the spec only what a listed view shows of it (issue 34:
+// a list of 500 wrote, sent and parsed 500 specs, for max_retries alone).
+#define TPUJOBS_JOB_LIST_COLUMNS                         \
+  TPUJOBS_JOB_COLUMNS_BEFORE_SPEC                        \
+  "jsonb_strip_nulls(jsonb_build_object('max_retries', " \
+  "j.spec->'max_retries')), " TPUJOBS_JOB_COLUMNS_AFTER_SPEC
 
 // The scheduler leader's read (read_to_schedule, load_placed):
 // TPUJOBS_JOB_COLUMNS in the same places (read_job reads them), with NULL
@@ -150,7 +159,7 @@ constexpr const char* kJobsByIdempotencyKey =
     " ON j.tenant = k.tenant AND j.idempotency_key = k.idempotency_key";
 
 constexpr const char* kListJobs =
-    "SELECT " TPUJOBS_JOB_COLUMNS
+    "SELECT " TPUJOBS_JOB_LIST_COLUMNS
     " FROM jobs j"
     " WHERE ($1::text IS NULL OR j.tenant = $1::text)"
     "   AND (cardinality($2::text[]) = 0 OR j.state = ANY($2::text[]))"

@@ -186,6 +186,8 @@ class JobRepository {
   base::Result<std::optional<JobWithCheckpoint>> get_job_with_checkpoint(std::int64_t id);
 
   // Newest first (created_at, then id). kInvalid for a cursor this did not make.
+  // A listed row's spec_json holds only the spec's max_retries (`{}` without
+  // one): a list shows no spec.
   base::Result<JobPage> list_jobs(const JobFilter& filter);
 
   // Applies the transition when the job is in one of t.from (and never when

@@ -279,8 +279,10 @@ base::Result<nlohmann::json> JobManager::list_jobs(const api::JobQuery& query) {
     view.erase("spec");
     jobs.push_back(std::move(view));
   }
-  return json{{"jobs", jobs},
-              {"next_cursor", page->next_cursor.empty() ? json(nullptr) : json(page->next_cursor)}};
+  json listed = json::object();  // moved in: an initializer list would copy every view
+  listed["jobs"] = std::move(jobs);
+  listed["next_cursor"] = page->next_cursor.empty() ? json(nullptr) : json(page->next_cursor);
+  return listed;
 }
 
 void JobManager::wait_job(std::int64_t id, const std::string& tenant,

@@ -67,6 +67,7 @@ std::vector<std::int64_t> read_all(JobsApi& api, std::size_t* largest, int* page
     EXPECT_EQ(200, r.status) << r.body;
     *largest = std::max(*largest, r.body.size());
     const nlohmann::json page = nlohmann::json::parse(r.body);
+    EXPECT_EQ(page.dump(), r.body) << "the page's own text";
     for (const auto& job : page["jobs"]) seen.push_back(job["id"].get<std::int64_t>());
     if (page["next_cursor"].is_null()) break;
     cursor = page["next_cursor"].get<std::string>();
@@ -93,10 +94,13 @@ TEST(ListCap, APageUnderTheCapIsAnsweredAsReadOnce) {
   service.padding = 100;
   for (std::int64_t id = 300; id >= 1; --id) service.ids.push_back(id);
   JobsApi api(service, {});
-  const nlohmann::json page = nlohmann::json::parse(get(api, "/v1/jobs?limit=500").body);
+  const std::string body = get(api, "/v1/jobs?limit=500").body;
+  const nlohmann::json page = nlohmann::json::parse(body);
   EXPECT_EQ(300u, page["jobs"].size());
   EXPECT_TRUE(page["next_cursor"].is_null());
   EXPECT_EQ(1, service.reads);
+  // Written from each job's text, the answer is the very text of the page.
+  EXPECT_EQ(page.dump(), body);
 }
 
 TEST(ListCap, JobsSubmittedBetweenTheTwoReadsAreNeitherSkippedNorRepeated) {

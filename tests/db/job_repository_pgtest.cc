@@ -418,6 +418,20 @@ TEST_F(JobRepositoryTest, ListFiltersByTenantStateLabelsAndName) {
   EXPECT_EQ("team-a/train ", names({.tenant = "team-a", .name = "train"}));
 }
 
+TEST_F(JobRepositoryTest, AListedRowCarriesOfItsSpecOnlyMaxRetries) {
+  NewJob retried = job("retried");
+  retried.spec_json = R"({"trainer": {"devices": 8}, "max_retries": 2})";
+  const auto inserted = insert({job("plain"), retried});
+  auto page = jobs_->list_jobs({});
+  ASSERT_TRUE(page.ok()) << page.error().message;
+  ASSERT_EQ(2u, page->jobs.size());
+  EXPECT_EQ("retried", page->jobs[0].name);
+  EXPECT_EQ(R"({"max_retries": 2})", page->jobs[0].spec_json);
+  EXPECT_EQ("{}", page->jobs[1].spec_json);
+  EXPECT_EQ(R"({"trainer": {"devices": 8}, "max_retries": 2})", get(inserted[1].row.id).spec_json)
+      << "the job's own read keeps the whole spec";
+}
+
 TEST_F(JobRepositoryTest, CursorPagesHaveNoDuplicatesAndNoGaps) {
   // Several batches: rows of one batch share created_at, so the id breaks ties.
   std::set<std::int64_t> all;
