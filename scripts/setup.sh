@@ -57,8 +57,10 @@ install_web_packages() {
 # only the ones named (the service's command builds only `tpujobs`).
 build() {
   # ccache's paths relative to this checkout, so a clone elsewhere (a CI
-  # clone, a second worktree) hits what another one compiled.
-  export CCACHE_BASEDIR="$TPUJOBS_ROOT"
+  # clone, a second worktree) hits what another one compiled. Without
+  # NOHASHDIR ccache hashes the build directory of every -g compilation
+  # (all of ours), and no other checkout ever hits.
+  export CCACHE_BASEDIR="$TPUJOBS_ROOT" CCACHE_NOHASHDIR=1
   local preset="$1"
   shift
   local targets=()
