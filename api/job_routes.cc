@@ -6,6 +6,7 @@
 #include "api/list_cap.h"
 #include "api/problem.h"
 #include "api/request_reading.h"
+#include "api/tenant_limits.h"
 
 namespace tpujobs::api {
 
@@ -16,8 +17,10 @@ void JobsApi::add_job_routes() {
               [this](Request& r, const PathParams&, ResponseWriterPtr w) { submit(r, w); });
   router_.add("POST", "/v1/jobs:validate", Access::kTenant,
               [this](Request& r, const PathParams&, ResponseWriterPtr w) { validate(r, w); });
-  router_.add("GET", "/v1/jobs", Access::kTenant,
-              [this](Request& r, const PathParams&, ResponseWriterPtr w) { list_jobs(r, w); });
+  router_.add(
+      "GET", "/v1/jobs", Access::kTenant,
+      [this](Request& r, const PathParams&, ResponseWriterPtr w) { list_jobs(r, w); },
+      list_request_cost);
   router_.add("GET", "/v1/jobs/{id}", Access::kTenant,
               [this](Request& r, const PathParams& p, ResponseWriterPtr w) {
                 auto id = job_id(p, w);

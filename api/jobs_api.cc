@@ -61,7 +61,8 @@ void JobsApi::handle(Request request, ResponseWriterPtr writer) {
     case Router::Match::kFound:
       if (!utf8_query(request, writer) || !authorize(request, *route, writer)) return;
       if (options_.limits && route->access != Access::kOpen) {
-        if (auto refused = options_.limits->admit_request(request.tenant)) {
+        const double cost = route->cost ? route->cost(request) : 1.0;
+        if (auto refused = options_.limits->admit_request(request.tenant, cost)) {
           writer->respond(std::move(*refused));
           return;
         }

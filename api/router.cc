@@ -47,8 +47,10 @@ std::optional<PathParams> match_path(std::string_view pattern, std::string_view 
 
 }  // namespace
 
-void Router::add(std::string method, std::string pattern, Access access, RouteHandler handler) {
-  routes_.push_back({std::move(method), std::move(pattern), access, std::move(handler)});
+void Router::add(std::string method, std::string pattern, Access access, RouteHandler handler,
+                 RouteCost cost) {
+  routes_.push_back(
+      {std::move(method), std::move(pattern), access, std::move(handler), std::move(cost)});
 }
 
 Router::Matched Router::match(std::string_view method, std::string_view path) const {

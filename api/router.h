@@ -24,16 +24,22 @@ enum class Access {
   kAdmin,   // a token with the admin role (pool and tenant administration)
 };
 
+// How many requests one request counts as against its tenant's
+// requests_per_second (a list of many jobs counts as more than one read).
+using RouteCost = std::function<double(const Request&)>;
+
 struct Route {
   std::string method;
   std::string pattern;  // "/v1/jobs/{id}"
   Access access = Access::kTenant;
   RouteHandler handler;
+  RouteCost cost = {};  // empty: 1
 };
 
 class Router {
  public:
-  void add(std::string method, std::string pattern, Access access, RouteHandler handler);
+  void add(std::string method, std::string pattern, Access access, RouteHandler handler,
+           RouteCost cost = {});
 
   enum class Match { kFound, kNoPath, kNoMethod };
   struct Matched {

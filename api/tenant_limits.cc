@@ -1,6 +1,7 @@
 #include "api/tenant_limits.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -98,6 +99,7 @@ std::optional<double> TenantLimiter::take(Bucket& bucket, double rate, std::int6
     bucket.tokens = std::min(capacity, bucket.tokens + std::max(0.0, elapsed) * rate);
   }
   bucket.at = now;
+  n = std::min(n, capacity);  // more than the burst could never be taken
   if (bucket.tokens >= n) {
     bucket.tokens -= n;
     return std::nullopt;
@@ -105,19 +107,36 @@ std::optional<double> TenantLimiter::take(Bucket& bucket, double rate, std::int6
   return (n - bucket.tokens) / rate;
 }
 
-std::optional<Response> TenantLimiter::admit_request(const std::string& tenant) {
+std::optional<Response> TenantLimiter::admit_request(const std::string& tenant, double cost) {
   const TenantLimits limits = effective(tenant);
   if (!limits.requests_per_second || *limits.requests_per_second <= 0) return std::nullopt;
   base::MutexLock lock(mutex_);
   const std::optional<double> wait = take(request_buckets_[tenant], *limits.requests_per_second,
-                                          limits.request_burst.value_or(0), 1);
+                                          limits.request_burst.value_or(0), cost);
   if (!wait) return std::nullopt;
   ++refused_["requests_per_second"];
-  return refusal(
-      "requests_per_second", *limits.requests_per_second, 0,
-      "tenant '" + tenant + "' sends more than " + json(*limits.requests_per_second).dump() +
-          " requests a second (burst " + std::to_string(limits.request_burst.value_or(0)) + ")",
-      "slow down: retry after Retry-After seconds", static_cast<std::int64_t>(std::ceil(*wait)));
+  std::string detail = "tenant '" + tenant + "' sends more than " +
+                       json(*limits.requests_per_second).dump() + " requests a second (burst " +
+                       std::to_string(limits.request_burst.value_or(0)) + ")";
+  std::string hint = "slow down: retry after Retry-After seconds";
+  if (cost > 1) {
+    const json counted =
+        cost == std::floor(cost) ? json(static_cast<std::int64_t>(cost)) : json(cost);
+    detail += "; this request counts as " + counted.dump() + " of them";
+    hint +=
+        ", or ask for fewer jobs a page (limit): each 50 past the first count as one request more";
+  }
+  return refusal("requests_per_second", *limits.requests_per_second, 0, detail, hint,
+                 static_cast<std::int64_t>(std::ceil(*wait)));
+}
+
+double list_request_cost(const Request& request) {
+  const std::optional<std::string> text = request.query_value("limit");
+  if (!text) return 1;
+  std::int64_t limit = 0;
+  const auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), limit);
+  if (error != std::errc() || end != text->data() + text->size() || limit < 1) return 1;
+  return 1 + static_cast<double>((std::min<std::int64_t>(limit, 500) - 1) / 50);
 }
 
 std::optional<Response> TenantLimiter::admit_submit(const std::string& tenant, std::int64_t jobs,

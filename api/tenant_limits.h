@@ -44,6 +44,13 @@ struct LimitsBackend {
   std::function<base::Result<std::int64_t>(const std::string& tenant, std::int64_t at_most)> queued;
 };
 
+// What GET /v1/jobs?limit=N counts as against requests_per_second: 1 for
+// up to 50 jobs (the default page), 1 more for every 50 past them (a page of
+// 500: 10), as Kubernetes' API Priority and Fairness weighs a LIST by the
+// objects it returns. A limit that is not a number counts as 1 (the route
+// refuses it).
+double list_request_cost(const Request& request);
+
 class TenantLimiter {
  public:
   TenantLimiter(LimitsBackend backend, TenantLimits defaults,
@@ -58,8 +65,10 @@ class TenantLimiter {
   // Without it (tests), a request finding them stale reads them itself.
   void start_refresher();
 
-  // nullopt: the request may go on; else the 429 to answer.
-  std::optional<Response> admit_request(const std::string& tenant);
+  // nullopt: the request may go on; else the 429 to answer. A request that
+  // counts as `cost` requests (a wide list: list_request_cost) takes as many
+  // tokens, at most the bucket's burst, so it is never refused for good.
+  std::optional<Response> admit_request(const std::string& tenant, double cost = 1);
   // Before `jobs` jobs (a sweep's children, or 1) are submitted: the array
   // size, the submit rate and the queued-jobs limit, the whole sweep or
   // nothing.

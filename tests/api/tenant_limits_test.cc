@@ -46,6 +46,16 @@ struct FakeStore {
   }
 };
 
+Request request_for(std::string method, std::string target) {
+  Request request;
+  request.method = std::move(method);
+  request.target = target;
+  RequestTarget split = split_target(target);
+  request.path = std::move(split.path);
+  request.query = std::move(split.query);
+  return request;
+}
+
 struct Fixture {
   FakeStore store;
   base::FakeClock clock;
@@ -58,12 +68,7 @@ struct Fixture {
               }()};
 
   Response call(std::string method, std::string target, std::string body = "") {
-    Request request;
-    request.method = std::move(method);
-    request.target = target;
-    RequestTarget split = split_target(target);
-    request.path = std::move(split.path);
-    request.query = std::move(split.query);
+    Request request = request_for(std::move(method), std::move(target));
     request.body = std::move(body);
     auto writer = std::make_shared<CapturingWriter>();
     api.handle(std::move(request), writer);
@@ -186,6 +191,51 @@ TEST(TenantLimits, TheRequestRateBoundsEveryTenantRouteButNotTheProbes) {
   EXPECT_NE(f.call("GET", "/metrics")
                 .body.find("tpujobs_tenant_limit_refusals_total{limit=\"requests_per_second\"} 1"),
             std::string::npos);
+}
+
+TEST(TenantLimits, AWideListCountsAsOneRequestAndOneMoreForEveryFiftyJobsPastTheFirst) {
+  Fixture f;
+  f.store.rows["default"].requests_per_second = 10;
+  f.store.rows["default"].request_burst = 20;
+  EXPECT_EQ(f.call("GET", "/v1/jobs?limit=500").status, 200);  // 10 of 20 tokens
+  EXPECT_EQ(f.call("GET", "/v1/jobs/1").status, 200);          // 11
+  Response over = f.call("GET", "/v1/jobs?limit=500");
+  ASSERT_EQ(over.status, 429) << over.body;
+  const nlohmann::json problem = nlohmann::json::parse(over.body);
+  EXPECT_EQ(problem["limit"], "requests_per_second");
+  EXPECT_NE(problem["detail"].get<std::string>().find("this request counts as 10 of them"),
+            std::string::npos)
+      << problem.dump();
+  EXPECT_NE(problem["hint"].get<std::string>().find("fewer jobs a page (limit)"),
+            std::string::npos);
+  EXPECT_EQ(header(over, "Retry-After"), "1");  // 1 token missing at 10/s
+  // The 9 tokens left take a narrow list and eight reads.
+  EXPECT_EQ(f.call("GET", "/v1/jobs?limit=20").status, 200);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(f.call("GET", "/v1/jobs/1").status, 200);
+  EXPECT_EQ(f.call("GET", "/v1/jobs/1").status, 429);
+}
+
+TEST(TenantLimits, AListCostingMoreThanTheBurstIsStillAdmittedOnAFullBucket) {
+  Fixture f;
+  f.store.rows["default"].requests_per_second = 2;
+  f.store.rows["default"].request_burst = 5;
+  EXPECT_EQ(f.call("GET", "/v1/jobs?limit=500").status, 200) << "10 counted as the burst, 5";
+  EXPECT_EQ(f.call("GET", "/v1/jobs/1").status, 429);
+  f.clock.advance(2500ms);
+  EXPECT_EQ(f.call("GET", "/v1/jobs?limit=500").status, 200);
+}
+
+TEST(ListRequestCost, IsOneForTheDefaultPageAndOneMoreForEveryFiftyJobsPastIt) {
+  auto cost = [](std::string target) {
+    return list_request_cost(request_for("GET", std::move(target)));
+  };
+  EXPECT_EQ(cost("/v1/jobs"), 1);
+  EXPECT_EQ(cost("/v1/jobs?limit=50"), 1) << "the default page";
+  EXPECT_EQ(cost("/v1/jobs?limit=51"), 2);
+  EXPECT_EQ(cost("/v1/jobs?limit=500"), 10);
+  EXPECT_EQ(cost("/v1/jobs?limit=100000"), 10) << "the route refuses it; it counts as its most";
+  EXPECT_EQ(cost("/v1/jobs?limit=ten"), 1);
+  EXPECT_EQ(cost("/v1/jobs?limit=-5"), 1);
 }
 
 TEST(TenantLimits, EveryReplicaReadsStoredLimitsAtMostTheRefreshOld) {
