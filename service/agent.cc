@@ -518,7 +518,8 @@ std::optional<api::JobSpec> Agent::placed_spec(Run& run) {
   if (spec) {
     base::Result<api::Resolution> resolution = api::resolve(spec->trainer, capacity);
     if (resolution.ok()) return api::apply_resolution(*resolution, std::move(*spec));
-    why = resolution.error().fields.front().message;
+    const base::Error& refused = resolution.error();
+    why = refused.fields.empty() ? refused.message : refused.fields.front().message;
   }
   if (!run.peer()) {  // the first part reports it
     (void)repo_.jobs.transition(lifecycle::reject(
