@@ -4,8 +4,21 @@
 #pragma once
 
 #include "api/job_service.h"
+#include "api/url.h"
 
 namespace tpujobs::api::testing {
+
+// A request for `target` ("/v1/jobs?limit=5") as the server hands it over:
+// its path and query split.
+inline Request request_for(std::string method, std::string target) {
+  Request request;
+  request.method = std::move(method);
+  request.target = target;
+  RequestTarget split = split_target(target);
+  request.path = std::move(split.path);
+  request.query = std::move(split.query);
+  return request;
+}
 
 class FakeJobService : public JobService {
  public:

@@ -14,12 +14,7 @@ using testing::FakeJobService;
 
 Response call(JobsApi& api, std::string method, std::string target, std::string body = "",
               std::map<std::string, std::string> headers = {}) {
-  Request request;
-  request.method = std::move(method);
-  request.target = target;
-  RequestTarget split = split_target(target);
-  request.path = std::move(split.path);
-  request.query = std::move(split.query);
+  Request request = testing::request_for(std::move(method), std::move(target));
   request.body = std::move(body);
   request.headers = std::move(headers);
   auto writer = std::make_shared<CapturingWriter>();

@@ -46,16 +46,6 @@ struct FakeStore {
   }
 };
 
-Request request_for(std::string method, std::string target) {
-  Request request;
-  request.method = std::move(method);
-  request.target = target;
-  RequestTarget split = split_target(target);
-  request.path = std::move(split.path);
-  request.query = std::move(split.query);
-  return request;
-}
-
 struct Fixture {
   FakeStore store;
   base::FakeClock clock;
@@ -68,7 +58,7 @@ struct Fixture {
               }()};
 
   Response call(std::string method, std::string target, std::string body = "") {
-    Request request = request_for(std::move(method), std::move(target));
+    Request request = testing::request_for(std::move(method), std::move(target));
     request.body = std::move(body);
     auto writer = std::make_shared<CapturingWriter>();
     api.handle(std::move(request), writer);
@@ -227,7 +217,7 @@ TEST(TenantLimits, AListCostingMoreThanTheBurstIsStillAdmittedOnAFullBucket) {
 
 TEST(ListRequestCost, IsOneForTheDefaultPageAndOneMoreForEveryFiftyJobsPastIt) {
   auto cost = [](std::string target) {
-    return list_request_cost(request_for("GET", std::move(target)));
+    return list_request_cost(testing::request_for("GET", std::move(target)));
   };
   EXPECT_EQ(cost("/v1/jobs"), 1);
   EXPECT_EQ(cost("/v1/jobs?limit=50"), 1) << "the default page";
