@@ -211,7 +211,9 @@ constexpr const char* kTransition =
     "  INSERT INTO job_events (job_id, from_state, to_state, reason, detail)"
     "  SELECT id, from_state, $3::text, $4::text, $5::jsonb FROM changed"
     ")"
-    " SELECT count(*) FROM changed";
+    // set_config(..., true) lasts until this statement's own commit.
+    " SELECT (SELECT count(*) FROM changed), set_config('synchronous_commit',"
+    "   CASE WHEN $24::boolean THEN 'off' ELSE current_setting('synchronous_commit') END, true)";
 
 constexpr const char* kUnfinished = "('QUEUED', 'STARTING', 'RUNNING')";
 
@@ -384,7 +386,8 @@ base::Result<bool> JobRepository::transition(const Transition& t) {
                                   alive_names,
                                   alive_epochs,
                                   t.require_leader_term,
-                                  t.count_unstarted_requeue};
+                                  t.count_unstarted_requeue,
+                                  t.asynchronous_commit};
   return with_connection(pool_, acquire_timeout_,
                          [&](Connection& connection) -> base::Result<bool> {
                            base::Result<QueryResult> rows = connection.execute(kTransition, params);

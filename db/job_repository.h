@@ -151,6 +151,12 @@ struct Transition {
   // requeued_at = now(): a failure requeued the job (a retry is placed only
   // on agents heard from since).
   bool set_requeued_at = false;
+  // Committed without waiting for the WAL to reach the disk (PostgreSQL's
+  // synchronous_commit = off, for this transaction alone). Only for a write
+  // that a database crash may undo without harm: WAL is flushed in order, so
+  // the next synchronous commit on the server, or the WAL writer within
+  // about 200 ms, makes it durable too.
+  bool asynchronous_commit = false;
 };
 
 struct JobEventRow {

@@ -47,6 +47,9 @@ db::Transition place_on_agent(std::int64_t job, std::string reason, std::string 
   if (parts.empty()) t.require_alive.emplace_back(agent, epoch);
   t.agent = std::move(agent);
   t.placement_epoch = epoch;
+  // A placement that a database crash undoes is placed again; the agent's
+  // RUNNING, a synchronous commit, makes it durable before training counts.
+  t.asynchronous_commit = true;
   return t;
 }
 

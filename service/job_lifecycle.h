@@ -36,7 +36,8 @@ std::string error_text(std::string_view type, std::string_view message, std::str
 // `agent`, whose registration is `epoch`; the pending reason is cleared. It
 // lands only while that agent is alive under that epoch (not draining, not
 // lost), or for a slice spanning agents every agent of `parts` (agent,
-// epoch) is.
+// epoch) is. It is committed without waiting for the disk: a database
+// crash may undo it, and the job is then placed again.
 db::Transition place_on_agent(std::int64_t job, std::string reason, std::string allocation_json,
                               std::string agent, std::int64_t epoch,
                               const std::vector<std::pair<std::string, std::int64_t>>& parts = {});

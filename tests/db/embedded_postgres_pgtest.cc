@@ -12,6 +12,8 @@
 
 #include "db/connection_pool.h"
 #include "db/embedded_postgres.h"
+#include "db/job_repository.h"
+#include "db/migrate.h"
 #include "tests/support/test_cluster.h"
 
 namespace tpujobs::db {
@@ -167,6 +169,56 @@ TEST_F(EmbeddedPostgresTest, AsRootTheServerRunsUnprivileged) {
   auto pool = ConnectionPool::create(server->conninfo(), 1);
   ASSERT_TRUE(pool.ok()) << pool.error().message;
   EXPECT_EQ("tpujobs", scalar(**pool, "SELECT current_user"));
+}
+
+// With the production settings (fsync and synchronous_commit on), a
+// placement commits without waiting for a WAL sync and the agent's RUNNING
+// waits for one.
+TEST_F(EmbeddedPostgresTest, AnAsynchronousTransitionCommitsWithoutWaitingForAWalSync) {
+  auto server = start_server();
+  ASSERT_TRUE(server);
+  // One connection: the statistics flushed before each count are its own.
+  auto pool = ConnectionPool::create(server->conninfo(), 1);
+  ASSERT_TRUE(pool.ok()) << pool.error().message;
+  ASSERT_TRUE(migrate(**pool).ok());
+  JobRepository jobs(**pool);
+  constexpr int kJobs = 20;
+  std::vector<std::int64_t> ids;
+  for (int i = 0; i < kJobs; ++i) {
+    NewJob job;
+    job.tenant = "team-a";
+    job.name = "j" + std::to_string(i);
+    job.spec_json = "{}";
+    job.spec_hash = job.name;
+    auto inserted = jobs.insert_jobs({job});
+    ASSERT_TRUE(inserted.ok()) << inserted.error().message;
+    ids.push_back((*inserted)[0].row.id);
+  }
+  auto wal_syncs = [&] {
+    EXPECT_EQ("", scalar(**pool, "SELECT ''::text FROM pg_stat_force_next_flush()"));
+    return std::stoll(scalar(**pool, "SELECT wal_sync FROM pg_stat_wal"));
+  };
+  auto transitions = [&](JobState from, JobState to, bool asynchronous) {
+    const std::int64_t before = wal_syncs();
+    for (std::int64_t id : ids) {
+      auto moved = jobs.transition({.job_id = id,
+                                    .from = {from},
+                                    .to = to,
+                                    .reason = "t",
+                                    .asynchronous_commit = asynchronous});
+      EXPECT_TRUE(moved.ok() && *moved);
+    }
+    return wal_syncs() - before;
+  };
+  const std::int64_t placements = transitions(JobState::kQueued, JobState::kStarting, true);
+  const std::int64_t starts = transitions(JobState::kStarting, JobState::kRunning, false);
+  EXPECT_GE(starts, kJobs);
+  // The WAL writer may sync a few times meanwhile, never once a commit.
+  EXPECT_LT(placements, kJobs / 2);
+  // Both committed, and the connection's own setting is as it was.
+  EXPECT_EQ(std::to_string(kJobs),
+            scalar(**pool, "SELECT count(*)::text FROM jobs WHERE state = 'RUNNING'"));
+  EXPECT_EQ("on", scalar(**pool, "SHOW synchronous_commit"));
 }
 
 TEST_F(EmbeddedPostgresTest, PoolReconnectsAfterTheServerRestarts) {

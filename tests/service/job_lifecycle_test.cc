@@ -61,6 +61,15 @@ TEST(JobLifecycle, FailedAndCancelledCarryAnErrorWithTypeMessageAndHint) {
   }
 }
 
+// A placement is the one write a database crash may undo: the job is placed
+// again. Every other transition, the agent's RUNNING included, waits for the
+// disk, and with it every placement before it.
+TEST(JobLifecycle, OnlyAPlacementCommitsWithoutWaitingForTheDisk) {
+  for (const db::Transition& t : every_transition()) {
+    EXPECT_EQ(t.asynchronous_commit, t.to == JobState::kStarting) << t.reason;
+  }
+}
+
 TEST(JobLifecycle, OnlyAQueuedJobIsPlaced) {
   db::Transition placed = lifecycle::place_on_agent(1, "r", "{}", "a", 7);
   EXPECT_EQ(placed.from, std::vector{JobState::kQueued});
