@@ -9,6 +9,20 @@ namespace tpujobs::api {
 
 using nlohmann::json;
 
+namespace {
+
+// A handler that throws answers 500 instead of ending the process.
+void run_route(const Route& route, Request& request, const PathParams& params,
+               ResponseWriterPtr writer) {
+  try {
+    route.handler(request, params, writer);
+  } catch (const std::exception& e) {
+    writer->respond(problem(500, public_internal_detail(e.what())));
+  }
+}
+
+}  // namespace
+
 void LatencyHistogram::observe(const std::string& route, const std::string& method, int status,
                                double seconds) {
   const std::string key =
@@ -48,8 +62,14 @@ JobsApi::JobsApi(JobService& service, ApiOptions options)
     : service_(service),
       options_(std::move(options)),
       followers_(StreamSlots::create("log followers", "tpujobs_log_followers", options_.followers)),
-      waiters_(
-          StreamSlots::create("long-poll waiters", "tpujobs_wait_requests", options_.waiters)) {
+      waiters_(StreamSlots::create("long-poll waiters", "tpujobs_wait_requests", options_.waiters)),
+      wide_slots_(StreamSlots::create("wide requests", "tpujobs_wide_requests",
+                                      options_.wide_requests,
+                                      "wait for an answer before asking again, or ask for fewer "
+                                      "jobs a page (limit=50 runs at once)")),
+      wide_lane_(options_.wide_request_threads > 0
+                     ? std::make_unique<FairLane>(options_.wide_request_threads)
+                     : nullptr) {
   add_routes();
 }
 
@@ -60,19 +80,27 @@ void JobsApi::handle(Request request, ResponseWriterPtr writer) {
   switch (matched.match) {
     case Router::Match::kFound:
       if (!utf8_query(request, writer) || !authorize(request, *route, writer)) return;
-      if (options_.limits && route->access != Access::kOpen) {
+      {
         const double cost = route->cost ? route->cost(request) : 1.0;
-        if (auto refused = options_.limits->admit_request(request.tenant, cost)) {
-          writer->respond(std::move(*refused));
+        if (options_.limits && route->access != Access::kOpen) {
+          if (auto refused = options_.limits->admit_request(request.tenant, cost)) {
+            writer->respond(std::move(*refused));
+            return;
+          }
+        }
+        if (cost > 1 && wide_lane_) {
+          std::optional<ResponseWriterPtr> slot = wide_slots_->admit(request.tenant, writer);
+          if (!slot) return;  // refused, answered
+          const std::string tenant = request.tenant;
+          wide_lane_->post(tenant, [route, request = std::move(request), params = matched.params,
+                                    writer = std::move(*slot)]() mutable {
+            run_route(*route, request, params, writer);
+          });
           return;
         }
+        run_route(*route, request, matched.params, writer);
+        return;
       }
-      try {
-        route->handler(request, matched.params, writer);
-      } catch (const std::exception& e) {
-        writer->respond(problem(500, public_internal_detail(e.what())));
-      }
-      return;
     case Router::Match::kNoMethod:
       writer->respond(problem(405,
                               request.method.substr(0, 16) + " is not allowed on " +

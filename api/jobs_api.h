@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 
+#include "api/fair_lane.h"
 #include "api/http.h"
 #include "api/job_service.h"
 #include "api/notification_service.h"
@@ -52,6 +53,13 @@ struct ApiOptions {
   TenantLimiter* limits = nullptr;
   // What "now" is (the default window of /v1/usage); null: the real clock.
   base::Clock* clock = nullptr;
+  // Wide requests (those that count as more than one request: a list of
+  // more than 50 jobs, list_request_cost) run on this many threads of their
+  // own, tenants in turn (api/fair_lane.h), instead of on the I/O thread
+  // that read them; 0 runs them there. At most `wide_requests` of them wait
+  // or run at once, per tenant and in total.
+  int wide_request_threads = 0;
+  StreamLimits wide_requests{4, 64};
 };
 
 class JobsApi final : public Handler {
@@ -103,6 +111,9 @@ class JobsApi final : public Handler {
   LatencyHistogram latency_;
   std::shared_ptr<StreamSlots> followers_;
   std::shared_ptr<StreamSlots> waiters_;
+  std::shared_ptr<StreamSlots> wide_slots_;
+  // Last: destroyed first, it runs what it holds while the routes still exist.
+  std::unique_ptr<FairLane> wide_lane_;
 };
 
 // The OpenAPI document the service publishes at /openapi.json.

@@ -45,7 +45,8 @@ void JobsApi::add_service_routes() {
                 if (options_.notifications)
                   response.body += options_.notifications->prometheus_metrics();
                 response.body += latency_.prometheus();
-                response.body += followers_->prometheus() + waiters_->prometheus();
+                response.body +=
+                    followers_->prometheus() + waiters_->prometheus() + wide_slots_->prometheus();
                 if (options_.more_metrics) response.body += options_.more_metrics();
                 if (options_.limits) response.body += options_.limits->prometheus();
                 w->respond(std::move(response));

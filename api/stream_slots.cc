@@ -39,12 +39,14 @@ class SlotWriter final : public ResponseWriter {
   std::atomic<bool> released_{false};
 };
 
-StreamSlots::StreamSlots(std::string kind, std::string metric, StreamLimits limits)
-    : kind_(std::move(kind)), metric_(std::move(metric)), limits_(limits) {}
+StreamSlots::StreamSlots(std::string kind, std::string metric, StreamLimits limits,
+                         std::string hint)
+    : kind_(std::move(kind)), metric_(std::move(metric)), limits_(limits), hint_(std::move(hint)) {}
 
 std::shared_ptr<StreamSlots> StreamSlots::create(std::string kind, std::string metric,
-                                                 StreamLimits limits) {
-  return std::shared_ptr<StreamSlots>(new StreamSlots(std::move(kind), std::move(metric), limits));
+                                                 StreamLimits limits, std::string hint) {
+  return std::shared_ptr<StreamSlots>(
+      new StreamSlots(std::move(kind), std::move(metric), limits, std::move(hint)));
 }
 
 std::optional<ResponseWriterPtr> StreamSlots::admit(const std::string& tenant,
@@ -79,12 +81,11 @@ std::optional<ResponseWriterPtr> StreamSlots::admit(const std::string& tenant,
                                                  std::to_string(count) + " " + kind_ + ", its limit"
                                            : "the service already holds " + std::to_string(count) +
                                                  " " + kind_ + ", its limit";
-  writer->respond(problem(status, detail,
-                          {{"limit", kind_ + " " + limit},
-                           {"value", value},
-                           {"current", count},
-                           {"hint", "end an open one (or wait for one to end), then retry"}})
-                      .header("Retry-After", "1"));
+  writer->respond(
+      problem(
+          status, detail,
+          {{"limit", kind_ + " " + limit}, {"value", value}, {"current", count}, {"hint", hint_}})
+          .header("Retry-After", "1"));
   return std::nullopt;
 }
 

@@ -450,6 +450,8 @@ class ServeProcess {
     api.limits = limiter_.get();
     api.followers = options_.followers;
     api.waiters = options_.waiters;
+    api.wide_request_threads = 1;
+    api.wide_requests = options_.wide_requests;
     // /metrics: the HTTP server's (once it exists), the leader's and the
     // agent's (created before the server starts).
     api.more_metrics = [this] {

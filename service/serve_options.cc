@@ -198,6 +198,13 @@ void declare_limits(CLI::App& app, ServeOptions& o) {
           "open GET .../wait long-polls in all (default 4096)");
   integer(app, "--max-waiters-per-tenant", "N", 0, 1 << 20, o.waiters.per_tenant,
           "open GET .../wait long-polls of one tenant (default 64)");
+  integer(app, "--max-wide-requests", "N", 0, 1 << 20, o.wide_requests.total,
+          "lists of more than 50 jobs waiting or being answered, in all\n"
+          "(default 64; they run on a thread of their own, tenants in turn);\n"
+          "over it 503 with Retry-After (0: no bound)");
+  integer(app, "--max-wide-requests-per-tenant", "N", 0, 1 << 20, o.wide_requests.per_tenant,
+          "lists of more than 50 jobs of one tenant waiting or being answered\n"
+          "(default 4); over it 429");
   // Their footer says what they apply to.
   integer(app, "--default-max-queued", "N", 0, 1 << 30, o.default_max_queued,
           "jobs a tenant has queued at once (default 10000)");

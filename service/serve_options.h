@@ -36,6 +36,7 @@ struct ServeOptions {
   int stream_buffer_limit = 4 << 20;
   api::StreamLimits followers{16, 1024};
   api::StreamLimits waiters{64, 4096};
+  api::StreamLimits wide_requests{4, 64};  // lists of more than 50 jobs, waiting or running
   // Per-tenant limits' defaults; 0: no bound.
   int default_max_queued = 10000;
   int default_max_array_size = 256;

@@ -119,8 +119,9 @@ TEST(ServeOptions, HelpIsAnsweredWhateverElseIsGiven) {
   ASSERT_TRUE(line.ok());
   EXPECT_TRUE(line->help);
   const std::string usage = serve_usage(ServeCommand::kServe);
-  for (const char* option : {"--listen ADDR:PORT", "--database-url URL", "--retention DUR",
-                             "--default-max-queued N", "--max-waiters-per-tenant N"})
+  for (const char* option :
+       {"--listen ADDR:PORT", "--database-url URL", "--retention DUR", "--default-max-queued N",
+        "--max-waiters-per-tenant N", "--max-wide-requests-per-tenant N"})
     EXPECT_NE(usage.find(option), std::string::npos) << option << " is not in\n" << usage;
 }
 
