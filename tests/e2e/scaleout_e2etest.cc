@@ -127,33 +127,29 @@ TEST_F(ScaleOut, FortyJobsThroughTwoReplicasOnTwoAgentsEachRunOnce) {
   auto agent_2 = start_agent("agent-2");
   ASSERT_TRUE(replica_a->alive() && replica_b->alive() && agent_1->alive() && agent_2->alive());
 
-  // Sampled throughout: no view shows more cores in use than exist, no core
-  // is held by two jobs, and the two replicas agree whenever the pool did
-  // not change between the samples.
+  // Sampled throughout: no view shows more cores in use than exist. (Whether
+  // the replicas agree is checked below while the pool holds still: while
+  // jobs start and end, a view read between two alike reads of the other
+  // replica may differ from both, the pool having changed and changed back.)
   std::atomic<bool> stop{false};
-  std::atomic<int> samples{0}, compared{0}, disagreements{0}, overcommitted{0};
+  std::atomic<int> samples{0}, overcommitted{0};
   std::thread sampler([&] {
-    auto cores_of = [](const json& pool) {
-      std::map<std::string, json> cores;
-      for (const json& h : pool["hosts"]) cores[h["name"].get<std::string>()] = h["cores"];
-      return cores;
-    };
     while (!stop) {
-      const json a1 = replica_a->get("/v1/pool").json();
+      const json a = replica_a->get("/v1/pool").json();
       const json b = replica_b->get("/v1/pool").json();
-      const json a2 = replica_a->get("/v1/pool").json();
       ++samples;
-      for (const json* view : {&a1, &b}) {
+      for (const json* view : {&a, &b}) {
         if (!view->contains("used_cores")) continue;
         if ((*view)["used_cores"].get<int>() > (*view)["total_cores"].get<int>()) ++overcommitted;
-      }
-      if (cores_of(a1) == cores_of(a2)) {
-        ++compared;
-        if (cores_of(a1) != cores_of(b)) ++disagreements;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   });
+  auto cores_of = [](const json& pool) {
+    std::map<std::string, json> cores;
+    for (const json& h : pool["hosts"]) cores[h["name"].get<std::string>()] = h["cores"];
+    return cores;
+  };
 
   // Each agent has one v3-8 host: two jobs of 8 cores that train until the
   // test ends them can only run at once on different agents. (The 40 short
@@ -174,6 +170,14 @@ TEST_F(ScaleOut, FortyJobsThroughTwoReplicasOnTwoAgentsEachRunOnce) {
     agents_used.insert(agent_of(running));
   }
   EXPECT_EQ(agents_used, (std::set<std::string>{"agent-1", "agent-2"}));
+  // Both hosts held by jobs that train until they are cancelled: the pool
+  // holds still, and the two replicas show it alike, every core held.
+  for (int i = 0; i < 10; ++i) {
+    const json a = replica_a->get("/v1/pool").json();
+    const json b = replica_b->get("/v1/pool").json();
+    ASSERT_EQ(cores_of(a), cores_of(b)) << a.dump() << "\n" << b.dump();
+    EXPECT_EQ(a["used_cores"], a["total_cores"]) << a.dump();
+  }
   for (std::int64_t id : {whole_host_a, whole_host_b}) {
     EXPECT_EQ(cancel_and_wait(*replica_b, id).state, "CANCELLED");
     EXPECT_EQ(runs(*replica_a, id), 1);
@@ -201,8 +205,7 @@ TEST_F(ScaleOut, FortyJobsThroughTwoReplicasOnTwoAgentsEachRunOnce) {
   stop = true;
   sampler.join();
   EXPECT_EQ(overcommitted, 0);
-  EXPECT_EQ(disagreements, 0) << "of " << compared << " stable samples";
-  EXPECT_GT(compared, 0);
+  EXPECT_GT(samples, 0);
   const json pool = replica_b->get("/v1/pool").json();
   ASSERT_EQ(pool["agents"].size(), 2u) << pool.dump();
   for (const json& agent : pool["agents"]) {
@@ -224,8 +227,8 @@ TEST_F(ScaleOut, FortyJobsThroughTwoReplicasOnTwoAgentsEachRunOnce) {
   EXPECT_NE(printed.find("AGENT"), std::string::npos) << printed;
   EXPECT_NE(printed.find("agent-1-h0"), std::string::npos) << printed;
   EXPECT_NE(printed.find("alive"), std::string::npos) << printed;
-  std::printf("40 jobs succeeded on %zu agents; %d pool samples, %d compared\n", agents_used.size(),
-              samples.load(), compared.load());
+  std::printf("40 jobs succeeded on %zu agents; %d pool samples\n", agents_used.size(),
+              samples.load());
 }
 
 TEST_F(ScaleOut, FailingAHostMovesItsJobToAHealthyHostOfAnotherAgent) {
