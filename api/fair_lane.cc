@@ -3,10 +3,19 @@
 #include <algorithm>
 #include <utility>
 
+#include "base/thread_priority.h"
+
 namespace tpujobs::api {
 
-FairLane::FairLane(int threads) {
-  for (int i = 0; i < std::max(threads, 1); ++i) threads_.emplace_back([this] { run(); });
+FairLane::FairLane(int threads, int nice) {
+  for (int i = 0; i < std::max(threads, 1); ++i) {
+    threads_.emplace_back([this, nice] {
+      // Refused (RLIMIT_NICE, a seccomp profile): the lane runs at the
+      // process's priority, which only costs the others some latency.
+      if (nice != 0) (void)base::set_this_thread_nice(nice);
+      run();
+    });
+  }
 }
 
 FairLane::~FairLane() {

@@ -24,8 +24,10 @@ namespace tpujobs::api {
 
 class FairLane {
  public:
-  // `threads` at least 1.
-  explicit FairLane(int threads);
+  // `threads` at least 1. They run at `nice` (0-19, base/thread_priority.h)
+  // above the process's priority when the system lets them, so that the
+  // short requests answered on other threads take the CPU first.
+  explicit FairLane(int threads, int nice = 0);
   // Runs what was queued, then joins the threads.
   ~FairLane();
   FairLane(const FairLane&) = delete;

@@ -68,7 +68,8 @@ JobsApi::JobsApi(JobService& service, ApiOptions options)
                                       "wait for an answer before asking again, or ask for fewer "
                                       "jobs a page (limit=50 runs at once)")),
       wide_lane_(options_.wide_request_threads > 0
-                     ? std::make_unique<FairLane>(options_.wide_request_threads)
+                     ? std::make_unique<FairLane>(options_.wide_request_threads,
+                                                  options_.wide_request_nice)
                      : nullptr) {
   add_routes();
 }

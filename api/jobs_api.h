@@ -59,6 +59,7 @@ struct ApiOptions {
   // that read them; 0 runs them there. At most `wide_requests` of them wait
   // or run at once, per tenant and in total.
   int wide_request_threads = 0;
+  int wide_request_nice = 0;  // their threads' nice (api/fair_lane.h)
   StreamLimits wide_requests{4, 64};
 };
 

@@ -451,6 +451,7 @@ class ServeProcess {
     api.followers = options_.followers;
     api.waiters = options_.waiters;
     api.wide_request_threads = 1;
+    api.wide_request_nice = 10;  // below the short requests, with the training
     api.wide_requests = options_.wide_requests;
     // /metrics: the HTTP server's (once it exists), the leader's and the
     // agent's (created before the server starts).

@@ -7,6 +7,8 @@
 #include <mutex>
 #include <vector>
 
+#include "base/thread_priority.h"
+
 namespace tpujobs::api {
 namespace {
 
@@ -49,6 +51,18 @@ TEST(FairLane, WorkRunsOnTheLanesThreadsNotTheCallers) {
   auto id = ran_on.get_future();
   ASSERT_EQ(id.wait_for(60s), std::future_status::ready);
   EXPECT_NE(id.get(), std::this_thread::get_id());
+}
+
+TEST(FairLane, ItsThreadsRunAtTheNiceItWasGivenAndTheCallersKeepTheirs) {
+  const int before = base::this_thread_nice();
+  const int wanted = before < 5 ? 5 : before;  // raising it is always allowed
+  std::promise<int> nice;
+  FairLane lane(1, wanted);
+  lane.post("a", [&] { nice.set_value(base::this_thread_nice()); });
+  auto got = nice.get_future();
+  ASSERT_EQ(got.wait_for(60s), std::future_status::ready);
+  EXPECT_EQ(got.get(), wanted);
+  EXPECT_EQ(base::this_thread_nice(), before);
 }
 
 }  // namespace
