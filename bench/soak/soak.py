@@ -14,7 +14,8 @@ PostgreSQL in a temporary state directory, a v3-8 pool).
 
 It reports the normal tenant's latencies (p50/p99 of submit, get, list) in an
 idle baseline (the normal tenant alone, before the flood) and under the
-flood, serve's RSS over time, and every job answered 201 against the jobs in
+flood (and under the flood without the requests that met a restart: "flood*"),
+serve's RSS over time, and every job answered 201 against the jobs in
 PostgreSQL at the end.
 
 usage: soak.py /path/to/tpujobs [minutes] [baseline_seconds]
@@ -42,7 +43,8 @@ stop = threading.Event()
 flooding = threading.Event()
 accepted = {"normal": set(), "flood": set()}  # ids answered 201
 statuses = {"normal": {}, "flood": {}}        # status -> count
-latency = {}                                  # (phase, op) -> [seconds]
+latency = {}                                  # (phase, op) -> [(began, seconds, status)]
+faults = []                                   # (from, to): a restart, kill to ready again
 phase = ["baseline"]
 events = []
 serves = []  # every serve process started, stopped at the end whatever happens
@@ -91,7 +93,7 @@ def timed(op, token, method, path, body=None, port=None):
     begin = time.monotonic()
     status, payload = call(token, method, path, body, port=port)
     with lock:
-        latency.setdefault((phase[0], op), []).append((time.monotonic() - begin, status))
+        latency.setdefault((phase[0], op), []).append((begin, time.monotonic() - begin, status))
     return status, payload
 
 
@@ -453,17 +455,21 @@ def main():
         if elapsed >= 0.4 * total and not killed_pg:
             killed_pg = True
             pid = postmaster_pid()
+            killed_at = time.monotonic()
             os.kill(pid, signal.SIGKILL)
             note(f"killed the postmaster {pid} (SIGKILL)")
             if CLUSTER:
                 restart_postgres()
+            faults.append((killed_at, ready_again(PORTS[-1])))
         if elapsed >= 0.7 * total and not killed_serve:
             killed_serve = True
+            killed_at = time.monotonic()
             os.kill(serve.pid, signal.SIGKILL)
             serve.wait()
             note(f"killed serve {serve.pid} (SIGKILL)")
             serve = start_serve()
             note(f"serve pid {serve.pid} ready again")
+            faults.append((killed_at, ready_again(PORTS[0])))
         sample = {"r1" if CLUSTER else "serve": rss_mb(serve.pid)}
         sample.update({name: rss_mb(proc.pid) for name, proc in others.items()})
         rss.append((round(elapsed), sample))
@@ -499,13 +505,40 @@ def main():
     serve.wait(timeout=60)
 
 
+def ready_again(port, at_least=5.0, deadline=120):
+    """When /readyz answers 200 again after a kill (the monotonic clock): after
+    it was seen unready, or `at_least` seconds after the kill when it never was
+    (its probe may miss a postmaster restarted within a second)."""
+    start = time.monotonic()
+    down = False
+    while time.monotonic() < start + deadline:
+        status, _ = call("", "GET", "/readyz", timeout=5, port=port)
+        down = down or status != 200
+        if status == 200 and (down or time.monotonic() >= start + at_least):
+            break
+        time.sleep(0.1)
+    return time.monotonic()
+
+
+def in_fault(began, took, margin=1.0):
+    """Whether a request overlapped a restart (kill to ready again, 1 s either side)."""
+    return any(began < to + margin and began + took > start - margin for start, to in faults)
+
+
 def report(rss, in_db, states):
     print("\n## latencies of the normal tenant (seconds; status 0 = no answer)")
+    rows = []
     for (ph, op), samples in sorted(latency.items()):
-        ok = [s for s, status in samples if 200 <= status < 300]
+        rows.append((ph, op, samples))
+        if ph == "flood":  # the same, without the requests that met a restart
+            rows.append(("flood*", op, [x for x in samples if not in_fault(x[0], x[1])]))
+    for ph, op, samples in rows:
+        ok = [took for _, took, status in samples if 200 <= status < 300]
         bad = len(samples) - len(ok)
         print(f"{ph:8} {op:6} n={len(samples):5} p50={percentile(ok, 50):.4f} p99={percentile(ok, 99):.4f} "
               f"max={max(ok) if ok else float('nan'):.3f} not-2xx={bad}")
+    print("flood* = the flood's requests that did not overlap a restart (kill to /readyz 200 again, at "
+          f"least 5 s; 1 s either side): {' '.join(f'{to - start:.1f} s' for start, to in faults)}")
     print("\n## answers", json.dumps(statuses, sort_keys=True))
     for name in rss[0][1] if rss else []:
         print(f"\n## {name} RSS (MiB) every 10 s:",
