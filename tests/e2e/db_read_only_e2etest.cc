@@ -92,7 +92,7 @@ class ReadOnlySpell {
 // needs writes) in its first attempt.
 void a_job_outlives_a_read_only_spell(const ServiceProcess& api, const std::string& conninfo,
                                       std::int64_t id, const std::function<std::string()>& logs) {
-  const json running = wait_for_step(api, id, 50);
+  const json running = wait_for_step(api, id, 50, std::chrono::seconds(180));
   ASSERT_EQ(running["state"], "RUNNING") << running.dump() << logs();
   auto session = db::Connection::open(conninfo);
   ASSERT_TRUE(session.ok()) << session.error().message;

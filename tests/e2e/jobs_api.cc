@@ -34,8 +34,15 @@ json poll_until(const std::function<json()>& read, const std::function<bool(cons
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   json last;
   while (std::chrono::steady_clock::now() < deadline) {
-    last = read();
-    if (last.is_object() && done(last)) return last;
+    json read_now = read();
+    // A read left unanswered (a busy machine, a restart) is tried again,
+    // and never replaces the last object read.
+    if (!read_now.is_object()) {
+      if (!last.is_object()) last = std::move(read_now);
+    } else {
+      last = std::move(read_now);
+      if (done(last)) return last;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return last;

@@ -35,7 +35,8 @@ nlohmann::json job_events(const ServiceProcess& service, std::int64_t id);
 std::string event_reasons(const ServiceProcess& service, std::int64_t id);
 
 // Calls `read` every 20 ms until it returns a JSON object for which `done`
-// holds, or `timeout` passes; returns the last value read either way.
+// holds, or `timeout` passes; returns the last object read either way (a
+// read that is not one only when no read ever was).
 nlohmann::json poll_until(const std::function<nlohmann::json()>& read,
                           const std::function<bool(const nlohmann::json&)>& done,
                           std::chrono::seconds timeout = std::chrono::seconds(120));
