@@ -130,43 +130,58 @@ base::Result<std::int64_t> ClusterRepository::begin_scheduler_term(const std::st
       });
 }
 
+Statement ClusterRepository::agents_statement() {
+  return {
+      "SELECT name, state, epoch, workers, started_at, last_heartbeat,"
+      "  (extract(epoch FROM now() - last_heartbeat) * 1000)::bigint FROM agents ORDER BY name"};
+}
+
+std::vector<AgentRow> ClusterRepository::agents_from(const QueryResult& rows) {
+  std::vector<AgentRow> agents;
+  for (int r = 0; r < rows.rows(); ++r) {
+    agents.push_back({rows.string(r, 0), rows.string(r, 1), rows.int64(r, 2),
+                      static_cast<int>(rows.int64(r, 3)), rows.timestamp(r, 4),
+                      rows.timestamp(r, 5), rows.int64(r, 6)});
+  }
+  return agents;
+}
+
 base::Result<std::vector<AgentRow>> ClusterRepository::list_agents() {
   return with_connection(
       pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<std::vector<AgentRow>> {
-        base::Result<QueryResult> rows = connection.execute(
-            "SELECT name, state, epoch, workers, started_at, last_heartbeat,"
-            "  (extract(epoch FROM now() - last_heartbeat) * 1000)::bigint FROM agents ORDER BY "
-            "name");
+        const Statement statement = agents_statement();
+        base::Result<QueryResult> rows = connection.execute(statement.sql, statement.params);
         if (!rows.ok()) return rows.error();
-        std::vector<AgentRow> agents;
-        for (int r = 0; r < rows->rows(); ++r) {
-          agents.push_back({rows->string(r, 0), rows->string(r, 1), rows->int64(r, 2),
-                            static_cast<int>(rows->int64(r, 3)), rows->timestamp(r, 4),
-                            rows->timestamp(r, 5), rows->int64(r, 6)});
-        }
-        return agents;
+        return agents_from(*rows);
       });
 }
 
+Statement ClusterRepository::hosts_statement() {
+  return {
+      "SELECT h.name, h.agent, a.state, h.generation, h.position, COALESCE(p.health, 'healthy')"
+      " FROM agent_hosts h JOIN agents a ON a.name = h.agent"
+      " LEFT JOIN pool_hosts p ON p.name = h.name"
+      " ORDER BY h.agent, h.position"};
+}
+
+std::vector<ClusterHostRow> ClusterRepository::hosts_from(const QueryResult& rows) {
+  std::vector<ClusterHostRow> hosts;
+  for (int r = 0; r < rows.rows(); ++r) {
+    hosts.push_back({rows.string(r, 0), rows.string(r, 1), rows.string(r, 2), rows.string(r, 3),
+                     static_cast<int>(rows.int64(r, 4)), rows.string(r, 5)});
+  }
+  return hosts;
+}
+
 base::Result<std::vector<ClusterHostRow>> ClusterRepository::list_hosts() {
-  return with_connection(
-      pool_, acquire_timeout_,
-      [&](Connection& connection) -> base::Result<std::vector<ClusterHostRow>> {
-        base::Result<QueryResult> rows = connection.execute(
-            "SELECT h.name, h.agent, a.state, h.generation, h.position, COALESCE(p.health, "
-            "'healthy')"
-            " FROM agent_hosts h JOIN agents a ON a.name = h.agent"
-            " LEFT JOIN pool_hosts p ON p.name = h.name"
-            " ORDER BY h.agent, h.position");
-        if (!rows.ok()) return rows.error();
-        std::vector<ClusterHostRow> hosts;
-        for (int r = 0; r < rows->rows(); ++r) {
-          hosts.push_back({rows->string(r, 0), rows->string(r, 1), rows->string(r, 2),
-                           rows->string(r, 3), static_cast<int>(rows->int64(r, 4)),
-                           rows->string(r, 5)});
-        }
-        return hosts;
-      });
+  return with_connection(pool_, acquire_timeout_,
+                         [&](Connection& connection) -> base::Result<std::vector<ClusterHostRow>> {
+                           const Statement statement = hosts_statement();
+                           base::Result<QueryResult> rows =
+                               connection.execute(statement.sql, statement.params);
+                           if (!rows.ok()) return rows.error();
+                           return hosts_from(*rows);
+                         });
 }
 
 base::Status ClusterRepository::notify(const char* channel, const std::string& payload) {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/result.h"
@@ -22,6 +23,9 @@ namespace tpujobs::db {
 inline constexpr const char* kSubmitChannel = "tpujobs_submit";  // submit -> leader
 inline constexpr const char* kAgentChannel = "tpujobs_agent";    // placement, cancel -> agent
 inline constexpr const char* kLogChannel = "tpujobs_logs";       // new log lines -> followers
+// kSubmitChannel's payload for a submitted job ("finished", "agent-left",
+// "pool" and "released" tell the leader of other changes).
+inline constexpr std::string_view kSubmitPayload = "submit";
 
 struct AgentHost {
   std::string name{};        // "agent-a-h0"
@@ -88,6 +92,13 @@ class ClusterRepository {
   base::Result<std::int64_t> begin_scheduler_term(const std::string& leader);
   // Every host of every registered agent, by agent then position.
   base::Result<std::vector<ClusterHostRow>> list_hosts();
+  // The statements of list_agents and list_hosts and their rows, for a
+  // caller that sends them with others in one round trip
+  // (db/scheduling_read.h).
+  static Statement agents_statement();
+  static std::vector<AgentRow> agents_from(const QueryResult& rows);
+  static Statement hosts_statement();
+  static std::vector<ClusterHostRow> hosts_from(const QueryResult& rows);
 
   // NOTIFY channel, payload (after the current statement, outside any
   // transaction: at once).

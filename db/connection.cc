@@ -9,6 +9,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 
 namespace tpujobs::db {
 namespace {
@@ -281,27 +282,34 @@ void Connection::drop() {
   prepared_.clear();
 }
 
-base::Result<QueryResult> Connection::answer(bool sent, std::string_view what, Deadline deadline) {
-  if (!sent) return error_from(nullptr, what);
-  auto timed_out = [&]() -> base::Error {
-    drop();
-    return base::make_error(base::ErrorCode::kUnavailable,
-                            std::string(what) + ": the database did not answer within " +
-                                seconds_text(answer_timeout_));
-  };
-  // Send what libpq still holds, reading meanwhile so that a server that
-  // answers while we send never waits on us.
+base::Error Connection::timed_out(std::string_view what) {
+  drop();
+  return base::make_error(
+      base::ErrorCode::kUnavailable,
+      std::string(what) + ": the database did not answer within " + seconds_text(answer_timeout_));
+}
+
+bool Connection::flush(Deadline deadline, bool& timed_out) {
   for (;;) {
     const int flushed = PQflush(connection_);
-    if (flushed == 0) break;
-    if (flushed < 0) return error_from(nullptr, what);
-    if (!wait_socket(POLLIN | POLLOUT, deadline)) return timed_out();
-    if (PQconsumeInput(connection_) == 0) return error_from(nullptr, what);
+    if (flushed == 0) return true;
+    if (flushed < 0) return false;
+    if (!wait_socket(POLLIN | POLLOUT, deadline)) {
+      timed_out = true;
+      return false;
+    }
+    if (PQconsumeInput(connection_) == 0) return false;
   }
+}
+
+base::Result<QueryResult> Connection::answer(bool sent, std::string_view what, Deadline deadline) {
+  if (!sent) return error_from(nullptr, what);
+  bool late = false;
+  if (!flush(deadline, late)) return late ? timed_out(what) : error_from(nullptr, what);
   QueryResult kept(nullptr);
   for (;;) {
     while (PQisBusy(connection_)) {
-      if (!wait_socket(POLLIN, deadline)) return timed_out();
+      if (!wait_socket(POLLIN, deadline)) return timed_out(what);
       if (PQconsumeInput(connection_) == 0) return error_from(nullptr, what);
     }
     pg_result* next = PQgetResult(connection_);
@@ -333,23 +341,23 @@ base::Result<QueryResult> Connection::execute(std::string_view sql,
   return execute(sql, std::span<const Param>(params.begin(), params.size()));
 }
 
-base::Result<QueryResult> Connection::execute(std::string_view sql, std::span<const Param> params) {
-  if (is_broken())
-    return base::make_error(base::ErrorCode::kUnavailable, "connection to PostgreSQL lost");
-  const Deadline deadline = answer_deadline();
+base::Result<std::string> Connection::prepared_name(std::string_view sql, Deadline deadline) {
   std::string key(sql);
   auto found = prepared_.find(key);
-  if (found == prepared_.end()) {
-    const std::string name = "s" + std::to_string(prepared_.size() + 1);
-    base::Result<QueryResult> prepared =
-        answer(PQsendPrepare(connection_, name.c_str(), key.c_str(), 0, nullptr) == 1,
-               "prepare failed", deadline);
-    if (!prepared.ok()) return prepared.error();
-    if (PQresultStatus(prepared->result_) != PGRES_COMMAND_OK) {
-      return error_from(prepared->result_, "prepare failed");
-    }
-    found = prepared_.emplace(std::move(key), name).first;
+  if (found != prepared_.end()) return found->second;
+  const std::string name = "s" + std::to_string(prepared_.size() + 1);
+  base::Result<QueryResult> prepared =
+      answer(PQsendPrepare(connection_, name.c_str(), key.c_str(), 0, nullptr) == 1,
+             "prepare failed", deadline);
+  if (!prepared.ok()) return prepared.error();
+  if (PQresultStatus(prepared->result_) != PGRES_COMMAND_OK) {
+    return error_from(prepared->result_, "prepare failed");
   }
+  prepared_.emplace(std::move(key), name);
+  return name;
+}
+
+bool Connection::send_prepared(const std::string& name, std::span<const Param> params) {
   std::vector<const char*> values(params.size());
   std::vector<int> lengths(params.size());
   std::vector<int> formats(params.size());
@@ -359,9 +367,17 @@ base::Result<QueryResult> Connection::execute(std::string_view sql, std::span<co
     lengths[i] = value ? static_cast<int>(value->size()) : 0;
     formats[i] = params[i].is_binary() ? 1 : 0;
   }
-  const bool sent =
-      PQsendQueryPrepared(connection_, found->second.c_str(), static_cast<int>(params.size()),
-                          values.data(), lengths.data(), formats.data(), 0) == 1;
+  return PQsendQueryPrepared(connection_, name.c_str(), static_cast<int>(params.size()),
+                             values.data(), lengths.data(), formats.data(), 0) == 1;
+}
+
+base::Result<QueryResult> Connection::execute(std::string_view sql, std::span<const Param> params) {
+  if (is_broken())
+    return base::make_error(base::ErrorCode::kUnavailable, "connection to PostgreSQL lost");
+  const Deadline deadline = answer_deadline();
+  base::Result<std::string> name = prepared_name(sql, deadline);
+  if (!name.ok()) return name.error();
+  const bool sent = send_prepared(*name, params);
   base::Result<QueryResult> result = answer(sent, "statement failed", deadline);
   if (!result.ok()) return unanswered(result.error(), sent);
   const ExecStatusType status = PQresultStatus(result->result_);
@@ -369,6 +385,91 @@ base::Result<QueryResult> Connection::execute(std::string_view sql, std::span<co
     return error_from(result->result_, "statement failed");
   }
   return result;
+}
+
+base::Result<QueryResult> Connection::execute_generic(std::string_view sql,
+                                                      std::span<const Param> params) {
+  // SET is transactional: a statement that fails takes it back with it.
+  const Statement statements[] = {{"SET plan_cache_mode = force_generic_plan"},
+                                  {sql, std::vector<Param>(params.begin(), params.end())},
+                                  {"RESET plan_cache_mode"}};
+  base::Result<std::vector<QueryResult>> answers = execute_pipeline(statements);
+  if (!answers.ok()) return answers.error();
+  return std::move((*answers)[1]);
+}
+
+base::Result<std::vector<QueryResult>> Connection::execute_pipeline(
+    std::span<const Statement> statements) {
+  if (is_broken())
+    return base::make_error(base::ErrorCode::kUnavailable, "connection to PostgreSQL lost");
+  const Deadline deadline = answer_deadline();
+  std::vector<std::string> names;
+  names.reserve(statements.size());
+  for (const Statement& statement : statements) {  // once per connection: a round trip each
+    base::Result<std::string> name = prepared_name(statement.sql, deadline);
+    if (!name.ok()) return name.error();
+    names.push_back(std::move(*name));
+  }
+  if (PQenterPipelineMode(connection_) != 1) return error_from(nullptr, "pipeline failed");
+  bool sent = true;
+  for (std::size_t i = 0; i < statements.size() && sent; ++i)
+    sent = send_prepared(names[i], statements[i].params);
+  sent = sent && PQpipelineSync(connection_) == 1;
+  if (!sent) {
+    // Some of it may be queued or gone: the connection is not reused.
+    base::Error error = error_from(nullptr, "pipeline failed");
+    drop();
+    return unanswered(std::move(error), true);
+  }
+  base::Result<std::vector<QueryResult>> answers = pipeline_answers(statements.size(), deadline);
+  if (connection_ != nullptr && PQexitPipelineMode(connection_) != 1) {
+    drop();  // results left unread: never reused so
+    if (answers.ok()) return base::make_error(base::ErrorCode::kUnavailable, "pipeline failed");
+  }
+  if (!answers.ok() && connection_ == nullptr) return unanswered(answers.error(), true);
+  return answers;
+}
+
+base::Result<std::vector<QueryResult>> Connection::pipeline_answers(std::size_t statements,
+                                                                    Deadline deadline) {
+  constexpr std::string_view kWhat = "statement failed";
+  bool late = false;
+  if (!flush(deadline, late)) return late ? timed_out(kWhat) : error_from(nullptr, kWhat);
+  // Every answer is read, up to the sync, so the connection can be used
+  // again: after a failure the server skips the rest (PIPELINE_ABORTED).
+  auto next = [&](pg_result*& out) -> base::Status {
+    while (PQisBusy(connection_)) {
+      if (!wait_socket(POLLIN, deadline)) return timed_out(kWhat);
+      if (PQconsumeInput(connection_) == 0) return error_from(nullptr, kWhat);
+    }
+    out = PQgetResult(connection_);
+    return base::Status::Ok();
+  };
+  std::vector<QueryResult> results;
+  std::optional<base::Error> failed;
+  for (std::size_t i = 0; i < statements; ++i) {
+    QueryResult kept(nullptr);
+    for (;;) {  // a statement's results end with a null
+      pg_result* result = nullptr;
+      if (base::Status s = next(result); !s.ok()) return s.error();
+      if (result == nullptr) break;
+      const ExecStatusType status = PQresultStatus(result);
+      if (!failed && status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
+        failed = status == PGRES_PIPELINE_ABORTED
+                     ? base::make_error(base::ErrorCode::kInternal, "statement skipped")
+                     : error_from(result, kWhat);
+      }
+      kept = QueryResult(result);
+    }
+    results.push_back(std::move(kept));
+  }
+  pg_result* sync = nullptr;
+  if (base::Status s = next(sync); !s.ok()) return s.error();
+  const bool synced = sync != nullptr && PQresultStatus(sync) == PGRES_PIPELINE_SYNC;
+  if (sync != nullptr) PQclear(sync);
+  if (failed) return *failed;
+  if (!synced) return error_from(nullptr, kWhat);
+  return results;
 }
 
 CopyField CopyField::number(std::uint64_t bits, int size) {

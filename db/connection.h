@@ -123,6 +123,13 @@ class QueryResult {
   pg_result* result_;
 };
 
+// One statement of Connection::execute_pipeline: SQL with $n placeholders
+// and the values bound to them.
+struct Statement {
+  std::string_view sql;
+  std::vector<Param> params{};
+};
+
 // A NOTIFY received on a LISTENing connection.
 struct Notification {
   std::string channel{};
@@ -172,6 +179,22 @@ class Connection {
   // Runs one statement with $n placeholders bound to params.
   base::Result<QueryResult> execute(std::string_view sql, std::initializer_list<Param> params = {});
   base::Result<QueryResult> execute(std::string_view sql, std::span<const Param> params);
+
+  // execute(), with the plan made once for any values of the parameters (a
+  // generic plan) rather than for each. For a statement whose plan does
+  // not depend on its values and which costs more to plan than to run: a
+  // job's transition took 0.36 ms to plan and 0.5 ms to run, each time
+  // (PostgreSQL's plan cache kept choosing custom plans for it;
+  // bench/RESULTS.md, session 26). Still one round trip: plan_cache_mode
+  // is set for it and reset after it, in one pipeline.
+  base::Result<QueryResult> execute_generic(std::string_view sql, std::span<const Param> params);
+
+  // Runs `statements` in order, sent together and answered together: one
+  // round trip instead of one each (libpq's pipeline mode). They run in one
+  // implicit transaction, each with its own snapshot (READ COMMITTED): for
+  // reads that go together, or writes that commit together. The first
+  // statement that fails fails the call, and none after it runs.
+  base::Result<std::vector<QueryResult>> execute_pipeline(std::span<const Statement> statements);
 
   // Runs `copy_sql`, a `COPY table (columns) FROM STDIN (FORMAT binary)`,
   // over `rows` (fields in the columns' order) and returns the rows copied.
@@ -227,6 +250,21 @@ class Connection {
   // collects its results by `deadline`. The result is the first error, or
   // else the last result (as PQexec gives). On timeout, closes the connection.
   base::Result<QueryResult> answer(bool sent, std::string_view what, Deadline deadline);
+  // Sends what libpq still holds of a request, reading meanwhile so that a
+  // server answering while we send never waits on us. False on a failure
+  // (kept in libpq) or when the deadline passed (`timed_out`).
+  bool flush(Deadline deadline, bool& timed_out);
+  // The name `sql` is prepared under on this connection, prepared now if
+  // it was not.
+  base::Result<std::string> prepared_name(std::string_view sql, Deadline deadline);
+  // PQsendQueryPrepared of `name` with `params`; false when not sent.
+  bool send_prepared(const std::string& name, std::span<const Param> params);
+  // execute_pipeline's answers, once its statements and sync are sent.
+  base::Result<std::vector<QueryResult>> pipeline_answers(std::size_t statements,
+                                                          Deadline deadline);
+  // The error of a statement whose answer did not come in time; the
+  // connection is dropped.
+  base::Error timed_out(std::string_view what);
   // answer()'s failure, marked maybe_applied when the request was `sent`.
   base::Error unanswered(base::Error error, bool sent) const;
   // Waits for the socket to be ready for `events`; false when the deadline passed.

@@ -244,7 +244,7 @@ base::Result<std::vector<InsertedJob>> JobRepository::insert_jobs(const std::vec
       pool_, acquire_timeout_,
       [&](Connection& connection) -> base::Result<std::vector<InsertedJob>> {
         // One statement: the jobs and their first events commit together.
-        base::Result<QueryResult> rows = connection.execute(kInsertJobs, params);
+        base::Result<QueryResult> rows = connection.execute_generic(kInsertJobs, params);
         if (!rows.ok()) return note_unanswered_insert(connection, rows.error());
         std::vector<std::optional<InsertedJob>> results(jobs.size());
         for (int row = 0; row < rows->rows(); ++row) {
@@ -388,12 +388,12 @@ base::Result<bool> JobRepository::transition(const Transition& t) {
                                   t.require_leader_term,
                                   t.count_unstarted_requeue,
                                   t.asynchronous_commit};
-  return with_connection(pool_, acquire_timeout_,
-                         [&](Connection& connection) -> base::Result<bool> {
-                           base::Result<QueryResult> rows = connection.execute(kTransition, params);
-                           if (!rows.ok()) return rows.error();
-                           return rows->int64(0, 0) > 0;
-                         });
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<bool> {
+        base::Result<QueryResult> rows = connection.execute_generic(kTransition, params);
+        if (!rows.ok()) return rows.error();
+        return rows->int64(0, 0) > 0;
+      });
 }
 
 base::Status JobRepository::update_progress(std::int64_t id,
@@ -495,29 +495,42 @@ base::Result<std::vector<JobRow>> JobRepository::load_placed() {
       });
 }
 
+std::vector<Statement> JobRepository::schedule_statements(const std::optional<std::string>& since) {
+  static const std::string kSince = std::string("SELECT ") + TPUJOBS_JOB_SCHEDULING_COLUMNS +
+                                    " FROM jobs j WHERE j.changed_xid >= $1::xid8";
+  static const std::string kAll = std::string("SELECT ") + TPUJOBS_JOB_SCHEDULING_COLUMNS +
+                                  " FROM jobs j WHERE j.state IN " + kUnfinished;
+  std::vector<Statement> statements = {{"SELECT pg_snapshot_xmin(pg_current_snapshot())::text"}};
+  if (since) {
+    statements.push_back({kSince, {*since}});
+  } else {
+    statements.push_back({kAll});
+  }
+  return statements;
+}
+
+JobRepository::ScheduleRead JobRepository::schedule_read_from(const QueryResult& low_water,
+                                                              const QueryResult& rows,
+                                                              bool complete) {
+  return ScheduleRead{read_jobs(rows), complete, low_water.string(0, 0)};
+}
+
 base::Result<JobRepository::ScheduleRead> JobRepository::read_to_schedule(
     const std::optional<std::string>& since) {
-  return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<ScheduleRead> {
-        // Two statements, two snapshots: the low water comes from the first, so
-        // it is at most the second's, and whatever the second missed was written
-        // by a transaction at or after it.
-        base::Result<QueryResult> low_water =
-            connection.execute("SELECT pg_snapshot_xmin(pg_current_snapshot())::text");
-        if (!low_water.ok()) return low_water.error();
-        ScheduleRead read;
-        read.low_water = low_water->string(0, 0);
-        read.complete = !since;
-        base::Result<QueryResult> rows =
-            since ? connection.execute(std::string("SELECT ") + TPUJOBS_JOB_SCHEDULING_COLUMNS +
-                                           " FROM jobs j WHERE j.changed_xid >= $1::xid8",
-                                       {*since})
-                  : connection.execute(std::string("SELECT ") + TPUJOBS_JOB_SCHEDULING_COLUMNS +
-                                       " FROM jobs j WHERE j.state IN " + kUnfinished);
-        if (!rows.ok()) return rows.error();
-        read.rows = read_jobs(*rows);
-        return read;
-      });
+  return with_connection(pool_, acquire_timeout_,
+                         [&](Connection& connection) -> base::Result<ScheduleRead> {
+                           // Two statements, two snapshots: the low water comes from the first, so
+                           // it is at most the second's, and whatever the second missed was written
+                           // by a transaction at or after it.
+                           const std::vector<Statement> statements = schedule_statements(since);
+                           base::Result<QueryResult> low_water =
+                               connection.execute(statements[0].sql, statements[0].params);
+                           if (!low_water.ok()) return low_water.error();
+                           base::Result<QueryResult> rows =
+                               connection.execute(statements[1].sql, statements[1].params);
+                           if (!rows.ok()) return rows.error();
+                           return schedule_read_from(*low_water, *rows, !since);
+                         });
 }
 
 base::Result<std::map<std::int64_t, std::string>> JobRepository::job_specs(
@@ -587,33 +600,23 @@ base::Result<bool> JobRepository::end_server_process(const ServerProcess& proces
       });
 }
 
-base::Result<std::vector<JobRow>> JobRepository::jobs_on_agent(const std::string& agent) {
-  return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<std::vector<JobRow>> {
-        base::Result<QueryResult> rows = connection.execute(
-            "SELECT " TPUJOBS_JOB_COLUMNS
-            " FROM jobs j"
-            " WHERE j.agent = $1::text AND j.state IN ('STARTING', 'RUNNING') ORDER BY j.id",
-            {agent});
-        if (!rows.ok()) return rows.error();
-        return read_jobs(*rows);
-      });
-}
-
-base::Result<std::vector<JobRow>> JobRepository::slice_parts_on_agent(const std::string& agent) {
-  return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<std::vector<JobRow>> {
-        base::Result<QueryResult> rows =
-            connection.execute("SELECT " TPUJOBS_JOB_COLUMNS
-                               " FROM jobs j"
-                               " WHERE j.state IN ('STARTING', 'RUNNING') AND j.agent <> $1::text"
-                               "   AND j.allocation -> 'slice' -> 'parts' @> "
-                               "jsonb_build_array(jsonb_build_object('agent', $1::text))"
-                               " ORDER BY j.id",
-                               {agent});
-        if (!rows.ok()) return rows.error();
-        return read_jobs(*rows);
-      });
+base::Result<JobRepository::AgentWork> JobRepository::work_on_agent(const std::string& agent) {
+  const std::vector<Statement> statements = {
+      {"SELECT " TPUJOBS_JOB_COLUMNS " FROM jobs j"
+       " WHERE j.agent = $1::text AND j.state IN ('STARTING', 'RUNNING') ORDER BY j.id",
+       {agent}},
+      {"SELECT " TPUJOBS_JOB_COLUMNS " FROM jobs j"
+       " WHERE j.state IN ('STARTING', 'RUNNING') AND j.agent <> $1::text"
+       "   AND j.allocation -> 'slice' -> 'parts' @> "
+       "jsonb_build_array(jsonb_build_object('agent', $1::text))"
+       " ORDER BY j.id",
+       {agent}}};
+  return with_connection(pool_, acquire_timeout_,
+                         [&](Connection& connection) -> base::Result<AgentWork> {
+                           auto answers = connection.execute_pipeline(statements);
+                           if (!answers.ok()) return answers.error();
+                           return AgentWork{read_jobs((*answers)[0]), read_jobs((*answers)[1])};
+                         });
 }
 
 base::Result<std::vector<JobRow>> JobRepository::orphaned_jobs() {

@@ -253,6 +253,12 @@ class JobRepository {
     std::string low_water;  // a pg xid8, as text
   };
   base::Result<ScheduleRead> read_to_schedule(const std::optional<std::string>& since);
+  // read_to_schedule's two statements, in order, and the read they answer
+  // (db/scheduling_read.h). Sent in one pipeline they still take two
+  // snapshots, the low water's first.
+  static std::vector<Statement> schedule_statements(const std::optional<std::string>& since);
+  static ScheduleRead schedule_read_from(const QueryResult& low_water, const QueryResult& rows,
+                                         bool complete);
   // The QUEUED jobs whose ids are not in `known`, oldest first: what a
   // standalone service finds stored behind its back (an insert whose answer
   // was lost), once end_server_process says that insert has settled.
@@ -273,11 +279,15 @@ class JobRepository {
   // The stored spec of each of `ids` that exists, by id.
   base::Result<std::map<std::int64_t, std::string>> job_specs(const std::vector<std::int64_t>& ids);
 
-  // STARTING and RUNNING jobs placed on this agent (any epoch), by id.
-  base::Result<std::vector<JobRow>> jobs_on_agent(const std::string& agent);
-  // STARTING or RUNNING jobs whose slice spans agents with a part on
-  // `agent` other than the first (allocation -> 'slice' -> 'parts').
-  base::Result<std::vector<JobRow>> slice_parts_on_agent(const std::string& agent);
+  // What an agent is to run, in one round trip: the STARTING and RUNNING
+  // jobs placed on it (any epoch), and those whose slice spans agents with
+  // a part on it other than the first (allocation -> 'slice' -> 'parts'),
+  // each by id.
+  struct AgentWork {
+    std::vector<JobRow> placed;
+    std::vector<JobRow> slice_parts;
+  };
+  base::Result<AgentWork> work_on_agent(const std::string& agent);
   // STARTING and RUNNING jobs placed on an agent whose placement is not
   // that agent's current epoch while alive (it was lost, or rejoined), by id.
   base::Result<std::vector<JobRow>> orphaned_jobs();

@@ -52,17 +52,25 @@ base::Status PoolStateRepository::clear_quota(const std::string& tenant) {
   });
 }
 
+Statement PoolStateRepository::quotas_statement() {
+  return {"SELECT tenant, max_cores FROM tenant_quotas"};
+}
+
+std::map<std::string, int> PoolStateRepository::quotas_from(const QueryResult& rows) {
+  std::map<std::string, int> quotas;
+  for (int row = 0; row < rows.rows(); ++row)
+    quotas[rows.string(row, 0)] = static_cast<int>(rows.int64(row, 1));
+  return quotas;
+}
+
 base::Result<std::map<std::string, int>> PoolStateRepository::load_quotas() {
   return with_connection(pool_, acquire_timeout_,
                          [&](Connection& connection) -> base::Result<std::map<std::string, int>> {
+                           const Statement statement = quotas_statement();
                            base::Result<QueryResult> rows =
-                               connection.execute("SELECT tenant, max_cores FROM tenant_quotas");
+                               connection.execute(statement.sql, statement.params);
                            if (!rows.ok()) return rows.error();
-                           std::map<std::string, int> quotas;
-                           for (int row = 0; row < rows->rows(); ++row) {
-                             quotas[rows->string(row, 0)] = static_cast<int>(rows->int64(row, 1));
-                           }
-                           return quotas;
+                           return quotas_from(*rows);
                          });
 }
 

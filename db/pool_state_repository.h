@@ -40,6 +40,9 @@ class PoolStateRepository {
   base::Status clear_quota(const std::string& tenant);
   // tenant -> max_cores.
   base::Result<std::map<std::string, int>> load_quotas();
+  // load_quotas' statement and its rows (db/scheduling_read.h).
+  static Statement quotas_statement();
+  static std::map<std::string, int> quotas_from(const QueryResult& rows);
 
  private:
   ConnectionPool& pool_;

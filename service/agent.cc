@@ -236,10 +236,9 @@ void Agent::stop() {
   // started, and any whose end could not be written. Requeued now, without
   // a retry, rather than found by the leader after the leave (a retry
   // spent, or FAILED without one).
-  auto placed = repo_.jobs.jobs_on_agent(options_.name);
-  auto slices = repo_.jobs.slice_parts_on_agent(options_.name);
-  if (placed.ok() && slices.ok()) {
-    for (const LeftBehind& job : left_behind(options_.name, epoch, *placed, *slices))
+  auto work = repo_.jobs.work_on_agent(options_.name);
+  if (work.ok()) {
+    for (const LeftBehind& job : left_behind(options_.name, epoch, work->placed, work->slice_parts))
       (void)repo_.jobs.transition(shutdown_requeue(job.job, job.fence));
   }
   {
@@ -337,10 +336,8 @@ void Agent::supervise_loop() {
 }
 
 void Agent::reconcile() {
-  auto placed = repo_.jobs.jobs_on_agent(options_.name);
-  auto parts = repo_.jobs.slice_parts_on_agent(options_.name);
-  if (!placed.ok() || !parts.ok())
-    return;  // the database is away: the runs go on, their writes wait
+  auto work = repo_.jobs.work_on_agent(options_.name);
+  if (!work.ok()) return;  // the database is away: the runs go on, their writes wait
   std::vector<std::thread> ended;
   {
     base::MutexLock lock(mutex_);
@@ -352,8 +349,8 @@ void Agent::reconcile() {
   const std::int64_t epoch = epoch_;
   std::map<std::int64_t, RunningCopy> copies;
   for (const auto& [id, run] : runs_) copies[id] = {run->epoch, run->slice};
-  SupervisionPlan plan =
-      plan_supervision(options_.name, epoch, *placed, *parts, copies, ended_slice_placements_);
+  SupervisionPlan plan = plan_supervision(options_.name, epoch, work->placed, work->slice_parts,
+                                          copies, ended_slice_placements_);
   ended_slice_placements_ = std::move(plan.ended_slice_placements);
   for (const StopRun& stop : plan.stop) runs_.at(stop.job)->stop(stop.why, stop.preempted_by);
   for (StartRun& start : plan.start) {

@@ -177,7 +177,7 @@ void JobManager::on_committed(std::vector<CommittedSubmit>& committed) {
     }
   }
   // Committed: wake the scheduler leader, wherever it runs.
-  wake(db::kSubmitChannel, "submit");
+  wake(db::kSubmitChannel, std::string(db::kSubmitPayload));
 }
 
 base::Result<std::map<std::int64_t, JobState>> JobManager::job_states(

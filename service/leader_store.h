@@ -16,6 +16,7 @@
 #include "db/cluster_repository.h"
 #include "db/job_repository.h"
 #include "db/repositories.h"
+#include "db/scheduling_read.h"
 #include "service/fair_share_usage.h"
 
 namespace tpujobs::service {
@@ -61,12 +62,29 @@ class LeaderStore {
   virtual base::Result<std::map<std::string, double>> fair_share(
       std::chrono::system_clock::time_point now, const std::set<std::string>& active,
       const FairShareOptions& options) = 0;
+
+  // What every pass reads: the agents, their hosts, the unfinished jobs
+  // (read_to_schedule) and the quotas. This one reads them one by one; the
+  // repositories' store sends them in one round trip.
+  virtual base::Result<db::SchedulingRead> read_pass(const std::optional<std::string>& since) {
+    auto agents = list_agents();
+    if (!agents.ok()) return agents.error();
+    auto hosts = list_hosts();
+    if (!hosts.ok()) return hosts.error();
+    auto queue = read_to_schedule(since);
+    if (!queue.ok()) return queue.error();
+    auto quotas = load_quotas();
+    if (!quotas.ok()) return quotas.error();
+    return db::SchedulingRead{std::move(*agents), std::move(*hosts), std::move(*queue),
+                              std::move(*quotas)};
+  }
 };
 
 // The store over the repositories. The pool must outlive it.
 class RepositoryLeaderStore final : public LeaderStore {
  public:
-  explicit RepositoryLeaderStore(db::ConnectionPool& pool) : repo_(pool), cluster_(pool) {}
+  explicit RepositoryLeaderStore(db::ConnectionPool& pool)
+      : pool_(pool), repo_(pool), cluster_(pool) {}
 
   base::Result<std::vector<std::string>> mark_lost(std::chrono::milliseconds silence,
                                                    std::chrono::milliseconds max_answer) override {
@@ -125,8 +143,12 @@ class RepositoryLeaderStore final : public LeaderStore {
                                                          const FairShareOptions& options) override {
     return read_fair_share(repo_.workload, now, active, options);
   }
+  base::Result<db::SchedulingRead> read_pass(const std::optional<std::string>& since) override {
+    return db::read_for_scheduling(pool_, std::chrono::seconds(5), since);
+  }
 
  private:
+  db::ConnectionPool& pool_;
   db::Repositories repo_;
   db::ClusterRepository cluster_;
 };

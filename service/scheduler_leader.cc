@@ -39,10 +39,11 @@ SchedulerLeader::~SchedulerLeader() { stop(); }
 
 void SchedulerLeader::start() {
   if (options_.wake_bus != nullptr) {
-    options_.wake_bus->subscribe(db::kSubmitChannel, [this](const std::string&) {
+    options_.wake_bus->subscribe(db::kSubmitChannel, [this](const std::string& payload) {
       {
         base::MutexLock lock(mutex_);
         woken_ = true;
+        if (payload != db::kSubmitPayload) woken_by_other_ = true;
       }
       wake_.notify_all();
     });
@@ -73,14 +74,20 @@ void SchedulerLeader::loop() {
   std::optional<db::Listener> listener;
   if (options_.wake_bus == nullptr) listener.emplace(options_.conninfo, db::kSubmitChannel);
   PassPacer pacer(options_.min_pass_interval);
+  Housekeeping housekeeping(options_.housekeeping_interval);
+  Wake wake;
   for (;;) {
     {
       base::MutexLock lock(mutex_);
       if (stopping_) return;
     }
+    const bool housekeep = housekeeping.due(options_.clock->now(), wake.submits_only);
     // A server that cannot be reached leads no one: leadership is given up.
-    const base::Result<bool> held = lock_.hold();
-    const bool leading = held.ok() && *held;
+    bool leading = leader_;
+    if (housekeep) {
+      const base::Result<bool> held = lock_.hold();
+      leading = held.ok() && *held;
+    }
     if (leading != leader_) {
       leader_ = leading;
       reachable_since_ = options_.clock->now();
@@ -98,33 +105,50 @@ void SchedulerLeader::loop() {
       }
     }
     const auto pass_began = options_.clock->now();
+    bool passed = !leading || term_.has_value();
     if (leading && term_) {
-      if (base::Status s = run_pass(); !s.ok()) {
+      if (base::Status s = run_pass(housekeep); !s.ok()) {
+        passed = false;
         std::cerr << "tpujobs: scheduling pass: " << s.error().message << std::endl;
       }
     }
+    if (!passed) {
+      housekeeping.failed();
+    } else if (housekeep) {
+      housekeeping.done(pass_began);
+    }
     const auto pass_ended = options_.clock->now();
-    const bool woken = wait_for_wake(listener);
-    const auto due = pass_ended + pacer.gap(pass_ended - pass_began, woken);
+    wake = wait_for_wake(listener);
+    const auto due = pass_ended + pacer.gap(pass_ended - pass_began, wake.during_pass);
     if (const auto now = options_.clock->now(); now < due) options_.clock->sleep_for(due - now);
   }
 }
 
-bool SchedulerLeader::wait_for_wake(std::optional<db::Listener>& listener) {
+SchedulerLeader::Wake SchedulerLeader::wait_for_wake(std::optional<db::Listener>& listener) {
   // Woken by a submit or a finished job (NOTIFY), else after the poll
   // interval: a lost notification delays a pass, never loses work.
+  auto submits_only = [](const std::vector<db::Notification>& notes) {
+    return !notes.empty() && std::all_of(notes.begin(), notes.end(), [](const db::Notification& n) {
+      return n.payload == db::kSubmitPayload;
+    });
+  };
   if (listener) {
     base::Result<std::vector<db::Notification>> pending =
         listener->wait(std::chrono::milliseconds(0));
-    if (pending.ok() && !pending->empty()) return true;
-    if (pending.ok() && listener->wait(options_.poll_interval).ok()) return false;
+    if (pending.ok() && !pending->empty()) return Wake{true, submits_only(*pending)};
+    if (pending.ok()) {
+      base::Result<std::vector<db::Notification>> came = listener->wait(options_.poll_interval);
+      if (came.ok()) return Wake{false, submits_only(*came)};
+    }
   }
   base::MutexLock lock(mutex_);
   const bool already = woken_;
   options_.clock->wait_for(lock, wake_, options_.poll_interval,
                            [this]() REQUIRES(mutex_) { return stopping_ || woken_; });
+  const Wake wake{already, woken_ && !woken_by_other_};
   woken_ = false;
-  return already;
+  woken_by_other_ = false;
+  return wake;
 }
 
 base::Clock::time_point::duration PassPacer::gap(base::Clock::time_point::duration pass_took,
@@ -253,9 +277,9 @@ base::Status SchedulerLeader::requeue_orphans() {
   return base::Status::Ok();
 }
 
-base::Status SchedulerLeader::run_pass() {
+base::Status SchedulerLeader::run_pass(bool housekeeping) {
   const auto began = options_.clock->now();
-  base::Status s = pass();
+  base::Status s = pass(housekeeping);
   announce_ended();  // also after a failed pass: its ends that landed
   const std::int64_t nanos = std::chrono::nanoseconds(options_.clock->now() - began).count();
   ++passes_;

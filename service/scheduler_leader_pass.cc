@@ -153,19 +153,15 @@ base::Status SchedulerLeader::read_fair_share() {
 }
 
 base::Status SchedulerLeader::read_pass(PassState& state) {
-  auto agents = store_.list_agents();
-  if (!agents.ok()) return agents.error();
-  auto hosts = store_.list_hosts();
-  if (!hosts.ok()) return hosts.error();
+  auto read = store_.read_pass(schedule_since());
+  if (!read.ok()) return read.error();
   snapshot_.agents.clear();
   snapshot_.hosts.clear();
   snapshot_.running.clear();
   snapshot_.dependency_states.clear();
-  if (base::Status s = add_hosts(state, *agents, *hosts); !s.ok()) return s;
-  if (base::Status s = read_unfinished(); !s.ok()) return s;
+  if (base::Status s = add_hosts(state, read->agents, read->hosts); !s.ok()) return s;
+  if (base::Status s = read_unfinished(std::move(read->queue)); !s.ok()) return s;
   resolve(state.capacity);
-  auto quotas = store_.load_quotas();
-  if (!quotas.ok()) return quotas.error();
   if (base::Status s = read_fair_share(); !s.ok()) return s;
   for (scheduler::PassTenant& t : snapshot_.tenants) {
     const auto factor = fair_share_.find(t.name);
@@ -173,7 +169,7 @@ base::Status SchedulerLeader::read_pass(PassState& state) {
     t.max_cores.reset();
     t.used_cores = 0;
   }
-  for (const auto& [name, max_cores] : *quotas)
+  for (const auto& [name, max_cores] : read->quotas)
     snapshot_.tenants[tenant(name)].max_cores = max_cores;
   snapshot_.now = options_.clock->wall_now();
   snapshot_.options.preemption_min_wait = options_.preemption_min_wait;
@@ -390,7 +386,7 @@ base::Status SchedulerLeader::write_pending(const scheduler::PassPlan& plan) {
   return stored;
 }
 
-base::Status SchedulerLeader::pass() {
+base::Status SchedulerLeader::judge_silence() {
   // Silence is judged only over a span the leader itself could reach the
   // database: after an outage (or a takeover) every heartbeat looks old. A
   // judgement the database answers late is dropped as an outage: a stalled
@@ -406,8 +402,15 @@ base::Status SchedulerLeader::pass() {
   if (!lost.ok()) return lost.error();
   for (const std::string& name : *lost)
     std::cerr << "tpujobs: agent " << name << " is lost" << std::endl;
-  if (base::Status s = requeue_orphans(); !s.ok()) return s;
-  if (options_.clock->now() - rendezvous_swept_ >= std::chrono::minutes(1)) {
+  return base::Status::Ok();
+}
+
+base::Status SchedulerLeader::pass(bool housekeeping) {
+  if (housekeeping) {
+    if (base::Status s = judge_silence(); !s.ok()) return s;
+    if (base::Status s = requeue_orphans(); !s.ok()) return s;
+  }
+  if (housekeeping && options_.clock->now() - rendezvous_swept_ >= std::chrono::minutes(1)) {
     // A rendezvous is over once its slice connected or failed (within the
     // collective deadline): old keys only take room.
     if (base::Status s = store_.forget_rendezvous_before(std::chrono::hours(1)); !s.ok()) return s;

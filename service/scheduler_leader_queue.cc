@@ -188,9 +188,15 @@ void SchedulerLeader::apply(db::JobRow& row, std::uint32_t complete) {
   set_waiting(job, row);
 }
 
-base::Status SchedulerLeader::read_unfinished() {
+std::optional<std::string> SchedulerLeader::schedule_since() const {
+  if (options_.clock->now() - complete_read_at_ >= options_.complete_read_interval)
+    return std::nullopt;
+  return low_water_;
+}
+
+base::Status SchedulerLeader::read_unfinished(db::JobRepository::ScheduleRead read) {
   bool complete = false;
-  base::Status s = read_rows(complete);
+  base::Status s = read_rows(std::move(read), complete);
   // A complete read's rows (every unfinished job's, and the result they
   // were read from) are freed by now; without this their pages stay with
   // the process, between the kept jobs (bench/RESULTS.md, issue 29).
@@ -198,21 +204,17 @@ base::Status SchedulerLeader::read_unfinished() {
   return s;
 }
 
-base::Status SchedulerLeader::read_rows(bool& was_complete) {
+base::Status SchedulerLeader::read_rows(db::JobRepository::ScheduleRead read, bool& was_complete) {
   const auto now = options_.clock->now();
-  std::optional<std::string> since = low_water_;
-  if (now - complete_read_at_ >= options_.complete_read_interval) since.reset();
-  auto read = store_.read_to_schedule(since);
-  if (!read.ok()) return read.error();
   std::vector<std::int64_t> unfinished;
-  for (const db::JobRow& row : read->rows) {
+  for (const db::JobRow& row : read.rows) {
     if (!base::is_terminal(row.state)) unfinished.push_back(row.id);
   }
   // Read before anything changes: a failed read leaves the jobs as they were.
   if (base::Status s = learn_specs(unfinished); !s.ok()) return s;
   std::uint32_t complete = 0;
-  was_complete = read->complete;
-  if (read->complete) {
+  was_complete = read.complete;
+  if (read.complete) {
     // Every entry is made again from the rows; the facts stay.
     complete = ++complete_reads_;
     complete_read_at_ = now;
@@ -224,7 +226,7 @@ base::Status SchedulerLeader::read_rows(bool& was_complete) {
     cancels_.clear();
     for (auto& [id, job] : jobs_) job.waiting = -1;
   }
-  for (db::JobRow& row : read->rows) apply(row, complete);
+  for (db::JobRow& row : read.rows) apply(row, complete);
   if (complete != 0) {
     std::vector<std::int64_t> gone;
     for (const auto& [id, job] : jobs_) {
@@ -232,7 +234,7 @@ base::Status SchedulerLeader::read_rows(bool& was_complete) {
     }
     for (std::int64_t id : gone) forget(id);
   }
-  low_water_ = std::move(read->low_water);
+  low_water_ = std::move(read.low_water);
   return base::Status::Ok();
 }
 

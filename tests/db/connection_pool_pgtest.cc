@@ -121,6 +121,83 @@ TEST(ConnectionPoolTest, TransactionRollsBackUnlessCommitted) {
   EXPECT_EQ("kept", rows->string(0, 0));
 }
 
+// Several statements in one round trip: each answer in its place, and a
+// failure fails the call, skips what follows and leaves the connection as
+// good as before (the next pipeline and statement run).
+TEST(ConnectionPoolTest, APipelineAnswersEachStatementInOrder) {
+  auto pool = make_pool(1);
+  auto connection = pool->acquire(milliseconds(1000));
+  ASSERT_TRUE(connection.ok()) << connection.error().message;
+  ASSERT_TRUE((*connection)->execute("CREATE TABLE piped (n bigint)").ok());
+  const std::vector<Statement> statements = {
+      {"INSERT INTO piped VALUES ($1::bigint)", {7}},
+      {"SELECT n * $1::bigint FROM piped", {6}},
+      {"SELECT $1::text, count(*) FROM generate_series(1, $2::bigint)", {"rows", 3}},
+  };
+  auto answers = (*connection)->execute_pipeline(statements);
+  ASSERT_TRUE(answers.ok()) << answers.error().message;
+  ASSERT_EQ(3u, answers->size());
+  EXPECT_EQ(1, (*answers)[0].affected_rows());
+  EXPECT_EQ(42, (*answers)[1].int64(0, 0));
+  EXPECT_EQ("rows", (*answers)[2].string(0, 0));
+  EXPECT_EQ(3, (*answers)[2].int64(0, 1));
+
+  const std::vector<Statement> failing = {
+      {"INSERT INTO piped VALUES ($1::bigint)", {8}},
+      {"SELECT 1 / $1::bigint", {0}},
+      {"INSERT INTO piped VALUES ($1::bigint)", {9}},
+  };
+  auto failed = (*connection)->execute_pipeline(failing);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.error().message.find("division by zero"), std::string::npos)
+      << failed.error().message;
+  EXPECT_FALSE((*connection)->is_broken());
+  EXPECT_FALSE((*connection)->in_transaction()) << "the sync ended the implicit transaction";
+  auto kept = (*connection)->execute("SELECT array_agg(n ORDER BY n)::text FROM piped");
+  ASSERT_TRUE(kept.ok()) << kept.error().message;
+  EXPECT_EQ("{7}", kept->string(0, 0)) << "one implicit transaction: 8 rolled back, 9 never ran";
+  auto again = (*connection)->execute_pipeline(statements);
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(42 + 42, (*again)[1].int64(0, 0) + (*again)[1].int64(1, 0));
+}
+
+// A statement planned generically: its answer, planned once for any values
+// (pg_prepared_statements counts the plans), and the session's own plan
+// cache mode as it was after it, whether it succeeded or failed.
+TEST(ConnectionPoolTest, AGenericStatementIsPlannedOnceAndLeavesTheSessionAsItWas) {
+  auto pool = make_pool(1);
+  auto connection = pool->acquire(milliseconds(1000));
+  ASSERT_TRUE(connection.ok()) << connection.error().message;
+  constexpr std::string_view kSql =
+      "SELECT $1::bigint * 2 + count(*) FROM pg_class WHERE oid = $2::oid";
+  for (int i = 0; i < 8; ++i) {
+    const Param params[] = {i, 1259};
+    auto answer = (*connection)->execute_generic(kSql, params);
+    ASSERT_TRUE(answer.ok()) << answer.error().message;
+    EXPECT_EQ(2 * i + 1, answer->int64(0, 0));
+  }
+  auto plans = (*connection)
+                   ->execute(
+                       "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE "
+                       "statement = $1::text",
+                       {std::string(kSql)});
+  ASSERT_TRUE(plans.ok()) << plans.error().message;
+  ASSERT_EQ(1, plans->rows());
+  EXPECT_EQ(8, plans->int64(0, 0));
+  EXPECT_EQ(0, plans->int64(0, 1));
+  auto mode = (*connection)->execute("SELECT current_setting('plan_cache_mode')");
+  ASSERT_TRUE(mode.ok());
+  EXPECT_EQ("auto", mode->string(0, 0));
+
+  const Param zero[] = {0};
+  auto failed = (*connection)->execute_generic("SELECT 1 / $1::int", zero);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_FALSE((*connection)->is_broken());
+  mode = (*connection)->execute("SELECT current_setting('plan_cache_mode')");
+  ASSERT_TRUE(mode.ok());
+  EXPECT_EQ("auto", mode->string(0, 0)) << "the failure took the SET back with it";
+}
+
 TEST(ConnectionPoolTest, HandleReturnsConnectionAndAcquireTimesOut) {
   auto pool = make_pool(1);
   {
@@ -254,6 +331,23 @@ TEST(ConnectionDeadlineTest, AStatementNotAnsweredInTimeFailsAndClosesItsConnect
   auto answered = (*again)->execute("SELECT $1::int + 1", {41});
   ASSERT_TRUE(answered.ok()) << answered.error().message;
   EXPECT_EQ(answered->int64(0, 0), 42);
+}
+
+TEST(ConnectionDeadlineTest, APipelineNotAnsweredInTimeFailsAndClosesItsConnection) {
+  auto pool = make_pool(1);
+  pool->set_answer_timeout(milliseconds(300));
+  auto connection = pool->acquire(milliseconds(1000));
+  ASSERT_TRUE(connection.ok()) << connection.error().message;
+  const std::vector<Statement> statements = {{"SELECT 1"}, {"SELECT pg_sleep(5)"}};
+  const auto start = Clock::now();
+  auto slow = (*connection)->execute_pipeline(statements);
+  ASSERT_FALSE(slow.ok());
+  EXPECT_EQ(slow.code(), base::ErrorCode::kUnavailable);
+  EXPECT_NE(slow.error().message.find("did not answer within 0.3 s"), std::string::npos)
+      << slow.error().message;
+  EXPECT_LT(seconds_since(start), 4.0) << "waited for the answer instead of the deadline";
+  EXPECT_TRUE(slow.error().maybe_applied);
+  EXPECT_TRUE((*connection)->is_broken());
 }
 
 TEST(ConnectionDeadlineTest, ATransactionWhoseCommitIsNotAnsweredReportsUnavailable) {

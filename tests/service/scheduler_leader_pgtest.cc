@@ -223,12 +223,15 @@ TEST_F(SchedulerLeaderTest, ASliceNoAgentHasAloneIsPlacedAcrossAgentsAndEachPart
             slice["parts"]);
 
   // Agent b finds its part; agent a finds the job as its own, not as a part.
-  auto parts_b = repo_->jobs.slice_parts_on_agent("b");
-  ASSERT_TRUE(parts_b.ok());
-  ASSERT_EQ(1u, parts_b->size());
-  EXPECT_EQ(id, (*parts_b)[0].id);
-  EXPECT_TRUE(repo_->jobs.slice_parts_on_agent("a")->empty());
-  EXPECT_EQ(1u, repo_->jobs.jobs_on_agent("a")->size());
+  auto work_b = repo_->jobs.work_on_agent("b");
+  ASSERT_TRUE(work_b.ok()) << work_b.error().message;
+  EXPECT_TRUE(work_b->placed.empty());
+  ASSERT_EQ(1u, work_b->slice_parts.size());
+  EXPECT_EQ(id, work_b->slice_parts[0].id);
+  auto work_a = repo_->jobs.work_on_agent("a");
+  ASSERT_TRUE(work_a.ok()) << work_a.error().message;
+  EXPECT_TRUE(work_a->slice_parts.empty());
+  EXPECT_EQ(1u, work_a->placed.size());
 
   // The rendezvous keys are the placement's own.
   const std::int64_t placement = slice["placement"];

@@ -644,6 +644,31 @@ TEST_F(SchedulerLeaderPass, AJudgementWaitsAWholeSilenceAfterWritesAreTakenAgain
   EXPECT_GT(store_.judgements, 0) << "the judgement of no one was sent";
 }
 
+// A pass without housekeeping (one only submits woke, soon after the last
+// housekeeping) places the new job but neither judges silence nor requeues
+// a lost agent's job; the next pass with it does both.
+TEST_F(SchedulerLeaderPass, APassWithoutHousekeepingPlacesButJudgesNoSilence) {
+  store_.add_agent("a", 1, 1);
+  store_.add_agent("b", 2, 1);
+  running_on(1, "a", 1, /*max_retries=*/1);
+  ASSERT_TRUE(leader_->run_pass().ok());
+  const int judged = store_.judgements;
+  clock_.advance(seconds(11));
+  store_.heartbeat("b");
+  store_.lost_next = {"a"};
+  store_.add_job(2, "t", 8);
+  ASSERT_TRUE(leader_->run_pass(/*housekeeping=*/false).ok());
+  EXPECT_EQ(judged, store_.judgements);
+  EXPECT_EQ("alive", store_.agents[0].state);
+  EXPECT_EQ(JobState::kRunning, store_.job(1).state) << "not requeued: no orphan read";
+  EXPECT_EQ(JobState::kStarting, store_.job(2).state) << "the submitted job is placed";
+  EXPECT_EQ("b", store_.job(2).agent.value_or(""));
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(judged + 1, store_.judgements);
+  EXPECT_EQ("lost", store_.agents[0].state);
+  EXPECT_EQ(JobState::kQueued, store_.job(1).state) << "requeued with its retry";
+}
+
 // A clean stop (DESIGN §9): a draining agent's free host takes no new job,
 // and the job it still runs is not taken off it (it requeues that itself,
 // at a checkpoint, without a retry).
@@ -838,6 +863,21 @@ TEST(PassPacer, WakeUpsDuringTwoPassesInARowAreABurstThatWaitsTheWholeInterval) 
   EXPECT_EQ(pacer.gap(milliseconds(2), true), milliseconds(20));
   EXPECT_EQ(pacer.gap(milliseconds(2), true), milliseconds(20)) << "the burst goes on";
   EXPECT_EQ(pacer.gap(milliseconds(2), false), milliseconds(2)) << "and ends";
+}
+
+TEST(Housekeeping, OnlyAPassThatSubmitsAloneWokeSoonAfterTheLastSkipsIt) {
+  base::FakeClock clock;
+  Housekeeping housekeeping(milliseconds(100));
+  EXPECT_TRUE(housekeeping.due(clock.now(), /*submits_only=*/true)) << "never done yet";
+  housekeeping.done(clock.now());
+  clock.advance(milliseconds(30));
+  EXPECT_FALSE(housekeeping.due(clock.now(), true));
+  EXPECT_TRUE(housekeeping.due(clock.now(), false)) << "a job ended, an agent left, the poll";
+  clock.advance(milliseconds(70));
+  EXPECT_TRUE(housekeeping.due(clock.now(), true)) << "the interval passed";
+  housekeeping.done(clock.now());
+  housekeeping.failed();
+  EXPECT_TRUE(housekeeping.due(clock.now(), true)) << "the pass after a failed one";
 }
 
 TEST(PassPacer, ALongPassStillLeavesTheIntervalBeforeTheNext) {

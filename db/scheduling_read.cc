@@ -1,0 +1,26 @@
+#include "db/scheduling_read.h"
+
+#include "db/pool_state_repository.h"
+
+namespace tpujobs::db {
+
+base::Result<SchedulingRead> read_for_scheduling(ConnectionPool& pool,
+                                                 std::chrono::milliseconds acquire_timeout,
+                                                 const std::optional<std::string>& since) {
+  std::vector<Statement> statements = {ClusterRepository::agents_statement(),
+                                       ClusterRepository::hosts_statement()};
+  for (Statement& s : JobRepository::schedule_statements(since)) statements.push_back(std::move(s));
+  statements.push_back(PoolStateRepository::quotas_statement());
+  return with_connection(
+      pool, acquire_timeout, [&](Connection& connection) -> base::Result<SchedulingRead> {
+        base::Result<std::vector<QueryResult>> answers = connection.execute_pipeline(statements);
+        if (!answers.ok()) return answers.error();
+        const std::vector<QueryResult>& a = *answers;
+        return SchedulingRead{ClusterRepository::agents_from(a[0]),
+                              ClusterRepository::hosts_from(a[1]),
+                              JobRepository::schedule_read_from(a[2], a[3], !since),
+                              PoolStateRepository::quotas_from(a[4])};
+      });
+}
+
+}  // namespace tpujobs::db

@@ -1,0 +1,34 @@
+// What one scheduling pass reads, in one round trip: the agents, their
+// hosts, the unfinished jobs (JobRepository::read_to_schedule) and the
+// quotas. Five statements, sent together (Connection::execute_pipeline):
+// a pass that came for one submitted job waits on the database once for
+// them, not five times.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "db/cluster_repository.h"
+#include "db/connection_pool.h"
+#include "db/job_repository.h"
+
+namespace tpujobs::db {
+
+struct SchedulingRead {
+  std::vector<AgentRow> agents{};
+  std::vector<ClusterHostRow> hosts{};
+  JobRepository::ScheduleRead queue{};
+  std::map<std::string, int> quotas{};  // tenant -> max_cores
+};
+
+// Each statement takes its own snapshot, in this order: agents, hosts, the
+// queue's low water, its rows, quotas (as the separate reads did).
+base::Result<SchedulingRead> read_for_scheduling(ConnectionPool& pool,
+                                                 std::chrono::milliseconds acquire_timeout,
+                                                 const std::optional<std::string>& since);
+
+}  // namespace tpujobs::db
