@@ -302,17 +302,23 @@ bool Connection::flush(Deadline deadline, bool& timed_out) {
   }
 }
 
+base::Result<pg_result*> Connection::next_result(std::string_view what, Deadline deadline) {
+  while (PQisBusy(connection_)) {
+    if (!wait_socket(POLLIN, deadline)) return timed_out(what);
+    if (PQconsumeInput(connection_) == 0) return error_from(nullptr, what);
+  }
+  return PQgetResult(connection_);
+}
+
 base::Result<QueryResult> Connection::answer(bool sent, std::string_view what, Deadline deadline) {
   if (!sent) return error_from(nullptr, what);
   bool late = false;
   if (!flush(deadline, late)) return late ? timed_out(what) : error_from(nullptr, what);
   QueryResult kept(nullptr);
   for (;;) {
-    while (PQisBusy(connection_)) {
-      if (!wait_socket(POLLIN, deadline)) return timed_out(what);
-      if (PQconsumeInput(connection_) == 0) return error_from(nullptr, what);
-    }
-    pg_result* next = PQgetResult(connection_);
+    base::Result<pg_result*> got = next_result(what, deadline);
+    if (!got.ok()) return got.error();
+    pg_result* next = *got;
     if (next == nullptr) break;
     const ExecStatusType status = PQresultStatus(next);
     const bool kept_error =
@@ -437,21 +443,14 @@ base::Result<std::vector<QueryResult>> Connection::pipeline_answers(std::size_t 
   if (!flush(deadline, late)) return late ? timed_out(kWhat) : error_from(nullptr, kWhat);
   // Every answer is read, up to the sync, so the connection can be used
   // again: after a failure the server skips the rest (PIPELINE_ABORTED).
-  auto next = [&](pg_result*& out) -> base::Status {
-    while (PQisBusy(connection_)) {
-      if (!wait_socket(POLLIN, deadline)) return timed_out(kWhat);
-      if (PQconsumeInput(connection_) == 0) return error_from(nullptr, kWhat);
-    }
-    out = PQgetResult(connection_);
-    return base::Status::Ok();
-  };
   std::vector<QueryResult> results;
   std::optional<base::Error> failed;
   for (std::size_t i = 0; i < statements; ++i) {
     QueryResult kept(nullptr);
     for (;;) {  // a statement's results end with a null
-      pg_result* result = nullptr;
-      if (base::Status s = next(result); !s.ok()) return s.error();
+      base::Result<pg_result*> got = next_result(kWhat, deadline);
+      if (!got.ok()) return got.error();
+      pg_result* result = *got;
       if (result == nullptr) break;
       const ExecStatusType status = PQresultStatus(result);
       if (!failed && status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
@@ -463,8 +462,9 @@ base::Result<std::vector<QueryResult>> Connection::pipeline_answers(std::size_t 
     }
     results.push_back(std::move(kept));
   }
-  pg_result* sync = nullptr;
-  if (base::Status s = next(sync); !s.ok()) return s.error();
+  base::Result<pg_result*> got = next_result(kWhat, deadline);
+  if (!got.ok()) return got.error();
+  pg_result* sync = *got;
   const bool synced = sync != nullptr && PQresultStatus(sync) == PGRES_PIPELINE_SYNC;
   if (sync != nullptr) PQclear(sync);
   if (failed) return *failed;

@@ -250,6 +250,9 @@ class Connection {
   // collects its results by `deadline`. The result is the first error, or
   // else the last result (as PQexec gives). On timeout, closes the connection.
   base::Result<QueryResult> answer(bool sent, std::string_view what, Deadline deadline);
+  // The next result of what was sent, by `deadline` (null: the current
+  // statement's results have all come). On timeout, closes the connection.
+  base::Result<pg_result*> next_result(std::string_view what, Deadline deadline);
   // Sends what libpq still holds of a request, reading meanwhile so that a
   // server answering while we send never waits on us. False on a failure
   // (kept in libpq) or when the deadline passed (`timed_out`).

@@ -25,7 +25,7 @@ namespace {
   "jsonb_strip_nulls(jsonb_build_object('max_retries', " \
   "j.spec->'max_retries')), " TPUJOBS_JOB_COLUMNS_AFTER_SPEC
 
-// The scheduler leader's read (read_to_schedule, load_placed):
+// The scheduler leader's read (schedule_statements, load_placed):
 // TPUJOBS_JOB_COLUMNS in the same places (read_job reads them), with NULL
 // for every column it does not use (issue 29: its complete read of 100,000
 // queued jobs).
@@ -513,24 +513,6 @@ JobRepository::ScheduleRead JobRepository::schedule_read_from(const QueryResult&
                                                               const QueryResult& rows,
                                                               bool complete) {
   return ScheduleRead{read_jobs(rows), complete, low_water.string(0, 0)};
-}
-
-base::Result<JobRepository::ScheduleRead> JobRepository::read_to_schedule(
-    const std::optional<std::string>& since) {
-  return with_connection(pool_, acquire_timeout_,
-                         [&](Connection& connection) -> base::Result<ScheduleRead> {
-                           // Two statements, two snapshots: the low water comes from the first, so
-                           // it is at most the second's, and whatever the second missed was written
-                           // by a transaction at or after it.
-                           const std::vector<Statement> statements = schedule_statements(since);
-                           base::Result<QueryResult> low_water =
-                               connection.execute(statements[0].sql, statements[0].params);
-                           if (!low_water.ok()) return low_water.error();
-                           base::Result<QueryResult> rows =
-                               connection.execute(statements[1].sql, statements[1].params);
-                           if (!rows.ok()) return rows.error();
-                           return schedule_read_from(*low_water, *rows, !since);
-                         });
 }
 
 base::Result<std::map<std::int64_t, std::string>> JobRepository::job_specs(

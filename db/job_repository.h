@@ -231,7 +231,7 @@ class JobRepository {
                                         const std::string& preemptor_detail,
                                         std::optional<std::int64_t> leader_term = std::nullopt);
 
-  // STARTING and RUNNING jobs, by id, read as read_to_schedule does: the
+  // STARTING and RUNNING jobs, by id, read as the scheduling read does: the
   // pool view's and a host failure's, which need not read the queue.
   base::Result<std::vector<JobRow>> load_placed();
   // What a scheduler keeps between passes, without the documents a
@@ -252,10 +252,11 @@ class JobRepository {
     bool complete = false;
     std::string low_water;  // a pg xid8, as text
   };
-  base::Result<ScheduleRead> read_to_schedule(const std::optional<std::string>& since);
-  // read_to_schedule's two statements, in order, and the read they answer
-  // (db/scheduling_read.h). Sent in one pipeline they still take two
-  // snapshots, the low water's first.
+  // Its two statements, in order, and the read they answer; the leader
+  // sends them with its other reads (db/scheduling_read.h). They take two
+  // snapshots, the low water's first: so the low water is at most the
+  // rows', and whatever the rows missed was written by a transaction at or
+  // after it.
   static std::vector<Statement> schedule_statements(const std::optional<std::string>& since);
   static ScheduleRead schedule_read_from(const QueryResult& low_water, const QueryResult& rows,
                                          bool complete);

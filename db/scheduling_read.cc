@@ -5,8 +5,8 @@
 namespace tpujobs::db {
 
 base::Result<SchedulingRead> read_for_scheduling(ConnectionPool& pool,
-                                                 std::chrono::milliseconds acquire_timeout,
-                                                 const std::optional<std::string>& since) {
+                                                 const std::optional<std::string>& since,
+                                                 std::chrono::milliseconds acquire_timeout) {
   std::vector<Statement> statements = {ClusterRepository::agents_statement(),
                                        ClusterRepository::hosts_statement()};
   for (Statement& s : JobRepository::schedule_statements(since)) statements.push_back(std::move(s));

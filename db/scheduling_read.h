@@ -1,5 +1,5 @@
 // What one scheduling pass reads, in one round trip: the agents, their
-// hosts, the unfinished jobs (JobRepository::read_to_schedule) and the
+// hosts, the unfinished jobs (JobRepository::schedule_statements) and the
 // quotas. Five statements, sent together (Connection::execute_pipeline):
 // a pass that came for one submitted job waits on the database once for
 // them, not five times.
@@ -27,8 +27,9 @@ struct SchedulingRead {
 
 // Each statement takes its own snapshot, in this order: agents, hosts, the
 // queue's low water, its rows, quotas (as the separate reads did).
-base::Result<SchedulingRead> read_for_scheduling(ConnectionPool& pool,
-                                                 std::chrono::milliseconds acquire_timeout,
-                                                 const std::optional<std::string>& since);
+// `since`: JobRepository::ScheduleRead's low water (none: every unfinished job).
+base::Result<SchedulingRead> read_for_scheduling(
+    ConnectionPool& pool, const std::optional<std::string>& since,
+    std::chrono::milliseconds acquire_timeout = std::chrono::seconds(5));
 
 }  // namespace tpujobs::db

@@ -88,7 +88,7 @@ struct SchedulerLeaderOptions {
   FairShareOptions fair_share;
   std::chrono::milliseconds fair_share_interval{5000};
   // The leader keeps the unfinished jobs between passes and reads only the
-  // rows written since (db::JobRepository::read_to_schedule); it reads them
+  // rows written since (db/scheduling_read.h); it reads them
   // all again this often, on a new term, and after a failed pass.
   std::chrono::milliseconds complete_read_interval{30000};
   // A standalone serve's in-process wake-ups (service/wake_bus.h); null:

@@ -158,7 +158,8 @@ TEST(ConnectionPoolTest, APipelineAnswersEachStatementInOrder) {
   EXPECT_EQ("{7}", kept->string(0, 0)) << "one implicit transaction: 8 rolled back, 9 never ran";
   auto again = (*connection)->execute_pipeline(statements);
   ASSERT_TRUE(again.ok()) << again.error().message;
-  EXPECT_EQ(42 + 42, (*again)[1].int64(0, 0) + (*again)[1].int64(1, 0));
+  ASSERT_EQ(2, (*again)[1].rows()) << "7 inserted a second time";
+  EXPECT_EQ(42, (*again)[1].int64(1, 0));
 }
 
 // A statement planned generically: its answer, planned once for any values

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "db/job_repository.h"
+#include "db/scheduling_read.h"
 #include "tests/support/test_cluster.h"
 
 namespace tpujobs::db {
@@ -51,6 +52,13 @@ class JobRepositoryTest : public ::testing::Test {
              std::string(to_string(event.to_state)) + "(" + event.reason + ") ";
     }
     return out;
+  }
+
+  // The leader's read of the queue, as it makes it (with its other reads).
+  base::Result<JobRepository::ScheduleRead> read_queue(const std::optional<std::string>& since) {
+    auto read = read_for_scheduling(*pool_, since);
+    if (!read.ok()) return read.error();
+    return std::move(read->queue);
   }
 
   std::unique_ptr<ConnectionPool> pool_;
@@ -276,7 +284,7 @@ TEST_F(JobRepositoryTest, TheSchedulersCompleteReadIsTheUnfinishedRowsWithoutThe
 
   // The scheduler's read: every unfinished job, as get_job reads it, without
   // the documents but allocation; the specs on demand, by id.
-  auto read = jobs_->read_to_schedule(std::nullopt);
+  auto read = read_queue(std::nullopt);
   ASSERT_TRUE(read.ok());
   EXPECT_TRUE(read->complete);
   std::map<std::int64_t, JobRow> brief;
@@ -336,13 +344,13 @@ TEST_F(JobRepositoryTest, ThePlacedReadHasOnlyStartingAndRunningJobsAndTheQueued
 TEST_F(JobRepositoryTest, AReadSinceALowWaterReturnsEveryRowWrittenAfterItAndNoOther) {
   const auto inserted = insert({job("a"), job("b"), job("c")});
   ASSERT_EQ(3u, inserted.size());
-  auto first = jobs_->read_to_schedule(std::nullopt);
+  auto first = read_queue(std::nullopt);
   ASSERT_TRUE(first.ok()) << first.error().message;
   EXPECT_TRUE(first->complete);
   EXPECT_EQ(3u, first->rows.size());
   EXPECT_TRUE(first->rows[0].spec_json.empty()) << "the scheduling columns, without the spec";
 
-  auto quiet = jobs_->read_to_schedule(first->low_water);
+  auto quiet = read_queue(first->low_water);
   ASSERT_TRUE(quiet.ok()) << quiet.error().message;
   EXPECT_FALSE(quiet->complete);
   EXPECT_TRUE(quiet->rows.empty()) << "nothing was written since";
@@ -361,7 +369,7 @@ TEST_F(JobRepositoryTest, AReadSinceALowWaterReturnsEveryRowWrittenAfterItAndNoO
   ASSERT_TRUE(open->execute("UPDATE jobs SET state = 'STARTING' WHERE id = $1::bigint",
                             {inserted[1].row.id})
                   .ok());
-  auto second = jobs_->read_to_schedule(quiet->low_water);
+  auto second = read_queue(quiet->low_water);
   ASSERT_TRUE(second.ok()) << second.error().message;
   std::map<std::int64_t, JobState> seen;
   for (const JobRow& row : second->rows) seen[row.id] = row.state;
@@ -371,7 +379,7 @@ TEST_F(JobRepositoryTest, AReadSinceALowWaterReturnsEveryRowWrittenAfterItAndNoO
   ASSERT_TRUE(open->commit().ok());
 
   // The placement committed after that read began: the next read has it.
-  auto third = jobs_->read_to_schedule(second->low_water);
+  auto third = read_queue(second->low_water);
   ASSERT_TRUE(third.ok()) << third.error().message;
   bool placed = false;
   for (const JobRow& row : third->rows) {
@@ -381,11 +389,11 @@ TEST_F(JobRepositoryTest, AReadSinceALowWaterReturnsEveryRowWrittenAfterItAndNoO
 
   // A running job's progress and a pending reason are not the scheduler's
   // business: they do not mark the row (and their updates stay HOT).
-  auto before = jobs_->read_to_schedule(third->low_water);
+  auto before = read_queue(third->low_water);
   ASSERT_TRUE(before.ok());
   ASSERT_TRUE(jobs_->update_progress(inserted[1].row.id, R"({"step": 10})", std::nullopt).ok());
   ASSERT_TRUE(jobs_->set_pending({{inserted[2].row.id, R"({"reason": "Resources"})"}}).ok());
-  auto after = jobs_->read_to_schedule(before->low_water);
+  auto after = read_queue(before->low_water);
   ASSERT_TRUE(after.ok()) << after.error().message;
   EXPECT_TRUE(after->rows.empty()) << after->rows.size() << " rows marked by progress or pending";
 }

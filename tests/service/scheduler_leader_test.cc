@@ -129,7 +129,7 @@ class FakeLeaderStore final : public LeaderStore {
     }
     return lost;
   }
-  base::Result<std::vector<db::AgentRow>> list_agents() override {
+  base::Result<std::vector<db::AgentRow>> list_agents() {
     if (away) return down();
     std::vector<db::AgentRow> out = agents;
     if (after_list_agents) std::exchange(after_list_agents, nullptr)();
@@ -140,7 +140,7 @@ class FakeLeaderStore final : public LeaderStore {
     }
     return out;
   }
-  base::Result<std::vector<db::ClusterHostRow>> list_hosts() override {
+  base::Result<std::vector<db::ClusterHostRow>> list_hosts() {
     if (away) return down();
     std::vector<db::ClusterHostRow> out = hosts;
     for (db::ClusterHostRow& h : out) h.agent_state = agent(h.agent).state;
@@ -161,7 +161,7 @@ class FakeLeaderStore final : public LeaderStore {
   // changed since they were last returned (as jobs.changed_xid marks them),
   // finished ones included.
   base::Result<db::JobRepository::ScheduleRead> read_to_schedule(
-      const std::optional<std::string>& since) override {
+      const std::optional<std::string>& since) {
     if (away) return down();
     clock_.sleep_for(read_takes);  // a FakeClock moves on
     db::JobRepository::ScheduleRead read;
@@ -258,9 +258,22 @@ class FakeLeaderStore final : public LeaderStore {
     for (std::int64_t id : ids) out[id] = job(id).state;
     return out;
   }
-  base::Result<std::map<std::string, int>> load_quotas() override {
+  base::Result<std::map<std::string, int>> load_quotas() {
     if (away) return down();
     return std::map<std::string, int>{};
+  }
+  // The four reads one after the other (the repositories send them together).
+  base::Result<db::SchedulingRead> read_pass(const std::optional<std::string>& since) override {
+    auto agents = list_agents();
+    if (!agents.ok()) return agents.error();
+    auto hosts = list_hosts();
+    if (!hosts.ok()) return hosts.error();
+    auto queue = read_to_schedule(since);
+    if (!queue.ok()) return queue.error();
+    auto quotas = load_quotas();
+    if (!quotas.ok()) return quotas.error();
+    return db::SchedulingRead{std::move(*agents), std::move(*hosts), std::move(*queue),
+                              std::move(*quotas)};
   }
   base::Result<std::map<std::string, double>> fair_share(std::chrono::system_clock::time_point,
                                                          const std::set<std::string>&,
