@@ -395,13 +395,25 @@ base::Result<QueryResult> Connection::execute(std::string_view sql, std::span<co
 
 base::Result<QueryResult> Connection::execute_generic(std::string_view sql,
                                                       std::span<const Param> params) {
-  // SET is transactional: a statement that fails takes it back with it.
-  const Statement statements[] = {{"SET plan_cache_mode = force_generic_plan"},
-                                  {sql, std::vector<Param>(params.begin(), params.end())},
-                                  {"RESET plan_cache_mode"}};
-  base::Result<std::vector<QueryResult>> answers = execute_pipeline(statements);
+  const Statement statement[] = {{sql, std::vector<Param>(params.begin(), params.end())}};
+  base::Result<std::vector<QueryResult>> answers = execute_generic(statement);
   if (!answers.ok()) return answers.error();
-  return std::move((*answers)[1]);
+  return std::move(answers->front());
+}
+
+base::Result<std::vector<QueryResult>> Connection::execute_generic(
+    std::span<const Statement> statements) {
+  // SET is transactional: a statement that fails takes it back with it.
+  std::vector<Statement> all;
+  all.reserve(statements.size() + 2);
+  all.push_back({"SET plan_cache_mode = force_generic_plan"});
+  all.insert(all.end(), statements.begin(), statements.end());
+  all.push_back({"RESET plan_cache_mode"});
+  base::Result<std::vector<QueryResult>> answers = execute_pipeline(all);
+  if (!answers.ok()) return answers.error();
+  answers->pop_back();
+  answers->erase(answers->begin());
+  return answers;
 }
 
 base::Result<std::vector<QueryResult>> Connection::execute_pipeline(

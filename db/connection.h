@@ -188,6 +188,8 @@ class Connection {
   // bench/RESULTS.md, session 26). Still one round trip: plan_cache_mode
   // is set for it and reset after it, in one pipeline.
   base::Result<QueryResult> execute_generic(std::string_view sql, std::span<const Param> params);
+  // execute_pipeline(), each statement planned so.
+  base::Result<std::vector<QueryResult>> execute_generic(std::span<const Statement> statements);
 
   // Runs `statements` in order, sent together and answered together: one
   // round trip instead of one each (libpq's pipeline mode). They run in one

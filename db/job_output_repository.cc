@@ -170,6 +170,21 @@ base::Result<std::int64_t> JobOutputRepository::count_metrics_after_step(std::in
       {job_id, step});
 }
 
+namespace {
+
+// The resume point of each job the condition picks (alias j): the newest
+// checkpoint's step, the highest log and metric seq, the points past it.
+#define TPUJOBS_RESUME_POINTS_WHERE(condition)                            \
+  "SELECT j.id, c.step,"                                                  \
+  " (SELECT COALESCE(max(seq), 0) FROM job_logs WHERE job_id = j.id),"    \
+  " (SELECT COALESCE(max(seq), 0) FROM job_metrics WHERE job_id = j.id)," \
+  " (SELECT count(*) FROM job_metrics m"                                  \
+  "  WHERE m.job_id = j.id AND m.step > COALESCE(c.step, 0))"             \
+  " FROM jobs j LEFT JOIN LATERAL (SELECT step FROM job_checkpoints"      \
+  "  WHERE job_id = j.id ORDER BY step DESC LIMIT 1) AS c ON true WHERE " condition
+
+}  // namespace
+
 base::Result<JobOutputRepository::ResumePoint> JobOutputRepository::resume_point(
     std::int64_t job_id) {
   return with_connection(
@@ -177,24 +192,29 @@ base::Result<JobOutputRepository::ResumePoint> JobOutputRepository::resume_point
         // Planned once (execute_generic): its plan took 0.26 ms of the
         // 1.4 ms from a job's placement to its start, planned again each time.
         const Param params[] = {job_id};
-        base::Result<QueryResult> rows = connection.execute_generic(
-            "SELECT c.step,"
-            " (SELECT COALESCE(max(seq), 0) FROM job_logs WHERE job_id = $1::bigint),"
-            " (SELECT COALESCE(max(seq), 0) FROM job_metrics WHERE job_id = $1::bigint),"
-            " (SELECT count(*) FROM job_metrics m"
-            "  WHERE m.job_id = $1::bigint AND m.step > COALESCE(c.step, 0))"
-            " FROM (SELECT 1) AS one LEFT JOIN LATERAL (SELECT step FROM job_checkpoints"
-            "  WHERE job_id = $1::bigint ORDER BY step DESC LIMIT 1)"
-            " AS c ON true",
-            params);
+        base::Result<QueryResult> rows =
+            connection.execute_generic(TPUJOBS_RESUME_POINTS_WHERE("j.id = $1::bigint"), params);
         if (!rows.ok()) return rows.error();
-        ResumePoint point;
-        if (!rows->is_null(0, 0)) point.checkpoint_step = rows->int64(0, 0);
-        point.max_log_seq = rows->int64(0, 1);
-        point.max_metric_seq = rows->int64(0, 2);
-        point.metrics_after_checkpoint = rows->int64(0, 3);
-        return point;
+        std::map<std::int64_t, ResumePoint> points = resume_points_from(*rows);
+        return points.empty() ? ResumePoint{} : points.begin()->second;  // no such job: none
       });
+}
+
+Statement JobOutputRepository::resume_points_statement(const std::string& agent) {
+  return {TPUJOBS_RESUME_POINTS_WHERE("j.agent = $1::text AND j.state = 'STARTING'"), {agent}};
+}
+
+std::map<std::int64_t, JobOutputRepository::ResumePoint> JobOutputRepository::resume_points_from(
+    const QueryResult& rows) {
+  std::map<std::int64_t, ResumePoint> points;
+  for (int row = 0; row < rows.rows(); ++row) {
+    ResumePoint& point = points[rows.int64(row, 0)];
+    if (!rows.is_null(row, 1)) point.checkpoint_step = rows.int64(row, 1);
+    point.max_log_seq = rows.int64(row, 2);
+    point.max_metric_seq = rows.int64(row, 3);
+    point.metrics_after_checkpoint = rows.int64(row, 4);
+  }
+  return points;
 }
 
 base::Status JobOutputRepository::save_checkpoint(std::int64_t job_id, std::int64_t step, int epoch,

@@ -82,6 +82,11 @@ class JobOutputRepository {
     std::int64_t metrics_after_checkpoint = 0;
   };
   base::Result<ResumePoint> resume_point(std::int64_t job_id);
+  // The resume points of the STARTING jobs placed on `agent`, by job: read
+  // with the agent's work (JobRepository::work_on_agent), so that a job it
+  // starts waits on no read of its own before it runs.
+  static Statement resume_points_statement(const std::string& agent);
+  static std::map<std::int64_t, ResumePoint> resume_points_from(const QueryResult& rows);
 
   // Stores a checkpoint (replacing one at the same step) and deletes all but
   // the job's two latest (by step), in one transaction. The bytes go in as

@@ -29,12 +29,17 @@ namespace {
 // TPUJOBS_JOB_COLUMNS in the same places (read_job reads them), with NULL
 // for every column it does not use (issue 29: its complete read of 100,000
 // queued jobs).
-#define TPUJOBS_JOB_SCHEDULING_COLUMNS                                      \
-  "j.id, j.tenant, j.name, NULL, j.priority, j.state, NULL, NULL, NULL, "   \
+#define TPUJOBS_JOB_SCHEDULING_COLUMNS_WITH(spec)                           \
+  "j.id, j.tenant, j.name, NULL, j.priority, j.state, " spec                \
+  ", NULL, NULL, "                                                          \
   "NULL, NULL, j.allocation, NULL, NULL, NULL, "                            \
   "NULL, NULL, j.attempt, j.cancel_requested, j.created_at, j.started_at, " \
   "NULL, j.updated_at, j.agent, j.placement_epoch, "                        \
   "NULL, NULL, NULL, j.preempted_by, j.requeued_at, j.unstarted_requeues"
+#define TPUJOBS_JOB_SCHEDULING_COLUMNS TPUJOBS_JOB_SCHEDULING_COLUMNS_WITH("NULL")
+// The same, with the spec of a job above $2 (ScheduleSince::specs_above).
+#define TPUJOBS_JOB_SCHEDULING_WITH_SPEC \
+  TPUJOBS_JOB_SCHEDULING_COLUMNS_WITH("CASE WHEN j.id > $2::bigint THEN j.spec END")
 
 constexpr int kMaxPageSize = 500;
 
@@ -302,12 +307,14 @@ base::Result<std::optional<JobWithCheckpoint>> JobRepository::get_job_with_check
       pool_, acquire_timeout_,
       [&](Connection& connection) -> base::Result<std::optional<JobWithCheckpoint>> {
         // The checkpoint's columns first, as insert_jobs puts its ordinal.
-        base::Result<QueryResult> rows = connection.execute(
+        // Planned once: a client following a job's start reads it many times.
+        const Param params[] = {id};
+        base::Result<QueryResult> rows = connection.execute_generic(
             "SELECT c.step, c.epoch, " TPUJOBS_JOB_COLUMNS
             " FROM jobs j LEFT JOIN LATERAL (SELECT step, epoch FROM job_checkpoints"
             "   WHERE job_id = j.id ORDER BY step DESC LIMIT 1) c ON true"
             " WHERE j.id = $1::bigint",
-            {id});
+            params);
         if (!rows.ok()) return rows.error();
         if (rows->rows() == 0) return std::optional<JobWithCheckpoint>();
         JobWithCheckpoint job{read_job(*rows, 0, /*first_column=*/2)};
@@ -495,14 +502,15 @@ base::Result<std::vector<JobRow>> JobRepository::load_placed() {
       });
 }
 
-std::vector<Statement> JobRepository::schedule_statements(const std::optional<std::string>& since) {
-  static const std::string kSince = std::string("SELECT ") + TPUJOBS_JOB_SCHEDULING_COLUMNS +
+std::vector<Statement> JobRepository::schedule_statements(
+    const std::optional<ScheduleSince>& since) {
+  static const std::string kSince = std::string("SELECT ") + TPUJOBS_JOB_SCHEDULING_WITH_SPEC +
                                     " FROM jobs j WHERE j.changed_xid >= $1::xid8";
   static const std::string kAll = std::string("SELECT ") + TPUJOBS_JOB_SCHEDULING_COLUMNS +
                                   " FROM jobs j WHERE j.state IN " + kUnfinished;
   std::vector<Statement> statements = {{"SELECT pg_snapshot_xmin(pg_current_snapshot())::text"}};
   if (since) {
-    statements.push_back({kSince, {*since}});
+    statements.push_back({kSince, {since->low_water, since->specs_above}});
   } else {
     statements.push_back({kAll});
   }
@@ -592,12 +600,15 @@ base::Result<JobRepository::AgentWork> JobRepository::work_on_agent(const std::s
        "   AND j.allocation -> 'slice' -> 'parts' @> "
        "jsonb_build_array(jsonb_build_object('agent', $1::text))"
        " ORDER BY j.id",
-       {agent}}};
+       {agent}},
+      JobOutputRepository::resume_points_statement(agent)};
   return with_connection(pool_, acquire_timeout_,
                          [&](Connection& connection) -> base::Result<AgentWork> {
-                           auto answers = connection.execute_pipeline(statements);
+                           // Planned once: an agent woken to start a job waits on this read.
+                           auto answers = connection.execute_generic(statements);
                            if (!answers.ok()) return answers.error();
-                           return AgentWork{read_jobs((*answers)[0]), read_jobs((*answers)[1])};
+                           return AgentWork{read_jobs((*answers)[0]), read_jobs((*answers)[1]),
+                                            JobOutputRepository::resume_points_from((*answers)[2])};
                          });
 }
 

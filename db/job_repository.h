@@ -16,6 +16,7 @@
 #include "base/mutex.h"
 #include "base/result.h"
 #include "db/connection_pool.h"
+#include "db/job_output_repository.h"
 #include "db/pg_text.h"
 
 namespace tpujobs::db {
@@ -252,12 +253,21 @@ class JobRepository {
     bool complete = false;
     std::string low_water;  // a pg xid8, as text
   };
+  // Where a read `since` starts: the last read's low water. A row whose id
+  // is above `specs_above` (the highest the reader has seen) comes with its
+  // spec: a job submitted since, whose spec the reader would otherwise ask
+  // for in a round trip of its own (job_specs). One committed out of id
+  // order comes without.
+  struct ScheduleSince {
+    std::string low_water;
+    std::int64_t specs_above = 0;
+  };
   // Its two statements, in order, and the read they answer; the leader
   // sends them with its other reads (db/scheduling_read.h). They take two
   // snapshots, the low water's first: so the low water is at most the
   // rows', and whatever the rows missed was written by a transaction at or
   // after it.
-  static std::vector<Statement> schedule_statements(const std::optional<std::string>& since);
+  static std::vector<Statement> schedule_statements(const std::optional<ScheduleSince>& since);
   static ScheduleRead schedule_read_from(const QueryResult& low_water, const QueryResult& rows,
                                          bool complete);
   // The QUEUED jobs whose ids are not in `known`, oldest first: what a
@@ -287,6 +297,8 @@ class JobRepository {
   struct AgentWork {
     std::vector<JobRow> placed;
     std::vector<JobRow> slice_parts;
+    // Of the placed jobs, those STARTING: where each would resume.
+    std::map<std::int64_t, JobOutputRepository::ResumePoint> resume_points;
   };
   base::Result<AgentWork> work_on_agent(const std::string& agent);
   // STARTING and RUNNING jobs placed on an agent whose placement is not

@@ -4,9 +4,9 @@
 
 namespace tpujobs::db {
 
-base::Result<SchedulingRead> read_for_scheduling(ConnectionPool& pool,
-                                                 const std::optional<std::string>& since,
-                                                 std::chrono::milliseconds acquire_timeout) {
+base::Result<SchedulingRead> read_for_scheduling(
+    ConnectionPool& pool, const std::optional<JobRepository::ScheduleSince>& since,
+    std::chrono::milliseconds acquire_timeout) {
   std::vector<Statement> statements = {ClusterRepository::agents_statement(),
                                        ClusterRepository::hosts_statement()};
   for (Statement& s : JobRepository::schedule_statements(since)) statements.push_back(std::move(s));

@@ -27,9 +27,9 @@ struct SchedulingRead {
 
 // Each statement takes its own snapshot, in this order: agents, hosts, the
 // queue's low water, its rows, quotas (as the separate reads did).
-// `since`: JobRepository::ScheduleRead's low water (none: every unfinished job).
+// `since`: where the last read left off (none: every unfinished job).
 base::Result<SchedulingRead> read_for_scheduling(
-    ConnectionPool& pool, const std::optional<std::string>& since,
+    ConnectionPool& pool, const std::optional<JobRepository::ScheduleSince>& since,
     std::chrono::milliseconds acquire_timeout = std::chrono::seconds(5));
 
 }  // namespace tpujobs::db

@@ -68,6 +68,8 @@ struct Agent::Run {
   std::int64_t skip_metric_points = 0;
   std::map<std::string, double> latest_metrics;
   std::optional<executor::Progress> progress;
+  // Where it resumes, when read with the work that started it.
+  std::optional<db::JobOutputRepository::ResumePoint> resume_point;
   // A slice spanning agents: this agent's part. A part other than the
   // first (rank > 0) writes nothing about the job.
   std::optional<SliceRole> slice;
@@ -215,7 +217,7 @@ void Agent::stop() {
   // its fenced retry does not land and the stop costs no attempt. A first
   // part here stops at a checkpoint and requeues the job itself, as a job
   // running whole does.
-  for (const auto& [id, fence] : parts) (void)repo_.jobs.transition(shutdown_requeue(id, fence));
+  for (const auto& [id, fence] : parts) (void)write(shutdown_requeue(id, fence));
   {
     base::MutexLock lock(mutex_);
     stop_all_locked(StopReason::kShutdown);
@@ -239,7 +241,7 @@ void Agent::stop() {
   auto work = repo_.jobs.work_on_agent(options_.name);
   if (work.ok()) {
     for (const LeftBehind& job : left_behind(options_.name, epoch, work->placed, work->slice_parts))
-      (void)repo_.jobs.transition(shutdown_requeue(job.job, job.fence));
+      (void)write(shutdown_requeue(job.job, job.fence));
   }
   {
     base::MutexLock lock(mutex_);
@@ -303,6 +305,15 @@ void Agent::rejoin() {
   }
 }
 
+base::Result<bool> Agent::write(const db::Transition& t) {
+  base::Result<bool> moved = repo_.jobs.transition(t);
+  // This process's API service serves a STARTING job's view from memory
+  // (service/view_cache.h): it forgets it now. A failed write may have landed.
+  if (options_.wake_bus != nullptr)
+    options_.wake_bus->publish(kJobsChangedChannel, format_job_ids({t.job_id}));
+  return moved;
+}
+
 void Agent::notify(const char* channel, const std::string& payload) {
   if (options_.wake_bus != nullptr) {
     options_.wake_bus->publish(channel, payload);
@@ -358,6 +369,8 @@ void Agent::reconcile() {
     run->row = std::move(start.row);
     run->epoch = epoch;
     run->slice = std::move(start.slice);
+    if (auto point = work->resume_points.find(run->row.id); point != work->resume_points.end())
+      run->resume_point = point->second;
     if (start.stop != StopReason::kNone) run->stop(start.stop, start.preempted_by);
     runs_[run->row.id] = run;
     run->thread = std::thread([this, run] { run_job(run); });
@@ -411,9 +424,13 @@ std::optional<std::pair<std::string, std::string>> Agent::live_view(std::int64_t
 }
 
 base::Result<std::optional<executor::Checkpoint>> Agent::resume_of(Run& run) {
-  // One read, and the checkpoint's bytes only when there is one.
+  // Read with the work that started it (else now), and the checkpoint's
+  // bytes only when there is one.
   const std::int64_t id = run.row.id;
-  auto point = repo_.outputs.resume_point(id);
+  base::Result<db::JobOutputRepository::ResumePoint> point =
+      run.resume_point ? base::Result<db::JobOutputRepository::ResumePoint>(*run.resume_point)
+                       : repo_.outputs.resume_point(id);
+  run.resume_point.reset();
   if (!point.ok()) return point.error();
   run.next_log_seq = point->max_log_seq + 1;
   run.next_metric_seq = point->max_metric_seq + 1;
@@ -470,12 +487,11 @@ void Agent::run_placed(Run& run) {
   const std::optional<executor::Checkpoint> resume = std::move(*resumed);
   if (!run.peer()) {
     const std::string where = run.slice ? "agents of its slice" : "agent " + options_.name;
-    auto moved = repo_.jobs.transition(lifecycle::run(
-        run.row.id,
-        resume
-            ? "Resumed from the checkpoint at step " + std::to_string(resume->step) + " on " + where
-            : "Training started on " + where,
-        run.epoch));
+    auto moved = write(lifecycle::run(run.row.id,
+                                      resume ? "Resumed from the checkpoint at step " +
+                                                   std::to_string(resume->step) + " on " + where
+                                             : "Training started on " + where,
+                                      run.epoch));
     // Moved on meanwhile, or the database is away: the next look decides.
     if (!moved.ok() || !*moved) return;
   }
@@ -489,7 +505,7 @@ void Agent::run_placed(Run& run) {
   sink.record_progress();
   telemetry_.flush_job(run.row.id);
   if (std::optional<db::Transition> end = end_of(run, result, spec->max_retries)) {
-    (void)repo_.jobs.transition(*end);
+    (void)write(*end);
     notify(db::kSubmitChannel, "finished");  // cores freed: wake the leader
     // Waits and log followers of the job, on every replica, look now.
     (void)cluster_.notify(db::kLogChannel, std::to_string(run.row.id));
@@ -519,8 +535,8 @@ std::optional<api::JobSpec> Agent::placed_spec(Run& run) {
     why = refused.fields.empty() ? refused.message : refused.fields.front().message;
   }
   if (!run.peer()) {  // the first part reports it
-    (void)repo_.jobs.transition(lifecycle::reject(
-        run.row.id, {JobState::kStarting, JobState::kRunning}, "by agent", why, run.epoch));
+    (void)write(lifecycle::reject(run.row.id, {JobState::kStarting, JobState::kRunning}, "by agent",
+                                  why, run.epoch));
   }
   return std::nullopt;
 }

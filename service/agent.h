@@ -173,6 +173,9 @@ class Agent {
   bool heartbeat_stopping_ GUARDED_BY(mutex_) = false;
   bool woken_ GUARDED_BY(mutex_) = false;  // by the wake bus
   void notify(const char* channel, const std::string& payload);
+  // A transition of a job placed here (or of a slice's job it has a part
+  // of), made known to this process's API service.
+  base::Result<bool> write(const db::Transition& t);
   std::condition_variable wake_;
   std::condition_variable heartbeat_wake_;
 

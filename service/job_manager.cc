@@ -247,7 +247,13 @@ base::Result<std::string> JobManager::get_job_text(std::int64_t id, const std::s
     if (const auto& c = (*job)->last_checkpoint) {
       view["last_checkpoint"] = {{"step", c->first}, {"epoch", c->second}};
     }
-    return response_body(view);
+    std::string body = response_body(view);
+    // Placed, not started: a client following its start reads it until its
+    // agent says RUNNING (and forgets it here). A running job's progress
+    // changes without a word: read each time.
+    if (row.state == JobState::kStarting && options_.wake_bus != nullptr)
+      views_.put_placed_if_current(seen, id, row.tenant, body);
+    return body;
   }
   std::string body = response_body(views::render_row(row));
   views_.put(id, row.tenant, body);
@@ -314,7 +320,9 @@ base::Result<nlohmann::json> JobManager::cancel_job(std::int64_t id, const std::
   }
   // Placed: the request is stored before it is answered (after a crash the
   // job ends CANCELLED rather than resuming), and its agent woken.
-  if (base::Status s = repo_.jobs.request_cancel(id); !s.ok()) return s.error();
+  base::Status requested = repo_.jobs.request_cancel(id);
+  views_.forget({id});  // after the write, as above (a failed one may have landed)
+  if (!requested.ok()) return requested.error();
   wake(db::kAgentChannel, row->agent.value_or(""));
   json view = views::render_row(*row);
   view["cancel_requested"] = true;

@@ -207,7 +207,9 @@ class JobManager final : public api::JobService {
       return tables_.get_job(id);
     }
     base::Result<bool> transition(const db::Transition& t) override {
-      return tables_.transition(t);
+      base::Result<bool> moved = tables_.transition(t);
+      manager_.views_.forget({t.job_id});  // a failed write may have landed
+      return moved;
     }
     base::Status store_quota(const std::string& tenant, std::optional<int> max_cores) override {
       return tables_.store_quota(tenant, max_cores);

@@ -58,8 +58,9 @@ class LeaderStore {
 
   // What every pass reads, in one round trip (db/scheduling_read.h): the
   // agents, their hosts, the unfinished jobs (all, or those written since
-  // a low water) and the quotas.
-  virtual base::Result<db::SchedulingRead> read_pass(const std::optional<std::string>& since) = 0;
+  // a low water, the new ones with their specs) and the quotas.
+  virtual base::Result<db::SchedulingRead> read_pass(
+      const std::optional<db::JobRepository::ScheduleSince>& since) = 0;
 };
 
 // The store over the repositories. The pool must outlive it.
@@ -114,7 +115,8 @@ class RepositoryLeaderStore final : public LeaderStore {
                                                          const FairShareOptions& options) override {
     return read_fair_share(repo_.workload, now, active, options);
   }
-  base::Result<db::SchedulingRead> read_pass(const std::optional<std::string>& since) override {
+  base::Result<db::SchedulingRead> read_pass(
+      const std::optional<db::JobRepository::ScheduleSince>& since) override {
     return db::read_for_scheduling(pool_, since);
   }
 

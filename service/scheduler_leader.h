@@ -246,12 +246,14 @@ class SchedulerLeader {
     std::optional<std::int64_t> preempted_by;
     PendingNote note;
   };
-  // Reads the stored specs of the jobs not known yet (no row is changed
-  // when the read fails).
-  base::Status learn_specs(const std::vector<std::int64_t>& jobs);
+  // Learns the facts of the jobs not known yet from their specs: `texts`
+  // (read with their rows), else the stored ones, read in one round trip
+  // (no row is changed when that read fails).
+  base::Status learn_specs(const std::vector<std::int64_t>& jobs,
+                           std::map<std::int64_t, std::string> texts = {});
   // What the next read of the queue is since: none when a complete read is
   // due.
-  std::optional<std::string> schedule_since() const;
+  std::optional<db::JobRepository::ScheduleSince> schedule_since() const;
   // Brings the kept jobs up to date from `read`: the rows written since the
   // last read, or all of them (a complete read rebuilds the waiting entries).
   base::Status read_unfinished(db::JobRepository::ScheduleRead read);
@@ -324,6 +326,7 @@ class SchedulerLeader {
   // The low water to read the next changes from (none: read them all);
   // when all were last read.
   std::optional<std::string> low_water_;
+  std::int64_t highest_read_ = 0;    // the highest job id read: a higher one comes with its spec
   std::vector<std::int64_t> ended_;  // this pass's ends, for announce_ended()
   base::Clock::time_point complete_read_at_{};
 

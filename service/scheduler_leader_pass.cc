@@ -300,6 +300,7 @@ base::Status SchedulerLeader::write_preemption(const scheduler::PassPlan& plan,
     auto marked = store_.request_preemption(victim, *row.placement_epoch, preemption.preemptor,
                                             first ? preempting_reason(preemption.victims) : "",
                                             preempting_detail(preemption.victims), term_);
+    changed({victim, preemption.preemptor});  // a failed write may have landed
     if (!marked.ok()) return marked.error();
     if (!*marked) continue;
     first = false;

@@ -30,18 +30,24 @@ std::chrono::system_clock::duration wall(std::chrono::milliseconds span) {
 
 }  // namespace
 
-base::Status SchedulerLeader::learn_specs(const std::vector<std::int64_t>& jobs) {
+base::Status SchedulerLeader::learn_specs(const std::vector<std::int64_t>& jobs,
+                                          std::map<std::int64_t, std::string> texts) {
   std::vector<std::int64_t> unknown;
+  std::vector<std::int64_t> unread;  // neither known nor read with its row
   for (std::int64_t job : jobs) {
-    if (!jobs_.count(job)) unknown.push_back(job);
+    if (jobs_.count(job)) continue;
+    unknown.push_back(job);
+    if (!texts.count(job)) unread.push_back(job);
   }
-  if (unknown.empty()) return base::Status::Ok();
-  auto texts = store_.job_specs(unknown);
-  if (!texts.ok()) return texts.error();
+  if (!unread.empty()) {
+    auto stored = store_.job_specs(unread);
+    if (!stored.ok()) return stored.error();
+    texts.merge(*stored);
+  }
   for (std::int64_t id : unknown) {
     KnownJob& job = jobs_[id];  // a job whose spec is gone: empty facts
-    const auto text = texts->find(id);
-    if (text == texts->end()) continue;
+    const auto text = texts.find(id);
+    if (text == texts.end()) continue;
     const json spec_json = json::parse(text->second, nullptr, false);
     job.facts.max_retries = max_retries_of(spec_json);
     auto spec = api::parse_job_spec(spec_json);
@@ -188,10 +194,10 @@ void SchedulerLeader::apply(db::JobRow& row, std::uint32_t complete) {
   set_waiting(job, row);
 }
 
-std::optional<std::string> SchedulerLeader::schedule_since() const {
-  if (options_.clock->now() - complete_read_at_ >= options_.complete_read_interval)
+std::optional<db::JobRepository::ScheduleSince> SchedulerLeader::schedule_since() const {
+  if (!low_water_ || options_.clock->now() - complete_read_at_ >= options_.complete_read_interval)
     return std::nullopt;
-  return low_water_;
+  return db::JobRepository::ScheduleSince{*low_water_, highest_read_};
 }
 
 base::Status SchedulerLeader::read_unfinished(db::JobRepository::ScheduleRead read) {
@@ -207,11 +213,17 @@ base::Status SchedulerLeader::read_unfinished(db::JobRepository::ScheduleRead re
 base::Status SchedulerLeader::read_rows(db::JobRepository::ScheduleRead read, bool& was_complete) {
   const auto now = options_.clock->now();
   std::vector<std::int64_t> unfinished;
-  for (const db::JobRow& row : read.rows) {
-    if (!base::is_terminal(row.state)) unfinished.push_back(row.id);
+  std::map<std::int64_t, std::string> texts;  // the new jobs' specs, read with their rows
+  std::int64_t highest = highest_read_;
+  for (db::JobRow& row : read.rows) {
+    highest = std::max(highest, row.id);
+    if (base::is_terminal(row.state)) continue;
+    unfinished.push_back(row.id);
+    if (!row.spec_json.empty()) texts.emplace(row.id, std::move(row.spec_json));
   }
   // Read before anything changes: a failed read leaves the jobs as they were.
-  if (base::Status s = learn_specs(unfinished); !s.ok()) return s;
+  if (base::Status s = learn_specs(unfinished, std::move(texts)); !s.ok()) return s;
+  highest_read_ = highest;
   std::uint32_t complete = 0;
   was_complete = read.complete;
   if (read.complete) {

@@ -226,6 +226,16 @@ bool ViewCache::put_if_current(std::uint64_t seen, std::int64_t id, std::string 
   return true;
 }
 
+bool ViewCache::put_placed_if_current(std::uint64_t seen, std::int64_t id, std::string tenant,
+                                      std::string body) {
+  Node node{id, std::move(tenant), std::move(body), std::nullopt};
+  if (cost(node) > max_bytes_) return false;
+  base::MutexLock lock(mutex_);
+  if (changed_since_locked(seen, id)) return false;
+  put_locked(std::move(node));
+  return true;
+}
+
 void ViewCache::forget(const std::vector<std::int64_t>& ids) {
   base::MutexLock lock(mutex_);
   ++generation_;

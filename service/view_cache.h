@@ -2,9 +2,11 @@
 // database read per poll; the least recently used views go first once the
 // cache holds more than its byte budget.
 //
-// A finished job's view never changes. A queued job's view changes when it
-// is placed or cancelled (whoever changes it forgets it here: forget) or
-// when the scheduler leader writes its pending reason (the leader hands the
+// A finished job's view never changes. A STARTING job's changes when it
+// starts, is cancelled, preempted or moved: whoever changes it (this
+// process's scheduler leader, its agent, a cancel or an admin here) forgets
+// it here. A queued job's view changes when it is placed or cancelled (whoever changes it forgets
+// it here: forget) or when the scheduler leader writes its pending reason (the leader hands the
 // reason over: set_pending, and the view is re-rendered from it without a
 // database read). A view read from the database is kept only when its job
 // did not change between the read and the put (put_if_current): a read
@@ -62,6 +64,11 @@ class ViewCache {
   // whether it was kept.
   bool put_if_current(std::uint64_t seen, std::int64_t id, std::string tenant,
                       std::string_view body, int priority, std::optional<std::string> pending);
+  // Adds the view `body` of a STARTING job, read after generation()
+  // answered `seen`; not kept when that job changed in between. Returns
+  // whether it was kept.
+  bool put_placed_if_current(std::uint64_t seen, std::int64_t id, std::string tenant,
+                             std::string body);
   // Drops the views of jobs that changed.
   void forget(const std::vector<std::int64_t>& ids);
   // The leader stored these pending reasons (nullopt: none): the queued

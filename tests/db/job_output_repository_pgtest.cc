@@ -134,6 +134,49 @@ TEST_F(OutputRepositoryTest, AResumePointNamesTheNewestCheckpointAndTheSeqsInOne
   EXPECT_EQ(0, other->max_log_seq);
 }
 
+// The agent reads where each job placed on it and not started yet would
+// resume with its work (one round trip for both): a job it then starts
+// waits on no read of its own.
+TEST_F(OutputRepositoryTest, AnAgentsWorkReadHasTheResumePointOfEachJobStartingOnIt) {
+  JobOutputRepository& outputs = repositories_->outputs;
+  ASSERT_TRUE(outputs.append_logs({{job_, 1, {}, "a"}, {job_, 2, {}, "b"}}).ok());
+  ASSERT_TRUE(outputs
+                  .append_metrics({{job_, 1, 10, 0, {}, R"({"loss": 2})"},
+                                   {job_, 2, 30, 1, {}, R"({"loss": 1})"}})
+                  .ok());
+  ASSERT_TRUE(outputs.save_checkpoint(job_, 20, 0, "saved").ok());
+  const auto place = [&](std::int64_t job, const std::string& agent, JobState to) {
+    for (JobState state : {JobState::kStarting, JobState::kRunning}) {
+      ASSERT_TRUE(*repositories_->jobs.transition({.job_id = job,
+                                                   .from = {JobState::kQueued, JobState::kStarting},
+                                                   .to = state,
+                                                   .reason = "test",
+                                                   .agent = agent,
+                                                   .placement_epoch = 1}));
+      if (state == to) return;
+    }
+  };
+  place(job_, "a", JobState::kStarting);
+  place(other_job_, "a", JobState::kRunning);  // started already: nothing to read for it
+
+  auto work = repositories_->jobs.work_on_agent("a");
+  ASSERT_TRUE(work.ok()) << work.error().message;
+  EXPECT_EQ(2u, work->placed.size());
+  ASSERT_EQ(1u, work->resume_points.size());
+  ASSERT_EQ(1u, work->resume_points.count(job_));
+  const JobOutputRepository::ResumePoint& point = work->resume_points.at(job_);
+  auto alone = outputs.resume_point(job_);  // as the job's own read finds it
+  ASSERT_TRUE(alone.ok());
+  EXPECT_EQ(std::optional<std::int64_t>(20), point.checkpoint_step);
+  EXPECT_EQ(alone->checkpoint_step, point.checkpoint_step);
+  EXPECT_EQ(2, point.max_log_seq);
+  EXPECT_EQ(2, point.max_metric_seq);
+  EXPECT_EQ(1, point.metrics_after_checkpoint);  // step 30's
+  auto elsewhere = repositories_->jobs.work_on_agent("b");
+  ASSERT_TRUE(elsewhere.ok());
+  EXPECT_TRUE(elsewhere->resume_points.empty()) << "another agent's jobs are not read";
+}
+
 // Bytes of every value, over `size` bytes: a checkpoint's floats.
 std::string patterned_bytes(std::size_t size, unsigned seed) {
   std::string bytes(size, '\0');

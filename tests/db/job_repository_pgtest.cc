@@ -55,8 +55,12 @@ class JobRepositoryTest : public ::testing::Test {
   }
 
   // The leader's read of the queue, as it makes it (with its other reads).
-  base::Result<JobRepository::ScheduleRead> read_queue(const std::optional<std::string>& since) {
-    auto read = read_for_scheduling(*pool_, since);
+  // `specs_above`: the highest id whose spec the reader knows.
+  base::Result<JobRepository::ScheduleRead> read_queue(const std::optional<std::string>& since,
+                                                       std::int64_t specs_above = 0) {
+    std::optional<JobRepository::ScheduleSince> from;
+    if (since) from = JobRepository::ScheduleSince{*since, specs_above};
+    auto read = read_for_scheduling(*pool_, from);
     if (!read.ok()) return read.error();
     return std::move(read->queue);
   }
@@ -369,13 +373,22 @@ TEST_F(JobRepositoryTest, AReadSinceALowWaterReturnsEveryRowWrittenAfterItAndNoO
   ASSERT_TRUE(open->execute("UPDATE jobs SET state = 'STARTING' WHERE id = $1::bigint",
                             {inserted[1].row.id})
                   .ok());
-  auto second = read_queue(quiet->low_water);
+  auto second = read_queue(quiet->low_water, /*specs_above=*/inserted[2].row.id);
   ASSERT_TRUE(second.ok()) << second.error().message;
   std::map<std::int64_t, JobState> seen;
-  for (const JobRow& row : second->rows) seen[row.id] = row.state;
+  std::map<std::int64_t, std::string> specs;
+  for (const JobRow& row : second->rows) {
+    seen[row.id] = row.state;
+    specs[row.id] = row.spec_json;
+  }
   EXPECT_EQ((std::map<std::int64_t, JobState>{{inserted[0].row.id, JobState::kCancelled},
                                               {later[0].row.id, JobState::kQueued}}),
             seen);
+  // The job submitted since comes with its spec (the reader has not seen
+  // its id); the one the reader knows does not.
+  EXPECT_EQ((std::map<std::int64_t, std::string>{
+                {inserted[0].row.id, ""}, {later[0].row.id, get(later[0].row.id).spec_json}}),
+            specs);
   ASSERT_TRUE(open->commit().ok());
 
   // The placement committed after that read began: the next read has it.

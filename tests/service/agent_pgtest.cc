@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -45,9 +46,11 @@ class AgentTest : public ::testing::Test {
   std::unique_ptr<Agent> start_agent() { return start_agent(*pool_); }
   std::unique_ptr<Agent> start_agent(db::ConnectionPool& pool,
                                      base::Clock& clock = base::real_clock(),
-                                     milliseconds heartbeat_interval = milliseconds(50)) {
+                                     milliseconds heartbeat_interval = milliseconds(50),
+                                     WakeBus* wake_bus = nullptr) {
     AgentOptions options;
     options.clock = &clock;
+    options.wake_bus = wake_bus;
     options.name = "a";
     options.conninfo = conninfo_;
     auto layout = scheduler::parse_pool("v3-8");
@@ -206,6 +209,23 @@ std::string digits_job(int epochs, int log_every) {
          "data": {"dataset": "digits", "batch_size": 64}})";
 }
 
+// Stores a job that trains until it is stopped and places it on agent "a"'s
+// first core under `epoch`; its id (0: it could not).
+std::int64_t place_endless_job(db::Repositories& repo, std::int64_t epoch) {
+  db::NewJob job;
+  job.tenant = "t";
+  job.spec_json = digits_job(-1, 1000);
+  auto inserted = repo.jobs.insert_jobs({job});
+  if (!inserted.ok()) return 0;
+  const std::int64_t id = (*inserted)[0].row.id;
+  auto placed = repo.jobs.transition(lifecycle::place_on_agent(
+      id, "test",
+      R"({"generation": "v3", "accelerator_type": null, "hosts": ["a-h0"], "agent": "a",
+          "cores": [{"host": "a-h0", "core": 0}]})",
+      "a", epoch));
+  return placed.ok() && *placed ? id : 0;
+}
+
 // The cluster soak's jobs barely finished: every job's end flushed the
 // agent's whole telemetry queue, one end at a time, behind a job that logs
 // faster than the database stores. Here the writer's store of one job's
@@ -227,6 +247,40 @@ std::vector<int> thread_nices() {
   return nices;
 }
 
+// A standalone serve's API service keeps a STARTING job's view in memory
+// (service/view_cache.h): the agent in the same process names every job
+// whose row it changes, so that view is read again once the job runs.
+TEST_F(AgentTest, WithAWakeBusItNamesEachJobWhoseRowItChanges) {
+  auto pool = db::ConnectionPool::create(conninfo_, 4);
+  ASSERT_TRUE(pool.ok());
+  WakeBus bus;
+  std::mutex mutex;
+  std::vector<std::int64_t> named;
+  bus.subscribe(kJobsChangedChannel, [&](const std::string& payload) {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (std::int64_t id : parse_job_ids(payload)) named.push_back(id);
+  });
+  const auto times_named = [&](std::int64_t id) {
+    std::lock_guard<std::mutex> lock(mutex);
+    return std::count(named.begin(), named.end(), id);
+  };
+  std::unique_ptr<Agent> agent = start_agent(**pool, base::real_clock(), milliseconds(50), &bus);
+  db::Repositories repo(*observer_);
+  const std::int64_t id = place_endless_job(repo, agent->epoch());
+  ASSERT_NE(0, id);
+  bus.publish(db::kAgentChannel, "a");  // as the leader wakes it
+  ASSERT_TRUE(eventually([&] {
+    auto row = repo.jobs.get_job(id);
+    return row.ok() && *row && (**row).state == db::JobState::kRunning;
+  }));
+  EXPECT_TRUE(eventually([&] { return times_named(id) == 1; })) << "its start";
+  agent->stop();
+  auto row = repo.jobs.get_job(id);
+  ASSERT_TRUE(row.ok() && *row);
+  EXPECT_EQ(db::JobState::kQueued, (*row)->state) << "requeued by the stop";
+  EXPECT_EQ(2, times_named(id)) << "and its requeue";
+}
+
 TEST_F(AgentTest, ItTrainsOnThreadsBelowTheServicesPriority) {
   auto pool = db::ConnectionPool::create(conninfo_, 4);
   ASSERT_TRUE(pool.ok());
@@ -234,18 +288,8 @@ TEST_F(AgentTest, ItTrainsOnThreadsBelowTheServicesPriority) {
   ASSERT_LT(service_nice, 10) << "the test runs at nice 10 already";
   std::unique_ptr<Agent> agent = start_agent(**pool);  // training_nice: 10, 1 worker
   db::Repositories repo(*observer_);
-  db::NewJob job;
-  job.tenant = "t";
-  job.spec_json = digits_job(-1, 1000);
-  auto inserted = repo.jobs.insert_jobs({job});
-  ASSERT_TRUE(inserted.ok());
-  const std::int64_t id = (*inserted)[0].row.id;
-  auto placed = repo.jobs.transition(lifecycle::place_on_agent(
-      id, "test",
-      R"({"generation": "v3", "accelerator_type": null, "hosts": ["a-h0"], "agent": "a",
-          "cores": [{"host": "a-h0", "core": 0}]})",
-      "a", agent->epoch()));
-  ASSERT_TRUE(placed.ok() && *placed);
+  const std::int64_t id = place_endless_job(repo, agent->epoch());
+  ASSERT_NE(0, id);
   ASSERT_TRUE(eventually([&] {
     auto row = repo.jobs.get_job(id);
     return row.ok() && *row && (**row).state == db::JobState::kRunning && (**row).progress_json;

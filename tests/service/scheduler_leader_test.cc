@@ -161,7 +161,7 @@ class FakeLeaderStore final : public LeaderStore {
   // changed since they were last returned (as jobs.changed_xid marks them),
   // finished ones included.
   base::Result<db::JobRepository::ScheduleRead> read_to_schedule(
-      const std::optional<std::string>& since) {
+      const std::optional<db::JobRepository::ScheduleSince>& since) {
     if (away) return down();
     clock_.sleep_for(read_takes);  // a FakeClock moves on
     db::JobRepository::ScheduleRead read;
@@ -173,7 +173,8 @@ class FakeLeaderStore final : public LeaderStore {
       const bool changed = last == returned_.end() || !same_schedule(last->second, row);
       if (read.complete ? base::is_terminal(row.state) : !changed) continue;
       read.rows.push_back(row);
-      read.rows.back().spec_json.clear();
+      // As the repository reads it: the spec only of a job above the ids read.
+      if (read.complete || row.id <= since->specs_above) read.rows.back().spec_json.clear();
       returned_[row.id] = row;
     }
     rows_read += static_cast<int>(read.rows.size());
@@ -263,7 +264,8 @@ class FakeLeaderStore final : public LeaderStore {
     return std::map<std::string, int>{};
   }
   // The four reads one after the other (the repositories send them together).
-  base::Result<db::SchedulingRead> read_pass(const std::optional<std::string>& since) override {
+  base::Result<db::SchedulingRead> read_pass(
+      const std::optional<db::JobRepository::ScheduleSince>& since) override {
     auto agents = list_agents();
     if (!agents.ok()) return agents.error();
     auto hosts = list_hosts();
@@ -509,6 +511,27 @@ TEST_F(SchedulerLeaderPass, AJobsSpecIsReadOnceNotEveryPass) {
   ASSERT_TRUE(leader_->run_pass().ok());
   EXPECT_EQ(JobState::kStarting, store_.job(2).state);
   EXPECT_EQ(3, store_.spec_reads);
+}
+
+TEST_F(SchedulerLeaderPass, ANewJobsSpecComesWithItsRowAndOneCommittedOutOfOrderIsAskedFor) {
+  store_.incremental = true;
+  const auto pending_reason = [this](std::int64_t id) -> std::string {
+    const auto& pending = store_.job(id).pending_json;
+    return pending ? json::parse(*pending).value("reason", "") : "none";
+  };
+  store_.add_agent("a", 1, 1);
+  store_.add_job(1, "t", 8);  // placed by the complete read
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(1, store_.spec_reads);
+  ASSERT_EQ(JobState::kStarting, store_.job(1).state);
+  store_.add_job(3, "t", 8);  // submitted after the read: above every id read
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(1, store_.spec_reads) << "job 3's spec came with its row";
+  EXPECT_EQ("Resources", pending_reason(3)) << "known from that spec: it waits for a host";
+  store_.add_job(2, "t", 8);  // its id was taken before job 3's, its commit came after
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(2, store_.spec_reads) << "job 2 is below job 3: its spec is read by id";
+  EXPECT_EQ("Resources", pending_reason(2));
 }
 
 TEST_F(SchedulerLeaderPass, ALeaderThatTakesOverRequeuesALostAgentsJobByItsMaxRetries) {

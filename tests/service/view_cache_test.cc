@@ -66,6 +66,23 @@ TEST(ViewCache, AViewReadBeforeAForgetIsNotKept) {
   EXPECT_TRUE(cache.find(5));
 }
 
+// A STARTING job's view is served from memory until whoever moves the job
+// on says so; a read that raced that is not kept.
+TEST(ViewCache, AStartingViewIsKeptUntilItsJobChanges) {
+  ViewCache cache(1 << 20);
+  const std::string starting = R"({"id":5,"state":"STARTING"})";
+  const std::uint64_t before = cache.generation();
+  cache.forget({5});  // it started while its STARTING row was being read
+  EXPECT_FALSE(cache.put_placed_if_current(before, 5, "t", starting));
+  EXPECT_FALSE(cache.find(5));
+  EXPECT_TRUE(cache.put_placed_if_current(cache.generation(), 5, "t", starting));
+  ASSERT_TRUE(cache.find(5));
+  EXPECT_EQ(starting, cache.find(5)->body);
+  EXPECT_EQ("t", cache.find(5)->tenant);
+  cache.forget({5});  // its agent moved it to RUNNING
+  EXPECT_FALSE(cache.find(5));
+}
+
 TEST(ViewCache, ForgetDropsOnlyTheNamedViews) {
   ViewCache cache(1 << 20);
   cache.put_if_current(cache.generation(), 1, "t", R"({"id":1})", 0, {});
