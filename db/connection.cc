@@ -284,9 +284,11 @@ void Connection::drop() {
 
 base::Error Connection::timed_out(std::string_view what) {
   drop();
-  return base::make_error(
-      base::ErrorCode::kUnavailable,
-      std::string(what) + ": the database did not answer within " + seconds_text(answer_timeout_));
+  // The server process, for its log: what it waited on (log_lock_waits).
+  return base::make_error(base::ErrorCode::kUnavailable,
+                          std::string(what) + ": the database did not answer within " +
+                              seconds_text(answer_timeout_) + " (PostgreSQL process " +
+                              std::to_string(server_process_.pid) + ")");
 }
 
 bool Connection::flush(Deadline deadline, bool& timed_out) {

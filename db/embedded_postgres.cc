@@ -410,8 +410,11 @@ base::Status EmbeddedPostgres::spawn_postmaster() {
                                    "-c",
                                    "max_connections=100"};
   // WAL kept between checkpoints: PostgreSQL's default of 1 GB is as much as
-  // one long job's checkpoints wrote (issue 34; bench/RESULTS.md).
-  for (const char* setting : {"max_wal_size=256MB", "min_wal_size=64MB"}) {
+  // one long job's checkpoints wrote (issue 34; bench/RESULTS.md). A lock
+  // waited on for more than a second (deadlock_timeout) is logged with its
+  // holder: a statement that got no answer in time names its server process
+  // (db::Connection), whose wait is then in postgres.log.
+  for (const char* setting : {"max_wal_size=256MB", "min_wal_size=64MB", "log_lock_waits=on"}) {
     args.push_back("-c");
     args.push_back(setting);
   }

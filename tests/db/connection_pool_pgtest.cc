@@ -310,11 +310,16 @@ TEST(ConnectionDeadlineTest, AStatementNotAnsweredInTimeFailsAndClosesItsConnect
     ASSERT_TRUE(connection.ok()) << connection.error().message;
     EXPECT_EQ((*connection)->answer_timeout(), milliseconds(300));
     const auto start = Clock::now();
+    const int server = (*connection)->server_process().pid;
     auto slow = (*connection)->execute("SELECT pg_sleep(5)");
     const double took = seconds_since(start);
     ASSERT_FALSE(slow.ok());
     EXPECT_EQ(slow.code(), base::ErrorCode::kUnavailable);
     EXPECT_NE(slow.error().message.find("did not answer within 0.3 s"), std::string::npos)
+        << slow.error().message;
+    // Named for the server's log (log_lock_waits says what it waited on).
+    EXPECT_NE(slow.error().message.find("(PostgreSQL process " + std::to_string(server) + ")"),
+              std::string::npos)
         << slow.error().message;
     EXPECT_LT(took, 4.0) << "waited for the answer instead of the deadline";
     EXPECT_TRUE(slow.error().maybe_applied) << "sent: the server may have carried it out";

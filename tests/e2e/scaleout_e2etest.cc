@@ -505,7 +505,9 @@ TEST_F(ScaleOut, CancelThroughTheOtherReplicaStopsARunningJobWithinASecond) {
   ASSERT_EQ(running["state"], "RUNNING") << running.dump();
   const auto asked = Clock::now();
   HttpResponse cancel = replica_b->post("/v1/jobs/" + std::to_string(id) + "/cancel");
-  ASSERT_EQ(cancel.status, 202) << cancel.body;
+  // A 503 here came once under load (the database did not answer within
+  // 10 s): the replica's log says which statement or connection waited.
+  ASSERT_EQ(cancel.status, 202) << cancel.body << replica_b->log();
   const json done =
       wait_until(*replica_a, id, [](const json& j) { return j["state"] != "RUNNING"; });
   const double took = seconds_since(asked);
