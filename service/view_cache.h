@@ -5,12 +5,12 @@
 // A finished job's view never changes. A STARTING job's changes when it
 // starts, is cancelled, preempted or moved: whoever changes it (this
 // process's scheduler leader, its agent, a cancel or an admin here) forgets
-// it here. A queued job's view changes when it is placed or cancelled (whoever changes it forgets
-// it here: forget) or when the scheduler leader writes its pending reason (the leader hands the
-// reason over: set_pending, and the view is re-rendered from it without a
-// database read). A view read from the database is kept only when its job
-// did not change between the read and the put (put_if_current): a read
-// that raced a change is not kept.
+// it here. A queued job's view changes when it is placed or cancelled
+// (whoever changes it forgets it here: forget) or when the scheduler leader
+// writes its pending reason (the leader hands the reason over: set_pending,
+// and the view is re-rendered from it without a database read). A view read from the database is
+// kept only when its job did not change between the read and the put (put_if_current): a read that
+// raced a change is not kept.
 //
 // A queued view is kept small, so that a queue of 100,000 fits: its
 // members other than the pending ones (views::kPendingMembers) as the
