@@ -307,14 +307,12 @@ base::Result<std::optional<JobWithCheckpoint>> JobRepository::get_job_with_check
       pool_, acquire_timeout_,
       [&](Connection& connection) -> base::Result<std::optional<JobWithCheckpoint>> {
         // The checkpoint's columns first, as insert_jobs puts its ordinal.
-        // Planned once: a client following a job's start reads it many times.
-        const Param params[] = {id};
-        base::Result<QueryResult> rows = connection.execute_generic(
+        base::Result<QueryResult> rows = connection.execute(
             "SELECT c.step, c.epoch, " TPUJOBS_JOB_COLUMNS
             " FROM jobs j LEFT JOIN LATERAL (SELECT step, epoch FROM job_checkpoints"
             "   WHERE job_id = j.id ORDER BY step DESC LIMIT 1) c ON true"
             " WHERE j.id = $1::bigint",
-            params);
+            {id});
         if (!rows.ok()) return rows.error();
         if (rows->rows() == 0) return std::optional<JobWithCheckpoint>();
         JobWithCheckpoint job{read_job(*rows, 0, /*first_column=*/2)};
