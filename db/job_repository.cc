@@ -80,6 +80,17 @@ JobRow read_job(const QueryResult& rows, int row, int first_column = 0) {
   return job;
 }
 
+// The first row of a read whose first two columns are the newest
+// checkpoint's step and epoch, then TPUJOBS_JOB_COLUMNS; nullopt without one.
+std::optional<JobWithCheckpoint> job_with_checkpoint(const QueryResult& rows) {
+  if (rows.rows() == 0) return std::nullopt;
+  JobWithCheckpoint job{read_job(rows, 0, /*first_column=*/2)};
+  if (!rows.is_null(0, 0)) {
+    job.last_checkpoint = {rows.int64(0, 0), static_cast<int>(rows.int64(0, 1))};
+  }
+  return job;
+}
+
 std::vector<JobRow> read_jobs(const QueryResult& rows) {
   std::vector<JobRow> jobs;
   jobs.reserve(rows.rows());
@@ -175,50 +186,66 @@ constexpr const char* kListJobs =
     " ORDER BY j.created_at DESC, j.id DESC"
     " LIMIT $7::integer";
 
+// Applies a Transition (JobRepository::transition): `returning` is what the
+// changed row gives (its id and previous state at least), `answer` the
+// statement's result.
+#define TPUJOBS_TRANSITION(returning, answer) \
+  "WITH previous AS (" \
+    "  SELECT id, state FROM jobs" \
+    "  WHERE id = $1::bigint AND state = ANY($2::text[])" \
+    "    AND state NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')" \
+    "    AND ($17::bigint IS NULL OR placement_epoch = $17::bigint)" \
+    /* Every agent it is placed on still alive under the placement's epoch, */ \
+    /* its row share-locked so that a drain or a leave waits for this */ \
+    /* statement, or this one sees it (and places nothing). */ \
+    "    AND ($20::text[] IS NULL OR cardinality($20::text[]) = (SELECT count(*) FROM" \
+    "      (SELECT 1 FROM agents a JOIN unnest($20::text[], $21::bigint[]) AS r(name, epoch)" \
+    "         ON a.name = r.name AND a.epoch = r.epoch" \
+    "       WHERE a.state = 'alive' FOR SHARE OF a) AS alive))" \
+    /* The scheduler leader's writes: only while the term is still its own. */ \
+    "    AND ($22::bigint IS NULL" \
+    "         OR (SELECT term FROM scheduler_term WHERE id = 1 FOR SHARE) = $22::bigint)" \
+    "  FOR UPDATE" \
+    "), changed AS (" \
+    "  UPDATE jobs j SET" \
+    "    state = $3::text," \
+    "    updated_at = now()," \
+    "    allocation = CASE WHEN $6::boolean THEN NULL ELSE COALESCE($7::jsonb, j.allocation) END," \
+    "    error = COALESCE($8::jsonb, j.error)," \
+    "    result = COALESCE($9::jsonb, j.result)," \
+    "    started_at = CASE WHEN $10::boolean THEN now() ELSE j.started_at END," \
+    "    finished_at = CASE WHEN $11::boolean THEN now() ELSE j.finished_at END," \
+    "    attempt = j.attempt + CASE WHEN $12::boolean THEN 1 ELSE 0 END," \
+    "    unstarted_requeues = j.unstarted_requeues + CASE WHEN $23::boolean THEN 1 ELSE 0 END," \
+    "    pending = CASE WHEN $13::boolean THEN NULL ELSE j.pending END," \
+    "    preempted_by = CASE WHEN $13::boolean THEN NULL" \
+    "                        ELSE COALESCE($18::bigint, j.preempted_by) END," \
+    "    agent = CASE WHEN $16::boolean THEN NULL ELSE COALESCE($14::text, j.agent) END," \
+    "    placement_epoch = CASE WHEN $16::boolean THEN NULL" \
+    "                           ELSE COALESCE($15::bigint, j.placement_epoch) END," \
+    "    requeued_at = CASE WHEN $19::boolean THEN now() ELSE j.requeued_at END" \
+    "  FROM previous WHERE j.id = previous.id" \
+    "  RETURNING " returning \
+    "), event AS (" \
+    "  INSERT INTO job_events (job_id, from_state, to_state, reason, detail)" \
+    "  SELECT id, from_state, $3::text, $4::text, $5::jsonb FROM changed" \
+    ") " answer
+
+// set_config(..., true) lasts until this statement's own commit.
+#define TPUJOBS_ASYNCHRONOUS_COMMIT                                    \
+  "set_config('synchronous_commit', CASE WHEN $24::boolean THEN 'off'" \
+  " ELSE current_setting('synchronous_commit') END, true)"
+
 constexpr const char* kTransition =
-    "WITH previous AS ("
-    "  SELECT id, state FROM jobs"
-    "  WHERE id = $1::bigint AND state = ANY($2::text[])"
-    "    AND state NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')"
-    "    AND ($17::bigint IS NULL OR placement_epoch = $17::bigint)"
-    // Every agent it is placed on still alive under the placement's epoch,
-    // its row share-locked so that a drain or a leave waits for this
-    // statement, or this one sees it (and places nothing).
-    "    AND ($20::text[] IS NULL OR cardinality($20::text[]) = (SELECT count(*) FROM"
-    "      (SELECT 1 FROM agents a JOIN unnest($20::text[], $21::bigint[]) AS r(name, epoch)"
-    "         ON a.name = r.name AND a.epoch = r.epoch"
-    "       WHERE a.state = 'alive' FOR SHARE OF a) AS alive))"
-    // The scheduler leader's writes: only while the term is still its own.
-    "    AND ($22::bigint IS NULL"
-    "         OR (SELECT term FROM scheduler_term WHERE id = 1 FOR SHARE) = $22::bigint)"
-    "  FOR UPDATE"
-    "), changed AS ("
-    "  UPDATE jobs j SET"
-    "    state = $3::text,"
-    "    updated_at = now(),"
-    "    allocation = CASE WHEN $6::boolean THEN NULL ELSE COALESCE($7::jsonb, j.allocation) END,"
-    "    error = COALESCE($8::jsonb, j.error),"
-    "    result = COALESCE($9::jsonb, j.result),"
-    "    started_at = CASE WHEN $10::boolean THEN now() ELSE j.started_at END,"
-    "    finished_at = CASE WHEN $11::boolean THEN now() ELSE j.finished_at END,"
-    "    attempt = j.attempt + CASE WHEN $12::boolean THEN 1 ELSE 0 END,"
-    "    unstarted_requeues = j.unstarted_requeues + CASE WHEN $23::boolean THEN 1 ELSE 0 END,"
-    "    pending = CASE WHEN $13::boolean THEN NULL ELSE j.pending END,"
-    "    preempted_by = CASE WHEN $13::boolean THEN NULL"
-    "                        ELSE COALESCE($18::bigint, j.preempted_by) END,"
-    "    agent = CASE WHEN $16::boolean THEN NULL ELSE COALESCE($14::text, j.agent) END,"
-    "    placement_epoch = CASE WHEN $16::boolean THEN NULL"
-    "                           ELSE COALESCE($15::bigint, j.placement_epoch) END,"
-    "    requeued_at = CASE WHEN $19::boolean THEN now() ELSE j.requeued_at END"
-    "  FROM previous WHERE j.id = previous.id"
-    "  RETURNING j.id, previous.state AS from_state"
-    "), event AS ("
-    "  INSERT INTO job_events (job_id, from_state, to_state, reason, detail)"
-    "  SELECT id, from_state, $3::text, $4::text, $5::jsonb FROM changed"
-    ")"
-    // set_config(..., true) lasts until this statement's own commit.
-    " SELECT (SELECT count(*) FROM changed), set_config('synchronous_commit',"
-    "   CASE WHEN $24::boolean THEN 'off' ELSE current_setting('synchronous_commit') END, true)";
+    TPUJOBS_TRANSITION("j.id, previous.state AS from_state",
+                       "SELECT (SELECT count(*) FROM changed), " TPUJOBS_ASYNCHRONOUS_COMMIT);
+// The same, answering the changed row as get_job_with_checkpoint reads it
+// (no row when nothing changed).
+constexpr const char* kTransitionWithView =
+    TPUJOBS_TRANSITION(TPUJOBS_JOB_COLUMNS ", previous.state AS from_state",
+                       "SELECT c.step, c.epoch, j.*, " TPUJOBS_ASYNCHRONOUS_COMMIT
+                       " FROM changed j LEFT JOIN LATERAL (SELECT step, epoch FROM job_checkpoints"
+                       "   WHERE job_id = j.id ORDER BY step DESC LIMIT 1) c ON true");
 
 constexpr const char* kUnfinished = "('QUEUED', 'STARTING', 'RUNNING')";
 
@@ -314,12 +341,7 @@ base::Result<std::optional<JobWithCheckpoint>> JobRepository::get_job_with_check
             " WHERE j.id = $1::bigint",
             {id});
         if (!rows.ok()) return rows.error();
-        if (rows->rows() == 0) return std::optional<JobWithCheckpoint>();
-        JobWithCheckpoint job{read_job(*rows, 0, /*first_column=*/2)};
-        if (!rows->is_null(0, 0)) {
-          job.last_checkpoint = {rows->int64(0, 0), static_cast<int>(rows->int64(0, 1))};
-        }
-        return std::optional<JobWithCheckpoint>(std::move(job));
+        return job_with_checkpoint(*rows);
       });
 }
 
@@ -356,7 +378,9 @@ base::Result<JobPage> JobRepository::list_jobs(const JobFilter& filter) {
       });
 }
 
-base::Result<bool> JobRepository::transition(const Transition& t) {
+namespace {
+
+std::vector<Param> transition_params(const Transition& t) {
   const std::vector<std::optional<std::string>> from = state_names(t.from);
   Param alive_names = std::nullopt, alive_epochs = std::nullopt;  // NULL: no agent to check
   if (!t.require_alive.empty()) {
@@ -393,11 +417,30 @@ base::Result<bool> JobRepository::transition(const Transition& t) {
                                   t.require_leader_term,
                                   t.count_unstarted_requeue,
                                   t.asynchronous_commit};
+  return params;
+}
+
+}  // namespace
+
+base::Result<bool> JobRepository::transition(const Transition& t) {
+  const std::vector<Param> params = transition_params(t);
   return with_connection(
       pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<bool> {
         base::Result<QueryResult> rows = connection.execute_generic(kTransition, params);
         if (!rows.ok()) return rows.error();
         return rows->int64(0, 0) > 0;
+      });
+}
+
+base::Result<std::optional<JobWithCheckpoint>> JobRepository::transition_with_view(
+    const Transition& t) {
+  const std::vector<Param> params = transition_params(t);
+  return with_connection(
+      pool_, acquire_timeout_,
+      [&](Connection& connection) -> base::Result<std::optional<JobWithCheckpoint>> {
+        base::Result<QueryResult> rows = connection.execute_generic(kTransitionWithView, params);
+        if (!rows.ok()) return rows.error();
+        return job_with_checkpoint(*rows);
       });
 }
 

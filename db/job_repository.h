@@ -201,6 +201,9 @@ class JobRepository {
   // it is terminal), recording a job_events row in the same statement.
   // false when the job was not in an allowed state (or does not exist).
   base::Result<bool> transition(const Transition& t);
+  // The same, answering the job as get_job_with_checkpoint would read it
+  // right after (nullopt when the transition did not apply).
+  base::Result<std::optional<JobWithCheckpoint>> transition_with_view(const Transition& t);
 
   // Sets progress and latest_metrics (JSON); nullopt keeps the current
   // value. kNotFound when there is no such job.

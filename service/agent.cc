@@ -314,6 +314,20 @@ base::Result<bool> Agent::write(const db::Transition& t) {
   return moved;
 }
 
+base::Result<bool> Agent::write_start(const db::Transition& t) {
+  if (options_.started_views == nullptr) return write(t);
+  const std::uint64_t seen = options_.started_views->views_generation();
+  auto job = repo_.jobs.transition_with_view(t);
+  if (!job.ok() || !*job) {
+    if (options_.wake_bus != nullptr)  // a failed write may have landed
+      options_.wake_bus->publish(kJobsChangedChannel, format_job_ids({t.job_id}));
+    if (!job.ok()) return job.error();
+    return false;
+  }
+  options_.started_views->started(seen, **job);
+  return true;
+}
+
 void Agent::notify(const char* channel, const std::string& payload) {
   if (options_.wake_bus != nullptr) {
     options_.wake_bus->publish(channel, payload);
@@ -487,11 +501,12 @@ void Agent::run_placed(Run& run) {
   const std::optional<executor::Checkpoint> resume = std::move(*resumed);
   if (!run.peer()) {
     const std::string where = run.slice ? "agents of its slice" : "agent " + options_.name;
-    auto moved = write(lifecycle::run(run.row.id,
-                                      resume ? "Resumed from the checkpoint at step " +
-                                                   std::to_string(resume->step) + " on " + where
-                                             : "Training started on " + where,
-                                      run.epoch));
+    auto moved =
+        write_start(lifecycle::run(run.row.id,
+                                   resume ? "Resumed from the checkpoint at step " +
+                                                std::to_string(resume->step) + " on " + where
+                                          : "Training started on " + where,
+                                   run.epoch));
     // Moved on meanwhile, or the database is away: the next look decides.
     if (!moved.ok() || !*moved) return;
   }

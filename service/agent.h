@@ -38,6 +38,7 @@
 #include "executor/worker_pool.h"
 #include "scheduler/pool.h"
 #include "service/run_supervisor.h"
+#include "service/started_views.h"
 #include "service/telemetry_writer.h"
 #include "service/wake_bus.h"
 
@@ -67,6 +68,10 @@ struct AgentOptions {
   // A standalone serve's in-process wake-ups (service/wake_bus.h); null:
   // LISTEN/NOTIFY. Must outlive the agent.
   WakeBus* wake_bus = nullptr;
+  // A standalone serve's API service: it takes the view of each job this
+  // agent starts (service/started_views.h). Null: none. Must outlive the
+  // agent.
+  StartedViews* started_views = nullptr;
 };
 
 class Agent {
@@ -176,12 +181,16 @@ class Agent {
   // A transition of a job placed here (or of a slice's job it has a part
   // of), made known to this process's API service.
   base::Result<bool> write(const db::Transition& t);
+  // The same for the transition that starts a job (a first part's), whose
+  // view it hands to options_.started_views when there is one.
+  base::Result<bool> write_start(const db::Transition& t);
   std::condition_variable wake_;
   std::condition_variable heartbeat_wake_;
 
   // Every write fenced by its run's placement epoch; stored lines wake the
   // log followers of every replica.
-  RepositoryTelemetryStore telemetry_store_{repo_, cluster_, /*notify_logs=*/true};
+  RepositoryTelemetryStore telemetry_store_{repo_, cluster_, /*notify_logs=*/true,
+                                            options_.wake_bus};
   TelemetryWriter telemetry_{telemetry_store_, {options_.telemetry_interval, options_.clock}};
 
   std::thread supervisor_;

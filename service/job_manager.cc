@@ -233,31 +233,25 @@ base::Result<std::string> JobManager::get_job_text(std::int64_t id, const std::s
   if (!job.ok()) return job.error();
   if (!*job || (*job)->row.tenant != tenant) return not_found(id).error();
   const db::JobRow& row = (*job)->row;
-  if (!is_terminal(row.state)) {
-    json view = views::render_row(row);
-    if (!row.started_at) {
-      std::string body = response_body(view);
-      // Waiting: it changes only through the leader (which says so) or a
-      // cancel here. Without a wake bus the leader may be elsewhere.
-      if (row.state == JobState::kQueued && options_.wake_bus != nullptr) {
-        views_.put_if_current(seen, id, row.tenant, body, row.priority, row.pending_json);
-      }
-      return body;
-    }
-    if (const auto& c = (*job)->last_checkpoint) {
-      view["last_checkpoint"] = {{"step", c->first}, {"epoch", c->second}};
-    }
-    std::string body = response_body(view);
-    // Placed, not started: a client following its start reads it until its
-    // agent says RUNNING (and forgets it here). A running job's progress
-    // changes without a word: read each time.
-    if (row.state == JobState::kStarting && options_.wake_bus != nullptr)
+  std::string body = views::job_body(**job);
+  if (is_terminal(row.state)) {
+    views_.put(id, row.tenant, body);
+  } else if (options_.wake_bus != nullptr) {
+    // Every writer of an unfinished job's row says so through the wake bus
+    // (service/view_cache.h); without one the leader and agents may be
+    // elsewhere. A waiting job's view changes through the leader or a
+    // cancel here, a placed one's through its agent too.
+    if (row.state == JobState::kQueued && !row.started_at) {
+      views_.put_if_current(seen, id, row.tenant, body, row.priority, row.pending_json);
+    } else if (row.state != JobState::kQueued) {
       views_.put_placed_if_current(seen, id, row.tenant, body);
-    return body;
+    }
   }
-  std::string body = response_body(views::render_row(row));
-  views_.put(id, row.tenant, body);
   return body;
+}
+
+void JobManager::started(std::uint64_t seen, const db::JobWithCheckpoint& job) {
+  views_.put_written(seen, job.row.id, job.row.tenant, views::job_body(job));
 }
 
 base::Result<std::string> JobManager::stored_job_text(std::int64_t id, const std::string& tenant) {

@@ -5,8 +5,8 @@
 // (scheduler_leader.h) places, the agents (agent.h) run, whether in this
 // process (a standalone serve, woken through service/wake_bus.h) or in
 // others. What it holds in memory is a cache: the rendered views of
-// finished jobs (and of waiting ones, in a standalone serve whose leader
-// says which jobs it changed), tokens, quotas and estimates.
+// finished jobs (and of unfinished ones in a standalone serve, whose leader
+// and agent say which jobs they changed), tokens, quotas and estimates.
 //
 // Its parts, each a file with its own tests:
 //   submit_committer.h  group commit of submits (the 201 means committed)
@@ -43,6 +43,7 @@
 #include "service/job_waits.h"
 #include "service/log_streams.h"
 #include "service/pool_admin.h"
+#include "service/started_views.h"
 #include "service/submit_committer.h"
 #include "service/timer_queue.h"
 #include "service/token_cache.h"
@@ -70,7 +71,7 @@ struct JobManagerOptions {
   db::DatabaseProbe::Options readiness_probe;
 };
 
-class JobManager final : public api::JobService {
+class JobManager final : public api::JobService, public StartedViews {
  public:
   // `layout`: the hosts of this process's own agent, if any (what an
   // estimate assumes before any agent registered).
@@ -101,6 +102,9 @@ class JobManager final : public api::JobService {
   // the state change, before this process updates its live view, so the
   // live view could still show the state before the event.
   base::Result<std::string> stored_job_text(std::int64_t id, const std::string& tenant);
+  // StartedViews: this process's agent started a job.
+  std::uint64_t views_generation() override { return views_.generation(); }
+  void started(std::uint64_t seen, const db::JobWithCheckpoint& job) override;
   base::Result<std::map<std::int64_t, db::JobState>> job_states(
       const std::string& tenant, const std::vector<std::int64_t>& ids) override;
   void wait_job(std::int64_t id, const std::string& tenant, std::chrono::milliseconds timeout,

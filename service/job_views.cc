@@ -71,6 +71,15 @@ json pending_members(int priority, const std::optional<std::string>& pending_jso
   return members;
 }
 
+std::string job_body(const db::JobWithCheckpoint& job) {
+  json view = render_row(job.row);
+  if (!db::is_terminal(job.row.state) && job.row.started_at && job.last_checkpoint) {
+    view["last_checkpoint"] = {{"step", job.last_checkpoint->first},
+                               {"epoch", job.last_checkpoint->second}};
+  }
+  return response_body(view);
+}
+
 json render_row(const db::JobRow& row, json spec, json resolved, json labels, json warnings) {
   json estimate =
       resolved.is_object() && resolved.contains("estimate") ? resolved["estimate"] : json(nullptr);

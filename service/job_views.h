@@ -35,6 +35,10 @@ std::string response_body(const nlohmann::json& view);
 nlohmann::json render_row(const db::JobRow& row, nlohmann::json spec, nlohmann::json resolved,
                           nlohmann::json labels, nlohmann::json warnings);
 nlohmann::json render_row(const db::JobRow& row);
+// GET /v1/jobs/{id}'s body (response_body) of the job as read, or as a write
+// answered it: render_row, and for an unfinished job that started, where a
+// resume would begin (last_checkpoint).
+std::string job_body(const db::JobWithCheckpoint& job);
 // The members of a queued job's view that the leader's stored pending
 // reason (`pending_json`, a jobs.pending value) gives, in the view's order
 // (kPendingMembers): estimated_start, pending_reason, priority_parts and

@@ -380,7 +380,10 @@ class ServeProcess {
     // otherwise find no host alive and tell the waiting jobs so.
     if (!layout_.hosts.empty()) {
       AgentOptions agent = agent_options(options_, conninfo_, layout_);
-      if (standalone_) agent.wake_bus = &wake_bus_;
+      if (standalone_) {
+        agent.wake_bus = &wake_bus_;
+        agent.started_views = manager_.get();
+      }
       agent_ = std::make_unique<Agent>(*pool_, agent);
       Agent* runs_here = agent_.get();
       manager_->set_live_view([runs_here](std::int64_t id) { return runs_here->live_view(id); });

@@ -15,8 +15,13 @@ namespace tpujobs::service {
 using nlohmann::json;
 
 RepositoryTelemetryStore::RepositoryTelemetryStore(db::Repositories& repo,
-                                                   db::ClusterRepository& cluster, bool notify_logs)
-    : repo_(repo), cluster_(cluster), notify_logs_(notify_logs) {}
+                                                   db::ClusterRepository& cluster, bool notify_logs,
+                                                   WakeBus* wake_bus)
+    : repo_(repo), cluster_(cluster), notify_logs_(notify_logs), wake_bus_(wake_bus) {}
+
+void RepositoryTelemetryStore::changed(std::int64_t job) {
+  if (wake_bus_ != nullptr) wake_bus_->publish(kJobsChangedChannel, std::to_string(job));
+}
 
 base::Status RepositoryTelemetryStore::append_logs(const std::vector<db::LogLine>& lines) {
   return repo_.outputs.append_logs(lines);
@@ -29,15 +34,19 @@ base::Status RepositoryTelemetryStore::append_metrics(const std::vector<db::Metr
 base::Status RepositoryTelemetryStore::save_checkpoint(std::int64_t job,
                                                        const executor::Checkpoint& checkpoint,
                                                        std::int64_t fence) {
-  return repo_.outputs.save_checkpoint(job, checkpoint.step, checkpoint.epoch, checkpoint.bytes,
-                                       fence);
+  base::Status saved = repo_.outputs.save_checkpoint(job, checkpoint.step, checkpoint.epoch,
+                                                     checkpoint.bytes, fence);
+  changed(job);  // a failed write may have landed
+  return saved;
 }
 
 base::Status RepositoryTelemetryStore::update_progress(std::int64_t job,
                                                        const std::string& progress_json,
                                                        const std::string& metrics_json,
                                                        std::int64_t fence) {
-  return repo_.jobs.update_progress(job, progress_json, metrics_json, fence);
+  base::Status updated = repo_.jobs.update_progress(job, progress_json, metrics_json, fence);
+  changed(job);  // as above
+  return updated;
 }
 
 void RepositoryTelemetryStore::logs_stored(const std::set<std::int64_t>& jobs) {

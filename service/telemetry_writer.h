@@ -33,6 +33,7 @@
 #include "base/result.h"
 #include "db/job_output_repository.h"
 #include "executor/executor.h"
+#include "service/wake_bus.h"
 
 namespace tpujobs::db {
 struct Repositories;
@@ -62,8 +63,10 @@ class TelemetryStore {
 // processes). Both must outlive it.
 class RepositoryTelemetryStore final : public TelemetryStore {
  public:
-  RepositoryTelemetryStore(db::Repositories& repo, db::ClusterRepository& cluster,
-                           bool notify_logs);
+  // With a wake bus (a standalone serve's), a progress or checkpoint write
+  // names its job on kJobsChangedChannel: the API service forgets its view.
+  RepositoryTelemetryStore(db::Repositories& repo, db::ClusterRepository& cluster, bool notify_logs,
+                           WakeBus* wake_bus = nullptr);
   base::Status append_logs(const std::vector<db::LogLine>& lines) override;
   base::Status append_metrics(const std::vector<db::MetricPoint>& points) override;
   base::Status save_checkpoint(std::int64_t job, const executor::Checkpoint& checkpoint,
@@ -76,6 +79,8 @@ class RepositoryTelemetryStore final : public TelemetryStore {
   db::Repositories& repo_;
   db::ClusterRepository& cluster_;
   const bool notify_logs_;
+  WakeBus* const wake_bus_;
+  void changed(std::int64_t job);
 };
 
 // A metric point's values as JSON text, without the non-finite ones (JSON

@@ -236,6 +236,19 @@ bool ViewCache::put_placed_if_current(std::uint64_t seen, std::int64_t id, std::
   return true;
 }
 
+bool ViewCache::put_written(std::uint64_t seen, std::int64_t id, std::string tenant,
+                            std::string body) {
+  Node node{id, std::move(tenant), std::move(body), std::nullopt};
+  base::MutexLock lock(mutex_);
+  const bool current = !changed_since_locked(seen, id);
+  ++generation_;
+  note_changed_locked(id);
+  erase_locked(id);
+  if (!current || cost(node) > max_bytes_) return false;
+  put_locked(std::move(node));
+  return true;
+}
+
 void ViewCache::forget(const std::vector<std::int64_t>& ids) {
   base::MutexLock lock(mutex_);
   ++generation_;

@@ -2,15 +2,16 @@
 // database read per poll; the least recently used views go first once the
 // cache holds more than its byte budget.
 //
-// A finished job's view never changes. A STARTING job's changes when it
-// starts, is cancelled, preempted or moved: whoever changes it (this
-// process's scheduler leader, its agent, a cancel or an admin here) forgets
-// it here. A queued job's view changes when it is placed or cancelled
-// (whoever changes it forgets it here: forget) or when the scheduler leader
-// writes its pending reason (the leader hands the reason over: set_pending,
-// and the view is re-rendered from it without a database read). A view read from the database is
-// kept only when its job did not change between the read and the put (put_if_current): a read that
-// raced a change is not kept.
+// A finished job's view never changes. A STARTING or RUNNING job's changes
+// when it starts, stores progress or a checkpoint, is cancelled, preempted
+// or moved: whoever changes it (this process's scheduler leader, its agent
+// and the agent's telemetry, a cancel or an admin here) forgets it here; the
+// agent hands over the view its RUNNING transition answered (put_written). A queued job's view
+// changes when it is placed or cancelled (whoever changes it forgets it here: forget) or when the
+// scheduler leader writes its pending reason (the leader hands the reason over: set_pending, and
+// the view is re-rendered from it without a database read). A view read from the database is kept
+// only when its job did not change between the read and the put (put_if_current): a read that raced
+// a change is not kept.
 //
 // A queued view is kept small, so that a queue of 100,000 fits: its
 // members other than the pending ones (views::kPendingMembers) as the
@@ -64,11 +65,17 @@ class ViewCache {
   // whether it was kept.
   bool put_if_current(std::uint64_t seen, std::int64_t id, std::string tenant,
                       std::string_view body, int priority, std::optional<std::string> pending);
-  // Adds the view `body` of a STARTING job, read after generation()
+  // Adds the view `body` of a STARTING or RUNNING job, read after generation()
   // answered `seen`; not kept when that job changed in between. Returns
   // whether it was kept.
   bool put_placed_if_current(std::uint64_t seen, std::int64_t id, std::string tenant,
                              std::string body);
+  // This process wrote job `id` and the write answered its view `body`
+  // (generation() answered `seen` before the write): the view replaces the
+  // job's, and a view read before the write is no longer kept. When the job
+  // changed in between, its view is dropped instead. Returns whether `body`
+  // was kept.
+  bool put_written(std::uint64_t seen, std::int64_t id, std::string tenant, std::string body);
   // Drops the views of jobs that changed.
   void forget(const std::vector<std::int64_t>& ids);
   // The leader stored these pending reasons (nullopt: none): the queued

@@ -6,6 +6,7 @@
 #include <set>
 #include <thread>
 
+#include "db/job_output_repository.h"
 #include "db/job_repository.h"
 #include "db/scheduling_read.h"
 #include "tests/support/test_cluster.h"
@@ -224,6 +225,62 @@ TEST_F(JobRepositoryTest, TransitionsAreConditionalAndRecorded) {
                                    .from = {JobState::kQueued},
                                    .to = JobState::kStarting,
                                    .reason = "x"}));
+}
+
+// The agent's start of a job (service/started_views.h): the transition
+// answers the job as the view's read right after it finds it.
+TEST_F(JobRepositoryTest, ATransitionWithItsViewAnswersWhatAReadRightAfterFinds) {
+  const std::int64_t id = insert({job("resumed")})[0].row.id;
+  Transition place{
+      .job_id = id, .from = {JobState::kQueued}, .to = JobState::kStarting, .reason = "Scheduled"};
+  place.allocation_json = R"({"hosts": ["h0"]})";
+  place.agent = "agent-1";
+  place.placement_epoch = 4;
+  place.set_started_at = true;
+  ASSERT_TRUE(*jobs_->transition(place));
+  JobOutputRepository outputs(*pool_);
+  ASSERT_TRUE(outputs.save_checkpoint(id, 30, 2, "ckpt", 4).ok());
+  ASSERT_TRUE(jobs_->update_progress(id, R"({"epoch": 2})", std::nullopt, 4).ok());
+
+  Transition run{
+      .job_id = id, .from = {JobState::kStarting}, .to = JobState::kRunning, .reason = "Started"};
+  run.require_epoch = 4;
+  auto answered = jobs_->transition_with_view(run);
+  ASSERT_TRUE(answered.ok()) << answered.error().message;
+  ASSERT_TRUE(answered->has_value());
+  auto read = jobs_->get_job_with_checkpoint(id);
+  ASSERT_TRUE(read.ok() && read->has_value());
+  const JobRow& a = (*answered)->row;
+  const JobRow& r = (*read)->row;
+  EXPECT_EQ(JobState::kRunning, a.state);
+  EXPECT_EQ(r.state, a.state);
+  EXPECT_EQ(r.tenant, a.tenant);
+  EXPECT_EQ(r.name, a.name);
+  EXPECT_EQ(r.spec_json, a.spec_json);
+  EXPECT_EQ(r.spec_hash, a.spec_hash);
+  EXPECT_EQ(r.allocation_json, a.allocation_json);
+  EXPECT_EQ(r.progress_json, a.progress_json);
+  EXPECT_EQ(r.attempt, a.attempt);
+  EXPECT_EQ(r.agent, a.agent);
+  EXPECT_EQ(r.placement_epoch, a.placement_epoch);
+  EXPECT_EQ(r.created_at, a.created_at);
+  EXPECT_EQ(r.started_at, a.started_at);
+  EXPECT_EQ(r.updated_at, a.updated_at);
+  EXPECT_EQ(r.finished_at, a.finished_at);
+  EXPECT_EQ((std::optional<std::pair<std::int64_t, int>>{{30, 2}}), (*answered)->last_checkpoint);
+  EXPECT_EQ((*read)->last_checkpoint, (*answered)->last_checkpoint);
+  EXPECT_EQ("->QUEUED(Submitted) QUEUED>STARTING(Scheduled) STARTING>RUNNING(Started) ",
+            states_of(id));
+
+  // Not applied (the job is RUNNING now, not STARTING): nothing answered.
+  auto again = jobs_->transition_with_view(run);
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->has_value());
+  run.from = {JobState::kRunning};
+  run.require_epoch = 5;  // another placement's
+  auto fenced = jobs_->transition_with_view(run);
+  ASSERT_TRUE(fenced.ok());
+  EXPECT_FALSE(fenced->has_value());
 }
 
 TEST_F(JobRepositoryTest, ConcurrentTransitionsFromOneStateLetExactlyOneWin) {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -19,6 +20,7 @@
 #include "scheduler/pool.h"
 #include "service/agent.h"
 #include "service/job_lifecycle.h"
+#include "service/job_views.h"
 #include "tests/support/test_cluster.h"
 
 namespace tpujobs::service {
@@ -47,10 +49,12 @@ class AgentTest : public ::testing::Test {
   std::unique_ptr<Agent> start_agent(db::ConnectionPool& pool,
                                      base::Clock& clock = base::real_clock(),
                                      milliseconds heartbeat_interval = milliseconds(50),
-                                     WakeBus* wake_bus = nullptr) {
+                                     WakeBus* wake_bus = nullptr,
+                                     StartedViews* started_views = nullptr) {
     AgentOptions options;
     options.clock = &clock;
     options.wake_bus = wake_bus;
+    options.started_views = started_views;
     options.name = "a";
     options.conninfo = conninfo_;
     auto layout = scheduler::parse_pool("v3-8");
@@ -247,38 +251,82 @@ std::vector<int> thread_nices() {
   return nices;
 }
 
-// A standalone serve's API service keeps a STARTING job's view in memory
-// (service/view_cache.h): the agent in the same process names every job
-// whose row it changes, so that view is read again once the job runs.
+// A standalone serve's API service keeps the views of placed jobs in
+// memory (service/view_cache.h): the agent in the same process names every
+// job whose row it changes (its start, its progress, its requeue), so that
+// such a view is read again.
 TEST_F(AgentTest, WithAWakeBusItNamesEachJobWhoseRowItChanges) {
   auto pool = db::ConnectionPool::create(conninfo_, 4);
   ASSERT_TRUE(pool.ok());
+  db::Repositories repo(*observer_);
   WakeBus bus;
   std::mutex mutex;
-  std::vector<std::int64_t> named;
+  // The job's row as read each time the bus named it: the write is done.
+  std::vector<db::JobRow> named;
   bus.subscribe(kJobsChangedChannel, [&](const std::string& payload) {
-    std::lock_guard<std::mutex> lock(mutex);
-    for (std::int64_t id : parse_job_ids(payload)) named.push_back(id);
+    for (std::int64_t id : parse_job_ids(payload)) {
+      auto row = repo.jobs.get_job(id);
+      std::lock_guard<std::mutex> lock(mutex);
+      if (row.ok() && *row) named.push_back(**row);
+    }
   });
-  const auto times_named = [&](std::int64_t id) {
+  const auto named_with = [&](auto predicate) {
     std::lock_guard<std::mutex> lock(mutex);
-    return std::count(named.begin(), named.end(), id);
+    return std::any_of(named.begin(), named.end(), predicate);
   };
   std::unique_ptr<Agent> agent = start_agent(**pool, base::real_clock(), milliseconds(50), &bus);
-  db::Repositories repo(*observer_);
   const std::int64_t id = place_endless_job(repo, agent->epoch());
   ASSERT_NE(0, id);
   bus.publish(db::kAgentChannel, "a");  // as the leader wakes it
-  ASSERT_TRUE(eventually([&] {
-    auto row = repo.jobs.get_job(id);
-    return row.ok() && *row && (**row).state == db::JobState::kRunning;
-  }));
-  EXPECT_TRUE(eventually([&] { return times_named(id) == 1; })) << "its start";
+  EXPECT_TRUE(eventually([&] {
+    return named_with([](const db::JobRow& r) { return r.state == db::JobState::kRunning; });
+  })) << "its start";
+  EXPECT_TRUE(eventually([&] {
+    return named_with([](const db::JobRow& r) { return r.progress_json.has_value(); });
+  })) << "its progress";
   agent->stop();
-  auto row = repo.jobs.get_job(id);
-  ASSERT_TRUE(row.ok() && *row);
-  EXPECT_EQ(db::JobState::kQueued, (*row)->state) << "requeued by the stop";
-  EXPECT_EQ(2, times_named(id)) << "and its requeue";
+  EXPECT_TRUE(named_with([](const db::JobRow& r) { return r.state == db::JobState::kQueued; }))
+      << "its requeue by the stop";
+}
+
+// What the API service keeps (service/view_cache.h, put_written): the view
+// the job's RUNNING transition answered is the one a read right after it
+// renders, field for field.
+TEST_F(AgentTest, ItHandsOverTheViewOfAJobItStartsAsAReadWouldRenderIt) {
+  auto pool = db::ConnectionPool::create(conninfo_, 4);
+  ASSERT_TRUE(pool.ok());
+  db::Repositories repo(*observer_);
+  struct Views final : StartedViews {
+    db::Repositories& repo;
+    explicit Views(db::Repositories& r) : repo(r) {}
+    std::uint64_t views_generation() override { return 42; }
+    void started(std::uint64_t seen, const db::JobWithCheckpoint& job) override {
+      // On the runner's thread, before it trains: nothing else wrote since.
+      auto read = repo.jobs.get_job_with_checkpoint(job.row.id);
+      std::lock_guard<std::mutex> lock(mutex);
+      handed_seen = seen;
+      answered = views::job_body(job);
+      if (read.ok() && *read) read_after = views::job_body(**read);
+    }
+    std::mutex mutex;
+    std::uint64_t handed_seen = 0;
+    std::string answered, read_after;
+  } views(repo);
+  std::unique_ptr<Agent> agent =
+      start_agent(**pool, base::real_clock(), milliseconds(50), nullptr, &views);
+  const std::int64_t id = place_endless_job(repo, agent->epoch());
+  ASSERT_NE(0, id);
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard<std::mutex> lock(views.mutex);
+    return !views.answered.empty();
+  }));
+  std::lock_guard<std::mutex> lock(views.mutex);
+  EXPECT_EQ(42u, views.handed_seen) << "the generation read before the transition";
+  EXPECT_EQ(views.read_after, views.answered);
+  const auto view = nlohmann::json::parse(views.answered);
+  EXPECT_EQ("RUNNING", view["state"]);
+  EXPECT_EQ(id, view["id"]);
+  EXPECT_FALSE(view["started_at"].is_null());
 }
 
 TEST_F(AgentTest, ItTrainsOnThreadsBelowTheServicesPriority) {

@@ -83,6 +83,37 @@ TEST(ViewCache, AStartingViewIsKeptUntilItsJobChanges) {
   EXPECT_FALSE(cache.find(5));
 }
 
+// The agent of a standalone serve hands over the view its RUNNING
+// transition answered (JobManager::started).
+TEST(ViewCache, AWrittenViewReplacesTheOneReadBeforeTheWriteAndOutlivesNoChange) {
+  ViewCache cache(1 << 20);
+  const std::string starting = R"({"id":5,"state":"STARTING"})";
+  const std::string running = R"({"id":5,"state":"RUNNING"})";
+  ASSERT_TRUE(cache.put_placed_if_current(cache.generation(), 5, "t", starting));
+  // A poll reads the STARTING row while the agent writes RUNNING.
+  const std::uint64_t poll_read = cache.generation();
+  const std::uint64_t before_write = cache.generation();
+  EXPECT_TRUE(cache.put_written(before_write, 5, "t", running));
+  ASSERT_TRUE(cache.find(5));
+  EXPECT_EQ(running, cache.find(5)->body);
+  // The poll's older read is not kept over it.
+  EXPECT_FALSE(cache.put_placed_if_current(poll_read, 5, "t", starting));
+  EXPECT_EQ(running, cache.find(5)->body);
+  // Its first progress write (the agent's telemetry forgets it).
+  cache.forget({5});
+  EXPECT_FALSE(cache.find(5));
+
+  // A cancel request landed between the agent's generation read and its
+  // write's answer: the answered view may predate it, so it is not kept, and
+  // neither is the view from before.
+  ASSERT_TRUE(cache.put_placed_if_current(cache.generation(), 6, "t", starting));
+  const std::uint64_t seen = cache.generation();
+  cache.forget({6});
+  ASSERT_TRUE(cache.put_placed_if_current(cache.generation(), 6, "t", starting));
+  EXPECT_FALSE(cache.put_written(seen, 6, "t", running));
+  EXPECT_FALSE(cache.find(6));
+}
+
 TEST(ViewCache, ForgetDropsOnlyTheNamedViews) {
   ViewCache cache(1 << 20);
   cache.put_if_current(cache.generation(), 1, "t", R"({"id":1})", 0, {});
