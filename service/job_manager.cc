@@ -57,8 +57,10 @@ base::Status JobManager::start() {
     options_.wake_bus->subscribe(kJobsChangedChannel, [this](const std::string& payload) {
       views_.forget(parse_job_ids(payload));
     });
+    renderer_ = std::make_unique<ViewRenderer>(views_);
     options_.wake_bus->subscribe(kPendingWrittenChannel, [this](const std::string& payload) {
       views_.set_pending(parse_pending_changes(payload));
+      renderer_->wake();
     });
   }
   readiness_probe_.start();
@@ -86,6 +88,7 @@ void JobManager::close() {
   }
   log_listener_wake_.notify_all();
   if (log_listener_.joinable()) log_listener_.join();
+  if (renderer_) renderer_->stop();
   timers_.stop();
   // No stream keeps a connection past this: the HTTP server is destroyed
   // after close(), and a writer must not outlive it.

@@ -260,6 +260,9 @@ class JobManager final : public api::JobService, public StartedViews {
   bool log_listener_stopping_ GUARDED_BY(log_listener_mutex_) = false;
   std::condition_variable log_listener_wake_;
   std::thread log_listener_;
+  // Renders the views of queued jobs ahead of their first read (with a wake
+  // bus: the leader hands this process its pending reasons).
+  std::unique_ptr<ViewRenderer> renderer_;
   bool started_ = false;
   std::atomic<bool> shut_down_{false};
   bool closed_ = false;

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "base/thread_priority.h"
 #include "service/job_views.h"
 
 namespace tpujobs::service {
@@ -159,9 +160,12 @@ bool ViewCache::render_pending(std::int64_t id) {
   auto it = index_.find(id);
   if (it == index_.end() || !it->second->queued) return false;
   Queued& q = *it->second->queued;
-  // Another reason may have come in meanwhile: it is rendered at the next find.
-  if (q.rendered || q.has_pending != pending.has_value() || (pending && q.live != *pending))
+  // Another reason may have come in meanwhile: it is rendered at the next
+  // find, or ahead of it.
+  if (q.rendered || q.has_pending != pending.has_value() || (pending && q.live != *pending)) {
+    if (!q.rendered) note_unrendered_locked(id);
     return true;
+  }
   bytes_ -= cost(*it->second);
   q.live_base = std::move(encoded.base);
   q.live = std::move(encoded.delta);
@@ -223,6 +227,7 @@ bool ViewCache::put_if_current(std::uint64_t seen, std::int64_t id, std::string 
   add_base(fixed_bases_, std::move(encoded.new_base));
   if (changed_since_locked(seen, id)) return false;
   put_locked(std::move(node));
+  note_unrendered_locked(id);
   return true;
 }
 
@@ -272,6 +277,7 @@ void ViewCache::set_pending(std::vector<PendingChange> changes) {
     }
     bytes_ -= cost(node);
     Queued& q = *node.queued;
+    if (q.rendered) note_unrendered_locked(id);  // else it is listed already
     q.has_pending = pending.has_value();
     q.live = pending ? std::move(*pending) : std::string();
     q.rendered = false;
@@ -280,6 +286,27 @@ void ViewCache::set_pending(std::vector<PendingChange> changes) {
     bytes_ += cost(node);
   }
   evict_locked();
+}
+
+void ViewCache::note_unrendered_locked(std::int64_t id) {
+  // Past the bound (ids of views gone since, a renderer that gets no CPU),
+  // the first reads render what is not listed.
+  if (unrendered_.size() < kUnrenderedKept) unrendered_.push_back(id);
+}
+
+std::size_t ViewCache::render_ahead(std::size_t most) {
+  for (std::size_t n = 0; n < most; ++n) {
+    std::int64_t id = 0;
+    {
+      base::MutexLock lock(mutex_);
+      if (unrendered_.empty()) return 0;
+      id = unrendered_.front();
+      unrendered_.pop_front();
+    }
+    render_pending(id);  // nothing for a view gone or rendered since
+  }
+  base::MutexLock lock(mutex_);
+  return unrendered_.size();
 }
 
 void ViewCache::note_changed_locked(std::int64_t id) {
@@ -334,6 +361,46 @@ std::size_t ViewCache::bytes() const {
 std::size_t ViewCache::size() const {
   base::MutexLock lock(mutex_);
   return index_.size();
+}
+
+ViewRenderer::ViewRenderer(ViewCache& views) : views_(views), thread_([this] { loop(); }) {}
+
+ViewRenderer::~ViewRenderer() { stop(); }
+
+void ViewRenderer::wake() {
+  {
+    base::MutexLock lock(mutex_);
+    woken_ = true;
+  }
+  wake_.notify_one();
+}
+
+void ViewRenderer::stop() {
+  {
+    base::MutexLock lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_one();
+  if (thread_.joinable()) thread_.join();
+}
+
+void ViewRenderer::loop() {
+  // Only CPU no one else wants: a request that renders its own view is no
+  // slower than before.
+  (void)base::set_this_thread_nice(19);
+  constexpr std::size_t kBatch = 64;  // the lock is taken per view
+  base::MutexLock lock(mutex_);
+  for (;;) {
+    lock.wait(wake_, [&]() REQUIRES(mutex_) { return woken_ || stopping_; });
+    if (stopping_) return;
+    woken_ = false;
+    bool left = true;
+    while (left && !stopping_) {
+      lock.unlock();
+      left = views_.render_ahead(kBatch) > 0;
+      lock.lock();
+    }
+  }
 }
 
 }  // namespace tpujobs::service

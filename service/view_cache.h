@@ -22,6 +22,7 @@
 #pragma once
 
 #include <array>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -29,6 +30,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -82,6 +84,12 @@ class ViewCache {
   // views kept take them; any other view of those jobs is dropped.
   using PendingChange = std::pair<std::int64_t, std::optional<std::string>>;
   void set_pending(std::vector<PendingChange> changes);
+
+  // Renders, ahead of their first read, the pending members of up to
+  // `most` queued views that took a reason since they were last read (for a
+  // thread of low priority: a first read then costs what any other does).
+  // Returns how many may remain.
+  std::size_t render_ahead(std::size_t most) EXCLUDES(mutex_);
 
   std::size_t bytes() const;
   std::size_t size() const;
@@ -144,9 +152,40 @@ class ViewCache {
   std::unordered_map<std::int64_t, std::uint64_t> changed_at_ GUARDED_BY(mutex_);
   std::deque<std::pair<std::uint64_t, std::int64_t>> changes_ GUARDED_BY(mutex_);
   std::uint64_t changes_forgotten_ GUARDED_BY(mutex_) = 0;  // changes up to it may be lost
+  // Queued views whose pending members are not rendered, for render_ahead
+  // (each at most once while so; some may be gone since), oldest first.
+  void note_unrendered_locked(std::int64_t id) REQUIRES(mutex_);
+  std::deque<std::int64_t> unrendered_ GUARDED_BY(mutex_);
+  static constexpr std::size_t kUnrenderedKept = 1u << 20;
   // Recent bases of the fixed and of the pending members, newest first.
   Bases fixed_bases_ GUARDED_BY(mutex_);
   Bases live_bases_ GUARDED_BY(mutex_);
+};
+
+// A thread at the lowest priority (nice 19) that renders a ViewCache's
+// queued views ahead of their first read (ViewCache::render_ahead) each time
+// it is woken, until none is left: with 100,000 queued jobs whose reasons the
+// leader just wrote, the first read of each would otherwise render it.
+class ViewRenderer {
+ public:
+  explicit ViewRenderer(ViewCache& views);
+  ~ViewRenderer();  // stop()
+  ViewRenderer(const ViewRenderer&) = delete;
+  ViewRenderer& operator=(const ViewRenderer&) = delete;
+
+  void wake() EXCLUDES(mutex_);
+  // Joins the thread; wake() does nothing after. Idempotent.
+  void stop() EXCLUDES(mutex_);
+
+ private:
+  void loop() EXCLUDES(mutex_);
+
+  ViewCache& views_;
+  base::Mutex mutex_;
+  bool woken_ GUARDED_BY(mutex_) = false;
+  bool stopping_ GUARDED_BY(mutex_) = false;
+  std::condition_variable wake_;
+  std::thread thread_;
 };
 
 }  // namespace tpujobs::service
