@@ -4,20 +4,11 @@
 #include <array>
 #include <thread>
 
+#include "db/job_rows.h"
+
 namespace tpujobs::db {
 namespace {
 
-// Every query that returns jobs selects these, in this order, from alias j.
-#define TPUJOBS_JOB_COLUMNS_BEFORE_SPEC "j.id, j.tenant, j.name, j.labels, j.priority, j.state, "
-#define TPUJOBS_JOB_COLUMNS_AFTER_SPEC                                                      \
-  "j.resolved, j.warnings, "                                                                \
-  "j.idempotency_key, j.spec_hash, j.allocation, j.pending, j.progress, j.latest_metrics, " \
-  "j.error, j.result, j.attempt, j.cancel_requested, j.created_at, j.started_at, "          \
-  "j.finished_at, j.updated_at, j.agent, j.placement_epoch, "                               \
-  "j.array_id, j.array_index, j.array_values, j.preempted_by, j.requeued_at, "              \
-  "j.unstarted_requeues"
-#define TPUJOBS_JOB_COLUMNS \
-  TPUJOBS_JOB_COLUMNS_BEFORE_SPEC "j.spec, " TPUJOBS_JOB_COLUMNS_AFTER_SPEC
 // A list's rows: of the spec only what a listed view shows of it (issue 34:
 // a list of 500 wrote, sent and parsed 500 specs, for max_retries alone).
 #define TPUJOBS_JOB_LIST_COLUMNS                         \
@@ -42,61 +33,6 @@ namespace {
   TPUJOBS_JOB_SCHEDULING_COLUMNS_WITH("CASE WHEN j.id > $2::bigint THEN j.spec END")
 
 constexpr int kMaxPageSize = 500;
-
-JobRow read_job(const QueryResult& rows, int row, int first_column = 0) {
-  const int c = first_column;
-  JobRow job;
-  job.id = rows.int64(row, c + 0);
-  job.tenant = rows.string(row, c + 1);
-  job.name = rows.string(row, c + 2);
-  job.labels_json = rows.string(row, c + 3);
-  job.priority = static_cast<int>(rows.int64(row, c + 4));
-  job.state = parse_job_state(rows.text(row, c + 5)).value_or(JobState::kFailed);
-  job.spec_json = rows.string(row, c + 6);
-  job.resolved_json = rows.string(row, c + 7);
-  job.warnings_json = rows.string(row, c + 8);
-  job.idempotency_key = rows.optional_string(row, c + 9);
-  job.spec_hash = rows.string(row, c + 10);
-  job.allocation_json = rows.optional_string(row, c + 11);
-  job.pending_json = rows.optional_string(row, c + 12);
-  job.progress_json = rows.optional_string(row, c + 13);
-  job.latest_metrics_json = rows.optional_string(row, c + 14);
-  job.error_json = rows.optional_string(row, c + 15);
-  job.result_json = rows.optional_string(row, c + 16);
-  job.attempt = static_cast<int>(rows.int64(row, c + 17));
-  job.cancel_requested = rows.boolean(row, c + 18);
-  job.created_at = rows.timestamp(row, c + 19);
-  job.started_at = rows.optional_timestamp(row, c + 20);
-  job.finished_at = rows.optional_timestamp(row, c + 21);
-  job.updated_at = rows.timestamp(row, c + 22);
-  job.agent = rows.optional_string(row, c + 23);
-  if (!rows.is_null(row, c + 24)) job.placement_epoch = rows.int64(row, c + 24);
-  if (!rows.is_null(row, c + 25)) job.array_id = rows.int64(row, c + 25);
-  if (!rows.is_null(row, c + 26)) job.array_index = static_cast<int>(rows.int64(row, c + 26));
-  job.array_values_json = rows.optional_string(row, c + 27);
-  if (!rows.is_null(row, c + 28)) job.preempted_by = rows.int64(row, c + 28);
-  job.requeued_at = rows.optional_timestamp(row, c + 29);
-  job.unstarted_requeues = static_cast<int>(rows.int64(row, c + 30));
-  return job;
-}
-
-// The first row of a read whose first two columns are the newest
-// checkpoint's step and epoch, then TPUJOBS_JOB_COLUMNS; nullopt without one.
-std::optional<JobWithCheckpoint> job_with_checkpoint(const QueryResult& rows) {
-  if (rows.rows() == 0) return std::nullopt;
-  JobWithCheckpoint job{read_job(rows, 0, /*first_column=*/2)};
-  if (!rows.is_null(0, 0)) {
-    job.last_checkpoint = {rows.int64(0, 0), static_cast<int>(rows.int64(0, 1))};
-  }
-  return job;
-}
-
-std::vector<JobRow> read_jobs(const QueryResult& rows) {
-  std::vector<JobRow> jobs;
-  jobs.reserve(rows.rows());
-  for (int row = 0; row < rows.rows(); ++row) jobs.push_back(read_job(rows, row));
-  return jobs;
-}
 
 std::vector<std::optional<std::string>> state_names(const std::vector<JobState>& states) {
   std::vector<std::optional<std::string>> names;
