@@ -104,6 +104,9 @@ function(read_lines path out_lines)
   string(REPLACE ";" "⁏" text "${text}")
   string(REPLACE "[" "(" text "${text}")
   string(REPLACE "]" ")" text "${text}")
+  # Nor may a backslash: one that ends a line (a macro's) would escape the
+  # separator, and the two lines would count as one.
+  string(REPLACE "\\" "/" text "${text}")
   string(REPLACE "\n" ";" text "${text}")
   set(${out_lines} "${text}" PARENT_SCOPE)
 endfunction()
