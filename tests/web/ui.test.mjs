@@ -133,9 +133,12 @@ test('a running job is cancelled from its page; a job waiting behind it shows wh
 
   await page.goto(`${service.url}/#/jobs/${waiting.id}`);
   await page.getByRole('heading', { name: 'Waiting in the queue' }).waitFor();
+  // The scheduler's first pass over it gives its place and reason: until then
+  // the page shows none, and its next poll shows them.
+  await page.waitForFunction(() => /Queue position\s*1/.test(document.querySelector('.waiting')?.innerText),
+    null, { timeout: 30_000 });
   const queue = await page.locator('.waiting').innerText();
-  assert.match(queue, /Queue position\s*1/);
-  assert.match(queue, /Resources/);
+  assert.match(queue, /Pending reason\s*Resources/);
   await screenshots(page, 'job-queued');
 
   await page.goto(`${service.url}/#/jobs/${slice.id}`);
