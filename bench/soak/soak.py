@@ -176,17 +176,41 @@ def flood_lister(token, port):
             time.sleep(0.05)
 
 
+def ended(s):
+    """Whether a follower that never reads was ended by the service: cut off
+    (its buffer passed the bound), refused (429/503) or its server gone. It
+    reads nothing: TCP_INFO's state, and a peek at the status line."""
+    try:
+        state = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[0]
+        if state in (7, 8):  # TCP_CLOSE, TCP_CLOSE_WAIT: the service closed it
+            return True
+        head = s.recv(12, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        return head[:9] == b"HTTP/1.1 " and head[9:10] != b"2"
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
 def flood_followers(token, job, port):
-    held = []
+    """Followers that never read, kept at 24 (past the per-tenant cap of
+    16). One refused is replaced at once; each is replaced after 30 s in any
+    case, as a careless client that finds no news retries: one the service
+    cut off cannot tell (its unread bytes hold back the close)."""
+    held = []  # (socket, when opened)
     while not stop.is_set():
         if flooding.is_set():
-            held = [s for s in held if s.fileno() >= 0]
+            now = time.monotonic()
+            for entry in [e for e in held if ended(e[0]) or now - e[1] > 30]:
+                entry[0].close()
+                held.remove(entry)
+                count("flood", "follower replaced")
             if len(held) < 24:  # past the per-tenant cap of 16
                 s = follow(token, job, read=False, seconds=0, port=port)
                 if s:
-                    held.append(s)
+                    held.append((s, now))
         time.sleep(0.5)
-    for s in held:
+    for s, _ in held:
         s.close()
 
 
@@ -440,6 +464,7 @@ def main():
     flood_out = os.path.join(STATE, "flood.json")
     flooder = multiprocessing.Process(target=flood_main, args=(flood, chatty_id, total - BASELINE, flood_out))
     rss = []
+    held = []  # (seconds, the first replica's gauges)
     cpu = CpuShare()
     handlers = {}  # "flood starts" / "flood ends": the normal tenant's replica's histogram
     begin = time.monotonic()
@@ -473,6 +498,7 @@ def main():
         sample = {"r1" if CLUSTER else "serve": rss_mb(serve.pid)}
         sample.update({name: rss_mb(proc.pid) for name, proc in others.items()})
         rss.append((round(elapsed), sample))
+        held.append((round(elapsed), gauges(PORTS[0])))
         if flooder.pid:
             cpu.sample({"soak clients: flood (python)": [flooder.pid], "soak clients: normal (python)": [os.getpid()],
                         "tpujobs (serve, agent)": [p.pid for p in serves]})
@@ -497,7 +523,7 @@ def main():
     states = subprocess.run(["psql", "-h", host, "-p", "5432", "-U", "tpujobs", "-d", "tpujobs", "-tAc",
                              "SELECT tenant, state, count(*) FROM jobs GROUP BY 1, 2 ORDER BY 1, 2"],
                             capture_output=True, text=True).stdout
-    report(rss, in_db, states)
+    report(rss, in_db, states, held)
     print("\n## CPU while the flood ran\n" + cpu.report())
     print("\n## the normal tenant's replica's own handler times during the flood (GET /v1/jobs/{id} "
           "is the normal tenant's alone)\n" + handler_report(handlers.get("flood starts"), handlers.get("flood ends")))
@@ -525,7 +551,27 @@ def in_fault(began, took, margin=1.0):
     return any(began < to + margin and began + took > start - margin for start, to in faults)
 
 
-def report(rss, in_db, states):
+GAUGES = ("tpujobs_log_followers", "tpujobs_log_followers_refused_total", "tpujobs_http_slow_streams_cut_off_total", "tpujobs_http_open_connections",
+          "tpujobs_telemetry_queued_bytes", "tpujobs_wait_requests", "tpujobs_running_jobs")
+
+
+def gauges(port):
+    """The serve's own gauges beside its RSS: what it holds open and queued."""
+    import re
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+            text = r.read().decode()
+    except Exception:
+        return {}
+    out = {}
+    for name in GAUGES:
+        values = [float(v) for v in re.findall(rf"^{name}(?:{{[^}}]*}})? (\S+)$", text, re.M)]
+        if values:
+            out[name] = sum(values)
+    return out
+
+
+def report(rss, in_db, states, held=()):
     print("\n## latencies of the normal tenant (seconds; status 0 = no answer)")
     rows = []
     for (ph, op), samples in sorted(latency.items()):
@@ -543,6 +589,10 @@ def report(rss, in_db, states):
     for name in rss[0][1] if rss else []:
         print(f"\n## {name} RSS (MiB) every 10 s:",
               " ".join(f"{t}s:{m[name]:.0f}" if m.get(name) else f"{t}s:-" for t, m in rss))
+    for name in GAUGES:
+        if any(name in g for _, g in held):
+            print(f"\n## {name} every 10 s:",
+                  " ".join(f"{t}s:{g[name]:.0f}" if name in g else f"{t}s:-" for t, g in held))
     print("\n## jobs by tenant and state in PostgreSQL\n" + states)
     for tenant, ids in accepted.items():
         missing = sorted(ids - in_db) if in_db is not None else "unknown (psql failed)"
