@@ -162,24 +162,34 @@ base::Result<std::int64_t> JobOutputRepository::max_metric_seq(std::int64_t job_
                       {job_id});
 }
 
+// The seq of a job's last stored point at or before a step. The points
+// recorded past it are the seqs after it: a point dropped past
+// --job-output-rate (service/telemetry_writer.h) leaves its seq unused, so
+// a resumed run skips the ones it recorded, stored or not, never storing a
+// step twice. (Found from the newest point back, by the primary key.)
+#define TPUJOBS_LAST_SEQ_THROUGH(job, step)                              \
+  "SELECT seq FROM job_metrics WHERE job_id = " job " AND step <= " step \
+  " ORDER BY seq DESC LIMIT 1"
+
 base::Result<std::int64_t> JobOutputRepository::count_metrics_after_step(std::int64_t job_id,
                                                                          std::int64_t step) {
-  return single_int64(
-      pool_, acquire_timeout_,
-      "SELECT count(*) FROM job_metrics WHERE job_id = $1::bigint AND step > $2::bigint",
-      {job_id, step});
+  static constexpr char kRecordedPast[] =
+      "SELECT COALESCE(max(seq), 0)"
+      " - COALESCE((" TPUJOBS_LAST_SEQ_THROUGH("$1::bigint", "$2::bigint") "), 0)"
+      " FROM job_metrics WHERE job_id = $1::bigint";
+  return single_int64(pool_, acquire_timeout_, kRecordedPast, {job_id, step});
 }
 
 namespace {
 
 // The resume point of each job the condition picks (alias j): the newest
 // checkpoint's step, the highest log and metric seq, the points past it.
-#define TPUJOBS_RESUME_POINTS_WHERE(condition)                            \
+#define TPUJOBS_RESUME_POINTS_WHERE(condition) \
   "SELECT j.id, c.step,"                                                  \
   " (SELECT COALESCE(max(seq), 0) FROM job_logs WHERE job_id = j.id),"    \
   " (SELECT COALESCE(max(seq), 0) FROM job_metrics WHERE job_id = j.id)," \
-  " (SELECT count(*) FROM job_metrics m"                                  \
-  "  WHERE m.job_id = j.id AND m.step > COALESCE(c.step, 0))"             \
+  " (SELECT COALESCE(max(seq), 0) FROM job_metrics WHERE job_id = j.id)" \
+  " - COALESCE((" TPUJOBS_LAST_SEQ_THROUGH("j.id", "COALESCE(c.step, 0)") "), 0)" \
   " FROM jobs j LEFT JOIN LATERAL (SELECT step FROM job_checkpoints"      \
   "  WHERE job_id = j.id ORDER BY step DESC LIMIT 1) AS c ON true WHERE " condition
 

@@ -68,13 +68,16 @@ class JobOutputRepository {
   base::Result<std::vector<MetricPoint>> list_metrics(std::int64_t job_id, std::int64_t after_seq,
                                                       int limit);
   base::Result<std::int64_t> max_metric_seq(std::int64_t job_id);
-  // How many of the job's stored points are past `step`.
+  // How many points the job recorded past `step`: the seqs after its last
+  // stored point at or before `step` (a point dropped past the job output
+  // rate leaves its seq unused; without drops, the stored points past it).
   base::Result<std::int64_t> count_metrics_after_step(std::int64_t job_id, std::int64_t step);
 
   // Where a placed job takes up its run, in one read: the step of its newest
   // checkpoint (none when it never saved one: then nothing else needs
   // reading before it starts), the highest log and metric seq stored, and
-  // how many of its points are past that checkpoint (past step 0 without).
+  // how many points it recorded past that checkpoint (past step 0 without),
+  // as count_metrics_after_step counts them.
   struct ResumePoint {
     std::optional<std::int64_t> checkpoint_step;
     std::int64_t max_log_seq = 0;

@@ -7,6 +7,7 @@
 
 #include "api/job_spec.h"
 #include "api/resolution.h"
+#include "base/prometheus.h"
 #include "base/thread_priority.h"
 #include "db/listener.h"
 #include "scheduler/capacity.h"
@@ -96,8 +97,9 @@ class Agent::Sink final : public executor::TrainingSink {
   Sink(Agent& agent, Run& run) : agent_(agent), run_(run) {}
 
   void log(std::string_view line) override {
-    agent_.telemetry_.log({run_.row.id, run_.next_log_seq++, agent_.options_.clock->wall_now(),
-                           std::string(line), run_.epoch});
+    run_.next_log_seq =
+        agent_.telemetry_.log({run_.row.id, run_.next_log_seq, agent_.options_.clock->wall_now(),
+                               std::string(line), run_.epoch});
   }
 
   void metrics(const executor::MetricPoint& point) override {
@@ -403,21 +405,30 @@ executor::DeviceFacts Agent::device_for(const db::JobRow& row) const {
   return generation ? device_facts(*generation) : executor::DeviceFacts{};
 }
 
+TelemetryWriterOptions Agent::telemetry_options(const AgentOptions& options) {
+  TelemetryWriterOptions telemetry{options.telemetry_interval, options.clock};
+  telemetry.output_per_second = options.output_per_second;
+  return telemetry;
+}
+
 std::string Agent::prometheus_metrics() {
   return "# HELP tpujobs_telemetry_queued_bytes Bytes of job log lines and metric points held "
          "for the database.\n"
          "# TYPE tpujobs_telemetry_queued_bytes gauge\n"
          "tpujobs_telemetry_queued_bytes " +
-         std::to_string(telemetry_.queued_line_bytes()) +
-         "\n"
-         "# HELP tpujobs_telemetry_dropped_total Job log lines and metric points dropped at the "
-         "bound while the database was unreachable (each job's log marks where).\n"
-         "# TYPE tpujobs_telemetry_dropped_total counter\n"
-         "tpujobs_telemetry_dropped_total{kind=\"log_line\"} " +
-         std::to_string(telemetry_.dropped_lines()) +
-         "\n"
-         "tpujobs_telemetry_dropped_total{kind=\"metric_point\"} " +
-         std::to_string(telemetry_.dropped_points()) + "\n";
+         std::to_string(telemetry_.queued_line_bytes()) + "\n" +
+         base::counter_family("tpujobs_telemetry_dropped_total",
+                              "Job log lines and metric points dropped at the bound while the "
+                              "database was unreachable (each job's log marks where).",
+                              "kind",
+                              {{"log_line", telemetry_.dropped_lines()},
+                               {"metric_point", telemetry_.dropped_points()}}) +
+         base::counter_family("tpujobs_job_output_limited_total",
+                              "Job log lines and metric points dropped past --job-output-rate "
+                              "(each job's log says how many).",
+                              "kind",
+                              {{"log_line", telemetry_.limited_lines()},
+                               {"metric_point", telemetry_.limited_points()}});
 }
 
 void Agent::keep_live_view(const Run& run) {

@@ -57,6 +57,9 @@ struct AgentOptions {
   std::chrono::milliseconds heartbeat_interval{1000};
   std::chrono::milliseconds poll_interval{500};
   std::chrono::milliseconds telemetry_interval{200};
+  // The most log lines, and apart metric points, one job stores a second
+  // (TelemetryWriterOptions::output_per_second; 0: no bound).
+  double output_per_second = 2000;
   // Heartbeat and progress timing, and the log lines' times. Must outlive
   // the agent.
   base::Clock* clock = &base::real_clock();
@@ -191,7 +194,8 @@ class Agent {
   // log followers of every replica.
   RepositoryTelemetryStore telemetry_store_{repo_, cluster_, /*notify_logs=*/true,
                                             options_.wake_bus};
-  TelemetryWriter telemetry_{telemetry_store_, {options_.telemetry_interval, options_.clock}};
+  TelemetryWriter telemetry_{telemetry_store_, telemetry_options(options_)};
+  static TelemetryWriterOptions telemetry_options(const AgentOptions& options);
 
   std::thread supervisor_;
   std::thread heartbeater_;

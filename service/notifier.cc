@@ -12,6 +12,7 @@
 
 #include "api/usage.h"
 #include "base/bytes.h"
+#include "base/prometheus.h"
 #include "db/connection.h"
 #include "db/listener.h"
 #include "service/tokens.h"
@@ -337,17 +338,12 @@ base::Result<json> Notifier::job_notifications(std::int64_t id, const std::strin
 }
 
 std::string Notifier::prometheus_metrics() {
-  return "# HELP tpujobs_notification_attempts_total Notification POSTs this process made, by "
-         "what the delivery became: delivered, retry (tried again later) or failed (given up).\n"
-         "# TYPE tpujobs_notification_attempts_total counter\n"
-         "tpujobs_notification_attempts_total{outcome=\"delivered\"} " +
-         std::to_string(delivered_.load()) +
-         "\n"
-         "tpujobs_notification_attempts_total{outcome=\"retry\"} " +
-         std::to_string(retried_.load()) +
-         "\n"
-         "tpujobs_notification_attempts_total{outcome=\"failed\"} " +
-         std::to_string(given_up_.load()) + "\n";
+  return base::counter_family(
+      "tpujobs_notification_attempts_total",
+      "Notification POSTs this process made, by what the delivery became: delivered, retry "
+      "(tried again later) or failed (given up).",
+      "outcome",
+      {{"delivered", delivered_.load()}, {"retry", retried_.load()}, {"failed", given_up_.load()}});
 }
 
 }  // namespace tpujobs::service

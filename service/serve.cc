@@ -137,6 +137,7 @@ AgentOptions agent_options(const ServeOptions& options, const std::string& conni
   agent.layout = layout;
   agent.workers = default_workers(options);
   agent.training_nice = options.training_nice;
+  agent.output_per_second = options.job_output_rate;
   agent.collective_host = options.collective_address;
   agent.collective_timeout = std::chrono::seconds(options.collective_timeout_seconds);
   return agent;

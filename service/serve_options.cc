@@ -133,6 +133,10 @@ void declare_agent_options(CLI::App& app, ServeCommand command, ServeOptions& o)
           "the nice value of the threads that train (default 10): requests\n"
           "and the scheduler keep a core while training fills the machine;\n"
           "0 trains at the service's own priority");
+  integer(app, "--job-output-rate", "N", 0, 1 << 20, o.job_output_rate,
+          "log lines, and apart metric points, one job stores a second\n"
+          "(default 2000, with a burst of ten seconds' worth); past it they\n"
+          "are dropped, and the job's log says how many (0: no bound)");
   text(app, "--collective-address", "HOST", "a host name or address", o.collective_address,
        "the address other agents reach this one's collectives at,\n"
        "for slices spanning agents (default: this machine's host name)");

@@ -22,8 +22,9 @@ struct ServeOptions {
   std::string state_dir = "state";  // TPUJOBS_STATE_DIR when not given
   int io_threads = 2;
   int db_timeout_seconds = 10;
-  int workers = 0;         // 0: the CPU count
-  int training_nice = 10;  // AgentOptions::training_nice
+  int workers = 0;             // 0: the CPU count
+  int training_nice = 10;      // AgentOptions::training_nice
+  int job_output_rate = 2000;  // AgentOptions::output_per_second
   std::size_t max_body = 1 << 20;
   std::string name;
   int agent_silence_seconds = 10;

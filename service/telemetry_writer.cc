@@ -5,6 +5,7 @@
 #include <iostream>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "db/cluster_repository.h"
 #include "db/repositories.h"
@@ -185,8 +186,33 @@ std::vector<db::LogLine> TelemetryWriter::take_drop_markers() {
   return markers;
 }
 
-void TelemetryWriter::log(db::LogLine line) {
-  base::MutexLock lock(mutex_);
+bool TelemetryWriter::within_rate(std::int64_t job, bool line, std::int64_t fence) {
+  const double per_second = options_.output_per_second;
+  if (per_second <= 0) return true;
+  const double burst = 10 * per_second;
+  const auto now = options_.clock->now();
+  auto [it, added] = rates_.try_emplace(job);
+  Rate& rate = it->second;
+  if (added) {
+    rate.lines = rate.points = burst;
+  } else {
+    const double refill = std::chrono::duration<double>(now - rate.at).count() * per_second;
+    rate.lines = std::min(burst, rate.lines + refill);
+    rate.points = std::min(burst, rate.points + refill);
+  }
+  rate.at = now;
+  double& tokens = line ? rate.lines : rate.points;
+  if (tokens >= 1) {
+    tokens -= 1;
+    return true;
+  }
+  rate.fence = fence;
+  ++(line ? rate.dropped_lines : rate.dropped_points);
+  ++(line ? limited_lines_ : limited_points_);
+  return false;
+}
+
+void TelemetryWriter::push_line(base::MutexLock& lock, db::LogLine line) {
   if (!take_room(lock, held_bytes(line))) {
     count_dropped(line.job_id, line.fence_epoch, line.seq, line.at, true);
     return;
@@ -194,8 +220,42 @@ void TelemetryWriter::log(db::LogLine line) {
   logs_.push_back(std::move(line));
 }
 
+bool TelemetryWriter::push_rate_marker(base::MutexLock& lock, std::int64_t job, std::int64_t seq,
+                                       bool end) {
+  const auto it = rates_.find(job);
+  if (it == rates_.end() || (it->second.dropped_lines == 0 && it->second.dropped_points == 0))
+    return false;
+  Rate& rate = it->second;
+  const auto now = options_.clock->now();
+  if (!end && rate.marked && now - *rate.marked < std::chrono::seconds(10)) return false;
+  std::ostringstream text;
+  text << "tpujobs: " << rate.dropped_lines << " log lines and " << rate.dropped_points
+       << " metric points were dropped since the previous line like this one: the job wrote "
+          "more than "
+       << options_.output_per_second << " of each a second (--job-output-rate)";
+  rate.dropped_lines = rate.dropped_points = 0;
+  rate.marked = now;
+  push_line(lock, {job, seq, options_.clock->wall_now(), text.str(), rate.fence});
+  return true;
+}
+
+std::int64_t TelemetryWriter::log(db::LogLine line) {
+  base::MutexLock lock(mutex_);
+  const std::int64_t job = line.job_id;
+  if (!within_rate(job, true, line.fence_epoch)) {
+    rates_[job].next_seq = line.seq;
+    return line.seq;  // the next line takes its seq
+  }
+  if (push_rate_marker(lock, job, line.seq, false)) ++line.seq;
+  const std::int64_t next = line.seq + 1;
+  if (options_.output_per_second > 0) rates_[job].next_seq = next;
+  push_line(lock, std::move(line));
+  return next;
+}
+
 void TelemetryWriter::metric(db::MetricPoint point) {
   base::MutexLock lock(mutex_);
+  if (!within_rate(point.job_id, false, point.fence_epoch)) return;
   if (!take_room(lock, held_bytes(point))) {
     count_dropped(point.job_id, point.fence_epoch, -1, point.at, false);
     return;
@@ -368,6 +428,11 @@ bool TelemetryWriter::flush_job(std::int64_t job) {
   {
     base::MutexLock lock(mutex_);
     lock.wait(flush_ended_, [&]() REQUIRES(mutex_) { return in_flush_.count(job) == 0; });
+    // Its end: what it dropped past its bound since its last line is said.
+    if (const auto rate = rates_.find(job); rate != rates_.end()) {
+      if (rate->second.next_seq > 0) (void)push_rate_marker(lock, job, rate->second.next_seq, true);
+      rates_.erase(job);
+    }
     in_job_flush_.insert(job);
     take_job_lines(job, logs, metrics);
     if (auto c = checkpoints_.find(job); c != checkpoints_.end()) {
@@ -496,6 +561,16 @@ std::size_t TelemetryWriter::queued_line_bytes() {
 std::uint64_t TelemetryWriter::dropped_lines() {
   base::MutexLock lock(mutex_);
   return dropped_lines_;
+}
+
+std::uint64_t TelemetryWriter::limited_lines() {
+  base::MutexLock lock(mutex_);
+  return limited_lines_;
+}
+
+std::uint64_t TelemetryWriter::limited_points() {
+  base::MutexLock lock(mutex_);
+  return limited_points_;
 }
 
 std::uint64_t TelemetryWriter::dropped_points() {

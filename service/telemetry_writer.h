@@ -23,6 +23,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -120,6 +121,16 @@ struct TelemetryWriterOptions {
   // The most lines (or points) one INSERT carries: a store's encoding of its
   // batch (several copies of each line) stays a few MiB.
   std::size_t max_lines_per_store = 4096;
+  // The most log lines, and apart the most metric points, one job stores a
+  // second, with a burst of ten seconds' worth (0: no bound). A job past it
+  // (a point every step of a tiny model: tens of thousands a second, which
+  // take PostgreSQL from every other tenant) has the rest dropped and
+  // counted. A dropped line takes no seq. A line saying how many lines and
+  // points were dropped since the previous such line ("tpujobs: N log lines
+  // and M metric points were dropped since ...") precedes the job's next
+  // line, at most once every ten seconds, and ends its output (flush_job).
+  // A dropped point leaves its seq unused.
+  double output_per_second = 0;
 };
 
 class TelemetryWriter {
@@ -140,7 +151,10 @@ class TelemetryWriter {
   // Stops the writer thread after one last flush. Idempotent.
   void stop();
 
-  void log(db::LogLine line);
+  // Returns the seq the job's next line takes: line.seq + 1, or line.seq
+  // when the line was dropped past output_per_second, or line.seq + 2 when
+  // a line saying what was dropped took line.seq before it.
+  std::int64_t log(db::LogLine line);
   void metric(db::MetricPoint point);
   void progress(std::int64_t job, std::int64_t fence, std::string progress_json,
                 std::string metrics_json);
@@ -186,6 +200,10 @@ class TelemetryWriter {
   // was unreachable, since the start.
   std::uint64_t dropped_lines();
   std::uint64_t dropped_points();
+  // Log lines and metric points dropped past output_per_second, since the
+  // start.
+  std::uint64_t limited_lines();
+  std::uint64_t limited_points();
 
  private:
   struct Progress {
@@ -266,6 +284,28 @@ class TelemetryWriter {
   std::vector<db::LogLine> markers_ GUARDED_BY(mutex_);  // of the last outage, not yet stored
   std::uint64_t dropped_lines_ GUARDED_BY(mutex_) = 0;
   std::uint64_t dropped_points_ GUARDED_BY(mutex_) = 0;
+  // A job's output against TelemetryWriterOptions::output_per_second: its
+  // token buckets, and what it dropped since its last marker line.
+  struct Rate {
+    double lines = 0, points = 0;  // tokens
+    base::Clock::time_point at{};
+    std::int64_t next_seq = 0;                      // of its next line (0: none seen)
+    std::optional<base::Clock::time_point> marked;  // its last marker line
+    std::int64_t dropped_lines = 0, dropped_points = 0, fence = 0;
+  };
+  // Whether one more line (or point) of `job` is within its bound; counts
+  // the one that is not.
+  bool within_rate(std::int64_t job, bool line, std::int64_t fence) REQUIRES(mutex_);
+  // Queues `line` (or counts it dropped while the database is away).
+  void push_line(base::MutexLock& lock, db::LogLine line) REQUIRES(mutex_);
+  // Queues the line saying what `job` dropped past its bound, at `seq`;
+  // false when it dropped nothing, or when `end` is false and its last such
+  // line is less than ten seconds old.
+  bool push_rate_marker(base::MutexLock& lock, std::int64_t job, std::int64_t seq, bool end)
+      REQUIRES(mutex_);
+  std::map<std::int64_t, Rate> rates_ GUARDED_BY(mutex_);
+  std::uint64_t limited_lines_ GUARDED_BY(mutex_) = 0;
+  std::uint64_t limited_points_ GUARDED_BY(mutex_) = 0;
   std::map<std::int64_t, Progress> progress_ GUARDED_BY(mutex_);
   std::map<std::int64_t, FencedCheckpoint> checkpoints_ GUARDED_BY(mutex_);
   std::set<std::int64_t> storing_ GUARDED_BY(mutex_);  // jobs of the flush's checkpoints

@@ -128,6 +128,14 @@ TEST_F(OutputRepositoryTest, AResumePointNamesTheNewestCheckpointAndTheSeqsInOne
   ASSERT_TRUE(saved->checkpoint_step);
   EXPECT_EQ(20, *saved->checkpoint_step);
   EXPECT_EQ(1, saved->metrics_after_checkpoint);  // step 30's point is past it
+  // Points 4 and 5 (steps 40 and 50) were dropped past the job's output
+  // rate: their seqs count as recorded, so a resume skips them too.
+  ASSERT_TRUE(outputs.append_metrics({{job_, 6, 60, 2, {}, R"({"loss": 0.2})"}}).ok());
+  auto thinned = outputs.resume_point(job_);
+  ASSERT_TRUE(thinned.ok());
+  EXPECT_EQ(4, thinned->metrics_after_checkpoint);
+  EXPECT_EQ(4, *outputs.count_metrics_after_step(job_, 20));
+  EXPECT_EQ(0, *outputs.count_metrics_after_step(job_, 60));
   auto other = outputs.resume_point(other_job_);
   ASSERT_TRUE(other.ok());
   EXPECT_FALSE(other->checkpoint_step);

@@ -448,6 +448,91 @@ TEST(TelemetryWriter, LinesBeingStoredStillCountAndAreStoredInBoundedBatches) {
   EXPECT_EQ(store.writes.size(), 7u);
 }
 
+// A job's runner as the agent's Sink drives the writer: each line takes
+// the seq log() answered, each point the next seq whether stored or not.
+struct ChattyJob {
+  TelemetryWriter& writer;
+  std::int64_t id;
+  std::int64_t next_line = 1, next_point = 1;
+  void output(int lines, int points) {
+    for (int i = 0; i < lines; ++i) next_line = writer.log(line(id, next_line));
+    for (int i = 0; i < points; ++i) writer.metric(point(id, next_point++));
+  }
+};
+
+std::vector<std::string> writes_of(const FakeStore& store, const std::string& prefix) {
+  std::vector<std::string> out;
+  for (const std::string& w : store.writes)
+    if (w.rfind(prefix, 0) == 0) out.push_back(w);
+  return out;
+}
+
+TEST(TelemetryWriter, AJobPastItsOutputRateHasTheRestDroppedAndItsLogSaysHowManyWhere) {
+  FakeStore store;
+  base::FakeClock clock;
+  TelemetryWriterOptions options{std::chrono::milliseconds(200), &clock};
+  options.output_per_second = 10;  // a burst of 100
+  TelemetryWriter writer(store, options);
+  ChattyJob chatty{writer, 7};
+  ChattyJob quiet{writer, 8};
+  chatty.output(130, 150);
+  quiet.output(5, 5);
+  EXPECT_EQ(writer.limited_lines(), 30u);
+  EXPECT_EQ(writer.limited_points(), 50u);
+  EXPECT_EQ(chatty.next_line, 101) << "a dropped line takes no seq";
+  ASSERT_TRUE(writer.flush());
+  EXPECT_EQ(writes_of(store, "log 7:").size(), 100u);
+  EXPECT_EQ(writes_of(store, "metric 7:").size(), 100u);
+  EXPECT_EQ(writes_of(store, "log 8:").size(), 5u) << "another job's bound is its own";
+  EXPECT_EQ(writes_of(store, "metric 8:").size(), 5u);
+
+  // A second later: ten more of each. The first line is preceded by the
+  // marker, in the place of the first dropped line; the points past the
+  // dropped ones keep their seqs.
+  clock.advance(std::chrono::seconds(1));
+  chatty.output(1, 1);
+  EXPECT_EQ(chatty.next_line, 103);
+  store.writes.clear();
+  store.texts.clear();
+  ASSERT_TRUE(writer.flush());
+  const std::vector<std::string> next{"log 7:101", "log 7:102", "metric 7:151"};
+  EXPECT_EQ(store.writes, next);
+  EXPECT_EQ(store.texts.front(),
+            "tpujobs: 30 log lines and 50 metric points were dropped since the previous line "
+            "like this one: the job wrote more than 10 of each a second (--job-output-rate)");
+
+  // Within ten seconds of that line, the next drops wait to be said: a job
+  // just past its bound does not get a marker between every two lines.
+  chatty.output(20, 0);
+  EXPECT_EQ(chatty.next_line, 112);
+  clock.advance(std::chrono::seconds(1));
+  chatty.output(1, 0);
+  EXPECT_EQ(chatty.next_line, 113) << "no marker before it";
+  // What was not said yet is said at its end.
+  store.writes.clear();
+  store.texts.clear();
+  ASSERT_TRUE(writer.flush_job(7));
+  EXPECT_EQ(store.writes.size(), 11u);
+  EXPECT_EQ(store.writes.back(), "log 7:113");
+  EXPECT_EQ(store.texts.back(),
+            "tpujobs: 11 log lines and 0 metric points were dropped since the previous line "
+            "like this one: the job wrote more than 10 of each a second (--job-output-rate)");
+  // A new run of the job starts with a whole burst.
+  chatty.next_line = 114;
+  chatty.output(100, 0);
+  EXPECT_EQ(chatty.next_line, 214);
+}
+
+TEST(TelemetryWriter, WithoutAnOutputRateNothingIsDroppedAtAnySpeed) {
+  Fixture f;  // output_per_second 0
+  ChattyJob chatty{f.writer, 7};
+  chatty.output(5000, 5000);
+  EXPECT_EQ(chatty.next_line, 5001);
+  ASSERT_TRUE(f.writer.flush());
+  EXPECT_EQ(f.store.writes.size(), 10000u);
+  EXPECT_EQ(f.writer.limited_lines() + f.writer.limited_points(), 0u);
+}
+
 TEST(TelemetryJson, MetricValuesLeaveOutWhatJsonCannotHold) {
   EXPECT_EQ(
       metric_values_json(
