@@ -183,14 +183,15 @@ base::Result<std::int64_t> JobOutputRepository::count_metrics_after_step(std::in
 namespace {
 
 // The resume point of each job the condition picks (alias j): the newest
-// checkpoint's step, the highest log and metric seq, the points past it.
+// checkpoint's step, the highest log and metric seq, and the seq of the last
+// point at or before that step (resume_points_from counts the recorded
+// points past the checkpoint from the last two).
 #define TPUJOBS_RESUME_POINTS_WHERE(condition) \
-  "SELECT j.id, c.step,"                                                  \
-  " (SELECT COALESCE(max(seq), 0) FROM job_logs WHERE job_id = j.id),"    \
-  " (SELECT COALESCE(max(seq), 0) FROM job_metrics WHERE job_id = j.id)," \
-  " (SELECT COALESCE(max(seq), 0) FROM job_metrics WHERE job_id = j.id)" \
-  " - COALESCE((" TPUJOBS_LAST_SEQ_THROUGH("j.id", "COALESCE(c.step, 0)") "), 0)" \
-  " FROM jobs j LEFT JOIN LATERAL (SELECT step FROM job_checkpoints"      \
+  "SELECT j.id, c.step,"                                                                \
+  " (SELECT COALESCE(max(seq), 0) FROM job_logs WHERE job_id = j.id),"                  \
+  " (SELECT COALESCE(max(seq), 0) FROM job_metrics WHERE job_id = j.id),"               \
+  " COALESCE((" TPUJOBS_LAST_SEQ_THROUGH("j.id", "COALESCE(c.step, 0)") "), 0)"         \
+  " FROM jobs j LEFT JOIN LATERAL (SELECT step FROM job_checkpoints"                    \
   "  WHERE job_id = j.id ORDER BY step DESC LIMIT 1) AS c ON true WHERE " condition
 
 }  // namespace
@@ -222,7 +223,7 @@ std::map<std::int64_t, JobOutputRepository::ResumePoint> JobOutputRepository::re
     if (!rows.is_null(row, 1)) point.checkpoint_step = rows.int64(row, 1);
     point.max_log_seq = rows.int64(row, 2);
     point.max_metric_seq = rows.int64(row, 3);
-    point.metrics_after_checkpoint = rows.int64(row, 4);
+    point.metrics_after_checkpoint = point.max_metric_seq - rows.int64(row, 4);
   }
   return points;
 }

@@ -186,20 +186,23 @@ std::vector<db::LogLine> TelemetryWriter::take_drop_markers() {
   return markers;
 }
 
-bool TelemetryWriter::within_rate(std::int64_t job, bool line, std::int64_t fence) {
+TelemetryWriter::Rate* TelemetryWriter::rate_of(std::int64_t job) {
+  if (options_.output_per_second <= 0) return nullptr;
+  auto [it, added] = rates_.try_emplace(job);
+  if (added) {
+    it->second.lines = it->second.points = 10 * options_.output_per_second;
+    it->second.at = options_.clock->now();
+  }
+  return &it->second;
+}
+
+bool TelemetryWriter::within_rate(Rate& rate, bool line, std::int64_t fence) {
   const double per_second = options_.output_per_second;
-  if (per_second <= 0) return true;
   const double burst = 10 * per_second;
   const auto now = options_.clock->now();
-  auto [it, added] = rates_.try_emplace(job);
-  Rate& rate = it->second;
-  if (added) {
-    rate.lines = rate.points = burst;
-  } else {
-    const double refill = std::chrono::duration<double>(now - rate.at).count() * per_second;
-    rate.lines = std::min(burst, rate.lines + refill);
-    rate.points = std::min(burst, rate.points + refill);
-  }
+  const double refill = std::chrono::duration<double>(now - rate.at).count() * per_second;
+  rate.lines = std::min(burst, rate.lines + refill);
+  rate.points = std::min(burst, rate.points + refill);
   rate.at = now;
   double& tokens = line ? rate.lines : rate.points;
   if (tokens >= 1) {
@@ -220,19 +223,17 @@ void TelemetryWriter::push_line(base::MutexLock& lock, db::LogLine line) {
   logs_.push_back(std::move(line));
 }
 
-bool TelemetryWriter::push_rate_marker(base::MutexLock& lock, std::int64_t job, std::int64_t seq,
-                                       bool end) {
-  const auto it = rates_.find(job);
-  if (it == rates_.end() || (it->second.dropped_lines == 0 && it->second.dropped_points == 0))
-    return false;
-  Rate& rate = it->second;
+bool TelemetryWriter::push_rate_marker(base::MutexLock& lock, std::int64_t job, Rate& rate,
+                                       std::int64_t seq, bool end) {
+  if (rate.dropped_lines == 0 && rate.dropped_points == 0) return false;
   const auto now = options_.clock->now();
   if (!end && rate.marked && now - *rate.marked < std::chrono::seconds(10)) return false;
   std::ostringstream text;
   text << "tpujobs: " << rate.dropped_lines << " log lines and " << rate.dropped_points
-       << " metric points were dropped since the previous line like this one: the job wrote "
-          "more than "
-       << options_.output_per_second << " of each a second (--job-output-rate)";
+       << " metric points were dropped "
+       << (rate.marked ? "since the previous line like this one" : "so far in this run")
+       << ": the job wrote more than " << options_.output_per_second
+       << " of each a second (--job-output-rate)";
   rate.dropped_lines = rate.dropped_points = 0;
   rate.marked = now;
   push_line(lock, {job, seq, options_.clock->wall_now(), text.str(), rate.fence});
@@ -241,21 +242,24 @@ bool TelemetryWriter::push_rate_marker(base::MutexLock& lock, std::int64_t job, 
 
 std::int64_t TelemetryWriter::log(db::LogLine line) {
   base::MutexLock lock(mutex_);
-  const std::int64_t job = line.job_id;
-  if (!within_rate(job, true, line.fence_epoch)) {
-    rates_[job].next_seq = line.seq;
-    return line.seq;  // the next line takes its seq
+  Rate* rate = rate_of(line.job_id);
+  if (rate != nullptr) {
+    if (!within_rate(*rate, true, line.fence_epoch)) {
+      rate->next_seq = line.seq;
+      return line.seq;  // the next line takes its seq
+    }
+    if (push_rate_marker(lock, line.job_id, *rate, line.seq, false)) ++line.seq;
+    rate->next_seq = line.seq + 1;
   }
-  if (push_rate_marker(lock, job, line.seq, false)) ++line.seq;
   const std::int64_t next = line.seq + 1;
-  if (options_.output_per_second > 0) rates_[job].next_seq = next;
   push_line(lock, std::move(line));
   return next;
 }
 
 void TelemetryWriter::metric(db::MetricPoint point) {
   base::MutexLock lock(mutex_);
-  if (!within_rate(point.job_id, false, point.fence_epoch)) return;
+  if (Rate* rate = rate_of(point.job_id); rate && !within_rate(*rate, false, point.fence_epoch))
+    return;
   if (!take_room(lock, held_bytes(point))) {
     count_dropped(point.job_id, point.fence_epoch, -1, point.at, false);
     return;
@@ -430,8 +434,9 @@ bool TelemetryWriter::flush_job(std::int64_t job) {
     lock.wait(flush_ended_, [&]() REQUIRES(mutex_) { return in_flush_.count(job) == 0; });
     // Its end: what it dropped past its bound since its last line is said.
     if (const auto rate = rates_.find(job); rate != rates_.end()) {
-      if (rate->second.next_seq > 0) (void)push_rate_marker(lock, job, rate->second.next_seq, true);
-      rates_.erase(job);
+      if (rate->second.next_seq > 0)
+        (void)push_rate_marker(lock, job, rate->second, rate->second.next_seq, true);
+      rates_.erase(rate);
     }
     in_job_flush_.insert(job);
     take_job_lines(job, logs, metrics);

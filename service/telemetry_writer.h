@@ -127,8 +127,9 @@ struct TelemetryWriterOptions {
   // take PostgreSQL from every other tenant) has the rest dropped and
   // counted. A dropped line takes no seq. A line saying how many lines and
   // points were dropped since the previous such line ("tpujobs: N log lines
-  // and M metric points were dropped since ...") precedes the job's next
-  // line, at most once every ten seconds, and ends its output (flush_job).
+  // and M metric points were dropped since ...", the run's first "... so far
+  // in this run") precedes the job's next line, at most once every ten
+  // seconds, and ends its output (flush_job).
   // A dropped point leaves its seq unused.
   double output_per_second = 0;
 };
@@ -293,16 +294,18 @@ class TelemetryWriter {
     std::optional<base::Clock::time_point> marked;  // its last marker line
     std::int64_t dropped_lines = 0, dropped_points = 0, fence = 0;
   };
-  // Whether one more line (or point) of `job` is within its bound; counts
-  // the one that is not.
-  bool within_rate(std::int64_t job, bool line, std::int64_t fence) REQUIRES(mutex_);
+  // `job`'s Rate (a new one holds a whole burst); null without a bound.
+  Rate* rate_of(std::int64_t job) REQUIRES(mutex_);
+  // Whether one more line (or point) is within `rate`; counts the one that
+  // is not.
+  bool within_rate(Rate& rate, bool line, std::int64_t fence) REQUIRES(mutex_);
   // Queues `line` (or counts it dropped while the database is away).
   void push_line(base::MutexLock& lock, db::LogLine line) REQUIRES(mutex_);
-  // Queues the line saying what `job` dropped past its bound, at `seq`;
-  // false when it dropped nothing, or when `end` is false and its last such
-  // line is less than ten seconds old.
-  bool push_rate_marker(base::MutexLock& lock, std::int64_t job, std::int64_t seq, bool end)
-      REQUIRES(mutex_);
+  // Queues the line saying what `job` dropped past its bound (`rate`), at
+  // `seq`; false when it dropped nothing, or when `end` is false and its
+  // last such line is less than ten seconds old.
+  bool push_rate_marker(base::MutexLock& lock, std::int64_t job, Rate& rate, std::int64_t seq,
+                        bool end) REQUIRES(mutex_);
   std::map<std::int64_t, Rate> rates_ GUARDED_BY(mutex_);
   std::uint64_t limited_lines_ GUARDED_BY(mutex_) = 0;
   std::uint64_t limited_points_ GUARDED_BY(mutex_) = 0;

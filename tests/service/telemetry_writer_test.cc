@@ -498,8 +498,8 @@ TEST(TelemetryWriter, AJobPastItsOutputRateHasTheRestDroppedAndItsLogSaysHowMany
   const std::vector<std::string> next{"log 7:101", "log 7:102", "metric 7:151"};
   EXPECT_EQ(store.writes, next);
   EXPECT_EQ(store.texts.front(),
-            "tpujobs: 30 log lines and 50 metric points were dropped since the previous line "
-            "like this one: the job wrote more than 10 of each a second (--job-output-rate)");
+            "tpujobs: 30 log lines and 50 metric points were dropped so far in this run: the "
+            "job wrote more than 10 of each a second (--job-output-rate)");
 
   // Within ten seconds of that line, the next drops wait to be said: a job
   // just past its bound does not get a marker between every two lines.
