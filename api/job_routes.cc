@@ -117,7 +117,8 @@ void JobsApi::list_jobs(Request& request, ResponseWriterPtr writer) {
     if (!array) return;
     query.array_id = *array;
   }
-  base::Result<nlohmann::json> listed = service_.list_jobs(query);
+  query.max_bytes = kMaxListBytes;
+  base::Result<JobListPage> listed = service_.list_jobs(query);
   if (!listed.ok() && listed.code() == base::ErrorCode::kInvalid && query.cursor) {
     // The only thing of a list query the store can refuse is the cursor.
     writer->respond(problem(422, "malformed cursor: it is not a next_cursor this service gave",
@@ -127,7 +128,7 @@ void JobsApi::list_jobs(Request& request, ResponseWriterPtr writer) {
                               "leave cursor out for the first page"}}));
     return;
   }
-  writer->respond(answer(cap_job_list(std::move(listed), query, service_)));
+  writer->respond(answer(cap_job_list(std::move(listed))));
 }
 
 void JobsApi::job_logs(Request& request, const PathParams& params, ResponseWriterPtr writer) {

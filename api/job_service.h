@@ -6,8 +6,10 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -49,13 +51,28 @@ struct SubmitOutcome {
 };
 
 struct JobQuery {
-  std::string tenant;
-  std::vector<std::string> states;
-  std::vector<std::pair<std::string, std::string>> labels;
-  std::optional<std::string> name;
+  std::string tenant{};
+  std::vector<std::string> states{};
+  std::vector<std::pair<std::string, std::string>> labels{};
+  std::optional<std::string> name{};
   int limit = 50;
-  std::optional<std::string> cursor;
-  std::optional<std::int64_t> array_id;  // only the children of this job array
+  std::optional<std::string> cursor{};
+  std::optional<std::int64_t> array_id{};  // only the children of this job array
+  // The service may leave out the jobs after the first whose views together
+  // pass this many bytes (the answer's cap, api/list_cap.h): it need not
+  // read or render views no answer will hold.
+  std::size_t max_bytes = std::numeric_limits<std::size_t>::max();
+};
+
+// A page of GET /v1/jobs: each job's view as JSON text, newest first, with
+// the next_cursor of a page that ends with it.
+struct ListedView {
+  std::string view;
+  std::string cursor;
+};
+struct JobListPage {
+  std::vector<ListedView> jobs;
+  std::string next_cursor;  // where the next page starts; empty: none follows
 };
 
 // Who makes a request: the tenant it acts for, and whether it may operate
@@ -88,7 +105,7 @@ class JobService {
   // The same, already serialised (what GET /v1/jobs/{id} sends): lets the
   // service answer pollers from a cache.
   virtual base::Result<std::string> get_job_text(std::int64_t id, const std::string& tenant) = 0;
-  virtual base::Result<nlohmann::json> list_jobs(const JobQuery& query) = 0;
+  virtual base::Result<JobListPage> list_jobs(const JobQuery& query) = 0;
   // The state of each of the tenant's jobs among `ids` (depends_on checks);
   // ids with no job of the tenant are absent.
   virtual base::Result<std::map<std::int64_t, base::JobState>> job_states(

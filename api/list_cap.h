@@ -16,14 +16,12 @@ namespace tpujobs::api {
 // usual size; one job larger than that is still answered, alone).
 inline constexpr std::size_t kMaxListBytes = std::size_t{256} << 10;
 
-// `listed` is the answer to `query` ({"jobs": [...], "next_cursor": ...}).
-// When its JSON passes max_bytes, the page is asked of `service` again with
-// the limit of the jobs that fit: that page and its cursor come from one
-// read, so no job is skipped even when jobs were submitted in between. It
-// tries three times, then answers what it has. Errors pass through.
-// Answers the page's JSON text, as json_response would write it: each job
-// is written once, both to measure the page and to answer it.
-base::Result<std::string> cap_job_list(base::Result<nlohmann::json> listed, JobQuery query,
-                                       JobService& service, std::size_t max_bytes = kMaxListBytes);
+// The JSON text of `listed` ({"jobs": [...], "next_cursor": ...}, as
+// nlohmann::json writes it), cut to the jobs that fit in max_bytes (at least
+// one) with the cursor of the last job kept. The cursors come from the read
+// that listed the jobs, so following them skips no job even when jobs were
+// submitted in between. Errors pass through.
+base::Result<std::string> cap_job_list(base::Result<JobListPage> listed,
+                                       std::size_t max_bytes = kMaxListBytes);
 
 }  // namespace tpujobs::api

@@ -10,11 +10,14 @@ namespace tpujobs::db {
 namespace {
 
 // A list's rows: of the spec only what a listed view shows of it (issue 34:
-// a list of 500 wrote, sent and parsed 500 specs, for max_retries alone).
-#define TPUJOBS_JOB_LIST_COLUMNS                         \
-  TPUJOBS_JOB_COLUMNS_BEFORE_SPEC                        \
-  "jsonb_strip_nulls(jsonb_build_object('max_retries', " \
-  "j.spec->'max_retries')), " TPUJOBS_JOB_COLUMNS_AFTER_SPEC
+// a list of 500 wrote, sent and parsed 500 specs, for max_retries alone),
+// and the result without its XLA report, which no view shows (views::put_result).
+#define TPUJOBS_JOB_LIST_COLUMNS                                                       \
+  TPUJOBS_JOB_COLUMNS_BEFORE_SPEC                                                      \
+  "jsonb_strip_nulls(jsonb_build_object('max_retries', "                               \
+  "j.spec->'max_retries')), " TPUJOBS_JOB_COLUMNS_AFTER_SPEC_WITH(                     \
+      "CASE WHEN jsonb_typeof(j.result) = 'object' THEN j.result - 'xla_report' ELSE " \
+      "j.result END")
 
 // The scheduler leader's read (schedule_statements, load_placed):
 // TPUJOBS_JOB_COLUMNS in the same places (read_job reads them), with NULL
@@ -42,11 +45,10 @@ std::vector<std::optional<std::string>> state_names(const std::vector<JobState>&
 
 // The cursor is the (created_at, id) of the last row shown, made opaque so
 // clients do not build their own.
-std::string encode_cursor(const JobRow& last) {
+std::string encode_cursor(TimePoint created_at, std::int64_t id) {
   const auto micros =
-      std::chrono::duration_cast<std::chrono::microseconds>(last.created_at.time_since_epoch())
-          .count();
-  return to_hex(std::to_string(micros) + ":" + std::to_string(last.id));
+      std::chrono::duration_cast<std::chrono::microseconds>(created_at.time_since_epoch()).count();
+  return to_hex(std::to_string(micros) + ":" + std::to_string(id));
 }
 
 std::optional<std::pair<TimePoint, std::int64_t>> decode_cursor(std::string_view cursor) {
@@ -111,7 +113,7 @@ constexpr const char* kJobsByIdempotencyKey =
     " ON j.tenant = k.tenant AND j.idempotency_key = k.idempotency_key";
 
 constexpr const char* kListJobs =
-    "SELECT " TPUJOBS_JOB_LIST_COLUMNS
+    "SELECT j.id, j.state, j.created_at"
     " FROM jobs j"
     " WHERE ($1::text IS NULL OR j.tenant = $1::text)"
     "   AND (cardinality($2::text[]) = 0 OR j.state = ANY($2::text[]))"
@@ -121,6 +123,9 @@ constexpr const char* kListJobs =
     "   AND ($8::bigint IS NULL OR j.array_id = $8::bigint)"
     " ORDER BY j.created_at DESC, j.id DESC"
     " LIMIT $7::integer";
+
+constexpr const char* kListedRows =
+    "SELECT " TPUJOBS_JOB_LIST_COLUMNS " FROM jobs j WHERE j.id = ANY($1::bigint[])";
 
 // Applies a Transition (JobRepository::transition): `returning` is what the
 // changed row gives (its id and previous state at least), `answer` the
@@ -305,12 +310,27 @@ base::Result<JobPage> JobRepository::list_jobs(const JobFilter& filter) {
                         after_time, after_id, limit + 1, filter.array_id});
         if (!rows.ok()) return rows.error();
         JobPage page;
-        page.jobs = read_jobs(*rows);
-        if (static_cast<int>(page.jobs.size()) > limit) {
-          page.jobs.pop_back();
-          page.next_cursor = encode_cursor(page.jobs.back());
+        const int listed = std::min(rows->rows(), limit);
+        page.jobs.reserve(static_cast<std::size_t>(listed));
+        for (int i = 0; i < listed; ++i) {
+          const std::int64_t id = rows->int64(i, 0);
+          page.jobs.push_back(
+              {.id = id,
+               .state = parse_job_state(rows->text(i, 1)).value_or(JobState::kQueued),
+               .cursor = encode_cursor(rows->timestamp(i, 2), id)});
         }
+        if (rows->rows() > limit) page.next_cursor = page.jobs.back().cursor;
         return page;
+      });
+}
+
+base::Result<std::vector<JobRow>> JobRepository::listed_rows(const std::vector<std::int64_t>& ids) {
+  if (ids.empty()) return std::vector<JobRow>();
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<std::vector<JobRow>> {
+        base::Result<QueryResult> rows = connection.execute(kListedRows, {Param::bigints(ids)});
+        if (!rows.ok()) return rows.error();
+        return read_jobs(*rows);
       });
 }
 

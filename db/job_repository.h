@@ -110,9 +110,17 @@ struct JobWithCheckpoint {
   std::optional<std::pair<std::int64_t, int>> last_checkpoint{};
 };
 
+// A listed job: enough to tell whether a view of it is at hand, and where a
+// page that ends with it goes on.
+struct ListedJob {
+  std::int64_t id = 0;
+  JobState state = JobState::kQueued;
+  std::string cursor{};  // the next_cursor of a page that ends with this job
+};
+
 struct JobPage {
-  std::vector<JobRow> jobs{};  // newest first
-  std::string next_cursor{};   // empty on the last page
+  std::vector<ListedJob> jobs{};  // newest first
+  std::string next_cursor{};      // empty on the last page
 };
 
 // A conditional state change plus the columns that change with it. Columns
@@ -193,9 +201,15 @@ class JobRepository {
   base::Result<std::optional<JobWithCheckpoint>> get_job_with_checkpoint(std::int64_t id);
 
   // Newest first (created_at, then id). kInvalid for a cursor this did not make.
-  // A listed row's spec_json holds only the spec's max_retries (`{}` without
-  // one): a list shows no spec.
+  // Their rows are read apart (listed_rows): a caller that keeps the views of
+  // finished jobs reads only the others' (issue 34: a list of 500 read, sent
+  // and parsed 500 rows of about 4 KB).
   base::Result<JobPage> list_jobs(const JobFilter& filter);
+  // The rows of jobs `ids` as a list shows them, in no particular order; a
+  // job that is gone since (retention) is left out. A listed row's spec_json
+  // holds only the spec's max_retries (`{}` without one): a list shows no
+  // spec; its result_json has no "xla_report", which no view shows.
+  base::Result<std::vector<JobRow>> listed_rows(const std::vector<std::int64_t>& ids);
 
   // Applies the transition when the job is in one of t.from (and never when
   // it is terminal), recording a job_events row in the same statement.

@@ -10,13 +10,16 @@
 #include "db/job_repository.h"
 
 #define TPUJOBS_JOB_COLUMNS_BEFORE_SPEC "j.id, j.tenant, j.name, j.labels, j.priority, j.state, "
-#define TPUJOBS_JOB_COLUMNS_AFTER_SPEC                                                      \
+// `result`: the result column as read (a list leaves out what no list shows).
+#define TPUJOBS_JOB_COLUMNS_AFTER_SPEC_WITH(result)                                         \
   "j.resolved, j.warnings, "                                                                \
   "j.idempotency_key, j.spec_hash, j.allocation, j.pending, j.progress, j.latest_metrics, " \
-  "j.error, j.result, j.attempt, j.cancel_requested, j.created_at, j.started_at, "          \
+  "j.error, " result                                                                        \
+  ", j.attempt, j.cancel_requested, j.created_at, j.started_at, "                           \
   "j.finished_at, j.updated_at, j.agent, j.placement_epoch, "                               \
   "j.array_id, j.array_index, j.array_values, j.preempted_by, j.requeued_at, "              \
   "j.unstarted_requeues"
+#define TPUJOBS_JOB_COLUMNS_AFTER_SPEC TPUJOBS_JOB_COLUMNS_AFTER_SPEC_WITH("j.result")
 #define TPUJOBS_JOB_COLUMNS \
   TPUJOBS_JOB_COLUMNS_BEFORE_SPEC "j.spec, " TPUJOBS_JOB_COLUMNS_AFTER_SPEC
 

@@ -263,29 +263,8 @@ base::Result<std::string> JobManager::stored_job_text(std::int64_t id, const std
   return response_body(views::render_row(*row));
 }
 
-base::Result<nlohmann::json> JobManager::list_jobs(const api::JobQuery& query) {
-  db::JobFilter filter;
-  filter.tenant = query.tenant;
-  for (const std::string& name : query.states) {
-    if (std::optional<JobState> state = db::parse_job_state(name)) filter.states.push_back(*state);
-  }
-  filter.labels = query.labels;
-  filter.name = query.name;
-  filter.limit = query.limit;
-  filter.cursor = query.cursor.value_or("");
-  filter.array_id = query.array_id;
-  auto page = repo_.jobs.list_jobs(filter);
-  if (!page.ok()) return page.error();
-  json jobs = json::array();
-  for (const db::JobRow& row : page->jobs) {
-    json view = views::render_row(row);
-    view.erase("spec");
-    jobs.push_back(std::move(view));
-  }
-  json listed = json::object();  // moved in: an initializer list would copy every view
-  listed["jobs"] = std::move(jobs);
-  listed["next_cursor"] = page->next_cursor.empty() ? json(nullptr) : json(page->next_cursor);
-  return listed;
+base::Result<api::JobListPage> JobManager::list_jobs(const api::JobQuery& query) {
+  return lists_.list(query);
 }
 
 void JobManager::wait_job(std::int64_t id, const std::string& tenant,

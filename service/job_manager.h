@@ -40,6 +40,7 @@
 #include "db/repositories.h"
 #include "executor/executor.h"
 #include "scheduler/pool.h"
+#include "service/job_lists.h"
 #include "service/job_waits.h"
 #include "service/log_streams.h"
 #include "service/pool_admin.h"
@@ -62,7 +63,8 @@ struct JobManagerOptions {
   int committers = 2;
   std::string instance = "tpujobs";  // recorded as the notifier's instance
   // Memory for rendered views (ViewCache): of finished jobs, and with a
-  // wake bus of waiting jobs too (the leader says which it changed).
+  // wake bus of waiting jobs too (the leader says which it changed); and a
+  // quarter of it more for the views lists show of finished jobs (JobLists).
   std::size_t view_bytes = 64u << 20;
   // Steady and wall time (null: the real clock). Must outlive the manager.
   base::Clock* clock = nullptr;
@@ -96,7 +98,7 @@ class JobManager final : public api::JobService, public StartedViews {
                     std::function<void(std::vector<api::SubmitOutcome>)> done) override;
   base::Result<nlohmann::json> get_job(std::int64_t id, const std::string& tenant) override;
   base::Result<std::string> get_job_text(std::int64_t id, const std::string& tenant) override;
-  base::Result<nlohmann::json> list_jobs(const api::JobQuery& query) override;
+  base::Result<api::JobListPage> list_jobs(const api::JobQuery& query) override;
   // The job's view as stored in PostgreSQL, never the live one: what a
   // notification of an event carries. The event's outbox row commits with
   // the state change, before this process updates its live view, so the
@@ -233,6 +235,7 @@ class JobManager final : public api::JobService, public StartedViews {
   std::unordered_map<std::string, Estimate> estimate_cache_ GUARDED_BY(estimate_mutex_);
 
   ViewCache views_;
+  JobLists lists_{repo_.jobs, options_.view_bytes / 4};
 
   std::atomic<bool> database_ok_{true};
   db::DatabaseProbe readiness_probe_{pool_.conninfo(), options_.readiness_probe};

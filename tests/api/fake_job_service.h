@@ -62,9 +62,9 @@ class FakeJobService : public JobService {
     }
     return states;
   }
-  base::Result<nlohmann::json> list_jobs(const JobQuery& query) override {
+  base::Result<JobListPage> list_jobs(const JobQuery& query) override {
     last_query = query;
-    return nlohmann::json{{"jobs", nlohmann::json::array()}, {"next_cursor", nullptr}};
+    return JobListPage{};
   }
   void wait_job(std::int64_t id, const std::string& tenant, std::chrono::milliseconds,
                 std::function<void(base::Result<nlohmann::json>)> done) override {

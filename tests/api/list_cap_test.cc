@@ -1,7 +1,8 @@
 // Lists cap the size of an answer (issue 34): GET /v1/jobs?limit=500 of
 // large jobs answered 1.26 MB at a time. A page past kMaxListBytes is cut to
-// the jobs that fit, with that shorter page's next_cursor: following the
-// cursors reads every job once, also when jobs are submitted meanwhile.
+// the jobs that fit, with that shorter page's next_cursor, from the one read
+// that listed them: following the cursors reads every job once, also when
+// jobs are submitted meanwhile.
 #include "api/list_cap.h"
 
 #include <gtest/gtest.h>
@@ -18,31 +19,34 @@ namespace {
 using testing::CapturingWriter;
 
 // Jobs newest first, each with a description of `padding` bytes; a cursor is
-// the id of the last job shown. `before_list` runs before every read.
+// the id of the last job shown. `before_list` runs before every read. It
+// answers every job the limit asks for, whatever max_bytes says (a service
+// may, and need not, stop at it).
 class ListingService : public testing::FakeJobService {
  public:
   std::vector<std::int64_t> ids;  // newest first
   std::size_t padding = 4000;
   int reads = 0;
+  std::size_t max_bytes = 0;  // as the last read was told
   std::function<void()> before_list = [] {};
 
-  base::Result<nlohmann::json> list_jobs(const JobQuery& query) override {
+  base::Result<JobListPage> list_jobs(const JobQuery& query) override {
     ++reads;
+    max_bytes = query.max_bytes;
     before_list();
-    nlohmann::json jobs = nlohmann::json::array();
+    JobListPage page;
     std::size_t i = 0;
     if (query.cursor) {
       while (i < ids.size() && std::to_string(ids[i]) != *query.cursor) ++i;
       ++i;
     }
-    for (; i < ids.size() && static_cast<int>(jobs.size()) < query.limit; ++i) {
-      jobs.push_back({{"id", ids[i]}, {"state", "QUEUED"}, {"name", std::string(padding, 'x')}});
+    for (; i < ids.size() && static_cast<int>(page.jobs.size()) < query.limit; ++i) {
+      const nlohmann::json view = {
+          {"id", ids[i]}, {"name", std::string(padding, 'x')}, {"state", "QUEUED"}};
+      page.jobs.push_back({view.dump(), std::to_string(ids[i])});
     }
-    const bool more = i < ids.size();
-    return nlohmann::json{
-        {"jobs", jobs},
-        {"next_cursor", more ? nlohmann::json(std::to_string(jobs.back()["id"].get<std::int64_t>()))
-                             : nlohmann::json(nullptr)}};
+    if (i < ids.size()) page.next_cursor = page.jobs.back().cursor;
+    return page;
   }
 };
 
@@ -87,6 +91,8 @@ TEST(ListCap, AWidePageOfLargeJobsIsCutToTheCapAndTheCursorsReadEveryJobOnce) {
   EXPECT_GT(largest, kMaxListBytes - 5000) << "as many jobs as fit";
   // 500 jobs of about 4 KB: 2 MB, at least 8 pages of at most 256 KiB.
   EXPECT_GE(pages + 1, 8);
+  EXPECT_EQ(pages + 1, service.reads) << "each page is read once, not again to fit the cap";
+  EXPECT_EQ(kMaxListBytes, service.max_bytes) << "the service is told the cap";
 }
 
 TEST(ListCap, APageUnderTheCapIsAnsweredAsReadOnce) {
@@ -103,7 +109,7 @@ TEST(ListCap, APageUnderTheCapIsAnsweredAsReadOnce) {
   EXPECT_EQ(page.dump(), body);
 }
 
-TEST(ListCap, JobsSubmittedBetweenTheTwoReadsAreNeitherSkippedNorRepeated) {
+TEST(ListCap, JobsSubmittedBetweenPagesAreNeitherSkippedNorRepeated) {
   // Every read sees 7 new jobs at the head of the list, as under a tenant
   // submitting while another lists.
   ListingService service;

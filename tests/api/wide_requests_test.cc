@@ -23,7 +23,7 @@ using testing::CapturingWriter;
 // says on which thread it ran.
 class GatedService : public testing::FakeJobService {
  public:
-  base::Result<nlohmann::json> list_jobs(const JobQuery& query) override {
+  base::Result<JobListPage> list_jobs(const JobQuery& query) override {
     if (query.limit > 50) {
       {
         std::lock_guard lock(mutex_);
@@ -32,7 +32,7 @@ class GatedService : public testing::FakeJobService {
       entered_.release();
       gate_.wait_for(60s);
     }
-    return nlohmann::json{{"jobs", nlohmann::json::array()}, {"next_cursor", nullptr}};
+    return JobListPage{};
   }
   bool wait_entered() { return entered_.try_acquire_for(60s); }
   void open() {

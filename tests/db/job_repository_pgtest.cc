@@ -38,6 +38,25 @@ class JobRepositoryTest : public ::testing::Test {
     return inserted.ok() ? *inserted : std::vector<InsertedJob>{};
   }
 
+  // The rows of the page `filter` lists, in its order.
+  std::vector<JobRow> listed(const JobFilter& filter) {
+    auto page = jobs_->list_jobs(filter);
+    EXPECT_TRUE(page.ok()) << page.error().message;
+    if (!page.ok()) return {};
+    std::vector<std::int64_t> ids;
+    for (const ListedJob& job : page->jobs) ids.push_back(job.id);
+    auto rows = jobs_->listed_rows(ids);
+    EXPECT_TRUE(rows.ok()) << rows.error().message;
+    if (!rows.ok()) return {};
+    std::vector<JobRow> ordered;
+    for (std::int64_t id : ids) {
+      for (const JobRow& row : *rows) {
+        if (row.id == id) ordered.push_back(row);
+      }
+    }
+    return ordered;
+  }
+
   JobRow get(std::int64_t id) {
     auto row = jobs_->get_job(id);
     EXPECT_TRUE(row.ok() && row->has_value());
@@ -480,10 +499,8 @@ TEST_F(JobRepositoryTest, ListFiltersByTenantStateLabelsAndName) {
                                   .reason = "Scheduled"}));
 
   auto names = [&](JobFilter filter) {
-    auto page = jobs_->list_jobs(filter);
-    EXPECT_TRUE(page.ok()) << page.error().message;
     std::string out;
-    for (const JobRow& row : page->jobs) out += row.tenant + "/" + row.name + " ";
+    for (const JobRow& row : listed(filter)) out += row.tenant + "/" + row.name + " ";
     return out;
   };
   EXPECT_EQ("team-a/eval team-b/train team-a/train ", names({}));
@@ -496,18 +513,56 @@ TEST_F(JobRepositoryTest, ListFiltersByTenantStateLabelsAndName) {
   EXPECT_EQ("team-a/train ", names({.tenant = "team-a", .name = "train"}));
 }
 
-TEST_F(JobRepositoryTest, AListedRowCarriesOfItsSpecOnlyMaxRetries) {
+TEST_F(JobRepositoryTest, AListedRowCarriesOfItsSpecOnlyMaxRetriesAndNoXlaReport) {
   NewJob retried = job("retried");
   retried.spec_json = R"({"trainer": {"devices": 8}, "max_retries": 2})";
   const auto inserted = insert({job("plain"), retried});
-  auto page = jobs_->list_jobs({});
-  ASSERT_TRUE(page.ok()) << page.error().message;
-  ASSERT_EQ(2u, page->jobs.size());
-  EXPECT_EQ("retried", page->jobs[0].name);
-  EXPECT_EQ(R"({"max_retries": 2})", page->jobs[0].spec_json);
-  EXPECT_EQ("{}", page->jobs[1].spec_json);
+  const std::string result = R"({"steps": 3, "xla_report": {"compiles": 1}})";
+  ASSERT_TRUE(*jobs_->transition({.job_id = inserted[0].row.id,
+                                  .from = {JobState::kQueued},
+                                  .to = JobState::kSucceeded,
+                                  .reason = "Completed",
+                                  .result_json = result}));
+  const std::vector<JobRow> rows = listed({});
+  ASSERT_EQ(2u, rows.size());
+  EXPECT_EQ("retried", rows[0].name);
+  EXPECT_EQ(R"({"max_retries": 2})", rows[0].spec_json);
+  EXPECT_EQ("{}", rows[1].spec_json);
+  EXPECT_EQ(R"({"steps": 3})", rows[1].result_json.value_or(""));
   EXPECT_EQ(R"({"trainer": {"devices": 8}, "max_retries": 2})", get(inserted[1].row.id).spec_json)
       << "the job's own read keeps the whole spec";
+  EXPECT_EQ(R"({"steps": 3, "xla_report": {"compiles": 1}})",
+            get(inserted[0].row.id).result_json.value_or(""))
+      << "and the whole result";
+}
+
+TEST_F(JobRepositoryTest, AListsKeysCarryEachJobsStateAndTheCursorAfterItAndItsRowsAreReadApart) {
+  const auto inserted = insert({job("a"), job("b"), job("c")});
+  ASSERT_TRUE(*jobs_->transition({.job_id = inserted[1].row.id,
+                                  .from = {JobState::kQueued},
+                                  .to = JobState::kCancelled,
+                                  .reason = "Cancelled"}));
+  auto page = jobs_->list_jobs({.limit = 2});
+  ASSERT_TRUE(page.ok()) << page.error().message;
+  ASSERT_EQ(2u, page->jobs.size());
+  EXPECT_EQ(inserted[2].row.id, page->jobs[0].id);
+  EXPECT_EQ(JobState::kQueued, page->jobs[0].state);
+  EXPECT_EQ(inserted[1].row.id, page->jobs[1].id);
+  EXPECT_EQ(JobState::kCancelled, page->jobs[1].state);
+  EXPECT_EQ(page->next_cursor, page->jobs[1].cursor) << "the page ends with its second job";
+  // A page that starts after the first job's cursor starts with the second.
+  auto after_first = jobs_->list_jobs({.limit = 2, .cursor = page->jobs[0].cursor});
+  ASSERT_TRUE(after_first.ok());
+  ASSERT_EQ(2u, after_first->jobs.size());
+  EXPECT_EQ(inserted[1].row.id, after_first->jobs[0].id);
+  EXPECT_EQ(inserted[0].row.id, after_first->jobs[1].id);
+  EXPECT_TRUE(after_first->next_cursor.empty());
+  // Rows of jobs that are gone are left out; none asked, none read.
+  auto rows = jobs_->listed_rows({inserted[0].row.id, 987654321});
+  ASSERT_TRUE(rows.ok()) << rows.error().message;
+  ASSERT_EQ(1u, rows->size());
+  EXPECT_EQ("a", (*rows)[0].name);
+  EXPECT_TRUE(jobs_->listed_rows({})->empty());
 }
 
 TEST_F(JobRepositoryTest, CursorPagesHaveNoDuplicatesAndNoGaps) {
@@ -526,7 +581,7 @@ TEST_F(JobRepositoryTest, CursorPagesHaveNoDuplicatesAndNoGaps) {
     ASSERT_TRUE(page.ok()) << page.error().message;
     ++pages;
     EXPECT_LE(page->jobs.size(), 4u);
-    for (const JobRow& row : page->jobs) seen.push_back(row.id);
+    for (const ListedJob& listed_job : page->jobs) seen.push_back(listed_job.id);
     if (page->next_cursor.empty()) break;
     filter.cursor = page->next_cursor;
     // A job submitted while paging appears on no later page: it is newer.

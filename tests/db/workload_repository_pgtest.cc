@@ -67,9 +67,9 @@ TEST_F(WorkloadRepositoryTest, AnArrayIsItsFirstChildsIdAndListsAlone) {
   filter.array_id = a;
   auto page = jobs_->list_jobs(filter);
   ASSERT_TRUE(page.ok()) << page.error().message;
-  std::vector<std::string> names;
-  for (const JobRow& row : page->jobs) names.push_back(row.name);
-  EXPECT_EQ((std::vector<std::string>{"a1", "a0"}), names);  // newest first
+  std::vector<std::int64_t> ids;
+  for (const ListedJob& job : page->jobs) ids.push_back(job.id);
+  EXPECT_EQ((std::vector<std::int64_t>{rows[3].row.id, a}), ids);  // newest first
   filter.tenant = "team-b";
   EXPECT_TRUE(jobs_->list_jobs(filter)->jobs.empty());
 }
