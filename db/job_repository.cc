@@ -112,18 +112,6 @@ constexpr const char* kJobsByIdempotencyKey =
     " FROM jobs j JOIN unnest($1::text[], $2::text[]) AS k(tenant, idempotency_key)"
     " ON j.tenant = k.tenant AND j.idempotency_key = k.idempotency_key";
 
-constexpr const char* kListJobs =
-    "SELECT j.id, j.state, j.created_at"
-    " FROM jobs j"
-    " WHERE ($1::text IS NULL OR j.tenant = $1::text)"
-    "   AND (cardinality($2::text[]) = 0 OR j.state = ANY($2::text[]))"
-    "   AND j.labels @> jsonb_object($3::text[])"
-    "   AND ($4::text IS NULL OR j.name = $4::text)"
-    "   AND ($5::timestamptz IS NULL OR (j.created_at, j.id) < ($5::timestamptz, $6::bigint))"
-    "   AND ($8::bigint IS NULL OR j.array_id = $8::bigint)"
-    " ORDER BY j.created_at DESC, j.id DESC"
-    " LIMIT $7::integer";
-
 constexpr const char* kListedRows =
     "SELECT " TPUJOBS_JOB_LIST_COLUMNS " FROM jobs j WHERE j.id = ANY($1::bigint[])";
 
@@ -296,18 +284,43 @@ base::Result<JobPage> JobRepository::list_jobs(const JobFilter& filter) {
     after_time = decoded->first;
     after_id = decoded->second;
   }
-  std::vector<std::optional<std::string>> labels;
-  for (const auto& [key, value] : filter.labels) {
-    labels.emplace_back(key);
-    labels.emplace_back(value);
+  // The statement holds only the conditions the filter sets, each a text of
+  // this program with its value bound to a parameter: its plan is made once
+  // and kept (PostgreSQL's plan cache), where conditions such as "$1 IS NULL
+  // OR tenant = $1" had it plan every list anew (0.6 ms of the 0.85 a list
+  // of 20 spent in the database, issue 34).
+  std::string sql = "SELECT j.id, j.state, j.created_at FROM jobs j WHERE true";
+  std::vector<Param> params;
+  auto condition = [&](const char* before, Param value, const char* after) {
+    params.push_back(std::move(value));
+    sql += std::string(" AND ") + before + "$" + std::to_string(params.size()) + after;
+  };
+  if (filter.tenant) condition("j.tenant = ", *filter.tenant, "::text");
+  if (!filter.states.empty()) {
+    condition("j.state = ANY(", Param::array(state_names(filter.states)), "::text[])");
   }
-  const std::vector<std::optional<std::string>> states = state_names(filter.states);
+  if (!filter.labels.empty()) {
+    std::vector<std::optional<std::string>> labels;
+    for (const auto& [key, value] : filter.labels) {
+      labels.emplace_back(key);
+      labels.emplace_back(value);
+    }
+    condition("j.labels @> jsonb_object(", Param::array(labels), "::text[])");
+  }
+  if (filter.name) condition("j.name = ", *filter.name, "::text");
+  if (after_time) {
+    condition("(j.created_at, j.id) < (", *after_time, "::timestamptz, ");
+    params.push_back(*after_id);
+    sql += "$" + std::to_string(params.size()) + "::bigint)";
+  }
+  if (filter.array_id) condition("j.array_id = ", *filter.array_id, "::bigint");
+  // One row more than asked tells whether another page follows.
+  params.push_back(limit + 1);
+  sql += " ORDER BY j.created_at DESC, j.id DESC LIMIT $" + std::to_string(params.size()) +
+         "::integer";
   return with_connection(
       pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<JobPage> {
-        // One row more than asked tells whether another page follows.
-        base::Result<QueryResult> rows = connection.execute(
-            kListJobs, {filter.tenant, Param::array(states), Param::array(labels), filter.name,
-                        after_time, after_id, limit + 1, filter.array_id});
+        base::Result<QueryResult> rows = connection.execute(sql, params);
         if (!rows.ok()) return rows.error();
         JobPage page;
         const int listed = std::min(rows->rows(), limit);

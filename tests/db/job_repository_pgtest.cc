@@ -565,6 +565,28 @@ TEST_F(JobRepositoryTest, AListsKeysCarryEachJobsStateAndTheCursorAfterItAndItsR
   EXPECT_TRUE(jobs_->listed_rows({})->empty());
 }
 
+TEST_F(JobRepositoryTest, AListsKeysArePlannedOnceAndThePlanKept) {
+  insert({job("a"), job("b", "team-b")});
+  // The pool lends its most recently returned connection: one after the
+  // other, these lists and the read below share a session.
+  for (int i = 0; i < 12; ++i) {
+    ASSERT_TRUE(jobs_->list_jobs({.tenant = i % 2 ? "team-a" : "team-b", .limit = 20}).ok());
+  }
+  auto connection = pool_->acquire(std::chrono::seconds(5));
+  ASSERT_TRUE(connection.ok());
+  auto plans = (*connection)
+                   ->execute(
+                       "SELECT generic_plans, custom_plans FROM pg_prepared_statements"
+                       " WHERE statement LIKE 'SELECT j.id, j.state, j.created_at FROM jobs j%'");
+  ASSERT_TRUE(plans.ok()) << plans.error().message;
+  ASSERT_EQ(1, plans->rows()) << "one statement for every list of one tenant";
+  // PostgreSQL plans the first five anew, then keeps the generic plan when
+  // it costs no more: a condition such as "$1 IS NULL OR tenant = $1" made
+  // it plan each list anew.
+  EXPECT_LE(plans->int64(0, 1), 5);
+  EXPECT_GE(plans->int64(0, 0), 7);
+}
+
 TEST_F(JobRepositoryTest, CursorPagesHaveNoDuplicatesAndNoGaps) {
   // Several batches: rows of one batch share created_at, so the id breaks ties.
   std::set<std::int64_t> all;
