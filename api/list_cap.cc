@@ -1,7 +1,8 @@
 #include "api/list_cap.h"
 
-#include <algorithm>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace tpujobs::api {
 

@@ -291,13 +291,14 @@ base::Result<JobPage> JobRepository::list_jobs(const JobFilter& filter) {
   // of 20 spent in the database, issue 34).
   std::string sql = "SELECT j.id, j.state, j.created_at FROM jobs j WHERE true";
   std::vector<Param> params;
-  auto condition = [&](const char* before, Param value, const char* after) {
+  auto placeholder = [&params](Param value) {
     params.push_back(std::move(value));
-    sql += std::string(" AND ") + before + "$" + std::to_string(params.size()) + after;
+    return "$" + std::to_string(params.size());
   };
-  if (filter.tenant) condition("j.tenant = ", *filter.tenant, "::text");
+  if (filter.tenant) sql += " AND j.tenant = " + placeholder(*filter.tenant) + "::text";
   if (!filter.states.empty()) {
-    condition("j.state = ANY(", Param::array(state_names(filter.states)), "::text[])");
+    sql +=
+        " AND j.state = ANY(" + placeholder(Param::array(state_names(filter.states))) + "::text[])";
   }
   if (!filter.labels.empty()) {
     std::vector<std::optional<std::string>> labels;
@@ -305,19 +306,17 @@ base::Result<JobPage> JobRepository::list_jobs(const JobFilter& filter) {
       labels.emplace_back(key);
       labels.emplace_back(value);
     }
-    condition("j.labels @> jsonb_object(", Param::array(labels), "::text[])");
+    sql += " AND j.labels @> jsonb_object(" + placeholder(Param::array(labels)) + "::text[])";
   }
-  if (filter.name) condition("j.name = ", *filter.name, "::text");
+  if (filter.name) sql += " AND j.name = " + placeholder(*filter.name) + "::text";
   if (after_time) {
-    condition("(j.created_at, j.id) < (", *after_time, "::timestamptz, ");
-    params.push_back(*after_id);
-    sql += "$" + std::to_string(params.size()) + "::bigint)";
+    const std::string time = placeholder(*after_time);  // numbered before the id
+    const std::string id = placeholder(*after_id);
+    sql += " AND (j.created_at, j.id) < (" + time + "::timestamptz, " + id + "::bigint)";
   }
-  if (filter.array_id) condition("j.array_id = ", *filter.array_id, "::bigint");
+  if (filter.array_id) sql += " AND j.array_id = " + placeholder(*filter.array_id) + "::bigint";
   // One row more than asked tells whether another page follows.
-  params.push_back(limit + 1);
-  sql += " ORDER BY j.created_at DESC, j.id DESC LIMIT $" + std::to_string(params.size()) +
-         "::integer";
+  sql += " ORDER BY j.created_at DESC, j.id DESC LIMIT " + placeholder(limit + 1) + "::integer";
   return with_connection(
       pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<JobPage> {
         base::Result<QueryResult> rows = connection.execute(sql, params);

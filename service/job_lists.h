@@ -24,7 +24,7 @@ class JobLists {
   // out when it is gone or no longer in the states asked for.
   base::Result<api::JobListPage> list(const api::JobQuery& query);
 
-  // Finished jobs' views kept (for tests and gauges).
+  // How many finished jobs' views are kept.
   std::size_t kept() const { return finished_.size(); }
 
  private:
