@@ -285,10 +285,10 @@ base::Result<JobPage> JobRepository::list_jobs(const JobFilter& filter) {
     after_id = decoded->second;
   }
   // The statement holds only the conditions the filter sets, each a text of
-  // this program with its value bound to a parameter: its plan is made once
-  // and kept (PostgreSQL's plan cache), where conditions such as "$1 IS NULL
-  // OR tenant = $1" had it plan every list anew (0.6 ms of the 0.85 a list
-  // of 20 spent in the database, issue 34).
+  // this program with its value bound to a parameter, rather than every
+  // condition guarded by "$n IS NULL OR ...": a list of 20 under the soak's
+  // flood spent 2.5 ms on that statement in the database, on this one 0.6
+  // (issue 34; bench/RESULTS.md, session 30).
   std::string sql = "SELECT j.id, j.state, j.created_at FROM jobs j WHERE true";
   std::vector<Param> params;
   auto placeholder = [&params](Param value) {
