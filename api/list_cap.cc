@@ -8,7 +8,7 @@ namespace tpujobs::api {
 
 base::Result<std::string> cap_job_list(base::Result<JobListPage> listed, std::size_t max_bytes) {
   if (!listed.ok()) return listed.error();
-  std::vector<ListedView>& jobs = listed->jobs;
+  const std::vector<ListedView>& jobs = listed->jobs;
   constexpr std::string_view kHead = "{\"jobs\":[", kMiddle = "],\"next_cursor\":";
   std::size_t bytes = kHead.size() + kMiddle.size() + 1;  // and the closing brace
   std::size_t fit = 0;

@@ -110,11 +110,14 @@ TEST_F(JobListsTest, EachViewIsTheTextItsRowRendersAndAFinishedOnesComesFromMemo
 
 TEST_F(JobListsTest, APagePastTheCapStopsAfterTheFirstViewThatPassesItAndGoesOnThere) {
   const std::vector<std::int64_t> ids = submit(30, 1000);  // views of about 1.4 KB
+  for (std::int64_t id : ids) finish(id);
   JobLists lists(repo_->jobs, 1 << 20);
   auto page = lists.list({.tenant = "t", .limit = 30, .max_bytes = 5000});
   ASSERT_TRUE(page.ok()) << page.error().message;
-  // Four views pass 5,000 bytes; none after the fourth is rendered.
+  // Four views pass 5,000 bytes; none after the fourth is rendered (a
+  // finished job's view is kept once rendered).
   ASSERT_EQ(4u, page->jobs.size());
+  EXPECT_EQ(4u, lists.kept());
   EXPECT_EQ(page->jobs.back().cursor, page->next_cursor);
   auto rest = lists.list({.tenant = "t", .limit = 30, .cursor = page->next_cursor});
   ASSERT_TRUE(rest.ok());
@@ -122,6 +125,7 @@ TEST_F(JobListsTest, APagePastTheCapStopsAfterTheFirstViewThatPassesItAndGoesOnT
   EXPECT_EQ(ids[25], ids_of(*rest).front());
   EXPECT_EQ(ids[0], ids_of(*rest).back());
   EXPECT_TRUE(rest->next_cursor.empty());
+  EXPECT_EQ(30u, lists.kept());
 }
 
 TEST_F(JobListsTest, ALimitBelowTheJobsEndsWithTheCursorOfItsLastJob) {
