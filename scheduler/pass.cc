@@ -77,6 +77,7 @@ class PassWalk {
     walk(queue);
     preempt();
     explain(queue);
+    plan_.holds_until = holds_until();
     return std::move(plan_);
   }
 
@@ -99,6 +100,7 @@ class PassWalk {
   void preempt();
   void explain(const std::vector<WaitingEntry>& queue);
   Waiting reason_of(const WaitingEntry& job);
+  PassTime holds_until() const;
 
   const PassSnapshot& s_;
   PassHosts hosts_;
@@ -112,6 +114,12 @@ class PassWalk {
   const WaitingEntry* head_ = nullptr;
   std::vector<signed char> healthy_fit_;  // per shape: fits the hosts taking work when idle
   std::vector<signed char> fits_now_;     // per shape, after the walk
+  // What time may change in the plan (PassPlan::holds_until): the first
+  // start_by deadline still ahead, whether a waiting job waits for a
+  // heartbeat, whether an estimated start is known.
+  PassTime next_deadline_ = kNever;
+  bool waits_for_heartbeat_ = false;
+  bool estimated_ = false;
   PassPlan plan_;
 };
 
@@ -168,6 +176,8 @@ std::vector<std::uint32_t> PassWalk::judge_verdicts() {
       plan_.unstartable.push_back({job.id, Unstartable::kStartDeadlineExceeded, ""});
       continue;
     }
+    if (job.start_deadline) next_deadline_ = std::min(next_deadline_, *job.start_deadline);
+    if (job.heard_after) waits_for_heartbeat_ = true;
     if (checks[i]) {
       DependencyCheck& check = *checks[i];
       if (check.verdict == DependencyVerdict::kNeverSatisfied) {
@@ -458,6 +468,7 @@ void PassWalk::explain(const std::vector<WaitingEntry>& queue) {
         start_unknown[job.shape] = 1;
       } else {
         waiting.estimated_start = choice->ready;
+        estimated_ = true;
         const PassTime end = job.timeout ? plus(choice->ready, *job.timeout) : kNever;
         for (const CoreRef& core : choice->cores) times.put(core.host, core.core, end);
         for (int host : choice->hosts) times.refresh(host);
@@ -467,9 +478,31 @@ void PassWalk::explain(const std::vector<WaitingEntry>& queue) {
   }
 }
 
+PassTime PassWalk::holds_until() const {
+  const bool acts = !plan_.starts.empty() || plan_.preemption || !plan_.unstartable.empty();
+  const bool reserved_start = plan_.reservation && plan_.reservation->start;
+  const bool ends_known =
+      std::any_of(s_.running.begin(), s_.running.end(),
+                  [](const RunningEntry& r) { return r.preempting || r.expected_end; });
+  if (acts || reserved_start || ends_known || estimated_ || waits_for_heartbeat_) return s_.now;
+  return next_deadline_;
+}
+
+bool same_host(const PassHost& a, const PassHost& b) {
+  return a.agent == b.agent && a.generation == b.generation && a.usable == b.usable &&
+         a.punctual == b.punctual && a.in_pool == b.in_pool && a.cores == b.cores;
+}
+
 }  // namespace
 
 PassPlan plan_pass(const PassSnapshot& snapshot) { return PassWalk(snapshot).run(); }
+
+bool same_surroundings(const PassSnapshot& a, const PassSnapshot& b) {
+  return a.agents == b.agents &&
+         std::equal(a.hosts.begin(), a.hosts.end(), b.hosts.begin(), b.hosts.end(), same_host) &&
+         a.tenants == b.tenants && a.running == b.running &&
+         a.dependency_states == b.dependency_states && a.options == b.options;
+}
 
 bool can_ever_fit(const std::vector<PassHost>& hosts, const ResourceRequest& shape) {
   return PassHosts(hosts).fits_idle(shape, false);

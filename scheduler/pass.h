@@ -108,6 +108,7 @@ struct PassAgent {
   std::string name;
   int cpu_slots = 0;  // cpu jobs it may still start
   bool alive = true;  // false: listed only because hosts name it (lost, draining)
+  friend bool operator==(const PassAgent&, const PassAgent&) = default;
 };
 
 struct PassHost {
@@ -125,6 +126,7 @@ struct PassTenant {
   std::optional<int> max_cores;  // nullopt: no cap
   int used_cores = 0;            // held by its running jobs
   double fair_share = 1.0;       // scheduler/fair_share.h
+  friend bool operator==(const PassTenant&, const PassTenant&) = default;
 };
 
 // What placement needs of a waiting job, and no more: 88 bytes whatever
@@ -152,11 +154,13 @@ struct RunningEntry {
   bool preempting = false;                 // asked to stop for a preemptor: ends at once
   std::optional<PassTime> expected_end{};  // start + time limit; nullopt: unknown
   std::int64_t started = 0;                // any monotonic measure of its start
+  friend bool operator==(const RunningEntry&, const RunningEntry&) = default;
 };
 
 struct PassOptions {
   std::chrono::milliseconds preemption_min_wait{60000};
   int estimate_horizon = 500;
+  friend bool operator==(const PassOptions&, const PassOptions&) = default;
 };
 
 struct PassSnapshot {
@@ -185,6 +189,7 @@ struct PlannedStart {
   std::vector<std::pair<int, int>> parts;
   std::string accelerator_type;  // "v3-32", "v3-8"; "v3" for a single core; "cpu"
   int rank = 0;                  // 1-based in the pass's order
+  friend bool operator==(const PlannedStart&, const PlannedStart&) = default;
 };
 
 struct Waiting {
@@ -195,17 +200,20 @@ struct Waiting {
   // Why, when the reason alone does not say: a text of static storage, so a
   // pass over a long queue allocates nothing per waiting job for it.
   std::string_view detail{};
+  friend bool operator==(const Waiting&, const Waiting&) = default;
 };
 
 struct PassReservation {
   JobId job = 0;
   std::optional<PassTime> start;  // nullopt: a holder's end is unknown
   std::vector<CoreRef> cores;
+  friend bool operator==(const PassReservation&, const PassReservation&) = default;
 };
 
 struct Preemption {
   JobId preemptor = 0;
   std::vector<JobId> victims;  // ascending
+  friend bool operator==(const Preemption&, const Preemption&) = default;
 };
 
 enum class Unstartable { kStartDeadlineExceeded, kDependencyNeverSatisfied };
@@ -214,11 +222,13 @@ struct Ended {
   JobId job = 0;
   Unstartable why = Unstartable::kStartDeadlineExceeded;
   std::string detail;
+  friend bool operator==(const Ended&, const Ended&) = default;
 };
 
 struct Held {
   JobId job = 0;
   std::string detail;  // scheduler::DependencyCheck::detail
+  friend bool operator==(const Held&, const Held&) = default;
 };
 
 struct PassPlan {
@@ -228,9 +238,29 @@ struct PassPlan {
   std::optional<Preemption> preemption;
   std::vector<Ended> unstartable;
   std::vector<Held> held;
+  // The same snapshot at any later `now` before this time plans this same
+  // plan (PassTime::max(): at any later time); the snapshot's own `now`
+  // when a later time may change it. Time then changes nothing but the
+  // passing of a start_by deadline. It is the snapshot's `now` when the
+  // plan starts, ends or preempts jobs, when a running job's end is known
+  // (or it is stopping for a preemptor), when the reservation's start or
+  // an estimated start is known, and when a waiting job waits for a host
+  // heard from after its requeue (heartbeats are not compared: see
+  // same_surroundings).
+  PassTime holds_until{};
+  friend bool operator==(const PassPlan&, const PassPlan&) = default;
 };
 
 PassPlan plan_pass(const PassSnapshot& snapshot);
+
+// Whether two snapshots agree in everything a plan reads besides the
+// waiting jobs (their entries, shapes and dependency lists, which a caller
+// keeping them between passes vouches for) and `now`: the agents, the hosts
+// but for their heartbeats, the tenants, the running jobs, the dependency
+// states and the options. A caller whose waiting jobs did not change since
+// the snapshot of its last plan, with surroundings the same and `now`
+// before that plan's holds_until, has that plan again without planning.
+bool same_surroundings(const PassSnapshot& a, const PassSnapshot& b);
 
 // False when `shape` cannot fit the given hosts even idle and all usable
 // (the service rejects such a request at submit time).

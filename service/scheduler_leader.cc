@@ -169,7 +169,11 @@ std::string SchedulerLeader::prometheus_metrics() const {
       << "tpujobs_scheduler_pass_seconds_sum " << seconds << "\n"
       << "# HELP tpujobs_scheduler_pass_max_seconds The longest pass since this replica started.\n"
       << "# TYPE tpujobs_scheduler_pass_max_seconds gauge\n"
-      << "tpujobs_scheduler_pass_max_seconds " << longest << "\n";
+      << "tpujobs_scheduler_pass_max_seconds " << longest << "\n"
+      << "# HELP tpujobs_scheduler_plans_reused_total Passes that found nothing changed since the "
+         "last plan and had it again.\n"
+      << "# TYPE tpujobs_scheduler_plans_reused_total counter\n"
+      << "tpujobs_scheduler_plans_reused_total " << plans_reused_.load() << "\n";
   return out.str();
 }
 
@@ -194,6 +198,7 @@ base::Status SchedulerLeader::begin_term() {
 
 base::Result<bool> SchedulerLeader::write(db::Transition t) {
   t.require_leader_term = term_;
+  ++queue_version_;
   base::Result<bool> moved = store_.transition(t);
   if (!moved.ok() || *moved) changed({t.job_id});  // a failed write may have landed
   // An end the leader wrote (a cancel, a start_by, a lost agent's job) is
@@ -285,8 +290,12 @@ base::Status SchedulerLeader::run_pass(bool housekeeping) {
   ++passes_;
   pass_nanos_ += nanos;
   if (nanos > max_pass_nanos_) max_pass_nanos_ = nanos;  // one thread makes the passes
-  // A failed pass may have left its writes unknown: read every job again.
-  if (!s.ok()) low_water_.reset();
+  // A failed pass may have left its writes unknown: read every job again,
+  // and plan again.
+  if (!s.ok()) {
+    low_water_.reset();
+    planned_holds_until_.reset();
+  }
   // Only when the database could not be reached: a statement it refused
   // does not make the agents' silence unknown (and a leader whose passes
   // fail so would never declare an agent lost).

@@ -18,6 +18,11 @@
 //     stop it at a checkpoint and requeue it; the preemptor is placed by a
 //     later pass once the cores are free,
 //   - records why the others wait (jobs.pending).
+// A pass whose queue, agents, hosts, running jobs and tenants are as they
+// were at the last plan, before the time that plan holds until
+// (scheduler::PassPlan::holds_until), has that plan again: it plans and
+// writes nothing (with a long queue on a drained pool, the poll's passes
+// cost a read of the tables, not a plan of every waiting job).
 // It keeps the unfinished jobs between passes as compact entries (what
 // placement needs, not the spec), updated from the rows written since its
 // last read; it reads them all again now and then, and a new term starts
@@ -206,6 +211,9 @@ class SchedulerLeader {
                             std::set<std::string>& woken);
   base::Status write_preemption(const scheduler::PassPlan& plan, std::set<std::string>& woken);
   base::Status write_pending(const scheduler::PassPlan& plan);
+  // Whether the last plan holds for this pass's snapshot (see above).
+  bool plan_holds() const;
+  void planned(const scheduler::PassPlan& plan);
   // A slice spanning agents: its placement number (the rendezvous' scope)
   // and its parts {agent, epoch, first_host, hosts}, for allocation.slice.
   base::Result<nlohmann::json> slice_allocation(const PassState& state,
@@ -310,6 +318,15 @@ class SchedulerLeader {
   std::uint32_t complete_reads_ = 0;
   std::uint64_t pending_passes_ = 0;
   std::uint64_t pending_written_ = 0;  // the last pending write that landed (0: none)
+  bool pending_deferred_ = false;      // the last pending write left reasons for the next
+  // Raised by every change to the kept queue and by every write of the
+  // leader's (plan_holds compares it with the last plan's).
+  std::uint64_t queue_version_ = 0;
+  // The last plan: the queue's version and the snapshot's other parts it
+  // was made from, and until when it holds (none: no plan to reuse).
+  std::uint64_t planned_version_ = 0;
+  scheduler::PassSnapshot planned_;
+  std::optional<scheduler::PassTime> planned_holds_until_;
   // A pass writes at most this many pending reasons, the first in the
   // queue first; the others are written by the next passes. So a change
   // of every reason in a long queue (a host recovering) does not make one
@@ -334,6 +351,7 @@ class SchedulerLeader {
   std::atomic<std::int64_t> passes_{0};
   std::atomic<std::int64_t> pass_nanos_{0};      // their sum
   std::atomic<std::int64_t> max_pass_nanos_{0};  // the longest
+  std::atomic<std::int64_t> plans_reused_{0};    // passes that had the last plan again
   base::Mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ GUARDED_BY(mutex_) = false;

@@ -302,6 +302,7 @@ base::Status SchedulerLeader::write_preemption(const scheduler::PassPlan& plan,
                                             preempting_detail(preemption.victims), term_);
     changed({victim, preemption.preemptor});  // a failed write may have landed
     if (!marked.ok()) return marked.error();
+    ++queue_version_;
     if (!*marked) continue;
     first = false;
     std::cerr << "tpujobs: job " << victim << ": preempted by job " << preemption.preemptor
@@ -315,6 +316,7 @@ base::Status SchedulerLeader::write_pending(const scheduler::PassPlan& plan) {
   // Only the reasons that changed since the last pass are rendered and
   // written: with a long queue most stay as they were.
   const std::uint64_t pass = ++pending_passes_;
+  pending_deferred_ = false;
   std::vector<std::pair<std::int64_t, std::optional<std::string>>> pending;
   auto changed_note = [&](PendingNote& n, const PendingNote& now) {
     const bool same = n.pass != 0 && n.pass == pending_written_ && n.reason == now.reason &&
@@ -329,6 +331,7 @@ base::Status SchedulerLeader::write_pending(const scheduler::PassPlan& plan) {
       n.pass = pass;
     } else {
       n.pass = 0;  // not written: the next pass writes it
+      pending_deferred_ = true;
       return false;
     }
     return !same;
@@ -419,6 +422,11 @@ base::Status SchedulerLeader::pass(bool housekeeping) {
   }
   PassState state;
   if (base::Status s = read_pass(state); !s.ok()) return s;
+  if (plan_holds()) {
+    ++plans_reused_;
+    return base::Status::Ok();
+  }
+  planned_holds_until_.reset();
   const scheduler::PassPlan plan = scheduler::plan_pass(snapshot_);
   if (base::Status s = write_unstartable(plan); !s.ok()) return s;
   std::set<std::string> woken;
@@ -426,7 +434,28 @@ base::Status SchedulerLeader::pass(bool housekeeping) {
   if (base::Status s = write_preemption(plan, woken); !s.ok()) return s;
   // Committed: now the agents may act.
   for (const std::string& agent : woken) notify(db::kAgentChannel, agent);
-  return write_pending(plan);
+  if (base::Status s = write_pending(plan); !s.ok()) return s;
+  planned(plan);
+  return base::Status::Ok();
+}
+
+bool SchedulerLeader::plan_holds() const {
+  // Every pending reason of the last plan is stored (none deferred, the
+  // write landed), and nothing the plan read changed but the time.
+  return planned_holds_until_ && snapshot_.now < *planned_holds_until_ &&
+         planned_version_ == queue_version_ && pending_written_ == pending_passes_ &&
+         !pending_deferred_ && scheduler::same_surroundings(snapshot_, planned_);
+}
+
+void SchedulerLeader::planned(const scheduler::PassPlan& plan) {
+  planned_version_ = queue_version_;
+  planned_holds_until_ = plan.holds_until;
+  planned_.agents = snapshot_.agents;
+  planned_.hosts = snapshot_.hosts;
+  planned_.tenants = snapshot_.tenants;
+  planned_.running = snapshot_.running;
+  planned_.dependency_states = snapshot_.dependency_states;
+  planned_.options = snapshot_.options;
 }
 
 }  // namespace tpujobs::service

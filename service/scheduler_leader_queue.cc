@@ -82,6 +82,7 @@ int SchedulerLeader::tenant(const std::string& name) {
   const auto [it, inserted] =
       tenant_index_.emplace(name, static_cast<int>(snapshot_.tenants.size()));
   if (inserted) {
+    ++queue_version_;
     snapshot_.tenants.push_back(scheduler::PassTenant{name, std::nullopt, 0, 1.0});
     tenant_jobs_.push_back(0);
   }
@@ -114,6 +115,7 @@ void SchedulerLeader::resolve(const scheduler::PoolCapacity& capacity) {
     const base::Result<api::Resolution> resolution = api::resolve(trainer->second, capacity);
     if (!resolution.ok()) continue;  // -1: no registered agent has such hosts (yet)
     unresolved_.erase(trainer);
+    ++queue_version_;
     job->second.facts.shape = shape_index(resolution->request);
     if (job->second.waiting >= 0)
       snapshot_.waiting[job->second.waiting].shape = job->second.facts.shape;
@@ -224,6 +226,7 @@ base::Status SchedulerLeader::read_rows(db::JobRepository::ScheduleRead read, bo
   // Read before anything changes: a failed read leaves the jobs as they were.
   if (base::Status s = learn_specs(unfinished, std::move(texts)); !s.ok()) return s;
   highest_read_ = highest;
+  if (read.complete || !read.rows.empty()) ++queue_version_;
   std::uint32_t complete = 0;
   was_complete = read.complete;
   if (read.complete) {

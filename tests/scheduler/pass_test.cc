@@ -411,5 +411,85 @@ TEST(PlanPass, AnUnresolvableSpecWaitsHostUnhealthy) {
   EXPECT_EQ("no registered agent has hosts of its kind", plan.waiting[0].detail);
 }
 
+// A plan that depends on time only through start_by deadlines holds until
+// the first of them: the same snapshot later plans the same (the leader then
+// plans nothing: service/scheduler_leader.h).
+TEST(PlanPass, APlanHoldsUntilTheFirstStartByDeadlineWhenNothingElseInItDependsOnTime) {
+  base::FakeClock clock;
+  const PassTime now = clock.wall_now();
+  Cluster cluster({{"a", 1}});
+  cluster.snapshot.now = now;
+  cluster.run(100, 0, {0, 1, 2, 3, 4, 5, 6, 7});  // its end is unknown
+  cluster.wait(1, whole_host());
+  cluster.wait(2, single_core()).start_deadline = now + minutes(10);
+  cluster.wait(3, single_core()).start_deadline = now + minutes(5);
+  const PassPlan plan = plan_pass(cluster.snapshot);
+  EXPECT_EQ("1:Resources#1 2:Resources#2 3:Resources#3 ", cluster.describe(plan));
+  EXPECT_EQ(now + minutes(5), plan.holds_until);
+  cluster.snapshot.now = now + minutes(5) - seconds(1);
+  EXPECT_TRUE(plan_pass(cluster.snapshot) == plan);
+  cluster.snapshot.now = now + minutes(5);
+  const PassPlan later = plan_pass(cluster.snapshot);
+  ASSERT_EQ(1u, later.unstartable.size());
+  EXPECT_EQ(3, later.unstartable[0].job);
+  EXPECT_EQ(now + minutes(5), later.holds_until) << "it ends a job: it holds for its pass only";
+
+  cluster.snapshot.waiting.pop_back();
+  cluster.snapshot.waiting.pop_back();
+  EXPECT_EQ(PassTime::max(), plan_pass(cluster.snapshot).holds_until) << "no deadline: for ever";
+}
+
+TEST(PlanPass, APlanThatActsOrKnowsATimeHoldsOnlyForItsOwnPass) {
+  base::FakeClock clock;
+  const PassTime now = clock.wall_now();
+  {
+    Cluster cluster = two_busy_hosts(now);  // job 101's end is known: so is the head's start
+    cluster.wait(2, whole_host());
+    EXPECT_EQ(now, plan_pass(cluster.snapshot).holds_until);
+  }
+  {
+    Cluster cluster = two_busy_hosts(now, /*known_end=*/false);
+    cluster.wait(2, whole_host());
+    EXPECT_EQ(PassTime::max(), plan_pass(cluster.snapshot).holds_until);
+    cluster.snapshot.running[0].preempting = true;  // ends at once
+    EXPECT_EQ(now, plan_pass(cluster.snapshot).holds_until);
+  }
+  {
+    Cluster cluster = two_busy_hosts(now, /*known_end=*/false);
+    cluster.wait(2, single_core());  // starts on h0's free core
+    EXPECT_EQ(now, plan_pass(cluster.snapshot).holds_until);
+  }
+  {
+    Cluster cluster = two_busy_hosts(now, /*known_end=*/false);
+    cluster.wait(2, whole_host()).heard_after = now;  // waits for a heartbeat after its requeue
+    EXPECT_EQ(now, plan_pass(cluster.snapshot).holds_until);
+  }
+}
+
+TEST(PlanPass, SurroundingsAreTheSameButForHeartbeatsAndTheWaitingJobs) {
+  base::FakeClock clock;
+  const PassTime now = clock.wall_now();
+  const Cluster cluster = two_busy_hosts(now);
+  PassSnapshot other = cluster.snapshot;
+  other.hosts[0].heard_at = now + seconds(1);
+  other.now = now + seconds(1);
+  other.waiting.push_back(WaitingEntry{});  // the caller's to compare
+  EXPECT_TRUE(same_surroundings(cluster.snapshot, other));
+  auto differs = [&](auto change) {
+    PassSnapshot changed = cluster.snapshot;
+    change(changed);
+    return !same_surroundings(cluster.snapshot, changed);
+  };
+  EXPECT_TRUE(differs([](PassSnapshot& s) { s.hosts[0].cores[7] = 5; }));
+  EXPECT_TRUE(differs([](PassSnapshot& s) { s.hosts[1].usable = false; }));
+  EXPECT_TRUE(differs([](PassSnapshot& s) { s.hosts[1].punctual = false; }));
+  EXPECT_TRUE(differs([](PassSnapshot& s) { s.agents[0].cpu_slots = 1; }));
+  EXPECT_TRUE(differs([](PassSnapshot& s) { s.tenants[0].fair_share = 0.5; }));
+  EXPECT_TRUE(differs([](PassSnapshot& s) { s.tenants[0].max_cores = 8; }));
+  EXPECT_TRUE(differs([](PassSnapshot& s) { s.running[1].expected_end.reset(); }));
+  EXPECT_TRUE(differs([](PassSnapshot& s) { s.dependency_states[7] = base::JobState::kFailed; }));
+  EXPECT_TRUE(differs([](PassSnapshot& s) { s.options.estimate_horizon = 1; }));
+}
+
 }  // namespace
 }  // namespace tpujobs::scheduler

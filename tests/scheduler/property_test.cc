@@ -60,7 +60,9 @@ class PropertyRun {
       for (JobId id : ids_in(base::JobState::kRunning)) {
         if (job(id).preempting) preempting_.insert(id);
       }
+      const PassSnapshot snapshot = driver_.snapshot();
       const PassPlan& plan = driver_.pass();
+      check_holds(snapshot, plan);
       check_starts(plan, queued);
       check_allocations();
       check_waiting(plan);
@@ -69,6 +71,7 @@ class PropertyRun {
     EXPECT_GT(started_, events / 10) << "the run should exercise placement";
     EXPECT_GT(backfilled_, 0) << "no job ever started ahead of a blocked higher-priority one";
     EXPECT_GT(preempted_, 0) << "no job was ever preempted";
+    EXPECT_GT(held_, 0) << "no plan ever held past its pass";
     for (PendingReason reason :
          {PendingReason::kResources, PendingReason::kPriority, PendingReason::kHostUnhealthy,
           PendingReason::kQuota, PendingReason::kPreempted}) {
@@ -307,6 +310,23 @@ class PropertyRun {
     return used[j.spec.tenant] + cores_of(j.spec.request) > *quota->second;
   }
 
+  // A plan holds until its holds_until: the same snapshot planned at the
+  // last instant before it (or a year on, when it holds for ever) plans the
+  // same, and at holds_until itself a start_by deadline has passed.
+  void check_holds(PassSnapshot snapshot, const PassPlan& plan) {
+    if (plan.holds_until <= snapshot.now) return;
+    ++held_;
+    const PassTime planned_at = snapshot.now;
+    const bool for_ever = plan.holds_until == PassTime::max();
+    snapshot.now = for_ever ? planned_at + std::chrono::hours(24 * 365)
+                            : plan.holds_until - PassTime::duration(1);
+    EXPECT_TRUE(plan_pass(snapshot) == plan) << "a plan changed before its holds_until";
+    if (for_ever) return;
+    snapshot.now = plan.holds_until;
+    EXPECT_FALSE(plan_pass(snapshot).unstartable.empty())
+        << "a plan that holds until a time other than a start_by deadline's";
+  }
+
   // The one agent heartbeats at every pass: a job requeued after a failure
   // takes no host until time has passed since.
   bool waits_for_heartbeat(const DriverJob& j) const {
@@ -537,6 +557,7 @@ class PropertyRun {
   int started_ = 0;
   int backfilled_ = 0;
   int preempted_ = 0;
+  int held_ = 0;  // plans that held past their pass
   std::map<PendingReason, int> seen_;
   std::string last_event_;
 };

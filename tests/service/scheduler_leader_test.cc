@@ -859,6 +859,103 @@ TEST_F(SchedulerLeaderKeptJobs, OnlyAnotherLeadersTermMakesEveryReasonWrittenAga
   EXPECT_EQ(2, store_.complete_reads);
 }
 
+// A pass that finds nothing changed since the last plan but the time has
+// that plan again (scheduler::PassPlan::holds_until): it plans and writes
+// nothing. Anything the plan read that changes makes the next pass plan.
+int plans_reused(const SchedulerLeader& leader) {
+  const std::string text = leader.prometheus_metrics();
+  const std::string name = "\ntpujobs_scheduler_plans_reused_total ";
+  const std::size_t at = text.find(name);
+  return at == std::string::npos ? -1 : std::stoi(text.substr(at + name.size()));
+}
+
+TEST_F(SchedulerLeaderKeptJobs, AQuietPassHasTheLastPlanAgainAndWritesNothing) {
+  store_.add_agent("a", 1, 1);
+  for (int id = 1; id <= 3; ++id) store_.add_job(id, "t", 8);
+  pass();  // job 1 is placed
+  pass();  // its placement is read back
+  EXPECT_EQ(0, plans_reused(*leader_));
+  const std::size_t writes = store_.writes.size();
+  pass();
+  clock_.advance(seconds(20));  // nothing in the plan depends on the time
+  store_.heartbeat("a");
+  pass();
+  EXPECT_EQ(2, plans_reused(*leader_));
+  EXPECT_EQ(writes, store_.writes.size());
+  store_.job(1).state = JobState::kSucceeded;
+  pass();
+  EXPECT_EQ(2, plans_reused(*leader_));
+  EXPECT_EQ(JobState::kStarting, store_.job(2).state);
+}
+
+TEST_F(SchedulerLeaderKeptJobs, AStartByDeadlineEndsItsJobThoughNothingElseChanged) {
+  store_.add_agent("a", 1, 1);
+  store_.add_job(1, "t", 8);
+  db::JobRow& late = store_.add_job(2, "t", 8);
+  late.created_at = clock_.wall_now();
+  json spec = json::parse(late.spec_json);
+  spec["start_by"] = "20s";
+  late.spec_json = spec.dump();
+  pass();
+  pass();
+  pass();
+  EXPECT_EQ(1, plans_reused(*leader_));
+  clock_.advance(seconds(19));  // within complete_read_interval: no complete read
+  store_.heartbeat("a");
+  pass();
+  EXPECT_EQ(2, plans_reused(*leader_)) << "the deadline is still ahead";
+  EXPECT_EQ(JobState::kQueued, store_.job(2).state);
+  clock_.advance(seconds(1));
+  store_.heartbeat("a");
+  pass();
+  EXPECT_EQ(JobState::kCancelled, store_.job(2).state);
+}
+
+TEST_F(SchedulerLeaderKeptJobs, AFairShareOrAnAgentThatChangesPlansAgain) {
+  store_.add_agent("a", 1, 1);
+  store_.add_job(1, "t", 8);
+  store_.add_job(2, "t", 8);  // waits
+  pass();
+  pass();
+  pass();
+  ASSERT_EQ(1, plans_reused(*leader_));
+  EXPECT_EQ(1, store_.count("pending 2"));
+  store_.factors["t"] = 0.5;
+  clock_.advance(seconds(5));  // fair_share_interval: read again
+  store_.heartbeat("a");
+  pass();
+  EXPECT_EQ(1, plans_reused(*leader_));
+  EXPECT_EQ(2, store_.count("pending 2"));
+  EXPECT_EQ(0.5, json::parse(*store_.job(2).pending_json).value("fair_share", 0.0));
+  clock_.advance(seconds(4));  // a's heartbeat is late: the plan reads it
+  pass();
+  EXPECT_EQ(1, plans_reused(*leader_));
+}
+
+// The plan of a job requeued after a failure depends on heartbeats, which
+// the leader does not compare: each pass plans it.
+TEST_F(SchedulerLeaderKeptJobs,
+       ARequeuedJobIsPlacedOnceAnAgentIsHeardFromThoughNothingElseChanged) {
+  store_.add_agent("a", 1, 1);
+  store_.add_agent("b", 2, 1);
+  store_.add_job(1, "t", 8, /*max_retries=*/1);
+  pass();
+  store_.job(1).state = JobState::kRunning;
+  const std::string first = store_.job(1).agent.value_or("");
+  const std::string other = first == "a" ? "b" : "a";
+  lose(first);
+  ASSERT_EQ(JobState::kQueued, store_.job(1).state);
+  store_.heartbeat(other);  // not since the requeue
+  pass();
+  pass();
+  EXPECT_EQ(JobState::kQueued, store_.job(1).state);
+  clock_.advance(milliseconds(500));
+  store_.heartbeat(other);
+  pass();
+  EXPECT_EQ(JobState::kStarting, store_.job(1).state);
+  EXPECT_EQ(other, store_.job(1).agent.value_or(""));
+}
+
 TEST_F(SchedulerLeaderKeptJobs, APassWritesABoundedNumberOfReasonsTheFirstInTheQueueFirst) {
   const int jobs = 5010;  // no agent yet: every job waits
   for (int id = 1; id <= jobs; ++id) store_.add_job(id, "t", 8);
