@@ -8,7 +8,7 @@ TPUJOBS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 BUILD_PACKAGES=(g++ make cmake pkg-config ccache libboost1.81-dev nlohmann-json3-dev libeigen3-dev
   libpq-dev libssl-dev libcli11-dev postgresql libgtest-dev libgmock-dev libbenchmark-dev libgloo-dev
-  libtree-sitter-dev)
+  libtree-sitter-dev libjemalloc-dev)
 # The browser tests drive Debian's Chromium with playwright-core from npm.
 # The fuzz test (fuzz/run.sh) builds with clang -fsanitize=fuzzer,address,
 # undefined: Debian 12's clang is clang-14, whose runtimes (libFuzzer, ASan,

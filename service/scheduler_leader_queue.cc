@@ -3,13 +3,12 @@
 // waiting jobs' compact entries in the snapshot plan_pass reads. The rows
 // written since the last read update them; a pass over an unchanged queue
 // reads them as they are.
-#include <malloc.h>
-
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "api/job_spec.h"
 #include "api/resolution.h"
+#include "base/free_memory.h"
 #include "service/scheduler_leader.h"
 
 namespace tpujobs::service {
@@ -208,7 +207,7 @@ base::Status SchedulerLeader::read_unfinished(db::JobRepository::ScheduleRead re
   // A complete read's rows (every unfinished job's, and the result they
   // were read from) are freed by now; without this their pages stay with
   // the process, between the kept jobs (bench/RESULTS.md, issue 29).
-  if (complete) malloc_trim(0);
+  if (complete) base::return_free_memory();
   return s;
 }
 

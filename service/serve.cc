@@ -16,6 +16,7 @@
 #include "api/job_spec.h"
 #include "api/jobs_api.h"
 #include "api/notify.h"
+#include "base/free_memory.h"
 #include "db/cluster_repository.h"
 #include "db/connection_pool.h"
 #include "db/embedded_postgres.h"
@@ -160,6 +161,7 @@ int run_agent(const std::vector<std::string>& args) {
     return 2;
   }
   sigset_t signals = block_stop_signals();
+  (void)base::purge_in_background();  // see ServeProcess::run
   auto pool = db::ConnectionPool::create(options.database_url, 6);
   if (!pool.ok()) {
     std::cerr << "tpujobs agent: database: " << pool.error().message << "\n";
@@ -216,6 +218,10 @@ class ServeProcess {
     // Signals are taken by sigwait() below; every thread started from here
     // on inherits the mask.
     sigset_t signals = block_stop_signals();
+    // Freed pages go back to the system from the allocator's own threads,
+    // not from the requests' (bench/RESULTS.md, session 31); they inherit
+    // the mask.
+    (void)base::purge_in_background();
     for (auto step : {&ServeProcess::open_database, &ServeProcess::check_exposure,
                       &ServeProcess::hold_membership, &ServeProcess::start_control_plane,
                       &ServeProcess::start_api}) {
@@ -462,9 +468,18 @@ class ServeProcess {
     api.more_metrics = [this] {
       return (server_ ? server_->prometheus_metrics() : std::string()) +
              leader_->prometheus_metrics() +
-             (agent_ ? agent_->prometheus_metrics() : std::string());
+             (agent_ ? agent_->prometheus_metrics() : std::string()) + allocator_metric();
     };
     return api;
+  }
+
+  // Which allocator the process runs on (service/CMakeLists.txt).
+  static std::string allocator_metric() {
+    return std::string(
+               "# HELP tpujobs_allocator_info The memory allocator the service runs on.\n"
+               "# TYPE tpujobs_allocator_info gauge\n"
+               "tpujobs_allocator_info{allocator=\"") +
+           base::allocator_name() + "\"} 1\n";
   }
 
   HttpServerOptions http_options() const {

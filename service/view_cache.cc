@@ -181,8 +181,8 @@ std::optional<ViewCache::Entry> ViewCache::find(std::int64_t id) {
       base::MutexLock lock(mutex_);
       auto it = index_.find(id);
       if (it == index_.end()) return std::nullopt;
-      order_.splice(order_.begin(), order_, it->second);
-      const Node& node = *it->second;
+      Node& node = *it->second;
+      node.read = true;
       if (!node.queued) return Entry{node.tenant, node.body};
       if (node.queued->rendered) return Entry{node.tenant, body_of(node)};
     }
@@ -347,6 +347,11 @@ void ViewCache::erase_locked(std::int64_t id) {
 
 void ViewCache::evict_locked() {
   while (bytes_ > max_bytes_ && !order_.empty()) {
+    if (Node& oldest = order_.back(); oldest.read) {  // a second chance
+      oldest.read = false;
+      order_.splice(order_.begin(), order_, std::prev(order_.end()));
+      continue;
+    }
     bytes_ -= cost(order_.back());
     index_.erase(order_.back().id);
     order_.pop_back();

@@ -1,6 +1,8 @@
 // Rendered GET /v1/jobs/{id} bodies, served from memory instead of a
-// database read per poll; the least recently used views go first once the
-// cache holds more than its byte budget.
+// database read per poll. Once the cache holds more than its byte budget the
+// oldest views go first, but a view read since it was last passed over
+// gets a second chance (CLOCK): a read only marks its view, so reading a
+// queue of 100,000 touches no other view's memory.
 //
 // A finished job's view never changes. A STARTING or RUNNING job's changes
 // when it starts, stores progress or a checkpoint, is cancelled, preempted
@@ -22,6 +24,7 @@
 #pragma once
 
 #include <array>
+#include <boost/unordered/unordered_flat_map.hpp>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -119,6 +122,7 @@ class ViewCache {
     std::string tenant;
     std::string body;              // a finished view, or a queued one's fixed delta
     std::optional<Queued> queued;  // a queued view
+    bool read = false;             // read since eviction last passed it over
   };
   using Bases = std::deque<std::shared_ptr<const DeltaBase>>;
   static std::size_t cost(const Node& n);
@@ -144,8 +148,9 @@ class ViewCache {
 
   const std::size_t max_bytes_;
   mutable base::Mutex mutex_;
-  std::list<Node> order_ GUARDED_BY(mutex_);  // most recently used first
-  std::unordered_map<std::int64_t, std::list<Node>::iterator> index_ GUARDED_BY(mutex_);
+  std::list<Node> order_ GUARDED_BY(mutex_);  // newest (or given a second chance) first
+  // Open addressing: a lookup reads one group of slots, not a chain of nodes.
+  boost::unordered_flat_map<std::int64_t, std::list<Node>::iterator> index_ GUARDED_BY(mutex_);
   std::size_t bytes_ GUARDED_BY(mutex_) = 0;
   std::uint64_t generation_ GUARDED_BY(mutex_) = 0;
   // The last kChangesKept changes: job -> generation of its last change.

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <ctime>
+#include <filesystem>
+#include <fstream>
 #include <iomanip>
 #include <set>
 #include <sstream>
@@ -308,6 +310,25 @@ TEST(Service, HealthReadinessMetricsAndOpenApi) {
   EXPECT_NE(metrics.body.find("tpujobs_queue_depth"), std::string::npos);
   EXPECT_NE(metrics.body.find("tpujobs_cores_in_use"), std::string::npos);
   EXPECT_NE(metrics.body.find("tpujobs_http_request_duration_seconds_bucket"), std::string::npos);
+#if defined(__SANITIZE_ADDRESS__)
+  const std::string allocator = "system";  // the sanitizers bring their own
+#else
+  const std::string allocator = "jemalloc";  // service/CMakeLists.txt
+#endif
+  EXPECT_NE(metrics.body.find("tpujobs_allocator_info{allocator=\"" + allocator + "\"} 1"),
+            std::string::npos);
+#if !defined(__SANITIZE_ADDRESS__)
+  // Its background threads give freed pages back (base::purge_in_background).
+  int purging = 0;
+  for (const auto& task :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(service().pid()) + "/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    purging += name == "jemalloc_bg_thd";
+  }
+  EXPECT_GT(purging, 0);
+#endif
   HttpResponse doc = service().get("/openapi.json");
   EXPECT_EQ(doc.status, 200);
   EXPECT_TRUE(doc.json()["paths"].contains("/v1/jobs/{id}/wait"));
