@@ -113,7 +113,13 @@ void higher_priority_preempts_and_the_victim_resumes(ServiceProcess& service) {
   ASSERT_EQ(wait_for_step(service, high, 10)["state"], "RUNNING");
   ASSERT_EQ(service.stop(), 0);
   ASSERT_EQ(service.start(), "");
-  const json again = job_view(service, low);
+  // Read at once, the stored reason was once HostUnhealthy (a clean-clone
+  // run under load; not reproduced since, its cause not established: a
+  // pass that found the agent's heartbeat late before the stop is one): the
+  // new leader's first pass writes its own reason, and that is what counts.
+  const json again = wait_until(service, low, [](const json& j) {
+    return j["state"] != "QUEUED" || j["pending_reason"] == "Preempted";
+  });
   EXPECT_EQ(again["state"], "QUEUED") << again.dump();
   EXPECT_EQ(again["pending_reason"], "Preempted") << again.dump();
   EXPECT_EQ(again.value("preempted_by", 0), high) << again.dump();
