@@ -3,7 +3,6 @@
 #include <malloc.h>
 
 #include <cstddef>
-#include <string>
 
 // jemalloc's control interface, when the process runs on jemalloc: a weak
 // reference, null under glibc's malloc.
