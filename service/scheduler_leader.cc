@@ -291,7 +291,7 @@ base::Status SchedulerLeader::run_pass(bool housekeeping) {
   pass_nanos_ += nanos;
   if (nanos > max_pass_nanos_) max_pass_nanos_ = nanos;  // one thread makes the passes
   // A failed pass may have left its writes unknown: read every job again,
-  // and plan again.
+  // and plan again (its plan, if it made one, was not kept: planned()).
   if (!s.ok()) {
     low_water_.reset();
     planned_holds_until_.reset();

@@ -426,7 +426,6 @@ base::Status SchedulerLeader::pass(bool housekeeping) {
     ++plans_reused_;
     return base::Status::Ok();
   }
-  planned_holds_until_.reset();
   const scheduler::PassPlan plan = scheduler::plan_pass(snapshot_);
   if (base::Status s = write_unstartable(plan); !s.ok()) return s;
   std::set<std::string> woken;

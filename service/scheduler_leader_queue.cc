@@ -81,7 +81,6 @@ int SchedulerLeader::tenant(const std::string& name) {
   const auto [it, inserted] =
       tenant_index_.emplace(name, static_cast<int>(snapshot_.tenants.size()));
   if (inserted) {
-    ++queue_version_;
     snapshot_.tenants.push_back(scheduler::PassTenant{name, std::nullopt, 0, 1.0});
     tenant_jobs_.push_back(0);
   }
