@@ -15,6 +15,7 @@
 #include "service/database_datasets.h"
 #include "service/device_facts.h"
 #include "service/gloo_collective.h"
+#include "service/heartbeat_lateness.h"
 #include "service/job_lifecycle.h"
 #include "service/job_views.h"
 
@@ -263,6 +264,7 @@ void Agent::heartbeat_loop() {
   db::ClusterRepository cluster(*heartbeat_pool_);
   base::Clock& clock = *options_.clock;
   auto last_heartbeat = clock.now();
+  HeartbeatLateness lateness(options_.heartbeat_interval, last_heartbeat);
   base::MutexLock lock(mutex_);
   while (!heartbeat_stopping_) {
     const auto due = last_heartbeat + options_.heartbeat_interval;
@@ -271,10 +273,15 @@ void Agent::heartbeat_loop() {
                      [this]() REQUIRES(mutex_) { return heartbeat_stopping_; });
       continue;
     }
+    const auto gap = clock.now() - last_heartbeat;  // since the one before was sent
     last_heartbeat = clock.now();
     const std::int64_t epoch = epoch_;
     lock.unlock();
     auto alive = cluster.heartbeat(options_.name, epoch);
+    if (auto line = lateness.note(gap, clock.now() - last_heartbeat,
+                                  alive.ok() ? "" : alive.error().message, clock.now())) {
+      std::cerr << "tpujobs: agent " << options_.name << "'s heartbeat is " << *line << std::endl;
+    }
     lock.lock();
     if (alive.ok() && !*alive) {
       lost_epoch_ = epoch;

@@ -6,7 +6,7 @@
 #include "api/problem.h"
 #include "api/request_reading.h"
 #include "api/usage.h"
-#include "db/listener.h"
+#include "base/prometheus.h"
 #include "service/database_datasets.h"
 #include "service/device_facts.h"
 #include "service/job_lifecycle.h"
@@ -51,17 +51,18 @@ JobManager::~JobManager() {
 }
 
 base::Status JobManager::start() {
+  renderer_ = std::make_unique<ViewRenderer>(views_);
   if (options_.wake_bus != nullptr) {
     // The leader runs in this process: it names every job whose row it
     // changes, so a waiting job's view can be served from memory.
     options_.wake_bus->subscribe(kJobsChangedChannel, [this](const std::string& payload) {
       views_.forget(parse_job_ids(payload));
     });
-    renderer_ = std::make_unique<ViewRenderer>(views_);
     options_.wake_bus->subscribe(kPendingWrittenChannel, [this](const std::string& payload) {
       views_.set_pending(parse_pending_changes(payload));
       renderer_->wake();
     });
+    queued_views_told_ = true;
   }
   readiness_probe_.start();
   started_ = true;
@@ -172,9 +173,9 @@ void JobManager::on_committed(std::vector<CommittedSubmit>& committed) {
     c.outcome.job = response_body(
         views::render_row(c.row, std::move(request.spec_json), std::move(c.pending.resolved),
                           json(request.spec.labels), json(request.warnings)));
-    // The leader in this process will say when it changes the job: its view
-    // is served from memory from now on, without a read or a parse.
-    if (options_.wake_bus != nullptr && c.row.state == JobState::kQueued && !c.row.started_at) {
+    // Every change of the job will be told: its view is served from memory
+    // from now on, without a read or a parse.
+    if (queued_views_told_ && c.row.state == JobState::kQueued && !c.row.started_at) {
       views_.put_if_current(views_before_insert, c.row.id, c.row.tenant, c.outcome.job,
                             c.row.priority, c.row.pending_json);
     }
@@ -220,9 +221,11 @@ base::Result<std::string> JobManager::get_job_text(std::int64_t id, const std::s
   // A finished job's view from the cache, so `wait` on a finished job needs
   // no database round trip, also while the database is away.
   if (std::optional<ViewCache::Entry> hit = views_.find(id)) {
+    ++views_from_memory_;
     if (hit->tenant != tenant) return not_found(id).error();
     return std::move(hit->body);
   }
+  ++views_from_database_;
   const std::uint64_t seen = views_.generation();
   // The row and, for a job that started, where a resume would begin: one read.
   auto job = repo_.jobs.get_job_with_checkpoint(id);
@@ -239,16 +242,15 @@ base::Result<std::string> JobManager::get_job_text(std::int64_t id, const std::s
   std::string body = views::job_body(**job);
   if (is_terminal(row.state)) {
     views_.put(id, row.tenant, body);
-  } else if (options_.wake_bus != nullptr) {
-    // Every writer of an unfinished job's row says so through the wake bus
-    // (service/view_cache.h); without one the leader and agents may be
-    // elsewhere. A waiting job's view changes through the leader or a
-    // cancel here, a placed one's through its agent too.
-    if (row.state == JobState::kQueued && !row.started_at) {
+  } else if (row.state == JobState::kQueued && !row.started_at) {
+    // A waiting job's view changes through the leader or a cancel; each is
+    // told here (queued_views_told_).
+    if (queued_views_told_)
       views_.put_if_current(seen, id, row.tenant, body, row.priority, row.pending_json);
-    } else if (row.state != JobState::kQueued) {
-      views_.put_placed_if_current(seen, id, row.tenant, body);
-    }
+  } else if (row.state != JobState::kQueued && options_.wake_bus != nullptr) {
+    // A placed one's changes through its agent too, which says so only
+    // through the wake bus (service/view_cache.h).
+    views_.put_placed_if_current(seen, id, row.tenant, body);
   }
   return body;
 }
@@ -348,30 +350,6 @@ base::Result<std::optional<JobState>> JobManager::Logs::stored_state(std::int64_
   if (!row.ok()) return row.error();
   if (!*row) return std::optional<JobState>();
   return std::optional<JobState>((*row)->state);
-}
-
-void JobManager::log_listener_loop() {
-  db::Listener listener(pool_.conninfo(), db::kLogChannel);
-  for (;;) {
-    {
-      base::MutexLock lock(log_listener_mutex_);
-      if (log_listener_stopping_) return;
-    }
-    auto notes = listener.wait(std::chrono::milliseconds(250));
-    if (!notes.ok()) {
-      // The streams' fallback ticks meanwhile.
-      base::MutexLock lock(log_listener_mutex_);
-      clock_.wait_for(lock, log_listener_wake_, std::chrono::seconds(1),
-                      [this]() REQUIRES(log_listener_mutex_) { return log_listener_stopping_; });
-      continue;
-    }
-    // The payload: the ids of the jobs whose lines were stored, comma-separated.
-    for (const db::Notification& note : *notes) {
-      const std::vector<std::int64_t> jobs = LogStreams::parse_job_ids(note.payload);
-      log_streams_.wake(jobs);
-      waits_.wake(jobs);
-    }
-  }
 }
 
 base::Result<nlohmann::json> JobManager::job_metrics(std::int64_t id, const std::string& tenant,
@@ -665,6 +643,13 @@ std::string JobManager::prometheus_metrics() {
         pool.value("running_jobs", 0));
   gauge(out, "tpujobs_jobs_submitted_total", "Jobs committed by this process.", "counter",
         submitted_total_.load());
+  out += base::counter_family(
+      "tpujobs_job_views_total",
+      "Job views (GET /v1/jobs/{id}, waits) this process answered, by where they came from: "
+      "its cache of rendered views, or a database read.",
+      "from", {{"memory", views_from_memory_.load()}, {"database", views_from_database_.load()}});
+  gauge(out, "tpujobs_view_cache_bytes", "Bytes of rendered job views kept in memory.", "gauge",
+        static_cast<std::int64_t>(views_.bytes()));
   out +=
       "# HELP tpujobs_database_up Whether the last database call succeeded.\n# TYPE "
       "tpujobs_database_up gauge\n";

@@ -5,8 +5,10 @@
 // (scheduler_leader.h) places, the agents (agent.h) run, whether in this
 // process (a standalone serve, woken through service/wake_bus.h) or in
 // others. What it holds in memory is a cache: the rendered views of
-// finished jobs (and of unfinished ones in a standalone serve, whose leader
-// and agent say which jobs they changed), tokens, quotas and estimates.
+// finished jobs, of queued ones (whose every change it hears of: from the
+// leader in this process, or from the database's NOTIFY on a replica), of
+// running ones in a standalone serve (whose agent says what it changed),
+// tokens, quotas and estimates.
 //
 // Its parts, each a file with its own tests:
 //   submit_committer.h  group commit of submits (the 201 means committed)
@@ -16,7 +18,8 @@
 //   pool_admin.h        host health, forced releases, quotas: stored, then applied
 //
 // Threads: committers, the timer thread (long-poll timeouts, log streams)
-// and a LISTEN thread for the agents' log notifications.
+// and a LISTEN thread for the agents' log notifications (and, on a replica,
+// the changes of queued jobs).
 #pragma once
 
 #include <atomic>
@@ -160,8 +163,10 @@ class JobManager final : public api::JobService, public StartedViews {
   executor::DeviceFacts device_for(std::optional<scheduler::Generation> generation) const;
   // Wakes the log streams and the waits of the jobs named in the agents'
   // NOTIFY tpujobs_logs (lines stored, or an end committed; their polling
-  // fallback ticks meanwhile).
+  // fallback ticks meanwhile). Without a wake bus, also hands views_ the
+  // changes of queued jobs the database sends (db/migrations/038).
   void log_listener_loop();
+  void take_view_changes(const std::vector<db::Notification>& notes);
 
   db::ConnectionPool& pool_;
   db::Repositories repo_;
@@ -240,6 +245,9 @@ class JobManager final : public api::JobService, public StartedViews {
   std::atomic<bool> database_ok_{true};
   db::DatabaseProbe readiness_probe_{pool_.conninfo(), options_.readiness_probe};
   std::atomic<std::int64_t> submitted_total_{0};
+  // Job views answered from views_, and read from the database.
+  std::atomic<std::uint64_t> views_from_memory_{0};
+  std::atomic<std::uint64_t> views_from_database_{0};
 
   TimerQueue timers_{clock_};
   JobWaits waits_{timers_, clock_, [this](std::int64_t id, const std::string& tenant) {
@@ -263,8 +271,12 @@ class JobManager final : public api::JobService, public StartedViews {
   bool log_listener_stopping_ GUARDED_BY(log_listener_mutex_) = false;
   std::condition_variable log_listener_wake_;
   std::thread log_listener_;
-  // Renders the views of queued jobs ahead of their first read (with a wake
-  // bus: the leader hands this process its pending reasons).
+  // Whether every change of a queued job reaches views_, so that its view
+  // may be kept: always with a wake bus; otherwise while the LISTEN
+  // connection of log_listener_loop is up.
+  std::atomic<bool> queued_views_told_{false};
+  // Renders the views of queued jobs ahead of their first read, once their
+  // pending reasons came (from the leader here or the database's NOTIFY).
   std::unique_ptr<ViewRenderer> renderer_;
   bool started_ = false;
   std::atomic<bool> shut_down_{false};

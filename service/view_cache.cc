@@ -263,6 +263,21 @@ void ViewCache::forget(const std::vector<std::int64_t>& ids) {
   }
 }
 
+void ViewCache::forget_queued() {
+  base::MutexLock lock(mutex_);
+  ++generation_;
+  changes_forgotten_ = generation_;  // a view read before now may be stale
+  for (auto it = order_.begin(); it != order_.end();) {
+    if (!it->queued) {
+      ++it;
+      continue;
+    }
+    bytes_ -= cost(*it);
+    index_.erase(it->id);
+    it = order_.erase(it);
+  }
+}
+
 void ViewCache::set_pending(std::vector<PendingChange> changes) {
   base::MutexLock lock(mutex_);
   ++generation_;

@@ -83,6 +83,10 @@ class ViewCache {
   bool put_written(std::uint64_t seen, std::int64_t id, std::string tenant, std::string body);
   // Drops the views of jobs that changed.
   void forget(const std::vector<std::int64_t>& ids);
+  // Drops every queued view, and keeps none read before this call: the
+  // changes of queued jobs may have gone unheard (a replica's LISTEN
+  // connection was lost).
+  void forget_queued();
   // The leader stored these pending reasons (nullopt: none): the queued
   // views kept take them; any other view of those jobs is dropped.
   using PendingChange = std::pair<std::int64_t, std::optional<std::string>>;

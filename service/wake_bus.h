@@ -22,10 +22,13 @@
 
 namespace tpujobs::service {
 
-// In-process only: the ids of jobs whose stored row the leader changed (a
-// placement, an end; pending reasons whose write may or may not have
-// landed), so that the API service forgets their cached views
-// (service/view_cache.h). Payload: ids separated by ','.
+// The ids of jobs whose stored row changed, so that the API service forgets
+// their cached views (service/view_cache.h). In a process with a wake bus
+// the leader and the agent publish it for every row they change (a
+// placement, a start, an end; pending reasons whose write may or may not
+// have landed); in a cluster the database sends it (NOTIFY) for a job that
+// never started and leaves the queue (db/migrations/038). Payload: ids
+// separated by ','.
 inline constexpr char kJobsChangedChannel[] = "tpujobs_jobs_changed";
 
 inline std::string format_job_ids(const std::vector<std::int64_t>& ids) {
@@ -52,10 +55,12 @@ inline std::vector<std::int64_t> parse_job_ids(std::string_view text) {
   return ids;
 }
 
-// In-process only: the pending reasons the leader just stored (the
-// jobs.pending values), so that the API service's kept views of queued
-// jobs take them without a read. Payload: one line per job, its id, then
-// a tab and the reason when it has one.
+// The pending reasons the leader just stored (the jobs.pending values), so
+// that the API service's kept views of queued jobs take them without a
+// read: published by the leader in a process with a wake bus, sent by the
+// database (NOTIFY, one job each) in a cluster (db/migrations/038).
+// Payload: one line per job, its id, then a tab and the reason when it has
+// one.
 inline constexpr char kPendingWrittenChannel[] = "tpujobs_pending_written";
 
 using PendingChanges = std::vector<std::pair<std::int64_t, std::optional<std::string>>>;

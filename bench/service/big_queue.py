@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """A standalone `tpujobs serve` with a very large queue (issue 29's budgets).
 
-    bench/service/big_queue.py PATH/TO/tpujobs [--jobs 100000]
+    bench/service/big_queue.py PATH/TO/tpujobs [--jobs 100000] [--cluster]
 
 Starts its own service (embedded PostgreSQL, pool v3-32, fresh state dir) on
-loopback, drains every host, then measures:
+loopback; with --cluster instead a PostgreSQL server of its own with the
+embedded one's settings, a replica (`serve --database-url URL --pool none`,
+the scheduler leader) and an agent with the v3-32 pool. Drains every host,
+then measures (in the replica, which serves the reads):
   1. status reads of queued jobs with 200 queued (wrk, 64 connections);
   2. the time to queue --jobs jobs (sweeps of 250 children, 4 submitters)
      and the service's RSS per queued job (VmRSS before and after);
@@ -20,6 +23,7 @@ state, with a generous deadline.
 import argparse
 import concurrent.futures
 import datetime
+import glob
 import json
 import os
 import re
@@ -39,6 +43,9 @@ SPEC = {
     "optimizer": {"type": "sgd", "lr": 0.1},
 }
 HERE = os.path.dirname(os.path.abspath(__file__))
+# db/embedded_postgres.cc's settings, for --cluster's own server.
+EMBEDDED_SETTINGS = ["fsync=on", "synchronous_commit=on", "shared_buffers=128MB",
+                     "max_connections=100", "max_wal_size=256MB", "min_wal_size=64MB"]
 
 
 def call(url, method="GET", body=None, timeout=120):
@@ -79,6 +86,74 @@ def status_reads(url, first, last, seconds=10):
     return rate, p99
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_line(process, log_path, text, seconds=120):
+    deadline = time.time() + seconds
+    while text not in open(log_path).read():
+        if process.poll() is not None or time.time() > deadline:
+            sys.exit(f"no '{text}' in {log_path}:\n" + open(log_path).read())
+        time.sleep(0.1)
+
+
+def start_postgres(state, processes):
+    """A PostgreSQL server with the embedded settings; its URL."""
+    bin_dir = sorted(glob.glob("/usr/lib/postgresql/*/bin"))[-1]
+    data = os.path.join(state, "pg")
+    os.makedirs(data)
+    as_postgres = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    if as_postgres:
+        shutil.chown(data, "postgres")
+    subprocess.run(as_postgres + [f"{bin_dir}/initdb", "-D", data, "-U", "tpujobs",
+                                  "--auth=trust", "-E", "UTF8"],
+                   check=True, capture_output=True)
+    port = free_port()
+    log_path = os.path.join(state, "postgres.log")
+    args = [f"{bin_dir}/postgres", "-D", data, "-k", data, "-p", str(port),
+            "-c", "listen_addresses=127.0.0.1"]
+    for setting in EMBEDDED_SETTINGS:
+        args += ["-c", setting]
+    processes.append(subprocess.Popen(as_postgres + args, stdout=open(log_path, "w"),
+                                      stderr=subprocess.STDOUT))
+    wait_for_line(processes[-1], log_path, "ready to accept connections")
+    subprocess.run(as_postgres + [f"{bin_dir}/createdb", "-h", "127.0.0.1", "-p", str(port),
+                                  "-U", "tpujobs", "tpujobs"], check=True)
+    return f"postgresql://tpujobs@127.0.0.1:{port}/tpujobs"
+
+
+def start_service(binary, state, jobs, cluster, processes):
+    """Starts the service; its URL and the pid that serves the reads."""
+    port = free_port()
+    common = ["--listen", f"127.0.0.1:{port}", "--state-dir", os.path.join(state, "state"),
+              "--default-max-queued", str(jobs + 1000)]
+    if not cluster:
+        args = [binary, "serve", "--pool", "v3-32"]
+    else:
+        database = start_postgres(state, processes)
+        args = [binary, "serve", "--database-url", database, "--name", "replica", "--pool", "none"]
+    log_path = os.path.join(state, "serve.log")
+    processes.append(subprocess.Popen(args + common, stdout=open(log_path, "w"),
+                                      stderr=subprocess.STDOUT))
+    serve = processes[-1]
+    wait_for_line(serve, log_path, "tpujobs listening on")
+    if cluster:
+        agent_log = os.path.join(state, "agent.log")
+        processes.append(subprocess.Popen(
+            [binary, "agent", "--database-url", database, "--pool", "v3-32", "--name", "agent"],
+            stdout=open(agent_log, "w"), stderr=subprocess.STDOUT))
+        wait_for_line(processes[-1], agent_log, "running")
+        deadline = time.time() + 60
+        while not call(f"http://127.0.0.1:{port}/v1/pool")["hosts"]:
+            if time.time() > deadline:
+                sys.exit("the agent's hosts never showed in the pool")
+            time.sleep(0.1)
+    return f"http://127.0.0.1:{port}", serve.pid
+
+
 def submit_sweep(url, size, offset):
     spec = dict(SPEC, sweep={"trainer.seed": list(range(offset, offset + size))})
     answer = call(url + "/v1/jobs", "POST", spec)
@@ -89,29 +164,19 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("binary")
     parser.add_argument("--jobs", type=int, default=100000)
+    parser.add_argument("--cluster", action="store_true",
+                        help="a replica with an agent on a PostgreSQL server of its own")
     args = parser.parse_args()
 
     state = tempfile.mkdtemp(prefix="tpujobs-bigq.")
     os.chmod(state, 0o755)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    url = f"http://127.0.0.1:{port}"
-    log = open(os.path.join(state, "serve.log"), "w")
-    serve = subprocess.Popen([args.binary, "serve", "--listen", f"127.0.0.1:{port}",
-                              "--state-dir", os.path.join(state, "state"), "--pool", "v3-32",
-                              "--default-max-queued", str(args.jobs + 1000)],
-                             stdout=log, stderr=subprocess.STDOUT)
+    processes = []
     try:
-        deadline = time.time() + 120
-        while "tpujobs listening on" not in open(log.name).read():
-            if serve.poll() is not None or time.time() > deadline:
-                sys.exit("service did not start:\n" + open(log.name).read())
-            time.sleep(0.1)
+        url, serve_pid = start_service(args.binary, state, args.jobs, args.cluster, processes)
         cpu = subprocess.run(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo"],
                              capture_output=True, text=True).stdout.strip()
         print(f"machine: {cpu}, {os.cpu_count()} CPUs, load average {os.getloadavg()}")
-        idle = rss_mb(serve.pid)
+        idle = rss_mb(serve_pid)
         print(f"RSS idle: {idle:.1f} MB")
         hosts = [h["name"] for h in call(url + "/v1/pool")["hosts"]]
         for host in hosts:
@@ -140,7 +205,7 @@ def main():
         mean_ms = (after[1] - before[1]) / passes * 1000 if passes else float("nan")
         print(f"leader passes over {queued} queued, quiet 30 s: {passes:.0f} passes, "
               f"mean {mean_ms:.1f} ms; longest since start {after[2] * 1000:.1f} ms")
-        full = rss_mb(serve.pid)
+        full = rss_mb(serve_pid)
         print(f"RSS with {queued} queued: {full:.1f} MB "
               f"({(full - idle) * 1024 * 1024 / queued:.0f} bytes per queued job)")
 
@@ -169,8 +234,9 @@ def main():
         print(f"priority-100 job placed {(at - recovered).total_seconds() * 1000:.0f} ms "
               f"after the recover request")
     finally:
-        serve.terminate()
-        serve.wait(timeout=120)
+        for process in reversed(processes):  # the agent, the replica, then PostgreSQL
+            process.terminate()
+            process.wait(timeout=120)
         shutil.rmtree(state, ignore_errors=True)
 
 

@@ -8,6 +8,7 @@
 
 #include "db/job_output_repository.h"
 #include "db/job_repository.h"
+#include "db/listener.h"
 #include "db/scheduling_read.h"
 #include "tests/support/test_cluster.h"
 
@@ -244,6 +245,63 @@ TEST_F(JobRepositoryTest, TransitionsAreConditionalAndRecorded) {
                                    .from = {JobState::kQueued},
                                    .to = JobState::kStarting,
                                    .reason = "x"}));
+}
+
+// What a replica's cache of queued views hears (db/migrations/038): a
+// reason written, as it was written; a job that leaves the queue; nothing
+// for a reason written again, or for a running job's writes.
+TEST_F(JobRepositoryTest, TheChangesOfQueuedJobsAreSentToTheReplicasThatListen) {
+  Listener listener(pool_->conninfo(),
+                    std::vector<std::string>{"tpujobs_jobs_changed", "tpujobs_pending_written"});
+  ASSERT_TRUE(listener.wait(std::chrono::milliseconds(10)).ok());  // listening from here
+  const std::vector<InsertedJob> inserted = insert({job("a"), job("b"), job("c")});
+  ASSERT_EQ(inserted.size(), 3u);
+  const std::int64_t a = inserted[0].row.id, b = inserted[1].row.id, c = inserted[2].row.id;
+  // Everything sent until `expected` came and 200 ms more passed with none.
+  auto heard = [&](std::size_t expected) {
+    std::vector<std::string> notes;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    auto quiet_from = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() < deadline) {
+      auto some = listener.wait(std::chrono::milliseconds(50));
+      EXPECT_TRUE(some.ok());
+      if (!some.ok()) break;
+      for (const Notification& n : *some) notes.push_back(n.channel + " " + n.payload);
+      if (!some->empty()) quiet_from = std::chrono::steady_clock::now();
+      if (notes.size() >= expected &&
+          std::chrono::steady_clock::now() - quiet_from > std::chrono::milliseconds(200))
+        break;
+    }
+    return notes;
+  };
+  const std::string reason = R"({"reason": "Resources", "queue_position": 1})";
+  ASSERT_TRUE(jobs_->set_pending({{a, reason}, {b, R"({"reason": "Priority"})"}}).ok());
+  EXPECT_EQ(heard(2),
+            (std::vector<std::string>{
+                "tpujobs_pending_written " + std::to_string(a) + "\t" + reason,
+                "tpujobs_pending_written " + std::to_string(b) + "\t{\"reason\": \"Priority\"}"}));
+
+  // The same reason again, and a running job's progress: nothing.
+  ASSERT_TRUE(jobs_->set_pending({{a, reason}}).ok());
+  Transition start{
+      .job_id = b, .from = {JobState::kQueued}, .to = JobState::kStarting, .reason = "Scheduled"};
+  start.clear_pending = true;
+  ASSERT_TRUE(*jobs_->transition(start));
+  EXPECT_EQ(heard(1), std::vector<std::string>{"tpujobs_jobs_changed " + std::to_string(b)});
+  ASSERT_TRUE(jobs_->update_progress(b, R"({"step": 3})", std::nullopt).ok());
+  EXPECT_EQ(heard(0), std::vector<std::string>{});
+
+  // A reason too long for a payload is sent as a change; a cancel too.
+  const std::string long_reason =
+      R"({"reason": "Resources", "detail": ")" + std::string(8000, 'x') + R"("})";
+  ASSERT_TRUE(jobs_->set_pending({{c, long_reason}}).ok());
+  EXPECT_EQ(heard(1), std::vector<std::string>{"tpujobs_jobs_changed " + std::to_string(c)});
+  ASSERT_TRUE(*jobs_->transition({.job_id = a,
+                                  .from = {JobState::kQueued},
+                                  .to = JobState::kCancelled,
+                                  .reason = "Cancelled",
+                                  .set_finished_at = true}));
+  EXPECT_EQ(heard(1), std::vector<std::string>{"tpujobs_jobs_changed " + std::to_string(a)});
 }
 
 // The agent's start of a job (service/started_views.h): the transition

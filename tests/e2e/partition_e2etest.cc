@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <thread>
@@ -127,6 +128,11 @@ std::unique_ptr<ServiceProcess> started(ServiceProcess::Options options) {
 constexpr int kStepsPerEpoch = 100;
 json long_job(const std::string& name) { return long_job_spec(name, 13, kStepsPerEpoch); }
 constexpr std::chrono::seconds kJobDeadline{600};
+
+std::string file_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
 
 std::string agent_of(const json& view) {
   return view["allocation"].is_object() ? view["allocation"].value("agent", "") : "";
@@ -279,7 +285,9 @@ TEST_F(Partition, AnAgentCutOffByTheNetworkLosesItsJobToAnotherAndRejoinsWriting
   const EndedJob ended = cancel_and_wait(*replica, id, kJobDeadline);
   // What each side did, for any failure below.
   const std::string story = "\nevents:\n" + event_reasons(*replica, id) + "\nagent-far:\n" +
-                            far->log() + "\nagent-near:\n" + near->log();
+                            far->log() + "\nagent-near:\n" + near->log() +
+                            "\nreplica-a (the leader):\n" + replica->log() + "\npostgres.log:\n" +
+                            file_text(database->log_file());
   ASSERT_EQ(past["state"], "RUNNING") << past.dump() << story;
   const json done = job_view(*replica, id);
   EXPECT_EQ(agent_of(done), "agent-near") << story;

@@ -519,6 +519,62 @@ TEST_F(ScaleOut, CancelThroughTheOtherReplicaStopsARunningJobWithinASecond) {
   std::printf("cancel through the other replica: CANCELLED after %.3f s\n", took);
 }
 
+// Every replica serves a queued job's view from memory, told of each change
+// by the database (db/migrations/038): a cancel and a placement made through
+// the other replica, and the leader's reasons, show on it; so does a
+// placement made while its LISTEN connection was lost.
+TEST_F(ScaleOut, AQueuedJobsViewKeptByOneReplicaFollowsWhatChangesItThroughTheOther) {
+  auto replica_a = start_replica("replica-a");
+  auto replica_b = start_replica("replica-b");
+  auto agent_1 = start_agent("agent-1");
+  const json pool =
+      poll_until([&] { return replica_a->get("/v1/pool").json(); },
+                 [](const json& p) { return !p.value("hosts", json::array()).empty(); });
+  ASSERT_FALSE(pool.value("hosts", json::array()).empty()) << pool.dump();
+  const std::string host = pool["hosts"][0]["name"];
+  ASSERT_EQ(replica_b->post("/v1/pool/hosts/" + host + ":drain").status, 200);
+  const std::int64_t cancelled = submit(*replica_a, long_job("cancelled-while-queued"));
+  const std::int64_t placed = submit(*replica_a, long_job("placed-after-a-lost-listen"));
+  auto judged = [](const json& j) {
+    return j["state"] == "QUEUED" && j["pending_reason"].is_string();
+  };
+  ASSERT_TRUE(judged(wait_until(*replica_a, cancelled, judged)));
+  ASSERT_TRUE(judged(wait_until(*replica_a, placed, judged)));
+  auto views_from_memory = [&] {
+    const std::string metrics = replica_a->get("/metrics").body;
+    const std::string name = "tpujobs_job_views_total{from=\"memory\"} ";
+    const std::size_t at = metrics.find(name);
+    return at == std::string::npos ? -1 : std::stoll(metrics.substr(at + name.size()));
+  };
+  const long long before = views_from_memory();
+  EXPECT_EQ(job_view(*replica_a, cancelled)["state"], "QUEUED");
+  EXPECT_EQ(views_from_memory(), before + 1) << "replica a read the queued job's row again";
+
+  ASSERT_EQ(replica_b->post("/v1/jobs/" + std::to_string(cancelled) + "/cancel").status, 202);
+  const json after_cancel =
+      wait_until(*replica_a, cancelled, [](const json& j) { return j["state"] != "QUEUED"; });
+  EXPECT_EQ(after_cancel["state"], "CANCELLED") << after_cancel.dump();
+
+  // The server ends every replica's LISTEN connection; the host comes back
+  // and the other job is placed before replica a listens again.
+  auto admin = db::Connection::open(database_.url());
+  ASSERT_TRUE(admin.ok()) << admin.error().message;
+  auto ended = (*admin)->execute(
+      "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+      " WHERE query LIKE 'LISTEN tpujobs_logs;LISTEN tpujobs_jobs_changed;%'");
+  ASSERT_TRUE(ended.ok()) << ended.error().message;
+  EXPECT_EQ(ended->int64(0, 0), 2) << "one LISTEN connection a replica; connections: " << [&] {
+    auto rows = (*admin)->execute(
+        "SELECT string_agg(pid || ' ' || state || ' ' || query, E'\\n') FROM pg_stat_activity");
+    return rows.ok() ? rows->string(0, 0) : rows.error().message;
+  }();
+  ASSERT_EQ(replica_b->post("/v1/pool/hosts/" + host + ":recover").status, 200);
+  const json running =
+      wait_until(*replica_a, placed, [](const json& j) { return j["state"] == "RUNNING"; });
+  EXPECT_EQ(running["state"], "RUNNING") << running.dump() << replica_a->log();
+  EXPECT_EQ(replica_b->post("/v1/jobs/" + std::to_string(placed) + "/cancel").status, 202);
+}
+
 TEST_F(ScaleOut, LogsFollowedThroughTheOtherReplicaArriveInOrderToTheEnd) {
   auto replica_a = start_replica("replica-a");
   auto replica_b = start_replica("replica-b");

@@ -294,6 +294,34 @@ TEST(ViewCache, OnlyAChangeOfThatJobKeepsAReadFromBeingKept) {
   EXPECT_FALSE(cache.find(8));
 }
 
+// A replica that lost its LISTEN connection: the queued views go, a read
+// from before cannot put one back, a finished view stays.
+TEST(ViewCache, ForgettingTheQueuedViewsKeepsTheFinishedAndNoReadFromBefore) {
+  ViewCache cache(1 << 20);
+  cache.put(7, "team-a", R"({"id":7,"state":"SUCCEEDED"})");
+  ASSERT_TRUE(put_row(cache, cache.generation(), queued_row(1)));
+  ASSERT_TRUE(put_row(cache, cache.generation(), queued_row(2)));
+  const std::uint64_t read_before = cache.generation();
+  const std::size_t finished_bytes = [&] {
+    ViewCache alone(1 << 20);
+    alone.put(7, "team-a", R"({"id":7,"state":"SUCCEEDED"})");
+    return alone.bytes();
+  }();
+
+  cache.forget_queued();
+
+  EXPECT_FALSE(cache.find(1001));
+  EXPECT_FALSE(cache.find(1002));
+  ASSERT_TRUE(cache.find(7));
+  EXPECT_EQ(cache.find(7)->body, R"({"id":7,"state":"SUCCEEDED"})");
+  EXPECT_EQ(cache.size(), 1u);
+  EXPECT_EQ(cache.bytes(), finished_bytes);
+  EXPECT_FALSE(put_row(cache, read_before, queued_row(3)));  // read before: may be stale
+  EXPECT_FALSE(cache.find(1003));
+  EXPECT_TRUE(put_row(cache, cache.generation(), queued_row(3)));  // read after
+  EXPECT_EQ(cache.find(1003)->body, rendered(queued_row(3)));
+}
+
 TEST(ViewCache, AReadOlderThanTheChangesRememberedIsNotKept) {
   ViewCache cache(1 << 20);
   const std::uint64_t seen = cache.generation();
