@@ -15,7 +15,8 @@ base::Result<std::vector<Notification>> Listener::wait(std::chrono::milliseconds
     if (!opened.ok()) return opened.error();
     // The channels are the program's own names, never user text.
     std::string script;
-    for (const std::string& channel : channels_) script += "LISTEN " + channel + ";";
+    for (const std::string& channel : channels_)
+      script += (script.empty() ? "LISTEN " : "; LISTEN ") + channel;
     if (base::Status listening = (*opened)->execute_script(script); !listening.ok())
       return listening.error();
     connection_ = std::move(*opened);

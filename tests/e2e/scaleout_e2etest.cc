@@ -561,7 +561,7 @@ TEST_F(ScaleOut, AQueuedJobsViewKeptByOneReplicaFollowsWhatChangesItThroughTheOt
   ASSERT_TRUE(admin.ok()) << admin.error().message;
   auto ended = (*admin)->execute(
       "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
-      " WHERE query LIKE 'LISTEN tpujobs_logs;LISTEN tpujobs_jobs_changed;%'");
+      " WHERE query LIKE 'LISTEN tpujobs_logs; LISTEN tpujobs_jobs_changed;%'");
   ASSERT_TRUE(ended.ok()) << ended.error().message;
   EXPECT_EQ(ended->int64(0, 0), 2) << "one LISTEN connection a replica; connections: " << [&] {
     auto rows = (*admin)->execute(
