@@ -11,7 +11,9 @@
 // agent hands over the view its RUNNING transition answered (put_written). A queued job's view
 // changes when it is placed or cancelled (whoever changes it forgets it here: forget) or when the
 // scheduler leader writes its pending reason (the leader hands the reason over: set_pending, and
-// the view is re-rendered from it without a database read). A view read from the database is kept
+// the view is re-rendered from it without a database read). On a replica both come from the
+// database's NOTIFY (db/migrations/038), and a lost LISTEN connection drops every queued view
+// (forget_queued). A view read from the database is kept
 // only when its job did not change between the read and the put (put_if_current): a read that raced
 // a change is not kept.
 //
