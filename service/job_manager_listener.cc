@@ -40,7 +40,7 @@ void JobManager::log_listener_loop() {
     for (const db::Notification& note : *notes) {
       if (note.channel != db::kLogChannel) continue;
       // The payload: the ids of the jobs whose lines were stored, comma-separated.
-      const std::vector<std::int64_t> jobs = LogStreams::parse_job_ids(note.payload);
+      const std::vector<std::int64_t> jobs = parse_job_ids(note.payload);
       log_streams_.wake(jobs);
       waits_.wake(jobs);
     }

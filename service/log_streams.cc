@@ -1,7 +1,6 @@
 #include "service/log_streams.h"
 
 #include <algorithm>
-#include <charconv>
 #include <nlohmann/json.hpp>
 
 namespace tpujobs::service {
@@ -14,20 +13,6 @@ LogStreams::LogStreams(LogSource& source, TimerQueue& timers, LogStreamsOptions 
 void LogStreams::follow(std::int64_t job, std::int64_t after, api::ResponseWriterPtr writer) {
   writer->write("retry: 1000\n\n");
   tick(job, after, std::move(writer), 0);
-}
-
-std::vector<std::int64_t> LogStreams::parse_job_ids(std::string_view payload) {
-  std::vector<std::int64_t> ids;
-  std::size_t start = 0;
-  while (start < payload.size()) {
-    std::size_t end = payload.find(',', start);
-    if (end == std::string_view::npos) end = payload.size();
-    std::int64_t id = 0;
-    auto [ptr, ec] = std::from_chars(payload.data() + start, payload.data() + end, id);
-    if (ec == std::errc() && ptr == payload.data() + end) ids.push_back(id);
-    start = end + 1;
-  }
-  return ids;
 }
 
 void LogStreams::wake(const std::vector<std::int64_t>& jobs) {

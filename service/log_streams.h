@@ -66,8 +66,6 @@ class LogStreams {
   // writers are let go (the HTTP server closes their connections; a
   // client reconnects with Last-Event-ID).
   void close();
-  // The job ids of a tpujobs_logs notification's payload ("12,15").
-  static std::vector<std::int64_t> parse_job_ids(std::string_view payload);
 
  private:
   struct Follower {

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -40,17 +41,18 @@ inline std::string format_job_ids(const std::vector<std::int64_t>& ids) {
   return text;
 }
 
+// The ids of a payload of format_job_ids, or of NOTIFY tpujobs_logs ("12,15");
+// an item that is not a whole number is skipped.
 inline std::vector<std::int64_t> parse_job_ids(std::string_view text) {
   std::vector<std::int64_t> ids;
-  const char* p = text.data();
-  const char* end = p + text.size();
-  while (p < end) {
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find(',', start);
+    if (end == std::string_view::npos) end = text.size();
     std::int64_t id = 0;
-    auto [next, ec] = std::from_chars(p, end, id);
-    if (ec == std::errc()) ids.push_back(id);
-    p = next;
-    while (p < end && *p != ',') ++p;
-    if (p < end) ++p;
+    auto [ptr, ec] = std::from_chars(text.data() + start, text.data() + end, id);
+    if (ec == std::errc() && ptr == text.data() + end) ids.push_back(id);
+    start = end + 1;
   }
   return ids;
 }

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "service/wake_bus.h"
+
 namespace tpujobs::service {
 namespace {
 
@@ -142,7 +144,7 @@ TEST(LogStreams, NotifiedStreamsTickOnTheNotificationNotTheFallback) {
   // follow() made the first read on this thread; the stream now waits.
   ASSERT_EQ(source.reads(), 1);
   source.add(1, "stored by an agent");
-  streams.wake(LogStreams::parse_job_ids("3,7"));
+  streams.wake(parse_job_ids("3,7"));
   EXPECT_NE(writer->wait_for("id: 1").find("stored by an agent"), std::string::npos);
 }
 
@@ -209,9 +211,10 @@ TEST(LogStreams, ClosingLetsGoOfEveryStreamsWriter) {
 }
 
 TEST(LogStreams, ParsesTheNotificationPayload) {
-  EXPECT_EQ(LogStreams::parse_job_ids("12,15,3"), (std::vector<std::int64_t>{12, 15, 3}));
-  EXPECT_EQ(LogStreams::parse_job_ids("12,x,3"), (std::vector<std::int64_t>{12, 3}));
-  EXPECT_TRUE(LogStreams::parse_job_ids("").empty());
+  EXPECT_EQ(parse_job_ids("12,15,3"), (std::vector<std::int64_t>{12, 15, 3}));
+  EXPECT_EQ(parse_job_ids("12,x,3,4y"), (std::vector<std::int64_t>{12, 3}));
+  EXPECT_TRUE(parse_job_ids("").empty());
+  EXPECT_EQ(parse_job_ids(format_job_ids({7, 9})), (std::vector<std::int64_t>{7, 9}));
 }
 
 }  // namespace
