@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <memory>
 #include <numeric>
 
+#include "executor/parsed_tables.h"
 #include "executor/random.h"
 
 namespace tpujobs::executor {
@@ -53,18 +56,36 @@ std::string quoted(std::string_view text) {
   return "'" + shown + "'";
 }
 
-Dataset subset(const Dataset& all, const std::vector<std::int64_t>& rows) {
+// Every row of a dataset, however it is held: generated for the job, or a
+// parsed table the job shares with others.
+struct AllRows {
+  int features = 0;
+  std::int64_t rows = 0;
+  const std::vector<float>* values = nullptr;
+  const std::vector<float>* labels = nullptr;
+};
+
+Dataset subset(const AllRows& all, const std::vector<std::int64_t>& rows) {
   Dataset out;
   out.features = all.features;
   out.rows = static_cast<std::int64_t>(rows.size());
   out.values.resize(rows.size() * all.features);
   out.labels.resize(rows.size());
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    std::copy_n(all.values.begin() + rows[i] * all.features, all.features,
+    std::copy_n(all.values->begin() + rows[i] * all.features, all.features,
                 out.values.begin() + i * all.features);
-    out.labels[i] = all.labels[rows[i]];
+    out.labels[i] = (*all.labels)[rows[i]];
   }
   return out;
+}
+
+// The table of a CSV, parsed now or kept from an earlier job.
+base::Result<std::shared_ptr<const CsvTable>> table_of(std::string_view key, std::string_view csv,
+                                                       Loss loss, DatasetSource& datasets) {
+  if (ParsedTables* tables = datasets.parsed_tables()) return tables->parse(key, csv, loss);
+  base::Result<CsvTable> parsed = parse_csv(csv, loss);
+  if (!parsed.ok()) return parsed.error();
+  return std::make_shared<const CsvTable>(std::move(*parsed));
 }
 
 void standardize(DatasetSplit& split) {
@@ -302,7 +323,9 @@ base::Result<Dataset> generate_synthetic(const SyntheticData& spec, std::uint64_
 base::Result<DatasetSplit> load_dataset(const DataSpec& data, Loss loss, std::uint64_t seed,
                                         DatasetSource& datasets) {
   DatasetSplit split;
-  Dataset all;
+  Dataset generated;                      // synthetic data, this job's own
+  std::shared_ptr<const CsvTable> table;  // a CSV's, maybe shared with other jobs
+  AllRows all;
   if (const auto* synthetic = std::get_if<SyntheticData>(&data.source)) {
     if ((synthetic->kind == SyntheticKind::kRegression) != (loss == Loss::kMse)) {
       return invalid(std::string(
@@ -310,14 +333,16 @@ base::Result<DatasetSplit> load_dataset(const DataSpec& data, Loss loss, std::ui
               ? "loss mse needs a regression dataset (synthetic: regression, or an upload)"
               : "synthetic regression data needs loss mse"));
     }
-    base::Result<Dataset> generated = generate_synthetic(*synthetic, seed, &split.classes);
-    if (!generated.ok()) return generated.error();
-    all = std::move(*generated);
+    base::Result<Dataset> made = generate_synthetic(*synthetic, seed, &split.classes);
+    if (!made.ok()) return made.error();
+    generated = std::move(*made);
+    all = {generated.features, generated.rows, &generated.values, &generated.labels};
     static constexpr const char* kKinds[] = {"blobs", "spirals", "xor", "regression"};
     split.description = std::string("synthetic ") + kKinds[static_cast<int>(synthetic->kind)];
   } else {
     std::string text;
     std::string_view csv;
+    std::string key;
     if (const auto* builtin = std::get_if<BuiltinData>(&data.source)) {
       csv = builtin_data::find(builtin->name + ".csv");
       if (builtin->name.empty() || builtin->name.find('.') != std::string::npos || csv.empty()) {
@@ -325,6 +350,7 @@ base::Result<DatasetSplit> load_dataset(const DataSpec& data, Loss loss, std::ui
                        "' (available: iris, wine, breast_cancer, digits)");
       }
       split.description = builtin->name;
+      key = "builtin:" + builtin->name;  // compiled in: the name is the text
     } else {
       const std::string& id = std::get<UploadedData>(data.source).id;
       std::optional<std::string> uploaded = datasets.uploaded_csv(id);
@@ -332,16 +358,16 @@ base::Result<DatasetSplit> load_dataset(const DataSpec& data, Loss loss, std::ui
       text = std::move(*uploaded);
       csv = text;
       split.description = "upload " + id;
+      // An upload's text never changes; its hash guards the key all the same.
+      key = "upload:" + id + ":" + std::to_string(text.size()) + ":" +
+            std::to_string(std::hash<std::string_view>{}(text));
     }
-    base::Result<CsvTable> parsed = parse_csv(csv, loss);
+    base::Result<std::shared_ptr<const CsvTable>> parsed = table_of(key, csv, loss, datasets);
     if (!parsed.ok())
       return invalid("dataset " + split.description + ": " + parsed.error().message);
-    CsvTable& table = *parsed;
-    all.features = table.features;
-    all.rows = table.rows;
-    all.values = std::move(table.values);
-    all.labels = std::move(table.labels);
-    split.classes = table.classes;
+    table = std::move(*parsed);
+    all = {table->features, table->rows, &table->values, &table->labels};
+    split.classes = table->classes;
   }
   split.description +=
       " (" + std::to_string(all.rows) + " samples, " + std::to_string(all.features) + " features" +

@@ -72,12 +72,17 @@ class TrainingSink {
   virtual void progress(const Progress& progress) = 0;  // cheap; called every step
 };
 
+class ParsedTables;  // executor/parsed_tables.h
+
 // Implemented by the service (uploads live in PostgreSQL).
 class DatasetSource {
  public:
   virtual ~DatasetSource() = default;
   // The CSV text of upload `id`, or nullopt when there is no such upload.
   virtual std::optional<std::string> uploaded_csv(std::string_view id) = 0;
+  // Where tables parsed for earlier jobs are kept, or nullptr: each job
+  // parses its CSV.
+  virtual ParsedTables* parsed_tables() { return nullptr; }
 };
 
 // Time comes from the project's one Clock (base/clock.h).
