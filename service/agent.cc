@@ -495,7 +495,6 @@ void Agent::train_below() {
 }
 
 void Agent::run_job(std::shared_ptr<Run> run) {
-  train_below();  // its steps, checkpoints and telemetry
   run_placed(*run);
   {
     base::MutexLock live(live_mutex_);
@@ -529,6 +528,7 @@ void Agent::run_placed(Run& run) {
     if (!moved.ok() || !*moved) return;
   }
 
+  train_below();  // its steps, checkpoints and telemetry; not its start (agent.h)
   Sink sink(*this, run);
   DiscardSink discard;
   executor::TrainingSink& output =

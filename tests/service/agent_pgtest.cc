@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -334,7 +335,15 @@ TEST_F(AgentTest, ItTrainsOnThreadsBelowTheServicesPriority) {
   ASSERT_TRUE(pool.ok());
   const int service_nice = base::this_thread_nice();
   ASSERT_LT(service_nice, 10) << "the test runs at nice 10 already";
-  std::unique_ptr<Agent> agent = start_agent(**pool);  // training_nice: 10, 1 worker
+  struct Views final : StartedViews {
+    std::uint64_t views_generation() override { return 0; }
+    void started(std::uint64_t, const db::JobWithCheckpoint&) override {
+      nice_at_running = base::this_thread_nice();  // the runner's, its RUNNING just written
+    }
+    std::atomic<int> nice_at_running{-100};
+  } views;
+  std::unique_ptr<Agent> agent = start_agent(**pool, base::real_clock(), milliseconds(50), nullptr,
+                                             &views);  // training_nice: 10, 1 worker
   db::Repositories repo(*observer_);
   const std::int64_t id = place_endless_job(repo, agent->epoch());
   ASSERT_NE(0, id);
@@ -349,6 +358,8 @@ TEST_F(AgentTest, ItTrainsOnThreadsBelowTheServicesPriority) {
   EXPECT_GE(std::count(nices.begin(), nices.end(), service_nice), 4)
       << ::testing::PrintToString(nices);
   EXPECT_EQ(base::this_thread_nice(), service_nice);
+  // Its start, up to the RUNNING a client waits on, ran at the service's.
+  EXPECT_EQ(views.nice_at_running, service_nice);
   agent->stop();
 }
 
