@@ -8,7 +8,8 @@ loopback; with --cluster instead a PostgreSQL server of its own with the
 embedded one's settings, a replica (`serve --database-url URL --pool none`,
 the scheduler leader) and an agent with the v3-32 pool. Drains every host,
 then measures (in the replica, which serves the reads):
-  1. status reads of queued jobs with 200 queued (wrk, 64 connections);
+  1. status reads of queued jobs with 200 queued (wrk, 64 connections), with
+     serve's CPU per request and the CPU PostgreSQL and all else spent then;
   2. the time to queue --jobs jobs (sweeps of 250 children, 4 submitters)
      and the service's RSS per queued job (VmRSS before and after);
   3. the scheduler leader's passes over that queue, from /metrics
@@ -17,6 +18,7 @@ then measures (in the replica, which serves the reads):
   4. status reads of queued jobs with the whole queue (same wrk run);
   5. a priority-100 job: the time from the `:recover` request of one host
      to the job's STARTING event (the events' own timestamps).
+PERF=DIR records `perf record -g` of serve during each read run into DIR.
 Prints one line per figure. Nothing is tuned to a machine: every wait is on a
 state, with a generous deadline.
 """
@@ -76,14 +78,84 @@ def pass_stats(url):
             value("tpujobs_scheduler_pass_max_seconds"))
 
 
-def status_reads(url, first, last, seconds=10):
+def cpu_seconds(pids):
+    """User + system CPU seconds of these processes (all their threads)."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # ended meanwhile
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def descendants(root):
+    """root and every process below it."""
+    children = {}
+    for path in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            with open(path) as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(path.split("/")[2]))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found
+
+
+def machine_busy_seconds():
+    """CPU seconds every CPU spent on anything but idle and I/O wait."""
+    with open("/proc/stat") as stat:
+        fields = [int(v) for v in stat.readline().split()[1:]]
+    return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def status_reads(url, first, last, serve_pid, postgres_pid, seconds=10):
+    """wrk's rate and p99, and what the machine spent meanwhile: serve's CPU
+    per request (which a busy neighbour does not change, unlike the rate),
+    PostgreSQL's CPU seconds (queued views are read from memory: anything
+    here is its background work, autovacuum or a checkpoint) and the CPU
+    seconds of everything else."""
     env = dict(os.environ, FIRST_ID=str(first), LAST_ID=str(last))
+    postgres = descendants(postgres_pid)
+    views = view_sources(url)
+    perf = None
+    if os.environ.get("PERF"):  # a directory: `perf record -g` of serve during the run
+        perf = subprocess.Popen(["perf", "record", "-g", "-F", "999", "-p", str(serve_pid), "-o",
+                                 os.path.join(os.environ["PERF"], f"reads-{last}.data")],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    before = (cpu_seconds([serve_pid]), cpu_seconds(postgres), machine_busy_seconds())
     out = subprocess.run(["wrk", "-t2", "-c64", f"-d{seconds}s", "--latency", "-s",
                           os.path.join(HERE, "status.lua"), url],
                          env=env, capture_output=True, text=True, check=True).stdout
+    if perf:
+        perf.send_signal(2)
+        perf.wait()
+    postgres = descendants(postgres_pid)  # backends that came meanwhile, less those gone
+    after = (cpu_seconds([serve_pid]), cpu_seconds(postgres), machine_busy_seconds())
     rate = float(re.search(r"Requests/sec:\s+(\S+)", out).group(1))
+    requests = int(re.search(r"(\d+) requests in", out).group(1))
     p99 = re.search(r"99%\s+(\S+)", out).group(1)
-    return rate, p99
+    serve, pg, busy = (a - b for a, b in zip(after, before))
+    memory, database = (a - b for a, b in zip(view_sources(url), views))
+    return rate, (f"p99 {p99}, serve {serve / requests * 1e6:.1f} µs CPU/request, "
+                  f"views {memory:.0f} from memory / {database:.0f} from the database, "
+                  f"PostgreSQL {pg:.2f} CPU-s, all else {busy - serve - pg:.2f} CPU-s")
+
+
+def view_sources(url):
+    """tpujobs_job_views_total: (from memory, from the database)."""
+    text = call(url + "/metrics")
+    def value(source):
+        match = re.search(rf'^tpujobs_job_views_total{{from="{source}"}} (\S+)$', text, re.M)
+        return float(match.group(1)) if match else 0.0
+    return value("memory"), value("database")
 
 
 def free_port():
@@ -173,6 +245,10 @@ def main():
     processes = []
     try:
         url, serve_pid = start_service(args.binary, state, args.jobs, args.cluster, processes)
+        # The embedded server's postmaster, or --cluster's own (under runuser as root).
+        postgres_pid = (processes[0].pid if args.cluster else
+                        int(open(os.path.join(state, "state", "pgdata",
+                                              "postmaster.pid")).readline()))
         cpu = subprocess.run(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo"],
                              capture_output=True, text=True).stdout.strip()
         print(f"machine: {cpu}, {os.cpu_count()} CPUs, load average {os.getloadavg()}")
@@ -183,8 +259,8 @@ def main():
             call(f"{url}/v1/pool/hosts/{host}:drain", "POST", {})
 
         small = submit_sweep(url, 200, 0)
-        rate_small, p99_small = status_reads(url, small[0], small[-1])
-        print(f"status reads, 200 queued: {rate_small:.0f} req/s, p99 {p99_small}")
+        rate_small, cost = status_reads(url, small[0], small[-1], serve_pid, postgres_pid)
+        print(f"status reads, 200 queued: {rate_small:.0f} req/s, {cost}")
 
         began = time.time()
         sizes = [250] * ((args.jobs - 200) // 250)
@@ -209,8 +285,8 @@ def main():
         print(f"RSS with {queued} queued: {full:.1f} MB "
               f"({(full - idle) * 1024 * 1024 / queued:.0f} bytes per queued job)")
 
-        rate_big, p99_big = status_reads(url, small[0], max(ids))
-        print(f"status reads, {queued} queued: {rate_big:.0f} req/s, p99 {p99_big} "
+        rate_big, cost = status_reads(url, small[0], max(ids), serve_pid, postgres_pid)
+        print(f"status reads, {queued} queued: {rate_big:.0f} req/s, {cost} "
               f"({rate_big / rate_small:.2f}x the 200-queued figure)")
 
         urgent = call(url + "/v1/jobs", "POST", dict(SPEC, name="urgent", priority=100))["id"]
