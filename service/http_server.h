@@ -34,12 +34,14 @@ struct HttpServerOptions {
   // ENOBUFS, ENOMEM), the listener waits this long before it tries again
   // instead of retrying at once (which spins: the pending connection stays).
   std::chrono::milliseconds accept_backoff{100};
-  // Handlers run on the I/O thread that read the request (the cheapest
-  // path). When every I/O thread has been inside a handler for longer than
-  // `stuck_after` (handlers waiting on a database that hangs, up to its
-  // deadline), one more thread runs the I/O loop, up to `spare_io_threads`
-  // of them, so that requests which do not wait (the health probes) are
-  // still read and answered; a spare leaves once no thread is stuck.
+  // Each I/O thread serves the connections handed to it as they are
+  // accepted (in turn), and runs their handlers (the cheapest path). When
+  // every thread serving a connection's I/O thread has been inside a handler
+  // for longer than `stuck_after` (handlers waiting on a database that
+  // hangs, up to its deadline), one more thread serves them, up to
+  // `spare_io_threads` in all, so that requests which do not wait (the
+  // health probes) are still read and answered; a spare leaves once the
+  // thread it stands in for is back.
   int spare_io_threads = 0;
   std::chrono::milliseconds stuck_after{100};
   // Where the server reads the time, sleeps and waits (nullptr: base::real_clock()).

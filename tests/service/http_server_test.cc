@@ -14,8 +14,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -147,6 +149,65 @@ TEST(HttpServer, AConnectionSilentBeforeItsFirstByteIsClosedInSecondsAndAKeptAli
   EXPECT_EQ(server.counters().idle_timeouts, 0u);
   EXPECT_NE(get_once(server.port(), "/metrics").find("tpujobs_http_first_byte_timeouts_total 1"),
             std::string::npos);
+  server.shutdown(1s);
+}
+
+// Answers /block only once released (a handler waiting on a database that
+// hangs); anything else at once.
+class BlockingHandler final : public api::Handler {
+ public:
+  void handle(api::Request request, api::ResponseWriterPtr writer) override {
+    if (request.path == "/block") {
+      std::unique_lock lock(mutex_);
+      blocked_ = true;
+      changed_.notify_all();
+      changed_.wait(lock, [this] { return released_; });
+    }
+    writer->respond(api::Response{});
+  }
+  void completed(std::string_view, std::string_view, int,
+                 std::chrono::steady_clock::duration) override {}
+  bool wait_blocked(std::chrono::milliseconds deadline) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, deadline, [this] { return blocked_; });
+  }
+  void release() {
+    std::lock_guard lock(mutex_);
+    released_ = true;
+    changed_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool blocked_ = false;
+  bool released_ = false;
+};
+
+TEST(HttpServer, AConnectionOfAThreadStuckInAHandlerIsServedByASpareWhileTheOtherThreadIsFree) {
+  BlockingHandler handler;
+  HttpServerOptions options;
+  options.port = 0;
+  options.io_threads = 2;
+  options.spare_io_threads = 2;
+  options.stuck_after = 50ms;
+  HttpServer server(options, handler);
+  ASSERT_TRUE(server.start().ok());
+
+  // Connections go to the I/O threads in turn: the first and the third
+  // to the one that gets stuck, the second to the other.
+  const int stuck = connect_to(server.port());
+  ASSERT_GE(stuck, 0);
+  const std::string request = "GET /block HTTP/1.1\r\nHost: t\r\n\r\n";
+  ASSERT_EQ(send(stuck, request.data(), request.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(request.size()));
+  ASSERT_TRUE(handler.wait_blocked(10s));
+  EXPECT_NE(get_once(server.port(), "/free", 10s).find("200 OK"), std::string::npos);
+  // The stuck thread's next connection: answered by a spare, not after the release.
+  EXPECT_NE(get_once(server.port(), "/probe", 10s).find("200 OK"), std::string::npos);
+  handler.release();
+  EXPECT_NE(get(stuck, "/after", 10s).find("200 OK"), std::string::npos);
+  close(stuck);
   server.shutdown(1s);
 }
 
