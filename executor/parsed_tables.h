@@ -1,10 +1,10 @@
 // Parsed CSV tables kept for the next job that trains on the same data.
 //
-// Every job used to parse its dataset's CSV as it started: 2.6 ms of CPU for
-// the built-in digits on a 2-core AMD EPYC, at the moment the service answers
-// the polls that wait for the job to run (bench/RESULTS.md, session 33). A
-// table is parsed once and shared, read-only, by every job that loads it
-// after; each job still takes its own train and validation copies.
+// Every job used to parse its dataset's CSV before its first step, and every
+// dry run (the estimate of a new spec) again: 2.6 ms of CPU for the built-in
+// digits on a 2-core AMD EPYC (bench/RESULTS.md, session 33). A table is
+// parsed once and shared, read-only, by every job that loads it after; each
+// job still takes its own train and validation copies.
 //
 //   executor::ParsedTables tables(64 << 20);
 //   auto table = tables.parse("builtin:digits", csv, Loss::kCrossEntropy);

@@ -6,9 +6,10 @@
 // Each I/O thread runs an io_context of its own, and each connection is
 // handed to one of them in turn when accepted: its reads, handler and writes
 // stay on that thread. With one io_context run by both threads of a 2-core
-// machine, Asio woke the other thread for the handlers it queued, and the
-// status reads of wrk's 64 connections cost 28 µs of CPU each half the time
-// and 18 µs the other half; with a context per thread 16 µs every time
+// machine, the status reads of wrk's 64 connections cost 26-33 µs of CPU
+// each in about half the processes or runs and 18 µs in the others (the
+// slow ones' profile: more futex wake-ups, context switches and time in
+// the scheduler's mutex); with a context per thread 16-22 µs in every run
 // (bench/RESULTS.md, session 33).
 #include "service/http_server.h"
 
