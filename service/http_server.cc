@@ -4,13 +4,12 @@
 // themselves are http_session.cc's.
 //
 // Each I/O thread runs an io_context of its own, and each connection is
-// handed to one of them in turn when accepted: its reads, handler and writes
-// stay on that thread. With one io_context run by both threads of a 2-core
-// machine, the status reads of wrk's 64 connections cost 26-33 µs of CPU
-// each in about half the processes or runs and 18 µs in the others (the
-// slow ones' profile: more futex wake-ups, context switches and time in
-// the scheduler's mutex); with a context per thread 16-22 µs in every run
-// (bench/RESULTS.md, session 33).
+// handed to one of them in turn when accepted (by the listener's own thread):
+// its reads, handler and writes stay on that thread. With one io_context run by both threads of a
+// 2-core machine, the status reads of wrk's 64 connections cost 26-33 µs of CPU each in about half
+// the processes or runs and 18 µs in the others (the slow ones' profile: more futex wake-ups,
+// context switches and time in the scheduler's mutex); with a context per thread 16-22 µs in every
+// run (bench/RESULTS.md, session 33).
 #include "service/http_server.h"
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -44,8 +43,9 @@ class HttpServer::Impl {
   Impl(HttpServerOptions options, api::Handler& handler)
       : state_(std::move(options), handler),
         contexts_(make_contexts(std::max(1, state_.options.io_threads))),
-        acceptor_(asio::make_strand(*contexts_.front())) {
+        acceptor_(asio::make_strand(accept_context_)) {
     for (auto& context : contexts_) work_.emplace_back(context->get_executor());
+    work_.emplace_back(accept_context_.get_executor());
   }
 
   base::Status start() {
@@ -68,6 +68,7 @@ class HttpServer::Impl {
     }
     port_ = acceptor_.local_endpoint().port();
     accept();
+    accept_thread_ = std::thread([this] { accept_context_.run(); });
     for (std::size_t i = 0; i < contexts_.size(); ++i) {
       threads_.emplace_back([this, i] {
         io_thread_slot = static_cast<int>(i);
@@ -112,6 +113,8 @@ class HttpServer::Impl {
     watchdog_wake_.notify_all();
     if (watchdog_.joinable()) watchdog_.join();
     work_.clear();
+    accept_context_.stop();
+    accept_thread_.join();
     for (auto& context : contexts_) context->stop();
     for (std::thread& t : threads_) t.join();
     threads_.clear();
@@ -231,6 +234,10 @@ class HttpServer::Impl {
   }
 
   std::vector<std::unique_ptr<asio::io_context>> contexts_;  // one per I/O thread
+  // The listener's own, on a thread of its own: a handler that holds an I/O
+  // thread never holds up the connections that come meanwhile.
+  asio::io_context accept_context_;
+  std::thread accept_thread_;
   std::vector<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   std::size_t next_context_ = 0;  // on the acceptor's strand
   tcp::acceptor acceptor_;

@@ -211,6 +211,28 @@ TEST(HttpServer, AConnectionOfAThreadStuckInAHandlerIsServedByASpareWhileTheOthe
   server.shutdown(1s);
 }
 
+TEST(HttpServer, NewConnectionsAreTakenWhileAnIoThreadIsStuckInAHandler) {
+  BlockingHandler handler;
+  HttpServerOptions options;
+  options.port = 0;
+  options.io_threads = 2;
+  options.spare_io_threads = 0;  // no stand-in: the listener alone must not wait
+  HttpServer server(options, handler);
+  ASSERT_TRUE(server.start().ok());
+  const int stuck = connect_to(server.port());
+  ASSERT_GE(stuck, 0);
+  const std::string request = "GET /block HTTP/1.1\r\nHost: t\r\n\r\n";
+  ASSERT_EQ(send(stuck, request.data(), request.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(request.size()));
+  ASSERT_TRUE(handler.wait_blocked(10s));
+  // The next connection goes to the other thread, once the listener takes it.
+  EXPECT_NE(get_once(server.port(), "/free", 10s).find("200 OK"), std::string::npos);
+  handler.release();
+  EXPECT_NE(get(stuck, "/after", 10s).find("200 OK"), std::string::npos);
+  close(stuck);
+  server.shutdown(1s);
+}
+
 TEST(HttpServer, AStreamWhoseClientDoesNotReadIsCutOffOnceItsBufferPassesTheBound) {
   TestHandler handler;
   HttpServerOptions options;
