@@ -122,7 +122,7 @@ class Agent {
   // AgentOptions::training_nice; says once on stderr if the system refuses.
   // A job's thread is lowered once its RUNNING is written, not before: a
   // client waits on that write, and at nice 10 beside a busy client the
-  // submit's commit to it took 0.25 ms longer (p50; bench/RESULTS.md,
+  // submit's commit to it took 0.18 ms longer (p50; bench/RESULTS.md,
   // session 33).
   void train_below();
   // Resolves, starts (or resumes), trains and ends it; returns early where

@@ -20,7 +20,6 @@
 #include <boost/beast/core/error.hpp>
 #include <condition_variable>
 #include <memory>
-#include <optional>
 #include <thread>
 
 #include "base/mutex.h"

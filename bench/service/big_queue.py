@@ -68,14 +68,17 @@ def rss_mb(pid):
     raise RuntimeError("no VmRSS")
 
 
+def metric(text, series):
+    """The value of one series (name and labels as written) in /metrics text; 0 if absent."""
+    match = re.search(rf"^{re.escape(series)} (\S+)$", text, re.M)
+    return float(match.group(1)) if match else 0.0
+
+
 def pass_stats(url):
     text = call(url + "/metrics")
-    def value(name):
-        match = re.search(rf"^{name} (\S+)$", text, re.M)
-        return float(match.group(1)) if match else 0.0
-    return (value("tpujobs_scheduler_pass_seconds_count"),
-            value("tpujobs_scheduler_pass_seconds_sum"),
-            value("tpujobs_scheduler_pass_max_seconds"))
+    return (metric(text, "tpujobs_scheduler_pass_seconds_count"),
+            metric(text, "tpujobs_scheduler_pass_seconds_sum"),
+            metric(text, "tpujobs_scheduler_pass_max_seconds"))
 
 
 def cpu_seconds(pids):
@@ -152,10 +155,8 @@ def status_reads(url, first, last, serve_pid, postgres_pid, seconds=10):
 def view_sources(url):
     """tpujobs_job_views_total: (from memory, from the database)."""
     text = call(url + "/metrics")
-    def value(source):
-        match = re.search(rf'^tpujobs_job_views_total{{from="{source}"}} (\S+)$', text, re.M)
-        return float(match.group(1)) if match else 0.0
-    return value("memory"), value("database")
+    return tuple(metric(text, f'tpujobs_job_views_total{{from="{source}"}}')
+                 for source in ("memory", "database"))
 
 
 def free_port():

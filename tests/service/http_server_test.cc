@@ -184,6 +184,21 @@ class BlockingHandler final : public api::Handler {
   bool released_ = false;
 };
 
+// A connection whose GET /block holds its I/O thread inside the handler;
+// -1 when it could not be opened or the handler was not entered.
+int connect_and_block(std::uint16_t port, BlockingHandler& handler) {
+  const int fd = connect_to(port);
+  const std::string request = "GET /block HTTP/1.1\r\nHost: t\r\n\r\n";
+  if (fd < 0 ||
+      send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
+          static_cast<ssize_t>(request.size()) ||
+      !handler.wait_blocked(10s)) {
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 TEST(HttpServer, AConnectionOfAThreadStuckInAHandlerIsServedByASpareWhileTheOtherThreadIsFree) {
   BlockingHandler handler;
   HttpServerOptions options;
@@ -196,12 +211,8 @@ TEST(HttpServer, AConnectionOfAThreadStuckInAHandlerIsServedByASpareWhileTheOthe
 
   // Connections go to the I/O threads in turn: the first and the third
   // to the one that gets stuck, the second to the other.
-  const int stuck = connect_to(server.port());
+  const int stuck = connect_and_block(server.port(), handler);
   ASSERT_GE(stuck, 0);
-  const std::string request = "GET /block HTTP/1.1\r\nHost: t\r\n\r\n";
-  ASSERT_EQ(send(stuck, request.data(), request.size(), MSG_NOSIGNAL),
-            static_cast<ssize_t>(request.size()));
-  ASSERT_TRUE(handler.wait_blocked(10s));
   EXPECT_NE(get_once(server.port(), "/free", 10s).find("200 OK"), std::string::npos);
   // The stuck thread's next connection: answered by a spare, not after the release.
   EXPECT_NE(get_once(server.port(), "/probe", 10s).find("200 OK"), std::string::npos);
@@ -219,12 +230,8 @@ TEST(HttpServer, NewConnectionsAreTakenWhileAnIoThreadIsStuckInAHandler) {
   options.spare_io_threads = 0;  // no stand-in: the listener alone must not wait
   HttpServer server(options, handler);
   ASSERT_TRUE(server.start().ok());
-  const int stuck = connect_to(server.port());
+  const int stuck = connect_and_block(server.port(), handler);
   ASSERT_GE(stuck, 0);
-  const std::string request = "GET /block HTTP/1.1\r\nHost: t\r\n\r\n";
-  ASSERT_EQ(send(stuck, request.data(), request.size(), MSG_NOSIGNAL),
-            static_cast<ssize_t>(request.size()));
-  ASSERT_TRUE(handler.wait_blocked(10s));
   // The next connection goes to the other thread, once the listener takes it.
   EXPECT_NE(get_once(server.port(), "/free", 10s).find("200 OK"), std::string::npos);
   handler.release();
