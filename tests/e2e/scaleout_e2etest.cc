@@ -311,7 +311,7 @@ std::vector<std::string> metric_series(const ServiceProcess& replica, std::int64
   return series;
 }
 
-TEST_F(ScaleOut, AV3_32SliceAcrossTwoAndFourAgentsEqualsItOnOneAgentBitForBit) {
+TEST_F(ScaleOut, AV3_32SliceStandaloneOnOneAgentAndAcrossTwoAndFourAgentsIsTheSameBitForBit) {
   auto replica = start_replica("replica-a");
   struct Outcome {
     std::string digest;
@@ -319,16 +319,17 @@ TEST_F(ScaleOut, AV3_32SliceAcrossTwoAndFourAgentsEqualsItOnOneAgentBitForBit) {
     json allocation;
     std::string xla_report;
   };
-  auto run = [&](const std::string& name) {
-    const std::int64_t id = submit(*replica, v3_32_digits_job(name, 3));
-    const json done = wait_until(*replica, id, [](const json& j) {
+  auto run_on = [](const ServiceProcess& service, const std::string& name) {
+    const std::int64_t id = submit(service, v3_32_digits_job(name, 3));
+    const json done = wait_until(service, id, [](const json& j) {
       return j["state"] == "SUCCEEDED" || j["state"] == "FAILED" || j["state"] == "CANCELLED";
     });
     EXPECT_EQ(done["state"], "SUCCEEDED") << done.dump();
-    return Outcome{done["result"].value("parameters_digest", ""), metric_series(*replica, id),
+    return Outcome{done["result"].value("parameters_digest", ""), metric_series(service, id),
                    done.value("allocation", json()),
-                   replica->get("/v1/jobs/" + std::to_string(id) + "/xla-report").body};
+                   service.get("/v1/jobs/" + std::to_string(id) + "/xla-report").body};
   };
+  auto run = [&](const std::string& name) { return run_on(*replica, name); };
   std::vector<std::unique_ptr<ServiceProcess>> agents;
   agents.push_back(start_agent("one", "v3-32", kCollectiveArgs));
   const Outcome one = run("on-one-agent");
@@ -338,6 +339,18 @@ TEST_F(ScaleOut, AV3_32SliceAcrossTwoAndFourAgentsEqualsItOnOneAgentBitForBit) {
   EXPECT_EQ(one.xla_report.find("CrossHost"), std::string::npos) << one.xla_report;
   for (auto& agent : agents) EXPECT_EQ(agent->stop(), 0);
   agents.clear();
+
+  {
+    // `tpujobs serve` alone (its embedded PostgreSQL, its in-process agent)
+    // runs the same code and gets the same numbers.
+    ServiceProcess standalone;
+    ASSERT_EQ(standalone.start(), "") << standalone.log();
+    const Outcome alone = run_on(standalone, "standalone");
+    EXPECT_EQ(alone.digest, one.digest) << "standalone";
+    EXPECT_EQ(alone.series, one.series) << "standalone";
+    EXPECT_FALSE(alone.allocation.contains("slice")) << alone.allocation.dump();
+    EXPECT_EQ(standalone.stop(), 0);
+  }
 
   for (int count : {2, 4}) {
     const std::string pool = count == 2 ? "v3-8,v3-8" : "v3-8";
