@@ -119,7 +119,7 @@ void SchedulerLeader::loop() {
     }
     const auto pass_ended = options_.clock->now();
     wake = wait_for_wake(listener);
-    const auto due = pass_ended + pacer.gap(pass_ended - pass_began, wake.during_pass);
+    const auto due = pacer.next(pass_began, pass_ended, wake.during_pass);
     if (const auto now = options_.clock->now(); now < due) options_.clock->sleep_for(due - now);
   }
 }
@@ -151,12 +151,15 @@ SchedulerLeader::Wake SchedulerLeader::wait_for_wake(std::optional<db::Listener>
   return wake;
 }
 
-base::Clock::time_point::duration PassPacer::gap(base::Clock::time_point::duration pass_took,
-                                                 bool woken_during_pass) {
+PassPacer::time_point PassPacer::next(time_point began, time_point ended, bool woken_during_pass) {
+  const duration bound = min_interval_;
+  if (last_ended_) credit_ = std::min(bound, credit_ + std::max(duration(0), began - *last_ended_));
+  credit_ = std::max<duration>(-bound, credit_ - (ended - began));
+  last_ended_ = ended;
   const bool burst = woken_during_pass && woken_during_previous_;
   woken_during_previous_ = woken_during_pass;
-  if (burst) return min_interval_;
-  return std::min<base::Clock::time_point::duration>(pass_took, min_interval_);
+  if (burst) return ended + bound;
+  return ended + std::max(duration(0), -credit_);
 }
 
 std::string SchedulerLeader::prometheus_metrics() const {

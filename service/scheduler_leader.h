@@ -101,21 +101,29 @@ struct SchedulerLeaderOptions {
   WakeBus* wake_bus = nullptr;
 };
 
-// How long after a pass ended the next one may start. Wake-ups that came
-// in while each of the last two passes ran are a burst (submits arriving
-// faster than passes): the next pass waits until `min_interval` after the
-// last one ended, so a burst makes one pass, not one each. Otherwise (a
-// job submitted to a quiet pool, or just after another job ended) the next
-// pass waits only as long as the last one took: the job is placed at once,
-// and the leader still passes at most about half the time.
+// When the next pass may start. Wake-ups that came in while each of the
+// last two passes ran are a burst (submits arriving faster than passes):
+// the next pass waits until `min_interval` after the last one ended, so a
+// burst makes one pass, not one each. Otherwise the leader passes on
+// credit: it earns the time it was idle between passes, up to
+// `min_interval`, and spends each pass's length; the next pass waits only
+// until the credit is back to zero (never longer than `min_interval`). A
+// job submitted to a quiet pool, or just after the pass for another job's
+// end, is placed at once; a leader woken without pause passes at most about
+// half the time.
 class PassPacer {
  public:
-  explicit PassPacer(std::chrono::milliseconds min_interval) : min_interval_(min_interval) {}
-  base::Clock::time_point::duration gap(base::Clock::time_point::duration pass_took,
-                                        bool woken_during_pass);
+  using time_point = base::Clock::time_point;
+  using duration = time_point::duration;
+  explicit PassPacer(std::chrono::milliseconds min_interval)
+      : min_interval_(min_interval), credit_(min_interval) {}
+  // After the pass that ran from `began` to `ended`: when the next may start.
+  time_point next(time_point began, time_point ended, bool woken_during_pass);
 
  private:
   const std::chrono::milliseconds min_interval_;
+  duration credit_;
+  std::optional<time_point> last_ended_;
   bool woken_during_previous_ = false;
 };
 

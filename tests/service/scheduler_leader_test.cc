@@ -976,26 +976,69 @@ TEST_F(SchedulerLeaderKeptJobs, APassWritesABoundedNumberOfReasonsTheFirstInTheQ
 namespace tpujobs::service {
 namespace {
 
+using std::chrono::microseconds;
 using std::chrono::milliseconds;
+using std::chrono::seconds;
 
-TEST(PassPacer, AJobSubmittedAfterAPassWaitsOnlyAsLongAsThatPassTook) {
+// The start of each pass the pacer allows when a wake-up comes the moment
+// it may (woken after each pass, never during one) and every pass takes
+// `took`.
+std::vector<PassPacer::time_point> passes_woken_without_pause(PassPacer& pacer,
+                                                              PassPacer::time_point start,
+                                                              PassPacer::duration took, int count) {
+  std::vector<PassPacer::time_point> began{start};
+  while (static_cast<int>(began.size()) < count) {
+    began.push_back(pacer.next(began.back(), began.back() + took, /*woken_during_pass=*/false));
+  }
+  return began;
+}
+
+TEST(PassPacer, AJobSubmittedJustAfterAPassIsPlacedAtOnce) {
   PassPacer pacer(milliseconds(20));
-  // A job submitted to a quiet pool just after a short pass is placed
-  // 2 ms later, not 20.
-  EXPECT_EQ(pacer.gap(milliseconds(2), /*woken_during_pass=*/false), milliseconds(2));
+  const PassPacer::time_point t0{};
+  // A job's end woke a 2-ms pass; the next job, submitted 0.5 ms after it
+  // ended, is placed at once, not 2 ms later.
+  EXPECT_EQ(pacer.next(t0, t0 + milliseconds(2), /*woken_during_pass=*/false),
+            t0 + milliseconds(2));
   // One wake-up during a pass (a submit while the pass for another job's
   // end ran) is not a burst either.
-  EXPECT_EQ(pacer.gap(milliseconds(3), true), milliseconds(3));
-  EXPECT_EQ(pacer.gap(milliseconds(2), false), milliseconds(2));
-  EXPECT_EQ(pacer.gap(milliseconds(0), false), milliseconds(0));
+  EXPECT_EQ(pacer.next(t0 + microseconds(2500), t0 + microseconds(5500), true),
+            t0 + microseconds(5500));
+}
+
+TEST(PassPacer, ALeaderWokenWithoutPausePassesAtMostAboutHalfTheTime) {
+  PassPacer pacer(milliseconds(20));
+  const PassPacer::time_point t0{};
+  const auto began = passes_woken_without_pause(pacer, t0, milliseconds(4), 300);
+  // The credit of an idle leader (20 ms) lets the first passes go back to
+  // back...
+  EXPECT_EQ(began[1], t0 + milliseconds(4));
+  EXPECT_EQ(began[5], t0 + milliseconds(20));
+  // ...then each waits as long as it took.
+  EXPECT_EQ(began[200] - began[199], milliseconds(8));
+  const auto span = began.back() - began.front();
+  const auto busy = milliseconds(4) * (began.size() - 1);
+  EXPECT_LE(busy, span / 2 + milliseconds(20));
+  // Idle again, it earns its credit back, and no more than 20 ms of it.
+  const auto later = began.back() + milliseconds(4) + seconds(5);
+  const auto again = passes_woken_without_pause(pacer, later, milliseconds(4), 8);
+  EXPECT_EQ(again[5], later + milliseconds(20));
+  EXPECT_EQ(again[6] - again[5], milliseconds(8));
 }
 
 TEST(PassPacer, WakeUpsDuringTwoPassesInARowAreABurstThatWaitsTheWholeInterval) {
   PassPacer pacer(milliseconds(20));
-  EXPECT_EQ(pacer.gap(milliseconds(2), true), milliseconds(2));
-  EXPECT_EQ(pacer.gap(milliseconds(2), true), milliseconds(20));
-  EXPECT_EQ(pacer.gap(milliseconds(2), true), milliseconds(20)) << "the burst goes on";
-  EXPECT_EQ(pacer.gap(milliseconds(2), false), milliseconds(2)) << "and ends";
+  PassPacer::time_point t{};
+  auto pass = [&](bool woken_during_pass) {
+    const auto next = pacer.next(t, t + milliseconds(2), woken_during_pass);
+    const auto gap = next - (t + milliseconds(2));
+    t = next;
+    return gap;
+  };
+  EXPECT_EQ(pass(true), milliseconds(0));
+  EXPECT_EQ(pass(true), milliseconds(20));
+  EXPECT_EQ(pass(true), milliseconds(20)) << "the burst goes on";
+  EXPECT_EQ(pass(false), milliseconds(0)) << "and ends";
 }
 
 TEST(Housekeeping, OnlyAPassThatSubmitsAloneWokeSoonAfterTheLastSkipsIt) {
@@ -1013,9 +1056,13 @@ TEST(Housekeeping, OnlyAPassThatSubmitsAloneWokeSoonAfterTheLastSkipsIt) {
   EXPECT_TRUE(housekeeping.due(clock.now(), true)) << "the pass after a failed one";
 }
 
-TEST(PassPacer, ALongPassStillLeavesTheIntervalBeforeTheNext) {
+TEST(PassPacer, ALongPassStillLeavesTheIntervalBeforeTheNextAndNoMore) {
   PassPacer pacer(milliseconds(20));
-  EXPECT_EQ(pacer.gap(milliseconds(45), false), milliseconds(20));
+  const PassPacer::time_point t0{};
+  EXPECT_EQ(pacer.next(t0, t0 + milliseconds(45), false), t0 + milliseconds(45) + milliseconds(20));
+  // Its debt is bounded: a short pass after it waits only as long as it took.
+  EXPECT_EQ(pacer.next(t0 + milliseconds(65), t0 + milliseconds(67), false),
+            t0 + milliseconds(67) + milliseconds(2));
 }
 
 }  // namespace
