@@ -517,19 +517,27 @@ std::vector<Statement> JobRepository::schedule_statements(
                                     " FROM jobs j WHERE j.changed_xid >= $1::xid8";
   static const std::string kAll = std::string("SELECT ") + TPUJOBS_JOB_SCHEDULING_COLUMNS +
                                   " FROM jobs j WHERE j.state IN " + kUnfinished;
+  // Served by jobs_unfinished (id) WHERE unfinished: a slice reads only its rows.
+  static const std::string kSweep = kAll + " AND j.id > $1::bigint ORDER BY j.id LIMIT $2::integer";
   std::vector<Statement> statements = {{"SELECT pg_snapshot_xmin(pg_current_snapshot())::text"}};
   if (since) {
     statements.push_back({kSince, {since->low_water, since->specs_above}});
+    if (since->sweep) statements.push_back({kSweep, {since->sweep->after, since->sweep->limit}});
   } else {
     statements.push_back({kAll});
   }
   return statements;
 }
 
-JobRepository::ScheduleRead JobRepository::schedule_read_from(const QueryResult& low_water,
-                                                              const QueryResult& rows,
-                                                              bool complete) {
-  return ScheduleRead{read_jobs(rows), complete, low_water.string(0, 0)};
+JobRepository::ScheduleRead JobRepository::schedule_read_from(
+    const QueryResult& low_water, const QueryResult& rows,
+    const std::optional<ScheduleSince>& since, const QueryResult* swept) {
+  ScheduleRead read{read_jobs(rows), !since, low_water.string(0, 0)};
+  if (since && since->sweep && swept != nullptr) {
+    read.swept = ScheduleRead::Swept{since->sweep->after, read_jobs(*swept), false};
+    read.swept->to_end = static_cast<int>(read.swept->rows.size()) < since->sweep->limit;
+  }
+  return read;
 }
 
 base::Result<std::map<std::int64_t, std::string>> JobRepository::job_specs(

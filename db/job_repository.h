@@ -269,24 +269,42 @@ class JobRepository {
     std::vector<JobRow> rows;
     bool complete = false;
     std::string low_water;  // a pg xid8, as text
+    // The slice of a sweep, when the read asked for one (ScheduleSince::sweep).
+    struct Swept {
+      std::int64_t after = 0;
+      std::vector<JobRow> rows;  // every unfinished job above `after`, up to the limit, by id
+      bool to_end = false;       // fewer than the limit: no unfinished job above the last
+    };
+    std::optional<Swept> swept{};
   };
   // Where a read `since` starts: the last read's low water. A row whose id
   // is above `specs_above` (the highest the reader has seen) comes with its
   // spec: a job submitted since, whose spec the reader would otherwise ask
   // for in a round trip of its own (job_specs). One committed out of id
   // order comes without.
+  // A sweep reads the unfinished jobs back a slice at a time, in id order
+  // (without their specs), to catch what the reads since missed: the
+  // unfinished jobs with ids above `after`, at most `limit` of them.
+  struct Sweep {
+    std::int64_t after = 0;
+    int limit = 0;
+  };
   struct ScheduleSince {
     std::string low_water;
     std::int64_t specs_above = 0;
+    std::optional<Sweep> sweep{};
   };
-  // Its two statements, in order, and the read they answer; the leader
+  // Its two statements (three with a sweep), in order, and the read they
+  // answer; the leader
   // sends them with its other reads (db/scheduling_read.h). They take two
   // snapshots, the low water's first: so the low water is at most the
   // rows', and whatever the rows missed was written by a transaction at or
   // after it.
   static std::vector<Statement> schedule_statements(const std::optional<ScheduleSince>& since);
+  // `swept`: the answer to the sweep's statement (the third), if asked.
   static ScheduleRead schedule_read_from(const QueryResult& low_water, const QueryResult& rows,
-                                         bool complete);
+                                         const std::optional<ScheduleSince>& since,
+                                         const QueryResult* swept);
   // The QUEUED jobs whose ids are not in `known`, oldest first: what a
   // standalone service finds stored behind its back (an insert whose answer
   // was lost), once end_server_process says that insert has settled.

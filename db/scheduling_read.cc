@@ -16,10 +16,11 @@ base::Result<SchedulingRead> read_for_scheduling(
         base::Result<std::vector<QueryResult>> answers = connection.execute_pipeline(statements);
         if (!answers.ok()) return answers.error();
         const std::vector<QueryResult>& a = *answers;
-        return SchedulingRead{ClusterRepository::agents_from(a[0]),
-                              ClusterRepository::hosts_from(a[1]),
-                              JobRepository::schedule_read_from(a[2], a[3], !since),
-                              PoolStateRepository::quotas_from(a[4])};
+        const bool sweep = since && since->sweep;
+        return SchedulingRead{
+            ClusterRepository::agents_from(a[0]), ClusterRepository::hosts_from(a[1]),
+            JobRepository::schedule_read_from(a[2], a[3], since, sweep ? &a[4] : nullptr),
+            PoolStateRepository::quotas_from(a.back())};
       });
 }
 

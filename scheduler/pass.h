@@ -145,6 +145,7 @@ struct WaitingEntry {
   // Its start_by deadline (submit time + start_by), while it never started.
   std::optional<PassTime> start_deadline{};
   int dependencies = -1;  // index into PassSnapshot::dependencies; -1: none
+  friend bool operator==(const WaitingEntry&, const WaitingEntry&) = default;
 };
 
 struct RunningEntry {

@@ -167,7 +167,14 @@ std::string SchedulerLeader::prometheus_metrics() const {
   const double longest = static_cast<double>(max_pass_nanos_.load()) / 1e9;
   std::ostringstream out;
   out << "# HELP tpujobs_scheduler_pass_seconds Wall time of the scheduler leader's passes.\n"
-      << "# TYPE tpujobs_scheduler_pass_seconds summary\n"
+      << "# TYPE tpujobs_scheduler_pass_seconds histogram\n";
+  std::int64_t at_most = 0;
+  for (std::size_t b = 0; b < kPassBuckets.size(); ++b) {
+    at_most += passes_by_length_[b].load();
+    out << "tpujobs_scheduler_pass_seconds_bucket{le=\"" << kPassBuckets[b] << "\"} " << at_most
+        << "\n";
+  }
+  out << "tpujobs_scheduler_pass_seconds_bucket{le=\"+Inf\"} " << passes_.load() << "\n"
       << "tpujobs_scheduler_pass_seconds_count " << passes_.load() << "\n"
       << "tpujobs_scheduler_pass_seconds_sum " << seconds << "\n"
       << "# HELP tpujobs_scheduler_pass_max_seconds The longest pass since this replica started.\n"
@@ -293,6 +300,13 @@ base::Status SchedulerLeader::run_pass(bool housekeeping) {
   ++passes_;
   pass_nanos_ += nanos;
   if (nanos > max_pass_nanos_) max_pass_nanos_ = nanos;  // one thread makes the passes
+  const double took = static_cast<double>(nanos) / 1e9;
+  for (std::size_t b = 0; b < kPassBuckets.size(); ++b) {
+    if (took <= kPassBuckets[b]) {
+      ++passes_by_length_[b];
+      break;
+    }
+  }
   // A failed pass may have left its writes unknown: read every job again,
   // and plan again (its plan, if it made one, was not kept: planned()).
   if (!s.ok()) {

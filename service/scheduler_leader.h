@@ -32,6 +32,7 @@
 // PostgreSQL seeing its session end.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -93,9 +94,14 @@ struct SchedulerLeaderOptions {
   FairShareOptions fair_share;
   std::chrono::milliseconds fair_share_interval{5000};
   // The leader keeps the unfinished jobs between passes and reads only the
-  // rows written since (db/scheduling_read.h); it reads them
-  // all again this often, on a new term, and after a failed pass.
-  std::chrono::milliseconds complete_read_interval{30000};
+  // rows written since (db/scheduling_read.h). It reads them all on a new
+  // term and after a failed pass. Otherwise it sweeps: it reads every
+  // unfinished job back in slices of `sweep_rows`, in id order, one slice
+  // a pass at most every `sweep_interval`, and drops the jobs a whole sweep
+  // did not find (a row gone unmarked). A queue of 100,000 is read back in
+  // 25 s, and no pass reads all of it (issue 29: 400-600 ms).
+  std::chrono::milliseconds sweep_interval{500};
+  int sweep_rows = 2000;
   // A standalone serve's in-process wake-ups (service/wake_bus.h); null:
   // LISTEN/NOTIFY. Must outlive the leader.
   WakeBus* wake_bus = nullptr;
@@ -258,7 +264,7 @@ class SchedulerLeader {
   struct KnownJob {
     JobFacts facts;
     std::int32_t waiting = -1;  // index into snapshot_.waiting; -1: not waiting
-    std::uint32_t seen = 0;     // the complete read that last returned it
+    std::uint32_t seen = 0;     // the complete read or sweep that last returned it
     std::optional<std::int64_t> preempted_by;
     PendingNote note;
   };
@@ -267,17 +273,22 @@ class SchedulerLeader {
   // (no row is changed when that read fails).
   base::Status learn_specs(const std::vector<std::int64_t>& jobs,
                            std::map<std::int64_t, std::string> texts = {});
-  // What the next read of the queue is since: none when a complete read is
-  // due.
+  // What the next read of the queue is since, with the sweep's next slice
+  // when one is due: none when a complete read is due.
   std::optional<db::JobRepository::ScheduleSince> schedule_since() const;
   // Brings the kept jobs up to date from `read`: the rows written since the
-  // last read, or all of them (a complete read rebuilds the waiting entries).
+  // last read and a slice of the sweep, or all of them (a complete read
+  // rebuilds the waiting entries).
   base::Status read_unfinished(db::JobRepository::ScheduleRead read);
   base::Status read_rows(db::JobRepository::ScheduleRead read, bool& was_complete);
-  // One row read: `complete` numbers a complete read (0: an incremental one).
-  void apply(db::JobRow& row, std::uint32_t complete);
+  // The sweep's slice: true when it changed what the leader keeps.
+  bool apply_swept(db::JobRepository::ScheduleRead::Swept& swept);
+  // One row read, by the read numbered `seen` (a complete read's or the
+  // sweep's). True when it changed the kept queue.
+  bool apply(db::JobRow& row, std::uint32_t seen);
   void forget(std::int64_t job);
-  void set_waiting(KnownJob& job, const db::JobRow& row);
+  // True when the job's entry is new or differs.
+  bool set_waiting(KnownJob& job, const db::JobRow& row);
   void drop_waiting(KnownJob& job);
   // Resolves the requests of the jobs learned since, and of every job whose
   // request did not resolve when the pool's capacity changed.
@@ -323,7 +334,7 @@ class SchedulerLeader {
   std::unordered_map<std::string, int> tenant_index_;
   std::vector<int> tenant_jobs_;            // per tenant: its unfinished jobs
   std::vector<int> free_dependency_lists_;  // unused indexes into snapshot_.dependencies
-  std::uint32_t complete_reads_ = 0;
+  std::uint32_t reads_numbered_ = 0;        // complete reads and sweeps, numbered from 1
   std::uint64_t pending_passes_ = 0;
   std::uint64_t pending_written_ = 0;  // the last pending write that landed (0: none)
   bool pending_deferred_ = false;      // the last pending write left reasons for the next
@@ -353,13 +364,22 @@ class SchedulerLeader {
   std::optional<std::string> low_water_;
   std::int64_t highest_read_ = 0;    // the highest job id read: a higher one comes with its spec
   std::vector<std::int64_t> ended_;  // this pass's ends, for announce_ended()
-  base::Clock::time_point complete_read_at_{};
+  // The sweep: its number (KnownJob::seen), the id its next slice reads
+  // above (0: a new sweep), and when its last slice was read.
+  std::uint32_t sweep_ = 0;
+  std::int64_t sweep_after_ = 0;
+  base::Clock::time_point swept_at_{};
 
   std::atomic<bool> leader_{false};
   std::atomic<std::int64_t> passes_{0};
   std::atomic<std::int64_t> pass_nanos_{0};      // their sum
   std::atomic<std::int64_t> max_pass_nanos_{0};  // the longest
-  std::atomic<std::int64_t> plans_reused_{0};    // passes that had the last plan again
+  // The passes by length (a Prometheus histogram): passes at most each bound
+  // long, not counting those of a lower one.
+  static constexpr std::array<double, 9> kPassBuckets = {0.005, 0.01, 0.025, 0.05, 0.1,
+                                                         0.25,  0.5,  1,     2.5};
+  std::array<std::atomic<std::int64_t>, kPassBuckets.size()> passes_by_length_{};
+  std::atomic<std::int64_t> plans_reused_{0};  // passes that had the last plan again
   base::Mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ GUARDED_BY(mutex_) = false;

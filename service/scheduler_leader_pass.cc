@@ -175,6 +175,9 @@ base::Status SchedulerLeader::read_pass(PassState& state) {
   snapshot_.options.preemption_min_wait = options_.preemption_min_wait;
   std::vector<std::int64_t> cancels;
   cancels.swap(cancels_);
+  // A row since and the sweep's may both ask for the same one.
+  std::sort(cancels.begin(), cancels.end());
+  cancels.erase(std::unique(cancels.begin(), cancels.end()), cancels.end());
   for (std::int64_t job : cancels) {
     auto moved = write(lifecycle::cancel_queued(job));
     if (!moved.ok()) return moved.error();

@@ -120,7 +120,7 @@ void SchedulerLeader::resolve(const scheduler::PoolCapacity& capacity) {
   }
 }
 
-void SchedulerLeader::set_waiting(KnownJob& job, const db::JobRow& row) {
+bool SchedulerLeader::set_waiting(KnownJob& job, const db::JobRow& row) {
   scheduler::WaitingEntry entry;
   entry.id = row.id;
   entry.order = row.id;
@@ -134,15 +134,19 @@ void SchedulerLeader::set_waiting(KnownJob& job, const db::JobRow& row) {
     entry.start_deadline = row.created_at + wall(*job.facts.start_by);
   }
   if (!row.started_at) entry.dependencies = job.facts.dependencies;
+  bool changed = job.preempted_by != row.preempted_by;
   job.preempted_by = row.preempted_by;
   if (job.waiting >= 0) {
+    changed = changed || !(snapshot_.waiting[job.waiting] == entry);
     --tenant_jobs_[snapshot_.waiting[job.waiting].tenant];
     snapshot_.waiting[job.waiting] = entry;
   } else {
+    changed = true;
     job.waiting = static_cast<std::int32_t>(snapshot_.waiting.size());
     snapshot_.waiting.push_back(entry);
   }
   ++tenant_jobs_[entry.tenant];
+  return changed;
 }
 
 void SchedulerLeader::drop_waiting(KnownJob& job) {
@@ -171,33 +175,38 @@ void SchedulerLeader::forget(std::int64_t id) {
   jobs_.erase(it);
 }
 
-void SchedulerLeader::apply(db::JobRow& row, std::uint32_t complete) {
+bool SchedulerLeader::apply(db::JobRow& row, std::uint32_t seen) {
   if (base::is_terminal(row.state)) {
+    const bool known = jobs_.count(row.id) != 0;
     forget(row.id);  // what the leader holds per job goes with the job
-    return;
+    return known;
   }
   const auto it = jobs_.find(row.id);
-  if (it == jobs_.end()) return;  // learn_specs knows every job read
+  if (it == jobs_.end()) return false;  // learn_specs knows every job read
   KnownJob& job = it->second;
-  if (complete != 0) job.seen = complete;
+  if (seen != 0) job.seen = seen;
   if (row.state != JobState::kQueued) {
+    const bool was_waiting = job.waiting >= 0;
     drop_waiting(job);
+    // A placed job's row is compared with the last plan's (plan_holds).
     placed_[row.id] = std::move(row);
-    return;
+    return was_waiting;
   }
-  placed_.erase(row.id);
+  const bool was_placed = placed_.erase(row.id) != 0;
   if (row.cancel_requested) {
     drop_waiting(job);
     cancels_.push_back(row.id);
-    return;
+    return true;
   }
-  set_waiting(job, row);
+  return set_waiting(job, row) || was_placed;
 }
 
 std::optional<db::JobRepository::ScheduleSince> SchedulerLeader::schedule_since() const {
-  if (!low_water_ || options_.clock->now() - complete_read_at_ >= options_.complete_read_interval)
-    return std::nullopt;
-  return db::JobRepository::ScheduleSince{*low_water_, highest_read_};
+  if (!low_water_) return std::nullopt;
+  db::JobRepository::ScheduleSince since{*low_water_, highest_read_};
+  if (options_.clock->now() - swept_at_ >= options_.sweep_interval)
+    since.sweep = db::JobRepository::Sweep{sweep_after_, options_.sweep_rows};
+  return since;
 }
 
 base::Status SchedulerLeader::read_unfinished(db::JobRepository::ScheduleRead read) {
@@ -221,16 +230,21 @@ base::Status SchedulerLeader::read_rows(db::JobRepository::ScheduleRead read, bo
     unfinished.push_back(row.id);
     if (!row.spec_json.empty()) texts.emplace(row.id, std::move(row.spec_json));
   }
+  // A job the sweep finds that no read since brought is learned too.
+  if (read.swept) {
+    for (const db::JobRow& row : read.swept->rows) unfinished.push_back(row.id);
+  }
   // Read before anything changes: a failed read leaves the jobs as they were.
   if (base::Status s = learn_specs(unfinished, std::move(texts)); !s.ok()) return s;
   highest_read_ = highest;
   if (read.complete || !read.rows.empty()) ++queue_version_;
-  std::uint32_t complete = 0;
   was_complete = read.complete;
   if (read.complete) {
-    // Every entry is made again from the rows; the facts stay.
-    complete = ++complete_reads_;
-    complete_read_at_ = now;
+    // Every entry is made again from the rows; the facts stay. The sweep
+    // starts again after it.
+    sweep_ = ++reads_numbered_;
+    sweep_after_ = 0;
+    swept_at_ = now;
     snapshot_.waiting.clear();
     snapshot_.tenants.clear();
     tenant_index_.clear();
@@ -238,17 +252,42 @@ base::Status SchedulerLeader::read_rows(db::JobRepository::ScheduleRead read, bo
     placed_.clear();
     cancels_.clear();
     for (auto& [id, job] : jobs_) job.waiting = -1;
+  } else if (read.swept && read.swept->after == 0) {
+    sweep_ = ++reads_numbered_;  // a new sweep
   }
-  for (db::JobRow& row : read.rows) apply(row, complete);
-  if (complete != 0) {
+  // A job a read since returns was unfinished during this sweep: it is not
+  // dropped at its end, even if its slice was read before it was committed.
+  for (db::JobRow& row : read.rows) apply(row, sweep_);
+  if (read.complete) {
     std::vector<std::int64_t> gone;
     for (const auto& [id, job] : jobs_) {
-      if (job.seen != complete) gone.push_back(id);
+      if (job.seen != sweep_) gone.push_back(id);
     }
     for (std::int64_t id : gone) forget(id);
   }
+  if (read.swept && apply_swept(*read.swept)) ++queue_version_;
   low_water_ = std::move(read.low_water);
   return base::Status::Ok();
+}
+
+bool SchedulerLeader::apply_swept(db::JobRepository::ScheduleRead::Swept& swept) {
+  swept_at_ = options_.clock->now();
+  bool changed = false;
+  // Read after the rows since (a later snapshot): no older than what they said.
+  for (db::JobRow& row : swept.rows) {
+    sweep_after_ = row.id;
+    changed = apply(row, sweep_) || changed;
+  }
+  if (!swept.to_end) return changed;
+  // The sweep is whole: a job it did not find, and no read since returned
+  // during it, is no longer unfinished.
+  std::vector<std::int64_t> gone;
+  for (const auto& [id, job] : jobs_) {
+    if (job.seen != sweep_) gone.push_back(id);
+  }
+  for (std::int64_t id : gone) forget(id);
+  sweep_after_ = 0;
+  return changed || !gone.empty();
 }
 
 }  // namespace tpujobs::service

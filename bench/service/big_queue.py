@@ -13,8 +13,9 @@ then measures (in the replica, which serves the reads):
   2. the time to queue --jobs jobs (sweeps of 250 children, 4 submitters)
      and the service's RSS per queued job (VmRSS before and after);
   3. the scheduler leader's passes over that queue, from /metrics
-     (tpujobs_scheduler_pass_seconds): their mean over a quiet 30 s, and the
-     longest since the start (which includes the complete reads);
+     (tpujobs_scheduler_pass_seconds): their mean over a quiet 30 s and how
+     many of them took over 25 and 50 ms (its histogram), and the longest
+     since the start (which includes the burst of submits);
   4. status reads of queued jobs with the whole queue (same wrk run);
   5. a priority-100 job: the time from the `:recover` request of one host
      to the job's STARTING event (the events' own timestamps).
@@ -78,7 +79,9 @@ def pass_stats(url):
     text = call(url + "/metrics")
     return (metric(text, "tpujobs_scheduler_pass_seconds_count"),
             metric(text, "tpujobs_scheduler_pass_seconds_sum"),
-            metric(text, "tpujobs_scheduler_pass_max_seconds"))
+            metric(text, "tpujobs_scheduler_pass_max_seconds"),
+            metric(text, 'tpujobs_scheduler_pass_seconds_bucket{le="0.025"}'),
+            metric(text, 'tpujobs_scheduler_pass_seconds_bucket{le="0.05"}'))
 
 
 def cpu_seconds(pids):
@@ -280,8 +283,11 @@ def main():
         after = pass_stats(url)
         passes = after[0] - before[0]
         mean_ms = (after[1] - before[1]) / passes * 1000 if passes else float("nan")
+        over_25 = passes - (after[3] - before[3])
+        over_50 = passes - (after[4] - before[4])
         print(f"leader passes over {queued} queued, quiet 30 s: {passes:.0f} passes, "
-              f"mean {mean_ms:.1f} ms; longest since start {after[2] * 1000:.1f} ms")
+              f"mean {mean_ms:.1f} ms, {over_25:.0f} over 25 ms, {over_50:.0f} over 50 ms; "
+              f"longest since start {after[2] * 1000:.1f} ms")
         full = rss_mb(serve_pid)
         print(f"RSS with {queued} queued: {full:.1f} MB "
               f"({(full - idle) * 1024 * 1024 / queued:.0f} bytes per queued job)")

@@ -77,10 +77,11 @@ class JobRepositoryTest : public ::testing::Test {
 
   // The leader's read of the queue, as it makes it (with its other reads).
   // `specs_above`: the highest id whose spec the reader knows.
-  base::Result<JobRepository::ScheduleRead> read_queue(const std::optional<std::string>& since,
-                                                       std::int64_t specs_above = 0) {
+  base::Result<JobRepository::ScheduleRead> read_queue(
+      const std::optional<std::string>& since, std::int64_t specs_above = 0,
+      std::optional<JobRepository::Sweep> sweep = std::nullopt) {
     std::optional<JobRepository::ScheduleSince> from;
-    if (since) from = JobRepository::ScheduleSince{*since, specs_above};
+    if (since) from = JobRepository::ScheduleSince{*since, specs_above, sweep};
     auto read = read_for_scheduling(*pool_, from);
     if (!read.ok()) return read.error();
     return std::move(read->queue);
@@ -547,6 +548,48 @@ TEST_F(JobRepositoryTest, AReadSinceALowWaterReturnsEveryRowWrittenAfterItAndNoO
   auto after = read_queue(before->low_water);
   ASSERT_TRUE(after.ok()) << after.error().message;
   EXPECT_TRUE(after->rows.empty()) << after->rows.size() << " rows marked by progress or pending";
+}
+
+// The sweep's slices: the unfinished jobs above an id, by id, at most a
+// limit of them, without their specs; a slice short of the limit is the last.
+TEST_F(JobRepositoryTest, TheSweepReadsTheUnfinishedJobsBackASliceAtATimeInIdOrder) {
+  const auto inserted = insert({job("a"), job("b"), job("c"), job("d"), job("e")});
+  ASSERT_TRUE(*jobs_->transition({.job_id = inserted[1].row.id,
+                                  .from = {JobState::kQueued},
+                                  .to = JobState::kCancelled,
+                                  .reason = "Cancel"}));
+  ASSERT_TRUE(*jobs_->transition({.job_id = inserted[3].row.id,
+                                  .from = {JobState::kQueued},
+                                  .to = JobState::kStarting,
+                                  .reason = "Scheduled"}));
+  auto first = read_queue(std::nullopt);
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  EXPECT_FALSE(first->swept) << "a complete read has no slice";
+  auto ids = [](const JobRepository::ScheduleRead::Swept& swept) {
+    std::vector<std::int64_t> out;
+    for (const JobRow& row : swept.rows) {
+      EXPECT_TRUE(row.spec_json.empty());
+      out.push_back(row.id);
+    }
+    return out;
+  };
+  auto slice = read_queue(first->low_water, 0, JobRepository::Sweep{0, 2});
+  ASSERT_TRUE(slice.ok()) << slice.error().message;
+  EXPECT_TRUE(slice->rows.empty()) << "nothing written since";
+  ASSERT_TRUE(slice->swept);
+  EXPECT_EQ(ids(*slice->swept), (std::vector<std::int64_t>{inserted[0].row.id, inserted[2].row.id}))
+      << "the cancelled job is not read back";
+  EXPECT_FALSE(slice->swept->to_end);
+  slice = read_queue(slice->low_water, 0, JobRepository::Sweep{inserted[2].row.id, 2});
+  ASSERT_TRUE(slice.ok() && slice->swept);
+  EXPECT_EQ(ids(*slice->swept),
+            (std::vector<std::int64_t>{inserted[3].row.id, inserted[4].row.id}));
+  EXPECT_EQ(slice->swept->rows[0].state, JobState::kStarting);
+  EXPECT_FALSE(slice->swept->to_end) << "a full slice: there may be more";
+  slice = read_queue(slice->low_water, 0, JobRepository::Sweep{inserted[4].row.id, 2});
+  ASSERT_TRUE(slice.ok() && slice->swept);
+  EXPECT_TRUE(slice->swept->rows.empty());
+  EXPECT_TRUE(slice->swept->to_end);
 }
 
 TEST_F(JobRepositoryTest, ListFiltersByTenantStateLabelsAndName) {

@@ -6,11 +6,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <functional>
 #include <new>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <utility>
 
 #include "service/job_lifecycle.h"
@@ -171,15 +173,35 @@ class FakeLeaderStore final : public LeaderStore {
     for (const db::JobRow& row : jobs) {
       auto last = returned_.find(row.id);
       const bool changed = last == returned_.end() || !same_schedule(last->second, row);
-      if (read.complete ? base::is_terminal(row.state) : !changed) continue;
+      if (read.complete ? base::is_terminal(row.state) : !changed || unmarked.count(row.id))
+        continue;
       read.rows.push_back(row);
       // As the repository reads it: the spec only of a job above the ids read.
       if (read.complete || row.id <= since->specs_above) read.rows.back().spec_json.clear();
       returned_[row.id] = row;
     }
     rows_read += static_cast<int>(read.rows.size());
+    if (!read.complete && since->sweep) {
+      // The unfinished jobs above `after`, by id, without their specs.
+      db::JobRepository::ScheduleRead::Swept swept{since->sweep->after, {}, false};
+      std::vector<db::JobRow> sorted = jobs;
+      std::sort(sorted.begin(), sorted.end(),
+                [](const db::JobRow& a, const db::JobRow& b) { return a.id < b.id; });
+      for (db::JobRow& row : sorted) {
+        if (base::is_terminal(row.state) || row.id <= swept.after) continue;
+        if (static_cast<int>(swept.rows.size()) == since->sweep->limit) break;
+        row.spec_json.clear();
+        swept.rows.push_back(row);
+      }
+      swept.to_end = static_cast<int>(swept.rows.size()) < since->sweep->limit;
+      swept_slices.push_back(static_cast<int>(swept.rows.size()));
+      read.swept = std::move(swept);
+    }
     return read;
   }
+  // Rows whose changes a read since does not return (written unmarked).
+  std::set<std::int64_t> unmarked;
+  std::vector<int> swept_slices;            // the rows of each slice the sweep read
   std::function<void()> after_list_agents;  // once: what happens between the two reads
   bool incremental = false;
   int complete_reads = 0;
@@ -209,6 +231,9 @@ class FakeLeaderStore final : public LeaderStore {
   }
   base::Result<bool> transition(const db::Transition& t) override {
     if (away) return down();
+    if (std::none_of(jobs.begin(), jobs.end(),
+                     [&](const db::JobRow& r) { return r.id == t.job_id; }))
+      return false;  // no such row: nothing updated
     db::JobRow& row = job(t.job_id);
     const bool from = std::find(t.from.begin(), t.from.end(), row.state) != t.from.end() &&
                       !base::is_terminal(row.state) &&
@@ -241,7 +266,9 @@ class FakeLeaderStore final : public LeaderStore {
       return base::make_error(base::ErrorCode::kInvalid, "value too long for type");
     for (const auto& [id, text] : batch) {
       writes.push_back("pending " + std::to_string(id));
-      job(id).pending_json = text;
+      for (db::JobRow& row : jobs) {  // a job no longer stored is skipped
+        if (row.id == id) row.pending_json = text;
+      }
     }
     return base::Status::Ok();
   }
@@ -376,6 +403,14 @@ TEST_F(SchedulerLeaderPass, MetricsCountThePassesTheirTimeAndTheLongest) {
   EXPECT_NE(text.find("tpujobs_scheduler_pass_seconds_count 2\n"), std::string::npos) << text;
   EXPECT_NE(text.find("tpujobs_scheduler_pass_seconds_sum 0.01\n"), std::string::npos) << text;
   EXPECT_NE(text.find("tpujobs_scheduler_pass_max_seconds 0.007\n"), std::string::npos) << text;
+  // A histogram: how many passes took at most each bound.
+  EXPECT_NE(text.find("# TYPE tpujobs_scheduler_pass_seconds histogram\n"), std::string::npos);
+  EXPECT_NE(text.find("tpujobs_scheduler_pass_seconds_bucket{le=\"0.005\"} 1\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("tpujobs_scheduler_pass_seconds_bucket{le=\"0.01\"} 2\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("tpujobs_scheduler_pass_seconds_bucket{le=\"+Inf\"} 2\n"), std::string::npos)
+      << text;
 }
 
 TEST_F(SchedulerLeaderPass, WithTheDatabaseAwayAPassFailsAndWritesNothing) {
@@ -780,17 +815,61 @@ TEST_F(SchedulerLeaderKeptJobs, ARowWrittenSinceChangesTheQueue) {
   EXPECT_EQ(JobState::kStarting, store_.job(3).state);
 }
 
-TEST_F(SchedulerLeaderKeptJobs, ACompleteReadDropsAJobWhoseRowWentUnseen) {
+TEST_F(SchedulerLeaderKeptJobs, TheSweepDropsAJobWhoseRowWentUnseen) {
   store_.add_agent("a", 1, 1);
   for (int id = 1; id <= 3; ++id) store_.add_job(id, "t", 8);
   pass();
   store_.jobs.erase(store_.jobs.begin() + 1);  // job 2's row is gone, unmarked
   store_.job(1).state = JobState::kSucceeded;
-  clock_.advance(seconds(30));  // complete_read_interval
+  clock_.advance(seconds(1));  // sweep_interval
   store_.heartbeat("a");
   pass();
-  EXPECT_EQ(2, store_.complete_reads);
+  EXPECT_EQ(1, store_.complete_reads) << "a slice, not a read of every job";
+  EXPECT_EQ(std::vector<int>({1}), store_.swept_slices);
   EXPECT_EQ(JobState::kStarting, store_.job(3).state) << "job 2 is no longer kept";
+}
+
+// A queue read back in slices of 2: no pass reads more, a job a read since
+// missed is found by its slice, and a job gone unmarked is dropped only once
+// the sweep has read every slice.
+TEST_F(SchedulerLeaderKeptJobs, TheSweepReadsTheQueueBackInSlicesAndFindsWhatTheReadsSinceMissed) {
+  SchedulerLeaderOptions options;
+  options.clock = &clock_;
+  options.agent_silence = seconds(10);
+  options.sweep_rows = 2;
+  leader_ = std::make_unique<SchedulerLeader>(store_, options);
+  store_.add_agent("a", 1, 1);
+  store_.add_job(1, "t", 8).priority = 10;  // placed, runs
+  for (int id = 2; id <= 6; ++id) store_.add_job(id, "t", 8);
+  pass();
+  ASSERT_EQ(JobState::kStarting, store_.job(1).state);
+  store_.job(1).state = JobState::kRunning;
+  store_.unmarked = {4, 7};
+  store_.job(4).priority = 5;                  // a change the reads since miss
+  store_.add_job(7, "t", 8).priority = 1;      // a job they miss
+  store_.jobs.erase(store_.jobs.begin() + 1);  // job 2 is gone, unmarked
+  auto slice = [&] {
+    clock_.advance(milliseconds(500));
+    store_.heartbeat("a");
+    pass();
+  };
+  slice();  // jobs 1 and 3
+  slice();  // 4 and 5: job 4's priority is known again
+  slice();  // 6 and 7: job 7 is learned
+  EXPECT_EQ(std::vector<int>({2, 2, 2}), store_.swept_slices);
+  EXPECT_EQ(1, store_.complete_reads);
+  store_.unmarked.clear();                     // the reads since see their next changes
+  store_.job(1).state = JobState::kSucceeded;  // the core frees
+  slice();  // none above 7: the sweep is whole, and job 2 is dropped
+  EXPECT_EQ(0, store_.swept_slices.back());
+  EXPECT_EQ(JobState::kStarting, store_.job(4).state) << "its priority, read by the sweep";
+  store_.job(4).state = JobState::kSucceeded;
+  slice();
+  EXPECT_EQ(JobState::kStarting, store_.job(7).state) << "found by the sweep; priority 1";
+  store_.job(7).state = JobState::kSucceeded;
+  slice();
+  EXPECT_EQ(JobState::kStarting, store_.job(3).state) << "job 2, gone, is not kept ahead of it";
+  EXPECT_EQ(1, store_.complete_reads);
 }
 
 TEST_F(SchedulerLeaderKeptJobs, ARequeuedJobReturnsToTheQueue) {
@@ -900,7 +979,7 @@ TEST_F(SchedulerLeaderKeptJobs, AStartByDeadlineEndsItsJobThoughNothingElseChang
   pass();
   pass();
   EXPECT_EQ(1, plans_reused(*leader_));
-  clock_.advance(seconds(19));  // within complete_read_interval: no complete read
+  clock_.advance(seconds(19));  // the sweep reads the queue back and finds nothing changed
   store_.heartbeat("a");
   pass();
   EXPECT_EQ(2, plans_reused(*leader_)) << "the deadline is still ahead";
