@@ -287,6 +287,8 @@ class SchedulerLeader {
   // sweep's). True when it changed the kept queue.
   bool apply(db::JobRow& row, std::uint32_t seen);
   void forget(std::int64_t job);
+  // Forgets the jobs the sweep (or complete read) did not see; true if any.
+  bool forget_unseen();
   // True when the job's entry is new or differs.
   bool set_waiting(KnownJob& job, const db::JobRow& row);
   void drop_waiting(KnownJob& job);

@@ -258,13 +258,7 @@ base::Status SchedulerLeader::read_rows(db::JobRepository::ScheduleRead read, bo
   // A job a read since returns was unfinished during this sweep: it is not
   // dropped at its end, even if its slice was read before it was committed.
   for (db::JobRow& row : read.rows) apply(row, sweep_);
-  if (read.complete) {
-    std::vector<std::int64_t> gone;
-    for (const auto& [id, job] : jobs_) {
-      if (job.seen != sweep_) gone.push_back(id);
-    }
-    for (std::int64_t id : gone) forget(id);
-  }
+  if (read.complete) forget_unseen();
   if (read.swept && apply_swept(*read.swept)) ++queue_version_;
   low_water_ = std::move(read.low_water);
   return base::Status::Ok();
@@ -281,13 +275,17 @@ bool SchedulerLeader::apply_swept(db::JobRepository::ScheduleRead::Swept& swept)
   if (!swept.to_end) return changed;
   // The sweep is whole: a job it did not find, and no read since returned
   // during it, is no longer unfinished.
+  sweep_after_ = 0;
+  return forget_unseen() || changed;
+}
+
+bool SchedulerLeader::forget_unseen() {
   std::vector<std::int64_t> gone;
   for (const auto& [id, job] : jobs_) {
     if (job.seen != sweep_) gone.push_back(id);
   }
   for (std::int64_t id : gone) forget(id);
-  sweep_after_ = 0;
-  return changed || !gone.empty();
+  return !gone.empty();
 }
 
 }  // namespace tpujobs::service
