@@ -277,11 +277,6 @@ class JobRepository {
     };
     std::optional<Swept> swept{};
   };
-  // Where a read `since` starts: the last read's low water. A row whose id
-  // is above `specs_above` (the highest the reader has seen) comes with its
-  // spec: a job submitted since, whose spec the reader would otherwise ask
-  // for in a round trip of its own (job_specs). One committed out of id
-  // order comes without.
   // A sweep reads the unfinished jobs back a slice at a time, in id order
   // (without their specs), to catch what the reads since missed: the
   // unfinished jobs with ids above `after`, at most `limit` of them.
@@ -289,17 +284,22 @@ class JobRepository {
     std::int64_t after = 0;
     int limit = 0;
   };
+  // Where a read `since` starts: the last read's low water. A row whose id
+  // is above `specs_above` (the highest the reader has seen) comes with its
+  // spec: a job submitted since, whose spec the reader would otherwise ask
+  // for in a round trip of its own (job_specs). One committed out of id
+  // order comes without. `sweep`: the sweep's next slice, read with it.
   struct ScheduleSince {
     std::string low_water;
     std::int64_t specs_above = 0;
     std::optional<Sweep> sweep{};
   };
   // Its two statements (three with a sweep), in order, and the read they
-  // answer; the leader
-  // sends them with its other reads (db/scheduling_read.h). They take two
-  // snapshots, the low water's first: so the low water is at most the
-  // rows', and whatever the rows missed was written by a transaction at or
-  // after it.
+  // answer; the leader sends them with its other reads
+  // (db/scheduling_read.h). They take their snapshots in that order, the
+  // low water's first: so the low water is at most the rows', and whatever
+  // the rows missed was written by a transaction at or after it; a slice is
+  // no older than the rows since.
   static std::vector<Statement> schedule_statements(const std::optional<ScheduleSince>& since);
   // `swept`: the answer to the sweep's statement (the third), if asked.
   static ScheduleRead schedule_read_from(const QueryResult& low_water, const QueryResult& rows,
