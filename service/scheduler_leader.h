@@ -286,7 +286,8 @@ class SchedulerLeader {
   // One row read, by the read numbered `seen` (a complete read's or the
   // sweep's). True when it changed the kept queue.
   bool apply(db::JobRow& row, std::uint32_t seen);
-  void forget(std::int64_t job);
+  // Drops all the leader holds of `job`; true when it knew the job.
+  bool forget(std::int64_t job);
   // Forgets the jobs the sweep (or complete read) did not see; true if any.
   bool forget_unseen();
   // True when the job's entry is new or differs.

@@ -162,24 +162,23 @@ void SchedulerLeader::drop_waiting(KnownJob& job) {
   job.waiting = -1;
 }
 
-void SchedulerLeader::forget(std::int64_t id) {
+bool SchedulerLeader::forget(std::int64_t id) {
   placed_.erase(id);
   unresolved_.erase(id);
   const auto it = jobs_.find(id);
-  if (it == jobs_.end()) return;
+  if (it == jobs_.end()) return false;
   drop_waiting(it->second);
   if (const int list = it->second.facts.dependencies; list >= 0) {
     std::vector<scheduler::Dependency>().swap(snapshot_.dependencies[list]);
     free_dependency_lists_.push_back(list);
   }
   jobs_.erase(it);
+  return true;
 }
 
 bool SchedulerLeader::apply(db::JobRow& row, std::uint32_t seen) {
   if (base::is_terminal(row.state)) {
-    const bool known = jobs_.count(row.id) != 0;
-    forget(row.id);  // what the leader holds per job goes with the job
-    return known;
+    return forget(row.id);  // what the leader holds per job goes with the job
   }
   const auto it = jobs_.find(row.id);
   if (it == jobs_.end()) return false;  // learn_specs knows every job read

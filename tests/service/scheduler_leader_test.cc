@@ -98,10 +98,14 @@ class FakeLeaderStore final : public LeaderStore {
     jobs.push_back(row);
     return jobs.back();
   }
-  db::JobRow& job(std::int64_t id) {
+  db::JobRow* find_job(std::int64_t id) {
     for (db::JobRow& row : jobs) {
-      if (row.id == id) return row;
+      if (row.id == id) return &row;
     }
+    return nullptr;
+  }
+  db::JobRow& job(std::int64_t id) {
+    if (db::JobRow* row = find_job(id)) return *row;
     throw std::out_of_range("no job");
   }
   int count(const std::string& prefix) const {
@@ -231,10 +235,9 @@ class FakeLeaderStore final : public LeaderStore {
   }
   base::Result<bool> transition(const db::Transition& t) override {
     if (away) return down();
-    if (std::none_of(jobs.begin(), jobs.end(),
-                     [&](const db::JobRow& r) { return r.id == t.job_id; }))
-      return false;  // no such row: nothing updated
-    db::JobRow& row = job(t.job_id);
+    db::JobRow* stored = find_job(t.job_id);
+    if (stored == nullptr) return false;  // no such row: nothing updated
+    db::JobRow& row = *stored;
     const bool from = std::find(t.from.begin(), t.from.end(), row.state) != t.from.end() &&
                       !base::is_terminal(row.state) &&
                       (!t.require_epoch || row.placement_epoch == t.require_epoch);
@@ -266,9 +269,7 @@ class FakeLeaderStore final : public LeaderStore {
       return base::make_error(base::ErrorCode::kInvalid, "value too long for type");
     for (const auto& [id, text] : batch) {
       writes.push_back("pending " + std::to_string(id));
-      for (db::JobRow& row : jobs) {  // a job no longer stored is skipped
-        if (row.id == id) row.pending_json = text;
-      }
+      if (db::JobRow* row = find_job(id)) row->pending_json = text;  // a job gone is skipped
     }
     return base::Status::Ok();
   }
