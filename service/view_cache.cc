@@ -1,5 +1,6 @@
 #include "service/view_cache.h"
 
+#include <atomic>
 #include <utility>
 
 #include "base/thread_priority.h"
@@ -144,7 +145,7 @@ bool ViewCache::render_pending(std::int64_t id) {
   std::int32_t priority = 0;
   Bases bases;
   {
-    base::MutexLock lock(mutex_);
+    base::WriterLock lock(mutex_);
     auto it = index_.find(id);
     if (it == index_.end() || !it->second->queued) return false;
     const Queued& q = *it->second->queued;
@@ -155,7 +156,7 @@ bool ViewCache::render_pending(std::int64_t id) {
   }
   auto [text, lengths] = pending_texts(priority, pending);
   Encoded encoded = encode(bases, text);
-  base::MutexLock lock(mutex_);
+  base::WriterLock lock(mutex_);
   add_base(live_bases_, std::move(encoded.new_base));
   auto it = index_.find(id);
   if (it == index_.end() || !it->second->queued) return false;
@@ -178,11 +179,16 @@ bool ViewCache::render_pending(std::int64_t id) {
 std::optional<ViewCache::Entry> ViewCache::find(std::int64_t id) {
   for (int attempt = 0; attempt < 3; ++attempt) {
     {
-      base::MutexLock lock(mutex_);
-      auto it = index_.find(id);
-      if (it == index_.end()) return std::nullopt;
+      // Beside other readers: two threads reading views decode them at once.
+      base::ReaderLock lock(mutex_);
+      const auto& index = index_;
+      auto it = index.find(id);
+      if (it == index.end()) return std::nullopt;
       Node& node = *it->second;
-      node.read = true;
+      // Marked by readers together, so atomically; written only when it
+      // changes, so that reads of one view do not bounce its cache line.
+      if (std::atomic_ref<bool> read(node.read); !read.load(std::memory_order_relaxed))
+        read.store(true, std::memory_order_relaxed);
       if (!node.queued) return Entry{node.tenant, node.body};
       if (node.queued->rendered) return Entry{node.tenant, body_of(node)};
     }
@@ -194,12 +200,12 @@ std::optional<ViewCache::Entry> ViewCache::find(std::int64_t id) {
 void ViewCache::put(std::int64_t id, std::string tenant, std::string body) {
   Node node{id, std::move(tenant), std::move(body), std::nullopt};
   if (cost(node) > max_bytes_) return;
-  base::MutexLock lock(mutex_);
+  base::WriterLock lock(mutex_);
   put_locked(std::move(node));
 }
 
 std::uint64_t ViewCache::generation() const {
-  base::MutexLock lock(mutex_);
+  base::ReaderLock lock(mutex_);
   return generation_;
 }
 
@@ -210,7 +216,7 @@ bool ViewCache::put_if_current(std::uint64_t seen, std::int64_t id, std::string 
   if (!fixed) return false;
   Bases bases;
   {
-    base::MutexLock lock(mutex_);
+    base::WriterLock lock(mutex_);
     if (changed_since_locked(seen, id)) return false;
     bases = fixed_bases_;
   }
@@ -223,7 +229,7 @@ bool ViewCache::put_if_current(std::uint64_t seen, std::int64_t id, std::string 
   if (pending) q.live = std::move(*pending);
   Node node{id, std::move(tenant), std::move(encoded.delta), std::move(q)};
   if (cost(node) > max_bytes_) return false;
-  base::MutexLock lock(mutex_);
+  base::WriterLock lock(mutex_);
   add_base(fixed_bases_, std::move(encoded.new_base));
   if (changed_since_locked(seen, id)) return false;
   put_locked(std::move(node));
@@ -235,7 +241,7 @@ bool ViewCache::put_placed_if_current(std::uint64_t seen, std::int64_t id, std::
                                       std::string body) {
   Node node{id, std::move(tenant), std::move(body), std::nullopt};
   if (cost(node) > max_bytes_) return false;
-  base::MutexLock lock(mutex_);
+  base::WriterLock lock(mutex_);
   if (changed_since_locked(seen, id)) return false;
   put_locked(std::move(node));
   return true;
@@ -244,7 +250,7 @@ bool ViewCache::put_placed_if_current(std::uint64_t seen, std::int64_t id, std::
 bool ViewCache::put_written(std::uint64_t seen, std::int64_t id, std::string tenant,
                             std::string body) {
   Node node{id, std::move(tenant), std::move(body), std::nullopt};
-  base::MutexLock lock(mutex_);
+  base::WriterLock lock(mutex_);
   const bool current = !changed_since_locked(seen, id);
   ++generation_;
   note_changed_locked(id);
@@ -255,7 +261,7 @@ bool ViewCache::put_written(std::uint64_t seen, std::int64_t id, std::string ten
 }
 
 void ViewCache::forget(const std::vector<std::int64_t>& ids) {
-  base::MutexLock lock(mutex_);
+  base::WriterLock lock(mutex_);
   ++generation_;
   for (std::int64_t id : ids) {
     note_changed_locked(id);
@@ -264,7 +270,7 @@ void ViewCache::forget(const std::vector<std::int64_t>& ids) {
 }
 
 void ViewCache::forget_queued() {
-  base::MutexLock lock(mutex_);
+  base::WriterLock lock(mutex_);
   ++generation_;
   changes_forgotten_ = generation_;  // a view read before now may be stale
   for (auto it = order_.begin(); it != order_.end();) {
@@ -279,7 +285,7 @@ void ViewCache::forget_queued() {
 }
 
 void ViewCache::set_pending(std::vector<PendingChange> changes) {
-  base::MutexLock lock(mutex_);
+  base::WriterLock lock(mutex_);
   ++generation_;
   for (auto& [id, pending] : changes) {
     note_changed_locked(id);
@@ -313,14 +319,14 @@ std::size_t ViewCache::render_ahead(std::size_t most) {
   for (std::size_t n = 0; n < most; ++n) {
     std::int64_t id = 0;
     {
-      base::MutexLock lock(mutex_);
+      base::WriterLock lock(mutex_);
       if (unrendered_.empty()) return 0;
       id = unrendered_.front();
       unrendered_.pop_front();
     }
     render_pending(id);  // nothing for a view gone or rendered since
   }
-  base::MutexLock lock(mutex_);
+  base::WriterLock lock(mutex_);
   return unrendered_.size();
 }
 
@@ -374,12 +380,12 @@ void ViewCache::evict_locked() {
 }
 
 std::size_t ViewCache::bytes() const {
-  base::MutexLock lock(mutex_);
+  base::ReaderLock lock(mutex_);
   return bytes_;
 }
 
 std::size_t ViewCache::size() const {
-  base::MutexLock lock(mutex_);
+  base::ReaderLock lock(mutex_);
   return index_.size();
 }
 

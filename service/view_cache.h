@@ -2,7 +2,9 @@
 // database read per poll. Once the cache holds more than its byte budget the
 // oldest views go first, but a view read since it was last passed over
 // gets a second chance (CLOCK): a read only marks its view, so reading a
-// queue of 100,000 touches no other view's memory.
+// queue of 100,000 touches no other view's memory. Reads share the lock
+// (base::SharedMutex): the HTTP threads decode views side by side, and
+// only changes take it alone.
 //
 // A finished job's view never changes. A STARTING or RUNNING job's changes
 // when it starts, stores progress or a checkpoint, is cancelled, preempted
@@ -41,6 +43,7 @@
 #include <vector>
 
 #include "base/mutex.h"
+#include "base/shared_mutex.h"
 #include "service/text_delta.h"
 
 namespace tpujobs::service {
@@ -128,7 +131,7 @@ class ViewCache {
     std::string tenant;
     std::string body;              // a finished view, or a queued one's fixed delta
     std::optional<Queued> queued;  // a queued view
-    bool read = false;             // read since eviction last passed it over
+    bool read = false;  // read since eviction last passed it over (std::atomic_ref in find)
   };
   using Bases = std::deque<std::shared_ptr<const DeltaBase>>;
   static std::size_t cost(const Node& n);
@@ -153,7 +156,7 @@ class ViewCache {
   static std::string body_of(const Node& node);
 
   const std::size_t max_bytes_;
-  mutable base::Mutex mutex_;
+  mutable base::SharedMutex mutex_;
   std::list<Node> order_ GUARDED_BY(mutex_);  // newest (or given a second chance) first
   // Open addressing: a lookup reads one group of slots, not a chain of nodes.
   boost::unordered_flat_map<std::int64_t, std::list<Node>::iterator> index_ GUARDED_BY(mutex_);

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "service/job_views.h"
@@ -257,6 +259,61 @@ TEST(ViewCache, QueuedViewsAreRenderedAheadOfTheirFirstReadOncePerReason) {
   EXPECT_EQ(0u, cache.render_ahead(1));
   EXPECT_EQ(rendered(rows[1]), cache.find(rows[1].id)->body);
   EXPECT_FALSE(cache.find(rows[2].id));
+}
+
+// Reads share the cache's lock (two HTTP threads decode views at once) while
+// the leader's reasons change, views are rendered ahead and dropped and put
+// back: every view read is whole, the text render_row writes for one of the
+// reasons its job was given.
+TEST(ViewCache, ReadsBesideChangingReasonsEachAnswerOneWholeRenderedView) {
+  ViewCache cache(64u << 20);
+  constexpr std::int64_t kJobs = 40;
+  auto reason = [](int round) {
+    return R"({"reason":"Resources","fair_share":1.0,"queue_position":)" +
+           std::to_string(round + 1) + "}";
+  };
+  auto row_at = [&](std::int64_t i, int round) {
+    db::JobRow row = queued_row(i);
+    row.pending_json = reason(round);
+    return row;
+  };
+  for (std::int64_t i = 0; i < kJobs; ++i)
+    ASSERT_TRUE(put_row(cache, cache.generation(), row_at(i, 0)));
+
+  std::atomic<bool> done{false};
+  std::atomic<int> reads{0};
+  std::atomic<int> wrong{0};
+  auto reader = [&](std::int64_t stride) {
+    for (std::int64_t n = 0; !done.load(); n += stride) {
+      const std::int64_t i = n % kJobs;
+      std::optional<ViewCache::Entry> view = cache.find(1000 + i);
+      if (!view) continue;  // dropped, not put back yet
+      const nlohmann::json parsed = nlohmann::json::parse(view->body, nullptr, false);
+      const int position = parsed.is_object() && parsed.value("queue_position", 0) > 0
+                               ? parsed.value("queue_position", 0) - 1
+                               : 0;
+      if (view->tenant != "team-a" || view->body != rendered(row_at(i, position))) ++wrong;
+      ++reads;
+    }
+  };
+  std::thread one(reader, 1);
+  std::thread two(reader, 7);
+  std::thread ahead([&] {
+    while (!done.load()) cache.render_ahead(8);
+  });
+  for (int round = 1; round < 300 || reads.load() < 2000; ++round) {
+    std::vector<ViewCache::PendingChange> changes;
+    for (std::int64_t i = 0; i < kJobs; ++i) changes.emplace_back(1000 + i, reason(round));
+    cache.set_pending(std::move(changes));
+    const std::int64_t moved = round % kJobs;
+    cache.forget({1000 + moved});
+    put_row(cache, cache.generation(), row_at(moved, round));
+  }
+  done = true;
+  one.join();
+  two.join();
+  ahead.join();
+  EXPECT_EQ(0, wrong.load()) << "of " << reads.load() << " reads";
 }
 
 TEST(ViewRenderer, AWokenRendererRendersEveryListedViewAndStops) {
