@@ -89,18 +89,23 @@ void TelemetryWriter::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+bool TelemetryWriter::flush_due_locked() const {
+  // While the database is away the held lines stay counted and a held
+  // checkpoint stays queued: they wake nothing, the interval paces the tries.
+  if (retry_paced_) return false;
+  return !checkpoints_.empty() ||
+         (!lines_unstorable_ && queued_line_bytes_ >= options_.max_queued_line_bytes / 2);
+}
+
 void TelemetryWriter::loop() {
   base::MutexLock lock(mutex_);
   while (!stopping_) {
-    options_.clock->wait_for(lock, wake_, options_.interval, [this]() REQUIRES(mutex_) {
-      // (While the database is away the held lines stay counted: they wake
-      // nothing, the interval paces the tries.)
-      return stopping_ || !checkpoints_.empty() ||
-             (!lines_unstorable_ && queued_line_bytes_ >= options_.max_queued_line_bytes / 2);
-    });
+    options_.clock->wait_for(lock, wake_, options_.interval,
+                             [this]() REQUIRES(mutex_) { return stopping_ || flush_due_locked(); });
     lock.unlock();
-    flush();
+    const bool stored = flush();
     lock.lock();
+    retry_paced_ = !stored;
   }
   // Stopped while a flush ran: what was queued after it began is stored too.
   lock.unlock();
@@ -117,7 +122,9 @@ std::size_t held_bytes(const db::MetricPoint& point) {
 }  // namespace
 
 bool TelemetryWriter::take_room(base::MutexLock& lock, std::size_t bytes) {
-  if (queued_line_bytes_ >= options_.max_queued_line_bytes / 2) wake_.notify_one();
+  // (Only when it starts a flush: a producer at the bound while the
+  // database is away would otherwise wake the writer for every line.)
+  if (flush_due_locked()) wake_.notify_one();
   lock.wait(room_, [this]() REQUIRES(mutex_) {
     return stopping_ || lines_unstorable_ || queued_line_bytes_ < options_.max_queued_line_bytes;
   });
@@ -277,12 +284,14 @@ void TelemetryWriter::checkpoint(std::int64_t job, std::int64_t fence,
                                  std::shared_ptr<const executor::Checkpoint> checkpoint) {
   // Megabytes: the older one is freed outside the lock every log line takes.
   FencedCheckpoint newest{fence, std::move(checkpoint)};
+  bool due = false;
   {
     base::MutexLock lock(mutex_);
     auto [it, added] = checkpoints_.try_emplace(job, std::move(newest));
     if (!added) std::swap(it->second, newest);
+    due = flush_due_locked();
   }
-  wake_.notify_one();
+  if (due) wake_.notify_one();
 }
 
 bool TelemetryWriter::ready_for_checkpoint(std::int64_t job) {

@@ -93,7 +93,7 @@ std::string progress_json(const executor::Progress& progress);
 struct TelemetryWriterOptions {
   // How often the writer thread stores lines, points and progress; a
   // checkpoint wakes it at once, so a crash loses as little training as
-  // possible.
+  // possible. While the database is away it tries once an interval.
   std::chrono::milliseconds interval{200};
   base::Clock* clock = &base::real_clock();  // must outlive the writer
   // The most of a job's time that storing its checkpoints may take, as a
@@ -278,6 +278,14 @@ class TelemetryWriter {
   std::condition_variable room_;  // the queued lines fell below their bound
   std::size_t queued_line_bytes_ GUARDED_BY(mutex_) = 0;
   bool lines_unstorable_ GUARDED_BY(mutex_) = false;  // the last store found no database
+  // The writer thread's last flush left something unstored: its next try
+  // waits an interval, even for a checkpoint (else, with a checkpoint held
+  // while the database is away, it tried again at once, without end: a core
+  // and a connection attempt every few milliseconds, the held lines moved
+  // back and forth each time).
+  bool retry_paced_ GUARDED_BY(mutex_) = false;
+  // Whether the writer thread should flush now rather than at its interval.
+  bool flush_due_locked() const REQUIRES(mutex_);
   std::vector<db::LogLine> logs_ GUARDED_BY(mutex_);
   std::vector<db::MetricPoint> metrics_ GUARDED_BY(mutex_);
   bool dropping_ GUARDED_BY(mutex_) = false;  // at the bound while the database is away

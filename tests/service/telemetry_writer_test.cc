@@ -314,6 +314,32 @@ TEST(TelemetryWriter, TheWriterThreadStoresLinesAfterAnIntervalOfItsClock) {
   EXPECT_GE(clock.now() - before, std::chrono::hours(1));
 }
 
+// A checkpoint held while the database is away is tried again once an
+// interval of the writer's clock, not at once: each try costs a connection
+// attempt and moves the held lines back (before, the service of
+// e2e_output_bound_e2etest spent a core on it for the whole outage). With a
+// FakeClock an interval passes at once, so the tries show in its time.
+TEST(TelemetryWriter, WhileTheDatabaseIsAwayAHeldCheckpointIsTriedOnceAnInterval) {
+  FakeStore store;
+  base::FakeClock clock;
+  const auto interval = std::chrono::milliseconds(200);
+  TelemetryWriter writer(store, {interval, &clock});
+  store.checkpoint_failures.assign(100000, ErrorCode::kUnavailable);
+  std::atomic<int> tries{0};
+  store.while_storing_checkpoint = [&] { ++tries; };
+  const auto before = clock.now();
+  writer.start();
+  writer.checkpoint(7, 0, checkpoint_at(10));
+  for (int i = 0; i < 3000 && tries.load() < 20; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  writer.stop();  // its last flush tries once more, at once
+  const int seen = tries.load();
+  ASSERT_GE(seen, 20);
+  EXPECT_GE(clock.now() - before, (seen - 2) * interval) << seen << " tries";
+  EXPECT_EQ(writer.queued(), 1u) << "the checkpoint is still held";
+  EXPECT_TRUE(store.writes.empty());
+}
+
 // One line of `bytes` bytes as the writer counts it (the struct and its text).
 db::LogLine line_of(std::int64_t seq, std::size_t text) {
   return {7, seq, {}, std::string(text, 'x'), 0};
