@@ -7,6 +7,7 @@
 
 #define ACQUIRE_SHARED(...) TPUJOBS_THREAD_ANNOTATION(acquire_shared_capability(__VA_ARGS__))
 #define RELEASE_SHARED(...) TPUJOBS_THREAD_ANNOTATION(release_shared_capability(__VA_ARGS__))
+#define REQUIRES_SHARED(...) TPUJOBS_THREAD_ANNOTATION(requires_shared_capability(__VA_ARGS__))
 
 namespace tpujobs::base {
 

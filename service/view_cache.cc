@@ -145,9 +145,10 @@ bool ViewCache::render_pending(std::int64_t id) {
   std::int32_t priority = 0;
   Bases bases;
   {
-    base::WriterLock lock(mutex_);
-    auto it = index_.find(id);
-    if (it == index_.end() || !it->second->queued) return false;
+    base::ReaderLock lock(mutex_);  // a look only: reads go on beside it
+    const auto& index = index_;
+    auto it = index.find(id);
+    if (it == index.end() || !it->second->queued) return false;
     const Queued& q = *it->second->queued;
     if (q.rendered) return true;
     if (q.has_pending) pending = q.live;
@@ -216,7 +217,7 @@ bool ViewCache::put_if_current(std::uint64_t seen, std::int64_t id, std::string 
   if (!fixed) return false;
   Bases bases;
   {
-    base::WriterLock lock(mutex_);
+    base::ReaderLock lock(mutex_);  // a look only: reads go on beside it
     if (changed_since_locked(seen, id)) return false;
     bases = fixed_bases_;
   }

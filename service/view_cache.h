@@ -139,7 +139,7 @@ class ViewCache {
   void erase_locked(std::int64_t id) REQUIRES(mutex_);
   void evict_locked() REQUIRES(mutex_);
   void note_changed_locked(std::int64_t id) REQUIRES(mutex_);
-  bool changed_since_locked(std::uint64_t seen, std::int64_t id) const REQUIRES(mutex_);
+  bool changed_since_locked(std::uint64_t seen, std::int64_t id) const REQUIRES_SHARED(mutex_);
   // `text` as a delta from the first of `bases` (a copy of the recent
   // ones) that is close, or from itself as a new base (to add to them).
   struct Encoded {

@@ -301,7 +301,12 @@ TEST(ViewCache, ReadsBesideChangingReasonsEachAnswerOneWholeRenderedView) {
   std::thread ahead([&] {
     while (!done.load()) cache.render_ahead(8);
   });
-  for (int round = 1; round < 300 || reads.load() < 2000; ++round) {
+  // At least 300 rounds, and on until the readers have read 2,000 views,
+  // within a generous deadline: a cache that answers nothing fails, not hangs.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  int round = 1;
+  for (; round < 300 || (reads.load() < 2000 && std::chrono::steady_clock::now() < deadline);
+       ++round) {
     std::vector<ViewCache::PendingChange> changes;
     for (std::int64_t i = 0; i < kJobs; ++i) changes.emplace_back(1000 + i, reason(round));
     cache.set_pending(std::move(changes));
@@ -313,6 +318,7 @@ TEST(ViewCache, ReadsBesideChangingReasonsEachAnswerOneWholeRenderedView) {
   one.join();
   two.join();
   ahead.join();
+  EXPECT_GE(reads.load(), 2000) << "in " << round << " rounds";
   EXPECT_EQ(0, wrong.load()) << "of " << reads.load() << " reads";
 }
 
