@@ -45,7 +45,12 @@ lightning::PoolView pool_view(const scheduler::PoolCapacity& capacity) {
 
 base::Result<Resolution> resolve(const lightning::TrainerSettings& settings,
                                  const scheduler::PoolCapacity& capacity) {
-  base::Result<lightning::Resolution> resolved = lightning::resolve(settings, pool_view(capacity));
+  return api::resolve(settings, pool_view(capacity));
+}
+
+base::Result<Resolution> resolve(const lightning::TrainerSettings& settings,
+                                 const lightning::PoolView& view) {
+  base::Result<lightning::Resolution> resolved = lightning::resolve(settings, view);
   if (!resolved.ok()) return resolved.error();
   Resolution out;
   static_cast<lightning::Resolution&>(out) = std::move(*resolved);

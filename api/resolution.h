@@ -26,6 +26,9 @@ lightning::PoolView pool_view(const scheduler::PoolCapacity& capacity);
 // refusal (field errors and the warnings given before it) as it is.
 base::Result<Resolution> resolve(const lightning::TrainerSettings& settings,
                                  const scheduler::PoolCapacity& capacity);
+// The same on a view made once, for many settings against one pool.
+base::Result<Resolution> resolve(const lightning::TrainerSettings& settings,
+                                 const lightning::PoolView& view);
 
 // "2.5" for 205: a torch_xla version as Resolution::torch_xla_version holds it.
 std::string torch_xla_version_name(int version);

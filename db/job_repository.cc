@@ -440,9 +440,9 @@ base::Status JobRepository::set_pending(
   }
   return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> base::Status {
     base::Result<QueryResult> rows = connection.execute(
-        "UPDATE jobs j SET pending = u.pending"
-        " FROM unnest($1::bigint[], $2::jsonb[]) AS u(id, pending)"
-        " WHERE j.id = u.id AND j.state = 'QUEUED'",
+        "WITH w AS (UPDATE jobs j SET pending = u.pending FROM unnest($1::bigint[], $2::jsonb[])"
+        " AS u(id, pending) WHERE j.id = u.id AND j.state = 'QUEUED')"  // runs, read or not
+        " SELECT set_config('synchronous_commit', 'off', true)",
         {Param::array(ids), Param::array(pending)});
     if (!rows.ok()) return rows.error();
     return base::Status::Ok();

@@ -229,7 +229,11 @@ class JobRepository {
 
   // Sets jobs.pending (why the job waits) for many queued jobs in one
   // statement (nullopt clears it); jobs no longer QUEUED are skipped.
-  // updated_at is left alone: the reason is recomputed often.
+  // updated_at is left alone: the reason is recomputed often. Committed
+  // without waiting for the WAL to reach the disk (as
+  // Transition::asynchronous_commit): a reason is derived from the queue,
+  // and the scheduler leader writes every one again after the database was
+  // away (a restart may undo the last ones).
   base::Status set_pending(
       const std::vector<std::pair<std::int64_t, std::optional<std::string>>>& batch);
 

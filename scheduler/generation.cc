@@ -205,12 +205,17 @@ std::optional<std::string> sub_host_type_reason(std::string_view text) {
          " (" + whole.topology()->text() + ")";
 }
 
-std::vector<Topology> topologies(Generation generation) {
+std::span<const Topology> topologies(Generation generation) {
+  // Made once, then constant: every resolution of a job's trainer settings
+  // reads them (the scheduler leader resolves each new job).
+  static const std::vector<Topology> k2d = topologies_2d();
+  static const std::vector<Topology> k3d = topologies_3d(16);
+  static const std::vector<Topology> kV5p3d = topologies_3d(24);
   switch (facts(generation).topology_rank) {
     case 2:
-      return topologies_2d();
+      return k2d;
     case 3:
-      return topologies_3d(generation == Generation::kV5p ? 24 : 16);
+      return generation == Generation::kV5p ? kV5p3d : k3d;
     default:
       return {};
   }

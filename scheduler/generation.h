@@ -98,7 +98,7 @@ std::optional<std::string> sub_host_type_reason(std::string_view text);
 // Every valid topology of `generation` with its chip count, in ascending
 // chips (several shapes may share a size: 4x4x8 and 4x8x4 are one canonical
 // 4x4x8). Empty for v2/v3.
-std::vector<Topology> topologies(Generation generation);
+std::span<const Topology> topologies(Generation generation);
 
 // The slice a topology names: "4x4" on v5e is v5litepod-16, "2x2x4" on v5p
 // is v5p-32. Dimensions are compared in any order for 3D shapes (a 4x8x4 is

@@ -114,6 +114,7 @@ class PassWalk {
   const WaitingEntry* head_ = nullptr;
   std::vector<signed char> healthy_fit_;  // per shape: fits the hosts taking work when idle
   std::vector<signed char> fits_now_;     // per shape, after the walk
+  std::vector<signed char> idle_fit_;     // per shape: fits the pool's hosts idle, usable or not
   // What time may change in the plan (PassPlan::holds_until): the first
   // start_by deadline still ahead, whether a waiting job waits for a
   // heartbeat, whether an estimated start is known.
@@ -131,8 +132,10 @@ class PassWalk {
 // on jobs submitted before it. A dependency that the CANCELLED would satisfy
 // (failed, finished) still waits: the job is queued in the next pass, once
 // the end is stored.
-std::vector<std::optional<DependencyCheck>> judge_dependencies(const PassSnapshot& s) {
-  std::vector<std::optional<DependencyCheck>> checks(s.waiting.size());
+// Returned by the waiting entry's index, ascending: only the jobs with
+// dependencies, so a long queue without them costs nothing here.
+std::vector<std::pair<std::uint32_t, DependencyCheck>> judge_dependencies(const PassSnapshot& s) {
+  std::vector<std::pair<std::uint32_t, DependencyCheck>> checks;
   std::vector<std::uint32_t> by_id;
   for (std::uint32_t i = 0; i < s.waiting.size(); ++i) {
     if (s.waiting[i].dependencies >= 0) by_id.push_back(i);
@@ -161,15 +164,18 @@ std::vector<std::optional<DependencyCheck>> judge_dependencies(const PassSnapsho
       check = check_dependencies(list, stored);  // waits until the end is stored
     }
     if (check.verdict == DependencyVerdict::kNeverSatisfied) ending.insert(job.id);
-    checks[i] = std::move(check);
+    checks.emplace_back(i, std::move(check));
   }
+  std::sort(checks.begin(), checks.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
   return checks;
 }
 
 std::vector<std::uint32_t> PassWalk::judge_verdicts() {
   std::vector<std::uint32_t> queue;
   queue.reserve(s_.waiting.size());
-  std::vector<std::optional<DependencyCheck>> checks = judge_dependencies(s_);
+  std::vector<std::pair<std::uint32_t, DependencyCheck>> checks = judge_dependencies(s_);
+  auto next_check = checks.begin();
   for (std::uint32_t i = 0; i < s_.waiting.size(); ++i) {
     const WaitingEntry& job = s_.waiting[i];
     if (job.start_deadline && s_.now >= *job.start_deadline) {
@@ -178,8 +184,9 @@ std::vector<std::uint32_t> PassWalk::judge_verdicts() {
     }
     if (job.start_deadline) next_deadline_ = std::min(next_deadline_, *job.start_deadline);
     if (job.heard_after) waits_for_heartbeat_ = true;
-    if (checks[i]) {
-      DependencyCheck& check = *checks[i];
+    while (next_check != checks.end() && next_check->first < i) ++next_check;
+    if (next_check != checks.end() && next_check->first == i) {
+      DependencyCheck& check = next_check->second;
       if (check.verdict == DependencyVerdict::kNeverSatisfied) {
         plan_.unstartable.push_back(
             {job.id, Unstartable::kDependencyNeverSatisfied, std::move(check.detail)});
@@ -198,10 +205,25 @@ std::vector<std::uint32_t> PassWalk::judge_verdicts() {
 std::vector<WaitingEntry> PassWalk::order(const std::vector<std::uint32_t>& queued) const {
   // Sorted as compact keys: comparing through pointers into the snapshot
   // misses the cache at every step (bench/scheduler/scheduler_bench.cc).
+  // Priority and fair share are packed into one integer, the tenants
+  // ranked by their factor, so that most comparisons are of two integers;
+  // and a queue already in order is only checked.
+  std::vector<std::uint32_t> tenants(s_.tenants.size());
+  for (std::uint32_t t = 0; t < tenants.size(); ++t) tenants[t] = t;
+  std::sort(tenants.begin(), tenants.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return s_.tenants[a].fair_share > s_.tenants[b].fair_share;
+  });
+  std::vector<std::uint32_t> share_rank(tenants.size(), 0);  // equal factors, equal ranks
+  for (std::size_t i = 1; i < tenants.size(); ++i) {
+    const bool same = !(s_.tenants[tenants[i - 1]].fair_share > s_.tenants[tenants[i]].fair_share);
+    share_rank[tenants[i]] = share_rank[tenants[i - 1]] + (same ? 0 : 1);
+  }
+  // Signed as unsigned, in the same order.
+  auto biased32 = [](int v) { return static_cast<std::uint32_t>(v) ^ 0x80000000U; };
+  auto biased64 = [](std::int64_t v) { return static_cast<std::uint64_t>(v) ^ (1ULL << 63); };
   struct Key {
-    int priority;
-    double fair_share;
-    std::int64_t order;
+    std::uint64_t rank;   // higher priority, then higher fair share: lower
+    std::uint64_t order;  // lower order: lower
     JobId id;
     std::uint32_t index;
   };
@@ -209,12 +231,17 @@ std::vector<WaitingEntry> PassWalk::order(const std::vector<std::uint32_t>& queu
   keys.reserve(queued.size());
   for (std::uint32_t i : queued) {
     const WaitingEntry& job = s_.waiting[i];
-    keys.push_back({job.priority, s_.tenants[job.tenant].fair_share, job.order, job.id, i});
+    const std::uint64_t rank =
+        (std::uint64_t{~biased32(job.priority)} << 32) | share_rank[job.tenant];
+    keys.push_back({rank, biased64(job.order), job.id, i});
   }
-  std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
-    return std::tie(b.priority, b.fair_share, a.order, a.id) <
-           std::tie(a.priority, a.fair_share, b.order, b.id);
-  });
+  auto before = [](const Key& a, const Key& b) {
+    if (a.rank != b.rank) return a.rank < b.rank;
+    if (a.order != b.order) return a.order < b.order;
+    return a.id < b.id;
+  };
+  if (!std::is_sorted(keys.begin(), keys.end(), before))
+    std::sort(keys.begin(), keys.end(), before);
   std::vector<WaitingEntry> queue;
   queue.reserve(keys.size());
   for (const Key& key : keys) queue.push_back(s_.waiting[key.index]);
@@ -430,7 +457,8 @@ Waiting PassWalk::reason_of(const WaitingEntry& job) {
   if (healthy_fit_[job.shape] < 0) healthy_fit_[job.shape] = hosts_.fits_idle(shape, true) ? 1 : 0;
   if (!healthy_fit_[job.shape]) {
     waiting.reason = PendingReason::kHostUnhealthy;
-    waiting.detail = hosts_.fits_idle(shape, false)
+    if (idle_fit_[job.shape] < 0) idle_fit_[job.shape] = hosts_.fits_idle(shape, false) ? 1 : 0;
+    waiting.detail = idle_fit_[job.shape]
                          ? "its hosts belong to a lost agent or are drained or failed"
                          : "no agent with hosts of its kind is registered";
     return waiting;
@@ -448,6 +476,7 @@ Waiting PassWalk::reason_of(const WaitingEntry& job) {
 // the first estimate_horizon of them.
 void PassWalk::explain(const std::vector<WaitingEntry>& queue) {
   fits_now_.assign(shape_count_, -1);
+  idle_fit_.assign(shape_count_, -1);
   plan_.waiting.reserve(queue.size());
   CoreTimes times = core_times();
   std::vector<char> start_unknown(shape_count_, 0);

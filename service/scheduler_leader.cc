@@ -184,6 +184,24 @@ std::string SchedulerLeader::prometheus_metrics() const {
          "last plan and had it again.\n"
       << "# TYPE tpujobs_scheduler_plans_reused_total counter\n"
       << "tpujobs_scheduler_plans_reused_total " << plans_reused_.load() << "\n";
+  static constexpr std::array<const char*, kPhases> kPhaseNames = {"housekeeping", "read", "plan",
+                                                                   "write", "reasons"};
+  out << "# HELP tpujobs_scheduler_pass_phase_seconds_total Wall time of the passes' phases: "
+         "housekeeping (silent agents, orphans), read (the rows changed since the last pass), "
+         "plan (the placement policy), write (ends, placements, preemptions), reasons (pending "
+         "reasons).\n"
+      << "# TYPE tpujobs_scheduler_pass_phase_seconds_total counter\n";
+  for (std::size_t p = 0; p < kPhases; ++p) {
+    out << "tpujobs_scheduler_pass_phase_seconds_total{phase=\"" << kPhaseNames[p] << "\"} "
+        << static_cast<double>(phase_nanos_[p].load()) / 1e9 << "\n";
+  }
+  out << "# HELP tpujobs_scheduler_pass_phase_max_seconds The longest of each phase since this "
+         "replica started.\n"
+      << "# TYPE tpujobs_scheduler_pass_phase_max_seconds gauge\n";
+  for (std::size_t p = 0; p < kPhases; ++p) {
+    out << "tpujobs_scheduler_pass_phase_max_seconds{phase=\"" << kPhaseNames[p] << "\"} "
+        << static_cast<double>(max_phase_nanos_[p].load()) / 1e9 << "\n";
+  }
   return out.str();
 }
 
@@ -316,8 +334,12 @@ base::Status SchedulerLeader::run_pass(bool housekeeping) {
   // Only when the database could not be reached: a statement it refused
   // does not make the agents' silence unknown (and a leader whose passes
   // fail so would never declare an agent lost).
-  if (!s.ok() && s.code() == base::ErrorCode::kUnavailable)
+  // It may also have restarted, and lost the last reasons written: they
+  // are committed without waiting for the disk (JobRepository::set_pending).
+  if (!s.ok() && s.code() == base::ErrorCode::kUnavailable) {
     reachable_since_ = options_.clock->now();
+    pending_written_ = 0;  // every reason is written again
+  }
   return s;
 }
 

@@ -176,8 +176,8 @@ class SchedulerLeader {
   // Gives up leadership (another replica takes over) and stops the thread.
   void stop();
   bool is_leader() const { return leader_; }
-  // Its passes so far, for /metrics (Prometheus text: a summary of the
-  // passes' wall time, and the longest).
+  // Its passes so far, for /metrics (Prometheus text: a histogram of the
+  // passes' wall time, the longest, and each phase's total and longest).
   std::string prometheus_metrics() const;
 
   // One pass over the tables, as the leader makes it (for tests; the thread
@@ -201,6 +201,11 @@ class SchedulerLeader {
   Wake wait_for_wake(std::optional<db::Listener>& listener);
   // run_pass without its bookkeeping of the database's reach.
   base::Status pass(bool housekeeping);
+  // The parts of a pass, each timed for /metrics.
+  enum Phase : std::size_t { kHousekeeping, kRead, kPlan, kWrite, kReasons, kPhases };
+  // Runs `part`, adding its wall time to `phase`'s, and returns what it does.
+  template <typename Part>
+  decltype(auto) timed(Phase phase, Part&& part);
   base::Status judge_silence();  // declares lost the agents silent too long
   base::Status requeue_orphans();
   // Takes a placed job off its agent: CANCELLED when a cancel was accepted,
@@ -388,6 +393,9 @@ class SchedulerLeader {
                                                          0.25,  0.5,  1,     2.5};
   std::array<std::atomic<std::int64_t>, kPassBuckets.size()> passes_by_length_{};
   std::atomic<std::int64_t> plans_reused_{0};  // passes that had the last plan again
+  // Per phase: its wall time summed over the passes, and its longest.
+  std::array<std::atomic<std::int64_t>, kPhases> phase_nanos_{};
+  std::array<std::atomic<std::int64_t>, kPhases> max_phase_nanos_{};
   base::Mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ GUARDED_BY(mutex_) = false;

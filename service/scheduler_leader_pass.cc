@@ -412,31 +412,56 @@ base::Status SchedulerLeader::judge_silence() {
   return base::Status::Ok();
 }
 
+template <typename Part>
+decltype(auto) SchedulerLeader::timed(Phase phase, Part&& part) {
+  // Adds the part's wall time when it returns, whatever it returns.
+  struct Timer {
+    SchedulerLeader& leader;
+    Phase phase;
+    base::Clock::time_point began;
+    ~Timer() {
+      const std::int64_t nanos =
+          std::chrono::nanoseconds(leader.options_.clock->now() - began).count();
+      leader.phase_nanos_[phase] += nanos;
+      // One thread makes the passes.
+      if (nanos > leader.max_phase_nanos_[phase]) leader.max_phase_nanos_[phase] = nanos;
+    }
+  } timer{*this, phase, options_.clock->now()};
+  return part();
+}
+
 base::Status SchedulerLeader::pass(bool housekeeping) {
   if (housekeeping) {
-    if (base::Status s = judge_silence(); !s.ok()) return s;
-    if (base::Status s = requeue_orphans(); !s.ok()) return s;
-  }
-  if (housekeeping && options_.clock->now() - rendezvous_swept_ >= std::chrono::minutes(1)) {
-    // A rendezvous is over once its slice connected or failed (within the
-    // collective deadline): old keys only take room.
-    if (base::Status s = store_.forget_rendezvous_before(std::chrono::hours(1)); !s.ok()) return s;
-    rendezvous_swept_ = options_.clock->now();
+    base::Status kept = timed(kHousekeeping, [&] {
+      if (base::Status s = judge_silence(); !s.ok()) return s;
+      if (base::Status s = requeue_orphans(); !s.ok()) return s;
+      if (options_.clock->now() - rendezvous_swept_ < std::chrono::minutes(1))
+        return base::Status::Ok();
+      // A rendezvous is over once its slice connected or failed (within the
+      // collective deadline): old keys only take room.
+      base::Status s = store_.forget_rendezvous_before(std::chrono::hours(1));
+      if (s.ok()) rendezvous_swept_ = options_.clock->now();
+      return s;
+    });
+    if (!kept.ok()) return kept;
   }
   PassState state;
-  if (base::Status s = read_pass(state); !s.ok()) return s;
+  if (base::Status s = timed(kRead, [&] { return read_pass(state); }); !s.ok()) return s;
   if (plan_holds()) {
     ++plans_reused_;
     return base::Status::Ok();
   }
-  const scheduler::PassPlan plan = scheduler::plan_pass(snapshot_);
-  if (base::Status s = write_unstartable(plan); !s.ok()) return s;
+  const scheduler::PassPlan plan = timed(kPlan, [&] { return scheduler::plan_pass(snapshot_); });
   std::set<std::string> woken;
-  if (base::Status s = write_starts(state, plan, woken); !s.ok()) return s;
-  if (base::Status s = write_preemption(plan, woken); !s.ok()) return s;
+  base::Status written = timed(kWrite, [&] {
+    if (base::Status s = write_unstartable(plan); !s.ok()) return s;
+    if (base::Status s = write_starts(state, plan, woken); !s.ok()) return s;
+    return write_preemption(plan, woken);
+  });
+  if (!written.ok()) return written;
   // Committed: now the agents may act.
   for (const std::string& agent : woken) notify(db::kAgentChannel, agent);
-  if (base::Status s = write_pending(plan); !s.ok()) return s;
+  if (base::Status s = timed(kReasons, [&] { return write_pending(plan); }); !s.ok()) return s;
   planned(plan);
   return base::Status::Ok();
 }

@@ -106,11 +106,13 @@ void SchedulerLeader::resolve(const scheduler::PoolCapacity& capacity) {
   } else {
     tries.swap(learned_);
   }
+  if (tries.empty()) return;
+  const lightning::PoolView view = api::pool_view(capacity);  // one for them all
   for (std::int64_t id : tries) {
     const auto trainer = unresolved_.find(id);
     const auto job = jobs_.find(id);
     if (trainer == unresolved_.end() || job == jobs_.end()) continue;
-    const base::Result<api::Resolution> resolution = api::resolve(trainer->second, capacity);
+    const base::Result<api::Resolution> resolution = api::resolve(trainer->second, view);
     if (!resolution.ok()) continue;  // -1: no registered agent has such hosts (yet)
     unresolved_.erase(trainer);
     ++queue_version_;
@@ -256,6 +258,10 @@ base::Status SchedulerLeader::read_rows(db::JobRepository::ScheduleRead read, bo
   }
   // A job a read since returns was unfinished during this sweep: it is not
   // dropped at its end, even if its slice was read before it was committed.
+  // New entries are added in id order, which is the pass's order within a
+  // priority and tenant: plan_pass then only checks it (scheduler/pass.cc).
+  std::sort(read.rows.begin(), read.rows.end(),
+            [](const db::JobRow& a, const db::JobRow& b) { return a.id < b.id; });
   for (db::JobRow& row : read.rows) apply(row, sweep_);
   if (read.complete) forget_unseen();
   if (read.swept && apply_swept(*read.swept)) ++queue_version_;

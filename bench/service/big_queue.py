@@ -16,7 +16,8 @@ then measures (in the replica, which serves the reads):
   3. the scheduler leader's passes over that queue, from /metrics
      (tpujobs_scheduler_pass_seconds): their mean over a quiet 30 s and how
      many of them took over 25 and 50 ms (its histogram), and the longest
-     since the start (which includes the burst of submits);
+     since the start (which includes the burst of submits), and the
+     longest of each phase of a pass (tpujobs_scheduler_pass_phase_max_seconds);
   4. status reads of queued jobs with the whole queue (same wrk run);
   5. a priority-100 job: the time from the `:recover` request of one host
      to the job's STARTING event (the events' own timestamps).
@@ -83,6 +84,29 @@ def pass_stats(url):
             metric(text, "tpujobs_scheduler_pass_max_seconds"),
             metric(text, 'tpujobs_scheduler_pass_seconds_bucket{le="0.025"}'),
             metric(text, 'tpujobs_scheduler_pass_seconds_bucket{le="0.05"}'))
+
+
+PHASES = ("housekeeping", "read", "plan", "write", "reasons")
+
+
+def phase_maxima(url):
+    """The longest of each phase of the leader's passes so far, in ms."""
+    text = call(url + "/metrics")
+    series = 'tpujobs_scheduler_pass_phase_max_seconds{phase="%s"}'
+    return ", ".join(f"{phase} {metric(text, series % phase) * 1000:.0f}" for phase in PHASES)
+
+
+def phase_totals(url):
+    """Each phase's wall time summed over the leader's passes so far, in s."""
+    text = call(url + "/metrics")
+    series = 'tpujobs_scheduler_pass_phase_seconds_total{phase="%s"}'
+    return [metric(text, series % phase) for phase in PHASES]
+
+
+def phase_means(before, after, passes):
+    """Each phase's mean per pass between two phase_totals, in ms."""
+    return ", ".join(f"{phase} {(b - a) / passes * 1000:.1f}"
+                     for phase, a, b in zip(PHASES, before, after)) if passes else "none"
 
 
 def cpu_seconds(pids):
@@ -280,6 +304,8 @@ def main():
         print(f"status reads, 200 queued: {rate_small:.0f} req/s, {cost}")
 
         began = time.time()
+        burst_before = pass_stats(url)
+        phases_before = phase_totals(url)
         sizes = [250] * ((args.jobs - 200) // 250)
         with concurrent.futures.ThreadPoolExecutor(4) as pool:
             ids = [i for part in pool.map(lambda k: submit_sweep(url, 250, 1000 + 250 * k),
@@ -287,6 +313,14 @@ def main():
         took = time.time() - began
         queued = 200 + len(ids)
         print(f"queued {queued} jobs in {took:.1f} s ({queued / took:.0f} jobs/s)")
+        burst = pass_stats(url)
+        passes = burst[0] - burst_before[0]
+        print(f"leader passes during the submits: {passes:.0f}, "
+              f"{passes - (burst[3] - burst_before[3]):.0f} over 25 ms, "
+              f"{passes - (burst[4] - burst_before[4]):.0f} over 50 ms, "
+              f"longest {burst[2] * 1000:.0f} ms; mean phases (ms): "
+              f"{phase_means(phases_before, phase_totals(url), passes)}; "
+              f"longest phases since start (ms): {phase_maxima(url)}")
 
         # Quiet: the leader's passes over the whole queue, woken by nothing
         # but its poll interval.
@@ -330,6 +364,8 @@ def main():
         at = datetime.datetime.fromisoformat(starting[0]["at"].replace("Z", "+00:00"))
         print(f"priority-100 job placed {(at - recovered).total_seconds() * 1000:.0f} ms "
               f"after the recover request")
+        print(f"longest pass since start {pass_stats(url)[2] * 1000:.0f} ms; "
+              f"longest phases since start (ms): {phase_maxima(url)}")
     finally:
         for process in reversed(processes):  # the agent, the replica, then PostgreSQL
             process.terminate()

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "db/cluster_repository.h"
 #include "db/connection_pool.h"
 #include "db/embedded_postgres.h"
 #include "db/job_repository.h"
@@ -172,8 +173,8 @@ TEST_F(EmbeddedPostgresTest, AsRootTheServerRunsUnprivileged) {
 }
 
 // With the production settings (fsync and synchronous_commit on), a
-// placement commits without waiting for a WAL sync and the agent's RUNNING
-// waits for one.
+// placement, a pending reason and a judgement of silence commit without
+// waiting for a WAL sync, and the agent's RUNNING waits for one.
 TEST_F(EmbeddedPostgresTest, AnAsynchronousTransitionCommitsWithoutWaitingForAWalSync) {
   auto server = start_server();
   ASSERT_TRUE(server);
@@ -214,6 +215,29 @@ TEST_F(EmbeddedPostgresTest, AnAsynchronousTransitionCommitsWithoutWaitingForAWa
     }
     return wal_syncs() - before;
   };
+  // The scheduler leader's pending reasons, a statement each: no sync either.
+  const std::int64_t before = wal_syncs();
+  for (std::int64_t id : ids) {
+    ASSERT_TRUE(jobs.set_pending({{id, R"({"reason": "Resources"})"}}).ok());
+  }
+  const std::int64_t reasons = wal_syncs() - before;
+  EXPECT_LT(reasons, kJobs / 2);
+  EXPECT_EQ(std::to_string(kJobs),
+            scalar(**pool, "SELECT count(*)::text FROM jobs WHERE pending IS NOT NULL"));
+  EXPECT_EQ("on", scalar(**pool, "SHOW synchronous_commit"));
+  // The leader's judgements of silence, here each declaring an agent lost.
+  ClusterRepository cluster(**pool);
+  std::int64_t judgements = 0;
+  for (int i = 0; i < kJobs; ++i) {
+    ASSERT_TRUE(cluster.register_agent("a" + std::to_string(i), {}, 1).ok());
+    const std::int64_t before_judgement = wal_syncs();
+    auto lost = cluster.mark_lost(std::chrono::milliseconds(0), std::chrono::minutes(1));
+    ASSERT_TRUE(lost.ok()) << lost.error().message;
+    EXPECT_EQ(std::vector<std::string>{"a" + std::to_string(i)}, *lost);
+    judgements += wal_syncs() - before_judgement;
+  }
+  EXPECT_LT(judgements, kJobs / 2);
+  EXPECT_EQ("on", scalar(**pool, "SHOW synchronous_commit"));
   const std::int64_t placements = transitions(JobState::kQueued, JobState::kStarting, true);
   const std::int64_t starts = transitions(JobState::kStarting, JobState::kRunning, false);
   EXPECT_GE(starts, kJobs);

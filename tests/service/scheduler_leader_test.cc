@@ -412,6 +412,16 @@ TEST_F(SchedulerLeaderPass, MetricsCountThePassesTheirTimeAndTheLongest) {
       << text;
   EXPECT_NE(text.find("tpujobs_scheduler_pass_seconds_bucket{le=\"+Inf\"} 2\n"), std::string::npos)
       << text;
+  // Where the time went: here all of it reading the changes.
+  EXPECT_NE(text.find("tpujobs_scheduler_pass_phase_seconds_total{phase=\"read\"} 0.01\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("tpujobs_scheduler_pass_phase_max_seconds{phase=\"read\"} 0.007\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("tpujobs_scheduler_pass_phase_seconds_total{phase=\"plan\"} 0\n"),
+            std::string::npos)
+      << text;
 }
 
 TEST_F(SchedulerLeaderPass, WithTheDatabaseAwayAPassFailsAndWritesNothing) {
@@ -437,6 +447,23 @@ TEST_F(SchedulerLeaderPass, AWaitingJobsReasonIsWrittenOnlyWhenItChanges) {
   store_.job(1).state = JobState::kSucceeded;  // its host frees: job 2 is placed
   ASSERT_TRUE(leader_->run_pass().ok());
   EXPECT_EQ(JobState::kStarting, store_.job(2).state);
+}
+
+// Reasons are committed without waiting for the disk: a database that
+// restarted may have lost the last ones written before it went away.
+TEST_F(SchedulerLeaderPass, AfterTheDatabaseWasAwayEveryReasonIsWrittenAgain) {
+  store_.add_agent("a", 3, 1);
+  store_.add_job(1, "t", 8);
+  store_.add_job(2, "t", 8);  // waits for job 1's host
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(1, store_.count("pending 2"));
+  store_.away = true;
+  EXPECT_FALSE(leader_->run_pass().ok());
+  store_.away = false;
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(2, store_.count("pending 2")) << "its unchanged reason is written again";
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(2, store_.count("pending 2")) << "and then only when it changes";
 }
 
 TEST_F(SchedulerLeaderPass, StoredReasonsAreHandedToTheViewsAndOthersChangesForgetThem) {
