@@ -232,8 +232,8 @@ class JobRepository {
   // updated_at is left alone: the reason is recomputed often. Committed
   // without waiting for the WAL to reach the disk (as
   // Transition::asynchronous_commit): a reason is derived from the queue,
-  // and the scheduler leader writes every one again after the database was
-  // away (a restart may undo the last ones).
+  // and a scheduler leader that takes its lock (which a restart makes it
+  // lose) writes every one again.
   base::Status set_pending(
       const std::vector<std::pair<std::int64_t, std::optional<std::string>>>& batch);
 

@@ -212,13 +212,15 @@ base::Status SchedulerLeader::begin_term() {
     return term.error();
   }
   // Another leader took a term since this one's last: it may have written
-  // about any job, so every job is read and every pending reason written
-  // again. A term that follows this replica's own (its lock lapsed during
-  // a long pass, and no one took over) keeps both.
-  if (!last_term_ || *term != *last_term_ + 1) {
-    low_water_.reset();
-    pending_written_ = 0;
-  }
+  // about any job, so every job is read again. A term that follows this
+  // replica's own (its lock lapsed during a long pass, and no one took
+  // over) keeps what it read.
+  if (!last_term_ || *term != *last_term_ + 1) low_water_.reset();
+  // Every pending reason is written again in either case: reasons are
+  // committed without waiting for the disk (JobRepository::set_pending),
+  // and a database that restarted, which ends the lock's session, may
+  // have lost the last ones.
+  pending_written_ = 0;
   term_ = *term;
   last_term_ = *term;
   return base::Status::Ok();
@@ -334,12 +336,8 @@ base::Status SchedulerLeader::run_pass(bool housekeeping) {
   // Only when the database could not be reached: a statement it refused
   // does not make the agents' silence unknown (and a leader whose passes
   // fail so would never declare an agent lost).
-  // It may also have restarted, and lost the last reasons written: they
-  // are committed without waiting for the disk (JobRepository::set_pending).
-  if (!s.ok() && s.code() == base::ErrorCode::kUnavailable) {
+  if (!s.ok() && s.code() == base::ErrorCode::kUnavailable)
     reachable_since_ = options_.clock->now();
-    pending_written_ = 0;  // every reason is written again
-  }
   return s;
 }
 
