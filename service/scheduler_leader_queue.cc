@@ -256,12 +256,12 @@ base::Status SchedulerLeader::read_rows(db::JobRepository::ScheduleRead read, bo
   } else if (read.swept && read.swept->after == 0) {
     sweep_ = ++reads_numbered_;  // a new sweep
   }
-  // A job a read since returns was unfinished during this sweep: it is not
-  // dropped at its end, even if its slice was read before it was committed.
   // New entries are added in id order, which is the pass's order within a
   // priority and tenant: plan_pass then only checks it (scheduler/pass.cc).
   std::sort(read.rows.begin(), read.rows.end(),
             [](const db::JobRow& a, const db::JobRow& b) { return a.id < b.id; });
+  // A job a read since returns was unfinished during this sweep: it is not
+  // dropped at its end, even if its slice was read before it was committed.
   for (db::JobRow& row : read.rows) apply(row, sweep_);
   if (read.complete) forget_unseen();
   if (read.swept && apply_swept(*read.swept)) ++queue_version_;

@@ -6,8 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "base/clock.h"
@@ -401,6 +403,39 @@ TEST(PlanPass, FairShareOrdersEqualPrioritiesOnly) {
   cluster.snapshot.tenants[cluster.tenant("heavy")].fair_share = 0.25;
   cluster.snapshot.tenants[cluster.tenant("light")].fair_share = 1.0;
   EXPECT_EQ("3@a:a-h0, 2:Resources#1 1:Resources#2 ", cluster.pass());
+}
+
+// The queue's order (scheduler/pass.h) whatever order the entries come in,
+// with priorities and orders of either sign and tenants of equal factors.
+TEST(PlanPass, TheQueueIsInOrderWhateverTheEntriesOrder) {
+  Cluster cluster({{"a", 1}});
+  const int priorities[] = {-7, 0, 3, 0, -7, 100, 3, 0};
+  const std::int64_t orders[] = {5, -2, 1LL << 40, 5, -(1LL << 40), 9, 1, 0};
+  const char* tenants[] = {"x", "y", "z", "x", "y", "z", "x", "y"};
+  for (int i = 0; i < 8; ++i) {
+    WaitingEntry& entry = cluster.wait(i + 1, whole_host(), {}, priorities[i], tenants[i]);
+    entry.order = orders[i];
+    entry.shape = -1;  // every job waits, in the queue's order
+  }
+  cluster.snapshot.tenants[cluster.tenant("x")].fair_share = 0.5;
+  cluster.snapshot.tenants[cluster.tenant("y")].fair_share = 0.5;
+  cluster.snapshot.tenants[cluster.tenant("z")].fair_share = 2.0;
+  std::vector<WaitingEntry> expected = cluster.snapshot.waiting;
+  std::sort(expected.begin(), expected.end(), [&](const WaitingEntry& a, const WaitingEntry& b) {
+    const double fa = cluster.snapshot.tenants[a.tenant].fair_share;
+    const double fb = cluster.snapshot.tenants[b.tenant].fair_share;
+    return std::tie(b.priority, fb, a.order, a.id) < std::tie(a.priority, fa, b.order, b.id);
+  });
+  std::vector<JobId> want;
+  for (const WaitingEntry& e : expected) want.push_back(e.id);
+  EXPECT_EQ((std::vector<JobId>{6, 3, 7, 2, 8, 4, 5, 1}), want);
+  for (int round = 0; round < 3; ++round) {
+    if (round == 1) cluster.snapshot.waiting = expected;  // already in order
+    if (round == 2) std::reverse(cluster.snapshot.waiting.begin(), cluster.snapshot.waiting.end());
+    std::vector<JobId> got;
+    for (const Waiting& w : plan_pass(cluster.snapshot).waiting) got.push_back(w.job);
+    EXPECT_EQ(want, got) << "round " << round;
+  }
 }
 
 TEST(PlanPass, AnUnresolvableSpecWaitsHostUnhealthy) {
