@@ -186,22 +186,22 @@ std::string SchedulerLeader::prometheus_metrics() const {
       << "tpujobs_scheduler_plans_reused_total " << plans_reused_.load() << "\n";
   static constexpr std::array<const char*, kPhases> kPhaseNames = {"housekeeping", "read", "plan",
                                                                    "write", "reasons"};
-  out << "# HELP tpujobs_scheduler_pass_phase_seconds_total Wall time of the passes' phases: "
-         "housekeeping (silent agents, orphans), read (the rows changed since the last pass), "
-         "plan (the placement policy), write (ends, placements, preemptions), reasons (pending "
-         "reasons).\n"
-      << "# TYPE tpujobs_scheduler_pass_phase_seconds_total counter\n";
-  for (std::size_t p = 0; p < kPhases; ++p) {
-    out << "tpujobs_scheduler_pass_phase_seconds_total{phase=\"" << kPhaseNames[p] << "\"} "
-        << static_cast<double>(phase_nanos_[p].load()) / 1e9 << "\n";
-  }
-  out << "# HELP tpujobs_scheduler_pass_phase_max_seconds The longest of each phase since this "
-         "replica started.\n"
-      << "# TYPE tpujobs_scheduler_pass_phase_max_seconds gauge\n";
-  for (std::size_t p = 0; p < kPhases; ++p) {
-    out << "tpujobs_scheduler_pass_phase_max_seconds{phase=\"" << kPhaseNames[p] << "\"} "
-        << static_cast<double>(max_phase_nanos_[p].load()) / 1e9 << "\n";
-  }
+  // One series a phase, in seconds.
+  auto per_phase = [&](const char* name, const char* type, const char* help,
+                       const std::array<std::atomic<std::int64_t>, kPhases>& nanos) {
+    out << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n";
+    for (std::size_t p = 0; p < kPhases; ++p) {
+      out << name << "{phase=\"" << kPhaseNames[p] << "\"} "
+          << static_cast<double>(nanos[p].load()) / 1e9 << "\n";
+    }
+  };
+  per_phase("tpujobs_scheduler_pass_phase_seconds_total", "counter",
+            "Wall time of the passes' phases: housekeeping (silent agents, orphans), read (the "
+            "rows changed since the last pass), plan (the placement policy), write (ends, "
+            "placements, preemptions), reasons (pending reasons).",
+            phase_nanos_);
+  per_phase("tpujobs_scheduler_pass_phase_max_seconds", "gauge",
+            "The longest of each phase since this replica started.", max_phase_nanos_);
   return out.str();
 }
 

@@ -258,11 +258,14 @@ base::Status SchedulerLeader::read_rows(db::JobRepository::ScheduleRead read, bo
   }
   // New entries are added in id order, which is the pass's order within a
   // priority and tenant: plan_pass then only checks it (scheduler/pass.cc).
-  std::sort(read.rows.begin(), read.rows.end(),
-            [](const db::JobRow& a, const db::JobRow& b) { return a.id < b.id; });
+  // The rows stay where they are; their indexes are sorted.
+  std::vector<std::uint32_t> by_id(read.rows.size());
+  for (std::uint32_t i = 0; i < by_id.size(); ++i) by_id[i] = i;
+  std::sort(by_id.begin(), by_id.end(),
+            [&](std::uint32_t a, std::uint32_t b) { return read.rows[a].id < read.rows[b].id; });
   // A job a read since returns was unfinished during this sweep: it is not
   // dropped at its end, even if its slice was read before it was committed.
-  for (db::JobRow& row : read.rows) apply(row, sweep_);
+  for (std::uint32_t i : by_id) apply(read.rows[i], sweep_);
   if (read.complete) forget_unseen();
   if (read.swept && apply_swept(*read.swept)) ++queue_version_;
   low_water_ = std::move(read.low_water);

@@ -89,18 +89,21 @@ def pass_stats(url):
 PHASES = ("housekeeping", "read", "plan", "write", "reasons")
 
 
+def phases(url, series):
+    """One value per phase of the leader's passes (PHASES) of a per-phase series."""
+    text = call(url + "/metrics")
+    return [metric(text, f'{series}{{phase="{phase}"}}') for phase in PHASES]
+
+
 def phase_maxima(url):
     """The longest of each phase of the leader's passes so far, in ms."""
-    text = call(url + "/metrics")
-    series = 'tpujobs_scheduler_pass_phase_max_seconds{phase="%s"}'
-    return ", ".join(f"{phase} {metric(text, series % phase) * 1000:.0f}" for phase in PHASES)
+    longest = phases(url, "tpujobs_scheduler_pass_phase_max_seconds")
+    return ", ".join(f"{phase} {value * 1000:.0f}" for phase, value in zip(PHASES, longest))
 
 
 def phase_totals(url):
     """Each phase's wall time summed over the leader's passes so far, in s."""
-    text = call(url + "/metrics")
-    series = 'tpujobs_scheduler_pass_phase_seconds_total{phase="%s"}'
-    return [metric(text, series % phase) for phase in PHASES]
+    return phases(url, "tpujobs_scheduler_pass_phase_seconds_total")
 
 
 def phase_means(before, after, passes):
