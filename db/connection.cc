@@ -405,10 +405,20 @@ base::Result<QueryResult> Connection::execute_generic(std::string_view sql,
 
 base::Result<std::vector<QueryResult>> Connection::execute_generic(
     std::span<const Statement> statements) {
+  return execute_planned("SET plan_cache_mode = force_generic_plan", statements);
+}
+
+base::Result<std::vector<QueryResult>> Connection::execute_custom(
+    std::span<const Statement> statements) {
+  return execute_planned("SET plan_cache_mode = force_custom_plan", statements);
+}
+
+base::Result<std::vector<QueryResult>> Connection::execute_planned(
+    std::string_view set, std::span<const Statement> statements) {
   // SET is transactional: a statement that fails takes it back with it.
   std::vector<Statement> all;
   all.reserve(statements.size() + 2);
-  all.push_back({"SET plan_cache_mode = force_generic_plan"});
+  all.push_back({set});
   all.insert(all.end(), statements.begin(), statements.end());
   all.push_back({"RESET plan_cache_mode"});
   base::Result<std::vector<QueryResult>> answers = execute_pipeline(all);

@@ -190,6 +190,14 @@ class Connection {
   base::Result<QueryResult> execute_generic(std::string_view sql, std::span<const Param> params);
   // execute_pipeline(), each statement planned so.
   base::Result<std::vector<QueryResult>> execute_generic(std::span<const Statement> statements);
+  // execute_pipeline(), each statement planned anew for its parameters and
+  // the tables' present sizes: for statements whose best plan changes as a
+  // table grows. A generic plan is made once, for the table as it was then:
+  // the scheduler leader's read of the rows changed since its last pass,
+  // planned when 200 jobs were queued, still scanned the whole table
+  // (40-70 ms) at 100,000, when autovacuum had not yet run to have the plan
+  // made again (bench/RESULTS.md, session 37).
+  base::Result<std::vector<QueryResult>> execute_custom(std::span<const Statement> statements);
 
   // Runs `statements` in order, sent together and answered together: one
   // round trip instead of one each (libpq's pipeline mode). They run in one
@@ -248,6 +256,9 @@ class Connection {
   base::Status set_up_session(std::chrono::milliseconds answer_timeout);
   base::Error error_from(pg_result* result, std::string_view what) const;
   Deadline answer_deadline() const;
+  // execute_pipeline() between `set` (a SET of plan_cache_mode) and its RESET.
+  base::Result<std::vector<QueryResult>> execute_planned(std::string_view set,
+                                                         std::span<const Statement> statements);
   // After a PQsend* call that returned `sent`: flushes the request and
   // collects its results by `deadline`. The result is the first error, or
   // else the last result (as PQexec gives). On timeout, closes the connection.

@@ -19,22 +19,6 @@ namespace {
       "CASE WHEN jsonb_typeof(j.result) = 'object' THEN j.result - 'xla_report' ELSE " \
       "j.result END")
 
-// The scheduler leader's read (schedule_statements, load_placed):
-// TPUJOBS_JOB_COLUMNS in the same places (read_job reads them), with NULL
-// for every column it does not use (issue 29: its complete read of 100,000
-// queued jobs).
-#define TPUJOBS_JOB_SCHEDULING_COLUMNS_WITH(spec)                           \
-  "j.id, j.tenant, j.name, NULL, j.priority, j.state, " spec                \
-  ", NULL, NULL, "                                                          \
-  "NULL, NULL, j.allocation, NULL, NULL, NULL, "                            \
-  "NULL, NULL, j.attempt, j.cancel_requested, j.created_at, j.started_at, " \
-  "NULL, j.updated_at, j.agent, j.placement_epoch, "                        \
-  "NULL, NULL, NULL, j.preempted_by, j.requeued_at, j.unstarted_requeues"
-#define TPUJOBS_JOB_SCHEDULING_COLUMNS TPUJOBS_JOB_SCHEDULING_COLUMNS_WITH("NULL")
-// The same, with the spec of a job above $2 (ScheduleSince::specs_above).
-#define TPUJOBS_JOB_SCHEDULING_WITH_SPEC \
-  TPUJOBS_JOB_SCHEDULING_COLUMNS_WITH("CASE WHEN j.id > $2::bigint THEN j.spec END")
-
 constexpr int kMaxPageSize = 500;
 
 std::vector<std::optional<std::string>> state_names(const std::vector<JobState>& states) {
@@ -146,7 +130,6 @@ constexpr const char* kListedRows =
     "    finished_at = CASE WHEN $11::boolean THEN now() ELSE j.finished_at END," \
     "    attempt = j.attempt + CASE WHEN $12::boolean THEN 1 ELSE 0 END," \
     "    unstarted_requeues = j.unstarted_requeues + CASE WHEN $23::boolean THEN 1 ELSE 0 END," \
-    "    pending = CASE WHEN $13::boolean THEN NULL ELSE j.pending END," \
     "    preempted_by = CASE WHEN $13::boolean THEN NULL" \
     "                        ELSE COALESCE($18::bigint, j.preempted_by) END," \
     "    agent = CASE WHEN $16::boolean THEN NULL ELSE COALESCE($14::text, j.agent) END," \
@@ -155,6 +138,9 @@ constexpr const char* kListedRows =
     "    requeued_at = CASE WHEN $19::boolean THEN now() ELSE j.requeued_at END" \
     "  FROM previous WHERE j.id = previous.id" \
     "  RETURNING " returning \
+    /* Its reason goes when it leaves the queue (db/migrations/040). */ \
+    "), cleared AS (" \
+    "  DELETE FROM job_pending WHERE job_id IN (SELECT id FROM changed) AND $3::text <> 'QUEUED'" \
     "), event AS (" \
     "  INSERT INTO job_events (job_id, from_state, to_state, reason, detail)" \
     "  SELECT id, from_state, $3::text, $4::text, $5::jsonb FROM changed" \
@@ -439,9 +425,15 @@ base::Status JobRepository::set_pending(
     pending.push_back(json);
   }
   return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> base::Status {
+    // A row of its own (db/migrations/040), rewritten only when it changed.
+    // Each job's state is looked up by its key: a join, planned while the
+    // statistics lagged a burst of submits, read all 100,000 queued rows.
     base::Result<QueryResult> rows = connection.execute(
-        "WITH w AS (UPDATE jobs j SET pending = u.pending FROM unnest($1::bigint[], $2::jsonb[])"
-        " AS u(id, pending) WHERE j.id = u.id AND j.state = 'QUEUED')"  // runs, read or not
+        "WITH w AS (INSERT INTO job_pending AS p (job_id, pending)"
+        "  SELECT u.id, u.pending FROM unnest($1::bigint[], $2::jsonb[]) AS u(id, pending)"
+        "  WHERE (SELECT j.state FROM jobs j WHERE j.id = u.id) = 'QUEUED'"
+        "  ON CONFLICT (job_id) DO UPDATE SET pending = EXCLUDED.pending"
+        "  WHERE p.pending IS DISTINCT FROM EXCLUDED.pending)"  // runs, read or not
         " SELECT set_config('synchronous_commit', 'off', true)",
         {Param::array(ids), Param::array(pending)});
     if (!rows.ok()) return rows.error();
@@ -522,7 +514,15 @@ std::vector<Statement> JobRepository::schedule_statements(
   std::vector<Statement> statements = {{"SELECT pg_snapshot_xmin(pg_current_snapshot())::text"}};
   if (since) {
     statements.push_back({kSince, {since->low_water, since->specs_above}});
-    if (since->sweep) statements.push_back({kSweep, {since->sweep->after, since->sweep->limit}});
+    if (since->sweep) {
+      // Through the index, whatever the statistics say: they lag a burst of
+      // submits by up to a minute (autovacuum's naptime), and then the
+      // planner, counting a thousand rows, read every row above the slice's
+      // start and sorted them (40-60 ms at 100,000 queued, bench/RESULTS.md).
+      // Until the pipeline's implicit transaction ends.
+      statements.push_back({"SELECT set_config('enable_sort', 'off', true)"});
+      statements.push_back({kSweep, {since->sweep->after, since->sweep->limit}});
+    }
   } else {
     statements.push_back({kAll});
   }
@@ -530,11 +530,10 @@ std::vector<Statement> JobRepository::schedule_statements(
 }
 
 JobRepository::ScheduleRead JobRepository::schedule_read_from(
-    const QueryResult& low_water, const QueryResult& rows,
-    const std::optional<ScheduleSince>& since, const QueryResult* swept) {
-  ScheduleRead read{read_jobs(rows), !since, low_water.string(0, 0)};
-  if (since && since->sweep && swept != nullptr) {
-    read.swept = ScheduleRead::Swept{since->sweep->after, read_jobs(*swept), false};
+    std::span<const QueryResult> answers, const std::optional<ScheduleSince>& since) {
+  ScheduleRead read{read_jobs(answers[1]), !since, answers[0].string(0, 0)};
+  if (since && since->sweep) {  // after its setting (schedule_statements)
+    read.swept = ScheduleRead::Swept{since->sweep->after, read_jobs(answers[3]), false};
     read.swept->to_end = static_cast<int>(read.swept->rows.size()) < since->sweep->limit;
   }
   return read;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -227,9 +228,9 @@ class JobRepository {
                                const std::optional<std::string>& latest_metrics_json,
                                std::int64_t fence_epoch = 0);
 
-  // Sets jobs.pending (why the job waits) for many queued jobs in one
-  // statement (nullopt clears it); jobs no longer QUEUED are skipped.
-  // updated_at is left alone: the reason is recomputed often. Committed
+  // Sets why the job waits (job_pending, db/migrations/040) for many queued
+  // jobs in one statement (nullopt clears it); jobs no longer QUEUED are
+  // skipped, and so are reasons that did not change. Committed
   // without waiting for the WAL to reach the disk (as
   // Transition::asynchronous_commit): a reason is derived from the queue,
   // and a scheduler leader that takes its lock (which a restart makes it
@@ -305,10 +306,9 @@ class JobRepository {
   // the rows missed was written by a transaction at or after it; a slice is
   // no older than the rows since.
   static std::vector<Statement> schedule_statements(const std::optional<ScheduleSince>& since);
-  // `swept`: the answer to the sweep's statement (the third), if asked.
-  static ScheduleRead schedule_read_from(const QueryResult& low_water, const QueryResult& rows,
-                                         const std::optional<ScheduleSince>& since,
-                                         const QueryResult* swept);
+  // `answers`: those statements' answers, in their order.
+  static ScheduleRead schedule_read_from(std::span<const QueryResult> answers,
+                                         const std::optional<ScheduleSince>& since);
   // The QUEUED jobs whose ids are not in `known`, oldest first: what a
   // standalone service finds stored behind its back (an insert whose answer
   // was lost), once end_server_process says that insert has settled.

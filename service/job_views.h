@@ -40,7 +40,7 @@ nlohmann::json render_row(const db::JobRow& row);
 // resume would begin (last_checkpoint).
 std::string job_body(const db::JobWithCheckpoint& job);
 // The members of a queued job's view that the leader's stored pending
-// reason (`pending_json`, a jobs.pending value) gives, in the view's order
+// reason (`pending_json`, a job_pending value) gives, in the view's order
 // (kPendingMembers): estimated_start, pending_reason, priority_parts and
 // queue_position, null without a reason; pending_detail and preempted_by
 // only when the reason has them. render_row's own, so that a view kept in

@@ -17,7 +17,7 @@
 //     preempted_by it under its placement epoch, then its agent is woken to
 //     stop it at a checkpoint and requeue it; the preemptor is placed by a
 //     later pass once the cores are free,
-//   - records why the others wait (jobs.pending).
+//   - records why the others wait (job_pending).
 // A pass whose queue, agents, hosts, running jobs and tenants are as they
 // were at the last plan, before the time that plan holds until
 // (scheduler::PassPlan::holds_until), has that plan again: it plans and
@@ -253,7 +253,7 @@ class SchedulerLeader {
     int max_retries = 0;
     bool preemptible = true;
   };
-  // What a waiting job's jobs.pending says, as last written: compared
+  // What a waiting job's job_pending says, as last written: compared
   // field by field each pass, so that only the reasons that changed are
   // rendered and written.
   struct PendingNote {

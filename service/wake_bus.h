@@ -57,10 +57,10 @@ inline std::vector<std::int64_t> parse_job_ids(std::string_view text) {
   return ids;
 }
 
-// The pending reasons the leader just stored (the jobs.pending values), so
+// The pending reasons the leader just stored (the job_pending values), so
 // that the API service's kept views of queued jobs take them without a
 // read: published by the leader in a process with a wake bus, sent by the
-// database (NOTIFY, one job each) in a cluster (db/migrations/038).
+// database (NOTIFY, some fifty jobs each) in a cluster (db/migrations/040).
 // Payload: one line per job, its id, then a tab and the reason when it has
 // one.
 inline constexpr char kPendingWrittenChannel[] = "tpujobs_pending_written";

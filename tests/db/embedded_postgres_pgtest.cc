@@ -223,7 +223,7 @@ TEST_F(EmbeddedPostgresTest, AnAsynchronousTransitionCommitsWithoutWaitingForAWa
   const std::int64_t reasons = wal_syncs() - before;
   EXPECT_LT(reasons, kJobs / 2);
   EXPECT_EQ(std::to_string(kJobs),
-            scalar(**pool, "SELECT count(*)::text FROM jobs WHERE pending IS NOT NULL"));
+            scalar(**pool, "SELECT count(*)::text FROM job_pending WHERE pending IS NOT NULL"));
   EXPECT_EQ("on", scalar(**pool, "SHOW synchronous_commit"));
   // The leader's judgements of silence, here each declaring an agent lost.
   ClusterRepository cluster(**pool);

@@ -4,6 +4,7 @@
 
 #include <map>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "db/job_output_repository.h"
@@ -37,6 +38,28 @@ class JobRepositoryTest : public ::testing::Test {
     auto inserted = jobs_->insert_jobs(batch);
     EXPECT_TRUE(inserted.ok()) << inserted.error().message;
     return inserted.ok() ? *inserted : std::vector<InsertedJob>{};
+  }
+
+  // Everything the writes so far sent to `listener`: notifications come in
+  // the order of their commits, so all of them come before a marker sent now.
+  std::vector<std::string> heard(Listener& listener) {
+    auto marker = pool_->acquire(std::chrono::seconds(5));
+    EXPECT_TRUE(marker.ok());
+    if (!marker.ok()) return std::vector<std::string>{};
+    EXPECT_TRUE((*marker)->execute("SELECT pg_notify('tpujobs_jobs_changed', 'marker')").ok());
+    std::vector<std::string> notes;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < deadline) {
+      auto some = listener.wait(std::chrono::milliseconds(100));
+      EXPECT_TRUE(some.ok());
+      if (!some.ok()) break;
+      for (const Notification& n : *some) {
+        if (n.payload == "marker") return notes;
+        notes.push_back(n.channel + " " + n.payload);
+      }
+    }
+    ADD_FAILURE() << "the marker never came";
+    return notes;
   }
 
   // The rows of the page `filter` lists, in its order.
@@ -248,7 +271,7 @@ TEST_F(JobRepositoryTest, TransitionsAreConditionalAndRecorded) {
                                    .reason = "x"}));
 }
 
-// What a replica's cache of queued views hears (db/migrations/038): a
+// What a replica's cache of queued views hears (db/migrations/038, 040): a
 // reason written, as it was written; a job that leaves the queue; nothing
 // for a reason written again, or for a running job's writes.
 TEST_F(JobRepositoryTest, TheChangesOfQueuedJobsAreSentToTheReplicasThatListen) {
@@ -258,33 +281,12 @@ TEST_F(JobRepositoryTest, TheChangesOfQueuedJobsAreSentToTheReplicasThatListen) 
   const std::vector<InsertedJob> inserted = insert({job("a"), job("b"), job("c")});
   ASSERT_EQ(inserted.size(), 3u);
   const std::int64_t a = inserted[0].row.id, b = inserted[1].row.id, c = inserted[2].row.id;
-  // Everything the writes so far sent: notifications come in the order of
-  // their commits, so all of them come before a marker sent now.
-  auto heard = [&] {
-    auto marker = pool_->acquire(std::chrono::seconds(5));
-    EXPECT_TRUE(marker.ok());
-    if (!marker.ok()) return std::vector<std::string>{};
-    EXPECT_TRUE((*marker)->execute("SELECT pg_notify('tpujobs_jobs_changed', 'marker')").ok());
-    std::vector<std::string> notes;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (std::chrono::steady_clock::now() < deadline) {
-      auto some = listener.wait(std::chrono::milliseconds(100));
-      EXPECT_TRUE(some.ok());
-      if (!some.ok()) break;
-      for (const Notification& n : *some) {
-        if (n.payload == "marker") return notes;
-        notes.push_back(n.channel + " " + n.payload);
-      }
-    }
-    ADD_FAILURE() << "the marker never came";
-    return notes;
-  };
   const std::string reason = R"({"reason": "Resources", "queue_position": 1})";
   ASSERT_TRUE(jobs_->set_pending({{a, reason}, {b, R"({"reason": "Priority"})"}}).ok());
-  EXPECT_EQ(heard(),
-            (std::vector<std::string>{
-                "tpujobs_pending_written " + std::to_string(a) + "\t" + reason,
-                "tpujobs_pending_written " + std::to_string(b) + "\t{\"reason\": \"Priority\"}"}));
+  // One statement's reasons in one payload, a line each (db/migrations/040).
+  EXPECT_EQ(heard(listener), std::vector<std::string>{
+                                 "tpujobs_pending_written " + std::to_string(a) + "\t" + reason +
+                                 "\n" + std::to_string(b) + "\t{\"reason\": \"Priority\"}"});
 
   // The same reason again, and a running job's progress: nothing.
   ASSERT_TRUE(jobs_->set_pending({{a, reason}}).ok());
@@ -292,21 +294,79 @@ TEST_F(JobRepositoryTest, TheChangesOfQueuedJobsAreSentToTheReplicasThatListen) 
       .job_id = b, .from = {JobState::kQueued}, .to = JobState::kStarting, .reason = "Scheduled"};
   start.clear_pending = true;
   ASSERT_TRUE(*jobs_->transition(start));
-  EXPECT_EQ(heard(), std::vector<std::string>{"tpujobs_jobs_changed " + std::to_string(b)});
+  EXPECT_EQ(heard(listener), std::vector<std::string>{"tpujobs_jobs_changed " + std::to_string(b)});
   ASSERT_TRUE(jobs_->update_progress(b, R"({"step": 3})", std::nullopt).ok());
-  EXPECT_EQ(heard(), std::vector<std::string>{});
+  EXPECT_EQ(heard(listener), std::vector<std::string>{});
 
   // A reason too long for a payload is sent as a change; a cancel too.
   const std::string long_reason =
       R"({"reason": "Resources", "detail": ")" + std::string(8000, 'x') + R"("})";
   ASSERT_TRUE(jobs_->set_pending({{c, long_reason}}).ok());
-  EXPECT_EQ(heard(), std::vector<std::string>{"tpujobs_jobs_changed " + std::to_string(c)});
+  EXPECT_EQ(heard(listener), std::vector<std::string>{"tpujobs_jobs_changed " + std::to_string(c)});
   ASSERT_TRUE(*jobs_->transition({.job_id = a,
                                   .from = {JobState::kQueued},
                                   .to = JobState::kCancelled,
                                   .reason = "Cancelled",
                                   .set_finished_at = true}));
-  EXPECT_EQ(heard(), std::vector<std::string>{"tpujobs_jobs_changed " + std::to_string(a)});
+  EXPECT_EQ(heard(listener), std::vector<std::string>{"tpujobs_jobs_changed " + std::to_string(a)});
+}
+
+// A statement's reasons reach a listening replica in few payloads, each under
+// PostgreSQL's 8000 bytes, every job's once, as stored (db/migrations/040);
+// a reason is read only while its job is QUEUED, and goes when it leaves.
+TEST_F(JobRepositoryTest, ManyReasonsAreSentInFewPayloadsAndShowOnlyWhileTheJobIsQueued) {
+  Listener listener(pool_->conninfo(),
+                    std::vector<std::string>{"tpujobs_jobs_changed", "tpujobs_pending_written"});
+  ASSERT_TRUE(listener.wait(std::chrono::milliseconds(10)).ok());  // listening from here
+  std::vector<NewJob> batch;
+  for (int i = 0; i < 300; ++i) batch.push_back(job("j" + std::to_string(i)));
+  const std::vector<InsertedJob> inserted = insert(batch);
+  ASSERT_EQ(inserted.size(), 300u);
+  std::map<std::int64_t, std::string> sent;
+  std::vector<std::pair<std::int64_t, std::optional<std::string>>> reasons;
+  for (const InsertedJob& j : inserted) {
+    // One of 1,500 bytes among reasons of some 120.
+    const std::size_t size = j.row.id == inserted[150].row.id ? 1500 : 100;
+    sent[j.row.id] = R"({"detail": ")" + std::string(size, 'a' + j.row.id % 26) + R"("})";
+    reasons.emplace_back(j.row.id, sent[j.row.id]);
+  }
+  ASSERT_TRUE(jobs_->set_pending(reasons).ok());
+  std::map<std::int64_t, std::string> told;
+  const std::vector<std::string> notes = heard(listener);
+  for (const std::string& note : notes) {
+    const std::string payload = note.substr(note.find(' ') + 1);
+    EXPECT_LT(payload.size(), 8000u);
+    std::istringstream lines(payload);
+    for (std::string line; std::getline(lines, line);) {
+      const std::size_t tab = line.find('\t');
+      ASSERT_NE(tab, std::string::npos) << line;
+      EXPECT_TRUE(told.emplace(std::stoll(line.substr(0, tab)), line.substr(tab + 1)).second)
+          << "told twice: " << line;
+    }
+  }
+  EXPECT_EQ(told, sent);
+  EXPECT_GE(notes.size(), 6u);  // 300 lines of some 120 bytes, and the long one alone
+  EXPECT_LE(notes.size(), 12u);
+
+  // Placed, then requeued: its old reason is not read.
+  const std::int64_t moved = inserted[0].row.id;
+  ASSERT_EQ(*jobs_->get_job(moved)->value().pending_json, sent[moved]);
+  ASSERT_TRUE(*jobs_->transition(
+      {.job_id = moved, .from = {JobState::kQueued}, .to = JobState::kStarting, .reason = "x"}));
+  EXPECT_FALSE(jobs_->get_job(moved)->value().pending_json.has_value());
+  ASSERT_TRUE(*jobs_->transition(
+      {.job_id = moved, .from = {JobState::kStarting}, .to = JobState::kQueued, .reason = "y"}));
+  EXPECT_FALSE(jobs_->get_job(moved)->value().pending_json.has_value());
+  // A reason written for a job no longer queued is not stored.
+  ASSERT_TRUE(*jobs_->transition({.job_id = inserted[1].row.id,
+                                  .from = {JobState::kQueued},
+                                  .to = JobState::kCancelled,
+                                  .reason = "Cancelled",
+                                  .set_finished_at = true}));
+  ASSERT_EQ(heard(listener).size(), 2u);  // the placement and the cancel
+  ASSERT_TRUE(jobs_->set_pending({{inserted[1].row.id, R"({"reason": "Priority"})"}}).ok());
+  EXPECT_FALSE(jobs_->get_job(inserted[1].row.id)->value().pending_json.has_value());
+  EXPECT_EQ(heard(listener), std::vector<std::string>{});
 }
 
 // The agent's start of a job (service/started_views.h): the transition
@@ -590,6 +650,69 @@ TEST_F(JobRepositoryTest, TheSweepReadsTheUnfinishedJobsBackASliceAtATimeInIdOrd
   ASSERT_TRUE(slice.ok() && slice->swept);
   EXPECT_TRUE(slice->swept->rows.empty());
   EXPECT_TRUE(slice->swept->to_end);
+}
+
+// The sweep's slice is read through jobs_unfinished in id order, not by
+// reading and sorting every row above its start, even when the statistics
+// are stale (here: never gathered, as in the minute after a burst of
+// submits); and its setting ends with its read.
+TEST_F(JobRepositoryTest, TheSweepsSliceIsReadThroughTheIndexWhateverTheStatistics) {
+  for (int batch = 0; batch < 40; ++batch) {
+    std::vector<NewJob> jobs;
+    for (int i = 0; i < 500; ++i) jobs.push_back(job("j" + std::to_string(batch * 500 + i)));
+    ASSERT_EQ(insert(jobs).size(), 500u);
+  }
+  const JobRepository::ScheduleSince since{"1", 0, JobRepository::Sweep{1000, 2000}};
+  std::vector<Statement> statements = JobRepository::schedule_statements(since);
+  ASSERT_EQ(statements.size(), 4u);
+  const std::string explained = "EXPLAIN " + std::string(statements.back().sql);
+  statements.back().sql = explained;
+  auto connection = pool_->acquire(std::chrono::seconds(5));
+  ASSERT_TRUE(connection.ok());
+  auto answers = (*connection)->execute_pipeline(statements);
+  ASSERT_TRUE(answers.ok()) << answers.error().message;
+  std::string plan;
+  for (int row = 0; row < answers->back().rows(); ++row)
+    plan += answers->back().string(row, 0) + "\n";
+  EXPECT_NE(plan.find("Index Scan using jobs_unfinished"), std::string::npos) << plan;
+  EXPECT_EQ(plan.find("Sort"), std::string::npos) << plan;
+  auto after = (*connection)->execute("SHOW enable_sort");
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->string(0, 0), "on");
+}
+
+// The leader's reads are planned for the table as it is at each read: a
+// generic plan, made once while few jobs were queued, scanned the whole
+// table at 100,000 until autovacuum had it made again.
+TEST_F(JobRepositoryTest, TheLeadersReadsAreNeverPlannedOnceForAll) {
+  auto one = ConnectionPool::create(pool_->conninfo(), 1);  // every statement on one session
+  ASSERT_TRUE(one.ok()) << one.error().message;
+  const std::vector<InsertedJob> inserted = insert({job("a"), job("b")});
+  auto first = read_for_scheduling(**one, std::nullopt);
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  for (int pass = 0; pass < 8; ++pass) {  // past the plan cache's five custom plans
+    const JobRepository::ScheduleSince since{first->queue.low_water, inserted[1].row.id,
+                                             JobRepository::Sweep{0, 2000}};
+    ASSERT_TRUE(read_for_scheduling(**one, since).ok());
+  }
+  auto connection = (*one)->acquire(std::chrono::seconds(5));
+  ASSERT_TRUE(connection.ok());
+  // A statement without parameters only ever has a generic plan.
+  auto plans = (*connection)
+                   ->execute(
+                       "SELECT count(*) FILTER (WHERE generic_plans > 0), count(*) FILTER (WHERE "
+                       "custom_plans >= 8)"
+                       " FROM pg_prepared_statements"
+                       " WHERE statement LIKE '%jobs j%' AND cardinality(parameter_types) > 0");
+  ASSERT_TRUE(plans.ok()) << plans.error().message;
+  EXPECT_EQ(plans->int64(0, 0), 0) << "a statement on jobs used a generic plan: " << [&] {
+    auto all = (*connection)
+                   ->execute(
+                       "SELECT string_agg(generic_plans || ' ' || left(statement, 60), '; ')"
+                       " FROM pg_prepared_statements");
+    return all.ok() ? all->string(0, 0) : all.error().message;
+  }();
+  EXPECT_GE(plans->int64(0, 1), 2) << "the read since and the sweep";
 }
 
 TEST_F(JobRepositoryTest, ListFiltersByTenantStateLabelsAndName) {

@@ -49,7 +49,8 @@ TEST(MigrateTest, CreatesTheDesignTablesAndIsIdempotent) {
   EXPECT_EQ(static_cast<std::size_t>(embedded_migrations().size()), applied->size());
   EXPECT_EQ(
       "agent_hosts agents api_tokens datasets job_checkpoint_chunks job_checkpoints job_events "
-      "job_logs job_metrics job_notifications jobs notification_allowlist notification_attempts "
+      "job_logs job_metrics job_notifications job_pending jobs notification_allowlist "
+      "notification_attempts "
       "notification_secrets pool_hosts readiness_probe rendezvous_keys scheduler_term "
       "schema_migrations tenant_limits tenant_quotas",
       query_text(*pool,
