@@ -405,26 +405,35 @@ base::Result<QueryResult> Connection::execute_generic(std::string_view sql,
 
 base::Result<std::vector<QueryResult>> Connection::execute_generic(
     std::span<const Statement> statements) {
-  return execute_planned("SET plan_cache_mode = force_generic_plan", statements);
+  // A generic plan is made once, for the tables as they are then, and these
+  // statements find their rows by key: made while a table was nearly empty,
+  // a scan of it stayed in the plan as the table grew (a transition's delete
+  // of a pending reason scanned 100,000 of them, 5.9 ms; bench/RESULTS.md,
+  // session 37). Without sequential scans, its plan is by key whatever the
+  // table's size was.
+  return execute_planned({"SET plan_cache_mode = force_generic_plan", "SET enable_seqscan = off"},
+                         {"RESET enable_seqscan", "RESET plan_cache_mode"}, statements);
 }
 
 base::Result<std::vector<QueryResult>> Connection::execute_custom(
     std::span<const Statement> statements) {
-  return execute_planned("SET plan_cache_mode = force_custom_plan", statements);
+  return execute_planned({"SET plan_cache_mode = force_custom_plan"}, {"RESET plan_cache_mode"},
+                         statements);
 }
 
 base::Result<std::vector<QueryResult>> Connection::execute_planned(
-    std::string_view set, std::span<const Statement> statements) {
+    std::initializer_list<std::string_view> set, std::initializer_list<std::string_view> reset,
+    std::span<const Statement> statements) {
   // SET is transactional: a statement that fails takes it back with it.
   std::vector<Statement> all;
-  all.reserve(statements.size() + 2);
-  all.push_back({set});
+  all.reserve(set.size() + statements.size() + reset.size());
+  for (std::string_view sql : set) all.push_back({sql});
   all.insert(all.end(), statements.begin(), statements.end());
-  all.push_back({"RESET plan_cache_mode"});
+  for (std::string_view sql : reset) all.push_back({sql});
   base::Result<std::vector<QueryResult>> answers = execute_pipeline(all);
   if (!answers.ok()) return answers.error();
-  answers->pop_back();
-  answers->erase(answers->begin());
+  answers->erase(answers->end() - static_cast<std::ptrdiff_t>(reset.size()), answers->end());
+  answers->erase(answers->begin(), answers->begin() + static_cast<std::ptrdiff_t>(set.size()));
   return answers;
 }
 

@@ -185,8 +185,10 @@ class Connection {
   // not depend on its values and which costs more to plan than to run: a
   // job's transition took 0.36 ms to plan and 0.5 ms to run, each time
   // (PostgreSQL's plan cache kept choosing custom plans for it;
-  // bench/RESULTS.md, session 26). Still one round trip: plan_cache_mode
-  // is set for it and reset after it, in one pipeline.
+  // bench/RESULTS.md, session 26). Planned without sequential scans: for
+  // statements that find their rows by key, so that a plan made while a
+  // table was nearly empty does not scan it once it is not. Still one round
+  // trip: the settings are made for it and reset after it, in one pipeline.
   base::Result<QueryResult> execute_generic(std::string_view sql, std::span<const Param> params);
   // execute_pipeline(), each statement planned so.
   base::Result<std::vector<QueryResult>> execute_generic(std::span<const Statement> statements);
@@ -256,9 +258,11 @@ class Connection {
   base::Status set_up_session(std::chrono::milliseconds answer_timeout);
   base::Error error_from(pg_result* result, std::string_view what) const;
   Deadline answer_deadline() const;
-  // execute_pipeline() between `set` (a SET of plan_cache_mode) and its RESET.
-  base::Result<std::vector<QueryResult>> execute_planned(std::string_view set,
-                                                         std::span<const Statement> statements);
+  // execute_pipeline() between the statements `set` (SETs of the planner's
+  // settings) and `reset` (their RESETs).
+  base::Result<std::vector<QueryResult>> execute_planned(
+      std::initializer_list<std::string_view> set, std::initializer_list<std::string_view> reset,
+      std::span<const Statement> statements);
   // After a PQsend* call that returned `sent`: flushes the request and
   // collects its results by `deadline`. The result is the first error, or
   // else the last result (as PQexec gives). On timeout, closes the connection.

@@ -715,6 +715,51 @@ TEST_F(JobRepositoryTest, TheLeadersReadsAreNeverPlannedOnceForAll) {
   EXPECT_GE(plans->int64(0, 1), 2) << "the read since and the sweep";
 }
 
+// A transition's plan is made once per session (execute_generic), here
+// while job_pending was empty; once 20,000 reasons are stored, it still
+// finds a job's reason by its key.
+TEST_F(JobRepositoryTest, ATransitionPlannedWhileTheReasonsWereFewFindsAReasonByItsKey) {
+  auto one = ConnectionPool::create(pool_->conninfo(), 1);  // every statement on one session
+  ASSERT_TRUE(one.ok()) << one.error().message;
+  JobRepository jobs(**one);
+  auto lines = [&](const std::string& text) {
+    auto connection = (*one)->acquire(std::chrono::seconds(5));
+    EXPECT_TRUE(connection.ok());
+    std::string out;
+    if (!connection.ok()) return out;
+    auto rows = (*connection)->execute(text);
+    EXPECT_TRUE(rows.ok()) << text << ": " << rows.error().message;
+    for (int row = 0; rows.ok() && row < rows->rows(); ++row)
+      out += (rows->is_null(row, 0) ? "" : rows->string(row, 0)) + "\n";
+    return out;
+  };
+  lines("VACUUM job_pending");  // empty, and known to be
+  const std::vector<InsertedJob> inserted = insert({job("first"), job("second")});
+  auto place = [&](std::int64_t id) {
+    return jobs.transition(
+        {.job_id = id, .from = {JobState::kQueued}, .to = JobState::kStarting, .reason = "x"});
+  };
+  ASSERT_TRUE(*place(inserted[0].row.id));  // planned now
+  lines("INSERT INTO job_pending SELECT g, '{}' FROM generate_series(1000000, 1019999) g");
+  ASSERT_TRUE(jobs.set_pending({{inserted[1].row.id, R"({"reason": "Resources"})"}}).ok());
+  ASSERT_TRUE(*place(inserted[1].row.id));
+  EXPECT_EQ(lines("SELECT count(*) FROM job_pending WHERE job_id = " +
+                  std::to_string(inserted[1].row.id)),
+            "0\n");
+  // The plan the session keeps for the transition (NULL for each value).
+  const std::string call = lines(
+      "SELECT name || '(' || array_to_string(array_fill('NULL'::text,"
+      " ARRAY[cardinality(parameter_types)]), ',') || ')' FROM pg_prepared_statements"
+      " WHERE statement LIKE '%DELETE FROM job_pending%'"
+      "   AND statement NOT LIKE '%pg_prepared_statements%'");  // not this one
+  ASSERT_FALSE(call.empty());
+  lines("SET plan_cache_mode = force_generic_plan");
+  const std::string plan = lines("EXPLAIN EXECUTE " + call.substr(0, call.find('\n')));
+  lines("RESET plan_cache_mode");
+  EXPECT_NE(plan.find("Scan using job_pending_pkey on job_pending"), std::string::npos) << plan;
+  EXPECT_EQ(plan.find("Seq Scan on job_pending"), std::string::npos) << plan;
+}
+
 TEST_F(JobRepositoryTest, ListFiltersByTenantStateLabelsAndName) {
   NewJob a = job("train", "team-a"), b = job("train", "team-b"), c = job("eval", "team-a");
   a.labels_json = R"({"pipeline": "ci-1", "stage": "nightly"})";
