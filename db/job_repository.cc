@@ -518,8 +518,8 @@ std::vector<Statement> JobRepository::schedule_statements(
       // Through the index, whatever the statistics say: they lag a burst of
       // submits by up to a minute (autovacuum's naptime), and then the
       // planner, counting a thousand rows, read every row above the slice's
-      // start and sorted them (40-60 ms at 100,000 queued, bench/RESULTS.md).
-      // Until the pipeline's implicit transaction ends.
+      // start and sorted them (17-62 ms at 100,000 queued, bench/RESULTS.md).
+      // The setting lasts until the pipeline's implicit transaction ends.
       statements.push_back({"SELECT set_config('enable_sort', 'off', true)"});
       statements.push_back({kSweep, {since->sweep->after, since->sweep->limit}});
     }
