@@ -407,10 +407,10 @@ base::Result<std::vector<QueryResult>> Connection::execute_generic(
     std::span<const Statement> statements) {
   // A generic plan is made once, for the tables as they are then, and these
   // statements find their rows by key: made while a table was nearly empty,
-  // a scan of it stayed in the plan as the table grew (a transition's delete
-  // of a pending reason scanned 100,000 of them, 5.9 ms; bench/RESULTS.md,
-  // session 37). Without sequential scans, its plan is by key whatever the
-  // table's size was.
+  // a scan of it stayed in the plan as the table grew (a delete of one
+  // pending reason by its key, planned on the empty table, scanned 100,000
+  // of them: 5.9 ms; bench/RESULTS.md, session 37). Without sequential
+  // scans, its plan is by key whatever the table's size was.
   return execute_planned({"SET plan_cache_mode = force_generic_plan", "SET enable_seqscan = off"},
                          {"RESET enable_seqscan", "RESET plan_cache_mode"}, statements);
 }

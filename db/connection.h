@@ -196,9 +196,9 @@ class Connection {
   // the tables' present sizes: for statements whose best plan changes as a
   // table grows. A generic plan is made once, for the table as it was then:
   // the scheduler leader's read of the rows changed since its last pass,
-  // planned when 200 jobs were queued, still scanned the whole table
-  // (40-70 ms) at 100,000, when autovacuum had not yet run to have the plan
-  // made again (bench/RESULTS.md, session 37).
+  // kept from when 200 jobs were queued, took 37-79 ms a pass at 100,000,
+  // for no row, until autovacuum ran and had the plan made again
+  // (bench/RESULTS.md, session 37).
   base::Result<std::vector<QueryResult>> execute_custom(std::span<const Statement> statements);
 
   // Runs `statements` in order, sent together and answered together: one

@@ -26,34 +26,27 @@ ALTER TABLE jobs DROP COLUMN pending;
 
 -- Tells every replica that listens which reasons a statement wrote, once it
 -- commits (the payloads of db/migrations/038: "id<TAB>pending", or the id
--- alone for none), gathering the lines of up to some 6000 bytes into one
--- payload: a NOTIFY per reason made most of the cost of writing them. A
--- line of 1000 bytes or more goes alone; one that cannot be sent (8000
--- bytes or more) is sent as a change of the job (its view is dropped).
+-- alone for none), gathering lines of under 1000 bytes into payloads of
+-- under 7000: a NOTIFY per reason made most of the cost of writing them. A
+-- longer line goes alone; one of 7900 bytes or more, too long to send, is
+-- sent as a change of the job (its view is dropped), as under 038.
 CREATE FUNCTION job_pending_notify() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   PERFORM pg_notify(min(channel), string_agg(line, E'\n' ORDER BY job_id))
   FROM (
-    SELECT job_id, line, channel,
-           CASE WHEN alone THEN -job_id
-                ELSE (sum(CASE WHEN alone THEN 0 ELSE octet_length(line) + 1 END)
-                        OVER (ORDER BY job_id)) / 6000 END AS payload
+    SELECT job_id,
+           CASE WHEN size >= 7900 THEN job_id::text ELSE whole END AS line,
+           CASE WHEN size >= 7900 THEN 'tpujobs_jobs_changed'
+                ELSE 'tpujobs_pending_written' END AS channel,
+           CASE WHEN size >= 1000 THEN -job_id  -- alone
+                ELSE sum(CASE WHEN size >= 1000 THEN 0 ELSE size + 1 END)
+                       OVER (ORDER BY job_id) / 6000 END AS payload
     FROM (
-      SELECT job_id,
-             CASE WHEN big THEN job_id::text ELSE whole END AS line,
-             CASE WHEN big THEN 'tpujobs_jobs_changed' ELSE 'tpujobs_pending_written' END AS channel,
-             octet_length(whole) >= 1000 AS alone
-      FROM (
-        SELECT job_id, whole, octet_length(whole) >= 7900 AS big
-        FROM (
-          SELECT job_id,
-                 CASE WHEN pending IS NULL THEN job_id::text
-                      ELSE job_id::text || E'\t' || pending::text END AS whole
-          FROM written
-        ) AS w
-      ) AS sized
-    ) AS lines
-  ) AS numbered
+      SELECT job_id, whole, octet_length(whole) AS size
+      FROM (SELECT job_id, job_id::text || COALESCE(E'\t' || pending::text, '') AS whole
+            FROM written) AS w
+    ) AS sized
+  ) AS lines
   GROUP BY payload;
   RETURN NULL;
 END
