@@ -71,12 +71,12 @@ class PassWalk {
   }
 
   PassPlan run() {
-    const std::vector<WaitingEntry> queue = order(judge_verdicts());
-    started_.assign(queue.size(), 0);
-    start_cpu_jobs(queue);
-    walk(queue);
+    order(judge_verdicts());
+    started_.assign(queue_.size(), 0);
+    start_cpu_jobs();
+    walk();
     preempt();
-    explain(queue);
+    explain();
     plan_.holds_until = holds_until();
     return std::move(plan_);
   }
@@ -90,15 +90,19 @@ class PassWalk {
   }
   // The indexes of the entries that go to the queue.
   std::vector<std::uint32_t> judge_verdicts();
-  // Those entries in order, copied so that the walk reads them in sequence.
-  std::vector<WaitingEntry> order(const std::vector<std::uint32_t>& queued) const;
-  void start_cpu_jobs(const std::vector<WaitingEntry>& queue);
-  void walk(const std::vector<WaitingEntry>& queue);
+  // Puts those entries in the pass's order (queue_, sorted_).
+  void order(const std::vector<std::uint32_t>& queued);
+  // The i-th job of the pass's order.
+  const WaitingEntry& queued(std::size_t i) const {
+    return sorted_.empty() ? s_.waiting[queue_[i]] : sorted_[i];
+  }
+  void start_cpu_jobs();
+  void walk();
   void start(const WaitingEntry& job, Choice choice, int rank);
   void reserve(const WaitingEntry& head);
   CoreTimes core_times() const;
   void preempt();
-  void explain(const std::vector<WaitingEntry>& queue);
+  void explain();
   Waiting reason_of(const WaitingEntry& job);
   PassTime holds_until() const;
 
@@ -109,8 +113,14 @@ class PassWalk {
   std::vector<int> cpu_slots_;
   std::unordered_map<JobId, const RunningEntry*> running_;
   std::unordered_map<JobId, PassTime> end_of_;  // holders' expected ends (kNever: unknown)
-  std::vector<char> started_;                   // per queue index
-  std::vector<std::uint32_t> reserved_;         // per host: the head's cores
+  // The queue: the waiting entries' indexes in the pass's order. A queue
+  // already in that order (a leader adds each new job at the end of its
+  // entries) is read where it is; one sorted here is copied in order, so
+  // that the walk reads it in sequence (bench/scheduler/scheduler_bench.cc).
+  std::vector<std::uint32_t> queue_;
+  std::vector<WaitingEntry> sorted_;     // empty: read through queue_
+  std::vector<char> started_;            // per queue index
+  std::vector<std::uint32_t> reserved_;  // per host: the head's cores
   const WaitingEntry* head_ = nullptr;
   std::vector<signed char> healthy_fit_;  // per shape: fits the hosts taking work when idle
   std::vector<signed char> fits_now_;     // per shape, after the walk
@@ -193,7 +203,7 @@ std::vector<std::uint32_t> PassWalk::judge_verdicts() {
         continue;
       }
       if (check.verdict == DependencyVerdict::kWaiting) {
-        plan_.held.push_back({job.id, std::move(check.detail)});
+        plan_.held.push_back({job.id, i, std::move(check.detail)});
         continue;
       }
     }
@@ -202,7 +212,7 @@ std::vector<std::uint32_t> PassWalk::judge_verdicts() {
   return queue;
 }
 
-std::vector<WaitingEntry> PassWalk::order(const std::vector<std::uint32_t>& queued) const {
+void PassWalk::order(const std::vector<std::uint32_t>& queued) {
   // Sorted as compact keys: comparing through pointers into the snapshot
   // misses the cache at every step (bench/scheduler/scheduler_bench.cc).
   // Priority and fair share are packed into one integer, the tenants
@@ -240,17 +250,18 @@ std::vector<WaitingEntry> PassWalk::order(const std::vector<std::uint32_t>& queu
     if (a.order != b.order) return a.order < b.order;
     return a.id < b.id;
   };
-  if (!std::is_sorted(keys.begin(), keys.end(), before))
-    std::sort(keys.begin(), keys.end(), before);
-  std::vector<WaitingEntry> queue;
-  queue.reserve(keys.size());
-  for (const Key& key : keys) queue.push_back(s_.waiting[key.index]);
-  return queue;
+  const bool in_order = std::is_sorted(keys.begin(), keys.end(), before);
+  if (!in_order) std::sort(keys.begin(), keys.end(), before);
+  queue_.reserve(keys.size());
+  for (const Key& key : keys) queue_.push_back(key.index);
+  if (in_order) return;
+  sorted_.reserve(keys.size());
+  for (const Key& key : keys) sorted_.push_back(s_.waiting[key.index]);
 }
 
-void PassWalk::start_cpu_jobs(const std::vector<WaitingEntry>& queue) {
-  for (std::size_t i = 0; i < queue.size(); ++i) {
-    const WaitingEntry& job = queue[i];
+void PassWalk::start_cpu_jobs() {
+  for (std::size_t i = 0; i < queue_.size(); ++i) {
+    const WaitingEntry& job = queued(i);
     if (job.shape < 0 || shape_of(job).kind != RequestKind::kCpu) continue;
     // The alive agent with the most slots left (the first among equals).
     int emptiest = -1;
@@ -329,12 +340,12 @@ void PassWalk::reserve(const WaitingEntry& head) {
 // are only taken during a walk), so each shape is searched O(starts) times;
 // a shape is *closed* once no more of its jobs can start, and the walk stops
 // when every shape is.
-void PassWalk::walk(const std::vector<WaitingEntry>& queue) {
+void PassWalk::walk() {
   healthy_fit_.assign(shape_count_, -1);
   std::vector<int> waiting(shape_count_, 0);
   std::vector<std::optional<std::chrono::milliseconds>> shortest(shape_count_);
-  for (std::size_t i = 0; i < queue.size(); ++i) {
-    const WaitingEntry& job = queue[i];
+  for (std::size_t i = 0; i < queue_.size(); ++i) {
+    const WaitingEntry& job = queued(i);
     if (started_[i] || job.shape < 0 || shape_of(job).kind == RequestKind::kCpu) continue;
     ++waiting[job.shape];
     if (job.timeout)
@@ -356,9 +367,9 @@ void PassWalk::walk(const std::vector<WaitingEntry>& queue) {
     --open;
   };
   const std::vector<std::uint32_t> avoid_nothing;
-  for (std::size_t i = 0; i < queue.size() && open > 0; ++i) {
+  for (std::size_t i = 0; i < queue_.size() && open > 0; ++i) {
     if (head_ && hosts_.free_takers() == 0) break;
-    const WaitingEntry& job = queue[i];
+    const WaitingEntry& job = queued(i);
     if (started_[i] || job.shape < 0 || shape_of(job).kind == RequestKind::kCpu) continue;
     const int s = job.shape;
     const ResourceRequest& shape = shape_of(job);
@@ -435,7 +446,7 @@ void PassWalk::preempt() {
 }
 
 Waiting PassWalk::reason_of(const WaitingEntry& job) {
-  Waiting waiting{job.id, PendingReason::kResources, 0, std::nullopt, ""};
+  Waiting waiting{job.id, 0, PendingReason::kResources, 0, std::nullopt, ""};
   if (job.shape < 0) {
     waiting.reason = PendingReason::kHostUnhealthy;
     waiting.detail = "no registered agent has hosts of its kind";
@@ -474,17 +485,18 @@ Waiting PassWalk::reason_of(const WaitingEntry& job) {
 
 // Reasons and positions of the jobs left waiting, and estimated starts for
 // the first estimate_horizon of them.
-void PassWalk::explain(const std::vector<WaitingEntry>& queue) {
+void PassWalk::explain() {
   fits_now_.assign(shape_count_, -1);
   idle_fit_.assign(shape_count_, -1);
-  plan_.waiting.reserve(queue.size());
+  plan_.waiting.reserve(queue_.size());
   CoreTimes times = core_times();
   std::vector<char> start_unknown(shape_count_, 0);
   int planned = 0;
-  for (std::size_t i = 0; i < queue.size(); ++i) {
+  for (std::size_t i = 0; i < queue_.size(); ++i) {
     if (started_[i]) continue;
-    const WaitingEntry& job = queue[i];
+    const WaitingEntry& job = queued(i);
     Waiting waiting = reason_of(job);
+    waiting.entry = queue_[i];
     waiting.queue_position = static_cast<int>(plan_.waiting.size()) + 1;
     const bool tpu = job.shape >= 0 && shape_of(job).kind != RequestKind::kCpu;
     const bool plannable =

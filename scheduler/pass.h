@@ -195,6 +195,7 @@ struct PlannedStart {
 
 struct Waiting {
   JobId job = 0;
+  std::uint32_t entry = 0;  // its index into PassSnapshot::waiting
   PendingReason reason = PendingReason::kResources;
   int queue_position = 0;  // 1-based among the jobs left waiting
   std::optional<PassTime> estimated_start{};
@@ -228,7 +229,8 @@ struct Ended {
 
 struct Held {
   JobId job = 0;
-  std::string detail;  // scheduler::DependencyCheck::detail
+  std::uint32_t entry = 0;  // its index into PassSnapshot::waiting
+  std::string detail;       // scheduler::DependencyCheck::detail
   friend bool operator==(const Held&, const Held&) = default;
 };
 

@@ -270,6 +270,11 @@ class SchedulerLeader {
     JobFacts facts;
     std::int32_t waiting = -1;  // index into snapshot_.waiting; -1: not waiting
     std::uint32_t seen = 0;     // the complete read or sweep that last returned it
+  };
+  // What a waiting job has beside its entry, at the same index: write_pending
+  // reads them in the plan's order, which is nearly the entries' own, not
+  // through jobs_ (a lookup a job, 100,000 a pass).
+  struct Waiter {
     std::optional<std::int64_t> preempted_by;
     PendingNote note;
   };
@@ -330,6 +335,7 @@ class SchedulerLeader {
   // dependency lists are kept between passes; its agents, hosts, running
   // jobs and the tenants' use are read again each pass.
   scheduler::PassSnapshot snapshot_;
+  std::vector<Waiter> waiters_;                      // one per snapshot_.waiting
   std::unordered_map<std::int64_t, KnownJob> jobs_;  // the unfinished jobs
   std::map<std::int64_t, db::JobRow> placed_;        // those STARTING or RUNNING
   std::vector<std::int64_t> cancels_;  // queued, their cancel requested: cancelled next

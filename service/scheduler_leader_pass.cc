@@ -339,9 +339,10 @@ base::Status SchedulerLeader::write_pending(const scheduler::PassPlan& plan) {
     }
     return !same;
   };
+  // plan_pass names the waiting entries of this snapshot, unchanged since.
   for (const scheduler::Waiting& w : plan.waiting) {
-    KnownJob& job = jobs_.at(w.job);  // plan_pass names only the waiting entries
-    const double share = snapshot_.tenants[snapshot_.waiting[job.waiting].tenant].fair_share;
+    Waiter& job = waiters_[w.entry];
+    const double share = snapshot_.tenants[snapshot_.waiting[w.entry].tenant].fair_share;
     if (!changed_note(job.note, PendingNote{pass,
                                             w.reason,
                                             w.queue_position,
@@ -367,7 +368,7 @@ base::Status SchedulerLeader::write_pending(const scheduler::PassPlan& plan) {
   }
   constexpr auto kDependency = scheduler::PendingReason::kDependency;
   for (const scheduler::Held& held : plan.held) {
-    if (!changed_note(jobs_.at(held.job).note,
+    if (!changed_note(waiters_[held.entry].note,
                       PendingNote{pass, kDependency, 0, 0, {}, held.detail, {}, {}})) {
       continue;
     }

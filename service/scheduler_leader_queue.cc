@@ -136,16 +136,17 @@ bool SchedulerLeader::set_waiting(KnownJob& job, const db::JobRow& row) {
     entry.start_deadline = row.created_at + wall(*job.facts.start_by);
   }
   if (!row.started_at) entry.dependencies = job.facts.dependencies;
-  bool changed = job.preempted_by != row.preempted_by;
-  job.preempted_by = row.preempted_by;
+  bool changed = true;
   if (job.waiting >= 0) {
-    changed = changed || !(snapshot_.waiting[job.waiting] == entry);
+    std::optional<std::int64_t>& preempted_by = waiters_[job.waiting].preempted_by;
+    changed = preempted_by != row.preempted_by || !(snapshot_.waiting[job.waiting] == entry);
+    preempted_by = row.preempted_by;
     --tenant_jobs_[snapshot_.waiting[job.waiting].tenant];
     snapshot_.waiting[job.waiting] = entry;
   } else {
-    changed = true;
     job.waiting = static_cast<std::int32_t>(snapshot_.waiting.size());
     snapshot_.waiting.push_back(entry);
+    waiters_.push_back(Waiter{row.preempted_by, {}});
   }
   ++tenant_jobs_[entry.tenant];
   return changed;
@@ -158,9 +159,11 @@ void SchedulerLeader::drop_waiting(KnownJob& job) {
   --tenant_jobs_[waiting[at].tenant];
   if (at + 1 != waiting.size()) {  // the last entry takes its place
     waiting[at] = waiting.back();
+    waiters_[at] = std::move(waiters_.back());
     jobs_.at(waiting[at].id).waiting = job.waiting;
   }
   waiting.pop_back();
+  waiters_.pop_back();
   job.waiting = -1;
 }
 
@@ -240,13 +243,19 @@ base::Status SchedulerLeader::read_rows(db::JobRepository::ScheduleRead read, bo
   highest_read_ = highest;
   if (read.complete || !read.rows.empty()) ++queue_version_;
   was_complete = read.complete;
+  // The reasons last written, by job: they stay with the jobs still waiting.
+  std::unordered_map<std::int64_t, PendingNote> notes;
   if (read.complete) {
     // Every entry is made again from the rows; the facts stay. The sweep
     // starts again after it.
     sweep_ = ++reads_numbered_;
     sweep_after_ = 0;
     swept_at_ = now;
+    notes.reserve(waiters_.size());
+    for (std::size_t i = 0; i < waiters_.size(); ++i)
+      notes.emplace(snapshot_.waiting[i].id, std::move(waiters_[i].note));
     snapshot_.waiting.clear();
+    waiters_.clear();
     snapshot_.tenants.clear();
     tenant_index_.clear();
     tenant_jobs_.clear();
@@ -266,6 +275,10 @@ base::Status SchedulerLeader::read_rows(db::JobRepository::ScheduleRead read, bo
   // A job a read since returns was unfinished during this sweep: it is not
   // dropped at its end, even if its slice was read before it was committed.
   for (std::uint32_t i : by_id) apply(read.rows[i], sweep_);
+  for (std::size_t i = 0; i < waiters_.size() && !notes.empty(); ++i) {
+    if (auto note = notes.find(snapshot_.waiting[i].id); note != notes.end())
+      waiters_[i].note = std::move(note->second);
+  }
   if (read.complete) forget_unseen();
   if (read.swept && apply_swept(*read.swept)) ++queue_version_;
   low_water_ = std::move(read.low_water);

@@ -1,5 +1,7 @@
 #include "tests/scheduler/pass_driver.h"
 
+#include <gtest/gtest.h>
+
 #include <limits>
 #include <tuple>
 #include <utility>
@@ -100,7 +102,21 @@ PassSnapshot PassDriver::snapshot() const {
 }
 
 const PassPlan& PassDriver::pass() {
-  plan_ = plan_pass(snapshot());
+  const PassSnapshot given = snapshot();
+  plan_ = plan_pass(given);
+  // The leader finds each job's last written reason by its entry.
+  for (const Waiting& w : plan_.waiting) {
+    EXPECT_LT(w.entry, given.waiting.size());
+    if (w.entry < given.waiting.size()) {
+      EXPECT_EQ(w.job, given.waiting[w.entry].id);
+    }
+  }
+  for (const Held& held : plan_.held) {
+    EXPECT_LT(held.entry, given.waiting.size());
+    if (held.entry < given.waiting.size()) {
+      EXPECT_EQ(held.job, given.waiting[held.entry].id);
+    }
+  }
   apply(plan_);
   return plan_;
 }

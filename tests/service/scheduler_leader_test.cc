@@ -794,6 +794,29 @@ class SchedulerLeaderKeptJobs : public SchedulerLeaderPass {
   void pass() { ASSERT_TRUE(leader_->run_pass().ok()); }
 };
 
+// A job that leaves the queue gives its entry to the last one (the kept
+// entries are then out of the pass's order): each reason still goes to its
+// own job, and one that did not change is not written again.
+TEST_F(SchedulerLeaderKeptJobs, ReasonsFollowTheirJobsWhenTheKeptEntriesMove) {
+  store_.add_agent("a", 1, 1);
+  for (int id = 1; id <= 4; ++id) store_.add_job(id, "t", 8);
+  auto position = [&](std::int64_t job) {
+    return json::parse(*store_.job(job).pending_json).value("queue_position", 0);
+  };
+  pass();  // job 1 is placed; 2, 3 and 4 wait in that order
+  EXPECT_EQ(3, position(4));
+  pass();  // job 1 leaves the entries: job 4's entry takes its place
+  EXPECT_EQ(1, store_.count("pending 4")) << "its reason did not change";
+  EXPECT_EQ(1, store_.count("pending 2"));
+  store_.job(1).state = JobState::kSucceeded;
+  pass();  // job 2 is placed
+  ASSERT_EQ(JobState::kStarting, store_.job(2).state);
+  EXPECT_EQ(1, position(3));
+  EXPECT_EQ(2, position(4));
+  EXPECT_EQ(2, store_.count("pending 3"));
+  EXPECT_EQ(2, store_.count("pending 4"));
+}
+
 TEST_F(SchedulerLeaderKeptJobs, APassOverAnUnchangedQueueReadsNoRow) {
   store_.add_agent("a", 1, 1);
   for (int id = 1; id <= 5; ++id) store_.add_job(id, "t", 8);
