@@ -27,15 +27,34 @@ SchedulerLeader::SchedulerLeader(db::ConnectionPool& pool, SchedulerLeaderOption
       store_(*owned_store_),
       options_(std::move(options)),
       lock_(options_.conninfo, db::LeaderLock::kSchedulerKey, db::LeaderLock::Mode::kExclusive,
-            options_.lock_idle_timeout) {}
+            options_.lock_idle_timeout),
+      reasons_writer_(reason_hooks(), *options_.clock, kMaxPendingWrites) {}
 
 SchedulerLeader::SchedulerLeader(LeaderStore& store, SchedulerLeaderOptions options)
     : store_(store),
       options_(std::move(options)),
       lock_(options_.conninfo, db::LeaderLock::kSchedulerKey, db::LeaderLock::Mode::kExclusive,
-            options_.lock_idle_timeout) {}
+            options_.lock_idle_timeout),
+      reasons_writer_(reason_hooks(), *options_.clock, kMaxPendingWrites) {}
 
 SchedulerLeader::~SchedulerLeader() { stop(); }
+
+ReasonWriter::Hooks SchedulerLeader::reason_hooks() {
+  ReasonWriter::Hooks hooks;
+  hooks.store = [this](const ReasonWriter::Batch& batch) { return store_.set_pending(batch); };
+  hooks.stored = [this](const ReasonWriter::Batch& batch) {
+    // Stored: this process's views of these jobs take the new reasons.
+    if (options_.wake_bus != nullptr)
+      options_.wake_bus->publish(kPendingWrittenChannel, format_pending_changes(batch));
+  };
+  hooks.unknown = [this](const ReasonWriter::Batch& batch) {
+    std::vector<std::int64_t> jobs;
+    jobs.reserve(batch.size());
+    for (const auto& [job, text] : batch) jobs.push_back(job);
+    changed(jobs);  // it may have landed: the views read these jobs again
+  };
+  return hooks;
+}
 
 void SchedulerLeader::start() {
   if (options_.wake_bus != nullptr) {
@@ -48,6 +67,7 @@ void SchedulerLeader::start() {
       wake_.notify_all();
     });
   }
+  reasons_writer_.start();
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -66,6 +86,7 @@ void SchedulerLeader::stop() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
+  reasons_writer_.stop();
   lock_.release();
   leader_ = false;
 }
@@ -198,10 +219,29 @@ std::string SchedulerLeader::prometheus_metrics() const {
   per_phase("tpujobs_scheduler_pass_phase_seconds_total", "counter",
             "Wall time of the passes' phases: housekeeping (silent agents, orphans), read (the "
             "rows changed since the last pass), plan (the placement policy), write (ends, "
-            "placements, preemptions), reasons (pending reasons).",
+            "placements, preemptions), reasons (the pending reasons that changed, rendered and "
+            "handed to their writer).",
             phase_nanos_);
   per_phase("tpujobs_scheduler_pass_phase_max_seconds", "gauge",
             "The longest of each phase since this replica started.", max_phase_nanos_);
+  const ReasonWriter& w = reasons_writer_;
+  out << "# HELP tpujobs_scheduler_reason_writes_total Statements that wrote pending reasons "
+         "(off the passes).\n"
+      << "# TYPE tpujobs_scheduler_reason_writes_total counter\n"
+      << "tpujobs_scheduler_reason_writes_total " << w.writes() << "\n"
+      << "# HELP tpujobs_scheduler_reasons_written_total Pending reasons those statements "
+         "stored.\n"
+      << "# TYPE tpujobs_scheduler_reasons_written_total counter\n"
+      << "tpujobs_scheduler_reasons_written_total " << w.reasons() << "\n"
+      << "# HELP tpujobs_scheduler_reason_write_seconds_total Their wall time.\n"
+      << "# TYPE tpujobs_scheduler_reason_write_seconds_total counter\n"
+      << "tpujobs_scheduler_reason_write_seconds_total "
+      << static_cast<double>(w.write_nanos()) / 1e9 << "\n"
+      << "# HELP tpujobs_scheduler_reason_write_max_seconds The longest since this replica "
+         "started.\n"
+      << "# TYPE tpujobs_scheduler_reason_write_max_seconds gauge\n"
+      << "tpujobs_scheduler_reason_write_max_seconds "
+      << static_cast<double>(w.max_write_nanos()) / 1e9 << "\n";
   return out.str();
 }
 

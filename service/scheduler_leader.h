@@ -17,7 +17,9 @@
 //     preempted_by it under its placement epoch, then its agent is woken to
 //     stop it at a checkpoint and requeue it; the preemptor is placed by a
 //     later pass once the cores are free,
-//   - records why the others wait (job_pending).
+//   - records why the others wait (job_pending): the reasons that changed
+//     are handed to a thread of their own (service/reason_writer.h), and
+//     the next pass does not wait on them.
 // A pass whose queue, agents, hosts, running jobs and tenants are as they
 // were at the last plan, before the time that plan holds until
 // (scheduler::PassPlan::holds_until), has that plan again: it plans and
@@ -60,6 +62,7 @@
 #include "scheduler/request.h"
 #include "service/fair_share_usage.h"
 #include "service/leader_store.h"
+#include "service/reason_writer.h"
 #include "service/wake_bus.h"
 
 namespace tpujobs::service {
@@ -199,6 +202,8 @@ class SchedulerLeader {
   };
   // Waits for a wake-up or the poll interval.
   Wake wait_for_wake(std::optional<db::Listener>& listener);
+  // What the reasons' writer calls: the store, and the views after a write.
+  ReasonWriter::Hooks reason_hooks();
   // run_pass without its bookkeeping of the database's reach.
   base::Status pass(bool housekeeping);
   // The parts of a pass, each timed for /metrics.
@@ -404,6 +409,8 @@ class SchedulerLeader {
   std::array<std::atomic<std::int64_t>, kPhases> max_phase_nanos_{};
   base::Mutex mutex_;
   std::condition_variable wake_;
+  // The pending reasons' writes, off the passes (service/reason_writer.h).
+  ReasonWriter reasons_writer_;
   bool stopping_ GUARDED_BY(mutex_) = false;
   bool woken_ GUARDED_BY(mutex_) = false;           // by the wake bus
   bool woken_by_other_ GUARDED_BY(mutex_) = false;  // by a payload other than a submit's

@@ -378,20 +378,12 @@ base::Status SchedulerLeader::write_pending(const scheduler::PassPlan& plan) {
                               {"detail", held.detail}}
                              .dump());
   }
-  base::Status stored = store_.set_pending(pending);
-  // Else unknown: every reason is written again.
-  pending_written_ = stored.ok() ? pass : 0;
-  if (stored.ok() && options_.wake_bus != nullptr) {
-    // Stored: this process's views of these jobs take the new reasons.
-    if (!pending.empty())
-      options_.wake_bus->publish(kPendingWrittenChannel, format_pending_changes(pending));
-    return stored;
-  }
-  std::vector<std::int64_t> jobs;
-  jobs.reserve(pending.size());
-  for (const auto& [job, text] : pending) jobs.push_back(job);
-  changed(jobs);  // also when the write failed: it may have landed
-  return stored;
+  // Handed over: a write that fails is told at the next pass (pass()),
+  // and every reason is then written again.
+  reasons_writer_.hand(std::move(pending));
+  reasons_writer_.flush();  // here, unless the writer's thread runs
+  pending_written_ = pass;
+  return base::Status::Ok();
 }
 
 base::Status SchedulerLeader::judge_silence() {
@@ -446,6 +438,8 @@ base::Status SchedulerLeader::pass(bool housekeeping) {
     });
     if (!kept.ok()) return kept;
   }
+  // A reasons' write failed since the last pass: every reason is written again.
+  if (reasons_writer_.take_failure()) pending_written_ = 0;
   PassState state;
   if (base::Status s = timed(kRead, [&] { return read_pass(state); }); !s.ok()) return s;
   if (plan_holds()) {

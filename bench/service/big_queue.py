@@ -11,13 +11,16 @@ then measures (in the replica, which serves the reads):
   1. status reads of queued jobs with 200 queued (wrk, 64 connections, 10 s,
      --read-runs times: the run of median rate is reported), with
      serve's CPU per request and the CPU PostgreSQL and all else spent then;
-  2. the time to queue --jobs jobs (sweeps of 250 children, 4 submitters)
+  2. the time to queue --jobs jobs (sweeps of 250 children, 4 submitters),
+     how long after the last submit the newest job's pending reason shows,
      and the service's RSS per queued job (VmRSS before and after);
   3. the scheduler leader's passes over that queue, from /metrics
      (tpujobs_scheduler_pass_seconds): their mean over a quiet 30 s and how
      many of them took over 25 and 50 ms (its histogram), and the longest
      since the start (which includes the burst of submits), and the
-     longest of each phase of a pass (tpujobs_scheduler_pass_phase_max_seconds);
+     longest of each phase of a pass (tpujobs_scheduler_pass_phase_max_seconds),
+     and the writes of pending reasons the leader makes off its passes
+     (tpujobs_scheduler_reason_write*);
   4. status reads of queued jobs with the whole queue (same wrk run);
   5. a priority-100 job: the time from the `:recover` request of one host
      to the job's STARTING event (the events' own timestamps).
@@ -87,6 +90,25 @@ def pass_stats(url):
 
 
 PHASES = ("housekeeping", "read", "plan", "write", "reasons")
+
+
+def reason_writes(url):
+    """The leader's writes of pending reasons, off its passes: statements,
+    reasons stored, their wall time summed (s) and the longest (s); all 0
+    from a binary that writes them in its passes."""
+    text = call(url + "/metrics")
+    return [metric(text, "tpujobs_scheduler_" + name) for name in
+            ("reason_writes_total", "reasons_written_total", "reason_write_seconds_total",
+             "reason_write_max_seconds")]
+
+
+def describe_reason_writes(before, after):
+    statements = after[0] - before[0]
+    if not statements:
+        return "none off the passes"
+    return (f"{statements:.0f} statements of {(after[1] - before[1]) / statements:.0f} reasons, "
+            f"mean {(after[2] - before[2]) / statements * 1000:.1f} ms, "
+            f"longest since start {after[3] * 1000:.0f} ms")
 
 
 def phases(url, series):
@@ -309,13 +331,25 @@ def main():
         began = time.time()
         burst_before = pass_stats(url)
         phases_before = phase_totals(url)
+        writes_before = reason_writes(url)
         sizes = [250] * ((args.jobs - 200) // 250)
         with concurrent.futures.ThreadPoolExecutor(4) as pool:
             ids = [i for part in pool.map(lambda k: submit_sweep(url, 250, 1000 + 250 * k),
                                           range(len(sizes))) for i in part]
         took = time.time() - began
         queued = 200 + len(ids)
-        print(f"queued {queued} jobs in {took:.1f} s ({queued / took:.0f} jobs/s)")
+        # Every job's reason is written once it is judged: how long the
+        # newest one took to show, from the end of its sweep's submit.
+        newest, shown_after = max(ids), None
+        while shown_after is None and time.time() < began + took + 60:
+            if call(f"{url}/v1/jobs/{newest}").get("pending_reason") is not None:
+                shown_after = time.time() - (began + took)
+            else:
+                time.sleep(0.002)
+        print(f"queued {queued} jobs in {took:.1f} s ({queued / took:.0f} jobs/s); "
+              f"the newest job's pending reason shown "
+              + (f"{shown_after * 1000:.0f} ms after the last submit" if shown_after is not None
+                 else "not within 60 s"))
         burst = pass_stats(url)
         passes = burst[0] - burst_before[0]
         print(f"leader passes during the submits: {passes:.0f}, "
@@ -323,7 +357,8 @@ def main():
               f"{passes - (burst[4] - burst_before[4]):.0f} over 50 ms, "
               f"longest {burst[2] * 1000:.0f} ms; mean phases (ms): "
               f"{phase_means(phases_before, phase_totals(url), passes)}; "
-              f"longest phases since start (ms): {phase_maxima(url)}")
+              f"longest phases since start (ms): {phase_maxima(url)}; "
+              f"reason writes: {describe_reason_writes(writes_before, reason_writes(url))}")
 
         # Quiet: the leader's passes over the whole queue, woken by nothing
         # but its poll interval.

@@ -65,12 +65,13 @@ class FakeLeaderStore final : public LeaderStore {
   std::vector<std::string> writes;     // every write and notification, in order
   std::map<std::string, double> factors;
   int fair_share_reads = 0;
-  int spec_reads = 0;           // specs read by job_specs, one a job asked for
-  bool away = false;            // every call fails, as with the server down
-  bool refuse_pending = false;  // set_pending fails as a statement the server refuses
-  bool late_judgement = false;  // the next mark_lost is answered past its max_answer
-  bool refuse_writes = false;   // mark_lost fails as in a read-only database (kUnavailable)
-  int judgements = 0;           // mark_lost calls answered
+  int spec_reads = 0;               // specs read by job_specs, one a job asked for
+  bool away = false;                // every call fails, as with the server down
+  bool refuse_pending = false;      // set_pending fails as a statement the server refuses
+  bool refuse_transitions = false;  // and transition
+  bool late_judgement = false;      // the next mark_lost is answered past its max_answer
+  bool refuse_writes = false;       // mark_lost fails as in a read-only database (kUnavailable)
+  int judgements = 0;               // mark_lost calls answered
   std::chrono::milliseconds max_answer{0};  // what the last mark_lost was given
   std::int64_t term = 0;                    // the scheduler term (begin_term raises it)
 
@@ -235,6 +236,7 @@ class FakeLeaderStore final : public LeaderStore {
   }
   base::Result<bool> transition(const db::Transition& t) override {
     if (away) return down();
+    if (refuse_transitions) return base::make_error(base::ErrorCode::kInvalid, "invalid input");
     db::JobRow* stored = find_job(t.job_id);
     if (stored == nullptr) return false;  // no such row: nothing updated
     db::JobRow& row = *stored;
@@ -468,12 +470,19 @@ TEST_F(SchedulerLeaderPass, StoredReasonsAreHandedToTheViewsAndOthersChangesForg
   ASSERT_EQ(1u, written.size());
   EXPECT_EQ((PendingChanges{{2, store_.job(2).pending_json}}), parse_pending_changes(written[0]));
 
-  // A write that failed may or may not have landed: the views forget.
+  // A write that failed may or may not have landed: the views forget. It
+  // is not the pass's (the reasons are written off it), and the next pass
+  // writes every reason again.
   store_.refuse_pending = true;
   store_.add_job(3, "t", 8);
-  EXPECT_FALSE(leader.run_pass().ok());
+  EXPECT_TRUE(leader.run_pass().ok());
   EXPECT_EQ(1u, written.size());
   EXPECT_EQ("3", changed.back());
+  store_.refuse_pending = false;
+  ASSERT_TRUE(leader.run_pass().ok());
+  ASSERT_EQ(2u, written.size());
+  EXPECT_EQ((PendingChanges{{2, store_.job(2).pending_json}, {3, store_.job(3).pending_json}}),
+            parse_pending_changes(written[1]));
 }
 
 TEST_F(SchedulerLeaderPass, FairShareIsReadOncePerIntervalNotPerPass) {
@@ -662,8 +671,7 @@ TEST_F(SchedulerLeaderPass, AnAgentThatRegistersAgainBetweenAPasssReadsGetsNoJob
 TEST_F(SchedulerLeaderPass, PassesThatFailOnARefusedStatementStillDeclareASilentAgentLost) {
   store_.add_agent("a", 1, 1);
   store_.add_job(1, "t", 8);
-  store_.add_job(2, "t", 8);  // waits: its pending reason is written, and refused
-  store_.refuse_pending = true;
+  store_.refuse_transitions = true;  // job 1's placement is refused, each pass
   ASSERT_FALSE(leader_->run_pass().ok());
   store_.lost_next = {"a"};  // what mark_lost declares once the leader judges silence
   for (int second = 0; second < 12; ++second) {

@@ -1,0 +1,126 @@
+#include "service/reason_writer.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+namespace tpujobs::service {
+namespace {
+
+using Batch = ReasonWriter::Batch;
+
+// What the writer stored, and what it told after.
+struct Recorder {
+  std::mutex mutex;
+  std::vector<Batch> stored;  // the statements, in order
+  std::vector<Batch> told;    // handed to `stored` after a write that landed
+  std::vector<Batch> unknown;
+  bool refuse = false;
+
+  ReasonWriter::Hooks hooks() {
+    ReasonWriter::Hooks h;
+    h.store = [this](const Batch& batch) {
+      std::lock_guard lock(mutex);
+      if (refuse) return base::Status(base::make_error(base::ErrorCode::kUnavailable, "down"));
+      stored.push_back(batch);
+      return base::Status::Ok();
+    };
+    h.stored = [this](const Batch& batch) {
+      std::lock_guard lock(mutex);
+      told.push_back(batch);
+    };
+    h.unknown = [this](const Batch& batch) {
+      std::lock_guard lock(mutex);
+      unknown.push_back(batch);
+    };
+    return h;
+  }
+  std::size_t reasons_stored() {
+    std::lock_guard lock(mutex);
+    std::size_t n = 0;
+    for (const Batch& b : stored) n += b.size();
+    return n;
+  }
+};
+
+TEST(ReasonWriter, AJobsNewestReasonReplacesOneNotWrittenYet) {
+  Recorder r;
+  base::FakeClock clock;
+  ReasonWriter writer(r.hooks(), clock, 100);
+  writer.hand({{2, "old"}, {1, "a"}});
+  writer.hand({{2, "new"}, {3, std::nullopt}});
+  writer.flush();
+  ASSERT_EQ(1u, r.stored.size());
+  EXPECT_EQ((Batch{{1, "a"}, {2, "new"}, {3, std::nullopt}}), r.stored[0]);
+  EXPECT_EQ(r.stored, r.told) << "the views are told what was stored";
+  EXPECT_EQ(1, writer.writes());
+  EXPECT_EQ(3, writer.reasons());
+  writer.flush();
+  EXPECT_EQ(1u, r.stored.size()) << "nothing left to write";
+}
+
+TEST(ReasonWriter, AStatementTakesAtMostItsBatch) {
+  Recorder r;
+  base::FakeClock clock;
+  ReasonWriter writer(r.hooks(), clock, 2);
+  writer.hand({{1, "a"}, {2, "b"}, {3, "c"}, {4, "d"}, {5, "e"}});
+  writer.flush();
+  ASSERT_EQ(3u, r.stored.size());
+  EXPECT_EQ((Batch{{1, "a"}, {2, "b"}}), r.stored[0]);
+  EXPECT_EQ((Batch{{5, "e"}}), r.stored[2]);
+}
+
+TEST(ReasonWriter, AFailedWriteIsToldOnceAndItsJobsAreForgottenByTheViews) {
+  Recorder r;
+  base::FakeClock clock;
+  ReasonWriter writer(r.hooks(), clock, 100);
+  r.refuse = true;
+  writer.hand({{7, "a"}});
+  writer.flush();
+  EXPECT_TRUE(r.told.empty());
+  ASSERT_EQ(1u, r.unknown.size()) << "it may have landed";
+  EXPECT_EQ((Batch{{7, "a"}}), r.unknown[0]);
+  EXPECT_TRUE(writer.take_failure());
+  EXPECT_FALSE(writer.take_failure()) << "told once";
+  EXPECT_EQ(0, writer.reasons());
+}
+
+TEST(ReasonWriter, ItsThreadWritesWhatIsHandedWithoutTheCallerWaiting) {
+  Recorder r;
+  ReasonWriter writer(r.hooks(), base::real_clock(), 1000);
+  writer.start();
+  for (std::int64_t job = 1; job <= 300; ++job) {
+    writer.hand({{job, "reason " + std::to_string(job)}});
+    writer.flush();  // the thread writes them: this returns at once
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (r.reasons_stored() < 300 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  writer.stop();
+  EXPECT_EQ(300u, r.reasons_stored());
+  std::lock_guard lock(r.mutex);
+  std::vector<std::int64_t> jobs;
+  for (const Batch& b : r.stored) {
+    for (const auto& [job, text] : b) jobs.push_back(job);
+  }
+  std::vector<std::int64_t> expected;
+  for (std::int64_t job = 1; job <= 300; ++job) expected.push_back(job);
+  std::sort(jobs.begin(), jobs.end());
+  EXPECT_EQ(expected, jobs) << "each once";
+}
+
+TEST(ReasonWriter, StoppedItDropsWhatItHasNotWritten) {
+  Recorder r;
+  base::FakeClock clock;
+  ReasonWriter writer(r.hooks(), clock, 100);
+  writer.hand({{1, "a"}});
+  writer.stop();
+  writer.flush();
+  EXPECT_TRUE(r.stored.empty()) << "the next leader writes every reason anew";
+}
+
+}  // namespace
+}  // namespace tpujobs::service
