@@ -20,8 +20,8 @@ void ReasonWriter::stop() {
   {
     base::MutexLock lock(mutex_);
     stopping_ = true;
-    queued_.clear();
   }
+  drop();
   handed_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
@@ -33,6 +33,11 @@ void ReasonWriter::hand(Batch reasons) {
     for (auto& [job, text] : reasons) queued_[job] = std::move(text);
   }
   handed_.notify_one();
+}
+
+void ReasonWriter::drop() {
+  base::MutexLock lock(mutex_);
+  queued_.clear();
 }
 
 void ReasonWriter::flush() {

@@ -51,6 +51,9 @@ class ReasonWriter {
   // Lets the write under way end; what was not written yet is dropped.
   void stop();
   void hand(Batch reasons);
+  // Drops what was not written yet (a leader that lost its lock: the next
+  // one writes every reason anew).
+  void drop();
   // Writes what was handed, here, unless the thread runs.
   void flush();
   // Whether a write failed since the last call.

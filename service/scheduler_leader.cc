@@ -113,9 +113,11 @@ void SchedulerLeader::loop() {
       leader_ = leading;
       reachable_since_ = options_.clock->now();
       term_.reset();
-      if (!leading)
+      if (!leading) {
+        reasons_writer_.drop();
         std::cerr << "tpujobs: " << options_.instance << ": no longer the scheduler leader"
                   << std::endl;
+      }
     }
     if (leading && !term_) {
       if (base::Status s = begin_term(); !s.ok()) {

@@ -112,6 +112,18 @@ TEST(ReasonWriter, ItsThreadWritesWhatIsHandedWithoutTheCallerWaiting) {
   EXPECT_EQ(expected, jobs) << "each once";
 }
 
+TEST(ReasonWriter, WhatIsDroppedIsNotWrittenAndWhatIsHandedAfterIs) {
+  Recorder r;
+  base::FakeClock clock;
+  ReasonWriter writer(r.hooks(), clock, 100);
+  writer.hand({{1, "a"}, {2, "b"}});
+  writer.drop();  // a leader that lost its lock
+  writer.hand({{3, "c"}});
+  writer.flush();
+  ASSERT_EQ(1u, r.stored.size());
+  EXPECT_EQ((Batch{{3, "c"}}), r.stored[0]);
+}
+
 TEST(ReasonWriter, StoppedItDropsWhatItHasNotWritten) {
   Recorder r;
   base::FakeClock clock;
