@@ -365,15 +365,14 @@ class SchedulerLeader {
   std::uint64_t planned_version_ = 0;
   scheduler::PassSnapshot planned_;
   std::optional<scheduler::PassTime> planned_holds_until_;
-  // A pass writes at most this many pending reasons, the first in the
-  // queue first; the others are written by the next passes. So a change
-  // of every reason in a long queue (a job queued ahead of 100,000 moves
-  // each one's position) does not hold the next placement back, nor make
-  // a pass outlast its lock (lock_idle_timeout). Writing
-  // one reason takes 30-60 µs of the database (a new row version, the
-  // replicas' NOTIFY), so 5,000 made passes of 300 ms, and PostgreSQL
-  // planned a batch that large as a scan of the whole table
-  // (bench/RESULTS.md, session 35).
+  // A pass renders at most this many pending reasons, the first in the
+  // queue first, and a statement of the writer's stores at most as many;
+  // the others come with the next passes. So a change of every reason in
+  // a long queue (a job queued ahead of 100,000 moves each one's position)
+  // neither makes a pass render them all nor one statement write them all:
+  // writing one reason into jobs took 30-60 µs of the database, 5,000 made
+  // passes of 300 ms, and PostgreSQL planned a batch that large as a scan
+  // of the whole table (bench/RESULTS.md, session 35).
   static constexpr std::size_t kMaxPendingWrites = 1000;
   // Since when this replica has led with the database answering.
   base::Clock::time_point reachable_since_{};
