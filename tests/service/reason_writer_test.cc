@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -90,11 +92,44 @@ TEST(ReasonWriter, AFailedWriteIsToldOnceAndItsJobsAreForgottenByTheViews) {
 
 TEST(ReasonWriter, ItsThreadWritesWhatIsHandedWithoutTheCallerWaiting) {
   Recorder r;
-  ReasonWriter writer(r.hooks(), base::real_clock(), 1000);
+  // The first statement is held until the caller has handed more: a pass
+  // never waits on a write.
+  std::mutex gate;
+  std::condition_variable opened;
+  bool entered = false, open = false;
+  ReasonWriter::Hooks hooks = r.hooks();
+  hooks.store = [&, store = hooks.store](const Batch& batch) {
+    {
+      std::unique_lock lock(gate);
+      entered = true;
+      opened.notify_all();
+      opened.wait(lock, [&] { return open; });
+    }
+    return store(batch);
+  };
+  ReasonWriter writer(hooks, base::real_clock(), 1000);
   writer.start();
-  for (std::int64_t job = 1; job <= 300; ++job) {
+  writer.hand({{1000, "first"}});
+  {
+    std::unique_lock lock(gate);
+    EXPECT_TRUE(opened.wait_for(lock, std::chrono::seconds(30), [&] { return entered; }));
+  }
+  // Handed and flushed while the writer's statement is still held.
+  auto handed = std::async(std::launch::async, [&] {
+    writer.hand({{1001, "while the first is written"}});
+    writer.flush();
+  });
+  EXPECT_EQ(std::future_status::ready, handed.wait_for(std::chrono::seconds(30)))
+      << "the caller waited on the write under way";
+  {
+    std::lock_guard lock(gate);
+    open = true;
+  }
+  opened.notify_all();
+  handed.wait();
+  for (std::int64_t job = 1; job <= 298; ++job) {
     writer.hand({{job, "reason " + std::to_string(job)}});
-    writer.flush();  // the thread writes them: this returns at once
+    writer.flush();
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (r.reasons_stored() < 300 && std::chrono::steady_clock::now() < deadline)
@@ -107,7 +142,9 @@ TEST(ReasonWriter, ItsThreadWritesWhatIsHandedWithoutTheCallerWaiting) {
     for (const auto& [job, text] : b) jobs.push_back(job);
   }
   std::vector<std::int64_t> expected;
-  for (std::int64_t job = 1; job <= 300; ++job) expected.push_back(job);
+  for (std::int64_t job = 1; job <= 298; ++job) expected.push_back(job);
+  expected.push_back(1000);
+  expected.push_back(1001);
   std::sort(jobs.begin(), jobs.end());
   EXPECT_EQ(expected, jobs) << "each once";
 }
