@@ -162,6 +162,14 @@ void JobManager::settle_unconfirmed_insert(const db::ServerProcess& process) {
 
 void JobManager::on_committed(std::vector<CommittedSubmit>& committed) {
   using Kind = api::SubmitOutcome::Kind;
+  // First, before the views are rendered: a leader pass that reads the new
+  // rows now finds their specs handed over.
+  if (options_.submitted_specs != nullptr) {
+    for (const CommittedSubmit& c : committed) {
+      if (c.outcome.kind == Kind::kCreated)
+        options_.submitted_specs->put(c.row.id, placement_spec(c.pending.request.spec));
+    }
+  }
   for (CommittedSubmit& c : committed) {
     if (c.outcome.kind == Kind::kExisting) {
       c.outcome.job = response_body(views::render_row(c.row));

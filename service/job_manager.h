@@ -49,6 +49,7 @@
 #include "service/pool_admin.h"
 #include "service/started_views.h"
 #include "service/submit_committer.h"
+#include "service/submitted_specs.h"
 #include "service/timer_queue.h"
 #include "service/token_cache.h"
 #include "service/view_cache.h"
@@ -60,6 +61,10 @@ struct JobManagerOptions {
   // A standalone serve's in-process wake-ups of its leader and agent
   // (service/wake_bus.h); null: NOTIFY. Must outlive the manager.
   WakeBus* wake_bus = nullptr;
+  // Where the committed jobs' specs are handed to this process's scheduler
+  // leader (service/submitted_specs.h); null: it reads them. Must outlive
+  // the manager.
+  SubmittedSpecs* submitted_specs = nullptr;
   int submit_batch = 256;  // most jobs committed in one transaction
   // Transactions of submits in flight at once: while one waits for its
   // commit, the next batch is inserted and the previous one answered.

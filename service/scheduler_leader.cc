@@ -113,6 +113,7 @@ void SchedulerLeader::loop() {
       leader_ = leading;
       reachable_since_ = options_.clock->now();
       term_.reset();
+      if (options_.submitted_specs != nullptr) options_.submitted_specs->set_leading(leading);
       if (!leading) {
         reasons_writer_.drop();
         std::cerr << "tpujobs: " << options_.instance << ": no longer the scheduler leader"
@@ -206,7 +207,13 @@ std::string SchedulerLeader::prometheus_metrics() const {
       << "# HELP tpujobs_scheduler_plans_reused_total Passes that found nothing changed since the "
          "last plan and had it again.\n"
       << "# TYPE tpujobs_scheduler_plans_reused_total counter\n"
-      << "tpujobs_scheduler_plans_reused_total " << plans_reused_.load() << "\n";
+      << "tpujobs_scheduler_plans_reused_total " << plans_reused_.load() << "\n"
+      << "# HELP tpujobs_scheduler_specs_learned_total New jobs' specs the leader learned, by "
+         "whether this process's API service handed them over or their stored texts were "
+         "parsed.\n"
+      << "# TYPE tpujobs_scheduler_specs_learned_total counter\n"
+      << "tpujobs_scheduler_specs_learned_total{from=\"handed\"} " << specs_handed_.load() << "\n"
+      << "tpujobs_scheduler_specs_learned_total{from=\"text\"} " << specs_parsed_.load() << "\n";
   static constexpr std::array<const char*, kPhases> kPhaseNames = {"housekeeping", "read", "plan",
                                                                    "write", "reasons"};
   // One series a phase, in seconds.

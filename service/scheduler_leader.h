@@ -63,6 +63,7 @@
 #include "service/fair_share_usage.h"
 #include "service/leader_store.h"
 #include "service/reason_writer.h"
+#include "service/submitted_specs.h"
 #include "service/wake_bus.h"
 
 namespace tpujobs::service {
@@ -108,6 +109,10 @@ struct SchedulerLeaderOptions {
   // A standalone serve's in-process wake-ups (service/wake_bus.h); null:
   // LISTEN/NOTIFY. Must outlive the leader.
   WakeBus* wake_bus = nullptr;
+  // The specs this process's API service hands over as it commits jobs
+  // (service/submitted_specs.h); null: every spec is parsed from its text.
+  // Must outlive the leader.
+  SubmittedSpecs* submitted_specs = nullptr;
 };
 
 // When the next pass may start. Wake-ups that came in while each of the
@@ -283,11 +288,13 @@ class SchedulerLeader {
     std::optional<std::int64_t> preempted_by;
     PendingNote note;
   };
-  // Learns the facts of the jobs not known yet from their specs: `texts`
-  // (read with their rows), else the stored ones, read in one round trip
-  // (no row is changed when that read fails).
+  // Learns the facts of the jobs not known yet: from the specs this
+  // process's API handed over (options_.submitted_specs), else from their
+  // spec texts, `texts` (read with their rows) or the stored ones, read in
+  // one round trip (no row is changed when that read fails).
   base::Status learn_specs(const std::vector<std::int64_t>& jobs,
                            std::map<std::int64_t, std::string> texts = {});
+  void learn(std::int64_t id, KnownJob& job, PlacementSpec spec);
   // What the next read of the queue is since, with the sweep's next slice
   // when one is due: none when a complete read is due.
   std::optional<db::JobRepository::ScheduleSince> schedule_since() const;
@@ -403,6 +410,10 @@ class SchedulerLeader {
                                                          0.25,  0.5,  1,     2.5};
   std::array<std::atomic<std::int64_t>, kPassBuckets.size()> passes_by_length_{};
   std::atomic<std::int64_t> plans_reused_{0};  // passes that had the last plan again
+  // New jobs' specs learned as this process's API handed them over, and
+  // parsed from their stored texts.
+  std::atomic<std::int64_t> specs_handed_{0};
+  std::atomic<std::int64_t> specs_parsed_{0};
   // Per phase: its wall time summed over the passes, and its longest.
   std::array<std::atomic<std::int64_t>, kPhases> phase_nanos_{};
   std::array<std::atomic<std::int64_t>, kPhases> max_phase_nanos_{};

@@ -32,43 +32,65 @@ std::chrono::system_clock::duration wall(std::chrono::milliseconds span) {
 base::Status SchedulerLeader::learn_specs(const std::vector<std::int64_t>& jobs,
                                           std::map<std::int64_t, std::string> texts) {
   std::vector<std::int64_t> unknown;
-  std::vector<std::int64_t> unread;  // neither known nor read with its row
   for (std::int64_t job : jobs) {
-    if (jobs_.count(job)) continue;
-    unknown.push_back(job);
+    if (!jobs_.count(job)) unknown.push_back(job);
+  }
+  // Once each: a row since and the sweep's slice may both bring a job.
+  std::sort(unknown.begin(), unknown.end());
+  unknown.erase(std::unique(unknown.begin(), unknown.end()), unknown.end());
+  std::map<std::int64_t, PlacementSpec> handed;  // by this process's API
+  std::vector<std::int64_t> unread;              // neither handed nor read with its row
+  for (std::int64_t job : unknown) {
+    if (options_.submitted_specs != nullptr) {
+      if (std::optional<PlacementSpec> spec = options_.submitted_specs->take(job)) {
+        handed.emplace(job, std::move(*spec));
+        continue;
+      }
+    }
     if (!texts.count(job)) unread.push_back(job);
   }
   if (!unread.empty()) {
     auto stored = store_.job_specs(unread);
-    if (!stored.ok()) return stored.error();
+    if (!stored.ok()) return stored.error();  // the next read learns them all from their texts
     texts.merge(*stored);
   }
   for (std::int64_t id : unknown) {
     KnownJob& job = jobs_[id];  // a job whose spec is gone: empty facts
+    if (auto it = handed.find(id); it != handed.end()) {
+      learn(id, job, std::move(it->second));
+      ++specs_handed_;
+      continue;
+    }
     const auto text = texts.find(id);
     if (text == texts.end()) continue;
+    ++specs_parsed_;
     const json spec_json = json::parse(text->second, nullptr, false);
     job.facts.max_retries = max_retries_of(spec_json);
     auto spec = api::parse_job_spec(spec_json);
     if (!spec.ok()) continue;  // never resolves: waits as HostUnhealthy
-    job.facts.start_by = spec->start_by;
-    job.facts.time_limit = spec->training.timeout;
-    job.facts.preemptible = spec->preemptible;
-    if (!spec->depends_on.empty()) {
-      if (free_dependency_lists_.empty()) {
-        job.facts.dependencies = static_cast<int>(snapshot_.dependencies.size());
-        snapshot_.dependencies.push_back(std::move(spec->depends_on));
-      } else {
-        job.facts.dependencies = free_dependency_lists_.back();
-        free_dependency_lists_.pop_back();
-        snapshot_.dependencies[job.facts.dependencies] = std::move(spec->depends_on);
-      }
-    }
-    // Its request is resolved against the pool's capacity (resolve).
-    unresolved_.emplace(id, std::move(spec->trainer));
-    learned_.push_back(id);
+    learn(id, job, placement_spec(*spec));
   }
   return base::Status::Ok();
+}
+
+void SchedulerLeader::learn(std::int64_t id, KnownJob& job, PlacementSpec spec) {
+  job.facts.max_retries = spec.max_retries;
+  job.facts.start_by = spec.start_by;
+  job.facts.time_limit = spec.time_limit;
+  job.facts.preemptible = spec.preemptible;
+  if (!spec.depends_on.empty()) {
+    if (free_dependency_lists_.empty()) {
+      job.facts.dependencies = static_cast<int>(snapshot_.dependencies.size());
+      snapshot_.dependencies.push_back(std::move(spec.depends_on));
+    } else {
+      job.facts.dependencies = free_dependency_lists_.back();
+      free_dependency_lists_.pop_back();
+      snapshot_.dependencies[job.facts.dependencies] = std::move(spec.depends_on);
+    }
+  }
+  // Its request is resolved against the pool's capacity (resolve).
+  unresolved_.emplace(id, std::move(spec.trainer));
+  learned_.push_back(id);
 }
 
 const SchedulerLeader::JobFacts& SchedulerLeader::facts_of(std::int64_t job) const {

@@ -352,6 +352,7 @@ class ServeProcess {
   std::optional<int> start_control_plane() {
     JobManagerOptions manager_options;
     if (standalone_) manager_options.wake_bus = &wake_bus_;
+    manager_options.submitted_specs = &submitted_specs_;
     if (!options_.name.empty()) manager_options.instance = options_.name;
     manager_options.readiness_probe.timeout = std::min<std::chrono::milliseconds>(
         std::chrono::seconds(options_.db_timeout_seconds), std::chrono::seconds(2));
@@ -382,6 +383,7 @@ class ServeProcess {
     leader_options.agent_silence = std::chrono::seconds(options_.agent_silence_seconds);
     leader_options.fair_share.half_life = options_.fair_share_half_life;
     if (standalone_) leader_options.wake_bus = &wake_bus_;
+    leader_options.submitted_specs = &submitted_specs_;
     leader_ = std::make_unique<SchedulerLeader>(*leader_pool_, leader_options);
     // The agent registers before the leader's first pass, which would
     // otherwise find no host alive and tell the waiting jobs so.
@@ -526,6 +528,7 @@ class ServeProcess {
   std::unique_ptr<db::ConnectionPool> pool_;
   std::optional<db::LeaderLock> membership_;
   WakeBus wake_bus_;
+  SubmittedSpecs submitted_specs_;  // from the API service to the leader
   std::unique_ptr<JobManager> manager_;
   std::unique_ptr<db::ConnectionPool> leader_pool_;
   std::unique_ptr<SchedulerLeader> leader_;

@@ -102,6 +102,15 @@ def reason_writes(url):
              "reason_write_max_seconds")]
 
 
+def specs_learned(url):
+    """New jobs' specs the leader learned: handed over by this process's API
+    service, and parsed from their stored texts (both 0 from a binary that
+    does not count them)."""
+    text = call(url + "/metrics")
+    return [metric(text, f'tpujobs_scheduler_specs_learned_total{{from="{kind}"}}')
+            for kind in ("handed", "text")]
+
+
 def describe_reason_writes(before, after):
     statements = after[0] - before[0]
     if not statements:
@@ -332,6 +341,7 @@ def main():
         burst_before = pass_stats(url)
         phases_before = phase_totals(url)
         writes_before = reason_writes(url)
+        specs_before = specs_learned(url)
         sizes = [250] * ((args.jobs - 200) // 250)
         with concurrent.futures.ThreadPoolExecutor(4) as pool:
             ids = [i for part in pool.map(lambda k: submit_sweep(url, 250, 1000 + 250 * k),
@@ -358,7 +368,9 @@ def main():
               f"longest {burst[2] * 1000:.0f} ms; mean phases (ms): "
               f"{phase_means(phases_before, phase_totals(url), passes)}; "
               f"longest phases since start (ms): {phase_maxima(url)}; "
-              f"reason writes: {describe_reason_writes(writes_before, reason_writes(url))}")
+              f"reason writes: {describe_reason_writes(writes_before, reason_writes(url))}; "
+              "specs learned handed over / parsed: "
+              + " / ".join(f"{a - b:.0f}" for a, b in zip(specs_learned(url), specs_before)))
 
         # Quiet: the leader's passes over the whole queue, woken by nothing
         # but its poll interval.

@@ -825,6 +825,46 @@ TEST_F(SchedulerLeaderKeptJobs, ReasonsFollowTheirJobsWhenTheKeptEntriesMove) {
   EXPECT_EQ(2, store_.count("pending 4"));
 }
 
+// A spec this process's API handed over is the one learned: its stored
+// text is neither read by id nor parsed (here it would not parse, and the
+// job would wait for ever).
+TEST_F(SchedulerLeaderKeptJobs, ASpecHandedOverByThisProcesssServiceIsLearnedWithoutItsText) {
+  SubmittedSpecs handed;
+  handed.set_leading(true);
+  SchedulerLeaderOptions options;
+  options.clock = &clock_;
+  options.agent_silence = seconds(10);
+  options.submitted_specs = &handed;
+  leader_ = std::make_unique<SchedulerLeader>(store_, options);
+  store_.add_agent("a", 1, 1);
+  store_.add_job(5, "t", 8);
+  pass();  // job 5 learned from its stored text, and placed
+  ASSERT_EQ(JobState::kStarting, store_.job(5).state);
+  EXPECT_EQ(1, store_.spec_reads);
+  base::Result<api::JobSpec> spec = api::parse_job_spec(json::parse(store_.job(5).spec_json));
+  ASSERT_TRUE(spec.ok());
+  // Job 6 comes with its row; job 2, below the ids read, would be asked for.
+  for (std::int64_t id : {6, 2}) {
+    store_.add_job(id, "t", 8).spec_json = "{";
+    handed.put(id, placement_spec(*spec));
+  }
+  pass();
+  EXPECT_EQ(1, store_.spec_reads);
+  EXPECT_EQ(0u, handed.size()) << "each taken once";
+  for (std::int64_t id : {2, 6}) {
+    EXPECT_EQ("Resources", json::parse(*store_.job(id).pending_json).value("reason", ""))
+        << "job " << id << " waits for job 5's host, not for one its spec could never have";
+  }
+  store_.job(5).state = JobState::kSucceeded;
+  pass();
+  EXPECT_EQ(JobState::kStarting, store_.job(2).state);
+  const std::string metrics = leader_->prometheus_metrics();
+  EXPECT_NE(std::string::npos,
+            metrics.find("tpujobs_scheduler_specs_learned_total{from=\"handed\"} 2\n"));
+  EXPECT_NE(std::string::npos,
+            metrics.find("tpujobs_scheduler_specs_learned_total{from=\"text\"} 1\n"));
+}
+
 TEST_F(SchedulerLeaderKeptJobs, APassOverAnUnchangedQueueReadsNoRow) {
   store_.add_agent("a", 1, 1);
   for (int id = 1; id <= 5; ++id) store_.add_job(id, "t", 8);
@@ -912,6 +952,25 @@ TEST_F(SchedulerLeaderKeptJobs, TheSweepReadsTheQueueBackInSlicesAndFindsWhatThe
   slice();
   EXPECT_EQ(JobState::kStarting, store_.job(3).state) << "job 2, gone, is not kept ahead of it";
   EXPECT_EQ(1, store_.complete_reads);
+}
+
+// A job that a read since and the sweep's slice both bring in one pass is
+// learned once: its spec is asked for and parsed once.
+TEST_F(SchedulerLeaderKeptJobs, AJobTheReadSinceAndTheSweepBothBringIsLearnedOnce) {
+  store_.add_agent("a", 1, 1);
+  store_.add_job(1, "t", 8);
+  store_.add_job(5, "t", 8);
+  pass();
+  ASSERT_EQ(2, store_.spec_reads);
+  store_.add_job(3, "t", 8);   // below the ids read: its spec is asked for by id
+  clock_.advance(seconds(1));  // sweep_interval: the sweep's first slice comes too
+  store_.heartbeat("a");
+  pass();
+  ASSERT_EQ(1u, store_.swept_slices.size());
+  EXPECT_EQ(3, store_.spec_reads);
+  EXPECT_NE(std::string::npos, leader_->prometheus_metrics().find(
+                                   "tpujobs_scheduler_specs_learned_total{from=\"text\"} 3\n"));
+  EXPECT_EQ("Resources", json::parse(*store_.job(3).pending_json).value("reason", ""));
 }
 
 TEST_F(SchedulerLeaderKeptJobs, ARequeuedJobReturnsToTheQueue) {
