@@ -198,6 +198,8 @@ class SchedulerLeader {
   // another replica writes nothing stale when it resumes. Without one (a
   // test calling run_pass alone) its writes are not fenced.
   base::Status begin_term();
+  // The jobs of the kept waiting entries, in the order kept (for tests).
+  std::vector<std::int64_t> kept_waiting() const;
 
  private:
   void loop();
@@ -315,6 +317,9 @@ class SchedulerLeader {
   // True when the job's entry is new or differs.
   bool set_waiting(KnownJob& job, const db::JobRow& row);
   void drop_waiting(KnownJob& job);
+  // Puts the last entries, from `added` on, among the ones before them in
+  // id order (see there).
+  void order_added(std::size_t added);
   // Resolves the requests of the jobs learned since, and of every job whose
   // request did not resolve when the pool's capacity changed.
   void resolve(const scheduler::PoolCapacity& capacity);
@@ -348,6 +353,7 @@ class SchedulerLeader {
   // jobs and the tenants' use are read again each pass.
   scheduler::PassSnapshot snapshot_;
   std::vector<Waiter> waiters_;                      // one per snapshot_.waiting
+  std::size_t entries_added_ = 0;                    // by the rows of the read being applied
   std::unordered_map<std::int64_t, KnownJob> jobs_;  // the unfinished jobs
   std::map<std::int64_t, db::JobRow> placed_;        // those STARTING or RUNNING
   std::vector<std::int64_t> cancels_;  // queued, their cancel requested: cancelled next

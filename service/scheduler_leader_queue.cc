@@ -168,6 +168,7 @@ bool SchedulerLeader::set_waiting(KnownJob& job, const db::JobRow& row) {
   } else {
     job.waiting = static_cast<std::int32_t>(snapshot_.waiting.size());
     snapshot_.waiting.push_back(entry);
+    ++entries_added_;
     waiters_.push_back(Waiter{row.preempted_by, {}});
   }
   ++tenant_jobs_[entry.tenant];
@@ -187,6 +188,54 @@ void SchedulerLeader::drop_waiting(KnownJob& job) {
   waiting.pop_back();
   waiters_.pop_back();
   job.waiting = -1;
+}
+
+void SchedulerLeader::order_added(std::size_t added) {
+  // A read adds its new jobs' entries after the others, in id order (the
+  // last ones, unless a job that left the queue took one's place): the
+  // pass's order when priorities and tenants are the same, which plan_pass
+  // then only checks. Two committers commit their batches in either order,
+  // so a read in a burst of submits brings jobs below the last ones added:
+  // the entries from the first of those on are put in id order, with their
+  // notes. A pass over the queue that burst leaves then needs no sort
+  // (bench/RESULTS.md, issue 29). Entries further back than kMostMoved are
+  // left where they are: plan_pass sorts them.
+  constexpr std::size_t kMostMoved = 4096;
+  std::vector<scheduler::WaitingEntry>& waiting = snapshot_.waiting;
+  if (added == 0 || added >= waiting.size()) return;
+  auto by_order = [](const scheduler::WaitingEntry& a, const scheduler::WaitingEntry& b) {
+    return a.order < b.order;
+  };
+  const std::int64_t lowest =
+      std::min_element(waiting.begin() + added, waiting.end(), by_order)->order;
+  std::size_t from = added;
+  while (from > 0 && waiting[from - 1].order > lowest) {
+    if (waiting.size() - --from > kMostMoved) return;
+  }
+  if (from == added && std::is_sorted(waiting.begin() + added, waiting.end(), by_order)) return;
+  std::vector<std::uint32_t> at(waiting.size() - from);
+  for (std::uint32_t i = 0; i < at.size(); ++i) at[i] = static_cast<std::uint32_t>(from + i);
+  std::sort(at.begin(), at.end(),
+            [&](std::uint32_t a, std::uint32_t b) { return by_order(waiting[a], waiting[b]); });
+  std::vector<scheduler::WaitingEntry> entries;
+  std::vector<Waiter> waiters;
+  entries.reserve(at.size());
+  waiters.reserve(at.size());
+  for (std::uint32_t i : at) {
+    entries.push_back(waiting[i]);
+    waiters.push_back(std::move(waiters_[i]));
+  }
+  for (std::size_t i = 0; i < at.size(); ++i) {
+    waiting[from + i] = entries[i];
+    waiters_[from + i] = std::move(waiters[i]);
+    jobs_.at(entries[i].id).waiting = static_cast<std::int32_t>(from + i);
+  }
+}
+
+std::vector<std::int64_t> SchedulerLeader::kept_waiting() const {
+  std::vector<std::int64_t> ids;
+  for (const scheduler::WaitingEntry& entry : snapshot_.waiting) ids.push_back(entry.id);
+  return ids;
 }
 
 bool SchedulerLeader::forget(std::int64_t id) {
@@ -296,7 +345,9 @@ base::Status SchedulerLeader::read_rows(db::JobRepository::ScheduleRead read, bo
             [&](std::uint32_t a, std::uint32_t b) { return read.rows[a].id < read.rows[b].id; });
   // A job a read since returns was unfinished during this sweep: it is not
   // dropped at its end, even if its slice was read before it was committed.
+  entries_added_ = 0;
   for (std::uint32_t i : by_id) apply(read.rows[i], sweep_);
+  order_added(snapshot_.waiting.size() - entries_added_);
   for (std::size_t i = 0; i < waiters_.size() && !notes.empty(); ++i) {
     if (auto note = notes.find(snapshot_.waiting[i].id); note != notes.end())
       waiters_[i].note = std::move(note->second);

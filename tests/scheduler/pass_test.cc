@@ -438,6 +438,41 @@ TEST(PlanPass, TheQueueIsInOrderWhateverTheEntriesOrder) {
   }
 }
 
+// The entries as a leader keeps them, in or near the queue's order or far
+// from it: the queue is the same, and each reason names its entry.
+TEST(PlanPass, ALongQueueIsInOrderHoweverNearOrFarItsEntriesAre) {
+  Cluster cluster({{"a", 1}});
+  constexpr int kJobs = 2000;
+  for (int i = 1; i <= kJobs; ++i) cluster.wait(i, whole_host()).shape = -1;
+  const std::vector<WaitingEntry> in_order = cluster.snapshot.waiting;
+  std::vector<std::vector<WaitingEntry>> arrangements(6, in_order);
+  std::swap(arrangements[1][10], arrangements[1][11]);  // a few near their places
+  std::swap(arrangements[1][500], arrangements[1][503]);
+  std::rotate(arrangements[2].begin(), arrangements[2].end() - 1, arrangements[2].end());
+  arrangements[3].back().priority = 1;                         // one far from its place: first
+  std::swap(arrangements[3].front(), arrangements[3].back());  // and the first last
+  for (std::size_t at = 0; at + 100 <= kJobs; at += 200) {     // batches in either order
+    std::rotate(arrangements[4].begin() + at, arrangements[4].begin() + at + 50,
+                arrangements[4].begin() + at + 100);
+  }
+  std::reverse(arrangements[5].begin(), arrangements[5].end());
+  for (std::size_t a = 0; a < arrangements.size(); ++a) {
+    cluster.snapshot.waiting = arrangements[a];
+    std::vector<WaitingEntry> expected = arrangements[a];
+    std::sort(expected.begin(), expected.end(), [](const WaitingEntry& x, const WaitingEntry& y) {
+      return std::tie(y.priority, x.order) < std::tie(x.priority, y.order);
+    });
+    const PassPlan plan = plan_pass(cluster.snapshot);
+    ASSERT_EQ(expected.size(), plan.waiting.size()) << "arrangement " << a;
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+      const Waiting& w = plan.waiting[i];
+      ASSERT_EQ(expected[i].id, w.job) << "arrangement " << a << ", position " << i + 1;
+      ASSERT_EQ(static_cast<int>(i) + 1, w.queue_position) << "arrangement " << a;
+      ASSERT_EQ(w.job, cluster.snapshot.waiting[w.entry].id) << "arrangement " << a;
+    }
+  }
+}
+
 TEST(PlanPass, AnUnresolvableSpecWaitsHostUnhealthy) {
   Cluster cluster({{"a", 1}});
   cluster.wait(1, single_core()).shape = -1;

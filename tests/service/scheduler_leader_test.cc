@@ -865,6 +865,30 @@ TEST_F(SchedulerLeaderKeptJobs, ASpecHandedOverByThisProcesssServiceIsLearnedWit
             metrics.find("tpujobs_scheduler_specs_learned_total{from=\"text\"} 1\n"));
 }
 
+// Two committers commit their batches in either order: a read brings jobs
+// below the last ones kept. Their entries take their places in id order,
+// with their notes, and later changes still reach them.
+TEST_F(SchedulerLeaderKeptJobs, JobsCommittedOutOfIdOrderAreKeptInIt) {
+  for (int id : {2, 3, 7, 8}) store_.add_job(id, "t", 8);  // no agent: they wait
+  pass();
+  EXPECT_EQ((std::vector<std::int64_t>{2, 3, 7, 8}), leader_->kept_waiting());
+  for (int id : {5, 4, 6}) store_.add_job(id, "t", 8);
+  pass();
+  EXPECT_EQ((std::vector<std::int64_t>{2, 3, 4, 5, 6, 7, 8}), leader_->kept_waiting());
+  auto position = [&](std::int64_t job) {
+    return json::parse(*store_.job(job).pending_json).value("queue_position", 0);
+  };
+  for (int id = 2; id <= 8; ++id) EXPECT_EQ(id - 1, position(id)) << "job " << id;
+  const int written = store_.count("pending");
+  pass();
+  EXPECT_EQ(written, store_.count("pending")) << "each note moved with its job";
+  store_.job(7).priority = 5;  // reaches job 7's entry, wherever it is now
+  pass();
+  EXPECT_EQ(1, position(7));
+  EXPECT_EQ(2, position(2));
+  EXPECT_EQ(7, position(8));
+}
+
 TEST_F(SchedulerLeaderKeptJobs, APassOverAnUnchangedQueueReadsNoRow) {
   store_.add_agent("a", 1, 1);
   for (int id = 1; id <= 5; ++id) store_.add_job(id, "t", 8);
