@@ -250,10 +250,11 @@ void PassWalk::order(const std::vector<std::uint32_t>& queued) {
     if (a.order != b.order) return a.order < b.order;
     return a.id < b.id;
   };
-  // A burst of submits leaves the entries nearly in order (two committers'
-  // batches added in either order): insertion puts each key back where it
-  // belongs, and stops for a sort once it has moved keys as many as there
-  // are. (std::sort took 3.3 times as long here: bench/RESULTS.md.)
+  // Keys out of order are put back by insertion while that stays cheap: a
+  // few entries far from their places (a priority-100 job added last, the
+  // last entry moved into the place of one that left the queue) cost their
+  // distance, not a sort. Once the moves outnumber the keys, they are
+  // sorted.
   std::size_t moves = 0;
   for (std::size_t i = 1; i < keys.size() && moves <= keys.size(); ++i) {
     if (!before(keys[i], keys[i - 1])) continue;

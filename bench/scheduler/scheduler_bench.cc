@@ -172,6 +172,22 @@ BENCHMARK(BM_PlanPassInOrder)
     ->Args({100000, kDrained})
     ->Unit(benchmark::kMillisecond);
 
+// The same with a priority-100 job added last, as big_queue.py submits
+// one after its burst: the first in the queue, the last of the entries.
+void BM_PlanPassInOrderButTheLast(benchmark::State& state) {
+  PassSnapshot s = snapshot(static_cast<int>(state.range(0)), PoolState(state.range(1)));
+  for (WaitingEntry& entry : s.waiting) {
+    entry.priority = 0;
+    entry.tenant = 0;
+  }
+  s.waiting.back().priority = 100;
+  for (auto _ : state) benchmark::DoNotOptimize(plan_pass(s));
+}
+BENCHMARK(BM_PlanPassInOrderButTheLast)
+    ->ArgNames({"waiting", "pool"})
+    ->Args({100000, kDrained})
+    ->Unit(benchmark::kMillisecond);
+
 // The same queue as a burst of submits leaves it: two committers commit
 // their batches in either order, so the leader (which adds each read's new
 // jobs at the end of its entries) has every other batch of 250 after the
