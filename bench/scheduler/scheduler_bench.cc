@@ -188,6 +188,25 @@ BENCHMARK(BM_PlanPassInOrderButTheLast)
     ->Args({100000, kDrained})
     ->Unit(benchmark::kMillisecond);
 
+// The same after the pass before placed the first 8: a leader gives each
+// placed job's entry to its last one, so the 8 last jobs are now first.
+void BM_PlanPassAfterEightPlaced(benchmark::State& state) {
+  PassSnapshot s = snapshot(static_cast<int>(state.range(0)), PoolState(state.range(1)));
+  for (WaitingEntry& entry : s.waiting) {
+    entry.priority = 0;
+    entry.tenant = 0;
+  }
+  for (std::size_t placed = 0; placed < 8; ++placed) {
+    s.waiting[placed] = s.waiting.back();
+    s.waiting.pop_back();
+  }
+  for (auto _ : state) benchmark::DoNotOptimize(plan_pass(s));
+}
+BENCHMARK(BM_PlanPassAfterEightPlaced)
+    ->ArgNames({"waiting", "pool"})
+    ->Args({100000, kDrained})
+    ->Unit(benchmark::kMillisecond);
+
 // The same queue as a burst of submits leaves it: two committers commit
 // their batches in either order, so the leader (which adds each read's new
 // jobs at the end of its entries) has every other batch of 250 after the

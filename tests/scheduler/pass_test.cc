@@ -445,7 +445,7 @@ TEST(PlanPass, ALongQueueIsInOrderHoweverNearOrFarItsEntriesAre) {
   constexpr int kJobs = 2000;
   for (int i = 1; i <= kJobs; ++i) cluster.wait(i, whole_host()).shape = -1;
   const std::vector<WaitingEntry> in_order = cluster.snapshot.waiting;
-  std::vector<std::vector<WaitingEntry>> arrangements(6, in_order);
+  std::vector<std::vector<WaitingEntry>> arrangements(7, in_order);
   std::swap(arrangements[1][10], arrangements[1][11]);  // a few near their places
   std::swap(arrangements[1][500], arrangements[1][503]);
   std::rotate(arrangements[2].begin(), arrangements[2].end() - 1, arrangements[2].end());
@@ -456,6 +456,10 @@ TEST(PlanPass, ALongQueueIsInOrderHoweverNearOrFarItsEntriesAre) {
                 arrangements[4].begin() + at + 100);
   }
   std::reverse(arrangements[5].begin(), arrangements[5].end());
+  for (std::size_t left = 0; left < 8; ++left) {  // the last ones take placed jobs' places
+    arrangements[6][left * 3] = arrangements[6].back();
+    arrangements[6].pop_back();
+  }
   for (std::size_t a = 0; a < arrangements.size(); ++a) {
     cluster.snapshot.waiting = arrangements[a];
     std::vector<WaitingEntry> expected = arrangements[a];
