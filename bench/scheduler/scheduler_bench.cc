@@ -159,12 +159,17 @@ BENCHMARK(BM_PlanPass)
 // A queue as bench/service/big_queue.py makes it: one priority and one
 // tenant, so the entries come in the order the pass takes them (a leader
 // adds each new job at the end of its entries).
-void BM_PlanPassInOrder(benchmark::State& state) {
+PassSnapshot one_priority_queue(const benchmark::State& state) {
   PassSnapshot s = snapshot(static_cast<int>(state.range(0)), PoolState(state.range(1)));
   for (WaitingEntry& entry : s.waiting) {
     entry.priority = 0;
     entry.tenant = 0;
   }
+  return s;
+}
+
+void BM_PlanPassInOrder(benchmark::State& state) {
+  PassSnapshot s = one_priority_queue(state);
   for (auto _ : state) benchmark::DoNotOptimize(plan_pass(s));
 }
 BENCHMARK(BM_PlanPassInOrder)
@@ -175,11 +180,7 @@ BENCHMARK(BM_PlanPassInOrder)
 // The same with a priority-100 job added last, as big_queue.py submits
 // one after its burst: the first in the queue, the last of the entries.
 void BM_PlanPassInOrderButTheLast(benchmark::State& state) {
-  PassSnapshot s = snapshot(static_cast<int>(state.range(0)), PoolState(state.range(1)));
-  for (WaitingEntry& entry : s.waiting) {
-    entry.priority = 0;
-    entry.tenant = 0;
-  }
+  PassSnapshot s = one_priority_queue(state);
   s.waiting.back().priority = 100;
   for (auto _ : state) benchmark::DoNotOptimize(plan_pass(s));
 }
@@ -191,11 +192,7 @@ BENCHMARK(BM_PlanPassInOrderButTheLast)
 // The same after the pass before placed the first 8: a leader gives each
 // placed job's entry to its last one, so the 8 last jobs are now first.
 void BM_PlanPassAfterEightPlaced(benchmark::State& state) {
-  PassSnapshot s = snapshot(static_cast<int>(state.range(0)), PoolState(state.range(1)));
-  for (WaitingEntry& entry : s.waiting) {
-    entry.priority = 0;
-    entry.tenant = 0;
-  }
+  PassSnapshot s = one_priority_queue(state);
   for (std::size_t placed = 0; placed < 8; ++placed) {
     s.waiting[placed] = s.waiting.back();
     s.waiting.pop_back();
@@ -212,11 +209,7 @@ BENCHMARK(BM_PlanPassAfterEightPlaced)
 // jobs at the end of its entries) has every other batch of 250 after the
 // next one.
 void BM_PlanPassNearlyInOrder(benchmark::State& state) {
-  PassSnapshot s = snapshot(static_cast<int>(state.range(0)), PoolState(state.range(1)));
-  for (WaitingEntry& entry : s.waiting) {
-    entry.priority = 0;
-    entry.tenant = 0;
-  }
+  PassSnapshot s = one_priority_queue(state);
   constexpr std::size_t kBatch = 250;
   for (std::size_t at = 0; at + 2 * kBatch <= s.waiting.size(); at += 4 * kBatch) {
     std::rotate(s.waiting.begin() + static_cast<std::ptrdiff_t>(at),
