@@ -361,6 +361,9 @@ class SchedulerLeader {
   // and the capacity they were last tried against.
   std::unordered_map<std::int64_t, lightning::TrainerSettings> unresolved_;
   std::vector<std::int64_t> learned_;  // not tried yet
+  // Learned from their texts this pass: a hand-over of theirs that comes
+  // late is dropped at the next (learn_specs).
+  std::vector<std::int64_t> parsed_unhanded_;
   std::optional<scheduler::PoolCapacity> resolved_against_;
   std::map<std::tuple<int, int, int, int, int>, int> shape_index_;
   std::unordered_map<std::string, int> tenant_index_;

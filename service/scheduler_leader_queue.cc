@@ -31,6 +31,12 @@ std::chrono::system_clock::duration wall(std::chrono::milliseconds span) {
 
 base::Status SchedulerLeader::learn_specs(const std::vector<std::int64_t>& jobs,
                                           std::map<std::int64_t, std::string> texts) {
+  // A spec handed over after its job was parsed from its text (read before
+  // the hand-over) is not taken: it goes now, so that none stays for good.
+  if (options_.submitted_specs != nullptr) {
+    for (std::int64_t job : parsed_unhanded_) options_.submitted_specs->take(job);
+  }
+  parsed_unhanded_.clear();
   std::vector<std::int64_t> unknown;
   for (std::int64_t job : jobs) {
     if (!jobs_.count(job)) unknown.push_back(job);
@@ -64,6 +70,7 @@ base::Status SchedulerLeader::learn_specs(const std::vector<std::int64_t>& jobs,
     const auto text = texts.find(id);
     if (text == texts.end()) continue;
     ++specs_parsed_;
+    if (options_.submitted_specs != nullptr) parsed_unhanded_.push_back(id);
     const json spec_json = json::parse(text->second, nullptr, false);
     job.facts.max_retries = max_retries_of(spec_json);
     auto spec = api::parse_job_spec(spec_json);
@@ -209,9 +216,8 @@ void SchedulerLeader::order_added(std::size_t added) {
   const std::int64_t lowest =
       std::min_element(waiting.begin() + added, waiting.end(), by_order)->order;
   std::size_t from = added;
-  while (from > 0 && waiting[from - 1].order > lowest) {
-    if (waiting.size() - --from > kMostMoved) return;
-  }
+  while (from > 0 && waiting.size() - from < kMostMoved && waiting[from - 1].order > lowest) --from;
+  if (from > 0 && waiting[from - 1].order > lowest) return;  // further back than kMostMoved
   if (from == added && std::is_sorted(waiting.begin() + added, waiting.end(), by_order)) return;
   std::vector<std::uint32_t> at(waiting.size() - from);
   for (std::uint32_t i = 0; i < at.size(); ++i) at[i] = static_cast<std::uint32_t>(from + i);

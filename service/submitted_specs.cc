@@ -23,7 +23,7 @@ void SubmittedSpecs::set_leading(bool leading) {
 
 void SubmittedSpecs::put(std::int64_t job, PlacementSpec spec) {
   base::MutexLock lock(mutex_);
-  if (!leading_ || capacity_ == 0) return;
+  if (!leading_) return;
   specs_.insert_or_assign(job, std::move(spec));
   while (specs_.size() > capacity_) specs_.erase(specs_.begin());
 }

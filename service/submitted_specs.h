@@ -7,10 +7,11 @@
 //
 // A cache, never the source of truth: a job another replica committed, or
 // one the leader reads before it is handed over, or one pushed out by newer
-// ones, is learned from its stored spec as before. Only a leader takes
-// them (set_leading): a replica that does not lead keeps none, and a
-// leader that falls behind keeps at most `capacity`, dropping the oldest
-// (lowest id) first.
+// ones, is learned from its stored spec as before (and its late spec
+// dropped by the leader's next pass). Only a leader takes them
+// (set_leading): a replica that does not lead keeps none, and a leader
+// that falls behind keeps at most `capacity`, dropping the oldest (lowest
+// id) first.
 //
 // Thread-safe: put() on the committer threads, take() and set_leading() on
 // the leader's.

@@ -858,11 +858,18 @@ TEST_F(SchedulerLeaderKeptJobs, ASpecHandedOverByThisProcesssServiceIsLearnedWit
   store_.job(5).state = JobState::kSucceeded;
   pass();
   EXPECT_EQ(JobState::kStarting, store_.job(2).state);
+  // Job 7 is read before its spec is handed over: parsed from its text,
+  // and its spec, handed over late, goes at the next pass.
+  store_.add_job(7, "t", 8);
+  pass();
+  handed.put(7, placement_spec(*spec));
+  pass();
+  EXPECT_EQ(0u, handed.size()) << "a late hand-over stays no longer than a pass";
   const std::string metrics = leader_->prometheus_metrics();
   EXPECT_NE(std::string::npos,
             metrics.find("tpujobs_scheduler_specs_learned_total{from=\"handed\"} 2\n"));
   EXPECT_NE(std::string::npos,
-            metrics.find("tpujobs_scheduler_specs_learned_total{from=\"text\"} 1\n"));
+            metrics.find("tpujobs_scheduler_specs_learned_total{from=\"text\"} 2\n"));
 }
 
 // Two committers commit their batches in either order: a read brings jobs
