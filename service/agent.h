@@ -18,6 +18,7 @@
 #pragma once
 
 #include <atomic>
+#include <boost/asio/thread_pool.hpp>
 #include <chrono>
 #include <condition_variable>
 #include <map>
@@ -104,6 +105,7 @@ class Agent {
  private:
   struct Run;
   class Sink;
+  static constexpr int kStarters = 2;
   class RendezvousRows;
   using StopReason = RunStop;  // service/run_supervisor.h
 
@@ -116,8 +118,16 @@ class Agent {
   // pass cancels on, stop copies whose job moved on.
   void reconcile();
   void stop_all_locked(StopReason reason) REQUIRES(mutex_);
-  // A job placed here, on its own thread: run_placed, then forgotten.
+  // A job placed here starts on one of the starters (start_placed), then
+  // trains on a thread of its own (train_placed), and is forgotten. A
+  // starter is warm: a thread of its own, new, took 0.5 ms longer to
+  // resolve the spec (bench/RESULTS.md, session 40), and a client waits
+  // on the RUNNING that follows.
+  void start_run(std::shared_ptr<Run> run);
   void run_job(std::shared_ptr<Run> run);
+  // Drops a copy that ended (or never started) from runs_, unless another
+  // copy of its job took its place.
+  void forget_locked(const std::shared_ptr<Run>& run) REQUIRES(mutex_);
   // Lowers the calling thread (one that trains) to
   // AgentOptions::training_nice; says once on stderr if the system refuses.
   // A job's thread is lowered once its RUNNING is written, not before: a
@@ -125,9 +135,11 @@ class Agent {
   // submit's commit to it took 0.18 ms longer (p50; bench/RESULTS.md,
   // session 33).
   void train_below();
-  // Resolves, starts (or resumes), trains and ends it; returns early where
-  // the database or the job has moved on.
-  void run_placed(Run& run);
+  // Resolves and starts (or resumes) it: true when it is to train, false
+  // where the database or the job has moved on.
+  bool start_placed(Run& run);
+  // Trains a started copy and writes its end.
+  void train_placed(Run& run);
   // Its stored spec, resolved against the hosts it runs on; none when that
   // fails (then rejected, by the first part of a slice).
   std::optional<api::JobSpec> placed_spec(Run& run);
@@ -180,6 +192,9 @@ class Agent {
   // first part ends the job, or the leader moves it).
   std::set<std::int64_t> ended_slice_placements_ GUARDED_BY(mutex_);
   std::vector<std::thread> ended_ GUARDED_BY(mutex_);
+  // Copies handed to the starters that have no thread yet.
+  int starting_ GUARDED_BY(mutex_) = 0;
+  std::condition_variable starts_done_;
   bool stopping_ GUARDED_BY(mutex_) = false;
   // Set last in stop(), just before the agent leaves.
   bool heartbeat_stopping_ GUARDED_BY(mutex_) = false;
@@ -203,6 +218,8 @@ class Agent {
 
   std::thread supervisor_;
   std::thread heartbeater_;
+  // Last: joined in stop(), before what their work uses goes.
+  boost::asio::thread_pool starters_{kStarters};
   bool started_ = false;
 };
 

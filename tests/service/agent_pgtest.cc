@@ -12,9 +12,12 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <thread>
+#include <vector>
 
+#include "base/mutex.h"
 #include "base/thread_priority.h"
 #include "db/migrate.h"
 #include "db/repositories.h"
@@ -214,9 +217,9 @@ std::string digits_job(int epochs, int log_every) {
          "data": {"dataset": "digits", "batch_size": 64}})";
 }
 
-// Stores a job that trains until it is stopped and places it on agent "a"'s
-// first core under `epoch`; its id (0: it could not).
-std::int64_t place_endless_job(db::Repositories& repo, std::int64_t epoch) {
+// Stores a job that trains until it is stopped and places it on core
+// `core` of agent "a"'s first host under `epoch`; its id (0: it could not).
+std::int64_t place_endless_job(db::Repositories& repo, std::int64_t epoch, int core = 0) {
   db::NewJob job;
   job.tenant = "t";
   job.spec_json = digits_job(-1, 1000);
@@ -226,7 +229,8 @@ std::int64_t place_endless_job(db::Repositories& repo, std::int64_t epoch) {
   auto placed = repo.jobs.transition(lifecycle::place_on_agent(
       id, "test",
       R"({"generation": "v3", "accelerator_type": null, "hosts": ["a-h0"], "agent": "a",
-          "cores": [{"host": "a-h0", "core": 0}]})",
+          "cores": [{"host": "a-h0", "core": )" +
+          std::to_string(core) + "}]}",
       "a", epoch));
   return placed.ok() && *placed ? id : 0;
 }
@@ -330,7 +334,11 @@ TEST_F(AgentTest, ItHandsOverTheViewOfAJobItStartsAsAReadWouldRenderIt) {
   EXPECT_FALSE(view["started_at"].is_null());
 }
 
-TEST_F(AgentTest, ItTrainsOnThreadsBelowTheServicesPriority) {
+// Its jobs train below the service's priority. A job's start, up to the
+// RUNNING a client waits on, runs at the service's, on one of a few threads
+// that outlive it, not on a new thread of its own: on a new thread
+// resolving the spec took 0.5 ms longer (bench/RESULTS.md, session 40).
+TEST_F(AgentTest, ItTrainsBelowTheServicesPriorityAndStartsOnAFewLastingThreads) {
   auto pool = db::ConnectionPool::create(conninfo_, 4);
   ASSERT_TRUE(pool.ok());
   const int service_nice = base::this_thread_nice();
@@ -338,29 +346,46 @@ TEST_F(AgentTest, ItTrainsOnThreadsBelowTheServicesPriority) {
   struct Views final : StartedViews {
     std::uint64_t views_generation() override { return 0; }
     void started(std::uint64_t, const db::JobWithCheckpoint&) override {
-      nice_at_running = base::this_thread_nice();  // the runner's, its RUNNING just written
+      base::MutexLock lock(mutex);  // on the thread that wrote its RUNNING
+      starters.insert(std::this_thread::get_id());
+      nices.push_back(base::this_thread_nice());
     }
-    std::atomic<int> nice_at_running{-100};
+    base::Mutex mutex;
+    std::set<std::thread::id> starters GUARDED_BY(mutex);
+    std::vector<int> nices GUARDED_BY(mutex);
   } views;
   std::unique_ptr<Agent> agent = start_agent(**pool, base::real_clock(), milliseconds(50), nullptr,
                                              &views);  // training_nice: 10, 1 worker
   db::Repositories repo(*observer_);
-  const std::int64_t id = place_endless_job(repo, agent->epoch());
-  ASSERT_NE(0, id);
-  ASSERT_TRUE(eventually([&] {
-    auto row = repo.jobs.get_job(id);
-    return row.ok() && *row && (**row).state == db::JobState::kRunning && (**row).progress_json;
-  }));
+  std::vector<std::int64_t> ids;
+  for (int core = 0; core < 4; ++core) {
+    // One after another: each starts once the one before trains.
+    ids.push_back(place_endless_job(repo, agent->epoch(), core));
+    ASSERT_NE(0, ids.back());
+    ASSERT_TRUE(eventually([&] {
+      auto row = repo.jobs.get_job(ids.back());
+      return row.ok() && *row && (**row).state == db::JobState::kRunning && (**row).progress_json;
+    }));
+  }
   const std::vector<int> nices = thread_nices();
-  // The worker pool's thread and the job's runner; the heartbeat, the
-  // supervisor, the telemetry writer and this thread keep the service's.
-  EXPECT_GE(std::count(nices.begin(), nices.end(), 10), 2) << ::testing::PrintToString(nices);
+  // The worker pool's thread and the jobs' runners; the heartbeat, the
+  // supervisor, the starters, the telemetry writer and this thread keep the
+  // service's.
+  EXPECT_GE(std::count(nices.begin(), nices.end(), 10), 5) << ::testing::PrintToString(nices);
   EXPECT_GE(std::count(nices.begin(), nices.end(), service_nice), 4)
       << ::testing::PrintToString(nices);
   EXPECT_EQ(base::this_thread_nice(), service_nice);
-  // Its start, up to the RUNNING a client waits on, ran at the service's.
-  EXPECT_EQ(views.nice_at_running, service_nice);
+  {
+    base::MutexLock lock(views.mutex);
+    EXPECT_EQ(std::vector<int>(4, service_nice), views.nices);
+    EXPECT_LE(views.starters.size(), 2u) << "four starts, on the agent's two starters";
+  }
   agent->stop();
+  for (std::int64_t id : ids) {
+    auto row = repo.jobs.get_job(id);
+    ASSERT_TRUE(row.ok() && *row);
+    EXPECT_EQ(db::JobState::kQueued, (**row).state) << "requeued at the stop";
+  }
 }
 
 TEST_F(AgentTest, AJobsEndStoresItsOwnOutputNotWaitingForAnotherJobsStore) {

@@ -1,0 +1,61 @@
+// One copy of a job running on an agent: shared by the agent's supervision
+// (agent.cc) and the run itself (agent_run.cc). Only those two include it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "api/job_spec.h"
+#include "db/job_output_repository.h"
+#include "db/job_rows.h"
+#include "executor/executor.h"
+#include "service/agent.h"
+#include "service/run_supervisor.h"
+
+namespace tpujobs::service {
+
+// One copy of a job running here, under the placement epoch it was given.
+struct Agent::Run {
+  db::JobRow row;
+  std::int64_t epoch = 0;
+  std::atomic<bool> cancel{false};
+  std::atomic<bool> checkpoint_on_cancel{false};
+  std::atomic<StopReason> stop_reason{StopReason::kNone};
+  std::atomic<std::int64_t> preempted_by{0};  // kPreempted: by which job
+  // The thread that trains it, once its start is written (Agent::start_run).
+  std::thread thread;
+  // What its start resolved, for that thread.
+  std::optional<api::JobSpec> spec;
+  std::optional<executor::Checkpoint> resume;
+  // The runner thread's own.
+  std::int64_t next_log_seq = 1;
+  std::int64_t next_metric_seq = 1;
+  std::int64_t skip_metric_points = 0;
+  std::map<std::string, double> latest_metrics;
+  std::optional<executor::Progress> progress;
+  // Where it resumes, when read with the work that started it.
+  std::optional<db::JobOutputRepository::ResumePoint> resume_point;
+  // A slice spanning agents: this agent's part. A part other than the
+  // first (rank > 0) writes nothing about the job.
+  std::optional<SliceRole> slice;
+  bool peer() const { return slice && slice->rank > 0; }
+
+  // Asks the copy to stop at its next step boundary; the first reason given
+  // is the one it ends with. A shutdown or a preemption (`by`: the
+  // preemptor) stops at a checkpoint.
+  void stop(StopReason why, std::int64_t by = 0) {
+    // Set before the reason is published; read only when it is kPreempted.
+    if (why == StopReason::kPreempted && stop_reason == StopReason::kNone) preempted_by = by;
+    StopReason none = StopReason::kNone;
+    const bool first = stop_reason.compare_exchange_strong(none, why);
+    if (why == StopReason::kPreempted && !first) return;
+    if (why == StopReason::kShutdown || why == StopReason::kPreempted) checkpoint_on_cancel = true;
+    cancel = true;
+  }
+};
+
+}  // namespace tpujobs::service
