@@ -8,8 +8,9 @@
 // Threads: a heartbeat on a connection of its own (so that neither the
 // supervisor's work nor runners holding the shared pool's connections can
 // delay it past the lease), a supervisor (the placed jobs: start, cancel,
-// stop a copy whose job moved on), one runner per job it runs (its compute
-// on the shared executor WorkerPool), and a telemetry writer (batches).
+// stop a copy whose job moved on), two starters (a placed job's start, up to
+// its RUNNING), one runner per job it runs (its compute on the shared
+// executor WorkerPool), and a telemetry writer (batches).
 //
 // When its heartbeat finds it no longer alive under its epoch (it was
 // silent past the lease and declared lost), the supervisor stops every copy
@@ -105,9 +106,9 @@ class Agent {
  private:
   struct Run;
   class Sink;
-  static constexpr int kStarters = 2;
   class RendezvousRows;
   using StopReason = RunStop;  // service/run_supervisor.h
+  static constexpr int kStarters = 2;
 
   void supervise_loop();
   void heartbeat_loop();
@@ -192,7 +193,8 @@ class Agent {
   // first part ends the job, or the leader moves it).
   std::set<std::int64_t> ended_slice_placements_ GUARDED_BY(mutex_);
   std::vector<std::thread> ended_ GUARDED_BY(mutex_);
-  // Copies handed to the starters that have no thread yet.
+  // Copies handed to the starters whose start has not ended: rejoin()
+  // waits for none before it forgets the copies.
   int starting_ GUARDED_BY(mutex_) = 0;
   std::condition_variable starts_done_;
   bool stopping_ GUARDED_BY(mutex_) = false;
@@ -218,7 +220,8 @@ class Agent {
 
   std::thread supervisor_;
   std::thread heartbeater_;
-  // Last: joined in stop(), before what their work uses goes.
+  // Joined in stop(); declared after what their work uses, so that it goes
+  // first.
   boost::asio::thread_pool starters_{kStarters};
   bool started_ = false;
 };
