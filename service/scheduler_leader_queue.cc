@@ -32,7 +32,9 @@ std::chrono::system_clock::duration wall(std::chrono::milliseconds span) {
 base::Status SchedulerLeader::learn_specs(const std::vector<std::int64_t>& jobs,
                                           std::map<std::int64_t, std::string> texts) {
   // A spec handed over after its job was parsed from its text (read before
-  // the hand-over) is not taken: it goes now, so that none stays for good.
+  // the hand-over) is not taken: it goes at the next call. One handed over
+  // later still stays until newer ones push it out (SubmittedSpecs'
+  // capacity).
   if (options_.submitted_specs != nullptr) {
     for (std::int64_t job : parsed_unhanded_) options_.submitted_specs->take(job);
   }
