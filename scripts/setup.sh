@@ -6,7 +6,7 @@ set -euo pipefail
 
 TPUJOBS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
-BUILD_PACKAGES=(g++ make cmake pkg-config ccache libboost1.81-dev nlohmann-json3-dev libeigen3-dev
+BUILD_PACKAGES=(g++ make cmake pkg-config ccache mold libboost1.81-dev nlohmann-json3-dev libeigen3-dev
   libpq-dev libssl-dev libcli11-dev postgresql libgtest-dev libgmock-dev libbenchmark-dev libgloo-dev
   libtree-sitter-dev libjemalloc-dev)
 # The browser tests drive Debian's Chromium with playwright-core from npm.

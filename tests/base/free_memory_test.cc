@@ -11,6 +11,14 @@
 namespace tpujobs::base {
 namespace {
 
+TEST(FreeMemory, TheTestsRunOnTheSystemsAllocator) {
+  // The service binary alone links jemalloc (service/CMakeLists.txt; its
+  // /metrics says which: tests/e2e/service_e2etest.cc).
+  EXPECT_STREQ("system", allocator_name());
+  EXPECT_FALSE(purge_in_background()) << "jemalloc's alone";
+}
+
+#if !defined(__SANITIZE_ADDRESS__)  // the sanitizer's allocator keeps its pages
 long resident_kib() {
   std::ifstream status("/proc/self/status");
   std::string line;
@@ -20,14 +28,6 @@ long resident_kib() {
   return -1;
 }
 
-TEST(FreeMemory, TheTestsRunOnTheSystemsAllocator) {
-  // The service binary alone links jemalloc (service/CMakeLists.txt; its
-  // /metrics says which: tests/e2e/service_e2etest.cc).
-  EXPECT_STREQ("system", allocator_name());
-  EXPECT_FALSE(purge_in_background()) << "jemalloc's alone";
-}
-
-#if !defined(__SANITIZE_ADDRESS__)  // the sanitizer's allocator keeps its pages
 TEST(FreeMemory, PagesFreedBetweenLiveBlocksGoBackToTheSystem) {
   constexpr std::size_t kBlocks = 16 * 1024;  // 64 MiB in 4 KiB blocks
   std::vector<std::unique_ptr<char[]>> blocks(kBlocks);
