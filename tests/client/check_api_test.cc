@@ -10,12 +10,13 @@
 
 #include "api/checks_api.h"
 #include "client/check_command.h"
+#include "tests/e2e/build_paths.h"
 
 namespace tpujobs::api {
 namespace {
 
 using nlohmann::json;
-const std::string kCorpus = std::string(TPUJOBS_SOURCE_DIR) + "/tests/client/check_corpus/";
+const std::string kCorpus = tpujobs::testing::source_dir() + "/tests/client/check_corpus/";
 
 std::string read(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -21,6 +21,7 @@
 #include "lightning/resolve.h"
 #include "lightning/script_check.h"
 #include "pyparse/tree_sitter_python.h"
+#include "tests/e2e/build_paths.h"
 
 namespace tpujobs::client {
 namespace {
@@ -28,7 +29,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-const std::string kCorpus = std::string(TPUJOBS_SOURCE_DIR) + "/tests/client/check_corpus/";
+const std::string kCorpus = tpujobs::testing::source_dir() + "/tests/client/check_corpus/";
 
 struct CheckRun {
   int exit_code = 0;

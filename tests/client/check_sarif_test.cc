@@ -15,12 +15,13 @@
 
 #include "api/checks_api.h"
 #include "client/check_command.h"
+#include "tests/e2e/build_paths.h"
 
 namespace tpujobs::client {
 namespace {
 
 namespace fs = std::filesystem;
-const std::string kSource = TPUJOBS_SOURCE_DIR;
+const std::string kSource = tpujobs::testing::source_dir();
 
 int validate(const fs::path& sarif) {
   const std::string command =

@@ -14,13 +14,14 @@
 
 #include "api/checks_api.h"
 #include "client/check_command.h"
+#include "tests/e2e/build_paths.h"
 
 namespace tpujobs::client {
 namespace {
 
 using nlohmann::json;
 
-const std::string kXla = std::string(TPUJOBS_SOURCE_DIR) + "/tests/client/check_corpus/xla/";
+const std::string kXla = tpujobs::testing::source_dir() + "/tests/client/check_corpus/xla/";
 
 // pytorch/xla v2.5.1:torch_xla/_internal/pjrt.py:207 (logged, then ignored).
 const std::string kIgnored8 = "Unsupported nprocs (8), ignoring...";

@@ -16,6 +16,8 @@
 #include <sstream>
 #include <string>
 
+#include "tests/e2e/build_paths.h"
+
 namespace tpujobs::testing {
 namespace {
 
@@ -30,7 +32,7 @@ std::string read(const fs::path& path) {
 
 // The ```yaml block of docs/ci.md that runs `tpujobs check`.
 std::string check_block() {
-  const std::string doc = read(fs::path(TPUJOBS_SOURCE_DIR) / "docs/ci.md");
+  const std::string doc = read(fs::path(source_dir()) / "docs/ci.md");
   std::size_t at = 0;
   while ((at = doc.find("```yaml\n", at)) != std::string::npos) {
     const std::size_t end = doc.find("\n```", at + 8);
@@ -71,7 +73,7 @@ class CiCheckDoc : public ::testing::Test {
     fs::remove_all(checkout_);
     fs::create_directories(checkout_ / "build/service");
     fs::create_directories(checkout_ / "model");
-    fs::create_symlink(TPUJOBS_BINARY, checkout_ / "build/service/tpujobs");
+    fs::create_symlink(tpujobs_binary(), checkout_ / "build/service/tpujobs");
     std::ofstream(checkout_ / "requirements.txt")
         << "torch==2.1.0\ntorch_xla[tpu]==2.1.0\nlightning==2.1.3\n";
     std::ofstream(checkout_ / "model/net.py")
@@ -80,9 +82,8 @@ class CiCheckDoc : public ::testing::Test {
   void TearDown() override { fs::remove_all(checkout_); }
 
   nlohmann::json sarif() const {
-    EXPECT_EQ(0, shell("node " + std::string(TPUJOBS_SOURCE_DIR) +
-                           "/tests/client/sarif/validate.mjs " + sarif_,
-                       checkout_));
+    EXPECT_EQ(
+        0, shell("node " + source_dir() + "/tests/client/sarif/validate.mjs " + sarif_, checkout_));
     return nlohmann::json::parse(read(checkout_ / sarif_));
   }
 

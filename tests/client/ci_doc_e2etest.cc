@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tests/client/client_process.h"
+#include "tests/e2e/build_paths.h"
 #include "tests/e2e/service_process.h"
 
 namespace tpujobs::testing {
@@ -167,7 +168,7 @@ class CiDocTest : public ::testing::Test {
     ASSERT_NE(nullptr, mkdtemp(pattern.data()));
     workdir_ = pattern;
     // The snippets run from a checkout: examples/ is where they expect it.
-    fs::create_directory_symlink(fs::path(TPUJOBS_SOURCE_DIR) / "examples", workdir_ / "examples");
+    fs::create_directory_symlink(fs::path(source_dir()) / "examples", workdir_ / "examples");
     blocks_ = yaml_blocks(read_source_file("docs/ci.md"));
     ASSERT_LE(4u, blocks_.size()) << "docs/ci.md should hold the GitHub Actions and the GitLab CI "
                                      "jobs, built from source and installed from the package";

@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/e2e/build_paths.h"
+
 namespace tpujobs::testing {
 
 using Environment = std::map<std::string, std::string>;
@@ -34,10 +36,10 @@ inline std::string file_text(const std::filesystem::path& path) {
   return text.str();
 }
 
-// Starts TPUJOBS_BINARY with `args` (argv[1...]). Returns the child's pid.
+// Starts tpujobs_binary() with `args` (argv[1...]). Returns the child's pid.
 inline pid_t spawn_client(const std::vector<std::string>& args, const Environment& environment,
                           const std::filesystem::path& directory) {
-  std::vector<std::string> argv_text = {TPUJOBS_BINARY};
+  std::vector<std::string> argv_text = {tpujobs_binary()};
   argv_text.insert(argv_text.end(), args.begin(), args.end());
   std::vector<std::string> env_text;
   for (const auto& [name, value] : environment) env_text.push_back(name + "=" + value);

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "build_paths.h"
 #include "service_process.h"
 
 namespace tpujobs::testing {
@@ -103,7 +104,7 @@ struct CliResult {
 
 // Runs `tpujobs token ARGS --state-dir DIR` on the service's state directory.
 CliResult token_cli(const ServiceProcess& service, const std::string& args) {
-  const std::string command = std::string(TPUJOBS_BINARY) + " token " + args + " --state-dir " +
+  const std::string command = tpujobs_binary() + " token " + args + " --state-dir " +
                               service.state_dir().string() + " 2>&1";
   CliResult result;
   FILE* pipe = popen(command.c_str(), "r");

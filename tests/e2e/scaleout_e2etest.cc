@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "build_paths.h"
 #include "db/connection.h"
 #include "jobs_api.h"
 #include "own_postgres.h"
@@ -226,8 +227,9 @@ TEST_F(ScaleOut, FortyJobsThroughTwoReplicasOnTwoAgentsEachRunOnce) {
   EXPECT_EQ(pool["total_cores"], 16);
   EXPECT_EQ(pool["used_cores"], 0);
   // `tpujobs pool` shows each agent, its state and its hosts.
-  const std::string command = std::string(TPUJOBS_BINARY) + " pool --server http://127.0.0.1:" +
-                              std::to_string(replica_a->port()) + " 2>&1";
+  const std::string command =
+      tpujobs_binary() + " pool --server http://127.0.0.1:" + std::to_string(replica_a->port()) +
+      " 2>&1";
   std::string printed;
   if (FILE* pipe = popen(command.c_str(), "r")) {
     char buffer[4096];

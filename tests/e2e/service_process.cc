@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "build_paths.h"
+
 namespace tpujobs::testing {
 
 ServiceProcess::ServiceProcess(Options options) : options_(std::move(options)) {
@@ -60,9 +62,9 @@ std::string ServiceProcess::start(std::chrono::seconds timeout) {
   log_paths_.push_back(pattern);
   const bool agent = options_.command == "agent";
   std::vector<std::string> args = {
-      TPUJOBS_BINARY, "serve",       "--listen",    "127.0.0.1:0",
-      "--pool",       options_.pool, "--state-dir", options_.state_dir.string()};
-  if (agent) args = {TPUJOBS_BINARY, "agent"};
+      tpujobs_binary(), "serve",       "--listen",    "127.0.0.1:0",
+      "--pool",         options_.pool, "--state-dir", options_.state_dir.string()};
+  if (agent) args = {tpujobs_binary(), "agent"};
   args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
   const pid_t test_pid = getpid();
   pid_ = fork();
@@ -184,7 +186,7 @@ nlohmann::json ServiceProcess::wait_terminal(std::int64_t id, std::chrono::secon
 }
 
 std::string read_source_file(const std::string& relative) {
-  std::ifstream in(std::string(TPUJOBS_SOURCE_DIR) + "/" + relative);
+  std::ifstream in(source_dir() + "/" + relative);
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
@@ -192,8 +194,8 @@ std::string read_source_file(const std::string& relative) {
 
 std::string create_token(const ServiceProcess& service, const std::string& tenant,
                          const std::string& role) {
-  const std::string command = std::string(TPUJOBS_BINARY) + " token create --tenant " + tenant +
-                              " --role " + role + " --state-dir " + service.state_dir().string() +
+  const std::string command = tpujobs_binary() + " token create --tenant " + tenant + " --role " +
+                              role + " --state-dir " + service.state_dir().string() +
                               " 2>/dev/null";
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) return "";
