@@ -1,9 +1,9 @@
-// The thread-safety tests' precompiled header (CMakeLists.txt here): the
-// standard and third-party headers that the libraries' sources parse again
-// and again. clang builds it once per test run; each source then parses
-// only the project's own code. Nothing of the project is here: the
-// annotations (base/mutex.h) and the code they check are
-// parsed with each source, as written.
+// The precompiled header of the service's, the API's and the client's
+// thread-safety checks (CMakeLists.txt here): the standard and third-party
+// headers their sources parse again and again. clang builds it once per test
+// run; each source then parses only the project's own code. Nothing of the
+// project is here: the annotations (base/mutex.h) and the code they check
+// are parsed with each source, as written.
 #pragma once
 
 #include <Eigen/Core>
