@@ -167,10 +167,6 @@ base::Result<std::int64_t> JobOutputRepository::max_metric_seq(std::int64_t job_
 // --job-output-rate (service/telemetry_writer.h) leaves its seq unused, so
 // a resumed run skips the ones it recorded, stored or not, never storing a
 // step twice. (Found from the newest point back, by the primary key.)
-#define TPUJOBS_LAST_SEQ_THROUGH(job, step)                              \
-  "SELECT seq FROM job_metrics WHERE job_id = " job " AND step <= " step \
-  " ORDER BY seq DESC LIMIT 1"
-
 base::Result<std::int64_t> JobOutputRepository::count_metrics_after_step(std::int64_t job_id,
                                                                          std::int64_t step) {
   static constexpr char kRecordedPast[] =
@@ -179,22 +175,6 @@ base::Result<std::int64_t> JobOutputRepository::count_metrics_after_step(std::in
       " FROM job_metrics WHERE job_id = $1::bigint";
   return single_int64(pool_, acquire_timeout_, kRecordedPast, {job_id, step});
 }
-
-namespace {
-
-// The resume point of each job the condition picks (alias j): the newest
-// checkpoint's step, the highest log and metric seq, and the seq of the last
-// point at or before that step (resume_points_from counts the recorded
-// points past the checkpoint from the last two).
-#define TPUJOBS_RESUME_POINTS_WHERE(condition) \
-  "SELECT j.id, c.step,"                                                                \
-  " (SELECT COALESCE(max(seq), 0) FROM job_logs WHERE job_id = j.id),"                  \
-  " (SELECT COALESCE(max(seq), 0) FROM job_metrics WHERE job_id = j.id),"               \
-  " COALESCE((" TPUJOBS_LAST_SEQ_THROUGH("j.id", "COALESCE(c.step, 0)") "), 0)"         \
-  " FROM jobs j LEFT JOIN LATERAL (SELECT step FROM job_checkpoints"                    \
-  "  WHERE job_id = j.id ORDER BY step DESC LIMIT 1) AS c ON true WHERE " condition
-
-}  // namespace
 
 base::Result<JobOutputRepository::ResumePoint> JobOutputRepository::resume_point(
     std::int64_t job_id) {

@@ -17,6 +17,29 @@
 #include "db/connection_pool.h"
 #include "db/pg_text.h"
 
+// The seq of job `job`'s last metric point at or before `step` (SQL).
+#define TPUJOBS_LAST_SEQ_THROUGH(job, step)                              \
+  "SELECT seq FROM job_metrics WHERE job_id = " job " AND step <= " step \
+  " ORDER BY seq DESC LIMIT 1"
+
+// The resume point of each row of `rows` (a table or a WITH query of jobs,
+// alias j), then `more` columns: the job's id, its newest checkpoint's step,
+// its highest log and metric seq, and the seq of its last point at or before
+// that step (JobOutputRepository::resume_points_from reads the first five
+// columns and counts the recorded points past the checkpoint from the last
+// two).
+#define TPUJOBS_RESUME_POINTS_OF(rows, more)                                          \
+  "SELECT j.id, c.step,"                                                              \
+  " (SELECT COALESCE(max(seq), 0) FROM job_logs WHERE job_id = j.id),"                \
+  " (SELECT COALESCE(max(seq), 0) FROM job_metrics WHERE job_id = j.id),"             \
+  " COALESCE((" TPUJOBS_LAST_SEQ_THROUGH(                                             \
+      "j.id",                                                                         \
+      "COALESCE(c.step, 0)") "), 0)" more " FROM " rows                               \
+                             " j LEFT JOIN LATERAL (SELECT step FROM job_checkpoints" \
+                             "  WHERE job_id = j.id ORDER BY step DESC LIMIT 1) AS c ON true"
+#define TPUJOBS_RESUME_POINTS_WHERE(condition) \
+  TPUJOBS_RESUME_POINTS_OF("jobs", "") " WHERE " condition
+
 namespace tpujobs::db {
 
 struct LogLine {

@@ -21,12 +21,6 @@ namespace {
 
 constexpr int kMaxPageSize = 500;
 
-std::vector<std::optional<std::string>> state_names(const std::vector<JobState>& states) {
-  std::vector<std::optional<std::string>> names;
-  for (JobState state : states) names.emplace_back(std::string(to_string(state)));
-  return names;
-}
-
 // The cursor is the (created_at, id) of the last row shown, made opaque so
 // clients do not build their own.
 std::string encode_cursor(TimePoint created_at, std::int64_t id) {
@@ -98,69 +92,6 @@ constexpr const char* kJobsByIdempotencyKey =
 
 constexpr const char* kListedRows =
     "SELECT " TPUJOBS_JOB_LIST_COLUMNS " FROM jobs j WHERE j.id = ANY($1::bigint[])";
-
-// Applies a Transition (JobRepository::transition): `returning` is what the
-// changed row gives (its id and previous state at least), `answer` the
-// statement's result.
-#define TPUJOBS_TRANSITION(returning, answer) \
-  "WITH previous AS (" \
-    "  SELECT id, state FROM jobs" \
-    "  WHERE id = $1::bigint AND state = ANY($2::text[])" \
-    "    AND state NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')" \
-    "    AND ($17::bigint IS NULL OR placement_epoch = $17::bigint)" \
-    /* Every agent it is placed on still alive under the placement's epoch, */ \
-    /* its row share-locked so that a drain or a leave waits for this */ \
-    /* statement, or this one sees it (and places nothing). */ \
-    "    AND ($20::text[] IS NULL OR cardinality($20::text[]) = (SELECT count(*) FROM" \
-    "      (SELECT 1 FROM agents a JOIN unnest($20::text[], $21::bigint[]) AS r(name, epoch)" \
-    "         ON a.name = r.name AND a.epoch = r.epoch" \
-    "       WHERE a.state = 'alive' FOR SHARE OF a) AS alive))" \
-    /* The scheduler leader's writes: only while the term is still its own. */ \
-    "    AND ($22::bigint IS NULL" \
-    "         OR (SELECT term FROM scheduler_term WHERE id = 1 FOR SHARE) = $22::bigint)" \
-    "  FOR UPDATE" \
-    "), changed AS (" \
-    "  UPDATE jobs j SET" \
-    "    state = $3::text," \
-    "    updated_at = now()," \
-    "    allocation = CASE WHEN $6::boolean THEN NULL ELSE COALESCE($7::jsonb, j.allocation) END," \
-    "    error = COALESCE($8::jsonb, j.error)," \
-    "    result = COALESCE($9::jsonb, j.result)," \
-    "    started_at = CASE WHEN $10::boolean THEN now() ELSE j.started_at END," \
-    "    finished_at = CASE WHEN $11::boolean THEN now() ELSE j.finished_at END," \
-    "    attempt = j.attempt + CASE WHEN $12::boolean THEN 1 ELSE 0 END," \
-    "    unstarted_requeues = j.unstarted_requeues + CASE WHEN $23::boolean THEN 1 ELSE 0 END," \
-    "    preempted_by = CASE WHEN $13::boolean THEN NULL" \
-    "                        ELSE COALESCE($18::bigint, j.preempted_by) END," \
-    "    agent = CASE WHEN $16::boolean THEN NULL ELSE COALESCE($14::text, j.agent) END," \
-    "    placement_epoch = CASE WHEN $16::boolean THEN NULL" \
-    "                           ELSE COALESCE($15::bigint, j.placement_epoch) END," \
-    "    requeued_at = CASE WHEN $19::boolean THEN now() ELSE j.requeued_at END" \
-    "  FROM previous WHERE j.id = previous.id" \
-    "  RETURNING " returning \
-    /* Its reason goes when it leaves the queue (db/migrations/040). */ \
-    "), cleared AS (" \
-    "  DELETE FROM job_pending WHERE job_id IN (SELECT id FROM changed) AND $3::text <> 'QUEUED'" \
-    "), event AS (" \
-    "  INSERT INTO job_events (job_id, from_state, to_state, reason, detail)" \
-    "  SELECT id, from_state, $3::text, $4::text, $5::jsonb FROM changed" \
-    ") " answer
-
-// set_config(..., true) lasts until this statement's own commit.
-#define TPUJOBS_ASYNCHRONOUS_COMMIT                                    \
-  "set_config('synchronous_commit', CASE WHEN $24::boolean THEN 'off'" \
-  " ELSE current_setting('synchronous_commit') END, true)"
-
-constexpr const char* kTransition =
-    TPUJOBS_TRANSITION("j.id, previous.state AS from_state",
-                       "SELECT (SELECT count(*) FROM changed), " TPUJOBS_ASYNCHRONOUS_COMMIT);
-// The same, answering the changed row as get_job_with_checkpoint reads it
-// (no row when nothing changed).
-constexpr const char* kTransitionWithView =
-    TPUJOBS_TRANSITION(TPUJOBS_JOB_COLUMNS ", previous.state AS from_state",
-                       "SELECT c.step, c.epoch, j.*, " TPUJOBS_ASYNCHRONOUS_COMMIT
-                       " FROM changed j LEFT JOIN LATERAL (SELECT step, epoch FROM job_checkpoints"
-                       "   WHERE job_id = j.id ORDER BY step DESC LIMIT 1) c ON true");
 
 constexpr const char* kUnfinished = "('QUEUED', 'STARTING', 'RUNNING')";
 
@@ -329,72 +260,6 @@ base::Result<std::vector<JobRow>> JobRepository::listed_rows(const std::vector<s
         base::Result<QueryResult> rows = connection.execute(kListedRows, {Param::bigints(ids)});
         if (!rows.ok()) return rows.error();
         return read_jobs(*rows);
-      });
-}
-
-namespace {
-
-std::vector<Param> transition_params(const Transition& t) {
-  const std::vector<std::optional<std::string>> from = state_names(t.from);
-  Param alive_names = std::nullopt, alive_epochs = std::nullopt;  // NULL: no agent to check
-  if (!t.require_alive.empty()) {
-    std::vector<std::optional<std::string>> names;
-    std::vector<std::int64_t> epochs;
-    for (const auto& [name, epoch] : t.require_alive) {
-      names.emplace_back(name);
-      epochs.push_back(epoch);
-    }
-    alive_names = Param::array(names);
-    alive_epochs = Param::bigints(epochs);
-  }
-  const std::vector<Param> params{t.job_id,
-                                  Param::array(from),
-                                  to_string(t.to),
-                                  t.reason,
-                                  t.detail_json,
-                                  t.clear_allocation,
-                                  t.allocation_json,
-                                  t.error_json,
-                                  t.result_json,
-                                  t.set_started_at,
-                                  t.set_finished_at,
-                                  t.increment_attempt,
-                                  t.clear_pending,
-                                  t.agent,
-                                  t.placement_epoch,
-                                  t.clear_placement,
-                                  t.require_epoch,
-                                  t.preempted_by,
-                                  t.set_requeued_at,
-                                  alive_names,
-                                  alive_epochs,
-                                  t.require_leader_term,
-                                  t.count_unstarted_requeue,
-                                  t.asynchronous_commit};
-  return params;
-}
-
-}  // namespace
-
-base::Result<bool> JobRepository::transition(const Transition& t) {
-  const std::vector<Param> params = transition_params(t);
-  return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<bool> {
-        base::Result<QueryResult> rows = connection.execute_generic(kTransition, params);
-        if (!rows.ok()) return rows.error();
-        return rows->int64(0, 0) > 0;
-      });
-}
-
-base::Result<std::optional<JobWithCheckpoint>> JobRepository::transition_with_view(
-    const Transition& t) {
-  const std::vector<Param> params = transition_params(t);
-  return with_connection(
-      pool_, acquire_timeout_,
-      [&](Connection& connection) -> base::Result<std::optional<JobWithCheckpoint>> {
-        base::Result<QueryResult> rows = connection.execute_generic(kTransitionWithView, params);
-        if (!rows.ok()) return rows.error();
-        return job_with_checkpoint(*rows);
       });
 }
 

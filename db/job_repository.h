@@ -111,6 +111,12 @@ struct JobWithCheckpoint {
   std::optional<std::pair<std::int64_t, int>> last_checkpoint{};
 };
 
+// A placed job as its agent starts it: the row, and where it resumes.
+struct PlacedWork {
+  JobRow row;
+  JobOutputRepository::ResumePoint resume;
+};
+
 // A listed job: enough to tell whether a view of it is at hand, and where a
 // page that ends with it goes on.
 struct ListedJob {
@@ -219,6 +225,10 @@ class JobRepository {
   // The same, answering the job as get_job_with_checkpoint would read it
   // right after (nullopt when the transition did not apply).
   base::Result<std::optional<JobWithCheckpoint>> transition_with_view(const Transition& t);
+  // The same, answering the job and where it resumes as work_on_agent reads
+  // them right after, in the same round trip (nullopt when the transition
+  // did not apply): a placement handed to an agent in the same process.
+  base::Result<std::optional<PlacedWork>> transition_with_work(const Transition& t);
 
   // Sets progress and latest_metrics (JSON); nullopt keeps the current
   // value. kNotFound when there is no such job.

@@ -48,6 +48,12 @@ std::optional<JobWithCheckpoint> job_with_checkpoint(const QueryResult& rows) {
   return job;
 }
 
+std::vector<std::optional<std::string>> state_names(const std::vector<JobState>& states) {
+  std::vector<std::optional<std::string>> names;
+  for (JobState state : states) names.emplace_back(std::string(to_string(state)));
+  return names;
+}
+
 std::vector<JobRow> read_jobs(const QueryResult& rows) {
   std::vector<JobRow> jobs;
   jobs.reserve(rows.rows());

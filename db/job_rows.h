@@ -52,5 +52,7 @@ std::vector<JobRow> read_jobs(const QueryResult& rows);
 // The first row of a read whose first two columns are the newest
 // checkpoint's step and epoch, then TPUJOBS_JOB_COLUMNS; nullopt without one.
 std::optional<JobWithCheckpoint> job_with_checkpoint(const QueryResult& rows);
+// The states' names, as a text[] parameter takes them.
+std::vector<std::optional<std::string>> state_names(const std::vector<JobState>& states);
 
 }  // namespace tpujobs::db

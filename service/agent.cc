@@ -242,6 +242,11 @@ void Agent::supervise_loop() {
 }
 
 void Agent::reconcile() {
+  std::uint64_t look = 0;
+  {
+    base::MutexLock lock(mutex_);
+    look = ++looks_;
+  }
   auto work = repo_.jobs.work_on_agent(options_.name);
   if (!work.ok()) return;  // the database is away: the runs go on, their writes wait
   std::vector<std::thread> ended;
@@ -254,23 +259,49 @@ void Agent::reconcile() {
   if (stopping_) return;
   const std::int64_t epoch = epoch_;
   std::map<std::int64_t, RunningCopy> copies;
-  for (const auto& [id, run] : runs_) copies[id] = {run->epoch, run->slice};
+  for (const auto& [id, run] : runs_) {
+    copies[id] = {run->epoch, run->slice, run->handed_after && *run->handed_after >= look};
+  }
   SupervisionPlan plan = plan_supervision(options_.name, epoch, work->placed, work->slice_parts,
                                           copies, ended_slice_placements_);
   ended_slice_placements_ = std::move(plan.ended_slice_placements);
   for (const StopRun& stop : plan.stop) runs_.at(stop.job)->stop(stop.why, stop.preempted_by);
   for (StartRun& start : plan.start) {
-    auto run = std::make_shared<Run>();
-    run->row = std::move(start.row);
-    run->epoch = epoch;
-    run->slice = std::move(start.slice);
-    if (auto point = work->resume_points.find(run->row.id); point != work->resume_points.end())
-      run->resume_point = point->second;
-    if (start.stop != StopReason::kNone) run->stop(start.stop, start.preempted_by);
-    runs_[run->row.id] = run;
-    ++starting_;
-    boost::asio::post(starters_, [this, run] { start_run(run); });
+    std::optional<db::JobOutputRepository::ResumePoint> point;
+    if (auto it = work->resume_points.find(start.row.id); it != work->resume_points.end())
+      point = it->second;
+    start_locked(std::move(start), epoch, point, std::nullopt);
   }
+}
+
+bool Agent::take_placed(db::PlacedWork work) {
+  base::MutexLock lock(mutex_);
+  const std::int64_t epoch = epoch_;
+  // Stopping, or declared lost (rejoin() forgets every copy): the look after
+  // decides. A placement under another epoch, or a job a copy still runs
+  // (its earlier placement's, stopping), is the look's to sort out too.
+  if (stopping_ || lost_epoch_ == epoch || work.row.agent != options_.name ||
+      work.row.placement_epoch != epoch || runs_.count(work.row.id) ||
+      slice_role(work.row, options_.name, epoch)) {
+    return false;
+  }
+  start_locked(start_of(work.row, std::nullopt), epoch, work.resume, looks_);
+  return true;
+}
+
+void Agent::start_locked(StartRun start, std::int64_t epoch,
+                         std::optional<db::JobOutputRepository::ResumePoint> point,
+                         std::optional<std::uint64_t> handed_after) {
+  auto run = std::make_shared<Run>();
+  run->row = std::move(start.row);
+  run->epoch = epoch;
+  run->slice = std::move(start.slice);
+  run->resume_point = point;
+  run->handed_after = handed_after;
+  if (start.stop != StopReason::kNone) run->stop(start.stop, start.preempted_by);
+  runs_[run->row.id] = run;
+  ++starting_;
+  boost::asio::post(starters_, [this, run] { start_run(run); });
 }
 
 TelemetryWriterOptions Agent::telemetry_options(const AgentOptions& options) {

@@ -39,6 +39,7 @@
 #include "executor/slice_collective.h"
 #include "executor/worker_pool.h"
 #include "scheduler/pool.h"
+#include "service/local_agent.h"
 #include "service/run_supervisor.h"
 #include "service/started_views.h"
 #include "service/telemetry_writer.h"
@@ -79,7 +80,7 @@ struct AgentOptions {
   StartedViews* started_views = nullptr;
 };
 
-class Agent {
+class Agent final : public LocalAgent {
  public:
   // The pool must outlive the agent.
   Agent(db::ConnectionPool& pool, AgentOptions options);
@@ -103,6 +104,11 @@ class Agent {
 
   std::int64_t epoch() const { return epoch_; }
 
+  // LocalAgent: the scheduler leader in this process hands over the
+  // placements it commits here.
+  const std::string& name() const override { return options_.name; }
+  bool take_placed(db::PlacedWork work) override;
+
  private:
   struct Run;
   class Sink;
@@ -119,6 +125,11 @@ class Agent {
   // pass cancels on, stop copies whose job moved on.
   void reconcile();
   void stop_all_locked(StopReason reason) REQUIRES(mutex_);
+  // Hands a new copy to the starters (from a look, or a placement handed
+  // over: `handed_after`, see Run).
+  void start_locked(StartRun start, std::int64_t epoch,
+                    std::optional<db::JobOutputRepository::ResumePoint> point,
+                    std::optional<std::uint64_t> handed_after) REQUIRES(mutex_);
   // A job placed here starts on one of the starters (start_placed), then
   // trains on a thread of its own (train_placed), and is forgotten. A
   // starter is warm: a thread of its own, new, took 0.5 ms longer to
@@ -196,6 +207,9 @@ class Agent {
   // Copies handed to the starters whose start has not ended: rejoin()
   // waits for none before it forgets the copies.
   int starting_ GUARDED_BY(mutex_) = 0;
+  // The looks at the work begun (reconcile): a copy handed over while one
+  // reads may be missing from what it read.
+  std::uint64_t looks_ GUARDED_BY(mutex_) = 0;
   std::condition_variable starts_done_;
   bool stopping_ GUARDED_BY(mutex_) = false;
   // Set last in stop(), just before the agent leaves.

@@ -37,8 +37,14 @@ struct Agent::Run {
   std::int64_t skip_metric_points = 0;
   std::map<std::string, double> latest_metrics;
   std::optional<executor::Progress> progress;
-  // Where it resumes, when read with the work that started it.
+  // Where it resumes, when read with the work that started it (or with
+  // its placement, handed over).
   std::optional<db::JobOutputRepository::ResumePoint> resume_point;
+  // Handed over by the leader in this process (Agent::take_placed) when
+  // this many looks at the work had begun: the last of them may have read
+  // the work before the placement committed, so it neither stops the copy
+  // for a job it did not see nor starts another. None: started by a look.
+  std::optional<std::uint64_t> handed_after;
   // A slice spanning agents: this agent's part. A part other than the
   // first (rank > 0) writes nothing about the job.
   std::optional<SliceRole> slice;

@@ -40,6 +40,10 @@ class LeaderStore {
       const std::vector<std::int64_t>& ids) = 0;
   virtual base::Result<std::vector<db::JobRow>> orphaned_jobs() = 0;
   virtual base::Result<bool> transition(const db::Transition& t) = 0;
+  // The same, answering the placed job as its agent starts it
+  // (JobRepository::transition_with_work; nullopt: it did not apply).
+  virtual base::Result<std::optional<db::PlacedWork>> transition_with_work(
+      const db::Transition& t) = 0;
   virtual base::Status set_pending(
       const std::vector<std::pair<std::int64_t, std::optional<std::string>>>& batch) = 0;
   virtual base::Result<bool> request_preemption(std::int64_t victim, std::int64_t epoch,
@@ -94,6 +98,10 @@ class RepositoryLeaderStore final : public LeaderStore {
   }
   base::Result<bool> transition(const db::Transition& t) override {
     return repo_.jobs.transition(t);
+  }
+  base::Result<std::optional<db::PlacedWork>> transition_with_work(
+      const db::Transition& t) override {
+    return repo_.jobs.transition_with_work(t);
   }
   base::Status set_pending(
       const std::vector<std::pair<std::int64_t, std::optional<std::string>>>& batch) override {

@@ -62,6 +62,7 @@ SupervisionPlan plan_supervision(const std::string& agent, std::int64_t epoch,
   }
 
   for (const auto& [id, run] : runs) {
+    if (run.handed_since_read) continue;  // the next read judges it
     const auto it = current.find(id);
     const bool peer = run.slice && run.slice->rank > 0;
     if (it == current.end() || run.epoch != epoch ||
@@ -81,18 +82,21 @@ SupervisionPlan plan_supervision(const std::string& agent, std::int64_t epoch,
     }
   }
   for (const auto& [id, row] : current) {
-    if (runs.count(id)) continue;
-    StartRun start{*row, roles[id]};
-    const bool peer = start.slice && start.slice->rank > 0;
-    if (row->cancel_requested && !peer) {
-      start.stop = RunStop::kUserCancel;
-    } else if (row->preempted_by && !peer) {
-      start.stop = RunStop::kPreempted;
-      start.preempted_by = *row->preempted_by;
-    }
-    plan.start.push_back(std::move(start));
+    if (!runs.count(id)) plan.start.push_back(start_of(*row, roles[id]));
   }
   return plan;
+}
+
+StartRun start_of(const db::JobRow& row, std::optional<SliceRole> slice) {
+  StartRun start{row, std::move(slice)};
+  const bool peer = start.slice && start.slice->rank > 0;
+  if (row.cancel_requested && !peer) {
+    start.stop = RunStop::kUserCancel;
+  } else if (row.preempted_by && !peer) {
+    start.stop = RunStop::kPreempted;
+    start.preempted_by = *row.preempted_by;
+  }
+  return start;
 }
 
 std::vector<LeftBehind> left_behind(const std::string& agent, std::int64_t epoch,

@@ -45,6 +45,10 @@ enum class RunStop { kNone, kUserCancel, kMovedOn, kShutdown, kPreempted };
 struct RunningCopy {
   std::int64_t epoch = 0;
   std::optional<SliceRole> slice;
+  // Handed over by the leader in the agent's process since the read being
+  // planned began (service/local_agent.h): the read may predate its
+  // placement, so the plan neither stops it nor starts another copy.
+  bool handed_since_read = false;
 };
 
 struct StartRun {
@@ -79,6 +83,11 @@ SupervisionPlan plan_supervision(const std::string& agent, std::int64_t epoch,
                                  const std::vector<db::JobRow>& parts,
                                  const std::map<std::int64_t, RunningCopy>& runs,
                                  const std::set<std::int64_t>& ended_slice_placements);
+
+// How a copy of `row` (with this agent's part of its slice, if any) starts:
+// already cancelled or preempted when first seen, it starts only to write
+// that end (a part other than the first writes nothing).
+StartRun start_of(const db::JobRow& row, std::optional<SliceRole> slice);
 
 // A job an agent that stops leaves behind, with the placement epoch that
 // fences its requeue (for a slice spanning agents, the first part's).

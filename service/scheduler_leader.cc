@@ -213,7 +213,14 @@ std::string SchedulerLeader::prometheus_metrics() const {
          "parsed.\n"
       << "# TYPE tpujobs_scheduler_specs_learned_total counter\n"
       << "tpujobs_scheduler_specs_learned_total{from=\"handed\"} " << specs_handed_.load() << "\n"
-      << "tpujobs_scheduler_specs_learned_total{from=\"text\"} " << specs_parsed_.load() << "\n";
+      << "tpujobs_scheduler_specs_learned_total{from=\"text\"} " << specs_parsed_.load() << "\n"
+      << "# HELP tpujobs_scheduler_placements_handed_total Placements handed to the agent in this "
+         "process as they committed, by whether it took them (else it was woken to read them).\n"
+      << "# TYPE tpujobs_scheduler_placements_handed_total counter\n"
+      << "tpujobs_scheduler_placements_handed_total{taken=\"true\"} " << handed_taken_.load()
+      << "\n"
+      << "tpujobs_scheduler_placements_handed_total{taken=\"false\"} " << handed_left_.load()
+      << "\n";
   static constexpr std::array<const char*, kPhases> kPhaseNames = {"housekeeping", "read", "plan",
                                                                    "write", "reasons"};
   // One series a phase, in seconds.
@@ -275,9 +282,27 @@ base::Status SchedulerLeader::begin_term() {
   return base::Status::Ok();
 }
 
-base::Result<bool> SchedulerLeader::write(db::Transition t) {
+void SchedulerLeader::fence(db::Transition& t) {
   t.require_leader_term = term_;
   ++queue_version_;
+}
+
+base::Result<SchedulerLeader::Handed> SchedulerLeader::write_handed(db::Transition t) {
+  fence(t);
+  auto placed = store_.transition_with_work(t);
+  if (!placed.ok() || *placed) changed({t.job_id});  // a failed write may have landed
+  if (!placed.ok()) return placed.error();
+  if (!*placed) return Handed::kNotPlaced;
+  if (!options_.local_agent->take_placed(std::move(**placed))) {
+    ++handed_left_;
+    return Handed::kToWake;
+  }
+  ++handed_taken_;
+  return Handed::kTaken;
+}
+
+base::Result<bool> SchedulerLeader::write(db::Transition t) {
+  fence(t);
   base::Result<bool> moved = store_.transition(t);
   if (!moved.ok() || *moved) changed({t.job_id});  // a failed write may have landed
   // An end the leader wrote (a cancel, a start_by, a lost agent's job) is

@@ -62,6 +62,7 @@
 #include "scheduler/request.h"
 #include "service/fair_share_usage.h"
 #include "service/leader_store.h"
+#include "service/local_agent.h"
 #include "service/reason_writer.h"
 #include "service/submitted_specs.h"
 #include "service/wake_bus.h"
@@ -113,6 +114,10 @@ struct SchedulerLeaderOptions {
   // (service/submitted_specs.h); null: every spec is parsed from its text.
   // Must outlive the leader.
   SubmittedSpecs* submitted_specs = nullptr;
+  // The agent in this process (service/local_agent.h): the placements on it
+  // of jobs that run whole are handed to it as they commit. Null: none, or
+  // every agent reads its work when woken. Must outlive the leader.
+  LocalAgent* local_agent = nullptr;
 };
 
 // When the next pass may start. Wake-ups that came in while each of the
@@ -334,6 +339,12 @@ class SchedulerLeader {
 
   // The leader's writes, fenced by its term.
   base::Result<bool> write(db::Transition t);
+  // A placement on options_.local_agent, handed to it once committed.
+  enum class Handed { kNotPlaced, kTaken, kToWake };  // kToWake: the agent left it to a look
+  base::Result<Handed> write_handed(db::Transition t);
+  // What every write of the leader's does first: fenced by its term; the
+  // kept queue changes.
+  void fence(db::Transition& t);
   // Tells this process's API service which jobs' rows changed (the wake
   // bus's kJobsChangedChannel); nothing without a wake bus.
   void changed(const std::vector<std::int64_t>& jobs);
@@ -423,6 +434,9 @@ class SchedulerLeader {
   // parsed from their stored texts.
   std::atomic<std::int64_t> specs_handed_{0};
   std::atomic<std::int64_t> specs_parsed_{0};
+  // Placements handed to options_.local_agent: taken, and left to its look.
+  std::atomic<std::int64_t> handed_taken_{0};
+  std::atomic<std::int64_t> handed_left_{0};
   // Per phase: its wall time summed over the passes, and its longest.
   std::array<std::atomic<std::int64_t>, kPhases> phase_nanos_{};
   std::array<std::atomic<std::int64_t>, kPhases> max_phase_nanos_{};

@@ -281,8 +281,17 @@ base::Status SchedulerLeader::write_starts(const PassState& state, const schedul
       parts.emplace_back(snapshot_.agents[part].name,
                          state.epoch_of.at(snapshot_.agents[part].name));
     }
-    auto moved = write(lifecycle::place_on_agent(p.job, std::move(reason), allocation.dump(), agent,
-                                                 state.epoch_of.at(agent), parts));
+    db::Transition t = lifecycle::place_on_agent(p.job, std::move(reason), allocation.dump(), agent,
+                                                 state.epoch_of.at(agent), parts);
+    if (options_.local_agent != nullptr && p.parts.empty() &&
+        agent == options_.local_agent->name()) {
+      // This process's agent starts it now, or reads it when woken.
+      auto handed = write_handed(std::move(t));
+      if (!handed.ok()) return handed.error();
+      if (*handed == Handed::kToWake) woken.insert(agent);
+      continue;
+    }
+    auto moved = write(std::move(t));
     if (!moved.ok()) return moved.error();
     if (!*moved) continue;
     woken.insert(agent);

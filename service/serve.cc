@@ -226,6 +226,9 @@ class ServeProcess {
                       &ServeProcess::hold_membership, &ServeProcess::start_control_plane,
                       &ServeProcess::start_api}) {
       if (std::optional<int> failed = (this->*step)()) {
+        // The leader's thread first: its passes hand placements to the
+        // agent, which goes before it.
+        if (leader_) leader_->stop();
         if (manager_) manager_->shutdown();
         return *failed;
       }
@@ -384,7 +387,6 @@ class ServeProcess {
     leader_options.fair_share.half_life = options_.fair_share_half_life;
     if (standalone_) leader_options.wake_bus = &wake_bus_;
     leader_options.submitted_specs = &submitted_specs_;
-    leader_ = std::make_unique<SchedulerLeader>(*leader_pool_, leader_options);
     // The agent registers before the leader's first pass, which would
     // otherwise find no host alive and tell the waiting jobs so.
     if (!layout_.hosts.empty()) {
@@ -400,7 +402,9 @@ class ServeProcess {
         std::cerr << "tpujobs serve: agent: " << started.error().message << "\n";
         return 1;
       }
+      leader_options.local_agent = runs_here;
     }
+    leader_ = std::make_unique<SchedulerLeader>(*leader_pool_, leader_options);
     leader_->start();
     return std::nullopt;
   }

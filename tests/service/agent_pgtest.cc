@@ -235,6 +235,26 @@ std::int64_t place_endless_job(db::Repositories& repo, std::int64_t epoch, int c
   return placed.ok() && *placed ? id : 0;
 }
 
+// The same job placed as the scheduler leader places one on the agent in
+// its own process: the placement answers the row and where it resumes
+// (nullopt: it could not be placed).
+std::optional<db::PlacedWork> place_endless_job_with_work(db::Repositories& repo,
+                                                          std::int64_t epoch, int core) {
+  db::NewJob job;
+  job.tenant = "t";
+  job.spec_json = digits_job(-1, 1000);
+  auto inserted = repo.jobs.insert_jobs({job});
+  if (!inserted.ok()) return std::nullopt;
+  auto placed = repo.jobs.transition_with_work(lifecycle::place_on_agent(
+      (*inserted)[0].row.id, "test",
+      R"({"generation": "v3", "accelerator_type": null, "hosts": ["a-h0"], "agent": "a",
+          "cores": [{"host": "a-h0", "core": )" +
+          std::to_string(core) + "}]}",
+      "a", epoch));
+  if (!placed.ok()) return std::nullopt;
+  return *placed;
+}
+
 // The cluster soak's jobs barely finished: every job's end flushed the
 // agent's whole telemetry queue, one end at a time, behind a job that logs
 // faster than the database stores. Here the writer's store of one job's
@@ -386,6 +406,89 @@ TEST_F(AgentTest, ItTrainsBelowTheServicesPriorityAndStartsOnAFewLastingThreads)
     ASSERT_TRUE(row.ok() && *row);
     EXPECT_EQ(db::JobState::kQueued, (**row).state) << "requeued at the stop";
   }
+}
+
+// A standalone serve's leader hands the agent each placement it commits
+// there (service/local_agent.h): the job starts without the agent looking
+// at its work, and the agent's next look keeps that copy rather than
+// starting or stopping one. A placement under another epoch, or of a job a
+// copy runs, is left to the agent's look.
+TEST_F(AgentTest, AJobHandedOverStartsWithoutALookAndTheNextLookKeepsIt) {
+  auto pool = db::ConnectionPool::create(conninfo_, 4);
+  ASSERT_TRUE(pool.ok());
+  db::Repositories repo(*observer_);
+  WakeBus bus;  // no LISTEN: the agent looks when it starts and when woken
+  AgentOptions options;
+  options.name = "a";
+  options.conninfo = conninfo_;
+  options.wake_bus = &bus;
+  options.poll_interval = std::chrono::hours(1);
+  options.heartbeat_interval = milliseconds(50);
+  auto layout = scheduler::parse_pool("v3-8");
+  ASSERT_TRUE(layout.ok());
+  options.layout = *layout;
+  options.layout.hosts[0].name = "a-h0";
+  Agent agent(**pool, options);
+  ASSERT_TRUE(agent.start().ok());
+  const auto trains = [&](std::int64_t id) {
+    auto row = repo.jobs.get_job(id);
+    return row.ok() && *row && (**row).state == db::JobState::kRunning && (**row).progress_json;
+  };
+
+  std::optional<db::PlacedWork> work = place_endless_job_with_work(repo, agent.epoch(), 0);
+  ASSERT_TRUE(work);
+  EXPECT_EQ(db::JobState::kStarting, work->row.state);
+  EXPECT_EQ("a", work->row.agent.value_or(""));
+  EXPECT_FALSE(work->resume.checkpoint_step) << "a new job resumes from nothing";
+  const std::int64_t handed = work->row.id;
+  db::PlacedWork stale = *work;
+  stale.row.placement_epoch = agent.epoch() + 1;
+  EXPECT_FALSE(agent.take_placed(stale)) << "another epoch's placement";
+  ASSERT_TRUE(agent.take_placed(*work));
+  EXPECT_TRUE(eventually([&] { return trains(handed); })) << "started with no look";
+  EXPECT_FALSE(agent.take_placed(*work)) << "a copy runs it already";
+
+  // A job placed without a hand-off starts at the look the wake-up makes;
+  // that look finds the handed job's copy running and leaves it so.
+  const std::int64_t looked_for = place_endless_job(repo, agent.epoch(), 1);
+  ASSERT_NE(0, looked_for);
+  bus.publish(db::kAgentChannel, "a");
+  EXPECT_TRUE(eventually([&] { return trains(looked_for); }));
+  auto before = repo.jobs.get_job(handed);
+  ASSERT_TRUE(before.ok() && *before);
+  EXPECT_TRUE(eventually([&] {
+    auto now = repo.jobs.get_job(handed);
+    return now.ok() && *now && (**now).state == db::JobState::kRunning &&
+           (**now).progress_json != (**before).progress_json;
+  })) << "the look stopped or restarted the handed copy";
+  auto events = repo.jobs.list_events(handed);
+  ASSERT_TRUE(events.ok());
+  EXPECT_EQ(1, std::count_if(
+                   events->begin(), events->end(),
+                   [](const db::JobEventRow& e) { return e.to_state == db::JobState::kRunning; }))
+      << "started once";
+
+  // Stopped, it is requeued at a checkpoint with its output: placed again,
+  // the placement answers where it resumes as the agent's own read would.
+  agent.stop();
+  auto again = repo.jobs.transition_with_work(lifecycle::place_on_agent(
+      handed, "test", R"({"hosts": ["a-h0"], "cores": []})", "a", agent.epoch()));
+  ASSERT_TRUE(again.ok());
+  ASSERT_FALSE(*again) << "the agent left: no placement on it applies";
+  ASSERT_TRUE(cluster_->register_agent("a", {{"a-h0", "v3"}}, 1).ok());
+  const auto epoch = agent_row()->epoch;
+  again = repo.jobs.transition_with_work(
+      lifecycle::place_on_agent(handed, "test", R"({"hosts": ["a-h0"], "cores": []})", "a", epoch));
+  ASSERT_TRUE(again.ok() && *again);
+  auto read = repo.outputs.resume_point(handed);
+  ASSERT_TRUE(read.ok());
+  ASSERT_TRUE((**again).resume.checkpoint_step) << "stopped at a checkpoint";
+  EXPECT_EQ(read->checkpoint_step, (**again).resume.checkpoint_step);
+  EXPECT_GT((**again).resume.max_log_seq, 0);
+  EXPECT_EQ(read->max_log_seq, (**again).resume.max_log_seq);
+  EXPECT_EQ(read->max_metric_seq, (**again).resume.max_metric_seq);
+  EXPECT_EQ(read->metrics_after_checkpoint, (**again).resume.metrics_after_checkpoint);
+  EXPECT_EQ(db::JobState::kStarting, (**again).row.state);
 }
 
 TEST_F(AgentTest, AJobsEndStoresItsOwnOutputNotWaitingForAnotherJobsStore) {

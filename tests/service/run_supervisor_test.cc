@@ -68,6 +68,29 @@ TEST(RunSupervisor, ACopyWhoseJobMovedOnStopsWithoutWriting) {
   EXPECT_TRUE(plan.start.empty()) << "a job with a copy is not started twice";
 }
 
+// The leader in the agent's process hands it a placement as it commits
+// (service/local_agent.h), maybe while the agent's read is under way: that
+// read may or may not show the placement, so the copy is the next read's to
+// judge. Neither stopped as moved on nor started a second time.
+TEST(RunSupervisor, ACopyHandedOverSinceTheReadBeganIsLeftToTheNextRead) {
+  const std::map<std::int64_t, RunningCopy> handed{{1, {kEpoch, std::nullopt, true}}};
+  SupervisionPlan plan = plan_supervision("a", kEpoch, {}, {}, handed, {});
+  EXPECT_TRUE(plan.stop.empty()) << "a read from before the placement";
+  EXPECT_TRUE(plan.start.empty());
+  db::JobRow cancelled = placed_here(1);
+  cancelled.cancel_requested = true;
+  plan = plan_supervision("a", kEpoch, {cancelled}, {}, handed, {});
+  EXPECT_TRUE(plan.stop.empty()) << "judged by the next read";
+  EXPECT_TRUE(plan.start.empty()) << "a job with a copy is not started twice";
+
+  const std::map<std::int64_t, RunningCopy> judged{{1, {kEpoch, std::nullopt, false}}};
+  plan = plan_supervision("a", kEpoch, {}, {}, judged, {});
+  ASSERT_EQ(1u, plan.stop.size()) << "the next read: gone from it, the copy stops";
+  plan = plan_supervision("a", kEpoch, {cancelled}, {}, judged, {});
+  ASSERT_EQ(1u, plan.stop.size());
+  EXPECT_EQ(RunStop::kUserCancel, plan.stop[0].why);
+}
+
 TEST(RunSupervisor, ACancelOrAPreemptionStopsTheFirstPartOnly) {
   db::JobRow cancelled = spanning(1, /*placement=*/30);
   cancelled.cancel_requested = true;

@@ -264,6 +264,15 @@ class FakeLeaderStore final : public LeaderStore {
     if (t.clear_pending) row.pending_json.reset();
     return true;
   }
+  base::Result<std::optional<db::PlacedWork>> transition_with_work(
+      const db::Transition& t) override {
+    base::Result<bool> moved = transition(t);
+    if (!moved.ok()) return moved.error();
+    if (!*moved) return std::optional<db::PlacedWork>();
+    db::JobOutputRepository::ResumePoint resume;
+    resume.max_log_seq = 7;  // as a job requeued after some output resumes
+    return std::optional<db::PlacedWork>(db::PlacedWork{job(t.job_id), resume});
+  }
   base::Status set_pending(
       const std::vector<std::pair<std::int64_t, std::optional<std::string>>>& batch) override {
     if (away) return down();
@@ -395,6 +404,111 @@ TEST_F(SchedulerLeaderPass, APlacementIsCommittedBeforeItsAgentIsWoken) {
   EXPECT_EQ(3, store_.job(1).placement_epoch.value_or(0));
   const json allocation = json::parse(store_.job(1).allocation_json.value_or("{}"));
   EXPECT_EQ(json::array({"a-h0"}), allocation["hosts"]);
+}
+
+// The agent in the leader's own process, as the leader hands it placements.
+class FakeLocalAgent final : public LocalAgent {
+ public:
+  FakeLocalAgent(std::string name, std::vector<std::string>& writes)
+      : name_(std::move(name)), writes_(writes) {}
+  const std::string& name() const override { return name_; }
+  bool take_placed(db::PlacedWork work) override {
+    writes_.push_back((takes ? "taken " : "left ") + std::to_string(work.row.id));
+    if (takes) taken.push_back(std::move(work));
+    return takes;
+  }
+  bool takes = true;
+  std::vector<db::PlacedWork> taken;
+
+ private:
+  std::string name_;
+  std::vector<std::string>& writes_;
+};
+
+class SchedulerLeaderWithLocalAgent : public SchedulerLeaderPass {
+ protected:
+  SchedulerLeaderWithLocalAgent() : local_("a", store_.writes) {
+    SchedulerLeaderOptions options;
+    options.clock = &clock_;
+    options.local_agent = &local_;
+    leader_ = std::make_unique<SchedulerLeader>(store_, options);
+  }
+  FakeLocalAgent local_;
+};
+
+// A job placed on the agent in the leader's own process is handed to it,
+// with its row and resume point as the placement's statement answered, once
+// committed: that agent is not woken to read it. Another agent is woken.
+TEST_F(SchedulerLeaderWithLocalAgent, APlacementOnTheAgentInThisProcessIsHandedToItNotWokenFor) {
+  store_.add_agent("a", 3, 1);
+  store_.add_agent("b", 5, 1);
+  store_.add_job(1, "t", 8);
+  store_.add_job(2, "t", 8);
+  ASSERT_TRUE(leader_->run_pass().ok());
+  const std::vector<std::string> expected{"transition 1 STARTING", "taken 1",
+                                          "transition 2 STARTING", "notify tpujobs_agent b"};
+  EXPECT_EQ(expected, store_.writes);
+  ASSERT_EQ(1u, local_.taken.size());
+  const db::PlacedWork& work = local_.taken.front();
+  EXPECT_EQ(JobState::kStarting, work.row.state);
+  EXPECT_EQ("a", work.row.agent.value_or(""));
+  EXPECT_EQ(3, work.row.placement_epoch.value_or(0));
+  EXPECT_FALSE(work.row.spec_json.empty());
+  EXPECT_EQ(7, work.resume.max_log_seq);
+  EXPECT_EQ("b", store_.job(2).agent.value_or(""));
+  const std::string metrics = leader_->prometheus_metrics();
+  EXPECT_NE(std::string::npos,
+            metrics.find("tpujobs_scheduler_placements_handed_total{taken=\"true\"} 1\n"));
+  EXPECT_NE(std::string::npos,
+            metrics.find("tpujobs_scheduler_placements_handed_total{taken=\"false\"} 0\n"));
+}
+
+// An agent that leaves a placement to its next look (stopping, rejoining)
+// is woken for it.
+TEST_F(SchedulerLeaderWithLocalAgent, AHandOffTheAgentLeavesWakesIt) {
+  store_.add_agent("a", 3, 1);
+  store_.add_job(1, "t", 8);
+  local_.takes = false;
+  ASSERT_TRUE(leader_->run_pass().ok());
+  const std::vector<std::string> expected{"transition 1 STARTING", "left 1",
+                                          "notify tpujobs_agent a"};
+  EXPECT_EQ(expected, store_.writes);
+  EXPECT_NE(std::string::npos,
+            leader_->prometheus_metrics().find(
+                "tpujobs_scheduler_placements_handed_total{taken=\"false\"} 1\n"));
+}
+
+// A placement that did not apply (its agent registered again after the
+// pass read it) is handed to no one, and no agent is woken for it.
+TEST_F(SchedulerLeaderWithLocalAgent, APlacementThatDidNotApplyIsHandedToNoOne) {
+  store_.add_agent("a", 3, 1);
+  store_.add_job(1, "t", 8);
+  store_.after_list_agents = [this] { store_.agents.front().epoch = 4; };
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(JobState::kQueued, store_.job(1).state);
+  EXPECT_TRUE(local_.taken.empty());
+  for (const std::string& w : store_.writes) {
+    EXPECT_EQ(std::string::npos, w.find("left")) << w;
+    EXPECT_EQ(std::string::npos, w.find("notify tpujobs_agent")) << w;
+  }
+}
+
+// A slice spanning agents is not handed over, even when its first part is
+// this process's agent: every part's agent reads its work.
+TEST_F(SchedulerLeaderWithLocalAgent, ASliceSpanningAgentsWakesEachOfThem) {
+  store_.add_agent("a", 3, 2);
+  store_.add_agent("b", 5, 2);
+  db::JobRow& job = store_.add_job(1, "t", 8);
+  json spec = json::parse(job.spec_json);
+  spec["trainer"]["accelerator"] = "tpu";
+  spec["trainer"]["num_nodes"] = 4;
+  spec["resources"] = {{"accelerator_type", "v3-32"}};
+  job.spec_json = spec.dump();
+  ASSERT_TRUE(leader_->run_pass().ok());
+  const std::vector<std::string> expected{"transition 1 STARTING", "notify tpujobs_agent a",
+                                          "notify tpujobs_agent b"};
+  EXPECT_EQ(expected, store_.writes);
+  EXPECT_TRUE(local_.taken.empty());
 }
 
 TEST_F(SchedulerLeaderPass, MetricsCountThePassesTheirTimeAndTheLongest) {
