@@ -28,14 +28,14 @@
 // that step (JobOutputRepository::resume_points_from reads the first five
 // columns and counts the recorded points past the checkpoint from the last
 // two).
-#define TPUJOBS_RESUME_POINTS_OF(rows, more)                                          \
-  "SELECT j.id, c.step,"                                                              \
-  " (SELECT COALESCE(max(seq), 0) FROM job_logs WHERE job_id = j.id),"                \
-  " (SELECT COALESCE(max(seq), 0) FROM job_metrics WHERE job_id = j.id),"             \
-  " COALESCE((" TPUJOBS_LAST_SEQ_THROUGH(                                             \
-      "j.id",                                                                         \
-      "COALESCE(c.step, 0)") "), 0)" more " FROM " rows                               \
-                             " j LEFT JOIN LATERAL (SELECT step FROM job_checkpoints" \
+#define TPUJOBS_RESUME_POINTS_OF(rows, more)                                                 \
+  "SELECT j.id, c.step,"                                                                     \
+  " (SELECT COALESCE(max(seq), 0) FROM job_logs WHERE job_id = j.id),"                       \
+  " (SELECT COALESCE(max(seq), 0) FROM job_metrics WHERE job_id = j.id),"                    \
+  " COALESCE((" TPUJOBS_LAST_SEQ_THROUGH(                                                    \
+      "j.id",                                                                                \
+      "COALESCE(c.step, 0)") "), 0)" more " FROM " rows                                      \
+                             " j LEFT JOIN LATERAL (SELECT step, epoch FROM job_checkpoints" \
                              "  WHERE job_id = j.id ORDER BY step DESC LIMIT 1) AS c ON true"
 #define TPUJOBS_RESUME_POINTS_WHERE(condition) \
   TPUJOBS_RESUME_POINTS_OF("jobs", "") " WHERE " condition

@@ -115,6 +115,17 @@ struct JobWithCheckpoint {
 struct PlacedWork {
   JobRow row;
   JobOutputRepository::ResumePoint resume;
+  // The epoch of the checkpoint it resumes from (resume.checkpoint_step's).
+  std::optional<int> checkpoint_epoch{};
+};
+
+// A placement that its agent starts as it commits (Transition::then_running):
+// the RUNNING event's reason, `started` for a job with no checkpoint, else
+// `resumed_before_step` + the newest checkpoint's step + `resumed_after_step`.
+struct RunningReason {
+  std::string started;
+  std::string resumed_before_step;
+  std::string resumed_after_step;
 };
 
 // A listed job: enough to tell whether a view of it is at hand, and where a
@@ -173,6 +184,10 @@ struct Transition {
   // the next synchronous commit on the server, or the WAL writer within
   // about 200 ms, makes it durable too.
   bool asynchronous_commit = false;
+  // A placement (QUEUED -> STARTING) that goes on to RUNNING in the same
+  // statement, recording both events: a job the agent in the leader's own
+  // process starts as it commits (JobRepository::transition_with_work only).
+  std::optional<RunningReason> then_running{};
 };
 
 struct JobEventRow {
@@ -228,6 +243,8 @@ class JobRepository {
   // The same, answering the job and where it resumes as work_on_agent reads
   // them right after, in the same round trip (nullopt when the transition
   // did not apply): a placement handed to an agent in the same process.
+  // With t.then_running, the placement also moves the job on to RUNNING
+  // (and records that event too), as the agent's start would.
   base::Result<std::optional<PlacedWork>> transition_with_work(const Transition& t);
 
   // Sets progress and latest_metrics (JSON); nullopt keeps the current

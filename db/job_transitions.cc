@@ -10,10 +10,12 @@
 namespace tpujobs::db {
 namespace {
 
-// Applies a Transition (JobRepository::transition): `returning` is what the
-// changed row gives (its id and previous state at least), `answer` the
+// Applies a Transition (JobRepository::transition): `state` is the state the
+// row takes, `then` more rows of the event's insert (each SELECTed from
+// `changed`: job_id, from_state, to_state, reason, detail), `returning` what
+// the changed row gives (its id and previous state at least), `answer` the
 // statement's result.
-#define TPUJOBS_TRANSITION(returning, answer) \
+#define TPUJOBS_TRANSITION_TO(state, then, returning, answer) \
   "WITH previous AS (" \
     "  SELECT id, state FROM jobs" \
     "  WHERE id = $1::bigint AND state = ANY($2::text[])" \
@@ -32,7 +34,7 @@ namespace {
     "  FOR UPDATE" \
     "), changed AS (" \
     "  UPDATE jobs j SET" \
-    "    state = $3::text," \
+    "    state = " state "," \
     "    updated_at = now()," \
     "    allocation = CASE WHEN $6::boolean THEN NULL ELSE COALESCE($7::jsonb, j.allocation) END," \
     "    error = COALESCE($8::jsonb, j.error)," \
@@ -54,8 +56,10 @@ namespace {
     "  DELETE FROM job_pending WHERE job_id IN (SELECT id FROM changed) AND $3::text <> 'QUEUED'" \
     "), event AS (" \
     "  INSERT INTO job_events (job_id, from_state, to_state, reason, detail)" \
-    "  SELECT id, from_state, $3::text, $4::text, $5::jsonb FROM changed" \
+    "  SELECT id, from_state, $3::text, $4::text, $5::jsonb FROM changed" then \
     ") " answer
+#define TPUJOBS_TRANSITION(returning, answer) \
+  TPUJOBS_TRANSITION_TO("$3::text", "", returning, answer)
 
 // set_config(..., true) lasts until this statement's own commit.
 #define TPUJOBS_ASYNCHRONOUS_COMMIT                                    \
@@ -74,12 +78,24 @@ constexpr const char* kTransitionWithView =
                        "   WHERE job_id = j.id ORDER BY step DESC LIMIT 1) c ON true");
 
 // The same, answering the changed row with where it resumes, as
-// work_on_agent reads a STARTING job: the resume point's five columns, then
-// the row's (no row when nothing changed). job_logs, job_metrics and
-// job_checkpoints are read as the statement found them; it changes none.
+// work_on_agent reads a STARTING job: the resume point's five columns, its
+// checkpoint's epoch, then the row's (no row when nothing changed).
+// job_logs, job_metrics and job_checkpoints are read as the statement found
+// them; it changes none.
+#define TPUJOBS_WITH_WORK \
+  TPUJOBS_RESUME_POINTS_OF("changed", ", c.epoch, j.*, " TPUJOBS_ASYNCHRONOUS_COMMIT)
 constexpr const char* kTransitionWithWork =
-    TPUJOBS_TRANSITION(TPUJOBS_JOB_COLUMNS ", previous.state AS from_state",
-                       TPUJOBS_RESUME_POINTS_OF("changed", ", j.*, " TPUJOBS_ASYNCHRONOUS_COMMIT));
+    TPUJOBS_TRANSITION(TPUJOBS_JOB_COLUMNS ", previous.state AS from_state", TPUJOBS_WITH_WORK);
+// The same for a placement that goes on to RUNNING (Transition::then_running):
+// the row takes RUNNING, and the second event's reason names the newest
+// checkpoint, the one the job resumes from.
+constexpr const char* kTransitionWithWorkThenRunning = TPUJOBS_TRANSITION_TO(
+    "'RUNNING'",
+    " UNION ALL SELECT r.id, $3::text, 'RUNNING',"
+    "   CASE WHEN k.step IS NULL THEN $25::text ELSE $26::text || k.step || $27::text END, NULL"
+    " FROM changed r LEFT JOIN LATERAL (SELECT step FROM job_checkpoints"
+    "   WHERE job_id = r.id ORDER BY step DESC LIMIT 1) AS k ON true",
+    TPUJOBS_JOB_COLUMNS ", previous.state AS from_state", TPUJOBS_WITH_WORK);
 
 std::vector<Param> transition_params(const Transition& t) {
   const std::vector<std::optional<std::string>> from = state_names(t.from);
@@ -146,17 +162,24 @@ base::Result<std::optional<JobWithCheckpoint>> JobRepository::transition_with_vi
 }
 
 base::Result<std::optional<PlacedWork>> JobRepository::transition_with_work(const Transition& t) {
-  const std::vector<Param> params = transition_params(t);
-  return with_connection(pool_, acquire_timeout_,
-                         [&](Connection& connection) -> base::Result<std::optional<PlacedWork>> {
-                           base::Result<QueryResult> rows =
-                               connection.execute_generic(kTransitionWithWork, params);
-                           if (!rows.ok()) return rows.error();
-                           if (rows->rows() == 0) return std::optional<PlacedWork>();
-                           auto points = JobOutputRepository::resume_points_from(*rows);
-                           return std::optional<PlacedWork>(PlacedWork{
-                               read_job(*rows, 0, /*first_column=*/5), points.begin()->second});
-                         });
+  std::vector<Param> params = transition_params(t);
+  if (t.then_running) {
+    params.emplace_back(t.then_running->started);
+    params.emplace_back(t.then_running->resumed_before_step);
+    params.emplace_back(t.then_running->resumed_after_step);
+  }
+  const char* statement = t.then_running ? kTransitionWithWorkThenRunning : kTransitionWithWork;
+  return with_connection(
+      pool_, acquire_timeout_,
+      [&](Connection& connection) -> base::Result<std::optional<PlacedWork>> {
+        base::Result<QueryResult> rows = connection.execute_generic(statement, params);
+        if (!rows.ok()) return rows.error();
+        if (rows->rows() == 0) return std::optional<PlacedWork>();
+        auto points = JobOutputRepository::resume_points_from(*rows);
+        PlacedWork work{read_job(*rows, 0, /*first_column=*/6), points.begin()->second};
+        if (!rows->is_null(0, 5)) work.checkpoint_epoch = static_cast<int>(rows->int64(0, 5));
+        return std::optional<PlacedWork>(std::move(work));
+      });
 }
 
 }  // namespace tpujobs::db

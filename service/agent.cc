@@ -71,6 +71,9 @@ void Agent::stop() {
     base::MutexLock lock(mutex_);
     if (stopping_) return;
     stopping_ = true;
+    // A placement promised before is committed or forgone within one round
+    // trip of the leader's to the database: its copy is stopped below too.
+    lock.wait(promises_settled_, [this]() REQUIRES(mutex_) { return promised_.empty(); });
     for (const auto& [id, run] : runs_) {
       // Fenced by the job's placement epoch: the first part's agent's.
       if (run->peer()) parts.emplace_back(id, run->row.placement_epoch.value_or(run->epoch));
@@ -274,25 +277,64 @@ void Agent::reconcile() {
   }
 }
 
-bool Agent::take_placed(db::PlacedWork work) {
+bool Agent::promise_start(std::int64_t job, std::int64_t epoch) {
+  // Read before the placement's write: a view read before is not kept after.
+  const std::uint64_t seen =
+      options_.started_views != nullptr ? options_.started_views->views_generation() : 0;
   base::MutexLock lock(mutex_);
-  const std::int64_t epoch = epoch_;
   // Stopping, or declared lost (rejoin() forgets every copy): the look after
-  // decides. A placement under another epoch, or a job a copy still runs
+  // decides. A placement under another epoch, or of a job a copy still runs
   // (its earlier placement's, stopping), is the look's to sort out too.
-  if (stopping_ || lost_epoch_ == epoch || work.row.agent != options_.name ||
-      work.row.placement_epoch != epoch || runs_.count(work.row.id) ||
-      slice_role(work.row, options_.name, epoch)) {
+  if (stopping_ || lost_epoch_ == epoch_ || epoch != epoch_ || runs_.count(job) ||
+      promised_.count(job)) {
     return false;
   }
-  start_locked(start_of(work.row, std::nullopt), epoch, work.resume, looks_);
+  promised_[job] = seen;
+  return true;
+}
+
+void Agent::forgo(std::int64_t job) {
+  base::MutexLock lock(mutex_);
+  promised_.erase(job);
+  promises_settled_.notify_all();
+}
+
+bool Agent::take_placed(db::PlacedWork work) {
+  std::uint64_t seen = 0;
+  {
+    base::MutexLock lock(mutex_);
+    auto promise = promised_.find(work.row.id);
+    if (promise == promised_.end()) return false;
+    seen = promise->second;
+    promised_.erase(promise);
+    promises_settled_.notify_all();
+    // A stop since the promise waited for this hand-over: the copy starts,
+    // and the stop stops it at a checkpoint and requeues the job as it
+    // does every copy. Declared lost since, or placed under another epoch:
+    // the look after decides.
+    const std::int64_t epoch = epoch_;
+    if (lost_epoch_ == epoch || work.row.state != db::JobState::kRunning ||
+        work.row.agent != options_.name || work.row.placement_epoch != epoch ||
+        runs_.count(work.row.id) || slice_role(work.row, options_.name, epoch)) {
+      return false;
+    }
+    start_locked(start_of(work.row, std::nullopt), epoch, work.resume, looks_,
+                 /*running_written=*/true);
+  }
+  if (options_.started_views != nullptr) {
+    db::JobWithCheckpoint job{std::move(work.row), std::nullopt};
+    if (work.resume.checkpoint_step && work.checkpoint_epoch)
+      job.last_checkpoint = {*work.resume.checkpoint_step, *work.checkpoint_epoch};
+    options_.started_views->started(seen, job);
+  }
   return true;
 }
 
 void Agent::start_locked(StartRun start, std::int64_t epoch,
                          std::optional<db::JobOutputRepository::ResumePoint> point,
-                         std::optional<std::uint64_t> handed_after) {
+                         std::optional<std::uint64_t> handed_after, bool running_written) {
   auto run = std::make_shared<Run>();
+  run->running_written = running_written;
   run->row = std::move(start.row);
   run->epoch = epoch;
   run->slice = std::move(start.slice);

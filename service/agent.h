@@ -1,6 +1,8 @@
 // The agent (DESIGN §9): the worker of one machine. It registers its hosts
 // in PostgreSQL under a new epoch, heartbeats, runs the jobs the scheduler
-// leader placed on it (committed STARTING rows naming it and its epoch) on
+// leader placed on it (committed STARTING rows naming it and its epoch, or,
+// in the leader's own process, RUNNING ones placed started and handed over:
+// service/local_agent.h) on
 // its own worker threads, and writes their state, log lines, metrics,
 // progress and checkpoints, every write conditional on the placement's
 // epoch (fencing).
@@ -104,9 +106,11 @@ class Agent final : public LocalAgent {
 
   std::int64_t epoch() const { return epoch_; }
 
-  // LocalAgent: the scheduler leader in this process hands over the
-  // placements it commits here.
+  // LocalAgent: the scheduler leader in this process places jobs here
+  // started, and hands them over as they commit.
   const std::string& name() const override { return options_.name; }
+  bool promise_start(std::int64_t job, std::int64_t epoch) override;
+  void forgo(std::int64_t job) override;
   bool take_placed(db::PlacedWork work) override;
 
  private:
@@ -126,10 +130,11 @@ class Agent final : public LocalAgent {
   void reconcile();
   void stop_all_locked(StopReason reason) REQUIRES(mutex_);
   // Hands a new copy to the starters (from a look, or a placement handed
-  // over: `handed_after`, see Run).
+  // over: `handed_after` and `running_written`, see Run).
   void start_locked(StartRun start, std::int64_t epoch,
                     std::optional<db::JobOutputRepository::ResumePoint> point,
-                    std::optional<std::uint64_t> handed_after) REQUIRES(mutex_);
+                    std::optional<std::uint64_t> handed_after, bool running_written = false)
+      REQUIRES(mutex_);
   // A job placed here starts on one of the starters (start_placed), then
   // trains on a thread of its own (train_placed), and is forgotten. A
   // starter is warm: a thread of its own, new, took 0.5 ms longer to
@@ -211,6 +216,11 @@ class Agent final : public LocalAgent {
   // reads may be missing from what it read.
   std::uint64_t looks_ GUARDED_BY(mutex_) = 0;
   std::condition_variable starts_done_;
+  // The jobs this agent promised the leader to start as their placement
+  // commits (promise_start), each with the view generation read before that
+  // write (StartedViews); stop() waits until each is taken or forgone.
+  std::map<std::int64_t, std::uint64_t> promised_ GUARDED_BY(mutex_);
+  std::condition_variable promises_settled_;
   bool stopping_ GUARDED_BY(mutex_) = false;
   // Set last in stop(), just before the agent leaves.
   bool heartbeat_stopping_ GUARDED_BY(mutex_) = false;

@@ -176,14 +176,12 @@ bool Agent::start_placed(Run& run) {
   auto resumed = resume_of(run);
   if (!resumed.ok()) return false;  // cannot tell where to start: leave it to the next look
   run.resume = std::move(*resumed);
-  if (!run.peer()) {
+  if (!run.peer() && !run.running_written) {
     const std::string where = run.slice ? "agents of its slice" : "agent " + options_.name;
-    auto moved = write_start(lifecycle::run(run.row.id,
-                                            run.resume ? "Resumed from the checkpoint at step " +
-                                                             std::to_string(run.resume->step) +
-                                                             " on " + where
-                                                       : "Training started on " + where,
-                                            run.epoch));
+    const std::optional<std::int64_t> step =
+        run.resume ? std::optional<std::int64_t>(run.resume->step) : std::nullopt;
+    auto moved = write_start(lifecycle::run(
+        run.row.id, lifecycle::running_text(lifecycle::running_reason(where), step), run.epoch));
     // Moved on meanwhile, or the database is away: the next look decides.
     if (!moved.ok() || !*moved) return false;
   }

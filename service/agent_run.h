@@ -45,6 +45,9 @@ struct Agent::Run {
   // the work before the placement committed, so it neither stops the copy
   // for a job it did not see nor starts another. None: started by a look.
   std::optional<std::uint64_t> handed_after;
+  // Its RUNNING was committed with its placement (lifecycle::place_started):
+  // its start writes none.
+  bool running_written = false;
   // A slice spanning agents: this agent's part. A part other than the
   // first (rank > 0) writes nothing about the job.
   std::optional<SliceRole> slice;

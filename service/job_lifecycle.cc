@@ -60,6 +60,21 @@ db::Transition run(std::int64_t job, std::string reason, std::int64_t fence) {
   return t;
 }
 
+db::RunningReason running_reason(const std::string& where) {
+  return {"Training started on " + where, "Resumed from the checkpoint at step ", " on " + where};
+}
+
+std::string running_text(const db::RunningReason& reason, std::optional<std::int64_t> step) {
+  if (!step) return reason.started;
+  return reason.resumed_before_step + std::to_string(*step) + reason.resumed_after_step;
+}
+
+db::Transition place_started(db::Transition placement, const std::string& where) {
+  placement.then_running = running_reason(where);
+  placement.asynchronous_commit = false;
+  return placement;
+}
+
 db::Transition requeue_elsewhere(std::int64_t job, std::string reason,
                                  std::optional<std::int64_t> fence, bool retry, JobStateSet from) {
   db::Transition t = make(job, std::move(from), JobState::kQueued, std::move(reason));

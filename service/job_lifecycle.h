@@ -5,6 +5,7 @@
 // job_events row (a job in none of the `from` states is left as it is).
 //
 //   QUEUED --place_on_agent--> STARTING --run--> RUNNING
+//   QUEUED --place_started--> STARTING, RUNNING  (one statement, both events)
 //   STARTING|RUNNING --requeue*--> QUEUED       (resumes from its checkpoint)
 //   QUEUED|STARTING|RUNNING --finish / cancel* / reject / fail*--> terminal
 //
@@ -44,6 +45,18 @@ db::Transition place_on_agent(std::int64_t job, std::string reason, std::string 
 // STARTING|RUNNING -> RUNNING, fenced by the agent's placement epoch (an
 // agent that restarts its own copy finds it RUNNING already).
 db::Transition run(std::int64_t job, std::string reason, std::int64_t fence);
+
+// The reason of a job's RUNNING on `where` ("agent a", "agents of its
+// slice"): whether it resumed, and from which step.
+db::RunningReason running_reason(const std::string& where);
+std::string running_text(const db::RunningReason& reason, std::optional<std::int64_t> step);
+
+// QUEUED -> STARTING -> RUNNING: `placement` (place_on_agent, a job whose
+// agent is in the leader's process and has promised to start it as it
+// commits: service/local_agent.h) goes on to RUNNING in the same statement
+// with running_reason(`where`)'s text for the newest checkpoint, and is
+// committed synchronously, as run() is.
+db::Transition place_started(db::Transition placement, const std::string& where);
 
 // `from` -> QUEUED: taken off its placement (its agent lost
 // or stopping, its host failed, a peer of its slice unreachable), to resume

@@ -214,8 +214,9 @@ std::string SchedulerLeader::prometheus_metrics() const {
       << "# TYPE tpujobs_scheduler_specs_learned_total counter\n"
       << "tpujobs_scheduler_specs_learned_total{from=\"handed\"} " << specs_handed_.load() << "\n"
       << "tpujobs_scheduler_specs_learned_total{from=\"text\"} " << specs_parsed_.load() << "\n"
-      << "# HELP tpujobs_scheduler_placements_handed_total Placements handed to the agent in this "
-         "process as they committed, by whether it took them (else it was woken to read them).\n"
+      << "# HELP tpujobs_scheduler_placements_handed_total Placements on the agent in this "
+         "process, "
+         "by whether it took them started as they committed (else it was woken to read them).\n"
       << "# TYPE tpujobs_scheduler_placements_handed_total counter\n"
       << "tpujobs_scheduler_placements_handed_total{taken=\"true\"} " << handed_taken_.load()
       << "\n"
@@ -288,12 +289,29 @@ void SchedulerLeader::fence(db::Transition& t) {
 }
 
 base::Result<SchedulerLeader::Handed> SchedulerLeader::write_handed(db::Transition t) {
+  LocalAgent& local = *options_.local_agent;
+  if (!local.promise_start(t.job_id, t.placement_epoch.value_or(0))) {
+    auto moved = write(std::move(t));
+    if (!moved.ok()) return moved.error();
+    if (!*moved) return Handed::kNotPlaced;
+    ++handed_left_;
+    return Handed::kToWake;
+  }
+  t = lifecycle::place_started(std::move(t), "agent " + local.name());
   fence(t);
   auto placed = store_.transition_with_work(t);
-  if (!placed.ok() || *placed) changed({t.job_id});  // a failed write may have landed
-  if (!placed.ok()) return placed.error();
-  if (!*placed) return Handed::kNotPlaced;
-  if (!options_.local_agent->take_placed(std::move(**placed))) {
+  if (!placed.ok() || !*placed) {
+    local.forgo(t.job_id);
+    if (placed.ok()) return Handed::kNotPlaced;
+    // It may have landed: the agent's look then finds the job RUNNING there
+    // with no copy, and starts one.
+    changed({t.job_id});
+    notify(db::kAgentChannel, local.name());
+    return placed.error();
+  }
+  // The agent hands its API service the RUNNING view the statement answered.
+  if (!local.take_placed(std::move(**placed))) {
+    changed({t.job_id});
     ++handed_left_;
     return Handed::kToWake;
   }

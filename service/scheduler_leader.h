@@ -339,7 +339,8 @@ class SchedulerLeader {
 
   // The leader's writes, fenced by its term.
   base::Result<bool> write(db::Transition t);
-  // A placement on options_.local_agent, handed to it once committed.
+  // A placement on options_.local_agent: committed started and handed to
+  // it when it promises to start it (service/local_agent.h), else placed.
   enum class Handed { kNotPlaced, kTaken, kToWake };  // kToWake: the agent left it to a look
   base::Result<Handed> write_handed(db::Transition t);
   // What every write of the leader's does first: fenced by its term; the

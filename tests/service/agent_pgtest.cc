@@ -235,22 +235,27 @@ std::int64_t place_endless_job(db::Repositories& repo, std::int64_t epoch, int c
   return placed.ok() && *placed ? id : 0;
 }
 
-// The same job placed as the scheduler leader places one on the agent in
-// its own process: the placement answers the row and where it resumes
-// (nullopt: it could not be placed).
-std::optional<db::PlacedWork> place_endless_job_with_work(db::Repositories& repo,
-                                                          std::int64_t epoch, int core) {
+// A job that trains until stopped, queued (0: the insert failed).
+std::int64_t insert_endless_job(db::Repositories& repo) {
   db::NewJob job;
   job.tenant = "t";
   job.spec_json = digits_job(-1, 1000);
   auto inserted = repo.jobs.insert_jobs({job});
-  if (!inserted.ok()) return std::nullopt;
-  auto placed = repo.jobs.transition_with_work(lifecycle::place_on_agent(
-      (*inserted)[0].row.id, "test",
+  return inserted.ok() ? (*inserted)[0].row.id : 0;
+}
+
+// Job `id` placed as the scheduler leader places one on the agent in its
+// own process, started (lifecycle::place_started) or not: the placement
+// answers the row and where it resumes (nullopt: it could not be placed).
+std::optional<db::PlacedWork> place_with_work(db::Repositories& repo, std::int64_t id,
+                                              std::int64_t epoch, bool started) {
+  db::Transition t = lifecycle::place_on_agent(
+      id, "test",
       R"({"generation": "v3", "accelerator_type": null, "hosts": ["a-h0"], "agent": "a",
-          "cores": [{"host": "a-h0", "core": )" +
-          std::to_string(core) + "}]}",
-      "a", epoch));
+          "cores": [{"host": "a-h0", "core": 0}]})",
+      "a", epoch);
+  if (started) t = lifecycle::place_started(std::move(t), "agent a");
+  auto placed = repo.jobs.transition_with_work(t);
   if (!placed.ok()) return std::nullopt;
   return *placed;
 }
@@ -408,12 +413,12 @@ TEST_F(AgentTest, ItTrainsBelowTheServicesPriorityAndStartsOnAFewLastingThreads)
   }
 }
 
-// A standalone serve's leader hands the agent each placement it commits
-// there (service/local_agent.h): the job starts without the agent looking
-// at its work, and the agent's next look keeps that copy rather than
-// starting or stopping one. A placement under another epoch, or of a job a
-// copy runs, is left to the agent's look.
-TEST_F(AgentTest, AJobHandedOverStartsWithoutALookAndTheNextLookKeepsIt) {
+// A standalone serve's leader places a job on the agent in its own process
+// started, once that agent promised to start it (service/local_agent.h): the
+// job trains without the agent looking at its work, and the agent's next
+// look keeps that copy rather than starting or stopping one. A placement
+// under another epoch, or of a job a copy runs, is not promised.
+TEST_F(AgentTest, AJobPlacedStartedTrainsWithoutALookAndTheNextLookKeepsIt) {
   auto pool = db::ConnectionPool::create(conninfo_, 4);
   ASSERT_TRUE(pool.ok());
   db::Repositories repo(*observer_);
@@ -434,21 +439,41 @@ TEST_F(AgentTest, AJobHandedOverStartsWithoutALookAndTheNextLookKeepsIt) {
     auto row = repo.jobs.get_job(id);
     return row.ok() && *row && (**row).state == db::JobState::kRunning && (**row).progress_json;
   };
+  const auto running_events = [&](std::int64_t id) {
+    auto events = repo.jobs.list_events(id);
+    std::vector<std::string> reasons;
+    if (!events.ok()) return reasons;
+    for (const db::JobEventRow& e : *events) {
+      if (e.to_state == db::JobState::kRunning) reasons.push_back(e.reason);
+    }
+    return reasons;
+  };
 
-  std::optional<db::PlacedWork> work = place_endless_job_with_work(repo, agent.epoch(), 0);
+  const std::int64_t handed = insert_endless_job(repo);
+  ASSERT_NE(0, handed);
+  EXPECT_FALSE(agent.promise_start(handed, agent.epoch() + 1)) << "another epoch's placement";
+  ASSERT_TRUE(agent.promise_start(handed, agent.epoch()));
+  std::optional<db::PlacedWork> work =
+      place_with_work(repo, handed, agent.epoch(), /*started=*/true);
   ASSERT_TRUE(work);
-  EXPECT_EQ(db::JobState::kStarting, work->row.state);
+  EXPECT_EQ(db::JobState::kRunning, work->row.state);
   EXPECT_EQ("a", work->row.agent.value_or(""));
   EXPECT_FALSE(work->resume.checkpoint_step) << "a new job resumes from nothing";
-  const std::int64_t handed = work->row.id;
-  db::PlacedWork stale = *work;
-  stale.row.placement_epoch = agent.epoch() + 1;
-  EXPECT_FALSE(agent.take_placed(stale)) << "another epoch's placement";
+  auto events = repo.jobs.list_events(handed);
+  ASSERT_TRUE(events.ok());
+  std::vector<std::pair<db::JobState, std::string>> steps;
+  for (const db::JobEventRow& e : *events) steps.emplace_back(e.to_state, e.reason);
+  const std::vector<std::pair<db::JobState, std::string>> expected{
+      {db::JobState::kQueued, "Submitted"},
+      {db::JobState::kStarting, "test"},
+      {db::JobState::kRunning, "Training started on agent a"}};
+  EXPECT_EQ(expected, steps) << "both events, in order, from the placement's statement";
   ASSERT_TRUE(agent.take_placed(*work));
   EXPECT_TRUE(eventually([&] { return trains(handed); })) << "started with no look";
-  EXPECT_FALSE(agent.take_placed(*work)) << "a copy runs it already";
+  EXPECT_FALSE(agent.promise_start(handed, agent.epoch())) << "a copy runs it already";
+  EXPECT_FALSE(agent.take_placed(*work)) << "not promised";
 
-  // A job placed without a hand-off starts at the look the wake-up makes;
+  // A job placed without a promise starts at the look the wake-up makes;
   // that look finds the handed job's copy running and leaves it so.
   const std::int64_t looked_for = place_endless_job(repo, agent.epoch(), 1);
   ASSERT_NE(0, looked_for);
@@ -461,15 +486,11 @@ TEST_F(AgentTest, AJobHandedOverStartsWithoutALookAndTheNextLookKeepsIt) {
     return now.ok() && *now && (**now).state == db::JobState::kRunning &&
            (**now).progress_json != (**before).progress_json;
   })) << "the look stopped or restarted the handed copy";
-  auto events = repo.jobs.list_events(handed);
-  ASSERT_TRUE(events.ok());
-  EXPECT_EQ(1, std::count_if(
-                   events->begin(), events->end(),
-                   [](const db::JobEventRow& e) { return e.to_state == db::JobState::kRunning; }))
-      << "started once";
+  EXPECT_EQ(1u, running_events(handed).size()) << "started once, by its placement";
 
   // Stopped, it is requeued at a checkpoint with its output: placed again,
-  // the placement answers where it resumes as the agent's own read would.
+  // started, the placement answers where it resumes as the agent's own read
+  // would, and its RUNNING names the checkpoint.
   agent.stop();
   auto again = repo.jobs.transition_with_work(lifecycle::place_on_agent(
       handed, "test", R"({"hosts": ["a-h0"], "cores": []})", "a", agent.epoch()));
@@ -477,8 +498,7 @@ TEST_F(AgentTest, AJobHandedOverStartsWithoutALookAndTheNextLookKeepsIt) {
   ASSERT_FALSE(*again) << "the agent left: no placement on it applies";
   ASSERT_TRUE(cluster_->register_agent("a", {{"a-h0", "v3"}}, 1).ok());
   const auto epoch = agent_row()->epoch;
-  again = repo.jobs.transition_with_work(
-      lifecycle::place_on_agent(handed, "test", R"({"hosts": ["a-h0"], "cores": []})", "a", epoch));
+  again = place_with_work(repo, handed, epoch, /*started=*/true);
   ASSERT_TRUE(again.ok() && *again);
   auto read = repo.outputs.resume_point(handed);
   ASSERT_TRUE(read.ok());
@@ -488,7 +508,42 @@ TEST_F(AgentTest, AJobHandedOverStartsWithoutALookAndTheNextLookKeepsIt) {
   EXPECT_EQ(read->max_log_seq, (**again).resume.max_log_seq);
   EXPECT_EQ(read->max_metric_seq, (**again).resume.max_metric_seq);
   EXPECT_EQ(read->metrics_after_checkpoint, (**again).resume.metrics_after_checkpoint);
-  EXPECT_EQ(db::JobState::kStarting, (**again).row.state);
+  auto checkpoint = repo.outputs.latest_checkpoint(handed);
+  ASSERT_TRUE(checkpoint.ok() && *checkpoint);
+  EXPECT_EQ((**checkpoint).epoch, (**again).checkpoint_epoch.value_or(-1));
+  EXPECT_EQ(db::JobState::kRunning, (**again).row.state);
+  const std::vector<std::string> reasons = running_events(handed);
+  ASSERT_EQ(2u, reasons.size());
+  EXPECT_EQ("Resumed from the checkpoint at step " +
+                std::to_string(*(**again).resume.checkpoint_step) + " on agent a",
+            reasons.back());
+}
+
+// A stop waits for a start the agent promised: the placement commits or is
+// forgone within one round trip of the leader's, and a copy it started is
+// stopped (and its job requeued) with the others.
+TEST_F(AgentTest, AStopWaitsForAPromisedStart) {
+  auto pool = db::ConnectionPool::create(conninfo_, 4);
+  ASSERT_TRUE(pool.ok());
+  db::Repositories repo(*observer_);
+  std::unique_ptr<Agent> agent = start_agent(**pool);
+  const std::int64_t job = insert_endless_job(repo);
+  ASSERT_NE(0, job);
+  ASSERT_TRUE(agent->promise_start(job, agent->epoch()));
+  std::thread stopper([&] { agent->stop(); });
+  // Stopping: it promises nothing more, and has not drained yet.
+  const std::int64_t other = insert_endless_job(repo);
+  EXPECT_TRUE(eventually([&] {
+    const bool promised = agent->promise_start(other, agent->epoch());
+    if (promised) agent->forgo(other);
+    return !promised;
+  }));
+  auto row = agent_row();
+  ASSERT_TRUE(row);
+  EXPECT_EQ("alive", row->state) << "the stop drained before the promise was settled";
+  agent->forgo(job);
+  stopper.join();
+  EXPECT_FALSE(agent->promise_start(job, agent->epoch()));
 }
 
 TEST_F(AgentTest, AJobsEndStoresItsOwnOutputNotWaitingForAnotherJobsStore) {

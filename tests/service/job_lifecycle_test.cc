@@ -34,6 +34,8 @@ std::vector<db::Transition> every_transition() {
       lifecycle::reject(1, {JobState::kQueued}, "on restart", "spec no longer valid"),
       lifecycle::fail_unavailable(1, "a host failed", 3),
       lifecycle::release_lease(1),
+      lifecycle::place_started(lifecycle::place_on_agent(1, "Placed on agent a", "{}", "a", 3),
+                               "agent a"),
   };
 }
 
@@ -66,7 +68,7 @@ TEST(JobLifecycle, FailedAndCancelledCarryAnErrorWithTypeMessageAndHint) {
 // disk, and with it every placement before it.
 TEST(JobLifecycle, OnlyAPlacementCommitsWithoutWaitingForTheDisk) {
   for (const db::Transition& t : every_transition()) {
-    EXPECT_EQ(t.asynchronous_commit, t.to == JobState::kStarting) << t.reason;
+    EXPECT_EQ(t.asynchronous_commit, t.to == JobState::kStarting && !t.then_running) << t.reason;
   }
 }
 
@@ -76,6 +78,28 @@ TEST(JobLifecycle, OnlyAQueuedJobIsPlaced) {
   EXPECT_EQ(placed.agent, "a");
   EXPECT_EQ(placed.placement_epoch, 7);
   EXPECT_TRUE(placed.clear_pending);
+}
+
+// A placement its agent starts as it commits goes on to RUNNING with the
+// very reason the agent's own start writes, and waits for the disk as that
+// RUNNING does.
+TEST(JobLifecycle, APlacementStartedRunsWithTheAgentsReasonAndIsDurable) {
+  db::Transition placed = lifecycle::place_on_agent(1, "r", "{}", "a", 7);
+  db::Transition started = lifecycle::place_started(placed, "agent a");
+  EXPECT_EQ(started.from, std::vector{JobState::kQueued});
+  EXPECT_EQ(started.to, JobState::kStarting) << "the first of its two events";
+  EXPECT_EQ(started.require_alive, placed.require_alive);
+  EXPECT_FALSE(started.asynchronous_commit);
+  ASSERT_TRUE(started.then_running);
+  EXPECT_EQ("Training started on agent a",
+            lifecycle::running_text(*started.then_running, std::nullopt));
+  EXPECT_EQ("Resumed from the checkpoint at step 40 on agent a",
+            lifecycle::running_text(*started.then_running, 40));
+  EXPECT_EQ(
+      started.then_running->resumed_before_step + "40" + started.then_running->resumed_after_step,
+      lifecycle::running_text(*started.then_running, 40))
+      << "the statement composes the same text";
+  EXPECT_FALSE(placed.then_running);
 }
 
 TEST(JobLifecycle, AnAgentsWritesAreFencedByItsPlacementEpoch) {

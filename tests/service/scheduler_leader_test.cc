@@ -269,6 +269,10 @@ class FakeLeaderStore final : public LeaderStore {
     base::Result<bool> moved = transition(t);
     if (!moved.ok()) return moved.error();
     if (!*moved) return std::optional<db::PlacedWork>();
+    if (t.then_running) {  // the statement goes on to RUNNING
+      writes.back() += " then RUNNING (" + t.then_running->started + ")";
+      job(t.job_id).state = JobState::kRunning;
+    }
     db::JobOutputRepository::ResumePoint resume;
     resume.max_log_seq = 7;  // as a job requeued after some output resumes
     return std::optional<db::PlacedWork>(db::PlacedWork{job(t.job_id), resume});
@@ -412,12 +416,25 @@ class FakeLocalAgent final : public LocalAgent {
   FakeLocalAgent(std::string name, std::vector<std::string>& writes)
       : name_(std::move(name)), writes_(writes) {}
   const std::string& name() const override { return name_; }
+  bool promise_start(std::int64_t job, std::int64_t epoch) override {
+    writes_.push_back((promises ? "promised " : "refused ") + std::to_string(job) + " under " +
+                      std::to_string(epoch));
+    if (promises) promised.insert(job);
+    return promises;
+  }
+  void forgo(std::int64_t job) override {
+    writes_.push_back("forgone " + std::to_string(job));
+    EXPECT_EQ(1u, promised.erase(job)) << "forgone unpromised";
+  }
   bool take_placed(db::PlacedWork work) override {
     writes_.push_back((takes ? "taken " : "left ") + std::to_string(work.row.id));
+    EXPECT_EQ(1u, promised.erase(work.row.id)) << "handed unpromised";
     if (takes) taken.push_back(std::move(work));
     return takes;
   }
+  bool promises = true;
   bool takes = true;
+  std::set<std::int64_t> promised;  // neither taken nor forgone yet
   std::vector<db::PlacedWork> taken;
 
  private:
@@ -436,26 +453,30 @@ class SchedulerLeaderWithLocalAgent : public SchedulerLeaderPass {
   FakeLocalAgent local_;
 };
 
-// A job placed on the agent in the leader's own process is handed to it,
-// with its row and resume point as the placement's statement answered, once
-// committed: that agent is not woken to read it. Another agent is woken.
-TEST_F(SchedulerLeaderWithLocalAgent, APlacementOnTheAgentInThisProcessIsHandedToItNotWokenFor) {
+// A job placed on the agent in the leader's own process, which promises to
+// start it, is committed started (QUEUED -> STARTING -> RUNNING in the
+// placement's statement, synchronously) and handed to it with its row and
+// resume point: that agent is not woken to read it. Another agent is.
+TEST_F(SchedulerLeaderWithLocalAgent,
+       APlacementOnTheAgentInThisProcessIsCommittedStartedAndHanded) {
   store_.add_agent("a", 3, 1);
   store_.add_agent("b", 5, 1);
   store_.add_job(1, "t", 8);
   store_.add_job(2, "t", 8);
   ASSERT_TRUE(leader_->run_pass().ok());
-  const std::vector<std::string> expected{"transition 1 STARTING", "taken 1",
-                                          "transition 2 STARTING", "notify tpujobs_agent b"};
+  const std::vector<std::string> expected{
+      "promised 1 under 3", "transition 1 STARTING then RUNNING (Training started on agent a)",
+      "taken 1", "transition 2 STARTING", "notify tpujobs_agent b"};
   EXPECT_EQ(expected, store_.writes);
   ASSERT_EQ(1u, local_.taken.size());
   const db::PlacedWork& work = local_.taken.front();
-  EXPECT_EQ(JobState::kStarting, work.row.state);
+  EXPECT_EQ(JobState::kRunning, work.row.state);
   EXPECT_EQ("a", work.row.agent.value_or(""));
   EXPECT_EQ(3, work.row.placement_epoch.value_or(0));
   EXPECT_FALSE(work.row.spec_json.empty());
   EXPECT_EQ(7, work.resume.max_log_seq);
   EXPECT_EQ("b", store_.job(2).agent.value_or(""));
+  EXPECT_EQ(JobState::kStarting, store_.job(2).state) << "another agent starts its own";
   const std::string metrics = leader_->prometheus_metrics();
   EXPECT_NE(std::string::npos,
             metrics.find("tpujobs_scheduler_placements_handed_total{taken=\"true\"} 1\n"));
@@ -463,34 +484,63 @@ TEST_F(SchedulerLeaderWithLocalAgent, APlacementOnTheAgentInThisProcessIsHandedT
             metrics.find("tpujobs_scheduler_placements_handed_total{taken=\"false\"} 0\n"));
 }
 
-// An agent that leaves a placement to its next look (stopping, rejoining)
-// is woken for it.
-TEST_F(SchedulerLeaderWithLocalAgent, AHandOffTheAgentLeavesWakesIt) {
+// An agent that promises no start (stopping, rejoining) gets the placement
+// STARTING, as any agent, and is woken to read it.
+TEST_F(SchedulerLeaderWithLocalAgent, AnAgentThatPromisesNoStartIsPlacedOnAndWoken) {
   store_.add_agent("a", 3, 1);
   store_.add_job(1, "t", 8);
-  local_.takes = false;
+  local_.promises = false;
   ASSERT_TRUE(leader_->run_pass().ok());
-  const std::vector<std::string> expected{"transition 1 STARTING", "left 1",
+  const std::vector<std::string> expected{"refused 1 under 3", "transition 1 STARTING",
                                           "notify tpujobs_agent a"};
   EXPECT_EQ(expected, store_.writes);
+  EXPECT_EQ(JobState::kStarting, store_.job(1).state);
   EXPECT_NE(std::string::npos,
             leader_->prometheus_metrics().find(
                 "tpujobs_scheduler_placements_handed_total{taken=\"false\"} 1\n"));
 }
 
+// A job committed started that the agent then does not take is left to its
+// next look, which finds it RUNNING there with no copy: it is woken.
+TEST_F(SchedulerLeaderWithLocalAgent, AStartedPlacementTheAgentDoesNotTakeWakesIt) {
+  store_.add_agent("a", 3, 1);
+  store_.add_job(1, "t", 8);
+  local_.takes = false;
+  ASSERT_TRUE(leader_->run_pass().ok());
+  const std::vector<std::string> expected{
+      "promised 1 under 3", "transition 1 STARTING then RUNNING (Training started on agent a)",
+      "left 1", "notify tpujobs_agent a"};
+  EXPECT_EQ(expected, store_.writes);
+  EXPECT_TRUE(local_.promised.empty());
+}
+
 // A placement that did not apply (its agent registered again after the
-// pass read it) is handed to no one, and no agent is woken for it.
-TEST_F(SchedulerLeaderWithLocalAgent, APlacementThatDidNotApplyIsHandedToNoOne) {
+// pass read it) releases the agent's promise, and no agent is woken for it.
+TEST_F(SchedulerLeaderWithLocalAgent, APlacementThatDidNotApplyReleasesThePromise) {
   store_.add_agent("a", 3, 1);
   store_.add_job(1, "t", 8);
   store_.after_list_agents = [this] { store_.agents.front().epoch = 4; };
   ASSERT_TRUE(leader_->run_pass().ok());
   EXPECT_EQ(JobState::kQueued, store_.job(1).state);
   EXPECT_TRUE(local_.taken.empty());
+  EXPECT_TRUE(local_.promised.empty()) << "the agent's stop would wait on it";
+  EXPECT_EQ(1, store_.count("forgone 1"));
   for (const std::string& w : store_.writes) {
     EXPECT_EQ(std::string::npos, w.find("left")) << w;
     EXPECT_EQ(std::string::npos, w.find("notify tpujobs_agent")) << w;
   }
+}
+
+// A failed write may have landed: the promise is released and the agent is
+// woken, so that its look starts a job it finds RUNNING with no copy.
+TEST_F(SchedulerLeaderWithLocalAgent, AFailedStartedPlacementReleasesThePromiseAndWakesTheAgent) {
+  store_.add_agent("a", 3, 1);
+  store_.add_job(1, "t", 8);
+  store_.refuse_transitions = true;
+  EXPECT_FALSE(leader_->run_pass().ok());
+  EXPECT_TRUE(local_.promised.empty());
+  EXPECT_EQ(1, store_.count("forgone 1"));
+  EXPECT_EQ(1, store_.count("notify tpujobs_agent a"));
 }
 
 // A slice spanning agents is not handed over, even when its first part is
