@@ -270,6 +270,9 @@ void Agent::reconcile() {
   ended_slice_placements_ = std::move(plan.ended_slice_placements);
   for (const StopRun& stop : plan.stop) runs_.at(stop.job)->stop(stop.why, stop.preempted_by);
   for (StartRun& start : plan.start) {
+    // Promised to the leader, whose placement may have committed (RUNNING
+    // here, no copy yet): its hand-over starts it, or, forgone, a later look.
+    if (promised_.count(start.row.id)) continue;
     std::optional<db::JobOutputRepository::ResumePoint> point;
     if (auto it = work->resume_points.find(start.row.id); it != work->resume_points.end())
       point = it->second;

@@ -519,6 +519,51 @@ TEST_F(AgentTest, AJobPlacedStartedTrainsWithoutALookAndTheNextLookKeepsIt) {
             reasons.back());
 }
 
+// A look that reads a job placed started before the leader hands it over
+// leaves it to the hand-over: the job starts once, with one RUNNING event.
+TEST_F(AgentTest, ALookLeavesAPromisedJobToItsHandOver) {
+  auto pool = db::ConnectionPool::create(conninfo_, 4);
+  ASSERT_TRUE(pool.ok());
+  db::Repositories repo(*observer_);
+  WakeBus bus;
+  AgentOptions options;
+  options.name = "a";
+  options.conninfo = conninfo_;
+  options.wake_bus = &bus;
+  options.poll_interval = std::chrono::hours(1);
+  options.heartbeat_interval = milliseconds(50);
+  auto layout = scheduler::parse_pool("v3-8");
+  ASSERT_TRUE(layout.ok());
+  options.layout = *layout;
+  options.layout.hosts[0].name = "a-h0";
+  Agent agent(**pool, options);
+  ASSERT_TRUE(agent.start().ok());
+  const auto trains = [&](std::int64_t id) {
+    auto row = repo.jobs.get_job(id);
+    return row.ok() && *row && (**row).state == db::JobState::kRunning && (**row).progress_json;
+  };
+
+  const std::int64_t promised = insert_endless_job(repo);
+  ASSERT_NE(0, promised);
+  ASSERT_TRUE(agent.promise_start(promised, agent.epoch()));
+  std::optional<db::PlacedWork> work =
+      place_with_work(repo, promised, agent.epoch(), /*started=*/true);
+  ASSERT_TRUE(work);
+  // Another job, placed STARTING, and a look: once that job trains, the
+  // look has read the promised one too.
+  const std::int64_t looked_for = place_endless_job(repo, agent.epoch(), 1);
+  ASSERT_NE(0, looked_for);
+  bus.publish(db::kAgentChannel, "a");
+  ASSERT_TRUE(eventually([&] { return trains(looked_for); }));
+  ASSERT_TRUE(agent.take_placed(*work)) << "the look started a copy of the promised job";
+  EXPECT_TRUE(eventually([&] { return trains(promised); }));
+  auto events = repo.jobs.list_events(promised);
+  ASSERT_TRUE(events.ok());
+  EXPECT_EQ(1, std::count_if(events->begin(), events->end(), [](const db::JobEventRow& e) {
+              return e.to_state == db::JobState::kRunning;
+            }));
+}
+
 // A stop waits for a start the agent promised: the placement commits or is
 // forgone within one round trip of the leader's, and a copy it started is
 // stopped (and its job requeued) with the others.
