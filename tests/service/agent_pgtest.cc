@@ -54,8 +54,10 @@ class AgentTest : public ::testing::Test {
                                      base::Clock& clock = base::real_clock(),
                                      milliseconds heartbeat_interval = milliseconds(50),
                                      WakeBus* wake_bus = nullptr,
-                                     StartedViews* started_views = nullptr) {
+                                     StartedViews* started_views = nullptr,
+                                     milliseconds poll_interval = milliseconds(500)) {
     AgentOptions options;
+    options.poll_interval = poll_interval;
     options.clock = &clock;
     options.wake_bus = wake_bus;
     options.started_views = started_views;
@@ -71,6 +73,16 @@ class AgentTest : public ::testing::Test {
     auto agent = std::make_unique<Agent>(pool, options);
     EXPECT_TRUE(agent->start().ok());
     return agent;
+  }
+
+  // As a standalone serve's agent: woken through `bus` only (no LISTEN, a
+  // poll of an hour), it looks at its work when it starts and when woken.
+  std::unique_ptr<Agent> start_woken_agent(WakeBus& bus) {
+    auto pool = db::ConnectionPool::create(conninfo_, 4);
+    EXPECT_TRUE(pool.ok());
+    woken_pool_ = std::move(*pool);
+    return start_agent(*woken_pool_, base::real_clock(), milliseconds(50), &bus, nullptr,
+                       std::chrono::hours(1));
   }
 
   std::optional<db::AgentRow> agent_row() {
@@ -95,6 +107,7 @@ class AgentTest : public ::testing::Test {
 
   std::string conninfo_;
   std::unique_ptr<db::ConnectionPool> pool_;
+  std::unique_ptr<db::ConnectionPool> woken_pool_;  // start_woken_agent's
   std::unique_ptr<db::ConnectionPool> observer_;
   std::unique_ptr<db::ClusterRepository> cluster_;
 };
@@ -233,6 +246,12 @@ std::int64_t place_endless_job(db::Repositories& repo, std::int64_t epoch, int c
           std::to_string(core) + "}]}",
       "a", epoch));
   return placed.ok() && *placed ? id : 0;
+}
+
+// Whether job `id` is RUNNING and has stored progress.
+bool trains_now(db::Repositories& repo, std::int64_t id) {
+  auto row = repo.jobs.get_job(id);
+  return row.ok() && *row && (**row).state == db::JobState::kRunning && (**row).progress_json;
 }
 
 // A job that trains until stopped, queued (0: the insert failed).
@@ -419,26 +438,11 @@ TEST_F(AgentTest, ItTrainsBelowTheServicesPriorityAndStartsOnAFewLastingThreads)
 // look keeps that copy rather than starting or stopping one. A placement
 // under another epoch, or of a job a copy runs, is not promised.
 TEST_F(AgentTest, AJobPlacedStartedTrainsWithoutALookAndTheNextLookKeepsIt) {
-  auto pool = db::ConnectionPool::create(conninfo_, 4);
-  ASSERT_TRUE(pool.ok());
   db::Repositories repo(*observer_);
-  WakeBus bus;  // no LISTEN: the agent looks when it starts and when woken
-  AgentOptions options;
-  options.name = "a";
-  options.conninfo = conninfo_;
-  options.wake_bus = &bus;
-  options.poll_interval = std::chrono::hours(1);
-  options.heartbeat_interval = milliseconds(50);
-  auto layout = scheduler::parse_pool("v3-8");
-  ASSERT_TRUE(layout.ok());
-  options.layout = *layout;
-  options.layout.hosts[0].name = "a-h0";
-  Agent agent(**pool, options);
-  ASSERT_TRUE(agent.start().ok());
-  const auto trains = [&](std::int64_t id) {
-    auto row = repo.jobs.get_job(id);
-    return row.ok() && *row && (**row).state == db::JobState::kRunning && (**row).progress_json;
-  };
+  WakeBus bus;
+  std::unique_ptr<Agent> started = start_woken_agent(bus);
+  Agent& agent = *started;
+  const auto trains = [&](std::int64_t id) { return trains_now(repo, id); };
   const auto running_events = [&](std::int64_t id) {
     auto events = repo.jobs.list_events(id);
     std::vector<std::string> reasons;
@@ -522,26 +526,11 @@ TEST_F(AgentTest, AJobPlacedStartedTrainsWithoutALookAndTheNextLookKeepsIt) {
 // A look that reads a job placed started before the leader hands it over
 // leaves it to the hand-over: the job starts once, with one RUNNING event.
 TEST_F(AgentTest, ALookLeavesAPromisedJobToItsHandOver) {
-  auto pool = db::ConnectionPool::create(conninfo_, 4);
-  ASSERT_TRUE(pool.ok());
   db::Repositories repo(*observer_);
   WakeBus bus;
-  AgentOptions options;
-  options.name = "a";
-  options.conninfo = conninfo_;
-  options.wake_bus = &bus;
-  options.poll_interval = std::chrono::hours(1);
-  options.heartbeat_interval = milliseconds(50);
-  auto layout = scheduler::parse_pool("v3-8");
-  ASSERT_TRUE(layout.ok());
-  options.layout = *layout;
-  options.layout.hosts[0].name = "a-h0";
-  Agent agent(**pool, options);
-  ASSERT_TRUE(agent.start().ok());
-  const auto trains = [&](std::int64_t id) {
-    auto row = repo.jobs.get_job(id);
-    return row.ok() && *row && (**row).state == db::JobState::kRunning && (**row).progress_json;
-  };
+  std::unique_ptr<Agent> started = start_woken_agent(bus);
+  Agent& agent = *started;
+  const auto trains = [&](std::int64_t id) { return trains_now(repo, id); };
 
   const std::int64_t promised = insert_endless_job(repo);
   ASSERT_NE(0, promised);
