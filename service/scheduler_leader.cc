@@ -215,8 +215,8 @@ std::string SchedulerLeader::prometheus_metrics() const {
       << "tpujobs_scheduler_specs_learned_total{from=\"handed\"} " << specs_handed_.load() << "\n"
       << "tpujobs_scheduler_specs_learned_total{from=\"text\"} " << specs_parsed_.load() << "\n"
       << "# HELP tpujobs_scheduler_placements_handed_total Placements on the agent in this "
-         "process, "
-         "by whether it took them started as they committed (else it was woken to read them).\n"
+         "process, by whether it took them started as they committed (else it was woken to read "
+         "them).\n"
       << "# TYPE tpujobs_scheduler_placements_handed_total counter\n"
       << "tpujobs_scheduler_placements_handed_total{taken=\"true\"} " << handed_taken_.load()
       << "\n"
