@@ -314,11 +314,12 @@ bool Agent::take_placed(db::PlacedWork work) {
     // A stop since the promise waited for this hand-over: the copy starts,
     // and the stop stops it at a checkpoint and requeues the job as it
     // does every copy. Declared lost since, or placed under another epoch:
-    // the look after decides.
+    // the look after decides. (No copy of the job can run: promise_start
+    // saw none, and a look leaves a promised job alone.)
     const std::int64_t epoch = epoch_;
     if (lost_epoch_ == epoch || work.row.state != db::JobState::kRunning ||
         work.row.agent != options_.name || work.row.placement_epoch != epoch ||
-        runs_.count(work.row.id) || slice_role(work.row, options_.name, epoch)) {
+        slice_role(work.row, options_.name, epoch)) {
       return false;
     }
     start_locked(start_of(work.row, std::nullopt), epoch, work.resume, looks_,

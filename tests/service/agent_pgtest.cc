@@ -554,30 +554,40 @@ TEST_F(AgentTest, ALookLeavesAPromisedJobToItsHandOver) {
 }
 
 // A stop waits for a start the agent promised: the placement commits or is
-// forgone within one round trip of the leader's, and a copy it started is
-// stopped (and its job requeued) with the others.
-TEST_F(AgentTest, AStopWaitsForAPromisedStart) {
+// forgone within one round trip of the leader's. A copy handed over during
+// the stop is stopped with the others, and its job requeued without
+// spending an attempt.
+TEST_F(AgentTest, AStopWaitsForAPromisedStartAndRequeuesItsCopy) {
   auto pool = db::ConnectionPool::create(conninfo_, 4);
   ASSERT_TRUE(pool.ok());
   db::Repositories repo(*observer_);
   std::unique_ptr<Agent> agent = start_agent(**pool);
+  const std::int64_t epoch = agent->epoch();
   const std::int64_t job = insert_endless_job(repo);
   ASSERT_NE(0, job);
-  ASSERT_TRUE(agent->promise_start(job, agent->epoch()));
+  ASSERT_TRUE(agent->promise_start(job, epoch));
   std::thread stopper([&] { agent->stop(); });
-  // Stopping: it promises nothing more, and has not drained yet.
+  // Stopping: it promises nothing more, and has not drained yet, so the
+  // placement still applies (it requires its agent alive).
   const std::int64_t other = insert_endless_job(repo);
-  EXPECT_TRUE(eventually([&] {
-    const bool promised = agent->promise_start(other, agent->epoch());
+  const bool stopping = eventually([&] {
+    const bool promised = agent->promise_start(other, epoch);
     if (promised) agent->forgo(other);
     return !promised;
-  }));
-  auto row = agent_row();
-  ASSERT_TRUE(row);
-  EXPECT_EQ("alive", row->state) << "the stop drained before the promise was settled";
-  agent->forgo(job);
+  });
+  std::optional<db::AgentRow> row = agent_row();
+  std::optional<db::PlacedWork> work = place_with_work(repo, job, epoch, /*started=*/true);
+  const bool taken = work && agent->take_placed(*work);
+  if (!taken) agent->forgo(job);  // else the stop would wait for ever
   stopper.join();
-  EXPECT_FALSE(agent->promise_start(job, agent->epoch()));
+  EXPECT_TRUE(stopping);
+  EXPECT_EQ("alive", row ? row->state : "gone") << "the stop drained before the promise settled";
+  ASSERT_TRUE(work) << "the placement did not apply";
+  EXPECT_TRUE(taken);
+  auto after = repo.jobs.get_job(job);
+  ASSERT_TRUE(after.ok() && *after);
+  EXPECT_EQ(db::JobState::kQueued, (**after).state) << "the stop requeues the copy it was handed";
+  EXPECT_EQ(0, (**after).attempt);
 }
 
 TEST_F(AgentTest, AJobsEndStoresItsOwnOutputNotWaitingForAnotherJobsStore) {
