@@ -167,7 +167,7 @@ void JobManager::on_committed(std::vector<CommittedSubmit>& committed) {
   if (options_.submitted_specs != nullptr) {
     for (const CommittedSubmit& c : committed) {
       if (c.outcome.kind == Kind::kCreated)
-        options_.submitted_specs->put(c.row.id, placement_spec(c.pending.request.spec));
+        options_.submitted_specs->put(c.row, placement_spec(c.pending.request.spec));
     }
   }
   for (CommittedSubmit& c : committed) {
@@ -299,6 +299,8 @@ base::Result<nlohmann::json> JobManager::cancel_job(std::int64_t id, const std::
     if (!moved.ok()) return moved.error();
     if (*moved) {
       waits_.wake({id});
+      // The leader's kept queue drops it now, not at its next read.
+      wake(db::kSubmitChannel, "cancelled");
       auto now = load_visible(id, tenant);
       if (!now.ok()) return now.error();
       return views::render_row(*now);

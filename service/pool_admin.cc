@@ -103,6 +103,8 @@ base::Result<nlohmann::json> PoolAdmin::force_release(std::int64_t job) {
 base::Result<nlohmann::json> PoolAdmin::set_quota(const std::string& tenant,
                                                   std::optional<int> max_cores) {
   if (base::Status s = store_.store_quota(tenant, max_cores); !s.ok()) return s.error();
+  // The leader places by the new quota from its next pass, now.
+  store_.notify(db::kSubmitChannel, "quota");
   return json{{"tenant", tenant}, {"max_cores", max_cores ? json(*max_cores) : json(nullptr)}};
 }
 

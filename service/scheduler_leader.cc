@@ -131,7 +131,7 @@ void SchedulerLeader::loop() {
     const auto pass_began = options_.clock->now();
     bool passed = !leading || term_.has_value();
     if (leading && term_) {
-      if (base::Status s = run_pass(housekeep); !s.ok()) {
+      if (base::Status s = run_pass(housekeep, wake.submits_only); !s.ok()) {
         passed = false;
         std::cerr << "tpujobs: scheduling pass: " << s.error().message << std::endl;
       }
@@ -221,7 +221,11 @@ std::string SchedulerLeader::prometheus_metrics() const {
       << "tpujobs_scheduler_placements_handed_total{taken=\"true\"} " << handed_taken_.load()
       << "\n"
       << "tpujobs_scheduler_placements_handed_total{taken=\"false\"} " << handed_left_.load()
-      << "\n";
+      << "\n"
+      << "# HELP tpujobs_scheduler_reads_skipped_total Passes that only submits to this process "
+         "woke, which placed the new jobs without reading the tables.\n"
+      << "# TYPE tpujobs_scheduler_reads_skipped_total counter\n"
+      << "tpujobs_scheduler_reads_skipped_total " << reads_skipped_.load() << "\n";
   static constexpr std::array<const char*, kPhases> kPhaseNames = {"housekeeping", "read", "plan",
                                                                    "write", "reasons"};
   // One series a phase, in seconds.
@@ -278,6 +282,7 @@ base::Status SchedulerLeader::begin_term() {
   // and a database that restarted, which ends the lock's session, may
   // have lost the last ones.
   pending_written_ = 0;
+  kept_read_.reset();
   term_ = *term;
   last_term_ = *term;
   return base::Status::Ok();
@@ -404,9 +409,9 @@ base::Status SchedulerLeader::requeue_orphans() {
   return base::Status::Ok();
 }
 
-base::Status SchedulerLeader::run_pass(bool housekeeping) {
+base::Status SchedulerLeader::run_pass(bool housekeeping, bool submits_only) {
   const auto began = options_.clock->now();
-  base::Status s = pass(housekeeping);
+  base::Status s = pass(housekeeping, submits_only);
   announce_ended();  // also after a failed pass: its ends that landed
   const std::int64_t nanos = std::chrono::nanoseconds(options_.clock->now() - began).count();
   ++passes_;
@@ -423,6 +428,7 @@ base::Status SchedulerLeader::run_pass(bool housekeeping) {
   // and plan again (its plan, if it made one, was not kept: planned()).
   if (!s.ok()) {
     low_water_.reset();
+    kept_read_.reset();
     planned_holds_until_.reset();
   }
   // Only when the database could not be reached: a statement it refused

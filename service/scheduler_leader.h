@@ -28,7 +28,9 @@
 // It keeps the unfinished jobs between passes as compact entries (what
 // placement needs, not the spec), updated from the rows written since its
 // last read; it reads them all again now and then, and a new term starts
-// from the tables.
+// from the tables. In a standalone serve, a pass that only submits woke
+// may place the new jobs without reading the tables at all (see
+// submitted_rows).
 // Every replica runs one; the others wait for the lock, trying again every
 // poll interval, so a leader's death is taken over within one interval of
 // PostgreSQL seeing its session end.
@@ -196,7 +198,8 @@ class SchedulerLeader {
   // One pass over the tables, as the leader makes it (for tests; the thread
   // calls it while it holds the lock). Without `housekeeping` it neither
   // judges silence nor requeues orphans (see Housekeeping).
-  base::Status run_pass(bool housekeeping = true);
+  // `submits_only`: only submits woke it since the last pass.
+  base::Status run_pass(bool housekeeping = true, bool submits_only = false);
   // Takes a new scheduler term, as the thread does each time it gains the
   // lock: from then on the leader's writes about jobs land only while the
   // term is its own, so a leader paused mid-pass whose lead passed to
@@ -217,7 +220,7 @@ class SchedulerLeader {
   // What the reasons' writer calls: the store, and the views after a write.
   ReasonWriter::Hooks reason_hooks();
   // run_pass without its bookkeeping of the database's reach.
-  base::Status pass(bool housekeeping);
+  base::Status pass(bool housekeeping, bool submits_only);
   // The parts of a pass, each timed for /metrics.
   enum Phase : std::size_t { kHousekeeping, kRead, kPlan, kWrite, kReasons, kPhases };
   // Runs `part`, adding its wall time to `phase`'s, and returns what it does.
@@ -235,9 +238,21 @@ class SchedulerLeader {
   // One pass's hosts and agents, and what the leader needs to write its
   // plan back (scheduler_leader_pass.cc).
   struct PassState;
+  // The new jobs a pass that only submits woke may place without reading
+  // the tables: the rows this process's API service handed over of jobs
+  // it committed since the last read, when that read is less than a poll
+  // interval old, the leader wrote nothing since, and the wake-ups come
+  // through this process's wake bus. Every change this process makes to
+  // what a pass reads wakes the leader otherwise (an end, a cancel, a
+  // host's health, a quota, an agent that leaves), and no other process
+  // writes to a standalone serve's database: the tables are then as that
+  // read found them but for these rows, and the agents' silence longer by
+  // the time since. None otherwise (the pass reads).
+  std::vector<db::JobRow> submitted_rows(bool submits_only) const;
   // Reads the tables into snapshot_ and `state` (requeuing jobs on failed
-  // hosts and cancelling queued jobs whose cancel was requested on the way).
-  base::Status read_pass(PassState& state);
+  // hosts and cancelling queued jobs whose cancel was requested on the way),
+  // or, with `submitted` rows, takes them with what the last read found.
+  base::Status read_pass(PassState& state, std::vector<db::JobRow> submitted);
   base::Status add_hosts(PassState& state, const std::vector<db::AgentRow>& agents,
                          const std::vector<db::ClusterHostRow>& hosts);
   base::Status add_running(PassState& state, const db::JobRow& row);
@@ -415,6 +430,17 @@ class SchedulerLeader {
   std::optional<std::string> low_water_;
   std::int64_t highest_read_ = 0;    // the highest job id read: a higher one comes with its spec
   std::vector<std::int64_t> ended_;  // this pass's ends, for announce_ended()
+  // What the last read brought beside the queue, for submitted_rows: when
+  // it was read, and the kept queue's version once its rows were applied
+  // (every write of the leader's raises it).
+  struct KeptRead {
+    std::vector<db::AgentRow> agents;
+    std::vector<db::ClusterHostRow> hosts;
+    std::map<std::string, int> quotas;
+    base::Clock::time_point at{};
+    std::uint64_t version = 0;
+  };
+  std::optional<KeptRead> kept_read_;
   // The sweep: its number (KnownJob::seen), the id its next slice reads
   // above (0: a new sweep), and when its last slice was read.
   std::uint32_t sweep_ = 0;
@@ -438,6 +464,7 @@ class SchedulerLeader {
   // Placements handed to options_.local_agent: taken, and left to its look.
   std::atomic<std::int64_t> handed_taken_{0};
   std::atomic<std::int64_t> handed_left_{0};
+  std::atomic<std::int64_t> reads_skipped_{0};  // passes that placed submitted_rows unread
   // Per phase: its wall time summed over the passes, and its longest.
   std::array<std::atomic<std::int64_t>, kPhases> phase_nanos_{};
   std::array<std::atomic<std::int64_t>, kPhases> max_phase_nanos_{};

@@ -152,15 +152,47 @@ base::Status SchedulerLeader::read_fair_share() {
   return base::Status::Ok();
 }
 
-base::Status SchedulerLeader::read_pass(PassState& state) {
-  auto read = store_.read_pass(schedule_since());
-  if (!read.ok()) return read.error();
+std::vector<db::JobRow> SchedulerLeader::submitted_rows(bool submits_only) const {
+  if (!submits_only || options_.wake_bus == nullptr || options_.submitted_specs == nullptr ||
+      !kept_read_ || !low_water_ || kept_read_->version != queue_version_ ||
+      options_.clock->now() - kept_read_->at >= options_.poll_interval)
+    return {};
+  // Of jobs above every id read: a job read before its hand-over is known,
+  // one that ended since is not and must not come back.
+  std::vector<db::JobRow> rows = options_.submitted_specs->rows_above(highest_read_);
+  std::erase_if(rows, [&](const db::JobRow& row) { return jobs_.count(row.id) > 0; });
+  return rows;
+}
+
+base::Status SchedulerLeader::read_pass(PassState& state, std::vector<db::JobRow> submitted) {
+  const bool quick = !submitted.empty();
+  const auto began = options_.clock->now();
+  db::SchedulingRead read;
+  if (quick) {
+    read.agents = kept_read_->agents;
+    const auto since =
+        std::chrono::duration_cast<std::chrono::milliseconds>(began - kept_read_->at);
+    for (db::AgentRow& a : read.agents) a.silent_ms += since.count();
+    read.hosts = kept_read_->hosts;
+    read.quotas = kept_read_->quotas;
+    read.queue.rows = std::move(submitted);
+    read.queue.low_water = *low_water_;  // the next read covers these rows again
+    ++reads_skipped_;
+  } else {
+    auto fresh = store_.read_pass(schedule_since());
+    if (!fresh.ok()) return fresh.error();
+    read = std::move(*fresh);
+  }
   snapshot_.agents.clear();
   snapshot_.hosts.clear();
   snapshot_.running.clear();
-  snapshot_.dependency_states.clear();
-  if (base::Status s = add_hosts(state, read->agents, read->hosts); !s.ok()) return s;
-  if (base::Status s = read_unfinished(std::move(read->queue)); !s.ok()) return s;
+  if (!quick) snapshot_.dependency_states.clear();
+  if (base::Status s = add_hosts(state, read.agents, read.hosts); !s.ok()) return s;
+  if (base::Status s = read_unfinished(std::move(read.queue)); !s.ok()) return s;
+  if (!quick) {
+    kept_read_ =
+        KeptRead{std::move(read.agents), std::move(read.hosts), read.quotas, began, queue_version_};
+  }
   resolve(state.capacity);
   if (base::Status s = read_fair_share(); !s.ok()) return s;
   for (scheduler::PassTenant& t : snapshot_.tenants) {
@@ -169,7 +201,7 @@ base::Status SchedulerLeader::read_pass(PassState& state) {
     t.max_cores.reset();
     t.used_cores = 0;
   }
-  for (const auto& [name, max_cores] : read->quotas)
+  for (const auto& [name, max_cores] : read.quotas)
     snapshot_.tenants[tenant(name)].max_cores = max_cores;
   snapshot_.now = options_.clock->wall_now();
   snapshot_.options.preemption_min_wait = options_.preemption_min_wait;
@@ -185,10 +217,13 @@ base::Status SchedulerLeader::read_pass(PassState& state) {
   for (const auto& [id, row] : placed_) {
     if (base::Status s = add_running(state, row); !s.ok()) return s;
   }
-  // The jobs the queued ones depend on, in one read.
+  // The jobs the queued ones depend on, in one read (without one, only
+  // those of new jobs' dependencies that the last read did not bring).
   std::vector<std::int64_t> targets;
   for (const std::vector<scheduler::Dependency>& list : snapshot_.dependencies) {
-    for (const scheduler::Dependency& d : list) targets.push_back(d.job);
+    for (const scheduler::Dependency& d : list) {
+      if (!snapshot_.dependency_states.count(d.job)) targets.push_back(d.job);
+    }
   }
   if (targets.empty()) return base::Status::Ok();
   auto target_states = store_.job_states(targets);
@@ -432,7 +467,7 @@ decltype(auto) SchedulerLeader::timed(Phase phase, Part&& part) {
   return part();
 }
 
-base::Status SchedulerLeader::pass(bool housekeeping) {
+base::Status SchedulerLeader::pass(bool housekeeping, bool submits_only) {
   if (housekeeping) {
     base::Status kept = timed(kHousekeeping, [&] {
       if (base::Status s = judge_silence(); !s.ok()) return s;
@@ -450,7 +485,11 @@ base::Status SchedulerLeader::pass(bool housekeeping) {
   // A reasons' write failed since the last pass: every reason is written again.
   if (reasons_writer_.take_failure()) pending_written_ = 0;
   PassState state;
-  if (base::Status s = timed(kRead, [&] { return read_pass(state); }); !s.ok()) return s;
+  std::vector<db::JobRow> submitted;
+  if (!housekeeping) submitted = submitted_rows(submits_only);
+  if (base::Status s = timed(kRead, [&] { return read_pass(state, std::move(submitted)); });
+      !s.ok())
+    return s;
   if (plan_holds()) {
     ++plans_reused_;
     return base::Status::Ok();

@@ -8,7 +8,10 @@
 // A cache, never the source of truth: a job another replica committed, or
 // one the leader reads before it is handed over, or one pushed out by newer
 // ones, is learned from its stored spec as before (and its late spec
-// dropped by the leader's next pass). Only a leader takes them
+// dropped by the leader's next pass). Each comes with the columns of its
+// committed row that the leader's read of the rows written since would
+// bring: a pass that only submits woke may place the new jobs from them,
+// without that read (scheduler_leader.h). Only a leader takes them
 // (set_leading): a replica that does not lead keeps none, and a leader
 // that falls behind keeps at most `capacity`, dropping the oldest (lowest
 // id) first.
@@ -26,6 +29,7 @@
 
 #include "api/job_spec.h"
 #include "base/mutex.h"
+#include "db/job_repository.h"
 #include "lightning/resolve.h"
 #include "scheduler/dependencies.h"
 
@@ -54,17 +58,24 @@ class SubmittedSpecs {
   // Whether this process's scheduler leader leads (false at first): while
   // it does not, nothing is kept.
   void set_leading(bool leading);
-  // A committed job's spec.
-  void put(std::int64_t job, PlacementSpec spec);
+  // A committed job's spec, with its row (of which only the leader's
+  // scheduling columns are kept: db/job_rows.h).
+  void put(const db::JobRow& row, PlacementSpec spec);
   // The job's spec, once; nullopt when it was not handed over or was dropped.
   std::optional<PlacementSpec> take(std::int64_t job);
+  // The rows of the jobs above `id` whose specs are still here, by id.
+  std::vector<db::JobRow> rows_above(std::int64_t id) const;
   std::size_t size() const;
 
  private:
+  struct Submitted {
+    db::JobRow row;
+    PlacementSpec spec;
+  };
   const std::size_t capacity_;
   mutable base::Mutex mutex_;
   bool leading_ GUARDED_BY(mutex_) = false;
-  std::map<std::int64_t, PlacementSpec> specs_ GUARDED_BY(mutex_);
+  std::map<std::int64_t, Submitted> specs_ GUARDED_BY(mutex_);
 };
 
 }  // namespace tpujobs::service

@@ -175,12 +175,13 @@ TEST(PoolAdmin, ForceReleaseEndsTheLeaseThenTellsItsAgentAndTheLeader) {
             "transition 7 to FAILED; notify tpujobs_agent agent-b; notify tpujobs_submit released");
 }
 
-TEST(PoolAdmin, AQuotaIsStored) {
+// Stored, then the leader woken: it places by the new quota at once.
+TEST(PoolAdmin, AQuotaIsStoredThenTheLeaderIsWoken) {
   Fixture f;
   auto answer = f.admin.set_quota("team-a", 16);
   ASSERT_TRUE(answer.ok());
   EXPECT_EQ(*answer, json::parse(R"({"tenant":"team-a","max_cores":16})"));
-  EXPECT_EQ(joined(f.log), "store quota team-a 16");
+  EXPECT_EQ(joined(f.log), "store quota team-a 16; notify tpujobs_submit quota");
 }
 
 TEST(PoolAdmin, ClearingAQuotaAnswersNullAndIsStored) {
@@ -188,7 +189,7 @@ TEST(PoolAdmin, ClearingAQuotaAnswersNullAndIsStored) {
   auto answer = f.admin.set_quota("team-a", std::nullopt);
   ASSERT_TRUE(answer.ok());
   EXPECT_EQ(*answer, json::parse(R"({"tenant":"team-a","max_cores":null})"));
-  EXPECT_EQ(joined(f.log), "store quota team-a none");
+  EXPECT_EQ(joined(f.log), "store quota team-a none; notify tpujobs_submit quota");
 }
 
 TEST(PoolAdmin, AQuotaTheStoreRefusedIsAnError) {

@@ -1009,8 +1009,9 @@ TEST_F(SchedulerLeaderKeptJobs, ASpecHandedOverByThisProcesssServiceIsLearnedWit
   ASSERT_TRUE(spec.ok());
   // Job 6 comes with its row; job 2, below the ids read, would be asked for.
   for (std::int64_t id : {6, 2}) {
-    store_.add_job(id, "t", 8).spec_json = "{";
-    handed.put(id, placement_spec(*spec));
+    db::JobRow& row = store_.add_job(id, "t", 8);
+    row.spec_json = "{";
+    handed.put(row, placement_spec(*spec));
   }
   pass();
   EXPECT_EQ(1, store_.spec_reads);
@@ -1026,7 +1027,7 @@ TEST_F(SchedulerLeaderKeptJobs, ASpecHandedOverByThisProcesssServiceIsLearnedWit
   // and its spec, handed over late, goes at the next pass.
   store_.add_job(7, "t", 8);
   pass();
-  handed.put(7, placement_spec(*spec));
+  handed.put(store_.job(7), placement_spec(*spec));
   pass();
   EXPECT_EQ(0u, handed.size()) << "a late hand-over stays no longer than a pass";
   const std::string metrics = leader_->prometheus_metrics();
@@ -1034,6 +1035,144 @@ TEST_F(SchedulerLeaderKeptJobs, ASpecHandedOverByThisProcesssServiceIsLearnedWit
             metrics.find("tpujobs_scheduler_specs_learned_total{from=\"handed\"} 2\n"));
   EXPECT_NE(std::string::npos,
             metrics.find("tpujobs_scheduler_specs_learned_total{from=\"text\"} 2\n"));
+}
+
+// A standalone serve's leader (a wake bus, its API service's hand-overs):
+// a pass that only submits woke may place the new jobs from their handed
+// rows, without reading the tables (SchedulerLeader::submitted_rows).
+class SchedulerLeaderSubmitted : public SchedulerLeaderKeptJobs {
+ protected:
+  SchedulerLeaderSubmitted() {
+    handed_.set_leading(true);
+    lead(milliseconds(500));
+  }
+  // A new leader, polling every `poll_interval`.
+  void lead(milliseconds poll_interval) {
+    SchedulerLeaderOptions options;
+    options.clock = &clock_;
+    options.agent_silence = seconds(10);
+    options.poll_interval = poll_interval;
+    options.wake_bus = &bus_;
+    options.submitted_specs = &handed_;
+    leader_ = std::make_unique<SchedulerLeader>(store_, options);
+  }
+  // Job `id` committed by this process's API service, which hands it over.
+  void submit(std::int64_t id, int devices = 8) {
+    db::JobRow& row = store_.add_job(id, "t", devices);
+    base::Result<api::JobSpec> spec = api::parse_job_spec(json::parse(row.spec_json));
+    ASSERT_TRUE(spec.ok()) << spec.error().message;
+    handed_.put(row, placement_spec(*spec));
+  }
+  void pass_woken_by_submits() { ASSERT_TRUE(leader_->run_pass(false, true).ok()); }
+  std::int64_t skipped() {
+    const std::string metrics = leader_->prometheus_metrics();
+    const std::string name = "\ntpujobs_scheduler_reads_skipped_total ";
+    const std::size_t at = metrics.find(name);
+    return at == std::string::npos ? -1 : std::stoll(metrics.substr(at + name.size()));
+  }
+  WakeBus bus_;
+  SubmittedSpecs handed_;
+};
+
+TEST_F(SchedulerLeaderSubmitted, APassOnlySubmitsWokePlacesTheNewJobWithoutARead) {
+  store_.add_agent("a", 1, 2);
+  pass();  // reads the pool: two hosts free
+  const int reads = store_.reads;
+  submit(1);
+  pass_woken_by_submits();
+  EXPECT_EQ(reads, store_.reads) << "placed from the last read and the handed row";
+  EXPECT_EQ(JobState::kStarting, store_.job(1).state);
+  EXPECT_EQ(1, skipped());
+  EXPECT_EQ(0u, handed_.size()) << "its spec learned from the hand-over";
+  // The leader wrote since its last read: the next pass reads, and finds
+  // job 1's host taken.
+  submit(2);
+  pass_woken_by_submits();
+  EXPECT_EQ(reads + 1, store_.reads);
+  ASSERT_EQ(JobState::kStarting, store_.job(2).state);
+  EXPECT_NE(json::parse(*store_.job(1).allocation_json)["hosts"],
+            json::parse(*store_.job(2).allocation_json)["hosts"]);
+  // Read once more, with nothing written since: job 3 waits for a host
+  // without a read, then the read since finds it as the pass left it.
+  pass();
+  submit(3);
+  pass_woken_by_submits();
+  EXPECT_EQ(reads + 2, store_.reads);
+  EXPECT_EQ(2, skipped());
+  EXPECT_EQ(JobState::kQueued, store_.job(3).state);
+  EXPECT_EQ((std::vector<std::int64_t>{3}), leader_->kept_waiting());
+  store_.job(1).state = JobState::kSucceeded;
+  pass();
+  EXPECT_EQ(JobState::kStarting, store_.job(3).state);
+  pass();  // its placement read back
+  EXPECT_TRUE(leader_->kept_waiting().empty());
+}
+
+TEST_F(SchedulerLeaderSubmitted, APassReadsWhenAnythingButASubmitWokeItOrItsLastReadIsOld) {
+  store_.add_agent("a", 1, 4);
+  pass();
+  int reads = store_.reads;
+  submit(1);
+  ASSERT_TRUE(leader_->run_pass(false, false).ok());  // an end, a cancel, the poll
+  EXPECT_EQ(++reads, store_.reads);
+  pass();
+  ++reads;
+  submit(2);
+  ASSERT_TRUE(leader_->run_pass(true, true).ok());  // with housekeeping
+  EXPECT_EQ(++reads, store_.reads);
+  pass();
+  ++reads;
+  clock_.advance(milliseconds(500));  // a poll interval since the read
+  submit(3);
+  pass_woken_by_submits();
+  EXPECT_EQ(++reads, store_.reads);
+  EXPECT_EQ(0, skipped());
+  for (std::int64_t id : {1, 2, 3}) EXPECT_EQ(JobState::kStarting, store_.job(id).state) << id;
+  // A failed pass leaves nothing to place by.
+  pass();
+  ++reads;
+  store_.away = true;
+  EXPECT_FALSE(leader_->run_pass().ok());
+  store_.away = false;
+  submit(4);
+  pass_woken_by_submits();
+  EXPECT_EQ(++reads, store_.reads);
+  EXPECT_EQ(JobState::kStarting, store_.job(4).state);
+}
+
+// A job committed below an id the leader read (another committer's batch
+// committed first) is left to the read: a handed row at or below the
+// highest id read may be of a job that ended since.
+TEST_F(SchedulerLeaderSubmitted, AJobCommittedBelowTheIdsReadIsLeftToTheRead) {
+  store_.add_agent("a", 1, 4);
+  store_.add_job(5, "t", 8);
+  pass();
+  const int reads = store_.reads;
+  submit(4);
+  pass_woken_by_submits();
+  EXPECT_EQ(reads + 1, store_.reads);
+  EXPECT_EQ(JobState::kStarting, store_.job(4).state);
+  EXPECT_EQ(0, skipped());
+}
+
+// Without a read, the agents' silence is the last read's and the time
+// since: an agent whose heartbeat turned late meanwhile gets no job.
+TEST_F(SchedulerLeaderSubmitted, AnAgentWhoseHeartbeatTurnedLateSinceTheReadGetsNoJob) {
+  lead(seconds(5));  // late_heartbeat: 3 s
+  store_.add_agent("a", 1, 4);
+  clock_.advance(seconds(4));  // lateness is judged after the database was reachable this long
+  store_.heartbeat("a");
+  pass();
+  clock_.advance(milliseconds(2500));
+  pass();  // a read: heard 2.5 s ago
+  clock_.advance(seconds(1));
+  submit(1);
+  pass_woken_by_submits();
+  EXPECT_EQ(1, skipped());
+  EXPECT_EQ(JobState::kQueued, store_.job(1).state);
+  store_.heartbeat("a");
+  pass();
+  EXPECT_EQ(JobState::kStarting, store_.job(1).state);
 }
 
 // Two committers commit their batches in either order: a read brings jobs
