@@ -90,8 +90,10 @@ struct SchedulerLeaderOptions {
   // A burst of wake-ups makes one pass, not one each: see next_pass_gap.
   std::chrono::milliseconds min_pass_interval{20};
   // A pass that only submits woke skips the housekeeping done less than
-  // this long ago (see Housekeeping).
-  std::chrono::milliseconds housekeeping_interval{100};
+  // this long ago (see Housekeeping): as long as the poll interval, so that
+  // a job submitted to an idle pool, which the polls' passes keep, is not
+  // the one that waits on it.
+  std::chrono::milliseconds housekeeping_interval{500};
   int max_cpu_jobs_per_agent = 2;
   // The head does not preempt when its reserved start is known and nearer than this.
   std::chrono::milliseconds preemption_min_wait{60000};
