@@ -368,6 +368,65 @@ TEST(Service, AFailedHostEndsItsJobWithUnavailable) {
   EXPECT_EQ(service().post("/v1/pool/hosts/" + host + ":recover").status, 200);
 }
 
+// A standalone leader may place a job submitted just after its last read
+// without reading again (docs/deploy.md): every admin change wakes it to
+// read. So a job submitted right after hosts are drained, or right after
+// a quota is set, is placed by the change.
+TEST(Service, JobsSubmittedRightAfterAnAdminsChangeArePlacedByIt) {
+  const json pool = service().get("/v1/pool").json();
+  ASSERT_EQ(pool["hosts"].size(), 4u);
+  std::vector<std::string> hosts;
+  for (const json& h : pool["hosts"]) hosts.push_back(h["name"]);
+  for (int h = 0; h < 3; ++h)
+    ASSERT_EQ(service().post("/v1/pool/hosts/" + hosts[h] + ":drain").status, 200);
+  json spec = quick_spec("after-an-admin", -1);  // trains until cancelled
+  spec["trainer"]["devices"] = 8;
+  spec["data"] = {
+      {"dataset", {{"synthetic", "blobs"}, {"n", 2000}, {"features", 16}, {"classes", 4}}},
+      {"batch_size", 32}};
+  spec["model"]["layers"][2]["out"] = 4;
+  const std::int64_t first = submit(service(), spec);
+  const std::int64_t second = submit(service(), spec);
+  auto running = [](const json& j) { return j["state"] == "RUNNING"; };
+  const json placed = wait_until(service(), first, running, std::chrono::seconds(30));
+  ASSERT_EQ(placed["state"], "RUNNING") << placed.dump();
+  EXPECT_EQ(placed["allocation"]["hosts"], json::array({hosts[3]})) << "the one host not drained";
+  auto waits_for = [](const std::string& reason) {
+    return [reason](const json& j) { return j["pending_reason"] == reason; };
+  };
+  const json held =
+      wait_until(service(), second, waits_for("HostUnhealthy"), std::chrono::seconds(30));
+  EXPECT_EQ(held["state"], "QUEUED") << held.dump();
+  for (int h = 0; h < 3; ++h)
+    ASSERT_EQ(service().post("/v1/pool/hosts/" + hosts[h] + ":recover").status, 200);
+  EXPECT_EQ(wait_until(service(), second, running, std::chrono::seconds(30))["state"], "RUNNING");
+  // One more pass (the poll's): the leader's last read then follows its
+  // last write, and a pass that only a submit wakes may skip the read.
+  auto passes = [] {
+    const std::string metrics = service().get("/metrics").body;
+    const std::string name = "\ntpujobs_scheduler_pass_seconds_count ";
+    const std::size_t at = metrics.find(name);
+    return json(at == std::string::npos ? -1 : std::stoll(metrics.substr(at + name.size())));
+  };
+  const std::int64_t passed = passes();
+  poll_until(
+      passes, [&](const json& n) { return n.get<std::int64_t>() > passed; },
+      std::chrono::seconds(30));
+  // A quota the two running jobs fill, and a job submitted at once: it waits.
+  const std::string quota = "/v1/tenants/" + placed["tenant"].get<std::string>() + "/quota";
+  ASSERT_EQ(service().post(quota, R"({"max_cores": 16})").status, 200);
+  const std::int64_t third = submit(service(), spec);
+  const json waiting = wait_until(service(), third, waits_for("Quota"), std::chrono::seconds(30));
+  EXPECT_EQ(waiting["state"], "QUEUED") << waiting.dump();
+  EXPECT_EQ(waiting["pending_reason"], "Quota") << waiting.dump();
+  ASSERT_EQ(service().post(quota, R"({"max_cores": null})").status, 200);
+  EXPECT_EQ(wait_until(service(), third, running, std::chrono::seconds(30))["state"], "RUNNING");
+  for (std::int64_t id : {first, second, third}) {
+    EXPECT_EQ(service().post("/v1/jobs/" + std::to_string(id) + "/cancel").status, 202);
+    EXPECT_EQ(service().wait_terminal(id)["state"], "CANCELLED");
+  }
+}
+
 TEST(Service, UnknownJobsAre404ProblemJson) {
   HttpResponse r = service().get("/v1/jobs/999999");
   EXPECT_EQ(r.status, 404);
