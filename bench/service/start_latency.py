@@ -14,11 +14,16 @@ finds an idle pool. Three figures per job:
   starting job_events: at(STARTING) - at(QUEUED) (the scheduler's part)
 
 Prints one summary line per figure: p50 p90 p99 max in milliseconds.
+
+--pause MIN:MAX waits a time drawn uniformly from MIN to MAX seconds before
+each submit (--seed fixes the draws): jobs that arrive at random times, as a
+CI pipeline's do, rather than just after the last one ended.
 """
 import argparse
 import datetime
 import http.client
 import json
+import random
 import sys
 import time
 
@@ -38,7 +43,14 @@ def main():
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--spec", required=True)
     parser.add_argument("--jobs", type=int, default=200)
+    parser.add_argument("--pause", default="0:0", help="MIN:MAX seconds before each submit")
+    parser.add_argument("--seed", type=int, default=44)
     args = parser.parse_args()
+    try:
+        pause_min, pause_max = (float(x) for x in args.pause.split(":"))
+    except ValueError:
+        sys.exit(f"--pause takes MIN:MAX seconds, not {args.pause!r}")
+    draws = random.Random(args.seed)
 
     with open(args.spec, "rb") as f:
         body = f.read()
@@ -53,6 +65,8 @@ def main():
     client_ms, events_ms, starting_ms = [], [], []
     polls = 0
     for _ in range(args.jobs):
+        if pause_max > 0:
+            time.sleep(draws.uniform(pause_min, pause_max))
         t0 = time.perf_counter()
         status, job = call("POST", "/v1/jobs", body)
         if status != 201:
