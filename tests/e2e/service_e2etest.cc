@@ -46,6 +46,17 @@ json quick_spec(const std::string& name, int epochs = 3) {
           {"optimizer", {{"type", "adam"}, {"lr", 0.01}}}};
 }
 
+// A job on one whole host (8 cores) that trains until cancelled.
+json endless_host_spec(const std::string& name) {
+  json spec = quick_spec(name, -1);
+  spec["trainer"]["devices"] = 8;
+  spec["data"] = {
+      {"dataset", {{"synthetic", "blobs"}, {"n", 20000}, {"features", 64}, {"classes", 4}}},
+      {"batch_size", 32}};
+  spec["model"]["layers"][2]["out"] = 4;
+  return spec;
+}
+
 TEST(Service, DigitsExampleRunsFromQueuedToSucceeded) {
   HttpResponse created = service().post("/v1/jobs", read_source_file("examples/digits-mlp.json"));
   ASSERT_EQ(created.status, 201) << created.body;
@@ -348,13 +359,7 @@ TEST(Service, PoolShowsHostsAndAdminActionsChangeHealth) {
 }
 
 TEST(Service, AFailedHostEndsItsJobWithUnavailable) {
-  json spec = quick_spec("on-a-dying-host", -1);
-  spec["trainer"]["devices"] = 8;
-  spec["data"] = {
-      {"dataset", {{"synthetic", "blobs"}, {"n", 20000}, {"features", 64}, {"classes", 4}}},
-      {"batch_size", 32}};
-  spec["model"]["layers"][2]["out"] = 4;
-  const std::int64_t id = submit(service(), spec);
+  const std::int64_t id = submit(service(), endless_host_spec("on-a-dying-host"));
   const json job = wait_until(
       service(), id, [](const json& j) { return j["state"] == "RUNNING"; },
       std::chrono::seconds(15));
@@ -379,12 +384,7 @@ TEST(Service, JobsSubmittedRightAfterAnAdminsChangeArePlacedByIt) {
   for (const json& h : pool["hosts"]) hosts.push_back(h["name"]);
   for (int h = 0; h < 3; ++h)
     ASSERT_EQ(service().post("/v1/pool/hosts/" + hosts[h] + ":drain").status, 200);
-  json spec = quick_spec("after-an-admin", -1);  // trains until cancelled
-  spec["trainer"]["devices"] = 8;
-  spec["data"] = {
-      {"dataset", {{"synthetic", "blobs"}, {"n", 2000}, {"features", 16}, {"classes", 4}}},
-      {"batch_size", 32}};
-  spec["model"]["layers"][2]["out"] = 4;
+  const json spec = endless_host_spec("after-an-admin");
   const std::int64_t first = submit(service(), spec);
   const std::int64_t second = submit(service(), spec);
   auto running = [](const json& j) { return j["state"] == "RUNNING"; };
