@@ -95,7 +95,7 @@ void SchedulerLeader::loop() {
   std::optional<db::Listener> listener;
   if (options_.wake_bus == nullptr) listener.emplace(options_.conninfo, db::kSubmitChannel);
   PassPacer pacer(options_.min_pass_interval);
-  Housekeeping housekeeping(options_.housekeeping_interval);
+  Housekeeping housekeeping(options_.poll_interval);
   Wake wake;
   for (;;) {
     {

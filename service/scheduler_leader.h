@@ -82,6 +82,9 @@ struct SchedulerLeaderOptions {
   // An alive agent silent this long gets no new job (three of its
   // heartbeats missed).
   std::chrono::milliseconds late_heartbeat{3000};
+  // Also how long a pass that only submits woke skips the housekeeping
+  // done before it (see Housekeeping): the polls' passes keep it, so a job
+  // submitted to an idle pool is not the one that waits on it.
   std::chrono::milliseconds poll_interval{500};
   // A leader that sends nothing on its lock's session this long (paused, cut
   // off) loses the lock to another replica: with the poll interval, within
@@ -89,11 +92,6 @@ struct SchedulerLeaderOptions {
   std::chrono::milliseconds lock_idle_timeout{6000};
   // A burst of wake-ups makes one pass, not one each: see next_pass_gap.
   std::chrono::milliseconds min_pass_interval{20};
-  // A pass that only submits woke skips the housekeeping done less than
-  // this long ago (see Housekeeping): as long as the poll interval, so that
-  // a job submitted to an idle pool, which the polls' passes keep, is not
-  // the one that waits on it.
-  std::chrono::milliseconds housekeeping_interval{500};
   int max_cpu_jobs_per_agent = 2;
   // The head does not preempt when its reserved start is known and nearer than this.
   std::chrono::milliseconds preemption_min_wait{60000};

@@ -22,6 +22,8 @@ void SubmittedSpecs::set_leading(bool leading) {
 }
 
 void SubmittedSpecs::put(const db::JobRow& row, PlacementSpec spec) {
+  base::MutexLock lock(mutex_);
+  if (!leading_) return;
   // As TPUJOBS_JOB_SCHEDULING_COLUMNS reads it.
   db::JobRow kept;
   kept.id = row.id;
@@ -40,8 +42,6 @@ void SubmittedSpecs::put(const db::JobRow& row, PlacementSpec spec) {
   kept.preempted_by = row.preempted_by;
   kept.requeued_at = row.requeued_at;
   kept.unstarted_requeues = row.unstarted_requeues;
-  base::MutexLock lock(mutex_);
-  if (!leading_) return;
   specs_.insert_or_assign(row.id, Submitted{std::move(kept), std::move(spec)});
   while (specs_.size() > capacity_) specs_.erase(specs_.begin());
 }
