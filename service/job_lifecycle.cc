@@ -47,8 +47,10 @@ db::Transition place_on_agent(std::int64_t job, std::string reason, std::string 
   if (parts.empty()) t.require_alive.emplace_back(agent, epoch);
   t.agent = std::move(agent);
   t.placement_epoch = epoch;
-  // A placement that a database crash undoes is placed again; the agent's
-  // RUNNING, a synchronous commit, makes it durable before training counts.
+  // A placement that a database crash undoes is placed again. What follows
+  // it commits synchronously (the agent's RUNNING, or, placed started, the
+  // run's first log line, metric point, checkpoint or end), and WAL reaches
+  // the disk in order, so nothing stored of its run outlives it.
   t.asynchronous_commit = true;
   return t;
 }
@@ -71,7 +73,6 @@ std::string running_text(const db::RunningReason& reason, std::optional<std::int
 
 db::Transition place_started(db::Transition placement, const std::string& where) {
   placement.then_running = running_reason(where);
-  placement.asynchronous_commit = false;
   return placement;
 }
 

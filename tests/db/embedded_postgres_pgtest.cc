@@ -13,6 +13,7 @@
 #include "db/cluster_repository.h"
 #include "db/connection_pool.h"
 #include "db/embedded_postgres.h"
+#include "db/job_output_repository.h"
 #include "db/job_repository.h"
 #include "db/migrate.h"
 #include "tests/support/test_cluster.h"
@@ -188,17 +189,23 @@ TEST_F(EmbeddedPostgresTest, AnAsynchronousTransitionCommitsWithoutWaitingForAWa
   EXPECT_EQ("true", scalar(**pool, "SELECT pg_reload_conf()::text"));
   JobRepository jobs(**pool);
   constexpr int kJobs = 20;
-  std::vector<std::int64_t> ids;
-  for (int i = 0; i < kJobs; ++i) {
-    NewJob job;
-    job.tenant = "team-a";
-    job.name = "j" + std::to_string(i);
-    job.spec_json = "{}";
-    job.spec_hash = job.name;
-    auto inserted = jobs.insert_jobs({job});
-    ASSERT_TRUE(inserted.ok()) << inserted.error().message;
-    ids.push_back((*inserted)[0].row.id);
-  }
+  // kJobs queued jobs named `prefix` and a number: their ids.
+  auto queue_jobs = [&](const std::string& prefix) {
+    std::vector<std::int64_t> queued;
+    for (int i = 0; i < kJobs; ++i) {
+      NewJob job;
+      job.tenant = "team-a";
+      job.name = prefix + std::to_string(i);
+      job.spec_json = "{}";
+      job.spec_hash = job.name;
+      auto inserted = jobs.insert_jobs({job});
+      EXPECT_TRUE(inserted.ok()) << inserted.error().message;
+      if (inserted.ok()) queued.push_back((*inserted)[0].row.id);
+    }
+    return queued;
+  };
+  const std::vector<std::int64_t> ids = queue_jobs("j");
+  ASSERT_EQ(static_cast<std::size_t>(kJobs), ids.size());
   auto wal_syncs = [&] {
     EXPECT_EQ("", scalar(**pool, "SELECT ''::text FROM pg_stat_force_next_flush()"));
     return std::stoll(scalar(**pool, "SELECT wal_sync FROM pg_stat_wal"));
@@ -247,6 +254,45 @@ TEST_F(EmbeddedPostgresTest, AnAsynchronousTransitionCommitsWithoutWaitingForAWa
   EXPECT_EQ(std::to_string(kJobs),
             scalar(**pool, "SELECT count(*)::text FROM jobs WHERE state = 'RUNNING'"));
   EXPECT_EQ("on", scalar(**pool, "SHOW synchronous_commit"));
+
+  // Placements started (the agent in the leader's process trains each as it
+  // commits): no sync either. The copy's first write, a log line, waits for
+  // one, and WAL reaches the disk in order: with it, every placement before.
+  const std::vector<std::int64_t> started = queue_jobs("s");
+  ASSERT_EQ(static_cast<std::size_t>(kJobs), started.size());
+  const std::int64_t before_started = wal_syncs();
+  for (std::int64_t id : started) {
+    auto placed = jobs.transition_with_work(
+        {.job_id = id,
+         .from = {JobState::kQueued},
+         .to = JobState::kStarting,
+         .reason = "Placed on agent local",
+         .agent = "local",
+         .placement_epoch = 1,
+         .asynchronous_commit = true,
+         .then_running = RunningReason{"Training started on agent local", "Resumed at ", "."}});
+    ASSERT_TRUE(placed.ok()) << placed.error().message;
+    ASSERT_TRUE(*placed);
+    EXPECT_EQ(JobState::kRunning, (*placed)->row.state);
+  }
+  EXPECT_LT(wal_syncs() - before_started, kJobs / 2);
+  const std::string placed_up_to = scalar(**pool, "SELECT pg_current_wal_insert_lsn()::text");
+  EXPECT_EQ(
+      "true",
+      scalar(
+          **pool,
+          ("SELECT (pg_current_wal_flush_lsn() < '" + placed_up_to + "'::pg_lsn)::text").c_str()))
+      << "the WAL writer flushed the placements started: this test sees nothing";
+  JobOutputRepository outputs(**pool);
+  ASSERT_TRUE(
+      outputs
+          .append_logs({{.job_id = started.back(), .seq = 1, .line = "epoch 0", .fence_epoch = 1}})
+          .ok());
+  EXPECT_EQ(
+      "true",
+      scalar(
+          **pool,
+          ("SELECT (pg_current_wal_flush_lsn() >= '" + placed_up_to + "'::pg_lsn)::text").c_str()));
   EXPECT_EQ("", scalar(**pool, "ALTER SYSTEM RESET wal_writer_delay"));  // the suite's directory
 }
 

@@ -553,6 +553,67 @@ TEST_F(AgentTest, ALookLeavesAPromisedJobToItsHandOver) {
             }));
 }
 
+// A placement started commits without waiting for the disk
+// (lifecycle::place_started), so a database crash may undo one whose copy
+// already trains. Here the crash's work is done by hand, right after the
+// commit: the row back to QUEUED, its placement's events gone. The copy
+// stores nothing of its run, and the agent's next look stops it; placed
+// again, the job starts from the beginning, once.
+TEST_F(AgentTest, ACopyOfAPlacementStartedThatTheDatabaseLostStoresNothingAndIsStopped) {
+  db::Repositories repo(*observer_);
+  WakeBus bus;
+  std::unique_ptr<Agent> started = start_woken_agent(bus);
+  Agent& agent = *started;
+  const std::int64_t id = insert_endless_job(repo);
+  ASSERT_NE(0, id);
+  ASSERT_TRUE(agent.promise_start(id, agent.epoch()));
+  std::optional<db::PlacedWork> work = place_with_work(repo, id, agent.epoch(), /*started=*/true);
+  ASSERT_TRUE(work);
+  {
+    auto connection = observer_->acquire(seconds(5));
+    ASSERT_TRUE(connection.ok());
+    const std::string job = std::to_string(id);
+    ASSERT_TRUE((*connection)
+                    ->execute("UPDATE jobs SET state = 'QUEUED', agent = NULL, placement_epoch = "
+                              "NULL, allocation = NULL, started_at = NULL WHERE id = " +
+                              job)
+                    .ok());
+    ASSERT_TRUE(
+        (*connection)
+            ->execute("DELETE FROM job_events WHERE to_state <> 'QUEUED' AND job_id = " + job)
+            .ok());
+  }
+  ASSERT_TRUE(agent.take_placed(*work)) << "handed over as the statement answered";
+  EXPECT_TRUE(eventually([&] { return agent.live_view(id).has_value(); }))
+      << "the copy trains on the placement the database lost";
+  bus.publish(db::kAgentChannel, "a");
+  EXPECT_TRUE(eventually([&] { return !agent.live_view(id).has_value(); }))
+      << "the look did not stop the copy of a job not placed here";
+  auto row = repo.jobs.get_job(id);
+  ASSERT_TRUE(row.ok() && *row);
+  EXPECT_EQ(db::JobState::kQueued, (**row).state);
+  EXPECT_FALSE((**row).agent);
+  EXPECT_FALSE((**row).progress_json) << "the copy's progress was stored";
+  auto point = repo.outputs.resume_point(id);
+  ASSERT_TRUE(point.ok());
+  EXPECT_EQ(0, point->max_log_seq) << "the copy's log lines were stored";
+  EXPECT_EQ(0, point->max_metric_seq) << "the copy's metric points were stored";
+  EXPECT_FALSE(point->checkpoint_step) << "the copy's checkpoint was stored";
+
+  ASSERT_TRUE(agent.promise_start(id, agent.epoch())) << "no copy of it runs now";
+  work = place_with_work(repo, id, agent.epoch(), /*started=*/true);
+  ASSERT_TRUE(work);
+  EXPECT_FALSE(work->resume.checkpoint_step);
+  ASSERT_TRUE(agent.take_placed(*work));
+  EXPECT_TRUE(eventually([&] { return trains_now(repo, id); }));
+  auto events = repo.jobs.list_events(id);
+  ASSERT_TRUE(events.ok());
+  std::vector<std::string> reasons;
+  for (const db::JobEventRow& e : *events) reasons.push_back(e.reason);
+  EXPECT_EQ((std::vector<std::string>{"Submitted", "test", "Training started on agent a"}),
+            reasons);
+}
+
 // A stop waits for a start the agent promised: the placement commits or is
 // forgone within one round trip of the leader's. A copy handed over during
 // the stop is stopped with the others, and its job requeued without

@@ -65,10 +65,11 @@ TEST(JobLifecycle, FailedAndCancelledCarryAnErrorWithTypeMessageAndHint) {
 
 // A placement is the one write a database crash may undo: the job is placed
 // again. Every other transition, the agent's RUNNING included, waits for the
-// disk, and with it every placement before it.
+// disk, and with it every placement before it. A placement started is a
+// placement too.
 TEST(JobLifecycle, OnlyAPlacementCommitsWithoutWaitingForTheDisk) {
   for (const db::Transition& t : every_transition()) {
-    EXPECT_EQ(t.asynchronous_commit, t.to == JobState::kStarting && !t.then_running) << t.reason;
+    EXPECT_EQ(t.asynchronous_commit, t.to == JobState::kStarting) << t.reason;
   }
 }
 
@@ -81,15 +82,15 @@ TEST(JobLifecycle, OnlyAQueuedJobIsPlaced) {
 }
 
 // A placement its agent starts as it commits goes on to RUNNING with the
-// very reason the agent's own start writes, and waits for the disk as that
-// RUNNING does.
-TEST(JobLifecycle, APlacementStartedRunsWithTheAgentsReasonAndIsDurable) {
+// very reason the agent's own start writes. It does not wait for the disk:
+// the copy's first write, synchronous, does.
+TEST(JobLifecycle, APlacementStartedRunsWithTheAgentsReasonWithoutWaitingForTheDisk) {
   db::Transition placed = lifecycle::place_on_agent(1, "r", "{}", "a", 7);
   db::Transition started = lifecycle::place_started(placed, "agent a");
   EXPECT_EQ(started.from, std::vector{JobState::kQueued});
   EXPECT_EQ(started.to, JobState::kStarting) << "the first of its two events";
   EXPECT_EQ(started.require_alive, placed.require_alive);
-  EXPECT_FALSE(started.asynchronous_commit);
+  EXPECT_TRUE(started.asynchronous_commit);
   ASSERT_TRUE(started.then_running);
   EXPECT_EQ("Training started on agent a",
             lifecycle::running_text(*started.then_running, std::nullopt));

@@ -455,7 +455,7 @@ class SchedulerLeaderWithLocalAgent : public SchedulerLeaderPass {
 
 // A job placed on the agent in the leader's own process, which promises to
 // start it, is committed started (QUEUED -> STARTING -> RUNNING in the
-// placement's statement, synchronously) and handed to it with its row and
+// placement's statement) and handed to it with its row and
 // resume point: that agent is not woken to read it. Another agent is.
 TEST_F(SchedulerLeaderWithLocalAgent,
        APlacementOnTheAgentInThisProcessIsCommittedStartedAndHanded) {
