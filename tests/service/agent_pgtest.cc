@@ -557,8 +557,9 @@ TEST_F(AgentTest, ALookLeavesAPromisedJobToItsHandOver) {
 // (lifecycle::place_started), so a database crash may undo one whose copy
 // already trains. Here the crash's work is done by hand, right after the
 // commit: the row back to QUEUED, its placement's events gone. The copy
-// stores nothing of its run, and the agent's next look stops it; placed
-// again, the job starts from the beginning, once.
+// stores nothing of its run, this process's views of the job are
+// forgotten, and the agent's next look stops it; placed again, the job
+// starts from the beginning, once.
 TEST_F(AgentTest, ACopyOfAPlacementStartedThatTheDatabaseLostStoresNothingAndIsStopped) {
   db::Repositories repo(*observer_);
   WakeBus bus;
@@ -583,12 +584,19 @@ TEST_F(AgentTest, ACopyOfAPlacementStartedThatTheDatabaseLostStoresNothingAndIsS
             ->execute("DELETE FROM job_events WHERE to_state <> 'QUEUED' AND job_id = " + job)
             .ok());
   }
+  // What the API service in this process is told: each of the copy's
+  // refused writes names the job, and its RUNNING view is forgotten.
+  std::atomic<int> told{0};
+  bus.subscribe(kJobsChangedChannel, [&](const std::string& payload) {
+    for (std::int64_t changed : parse_job_ids(payload)) told += changed == id ? 1 : 0;
+  });
   ASSERT_TRUE(agent.take_placed(*work)) << "handed over as the statement answered";
   EXPECT_TRUE(eventually([&] { return agent.live_view(id).has_value(); }))
       << "the copy trains on the placement the database lost";
   bus.publish(db::kAgentChannel, "a");
   EXPECT_TRUE(eventually([&] { return !agent.live_view(id).has_value(); }))
       << "the look did not stop the copy of a job not placed here";
+  EXPECT_TRUE(eventually([&] { return told > 0; })) << "its view was never forgotten";
   auto row = repo.jobs.get_job(id);
   ASSERT_TRUE(row.ok() && *row);
   EXPECT_EQ(db::JobState::kQueued, (**row).state);
