@@ -258,26 +258,38 @@ void Agent::reconcile() {
     ended.swap(ended_);
   }
   for (std::thread& t : ended) t.join();  // runners that ended: they need no lock to finish
-  base::MutexLock lock(mutex_);
-  if (stopping_) return;
-  const std::int64_t epoch = epoch_;
-  std::map<std::int64_t, RunningCopy> copies;
-  for (const auto& [id, run] : runs_) {
-    copies[id] = {run->epoch, run->slice, run->handed_after && *run->handed_after >= look};
+  std::vector<std::int64_t> moved_on;
+  {
+    base::MutexLock lock(mutex_);
+    if (stopping_) return;
+    const std::int64_t epoch = epoch_;
+    std::map<std::int64_t, RunningCopy> copies;
+    for (const auto& [id, run] : runs_) {
+      copies[id] = {run->epoch, run->slice, run->handed_after && *run->handed_after >= look,
+                    run->running_written};
+    }
+    SupervisionPlan plan = plan_supervision(options_.name, epoch, work->placed, work->slice_parts,
+                                            copies, ended_slice_placements_);
+    ended_slice_placements_ = std::move(plan.ended_slice_placements);
+    for (const StopRun& stop : plan.stop) {
+      runs_.at(stop.job)->stop(stop.why, stop.preempted_by);
+      if (stop.why == RunStop::kMovedOn) moved_on.push_back(stop.job);
+    }
+    for (StartRun& start : plan.start) {
+      // Promised to the leader, whose placement may have committed (RUNNING
+      // here, no copy yet): its hand-over starts it, or, forgone, a later look.
+      if (promised_.count(start.row.id)) continue;
+      std::optional<db::JobOutputRepository::ResumePoint> point;
+      if (auto it = work->resume_points.find(start.row.id); it != work->resume_points.end())
+        point = it->second;
+      start_locked(std::move(start), epoch, point, std::nullopt);
+    }
   }
-  SupervisionPlan plan = plan_supervision(options_.name, epoch, work->placed, work->slice_parts,
-                                          copies, ended_slice_placements_);
-  ended_slice_placements_ = std::move(plan.ended_slice_placements);
-  for (const StopRun& stop : plan.stop) runs_.at(stop.job)->stop(stop.why, stop.preempted_by);
-  for (StartRun& start : plan.start) {
-    // Promised to the leader, whose placement may have committed (RUNNING
-    // here, no copy yet): its hand-over starts it, or, forgone, a later look.
-    if (promised_.count(start.row.id)) continue;
-    std::optional<db::JobOutputRepository::ResumePoint> point;
-    if (auto it = work->resume_points.find(start.row.id); it != work->resume_points.end())
-      point = it->second;
-    start_locked(std::move(start), epoch, point, std::nullopt);
-  }
+  // This process's API service may keep the view of a job whose copy moved
+  // on: the RUNNING view handed over with a placement started that a
+  // database crash undid, before the copy wrote anything.
+  if (!moved_on.empty() && options_.wake_bus != nullptr)
+    options_.wake_bus->publish(kJobsChangedChannel, format_job_ids(moved_on));
 }
 
 bool Agent::promise_start(std::int64_t job, std::int64_t epoch) {

@@ -48,9 +48,9 @@ db::Transition place_on_agent(std::int64_t job, std::string reason, std::string 
   t.agent = std::move(agent);
   t.placement_epoch = epoch;
   // A placement that a database crash undoes is placed again. What follows
-  // it commits synchronously (the agent's RUNNING, or, placed started, the
-  // run's first log line, metric point, checkpoint or end), and WAL reaches
-  // the disk in order, so nothing stored of its run outlives it.
+  // it commits synchronously (the agent's RUNNING, or, placed started, each
+  // write of its copy), and WAL reaches the disk in order, so nothing stored
+  // of its run outlives it.
   t.asynchronous_commit = true;
   return t;
 }

@@ -56,11 +56,11 @@ std::string running_text(const db::RunningReason& reason, std::optional<std::int
 // commits: service/local_agent.h) goes on to RUNNING in the same statement
 // with running_reason(`where`)'s text for the newest checkpoint. It commits
 // without waiting for the disk, as every placement does (a synchronous commit
-// here was 0.6-0.9 ms of submit -> RUNNING: bench/RESULTS.md, session 45).
-// A database crash may undo it while its copy trains. Every write of that
-// copy commits synchronously, and WAL reaches the disk in order, so none
-// outlives the placement; and the agent's next look stops a copy of a job
-// no longer placed on it (docs/reliability.md).
+// here was 0.5-1.3 ms of submit -> RUNNING: bench/RESULTS.md, session 45).
+// A database crash may undo it, RUNNING included, while its copy trains.
+// Every write of that copy commits synchronously, and WAL reaches the disk
+// in order, so none outlives the placement; the agent's next look stops the
+// copy (run_supervisor.h), and the job is placed again (docs/reliability.md).
 db::Transition place_started(db::Transition placement, const std::string& where);
 
 // `from` -> QUEUED: taken off its placement (its agent lost

@@ -67,9 +67,12 @@ SupervisionPlan plan_supervision(const std::string& agent, std::int64_t epoch,
     const bool peer = run.slice && run.slice->rank > 0;
     if (it == current.end() || run.epoch != epoch ||
         run.slice.has_value() != roles[id].has_value() ||
-        (run.slice && run.slice->placement != roles[id]->placement)) {
-      // Requeued, cancelled, released or failed elsewhere, or placed again
-      // as another slice: this copy is stale.
+        (run.slice && run.slice->placement != roles[id]->placement) ||
+        (run.started_with_placement && it->second->state == db::JobState::kStarting)) {
+      // Requeued, cancelled, released or failed elsewhere, placed again as
+      // another slice, or placed again here after a database crash undid
+      // the placement it started with (it commits without waiting for the
+      // disk: lifecycle::place_started): this copy is stale.
       plan.stop.push_back({id, RunStop::kMovedOn});
     } else if (it->second->cancel_requested && !peer) {
       // The first part stops at a step boundary and closes its collective;

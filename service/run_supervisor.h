@@ -49,6 +49,9 @@ struct RunningCopy {
   // planned began (service/local_agent.h): the read may predate its
   // placement, so the plan neither stops it nor starts another copy.
   bool handed_since_read = false;
+  // Handed over with its placement started (its row RUNNING from that
+  // placement's commit on): a row that reads STARTING is a later placement's.
+  bool started_with_placement = false;
 };
 
 struct StartRun {

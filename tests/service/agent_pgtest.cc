@@ -279,6 +279,36 @@ std::optional<db::PlacedWork> place_with_work(db::Repositories& repo, std::int64
   return *placed;
 }
 
+// Job `id` as a database crash leaves it when it undid the job's
+// placement: QUEUED, placed nowhere, its placement's events gone.
+bool lose_placement(db::ConnectionPool& pool, std::int64_t id) {
+  auto connection = pool.acquire(seconds(5));
+  if (!connection.ok()) return false;
+  const std::string job = std::to_string(id);
+  return (*connection)
+             ->execute(
+                 "UPDATE jobs SET state = 'QUEUED', agent = NULL, placement_epoch = NULL,"
+                 " allocation = NULL, started_at = NULL WHERE id = " +
+                 job)
+             .ok() &&
+         (*connection)
+             ->execute("DELETE FROM job_events WHERE to_state <> 'QUEUED' AND job_id = " + job)
+             .ok();
+}
+
+// A new endless job (its id in `id`), promised by `agent`, placed started
+// on it, and that placement then undone as a database crash undoes it: what
+// the placement answered, for the hand-over (nullopt: a step failed).
+std::optional<db::PlacedWork> placed_started_then_lost(db::Repositories& repo,
+                                                       db::ConnectionPool& pool, Agent& agent,
+                                                       std::int64_t& id) {
+  id = insert_endless_job(repo);
+  if (id == 0 || !agent.promise_start(id, agent.epoch())) return std::nullopt;
+  std::optional<db::PlacedWork> work = place_with_work(repo, id, agent.epoch(), /*started=*/true);
+  if (!work || !lose_placement(pool, id)) return std::nullopt;
+  return work;
+}
+
 // The cluster soak's jobs barely finished: every job's end flushed the
 // agent's whole telemetry queue, one end at a time, behind a job that logs
 // faster than the database stores. Here the writer's store of one job's
@@ -565,27 +595,12 @@ TEST_F(AgentTest, ACopyOfAPlacementStartedThatTheDatabaseLostStoresNothingAndIsS
   WakeBus bus;
   std::unique_ptr<Agent> started = start_woken_agent(bus);
   Agent& agent = *started;
-  const std::int64_t id = insert_endless_job(repo);
-  ASSERT_NE(0, id);
-  ASSERT_TRUE(agent.promise_start(id, agent.epoch()));
-  std::optional<db::PlacedWork> work = place_with_work(repo, id, agent.epoch(), /*started=*/true);
+  std::int64_t id = 0;
+  std::optional<db::PlacedWork> work = placed_started_then_lost(repo, *observer_, agent, id);
   ASSERT_TRUE(work);
-  {
-    auto connection = observer_->acquire(seconds(5));
-    ASSERT_TRUE(connection.ok());
-    const std::string job = std::to_string(id);
-    ASSERT_TRUE((*connection)
-                    ->execute("UPDATE jobs SET state = 'QUEUED', agent = NULL, placement_epoch = "
-                              "NULL, allocation = NULL, started_at = NULL WHERE id = " +
-                              job)
-                    .ok());
-    ASSERT_TRUE(
-        (*connection)
-            ->execute("DELETE FROM job_events WHERE to_state <> 'QUEUED' AND job_id = " + job)
-            .ok());
-  }
-  // What the API service in this process is told: each of the copy's
-  // refused writes names the job, and its RUNNING view is forgotten.
+  // What the API service in this process is told: the copy's refused
+  // progress and checkpoint writes, and the look that stops it, name the job
+  // on the bus by which that service forgets its views (none is wired here).
   std::atomic<int> told{0};
   bus.subscribe(kJobsChangedChannel, [&](const std::string& payload) {
     for (std::int64_t changed : parse_job_ids(payload)) told += changed == id ? 1 : 0;
@@ -596,7 +611,7 @@ TEST_F(AgentTest, ACopyOfAPlacementStartedThatTheDatabaseLostStoresNothingAndIsS
   bus.publish(db::kAgentChannel, "a");
   EXPECT_TRUE(eventually([&] { return !agent.live_view(id).has_value(); }))
       << "the look did not stop the copy of a job not placed here";
-  EXPECT_TRUE(eventually([&] { return told > 0; })) << "its view was never forgotten";
+  EXPECT_TRUE(eventually([&] { return told > 0; })) << "the job was never named";
   auto row = repo.jobs.get_job(id);
   ASSERT_TRUE(row.ok() && *row);
   EXPECT_EQ(db::JobState::kQueued, (**row).state);
@@ -608,7 +623,9 @@ TEST_F(AgentTest, ACopyOfAPlacementStartedThatTheDatabaseLostStoresNothingAndIsS
   EXPECT_EQ(0, point->max_metric_seq) << "the copy's metric points were stored";
   EXPECT_FALSE(point->checkpoint_step) << "the copy's checkpoint was stored";
 
-  ASSERT_TRUE(agent.promise_start(id, agent.epoch())) << "no copy of it runs now";
+  // The copy's thread ends a moment after its live view goes.
+  ASSERT_TRUE(eventually([&] { return agent.promise_start(id, agent.epoch()); }))
+      << "a copy of it still runs";
   work = place_with_work(repo, id, agent.epoch(), /*started=*/true);
   ASSERT_TRUE(work);
   EXPECT_FALSE(work->resume.checkpoint_step);
@@ -620,6 +637,45 @@ TEST_F(AgentTest, ACopyOfAPlacementStartedThatTheDatabaseLostStoresNothingAndIsS
   for (const db::JobEventRow& e : *events) reasons.push_back(e.reason);
   EXPECT_EQ((std::vector<std::string>{"Submitted", "test", "Training started on agent a"}),
             reasons);
+}
+
+// As above, but the leader places the job here again, under the same epoch,
+// while the copy of the lost placement still trains: the agent does not
+// promise it (a copy runs), so it is placed STARTING and the agent woken.
+// That copy is stopped as the lost placement's, not taken for the new one's
+// (which would leave the row STARTING for the copy's whole life), and a new
+// copy starts the job and writes its RUNNING.
+TEST_F(AgentTest, AJobPlacedAgainWhileACopyOfItsLostPlacementStartedRunsGetsANewCopy) {
+  db::Repositories repo(*observer_);
+  WakeBus bus;
+  std::unique_ptr<Agent> started = start_woken_agent(bus);
+  Agent& agent = *started;
+  std::int64_t id = 0;
+  std::optional<db::PlacedWork> work = placed_started_then_lost(repo, *observer_, agent, id);
+  ASSERT_TRUE(work);
+  ASSERT_TRUE(agent.take_placed(*work));
+  ASSERT_TRUE(eventually([&] { return agent.live_view(id).has_value(); }));
+
+  EXPECT_FALSE(agent.promise_start(id, agent.epoch())) << "a copy of it runs";
+  std::optional<db::PlacedWork> again = place_with_work(repo, id, agent.epoch(), /*started=*/false);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(db::JobState::kStarting, again->row.state);
+  bus.publish(db::kAgentChannel, "a");
+  EXPECT_TRUE(eventually([&] { return !agent.live_view(id).has_value(); }))
+      << "the copy of the lost placement was taken for the new placement";
+  // A serve's agent also looks every poll interval: the look after the old
+  // copy ended starts the new one.
+  EXPECT_TRUE(eventually([&] {
+    bus.publish(db::kAgentChannel, "a");
+    return trains_now(repo, id);
+  })) << "the job was left STARTING";
+  auto events = repo.jobs.list_events(id);
+  ASSERT_TRUE(events.ok());
+  std::vector<db::JobState> states;
+  for (const db::JobEventRow& e : *events) states.push_back(e.to_state);
+  EXPECT_EQ((std::vector<db::JobState>{db::JobState::kQueued, db::JobState::kStarting,
+                                       db::JobState::kRunning}),
+            states);
 }
 
 // A stop waits for a start the agent promised: the placement commits or is

@@ -64,9 +64,9 @@ TEST(JobLifecycle, FailedAndCancelledCarryAnErrorWithTypeMessageAndHint) {
 }
 
 // A placement is the one write a database crash may undo: the job is placed
-// again. Every other transition, the agent's RUNNING included, waits for the
-// disk, and with it every placement before it. A placement started is a
-// placement too.
+// again. Every other transition, the agent's own RUNNING included, waits for
+// the disk, and with it every placement before it. A placement started (its
+// RUNNING in the same statement) is a placement too.
 TEST(JobLifecycle, OnlyAPlacementCommitsWithoutWaitingForTheDisk) {
   for (const db::Transition& t : every_transition()) {
     EXPECT_EQ(t.asynchronous_commit, t.to == JobState::kStarting) << t.reason;

@@ -91,6 +91,29 @@ TEST(RunSupervisor, ACopyHandedOverSinceTheReadBeganIsLeftToTheNextRead) {
   EXPECT_EQ(RunStop::kUserCancel, plan.stop[0].why);
 }
 
+// A copy handed over with its placement started saw its row RUNNING from
+// that placement's commit on. A database crash may undo that placement (it
+// commits without waiting for the disk), and the leader place the job here
+// again, under the same epoch: the row then reads STARTING, and the copy is
+// the lost placement's. A copy a look started reads STARTING until its own
+// RUNNING: it is kept.
+TEST(RunSupervisor, ACopyStartedWithItsPlacementWhoseRowReadsStartingIsStale) {
+  db::JobRow again = placed_here(1);
+  again.state = db::JobState::kStarting;
+  const std::map<std::int64_t, RunningCopy> handed{{1, {kEpoch, std::nullopt, false, true}}};
+  SupervisionPlan plan = plan_supervision("a", kEpoch, {again}, {}, handed, {});
+  ASSERT_EQ(1u, plan.stop.size());
+  EXPECT_EQ(RunStop::kMovedOn, plan.stop[0].why);
+  EXPECT_TRUE(plan.start.empty()) << "started by a later look, once this copy ended";
+  plan = plan_supervision("a", kEpoch, {placed_here(1)}, {}, handed, {});
+  EXPECT_TRUE(plan.stop.empty()) << "its own placement, RUNNING";
+
+  const std::map<std::int64_t, RunningCopy> looked{{1, {kEpoch, std::nullopt, false, false}}};
+  plan = plan_supervision("a", kEpoch, {again}, {}, looked, {});
+  EXPECT_TRUE(plan.stop.empty()) << "a copy starting, before its RUNNING";
+  EXPECT_TRUE(plan.start.empty());
+}
+
 TEST(RunSupervisor, ACancelOrAPreemptionStopsTheFirstPartOnly) {
   db::JobRow cancelled = spanning(1, /*placement=*/30);
   cancelled.cancel_requested = true;
