@@ -127,15 +127,20 @@ base::Status ClusterRepository::leave(const std::string& name, std::int64_t epoc
   });
 }
 
-base::Result<std::int64_t> ClusterRepository::begin_scheduler_term(const std::string& leader) {
+base::Result<ClusterRepository::SchedulerTerm> ClusterRepository::begin_scheduler_term(
+    const std::string& leader) {
   return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<std::int64_t> {
+      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<SchedulerTerm> {
+        // pg_stat_bgwriter's stats_reset: the shared statistics are thrown
+        // away when the server recovers from a crash ("Cumulative Statistics
+        // System", PostgreSQL 15's documentation).
         base::Result<QueryResult> rows = connection.execute(
             "UPDATE scheduler_term SET term = term + 1, leader = $1::text, since = now()"
-            " WHERE id = 1 RETURNING term",
+            " WHERE id = 1 RETURNING term,"
+            " COALESCE(pg_stat_get_bgwriter_stat_reset_time()::text, '')",
             {leader});
         if (!rows.ok()) return rows.error();
-        return rows->int64(0, 0);
+        return SchedulerTerm{rows->int64(0, 0), rows->string(0, 1)};
       });
 }
 

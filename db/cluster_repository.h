@@ -89,7 +89,18 @@ class ClusterRepository {
   // A replica that takes the scheduler lead raises the term (table
   // scheduler_term) and returns it: the writes of an earlier leader fenced
   // by theirs (Transition::require_leader_term) no longer land.
-  base::Result<std::int64_t> begin_scheduler_term(const std::string& leader);
+  struct SchedulerTerm {
+    std::int64_t term = 0;
+    // Changes when the server recovers from a crash: the time its shared
+    // statistics were last reset, which PostgreSQL does when it starts
+    // after an unclean shutdown, a backend's crash included (its
+    // postmaster then lives on). Such a recovery may have undone the
+    // transactions committed without waiting for the disk, and their
+    // transaction ids may be given out again. A reset asked for by hand
+    // changes it too.
+    std::string recovered_at;
+  };
+  base::Result<SchedulerTerm> begin_scheduler_term(const std::string& leader);
   // Every host of every registered agent, by agent then position.
   base::Result<std::vector<ClusterHostRow>> list_hosts();
   // The statements of list_agents and list_hosts and their rows, for a

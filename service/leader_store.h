@@ -29,7 +29,8 @@ class LeaderStore {
   virtual base::Result<std::vector<std::string>> mark_lost(
       std::chrono::milliseconds silence, std::chrono::milliseconds max_answer) = 0;
   // A new scheduler term (ClusterRepository::begin_scheduler_term).
-  virtual base::Result<std::int64_t> begin_term(const std::string& leader) = 0;
+  virtual base::Result<db::ClusterRepository::SchedulerTerm> begin_term(
+      const std::string& leader) = 0;
   virtual base::Result<std::int64_t> next_slice_placement() = 0;
   virtual base::Status forget_rendezvous_before(std::chrono::milliseconds age) = 0;
   virtual base::Status notify(const char* channel, const std::string& payload) = 0;
@@ -77,7 +78,8 @@ class RepositoryLeaderStore final : public LeaderStore {
                                                    std::chrono::milliseconds max_answer) override {
     return cluster_.mark_lost(silence, max_answer);
   }
-  base::Result<std::int64_t> begin_term(const std::string& leader) override {
+  base::Result<db::ClusterRepository::SchedulerTerm> begin_term(
+      const std::string& leader) override {
     return cluster_.begin_scheduler_term(leader);
   }
   base::Result<std::int64_t> next_slice_placement() override {

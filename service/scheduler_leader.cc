@@ -273,18 +273,25 @@ base::Status SchedulerLeader::begin_term() {
     return term.error();
   }
   // Another leader took a term since this one's last: it may have written
-  // about any job, so every job is read again. A term that follows this
-  // replica's own (its lock lapsed during a long pass, and no one took
-  // over) keeps what it read.
-  if (!last_term_ || *term != *last_term_ + 1) low_water_.reset();
+  // about any job, so every job is read again. So after the server
+  // recovered from a crash (which ended the lock's session): the recovery
+  // may have undone placements committed without waiting for the disk,
+  // whose rows are then older than the low water, and may give their
+  // transaction ids out again, to writes the low water would skip. A term
+  // that follows this replica's own with the server up throughout (its
+  // lock lapsed during a long pass, and no one took over) keeps what it
+  // read.
+  if (!last_term_ || term->term != *last_term_ + 1 || term->recovered_at != last_recovered_at_)
+    low_water_.reset();
   // Every pending reason is written again in either case: reasons are
   // committed without waiting for the disk (JobRepository::set_pending),
   // and a database that restarted, which ends the lock's session, may
   // have lost the last ones.
   pending_written_ = 0;
   kept_read_.reset();
-  term_ = *term;
-  last_term_ = *term;
+  term_ = term->term;
+  last_term_ = term->term;
+  last_recovered_at_ = std::move(term->recovered_at);
   return base::Status::Ok();
 }
 

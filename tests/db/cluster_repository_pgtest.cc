@@ -377,18 +377,20 @@ TEST_F(ClusterRepositoryTest, AFormerLeadersWritesDoNotLandOnceAnotherTookTheLea
   auto first = cluster_->begin_scheduler_term("replica-1");
   ASSERT_TRUE(first.ok()) << first.error().message;
   Transition placement = placement_on("a", *a);
-  placement.require_leader_term = *first;
+  placement.require_leader_term = first->term;
   ASSERT_TRUE(*repositories_->jobs.transition(placement)) << "its own term";
   ASSERT_TRUE(requeue(*a));
 
   auto second = cluster_->begin_scheduler_term("replica-2");
   ASSERT_TRUE(second.ok());
-  EXPECT_GT(*second, *first);
+  EXPECT_GT(second->term, first->term);
+  EXPECT_EQ(first->recovered_at, second->recovered_at) << "the server has not crashed since";
   EXPECT_FALSE(*repositories_->jobs.transition(placement)) << "the former leader's";
   EXPECT_EQ(JobState::kQueued, (*repositories_->jobs.get_job(job_))->state);
-  placement.require_leader_term = *second;
+  placement.require_leader_term = second->term;
   ASSERT_TRUE(*repositories_->jobs.transition(placement));
-  auto stale_mark = repositories_->jobs.request_preemption(job_, *a, job_ + 1, "", "{}", *first);
+  auto stale_mark =
+      repositories_->jobs.request_preemption(job_, *a, job_ + 1, "", "{}", first->term);
   ASSERT_TRUE(stale_mark.ok()) << stale_mark.error().message;
   EXPECT_FALSE(*stale_mark);
   EXPECT_FALSE((*repositories_->jobs.get_job(job_))->preempted_by.has_value());

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -313,6 +314,63 @@ TEST_F(EmbeddedPostgresTest, PoolReconnectsAfterTheServerRestarts) {
   ASSERT_TRUE(first.ok() && second.ok());
   EXPECT_TRUE((*first)->execute("SELECT 1").ok());
   EXPECT_TRUE((*second)->execute("SELECT 1").ok());
+}
+
+// A scheduler term says whether the server recovered from a crash since the
+// last term (ClusterRepository::SchedulerTerm): a recovery may have undone
+// what was committed without waiting for the disk, and the leader then reads
+// every job again. A clean restart loses nothing and does not change it; a
+// backend's crash (the postmaster lives on and replays the WAL) and an
+// immediate shutdown do.
+TEST_F(EmbeddedPostgresTest, ASchedulerTermSaysWhetherTheServerRecoveredFromACrash) {
+  auto server = start_server();
+  ASSERT_TRUE(server);
+  auto pool = ConnectionPool::create(server->conninfo(), 2);
+  ASSERT_TRUE(pool.ok()) << pool.error().message;
+  ASSERT_TRUE(migrate(**pool).ok());
+  ClusterRepository cluster(**pool);
+  // The next term whose mark `differs` accepts, taken once the server
+  // answers; nullopt after 60 s.
+  auto term_where = [&](const std::function<bool(const std::string&)>& differs)
+      -> std::optional<ClusterRepository::SchedulerTerm> {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < deadline) {
+      auto term = cluster.begin_scheduler_term("replica-1");
+      if (term.ok() && differs(term->recovered_at)) return *term;
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    return std::nullopt;
+  };
+  auto any = [](const std::string&) { return true; };
+  const auto first = term_where(any);
+  ASSERT_TRUE(first);
+  EXPECT_NE("", first->recovered_at);
+  const auto second = term_where(any);
+  ASSERT_TRUE(second);
+  EXPECT_EQ(first->term + 1, second->term);
+  EXPECT_EQ(first->recovered_at, second->recovered_at);
+
+  ASSERT_TRUE(server->stop().ok());
+  ASSERT_TRUE(server->restart().ok());
+  const auto after_clean_restart = term_where(any);
+  ASSERT_TRUE(after_clean_restart);
+  EXPECT_EQ(second->recovered_at, after_clean_restart->recovered_at);
+
+  // One backend killed: the postmaster ends every session and replays the WAL.
+  const pid_t postmaster = server->postmaster_pid();
+  const pid_t backend = std::stoi(scalar(**pool, "SELECT pg_backend_pid()::text"));
+  ASSERT_EQ(0, kill(backend, SIGKILL));
+  const auto after_backend_crash = term_where(
+      [&](const std::string& mark) { return mark != after_clean_restart->recovered_at; });
+  ASSERT_TRUE(after_backend_crash) << "no term told of the recovery within 60 s";
+  EXPECT_EQ(postmaster, server->postmaster_pid()) << "the postmaster lived on";
+
+  ASSERT_TRUE(server->stop(EmbeddedPostgres::Shutdown::kImmediate).ok());
+  ASSERT_TRUE(server->restart().ok());
+  const auto after_immediate = term_where(any);
+  ASSERT_TRUE(after_immediate);
+  EXPECT_NE(after_backend_crash->recovered_at, after_immediate->recovered_at);
+  EXPECT_GT(after_immediate->term, after_backend_crash->term) << "the term itself is kept";
 }
 
 // What a supervised server reported, for the test to wait on.

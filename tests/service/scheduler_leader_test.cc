@@ -74,6 +74,7 @@ class FakeLeaderStore final : public LeaderStore {
   int judgements = 0;               // mark_lost calls answered
   std::chrono::milliseconds max_answer{0};  // what the last mark_lost was given
   std::int64_t term = 0;                    // the scheduler term (begin_term raises it)
+  std::string recovered_at = "never";       // what a crash of the server changes
 
   void add_agent(const std::string& name, std::int64_t epoch, int hosts_of_v3) {
     agents.push_back({name, "alive", epoch, 1, clock_.wall_now(), clock_.wall_now(), 0});
@@ -115,9 +116,9 @@ class FakeLeaderStore final : public LeaderStore {
     return n;
   }
 
-  base::Result<std::int64_t> begin_term(const std::string&) override {
+  base::Result<db::ClusterRepository::SchedulerTerm> begin_term(const std::string&) override {
     if (away) return down();
-    return ++term;
+    return db::ClusterRepository::SchedulerTerm{++term, recovered_at};
   }
   base::Result<std::vector<std::string>> mark_lost(std::chrono::milliseconds silence,
                                                    std::chrono::milliseconds max) override {
@@ -1357,11 +1358,11 @@ TEST_F(SchedulerLeaderKeptJobs, APassOverAnUnchangedQueueAllocatesNothingPerJob)
 }
 
 // A replica whose lock lapsed and who takes the next term keeps what it
-// read; after another leader's term it reads everything again. Either way
-// it writes every reason again: reasons are committed without waiting for
-// the disk, and a database that restarted (which ends the lock's session)
-// may have lost the last ones.
-TEST_F(SchedulerLeaderKeptJobs, OnlyAnotherLeadersTermMakesEveryJobReadAgain) {
+// read; after another leader's term, or a crash of the server, it reads
+// everything again. Either way it writes every reason again: reasons are
+// committed without waiting for the disk, and a database that restarted
+// (which ends the lock's session) may have lost the last ones.
+TEST_F(SchedulerLeaderKeptJobs, AnotherLeadersTermOrACrashMakesEveryJobReadAgain) {
   store_.add_agent("a", 1, 1);
   store_.add_job(1, "t", 8);
   store_.add_job(2, "t", 8);  // waits
@@ -1379,6 +1380,13 @@ TEST_F(SchedulerLeaderKeptJobs, OnlyAnotherLeadersTermMakesEveryJobReadAgain) {
   pass();
   EXPECT_EQ(3, store_.count("pending 2"));
   EXPECT_EQ(2, store_.complete_reads);
+  store_.recovered_at = "after a crash";  // the next term is its own again
+  ASSERT_TRUE(leader_->begin_term().ok());
+  pass();
+  EXPECT_EQ(3, store_.complete_reads) << "a crash may have undone what it read";
+  ASSERT_TRUE(leader_->begin_term().ok());
+  pass();
+  EXPECT_EQ(3, store_.complete_reads) << "no crash since";
 }
 
 // A pass that finds nothing changed since the last plan but the time has
