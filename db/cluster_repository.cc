@@ -137,10 +137,11 @@ base::Result<ClusterRepository::SchedulerTerm> ClusterRepository::begin_schedule
         base::Result<QueryResult> rows = connection.execute(
             "UPDATE scheduler_term SET term = term + 1, leader = $1::text, since = now()"
             " WHERE id = 1 RETURNING term,"
-            " COALESCE(pg_stat_get_bgwriter_stat_reset_time()::text, '')",
+            " COALESCE((extract(epoch FROM pg_stat_get_bgwriter_stat_reset_time())"
+            "  * 1000000)::bigint, 0), pg_current_xact_id()::text::bigint",
             {leader});
         if (!rows.ok()) return rows.error();
-        return SchedulerTerm{rows->int64(0, 0), rows->string(0, 1)};
+        return SchedulerTerm{rows->int64(0, 0), rows->int64(0, 1), rows->int64(0, 2)};
       });
 }
 

@@ -91,14 +91,19 @@ class ClusterRepository {
   // by theirs (Transition::require_leader_term) no longer land.
   struct SchedulerTerm {
     std::int64_t term = 0;
-    // Changes when the server recovers from a crash: the time its shared
-    // statistics were last reset, which PostgreSQL does when it starts
-    // after an unclean shutdown, a backend's crash included (its
-    // postmaster then lives on). Such a recovery may have undone the
+    // Changes when the server recovers from a crash: when its shared
+    // statistics were last reset (µs since 1970; 0: never), which
+    // PostgreSQL does when it starts after an unclean shutdown, a
+    // backend's crash included (its postmaster then lives on), and after a
+    // restore from a backup. Such a recovery may have undone the
     // transactions committed without waiting for the disk, and their
     // transaction ids may be given out again. A reset asked for by hand
-    // changes it too.
-    std::string recovered_at;
+    // changes it too; a copy of a cleanly stopped cluster does not.
+    std::int64_t recovered_at = 0;
+    // The term's own transaction id (pg_current_xact_id). Ids only grow: one
+    // below an id read before means ids were given out again (a recovery
+    // that lost transactions, an older copy of the cluster).
+    std::int64_t xid = 0;
   };
   base::Result<SchedulerTerm> begin_scheduler_term(const std::string& leader);
   // Every host of every registered agent, by agent then position.

@@ -1,10 +1,12 @@
 #include "service/scheduler_leader.h"
 
 #include <algorithm>
+#include <charconv>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <system_error>
 
 #include "api/job_spec.h"
 #include "api/resolution.h"
@@ -266,6 +268,17 @@ std::string SchedulerLeader::prometheus_metrics() const {
   return out.str();
 }
 
+namespace {
+// Whether transaction id `xid` is below `low_water` (an xid8 as text; one
+// that does not read as a number counts as above every id).
+bool xid_below(std::int64_t xid, const std::string& low_water) {
+  std::int64_t water = 0;
+  const char* end = low_water.data() + low_water.size();
+  const auto [at, error] = std::from_chars(low_water.data(), end, water);
+  return error != std::errc() || at != end || xid < water;
+}
+}  // namespace
+
 base::Status SchedulerLeader::begin_term() {
   auto term = store_.begin_term(options_.instance);
   if (!term.ok()) {
@@ -277,11 +290,13 @@ base::Status SchedulerLeader::begin_term() {
   // recovered from a crash (which ended the lock's session): the recovery
   // may have undone placements committed without waiting for the disk,
   // whose rows are then older than the low water, and may give their
-  // transaction ids out again, to writes the low water would skip. A term
-  // that follows this replica's own with the server up throughout (its
-  // lock lapsed during a long pass, and no one took over) keeps what it
-  // read.
-  if (!last_term_ || term->term != *last_term_ + 1 || term->recovered_at != last_recovered_at_)
+  // transaction ids out again, to writes the low water would skip (the
+  // term's own id tells that too). A term that follows this replica's own
+  // with no recovery in between (its lock lapsed during a long pass, and
+  // no one took over; or a clean restart) keeps what it read.
+  const bool own_next = last_term_ && term->term == *last_term_ + 1;
+  if (!own_next || term->recovered_at != last_recovered_at_ ||
+      (low_water_ && xid_below(term->xid, *low_water_)))
     low_water_.reset();
   // Every pending reason is written again in either case: reasons are
   // committed without waiting for the disk (JobRepository::set_pending),
@@ -291,7 +306,7 @@ base::Status SchedulerLeader::begin_term() {
   kept_read_.reset();
   term_ = term->term;
   last_term_ = term->term;
-  last_recovered_at_ = std::move(term->recovered_at);
+  last_recovered_at_ = term->recovered_at;
   return base::Status::Ok();
 }
 

@@ -426,7 +426,7 @@ class SchedulerLeader {
   std::optional<std::int64_t> term_;       // the scheduler term it leads under
   std::optional<std::int64_t> last_term_;  // the last it took
   // The server's crash recovery as the last term read it (SchedulerTerm).
-  std::optional<std::string> last_recovered_at_;
+  std::optional<std::int64_t> last_recovered_at_;
   // The low water to read the next changes from (none: read them all);
   // when all were last read.
   std::optional<std::string> low_water_;

@@ -331,7 +331,7 @@ TEST_F(EmbeddedPostgresTest, ASchedulerTermSaysWhetherTheServerRecoveredFromACra
   ClusterRepository cluster(**pool);
   // The next term whose mark `differs` accepts, taken once the server
   // answers; nullopt after 60 s.
-  auto term_where = [&](const std::function<bool(const std::string&)>& differs)
+  auto term_where = [&](const std::function<bool(std::int64_t)>& differs)
       -> std::optional<ClusterRepository::SchedulerTerm> {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (std::chrono::steady_clock::now() < deadline) {
@@ -341,14 +341,19 @@ TEST_F(EmbeddedPostgresTest, ASchedulerTermSaysWhetherTheServerRecoveredFromACra
     }
     return std::nullopt;
   };
-  auto any = [](const std::string&) { return true; };
+  auto any = [](std::int64_t) { return true; };
   const auto first = term_where(any);
   ASSERT_TRUE(first);
-  EXPECT_NE("", first->recovered_at);
+  EXPECT_NE(0, first->recovered_at);
+  // A term's transaction id is above the low water of a read before it.
+  const std::int64_t low_water =
+      std::stoll(scalar(**pool, "SELECT pg_snapshot_xmin(pg_current_snapshot())::text"));
   const auto second = term_where(any);
   ASSERT_TRUE(second);
   EXPECT_EQ(first->term + 1, second->term);
   EXPECT_EQ(first->recovered_at, second->recovered_at);
+  EXPECT_GE(second->xid, low_water);
+  EXPECT_GT(low_water, first->xid);
 
   ASSERT_TRUE(server->stop().ok());
   ASSERT_TRUE(server->restart().ok());
@@ -360,8 +365,8 @@ TEST_F(EmbeddedPostgresTest, ASchedulerTermSaysWhetherTheServerRecoveredFromACra
   const pid_t postmaster = server->postmaster_pid();
   const pid_t backend = std::stoi(scalar(**pool, "SELECT pg_backend_pid()::text"));
   ASSERT_EQ(0, kill(backend, SIGKILL));
-  const auto after_backend_crash = term_where(
-      [&](const std::string& mark) { return mark != after_clean_restart->recovered_at; });
+  const auto after_backend_crash =
+      term_where([&](std::int64_t mark) { return mark != after_clean_restart->recovered_at; });
   ASSERT_TRUE(after_backend_crash) << "no term told of the recovery within 60 s";
   EXPECT_EQ(postmaster, server->postmaster_pid()) << "the postmaster lived on";
 

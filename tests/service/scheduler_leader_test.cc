@@ -74,7 +74,9 @@ class FakeLeaderStore final : public LeaderStore {
   int judgements = 0;               // mark_lost calls answered
   std::chrono::milliseconds max_answer{0};  // what the last mark_lost was given
   std::int64_t term = 0;                    // the scheduler term (begin_term raises it)
-  std::string recovered_at = "never";       // what a crash of the server changes
+  std::int64_t recovered_at = 0;            // what a crash of the server changes
+  // The next term's transaction id; by default above every low water read.
+  std::optional<std::int64_t> term_xid;
 
   void add_agent(const std::string& name, std::int64_t epoch, int hosts_of_v3) {
     agents.push_back({name, "alive", epoch, 1, clock_.wall_now(), clock_.wall_now(), 0});
@@ -118,7 +120,7 @@ class FakeLeaderStore final : public LeaderStore {
 
   base::Result<db::ClusterRepository::SchedulerTerm> begin_term(const std::string&) override {
     if (away) return down();
-    return db::ClusterRepository::SchedulerTerm{++term, recovered_at};
+    return db::ClusterRepository::SchedulerTerm{++term, recovered_at, term_xid.value_or(reads + 1)};
   }
   base::Result<std::vector<std::string>> mark_lost(std::chrono::milliseconds silence,
                                                    std::chrono::milliseconds max) override {
@@ -1380,13 +1382,42 @@ TEST_F(SchedulerLeaderKeptJobs, AnotherLeadersTermOrACrashMakesEveryJobReadAgain
   pass();
   EXPECT_EQ(3, store_.count("pending 2"));
   EXPECT_EQ(2, store_.complete_reads);
-  store_.recovered_at = "after a crash";  // the next term is its own again
+  store_.recovered_at = 1;  // a crash; the next term is its own again
   ASSERT_TRUE(leader_->begin_term().ok());
   pass();
   EXPECT_EQ(3, store_.complete_reads) << "a crash may have undone what it read";
   ASSERT_TRUE(leader_->begin_term().ok());
   pass();
   EXPECT_EQ(3, store_.complete_reads) << "no crash since";
+  store_.term_xid = store_.reads - 1;  // below the last low water: ids given out again
+  ASSERT_TRUE(leader_->begin_term().ok());
+  pass();
+  EXPECT_EQ(4, store_.complete_reads) << "an id below what it read";
+}
+
+// A crash of the server undid a placement (committed without waiting for
+// the disk): the row is QUEUED again, older than what the leader last read,
+// so no read since returns it. The leader takes the lock again after the
+// recovery, a term that follows its own, and places the job at once instead
+// of after its sweep.
+TEST_F(SchedulerLeaderKeptJobs, APlacementACrashUndidIsPlacedAgainInTheNextTerm) {
+  store_.add_agent("a", 1, 1);
+  store_.add_job(1, "t", 8);
+  ASSERT_TRUE(leader_->begin_term().ok());
+  pass();  // job 1 is placed
+  pass();  // its placement is read back
+  ASSERT_EQ(JobState::kStarting, store_.job(1).state);
+  db::JobRow& undone = store_.job(1);
+  undone.state = JobState::kQueued;
+  undone.agent.reset();
+  undone.placement_epoch.reset();
+  undone.allocation_json.reset();
+  store_.unmarked = {1};
+  store_.recovered_at = 1;
+  ASSERT_TRUE(leader_->begin_term().ok());
+  pass();
+  EXPECT_EQ(JobState::kStarting, store_.job(1).state) << "placed again";
+  EXPECT_EQ(2, store_.count("transition 1 STARTING"));
 }
 
 // A pass that finds nothing changed since the last plan but the time has
