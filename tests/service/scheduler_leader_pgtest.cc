@@ -1,14 +1,19 @@
 // The scheduler leader's passes over real tables (DESIGN §9): placements
 // carry the agent's epoch, a lost agent's jobs are requeued or fail, and
-// a cancel of a queued job is honoured.
+// a cancel of a queued job is honoured; and its own loop through a crash of
+// the server.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <chrono>
+#include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 
 #include "api/usage.h"
+#include "db/embedded_postgres.h"
 #include "db/migrate.h"
 #include "service/job_lifecycle.h"
 #include "service/scheduler_leader.h"
@@ -322,6 +327,114 @@ TEST_F(SchedulerLeaderTest, BetweenPassesTheLeaderSeesWhatOthersWroteMeanwhile) 
   EXPECT_EQ(db::JobState::kQueued, row(cancelled).state);
   const json pending = json::parse(row(cancelled).pending_json.value_or("{}"));
   EXPECT_EQ(1, pending.value("queue_position", -1)) << pending.dump();
+}
+
+// A crash of the server ends every session, the lock's too, and the
+// recovery may undo a placement committed without waiting for the disk: the
+// row is QUEUED again with the transaction id it had before, which no read
+// from the leader's low water returns. The leader's own pool replaces the
+// dead connections without a word; its lock check finds the lock's session
+// gone, it takes the lock again (a term that follows its own) and, told of
+// the recovery, reads every job: the job is placed again at once, not after
+// a sweep. The undone placement is written by hand (the trigger that marks
+// a changed row off), as a recovery leaves it; then one backend is killed,
+// and the postmaster ends every session and replays its log. The server is
+// the test's own: a crash would end every other test's sessions.
+TEST(SchedulerLeaderCrash, APlacementTheRecoveryUndidIsPlacedAgainThroughTheLeadersOwnLoop) {
+  struct RemovedAtEnd {  // after the server, which is stopped first
+    std::string path;
+    ~RemovedAtEnd() {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+  } directory{db::testing::make_temp_dir("tpujobs-leader-crash-")};
+  db::EmbeddedPostgres::Options server_options;
+  server_options.state_dir = directory.path;
+  server_options.sync_initdb = false;
+  auto server = db::EmbeddedPostgres::start(server_options);
+  ASSERT_TRUE(server.ok()) << server.error().message;
+  auto pool = db::ConnectionPool::create((*server)->conninfo(), 3);
+  ASSERT_TRUE(pool.ok()) << pool.error().message;
+  ASSERT_TRUE(db::migrate(**pool).ok());
+  db::Repositories repo(**pool);
+  db::ClusterRepository cluster(**pool);
+  ASSERT_TRUE(cluster.register_agent("a", {{"a-h0", "v3"}}, 1).ok());
+  db::NewJob job;
+  job.tenant = "t";
+  job.spec_json = json{{"name", "j"},
+                       {"trainer", {{"devices", 8}, {"max_epochs", 1}}},
+                       {"model", {{"layers", json::array({{{"type", "linear"}, {"out", 3}}})}}},
+                       {"data", {{"dataset", "iris"}}}}
+                      .dump();
+  auto inserted = repo.jobs.insert_jobs({job});
+  ASSERT_TRUE(inserted.ok()) << inserted.error().message;
+  const std::string id = std::to_string((*inserted)[0].row.id);
+  auto query = [&](const std::string& sql) -> std::string {
+    auto connection = (*pool)->acquire(std::chrono::milliseconds(1000));
+    if (!connection.ok()) return "acquire: " + connection.error().message;
+    auto rows = (*connection)->execute(sql);
+    if (!rows.ok()) return "error: " + rows.error().message;
+    return rows->rows() > 0 && !rows->is_null(0, 0) ? rows->string(0, 0) : "";
+  };
+  const std::string inserted_xid = query("SELECT changed_xid::text FROM jobs WHERE id = " + id);
+  // The state of the job once `accepts` accepts it; the last one seen after 60 s.
+  auto state_where = [&](const std::function<bool(const std::string&)>& accepts) {
+    std::string state;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < deadline) {
+      state = query("SELECT state FROM jobs WHERE id = " + id);
+      if (accepts(state)) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return state;
+  };
+  auto is = [](const char* wanted) {
+    return [wanted](const std::string& state) { return state == wanted; };
+  };
+
+  SchedulerLeaderOptions options;
+  options.conninfo = (*server)->conninfo();
+  options.agent_silence = std::chrono::hours(1);   // the agent "a" is no process
+  options.late_heartbeat = std::chrono::hours(1);  // and sends no heartbeat
+  options.poll_interval = std::chrono::milliseconds(50);
+  options.sweep_interval = std::chrono::hours(1);  // only a full read finds the job again
+  SchedulerLeader leader(**pool, options);
+  leader.start();
+  ASSERT_EQ("STARTING", state_where(is("STARTING")));
+  // `more` passes after the last one counted.
+  auto wait_passes = [&](std::int64_t more) {
+    const std::int64_t until = passes_made(leader) + more;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (passes_made(leader) < until && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return passes_made(leader) >= until;
+  };
+  // A pass has read the placement back: until then the leader counts the
+  // job as waiting still, and would place it again itself.
+  ASSERT_TRUE(wait_passes(2));
+
+  {
+    auto connection = (*pool)->acquire(std::chrono::milliseconds(1000));
+    ASSERT_TRUE(connection.ok()) << connection.error().message;
+    const base::Status undone =
+        (*connection)
+            ->execute_script(
+                "BEGIN; ALTER TABLE jobs DISABLE TRIGGER jobs_note_change; "
+                "UPDATE jobs SET state = 'QUEUED', agent = NULL, placement_epoch = NULL, "
+                "allocation = NULL, changed_xid = '" +
+                inserted_xid + "'::xid8 WHERE id = " + id +
+                "; ALTER TABLE jobs ENABLE TRIGGER jobs_note_change; COMMIT");
+    ASSERT_TRUE(undone.ok()) << undone.error().message;
+  }
+  // Passes go on from the old low water: none of them finds the job.
+  ASSERT_TRUE(wait_passes(3));
+  ASSERT_EQ("QUEUED", query("SELECT state FROM jobs WHERE id = " + id));
+
+  const std::string backend = query("SELECT pg_backend_pid()::text");
+  ASSERT_EQ(0, kill(std::stoi(backend), SIGKILL));
+  EXPECT_EQ("STARTING", state_where(is("STARTING")))
+      << "the leader did not read every job again after the recovery";
+  EXPECT_EQ("a", query("SELECT agent FROM jobs WHERE id = " + id));
 }
 
 }  // namespace
