@@ -7,9 +7,4 @@ const std::string& tpujobs_binary() {
   return path;
 }
 
-const std::string& source_dir() {
-  static const std::string path = TPUJOBS_SOURCE_DIR;
-  return path;
-}
-
 }  // namespace tpujobs::testing

@@ -14,6 +14,7 @@
 
 #include "lightning/checks.h"
 #include "scheduler/generation.h"
+#include "tests/support/source_dir.h"
 
 namespace tpujobs::lightning {
 namespace {
@@ -2174,7 +2175,7 @@ TEST(ResolveTest, EveryRuleTextCitesItsSource) {
 // table cells: '|' escaped, line breaks as <br>), so the docs cannot drift
 // from the rules.
 TEST(ResolveTest, EveryRuleTextIsInTheDocs) {
-  std::ifstream file(std::string(TPUJOBS_SOURCE_DIR) + "/docs/lightning-rules.md");
+  std::ifstream file(tpujobs::testing::source_dir() + "/docs/lightning-rules.md");
   ASSERT_TRUE(file) << "docs/lightning-rules.md";
   std::stringstream docs;
   docs << file.rdbuf();
