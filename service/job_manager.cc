@@ -170,6 +170,10 @@ void JobManager::on_committed(std::vector<CommittedSubmit>& committed) {
         options_.submitted_specs->put(c.row, placement_spec(c.pending.request.spec));
     }
   }
+  // Committed: wake the scheduler leader, wherever it runs, before the views
+  // are rendered (85-240 us), so its pass overlaps them. A view the leader
+  // changes meanwhile is not kept (put_if_current below).
+  wake(db::kSubmitChannel, std::string(db::kSubmitPayload));
   for (CommittedSubmit& c : committed) {
     if (c.outcome.kind == Kind::kExisting) {
       c.outcome.job = response_body(views::render_row(c.row));
@@ -188,8 +192,6 @@ void JobManager::on_committed(std::vector<CommittedSubmit>& committed) {
                             c.row.priority, c.row.pending_json);
     }
   }
-  // Committed: wake the scheduler leader, wherever it runs.
-  wake(db::kSubmitChannel, std::string(db::kSubmitPayload));
 }
 
 base::Result<std::map<std::int64_t, JobState>> JobManager::job_states(

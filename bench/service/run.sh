@@ -80,6 +80,9 @@ load() { cut -d' ' -f1-3 /proc/loadavg; }
 jobs_stored() {  # all jobs in PostgreSQL, by /metrics tpujobs_jobs (a COUNT in the database)
   curl -sf "$url/metrics" | awk '/^tpujobs_jobs\{/ {n += $2} END {print n + 0}'
 }
+views_from_database() {  # job views this service read from PostgreSQL, not its cache (/metrics)
+  curl -sf "$url/metrics" | awk '/^tpujobs_job_views_total\{from="database"\}/ {print $2; exit}'
+}
 commits() {  # transactions committed in the tpujobs database so far (pg_stat_database)
   psql -h "$state/state" -p 5432 -U tpujobs -d tpujobs -Atc \
     "SELECT xact_commit FROM pg_stat_database WHERE datname = 'tpujobs'" 2>/dev/null || echo 0
@@ -134,10 +137,12 @@ pending_reason=$(curl -sf "$url/v1/jobs/$last_id" | python3 -c 'import json, sys
 # ---- 4. status reads
 profile status-queued
 service_cpu_before=$(service_cpu_ms)
+views_from_database_before=$(views_from_database)
 FIRST_ID=$((latency_jobs + 1)) LAST_ID=$last_id wrk -t"$wrk_threads" -c"$connections" -d"$duration" --latency \
   -s "$here/status.lua" "$url" | tee "$state/status-queued.txt"
 wait_profile
 service_cpu_status=$(($(service_cpu_ms) - service_cpu_before))
+views_from_database_status=$(($(views_from_database) - views_from_database_before))
 load_status=$(load)
 profile status-finished
 FIRST_ID=1 LAST_ID=$latency_jobs wrk -t"$wrk_threads" -c"$connections" -d"$duration" --latency \
@@ -164,6 +169,7 @@ row "state of the last job submitted" "$pending_reason" ""
 row "status (queued jobs, in memory), req/s" "$(wrk_field "$state/status-queued.txt" '^Requests/sec')" ">= 20000"
 row "status (queued) p50 / p99" "$(wrk_field "$state/status-queued.txt" '^ +50%') / $(wrk_field "$state/status-queued.txt" '^ +99%')" "p99 < 10ms"
 row "CPU per status read, tpujobs (µs)" "$(awk -v a="$service_cpu_status" -v n="$(awk '/requests in/ {print $1; exit}' "$state/status-queued.txt")" 'BEGIN {printf "%.1f", a * 1000 / n}')" ""
+row "status (queued) views read from PostgreSQL" "$views_from_database_status of $stored jobs" ""
 row "status (queued) non-200" "$(wrk_field "$state/status-queued.txt" '^other_status')" "0"
 row "status (finished jobs, LRU of rendered views), req/s" "$(wrk_field "$state/status-finished.txt" '^Requests/sec')" ">= 20000"
 row "status (finished) p50 / p99" "$(wrk_field "$state/status-finished.txt" '^ +50%') / $(wrk_field "$state/status-finished.txt" '^ +99%')" "p99 < 10ms"
