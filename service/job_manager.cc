@@ -170,14 +170,16 @@ void JobManager::on_committed(std::vector<CommittedSubmit>& committed) {
         options_.submitted_specs->put(c.row, placement_spec(c.pending.request.spec));
     }
   }
-  // Committed: wake the scheduler leader, wherever it runs. A lone job (a
+  // Committed: wake the scheduler leader, wherever it runs. One new job (a
   // submit to a quiet pool) wakes it before its view is rendered (85-240
-  // us), so the pass overlaps the rendering. A batch wakes it after: a
+  // us), so the pass overlaps the rendering. Several wake it after: a
   // leader woken first writes the pending reasons of many new jobs before
   // their views are kept, put_if_current refuses those views, and their
   // first reads go to the database (4,539 in a read run at 100,000 queued,
   // 0.76x the reads; bench/RESULTS.md, session 48).
-  const bool wake_first = committed.size() == 1;
+  const bool wake_first =
+      std::count_if(committed.begin(), committed.end(),
+                    [](const CommittedSubmit& c) { return c.outcome.kind == Kind::kCreated; }) == 1;
   if (wake_first) wake(db::kSubmitChannel, std::string(db::kSubmitPayload));
   for (CommittedSubmit& c : committed) {
     if (c.outcome.kind == Kind::kExisting) {

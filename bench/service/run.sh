@@ -81,7 +81,8 @@ jobs_stored() {  # all jobs in PostgreSQL, by /metrics tpujobs_jobs (a COUNT in 
   curl -sf "$url/metrics" | awk '/^tpujobs_jobs\{/ {n += $2} END {print n + 0}'
 }
 views_from_database() {  # job views this service read from PostgreSQL, not its cache (/metrics)
-  curl -sf "$url/metrics" | awk '/^tpujobs_job_views_total\{from="database"\}/ {print $2; exit}'
+  # No early exit: awk reads to the end, so curl never fails writing (pipefail).
+  curl -sf "$url/metrics" | awk '/^tpujobs_job_views_total\{from="database"\}/ {n = $2} END {print n + 0}'
 }
 commits() {  # transactions committed in the tpujobs database so far (pg_stat_database)
   psql -h "$state/state" -p 5432 -U tpujobs -d tpujobs -Atc \

@@ -377,13 +377,29 @@ TEST(SchedulerLeaderCrash, APlacementTheRecoveryUndidIsPlacedAgainThroughTheLead
     return rows->rows() > 0 && !rows->is_null(0, 0) ? rows->string(0, 0) : "";
   };
   const std::string inserted_xid = query("SELECT changed_xid::text FROM jobs WHERE id = " + id);
-  // The state of the job once `accepts` accepts it; the last one seen after 60 s.
+  // The leader passes only when the test wakes it (an hour's poll), so no
+  // pass is under way when the backend is killed: a pass that failed there
+  // would read every job again on its own, whatever the term said.
+  WakeBus bus;
+  auto wake = [&] { bus.publish(db::kSubmitChannel, "test"); };  // not only submits: housekeeping
+  SchedulerLeaderOptions options;
+  options.conninfo = (*server)->conninfo();
+  options.wake_bus = &bus;
+  options.poll_interval = std::chrono::hours(1);
+  options.agent_silence = std::chrono::hours(1);   // the agent "a" is no process
+  options.late_heartbeat = std::chrono::hours(1);  // and sends no heartbeat
+  options.sweep_interval = std::chrono::hours(1);  // only a full read finds the job again
+  SchedulerLeader leader(**pool, options);
+
+  // The state of the job once `accepts` accepts it, the leader woken at each
+  // look; the last one seen after 60 s.
   auto state_where = [&](const std::function<bool(const std::string&)>& accepts) {
     std::string state;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (std::chrono::steady_clock::now() < deadline) {
       state = query("SELECT state FROM jobs WHERE id = " + id);
       if (accepts(state)) break;
+      wake();
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     return state;
@@ -391,27 +407,39 @@ TEST(SchedulerLeaderCrash, APlacementTheRecoveryUndidIsPlacedAgainThroughTheLead
   auto is = [](const char* wanted) {
     return [wanted](const std::string& state) { return state == wanted; };
   };
-
-  SchedulerLeaderOptions options;
-  options.conninfo = (*server)->conninfo();
-  options.agent_silence = std::chrono::hours(1);   // the agent "a" is no process
-  options.late_heartbeat = std::chrono::hours(1);  // and sends no heartbeat
-  options.poll_interval = std::chrono::milliseconds(50);
-  options.sweep_interval = std::chrono::hours(1);  // only a full read finds the job again
-  SchedulerLeader leader(**pool, options);
-  leader.start();
-  ASSERT_EQ("STARTING", state_where(is("STARTING")));
-  // `more` passes after the last one counted.
-  auto wait_passes = [&](std::int64_t more) {
-    const std::int64_t until = passes_made(leader) + more;
+  // One more pass, woken for it, after the last one counted.
+  auto pass = [&] {
+    const std::int64_t until = passes_made(leader) + 1;
+    wake();
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (passes_made(leader) < until && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
     return passes_made(leader) >= until;
   };
+  // Until the count has not moved for 300 ms: the wake-ups sent are spent
+  // (at most one pass under way and one more woken).
+  auto settle = [&] {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    std::int64_t seen = passes_made(leader);
+    auto still_since = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      if (const std::int64_t now = passes_made(leader); now != seen) {
+        seen = now;
+        still_since = std::chrono::steady_clock::now();
+      } else if (std::chrono::steady_clock::now() - still_since >= std::chrono::milliseconds(300)) {
+        return true;
+      }
+    }
+    return false;
+  };
+
+  leader.start();
+  ASSERT_EQ("STARTING", state_where(is("STARTING")));
   // A pass has read the placement back: until then the leader counts the
   // job as waiting still, and would place it again itself.
-  ASSERT_TRUE(wait_passes(2));
+  ASSERT_TRUE(settle());
+  ASSERT_TRUE(pass());
 
   {
     auto connection = (*pool)->acquire(std::chrono::milliseconds(1000));
@@ -427,11 +455,25 @@ TEST(SchedulerLeaderCrash, APlacementTheRecoveryUndidIsPlacedAgainThroughTheLead
     ASSERT_TRUE(undone.ok()) << undone.error().message;
   }
   // Passes go on from the old low water: none of them finds the job.
-  ASSERT_TRUE(wait_passes(3));
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(pass());
   ASSERT_EQ("QUEUED", query("SELECT state FROM jobs WHERE id = " + id));
+  ASSERT_TRUE(settle());
 
+  const char* kRecoveredAt = "SELECT stats_reset::text FROM pg_stat_bgwriter";
+  const std::string before_crash = query(kRecoveredAt);
   const std::string backend = query("SELECT pg_backend_pid()::text");
   ASSERT_EQ(0, kill(std::stoi(backend), SIGKILL));
+  // Not woken until the recovery is over and every old session ended, the
+  // lock's too: a pass woken before could still take the lock's answer and
+  // then fail on a connection closed under it.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    const std::string mark = query(kRecoveredAt);
+    if (!mark.empty() && mark.find(':') != std::string::npos && mark != before_crash &&
+        mark.rfind("error", 0) != 0 && mark.rfind("acquire", 0) != 0)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   EXPECT_EQ("STARTING", state_where(is("STARTING")))
       << "the leader did not read every job again after the recovery";
   EXPECT_EQ("a", query("SELECT agent FROM jobs WHERE id = " + id));
