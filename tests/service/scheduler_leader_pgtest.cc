@@ -391,54 +391,33 @@ TEST(SchedulerLeaderCrash, APlacementTheRecoveryUndidIsPlacedAgainThroughTheLead
   options.sweep_interval = std::chrono::hours(1);  // only a full read finds the job again
   SchedulerLeader leader(**pool, options);
 
-  // The state of the job once `accepts` accepts it, the leader woken at each
-  // look; the last one seen after 60 s.
-  auto state_where = [&](const std::function<bool(const std::string&)>& accepts) {
-    std::string state;
+  // Whether `done` answered true within 60 s, `between` run after each no.
+  auto eventually = [](const std::function<bool()>& done, const std::function<void()>& between) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (std::chrono::steady_clock::now() < deadline) {
-      state = query("SELECT state FROM jobs WHERE id = " + id);
-      if (accepts(state)) break;
-      wake();
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    while (!done()) {
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      between();
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    return state;
+    return true;
   };
-  auto is = [](const char* wanted) {
-    return [wanted](const std::string& state) { return state == wanted; };
-  };
-  // One more pass, woken for it, after the last one counted.
+  auto nothing = [] {};
+  auto state = [&] { return query("SELECT state FROM jobs WHERE id = " + id); };
+  // One more pass, woken for it. A wake-up sent after the last pass ended
+  // makes exactly one: the leader's pass count says when it is over, and
+  // the leader then waits for the next (its poll is an hour away).
   auto pass = [&] {
     const std::int64_t until = passes_made(leader) + 1;
     wake();
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (passes_made(leader) < until && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    return passes_made(leader) >= until;
-  };
-  // Until the count has not moved for 300 ms: the wake-ups sent are spent
-  // (at most one pass under way and one more woken).
-  auto settle = [&] {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    std::int64_t seen = passes_made(leader);
-    auto still_since = std::chrono::steady_clock::now();
-    while (std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      if (const std::int64_t now = passes_made(leader); now != seen) {
-        seen = now;
-        still_since = std::chrono::steady_clock::now();
-      } else if (std::chrono::steady_clock::now() - still_since >= std::chrono::milliseconds(300)) {
-        return true;
-      }
-    }
-    return false;
+    return eventually([&] { return passes_made(leader) >= until; }, nothing);
   };
 
+  // The first pass, unwoken, takes the term and places the job; the next
+  // reads the placement back (until then the leader counts the job as
+  // waiting still, and would place it again itself).
   leader.start();
-  ASSERT_EQ("STARTING", state_where(is("STARTING")));
-  // A pass has read the placement back: until then the leader counts the
-  // job as waiting still, and would place it again itself.
-  ASSERT_TRUE(settle());
+  ASSERT_TRUE(eventually([&] { return passes_made(leader) >= 1; }, nothing));
+  ASSERT_EQ("STARTING", state());
   ASSERT_TRUE(pass());
 
   {
@@ -456,26 +435,27 @@ TEST(SchedulerLeaderCrash, APlacementTheRecoveryUndidIsPlacedAgainThroughTheLead
   }
   // Passes go on from the old low water: none of them finds the job.
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(pass());
-  ASSERT_EQ("QUEUED", query("SELECT state FROM jobs WHERE id = " + id));
-  ASSERT_TRUE(settle());
+  ASSERT_EQ("QUEUED", state());
 
+  // The leader is idle (no pass under way, none woken) when the backend is
+  // killed, and is not woken until the recovery is over and every old
+  // session ended, the lock's too: a pass under way or woken earlier could
+  // fail on a connection closed under it, and a failed pass reads every job
+  // again whatever the term says.
   const char* kRecoveredAt = "SELECT stats_reset::text FROM pg_stat_bgwriter";
   const std::string before_crash = query(kRecoveredAt);
   const std::string backend = query("SELECT pg_backend_pid()::text");
   ASSERT_EQ(0, kill(std::stoi(backend), SIGKILL));
-  // Not woken until the recovery is over and every old session ended, the
-  // lock's too: a pass woken before could still take the lock's answer and
-  // then fail on a connection closed under it.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (std::chrono::steady_clock::now() < deadline) {
-    const std::string mark = query(kRecoveredAt);
-    if (!mark.empty() && mark.find(':') != std::string::npos && mark != before_crash &&
-        mark.rfind("error", 0) != 0 && mark.rfind("acquire", 0) != 0)
-      break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  EXPECT_EQ("STARTING", state_where(is("STARTING")))
-      << "the leader did not read every job again after the recovery";
+  ASSERT_TRUE(eventually(
+      [&] {
+        const std::string mark = query(kRecoveredAt);  // or why it was not read
+        return !mark.empty() && mark != before_crash && mark.rfind("error: ", 0) != 0 &&
+               mark.rfind("acquire: ", 0) != 0;
+      },
+      nothing))
+      << "the server did not recover within 60 s";
+  EXPECT_TRUE(eventually([&] { return state() == "STARTING"; }, wake))
+      << "the leader did not read every job again after the recovery: " << state();
   EXPECT_EQ("a", query("SELECT agent FROM jobs WHERE id = " + id));
 }
 
