@@ -313,6 +313,7 @@ base::Status SchedulerLeader::begin_term() {
 void SchedulerLeader::fence(db::Transition& t) {
   t.require_leader_term = term_;
   ++queue_version_;
+  ++writes_;
 }
 
 base::Result<SchedulerLeader::Handed> SchedulerLeader::write_handed(db::Transition t) {

@@ -432,15 +432,17 @@ class SchedulerLeader {
   std::optional<std::string> low_water_;
   std::int64_t highest_read_ = 0;    // the highest job id read: a higher one comes with its spec
   std::vector<std::int64_t> ended_;  // this pass's ends, for announce_ended()
+  // Raised by every write of the leader's to the jobs (fence(), a
+  // preemption's request): a read before one is stale for submitted_rows.
+  std::uint64_t writes_ = 0;
   // What the last read brought beside the queue, for submitted_rows: when
-  // it was read, and the kept queue's version once its rows were applied
-  // (every write of the leader's raises it).
+  // it was read, and writes_ then.
   struct KeptRead {
     std::vector<db::AgentRow> agents;
     std::vector<db::ClusterHostRow> hosts;
     std::map<std::string, int> quotas;
     base::Clock::time_point at{};
-    std::uint64_t version = 0;
+    std::uint64_t writes = 0;
   };
   std::optional<KeptRead> kept_read_;
   // The sweep: its number (KnownJob::seen), the id its next slice reads

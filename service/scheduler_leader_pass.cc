@@ -154,7 +154,7 @@ base::Status SchedulerLeader::read_fair_share() {
 
 std::vector<db::JobRow> SchedulerLeader::submitted_rows(bool submits_only) const {
   if (!submits_only || options_.wake_bus == nullptr || options_.submitted_specs == nullptr ||
-      !kept_read_ || !low_water_ || kept_read_->version != queue_version_ ||
+      !kept_read_ || !low_water_ || kept_read_->writes != writes_ ||
       options_.clock->now() - kept_read_->at >= options_.poll_interval)
     return {};
   // Of jobs above every id read: a job read before its hand-over is known,
@@ -191,7 +191,7 @@ base::Status SchedulerLeader::read_pass(PassState& state, std::vector<db::JobRow
   if (base::Status s = read_unfinished(std::move(read.queue)); !s.ok()) return s;
   if (!quick) {
     kept_read_ =
-        KeptRead{std::move(read.agents), std::move(read.hosts), read.quotas, began, queue_version_};
+        KeptRead{std::move(read.agents), std::move(read.hosts), read.quotas, began, writes_};
   }
   resolve(state.capacity);
   if (base::Status s = read_fair_share(); !s.ok()) return s;
@@ -348,6 +348,7 @@ base::Status SchedulerLeader::write_preemption(const scheduler::PassPlan& plan,
                                             first ? preempting_reason(preemption.victims) : "",
                                             preempting_detail(preemption.victims), term_);
     changed({victim, preemption.preemptor});  // a failed write may have landed
+    ++writes_;
     if (!marked.ok()) return marked.error();
     ++queue_version_;
     if (!*marked) continue;

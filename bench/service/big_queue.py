@@ -19,8 +19,10 @@ then measures (in the replica, which serves the reads):
      many of them took over 25 and 50 ms (its histogram), and the longest
      since the start (which includes the burst of submits), and the
      longest of each phase of a pass (tpujobs_scheduler_pass_phase_max_seconds),
-     and the writes of pending reasons the leader makes off its passes
-     (tpujobs_scheduler_reason_write*);
+     the writes of pending reasons the leader makes off its passes
+     (tpujobs_scheduler_reason_write*), and how many passes of the burst
+     read nothing from PostgreSQL (tpujobs_scheduler_reads_skipped_total) or
+     reused the last plan (tpujobs_scheduler_plans_reused_total);
   4. status reads of queued jobs with the whole queue (same wrk run);
   5. a priority-100 job: the time from the `:recover` request of one host
      to the job's STARTING event (the events' own timestamps).
@@ -109,6 +111,14 @@ def specs_learned(url):
     text = call(url + "/metrics")
     return [metric(text, f'tpujobs_scheduler_specs_learned_total{{from="{kind}"}}')
             for kind in ("handed", "text")]
+
+
+def pass_shortcuts(url):
+    """Passes that read nothing from the database (only this process's
+    submits since the last read) and passes that reused the last plan."""
+    text = call(url + "/metrics")
+    return [metric(text, "tpujobs_scheduler_" + name)
+            for name in ("reads_skipped_total", "plans_reused_total")]
 
 
 def describe_reason_writes(before, after):
@@ -342,6 +352,7 @@ def main():
         phases_before = phase_totals(url)
         writes_before = reason_writes(url)
         specs_before = specs_learned(url)
+        shortcuts_before = pass_shortcuts(url)
         sizes = [250] * ((args.jobs - 200) // 250)
         with concurrent.futures.ThreadPoolExecutor(4) as pool:
             ids = [i for part in pool.map(lambda k: submit_sweep(url, 250, 1000 + 250 * k),
@@ -365,7 +376,9 @@ def main():
         print(f"leader passes during the submits: {passes:.0f}, "
               f"{passes - (burst[3] - burst_before[3]):.0f} over 25 ms, "
               f"{passes - (burst[4] - burst_before[4]):.0f} over 50 ms, "
-              f"longest {burst[2] * 1000:.0f} ms; mean phases (ms): "
+              f"longest {burst[2] * 1000:.0f} ms; reads skipped / plans reused: "
+              + " / ".join(f"{a - b:.0f}" for a, b in zip(pass_shortcuts(url), shortcuts_before))
+              + "; mean phases (ms): "
               f"{phase_means(phases_before, phase_totals(url), passes)}; "
               f"longest phases since start (ms): {phase_maxima(url)}; "
               f"reason writes: {describe_reason_writes(writes_before, reason_writes(url))}; "

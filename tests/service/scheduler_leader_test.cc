@@ -1111,6 +1111,40 @@ TEST_F(SchedulerLeaderSubmitted, APassOnlySubmitsWokePlacesTheNewJobWithoutARead
   EXPECT_TRUE(leader_->kept_waiting().empty());
 }
 
+// A burst of submits to a full pool: pass after pass only queues the new
+// jobs, and the leader writes nothing to the jobs between them. None of
+// those passes reads; the next read (the poll) brings the rows they were
+// given, each once.
+TEST_F(SchedulerLeaderSubmitted, PassAfterPassOfSubmitsThatOnlyQueueReadsNothing) {
+  store_.add_agent("a", 1, 1);
+  submit(1);
+  pass();  // places job 1 on the only host
+  pass();  // reads it back
+  const int reads = store_.reads;
+  for (std::int64_t id : {2, 3, 4}) {
+    submit(id);
+    pass_woken_by_submits();
+  }
+  EXPECT_EQ(reads, store_.reads) << "no write of the leader's since the last read";
+  EXPECT_EQ(3, skipped());
+  EXPECT_EQ((std::vector<std::int64_t>{2, 3, 4}), leader_->kept_waiting());
+  for (std::int64_t id : {2, 3, 4}) {
+    ASSERT_TRUE(store_.job(id).pending_json.has_value()) << id;
+    EXPECT_EQ(id - 1, json::parse(*store_.job(id).pending_json).value("queue_position", 0)) << id;
+  }
+  pass();
+  EXPECT_EQ(reads + 1, store_.reads);
+  EXPECT_EQ((std::vector<std::int64_t>{2, 3, 4}), leader_->kept_waiting());
+  // The host frees: the head is placed, a write, so the next submit's pass reads.
+  store_.job(1).state = JobState::kSucceeded;
+  pass();
+  EXPECT_EQ(JobState::kStarting, store_.job(2).state);
+  submit(5);
+  pass_woken_by_submits();
+  EXPECT_EQ(reads + 3, store_.reads);
+  EXPECT_EQ(3, skipped());
+}
+
 TEST_F(SchedulerLeaderSubmitted, APassReadsWhenAnythingButASubmitWokeItOrItsLastReadIsOld) {
   store_.add_agent("a", 1, 4);
   pass();
