@@ -157,7 +157,13 @@ base::Result<pid_t> spawn(const std::vector<std::string>& args, int log_fd,
     for (int signal_number : {SIGINT, SIGTERM, SIGQUIT, SIGHUP, SIGPIPE, SIGCHLD, SIGUSR1}) {
       signal(signal_number, SIG_DFL);
     }
-    setsid();  // a Ctrl-C in the terminal goes to the service, which stops us
+    // A process group of its own: a Ctrl-C in the terminal goes to the
+    // service, which stops us. Not a session of its own (setsid): Linux
+    // gives each new session its own scheduling group (autogroup), where
+    // the whole server weighs as much as one thread against the service,
+    // and a backend the service woke waited up to 1 s for a core while the
+    // service kept both busy (bench/RESULTS.md, session 51).
+    setpgid(0, 0);
     const int null_fd = open("/dev/null", O_RDONLY);
     if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
     dup2(log_fd, STDOUT_FILENO);
