@@ -15,8 +15,11 @@
 #include "api/usage.h"
 #include "db/embedded_postgres.h"
 #include "db/migrate.h"
+#include "scheduler/pool.h"
 #include "service/job_lifecycle.h"
+#include "service/job_manager.h"
 #include "service/scheduler_leader.h"
+#include "service/wake_bus.h"
 #include "tests/support/test_cluster.h"
 
 namespace tpujobs::service {
@@ -287,6 +290,57 @@ TEST_F(SchedulerLeaderTest, ACancelRequestedWhileQueuedEndsTheJob) {
   ASSERT_TRUE(repo_->jobs.request_cancel(id).ok());
   ASSERT_TRUE(passes(*leader_));
   EXPECT_EQ(db::JobState::kCancelled, row(id).state);
+}
+
+// A standalone serve's API service and leader share a wake bus: a queued
+// job cancelled through the API leaves the leader's kept queue at once,
+// not at its next poll, and the job behind it moves up in its view. The
+// leader here polls once an hour, so only the cancel's wake-up can do it.
+TEST_F(SchedulerLeaderTest, AQueuedJobCancelledThroughTheApiMovesTheOneBehindItUpAtOnce) {
+  WakeBus bus;
+  auto manager_pool = db::ConnectionPool::create(conninfo_, 2);
+  ASSERT_TRUE(manager_pool.ok());
+  auto layout = scheduler::parse_pool("v3-8");
+  ASSERT_TRUE(layout.ok());
+  JobManagerOptions manager_options;
+  manager_options.wake_bus = &bus;
+  JobManager manager(**manager_pool, *layout, manager_options);
+  ASSERT_TRUE(manager.start().ok());
+  // Declared after the manager: stopped (destroyed) before it, so nothing
+  // it publishes reaches a manager that is gone.
+  SchedulerLeaderOptions options;
+  options.conninfo = conninfo_;
+  options.wake_bus = &bus;
+  options.poll_interval = std::chrono::hours(1);
+  options.lock_idle_timeout = std::chrono::hours(1);  // its lock's session idles meanwhile
+  SchedulerLeader leader(*pool_, options);
+
+  // No agent: both wait, in submission order.
+  const std::int64_t ahead = submit(1);
+  const std::int64_t behind = submit(1);
+  auto position = [&](std::int64_t id) {
+    base::Result<json> view = manager.get_job(id, "t");
+    return view.ok() ? view->value("queue_position", json())
+                     : json("error: " + view.error().message);
+  };
+  auto eventually = [](const std::function<bool()>& done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!done()) {
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return true;
+  };
+  leader.start();  // its first pass, unwoken, reads both
+  ASSERT_TRUE(eventually([&] { return position(behind) == json(2); })) << position(behind);
+  ASSERT_EQ(json(1), position(ahead));
+
+  base::Result<json> cancelled = manager.cancel_job(ahead, "t");
+  ASSERT_TRUE(cancelled.ok()) << cancelled.error().message;
+  EXPECT_EQ("CANCELLED", cancelled->value("state", ""));
+  EXPECT_TRUE(eventually([&] { return position(behind) == json(1); }))
+      << "the job behind the cancelled one still reads " << position(behind)
+      << ": the leader was not woken";
 }
 
 // Between passes the leader reads only the rows written since its last
