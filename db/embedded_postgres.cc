@@ -157,13 +157,12 @@ base::Result<pid_t> spawn(const std::vector<std::string>& args, int log_fd,
     for (int signal_number : {SIGINT, SIGTERM, SIGQUIT, SIGHUP, SIGPIPE, SIGCHLD, SIGUSR1}) {
       signal(signal_number, SIG_DFL);
     }
-    // A process group of its own: a Ctrl-C in the terminal goes to the
-    // service, which stops us. Not a session of its own (setsid): Linux
-    // gives each new session its own scheduling group (autogroup), where
-    // the whole server weighs as much as one thread against the service,
-    // and a backend the service woke waited up to 1 s for a core while the
-    // service kept both busy (bench/RESULTS.md, session 51).
-    setpgid(0, 0);
+    // A Ctrl-C in the terminal goes to the service, which stops us. The
+    // server's session does not decide how its backends are scheduled:
+    // PostgreSQL starts each child in a session of its own
+    // (InitPostmasterChild), so with Linux's autogroup each backend is a
+    // scheduling group of its own (docs/deploy.md, bench/RESULTS.md session 52).
+    setsid();
     const int null_fd = open("/dev/null", O_RDONLY);
     if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
     dup2(log_fd, STDOUT_FILENO);
@@ -311,6 +310,16 @@ base::Result<std::unique_ptr<EmbeddedPostgres>> EmbeddedPostgres::start(Options 
 std::string EmbeddedPostgres::conninfo_for(const std::string& database) const {
   return "host=" + quote_conninfo(options_.state_dir.string()) + " port=" + kPort +
          " dbname=" + quote_conninfo(database) + " user=" + kSuperuser;
+}
+
+std::string EmbeddedPostgres::scheduling_note(const std::filesystem::path& sysctl) {
+  std::ifstream in(sysctl);
+  std::string value;
+  if (!(in >> value) || value == "0") return "";
+  return "Linux's autogroup is on (kernel.sched_autogroup_enabled = " + value +
+         "): every PostgreSQL backend is a scheduling group of its own, and while this "
+         "machine is saturated one may wait a second or more for a core. On a machine that "
+         "runs tpujobs alone, set it to 0 (docs/deploy.md, \"PostgreSQL\")";
 }
 
 base::Status EmbeddedPostgres::launch() {

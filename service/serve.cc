@@ -284,6 +284,8 @@ class ServeProcess {
         return 1;
       }
       embedded_ = std::move(*started);
+      if (const std::string note = db::EmbeddedPostgres::scheduling_note(); !note.empty())
+        std::cerr << "tpujobs: note: " << note << "\n";
       // A postmaster that dies (killed, out of memory) is started again; the
       // connection pool and the job manager's retries carry the service over
       // the gap. stop() ends this before the normal shutdown.

@@ -174,29 +174,6 @@ TEST_F(EmbeddedPostgresTest, AsRootTheServerRunsUnprivileged) {
   EXPECT_EQ("tpujobs", scalar(**pool, "SELECT current_user"));
 }
 
-// The server is out of reach of the terminal's Ctrl-C (a process group of
-// its own) but in the service's session, and so, where the kernel groups
-// sessions for scheduling (autogroup), in the service's scheduling group:
-// in one of its own, a backend the service woke waited up to 1 s for a
-// core while the service kept both busy (bench/RESULTS.md, session 51).
-TEST_F(EmbeddedPostgresTest, TheServerSharesTheServicesSessionButNotItsProcessGroup) {
-  auto server = start_server();
-  ASSERT_TRUE(server);
-  const pid_t postmaster = server->postmaster_pid();
-  EXPECT_EQ(getsid(0), getsid(postmaster));
-  EXPECT_EQ(postmaster, getpgid(postmaster));
-  EXPECT_NE(getpgrp(), getpgid(postmaster));
-  auto autogroup = [](const std::string& pid) {
-    std::ifstream file("/proc/" + pid + "/autogroup");
-    std::string group;
-    std::getline(file, group);
-    return group;
-  };
-  const std::string ours = autogroup("self");
-  if (ours.empty()) GTEST_SKIP() << "this kernel has no autogroup (CONFIG_SCHED_AUTOGROUP)";
-  EXPECT_EQ(ours, autogroup(std::to_string(postmaster)));
-}
-
 // With the production settings (fsync and synchronous_commit on), a
 // placement, a pending reason and a judgement of silence commit without
 // waiting for a WAL sync, and the agent's RUNNING waits for one.
@@ -538,6 +515,33 @@ TEST_F(EmbeddedPostgresTest, SupervisorRetriesUntilTheServerCanStart) {
     std::this_thread::sleep_for(milliseconds(50));
   }
   EXPECT_EQ("1", scalar(**pool, "SELECT 1"));
+}
+
+// What the scheduling note says of PostgreSQL: each backend is a session
+// of its own, whatever the postmaster's (InitPostmasterChild calls
+// setsid), so Linux's autogroup makes each one a scheduling group.
+TEST_F(EmbeddedPostgresTest, EachBackendIsASessionOfItsOwn) {
+  auto server = start_server();
+  ASSERT_TRUE(server);
+  auto pool = ConnectionPool::create(server->conninfo(), 1);
+  ASSERT_TRUE(pool.ok()) << pool.error().message;
+  const pid_t backend = std::stoi(scalar(**pool, "SELECT pg_backend_pid()"));
+  EXPECT_EQ(backend, getsid(backend));
+  EXPECT_NE(getsid(server->postmaster_pid()), getsid(backend));
+}
+
+TEST(EmbeddedPostgresSchedulingNote, SaidOnlyWhenAutogroupIsOn) {
+  const fs::path dir = testing::make_temp_dir("tpujobs-sysctl-");
+  auto note_for = [&](const std::string& contents) {
+    std::ofstream(dir / "sched_autogroup_enabled") << contents;
+    return EmbeddedPostgres::scheduling_note(dir / "sched_autogroup_enabled");
+  };
+  const std::string on = note_for("1\n");
+  EXPECT_NE(std::string::npos, on.find("kernel.sched_autogroup_enabled = 1")) << on;
+  EXPECT_NE(std::string::npos, on.find("docs/deploy.md")) << on;
+  EXPECT_EQ("", note_for("0\n"));
+  EXPECT_EQ("", EmbeddedPostgres::scheduling_note(dir / "absent")) << "a kernel without it";
+  fs::remove_all(dir);
 }
 
 TEST(EmbeddedPostgresOptionsTest, UnusableOptionsAreClearErrors) {
