@@ -27,6 +27,8 @@ then measures (in the replica, which serves the reads):
   5. a priority-100 job: the time from the `:recover` request of one host
      to the job's STARTING event (the events' own timestamps).
 PERF=DIR records `perf record -g` of serve during each read run into DIR.
+--keep-logs DIR copies the logs (serve's, the agent's, PostgreSQL's) into DIR
+at the end, to find why a pass took long.
 Prints one line per figure. Nothing is tuned to a machine: every wait is on a
 state, with a generous deadline.
 """
@@ -322,6 +324,8 @@ def main():
                         help="wrk runs of each read figure; the median is reported")
     parser.add_argument("--cluster", action="store_true",
                         help="a replica with an agent on a PostgreSQL server of its own")
+    parser.add_argument("--keep-logs", metavar="DIR",
+                        help="copy every log of the run into DIR at the end")
     args = parser.parse_args()
 
     state = tempfile.mkdtemp(prefix="tpujobs-bigq.")
@@ -433,6 +437,11 @@ def main():
         for process in reversed(processes):  # the agent, the replica, then PostgreSQL
             process.terminate()
             process.wait(timeout=120)
+        if args.keep_logs:
+            os.makedirs(args.keep_logs, exist_ok=True)
+            for log in glob.glob(os.path.join(state, "**", "*.log"), recursive=True):
+                name = os.path.relpath(log, state).replace(os.sep, "-")
+                shutil.copy(log, os.path.join(args.keep_logs, name))
         shutil.rmtree(state, ignore_errors=True)
 
 
