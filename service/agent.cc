@@ -266,13 +266,15 @@ void Agent::reconcile() {
     std::map<std::int64_t, RunningCopy> copies;
     for (const auto& [id, run] : runs_) {
       copies[id] = {run->epoch, run->slice, run->handed_after && *run->handed_after >= look,
-                    run->running_written};
+                    run->running_written, run->named};
     }
     SupervisionPlan plan = plan_supervision(options_.name, epoch, work->placed, work->slice_parts,
                                             copies, ended_slice_placements_);
     ended_slice_placements_ = std::move(plan.ended_slice_placements);
     for (const StopRun& stop : plan.stop) {
-      runs_.at(stop.job)->stop(stop.why, stop.preempted_by);
+      Run& run = *runs_.at(stop.job);
+      run.stop(stop.why, stop.preempted_by);
+      run.named = stop.why;
       if (stop.why == RunStop::kMovedOn) moved_on.push_back(stop.job);
     }
     for (StartRun& start : plan.start) {

@@ -48,6 +48,9 @@ struct Agent::Run {
   // Its RUNNING was committed with its placement (lifecycle::place_started):
   // its start writes none.
   bool running_written = false;
+  // The reason the last look that stopped it gave (kNone: none); under the
+  // agent's mutex.
+  StopReason named = StopReason::kNone;
   // A slice spanning agents: this agent's part. A part other than the
   // first (rank > 0) writes nothing about the job.
   std::optional<SliceRole> slice;

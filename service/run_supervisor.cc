@@ -65,6 +65,7 @@ SupervisionPlan plan_supervision(const std::string& agent, std::int64_t epoch,
     if (run.handed_since_read) continue;  // the next read judges it
     const auto it = current.find(id);
     const bool peer = run.slice && run.slice->rank > 0;
+    StopRun stop{id, RunStop::kNone};
     if (it == current.end() || run.epoch != epoch ||
         run.slice.has_value() != roles[id].has_value() ||
         (run.slice && run.slice->placement != roles[id]->placement) ||
@@ -73,16 +74,18 @@ SupervisionPlan plan_supervision(const std::string& agent, std::int64_t epoch,
       // another slice, or placed again here after a database crash undid
       // the placement it started with (it commits without waiting for the
       // disk: lifecycle::place_started): this copy is stale.
-      plan.stop.push_back({id, RunStop::kMovedOn});
+      stop.why = RunStop::kMovedOn;
     } else if (it->second->cancel_requested && !peer) {
       // The first part stops at a step boundary and closes its collective;
       // the other parts end on that (a part stopping first would fail the
       // first part's step instead).
-      plan.stop.push_back({id, RunStop::kUserCancel});
+      stop.why = RunStop::kUserCancel;
     } else if (it->second->preempted_by && !peer) {
       // Preempted: stops at a checkpoint, as at a shutdown, and is requeued.
-      plan.stop.push_back({id, RunStop::kPreempted, *it->second->preempted_by});
+      stop = {id, RunStop::kPreempted, *it->second->preempted_by};
     }
+    // A copy still stopping for the reason it was given is not named again.
+    if (stop.why != RunStop::kNone && stop.why != run.named) plan.stop.push_back(stop);
   }
   for (const auto& [id, row] : current) {
     if (!runs.count(id)) plan.start.push_back(start_of(*row, roles[id]));

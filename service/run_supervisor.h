@@ -52,6 +52,9 @@ struct RunningCopy {
   // Handed over with its placement started (its row RUNNING from that
   // placement's commit on): a row that reads STARTING is a later placement's.
   bool started_with_placement = false;
+  // The reason an earlier look stopped it for (kNone: none): a look names
+  // a stopping copy again only with another reason.
+  RunStop named = RunStop::kNone;
 };
 
 struct StartRun {

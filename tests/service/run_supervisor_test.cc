@@ -68,6 +68,36 @@ TEST(RunSupervisor, ACopyWhoseJobMovedOnStopsWithoutWriting) {
   EXPECT_TRUE(plan.start.empty()) << "a job with a copy is not started twice";
 }
 
+// A copy stops at its next step boundary, or later when its thread waits
+// (on a store): the looks meanwhile do not name it again for the reason it
+// was given (the agent would tell its API service again that the job moved
+// on), but do for another.
+TEST(RunSupervisor, ACopyStoppingForTheReasonItWasGivenIsNotNamedAgain) {
+  auto copy = [](RunStop named) {
+    RunningCopy run{kEpoch, std::nullopt};
+    run.named = named;
+    return run;
+  };
+  db::JobRow cancelled = placed_here(3);
+  cancelled.cancel_requested = true;
+  db::JobRow cancelled_too = placed_here(4);
+  cancelled_too.cancel_requested = true;
+  const std::map<std::int64_t, RunningCopy> runs{
+      {1, copy(RunStop::kMovedOn)},     // moved on, and told so
+      {2, copy(RunStop::kUserCancel)},  // told to cancel, and moved on since
+      {3, copy(RunStop::kUserCancel)},  // told to cancel
+      {4, copy(RunStop::kNone)},        // not told yet
+  };
+  const SupervisionPlan plan =
+      plan_supervision("a", kEpoch, {cancelled, cancelled_too}, {}, runs, {});
+  ASSERT_EQ(2u, plan.stop.size());
+  EXPECT_EQ(2, plan.stop[0].job);
+  EXPECT_EQ(RunStop::kMovedOn, plan.stop[0].why);
+  EXPECT_EQ(4, plan.stop[1].job);
+  EXPECT_EQ(RunStop::kUserCancel, plan.stop[1].why);
+  EXPECT_TRUE(plan.start.empty());
+}
+
 // The leader in the agent's process hands it a placement as it commits
 // (service/local_agent.h), maybe while the agent's read is under way: that
 // read may or may not show the placement, so the copy is the next read's to
