@@ -55,12 +55,25 @@ TEST(Harness, AServiceStopsWhenTheTestThatStartedItIsKilled) {
     const pid_t started[2] = {service.start().empty() ? service.pid() : -1,
                               service.embedded_postmaster_pid()};
     if (write(pids[1], started, sizeof(started)) != sizeof(started)) _exit(1);
+    // Killed, this process never removes its service's log: the test does.
+    // Its length first: the service holds the pipe open too, so no end of
+    // file comes while it runs.
+    const std::string log = service.log_path();
+    const std::size_t length = log.size();
+    if (write(pids[1], &length, sizeof(length)) != sizeof(length)) _exit(1);
+    if (write(pids[1], log.data(), length) != static_cast<ssize_t>(length)) _exit(1);
     pause();  // until SIGKILL
     _exit(0);
   }
   close(pids[1]);
   pid_t started[2] = {-1, -1};
   const bool read_all = read(pids[0], started, sizeof(started)) == sizeof(started);
+  std::size_t length = 0;
+  std::string log;
+  if (read_all && read(pids[0], &length, sizeof(length)) == sizeof(length) && length < 4096) {
+    log.resize(length);
+    if (read(pids[0], log.data(), length) != static_cast<ssize_t>(length)) log.clear();
+  }
   close(pids[0]);
   kill(test, SIGKILL);
   waitpid(test, nullptr, 0);
@@ -74,6 +87,7 @@ TEST(Harness, AServiceStopsWhenTheTestThatStartedItIsKilled) {
   if (!exited(started[0])) kill(started[0], SIGKILL);
   std::error_code ignored;
   std::filesystem::remove_all(state_dir, ignored);
+  if (!log.empty()) std::filesystem::remove(log, ignored);
 }
 
 }  // namespace

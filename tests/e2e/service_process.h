@@ -56,6 +56,8 @@ class ServiceProcess {
   pid_t pid() const { return pid_; }
   const std::filesystem::path& state_dir() const { return options_.state_dir; }
   std::string log() const;  // what the service printed
+  // The file it printed to (empty before start()); removed with this object.
+  std::string log_path() const { return log_paths_.empty() ? "" : log_paths_.back(); }
 
   HttpResponse get(const std::string& target) const { return http(port_, "GET", target); }
   HttpResponse post(const std::string& target, const std::string& body = "",
