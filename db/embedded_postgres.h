@@ -102,10 +102,8 @@ class EmbeddedPostgres {
   // A line for the service's log when Linux's autogroup is on (the
   // kernel.sched_autogroup_enabled sysctl, read at `sysctl`): PostgreSQL
   // starts each backend in a session of its own, so each backend is a
-  // scheduling group of its own, and on a machine the service kept busy a
-  // woken backend waited 0.7 s for a core, and scheduling passes took up to
-  // 1.8 s (bench/RESULTS.md, session 52). Empty when it is off or cannot be
-  // read.
+  // scheduling group of its own (docs/deploy.md, "PostgreSQL"). Empty when
+  // it is off or cannot be read.
   static std::string scheduling_note(
       const std::filesystem::path& sysctl = "/proc/sys/kernel/sched_autogroup_enabled");
 

@@ -92,6 +92,18 @@ class SchedulerLeaderTest : public ::testing::Test {
   std::unique_ptr<SchedulerLeader> impatient_;
 };
 
+// Whether `done` answered true within 60 s, `between` run after each no.
+bool eventually(
+    const std::function<bool()>& done, const std::function<void()>& between = [] {}) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    between();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
 // The number of passes `leader` has made, from its metrics.
 std::int64_t passes_made(const SchedulerLeader& leader) {
   const std::string metrics = leader.prometheus_metrics();
@@ -113,12 +125,7 @@ TEST_F(SchedulerLeaderTest, UnwokenItPassesAgainOnceAPollIntervalOfItsClockHasPa
   SchedulerLeader leader(*pool_, options);
   const auto before = clock.now();
   leader.start();
-  bool passed_again = false;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!passed_again && std::chrono::steady_clock::now() < deadline) {
-    passed_again = passes_made(leader) >= 2;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  const bool passed_again = eventually([&] { return passes_made(leader) >= 2; });
   leader.stop();
   EXPECT_TRUE(passed_again) << "the leader waited an hour of real time";
   EXPECT_GE(clock.now() - before, std::chrono::hours(1));
@@ -323,14 +330,6 @@ TEST_F(SchedulerLeaderTest, AQueuedJobCancelledThroughTheApiMovesTheOneBehindItU
     return view.ok() ? view->value("queue_position", json())
                      : json("error: " + view.error().message);
   };
-  auto eventually = [](const std::function<bool()>& done) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (!done()) {
-      if (std::chrono::steady_clock::now() >= deadline) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return true;
-  };
   leader.start();  // its first pass, unwoken, reads both
   ASSERT_TRUE(eventually([&] { return position(behind) == json(2); })) << position(behind);
   ASSERT_EQ(json(1), position(ahead));
@@ -445,17 +444,6 @@ TEST(SchedulerLeaderCrash, APlacementTheRecoveryUndidIsPlacedAgainThroughTheLead
   options.sweep_interval = std::chrono::hours(1);  // only a full read finds the job again
   SchedulerLeader leader(**pool, options);
 
-  // Whether `done` answered true within 60 s, `between` run after each no.
-  auto eventually = [](const std::function<bool()>& done, const std::function<void()>& between) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (!done()) {
-      if (std::chrono::steady_clock::now() >= deadline) return false;
-      between();
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return true;
-  };
-  auto nothing = [] {};
   auto state = [&] { return query("SELECT state FROM jobs WHERE id = " + id); };
   // One more pass, woken for it. A wake-up sent after the last pass ended
   // makes exactly one: the leader's pass count says when it is over, and
@@ -463,14 +451,14 @@ TEST(SchedulerLeaderCrash, APlacementTheRecoveryUndidIsPlacedAgainThroughTheLead
   auto pass = [&] {
     const std::int64_t until = passes_made(leader) + 1;
     wake();
-    return eventually([&] { return passes_made(leader) >= until; }, nothing);
+    return eventually([&] { return passes_made(leader) >= until; });
   };
 
   // The first pass, unwoken, takes the term and places the job; the next
   // reads the placement back (until then the leader counts the job as
   // waiting still, and would place it again itself).
   leader.start();
-  ASSERT_TRUE(eventually([&] { return passes_made(leader) >= 1; }, nothing));
+  ASSERT_TRUE(eventually([&] { return passes_made(leader) >= 1; }));
   ASSERT_EQ("STARTING", state());
   ASSERT_TRUE(pass());
 
@@ -500,14 +488,11 @@ TEST(SchedulerLeaderCrash, APlacementTheRecoveryUndidIsPlacedAgainThroughTheLead
   const std::string before_crash = query(kRecoveredAt);
   const std::string backend = query("SELECT pg_backend_pid()::text");
   ASSERT_EQ(0, kill(std::stoi(backend), SIGKILL));
-  ASSERT_TRUE(eventually(
-      [&] {
-        const std::string mark = query(kRecoveredAt);  // or why it was not read
-        return !mark.empty() && mark != before_crash && mark.rfind("error: ", 0) != 0 &&
-               mark.rfind("acquire: ", 0) != 0;
-      },
-      nothing))
-      << "the server did not recover within 60 s";
+  ASSERT_TRUE(eventually([&] {
+    const std::string mark = query(kRecoveredAt);  // or why it was not read
+    return !mark.empty() && mark != before_crash && mark.rfind("error: ", 0) != 0 &&
+           mark.rfind("acquire: ", 0) != 0;
+  })) << "the server did not recover within 60 s";
   EXPECT_TRUE(eventually([&] { return state() == "STARTING"; }, wake))
       << "the leader did not read every job again after the recovery: " << state();
   EXPECT_EQ("a", query("SELECT agent FROM jobs WHERE id = " + id));
