@@ -198,9 +198,9 @@ base::Result<bool> Agent::write(const db::Transition& t) {
   return moved;
 }
 
-base::Result<bool> Agent::write_start(const db::Transition& t) {
-  if (options_.started_views == nullptr) return write(t);
-  const std::uint64_t seen = options_.started_views->views_generation();
+base::Result<bool> Agent::write_viewed(const db::Transition& t) {
+  if (options_.written_views == nullptr) return write(t);
+  const std::uint64_t seen = options_.written_views->views_generation();
   auto job = repo_.jobs.transition_with_view(t);
   if (!job.ok() || !*job) {
     if (options_.wake_bus != nullptr)  // a failed write may have landed
@@ -208,7 +208,7 @@ base::Result<bool> Agent::write_start(const db::Transition& t) {
     if (!job.ok()) return job.error();
     return false;
   }
-  options_.started_views->started(seen, **job);
+  options_.written_views->written(seen, **job);
   return true;
 }
 
@@ -297,7 +297,7 @@ void Agent::reconcile() {
 bool Agent::promise_start(std::int64_t job, std::int64_t epoch) {
   // Read before the placement's write: a view read before is not kept after.
   const std::uint64_t seen =
-      options_.started_views != nullptr ? options_.started_views->views_generation() : 0;
+      options_.written_views != nullptr ? options_.written_views->views_generation() : 0;
   base::MutexLock lock(mutex_);
   // Stopping, or declared lost (rejoin() forgets every copy): the look after
   // decides. A placement under another epoch, or of a job a copy still runs
@@ -339,11 +339,11 @@ bool Agent::take_placed(db::PlacedWork work) {
     start_locked(start_of(work.row, std::nullopt), epoch, work.resume, looks_,
                  /*running_written=*/true);
   }
-  if (options_.started_views != nullptr) {
+  if (options_.written_views != nullptr) {
     db::JobWithCheckpoint job{std::move(work.row), std::nullopt};
     if (work.resume.checkpoint_step && work.checkpoint_epoch)
       job.last_checkpoint = {*work.resume.checkpoint_step, *work.checkpoint_epoch};
-    options_.started_views->started(seen, job);
+    options_.written_views->written(seen, job);
   }
   return true;
 }

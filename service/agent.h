@@ -43,9 +43,9 @@
 #include "scheduler/pool.h"
 #include "service/local_agent.h"
 #include "service/run_supervisor.h"
-#include "service/started_views.h"
 #include "service/telemetry_writer.h"
 #include "service/wake_bus.h"
+#include "service/written_views.h"
 
 namespace tpujobs::service {
 
@@ -77,9 +77,9 @@ struct AgentOptions {
   // LISTEN/NOTIFY. Must outlive the agent.
   WakeBus* wake_bus = nullptr;
   // A standalone serve's API service: it takes the view of each job this
-  // agent starts (service/started_views.h). Null: none. Must outlive the
-  // agent.
-  StartedViews* started_views = nullptr;
+  // agent starts or ends (service/written_views.h). Null: none. Must
+  // outlive the agent.
+  WrittenViews* written_views = nullptr;
 };
 
 class Agent final : public LocalAgent {
@@ -218,7 +218,7 @@ class Agent final : public LocalAgent {
   std::condition_variable starts_done_;
   // The jobs this agent promised the leader to start as their placement
   // commits (promise_start), each with the view generation read before that
-  // write (StartedViews); stop() waits until each is taken or forgone.
+  // write (WrittenViews); stop() waits until each is taken or forgone.
   std::map<std::int64_t, std::uint64_t> promised_ GUARDED_BY(mutex_);
   std::condition_variable promises_settled_;
   bool stopping_ GUARDED_BY(mutex_) = false;
@@ -229,9 +229,11 @@ class Agent final : public LocalAgent {
   // A transition of a job placed here (or of a slice's job it has a part
   // of), made known to this process's API service.
   base::Result<bool> write(const db::Transition& t);
-  // The same for the transition that starts a job (a first part's), whose
-  // view it hands to options_.started_views when there is one.
-  base::Result<bool> write_start(const db::Transition& t);
+  // The same for the transition that starts or ends a job (a first
+  // part's), whose view it hands to options_.written_views when there is
+  // one: a finished job's view is then kept from its end on, not only from
+  // a read that followed the end's forget (service/view_cache.h).
+  base::Result<bool> write_viewed(const db::Transition& t);
   std::condition_variable wake_;
   std::condition_variable heartbeat_wake_;
 

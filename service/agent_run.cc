@@ -180,7 +180,7 @@ bool Agent::start_placed(Run& run) {
     const std::string where = run.slice ? "agents of its slice" : "agent " + options_.name;
     const std::optional<std::int64_t> step =
         run.resume ? std::optional<std::int64_t>(run.resume->step) : std::nullopt;
-    auto moved = write_start(lifecycle::run(
+    auto moved = write_viewed(lifecycle::run(
         run.row.id, lifecycle::running_text(lifecycle::running_reason(where), step), run.epoch));
     // Moved on meanwhile, or the database is away: the next look decides.
     if (!moved.ok() || !*moved) return false;
@@ -217,7 +217,7 @@ void Agent::train_placed(Run& run) {
   sink.record_progress();
   telemetry_.flush_job(run.row.id);
   if (std::optional<db::Transition> end = end_of(run, result, run.spec->max_retries)) {
-    (void)write(*end);
+    (void)write_viewed(*end);
     notify(db::kSubmitChannel, "finished");  // cores freed: wake the leader
     // Waits and log followers of the job, on every replica, look now.
     (void)cluster_.notify(db::kLogChannel, std::to_string(run.row.id));

@@ -273,7 +273,7 @@ base::Result<std::string> JobManager::get_job_text(std::int64_t id, const std::s
   return body;
 }
 
-void JobManager::started(std::uint64_t seen, const db::JobWithCheckpoint& job) {
+void JobManager::written(std::uint64_t seen, const db::JobWithCheckpoint& job) {
   views_.put_written(seen, job.row.id, job.row.tenant, views::job_body(job));
 }
 

@@ -47,13 +47,13 @@
 #include "service/job_waits.h"
 #include "service/log_streams.h"
 #include "service/pool_admin.h"
-#include "service/started_views.h"
 #include "service/submit_committer.h"
 #include "service/submitted_specs.h"
 #include "service/timer_queue.h"
 #include "service/token_cache.h"
 #include "service/view_cache.h"
 #include "service/wake_bus.h"
+#include "service/written_views.h"
 
 namespace tpujobs::service {
 
@@ -81,7 +81,7 @@ struct JobManagerOptions {
   db::DatabaseProbe::Options readiness_probe;
 };
 
-class JobManager final : public api::JobService, public StartedViews {
+class JobManager final : public api::JobService, public WrittenViews {
  public:
   // `layout`: the hosts of this process's own agent, if any (what an
   // estimate assumes before any agent registered).
@@ -112,9 +112,9 @@ class JobManager final : public api::JobService, public StartedViews {
   // the state change, before this process updates its live view, so the
   // live view could still show the state before the event.
   base::Result<std::string> stored_job_text(std::int64_t id, const std::string& tenant);
-  // StartedViews: this process's agent started a job.
+  // WrittenViews: this process's agent started or ended a job.
   std::uint64_t views_generation() override { return views_.generation(); }
-  void started(std::uint64_t seen, const db::JobWithCheckpoint& job) override;
+  void written(std::uint64_t seen, const db::JobWithCheckpoint& job) override;
   base::Result<std::map<std::int64_t, db::JobState>> job_states(
       const std::string& tenant, const std::vector<std::int64_t>& ids) override;
   void wait_job(std::int64_t id, const std::string& tenant, std::chrono::milliseconds timeout,

@@ -395,7 +395,7 @@ class ServeProcess {
       AgentOptions agent = agent_options(options_, conninfo_, layout_);
       if (standalone_) {
         agent.wake_bus = &wake_bus_;
-        agent.started_views = manager_.get();
+        agent.written_views = manager_.get();
       }
       agent_ = std::make_unique<Agent>(*pool_, agent);
       Agent* runs_here = agent_.get();

@@ -369,7 +369,7 @@ TEST_F(JobRepositoryTest, ManyReasonsAreSentInFewPayloadsAndShowOnlyWhileTheJobI
   EXPECT_EQ(heard(listener), std::vector<std::string>{});
 }
 
-// The agent's start of a job (service/started_views.h): the transition
+// The agent's start of a job (service/written_views.h): the transition
 // answers the job as the view's read right after it finds it.
 TEST_F(JobRepositoryTest, ATransitionWithItsViewAnswersWhatAReadRightAfterFinds) {
   const std::int64_t id = insert({job("resumed")})[0].row.id;

@@ -54,13 +54,13 @@ class AgentTest : public ::testing::Test {
                                      base::Clock& clock = base::real_clock(),
                                      milliseconds heartbeat_interval = milliseconds(50),
                                      WakeBus* wake_bus = nullptr,
-                                     StartedViews* started_views = nullptr,
+                                     WrittenViews* written_views = nullptr,
                                      milliseconds poll_interval = milliseconds(500)) {
     AgentOptions options;
     options.poll_interval = poll_interval;
     options.clock = &clock;
     options.wake_bus = wake_bus;
-    options.started_views = started_views;
+    options.written_views = written_views;
     options.name = "a";
     options.conninfo = conninfo_;
     auto layout = scheduler::parse_pool("v3-8");
@@ -230,12 +230,14 @@ std::string digits_job(int epochs, int log_every) {
          "data": {"dataset": "digits", "batch_size": 64}})";
 }
 
-// Stores a job that trains until it is stopped and places it on core
-// `core` of agent "a"'s first host under `epoch`; its id (0: it could not).
-std::int64_t place_endless_job(db::Repositories& repo, std::int64_t epoch, int core = 0) {
+// Stores a job of `max_epochs` (-1: it trains until it is stopped) and
+// places it on core `core` of agent "a"'s first host under `epoch`; its id
+// (0: it could not).
+std::int64_t place_digits_job(db::Repositories& repo, std::int64_t epoch, int core,
+                              int max_epochs) {
   db::NewJob job;
   job.tenant = "t";
-  job.spec_json = digits_job(-1, 1000);
+  job.spec_json = digits_job(max_epochs, 1000);
   auto inserted = repo.jobs.insert_jobs({job});
   if (!inserted.ok()) return 0;
   const std::int64_t id = (*inserted)[0].row.id;
@@ -246,6 +248,10 @@ std::int64_t place_endless_job(db::Repositories& repo, std::int64_t epoch, int c
           std::to_string(core) + "}]}",
       "a", epoch));
   return placed.ok() && *placed ? id : 0;
+}
+
+std::int64_t place_endless_job(db::Repositories& repo, std::int64_t epoch, int core = 0) {
+  return place_digits_job(repo, epoch, core, -1);
 }
 
 // Whether job `id` is RUNNING and has stored progress.
@@ -368,44 +374,63 @@ TEST_F(AgentTest, WithAWakeBusItNamesEachJobWhoseRowItChanges) {
       << "its requeue by the stop";
 }
 
-// What the API service keeps (service/view_cache.h, put_written): the view
-// the job's RUNNING transition answered is the one a read right after it
-// renders, field for field.
-TEST_F(AgentTest, ItHandsOverTheViewOfAJobItStartsAsAReadWouldRenderIt) {
+// What the API service keeps (service/view_cache.h, put_written): each view
+// an agent's transition answered, with the view generation read before it
+// and the view a read right after it renders.
+struct RecordingViews final : WrittenViews {
+  struct Handed {
+    std::uint64_t seen = 0;
+    std::string answered, read_after;
+  };
+  db::Repositories& repo;
+  explicit RecordingViews(db::Repositories& r) : repo(r) {}
+  std::uint64_t views_generation() override { return 42; }
+  void written(std::uint64_t seen, const db::JobWithCheckpoint& job) override {
+    // On the runner's thread, before it trains on or after it ended: nothing
+    // else wrote since.
+    auto read = repo.jobs.get_job_with_checkpoint(job.row.id);
+    std::lock_guard<std::mutex> lock(mutex);
+    handed.push_back(
+        {seen, views::job_body(job), read.ok() && *read ? views::job_body(**read) : ""});
+  }
+  std::vector<Handed> taken() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return handed;
+  }
+  std::mutex mutex;
+  std::vector<Handed> handed;
+};
+
+// The views its RUNNING and its end transitions answered are the ones a
+// read right after each renders, field for field. The end's too: a
+// finished job's view is then kept from its end on (when only a read kept
+// it, one that came between the end's commit and the forget told after it
+// left nothing kept, and a GET of that job during a database outage
+// answered 503).
+TEST_F(AgentTest, ItHandsOverTheViewsOfAJobItStartsAndEndsAsAReadWouldRenderThem) {
   auto pool = db::ConnectionPool::create(conninfo_, 4);
   ASSERT_TRUE(pool.ok());
   db::Repositories repo(*observer_);
-  struct Views final : StartedViews {
-    db::Repositories& repo;
-    explicit Views(db::Repositories& r) : repo(r) {}
-    std::uint64_t views_generation() override { return 42; }
-    void started(std::uint64_t seen, const db::JobWithCheckpoint& job) override {
-      // On the runner's thread, before it trains: nothing else wrote since.
-      auto read = repo.jobs.get_job_with_checkpoint(job.row.id);
-      std::lock_guard<std::mutex> lock(mutex);
-      handed_seen = seen;
-      answered = views::job_body(job);
-      if (read.ok() && *read) read_after = views::job_body(**read);
-    }
-    std::mutex mutex;
-    std::uint64_t handed_seen = 0;
-    std::string answered, read_after;
-  } views(repo);
+  RecordingViews views(repo);
   std::unique_ptr<Agent> agent =
       start_agent(**pool, base::real_clock(), milliseconds(50), nullptr, &views);
-  const std::int64_t id = place_endless_job(repo, agent->epoch());
+  const std::int64_t id = place_digits_job(repo, agent->epoch(), /*core=*/0, /*max_epochs=*/1);
   ASSERT_NE(0, id);
-  ASSERT_TRUE(eventually([&] {
-    std::lock_guard<std::mutex> lock(views.mutex);
-    return !views.answered.empty();
-  }));
-  std::lock_guard<std::mutex> lock(views.mutex);
-  EXPECT_EQ(42u, views.handed_seen) << "the generation read before the transition";
-  EXPECT_EQ(views.read_after, views.answered);
-  const auto view = nlohmann::json::parse(views.answered);
-  EXPECT_EQ("RUNNING", view["state"]);
-  EXPECT_EQ(id, view["id"]);
-  EXPECT_FALSE(view["started_at"].is_null());
+  ASSERT_TRUE(eventually([&] { return views.taken().size() >= 2; }));
+  const std::vector<RecordingViews::Handed> handed = views.taken();
+  ASSERT_EQ(2u, handed.size()) << "its start and its end";
+  for (const RecordingViews::Handed& h : handed) {
+    EXPECT_EQ(42u, h.seen) << "the generation read before the transition";
+    EXPECT_EQ(h.read_after, h.answered);
+    EXPECT_EQ(id, nlohmann::json::parse(h.answered)["id"]);
+  }
+  const auto start = nlohmann::json::parse(handed[0].answered);
+  EXPECT_EQ("RUNNING", start["state"]);
+  EXPECT_FALSE(start["started_at"].is_null());
+  const auto end = nlohmann::json::parse(handed[1].answered);
+  EXPECT_EQ("SUCCEEDED", end["state"]);
+  EXPECT_FALSE(end["finished_at"].is_null());
+  EXPECT_TRUE(end["result"].is_object()) << handed[1].answered;
 }
 
 // Its jobs train below the service's priority. A job's start, up to the
@@ -417,9 +442,9 @@ TEST_F(AgentTest, ItTrainsBelowTheServicesPriorityAndStartsOnAFewLastingThreads)
   ASSERT_TRUE(pool.ok());
   const int service_nice = base::this_thread_nice();
   ASSERT_LT(service_nice, 10) << "the test runs at nice 10 already";
-  struct Views final : StartedViews {
+  struct Views final : WrittenViews {
     std::uint64_t views_generation() override { return 0; }
-    void started(std::uint64_t, const db::JobWithCheckpoint&) override {
+    void written(std::uint64_t, const db::JobWithCheckpoint&) override {
       base::MutexLock lock(mutex);  // on the thread that wrote its RUNNING
       starters.insert(std::this_thread::get_id());
       nices.push_back(base::this_thread_nice());
