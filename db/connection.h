@@ -37,13 +37,9 @@ class Param {
   Param(const std::string& text) : value_(text) {}
   Param(std::string&& text) : value_(std::move(text)) {}
   template <std::integral T>
-  Param(T number) {
-    if constexpr (std::same_as<T, bool>) {
-      value_ = number ? "true" : "false";
-    } else {
-      value_ = std::to_string(number);
-    }
-  }
+  Param(T number)
+      : value_(std::same_as<T, bool> ? std::string(number ? "true" : "false")
+                                     : std::to_string(number)) {}
   Param(double number);
   Param(TimePoint time) : value_(format_timestamp(time)) {}
   template <class T>
