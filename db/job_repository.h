@@ -184,6 +184,15 @@ struct Transition {
   // the next synchronous commit on the server, or the WAL writer within
   // about 200 ms, makes it durable too.
   bool asynchronous_commit = false;
+  // An end other than CANCELLED of a job whose cancel is stored
+  // (jobs.cancel_requested) ends it CANCELLED instead, with this reason and
+  // error: a cancel answered 202 is honoured even when the agent's end or
+  // the leader's, decided from a read before the request, commits after it.
+  struct CancelledInstead {
+    std::string reason;
+    std::string error_json;
+  };
+  std::optional<CancelledInstead> if_cancel_requested{};
   // A placement (QUEUED -> STARTING) that goes on to RUNNING in the same
   // statement, recording both events: a job the agent in the leader's own
   // process starts as it commits (JobRepository::transition_with_work only).

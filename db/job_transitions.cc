@@ -17,7 +17,7 @@ namespace {
 // statement's result.
 #define TPUJOBS_TRANSITION_TO(state, then, returning, answer) \
   "WITH previous AS (" \
-    "  SELECT id, state FROM jobs" \
+    "  SELECT id, state, cancel_requested AND $25::text IS NOT NULL AS cancelled FROM jobs" \
     "  WHERE id = $1::bigint AND state = ANY($2::text[])" \
     "    AND state NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')" \
     "    AND ($17::bigint IS NULL OR placement_epoch = $17::bigint)" \
@@ -34,10 +34,10 @@ namespace {
     "  FOR UPDATE" \
     "), changed AS (" \
     "  UPDATE jobs j SET" \
-    "    state = " state "," \
+    "    state = CASE WHEN previous.cancelled THEN 'CANCELLED' ELSE " state " END," \
     "    updated_at = now()," \
     "    allocation = CASE WHEN $6::boolean THEN NULL ELSE COALESCE($7::jsonb, j.allocation) END," \
-    "    error = COALESCE($8::jsonb, j.error)," \
+    "    error = CASE WHEN previous.cancelled THEN $26::jsonb ELSE COALESCE($8::jsonb, j.error) END," \
     "    result = COALESCE($9::jsonb, j.result)," \
     "    started_at = CASE WHEN $10::boolean THEN now() ELSE j.started_at END," \
     "    finished_at = CASE WHEN $11::boolean THEN now() ELSE j.finished_at END," \
@@ -56,7 +56,10 @@ namespace {
     "  DELETE FROM job_pending WHERE job_id IN (SELECT id FROM changed) AND $3::text <> 'QUEUED'" \
     "), event AS (" \
     "  INSERT INTO job_events (job_id, from_state, to_state, reason, detail)" \
-    "  SELECT id, from_state, $3::text, $4::text, $5::jsonb FROM changed" then \
+    "  SELECT c.id, c.from_state," \
+    "    CASE WHEN p.cancelled THEN 'CANCELLED' ELSE $3::text END," \
+    "    CASE WHEN p.cancelled THEN $25::text ELSE $4::text END, $5::jsonb" \
+    "  FROM changed c JOIN previous p ON p.id = c.id" then \
     ") " answer
 #define TPUJOBS_TRANSITION(returning, answer) \
   TPUJOBS_TRANSITION_TO("$3::text", "", returning, answer)
@@ -92,13 +95,18 @@ constexpr const char* kTransitionWithWork =
 constexpr const char* kTransitionWithWorkThenRunning = TPUJOBS_TRANSITION_TO(
     "'RUNNING'",
     " UNION ALL SELECT r.id, $3::text, 'RUNNING',"
-    "   CASE WHEN k.step IS NULL THEN $25::text ELSE $26::text || k.step || $27::text END, NULL"
+    "   CASE WHEN k.step IS NULL THEN $27::text ELSE $28::text || k.step || $29::text END, NULL"
     " FROM changed r LEFT JOIN LATERAL (SELECT step FROM job_checkpoints"
     "   WHERE job_id = r.id ORDER BY step DESC LIMIT 1) AS k ON true",
     TPUJOBS_JOB_COLUMNS ", previous.state AS from_state", TPUJOBS_WITH_WORK);
 
 std::vector<Param> transition_params(const Transition& t) {
   const std::vector<std::optional<std::string>> from = state_names(t.from);
+  Param cancelled_reason = std::nullopt, cancelled_error = std::nullopt;
+  if (t.if_cancel_requested) {
+    cancelled_reason = t.if_cancel_requested->reason;
+    cancelled_error = t.if_cancel_requested->error_json;
+  }
   Param alive_names = std::nullopt, alive_epochs = std::nullopt;  // NULL: no agent to check
   if (!t.require_alive.empty()) {
     std::vector<std::optional<std::string>> names;
@@ -133,7 +141,9 @@ std::vector<Param> transition_params(const Transition& t) {
                                   alive_epochs,
                                   t.require_leader_term,
                                   t.count_unstarted_requeue,
-                                  t.asynchronous_commit};
+                                  t.asynchronous_commit,
+                                  cancelled_reason,
+                                  cancelled_error};
   return params;
 }
 

@@ -31,6 +31,11 @@ db::Transition ending(std::int64_t job, JobStateSet from, JobState to, std::stri
   db::Transition t = make(job, std::move(from), to, std::move(reason));
   t.error_json = std::move(error_json);
   t.set_finished_at = true;
+  if (to != JobState::kCancelled) {
+    t.if_cancel_requested =
+        db::Transition::CancelledInstead{"Cancelled by request as it ended (" + t.reason + ")",
+                                         error_text("CANCELLED", "the job was cancelled", "")};
+  }
   return t;
 }
 

@@ -10,7 +10,10 @@
 //   QUEUED|STARTING|RUNNING --finish / cancel* / reject / fail*--> terminal
 //
 // Terminal states (SUCCEEDED, FAILED, CANCELLED) are never a `from`: they
-// never change. A transition made by an agent is fenced by the placement
+// never change. A cancel answered 202 is honoured: every end other than
+// CANCELLED ends a job whose cancel is stored CANCELLED instead
+// (Transition::if_cancel_requested), whichever end its agent or the leader
+// decided from a read before the request. A transition made by an agent is fenced by the placement
 // epoch it runs under (DESIGN §9): it lands only while the job is still
 // placed there.
 #pragma once

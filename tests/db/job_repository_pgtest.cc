@@ -445,6 +445,69 @@ TEST_F(JobRepositoryTest, ConcurrentTransitionsFromOneStateLetExactlyOneWin) {
   EXPECT_EQ("->QUEUED(Submitted) QUEUED>STARTING(Scheduled) ", states_of(id));
 }
 
+// A cancel answered 202 is honoured (Transition::if_cancel_requested): an
+// end decided from a read before the request was stored, committed after
+// it, ends the job CANCELLED, in its row, its event and the view the
+// statement answers; the same end of a job no one cancelled lands as asked.
+TEST_F(JobRepositoryTest, AnEndCommittedAfterAStoredCancelEndsTheJobCancelled) {
+  const auto inserted = insert({job("cancelled"), job("not")});
+  auto end_of = [](std::int64_t id, JobState to) {
+    Transition t{.job_id = id,
+                 .from = {JobState::kRunning},
+                 .to = to,
+                 .reason = "Training finished",
+                 .result_json = R"({"steps": 7})",
+                 .set_finished_at = true};
+    t.require_epoch = 4;
+    t.if_cancel_requested = Transition::CancelledInstead{"Cancelled by request as it ended",
+                                                         R"({"type": "CANCELLED"})"};
+    return t;
+  };
+  for (const InsertedJob& j : inserted) {
+    Transition place{.job_id = j.row.id,
+                     .from = {JobState::kQueued},
+                     .to = JobState::kRunning,
+                     .reason = "Placed"};
+    place.placement_epoch = 4;
+    ASSERT_TRUE(*jobs_->transition(place));
+  }
+  const std::int64_t cancelled = inserted[0].row.id, not_cancelled = inserted[1].row.id;
+  ASSERT_TRUE(jobs_->request_cancel(cancelled).ok());
+
+  auto answered = jobs_->transition_with_view(end_of(cancelled, JobState::kSucceeded));
+  ASSERT_TRUE(answered.ok()) << answered.error().message;
+  ASSERT_TRUE(answered->has_value()) << "the end applies, as CANCELLED";
+  EXPECT_EQ(JobState::kCancelled, (*answered)->row.state);
+  const JobRow row = get(cancelled);
+  EXPECT_EQ(JobState::kCancelled, row.state);
+  EXPECT_EQ(R"({"type": "CANCELLED"})", row.error_json.value_or(""));
+  EXPECT_EQ(R"({"steps": 7})", row.result_json.value_or("")) << "what the run did is kept";
+  EXPECT_TRUE(row.finished_at.has_value());
+  EXPECT_EQ(
+      "->QUEUED(Submitted) QUEUED>RUNNING(Placed) RUNNING>CANCELLED(Cancelled by request as "
+      "it ended) ",
+      states_of(cancelled));
+
+  ASSERT_TRUE(*jobs_->transition(end_of(not_cancelled, JobState::kFailed)));
+  EXPECT_EQ(JobState::kFailed, get(not_cancelled).state);
+  EXPECT_FALSE(get(not_cancelled).error_json.has_value());
+  EXPECT_EQ("->QUEUED(Submitted) QUEUED>RUNNING(Placed) RUNNING>FAILED(Training finished) ",
+            states_of(not_cancelled));
+}
+
+// A requeue of a job whose cancel is stored keeps it QUEUED with its
+// request, for the leader to end (scheduler_leader_queue.cc: apply).
+TEST_F(JobRepositoryTest, ARequeueKeepsAStoredCancelForTheLeader) {
+  const std::int64_t id = insert({job("requeued")})[0].row.id;
+  ASSERT_TRUE(*jobs_->transition(
+      {.job_id = id, .from = {JobState::kQueued}, .to = JobState::kRunning, .reason = "Placed"}));
+  ASSERT_TRUE(jobs_->request_cancel(id).ok());
+  ASSERT_TRUE(*jobs_->transition(
+      {.job_id = id, .from = {JobState::kRunning}, .to = JobState::kQueued, .reason = "Lost"}));
+  EXPECT_EQ(JobState::kQueued, get(id).state);
+  EXPECT_TRUE(get(id).cancel_requested);
+}
+
 TEST_F(JobRepositoryTest, CancelRequestAndProgress) {
   const auto inserted = insert({job("a"), job("b")});
   const std::int64_t a = inserted[0].row.id, b = inserted[1].row.id;

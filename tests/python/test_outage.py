@@ -77,8 +77,7 @@ class OutageTest(ContractTestCase):
         same = [j for j in client.list(name="during-outage")]
         self.assertEqual([j.id for j in same], [submitted.id], "one job however many retries")
         # Not left running. It may end between any check and the cancel: a 409
-        # while its final state is being stored says to look again (and cancel
-        # again if it was requeued), so the test does as that answer says.
+        # says it has ended; the test looks, and cancels again if it has not.
         deadline = time.monotonic() + 120
         while True:
             try:

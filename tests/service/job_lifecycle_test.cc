@@ -63,6 +63,24 @@ TEST(JobLifecycle, FailedAndCancelledCarryAnErrorWithTypeMessageAndHint) {
   }
 }
 
+// A cancel answered 202 is honoured: every end but CANCELLED names the
+// CANCELLED end the database writes instead when the job's cancel is stored
+// (the agent's SUCCEEDED or FAILED, the leader's UNAVAILABLE, a rejection,
+// an admin's release); no other transition does.
+TEST(JobLifecycle, EveryEndButCancelledEndsAJobWhoseCancelIsStoredCancelledInstead) {
+  for (const db::Transition& t : every_transition()) {
+    if (!terminal(t.to) || t.to == JobState::kCancelled) {
+      EXPECT_FALSE(t.if_cancel_requested) << t.reason;
+      continue;
+    }
+    ASSERT_TRUE(t.if_cancel_requested) << t.reason;
+    EXPECT_EQ("Cancelled by request as it ended (" + t.reason + ")", t.if_cancel_requested->reason);
+    const json error = json::parse(t.if_cancel_requested->error_json);
+    EXPECT_EQ("CANCELLED", error["type"]);
+    EXPECT_EQ("the job was cancelled", error["message"]);
+  }
+}
+
 // A placement is the one write a database crash may undo: the job is placed
 // again. Every other transition, the agent's own RUNNING included, waits for
 // the disk, and with it every placement before it. A placement started (its
