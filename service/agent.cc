@@ -275,7 +275,7 @@ void Agent::reconcile() {
       Run& run = *runs_.at(stop.job);
       run.stop(stop.why, stop.preempted_by);
       run.named = stop.why;
-      if (stop.why == RunStop::kMovedOn) moved_on.push_back(stop.job);
+      if (stop.why == RunStop::kMovedOn && !run.ending) moved_on.push_back(stop.job);
     }
     for (StartRun& start : plan.start) {
       // Promised to the leader, whose placement may have committed (RUNNING

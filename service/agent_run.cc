@@ -217,6 +217,10 @@ void Agent::train_placed(Run& run) {
   sink.record_progress();
   telemetry_.flush_job(run.row.id);
   if (std::optional<db::Transition> end = end_of(run, result, run.spec->max_retries)) {
+    {
+      base::MutexLock lock(mutex_);
+      run.ending = true;
+    }
     (void)write_viewed(*end);
     notify(db::kSubmitChannel, "finished");  // cores freed: wake the leader
     // Waits and log followers of the job, on every replica, look now.

@@ -51,6 +51,12 @@ struct Agent::Run {
   // The reason the last look that stopped it gave (kNone: none); under the
   // agent's mutex.
   StopReason named = StopReason::kNone;
+  // Its end is being written (Agent::write_viewed, which hands the view the
+  // write answered to this process's API service, or makes it forget the
+  // job's view when the write does not apply); under the agent's mutex. A
+  // look that finds the job gone from its work before the copy is
+  // forgotten leaves that view alone: it is the finished one.
+  bool ending = false;
   // A slice spanning agents: this agent's part. A part other than the
   // first (rank > 0) writes nothing about the job.
   std::optional<SliceRole> slice;

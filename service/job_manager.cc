@@ -259,7 +259,7 @@ base::Result<std::string> JobManager::get_job_text(std::int64_t id, const std::s
   const db::JobRow& row = (*job)->row;
   std::string body = views::job_body(**job);
   if (is_terminal(row.state)) {
-    views_.put(id, row.tenant, body);
+    views_.put_read_if_current(seen, id, row.tenant, body);
   } else if (row.state == JobState::kQueued && !row.started_at) {
     // A waiting job's view changes through the leader or a cancel; each is
     // told here (queued_views_told_).
@@ -268,7 +268,7 @@ base::Result<std::string> JobManager::get_job_text(std::int64_t id, const std::s
   } else if (row.state != JobState::kQueued && options_.wake_bus != nullptr) {
     // A placed one's changes through its agent too, which says so only
     // through the wake bus (service/view_cache.h).
-    views_.put_placed_if_current(seen, id, row.tenant, body);
+    views_.put_read_if_current(seen, id, row.tenant, body);
   }
   return body;
 }

@@ -238,8 +238,8 @@ bool ViewCache::put_if_current(std::uint64_t seen, std::int64_t id, std::string 
   return true;
 }
 
-bool ViewCache::put_placed_if_current(std::uint64_t seen, std::int64_t id, std::string tenant,
-                                      std::string body) {
+bool ViewCache::put_read_if_current(std::uint64_t seen, std::int64_t id, std::string tenant,
+                                    std::string body) {
   Node node{id, std::move(tenant), std::move(body), std::nullopt};
   if (cost(node) > max_bytes_) return false;
   base::WriterLock lock(mutex_);

@@ -75,11 +75,13 @@ class ViewCache {
   // whether it was kept.
   bool put_if_current(std::uint64_t seen, std::int64_t id, std::string tenant,
                       std::string_view body, int priority, std::optional<std::string> pending);
-  // Adds the view `body` of a STARTING or RUNNING job, read after generation()
-  // answered `seen`; not kept when that job changed in between. Returns
-  // whether it was kept.
-  bool put_placed_if_current(std::uint64_t seen, std::int64_t id, std::string tenant,
-                             std::string body);
+  // Adds the view `body` of a STARTING, RUNNING or finished job, read after
+  // generation() answered `seen`; not kept when that job changed in between
+  // (a finished job's row still takes the progress its agent could not
+  // store before the end, during a database outage). Returns whether it was
+  // kept.
+  bool put_read_if_current(std::uint64_t seen, std::int64_t id, std::string tenant,
+                           std::string body);
   // This process wrote job `id` and the write answered its view `body`
   // (generation() answered `seen` before the write): the view replaces the
   // job's, and a view read before the write is no longer kept. When the job

@@ -106,9 +106,9 @@ TEST(ViewCache, AStartingViewIsKeptUntilItsJobChanges) {
   const std::string starting = R"({"id":5,"state":"STARTING"})";
   const std::uint64_t before = cache.generation();
   cache.forget({5});  // it started while its STARTING row was being read
-  EXPECT_FALSE(cache.put_placed_if_current(before, 5, "t", starting));
+  EXPECT_FALSE(cache.put_read_if_current(before, 5, "t", starting));
   EXPECT_FALSE(cache.find(5));
-  EXPECT_TRUE(cache.put_placed_if_current(cache.generation(), 5, "t", starting));
+  EXPECT_TRUE(cache.put_read_if_current(cache.generation(), 5, "t", starting));
   ASSERT_TRUE(cache.find(5));
   EXPECT_EQ(starting, cache.find(5)->body);
   EXPECT_EQ("t", cache.find(5)->tenant);
@@ -122,7 +122,7 @@ TEST(ViewCache, AWrittenViewReplacesTheOneReadBeforeTheWriteAndOutlivesNoChange)
   ViewCache cache(1 << 20);
   const std::string starting = R"({"id":5,"state":"STARTING"})";
   const std::string running = R"({"id":5,"state":"RUNNING"})";
-  ASSERT_TRUE(cache.put_placed_if_current(cache.generation(), 5, "t", starting));
+  ASSERT_TRUE(cache.put_read_if_current(cache.generation(), 5, "t", starting));
   // A poll reads the STARTING row while the agent writes RUNNING.
   const std::uint64_t poll_read = cache.generation();
   const std::uint64_t before_write = cache.generation();
@@ -130,7 +130,7 @@ TEST(ViewCache, AWrittenViewReplacesTheOneReadBeforeTheWriteAndOutlivesNoChange)
   ASSERT_TRUE(cache.find(5));
   EXPECT_EQ(running, cache.find(5)->body);
   // The poll's older read is not kept over it.
-  EXPECT_FALSE(cache.put_placed_if_current(poll_read, 5, "t", starting));
+  EXPECT_FALSE(cache.put_read_if_current(poll_read, 5, "t", starting));
   EXPECT_EQ(running, cache.find(5)->body);
   // Its first progress write (the agent's telemetry forgets it).
   cache.forget({5});
@@ -139,10 +139,10 @@ TEST(ViewCache, AWrittenViewReplacesTheOneReadBeforeTheWriteAndOutlivesNoChange)
   // A cancel request landed between the agent's generation read and its
   // write's answer: the answered view may predate it, so it is not kept, and
   // neither is the view from before.
-  ASSERT_TRUE(cache.put_placed_if_current(cache.generation(), 6, "t", starting));
+  ASSERT_TRUE(cache.put_read_if_current(cache.generation(), 6, "t", starting));
   const std::uint64_t seen = cache.generation();
   cache.forget({6});
-  ASSERT_TRUE(cache.put_placed_if_current(cache.generation(), 6, "t", starting));
+  ASSERT_TRUE(cache.put_read_if_current(cache.generation(), 6, "t", starting));
   EXPECT_FALSE(cache.put_written(seen, 6, "t", running));
   EXPECT_FALSE(cache.find(6));
 }
