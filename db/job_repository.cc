@@ -117,33 +117,39 @@ base::Result<std::vector<InsertedJob>> JobRepository::insert_jobs(const std::vec
   }
   std::vector<Param> params;
   for (const auto& column : columns) params.push_back(Param::array(column));
+  // The rows that meet an existing idempotency key (one inserted earlier in
+  // this batch, or committed before by another) are not inserted: the
+  // second statement reads them. It sees what the first inserted and what
+  // the first waited on (its own snapshot, READ COMMITTED). Both run in one
+  // transaction: when the read fails, no row of the batch is stored, so the
+  // error its submits are answered is true (a read after the insert's commit
+  // that failed left committed jobs answered as not stored).
+  std::vector<std::optional<std::string>> tenants, keys;
+  for (const NewJob& job : jobs) {
+    if (!job.idempotency_key) continue;
+    tenants.emplace_back(job.tenant);
+    keys.emplace_back(job.idempotency_key);
+  }
+  std::vector<Statement> statements;
+  statements.push_back({kInsertJobs, std::move(params)});
+  if (!keys.empty())
+    statements.push_back({kJobsByIdempotencyKey, {Param::array(tenants), Param::array(keys)}});
 
   return with_connection(
       pool_, acquire_timeout_,
       [&](Connection& connection) -> base::Result<std::vector<InsertedJob>> {
-        // One statement: the jobs and their first events commit together.
-        base::Result<QueryResult> rows = connection.execute_generic(kInsertJobs, params);
-        if (!rows.ok()) return note_unanswered_insert(connection, rows.error());
+        base::Result<std::vector<QueryResult>> answers = connection.execute_generic(statements);
+        if (!answers.ok()) return note_unanswered_insert(connection, answers.error());
+        const QueryResult& rows = (*answers)[0];
         std::vector<std::optional<InsertedJob>> results(jobs.size());
-        for (int row = 0; row < rows->rows(); ++row) {
-          const std::int64_t ord = rows->int64(row, 0);
-          results[ord - 1] = InsertedJob{false, read_job(*rows, row, 1)};
+        for (int row = 0; row < rows.rows(); ++row) {
+          const std::int64_t ord = rows.int64(row, 0);
+          results[ord - 1] = InsertedJob{false, read_job(rows, row, 1)};
         }
-        // The rest met an existing idempotency key (possibly one inserted
-        // earlier in this batch, or committed by a concurrent batch).
-        std::vector<std::optional<std::string>> tenants, keys;
-        for (std::size_t i = 0; i < jobs.size(); ++i) {
-          if (!results[i]) {
-            tenants.emplace_back(jobs[i].tenant);
-            keys.emplace_back(jobs[i].idempotency_key);
-          }
-        }
-        if (!keys.empty()) {
-          base::Result<QueryResult> existing = connection.execute(
-              kJobsByIdempotencyKey, {Param::array(tenants), Param::array(keys)});
-          if (!existing.ok()) return note_unanswered_insert(connection, existing.error());
-          for (int row = 0; row < existing->rows(); ++row) {
-            JobRow job = read_job(*existing, row);
+        if (answers->size() > 1) {
+          const QueryResult& existing = (*answers)[1];
+          for (int row = 0; row < existing.rows(); ++row) {
+            JobRow job = read_job(existing, row);
             for (std::size_t i = 0; i < jobs.size(); ++i) {
               if (!results[i] && jobs[i].tenant == job.tenant &&
                   jobs[i].idempotency_key == job.idempotency_key) {
