@@ -234,6 +234,12 @@ class Agent final : public LocalAgent {
   // one: a finished job's view is then kept from its end on, not only from
   // a read that followed the end's forget (service/view_cache.h).
   base::Result<bool> write_viewed(const db::Transition& t);
+  // The end of `run`'s job (its first part's), written with write_viewed
+  // until the database answers it, while this agent runs: a copy whose end
+  // went unwritten is not started again when it was a slice's (its parts
+  // ended with it), which would leave the job RUNNING with no copy
+  // anywhere; a whole job's copy would train again from its checkpoint.
+  void write_end(Run& run, const db::Transition& end);
   std::condition_variable wake_;
   std::condition_variable heartbeat_wake_;
 

@@ -217,14 +217,30 @@ void Agent::train_placed(Run& run) {
   sink.record_progress();
   telemetry_.flush_job(run.row.id);
   if (std::optional<db::Transition> end = end_of(run, result, run.spec->max_retries)) {
-    {
-      base::MutexLock lock(mutex_);
-      run.ending = true;
-    }
-    (void)write_viewed(*end);
+    write_end(run, *end);
     notify(db::kSubmitChannel, "finished");  // cores freed: wake the leader
     // Waits and log followers of the job, on every replica, look now.
     (void)cluster_.notify(db::kLogChannel, std::to_string(run.row.id));
+  }
+}
+
+void Agent::write_end(Run& run, const db::Transition& end) {
+  {
+    base::MutexLock lock(mutex_);
+    run.ending = true;
+  }
+  std::chrono::milliseconds wait{100};
+  for (base::Result<bool> moved = write_viewed(end); !moved.ok(); moved = write_viewed(end)) {
+    if (wait.count() == 100) {
+      std::cerr << "tpujobs: job " << end.job_id << ": its end (" << db::to_string(end.to)
+                << ") could not be stored: " << moved.error().message << "; trying again"
+                << std::endl;
+    }
+    base::MutexLock lock(mutex_);
+    if (options_.clock->wait_for(lock, wake_, wait,
+                                 [this]() REQUIRES(mutex_) { return stopping_; }))
+      return;  // the job is requeued or ended where this agent's placement is judged
+    wait = std::min(2 * wait, std::chrono::milliseconds(5000));
   }
 }
 

@@ -433,6 +433,53 @@ TEST_F(AgentTest, ItHandsOverTheViewsOfAJobItStartsAndEndsAsAReadWouldRenderThem
   EXPECT_TRUE(end["result"].is_object()) << handed[1].answered;
 }
 
+// How many lines of the shared server's log hold `text`.
+int server_log_lines_with(const std::string& text) {
+  auto cluster = db::testing::shared_cluster();
+  if (!cluster.ok()) return -1;
+  std::ifstream log((*cluster)->log_file());
+  int n = 0;
+  for (std::string line; std::getline(log, line);) n += line.find(text) != std::string::npos;
+  return n;
+}
+
+// A job's end that the database does not store at first is written again
+// until it is: the end its copy decided is the one stored, and no second
+// copy trains meanwhile (one whose end went unwritten, a slice's, was never
+// started again: its job stayed RUNNING with no copy anywhere).
+TEST_F(AgentTest, AnEndTheDatabaseRefusesIsWrittenAgainUntilItIsStored) {
+  db::Repositories repo(*observer_);
+  std::unique_ptr<Agent> agent = start_agent();
+  const std::int64_t id = place_endless_job(repo, agent->epoch());
+  ASSERT_NE(0, id);
+  ASSERT_TRUE(eventually([&] { return trains_now(repo, id); }));
+  // Every transition records an event: with the events' table away (in this
+  // test's own schema), none is stored.
+  auto sql = [&](const char* text) {
+    auto connection = observer_->acquire(seconds(5));
+    return connection.ok() && (*connection)->execute(text).ok();
+  };
+  const std::string missing = "relation \"job_events\" does not exist";
+  const int refused_before = server_log_lines_with(missing);
+  ASSERT_TRUE(sql("ALTER TABLE job_events RENAME TO job_events_away"));
+  ASSERT_TRUE(repo.jobs.request_cancel(id).ok());
+  // The copy stops for the cancel; its end is refused, twice at least.
+  ASSERT_TRUE(
+      eventually([&] { return server_log_lines_with(missing) >= refused_before + 2; }, seconds(60)))
+      << "the end was not written again";
+  EXPECT_EQ(db::JobState::kRunning, repo.jobs.get_job(id)->value().state);
+  ASSERT_TRUE(sql("ALTER TABLE job_events_away RENAME TO job_events"));
+  ASSERT_TRUE(eventually([&] {
+    auto row = repo.jobs.get_job(id);
+    return row.ok() && *row && (**row).state == db::JobState::kCancelled;
+  }));
+  auto events = repo.jobs.list_events(id);
+  ASSERT_TRUE(events.ok());
+  std::string states;
+  for (const db::JobEventRow& e : *events) states += std::string(db::to_string(e.to_state)) + " ";
+  EXPECT_EQ("QUEUED STARTING RUNNING CANCELLED ", states) << "one copy, and the end it decided";
+}
+
 // Its jobs train below the service's priority. A job's start, up to the
 // RUNNING a client waits on, runs at the service's, on one of a few threads
 // that outlive it, not on a new thread of its own: on a new thread
