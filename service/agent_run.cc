@@ -236,10 +236,14 @@ void Agent::write_end(Run& run, const db::Transition& end) {
                 << ") could not be stored: " << moved.error().message << "; trying again"
                 << std::endl;
     }
+    // Not once this agent stops (its placement is judged where it is lost
+    // or left) or a look or a rejoin finds the job moved on (no write of
+    // this copy lands then).
     base::MutexLock lock(mutex_);
-    if (options_.clock->wait_for(lock, wake_, wait,
-                                 [this]() REQUIRES(mutex_) { return stopping_; }))
-      return;  // the job is requeued or ended where this agent's placement is judged
+    if (options_.clock->wait_for(lock, wake_, wait, [this, &run]() REQUIRES(mutex_) {
+          return stopping_ || run.stop_reason.load() == StopReason::kMovedOn;
+        }))
+      return;
     wait = std::min(2 * wait, std::chrono::milliseconds(5000));
   }
 }
