@@ -170,6 +170,8 @@ void Agent::rejoin() {
   {
     base::MutexLock lock(mutex_);
     stop_all_locked(StopReason::kMovedOn);
+    for (auto& [id, run] : runs_) run->moved_on = true;
+    wake_.notify_all();  // a copy writing its end again stops trying (write_end)
     // A copy still starting has its thread first.
     lock.wait(starts_done_, [this]() REQUIRES(mutex_) { return starting_ == 0; });
     for (auto& [id, run] : runs_) {
@@ -259,6 +261,7 @@ void Agent::reconcile() {
   }
   for (std::thread& t : ended) t.join();  // runners that ended: they need no lock to finish
   std::vector<std::int64_t> moved_on;
+  bool ending_moved_on = false;  // a copy writing its end again stops trying (write_end)
   {
     base::MutexLock lock(mutex_);
     if (stopping_) return;
@@ -275,7 +278,11 @@ void Agent::reconcile() {
       Run& run = *runs_.at(stop.job);
       run.stop(stop.why, stop.preempted_by);
       run.named = stop.why;
-      if (stop.why == RunStop::kMovedOn && !run.ending) moved_on.push_back(stop.job);
+      if (stop.why == RunStop::kMovedOn) {
+        run.moved_on = true;
+        if (!run.ending) moved_on.push_back(stop.job);
+        ending_moved_on = ending_moved_on || run.ending;
+      }
     }
     for (StartRun& start : plan.start) {
       // Promised to the leader, whose placement may have committed (RUNNING
@@ -292,6 +299,7 @@ void Agent::reconcile() {
   // database crash undid, before the copy wrote anything.
   if (!moved_on.empty() && options_.wake_bus != nullptr)
     options_.wake_bus->publish(kJobsChangedChannel, format_job_ids(moved_on));
+  if (ending_moved_on) wake_.notify_all();
 }
 
 bool Agent::promise_start(std::int64_t job, std::int64_t epoch) {

@@ -240,6 +240,9 @@ class Agent final : public LocalAgent {
   // ended with it), which would leave the job RUNNING with no copy
   // anywhere; a whole job's copy would train again from its checkpoint.
   void write_end(Run& run, const db::Transition& end);
+  // A slice's part here ended (its end written, for the first part): its
+  // placement is never started again here.
+  void end_slice_part(const Run& run);
   std::condition_variable wake_;
   std::condition_variable heartbeat_wake_;
 

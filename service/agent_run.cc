@@ -213,15 +213,28 @@ void Agent::train_placed(Run& run) {
   executor::TrainingSink& output =
       run.peer() ? static_cast<executor::TrainingSink&>(discard) : sink;
   const executor::TrainingResult result = train(run, *run.spec, run.resume, output);
-  if (run.peer()) return;  // the first part writes the job's end
+  if (run.peer()) {  // the first part writes the job's end
+    end_slice_part(run);
+    return;
+  }
   sink.record_progress();
   telemetry_.flush_job(run.row.id);
-  if (std::optional<db::Transition> end = end_of(run, result, run.spec->max_retries)) {
-    write_end(run, *end);
+  std::optional<db::Transition> end = end_of(run, result, run.spec->max_retries);
+  if (end) write_end(run, *end);
+  // Only now: a look meanwhile finds the job still this part's, and leaves
+  // the copy writing its end alone.
+  end_slice_part(run);
+  if (end) {
     notify(db::kSubmitChannel, "finished");  // cores freed: wake the leader
     // Waits and log followers of the job, on every replica, look now.
     (void)cluster_.notify(db::kLogChannel, std::to_string(run.row.id));
   }
+}
+
+void Agent::end_slice_part(const Run& run) {
+  if (!run.slice) return;
+  base::MutexLock lock(mutex_);
+  ended_slice_placements_.insert(run.slice->placement);
 }
 
 void Agent::write_end(Run& run, const db::Transition& end) {
@@ -241,7 +254,7 @@ void Agent::write_end(Run& run, const db::Transition& end) {
     // this copy lands then).
     base::MutexLock lock(mutex_);
     if (options_.clock->wait_for(lock, wake_, wait, [this, &run]() REQUIRES(mutex_) {
-          return stopping_ || run.stop_reason.load() == StopReason::kMovedOn;
+          return stopping_ || run.moved_on;
         }))
       return;
     wait = std::min(2 * wait, std::chrono::milliseconds(5000));
@@ -317,10 +330,6 @@ executor::TrainingResult Agent::train(Run& run, const api::JobSpec& spec,
         executor::train(spec.training, device_for(run.row), workers_, *datasets_, output, control);
   }
   collective.reset();  // its sockets close: peers still waiting fail now, not at their deadline
-  if (run.slice) {
-    base::MutexLock lock(mutex_);
-    ended_slice_placements_.insert(run.slice->placement);
-  }
   return result;
 }
 

@@ -57,6 +57,9 @@ struct Agent::Run {
   // look that finds the job gone from its work before the copy is
   // forgotten leaves that view alone: it is the finished one.
   bool ending = false;
+  // A look or a rejoin found its job moved on (whatever reason it was
+  // stopped for first): no write of this copy lands; under the agent's mutex.
+  bool moved_on = false;
   // A slice spanning agents: this agent's part. A part other than the
   // first (rank > 0) writes nothing about the job.
   std::optional<SliceRole> slice;

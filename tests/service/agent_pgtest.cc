@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -50,24 +51,23 @@ class AgentTest : public ::testing::Test {
   }
 
   std::unique_ptr<Agent> start_agent() { return start_agent(*pool_); }
-  std::unique_ptr<Agent> start_agent(db::ConnectionPool& pool,
-                                     base::Clock& clock = base::real_clock(),
-                                     milliseconds heartbeat_interval = milliseconds(50),
-                                     WakeBus* wake_bus = nullptr,
-                                     WrittenViews* written_views = nullptr,
-                                     milliseconds poll_interval = milliseconds(500)) {
+  std::unique_ptr<Agent> start_agent(
+      db::ConnectionPool& pool, base::Clock& clock = base::real_clock(),
+      milliseconds heartbeat_interval = milliseconds(50), WakeBus* wake_bus = nullptr,
+      WrittenViews* written_views = nullptr, milliseconds poll_interval = milliseconds(500),
+      const std::string& name = "a", const char* pool_spec = "v3-8") {
     AgentOptions options;
     options.poll_interval = poll_interval;
     options.clock = &clock;
     options.wake_bus = wake_bus;
     options.written_views = written_views;
-    options.name = "a";
+    options.name = name;
     options.conninfo = conninfo_;
-    auto layout = scheduler::parse_pool("v3-8");
+    auto layout = scheduler::parse_pool(pool_spec);
     EXPECT_TRUE(layout.ok());
     options.layout = *layout;
     for (std::size_t i = 0; i < options.layout.hosts.size(); ++i) {
-      options.layout.hosts[i].name = "a-h" + std::to_string(i);
+      options.layout.hosts[i].name = name + "-h" + std::to_string(i);
     }
     options.heartbeat_interval = heartbeat_interval;
     auto agent = std::make_unique<Agent>(pool, options);
@@ -443,41 +443,105 @@ int server_log_lines_with(const std::string& text) {
   return n;
 }
 
+// What a job's end that the database refuses at first comes to: events
+// table renamed away (in this test's own schema: every transition records
+// an event, so none is stored), the job's cancel requested, the end
+// refused `refusals` times, the table back; the job's states as its events
+// give them once it is CANCELLED ("" if it never was).
+std::string end_after_refusals(db::ConnectionPool& observer, std::int64_t id, int refusals) {
+  db::Repositories repo(observer);
+  auto sql = [&](const char* text) {
+    auto connection = observer.acquire(seconds(5));
+    return connection.ok() && (*connection)->execute(text).ok();
+  };
+  auto within = [](seconds limit, const std::function<bool()>& done) {
+    for (const auto deadline = std::chrono::steady_clock::now() + limit;
+         std::chrono::steady_clock::now() < deadline;
+         std::this_thread::sleep_for(milliseconds(20))) {
+      if (done()) return true;
+    }
+    return false;
+  };
+  const std::string missing = "relation \"job_events\" does not exist";
+  const int refused_before = server_log_lines_with(missing);
+  EXPECT_TRUE(sql("ALTER TABLE job_events RENAME TO job_events_away"));
+  EXPECT_TRUE(repo.jobs.request_cancel(id).ok());
+  // The copy stops for the cancel; its end is refused, again and again.
+  EXPECT_TRUE(within(seconds(60), [&] {
+    return server_log_lines_with(missing) >= refused_before + refusals;
+  })) << "the end was not written again";
+  EXPECT_EQ(db::JobState::kRunning, repo.jobs.get_job(id)->value().state);
+  EXPECT_TRUE(sql("ALTER TABLE job_events_away RENAME TO job_events"));
+  if (!within(seconds(30), [&] {
+        auto row = repo.jobs.get_job(id);
+        return row.ok() && *row && (**row).state == db::JobState::kCancelled;
+      }))
+    return "";
+  auto events = repo.jobs.list_events(id);
+  std::string states;
+  if (events.ok())
+    for (const db::JobEventRow& e : *events) states += std::string(db::to_string(e.to_state)) + " ";
+  return states;
+}
+
 // A job's end that the database does not store at first is written again
 // until it is: the end its copy decided is the one stored, and no second
-// copy trains meanwhile (one whose end went unwritten, a slice's, was never
-// started again: its job stayed RUNNING with no copy anywhere).
+// copy trains meanwhile.
 TEST_F(AgentTest, AnEndTheDatabaseRefusesIsWrittenAgainUntilItIsStored) {
   db::Repositories repo(*observer_);
   std::unique_ptr<Agent> agent = start_agent();
   const std::int64_t id = place_endless_job(repo, agent->epoch());
   ASSERT_NE(0, id);
   ASSERT_TRUE(eventually([&] { return trains_now(repo, id); }));
-  // Every transition records an event: with the events' table away (in this
-  // test's own schema), none is stored.
-  auto sql = [&](const char* text) {
-    auto connection = observer_->acquire(seconds(5));
-    return connection.ok() && (*connection)->execute(text).ok();
-  };
-  const std::string missing = "relation \"job_events\" does not exist";
-  const int refused_before = server_log_lines_with(missing);
-  ASSERT_TRUE(sql("ALTER TABLE job_events RENAME TO job_events_away"));
-  ASSERT_TRUE(repo.jobs.request_cancel(id).ok());
-  // The copy stops for the cancel; its end is refused, twice at least.
-  ASSERT_TRUE(
-      eventually([&] { return server_log_lines_with(missing) >= refused_before + 2; }, seconds(60)))
-      << "the end was not written again";
-  EXPECT_EQ(db::JobState::kRunning, repo.jobs.get_job(id)->value().state);
-  ASSERT_TRUE(sql("ALTER TABLE job_events_away RENAME TO job_events"));
-  ASSERT_TRUE(eventually([&] {
-    auto row = repo.jobs.get_job(id);
-    return row.ok() && *row && (**row).state == db::JobState::kCancelled;
-  }));
-  auto events = repo.jobs.list_events(id);
-  ASSERT_TRUE(events.ok());
-  std::string states;
-  for (const db::JobEventRow& e : *events) states += std::string(db::to_string(e.to_state)) + " ";
-  EXPECT_EQ("QUEUED STARTING RUNNING CANCELLED ", states) << "one copy, and the end it decided";
+  EXPECT_EQ("QUEUED STARTING RUNNING CANCELLED ", end_after_refusals(*observer_, id, 2))
+      << "one copy, and the end it decided";
+}
+
+// The same for a slice spanning two agents, whose first part writes the
+// end: its end is written again while the looks go on (four refusals take
+// 1.5 s of back-off, three looks), and lands. When a look stopped that
+// copy as moved on (its placement among the ended ones), the job stayed
+// RUNNING with no copy anywhere.
+TEST_F(AgentTest, ASlicesEndTheDatabaseRefusesIsWrittenAgainUntilItIsStored) {
+  db::Repositories repo(*observer_);
+  auto pool_b = db::ConnectionPool::create(conninfo_, 1);
+  ASSERT_TRUE(pool_b.ok());
+  std::unique_ptr<Agent> a = start_agent(*pool_, base::real_clock(), milliseconds(50), nullptr,
+                                         nullptr, milliseconds(500), "a", "v4-8");
+  std::unique_ptr<Agent> b = start_agent(**pool_b, base::real_clock(), milliseconds(50), nullptr,
+                                         nullptr, milliseconds(500), "b", "v4-8");
+  auto placement = cluster_->next_slice_placement();
+  ASSERT_TRUE(placement.ok());
+  db::NewJob job;
+  job.tenant = "t";
+  job.spec_json = R"({"name": "slice", "trainer": {"accelerator": "tpu", "devices": 4,
+      "num_nodes": 2, "max_epochs": -1, "log_every_n_steps": 1000},
+      "resources": {"accelerator_type": "v4-16"},
+      "model": {"layers": [{"type": "linear", "out": 3}]}, "data": {"dataset": "iris"}})";
+  auto inserted = repo.jobs.insert_jobs({job});
+  ASSERT_TRUE(inserted.ok());
+  const std::int64_t id = (*inserted)[0].row.id;
+  nlohmann::json cores = nlohmann::json::array();
+  for (const char* host : {"a-h0", "b-h0"})
+    for (int core = 0; core < 4; ++core) cores.push_back({{"host", host}, {"core", core}});
+  const nlohmann::json allocation = {
+      {"generation", "v4"},
+      {"accelerator_type", "v4-16"},
+      {"hosts", {"a-h0", "b-h0"}},
+      {"agent", "a"},
+      {"cores", cores},
+      {"slice",
+       {{"placement", *placement},
+        {"parts",
+         {{{"agent", "a"}, {"epoch", a->epoch()}, {"first_host", 0}, {"hosts", 1}},
+          {{"agent", "b"}, {"epoch", b->epoch()}, {"first_host", 1}, {"hosts", 1}}}}}}};
+  auto placed = repo.jobs.transition(lifecycle::place_on_agent(
+      id, "test", allocation.dump(), "a", a->epoch(), {{"a", a->epoch()}, {"b", b->epoch()}}));
+  ASSERT_TRUE(placed.ok() && *placed) << (placed.ok() ? "" : placed.error().message);
+  ASSERT_TRUE(eventually([&] { return trains_now(repo, id); }, seconds(60)))
+      << nlohmann::json::parse(repo.jobs.get_job(id)->value().error_json.value_or("{}")).dump()
+      << " " << db::to_string(repo.jobs.get_job(id)->value().state);
+  EXPECT_EQ("QUEUED STARTING RUNNING CANCELLED ", end_after_refusals(*observer_, id, 4));
 }
 
 // Its jobs train below the service's priority. A job's start, up to the
