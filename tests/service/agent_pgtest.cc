@@ -9,7 +9,6 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -93,6 +92,10 @@ class AgentTest : public ::testing::Test {
     }
     return std::nullopt;
   }
+
+  // What job `id`'s end comes to when the database refuses it `refusals`
+  // times first (defined below).
+  std::string end_after_refusals(std::int64_t id, int refusals);
 
   // Polls `done` until it holds or the (generous) deadline passes.
   template <class Done>
@@ -446,33 +449,26 @@ int server_log_lines_with(const std::string& text) {
 // What a job's end that the database refuses at first comes to: events
 // table renamed away (in this test's own schema: every transition records
 // an event, so none is stored), the job's cancel requested, the end
-// refused `refusals` times, the table back; the job's states as its events
-// give them once it is CANCELLED ("" if it never was).
-std::string end_after_refusals(db::ConnectionPool& observer, std::int64_t id, int refusals) {
-  db::Repositories repo(observer);
+// refused `refusals` times (counted in the server's log), the table back;
+// the job's states as its events give them once it is CANCELLED ("" if it
+// never was).
+std::string AgentTest::end_after_refusals(std::int64_t id, int refusals) {
+  db::Repositories repo(*observer_);
   auto sql = [&](const char* text) {
-    auto connection = observer.acquire(seconds(5));
+    auto connection = observer_->acquire(seconds(5));
     return connection.ok() && (*connection)->execute(text).ok();
-  };
-  auto within = [](seconds limit, const std::function<bool()>& done) {
-    for (const auto deadline = std::chrono::steady_clock::now() + limit;
-         std::chrono::steady_clock::now() < deadline;
-         std::this_thread::sleep_for(milliseconds(20))) {
-      if (done()) return true;
-    }
-    return false;
   };
   const std::string missing = "relation \"job_events\" does not exist";
   const int refused_before = server_log_lines_with(missing);
   EXPECT_TRUE(sql("ALTER TABLE job_events RENAME TO job_events_away"));
   EXPECT_TRUE(repo.jobs.request_cancel(id).ok());
   // The copy stops for the cancel; its end is refused, again and again.
-  EXPECT_TRUE(within(seconds(60), [&] {
-    return server_log_lines_with(missing) >= refused_before + refusals;
-  })) << "the end was not written again";
+  EXPECT_TRUE(eventually(
+      [&] { return server_log_lines_with(missing) >= refused_before + refusals; }, seconds(60)))
+      << "the end was not written again";
   EXPECT_EQ(db::JobState::kRunning, repo.jobs.get_job(id)->value().state);
   EXPECT_TRUE(sql("ALTER TABLE job_events_away RENAME TO job_events"));
-  if (!within(seconds(30), [&] {
+  if (!eventually([&] {
         auto row = repo.jobs.get_job(id);
         return row.ok() && *row && (**row).state == db::JobState::kCancelled;
       }))
@@ -493,13 +489,14 @@ TEST_F(AgentTest, AnEndTheDatabaseRefusesIsWrittenAgainUntilItIsStored) {
   const std::int64_t id = place_endless_job(repo, agent->epoch());
   ASSERT_NE(0, id);
   ASSERT_TRUE(eventually([&] { return trains_now(repo, id); }));
-  EXPECT_EQ("QUEUED STARTING RUNNING CANCELLED ", end_after_refusals(*observer_, id, 2))
+  EXPECT_EQ("QUEUED STARTING RUNNING CANCELLED ", end_after_refusals(id, 2))
       << "one copy, and the end it decided";
 }
 
 // The same for a slice spanning two agents, whose first part writes the
-// end: its end is written again while the looks go on (four refusals take
-// 1.5 s of back-off, three looks), and lands. When a look stopped that
+// end: its end is written again while the looks go on (five refusals take
+// 1.5 s of back-off: 0.1 + 0.2 + 0.4 + 0.8 s, three looks' poll intervals),
+// and lands. When a look stopped that
 // copy as moved on (its placement among the ended ones), the job stayed
 // RUNNING with no copy anywhere.
 TEST_F(AgentTest, ASlicesEndTheDatabaseRefusesIsWrittenAgainUntilItIsStored) {
@@ -541,7 +538,7 @@ TEST_F(AgentTest, ASlicesEndTheDatabaseRefusesIsWrittenAgainUntilItIsStored) {
   ASSERT_TRUE(eventually([&] { return trains_now(repo, id); }, seconds(60)))
       << nlohmann::json::parse(repo.jobs.get_job(id)->value().error_json.value_or("{}")).dump()
       << " " << db::to_string(repo.jobs.get_job(id)->value().state);
-  EXPECT_EQ("QUEUED STARTING RUNNING CANCELLED ", end_after_refusals(*observer_, id, 4));
+  EXPECT_EQ("QUEUED STARTING RUNNING CANCELLED ", end_after_refusals(id, 5));
 }
 
 // Its jobs train below the service's priority. A job's start, up to the
