@@ -241,10 +241,13 @@ base::Result<bool> LeaderLock::hold() {
 
 void LeaderLock::release() { connection_.reset(); }  // the session ends: PostgreSQL frees the lock
 
-base::Result<std::int64_t> ClusterRepository::next_slice_placement() {
+base::Result<std::int64_t> ClusterRepository::reserve_placements() {
   return with_connection(
       pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<std::int64_t> {
-        base::Result<QueryResult> rows = connection.execute("SELECT nextval('slice_placements')");
+        // The session's synchronous_commit is the server's (on): the
+        // transaction's commit waits for the WAL that holds the sequence's
+        // new value to reach the disk.
+        base::Result<QueryResult> rows = connection.execute("SELECT nextval('placements')");
         if (!rows.ok()) return rows.error();
         return rows->int64(0, 0);
       });

@@ -120,9 +120,13 @@ class ClusterRepository {
   // transaction: at once).
   base::Status notify(const char* channel, const std::string& payload);
 
-  // A new number for the placement of a slice spanning agents: the scope of
-  // its rendezvous keys.
-  base::Result<std::int64_t> next_slice_placement();
+  // Reserves kPlacementBlock numbers for placements (JobRow::placement),
+  // answering the first; the block is first + 0 .. first + kPlacementBlock
+  // - 1, and no other reservation overlaps it. Committed synchronously, in
+  // a transaction of its own, before any number of it is used: a database
+  // crash never hands a number out again (db/migrations/041).
+  static constexpr std::int64_t kPlacementBlock = 1000;  // the sequence's INCREMENT
+  base::Result<std::int64_t> reserve_placements();
   // The Gloo rendezvous of placement `placement`: set() stores (replacing),
   // get() returns nullopt while the key is absent. Rows of placements older
   // than `keep` are removed by forget_rendezvous_before().

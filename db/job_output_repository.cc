@@ -5,12 +5,13 @@
 namespace tpujobs::db {
 
 // A row t of a job's output with column t.fence lands when t.fence is 0
-// (unfenced) or the job still runs under that placement epoch. FOR SHARE
+// (unfenced) or the job still runs under that placement (JobRow::placement:
+// not an earlier placement on the same agent's registration). FOR SHARE
 // orders it against a concurrent requeue: the requeue waits for this
 // insert, or this insert sees the requeue and is dropped.
 #define TPUJOBS_FENCE_HOLDS                                            \
   "(t.fence = 0 OR EXISTS (SELECT 1 FROM jobs f WHERE f.id = t.job_id" \
-  " AND f.placement_epoch = t.fence AND f.state IN ('STARTING', 'RUNNING') FOR SHARE))"
+  " AND f.placement = t.fence AND f.state IN ('STARTING', 'RUNNING') FOR SHARE))"
 namespace {
 
 constexpr int kMaxListLimit = 10000;
@@ -53,8 +54,8 @@ base::Status JobOutputRepository::append_logs(const std::vector<LogLine>& lines)
     seqs.emplace_back(std::to_string(line.seq));
     times.push_back(time_or_now(line.at));
     texts.emplace_back(line.line);
-    fences.emplace_back(std::to_string(line.fence_epoch));
-    fenced |= line.fence_epoch != 0;
+    fences.emplace_back(std::to_string(line.fence));
+    fenced |= line.fence != 0;
   }
   return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> base::Status {
     base::Result<QueryResult> rows =
@@ -116,7 +117,7 @@ base::Status JobOutputRepository::append_metrics(const std::vector<MetricPoint>&
     epochs.emplace_back(std::to_string(point.epoch));
     times.push_back(time_or_now(point.at));
     metrics.emplace_back(point.metrics_json);
-    fences.emplace_back(std::to_string(point.fence_epoch));
+    fences.emplace_back(std::to_string(point.fence));
   }
   // Unfenced points pass the fence (fence 0), so one statement serves both.
   return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> base::Status {
@@ -209,8 +210,7 @@ std::map<std::int64_t, JobOutputRepository::ResumePoint> JobOutputRepository::re
 }
 
 base::Status JobOutputRepository::save_checkpoint(std::int64_t job_id, std::int64_t step, int epoch,
-                                                  const std::string& bytes,
-                                                  std::int64_t fence_epoch) {
+                                                  const std::string& bytes, std::int64_t fence) {
   // The chunks are copied in first, then one statement adds the checkpoint
   // row where the fence holds (job_checkpoint_chunks' key on it is
   // deferred) and prunes, and the transaction commits: the job row's lock
@@ -253,14 +253,13 @@ base::Status JobOutputRepository::save_checkpoint(std::int64_t job_id, std::int6
         "    ORDER BY o.step DESC LIMIT 1)"
         "  RETURNING 1"
         ") SELECT (SELECT count(*) FROM saved), (SELECT count(*) FROM pruned)",
-        {job_id, step, epoch, fence_epoch});
+        {job_id, step, epoch, fence});
     if (!saved.ok()) return saved.error();
     if (saved->int64(0, 0) == 0) {
       // The transaction rolls back: the chunks copied go too.
-      return base::make_error(base::ErrorCode::kConflict,
-                              "job " + std::to_string(job_id) +
-                                  " no longer runs under placement epoch " +
-                                  std::to_string(fence_epoch));
+      return base::make_error(base::ErrorCode::kConflict, "job " + std::to_string(job_id) +
+                                                              " no longer runs under placement " +
+                                                              std::to_string(fence));
     }
     base::Status committed = transaction->commit();
     if (!committed.ok()) return committed;

@@ -47,9 +47,9 @@ struct LogLine {
   std::int64_t seq = 0;
   TimePoint at{};  // default (epoch): the time of the insert
   std::string line{};
-  // Non-zero: stored only while the job runs under this placement epoch
-  // (DESIGN §9 fencing); a line of a stale agent is dropped.
-  std::int64_t fence_epoch = 0;
+  // Non-zero: stored only while the job runs under this placement
+  // (JobRow::placement, DESIGN §9 fencing); a line of a stale copy is dropped.
+  std::int64_t fence = 0;
 };
 
 struct MetricPoint {
@@ -57,9 +57,9 @@ struct MetricPoint {
   std::int64_t seq = 0;
   std::int64_t step = 0;
   int epoch = 0;
-  TimePoint at{};                // default (epoch): the time of the insert
-  std::string metrics_json{};    // {"loss": 0.31, "samples_per_s": 5120, ...}
-  std::int64_t fence_epoch = 0;  // as LogLine's
+  TimePoint at{};              // default (epoch): the time of the insert
+  std::string metrics_json{};  // {"loss": 0.31, "samples_per_s": 5120, ...}
+  std::int64_t fence = 0;      // as LogLine's
 };
 
 struct CheckpointRow {
@@ -117,8 +117,8 @@ class JobOutputRepository {
   // Stores a checkpoint (replacing one at the same step) and deletes all but
   // the job's two latest (by step), in one transaction. The bytes go in as
   // rows of 8,096 bytes, streamed by COPY (migrations 009, 013). With a
-  // non-zero fence_epoch, only while the job runs under that placement
-  // epoch: kConflict (nothing stored) otherwise.
+  // non-zero fence, only while the job runs under that placement
+  // (JobRow::placement): kConflict (nothing stored) otherwise.
   //
   // Retention (issue 34): the rows of the checkpoints it replaces are dead
   // until a VACUUM frees their pages, and autovacuum (its threshold a fifth
@@ -130,7 +130,7 @@ class JobOutputRepository {
   // The next checkpoints reuse the pages freed, and the table stays within a
   // few checkpoints of its live data (bench/db/checkpoint_retention_bench).
   base::Status save_checkpoint(std::int64_t job_id, std::int64_t step, int epoch,
-                               const std::string& bytes, std::int64_t fence_epoch = 0);
+                               const std::string& bytes, std::int64_t fence = 0);
   // The checkpoint with the highest step; nullopt when none.
   base::Result<std::optional<CheckpointRow>> latest_checkpoint(std::int64_t job_id);
 

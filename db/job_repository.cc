@@ -272,13 +272,14 @@ base::Result<std::vector<JobRow>> JobRepository::listed_rows(const std::vector<s
 base::Status JobRepository::update_progress(std::int64_t id,
                                             const std::optional<std::string>& progress_json,
                                             const std::optional<std::string>& latest_metrics_json,
-                                            std::int64_t fence_epoch) {
+                                            std::int64_t fence) {
   return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> base::Status {
     base::Result<QueryResult> rows = connection.execute(
         "UPDATE jobs SET progress = COALESCE($2::jsonb, progress),"
         " latest_metrics = COALESCE($3::jsonb, latest_metrics), updated_at = now()"
-        " WHERE id = $1::bigint AND ($4::bigint = 0 OR placement_epoch = $4::bigint)",
-        {id, progress_json, latest_metrics_json, fence_epoch});
+        " WHERE id = $1::bigint AND ($4::bigint = 0 OR (placement = $4::bigint"
+        "   AND state IN ('STARTING', 'RUNNING')))",
+        {id, progress_json, latest_metrics_json, fence});
     if (!rows.ok()) return rows.error();
     if (rows->affected_rows() == 0) {
       return base::make_error(base::ErrorCode::kNotFound, "no job " + std::to_string(id));
@@ -312,7 +313,7 @@ base::Status JobRepository::set_pending(
   });
 }
 
-base::Result<bool> JobRepository::request_preemption(std::int64_t victim, std::int64_t epoch,
+base::Result<bool> JobRepository::request_preemption(std::int64_t victim, std::int64_t placement,
                                                      std::int64_t preemptor,
                                                      const std::string& preemptor_reason,
                                                      const std::string& preemptor_detail,
@@ -322,7 +323,7 @@ base::Result<bool> JobRepository::request_preemption(std::int64_t victim, std::i
         base::Result<QueryResult> rows = connection.execute(
             "WITH marked AS ("
             "  UPDATE jobs SET preempted_by = $3::bigint, updated_at = now()"
-            "  WHERE id = $1::bigint AND placement_epoch = $2::bigint"
+            "  WHERE id = $1::bigint AND placement = $2::bigint"
             "    AND state IN ('STARTING', 'RUNNING') AND preempted_by IS NULL"
             "    AND NOT cancel_requested"
             "    AND ($6::bigint IS NULL"
@@ -335,7 +336,7 @@ base::Result<bool> JobRepository::request_preemption(std::int64_t victim, std::i
             "    AND EXISTS (SELECT 1 FROM marked)"
             ")"
             " SELECT count(*) FROM marked",
-            {victim, epoch, preemptor, preemptor_reason, preemptor_detail, leader_term});
+            {victim, placement, preemptor, preemptor_reason, preemptor_detail, leader_term});
         if (!rows.ok()) return rows.error();
         return rows->int64(0, 0) > 0;
       });

@@ -85,6 +85,11 @@ struct JobRow {
   // Requeues, without a retry spent, after its agent was lost before the
   // job started there (Transition::count_unstarted_requeue).
   int unstarted_requeues = 0;
+  // Which placement of the job this is (db/migrations/041): a number no
+  // other placement of any job has, set when it is placed (STARTING) and
+  // cleared with the placement. The fence of every write an agent makes
+  // about the job it runs.
+  std::optional<std::int64_t> placement{};
 };
 
 struct InsertedJob {
@@ -160,13 +165,15 @@ struct Transition {
   // before the job started on it.
   bool count_unstarted_requeue = false;
   bool clear_pending = false;  // also clears preempted_by: the job is placed
-  // The placement (DESIGN §9): the agent that runs the job and the epoch of
-  // its registration; clear_placement sets both to NULL.
+  // The placement (DESIGN §9): the agent that runs the job, the epoch of
+  // its registration and the placement's number (JobRow::placement);
+  // clear_placement sets all three to NULL.
   std::optional<std::string> agent{};
   std::optional<std::int64_t> placement_epoch{};
+  std::optional<std::int64_t> placement{};
   bool clear_placement = false;
-  // Fencing: applied only while the job's placement_epoch equals this.
-  std::optional<std::int64_t> require_epoch{};
+  // Fencing: applied only while the job's placement is this one.
+  std::optional<std::int64_t> require_placement{};
   // Applied only while each of these agents is alive under this epoch (a
   // placement: its agent, or every agent of a slice spanning agents).
   std::vector<std::pair<std::string, std::int64_t>> require_alive{};
@@ -258,11 +265,11 @@ class JobRepository {
 
   // Sets progress and latest_metrics (JSON); nullopt keeps the current
   // value. kNotFound when there is no such job.
-  // With a non-zero fence_epoch, only while the job's placement_epoch is
-  // that (kNotFound otherwise).
+  // With a non-zero fence, only while the job is STARTING or RUNNING under
+  // that placement (kNotFound otherwise).
   base::Status update_progress(std::int64_t id, const std::optional<std::string>& progress_json,
                                const std::optional<std::string>& latest_metrics_json,
-                               std::int64_t fence_epoch = 0);
+                               std::int64_t fence = 0);
 
   // Sets why the job waits (job_pending, db/migrations/040) for many queued
   // jobs in one statement (nullopt clears it); jobs no longer QUEUED are
@@ -279,13 +286,13 @@ class JobRepository {
   base::Status request_cancel(std::int64_t id);
 
   // Preemption (cluster mode): marks the STARTING or RUNNING `victim` with
-  // preempted_by = `preemptor` while its placement is still `epoch` (and it
+  // preempted_by = `preemptor` while its placement is still `placement` (and it
   // is not marked nor being cancelled), and records the preemptor's event
   // (QUEUED -> QUEUED, `preemptor_reason` and `preemptor_detail`; none when
   // the reason is empty) in the same statement, while the scheduler
   // leader's term is `leader_term` (none: unfenced). False when the victim
   // was not marked.
-  base::Result<bool> request_preemption(std::int64_t victim, std::int64_t epoch,
+  base::Result<bool> request_preemption(std::int64_t victim, std::int64_t placement,
                                         std::int64_t preemptor, const std::string& preemptor_reason,
                                         const std::string& preemptor_detail,
                                         std::optional<std::int64_t> leader_term = std::nullopt);

@@ -36,6 +36,7 @@ JobRow read_job(const QueryResult& rows, int row, int first_column) {
   if (!rows.is_null(row, c + 28)) job.preempted_by = rows.int64(row, c + 28);
   job.requeued_at = rows.optional_timestamp(row, c + 29);
   job.unstarted_requeues = static_cast<int>(rows.int64(row, c + 30));
+  if (!rows.is_null(row, c + 31)) job.placement = rows.int64(row, c + 31);
   return job;
 }
 

@@ -23,7 +23,7 @@
   ", j.attempt, j.cancel_requested, j.created_at, j.started_at, "              \
   "j.finished_at, j.updated_at, j.agent, j.placement_epoch, "                  \
   "j.array_id, j.array_index, j.array_values, j.preempted_by, j.requeued_at, " \
-  "j.unstarted_requeues"
+  "j.unstarted_requeues, j.placement"
 #define TPUJOBS_JOB_COLUMNS_AFTER_SPEC TPUJOBS_JOB_COLUMNS_AFTER_SPEC_WITH("j.result")
 #define TPUJOBS_JOB_COLUMNS \
   TPUJOBS_JOB_COLUMNS_BEFORE_SPEC "j.spec, " TPUJOBS_JOB_COLUMNS_AFTER_SPEC
@@ -38,7 +38,8 @@
   "NULL, NULL, j.allocation, NULL, NULL, NULL, "                            \
   "NULL, NULL, j.attempt, j.cancel_requested, j.created_at, j.started_at, " \
   "NULL, j.updated_at, j.agent, j.placement_epoch, "                        \
-  "NULL, NULL, NULL, j.preempted_by, j.requeued_at, j.unstarted_requeues"
+  "NULL, NULL, NULL, j.preempted_by, j.requeued_at, j.unstarted_requeues, " \
+  "j.placement"
 #define TPUJOBS_JOB_SCHEDULING_COLUMNS TPUJOBS_JOB_SCHEDULING_COLUMNS_WITH("NULL")
 // The same, with the spec of a job above $2 (ScheduleSince::specs_above).
 #define TPUJOBS_JOB_SCHEDULING_WITH_SPEC \

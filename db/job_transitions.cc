@@ -20,7 +20,7 @@ namespace {
     "  SELECT id, state, cancel_requested AND $25::text IS NOT NULL AS cancelled FROM jobs" \
     "  WHERE id = $1::bigint AND state = ANY($2::text[])" \
     "    AND state NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')" \
-    "    AND ($17::bigint IS NULL OR placement_epoch = $17::bigint)" \
+    "    AND ($17::bigint IS NULL OR placement = $17::bigint)" \
     /* Every agent it is placed on still alive under the placement's epoch, */ \
     /* its row share-locked so that a drain or a leave waits for this */ \
     /* statement, or this one sees it (and places nothing). */ \
@@ -48,6 +48,7 @@ namespace {
     "    agent = CASE WHEN $16::boolean THEN NULL ELSE COALESCE($14::text, j.agent) END," \
     "    placement_epoch = CASE WHEN $16::boolean THEN NULL" \
     "                           ELSE COALESCE($15::bigint, j.placement_epoch) END," \
+    "    placement = CASE WHEN $16::boolean THEN NULL ELSE COALESCE($27::bigint, j.placement) END," \
     "    requeued_at = CASE WHEN $19::boolean THEN now() ELSE j.requeued_at END" \
     "  FROM previous WHERE j.id = previous.id" \
     "  RETURNING " returning \
@@ -95,7 +96,7 @@ constexpr const char* kTransitionWithWork =
 constexpr const char* kTransitionWithWorkThenRunning = TPUJOBS_TRANSITION_TO(
     "'RUNNING'",
     " UNION ALL SELECT r.id, $3::text, 'RUNNING',"
-    "   CASE WHEN k.step IS NULL THEN $27::text ELSE $28::text || k.step || $29::text END, NULL"
+    "   CASE WHEN k.step IS NULL THEN $28::text ELSE $29::text || k.step || $30::text END, NULL"
     " FROM changed r LEFT JOIN LATERAL (SELECT step FROM job_checkpoints"
     "   WHERE job_id = r.id ORDER BY step DESC LIMIT 1) AS k ON true",
     TPUJOBS_JOB_COLUMNS ", previous.state AS from_state", TPUJOBS_WITH_WORK);
@@ -134,7 +135,7 @@ std::vector<Param> transition_params(const Transition& t) {
                                   t.agent,
                                   t.placement_epoch,
                                   t.clear_placement,
-                                  t.require_epoch,
+                                  t.require_placement,
                                   t.preempted_by,
                                   t.set_requeued_at,
                                   alive_names,
@@ -143,7 +144,8 @@ std::vector<Param> transition_params(const Transition& t) {
                                   t.count_unstarted_requeue,
                                   t.asynchronous_commit,
                                   cancelled_reason,
-                                  cancelled_error};
+                                  cancelled_error,
+                                  t.placement};
   return params;
 }
 

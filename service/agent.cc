@@ -66,7 +66,7 @@ base::Status Agent::start() {
 void Agent::stop() {
   if (!started_) return;
   std::vector<std::thread> threads;
-  std::vector<std::pair<std::int64_t, std::int64_t>> parts;  // (job, placement epoch)
+  std::vector<std::pair<std::int64_t, std::int64_t>> parts;  // (job, placement)
   {
     base::MutexLock lock(mutex_);
     if (stopping_) return;
@@ -75,8 +75,7 @@ void Agent::stop() {
     // trip of the leader's to the database: its copy is stopped below too.
     lock.wait(promises_settled_, [this]() REQUIRES(mutex_) { return promised_.empty(); });
     for (const auto& [id, run] : runs_) {
-      // Fenced by the job's placement epoch: the first part's agent's.
-      if (run->peer()) parts.emplace_back(id, run->row.placement_epoch.value_or(run->epoch));
+      if (run->peer()) parts.emplace_back(id, run->placement);
     }
   }
   // Draining: once this commits no job is placed here (a placement requires
@@ -268,8 +267,8 @@ void Agent::reconcile() {
     const std::int64_t epoch = epoch_;
     std::map<std::int64_t, RunningCopy> copies;
     for (const auto& [id, run] : runs_) {
-      copies[id] = {run->epoch, run->slice, run->handed_after && *run->handed_after >= look,
-                    run->running_written, run->named};
+      copies[id] = {run->epoch, run->placement, run->slice,
+                    run->handed_after && *run->handed_after >= look, run->named};
     }
     SupervisionPlan plan = plan_supervision(options_.name, epoch, work->placed, work->slice_parts,
                                             copies, ended_slice_placements_);
@@ -363,6 +362,7 @@ void Agent::start_locked(StartRun start, std::int64_t epoch,
   run->running_written = running_written;
   run->row = std::move(start.row);
   run->epoch = epoch;
+  run->placement = run->row.placement.value_or(kNoPlacement);
   run->slice = std::move(start.slice);
   run->resume_point = point;
   run->handed_after = handed_after;

@@ -4,8 +4,9 @@
 // in the leader's own process, RUNNING ones placed started and handed over:
 // service/local_agent.h) on
 // its own worker threads, and writes their state, log lines, metrics,
-// progress and checkpoints, every write conditional on the placement's
-// epoch (fencing).
+// progress and checkpoints, every write conditional on the job's placement
+// (fencing: its number, jobs.placement, which a job placed here again under
+// the same epoch does not share).
 //
 // Threads: a heartbeat on a connection of its own (so that neither the
 // supervisor's work nor runners holding the shared pool's connections can
@@ -181,7 +182,7 @@ class Agent final : public LocalAgent {
                                                              int max_retries);
   // The transition of a job this agent stops running (or never started):
   // requeued to resume anywhere, no attempt spent.
-  db::Transition shutdown_requeue(std::int64_t job, std::int64_t epoch) const;
+  db::Transition shutdown_requeue(std::int64_t job, std::int64_t placement) const;
   executor::DeviceFacts device_for(const db::JobRow& row) const;
 
   db::ConnectionPool& pool_;
@@ -246,7 +247,7 @@ class Agent final : public LocalAgent {
   std::condition_variable wake_;
   std::condition_variable heartbeat_wake_;
 
-  // Every write fenced by its run's placement epoch; stored lines wake the
+  // Every write fenced by its run's placement; stored lines wake the
   // log followers of every replica.
   RepositoryTelemetryStore telemetry_store_{repo_, cluster_, /*notify_logs=*/true,
                                             options_.wake_bus};

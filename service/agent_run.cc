@@ -52,7 +52,7 @@ class Agent::RendezvousRows final : public RendezvousKeys {
 };
 
 // Routes the executor's output to the telemetry writer, every item fenced
-// by the run's placement epoch.
+// by the run's placement.
 class Agent::Sink final : public executor::TrainingSink {
  public:
   Sink(Agent& agent, Run& run) : agent_(agent), run_(run) {}
@@ -60,7 +60,7 @@ class Agent::Sink final : public executor::TrainingSink {
   void log(std::string_view line) override {
     run_.next_log_seq =
         agent_.telemetry_.log({run_.row.id, run_.next_log_seq, agent_.options_.clock->wall_now(),
-                               std::string(line), run_.epoch});
+                               std::string(line), run_.placement});
   }
 
   void metrics(const executor::MetricPoint& point) override {
@@ -71,13 +71,13 @@ class Agent::Sink final : public executor::TrainingSink {
     }
     agent_.telemetry_.metric({run_.row.id, run_.next_metric_seq++, point.step, point.epoch,
                               agent_.options_.clock->wall_now(), metric_values_json(point.values),
-                              run_.epoch});
+                              run_.placement});
   }
 
   // Stored after the lines and points queued before it (see
   // service/telemetry_writer.h).
   void checkpoint(std::shared_ptr<const executor::Checkpoint> checkpoint) override {
-    agent_.telemetry_.checkpoint(run_.row.id, run_.epoch, std::move(checkpoint));
+    agent_.telemetry_.checkpoint(run_.row.id, run_.placement, std::move(checkpoint));
   }
   bool ready_for_checkpoint() override {
     return agent_.telemetry_.ready_for_checkpoint(run_.row.id);
@@ -95,7 +95,7 @@ class Agent::Sink final : public executor::TrainingSink {
 
   void record_progress() {
     if (!run_.progress) return;
-    agent_.telemetry_.progress(run_.row.id, run_.epoch, progress_json(*run_.progress),
+    agent_.telemetry_.progress(run_.row.id, run_.placement, progress_json(*run_.progress),
                                metric_values_json(run_.latest_metrics));
   }
 
@@ -180,8 +180,9 @@ bool Agent::start_placed(Run& run) {
     const std::string where = run.slice ? "agents of its slice" : "agent " + options_.name;
     const std::optional<std::int64_t> step =
         run.resume ? std::optional<std::int64_t>(run.resume->step) : std::nullopt;
-    auto moved = write_viewed(lifecycle::run(
-        run.row.id, lifecycle::running_text(lifecycle::running_reason(where), step), run.epoch));
+    auto moved = write_viewed(
+        lifecycle::run(run.row.id, lifecycle::running_text(lifecycle::running_reason(where), step),
+                       run.placement));
     // Moved on meanwhile, or the database is away: the next look decides.
     if (!moved.ok() || !*moved) return false;
   }
@@ -285,7 +286,7 @@ std::optional<api::JobSpec> Agent::placed_spec(Run& run) {
   }
   if (!run.peer()) {  // the first part reports it
     (void)write(lifecycle::reject(run.row.id, {JobState::kStarting, JobState::kRunning}, "by agent",
-                                  why, run.epoch));
+                                  why, run.placement));
   }
   return std::nullopt;
 }
@@ -343,7 +344,7 @@ std::optional<db::Transition> Agent::end_of(const Run& run, const executor::Trai
                       {"parameters_digest", result.parameters_digest}};
   if (result.outcome == executor::Outcome::kSucceeded) {
     return lifecycle::finish(id, JobState::kSucceeded, "Training finished", std::nullopt,
-                             result_json.dump(), run.epoch);
+                             result_json.dump(), run.placement);
   }
   if (result.outcome == executor::Outcome::kFailed && run.slice &&
       result.error->type == "UNAVAILABLE") {
@@ -355,18 +356,18 @@ std::optional<db::Transition> Agent::end_of(const Run& run, const executor::Trai
     const base::Error& e = *result.error;
     return lifecycle::finish(id, JobState::kFailed, e.type + ": " + e.message,
                              lifecycle::error_text(e.type, e.message, e.hint), result_json.dump(),
-                             run.epoch);
+                             run.placement);
   }
   switch (reason) {
     case StopReason::kUserCancel:
       return lifecycle::finish(id, JobState::kCancelled, "Cancelled by request",
                                lifecycle::error_text("CANCELLED", "the job was cancelled", ""),
-                               result_json.dump(), run.epoch);
+                               result_json.dump(), run.placement);
     case StopReason::kShutdown:
-      return shutdown_requeue(id, run.epoch);
+      return shutdown_requeue(id, run.placement);
     case StopReason::kPreempted:
       // Not a failure: the attempt count (max_retries) is left alone.
-      return lifecycle::preempt(id, run.preempted_by.load(), run.epoch);
+      return lifecycle::preempt(id, run.preempted_by.load(), run.placement);
     case StopReason::kMovedOn:  // the job belongs to another placement now
     case StopReason::kNone:
       break;
@@ -387,10 +388,10 @@ base::Result<std::unique_ptr<executor::SliceCollective>> Agent::join_slice(const
   return std::unique_ptr<executor::SliceCollective>(std::move(*connected));
 }
 
-db::Transition Agent::shutdown_requeue(std::int64_t job, std::int64_t epoch) const {
+db::Transition Agent::shutdown_requeue(std::int64_t job, std::int64_t placement) const {
   return lifecycle::requeue_elsewhere(
       job, "Agent " + options_.name + " stopping; requeued to resume from its last checkpoint",
-      epoch, /*retry=*/false, {JobState::kStarting, JobState::kRunning});
+      placement, /*retry=*/false, {JobState::kStarting, JobState::kRunning});
 }
 
 std::optional<db::Transition> Agent::retry_after_unreachable_peer(const Run& run,
@@ -405,7 +406,7 @@ std::optional<db::Transition> Agent::retry_after_unreachable_peer(const Run& run
       run.row.id,
       "UNAVAILABLE: failed to connect to all addresses (a peer of its slice); requeued to resume "
       "from its last checkpoint",
-      run.epoch, /*retry=*/true, {JobState::kRunning});
+      run.placement, /*retry=*/true, {JobState::kRunning});
 }
 
 }  // namespace tpujobs::service

@@ -18,10 +18,15 @@
 
 namespace tpujobs::service {
 
-// One copy of a job running here, under the placement epoch it was given.
+// One copy of a job running here, under the agent's epoch and the
+// placement it was given.
 struct Agent::Run {
   db::JobRow row;
   std::int64_t epoch = 0;
+  // The fence of every write of this copy: its row's placement
+  // (JobRow::placement; kNoPlacement when the row has none, which no
+  // write matches).
+  std::int64_t placement = kNoPlacement;
   std::atomic<bool> cancel{false};
   std::atomic<bool> checkpoint_on_cancel{false};
   std::atomic<StopReason> stop_reason{StopReason::kNone};

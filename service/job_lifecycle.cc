@@ -42,7 +42,7 @@ db::Transition ending(std::int64_t job, JobStateSet from, JobState to, std::stri
 }  // namespace
 
 db::Transition place_on_agent(std::int64_t job, std::string reason, std::string allocation_json,
-                              std::string agent, std::int64_t epoch,
+                              std::string agent, std::int64_t epoch, std::int64_t placement,
                               const std::vector<std::pair<std::string, std::int64_t>>& parts) {
   db::Transition t = make(job, {JobState::kQueued}, JobState::kStarting, std::move(reason));
   t.allocation_json = std::move(allocation_json);
@@ -52,6 +52,7 @@ db::Transition place_on_agent(std::int64_t job, std::string reason, std::string 
   if (parts.empty()) t.require_alive.emplace_back(agent, epoch);
   t.agent = std::move(agent);
   t.placement_epoch = epoch;
+  t.placement = placement;
   // A placement that a database crash undoes is placed again. What follows
   // it commits synchronously (the agent's RUNNING, or, placed started, each
   // write of its copy), and WAL reaches the disk in order, so nothing stored
@@ -63,7 +64,7 @@ db::Transition place_on_agent(std::int64_t job, std::string reason, std::string 
 db::Transition run(std::int64_t job, std::string reason, std::int64_t fence) {
   db::Transition t =
       make(job, {JobState::kStarting, JobState::kRunning}, JobState::kRunning, std::move(reason));
-  t.require_epoch = fence;
+  t.require_placement = fence;
   return t;
 }
 
@@ -84,7 +85,7 @@ db::Transition place_started(db::Transition placement, const std::string& where)
 db::Transition requeue_elsewhere(std::int64_t job, std::string reason,
                                  std::optional<std::int64_t> fence, bool retry, JobStateSet from) {
   db::Transition t = make(job, std::move(from), JobState::kQueued, std::move(reason));
-  t.require_epoch = fence;
+  t.require_placement = fence;
   t.increment_attempt = retry;
   t.clear_placement = true;
   t.clear_allocation = true;
@@ -104,7 +105,7 @@ db::Transition preempt(std::int64_t job, std::int64_t preemptor, std::int64_t fe
       make(job, {JobState::kRunning}, JobState::kQueued, preempted_reason(preemptor));
   t.detail_json = preempted_detail(preemptor);
   t.preempted_by = preemptor;  // so it still reads Preempted after a restart
-  t.require_epoch = fence;
+  t.require_placement = fence;
   t.clear_placement = true;
   t.clear_allocation = true;
   return t;
@@ -116,7 +117,7 @@ db::Transition finish(std::int64_t job, JobState to, std::string reason,
   db::Transition t =
       ending(job, {JobState::kRunning}, to, std::move(reason), std::move(error_json));
   t.result_json = std::move(result_json);
-  t.require_epoch = fence;
+  t.require_placement = fence;
   return t;
 }
 
@@ -138,7 +139,7 @@ db::Transition reject(std::int64_t job, JobStateSet from, const std::string& whe
   db::Transition t =
       ending(job, std::move(from), JobState::kFailed, "Rejected " + where + ": " + why,
              error_text("INTERNAL", why, "resubmit the job against the current pool"));
-  t.require_epoch = fence;
+  t.require_placement = fence;
   return t;
 }
 
@@ -147,7 +148,7 @@ db::Transition fail_unavailable(std::int64_t job, const std::string& hint,
   db::Transition t = ending(job, {JobState::kStarting, JobState::kRunning}, JobState::kFailed,
                             "UNAVAILABLE: failed to connect to all addresses",
                             error_text("UNAVAILABLE", "failed to connect to all addresses", hint));
-  t.require_epoch = fence;
+  t.require_placement = fence;
   t.clear_placement = true;
   t.clear_allocation = true;
   return t;
@@ -158,7 +159,7 @@ db::Transition cancel_placed(std::int64_t job, std::optional<std::int64_t> fence
       ending(job, {JobState::kStarting, JobState::kRunning}, JobState::kCancelled,
              "Cancelled by request; its placement ended (its agent lost or a host failed) first",
              error_text("CANCELLED", "the job was cancelled", ""));
-  t.require_epoch = fence;
+  t.require_placement = fence;
   t.clear_placement = true;
   t.clear_allocation = true;
   return t;

@@ -13,9 +13,10 @@
 // never change. A cancel answered 202 is honoured: every end other than
 // CANCELLED ends a job whose cancel is stored CANCELLED instead
 // (Transition::if_cancel_requested), whichever end its agent or the leader
-// decided from a read before the request. A transition made by an agent is fenced by the placement
-// epoch it runs under (DESIGN §9): it lands only while the job is still
-// placed there.
+// decided from a read before the request. A transition about a placed job
+// is fenced by its placement (JobRow::placement, DESIGN §9): it lands only
+// while the job is still placed as the writer knew it, not merely on the same
+// agent again.
 #pragma once
 
 #include <cstdint>
@@ -37,16 +38,17 @@ nlohmann::json error_json(std::string_view type, std::string_view message, std::
 std::string error_text(std::string_view type, std::string_view message, std::string_view hint);
 
 // QUEUED -> STARTING: the scheduler leader places the job on
-// `agent`, whose registration is `epoch`; the pending reason is cleared. It
+// `agent`, whose registration is `epoch`, as placement number `placement`
+// (ClusterRepository::reserve_placements); the pending reason is cleared. It
 // lands only while that agent is alive under that epoch (not draining, not
 // lost), or for a slice spanning agents every agent of `parts` (agent,
 // epoch) is. It is committed without waiting for the disk: a database
 // crash may undo it, and the job is then placed again.
 db::Transition place_on_agent(std::int64_t job, std::string reason, std::string allocation_json,
-                              std::string agent, std::int64_t epoch,
+                              std::string agent, std::int64_t epoch, std::int64_t placement,
                               const std::vector<std::pair<std::string, std::int64_t>>& parts = {});
-// STARTING|RUNNING -> RUNNING, fenced by the agent's placement epoch (an
-// agent that restarts its own copy finds it RUNNING already).
+// STARTING|RUNNING -> RUNNING, fenced by its placement (an agent that
+// restarts its own copy finds it RUNNING already).
 db::Transition run(std::int64_t job, std::string reason, std::int64_t fence);
 
 // The reason of a job's RUNNING on `where` ("agent a", "agents of its
@@ -69,8 +71,8 @@ db::Transition place_started(db::Transition placement, const std::string& where)
 // `from` -> QUEUED: taken off its placement (its agent lost
 // or stopping, its host failed, a peer of its slice unreachable), to resume
 // from its checkpoint wherever the leader places it next; `retry` counts an
-// attempt against max_retries. Fenced by the placement epoch the decision
-// was made about. Sets requeued_at: the leader places it next only on
+// attempt against max_retries. Fenced by the placement the decision was
+// made about. Sets requeued_at: the leader places it next only on
 // agents that heartbeated since (scheduler/pass.h).
 db::Transition requeue_elsewhere(std::int64_t job, std::string reason,
                                  std::optional<std::int64_t> fence, bool retry, JobStateSet from);
@@ -85,10 +87,10 @@ inline constexpr int kFreeUnstartedRequeues = 3;
 // RUNNING -> QUEUED: stopped at a checkpoint for `preemptor`, a job of
 // higher priority (scheduler/preemption.h), and taken off its placement.
 // Not an attempt of its own; the job keeps reading Preempted (preempted_by)
-// until it is placed again. Fenced by the agent's placement epoch.
+// until it is placed again. Fenced by its placement.
 db::Transition preempt(std::int64_t job, std::int64_t preemptor, std::int64_t fence);
 // RUNNING -> SUCCEEDED | FAILED | CANCELLED: the end of the run an agent
-// started, fenced by its placement epoch. `error_json` / `result_json` as
+// started, fenced by its placement. `error_json` / `result_json` as
 // the job's view shows them.
 db::Transition finish(std::int64_t job, db::JobState to, std::string reason,
                       std::optional<std::string> error_json, std::optional<std::string> result_json,
@@ -110,7 +112,7 @@ db::Transition fail_unavailable(std::int64_t job, const std::string& hint,
                                 std::optional<std::int64_t> fence);
 // STARTING|RUNNING -> CANCELLED: a job whose cancel was accepted (202)
 // while its placement went away (its agent lost, its host failed) before
-// the agent could stop it. Fenced by that placement's epoch.
+// the agent could stop it. Fenced by that placement.
 db::Transition cancel_placed(std::int64_t job, std::optional<std::int64_t> fence);
 // STARTING|RUNNING -> FAILED, UNAVAILABLE: an admin released its cores.
 db::Transition release_lease(std::int64_t job);

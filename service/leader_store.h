@@ -31,7 +31,8 @@ class LeaderStore {
   // A new scheduler term (ClusterRepository::begin_scheduler_term).
   virtual base::Result<db::ClusterRepository::SchedulerTerm> begin_term(
       const std::string& leader) = 0;
-  virtual base::Result<std::int64_t> next_slice_placement() = 0;
+  // Placement numbers (ClusterRepository::reserve_placements).
+  virtual base::Result<std::int64_t> reserve_placements() = 0;
   virtual base::Status forget_rendezvous_before(std::chrono::milliseconds age) = 0;
   virtual base::Status notify(const char* channel, const std::string& payload) = 0;
 
@@ -47,7 +48,7 @@ class LeaderStore {
       const db::Transition& t) = 0;
   virtual base::Status set_pending(
       const std::vector<std::pair<std::int64_t, std::optional<std::string>>>& batch) = 0;
-  virtual base::Result<bool> request_preemption(std::int64_t victim, std::int64_t epoch,
+  virtual base::Result<bool> request_preemption(std::int64_t victim, std::int64_t placement,
                                                 std::int64_t preemptor,
                                                 const std::string& preemptor_reason,
                                                 const std::string& preemptor_detail,
@@ -82,9 +83,7 @@ class RepositoryLeaderStore final : public LeaderStore {
       const std::string& leader) override {
     return cluster_.begin_scheduler_term(leader);
   }
-  base::Result<std::int64_t> next_slice_placement() override {
-    return cluster_.next_slice_placement();
-  }
+  base::Result<std::int64_t> reserve_placements() override { return cluster_.reserve_placements(); }
   base::Status forget_rendezvous_before(std::chrono::milliseconds age) override {
     return cluster_.forget_rendezvous_before(age);
   }
@@ -109,11 +108,11 @@ class RepositoryLeaderStore final : public LeaderStore {
       const std::vector<std::pair<std::int64_t, std::optional<std::string>>>& batch) override {
     return repo_.jobs.set_pending(batch);
   }
-  base::Result<bool> request_preemption(std::int64_t victim, std::int64_t epoch,
+  base::Result<bool> request_preemption(std::int64_t victim, std::int64_t placement,
                                         std::int64_t preemptor, const std::string& preemptor_reason,
                                         const std::string& preemptor_detail,
                                         std::optional<std::int64_t> leader_term) override {
-    return repo_.jobs.request_preemption(victim, epoch, preemptor, preemptor_reason,
+    return repo_.jobs.request_preemption(victim, placement, preemptor, preemptor_reason,
                                          preemptor_detail, leader_term);
   }
   base::Result<std::map<std::int64_t, base::JobState>> job_states(

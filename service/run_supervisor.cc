@@ -67,13 +67,12 @@ SupervisionPlan plan_supervision(const std::string& agent, std::int64_t epoch,
     const bool peer = run.slice && run.slice->rank > 0;
     StopRun stop{id, RunStop::kNone};
     if (it == current.end() || run.epoch != epoch ||
-        run.slice.has_value() != roles[id].has_value() ||
-        (run.slice && run.slice->placement != roles[id]->placement) ||
-        (run.started_with_placement && it->second->state == db::JobState::kStarting)) {
-      // Requeued, cancelled, released or failed elsewhere, placed again as
-      // another slice, or placed again here after a database crash undid
-      // the placement it started with (it commits without waiting for the
-      // disk: lifecycle::place_started): this copy is stale.
+        run.placement != it->second->placement.value_or(kNoPlacement) ||
+        run.slice.has_value() != roles[id].has_value()) {
+      // Requeued, cancelled, released or failed elsewhere, or placed again:
+      // here, after a requeue or after a database crash undid the placement
+      // it started with (a placement commits without waiting for the disk),
+      // or as another slice. This copy is stale.
       stop.why = RunStop::kMovedOn;
     } else if (it->second->cancel_requested && !peer) {
       // The first part stops at a step boundary and closes its collective;
@@ -110,11 +109,11 @@ std::vector<LeftBehind> left_behind(const std::string& agent, std::int64_t epoch
                                     const std::vector<db::JobRow>& parts) {
   std::vector<LeftBehind> out;
   for (const db::JobRow& row : placed) {
-    if (row.agent == agent && row.placement_epoch == epoch) out.push_back({row.id, epoch});
+    if (row.agent == agent && row.placement_epoch == epoch)
+      out.push_back({row.id, row.placement.value_or(kNoPlacement)});
   }
   for (const db::JobRow& row : parts) {
-    if (row.placement_epoch && slice_role(row, agent, epoch))
-      out.push_back({row.id, *row.placement_epoch});
+    if (row.placement && slice_role(row, agent, epoch)) out.push_back({row.id, *row.placement});
   }
   return out;
 }

@@ -4,14 +4,16 @@
 // threads.
 //
 // A copy runs while its job is STARTING or RUNNING here under this agent's
-// current epoch (a slice spanning agents: while this agent's part, under
-// its epoch, is listed in the job's allocation). A copy whose job moved on
-// (requeued, cancelled, released, failed elsewhere, placed again as another
-// slice) stops without writing; a cancel or a preemption stops the first
+// current epoch and the placement it was started for (a slice spanning
+// agents: while this agent's part, under its epoch, is listed in the job's
+// allocation). A copy whose job moved on (requeued, cancelled, released,
+// failed elsewhere, placed again, here or as another slice) stops without
+// writing; a cancel or a preemption stops the first
 // part only, which closes the collective so the other parts end on that.
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -41,17 +43,19 @@ std::optional<SliceRole> slice_role(const db::JobRow& row, const std::string& ag
 // waiting job of higher priority; it stops at a checkpoint and is requeued.
 enum class RunStop { kNone, kUserCancel, kMovedOn, kShutdown, kPreempted };
 
+// A fence no placement has (JobRow::placement is NULL, or a number of the
+// placements sequence, or minus an agent epoch: db/migrations/041).
+inline constexpr std::int64_t kNoPlacement = std::numeric_limits<std::int64_t>::min();
+
 // What the supervisor knows of a copy the agent runs.
 struct RunningCopy {
   std::int64_t epoch = 0;
+  std::int64_t placement = kNoPlacement;  // JobRow::placement it was started for
   std::optional<SliceRole> slice;
   // Handed over by the leader in the agent's process since the read being
   // planned began (service/local_agent.h): the read may predate its
   // placement, so the plan neither stops it nor starts another copy.
   bool handed_since_read = false;
-  // Handed over with its placement started (its row RUNNING from that
-  // placement's commit on): a row that reads STARTING is a later placement's.
-  bool started_with_placement = false;
   // The reason an earlier look stopped it for (kNone: none): a look names
   // a stopping copy again only with another reason.
   RunStop named = RunStop::kNone;
@@ -95,8 +99,8 @@ SupervisionPlan plan_supervision(const std::string& agent, std::int64_t epoch,
 // that end (a part other than the first writes nothing).
 StartRun start_of(const db::JobRow& row, std::optional<SliceRole> slice);
 
-// A job an agent that stops leaves behind, with the placement epoch that
-// fences its requeue (for a slice spanning agents, the first part's).
+// A job an agent that stops leaves behind, with the placement that fences
+// its requeue.
 struct LeftBehind {
   std::int64_t job = 0;
   std::int64_t fence = 0;

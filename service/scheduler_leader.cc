@@ -395,13 +395,13 @@ base::Status SchedulerLeader::move_off(const db::JobRow& row, const std::string&
                          row.placement_epoch &&
                          row.unstarted_requeues < lifecycle::kFreeUnstartedRequeues;
   const db::Transition t =
-      row.cancel_requested ? lifecycle::cancel_placed(row.id, row.placement_epoch)
+      row.cancel_requested ? lifecycle::cancel_placed(row.id, row.placement)
       : unstarted
-          ? lifecycle::requeue_unstarted(row.id, unstarted_reason, row.placement_epoch.value_or(0))
+          ? lifecycle::requeue_unstarted(row.id, unstarted_reason, row.placement.value_or(0))
       : row.attempt < facts_of(row.id).max_retries
-          ? lifecycle::requeue_elsewhere(row.id, retry_reason, row.placement_epoch,
+          ? lifecycle::requeue_elsewhere(row.id, retry_reason, row.placement,
                                          /*retry=*/true, {JobState::kStarting, JobState::kRunning})
-          : lifecycle::fail_unavailable(row.id, hint, row.placement_epoch);
+          : lifecycle::fail_unavailable(row.id, hint, row.placement);
   auto moved = write(t);
   if (!moved.ok()) return moved.error();
   if (*moved) {

@@ -10,11 +10,12 @@
 //   - plans the pass with scheduler::plan_pass (scheduler/pass.h: placement,
 //     reservation and backfill, preemption, reasons, start_by and dependency
 //     verdicts) over a snapshot of the tables, and commits each placed job
-//     QUEUED -> STARTING with its agent and that agent's epoch, and only then
+//     QUEUED -> STARTING with its agent, that agent's epoch and a placement
+//     number of a block it reserved (the writes' fence), and only then
 //     wakes the agent (NOTIFY): an agent acts on committed placements only,
 //   - lets the head of the queue preempt running jobs of lower priority
 //     (the plan's preemption): each victim is marked
-//     preempted_by it under its placement epoch, then its agent is woken to
+//     preempted_by it under its placement, then its agent is woken to
 //     stop it at a checkpoint and requeue it; the preemptor is placed by a
 //     later pass once the cores are free,
 //   - records why the others wait (job_pending): the reasons that changed
@@ -265,10 +266,13 @@ class SchedulerLeader {
   // Whether the last plan holds for this pass's snapshot (see above).
   bool plan_holds() const;
   void planned(const scheduler::PassPlan& plan);
+  // A number for the next placement (JobRow::placement), from the block
+  // last reserved, or from a new one.
+  base::Result<std::int64_t> next_placement();
   // A slice spanning agents: its placement number (the rendezvous' scope)
   // and its parts {agent, epoch, first_host, hosts}, for allocation.slice.
-  base::Result<nlohmann::json> slice_allocation(const PassState& state,
-                                                const scheduler::PlannedStart& p);
+  nlohmann::json slice_allocation(const PassState& state, const scheduler::PlannedStart& p,
+                                  std::int64_t placement) const;
   std::string describe_parts(const scheduler::PlannedStart& p) const;
 
   // What the leader keeps of each unfinished job between passes
@@ -403,6 +407,9 @@ class SchedulerLeader {
   // Raised by every change to the kept queue and by every write of the
   // leader's (plan_holds compares it with the last plan's).
   std::uint64_t queue_version_ = 0;
+  // The placement numbers reserved and not yet handed out: [next, end).
+  std::int64_t next_placement_ = 0;
+  std::int64_t placements_end_ = 0;
   // The last plan: the queue's version and the snapshot's other parts it
   // was made from, and until when it holds (none: no plan to reuse).
   std::uint64_t planned_version_ = 0;

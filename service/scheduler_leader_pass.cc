@@ -256,10 +256,18 @@ base::Status SchedulerLeader::write_unstartable(const scheduler::PassPlan& plan)
   return base::Status::Ok();
 }
 
-base::Result<nlohmann::json> SchedulerLeader::slice_allocation(const PassState& state,
-                                                               const scheduler::PlannedStart& p) {
-  auto placement = store_.next_slice_placement();
-  if (!placement.ok()) return placement.error();
+base::Result<std::int64_t> SchedulerLeader::next_placement() {
+  if (next_placement_ == placements_end_) {
+    auto first = store_.reserve_placements();
+    if (!first.ok()) return first.error();
+    next_placement_ = *first;
+    placements_end_ = *first + db::ClusterRepository::kPlacementBlock;
+  }
+  return next_placement_++;
+}
+
+json SchedulerLeader::slice_allocation(const PassState& state, const scheduler::PlannedStart& p,
+                                       std::int64_t placement) const {
   json parts = json::array();
   int first_host = 0;
   for (const auto& [agent, hosts] : p.parts) {
@@ -270,7 +278,7 @@ base::Result<nlohmann::json> SchedulerLeader::slice_allocation(const PassState& 
                      {"hosts", hosts}});
     first_host += hosts;
   }
-  return json{{"placement", *placement}, {"parts", parts}};
+  return json{{"placement", placement}, {"parts", parts}};
 }
 
 std::string SchedulerLeader::describe_parts(const scheduler::PlannedStart& p) const {
@@ -286,6 +294,8 @@ base::Status SchedulerLeader::write_starts(const PassState& state, const schedul
                                            std::set<std::string>& woken) {
   for (const scheduler::PlannedStart& p : plan.starts) {
     const std::string& agent = snapshot_.agents[p.agent].name;
+    auto placement = next_placement();
+    if (!placement.ok()) return placement.error();
     json allocation = {{"accelerator", "cpu"}, {"agent", agent}};
     if (p.generation) {
       json host_names = json::array();
@@ -300,11 +310,7 @@ base::Status SchedulerLeader::write_starts(const PassState& state, const schedul
                     {"hosts", host_names},
                     {"cores", cores},
                     {"agent", agent}};
-      if (!p.parts.empty()) {
-        auto slice = slice_allocation(state, p);
-        if (!slice.ok()) return slice.error();
-        allocation["slice"] = std::move(*slice);
-      }
+      if (!p.parts.empty()) allocation["slice"] = slice_allocation(state, p, *placement);
     }
     std::string reason = p.generation
                              ? "Placed on agent " + agent + ": " + std::to_string(p.cores.size()) +
@@ -317,7 +323,7 @@ base::Status SchedulerLeader::write_starts(const PassState& state, const schedul
                          state.epoch_of.at(snapshot_.agents[part].name));
     }
     db::Transition t = lifecycle::place_on_agent(p.job, std::move(reason), allocation.dump(), agent,
-                                                 state.epoch_of.at(agent), parts);
+                                                 state.epoch_of.at(agent), *placement, parts);
     if (options_.local_agent != nullptr && p.parts.empty() &&
         agent == options_.local_agent->name()) {
       // This process's agent starts it now, or reads it when woken.
@@ -337,14 +343,14 @@ base::Status SchedulerLeader::write_starts(const PassState& state, const schedul
 
 base::Status SchedulerLeader::write_preemption(const scheduler::PassPlan& plan,
                                                std::set<std::string>& woken) {
-  // The victims are marked under their placement epochs, then their agents
+  // The victims are marked under their placements, then their agents
   // woken to stop them at a checkpoint.
   if (!plan.preemption) return base::Status::Ok();
   const scheduler::Preemption& preemption = *plan.preemption;
   bool first = true;
   for (std::int64_t victim : preemption.victims) {
     const db::JobRow& row = placed_.at(victim);  // plan_pass names only running jobs
-    auto marked = store_.request_preemption(victim, *row.placement_epoch, preemption.preemptor,
+    auto marked = store_.request_preemption(victim, row.placement.value_or(0), preemption.preemptor,
                                             first ? preempting_reason(preemption.victims) : "",
                                             preempting_detail(preemption.victims), term_);
     changed({victim, preemption.preemptor});  // a failed write may have landed

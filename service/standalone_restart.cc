@@ -12,10 +12,10 @@ base::Status requeue_left_placed(db::ConnectionPool& pool) {
   for (const db::JobRow& row : *placed) {
     const db::Transition t =
         row.cancel_requested
-            ? lifecycle::cancel_placed(row.id, row.placement_epoch)
+            ? lifecycle::cancel_placed(row.id, row.placement)
             : lifecycle::requeue_elsewhere(
                   row.id, "Requeued after a service restart; resumes from its last checkpoint",
-                  row.placement_epoch, /*retry=*/false,
+                  row.placement, /*retry=*/false,
                   {db::JobState::kStarting, db::JobState::kRunning});
     if (auto moved = jobs.transition(t); !moved.ok()) return moved.error();
   }

@@ -42,6 +42,7 @@ void SubmittedSpecs::put(const db::JobRow& row, PlacementSpec spec) {
   kept.preempted_by = row.preempted_by;
   kept.requeued_at = row.requeued_at;
   kept.unstarted_requeues = row.unstarted_requeues;
+  kept.placement = row.placement;
   specs_.insert_or_assign(row.id, Submitted{std::move(kept), std::move(spec)});
   while (specs_.size() > capacity_) specs_.erase(specs_.begin());
 }

@@ -224,7 +224,7 @@ bool TelemetryWriter::within_rate(Rate& rate, bool line, std::int64_t fence) {
 
 void TelemetryWriter::push_line(base::MutexLock& lock, db::LogLine line) {
   if (!take_room(lock, held_bytes(line))) {
-    count_dropped(line.job_id, line.fence_epoch, line.seq, line.at, true);
+    count_dropped(line.job_id, line.fence, line.seq, line.at, true);
     return;
   }
   logs_.push_back(std::move(line));
@@ -251,7 +251,7 @@ std::int64_t TelemetryWriter::log(db::LogLine line) {
   base::MutexLock lock(mutex_);
   Rate* rate = rate_of(line.job_id);
   if (rate != nullptr) {
-    if (!within_rate(*rate, true, line.fence_epoch)) {
+    if (!within_rate(*rate, true, line.fence)) {
       rate->next_seq = line.seq;
       return line.seq;  // the next line takes its seq
     }
@@ -265,10 +265,9 @@ std::int64_t TelemetryWriter::log(db::LogLine line) {
 
 void TelemetryWriter::metric(db::MetricPoint point) {
   base::MutexLock lock(mutex_);
-  if (Rate* rate = rate_of(point.job_id); rate && !within_rate(*rate, false, point.fence_epoch))
-    return;
+  if (Rate* rate = rate_of(point.job_id); rate && !within_rate(*rate, false, point.fence)) return;
   if (!take_room(lock, held_bytes(point))) {
-    count_dropped(point.job_id, point.fence_epoch, -1, point.at, false);
+    count_dropped(point.job_id, point.fence, -1, point.at, false);
     return;
   }
   metrics_.push_back(std::move(point));

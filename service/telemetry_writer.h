@@ -43,8 +43,8 @@ class ClusterRepository;
 
 namespace tpujobs::service {
 
-// Where telemetry goes. Every write carries the placement epoch it is
-// fenced by (0: not fenced, single-process mode).
+// Where telemetry goes. Every write carries the placement it is
+// fenced by (JobRow::placement; 0: not fenced).
 class TelemetryStore {
  public:
   virtual ~TelemetryStore() = default;

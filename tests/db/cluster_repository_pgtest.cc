@@ -36,9 +36,11 @@ class ClusterRepositoryTest : public ::testing::Test {
     job_ = (*inserted)[0].row.id;
   }
 
-  // The job's placement on `agent` under `epoch`, as the leader makes it.
+  // The job's placement on `agent` under `epoch`, as the leader makes it:
+  // its number is the epoch's unless given.
   Transition placement_on(const std::string& agent, std::int64_t epoch,
-                          JobState from = JobState::kQueued) {
+                          JobState from = JobState::kQueued,
+                          std::optional<std::int64_t> placement = std::nullopt) {
     Transition t;
     t.job_id = job_;
     t.from = {from};
@@ -46,10 +48,12 @@ class ClusterRepositoryTest : public ::testing::Test {
     t.reason = "placed";
     t.agent = agent;
     t.placement_epoch = epoch;
+    t.placement = placement.value_or(epoch);
     return t;
   }
-  bool place(const std::string& agent, std::int64_t epoch, JobState from = JobState::kQueued) {
-    auto moved = repositories_->jobs.transition(placement_on(agent, epoch, from));
+  bool place(const std::string& agent, std::int64_t epoch, JobState from = JobState::kQueued,
+             std::optional<std::int64_t> placement = std::nullopt) {
+    auto moved = repositories_->jobs.transition(placement_on(agent, epoch, from, placement));
     return moved.ok() && *moved;
   }
 
@@ -77,14 +81,15 @@ class ClusterRepositoryTest : public ::testing::Test {
     return moved.ok() && *moved;
   }
 
-  // `after_failure`: stamps requeued_at, as a retry after a failure does.
-  bool requeue(std::int64_t epoch, bool after_failure = false) {
+  // Fenced by placement `fence`; `after_failure`: stamps requeued_at, as a
+  // retry after a failure does.
+  bool requeue(std::int64_t fence, bool after_failure = false) {
     Transition t;
     t.job_id = job_;
     t.from = {JobState::kStarting, JobState::kRunning};
     t.to = JobState::kQueued;
     t.reason = "agent lost";
-    t.require_epoch = epoch;
+    t.require_placement = fence;
     t.clear_placement = true;
     t.set_requeued_at = after_failure;
     auto moved = repositories_->jobs.transition(t);
@@ -194,13 +199,66 @@ TEST_F(ClusterRepositoryTest, WritesOfAStaleEpochDoNotLand) {
   stale.job_id = job_;
   stale.from = {JobState::kStarting};
   stale.to = JobState::kSucceeded;
-  stale.require_epoch = *a;
+  stale.require_placement = *a;
   EXPECT_FALSE(*repositories_->jobs.transition(stale));
   Transition running = stale;
   running.to = JobState::kRunning;
-  running.require_epoch = *b;
+  running.require_placement = *b;
   EXPECT_TRUE(*repositories_->jobs.transition(running));
   ASSERT_TRUE(repositories_->jobs.update_progress(job_, R"({"step": 21})", std::nullopt, *b).ok());
+}
+
+// A job placed again on the same registration of the same agent (requeued
+// while its copy was still stopping, or its placement undone by a database
+// crash) is placed under a new number: the earlier placement's copy, which
+// runs under the same epoch, lands nothing more about the job, neither its
+// output nor a transition, and the new copy's lines take the sequence
+// numbers it left.
+TEST_F(ClusterRepositoryTest, WritesOfAnEarlierPlacementUnderTheSameEpochDoNotLand) {
+  auto a = cluster_->register_agent("a", {{"a-h0", "v3"}}, 1);
+  ASSERT_TRUE(a.ok());
+  auto block = cluster_->reserve_placements();
+  ASSERT_TRUE(block.ok()) << block.error().message;
+  const std::int64_t first = *block, second = *block + 1;
+  ASSERT_TRUE(place("a", *a, JobState::kQueued, first));
+  JobOutputRepository& outputs = repositories_->outputs;
+  ASSERT_TRUE(outputs.append_logs({{job_, 1, {}, "first: step 1", first}}).ok());
+  ASSERT_TRUE(outputs.save_checkpoint(job_, 10, 0, "ckpt-first", first).ok());
+  ASSERT_TRUE(requeue(first));
+  ASSERT_TRUE(place("a", *a, JobState::kQueued, second));
+
+  ASSERT_TRUE(outputs.append_logs({{job_, 2, {}, "first: stale", first}}).ok());
+  ASSERT_TRUE(outputs.append_metrics({{job_, 1, 20, 0, {}, R"({"loss": 9})", first}}).ok());
+  EXPECT_EQ(base::ErrorCode::kConflict,
+            outputs.save_checkpoint(job_, 20, 0, "ckpt-stale", first).code());
+  EXPECT_FALSE(
+      repositories_->jobs.update_progress(job_, R"({"step": 99})", std::nullopt, first).ok());
+  Transition stale_start;
+  stale_start.job_id = job_;
+  stale_start.from = {JobState::kStarting};
+  stale_start.to = JobState::kRunning;
+  stale_start.require_placement = first;
+  EXPECT_FALSE(*repositories_->jobs.transition(stale_start));
+
+  ASSERT_TRUE(outputs.append_logs({{job_, 2, {}, "second: resumed", second}}).ok());
+  EXPECT_EQ("1:first: step 1 2:second: resumed ", logs());
+  auto metrics = outputs.list_metrics(job_, 0, 10);
+  ASSERT_TRUE(metrics.ok());
+  EXPECT_TRUE(metrics->empty());
+  Transition start = stale_start;
+  start.require_placement = second;
+  EXPECT_TRUE(*repositories_->jobs.transition(start));
+}
+
+// Placement numbers come in blocks that never overlap, whoever reserves
+// them (a leader, the next leader after a failover).
+TEST_F(ClusterRepositoryTest, PlacementNumbersComeInBlocksThatNeverOverlap) {
+  auto first = cluster_->reserve_placements();
+  ClusterRepository other(*pool_);
+  auto second = other.reserve_placements();
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_GE(*first, 1);
+  EXPECT_GE(*second, *first + ClusterRepository::kPlacementBlock);
 }
 
 // Preemption (issue 17): the leader's mark lands only under the victim's

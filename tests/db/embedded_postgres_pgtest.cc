@@ -14,6 +14,7 @@
 #include "db/cluster_repository.h"
 #include "db/connection_pool.h"
 #include "db/embedded_postgres.h"
+#include "db/job_output_repository.h"
 #include "db/job_repository.h"
 #include "db/migrate.h"
 #include "db/scheduling_read.h"
@@ -55,6 +56,19 @@ class EmbeddedPostgresTest : public ::testing::Test {
     auto rows = (*connection)->execute(sql);
     if (!rows.ok()) return "error: " + std::string(to_string(rows.code()));
     return rows->rows() > 0 ? rows->string(0, 0) : "";
+  }
+
+  // A pool of one connection to `server`, its schema migrated, and the WAL
+  // writer flushing at most every 10 s (wal_writer_delay; the caller resets
+  // it): what reaches the disk in the meantime is the synchronous commits'.
+  static std::unique_ptr<ConnectionPool> pool_with_a_lazy_wal_writer(EmbeddedPostgres& server) {
+    auto pool = ConnectionPool::create(server.conninfo(), 1);
+    EXPECT_TRUE(pool.ok()) << pool.error().message;
+    if (!pool.ok()) return nullptr;
+    EXPECT_TRUE(migrate(**pool).ok());
+    EXPECT_EQ("", scalar(**pool, "ALTER SYSTEM SET wal_writer_delay = '10s'"));
+    EXPECT_EQ("true", scalar(**pool, "SELECT pg_reload_conf()::text"));
+    return std::move(*pool);
   }
 
   static std::string directory_;
@@ -181,14 +195,11 @@ TEST_F(EmbeddedPostgresTest, AnAsynchronousTransitionCommitsWithoutWaitingForAWa
   auto server = start_server();
   ASSERT_TRUE(server);
   // One connection: the statistics flushed before each count are its own.
-  auto pool = ConnectionPool::create(server->conninfo(), 1);
-  ASSERT_TRUE(pool.ok()) << pool.error().message;
-  ASSERT_TRUE(migrate(**pool).ok());
-  // The WAL writer flushes at most every wal_writer_delay: 10 s here, so
-  // however slowly the placements run, their count is the commits' alone.
-  EXPECT_EQ("", scalar(**pool, "ALTER SYSTEM SET wal_writer_delay = '10s'"));
-  EXPECT_EQ("true", scalar(**pool, "SELECT pg_reload_conf()::text"));
-  JobRepository jobs(**pool);
+  // The WAL writer flushes at most every 10 s, so however slowly the
+  // placements run, their count is the commits' alone.
+  std::unique_ptr<ConnectionPool> pool = pool_with_a_lazy_wal_writer(*server);
+  ASSERT_TRUE(pool);
+  JobRepository jobs(*pool);
   constexpr int kJobs = 20;
   // kJobs queued jobs named `prefix` and a number: their ids.
   auto queue_jobs = [&](const std::string& prefix) {
@@ -208,8 +219,8 @@ TEST_F(EmbeddedPostgresTest, AnAsynchronousTransitionCommitsWithoutWaitingForAWa
   const std::vector<std::int64_t> ids = queue_jobs("j");
   ASSERT_EQ(static_cast<std::size_t>(kJobs), ids.size());
   auto wal_syncs = [&] {
-    EXPECT_EQ("", scalar(**pool, "SELECT ''::text FROM pg_stat_force_next_flush()"));
-    return std::stoll(scalar(**pool, "SELECT wal_sync FROM pg_stat_wal"));
+    EXPECT_EQ("", scalar(*pool, "SELECT ''::text FROM pg_stat_force_next_flush()"));
+    return std::stoll(scalar(*pool, "SELECT wal_sync FROM pg_stat_wal"));
   };
   auto transitions = [&](JobState from, JobState to, bool asynchronous) {
     const std::int64_t before = wal_syncs();
@@ -231,10 +242,10 @@ TEST_F(EmbeddedPostgresTest, AnAsynchronousTransitionCommitsWithoutWaitingForAWa
   const std::int64_t reasons = wal_syncs() - before;
   EXPECT_LT(reasons, kJobs / 2);
   EXPECT_EQ(std::to_string(kJobs),
-            scalar(**pool, "SELECT count(*)::text FROM job_pending WHERE pending IS NOT NULL"));
-  EXPECT_EQ("on", scalar(**pool, "SHOW synchronous_commit"));
+            scalar(*pool, "SELECT count(*)::text FROM job_pending WHERE pending IS NOT NULL"));
+  EXPECT_EQ("on", scalar(*pool, "SHOW synchronous_commit"));
   // The leader's judgements of silence, here each declaring an agent lost.
-  ClusterRepository cluster(**pool);
+  ClusterRepository cluster(*pool);
   std::int64_t judgements = 0;
   for (int i = 0; i < kJobs; ++i) {
     ASSERT_TRUE(cluster.register_agent("a" + std::to_string(i), {}, 1).ok());
@@ -245,7 +256,7 @@ TEST_F(EmbeddedPostgresTest, AnAsynchronousTransitionCommitsWithoutWaitingForAWa
     judgements += wal_syncs() - before_judgement;
   }
   EXPECT_LT(judgements, kJobs / 2);
-  EXPECT_EQ("on", scalar(**pool, "SHOW synchronous_commit"));
+  EXPECT_EQ("on", scalar(*pool, "SHOW synchronous_commit"));
   const std::int64_t placements = transitions(JobState::kQueued, JobState::kStarting, true);
   const std::int64_t starts = transitions(JobState::kStarting, JobState::kRunning, false);
   EXPECT_GE(starts, kJobs);
@@ -253,8 +264,8 @@ TEST_F(EmbeddedPostgresTest, AnAsynchronousTransitionCommitsWithoutWaitingForAWa
   EXPECT_LT(placements, kJobs / 2);
   // Both committed, and the connection's own setting is as it was.
   EXPECT_EQ(std::to_string(kJobs),
-            scalar(**pool, "SELECT count(*)::text FROM jobs WHERE state = 'RUNNING'"));
-  EXPECT_EQ("on", scalar(**pool, "SHOW synchronous_commit"));
+            scalar(*pool, "SELECT count(*)::text FROM jobs WHERE state = 'RUNNING'"));
+  EXPECT_EQ("on", scalar(*pool, "SHOW synchronous_commit"));
 
   // Placements started (the agent in the leader's process trains each as it
   // commits, and each of the copy's writes waits for a sync): no sync either.
@@ -276,7 +287,71 @@ TEST_F(EmbeddedPostgresTest, AnAsynchronousTransitionCommitsWithoutWaitingForAWa
     EXPECT_EQ(JobState::kRunning, (*placed)->row.state);
   }
   EXPECT_LT(wal_syncs() - before_started, kJobs / 2);
-  EXPECT_EQ("", scalar(**pool, "ALTER SYSTEM RESET wal_writer_delay"));  // the suite's directory
+  EXPECT_EQ("", scalar(*pool, "ALTER SYSTEM RESET wal_writer_delay"));  // the suite's directory
+}
+
+// A placement commits without waiting for the disk, so a crash may undo it,
+// and the job is placed again, maybe on the same agent under the same
+// epoch. Its placement number tells the two placements apart: it comes from
+// a block the leader reserved with a synchronous commit before the crash,
+// so the next placement's number is another, and the first placement's
+// copy can write nothing about the job any more (db/migrations/041).
+TEST_F(EmbeddedPostgresTest, APlacementACrashUndidKeepsItsNumberToItself) {
+  auto server = start_server();
+  ASSERT_TRUE(server);
+  // No WAL flush but the synchronous commits' for 10 s: the crash comes first.
+  std::unique_ptr<ConnectionPool> pool = pool_with_a_lazy_wal_writer(*server);
+  ASSERT_TRUE(pool);
+  JobRepository jobs(*pool);
+  ClusterRepository cluster(*pool);
+  NewJob job;
+  job.tenant = "team-a";
+  job.spec_json = "{}";
+  auto inserted = jobs.insert_jobs({job});
+  ASSERT_TRUE(inserted.ok()) << inserted.error().message;
+  const std::int64_t id = (*inserted)[0].row.id;
+  auto epoch = cluster.register_agent("a", {{"a-h0", "v3"}}, 1);
+  ASSERT_TRUE(epoch.ok()) << epoch.error().message;
+  auto place = [&](std::int64_t placement) {
+    auto placed = jobs.transition({.job_id = id,
+                                   .from = {JobState::kQueued},
+                                   .to = JobState::kStarting,
+                                   .reason = "Placed on agent a",
+                                   .agent = "a",
+                                   .placement_epoch = *epoch,
+                                   .placement = placement,
+                                   .asynchronous_commit = true});
+    return placed.ok() && *placed;
+  };
+  auto first_block = cluster.reserve_placements();
+  ASSERT_TRUE(first_block.ok()) << first_block.error().message;
+  ASSERT_TRUE(place(*first_block));
+
+  ASSERT_TRUE(server->stop(EmbeddedPostgres::Shutdown::kImmediate).ok());
+  ASSERT_TRUE(server->restart().ok());
+  auto row = jobs.get_job(id);  // the pool's connection to the crashed server fails first
+  for (int tries = 0; tries < 100 && !row.ok(); ++tries) {
+    std::this_thread::sleep_for(milliseconds(100));
+    row = jobs.get_job(id);
+  }
+  ASSERT_TRUE(row.ok() && *row) << (row.ok() ? "no job" : row.error().message);
+  ASSERT_EQ(JobState::kQueued, (**row).state) << "the crash did not undo the placement";
+  EXPECT_FALSE((**row).placement);
+
+  auto second_block = cluster.reserve_placements();
+  ASSERT_TRUE(second_block.ok()) << second_block.error().message;
+  EXPECT_GE(*second_block, *first_block + ClusterRepository::kPlacementBlock)
+      << "a number of the block reserved before the crash was handed out again";
+  ASSERT_TRUE(place(*second_block));  // the same agent, the same epoch
+  // The first placement's copy, training on, writes; only the second's lands.
+  JobOutputRepository outputs(*pool);
+  ASSERT_TRUE(outputs.append_logs({{id, 1, {}, "stale", *first_block}}).ok());
+  ASSERT_TRUE(outputs.append_logs({{id, 1, {}, "placed again", *second_block}}).ok());
+  auto lines = outputs.list_logs(id, 0, 10);
+  ASSERT_TRUE(lines.ok());
+  ASSERT_EQ(1u, lines->size());
+  EXPECT_EQ("placed again", (*lines)[0].line);
+  EXPECT_EQ("", scalar(*pool, "ALTER SYSTEM RESET wal_writer_delay"));  // the suite's directory
 }
 
 TEST_F(EmbeddedPostgresTest, PoolReconnectsAfterTheServerRestarts) {

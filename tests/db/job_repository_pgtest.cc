@@ -378,6 +378,7 @@ TEST_F(JobRepositoryTest, ATransitionWithItsViewAnswersWhatAReadRightAfterFinds)
   place.allocation_json = R"({"hosts": ["h0"]})";
   place.agent = "agent-1";
   place.placement_epoch = 4;
+  place.placement = 4;
   place.set_started_at = true;
   ASSERT_TRUE(*jobs_->transition(place));
   JobOutputRepository outputs(*pool_);
@@ -386,7 +387,7 @@ TEST_F(JobRepositoryTest, ATransitionWithItsViewAnswersWhatAReadRightAfterFinds)
 
   Transition run{
       .job_id = id, .from = {JobState::kStarting}, .to = JobState::kRunning, .reason = "Started"};
-  run.require_epoch = 4;
+  run.require_placement = 4;
   auto answered = jobs_->transition_with_view(run);
   ASSERT_TRUE(answered.ok()) << answered.error().message;
   ASSERT_TRUE(answered->has_value());
@@ -419,7 +420,7 @@ TEST_F(JobRepositoryTest, ATransitionWithItsViewAnswersWhatAReadRightAfterFinds)
   ASSERT_TRUE(again.ok());
   EXPECT_FALSE(again->has_value());
   run.from = {JobState::kRunning};
-  run.require_epoch = 5;  // another placement's
+  run.require_placement = 5;  // another placement's
   auto fenced = jobs_->transition_with_view(run);
   ASSERT_TRUE(fenced.ok());
   EXPECT_FALSE(fenced->has_value());
@@ -458,7 +459,7 @@ TEST_F(JobRepositoryTest, AnEndCommittedAfterAStoredCancelEndsTheJobCancelled) {
                  .reason = "Training finished",
                  .result_json = R"({"steps": 7})",
                  .set_finished_at = true};
-    t.require_epoch = 4;
+    t.require_placement = 4;
     t.if_cancel_requested = Transition::CancelledInstead{"Cancelled by request as it ended",
                                                          R"({"type": "CANCELLED"})"};
     return t;
@@ -469,6 +470,7 @@ TEST_F(JobRepositoryTest, AnEndCommittedAfterAStoredCancelEndsTheJobCancelled) {
                      .to = JobState::kRunning,
                      .reason = "Placed"};
     place.placement_epoch = 4;
+    place.placement = 4;
     ASSERT_TRUE(*jobs_->transition(place));
   }
   const std::int64_t cancelled = inserted[0].row.id, not_cancelled = inserted[1].row.id;

@@ -30,6 +30,13 @@
 namespace tpujobs::service {
 namespace {
 
+// A number for a placement a test makes itself (JobRow::placement): no
+// block the placements sequence reserves in a test's database reaches it.
+std::int64_t test_placement() {
+  static std::atomic<std::int64_t> next{1'000'000'000'000};
+  return next++;
+}
+
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
@@ -200,8 +207,9 @@ TEST_F(AgentTest, AJobPlacedButNotStartedWhenItStopsIsRequeuedWithoutARetry) {
   ASSERT_TRUE(placement->execute("LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE").ok());
   ASSERT_TRUE(placement
                   ->execute("UPDATE jobs SET state = 'STARTING', agent = 'a',"
-                            " placement_epoch = $2::bigint WHERE id = $1::bigint",
-                            {id, agent->epoch()})
+                            " placement_epoch = $2::bigint, placement = $3::bigint"
+                            " WHERE id = $1::bigint",
+                            {id, agent->epoch(), test_placement()})
                   .ok());
   std::thread stopper([&] { agent->stop(); });
   const bool drained = eventually([&] {
@@ -233,6 +241,18 @@ std::string digits_job(int epochs, int log_every) {
          "data": {"dataset": "digits", "batch_size": 64}})";
 }
 
+// Queued job `id` placed on core `core` of agent "a"'s first host under
+// `epoch`, as a new placement; whether that applied.
+bool place_on_core(db::Repositories& repo, std::int64_t id, std::int64_t epoch, int core) {
+  auto placed = repo.jobs.transition(lifecycle::place_on_agent(
+      id, "test",
+      R"({"generation": "v3", "accelerator_type": null, "hosts": ["a-h0"], "agent": "a",
+          "cores": [{"host": "a-h0", "core": )" +
+          std::to_string(core) + "}]}",
+      "a", epoch, test_placement()));
+  return placed.ok() && *placed;
+}
+
 // Stores a job of `max_epochs` (-1: it trains until it is stopped) and
 // places it on core `core` of agent "a"'s first host under `epoch`; its id
 // (0: it could not).
@@ -244,13 +264,7 @@ std::int64_t place_digits_job(db::Repositories& repo, std::int64_t epoch, int co
   auto inserted = repo.jobs.insert_jobs({job});
   if (!inserted.ok()) return 0;
   const std::int64_t id = (*inserted)[0].row.id;
-  auto placed = repo.jobs.transition(lifecycle::place_on_agent(
-      id, "test",
-      R"({"generation": "v3", "accelerator_type": null, "hosts": ["a-h0"], "agent": "a",
-          "cores": [{"host": "a-h0", "core": )" +
-          std::to_string(core) + "}]}",
-      "a", epoch));
-  return placed.ok() && *placed ? id : 0;
+  return place_on_core(repo, id, epoch, core) ? id : 0;
 }
 
 std::int64_t place_endless_job(db::Repositories& repo, std::int64_t epoch, int core = 0) {
@@ -281,7 +295,7 @@ std::optional<db::PlacedWork> place_with_work(db::Repositories& repo, std::int64
       id, "test",
       R"({"generation": "v3", "accelerator_type": null, "hosts": ["a-h0"], "agent": "a",
           "cores": [{"host": "a-h0", "core": 0}]})",
-      "a", epoch);
+      "a", epoch, test_placement());
   if (started) t = lifecycle::place_started(std::move(t), "agent a");
   auto placed = repo.jobs.transition_with_work(t);
   if (!placed.ok()) return std::nullopt;
@@ -297,7 +311,7 @@ bool lose_placement(db::ConnectionPool& pool, std::int64_t id) {
   return (*connection)
              ->execute(
                  "UPDATE jobs SET state = 'QUEUED', agent = NULL, placement_epoch = NULL,"
-                 " allocation = NULL, started_at = NULL WHERE id = " +
+                 " placement = NULL, allocation = NULL, started_at = NULL WHERE id = " +
                  job)
              .ok() &&
          (*connection)
@@ -507,8 +521,7 @@ TEST_F(AgentTest, ASlicesEndTheDatabaseRefusesIsWrittenAgainUntilItIsStored) {
                                          nullptr, milliseconds(500), "a", "v4-8");
   std::unique_ptr<Agent> b = start_agent(**pool_b, base::real_clock(), milliseconds(50), nullptr,
                                          nullptr, milliseconds(500), "b", "v4-8");
-  auto placement = cluster_->next_slice_placement();
-  ASSERT_TRUE(placement.ok());
+  const std::int64_t placement = test_placement();
   db::NewJob job;
   job.tenant = "t";
   job.spec_json = R"({"name": "slice", "trainer": {"accelerator": "tpu", "devices": 4,
@@ -528,12 +541,13 @@ TEST_F(AgentTest, ASlicesEndTheDatabaseRefusesIsWrittenAgainUntilItIsStored) {
       {"agent", "a"},
       {"cores", cores},
       {"slice",
-       {{"placement", *placement},
+       {{"placement", placement},
         {"parts",
          {{{"agent", "a"}, {"epoch", a->epoch()}, {"first_host", 0}, {"hosts", 1}},
           {{"agent", "b"}, {"epoch", b->epoch()}, {"first_host", 1}, {"hosts", 1}}}}}}};
-  auto placed = repo.jobs.transition(lifecycle::place_on_agent(
-      id, "test", allocation.dump(), "a", a->epoch(), {{"a", a->epoch()}, {"b", b->epoch()}}));
+  auto placed = repo.jobs.transition(
+      lifecycle::place_on_agent(id, "test", allocation.dump(), "a", a->epoch(), placement,
+                                {{"a", a->epoch()}, {"b", b->epoch()}}));
   ASSERT_TRUE(placed.ok() && *placed) << (placed.ok() ? "" : placed.error().message);
   ASSERT_TRUE(eventually([&] { return trains_now(repo, id); }, seconds(60)))
       << nlohmann::json::parse(repo.jobs.get_job(id)->value().error_json.value_or("{}")).dump()
@@ -660,7 +674,7 @@ TEST_F(AgentTest, AJobPlacedStartedTrainsWithoutALookAndTheNextLookKeepsIt) {
   // would, and its RUNNING names the checkpoint.
   agent.stop();
   auto again = repo.jobs.transition_with_work(lifecycle::place_on_agent(
-      handed, "test", R"({"hosts": ["a-h0"], "cores": []})", "a", agent.epoch()));
+      handed, "test", R"({"hosts": ["a-h0"], "cores": []})", "a", agent.epoch(), test_placement()));
   ASSERT_TRUE(again.ok());
   ASSERT_FALSE(*again) << "the agent left: no placement on it applies";
   ASSERT_TRUE(cluster_->register_agent("a", {{"a-h0", "v3"}}, 1).ok());
@@ -811,6 +825,64 @@ TEST_F(AgentTest, AJobPlacedAgainWhileACopyOfItsLostPlacementStartedRunsGetsANew
             states);
 }
 
+// A job requeued and placed here again, under the same epoch, before the
+// agent's next look (requeued for a lost peer, or preempted and fitting
+// again at once): the copy of the first placement, still training, is
+// stopped as stale, not kept as the second's (which left the row STARTING
+// for the copy's whole life, its writes landing under the new placement),
+// and a new copy resumes the job from its checkpoint. The log runs on, one
+// line a number, with no gap.
+TEST_F(AgentTest, AJobPlacedHereAgainUnderTheSameEpochGetsANewCopyThatResumes) {
+  db::Repositories repo(*observer_);
+  WakeBus bus;
+  std::unique_ptr<Agent> started = start_woken_agent(bus);
+  Agent& agent = *started;
+  const std::int64_t id = place_endless_job(repo, agent.epoch());
+  ASSERT_NE(0, id);
+  bus.publish(db::kAgentChannel, "a");
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto point = repo.outputs.resume_point(id);
+        return trains_now(repo, id) && point.ok() && point->checkpoint_step;
+      },
+      seconds(120)))
+      << "no checkpoint stored";
+  auto first = repo.jobs.get_job(id);
+  ASSERT_TRUE(first.ok() && *first && (**first).placement);
+  // Both before the agent looks again: it looks only when woken.
+  ASSERT_TRUE(*repo.jobs.transition(
+      lifecycle::requeue_elsewhere(id, "Requeued by the test", *(**first).placement,
+                                   /*retry=*/false, {db::JobState::kRunning})));
+  ASSERT_TRUE(place_on_core(repo, id, agent.epoch(), 0));
+  auto second = repo.jobs.get_job(id);
+  ASSERT_TRUE(second.ok() && *second && (**second).placement);
+  ASSERT_NE(*(**first).placement, *(**second).placement);
+
+  EXPECT_TRUE(eventually(
+      [&] {
+        bus.publish(db::kAgentChannel, "a");  // as a serve's agent looks every poll interval
+        return trains_now(repo, id);
+      },
+      seconds(60)))
+      << "the job was left STARTING";
+  auto events = repo.jobs.list_events(id);
+  ASSERT_TRUE(events.ok());
+  std::vector<db::JobState> states;
+  for (const db::JobEventRow& e : *events) states.push_back(e.to_state);
+  using db::JobState;
+  EXPECT_EQ((std::vector<JobState>{JobState::kQueued, JobState::kStarting, JobState::kRunning,
+                                   JobState::kQueued, JobState::kStarting, JobState::kRunning}),
+            states);
+  EXPECT_EQ(0u, events->back().reason.find("Resumed from the checkpoint at step "))
+      << events->back().reason;
+  agent.stop();  // its last lines stored
+  auto lines = repo.outputs.list_logs(id, 0, 100000);
+  ASSERT_TRUE(lines.ok());
+  ASSERT_FALSE(lines->empty());
+  for (std::size_t i = 0; i < lines->size(); ++i)
+    ASSERT_EQ(static_cast<std::int64_t>(i + 1), (*lines)[i].seq) << "a gap in the log";
+}
+
 // A stop waits for a start the agent promised: the placement commits or is
 // forgone within one round trip of the leader's. A copy handed over during
 // the stop is stopped with the others, and its job requeued without
@@ -865,7 +937,7 @@ TEST_F(AgentTest, AJobsEndStoresItsOwnOutputNotWaitingForAnotherJobsStore) {
             "cores": [{"host": "a-h0", "core": )" +
         std::to_string(core) + "}]}";
     auto placed = repo.jobs.transition(
-        lifecycle::place_on_agent(id, "test", allocation, "a", agent->epoch()));
+        lifecycle::place_on_agent(id, "test", allocation, "a", agent->epoch(), test_placement()));
     EXPECT_TRUE(placed.ok() && *placed);
     return id;
   };

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -20,7 +21,7 @@ bool terminal(JobState s) {
 // Every named transition, as the job manager, the leader and the agents make them.
 std::vector<db::Transition> every_transition() {
   return {
-      lifecycle::place_on_agent(1, "Placed on agent a", "{}", "a", 3),
+      lifecycle::place_on_agent(1, "Placed on agent a", "{}", "a", 3, 11),
       lifecycle::run(1, "Training started on agent a", 3),
       lifecycle::requeue_unstarted(1, "Agent a lost before the job started", 3),
       lifecycle::preempt(1, 2, 3),
@@ -34,7 +35,7 @@ std::vector<db::Transition> every_transition() {
       lifecycle::reject(1, {JobState::kQueued}, "on restart", "spec no longer valid"),
       lifecycle::fail_unavailable(1, "a host failed", 3),
       lifecycle::release_lease(1),
-      lifecycle::place_started(lifecycle::place_on_agent(1, "Placed on agent a", "{}", "a", 3),
+      lifecycle::place_started(lifecycle::place_on_agent(1, "Placed on agent a", "{}", "a", 3, 11),
                                "agent a"),
   };
 }
@@ -92,18 +93,32 @@ TEST(JobLifecycle, OnlyAPlacementCommitsWithoutWaitingForTheDisk) {
 }
 
 TEST(JobLifecycle, OnlyAQueuedJobIsPlaced) {
-  db::Transition placed = lifecycle::place_on_agent(1, "r", "{}", "a", 7);
+  db::Transition placed = lifecycle::place_on_agent(1, "r", "{}", "a", 7, 70);
   EXPECT_EQ(placed.from, std::vector{JobState::kQueued});
   EXPECT_EQ(placed.agent, "a");
   EXPECT_EQ(placed.placement_epoch, 7);
+  EXPECT_EQ(placed.placement, 70);
   EXPECT_TRUE(placed.clear_pending);
+}
+
+// Every write about a placed job is fenced by its placement's number, not
+// by its agent's epoch alone: a copy of an earlier placement on the same
+// registration writes nothing (DESIGN §9). An admin's release is the one
+// unfenced end of a placed job.
+TEST(JobLifecycle, EveryTransitionOfAPlacedJobIsFencedByItsPlacement) {
+  for (const db::Transition& t : every_transition()) {
+    const bool placed_only =
+        std::find(t.from.begin(), t.from.end(), JobState::kQueued) == t.from.end();
+    if (!placed_only || t.reason == "Lease released") continue;
+    EXPECT_EQ(t.require_placement, 3) << t.reason;
+  }
 }
 
 // A placement its agent starts as it commits goes on to RUNNING with the
 // very reason the agent's own start writes. It does not wait for the disk:
 // the copy's first write, synchronous, does.
 TEST(JobLifecycle, APlacementStartedRunsWithTheAgentsReasonWithoutWaitingForTheDisk) {
-  db::Transition placed = lifecycle::place_on_agent(1, "r", "{}", "a", 7);
+  db::Transition placed = lifecycle::place_on_agent(1, "r", "{}", "a", 7, 70);
   db::Transition started = lifecycle::place_started(placed, "agent a");
   EXPECT_EQ(started.from, std::vector{JobState::kQueued});
   EXPECT_EQ(started.to, JobState::kStarting) << "the first of its two events";
@@ -122,20 +137,20 @@ TEST(JobLifecycle, APlacementStartedRunsWithTheAgentsReasonWithoutWaitingForTheD
 }
 
 TEST(JobLifecycle, AnAgentsWritesAreFencedByItsPlacementEpoch) {
-  EXPECT_EQ(lifecycle::run(1, "r", 9).require_epoch, 9);
+  EXPECT_EQ(lifecycle::run(1, "r", 9).require_placement, 9);
   db::Transition end = lifecycle::finish(1, JobState::kSucceeded, "r", std::nullopt, "{}", 9);
-  EXPECT_EQ(end.require_epoch, 9);
+  EXPECT_EQ(end.require_placement, 9);
   EXPECT_EQ(end.from, std::vector{JobState::kRunning}) << "an agent ends only the run it started";
   db::Transition preempted = lifecycle::preempt(1, 2, 9);
-  EXPECT_EQ(preempted.require_epoch, 9);
+  EXPECT_EQ(preempted.require_placement, 9);
   EXPECT_TRUE(preempted.clear_placement && preempted.clear_allocation);
   db::Transition moved = lifecycle::requeue_elsewhere(1, "r", 9, true, {JobState::kRunning});
-  EXPECT_EQ(moved.require_epoch, 9);
+  EXPECT_EQ(moved.require_placement, 9);
   EXPECT_TRUE(moved.clear_placement && moved.clear_allocation);
   EXPECT_TRUE(moved.increment_attempt);
   EXPECT_FALSE(
       lifecycle::requeue_elsewhere(1, "r", 9, false, {JobState::kRunning}).increment_attempt);
-  EXPECT_EQ(lifecycle::fail_unavailable(1, "h", 9).require_epoch, 9);
+  EXPECT_EQ(lifecycle::fail_unavailable(1, "h", 9).require_placement, 9);
 }
 
 TEST(JobLifecycle, AnUnstartedRequeueSpendsNoRetryAndIsCounted) {
@@ -143,7 +158,7 @@ TEST(JobLifecycle, AnUnstartedRequeueSpendsNoRetryAndIsCounted) {
   EXPECT_EQ(t.from, std::vector{JobState::kStarting});
   EXPECT_FALSE(t.increment_attempt);
   EXPECT_TRUE(t.count_unstarted_requeue);
-  EXPECT_EQ(t.require_epoch, 4);
+  EXPECT_EQ(t.require_placement, 4);
 }
 
 TEST(JobLifecycle, AJobThatCanNeverStartNamesWhyInItsError) {

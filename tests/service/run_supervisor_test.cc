@@ -19,6 +19,7 @@ db::JobRow placed_here(std::int64_t id, std::int64_t epoch = kEpoch) {
   row.state = db::JobState::kRunning;
   row.agent = "a";
   row.placement_epoch = epoch;
+  row.placement = 100 + id;  // its placement's number
   row.allocation_json = R"({"agent": "a"})";
   return row;
 }
@@ -27,6 +28,7 @@ db::JobRow placed_here(std::int64_t id, std::int64_t epoch = kEpoch) {
 db::JobRow spanning(std::int64_t id, std::int64_t placement, std::int64_t b_epoch = kEpoch) {
   db::JobRow row = placed_here(id, /*epoch=*/9);
   row.agent = "a";
+  row.placement = placement;
   row.allocation_json =
       json{{"slice",
             {{"placement", placement},
@@ -35,6 +37,12 @@ db::JobRow spanning(std::int64_t id, std::int64_t placement, std::int64_t b_epoc
                {{"agent", "b"}, {"epoch", b_epoch}, {"first_host", 2}, {"hosts", 2}}}}}}}
           .dump();
   return row;
+}
+
+// The copy of `row`'s placement this agent runs under `epoch`.
+RunningCopy copy_of(const db::JobRow& row, std::int64_t epoch,
+                    std::optional<SliceRole> slice = std::nullopt, bool handed = false) {
+  return {epoch, row.placement.value_or(kNoPlacement), std::move(slice), handed};
 }
 
 std::vector<std::int64_t> started(const SupervisionPlan& plan) {
@@ -54,9 +62,9 @@ TEST(RunSupervisor, StartsTheJobsPlacedUnderItsCurrentEpochOnly) {
 
 TEST(RunSupervisor, ACopyWhoseJobMovedOnStopsWithoutWriting) {
   const std::map<std::int64_t, RunningCopy> runs{
-      {1, {kEpoch, std::nullopt}},  // no longer listed: requeued or ended
-      {2, {4, std::nullopt}},       // started under an older epoch
-      {3, {kEpoch, std::nullopt}},  // still here
+      {1, copy_of(placed_here(1), kEpoch)},  // no longer listed: requeued or ended
+      {2, copy_of(placed_here(2), 4)},       // started under an older epoch
+      {3, copy_of(placed_here(3), kEpoch)},  // still here
   };
   const std::vector<db::JobRow> placed{placed_here(2), placed_here(3)};
   const SupervisionPlan plan = plan_supervision("a", kEpoch, placed, {}, runs, {});
@@ -73,8 +81,8 @@ TEST(RunSupervisor, ACopyWhoseJobMovedOnStopsWithoutWriting) {
 // was given (the agent would tell its API service again that the job moved
 // on), but do for another.
 TEST(RunSupervisor, ACopyStoppingForTheReasonItWasGivenIsNotNamedAgain) {
-  auto copy = [](RunStop named) {
-    RunningCopy run{kEpoch, std::nullopt};
+  auto copy = [](std::int64_t id, RunStop named) {
+    RunningCopy run = copy_of(placed_here(id), kEpoch);
     run.named = named;
     return run;
   };
@@ -83,10 +91,10 @@ TEST(RunSupervisor, ACopyStoppingForTheReasonItWasGivenIsNotNamedAgain) {
   db::JobRow cancelled_too = placed_here(4);
   cancelled_too.cancel_requested = true;
   const std::map<std::int64_t, RunningCopy> runs{
-      {1, copy(RunStop::kMovedOn)},     // moved on, and told so
-      {2, copy(RunStop::kUserCancel)},  // told to cancel, and moved on since
-      {3, copy(RunStop::kUserCancel)},  // told to cancel
-      {4, copy(RunStop::kNone)},        // not told yet
+      {1, copy(1, RunStop::kMovedOn)},     // moved on, and told so
+      {2, copy(2, RunStop::kUserCancel)},  // told to cancel, and moved on since
+      {3, copy(3, RunStop::kUserCancel)},  // told to cancel
+      {4, copy(4, RunStop::kNone)},        // not told yet
   };
   const SupervisionPlan plan =
       plan_supervision("a", kEpoch, {cancelled, cancelled_too}, {}, runs, {});
@@ -103,7 +111,8 @@ TEST(RunSupervisor, ACopyStoppingForTheReasonItWasGivenIsNotNamedAgain) {
 // read may or may not show the placement, so the copy is the next read's to
 // judge. Neither stopped as moved on nor started a second time.
 TEST(RunSupervisor, ACopyHandedOverSinceTheReadBeganIsLeftToTheNextRead) {
-  const std::map<std::int64_t, RunningCopy> handed{{1, {kEpoch, std::nullopt, true}}};
+  const std::map<std::int64_t, RunningCopy> handed{
+      {1, copy_of(placed_here(1), kEpoch, std::nullopt, /*handed=*/true)}};
   SupervisionPlan plan = plan_supervision("a", kEpoch, {}, {}, handed, {});
   EXPECT_TRUE(plan.stop.empty()) << "a read from before the placement";
   EXPECT_TRUE(plan.start.empty());
@@ -113,7 +122,7 @@ TEST(RunSupervisor, ACopyHandedOverSinceTheReadBeganIsLeftToTheNextRead) {
   EXPECT_TRUE(plan.stop.empty()) << "judged by the next read";
   EXPECT_TRUE(plan.start.empty()) << "a job with a copy is not started twice";
 
-  const std::map<std::int64_t, RunningCopy> judged{{1, {kEpoch, std::nullopt, false}}};
+  const std::map<std::int64_t, RunningCopy> judged{{1, copy_of(placed_here(1), kEpoch)}};
   plan = plan_supervision("a", kEpoch, {}, {}, judged, {});
   ASSERT_EQ(1u, plan.stop.size()) << "the next read: gone from it, the copy stops";
   plan = plan_supervision("a", kEpoch, {cancelled}, {}, judged, {});
@@ -121,27 +130,33 @@ TEST(RunSupervisor, ACopyHandedOverSinceTheReadBeganIsLeftToTheNextRead) {
   EXPECT_EQ(RunStop::kUserCancel, plan.stop[0].why);
 }
 
-// A copy handed over with its placement started saw its row RUNNING from
-// that placement's commit on. A database crash may undo that placement (it
-// commits without waiting for the disk), and the leader place the job here
-// again, under the same epoch: the row then reads STARTING, and the copy is
-// the lost placement's. A copy a look started reads STARTING until its own
-// RUNNING: it is kept.
-TEST(RunSupervisor, ACopyStartedWithItsPlacementWhoseRowReadsStartingIsStale) {
+// A job placed again on the same agent's registration is placed under a new
+// number (JobRow::placement): after a requeue while its copy was still
+// stopping, or after a database crash undid the placement the copy started
+// with (a placement commits without waiting for the disk). The copy of the
+// earlier placement is stale, whether the row reads STARTING or, placed
+// started, RUNNING; the next look starts the new placement's once it ends.
+// A copy of the row's own placement is kept, STARTING (before its RUNNING)
+// or RUNNING.
+TEST(RunSupervisor, ACopyOfAnEarlierPlacementOnTheSameEpochIsStale) {
+  const db::JobRow first = placed_here(1);
   db::JobRow again = placed_here(1);
-  again.state = db::JobState::kStarting;
-  const std::map<std::int64_t, RunningCopy> handed{{1, {kEpoch, std::nullopt, false, true}}};
-  SupervisionPlan plan = plan_supervision("a", kEpoch, {again}, {}, handed, {});
-  ASSERT_EQ(1u, plan.stop.size());
-  EXPECT_EQ(RunStop::kMovedOn, plan.stop[0].why);
-  EXPECT_TRUE(plan.start.empty()) << "started by a later look, once this copy ended";
-  plan = plan_supervision("a", kEpoch, {placed_here(1)}, {}, handed, {});
-  EXPECT_TRUE(plan.stop.empty()) << "its own placement, RUNNING";
-
-  const std::map<std::int64_t, RunningCopy> looked{{1, {kEpoch, std::nullopt, false, false}}};
-  plan = plan_supervision("a", kEpoch, {again}, {}, looked, {});
-  EXPECT_TRUE(plan.stop.empty()) << "a copy starting, before its RUNNING";
-  EXPECT_TRUE(plan.start.empty());
+  again.placement = *first.placement + 1;
+  const std::map<std::int64_t, RunningCopy> runs{{1, copy_of(first, kEpoch)}};
+  for (db::JobState state : {db::JobState::kStarting, db::JobState::kRunning}) {
+    again.state = state;
+    const SupervisionPlan plan = plan_supervision("a", kEpoch, {again}, {}, runs, {});
+    ASSERT_EQ(1u, plan.stop.size()) << db::to_string(state);
+    EXPECT_EQ(RunStop::kMovedOn, plan.stop[0].why);
+    EXPECT_TRUE(plan.start.empty()) << "started by a later look, once this copy ended";
+  }
+  db::JobRow starting = first;
+  starting.state = db::JobState::kStarting;
+  for (const db::JobRow& own : {first, starting}) {
+    const SupervisionPlan plan = plan_supervision("a", kEpoch, {own}, {}, runs, {});
+    EXPECT_TRUE(plan.stop.empty()) << db::to_string(own.state);
+    EXPECT_TRUE(plan.start.empty());
+  }
 }
 
 TEST(RunSupervisor, ACancelOrAPreemptionStopsTheFirstPartOnly) {
@@ -149,18 +164,20 @@ TEST(RunSupervisor, ACancelOrAPreemptionStopsTheFirstPartOnly) {
   cancelled.cancel_requested = true;
   db::JobRow preempted = placed_here(2);
   preempted.preempted_by = 7;
-  const std::map<std::int64_t, RunningCopy> first_part{{1, {9, slice_role(cancelled, "a", 9)}}};
+  const std::map<std::int64_t, RunningCopy> first_part{
+      {1, copy_of(cancelled, 9, slice_role(cancelled, "a", 9))}};
   SupervisionPlan plan = plan_supervision("a", 9, {cancelled}, {}, first_part, {});
   ASSERT_EQ(1u, plan.stop.size());
   EXPECT_EQ(RunStop::kUserCancel, plan.stop[0].why);
-  const std::map<std::int64_t, RunningCopy> whole{{2, {kEpoch, std::nullopt}}};
+  const std::map<std::int64_t, RunningCopy> whole{{2, copy_of(preempted, kEpoch)}};
   plan = plan_supervision("a", kEpoch, {preempted}, {}, whole, {});
   ASSERT_EQ(1u, plan.stop.size());
   EXPECT_EQ(RunStop::kPreempted, plan.stop[0].why);
   EXPECT_EQ(7, plan.stop[0].preempted_by);
 
   // b, a later part: it ends when the first part closes the collective.
-  const std::map<std::int64_t, RunningCopy> on_b{{1, {kEpoch, slice_role(cancelled, "b", kEpoch)}}};
+  const std::map<std::int64_t, RunningCopy> on_b{
+      {1, copy_of(cancelled, kEpoch, slice_role(cancelled, "b", kEpoch))}};
   plan = plan_supervision("b", kEpoch, {}, {cancelled}, on_b, {});
   EXPECT_TRUE(plan.stop.empty());
 }
@@ -201,7 +218,8 @@ TEST(RunSupervisor, APartOfASpanningSliceStartsOnceAndItsEndedPlacementIsForgott
 TEST(RunSupervisor, ACopyOfAnotherSlicePlacementOfTheSameJobStops) {
   const db::JobRow old_slice = spanning(1, /*placement=*/30);
   const db::JobRow new_slice = spanning(1, /*placement=*/31);
-  const std::map<std::int64_t, RunningCopy> runs{{1, {kEpoch, slice_role(old_slice, "b", kEpoch)}}};
+  const std::map<std::int64_t, RunningCopy> runs{
+      {1, copy_of(old_slice, kEpoch, slice_role(old_slice, "b", kEpoch))}};
   SupervisionPlan plan = plan_supervision("b", kEpoch, {}, {new_slice}, runs, {});
   ASSERT_EQ(1u, plan.stop.size());
   EXPECT_EQ(RunStop::kMovedOn, plan.stop[0].why);
@@ -214,8 +232,8 @@ TEST(RunSupervisor, ACopyOfAnotherSlicePlacementOfTheSameJobStops) {
 }
 
 // A clean stop: what is still placed here under this epoch, and the slices
-// with a part here under it (fenced by the first part's epoch), is left
-// behind to requeue; a placement of an earlier epoch, or another agent's
+// with a part here under it, is left behind to requeue, each fenced by its
+// placement; a placement of an earlier epoch, or another agent's
 // part, is not this agent's to requeue.
 TEST(RunSupervisor, WhatAStoppingAgentLeavesBehindIsWhatIsPlacedOnItsEpoch) {
   const std::vector<db::JobRow> placed{placed_here(1), placed_here(2, /*epoch=*/4)};
@@ -223,11 +241,11 @@ TEST(RunSupervisor, WhatAStoppingAgentLeavesBehindIsWhatIsPlacedOnItsEpoch) {
   std::vector<std::pair<std::int64_t, std::int64_t>> got;
   for (const LeftBehind& job : left_behind("b", kEpoch, {}, parts))
     got.emplace_back(job.job, job.fence);
-  EXPECT_EQ((std::vector<std::pair<std::int64_t, std::int64_t>>{{3, 9}}), got);
+  EXPECT_EQ((std::vector<std::pair<std::int64_t, std::int64_t>>{{3, 30}}), got);
   got.clear();
   for (const LeftBehind& job : left_behind("a", kEpoch, placed, {}))
     got.emplace_back(job.job, job.fence);
-  EXPECT_EQ((std::vector<std::pair<std::int64_t, std::int64_t>>{{1, kEpoch}}), got);
+  EXPECT_EQ((std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 101}}), got);
 }
 
 }  // namespace

@@ -78,9 +78,9 @@ class SchedulerLeaderTest : public ::testing::Test {
 
   // What the agent does first with a job placed on it.
   void start(std::int64_t id) {
-    const std::optional<std::int64_t> epoch = row(id).placement_epoch;
-    ASSERT_TRUE(epoch.has_value());
-    auto started = repo_->jobs.transition(lifecycle::run(id, "Training started", *epoch));
+    const std::optional<std::int64_t> placement = row(id).placement;
+    ASSERT_TRUE(placement.has_value());
+    auto started = repo_->jobs.transition(lifecycle::run(id, "Training started", *placement));
     ASSERT_TRUE(started.ok() && *started);
   }
 
@@ -357,9 +357,9 @@ TEST_F(SchedulerLeaderTest, BetweenPassesTheLeaderSeesWhatOthersWroteMeanwhile) 
   // Elsewhere: the first job ends on its agent, the second's owner cancels
   // it, and a new job with a higher priority arrives.
   start(first);
-  ASSERT_TRUE(*repo_->jobs.transition(
-      lifecycle::finish(first, db::JobState::kSucceeded, "Training finished", std::nullopt,
-                        std::nullopt, *row(first).placement_epoch)));
+  ASSERT_TRUE(*repo_->jobs.transition(lifecycle::finish(first, db::JobState::kSucceeded,
+                                                        "Training finished", std::nullopt,
+                                                        std::nullopt, *row(first).placement)));
   ASSERT_TRUE(*repo_->jobs.transition(lifecycle::cancel_queued(second)));
   db::NewJob urgent;
   urgent.tenant = "t";
@@ -470,7 +470,7 @@ TEST(SchedulerLeaderCrash, APlacementTheRecoveryUndidIsPlacedAgainThroughTheLead
             ->execute_script(
                 "BEGIN; ALTER TABLE jobs DISABLE TRIGGER jobs_note_change; "
                 "UPDATE jobs SET state = 'QUEUED', agent = NULL, placement_epoch = NULL, "
-                "allocation = NULL, changed_xid = '" +
+                "placement = NULL, allocation = NULL, changed_xid = '" +
                 inserted_xid + "'::xid8 WHERE id = " + id +
                 "; ALTER TABLE jobs ENABLE TRIGGER jobs_note_change; COMMIT");
     ASSERT_TRUE(undone.ok()) << undone.error().message;

@@ -72,6 +72,7 @@ class FakeLeaderStore final : public LeaderStore {
   bool late_judgement = false;      // the next mark_lost is answered past its max_answer
   bool refuse_writes = false;       // mark_lost fails as in a read-only database (kUnavailable)
   int judgements = 0;               // mark_lost calls answered
+  int reserved_blocks = 0;          // reserve_placements calls answered
   std::chrono::milliseconds max_answer{0};  // what the last mark_lost was given
   std::int64_t term = 0;                    // the scheduler term (begin_term raises it)
   std::int64_t recovered_at = 0;            // what a crash of the server changes
@@ -156,7 +157,13 @@ class FakeLeaderStore final : public LeaderStore {
     for (db::ClusterHostRow& h : out) h.agent_state = agent(h.agent).state;
     return out;
   }
-  base::Result<std::int64_t> next_slice_placement() override { return ++placements_; }
+  // Blocks of kPlacementBlock numbers from 1 on, as the sequence hands them out.
+  base::Result<std::int64_t> reserve_placements() override {
+    if (away) return down();
+    const std::int64_t first = 1 + reserved_blocks * db::ClusterRepository::kPlacementBlock;
+    ++reserved_blocks;
+    return first;
+  }
   base::Status forget_rendezvous_before(std::chrono::milliseconds) override {
     if (away) return down();
     return base::Status::Ok();
@@ -245,7 +252,7 @@ class FakeLeaderStore final : public LeaderStore {
     db::JobRow& row = *stored;
     const bool from = std::find(t.from.begin(), t.from.end(), row.state) != t.from.end() &&
                       !base::is_terminal(row.state) &&
-                      (!t.require_epoch || row.placement_epoch == t.require_epoch);
+                      (!t.require_placement || row.placement == t.require_placement);
     const bool agents_alive =
         std::all_of(t.require_alive.begin(), t.require_alive.end(), [&](const auto& required) {
           const db::AgentRow& a = agent(required.first);
@@ -258,9 +265,10 @@ class FakeLeaderStore final : public LeaderStore {
     row.state = t.to;
     if (t.increment_attempt) ++row.attempt;
     if (t.count_unstarted_requeue) ++row.unstarted_requeues;
-    if (t.clear_placement) row.agent.reset(), row.placement_epoch.reset();
+    if (t.clear_placement) row.agent.reset(), row.placement_epoch.reset(), row.placement.reset();
     if (t.agent) row.agent = t.agent;
     if (t.placement_epoch) row.placement_epoch = t.placement_epoch;
+    if (t.placement) row.placement = t.placement;
     if (t.allocation_json) row.allocation_json = t.allocation_json;
     if (t.clear_allocation) row.allocation_json.reset();
     if (t.set_requeued_at) row.requeued_at = clock_.wall_now();
@@ -345,13 +353,12 @@ class FakeLeaderStore final : public LeaderStore {
   static bool same_schedule(const db::JobRow& a, const db::JobRow& b) {
     return a.state == b.state && a.priority == b.priority && a.tenant == b.tenant &&
            a.cancel_requested == b.cancel_requested && a.agent == b.agent &&
-           a.placement_epoch == b.placement_epoch && a.allocation_json == b.allocation_json &&
-           a.preempted_by == b.preempted_by && a.requeued_at == b.requeued_at &&
-           a.attempt == b.attempt && a.started_at == b.started_at;
+           a.placement_epoch == b.placement_epoch && a.placement == b.placement &&
+           a.allocation_json == b.allocation_json && a.preempted_by == b.preempted_by &&
+           a.requeued_at == b.requeued_at && a.attempt == b.attempt && a.started_at == b.started_at;
   }
 
   base::Clock& clock_;
-  std::int64_t placements_ = 0;
   std::map<std::int64_t, db::JobRow> returned_;  // each row as last read
 };
 
@@ -373,6 +380,7 @@ class SchedulerLeaderPass : public ::testing::Test {
     job.state = JobState::kRunning;
     job.agent = agent;
     job.placement_epoch = epoch;
+    job.placement = -epoch;  // placed before this leader reserved any number
     job.allocation_json = json{{"hosts", {agent + "-h0"}}, {"cores", json::array()}}.dump();
     return job;
   }
@@ -562,6 +570,10 @@ TEST_F(SchedulerLeaderWithLocalAgent, ASliceSpanningAgentsWakesEachOfThem) {
                                           "notify tpujobs_agent b"};
   EXPECT_EQ(expected, store_.writes);
   EXPECT_TRUE(local_.taken.empty());
+  // Its rendezvous' scope is its placement's number.
+  const json allocation = json::parse(store_.job(1).allocation_json.value_or("{}"));
+  ASSERT_TRUE(store_.job(1).placement.has_value());
+  EXPECT_EQ(*store_.job(1).placement, allocation["slice"].value("placement", std::int64_t{0}));
 }
 
 TEST_F(SchedulerLeaderPass, MetricsCountThePassesTheirTimeAndTheLongest) {
@@ -1433,7 +1445,9 @@ TEST_F(SchedulerLeaderKeptJobs, AnotherLeadersTermOrACrashMakesEveryJobReadAgain
 // the disk): the row is QUEUED again, older than what the leader last read,
 // so no read since returns it. The leader takes the lock again after the
 // recovery, a term that follows its own, and places the job at once instead
-// of after its sweep.
+// of after its sweep: on the same agent, under the same epoch, but as
+// another placement (its number from the block reserved before), so that
+// the copy of the undone one writes nothing.
 TEST_F(SchedulerLeaderKeptJobs, APlacementACrashUndidIsPlacedAgainInTheNextTerm) {
   store_.add_agent("a", 1, 1);
   store_.add_job(1, "t", 8);
@@ -1441,10 +1455,13 @@ TEST_F(SchedulerLeaderKeptJobs, APlacementACrashUndidIsPlacedAgainInTheNextTerm)
   pass();  // job 1 is placed
   pass();  // its placement is read back
   ASSERT_EQ(JobState::kStarting, store_.job(1).state);
+  const std::optional<std::int64_t> undone_placement = store_.job(1).placement;
+  EXPECT_EQ(1, undone_placement.value_or(0)) << "the first number of the first block";
   db::JobRow& undone = store_.job(1);
   undone.state = JobState::kQueued;
   undone.agent.reset();
   undone.placement_epoch.reset();
+  undone.placement.reset();
   undone.allocation_json.reset();
   store_.unmarked = {1};
   store_.recovered_at = 1;
@@ -1452,6 +1469,9 @@ TEST_F(SchedulerLeaderKeptJobs, APlacementACrashUndidIsPlacedAgainInTheNextTerm)
   pass();
   EXPECT_EQ(JobState::kStarting, store_.job(1).state) << "placed again";
   EXPECT_EQ(2, store_.count("transition 1 STARTING"));
+  EXPECT_EQ(1, store_.job(1).placement_epoch.value_or(0));
+  EXPECT_EQ(2, store_.job(1).placement.value_or(0));
+  EXPECT_EQ(1, store_.reserved_blocks);
 }
 
 // A pass that finds nothing changed since the last plan but the time has
