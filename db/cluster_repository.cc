@@ -244,10 +244,10 @@ void LeaderLock::release() { connection_.reset(); }  // the session ends: Postgr
 base::Result<std::int64_t> ClusterRepository::reserve_placements() {
   return with_connection(
       pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<std::int64_t> {
-        // The session's synchronous_commit is the server's (on): the
-        // transaction's commit waits for the WAL that holds the sequence's
-        // new value to reach the disk.
-        base::Result<QueryResult> rows = connection.execute("SELECT nextval('placements')");
+        // Its commit waits for the WAL that holds the sequence's new value
+        // to reach the disk, whatever the server's or the role's setting.
+        base::Result<QueryResult> rows = connection.execute(
+            "SELECT nextval('placements'), set_config('synchronous_commit', 'on', true)");
         if (!rows.ok()) return rows.error();
         return rows->int64(0, 0);
       });

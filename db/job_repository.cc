@@ -277,8 +277,7 @@ base::Status JobRepository::update_progress(std::int64_t id,
     base::Result<QueryResult> rows = connection.execute(
         "UPDATE jobs SET progress = COALESCE($2::jsonb, progress),"
         " latest_metrics = COALESCE($3::jsonb, latest_metrics), updated_at = now()"
-        " WHERE id = $1::bigint AND ($4::bigint = 0 OR (placement = $4::bigint"
-        "   AND state IN ('STARTING', 'RUNNING')))",
+        " WHERE id = $1::bigint AND ($4::bigint = 0 OR placement = $4::bigint)",
         {id, progress_json, latest_metrics_json, fence});
     if (!rows.ok()) return rows.error();
     if (rows->affected_rows() == 0) {

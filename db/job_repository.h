@@ -265,8 +265,9 @@ class JobRepository {
 
   // Sets progress and latest_metrics (JSON); nullopt keeps the current
   // value. kNotFound when there is no such job.
-  // With a non-zero fence, only while the job is STARTING or RUNNING under
-  // that placement (kNotFound otherwise).
+  // With a non-zero fence, only while the job's placement is that one
+  // (kNotFound otherwise): after its end too, so that the last progress of
+  // the copy that ended it, stored after an outage, still lands.
   base::Status update_progress(std::int64_t id, const std::optional<std::string>& progress_json,
                                const std::optional<std::string>& latest_metrics_json,
                                std::int64_t fence = 0);

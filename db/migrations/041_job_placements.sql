@@ -23,5 +23,7 @@ ALTER SEQUENCE placements INCREMENT BY 1000;
 
 ALTER TABLE jobs ADD COLUMN placement bigint;
 -- The jobs placed when this runs keep a fence of their own: the sequence
--- never hands out a number below 1.
-UPDATE jobs SET placement = -placement_epoch WHERE placement_epoch IS NOT NULL;
+-- never hands out a number below 1. (A finished job's row is left as it
+-- is: nothing about it is fenced any more.)
+UPDATE jobs SET placement = -placement_epoch
+  WHERE placement_epoch IS NOT NULL AND state IN ('STARTING', 'RUNNING');

@@ -225,6 +225,9 @@ TEST_F(ClusterRepositoryTest, WritesOfAnEarlierPlacementUnderTheSameEpochDoNotLa
   ASSERT_TRUE(outputs.append_logs({{job_, 1, {}, "first: step 1", first}}).ok());
   ASSERT_TRUE(outputs.save_checkpoint(job_, 10, 0, "ckpt-first", first).ok());
   ASSERT_TRUE(requeue(first));
+  auto requeued = repositories_->jobs.get_job(job_);
+  ASSERT_TRUE(requeued.ok() && *requeued);
+  EXPECT_FALSE((**requeued).placement) << "the requeue took the placement off";
   ASSERT_TRUE(place("a", *a, JobState::kQueued, second));
 
   ASSERT_TRUE(outputs.append_logs({{job_, 2, {}, "first: stale", first}}).ok());
@@ -239,6 +242,8 @@ TEST_F(ClusterRepositoryTest, WritesOfAnEarlierPlacementUnderTheSameEpochDoNotLa
   stale_start.to = JobState::kRunning;
   stale_start.require_placement = first;
   EXPECT_FALSE(*repositories_->jobs.transition(stale_start));
+  // A preemption decided from a read of the first placement marks nothing.
+  EXPECT_FALSE(*repositories_->jobs.request_preemption(job_, first, job_ + 1, "", "{}"));
 
   ASSERT_TRUE(outputs.append_logs({{job_, 2, {}, "second: resumed", second}}).ok());
   EXPECT_EQ("1:first: step 1 2:second: resumed ", logs());
@@ -248,6 +253,17 @@ TEST_F(ClusterRepositoryTest, WritesOfAnEarlierPlacementUnderTheSameEpochDoNotLa
   Transition start = stale_start;
   start.require_placement = second;
   EXPECT_TRUE(*repositories_->jobs.transition(start));
+  EXPECT_TRUE(*repositories_->jobs.request_preemption(job_, second, job_ + 1, "", "{}"));
+  // The copy that ends the job may store its last progress after the end
+  // (its flush waited out an outage): it is still that placement's.
+  Transition end = start;
+  end.from = {JobState::kRunning};
+  end.to = JobState::kSucceeded;
+  ASSERT_TRUE(*repositories_->jobs.transition(end));
+  EXPECT_TRUE(
+      repositories_->jobs.update_progress(job_, R"({"step": 30})", std::nullopt, second).ok());
+  EXPECT_FALSE(
+      repositories_->jobs.update_progress(job_, R"({"step": 99})", std::nullopt, first).ok());
 }
 
 // Placement numbers come in blocks that never overlap, whoever reserves

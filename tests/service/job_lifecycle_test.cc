@@ -22,18 +22,20 @@ bool terminal(JobState s) {
 std::vector<db::Transition> every_transition() {
   return {
       lifecycle::place_on_agent(1, "Placed on agent a", "{}", "a", 3, 11),
-      lifecycle::run(1, "Training started on agent a", 3),
-      lifecycle::requeue_unstarted(1, "Agent a lost before the job started", 3),
-      lifecycle::preempt(1, 2, 3),
-      lifecycle::cancel_placed(1, 3),
-      lifecycle::requeue_elsewhere(1, "Agent a lost", 3, true,
+      lifecycle::run(1, "Training started on agent a", 11),
+      lifecycle::requeue_unstarted(1, "Agent a lost before the job started", 11),
+      lifecycle::preempt(1, 2, 11),
+      lifecycle::cancel_placed(1, 11),
+      lifecycle::requeue_elsewhere(1, "Agent a lost", 11, true,
                                    {JobState::kStarting, JobState::kRunning}),
-      lifecycle::finish(1, JobState::kSucceeded, "Training finished", std::nullopt, "{}", 3),
-      lifecycle::finish(1, JobState::kFailed, "X", lifecycle::error_text("X", "m", "h"), "{}", 3),
+      lifecycle::finish(1, JobState::kSucceeded, "Training finished", std::nullopt, "{}", 11),
+      lifecycle::finish(1, JobState::kFailed, "X", lifecycle::error_text("X", "m", "h"), "{}", 11),
       lifecycle::cancel_queued(1),
       lifecycle::cancel_unstartable(1, "StartDeadlineExceeded", "not started in 30m", "h"),
       lifecycle::reject(1, {JobState::kQueued}, "on restart", "spec no longer valid"),
-      lifecycle::fail_unavailable(1, "a host failed", 3),
+      lifecycle::reject(1, {JobState::kStarting, JobState::kRunning}, "by agent a",
+                        "spec no longer valid", 11),
+      lifecycle::fail_unavailable(1, "a host failed", 11),
       lifecycle::release_lease(1),
       lifecycle::place_started(lifecycle::place_on_agent(1, "Placed on agent a", "{}", "a", 3, 11),
                                "agent a"),
@@ -101,17 +103,21 @@ TEST(JobLifecycle, OnlyAQueuedJobIsPlaced) {
   EXPECT_TRUE(placed.clear_pending);
 }
 
-// Every write about a placed job is fenced by its placement's number, not
-// by its agent's epoch alone: a copy of an earlier placement on the same
-// registration writes nothing (DESIGN §9). An admin's release is the one
-// unfenced end of a placed job.
+// Every transition of a placed job but an admin's release is fenced: it
+// lands only under the placement (number 11 here, of agent a's epoch 3) it
+// was decided about. That the fence is the placement's number, not the
+// epoch, is the database's to show
+// (ClusterRepositoryTest.WritesOfAnEarlierPlacementUnderTheSameEpochDoNotLand).
 TEST(JobLifecycle, EveryTransitionOfAPlacedJobIsFencedByItsPlacement) {
+  int fenced = 0;
   for (const db::Transition& t : every_transition()) {
     const bool placed_only =
         std::find(t.from.begin(), t.from.end(), JobState::kQueued) == t.from.end();
     if (!placed_only || t.reason == "Lease released") continue;
-    EXPECT_EQ(t.require_placement, 3) << t.reason;
+    EXPECT_EQ(t.require_placement, 11) << t.reason;
+    ++fenced;
   }
+  EXPECT_EQ(9, fenced);
 }
 
 // A placement its agent starts as it commits goes on to RUNNING with the
