@@ -53,10 +53,17 @@ std::optional<std::pair<TimePoint, std::int64_t>> decode_cursor(std::string_view
 // hold the same keys lock them in the same order and cannot deadlock (not
 // reproduced: 400 rounds of two such batches at once never deadlocked with
 // the input order either); within a batch, a key's first use (lowest ord)
-// wins.
+// wins. A job array none of whose keys was used is inserted whole; one with
+// a key used before (a retry, or the key of another array) is inserted not
+// at all (InsertedJob::not_stored), so that an array answered 409 stored
+// none of its children. (Two arrays with the same key submitted at the same
+// moment both see no key used; the second's children whose keys the
+// first's took are then not inserted, and the others are.)
 constexpr const char* kInsertJobs =
     "WITH numbered AS ("
-    "  SELECT nextval('jobs_id_seq') AS id, t.*"
+    "  SELECT nextval('jobs_id_seq') AS id, t.*,"
+    "    EXISTS (SELECT 1 FROM jobs e WHERE e.tenant = t.tenant"
+    "            AND e.idempotency_key = t.idempotency_key) AS key_used"
     "  FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::integer[], $5::jsonb[],"
     "              $6::jsonb[], $7::jsonb[], $8::text[], $9::text[], $10::bigint[],"
     "              $11::integer[], $12::jsonb[])"
@@ -66,7 +73,8 @@ constexpr const char* kInsertJobs =
     "), input AS ("
     // An array's id is its first child's.
     "  SELECT numbered.*, CASE WHEN array_group > 0"
-    "                          THEN min(id) OVER (PARTITION BY array_group) END AS array_id"
+    "                          THEN min(id) OVER (PARTITION BY array_group) END AS array_id,"
+    "    array_group > 0 AND bool_or(key_used) OVER (PARTITION BY array_group) AS array_retried"
     "  FROM numbered"
     "), inserted AS ("
     "  INSERT INTO jobs AS j (id, tenant, name, labels, priority, state, spec, resolved,"
@@ -76,7 +84,7 @@ constexpr const char* kInsertJobs =
     "         idempotency_key, spec_hash, array_id,"
     "         CASE WHEN array_group > 0 THEN array_index END,"
     "         CASE WHEN array_group > 0 THEN array_values END"
-    "  FROM input ORDER BY tenant, idempotency_key, ord"
+    "  FROM input WHERE NOT array_retried ORDER BY tenant, idempotency_key, ord"
     "  ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING"
     "  RETURNING j.*"
     "), events AS ("
@@ -160,10 +168,12 @@ base::Result<std::vector<InsertedJob>> JobRepository::insert_jobs(const std::vec
         }
         std::vector<InsertedJob> out;
         out.reserve(jobs.size());
-        for (auto& result : results) {
-          if (!result)
+        for (std::size_t i = 0; i < jobs.size(); ++i) {
+          if (!results[i] && jobs[i].array_group > 0)
+            results[i] = InsertedJob{.existing = false, .row = {}, .not_stored = true};
+          if (!results[i])
             return base::make_error(base::ErrorCode::kInternal, "a job was neither new nor found");
-          out.push_back(std::move(*result));
+          out.push_back(std::move(*results[i]));
         }
         return out;
       });

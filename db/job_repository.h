@@ -97,6 +97,12 @@ struct InsertedJob {
   // row is then that job (compare spec_hash to answer 200 or 409).
   bool existing = false;
   JobRow row;
+  // A child of a job array (NewJob::array_group) none of whose children was
+  // stored: another child's idempotency key was used before (the array is
+  // a retry, or its key was used for another array). A child whose key
+  // was used is answered `existing`; the others are not stored, and their
+  // row is empty.
+  bool not_stored = false;
 };
 
 struct JobFilter {

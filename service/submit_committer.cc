@@ -208,7 +208,9 @@ void SubmitCommitter::commit(std::vector<PendingSubmit>& batch) {
     api::SubmitOutcome outcome;
     outcome.id = result.row.id;
     outcome.array_id = result.row.array_id.value_or(0);
-    if (!result.existing) {
+    if (result.not_stored) {
+      outcome.kind = api::SubmitOutcome::Kind::kConflict;  // answered below, with its array
+    } else if (!result.existing) {
       outcome.kind = api::SubmitOutcome::Kind::kCreated;
     } else if (result.row.spec_hash == batch[i].request.spec_hash) {
       outcome.kind = api::SubmitOutcome::Kind::kExisting;
@@ -220,8 +222,33 @@ void SubmitCommitter::commit(std::vector<PendingSubmit>& batch) {
     }
     committed.push_back({batch[i], result.row, std::move(outcome)});
   }
+  answer_arrays_not_stored(committed);
   on_committed_(committed);
   for (CommittedSubmit& c : committed) c.pending.done(std::move(c.outcome));
+}
+
+void SubmitCommitter::answer_arrays_not_stored(std::vector<CommittedSubmit>& committed) {
+  for (std::size_t first = 0; first < committed.size();) {
+    const std::size_t size = std::min(std::max<std::size_t>(1, committed[first].pending.array_size),
+                                      committed.size() - first);
+    const auto begin = committed.begin() + static_cast<std::ptrdiff_t>(first);
+    const auto end = begin + static_cast<std::ptrdiff_t>(size);
+    first += size;
+    auto not_stored = [](const CommittedSubmit& c) { return c.row.id == 0; };
+    if (std::none_of(begin, end, not_stored)) continue;
+    // None of the sweep's children was stored: each is answered 409, with a
+    // job of the sweep that used its key before.
+    const auto before = std::find_if_not(begin, end, not_stored);
+    const std::int64_t earlier = before == end ? 0 : before->row.id;
+    const std::string key = begin->pending.request.idempotency_key.value_or("");
+    for (auto c = begin; c != end; ++c) {
+      c->outcome.kind = api::SubmitOutcome::Kind::kConflict;
+      c->outcome.id = earlier;
+      c->outcome.message = "Idempotency-Key '" + key.substr(0, key.rfind('#')) +
+                           "' was already used for a sweep with other children (job " +
+                           std::to_string(earlier) + "): no child of this sweep was stored";
+    }
+  }
 }
 
 }  // namespace tpujobs::service

@@ -99,6 +99,10 @@ class SubmitCommitter {
 
  private:
   void loop();
+  // The children of a sweep whose Idempotency-Key was used before by
+  // another sweep (db::InsertedJob::not_stored: none was stored) are each
+  // answered 409, not 201 for some and 409 for others.
+  static void answer_arrays_not_stored(std::vector<CommittedSubmit>& committed);
   static void answer_closed(PendingSubmit& pending);
 
   SubmitStore& store_;

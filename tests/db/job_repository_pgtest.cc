@@ -177,6 +177,42 @@ TEST_F(JobRepositoryTest, IdempotencyKeyReturnsExistingJob) {
   EXPECT_EQ(0, (*counts)["RUNNING"]);
 }
 
+// A sweep's children are stored whole or not at all: one whose key was used
+// before (by the same sweep, submitted again, or by a sweep of other
+// children) inserts none of its children, in the same batch as another
+// submit that is stored.
+TEST_F(JobRepositoryTest, AnArrayWithAKeyUsedBeforeStoresNoneOfItsChildren) {
+  auto sweep = [](int children, std::int64_t group) {
+    std::vector<NewJob> out;
+    for (int i = 0; i < children; ++i) {
+      NewJob child = job("child-" + std::to_string(i));
+      child.idempotency_key = "sweep#" + std::to_string(i);
+      child.array_group = group;
+      child.array_index = i;
+      out.push_back(std::move(child));
+    }
+    return out;
+  };
+  const auto first = insert(sweep(2, 1));
+  ASSERT_EQ(2u, first.size());
+  EXPECT_FALSE(first[0].existing || first[1].existing);
+  EXPECT_EQ(first[0].row.array_id, first[1].row.array_id);
+
+  std::vector<NewJob> batch = sweep(3, 7);
+  batch.push_back(job("beside"));
+  const auto second = insert(batch);
+  ASSERT_EQ(4u, second.size());
+  EXPECT_TRUE(second[0].existing);
+  EXPECT_EQ(first[0].row.id, second[0].row.id);
+  EXPECT_TRUE(second[1].existing);
+  EXPECT_TRUE(second[2].not_stored) << "a child of a sweep answered 409 was stored";
+  EXPECT_EQ(0, second[2].row.id);
+  EXPECT_FALSE(second[3].existing || second[3].not_stored) << "the other submit is stored";
+  auto counts = jobs_->count_jobs_by_state();
+  ASSERT_TRUE(counts.ok());
+  EXPECT_EQ(3, (*counts)["QUEUED"]);
+}
+
 TEST_F(JobRepositoryTest, ConcurrentSubmitsWithOneKeyMakeOneJob) {
   std::vector<std::int64_t> ids(4);
   std::vector<std::thread> threads;

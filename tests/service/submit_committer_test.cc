@@ -5,6 +5,7 @@
 #include <future>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -14,7 +15,8 @@ namespace {
 using Kind = api::SubmitOutcome::Kind;
 
 // Inserts into memory, one "transaction" per call; idempotency keys as the
-// jobs table's unique (tenant, key) index.
+// jobs table's unique (tenant, key) index, and an array with a key used
+// before inserted not at all, as JobRepository::insert_jobs does.
 class FakeStore final : public SubmitStore {
  public:
   std::vector<std::size_t> transactions;  // rows per insert_jobs call
@@ -38,6 +40,11 @@ class FakeStore final : public SubmitStore {
       if (r.tenant == refused_tenant) return base::make_error(base::ErrorCode::kInvalid, "refused");
     }
     transactions.push_back(rows.size());
+    std::set<std::int64_t> retried_arrays;
+    for (const db::NewJob& r : rows) {
+      if (r.array_group != 0 && r.idempotency_key && by_key.count({r.tenant, *r.idempotency_key}))
+        retried_arrays.insert(r.array_group);
+    }
     std::vector<db::InsertedJob> out;
     for (const db::NewJob& r : rows) {
       if (r.idempotency_key) {
@@ -46,6 +53,10 @@ class FakeStore final : public SubmitStore {
           out.push_back({true, it->second});
           continue;
         }
+      }
+      if (retried_arrays.count(r.array_group)) {
+        out.push_back({.existing = false, .row = {}, .not_stored = true});
+        continue;
       }
       db::JobRow row;
       row.id = next_id++;
@@ -161,6 +172,42 @@ TEST(SubmitCommitter, AnIdempotencyKeyAnswersTheEarlierJobOrAConflict) {
             std::string::npos)
       << other.message;
   EXPECT_EQ(other_tenant.kind, Kind::kCreated);
+}
+
+// A sweep's children have keys of their own (its key, '#', their index). A
+// sweep submitted again whole finds every child; one whose key was used for
+// a sweep of other children (here one child more) stores none of its
+// children and answers each 409, with the earlier sweep's job.
+TEST(SubmitCommitter, ASweepsKeyUsedForOtherChildrenStoresNoneAndAnswersEach409) {
+  Fixture f;
+  f.committer.start();
+  auto sweep = [&](int children) {
+    std::vector<api::SubmitRequest> requests;
+    for (int i = 0; i < children; ++i) {
+      api::SubmitRequest r = request("team-a", "s#" + std::to_string(i), "h" + std::to_string(i));
+      r.array_index = i;
+      requests.push_back(std::move(r));
+    }
+    std::promise<std::vector<api::SubmitOutcome>> p;
+    f.committer.submit_array(std::move(requests),
+                             [&](std::vector<api::SubmitOutcome> o) { p.set_value(std::move(o)); });
+    return p.get_future().get();
+  };
+  const std::vector<api::SubmitOutcome> first = sweep(2);
+  ASSERT_EQ(2u, first.size());
+  for (const api::SubmitOutcome& o : first) EXPECT_EQ(Kind::kCreated, o.kind);
+  for (const api::SubmitOutcome& o : sweep(2)) EXPECT_EQ(Kind::kExisting, o.kind);
+  const std::size_t stored = f.store.by_key.size();
+  const std::vector<api::SubmitOutcome> more = sweep(3);
+  ASSERT_EQ(3u, more.size());
+  for (const api::SubmitOutcome& o : more) {
+    EXPECT_EQ(Kind::kConflict, o.kind);
+    EXPECT_EQ(first[0].id, o.id);
+    EXPECT_EQ("Idempotency-Key 's' was already used for a sweep with other children (job " +
+                  std::to_string(first[0].id) + "): no child of this sweep was stored",
+              o.message);
+  }
+  EXPECT_EQ(stored, f.store.by_key.size()) << "a child of the refused sweep was stored";
 }
 
 TEST(SubmitCommitter, AnUnreachableDatabaseAnswers503AndNothingIsCommitted) {
