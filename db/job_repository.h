@@ -170,7 +170,10 @@ struct Transition {
   // unstarted_requeues + 1: requeued, without a retry, from an agent lost
   // before the job started on it.
   bool count_unstarted_requeue = false;
-  bool clear_pending = false;  // also clears preempted_by: the job is placed
+  // preempted_by = NULL: the job is placed, or requeued for another reason
+  // than its preemption. (Its pending reason goes with any transition out
+  // of QUEUED.)
+  bool clear_preempted_by = false;
   // The placement (DESIGN §9): the agent that runs the job, the epoch of
   // its registration and the placement's number (JobRow::placement);
   // clear_placement sets all three to NULL.
@@ -186,7 +189,7 @@ struct Transition {
   // Applied only while the scheduler leader's term is this one (the
   // leader's own writes; see SchedulerTerm).
   std::optional<std::int64_t> require_leader_term{};
-  // Sets jobs.preempted_by (a preempted job requeued; clear_pending clears it).
+  // Sets jobs.preempted_by (a preempted job requeued).
   std::optional<std::int64_t> preempted_by{};
   // requeued_at = now(): a failure requeued the job (a retry is placed only
   // on agents heard from since).

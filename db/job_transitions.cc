@@ -131,7 +131,7 @@ std::vector<Param> transition_params(const Transition& t) {
                                   t.set_started_at,
                                   t.set_finished_at,
                                   t.increment_attempt,
-                                  t.clear_pending,
+                                  t.clear_preempted_by,
                                   t.agent,
                                   t.placement_epoch,
                                   t.clear_placement,

@@ -47,7 +47,7 @@ db::Transition place_on_agent(std::int64_t job, std::string reason, std::string 
   db::Transition t = make(job, {JobState::kQueued}, JobState::kStarting, std::move(reason));
   t.allocation_json = std::move(allocation_json);
   t.set_started_at = true;
-  t.clear_pending = true;
+  t.clear_preempted_by = true;
   t.require_alive = parts;
   if (parts.empty()) t.require_alive.emplace_back(agent, epoch);
   t.agent = std::move(agent);
@@ -87,6 +87,9 @@ db::Transition requeue_elsewhere(std::int64_t job, std::string reason,
   db::Transition t = make(job, std::move(from), JobState::kQueued, std::move(reason));
   t.require_placement = fence;
   t.increment_attempt = retry;
+  // A victim marked for a preemption and requeued for this reason instead
+  // (its agent lost or stopping first) does not read Preempted.
+  t.clear_preempted_by = true;
   t.clear_placement = true;
   t.clear_allocation = true;
   t.set_requeued_at = true;

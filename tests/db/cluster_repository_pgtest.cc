@@ -311,7 +311,7 @@ TEST_F(ClusterRepositoryTest, PreemptionMarkIsFencedRecordedAndClearedOnPlacemen
   ASSERT_TRUE(requeue(*a));
   EXPECT_EQ(preemptor, (*jobs.get_job(job_))->preempted_by);
   Transition placed = placement_on("a", *a);
-  placed.clear_pending = true;
+  placed.clear_preempted_by = true;
   ASSERT_TRUE(*jobs.transition(placed));
   EXPECT_FALSE((*jobs.get_job(job_))->preempted_by.has_value());
 }

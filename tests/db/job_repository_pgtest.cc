@@ -247,7 +247,7 @@ TEST_F(JobRepositoryTest, TransitionsAreConditionalAndRecorded) {
   start.allocation_json = R"({"hosts": ["h0"], "cores": [0, 1]})";
   start.agent = "agent-1";
   start.placement_epoch = 4;
-  start.clear_pending = true;
+  start.clear_preempted_by = true;
   ASSERT_TRUE(jobs_->set_pending({{id, R"({"reason": "Resources"})"}}).ok());
   EXPECT_EQ(R"({"reason": "Resources"})", get(id).pending_json.value_or(""));
   auto started = jobs_->transition(start);
@@ -328,7 +328,7 @@ TEST_F(JobRepositoryTest, TheChangesOfQueuedJobsAreSentToTheReplicasThatListen) 
   ASSERT_TRUE(jobs_->set_pending({{a, reason}}).ok());
   Transition start{
       .job_id = b, .from = {JobState::kQueued}, .to = JobState::kStarting, .reason = "Scheduled"};
-  start.clear_pending = true;
+  start.clear_preempted_by = true;
   ASSERT_TRUE(*jobs_->transition(start));
   EXPECT_EQ(heard(listener), std::vector<std::string>{"tpujobs_jobs_changed " + std::to_string(b)});
   ASSERT_TRUE(jobs_->update_progress(b, R"({"step": 3})", std::nullopt).ok());

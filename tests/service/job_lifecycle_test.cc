@@ -100,7 +100,21 @@ TEST(JobLifecycle, OnlyAQueuedJobIsPlaced) {
   EXPECT_EQ(placed.agent, "a");
   EXPECT_EQ(placed.placement_epoch, 7);
   EXPECT_EQ(placed.placement, 70);
-  EXPECT_TRUE(placed.clear_pending);
+  EXPECT_TRUE(placed.clear_preempted_by);
+}
+
+// A job reads Preempted from its victim's mark until it is placed again,
+// and only when its preemption requeued it: a victim requeued for another
+// reason first (its agent lost or stopping, a service restart) does not.
+TEST(JobLifecycle, OnlyThePreemptionsOwnRequeueKeepsTheVictimsMark) {
+  EXPECT_EQ(lifecycle::preempt(1, 2, 11).preempted_by, 2);
+  EXPECT_FALSE(lifecycle::preempt(1, 2, 11).clear_preempted_by);
+  for (const db::Transition& t :
+       {lifecycle::requeue_elsewhere(1, "Agent a lost", 11, true,
+                                     {JobState::kStarting, JobState::kRunning}),
+        lifecycle::requeue_unstarted(1, "Agent a lost before the job started", 11)}) {
+    EXPECT_TRUE(t.clear_preempted_by) << t.reason;
+  }
 }
 
 // Every transition of a placed job but an admin's release is fenced: it

@@ -272,7 +272,9 @@ class FakeLeaderStore final : public LeaderStore {
     if (t.allocation_json) row.allocation_json = t.allocation_json;
     if (t.clear_allocation) row.allocation_json.reset();
     if (t.set_requeued_at) row.requeued_at = clock_.wall_now();
-    if (t.clear_pending) row.pending_json.reset();
+    if (t.clear_preempted_by) row.preempted_by.reset();
+    if (t.to != JobState::kQueued) row.pending_json.reset();  // as db/migrations/040
+    if (t.preempted_by) row.preempted_by = t.preempted_by;
     return true;
   }
   base::Result<std::optional<db::PlacedWork>> transition_with_work(
