@@ -62,8 +62,11 @@ std::optional<std::pair<TimePoint, std::int64_t>> decode_cursor(std::string_view
 constexpr const char* kInsertJobs =
     "WITH numbered AS ("
     "  SELECT nextval('jobs_id_seq') AS id, t.*,"
-    "    EXISTS (SELECT 1 FROM jobs e WHERE e.tenant = t.tenant"
-    "            AND e.idempotency_key = t.idempotency_key) AS key_used"
+    // Looked up for an array's keyed children only: a lone submit's key is
+    // the insert's ON CONFLICT's to find.
+    "    t.array_group > 0 AND t.idempotency_key IS NOT NULL"
+    "      AND EXISTS (SELECT 1 FROM jobs e WHERE e.tenant = t.tenant"
+    "                  AND e.idempotency_key = t.idempotency_key) AS key_used"
     "  FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::integer[], $5::jsonb[],"
     "              $6::jsonb[], $7::jsonb[], $8::text[], $9::text[], $10::bigint[],"
     "              $11::integer[], $12::jsonb[])"
