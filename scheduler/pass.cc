@@ -442,13 +442,6 @@ void PassWalk::preempt() {
   if (start && *start <= plus(s_.now, s_.options.preemption_min_wait)) return;
   std::vector<std::vector<std::optional<std::int64_t>>> holders;
   for (const std::vector<CoreRef>& place : hosts_.places(shape_of(*head_))) {
-    // Not where the head could not start once its victims stopped: a host
-    // whose agent heartbeats late, or not heard from since the head's own
-    // failure. Its victims would lose their work for a wait of their own.
-    if (std::any_of(place.begin(), place.end(), [&](const CoreRef& core) {
-          return !hosts_.takes_work(core.host, head_->heard_after);
-        }))
-      continue;
     std::vector<std::optional<std::int64_t>>& of_place = holders.emplace_back();
     for (const CoreRef& core : place) {
       const JobId holder = hosts_.holder(core.host, core.core);
