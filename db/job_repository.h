@@ -77,8 +77,9 @@ struct JobRow {
   std::optional<std::int64_t> array_id{};         // a sweep's child: its array
   std::optional<int> array_index{};
   std::optional<std::string> array_values_json{};
-  // Preemption (cluster mode): the job that preempted it, from the leader's
-  // mark until it is placed again (request_preemption).
+  // Preemption: the job that preempted it, from the leader's mark
+  // (request_preemption) until it is placed again, or requeued for another
+  // reason first (lifecycle::requeue_elsewhere).
   std::optional<std::int64_t> preempted_by{};
   // When a failure last requeued it (Transition::set_requeued_at).
   std::optional<TimePoint> requeued_at{};

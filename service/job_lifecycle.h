@@ -73,7 +73,8 @@ db::Transition place_started(db::Transition placement, const std::string& where)
 // from its checkpoint wherever the leader places it next; `retry` counts an
 // attempt against max_retries. Fenced by the placement the decision was
 // made about. Sets requeued_at: the leader places it next only on
-// agents that heartbeated since (scheduler/pass.h).
+// agents that heartbeated since (scheduler/pass.h). Clears a preemption's
+// mark: the job was not requeued for that.
 db::Transition requeue_elsewhere(std::int64_t job, std::string reason,
                                  std::optional<std::int64_t> fence, bool retry, JobStateSet from);
 
