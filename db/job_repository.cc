@@ -56,9 +56,10 @@ std::optional<std::pair<TimePoint, std::int64_t>> decode_cursor(std::string_view
 // wins. A job array none of whose keys was used is inserted whole; one with
 // a key used before (a retry, or the key of another array) is inserted not
 // at all (InsertedJob::not_stored), so that an array answered 409 stored
-// none of its children. (Two arrays with the same key submitted at the same
-// moment both see no key used; the second's children whose keys the
-// first's took are then not inserted, and the others are.)
+// none of its children. (Two arrays with the same key in one batch, or
+// committed at the same moment, both see no key used: the lookup sees
+// committed rows only. The second's children whose keys the first took are
+// then not inserted, and its others are, under an array id of their own.)
 constexpr const char* kInsertJobs =
     "WITH numbered AS ("
     "  SELECT nextval('jobs_id_seq') AS id, t.*,"
