@@ -56,10 +56,12 @@ std::optional<std::pair<TimePoint, std::int64_t>> decode_cursor(std::string_view
 // wins. A job array none of whose keys was used is inserted whole; one with
 // a key used before (a retry, or the key of another array) is inserted not
 // at all (InsertedJob::not_stored), so that an array answered 409 stored
-// none of its children. (Two arrays with the same key in one batch, or
-// committed at the same moment, both see no key used: the lookup sees
-// committed rows only. The second's children whose keys the first took are
-// then not inserted, and its others are, under an array id of their own.)
+// none of its children, whether the key was used by a committed job or by
+// an earlier row of the same batch. (Two arrays with the same key committed
+// at the same moment by two committers both see no key used: the lookup
+// sees committed rows only. The second's children whose keys the first
+// took are then not inserted, and its others are, under an array id of
+// their own.)
 constexpr const char* kInsertJobs =
     "WITH numbered AS ("
     "  SELECT nextval('jobs_id_seq') AS id, t.*,"
@@ -67,19 +69,25 @@ constexpr const char* kInsertJobs =
     // the insert's ON CONFLICT's to find.
     "    t.array_group > 0 AND t.idempotency_key IS NOT NULL"
     "      AND EXISTS (SELECT 1 FROM jobs e WHERE e.tenant = t.tenant"
-    "                  AND e.idempotency_key = t.idempotency_key) AS key_used"
+    "                  AND e.idempotency_key = t.idempotency_key) AS committed_key"
     "  FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::integer[], $5::jsonb[],"
     "              $6::jsonb[], $7::jsonb[], $8::text[], $9::text[], $10::bigint[],"
     "              $11::integer[], $12::jsonb[])"
     "       WITH ORDINALITY AS t(tenant, name, labels, priority, spec, resolved, warnings,"
     "                            idempotency_key, spec_hash, array_group, array_index,"
     "                            array_values, ord)"
+    // Used: by a committed job, or by an earlier row of this batch. (A
+    // window in `numbered` would number the rows in its own order.)
+    "), keyed AS ("
+    "  SELECT numbered.*, committed_key OR (array_group > 0 AND idempotency_key IS NOT NULL"
+    "    AND count(*) OVER (PARTITION BY tenant, idempotency_key ORDER BY ord) > 1) AS key_used"
+    "  FROM numbered"
     "), input AS ("
     // An array's id is its first child's.
-    "  SELECT numbered.*, CASE WHEN array_group > 0"
-    "                          THEN min(id) OVER (PARTITION BY array_group) END AS array_id,"
+    "  SELECT keyed.*, CASE WHEN array_group > 0"
+    "                       THEN min(id) OVER (PARTITION BY array_group) END AS array_id,"
     "    array_group > 0 AND bool_or(key_used) OVER (PARTITION BY array_group) AS array_retried"
-    "  FROM numbered"
+    "  FROM keyed"
     "), inserted AS ("
     "  INSERT INTO jobs AS j (id, tenant, name, labels, priority, state, spec, resolved,"
     "                         warnings, idempotency_key, spec_hash, array_id, array_index,"

@@ -211,6 +211,25 @@ TEST_F(JobRepositoryTest, AnArrayWithAKeyUsedBeforeStoresNoneOfItsChildren) {
   auto counts = jobs_->count_jobs_by_state();
   ASSERT_TRUE(counts.ok());
   EXPECT_EQ(3, (*counts)["QUEUED"]);
+
+  // The same in one batch: a sweep, and its retry with a child more.
+  std::vector<NewJob> together = sweep(2, 1);
+  for (NewJob& child : together) child.idempotency_key = "other-" + *child.idempotency_key;
+  for (NewJob child : sweep(3, 2)) {
+    child.idempotency_key = "other-" + *child.idempotency_key;
+    together.push_back(std::move(child));
+  }
+  const auto third = insert(together);
+  ASSERT_EQ(5u, third.size());
+  EXPECT_FALSE(third[0].existing || third[0].not_stored);
+  EXPECT_FALSE(third[1].existing || third[1].not_stored);
+  EXPECT_TRUE(third[2].existing);
+  EXPECT_EQ(third[0].row.id, third[2].row.id);
+  EXPECT_TRUE(third[3].existing);
+  EXPECT_TRUE(third[4].not_stored) << "a child of a sweep answered 409 was stored";
+  counts = jobs_->count_jobs_by_state();
+  ASSERT_TRUE(counts.ok());
+  EXPECT_EQ(5, (*counts)["QUEUED"]);
 }
 
 TEST_F(JobRepositoryTest, ConcurrentSubmitsWithOneKeyMakeOneJob) {
