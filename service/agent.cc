@@ -75,7 +75,7 @@ void Agent::stop() {
     // trip of the leader's to the database: its copy is stopped below too.
     lock.wait(promises_settled_, [this]() REQUIRES(mutex_) { return promised_.empty(); });
     for (const auto& [id, run] : runs_) {
-      if (run->peer()) parts.emplace_back(id, run->placement);
+      if (run->peer()) parts.emplace_back(id, run->fence());
     }
   }
   // Draining: once this commits no job is placed here (a placement requires
@@ -267,7 +267,7 @@ void Agent::reconcile() {
     const std::int64_t epoch = epoch_;
     std::map<std::int64_t, RunningCopy> copies;
     for (const auto& [id, run] : runs_) {
-      copies[id] = {run->epoch, run->placement, run->slice,
+      copies[id] = {run->epoch, run->fence(), run->slice,
                     run->handed_after && *run->handed_after >= look, run->named};
     }
     SupervisionPlan plan = plan_supervision(options_.name, epoch, work->placed, work->slice_parts,
@@ -362,7 +362,6 @@ void Agent::start_locked(StartRun start, std::int64_t epoch,
   run->running_written = running_written;
   run->row = std::move(start.row);
   run->epoch = epoch;
-  run->placement = run->row.placement.value_or(kNoPlacement);
   run->slice = std::move(start.slice);
   run->resume_point = point;
   run->handed_after = handed_after;

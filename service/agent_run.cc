@@ -60,7 +60,7 @@ class Agent::Sink final : public executor::TrainingSink {
   void log(std::string_view line) override {
     run_.next_log_seq =
         agent_.telemetry_.log({run_.row.id, run_.next_log_seq, agent_.options_.clock->wall_now(),
-                               std::string(line), run_.placement});
+                               std::string(line), run_.fence()});
   }
 
   void metrics(const executor::MetricPoint& point) override {
@@ -71,13 +71,13 @@ class Agent::Sink final : public executor::TrainingSink {
     }
     agent_.telemetry_.metric({run_.row.id, run_.next_metric_seq++, point.step, point.epoch,
                               agent_.options_.clock->wall_now(), metric_values_json(point.values),
-                              run_.placement});
+                              run_.fence()});
   }
 
   // Stored after the lines and points queued before it (see
   // service/telemetry_writer.h).
   void checkpoint(std::shared_ptr<const executor::Checkpoint> checkpoint) override {
-    agent_.telemetry_.checkpoint(run_.row.id, run_.placement, std::move(checkpoint));
+    agent_.telemetry_.checkpoint(run_.row.id, run_.fence(), std::move(checkpoint));
   }
   bool ready_for_checkpoint() override {
     return agent_.telemetry_.ready_for_checkpoint(run_.row.id);
@@ -95,7 +95,7 @@ class Agent::Sink final : public executor::TrainingSink {
 
   void record_progress() {
     if (!run_.progress) return;
-    agent_.telemetry_.progress(run_.row.id, run_.placement, progress_json(*run_.progress),
+    agent_.telemetry_.progress(run_.row.id, run_.fence(), progress_json(*run_.progress),
                                metric_values_json(run_.latest_metrics));
   }
 
@@ -180,9 +180,8 @@ bool Agent::start_placed(Run& run) {
     const std::string where = run.slice ? "agents of its slice" : "agent " + options_.name;
     const std::optional<std::int64_t> step =
         run.resume ? std::optional<std::int64_t>(run.resume->step) : std::nullopt;
-    auto moved = write_viewed(
-        lifecycle::run(run.row.id, lifecycle::running_text(lifecycle::running_reason(where), step),
-                       run.placement));
+    auto moved = write_viewed(lifecycle::run(
+        run.row.id, lifecycle::running_text(lifecycle::running_reason(where), step), run.fence()));
     // Moved on meanwhile, or the database is away: the next look decides.
     if (!moved.ok() || !*moved) return false;
   }
@@ -286,7 +285,7 @@ std::optional<api::JobSpec> Agent::placed_spec(Run& run) {
   }
   if (!run.peer()) {  // the first part reports it
     (void)write(lifecycle::reject(run.row.id, {JobState::kStarting, JobState::kRunning}, "by agent",
-                                  why, run.placement));
+                                  why, run.fence()));
   }
   return std::nullopt;
 }
@@ -344,7 +343,7 @@ std::optional<db::Transition> Agent::end_of(const Run& run, const executor::Trai
                       {"parameters_digest", result.parameters_digest}};
   if (result.outcome == executor::Outcome::kSucceeded) {
     return lifecycle::finish(id, JobState::kSucceeded, "Training finished", std::nullopt,
-                             result_json.dump(), run.placement);
+                             result_json.dump(), run.fence());
   }
   if (result.outcome == executor::Outcome::kFailed && run.slice &&
       result.error->type == "UNAVAILABLE") {
@@ -356,18 +355,18 @@ std::optional<db::Transition> Agent::end_of(const Run& run, const executor::Trai
     const base::Error& e = *result.error;
     return lifecycle::finish(id, JobState::kFailed, e.type + ": " + e.message,
                              lifecycle::error_text(e.type, e.message, e.hint), result_json.dump(),
-                             run.placement);
+                             run.fence());
   }
   switch (reason) {
     case StopReason::kUserCancel:
       return lifecycle::finish(id, JobState::kCancelled, "Cancelled by request",
                                lifecycle::error_text("CANCELLED", "the job was cancelled", ""),
-                               result_json.dump(), run.placement);
+                               result_json.dump(), run.fence());
     case StopReason::kShutdown:
-      return shutdown_requeue(id, run.placement);
+      return shutdown_requeue(id, run.fence());
     case StopReason::kPreempted:
       // Not a failure: the attempt count (max_retries) is left alone.
-      return lifecycle::preempt(id, run.preempted_by.load(), run.placement);
+      return lifecycle::preempt(id, run.preempted_by.load(), run.fence());
     case StopReason::kMovedOn:  // the job belongs to another placement now
     case StopReason::kNone:
       break;
@@ -406,7 +405,7 @@ std::optional<db::Transition> Agent::retry_after_unreachable_peer(const Run& run
       run.row.id,
       "UNAVAILABLE: failed to connect to all addresses (a peer of its slice); requeued to resume "
       "from its last checkpoint",
-      run.placement, /*retry=*/true, {JobState::kRunning});
+      run.fence(), /*retry=*/true, {JobState::kRunning});
 }
 
 }  // namespace tpujobs::service

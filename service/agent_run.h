@@ -23,10 +23,6 @@ namespace tpujobs::service {
 struct Agent::Run {
   db::JobRow row;
   std::int64_t epoch = 0;
-  // The fence of every write of this copy: its row's placement
-  // (JobRow::placement; kNoPlacement when the row has none, which no
-  // write matches).
-  std::int64_t placement = kNoPlacement;
   std::atomic<bool> cancel{false};
   std::atomic<bool> checkpoint_on_cancel{false};
   std::atomic<StopReason> stop_reason{StopReason::kNone};
@@ -69,6 +65,10 @@ struct Agent::Run {
   // first (rank > 0) writes nothing about the job.
   std::optional<SliceRole> slice;
   bool peer() const { return slice && slice->rank > 0; }
+  // The fence of every write of this copy: its row's placement
+  // (JobRow::placement; kNoPlacement when the row has none, which no write
+  // matches).
+  std::int64_t fence() const { return row.placement.value_or(kNoPlacement); }
 
   // Asks the copy to stop at its next step boundary; the first reason given
   // is the one it ends with. A shutdown or a preemption (`by`: the
