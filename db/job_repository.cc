@@ -105,10 +105,25 @@ constexpr const char* kInsertJobs =
     ")"
     " SELECT input.ord, " TPUJOBS_JOB_COLUMNS " FROM inserted j JOIN input ON input.id = j.id";
 
+// With, first, how many children a stored sweep has (0 for a lone job): a
+// sweep submitted again with fewer children is not the sweep stored.
 constexpr const char* kJobsByIdempotencyKey =
-    "SELECT " TPUJOBS_JOB_COLUMNS
+    "SELECT CASE WHEN j.array_id IS NULL THEN 0"
+    "            ELSE (SELECT count(*) FROM jobs s WHERE s.array_id = j.array_id) "
+    "END, " TPUJOBS_JOB_COLUMNS
     " FROM jobs j JOIN unnest($1::text[], $2::text[]) AS k(tenant, idempotency_key)"
     " ON j.tenant = k.tenant AND j.idempotency_key = k.idempotency_key";
+
+// Two transactions that store sweeps with one key (two replicas' committers,
+// a client's retry on another) take turns: the second's insert then finds
+// the first's children, and stores none of its own. (Without it, each could
+// find no child of the other and store the children the other lacks.) The
+// locks, in their order, are this transaction's until it ends.
+constexpr std::int32_t kSweepKeyLocks = 29;  // the advisory locks' class
+constexpr const char* kLockSweepKeys =
+    "SELECT pg_advisory_xact_lock($3::integer, h) FROM ("
+    "  SELECT DISTINCT hashtext(t || E'\\n' || k) AS h"
+    "  FROM unnest($1::text[], $2::text[]) AS s(t, k) ORDER BY h) AS locks";
 
 constexpr const char* kListedRows =
     "SELECT " TPUJOBS_JOB_LIST_COLUMNS " FROM jobs j WHERE j.id = ANY($1::bigint[])";
@@ -150,7 +165,19 @@ base::Result<std::vector<InsertedJob>> JobRepository::insert_jobs(const std::vec
     tenants.emplace_back(job.tenant);
     keys.emplace_back(job.idempotency_key);
   }
+  std::vector<std::optional<std::string>> sweep_tenants, sweep_keys;
+  for (const NewJob& job : jobs) {
+    if (job.array_group == 0 || !job.idempotency_key) continue;
+    sweep_tenants.emplace_back(job.tenant);
+    sweep_keys.emplace_back(job.idempotency_key->substr(0, job.idempotency_key->rfind('#')));
+  }
   std::vector<Statement> statements;
+  if (!sweep_keys.empty()) {
+    statements.push_back({kLockSweepKeys,
+                          {Param::array(sweep_tenants), Param::array(sweep_keys),
+                           static_cast<std::int64_t>(kSweepKeyLocks)}});
+  }
+  const std::size_t inserted_at = statements.size();
   statements.push_back({kInsertJobs, std::move(params)});
   if (!keys.empty())
     statements.push_back({kJobsByIdempotencyKey, {Param::array(tenants), Param::array(keys)}});
@@ -160,20 +187,21 @@ base::Result<std::vector<InsertedJob>> JobRepository::insert_jobs(const std::vec
       [&](Connection& connection) -> base::Result<std::vector<InsertedJob>> {
         base::Result<std::vector<QueryResult>> answers = connection.execute_generic(statements);
         if (!answers.ok()) return note_unanswered_insert(connection, answers.error());
-        const QueryResult& rows = (*answers)[0];
+        const QueryResult& rows = (*answers)[inserted_at];
         std::vector<std::optional<InsertedJob>> results(jobs.size());
         for (int row = 0; row < rows.rows(); ++row) {
           const std::int64_t ord = rows.int64(row, 0);
           results[ord - 1] = InsertedJob{false, read_job(rows, row, 1)};
         }
-        if (answers->size() > 1) {
-          const QueryResult& existing = (*answers)[1];
+        if (answers->size() > inserted_at + 1) {
+          const QueryResult& existing = (*answers)[inserted_at + 1];
           for (int row = 0; row < existing.rows(); ++row) {
-            JobRow job = read_job(existing, row);
+            JobRow job = read_job(existing, row, 1);
             for (std::size_t i = 0; i < jobs.size(); ++i) {
               if (!results[i] && jobs[i].tenant == job.tenant &&
                   jobs[i].idempotency_key == job.idempotency_key) {
-                results[i] = InsertedJob{true, job};
+                results[i] = InsertedJob{.existing = true, .row = job};
+                results[i]->array_size = existing.int64(row, 0);
               }
             }
           }

@@ -104,6 +104,8 @@ struct InsertedJob {
   // was used is answered `existing`; the others are not stored, and their
   // row is empty.
   bool not_stored = false;
+  // An existing child of a sweep: how many children its sweep has.
+  std::int64_t array_size = 0;
 };
 
 struct JobFilter {

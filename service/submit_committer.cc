@@ -222,20 +222,31 @@ void SubmitCommitter::commit(std::vector<PendingSubmit>& batch) {
     }
     committed.push_back({batch[i], result.row, std::move(outcome)});
   }
-  answer_arrays_not_stored(committed);
+  answer_arrays_not_stored(committed, *inserted);
   on_committed_(committed);
   for (CommittedSubmit& c : committed) c.pending.done(std::move(c.outcome));
 }
 
-void SubmitCommitter::answer_arrays_not_stored(std::vector<CommittedSubmit>& committed) {
+void SubmitCommitter::answer_arrays_not_stored(std::vector<CommittedSubmit>& committed,
+                                               const std::vector<db::InsertedJob>& inserted) {
   for (std::size_t first = 0; first < committed.size();) {
+    const bool sweep = committed[first].pending.array_size > 0;
     const std::size_t size = std::min(std::max<std::size_t>(1, committed[first].pending.array_size),
                                       committed.size() - first);
     const auto begin = committed.begin() + static_cast<std::ptrdiff_t>(first);
     const auto end = begin + static_cast<std::ptrdiff_t>(size);
+    const auto found = inserted.begin() + static_cast<std::ptrdiff_t>(first);
     first += size;
+    if (!sweep) continue;
     auto not_stored = [](const CommittedSubmit& c) { return c.row.id == 0; };
-    if (std::none_of(begin, end, not_stored)) continue;
+    // A sweep submitted again with fewer children finds each of them, but
+    // not the sweep it stored.
+    auto of_a_larger_sweep = [size](const db::InsertedJob& r) {
+      return r.existing && r.array_size > static_cast<std::int64_t>(size);
+    };
+    if (std::none_of(begin, end, not_stored) &&
+        std::none_of(found, found + static_cast<std::ptrdiff_t>(size), of_a_larger_sweep))
+      continue;
     // None of the sweep's children was stored: each is answered 409, with a
     // job of the sweep that used its key before.
     const auto before = std::find_if_not(begin, end, not_stored);

@@ -100,9 +100,12 @@ class SubmitCommitter {
  private:
   void loop();
   // The children of a sweep whose Idempotency-Key was used before by
-  // another sweep (db::InsertedJob::not_stored: none was stored) are each
-  // answered 409, not 201 for some and 409 for others.
-  static void answer_arrays_not_stored(std::vector<CommittedSubmit>& committed);
+  // another sweep (db::InsertedJob::not_stored: none was stored), or that
+  // finds the children of a larger sweep (InsertedJob::array_size), are each
+  // answered 409, not 201 or 200 for some and 409 for others. `inserted`:
+  // the store's answer, a row for each of `committed`.
+  static void answer_arrays_not_stored(std::vector<CommittedSubmit>& committed,
+                                       const std::vector<db::InsertedJob>& inserted);
   static void answer_closed(PendingSubmit& pending);
 
   SubmitStore& store_;

@@ -2,6 +2,7 @@
 // transitions, listing with filters and cursor pagination.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <map>
 #include <set>
 #include <sstream>
@@ -230,6 +231,77 @@ TEST_F(JobRepositoryTest, AnArrayWithAKeyUsedBeforeStoresNoneOfItsChildren) {
   counts = jobs_->count_jobs_by_state();
   ASSERT_TRUE(counts.ok());
   EXPECT_EQ(5, (*counts)["QUEUED"]);
+}
+
+// A child found again says how many children its sweep has: a sweep
+// submitted again with fewer children is told from the one stored.
+TEST_F(JobRepositoryTest, AChildFoundAgainSaysHowManyChildrenItsSweepHas) {
+  std::vector<NewJob> sweep;
+  for (int i = 0; i < 3; ++i) {
+    NewJob child = job("child-" + std::to_string(i));
+    child.idempotency_key = "three#" + std::to_string(i);
+    child.array_group = 1;
+    child.array_index = i;
+    sweep.push_back(std::move(child));
+  }
+  NewJob lone = job("lone");
+  lone.idempotency_key = "lone";
+  const auto first = insert({sweep[0], sweep[1], sweep[2], lone});
+  ASSERT_EQ(4u, first.size());
+  const auto again = insert({sweep[0], sweep[1], lone});  // fewer children, and the lone job
+  ASSERT_EQ(3u, again.size());
+  EXPECT_TRUE(again[0].existing && again[1].existing && again[2].existing);
+  EXPECT_EQ(3, again[0].array_size);
+  EXPECT_EQ(3, again[1].array_size);
+  EXPECT_EQ(0, again[2].array_size) << "a lone job is no sweep";
+}
+
+// Two transactions storing sweeps with one key at once (two replicas'
+// committers) never store a mix: every child stored under a key belongs to
+// one of the two sweeps, whole.
+TEST_F(JobRepositoryTest, SweepsWithOneKeyStoredAtOnceAreNeverMixed) {
+  auto sweep = [](const std::string& key, int children, const std::string& tag) {
+    std::vector<NewJob> out;
+    for (int i = 0; i < children; ++i) {
+      NewJob child = job(tag + "-" + std::to_string(i));
+      child.idempotency_key = key + "#" + std::to_string(i);
+      child.array_group = 1;
+      child.array_index = i;
+      out.push_back(std::move(child));
+    }
+    return out;
+  };
+  constexpr int kRounds = 40;
+  for (int round = 0; round < kRounds; ++round) {
+    const std::string key = "race-" + std::to_string(round);
+    std::atomic<int> ready{0};
+    auto racer = [&](JobRepository& repository, int children, const std::string& tag) {
+      ready.fetch_add(1);
+      while (ready.load() < 2) std::this_thread::yield();
+      auto inserted = repository.insert_jobs(sweep(key, children, tag));
+      EXPECT_TRUE(inserted.ok()) << inserted.error().message;
+    };
+    std::thread small([&] { racer(*jobs_, 2, "small"); });
+    std::thread large([&] { racer(*jobs_, 4, "large"); });
+    small.join();
+    large.join();
+    auto connection = pool_->acquire(std::chrono::seconds(10));
+    ASSERT_TRUE(connection.ok());
+    auto rows = (*connection)
+                    ->execute("SELECT name, array_id FROM jobs WHERE idempotency_key LIKE $1::text",
+                              {key + "#%"});
+    ASSERT_TRUE(rows.ok()) << rows.error().message;
+    std::map<std::string, int> stored;  // children stored under this key, by sweep
+    std::set<std::int64_t> arrays;
+    for (int row = 0; row < rows->rows(); ++row) {
+      const std::string name = rows->string(row, 0);
+      ++stored[name.substr(0, name.find('-'))];
+      arrays.insert(rows->int64(row, 1));
+    }
+    ASSERT_EQ(1u, stored.size()) << "round " << round << ": children of both sweeps stored";
+    EXPECT_EQ(stored.begin()->first == "small" ? 2 : 4, stored.begin()->second);
+    EXPECT_EQ(1u, arrays.size());
+  }
 }
 
 TEST_F(JobRepositoryTest, ConcurrentSubmitsWithOneKeyMakeOneJob) {

@@ -26,6 +26,7 @@ class FakeStore final : public SubmitStore {
   // PostgreSQL refuses does.
   std::optional<std::string> refused_tenant;
   std::map<std::pair<std::string, std::string>, db::JobRow> by_key;
+  std::map<std::int64_t, std::int64_t> array_sizes;  // children stored, by array
   std::int64_t next_id = 1;
 
   base::Result<std::vector<db::InsertedJob>> insert_jobs(
@@ -50,7 +51,8 @@ class FakeStore final : public SubmitStore {
       if (r.idempotency_key) {
         auto it = by_key.find({r.tenant, *r.idempotency_key});
         if (it != by_key.end()) {
-          out.push_back({true, it->second});
+          out.push_back({.existing = true, .row = it->second});
+          if (it->second.array_id) out.back().array_size = array_sizes[*it->second.array_id];
           continue;
         }
       }
@@ -62,7 +64,10 @@ class FakeStore final : public SubmitStore {
       row.id = next_id++;
       row.tenant = r.tenant;
       row.spec_hash = r.spec_hash;
-      if (r.array_group != 0) row.array_id = r.array_group;
+      if (r.array_group != 0) {
+        row.array_id = r.array_group;
+        ++array_sizes[r.array_group];
+      }
       if (r.idempotency_key) by_key[{r.tenant, *r.idempotency_key}] = row;
       out.push_back({false, row});
     }
@@ -176,8 +181,8 @@ TEST(SubmitCommitter, AnIdempotencyKeyAnswersTheEarlierJobOrAConflict) {
 
 // A sweep's children have keys of their own (its key, '#', their index). A
 // sweep submitted again whole finds every child; one whose key was used for
-// a sweep of other children (here one child more) stores none of its
-// children and answers each 409, with the earlier sweep's job.
+// a sweep of other children (here one child more, then one fewer) stores
+// none of its children and answers each 409, with the earlier sweep's job.
 TEST(SubmitCommitter, ASweepsKeyUsedForOtherChildrenStoresNoneAndAnswersEach409) {
   Fixture f;
   f.committer.start();
@@ -208,6 +213,15 @@ TEST(SubmitCommitter, ASweepsKeyUsedForOtherChildrenStoresNoneAndAnswersEach409)
               o.message);
   }
   EXPECT_EQ(stored, f.store.by_key.size()) << "a child of the refused sweep was stored";
+  // Fewer children: each is found, but the sweep stored is another.
+  const std::vector<api::SubmitOutcome> fewer = sweep(1);
+  ASSERT_EQ(1u, fewer.size());
+  EXPECT_EQ(Kind::kConflict, fewer[0].kind);
+  EXPECT_EQ(first[0].id, fewer[0].id);
+  EXPECT_NE(std::string::npos, fewer[0].message.find("was already used for a sweep with other "
+                                                     "children"))
+      << fewer[0].message;
+  EXPECT_EQ(stored, f.store.by_key.size());
 }
 
 TEST(SubmitCommitter, AnUnreachableDatabaseAnswers503AndNothingIsCommitted) {
