@@ -338,7 +338,8 @@ base::Status JobRepository::update_progress(std::int64_t id,
 }
 
 base::Status JobRepository::set_pending(
-    const std::vector<std::pair<std::int64_t, std::optional<std::string>>>& batch) {
+    const std::vector<std::pair<std::int64_t, std::optional<std::string>>>& batch,
+    std::optional<std::int64_t> leader_term) {
   if (batch.empty()) return base::Status::Ok();
   std::vector<std::optional<std::string>> ids, pending;
   for (const auto& [id, json] : batch) {
@@ -350,14 +351,23 @@ base::Status JobRepository::set_pending(
     // Each job's state is looked up by its key: a join, planned while the
     // statistics lagged a burst of submits, read all 100,000 queued rows.
     base::Result<QueryResult> rows = connection.execute(
-        "WITH w AS (INSERT INTO job_pending AS p (job_id, pending)"
+        "WITH held AS (SELECT $3::bigint IS NULL OR (SELECT term FROM scheduler_term"
+        "  WHERE id = 1 FOR SHARE) = $3::bigint AS held),"
+        " w AS (INSERT INTO job_pending AS p (job_id, pending)"
         "  SELECT u.id, u.pending FROM unnest($1::bigint[], $2::jsonb[]) AS u(id, pending)"
-        "  WHERE (SELECT j.state FROM jobs j WHERE j.id = u.id) = 'QUEUED'"
+        "  WHERE (SELECT held FROM held)"
+        "    AND (SELECT j.state FROM jobs j WHERE j.id = u.id) = 'QUEUED'"
         "  ON CONFLICT (job_id) DO UPDATE SET pending = EXCLUDED.pending"
         "  WHERE p.pending IS DISTINCT FROM EXCLUDED.pending)"  // runs, read or not
-        " SELECT set_config('synchronous_commit', 'off', true)",
-        {Param::array(ids), Param::array(pending)});
+        " SELECT held, set_config('synchronous_commit', 'off', true) FROM held",
+        {Param::array(ids), Param::array(pending), leader_term});
     if (!rows.ok()) return rows.error();
+    if (!rows->boolean(0, 0)) {
+      return base::make_error(base::ErrorCode::kConflict,
+                              "the scheduler's term is no longer " +
+                                  std::to_string(leader_term.value_or(0)) +
+                                  ": another replica leads, and no reason was written");
+    }
     return base::Status::Ok();
   });
 }

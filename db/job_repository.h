@@ -290,9 +290,13 @@ class JobRepository {
   // without waiting for the WAL to reach the disk (as
   // Transition::asynchronous_commit): a reason is derived from the queue,
   // and a scheduler leader that takes its lock (which a restart makes it
-  // lose) writes every one again.
+  // lose) writes every one again. With `leader_term`, only while that is
+  // still the scheduler's term (as Transition::require_leader_term): a
+  // former leader's late write does not replace its successor's reasons,
+  // and is answered kConflict.
   base::Status set_pending(
-      const std::vector<std::pair<std::int64_t, std::optional<std::string>>>& batch);
+      const std::vector<std::pair<std::int64_t, std::optional<std::string>>>& batch,
+      std::optional<std::int64_t> leader_term = std::nullopt);
 
   // Marks cancel_requested. kNotFound when there is no such job, kConflict
   // when it is already terminal.

@@ -46,8 +46,10 @@ class LeaderStore {
   // (JobRepository::transition_with_work; nullopt: it did not apply).
   virtual base::Result<std::optional<db::PlacedWork>> transition_with_work(
       const db::Transition& t) = 0;
+  // Fenced by the leader's term (JobRepository::set_pending).
   virtual base::Status set_pending(
-      const std::vector<std::pair<std::int64_t, std::optional<std::string>>>& batch) = 0;
+      const std::vector<std::pair<std::int64_t, std::optional<std::string>>>& batch,
+      std::optional<std::int64_t> leader_term) = 0;
   virtual base::Result<bool> request_preemption(std::int64_t victim, std::int64_t placement,
                                                 std::int64_t preemptor,
                                                 const std::string& preemptor_reason,
@@ -105,8 +107,9 @@ class RepositoryLeaderStore final : public LeaderStore {
     return repo_.jobs.transition_with_work(t);
   }
   base::Status set_pending(
-      const std::vector<std::pair<std::int64_t, std::optional<std::string>>>& batch) override {
-    return repo_.jobs.set_pending(batch);
+      const std::vector<std::pair<std::int64_t, std::optional<std::string>>>& batch,
+      std::optional<std::int64_t> leader_term) override {
+    return repo_.jobs.set_pending(batch, leader_term);
   }
   base::Result<bool> request_preemption(std::int64_t victim, std::int64_t placement,
                                         std::int64_t preemptor, const std::string& preemptor_reason,

@@ -26,10 +26,12 @@ void ReasonWriter::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-void ReasonWriter::hand(Batch reasons) {
+void ReasonWriter::hand(Batch reasons, Term term) {
   if (reasons.empty()) return;
   {
     base::MutexLock lock(mutex_);
+    if (term != term_) queued_.clear();
+    term_ = term;
     for (auto& [job, text] : reasons) queued_[job] = std::move(text);
   }
   handed_.notify_one();
@@ -44,12 +46,14 @@ void ReasonWriter::flush() {
   if (thread_.joinable()) return;  // the thread writes them
   for (;;) {
     Batch batch;
+    Term term;
     {
       base::MutexLock lock(mutex_);
       batch = take();
+      term = term_;
     }
     if (batch.empty()) return;
-    write(batch);
+    write(batch, term);
   }
 }
 
@@ -66,19 +70,21 @@ ReasonWriter::Batch ReasonWriter::take() {
 void ReasonWriter::loop() {
   for (;;) {
     Batch batch;
+    Term term;
     {
       base::MutexLock lock(mutex_);
       lock.wait(handed_, [this]() REQUIRES(mutex_) { return stopping_ || !queued_.empty(); });
       if (stopping_) return;
       batch = take();
+      term = term_;
     }
-    write(batch);
+    write(batch, term);
   }
 }
 
-void ReasonWriter::write(const Batch& batch) {
+void ReasonWriter::write(const Batch& batch, Term term) {
   const auto began = clock_.now();
-  const base::Status stored = hooks_.store(batch);
+  const base::Status stored = hooks_.store(batch, term);
   const std::int64_t nanos = std::chrono::nanoseconds(clock_.now() - began).count();
   ++writes_;
   write_nanos_ += nanos;

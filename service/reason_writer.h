@@ -36,10 +36,13 @@ class ReasonWriter {
  public:
   // A job's reason as JSON text; nullopt clears it.
   using Batch = std::vector<std::pair<std::int64_t, std::optional<std::string>>>;
+  // The leader's term the reasons were derived under: the store writes them
+  // only while it holds (LeaderStore::set_pending).
+  using Term = std::optional<std::int64_t>;
   struct Hooks {
-    std::function<base::Status(const Batch&)> store;  // one statement (LeaderStore::set_pending)
-    std::function<void(const Batch&)> stored;         // after a write that landed
-    std::function<void(const Batch&)> unknown;        // after one that failed: it may have landed
+    std::function<base::Status(const Batch&, Term)> store;  // one statement
+    std::function<void(const Batch&)> stored;               // after a write that landed
+    std::function<void(const Batch&)> unknown;  // after one that failed: it may have landed
   };
   // At most `max_batch` reasons a statement.
   ReasonWriter(Hooks hooks, base::Clock& clock, std::size_t max_batch);
@@ -50,7 +53,8 @@ class ReasonWriter {
   void start();
   // Lets the write under way end; what was not written yet is dropped.
   void stop();
-  void hand(Batch reasons);
+  // Reasons of another term than those not written yet replace them all.
+  void hand(Batch reasons, Term term);
   // Drops what was not written yet (a leader that lost its lock: the next
   // one writes every reason anew).
   void drop();
@@ -69,7 +73,7 @@ class ReasonWriter {
   void loop();
   // Takes up to max_batch_ of the reasons handed, by job.
   Batch take() REQUIRES(mutex_);
-  void write(const Batch& batch);
+  void write(const Batch& batch, Term term);
 
   const Hooks hooks_;
   base::Clock& clock_;
@@ -77,6 +81,7 @@ class ReasonWriter {
   base::Mutex mutex_;
   std::condition_variable handed_;
   std::map<std::int64_t, std::optional<std::string>> queued_ GUARDED_BY(mutex_);
+  Term term_ GUARDED_BY(mutex_);  // queued_'s
   bool stopping_ GUARDED_BY(mutex_) = false;
   std::thread thread_;
   std::atomic<bool> failed_{false};

@@ -43,7 +43,9 @@ SchedulerLeader::~SchedulerLeader() { stop(); }
 
 ReasonWriter::Hooks SchedulerLeader::reason_hooks() {
   ReasonWriter::Hooks hooks;
-  hooks.store = [this](const ReasonWriter::Batch& batch) { return store_.set_pending(batch); };
+  hooks.store = [this](const ReasonWriter::Batch& batch, ReasonWriter::Term term) {
+    return store_.set_pending(batch, term);
+  };
   hooks.stored = [this](const ReasonWriter::Batch& batch) {
     // Stored: this process's views of these jobs take the new reasons.
     if (options_.wake_bus != nullptr)

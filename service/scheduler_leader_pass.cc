@@ -431,7 +431,7 @@ base::Status SchedulerLeader::write_pending(const scheduler::PassPlan& plan) {
   }
   // Handed over: a write that fails is told at the next pass (pass()),
   // and every reason is then written again.
-  reasons_writer_.hand(std::move(pending));
+  reasons_writer_.hand(std::move(pending), term_);
   reasons_writer_.flush();  // here, unless the writer's thread runs
   pending_written_ = pass;
   return base::Status::Ok();

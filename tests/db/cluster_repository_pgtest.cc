@@ -461,6 +461,14 @@ TEST_F(ClusterRepositoryTest, AFormerLeadersWritesDoNotLandOnceAnotherTookTheLea
   EXPECT_EQ(first->recovered_at, second->recovered_at) << "the server has not crashed since";
   EXPECT_FALSE(*repositories_->jobs.transition(placement)) << "the former leader's";
   EXPECT_EQ(JobState::kQueued, (*repositories_->jobs.get_job(job_))->state);
+  const base::Status stale_reason =
+      repositories_->jobs.set_pending({{job_, R"({"reason": "Resources"})"}}, first->term);
+  ASSERT_FALSE(stale_reason.ok()) << "the former leader's reason";
+  EXPECT_EQ(base::ErrorCode::kConflict, stale_reason.code());
+  EXPECT_FALSE((*repositories_->jobs.get_job(job_))->pending_json.has_value());
+  ASSERT_TRUE(
+      repositories_->jobs.set_pending({{job_, R"({"reason": "Priority"})"}}, second->term).ok());
+  EXPECT_EQ(R"({"reason": "Priority"})", (*repositories_->jobs.get_job(job_))->pending_json);
   placement.require_leader_term = second->term;
   ASSERT_TRUE(*repositories_->jobs.transition(placement));
   auto stale_mark =

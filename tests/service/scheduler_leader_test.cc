@@ -291,8 +291,11 @@ class FakeLeaderStore final : public LeaderStore {
     return std::optional<db::PlacedWork>(db::PlacedWork{job(t.job_id), resume});
   }
   base::Status set_pending(
-      const std::vector<std::pair<std::int64_t, std::optional<std::string>>>& batch) override {
+      const std::vector<std::pair<std::int64_t, std::optional<std::string>>>& batch,
+      std::optional<std::int64_t> leader_term) override {
     if (away) return down();
+    if (leader_term && *leader_term != term)
+      return base::make_error(base::ErrorCode::kConflict, "another replica leads");
     if (refuse_pending && !batch.empty())
       return base::make_error(base::ErrorCode::kInvalid, "value too long for type");
     for (const auto& [id, text] : batch) {
@@ -959,19 +962,23 @@ TEST_F(SchedulerLeaderPass, ADrainingAgentGetsNoNewJobAndKeepsTheOneItRuns) {
 }
 
 // Fencing the leader: once another replica has taken the lead (a new term),
-// a leader resuming its pass writes nothing; with a term of its own again,
-// it places.
+// a leader resuming its pass writes nothing, not even why its jobs wait;
+// with a term of its own again, it places, and writes the reasons.
 TEST_F(SchedulerLeaderPass, ALeaderWhoseTermPassedToAnotherWritesNothing) {
   store_.add_agent("a", 1, 1);
   store_.add_job(1, "t", 8);
+  store_.add_job(2, "t", 8);
   ASSERT_TRUE(leader_->begin_term().ok());
   ++store_.term;  // another replica took the lead meanwhile
   ASSERT_TRUE(leader_->run_pass().ok());
   EXPECT_EQ(JobState::kQueued, store_.job(1).state);
   EXPECT_EQ(0, store_.count("transition"));
+  EXPECT_FALSE(store_.job(2).pending_json.has_value()) << "the former leader's reason";
   ASSERT_TRUE(leader_->begin_term().ok());
   ASSERT_TRUE(leader_->run_pass().ok());
   EXPECT_EQ(JobState::kStarting, store_.job(1).state);
+  EXPECT_NE(std::string::npos, store_.job(2).pending_json.value_or("").find("Resources"))
+      << store_.job(2).pending_json.value_or("none");
 }
 
 // The leader keeps the unfinished jobs between passes
