@@ -441,7 +441,13 @@ void PassWalk::preempt() {
   const std::optional<PassTime>& start = plan_.reservation->start;
   if (start && *start <= plus(s_.now, s_.options.preemption_min_wait)) return;
   std::vector<std::vector<std::optional<std::int64_t>>> holders;
+  // Where the head could not start now (a host whose agent heartbeats late,
+  // or not heard from since the head's own failure): no new victims there.
+  std::vector<bool> wait_only;
   for (const std::vector<CoreRef>& place : hosts_.places(shape_of(*head_))) {
+    wait_only.push_back(std::any_of(place.begin(), place.end(), [&](const CoreRef& core) {
+      return !hosts_.takes_work(core.host, head_->heard_after);
+    }));
     std::vector<std::optional<std::int64_t>>& of_place = holders.emplace_back();
     for (const CoreRef& core : place) {
       const JobId holder = hosts_.holder(core.host, core.core);
@@ -452,8 +458,9 @@ void PassWalk::preempt() {
   for (int h = 0; h < hosts_.count(); ++h) {
     for (int c = 0; c < hosts_.devices(h); ++c) ++cores_of[hosts_.holder(h, c)];
   }
-  const std::optional<VictimChoice> choice =
-      choose_victims(head_->priority, holders, [&](std::int64_t id) {
+  const std::optional<VictimChoice> choice = choose_victims(
+      head_->priority, holders,
+      [&](std::int64_t id) {
         std::optional<RunningJobInfo> info;
         const auto it = running_.find(id);
         if (it == running_.end()) return info;  // started by this pass: never a victim
@@ -461,7 +468,8 @@ void PassWalk::preempt() {
         info = RunningJobInfo{id,          job.priority, job.preemptible, job.preempting,
                               job.started, cores_of[id]};
         return info;
-      });
+      },
+      wait_only);
   if (!choice || choice->victims.empty()) return;
   plan_.preemption = Preemption{head_->id, choice->victims};
 }

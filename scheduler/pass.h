@@ -41,7 +41,8 @@
 // Preemption (scheduler/preemption.h): the head may preempt running jobs of
 // strictly lower base priority that are preemptible, on the blocks of one run
 // where it fits, unless its reserved start is known and within
-// options.preemption_min_wait. Victims are reported; the caller stops them at
+// options.preemption_min_wait; never new victims on a host that does not
+// take its work now (a late agent's). Victims are reported; the caller stops them at
 // a checkpoint and reports them `preempting` (expected to end at once) in
 // later passes, when nothing more is preempted for that place.
 //

@@ -8,7 +8,8 @@ namespace tpujobs::scheduler {
 
 std::optional<VictimChoice> choose_victims(
     int preemptor_priority, const std::vector<std::vector<std::optional<std::int64_t>>>& places,
-    const std::function<std::optional<RunningJobInfo>(std::int64_t)>& running) {
+    const std::function<std::optional<RunningJobInfo>(std::int64_t)>& running,
+    const std::vector<bool>& wait_only) {
   // (highest victim priority, victims, cores, -earliest start): lower wins.
   using Cost = std::tuple<int, std::size_t, int, std::int64_t>;
   std::optional<std::pair<Cost, VictimChoice>> best;
@@ -32,6 +33,7 @@ std::optional<VictimChoice> choose_victims(
     }
     if (!qualifies) continue;
     if (victims.empty()) return VictimChoice{p, {}};  // frees by itself: wait for it
+    if (p < wait_only.size() && wait_only[p]) continue;
     int highest = std::numeric_limits<int>::min();
     int cores = 0;
     std::int64_t earliest = std::numeric_limits<std::int64_t>::max();

@@ -13,6 +13,10 @@
 //    job the preemptor may preempt.
 //  - When some place frees by itself (every core free or already being
 //    preempted) nothing more is preempted: the preemptor waits for it.
+//  - A place the preemptor could not start on now (the caller's
+//    `wait_only`: a host whose agent heartbeats late) gets no new victims:
+//    they would lose their work for a wait of their own. It still counts
+//    when it frees by itself (its victims, marked earlier, still stop).
 //  - Else the place whose new victims cost least wins, judged in this order:
 //    the highest victim priority (lower is better), the number of victims,
 //    the cores they hold, and the earliest start among them (later is
@@ -49,9 +53,11 @@ struct VictimChoice {
 
 // `places`: per candidate place, the holder of each of its cores (nullopt:
 // free). `running(id)`: the job holding cores (nullopt: unknown, never a
-// victim). nullopt when no place qualifies.
+// victim). `wait_only`: per place, true when it may only free by itself
+// (empty: none). nullopt when no place qualifies.
 std::optional<VictimChoice> choose_victims(
     int preemptor_priority, const std::vector<std::vector<std::optional<std::int64_t>>>& places,
-    const std::function<std::optional<RunningJobInfo>(std::int64_t)>& running);
+    const std::function<std::optional<RunningJobInfo>(std::int64_t)>& running,
+    const std::vector<bool>& wait_only = {});
 
 }  // namespace tpujobs::scheduler

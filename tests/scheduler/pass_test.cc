@@ -355,6 +355,33 @@ TEST(PlanPass, HeadPreemptsTheLowerPriorityHostOfOneAgent) {
   EXPECT_FALSE(plan_pass(cluster.snapshot).preemption);
 }
 
+// The head chooses no new victims where it could not start once they
+// stopped: a host whose agent heartbeats late (it would wait there until
+// the agent is punctual again or declared lost, and its victims lose their
+// work meanwhile), even where the victims cost least. A place already
+// freeing for it there (its victim marked before the agent turned late)
+// still holds it back from a second preemption elsewhere.
+TEST(PlanPass, NoNewVictimIsChosenOnAHostWhoseAgentHeartbeatsLate) {
+  Cluster cluster({{"a", 1}, {"b", 1}});
+  cluster.run(10, 0, {0, 1, 2, 3, 4, 5, 6, 7}, {}, /*priority=*/2);
+  cluster.run(11, 1, {0, 1, 2, 3, 4, 5, 6, 7}, {}, /*priority=*/1);  // the cheaper victim
+  cluster.wait(1, whole_host(), {}, /*priority=*/3);
+  PassPlan plan = plan_pass(cluster.snapshot);
+  ASSERT_TRUE(plan.preemption);
+  EXPECT_EQ(std::vector<JobId>{11}, plan.preemption->victims);
+  cluster.host(1).punctual = false;  // b
+  plan = plan_pass(cluster.snapshot);
+  ASSERT_TRUE(plan.preemption);
+  EXPECT_EQ(std::vector<JobId>{10}, plan.preemption->victims);
+  cluster.host(0).punctual = false;  // a too
+  EXPECT_FALSE(plan_pass(cluster.snapshot).preemption);
+
+  // Job 11 was marked while b was punctual; b turns late as it stops.
+  cluster.host(0).punctual = true;
+  cluster.snapshot.running[1].preempting = true;
+  EXPECT_FALSE(plan_pass(cluster.snapshot).preemption) << "job 10 would lose its work for nothing";
+}
+
 TEST(PlanPass, NoPreemptionWhenTheReservedStartIsNear) {
   base::FakeClock clock;
   const PassTime now = clock.wall_now();

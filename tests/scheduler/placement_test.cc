@@ -415,5 +415,27 @@ TEST(Preemption, ChooseVictimsPrefersLowerPriorityOverFewerCores) {
   EXPECT_TRUE(choice->victims.empty());
 }
 
+// A place the preemptor may only wait for gets no new victims, but one
+// that frees by itself there still ends the choice.
+TEST(Preemption, AWaitOnlyPlaceGetsNoNewVictimsButStillCountsWhenFreeing) {
+  std::map<std::int64_t, RunningJobInfo> running = {{1, {1, 1, true, false, 10, 1}},
+                                                    {2, {2, 2, true, false, 5, 1}}};
+  auto lookup = [&](std::int64_t id) -> std::optional<RunningJobInfo> {
+    auto it = running.find(id);
+    return it == running.end() ? std::nullopt : std::optional(it->second);
+  };
+  const std::vector<std::vector<std::optional<std::int64_t>>> places = {{1}, {2}};
+  EXPECT_EQ(0u, choose_victims(4, places, lookup)->place) << "job 1 costs least";
+  std::optional<VictimChoice> choice = choose_victims(4, places, lookup, {true, false});
+  ASSERT_TRUE(choice);
+  EXPECT_EQ(std::vector<std::int64_t>{2}, choice->victims);
+  EXPECT_FALSE(choose_victims(4, places, lookup, {true, true}));
+  running[1].preempting = true;
+  choice = choose_victims(4, places, lookup, {true, false});
+  ASSERT_TRUE(choice);
+  EXPECT_EQ(0u, choice->place);
+  EXPECT_TRUE(choice->victims.empty()) << "its victim still stops";
+}
+
 }  // namespace
 }  // namespace tpujobs::scheduler
