@@ -58,10 +58,8 @@ std::optional<std::pair<TimePoint, std::int64_t>> decode_cursor(std::string_view
 // at all (InsertedJob::not_stored), so that an array answered 409 stored
 // none of its children, whether the key was used by a committed job or by
 // an earlier row of the same batch. (Two arrays with the same key committed
-// at the same moment by two committers both see no key used: the lookup
-// sees committed rows only. The second's children whose keys the first
-// took are then not inserted, and its others are, under an array id of
-// their own.)
+// at the same moment by two committers would both see no key used, the
+// lookup seeing committed rows only: kLockSweepKeys makes them take turns.)
 constexpr const char* kInsertJobs =
     "WITH numbered AS ("
     "  SELECT nextval('jobs_id_seq') AS id, t.*,"
@@ -118,11 +116,13 @@ constexpr const char* kJobsByIdempotencyKey =
 // a client's retry on another) take turns: the second's insert then finds
 // the first's children, and stores none of its own. (Without it, each could
 // find no child of the other and store the children the other lacks.) The
-// locks, in their order, are this transaction's until it ends.
+// locks, in their order, are this transaction's until it ends. Keys share
+// 64 locks: a batch of 256 one-child sweeps takes 64 of the server's lock
+// table, not 256 (two sweeps of other keys at once may wait for each other).
 constexpr std::int32_t kSweepKeyLocks = 29;  // the advisory locks' class
 constexpr const char* kLockSweepKeys =
     "SELECT pg_advisory_xact_lock($3::integer, h) FROM ("
-    "  SELECT DISTINCT hashtext(t || E'\\n' || k) AS h"
+    "  SELECT DISTINCT hashtext(t || E'\\n' || k) & 63 AS h"
     "  FROM unnest($1::text[], $2::text[]) AS s(t, k) ORDER BY h) AS locks";
 
 constexpr const char* kListedRows =
@@ -154,8 +154,8 @@ base::Result<std::vector<InsertedJob>> JobRepository::insert_jobs(const std::vec
   for (const auto& column : columns) params.push_back(Param::array(column));
   // The rows that meet an existing idempotency key (one inserted earlier in
   // this batch, or committed before by another) are not inserted: the
-  // second statement reads them. It sees what the first inserted and what
-  // the first waited on (its own snapshot, READ COMMITTED). Both run in one
+  // statement after the insert reads them. It sees what the insert stored
+  // and what it waited on (its own snapshot, READ COMMITTED). All run in one
   // transaction: when the read fails, no row of the batch is stored, so the
   // error its submits are answered is true (a read after the insert's commit
   // that failed left committed jobs answered as not stored).
@@ -165,11 +165,17 @@ base::Result<std::vector<InsertedJob>> JobRepository::insert_jobs(const std::vec
     tenants.emplace_back(job.tenant);
     keys.emplace_back(job.idempotency_key);
   }
+  // The sweeps' keys, and a lone job's that could be a child's ("K#3").
   std::vector<std::optional<std::string>> sweep_tenants, sweep_keys;
   for (const NewJob& job : jobs) {
-    if (job.array_group == 0 || !job.idempotency_key) continue;
+    if (!job.idempotency_key) continue;
+    const std::string& key = *job.idempotency_key;
+    const std::size_t hash = key.rfind('#');
+    const bool childlike = hash != std::string::npos && hash + 1 < key.size() &&
+                           key.find_first_not_of("0123456789", hash + 1) == std::string::npos;
+    if (job.array_group == 0 && !childlike) continue;
     sweep_tenants.emplace_back(job.tenant);
-    sweep_keys.emplace_back(job.idempotency_key->substr(0, job.idempotency_key->rfind('#')));
+    sweep_keys.emplace_back(key.substr(0, hash));
   }
   std::vector<Statement> statements;
   if (!sweep_keys.empty()) {

@@ -27,11 +27,11 @@ void ReasonWriter::stop() {
 }
 
 void ReasonWriter::hand(Batch reasons, Term term) {
-  if (reasons.empty()) return;
   {
     base::MutexLock lock(mutex_);
     if (term != term_) queued_.clear();
     term_ = term;
+    if (reasons.empty()) return;
     for (auto& [job, text] : reasons) queued_[job] = std::move(text);
   }
   handed_.notify_one();

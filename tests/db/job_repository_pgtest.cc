@@ -258,7 +258,8 @@ TEST_F(JobRepositoryTest, AChildFoundAgainSaysHowManyChildrenItsSweepHas) {
 
 // Two transactions storing sweeps with one key at once (two replicas'
 // committers) never store a mix: every child stored under a key belongs to
-// one of the two sweeps, whole.
+// one of the two sweeps, whole. The same for a sweep and a lone job whose
+// key is one of its children's ("K#1").
 TEST_F(JobRepositoryTest, SweepsWithOneKeyStoredAtOnceAreNeverMixed) {
   auto sweep = [](const std::string& key, int children, const std::string& tag) {
     std::vector<NewJob> out;
@@ -271,25 +272,32 @@ TEST_F(JobRepositoryTest, SweepsWithOneKeyStoredAtOnceAreNeverMixed) {
     }
     return out;
   };
-  constexpr int kRounds = 40;
+  constexpr int kRounds = 60;
   for (int round = 0; round < kRounds; ++round) {
     const std::string key = "race-" + std::to_string(round);
     std::atomic<int> ready{0};
-    auto racer = [&](JobRepository& repository, int children, const std::string& tag) {
+    auto racer = [&](std::vector<NewJob> batch) {
       ready.fetch_add(1);
       while (ready.load() < 2) std::this_thread::yield();
-      auto inserted = repository.insert_jobs(sweep(key, children, tag));
+      auto inserted = jobs_->insert_jobs(batch);
       EXPECT_TRUE(inserted.ok()) << inserted.error().message;
     };
-    std::thread small([&] { racer(*jobs_, 2, "small"); });
-    std::thread large([&] { racer(*jobs_, 4, "large"); });
+    std::vector<NewJob> first = sweep(key, 2, "small");
+    if (round % 2 == 1) {  // a lone job with the second child's key
+      first = {job("lone-0")};
+      first[0].idempotency_key = key + "#1";
+    }
+    std::thread small([&] { racer(first); });
+    std::thread large([&] { racer(sweep(key, 4, "large")); });
     small.join();
     large.join();
     auto connection = pool_->acquire(std::chrono::seconds(10));
     ASSERT_TRUE(connection.ok());
     auto rows = (*connection)
-                    ->execute("SELECT name, array_id FROM jobs WHERE idempotency_key LIKE $1::text",
-                              {key + "#%"});
+                    ->execute(
+                        "SELECT name, COALESCE(array_id, 0) FROM jobs"
+                        " WHERE idempotency_key LIKE $1::text",
+                        {key + "#%"});
     ASSERT_TRUE(rows.ok()) << rows.error().message;
     std::map<std::string, int> stored;  // children stored under this key, by sweep
     std::set<std::int64_t> arrays;
@@ -299,7 +307,8 @@ TEST_F(JobRepositoryTest, SweepsWithOneKeyStoredAtOnceAreNeverMixed) {
       arrays.insert(rows->int64(row, 1));
     }
     ASSERT_EQ(1u, stored.size()) << "round " << round << ": children of both sweeps stored";
-    EXPECT_EQ(stored.begin()->first == "small" ? 2 : 4, stored.begin()->second);
+    const std::map<std::string, int> children{{"small", 2}, {"lone", 1}, {"large", 4}};
+    EXPECT_EQ(children.at(stored.begin()->first), stored.begin()->second);
     EXPECT_EQ(1u, arrays.size());
   }
 }
