@@ -242,15 +242,20 @@ base::Result<bool> LeaderLock::hold() {
 void LeaderLock::release() { connection_.reset(); }  // the session ends: PostgreSQL frees the lock
 
 base::Result<std::int64_t> ClusterRepository::reserve_placements() {
-  return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<std::int64_t> {
-        // Its commit waits for the WAL that holds the sequence's new value
-        // to reach the disk, whatever the server's or the role's setting.
-        base::Result<QueryResult> rows = connection.execute(
-            "SELECT nextval('placements'), set_config('synchronous_commit', 'on', true)");
-        if (!rows.ok()) return rows.error();
-        return rows->int64(0, 0);
-      });
+  return with_connection(pool_, acquire_timeout_,
+                         [&](Connection& connection) -> base::Result<std::int64_t> {
+                           // Its commit waits for the WAL that holds the sequence's new value
+                           // to reach the disk, whatever the server's or the role's setting.
+                           // nextval logs 32 values ahead and takes a transaction id only when
+                           // it logs; the id taken here makes every commit write a record and
+                           // wait for it, so the record another reservation logged before it,
+                           // maybe not yet flushed, reaches the disk first.
+                           base::Result<QueryResult> rows = connection.execute(
+                               "SELECT nextval('placements'), pg_current_xact_id(),"
+                               " set_config('synchronous_commit', 'on', true)");
+                           if (!rows.ok()) return rows.error();
+                           return rows->int64(0, 0);
+                         });
 }
 
 base::Status ClusterRepository::set_rendezvous_key(std::int64_t placement, const std::string& key,

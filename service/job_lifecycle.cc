@@ -169,10 +169,14 @@ db::Transition cancel_placed(std::int64_t job, std::optional<std::int64_t> fence
 }
 
 db::Transition release_lease(std::int64_t job) {
-  return ending(
+  db::Transition t = ending(
       job, {JobState::kStarting, JobState::kRunning}, JobState::kFailed, "Lease released",
       error_text("UNAVAILABLE", "the job's lease on its cores expired or was released",
                  "an admin released the cores, or the job stopped heartbeating; resubmit it"));
+  // Its copy runs on until its agent looks: nothing it writes after lands
+  // (a placement kept after the end is the ending copy's own).
+  t.clear_placement = true;
+  return t;
 }
 
 }  // namespace tpujobs::service::lifecycle

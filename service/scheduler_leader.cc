@@ -298,8 +298,13 @@ base::Status SchedulerLeader::begin_term() {
   // no one took over; or a clean restart) keeps what it read.
   const bool own_next = last_term_ && term->term == *last_term_ + 1;
   if (!own_next || term->recovered_at != last_recovered_at_ ||
-      (low_water_ && xid_below(term->xid, *low_water_)))
+      (low_water_ && xid_below(term->xid, *low_water_))) {
     low_water_.reset();
+    // The placement numbers left of its block, too: a server that failed
+    // over to a standby the reservation had not reached may give the same
+    // block to the leader between.
+    next_placement_ = placements_end_ = 0;
+  }
   // Every pending reason is written again in either case: reasons are
   // committed without waiting for the disk (JobRepository::set_pending),
   // and a database that restarted, which ends the lock's session, may

@@ -134,6 +134,17 @@ TEST(JobLifecycle, EveryTransitionOfAPlacedJobIsFencedByItsPlacement) {
   EXPECT_EQ(9, fenced);
 }
 
+// An end that the job's own copy does not write (the leader's, an admin's
+// release) takes the placement off, so that nothing the copy writes after
+// (its progress, until its agent stops it) lands on the ended job; a
+// placement kept after the end is the ending copy's own.
+TEST(JobLifecycle, AnEndItsCopyDidNotWriteTakesThePlacementOff) {
+  for (const db::Transition& t : {lifecycle::release_lease(1), lifecycle::cancel_placed(1, 11),
+                                  lifecycle::fail_unavailable(1, "check the agent", 11)}) {
+    EXPECT_TRUE(t.clear_placement) << t.reason;
+  }
+}
+
 // A placement its agent starts as it commits goes on to RUNNING with the
 // very reason the agent's own start writes. It does not wait for the disk:
 // the copy's first write, synchronous, does.
