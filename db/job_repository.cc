@@ -130,10 +130,8 @@ constexpr const char* kListedRows =
 
 constexpr const char* kUnfinished = "('QUEUED', 'STARTING', 'RUNNING')";
 
-}  // namespace
-
-base::Result<std::vector<InsertedJob>> JobRepository::insert_jobs(const std::vector<NewJob>& jobs) {
-  if (jobs.empty()) return std::vector<InsertedJob>{};
+// kInsertJobs' parameters: an array for each column.
+std::vector<Param> insert_params(const std::vector<NewJob>& jobs) {
   std::array<std::vector<std::optional<std::string>>, 12> columns;
   for (auto& column : columns) column.reserve(jobs.size());
   for (const NewJob& job : jobs) {
@@ -152,6 +150,33 @@ base::Result<std::vector<InsertedJob>> JobRepository::insert_jobs(const std::vec
   }
   std::vector<Param> params;
   for (const auto& column : columns) params.push_back(Param::array(column));
+  return params;
+}
+
+// kLockSweepKeys for the batch's sweeps' keys, and a lone job's that could
+// be a child's ("K#3"); nullopt when it has none.
+std::optional<Statement> lock_sweep_keys(const std::vector<NewJob>& jobs) {
+  std::vector<std::optional<std::string>> tenants, keys;
+  for (const NewJob& job : jobs) {
+    if (!job.idempotency_key) continue;
+    const std::string& key = *job.idempotency_key;
+    const std::size_t hash = key.rfind('#');
+    const bool childlike = hash != std::string::npos && hash + 1 < key.size() &&
+                           key.find_first_not_of("0123456789", hash + 1) == std::string::npos;
+    if (job.array_group == 0 && !childlike) continue;
+    tenants.emplace_back(job.tenant);
+    keys.emplace_back(key.substr(0, hash));
+  }
+  if (keys.empty()) return std::nullopt;
+  return Statement{
+      kLockSweepKeys,
+      {Param::array(tenants), Param::array(keys), static_cast<std::int64_t>(kSweepKeyLocks)}};
+}
+
+}  // namespace
+
+base::Result<std::vector<InsertedJob>> JobRepository::insert_jobs(const std::vector<NewJob>& jobs) {
+  if (jobs.empty()) return std::vector<InsertedJob>{};
   // The rows that meet an existing idempotency key (one inserted earlier in
   // this batch, or committed before by another) are not inserted: the
   // statement after the insert reads them. It sees what the insert stored
@@ -165,26 +190,10 @@ base::Result<std::vector<InsertedJob>> JobRepository::insert_jobs(const std::vec
     tenants.emplace_back(job.tenant);
     keys.emplace_back(job.idempotency_key);
   }
-  // The sweeps' keys, and a lone job's that could be a child's ("K#3").
-  std::vector<std::optional<std::string>> sweep_tenants, sweep_keys;
-  for (const NewJob& job : jobs) {
-    if (!job.idempotency_key) continue;
-    const std::string& key = *job.idempotency_key;
-    const std::size_t hash = key.rfind('#');
-    const bool childlike = hash != std::string::npos && hash + 1 < key.size() &&
-                           key.find_first_not_of("0123456789", hash + 1) == std::string::npos;
-    if (job.array_group == 0 && !childlike) continue;
-    sweep_tenants.emplace_back(job.tenant);
-    sweep_keys.emplace_back(key.substr(0, hash));
-  }
   std::vector<Statement> statements;
-  if (!sweep_keys.empty()) {
-    statements.push_back({kLockSweepKeys,
-                          {Param::array(sweep_tenants), Param::array(sweep_keys),
-                           static_cast<std::int64_t>(kSweepKeyLocks)}});
-  }
+  if (std::optional<Statement> lock = lock_sweep_keys(jobs)) statements.push_back(std::move(*lock));
   const std::size_t inserted_at = statements.size();
-  statements.push_back({kInsertJobs, std::move(params)});
+  statements.push_back({kInsertJobs, insert_params(jobs)});
   if (!keys.empty())
     statements.push_back({kJobsByIdempotencyKey, {Param::array(tenants), Param::array(keys)}});
 
