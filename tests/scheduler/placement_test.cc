@@ -4,6 +4,7 @@
 // applies each plan as the scheduler leader does and decides nothing.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -391,13 +392,19 @@ TEST(Preemption, FewestVictimsThenMostRecentlyStarted) {
   EXPECT_EQ("20 preempts 8", victims(one.pass()));
 }
 
-TEST(Preemption, ChooseVictimsPrefersLowerPriorityOverFewerCores) {
-  std::map<std::int64_t, RunningJobInfo> running = {{1, {1, 3, true, false, 10, 1}},
-                                                    {2, {2, 1, true, false, 5, 8}}};
-  auto lookup = [&](std::int64_t id) -> std::optional<RunningJobInfo> {
+// choose_victims' lookup over `running` (kept by reference: changes show).
+std::function<std::optional<RunningJobInfo>(std::int64_t)> lookup_in(
+    const std::map<std::int64_t, RunningJobInfo>& running) {
+  return [&running](std::int64_t id) -> std::optional<RunningJobInfo> {
     auto it = running.find(id);
     return it == running.end() ? std::nullopt : std::optional(it->second);
   };
+}
+
+TEST(Preemption, ChooseVictimsPrefersLowerPriorityOverFewerCores) {
+  std::map<std::int64_t, RunningJobInfo> running = {{1, {1, 3, true, false, 10, 1}},
+                                                    {2, {2, 1, true, false, 5, 8}}};
+  const auto lookup = lookup_in(running);
   // Place 0 holds job 1 (priority 3, one core), place 1 job 2 (priority 1).
   const std::vector<std::vector<std::optional<std::int64_t>>> places = {{1}, {2}};
   std::optional<VictimChoice> choice = choose_victims(4, places, lookup);
@@ -420,10 +427,7 @@ TEST(Preemption, ChooseVictimsPrefersLowerPriorityOverFewerCores) {
 TEST(Preemption, AWaitOnlyPlaceGetsNoNewVictimsButStillCountsWhenFreeing) {
   std::map<std::int64_t, RunningJobInfo> running = {{1, {1, 1, true, false, 10, 1}},
                                                     {2, {2, 2, true, false, 5, 1}}};
-  auto lookup = [&](std::int64_t id) -> std::optional<RunningJobInfo> {
-    auto it = running.find(id);
-    return it == running.end() ? std::nullopt : std::optional(it->second);
-  };
+  const auto lookup = lookup_in(running);
   const std::vector<std::vector<std::optional<std::int64_t>>> places = {{1}, {2}};
   EXPECT_EQ(0u, choose_victims(4, places, lookup)->place) << "job 1 costs least";
   std::optional<VictimChoice> choice = choose_victims(4, places, lookup, {true, false});
