@@ -441,13 +441,19 @@ void PassWalk::preempt() {
   const std::optional<PassTime>& start = plan_.reservation->start;
   if (start && *start <= plus(s_.now, s_.options.preemption_min_wait)) return;
   std::vector<std::vector<std::optional<std::int64_t>>> holders;
-  // Where the head could not start now (a host whose agent heartbeats late,
-  // or not heard from since the head's own failure): no new victims there.
-  std::vector<bool> wait_only;
+  // Where the head could not start now: no new victims on a host whose
+  // agent heartbeats late, and none yet where the cheapest victims are on a
+  // host not heard from since the head's own failure.
+  std::vector<PlaceStart> starts;
   for (const std::vector<CoreRef>& place : hosts_.places(shape_of(*head_))) {
-    wait_only.push_back(std::any_of(place.begin(), place.end(), [&](const CoreRef& core) {
-      return !hosts_.takes_work(core.host, head_->heard_after);
-    }));
+    const auto all_take = [&](std::optional<PassTime> heard_after) {
+      return std::all_of(place.begin(), place.end(), [&](const CoreRef& core) {
+        return hosts_.takes_work(core.host, heard_after);
+      });
+    };
+    starts.push_back(!all_take(std::nullopt)         ? PlaceStart::kWaitOnly
+                     : !all_take(head_->heard_after) ? PlaceStart::kSoon
+                                                     : PlaceStart::kNow);
     std::vector<std::optional<std::int64_t>>& of_place = holders.emplace_back();
     for (const CoreRef& core : place) {
       const JobId holder = hosts_.holder(core.host, core.core);
@@ -469,7 +475,7 @@ void PassWalk::preempt() {
                               job.started, cores_of[id]};
         return info;
       },
-      wait_only);
+      starts);
   if (!choice || choice->victims.empty()) return;
   plan_.preemption = Preemption{head_->id, choice->victims};
 }

@@ -9,10 +9,11 @@ namespace tpujobs::scheduler {
 std::optional<VictimChoice> choose_victims(
     int preemptor_priority, const std::vector<std::vector<std::optional<std::int64_t>>>& places,
     const std::function<std::optional<RunningJobInfo>(std::int64_t)>& running,
-    const std::vector<bool>& wait_only) {
+    const std::vector<PlaceStart>& starts) {
   // (highest victim priority, victims, cores, -earliest start): lower wins.
   using Cost = std::tuple<int, std::size_t, int, std::int64_t>;
   std::optional<std::pair<Cost, VictimChoice>> best;
+  bool best_soon = false;
   for (std::size_t p = 0; p < places.size(); ++p) {
     std::vector<std::int64_t> victims;
     bool qualifies = true;
@@ -33,7 +34,8 @@ std::optional<VictimChoice> choose_victims(
     }
     if (!qualifies) continue;
     if (victims.empty()) return VictimChoice{p, {}};  // frees by itself: wait for it
-    if (p < wait_only.size() && wait_only[p]) continue;
+    const PlaceStart start = p < starts.size() ? starts[p] : PlaceStart::kNow;
+    if (start == PlaceStart::kWaitOnly) continue;
     int highest = std::numeric_limits<int>::min();
     int cores = 0;
     std::int64_t earliest = std::numeric_limits<std::int64_t>::max();
@@ -47,9 +49,10 @@ std::optional<VictimChoice> choose_victims(
     if (!best || cost < best->first) {
       std::sort(victims.begin(), victims.end());
       best = {cost, VictimChoice{p, std::move(victims)}};
+      best_soon = start == PlaceStart::kSoon;
     }
   }
-  if (!best) return std::nullopt;
+  if (!best || best_soon) return std::nullopt;
   return std::move(best->second);
 }
 

@@ -14,14 +14,20 @@
 //  - When some place frees by itself (every core free or already being
 //    preempted) nothing more is preempted: the preemptor waits for it.
 //  - A place the preemptor could not start on now (the caller's
-//    `wait_only`: a host whose agent heartbeats late) gets no new victims:
-//    they would lose their work for a wait of their own. It still counts
-//    when it frees by itself (its victims, marked earlier, still stop).
+//    PlaceStart::kWaitOnly: a host whose agent heartbeats late) gets no new
+//    victims: they would lose their work for a wait of their own. It still
+//    counts when it frees by itself (its victims, marked earlier, still
+//    stop).
 //  - Else the place whose new victims cost least wins, judged in this order:
 //    the highest victim priority (lower is better), the number of victims,
 //    the cores they hold, and the earliest start among them (later is
 //    better: the most recently started lose the least work); ties go to the
 //    first place.
+//  - When that place is one the preemptor may start on soon but not yet
+//    (PlaceStart::kSoon: a host not heard from since the preemptor's own
+//    failure, which its next heartbeat settles), nothing is preempted now:
+//    choosing a dearer place would make its victims lose their work so that
+//    the preemptor starts a heartbeat earlier.
 // Which waiting job may preempt, and when, is the caller's rule (plan_pass's:
 // only the head of the queue, and only when its reservation does not start
 // soon; see pass.h).
@@ -46,6 +52,13 @@ struct RunningJobInfo {
   int cores = 0;             // cores it holds in all
 };
 
+// Whether the preemptor could start on a place once it frees.
+enum class PlaceStart {
+  kNow,       // every host of it takes work
+  kSoon,      // a host not heard from since the preemptor's own failure
+  kWaitOnly,  // a host that takes no work now (its agent heartbeats late)
+};
+
 struct VictimChoice {
   std::size_t place = 0;              // index into the places given
   std::vector<std::int64_t> victims;  // ascending; empty: the place frees by itself
@@ -53,11 +66,12 @@ struct VictimChoice {
 
 // `places`: per candidate place, the holder of each of its cores (nullopt:
 // free). `running(id)`: the job holding cores (nullopt: unknown, never a
-// victim). `wait_only`: per place, true when it may only free by itself
-// (empty: none). nullopt when no place qualifies.
+// victim). `starts`: per place, whether the preemptor could start there
+// (empty: every place kNow). nullopt when no place qualifies, or when the
+// cheapest is kSoon.
 std::optional<VictimChoice> choose_victims(
     int preemptor_priority, const std::vector<std::vector<std::optional<std::int64_t>>>& places,
     const std::function<std::optional<RunningJobInfo>(std::int64_t)>& running,
-    const std::vector<bool>& wait_only = {});
+    const std::vector<PlaceStart>& starts = {});
 
 }  // namespace tpujobs::scheduler

@@ -382,6 +382,31 @@ TEST(PlanPass, NoNewVictimIsChosenOnAHostWhoseAgentHeartbeatsLate) {
   EXPECT_FALSE(plan_pass(cluster.snapshot).preemption) << "job 10 would lose its work for nothing";
 }
 
+// A head requeued after its own failure waits for a heartbeat from a host
+// before that host's victims are chosen: its cheaper victim is not passed
+// over for a dearer one on a host that happened to beat first.
+TEST(PlanPass, ARequeuedHeadWaitsForTheCheaperVictimsHostToBeHeard) {
+  base::FakeClock clock;
+  const PassTime t0 = clock.wall_now();
+  Cluster cluster({{"a", 1}, {"b", 1}});
+  cluster.host(0).heard_at = t0;               // a: last heard before the failure
+  cluster.host(1).heard_at = t0 + seconds(2);  // b: heard since
+  cluster.run(10, 0, {0, 1, 2, 3, 4, 5, 6, 7}, {}, /*priority=*/1);  // the cheaper victim, on a
+  cluster.run(11, 1, {0, 1, 2, 3, 4, 5, 6, 7}, {}, /*priority=*/2);
+  cluster.wait(1, whole_host(), {}, /*priority=*/3).heard_after = t0 + seconds(1);
+  EXPECT_FALSE(plan_pass(cluster.snapshot).preemption) << "a's next heartbeat settles it";
+  cluster.host(0).heard_at = t0 + seconds(3);
+  const PassPlan plan = plan_pass(cluster.snapshot);
+  ASSERT_TRUE(plan.preemption);
+  EXPECT_EQ(std::vector<JobId>{10}, plan.preemption->victims);
+  // Were job 11 the cheaper, it would have gone at once: b was heard.
+  cluster.host(0).heard_at = t0;
+  cluster.snapshot.running[0].priority = 2;
+  cluster.snapshot.running[1].priority = 1;
+  ASSERT_TRUE(plan_pass(cluster.snapshot).preemption);
+  EXPECT_EQ(std::vector<JobId>{11}, plan_pass(cluster.snapshot).preemption->victims);
+}
+
 TEST(PlanPass, NoPreemptionWhenTheReservedStartIsNear) {
   base::FakeClock clock;
   const PassTime now = clock.wall_now();

@@ -430,15 +430,32 @@ TEST(Preemption, AWaitOnlyPlaceGetsNoNewVictimsButStillCountsWhenFreeing) {
   const auto lookup = lookup_in(running);
   const std::vector<std::vector<std::optional<std::int64_t>>> places = {{1}, {2}};
   EXPECT_EQ(0u, choose_victims(4, places, lookup)->place) << "job 1 costs least";
-  std::optional<VictimChoice> choice = choose_victims(4, places, lookup, {true, false});
+  constexpr PlaceStart kNow = PlaceStart::kNow, kWaitOnly = PlaceStart::kWaitOnly;
+  std::optional<VictimChoice> choice = choose_victims(4, places, lookup, {kWaitOnly, kNow});
   ASSERT_TRUE(choice);
   EXPECT_EQ(std::vector<std::int64_t>{2}, choice->victims);
-  EXPECT_FALSE(choose_victims(4, places, lookup, {true, true}));
+  EXPECT_FALSE(choose_victims(4, places, lookup, {kWaitOnly, kWaitOnly}));
   running[1].preempting = true;
-  choice = choose_victims(4, places, lookup, {true, false});
+  choice = choose_victims(4, places, lookup, {kWaitOnly, kNow});
   ASSERT_TRUE(choice);
   EXPECT_EQ(0u, choice->place);
   EXPECT_TRUE(choice->victims.empty()) << "its victim still stops";
+}
+
+// The cheapest place on a host not yet heard from since the preemptor's
+// failure: nothing now (its next heartbeat settles it), rather than dearer
+// victims elsewhere. A dearer such place does not hold the cheaper one back.
+TEST(Preemption, WhenTheCheapestPlaceIsSoonNothingIsPreemptedYet) {
+  std::map<std::int64_t, RunningJobInfo> running = {{1, {1, 1, true, false, 10, 1}},
+                                                    {2, {2, 2, true, false, 5, 1}}};
+  const auto lookup = lookup_in(running);
+  const std::vector<std::vector<std::optional<std::int64_t>>> places = {{1}, {2}};
+  EXPECT_FALSE(choose_victims(4, places, lookup, {PlaceStart::kSoon, PlaceStart::kNow}))
+      << "job 1 costs least; its host is heard from within a heartbeat";
+  std::optional<VictimChoice> choice =
+      choose_victims(4, places, lookup, {PlaceStart::kNow, PlaceStart::kSoon});
+  ASSERT_TRUE(choice);
+  EXPECT_EQ(std::vector<std::int64_t>{1}, choice->victims);
 }
 
 }  // namespace
