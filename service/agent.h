@@ -249,8 +249,7 @@ class Agent final : public LocalAgent {
 
   // Every write fenced by its run's placement; stored lines wake the
   // log followers of every replica.
-  RepositoryTelemetryStore telemetry_store_{repo_, cluster_, /*notify_logs=*/true,
-                                            options_.wake_bus};
+  RepositoryTelemetryStore telemetry_store_{repo_, cluster_, options_.wake_bus};
   TelemetryWriter telemetry_{telemetry_store_, telemetry_options(options_)};
   static TelemetryWriterOptions telemetry_options(const AgentOptions& options);
 

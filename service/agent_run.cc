@@ -227,7 +227,7 @@ void Agent::train_placed(Run& run) {
   if (end) {
     notify(db::kSubmitChannel, "finished");  // cores freed: wake the leader
     // Waits and log followers of the job, on every replica, look now.
-    (void)cluster_.notify(db::kLogChannel, std::to_string(run.row.id));
+    notify(db::kLogChannel, std::to_string(run.row.id));
   }
 }
 

@@ -62,6 +62,13 @@ base::Status JobManager::start() {
       views_.set_pending(parse_pending_changes(payload));
       renderer_->wake();
     });
+    // Its agent stored lines of these jobs, or the leader or the agent
+    // ended them: their log followers and waits look now.
+    options_.wake_bus->subscribe(db::kLogChannel, [this](const std::string& payload) {
+      const std::vector<std::int64_t> jobs = parse_job_ids(payload);
+      log_streams_.wake(jobs);
+      waits_.wake(jobs);
+    });
     queued_views_told_ = true;
   }
   readiness_probe_.start();

@@ -168,7 +168,9 @@ class JobManager final : public api::JobService, public WrittenViews {
   executor::DeviceFacts device_for(std::optional<scheduler::Generation> generation) const;
   // Wakes the log streams and the waits of the jobs named in the agents'
   // NOTIFY tpujobs_logs (lines stored, or an end committed; their polling
-  // fallback ticks meanwhile). Without a wake bus, also hands views_ the
+  // fallback ticks meanwhile). With a wake bus, the agent and the leader in
+  // this process wake them through it instead, and only an agent of another
+  // process would send one. Without a wake bus, also hands views_ the
   // changes of queued jobs the database sends (db/migrations/038).
   void log_listener_loop();
   void take_view_changes(const std::vector<db::Notification>& notes);

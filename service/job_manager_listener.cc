@@ -1,5 +1,6 @@
-// JobManager's LISTEN thread: the agents' log notifications, and on a
-// replica the changes of queued jobs the database sends (db/migrations/038).
+// JobManager's LISTEN thread: the log notifications of agents in other
+// processes, and on a replica the changes of queued jobs the database sends
+// (db/migrations/038).
 #include "db/listener.h"
 #include "service/job_manager.h"
 

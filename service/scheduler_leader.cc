@@ -368,9 +368,8 @@ void SchedulerLeader::announce_ended() {
   constexpr std::size_t kIdsPerNotification = 300;  // 20 bytes an id at most: under 8,000
   for (std::size_t first = 0; first < ended_.size(); first += kIdsPerNotification) {
     const std::size_t last = std::min(ended_.size(), first + kIdsPerNotification);
-    (void)store_.notify(db::kLogChannel,
-                        format_job_ids({ended_.begin() + static_cast<std::ptrdiff_t>(first),
-                                        ended_.begin() + static_cast<std::ptrdiff_t>(last)}));
+    notify(db::kLogChannel, format_job_ids({ended_.begin() + static_cast<std::ptrdiff_t>(first),
+                                            ended_.begin() + static_cast<std::ptrdiff_t>(last)}));
   }
   ended_.clear();
 }

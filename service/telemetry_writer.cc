@@ -16,9 +16,9 @@ namespace tpujobs::service {
 using nlohmann::json;
 
 RepositoryTelemetryStore::RepositoryTelemetryStore(db::Repositories& repo,
-                                                   db::ClusterRepository& cluster, bool notify_logs,
+                                                   db::ClusterRepository& cluster,
                                                    WakeBus* wake_bus)
-    : repo_(repo), cluster_(cluster), notify_logs_(notify_logs), wake_bus_(wake_bus) {}
+    : repo_(repo), cluster_(cluster), wake_bus_(wake_bus) {}
 
 void RepositoryTelemetryStore::changed(std::int64_t job) {
   if (wake_bus_ != nullptr) wake_bus_->publish(kJobsChangedChannel, std::to_string(job));
@@ -51,11 +51,14 @@ base::Status RepositoryTelemetryStore::update_progress(std::int64_t job,
 }
 
 void RepositoryTelemetryStore::logs_stored(const std::set<std::int64_t>& jobs) {
-  if (!notify_logs_ || jobs.empty()) return;
-  // Followers on every replica wake (NOTIFY tpujobs_logs "id,id,...").
-  std::string payload;
-  for (std::int64_t id : jobs) payload += (payload.empty() ? "" : ",") + std::to_string(id);
-  (void)cluster_.notify(db::kLogChannel, payload);
+  if (jobs.empty()) return;
+  // Followers on every replica wake ("id,id,...").
+  const std::string payload = format_job_ids({jobs.begin(), jobs.end()});
+  if (wake_bus_ != nullptr) {
+    wake_bus_->publish(db::kLogChannel, payload);
+  } else {
+    (void)cluster_.notify(db::kLogChannel, payload);
+  }
 }
 
 std::string metric_values_json(const std::map<std::string, double>& values) {

@@ -54,19 +54,20 @@ class TelemetryStore {
                                        std::int64_t fence) = 0;
   virtual base::Status update_progress(std::int64_t job, const std::string& progress_json,
                                        const std::string& metrics_json, std::int64_t fence) = 0;
-  // Lines of these jobs were just stored (cluster mode wakes the log
-  // followers of every replica).
+  // Lines of these jobs were just stored: their log followers and waits
+  // look now.
   virtual void logs_stored(const std::set<std::int64_t>& jobs) = 0;
 };
 
-// TelemetryStore over the repositories; `notify_logs` sends NOTIFY
-// tpujobs_logs when lines are stored (agents: followers live in other
-// processes). Both must outlive it.
+// TelemetryStore over the repositories. Stored lines wake the log
+// followers of every replica by NOTIFY tpujobs_logs, or, with a wake bus (a
+// standalone serve's, whose API service is in this process), by a publish
+// on the bus, which also names the job of each progress or checkpoint write
+// on kJobsChangedChannel, so that the API service forgets its view. Both
+// repositories and the bus must outlive it.
 class RepositoryTelemetryStore final : public TelemetryStore {
  public:
-  // With a wake bus (a standalone serve's), a progress or checkpoint write
-  // names its job on kJobsChangedChannel: the API service forgets its view.
-  RepositoryTelemetryStore(db::Repositories& repo, db::ClusterRepository& cluster, bool notify_logs,
+  RepositoryTelemetryStore(db::Repositories& repo, db::ClusterRepository& cluster,
                            WakeBus* wake_bus = nullptr);
   base::Status append_logs(const std::vector<db::LogLine>& lines) override;
   base::Status append_metrics(const std::vector<db::MetricPoint>& points) override;
@@ -79,7 +80,6 @@ class RepositoryTelemetryStore final : public TelemetryStore {
  private:
   db::Repositories& repo_;
   db::ClusterRepository& cluster_;
-  const bool notify_logs_;
   WakeBus* const wake_bus_;
   void changed(std::int64_t job);
 };

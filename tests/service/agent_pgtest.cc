@@ -19,6 +19,7 @@
 
 #include "base/mutex.h"
 #include "base/thread_priority.h"
+#include "db/listener.h"
 #include "db/migrate.h"
 #include "db/repositories.h"
 #include "scheduler/pool.h"
@@ -389,6 +390,44 @@ TEST_F(AgentTest, WithAWakeBusItNamesEachJobWhoseRowItChanges) {
   agent->stop();
   EXPECT_TRUE(named_with([](const db::JobRow& r) { return r.state == db::JobState::kQueued; }))
       << "its requeue by the stop";
+}
+
+// A standalone serve's agent wakes the log followers and waits of the API
+// service in its process through the wake bus: as it stores a job's lines
+// and once its end is stored. It sends no NOTIFY tpujobs_logs.
+TEST_F(AgentTest, WithAWakeBusItWakesLogFollowersThroughItNotByNotify) {
+  auto pool = db::ConnectionPool::create(conninfo_, 4);
+  ASSERT_TRUE(pool.ok());
+  db::Repositories repo(*observer_);
+  db::Listener listener(conninfo_, db::kLogChannel);
+  ASSERT_TRUE(listener.wait(milliseconds(0)).ok()) << "listening from here on";
+  WakeBus bus;
+  std::mutex mutex;
+  // The job's state as read each time the bus named it.
+  std::vector<db::JobState> woken;
+  bus.subscribe(db::kLogChannel, [&](const std::string& payload) {
+    for (std::int64_t id : parse_job_ids(payload)) {
+      auto row = repo.jobs.get_job(id);
+      std::lock_guard<std::mutex> lock(mutex);
+      if (row.ok() && *row) woken.push_back((**row).state);
+    }
+  });
+  const auto woken_in = [&](db::JobState state) {
+    std::lock_guard<std::mutex> lock(mutex);
+    return std::count(woken.begin(), woken.end(), state);
+  };
+  std::unique_ptr<Agent> agent = start_agent(**pool, base::real_clock(), milliseconds(50), &bus);
+  const std::int64_t id = place_digits_job(repo, agent->epoch(), 0, /*max_epochs=*/1);
+  ASSERT_NE(0, id);
+  bus.publish(db::kAgentChannel, "a");  // as the leader wakes it
+  EXPECT_TRUE(eventually([&] { return woken_in(db::JobState::kSucceeded) > 0; }))
+      << "its end, once stored";
+  EXPECT_GT(woken_in(db::JobState::kRunning), 0) << "its lines, as they were stored";
+  agent->stop();
+  auto notes = listener.wait(milliseconds(500));
+  ASSERT_TRUE(notes.ok());
+  for (const db::Notification& note : *notes)
+    EXPECT_NE(note.channel, db::kLogChannel) << "NOTIFY tpujobs_logs " << note.payload;
 }
 
 // What the API service keeps (service/view_cache.h, put_written): each view

@@ -371,9 +371,15 @@ class SchedulerLeaderPass : public ::testing::Test {
  protected:
   SchedulerLeaderPass() : store_(clock_) {
     clock_.advance(std::chrono::hours(1));
+    lead(nullptr);
+  }
+  // A new leader, woken and waking through `bus` (a standalone serve's
+  // wake-ups) or, without one, through the store (NOTIFY).
+  void lead(WakeBus* bus) {
     SchedulerLeaderOptions options;
     options.clock = &clock_;
     options.agent_silence = seconds(10);
+    options.wake_bus = bus;
     leader_ = std::make_unique<SchedulerLeader>(store_, options);
   }
 
@@ -398,6 +404,7 @@ class SchedulerLeaderPass : public ::testing::Test {
 
   base::FakeClock clock_;
   FakeLeaderStore store_;
+  WakeBus bus_;  // lead(&bus_)
   std::unique_ptr<SchedulerLeader> leader_;
 };
 
@@ -636,20 +643,15 @@ TEST_F(SchedulerLeaderPass, AWaitingJobsReasonIsWrittenOnlyWhenItChanges) {
 }
 
 TEST_F(SchedulerLeaderPass, StoredReasonsAreHandedToTheViewsAndOthersChangesForgetThem) {
-  WakeBus bus;
   std::vector<std::string> written;
   std::vector<std::string> changed;
-  bus.subscribe(kPendingWrittenChannel, [&](const std::string& p) { written.push_back(p); });
-  bus.subscribe(kJobsChangedChannel, [&](const std::string& p) { changed.push_back(p); });
-  SchedulerLeaderOptions options;
-  options.clock = &clock_;
-  options.agent_silence = seconds(10);
-  options.wake_bus = &bus;
-  SchedulerLeader leader(store_, options);
+  bus_.subscribe(kPendingWrittenChannel, [&](const std::string& p) { written.push_back(p); });
+  bus_.subscribe(kJobsChangedChannel, [&](const std::string& p) { changed.push_back(p); });
+  lead(&bus_);
   store_.add_agent("a", 3, 1);
   store_.add_job(1, "t", 8);
   store_.add_job(2, "t", 8);  // waits for job 1's host
-  ASSERT_TRUE(leader.run_pass().ok());
+  ASSERT_TRUE(leader_->run_pass().ok());
   EXPECT_EQ(std::vector<std::string>{"1"}, changed) << "placed: its view is forgotten";
   ASSERT_EQ(1u, written.size());
   EXPECT_EQ((PendingChanges{{2, store_.job(2).pending_json}}), parse_pending_changes(written[0]));
@@ -659,11 +661,11 @@ TEST_F(SchedulerLeaderPass, StoredReasonsAreHandedToTheViewsAndOthersChangesForg
   // writes every reason again.
   store_.refuse_pending = true;
   store_.add_job(3, "t", 8);
-  EXPECT_TRUE(leader.run_pass().ok());
+  EXPECT_TRUE(leader_->run_pass().ok());
   EXPECT_EQ(1u, written.size());
   EXPECT_EQ("3", changed.back());
   store_.refuse_pending = false;
-  ASSERT_TRUE(leader.run_pass().ok());
+  ASSERT_TRUE(leader_->run_pass().ok());
   ASSERT_EQ(2u, written.size());
   EXPECT_EQ((PendingChanges{{2, store_.job(2).pending_json}, {3, store_.job(3).pending_json}}),
             parse_pending_changes(written[1]));
@@ -800,6 +802,24 @@ TEST_F(SchedulerLeaderPass, ALostAgentsJobWhoseCancelWasAcceptedEndsCancelled) {
   EXPECT_NE(std::find(store_.writes.begin(), store_.writes.end(), "notify tpujobs_logs 1,2"),
             store_.writes.end())
       << ::testing::PrintToString(store_.writes);
+}
+
+// A standalone serve's leader announces the ends it writes to the API
+// service in its process through the wake bus, not by NOTIFY.
+TEST_F(SchedulerLeaderPass, WithAWakeBusTheEndsItWritesAreAnnouncedThroughItNotByNotify) {
+  std::vector<std::string> announced;
+  bus_.subscribe(db::kLogChannel, [&](const std::string& p) { announced.push_back(p); });
+  lead(&bus_);
+  store_.add_agent("a", 1, 1);
+  store_.add_agent("b", 2, 1);
+  running_on(1, "a", 1, /*max_retries=*/1).cancel_requested = true;
+  running_on(2, "a", 1, /*max_retries=*/1).cancel_requested = true;
+  lose("a");
+  ASSERT_EQ(JobState::kCancelled, store_.job(1).state);
+  ASSERT_EQ(JobState::kCancelled, store_.job(2).state);
+  EXPECT_EQ(std::vector<std::string>{"1,2"}, announced);
+  for (const std::string& write : store_.writes)
+    EXPECT_EQ(write.find("notify tpujobs_logs"), std::string::npos) << write;
 }
 
 TEST_F(SchedulerLeaderPass, ALostAgentsRequeuedJobIsNotAnnouncedAsEnded) {
