@@ -42,7 +42,9 @@
 // strictly lower base priority that are preemptible, on the blocks of one run
 // where it fits, unless its reserved start is known and within
 // options.preemption_min_wait; never new victims on a host that does not
-// take its work now (a late agent's). Victims are reported; the caller stops them at
+// take its work now (a late agent's), and none yet when the cheapest are on
+// a host not heard from since the head's own failure (PlaceStart::kSoon).
+// Victims are reported; the caller stops them at
 // a checkpoint and reports them `preempting` (expected to end at once) in
 // later passes, when nothing more is preempted for that place.
 //
