@@ -240,12 +240,14 @@ void SubmitCommitter::answer_arrays_not_stored(std::vector<CommittedSubmit>& com
     if (!sweep) continue;
     auto not_stored = [](const CommittedSubmit& c) { return c.row.id == 0; };
     // A sweep submitted again with fewer children finds each of them, but
-    // not the sweep it stored.
-    auto of_a_larger_sweep = [size](const db::InsertedJob& r) {
-      return r.existing && r.array_size > static_cast<std::int64_t>(size);
+    // not the sweep it stored; so does one whose keys lone jobs used. (A
+    // sweep is stored whole or not at all, and its children's keys are its
+    // own: found children of a sweep of its size are of the one stored.)
+    auto of_another_size = [size](const db::InsertedJob& r) {
+      return r.existing && r.array_size != static_cast<std::int64_t>(size);
     };
     if (std::none_of(begin, end, not_stored) &&
-        std::none_of(found, found + static_cast<std::ptrdiff_t>(size), of_a_larger_sweep))
+        std::none_of(found, found + static_cast<std::ptrdiff_t>(size), of_another_size))
       continue;
     // None of the sweep's children was stored: each is answered 409, with a
     // job of the sweep that used its key before.

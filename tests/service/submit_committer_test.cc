@@ -181,15 +181,17 @@ TEST(SubmitCommitter, AnIdempotencyKeyAnswersTheEarlierJobOrAConflict) {
 
 // A sweep's children have keys of their own (its key, '#', their index). A
 // sweep submitted again whole finds every child; one whose key was used for
-// a sweep of other children (here one child more, then one fewer) stores
-// none of its children and answers each 409, with the earlier sweep's job.
+// a sweep of other children (here one child more, then one fewer), or for
+// lone jobs, stores none of its children and answers each 409, with the
+// earlier sweep's (or job's) job.
 TEST(SubmitCommitter, ASweepsKeyUsedForOtherChildrenStoresNoneAndAnswersEach409) {
   Fixture f;
   f.committer.start();
-  auto sweep = [&](int children) {
+  auto sweep = [&](int children, const std::string& key = "s") {
     std::vector<api::SubmitRequest> requests;
     for (int i = 0; i < children; ++i) {
-      api::SubmitRequest r = request("team-a", "s#" + std::to_string(i), "h" + std::to_string(i));
+      api::SubmitRequest r =
+          request("team-a", key + "#" + std::to_string(i), "h" + std::to_string(i));
       r.array_index = i;
       requests.push_back(std::move(r));
     }
@@ -222,6 +224,21 @@ TEST(SubmitCommitter, ASweepsKeyUsedForOtherChildrenStoresNoneAndAnswersEach409)
                                                      "children"))
       << fewer[0].message;
   EXPECT_EQ(stored, f.store.by_key.size());
+  // Lone jobs whose keys look like its children's, with their specs: each
+  // is found, but none is a child of a sweep of two.
+  std::vector<std::int64_t> lone;
+  for (int i = 0; i < 2; ++i) {
+    std::promise<api::SubmitOutcome> p;
+    f.committer.submit(request("team-a", "u#" + std::to_string(i), "h" + std::to_string(i)),
+                       [&](api::SubmitOutcome o) { p.set_value(std::move(o)); });
+    const api::SubmitOutcome created = p.get_future().get();
+    ASSERT_EQ(Kind::kCreated, created.kind);
+    lone.push_back(created.id);
+  }
+  for (const api::SubmitOutcome& o : sweep(2, "u")) {
+    EXPECT_EQ(Kind::kConflict, o.kind) << "answered as the sweep stored";
+    EXPECT_EQ(lone[0], o.id);
+  }
 }
 
 TEST(SubmitCommitter, AnUnreachableDatabaseAnswers503AndNothingIsCommitted) {
