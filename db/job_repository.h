@@ -302,7 +302,7 @@ class JobRepository {
   // when it is already terminal.
   base::Status request_cancel(std::int64_t id);
 
-  // Preemption (cluster mode): marks the STARTING or RUNNING `victim` with
+  // Preemption: marks the STARTING or RUNNING `victim` with
   // preempted_by = `preemptor` while its placement is still `placement` (and it
   // is not marked nor being cancelled), and records the preemptor's event
   // (QUEUED -> QUEUED, `preemptor_reason` and `preemptor_detail`; none when

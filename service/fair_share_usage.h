@@ -2,8 +2,7 @@
 // accounting: the TPU core-seconds GET /v1/usage counts (job_events spans
 // times cores), each second decayed with the half-life
 // (WorkloadRepository::decayed_usage, one statement). Read by the
-// scheduling thread every few seconds (the single-process JobManager, the
-// cluster's SchedulerLeader), never per request.
+// scheduler leader every few seconds, never per request.
 #pragma once
 
 #include <chrono>

@@ -1,7 +1,8 @@
 // The job views: GET /v1/jobs/{id} and the lists, as JSON (DESIGN §6).
 // Pure functions of a stored row and of what a live job holds in memory,
-// shared by the single-process JobManager (live jobs), cluster mode (rows
-// only) and the finished-view cache.
+// shared by the API service (rows, and the live views of the jobs its
+// process's agent runs), the agent (the views its transitions answer) and
+// the view cache.
 //
 // A live job's view is kept as two pieces of text: the members that do
 // not change while it waits or runs (name, spec, labels, ...), serialised

@@ -1,5 +1,6 @@
-// Pool views: GET /v1/pool in cluster mode (DESIGN §9), from the agents'
-// registrations and the placed jobs' allocations as stored.
+// Pool views: GET /v1/pool (a standalone serve's one agent, or a cluster's
+// agents), from the agents' registrations and the placed jobs' allocations
+// as stored.
 #pragma once
 
 #include <map>

@@ -1,8 +1,8 @@
 // The telemetry writer: what a running job produces besides its state (log
 // lines, metric points, its newest checkpoint, its progress) is queued here
 // by the training threads and stored in batches by one writer thread, so a
-// training step never waits on PostgreSQL. The single-process JobManager
-// and every Agent use one each.
+// training step never waits on PostgreSQL. Every Agent (a standalone
+// serve's too) uses one.
 //
 // Order: one flush stores the queued log lines, then the metric points,
 // then the checkpoints, then the progress. A checkpoint is stored only when
