@@ -26,18 +26,20 @@ if(NOT DEFINED ROOT OR NOT DEFINED RULE)
   message(FATAL_ERROR "usage: cmake -DROOT=DIR -DRULE=includes|clock|size|functions [-DALLOWED=FILE] -P source_rules.cmake")
 endif()
 
-set(production_folders base lightning scheduler executor db api client service)
+set(production_folders base lightning pyparse scheduler executor db api client service)
 
 # DESIGN §1's "may use", folder by folder; service/ may use everything, and
 # client/ only from main.cc.
 set(may_use_base "base")
 set(may_use_lightning "lightning;base")
+# The Python parser behind lightning::PythonParser (tree-sitter).
+set(may_use_pyparse "pyparse;base;lightning")
 set(may_use_scheduler "scheduler;base")
 set(may_use_executor "executor;base")
 set(may_use_db "db;base")
-set(may_use_client "client;base;lightning")
-set(may_use_api "api;base;lightning;scheduler;executor")
-set(may_use_service "service;base;lightning;scheduler;executor;db;api")
+set(may_use_client "client;base;lightning;pyparse")
+set(may_use_api "api;base;lightning;pyparse;scheduler;executor")
+set(may_use_service "service;base;lightning;pyparse;scheduler;executor;db;api")
 set(pure_folders lightning scheduler executor)
 
 set(breaches "")
