@@ -94,13 +94,27 @@ class LoadClients {
   }
   // Whether a submit sent after `since` was answered 201.
   bool created_since(Clock::time_point since) {
-    std::lock_guard lock(mutex_);
-    return std::any_of(exchanges_.begin(), exchanges_.end(), [&](const Exchange& e) {
-      return e.submit && e.sent >= since && e.status == 201;
-    });
+    return submits_since(since, /*created_only=*/true) > 0;
+  }
+  // Waits until `count` submits sent after `since` were answered (201s only
+  // when `created_only`), however fast the machine answers; whether they were.
+  bool wait_submits(Clock::time_point since, int count, bool created_only,
+                    std::chrono::seconds timeout) {
+    for (const auto deadline = Clock::now() + timeout; Clock::now() < deadline;
+         std::this_thread::sleep_for(std::chrono::milliseconds(20))) {
+      if (submits_since(since, created_only) >= count) return true;
+    }
+    return false;
   }
 
  private:
+  int submits_since(Clock::time_point since, bool created_only) {
+    std::lock_guard lock(mutex_);
+    return static_cast<int>(
+        std::count_if(exchanges_.begin(), exchanges_.end(), [&](const Exchange& e) {
+          return e.submit && e.sent >= since && (!created_only || e.status == 201);
+        }));
+  }
   void record(Exchange exchange) {
     std::lock_guard lock(mutex_);
     exchanges_.push_back(exchange);
@@ -223,8 +237,12 @@ TEST(DatabaseOutage, ServiceRidesOutAStoppedPostgres) {
   }
 
   LoadClients load(service.port(), ids);
+  const auto load_started = Clock::now();
   load.start(/*submitters=*/3, /*pollers=*/2);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // Some jobs are queued before the outage (one is cancelled in it).
+  ASSERT_TRUE(load.wait_submits(load_started, 3, /*created_only=*/true, std::chrono::seconds(60)))
+      << "the load clients got no 201s before the outage\n"
+      << service.log();
 
   // ---- the outage
   ASSERT_TRUE(postgres->stop().ok());
@@ -299,8 +317,11 @@ TEST(DatabaseOutage, ServiceRidesOutAStoppedPostgres) {
     }
   }
 
-  // An outage of some five seconds in all.
+  // An outage of some five seconds in all, and at least as long as the
+  // clients take to have more than ten submits answered in it.
   std::this_thread::sleep_for(std::chrono::seconds(5) - (Clock::now() - stopped));
+  EXPECT_TRUE(load.wait_submits(stopped, 11, /*created_only=*/false, std::chrono::seconds(60)))
+      << "the clients had too few submits answered during the outage";
 
   // ---- the database returns; the service notices by itself
   const auto restarting = Clock::now();
@@ -409,7 +430,7 @@ TEST(DatabaseOutage, ServiceRidesOutAStoppedPostgres) {
       unready_after);
   std::printf("%d submits during the outage, all 503 + Retry-After; a cancel 503 in %.3f s; ",
               outage_submits, cancel_seconds);
-  std::printf("jobs trained on (steps %s -> %s in 3 s); ", join(steps_before).c_str(),
+  std::printf("jobs trained on (steps %s -> %s during the outage); ", join(steps_before).c_str(),
               join(steps_after).c_str());
   std::printf("after the restart /readyz 200 after %.2f s, first 201 after %.2f s, ", ready_after,
               created_after);
