@@ -250,23 +250,41 @@ void PassWalk::order(const std::vector<std::uint32_t>& queued) {
     if (a.order != b.order) return a.order < b.order;
     return a.id < b.id;
   };
-  // Keys out of order are put back by insertion while that stays cheap: a
-  // few entries far from their places (a priority-100 job added last, the
-  // last entries moved into the places of jobs that left the queue) cost
-  // their distance, not a sort. Once the moves outnumber the keys eight
-  // times, they are sorted (scheduler_bench's InOrderButTheLast,
-  // AfterEightPlaced and NearlyInOrder: bench/RESULTS.md).
-  const std::size_t most_moves = 8 * keys.size();
-  std::size_t moves = 0;
-  for (std::size_t i = 1; i < keys.size() && moves <= most_moves; ++i) {
-    if (!before(keys[i], keys[i - 1])) continue;
-    const Key key = keys[i];
-    std::size_t j = i;
-    for (; j > 0 && before(key, keys[j - 1]); --j) keys[j] = keys[j - 1];
-    keys[j] = key;
-    moves += i - j;
+  // A queue mostly in order is merged, not sorted. The keys that break the
+  // order are taken out in one scan: where a key falls below the last one
+  // kept, the one of the two that is out of place goes (the smaller when it
+  // is also below the key kept before that one, else the larger). Those
+  // few are sorted and merged back: O(n + k log k) for the queues a leader
+  // keeps (a priority-100 job added last, the last entries moved into the
+  // places of placed jobs, a job requeued into the middle). A queue that
+  // far from its order is sorted whole (scheduler_bench's PlanPass,
+  // InOrderButTheLast, AfterEightPlaced, NearlyInOrder: bench/RESULTS.md).
+  // The keys kept are compacted in place, at the front: after i keys,
+  // kept + out == i.
+  std::vector<Key> out;
+  const std::size_t most_out = keys.size() / 16;
+  std::size_t kept = 0;
+  std::size_t next = 0;
+  for (; next < keys.size() && out.size() <= most_out; ++next) {
+    const Key key = keys[next];
+    if (kept == 0 || !before(key, keys[kept - 1])) {
+      keys[kept++] = key;
+    } else if (kept >= 2 && before(key, keys[kept - 2])) {
+      out.push_back(key);
+    } else {
+      out.push_back(keys[kept - 1]);
+      keys[kept - 1] = key;
+    }
   }
-  if (moves > most_moves) std::sort(keys.begin(), keys.end(), before);
+  const auto first_out = keys.begin() + static_cast<std::ptrdiff_t>(kept);
+  if (out.size() > most_out) {
+    std::copy(out.begin(), out.end(), first_out);  // the keys are all there again
+    std::sort(keys.begin(), keys.end(), before);
+  } else if (!out.empty()) {
+    std::sort(out.begin(), out.end(), before);
+    std::copy(out.begin(), out.end(), first_out);
+    std::inplace_merge(keys.begin(), first_out, keys.end(), before);
+  }
   queue_.reserve(keys.size());
   std::size_t breaks = 0;  // entries not next to the one before them
   for (const Key& key : keys) {

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <map>
+#include <random>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -497,7 +498,7 @@ TEST(PlanPass, ALongQueueIsInOrderHoweverNearOrFarItsEntriesAre) {
   constexpr int kJobs = 2000;
   for (int i = 1; i <= kJobs; ++i) cluster.wait(i, whole_host()).shape = -1;
   const std::vector<WaitingEntry> in_order = cluster.snapshot.waiting;
-  std::vector<std::vector<WaitingEntry>> arrangements(7, in_order);
+  std::vector<std::vector<WaitingEntry>> arrangements(10, in_order);
   std::swap(arrangements[1][10], arrangements[1][11]);  // a few near their places
   std::swap(arrangements[1][500], arrangements[1][503]);
   std::rotate(arrangements[2].begin(), arrangements[2].end() - 1, arrangements[2].end());
@@ -512,6 +513,15 @@ TEST(PlanPass, ALongQueueIsInOrderHoweverNearOrFarItsEntriesAre) {
     arrangements[6][left * 3] = arrangements[6].back();
     arrangements[6].pop_back();
   }
+  std::shuffle(arrangements[7].begin(), arrangements[7].end(), std::mt19937(29));
+  std::vector<WaitingEntry> moved;  // one in 25 taken out, put back last, in reverse
+  std::erase_if(arrangements[8], [&](const WaitingEntry& e) {
+    if (e.id % 25 != 0) return false;
+    moved.insert(moved.begin(), e);
+    return true;
+  });
+  arrangements[8].insert(arrangements[8].end(), moved.begin(), moved.end());
+  arrangements[9][kJobs / 2].priority = 1;  // one in the middle, first
   for (std::size_t a = 0; a < arrangements.size(); ++a) {
     cluster.snapshot.waiting = arrangements[a];
     std::vector<WaitingEntry> expected = arrangements[a];
