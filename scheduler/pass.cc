@@ -90,12 +90,10 @@ class PassWalk {
   }
   // The indexes of the entries that go to the queue.
   std::vector<std::uint32_t> judge_verdicts();
-  // Puts those entries in the pass's order (queue_, sorted_).
+  // Puts those entries in the pass's order (queue_).
   void order(const std::vector<std::uint32_t>& queued);
   // The i-th job of the pass's order.
-  const WaitingEntry& queued(std::size_t i) const {
-    return sorted_.empty() ? s_.waiting[queue_[i]] : sorted_[i];
-  }
+  const WaitingEntry& queued(std::size_t i) const { return s_.waiting[queue_[i]]; }
   void start_cpu_jobs();
   void walk();
   void start(const WaitingEntry& job, Choice choice, int rank);
@@ -113,12 +111,13 @@ class PassWalk {
   std::vector<int> cpu_slots_;
   std::unordered_map<JobId, const RunningEntry*> running_;
   std::unordered_map<JobId, PassTime> end_of_;  // holders' expected ends (kNever: unknown)
-  // The queue: the waiting entries' indexes in the pass's order. A queue
-  // already in that order (a leader adds each new job at the end of its
-  // entries) is read where it is; one sorted here is copied in order, so
-  // that the walk reads it in sequence (bench/scheduler/scheduler_bench.cc).
+  // The queue: the waiting entries' indexes in the pass's order, read
+  // where they are. A leader keeps them near that order (it adds each new
+  // job at the end of its entries), and the walk then reads them in
+  // sequence. A queue far from it is read out of sequence: copying it in
+  // order first cost more than the walk's misses (a shuffled 100,000: 41
+  // against 16-20 ms, scheduler_bench's PlanPass, bench/RESULTS.md).
   std::vector<std::uint32_t> queue_;
-  std::vector<WaitingEntry> sorted_;     // empty: read through queue_
   std::vector<char> started_;            // per queue index
   std::vector<std::uint32_t> reserved_;  // per host: the head's cores
   const WaitingEntry* head_ = nullptr;
@@ -251,25 +250,39 @@ void PassWalk::order(const std::vector<std::uint32_t>& queued) {
     return a.id < b.id;
   };
   // A queue mostly in order is merged, not sorted. The keys that break the
-  // order are taken out in one scan: where a key falls below the last one
-  // kept, the one of the two that is out of place goes (the smaller when it
-  // is also below the key kept before that one, else the larger). Those
-  // few are sorted and merged back: O(n + k log k) for the queues a leader
-  // keeps (a priority-100 job added last, the last entries moved into the
-  // places of placed jobs, a job requeued into the middle). A queue that
-  // far from its order is sorted whole (scheduler_bench's PlanPass,
-  // InOrderButTheLast, AfterEightPlaced, NearlyInOrder: bench/RESULTS.md).
-  // The keys kept are compacted in place, at the front: after i keys,
-  // kept + out == i.
+  // order are taken out in one scan, and the rest are kept in order. Where
+  // a key falls below the last one kept, the one out of place goes: the
+  // kept ones above it when the keys after it run on from it (a few of them
+  // moved there), else the larger of the two when the key still follows the
+  // one kept before, else the key. Those few are sorted and merged back:
+  // O(n + k log k) for the queues a leader keeps (a priority-100 job added
+  // last, the last entries moved into the places of placed jobs, a job
+  // requeued). A queue that far from its order is sorted whole
+  // (scheduler_bench's PlanPass, InOrderButTheLast, AfterEightPlaced,
+  // NearlyInOrder, BigQueueRecovered: bench/RESULTS.md).
+  constexpr std::size_t kMostPopped = 64;
   std::vector<Key> out;
   const std::size_t most_out = keys.size() / 16;
-  std::size_t kept = 0;
+  std::size_t kept = 0;  // compacted in place, at the front: kept + out == next
   std::size_t next = 0;
   for (; next < keys.size() && out.size() <= most_out; ++next) {
     const Key key = keys[next];
     if (kept == 0 || !before(key, keys[kept - 1])) {
       keys[kept++] = key;
-    } else if (kept >= 2 && before(key, keys[kept - 2])) {
+      continue;
+    }
+    const auto kept_end = keys.begin() + static_cast<std::ptrdiff_t>(kept);
+    if (next + 1 < keys.size() && !before(keys[next + 1], key) &&
+        before(keys[next + 1], keys[kept - 1])) {
+      const auto above = std::upper_bound(keys.begin(), kept_end, key, before);
+      if (kept_end - above <= static_cast<std::ptrdiff_t>(kMostPopped)) {
+        out.insert(out.end(), above, kept_end);
+        kept = static_cast<std::size_t>(above - keys.begin());
+        keys[kept++] = key;
+        continue;
+      }
+    }
+    if (kept >= 2 && before(key, keys[kept - 2])) {
       out.push_back(key);
     } else {
       out.push_back(keys[kept - 1]);
@@ -286,16 +299,7 @@ void PassWalk::order(const std::vector<std::uint32_t>& queued) {
     std::inplace_merge(keys.begin(), first_out, keys.end(), before);
   }
   queue_.reserve(keys.size());
-  std::size_t breaks = 0;  // entries not next to the one before them
-  for (const Key& key : keys) {
-    if (!queue_.empty() && key.index != queue_.back() + 1) ++breaks;
-    queue_.push_back(key.index);
-  }
-  // Read through the indexes while they mostly run on; copied in order
-  // when the walk would jump about the entries at every step.
-  if (breaks <= keys.size() / 32) return;
-  sorted_.reserve(keys.size());
-  for (const Key& key : keys) sorted_.push_back(s_.waiting[key.index]);
+  for (const Key& key : keys) queue_.push_back(key.index);
 }
 
 void PassWalk::start_cpu_jobs() {

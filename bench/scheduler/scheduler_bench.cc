@@ -223,6 +223,60 @@ BENCHMARK(BM_PlanPassNearlyInOrder)
     ->Args({100000, kDrained})
     ->Unit(benchmark::kMillisecond);
 
+// big_queue.py's pool after its priority-100 step: 100,000 single-core
+// jobs of one priority and tenant, without time limits, on four v3-8 hosts
+// of which one took work again and runs 8 of them. The priority-100 job
+// was added last and placed; then, in each of `passes` passes, the next 8
+// jobs of the queue. The last entry took each one's place as the leader
+// heard of them, the first of each pass's last (as a leader kept its
+// entries in that run: service/scheduler_leader_queue.cc, bench/RESULTS.md).
+void BM_PlanPassBigQueueRecovered(benchmark::State& state) {
+  PassSnapshot s;
+  s.now = kNow;
+  s.agents.push_back(PassAgent{"solo", 2, true});
+  s.tenants.push_back(PassTenant{"default", std::nullopt, 8, 1.0});
+  s.shapes.push_back(ResourceRequest{RequestKind::kSingleCore, Generation::kV3, 1, 1, {}, ""});
+  for (int h = 0; h < 4; ++h) {
+    PassHost host;
+    host.usable = h == 0;
+    host.cores.assign(8, 0);
+    if (h == 0) {
+      for (int c = 0; c < 8; ++c) {
+        host.cores[c] = 1000000 + c;
+        s.running.push_back(RunningEntry{1000000 + c, 0, true, false, std::nullopt, c});
+      }
+    }
+    s.hosts.push_back(host);
+  }
+  const int waiting = static_cast<int>(state.range(0));
+  for (int i = 1; i <= waiting + 1; ++i) {
+    WaitingEntry entry;
+    entry.id = i;
+    entry.order = i;
+    entry.shape = 0;
+    if (i == waiting + 1) entry.priority = 100;
+    s.waiting.push_back(entry);
+  }
+  auto drop = [&](JobId id) {
+    auto at = std::find_if(s.waiting.begin(), s.waiting.end(),
+                           [&](const WaitingEntry& e) { return e.id == id; });
+    *at = s.waiting.back();
+    s.waiting.pop_back();
+  };
+  drop(waiting + 1);
+  for (JobId first = 1; first <= 8 * state.range(1); first += 8) {
+    for (JobId id = first + 1; id < first + 8; ++id) drop(id);
+    drop(first);
+  }
+  for (auto _ : state) benchmark::DoNotOptimize(plan_pass(s));
+}
+BENCHMARK(BM_PlanPassBigQueueRecovered)
+    ->ArgNames({"waiting", "passes"})
+    ->Args({100000, 0})
+    ->Args({100000, 1})
+    ->Args({100000, 10})
+    ->Unit(benchmark::kMillisecond);
+
 // The heap per waiting job, 100,000 waiting on a drained pool: what the
 // snapshot holds between passes (the waiting entries, the dependency lists
 // and states), the peak a pass adds while it runs, and the plan it returns

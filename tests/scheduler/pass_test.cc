@@ -498,7 +498,7 @@ TEST(PlanPass, ALongQueueIsInOrderHoweverNearOrFarItsEntriesAre) {
   constexpr int kJobs = 2000;
   for (int i = 1; i <= kJobs; ++i) cluster.wait(i, whole_host()).shape = -1;
   const std::vector<WaitingEntry> in_order = cluster.snapshot.waiting;
-  std::vector<std::vector<WaitingEntry>> arrangements(10, in_order);
+  std::vector<std::vector<WaitingEntry>> arrangements(12, in_order);
   std::swap(arrangements[1][10], arrangements[1][11]);  // a few near their places
   std::swap(arrangements[1][500], arrangements[1][503]);
   std::rotate(arrangements[2].begin(), arrangements[2].end() - 1, arrangements[2].end());
@@ -522,6 +522,14 @@ TEST(PlanPass, ALongQueueIsInOrderHoweverNearOrFarItsEntriesAre) {
   });
   arrangements[8].insert(arrangements[8].end(), moved.begin(), moved.end());
   arrangements[9][kJobs / 2].priority = 1;  // one in the middle, first
+  // The last ones in the places of the first, the first two of them in
+  // order (as a leader left them in bench/service/big_queue.py's run).
+  for (std::size_t place = 0; place < 7; ++place)
+    arrangements[10][place] = in_order[place == 0 ? kJobs - 7 : kJobs - place];
+  arrangements[10].resize(kJobs - 7);
+  for (std::size_t place = 1000; place < 1003; ++place)  // three in order, in the middle
+    arrangements[11][place] = in_order[kJobs - 1003 + place];
+  arrangements[11].resize(kJobs - 3);
   for (std::size_t a = 0; a < arrangements.size(); ++a) {
     cluster.snapshot.waiting = arrangements[a];
     std::vector<WaitingEntry> expected = arrangements[a];
