@@ -39,6 +39,8 @@
 
 #include <array>
 #include <atomic>
+#include <boost/container/deque.hpp>
+#include <boost/container/options.hpp>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -383,7 +385,12 @@ class SchedulerLeader {
   // dependency lists are kept between passes; its agents, hosts, running
   // jobs and the tenants' use are read again each pass.
   scheduler::PassSnapshot snapshot_;
-  std::vector<Waiter> waiters_;                      // one per snapshot_.waiting
+  // One per snapshot_.waiting, in blocks of 1,024 that never move: a
+  // std::vector of them took 25 ms to grow past 65,536 on a 2-core guest,
+  // in one pass of a burst of submits (bench/RESULTS.md, issue 29).
+  boost::container::deque<Waiter, void,
+                          boost::container::deque_options_t<boost::container::block_size<1024>>>
+      waiters_;
   std::size_t entries_added_ = 0;                    // by the rows of the read being applied
   std::unordered_map<std::int64_t, KnownJob> jobs_;  // the unfinished jobs
   std::map<std::int64_t, db::JobRow> placed_;        // those STARTING or RUNNING
