@@ -17,9 +17,9 @@ id_t this_thread_id() { return static_cast<id_t>(gettid()); }
 }  // namespace
 
 Status set_this_thread_nice(int nice) {
-  if (nice < 0 || nice > 19)
+  if (nice < -20 || nice > 19)
     return make_error(ErrorCode::kInvalid,
-                      "nice must be from 0 to 19, got " + std::to_string(nice));
+                      "nice must be from -20 to 19, got " + std::to_string(nice));
   if (setpriority(PRIO_PROCESS, this_thread_id(), nice) != 0)
     return make_error(ErrorCode::kConflict, std::string("setpriority(") + std::to_string(nice) +
                                                 "): " + std::strerror(errno));

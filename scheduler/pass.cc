@@ -57,6 +57,73 @@ PassTime plus(PassTime now, std::chrono::milliseconds span) {
   return now + std::chrono::duration_cast<PassTime::duration>(span);
 }
 
+// A waiting entry's place in the pass's order, as compact keys (PassWalk::order).
+struct OrderKey {
+  std::uint64_t rank;   // higher priority, then higher fair share: lower
+  std::uint64_t order;  // lower order: lower
+  JobId id;
+  std::uint32_t index;
+};
+
+// A function object, not a function: the sort and the merge inline it.
+constexpr auto before = [](const OrderKey& a, const OrderKey& b) {
+  if (a.rank != b.rank) return a.rank < b.rank;
+  if (a.order != b.order) return a.order < b.order;
+  return a.id < b.id;
+};
+
+void put_in_order(std::vector<OrderKey>& keys) {
+  // A queue mostly in order is merged, not sorted. The keys that break the
+  // order are taken out in one scan, and the rest are kept in order. Where
+  // a key falls below the last one kept, the one out of place goes: the
+  // kept ones above it when the keys after it run on from it (a few of them
+  // moved there), else the larger of the two when the key still follows the
+  // one kept before, else the key. Those few are sorted and merged back:
+  // O(n + k log k) for the queues a leader keeps (a priority-100 job added
+  // last, the last entries moved into the places of placed jobs, a job
+  // requeued). A queue that far from its order is sorted whole
+  // (scheduler_bench's PlanPass, InOrderButTheLast, AfterEightPlaced,
+  // NearlyInOrder, BigQueueRecovered: bench/RESULTS.md).
+  constexpr std::size_t kMostPopped = 64;
+  std::vector<OrderKey> out;
+  const std::size_t most_out = keys.size() / 16;
+  std::size_t kept = 0;  // compacted in place, at the front: kept + out == next
+  std::size_t next = 0;
+  for (; next < keys.size() && out.size() <= most_out; ++next) {
+    const OrderKey key = keys[next];
+    if (kept == 0 || !before(key, keys[kept - 1])) {
+      keys[kept++] = key;
+      continue;
+    }
+    const auto kept_end = keys.begin() + static_cast<std::ptrdiff_t>(kept);
+    if (next + 1 < keys.size() && !before(keys[next + 1], key) &&
+        before(keys[next + 1], keys[kept - 1])) {
+      const auto above = std::upper_bound(keys.begin(), kept_end, key, before);
+      if (kept_end - above <= static_cast<std::ptrdiff_t>(kMostPopped)) {
+        out.insert(out.end(), above, kept_end);
+        kept = static_cast<std::size_t>(above - keys.begin());
+        keys[kept++] = key;
+        continue;
+      }
+    }
+    if (kept >= 2 && before(key, keys[kept - 2])) {
+      out.push_back(key);
+    } else {
+      out.push_back(keys[kept - 1]);
+      keys[kept - 1] = key;
+    }
+  }
+  const auto first_out = keys.begin() + static_cast<std::ptrdiff_t>(kept);
+  if (out.size() > most_out) {
+    std::copy(out.begin(), out.end(), first_out);  // the keys are all there again
+    std::sort(keys.begin(), keys.end(), before);
+  } else if (!out.empty()) {
+    std::sort(out.begin(), out.end(), before);
+    std::copy(out.begin(), out.end(), first_out);
+    std::inplace_merge(keys.begin(), first_out, keys.end(), before);
+  }
+}
+
 // One pass: the walk of scheduler/pass.h over a working copy of the hosts.
 class PassWalk {
  public:
@@ -230,13 +297,7 @@ void PassWalk::order(const std::vector<std::uint32_t>& queued) {
   // Signed as unsigned, in the same order.
   auto biased32 = [](int v) { return static_cast<std::uint32_t>(v) ^ 0x80000000U; };
   auto biased64 = [](std::int64_t v) { return static_cast<std::uint64_t>(v) ^ (1ULL << 63); };
-  struct Key {
-    std::uint64_t rank;   // higher priority, then higher fair share: lower
-    std::uint64_t order;  // lower order: lower
-    JobId id;
-    std::uint32_t index;
-  };
-  std::vector<Key> keys;
+  std::vector<OrderKey> keys;
   keys.reserve(queued.size());
   for (std::uint32_t i : queued) {
     const WaitingEntry& job = s_.waiting[i];
@@ -244,62 +305,9 @@ void PassWalk::order(const std::vector<std::uint32_t>& queued) {
         (std::uint64_t{~biased32(job.priority)} << 32) | share_rank[job.tenant];
     keys.push_back({rank, biased64(job.order), job.id, i});
   }
-  auto before = [](const Key& a, const Key& b) {
-    if (a.rank != b.rank) return a.rank < b.rank;
-    if (a.order != b.order) return a.order < b.order;
-    return a.id < b.id;
-  };
-  // A queue mostly in order is merged, not sorted. The keys that break the
-  // order are taken out in one scan, and the rest are kept in order. Where
-  // a key falls below the last one kept, the one out of place goes: the
-  // kept ones above it when the keys after it run on from it (a few of them
-  // moved there), else the larger of the two when the key still follows the
-  // one kept before, else the key. Those few are sorted and merged back:
-  // O(n + k log k) for the queues a leader keeps (a priority-100 job added
-  // last, the last entries moved into the places of placed jobs, a job
-  // requeued). A queue that far from its order is sorted whole
-  // (scheduler_bench's PlanPass, InOrderButTheLast, AfterEightPlaced,
-  // NearlyInOrder, BigQueueRecovered: bench/RESULTS.md).
-  constexpr std::size_t kMostPopped = 64;
-  std::vector<Key> out;
-  const std::size_t most_out = keys.size() / 16;
-  std::size_t kept = 0;  // compacted in place, at the front: kept + out == next
-  std::size_t next = 0;
-  for (; next < keys.size() && out.size() <= most_out; ++next) {
-    const Key key = keys[next];
-    if (kept == 0 || !before(key, keys[kept - 1])) {
-      keys[kept++] = key;
-      continue;
-    }
-    const auto kept_end = keys.begin() + static_cast<std::ptrdiff_t>(kept);
-    if (next + 1 < keys.size() && !before(keys[next + 1], key) &&
-        before(keys[next + 1], keys[kept - 1])) {
-      const auto above = std::upper_bound(keys.begin(), kept_end, key, before);
-      if (kept_end - above <= static_cast<std::ptrdiff_t>(kMostPopped)) {
-        out.insert(out.end(), above, kept_end);
-        kept = static_cast<std::size_t>(above - keys.begin());
-        keys[kept++] = key;
-        continue;
-      }
-    }
-    if (kept >= 2 && before(key, keys[kept - 2])) {
-      out.push_back(key);
-    } else {
-      out.push_back(keys[kept - 1]);
-      keys[kept - 1] = key;
-    }
-  }
-  const auto first_out = keys.begin() + static_cast<std::ptrdiff_t>(kept);
-  if (out.size() > most_out) {
-    std::copy(out.begin(), out.end(), first_out);  // the keys are all there again
-    std::sort(keys.begin(), keys.end(), before);
-  } else if (!out.empty()) {
-    std::sort(out.begin(), out.end(), before);
-    std::copy(out.begin(), out.end(), first_out);
-    std::inplace_merge(keys.begin(), first_out, keys.end(), before);
-  }
+  put_in_order(keys);
   queue_.reserve(keys.size());
-  for (const Key& key : keys) queue_.push_back(key.index);
+  for (const OrderKey& key : keys) queue_.push_back(key.index);
 }
 
 void PassWalk::start_cpu_jobs() {

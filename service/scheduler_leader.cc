@@ -11,6 +11,7 @@
 #include "api/job_spec.h"
 #include "api/resolution.h"
 #include "api/usage.h"
+#include "base/thread_priority.h"
 #include "db/listener.h"
 #include "scheduler/capacity.h"
 #include "scheduler/generation.h"
@@ -96,6 +97,15 @@ void SchedulerLeader::stop() {
 }
 
 void SchedulerLeader::loop() {
+  if (options_.thread_nice != 0) {
+    if (base::Status set = base::set_this_thread_nice(options_.thread_nice); !set.ok()) {
+      std::cerr << "tpujobs: note: the scheduler leader's passes run at the service's priority: "
+                << set.error().message
+                << " (a nice below 0 needs CAP_SYS_NICE or a nice limit, as systemd's "
+                   "LimitNICE=; docs/deploy.md, \"The scheduler leader's priority\")"
+                << std::endl;
+    }
+  }
   std::optional<db::Listener> listener;
   if (options_.wake_bus == nullptr) listener.emplace(options_.conninfo, db::kSubmitChannel);
   PassPacer pacer(options_.min_pass_interval);

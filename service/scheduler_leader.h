@@ -76,6 +76,10 @@ namespace tpujobs::service {
 
 struct SchedulerLeaderOptions {
   std::string conninfo;  // for the leader lock and the LISTEN connection
+  // The nice value of the thread that makes the passes (base/
+  // thread_priority.h); 0 leaves it at the process's. A value the system
+  // refuses is said once on stderr, and the passes run at the process's.
+  int thread_nice = 0;
   std::string instance = "tpujobs";
   std::chrono::milliseconds agent_silence{10000};
   // A judgement of silence the database answers later than this is dropped

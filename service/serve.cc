@@ -386,6 +386,7 @@ class ServeProcess {
     leader_options.conninfo = conninfo_;
     leader_options.instance = options_.name.empty() ? "replica" : options_.name;
     leader_options.agent_silence = std::chrono::seconds(options_.agent_silence_seconds);
+    leader_options.thread_nice = options_.leader_nice;
     leader_options.fair_share.half_life = options_.fair_share_half_life;
     if (standalone_) leader_options.wake_bus = &wake_bus_;
     leader_options.submitted_specs = &submitted_specs_;

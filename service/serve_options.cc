@@ -156,6 +156,11 @@ void declare_service_options(CLI::App& app, ServeOptions& o) {
   integer(app, "--io-threads", "N", 1, 64, o.io_threads, "HTTP I/O threads (default 2)");
   integer(app, "--max-body", "BYTES", 1024, 64 << 20, o.max_body,
           "request body cap (default 1048576)");
+  integer(app, "--leader-nice", "N", -20, 0, o.leader_nice,
+          "the nice value of the scheduler leader's thread (default -10):\n"
+          "a burst of requests does not hold its passes up; below 0 it\n"
+          "needs CAP_SYS_NICE or a nice limit (docs/deploy.md), else the\n"
+          "passes run at the service's priority; 0 leaves them there");
   integer(app, "--agent-silence", "SECS", 1, 3600, o.agent_silence_seconds,
           "an agent silent this long is lost: its jobs resume elsewhere\n"
           "(default 10)");

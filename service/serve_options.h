@@ -28,6 +28,7 @@ struct ServeOptions {
   std::size_t max_body = 1 << 20;
   std::string name;
   int agent_silence_seconds = 10;
+  int leader_nice = -10;                          // SchedulerLeaderOptions::thread_nice
   std::optional<std::chrono::seconds> retention;  // none: keep every job's outputs
   std::chrono::seconds fair_share_half_life{3600};
   std::string collective_address;

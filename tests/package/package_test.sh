@@ -51,6 +51,8 @@ grep -q ":/usr/sbin/nologin$" <<<"$user" || fail "the tpujobs user can log in: $
 [ "$(stat -c %U /var/lib/tpujobs)" = tpujobs ] || fail "/var/lib/tpujobs is not owned by tpujobs"
 grep -q '^ExecStart=/usr/bin/tpujobs serve \$TPUJOBS_SERVE_ARGS$' /usr/lib/systemd/system/tpujobs.service ||
   fail "tpujobs.service does not run the installed binary"
+grep -q '^LimitNICE=-10$' /usr/lib/systemd/system/tpujobs.service ||
+  fail "tpujobs.service does not let the scheduler leader run at nice -10"
 grep -q '^LimitNOFILE=[0-9]' /usr/lib/systemd/system/tpujobs.service ||
   fail "tpujobs.service sets no LimitNOFILE (1,024 descriptors are 1,000 idle connections)"
 /usr/bin/tpujobs --help >/dev/null || fail "/usr/bin/tpujobs --help failed"

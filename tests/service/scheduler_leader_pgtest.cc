@@ -7,8 +7,10 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -129,6 +131,41 @@ TEST_F(SchedulerLeaderTest, UnwokenItPassesAgainOnceAPollIntervalOfItsClockHasPa
   leader.stop();
   EXPECT_TRUE(passed_again) << "the leader waited an hour of real time";
   EXPECT_GE(clock.now() - before, std::chrono::hours(1));
+}
+
+// This process's threads at nice `nice` (/proc/self/task/*/stat, field 19).
+int threads_at_nice(int nice) {
+  int count = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream in(task.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::size_t end_of_name = stat.rfind(')');
+    if (end_of_name == std::string::npos) continue;
+    std::istringstream fields(stat.substr(end_of_name + 2));  // from field 3, the state
+    std::string field;
+    for (int at = 3; at <= 19 && fields >> field; ++at) {
+      if (at == 19 && std::stoi(field) == nice) ++count;
+    }
+  }
+  return count;
+}
+
+// The thread that makes the passes runs at the nice it is given (serve
+// --leader-nice; 19 here, which any process may set).
+TEST_F(SchedulerLeaderTest, ItsPassesRunAtTheNiceItIsGiven) {
+  WakeBus bus;
+  SchedulerLeaderOptions options;
+  options.conninfo = conninfo_;
+  options.wake_bus = &bus;
+  options.thread_nice = 19;
+  SchedulerLeader leader(*pool_, options);
+  const int before = threads_at_nice(19);
+  leader.start();
+  const bool lowered = eventually([&] { return passes_made(leader) >= 1; }) &&
+                       eventually([&] { return threads_at_nice(19) == before + 1; });
+  leader.stop();
+  EXPECT_TRUE(lowered) << "threads at nice 19: " << threads_at_nice(19) << ", before " << before;
+  EXPECT_EQ(before, threads_at_nice(19)) << "its thread ended with it";
 }
 
 TEST_F(SchedulerLeaderTest, PlacesUnderTheAgentsEpochAndRequeuesWhenTheAgentIsLost) {

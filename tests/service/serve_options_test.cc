@@ -156,6 +156,20 @@ TEST(ServeOptions, TrainingRunsAtNiceTenUnlessToldOtherwiseWithinZeroToNineteen)
   EXPECT_NE(serve_usage(ServeCommand::kServe).find("--training-nice N"), std::string::npos);
 }
 
+TEST(ServeOptions, TheLeaderRunsAtNiceMinusTenUnlessToldOtherwiseWithinMinusTwentyToZero) {
+  base::Result<ServeLine> line = parse_serve_line(ServeCommand::kServe, {});
+  ASSERT_TRUE(line.ok()) << line.error().message;
+  EXPECT_EQ(line->options.leader_nice, -10);
+  line = parse_serve_line(ServeCommand::kServe, {"--leader-nice", "0"});
+  ASSERT_TRUE(line.ok()) << line.error().message;
+  EXPECT_EQ(line->options.leader_nice, 0);
+  line = parse_serve_line(ServeCommand::kServe, {"--leader-nice", "5"});
+  ASSERT_FALSE(line.ok());
+  EXPECT_EQ(line.error().message, "--leader-nice must be an integer from -20 to 0");
+  EXPECT_NE(serve_usage(ServeCommand::kServe).find("--leader-nice N"), std::string::npos);
+  EXPECT_EQ(serve_usage(ServeCommand::kAgent).find("--leader-nice"), std::string::npos);
+}
+
 TEST(ServeOptions, TheLeaseTimeoutIsAcceptedAndSaidToHaveNoEffect) {
   base::Result<ServeLine> line = parse_serve_line(ServeCommand::kServe, {"--lease-timeout", "30"});
   ASSERT_TRUE(line.ok());
