@@ -547,6 +547,35 @@ TEST(PlanPass, ALongQueueIsInOrderHoweverNearOrFarItsEntriesAre) {
   }
 }
 
+// Entries in order but for a few moved anywhere, a few raised, or both:
+// the queue is each time what a sort of the entries makes it.
+TEST(PlanPass, TheQueueIsInOrderAfterAnyFewMoves) {
+  constexpr int kJobs = 400;
+  std::mt19937 random(57);
+  for (int round = 0; round < 300; ++round) {
+    Cluster cluster({{"a", 1}});
+    for (int i = 1; i <= kJobs; ++i) cluster.wait(i, whole_host()).shape = -1;
+    std::vector<WaitingEntry>& waiting = cluster.snapshot.waiting;
+    const int moves = round % 40;  // up to past kJobs / 16, where it sorts instead
+    for (int m = 0; m < moves; ++m) {
+      const std::size_t from = random() % waiting.size();
+      const WaitingEntry moved = waiting[from];
+      waiting.erase(waiting.begin() + static_cast<std::ptrdiff_t>(from));
+      waiting.insert(waiting.begin() + static_cast<std::ptrdiff_t>(random() % waiting.size()),
+                     moved);
+    }
+    for (int r = 0; r < round % 3; ++r) waiting[random() % waiting.size()].priority = 1;
+    std::vector<WaitingEntry> expected = waiting;
+    std::sort(expected.begin(), expected.end(), [](const WaitingEntry& x, const WaitingEntry& y) {
+      return std::tie(y.priority, x.order) < std::tie(x.priority, y.order);
+    });
+    const PassPlan plan = plan_pass(cluster.snapshot);
+    ASSERT_EQ(expected.size(), plan.waiting.size()) << "round " << round;
+    for (std::size_t i = 0; i < expected.size(); ++i)
+      ASSERT_EQ(expected[i].id, plan.waiting[i].job) << "round " << round << ", position " << i + 1;
+  }
+}
+
 TEST(PlanPass, AnUnresolvableSpecWaitsHostUnhealthy) {
   Cluster cluster({{"a", 1}});
   cluster.wait(1, single_core()).shape = -1;
