@@ -81,7 +81,7 @@ void put_in_order(std::vector<OrderKey>& keys) {
   // one kept before, else the key. Those few are sorted and merged back:
   // O(n + k log k) for the queues a leader keeps (a priority-100 job added
   // last, the last entries moved into the places of placed jobs, a job
-  // requeued). A queue that far from its order is sorted whole
+  // requeued). A queue with more than n/16 keys out of place is sorted whole
   // (scheduler_bench's PlanPass, InOrderButTheLast, AfterEightPlaced,
   // NearlyInOrder, BigQueueRecovered: bench/RESULTS.md).
   constexpr std::size_t kMostPopped = 64;
@@ -182,8 +182,9 @@ class PassWalk {
   // where they are. A leader keeps them near that order (it adds each new
   // job at the end of its entries), and the walk then reads them in
   // sequence. A queue far from it is read out of sequence: copying it in
-  // order first cost more than the walk's misses (a shuffled 100,000: 41
-  // against 16-20 ms, scheduler_bench's PlanPass, bench/RESULTS.md).
+  // order first cost more than the walk's misses (100,000 of mixed
+  // priorities and tenants: 40-42 against 16-20 ms, scheduler_bench's
+  // PlanPass, bench/RESULTS.md).
   std::vector<std::uint32_t> queue_;
   std::vector<char> started_;            // per queue index
   std::vector<std::uint32_t> reserved_;  // per host: the head's cores
