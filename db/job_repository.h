@@ -218,6 +218,20 @@ struct Transition {
   std::optional<RunningReason> then_running{};
 };
 
+// One transition of JobRepository::transitions.
+struct BatchedTransition {
+  Transition transition;
+  // Answers the changed job as transition_with_work does (else only whether
+  // the transition applied).
+  bool with_work = false;
+};
+
+// What one transition of JobRepository::transitions did.
+struct TransitionOutcome {
+  bool applied = false;
+  std::optional<PlacedWork> work{};  // with_work's answer, when it applied
+};
+
 struct JobEventRow {
   std::int64_t id = 0;
   std::int64_t job_id = 0;
@@ -274,6 +288,14 @@ class JobRepository {
   // With t.then_running, the placement also moves the job on to RUNNING
   // (and records that event too), as the agent's start would.
   base::Result<std::optional<PlacedWork>> transition_with_work(const Transition& t);
+  // Applies `batch` in ONE transaction, in order, each as transition() or
+  // transition_with_work() would (a later one sees the earlier ones): one
+  // round trip and one commit, so one wait for the WAL, for all (the
+  // scheduler leader's placements of a pass). The commit waits for the WAL
+  // unless every transition is asynchronous_commit. An error fails the
+  // call, and none of them is applied (or, unanswered, maybe all of them).
+  base::Result<std::vector<TransitionOutcome>> transitions(
+      std::span<const BatchedTransition> batch);
 
   // Sets progress and latest_metrics (JSON); nullopt keeps the current
   // value. kNotFound when there is no such job.

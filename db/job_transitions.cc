@@ -2,6 +2,8 @@
 // job from one state to another, under the conditions the Transition sets,
 // and records the event; the variants answer the changed row as a view
 // reads it, or as the agent it is placed on starts it.
+#include <algorithm>
+#include <span>
 #include <vector>
 
 #include "db/job_repository.h"
@@ -101,7 +103,8 @@ constexpr const char* kTransitionWithWorkThenRunning = TPUJOBS_TRANSITION_TO(
     "   WHERE job_id = r.id ORDER BY step DESC LIMIT 1) AS k ON true",
     TPUJOBS_JOB_COLUMNS ", previous.state AS from_state", TPUJOBS_WITH_WORK);
 
-std::vector<Param> transition_params(const Transition& t) {
+// `asynchronous`: $24, whether the commit waits for the WAL.
+std::vector<Param> transition_params(const Transition& t, bool asynchronous) {
   const std::vector<std::optional<std::string>> from = state_names(t.from);
   Param cancelled_reason = std::nullopt, cancelled_error = std::nullopt;
   if (t.if_cancel_requested) {
@@ -142,7 +145,7 @@ std::vector<Param> transition_params(const Transition& t) {
                                   alive_epochs,
                                   t.require_leader_term,
                                   t.count_unstarted_requeue,
-                                  t.asynchronous_commit,
+                                  asynchronous,
                                   cancelled_reason,
                                   cancelled_error,
                                   t.placement};
@@ -152,18 +155,15 @@ std::vector<Param> transition_params(const Transition& t) {
 }  // namespace
 
 base::Result<bool> JobRepository::transition(const Transition& t) {
-  const std::vector<Param> params = transition_params(t);
-  return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<bool> {
-        base::Result<QueryResult> rows = connection.execute_generic(kTransition, params);
-        if (!rows.ok()) return rows.error();
-        return rows->int64(0, 0) > 0;
-      });
+  const BatchedTransition one[] = {{t}};
+  base::Result<std::vector<TransitionOutcome>> outcomes = transitions(one);
+  if (!outcomes.ok()) return outcomes.error();
+  return outcomes->front().applied;
 }
 
 base::Result<std::optional<JobWithCheckpoint>> JobRepository::transition_with_view(
     const Transition& t) {
-  const std::vector<Param> params = transition_params(t);
+  const std::vector<Param> params = transition_params(t, t.asynchronous_commit);
   return with_connection(
       pool_, acquire_timeout_,
       [&](Connection& connection) -> base::Result<std::optional<JobWithCheckpoint>> {
@@ -174,23 +174,52 @@ base::Result<std::optional<JobWithCheckpoint>> JobRepository::transition_with_vi
 }
 
 base::Result<std::optional<PlacedWork>> JobRepository::transition_with_work(const Transition& t) {
-  std::vector<Param> params = transition_params(t);
-  if (t.then_running) {
-    params.emplace_back(t.then_running->started);
-    params.emplace_back(t.then_running->resumed_before_step);
-    params.emplace_back(t.then_running->resumed_after_step);
+  const BatchedTransition one[] = {{t, /*with_work=*/true}};
+  base::Result<std::vector<TransitionOutcome>> outcomes = transitions(one);
+  if (!outcomes.ok()) return outcomes.error();
+  return std::move(outcomes->front().work);
+}
+
+base::Result<std::vector<TransitionOutcome>> JobRepository::transitions(
+    std::span<const BatchedTransition> batch) {
+  // One pipeline is one transaction (its statements run up to one sync),
+  // and it commits as a whole or not at all.
+  const bool asynchronous = std::all_of(batch.begin(), batch.end(), [](const BatchedTransition& b) {
+    return b.transition.asynchronous_commit;
+  });
+  std::vector<Statement> statements;
+  statements.reserve(batch.size());
+  for (const BatchedTransition& b : batch) {
+    const Transition& t = b.transition;
+    std::vector<Param> params = transition_params(t, asynchronous);
+    const char* sql = kTransition;
+    if (b.with_work) sql = t.then_running ? kTransitionWithWorkThenRunning : kTransitionWithWork;
+    if (b.with_work && t.then_running) {
+      params.emplace_back(t.then_running->started);
+      params.emplace_back(t.then_running->resumed_before_step);
+      params.emplace_back(t.then_running->resumed_after_step);
+    }
+    statements.push_back({sql, std::move(params)});
   }
-  const char* statement = t.then_running ? kTransitionWithWorkThenRunning : kTransitionWithWork;
   return with_connection(
       pool_, acquire_timeout_,
-      [&](Connection& connection) -> base::Result<std::optional<PlacedWork>> {
-        base::Result<QueryResult> rows = connection.execute_generic(statement, params);
-        if (!rows.ok()) return rows.error();
-        if (rows->rows() == 0) return std::optional<PlacedWork>();
-        auto points = JobOutputRepository::resume_points_from(*rows);
-        PlacedWork work{read_job(*rows, 0, /*first_column=*/6), points.begin()->second};
-        if (!rows->is_null(0, 5)) work.checkpoint_epoch = static_cast<int>(rows->int64(0, 5));
-        return std::optional<PlacedWork>(std::move(work));
+      [&](Connection& connection) -> base::Result<std::vector<TransitionOutcome>> {
+        base::Result<std::vector<QueryResult>> answers = connection.execute_generic(statements);
+        if (!answers.ok()) return answers.error();
+        std::vector<TransitionOutcome> outcomes(batch.size());
+        for (std::size_t i = 0; i < batch.size(); ++i) {
+          const QueryResult& rows = (*answers)[i];
+          if (!batch[i].with_work) {
+            outcomes[i].applied = rows.int64(0, 0) > 0;
+            continue;
+          }
+          if (rows.rows() == 0) continue;
+          auto points = JobOutputRepository::resume_points_from(rows);
+          PlacedWork work{read_job(rows, 0, /*first_column=*/6), points.begin()->second};
+          if (!rows.is_null(0, 5)) work.checkpoint_epoch = static_cast<int>(rows.int64(0, 5));
+          outcomes[i] = {true, std::move(work)};
+        }
+        return outcomes;
       });
 }
 

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,10 +43,11 @@ class LeaderStore {
       const std::vector<std::int64_t>& ids) = 0;
   virtual base::Result<std::vector<db::JobRow>> orphaned_jobs() = 0;
   virtual base::Result<bool> transition(const db::Transition& t) = 0;
-  // The same, answering the placed job as its agent starts it
-  // (JobRepository::transition_with_work; nullopt: it did not apply).
-  virtual base::Result<std::optional<db::PlacedWork>> transition_with_work(
-      const db::Transition& t) = 0;
+  // Many in one transaction, one commit (JobRepository::transitions): a
+  // pass's placements, those for this process's agent answered as it
+  // starts them.
+  virtual base::Result<std::vector<db::TransitionOutcome>> transitions(
+      std::span<const db::BatchedTransition> batch) = 0;
   // Fenced by the leader's term (JobRepository::set_pending).
   virtual base::Status set_pending(
       const std::vector<std::pair<std::int64_t, std::optional<std::string>>>& batch,
@@ -102,9 +104,9 @@ class RepositoryLeaderStore final : public LeaderStore {
   base::Result<bool> transition(const db::Transition& t) override {
     return repo_.jobs.transition(t);
   }
-  base::Result<std::optional<db::PlacedWork>> transition_with_work(
-      const db::Transition& t) override {
-    return repo_.jobs.transition_with_work(t);
+  base::Result<std::vector<db::TransitionOutcome>> transitions(
+      std::span<const db::BatchedTransition> batch) override {
+    return repo_.jobs.transitions(batch);
   }
   base::Status set_pending(
       const std::vector<std::pair<std::int64_t, std::optional<std::string>>>& batch,

@@ -333,37 +333,6 @@ void SchedulerLeader::fence(db::Transition& t) {
   ++writes_;
 }
 
-base::Result<SchedulerLeader::Handed> SchedulerLeader::write_handed(db::Transition t) {
-  LocalAgent& local = *options_.local_agent;
-  if (!local.promise_start(t.job_id, t.placement_epoch.value_or(0))) {
-    auto moved = write(std::move(t));
-    if (!moved.ok()) return moved.error();
-    if (!*moved) return Handed::kNotPlaced;
-    ++handed_left_;
-    return Handed::kToWake;
-  }
-  t = lifecycle::place_started(std::move(t), "agent " + local.name());
-  fence(t);
-  auto placed = store_.transition_with_work(t);
-  if (!placed.ok() || !*placed) {
-    local.forgo(t.job_id);
-    if (placed.ok()) return Handed::kNotPlaced;
-    // It may have landed: the agent's look then finds the job RUNNING there
-    // with no copy, and starts one.
-    changed({t.job_id});
-    notify(db::kAgentChannel, local.name());
-    return placed.error();
-  }
-  // The agent hands its API service the RUNNING view the statement answered.
-  if (!local.take_placed(std::move(**placed))) {
-    changed({t.job_id});
-    ++handed_left_;
-    return Handed::kToWake;
-  }
-  ++handed_taken_;
-  return Handed::kTaken;
-}
-
 base::Result<bool> SchedulerLeader::write(db::Transition t) {
   fence(t);
   base::Result<bool> moved = store_.transition(t);

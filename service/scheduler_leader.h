@@ -265,8 +265,13 @@ class SchedulerLeader {
   base::Status add_running(PassState& state, const db::JobRow& row);
   base::Status read_fair_share();
   base::Status write_unstartable(const scheduler::PassPlan& plan);
+  // The plan's placements, in one commit. Those on options_.local_agent
+  // that it promises to start (service/local_agent.h) commit started and
+  // are handed to it; the others' agents are added to `woken`.
   base::Status write_starts(const PassState& state, const scheduler::PassPlan& plan,
                             std::set<std::string>& woken);
+  // The placement of a planned start, with its allocation and a number.
+  base::Result<db::Transition> placement(const PassState& state, const scheduler::PlannedStart& p);
   base::Status write_preemption(const scheduler::PassPlan& plan, std::set<std::string>& woken);
   base::Status write_pending(const scheduler::PassPlan& plan);
   // Whether the last plan holds for this pass's snapshot (see above).
@@ -364,10 +369,6 @@ class SchedulerLeader {
 
   // The leader's writes, fenced by its term.
   base::Result<bool> write(db::Transition t);
-  // A placement on options_.local_agent: committed started and handed to
-  // it when it promises to start it (service/local_agent.h), else placed.
-  enum class Handed { kNotPlaced, kTaken, kToWake };  // kToWake: the agent left it to a look
-  base::Result<Handed> write_handed(db::Transition t);
   // What every write of the leader's does first: fenced by its term; the
   // kept queue changes.
   void fence(db::Transition& t);

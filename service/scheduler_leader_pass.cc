@@ -290,54 +290,91 @@ std::string SchedulerLeader::describe_parts(const scheduler::PlannedStart& p) co
   return out + " (" + std::to_string(p.cores.size()) + " cores)";
 }
 
+base::Result<db::Transition> SchedulerLeader::placement(const PassState& state,
+                                                        const scheduler::PlannedStart& p) {
+  const std::string& agent = snapshot_.agents[p.agent].name;
+  auto placement = next_placement();
+  if (!placement.ok()) return placement.error();
+  json allocation = {{"accelerator", "cpu"}, {"agent", agent}};
+  if (p.generation) {
+    json host_names = json::array();
+    for (int h : p.hosts) host_names.push_back(state.host_names[h]);
+    json cores = json::array();
+    for (const scheduler::CoreRef& c : p.cores)
+      cores.push_back({{"host", state.host_names[c.host]}, {"core", c.core}});
+    allocation = {
+        {"generation", std::string(scheduler::facts(*p.generation).name)},
+        {"accelerator_type",
+         p.kind == scheduler::RequestKind::kSingleCore ? json(nullptr) : json(p.accelerator_type)},
+        {"hosts", host_names},
+        {"cores", cores},
+        {"agent", agent}};
+    if (!p.parts.empty()) allocation["slice"] = slice_allocation(state, p, *placement);
+  }
+  std::string reason = p.generation
+                           ? "Placed on agent " + agent + ": " + std::to_string(p.cores.size()) +
+                                 " cores on " + std::to_string(p.hosts.size()) + " host(s)"
+                           : "Placed on agent " + agent + "'s CPU threads";
+  if (!p.parts.empty()) reason = "Placed across agents: " + describe_parts(p);
+  std::vector<std::pair<std::string, std::int64_t>> parts;
+  for (const auto& [part, hosts] : p.parts) {
+    parts.emplace_back(snapshot_.agents[part].name, state.epoch_of.at(snapshot_.agents[part].name));
+  }
+  return lifecycle::place_on_agent(p.job, std::move(reason), allocation.dump(), agent,
+                                   state.epoch_of.at(agent), *placement, parts);
+}
+
 base::Status SchedulerLeader::write_starts(const PassState& state, const scheduler::PassPlan& plan,
                                            std::set<std::string>& woken) {
+  // The pass's placements commit together: one wait for the WAL, not one a
+  // placement (8 placements after a host's recovery took 20-50 ms apart;
+  // bench/RESULTS.md, session 58).
+  LocalAgent* local = options_.local_agent;
+  std::vector<db::BatchedTransition> batch;
+  batch.reserve(plan.starts.size());
   for (const scheduler::PlannedStart& p : plan.starts) {
-    const std::string& agent = snapshot_.agents[p.agent].name;
-    auto placement = next_placement();
-    if (!placement.ok()) return placement.error();
-    json allocation = {{"accelerator", "cpu"}, {"agent", agent}};
-    if (p.generation) {
-      json host_names = json::array();
-      for (int h : p.hosts) host_names.push_back(state.host_names[h]);
-      json cores = json::array();
-      for (const scheduler::CoreRef& c : p.cores)
-        cores.push_back({{"host", state.host_names[c.host]}, {"core", c.core}});
-      allocation = {{"generation", std::string(scheduler::facts(*p.generation).name)},
-                    {"accelerator_type", p.kind == scheduler::RequestKind::kSingleCore
-                                             ? json(nullptr)
-                                             : json(p.accelerator_type)},
-                    {"hosts", host_names},
-                    {"cores", cores},
-                    {"agent", agent}};
-      if (!p.parts.empty()) allocation["slice"] = slice_allocation(state, p, *placement);
+    auto t = placement(state, p);
+    if (!t.ok()) return t.error();
+    // This process's agent starts what it promises to as the placement
+    // commits; it reads the rest when woken.
+    const bool handed = local != nullptr && p.parts.empty() && t->agent == local->name() &&
+                        local->promise_start(t->job_id, t->placement_epoch.value_or(0));
+    if (handed) *t = lifecycle::place_started(std::move(*t), "agent " + local->name());
+    fence(*t);
+    batch.push_back({std::move(*t), handed});
+  }
+  if (batch.empty()) return base::Status::Ok();
+  auto outcomes = store_.transitions(batch);
+  std::vector<std::int64_t> moved;
+  if (!outcomes.ok()) {
+    // They may have landed: the agent's look then finds its jobs RUNNING
+    // there with no copy, and starts them.
+    bool handed = false;
+    for (const db::BatchedTransition& b : batch) {
+      moved.push_back(b.transition.job_id);
+      if (b.with_work) local->forgo(b.transition.job_id), handed = true;
     }
-    std::string reason = p.generation
-                             ? "Placed on agent " + agent + ": " + std::to_string(p.cores.size()) +
-                                   " cores on " + std::to_string(p.hosts.size()) + " host(s)"
-                             : "Placed on agent " + agent + "'s CPU threads";
-    if (!p.parts.empty()) reason = "Placed across agents: " + describe_parts(p);
-    std::vector<std::pair<std::string, std::int64_t>> parts;
-    for (const auto& [part, hosts] : p.parts) {
-      parts.emplace_back(snapshot_.agents[part].name,
-                         state.epoch_of.at(snapshot_.agents[part].name));
-    }
-    db::Transition t = lifecycle::place_on_agent(p.job, std::move(reason), allocation.dump(), agent,
-                                                 state.epoch_of.at(agent), *placement, parts);
-    if (options_.local_agent != nullptr && p.parts.empty() &&
-        agent == options_.local_agent->name()) {
-      // This process's agent starts it now, or reads it when woken.
-      auto handed = write_handed(std::move(t));
-      if (!handed.ok()) return handed.error();
-      if (*handed == Handed::kToWake) woken.insert(agent);
+    changed(moved);
+    if (handed) notify(db::kAgentChannel, local->name());
+    return outcomes.error();
+  }
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const db::Transition& t = batch[i].transition;
+    db::TransitionOutcome& outcome = (*outcomes)[i];
+    if (batch[i].with_work && !outcome.applied) local->forgo(t.job_id);
+    if (!outcome.applied) continue;
+    // The agent hands its API service the RUNNING view the statement answered.
+    if (batch[i].with_work && local->take_placed(std::move(*outcome.work))) {
+      ++handed_taken_;
       continue;
     }
-    auto moved = write(std::move(t));
-    if (!moved.ok()) return moved.error();
-    if (!*moved) continue;
-    woken.insert(agent);
-    for (const auto& [part, epoch] : parts) woken.insert(part);
+    moved.push_back(t.job_id);
+    if (local != nullptr && t.agent == local->name() && plan.starts[i].parts.empty())
+      ++handed_left_;
+    woken.insert(*t.agent);
+    for (const auto& [part, epoch] : t.require_alive) woken.insert(part);
   }
+  changed(moved);
   return base::Status::Ok();
 }
 

@@ -407,6 +407,66 @@ TEST_F(JobRepositoryTest, TransitionsAreConditionalAndRecorded) {
                                    .reason = "x"}));
 }
 
+// A batch of transitions (the scheduler leader's placements of a pass) is
+// one transaction: its rows change in one commit, each transition applies or
+// not as it would alone, a later one sees an earlier one, those with_work
+// answer the job as its agent starts it, and a statement that fails takes
+// the whole batch back.
+TEST_F(JobRepositoryTest, ABatchOfTransitionsCommitsAsOneAndFailsAsOne) {
+  const std::vector<InsertedJob> inserted =
+      insert({job("a"), job("b"), job("c"), job("d"), job("e")});
+  ASSERT_EQ(5u, inserted.size());
+  const std::int64_t a = inserted[0].row.id, b = inserted[1].row.id, c = inserted[2].row.id;
+  const std::int64_t d = inserted[3].row.id, e = inserted[4].row.id;
+  auto place = [](std::int64_t id) {
+    Transition t{
+        .job_id = id, .from = {JobState::kQueued}, .to = JobState::kStarting, .reason = "Placed"};
+    t.agent = "agent-1";
+    t.placement_epoch = 1;
+    return t;
+  };
+  ASSERT_TRUE(*jobs_->transition({.job_id = c,
+                                  .from = {JobState::kQueued},
+                                  .to = JobState::kCancelled,
+                                  .reason = "Cancelled",
+                                  .set_finished_at = true}));
+  const BatchedTransition batch[] = {{place(a)},
+                                     {place(b), /*with_work=*/true},
+                                     {place(c)},
+                                     {Transition{.job_id = a,
+                                                 .from = {JobState::kStarting},
+                                                 .to = JobState::kRunning,
+                                                 .reason = "Started"}}};
+  auto outcomes = jobs_->transitions(batch);
+  ASSERT_TRUE(outcomes.ok()) << outcomes.error().message;
+  ASSERT_EQ(4u, outcomes->size());
+  EXPECT_TRUE((*outcomes)[0].applied);
+  EXPECT_FALSE((*outcomes)[0].work.has_value()) << "asked only whether it applied";
+  EXPECT_TRUE((*outcomes)[1].applied);
+  ASSERT_TRUE((*outcomes)[1].work.has_value());
+  EXPECT_EQ(JobState::kStarting, (*outcomes)[1].work->row.state);
+  EXPECT_EQ("agent-1", (*outcomes)[1].work->row.agent.value_or(""));
+  EXPECT_FALSE((*outcomes)[2].applied) << "job c was cancelled before";
+  EXPECT_TRUE((*outcomes)[3].applied) << "a later transition sees an earlier one";
+  EXPECT_EQ(JobState::kRunning, get(a).state);
+  EXPECT_EQ(JobState::kStarting, get(b).state);
+  EXPECT_EQ(JobState::kCancelled, get(c).state);
+  auto connection = pool_->acquire(std::chrono::seconds(5));
+  ASSERT_TRUE(connection.ok());
+  auto commits = (*connection)
+                     ->execute("SELECT count(DISTINCT xmin::text) FROM jobs WHERE id IN (" +
+                               std::to_string(a) + ", " + std::to_string(b) + ")");
+  ASSERT_TRUE(commits.ok()) << commits.error().message;
+  EXPECT_EQ(1, commits->int64(0, 0)) << "one transaction wrote both rows";
+
+  Transition broken = place(e);
+  broken.allocation_json = "{not json";
+  const BatchedTransition failing[] = {{place(d)}, {broken}};
+  EXPECT_FALSE(jobs_->transitions(failing).ok());
+  EXPECT_EQ(JobState::kQueued, get(d).state) << "nothing of a failed batch commits";
+  EXPECT_EQ("->QUEUED(Submitted) ", states_of(d));
+}
+
 // What a replica's cache of queued views hears (db/migrations/038, 040): a
 // reason written, as it was written; a job that leaves the queue; nothing
 // for a reason written again, or for a running job's writes.

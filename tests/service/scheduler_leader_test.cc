@@ -13,6 +13,7 @@
 #include <new>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <span>
 #include <utility>
 
 #include "service/job_lifecycle.h"
@@ -68,11 +69,12 @@ class FakeLeaderStore final : public LeaderStore {
   int spec_reads = 0;               // specs read by job_specs, one a job asked for
   bool away = false;                // every call fails, as with the server down
   bool refuse_pending = false;      // set_pending fails as a statement the server refuses
-  bool refuse_transitions = false;  // and transition
+  bool refuse_transitions = false;  // and transition and transitions
   bool late_judgement = false;      // the next mark_lost is answered past its max_answer
   bool refuse_writes = false;       // mark_lost fails as in a read-only database (kUnavailable)
   int judgements = 0;               // mark_lost calls answered
   int reserved_blocks = 0;          // reserve_placements calls answered
+  std::vector<std::size_t> batch_sizes;     // of each transitions call answered
   std::chrono::milliseconds max_answer{0};  // what the last mark_lost was given
   std::int64_t term = 0;                    // the scheduler term (begin_term raises it)
   std::int64_t recovered_at = 0;            // what a crash of the server changes
@@ -216,8 +218,9 @@ class FakeLeaderStore final : public LeaderStore {
   }
   // Rows whose changes a read since does not return (written unmarked).
   std::set<std::int64_t> unmarked;
-  std::vector<int> swept_slices;            // the rows of each slice the sweep read
-  std::function<void()> after_list_agents;  // once: what happens between the two reads
+  std::vector<int> swept_slices;             // the rows of each slice the sweep read
+  std::function<void()> after_list_agents;   // once: what happens between the two reads
+  std::function<void()> before_transitions;  // once: what happens between a read and its writes
   bool incremental = false;
   int complete_reads = 0;
   int rows_read = 0;  // rows returned by read_to_schedule, in all
@@ -277,8 +280,26 @@ class FakeLeaderStore final : public LeaderStore {
     if (t.preempted_by) row.preempted_by = t.preempted_by;
     return true;
   }
-  base::Result<std::optional<db::PlacedWork>> transition_with_work(
-      const db::Transition& t) override {
+  // All or nothing, as one transaction: the fake's failures fail them all.
+  base::Result<std::vector<db::TransitionOutcome>> transitions(
+      std::span<const db::BatchedTransition> batch) override {
+    if (away) return down();
+    if (refuse_transitions) return base::make_error(base::ErrorCode::kInvalid, "invalid input");
+    if (before_transitions) std::exchange(before_transitions, nullptr)();
+    batch_sizes.push_back(batch.size());
+    std::vector<db::TransitionOutcome> outcomes;
+    for (const db::BatchedTransition& b : batch) {
+      if (!b.with_work) {
+        auto moved = transition(b.transition);
+        outcomes.push_back({moved.ok() && *moved});
+        continue;
+      }
+      auto work = transition_with_work(b.transition);
+      outcomes.push_back({work.ok() && work->has_value(), work.ok() ? *work : std::nullopt});
+    }
+    return outcomes;
+  }
+  base::Result<std::optional<db::PlacedWork>> transition_with_work(const db::Transition& t) {
     base::Result<bool> moved = transition(t);
     if (!moved.ok()) return moved.error();
     if (!*moved) return std::optional<db::PlacedWork>();
@@ -479,7 +500,8 @@ class SchedulerLeaderWithLocalAgent : public SchedulerLeaderPass {
 // A job placed on the agent in the leader's own process, which promises to
 // start it, is committed started (QUEUED -> STARTING -> RUNNING in the
 // placement's statement) and handed to it with its row and
-// resume point: that agent is not woken to read it. Another agent is.
+// resume point: that agent is not woken to read it. Another agent is. The
+// pass's placements commit together, and the job is handed once committed.
 TEST_F(SchedulerLeaderWithLocalAgent,
        APlacementOnTheAgentInThisProcessIsCommittedStartedAndHanded) {
   store_.add_agent("a", 3, 1);
@@ -489,8 +511,9 @@ TEST_F(SchedulerLeaderWithLocalAgent,
   ASSERT_TRUE(leader_->run_pass().ok());
   const std::vector<std::string> expected{
       "promised 1 under 3", "transition 1 STARTING then RUNNING (Training started on agent a)",
-      "taken 1", "transition 2 STARTING", "notify tpujobs_agent b"};
+      "transition 2 STARTING", "taken 1", "notify tpujobs_agent b"};
   EXPECT_EQ(expected, store_.writes);
+  EXPECT_EQ(std::vector<std::size_t>{2}, store_.batch_sizes) << "one commit for the pass";
   ASSERT_EQ(1u, local_.taken.size());
   const db::PlacedWork& work = local_.taken.front();
   EXPECT_EQ(JobState::kRunning, work.row.state);
@@ -586,6 +609,26 @@ TEST_F(SchedulerLeaderWithLocalAgent, ASliceSpanningAgentsWakesEachOfThem) {
   const json allocation = json::parse(store_.job(1).allocation_json.value_or("{}"));
   ASSERT_TRUE(store_.job(1).placement.has_value());
   EXPECT_EQ(*store_.job(1).placement, allocation["slice"].value("placement", std::int64_t{0}));
+}
+
+// A pass's placements commit together, one wait for the WAL for all; one
+// that no longer applies (its job was cancelled after the read) leaves the
+// others placed, and its agent is not woken.
+TEST_F(SchedulerLeaderPass, APassPlacementsCommitTogetherAndOneThatNoLongerAppliesIsLeft) {
+  store_.add_agent("a", 3, 1);
+  store_.add_agent("b", 5, 1);
+  store_.add_job(1, "t", 8);
+  store_.add_job(2, "t", 8);
+  store_.add_job(3, "t", 8);
+  store_.before_transitions = [this] { store_.job(1).state = JobState::kCancelled; };
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(std::vector<std::size_t>{2}, store_.batch_sizes);
+  EXPECT_EQ(JobState::kCancelled, store_.job(1).state);
+  EXPECT_EQ(JobState::kStarting, store_.job(2).state);
+  EXPECT_EQ(JobState::kQueued, store_.job(3).state);
+  const std::string woken_agent = store_.job(2).agent.value_or("");
+  EXPECT_EQ(1, store_.count("notify tpujobs_agent " + woken_agent));
+  EXPECT_EQ(1, store_.count("notify tpujobs_agent ")) << "job 1's agent is not woken";
 }
 
 TEST_F(SchedulerLeaderPass, MetricsCountThePassesTheirTimeAndTheLongest) {
