@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <string>
 
 namespace tpujobs::base {
@@ -27,5 +28,26 @@ Status set_this_thread_nice(int nice) {
 }
 
 int this_thread_nice() { return getpriority(PRIO_PROCESS, this_thread_id()); }
+
+Status set_process_nice(int pid, int nice) {
+  if (nice < -20 || nice > 19)
+    return make_error(ErrorCode::kInvalid,
+                      "nice must be from -20 to 19, got " + std::to_string(nice));
+  if (pid <= 0) return make_error(ErrorCode::kInvalid, "no process " + std::to_string(pid));
+  if (setpriority(PRIO_PROCESS, static_cast<id_t>(pid), nice) != 0)
+    return make_error(ErrorCode::kConflict, "setpriority(" + std::to_string(nice) +
+                                                ") of process " + std::to_string(pid) + ": " +
+                                                std::strerror(errno));
+  // Absent on a kernel built without autogroup; set whether autogroup is
+  // on or not (it then applies once it is).
+  const std::string group = "/proc/" + std::to_string(pid) + "/autogroup";
+  if (access(group.c_str(), F_OK) != 0) return Status::Ok();
+  std::ofstream out(group);
+  out << nice << std::flush;
+  if (!out)
+    return make_error(ErrorCode::kConflict, "the nice of process " + std::to_string(pid) +
+                                                "'s autogroup (" + group + ") was refused");
+  return Status::Ok();
+}
 
 }  // namespace tpujobs::base

@@ -20,4 +20,15 @@ Status set_this_thread_nice(int nice);
 // The calling thread's nice value.
 int this_thread_nice();
 
+// Sets the nice value of the single-threaded process `pid` (another
+// program's, such as a PostgreSQL backend) and, where the kernel groups
+// processes by session (Linux's autogroup, /proc/PID/autogroup), of its
+// session's group: with autogroup on, a process's own nice ranks it only
+// within its group, and the groups share the cores as equals. Meant for a
+// process that leads a session of its own (PostgreSQL's backends call
+// setsid()): its group is then its alone. The same rights as for a thread
+// (above); kInvalid for a value out of range, kConflict when the system
+// refuses either (the process's nice may then be set already).
+Status set_process_nice(int pid, int nice);
+
 }  // namespace tpujobs::base

@@ -23,11 +23,12 @@ void PooledConnection::release() {
 }
 
 base::Result<std::unique_ptr<ConnectionPool>> ConnectionPool::create(std::string conninfo, int size,
-                                                                     base::Clock& clock) {
+                                                                     base::Clock& clock,
+                                                                     OnOpen on_open) {
   if (size < 1) return base::make_error(base::ErrorCode::kInvalid, "pool size must be at least 1");
-  std::unique_ptr<ConnectionPool> pool(new ConnectionPool(std::move(conninfo), size, clock));
-  base::Result<std::unique_ptr<Connection>> first =
-      Connection::open(pool->conninfo_, std::chrono::milliseconds(0), clock);
+  std::unique_ptr<ConnectionPool> pool(
+      new ConnectionPool(std::move(conninfo), size, clock, std::move(on_open)));
+  base::Result<std::unique_ptr<Connection>> first = pool->open(std::chrono::milliseconds(0));
   if (!first.ok()) return first.error();
   {
     base::MutexLock lock(pool->mutex_);
@@ -35,6 +36,14 @@ base::Result<std::unique_ptr<ConnectionPool>> ConnectionPool::create(std::string
     pool->open_ = 1;
   }
   return pool;
+}
+
+base::Result<std::unique_ptr<Connection>> ConnectionPool::open(
+    std::chrono::milliseconds answer_timeout) {
+  base::Result<std::unique_ptr<Connection>> opened =
+      Connection::open(conninfo_, answer_timeout, clock_);
+  if (opened.ok() && on_open_) on_open_(**opened);
+  return opened;
 }
 
 ConnectionPool::~ConnectionPool() {
@@ -60,8 +69,7 @@ base::Result<PooledConnection> ConnectionPool::acquire(std::chrono::milliseconds
     if (open_ < size_) {
       ++open_;
       lock.unlock();
-      base::Result<std::unique_ptr<Connection>> opened =
-          Connection::open(conninfo_, answer_timeout_, clock_);
+      base::Result<std::unique_ptr<Connection>> opened = open(answer_timeout_);
       lock.lock();
       if (opened.ok()) return PooledConnection(this, std::move(*opened));
       --open_;

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -51,8 +52,13 @@ class ConnectionPool {
   // to size). kUnavailable when the server cannot be reached, kInvalid when
   // size < 1. Waits and deadlines are read off `clock`, which must outlive
   // the pool.
+  // `on_open`, when given, is called with each connection the pool opens,
+  // before its first use (the scheduler leader's backends take its
+  // priority: service/serve.cc).
+  using OnOpen = std::function<void(const Connection&)>;
   static base::Result<std::unique_ptr<ConnectionPool>> create(
-      std::string conninfo, int size, base::Clock& clock = base::real_clock());
+      std::string conninfo, int size, base::Clock& clock = base::real_clock(),
+      OnOpen on_open = nullptr);
   ~ConnectionPool();  // all PooledConnections must be gone by then
   ConnectionPool(const ConnectionPool&) = delete;
   ConnectionPool& operator=(const ConnectionPool&) = delete;
@@ -77,13 +83,16 @@ class ConnectionPool {
 
  private:
   friend class PooledConnection;
-  ConnectionPool(std::string conninfo, int size, base::Clock& clock)
-      : conninfo_(std::move(conninfo)), size_(size), clock_(clock) {}
+  ConnectionPool(std::string conninfo, int size, base::Clock& clock, OnOpen on_open)
+      : conninfo_(std::move(conninfo)), size_(size), clock_(clock), on_open_(std::move(on_open)) {}
+  // Connection::open, then on_open_.
+  base::Result<std::unique_ptr<Connection>> open(std::chrono::milliseconds answer_timeout);
   void give_back(std::unique_ptr<Connection> connection);
 
   const std::string conninfo_;
   const int size_;
   base::Clock& clock_;
+  const OnOpen on_open_;
   std::atomic<std::chrono::milliseconds> answer_timeout_{std::chrono::milliseconds(0)};
   base::Mutex mutex_;
   std::condition_variable freed_;

@@ -5,11 +5,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <thread>
 
@@ -17,6 +19,7 @@
 #include "api/jobs_api.h"
 #include "api/notify.h"
 #include "base/free_memory.h"
+#include "base/thread_priority.h"
 #include "db/cluster_repository.h"
 #include "db/connection_pool.h"
 #include "db/embedded_postgres.h"
@@ -376,7 +379,8 @@ class ServeProcess {
     // The leader's connections of its own: a pass that waited for one behind
     // the API's requests would fail, and a leader whose passes fail judges no
     // agent's silence (SchedulerLeader::run_pass).
-    auto leader_pool = db::ConnectionPool::create(conninfo_, 2);
+    auto leader_pool =
+        db::ConnectionPool::create(conninfo_, 2, base::real_clock(), leader_backends_priority());
     if (!leader_pool.ok()) {
       std::cerr << "tpujobs serve: database: " << leader_pool.error().message << "\n";
       return 1;
@@ -410,6 +414,29 @@ class ServeProcess {
     leader_ = std::make_unique<SchedulerLeader>(*leader_pool_, leader_options);
     leader_->start();
     return std::nullopt;
+  }
+
+  // The embedded server's backends that answer the scheduler leader run at
+  // its priority too (docs/deploy.md, "The scheduler leader's priority"):
+  // each is a session, so with Linux's autogroup a group, of its own, and
+  // a pass that waited for one took up to 0.7 s while requests filled the
+  // cores (bench/RESULTS.md, session 58). Nothing for a server elsewhere,
+  // whose processes are not this machine's.
+  db::ConnectionPool::OnOpen leader_backends_priority() const {
+    if (!embedded_ || options_.leader_nice >= 0) return nullptr;
+    auto said = std::make_shared<std::atomic<bool>>(false);
+    return [nice = options_.leader_nice, said](const db::Connection& connection) {
+      const int pid = connection.server_process().pid;
+      base::Status set = base::set_process_nice(pid, nice);
+      if (!set.ok() && !said->exchange(true)) {
+        std::cerr << "tpujobs: note: the scheduler leader's PostgreSQL backends run at the "
+                     "database's priority ("
+                  << set.error().message
+                  << "); see docs/deploy.md, \"The scheduler leader's "
+                     "priority\""
+                  << std::endl;
+      }
+    };
   }
 
   // Retention and notifications (every replica runs both: a batch or a

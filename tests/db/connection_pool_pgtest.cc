@@ -5,9 +5,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <thread>
+#include <vector>
 
 #include "db/connection_pool.h"
 #include "db/database_probe.h"
@@ -224,6 +226,37 @@ TEST(ConnectionPoolTest, WaiterGetsConnectionWhenReleased) {
   releaser.join();
   ASSERT_TRUE(waited.ok()) << waited.error().message;
   EXPECT_TRUE((*waited)->execute("SELECT 1").ok());
+}
+
+// on_open sees each connection the pool opens, once, before it is lent:
+// its server process is the backend that then answers its statements.
+TEST(ConnectionPoolTest, EachConnectionOpenedIsShownOnceBeforeItsFirstUse) {
+  base::Result<std::string> conninfo = testing::create_schema();
+  ASSERT_TRUE(conninfo.ok()) << conninfo.error().message;
+  std::vector<int> opened;
+  auto pool = ConnectionPool::create(*conninfo, 2, base::real_clock(),
+                                     [&opened](const Connection& connection) {
+                                       opened.push_back(connection.server_process().pid);
+                                     });
+  ASSERT_TRUE(pool.ok()) << pool.error().message;
+  ASSERT_EQ(1u, opened.size()) << "the pool opens its first connection at once";
+  auto first = (*pool)->acquire(milliseconds(1000));
+  auto second = (*pool)->acquire(milliseconds(1000));
+  ASSERT_TRUE(first.ok() && second.ok());
+  ASSERT_EQ(2u, opened.size());
+  std::vector<int> answering;
+  for (const PooledConnection* connection : {&*first, &*second}) {
+    auto pid = (**connection).execute("SELECT pg_backend_pid()");
+    ASSERT_TRUE(pid.ok()) << pid.error().message;
+    answering.push_back(static_cast<int>(pid->int64(0, 0)));
+  }
+  std::sort(opened.begin(), opened.end());
+  std::sort(answering.begin(), answering.end());
+  EXPECT_EQ(opened, answering);
+  { PooledConnection returned = std::move(*first); }
+  auto again = (*pool)->acquire(milliseconds(1000));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(2u, opened.size()) << "a connection given back is not opened again";
 }
 
 TEST(ConnectionPoolTest, OpenTransactionIsNotHandedToNextBorrower) {
