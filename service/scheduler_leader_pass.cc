@@ -327,35 +327,41 @@ base::Result<db::Transition> SchedulerLeader::placement(const PassState& state,
 base::Status SchedulerLeader::write_starts(const PassState& state, const scheduler::PassPlan& plan,
                                            std::set<std::string>& woken) {
   // The pass's placements commit together: one wait for the WAL, not one a
-  // placement (8 placements after a host's recovery took 20-50 ms apart;
-  // bench/RESULTS.md, session 58).
+  // placement (a recovered host's 8 placements, a commit each, took 19-52
+  // ms; bench/RESULTS.md, session 58).
   LocalAgent* local = options_.local_agent;
   std::vector<db::BatchedTransition> batch;
   batch.reserve(plan.starts.size());
   for (const scheduler::PlannedStart& p : plan.starts) {
     auto t = placement(state, p);
     if (!t.ok()) return t.error();
-    // This process's agent starts what it promises to as the placement
-    // commits; it reads the rest when woken.
-    const bool handed = local != nullptr && p.parts.empty() && t->agent == local->name() &&
-                        local->promise_start(t->job_id, t->placement_epoch.value_or(0));
-    if (handed) *t = lifecycle::place_started(std::move(*t), "agent " + local->name());
-    fence(*t);
-    batch.push_back({std::move(*t), handed});
+    batch.push_back({std::move(*t)});
   }
   if (batch.empty()) return base::Status::Ok();
+  // Only now, with nothing left to fail before the write: this process's
+  // agent starts what it promises to as the placements commit; it reads
+  // the rest when woken.
+  bool promised = false;
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    db::Transition& t = batch[i].transition;
+    batch[i].with_work = local != nullptr && plan.starts[i].parts.empty() &&
+                         t.agent == local->name() &&
+                         local->promise_start(t.job_id, t.placement_epoch.value_or(0));
+    if (batch[i].with_work) t = lifecycle::place_started(std::move(t), "agent " + local->name());
+    promised = promised || batch[i].with_work;
+    fence(t);
+  }
   auto outcomes = store_.transitions(batch);
   std::vector<std::int64_t> moved;
   if (!outcomes.ok()) {
     // They may have landed: the agent's look then finds its jobs RUNNING
     // there with no copy, and starts them.
-    bool handed = false;
     for (const db::BatchedTransition& b : batch) {
       moved.push_back(b.transition.job_id);
-      if (b.with_work) local->forgo(b.transition.job_id), handed = true;
+      if (b.with_work) local->forgo(b.transition.job_id);
     }
     changed(moved);
-    if (handed) notify(db::kAgentChannel, local->name());
+    if (promised) notify(db::kAgentChannel, local->name());
     return outcomes.error();
   }
   for (std::size_t i = 0; i < batch.size(); ++i) {

@@ -157,7 +157,8 @@ void declare_service_options(CLI::App& app, ServeOptions& o) {
   integer(app, "--max-body", "BYTES", 1024, 64 << 20, o.max_body,
           "request body cap (default 1048576)");
   integer(app, "--leader-nice", "N", -20, 0, o.leader_nice,
-          "the nice value of the scheduler leader's thread (default -10):\n"
+          "the nice value of the scheduler leader's thread (default -10),\n"
+          "and of the embedded PostgreSQL's backends that answer it:\n"
           "a burst of requests does not hold its passes up; below 0 it\n"
           "needs CAP_SYS_NICE or a nice limit (docs/deploy.md), else the\n"
           "passes run at the service's priority; 0 leaves them there");
