@@ -6,8 +6,13 @@
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
+#include <iterator>
+#include <map>
 #include <set>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "jobs_api.h"
 #include "service_process.h"
@@ -343,6 +348,60 @@ TEST(Service, HealthReadinessMetricsAndOpenApi) {
   HttpResponse doc = service().get("/openapi.json");
   EXPECT_EQ(doc.status, 200);
   EXPECT_TRUE(doc.json()["paths"].contains("/v1/jobs/{id}/wait"));
+}
+
+// The embedded PostgreSQL's server processes: pid -> {nice, the line of
+// /proc/PID/autogroup ("" without autogroup)}.
+std::map<pid_t, std::pair<int, std::string>> postgres_backends(pid_t postmaster) {
+  std::map<pid_t, std::pair<int, std::string>> out;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;  // gone meanwhile
+    // Fields after the command's closing parenthesis: state ppid ... with
+    // nice the 17th of them (proc(5)'s field 19).
+    std::istringstream rest(line.substr(line.rfind(')') + 2));
+    std::vector<std::string> fields{std::istream_iterator<std::string>(rest), {}};
+    if (fields.size() < 17 || std::stoi(fields[1]) != postmaster) continue;
+    std::ifstream group(entry.path() / "autogroup");
+    std::string group_line;
+    std::getline(group, group_line);
+    out[std::stoi(name)] = {std::stoi(fields[16]), group_line};
+  }
+  return out;
+}
+
+// The backends that answer the scheduler leader run at its nice (-10 by
+// default), and so do their autogroups (docs/deploy.md, "The scheduler
+// leader's priority"); the others are left at the database's. Where the
+// system refuses it, serve says so.
+TEST(Service, TheSchedulerLeadersBackendsRunAtItsNice) {
+  const pid_t postmaster = service().embedded_postmaster_pid();
+  ASSERT_GT(postmaster, 0);
+  const auto backends = postgres_backends(postmaster);
+  ASSERT_FALSE(backends.empty());
+  int raised = 0;
+  for (const auto& [pid, priority] : backends) {
+    const auto& [nice, group] = priority;
+    if (nice == 0) continue;
+    EXPECT_EQ(-10, nice) << "process " << pid;
+    if (!group.empty()) {
+      EXPECT_NE(std::string::npos, group.find(" nice -10")) << group;
+    }
+    ++raised;
+  }
+  if (service().log().find("the scheduler leader's PostgreSQL backends run at the database's "
+                           "priority") != std::string::npos) {
+    EXPECT_EQ(0, raised);
+  } else {
+    // The leader's pool opens its first connection before the API listens,
+    // the second on demand.
+    EXPECT_GE(raised, 1);
+    EXPECT_LE(raised, 2);
+    EXPECT_LT(raised, static_cast<int>(backends.size()));
+  }
 }
 
 TEST(Service, PoolShowsHostsAndAdminActionsChangeHealth) {
