@@ -27,8 +27,10 @@ int this_thread_nice();
 // within its group, and the groups share the cores as equals. Meant for a
 // process that leads a session of its own (PostgreSQL's backends call
 // setsid()): its group is then its alone. The same rights as for a thread
-// (above); kInvalid for a value out of range, kConflict when the system
-// refuses either (the process's nice may then be set already).
+// (above), and Linux lets a process without CAP_SYS_ADMIN change an
+// autogroup's nice at most once every 100 ms; kInvalid for a value out of
+// range, kConflict when the system refuses either (the process's nice may
+// then be set already).
 Status set_process_nice(int pid, int nice);
 
 }  // namespace tpujobs::base
