@@ -392,8 +392,8 @@ class SchedulerLeader {
   scheduler::PassSnapshot snapshot_;
   // One per snapshot_.waiting, in blocks of 1,024 that never move: a
   // std::vector of them grows past 65,536 in one pass of a burst of
-  // submits, and a vector of their size took 25 ms to on a 2-core guest
-  // (bench/RESULTS.md, issue 29).
+  // submits, and a stand-alone vector of elements their size took 25 ms to
+  // grow past it on a 2-core guest (bench/RESULTS.md, issue 29).
   boost::container::deque<Waiter, void,
                           boost::container::deque_options_t<boost::container::block_size<1024>>>
       waiters_;

@@ -327,10 +327,15 @@ base::Result<db::Transition> SchedulerLeader::placement(const PassState& state,
 base::Status SchedulerLeader::write_starts(const PassState& state, const scheduler::PassPlan& plan,
                                            std::set<std::string>& woken) {
   // The pass's placements commit together: one wait for the WAL, not one a
-  // placement (a recovered host's 8 placements, a commit each, took 19-52
-  // ms; bench/RESULTS.md, session 58).
+  // placement (after a host's recovery, a pass's placements, a commit
+  // each, took up to 52 ms; bench/RESULTS.md, session 58).
   LocalAgent* local = options_.local_agent;
   std::vector<db::BatchedTransition> batch;
+  // Whole on this process's agent (a slice spanning agents is read by each).
+  auto runs_here = [&](std::size_t i) {
+    return local != nullptr && plan.starts[i].parts.empty() &&
+           batch[i].transition.agent == local->name();
+  };
   batch.reserve(plan.starts.size());
   for (const scheduler::PlannedStart& p : plan.starts) {
     auto t = placement(state, p);
@@ -344,9 +349,8 @@ base::Status SchedulerLeader::write_starts(const PassState& state, const schedul
   bool promised = false;
   for (std::size_t i = 0; i < batch.size(); ++i) {
     db::Transition& t = batch[i].transition;
-    batch[i].with_work = local != nullptr && plan.starts[i].parts.empty() &&
-                         t.agent == local->name() &&
-                         local->promise_start(t.job_id, t.placement_epoch.value_or(0));
+    batch[i].with_work =
+        runs_here(i) && local->promise_start(t.job_id, t.placement_epoch.value_or(0));
     if (batch[i].with_work) t = lifecycle::place_started(std::move(t), "agent " + local->name());
     promised = promised || batch[i].with_work;
     fence(t);
@@ -375,8 +379,7 @@ base::Status SchedulerLeader::write_starts(const PassState& state, const schedul
       continue;
     }
     moved.push_back(t.job_id);
-    if (local != nullptr && t.agent == local->name() && plan.starts[i].parts.empty())
-      ++handed_left_;
+    if (runs_here(i)) ++handed_left_;
     woken.insert(*t.agent);
     for (const auto& [part, epoch] : t.require_alive) woken.insert(part);
   }

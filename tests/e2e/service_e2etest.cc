@@ -6,13 +6,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
-#include <iterator>
-#include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
 #include <utility>
-#include <vector>
 
 #include "jobs_api.h"
 #include "service_process.h"
@@ -350,45 +348,35 @@ TEST(Service, HealthReadinessMetricsAndOpenApi) {
   EXPECT_TRUE(doc.json()["paths"].contains("/v1/jobs/{id}/wait"));
 }
 
-// The embedded PostgreSQL's server processes: pid -> {nice, the line of
-// /proc/PID/autogroup ("" without autogroup)}.
-std::map<pid_t, std::pair<int, std::string>> postgres_backends(pid_t postmaster) {
-  std::map<pid_t, std::pair<int, std::string>> out;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename();
-    if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
-    std::ifstream stat(entry.path() / "stat");
-    std::string line;
-    if (!std::getline(stat, line)) continue;  // gone meanwhile
-    // Fields after the command's closing parenthesis: state ppid ... with
-    // nice the 17th of them (proc(5)'s field 19).
-    std::istringstream rest(line.substr(line.rfind(')') + 2));
-    std::vector<std::string> fields{std::istream_iterator<std::string>(rest), {}};
-    if (fields.size() < 17 || std::stoi(fields[1]) != postmaster) continue;
-    std::ifstream group(entry.path() / "autogroup");
-    std::string group_line;
-    std::getline(group, group_line);
-    out[std::stoi(name)] = {std::stoi(fields[16]), group_line};
-  }
-  return out;
+// A process's nice (/proc/PID/stat, field 19) and the line of its
+// /proc/PID/autogroup ("" without autogroup); nullopt when it is gone.
+std::optional<std::pair<int, std::string>> priority_of(pid_t pid) {
+  const std::vector<std::string> fields = stat_fields(pid);
+  if (fields.size() < 17) return std::nullopt;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/autogroup");
+  std::string group;
+  std::getline(in, group);
+  return std::make_pair(std::stoi(fields[16]), group);
 }
 
 // The backends that answer the scheduler leader run at its nice (-10 by
 // default), and so do their autogroups (docs/deploy.md, "The scheduler
-// leader's priority"); the others are left at the database's. Where the
-// system refuses it, serve says so.
+// leader's priority"); the others are left at the database's, the
+// postmaster's. Where the system refuses it, serve says so.
 TEST(Service, TheSchedulerLeadersBackendsRunAtItsNice) {
   const pid_t postmaster = service().embedded_postmaster_pid();
   ASSERT_GT(postmaster, 0);
-  const auto backends = postgres_backends(postmaster);
-  ASSERT_FALSE(backends.empty());
-  int raised = 0;
-  for (const auto& [pid, priority] : backends) {
-    const auto& [nice, group] = priority;
-    if (nice == 0) continue;
-    EXPECT_EQ(-10, nice) << "process " << pid;
-    if (!group.empty()) {
-      EXPECT_NE(std::string::npos, group.find(" nice -10")) << group;
+  const auto database = priority_of(postmaster);
+  ASSERT_TRUE(database.has_value());
+  int backends = 0, raised = 0;
+  for (pid_t pid : process_tree(postmaster)) {
+    const auto priority = priority_of(pid);
+    if (pid == postmaster || !priority) continue;
+    ++backends;
+    if (priority->first == database->first) continue;
+    EXPECT_EQ(-10, priority->first) << "process " << pid;
+    if (!priority->second.empty()) {
+      EXPECT_NE(std::string::npos, priority->second.find(" nice -10")) << priority->second;
     }
     ++raised;
   }
@@ -400,7 +388,7 @@ TEST(Service, TheSchedulerLeadersBackendsRunAtItsNice) {
     // the second on demand.
     EXPECT_GE(raised, 1);
     EXPECT_LE(raised, 2);
-    EXPECT_LT(raised, static_cast<int>(backends.size()));
+    EXPECT_LT(raised, backends);
   }
 }
 

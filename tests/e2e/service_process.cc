@@ -207,10 +207,6 @@ std::string create_token(const ServiceProcess& service, const std::string& tenan
   return token;
 }
 
-namespace {
-
-// The fields of /proc/PID/stat from the state on (field 3 is [0]); empty
-// when the process is gone.
 std::vector<std::string> stat_fields(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -221,6 +217,8 @@ std::vector<std::string> stat_fields(pid_t pid) {
   for (std::string field; stream >> field;) fields.push_back(field);
   return fields;
 }
+
+namespace {
 
 double field_sum(const std::vector<std::string>& fields, std::initializer_list<int> numbers) {
   double ticks = 0;

@@ -87,6 +87,9 @@ std::string create_token(const ServiceProcess& service, const std::string& tenan
 
 // User + system CPU seconds a process has used so far (/proc/PID/stat).
 double cpu_seconds(pid_t pid);
+// The fields of /proc/PID/stat from the state on (field 3 is [0]); empty
+// when the process is gone.
+std::vector<std::string> stat_fields(pid_t pid);
 // `root` and every process descended from it that is alive, root first
 // (for a postmaster: its backends and helpers, which each have a session
 // of their own, so a signal to its process group misses them).
