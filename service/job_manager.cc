@@ -179,11 +179,11 @@ void JobManager::on_committed(std::vector<CommittedSubmit>& committed) {
   }
   // Committed: wake the scheduler leader, wherever it runs. One new job (a
   // submit to a quiet pool) wakes it before its view is rendered (85-240
-  // us), so the pass overlaps the rendering. Several wake it after: a
-  // leader woken first writes the pending reasons of many new jobs before
-  // their views are kept, put_if_current refuses those views, and their
-  // first reads go to the database (4,539 in a read run at 100,000 queued,
-  // 0.76x the reads; bench/RESULTS.md, session 48).
+  // us), so the pass overlaps the rendering. Several wake it after, so that
+  // fewer of their reasons come before their views are kept (4,539 first
+  // reads went to the database in a read run at 100,000 queued, 0.76x the
+  // reads; bench/RESULTS.md, session 48). A pass already under way still
+  // may: put_submitted gives such a view the newer reason.
   const bool wake_first =
       std::count_if(committed.begin(), committed.end(),
                     [](const CommittedSubmit& c) { return c.outcome.kind == Kind::kCreated; }) == 1;
@@ -202,8 +202,8 @@ void JobManager::on_committed(std::vector<CommittedSubmit>& committed) {
     // Every change of the job will be told: its view is served from memory
     // from now on, without a read or a parse.
     if (queued_views_told_ && c.row.state == JobState::kQueued && !c.row.started_at) {
-      views_.put_if_current(views_before_insert, c.row.id, c.row.tenant, c.outcome.job,
-                            c.row.priority, c.row.pending_json);
+      views_.put_submitted(views_before_insert, c.row.id, c.row.tenant, c.outcome.job,
+                           c.row.priority, c.row.pending_json);
     }
   }
   if (!wake_first) wake(db::kSubmitChannel, std::string(db::kSubmitPayload));

@@ -213,12 +213,27 @@ std::uint64_t ViewCache::generation() const {
 bool ViewCache::put_if_current(std::uint64_t seen, std::int64_t id, std::string tenant,
                                std::string_view body, int priority,
                                std::optional<std::string> pending) {
+  return put_queued(seen, id, std::move(tenant), body, priority, std::move(pending), false);
+}
+
+bool ViewCache::put_submitted(std::uint64_t seen, std::int64_t id, std::string tenant,
+                              std::string_view body, int priority,
+                              std::optional<std::string> pending) {
+  return put_queued(seen, id, std::move(tenant), body, priority, std::move(pending), true);
+}
+
+bool ViewCache::put_queued(std::uint64_t seen, std::int64_t id, std::string tenant,
+                           std::string_view body, int priority, std::optional<std::string> pending,
+                           bool take_newer_reason) {
   std::optional<FixedMembers> fixed = fixed_members(body);
   if (!fixed) return false;
   Bases bases;
   {
     base::ReaderLock lock(mutex_);  // a look only: reads go on beside it
-    if (changed_since_locked(seen, id)) return false;
+    if (changed_since_locked(seen, id) &&
+        (!take_newer_reason || early_reason_locked(seen, id) == nullptr)) {
+      return false;
+    }
     bases = fixed_bases_;
   }
   Encoded encoded = encode(bases, fixed->text);
@@ -226,13 +241,17 @@ bool ViewCache::put_if_current(std::uint64_t seen, std::int64_t id, std::string 
   q.fixed_base = std::move(encoded.base);
   q.slots = fixed->slots;
   q.priority = priority;
-  q.has_pending = pending.has_value();
-  if (pending) q.live = std::move(*pending);
   Node node{id, std::move(tenant), std::move(encoded.delta), std::move(q)};
-  if (cost(node) > max_bytes_) return false;
   base::WriterLock lock(mutex_);
   add_base(fixed_bases_, std::move(encoded.new_base));
-  if (changed_since_locked(seen, id)) return false;
+  if (changed_since_locked(seen, id)) {
+    const EarlyReason* early = take_newer_reason ? early_reason_locked(seen, id) : nullptr;
+    if (early == nullptr) return false;
+    pending = early->pending;  // newer than the row's
+  }
+  node.queued->has_pending = pending.has_value();
+  if (pending) node.queued->live = std::move(*pending);
+  if (cost(node) > max_bytes_) return false;
   put_locked(std::move(node));
   note_unrendered_locked(id);
   return true;
@@ -254,6 +273,7 @@ bool ViewCache::put_written(std::uint64_t seen, std::int64_t id, std::string ten
   base::WriterLock lock(mutex_);
   const bool current = !changed_since_locked(seen, id);
   ++generation_;
+  early_reasons_.erase(id);
   note_changed_locked(id);
   erase_locked(id);
   if (!current || cost(node) > max_bytes_) return false;
@@ -265,6 +285,7 @@ void ViewCache::forget(const std::vector<std::int64_t>& ids) {
   base::WriterLock lock(mutex_);
   ++generation_;
   for (std::int64_t id : ids) {
+    early_reasons_.erase(id);
     note_changed_locked(id);
     erase_locked(id);
   }
@@ -274,6 +295,8 @@ void ViewCache::forget_queued() {
   base::WriterLock lock(mutex_);
   ++generation_;
   changes_forgotten_ = generation_;  // a view read before now may be stale
+  early_reasons_.clear();
+  early_order_.clear();
   for (auto it = order_.begin(); it != order_.end();) {
     if (!it->queued) {
       ++it;
@@ -289,14 +312,17 @@ void ViewCache::set_pending(std::vector<PendingChange> changes) {
   base::WriterLock lock(mutex_);
   ++generation_;
   for (auto& [id, pending] : changes) {
-    note_changed_locked(id);
     auto it = index_.find(id);
-    if (it == index_.end()) continue;
-    Node& node = *it->second;
-    if (!node.queued) {
-      erase_locked(id);
+    if (it == index_.end() || !it->second->queued) {
+      // Perhaps a job just inserted whose view is being rendered: its
+      // put_submitted takes this reason.
+      note_early_reason_locked(id, std::move(pending));
+      note_changed_locked(id);
+      if (it != index_.end()) erase_locked(id);
       continue;
     }
+    note_changed_locked(id);
+    Node& node = *it->second;
     bytes_ -= cost(node);
     Queued& q = *node.queued;
     if (q.rendered) note_unrendered_locked(id);  // else it is listed already
@@ -343,6 +369,36 @@ void ViewCache::note_changed_locked(std::int64_t id) {
   }
 }
 
+void ViewCache::note_early_reason_locked(std::int64_t id, std::optional<std::string> pending) {
+  // Before the change is noted: `prior` is the job's change before this run
+  // of reasons.
+  auto [it, added] = early_reasons_.try_emplace(id);
+  it->second.pending = std::move(pending);
+  if (!added) return;
+  const auto prior = changed_at_.find(id);
+  it->second.first_at = generation_;
+  it->second.prior = prior == changed_at_.end() ? 0 : prior->second;
+  early_order_.emplace_back(generation_, id);
+  while (early_order_.size() > kEarlyReasonsKept) {
+    const auto [first_at, job] = early_order_.front();
+    early_order_.pop_front();
+    if (auto old = early_reasons_.find(job);
+        old != early_reasons_.end() && old->second.first_at == first_at) {
+      early_reasons_.erase(old);
+    }
+  }
+}
+
+const ViewCache::EarlyReason* ViewCache::early_reason_locked(std::uint64_t seen,
+                                                             std::int64_t id) const {
+  // A change not remembered may have been another kind; one before the
+  // reasons in a row, after the read, was.
+  if (seen < changes_forgotten_) return nullptr;
+  auto it = early_reasons_.find(id);
+  if (it == early_reasons_.end() || it->second.prior > seen) return nullptr;
+  return &it->second;
+}
+
 bool ViewCache::changed_since_locked(std::uint64_t seen, std::int64_t id) const {
   if (seen == generation_) return false;
   if (seen < changes_forgotten_) return true;  // its change may be among those let go
@@ -352,6 +408,7 @@ bool ViewCache::changed_since_locked(std::uint64_t seen, std::int64_t id) const 
 
 void ViewCache::put_locked(Node node) {
   erase_locked(node.id);
+  early_reasons_.erase(node.id);  // the view takes the job's next reasons
   bytes_ += cost(node);
   const std::int64_t id = node.id;
   order_.push_front(std::move(node));

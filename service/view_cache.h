@@ -17,7 +17,8 @@
 // database's NOTIFY (db/migrations/038), and a lost LISTEN connection drops every queued view
 // (forget_queued). A view read from the database is kept
 // only when its job did not change between the read and the put (put_if_current): a read that raced
-// a change is not kept.
+// a change is not kept. The view of a job this process just inserted takes the reasons stored
+// between the insert and the put (put_submitted).
 //
 // A queued view is kept small, so that a queue of 100,000 fits: its
 // members other than the pending ones (views::kPendingMembers) as the
@@ -75,6 +76,15 @@ class ViewCache {
   // whether it was kept.
   bool put_if_current(std::uint64_t seen, std::int64_t id, std::string tenant,
                       std::string_view body, int priority, std::optional<std::string> pending);
+  // As put_if_current, for the view of a job this process has just
+  // inserted, whose row's reason is `pending` (generation() answered `seen`
+  // before the insert). A reason the leader stored since is newer than the
+  // row's (it came after the insert): the view takes the latest such reason
+  // instead of being refused, as long as the job changed in no other way.
+  // The leader may read the new rows and store their reasons while their
+  // views are still being rendered (sessions 48 and 59, bench/RESULTS.md).
+  bool put_submitted(std::uint64_t seen, std::int64_t id, std::string tenant, std::string_view body,
+                     int priority, std::optional<std::string> pending);
   // Adds the view `body` of a STARTING, RUNNING or finished job, read after
   // generation() answered `seen`; not kept when that job changed in between
   // (a finished job's row still takes the progress its agent could not
@@ -110,6 +120,10 @@ class ViewCache {
 
   // How many changed jobs are remembered for put_if_current.
   static constexpr std::size_t kChangesKept = 1u << 15;
+  // How many reasons of jobs without a kept view are remembered for
+  // put_submitted: more than the jobs of the batches being rendered at once
+  // (SubmitCommitterOptions::batch rows each, a sweep whole).
+  static constexpr std::size_t kEarlyReasonsKept = 1u << 13;
 
  private:
   // A queued view: its fixed members (each followed by ',') as a delta
@@ -142,6 +156,21 @@ class ViewCache {
   void evict_locked() REQUIRES(mutex_);
   void note_changed_locked(std::int64_t id) REQUIRES(mutex_);
   bool changed_since_locked(std::uint64_t seen, std::int64_t id) const REQUIRES_SHARED(mutex_);
+  // put_if_current, or with `take_newer_reason` put_submitted.
+  bool put_queued(std::uint64_t seen, std::int64_t id, std::string tenant, std::string_view body,
+                  int priority, std::optional<std::string> pending, bool take_newer_reason)
+      EXCLUDES(mutex_);
+  // Reasons stored for `id` while its view was not kept, every change of it
+  // after `seen` being one (put_submitted): the latest; nullptr otherwise.
+  struct EarlyReason {
+    std::uint64_t first_at;  // the first of the reasons in a row
+    std::uint64_t prior;     // the job's change before it (0: none remembered)
+    std::optional<std::string> pending;
+  };
+  const EarlyReason* early_reason_locked(std::uint64_t seen, std::int64_t id) const
+      REQUIRES_SHARED(mutex_);
+  void note_early_reason_locked(std::int64_t id, std::optional<std::string> pending)
+      REQUIRES(mutex_);
   // `text` as a delta from the first of `bases` (a copy of the recent
   // ones) that is close, or from itself as a new base (to add to them).
   struct Encoded {
@@ -168,6 +197,11 @@ class ViewCache {
   std::unordered_map<std::int64_t, std::uint64_t> changed_at_ GUARDED_BY(mutex_);
   std::deque<std::pair<std::uint64_t, std::int64_t>> changes_ GUARDED_BY(mutex_);
   std::uint64_t changes_forgotten_ GUARDED_BY(mutex_) = 0;  // changes up to it may be lost
+  // Jobs whose reasons changed while their views were not kept and that
+  // have not changed otherwise since (at most kEarlyReasonsKept, oldest
+  // first in early_order_: first_at and job).
+  boost::unordered_flat_map<std::int64_t, EarlyReason> early_reasons_ GUARDED_BY(mutex_);
+  std::deque<std::pair<std::uint64_t, std::int64_t>> early_order_ GUARDED_BY(mutex_);
   // Queued views whose pending members are not rendered, for render_ahead
   // (each at most once while so; some may be gone since), oldest first.
   void note_unrendered_locked(std::int64_t id) REQUIRES(mutex_);

@@ -15,7 +15,8 @@ then measures (in the replica, which serves the reads):
      how long after the last submit the newest job's pending reason shows,
      and the service's RSS per queued job (VmRSS before and after);
   3. the scheduler leader's passes over that queue, from /metrics
-     (tpujobs_scheduler_pass_seconds): their mean over a quiet 30 s and how
+     (tpujobs_scheduler_pass_seconds): their mean over a quiet 30 s (and of
+     each phase, with the plans reused and the reasons written then) and how
      many of them took over 25 and 50 ms (its histogram), and the longest
      since the start (which includes the burst of submits), and the
      longest of each phase of a pass (tpujobs_scheduler_pass_phase_max_seconds),
@@ -155,17 +156,28 @@ def phase_means(before, after, passes):
                      for phase, a, b in zip(PHASES, before, after)) if passes else "none"
 
 
-def cpu_seconds(pids):
-    """User + system CPU seconds of these processes (all their threads)."""
-    total = 0
+def cpu_by_pid(pids):
+    """User + system CPU seconds of each of these processes (all their threads)."""
+    seconds = {}
     for pid in pids:
         try:
             with open(f"/proc/{pid}/stat") as stat:
                 fields = stat.read().rsplit(")", 1)[1].split()
         except OSError:
             continue  # ended meanwhile
-        total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
+        seconds[pid] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return seconds
+
+
+def cpu_seconds(pids):
+    return sum(cpu_by_pid(pids).values())
+
+
+def cpu_spent(before, after):
+    """CPU seconds spent between two cpu_by_pid: by the processes alive at the
+    second, a process that came meanwhile all of its own (one that ended
+    meanwhile is not counted)."""
+    return sum(seconds - before.get(pid, 0) for pid, seconds in after.items())
 
 
 def descendants(root):
@@ -207,7 +219,8 @@ def status_reads(url, first, last, serve_pid, postgres_pid, seconds=10):
         perf = subprocess.Popen(["perf", "record", "-g", "-F", "999", "-p", str(serve_pid), "-o",
                                  os.path.join(os.environ["PERF"], f"reads-{last}.data")],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    before = (cpu_seconds([serve_pid]), cpu_seconds(postgres), machine_busy_seconds())
+    postgres_before = cpu_by_pid(postgres)
+    before = (cpu_seconds([serve_pid]), machine_busy_seconds())
     out = subprocess.run(["wrk", "-t2", "-c64", f"-d{seconds}s", "--latency", "-s",
                           os.path.join(HERE, "status.lua"), url],
                          env=env, capture_output=True, text=True, check=True).stdout
@@ -215,11 +228,12 @@ def status_reads(url, first, last, serve_pid, postgres_pid, seconds=10):
         perf.send_signal(2)
         perf.wait()
     postgres = descendants(postgres_pid)  # backends that came meanwhile, less those gone
-    after = (cpu_seconds([serve_pid]), cpu_seconds(postgres), machine_busy_seconds())
+    after = (cpu_seconds([serve_pid]), machine_busy_seconds())
+    pg = cpu_spent(postgres_before, cpu_by_pid(postgres))
     rate = float(re.search(r"Requests/sec:\s+(\S+)", out).group(1))
     requests = int(re.search(r"(\d+) requests in", out).group(1))
     p99 = re.search(r"99%\s+(\S+)", out).group(1)
-    serve, pg, busy = (a - b for a, b in zip(after, before))
+    serve, busy = (a - b for a, b in zip(after, before))
     memory, database = (a - b for a, b in zip(view_sources(url), views))
     return rate, (f"p99 {p99}, serve {serve / requests * 1e6:.1f} µs CPU/request, "
                   f"views {memory:.0f} from memory / {database:.0f} from the database, "
@@ -393,6 +407,8 @@ def main():
         # but its poll interval.
         time.sleep(5)
         before = pass_stats(url)
+        quiet_phases, quiet_shortcuts = phase_totals(url), pass_shortcuts(url)
+        quiet_writes = reason_writes(url)
         time.sleep(30)
         after = pass_stats(url)
         passes = after[0] - before[0]
@@ -401,7 +417,11 @@ def main():
         over_50 = passes - (after[4] - before[4])
         print(f"leader passes over {queued} queued, quiet 30 s: {passes:.0f} passes, "
               f"mean {mean_ms:.1f} ms, {over_25:.0f} over 25 ms, {over_50:.0f} over 50 ms; "
-              f"longest since start {after[2] * 1000:.1f} ms")
+              f"longest since start {after[2] * 1000:.1f} ms; mean phases (ms): "
+              f"{phase_means(quiet_phases, phase_totals(url), passes)}; reads skipped / plans "
+              "reused: "
+              + " / ".join(f"{a - b:.0f}" for a, b in zip(pass_shortcuts(url), quiet_shortcuts))
+              + f"; reason writes: {describe_reason_writes(quiet_writes, reason_writes(url))}")
         full = rss_mb(serve_pid)
         print(f"RSS with {queued} queued: {full:.1f} MB "
               f"({(full - idle) * 1024 * 1024 / queued:.0f} bytes per queued job)")

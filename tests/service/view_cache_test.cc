@@ -357,6 +357,82 @@ TEST(ViewCache, OnlyAChangeOfThatJobKeepsAReadFromBeingKept) {
   EXPECT_FALSE(cache.find(8));
 }
 
+// The submit path: the leader read the new row and stored its reason
+// before the view was put. The view is kept with that reason, the latest
+// of several, and serves what render_row gives the row that has it.
+TEST(ViewCache, ASubmittedViewTakesTheReasonsStoredBeforeItWasPut) {
+  ViewCache cache(1 << 20);
+  db::JobRow row = queued_row(1);
+  const std::uint64_t before_insert = cache.generation();
+  const std::string inserted = rendered(row);  // no reason yet
+  cache.set_pending({{row.id, R"({"reason":"Resources","queue_position":9,"fair_share":1.0})"}});
+  row.pending_json = R"({"reason":"Priority","queue_position":4,"fair_share":0.5})";
+  cache.set_pending({{row.id, row.pending_json}});
+  cache.set_pending({{2, R"({"reason":"Resources"})"}});  // another job's
+
+  EXPECT_FALSE(cache.put_if_current(before_insert, row.id, row.tenant, inserted, row.priority,
+                                    std::nullopt));  // a read: it may be newer than the reasons
+  ASSERT_TRUE(
+      cache.put_submitted(before_insert, row.id, row.tenant, inserted, row.priority, std::nullopt));
+  ASSERT_TRUE(cache.find(row.id));
+  EXPECT_EQ(cache.find(row.id)->body, rendered(row));
+
+  row.pending_json = R"({"reason":"QuotaExceeded","queue_position":1,"fair_share":0.5})";
+  cache.set_pending({{row.id, row.pending_json}});  // the kept view takes the next
+  EXPECT_EQ(cache.find(row.id)->body, rendered(row));
+}
+
+// A job placed, cancelled or moved after the insert: its view as inserted is
+// stale, whatever reasons came before or after the change.
+TEST(ViewCache, ASubmittedViewIsNotKeptWhenItsJobChangedOtherwise) {
+  for (const bool reason_after : {false, true}) {
+    ViewCache cache(1 << 20);
+    const db::JobRow row = queued_row(1);
+    const std::uint64_t before_insert = cache.generation();
+    cache.set_pending({{row.id, R"({"reason":"Resources"})"}});
+    cache.forget({row.id});
+    if (reason_after) cache.set_pending({{row.id, R"({"reason":"Priority"})"}});
+    EXPECT_FALSE(cache.put_submitted(before_insert, row.id, row.tenant, rendered(row), row.priority,
+                                     std::nullopt))
+        << reason_after;
+    EXPECT_FALSE(cache.find(row.id)) << reason_after;
+  }
+  ViewCache cache(1 << 20);
+  const db::JobRow row = queued_row(1);
+  const std::uint64_t before_insert = cache.generation();
+  cache.set_pending({{row.id, R"({"reason":"Resources"})"}});
+  std::vector<std::int64_t> others;
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(ViewCache::kChangesKept); ++i)
+    others.push_back(-1 - i);
+  cache.forget(others);  // the reason is remembered, but not that nothing else changed
+  EXPECT_FALSE(cache.put_submitted(before_insert, row.id, row.tenant, rendered(row), row.priority,
+                                   std::nullopt));
+}
+
+// Only the last kEarlyReasonsKept jobs' reasons wait for their views.
+TEST(ViewCache, OnlyTheNewestReasonsOfViewsNotKeptAreRemembered) {
+  ViewCache cache(1 << 20);
+  const std::uint64_t before_insert = cache.generation();
+  std::vector<ViewCache::PendingChange> changes;
+  const auto kept = static_cast<std::int64_t>(ViewCache::kEarlyReasonsKept);
+  for (std::int64_t i = 0; i <= kept; ++i)
+    changes.emplace_back(queued_row(i).id, R"({"reason":"Resources"})");
+  cache.set_pending(std::move(changes));
+  for (const std::int64_t i : {std::int64_t{0}, kept}) {
+    db::JobRow row = queued_row(i);
+    const std::string inserted = rendered(row);
+    row.pending_json = R"({"reason":"Resources"})";
+    EXPECT_EQ(cache.put_submitted(before_insert, row.id, row.tenant, inserted, row.priority,
+                                  std::nullopt),
+              i == kept)
+        << i;
+    if (i == kept) {
+      ASSERT_TRUE(cache.find(row.id));
+      EXPECT_EQ(cache.find(row.id)->body, rendered(row));
+    }
+  }
+}
+
 // A replica that lost its LISTEN connection: the queued views go, a read
 // from before cannot put one back, a finished view stays.
 TEST(ViewCache, ForgettingTheQueuedViewsKeepsTheFinishedAndNoReadFromBefore) {
