@@ -240,8 +240,6 @@ std::string SchedulerLeader::prometheus_metrics() const {
          "woke, which placed the new jobs without reading the tables.\n"
       << "# TYPE tpujobs_scheduler_reads_skipped_total counter\n"
       << "tpujobs_scheduler_reads_skipped_total " << reads_skipped_.load() << "\n";
-  static constexpr std::array<const char*, kPhases> kPhaseNames = {"housekeeping", "read", "plan",
-                                                                   "write", "reasons"};
   // One series a phase, in seconds.
   auto per_phase = [&](const char* name, const char* type, const char* help,
                        const std::array<std::atomic<std::int64_t>, kPhases>& nanos) {
@@ -419,9 +417,13 @@ base::Status SchedulerLeader::requeue_orphans() {
 
 base::Status SchedulerLeader::run_pass(bool housekeeping, bool submits_only) {
   const auto began = options_.clock->now();
+  std::array<std::int64_t, kPhases> phases_before;
+  for (std::size_t p = 0; p < kPhases; ++p) phases_before[p] = phase_nanos_[p];
+  judged_nanos_ = 0;
   base::Status s = pass(housekeeping, submits_only);
   announce_ended();  // also after a failed pass: its ends that landed
   const std::int64_t nanos = std::chrono::nanoseconds(options_.clock->now() - began).count();
+  if (nanos >= std::chrono::nanoseconds(kSlowPass).count()) tell_slow_pass(nanos, phases_before);
   ++passes_;
   pass_nanos_ += nanos;
   if (nanos > max_pass_nanos_) max_pass_nanos_ = nanos;  // one thread makes the passes
@@ -445,6 +447,31 @@ base::Status SchedulerLeader::run_pass(bool housekeeping, bool submits_only) {
   if (!s.ok() && s.code() == base::ErrorCode::kUnavailable)
     reachable_since_ = options_.clock->now();
   return s;
+}
+
+void SchedulerLeader::tell_slow_pass(std::int64_t nanos,
+                                     const std::array<std::int64_t, kPhases>& before) {
+  const auto now = options_.clock->now();
+  if (slow_told_ && now - *slow_told_ < kSlowPassesApart) {
+    ++slow_untold_;
+    return;
+  }
+  auto ms = [](std::int64_t n) { return std::to_string(n / 1'000'000); };
+  std::string line = "tpujobs: a scheduling pass took " + ms(nanos) + " ms; its phases in ms:";
+  for (std::size_t p = 0; p < kPhases; ++p) {
+    line +=
+        std::string(p == 0 ? " " : ", ") + kPhaseNames[p] + " " + ms(phase_nanos_[p] - before[p]);
+    if (p == kHousekeeping && judged_nanos_ > 0)
+      line += " (judging the agents' silence " + ms(judged_nanos_) + ")";
+  }
+  line += "; jobs waiting at its start: " + std::to_string(snapshot_.waiting.size());
+  if (slow_untold_ > 0) {
+    line += "; " + std::to_string(slow_untold_) + " more passes over " +
+            std::to_string(kSlowPass.count()) + " ms since the last one told";
+  }
+  std::cerr << line << std::endl;
+  slow_told_ = now;
+  slow_untold_ = 0;
 }
 
 }  // namespace tpujobs::service

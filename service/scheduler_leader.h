@@ -207,6 +207,11 @@ class SchedulerLeader {
   // judges silence nor requeues orphans (see Housekeeping).
   // `submits_only`: only submits woke it since the last pass.
   base::Status run_pass(bool housekeeping = true, bool submits_only = false);
+  // A pass that takes this long or longer is told on stderr with its
+  // phases, at most one every kSlowPassesApart (the next tells how many were
+  // not): the metrics keep only each phase's longest, not when it was.
+  static constexpr std::chrono::milliseconds kSlowPass{250};
+  static constexpr std::chrono::seconds kSlowPassesApart{10};
   // Takes a new scheduler term, as the thread does each time it gains the
   // lock: from then on the leader's writes about jobs land only while the
   // term is its own, so a leader paused mid-pass whose lead passed to
@@ -230,6 +235,11 @@ class SchedulerLeader {
   base::Status pass(bool housekeeping, bool submits_only);
   // The parts of a pass, each timed for /metrics.
   enum Phase : std::size_t { kHousekeeping, kRead, kPlan, kWrite, kReasons, kPhases };
+  static constexpr std::array<const char*, kPhases> kPhaseNames = {"housekeeping", "read", "plan",
+                                                                   "write", "reasons"};
+  // Tells on stderr of a pass that took `nanos` (kSlowPass or more): its
+  // phases (what phase_nanos_ gained since `before`) and the waiting jobs.
+  void tell_slow_pass(std::int64_t nanos, const std::array<std::int64_t, kPhases>& before);
   // Runs `part`, adding its wall time to `phase`'s, and returns what it does.
   template <typename Part>
   decltype(auto) timed(Phase phase, Part&& part);
@@ -492,6 +502,9 @@ class SchedulerLeader {
   // Per phase: its wall time summed over the passes, and its longest.
   std::array<std::atomic<std::int64_t>, kPhases> phase_nanos_{};
   std::array<std::atomic<std::int64_t>, kPhases> max_phase_nanos_{};
+  std::int64_t judged_nanos_ = 0;  // the pass's judgement of silence, of its housekeeping
+  std::optional<base::Clock::time_point> slow_told_;  // when a slow pass was last told
+  std::int64_t slow_untold_ = 0;                      // slow passes since, not told
   base::Mutex mutex_;
   std::condition_variable wake_;
   // The pending reasons' writes, off the passes (service/reason_writer.h).

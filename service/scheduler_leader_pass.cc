@@ -523,7 +523,10 @@ decltype(auto) SchedulerLeader::timed(Phase phase, Part&& part) {
 base::Status SchedulerLeader::pass(bool housekeeping, bool submits_only) {
   if (housekeeping) {
     base::Status kept = timed(kHousekeeping, [&] {
-      if (base::Status s = judge_silence(); !s.ok()) return s;
+      const auto judging = options_.clock->now();
+      base::Status judged = judge_silence();
+      judged_nanos_ = std::chrono::nanoseconds(options_.clock->now() - judging).count();
+      if (!judged.ok()) return judged;
       if (base::Status s = requeue_orphans(); !s.ok()) return s;
       if (options_.clock->now() - rendezvous_swept_ < std::chrono::minutes(1))
         return base::Status::Ok();

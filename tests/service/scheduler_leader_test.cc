@@ -128,6 +128,7 @@ class FakeLeaderStore final : public LeaderStore {
   base::Result<std::vector<std::string>> mark_lost(std::chrono::milliseconds silence,
                                                    std::chrono::milliseconds max) override {
     if (away || refuse_writes) return down();
+    clock_.sleep_for(judgement_takes);  // a FakeClock moves on
     ++judgements;
     max_answer = max;
     if (silence > std::chrono::hours(24 * 365)) return std::vector<std::string>{};  // no one
@@ -225,7 +226,8 @@ class FakeLeaderStore final : public LeaderStore {
   int complete_reads = 0;
   int rows_read = 0;  // rows returned by read_to_schedule, in all
   int reads = 0;
-  std::chrono::milliseconds read_takes{0};  // how long each read of the jobs takes
+  std::chrono::milliseconds read_takes{0};       // how long each read of the jobs takes
+  std::chrono::milliseconds judgement_takes{0};  // how long each mark_lost takes
   base::Result<std::map<std::int64_t, std::string>> job_specs(
       const std::vector<std::int64_t>& ids) override {
     if (away) return down();
@@ -948,6 +950,48 @@ TEST_F(SchedulerLeaderPass, AJudgementAnsweredLateIsAnOutageAndTheSilenceIsJudge
   clock_.advance(seconds(2));
   ASSERT_TRUE(leader_->run_pass().ok());
   EXPECT_EQ("lost", store_.agents[0].state) << "silent for a full span since";
+}
+
+// A pass of kSlowPass or more is told on stderr with its phases, so that a
+// long one can be placed in time (the metrics keep only the longest); one
+// line in kSlowPassesApart at most, the next counting those not told.
+TEST_F(SchedulerLeaderPass, ASlowPassIsToldWithItsPhasesAtMostOnceInTenSeconds) {
+  using ::testing::internal::CaptureStderr;
+  using ::testing::internal::GetCapturedStderr;
+  store_.add_agent("a", 1, 1);
+  store_.add_job(1, "t", 8);
+  store_.add_job(2, "t", 8);  // waits for job 1's host
+  store_.judgement_takes = milliseconds(300);
+  store_.read_takes = milliseconds(20);
+  CaptureStderr();
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(GetCapturedStderr(),
+            "tpujobs: a scheduling pass took 320 ms; its phases in ms: housekeeping 300 (judging "
+            "the agents' silence 300), read 20, plan 0, write 0, reasons 0; jobs waiting at its "
+            "start: 2\n");
+
+  CaptureStderr();
+  for (int pass = 0; pass < 2; ++pass) {
+    clock_.advance(seconds(4));
+    store_.heartbeat("a");
+    ASSERT_TRUE(leader_->run_pass().ok());
+  }
+  EXPECT_EQ(GetCapturedStderr(), "") << "within 10 s of the one told";
+
+  store_.judgement_takes = milliseconds(0);
+  clock_.advance(seconds(4));
+  store_.heartbeat("a");
+  CaptureStderr();
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(GetCapturedStderr(), "") << "a pass of 20 ms";
+
+  store_.read_takes = milliseconds(250);
+  CaptureStderr();
+  ASSERT_TRUE(leader_->run_pass().ok());
+  EXPECT_EQ(GetCapturedStderr(),
+            "tpujobs: a scheduling pass took 250 ms; its phases in ms: housekeeping 0, read 250, "
+            "plan 0, write 0, reasons 0; jobs waiting at its start: 1; 2 more passes over 250 ms "
+            "since the last one told\n");
 }
 
 // A database that answers reads but takes no writes (read-only, its disk
