@@ -313,15 +313,16 @@ void ViewCache::set_pending(std::vector<PendingChange> changes) {
   ++generation_;
   for (auto& [id, pending] : changes) {
     auto it = index_.find(id);
-    if (it == index_.end() || !it->second->queued) {
-      // Perhaps a job just inserted whose view is being rendered: its
-      // put_submitted takes this reason.
-      note_early_reason_locked(id, std::move(pending));
-      note_changed_locked(id);
+    const bool kept = it != index_.end() && it->second->queued;
+    // Not kept: perhaps a job just inserted whose view is being rendered,
+    // whose put_submitted takes this reason (noted before the change, which
+    // it reads as the one before the reasons).
+    if (!kept) note_early_reason_locked(id, std::move(pending));
+    note_changed_locked(id);
+    if (!kept) {
       if (it != index_.end()) erase_locked(id);
       continue;
     }
-    note_changed_locked(id);
     Node& node = *it->second;
     bytes_ -= cost(node);
     Queued& q = *node.queued;
