@@ -78,25 +78,25 @@ base::Result<std::vector<std::string>> ClusterRepository::mark_lost(
   return with_connection(
       pool_, acquire_timeout_,
       [&](Connection& connection) -> base::Result<std::vector<std::string>> {
-        base::Result<Transaction> transaction = Transaction::begin(connection);
-        if (!transaction.ok()) return transaction.error();
         // Committed without waiting for the WAL to reach the disk: a
         // judgement a crash undoes is made again from the same silence, and
         // what follows from it (the lost agent's jobs requeued) commits
         // after it. Most judgements find no one, yet write WAL (pruning the
         // agents' heartbeats), and waited for a sync of up to 1 s on a busy
-        // disk (bench/RESULTS.md, session 36).
-        base::Result<QueryResult> asynchronous =
-            transaction->execute("SELECT set_config('synchronous_commit', 'off', true)");
-        if (!asynchronous.ok()) return asynchronous.error();
+        // disk (bench/RESULTS.md, session 36). The setting and the judgement
+        // go with the BEGIN, in one round trip.
+        const Statement judgement[] = {
+            {"SELECT set_config('synchronous_commit', 'off', true)"},
+            {"UPDATE agents SET state = 'lost'"
+             " WHERE state IN ('alive', 'draining')"
+             "   AND last_heartbeat < now() - $1::bigint * interval '1 millisecond'"
+             " RETURNING name",
+             {static_cast<std::int64_t>(silence.count())}}};
         const base::Clock::time_point sent = clock_.now();
-        base::Result<QueryResult> rows = transaction->execute(
-            "UPDATE agents SET state = 'lost'"
-            " WHERE state IN ('alive', 'draining')"
-            "   AND last_heartbeat < now() - $1::bigint * interval '1 millisecond'"
-            " RETURNING name",
-            {static_cast<std::int64_t>(silence.count())});
-        if (!rows.ok()) return rows.error();
+        auto begun = Transaction::begin(connection, judgement);
+        if (!begun.ok()) return begun.error();
+        auto& [transaction, answers] = *begun;
+        const QueryResult& rows = answers.back();
         // An answer this late means the server stalled (stopped, paused,
         // waiting on a lock): the agents' heartbeats were held up with this
         // statement, and are being written only now. Their silence is the
@@ -110,8 +110,8 @@ base::Result<std::vector<std::string>> ClusterRepository::mark_lost(
                                       "have caused");
         }
         std::vector<std::string> names;
-        for (int r = 0; r < rows->rows(); ++r) names.push_back(rows->string(r, 0));
-        if (base::Status committed = transaction->commit(); !committed.ok())
+        for (int r = 0; r < rows.rows(); ++r) names.push_back(rows.string(r, 0));
+        if (base::Status committed = transaction.commit(); !committed.ok())
           return committed.error();
         return names;
       });

@@ -674,6 +674,24 @@ base::Result<Transaction> Transaction::begin(Connection& connection) {
   return Transaction(connection);
 }
 
+base::Result<std::pair<Transaction, std::vector<QueryResult>>> Transaction::begin(
+    Connection& connection, std::span<const Statement> first) {
+  std::vector<Statement> all;
+  all.reserve(first.size() + 1);
+  all.push_back({"BEGIN"});
+  all.insert(all.end(), first.begin(), first.end());
+  base::Result<std::vector<QueryResult>> answers = connection.execute_pipeline(all);
+  Transaction transaction(connection);
+  if (!answers.ok()) {
+    // The block the BEGIN opened outlives the pipeline's failure: the
+    // transaction rolls it back as it goes.
+    transaction.open_ = connection.in_transaction();
+    return answers.error();
+  }
+  answers->erase(answers->begin());
+  return std::pair{std::move(transaction), std::move(*answers)};
+}
+
 Transaction::Transaction(Transaction&& other) noexcept
     : connection_(other.connection_), open_(other.open_) {
   other.open_ = false;

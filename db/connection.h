@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "base/clock.h"
@@ -301,6 +302,12 @@ class Connection {
 class Transaction {
  public:
   static base::Result<Transaction> begin(Connection& connection);
+  // begin(), with `first` run in the transaction in the same round trip as
+  // its BEGIN (one pipeline: Connection::execute_pipeline), and their
+  // answers in order. When one fails, the call fails and the transaction
+  // is rolled back.
+  static base::Result<std::pair<Transaction, std::vector<QueryResult>>> begin(
+      Connection& connection, std::span<const Statement> first);
   Transaction(Transaction&& other) noexcept;
   Transaction& operator=(Transaction&&) = delete;
   ~Transaction();

@@ -123,6 +123,39 @@ TEST(ConnectionPoolTest, TransactionRollsBackUnlessCommitted) {
   EXPECT_EQ("kept", rows->string(0, 0));
 }
 
+// A transaction begun with statements: they run in it, answered in order;
+// it is rolled back unless committed, and one that fails fails the begin
+// and leaves no transaction open on the connection.
+TEST(ConnectionPoolTest, ATransactionBegunWithStatementsRunsThemInIt) {
+  auto pool = make_pool(1);
+  auto connection = pool->acquire(milliseconds(1000));
+  ASSERT_TRUE(connection.ok());
+  ASSERT_TRUE((*connection)->execute_script("CREATE TABLE t (k text)").ok());
+  const Statement dropped[] = {{"INSERT INTO t VALUES ($1::text)", {"dropped"}},
+                               {"SELECT count(*) FROM t"}};
+  {
+    auto begun = Transaction::begin(**connection, dropped);
+    ASSERT_TRUE(begun.ok()) << begun.error().message;
+    ASSERT_EQ(2u, begun->second.size());
+    EXPECT_EQ(1, begun->second[1].int64(0, 0));
+    EXPECT_TRUE((*connection)->in_transaction());
+  }  // destroyed without commit
+  EXPECT_FALSE((*connection)->in_transaction());
+  const Statement kept[] = {{"INSERT INTO t VALUES ($1::text)", {"kept"}}};
+  {
+    auto begun = Transaction::begin(**connection, kept);
+    ASSERT_TRUE(begun.ok());
+    ASSERT_TRUE(begun->first.commit().ok());
+  }
+  const Statement failing[] = {{"INSERT INTO t VALUES ($1::text)", {"half"}},
+                               {"SELECT $1::integer", {"x"}}};
+  EXPECT_FALSE(Transaction::begin(**connection, failing).ok());
+  EXPECT_FALSE((*connection)->in_transaction());
+  auto rows = (*connection)->execute("SELECT string_agg(k, ',' ORDER BY k) FROM t");
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ("kept", rows->string(0, 0));
+}
+
 // Several statements in one round trip: each answer in its place, and a
 // failure fails the call, skips what follows and leaves the connection as
 // good as before (the next pipeline and statement run).
