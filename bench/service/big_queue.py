@@ -24,7 +24,10 @@ then measures (in the replica, which serves the reads):
      (tpujobs_scheduler_reason_write*), and how many passes of the burst
      read nothing from PostgreSQL (tpujobs_scheduler_reads_skipped_total) or
      reused the last plan (tpujobs_scheduler_plans_reused_total);
-  4. status reads of queued jobs with the whole queue (same wrk run);
+  4. status reads of queued jobs with the whole queue (same wrk run),
+     alternating run by run with the same reads of a second service like
+     the first, started then with 200 queued: the ratio of the two cancels
+     the machine's drift between sets minutes apart;
   5. a priority-100 job: the time from the `:recover` request of one host
      to the job's STARTING event (the events' own timestamps).
 PERF=DIR records `perf record -g` of serve during each read run into DIR.
@@ -240,13 +243,18 @@ def status_reads(url, first, last, serve_pid, postgres_pid, seconds=10):
                   f"PostgreSQL {pg:.2f} CPU-s, all else {busy - serve - pg:.2f} CPU-s")
 
 
-def median_reads(url, first, last, serve_pid, postgres_pid, runs):
-    """status_reads `runs` times in a row: the run of median rate, and every
-    rate (a neighbour on a shared host moves one 10-s run by a third)."""
-    results = sorted((status_reads(url, first, last, serve_pid, postgres_pid)
-                      for _ in range(runs)), key=lambda r: r[0])
+def median_of(results):
+    """Of status_reads' results: the run of median rate, and every rate (a
+    neighbour on a shared host moves one 10-s run by a third)."""
+    results = sorted(results, key=lambda r: r[0])
     rate, cost = results[len(results) // 2]
     return rate, f"{cost}; runs {'/'.join(f'{r:.0f}' for r, _ in results)} req/s"
+
+
+def median_reads(url, first, last, serve_pid, postgres_pid, runs):
+    """status_reads `runs` times in a row, as median_of gives them."""
+    return median_of([status_reads(url, first, last, serve_pid, postgres_pid)
+                      for _ in range(runs)])
 
 
 def view_sources(url):
@@ -296,7 +304,10 @@ def start_postgres(state, processes):
 
 
 def start_service(binary, state, jobs, cluster, processes):
-    """Starts the service; its URL and the pid that serves the reads."""
+    """Starts the service; its URL, the pid that serves the reads and its
+    PostgreSQL's postmaster (the embedded one, or --cluster's own, under
+    runuser as root)."""
+    first = len(processes)
     port = free_port()
     common = ["--listen", f"127.0.0.1:{port}", "--state-dir", os.path.join(state, "state"),
               "--default-max-queued", str(jobs + 1000)]
@@ -321,7 +332,17 @@ def start_service(binary, state, jobs, cluster, processes):
             if time.time() > deadline:
                 sys.exit("the agent's hosts never showed in the pool")
             time.sleep(0.1)
-    return f"http://127.0.0.1:{port}", serve.pid
+    postgres_pid = (processes[first].pid if cluster else
+                    int(open(os.path.join(state, "state", "pgdata", "postmaster.pid")).readline()))
+    return f"http://127.0.0.1:{port}", serve.pid, postgres_pid
+
+
+def drain(url):
+    """Drains every host of the pool; their names."""
+    hosts = [h["name"] for h in call(url + "/v1/pool")["hosts"]]
+    for host in hosts:
+        call(f"{url}/v1/pool/hosts/{host}:drain", "POST", {})
+    return hosts
 
 
 def submit_sweep(url, size, offset):
@@ -346,19 +367,14 @@ def main():
     os.chmod(state, 0o755)
     processes = []
     try:
-        url, serve_pid = start_service(args.binary, state, args.jobs, args.cluster, processes)
-        # The embedded server's postmaster, or --cluster's own (under runuser as root).
-        postgres_pid = (processes[0].pid if args.cluster else
-                        int(open(os.path.join(state, "state", "pgdata",
-                                              "postmaster.pid")).readline()))
+        url, serve_pid, postgres_pid = start_service(args.binary, state, args.jobs, args.cluster,
+                                                     processes)
         cpu = subprocess.run(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo"],
                              capture_output=True, text=True).stdout.strip()
         print(f"machine: {cpu}, {os.cpu_count()} CPUs, load average {os.getloadavg()}")
         idle = rss_mb(serve_pid)
         print(f"RSS idle: {idle:.1f} MB")
-        hosts = [h["name"] for h in call(url + "/v1/pool")["hosts"]]
-        for host in hosts:
-            call(f"{url}/v1/pool/hosts/{host}:drain", "POST", {})
+        hosts = drain(url)
 
         small = submit_sweep(url, 200, 0)
         rate_small, cost = median_reads(url, small[0], small[-1], serve_pid, postgres_pid,
@@ -426,10 +442,31 @@ def main():
         print(f"RSS with {queued} queued: {full:.1f} MB "
               f"({(full - idle) * 1024 * 1024 / queued:.0f} bytes per queued job)")
 
-        rate_big, cost = median_reads(url, small[0], max(ids), serve_pid, postgres_pid,
-                                      args.read_runs)
+        # Beside it, a second service like the first with 200 queued: its
+        # read runs and the big queue's alternate, so that the machine's
+        # drift between sets minutes apart falls on both figures alike.
+        beside_state = os.path.join(state, "beside")
+        os.makedirs(beside_state)
+        beside_url, beside_pid, beside_postgres = start_service(args.binary, beside_state, 200,
+                                                                args.cluster, processes)
+        drain(beside_url)
+        beside = submit_sweep(beside_url, 200, 0)
+        big_runs, beside_runs = [], []
+        measures = (lambda: big_runs.append(status_reads(url, small[0], max(ids), serve_pid,
+                                                         postgres_pid)),
+                    lambda: beside_runs.append(status_reads(beside_url, beside[0], beside[-1],
+                                                            beside_pid, beside_postgres)))
+        for run in range(args.read_runs):  # big first, then the other first, ...
+            for measure in (measures if run % 2 == 0 else measures[::-1]):
+                measure()
+        rate_big, cost = median_of(big_runs)
+        rate_beside, beside_cost = median_of(beside_runs)
         print(f"status reads, {queued} queued: {rate_big:.0f} req/s, {cost} "
               f"({rate_big / rate_small:.2f}x the 200-queued figure)")
+        print(f"status reads, 200 queued in a second service, runs alternating with the "
+              f"above: {rate_beside:.0f} req/s, {beside_cost}; the big queue's median "
+              f"{rate_big / rate_beside:.2f}x this one's, run by run "
+              + "/".join(f"{b[0] / s[0]:.2f}" for b, s in zip(big_runs, beside_runs)))
 
         urgent = call(url + "/v1/jobs", "POST", dict(SPEC, name="urgent", priority=100))["id"]
         deadline = time.time() + 30
