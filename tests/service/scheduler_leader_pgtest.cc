@@ -382,6 +382,35 @@ TEST_F(SchedulerLeaderTest, AQueuedJobCancelledThroughTheApiMovesTheOneBehindItU
       << ": the leader was not woken";
 }
 
+// With a wake bus, the API service keeps a queued job's view, and only the
+// bus tells it the row changed (the database's NOTIFY is not listened to):
+// a row changed behind it keeps showing as it was until the bus names the
+// job, and a name of another job leaves it as it is.
+TEST_F(SchedulerLeaderTest, AKeptQueuedViewGoesWhenTheBusNamesItsJobAndOnlyThen) {
+  WakeBus bus;
+  auto manager_pool = db::ConnectionPool::create(conninfo_, 2);
+  ASSERT_TRUE(manager_pool.ok());
+  auto layout = scheduler::parse_pool("v3-8");
+  ASSERT_TRUE(layout.ok());
+  JobManagerOptions manager_options;
+  manager_options.wake_bus = &bus;
+  JobManager manager(**manager_pool, *layout, manager_options);
+  ASSERT_TRUE(manager.start().ok());
+  const std::int64_t id = submit(1);
+  auto state = [&] {
+    base::Result<json> view = manager.get_job(id, "t");
+    return view.ok() ? view->value("state", "") : "error: " + view.error().message;
+  };
+  ASSERT_EQ("QUEUED", state());  // read, and kept
+
+  ASSERT_TRUE(*repo_->jobs.transition(lifecycle::cancel_queued(id)));
+  EXPECT_EQ("QUEUED", state()) << "no one told the service: its kept view answers";
+  bus.publish(kJobsChangedChannel, format_job_ids({id + 1, id + 2}));
+  EXPECT_EQ("QUEUED", state()) << "the bus named other jobs";
+  bus.publish(kJobsChangedChannel, format_job_ids({id + 1, id}));
+  EXPECT_EQ("CANCELLED", state()) << "the bus named it: its view is read again";
+}
+
 // Between passes the leader reads only the rows written since its last
 // read (issue 29): what others wrote meanwhile (an end, a cancel, a new
 // submit) must still reach its next pass, as if it had read every job.
