@@ -87,8 +87,24 @@ class SchedulerLeaderTest : public ::testing::Test {
     ASSERT_TRUE(started.ok() && *started);
   }
 
+  // The API service of a standalone serve on this schema, told through
+  // `bus`, started; null when it could not start. It is destroyed before
+  // the fixture (its pool is the fixture's).
+  std::unique_ptr<JobManager> started_manager(WakeBus& bus) {
+    auto pool = db::ConnectionPool::create(conninfo_, 2);
+    auto layout = scheduler::parse_pool("v3-8");
+    if (!pool.ok() || !layout.ok()) return nullptr;
+    manager_pool_ = std::move(*pool);
+    JobManagerOptions options;
+    options.wake_bus = &bus;
+    auto manager = std::make_unique<JobManager>(*manager_pool_, *layout, options);
+    if (!manager->start().ok()) return nullptr;
+    return manager;
+  }
+
   std::string conninfo_;
   std::unique_ptr<db::ConnectionPool> pool_;
+  std::unique_ptr<db::ConnectionPool> manager_pool_;
   std::unique_ptr<db::Repositories> repo_;
   std::unique_ptr<db::ClusterRepository> cluster_;
   std::unique_ptr<SchedulerLeader> leader_;
@@ -345,14 +361,9 @@ TEST_F(SchedulerLeaderTest, ACancelRequestedWhileQueuedEndsTheJob) {
 // leader here polls once an hour, so only the cancel's wake-up can do it.
 TEST_F(SchedulerLeaderTest, AQueuedJobCancelledThroughTheApiMovesTheOneBehindItUpAtOnce) {
   WakeBus bus;
-  auto manager_pool = db::ConnectionPool::create(conninfo_, 2);
-  ASSERT_TRUE(manager_pool.ok());
-  auto layout = scheduler::parse_pool("v3-8");
-  ASSERT_TRUE(layout.ok());
-  JobManagerOptions manager_options;
-  manager_options.wake_bus = &bus;
-  JobManager manager(**manager_pool, *layout, manager_options);
-  ASSERT_TRUE(manager.start().ok());
+  std::unique_ptr<JobManager> api = started_manager(bus);
+  ASSERT_TRUE(api != nullptr);
+  JobManager& manager = *api;
   // Declared after the manager: stopped (destroyed) before it, so nothing
   // it publishes reaches a manager that is gone.
   SchedulerLeaderOptions options;
@@ -388,14 +399,9 @@ TEST_F(SchedulerLeaderTest, AQueuedJobCancelledThroughTheApiMovesTheOneBehindItU
 // job, and a name of another job leaves it as it is.
 TEST_F(SchedulerLeaderTest, AKeptQueuedViewGoesWhenTheBusNamesItsJobAndOnlyThen) {
   WakeBus bus;
-  auto manager_pool = db::ConnectionPool::create(conninfo_, 2);
-  ASSERT_TRUE(manager_pool.ok());
-  auto layout = scheduler::parse_pool("v3-8");
-  ASSERT_TRUE(layout.ok());
-  JobManagerOptions manager_options;
-  manager_options.wake_bus = &bus;
-  JobManager manager(**manager_pool, *layout, manager_options);
-  ASSERT_TRUE(manager.start().ok());
+  std::unique_ptr<JobManager> api = started_manager(bus);
+  ASSERT_TRUE(api != nullptr);
+  JobManager& manager = *api;
   const std::int64_t id = submit(1);
   auto state = [&] {
     base::Result<json> view = manager.get_job(id, "t");
