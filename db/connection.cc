@@ -317,29 +317,29 @@ base::Result<std::vector<QueryResult>> Connection::execute_generic(
   // pending reason by its key, planned on the empty table, scanned 100,000
   // of them: 5.9 ms; bench/RESULTS.md, session 37). Without sequential
   // scans, its plan is by key whatever the table's size was.
-  return execute_planned({"SET plan_cache_mode = force_generic_plan", "SET enable_seqscan = off"},
+  return execute_between({"SET plan_cache_mode = force_generic_plan", "SET enable_seqscan = off"},
                          {"RESET enable_seqscan", "RESET plan_cache_mode"}, statements);
 }
 
 base::Result<std::vector<QueryResult>> Connection::execute_custom(
     std::span<const Statement> statements) {
-  return execute_planned({"SET plan_cache_mode = force_custom_plan"}, {"RESET plan_cache_mode"},
+  return execute_between({"SET plan_cache_mode = force_custom_plan"}, {"RESET plan_cache_mode"},
                          statements);
 }
 
-base::Result<std::vector<QueryResult>> Connection::execute_planned(
-    std::initializer_list<std::string_view> set, std::initializer_list<std::string_view> reset,
+base::Result<std::vector<QueryResult>> Connection::execute_between(
+    std::initializer_list<std::string_view> before, std::initializer_list<std::string_view> after,
     std::span<const Statement> statements) {
   // SET is transactional: a statement that fails takes it back with it.
   std::vector<Statement> all;
-  all.reserve(set.size() + statements.size() + reset.size());
-  for (std::string_view sql : set) all.push_back({sql});
+  all.reserve(before.size() + statements.size() + after.size());
+  for (std::string_view sql : before) all.push_back({sql});
   all.insert(all.end(), statements.begin(), statements.end());
-  for (std::string_view sql : reset) all.push_back({sql});
+  for (std::string_view sql : after) all.push_back({sql});
   base::Result<std::vector<QueryResult>> answers = execute_pipeline(all);
   if (!answers.ok()) return answers.error();
-  answers->erase(answers->end() - static_cast<std::ptrdiff_t>(reset.size()), answers->end());
-  answers->erase(answers->begin(), answers->begin() + static_cast<std::ptrdiff_t>(set.size()));
+  answers->erase(answers->end() - static_cast<std::ptrdiff_t>(after.size()), answers->end());
+  answers->erase(answers->begin(), answers->begin() + static_cast<std::ptrdiff_t>(before.size()));
   return answers;
 }
 
@@ -556,11 +556,7 @@ base::Result<Transaction> Transaction::begin(Connection& connection) {
 
 base::Result<std::pair<Transaction, std::vector<QueryResult>>> Transaction::begin(
     Connection& connection, std::span<const Statement> first) {
-  std::vector<Statement> all;
-  all.reserve(first.size() + 1);
-  all.push_back({"BEGIN"});
-  all.insert(all.end(), first.begin(), first.end());
-  base::Result<std::vector<QueryResult>> answers = connection.execute_pipeline(all);
+  base::Result<std::vector<QueryResult>> answers = connection.execute_between({"BEGIN"}, {}, first);
   Transaction transaction(connection);
   if (!answers.ok()) {
     // The block the BEGIN opened outlives the pipeline's failure: the
@@ -568,7 +564,6 @@ base::Result<std::pair<Transaction, std::vector<QueryResult>>> Transaction::begi
     transaction.open_ = connection.in_transaction();
     return answers.error();
   }
-  answers->erase(answers->begin());
   return std::pair{std::move(transaction), std::move(*answers)};
 }
 

@@ -246,6 +246,7 @@ class Connection {
   const ServerProcess& server_process() const { return server_process_; }
 
  private:
+  friend class Transaction;  // its BEGIN goes with its first statements
   using Deadline = std::optional<base::Clock::time_point>;
 
   Connection(pg_conn* connection, base::Clock& clock) : connection_(connection), clock_(clock) {}
@@ -255,10 +256,11 @@ class Connection {
   base::Status set_up_session(std::chrono::milliseconds answer_timeout);
   base::Error error_from(pg_result* result, std::string_view what) const;
   Deadline answer_deadline() const;
-  // execute_pipeline() between the statements `set` (SETs of the planner's
-  // settings) and `reset` (their RESETs).
-  base::Result<std::vector<QueryResult>> execute_planned(
-      std::initializer_list<std::string_view> set, std::initializer_list<std::string_view> reset,
+  // execute_pipeline() of `statements` between the statements `before`
+  // and `after` (SETs of the planner's settings and their RESETs; a BEGIN),
+  // in the same round trip; only the answers of `statements`.
+  base::Result<std::vector<QueryResult>> execute_between(
+      std::initializer_list<std::string_view> before, std::initializer_list<std::string_view> after,
       std::span<const Statement> statements);
   // After a PQsend* call that returned `sent`: flushes the request and
   // collects its results by `deadline`. The result is the first error, or

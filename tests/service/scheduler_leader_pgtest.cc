@@ -88,17 +88,24 @@ class SchedulerLeaderTest : public ::testing::Test {
   }
 
   // The API service of a standalone serve on this schema, told through
-  // `bus`, started; null when it could not start. It is destroyed before
-  // the fixture (its pool is the fixture's).
+  // `bus`, started; null (the test failed, saying why) when it could not
+  // start. Once a test: it must be destroyed before the fixture, whose pool
+  // it uses.
   std::unique_ptr<JobManager> started_manager(WakeBus& bus) {
     auto pool = db::ConnectionPool::create(conninfo_, 2);
-    auto layout = scheduler::parse_pool("v3-8");
-    if (!pool.ok() || !layout.ok()) return nullptr;
+    if (!pool.ok()) {
+      ADD_FAILURE() << "the manager's pool: " << pool.error().message;
+      return nullptr;
+    }
     manager_pool_ = std::move(*pool);
     JobManagerOptions options;
     options.wake_bus = &bus;
-    auto manager = std::make_unique<JobManager>(*manager_pool_, *layout, options);
-    if (!manager->start().ok()) return nullptr;
+    auto manager =
+        std::make_unique<JobManager>(*manager_pool_, *scheduler::parse_pool("v3-8"), options);
+    if (base::Status started = manager->start(); !started.ok()) {
+      ADD_FAILURE() << "the manager did not start: " << started.error().message;
+      return nullptr;
+    }
     return manager;
   }
 
