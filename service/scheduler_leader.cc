@@ -200,6 +200,35 @@ PassPacer::time_point PassPacer::next(time_point began, time_point ended, bool w
   return ended + std::max(duration(0), -credit_);
 }
 
+void SchedulerLeader::write_part_metrics(std::ostream& out) const {
+  // One series a phase (or step) of the passes, in seconds.
+  auto per_part = [&](const char* name, const char* type, const char* help, const char* label,
+                      const auto& names, const auto& nanos) {
+    out << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n";
+    for (std::size_t p = 0; p < names.size(); ++p) {
+      out << name << "{" << label << "=\"" << names[p] << "\"} "
+          << static_cast<double>(nanos[p].load()) / 1e9 << "\n";
+    }
+  };
+  per_part("tpujobs_scheduler_pass_phase_seconds_total", "counter",
+           "Wall time of the passes' phases: housekeeping (silent agents, orphans), read (the "
+           "rows changed since the last pass), plan (the placement policy), write (ends, "
+           "placements, preemptions), reasons (the pending reasons that changed, rendered and "
+           "handed to their writer).",
+           "phase", kPhaseNames, phase_nanos_);
+  per_part("tpujobs_scheduler_pass_phase_max_seconds", "gauge",
+           "The longest of each phase since this replica started.", "phase", kPhaseNames,
+           max_phase_nanos_);
+  per_part("tpujobs_scheduler_housekeeping_seconds_total", "counter",
+           "Wall time of housekeeping's steps: judge (the agents' silence, one transaction), "
+           "orphans (the jobs of agents lost, read and moved off), sweep (old rendezvous keys, "
+           "once a minute).",
+           "step", kStepNames, step_nanos_);
+  per_part("tpujobs_scheduler_housekeeping_max_seconds", "gauge",
+           "The longest of each step since this replica started.", "step", kStepNames,
+           max_step_nanos_);
+}
+
 std::string SchedulerLeader::prometheus_metrics() const {
   const double seconds = static_cast<double>(pass_nanos_.load()) / 1e9;
   const double longest = static_cast<double>(max_pass_nanos_.load()) / 1e9;
@@ -240,23 +269,7 @@ std::string SchedulerLeader::prometheus_metrics() const {
          "woke, which placed the new jobs without reading the tables.\n"
       << "# TYPE tpujobs_scheduler_reads_skipped_total counter\n"
       << "tpujobs_scheduler_reads_skipped_total " << reads_skipped_.load() << "\n";
-  // One series a phase, in seconds.
-  auto per_phase = [&](const char* name, const char* type, const char* help,
-                       const std::array<std::atomic<std::int64_t>, kPhases>& nanos) {
-    out << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n";
-    for (std::size_t p = 0; p < kPhases; ++p) {
-      out << name << "{phase=\"" << kPhaseNames[p] << "\"} "
-          << static_cast<double>(nanos[p].load()) / 1e9 << "\n";
-    }
-  };
-  per_phase("tpujobs_scheduler_pass_phase_seconds_total", "counter",
-            "Wall time of the passes' phases: housekeeping (silent agents, orphans), read (the "
-            "rows changed since the last pass), plan (the placement policy), write (ends, "
-            "placements, preemptions), reasons (the pending reasons that changed, rendered and "
-            "handed to their writer).",
-            phase_nanos_);
-  per_phase("tpujobs_scheduler_pass_phase_max_seconds", "gauge",
-            "The longest of each phase since this replica started.", max_phase_nanos_);
+  write_part_metrics(out);
   const ReasonWriter& w = reasons_writer_;
   out << "# HELP tpujobs_scheduler_reason_writes_total Statements that wrote pending reasons "
          "(off the passes).\n"
@@ -419,7 +432,7 @@ base::Status SchedulerLeader::run_pass(bool housekeeping, bool submits_only) {
   const auto began = options_.clock->now();
   std::array<std::int64_t, kPhases> phases_before;
   for (std::size_t p = 0; p < kPhases; ++p) phases_before[p] = phase_nanos_[p];
-  judged_nanos_ = 0;
+  pass_step_nanos_ = {};
   base::Status s = pass(housekeeping, submits_only);
   announce_ended();  // also after a failed pass: its ends that landed
   const std::int64_t nanos = std::chrono::nanoseconds(options_.clock->now() - began).count();
@@ -461,8 +474,14 @@ void SchedulerLeader::tell_slow_pass(std::int64_t nanos,
   for (std::size_t p = 0; p < kPhases; ++p) {
     line +=
         std::string(p == 0 ? " " : ", ") + kPhaseNames[p] + " " + ms(phase_nanos_[p] - before[p]);
-    if (p == kHousekeeping && judged_nanos_ > 0)
-      line += " (judging the agents' silence " + ms(judged_nanos_) + ")";
+    if (p == kHousekeeping && phase_nanos_[p] > before[p]) {
+      line += " (";
+      for (std::size_t step = 0; step < kSteps; ++step) {
+        line += std::string(step == 0 ? "" : ", ") + kStepNames[step] + " " +
+                ms(pass_step_nanos_[step]);
+      }
+      line += ")";
+    }
   }
   line += "; jobs waiting at its start: " + std::to_string(snapshot_.waiting.size());
   if (slow_untold_ > 0) {

@@ -48,6 +48,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <ostream>
 #include <set>
 #include <string>
 #include <thread>
@@ -208,8 +209,9 @@ class SchedulerLeader {
   // `submits_only`: only submits woke it since the last pass.
   base::Status run_pass(bool housekeeping = true, bool submits_only = false);
   // A pass that takes this long or longer is told on stderr with its
-  // phases, at most one every kSlowPassesApart (the next tells how many were
-  // not): the metrics keep only each phase's longest, not when it was.
+  // phases and its housekeeping's steps, at most one every kSlowPassesApart
+  // (the next tells how many were not): the metrics keep only each phase's
+  // longest, not when it was.
   static constexpr std::chrono::milliseconds kSlowPass{250};
   static constexpr std::chrono::seconds kSlowPassesApart{10};
   // Takes a new scheduler term, as the thread does each time it gains the
@@ -237,12 +239,24 @@ class SchedulerLeader {
   enum Phase : std::size_t { kHousekeeping, kRead, kPlan, kWrite, kReasons, kPhases };
   static constexpr std::array<const char*, kPhases> kPhaseNames = {"housekeeping", "read", "plan",
                                                                    "write", "reasons"};
+  // The steps of housekeeping, each timed for /metrics as well: the
+  // judgement of silence (mark_lost: its connection, its round trip, its
+  // commit), the read and requeue of the orphans, and the sweep of old
+  // rendezvous keys (once a minute).
+  enum Step : std::size_t { kJudge, kOrphans, kSweep, kSteps };
+  static constexpr std::array<const char*, kSteps> kStepNames = {"judge", "orphans", "sweep"};
   // Tells on stderr of a pass that took `nanos` (kSlowPass or more): its
-  // phases (what phase_nanos_ gained since `before`) and the waiting jobs.
+  // phases (what phase_nanos_ gained since `before`), its housekeeping's
+  // steps and the waiting jobs.
   void tell_slow_pass(std::int64_t nanos, const std::array<std::int64_t, kPhases>& before);
-  // Runs `part`, adding its wall time to `phase`'s, and returns what it does.
+  // Runs `part`, adding its wall time to `phase`'s (or `step`'s, and the
+  // pass's pass_step_nanos_), and returns what it does.
   template <typename Part>
   decltype(auto) timed(Phase phase, Part&& part);
+  template <typename Part>
+  decltype(auto) timed(Step step, Part&& part);
+  // The phases' and steps' series of /metrics (prometheus_metrics).
+  void write_part_metrics(std::ostream& out) const;
   base::Status judge_silence();  // declares lost the agents silent too long
   base::Status requeue_orphans();
   // Takes a placed job off its agent: CANCELLED when a cancel was accepted,
@@ -502,7 +516,10 @@ class SchedulerLeader {
   // Per phase: its wall time summed over the passes, and its longest.
   std::array<std::atomic<std::int64_t>, kPhases> phase_nanos_{};
   std::array<std::atomic<std::int64_t>, kPhases> max_phase_nanos_{};
-  std::int64_t judged_nanos_ = 0;  // the pass's judgement of silence, of its housekeeping
+  // Per step of housekeeping: the same, and the current pass's.
+  std::array<std::atomic<std::int64_t>, kSteps> step_nanos_{};
+  std::array<std::atomic<std::int64_t>, kSteps> max_step_nanos_{};
+  std::array<std::int64_t, kSteps> pass_step_nanos_{};
   std::optional<base::Clock::time_point> slow_told_;  // when a slow pass was last told
   std::int64_t slow_untold_ = 0;                      // slow passes since, not told
   base::Mutex mutex_;

@@ -502,37 +502,57 @@ base::Status SchedulerLeader::judge_silence() {
   return base::Status::Ok();
 }
 
+namespace {
+// Adds the wall time of its scope to `total` (and to `*pass`, if given), and
+// keeps the longest in `longest`: whatever the scope returns. One thread
+// makes the passes.
+class ScopeTimer {
+ public:
+  ScopeTimer(base::Clock& clock, std::atomic<std::int64_t>& total,
+             std::atomic<std::int64_t>& longest, std::int64_t* pass = nullptr)
+      : clock_(clock), total_(total), longest_(longest), pass_(pass), began_(clock.now()) {}
+  ScopeTimer(const ScopeTimer&) = delete;
+  ScopeTimer& operator=(const ScopeTimer&) = delete;
+  ~ScopeTimer() {
+    const std::int64_t nanos = std::chrono::nanoseconds(clock_.now() - began_).count();
+    total_ += nanos;
+    if (nanos > longest_) longest_ = nanos;
+    if (pass_ != nullptr) *pass_ += nanos;
+  }
+
+ private:
+  base::Clock& clock_;
+  std::atomic<std::int64_t>& total_;
+  std::atomic<std::int64_t>& longest_;
+  std::int64_t* pass_;
+  base::Clock::time_point began_;
+};
+}  // namespace
+
 template <typename Part>
 decltype(auto) SchedulerLeader::timed(Phase phase, Part&& part) {
-  // Adds the part's wall time when it returns, whatever it returns.
-  struct Timer {
-    SchedulerLeader& leader;
-    Phase phase;
-    base::Clock::time_point began;
-    ~Timer() {
-      const std::int64_t nanos =
-          std::chrono::nanoseconds(leader.options_.clock->now() - began).count();
-      leader.phase_nanos_[phase] += nanos;
-      // One thread makes the passes.
-      if (nanos > leader.max_phase_nanos_[phase]) leader.max_phase_nanos_[phase] = nanos;
-    }
-  } timer{*this, phase, options_.clock->now()};
+  ScopeTimer timer(*options_.clock, phase_nanos_[phase], max_phase_nanos_[phase]);
+  return part();
+}
+
+template <typename Part>
+decltype(auto) SchedulerLeader::timed(Step step, Part&& part) {
+  ScopeTimer timer(*options_.clock, step_nanos_[step], max_step_nanos_[step],
+                   &pass_step_nanos_[step]);
   return part();
 }
 
 base::Status SchedulerLeader::pass(bool housekeeping, bool submits_only) {
   if (housekeeping) {
     base::Status kept = timed(kHousekeeping, [&] {
-      const auto judging = options_.clock->now();
-      base::Status judged = judge_silence();
-      judged_nanos_ = std::chrono::nanoseconds(options_.clock->now() - judging).count();
-      if (!judged.ok()) return judged;
-      if (base::Status s = requeue_orphans(); !s.ok()) return s;
+      if (base::Status s = timed(kJudge, [&] { return judge_silence(); }); !s.ok()) return s;
+      if (base::Status s = timed(kOrphans, [&] { return requeue_orphans(); }); !s.ok()) return s;
       if (options_.clock->now() - rendezvous_swept_ < std::chrono::minutes(1))
         return base::Status::Ok();
       // A rendezvous is over once its slice connected or failed (within the
       // collective deadline): old keys only take room.
-      base::Status s = store_.forget_rendezvous_before(std::chrono::hours(1));
+      base::Status s =
+          timed(kSweep, [&] { return store_.forget_rendezvous_before(std::chrono::hours(1)); });
       if (s.ok()) rendezvous_swept_ = options_.clock->now();
       return s;
     });

@@ -19,7 +19,8 @@ then measures (in the replica, which serves the reads):
      each phase, with the plans reused and the reasons written then) and how
      many of them took over 25 and 50 ms (its histogram), and the longest
      since the start (which includes the burst of submits), and the
-     longest of each phase of a pass (tpujobs_scheduler_pass_phase_max_seconds),
+     longest of each phase of a pass (tpujobs_scheduler_pass_phase_max_seconds,
+     and of housekeeping's steps: tpujobs_scheduler_housekeeping_max_seconds),
      the writes of pending reasons the leader makes off its passes
      (tpujobs_scheduler_reason_write*), and how many passes of the burst
      read nothing from PostgreSQL (tpujobs_scheduler_reads_skipped_total) or
@@ -98,6 +99,7 @@ def pass_stats(url):
 
 
 PHASES = ("housekeeping", "read", "plan", "write", "reasons")
+STEPS = ("judge", "orphans", "sweep")  # housekeeping's
 
 
 def reason_writes(url):
@@ -136,16 +138,20 @@ def describe_reason_writes(before, after):
             f"longest since start {after[3] * 1000:.0f} ms")
 
 
-def phases(url, series):
-    """One value per phase of the leader's passes (PHASES) of a per-phase series."""
+def phases(url, series, label="phase", names=PHASES):
+    """One value per phase of the leader's passes (or per step) of a per-phase series."""
     text = call(url + "/metrics")
-    return [metric(text, f'{series}{{phase="{phase}"}}') for phase in PHASES]
+    return [metric(text, f'{series}{{{label}="{name}"}}') for name in names]
 
 
 def phase_maxima(url):
-    """The longest of each phase of the leader's passes so far, in ms."""
+    """The longest of each phase of the leader's passes so far, and of each
+    of housekeeping's steps, in ms."""
     longest = phases(url, "tpujobs_scheduler_pass_phase_max_seconds")
-    return ", ".join(f"{phase} {value * 1000:.0f}" for phase, value in zip(PHASES, longest))
+    steps = phases(url, "tpujobs_scheduler_housekeeping_max_seconds", "step", STEPS)
+    return (", ".join(f"{phase} {value * 1000:.0f}" for phase, value in zip(PHASES, longest))
+            + " (housekeeping's steps: "
+            + ", ".join(f"{step} {value * 1000:.0f}" for step, value in zip(STEPS, steps)) + ")")
 
 
 def phase_totals(url):

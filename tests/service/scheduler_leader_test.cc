@@ -169,6 +169,7 @@ class FakeLeaderStore final : public LeaderStore {
   }
   base::Status forget_rendezvous_before(std::chrono::milliseconds) override {
     if (away) return down();
+    clock_.sleep_for(sweep_takes);
     return base::Status::Ok();
   }
   base::Status notify(const char* channel, const std::string& payload) override {
@@ -228,6 +229,8 @@ class FakeLeaderStore final : public LeaderStore {
   int reads = 0;
   std::chrono::milliseconds read_takes{0};       // how long each read of the jobs takes
   std::chrono::milliseconds judgement_takes{0};  // how long each mark_lost takes
+  std::chrono::milliseconds orphans_take{0};     // each read of the orphans
+  std::chrono::milliseconds sweep_takes{0};      // each sweep of old rendezvous keys
   base::Result<std::map<std::int64_t, std::string>> job_specs(
       const std::vector<std::int64_t>& ids) override {
     if (away) return down();
@@ -240,6 +243,7 @@ class FakeLeaderStore final : public LeaderStore {
   }
   base::Result<std::vector<db::JobRow>> orphaned_jobs() override {
     if (away) return down();
+    clock_.sleep_for(orphans_take);
     std::vector<db::JobRow> out;
     for (const db::JobRow& row : jobs) {
       const bool placed = row.state == JobState::kStarting || row.state == JobState::kRunning;
@@ -662,6 +666,28 @@ TEST_F(SchedulerLeaderPass, MetricsCountThePassesTheirTimeAndTheLongest) {
       << text;
 }
 
+// Housekeeping's steps are timed apart: a long housekeeping phase says
+// which of its statements waited.
+TEST_F(SchedulerLeaderPass, MetricsTimeHousekeepingsStepsApart) {
+  store_.judgement_takes = std::chrono::milliseconds(2);
+  store_.orphans_take = std::chrono::milliseconds(5);
+  store_.sweep_takes = std::chrono::milliseconds(9);
+  ASSERT_TRUE(leader_->run_pass().ok());  // sweeps: none so far
+  store_.orphans_take = std::chrono::milliseconds(3);
+  ASSERT_TRUE(leader_->run_pass().ok());  // within the minute: no sweep
+  ASSERT_TRUE(leader_->run_pass(/*housekeeping=*/false).ok());
+  const std::string text = leader_->prometheus_metrics();
+  for (const char* series :
+       {"tpujobs_scheduler_housekeeping_seconds_total{step=\"judge\"} 0.004\n",
+        "tpujobs_scheduler_housekeeping_seconds_total{step=\"orphans\"} 0.008\n",
+        "tpujobs_scheduler_housekeeping_seconds_total{step=\"sweep\"} 0.009\n",
+        "tpujobs_scheduler_housekeeping_max_seconds{step=\"judge\"} 0.002\n",
+        "tpujobs_scheduler_housekeeping_max_seconds{step=\"orphans\"} 0.005\n",
+        "tpujobs_scheduler_pass_phase_seconds_total{phase=\"housekeeping\"} 0.021\n"}) {
+    EXPECT_NE(text.find(series), std::string::npos) << series << text;
+  }
+}
+
 TEST_F(SchedulerLeaderPass, WithTheDatabaseAwayAPassFailsAndWritesNothing) {
   store_.add_agent("a", 3, 1);
   store_.add_job(1, "t", 8);
@@ -962,13 +988,17 @@ TEST_F(SchedulerLeaderPass, ASlowPassIsToldWithItsPhasesAtMostOnceInTenSeconds) 
   store_.add_job(1, "t", 8);
   store_.add_job(2, "t", 8);  // waits for job 1's host
   store_.judgement_takes = milliseconds(300);
+  store_.orphans_take = milliseconds(30);
+  store_.sweep_takes = milliseconds(4);
   store_.read_takes = milliseconds(20);
   CaptureStderr();
   ASSERT_TRUE(leader_->run_pass().ok());
   EXPECT_EQ(GetCapturedStderr(),
-            "tpujobs: a scheduling pass took 320 ms; its phases in ms: housekeeping 300 (judging "
-            "the agents' silence 300), read 20, plan 0, write 0, reasons 0; jobs waiting at its "
+            "tpujobs: a scheduling pass took 354 ms; its phases in ms: housekeeping 334 (judge "
+            "300, orphans 30, sweep 4), read 20, plan 0, write 0, reasons 0; jobs waiting at its "
             "start: 2\n");
+  store_.orphans_take = milliseconds(0);
+  store_.sweep_takes = milliseconds(0);
 
   CaptureStderr();
   for (int pass = 0; pass < 2; ++pass) {
