@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
 """A standalone `tpujobs serve` with a very large queue (issue 29's budgets).
 
-    bench/service/big_queue.py PATH/TO/tpujobs [--jobs 100000] [--cluster]
+    bench/service/big_queue.py PATH/TO/tpujobs [--jobs 100000] [--cluster] [--same-session]
 
 Starts its own service (embedded PostgreSQL, pool v3-32, fresh state dir) on
 loopback; with --cluster instead a PostgreSQL server of its own with the
 embedded one's settings, a replica (`serve --database-url URL --pool none`,
-the scheduler leader) and an agent with the v3-32 pool. Drains every host,
-then measures (in the replica, which serves the reads):
+the scheduler leader) and an agent with the v3-32 pool. Each runs in a
+session of its own, as under systemd or in a terminal of its own: with
+Linux's autogroup a session is a scheduling group, and the service's
+threads would otherwise share one with this script's submitters and wrk
+(--same-session keeps them in this script's, as bench/RESULTS.md's figures
+before its session 61 were taken).
+Drains every host, then measures (in the replica, which serves the reads):
   1. status reads of queued jobs with 200 queued (wrk, 64 connections, 10 s,
      --read-runs times: the run of median rate is reported), with
      serve's CPU per request and the CPU PostgreSQL and all else spent then;
@@ -159,10 +164,15 @@ def phase_totals(url):
     return phases(url, "tpujobs_scheduler_pass_phase_seconds_total")
 
 
-def phase_means(before, after, passes):
-    """Each phase's mean per pass between two phase_totals, in ms."""
+def step_totals(url):
+    """Each of housekeeping's steps' wall time summed so far, in s."""
+    return phases(url, "tpujobs_scheduler_housekeeping_seconds_total", "step", STEPS)
+
+
+def phase_means(before, after, passes, names=PHASES):
+    """Each phase's (or step's) mean per pass between two phase_totals, in ms."""
     return ", ".join(f"{phase} {(b - a) / passes * 1000:.1f}"
-                     for phase, a, b in zip(PHASES, before, after)) if passes else "none"
+                     for phase, a, b in zip(names, before, after)) if passes else "none"
 
 
 def cpu_by_pid(pids):
@@ -284,7 +294,7 @@ def wait_for_line(process, log_path, text, seconds=120):
         time.sleep(0.1)
 
 
-def start_postgres(state, processes):
+def start_postgres(state, processes, own_session):
     """A PostgreSQL server with the embedded settings; its URL."""
     bin_dir = sorted(glob.glob("/usr/lib/postgresql/*/bin"))[-1]
     data = os.path.join(state, "pg")
@@ -301,7 +311,8 @@ def start_postgres(state, processes):
             "-c", "listen_addresses=127.0.0.1"]
     for setting in EMBEDDED_SETTINGS:
         args += ["-c", setting]
-    processes.append(subprocess.Popen(as_postgres + args, stdout=open(log_path, "w"),
+    processes.append(subprocess.Popen(as_postgres + args, start_new_session=own_session,
+                                      stdout=open(log_path, "w"),
                                       stderr=subprocess.STDOUT))
     wait_for_line(processes[-1], log_path, "ready to accept connections")
     subprocess.run(as_postgres + [f"{bin_dir}/createdb", "-h", "127.0.0.1", "-p", str(port),
@@ -309,10 +320,14 @@ def start_postgres(state, processes):
     return f"postgresql://tpujobs@127.0.0.1:{port}/tpujobs"
 
 
-def start_service(binary, state, jobs, cluster, processes):
+def start_service(binary, state, jobs, cluster, processes, own_session):
     """Starts the service; its URL, the pid that serves the reads and its
     PostgreSQL's postmaster (the embedded one, or --cluster's own, under
-    runuser as root)."""
+    runuser as root). `own_session`: the service (and --cluster's
+    PostgreSQL and agent) each in a session of its own, as under systemd or
+    in a terminal of its own, rather than in this script's; with Linux's
+    autogroup a session is a scheduling group, and in this script's the
+    service's threads would share one with the submitters and wrk."""
     first = len(processes)
     port = free_port()
     common = ["--listen", f"127.0.0.1:{port}", "--state-dir", os.path.join(state, "state"),
@@ -320,18 +335,19 @@ def start_service(binary, state, jobs, cluster, processes):
     if not cluster:
         args = [binary, "serve", "--pool", "v3-32"]
     else:
-        database = start_postgres(state, processes)
+        database = start_postgres(state, processes, own_session)
         args = [binary, "serve", "--database-url", database, "--name", "replica", "--pool", "none"]
     log_path = os.path.join(state, "serve.log")
-    processes.append(subprocess.Popen(args + common, stdout=open(log_path, "w"),
-                                      stderr=subprocess.STDOUT))
+    processes.append(subprocess.Popen(args + common, start_new_session=own_session,
+                                      stdout=open(log_path, "w"), stderr=subprocess.STDOUT))
     serve = processes[-1]
     wait_for_line(serve, log_path, "tpujobs listening on")
     if cluster:
         agent_log = os.path.join(state, "agent.log")
         processes.append(subprocess.Popen(
             [binary, "agent", "--database-url", database, "--pool", "v3-32", "--name", "agent"],
-            stdout=open(agent_log, "w"), stderr=subprocess.STDOUT))
+            start_new_session=own_session, stdout=open(agent_log, "w"),
+            stderr=subprocess.STDOUT))
         wait_for_line(processes[-1], agent_log, "running")
         deadline = time.time() + 60
         while not call(f"http://127.0.0.1:{port}/v1/pool")["hosts"]:
@@ -363,6 +379,10 @@ def main():
     parser.add_argument("--jobs", type=int, default=100000)
     parser.add_argument("--read-runs", type=int, default=3,
                         help="wrk runs of each read figure; the median is reported")
+    parser.add_argument("--same-session", action="store_true",
+                        help="run the service in this script's session (and so, with Linux's "
+                             "autogroup, in the load generators' scheduling group), as the "
+                             "figures in bench/RESULTS.md before its session 61 were taken")
     parser.add_argument("--cluster", action="store_true",
                         help="a replica with an agent on a PostgreSQL server of its own")
     parser.add_argument("--keep-logs", metavar="DIR",
@@ -374,10 +394,12 @@ def main():
     processes = []
     try:
         url, serve_pid, postgres_pid = start_service(args.binary, state, args.jobs, args.cluster,
-                                                     processes)
+                                                     processes, not args.same_session)
         cpu = subprocess.run(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo"],
                              capture_output=True, text=True).stdout.strip()
-        print(f"machine: {cpu}, {os.cpu_count()} CPUs, load average {os.getloadavg()}")
+        print(f"machine: {cpu}, {os.cpu_count()} CPUs, load average {os.getloadavg()}; "
+              "the service in " + ("this script's session" if args.same_session
+                                   else "a session of its own"))
         idle = rss_mb(serve_pid)
         print(f"RSS idle: {idle:.1f} MB")
         hosts = drain(url)
@@ -430,6 +452,7 @@ def main():
         time.sleep(5)
         before = pass_stats(url)
         quiet_phases, quiet_shortcuts = phase_totals(url), pass_shortcuts(url)
+        quiet_steps = step_totals(url)
         quiet_writes = reason_writes(url)
         time.sleep(30)
         after = pass_stats(url)
@@ -440,7 +463,8 @@ def main():
         print(f"leader passes over {queued} queued, quiet 30 s: {passes:.0f} passes, "
               f"mean {mean_ms:.1f} ms, {over_25:.0f} over 25 ms, {over_50:.0f} over 50 ms; "
               f"longest since start {after[2] * 1000:.1f} ms; mean phases (ms): "
-              f"{phase_means(quiet_phases, phase_totals(url), passes)}; reads skipped / plans "
+              f"{phase_means(quiet_phases, phase_totals(url), passes)} (housekeeping's steps: "
+              f"{phase_means(quiet_steps, step_totals(url), passes, STEPS)}); reads skipped / plans "
               "reused: "
               + " / ".join(f"{a - b:.0f}" for a, b in zip(pass_shortcuts(url), quiet_shortcuts))
               + f"; reason writes: {describe_reason_writes(quiet_writes, reason_writes(url))}")
@@ -454,7 +478,8 @@ def main():
         beside_state = os.path.join(state, "beside")
         os.makedirs(beside_state)
         beside_url, beside_pid, beside_postgres = start_service(args.binary, beside_state, 200,
-                                                                args.cluster, processes)
+                                                                args.cluster, processes,
+                                                                not args.same_session)
         drain(beside_url)
         beside = submit_sweep(beside_url, 200, 0)
         big_runs, beside_runs = [], []
