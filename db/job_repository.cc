@@ -575,19 +575,28 @@ base::Result<JobRepository::AgentWork> JobRepository::work_on_agent(const std::s
 }
 
 base::Result<std::vector<JobRow>> JobRepository::orphaned_jobs() {
-  return with_connection(
-      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<std::vector<JobRow>> {
-        base::Result<QueryResult> rows =
-            connection.execute("SELECT " TPUJOBS_JOB_COLUMNS
+  return with_connection(pool_, acquire_timeout_,
+                         [&](Connection& connection) -> base::Result<std::vector<JobRow>> {
+                           // The leader's session keeps the plan it made first, often while
+                           // the table was nearly empty: a scan of the table then, which
+                           // walked every queued job each housekeeping (bench/RESULTS.md,
+                           // session 61). Generic, without ORDER BY (which the index of the
+                           // unfinished jobs by id would serve, walking them all), its plan is
+                           // by the partial index of the placed jobs whatever the table's size.
+                           base::Result<QueryResult> rows = connection.execute_generic(
+                               "SELECT " TPUJOBS_JOB_COLUMNS
                                " FROM jobs j"
                                " WHERE j.agent IS NOT NULL AND j.state IN ('STARTING', 'RUNNING')"
                                "   AND NOT EXISTS (SELECT 1 FROM agents a WHERE a.name = j.agent"
                                "                   AND a.state IN ('alive', 'draining')"
-                               "                   AND a.epoch = j.placement_epoch)"
-                               " ORDER BY j.id");
-        if (!rows.ok()) return rows.error();
-        return read_jobs(*rows);
-      });
+                               "                   AND a.epoch = j.placement_epoch)",
+                               {});
+                           if (!rows.ok()) return rows.error();
+                           std::vector<JobRow> jobs = read_jobs(*rows);
+                           std::sort(jobs.begin(), jobs.end(),
+                                     [](const JobRow& a, const JobRow& b) { return a.id < b.id; });
+                           return jobs;
+                         });
 }
 
 base::Result<std::vector<JobEventRow>> JobRepository::list_events(std::int64_t id) {

@@ -976,6 +976,20 @@ TEST_F(JobRepositoryTest, TheLeadersReadsAreNeverPlannedOnceForAll) {
   EXPECT_GE(plans->int64(0, 1), 2) << "the read since and the sweep";
 }
 
+// The first column of each row `text` answers on a connection of `pool`, a
+// line each (empty for NULL).
+std::string first_column(ConnectionPool& pool, const std::string& text) {
+  auto connection = pool.acquire(std::chrono::seconds(5));
+  EXPECT_TRUE(connection.ok());
+  std::string out;
+  if (!connection.ok()) return out;
+  auto rows = (*connection)->execute(text);
+  EXPECT_TRUE(rows.ok()) << text << ": " << rows.error().message;
+  for (int row = 0; rows.ok() && row < rows->rows(); ++row)
+    out += (rows->is_null(row, 0) ? "" : rows->string(row, 0)) + "\n";
+  return out;
+}
+
 // A transition's plan is made once per session (execute_generic), here
 // while job_pending was empty; once 20,000 reasons are stored, it still
 // finds a job's reason by its key.
@@ -983,17 +997,7 @@ TEST_F(JobRepositoryTest, ATransitionPlannedWhileTheReasonsWereFewFindsAReasonBy
   auto one = ConnectionPool::create(pool_->conninfo(), 1);  // every statement on one session
   ASSERT_TRUE(one.ok()) << one.error().message;
   JobRepository jobs(**one);
-  auto lines = [&](const std::string& text) {
-    auto connection = (*one)->acquire(std::chrono::seconds(5));
-    EXPECT_TRUE(connection.ok());
-    std::string out;
-    if (!connection.ok()) return out;
-    auto rows = (*connection)->execute(text);
-    EXPECT_TRUE(rows.ok()) << text << ": " << rows.error().message;
-    for (int row = 0; rows.ok() && row < rows->rows(); ++row)
-      out += (rows->is_null(row, 0) ? "" : rows->string(row, 0)) + "\n";
-    return out;
-  };
+  auto lines = [&](const std::string& text) { return first_column(**one, text); };
   lines("VACUUM job_pending");  // empty, and known to be
   const std::vector<InsertedJob> inserted = insert({job("first"), job("second")});
   auto place = [&](std::int64_t id) {
@@ -1019,6 +1023,26 @@ TEST_F(JobRepositoryTest, ATransitionPlannedWhileTheReasonsWereFewFindsAReasonBy
   lines("RESET plan_cache_mode");
   EXPECT_NE(plan.find("Scan using job_pending_pkey on job_pending"), std::string::npos) << plan;
   EXPECT_EQ(plan.find("Seq Scan on job_pending"), std::string::npos) << plan;
+}
+
+// The leader's read of the orphans is planned once per session, often while
+// the jobs were few: the plan it keeps finds the placed jobs by their
+// partial index, not by a walk over every job (a scan of the table, or the
+// unfinished jobs' index by id), which grows with the queue.
+TEST_F(JobRepositoryTest, TheOrphansReadPlannedWhileTheJobsWereFewUsesThePartialIndex) {
+  auto one = ConnectionPool::create(pool_->conninfo(), 1);  // every statement on one session
+  ASSERT_TRUE(one.ok()) << one.error().message;
+  JobRepository jobs(**one);
+  auto lines = [&](const std::string& text) { return first_column(**one, text); };
+  lines("VACUUM ANALYZE jobs");            // empty, and known to be
+  ASSERT_TRUE(jobs.orphaned_jobs().ok());  // planned now
+  const std::string name = lines(
+      "SELECT name FROM pg_prepared_statements WHERE statement LIKE '%NOT EXISTS (SELECT 1 FROM "
+      "agents a%' AND statement NOT LIKE '%pg_prepared_statements%'");
+  ASSERT_FALSE(name.empty());
+  const std::string plan = lines("EXPLAIN EXECUTE " + name.substr(0, name.find('\n')));
+  EXPECT_NE(plan.find("jobs_placed on jobs"), std::string::npos) << plan;
+  EXPECT_EQ(plan.find("Seq Scan on jobs"), std::string::npos) << plan;
 }
 
 TEST_F(JobRepositoryTest, ListFiltersByTenantStateLabelsAndName) {
