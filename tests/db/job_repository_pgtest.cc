@@ -1033,14 +1033,15 @@ TEST_F(JobRepositoryTest, TheOrphansReadPlannedWhileTheJobsWereFewUsesThePartial
   auto one = ConnectionPool::create(pool_->conninfo(), 1);  // every statement on one session
   ASSERT_TRUE(one.ok()) << one.error().message;
   JobRepository jobs(**one);
-  auto lines = [&](const std::string& text) { return first_column(**one, text); };
-  lines("VACUUM ANALYZE jobs");            // empty, and known to be
-  ASSERT_TRUE(jobs.orphaned_jobs().ok());  // planned now
-  const std::string name = lines(
+  first_column(**one, "VACUUM ANALYZE jobs");  // empty, and known to be
+  ASSERT_TRUE(jobs.orphaned_jobs().ok());      // planned now
+  const std::string name = first_column(
+      **one,
       "SELECT name FROM pg_prepared_statements WHERE statement LIKE '%NOT EXISTS (SELECT 1 FROM "
       "agents a%' AND statement NOT LIKE '%pg_prepared_statements%'");
   ASSERT_FALSE(name.empty());
-  const std::string plan = lines("EXPLAIN EXECUTE " + name.substr(0, name.find('\n')));
+  const std::string plan =
+      first_column(**one, "EXPLAIN EXECUTE " + name.substr(0, name.find('\n')));
   EXPECT_NE(plan.find("jobs_placed on jobs"), std::string::npos) << plan;
   EXPECT_EQ(plan.find("Seq Scan on jobs"), std::string::npos) << plan;
 }
