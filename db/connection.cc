@@ -271,7 +271,8 @@ base::Result<std::string> Connection::prepared_name(std::string_view sql, Deadli
   return name;
 }
 
-bool Connection::send_prepared(const std::string& name, std::span<const Param> params) {
+bool Connection::send(const std::string* name, std::string_view sql,
+                      std::span<const Param> params) {
   std::vector<const char*> values(params.size());
   std::vector<int> lengths(params.size());
   std::vector<int> formats(params.size());
@@ -281,8 +282,13 @@ bool Connection::send_prepared(const std::string& name, std::span<const Param> p
     lengths[i] = value ? static_cast<int>(value->size()) : 0;
     formats[i] = params[i].is_binary() ? 1 : 0;
   }
-  return PQsendQueryPrepared(connection_, name.c_str(), static_cast<int>(params.size()),
-                             values.data(), lengths.data(), formats.data(), 0) == 1;
+  const int count = static_cast<int>(params.size());
+  if (name != nullptr) {
+    return PQsendQueryPrepared(connection_, name->c_str(), count, values.data(), lengths.data(),
+                               formats.data(), 0) == 1;
+  }
+  return PQsendQueryParams(connection_, std::string(sql).c_str(), count, nullptr, values.data(),
+                           lengths.data(), formats.data(), 0) == 1;
 }
 
 base::Result<QueryResult> Connection::execute(std::string_view sql, std::span<const Param> params) {
@@ -291,7 +297,7 @@ base::Result<QueryResult> Connection::execute(std::string_view sql, std::span<co
   const Deadline deadline = answer_deadline();
   base::Result<std::string> name = prepared_name(sql, deadline);
   if (!name.ok()) return name.error();
-  const bool sent = send_prepared(*name, params);
+  const bool sent = send(&*name, sql, params);
   base::Result<QueryResult> result = answer(sent, "statement failed", deadline);
   if (!result.ok()) return unanswered(result.error(), sent);
   const ExecStatusType status = PQresultStatus(result->result_);
@@ -323,20 +329,31 @@ base::Result<std::vector<QueryResult>> Connection::execute_generic(
 
 base::Result<std::vector<QueryResult>> Connection::execute_custom(
     std::span<const Statement> statements) {
+  // Unprepared: PostgreSQL plans a prepared statement without parameters
+  // once, whatever plan_cache_mode says, and keeps that plan (the leader's
+  // complete read, planned while the jobs were few, scanned every job,
+  // finished ones too). Forced custom: the server's own setting could
+  // make even a new statement's plan generic.
   return execute_between({"SET plan_cache_mode = force_custom_plan"}, {"RESET plan_cache_mode"},
-                         statements);
+                         statements, /*prepared=*/false);
 }
 
 base::Result<std::vector<QueryResult>> Connection::execute_between(
     std::initializer_list<std::string_view> before, std::initializer_list<std::string_view> after,
-    std::span<const Statement> statements) {
+    std::span<const Statement> statements, bool prepared) {
   // SET is transactional: a statement that fails takes it back with it.
   std::vector<Statement> all;
   all.reserve(before.size() + statements.size() + after.size());
   for (std::string_view sql : before) all.push_back({sql});
   all.insert(all.end(), statements.begin(), statements.end());
   for (std::string_view sql : after) all.push_back({sql});
-  base::Result<std::vector<QueryResult>> answers = execute_pipeline(all);
+  // The settings are prepared: they are the same text each time.
+  std::vector<bool> unprepared(all.size(), false);
+  if (!prepared) {
+    std::fill(unprepared.begin() + static_cast<std::ptrdiff_t>(before.size()),
+              unprepared.end() - static_cast<std::ptrdiff_t>(after.size()), true);
+  }
+  base::Result<std::vector<QueryResult>> answers = run_pipeline(all, unprepared);
   if (!answers.ok()) return answers.error();
   answers->erase(answers->end() - static_cast<std::ptrdiff_t>(after.size()), answers->end());
   answers->erase(answers->begin(), answers->begin() + static_cast<std::ptrdiff_t>(before.size()));
@@ -345,20 +362,26 @@ base::Result<std::vector<QueryResult>> Connection::execute_between(
 
 base::Result<std::vector<QueryResult>> Connection::execute_pipeline(
     std::span<const Statement> statements) {
+  return run_pipeline(statements, std::vector<bool>(statements.size(), false));
+}
+
+base::Result<std::vector<QueryResult>> Connection::run_pipeline(
+    std::span<const Statement> statements, const std::vector<bool>& unprepared) {
   if (is_broken())
     return base::make_error(base::ErrorCode::kUnavailable, "connection to PostgreSQL lost");
   const Deadline deadline = answer_deadline();
-  std::vector<std::string> names;
-  names.reserve(statements.size());
-  for (const Statement& statement : statements) {  // once per connection: a round trip each
-    base::Result<std::string> name = prepared_name(statement.sql, deadline);
+  std::vector<std::optional<std::string>> names(statements.size());
+  for (std::size_t i = 0; i < statements.size(); ++i) {  // once per connection: a round trip each
+    if (unprepared[i]) continue;
+    base::Result<std::string> name = prepared_name(statements[i].sql, deadline);
     if (!name.ok()) return name.error();
-    names.push_back(std::move(*name));
+    names[i] = std::move(*name);
   }
   if (PQenterPipelineMode(connection_) != 1) return error_from(nullptr, "pipeline failed");
   bool sent = true;
-  for (std::size_t i = 0; i < statements.size() && sent; ++i)
-    sent = send_prepared(names[i], statements[i].params);
+  for (std::size_t i = 0; i < statements.size() && sent; ++i) {
+    sent = send(names[i] ? &*names[i] : nullptr, statements[i].sql, statements[i].params);
+  }
   sent = sent && PQpipelineSync(connection_) == 1;
   if (!sent) {
     // Some of it may be queued or gone: the connection is not reused.

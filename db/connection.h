@@ -189,13 +189,15 @@ class Connection {
   base::Result<QueryResult> execute_generic(std::string_view sql, std::span<const Param> params);
   // execute_pipeline(), each statement planned so.
   base::Result<std::vector<QueryResult>> execute_generic(std::span<const Statement> statements);
-  // execute_pipeline(), each statement planned anew for its parameters and
-  // the tables' present sizes: for statements whose best plan changes as a
-  // table grows. A generic plan is made once, for the table as it was then:
-  // the scheduler leader's read of the rows changed since its last pass,
-  // kept from when 200 jobs were queued, took 37-79 ms a pass at 100,000,
-  // for no row, until autovacuum ran and had the plan made again
-  // (bench/RESULTS.md, session 37).
+  // execute_pipeline(), each statement planned anew at each run, for its
+  // parameters and the tables' present sizes: for statements whose best
+  // plan changes as a table grows. A generic plan is made once, for the
+  // table as it was then: the scheduler leader's read of the rows changed
+  // since its last pass, kept from when 200 jobs were queued, took 37-79 ms
+  // a pass at 100,000, for no row, until autovacuum ran and had the plan
+  // made again (bench/RESULTS.md, session 37). The statements are not
+  // prepared (each is parsed at each run): a prepared statement without
+  // parameters keeps its one plan whatever plan_cache_mode says.
   base::Result<std::vector<QueryResult>> execute_custom(std::span<const Statement> statements);
 
   // Runs `statements` in order, sent together and answered together: one
@@ -259,9 +261,14 @@ class Connection {
   // execute_pipeline() of `statements` between the statements `before`
   // and `after` (SETs of the planner's settings and their RESETs; a BEGIN),
   // in the same round trip; only the answers of `statements`.
+  // `prepared` false: `statements` (not the settings) are sent unprepared.
   base::Result<std::vector<QueryResult>> execute_between(
       std::initializer_list<std::string_view> before, std::initializer_list<std::string_view> after,
-      std::span<const Statement> statements);
+      std::span<const Statement> statements, bool prepared = true);
+  // execute_pipeline(), statement i sent unprepared (an unnamed statement,
+  // planned as it runs) where unprepared[i].
+  base::Result<std::vector<QueryResult>> run_pipeline(std::span<const Statement> statements,
+                                                      const std::vector<bool>& unprepared);
   // After a PQsend* call that returned `sent`: flushes the request and
   // collects its results by `deadline`. The result is the first error, or
   // else the last result (as PQexec gives). On timeout, closes the connection.
@@ -276,8 +283,9 @@ class Connection {
   // The name `sql` is prepared under on this connection, prepared now if
   // it was not.
   base::Result<std::string> prepared_name(std::string_view sql, Deadline deadline);
-  // PQsendQueryPrepared of `name` with `params`; false when not sent.
-  bool send_prepared(const std::string& name, std::span<const Param> params);
+  // Sends `sql` with `params`: as the statement prepared under `name`, or
+  // unprepared when `name` is null. False when not sent.
+  bool send(const std::string* name, std::string_view sql, std::span<const Param> params);
   // execute_pipeline's answers, once its statements and sync are sent.
   base::Result<std::vector<QueryResult>> pipeline_answers(std::size_t statements,
                                                           Deadline deadline);

@@ -54,9 +54,12 @@ namespace {
     "    requeued_at = CASE WHEN $19::boolean THEN now() ELSE j.requeued_at END" \
     "  FROM previous WHERE j.id = previous.id" \
     "  RETURNING " returning \
-    /* Its reason goes when it leaves the queue (db/migrations/040). */ \
+    /* Its reason goes when it leaves the queue (db/migrations/040), */ \
+    /* found by its key: joined to `changed`, a plan made while the */ \
+    /* reasons were few walked them all. */ \
     "), cleared AS (" \
-    "  DELETE FROM job_pending WHERE job_id IN (SELECT id FROM changed) AND $3::text <> 'QUEUED'" \
+    "  DELETE FROM job_pending WHERE job_id = $1::bigint AND $3::text <> 'QUEUED'" \
+    "    AND EXISTS (SELECT 1 FROM changed)" \
     "), event AS (" \
     "  INSERT INTO job_events (job_id, from_state, to_state, reason, detail)" \
     "  SELECT c.id, c.from_state," \

@@ -10,9 +10,11 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "api/usage.h"
 #include "base/thread_priority.h"
@@ -462,6 +464,125 @@ TEST_F(SchedulerLeaderTest, BetweenPassesTheLeaderSeesWhatOthersWroteMeanwhile) 
   EXPECT_EQ(db::JobState::kQueued, row(cancelled).state);
   const json pending = json::parse(row(cancelled).pending_json.value_or("{}"));
   EXPECT_EQ(1, pending.value("queue_position", -1)) << pending.dump();
+}
+
+// The first column of each row `sql` answers on a session of `pool` (its
+// only one, for a one-connection pool), or why it could not be read.
+std::vector<std::string> column(db::ConnectionPool& pool, const std::string& sql) {
+  auto connection = pool.acquire(std::chrono::seconds(5));
+  if (!connection.ok()) return {"acquire: " + connection.error().message};
+  auto rows = (*connection)->execute(sql);
+  if (!rows.ok()) return {"error: " + rows.error().message};
+  std::vector<std::string> out;
+  for (int row = 0; row < rows->rows(); ++row)
+    out.push_back(rows->is_null(row, 0) ? "" : rows->string(row, 0));
+  return out;
+}
+
+// The scans in `plan` (EXPLAIN's JSON node and those under it) that walk
+// one of `tables` whole: a sequential scan, or an index scan with no
+// condition on an index that holds the queued jobs.
+void walks_of(const json& plan, const std::set<std::string>& tables,
+              std::vector<std::string>& walks) {
+  const std::string relation = plan.value("Relation Name", "");
+  const std::string node = plan.value("Node Type", "");
+  const std::string index = plan.value("Index Name", "");
+  if (tables.contains(relation)) {
+    const bool by_key = plan.contains("Index Cond");
+    const bool placed_only = index == "jobs_placed";  // STARTING and RUNNING only
+    if (node == "Seq Scan" || (!index.empty() && !by_key && !placed_only))
+      walks.push_back(node + " on " + relation + (index.empty() ? "" : " using " + index));
+  }
+  for (const json& child : plan.value("Plans", json::array())) walks_of(child, tables, walks);
+}
+
+// PostgreSQL keeps a prepared statement's generic plan, made once, until
+// the tables' statistics change: the one of a statement without
+// parameters always, and of others once five custom plans cost no less.
+// The leader's session makes those plans in its first passes, often while
+// the tables are nearly empty, and keeps them while the queue grows to
+// 100,000 until autovacuum analyzes the table (session 61 found the
+// orphans' read scanning every job so: 5.6 ms a pass). Here each statement
+// of the leader's passes (placements, reasons, a lost agent's requeue and
+// failure, cancels, the sweeps) is planned on near-empty tables, 20,000
+// queued jobs are added unanalyzed, and no plan the session kept walks a
+// table that grows with the queue.
+TEST_F(SchedulerLeaderTest, NoPlanItsSessionKeepsFromNearlyEmptyTablesWalksTheQueue) {
+  auto one = db::ConnectionPool::create(conninfo_, 1);  // every statement on one session
+  ASSERT_TRUE(one.ok()) << one.error().message;
+  db::ConnectionPool& session = **one;
+  const std::set<std::string> growing = {"jobs", "job_pending", "job_events"};
+  for (const std::string& table : growing) {
+    // Only the test's own rows change the statistics (or drop the plans).
+    // Its statements run on another session, which keeps their plans.
+    ASSERT_EQ(std::vector<std::string>{},
+              column(*pool_, "ALTER TABLE " + table + " SET (autovacuum_enabled = false)"));
+    ASSERT_EQ(std::vector<std::string>{}, column(*pool_, "VACUUM ANALYZE " + table));
+  }
+  base::FakeClock clock;  // a minute a round: the sweeps run too
+  SchedulerLeaderOptions options;
+  options.conninfo = conninfo_;
+  options.clock = &clock;
+  options.agent_silence = std::chrono::hours(1);
+  SchedulerLeader leader(session, options);
+  options.agent_silence = std::chrono::milliseconds(0);
+  options.late_answer = std::chrono::seconds(30);
+  SchedulerLeader impatient(session, options);
+  for (int round = 0; round < 8; ++round) {  // past five custom plans of each
+    ASSERT_TRUE(cluster_->register_agent("a", {{"a-h0", "v3"}}, 1).ok());
+    const std::int64_t placed = submit(8, /*max_retries=*/round % 2);
+    const std::int64_t waiting = submit(1);
+    const std::int64_t cancelled = submit(1);
+    ASSERT_TRUE(repo_->jobs.request_cancel(cancelled).ok());
+    ASSERT_TRUE(passes(leader));
+    ASSERT_EQ(db::JobState::kStarting, row(placed).state) << "round " << round;
+    start(placed);
+    ASSERT_TRUE(passes(impatient));  // the agent is lost: requeued, or failed
+    if (round % 2 == 1) {            // requeued (a retry left), not failed
+      ASSERT_TRUE(repo_->jobs.request_cancel(placed).ok());
+    }
+    ASSERT_TRUE(repo_->jobs.request_cancel(waiting).ok());
+    ASSERT_TRUE(passes(leader));
+    ASSERT_TRUE(passes(leader));
+    ASSERT_EQ(db::JobState::kCancelled, row(waiting).state) << "round " << round;
+    clock.advance(std::chrono::minutes(1));
+  }
+  const std::vector<std::string> fill = {
+      "INSERT INTO jobs (tenant, spec) SELECT 't', '{}' FROM generate_series(1, 20000)",
+      "INSERT INTO job_pending SELECT id, '{\"reason\": \"Resources\"}' FROM jobs"
+      " WHERE state = 'QUEUED'",
+      "INSERT INTO job_events (job_id, to_state, reason) SELECT id, 'QUEUED', 'Submitted'"
+      " FROM jobs WHERE state = 'QUEUED'"};
+  for (const std::string& sql : fill) ASSERT_EQ(std::vector<std::string>{}, column(*pool_, sql));
+
+  // Each statement's generic plan as EXPLAIN shows it for NULL values (not
+  // run): the one kept, or if none was made yet, the one made now. A
+  // generic plan made once is kept even when custom plans were chosen
+  // over it: as the table grows, they cost more, and it is chosen then.
+  ASSERT_EQ(std::vector<std::string>{},
+            column(session, "SET plan_cache_mode = force_generic_plan"));
+  const std::vector<std::string> kept = column(
+      session,
+      "SELECT name || CASE WHEN cardinality(parameter_types) = 0 THEN '' ELSE '(' ||"
+      " array_to_string(array_fill('NULL'::text, ARRAY[cardinality(parameter_types)]), ',') ||"
+      " ')' END FROM pg_prepared_statements WHERE statement ~* "
+      "'^\\s*(WITH|SELECT|INSERT|UPDATE|DELETE)'"
+      "   AND statement NOT LIKE '%pg_prepared_statements%'");  // not this one
+  ASSERT_GE(kept.size(), 5u) << "the leader's statements were not planned on this session";
+  for (const std::string& call : kept) {
+    const std::vector<std::string> explained =
+        column(session, "EXPLAIN (FORMAT JSON) EXECUTE " + call);
+    ASSERT_EQ(1u, explained.size()) << call << ": " << explained.front();
+    const json plan = json::parse(explained.front(), nullptr, false);
+    ASSERT_TRUE(plan.is_array() && !plan.empty()) << call << ": " << explained.front();
+    std::vector<std::string> walks;
+    walks_of(plan[0].value("Plan", json::object()), growing, walks);
+    const std::string name = call.substr(0, call.find('('));  // all of it without values
+    EXPECT_EQ(std::vector<std::string>{}, walks)
+        << column(session,
+                  "SELECT statement FROM pg_prepared_statements WHERE name = '" + name + "'")
+               .front();
+  }
 }
 
 // A crash of the server ends every session, the lock's too, and the
