@@ -308,6 +308,11 @@ base::Result<QueryResult> Connection::execute(std::string_view sql, std::span<co
 }
 
 base::Result<QueryResult> Connection::execute_generic(std::string_view sql,
+                                                      std::initializer_list<Param> params) {
+  return execute_generic(sql, std::span<const Param>(params.begin(), params.size()));
+}
+
+base::Result<QueryResult> Connection::execute_generic(std::string_view sql,
                                                       std::span<const Param> params) {
   const Statement statement[] = {{sql, std::vector<Param>(params.begin(), params.end())}};
   base::Result<std::vector<QueryResult>> answers = execute_generic(statement);
@@ -329,30 +334,25 @@ base::Result<std::vector<QueryResult>> Connection::execute_generic(
 
 base::Result<std::vector<QueryResult>> Connection::execute_custom(
     std::span<const Statement> statements) {
-  // Unprepared: PostgreSQL plans a prepared statement without parameters
-  // once, whatever plan_cache_mode says, and keeps that plan (the leader's
-  // complete read, planned while the jobs were few, scanned every job,
-  // finished ones too). Forced custom: the server's own setting could
-  // make even a new statement's plan generic.
+  // Unprepared, parsed and planned as they run: PostgreSQL keeps the one
+  // plan of a prepared statement without parameters whatever
+  // plan_cache_mode says (the leader's complete read, planned while the
+  // jobs were few, scanned every job, finished ones too). And so every
+  // statement a session keeps may be planned generically, as
+  // tests/support/kept_plans.h checks.
   return execute_between({"SET plan_cache_mode = force_custom_plan"}, {"RESET plan_cache_mode"},
-                         statements, /*prepared=*/false);
+                         statements, /*unprepared=*/true);
 }
 
 base::Result<std::vector<QueryResult>> Connection::execute_between(
     std::initializer_list<std::string_view> before, std::initializer_list<std::string_view> after,
-    std::span<const Statement> statements, bool prepared) {
+    std::span<const Statement> statements, bool unprepared) {
   // SET is transactional: a statement that fails takes it back with it.
   std::vector<Statement> all;
   all.reserve(before.size() + statements.size() + after.size());
   for (std::string_view sql : before) all.push_back({sql});
   all.insert(all.end(), statements.begin(), statements.end());
   for (std::string_view sql : after) all.push_back({sql});
-  // The settings are prepared: they are the same text each time.
-  std::vector<bool> unprepared(all.size(), false);
-  if (!prepared) {
-    std::fill(unprepared.begin() + static_cast<std::ptrdiff_t>(before.size()),
-              unprepared.end() - static_cast<std::ptrdiff_t>(after.size()), true);
-  }
   base::Result<std::vector<QueryResult>> answers = run_pipeline(all, unprepared);
   if (!answers.ok()) return answers.error();
   answers->erase(answers->end() - static_cast<std::ptrdiff_t>(after.size()), answers->end());
@@ -362,17 +362,17 @@ base::Result<std::vector<QueryResult>> Connection::execute_between(
 
 base::Result<std::vector<QueryResult>> Connection::execute_pipeline(
     std::span<const Statement> statements) {
-  return run_pipeline(statements, std::vector<bool>(statements.size(), false));
+  return run_pipeline(statements, /*unprepared=*/false);
 }
 
 base::Result<std::vector<QueryResult>> Connection::run_pipeline(
-    std::span<const Statement> statements, const std::vector<bool>& unprepared) {
+    std::span<const Statement> statements, bool unprepared) {
   if (is_broken())
     return base::make_error(base::ErrorCode::kUnavailable, "connection to PostgreSQL lost");
   const Deadline deadline = answer_deadline();
   std::vector<std::optional<std::string>> names(statements.size());
   for (std::size_t i = 0; i < statements.size(); ++i) {  // once per connection: a round trip each
-    if (unprepared[i]) continue;
+    if (unprepared) break;
     base::Result<std::string> name = prepared_name(statements[i].sql, deadline);
     if (!name.ok()) return name.error();
     names[i] = std::move(*name);

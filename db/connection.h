@@ -187,6 +187,8 @@ class Connection {
   // table was nearly empty does not scan it once it is not. Still one round
   // trip: the settings are made for it and reset after it, in one pipeline.
   base::Result<QueryResult> execute_generic(std::string_view sql, std::span<const Param> params);
+  base::Result<QueryResult> execute_generic(std::string_view sql,
+                                            std::initializer_list<Param> params);
   // execute_pipeline(), each statement planned so.
   base::Result<std::vector<QueryResult>> execute_generic(std::span<const Statement> statements);
   // execute_pipeline(), each statement planned anew at each run, for its
@@ -195,8 +197,8 @@ class Connection {
   // table as it was then: the scheduler leader's read of the rows changed
   // since its last pass, kept from when 200 jobs were queued, took 37-79 ms
   // a pass at 100,000, for no row, until autovacuum ran and had the plan
-  // made again (bench/RESULTS.md, session 37). The statements are not
-  // prepared (each is parsed at each run): a prepared statement without
+  // made again (bench/RESULTS.md, session 37). The statements are sent
+  // unprepared (parsed at each run too): a prepared statement without
   // parameters keeps its one plan whatever plan_cache_mode says.
   base::Result<std::vector<QueryResult>> execute_custom(std::span<const Statement> statements);
 
@@ -261,14 +263,13 @@ class Connection {
   // execute_pipeline() of `statements` between the statements `before`
   // and `after` (SETs of the planner's settings and their RESETs; a BEGIN),
   // in the same round trip; only the answers of `statements`.
-  // `prepared` false: `statements` (not the settings) are sent unprepared.
   base::Result<std::vector<QueryResult>> execute_between(
       std::initializer_list<std::string_view> before, std::initializer_list<std::string_view> after,
-      std::span<const Statement> statements, bool prepared = true);
-  // execute_pipeline(), statement i sent unprepared (an unnamed statement,
-  // planned as it runs) where unprepared[i].
+      std::span<const Statement> statements, bool unprepared = false);
+  // execute_pipeline(), or with `unprepared` each statement sent as an
+  // unnamed one, parsed and planned as it runs.
   base::Result<std::vector<QueryResult>> run_pipeline(std::span<const Statement> statements,
-                                                      const std::vector<bool>& unprepared);
+                                                      bool unprepared);
   // After a PQsend* call that returned `sent`: flushes the request and
   // collects its results by `deadline`. The result is the first error, or
   // else the last result (as PQexec gives). On timeout, closes the connection.

@@ -58,8 +58,9 @@ base::Status JobOutputRepository::append_logs(const std::vector<LogLine>& lines)
     fenced |= line.fence != 0;
   }
   return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> base::Status {
+    // The fence by key, whatever the jobs were when the session planned it.
     base::Result<QueryResult> rows =
-        fenced ? connection.execute(
+        fenced ? connection.execute_generic(
                      "INSERT INTO job_logs (job_id, seq, at, line)"
                      " SELECT job_id, seq, COALESCE(at, now()), line"
                      " FROM unnest($1::bigint[], $2::bigint[], $3::timestamptz[], $4::text[],"
@@ -121,7 +122,8 @@ base::Status JobOutputRepository::append_metrics(const std::vector<MetricPoint>&
   }
   // Unfenced points pass the fence (fence 0), so one statement serves both.
   return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> base::Status {
-    base::Result<QueryResult> rows = connection.execute(
+    // The fence by key, whatever the jobs were when the session planned it.
+    base::Result<QueryResult> rows = connection.execute_generic(
         "INSERT INTO job_metrics (job_id, seq, step, epoch, at, metrics)"
         " SELECT job_id, seq, step, epoch, COALESCE(at, now()), metrics"
         " FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::integer[],"

@@ -173,6 +173,13 @@ std::optional<Statement> lock_sweep_keys(const std::vector<NewJob>& jobs) {
       {Param::array(tenants), Param::array(keys), static_cast<std::int64_t>(kSweepKeyLocks)}};
 }
 
+// `jobs` in id order: for reads whose ORDER BY the plan would serve by
+// walking the unfinished jobs' index, every queued job on the way.
+std::vector<JobRow> by_id(std::vector<JobRow> jobs) {
+  std::sort(jobs.begin(), jobs.end(), [](const JobRow& a, const JobRow& b) { return a.id < b.id; });
+  return jobs;
+}
+
 }  // namespace
 
 base::Result<std::vector<InsertedJob>> JobRepository::insert_jobs(const std::vector<NewJob>& jobs) {
@@ -339,7 +346,8 @@ base::Status JobRepository::update_progress(std::int64_t id,
                                             const std::optional<std::string>& latest_metrics_json,
                                             std::int64_t fence) {
   return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> base::Status {
-    base::Result<QueryResult> rows = connection.execute(
+    // By key, whatever the table was when the session planned it (execute_generic).
+    base::Result<QueryResult> rows = connection.execute_generic(
         "UPDATE jobs SET progress = COALESCE($2::jsonb, progress),"
         " latest_metrics = COALESCE($3::jsonb, latest_metrics), updated_at = now()"
         " WHERE id = $1::bigint AND ($4::bigint = 0 OR placement = $4::bigint)",
@@ -421,7 +429,8 @@ base::Result<bool> JobRepository::request_preemption(std::int64_t victim, std::i
 
 base::Status JobRepository::request_cancel(std::int64_t id) {
   return with_connection(pool_, acquire_timeout_, [&](Connection& connection) -> base::Status {
-    base::Result<QueryResult> rows = connection.execute(
+    // By key, whatever the table was when the session planned it (execute_generic).
+    base::Result<QueryResult> rows = connection.execute_generic(
         "WITH target AS (SELECT id, state FROM jobs WHERE id = $1::bigint FOR UPDATE),"
         " changed AS ("
         "  UPDATE jobs j SET cancel_requested = true, updated_at = now() FROM target"
@@ -560,23 +569,25 @@ base::Result<bool> JobRepository::end_server_process(const ServerProcess& proces
 base::Result<JobRepository::AgentWork> JobRepository::work_on_agent(const std::string& agent) {
   const std::vector<Statement> statements = {
       {"SELECT " TPUJOBS_JOB_COLUMNS " FROM jobs j"
-       " WHERE j.agent = $1::text AND j.state IN ('STARTING', 'RUNNING') ORDER BY j.id",
+       " WHERE j.agent = $1::text AND j.state IN ('STARTING', 'RUNNING')",
        {agent}},
       {"SELECT " TPUJOBS_JOB_COLUMNS " FROM jobs j"
        " WHERE j.state IN ('STARTING', 'RUNNING') AND j.agent <> $1::text"
        "   AND j.allocation -> 'slice' -> 'parts' @> "
-       "jsonb_build_array(jsonb_build_object('agent', $1::text))"
-       " ORDER BY j.id",
+       "jsonb_build_array(jsonb_build_object('agent', $1::text))",
        {agent}},
       JobOutputRepository::resume_points_statement(agent)};
-  return with_connection(pool_, acquire_timeout_,
-                         [&](Connection& connection) -> base::Result<AgentWork> {
-                           // Planned once: an agent woken to start a job waits on this read.
-                           auto answers = connection.execute_generic(statements);
-                           if (!answers.ok()) return answers.error();
-                           return AgentWork{read_jobs((*answers)[0]), read_jobs((*answers)[1]),
-                                            JobOutputRepository::resume_points_from((*answers)[2])};
-                         });
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<AgentWork> {
+        // Planned once: an agent woken to start a job waits on this read.
+        // Without ORDER BY (sorted here), as orphaned_jobs: the plan is by
+        // the placed jobs' partial index, not a walk of every unfinished
+        // job's by id, whatever the table was when it was made.
+        auto answers = connection.execute_generic(statements);
+        if (!answers.ok()) return answers.error();
+        return AgentWork{by_id(read_jobs((*answers)[0])), by_id(read_jobs((*answers)[1])),
+                         JobOutputRepository::resume_points_from((*answers)[2])};
+      });
 }
 
 base::Result<std::vector<JobRow>> JobRepository::orphaned_jobs() {
@@ -597,10 +608,7 @@ base::Result<std::vector<JobRow>> JobRepository::orphaned_jobs() {
                                "                   AND a.epoch = j.placement_epoch)",
                                {});
                            if (!rows.ok()) return rows.error();
-                           std::vector<JobRow> jobs = read_jobs(*rows);
-                           std::sort(jobs.begin(), jobs.end(),
-                                     [](const JobRow& a, const JobRow& b) { return a.id < b.id; });
-                           return jobs;
+                           return by_id(read_jobs(*rows));
                          });
 }
 
@@ -608,7 +616,8 @@ base::Result<std::vector<JobEventRow>> JobRepository::list_events(std::int64_t i
   return with_connection(
       pool_, acquire_timeout_,
       [&](Connection& connection) -> base::Result<std::vector<JobEventRow>> {
-        base::Result<QueryResult> rows = connection.execute(
+        // By key, whatever the table was when the session planned it (execute_generic).
+        base::Result<QueryResult> rows = connection.execute_generic(
             "SELECT id, job_id, at, from_state, to_state, reason, detail FROM job_events"
             " WHERE job_id = $1::bigint ORDER BY id",
             {id});

@@ -25,6 +25,7 @@
 #include "service/job_manager.h"
 #include "service/scheduler_leader.h"
 #include "service/wake_bus.h"
+#include "tests/support/kept_plans.h"
 #include "tests/support/test_cluster.h"
 
 namespace tpujobs::service {
@@ -466,59 +467,20 @@ TEST_F(SchedulerLeaderTest, BetweenPassesTheLeaderSeesWhatOthersWroteMeanwhile) 
   EXPECT_EQ(1, pending.value("queue_position", -1)) << pending.dump();
 }
 
-// The first column of each row `sql` answers on a session of `pool` (its
-// only one, for a one-connection pool), or why it could not be read.
-std::vector<std::string> column(db::ConnectionPool& pool, const std::string& sql) {
-  auto connection = pool.acquire(std::chrono::seconds(5));
-  if (!connection.ok()) return {"acquire: " + connection.error().message};
-  auto rows = (*connection)->execute(sql);
-  if (!rows.ok()) return {"error: " + rows.error().message};
-  std::vector<std::string> out;
-  for (int row = 0; row < rows->rows(); ++row)
-    out.push_back(rows->is_null(row, 0) ? "" : rows->string(row, 0));
-  return out;
-}
-
-// The scans in `plan` (EXPLAIN's JSON node and those under it) that walk
-// one of `tables` whole: a sequential scan, or an index scan with no
-// condition on an index that holds the queued jobs.
-void walks_of(const json& plan, const std::set<std::string>& tables,
-              std::vector<std::string>& walks) {
-  const std::string relation = plan.value("Relation Name", "");
-  const std::string node = plan.value("Node Type", "");
-  const std::string index = plan.value("Index Name", "");
-  if (tables.contains(relation)) {
-    const bool by_key = plan.contains("Index Cond");
-    const bool placed_only = index == "jobs_placed";  // STARTING and RUNNING only
-    if (node == "Seq Scan" || (!index.empty() && !by_key && !placed_only))
-      walks.push_back(node + " on " + relation + (index.empty() ? "" : " using " + index));
-  }
-  for (const json& child : plan.value("Plans", json::array())) walks_of(child, tables, walks);
-}
-
-// PostgreSQL keeps a prepared statement's generic plan, made once, until
-// the tables' statistics change: the one of a statement without
-// parameters always, and of others once five custom plans cost no less.
-// The leader's session makes those plans in its first passes, often while
+// The leader's session makes its plans in its first passes, often while
 // the tables are nearly empty, and keeps them while the queue grows to
-// 100,000 until autovacuum analyzes the table (session 61 found the
-// orphans' read scanning every job so: 5.6 ms a pass). Here each statement
-// of the leader's passes (placements, reasons, a lost agent's requeue and
-// failure, cancels, the sweeps) is planned on near-empty tables, 20,000
-// queued jobs are added unanalyzed, and no plan the session kept walks a
-// table that grows with the queue.
+// 100,000 until autovacuum analyzes the tables (tests/support/kept_plans.h;
+// session 61 found the orphans' read scanning every job so: 5.6 ms a
+// pass). Here each statement of the leader's passes (placements, reasons,
+// a lost agent's requeue and failure, cancels, the sweeps) is planned on
+// near-empty tables; once 20,000 queued jobs are added, no plan the session
+// keeps walks a table that grows with the queue.
 TEST_F(SchedulerLeaderTest, NoPlanItsSessionKeepsFromNearlyEmptyTablesWalksTheQueue) {
   auto one = db::ConnectionPool::create(conninfo_, 1);  // every statement on one session
   ASSERT_TRUE(one.ok()) << one.error().message;
   db::ConnectionPool& session = **one;
-  const std::set<std::string> growing = {"jobs", "job_pending", "job_events"};
-  for (const std::string& table : growing) {
-    // Only the test's own rows change the statistics (or drop the plans).
-    // Its statements run on another session, which keeps their plans.
-    ASSERT_EQ(std::vector<std::string>{},
-              column(*pool_, "ALTER TABLE " + table + " SET (autovacuum_enabled = false)"));
-    ASSERT_EQ(std::vector<std::string>{}, column(*pool_, "VACUUM ANALYZE " + table));
-  }
+  base::Status quiet = db::testing::without_autovacuum(*pool_, db::testing::kQueueTables);
+  ASSERT_TRUE(quiet.ok()) << quiet.error().message;
   base::FakeClock clock;  // a minute a round: the sweeps run too
   SchedulerLeaderOptions options;
   options.conninfo = conninfo_;
@@ -547,42 +509,10 @@ TEST_F(SchedulerLeaderTest, NoPlanItsSessionKeepsFromNearlyEmptyTablesWalksTheQu
     ASSERT_EQ(db::JobState::kCancelled, row(waiting).state) << "round " << round;
     clock.advance(std::chrono::minutes(1));
   }
-  const std::vector<std::string> fill = {
-      "INSERT INTO jobs (tenant, spec) SELECT 't', '{}' FROM generate_series(1, 20000)",
-      "INSERT INTO job_pending SELECT id, '{\"reason\": \"Resources\"}' FROM jobs"
-      " WHERE state = 'QUEUED'",
-      "INSERT INTO job_events (job_id, to_state, reason) SELECT id, 'QUEUED', 'Submitted'"
-      " FROM jobs WHERE state = 'QUEUED'"};
-  for (const std::string& sql : fill) ASSERT_EQ(std::vector<std::string>{}, column(*pool_, sql));
-
-  // Each statement's generic plan as EXPLAIN shows it for NULL values (not
-  // run): the one kept, or if none was made yet, the one made now. A
-  // generic plan made once is kept even when custom plans were chosen
-  // over it: as the table grows, they cost more, and it is chosen then.
-  ASSERT_EQ(std::vector<std::string>{},
-            column(session, "SET plan_cache_mode = force_generic_plan"));
-  const std::vector<std::string> kept = column(
-      session,
-      "SELECT name || CASE WHEN cardinality(parameter_types) = 0 THEN '' ELSE '(' ||"
-      " array_to_string(array_fill('NULL'::text, ARRAY[cardinality(parameter_types)]), ',') ||"
-      " ')' END FROM pg_prepared_statements WHERE statement ~* "
-      "'^\\s*(WITH|SELECT|INSERT|UPDATE|DELETE)'"
-      "   AND statement NOT LIKE '%pg_prepared_statements%'");  // not this one
-  ASSERT_GE(kept.size(), 5u) << "the leader's statements were not planned on this session";
-  for (const std::string& call : kept) {
-    const std::vector<std::string> explained =
-        column(session, "EXPLAIN (FORMAT JSON) EXECUTE " + call);
-    ASSERT_EQ(1u, explained.size()) << call << ": " << explained.front();
-    const json plan = json::parse(explained.front(), nullptr, false);
-    ASSERT_TRUE(plan.is_array() && !plan.empty()) << call << ": " << explained.front();
-    std::vector<std::string> walks;
-    walks_of(plan[0].value("Plan", json::object()), growing, walks);
-    const std::string name = call.substr(0, call.find('('));  // all of it without values
-    EXPECT_EQ(std::vector<std::string>{}, walks)
-        << column(session,
-                  "SELECT statement FROM pg_prepared_statements WHERE name = '" + name + "'")
-               .front();
-  }
+  base::Status filled = db::testing::add_queued_jobs(*pool_, 20000);
+  ASSERT_TRUE(filled.ok()) << filled.error().message;
+  EXPECT_EQ(std::vector<std::string>{},
+            db::testing::kept_walks(session, db::testing::kQueueTables));
 }
 
 // A crash of the server ends every session, the lock's too, and the

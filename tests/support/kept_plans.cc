@@ -1,0 +1,105 @@
+#include "tests/support/kept_plans.h"
+
+#include <nlohmann/json.hpp>
+
+namespace tpujobs::db::testing {
+namespace {
+
+using nlohmann::json;
+
+// The first column of each row `sql` answers on a session of `pool`.
+base::Result<std::vector<std::string>> column(ConnectionPool& pool, const std::string& sql) {
+  auto connection = pool.acquire(std::chrono::seconds(5));
+  if (!connection.ok()) return connection.error();
+  auto rows = (*connection)->execute(sql);
+  if (!rows.ok()) return rows.error();
+  std::vector<std::string> out;
+  for (int row = 0; row < rows->rows(); ++row)
+    out.push_back(rows->is_null(row, 0) ? "" : rows->string(row, 0));
+  return out;
+}
+
+void walks_of(const json& plan, const std::set<std::string>& tables, bool limited,
+              std::vector<std::string>& walks) {
+  const std::string node = plan.value("Node Type", "");
+  const std::string relation = plan.value("Relation Name", "");
+  const std::string index = plan.value("Index Name", "");
+  limited = limited || node == "Limit";
+  if (tables.contains(relation) && !limited) {
+    const bool by_key = plan.contains("Index Cond");
+    const bool placed_only = index == "jobs_placed";
+    if (node == "Seq Scan" || (!index.empty() && !by_key && !placed_only))
+      walks.push_back(node + " on " + relation + (index.empty() ? "" : " using " + index));
+  }
+  for (const json& child : plan.value("Plans", json::array()))
+    walks_of(child, tables, limited, walks);
+}
+
+}  // namespace
+
+base::Status without_autovacuum(ConnectionPool& pool, const std::set<std::string>& tables) {
+  for (const std::string& table : tables) {
+    for (const std::string& sql : {"ALTER TABLE " + table + " SET (autovacuum_enabled = false)",
+                                   "VACUUM ANALYZE " + table}) {
+      if (auto done = column(pool, sql); !done.ok()) return done.error();
+    }
+  }
+  return base::Status::Ok();
+}
+
+base::Status add_queued_jobs(ConnectionPool& pool, int count) {
+  const std::vector<std::string> fill = {
+      "INSERT INTO jobs (tenant, spec) SELECT 't', '{}' FROM generate_series(1, " +
+          std::to_string(count) + ")",
+      "INSERT INTO job_pending SELECT id, '{\"reason\": \"Resources\"}' FROM jobs j"
+      " WHERE state = 'QUEUED' AND NOT EXISTS (SELECT 1 FROM job_pending p WHERE p.job_id = j.id)",
+      "INSERT INTO job_events (job_id, to_state, reason) SELECT id, 'QUEUED', 'Submitted'"
+      " FROM jobs WHERE state = 'QUEUED' AND spec = '{}'"};
+  for (const std::string& sql : fill) {
+    if (auto done = column(pool, sql); !done.ok()) return done.error();
+  }
+  return base::Status::Ok();
+}
+
+std::vector<std::string> kept_walks(ConnectionPool& session, const std::set<std::string>& tables) {
+  std::vector<std::string> found;
+  auto fail = [&](const std::string& what, const std::string& why) {
+    found.push_back("not read: " + what + ": " + why);
+    return found;
+  };
+  if (auto set = column(session, "SET plan_cache_mode = force_generic_plan"); !set.ok())
+    return fail("SET plan_cache_mode", set.error().message);
+  auto prepared =
+      column(session,
+             "SELECT name FROM pg_prepared_statements"
+             " WHERE statement ~* '^\\s*(WITH|SELECT|INSERT|UPDATE|DELETE)'"
+             "   AND statement NOT LIKE '%pg_prepared_statements%' ORDER BY name");  // not this one
+  if (!prepared.ok()) return fail("pg_prepared_statements", prepared.error().message);
+  if (prepared->empty()) return fail("pg_prepared_statements", "none on this session");
+  for (const std::string& name : *prepared) {
+    auto text = column(session,
+                       "SELECT cardinality(parameter_types)::text || ' ' || statement"
+                       " FROM pg_prepared_statements WHERE name = '" +
+                           name + "'");
+    if (!text.ok() || text->empty()) return fail(name, text.ok() ? "gone" : text.error().message);
+    const std::string& line = text->front();
+    const int values = std::stoi(line.substr(0, line.find(' ')));
+    const std::string statement = line.substr(line.find(' ') + 1);
+    std::string call = name;
+    for (int i = 0; i < values; ++i) call += (i == 0 ? "(NULL" : ", NULL");
+    if (values > 0) call += ")";
+    auto explained = column(session, "EXPLAIN (FORMAT JSON) EXECUTE " + call);
+    if (!explained.ok() || explained->size() != 1)
+      return fail(statement, explained.ok() ? "no plan" : explained.error().message);
+    const json plan = json::parse(explained->front(), nullptr, false);
+    if (!plan.is_array() || plan.empty()) return fail(statement, explained->front());
+    std::vector<std::string> walks;
+    walks_of(plan[0].value("Plan", json::object()), tables, false, walks);
+    for (const std::string& walk : walks) found.push_back(walk + ": " + statement);
+  }
+  if (auto reset = column(session, "RESET plan_cache_mode"); !reset.ok())
+    return fail("RESET plan_cache_mode", reset.error().message);
+  return found;
+}
+
+}  // namespace tpujobs::db::testing
