@@ -1,5 +1,5 @@
-// `tpujobs pool`: the hosts, their cores and jobs, the generations and (in a
-// cluster) the agents.
+// `tpujobs pool`: the hosts, their cores and jobs, the generations and the
+// agents (a standalone serve's own one, or a cluster's).
 #include <algorithm>
 #include <ostream>
 
@@ -44,11 +44,9 @@ class PoolCommand final : public Session {
       out_ << view.dump(2) << "\n";
       return kExitSucceeded;
     }
-    // A cluster (DESIGN §9) names each host's agent, and lists the agents below.
-    const bool cluster = view.contains("agents");
+    // Each host names its agent, and the agents are listed below.
     std::vector<std::vector<std::string>> rows = {
-        {"HOST", "GENERATION", "HEALTH", "CORES", "IN USE", "JOBS"}};
-    if (cluster) rows[0].insert(rows[0].begin() + 1, "AGENT");
+        {"HOST", "AGENT", "GENERATION", "HEALTH", "CORES", "IN USE", "JOBS"}};
     for (const json& host : view.value("hosts", json::array())) {
       std::vector<std::string> jobs;
       for (const json& core : host.value("cores", json::array())) {
@@ -58,14 +56,15 @@ class PoolCommand final : public Session {
       }
       std::string job_text;
       for (const std::string& j : jobs) job_text += (job_text.empty() ? "" : ",") + j;
-      rows.push_back({string_of(host, "name"), string_of(host, "generation"),
-                      string_of(host, "health"), string_of(host, "devices"),
-                      string_of(host, "cores_in_use"), job_text.empty() ? "-" : job_text});
-      if (cluster) {
-        const std::string state = string_of(host, "agent_state");
-        rows.back().insert(rows.back().begin() + 1,
-                           string_of(host, "agent") + (state == "alive" ? "" : " (" + state + ")"));
-      }
+      const std::string agent = string_of(host, "agent");
+      const std::string state = string_of(host, "agent_state");
+      rows.push_back({string_of(host, "name"),
+                      agent.empty()                       ? "-"
+                      : state.empty() || state == "alive" ? agent
+                                                          : agent + " (" + state + ")",
+                      string_of(host, "generation"), string_of(host, "health"),
+                      string_of(host, "devices"), string_of(host, "cores_in_use"),
+                      job_text.empty() ? "-" : job_text});
     }
     print_table(rows);
     const double utilization = view.value("utilization", 0.0);
@@ -74,10 +73,13 @@ class PoolCommand final : public Session {
          << " healthy; " << view.value("running_jobs", 0) << " jobs running, "
          << view.value("queued_jobs", 0) << " queued\n";
     print_generations(view.value("generations", json::array()));
-    if (cluster) {  // who runs which hosts
+    const json listed = view.value("agents", json::array());
+    if (listed.empty()) {
+      out_ << "No agent has registered yet: start one with `tpujobs agent`.\n";
+    } else {  // who runs which hosts
       std::vector<std::vector<std::string>> agents = {
           {"AGENT", "STATE", "LAST HEARTBEAT", "HOSTS", "RUNNING JOBS"}};
-      for (const json& agent : view["agents"]) {
+      for (const json& agent : listed) {
         std::string hosts, running;
         for (const json& h : agent.value("hosts", json::array()))
           hosts += (hosts.empty() ? "" : ",") + h.get<std::string>();

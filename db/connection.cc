@@ -328,6 +328,16 @@ base::Result<std::vector<QueryResult>> Connection::execute_generic(
   // pending reason by its key, planned on the empty table, scanned 100,000
   // of them: 5.9 ms; bench/RESULTS.md, session 37). Without sequential
   // scans, its plan is by key whatever the table's size was.
+  // The settings are local to the pipeline's implicit transaction, which
+  // ends with it: one statement, none to undo them (a read by key took 7-10
+  // us more so, 11-13 with a SET and a RESET of each; bench/RESULTS.md,
+  // session 62). In a transaction of the caller's, which goes on after
+  // them, they are reset.
+  if (!in_transaction()) {
+    return execute_between({"SELECT set_config('plan_cache_mode', 'force_generic_plan', true),"
+                            " set_config('enable_seqscan', 'off', true)"},
+                           {}, statements);
+  }
   return execute_between({"SET plan_cache_mode = force_generic_plan", "SET enable_seqscan = off"},
                          {"RESET enable_seqscan", "RESET plan_cache_mode"}, statements);
 }
@@ -340,6 +350,10 @@ base::Result<std::vector<QueryResult>> Connection::execute_custom(
   // jobs were few, scanned every job, finished ones too). And so every
   // statement a session keeps may be planned generically, as
   // tests/support/kept_plans.h checks.
+  if (!in_transaction()) {  // as execute_generic's settings
+    return execute_between({"SELECT set_config('plan_cache_mode', 'force_custom_plan', true)"}, {},
+                           statements, /*unprepared=*/true);
+  }
   return execute_between({"SET plan_cache_mode = force_custom_plan"}, {"RESET plan_cache_mode"},
                          statements, /*unprepared=*/true);
 }

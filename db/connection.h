@@ -185,7 +185,7 @@ class Connection {
   // bench/RESULTS.md, session 26). Planned without sequential scans: for
   // statements that find their rows by key, so that a plan made while a
   // table was nearly empty does not scan it once it is not. Still one round
-  // trip: the settings are made for it and reset after it, in one pipeline.
+  // trip: the settings are made for it and end with it, in one pipeline.
   base::Result<QueryResult> execute_generic(std::string_view sql, std::span<const Param> params);
   base::Result<QueryResult> execute_generic(std::string_view sql,
                                             std::initializer_list<Param> params);

@@ -363,7 +363,7 @@ TEST_F(ClientCommandTest, PoolPrintsEachGenerationsLayout) {
   server_.script("GET /v1/pool", {answer(200, pool)});
   EXPECT_EQ(kExitSucceeded, run("pool", {}));
   EXPECT_EQ(
-      "HOST  GENERATION  HEALTH  CORES  IN USE  JOBS\n"
+      "HOST  AGENT  GENERATION  HEALTH  CORES  IN USE  JOBS\n"
       "24 cores, 0 in use (0%), 24 healthy; 0 jobs running, 0 queued\n"
       "GENERATION  HOSTS  DEVICES/HOST  SLICE   TOPOLOGY  HOST BLOCK  HBM/DEVICE  XLA HBM  MXU     "
       " "
@@ -373,7 +373,8 @@ TEST_F(ClientCommandTest, PoolPrintsEachGenerationsLayout) {
       "62\n"
       "v5p         4      4             v5p-32  2x2x4     2x2x1       96 GiB      95.74G   128x128 "
       " "
-      "459\n",
+      "459\n"
+      "No agent has registered yet: start one with `tpujobs agent`.\n",
       out_.str());
 }
 

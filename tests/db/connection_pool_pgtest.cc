@@ -232,6 +232,19 @@ TEST(ConnectionPoolTest, AGenericStatementIsPlannedOnceAndLeavesTheSessionAsItWa
   mode = (*connection)->execute("SELECT current_setting('plan_cache_mode')");
   ASSERT_TRUE(mode.ok());
   EXPECT_EQ("auto", mode->string(0, 0)) << "the failure took the SET back with it";
+
+  // In a transaction that goes on after it, the settings end with the
+  // statement, not with the transaction.
+  auto transaction = Transaction::begin(**connection);
+  ASSERT_TRUE(transaction.ok()) << transaction.error().message;
+  const Param three[] = {3, 1259};
+  auto inside = (*connection)->execute_generic(kSql, three);
+  ASSERT_TRUE(inside.ok()) << inside.error().message;
+  EXPECT_EQ(7, inside->int64(0, 0));
+  auto settings = transaction->execute(
+      "SELECT current_setting('plan_cache_mode') || ' ' || current_setting('enable_seqscan')");
+  ASSERT_TRUE(settings.ok()) << settings.error().message;
+  EXPECT_EQ("auto on", settings->string(0, 0));
 }
 
 TEST(ConnectionPoolTest, HandleReturnsConnectionAndAcquireTimesOut) {

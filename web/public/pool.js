@@ -2,9 +2,10 @@
 // focus or click shows it), its health, drain / fail / recover, and the
 // utilisation over time (polled each second, the last ten minutes), and the
 // TPU core-hours each tenant used over the last day (GET /v1/usage).
-// In a cluster (DESIGN §9) the pool also lists its agents (state, last
-// heartbeat, hosts, running jobs), each host names its agent, the hosts of a
-// lost agent show unreachable, and the cores of a slice spanning agents say so.
+// The pool also lists its agents (a standalone serve's own one, or a
+// cluster's: state, last heartbeat, hosts, running jobs), each host names its
+// agent, the hosts of a lost agent show unreachable, and the cores of a slice
+// spanning agents say so.
 // Each generation shows its layout (GET /v1/pool "generations"): its facts,
 // and from v4 on its chips in the shape of the largest slice its hosts form,
 // coloured by host: a 2D grid for v5e/v6e, a 3D block of layers for v4/v5p.
@@ -36,7 +37,7 @@ export function mount(root) {
   const usage = h('div', { id: 'usage-chart', class: 'usage-chart' });
   const agentsCount = h('span', { class: 'muted small', id: 'agents-count' });
   const agentsList = h('div', { id: 'agents' });
-  const agentsSection = h('section', { class: 'card', id: 'agents-section', 'aria-labelledby': 'agents-heading', hidden: true },
+  const agentsSection = h('section', { class: 'card', id: 'agents-section', 'aria-labelledby': 'agents-heading' },
     h('div', { class: 'section-head' }, h('h2', { id: 'agents-heading' }, 'Agents'), agentsCount), agentsList);
 
   root.append(
@@ -84,8 +85,7 @@ export function mount(root) {
   // One row per agent; drawn again only when something other than the
   // heartbeat changed (the ages tick on their own, below).
   const renderAgents = (pool) => {
-    agentsSection.hidden = !Array.isArray(pool.agents);
-    if (agentsSection.hidden) return;
+    const agents = Array.isArray(pool.agents) ? pool.agents : [];
     const names = new Map();  // job id -> name, from the cores
     const onHosts = new Map();  // agent -> job ids on its hosts' cores
     for (const host of pool.hosts) {
@@ -97,7 +97,7 @@ export function mount(root) {
       }
     }
     // An agent runs its own jobs (running_jobs) and its parts of slices led by another agent.
-    const rows = pool.agents.map((agent) => ({
+    const rows = agents.map((agent) => ({
       ...agent,
       jobs: [...new Set([...(agent.running_jobs || []), ...(onHosts.get(agent.name) || [])])].sort((a, b) => a - b),
     }));
@@ -149,7 +149,7 @@ export function mount(root) {
       fact('Running jobs', pool.running_jobs),
       fact('Queued jobs', pool.queued_jobs),
       pool.cpu_jobs_running ? fact('CPU jobs', pool.cpu_jobs_running) : null,
-      Array.isArray(pool.agents) ? fact('Agents alive', `${pool.agents.filter((a) => a.state === 'alive').length} / ${pool.agents.length}`) : null);
+      fact('Agents alive', `${(pool.agents ?? []).filter((a) => a.state === 'alive').length} / ${(pool.agents ?? []).length}`));
     renderAgents(pool);
 
     const snapshot = JSON.stringify([pool.hosts, selected]);
