@@ -384,9 +384,9 @@ base::Result<std::vector<QueryResult>> Connection::run_pipeline(
   if (is_broken())
     return base::make_error(base::ErrorCode::kUnavailable, "connection to PostgreSQL lost");
   const Deadline deadline = answer_deadline();
-  std::vector<std::optional<std::string>> names(statements.size());
-  for (std::size_t i = 0; i < statements.size(); ++i) {  // once per connection: a round trip each
-    if (unprepared) break;
+  std::vector<std::optional<std::string>> names(statements.size());  // none: unprepared
+  for (std::size_t i = 0; i < statements.size() && !unprepared; ++i) {
+    // Once per connection: a round trip each.
     base::Result<std::string> name = prepared_name(statements[i].sql, deadline);
     if (!name.ok()) return name.error();
     names[i] = std::move(*name);

@@ -375,7 +375,6 @@ base::Status JobRepository::set_pending(
     // statistics lagged a burst of submits, read all 100,000 queued rows.
     // Planned generically, without scans: a plan the leader's session made
     // while the jobs were few scanned them for each reason.
-    const Param params[] = {Param::array(ids), Param::array(pending), leader_term};
     base::Result<QueryResult> rows = connection.execute_generic(
         "WITH held AS (SELECT $3::bigint IS NULL OR (SELECT term FROM scheduler_term"
         "  WHERE id = 1 FOR SHARE) = $3::bigint AS held),"
@@ -386,7 +385,7 @@ base::Status JobRepository::set_pending(
         "  ON CONFLICT (job_id) DO UPDATE SET pending = EXCLUDED.pending"
         "  WHERE p.pending IS DISTINCT FROM EXCLUDED.pending)"  // runs, read or not
         " SELECT held, set_config('synchronous_commit', 'off', true) FROM held",
-        params);
+        {Param::array(ids), Param::array(pending), leader_term});
     if (!rows.ok()) return rows.error();
     if (!rows->boolean(0, 0)) {
       return base::make_error(base::ErrorCode::kConflict,
@@ -501,18 +500,17 @@ base::Result<std::map<std::int64_t, std::string>> JobRepository::job_specs(
     const std::vector<std::int64_t>& ids) {
   using Specs = std::map<std::int64_t, std::string>;
   if (ids.empty()) return Specs{};
-  return with_connection(pool_, acquire_timeout_,
-                         [&](Connection& connection) -> base::Result<Specs> {
-                           // By key, whatever the jobs were when the session planned it.
-                           const Param params[] = {Param::bigints(ids)};
-                           base::Result<QueryResult> rows = connection.execute_generic(
-                               "SELECT id, spec FROM jobs WHERE id = ANY($1::bigint[])", params);
-                           if (!rows.ok()) return rows.error();
-                           Specs specs;
-                           for (int row = 0; row < rows->rows(); ++row)
-                             specs[rows->int64(row, 0)] = rows->string(row, 1);
-                           return specs;
-                         });
+  return with_connection(
+      pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<Specs> {
+        // By key, whatever the jobs were when the session planned it.
+        base::Result<QueryResult> rows = connection.execute_generic(
+            "SELECT id, spec FROM jobs WHERE id = ANY($1::bigint[])", {Param::bigints(ids)});
+        if (!rows.ok()) return rows.error();
+        Specs specs;
+        for (int row = 0; row < rows->rows(); ++row)
+          specs[rows->int64(row, 0)] = rows->string(row, 1);
+        return specs;
+      });
 }
 
 base::Result<std::vector<JobRow>> JobRepository::load_queued_except(
