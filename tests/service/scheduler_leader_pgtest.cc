@@ -470,8 +470,8 @@ TEST_F(SchedulerLeaderTest, BetweenPassesTheLeaderSeesWhatOthersWroteMeanwhile) 
 // The leader's session makes its plans in its first passes, often while
 // the tables are nearly empty, and keeps them while the queue grows to
 // 100,000 until autovacuum analyzes the tables (tests/support/kept_plans.h;
-// session 61 found the orphans' read scanning every job so: 5.6 ms a
-// pass). Here each statement of the leader's passes (placements, reasons,
+// session 61 found the orphans' read planned so to scan every job). Here
+// each statement of the leader's passes (placements, reasons,
 // a lost agent's requeue and failure, cancels, the sweeps) is planned on
 // near-empty tables; once 20,000 queued jobs are added, no plan the session
 // keeps walks a table that grows with the queue.
