@@ -242,9 +242,10 @@ TEST(ConnectionPoolTest, AGenericStatementIsPlannedOnceAndLeavesTheSessionAsItWa
   ASSERT_TRUE(inside.ok()) << inside.error().message;
   EXPECT_EQ(7, inside->int64(0, 0));
   auto settings = transaction->execute(
-      "SELECT current_setting('plan_cache_mode') || ' ' || current_setting('enable_seqscan')");
+      "SELECT current_setting('plan_cache_mode') || ' ' || current_setting('enable_seqscan') ||"
+      " ' ' || current_setting('enable_bitmapscan')");
   ASSERT_TRUE(settings.ok()) << settings.error().message;
-  EXPECT_EQ("auto on", settings->string(0, 0));
+  EXPECT_EQ("auto on on", settings->string(0, 0));
 }
 
 TEST(ConnectionPoolTest, HandleReturnsConnectionAndAcquireTimesOut) {
