@@ -182,9 +182,10 @@ class Connection {
   // not depend on its values and which costs more to plan than to run: a
   // job's transition took 0.36 ms to plan and 0.5 ms to run, each time
   // (PostgreSQL's plan cache kept choosing custom plans for it;
-  // bench/RESULTS.md, session 26). Planned without sequential scans: for
-  // statements that find their rows by key, so that a plan made while a
-  // table was nearly empty does not scan it once it is not. Still one round
+  // bench/RESULTS.md, session 26). Planned without sequential or bitmap
+  // scans: for statements that find their rows by key, so that a plan made
+  // while a table was nearly empty does not scan it once it is not, nor
+  // AND a whole partial index into a bitmap (session 62). Still one round
   // trip: the settings are made for it and end with it, in one pipeline.
   base::Result<QueryResult> execute_generic(std::string_view sql, std::span<const Param> params);
   base::Result<QueryResult> execute_generic(std::string_view sql,
