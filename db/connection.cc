@@ -329,8 +329,8 @@ base::Result<std::vector<QueryResult>> Connection::execute_generic(
   // of them: 5.9 ms; bench/RESULTS.md, session 37). Without sequential
   // scans, its plan is by key whatever the table's size was.
   // The settings are local to the pipeline's implicit transaction, which
-  // ends with it: one statement, none to undo them (a read by key took 7-10
-  // us more so, 11-13 with a SET and a RESET of each; bench/RESULTS.md,
+  // ends with it: one statement, none to undo them (a read by key took 5-10
+  // us more so, 9-13 with a SET and a RESET of each; bench/RESULTS.md,
   // session 62). In a transaction of the caller's, which goes on after
   // them, they are reset.
   // Without bitmap scans too: a bitmap of a partial index used for its

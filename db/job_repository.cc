@@ -314,7 +314,9 @@ base::Result<JobPage> JobRepository::list_jobs(const JobFilter& filter) {
   sql += " ORDER BY j.created_at DESC, j.id DESC LIMIT " + placeholder(limit + 1) + "::integer";
   return with_connection(
       pool_, acquire_timeout_, [&](Connection& connection) -> base::Result<JobPage> {
-        base::Result<QueryResult> rows = connection.execute(sql, params);
+        // Generic, without scans: a page's plan kept from when the jobs
+        // were few sorted every job of the state (tests/support/kept_plans.h).
+        base::Result<QueryResult> rows = connection.execute_generic(sql, params);
         if (!rows.ok()) return rows.error();
         JobPage page;
         const int listed = std::min(rows->rows(), limit);

@@ -1047,7 +1047,7 @@ TEST_F(JobRepositoryTest, TheOrphansReadPlannedWhileTheJobsWereFewUsesThePartial
 // near-empty tables; once 20,000 queued jobs are added, no plan the session
 // keeps walks a table that grows with the queue. Not here: the reads of
 // one job's view by key (get_job, get_job_with_checkpoint, listed_rows),
-// which keep PostgreSQL's own plan: planning them without scans costs 7-10
+// which keep PostgreSQL's own plan: planning them without scans costs 5-10
 // us a read (bench/RESULTS.md, session 62), against plans that last until
 // autovacuum first analyzes the grown table (docs/deploy.md).
 TEST_F(JobRepositoryTest, AJobsStatementsPlannedWhileTheJobsWereFewFindItByKey) {

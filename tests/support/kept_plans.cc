@@ -24,7 +24,10 @@ void walks_of(const json& plan, const std::set<std::string>& tables, bool limite
   const std::string node = plan.value("Node Type", "");
   const std::string relation = plan.value("Relation Name", "");
   const std::string index = plan.value("Index Name", "");
-  limited = limited || node == "Limit";
+  // A Limit bounds the scans it streams from, not those under a node that
+  // reads all its input first (a Sort's, an Aggregate's, a Hash's).
+  limited = (limited || node == "Limit") && node != "Sort" && node != "Incremental Sort" &&
+            node != "Aggregate" && node != "Hash";
   if (tables.contains(relation) && !limited) {
     const bool by_key = plan.contains("Index Cond");
     const bool placed_only = index == "jobs_placed";

@@ -40,7 +40,8 @@ base::Status add_queued_jobs(ConnectionPool& pool, int count);
 // kept, or if none was made yet, one made now. The walks in them: a scan
 // of one of `tables` that is sequential, or by an index with no condition
 // (but jobs_placed, which holds the STARTING and RUNNING jobs only), unless
-// under a Limit. One line each, "walk: statement"; empty when none.
+// a Limit streams from it (no Sort, Aggregate or Hash between). One line
+// each, "walk: statement"; empty when none.
 std::vector<std::string> kept_walks(ConnectionPool& session, const std::set<std::string>& tables);
 
 }  // namespace tpujobs::db::testing
