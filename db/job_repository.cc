@@ -598,7 +598,9 @@ base::Result<std::vector<JobRow>> JobRepository::orphaned_jobs() {
                            // walked every queued job each housekeeping (bench/RESULTS.md,
                            // session 61). Generic, without ORDER BY (which the index of the
                            // unfinished jobs by id would serve, walking them all), its plan is
-                           // by the partial index of the placed jobs whatever the table's size.
+                           // by the partial index of the placed jobs whatever the table's size
+                           // (and without bitmap scans, no BitmapAnd of every unfinished job:
+                           // session 62).
                            base::Result<QueryResult> rows = connection.execute_generic(
                                "SELECT " TPUJOBS_JOB_COLUMNS
                                " FROM jobs j"
