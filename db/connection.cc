@@ -335,8 +335,9 @@ base::Result<std::vector<QueryResult>> Connection::execute_generic(
   // them, they are reset.
   // Without bitmap scans too: a bitmap of a partial index used for its
   // predicate alone, ANDed with one by key, read every unfinished job (the
-  // orphans' read, planned from statistics of a few dozen jobs: 89,700
-  // entries, 6.6 ms a read; bench/RESULTS.md, session 62).
+  // orphans' read, planned on a table not yet analyzed: 89,700 entries,
+  // 6.6 ms a read; bench/RESULTS.md, session 62; the leader's test on
+  // unanalyzed tables).
   if (!in_transaction()) {
     return execute_between({"SELECT set_config('plan_cache_mode', 'force_generic_plan', true),"
                             " set_config('enable_seqscan', 'off', true),"

@@ -9,9 +9,13 @@
 // autovacuum analyzes it (bench/RESULTS.md, sessions 37, 61 and 62).
 //
 // The way to test it: run the code's statements on one session (a pool of
-// one connection) over tables made near-empty and known to be
-// (without_autovacuum), add many rows unanalyzed (add_queued_jobs), then
-// ask kept_walks which of the session's statements would walk them.
+// one connection) over tables in a known state (without_autovacuum), add
+// many rows unanalyzed (add_queued_jobs), then ask kept_walks which of the
+// session's statements would walk them. Two states matter: tables analyzed
+// while empty, and tables never analyzed (a new deployment's until
+// autovacuum's first analysis), whose rows the planner guesses from the
+// pages with default selectivities. The second gave the orphans' read a
+// BitmapAnd over every unfinished job (bench/RESULTS.md, session 62).
 #pragma once
 
 #include <set>
@@ -26,9 +30,20 @@ namespace tpujobs::db::testing {
 // The tables that grow with the queue.
 inline const std::set<std::string> kQueueTables = {"jobs", "job_pending", "job_events"};
 
-// Turns autovacuum off on `tables` and analyzes them as they are (empty):
-// only the test's own rows change their statistics, or drop kept plans.
-base::Status without_autovacuum(ConnectionPool& pool, const std::set<std::string>& tables);
+// What the planner knows of a table when a session plans on it.
+enum class Statistics {
+  kAnalyzedEmpty,  // analyzed as it is, empty
+  kNeverAnalyzed,  // none: as migrated (an error if it was analyzed already)
+};
+
+// Turns autovacuum off on `tables`, leaving them with `statistics`: only
+// the test's own rows change what the planner knows, or drop kept plans.
+base::Status without_autovacuum(ConnectionPool& pool, const std::set<std::string>& tables,
+                                Statistics statistics);
+
+// Adds `count` succeeded jobs of tenant "t" with an empty spec, as a
+// deployment's history, through `pool`.
+base::Status add_finished_jobs(ConnectionPool& pool, int count);
 
 // Adds `count` queued jobs of tenant "t" with an empty spec, each with a
 // pending reason and a submit event, through `pool` (not the session under
@@ -39,9 +54,9 @@ base::Status add_queued_jobs(ConnectionPool& pool, int count);
 // generic plan as EXPLAIN shows it (for NULL values; not run): the one
 // kept, or if none was made yet, one made now. The walks in them: a scan
 // of one of `tables` that is sequential, or by an index with no condition
-// (but jobs_placed, which holds the STARTING and RUNNING jobs only), unless
-// a Limit streams from it (no Sort, Aggregate or Hash between). One line
-// each, "walk: statement"; empty when none.
+// (a bitmap's too; but jobs_placed, which holds the STARTING and RUNNING
+// jobs only), unless a Limit streams from it (no Sort, Aggregate or Hash
+// between). One line each, "walk: statement"; empty when none.
 std::vector<std::string> kept_walks(ConnectionPool& session, const std::set<std::string>& tables);
 
 }  // namespace tpujobs::db::testing
