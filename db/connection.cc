@@ -328,26 +328,15 @@ base::Result<std::vector<QueryResult>> Connection::execute_generic(
   // pending reason by its key, planned on the empty table, scanned 100,000
   // of them: 5.9 ms; bench/RESULTS.md, session 37). Without sequential
   // scans, its plan is by key whatever the table's size was.
-  // The settings are local to the pipeline's implicit transaction, which
-  // ends with it: one statement, none to undo them (a read by key took 5-10
-  // us more so, 9-13 with a SET and a RESET of each; bench/RESULTS.md,
-  // session 62). In a transaction of the caller's, which goes on after
-  // them, they are reset.
   // Without bitmap scans too: a bitmap of a partial index used for its
   // predicate alone, ANDed with one by key, read every unfinished job (the
   // orphans' read, planned on a table not yet analyzed: 89,700 entries,
   // 6.6 ms a read; bench/RESULTS.md, session 62; the leader's test on
   // unanalyzed tables).
-  if (!in_transaction()) {
-    return execute_between({"SELECT set_config('plan_cache_mode', 'force_generic_plan', true),"
-                            " set_config('enable_seqscan', 'off', true),"
-                            " set_config('enable_bitmapscan', 'off', true)"},
-                           {}, statements);
-  }
-  return execute_between(
-      {"SET plan_cache_mode = force_generic_plan", "SET enable_seqscan = off",
-       "SET enable_bitmapscan = off"},
-      {"RESET enable_bitmapscan", "RESET enable_seqscan", "RESET plan_cache_mode"}, statements);
+  return execute_with({{"plan_cache_mode", "force_generic_plan"},
+                       {"enable_seqscan", "off"},
+                       {"enable_bitmapscan", "off"}},
+                      statements, /*unprepared=*/false);
 }
 
 base::Result<std::vector<QueryResult>> Connection::execute_custom(
@@ -358,23 +347,42 @@ base::Result<std::vector<QueryResult>> Connection::execute_custom(
   // jobs were few, scanned every job, finished ones too). And so every
   // statement a session keeps may be planned generically, as
   // tests/support/kept_plans.h checks.
-  if (!in_transaction()) {  // as execute_generic's settings
-    return execute_between({"SELECT set_config('plan_cache_mode', 'force_custom_plan', true)"}, {},
-                           statements, /*unprepared=*/true);
+  return execute_with({{"plan_cache_mode", "force_custom_plan"}}, statements,
+                      /*unprepared=*/true);
+}
+
+base::Result<std::vector<QueryResult>> Connection::execute_with(
+    std::initializer_list<std::pair<std::string_view, std::string_view>> settings,
+    std::span<const Statement> statements, bool unprepared) {
+  // Out of a transaction, a read by key took 5-10 us more with the one
+  // statement, 9-13 with a SET and a RESET of each (bench/RESULTS.md,
+  // session 62).
+  std::vector<std::string> before, after;
+  if (!in_transaction()) {  // one statement: the pipeline's transaction ends them
+    std::string select;
+    for (const auto& [name, value] : settings) {
+      select.append(select.empty() ? "SELECT " : ", ").append("set_config('").append(name);
+      select.append("', '").append(value).append("', true)");
+    }
+    before.push_back(std::move(select));
+  } else {  // the caller's transaction goes on after them: undone
+    for (const auto& [name, value] : settings) {
+      before.push_back(std::string("SET ").append(name).append(" = ").append(value));
+      after.insert(after.begin(), std::string("RESET ").append(name));
+    }
   }
-  return execute_between({"SET plan_cache_mode = force_custom_plan"}, {"RESET plan_cache_mode"},
-                         statements, /*unprepared=*/true);
+  return execute_between(before, after, statements, unprepared);
 }
 
 base::Result<std::vector<QueryResult>> Connection::execute_between(
-    std::initializer_list<std::string_view> before, std::initializer_list<std::string_view> after,
+    std::span<const std::string> before, std::span<const std::string> after,
     std::span<const Statement> statements, bool unprepared) {
   // SET is transactional: a statement that fails takes it back with it.
   std::vector<Statement> all;
   all.reserve(before.size() + statements.size() + after.size());
-  for (std::string_view sql : before) all.push_back({sql});
+  for (const std::string& sql : before) all.push_back({sql});
   all.insert(all.end(), statements.begin(), statements.end());
-  for (std::string_view sql : after) all.push_back({sql});
+  for (const std::string& sql : after) all.push_back({sql});
   base::Result<std::vector<QueryResult>> answers = run_pipeline(all, unprepared);
   if (!answers.ok()) return answers.error();
   answers->erase(answers->end() - static_cast<std::ptrdiff_t>(after.size()), answers->end());
@@ -601,7 +609,8 @@ base::Result<Transaction> Transaction::begin(Connection& connection) {
 
 base::Result<std::pair<Transaction, std::vector<QueryResult>>> Transaction::begin(
     Connection& connection, std::span<const Statement> first) {
-  base::Result<std::vector<QueryResult>> answers = connection.execute_between({"BEGIN"}, {}, first);
+  const std::string begin[] = {"BEGIN"};
+  base::Result<std::vector<QueryResult>> answers = connection.execute_between(begin, {}, first);
   Transaction transaction(connection);
   if (!answers.ok()) {
     // The block the BEGIN opened outlives the pipeline's failure: the

@@ -264,9 +264,17 @@ class Connection {
   // execute_pipeline() of `statements` between the statements `before`
   // and `after` (SETs of the planner's settings and their RESETs; a BEGIN),
   // in the same round trip; only the answers of `statements`.
-  base::Result<std::vector<QueryResult>> execute_between(
-      std::initializer_list<std::string_view> before, std::initializer_list<std::string_view> after,
-      std::span<const Statement> statements, bool unprepared = false);
+  base::Result<std::vector<QueryResult>> execute_between(std::span<const std::string> before,
+                                                         std::span<const std::string> after,
+                                                         std::span<const Statement> statements,
+                                                         bool unprepared = false);
+  // execute_between() with the planner's `settings` (name, value) for
+  // `statements` alone: out of a transaction, made local to the
+  // pipeline's own (one statement, none to undo them); in a caller's
+  // transaction, which goes on after them, SET and then RESET.
+  base::Result<std::vector<QueryResult>> execute_with(
+      std::initializer_list<std::pair<std::string_view, std::string_view>> settings,
+      std::span<const Statement> statements, bool unprepared);
   // execute_pipeline(), or with `unprepared` each statement sent as an
   // unnamed one, parsed and planned as it runs.
   base::Result<std::vector<QueryResult>> run_pipeline(std::span<const Statement> statements,
