@@ -50,14 +50,6 @@ class EmbeddedPostgresTest : public ::testing::Test {
     return server.ok() ? std::move(*server) : nullptr;
   }
 
-  static std::string scalar(ConnectionPool& pool, const char* sql) {
-    auto connection = pool.acquire(milliseconds(1000));
-    if (!connection.ok()) return "acquire: " + connection.error().message;
-    auto rows = (*connection)->execute(sql);
-    if (!rows.ok()) return "error: " + std::string(to_string(rows.code()));
-    return rows->rows() > 0 ? rows->string(0, 0) : "";
-  }
-
   // A pool of one connection to `server`, its schema migrated, and the WAL
   // writer flushing at most every 10 s (wal_writer_delay; the caller resets
   // it): what reaches the disk in the meantime is the synchronous commits'.
@@ -66,8 +58,8 @@ class EmbeddedPostgresTest : public ::testing::Test {
     EXPECT_TRUE(pool.ok()) << pool.error().message;
     if (!pool.ok()) return nullptr;
     EXPECT_TRUE(migrate(**pool).ok());
-    EXPECT_EQ("", scalar(**pool, "ALTER SYSTEM SET wal_writer_delay = '10s'"));
-    EXPECT_EQ("true", scalar(**pool, "SELECT pg_reload_conf()::text"));
+    EXPECT_EQ("", testing::first_value(**pool, "ALTER SYSTEM SET wal_writer_delay = '10s'"));
+    EXPECT_EQ("true", testing::first_value(**pool, "SELECT pg_reload_conf()::text"));
     return std::move(*pool);
   }
 
@@ -86,11 +78,11 @@ TEST_F(EmbeddedPostgresTest, StartStopAndStartAgainKeepsData) {
   {
     auto pool = ConnectionPool::create(server->conninfo(), 1);
     ASSERT_TRUE(pool.ok()) << pool.error().message;
-    EXPECT_EQ("UTF8", scalar(**pool, "SHOW server_encoding"));
-    EXPECT_EQ("on", scalar(**pool, "SHOW fsync"));
-    EXPECT_EQ("on", scalar(**pool, "SHOW synchronous_commit"));
-    EXPECT_EQ("", scalar(**pool, "SHOW listen_addresses"));
-    EXPECT_EQ("100", scalar(**pool, "SHOW max_connections"));
+    EXPECT_EQ("UTF8", testing::first_value(**pool, "SHOW server_encoding"));
+    EXPECT_EQ("on", testing::first_value(**pool, "SHOW fsync"));
+    EXPECT_EQ("on", testing::first_value(**pool, "SHOW synchronous_commit"));
+    EXPECT_EQ("", testing::first_value(**pool, "SHOW listen_addresses"));
+    EXPECT_EQ("100", testing::first_value(**pool, "SHOW max_connections"));
   }
   {
     auto pool = ConnectionPool::create(server->conninfo(), 1);
@@ -115,7 +107,7 @@ TEST_F(EmbeddedPostgresTest, StartStopAndStartAgainKeepsData) {
   EXPECT_EQ(version_written, fs::last_write_time(again->data_dir() / "PG_VERSION"));  // no initdb
   auto pool = ConnectionPool::create(again->conninfo(), 1);
   ASSERT_TRUE(pool.ok());
-  EXPECT_EQ("survives", scalar(**pool, "SELECT v FROM kept"));
+  EXPECT_EQ("survives", testing::first_value(**pool, "SELECT v FROM kept"));
   EXPECT_TRUE(fs::file_size(again->log_file()) > 0);
 }
 
@@ -141,7 +133,7 @@ TEST_F(EmbeddedPostgresTest, StalePostmasterPidFromACrashIsIgnored) {
   ASSERT_TRUE(after_reuse);
   auto pool = ConnectionPool::create(after_reuse->conninfo(), 1);
   ASSERT_TRUE(pool.ok());
-  EXPECT_EQ("1", scalar(**pool, "SELECT 1"));
+  EXPECT_EQ("1", testing::first_value(**pool, "SELECT 1"));
   pool->reset();
   after_reuse.reset();
 
@@ -166,7 +158,7 @@ TEST_F(EmbeddedPostgresTest, LiveServerOnTheSameDirectoryIsAConflict) {
   // The first server is unharmed.
   auto pool = ConnectionPool::create(running->conninfo(), 1);
   ASSERT_TRUE(pool.ok());
-  EXPECT_EQ("1", scalar(**pool, "SELECT 1"));
+  EXPECT_EQ("1", testing::first_value(**pool, "SELECT 1"));
 }
 
 TEST_F(EmbeddedPostgresTest, AsRootTheServerRunsUnprivileged) {
@@ -185,7 +177,7 @@ TEST_F(EmbeddedPostgresTest, AsRootTheServerRunsUnprivileged) {
   // The root-owned service still connects through the socket.
   auto pool = ConnectionPool::create(server->conninfo(), 1);
   ASSERT_TRUE(pool.ok()) << pool.error().message;
-  EXPECT_EQ("tpujobs", scalar(**pool, "SELECT current_user"));
+  EXPECT_EQ("tpujobs", testing::first_value(**pool, "SELECT current_user"));
 }
 
 // With the production settings (fsync and synchronous_commit on), a
@@ -219,8 +211,8 @@ TEST_F(EmbeddedPostgresTest, AnAsynchronousTransitionCommitsWithoutWaitingForAWa
   const std::vector<std::int64_t> ids = queue_jobs("j");
   ASSERT_EQ(static_cast<std::size_t>(kJobs), ids.size());
   auto wal_syncs = [&] {
-    EXPECT_EQ("", scalar(*pool, "SELECT ''::text FROM pg_stat_force_next_flush()"));
-    return std::stoll(scalar(*pool, "SELECT wal_sync FROM pg_stat_wal"));
+    EXPECT_EQ("", testing::first_value(*pool, "SELECT ''::text FROM pg_stat_force_next_flush()"));
+    return std::stoll(testing::first_value(*pool, "SELECT wal_sync FROM pg_stat_wal"));
   };
   auto transitions = [&](JobState from, JobState to, bool asynchronous) {
     const std::int64_t before = wal_syncs();
@@ -242,8 +234,9 @@ TEST_F(EmbeddedPostgresTest, AnAsynchronousTransitionCommitsWithoutWaitingForAWa
   const std::int64_t reasons = wal_syncs() - before;
   EXPECT_LT(reasons, kJobs / 2);
   EXPECT_EQ(std::to_string(kJobs),
-            scalar(*pool, "SELECT count(*)::text FROM job_pending WHERE pending IS NOT NULL"));
-  EXPECT_EQ("on", scalar(*pool, "SHOW synchronous_commit"));
+            testing::first_value(
+                *pool, "SELECT count(*)::text FROM job_pending WHERE pending IS NOT NULL"));
+  EXPECT_EQ("on", testing::first_value(*pool, "SHOW synchronous_commit"));
   // The leader's judgements of silence, here each declaring an agent lost.
   ClusterRepository cluster(*pool);
   std::int64_t judgements = 0;
@@ -256,7 +249,7 @@ TEST_F(EmbeddedPostgresTest, AnAsynchronousTransitionCommitsWithoutWaitingForAWa
     judgements += wal_syncs() - before_judgement;
   }
   EXPECT_LT(judgements, kJobs / 2);
-  EXPECT_EQ("on", scalar(*pool, "SHOW synchronous_commit"));
+  EXPECT_EQ("on", testing::first_value(*pool, "SHOW synchronous_commit"));
   const std::int64_t placements = transitions(JobState::kQueued, JobState::kStarting, true);
   const std::int64_t starts = transitions(JobState::kStarting, JobState::kRunning, false);
   EXPECT_GE(starts, kJobs);
@@ -264,8 +257,8 @@ TEST_F(EmbeddedPostgresTest, AnAsynchronousTransitionCommitsWithoutWaitingForAWa
   EXPECT_LT(placements, kJobs / 2);
   // Both committed, and the connection's own setting is as it was.
   EXPECT_EQ(std::to_string(kJobs),
-            scalar(*pool, "SELECT count(*)::text FROM jobs WHERE state = 'RUNNING'"));
-  EXPECT_EQ("on", scalar(*pool, "SHOW synchronous_commit"));
+            testing::first_value(*pool, "SELECT count(*)::text FROM jobs WHERE state = 'RUNNING'"));
+  EXPECT_EQ("on", testing::first_value(*pool, "SHOW synchronous_commit"));
 
   // Placements started (the agent in the leader's process trains each as it
   // commits, and each of the copy's writes waits for a sync): no sync either.
@@ -287,7 +280,8 @@ TEST_F(EmbeddedPostgresTest, AnAsynchronousTransitionCommitsWithoutWaitingForAWa
     EXPECT_EQ(JobState::kRunning, (*placed)->row.state);
   }
   EXPECT_LT(wal_syncs() - before_started, kJobs / 2);
-  EXPECT_EQ("", scalar(*pool, "ALTER SYSTEM RESET wal_writer_delay"));  // the suite's directory
+  EXPECT_EQ("", testing::first_value(
+                    *pool, "ALTER SYSTEM RESET wal_writer_delay"));  // the suite's directory
 }
 
 // A placement commits without waiting for the disk, so a crash may undo it,
@@ -351,7 +345,8 @@ TEST_F(EmbeddedPostgresTest, APlacementACrashUndidKeepsItsNumberToItself) {
   ASSERT_TRUE(lines.ok());
   ASSERT_EQ(1u, lines->size());
   EXPECT_EQ("placed again", (*lines)[0].line);
-  EXPECT_EQ("", scalar(*pool, "ALTER SYSTEM RESET wal_writer_delay"));  // the suite's directory
+  EXPECT_EQ("", testing::first_value(
+                    *pool, "ALTER SYSTEM RESET wal_writer_delay"));  // the suite's directory
 }
 
 TEST_F(EmbeddedPostgresTest, PoolReconnectsAfterTheServerRestarts) {
@@ -360,7 +355,7 @@ TEST_F(EmbeddedPostgresTest, PoolReconnectsAfterTheServerRestarts) {
   auto pool = ConnectionPool::create(server->conninfo(), 2);
   ASSERT_TRUE(pool.ok());
   ConnectionPool& connections = **pool;
-  EXPECT_EQ("1", scalar(connections, "SELECT 1"));
+  EXPECT_EQ("1", testing::first_value(connections, "SELECT 1"));
   auto held = connections.acquire(milliseconds(1000));  // in use across the restart
   ASSERT_TRUE(held.ok());
 
@@ -380,7 +375,7 @@ TEST_F(EmbeddedPostgresTest, PoolReconnectsAfterTheServerRestarts) {
 
   ASSERT_TRUE(server->restart().ok());
   // Right after the restart, without any retry by the caller.
-  EXPECT_EQ("1", scalar(connections, "SELECT 1"));
+  EXPECT_EQ("1", testing::first_value(connections, "SELECT 1"));
   EXPECT_TRUE(connections.ping());
   {
     PooledConnection dropped = std::move(*held);  // broken: replaced, not reused
@@ -440,7 +435,7 @@ TEST_F(EmbeddedPostgresTest, ASchedulerTermSaysWhetherTheServerRecoveredFromACra
 
   // One backend killed: the postmaster ends every session and replays the WAL.
   const pid_t postmaster = server->postmaster_pid();
-  const pid_t backend = std::stoi(scalar(**pool, "SELECT pg_backend_pid()::text"));
+  const pid_t backend = std::stoi(testing::first_value(**pool, "SELECT pg_backend_pid()::text"));
   ASSERT_EQ(0, kill(backend, SIGKILL));
   const auto after_backend_crash =
       term_where([&](std::int64_t mark) { return mark != after_clean_restart->recovered_at; });
@@ -530,7 +525,7 @@ TEST_F(EmbeddedPostgresTest, SupervisedServerIsStartedAgainAfterKillNine) {
               static_cast<long long>(took.count()));
   EXPECT_NE(first, server->postmaster_pid());
   EXPECT_TRUE(server->running());
-  EXPECT_EQ("kept", scalar(connections, "SELECT v FROM committed_before"));
+  EXPECT_EQ("kept", testing::first_value(connections, "SELECT v FROM committed_before"));
   EXPECT_TRUE(reported.any_contains("(pid " + std::to_string(first) + ") was killed by SIGKILL"))
       << ::testing::PrintToString(reported.lines());
 
@@ -554,7 +549,7 @@ TEST_F(EmbeddedPostgresTest, SupervisedServerIsStartedAgainAfterKillNine) {
   ASSERT_TRUE(server->restart().ok());
   const milliseconds again = kill_and_wait_for_comeback(*server, connections, reported);
   EXPECT_GE(again.count(), 0) << ::testing::PrintToString(reported.lines());
-  EXPECT_EQ("kept", scalar(connections, "SELECT v FROM committed_before"));
+  EXPECT_EQ("kept", testing::first_value(connections, "SELECT v FROM committed_before"));
 }
 
 TEST_F(EmbeddedPostgresTest, SupervisorRetriesUntilTheServerCanStart) {
@@ -589,7 +584,7 @@ TEST_F(EmbeddedPostgresTest, SupervisorRetriesUntilTheServerCanStart) {
   for (int i = 0; i < 100 && !(*pool)->ping(milliseconds(500)); ++i) {
     std::this_thread::sleep_for(milliseconds(50));
   }
-  EXPECT_EQ("1", scalar(**pool, "SELECT 1"));
+  EXPECT_EQ("1", testing::first_value(**pool, "SELECT 1"));
 }
 
 // What the scheduling note says of PostgreSQL: each backend is a session
@@ -600,7 +595,7 @@ TEST_F(EmbeddedPostgresTest, EachBackendIsASessionOfItsOwn) {
   ASSERT_TRUE(server);
   auto pool = ConnectionPool::create(server->conninfo(), 1);
   ASSERT_TRUE(pool.ok()) << pool.error().message;
-  const pid_t backend = std::stoi(scalar(**pool, "SELECT pg_backend_pid()"));
+  const pid_t backend = std::stoi(testing::first_value(**pool, "SELECT pg_backend_pid()"));
   EXPECT_EQ(backend, getsid(backend));
   EXPECT_NE(getsid(server->postmaster_pid()), getsid(backend));
 }

@@ -948,14 +948,11 @@ TEST_F(JobRepositoryTest, TheSweepsSliceIsReadThroughTheIndexWhateverTheStatisti
 // The first column of each row `text` answers on a connection of `pool`, a
 // line each (empty for NULL).
 std::string first_column(ConnectionPool& pool, const std::string& text) {
-  auto connection = pool.acquire(std::chrono::seconds(5));
-  EXPECT_TRUE(connection.ok());
+  base::Result<std::vector<std::string>> values = testing::column(pool, text);
+  EXPECT_TRUE(values.ok()) << text << ": " << values.error().message;
   std::string out;
-  if (!connection.ok()) return out;
-  auto rows = (*connection)->execute(text);
-  EXPECT_TRUE(rows.ok()) << text << ": " << rows.error().message;
-  for (int row = 0; rows.ok() && row < rows->rows(); ++row)
-    out += (rows->is_null(row, 0) ? "" : rows->string(row, 0)) + "\n";
+  for (const std::string& value : values.ok() ? *values : std::vector<std::string>{})
+    out += value + "\n";
   return out;
 }
 

@@ -17,14 +17,6 @@ std::unique_ptr<ConnectionPool> empty_schema_pool(int size = 2) {
   return std::move(*pool);
 }
 
-std::string query_text(ConnectionPool& pool, const char* sql) {
-  auto connection = pool.acquire(std::chrono::seconds(1));
-  EXPECT_TRUE(connection.ok());
-  auto rows = (*connection)->execute(sql);
-  EXPECT_TRUE(rows.ok()) << rows.error().message;
-  return rows.ok() && rows->rows() > 0 ? rows->string(0, 0) : "";
-}
-
 TEST(MigrateTest, EmbeddedMigrationsAreNumberedFromOne) {
   const std::vector<Migration> migrations = embedded_migrations();
   ASSERT_FALSE(migrations.empty());
@@ -53,9 +45,9 @@ TEST(MigrateTest, CreatesTheDesignTablesAndIsIdempotent) {
       "notification_attempts "
       "notification_secrets pool_hosts readiness_probe rendezvous_keys scheduler_term "
       "schema_migrations tenant_limits tenant_quotas",
-      query_text(*pool,
-                 "SELECT string_agg(tablename, ' ' ORDER BY tablename) FROM pg_tables"
-                 " WHERE schemaname = 'public'"));
+      testing::first_value(*pool,
+                           "SELECT string_agg(tablename, ' ' ORDER BY tablename) FROM pg_tables"
+                           " WHERE schemaname = 'public'"));
   // The state CHECK holds: no job can be in a state the lifecycle lacks.
   auto connection = pool->acquire(std::chrono::seconds(1));
   ASSERT_TRUE(connection.ok());
@@ -101,18 +93,20 @@ TEST(MigrateTest, FailedMigrationLeavesNothingBehind) {
   auto applied = applied_migrations(*pool);
   ASSERT_TRUE(applied.ok());
   EXPECT_EQ(static_cast<std::size_t>(good), applied->size());
-  EXPECT_EQ("0", query_text(*pool,
-                            "SELECT count(*) FROM pg_tables WHERE tablename = 'half_done' AND "
-                            "schemaname = current_schema()"));
+  EXPECT_EQ("0",
+            testing::first_value(*pool,
+                                 "SELECT count(*) FROM pg_tables WHERE tablename = 'half_done' AND "
+                                 "schemaname = current_schema()"));
 
   // Fixed, it applies on the next start.
   migrations.back().sql = "CREATE TABLE half_done (x integer)";
   ASSERT_TRUE(migrate(*pool, migrations).ok());
-  EXPECT_EQ("1", query_text(*pool,
-                            "SELECT count(*) FROM pg_tables WHERE tablename = 'half_done' AND "
-                            "schemaname = current_schema()"));
+  EXPECT_EQ("1",
+            testing::first_value(*pool,
+                                 "SELECT count(*) FROM pg_tables WHERE tablename = 'half_done' AND "
+                                 "schemaname = current_schema()"));
   EXPECT_EQ("900_broken.sql",
-            query_text(*pool, "SELECT name FROM schema_migrations WHERE version = 900"));
+            testing::first_value(*pool, "SELECT name FROM schema_migrations WHERE version = 900"));
 }
 
 // A process starved of the CPU at its start may sit between two statements
@@ -129,7 +123,7 @@ TEST(MigrateTest, AMigrationsTransactionMayBeIdleForAMinuteAndNoOtherTransaction
   base::Status status = migrate(*pool, migrations);
   ASSERT_TRUE(status.ok()) << status.error().message;
   // The same connection (the pool has one), after the migrations.
-  EXPECT_EQ("5s", query_text(*pool, "SHOW idle_in_transaction_session_timeout"));
+  EXPECT_EQ("5s", testing::first_value(*pool, "SHOW idle_in_transaction_session_timeout"));
 }
 
 }  // namespace

@@ -575,13 +575,7 @@ TEST(SchedulerLeaderCrash, APlacementTheRecoveryUndidIsPlacedAgainThroughTheLead
   auto inserted = repo.jobs.insert_jobs({job});
   ASSERT_TRUE(inserted.ok()) << inserted.error().message;
   const std::string id = std::to_string((*inserted)[0].row.id);
-  auto query = [&](const std::string& sql) -> std::string {
-    auto connection = (*pool)->acquire(std::chrono::milliseconds(1000));
-    if (!connection.ok()) return "acquire: " + connection.error().message;
-    auto rows = (*connection)->execute(sql);
-    if (!rows.ok()) return "error: " + rows.error().message;
-    return rows->rows() > 0 && !rows->is_null(0, 0) ? rows->string(0, 0) : "";
-  };
+  auto query = [&](const std::string& sql) { return db::testing::first_value(**pool, sql); };
   const std::string inserted_xid = query("SELECT changed_xid::text FROM jobs WHERE id = " + id);
   // The leader passes only when the test wakes it (an hour's poll), so no
   // pass is under way when the backend is killed: a pass that failed there

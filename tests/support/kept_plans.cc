@@ -2,22 +2,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/test_cluster.h"
+
 namespace tpujobs::db::testing {
 namespace {
 
 using nlohmann::json;
-
-// The first column of each row `sql` answers on a session of `pool`.
-base::Result<std::vector<std::string>> column(ConnectionPool& pool, const std::string& sql) {
-  auto connection = pool.acquire(std::chrono::seconds(5));
-  if (!connection.ok()) return connection.error();
-  auto rows = (*connection)->execute(sql);
-  if (!rows.ok()) return rows.error();
-  std::vector<std::string> out;
-  for (int row = 0; row < rows->rows(); ++row)
-    out.push_back(rows->is_null(row, 0) ? "" : rows->string(row, 0));
-  return out;
-}
 
 // `heap`: the table of the Bitmap Heap Scan above, if any (EXPLAIN names
 // no table in a Bitmap Index Scan, only its index).

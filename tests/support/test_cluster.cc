@@ -41,6 +41,23 @@ class Cluster {
 
 }  // namespace
 
+base::Result<std::vector<std::string>> column(ConnectionPool& pool, const std::string& sql) {
+  auto connection = pool.acquire(std::chrono::seconds(5));
+  if (!connection.ok()) return connection.error();
+  auto rows = (*connection)->execute(sql);
+  if (!rows.ok()) return rows.error();
+  std::vector<std::string> out;
+  for (int row = 0; row < rows->rows(); ++row)
+    out.push_back(rows->is_null(row, 0) ? "" : rows->string(row, 0));
+  return out;
+}
+
+std::string first_value(ConnectionPool& pool, const std::string& sql) {
+  base::Result<std::vector<std::string>> values = column(pool, sql);
+  if (!values.ok()) return "error: " + values.error().message;
+  return values->empty() ? "" : values->front();
+}
+
 std::string make_temp_dir(const std::string& prefix) {
   const char* tmp = getenv("TMPDIR");
   std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/" + prefix + "XXXXXX";

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/result.h"
 #include "db/connection_pool.h"
@@ -29,6 +30,14 @@ base::Result<std::string> create_schema();
 
 // create_schema() + migrate() + a pool of pool_size connections on it.
 base::Result<std::unique_ptr<ConnectionPool>> fresh_migrated_pool(int pool_size = 4);
+
+// The first column of each row `sql` answers on a session of `pool` (a
+// NULL as ""), or why there is none.
+base::Result<std::vector<std::string>> column(ConnectionPool& pool, const std::string& sql);
+
+// The first value `sql` answers on a session of `pool` ("" for no row or
+// a NULL), or "error: " and why, for a test to compare with what it expects.
+std::string first_value(ConnectionPool& pool, const std::string& sql);
 
 // A new empty temporary directory (mkdtemp under $TMPDIR or /tmp).
 std::string make_temp_dir(const std::string& prefix);
