@@ -331,7 +331,7 @@ base::Result<std::vector<QueryResult>> Connection::execute_generic(
   // Without bitmap scans too: a bitmap of a partial index used for its
   // predicate alone, ANDed with one by key, read every unfinished job (the
   // orphans' read, planned on a table not yet analyzed: 89,700 entries,
-  // 6.6 ms a read; bench/RESULTS.md, session 62; the leader's test on
+  // 6.6 ms a read; bench/RESULTS.md, sessions 62 and 63; the leader's test on
   // unanalyzed tables).
   return execute_with({{"plan_cache_mode", "force_generic_plan"},
                        {"enable_seqscan", "off"},

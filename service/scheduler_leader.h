@@ -248,7 +248,9 @@ class SchedulerLeader {
   // Tells on stderr of a pass that took `nanos` (kSlowPass or more): its
   // phases (what phase_nanos_ gained since `before`), its housekeeping's
   // steps and the waiting jobs.
-  void tell_slow_pass(std::int64_t nanos, const std::array<std::int64_t, kPhases>& before);
+  // `cpu`: of it, the time on this thread's CPU.
+  void tell_slow_pass(std::int64_t nanos, std::int64_t cpu,
+                      const std::array<std::int64_t, kPhases>& before);
   // Runs `part`, adding its wall time to `phase`'s (or `step`'s, and the
   // pass's pass_step_nanos_), and returns what it does.
   template <typename Part>
@@ -499,6 +501,9 @@ class SchedulerLeader {
   std::atomic<std::int64_t> passes_{0};
   std::atomic<std::int64_t> pass_nanos_{0};      // their sum
   std::atomic<std::int64_t> max_pass_nanos_{0};  // the longest
+  // The CPU time of the leader's thread in them, and in the longest.
+  std::atomic<std::int64_t> pass_cpu_nanos_{0};
+  std::atomic<std::int64_t> longest_pass_cpu_nanos_{0};
   // The passes by length (a Prometheus histogram): passes at most each bound
   // long, not counting those of a lower one.
   static constexpr std::array<double, 9> kPassBuckets = {0.005, 0.01, 0.025, 0.05, 0.1,

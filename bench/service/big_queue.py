@@ -29,7 +29,9 @@ Drains every host, then measures (in the replica, which serves the reads):
      the writes of pending reasons the leader makes off its passes
      (tpujobs_scheduler_reason_write*), and how many passes of the burst
      read nothing from PostgreSQL (tpujobs_scheduler_reads_skipped_total) or
-     reused the last plan (tpujobs_scheduler_plans_reused_total);
+     reused the last plan (tpujobs_scheduler_plans_reused_total), and the
+     leader thread's CPU time in the passes, a mean and the longest pass's
+     (tpujobs_scheduler_pass_cpu_seconds_total, _max_cpu_seconds);
   4. status reads of queued jobs with the whole queue (same wrk run),
      alternating run by run with the same reads of a second service like
      the first, started then with 200 queued: the ratio of the two cancels
@@ -100,7 +102,9 @@ def pass_stats(url):
             metric(text, "tpujobs_scheduler_pass_seconds_sum"),
             metric(text, "tpujobs_scheduler_pass_max_seconds"),
             metric(text, 'tpujobs_scheduler_pass_seconds_bucket{le="0.025"}'),
-            metric(text, 'tpujobs_scheduler_pass_seconds_bucket{le="0.05"}'))
+            metric(text, 'tpujobs_scheduler_pass_seconds_bucket{le="0.05"}'),
+            metric(text, "tpujobs_scheduler_pass_cpu_seconds_total"),
+            metric(text, "tpujobs_scheduler_pass_max_cpu_seconds"))
 
 
 PHASES = ("housekeeping", "read", "plan", "write", "reasons")
@@ -438,7 +442,10 @@ def main():
         print(f"leader passes during the submits: {passes:.0f}, "
               f"{passes - (burst[3] - burst_before[3]):.0f} over 25 ms, "
               f"{passes - (burst[4] - burst_before[4]):.0f} over 50 ms, "
-              f"longest {burst[2] * 1000:.0f} ms; reads skipped / plans reused: "
+              f"longest {burst[2] * 1000:.0f} ms ({burst[6] * 1000:.0f} on the leader thread's "
+              f"CPU); the leader thread's CPU a pass: mean "
+              f"{(burst[5] - burst_before[5]) / passes * 1000 if passes else 0:.1f} ms; "
+              "reads skipped / plans reused: "
               + " / ".join(f"{a - b:.0f}" for a, b in zip(pass_shortcuts(url), shortcuts_before))
               + "; mean phases (ms): "
               f"{phase_means(phases_before, phase_totals(url), passes)}; "
@@ -461,7 +468,9 @@ def main():
         over_25 = passes - (after[3] - before[3])
         over_50 = passes - (after[4] - before[4])
         print(f"leader passes over {queued} queued, quiet 30 s: {passes:.0f} passes, "
-              f"mean {mean_ms:.1f} ms, {over_25:.0f} over 25 ms, {over_50:.0f} over 50 ms; "
+              f"mean {mean_ms:.1f} ms "
+              f"({(after[5] - before[5]) / passes * 1000 if passes else 0:.1f} on the leader "
+              f"thread's CPU), {over_25:.0f} over 25 ms, {over_50:.0f} over 50 ms; "
               f"longest since start {after[2] * 1000:.1f} ms; mean phases (ms): "
               f"{phase_means(quiet_phases, phase_totals(url), passes)} (housekeeping's steps: "
               f"{phase_means(quiet_steps, step_totals(url), passes, STEPS)}); reads skipped / plans "
@@ -519,7 +528,9 @@ def main():
         at = datetime.datetime.fromisoformat(starting[0]["at"].replace("Z", "+00:00"))
         print(f"priority-100 job placed {(at - recovered).total_seconds() * 1000:.0f} ms "
               f"after the recover request")
-        print(f"longest pass since start {pass_stats(url)[2] * 1000:.0f} ms; "
+        final = pass_stats(url)
+        print(f"longest pass since start {final[2] * 1000:.0f} ms ({final[6] * 1000:.0f} on the "
+              "leader thread's CPU); "
               f"longest phases since start (ms): {phase_maxima(url)}")
     finally:
         for process in reversed(processes):  # the agent, the replica, then PostgreSQL

@@ -530,7 +530,7 @@ TEST_F(SchedulerLeaderTest, NoPlanItsSessionKeepsFromNearlyEmptyTablesWalksTheQu
 // analysis; meanwhile the planner guesses their rows from their pages, with
 // default selectivities. So planned, the orphans' read was a BitmapAnd of
 // every unfinished job (by the partial index, with no condition) with the
-// running ones, guessed to find one row (bench/RESULTS.md, session 62).
+// running ones, guessed to find one row (bench/RESULTS.md, sessions 62 and 63).
 TEST_F(SchedulerLeaderTest, NoPlanItsSessionKeepsFromUnanalyzedTablesWalksTheQueue) {
   expect_kept_plans_by_key(db::testing::Statistics::kNeverAnalyzed, 20000);
 }

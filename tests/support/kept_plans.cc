@@ -48,9 +48,9 @@ base::Status without_autovacuum(ConnectionPool& pool, const std::set<std::string
         column(pool, "SELECT reltuples FROM pg_class WHERE oid = '" + table + "'::regclass");
     if (!rows.ok()) return rows.error();
     if (rows->size() != 1 || std::stod(rows->front()) >= 0)
-      return base::Error{base::ErrorCode::kInternal, table + " was analyzed already (reltuples " +
-                                                         (rows->empty() ? "none" : rows->front()) +
-                                                         ")"};
+      return base::Error{base::ErrorCode::kInternal,
+                         table + " was vacuumed or analyzed already (reltuples " +
+                             (rows->empty() ? "none" : rows->front()) + ")"};
   }
   return base::Status::Ok();
 }

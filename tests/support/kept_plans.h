@@ -15,7 +15,7 @@
 // while empty, and tables never analyzed (a new deployment's until
 // autovacuum's first analysis), whose rows the planner guesses from the
 // pages with default selectivities. The second gave the orphans' read a
-// BitmapAnd over every unfinished job (bench/RESULTS.md, session 62).
+// BitmapAnd over every unfinished job (bench/RESULTS.md, sessions 62 and 63).
 #pragma once
 
 #include <set>
@@ -33,7 +33,7 @@ inline const std::set<std::string> kQueueTables = {"jobs", "job_pending", "job_e
 // What the planner knows of a table when a session plans on it.
 enum class Statistics {
   kAnalyzedEmpty,  // analyzed as it is, empty
-  kNeverAnalyzed,  // none: as migrated (an error if it was analyzed already)
+  kNeverAnalyzed,  // none: as migrated (an error if it was vacuumed or analyzed)
 };
 
 // Turns autovacuum off on `tables`, leaving them with `statistics`: only
