@@ -230,6 +230,9 @@ struct BatchedTransition {
 struct TransitionOutcome {
   bool applied = false;
   std::optional<PlacedWork> work{};  // with_work's answer, when it applied
+  // It applied as CANCELLED (Transition::if_cancel_requested; not told
+  // with_work).
+  bool cancelled_instead = false;
 };
 
 struct JobEventRow {

@@ -363,14 +363,18 @@ void SchedulerLeader::fence(db::Transition& t) {
   ++writes_;
 }
 
-base::Result<bool> SchedulerLeader::write(db::Transition t) {
+base::Result<db::TransitionOutcome> SchedulerLeader::write(db::Transition t) {
   fence(t);
-  base::Result<bool> moved = store_.transition(t);
-  if (!moved.ok() || *moved) changed({t.job_id});  // a failed write may have landed
+  const db::BatchedTransition one[] = {{std::move(t)}};
+  base::Result<std::vector<db::TransitionOutcome>> moved = store_.transitions(one);
+  const bool applied = moved.ok() && moved->front().applied;
+  const std::int64_t job = one[0].transition.job_id;
+  if (!moved.ok() || applied) changed({job});  // a failed write may have landed
   // An end the leader wrote (a cancel, a start_by, a lost agent's job) is
   // announced as an agent announces the ends it writes.
-  if (moved.ok() && *moved && db::is_terminal(t.to)) ended_.push_back(t.job_id);
-  return moved;
+  if (applied && db::is_terminal(one[0].transition.to)) ended_.push_back(job);
+  if (!moved.ok()) return moved.error();
+  return moved->front();
 }
 
 void SchedulerLeader::announce_ended() {
@@ -395,7 +399,7 @@ base::Status SchedulerLeader::cancel_unstartable(std::int64_t job, const std::st
   const db::Transition t = lifecycle::cancel_unstartable(job, reason, detail, hint);
   auto moved = write(t);
   if (!moved.ok()) return moved.error();
-  if (*moved) std::cerr << "tpujobs: job " << job << ": " << t.reason << std::endl;
+  if (moved->applied) std::cerr << "tpujobs: job " << job << ": " << t.reason << std::endl;
   return base::Status::Ok();
 }
 
@@ -419,8 +423,12 @@ base::Status SchedulerLeader::move_off(const db::JobRow& row, const std::string&
           : lifecycle::fail_unavailable(row.id, hint, row.placement);
   auto moved = write(t);
   if (!moved.ok()) return moved.error();
-  if (*moved) {
-    std::cerr << "tpujobs: job " << row.id << ": " << t.reason << std::endl;
+  if (moved->applied) {
+    // A cancel stored since the read ended it CANCELLED instead.
+    const std::string& reason = moved->cancelled_instead && t.if_cancel_requested
+                                    ? t.if_cancel_requested->reason
+                                    : t.reason;
+    std::cerr << "tpujobs: job " << row.id << ": " << reason << std::endl;
     // Its agent, if it still listens, stops its copy now.
     notify(db::kAgentChannel, row.agent.value_or(""));
   }

@@ -393,8 +393,9 @@ class SchedulerLeader {
   base::Status cancel_unstartable(std::int64_t job, const std::string& reason,
                                   const std::string& detail, const std::string& hint);
 
-  // The leader's writes, fenced by its term.
-  base::Result<bool> write(db::Transition t);
+  // The leader's writes, fenced by its term: whether it applied, and if
+  // so whether as CANCELLED instead (a cancel stored since the read).
+  base::Result<db::TransitionOutcome> write(db::Transition t);
   // What every write of the leader's does first: fenced by its term; the
   // kept queue changes.
   void fence(db::Transition& t);

@@ -649,8 +649,10 @@ TEST_F(JobRepositoryTest, ConcurrentTransitionsFromOneStateLetExactlyOneWin) {
 // end decided from a read before the request was stored, committed after
 // it, ends the job CANCELLED, in its row, its event and the view the
 // statement answers; the same end of a job no one cancelled lands as asked.
+// A batch's outcome tells the two apart (the leader's log line of a lost
+// agent's job names the end that landed).
 TEST_F(JobRepositoryTest, AnEndCommittedAfterAStoredCancelEndsTheJobCancelled) {
-  const auto inserted = insert({job("cancelled"), job("not")});
+  const auto inserted = insert({job("cancelled"), job("not"), job("cancelled too")});
   auto end_of = [](std::int64_t id, JobState to) {
     Transition t{.job_id = id,
                  .from = {JobState::kRunning},
@@ -672,8 +674,21 @@ TEST_F(JobRepositoryTest, AnEndCommittedAfterAStoredCancelEndsTheJobCancelled) {
     place.placement = 4;
     ASSERT_TRUE(*jobs_->transition(place));
   }
-  const std::int64_t cancelled = inserted[0].row.id, not_cancelled = inserted[1].row.id;
+  const std::int64_t cancelled = inserted[0].row.id, not_cancelled = inserted[1].row.id,
+                     also_cancelled = inserted[2].row.id;
   ASSERT_TRUE(jobs_->request_cancel(cancelled).ok());
+  ASSERT_TRUE(jobs_->request_cancel(also_cancelled).ok());
+
+  // A batch's outcome tells which way an end went.
+  auto outcome_of = [&](const Transition& end) {
+    const BatchedTransition one[] = {{end}};
+    auto outcomes = jobs_->transitions(one);
+    EXPECT_TRUE(outcomes.ok()) << outcomes.error().message;
+    return outcomes.ok() ? outcomes->front() : TransitionOutcome{};
+  };
+  const TransitionOutcome overtaken = outcome_of(end_of(also_cancelled, JobState::kFailed));
+  EXPECT_TRUE(overtaken.applied && overtaken.cancelled_instead);
+  EXPECT_EQ(JobState::kCancelled, get(also_cancelled).state);
 
   auto answered = jobs_->transition_with_view(end_of(cancelled, JobState::kSucceeded));
   ASSERT_TRUE(answered.ok()) << answered.error().message;
@@ -689,7 +704,8 @@ TEST_F(JobRepositoryTest, AnEndCommittedAfterAStoredCancelEndsTheJobCancelled) {
       "it ended) ",
       states_of(cancelled));
 
-  ASSERT_TRUE(*jobs_->transition(end_of(not_cancelled, JobState::kFailed)));
+  const TransitionOutcome ended = outcome_of(end_of(not_cancelled, JobState::kFailed));
+  EXPECT_TRUE(ended.applied && !ended.cancelled_instead);
   EXPECT_EQ(JobState::kFailed, get(not_cancelled).state);
   EXPECT_FALSE(get(not_cancelled).error_json.has_value());
   EXPECT_EQ("->QUEUED(Submitted) QUEUED>RUNNING(Placed) RUNNING>FAILED(Training finished) ",

@@ -285,9 +285,11 @@ class FakeLeaderStore final : public LeaderStore {
         });
     const bool leads = !t.require_leader_term || *t.require_leader_term == term;
     if (!from || !agents_alive || !leads) return false;
+    // An end of a job whose cancel is stored lands CANCELLED (db/job_transitions.cc).
+    const JobState to = t.if_cancel_requested && row.cancel_requested ? JobState::kCancelled : t.to;
     writes.push_back("transition " + std::to_string(t.job_id) + " " +
-                     std::string(base::to_string(t.to)));
-    row.state = t.to;
+                     std::string(base::to_string(to)));
+    row.state = to;
     if (t.increment_attempt) ++row.attempt;
     if (t.count_unstarted_requeue) ++row.unstarted_requeues;
     if (t.clear_placement) row.agent.reset(), row.placement_epoch.reset(), row.placement.reset();
@@ -312,8 +314,12 @@ class FakeLeaderStore final : public LeaderStore {
     std::vector<db::TransitionOutcome> outcomes;
     for (const db::BatchedTransition& b : batch) {
       if (!b.with_work) {
+        const db::JobRow* row = find_job(b.transition.job_id);
+        const bool cancel_stored =
+            row != nullptr && row->cancel_requested && b.transition.if_cancel_requested;
         auto moved = transition(b.transition);
-        outcomes.push_back({moved.ok() && *moved});
+        const bool applied = moved.ok() && *moved;
+        outcomes.push_back({applied, std::nullopt, applied && cancel_stored});
         continue;
       }
       auto work = transition_with_work(b.transition);
@@ -926,6 +932,31 @@ TEST_F(SchedulerLeaderPass, WithAWakeBusTheEndsItWritesAreAnnouncedThroughItNotB
   EXPECT_EQ(std::vector<std::string>{"1,2"}, announced);
   for (const std::string& write : store_.writes)
     EXPECT_EQ(write.find("notify tpujobs_logs"), std::string::npos) << write;
+}
+
+// A lost agent's job with no retry left fails UNAVAILABLE; a cancel stored
+// after the leader read it (answered 202) ends it CANCELLED instead, and
+// the line the leader writes says so, not the failure.
+TEST_F(SchedulerLeaderPass, ALostAgentsJobACancelOvertookIsToldCancelledNotFailed) {
+  using ::testing::internal::CaptureStderr;
+  using ::testing::internal::GetCapturedStderr;
+  store_.add_agent("a", 1, 1);
+  store_.add_agent("b", 2, 1);
+  running_on(1, "a", 1, /*max_retries=*/0);
+  running_on(2, "a", 1, /*max_retries=*/0);
+  store_.before_transitions = [this] { store_.job(1).cancel_requested = true; };
+  CaptureStderr();
+  lose("a");
+  const std::string told = GetCapturedStderr();
+  EXPECT_EQ(JobState::kCancelled, store_.job(1).state);
+  EXPECT_EQ(JobState::kFailed, store_.job(2).state);
+  EXPECT_NE(told.find("tpujobs: job 1: Cancelled by request as it ended (UNAVAILABLE: failed to "
+                      "connect to all addresses)\n"),
+            std::string::npos)
+      << told;
+  EXPECT_NE(told.find("tpujobs: job 2: UNAVAILABLE: failed to connect to all addresses\n"),
+            std::string::npos)
+      << told;
 }
 
 TEST_F(SchedulerLeaderPass, ALostAgentsRequeuedJobIsNotAnnouncedAsEnded) {
