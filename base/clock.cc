@@ -1,5 +1,7 @@
 #include "base/clock.h"
 
+#include <time.h>
+
 #include <thread>
 
 namespace tpujobs::base {
@@ -19,6 +21,12 @@ class RealClock final : public Clock {
 };
 
 }  // namespace
+
+std::chrono::nanoseconds this_thread_cpu_time() {
+  timespec used{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &used);
+  return std::chrono::seconds(used.tv_sec) + std::chrono::nanoseconds(used.tv_nsec);
+}
 
 Clock& real_clock() {
   static RealClock clock;

@@ -30,6 +30,10 @@ class Clock {
                         std::chrono::nanoseconds timeout, const std::function<bool()>& done) = 0;
 };
 
+// The CPU time the calling thread has used so far (CLOCK_THREAD_CPUTIME_ID):
+// a measure of work for metrics and tests, never a time a decision reads.
+std::chrono::nanoseconds this_thread_cpu_time();
+
 // std::chrono's steady and system clocks and std::this_thread::sleep_for.
 // Stateless; lives for the whole program.
 Clock& real_clock();

@@ -333,10 +333,10 @@ base::Result<std::vector<QueryResult>> Connection::execute_generic(
   // orphans' read, planned on a table not yet analyzed: 89,700 entries,
   // 6.6 ms a read; bench/RESULTS.md, sessions 62 and 63; the leader's test on
   // unanalyzed tables).
-  return execute_with({{"plan_cache_mode", "force_generic_plan"},
-                       {"enable_seqscan", "off"},
-                       {"enable_bitmapscan", "off"}},
-                      statements, /*unprepared=*/false);
+  static const PlannerSettings kByKey({{"plan_cache_mode", "force_generic_plan"},
+                                       {"enable_seqscan", "off"},
+                                       {"enable_bitmapscan", "off"}});
+  return execute_with(kByKey, statements, /*unprepared=*/false);
 }
 
 base::Result<std::vector<QueryResult>> Connection::execute_custom(
@@ -347,31 +347,29 @@ base::Result<std::vector<QueryResult>> Connection::execute_custom(
   // jobs were few, scanned every job, finished ones too). And so every
   // statement a session keeps may be planned generically, as
   // tests/support/kept_plans.h checks.
-  return execute_with({{"plan_cache_mode", "force_custom_plan"}}, statements,
-                      /*unprepared=*/true);
+  static const PlannerSettings kAsTheyRun({{"plan_cache_mode", "force_custom_plan"}});
+  return execute_with(kAsTheyRun, statements, /*unprepared=*/true);
+}
+
+Connection::PlannerSettings::PlannerSettings(
+    std::initializer_list<std::pair<std::string_view, std::string_view>> settings) {
+  std::string select;
+  for (const auto& [name, value] : settings) {
+    select.append(select.empty() ? "SELECT " : ", ").append("set_config('").append(name);
+    select.append("', '").append(value).append("', true)");
+    set.push_back(std::string("SET ").append(name).append(" = ").append(value));
+    reset.insert(reset.begin(), std::string("RESET ").append(name));
+  }
+  local.push_back(std::move(select));
 }
 
 base::Result<std::vector<QueryResult>> Connection::execute_with(
-    std::initializer_list<std::pair<std::string_view, std::string_view>> settings,
-    std::span<const Statement> statements, bool unprepared) {
+    const PlannerSettings& settings, std::span<const Statement> statements, bool unprepared) {
   // Out of a transaction, a read by key took 5-10 us more with the one
   // statement, 9-13 with a SET and a RESET of each (bench/RESULTS.md,
   // session 62).
-  std::vector<std::string> before, after;
-  if (!in_transaction()) {  // one statement: the pipeline's transaction ends them
-    std::string select;
-    for (const auto& [name, value] : settings) {
-      select.append(select.empty() ? "SELECT " : ", ").append("set_config('").append(name);
-      select.append("', '").append(value).append("', true)");
-    }
-    before.push_back(std::move(select));
-  } else {  // the caller's transaction goes on after them: undone
-    for (const auto& [name, value] : settings) {
-      before.push_back(std::string("SET ").append(name).append(" = ").append(value));
-      after.insert(after.begin(), std::string("RESET ").append(name));
-    }
-  }
-  return execute_between(before, after, statements, unprepared);
+  if (!in_transaction()) return execute_between(settings.local, {}, statements, unprepared);
+  return execute_between(settings.set, settings.reset, statements, unprepared);
 }
 
 base::Result<std::vector<QueryResult>> Connection::execute_between(

@@ -268,13 +268,19 @@ class Connection {
                                                          std::span<const std::string> after,
                                                          std::span<const Statement> statements,
                                                          bool unprepared = false);
-  // execute_between() with the planner's `settings` (name, value) for
-  // `statements` alone: out of a transaction, made local to the
-  // pipeline's own (one statement, none to undo them); in a caller's
-  // transaction, which goes on after them, SET and then RESET.
-  base::Result<std::vector<QueryResult>> execute_with(
-      std::initializer_list<std::pair<std::string_view, std::string_view>> settings,
-      std::span<const Statement> statements, bool unprepared);
+  // The statements that make planner settings (name, value) for a
+  // pipeline's statements alone, written once: out of a transaction, one
+  // set_config(..., true) local to the pipeline's own (none to undo it);
+  // in a caller's transaction, which goes on after them, SETs and RESETs.
+  struct PlannerSettings {
+    explicit PlannerSettings(
+        std::initializer_list<std::pair<std::string_view, std::string_view>> settings);
+    std::vector<std::string> local, set, reset;
+  };
+  // execute_between() of `statements` with `settings`.
+  base::Result<std::vector<QueryResult>> execute_with(const PlannerSettings& settings,
+                                                      std::span<const Statement> statements,
+                                                      bool unprepared);
   // execute_pipeline(), or with `unprepared` each statement sent as an
   // unnamed one, parsed and planned as it runs.
   base::Result<std::vector<QueryResult>> run_pipeline(std::span<const Statement> statements,

@@ -78,8 +78,7 @@ namespace {
 constexpr const char* kTransition =
     TPUJOBS_TRANSITION("j.id, previous.state AS from_state",
                        "SELECT (SELECT count(*) FROM changed), " TPUJOBS_ASYNCHRONOUS_COMMIT
-                       ", (SELECT count(*) FROM changed c JOIN previous p ON p.id = c.id"
-                       "   WHERE p.cancelled)");
+                       ", (SELECT count(*) FROM previous WHERE cancelled)");
 // The same, answering the changed row as get_job_with_checkpoint reads it
 // (no row when nothing changed).
 constexpr const char* kTransitionWithView =
@@ -216,7 +215,7 @@ base::Result<std::vector<TransitionOutcome>> JobRepository::transitions(
           const QueryResult& rows = (*answers)[i];
           if (!batch[i].with_work) {
             outcomes[i].applied = rows.int64(0, 0) > 0;
-            outcomes[i].cancelled_instead = rows.int64(0, 2) > 0;
+            outcomes[i].cancelled_instead = outcomes[i].applied && rows.int64(0, 2) > 0;
             continue;
           }
           if (rows.rows() == 0) continue;

@@ -1,7 +1,5 @@
 #include "service/scheduler_leader.h"
 
-#include <time.h>
-
 #include <algorithm>
 #include <charconv>
 #include <iostream>
@@ -13,6 +11,7 @@
 #include "api/job_spec.h"
 #include "api/resolution.h"
 #include "api/usage.h"
+#include "base/clock.h"
 #include "base/thread_priority.h"
 #include "db/listener.h"
 #include "scheduler/capacity.h"
@@ -25,13 +24,7 @@ namespace {
 
 using db::JobState;
 
-// The CPU time the calling thread has used so far, in ns: a measure of
-// the passes (their metrics), not a clock any decision reads.
-std::int64_t thread_cpu_nanos() {
-  timespec used{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &used);
-  return std::int64_t{used.tv_sec} * 1'000'000'000 + used.tv_nsec;
-}
+std::int64_t thread_cpu_nanos() { return base::this_thread_cpu_time().count(); }
 
 double seconds_of(std::int64_t nanos) { return static_cast<double>(nanos) / 1e9; }
 

@@ -6,7 +6,6 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -59,13 +58,8 @@ using std::chrono::seconds;
 
 // Spends `cpu` of the calling thread's CPU time.
 void spin(milliseconds cpu) {
-  auto used = [] {
-    timespec at{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &at);
-    return std::chrono::seconds(at.tv_sec) + std::chrono::nanoseconds(at.tv_nsec);
-  };
-  const auto until = used() + cpu;
-  while (used() < until) {
+  const auto until = base::this_thread_cpu_time() + cpu;
+  while (base::this_thread_cpu_time() < until) {
   }
 }
 
@@ -314,12 +308,11 @@ class FakeLeaderStore final : public LeaderStore {
     std::vector<db::TransitionOutcome> outcomes;
     for (const db::BatchedTransition& b : batch) {
       if (!b.with_work) {
-        const db::JobRow* row = find_job(b.transition.job_id);
-        const bool cancel_stored =
-            row != nullptr && row->cancel_requested && b.transition.if_cancel_requested;
         auto moved = transition(b.transition);
         const bool applied = moved.ok() && *moved;
-        outcomes.push_back({applied, std::nullopt, applied && cancel_stored});
+        const bool cancelled_instead = applied && b.transition.to != JobState::kCancelled &&
+                                       job(b.transition.job_id).state == JobState::kCancelled;
+        outcomes.push_back({applied, std::nullopt, cancelled_instead});
         continue;
       }
       auto work = transition_with_work(b.transition);
