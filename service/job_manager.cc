@@ -432,7 +432,7 @@ nlohmann::json JobManager::pool_view() {
   auto agents = cluster_.list_agents();
   auto hosts = cluster_.list_hosts();
   auto placed = repo_.jobs.load_placed();
-  auto queued = repo_.jobs.count_queued();
+  auto queued = queued_count_.get([&] { return repo_.jobs.count_queued(); });
   if (!agents.ok() || !hosts.ok() || !placed.ok() || !queued.ok()) {
     return {{"error", "the database did not answer"},
             {"hosts", json::array()},
@@ -480,25 +480,20 @@ scheduler::PoolCapacity JobManager::capacity(Freshness freshness) {
   // a read made now (api/job_submit.cc), so an agent that registered just
   // before a submit is seen. A host gone within the second only makes a
   // job wait for it, as for a lost agent's.
-  constexpr auto kRecent = std::chrono::seconds(1);
-  const base::Clock::time_point now = clock_.now();
-  {
-    base::MutexLock lock(capacity_mutex_);
-    if (freshness == Freshness::kRecent && capacity_read_at_ && now - *capacity_read_at_ < kRecent)
-      return last_cluster_capacity_;
-  }
-  auto hosts = cluster_.list_hosts();
-  base::MutexLock lock(capacity_mutex_);
-  if (hosts.ok()) {
-    scheduler::PoolCapacity read;
-    for (const db::ClusterHostRow& h : *hosts) {
-      if (auto generation = scheduler::parse_generation(h.generation)) ++read.hosts[*generation];
-    }
-    last_cluster_capacity_ = read;
-    capacity_read_at_ = now;
-  }
-  // The database did not answer: the last pool it described.
-  return last_cluster_capacity_;
+  auto read = capacity_.get(
+      [&]() -> base::Result<scheduler::PoolCapacity> {
+        auto hosts = cluster_.list_hosts();
+        if (!hosts.ok()) return hosts.error();
+        scheduler::PoolCapacity capacity;
+        for (const db::ClusterHostRow& h : *hosts) {
+          if (auto generation = scheduler::parse_generation(h.generation))
+            ++capacity.hosts[*generation];
+        }
+        return capacity;
+      },
+      /*now=*/freshness == Freshness::kNow);
+  // The database did not answer and never did: no hosts known.
+  return read.ok() ? *read : scheduler::PoolCapacity{};
 }
 
 executor::DeviceFacts JobManager::device_for(
@@ -594,34 +589,15 @@ base::Result<nlohmann::json> JobManager::set_quota(const std::string& tenant,
                                                    std::optional<int> max_cores) {
   base::Result<nlohmann::json> answer = pool_admin_.set_quota(tenant, max_cores);
   if (!answer.ok()) return answer;
-  base::MutexLock lock(quota_mutex_);
-  if (max_cores)
-    quotas_[tenant] = *max_cores;
-  else
-    quotas_.erase(tenant);
+  quotas_.forget();  // this replica's next submit check reads it
   return answer;
 }
 
-void JobManager::refresh_quotas() {
-  const base::Clock::time_point now = clock_.now();
-  {
-    base::MutexLock lock(quota_mutex_);
-    if (quotas_read_at_ != base::Clock::time_point{} && now - quotas_read_at_ < kQuotaRefresh) {
-      return;
-    }
-    quotas_read_at_ = now;  // one reader at a time; the others use the copy they have
-  }
-  base::Result<std::map<std::string, int>> stored = repo_.pool_state.load_quotas();
-  if (!stored.ok()) return;  // the last copy stands; the leader enforces the stored quotas
-  base::MutexLock lock(quota_mutex_);
-  quotas_ = std::move(*stored);
-}
-
 std::optional<int> JobManager::quota(const std::string& tenant) {
-  refresh_quotas();
-  base::MutexLock lock(quota_mutex_);
-  auto it = quotas_.find(tenant);
-  if (it == quotas_.end()) return std::nullopt;
+  auto quotas = quotas_.get([&] { return repo_.pool_state.load_quotas(); });
+  if (!quotas.ok()) return std::nullopt;  // the leader enforces the stored quotas
+  auto it = quotas->find(tenant);
+  if (it == quotas->end()) return std::nullopt;
   return it->second;
 }
 

@@ -47,6 +47,7 @@
 #include "service/job_waits.h"
 #include "service/log_streams.h"
 #include "service/pool_admin.h"
+#include "service/recent_read.h"
 #include "service/submit_committer.h"
 #include "service/submitted_specs.h"
 #include "service/timer_queue.h"
@@ -178,10 +179,6 @@ class JobManager final : public api::JobService, public WrittenViews {
   db::ConnectionPool& pool_;
   db::Repositories repo_;
   db::ClusterRepository cluster_;
-  // The registered hosts' capacity when the database last answered.
-  base::Mutex capacity_mutex_;
-  scheduler::PoolCapacity last_cluster_capacity_ GUARDED_BY(capacity_mutex_);
-  std::optional<base::Clock::time_point> capacity_read_at_ GUARDED_BY(capacity_mutex_);
   scheduler::PoolLayout layout_;
   JobManagerOptions options_;
   base::Clock& clock_;
@@ -199,15 +196,16 @@ class JobManager final : public api::JobService, public WrittenViews {
   };
   Tokens token_store_{repo_};
   TokenCache tokens_{token_store_, clock_};
-  // Re-reads every tenant's quota from the database when the copy here is
-  // older than kQuotaRefresh, so that a quota set through another replica
-  // reaches this one's submit check (the leader enforces the stored ones at
-  // placement anyway).
-  void refresh_quotas();
-  static constexpr std::chrono::seconds kQuotaRefresh{1};
-  base::Mutex quota_mutex_;
-  std::map<std::string, int> quotas_ GUARDED_BY(quota_mutex_);
-  base::Clock::time_point quotas_read_at_ GUARDED_BY(quota_mutex_){};
+  // The registered hosts' capacity: a read serves a second of submits
+  // (capacity()).
+  RecentRead<scheduler::PoolCapacity> capacity_{clock_, std::chrono::seconds(1)};
+  // Every tenant's quota, read again after a second, so that a quota set
+  // through another replica reaches this one's submit check (the leader
+  // enforces the stored ones at placement anyway).
+  RecentRead<std::map<std::string, int>> quotas_{clock_, std::chrono::seconds(1)};
+  // The count of queued jobs in the pool's view, which every open web page
+  // polls: read again after a second.
+  RecentRead<std::int64_t> queued_count_{clock_, std::chrono::seconds(1)};
   // Pool administration (pool_admin.h) over the tables.
   // Its wake-ups go through wake() (the wake bus of a standalone serve).
   class AdminStore final : public PoolAdminStore {

@@ -224,6 +224,13 @@ void SchedulerLeader::write_part_metrics(std::ostream& out) const {
   per_part("tpujobs_scheduler_pass_phase_max_seconds", "gauge",
            "The longest of each phase since this replica started.", "phase", kPhaseNames,
            max_phase_nanos_);
+  per_part("tpujobs_scheduler_longest_pass_phase_seconds", "gauge",
+           "The phases of the longest pass since this replica started (its wall time is "
+           "tpujobs_scheduler_pass_max_seconds).",
+           "phase", kPhaseNames, longest_pass_phase_nanos_);
+  per_part("tpujobs_scheduler_longest_pass_housekeeping_seconds", "gauge",
+           "The housekeeping steps of the longest pass since this replica started.", "step",
+           kStepNames, longest_pass_step_nanos_);
   per_part("tpujobs_scheduler_housekeeping_seconds_total", "counter",
            "Wall time of housekeeping's steps: judge (the agents' silence, one transaction), "
            "orphans (the jobs of agents lost, read and moved off), sweep (old rendezvous keys, "
@@ -260,6 +267,12 @@ std::string SchedulerLeader::prometheus_metrics() const {
          "longest pass since this replica started.\n"
       << "# TYPE tpujobs_scheduler_pass_max_cpu_seconds gauge\n"
       << "tpujobs_scheduler_pass_max_cpu_seconds " << seconds_of(longest_pass_cpu_nanos_.load())
+      << "\n"
+      << "# HELP tpujobs_scheduler_longest_pass_read_tables 1 if the longest pass read the "
+         "tables, 0 if it placed only the jobs submitted through this replica since the last "
+         "read.\n"
+      << "# TYPE tpujobs_scheduler_longest_pass_read_tables gauge\n"
+      << "tpujobs_scheduler_longest_pass_read_tables " << (longest_pass_read_tables_.load() ? 1 : 0)
       << "\n"
       << "# HELP tpujobs_scheduler_plans_reused_total Passes that found nothing changed since the "
          "last plan and had it again.\n"
@@ -454,6 +467,7 @@ base::Status SchedulerLeader::run_pass(bool housekeeping, bool submits_only) {
   std::array<std::int64_t, kPhases> phases_before;
   for (std::size_t p = 0; p < kPhases; ++p) phases_before[p] = phase_nanos_[p];
   pass_step_nanos_ = {};
+  pass_read_tables_ = false;
   base::Status s = pass(housekeeping, submits_only);
   announce_ended();  // also after a failed pass: its ends that landed
   const std::int64_t nanos = std::chrono::nanoseconds(options_.clock->now() - began).count();
@@ -466,6 +480,11 @@ base::Status SchedulerLeader::run_pass(bool housekeeping, bool submits_only) {
   if (nanos > max_pass_nanos_) {  // one thread makes the passes
     max_pass_nanos_ = nanos;
     longest_pass_cpu_nanos_ = cpu;
+    for (std::size_t p = 0; p < kPhases; ++p)
+      longest_pass_phase_nanos_[p] = phase_nanos_[p] - phases_before[p];
+    for (std::size_t step = 0; step < kSteps; ++step)
+      longest_pass_step_nanos_[step] = pass_step_nanos_[step];
+    longest_pass_read_tables_ = pass_read_tables_;
   }
   const double took = seconds_of(nanos);
   for (std::size_t b = 0; b < kPassBuckets.size(); ++b) {

@@ -505,6 +505,12 @@ class SchedulerLeader {
   // The CPU time of the leader's thread in them, and in the longest.
   std::atomic<std::int64_t> pass_cpu_nanos_{0};
   std::atomic<std::int64_t> longest_pass_cpu_nanos_{0};
+  // The longest pass's phases, and whether it read the tables (else it
+  // placed the jobs submitted here since the last read: submitted_rows).
+  std::array<std::atomic<std::int64_t>, kPhases> longest_pass_phase_nanos_{};
+  std::array<std::atomic<std::int64_t>, kSteps> longest_pass_step_nanos_{};
+  std::atomic<bool> longest_pass_read_tables_{false};
+  bool pass_read_tables_ = false;  // the current pass's
   // The passes by length (a Prometheus histogram): passes at most each bound
   // long, not counting those of a lower one.
   static constexpr std::array<double, 9> kPassBuckets = {0.005, 0.01, 0.025, 0.05, 0.1,

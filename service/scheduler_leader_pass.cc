@@ -179,6 +179,7 @@ base::Status SchedulerLeader::read_pass(PassState& state, std::vector<db::JobRow
     read.queue.low_water = *low_water_;  // the next read covers these rows again
     ++reads_skipped_;
   } else {
+    pass_read_tables_ = true;
     auto fresh = store_.read_pass(schedule_since());
     if (!fresh.ok()) return fresh.error();
     read = std::move(*fresh);

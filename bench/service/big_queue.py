@@ -31,12 +31,15 @@ Drains every host, then measures (in the replica, which serves the reads):
      read nothing from PostgreSQL (tpujobs_scheduler_reads_skipped_total) or
      reused the last plan (tpujobs_scheduler_plans_reused_total), and the
      leader thread's CPU time in the passes, a mean and the longest pass's
-     (tpujobs_scheduler_pass_cpu_seconds_total, _max_cpu_seconds);
+     (tpujobs_scheduler_pass_cpu_seconds_total, _max_cpu_seconds), and the
+     longest pass's own phases (tpujobs_scheduler_longest_pass_phase_seconds);
   4. status reads of queued jobs with the whole queue (same wrk run),
      alternating run by run with the same reads of a second service like
      the first, started then with 200 queued: the ratio of the two cancels
      the machine's drift between sets minutes apart;
-  5. a priority-100 job: the time from the `:recover` request of one host
+  5. GET /v1/pool and GET /metrics with the whole queue (wrk, 8 connections,
+     5 s), with PostgreSQL's CPU meanwhile;
+  6. a priority-100 job: the time from the `:recover` request of one host
      to the job's STARTING event (the events' own timestamps).
 PERF=DIR records `perf record -g` of serve during each read run into DIR.
 --keep-logs DIR copies the logs (serve's, the agent's, PostgreSQL's) into DIR
@@ -163,6 +166,22 @@ def phase_maxima(url):
             + ", ".join(f"{step} {value * 1000:.0f}" for step, value in zip(STEPS, steps)) + ")")
 
 
+def longest_pass(url):
+    """The longest pass's own phases (and housekeeping's steps) in ms, and
+    whether it read the tables; "" from a binary that does not keep them."""
+    text = call(url + "/metrics")
+    if "tpujobs_scheduler_longest_pass_read_tables" not in text:
+        return ""
+    own = phases(url, "tpujobs_scheduler_longest_pass_phase_seconds")
+    steps = phases(url, "tpujobs_scheduler_longest_pass_housekeeping_seconds", "step", STEPS)
+    read = metric(text, "tpujobs_scheduler_longest_pass_read_tables")
+    return ("; its phases (ms): "
+            + ", ".join(f"{phase} {value * 1000:.1f}" for phase, value in zip(PHASES, own))
+            + " (housekeeping's steps: "
+            + ", ".join(f"{step} {value * 1000:.1f}" for step, value in zip(STEPS, steps))
+            + ("), it read the tables" if read else "), it read nothing (this replica's submits)"))
+
+
 def phase_totals(url):
     """Each phase's wall time summed over the leader's passes so far, in s."""
     return phases(url, "tpujobs_scheduler_pass_phase_seconds_total")
@@ -261,6 +280,20 @@ def status_reads(url, first, last, serve_pid, postgres_pid, seconds=10):
     return rate, (f"p99 {p99}, serve {serve / requests * 1e6:.1f} µs CPU/request, "
                   f"views {memory:.0f} from memory / {database:.0f} from the database, "
                   f"PostgreSQL {pg:.2f} CPU-s, all else {busy - serve - pg:.2f} CPU-s")
+
+
+def path_reads(url, path, postgres_pid, connections=8, seconds=5):
+    """wrk on one GET path: its rate, p50 and p99, and PostgreSQL's CPU
+    seconds meanwhile (what each read costs the database)."""
+    postgres = descendants(postgres_pid)
+    postgres_before = cpu_by_pid(postgres)
+    out = subprocess.run(["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency",
+                          url + path], capture_output=True, text=True, check=True).stdout
+    pg = cpu_spent(postgres_before, cpu_by_pid(descendants(postgres_pid)))
+    rate = float(re.search(r"Requests/sec:\s+(\S+)", out).group(1))
+    p50 = re.search(r"50%\s+(\S+)", out).group(1)
+    p99 = re.search(r"99%\s+(\S+)", out).group(1)
+    return f"{rate:.0f} req/s, p50 {p50}, p99 {p99}, PostgreSQL {pg:.2f} CPU-s"
 
 
 def median_of(results):
@@ -443,7 +476,7 @@ def main():
               f"{passes - (burst[3] - burst_before[3]):.0f} over 25 ms, "
               f"{passes - (burst[4] - burst_before[4]):.0f} over 50 ms, "
               f"longest {burst[2] * 1000:.0f} ms ({burst[6] * 1000:.0f} on the leader thread's "
-              f"CPU); the leader thread's CPU a pass: mean "
+              f"CPU{longest_pass(url)}); the leader thread's CPU a pass: mean "
               f"{(burst[5] - burst_before[5]) / passes * 1000 if passes else 0:.1f} ms; "
               "reads skipped / plans reused: "
               + " / ".join(f"{a - b:.0f}" for a, b in zip(pass_shortcuts(url), shortcuts_before))
@@ -508,6 +541,12 @@ def main():
               f"{rate_big / rate_beside:.2f}x this one's, run by run "
               + "/".join(f"{b[0] / s[0]:.2f}" for b, s in zip(big_runs, beside_runs)))
 
+        # The pool's view, which every open web page polls (each second on
+        # the Pool page, every two in the header), and a Prometheus scrape.
+        for path in ("/v1/pool", "/metrics"):
+            print(f"GET {path} with {queued} queued, wrk 8 connections 5 s: "
+                  f"{path_reads(url, path, postgres_pid)}")
+
         urgent = call(url + "/v1/jobs", "POST", dict(SPEC, name="urgent", priority=100))["id"]
         deadline = time.time() + 30
         while call(f"{url}/v1/jobs/{urgent}").get("pending_reason") is None:
@@ -530,7 +569,7 @@ def main():
               f"after the recover request")
         final = pass_stats(url)
         print(f"longest pass since start {final[2] * 1000:.0f} ms ({final[6] * 1000:.0f} on the "
-              "leader thread's CPU); "
+              f"leader thread's CPU{longest_pass(url)}); "
               f"longest phases since start (ms): {phase_maxima(url)}")
     finally:
         for process in reversed(processes):  # the agent, the replica, then PostgreSQL

@@ -722,6 +722,31 @@ TEST_F(SchedulerLeaderPass, MetricsTimeHousekeepingsStepsApart) {
   }
 }
 
+TEST_F(SchedulerLeaderPass, MetricsKeepTheLongestPassesPhasesTogether) {
+  // The longest pass's own phases and steps, not each one's longest: the
+  // first pass has the longest sweep, the second is the longest pass.
+  store_.judgement_takes = std::chrono::milliseconds(2);
+  store_.orphans_take = std::chrono::milliseconds(5);
+  store_.sweep_takes = std::chrono::milliseconds(9);
+  ASSERT_TRUE(leader_->run_pass().ok());  // 16 ms of housekeeping
+  store_.orphans_take = std::chrono::milliseconds(30);
+  ASSERT_TRUE(leader_->run_pass().ok());  // 32 ms, no sweep within the minute
+  store_.orphans_take = std::chrono::milliseconds(1);
+  ASSERT_TRUE(leader_->run_pass().ok());
+  const std::string text = leader_->prometheus_metrics();
+  for (const char* series :
+       {"tpujobs_scheduler_pass_max_seconds 0.032\n",
+        "tpujobs_scheduler_longest_pass_phase_seconds{phase=\"housekeeping\"} 0.032\n",
+        "tpujobs_scheduler_longest_pass_phase_seconds{phase=\"read\"} 0\n",
+        "tpujobs_scheduler_longest_pass_housekeeping_seconds{step=\"judge\"} 0.002\n",
+        "tpujobs_scheduler_longest_pass_housekeeping_seconds{step=\"orphans\"} 0.03\n",
+        "tpujobs_scheduler_longest_pass_housekeeping_seconds{step=\"sweep\"} 0\n",
+        "tpujobs_scheduler_housekeeping_max_seconds{step=\"sweep\"} 0.009\n",
+        "tpujobs_scheduler_longest_pass_read_tables 1\n"}) {
+    EXPECT_NE(text.find(series), std::string::npos) << series << text;
+  }
+}
+
 TEST_F(SchedulerLeaderPass, WithTheDatabaseAwayAPassFailsAndWritesNothing) {
   store_.add_agent("a", 3, 1);
   store_.add_job(1, "t", 8);
