@@ -497,6 +497,9 @@ class SchedulerLeader {
   std::uint32_t sweep_ = 0;
   std::int64_t sweep_after_ = 0;
   base::Clock::time_point swept_at_{};
+  // Rows the passes took from submitted_rows since the last read: the next
+  // read brings them back, and its sweep slice is as much smaller.
+  std::int64_t taken_unread_ = 0;
 
   std::atomic<bool> leader_{false};
   std::atomic<std::int64_t> passes_{0};

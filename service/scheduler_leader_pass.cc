@@ -175,6 +175,7 @@ base::Status SchedulerLeader::read_pass(PassState& state, std::vector<db::JobRow
     for (db::AgentRow& a : read.agents) a.silent_ms += since.count();
     read.hosts = kept_read_->hosts;
     read.quotas = kept_read_->quotas;
+    taken_unread_ += static_cast<std::int64_t>(submitted.size());
     read.queue.rows = std::move(submitted);
     read.queue.low_water = *low_water_;  // the next read covers these rows again
     ++reads_skipped_;
@@ -183,6 +184,7 @@ base::Status SchedulerLeader::read_pass(PassState& state, std::vector<db::JobRow
     auto fresh = store_.read_pass(schedule_since());
     if (!fresh.ok()) return fresh.error();
     read = std::move(*fresh);
+    taken_unread_ = 0;
   }
   snapshot_.agents.clear();
   snapshot_.hosts.clear();

@@ -1437,6 +1437,40 @@ TEST_F(SchedulerLeaderSubmitted, AJobCommittedBelowTheIdsReadIsLeftToTheRead) {
   EXPECT_EQ(0, skipped());
 }
 
+// In a burst, a read brings back the rows the passes since took from the
+// hand-over: the sweep's slice is smaller by as many, an eighth at least.
+TEST_F(SchedulerLeaderSubmitted, TheSweepsSliceMakesRoomForTheRowsAReadBringsBack) {
+  SchedulerLeaderOptions options;
+  options.clock = &clock_;
+  options.agent_silence = seconds(10);
+  options.wake_bus = &bus_;
+  options.submitted_specs = &handed_;
+  options.sweep_rows = 16;
+  leader_ = std::make_unique<SchedulerLeader>(store_, options);
+  pass();  // no agent: every job waits
+  auto burst = [&](int first, int last) {
+    for (int id = first; id <= last; ++id) {
+      submit(id);
+      pass_woken_by_submits();
+    }
+  };
+  auto read_with_slice = [&] {
+    clock_.advance(seconds(1));  // the poll and sweep intervals
+    pass();
+    return store_.swept_slices.back();
+  };
+  burst(1, 10);
+  EXPECT_EQ(10, skipped());
+  EXPECT_EQ(6, read_with_slice()) << "16 rows, less the 10 the read brings back";
+  EXPECT_EQ(4, read_with_slice()) << "a quiet read: the whole slice (jobs 7 to 10)";
+  burst(11, 30);
+  EXPECT_EQ(2, read_with_slice()) << "20 brought back: an eighth of 16";
+  EXPECT_EQ(16, read_with_slice());
+  EXPECT_EQ((std::vector<std::int64_t>{1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15,
+                                       16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30}),
+            leader_->kept_waiting());
+}
+
 // Without a read, the agents' silence is the last read's and the time
 // since: an agent whose heartbeat turned late meanwhile gets no job.
 TEST_F(SchedulerLeaderSubmitted, AnAgentWhoseHeartbeatTurnedLateSinceTheReadGetsNoJob) {
