@@ -438,7 +438,7 @@ nlohmann::json JobManager::pool_view() {
             {"hosts", json::array()},
             {"agents", json::array()}};
   }
-  return views::cluster_pool(*agents, *hosts, *placed, *queued);
+  return views::cluster_pool(*agents, *hosts, *placed, **queued);
 }
 
 base::Result<nlohmann::json> JobManager::set_host_health(const std::string& host,
@@ -493,7 +493,7 @@ scheduler::PoolCapacity JobManager::capacity(Freshness freshness) {
       },
       /*now=*/freshness == Freshness::kNow);
   // The database did not answer and never did: no hosts known.
-  return read.ok() ? *read : scheduler::PoolCapacity{};
+  return read.ok() ? **read : scheduler::PoolCapacity{};
 }
 
 executor::DeviceFacts JobManager::device_for(
@@ -596,8 +596,8 @@ base::Result<nlohmann::json> JobManager::set_quota(const std::string& tenant,
 std::optional<int> JobManager::quota(const std::string& tenant) {
   auto quotas = quotas_.get([&] { return repo_.pool_state.load_quotas(); });
   if (!quotas.ok()) return std::nullopt;  // the leader enforces the stored quotas
-  auto it = quotas->find(tenant);
-  if (it == quotas->end()) return std::nullopt;
+  auto it = (*quotas)->find(tenant);
+  if (it == (*quotas)->end()) return std::nullopt;
   return it->second;
 }
 

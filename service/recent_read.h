@@ -12,6 +12,7 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <utility>
 
@@ -31,14 +32,15 @@ class RecentRead {
   RecentRead& operator=(const RecentRead&) = delete;
 
   // The copy, or what `read` (a callable answering base::Result<T>) reads
-  // now when the copy is older than max_age, or when `now` is set.
+  // now when the copy is older than max_age, or when `now` is set. Shared,
+  // not copied: a submit looks one tenant up in every tenant's quota.
+  using Copy = std::shared_ptr<const T>;
   template <typename Read>
-  base::Result<T> get(Read&& read, bool now = false) {
+  base::Result<Copy> get(Read&& read, bool now = false) {
     const base::Clock::time_point began = clock_.now();
     {
       base::MutexLock lock(mutex_);
-      if (copy_ && read_at_ && !now && (began - *read_at_ < max_age_ || readers_ > 0))
-        return *copy_;
+      if (copy_ && read_at_ && !now && (began - *read_at_ < max_age_ || readers_ > 0)) return copy_;
       ++readers_;
     }
     base::Result<T> value = read();
@@ -46,12 +48,16 @@ class RecentRead {
     --readers_;
     // A copy is as old as the start of its read: one that began before a
     // newer copy's, or before forget(), is not kept.
-    if (value.ok() && began >= forgotten_at_ && (!read_at_ || began >= *read_at_)) {
-      copy_ = *value;
+    if (!value.ok()) {
+      if (copy_) return copy_;
+      return value.error();
+    }
+    auto fresh = std::make_shared<const T>(std::move(*value));
+    if (began >= forgotten_at_ && (!read_at_ || began >= *read_at_)) {
+      copy_ = fresh;
       read_at_ = began;
     }
-    if (!value.ok() && copy_) return *copy_;
-    return value;
+    return Copy(fresh);
   }
 
   // The next call reads, and no read that began before is kept: what this
@@ -66,7 +72,7 @@ class RecentRead {
   base::Clock& clock_;
   const std::chrono::nanoseconds max_age_;
   base::Mutex mutex_;
-  std::optional<T> copy_ GUARDED_BY(mutex_);
+  Copy copy_ GUARDED_BY(mutex_);
   std::optional<base::Clock::time_point> read_at_ GUARDED_BY(mutex_);  // of the copy
   base::Clock::time_point forgotten_at_ GUARDED_BY(mutex_){};
   int readers_ GUARDED_BY(mutex_) = 0;

@@ -15,8 +15,13 @@ class RecentReadTest : public ::testing::Test {
     if (down_) return base::make_error(base::ErrorCode::kUnavailable, "the database is away");
     return stored_;
   }
+  // The value answered (the copy is shared: its pointer).
   base::Result<int> get(bool now = false) {
-    return copy_.get([this] { return read(); }, now);
+    return value_of(copy_.get([this] { return read(); }, now));
+  }
+  static base::Result<int> value_of(const base::Result<RecentRead<int>::Copy>& copy) {
+    if (!copy.ok()) return copy.error();
+    return **copy;
   }
 
   base::FakeClock clock_;
@@ -66,10 +71,10 @@ TEST_F(RecentReadTest, WhileOneCallReadsTheOthersAnswerTheCopy) {
   clock_.advance(2s);
   stored_ = 8;
   base::Result<int> meanwhile = base::make_error(base::ErrorCode::kInternal, "not called");
-  base::Result<int> fresh = copy_.get([&]() -> base::Result<int> {
+  base::Result<int> fresh = value_of(copy_.get([&]() -> base::Result<int> {
     meanwhile = get();  // another request, while this one waits for the database
     return read();
-  });
+  }));
   EXPECT_EQ(8, *fresh);
   ASSERT_TRUE(meanwhile.ok());
   EXPECT_EQ(7, *meanwhile) << "the old copy, not a second read";
@@ -87,13 +92,13 @@ TEST_F(RecentReadTest, AfterForgetTheNextCallReadsAndAReadBegunBeforeIsNotKept) 
   // A read that began before this process's write answers its caller,
   // but the next call reads again.
   clock_.advance(2s);
-  base::Result<int> raced = copy_.get([&]() -> base::Result<int> {
+  base::Result<int> raced = value_of(copy_.get([&]() -> base::Result<int> {
     base::Result<int> before = read();  // 8, then the write lands
     stored_ = 9;
     clock_.advance(1ms);
     copy_.forget();
     return before;
-  });
+  }));
   EXPECT_EQ(8, *raced);
   EXPECT_EQ(9, *get());
   EXPECT_EQ(4, reads_);
