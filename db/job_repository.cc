@@ -101,7 +101,8 @@ constexpr const char* kInsertJobs =
     "  INSERT INTO job_events (job_id, from_state, to_state, reason)"
     "  SELECT id, NULL, 'QUEUED', 'Submitted' FROM inserted"
     ")"
-    " SELECT input.ord, " TPUJOBS_JOB_COLUMNS " FROM inserted j JOIN input ON input.id = j.id";
+    " SELECT input.ord, j.changed_xid::text, " TPUJOBS_JOB_COLUMNS
+    " FROM inserted j JOIN input ON input.id = j.id";
 
 // With, first, how many children a stored sweep has (0 for a lone job): a
 // sweep submitted again with fewer children is not the sweep stored.
@@ -213,7 +214,8 @@ base::Result<std::vector<InsertedJob>> JobRepository::insert_jobs(const std::vec
         std::vector<std::optional<InsertedJob>> results(jobs.size());
         for (int row = 0; row < rows.rows(); ++row) {
           const std::int64_t ord = rows.int64(row, 0);
-          results[ord - 1] = InsertedJob{false, read_job(rows, row, 1)};
+          results[ord - 1] = InsertedJob{false, read_job(rows, row, 2)};
+          results[ord - 1]->row.changed_xid = rows.int64(row, 1);
         }
         if (answers->size() > inserted_at + 1) {
           const QueryResult& existing = (*answers)[inserted_at + 1];
@@ -464,15 +466,21 @@ base::Result<std::vector<JobRow>> JobRepository::load_placed() {
 
 std::vector<Statement> JobRepository::schedule_statements(
     const std::optional<ScheduleSince>& since) {
+  // A held row (ScheduleSince::held_ids) is left out while its changed_xid
+  // is the one held: a hash anti-join of the few thousand held at most.
   static const std::string kSince = std::string("SELECT ") + TPUJOBS_JOB_SCHEDULING_WITH_SPEC +
-                                    " FROM jobs j WHERE j.changed_xid >= $1::xid8";
+                                    " FROM jobs j WHERE j.changed_xid >= $1::xid8 AND NOT EXISTS ("
+                                    "SELECT 1 FROM unnest($3::bigint[], $4::xid8[]) AS h(id, xid)"
+                                    " WHERE h.id = j.id AND h.xid = j.changed_xid)";
   static const std::string kAll = std::string("SELECT ") + TPUJOBS_JOB_SCHEDULING_COLUMNS +
                                   " FROM jobs j WHERE j.state IN " + kUnfinished;
   // Served by jobs_unfinished (id) WHERE unfinished: a slice reads only its rows.
   static const std::string kSweep = kAll + " AND j.id > $1::bigint ORDER BY j.id LIMIT $2::integer";
   std::vector<Statement> statements = {{"SELECT pg_snapshot_xmin(pg_current_snapshot())::text"}};
   if (since) {
-    statements.push_back({kSince, {since->low_water, since->specs_above}});
+    statements.push_back({kSince,
+                          {since->low_water, since->specs_above, Param::bigints(since->held_ids),
+                           Param::bigints(since->held_xids)}});
     if (since->sweep) {
       // Through the index, whatever the statistics say: they lag a burst of
       // submits by up to a minute (autovacuum's naptime), and then the

@@ -91,6 +91,10 @@ struct JobRow {
   // cleared with the placement. The fence of every write an agent makes
   // about the job it runs.
   std::optional<std::int64_t> placement{};
+  // The transaction that last wrote the row's scheduling columns
+  // (jobs.changed_xid, db/migrations/036), where the read gives it: the
+  // insert's answer does (insert_jobs); 0 elsewhere.
+  std::int64_t changed_xid = 0;
 };
 
 struct InsertedJob {
@@ -257,7 +261,8 @@ class JobRepository {
   // batches concurrent submits), each new job QUEUED with a first job_events
   // row (reason "Submitted"). A job whose (tenant, idempotency_key) exists is
   // not inserted and comes back with existing=true. Results are in input
-  // order; ids ascend in input order among the new ones. All or nothing:
+  // order; ids ascend in input order among the new ones. A new row comes
+  // with its changed_xid (the insert's transaction). All or nothing:
   // kInvalid (malformed JSON) fails the whole batch.
   base::Result<std::vector<InsertedJob>> insert_jobs(const std::vector<NewJob>& jobs);
 
@@ -378,11 +383,17 @@ class JobRepository {
   // is above `specs_above` (the highest the reader has seen) comes with its
   // spec: a job submitted since, whose spec the reader would otherwise ask
   // for in a round trip of its own (job_specs). One committed out of id
-  // order comes without. `sweep`: the sweep's next slice, read with it.
+  // order comes without. `held`: rows the reader holds as the transaction
+  // with that changed_xid wrote them (this process's submits, handed over
+  // with the insert's answer): the read leaves out each one still so, and
+  // returns it once another transaction wrote it. `sweep`: the sweep's next
+  // slice, read with it.
   struct ScheduleSince {
     std::string low_water;
     std::int64_t specs_above = 0;
     std::optional<Sweep> sweep{};
+    std::vector<std::int64_t> held_ids{};
+    std::vector<std::int64_t> held_xids{};  // each one's changed_xid, in held_ids' order
   };
   // Its two statements (three with a sweep), in order, and the read they
   // answer; the leader sends them with its other reads

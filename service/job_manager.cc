@@ -169,6 +169,7 @@ void JobManager::settle_unconfirmed_insert(const db::ServerProcess& process) {
 
 void JobManager::on_committed(std::vector<CommittedSubmit>& committed) {
   using Kind = api::SubmitOutcome::Kind;
+  job_counts_.forget();
   // First, before the views are rendered: a leader pass that reads the new
   // rows now finds their specs handed over.
   if (options_.submitted_specs != nullptr) {
@@ -621,14 +622,16 @@ void gauge(std::string& out, const std::string& name, const std::string& help,
 
 std::string JobManager::prometheus_metrics() {
   std::string out;
-  auto counts = repo_.jobs.count_jobs_by_state();
-  out += "# HELP tpujobs_jobs Jobs by state.\n# TYPE tpujobs_jobs gauge\n";
+  auto counts = job_counts_.get([&] { return repo_.jobs.count_jobs_by_state(); });
+  out +=
+      "# HELP tpujobs_jobs Jobs by state, counted at most a second ago (at once after this "
+      "process's submits).\n# TYPE tpujobs_jobs gauge\n";
   for (JobState state : {JobState::kQueued, JobState::kStarting, JobState::kRunning,
                          JobState::kSucceeded, JobState::kFailed, JobState::kCancelled}) {
     std::int64_t n = 0;
     if (counts.ok()) {
-      auto it = counts->find(state_name(state));
-      if (it != counts->end()) n = it->second;
+      auto it = (*counts)->find(state_name(state));
+      if (it != (*counts)->end()) n = it->second;
     }
     out += "tpujobs_jobs{state=\"" + state_name(state) + "\"} " + std::to_string(n) + "\n";
   }

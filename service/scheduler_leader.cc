@@ -205,13 +205,18 @@ PassPacer::time_point PassPacer::next(time_point began, time_point ended, bool w
   return ended + std::max(duration(0), -credit_);
 }
 
-void SchedulerLeader::write_part_metrics(std::ostream& out) const {
+namespace {
+std::int64_t value_of(const std::atomic<std::int64_t>& nanos) { return nanos.load(); }
+std::int64_t value_of(std::int64_t nanos) { return nanos; }
+}  // namespace
+
+void SchedulerLeader::write_part_metrics(std::ostream& out, const LongestPass& longest) const {
   // One series a phase (or step) of the passes, in seconds.
   auto per_part = [&](const char* name, const char* type, const char* help, const char* label,
                       const auto& names, const auto& nanos) {
     out << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n";
     for (std::size_t p = 0; p < names.size(); ++p) {
-      out << name << "{" << label << "=\"" << names[p] << "\"} " << seconds_of(nanos[p].load())
+      out << name << "{" << label << "=\"" << names[p] << "\"} " << seconds_of(value_of(nanos[p]))
           << "\n";
     }
   };
@@ -227,10 +232,10 @@ void SchedulerLeader::write_part_metrics(std::ostream& out) const {
   per_part("tpujobs_scheduler_longest_pass_phase_seconds", "gauge",
            "The phases of the longest pass since this replica started (its wall time is "
            "tpujobs_scheduler_pass_max_seconds).",
-           "phase", kPhaseNames, longest_pass_phase_nanos_);
+           "phase", kPhaseNames, longest.phase_nanos);
   per_part("tpujobs_scheduler_longest_pass_housekeeping_seconds", "gauge",
            "The housekeeping steps of the longest pass since this replica started.", "step",
-           kStepNames, longest_pass_step_nanos_);
+           kStepNames, longest.step_nanos);
   per_part("tpujobs_scheduler_housekeeping_seconds_total", "counter",
            "Wall time of housekeeping's steps: judge (the agents' silence, one transaction), "
            "orphans (the jobs of agents lost, read and moved off), sweep (old rendezvous keys, "
@@ -243,7 +248,12 @@ void SchedulerLeader::write_part_metrics(std::ostream& out) const {
 
 std::string SchedulerLeader::prometheus_metrics() const {
   const double seconds = seconds_of(pass_nanos_.load());
-  const double longest = seconds_of(max_pass_nanos_.load());
+  LongestPass longest_pass;
+  {
+    base::MutexLock lock(longest_mutex_);
+    longest_pass = longest_;
+  }
+  const double longest = seconds_of(longest_pass.nanos);
   std::ostringstream out;
   out << "# HELP tpujobs_scheduler_pass_seconds Wall time of the scheduler leader's passes.\n"
       << "# TYPE tpujobs_scheduler_pass_seconds histogram\n";
@@ -266,14 +276,12 @@ std::string SchedulerLeader::prometheus_metrics() const {
       << "# HELP tpujobs_scheduler_pass_max_cpu_seconds CPU time of the leader's thread in the "
          "longest pass since this replica started.\n"
       << "# TYPE tpujobs_scheduler_pass_max_cpu_seconds gauge\n"
-      << "tpujobs_scheduler_pass_max_cpu_seconds " << seconds_of(longest_pass_cpu_nanos_.load())
-      << "\n"
+      << "tpujobs_scheduler_pass_max_cpu_seconds " << seconds_of(longest_pass.cpu_nanos) << "\n"
       << "# HELP tpujobs_scheduler_longest_pass_read_tables 1 if the longest pass read the "
          "tables, 0 if it placed only the jobs submitted through this replica since the last "
          "read.\n"
       << "# TYPE tpujobs_scheduler_longest_pass_read_tables gauge\n"
-      << "tpujobs_scheduler_longest_pass_read_tables " << (longest_pass_read_tables_.load() ? 1 : 0)
-      << "\n"
+      << "tpujobs_scheduler_longest_pass_read_tables " << (longest_pass.read_tables ? 1 : 0) << "\n"
       << "# HELP tpujobs_scheduler_plans_reused_total Passes that found nothing changed since the "
          "last plan and had it again.\n"
       << "# TYPE tpujobs_scheduler_plans_reused_total counter\n"
@@ -296,7 +304,7 @@ std::string SchedulerLeader::prometheus_metrics() const {
          "woke, which placed the new jobs without reading the tables.\n"
       << "# TYPE tpujobs_scheduler_reads_skipped_total counter\n"
       << "tpujobs_scheduler_reads_skipped_total " << reads_skipped_.load() << "\n";
-  write_part_metrics(out);
+  write_part_metrics(out, longest_pass);
   const ReasonWriter& w = reasons_writer_;
   out << "# HELP tpujobs_scheduler_reason_writes_total Statements that wrote pending reasons "
          "(off the passes).\n"
@@ -316,16 +324,12 @@ std::string SchedulerLeader::prometheus_metrics() const {
   return out.str();
 }
 
-namespace {
-// Whether transaction id `xid` is below `low_water` (an xid8 as text; one
-// that does not read as a number counts as above every id).
-bool xid_below(std::int64_t xid, const std::string& low_water) {
+bool SchedulerLeader::xid_below(std::int64_t xid, const std::string& low_water) {
   std::int64_t water = 0;
   const char* end = low_water.data() + low_water.size();
   const auto [at, error] = std::from_chars(low_water.data(), end, water);
   return error != std::errc() || at != end || xid < water;
 }
-}  // namespace
 
 base::Status SchedulerLeader::begin_term() {
   auto term = store_.begin_term(options_.instance);
@@ -477,14 +481,16 @@ base::Status SchedulerLeader::run_pass(bool housekeeping, bool submits_only) {
   ++passes_;
   pass_nanos_ += nanos;
   pass_cpu_nanos_ += cpu;
-  if (nanos > max_pass_nanos_) {  // one thread makes the passes
-    max_pass_nanos_ = nanos;
-    longest_pass_cpu_nanos_ = cpu;
-    for (std::size_t p = 0; p < kPhases; ++p)
-      longest_pass_phase_nanos_[p] = phase_nanos_[p] - phases_before[p];
-    for (std::size_t step = 0; step < kSteps; ++step)
-      longest_pass_step_nanos_[step] = pass_step_nanos_[step];
-    longest_pass_read_tables_ = pass_read_tables_;
+  {
+    base::MutexLock lock(longest_mutex_);
+    if (nanos > longest_.nanos) {
+      longest_.nanos = nanos;
+      longest_.cpu_nanos = cpu;
+      for (std::size_t p = 0; p < kPhases; ++p)
+        longest_.phase_nanos[p] = phase_nanos_[p] - phases_before[p];
+      longest_.step_nanos = pass_step_nanos_;
+      longest_.read_tables = pass_read_tables_;
+    }
   }
   const double took = seconds_of(nanos);
   for (std::size_t b = 0; b < kPassBuckets.size(); ++b) {

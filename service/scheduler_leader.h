@@ -257,8 +257,10 @@ class SchedulerLeader {
   decltype(auto) timed(Phase phase, Part&& part);
   template <typename Part>
   decltype(auto) timed(Step step, Part&& part);
-  // The phases' and steps' series of /metrics (prometheus_metrics).
-  void write_part_metrics(std::ostream& out) const;
+  // The phases' and steps' series of /metrics (prometheus_metrics), with
+  // those of `longest`, the longest pass.
+  struct LongestPass;
+  void write_part_metrics(std::ostream& out, const LongestPass& longest) const;
   base::Status judge_silence();  // declares lost the agents silent too long
   base::Status requeue_orphans();
   // Takes a placed job off its agent: CANCELLED when a cancel was accepted,
@@ -282,10 +284,25 @@ class SchedulerLeader {
   // read found them but for these rows, and the agents' silence longer by
   // the time since. None otherwise (the pass reads).
   std::vector<db::JobRow> submitted_rows(bool submits_only) const;
+  // The rows this process's API service handed over of the jobs it
+  // committed since the last read (above every id read), that the leader
+  // does not know yet.
+  std::vector<db::JobRow> handed_rows() const;
   // Reads the tables into snapshot_ and `state` (requeuing jobs on failed
   // hosts and cancelling queued jobs whose cancel was requested on the way),
   // or, with `submitted` rows, takes them with what the last read found.
   base::Status read_pass(PassState& state, std::vector<db::JobRow> submitted);
+  // A read since a low water: the handed rows (handed_rows) are taken as
+  // handed over, and the read leaves out each of them, and each row held
+  // before (held_), that no transaction has written since its insert.
+  base::Result<db::SchedulingRead> read_since(db::JobRepository::ScheduleSince since);
+  // Holds `rows` as their inserts wrote them (held_).
+  void hold(const std::vector<db::JobRow>& rows);
+  // Drops what a read since the low water would leave out anyway.
+  void prune_held();
+  // Whether transaction id `xid` is below `low_water` (an xid8 as text; one
+  // that does not read as a number counts as above every id).
+  static bool xid_below(std::int64_t xid, const std::string& low_water);
   base::Status add_hosts(PassState& state, const std::vector<db::AgentRow>& agents,
                          const std::vector<db::ClusterHostRow>& hosts);
   base::Status add_running(PassState& state, const db::JobRow& row);
@@ -497,22 +514,33 @@ class SchedulerLeader {
   std::uint32_t sweep_ = 0;
   std::int64_t sweep_after_ = 0;
   base::Clock::time_point swept_at_{};
-  // Rows the passes took from submitted_rows since the last read: the next
-  // read brings them back, and its sweep slice is as much smaller.
-  std::int64_t taken_unread_ = 0;
+  // The rows the leader holds as their inserts wrote them, taken from the
+  // hand-over (handed_rows): job -> changed_xid (the insert's transaction).
+  // A read since leaves each out until another transaction writes it. In
+  // a burst of submits a read would otherwise bring back, a second time,
+  // every row the passes since took unread (2,500 a read at 5,000 submits a
+  // second), and in a cluster each new row with its spec, which the
+  // hand-over gave already (bench/RESULTS.md, session 65). Dropped when the
+  // low water passes its transaction: no read since returns it then.
+  std::map<std::int64_t, std::int64_t> held_;
 
   std::atomic<bool> leader_{false};
   std::atomic<std::int64_t> passes_{0};
-  std::atomic<std::int64_t> pass_nanos_{0};      // their sum
-  std::atomic<std::int64_t> max_pass_nanos_{0};  // the longest
-  // The CPU time of the leader's thread in them, and in the longest.
+  std::atomic<std::int64_t> pass_nanos_{0};  // their sum
+  // The CPU time of the leader's thread in them.
   std::atomic<std::int64_t> pass_cpu_nanos_{0};
-  std::atomic<std::int64_t> longest_pass_cpu_nanos_{0};
-  // The longest pass's phases, and whether it read the tables (else it
-  // placed the jobs submitted here since the last read: submitted_rows).
-  std::array<std::atomic<std::int64_t>, kPhases> longest_pass_phase_nanos_{};
-  std::array<std::atomic<std::int64_t>, kSteps> longest_pass_step_nanos_{};
-  std::atomic<bool> longest_pass_read_tables_{false};
+  // The longest pass: its wall and CPU time, its phases, and whether it
+  // read the tables (else it placed the jobs submitted here since the last
+  // read: submitted_rows). Under a lock, so that a scrape reads one pass's.
+  struct LongestPass {
+    std::int64_t nanos = 0;
+    std::int64_t cpu_nanos = 0;
+    std::array<std::int64_t, kPhases> phase_nanos{};
+    std::array<std::int64_t, kSteps> step_nanos{};
+    bool read_tables = false;
+  };
+  mutable base::Mutex longest_mutex_;
+  LongestPass longest_ GUARDED_BY(longest_mutex_);
   bool pass_read_tables_ = false;  // the current pass's
   // The passes by length (a Prometheus histogram): passes at most each bound
   // long, not counting those of a lower one.

@@ -157,11 +157,49 @@ std::vector<db::JobRow> SchedulerLeader::submitted_rows(bool submits_only) const
       !kept_read_ || !low_water_ || kept_read_->writes != writes_ ||
       options_.clock->now() - kept_read_->at >= options_.poll_interval)
     return {};
+  return handed_rows();
+}
+
+std::vector<db::JobRow> SchedulerLeader::handed_rows() const {
+  if (options_.submitted_specs == nullptr) return {};
   // Of jobs above every id read: a job read before its hand-over is known,
   // one that ended since is not and must not come back.
   std::vector<db::JobRow> rows = options_.submitted_specs->rows_above(highest_read_);
   std::erase_if(rows, [&](const db::JobRow& row) { return jobs_.count(row.id) > 0; });
   return rows;
+}
+
+base::Result<db::SchedulingRead> SchedulerLeader::read_since(
+    db::JobRepository::ScheduleSince since) {
+  // Taken before the read: each was committed before its snapshot, so the
+  // read returns it if anything wrote it since its insert.
+  std::vector<db::JobRow> handed = handed_rows();
+  std::erase_if(handed, [](const db::JobRow& row) { return row.changed_xid == 0; });
+  for (const db::JobRow& row : handed) {
+    since.held_ids.push_back(row.id);
+    since.held_xids.push_back(row.changed_xid);
+  }
+  auto read = store_.read_pass(since);
+  if (!read.ok()) return read.error();
+  std::set<std::int64_t> written;
+  for (const db::JobRow& row : read->queue.rows) written.insert(row.id);
+  std::erase_if(handed, [&](const db::JobRow& row) { return written.count(row.id) > 0; });
+  hold(handed);
+  read->queue.rows.insert(read->queue.rows.end(), std::make_move_iterator(handed.begin()),
+                          std::make_move_iterator(handed.end()));
+  return read;
+}
+
+void SchedulerLeader::hold(const std::vector<db::JobRow>& rows) {
+  for (const db::JobRow& row : rows) {
+    if (row.changed_xid != 0) held_.insert_or_assign(row.id, row.changed_xid);
+  }
+}
+
+void SchedulerLeader::prune_held() {
+  std::erase_if(held_, [&](const auto& entry) {
+    return !jobs_.count(entry.first) || !low_water_ || xid_below(entry.second, *low_water_);
+  });
 }
 
 base::Status SchedulerLeader::read_pass(PassState& state, std::vector<db::JobRow> submitted) {
@@ -175,16 +213,17 @@ base::Status SchedulerLeader::read_pass(PassState& state, std::vector<db::JobRow
     for (db::AgentRow& a : read.agents) a.silent_ms += since.count();
     read.hosts = kept_read_->hosts;
     read.quotas = kept_read_->quotas;
-    taken_unread_ += static_cast<std::int64_t>(submitted.size());
+    hold(submitted);  // the next read leaves them out while they are so
     read.queue.rows = std::move(submitted);
-    read.queue.low_water = *low_water_;  // the next read covers these rows again
+    read.queue.low_water = *low_water_;
     ++reads_skipped_;
   } else {
     pass_read_tables_ = true;
-    auto fresh = store_.read_pass(schedule_since());
+    std::optional<db::JobRepository::ScheduleSince> since = schedule_since();
+    if (!since) held_.clear();  // a complete read: every row comes again
+    auto fresh = since ? read_since(std::move(*since)) : store_.read_pass(std::nullopt);
     if (!fresh.ok()) return fresh.error();
     read = std::move(*fresh);
-    taken_unread_ = 0;
   }
   snapshot_.agents.clear();
   snapshot_.hosts.clear();
@@ -192,6 +231,7 @@ base::Status SchedulerLeader::read_pass(PassState& state, std::vector<db::JobRow
   if (!quick) snapshot_.dependency_states.clear();
   if (base::Status s = add_hosts(state, read.agents, read.hosts); !s.ok()) return s;
   if (base::Status s = read_unfinished(std::move(read.queue)); !s.ok()) return s;
+  if (!quick) prune_held();
   if (!quick) {
     kept_read_ =
         KeptRead{std::move(read.agents), std::move(read.hosts), read.quotas, began, writes_};

@@ -287,15 +287,14 @@ bool SchedulerLeader::apply(db::JobRow& row, std::uint32_t seen) {
 std::optional<db::JobRepository::ScheduleSince> SchedulerLeader::schedule_since() const {
   if (!low_water_) return std::nullopt;
   db::JobRepository::ScheduleSince since{*low_water_, highest_read_};
-  // In a burst of submits a read brings back the rows the passes since
-  // took unread (this process's submits: 2,500 a read at 5,000 a second):
-  // the slice is smaller by as many, down to an eighth, so that a read
-  // holds about as many rows as a quiet one and the burst's passes stay
-  // short (bench/RESULTS.md, session 64). The sweep goes on, more slowly.
-  const std::int64_t limit =
-      std::max<std::int64_t>(options_.sweep_rows / 8, options_.sweep_rows - taken_unread_);
   if (options_.clock->now() - swept_at_ >= options_.sweep_interval)
-    since.sweep = db::JobRepository::Sweep{sweep_after_, static_cast<int>(limit)};
+    since.sweep = db::JobRepository::Sweep{sweep_after_, options_.sweep_rows};
+  since.held_ids.reserve(held_.size());
+  since.held_xids.reserve(held_.size());
+  for (const auto& [job, xid] : held_) {
+    since.held_ids.push_back(job);
+    since.held_xids.push_back(xid);
+  }
   return since;
 }
 

@@ -43,6 +43,7 @@ void SubmittedSpecs::put(const db::JobRow& row, PlacementSpec spec) {
   kept.requeued_at = row.requeued_at;
   kept.unstarted_requeues = row.unstarted_requeues;
   kept.placement = row.placement;
+  kept.changed_xid = row.changed_xid;  // the insert's: the leader's read leaves the row out
   specs_.insert_or_assign(row.id, Submitted{std::move(kept), std::move(spec)});
   while (specs_.size() > capacity_) specs_.erase(specs_.begin());
 }

@@ -972,6 +972,42 @@ std::string first_column(ConnectionPool& pool, const std::string& text) {
   return out;
 }
 
+// A reader that holds rows as their insert wrote them (the hand-over of
+// this process's submits) gets none of them back from a read since, until
+// another transaction writes one.
+TEST_F(JobRepositoryTest, AReadSinceLeavesOutTheRowsHeldAsTheirInsertWroteThem) {
+  auto empty = read_queue(std::nullopt);
+  ASSERT_TRUE(empty.ok()) << empty.error().message;
+  const auto inserted = insert({job("a"), job("b"), job("c")});
+  ASSERT_EQ(3u, inserted.size());
+  const std::int64_t xid = inserted[0].row.changed_xid;
+  EXPECT_NE(0, xid);
+  for (const InsertedJob& i : inserted) EXPECT_EQ(xid, i.row.changed_xid) << "one transaction";
+  EXPECT_EQ(first_column(*pool_, "SELECT DISTINCT changed_xid FROM jobs"),
+            std::to_string(xid) + "\n")
+      << "the insert answers the changed_xid it stored";
+  const std::int64_t a = inserted[0].row.id, b = inserted[1].row.id, c = inserted[2].row.id;
+  auto ids_read = [&](std::vector<std::int64_t> held_ids, std::vector<std::int64_t> held_xids) {
+    JobRepository::ScheduleSince since{empty->low_water, c};
+    since.held_ids = std::move(held_ids);
+    since.held_xids = std::move(held_xids);
+    auto read = read_for_scheduling(*pool_, since);
+    EXPECT_TRUE(read.ok()) << read.error().message;
+    std::set<std::int64_t> ids;
+    for (const JobRow& row : read.ok() ? read->queue.rows : std::vector<JobRow>{})
+      ids.insert(row.id);
+    return ids;
+  };
+  EXPECT_EQ((std::set<std::int64_t>{a, b, c}), ids_read({}, {}));
+  EXPECT_EQ((std::set<std::int64_t>{c}), ids_read({a, b}, {xid, xid}));
+  EXPECT_EQ((std::set<std::int64_t>{b, c}), ids_read({a, b, c}, {xid, xid - 1, xid + 1}))
+      << "a row is left out only at the transaction held";
+  ASSERT_TRUE(*jobs_->transition(
+      {.job_id = a, .from = {JobState::kQueued}, .to = JobState::kCancelled, .reason = "Cancel"}));
+  EXPECT_EQ((std::set<std::int64_t>{a}), ids_read({a, b, c}, {xid, xid, xid}))
+      << "written since its insert: read";
+}
+
 // The leader's reads are planned for the table as it is at each read: a
 // generic plan, made once while few jobs were queued, scanned the whole
 // table at 100,000 until autovacuum had it made again.

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <future>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -16,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "api/job_spec.h"
 #include "api/usage.h"
 #include "base/thread_priority.h"
 #include "db/embedded_postgres.h"
@@ -96,7 +98,7 @@ class SchedulerLeaderTest : public ::testing::Test {
   // `bus`, started; null (the test failed, saying why) when it could not
   // start. Once a test: it must be destroyed before the fixture, whose pool
   // it uses.
-  std::unique_ptr<JobManager> started_manager(WakeBus& bus) {
+  std::unique_ptr<JobManager> started_manager(WakeBus& bus, base::Clock* clock = nullptr) {
     auto pool = db::ConnectionPool::create(conninfo_, 2);
     if (!pool.ok()) {
       ADD_FAILURE() << "the manager's pool: " << pool.error().message;
@@ -105,6 +107,7 @@ class SchedulerLeaderTest : public ::testing::Test {
     manager_pool_ = std::move(*pool);
     JobManagerOptions options;
     options.wake_bus = &bus;
+    options.clock = clock;
     auto manager =
         std::make_unique<JobManager>(*manager_pool_, *scheduler::parse_pool("v3-8"), options);
     if (base::Status started = manager->start(); !started.ok()) {
@@ -403,6 +406,48 @@ TEST_F(SchedulerLeaderTest, AQueuedJobCancelledThroughTheApiMovesTheOneBehindItU
   EXPECT_TRUE(eventually([&] { return position(behind) == json(1); }))
       << "the job behind the cancelled one still reads " << position(behind)
       << ": the leader was not woken";
+}
+
+// /metrics' jobs by state count the whole table: a scrape within a second
+// of the last count answers it, unless this process committed submits
+// since.
+TEST_F(SchedulerLeaderTest, TheJobsByStateInMetricsAreCountedOnceASecondAndAfterASubmit) {
+  WakeBus bus;
+  base::FakeClock clock;
+  std::unique_ptr<JobManager> api = started_manager(bus, &clock);
+  ASSERT_TRUE(api != nullptr);
+  JobManager& manager = *api;
+  auto queued = [&] {
+    const std::string metrics = manager.prometheus_metrics();
+    const std::string name = "tpujobs_jobs{state=\"QUEUED\"} ";
+    const std::size_t at = metrics.find(name);
+    return at == std::string::npos ? -1 : std::stoll(metrics.substr(at + name.size()));
+  };
+  submit(1);  // by another replica
+  EXPECT_EQ(1, queued());
+  submit(1);
+  EXPECT_EQ(1, queued()) << "counted less than a second ago";
+  clock.advance(std::chrono::seconds(1));
+  EXPECT_EQ(2, queued());
+
+  const json spec = {{"name", "j"},
+                     {"trainer", {{"devices", 1}, {"max_epochs", 1}}},
+                     {"model", {{"layers", json::array({{{"type", "linear"}, {"out", 3}}})}}},
+                     {"data", {{"dataset", "iris"}}}};
+  base::Result<api::JobSpec> parsed = api::parse_job_spec(spec);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  api::SubmitRequest request;
+  request.tenant = "t";
+  request.spec = *parsed;
+  request.spec_json = spec;
+  request.spec_text = spec.dump();
+  request.spec_hash = "h";
+  std::promise<api::SubmitOutcome> answered;
+  manager.submit(std::move(request), [&](api::SubmitOutcome o) { answered.set_value(o); });
+  std::future<api::SubmitOutcome> outcome = answered.get_future();
+  ASSERT_EQ(std::future_status::ready, outcome.wait_for(std::chrono::seconds(60)));
+  ASSERT_EQ(api::SubmitOutcome::Kind::kCreated, outcome.get().kind);
+  EXPECT_EQ(3, queued()) << "this process's own submit is counted at the next scrape";
 }
 
 // With a wake bus, the API service keeps a queued job's view, and only the

@@ -110,6 +110,9 @@ class FakeLeaderStore final : public LeaderStore {
                          {"model", {{"layers", json::array({{{"type", "linear"}, {"out", 3}}})}}},
                          {"data", {{"dataset", "iris"}}}}
                         .dump();
+    // Its insert's transaction: after the last read's low water.
+    row.changed_xid = reads + 1;
+    inserted_[id] = row;
     jobs.push_back(row);
     return jobs.back();
   }
@@ -200,6 +203,10 @@ class FakeLeaderStore final : public LeaderStore {
     if (read.complete) ++complete_reads;
     for (const db::JobRow& row : jobs) {
       auto last = returned_.find(row.id);
+      if (!read.complete && held_as_inserted(*since, row)) {
+        returned_[row.id] = row;  // the reader holds it as it is
+        continue;
+      }
       const bool changed = last == returned_.end() || !same_schedule(last->second, row);
       if (read.complete ? base::is_terminal(row.state) : !changed || unmarked.count(row.id))
         continue;
@@ -226,6 +233,15 @@ class FakeLeaderStore final : public LeaderStore {
       read.swept = std::move(swept);
     }
     return read;
+  }
+  // Whether the read leaves `row` out (ScheduleSince::held_ids): held at
+  // the changed_xid of its insert, and unchanged since.
+  bool held_as_inserted(const db::JobRepository::ScheduleSince& since, const db::JobRow& row) {
+    for (std::size_t i = 0; i < since.held_ids.size(); ++i) {
+      if (since.held_ids[i] != row.id) continue;
+      return since.held_xids[i] == row.changed_xid && same_schedule(inserted_.at(row.id), row);
+    }
+    return false;
   }
   // Rows whose changes a read since does not return (written unmarked).
   std::set<std::int64_t> unmarked;
@@ -407,6 +423,7 @@ class FakeLeaderStore final : public LeaderStore {
 
   base::Clock& clock_;
   std::map<std::int64_t, db::JobRow> returned_;  // each row as last read
+  std::map<std::int64_t, db::JobRow> inserted_;  // each row as added
 };
 
 class SchedulerLeaderPass : public ::testing::Test {
@@ -1294,14 +1311,17 @@ class SchedulerLeaderSubmitted : public SchedulerLeaderKeptJobs {
     handed_.set_leading(true);
     lead(milliseconds(500));
   }
-  // A new leader, polling every `poll_interval`.
-  void lead(milliseconds poll_interval) {
+  // A new leader, polling every `poll_interval`; without the wake bus, as
+  // a replica of a cluster.
+  void lead(milliseconds poll_interval, bool woken_in_process = true,
+            int sweep_rows = SchedulerLeaderOptions{}.sweep_rows) {
     SchedulerLeaderOptions options;
     options.clock = &clock_;
     options.agent_silence = seconds(10);
     options.poll_interval = poll_interval;
-    options.wake_bus = &bus_;
+    options.wake_bus = woken_in_process ? &bus_ : nullptr;
     options.submitted_specs = &handed_;
+    options.sweep_rows = sweep_rows;
     leader_ = std::make_unique<SchedulerLeader>(store_, options);
   }
   // Job `id` committed by this process's API service, which hands it over.
@@ -1437,38 +1457,60 @@ TEST_F(SchedulerLeaderSubmitted, AJobCommittedBelowTheIdsReadIsLeftToTheRead) {
   EXPECT_EQ(0, skipped());
 }
 
-// In a burst, a read brings back the rows the passes since took from the
-// hand-over: the sweep's slice is smaller by as many, an eighth at least.
-TEST_F(SchedulerLeaderSubmitted, TheSweepsSliceMakesRoomForTheRowsAReadBringsBack) {
-  SchedulerLeaderOptions options;
-  options.clock = &clock_;
-  options.agent_silence = seconds(10);
-  options.wake_bus = &bus_;
-  options.submitted_specs = &handed_;
-  options.sweep_rows = 16;
-  leader_ = std::make_unique<SchedulerLeader>(store_, options);
+// In a burst, a read leaves out the rows the passes since took from the
+// hand-over, while they are as their inserts wrote them; one written
+// since (a cancel) it brings. The sweep's slice stays whole.
+TEST_F(SchedulerLeaderSubmitted, AReadLeavesOutTheRowsThePassesTookFromTheHandOver) {
+  lead(milliseconds(500), true, /*sweep_rows=*/16);
   pass();  // no agent: every job waits
-  auto burst = [&](int first, int last) {
-    for (int id = first; id <= last; ++id) {
-      submit(id);
-      pass_woken_by_submits();
-    }
-  };
-  auto read_with_slice = [&] {
-    clock_.advance(seconds(1));  // the poll and sweep intervals
-    pass();
-    return store_.swept_slices.back();
-  };
-  burst(1, 10);
+  for (int id = 1; id <= 10; ++id) {
+    submit(id);
+    pass_woken_by_submits();
+  }
   EXPECT_EQ(10, skipped());
-  EXPECT_EQ(6, read_with_slice()) << "16 rows, less the 10 the read brings back";
-  EXPECT_EQ(4, read_with_slice()) << "a quiet read: the whole slice (jobs 7 to 10)";
-  burst(11, 30);
-  EXPECT_EQ(2, read_with_slice()) << "20 brought back: an eighth of 16";
-  EXPECT_EQ(16, read_with_slice());
-  EXPECT_EQ((std::vector<std::int64_t>{1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15,
-                                       16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30}),
-            leader_->kept_waiting());
+  store_.job(4).cancel_requested = true;
+  const int rows = store_.rows_read;
+  clock_.advance(seconds(1));  // the poll and sweep intervals
+  pass();
+  EXPECT_EQ(rows + 1, store_.rows_read) << "job 4's row alone, written since its insert";
+  EXPECT_EQ(10, store_.swept_slices.back()) << "the whole slice: jobs 1 to 10";
+  EXPECT_EQ(JobState::kCancelled, store_.job(4).state);
+  std::vector<std::int64_t> waiting = leader_->kept_waiting();
+  std::sort(waiting.begin(), waiting.end());
+  EXPECT_EQ((std::vector<std::int64_t>{1, 2, 3, 5, 6, 7, 8, 9, 10}), waiting);
+  // Job 2's priority is raised: the next read brings it.
+  store_.job(2).priority = 5;
+  pass();
+  EXPECT_EQ(rows + 3, store_.rows_read) << "job 2's row, and job 4's cancel";
+  auto position = [&](std::int64_t id) {
+    return json::parse(store_.job(id).pending_json.value_or("{}")).value("queue_position", 0);
+  };
+  EXPECT_EQ(1, position(2)) << "ahead of the others";
+  EXPECT_EQ(2, position(1));
+}
+
+// A pass that reads (here: no wake bus, as a replica of a cluster) takes
+// the new jobs' rows from the hand-over, and the read leaves them out:
+// their rows and specs are not read. One cancelled before the pass is
+// read, and its cancel done.
+TEST_F(SchedulerLeaderSubmitted, APassThatReadsTakesTheHandedRowsWithoutReadingThem) {
+  lead(milliseconds(500), /*woken_in_process=*/false);
+  store_.add_agent("a", 1, 2);
+  pass();
+  pass();
+  const int rows = store_.rows_read;
+  for (int id = 1; id <= 3; ++id) submit(id);
+  store_.job(3).cancel_requested = true;
+  pass();
+  EXPECT_EQ(rows + 1, store_.rows_read) << "job 3's row alone";
+  EXPECT_EQ(0, store_.spec_reads);
+  EXPECT_EQ(0u, handed_.size()) << "each spec taken once";
+  EXPECT_EQ(JobState::kStarting, store_.job(1).state);
+  EXPECT_EQ(JobState::kStarting, store_.job(2).state);
+  EXPECT_EQ(JobState::kCancelled, store_.job(3).state);
+  // Their placements, the leader's own writes, are read back.
+  pass();
+  EXPECT_EQ(rows + 4, store_.rows_read);
 }
 
 // Without a read, the agents' silence is the last read's and the time
