@@ -196,10 +196,11 @@ void JobManager::on_committed(std::vector<CommittedSubmit>& committed) {
     }
     if (c.outcome.kind != Kind::kCreated) continue;
     ++submitted_total_;
-    api::SubmitRequest& request = c.pending.request;
-    c.outcome.job = response_body(
-        views::render_row(c.row, std::move(request.spec_json), std::move(c.pending.resolved),
-                          json(request.spec.labels), json(request.warnings)));
+    const db::NewJob& stored = c.pending.row;
+    c.outcome.job =
+        views::submitted_body(c.row, c.pending.request.spec_json,
+                              {stored.spec_json, stored.labels_json, stored.warnings_json,
+                               c.pending.resolved_request_text, c.pending.estimate_text});
     // Every change of the job will be told: its view is served from memory
     // from now on, without a read or a parse.
     if (queued_views_told_ && c.row.state == JobState::kQueued && !c.row.started_at) {

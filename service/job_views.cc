@@ -1,5 +1,9 @@
 #include "service/job_views.h"
 
+#include <algorithm>
+#include <array>
+#include <utility>
+
 #include "api/usage.h"
 
 namespace tpujobs::service::views {
@@ -29,6 +33,8 @@ std::string members_text(const json& object) {
   std::string text = response_body(object);
   return text.substr(1, text.size() - 2);
 }
+
+int max_retries_of(const json& spec) { return spec.is_object() ? spec.value("max_retries", 0) : 0; }
 
 }  // namespace
 
@@ -84,6 +90,7 @@ json render_row(const db::JobRow& row, json spec, json resolved, json labels, js
   json estimate =
       resolved.is_object() && resolved.contains("estimate") ? resolved["estimate"] : json(nullptr);
   json result = parse_or_null(row.result_json);
+  const int max_retries = max_retries_of(spec);
   json view = {
       {"id", row.id},
       {"name", row.name},
@@ -91,7 +98,7 @@ json render_row(const db::JobRow& row, json spec, json resolved, json labels, js
       {"labels", std::move(labels)},
       {"priority", row.priority},
       {"state", std::string(db::to_string(row.state))},
-      {"spec", spec},
+      {"spec", std::move(spec)},
       {"resolved",
        resolved.is_object() && resolved.contains("request") ? resolved["request"] : json(nullptr)},
       {"estimate", estimate},
@@ -105,7 +112,7 @@ json render_row(const db::JobRow& row, json spec, json resolved, json labels, js
       {"warnings", std::move(warnings)},
       {"last_checkpoint", nullptr},
       {"attempt", row.attempt},
-      {"max_retries", spec.is_object() ? spec.value("max_retries", 0) : 0},
+      {"max_retries", max_retries},
   };
   put_result(view, std::move(result));
   if (row.array_id) {
@@ -118,6 +125,39 @@ json render_row(const db::JobRow& row, json spec, json resolved, json labels, js
                                                 ? row.pending_json
                                                 : std::optional<std::string>()));
   return view;
+}
+
+std::string submitted_body(const db::JobRow& row, const json& spec, const SubmittedText& text) {
+  // The view with the given members null, then serialised member by member
+  // in its own (the object's sorted) order, each given one as its text.
+  json view = render_row(row, nullptr, nullptr, nullptr, nullptr);
+  view["max_retries"] = max_retries_of(spec);
+  const std::array<std::pair<std::string_view, std::string_view>, 5> given = {{
+      {"estimate", text.estimate},
+      {"labels", text.labels},
+      {"resolved", text.resolved_request},
+      {"spec", text.spec},
+      {"warnings", text.warnings},
+  }};
+  std::string body;
+  body.reserve(text.spec.size() + text.labels.size() + text.warnings.size() +
+               text.resolved_request.size() + text.estimate.size() + 768);
+  body += '{';
+  for (auto it = view.begin(); it != view.end(); ++it) {
+    if (body.size() > 1) body += ',';
+    body += '"';  // render_row's names, which need no escape
+    body += it.key();
+    body += "\":";
+    const auto member = std::find_if(given.begin(), given.end(),
+                                     [&it](const auto& g) { return g.first == it.key(); });
+    if (member != given.end()) {
+      body += member->second;
+    } else {
+      body += response_body(it.value());
+    }
+  }
+  body += '}';
+  return body;
 }
 
 SplitView split_view(json view, std::string spec_text) {

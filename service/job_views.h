@@ -36,6 +36,23 @@ std::string response_body(const nlohmann::json& view);
 nlohmann::json render_row(const db::JobRow& row, nlohmann::json spec, nlohmann::json resolved,
                           nlohmann::json labels, nlohmann::json warnings);
 nlohmann::json render_row(const db::JobRow& row);
+// What a submit holds as JSON text already (as nlohmann's dump writes it):
+// the spec, labels and warnings it stores, and the two members of the
+// resolution it stores (jobs.resolved).
+struct SubmittedText {
+  std::string_view spec;
+  std::string_view labels;
+  std::string_view warnings;
+  std::string_view resolved_request;
+  std::string_view estimate;
+};
+// The view of a job its submit just stored: response_body(render_row(row,
+// spec, resolved, labels, warnings)), byte for byte, with the members given
+// as text put in as they are instead of built and serialised again (they
+// are most of a submit's view, and serialising them was a tenth of the
+// service's CPU per submit; bench/RESULTS.md, session 67).
+std::string submitted_body(const db::JobRow& row, const nlohmann::json& spec,
+                           const SubmittedText& text);
 // GET /v1/jobs/{id}'s body (response_body) of the job as read, or as a write
 // answered it: render_row, and for an unfinished job that started, where a
 // resume would begin (last_checkpoint).

@@ -13,15 +13,18 @@ using nlohmann::json;
 PendingSubmit make_pending_submit(api::SubmitRequest request,
                                   std::function<void(api::SubmitOutcome)> done) {
   PendingSubmit pending;
-  pending.resolved = {{"request", api::resolution_json(request.resolution)},
-                      {"estimate", request.estimate}};
+  pending.resolved_request_text = api::resolution_json(request.resolution).dump();
+  pending.estimate_text = request.estimate.dump();
   db::NewJob& row = pending.row;
   row.tenant = request.tenant;
   row.name = request.spec.name;
   row.labels_json = json(request.spec.labels).dump();
   row.priority = request.spec.priority;
   row.spec_json = request.spec_text.empty() ? request.spec_json.dump() : request.spec_text;
-  row.resolved_json = pending.resolved.dump();
+  // {"estimate": E, "request": R}, as nlohmann's dump writes the object:
+  // its members in order of name, no space.
+  row.resolved_json = "{\"estimate\":" + pending.estimate_text +
+                      ",\"request\":" + pending.resolved_request_text + "}";
   row.warnings_json = json(request.warnings).dump();
   row.idempotency_key = request.idempotency_key;
   row.spec_hash = request.spec_hash;
@@ -201,6 +204,8 @@ void SubmitCommitter::commit(std::vector<PendingSubmit>& batch) {
     }
     return;
   }
+  // Back with their submits: the views are made of the rows' texts.
+  for (std::size_t i = 0; i < batch.size(); ++i) batch[i].row = std::move(rows[i]);
   std::vector<CommittedSubmit> committed;
   committed.reserve(batch.size());
   for (std::size_t i = 0; i < batch.size(); ++i) {

@@ -38,8 +38,12 @@ class SubmitStore {
 
 struct PendingSubmit {
   api::SubmitRequest request;
-  db::NewJob row;           // built on the submitting thread, not the committer's
-  nlohmann::json resolved;  // what jobs.resolved holds: the request resolved, the estimate
+  db::NewJob row;  // built on the submitting thread, not the committer's
+  // jobs.resolved's members (row.resolved_json) as text: the request
+  // resolved, and the estimate. The view the answer carries is made of
+  // these and the row's texts (views::submitted_body).
+  std::string resolved_request_text;
+  std::string estimate_text;
   std::function<void(api::SubmitOutcome)> done;
   // Its place among equal priorities: taken on arrival, since two
   // committers may commit a later batch first.

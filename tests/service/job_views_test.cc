@@ -94,6 +94,41 @@ TEST(JobViews, TheSpecTextGivenIsSplicedAsItCame) {
   EXPECT_NE(text.find(spec_text), std::string::npos) << text;
 }
 
+// A submit's answer is made of the texts it stored; it must be the view
+// render_row gives, byte for byte, whatever the row and the texts hold.
+TEST(JobViews, ASubmittedViewIsTheRenderedViewByteForByte) {
+  const json spec = {{"name", "mnist"},
+                     {"max_retries", 3},
+                     {"trainer", {{"devices", 8}, {"precision", "bf16-true"}}},
+                     {"note", "quotes \" and \\ and a tab\t, \u00e9t\u00e9, \U0001F600"}};
+  const json request = {{"kind", "host"}, {"cores", 8}};
+  const json estimate = {{"estimated_step_seconds", 0.00139799057502439}, {"fits", true}};
+  const json labels = {{"team", "vision"}, {"z", "\u00fc"}};
+  const json warnings = {"SMALL_BATCH: the per-core batch_size 8 is small", "a \"quoted\" one"};
+  std::vector<db::JobRow> rows;
+  rows.push_back(stored_row());
+  rows.push_back(stored_row());
+  rows.back().pending_json =
+      R"({"reason":"HostUnhealthy","queue_position":3,"detail":"agent a lost","fair_share":-1.5})";
+  rows.push_back(stored_row());
+  rows.back().array_id = 10;
+  rows.back().array_index = 2;
+  rows.back().array_values_json = R"({"optimizer.lr":0.003})";
+  for (const db::JobRow& row : rows) {
+    for (const json& given_estimate : {estimate, json(nullptr)}) {
+      const std::string spec_text = spec.dump(), labels_text = labels.dump(),
+                        warnings_text = warnings.dump(), request_text = request.dump(),
+                        estimate_text = given_estimate.dump();
+      const std::string body = views::submitted_body(
+          row, spec, {spec_text, labels_text, warnings_text, request_text, estimate_text});
+      const json resolved = {{"request", request}, {"estimate", given_estimate}};
+      EXPECT_EQ(body,
+                views::response_body(views::render_row(row, spec, resolved, labels, warnings)));
+      EXPECT_EQ(json::parse(body)["max_retries"], 3);
+    }
+  }
+}
+
 TEST(JobViews, ProgressShowsPercentAndEtaOnceARunIsUnderWay) {
   executor::Progress p;
   p.step = 25;

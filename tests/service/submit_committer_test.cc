@@ -122,6 +122,21 @@ TEST(SubmitCommitter, CommitsQueuedSubmitsInBatchesOfAtMostTheLimit) {
   EXPECT_EQ(f.store.transactions, (std::vector<std::size_t>{4, 4, 2}));
 }
 
+// jobs.resolved is written as text from its two members' texts: it must be
+// what serialising the object gives, which the view is made of.
+TEST(SubmitCommitter, TheStoredResolutionIsTheObjectOfItsTwoMembers) {
+  api::SubmitRequest r = request();
+  r.resolution.world_size = 8;
+  r.resolution.accelerator = "tpu";
+  r.estimate = {{"total_steps", 440}, {"note", "an \"estimate\""}};
+  const PendingSubmit pending = make_pending_submit(r, [](api::SubmitOutcome) {});
+  const nlohmann::json resolved = {{"request", api::resolution_json(r.resolution)},
+                                   {"estimate", r.estimate}};
+  EXPECT_EQ(pending.row.resolved_json, resolved.dump());
+  EXPECT_EQ(pending.resolved_request_text, api::resolution_json(r.resolution).dump());
+  EXPECT_EQ(pending.estimate_text, r.estimate.dump());
+}
+
 TEST(SubmitCommitter, AJobArrayIsNeverSplitAcrossTransactions) {
   Fixture f;
   auto before = queue(f, 3);
