@@ -18,6 +18,7 @@
 # WRK_THREADS (2), LATENCY_JOBS (200), PERF=1 records `perf record -g` of
 # the service during each wrk run into $OUT (default: the state dir, kept);
 # PERF=all records every process instead (`perf record -a`, no call graphs).
+# KEEP_STATE=1 keeps the service's state dir (its PostgreSQL data) after.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -48,6 +49,9 @@ stop_service() {
     kill -TERM "$pid"
     wait "$pid" || true
   fi
+  # The embedded PostgreSQL's data (some 450 MB after a run) goes with the
+  # service; the logs and wrk's outputs stay. KEEP_STATE=1 keeps it too.
+  [[ ${KEEP_STATE:-0} == 1 ]] || rm -rf "$state/state"
 }
 trap stop_service EXIT
 
