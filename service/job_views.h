@@ -48,9 +48,10 @@ struct SubmittedText {
 };
 // The view of a job its submit just stored: response_body(render_row(row,
 // spec, resolved, labels, warnings)), byte for byte, with the members given
-// as text put in as they are instead of built and serialised again (they
-// are most of a submit's view, and serialising them was a tenth of the
-// service's CPU per submit; bench/RESULTS.md, session 67).
+// as text put in as they are instead of built and serialised again: they
+// are most of a submit's view, and building and serialising them again
+// cost 10.5 us of the service's some 185 us of CPU per submit
+// (bench/service/submit_view_bench; bench/RESULTS.md, session 67).
 std::string submitted_body(const db::JobRow& row, const nlohmann::json& spec,
                            const SubmittedText& text);
 // GET /v1/jobs/{id}'s body (response_body) of the job as read, or as a write
