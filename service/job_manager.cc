@@ -196,11 +196,8 @@ void JobManager::on_committed(std::vector<CommittedSubmit>& committed) {
     }
     if (c.outcome.kind != Kind::kCreated) continue;
     ++submitted_total_;
-    const db::NewJob& stored = c.pending.row;
     c.outcome.job =
-        views::submitted_body(c.row, c.pending.request.spec_json,
-                              {stored.spec_json, stored.labels_json, stored.warnings_json,
-                               c.pending.resolved_request_text, c.pending.estimate_text});
+        views::submitted_body(c.row, c.pending.request.spec_json, submitted_text(c.pending));
     // Every change of the job will be told: its view is served from memory
     // from now on, without a read or a parse.
     if (queued_views_told_ && c.row.state == JobState::kQueued && !c.row.started_at) {

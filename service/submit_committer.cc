@@ -10,21 +10,35 @@ namespace tpujobs::service {
 
 using nlohmann::json;
 
+namespace {
+
+// jobs.resolved is {"estimate": E, "request": R}, written as nlohmann's
+// dump writes the object (members in order of name, no space) from the
+// two members' texts.
+constexpr std::string_view kEstimateOpen = "{\"estimate\":";
+constexpr std::string_view kRequestOpen = ",\"request\":";
+
+std::string resolved_text(const std::string& estimate, const std::string& request) {
+  std::string text;
+  text.reserve(kEstimateOpen.size() + estimate.size() + kRequestOpen.size() + request.size() + 1);
+  text.append(kEstimateOpen).append(estimate).append(kRequestOpen).append(request) += '}';
+  return text;
+}
+
+}  // namespace
+
 PendingSubmit make_pending_submit(api::SubmitRequest request,
                                   std::function<void(api::SubmitOutcome)> done) {
   PendingSubmit pending;
-  pending.resolved_request_text = api::resolution_json(request.resolution).dump();
-  pending.estimate_text = request.estimate.dump();
+  const std::string estimate = request.estimate.dump();
+  pending.estimate_length = estimate.size();
   db::NewJob& row = pending.row;
   row.tenant = request.tenant;
   row.name = request.spec.name;
   row.labels_json = json(request.spec.labels).dump();
   row.priority = request.spec.priority;
   row.spec_json = request.spec_text.empty() ? request.spec_json.dump() : request.spec_text;
-  // {"estimate": E, "request": R}, as nlohmann's dump writes the object:
-  // its members in order of name, no space.
-  row.resolved_json = "{\"estimate\":" + pending.estimate_text +
-                      ",\"request\":" + pending.resolved_request_text + "}";
+  row.resolved_json = resolved_text(estimate, api::resolution_json(request.resolution).dump());
   row.warnings_json = json(request.warnings).dump();
   row.idempotency_key = request.idempotency_key;
   row.spec_hash = request.spec_hash;
@@ -35,6 +49,15 @@ PendingSubmit make_pending_submit(api::SubmitRequest request,
   pending.request = std::move(request);
   pending.done = std::move(done);
   return pending;
+}
+
+views::SubmittedText submitted_text(const PendingSubmit& pending) {
+  const std::string_view resolved = pending.row.resolved_json;
+  const std::size_t request_at =
+      kEstimateOpen.size() + pending.estimate_length + kRequestOpen.size();
+  return {pending.row.spec_json, pending.row.labels_json, pending.row.warnings_json,
+          resolved.substr(request_at, resolved.size() - request_at - 1),
+          resolved.substr(kEstimateOpen.size(), pending.estimate_length)};
 }
 
 SubmitCommitter::SubmitCommitter(SubmitStore& store, SubmitCommitterOptions options,

@@ -25,6 +25,7 @@
 #include "api/job_service.h"
 #include "base/mutex.h"
 #include "db/job_repository.h"
+#include "service/job_views.h"
 
 namespace tpujobs::service {
 
@@ -39,11 +40,9 @@ class SubmitStore {
 struct PendingSubmit {
   api::SubmitRequest request;
   db::NewJob row;  // built on the submitting thread, not the committer's
-  // jobs.resolved's members (row.resolved_json) as text: the request
-  // resolved, and the estimate. The view the answer carries is made of
-  // these and the row's texts (views::submitted_body).
-  std::string resolved_request_text;
-  std::string estimate_text;
+  // The length of the estimate's text in row.resolved_json, where
+  // submitted_text finds it and the request resolved.
+  std::size_t estimate_length = 0;
   std::function<void(api::SubmitOutcome)> done;
   // Its place among equal priorities: taken on arrival, since two
   // committers may commit a later batch first.
@@ -56,6 +55,10 @@ struct PendingSubmit {
 // A submit's row and resolution, built from the request on the submitting thread.
 PendingSubmit make_pending_submit(api::SubmitRequest request,
                                   std::function<void(api::SubmitOutcome)> done);
+// The texts of a submit's row that its answer's view is made of
+// (views::submitted_body): jobs.resolved's two members are read out of the
+// row's text, not kept a second time.
+views::SubmittedText submitted_text(const PendingSubmit& pending);
 
 // One committed submit, for on_committed: its outcome's kind, id and
 // message are set; the owner adds the view (outcome.job) to kCreated and

@@ -129,12 +129,42 @@ TEST(SubmitCommitter, TheStoredResolutionIsTheObjectOfItsTwoMembers) {
   r.resolution.world_size = 8;
   r.resolution.accelerator = "tpu";
   r.estimate = {{"total_steps", 440}, {"note", "an \"estimate\""}};
-  const PendingSubmit pending = make_pending_submit(r, [](api::SubmitOutcome) {});
-  const nlohmann::json resolved = {{"request", api::resolution_json(r.resolution)},
-                                   {"estimate", r.estimate}};
-  EXPECT_EQ(pending.row.resolved_json, resolved.dump());
-  EXPECT_EQ(pending.resolved_request_text, api::resolution_json(r.resolution).dump());
-  EXPECT_EQ(pending.estimate_text, r.estimate.dump());
+  for (const nlohmann::json& estimate : {r.estimate, nlohmann::json(nullptr)}) {
+    r.estimate = estimate;
+    const PendingSubmit pending = make_pending_submit(r, [](api::SubmitOutcome) {});
+    const nlohmann::json resolved = {{"request", api::resolution_json(r.resolution)},
+                                     {"estimate", estimate}};
+    EXPECT_EQ(pending.row.resolved_json, resolved.dump());
+    const views::SubmittedText text = submitted_text(pending);
+    EXPECT_EQ(text.resolved_request, api::resolution_json(r.resolution).dump());
+    EXPECT_EQ(text.estimate, estimate.dump());
+  }
+}
+
+// The answers' views are made of the rows' texts: on_committed finds each
+// submit's row as it was given to the insert.
+TEST(SubmitCommitter, OnCommittedFindsEachSubmitsRowAsInserted) {
+  FakeStore store;
+  std::vector<std::string> specs_seen;
+  SubmitCommitter committer(store, {/*batch=*/4, /*committers=*/1},
+                            [&specs_seen](std::vector<CommittedSubmit>& committed) {
+                              for (CommittedSubmit& c : committed) {
+                                specs_seen.emplace_back(submitted_text(c.pending).spec);
+                              }
+                            });
+  std::vector<std::future<api::SubmitOutcome>> answers;
+  for (int i = 0; i < 3; ++i) {
+    api::SubmitRequest r = request();
+    r.spec_text = R"({"name":"job-)" + std::to_string(i) + R"("})";
+    auto promise = std::make_shared<std::promise<api::SubmitOutcome>>();
+    answers.push_back(promise->get_future());
+    committer.submit(std::move(r),
+                     [promise](api::SubmitOutcome o) { promise->set_value(std::move(o)); });
+  }
+  committer.start();
+  for (auto& a : answers) EXPECT_EQ(a.get().kind, Kind::kCreated);
+  EXPECT_EQ(specs_seen, (std::vector<std::string>{R"({"name":"job-0"})", R"({"name":"job-1"})",
+                                                  R"({"name":"job-2"})"}));
 }
 
 TEST(SubmitCommitter, AJobArrayIsNeverSplitAcrossTransactions) {
