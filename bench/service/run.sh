@@ -22,6 +22,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/service/lib.sh
+source "$here/lib.sh"
 root=$(cd "$here/../.." && pwd)
 binary=${1:-$root/build-perf/service/tpujobs}
 duration=${DURATION:-10s}
@@ -36,7 +38,7 @@ command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"
 state=$(mktemp -d /tmp/tpujobs-bench.XXXXXX)
 chmod 755 "$state"  # the embedded PostgreSQL may run as an unprivileged user
 out=${OUT:-$state}
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 url=http://127.0.0.1:$port
 
 # No bound on queued jobs: the default tenant's 10,000 (issue 34) would end
@@ -55,29 +57,11 @@ stop_service() {
 }
 trap stop_service EXIT
 
-for _ in $(seq 600); do
-  grep -q "tpujobs listening on" "$state/serve.log" && break
-  kill -0 "$pid" 2>/dev/null || { cat "$state/serve.log" >&2; exit 1; }
-  sleep 0.1
-done
-grep -q "tpujobs listening on" "$state/serve.log" || { echo "service did not start" >&2; exit 1; }
+wait_listening "$state/serve.log" "$pid" || exit 1
 
-# CPU time in ms (user + system) of the service, and of the embedded
-# PostgreSQL (postmaster and every backend): CPU per request is meaningful
-# even on a loaded machine, where rates are not.
-clk_tck=$(getconf CLK_TCK)
-cpu_ms_of() {  # cpu_ms_of PID...
-  for p in "$@"; do cat "/proc/$p/stat" 2>/dev/null; done |
-    awk -v hz="$clk_tck" '{sub(/^.*\) /, ""); t += $12 + $13} END {printf "%d", t * 1000 / hz}'
-}
-postgres_pids() {
-  local postmaster
-  postmaster=$(head -1 "$state/state/pgdata/postmaster.pid")
-  echo "$postmaster"
-  awk -v pp="$postmaster" '{line = $0; sub(/^.*\) /, "", line); split(line, f, " "); if (f[2] == pp) print $1}' /proc/[0-9]*/stat 2>/dev/null
-}
+# The service's CPU, and the embedded PostgreSQL's (postmaster and every backend).
 service_cpu_ms() { cpu_ms_of "$pid"; }
-postgres_cpu_ms() { cpu_ms_of $(postgres_pids); }
+postgres_cpu_ms() { cpu_ms_of $(postgres_pids "$state/state"); }
 
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$pid/status"; }
 load() { cut -d' ' -f1-3 /proc/loadavg; }
@@ -120,9 +104,7 @@ python3 "$here/start_latency.py" --port "$port" --spec "$spec" --jobs "$latency_
 load_latency=$(load)
 
 # ---- 3. submit throughput with every host drained (jobs wait, HostUnhealthy)
-for host in $(curl -sf "$url/v1/pool" | python3 -c 'import json, sys; print(" ".join(h["name"] for h in json.load(sys.stdin)["hosts"]))'); do
-  curl -sf -X POST "$url/v1/pool/hosts/$host:drain" >/dev/null
-done
+drain_hosts "$url"
 before=$(jobs_stored)
 commits_before=$(commits)
 profile submit
