@@ -11,8 +11,9 @@
 # Why interleave: what a service costs per read on this kind of machine (a
 # 2-vCPU guest) moves by some 15 % from run to run and from second to
 # second, with the same bits (bench/RESULTS.md, sessions 66-68), and so do
-# the rates. Bursts a few seconds apart see the same machine, so the ratio of
-# one round's rates is far steadier than the ratio of two runs.
+# the rates. Short bursts taken in turn give every binary the same machine
+# on average, and a hundred rounds' ratios a median that a few runs cannot:
+# session 68's, 100 rounds of 2 s, had a 95 % interval of +-1 %.
 #
 # Each binary runs its own `tpujobs serve` (embedded PostgreSQL, fresh state
 # dir, run.sh's flags) for the whole run, and its hosts are drained, so every
