@@ -95,19 +95,11 @@ pin_for() {  # pin_for SERVICE CPUS [with-postgres]
   pin "$2" "${pids[$1]}"
   if [[ ${3:-} == with-postgres ]]; then pin "$2" $(service_postgres "$1"); fi
 }
-jobs_stored() {  # all jobs in service $1's PostgreSQL (/metrics tpujobs_jobs, a COUNT there)
-  curl -sf "$(url_of "$1")/metrics" | awk '/^tpujobs_jobs\{/ {n += $2} END {print n + 0}'
-}
-last_id_of() {
-  curl -sf "$(url_of "$1")/v1/jobs?limit=1" | python3 -c 'import json, sys; print(json.load(sys.stdin)["jobs"][0]["id"])'
-}
 
 for i in "${!labels[@]}"; do
   mkdir -p "$work/$i"
   ports[i]=$(free_port)
-  # run.sh's flags: no bound on queued jobs, so the submits are not refused.
-  "${binaries[i]}" serve --listen "127.0.0.1:${ports[i]}" --state-dir "$work/$i/state" \
-    --pool v3-32 --default-max-queued 0 >"$work/$i/serve.log" 2>&1 &
+  start_serve "${binaries[i]}" "${ports[i]}" "$work/$i/state" "$work/$i/serve.log"
   pids[i]=$!
 done
 for i in "${!labels[@]}"; do
@@ -151,7 +143,7 @@ done
 last_ids=()
 for i in "${!labels[@]}"; do
   pin 0-1 "${pids[i]}" $(service_postgres "$i")
-  last_ids[i]=$(last_id_of "$i")
+  last_ids[i]=$(last_job_id "$(url_of "$i")")
   state=$(curl -sf "$(url_of "$i")/v1/jobs/${last_ids[i]}" | python3 -c 'import json, sys; print(json.load(sys.stdin)["state"])')
   [[ $state == QUEUED ]] || { echo "${labels[i]}: job ${last_ids[i]} is $state, not QUEUED" >&2; exit 1; }
   psql -h "$work/$i/state" -p 5432 -U tpujobs -d tpujobs -qc "VACUUM ANALYZE" -c "CHECKPOINT" ||
@@ -173,7 +165,7 @@ done
 # committed but their 201 is never read. Anything else is a lost or phantom job.
 mismatch=0
 for i in "${!labels[@]}"; do
-  stored=$(jobs_stored "$i")
+  stored=$(jobs_stored "$(url_of "$i")")
   echo "${labels[i]}: wrk saw ${created[i]} 201s, PostgreSQL holds $stored jobs"
   if ((stored < created[i] || stored > created[i] + connections * (submit_rounds + 1))); then
     echo "MISMATCH: ${labels[i]}" >&2

@@ -41,10 +41,7 @@ out=${OUT:-$state}
 port=$(free_port)
 url=http://127.0.0.1:$port
 
-# No bound on queued jobs: the default tenant's 10,000 (issue 34) would end
-# the submit run in 429s after a few seconds and measure the limit instead.
-"$binary" serve --listen "127.0.0.1:$port" --state-dir "$state/state" --pool v3-32 \
-  --default-max-queued 0 >"$state/serve.log" 2>&1 &
+start_serve "$binary" "$port" "$state/state" "$state/serve.log"
 pid=$!
 stop_service() {
   if kill -0 "$pid" 2>/dev/null; then
@@ -65,9 +62,6 @@ postgres_cpu_ms() { cpu_ms_of $(postgres_pids "$state/state"); }
 
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$pid/status"; }
 load() { cut -d' ' -f1-3 /proc/loadavg; }
-jobs_stored() {  # all jobs in PostgreSQL, by /metrics tpujobs_jobs (a COUNT in the database)
-  curl -sf "$url/metrics" | awk '/^tpujobs_jobs\{/ {n += $2} END {print n + 0}'
-}
 views_from_database() {  # job views this service read from PostgreSQL, not its cache (/metrics)
   # No early exit: awk reads to the end, so curl never fails writing (pipefail).
   curl -sf "$url/metrics" | awk '/^tpujobs_job_views_total\{from="database"\}/ {n = $2} END {print n + 0}'
@@ -105,7 +99,7 @@ load_latency=$(load)
 
 # ---- 3. submit throughput with every host drained (jobs wait, HostUnhealthy)
 drain_hosts "$url"
-before=$(jobs_stored)
+before=$(jobs_stored "$url")
 commits_before=$(commits)
 profile submit
 service_cpu_before=$(service_cpu_ms); postgres_cpu_before=$(postgres_cpu_ms)
@@ -114,11 +108,11 @@ wait_profile
 service_cpu_submit=$(($(service_cpu_ms) - service_cpu_before)); postgres_cpu_submit=$(($(postgres_cpu_ms) - postgres_cpu_before))
 load_submit=$(load)
 sleep 1  # answers already sent are committed; this is only for the count below
-after=$(jobs_stored)
+after=$(jobs_stored "$url")
 commits_submit=$(($(commits) - commits_before))
 created=$(wrk_field "$state/submit.txt" '^created_201')
 stored=$((after - before))
-last_id=$(curl -sf "$url/v1/jobs?limit=1" | python3 -c 'import json, sys; print(json.load(sys.stdin)["jobs"][0]["id"])')
+last_id=$(last_job_id "$url")
 pending_reason=$(curl -sf "$url/v1/jobs/$last_id" | python3 -c 'import json, sys; j = json.load(sys.stdin); print(j["state"], j["pending_reason"])')
 
 # ---- 4. status reads
